@@ -1,0 +1,60 @@
+# Makefile — everyday commands over the CMake build. `make help` lists them.
+#
+#   make deps    install the Debian packages the project needs (scripts/install-deps.sh)
+#   make build   configure and build in build/
+#   make check   deps + build + the whole test suite through ctest
+#   make test    the quick suite (no slow tests), for the edit-compile-test loop
+#   make asan    the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   make fuzz    build the libFuzzer targets (clang, build-fuzz/) and run each FUZZ_SECONDS seconds
+#   make demo    the main job (see README)
+#   make clean   remove the build directories
+
+BUILD      ?= build
+JOBS       ?= 2
+FUZZ_SECONDS ?= 20
+CTEST_ARGS ?=
+# -Werror whenever CI is set (CI=true in .ci/run), or when WERROR=ON is given.
+WERROR     ?= $(if $(CI),ON,OFF)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build check test test-all asan fuzz demo clean help
+
+all: build
+
+help:
+	@sed -n '3,12p' Makefile
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DRL_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+check: deps
+	$(MAKE) build
+	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure $(CTEST_ARGS)
+
+test: build
+	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure -LE slow $(CTEST_ARGS)
+
+test-all: check
+
+asan: deps
+	cmake -S . -B build-asan -DRL_SANITIZE=ON -DRL_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest -j$(JOBS) --output-on-failure $(CTEST_ARGS)
+
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DRL_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j$(JOBS)
+	@bash scripts/run-fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan build-fuzz

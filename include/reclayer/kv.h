@@ -1,0 +1,246 @@
+/* kv.h — reclayer's transactional key-value API, shaped after FoundationDB's C API.
+ *
+ * A database (rl_db) is opened from a URL:
+ *   mem:            embedded, in memory, nothing on disk
+ *   file:DIR        embedded, durable in DIR (which must exist; one process at a time)
+ *   cluster:FILE    a cluster of rlkvd processes (a later issue)
+ *   fdb:FILE        FoundationDB through libfdb_c (a later issue)
+ *
+ * Transactions are serializable with optimistic concurrency (DESIGN §2): reads see a snapshot at
+ * the read version plus the transaction's own writes; commit fails with not_committed (1020) if a
+ * read conflict range intersects a write committed after the read version. Snapshot reads add no
+ * read conflict range.
+ *
+ * Every read returns an rl_future. Embedded futures are ready at once; cluster futures complete
+ * as replies arrive. Many futures may be outstanding in one transaction. Results borrowed from a
+ * future are valid until rl_future_free of that future.
+ *
+ * Threads: an rl_db may be shared by threads; one rl_txn (and its futures) is used by one thread
+ * at a time.
+ *
+ * Errors are the codes of include/reclayer/error.h (FoundationDB's numbers where FoundationDB has
+ * the condition).
+ */
+#ifndef RECLAYER_KV_H
+#define RECLAYER_KV_H
+
+#include "reclayer/common.h"
+#include "reclayer/error.h"
+
+typedef struct rl_db rl_db;
+typedef struct rl_txn rl_txn;
+typedef struct rl_future rl_future;
+
+/* Limits (FoundationDB's). */
+#define RL_KEY_SIZE_LIMIT 10000
+#define RL_VALUE_SIZE_LIMIT 100000
+#define RL_TXN_SIZE_LIMIT 10000000
+
+/* Read flags (bit set). Unknown bits are refused with RL_E_INVALID_ARGUMENT. */
+#define RL_SNAPSHOT 0x1 /* snapshot read: no read conflict range */
+#define RL_REVERSE 0x2  /* ranges: newest key first */
+
+/* Streaming modes (FoundationDB's numbers). */
+typedef enum {
+    RL_STREAMING_WANT_ALL = -2,
+    RL_STREAMING_ITERATOR = -1,
+    RL_STREAMING_EXACT = 0,
+    RL_STREAMING_SMALL = 1,
+    RL_STREAMING_MEDIUM = 2,
+    RL_STREAMING_LARGE = 3,
+    RL_STREAMING_SERIAL = 4,
+} rl_streaming_mode;
+
+/* Atomic operations (FoundationDB's mutation type numbers where they exist). */
+typedef enum {
+    RL_ATOMIC_ADD = 2,
+    RL_ATOMIC_BIT_AND = 6,
+    RL_ATOMIC_BIT_OR = 7,
+    RL_ATOMIC_BIT_XOR = 8,
+    RL_ATOMIC_APPEND_IF_FITS = 9,
+    RL_ATOMIC_MAX = 12,
+    RL_ATOMIC_MIN = 13,
+    RL_ATOMIC_SET_VERSIONSTAMPED_KEY = 14,
+    RL_ATOMIC_SET_VERSIONSTAMPED_VALUE = 15,
+    RL_ATOMIC_BYTE_MIN = 16,
+    RL_ATOMIC_BYTE_MAX = 17,
+    RL_ATOMIC_COMPARE_AND_CLEAR = 20,
+} rl_atomic_op;
+
+/* Conflict range kinds. */
+typedef enum { RL_CONFLICT_READ = 0, RL_CONFLICT_WRITE = 1 } rl_conflict_type;
+
+/* Transaction options (rl_txn_set_option). */
+typedef enum {
+    RL_TXN_OPT_TIMEOUT_MS = 500,       /* value: ms from the first read or write, 0 = none */
+    RL_TXN_OPT_RETRY_LIMIT = 501,      /* value: retries by on_error, -1 = unlimited */
+    RL_TXN_OPT_MAX_RETRY_DELAY_MS = 502,
+    RL_TXN_OPT_SIZE_LIMIT = 503,       /* value: bytes, at most RL_TXN_SIZE_LIMIT */
+    RL_TXN_OPT_ACCESS_SYSTEM_KEYS = 301, /* value ignored: allow writes to \xff keys */
+    RL_TXN_OPT_READ_YOUR_WRITES_DISABLE = 51,
+} rl_txn_option;
+
+/* A key-value pair. Pointers are borrowed from the future (or cursor) that returned them. */
+typedef struct {
+    const uint8_t *key;
+    uint32_t key_len;
+    const uint8_t *value;
+    uint32_t value_len;
+} rl_keyvalue;
+
+/* A key selector: firstGreaterOrEqual(k) = {k, 0, 1}, firstGreaterThan(k) = {k, 1, 1},
+ * lastLessOrEqual(k) = {k, 1, 0}, lastLessThan(k) = {k, 0, 0}; offset moves further. */
+typedef struct {
+    const uint8_t *key;
+    uint32_t key_len;
+    int or_equal;
+    int offset;
+} rl_key_selector;
+
+#define RL_FIRST_GREATER_OR_EQUAL(k, l) ((rl_key_selector){(const uint8_t *)(k), (uint32_t)(l), 0, 1})
+#define RL_FIRST_GREATER_THAN(k, l) ((rl_key_selector){(const uint8_t *)(k), (uint32_t)(l), 1, 1})
+#define RL_LAST_LESS_OR_EQUAL(k, l) ((rl_key_selector){(const uint8_t *)(k), (uint32_t)(l), 1, 0})
+#define RL_LAST_LESS_THAN(k, l) ((rl_key_selector){(const uint8_t *)(k), (uint32_t)(l), 0, 0})
+
+/* One entry of a mapped range result (DESIGN §3): the index entry and its secondary read. */
+typedef struct {
+    rl_keyvalue index;          /* index key and value: always present */
+    int is_range;               /* 1: prefix range [begin, end) ("{...}" mapper); 0: point read */
+    const uint8_t *begin;       /* secondary range begin (point: the key read) */
+    uint32_t begin_len;
+    const uint8_t *end;         /* secondary range end (point: the key + "\x00") */
+    uint32_t end_len;
+    const rl_keyvalue *kvs;     /* secondary key-values in ascending order (point: 0 or 1) */
+    int n_kvs;
+    int more;                   /* the secondary read was cut off by its per-entry limits */
+    int served_locally;         /* 1: read by the storage server holding the index entry */
+} rl_mapped_keyvalue;
+
+/* Database options (rl_db_open); zero-initialise and set size = sizeof(rl_db_options). */
+typedef struct {
+    uint32_t size;                 /* sizeof(rl_db_options) */
+    int no_sync;                   /* file: skip fsync (faster, not durable against power loss) */
+    uint64_t window_versions;      /* MVCC window in versions; 0 = 5,000,000 (5 s) */
+    uint64_t checkpoint_log_bytes; /* file: checkpoint every this many log bytes; 0 = 64 MiB */
+} rl_db_options;
+
+/* ---- Database ---------------------------------------------------------------------------- */
+
+/* rl_db_open — open a database from a URL (see the top of this file). opts may be NULL.
+ * [out] out: the handle on RL_OK, NULL otherwise; free with rl_db_close.
+ * Errors: RL_E_BAD_URL (unknown scheme), RL_E_FILE_NOT_FOUND (file: directory missing),
+ * RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT (with a message
+ * naming the file and offset, from rl_last_error_detail), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
+ * RL_E_INVALID_ARGUMENT. */
+RL_API int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out);
+/* rl_db_close — close; every transaction of the db must be freed first. NULL is a no-op. */
+RL_API void rl_db_close(rl_db *db);
+/* rl_db_status_json — a JSON object describing the database (versions, sizes, log and checkpoint
+ * state). [out] out: heap string, free with rl_free. RL_OK or RL_E_OUT_OF_MEMORY. */
+RL_API int rl_db_status_json(rl_db *db, char **out);
+/* rl_last_error_detail — a thread-local message with details of the last failure of rl_db_open
+ * in this thread (file names, offsets), or "" if none. Valid until the next rl_db_open call. */
+RL_API const char *rl_last_error_detail(void);
+/* rl_free — free memory the library handed to the caller (rl_db_status_json, …). NULL ok. */
+RL_API void rl_free(void *p);
+
+/* rl_db_run — the retry loop: begin a transaction, call fn(txn, ctx), commit; on a retryable
+ * error (fn's or commit's) wait with backoff (rl_txn_on_error) and run again. Returns RL_OK after a
+ * successful commit, or the first non-retryable error (fn's error code as it returned it). fn must
+ * be idempotent with respect to anything outside the transaction. */
+RL_API int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx);
+
+/* ---- Transactions ------------------------------------------------------------------------ */
+
+/* rl_txn_begin — create a transaction. [out] out: free with rl_txn_free. RL_OK or
+ * RL_E_OUT_OF_MEMORY. */
+RL_API int rl_txn_begin(rl_db *db, rl_txn **out);
+/* rl_txn_free — destroy a transaction (and cancel it if a commit is outstanding). Futures of the
+ * transaction must be freed first. NULL is a no-op. */
+RL_API void rl_txn_free(rl_txn *txn);
+/* rl_txn_reset — forget everything (reads, writes, read version, retry state, but not options
+ * set with rl_txn_set_option) and start again as new. */
+RL_API void rl_txn_reset(rl_txn *txn);
+/* rl_txn_cancel — further operations fail with transaction_cancelled until rl_txn_reset. */
+RL_API void rl_txn_cancel(rl_txn *txn);
+/* rl_txn_set_option — set a transaction option (rl_txn_option). RL_E_INVALID_OPTION for an
+ * unknown option, RL_E_INVALID_OPTION_VALUE for a bad value. */
+RL_API int rl_txn_set_option(rl_txn *txn, rl_txn_option opt, int64_t value);
+
+/* rl_txn_set_read_version — use version v instead of asking for one. */
+RL_API void rl_txn_set_read_version(rl_txn *txn, int64_t v);
+/* rl_txn_get_read_version — future of the read version (rl_future_get_int64). */
+RL_API rl_future *rl_txn_get_read_version(rl_txn *txn);
+
+/* Reads. Each returns a future (never NULL; on OOM a future that holds RL_E_OUT_OF_MEMORY).
+ * flags: RL_SNAPSHOT, and RL_REVERSE for ranges. */
+/* rl_txn_get — value of key (rl_future_get_value). */
+RL_API rl_future *rl_txn_get(rl_txn *txn, const void *key, size_t key_len, int flags);
+/* rl_txn_get_key — the key a selector resolves to (rl_future_get_key). */
+RL_API rl_future *rl_txn_get_key(rl_txn *txn, rl_key_selector sel, int flags);
+/* rl_txn_get_range — key-values in [begin, end) as resolved selectors (rl_future_get_keyvalue_array).
+ * limit: rows (0 = unlimited); target_bytes (0 = unlimited); mode and iteration as FoundationDB
+ * (mode sets the byte target when target_bytes is 0; EXACT needs a limit). `more` says whether the
+ * range has rows beyond those returned. */
+RL_API rl_future *rl_txn_get_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end,
+                                   int limit, int target_bytes, rl_streaming_mode mode,
+                                   int iteration, int flags);
+/* rl_txn_get_mapped_range — FoundationDB's getMappedRange with reclayer's result struct
+ * (rl_future_get_mapped_keyvalue_array). Requires serializable reads (RL_SNAPSHOT is refused
+ * with RL_E_UNSUPPORTED_OPERATION, as in FoundationDB); a transaction that already wrote inside
+ * the primary range or any secondary read fails with get_mapped_range_reads_your_writes (2039).
+ * Adds read conflict ranges for the primary range and every secondary read. */
+RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end,
+                                          const void *mapper, size_t mapper_len, int limit,
+                                          int target_bytes, rl_streaming_mode mode, int iteration,
+                                          int flags);
+
+/* Writes. RL_OK, or: RL_E_KEY_TOO_LARGE, RL_E_VALUE_TOO_LARGE, RL_E_SYSTEM_KEY_WRITE (a \xff key
+ * without RL_TXN_OPT_ACCESS_SYSTEM_KEYS), RL_E_TRANSACTION_TOO_LARGE, RL_E_USED_DURING_COMMIT,
+ * RL_E_INVERTED_RANGE, RL_E_INVALID_MUTATION_TYPE. A failed write changes nothing. */
+RL_API int rl_txn_set(rl_txn *txn, const void *key, size_t key_len, const void *value, size_t value_len);
+RL_API int rl_txn_clear(rl_txn *txn, const void *key, size_t key_len);
+RL_API int rl_txn_clear_range(rl_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len);
+/* rl_txn_atomic_op — an atomic operation; for SET_VERSIONSTAMPED_KEY/VALUE the key/param ends
+ * with the 4-byte little-endian offset of the 10-byte placeholder. */
+RL_API int rl_txn_atomic_op(rl_txn *txn, const void *key, size_t key_len, const void *param,
+                            size_t param_len, rl_atomic_op op);
+RL_API int rl_txn_add_conflict_range(rl_txn *txn, const void *begin, size_t begin_len,
+                                     const void *end, size_t end_len, rl_conflict_type type);
+
+/* rl_txn_commit — commit (future with no value; its error is the outcome). */
+RL_API rl_future *rl_txn_commit(rl_txn *txn);
+/* rl_txn_get_committed_version — after a successful commit: its version; -1 for a read-only
+ * transaction. RL_E_CLIENT_INVALID_OPERATION before commit. */
+RL_API int rl_txn_get_committed_version(rl_txn *txn, int64_t *out);
+/* rl_txn_get_versionstamp — future of the 10-byte versionstamp of the commit (rl_future_get_key);
+ * ready once the commit succeeds; holds RL_E_NO_COMMIT_VERSION for a read-only transaction and the
+ * commit's error if it failed. Ask for it before committing. */
+RL_API rl_future *rl_txn_get_versionstamp(rl_txn *txn);
+/* rl_txn_on_error — the retry step: for a retryable error, reset the transaction and return a
+ * future that becomes ready after a backoff delay (then run the transaction again); otherwise
+ * return a future holding the error. Honours the retry limit and timeout. */
+RL_API rl_future *rl_txn_on_error(rl_txn *txn, int error);
+
+/* ---- Futures ----------------------------------------------------------------------------- */
+
+/* rl_future_wait — block until ready (drives the client's I/O). Returns the future's error. */
+RL_API int rl_future_wait(rl_future *f);
+RL_API int rl_future_is_ready(rl_future *f);
+/* rl_future_get_error — RL_OK or the error the operation failed with (only when ready). */
+RL_API int rl_future_get_error(rl_future *f);
+/* rl_future_set_callback — call cb(f, ud) once when ready (now, in this thread, if already ready). */
+RL_API int rl_future_set_callback(rl_future *f, void (*cb)(rl_future *f, void *ud), void *ud);
+/* Typed getters: RL_OK and the result, or the future's error. Borrowed pointers live until
+ * rl_future_free. RL_E_CLIENT_INVALID_OPERATION if the future holds another kind of result or is
+ * not ready. */
+RL_API int rl_future_get_int64(rl_future *f, int64_t *out);
+RL_API int rl_future_get_value(rl_future *f, int *out_present, const uint8_t **out_value, int *out_len);
+RL_API int rl_future_get_key(rl_future *f, const uint8_t **out_key, int *out_len);
+RL_API int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int *out_count, int *out_more);
+RL_API int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out,
+                                               int *out_count, int *out_more);
+/* rl_future_free — release a future and everything borrowed from it. NULL is a no-op. */
+RL_API void rl_future_free(rl_future *f);
+
+#endif

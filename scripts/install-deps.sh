@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# install-deps.sh — install the Debian packages reclayer needs to build, test, fuzz and benchmark.
+# Idempotent: installs only what is missing and says what it installs. Runs as root, or via sudo.
+set -euo pipefail
+
+PKGS=(
+  cmake make gcc pkg-config         # build
+  clang libclang-rt-14-dev          # libFuzzer and sanitizer runtimes
+  libcmocka-dev                     # unit tests
+  libxxhash-dev libzstd-dev         # checksums, compression
+  liblmdb-dev                       # the ssd storage engine and the LMDB baseline
+  libuv1-dev                        # event loop of rlkvd and the cluster client
+  libprotobuf-c-dev protobuf-c-compiler  # records
+  libjansson-dev                    # JSON (tools, test vectors, benchmark results)
+  libsqlite3-dev                    # the SQLite peer baseline
+  gnuplot-nox                       # benchmark plots
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

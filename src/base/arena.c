@@ -1,0 +1,74 @@
+/* arena.c — rl_arena implementation (see arena.h). */
+#include "base/arena.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+
+struct rl_arena_block {
+    rl_arena_block *next; /* older block */
+    size_t cap;           /* payload bytes */
+    size_t off;           /* bytes used in this block */
+    _Alignas(16) unsigned char mem[];
+};
+
+void rl__arena_init(rl_arena *a, size_t block_size) {
+    a->head = NULL;
+    a->block_size = block_size ? block_size : 4096;
+    a->used = 0;
+}
+
+void rl__arena_release(rl_arena *a) {
+    rl_arena_block *b = a->head;
+    while (b) {
+        rl_arena_block *n = b->next;
+        rl__free(b);
+        b = n;
+    }
+    a->head = NULL;
+    a->used = 0;
+}
+
+void rl__arena_reset(rl_arena *a) {
+    /* Keep the oldest block, free the rest. */
+    rl_arena_block *b = a->head, *keep = NULL;
+    while (b) {
+        rl_arena_block *n = b->next;
+        if (n == NULL)
+            keep = b;
+        else
+            rl__free(b);
+        b = n;
+    }
+    if (keep) {
+        keep->off = 0;
+        keep->next = NULL;
+    }
+    a->head = keep;
+    a->used = 0;
+}
+
+void *rl__arena_alloc(rl_arena *a, size_t n) {
+    size_t need = (n + 15) & ~(size_t)15;
+    if (need < n) return NULL;
+    rl_arena_block *b = a->head;
+    if (!b || b->cap - b->off < need) {
+        size_t cap = need > a->block_size ? need : a->block_size;
+        rl_arena_block *nb = rl__malloc(sizeof *nb + cap);
+        if (!nb) return NULL;
+        nb->cap = cap;
+        nb->off = 0;
+        nb->next = b;
+        a->head = b = nb;
+    }
+    void *p = b->mem + b->off;
+    b->off += need;
+    a->used += need;
+    return p;
+}
+
+void *rl__arena_memdup(rl_arena *a, const void *p, size_t n) {
+    void *q = rl__arena_alloc(a, n);
+    if (q && n) memcpy(q, p, n);
+    return q;
+}

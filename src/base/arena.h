@@ -1,0 +1,29 @@
+/* arena.h (internal) — rl_arena, a bump allocator for request- and transaction-scoped
+ * temporaries, freed or reset as a whole.
+ *
+ * Memory comes in blocks (default 4 KiB, larger for larger requests) from the allocation hook.
+ * rl__arena_alloc returns 16-byte-aligned memory valid until rl__arena_reset or rl__arena_release
+ * of the same arena; it returns NULL on allocation failure. The arena keeps its first block across
+ * resets so a reused arena allocates nothing in steady state.
+ */
+#ifndef RL_BASE_ARENA_H
+#define RL_BASE_ARENA_H
+
+#include <stddef.h>
+
+typedef struct rl_arena_block rl_arena_block;
+
+typedef struct {
+    rl_arena_block *head; /* current block; older blocks chain behind it */
+    size_t block_size;    /* default size of a new block, bytes */
+    size_t used;          /* total bytes handed out since the last reset */
+} rl_arena;
+
+void rl__arena_init(rl_arena *a, size_t block_size);
+void rl__arena_release(rl_arena *a);
+void rl__arena_reset(rl_arena *a);
+void *rl__arena_alloc(rl_arena *a, size_t n);
+/* Copy n bytes into the arena (NULL on failure; a valid pointer for n == 0). */
+void *rl__arena_memdup(rl_arena *a, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,21 @@
+/* bytes.h (internal) — byte-string helpers: hex, FoundationDB's printable escape form, compare. */
+#ifndef RL_BASE_BYTES_H
+#define RL_BASE_BYTES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+/* Append FoundationDB's printable form of p[0..n): printable ASCII except backslash as is,
+ * backslash as "\\\\", every other byte as "\\xNN" (lower-case hex). */
+void rl__bytes_printable(rl_buf *out, const void *p, size_t n);
+/* Parse the printable form back (accepts \xNN in either case and \\). Returns RL_OK or
+ * RL_E_INVALID_ARGUMENT on a bad escape. */
+int rl__bytes_unprintable(rl_buf *out, const char *s);
+/* Parse hex (even length, either case) into out. RL_OK or RL_E_INVALID_ARGUMENT. */
+int rl__bytes_from_hex(rl_buf *out, const char *s, size_t n);
+/* Lexicographic byte compare, shorter prefix first: <0, 0, >0. */
+int rl__bytes_cmp(const void *a, size_t alen, const void *b, size_t blen);
+
+#endif

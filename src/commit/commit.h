@@ -1,0 +1,113 @@
+/* commit.h (internal) — the commit path: sequencer, resolver and the committer that batches
+ * transactions, resolves them, stamps versionstamps and hands their mutations to a log sink.
+ *
+ * Versions (DESIGN §2): one sequencer issues them, about 1,000,000 per second of wall time
+ * (version = max(last + 1, base + elapsed microseconds)), so "5 seconds" is a version distance.
+ *
+ * Resolution (serializable optimistic concurrency): a transaction commits only if none of its
+ * read conflict ranges intersects a write conflict range committed at a version greater than its
+ * read version. Inside one batch, transactions are resolved in order and a committed
+ * transaction's writes conflict with the later transactions of the same batch. A read version
+ * older than the resolver's window gives RL_E_TRANSACTION_TOO_OLD.
+ *
+ * Versionstamps: every transaction of a batch shares the batch's commit version and gets its own
+ * 2-byte order (its index in the batch); its versionstamp is the 8-byte big-endian version then
+ * the 2-byte big-endian order.
+ */
+#ifndef RL_COMMIT_COMMIT_H
+#define RL_COMMIT_COMMIT_H
+
+#include <pthread.h>
+
+#include "storage/storage.h"
+
+/* A key range [begin, end). */
+typedef struct {
+    const uint8_t *begin;
+    uint32_t begin_len;
+    const uint8_t *end;
+    uint32_t end_len;
+} rl_keyrange;
+
+/* ---- Sequencer -------------------------------------------------------------------------- */
+
+typedef struct {
+    rl_version last;       /* last version issued */
+    rl_version base;       /* version at base_mono_ns */
+    uint64_t base_mono_ns; /* monotonic clock reading when base was taken */
+} rl_sequencer;
+
+/* Start after `recovered` (the last version known durable). */
+void rl__sequencer_init(rl_sequencer *s, rl_version recovered);
+/* The next commit version: > every version issued before. Not thread-safe (callers lock). */
+rl_version rl__sequencer_next(rl_sequencer *s);
+
+/* ---- Resolver --------------------------------------------------------------------------- */
+
+typedef struct rl_resolver rl_resolver;
+
+/* window_versions: how far back writes are remembered (0 = 5,000,000). */
+int rl__resolver_new(uint64_t window_versions, rl_resolver **out);
+void rl__resolver_free(rl_resolver *r);
+/* RL_OK if no read range intersects a write newer than read_version; RL_E_NOT_COMMITTED if one
+ * does; RL_E_TRANSACTION_TOO_OLD if read_version is older than the window. */
+int rl__resolver_check(rl_resolver *r, rl_version read_version, const rl_keyrange *reads, size_t n);
+/* Remember writes committed at version v (v >= every version added before). Forgets writes that
+ * fell out of the window. RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__resolver_add(rl_resolver *r, rl_version v, const rl_keyrange *writes, size_t n);
+/* The oldest read version the resolver can still check. */
+rl_version rl__resolver_oldest(const rl_resolver *r);
+
+/* ---- Committer -------------------------------------------------------------------------- */
+
+/* Where committed mutations go: apply one version's mutations (already versionstamp-resolved),
+ * then make everything applied durable. Embedded: the storage engine; cluster: the log. */
+typedef struct {
+    void *ctx;
+    int (*apply)(void *ctx, rl_version v, const rl_mutation *muts, size_t n);
+    int (*sync)(void *ctx);
+} rl_log_sink;
+
+/* One transaction submitted for commit. Inputs are borrowed until rl__committer_commit returns. */
+typedef struct {
+    rl_version read_version;
+    const rl_keyrange *reads;
+    size_t n_reads;
+    const rl_keyrange *writes;
+    size_t n_writes;
+    const rl_mutation *muts; /* may contain SET_VERSIONSTAMPED_KEY / _VALUE */
+    size_t n_muts;
+    /* Results. */
+    int result;               /* RL_OK, RL_E_NOT_COMMITTED, RL_E_TRANSACTION_TOO_OLD, … */
+    rl_version commit_version;
+    uint16_t batch_order;
+} rl_commit_request;
+
+typedef struct rl_committer rl_committer;
+
+typedef struct {
+    uint64_t window_versions; /* 0 = 5,000,000 */
+    int max_batch;            /* transactions per batch; 0 = 256 */
+} rl_committer_options;
+
+/* Create a committer over a sink; `recovered` is the sink's last durable version. */
+int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered,
+                      rl_committer **out);
+void rl__committer_free(rl_committer *c);
+/* Commit one transaction, blocking until its batch is durable (or failed). Concurrent callers
+ * are batched together (group commit: one version, one sync per batch). Returns req->result. A
+ * sink failure fails the whole batch with RL_E_IO_ERROR and poisons the committer (every later
+ * commit fails with RL_E_IO_ERROR). */
+int rl__committer_commit(rl_committer *c, rl_commit_request *req);
+/* The newest version whose batch is durable: the read version handed to new transactions. */
+rl_version rl__committer_read_version(rl_committer *c);
+/* The oldest read version the resolver still checks. */
+rl_version rl__committer_oldest_version(rl_committer *c);
+
+/* Substitute a versionstamp (10 bytes: version BE, order BE) into a SET_VERSIONSTAMPED_KEY or
+ * _VALUE parameter whose last 4 bytes are the little-endian offset; result appended to out.
+ * RL_E_CLIENT_INVALID_OPERATION if the offset does not fit. */
+int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, uint16_t order,
+                                rl_buf *out);
+
+#endif

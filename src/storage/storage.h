@@ -1,0 +1,149 @@
+/* storage.h (internal) — the storage engine: a versioned ordered map (the MVCC window) over a
+ * durable engine, with reads at a version.
+ *
+ * Model (DESIGN §4):
+ *   - Versions are uint64, applied in strictly increasing order by one writer at a time
+ *     (rl__storage_apply). A read at version V sees exactly the mutations of versions <= V.
+ *   - The window: versions newer than (latest - window_versions) keep their history; anything
+ *     older is collapsed to its latest value. A read below rl__storage_oldest_version fails with
+ *     RL_E_TRANSACTION_TOO_OLD; a read above rl__storage_latest_version fails with
+ *     RL_E_FUTURE_VERSION.
+ *   - Durability (the `memory` engine with a directory): rl__storage_apply appends the version's
+ *     mutations to a checksummed write-ahead log; rl__storage_sync makes everything applied so far
+ *     durable (one fsync covers many versions: group commit). Checkpoints are written every
+ *     checkpoint_log_bytes of log. Recovery loads the last checkpoint and replays the log after it;
+ *     a torn last record is discarded, any other corruption fails open with RL_E_LOG_CORRUPT or
+ *     RL_E_CHECKPOINT_CORRUPT and a message naming the file and offset.
+ *   - Without a directory ("mem:"), nothing touches the disk.
+ *
+ * Mutations reaching storage are already resolved: versionstamped operations have had their
+ * versionstamps substituted by the commit path; atomic operations (ADD, MAX, …) are applied here
+ * against the value at the previous version.
+ *
+ * Threads: any number of concurrent readers and one writer at a time; the engine locks inside.
+ * Results of reads are copied into the caller's arena and stay valid as long as that arena.
+ */
+#ifndef RL_STORAGE_STORAGE_H
+#define RL_STORAGE_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "reclayer/kv.h"
+
+typedef uint64_t rl_version;
+
+/* Mutation types: FoundationDB's MutationRef numbers, plus RL_MUT_CLEAR (3) for a single-key
+ * clear. They are part of the log format (docs/file-format.md): never renumber. Atomic
+ * operations use FoundationDB's current semantics (AND and MIN treat a missing value as the
+ * operand, like AndV2/MinV2). */
+typedef enum {
+    RL_MUT_SET = 0,         /* p1 = key, p2 = value */
+    RL_MUT_CLEAR_RANGE = 1, /* p1 = begin, p2 = end (exclusive) */
+    RL_MUT_ADD = 2,         /* p1 = key, p2 = operand: little-endian add, FoundationDB rules */
+    RL_MUT_CLEAR = 3,       /* p1 = key */
+    RL_MUT_BIT_AND = 6,
+    RL_MUT_BIT_OR = 7,
+    RL_MUT_BIT_XOR = 8,
+    RL_MUT_APPEND_IF_FITS = 9,
+    RL_MUT_MAX = 12, /* little-endian unsigned compare */
+    RL_MUT_MIN = 13,
+    /* Only in transactions, never in storage: the commit path turns them into RL_MUT_SET. */
+    RL_MUT_SET_VERSIONSTAMPED_KEY = 14,
+    RL_MUT_SET_VERSIONSTAMPED_VALUE = 15,
+    RL_MUT_BYTE_MIN = 16, /* lexicographic */
+    RL_MUT_BYTE_MAX = 17,
+    RL_MUT_COMPARE_AND_CLEAR = 20,
+} rl_mutation_type;
+
+typedef struct {
+    uint8_t type; /* rl_mutation_type */
+    const uint8_t *p1;
+    uint32_t len1;
+    const uint8_t *p2;
+    uint32_t len2;
+} rl_mutation;
+
+/* A key-value pair returned by a read (the public rl_keyvalue); both point into the caller's
+ * arena. */
+typedef rl_keyvalue rl_kvpair;
+
+/* A key selector (the public rl_key_selector): FoundationDB's or_equal/offset pair. */
+typedef rl_key_selector rl_selector;
+
+enum { RL_ENGINE_MEMORY = 0, RL_ENGINE_SSD = 1 };
+
+typedef struct {
+    int engine;                    /* RL_ENGINE_MEMORY (RL_ENGINE_SSD: a later issue) */
+    const char *dir;               /* NULL: in memory only, nothing durable */
+    int no_sync;                   /* skip fsync (benchmarks say so when they use it) */
+    uint64_t window_versions;      /* MVCC window; 0 = default 5,000,000 */
+    uint64_t checkpoint_log_bytes; /* checkpoint when the log grows past this; 0 = 64 MiB */
+} rl_storage_options;
+
+typedef struct rl_storage rl_storage;
+
+typedef struct {
+    rl_version latest_version;  /* newest applied version */
+    rl_version durable_version; /* newest version known durable */
+    rl_version oldest_version;  /* oldest readable version */
+    uint64_t keys;              /* live keys at latest_version */
+    uint64_t bytes;             /* key + value bytes at latest_version */
+    uint64_t log_bytes;         /* bytes in the current log file */
+    rl_version checkpoint_version; /* version of the last checkpoint (0 if none) */
+    uint64_t checkpoints;       /* checkpoints written since open */
+} rl_storage_status;
+
+/* Open (and recover) a storage engine. *out is set only on RL_OK. On failure a message naming
+ * the file and offset (for corruption) is appended to errmsg when errmsg is not NULL.
+ * Errors: RL_E_DATABASE_LOCKED_BY_PROCESS (another process has the directory),
+ * RL_E_FILE_NOT_FOUND (dir missing), RL_E_IO_ERROR, RL_E_LOG_CORRUPT, RL_E_CHECKPOINT_CORRUPT,
+ * RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
+int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *errmsg);
+/* Close; flushes nothing that was not synced. NULL is a no-op. */
+void rl__storage_close(rl_storage *st);
+
+/* Apply the mutations of one version (v > latest_version), in order, logging them when durable.
+ * The new version is readable at once; it is durable after rl__storage_sync. Errors:
+ * RL_E_VERSION_INVALID (v not increasing), RL_E_IO_ERROR (the engine is then poisoned: every
+ * later write fails), RL_E_OUT_OF_MEMORY. */
+int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
+/* Make every applied version durable (fsync unless no_sync). RL_OK or RL_E_IO_ERROR. */
+int rl__storage_sync(rl_storage *st);
+/* Write a checkpoint now and truncate the log (also done automatically). */
+int rl__storage_checkpoint(rl_storage *st);
+/* Drop history older than the window (also done automatically on apply). */
+void rl__storage_collect(rl_storage *st);
+void rl__storage_get_status(rl_storage *st, rl_storage_status *out);
+rl_version rl__storage_latest_version(rl_storage *st);
+rl_version rl__storage_oldest_version(rl_storage *st);
+
+/* Point read at version v. On RL_OK, *out_present says whether the key exists and, if so,
+ * *out_value / *out_len hold a copy in arena a. Errors: RL_E_TRANSACTION_TOO_OLD,
+ * RL_E_FUTURE_VERSION, RL_E_OUT_OF_MEMORY. */
+int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a,
+                    int *out_present, const uint8_t **out_value, uint32_t *out_len);
+
+/* Resolve a key selector at version v. The result is clamped to [min_key, max_key] where
+ * min_key is "" and max_key is "\xff\xff" (FoundationDB's rule for the resolved key of a
+ * selector that runs off either end). The key is copied into a. */
+int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl_arena *a,
+                        const uint8_t **out_key, uint32_t *out_len);
+
+/* Range read of [begin, end) at version v: at most limit rows (0 = unlimited) and about
+ * target_bytes of keys+values (0 = unlimited; the row that crosses the target is included), in
+ * key order or reverse. Rows are copied into a; *out_more is 1 if rows remain in the range.
+ * Errors as rl__storage_get. */
+int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
+                          const void *end, size_t end_len, int limit, long target_bytes,
+                          int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n, int *out_more);
+
+/* Apply one atomic operation to an existing value (present = 0 when the key is absent),
+ * FoundationDB's semantics. Writes the result into out; *out_present = 0 means the key is
+ * cleared (COMPARE_AND_CLEAR). Pure function, shared with the read-your-writes layer. */
+int rl__atomic_apply(int type, int present, const uint8_t *old, size_t old_len,
+                     const uint8_t *operand, size_t operand_len, rl_buf *out, int *out_present);
+
+#endif

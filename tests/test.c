@@ -1,0 +1,83 @@
+/* test.c — helpers behind test.h. */
+#include "test.h"
+
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void rl_test_init(int argc, char **argv) {
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+const char *rl_test_group_name(const char *argv0) {
+    const char *s = strrchr(argv0, '/');
+    return s ? s + 1 : argv0;
+}
+
+uint64_t rl_test_seed(void) {
+    const char *e = getenv("RL_SEED");
+    uint64_t seed;
+    if (e && *e)
+        seed = strtoull(e, NULL, 10);
+    else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
+        seed %= 1000000000000ull;
+    }
+    printf("seed = %llu (replay with RL_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+    fflush(stdout);
+    return seed;
+}
+
+uint64_t rl_test_rand(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t rl_test_rand_below(uint64_t *s, uint64_t n) { return n ? rl_test_rand(s) % n : 0; }
+
+const char *rl_test_url(void) {
+    const char *e = getenv("RL_TEST_URL");
+    return e && *e ? e : "mem:";
+}
+
+const char *rl_test_data_path(const char *rel) {
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", RL_TEST_DATA_DIR, rel);
+    return path;
+}
+
+char *rl_test_tmpdir(const char *tag) {
+    const char *base = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/rltest-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+    if (!mkdtemp(tmpl)) {
+        fail_msg("mkdtemp %s failed", tmpl);
+        return NULL;
+    }
+    return strdup(tmpl);
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void rl_test_rmtree(const char *path) {
+    if (path) nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *rl_test_bin(const char *prog) {
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", RL_BIN_DIR, prog);
+    return path;
+}
