@@ -53,7 +53,8 @@ fuzz: deps
 	cmake --build build-fuzz -j$(JOBS)
 	@bash scripts/run-fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
-demo: build
+demo: deps
+	$(MAKE) build
 	@bash scripts/demo.sh $(BUILD)
 
 clean:
