@@ -31,6 +31,7 @@
     X(COMMIT_UNKNOWN_RESULT, 1021, "commit_unknown_result", "Transaction may or may not have committed", 1) \
     X(TRANSACTION_CANCELLED, 1025, "transaction_cancelled", "Operation aborted because the transaction was cancelled", 0) \
     X(TRANSACTION_TIMED_OUT, 1031, "transaction_timed_out", "Operation aborted because the transaction timed out", 0) \
+    X(ACCESSED_UNREADABLE, 1036, "accessed_unreadable", "Read or wrote an unreadable key", 0)     \
     X(PROCESS_BEHIND, 1037, "process_behind", "Storage process does not have recent mutations", 1) \
     X(OPERATION_CANCELLED, 1101, "operation_cancelled", "Asynchronous operation cancelled", 0)    \
     X(IO_ERROR, 1510, "io_error", "Disk i/o operation failed", 0)                                 \
