@@ -50,13 +50,20 @@ typedef struct rl_resolver rl_resolver;
 int rl__resolver_new(uint64_t window_versions, rl_resolver **out);
 void rl__resolver_free(rl_resolver *r);
 /* RL_OK if no read range intersects a write newer than read_version; RL_E_NOT_COMMITTED if one
- * does; RL_E_TRANSACTION_TOO_OLD if read_version is older than the window. */
+ * does; RL_E_TRANSACTION_TOO_OLD if read_version < rl__resolver_oldest and n > 0 (as in
+ * FoundationDB, a transaction without read ranges is never too old). Empty ranges (begin >= end)
+ * never conflict. Reads are borrowed for the call. */
 int rl__resolver_check(rl_resolver *r, rl_version read_version, const rl_keyrange *reads, size_t n);
 /* Remember writes committed at version v (v >= every version added before). Forgets writes that
  * fell out of the window. RL_OK or RL_E_OUT_OF_MEMORY. */
 int rl__resolver_add(rl_resolver *r, rl_version v, const rl_keyrange *writes, size_t n);
-/* The oldest read version the resolver can still check. */
+/* The oldest read version the resolver can still check: max(floor, newest - window). */
 rl_version rl__resolver_oldest(const rl_resolver *r);
+/* Reads below v are too old from now on, whatever the window: the resolver knows nothing
+ * committed before v (the committer sets it to the recovered version). Never lowers the floor. */
+void rl__resolver_set_floor(rl_resolver *r, rl_version v);
+/* Boundaries currently held (memory use; tests check that old writes are forgotten). */
+size_t rl__resolver_size(const rl_resolver *r);
 
 /* ---- Committer -------------------------------------------------------------------------- */
 
@@ -78,9 +85,10 @@ typedef struct {
     const rl_mutation *muts; /* may contain SET_VERSIONSTAMPED_KEY / _VALUE */
     size_t n_muts;
     /* Results. */
-    int result;               /* RL_OK, RL_E_NOT_COMMITTED, RL_E_TRANSACTION_TOO_OLD, … */
-    rl_version commit_version;
-    uint16_t batch_order;
+    int result;               /* RL_OK, RL_E_NOT_COMMITTED, RL_E_TRANSACTION_TOO_OLD, … (the
+                               * full list is in the header of committer.c) */
+    rl_version commit_version; /* the batch version; 0 if read-only or not committed */
+    uint16_t batch_order;      /* index of the request in its batch */
 } rl_commit_request;
 
 typedef struct rl_committer rl_committer;
@@ -96,6 +104,9 @@ int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_versio
 void rl__committer_free(rl_committer *c);
 /* Commit one transaction, blocking until its batch is durable (or failed). Concurrent callers
  * are batched together (group commit: one version, one sync per batch). Returns req->result. A
+ * read-only request (no mutations and no write ranges) commits at once without a version
+ * (RL_OK, commit_version 0), as in FoundationDB. A read version newer than any version handed out
+ * gives RL_E_FUTURE_VERSION. A
  * sink failure fails the whole batch with RL_E_IO_ERROR and poisons the committer (every later
  * commit fails with RL_E_IO_ERROR). */
 int rl__committer_commit(rl_committer *c, rl_commit_request *req);
@@ -103,6 +114,17 @@ int rl__committer_commit(rl_committer *c, rl_commit_request *req);
 rl_version rl__committer_read_version(rl_committer *c);
 /* The oldest read version the resolver still checks. */
 rl_version rl__committer_oldest_version(rl_committer *c);
+
+/* Counters of a committer (a consistent snapshot taken under its lock). */
+typedef struct {
+    uint64_t batches;   /* batches that reached the sink (one apply + one sync each) */
+    uint64_t committed; /* requests committed with a version */
+    uint64_t conflicts; /* requests failed with RL_E_NOT_COMMITTED */
+    uint64_t queued;    /* requests waiting for a batch right now (not the running batch) */
+    int poisoned;       /* 1 once a sink call failed */
+} rl_committer_stats;
+
+void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out);
 
 /* Substitute a versionstamp (10 bytes: version BE, order BE) into a SET_VERSIONSTAMPED_KEY or
  * _VALUE parameter whose last 4 bytes are the little-endian offset; result appended to out.

@@ -1,0 +1,389 @@
+/* committer.c — group commit: batches concurrent commit requests, gives each batch one version,
+ * resolves its requests in order, substitutes versionstamps and hands the batch's mutations to
+ * the log sink with one apply and one sync.
+ *
+ * Threads. Every caller of rl__committer_commit blocks. Callers queue their request (a waiter on
+ * their own stack) under the mutex; whichever waiting caller finds no batch running becomes the
+ * *leader*: it takes up to max_batch waiters from the head of the queue, releases the mutex, runs
+ * the batch (sequencer, resolver, sink: only the leader touches them, so they need no lock of
+ * their own), retakes the mutex, publishes the new read version, marks the batch's waiters done
+ * and broadcasts. Callers that arrive while a batch runs queue up behind it and form the next
+ * batch: the longer the sync, the larger the batches.
+ *
+ * The committer:
+ *
+ *                 commit() finds no leader                 sink apply/sync failed
+ *     +------+  ---------------------------->  +---------+  ------------------->  +----------+
+ *     | IDLE |                                 | LEADING |                        | POISONED |
+ *     +------+  <----------------------------  +---------+                        +----------+
+ *                 batch done, broadcast                        (final: every commit fails)
+ *
+ * One request (waiter):
+ *
+ *     QUEUED --(leader takes it)--> IN_BATCH --(batch done)--> DONE (result set)
+ *
+ *     transition                         function              under the mutex
+ *     ---------------------------------  --------------------  ---------------
+ *     read-only request: DONE at once    rl__committer_commit  no (nothing shared)
+ *     enqueue: QUEUED                    rl__committer_commit  yes
+ *     IDLE -> LEADING, QUEUED->IN_BATCH  lead_batch            yes
+ *     resolve, stamp, apply, sync        run_batch             no (leader only)
+ *     LEADING -> IDLE, IN_BATCH -> DONE  lead_batch            yes (broadcast cv)
+ *     LEADING -> POISONED                lead_batch            yes
+ *
+ * Invariants:
+ *   1. At most one batch runs at a time (leading == 1); batches get strictly increasing versions.
+ *   2. durable (the read version handed out) only advances after the sink's sync of the batch
+ *      that has that version returned success, so readers never see un-synced data.
+ *   3. Inside a batch, requests are resolved in queue order; a committed request's write ranges
+ *      are added to the resolver at the batch version before the next request is checked, so they
+ *      conflict with later requests of the same batch (whose read versions are all < the batch
+ *      version).
+ *   4. batch_order is the request's index in its batch (committed or not), so (version, order)
+ *      — the versionstamp — is unique and increases in commit order.
+ *   5. Once poisoned, nothing reaches the sink again.
+ *
+ * Results of a request: RL_OK (commit_version, batch_order set), RL_E_NOT_COMMITTED,
+ * RL_E_TRANSACTION_TOO_OLD, RL_E_FUTURE_VERSION (read version newer than any version handed
+ * out), RL_E_INVALID_MUTATION_TYPE, RL_E_INVERTED_RANGE (a clear-range with begin > end),
+ * RL_E_CLIENT_INVALID_OPERATION (a versionstamp offset that does not fit), RL_E_OUT_OF_MEMORY,
+ * RL_E_IO_ERROR (the sink failed: the batch may or may not be durable; the committer is poisoned).
+ * A request that fails for its own reasons does not affect the others of its batch.
+ */
+#include "commit/commit.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/bytes.h"
+
+#define CM_DEFAULT_BATCH 256
+#define CM_MAX_BATCH 65536 /* batch_order is 16 bits */
+
+typedef struct cm_waiter {
+    rl_commit_request *req;
+    struct cm_waiter *next; /* queue link */
+    int done;               /* set by the leader under the mutex */
+} cm_waiter;
+
+struct rl_committer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;       /* broadcast when a batch finishes */
+    rl_log_sink sink;
+    int max_batch;           /* 1..CM_MAX_BATCH */
+    /* Under mu. */
+    cm_waiter *q_head;       /* FIFO of QUEUED waiters */
+    cm_waiter *q_tail;
+    int leading;             /* a batch is running */
+    int poisoned;            /* a sink call failed: every commit fails */
+    rl_version durable;      /* newest synced batch version (the read version) */
+    rl_version oldest;       /* the resolver's oldest version after the last batch */
+    uint64_t queued;         /* waiters in the queue */
+    uint64_t batches;        /* batches that reached the sink successfully */
+    uint64_t committed;      /* requests committed */
+    uint64_t conflicts;      /* requests failed with RL_E_NOT_COMMITTED */
+    /* Leader only (leading == 1), no lock needed. */
+    rl_sequencer seq;
+    rl_resolver *res;
+    cm_waiter **batch;       /* max_batch slots */
+    rl_mutation *muts;       /* the batch's mutations, muts_cap slots */
+    size_t muts_cap;
+    rl_arena arena;          /* substituted versionstamp keys/values of the batch */
+    rl_buf scratch;          /* one substitution at a time */
+};
+
+/* ---- Versionstamps ------------------------------------------------------------------------- */
+
+/* See commit.h. The param is borrowed; the result (param without its 4 offset bytes, with the 10
+ * versionstamp bytes written at the offset) is appended to out. Errors:
+ * RL_E_CLIENT_INVALID_OPERATION (param shorter than 4 bytes or offset + 10 past the end of the
+ * param without its offset bytes), RL_E_OUT_OF_MEMORY (out is then in its sticky error state). */
+int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, uint16_t order,
+                                rl_buf *out) {
+    if (len < 4) return RL_E_CLIENT_INVALID_OPERATION;
+    size_t body = len - 4;
+    const uint8_t *o = param + body;
+    uint32_t off = (uint32_t)o[0] | (uint32_t)o[1] << 8 | (uint32_t)o[2] << 16 | (uint32_t)o[3] << 24;
+    if (body < 10 || off > body - 10) return RL_E_CLIENT_INVALID_OPERATION;
+    rl__buf_append(out, param, off);
+    rl__buf_append_u64be(out, v);
+    rl__buf_append_u16be(out, order);
+    rl__buf_append(out, param + off + 10, body - off - 10);
+    return rl__buf_error(out);
+}
+
+/* ---- The batch (leader only) --------------------------------------------------------------- */
+
+static int mutation_type_known(uint8_t t) {
+    switch (t) {
+    case RL_MUT_SET:
+    case RL_MUT_CLEAR_RANGE:
+    case RL_MUT_ADD:
+    case RL_MUT_CLEAR:
+    case RL_MUT_BIT_AND:
+    case RL_MUT_BIT_OR:
+    case RL_MUT_BIT_XOR:
+    case RL_MUT_APPEND_IF_FITS:
+    case RL_MUT_MAX:
+    case RL_MUT_MIN:
+    case RL_MUT_SET_VERSIONSTAMPED_KEY:
+    case RL_MUT_SET_VERSIONSTAMPED_VALUE:
+    case RL_MUT_BYTE_MIN:
+    case RL_MUT_BYTE_MAX:
+    case RL_MUT_COMPARE_AND_CLEAR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Substitute one versionstamp param into the batch arena: *out_p and *out_len get the copy. */
+static int stamp(rl_committer *c, const uint8_t *p, uint32_t len, rl_version v, uint16_t order,
+                 const uint8_t **out_p, uint32_t *out_len) {
+    rl__buf_reset(&c->scratch);
+    int rc = rl__versionstamp_substitute(p, len, v, order, &c->scratch);
+    if (rc != RL_OK) return rc;
+    uint8_t *copy = rl__arena_memdup(&c->arena, c->scratch.data, c->scratch.len);
+    if (!copy) return RL_E_OUT_OF_MEMORY;
+    *out_p = copy;
+    *out_len = (uint32_t)c->scratch.len;
+    return RL_OK;
+}
+
+/* Append req's mutations (validated, versionstamps substituted) to c->muts[*nm..]. On error
+ * *nm is unchanged (the request's partial mutations are dropped). */
+static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_version v,
+                           uint16_t order, size_t *nm) {
+    size_t need = *nm + req->n_muts;
+    if (need > c->muts_cap) {
+        size_t cap = c->muts_cap ? c->muts_cap : 64;
+        while (cap < need) cap *= 2;
+        rl_mutation *m = rl__realloc(c->muts, cap * sizeof *m);
+        if (!m) return RL_E_OUT_OF_MEMORY;
+        c->muts = m;
+        c->muts_cap = cap;
+    }
+    for (size_t i = 0; i < req->n_muts; i++) {
+        rl_mutation m = req->muts[i];
+        int rc = RL_OK;
+        if (!mutation_type_known(m.type)) {
+            rc = RL_E_INVALID_MUTATION_TYPE;
+        } else if (m.type == RL_MUT_CLEAR_RANGE && rl__bytes_cmp(m.p1, m.len1, m.p2, m.len2) > 0) {
+            rc = RL_E_INVERTED_RANGE;
+        } else if (m.type == RL_MUT_SET_VERSIONSTAMPED_KEY) {
+            rc = stamp(c, m.p1, m.len1, v, order, &m.p1, &m.len1);
+            m.type = RL_MUT_SET;
+        } else if (m.type == RL_MUT_SET_VERSIONSTAMPED_VALUE) {
+            rc = stamp(c, m.p2, m.len2, v, order, &m.p2, &m.len2);
+            m.type = RL_MUT_SET;
+        }
+        if (rc != RL_OK) return rc;
+        c->muts[*nm + i] = m;
+    }
+    *nm = need;
+    return RL_OK;
+}
+
+/* Run one batch of n waiters (invariants 1–5). known: the newest version handed out as a read
+ * version; poisoned: the committer was poisoned when the batch was taken. Sets every request's
+ * result. Returns RL_OK with *out_v the batch version when something committed and is durable,
+ * RL_E_NOT_FOUND (expected: nothing committed, nothing new is readable), or RL_E_IO_ERROR (the
+ * sink failed: poison). */
+static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known, int poisoned,
+                     rl_version *out_v) {
+    if (poisoned) {
+        for (int i = 0; i < n; i++) batch[i]->req->result = RL_E_IO_ERROR;
+        return RL_E_NOT_FOUND;
+    }
+    rl_version v = rl__sequencer_next(&c->seq);
+    /* Advance the window to v first, so every request of the batch meets the same oldest. */
+    rl__resolver_add(c->res, v, NULL, 0);
+    rl__arena_reset(&c->arena);
+    size_t nm = 0;
+    int committed = 0;
+    for (int i = 0; i < n; i++) {
+        rl_commit_request *req = batch[i]->req;
+        uint16_t order = (uint16_t)i;
+        req->batch_order = order;
+        int rc = RL_OK;
+        if (req->read_version > known) rc = RL_E_FUTURE_VERSION;
+        if (rc == RL_OK) rc = rl__resolver_check(c->res, req->read_version, req->reads, req->n_reads);
+        size_t nm_before = nm;
+        if (rc == RL_OK) rc = stage_mutations(c, req, v, order, &nm);
+        if (rc == RL_OK) rc = rl__resolver_add(c->res, v, req->writes, req->n_writes);
+        if (rc != RL_OK) {
+            nm = nm_before;
+            req->result = rc;
+            continue;
+        }
+        req->result = RL_OK;
+        req->commit_version = v;
+        committed++;
+    }
+    if (!committed) return RL_E_NOT_FOUND;
+    int rc = c->sink.apply(c->sink.ctx, v, c->muts, nm);
+    if (rc == RL_OK) rc = c->sink.sync(c->sink.ctx);
+    if (rc != RL_OK) {
+        for (int i = 0; i < n; i++) {
+            rl_commit_request *req = batch[i]->req;
+            if (req->result == RL_OK) {
+                req->result = RL_E_IO_ERROR;
+                req->commit_version = 0;
+            }
+        }
+        return RL_E_IO_ERROR;
+    }
+    *out_v = v;
+    return RL_OK;
+}
+
+/* Called with the mutex held and no batch running: take a batch from the queue head, run it
+ * without the mutex, then publish its outcome and wake every waiter. Returns with the mutex
+ * held. */
+static void lead_batch(rl_committer *c) {
+    int n = 0;
+    c->leading = 1;
+    while (c->q_head && n < c->max_batch) {
+        c->batch[n++] = c->q_head;
+        c->q_head = c->q_head->next;
+        c->queued--;
+    }
+    if (!c->q_head) c->q_tail = NULL;
+    rl_version known = c->durable;
+    int poisoned = c->poisoned;
+    pthread_mutex_unlock(&c->mu);
+
+    rl_version v = 0;
+    int rc = run_batch(c, c->batch, n, known, poisoned, &v);
+    rl_version oldest = rl__resolver_oldest(c->res);
+
+    pthread_mutex_lock(&c->mu);
+    if (rc == RL_OK) {
+        c->durable = v;
+        c->batches++;
+    }
+    if (rc == RL_E_IO_ERROR) c->poisoned = 1;
+    c->oldest = oldest;
+    for (int i = 0; i < n; i++) {
+        int r = c->batch[i]->req->result;
+        if (r == RL_OK) c->committed++;
+        if (r == RL_E_NOT_COMMITTED) c->conflicts++;
+        c->batch[i]->done = 1;
+    }
+    c->leading = 0;
+    pthread_cond_broadcast(&c->cv);
+}
+
+/* ---- API ----------------------------------------------------------------------------------- */
+
+/* See commit.h. o may be NULL (defaults). The sink is copied; its ctx is borrowed for the
+ * committer's life. Errors: RL_E_INVALID_ARGUMENT (missing sink functions, negative max_batch),
+ * RL_E_OUT_OF_MEMORY. *out is set only on RL_OK. */
+int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered,
+                      rl_committer **out) {
+    rl_committer_options def = {0, 0};
+    if (!o) o = &def;
+    if (!sink.apply || !sink.sync || o->max_batch < 0) return RL_E_INVALID_ARGUMENT;
+    int rc = RL_E_OUT_OF_MEMORY;
+    rl_committer *c = rl__calloc(1, sizeof *c);
+    if (!c) return RL_E_OUT_OF_MEMORY;
+    int has_mu = 0;
+    c->sink = sink;
+    c->max_batch = o->max_batch == 0 ? CM_DEFAULT_BATCH
+                   : o->max_batch > CM_MAX_BATCH ? CM_MAX_BATCH
+                                                 : o->max_batch;
+    c->durable = recovered;
+    rl__sequencer_init(&c->seq, recovered);
+    rl__arena_init(&c->arena, 0);
+    rl__buf_init(&c->scratch);
+    rc = rl__resolver_new(o->window_versions, &c->res);
+    if (rc != RL_OK) goto fail;
+    rl__resolver_set_floor(c->res, recovered);
+    c->oldest = rl__resolver_oldest(c->res);
+    rc = RL_E_OUT_OF_MEMORY;
+    c->batch = rl__calloc((size_t)c->max_batch, sizeof *c->batch);
+    if (!c->batch) goto fail;
+    if (pthread_mutex_init(&c->mu, NULL) != 0) goto fail;
+    has_mu = 1;
+    if (pthread_cond_init(&c->cv, NULL) != 0) goto fail;
+    *out = c;
+    return RL_OK;
+fail:
+    if (has_mu) pthread_mutex_destroy(&c->mu);
+    rl__free(c->batch);
+    rl__resolver_free(c->res);
+    rl__arena_release(&c->arena);
+    rl__buf_release(&c->scratch);
+    rl__free(c);
+    return rc;
+}
+
+/* Free the committer. No commit may be in progress. NULL is a no-op. The sink is not closed. */
+void rl__committer_free(rl_committer *c) {
+    if (!c) return;
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    rl__free(c->batch);
+    rl__free(c->muts);
+    rl__resolver_free(c->res);
+    rl__arena_release(&c->arena);
+    rl__buf_release(&c->scratch);
+    rl__free(c);
+}
+
+/* See commit.h and the file header. req is borrowed (with everything it points to) until the
+ * call returns; its result fields are written. A read-only request (no mutations, no write
+ * ranges) commits at once without a version, as in FoundationDB: result RL_OK, commit_version 0,
+ * batch_order 0. */
+int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
+    req->commit_version = 0;
+    req->batch_order = 0;
+    req->result = RL_OK;
+    if (req->n_muts == 0 && req->n_writes == 0) return RL_OK;
+
+    cm_waiter w = {req, NULL, 0};
+    pthread_mutex_lock(&c->mu);
+    if (c->poisoned) {
+        pthread_mutex_unlock(&c->mu);
+        req->result = RL_E_IO_ERROR;
+        return RL_E_IO_ERROR;
+    }
+    if (c->q_tail)
+        c->q_tail->next = &w;
+    else
+        c->q_head = &w;
+    c->q_tail = &w;
+    c->queued++;
+    while (!w.done) {
+        if (!c->leading)
+            lead_batch(c);
+        else
+            pthread_cond_wait(&c->cv, &c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return req->result;
+}
+
+rl_version rl__committer_read_version(rl_committer *c) {
+    pthread_mutex_lock(&c->mu);
+    rl_version v = c->durable;
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
+
+rl_version rl__committer_oldest_version(rl_committer *c) {
+    pthread_mutex_lock(&c->mu);
+    rl_version v = c->oldest;
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
+
+void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out) {
+    pthread_mutex_lock(&c->mu);
+    out->batches = c->batches;
+    out->committed = c->committed;
+    out->conflicts = c->conflicts;
+    out->queued = c->queued;
+    out->poisoned = c->poisoned;
+    pthread_mutex_unlock(&c->mu);
+}
