@@ -19,6 +19,11 @@
 
 #include "base/buf.h"
 
+/* The deepest nesting the decoder accepts (see rule 4 above). */
+#define RL_TUPLE_MAX_DEPTH 1000
+/* The longest integer magnitude the encoding can carry (0x1d/0x0b have a one-byte length). */
+#define RL_TUPLE_MAX_INT_LEN 255
+
 typedef enum {
     RL_TT_NULL = 0,
     RL_TT_BYTES,
@@ -55,17 +60,20 @@ typedef struct {
     int b;              /* RL_TT_BOOL */
     const uint8_t *uuid;         /* RL_TT_UUID: 16 bytes */
     const uint8_t *versionstamp; /* RL_TT_VERSIONSTAMP: 12 bytes (10 global + 2 user) */
+    int depth;          /* RL_TT_NESTED: this tuple's nesting depth (1 inside the top level) */
 } rl_tuple_elem;
 
 typedef struct {
     const uint8_t *p;   /* next byte */
     const uint8_t *end; /* one past the last byte */
-    int nested;         /* iterating inside a nested tuple: 0x00 0xff is null */
+    int nested;         /* 0 at top level; else the depth of the nested tuple iterated (then
+                           0x00 0xff is null) */
 } rl_tuple_iter;
 
 /* Iterate the elements of a top-level tuple encoding data[0..len). data is borrowed. */
 void rl__tuple_iter_init(rl_tuple_iter *it, const void *data, size_t len);
-/* Iterate the elements of a nested element's payload (elem->payload, elem->payload_len). */
+/* Iterate the elements of a nested element's payload (elem->payload, elem->payload_len).
+ * nested is borrowed; the iterator points into the same input. */
 void rl__tuple_iter_init_nested(rl_tuple_iter *it, const rl_tuple_elem *nested);
 /* Decode the next element into *out. Returns RL_OK, RL_E_NOT_FOUND at the end (an expected
  * outcome), or a decoding error (the iterator then stays at the failing element). */
@@ -92,15 +100,21 @@ typedef struct {
     int depth;                  /* nesting depth: 0 at top level */
     size_t incomplete_vs_offset; /* offset in out of the first byte of the 10-byte placeholder */
     int n_incomplete;           /* incomplete versionstamps packed so far */
+    int err;                    /* sticky non-OOM error (an integer longer than 255 bytes) */
 } rl_tuple_packer;
 
 void rl__tuple_packer_init(rl_tuple_packer *pk, rl_buf *out);
+/* RL_OK, the packer's sticky error (RL_E_TUPLE_VALUE_OVERFLOW for an integer whose magnitude is
+ * longer than RL_TUPLE_MAX_INT_LEN bytes; nothing was appended for it), or the buffer's
+ * RL_E_OUT_OF_MEMORY. */
+int rl__tuple_packer_error(const rl_tuple_packer *pk);
 void rl__tuple_pack_null(rl_tuple_packer *pk);
 void rl__tuple_pack_bytes(rl_tuple_packer *pk, const void *p, size_t n);
 void rl__tuple_pack_string(rl_tuple_packer *pk, const char *s, size_t n); /* UTF-8 */
 void rl__tuple_pack_int(rl_tuple_packer *pk, int64_t v);
 void rl__tuple_pack_uint(rl_tuple_packer *pk, uint64_t v);
-/* Any integer: sign and big-endian magnitude (leading zero bytes allowed). */
+/* Any integer: sign and big-endian magnitude (leading zero bytes allowed; a negative zero is 0).
+ * A magnitude longer than RL_TUPLE_MAX_INT_LEN bytes sets the packer's sticky error. */
 void rl__tuple_pack_bigint(rl_tuple_packer *pk, int negative, const uint8_t *mag, size_t n);
 void rl__tuple_pack_float(rl_tuple_packer *pk, float v);
 void rl__tuple_pack_double(rl_tuple_packer *pk, double v);
@@ -148,8 +162,29 @@ void rl__subspace_range(const rl_subspace *sub, rl_buf *begin, rl_buf *end);
 
 /* ---- Text forms ------------------------------------------------------------------------- */
 
+/* Decimal text of an integer given as sign and big-endian magnitude (leading zeros allowed),
+ * appended to out: "0", "123", "-98765432109876543210". RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__tuple_mag_to_dec(int negative, const uint8_t *mag, size_t n, rl_buf *out);
+/* Parse decimal text s[0..n) ("-"? digits, leading zeros allowed, "-0" is zero) into sign and
+ * big-endian magnitude without leading zero bytes (appended to mag; zero is empty).
+ * RL_E_INVALID_ARGUMENT on bad text, RL_E_TUPLE_VALUE_OVERFLOW if the magnitude needs more than
+ * RL_TUPLE_MAX_INT_LEN bytes, RL_E_OUT_OF_MEMORY. */
+int rl__tuple_dec_to_mag(const char *s, size_t n, int *out_negative, rl_buf *mag);
+
 /* Append FoundationDB's human form of the tuple data[0..len), e.g. (1, "a", b"\x00", None).
- * RL_OK or a decoding error (out then holds a partial rendering). */
+ * RL_OK or a decoding error (out then holds a partial rendering), or RL_E_OUT_OF_MEMORY.
+ * The form, Python-like:
+ *   ()  (1,)  (1, 2)        tuples, nested ones too; one element keeps Python's trailing comma
+ *   None  True  False       null and booleans
+ *   -12  123456789012345678901234567890    integers of any size, decimal
+ *   1.5  -0.0  inf  -inf  nan              doubles, shortest text that reads back exactly
+ *   float(1.5)                              floats (32-bit), marked so they differ from doubles
+ *   "a\"b\\c"  b"\x00ab"                 strings (UTF-8 as is; '"', '\' and control bytes
+ *                                           escaped) and bytes (printable ASCII as is, '"' and
+ *                                           '\' escaped, the rest \xNN)
+ *   UUID("01234567-89ab-cdef-0123-456789abcdef")
+ *   Versionstamp("0123456789abcdef0123", 7)     10-byte transaction version (hex), user version
+ *   Versionstamp(<incomplete>, 7)               when the 10 bytes are all 0xff */
 int rl__tuple_print(const void *data, size_t len, rl_buf *out);
 
 #endif
