@@ -1,0 +1,153 @@
+/* db.c — rl_db: opening a database from a URL, its status, the retry loop, and the thread-local
+ * error detail of rl_db_open.
+ *
+ * URL schemes (kv.h): "mem:" and "file:DIR" open the embedded backend (embedded.c);
+ * "cluster:FILE" and "fdb:FILE" are recognised but refused with RL_E_UNSUPPORTED_OPERATION until
+ * their backends exist; anything else is RL_E_BAD_URL. The detail of the last failure of
+ * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "kv/kv_int.h"
+
+static _Thread_local char last_detail[1024];
+
+static void set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_detail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_detail, sizeof last_detail, fmt, ap);
+    va_end(ap);
+}
+
+const char *rl_last_error_detail(void) { return last_detail; }
+
+void rl_free(void *p) { rl__free(p); }
+
+/* Open the backend named by url; see the file comment. On failure *out is NULL and the detail
+ * message is set. */
+int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
+    int rc;
+    rl_db *db = NULL;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    last_detail[0] = 0;
+    if (!out) return RL_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!url) {
+        set_detail("no database URL");
+        rc = RL_E_BAD_URL;
+        goto fail;
+    }
+    if (opts && opts->size != 0 && opts->size < sizeof(uint32_t)) {
+        set_detail("rl_db_options.size is %u", opts->size);
+        rc = RL_E_INVALID_ARGUMENT;
+        goto fail;
+    }
+    db = rl__calloc(1, sizeof *db);
+    if (!db) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    pthread_mutex_init(&db->mu, NULL);
+    db->seed = rl__clock_mono_ns() ^ (uint64_t)(uintptr_t)db;
+    if (!strncmp(url, "mem:", 4)) {
+        rc = rl__kv_embedded_open(NULL, opts, &db->be, &msg);
+    } else if (!strncmp(url, "file:", 5)) {
+        const char *dir = url + 5;
+        struct stat sb;
+        if (!*dir) {
+            set_detail("file: needs a directory (file:DIR)");
+            rc = RL_E_BAD_URL;
+            goto fail_db;
+        }
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            set_detail("database directory %s does not exist%s", dir,
+                       errno == ENOENT || !S_ISDIR(sb.st_mode) ? "" : " or is not accessible");
+            rc = RL_E_FILE_NOT_FOUND;
+            goto fail_db;
+        }
+        rc = rl__kv_embedded_open(dir, opts, &db->be, &msg);
+    } else if (!strncmp(url, "cluster:", 8) || !strncmp(url, "fdb:", 4)) {
+        set_detail("%s: this backend is not available yet in this build (use mem: or file:DIR)",
+                   url);
+        rc = RL_E_UNSUPPORTED_OPERATION;
+        goto fail_db;
+    } else {
+        set_detail("database URL '%s' not understood (expected mem:, file:DIR, cluster:FILE or "
+                   "fdb:FILE)", url);
+        rc = RL_E_BAD_URL;
+        goto fail_db;
+    }
+    if (rc) {
+        set_detail("%s: %s", url, msg.len ? (const char *)msg.data : rl_error_message(rc));
+        goto fail_db;
+    }
+    rl__buf_release(&msg);
+    *out = db;
+    return RL_OK;
+fail_db:
+    pthread_mutex_destroy(&db->mu);
+    rl__free(db);
+fail:
+    rl__buf_release(&msg);
+    return rc;
+}
+
+void rl_db_close(rl_db *db) {
+    if (!db) return;
+    db->be->vt->close(db->be);
+    pthread_mutex_destroy(&db->mu);
+    rl__free(db);
+}
+
+/* The backend's status as a heap JSON string (rl_free). */
+int rl_db_status_json(rl_db *db, char **out) {
+    if (!db || !out) return RL_E_INVALID_ARGUMENT;
+    rl_buf b;
+    rl__buf_init(&b);
+    int rc = db->be->vt->status_json(db->be, &b);
+    if (rc == RL_OK) rc = rl__buf_error(&b);
+    if (rc) {
+        rl__buf_release(&b);
+        return rc;
+    }
+    size_t len;
+    uint8_t *p = rl__buf_detach(&b, &len);
+    if (!p) p = (uint8_t *)rl__strdup("");
+    if (!p) return RL_E_OUT_OF_MEMORY;
+    *out = (char *)p;
+    return RL_OK;
+}
+
+/* The standard retry loop (kv.h). */
+int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx) {
+    if (!db || !fn) return RL_E_INVALID_ARGUMENT;
+    rl_txn *txn = NULL;
+    int rc = rl_txn_begin(db, &txn);
+    if (rc) return rc;
+    for (;;) {
+        rc = fn(txn, ctx);
+        if (rc == RL_OK) {
+            rl_future *f = rl_txn_commit(txn);
+            rc = rl_future_wait(f);
+            rl_future_free(f);
+            if (rc == RL_OK) break;
+        }
+        rl_future *f = rl_txn_on_error(txn, rc);
+        int rc2 = rl_future_wait(f);
+        rl_future_free(f);
+        if (rc2) {
+            rc = rc2;
+            break;
+        }
+    }
+    rl_txn_free(txn);
+    return rc;
+}

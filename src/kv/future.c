@@ -1,0 +1,173 @@
+/* future.c — rl_future: the handle every read and commit returns.
+ *
+ * Invariants:
+ *   1. A future is created pending (rl__future_new) and made ready exactly once
+ *      (rl__future_complete); after that its error and results never change.
+ *   2. Results (keys, values, arrays) live in the future's own arena and are freed with it.
+ *   3. Embedded futures are completed before the call that created them returns. A network
+ *      backend completes them from its I/O thread: ready is guarded by mu, waiters sleep on cv,
+ *      and callbacks registered before completion run once, in the completing thread.
+ *   4. Out of memory while creating a future yields the shared static future `oom_future`, which
+ *      holds RL_E_OUT_OF_MEMORY and which rl_future_free ignores, so no API returns NULL.
+ */
+#include <string.h>
+
+#include "base/alloc.h"
+#include "kv/kv_int.h"
+
+static rl_future oom_future = {
+    .kind = RL_FUT_NONE,
+    .is_static = 1,
+    .ready = 1,
+    .error = RL_E_OUT_OF_MEMORY,
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER,
+};
+
+/* Allocate a pending future of `kind`; the shared OOM future on failure. */
+rl_future *rl__future_new(int kind) {
+    rl_future *f = rl__calloc(1, sizeof *f);
+    if (!f) return &oom_future;
+    f->kind = kind;
+    rl__arena_init(&f->arena, 1024);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    return f;
+}
+
+rl_future *rl__future_error(int kind, int err) {
+    rl_future *f = rl__future_new(kind);
+    if (!f->is_static) rl__future_complete(f, err);
+    return f;
+}
+
+/* Mark f ready with err and run the callbacks registered so far (outside the lock). */
+void rl__future_complete(rl_future *f, int err) {
+    if (f->is_static) return;
+    pthread_mutex_lock(&f->mu);
+    if (f->ready) {
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    f->error = err;
+    f->ready = 1;
+    rl_future_cb *cbs = f->cbs;
+    int n = f->n_cbs;
+    f->cbs = NULL;
+    f->n_cbs = 0;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    for (int i = 0; i < n; i++) cbs[i].cb(f, cbs[i].ud);
+    rl__free(cbs);
+}
+
+int rl_future_wait(rl_future *f) {
+    if (!f) return RL_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&f->mu);
+    while (!f->ready) pthread_cond_wait(&f->cv, &f->mu);
+    int err = f->error;
+    pthread_mutex_unlock(&f->mu);
+    return err;
+}
+
+int rl_future_is_ready(rl_future *f) {
+    if (!f) return 0;
+    pthread_mutex_lock(&f->mu);
+    int r = f->ready;
+    pthread_mutex_unlock(&f->mu);
+    return r;
+}
+
+int rl_future_get_error(rl_future *f) {
+    if (!f) return RL_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&f->mu);
+    int err = f->ready ? f->error : RL_E_CLIENT_INVALID_OPERATION;
+    pthread_mutex_unlock(&f->mu);
+    return err;
+}
+
+/* Register cb; if f is already ready, call it now in this thread. RL_OK, RL_E_OUT_OF_MEMORY
+ * (then cb is never called), RL_E_INVALID_ARGUMENT. */
+int rl_future_set_callback(rl_future *f, void (*cb)(rl_future *f, void *ud), void *ud) {
+    if (!f || !cb) return RL_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&f->mu);
+    if (!f->ready) {
+        rl_future_cb *n = rl__realloc(f->cbs, (size_t)(f->n_cbs + 1) * sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&f->mu);
+            return RL_E_OUT_OF_MEMORY;
+        }
+        f->cbs = n;
+        f->cbs[f->n_cbs].cb = cb;
+        f->cbs[f->n_cbs].ud = ud;
+        f->n_cbs++;
+        pthread_mutex_unlock(&f->mu);
+        return RL_OK;
+    }
+    pthread_mutex_unlock(&f->mu);
+    cb(f, ud);
+    return RL_OK;
+}
+
+/* Common check of the typed getters: ready, no error, right kind. */
+static int check(rl_future *f, int kind) {
+    if (!f) return RL_E_INVALID_ARGUMENT;
+    int err = rl_future_get_error(f);
+    if (err) return err;
+    if (f->kind != kind) return RL_E_CLIENT_INVALID_OPERATION;
+    return RL_OK;
+}
+
+int rl_future_get_int64(rl_future *f, int64_t *out) {
+    int rc = check(f, RL_FUT_INT64);
+    if (rc == RL_OK && out) *out = f->i64;
+    return rc;
+}
+
+int rl_future_get_value(rl_future *f, int *out_present, const uint8_t **out_value, int *out_len) {
+    int rc = check(f, RL_FUT_VALUE);
+    if (rc) return rc;
+    if (out_present) *out_present = f->present;
+    if (out_value) *out_value = f->present ? f->data : NULL;
+    if (out_len) *out_len = f->present ? (int)f->len : 0;
+    return RL_OK;
+}
+
+int rl_future_get_key(rl_future *f, const uint8_t **out_key, int *out_len) {
+    int rc = check(f, RL_FUT_KEY);
+    if (rc) return rc;
+    if (out_key) *out_key = f->data ? f->data : (const uint8_t *)"";
+    if (out_len) *out_len = (int)f->len;
+    return RL_OK;
+}
+
+int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int *out_count,
+                                 int *out_more) {
+    int rc = check(f, RL_FUT_KVS);
+    if (rc) return rc;
+    if (out_kvs) *out_kvs = f->kvs;
+    if (out_count) *out_count = f->count;
+    if (out_more) *out_more = f->more;
+    return RL_OK;
+}
+
+int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out,
+                                        int *out_count, int *out_more) {
+    int rc = check(f, RL_FUT_MAPPED);
+    if (rc) return rc;
+    if (out) *out = f->mkvs;
+    if (out_count) *out_count = f->count;
+    if (out_more) *out_more = f->more;
+    return RL_OK;
+}
+
+/* Free f and its results. A pending versionstamp future detaches from its transaction. */
+void rl_future_free(rl_future *f) {
+    if (!f || f->is_static) return;
+    if (f->vs_owner && f->vs_owner->vs_future == f) f->vs_owner->vs_future = NULL;
+    rl__arena_release(&f->arena);
+    rl__free(f->cbs);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    rl__free(f);
+}
