@@ -1,0 +1,458 @@
+/* mapped.c — FoundationDB's mapped range (getMappedRange) at a storage engine: the mapper parser,
+ * the secondary-key constructor and the mapped read itself (see mapped.h for the contract).
+ *
+ * ---- The mapper ------------------------------------------------------------------------------
+ *
+ * rl__mapper_parse turns the mapper tuple into a short list of segments, kept in the caller's
+ * arena:
+ *
+ *     LITERAL  bytes already tuple-encoded, copied into P as they are (adjacent literals merged)
+ *     KEY i    splice element i of the index key, raw (its original encoding)
+ *     VALUE i  splice element i of the index value, raw
+ *
+ * plus is_range (the mapper ended with "{...}"). Each string element (byte or unicode) of the
+ * mapper is classified in FoundationDB's order, on its unescaped contents:
+ *   1. it contains "{{" or "}}": every "{{" becomes "{", then every "}}" becomes "}", and the
+ *      result is a literal re-encoded as a BYTE string (even if the element was unicode);
+ *   2. it looks like "{K[...]}" or "{V[...]}" (at least 5 characters, "{K[" or "{V[" first,
+ *      "]}" last): a placeholder. The index must be one or more decimal digits and fit an int,
+ *      else RL_E_MAPPER_BAD_INDEX. Differences from FoundationDB (which takes std::stoi of the
+ *      middle and only treats strings longer than 5 characters as placeholders): "{K[1x]}",
+ *      "{K[-1]}", "{K[ 1]}" and "{K[]}" are all RL_E_MAPPER_BAD_INDEX here instead of index 1,
+ *      a bad index, an error, or a literal respectively;
+ *   3. it is exactly "{...}": the range marker, which must be the last element
+ *      (else RL_E_MAPPER_BAD_RANGE_DESCRIPTOR);
+ *   4. anything else is a literal, copied raw (so "abc{K[1]}" is just a string).
+ * Every other element type (integers, nested tuples, versionstamps, ...) is a raw literal.
+ *
+ * rl__mapper_construct builds P for one index entry. The key and value are only checked as tuples
+ * when some placeholder refers to them (a literal-only mapper works whatever they hold).
+ *
+ * ---- The mapped read and its accounting ------------------------------------------------------
+ *
+ * rl__storage_get_mapped_range follows FoundationDB's storage server (getMappedKeyValuesQ and
+ * mapKeyValues, reference §4):
+ *   1. Scan the index range [begin, end) at version v with the row limit, in the requested
+ *      direction, with a byte budget of target_bytes * 0.2 (FRACTION_INDEX_BYTELIMIT_PREFETCH;
+ *      at least 1 byte when target_bytes > 0, so one index entry is always read). The index
+ *      byte budget counts key + value bytes, like rl__storage_get_range.
+ *   2. remaining = target_bytes. Walk the scanned entries in batches of `batch` (default 10,
+ *      MAX_PARALLEL_QUICK_GET_VALUE). Before a batch starts, if target_bytes > 0 and
+ *      remaining <= 0, stop. Every entry of a started batch is mapped and kept (FoundationDB's
+ *      default STRICTLY_ENFORCE_BYTE_LIMIT = false), so a reply can overshoot the budget by up to
+ *      batch - 1 entries.
+ *   3. After a batch, each entry is charged: index key + value bytes, plus the key + value bytes
+ *      of every secondary key-value it returned. (FoundationDB also adds a constant per
+ *      KeyValueRef; we charge payload bytes only, which is what rl__storage_get_range counts.)
+ *   4. *out_more = 1 if the index scan said more rows remain, or if some scanned entries were
+ *      not mapped because the budget ran out. The caller resumes after the last returned index
+ *      key (before the first one in reverse).
+ * Secondary reads: range mode reads [P, strinc(P)) (which includes P itself; for an empty P the
+ * whole normal keyspace ["", "\xff")) with at most secondary_row_limit rows (default 2000,
+ * QUICK_GET_KEY_VALUES_LIMIT) and secondary_byte_limit bytes (default 1e7,
+ * QUICK_GET_KEY_VALUES_LIMIT_BYTES); a cut-off sets the entry's `more`. Point mode reads P; a
+ * missing key is an entry with n_kvs = 0. With a rl_secondary_fn the reads go through it (it
+ * reports served_locally); without one they are local reads of the same engine at the same
+ * version (served_locally = 1). The batches are issued one read after another: within a process
+ * a local read has nothing to overlap, and a rl_secondary_fn that wants parallelism pipelines
+ * on its side. The batch size therefore only sets how often the byte budget is checked, exactly
+ * as in FoundationDB. Any error of a secondary read (or of building P) fails the whole call.
+ */
+#include "storage/mapped.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+#include "reclayer/error.h"
+#include "tuple/tuple.h"
+
+/* ==== The mapper ============================================================================ */
+
+enum { SEG_LITERAL = 0, SEG_KEY = 1, SEG_VALUE = 2 };
+
+typedef struct {
+    int kind;           /* SEG_LITERAL, SEG_KEY or SEG_VALUE */
+    const uint8_t *lit; /* SEG_LITERAL: tuple-encoded bytes (in the arena) */
+    size_t lit_len;
+    size_t index; /* SEG_KEY / SEG_VALUE: element index */
+} mapper_seg;
+
+struct rl_mapper {
+    mapper_seg *segs; /* n_segs segments, in order (in the arena) */
+    size_t n_segs;
+    int is_range;   /* the mapper ended with "{...}" */
+    int uses_key;   /* some segment is SEG_KEY: the key must parse as a tuple */
+    int uses_value; /* some segment is SEG_VALUE */
+};
+
+/* Replace every non-overlapping occurrence (left to right) of the two-byte pattern `pat` with
+ * its first byte, in place on s[0..*len). Returns 1 if anything was replaced. */
+static int unescape_pair(uint8_t *s, size_t *len, uint8_t c) {
+    size_t r = 0, w = 0, n = *len;
+    int changed = 0;
+    while (r < n) {
+        if (r + 1 < n && s[r] == c && s[r + 1] == c) {
+            s[w++] = c;
+            r += 2;
+            changed = 1;
+        } else {
+            s[w++] = s[r++];
+        }
+    }
+    *len = w;
+    return changed;
+}
+
+/* Parse the decimal index of a placeholder body s[0..n) (the part between "{K[" and "]}").
+ * Strict: one or more digits, value <= INT_MAX. RL_OK or RL_E_MAPPER_BAD_INDEX. */
+static int parse_index(const uint8_t *s, size_t n, size_t *out) {
+    size_t v = 0;
+    if (n == 0) return RL_E_MAPPER_BAD_INDEX;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return RL_E_MAPPER_BAD_INDEX;
+        v = v * 10 + (size_t)(s[i] - '0');
+        if (v > 2147483647u) return RL_E_MAPPER_BAD_INDEX;
+    }
+    *out = v;
+    return RL_OK;
+}
+
+/* Move the pending literal bytes lit[0..len) into a new SEG_LITERAL segment in arena a, then
+ * empty lit. No-op when lit is empty. RL_OK or RL_E_OUT_OF_MEMORY. */
+static int flush_literal(rl_mapper *m, rl_buf *lit, rl_arena *a) {
+    if (lit->len == 0) return RL_OK;
+    if (rl__buf_error(lit)) return RL_E_OUT_OF_MEMORY;
+    uint8_t *p = rl__arena_memdup(a, lit->data, lit->len);
+    if (!p) return RL_E_OUT_OF_MEMORY;
+    mapper_seg *s = &m->segs[m->n_segs++];
+    s->kind = SEG_LITERAL;
+    s->lit = p;
+    s->lit_len = lit->len;
+    s->index = 0;
+    rl__buf_reset(lit);
+    return RL_OK;
+}
+
+/* Parse a mapper (see the file header). On RL_OK *out points into arena a; nothing is borrowed
+ * from mapper. Errors: RL_E_MAPPER_NOT_TUPLE, RL_E_MAPPER_BAD_INDEX,
+ * RL_E_MAPPER_BAD_RANGE_DESCRIPTOR, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT (NULL arguments). */
+int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl_mapper **out) {
+    rl_buf lit, str;
+    rl_tuple_iter it;
+    rl_tuple_elem e;
+    size_t count = 0, i;
+    rl_mapper *m;
+    int rc;
+
+    if (!a || !out || (!mapper && len)) return RL_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (len == 0) mapper = "";
+    if (rl__tuple_validate(mapper, len, &count) != RL_OK) return RL_E_MAPPER_NOT_TUPLE;
+    if (count > ((size_t)-1) / (2 * sizeof(mapper_seg)) - 1) return RL_E_MAPPER_NOT_TUPLE;
+
+    m = rl__arena_alloc(a, sizeof *m);
+    if (!m) return RL_E_OUT_OF_MEMORY;
+    memset(m, 0, sizeof *m);
+    /* At most one placeholder and one literal run before it per element, plus a final literal. */
+    m->segs = rl__arena_alloc(a, (2 * count + 1) * sizeof(mapper_seg));
+    if (!m->segs) return RL_E_OUT_OF_MEMORY;
+
+    rl__buf_init(&lit);
+    rl__buf_init(&str);
+    rl__tuple_iter_init(&it, mapper, len);
+    for (i = 0; i < count; i++) {
+        rc = rl__tuple_iter_next(&it, &e);
+        if (rc != RL_OK) {
+            rc = RL_E_MAPPER_NOT_TUPLE; /* validate said otherwise: treat as not a tuple */
+            goto fail;
+        }
+        if (e.type != RL_TT_BYTES && e.type != RL_TT_STRING) {
+            rl__buf_append(&lit, e.raw, e.raw_len);
+            continue;
+        }
+        rl__buf_reset(&str);
+        rl__tuple_elem_unescape(&e, &str);
+        if (rl__buf_error(&str)) {
+            rc = RL_E_OUT_OF_MEMORY;
+            goto fail;
+        }
+        const uint8_t *s = str.data;
+        size_t n = str.len;
+        int has_open = 0, has_close = 0;
+        for (size_t j = 0; j + 1 < n; j++) {
+            if (s[j] == '{' && s[j + 1] == '{') has_open = 1;
+            if (s[j] == '}' && s[j + 1] == '}') has_close = 1;
+        }
+        if (has_open || has_close) {
+            /* 1. Escapes: a literal, re-emitted as a byte string. */
+            size_t nl = n;
+            rl_tuple_packer pk;
+            unescape_pair(str.data, &nl, '{');
+            unescape_pair(str.data, &nl, '}');
+            rl__tuple_packer_init(&pk, &lit);
+            rl__tuple_pack_bytes(&pk, str.data, nl);
+        } else if (n >= 5 && s[0] == '{' && (s[1] == 'K' || s[1] == 'V') && s[2] == '[' &&
+                   s[n - 2] == ']' && s[n - 1] == '}') {
+            /* 2. A placeholder. */
+            size_t idx;
+            rc = parse_index(s + 3, n - 5, &idx);
+            if (rc != RL_OK) goto fail;
+            rc = flush_literal(m, &lit, a);
+            if (rc != RL_OK) goto fail;
+            mapper_seg *sg = &m->segs[m->n_segs++];
+            sg->kind = s[1] == 'K' ? SEG_KEY : SEG_VALUE;
+            sg->lit = NULL;
+            sg->lit_len = 0;
+            sg->index = idx;
+            if (s[1] == 'K')
+                m->uses_key = 1;
+            else
+                m->uses_value = 1;
+        } else if (n == 5 && memcmp(s, "{...}", 5) == 0) {
+            /* 3. The range marker: last element only. */
+            if (i != count - 1) {
+                rc = RL_E_MAPPER_BAD_RANGE_DESCRIPTOR;
+                goto fail;
+            }
+            m->is_range = 1;
+        } else {
+            /* 4. A plain literal string, kept in its own type. */
+            rl__buf_append(&lit, e.raw, e.raw_len);
+        }
+    }
+    rc = flush_literal(m, &lit, a);
+    if (rc != RL_OK) goto fail;
+    rl__buf_release(&lit);
+    rl__buf_release(&str);
+    *out = m;
+    return RL_OK;
+
+fail:
+    rl__buf_release(&lit);
+    rl__buf_release(&str);
+    return rc;
+}
+
+int rl__mapper_is_range(const rl_mapper *m) { return m ? m->is_range : 0; }
+
+/* Build P for one index entry (see mapped.h), appended to out. On error out is truncated back
+ * to its length on entry. Errors: RL_E_MAPPER_BAD_INDEX (index past the end),
+ * RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
+int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value,
+                         size_t value_len, rl_buf *out) {
+    size_t start;
+    int rc = RL_OK;
+
+    if (!m || !out || (!key && key_len) || (!value && value_len)) return RL_E_INVALID_ARGUMENT;
+    if (!key) key = "";
+    if (!value) value = "";
+    start = out->len;
+    if (m->uses_key && rl__tuple_validate(key, key_len, NULL) != RL_OK) return RL_E_KEY_NOT_TUPLE;
+    if (m->uses_value && rl__tuple_validate(value, value_len, NULL) != RL_OK)
+        return RL_E_VALUE_NOT_TUPLE;
+
+    for (size_t i = 0; i < m->n_segs; i++) {
+        const mapper_seg *sg = &m->segs[i];
+        rl_tuple_elem e;
+        if (sg->kind == SEG_LITERAL) {
+            rl__buf_append(out, sg->lit, sg->lit_len);
+            continue;
+        }
+        if (sg->kind == SEG_KEY)
+            rc = rl__tuple_get(key, key_len, sg->index, &e);
+        else
+            rc = rl__tuple_get(value, value_len, sg->index, &e);
+        if (rc == RL_E_NOT_FOUND) {
+            rc = RL_E_MAPPER_BAD_INDEX;
+            goto fail;
+        }
+        if (rc != RL_OK) {
+            rc = sg->kind == SEG_KEY ? RL_E_KEY_NOT_TUPLE : RL_E_VALUE_NOT_TUPLE;
+            goto fail;
+        }
+        rl__buf_append(out, e.raw, e.raw_len);
+    }
+    if (rl__buf_error(out)) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    return RL_OK;
+
+fail:
+    if (!rl__buf_error(out)) rl__buf_truncate(out, start);
+    return rc;
+}
+
+/* ==== The mapped read ======================================================================= */
+
+enum {
+    DEFAULT_BATCH = 10,              /* MAX_PARALLEL_QUICK_GET_VALUE */
+    DEFAULT_SECONDARY_ROWS = 2000,   /* QUICK_GET_KEY_VALUES_LIMIT */
+};
+#define DEFAULT_SECONDARY_BYTES 10000000L /* QUICK_GET_KEY_VALUES_LIMIT_BYTES */
+#define INDEX_BYTE_FRACTION 0.2           /* FRACTION_INDEX_BYTELIMIT_PREFETCH */
+
+/* Read one entry's secondary for P = p[0..n) into *ent (whose index field is already set).
+ * Locally (fn == NULL) or through fn. Results and the begin/end keys are copied into a.
+ * Errors: those of the storage read or of fn, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
+static int read_secondary(rl_storage *st, rl_version v, int is_range, const uint8_t *p, size_t n,
+                          int row_limit, long byte_limit, rl_secondary_fn fn, void *fn_ctx,
+                          rl_arena *a, rl_mapped_entry *ent) {
+    uint8_t *begin, *end;
+    size_t end_len;
+    rl_kvpair *kvs = NULL;
+    int n_kvs = 0, more = 0, local = 1, rc;
+
+    if (n > UINT32_MAX - 1) return RL_E_INVALID_ARGUMENT;
+    begin = rl__arena_memdup(a, p, n);
+    if (!begin) return RL_E_OUT_OF_MEMORY;
+    if (is_range) {
+        rl_buf e;
+        rl__buf_init(&e);
+        if (n == 0)
+            rl__buf_append_byte(&e, 0xff);
+        else if ((rc = rl__strinc(p, n, &e)) != RL_OK) {
+            rl__buf_release(&e);
+            return rc;
+        }
+        if (rl__buf_error(&e)) {
+            rl__buf_release(&e);
+            return RL_E_OUT_OF_MEMORY;
+        }
+        end_len = e.len;
+        end = rl__arena_memdup(a, e.data, e.len);
+        rl__buf_release(&e);
+        if (!end) return RL_E_OUT_OF_MEMORY;
+    } else {
+        end_len = n + 1;
+        end = rl__arena_alloc(a, end_len);
+        if (!end) return RL_E_OUT_OF_MEMORY;
+        if (n) memcpy(end, p, n);
+        end[n] = 0;
+    }
+
+    if (fn) {
+        rc = fn(fn_ctx, v, is_range, begin, (uint32_t)n, end, (uint32_t)end_len,
+                is_range ? row_limit : 1, byte_limit, a, &kvs, &n_kvs, &more, &local);
+        if (rc != RL_OK) return rc;
+        if (n_kvs < 0 || (n_kvs > 0 && !kvs) || (!is_range && n_kvs > 1))
+            return RL_E_INTERNAL_ERROR;
+        if (!is_range) more = 0;
+    } else if (is_range) {
+        rc = rl__storage_get_range(st, v, begin, n, end, end_len, row_limit, byte_limit, 0, a,
+                                   &kvs, &n_kvs, &more);
+        if (rc != RL_OK) return rc;
+        local = 1;
+    } else {
+        int present = 0;
+        const uint8_t *val = NULL;
+        uint32_t val_len = 0;
+        rc = rl__storage_get(st, v, begin, n, a, &present, &val, &val_len);
+        if (rc != RL_OK) return rc;
+        if (present) {
+            kvs = rl__arena_alloc(a, sizeof *kvs);
+            if (!kvs) return RL_E_OUT_OF_MEMORY;
+            kvs->key = begin;
+            kvs->key_len = (uint32_t)n;
+            kvs->value = val ? val : begin; /* an empty value still needs a valid pointer */
+            kvs->value_len = val_len;
+            n_kvs = 1;
+        }
+        local = 1;
+    }
+    ent->is_range = is_range;
+    ent->begin = begin;
+    ent->begin_len = (uint32_t)n;
+    ent->end = end;
+    ent->end_len = (uint32_t)end_len;
+    ent->kvs = kvs;
+    ent->n_kvs = n_kvs;
+    ent->more = more ? 1 : 0;
+    ent->served_locally = local ? 1 : 0;
+    return RL_OK;
+}
+
+/* The mapped read (see mapped.h and the file header for the accounting). On RL_OK *out holds
+ * *out_n entries in index-scan order, all in arena a. On error the outputs are empty/zero and
+ * whatever was allocated stays in a (released with it). Errors: RL_E_INVALID_ARGUMENT,
+ * RL_E_RANGE_LIMITS_INVALID (a negative limit), those of the index and secondary reads
+ * (RL_E_TRANSACTION_TOO_OLD, RL_E_FUTURE_VERSION, ...), of building P (RL_E_MAPPER_BAD_INDEX,
+ * RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE) and RL_E_OUT_OF_MEMORY. */
+int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
+                                 const void *end, size_t end_len, const rl_mapper *m,
+                                 const rl_mapped_options *o, rl_secondary_fn fn, void *fn_ctx,
+                                 rl_arena *a, rl_mapped_entry **out, int *out_n, int *out_more) {
+    rl_mapped_options opt;
+    rl_kvpair *idx = NULL;
+    rl_mapped_entry *ents = NULL;
+    int n_idx = 0, scan_more = 0, mapped = 0, rc;
+    long index_bytes = 0, remaining;
+    rl_buf p;
+
+    if (out) *out = NULL;
+    if (out_n) *out_n = 0;
+    if (out_more) *out_more = 0;
+    if (!st || !m || !a || !out || !out_n || !out_more) return RL_E_INVALID_ARGUMENT;
+    if ((!begin && begin_len) || (!end && end_len)) return RL_E_INVALID_ARGUMENT;
+    if (o)
+        opt = *o;
+    else
+        memset(&opt, 0, sizeof opt);
+    if (opt.limit < 0 || opt.target_bytes < 0 || opt.batch < 0 || opt.secondary_row_limit < 0 ||
+        opt.secondary_byte_limit < 0)
+        return RL_E_RANGE_LIMITS_INVALID;
+    if (opt.batch == 0) opt.batch = DEFAULT_BATCH;
+    if (opt.secondary_row_limit == 0) opt.secondary_row_limit = DEFAULT_SECONDARY_ROWS;
+    if (opt.secondary_byte_limit == 0) opt.secondary_byte_limit = DEFAULT_SECONDARY_BYTES;
+    if (opt.target_bytes > 0) {
+        index_bytes = (long)((double)opt.target_bytes * INDEX_BYTE_FRACTION);
+        if (index_bytes < 1) index_bytes = 1;
+    }
+
+    /* 1. The index scan. */
+    rc = rl__storage_get_range(st, v, begin ? begin : "", begin_len, end ? end : "", end_len,
+                               opt.limit, index_bytes, opt.reverse, a, &idx, &n_idx, &scan_more);
+    if (rc != RL_OK) return rc;
+    if (n_idx > 0) {
+        ents = rl__arena_alloc(a, (size_t)n_idx * sizeof *ents);
+        if (!ents) return RL_E_OUT_OF_MEMORY;
+        memset(ents, 0, (size_t)n_idx * sizeof *ents);
+    }
+
+    /* 2–3. Map in batches against the byte budget. */
+    rl__buf_init(&p);
+    remaining = opt.target_bytes;
+    while (mapped < n_idx) {
+        int stop;
+        if (opt.target_bytes > 0 && remaining <= 0) break;
+        stop = mapped + opt.batch < n_idx ? mapped + opt.batch : n_idx;
+        for (int i = mapped; i < stop; i++) {
+            rl_mapped_entry *ent = &ents[i];
+            ent->index = idx[i];
+            rl__buf_reset(&p);
+            rc = rl__mapper_construct(m, idx[i].key, idx[i].key_len, idx[i].value,
+                                      idx[i].value_len, &p);
+            if (rc != RL_OK) goto fail;
+            rc = read_secondary(st, v, m->is_range, p.data, p.len, opt.secondary_row_limit,
+                                opt.secondary_byte_limit, fn, fn_ctx, a, ent);
+            if (rc != RL_OK) goto fail;
+        }
+        for (int i = mapped; i < stop; i++) {
+            long cost = (long)ents[i].index.key_len + (long)ents[i].index.value_len;
+            for (int j = 0; j < ents[i].n_kvs; j++)
+                cost += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
+            remaining -= cost;
+        }
+        mapped = stop;
+    }
+    rl__buf_release(&p);
+
+    *out = ents;
+    *out_n = mapped;
+    *out_more = (scan_more || mapped < n_idx) ? 1 : 0;
+    return RL_OK;
+
+fail:
+    rl__buf_release(&p);
+    return rc;
+}
