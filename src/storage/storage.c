@@ -1,0 +1,608 @@
+/* storage.c — the versioned ordered map of the storage engine (the MVCC window), its reads and
+ * apply, and the garbage collector. Files (log, checkpoints, lock) live in durable.c.
+ *
+ * Structure: a skiplist of keys (p = 1/4, at most SL_MAX_HEIGHT levels, level 0 doubly linked
+ * for reverse scans); each key holds a chain of versions, newest first, each a value or a
+ * tombstone. A point read is one skiplist descent plus a short chain walk (usually the head).
+ *
+ * Invariants:
+ *   1. Keys in the skiplist are strictly ascending (rl__bytes_cmp order) on every level; level 0
+ *      prev pointers mirror next pointers; tail is the last node.
+ *   2. Every linked node has a non-empty chain; versions in a chain strictly decrease.
+ *   3. oldest <= latest; oldest never decreases; a read at V in [oldest, latest] returns, per
+ *      key, the newest chain entry with version <= V (absent if none or a tombstone).
+ *   4. GC may only rewrite history at or below oldest: it keeps the newest entry <= oldest (and
+ *      everything newer), and drops that entry too when it is a tombstone. So invariant 3 holds
+ *      whether or not GC has run.
+ *   5. Every node whose chain has more than one entry or a tombstone at its head is in the dirty
+ *      ring (in_dirty = 1), exactly once. Nodes are unlinked only by GC when popped from the
+ *      ring, so the ring never holds a freed node.
+ *   6. live_keys / live_bytes count the keys (and key + value bytes) present at latest.
+ *   7. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
+ *      and allocate nothing except their results, which they copy into the caller's arena.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/bytes.h"
+#include "reclayer/error.h"
+#include "storage/storage_int.h"
+#include "storage/wal.h"
+
+#define DEFAULT_WINDOW 5000000u
+
+/* ---- skiplist ---------------------------------------------------------------------------- */
+
+static int key_cmp(const sl_node *n, const uint8_t *k, size_t kl) {
+    return rl__bytes_cmp(sl_key(n), n->klen, k, kl);
+}
+
+static int random_height(rl_storage *st) {
+    uint64_t x = st->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    st->rng = x;
+    int h = 1;
+    while (h < SL_MAX_HEIGHT && (x & 3) == 0) {
+        h++;
+        x >>= 2;
+    }
+    return h;
+}
+
+/* First node with key >= k (NULL if none). When update is not NULL, update[i] receives the last
+ * node on level i with key < k (the head sentinel if none). */
+static sl_node *find_ge(const rl_storage *st, const uint8_t *k, size_t kl, sl_node **update) {
+    sl_node *x = st->head;
+    for (int i = st->height - 1; i >= 0; i--) {
+        while (x->next[i] && key_cmp(x->next[i], k, kl) < 0) x = x->next[i];
+        if (update) update[i] = x;
+    }
+    if (update)
+        for (int i = st->height; i < SL_MAX_HEIGHT; i++) update[i] = st->head;
+    return x->next[0];
+}
+
+/* Last node with key < k, or (or_equal) key <= k; NULL if none. */
+static sl_node *find_lt(const rl_storage *st, const uint8_t *k, size_t kl, int or_equal) {
+    sl_node *x = st->head;
+    for (int i = st->height - 1; i >= 0; i--) {
+        while (x->next[i]) {
+            int c = key_cmp(x->next[i], k, kl);
+            if (c < 0 || (or_equal && c == 0))
+                x = x->next[i];
+            else
+                break;
+        }
+    }
+    return x == st->head ? NULL : x;
+}
+
+static sl_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_clear) {
+    sl_ver *e = rl__malloc(sizeof *e + len);
+    if (!e) return NULL;
+    e->older = NULL;
+    e->v = v;
+    e->len = len;
+    e->is_clear = (uint8_t)is_clear;
+    if (len) memcpy(e->data, val, len);
+    return e;
+}
+
+static void chain_free(sl_ver *e) {
+    while (e) {
+        sl_ver *o = e->older;
+        rl__free(e);
+        e = o;
+    }
+}
+
+/* Link a new node for key k after the predecessors in update. Returns NULL on OOM. */
+static sl_node *node_insert(rl_storage *st, sl_node **update, const uint8_t *k, uint32_t kl,
+                            sl_ver *chain) {
+    int h = random_height(st);
+    sl_node *n = rl__malloc(sizeof *n + (size_t)h * sizeof(sl_node *) + kl);
+    if (!n) return NULL;
+    n->chain = chain;
+    n->klen = kl;
+    n->height = (uint8_t)h;
+    n->in_dirty = 0;
+    if (kl) memcpy(sl_key(n), k, kl);
+    if (h > st->height) st->height = h;
+    for (int i = 0; i < h; i++) {
+        n->next[i] = update[i]->next[i];
+        update[i]->next[i] = n;
+    }
+    n->prev = update[0] == st->head ? NULL : update[0];
+    if (n->next[0])
+        n->next[0]->prev = n;
+    else
+        st->tail = n;
+    return n;
+}
+
+/* Unlink and free node n (its chain must already be freed or NULL). */
+static void node_remove(rl_storage *st, sl_node *n) {
+    sl_node *update[SL_MAX_HEIGHT];
+    find_ge(st, sl_key(n), n->klen, update);
+    for (int i = 0; i < n->height; i++)
+        if (update[i]->next[i] == n) update[i]->next[i] = n->next[i];
+    if (n->next[0])
+        n->next[0]->prev = n->prev;
+    else
+        st->tail = n->prev;
+    while (st->height > 1 && st->head->next[st->height - 1] == NULL) st->height--;
+    chain_free(n->chain);
+    rl__free(n);
+}
+
+/* The entry visible at v: the newest with version <= v, or NULL if none or a tombstone. */
+static inline const sl_ver *visible(const sl_node *n, rl_version v) {
+    const sl_ver *e = n->chain;
+    while (e && e->v > v) e = e->older;
+    return e && !e->is_clear ? e : NULL;
+}
+
+/* ---- GC ---------------------------------------------------------------------------------- */
+
+static int dirty_push(rl_storage *st, sl_node *n) {
+    if (n->in_dirty) return RL_OK;
+    if (st->dirty_n == st->dirty_cap) {
+        size_t cap = st->dirty_cap ? st->dirty_cap * 2 : 256;
+        sl_node **d = rl__malloc(cap * sizeof *d);
+        if (!d) return RL_E_OUT_OF_MEMORY;
+        for (size_t i = 0; i < st->dirty_n; i++)
+            d[i] = st->dirty[(st->dirty_head + i) % st->dirty_cap];
+        rl__free(st->dirty);
+        st->dirty = d;
+        st->dirty_cap = cap;
+        st->dirty_head = 0;
+    }
+    st->dirty[(st->dirty_head + st->dirty_n) % st->dirty_cap] = n;
+    st->dirty_n++;
+    n->in_dirty = 1;
+    return RL_OK;
+}
+
+static int needs_gc(const sl_node *n) { return n->chain->older != NULL || n->chain->is_clear; }
+
+/* Collapse the history of n at or below oldest (invariant 4). Returns 1 if n was removed. */
+static int collapse(rl_storage *st, sl_node *n) {
+    sl_ver **link = &n->chain;
+    while (*link && (*link)->v > st->oldest) link = &(*link)->older;
+    sl_ver *e = *link;
+    if (!e) return 0;
+    chain_free(e->older);
+    e->older = NULL;
+    if (e->is_clear) {
+        rl__free(e);
+        *link = NULL;
+    }
+    if (n->chain == NULL) {
+        node_remove(st, n);
+        return 1;
+    }
+    return 0;
+}
+
+/* Pop up to budget nodes from the dirty ring, collapse them, requeue those still dirty. */
+static void gc_steps(rl_storage *st, size_t budget) {
+    while (budget-- > 0 && st->dirty_n > 0) {
+        sl_node *n = st->dirty[st->dirty_head];
+        st->dirty_head = (st->dirty_head + 1) % st->dirty_cap;
+        st->dirty_n--;
+        n->in_dirty = 0;
+        if (!collapse(st, n) && needs_gc(n)) dirty_push(st, n); /* room: just popped one */
+    }
+}
+
+void rl__storage_collect(rl_storage *st) {
+    pthread_rwlock_wrlock(&st->lock);
+    gc_steps(st, st->dirty_n);
+    pthread_rwlock_unlock(&st->lock);
+}
+
+/* ---- apply ------------------------------------------------------------------------------- */
+
+/* Write a value (or a tombstone when is_clear) for key k at version v. */
+static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
+                     const uint8_t *val, uint32_t vl, int is_clear) {
+    sl_node *update[SL_MAX_HEIGHT];
+    sl_node *n = find_ge(st, k, kl, update);
+    if (!n || key_cmp(n, k, kl) != 0) {
+        if (is_clear) return RL_OK; /* absent at every readable version already */
+        sl_ver *e = ver_new(v, val, vl, 0);
+        if (!e) return RL_E_OUT_OF_MEMORY;
+        if (!node_insert(st, update, k, kl, e)) {
+            rl__free(e);
+            return RL_E_OUT_OF_MEMORY;
+        }
+        st->live_keys++;
+        st->live_bytes += kl + vl;
+        st->touched++;
+        return RL_OK;
+    }
+    sl_ver *head = n->chain;
+    if (is_clear && head->is_clear) return RL_OK;
+    sl_ver *e = ver_new(v, val, vl, is_clear);
+    if (!e) return RL_E_OUT_OF_MEMORY;
+    if (!head->is_clear) {
+        st->live_keys--;
+        st->live_bytes -= kl + head->len;
+    }
+    if (!is_clear) {
+        st->live_keys++;
+        st->live_bytes += kl + vl;
+    }
+    if (head->v == v) {
+        e->older = head->older;
+        rl__free(head);
+    } else {
+        e->older = head;
+    }
+    n->chain = e;
+    st->touched++;
+    if (needs_gc(n)) return dirty_push(st, n);
+    return RL_OK;
+}
+
+static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t bl,
+                       const uint8_t *e, uint32_t el) {
+    if (rl__bytes_cmp(b, bl, e, el) >= 0) return RL_OK;
+    for (sl_node *n = find_ge(st, b, bl, NULL); n && key_cmp(n, e, el) < 0; n = n->next[0]) {
+        sl_ver *head = n->chain;
+        if (head->is_clear) continue;
+        sl_ver *t = ver_new(v, NULL, 0, 1);
+        if (!t) return RL_E_OUT_OF_MEMORY;
+        st->live_keys--;
+        st->live_bytes -= n->klen + head->len;
+        if (head->v == v) {
+            t->older = head->older;
+            rl__free(head);
+        } else {
+            t->older = head;
+        }
+        n->chain = t;
+        st->touched++;
+        if (dirty_push(st, n) != RL_OK) return RL_E_OUT_OF_MEMORY;
+    }
+    return RL_OK;
+}
+
+int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
+    int rc = RL_OK;
+    st->touched = 0;
+    for (size_t i = 0; i < n && rc == RL_OK; i++) {
+        const rl_mutation *m = &muts[i];
+        switch (m->type) {
+        case RL_MUT_SET:
+            rc = write_key(st, v, m->p1, m->len1, m->p2, m->len2, 0);
+            break;
+        case RL_MUT_CLEAR:
+            rc = write_key(st, v, m->p1, m->len1, NULL, 0, 1);
+            break;
+        case RL_MUT_CLEAR_RANGE:
+            rc = clear_range(st, v, m->p1, m->len1, m->p2, m->len2);
+            break;
+        default: {
+            sl_node *x = find_ge(st, m->p1, m->len1, NULL);
+            const sl_ver *old = x && key_cmp(x, m->p1, m->len1) == 0 ? visible(x, v) : NULL;
+            int present;
+            rc = rl__atomic_apply(m->type, old != NULL, old ? old->data : NULL, old ? old->len : 0,
+                                  m->p2, m->len2, &st->scratch, &present);
+            if (rc == RL_OK)
+                rc = write_key(st, v, m->p1, m->len1, st->scratch.data, (uint32_t)st->scratch.len,
+                               !present);
+            break;
+        }
+        }
+    }
+    st->latest = v;
+    if (v > st->window && v - st->window > st->oldest) st->oldest = v - st->window;
+    gc_steps(st, 16 + 2 * st->touched);
+    return rc;
+}
+
+int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
+                         const uint8_t *val, uint32_t vl) {
+    sl_node *update[SL_MAX_HEIGHT];
+    sl_node *n = find_ge(st, k, kl, update);
+    if (n) return RL_E_CHECKPOINT_CORRUPT; /* keys must arrive strictly ascending */
+    sl_ver *e = ver_new(v, val, vl, 0);
+    if (!e) return RL_E_OUT_OF_MEMORY;
+    if (!node_insert(st, update, k, kl, e)) {
+        rl__free(e);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    st->live_keys++;
+    st->live_bytes += kl + vl;
+    return RL_OK;
+}
+
+int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
+    int rc;
+    pthread_rwlock_wrlock(&st->lock);
+    if (st->poisoned) {
+        rc = st->poisoned;
+        goto out;
+    }
+    if (v <= st->latest) {
+        rc = RL_E_VERSION_INVALID;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!rl__wal_type_ok(muts[i].type)) {
+            rc = RL_E_INVALID_MUTATION_TYPE;
+            goto out;
+        }
+    }
+    if (st->dir && (rc = rl__storage_durable_log(st, v, muts, n)) != RL_OK) goto out;
+    rc = rl__storage_map_apply(st, v, muts, n);
+    if (rc != RL_OK) {
+        /* The log may already hold this version: memory and log would disagree. */
+        st->poisoned = rc;
+        goto out;
+    }
+    if (st->dir) rc = rl__storage_durable_after_apply(st);
+out:
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+/* ---- open / close / status --------------------------------------------------------------- */
+
+int rl__storage_map_init(rl_storage *st) {
+    st->head = rl__calloc(1, sizeof(sl_node) + SL_MAX_HEIGHT * sizeof(sl_node *));
+    if (!st->head) return RL_E_OUT_OF_MEMORY;
+    st->head->height = SL_MAX_HEIGHT;
+    st->height = 1;
+    st->rng = 0x9E3779B97F4A7C15ull;
+    rl__buf_init(&st->scratch);
+    return RL_OK;
+}
+
+void rl__storage_map_release(rl_storage *st) {
+    if (!st->head) return;
+    sl_node *n = st->head->next[0];
+    while (n) {
+        sl_node *next = n->next[0];
+        chain_free(n->chain);
+        rl__free(n);
+        n = next;
+    }
+    rl__free(st->head);
+    st->head = NULL;
+    rl__free(st->dirty);
+    rl__buf_release(&st->scratch);
+}
+
+int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *errmsg) {
+    rl_storage_options def;
+    int rc;
+    if (!opts) {
+        memset(&def, 0, sizeof def);
+        opts = &def;
+    }
+    if (!out || opts->engine != RL_ENGINE_MEMORY) return RL_E_INVALID_ARGUMENT;
+    rl_storage *st = rl__calloc(1, sizeof *st);
+    if (!st) return RL_E_OUT_OF_MEMORY;
+    st->lock_fd = st->log_fd = -1;
+    rl__buf_init(&st->pending);
+    st->window = opts->window_versions ? opts->window_versions : DEFAULT_WINDOW;
+    if (pthread_rwlock_init(&st->lock, NULL) != 0) {
+        rl__free(st);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    if ((rc = rl__storage_map_init(st)) != RL_OK) goto fail;
+    if (opts->dir && (rc = rl__storage_durable_open(st, opts, errmsg)) != RL_OK) goto fail;
+    *out = st;
+    return RL_OK;
+fail:
+    rl__storage_close(st);
+    return rc;
+}
+
+void rl__storage_close(rl_storage *st) {
+    if (!st) return;
+    rl__storage_durable_close(st);
+    rl__storage_map_release(st);
+    rl__buf_release(&st->pending);
+    rl__free(st->dir);
+    pthread_rwlock_destroy(&st->lock);
+    rl__free(st);
+}
+
+int rl__storage_sync(rl_storage *st) {
+    pthread_rwlock_wrlock(&st->lock);
+    int rc = st->dir ? rl__storage_durable_sync(st) : RL_OK;
+    if (!st->dir) st->durable = st->latest;
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+int rl__storage_checkpoint(rl_storage *st) {
+    pthread_rwlock_wrlock(&st->lock);
+    int rc = st->dir ? rl__storage_durable_checkpoint(st) : RL_OK;
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+void rl__storage_get_status(rl_storage *st, rl_storage_status *out) {
+    pthread_rwlock_rdlock(&st->lock);
+    out->latest_version = st->latest;
+    out->durable_version = st->dir ? st->durable : st->latest;
+    out->oldest_version = st->oldest;
+    out->keys = st->live_keys;
+    out->bytes = st->live_bytes;
+    out->log_bytes = st->log_bytes + st->pending.len;
+    out->checkpoint_version = st->ckpt_version;
+    out->checkpoints = st->checkpoints;
+    pthread_rwlock_unlock(&st->lock);
+}
+
+rl_version rl__storage_latest_version(rl_storage *st) {
+    pthread_rwlock_rdlock(&st->lock);
+    rl_version v = st->latest;
+    pthread_rwlock_unlock(&st->lock);
+    return v;
+}
+
+rl_version rl__storage_oldest_version(rl_storage *st) {
+    pthread_rwlock_rdlock(&st->lock);
+    rl_version v = st->oldest;
+    pthread_rwlock_unlock(&st->lock);
+    return v;
+}
+
+/* ---- reads ------------------------------------------------------------------------------- */
+
+static int check_version(const rl_storage *st, rl_version v) {
+    if (v < st->oldest) return RL_E_TRANSACTION_TOO_OLD;
+    if (v > st->latest) return RL_E_FUTURE_VERSION;
+    return RL_OK;
+}
+
+int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a,
+                    int *out_present, const uint8_t **out_value, uint32_t *out_len) {
+    int rc;
+    *out_present = 0;
+    *out_value = NULL;
+    *out_len = 0;
+    pthread_rwlock_rdlock(&st->lock);
+    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    sl_node *n = find_ge(st, key, key_len, NULL);
+    if (n && key_cmp(n, key, key_len) == 0) {
+        const sl_ver *e = visible(n, v);
+        if (e) {
+            uint8_t *p = rl__arena_memdup(a, e->data, e->len);
+            if (!p) {
+                rc = RL_E_OUT_OF_MEMORY;
+                goto out;
+            }
+            *out_present = 1;
+            *out_value = p;
+            *out_len = e->len;
+        }
+    }
+out:
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+static const uint8_t MAX_KEY[2] = {0xff, 0xff};
+
+int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl_arena *a,
+                        const uint8_t **out_key, uint32_t *out_len) {
+    int rc;
+    const uint8_t *k = NULL;
+    uint32_t kl = 0;
+    *out_key = NULL;
+    *out_len = 0;
+    pthread_rwlock_rdlock(&st->lock);
+    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    sl_node *n;
+    if (sel->offset >= 1) {
+        /* The first visible key after the base: >= key (or > key with or_equal). */
+        sl_node *b = find_lt(st, sel->key, sel->key_len, sel->or_equal);
+        n = b ? b->next[0] : st->head->next[0];
+        long steps = sel->offset;
+        for (; n; n = n->next[0])
+            if (visible(n, v) && --steps == 0) break;
+        if (n) {
+            k = sl_key(n);
+            kl = n->klen;
+        } else {
+            k = MAX_KEY;
+            kl = 2;
+        }
+    } else {
+        n = find_lt(st, sel->key, sel->key_len, sel->or_equal);
+        long steps = -(long)sel->offset + 1;
+        for (; n; n = n->prev)
+            if (visible(n, v) && --steps == 0) break;
+        if (n) {
+            k = sl_key(n);
+            kl = n->klen;
+        } /* else "" */
+    }
+    if (rl__bytes_cmp(k, kl, MAX_KEY, 2) > 0) {
+        k = MAX_KEY;
+        kl = 2;
+    }
+    uint8_t *p = rl__arena_memdup(a, k, kl);
+    if (!p) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto out;
+    }
+    *out_key = p;
+    *out_len = kl;
+out:
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+/* Append one row to the arena-backed result array, growing it by doubling. */
+static int push_row(rl_arena *a, rl_kvpair **kvs, int *cap, int n, const sl_node *node,
+                    const sl_ver *e) {
+    if (n == *cap) {
+        int ncap = *cap ? *cap * 2 : 16;
+        rl_kvpair *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
+        if (!nk) return RL_E_OUT_OF_MEMORY;
+        if (n) memcpy(nk, *kvs, (size_t)n * sizeof *nk);
+        *kvs = nk;
+        *cap = ncap;
+    }
+    uint8_t *kp = rl__arena_alloc(a, (size_t)node->klen + e->len);
+    if (!kp) return RL_E_OUT_OF_MEMORY;
+    memcpy(kp, sl_key(node), node->klen);
+    if (e->len) memcpy(kp + node->klen, e->data, e->len);
+    (*kvs)[n].key = kp;
+    (*kvs)[n].key_len = node->klen;
+    (*kvs)[n].value = kp + node->klen;
+    (*kvs)[n].value_len = e->len;
+    return RL_OK;
+}
+
+int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
+                          const void *end, size_t end_len, int limit, long target_bytes,
+                          int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n, int *out_more) {
+    int rc, n = 0, cap = 0, more = 0;
+    long bytes = 0;
+    rl_kvpair *kvs = NULL;
+    *out_kvs = NULL;
+    *out_n = 0;
+    *out_more = 0;
+    if (limit < 0 || target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
+    pthread_rwlock_rdlock(&st->lock);
+    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    if (rl__bytes_cmp(begin, begin_len, end, end_len) >= 0) goto out;
+    sl_node *x;
+    if (!reverse) {
+        x = find_ge(st, begin, begin_len, NULL);
+    } else {
+        x = find_ge(st, end, end_len, NULL);
+        x = x ? x->prev : st->tail;
+    }
+    while (x) {
+        if (!reverse ? key_cmp(x, end, end_len) >= 0 : key_cmp(x, begin, begin_len) < 0) break;
+        const sl_ver *e = visible(x, v);
+        if (e) {
+            if ((limit && n >= limit) || (target_bytes && bytes >= target_bytes)) {
+                more = 1;
+                break;
+            }
+            if ((rc = push_row(a, &kvs, &cap, n, x, e)) != RL_OK) goto out;
+            n++;
+            bytes += (long)x->klen + (long)e->len;
+        }
+        x = reverse ? x->prev : x->next[0];
+    }
+    *out_kvs = kvs;
+    *out_n = n;
+    *out_more = more;
+out:
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}

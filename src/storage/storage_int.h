@@ -1,0 +1,84 @@
+/* storage_int.h (private to src/storage) — the structures shared by storage.c (the versioned
+ * map, reads, apply, GC) and durable.c (lock file, log, checkpoints, recovery).
+ */
+#ifndef RL_STORAGE_STORAGE_INT_H
+#define RL_STORAGE_STORAGE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "storage/storage.h"
+
+#define SL_MAX_HEIGHT 20
+
+/* One version of a key: a value or a tombstone. Chains run newest first. */
+typedef struct sl_ver {
+    struct sl_ver *older; /* next older version, NULL at the end */
+    rl_version v;         /* the version that wrote it */
+    uint32_t len;         /* value bytes (0 for a tombstone) */
+    uint8_t is_clear;     /* 1: tombstone */
+    uint8_t data[];       /* the value */
+} sl_ver;
+
+/* One key of the skiplist; the key bytes follow next[height]. */
+typedef struct sl_node {
+    sl_ver *chain;        /* newest version first; never NULL for a linked node */
+    struct sl_node *prev; /* level-0 predecessor; NULL for the first node */
+    uint32_t klen;        /* key bytes */
+    uint8_t height;       /* levels in next[], 1..SL_MAX_HEIGHT */
+    uint8_t in_dirty;     /* 1 while queued for GC */
+    struct sl_node *next[];
+} sl_node;
+
+static inline uint8_t *sl_key(const sl_node *n) { return (uint8_t *)&n->next[n->height]; }
+
+struct rl_storage {
+    pthread_rwlock_t lock; /* readers shared; apply/sync/collect/checkpoint exclusive */
+    sl_node *head;         /* sentinel of height SL_MAX_HEIGHT (no key, no chain) */
+    sl_node *tail;         /* last node, NULL when empty */
+    int height;            /* levels in use, >= 1 */
+    uint64_t rng;          /* xorshift state for node heights */
+    rl_version latest;     /* newest applied version */
+    rl_version oldest;     /* oldest readable version (monotonic) */
+    rl_version durable;    /* newest version known durable */
+    uint64_t window;       /* MVCC window in versions */
+    uint64_t live_keys;    /* keys present at latest */
+    uint64_t live_bytes;   /* key + value bytes present at latest */
+    sl_node **dirty;       /* ring of nodes with history or a tombstone (the GC queue) */
+    size_t dirty_head, dirty_n, dirty_cap;
+    uint64_t touched;      /* nodes changed by the current apply (GC budget) */
+    rl_buf scratch;        /* atomic op results */
+    int poisoned;          /* RL_OK, or the error that stopped writes for good */
+
+    /* Durability (dir != NULL). */
+    char *dir;             /* owned copy of the directory, NULL for mem */
+    int lock_fd, log_fd;   /* -1 when closed */
+    uint64_t seq;          /* sequence of the current checkpoint / log pair */
+    uint64_t log_bytes;    /* bytes written to the current log file */
+    rl_buf pending;        /* encoded records not yet written */
+    int no_sync;
+    uint64_t checkpoint_log_bytes;
+    rl_version ckpt_version;
+    uint64_t checkpoints;
+    int replaying;         /* recovery: apply without logging */
+};
+
+/* storage.c */
+int rl__storage_map_init(rl_storage *st);
+void rl__storage_map_release(rl_storage *st);
+/* Apply one version to the map (no logging, lock held). */
+int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
+/* Append a key at the end of the map with one version (checkpoint load; keys ascending). */
+int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
+                         const uint8_t *val, uint32_t vl);
+/* durable.c */
+int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg);
+void rl__storage_durable_close(rl_storage *st);
+/* Log the record of one version (lock held); checkpoints when the log is large. */
+int rl__storage_durable_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
+int rl__storage_durable_after_apply(rl_storage *st);
+int rl__storage_durable_sync(rl_storage *st);
+int rl__storage_durable_checkpoint(rl_storage *st);
+
+#endif
