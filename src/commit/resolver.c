@@ -42,7 +42,7 @@
 
 #define RS_MAX_LEVEL 20 /* 4^20 boundaries before the list degrades: far beyond any window */
 #define RS_DEFAULT_WINDOW 5000000ull
-#define RS_MIN_COLLECT 1024 /* never collect below this many boundaries */
+#define RS_MIN_COLLECT 64 /* never collect below this many boundaries */
 
 typedef struct rs_node {
     rl_version v;            /* newest write version over [key, next key); 0 = none remembered */
