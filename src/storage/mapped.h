@@ -8,9 +8,11 @@
  *   - only byte/unicode string elements are inspected, other elements are literals;
  *   - an element containing "{{" or "}}" is a literal with them unescaped, re-emitted as bytes;
  *   - "{K[i]}" / "{V[i]}" splice element i of the index key / value tuple raw (i counts the
- *     whole key, subspace prefix included). Strict parsing: the index must be all decimal digits
- *     ("{K[1x]}" is RL_E_MAPPER_BAD_INDEX, 2030, where FoundationDB reads 1); out of range is 2030;
- *     a key / value that does not parse as a tuple when referenced is 2041 / 2042;
+ *     whole key, subspace prefix included). Strict parsing: the index must be one or more decimal
+ *     digits and fit an int ("{K[1x]}" is RL_E_MAPPER_BAD_INDEX, 2030, where FoundationDB reads
+ *     1; "{K[]}", five characters, is 2030 where FoundationDB keeps it as a literal; "{K[-1]}" is
+ *     2030 in both); out of range is 2030 (when the entry is mapped); a key / value that does
+ *     not parse as a tuple when referenced is 2041 / 2042;
  *   - "{...}" must be last (else 2032) and makes the read a prefix range [P, strinc(P)) that
  *     includes P itself; without it the read is a point get of P and a missing key is an empty
  *     result, not an error.
@@ -56,8 +58,13 @@ typedef int (*rl_secondary_fn)(void *ctx, rl_version v, int is_range, const uint
 
 /* Mapped range read of the index range [begin, end) at version v. Row limit counts index
  * entries; the byte budget covers index entries and secondaries (FoundationDB's accounting,
- * see mapped.c). *out_more is 1 if index entries remain in [begin, end). An error from any
- * secondary read fails the whole call. */
+ * see mapped.c: the index scan gets target_bytes * 0.2, then batches of o->batch entries start
+ * while the full budget, charged key+value bytes of index entries and secondary rows, is not
+ * exhausted). o may be NULL (all defaults). On RL_OK *out holds *out_n entries in scan order,
+ * every pointer in arena a; *out_more is 1 if index entries remain in [begin, end) (resume after
+ * the last entry's index key, or before it in reverse). An error from any secondary read, or
+ * from building a secondary key, fails the whole call (outputs empty). Also
+ * RL_E_RANGE_LIMITS_INVALID for a negative limit and RL_E_INVALID_ARGUMENT for NULL handles. */
 int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                                  const void *end, size_t end_len, const rl_mapper *m,
                                  const rl_mapped_options *o, rl_secondary_fn fn, void *fn_ctx,
