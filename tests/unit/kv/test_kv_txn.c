@@ -1,0 +1,454 @@
+/* test_kv_txn.c — KV conformance, part 1: opening, writes and their limits, transactions and
+ * conflicts, timeouts, the retry loop, cancel/reset (public API only, any backend by
+ * RL_TEST_URL). */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "kvtest.h"
+
+/* kv-1.1: URLs and open errors. */
+TEST(kv_1_1_open_errors) {
+    rl_db *db = NULL;
+    ASSERT_RC(rl_db_open("nope:x", NULL, &db), RL_E_BAD_URL);
+    ASSERT_NULL(db);
+    ASSERT_TRUE(strlen(rl_last_error_detail()) > 0);
+    ASSERT_RC(rl_db_open("file:/nonexistent/rl-kv-test-dir", NULL, &db), RL_E_FILE_NOT_FOUND);
+    ASSERT_TRUE(strstr(rl_last_error_detail(), "/nonexistent/rl-kv-test-dir") != NULL);
+    ASSERT_RC(rl_db_open("cluster:/tmp/x.cluster", NULL, &db), RL_E_UNSUPPORTED_OPERATION);
+    ASSERT_RC(rl_db_open("fdb:/etc/fdb.cluster", NULL, &db), RL_E_UNSUPPORTED_OPERATION);
+    ASSERT_RC(rl_db_open("file:", NULL, &db), RL_E_BAD_URL);
+    ASSERT_RC(rl_db_open(NULL, NULL, &db), RL_E_BAD_URL);
+    /* A directory is locked by its first opener. */
+    char *dir = rl_test_tmpdir("kvlock");
+    char url[4200];
+    snprintf(url, sizeof url, "file:%s", dir);
+    rl_db *a = NULL, *b = NULL;
+    ASSERT_OK(rl_db_open(url, NULL, &a));
+    ASSERT_RC(rl_db_open(url, NULL, &b), RL_E_DATABASE_LOCKED_BY_PROCESS);
+    ASSERT_NULL(b);
+    rl_db_close(a);
+    ASSERT_OK(rl_db_open(url, NULL, &b));
+    rl_db_close(b);
+    rl_test_rmtree(dir);
+    free(dir);
+    rl_db_close(NULL);
+}
+
+/* kv-1.2: set/get/clear round trip, visibility only after commit, status JSON. */
+TEST(kv_1_2_basic) {
+    kvt_env e;
+    kvt_open(&e);
+    rl_txn *t, *u;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    ASSERT_OK(rl_txn_set(t, "a", 1, "1", 1));
+    ASSERT_OK(rl_txn_set(t, "", 0, "empty", 5));
+    kvt_expect(t, "a", "1", 0);
+    kvt_expect(t, "", "empty", 0);
+    ASSERT_OK(rl_txn_begin(e.db, &u));
+    kvt_expect(u, "a", NULL, 0); /* not committed yet */
+    ASSERT_OK(kvt_commit(t));
+    int64_t cv;
+    ASSERT_OK(rl_txn_get_committed_version(t, &cv));
+    ASSERT_TRUE(cv > 0);
+    rl_txn_reset(u);
+    kvt_expect(u, "a", "1", 0);
+    rl_future *f = rl_txn_get_read_version(u);
+    int64_t rv;
+    ASSERT_OK(rl_future_get_int64(f, &rv));
+    ASSERT_TRUE(rv >= cv);
+    /* wrong typed getter */
+    ASSERT_RC(rl_future_get_value(f, NULL, NULL, NULL), RL_E_CLIENT_INVALID_OPERATION);
+    rl_future_free(f);
+    rl_txn_reset(t);
+    ASSERT_OK(rl_txn_clear(t, "a", 1));
+    ASSERT_OK(kvt_commit(t));
+    rl_txn_reset(u);
+    kvt_expect(u, "a", NULL, 0);
+    kvt_expect(u, "", "empty", 0);
+    rl_txn_free(t);
+    rl_txn_free(u);
+    char *js = NULL;
+    ASSERT_OK(rl_db_status_json(e.db, &js));
+    ASSERT_TRUE(strstr(js, "\"read_version\"") != NULL);
+    ASSERT_TRUE(strstr(js, "\"keys\"") != NULL);
+    rl_free(js);
+    kvt_close(&e);
+}
+
+/* kv-1.3: size limits, system keys, inverted ranges; a failed write changes nothing. */
+TEST(kv_1_3_limits) {
+    kvt_env e;
+    kvt_open(&e);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    char *big = calloc(1, 200001);
+    memset(big, 'x', 200000);
+    ASSERT_OK(rl_txn_set(t, big, RL_KEY_SIZE_LIMIT, "v", 1));
+    ASSERT_RC(rl_txn_set(t, big, RL_KEY_SIZE_LIMIT + 1, "v", 1), RL_E_KEY_TOO_LARGE);
+    ASSERT_OK(rl_txn_set(t, "k", 1, big, RL_VALUE_SIZE_LIMIT));
+    ASSERT_RC(rl_txn_set(t, "k2", 2, big, RL_VALUE_SIZE_LIMIT + 1), RL_E_VALUE_TOO_LARGE);
+    ASSERT_RC(rl_txn_clear(t, big, RL_KEY_SIZE_LIMIT + 1), RL_E_KEY_TOO_LARGE);
+    kvt_expect(t, "k2", NULL, 0);
+    ASSERT_RC(rl_txn_set(t, "\xff/x", 3, "v", 1), RL_E_SYSTEM_KEY_WRITE);
+    ASSERT_RC(rl_txn_clear(t, "\xff", 1), RL_E_SYSTEM_KEY_WRITE);
+    ASSERT_RC(rl_txn_clear_range(t, "a", 1, "\xff\x01", 2), RL_E_SYSTEM_KEY_WRITE);
+    ASSERT_OK(rl_txn_clear_range(t, "b", 1, "\xff", 1));
+    ASSERT_RC(rl_txn_clear_range(t, "b", 1, "a", 1), RL_E_INVERTED_RANGE);
+    ASSERT_RC(rl_txn_add_conflict_range(t, "b", 1, "a", 1, RL_CONFLICT_READ), RL_E_INVERTED_RANGE);
+    ASSERT_RC(rl_txn_atomic_op(t, "k", 1, "\x01", 1, (rl_atomic_op)99), RL_E_INVALID_MUTATION_TYPE);
+    ASSERT_RC(rl_txn_set_option(t, (rl_txn_option)12345, 0), RL_E_INVALID_OPTION);
+    ASSERT_RC(rl_txn_set_option(t, RL_TXN_OPT_SIZE_LIMIT, 5), RL_E_INVALID_OPTION_VALUE);
+    ASSERT_RC(rl_txn_set_option(t, RL_TXN_OPT_TIMEOUT_MS, -1), RL_E_INVALID_OPTION_VALUE);
+    /* Reads beyond the user keyspace. */
+    rl_future *f = rl_txn_get(t, "\xff/x", 3, 0);
+    ASSERT_RC(rl_future_wait(f), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    rl_future_free(f);
+    f = rl_txn_get_key(t, RL_FIRST_GREATER_OR_EQUAL("\xff\x01", 2), 0);
+    ASSERT_RC(rl_future_wait(f), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    rl_future_free(f);
+    f = rl_txn_get(t, "k", 1, 0x80);
+    ASSERT_RC(rl_future_wait(f), RL_E_INVALID_ARGUMENT);
+    rl_future_free(f);
+    /* With ACCESS_SYSTEM_KEYS, \xff keys can be written and read. */
+    ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 0));
+    ASSERT_OK(rl_txn_set(t, "\xff/x", 3, "sys", 3));
+    kvt_expect(t, "\xff/x", "sys", 0);
+    ASSERT_OK(kvt_commit(t));
+    rl_txn_free(t);
+    /* The transaction size limit (option) and the default. */
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_SIZE_LIMIT, 1000));
+    ASSERT_OK(rl_txn_set(t, "a", 1, big, 500));
+    ASSERT_RC(rl_txn_set(t, "b", 1, big, 500), RL_E_TRANSACTION_TOO_LARGE);
+    kvt_expect(t, "b", NULL, 0);
+    {
+        int present = 0, len = 0;
+        char buf[600];
+        ASSERT_OK(kvt_get(t, "a", 1, 0, &present, buf, sizeof buf, &len));
+        ASSERT_TRUE(present);
+        ASSERT_EQ(len, 500);
+    }
+    rl_txn_free(t);
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    int rc = RL_OK, n = 0;
+    for (n = 0; n < 200 && rc == RL_OK; n++) {
+        char k[16];
+        snprintf(k, sizeof k, "big%03d", n);
+        rc = rl_txn_set(t, k, strlen(k), big, RL_VALUE_SIZE_LIMIT);
+    }
+    ASSERT_RC(rc, RL_E_TRANSACTION_TOO_LARGE);
+    ASSERT_TRUE(n > 90 && n < 101);
+    ASSERT_OK(kvt_commit(t)); /* what fitted commits */
+    rl_txn_free(t);
+    free(big);
+    kvt_close(&e);
+}
+
+/* kv-2.1: write skew is refused: T1 reads x writes y, T2 reads y writes x. */
+TEST(kv_2_1_write_skew) {
+    kvt_env e;
+    kvt_open(&e);
+    kvt_put(e.db, "x", "0", "y", "0", NULL);
+    rl_txn *t1, *t2;
+    ASSERT_OK(rl_txn_begin(e.db, &t1));
+    ASSERT_OK(rl_txn_begin(e.db, &t2));
+    kvt_expect(t1, "x", "0", 0);
+    kvt_expect(t2, "y", "0", 0);
+    ASSERT_OK(rl_txn_set(t1, "y", 1, "1", 1));
+    ASSERT_OK(rl_txn_set(t2, "x", 1, "1", 1));
+    ASSERT_OK(kvt_commit(t1));
+    ASSERT_RC(kvt_commit(t2), RL_E_NOT_COMMITTED);
+    rl_future *f = rl_txn_on_error(t2, RL_E_NOT_COMMITTED);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    kvt_expect(t2, "y", "1", 0); /* retried: sees the new value */
+    rl_txn_free(t1);
+    rl_txn_free(t2);
+    kvt_close(&e);
+}
+
+/* kv-2.2: read-only transactions never conflict; snapshot reads add no conflict; blind writes
+ * don't conflict; a read of one's own write adds no conflict. */
+TEST(kv_2_2_no_conflict_cases) {
+    kvt_env e;
+    kvt_open(&e);
+    kvt_put(e.db, "x", "0", NULL);
+    rl_txn *t1, *t2;
+    /* read-only */
+    ASSERT_OK(rl_txn_begin(e.db, &t1));
+    kvt_expect(t1, "x", "0", 0);
+    kvt_put(e.db, "x", "1", NULL);
+    ASSERT_OK(kvt_commit(t1));
+    int64_t cv;
+    ASSERT_OK(rl_txn_get_committed_version(t1, &cv));
+    ASSERT_EQ(cv, -1);
+    rl_future *vf = rl_txn_get_versionstamp(t1);
+    ASSERT_RC(rl_future_wait(vf), RL_E_NO_COMMIT_VERSION);
+    rl_future_free(vf);
+    /* snapshot read + write elsewhere */
+    rl_txn_reset(t1);
+    kvt_expect(t1, "x", "1", RL_SNAPSHOT);
+    rl_future *rf = rl_txn_get_range(t1, RL_FIRST_GREATER_OR_EQUAL("", 0), RL_FIRST_GREATER_OR_EQUAL("\xff", 1), 0, 0, RL_STREAMING_WANT_ALL, 0, RL_SNAPSHOT);
+    ASSERT_OK(rl_future_wait(rf));
+    rl_future_free(rf);
+    ASSERT_OK(rl_txn_set(t1, "z", 1, "z", 1));
+    kvt_put(e.db, "x", "2", NULL);
+    ASSERT_OK(kvt_commit(t1));
+    /* blind writes to the same key */
+    ASSERT_OK(rl_txn_begin(e.db, &t2));
+    rl_txn_reset(t1);
+    ASSERT_OK(rl_txn_set(t1, "x", 1, "a", 1));
+    ASSERT_OK(rl_txn_set(t2, "x", 1, "b", 1));
+    ASSERT_OK(kvt_commit(t2));
+    ASSERT_OK(kvt_commit(t1));
+    /* own write read back: no conflict */
+    rl_txn_reset(t1);
+    ASSERT_OK(rl_txn_set(t1, "x", 1, "c", 1));
+    kvt_expect(t1, "x", "c", 0);
+    kvt_put(e.db, "x", "d", NULL);
+    ASSERT_OK(kvt_commit(t1));
+    /* and a non-snapshot read does conflict */
+    rl_txn_reset(t1);
+    kvt_expect(t1, "x", "c", 0);
+    ASSERT_OK(rl_txn_set(t1, "w", 1, "1", 1));
+    kvt_put(e.db, "x", "e", NULL);
+    ASSERT_RC(kvt_commit(t1), RL_E_NOT_COMMITTED);
+    rl_txn_free(t1);
+    rl_txn_free(t2);
+    kvt_close(&e);
+}
+
+/* kv-2.3: explicit conflict ranges (read and write). */
+TEST(kv_2_3_explicit_conflicts) {
+    kvt_env e;
+    kvt_open(&e);
+    rl_txn *t1, *t2;
+    ASSERT_OK(rl_txn_begin(e.db, &t1));
+    ASSERT_OK(rl_txn_begin(e.db, &t2));
+    rl_future *f = rl_txn_get_read_version(t1);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    ASSERT_OK(rl_txn_add_conflict_range(t1, "m", 1, "n", 1, RL_CONFLICT_READ));
+    ASSERT_OK(rl_txn_set(t1, "out", 3, "1", 1));
+    /* t2 only declares a write conflict inside [m, n): no mutation needed. */
+    ASSERT_OK(rl_txn_add_conflict_range(t2, "m5", 2, "m6", 2, RL_CONFLICT_WRITE));
+    ASSERT_OK(kvt_commit(t2));
+    ASSERT_RC(kvt_commit(t1), RL_E_NOT_COMMITTED);
+    /* Outside the range: no conflict. */
+    rl_txn_reset(t1);
+    rl_txn_reset(t2);
+    f = rl_txn_get_read_version(t1);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    ASSERT_OK(rl_txn_add_conflict_range(t1, "m", 1, "n", 1, RL_CONFLICT_READ));
+    ASSERT_OK(rl_txn_set(t1, "out", 3, "1", 1));
+    ASSERT_OK(rl_txn_add_conflict_range(t2, "n", 1, "o", 1, RL_CONFLICT_WRITE));
+    ASSERT_OK(kvt_commit(t2));
+    ASSERT_OK(kvt_commit(t1));
+    rl_txn_free(t1);
+    rl_txn_free(t2);
+    kvt_close(&e);
+}
+
+/* kv-2.4: transaction_too_old with a small MVCC window; future version. */
+TEST(kv_2_4_too_old) {
+    kvt_env e;
+    rl_db_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.window_versions = 20000; /* 20 ms of versions */
+    kvt_open_opts(&e, &o);
+    kvt_put(e.db, "a", "1", NULL);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    rl_future *f = rl_txn_get_read_version(t);
+    int64_t rv;
+    ASSERT_OK(rl_future_get_int64(f, &rv));
+    rl_future_free(f);
+    for (int i = 0; i < 10; i++) {
+        usleep(10000);
+        kvt_put(e.db, "a", "2", "b", "x", NULL);
+    }
+    int present, len;
+    char buf[16];
+    ASSERT_RC(kvt_get(t, "a", 1, 0, &present, buf, sizeof buf, &len), RL_E_TRANSACTION_TOO_OLD);
+    ASSERT_OK(rl_txn_set(t, "c", 1, "1", 1));
+    /* FoundationDB: only a transaction with read conflict ranges is too old to commit. */
+    ASSERT_OK(rl_txn_add_conflict_range(t, "a", 1, "b", 1, RL_CONFLICT_READ));
+    ASSERT_RC(kvt_commit(t), RL_E_TRANSACTION_TOO_OLD);
+    ASSERT_TRUE(rl_error_retryable(RL_E_TRANSACTION_TOO_OLD));
+    f = rl_txn_on_error(t, RL_E_TRANSACTION_TOO_OLD);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    kvt_expect(t, "a", "2", 0);
+    /* A read version from the future. */
+    rl_txn_reset(t);
+    rl_txn_set_read_version(t, rv + 1000000000000LL);
+    ASSERT_RC(kvt_get(t, "a", 1, 0, &present, buf, sizeof buf, &len), RL_E_FUTURE_VERSION);
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
+/* kv-2.5: timeouts. */
+TEST(kv_2_5_timeout) {
+    kvt_env e;
+    kvt_open(&e);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_TIMEOUT_MS, 30));
+    kvt_expect(t, "a", NULL, 0);
+    usleep(40000);
+    int present, len;
+    char buf[8];
+    ASSERT_RC(kvt_get(t, "a", 1, 0, &present, buf, sizeof buf, &len), RL_E_TRANSACTION_TIMED_OUT);
+    ASSERT_RC(rl_txn_set(t, "a", 1, "1", 1), RL_E_TRANSACTION_TIMED_OUT);
+    ASSERT_RC(kvt_commit(t), RL_E_TRANSACTION_TIMED_OUT);
+    rl_future *f = rl_txn_on_error(t, RL_E_TRANSACTION_TIMED_OUT);
+    ASSERT_RC(rl_future_wait(f), RL_E_TRANSACTION_TIMED_OUT);
+    rl_future_free(f);
+    /* A retryable error after the deadline also ends in transaction_timed_out. */
+    f = rl_txn_on_error(t, RL_E_NOT_COMMITTED);
+    ASSERT_RC(rl_future_wait(f), RL_E_TRANSACTION_TIMED_OUT);
+    rl_future_free(f);
+    rl_txn_reset(t); /* restarts the clock */
+    kvt_expect(t, "a", NULL, 0);
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
+/* kv-2.6: on_error: retryable vs not, the retry limit, backoff grows. */
+TEST(kv_2_6_on_error) {
+    kvt_env e;
+    kvt_open(&e);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    rl_future *f = rl_txn_on_error(t, RL_E_KEY_TOO_LARGE);
+    ASSERT_RC(rl_future_wait(f), RL_E_KEY_TOO_LARGE);
+    rl_future_free(f);
+    ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_RETRY_LIMIT, 2));
+    ASSERT_OK(rl_txn_set(t, "a", 1, "1", 1));
+    for (int i = 0; i < 2; i++) {
+        f = rl_txn_on_error(t, RL_E_NOT_COMMITTED);
+        ASSERT_OK(rl_future_wait(f));
+        rl_future_free(f);
+    }
+    kvt_expect(t, "a", NULL, 0); /* the retry reset the writes */
+    f = rl_txn_on_error(t, RL_E_NOT_COMMITTED);
+    ASSERT_RC(rl_future_wait(f), RL_E_NOT_COMMITTED);
+    rl_future_free(f);
+    rl_txn_reset(t); /* clears the retry count */
+    f = rl_txn_on_error(t, RL_E_COMMIT_UNKNOWN_RESULT);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
+/* kv-2.7: cancel and reset. */
+TEST(kv_2_7_cancel_reset) {
+    kvt_env e;
+    kvt_open(&e);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    ASSERT_OK(rl_txn_set(t, "a", 1, "1", 1));
+    rl_future *vs = rl_txn_get_versionstamp(t);
+    ASSERT_FALSE(rl_future_is_ready(vs));
+    rl_txn_cancel(t);
+    ASSERT_RC(rl_future_wait(vs), RL_E_TRANSACTION_CANCELLED);
+    rl_future_free(vs);
+    ASSERT_RC(rl_txn_set(t, "b", 1, "1", 1), RL_E_TRANSACTION_CANCELLED);
+    ASSERT_RC(kvt_commit(t), RL_E_TRANSACTION_CANCELLED);
+    rl_future *f = rl_txn_get(t, "a", 1, 0);
+    ASSERT_RC(rl_future_wait(f), RL_E_TRANSACTION_CANCELLED);
+    rl_future_free(f);
+    rl_txn_reset(t);
+    kvt_expect(t, "a", NULL, 0);
+    ASSERT_OK(rl_txn_set(t, "b", 1, "2", 1));
+    ASSERT_OK(kvt_commit(t));
+    rl_txn_reset(t);
+    kvt_expect(t, "a", NULL, 0);
+    kvt_expect(t, "b", "2", 0);
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
+/* kv-2.8: read-modify-write races: threads increment one counter through rl_db_run; the final
+ * count is exact. */
+typedef struct {
+    rl_db *db;
+    int n;
+    int attempts;
+} incr_ctx;
+
+static int incr_fn(rl_txn *t, void *ud) {
+    incr_ctx *c = ud;
+    c->attempts++;
+    rl_future *f = rl_txn_get(t, "counter", 7, 0);
+    int rc = rl_future_wait(f);
+    long v = 0;
+    if (rc == RL_OK) {
+        int present, len;
+        const uint8_t *p;
+        rc = rl_future_get_value(f, &present, &p, &len);
+        if (rc == RL_OK && present) {
+            char buf[32];
+            memcpy(buf, p, (size_t)len);
+            buf[len] = 0;
+            v = atol(buf);
+        }
+    }
+    rl_future_free(f);
+    if (rc) return rc;
+    char out[32];
+    int n = snprintf(out, sizeof out, "%ld", v + 1);
+    return rl_txn_set(t, "counter", 7, out, (size_t)n);
+}
+
+static void *incr_thread(void *ud) {
+    incr_ctx *c = ud;
+    for (int i = 0; i < c->n; i++)
+        if (rl_db_run(c->db, incr_fn, c) != RL_OK) return (void *)1;
+    return NULL;
+}
+
+static int fail_fn(rl_txn *t, void *ud) {
+    (void)t;
+    (void)ud;
+    return RL_E_INDEX_UNKNOWN;
+}
+
+TEST(kv_2_8_increment_race) {
+    kvt_env e;
+    kvt_open(&e);
+    enum { THREADS = 4, N = 60 };
+    pthread_t th[THREADS];
+    incr_ctx c[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        c[i].db = e.db;
+        c[i].n = N;
+        c[i].attempts = 0;
+        pthread_create(&th[i], NULL, incr_thread, &c[i]);
+    }
+    int attempts = 0;
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        ASSERT_NULL(r);
+        attempts += c[i].attempts;
+    }
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    char want[16];
+    snprintf(want, sizeof want, "%d", THREADS * N);
+    kvt_expect(t, "counter", want, 0);
+    rl_txn_free(t);
+    printf("increments %d, attempts %d\n", THREADS * N, attempts);
+    /* A non-retryable error of fn comes back as is. */
+    ASSERT_RC(rl_db_run(e.db, fail_fn, NULL), RL_E_INDEX_UNKNOWN);
+    kvt_close(&e);
+}
+
+RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_2_1_write_skew),
+             T(kv_2_2_no_conflict_cases), T(kv_2_3_explicit_conflicts), T(kv_2_4_too_old),
+             T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset),
+             T(kv_2_8_increment_race))
