@@ -120,8 +120,9 @@ static int parse_index(const uint8_t *s, size_t n, size_t *out) {
 /* Move the pending literal bytes lit[0..len) into a new SEG_LITERAL segment in arena a, then
  * empty lit. No-op when lit is empty. RL_OK or RL_E_OUT_OF_MEMORY. */
 static int flush_literal(rl_mapper *m, rl_buf *lit, rl_arena *a) {
+    if (rl__buf_error(lit)) return RL_E_OUT_OF_MEMORY; /* before the length: a failed append
+                                                          leaves it 0 */
     if (lit->len == 0) return RL_OK;
-    if (rl__buf_error(lit)) return RL_E_OUT_OF_MEMORY;
     uint8_t *p = rl__arena_memdup(a, lit->data, lit->len);
     if (!p) return RL_E_OUT_OF_MEMORY;
     mapper_seg *s = &m->segs[m->n_segs++];

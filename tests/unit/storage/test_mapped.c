@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "base/arena.h"
+#include "reclayer/alloc.h"
 #include "base/buf.h"
 #include "storage/mapped.h"
 #include "storage/storage.h"
@@ -309,6 +310,37 @@ TEST(mapped_1_11_mapper_owns_its_bytes) {
     ASSERT_MEM_EQ(out.data, out.len, "\x02r\x00\x15\x09\x15\x05", 7);
     rl__buf_release(&out);
     rl__arena_release(&a);
+}
+
+/* mapped-1.12: every allocation failure in parse and construct gives RL_E_OUT_OF_MEMORY (never a
+ * crash, a leak or a wrong result); once enough allocations succeed, the result is right. */
+TEST(mapped_1_12_allocation_failures) {
+    static const uint8_t key[] = {0x02, 's', 't', 0x00, 0x15, 0x2a, 0x01, 'p', 'k', 0x00};
+    static const uint8_t want[] = {0x02, 's', 't', 0x00, 0x15, 0x01, 0x01, 'p', 'k', 0x00,
+                                   0x01, '{', 'x', '}', 0x00, 0x15, 0x2a};
+    int ok_seen = 0;
+    for (long n = 0; n < 200 && !ok_seen; n++) {
+        rl_arena a;
+        rl_mapper *m = NULL;
+        rl_buf out;
+        int rc;
+        rl__arena_init(&a, 64);
+        rl__buf_init(&out);
+        rl_alloc_fail_after(n);
+        rc = rl__mapper_parse(LIT("\x02st\x00\x15\x01\x02{K[2]}\x00\x02{{x}}\x00\x02{K[1]}\x00"),
+                              &a, &m);
+        if (rc == RL_OK) rc = rl__mapper_construct(m, key, sizeof key, "", 0, &out);
+        rl_alloc_fail_after(-1);
+        if (rc == RL_OK) {
+            ASSERT_MEM_EQ(out.data, out.len, want, sizeof want);
+            ok_seen = 1;
+        } else {
+            ASSERT_RC(rc, RL_E_OUT_OF_MEMORY);
+        }
+        rl__buf_release(&out);
+        rl__arena_release(&a);
+    }
+    ASSERT_TRUE(ok_seen);
 }
 
 /* ==== mapped-2: mapped reads over a storage engine =========================================== */
@@ -1192,6 +1224,46 @@ TEST(mapped_2_12_budget_boundary_and_empty_prefix) {
     rl__storage_close(st);
 }
 
+/* mapped-2.13: allocation failures during a mapped read give RL_E_OUT_OF_MEMORY and leak
+ * nothing; with enough memory the result matches the model. */
+TEST(mapped_2_13_allocation_failures) {
+    model md;
+    rl_buf b, e;
+    mrec ord[MAXREC];
+    int ok_seen = 0;
+    fixed_model(&md);
+    rl_storage *st = load_model(&md, 10);
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    index_range(&b, &e);
+    for (long n = 0; n < 5000 && !ok_seen; n++) {
+        rl_arena a, ma;
+        rl_mapped_entry *ents = NULL;
+        int cnt = 0, more = 0, rc;
+        rl__arena_init(&a, 256);
+        rl__arena_init(&ma, 0);
+        rl_mapper *m = mapper_range(&ma);
+        rl_alloc_fail_after(n);
+        rc = rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, NULL, NULL,
+                                          NULL, &a, &ents, &cnt, &more);
+        rl_alloc_fail_after(-1);
+        if (rc == RL_OK) {
+            ASSERT_EQ(cnt, model_order(&md, 0, ord));
+            for (int i = 0; i < cnt; i++) check_entry(&ents[i], &ord[i], 1, 1 << 30);
+            ok_seen = 1;
+        } else {
+            ASSERT_RC(rc, RL_E_OUT_OF_MEMORY);
+            ASSERT_EQ(cnt, 0);
+        }
+        rl__arena_release(&a);
+        rl__arena_release(&ma);
+    }
+    ASSERT_TRUE(ok_seen);
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    rl__storage_close(st);
+}
+
 /* mapped-2.10: randomized: random records, limits, budgets, batches, directions and secondary
  * row limits, paged to the end and compared with the model. Prints its seed. */
 TEST(mapped_2_10_randomized) {
@@ -1229,8 +1301,10 @@ RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
              T(mapped_1_5_key_value_not_tuple), T(mapped_1_6_escapes),
              T(mapped_1_7_literal_only_ignores_key_value), T(mapped_1_8_embedded_placeholder_is_literal),
              T(mapped_1_9_non_strings_verbatim), T(mapped_1_10_raw_splicing),
-             T(mapped_1_11_mapper_owns_its_bytes), T(mapped_2_1_range_mode), T(mapped_2_2_point_mode),
+             T(mapped_1_11_mapper_owns_its_bytes), T(mapped_1_12_allocation_failures),
+             T(mapped_2_1_range_mode), T(mapped_2_2_point_mode),
              T(mapped_2_3_reverse), T(mapped_2_4_secondary_limits), T(mapped_2_5_row_limits),
              T(mapped_2_6_byte_budget), T(mapped_2_7_mvcc), T(mapped_2_8_secondary_fn),
              T(mapped_2_9_mapper_errors_in_read), T(mapped_2_10_randomized),
-             T(mapped_2_11_range_includes_prefix_key), T(mapped_2_12_budget_boundary_and_empty_prefix))
+             T(mapped_2_11_range_includes_prefix_key), T(mapped_2_12_budget_boundary_and_empty_prefix),
+             T(mapped_2_13_allocation_failures))
