@@ -11,7 +11,7 @@
 /* Run `rl ARGS` (shell words already quoted), capturing stdout (and stderr when want_stderr)
  * into out (at most cap-1 bytes, NUL-terminated, trailing newline kept). Returns the exit code. */
 static int run_rl(const char *args, int want_stderr, char *out, size_t cap) {
-    char cmd[8192];
+    char cmd[16384];
     snprintf(cmd, sizeof cmd, "'%s' %s %s", rl_test_bin("rl"), args, want_stderr ? "2>&1" : "2>/dev/null");
     FILE *p = popen(cmd, "r");
     if (!p) fail_msg("popen failed: %s", cmd);
@@ -73,7 +73,7 @@ TEST(tuple_8_2_cli_vectors) {
     const char *path = rl_test_data_path("tuple/encode.jsonl");
     FILE *f = fopen(path, "r");
     if (!f) fail_msg("missing test vectors %s", path);
-    char *line = NULL, out[8192], arg[8192], want[8192];
+    char *line = NULL, out[8192], arg[4096], want[8192];
     size_t cap = 0, n = 0;
     while (getline(&line, &cap, f) > 0) {
         json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
