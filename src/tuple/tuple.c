@@ -686,6 +686,7 @@ static int print_tuple(rl_tuple_iter *it, rl_buf *out) {
         case RL_TT_STRING:
             rl__buf_reset(&tmp);
             rl__tuple_elem_unescape(&e, &tmp);
+            if ((rc = rl__buf_error(&tmp))) goto fail; /* before the next reset clears it */
             print_quoted(out, tmp.data, tmp.len, e.type == RL_TT_BYTES);
             break;
         case RL_TT_NESTED: {
