@@ -45,9 +45,9 @@ static int random_height(rl_storage *st) {
     x ^= x << 17;
     st->rng = x;
     int h = 1;
-    while (h < SL_MAX_HEIGHT && (x & 3) == 0) {
+    while (h < SL_MAX_HEIGHT && (x & 1) == 0) {
         h++;
-        x >>= 2;
+        x >>= 1;
     }
     return h;
 }

@@ -10,7 +10,7 @@
 #include "base/buf.h"
 #include "storage/storage.h"
 
-#define SL_MAX_HEIGHT 20
+#define SL_MAX_HEIGHT 32
 
 /* One version of a key: a value or a tombstone. Chains run newest first. */
 typedef struct sl_ver {
