@@ -1,0 +1,585 @@
+/* micro.c — the KV micro-benchmark (see micro.h for the workloads and the design).
+ *
+ * Each system implements the same five operations over the same keys. Keys are built once with
+ * the tuple packer so every system stores byte-identical keys and values.
+ */
+#include "bench/micro.h"
+
+#include <lmdb.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "reclayer/alloc.h"
+#include "reclayer/kv.h"
+#include "tuple/tuple.h"
+
+enum { W_POINT, W_RANGE, W_MAPPED, W_COMMIT, W_COUNT };
+static const char *wnames[W_COUNT] = {"point", "range1000", "mapped1000", "commit100"};
+static const char *wunits[W_COUNT] = {"ns/read", "ns/range", "ns/op", "ns/commit"};
+
+#define POINT_BATCH 1000
+#define RANGE_ROWS 1000
+
+typedef struct sys sys;
+struct sys {
+    const char *name;
+    int (*setup)(sys *s, const rl_micro_options *o);
+    int (*op)(sys *s, int w, uint64_t *rng);
+    void (*teardown)(sys *s);
+    void *h;  /* system handle */
+    void *h2; /* second handle (LMDB dbi / SQLite statements) */
+    char path[1024];
+    int keys;
+    int value_len;
+    double samples[W_COUNT][64]; /* ns/op per round */
+    double allocs[W_COUNT][64];  /* allocations per op per round */
+    int n_samples[W_COUNT];
+    int failed;
+};
+
+/* ---- Dataset ----------------------------------------------------------------------------- */
+
+static uint64_t rnd(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* price of record pk: a fixed permutation so index order differs from record order. */
+static int64_t price_of(int64_t pk, int keys) { return (pk * 7919) % keys; }
+
+static void record_key(rl_buf *b, int64_t pk) {
+    rl_tuple_packer pk_;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&pk_, b);
+    rl__tuple_pack_string(&pk_, "r", 1);
+    rl__tuple_pack_int(&pk_, pk);
+    rl__tuple_pack_int(&pk_, 0);
+}
+
+static void index_key(rl_buf *b, int64_t price, int64_t pk) {
+    rl_tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, price);
+    rl__tuple_pack_int(&p, pk);
+}
+
+static void index_prefix(rl_buf *b, int64_t price) {
+    rl_tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, price);
+}
+
+static void fill_value(uint8_t *v, int n, int64_t pk) {
+    for (int i = 0; i < n; i++) v[i] = (uint8_t)('a' + (pk + i) % 26);
+}
+
+/* ---- reclayer ---------------------------------------------------------------------------- */
+
+typedef struct {
+    rl_db *db;
+    rl_buf k1, k2, mapper;
+} rl_sys;
+
+static int rl_load(rl_db *db, int keys, int vlen) {
+    rl_buf k;
+    rl__buf_init(&k);
+    uint8_t *v = rl__malloc((size_t)vlen);
+    int rc = v ? RL_OK : RL_E_OUT_OF_MEMORY;
+    for (int start = 0; rc == RL_OK && start < keys; start += 1000) {
+        rl_txn *t = NULL;
+        rc = rl_txn_begin(db, &t);
+        for (int pk = start; rc == RL_OK && pk < keys && pk < start + 1000; pk++) {
+            fill_value(v, vlen, pk);
+            record_key(&k, pk);
+            rc = rl_txn_set(t, k.data, k.len, v, (size_t)vlen);
+            if (rc == RL_OK) {
+                index_key(&k, price_of(pk, keys), pk);
+                rc = rl_txn_set(t, k.data, k.len, "", 0);
+            }
+        }
+        if (rc == RL_OK) {
+            rl_future *f = rl_txn_commit(t);
+            rc = rl_future_wait(f);
+            rl_future_free(f);
+        }
+        rl_txn_free(t);
+    }
+    rl__free(v);
+    rl__buf_release(&k);
+    return rc;
+}
+
+static int rl_setup_url(sys *s, const rl_micro_options *o, const char *url) {
+    rl_sys *r = rl__calloc(1, sizeof *r);
+    if (!r) return RL_E_OUT_OF_MEMORY;
+    rl__buf_init(&r->k1);
+    rl__buf_init(&r->k2);
+    rl__buf_init(&r->mapper);
+    s->h = r;
+    int rc = rl_db_open(url, NULL, &r->db);
+    if (rc) return rc;
+    rl_tuple_packer p;
+    rl__tuple_packer_init(&p, &r->mapper);
+    rl__tuple_pack_string(&p, "r", 1);
+    rl__tuple_pack_string(&p, "{K[2]}", 6);
+    rl__tuple_pack_string(&p, "{...}", 5);
+    return rl_load(r->db, o->keys, o->value_len);
+}
+
+static int rl_setup_mem(sys *s, const rl_micro_options *o) { return rl_setup_url(s, o, "mem:"); }
+
+static int rl_setup_file(sys *s, const rl_micro_options *o) {
+    snprintf(s->path, sizeof s->path, "%s/reclayer", o->dir);
+    mkdir(s->path, 0755);
+    char url[1100];
+    snprintf(url, sizeof url, "file:%s", s->path);
+    return rl_setup_url(s, o, url);
+}
+
+static int wait_free(rl_future *f) {
+    int rc = rl_future_wait(f);
+    rl_future_free(f);
+    return rc;
+}
+
+static int rl_op(sys *s, int w, uint64_t *rng) {
+    rl_sys *r = s->h;
+    rl_txn *t = NULL;
+    int rc = rl_txn_begin(r->db, &t);
+    if (rc) return rc;
+    if (w == W_POINT) {
+        for (int i = 0; i < POINT_BATCH && rc == RL_OK; i++) {
+            record_key(&r->k1, (int64_t)(rnd(rng) % (uint64_t)s->keys));
+            rl_future *f = rl_txn_get(t, r->k1.data, r->k1.len, 0);
+            rc = rl_future_wait(f);
+            int present = 0, len = 0;
+            const uint8_t *v;
+            if (rc == RL_OK) rc = rl_future_get_value(f, &present, &v, &len);
+            if (rc == RL_OK && !present) rc = RL_E_INTERNAL_ERROR;
+            rl_future_free(f);
+        }
+    } else if (w == W_RANGE) {
+        int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
+        record_key(&r->k1, start);
+        record_key(&r->k2, start + RANGE_ROWS);
+        rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(r->k1.data, r->k1.len),
+                                        RL_FIRST_GREATER_OR_EQUAL(r->k2.data, r->k2.len), RANGE_ROWS,
+                                        0, RL_STREAMING_WANT_ALL, 0, 0);
+        rc = rl_future_wait(f);
+        const rl_keyvalue *kvs;
+        int n = 0, more = 0;
+        if (rc == RL_OK) rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more);
+        if (rc == RL_OK && n != RANGE_ROWS) rc = RL_E_INTERNAL_ERROR;
+        rl_future_free(f);
+    } else if (w == W_MAPPED) {
+        int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
+        index_prefix(&r->k1, start);
+        index_prefix(&r->k2, start + RANGE_ROWS);
+        rl_future *f = rl_txn_get_mapped_range(
+            t, RL_FIRST_GREATER_OR_EQUAL(r->k1.data, r->k1.len),
+            RL_FIRST_GREATER_OR_EQUAL(r->k2.data, r->k2.len), r->mapper.data, r->mapper.len,
+            RANGE_ROWS, 0, RL_STREAMING_WANT_ALL, 0, 0);
+        rc = rl_future_wait(f);
+        const rl_mapped_keyvalue *m;
+        int n = 0, more = 0;
+        if (rc == RL_OK) rc = rl_future_get_mapped_keyvalue_array(f, &m, &n, &more);
+        if (rc == RL_OK && (n != RANGE_ROWS || m[0].n_kvs != 1)) rc = RL_E_INTERNAL_ERROR;
+        rl_future_free(f);
+    } else {
+        uint8_t v[16];
+        for (int i = 0; i < 100 && rc == RL_OK; i++) {
+            rl__buf_reset(&r->k1);
+            rl__buf_printf(&r->k1, "w%016llx", (unsigned long long)rnd(rng));
+            memcpy(v, r->k1.data, sizeof v);
+            rc = rl_txn_set(t, r->k1.data, r->k1.len, v, sizeof v);
+        }
+        if (rc == RL_OK) rc = wait_free(rl_txn_commit(t));
+    }
+    rl_txn_free(t);
+    return rc;
+}
+
+static void rl_teardown(sys *s) {
+    rl_sys *r = s->h;
+    if (!r) return;
+    rl_db_close(r->db);
+    rl__buf_release(&r->k1);
+    rl__buf_release(&r->k2);
+    rl__buf_release(&r->mapper);
+    rl__free(r);
+    s->h = NULL;
+}
+
+/* ---- LMDB -------------------------------------------------------------------------------- */
+
+typedef struct {
+    MDB_env *env;
+    MDB_dbi dbi;
+    rl_buf k1, k2;
+} lm_sys;
+
+static int lm_setup(sys *s, const rl_micro_options *o) {
+    lm_sys *l = rl__calloc(1, sizeof *l);
+    if (!l) return RL_E_OUT_OF_MEMORY;
+    rl__buf_init(&l->k1);
+    rl__buf_init(&l->k2);
+    s->h = l;
+    snprintf(s->path, sizeof s->path, "%s/lmdb", o->dir);
+    mkdir(s->path, 0755);
+    if (mdb_env_create(&l->env) || mdb_env_set_mapsize(l->env, (size_t)8 << 30) ||
+        mdb_env_open(l->env, s->path, 0, 0644))
+        return RL_E_IO_ERROR;
+    MDB_txn *t;
+    if (mdb_txn_begin(l->env, NULL, 0, &t) || mdb_dbi_open(t, NULL, 0, &l->dbi)) return RL_E_IO_ERROR;
+    uint8_t *v = rl__malloc((size_t)o->value_len);
+    if (!v) return RL_E_OUT_OF_MEMORY;
+    for (int pk = 0; pk < o->keys; pk++) {
+        fill_value(v, o->value_len, pk);
+        record_key(&l->k1, pk);
+        MDB_val k = {l->k1.len, l->k1.data}, d = {(size_t)o->value_len, v};
+        if (mdb_put(t, l->dbi, &k, &d, 0)) goto fail;
+        index_key(&l->k1, price_of(pk, o->keys), pk);
+        MDB_val k2 = {l->k1.len, l->k1.data}, e = {0, (void *)""};
+        if (mdb_put(t, l->dbi, &k2, &e, 0)) goto fail;
+    }
+    rl__free(v);
+    return mdb_txn_commit(t) ? RL_E_IO_ERROR : RL_OK;
+fail:
+    rl__free(v);
+    mdb_txn_abort(t);
+    return RL_E_IO_ERROR;
+}
+
+static int lm_op(sys *s, int w, uint64_t *rng) {
+    lm_sys *l = s->h;
+    MDB_txn *t;
+    int rc = RL_OK;
+    if (w == W_COMMIT) {
+        if (mdb_txn_begin(l->env, NULL, 0, &t)) return RL_E_IO_ERROR;
+        for (int i = 0; i < 100; i++) {
+            rl__buf_reset(&l->k1);
+            rl__buf_printf(&l->k1, "w%016llx", (unsigned long long)rnd(rng));
+            MDB_val k = {l->k1.len, l->k1.data}, d = {16, l->k1.data};
+            if (mdb_put(t, l->dbi, &k, &d, 0)) {
+                mdb_txn_abort(t);
+                return RL_E_IO_ERROR;
+            }
+        }
+        return mdb_txn_commit(t) ? RL_E_IO_ERROR : RL_OK;
+    }
+    if (mdb_txn_begin(l->env, NULL, MDB_RDONLY, &t)) return RL_E_IO_ERROR;
+    if (w == W_POINT) {
+        for (int i = 0; i < POINT_BATCH && rc == RL_OK; i++) {
+            record_key(&l->k1, (int64_t)(rnd(rng) % (uint64_t)s->keys));
+            MDB_val k = {l->k1.len, l->k1.data}, d;
+            if (mdb_get(t, l->dbi, &k, &d)) rc = RL_E_INTERNAL_ERROR;
+        }
+    } else {
+        MDB_cursor *c;
+        if (mdb_cursor_open(t, l->dbi, &c)) {
+            mdb_txn_abort(t);
+            return RL_E_IO_ERROR;
+        }
+        int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
+        if (w == W_RANGE)
+            record_key(&l->k1, start);
+        else
+            index_prefix(&l->k1, start);
+        MDB_val k = {l->k1.len, l->k1.data}, d;
+        int n = 0;
+        int e = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+        while (e == 0 && n < RANGE_ROWS) {
+            if (w == W_MAPPED) {
+                /* Decode the primary key (element 2) and read its record. */
+                rl_tuple_elem el;
+                if (rl__tuple_get(k.mv_data, k.mv_size, 2, &el) || el.type != RL_TT_INT) {
+                    rc = RL_E_INTERNAL_ERROR;
+                    break;
+                }
+                record_key(&l->k2, el.i);
+                MDB_val rk = {l->k2.len, l->k2.data}, rd;
+                if (mdb_get(t, l->dbi, &rk, &rd)) {
+                    rc = RL_E_INTERNAL_ERROR;
+                    break;
+                }
+            }
+            n++;
+            e = mdb_cursor_get(c, &k, &d, MDB_NEXT);
+        }
+        if (rc == RL_OK && n != RANGE_ROWS) rc = RL_E_INTERNAL_ERROR;
+        mdb_cursor_close(c);
+    }
+    mdb_txn_abort(t);
+    return rc;
+}
+
+static void lm_teardown(sys *s) {
+    lm_sys *l = s->h;
+    if (!l) return;
+    if (l->env) mdb_env_close(l->env);
+    rl__buf_release(&l->k1);
+    rl__buf_release(&l->k2);
+    rl__free(l);
+    s->h = NULL;
+}
+
+/* ---- SQLite ------------------------------------------------------------------------------ */
+
+typedef struct {
+    sqlite3 *db;
+    sqlite3_stmt *get, *range, *mapped, *put, *begin, *commit;
+    rl_buf k1, k2;
+} sq_sys;
+
+static int sq_exec(sqlite3 *db, const char *sql) {
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? RL_OK : RL_E_IO_ERROR;
+}
+
+static int sq_setup(sys *s, const rl_micro_options *o) {
+    sq_sys *q = rl__calloc(1, sizeof *q);
+    if (!q) return RL_E_OUT_OF_MEMORY;
+    rl__buf_init(&q->k1);
+    rl__buf_init(&q->k2);
+    s->h = q;
+    snprintf(s->path, sizeof s->path, "%s/sqlite.db", o->dir);
+    remove(s->path);
+    if (sqlite3_open(s->path, &q->db) != SQLITE_OK) return RL_E_IO_ERROR;
+    int rc = sq_exec(q->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                            "CREATE TABLE kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID;"
+                            "CREATE TABLE orders(pk INTEGER PRIMARY KEY, price INTEGER, v BLOB);"
+                            "CREATE INDEX price_idx ON orders(price);");
+    if (rc) return rc;
+    sqlite3_stmt *ins, *ino;
+    if (sqlite3_prepare_v2(q->db, "INSERT INTO kv VALUES(?,?)", -1, &ins, NULL) ||
+        sqlite3_prepare_v2(q->db, "INSERT INTO orders VALUES(?,?,?)", -1, &ino, NULL))
+        return RL_E_IO_ERROR;
+    uint8_t *v = rl__malloc((size_t)o->value_len);
+    if (!v) return RL_E_OUT_OF_MEMORY;
+    sq_exec(q->db, "BEGIN");
+    for (int pk = 0; pk < o->keys && rc == RL_OK; pk++) {
+        fill_value(v, o->value_len, pk);
+        record_key(&q->k1, pk);
+        sqlite3_bind_blob(ins, 1, q->k1.data, (int)q->k1.len, SQLITE_STATIC);
+        sqlite3_bind_blob(ins, 2, v, o->value_len, SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = RL_E_IO_ERROR;
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ino, 1, pk);
+        sqlite3_bind_int64(ino, 2, price_of(pk, o->keys));
+        sqlite3_bind_blob(ino, 3, v, o->value_len, SQLITE_STATIC);
+        if (sqlite3_step(ino) != SQLITE_DONE) rc = RL_E_IO_ERROR;
+        sqlite3_reset(ino);
+    }
+    if (rc == RL_OK) rc = sq_exec(q->db, "COMMIT");
+    rl__free(v);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(ino);
+    if (rc) return rc;
+    if (sqlite3_prepare_v2(q->db, "SELECT v FROM kv WHERE k=?", -1, &q->get, NULL) ||
+        sqlite3_prepare_v2(q->db, "SELECT k, v FROM kv WHERE k>=? AND k<? ORDER BY k LIMIT 1000", -1,
+                           &q->range, NULL) ||
+        sqlite3_prepare_v2(q->db, "SELECT pk, v FROM orders WHERE price>=? ORDER BY price LIMIT 1000",
+                           -1, &q->mapped, NULL) ||
+        sqlite3_prepare_v2(q->db, "INSERT OR REPLACE INTO kv VALUES(?,?)", -1, &q->put, NULL) ||
+        sqlite3_prepare_v2(q->db, "BEGIN", -1, &q->begin, NULL) ||
+        sqlite3_prepare_v2(q->db, "COMMIT", -1, &q->commit, NULL))
+        return RL_E_IO_ERROR;
+    return RL_OK;
+}
+
+static int sq_step_all(sqlite3_stmt *st, int want) {
+    int n = 0, e;
+    while ((e = sqlite3_step(st)) == SQLITE_ROW) {
+        (void)sqlite3_column_blob(st, 1);
+        (void)sqlite3_column_bytes(st, 1);
+        n++;
+    }
+    sqlite3_reset(st);
+    return (e == SQLITE_DONE && (want < 0 || n == want)) ? RL_OK : RL_E_INTERNAL_ERROR;
+}
+
+static int sq_op(sys *s, int w, uint64_t *rng) {
+    sq_sys *q = s->h;
+    int rc = RL_OK;
+    if (w == W_COMMIT) {
+        if (sqlite3_step(q->begin) != SQLITE_DONE) rc = RL_E_IO_ERROR;
+        sqlite3_reset(q->begin);
+        for (int i = 0; i < 100 && rc == RL_OK; i++) {
+            rl__buf_reset(&q->k1);
+            rl__buf_printf(&q->k1, "w%016llx", (unsigned long long)rnd(rng));
+            sqlite3_bind_blob(q->put, 1, q->k1.data, (int)q->k1.len, SQLITE_STATIC);
+            sqlite3_bind_blob(q->put, 2, q->k1.data, 16, SQLITE_STATIC);
+            if (sqlite3_step(q->put) != SQLITE_DONE) rc = RL_E_IO_ERROR;
+            sqlite3_reset(q->put);
+        }
+        if (sqlite3_step(q->commit) != SQLITE_DONE) rc = RL_E_IO_ERROR;
+        sqlite3_reset(q->commit);
+        return rc;
+    }
+    /* Reads run inside one read transaction, like the other systems. */
+    if (sqlite3_step(q->begin) != SQLITE_DONE) return RL_E_IO_ERROR;
+    sqlite3_reset(q->begin);
+    if (w == W_POINT) {
+        for (int i = 0; i < POINT_BATCH && rc == RL_OK; i++) {
+            record_key(&q->k1, (int64_t)(rnd(rng) % (uint64_t)s->keys));
+            sqlite3_bind_blob(q->get, 1, q->k1.data, (int)q->k1.len, SQLITE_STATIC);
+            if (sqlite3_step(q->get) != SQLITE_ROW) rc = RL_E_INTERNAL_ERROR;
+            (void)sqlite3_column_blob(q->get, 0);
+            sqlite3_reset(q->get);
+        }
+    } else if (w == W_RANGE) {
+        int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
+        record_key(&q->k1, start);
+        record_key(&q->k2, start + RANGE_ROWS);
+        sqlite3_bind_blob(q->range, 1, q->k1.data, (int)q->k1.len, SQLITE_STATIC);
+        sqlite3_bind_blob(q->range, 2, q->k2.data, (int)q->k2.len, SQLITE_STATIC);
+        rc = sq_step_all(q->range, RANGE_ROWS);
+    } else {
+        int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
+        sqlite3_bind_int64(q->mapped, 1, start);
+        rc = sq_step_all(q->mapped, RANGE_ROWS);
+    }
+    if (sqlite3_step(q->commit) != SQLITE_DONE) rc = RL_E_IO_ERROR;
+    sqlite3_reset(q->commit);
+    return rc;
+}
+
+static void sq_teardown(sys *s) {
+    sq_sys *q = s->h;
+    if (!q) return;
+    sqlite3_finalize(q->get);
+    sqlite3_finalize(q->range);
+    sqlite3_finalize(q->mapped);
+    sqlite3_finalize(q->put);
+    sqlite3_finalize(q->begin);
+    sqlite3_finalize(q->commit);
+    sqlite3_close(q->db);
+    rl__buf_release(&q->k1);
+    rl__buf_release(&q->k2);
+    rl__free(q);
+    s->h = NULL;
+}
+
+/* ---- The run ----------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n) {
+    double tmp[64];
+    if (n <= 0) return 0;
+    memcpy(tmp, v, (size_t)n * sizeof *v);
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* Run workload w on s for about `seconds`; record ns/op and allocs/op. */
+static int measure(sys *s, int w, double seconds, uint64_t *rng) {
+    uint64_t budget = (uint64_t)(seconds * 1e9), ops = 0;
+    rl_alloc_stats a0, a1;
+    rl_alloc_get_stats(&a0);
+    uint64_t t0 = rl__clock_mono_ns(), t1;
+    do {
+        int rc = s->op(s, w, rng);
+        if (rc) return rc;
+        ops++;
+        t1 = rl__clock_mono_ns();
+    } while (t1 - t0 < budget || ops < 3);
+    rl_alloc_get_stats(&a1);
+    double per = w == W_POINT ? (double)(ops * POINT_BATCH) : (double)ops;
+    int i = s->n_samples[w]++;
+    s->samples[w][i] = (double)(t1 - t0) / per;
+    s->allocs[w][i] = (double)(a1.allocs - a0.allocs) / per;
+    return RL_OK;
+}
+
+int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
+    sys systems[] = {
+        {.name = "reclayer-mem", .setup = rl_setup_mem, .op = rl_op, .teardown = rl_teardown},
+        {.name = "reclayer-file", .setup = rl_setup_file, .op = rl_op, .teardown = rl_teardown},
+        {.name = "lmdb", .setup = lm_setup, .op = lm_op, .teardown = lm_teardown},
+        {.name = "sqlite", .setup = sq_setup, .op = sq_op, .teardown = sq_teardown},
+    };
+    const int ns = (int)(sizeof systems / sizeof systems[0]);
+    int repeats = o->repeats > 64 ? 64 : o->repeats;
+    int rc = RL_OK;
+    uint64_t rng = o->seed;
+    for (int i = 0; i < ns; i++) {
+        systems[i].keys = o->keys;
+        systems[i].value_len = o->value_len;
+        fprintf(stderr, "micro: loading %d records into %s\n", o->keys, systems[i].name);
+        int e = systems[i].setup(&systems[i], o);
+        if (e) {
+            fprintf(stderr, "micro: %s setup failed: %s\n", systems[i].name, rl_error_name(e));
+            systems[i].failed = 1;
+            rc = rc ? rc : e;
+        }
+    }
+    for (int w = 0; w < W_COUNT; w++) {
+        if (o->only && strcmp(o->only, wnames[w])) continue;
+        for (int r = 0; r < repeats; r++) {
+            for (int j = 0; j < ns; j++) {
+                int i = (r % 2) ? ns - 1 - j : j; /* alternate the order between rounds */
+                if (systems[i].failed) continue;
+                int e = measure(&systems[i], w, o->seconds, &rng);
+                if (e) {
+                    fprintf(stderr, "micro: %s %s failed: %s\n", systems[i].name, wnames[w], rl_error_name(e));
+                    systems[i].failed = 1;
+                    rc = rc ? rc : e;
+                }
+            }
+            fprintf(stderr, "micro: %s round %d/%d done\n", wnames[w], r + 1, repeats);
+        }
+    }
+    /* Report: medians, and ratios against LMDB (reads) and SQLite (commits). */
+    fprintf(out, "\n%-12s %-10s", "workload", "unit");
+    for (int i = 0; i < ns; i++) fprintf(out, " %14s", systems[i].name);
+    fprintf(out, "   ratios (median of rounds)\n");
+    if (json) rl__buf_printf(json, "{\"keys\":%d,\"value_len\":%d,\"seconds\":%g,\"repeats\":%d,\"results\":[", o->keys, o->value_len, o->seconds, repeats);
+    int first = 1;
+    for (int w = 0; w < W_COUNT; w++) {
+        if (o->only && strcmp(o->only, wnames[w])) continue;
+        double med[8];
+        fprintf(out, "%-12s %-10s", wnames[w], wunits[w]);
+        for (int i = 0; i < ns; i++) {
+            med[i] = median(systems[i].samples[w], systems[i].n_samples[w]);
+            if (systems[i].n_samples[w])
+                fprintf(out, " %14.0f", med[i]);
+            else
+                fprintf(out, " %14s", "-");
+            if (json) {
+                rl__buf_printf(json, "%s{\"workload\":\"%s\",\"system\":\"%s\",\"ns_per_op\":[", first ? "" : ",", wnames[w], systems[i].name);
+                first = 0;
+                for (int k = 0; k < systems[i].n_samples[w]; k++)
+                    rl__buf_printf(json, "%s%.1f", k ? "," : "", systems[i].samples[w][k]);
+                rl__buf_printf(json, "],\"median_ns_per_op\":%.1f,\"allocs_per_op\":%.3f}", med[i],
+                               median(systems[i].allocs[w], systems[i].n_samples[w]));
+            }
+        }
+        if (w == W_COMMIT) {
+            if (med[3] > 0 && med[1] > 0) fprintf(out, "   reclayer-file/sqlite = %.2f", med[1] / med[3]);
+        } else if (med[2] > 0) {
+            fprintf(out, "   mem/lmdb = %.2f  file/lmdb = %.2f", med[0] / med[2], med[1] / med[2]);
+        }
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\nallocations per op (reclayer-mem):");
+    for (int w = 0; w < W_COUNT; w++)
+        if (systems[0].n_samples[w])
+            fprintf(out, " %s %.2f", wnames[w], median(systems[0].allocs[w], systems[0].n_samples[w]));
+    fprintf(out, "\n");
+    if (json) rl__buf_append_str(json, "]}");
+    for (int i = 0; i < ns; i++) systems[i].teardown(&systems[i]);
+    return rc;
+}
