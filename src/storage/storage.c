@@ -1,7 +1,7 @@
 /* storage.c — the versioned ordered map of the storage engine (the MVCC window), its reads and
  * apply, and the garbage collector. Files (log, checkpoints, lock) live in durable.c.
  *
- * Structure: a skiplist of keys (p = 1/4, at most SL_MAX_HEIGHT levels, level 0 doubly linked
+ * Structure: a skiplist of keys (p = 1/2, at most SL_MAX_HEIGHT levels, level 0 doubly linked
  * for reverse scans); each key holds a chain of versions, newest first, each a value or a
  * tombstone. A point read is one skiplist descent plus a short chain walk (usually the head).
  *
@@ -18,7 +18,10 @@
  *      ring (in_dirty = 1), exactly once. Nodes are unlinked only by GC when popped from the
  *      ring, so the ring never holds a freed node.
  *   6. live_keys / live_bytes count the keys (and key + value bytes) present at latest.
- *   7. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
+ *   7. Every linked node is in the hash table htab exactly once (linear probing, backward-shift
+ *      deletion, load <= 1/2); point reads and writes to existing keys use it instead of a
+ *      skiplist descent.
+ *   8. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
  *      and allocate nothing except their results, which they copy into the caller's arena.
  */
 #include <stdlib.h>
@@ -26,11 +29,66 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/hash.h"
 #include "reclayer/error.h"
 #include "storage/storage_int.h"
 #include "storage/wal.h"
 
 #define DEFAULT_WINDOW 5000000u
+
+/* ---- point-read hash ---------------------------------------------------------------------- */
+
+static inline uint64_t key_hash(const uint8_t *k, size_t kl) { return rl__hash64(k, kl, 0) | 1; }
+
+/* The node with key k, or NULL. */
+static sl_node *hfind(const rl_storage *st, const uint8_t *k, size_t kl) {
+    if (!st->hcap) return NULL;
+    uint64_t h = key_hash(k, kl);
+    size_t mask = st->hcap - 1;
+    for (size_t i = h & mask; st->htab[i].n; i = (i + 1) & mask) {
+        const sl_node *n = st->htab[i].n;
+        if (st->htab[i].h == h && n->klen == kl && (kl == 0 || memcmp(sl_key(n), k, kl) == 0))
+            return st->htab[i].n;
+    }
+    return NULL;
+}
+
+static void hput(sl_hslot *tab, size_t cap, uint64_t h, sl_node *n) {
+    size_t i = h & (cap - 1);
+    while (tab[i].n) i = (i + 1) & (cap - 1);
+    tab[i].h = h;
+    tab[i].n = n;
+}
+
+/* Make room for one more node (grows the table; RL_E_OUT_OF_MEMORY leaves it unchanged). */
+static int hreserve(rl_storage *st) {
+    if ((st->hcount + 1) * 2 <= st->hcap) return RL_OK;
+    size_t cap = st->hcap ? st->hcap * 2 : 1024;
+    sl_hslot *t = rl__calloc(cap, sizeof *t);
+    if (!t) return RL_E_OUT_OF_MEMORY;
+    for (size_t i = 0; i < st->hcap; i++)
+        if (st->htab[i].n) hput(t, cap, st->htab[i].h, st->htab[i].n);
+    rl__free(st->htab);
+    st->htab = t;
+    st->hcap = cap;
+    return RL_OK;
+}
+
+static void hremove(rl_storage *st, const sl_node *n) {
+    size_t mask = st->hcap - 1, i = key_hash(sl_key(n), n->klen) & mask;
+    while (st->htab[i].n != n) i = (i + 1) & mask;
+    /* Backward-shift deletion keeps every probe chain unbroken. */
+    for (size_t j = (i + 1) & mask; st->htab[j].n; j = (j + 1) & mask) {
+        size_t home = st->htab[j].h & mask;
+        int movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+        if (movable) {
+            st->htab[i] = st->htab[j];
+            i = j;
+        }
+    }
+    st->htab[i].n = NULL;
+    st->hcount--;
+}
 
 /* ---- skiplist ---------------------------------------------------------------------------- */
 
@@ -102,6 +160,7 @@ static void chain_free(sl_ver *e) {
 /* Link a new node for key k after the predecessors in update. Returns NULL on OOM. */
 static sl_node *node_insert(rl_storage *st, sl_node **update, const uint8_t *k, uint32_t kl,
                             sl_ver *chain) {
+    if (hreserve(st) != RL_OK) return NULL;
     int h = random_height(st);
     sl_node *n = rl__malloc(sizeof *n + (size_t)h * sizeof(sl_node *) + kl);
     if (!n) return NULL;
@@ -116,6 +175,8 @@ static sl_node *node_insert(rl_storage *st, sl_node **update, const uint8_t *k, 
         update[i]->next[i] = n;
     }
     n->prev = update[0] == st->head ? NULL : update[0];
+    hput(st->htab, st->hcap, key_hash(k, kl), n);
+    st->hcount++;
     if (n->next[0])
         n->next[0]->prev = n;
     else
@@ -126,6 +187,7 @@ static sl_node *node_insert(rl_storage *st, sl_node **update, const uint8_t *k, 
 /* Unlink and free node n (its chain must already be freed or NULL). */
 static void node_remove(rl_storage *st, sl_node *n) {
     sl_node *update[SL_MAX_HEIGHT];
+    hremove(st, n);
     find_ge(st, sl_key(n), n->klen, update);
     for (int i = 0; i < n->height; i++)
         if (update[i]->next[i] == n) update[i]->next[i] = n->next[i];
@@ -210,9 +272,10 @@ void rl__storage_collect(rl_storage *st) {
 static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
                      const uint8_t *val, uint32_t vl, int is_clear) {
     sl_node *update[SL_MAX_HEIGHT];
-    sl_node *n = find_ge(st, k, kl, update);
-    if (!n || key_cmp(n, k, kl) != 0) {
+    sl_node *n = hfind(st, k, kl);
+    if (!n) {
         if (is_clear) return RL_OK; /* absent at every readable version already */
+        find_ge(st, k, kl, update);
         sl_ver *e = ver_new(v, val, vl, 0);
         if (!e) return RL_E_OUT_OF_MEMORY;
         if (!node_insert(st, update, k, kl, e)) {
@@ -287,8 +350,8 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
             rc = clear_range(st, v, m->p1, m->len1, m->p2, m->len2);
             break;
         default: {
-            sl_node *x = find_ge(st, m->p1, m->len1, NULL);
-            const sl_ver *old = x && key_cmp(x, m->p1, m->len1) == 0 ? visible(x, v) : NULL;
+            sl_node *x = hfind(st, m->p1, m->len1);
+            const sl_ver *old = x ? visible(x, v) : NULL;
             int present;
             rc = rl__atomic_apply(m->type, old != NULL, old ? old->data : NULL, old ? old->len : 0,
                                   m->p2, m->len2, &st->scratch, &present);
@@ -374,6 +437,7 @@ void rl__storage_map_release(rl_storage *st) {
     }
     rl__free(st->head);
     st->head = NULL;
+    rl__free(st->htab);
     rl__free(st->dirty);
     rl__buf_release(&st->scratch);
 }
@@ -472,8 +536,8 @@ int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_le
     *out_len = 0;
     pthread_rwlock_rdlock(&st->lock);
     if ((rc = check_version(st, v)) != RL_OK) goto out;
-    sl_node *n = find_ge(st, key, key_len, NULL);
-    if (n && key_cmp(n, key, key_len) == 0) {
+    sl_node *n = hfind(st, key, key_len);
+    if (n) {
         const sl_ver *e = visible(n, v);
         if (e) {
             uint8_t *p = rl__arena_memdup(a, e->data, e->len);
@@ -598,6 +662,11 @@ int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_
             bytes += (long)x->klen + (long)e->len;
         }
         x = reverse ? x->prev : x->next[0];
+        if (x) { /* pipeline the cache misses of the next rows */
+            const sl_node *y = reverse ? x->prev : x->next[0];
+            __builtin_prefetch(x->chain);
+            if (y) __builtin_prefetch(y);
+        }
     }
     *out_kvs = kvs;
     *out_n = n;

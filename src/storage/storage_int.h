@@ -21,6 +21,12 @@ typedef struct sl_ver {
     uint8_t data[];       /* the value */
 } sl_ver;
 
+/* A slot of the point-read hash: h is the key's hash with bit 0 set; n NULL when empty. */
+typedef struct sl_hslot {
+    uint64_t h;
+    struct sl_node *n;
+} sl_hslot;
+
 /* One key of the skiplist; the key bytes follow next[height]. */
 typedef struct sl_node {
     sl_ver *chain;        /* newest version first; never NULL for a linked node */
@@ -45,6 +51,8 @@ struct rl_storage {
     uint64_t window;       /* MVCC window in versions */
     uint64_t live_keys;    /* keys present at latest */
     uint64_t live_bytes;   /* key + value bytes present at latest */
+    struct sl_hslot *htab; /* open-addressing hash of every linked node (point reads) */
+    size_t hcap, hcount;   /* hcap a power of two (or 0), hcount <= hcap / 2 */
     sl_node **dirty;       /* ring of nodes with history or a tombstone (the GC queue) */
     size_t dirty_head, dirty_n, dirty_cap;
     uint64_t touched;      /* nodes changed by the current apply (GC budget) */
