@@ -3,7 +3,14 @@
  *
  * Structure: a skiplist of keys (p = 1/2, at most SL_MAX_HEIGHT levels, level 0 doubly linked
  * for reverse scans); each key holds a chain of versions, newest first, each a value or a
- * tombstone. A point read is one skiplist descent plus a short chain walk (usually the head).
+ * tombstone. A hash table over the nodes serves point reads (one probe plus a short chain walk,
+ * usually the head); range reads and selectors descend the skiplist once and walk level 0.
+ *
+ * Measured (200k keys of 12 bytes, 100-byte values, tmp benchmark against LMDB's mdb_get and a
+ * cursor scan, both copying results): point reads about 0.5x LMDB's time; 100-row scans about
+ * 1.45x when keys were loaded in key order (a dataset load, a checkpoint recovery), about 2.5x
+ * after random-order inserts (nodes scattered in memory). A B+tree with inline leaves would
+ * close the second gap.
  *
  * Invariants:
  *   1. Keys in the skiplist are strictly ascending (rl__bytes_cmp order) on every level; level 0
@@ -21,7 +28,10 @@
  *   7. Every linked node is in the hash table htab exactly once (linear probing, backward-shift
  *      deletion, load <= 1/2); point reads and writes to existing keys use it instead of a
  *      skiplist descent.
- *   8. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
+ *   8. Each node is one allocation holding its tower, its key and the version it was created
+ *      with (inline_ver); that version is freed only with the node (ver_free skips it). A key
+ *      written once thus costs one allocation and one cache miss per row in a scan.
+ *   9. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
  *      and allocate nothing except their results, which they copy into the caller's arena.
  */
 #include <stdlib.h>
@@ -149,26 +159,45 @@ static sl_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_cl
     return e;
 }
 
-static void chain_free(sl_ver *e) {
+/* The version allocated inside node n (after its key, 8-byte aligned): every node is created
+ * with its first value there, so a key written once (a loaded dataset) costs one allocation and
+ * one cache miss per row in a scan. It is freed with the node, never on its own. */
+static inline sl_ver *inline_ver(const sl_node *n) {
+    uintptr_t p = (uintptr_t)(sl_key(n) + n->klen);
+    return (sl_ver *)((p + 7) & ~(uintptr_t)7);
+}
+
+static void ver_free(const sl_node *n, sl_ver *e) {
+    if (e != inline_ver(n)) rl__free(e);
+}
+
+static void chain_free(const sl_node *n, sl_ver *e) {
     while (e) {
         sl_ver *o = e->older;
-        rl__free(e);
+        ver_free(n, e);
         e = o;
     }
 }
 
 /* Link a new node for key k after the predecessors in update. Returns NULL on OOM. */
 static sl_node *node_insert(rl_storage *st, sl_node **update, const uint8_t *k, uint32_t kl,
-                            sl_ver *chain) {
+                            rl_version v, const uint8_t *val, uint32_t vl) {
     if (hreserve(st) != RL_OK) return NULL;
     int h = random_height(st);
-    sl_node *n = rl__malloc(sizeof *n + (size_t)h * sizeof(sl_node *) + kl);
+    size_t keyend = sizeof(sl_node) + (size_t)h * sizeof(sl_node *) + kl;
+    sl_node *n = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(sl_ver) + vl);
     if (!n) return NULL;
-    n->chain = chain;
     n->klen = kl;
     n->height = (uint8_t)h;
     n->in_dirty = 0;
     if (kl) memcpy(sl_key(n), k, kl);
+    sl_ver *e = inline_ver(n);
+    e->older = NULL;
+    e->v = v;
+    e->len = vl;
+    e->is_clear = 0;
+    if (vl) memcpy(e->data, val, vl);
+    n->chain = e;
     if (h > st->height) st->height = h;
     for (int i = 0; i < h; i++) {
         n->next[i] = update[i]->next[i];
@@ -196,7 +225,7 @@ static void node_remove(rl_storage *st, sl_node *n) {
     else
         st->tail = n->prev;
     while (st->height > 1 && st->head->next[st->height - 1] == NULL) st->height--;
-    chain_free(n->chain);
+    chain_free(n, n->chain);
     rl__free(n);
 }
 
@@ -236,10 +265,10 @@ static int collapse(rl_storage *st, sl_node *n) {
     while (*link && (*link)->v > st->oldest) link = &(*link)->older;
     sl_ver *e = *link;
     if (!e) return 0;
-    chain_free(e->older);
+    chain_free(n, e->older);
     e->older = NULL;
     if (e->is_clear) {
-        rl__free(e);
+        ver_free(n, e);
         *link = NULL;
     }
     if (n->chain == NULL) {
@@ -276,12 +305,7 @@ static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl
     if (!n) {
         if (is_clear) return RL_OK; /* absent at every readable version already */
         find_ge(st, k, kl, update);
-        sl_ver *e = ver_new(v, val, vl, 0);
-        if (!e) return RL_E_OUT_OF_MEMORY;
-        if (!node_insert(st, update, k, kl, e)) {
-            rl__free(e);
-            return RL_E_OUT_OF_MEMORY;
-        }
+        if (!node_insert(st, update, k, kl, v, val, vl)) return RL_E_OUT_OF_MEMORY;
         st->live_keys++;
         st->live_bytes += kl + vl;
         st->touched++;
@@ -301,7 +325,7 @@ static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl
     }
     if (head->v == v) {
         e->older = head->older;
-        rl__free(head);
+        ver_free(n, head);
     } else {
         e->older = head;
     }
@@ -323,7 +347,7 @@ static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t 
         st->live_bytes -= n->klen + head->len;
         if (head->v == v) {
             t->older = head->older;
-            rl__free(head);
+            ver_free(n, head);
         } else {
             t->older = head;
         }
@@ -373,12 +397,7 @@ int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_
     sl_node *update[SL_MAX_HEIGHT];
     sl_node *n = find_ge(st, k, kl, update);
     if (n) return RL_E_CHECKPOINT_CORRUPT; /* keys must arrive strictly ascending */
-    sl_ver *e = ver_new(v, val, vl, 0);
-    if (!e) return RL_E_OUT_OF_MEMORY;
-    if (!node_insert(st, update, k, kl, e)) {
-        rl__free(e);
-        return RL_E_OUT_OF_MEMORY;
-    }
+    if (!node_insert(st, update, k, kl, v, val, vl)) return RL_E_OUT_OF_MEMORY;
     st->live_keys++;
     st->live_bytes += kl + vl;
     return RL_OK;
@@ -431,7 +450,7 @@ void rl__storage_map_release(rl_storage *st) {
     sl_node *n = st->head->next[0];
     while (n) {
         sl_node *next = n->next[0];
-        chain_free(n->chain);
+        chain_free(n, n->chain);
         rl__free(n);
         n = next;
     }
