@@ -206,4 +206,29 @@ int rl__record_defect_error(const rl__unsplit_event *ev);
 /* Fill rl_record from an assembled record event (parse, copy pk). RL_OK or parse errors. */
 int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out);
 
+/* ---- The record commands of `rl` (tool.c) ------------------------------------------------- */
+
+#define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"
+
+/* An open database with the Order metadata and its store. */
+typedef struct {
+    rl_db *db;
+    rl_metadata *md;
+    rl_store *s;
+} rl__tool;
+
+/* Pack a --store JSON array (strings and integers) as a tuple, appended to out. RL_OK or
+ * RL_E_INVALID_ARGUMENT (detail in rl_record_errmsg). */
+int rl__tool_store_prefix(const char *json, rl_buf *out);
+/* Open url, the Order metadata and the store at store_json (NULL: the default) in one
+ * transaction; create_flags apply if the store is created. must_exist: RL_E_NOT_FOUND instead of
+ * creating. On failure t is closed and rl_record_errmsg says why. */
+int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, int must_exist);
+void rl__tool_close(rl__tool *t);
+/* Append the JSON object of a message's set scalar fields (bytes as hex, repeated fields as a
+ * count), read through its descriptor. */
+int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out);
+/* Append {"type", "pk", "version" (24 hex digits or null), "stored_bytes", "chunks", "record"}. */
+int rl__tool_record_json(const rl_record *r, rl_buf *out);
+
 #endif

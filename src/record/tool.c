@@ -1,0 +1,204 @@
+/* tool.c — what the record commands of `rl` (load, get, check, inject-defect) share, kept in
+ * the library so tests reach it: the --store PREFIX syntax, opening the database and the Order
+ * store, and rendering a record as JSON through its descriptor.
+ *
+ * --store PREFIX is a JSON array of strings and integers, packed as a FoundationDB tuple:
+ * '["bench","orders"]' (the default, RL__TOOL_DEFAULT_STORE) is the prefix ("bench", "orders").
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/alloc.h"
+#include "record/record_int.h"
+
+int rl__tool_store_prefix(const char *json, rl_buf *out) {
+    json_error_t jerr;
+    json_t *a = json_loads(json, 0, &jerr);
+    int rc = RL_OK;
+    rl_tuple_packer pk;
+    if (!a || !json_is_array(a) || json_array_size(a) == 0) {
+        rl__record_set_errmsg("--store must be a non-empty JSON array of strings and integers, e.g. '[\"bench\",\"orders\"]'");
+        rc = RL_E_INVALID_ARGUMENT;
+        goto done;
+    }
+    rl__tuple_packer_init(&pk, out);
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        if (json_is_string(e)) {
+            rl__tuple_pack_string(&pk, json_string_value(e), json_string_length(e));
+        } else if (json_is_integer(e)) {
+            rl__tuple_pack_int(&pk, (int64_t)json_integer_value(e));
+        } else {
+            rl__record_set_errmsg("--store element %zu is neither a string nor an integer", i);
+            rc = RL_E_INVALID_ARGUMENT;
+            goto done;
+        }
+    }
+    rc = rl__buf_error(out);
+done:
+    json_decref(a);
+    return rc;
+}
+
+typedef struct {
+    rl_store *s;
+    int must_exist;
+    int exists;
+} open_ctx;
+
+static int open_fn(rl_txn *txn, void *ud) {
+    open_ctx *c = ud;
+    rl_buf k;
+    rl_tuple_packer pk;
+    int rc, present = 0, vlen;
+    const uint8_t *v;
+    rl__buf_init(&k);
+    rl__store_key(c->s, RL__KS_STORE_INFO, &k, &pk);
+    rl_future *f = rl_txn_get(txn, k.data, k.len, 0);
+    rc = rl_future_wait(f);
+    if (!rc) rc = rl_future_get_value(f, &present, &v, &vlen);
+    rl_future_free(f);
+    rl__buf_release(&k);
+    if (rc) return rc;
+    c->exists = present;
+    if (!present && c->must_exist) return RL_OK;
+    return rl_store_open(c->s, txn);
+}
+
+int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, int must_exist) {
+    int rc;
+    rl_buf prefix;
+    memset(t, 0, sizeof *t);
+    rl__buf_init(&prefix);
+    if ((rc = rl__tool_store_prefix(store_json ? store_json : RL__TOOL_DEFAULT_STORE, &prefix))) goto fail;
+    if ((rc = rl_db_open(url, NULL, &t->db))) {
+        rl__record_set_errmsg("cannot open database %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
+        goto fail;
+    }
+    if ((rc = rl_record_order_metadata(&t->md))) goto fail;
+    if ((rc = rl_store_new(t->md, prefix.data, prefix.len, create_flags, &t->s))) goto fail;
+    open_ctx c = {t->s, must_exist, 0};
+    if ((rc = rl_db_run(t->db, open_fn, &c))) {
+        if (!*rl_record_errmsg()) rl__record_set_errmsg("cannot open the store: %s", rl_error_message(rc));
+        goto fail;
+    }
+    if (!c.exists && must_exist) {
+        rl__record_set_errmsg("no record store at %s (run `rl load` first)", store_json ? store_json : RL__TOOL_DEFAULT_STORE);
+        rc = RL_E_NOT_FOUND;
+        goto fail;
+    }
+    rl__buf_release(&prefix);
+    return RL_OK;
+fail:
+    rl__buf_release(&prefix);
+    rl__tool_close(t);
+    return rc;
+}
+
+void rl__tool_close(rl__tool *t) {
+    rl_store_free(t->s);
+    rl_metadata_free(t->md);
+    rl_db_close(t->db);
+    memset(t, 0, sizeof *t);
+}
+
+/* Append s as a JSON string literal. */
+static void json_str(rl_buf *out, const char *s, size_t n) {
+    rl__buf_append_byte(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
+        else if (c < 0x20) rl__buf_printf(out, "\\u%04x", c);
+        else rl__buf_append_byte(out, c);
+    }
+    rl__buf_append_byte(out, '"');
+}
+
+int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out) {
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    int first = 1;
+    rl__buf_append_byte(out, '{');
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *fd = &d->fields[i];
+        if (fd->label == PROTOBUF_C_LABEL_REPEATED || fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+            if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+                size_t n = *(const size_t *)((const char *)m + fd->quantifier_offset);
+                if (!first) rl__buf_append_byte(out, ',');
+                first = 0;
+                json_str(out, fd->name, strlen(fd->name));
+                rl__buf_printf(out, ":{\"repeated\":%zu}", n);
+            }
+            continue;
+        }
+        /* Scalars through the tuple packer's presence rules: pack to learn presence. */
+        rl_buf tmp;
+        rl_tuple_packer pk;
+        int present;
+        rl__buf_init(&tmp);
+        rl__tuple_packer_init(&pk, &tmp);
+        rl__md_pack_field(&pk, m, fd, &present);
+        rl__buf_release(&tmp);
+        if (!present) continue;
+        if (!first) rl__buf_append_byte(out, ',');
+        first = 0;
+        json_str(out, fd->name, strlen(fd->name));
+        rl__buf_append_byte(out, ':');
+        const void *v = (const char *)m + fd->offset;
+        switch (fd->type) {
+        case PROTOBUF_C_TYPE_INT32:
+        case PROTOBUF_C_TYPE_SINT32:
+        case PROTOBUF_C_TYPE_SFIXED32: rl__buf_printf(out, "%d", *(const int32_t *)v); break;
+        case PROTOBUF_C_TYPE_ENUM: rl__buf_printf(out, "%d", *(const int *)v); break;
+        case PROTOBUF_C_TYPE_INT64:
+        case PROTOBUF_C_TYPE_SINT64:
+        case PROTOBUF_C_TYPE_SFIXED64: rl__buf_printf(out, "%lld", (long long)*(const int64_t *)v); break;
+        case PROTOBUF_C_TYPE_UINT32:
+        case PROTOBUF_C_TYPE_FIXED32: rl__buf_printf(out, "%u", *(const uint32_t *)v); break;
+        case PROTOBUF_C_TYPE_UINT64:
+        case PROTOBUF_C_TYPE_FIXED64: rl__buf_printf(out, "%llu", (unsigned long long)*(const uint64_t *)v); break;
+        case PROTOBUF_C_TYPE_BOOL: rl__buf_append_str(out, *(const protobuf_c_boolean *)v ? "true" : "false"); break;
+        case PROTOBUF_C_TYPE_FLOAT: rl__buf_printf(out, "%.9g", (double)*(const float *)v); break;
+        case PROTOBUF_C_TYPE_DOUBLE: rl__buf_printf(out, "%.17g", *(const double *)v); break;
+        case PROTOBUF_C_TYPE_STRING: {
+            const char *s = *(char *const *)v;
+            json_str(out, s, strlen(s));
+            break;
+        }
+        case PROTOBUF_C_TYPE_BYTES: {
+            const ProtobufCBinaryData *b = v;
+            rl__buf_append_byte(out, '"');
+            rl__buf_append_hex(out, b->data, b->len);
+            rl__buf_append_byte(out, '"');
+            break;
+        }
+        default: rl__buf_append_str(out, "null"); break;
+        }
+    }
+    rl__buf_append_byte(out, '}');
+    return rl__buf_error(out);
+}
+
+int rl__tool_record_json(const rl_record *r, rl_buf *out) {
+    rl__buf_append_str(out, "{\"type\":");
+    json_str(out, r->type->name, strlen(r->type->name));
+    rl__buf_append_str(out, ",\"pk\":");
+    rl_buf pk;
+    rl__buf_init(&pk);
+    rl__tuple_print(r->pk, r->pk_len, &pk);
+    json_str(out, (const char *)pk.data, pk.len);
+    rl__buf_release(&pk);
+    rl__buf_append_str(out, ",\"version\":");
+    if (r->has_version) {
+        rl__buf_append_byte(out, '"');
+        rl__buf_append_hex(out, r->version, 12);
+        rl__buf_append_byte(out, '"');
+    } else {
+        rl__buf_append_str(out, "null");
+    }
+    rl__buf_printf(out, ",\"stored_bytes\":%zu,\"chunks\":%d,\"record\":", r->stored_len, r->n_chunks);
+    int rc = rl__tool_message_json(r->msg, out);
+    rl__buf_append_byte(out, '}');
+    return rc ? rc : rl__buf_error(out);
+}
