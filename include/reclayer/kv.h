@@ -72,7 +72,8 @@ typedef enum { RL_CONFLICT_READ = 0, RL_CONFLICT_WRITE = 1 } rl_conflict_type;
 
 /* Transaction options (rl_txn_set_option). */
 typedef enum {
-    RL_TXN_OPT_TIMEOUT_MS = 500,       /* value: ms from the first read or write, 0 = none */
+    RL_TXN_OPT_TIMEOUT_MS = 500,       /* value: ms from rl_txn_begin / rl_txn_reset (not
+                                          restarted by rl_txn_on_error, as FoundationDB); 0 = none */
     RL_TXN_OPT_RETRY_LIMIT = 501,      /* value: retries by on_error, -1 = unlimited */
     RL_TXN_OPT_MAX_RETRY_DELAY_MS = 502,
     RL_TXN_OPT_SIZE_LIMIT = 503,       /* value: bytes, at most RL_TXN_SIZE_LIMIT */
@@ -174,9 +175,14 @@ RL_API rl_future *rl_txn_get_read_version(rl_txn *txn);
 
 /* Reads. Each returns a future (never NULL; on OOM a future that holds RL_E_OUT_OF_MEMORY).
  * flags: RL_SNAPSHOT, and RL_REVERSE for ranges. */
-/* rl_txn_get — value of key (rl_future_get_value). */
+/* rl_txn_get — value of key (rl_future_get_value). Reading a key this transaction wrote with
+ * SET_VERSIONSTAMPED_VALUE fails with accessed_unreadable (1036); keys >= "\xff" (without
+ * ACCESS_SYSTEM_KEYS) with key_outside_legal_range (2004). A key longer than the key limit is
+ * simply absent. A read the transaction's own writes fully answer adds no read conflict. */
 RL_API rl_future *rl_txn_get(rl_txn *txn, const void *key, size_t key_len, int flags);
-/* rl_txn_get_key — the key a selector resolves to (rl_future_get_key). */
+/* rl_txn_get_key — the key a selector resolves to over the snapshot merged with this
+ * transaction's writes (rl_future_get_key): "" when it runs off the front, "\xff" ("\xff\xff"
+ * with ACCESS_SYSTEM_KEYS) off the end. A selector key beyond that is key_outside_legal_range. */
 RL_API rl_future *rl_txn_get_key(rl_txn *txn, rl_key_selector sel, int flags);
 /* rl_txn_get_range — key-values in [begin, end) as resolved selectors (rl_future_get_keyvalue_array).
  * limit: rows (0 = unlimited); target_bytes (0 = unlimited); mode and iteration as FoundationDB
@@ -215,7 +221,9 @@ RL_API rl_future *rl_txn_commit(rl_txn *txn);
 RL_API int rl_txn_get_committed_version(rl_txn *txn, int64_t *out);
 /* rl_txn_get_versionstamp — future of the 10-byte versionstamp of the commit (rl_future_get_key);
  * ready once the commit succeeds; holds RL_E_NO_COMMIT_VERSION for a read-only transaction and the
- * commit's error if it failed. Ask for it before committing. */
+ * commit's error if it failed, RL_E_TRANSACTION_CANCELLED if the transaction is reset, cancelled or
+ * freed first. Ask for it before committing (one pending versionstamp future per transaction; a
+ * second is RL_E_CLIENT_INVALID_OPERATION); after a successful commit it is ready at once. */
 RL_API rl_future *rl_txn_get_versionstamp(rl_txn *txn);
 /* rl_txn_on_error — the retry step: for a retryable error, reset the transaction and return a
  * future that becomes ready after a backoff delay (then run the transaction again); otherwise

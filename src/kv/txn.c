@@ -302,22 +302,48 @@ static int write_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
     return range_add(t, &t->writes, k, kl, e, kl + 1);
 }
 
+/* Where a write started, so that a write failing half way (out of memory) can be undone: the
+ * mutation log, the write conflict ranges and the size go back; the write map is changed last and
+ * a failing write-map call leaves at most an atomic entry with no operations (which reads as the
+ * stored value, i.e. as if absent) and unused arena bytes. */
+typedef struct {
+    size_t n_muts, n_writes, size;
+} write_mark;
+
+static write_mark mark(const rl_txn *t) {
+    write_mark m = {t->n_muts, t->writes.n, t->size};
+    return m;
+}
+
+static int undo(rl_txn *t, write_mark m, int rc) {
+    if (rc) {
+        t->n_muts = m.n_muts;
+        t->writes.n = m.n_writes;
+        t->size = m.size;
+    }
+    return rc;
+}
+
 int rl_txn_set(rl_txn *t, const void *key, size_t key_len, const void *value, size_t value_len) {
     if (!t || (!value && value_len)) return RL_E_INVALID_ARGUMENT;
     int rc = check_write(t, key, key_len, value_len, 1, 3 * key_len + 1 + value_len);
     if (rc) return rc;
-    if ((rc = log_mut(t, RL_MUT_SET, key, key_len, value, value_len))) return rc;
-    if ((rc = write_conflict_key(t, key, (uint32_t)key_len))) return rc;
-    return rl__wmap_set(&t->wm, key, (uint32_t)key_len, value, (uint32_t)value_len);
+    write_mark m = mark(t);
+    rc = log_mut(t, RL_MUT_SET, key, key_len, value, value_len);
+    if (rc == RL_OK) rc = write_conflict_key(t, key, (uint32_t)key_len);
+    if (rc == RL_OK) rc = rl__wmap_set(&t->wm, key, (uint32_t)key_len, value, (uint32_t)value_len);
+    return undo(t, m, rc);
 }
 
 int rl_txn_clear(rl_txn *t, const void *key, size_t key_len) {
     if (!t) return RL_E_INVALID_ARGUMENT;
     int rc = check_write(t, key, key_len, 0, 0, 3 * key_len + 1);
     if (rc) return rc;
-    if ((rc = log_mut(t, RL_MUT_CLEAR, key, key_len, NULL, 0))) return rc;
-    if ((rc = write_conflict_key(t, key, (uint32_t)key_len))) return rc;
-    return rl__wmap_clear(&t->wm, key, (uint32_t)key_len);
+    write_mark m = mark(t);
+    rc = log_mut(t, RL_MUT_CLEAR, key, key_len, NULL, 0);
+    if (rc == RL_OK) rc = write_conflict_key(t, key, (uint32_t)key_len);
+    if (rc == RL_OK) rc = rl__wmap_clear(&t->wm, key, (uint32_t)key_len);
+    return undo(t, m, rc);
 }
 
 int rl_txn_clear_range(rl_txn *t, const void *begin, size_t begin_len, const void *end,
@@ -333,10 +359,13 @@ int rl_txn_clear_range(rl_txn *t, const void *begin, size_t begin_len, const voi
     int c = kcmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len);
     if (c > 0) return RL_E_INVERTED_RANGE;
     if (c == 0) return RL_OK;
-    if ((rc = log_mut(t, RL_MUT_CLEAR_RANGE, begin, begin_len, end, end_len))) return rc;
-    if ((rc = range_add(t, &t->writes, begin, (uint32_t)begin_len, end, (uint32_t)end_len)))
-        return rc;
-    return rl__wmap_clear_range(&t->wm, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
+    write_mark m = mark(t);
+    rc = log_mut(t, RL_MUT_CLEAR_RANGE, begin, begin_len, end, end_len);
+    if (rc == RL_OK)
+        rc = range_add(t, &t->writes, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
+    if (rc == RL_OK)
+        rc = rl__wmap_clear_range(&t->wm, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
+    return undo(t, m, rc);
 }
 
 /* The 4-byte little-endian placeholder offset at the end of p, if the 10-byte placeholder fits
@@ -378,9 +407,10 @@ int rl_txn_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *par
         memset(lo + off, 0x00, 10);
         memset(hi + off, 0xff, 10);
         hi[kl] = 0;
-        if ((rc = log_mut(t, RL_MUT_SET_VERSIONSTAMPED_KEY, key, key_len, param, param_len)))
-            return rc;
-        return range_add(t, &t->writes, lo, (uint32_t)kl, hi, (uint32_t)kl + 1);
+        write_mark m = mark(t);
+        rc = log_mut(t, RL_MUT_SET_VERSIONSTAMPED_KEY, key, key_len, param, param_len);
+        if (rc == RL_OK) rc = range_add(t, &t->writes, lo, (uint32_t)kl, hi, (uint32_t)kl + 1);
+        return undo(t, m, rc);
     }
     size_t vlen = param_len;
     if (op == RL_ATOMIC_SET_VERSIONSTAMPED_VALUE) {
@@ -392,9 +422,12 @@ int rl_txn_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *par
     }
     rc = check_write(t, key, key_len, vlen, 1, 3 * key_len + 1 + param_len);
     if (rc) return rc;
-    if ((rc = log_mut(t, (int)op, key, key_len, param, param_len))) return rc;
-    if ((rc = write_conflict_key(t, key, (uint32_t)key_len))) return rc;
-    return rl__wmap_atomic(&t->wm, key, (uint32_t)key_len, (int)op, param, (uint32_t)param_len);
+    write_mark m = mark(t);
+    rc = log_mut(t, (int)op, key, key_len, param, param_len);
+    if (rc == RL_OK) rc = write_conflict_key(t, key, (uint32_t)key_len);
+    if (rc == RL_OK)
+        rc = rl__wmap_atomic(&t->wm, key, (uint32_t)key_len, (int)op, param, (uint32_t)param_len);
+    return undo(t, m, rc);
 }
 
 int rl_txn_add_conflict_range(rl_txn *t, const void *begin, size_t begin_len, const void *end,
@@ -489,9 +522,11 @@ static int merged_range(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t 
     while (kcmp(cb, cbl, ce, cel) < 0) {
         rl_keyvalue *rows = NULL;
         int n = 0, smore = 0;
-        int want = limit > 0 ? limit - out->n + 2 : 0;
-        if (want > 0 && want < batch) want = batch;
-        if (limit <= 0) want = target > 0 ? batch : 0;
+        /* Ask for what the limit still needs plus one (for `more`), at least a batch. */
+        long need = limit > 0 ? (long)limit - out->n + 2 : 0;
+        if (need > 0 && need < batch) need = batch;
+        if (need > 1000000000L) need = 0; /* effectively unlimited */
+        int want = limit > 0 ? (int)need : (target > 0 ? batch : 0);
         rc = be->vt->get_range(be, t->rv, cb, cbl, ce, cel, want, 0, reverse, a, &rows, &n, &smore);
         if (rc) return rc;
         batch = batch < 4096 ? batch * 2 : batch;
