@@ -1,0 +1,199 @@
+/* query.h — index scans over a record store and the ways of fetching their records.
+ *
+ * A cursor (rl_cursor) scans one VALUE index of a store inside the caller's transaction and
+ * yields rows: the index entry and the record it points to. It follows the Java Record Layer's
+ * scan semantics (shared/reference/java-record-layer.md §1, §5, §6, DESIGN §7):
+ *
+ *   - Bounds on the index values: an equality prefix (a packed tuple of the first values), then
+ *     an inclusive or exclusive low and high on what follows (each a packed tuple, usually one
+ *     element), either side open.
+ *   - Direction (reverse), skip, a returned-row limit, and out-of-band limits on scanned index
+ *     entries, scanned bytes (index entries plus record key-values) and time.
+ *   - When it returns no more rows it says why (rl_no_next_reason) and keeps saying the same
+ *     thing: a cursor that ended stays ended.
+ *   - Its continuation resumes exactly after the last row it returned (or the last orphan entry
+ *     it skipped). Continuations are opaque bytes that carry a magic number, a version, the last
+ *     index key after the index subspace, a hash of the index and the bounds (and direction),
+ *     and a checksum: any other use (other index, other bounds, other direction, tampered or
+ *     truncated bytes) is refused with RL_E_CONTINUATION_INVALID. They are interchangeable
+ *     between fetch methods.
+ *   - Skip applies only to the first page: a continuation does not record skip, and a cursor
+ *     opened with a continuation ignores the skip it is given. Skip is pushed down into the
+ *     index read as a key-selector offset (forward: begin offset += skip; reverse: end offset
+ *     -= skip) for every fetch method, so skipped entries are never sent to the client and their
+ *     records are never read.
+ *   - The out-of-band limits (scanned entries, bytes, time) are checked before each index entry
+ *     except the cursor's first ("free initial pass"), so every page makes progress. Bytes are
+ *     counted after the fact (a page can overshoot the byte limit by one entry). Time runs from
+ *     rl_cursor_open.
+ *
+ * Fetch methods (rl_fetch_method):
+ *   SCAN_AND_FETCH  reads index entries with get_range and loads each record with its own range
+ *                   read of (1, pk...) (version and every chunk), keeping up to pipeline_depth
+ *                   loads outstanding; rows come in index order.
+ *   USE_REMOTE_FETCH  one get_mapped_range per index read with the mapper
+ *                   (records subspace elements..., "{K[i]}" per primary-key column, "{...}"); a
+ *                   secondary result cut off by the server (its `more`) is completed by the client.
+ *   USE_REMOTE_FETCH_WITH_FALLBACK  remote fetch; on any error of it (a read error such as
+ *                   get_mapped_range_reads_your_writes, an undecodable record, an orphan under
+ *                   RL_ORPHAN_ERROR, a store prefix the mapper cannot express) the cursor falls
+ *                   back once to SCAN_AND_FETCH, resuming after the last row it returned (from the
+ *                   start position if it returned none), so no row is repeated or skipped. The
+ *                   fallback is not recorded in the continuation. A failure after the fallback is
+ *                   RL_E_FALLBACK_FAILED; rl_cursor_error_cause gives the underlying error.
+ *   ADAPTIVE        reserved for a later issue: rl_cursor_open refuses it with
+ *                   RL_E_UNSUPPORTED_OPERATION (rather than silently running another method).
+ *
+ * Orphans (an index entry whose record is missing) are handled alike by every method:
+ * RL_ORPHAN_ERROR (default) fails with RL_E_INDEX_ORPHAN_ENTRY and a detail naming the entry
+ * (rl_cursor_errmsg); RL_ORPHAN_SKIP drops the entry; RL_ORPHAN_RETURN returns it with no record.
+ *
+ * Errors are sticky: after rl_cursor_next fails, every later call returns the same code.
+ * Threads: a cursor is used by one thread at a time, like its transaction.
+ */
+#ifndef RECLAYER_QUERY_H
+#define RECLAYER_QUERY_H
+
+#include "reclayer/common.h"
+#include "reclayer/error.h"
+#include "reclayer/kv.h"
+#include "reclayer/record.h"
+
+typedef struct rl_cursor rl_cursor;
+
+/* How a query loads the records of the index entries it scans. */
+typedef enum {
+    RL_FETCH_SCAN_AND_FETCH = 0,
+    RL_FETCH_USE_REMOTE_FETCH = 1,
+    RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK = 2,
+    RL_FETCH_ADAPTIVE = 3, /* not yet implemented: RL_E_UNSUPPORTED_OPERATION */
+} rl_fetch_method;
+
+/* What to do with an index entry whose record is missing. */
+typedef enum {
+    RL_ORPHAN_ERROR = 0,  /* fail with RL_E_INDEX_ORPHAN_ENTRY */
+    RL_ORPHAN_SKIP = 1,   /* drop the entry */
+    RL_ORPHAN_RETURN = 2, /* return the entry with record == NULL */
+} rl_orphan_behavior;
+
+/* Why a cursor returned no row (Java's NoNextReason). */
+typedef enum {
+    RL_NO_NEXT_NONE = 0,             /* the cursor has not ended */
+    RL_NO_NEXT_SOURCE_EXHAUSTED = 1, /* no more entries within the bounds (no continuation) */
+    RL_NO_NEXT_RETURN_LIMIT_REACHED = 2,
+    RL_NO_NEXT_SCAN_LIMIT_REACHED = 3, /* out-of-band */
+    RL_NO_NEXT_BYTE_LIMIT_REACHED = 4, /* out-of-band */
+    RL_NO_NEXT_TIME_LIMIT_REACHED = 5, /* out-of-band */
+} rl_no_next_reason;
+
+/* Options of one cursor. Zero-initialise, set size = sizeof(rl_query_options), then the fields
+ * you need; zero means "default" or "none" everywhere. Pointers are borrowed during
+ * rl_cursor_open only (the cursor copies what it keeps). */
+typedef struct {
+    uint32_t size;                /* sizeof(rl_query_options) */
+    /* Bounds on the index values, each a packed tuple. */
+    const void *eq;               /* equality prefix: the first values (NULL/0: none) */
+    size_t eq_len;
+    const void *low;              /* low bound on the values after eq (NULL: open) */
+    size_t low_len;
+    int low_exclusive;            /* 0: values >= low; 1: values > low */
+    const void *high;             /* high bound on the values after eq (NULL: open) */
+    size_t high_len;
+    int high_exclusive;           /* 0: values <= high; 1: values < high */
+    int reverse;                  /* 1: descending index order */
+    int snapshot;                 /* 1: snapshot reads of the index (records are always loaded
+                                   * serializably; remote fetch then fails: unsupported_operation) */
+    rl_fetch_method fetch;        /* default RL_FETCH_SCAN_AND_FETCH */
+    rl_orphan_behavior orphans;   /* default RL_ORPHAN_ERROR */
+    int skip;                     /* entries to skip before the first row (first page only) */
+    int limit;                    /* returned rows (0: unlimited) */
+    int scan_limit;               /* index entries scanned (0: unlimited) */
+    int64_t byte_limit;           /* bytes scanned: index key-values + record key-values (0: none) */
+    int64_t time_limit_ms;        /* from rl_cursor_open (0: none) */
+    int pipeline_depth;           /* SCAN_AND_FETCH record loads outstanding (0: 10) */
+    int index_batch;              /* index entries per read request at most (0: streaming mode) */
+    const void *continuation;     /* from an earlier cursor of the same scan (NULL/0: start) */
+    size_t continuation_len;
+    /* The clock of the time limit, for tests: nanoseconds, monotonic (NULL: the system's). */
+    uint64_t (*clock_ns)(void *ud);
+    void *clock_ud;
+} rl_query_options;
+
+/* Counters filled by every cursor (rl_cursor_get_counters). */
+typedef struct {
+    uint32_t size;                  /* sizeof(rl_query_counters) */
+    uint64_t index_entries_read;    /* index entries received from reads */
+    uint64_t rows_returned;         /* rows handed to the caller (orphans returned included) */
+    uint64_t records_returned;      /* rows that carried a record */
+    uint64_t orphans;               /* orphan entries met (whatever the behaviour) */
+    uint64_t reads_get;             /* client reads issued: point gets */
+    uint64_t reads_range;           /* client reads issued: get_range (index pages, loads) */
+    uint64_t reads_mapped_range;    /* client reads issued: get_mapped_range */
+    uint64_t mapped_range_requests; /* mapped-range requests sent (one per read on embedded) */
+    uint64_t record_loads;          /* records the client loaded itself (SCAN_AND_FETCH) */
+    uint64_t secondary_local;       /* mapped entries whose record the server read locally */
+    uint64_t secondary_remote;      /* ... that another storage server served */
+    uint64_t secondary_completions; /* secondaries cut off (`more`) completed by the client */
+    uint64_t kv_bytes_received;     /* key + value bytes of every key-value received */
+    uint64_t allocs;                /* allocations during cursor calls (this thread) */
+    uint64_t alloc_bytes;           /* bytes requested by them */
+    uint64_t fallbacks;             /* 1 if the cursor fell back to SCAN_AND_FETCH */
+    int fallback_error;             /* the remote-fetch error that caused it (0: none) */
+} rl_query_counters;
+
+/* One row. Every pointer is borrowed from the cursor and valid until the next call on it. */
+typedef struct {
+    const uint8_t *index_key;  /* the whole index entry key */
+    size_t index_key_len;
+    const uint8_t *entry;      /* the entry tuple after the index subspace: values..., pk... */
+    size_t entry_len;
+    const uint8_t *pk;         /* the record's packed primary key */
+    size_t pk_len;
+    const rl_record *record;   /* NULL for an orphan under RL_ORPHAN_RETURN */
+} rl_query_row;
+
+/* rl_cursor_open — start a scan of index index_name of store s in txn.
+ * [in] s, txn: borrowed; both must outlive the cursor. [in] opts: may be NULL (defaults, no
+ * bounds). [out] out: free with rl_cursor_free. No read is issued until rl_cursor_next.
+ * Errors: RL_E_INDEX_UNKNOWN (with a detail), RL_E_INVALID_ARGUMENT (bad size, negative skip or
+ * limits, bounds that are not packed tuples, unknown fetch method or orphan behaviour),
+ * RL_E_UNSUPPORTED_OPERATION (RL_FETCH_ADAPTIVE), RL_E_CONTINUATION_INVALID (with a detail),
+ * RL_E_OUT_OF_MEMORY. The detail of a failed open is rl_record_errmsg() of this thread. */
+RL_API int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name,
+                          const rl_query_options *opts, rl_cursor **out);
+
+/* rl_cursor_next — the next row.
+ * [out] out: the row (borrowed, valid until the next call on c), or NULL when the cursor ended;
+ * then rl_cursor_no_next_reason says why and later calls return NULL again.
+ * Returns RL_OK, or: transaction errors, RL_E_INDEX_ORPHAN_ENTRY, RL_E_RECORD_SPLIT_CORRUPT,
+ * RL_E_RECORD_PARSE_FAILED, RL_E_FALLBACK_FAILED, RL_E_OUT_OF_MEMORY (sticky). */
+RL_API int rl_cursor_next(rl_cursor *c, const rl_query_row **out);
+
+/* rl_cursor_no_next_reason — why the cursor ended (RL_NO_NEXT_NONE while it has not). */
+RL_API rl_no_next_reason rl_cursor_no_next_reason(const rl_cursor *c);
+
+/* rl_cursor_continuation — where a later cursor resumes: after the last row returned (or the
+ * start position if none was). [out] out, out_len: borrowed, valid until the next call on c;
+ * NULL/0 once the cursor ended with RL_NO_NEXT_SOURCE_EXHAUSTED (nothing left). RL_OK or
+ * RL_E_OUT_OF_MEMORY. */
+RL_API int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out_len);
+
+/* rl_cursor_get_counters — copy the cursor's counters. */
+RL_API void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out);
+
+/* rl_cursor_error_cause — after RL_E_FALLBACK_FAILED: the error of the fallback scan; else the
+ * cursor's error (0 if none). */
+RL_API int rl_cursor_error_cause(const rl_cursor *c);
+
+/* rl_cursor_errmsg — a detail of the cursor's last error ("" if none); owned by c. */
+RL_API const char *rl_cursor_errmsg(const rl_cursor *c);
+
+/* rl_cursor_free — free the cursor and its pending reads. NULL is a no-op. */
+RL_API void rl_cursor_free(rl_cursor *c);
+
+/* Names of the enums ("scan", "remote", "remote-fallback", "adaptive"; "source_exhausted", ...):
+ * static strings, "unknown" for other values. */
+RL_API const char *rl_fetch_method_name(rl_fetch_method m);
+RL_API const char *rl_no_next_reason_name(rl_no_next_reason r);
+
+#endif

@@ -1,0 +1,858 @@
+/* cursor.c — index scan cursors over a record store: bounds, skip pushdown, limits,
+ * continuations, and the fetch methods SCAN_AND_FETCH, USE_REMOTE_FETCH and
+ * USE_REMOTE_FETCH_WITH_FALLBACK (include/reclayer/query.h states the contract).
+ *
+ * Structure. A cursor owns one *source* at a time, which yields index entries in scan order, each
+ * with the key-values of its record already read (SCAN_AND_FETCH: a pipelined range read of
+ * (1, pk...) per entry; remote fetch: the secondary result of a mapped range read). The cursor
+ * decides what to do with each entry (limits, orphans, rows) and remembers the last entry it
+ * consumed; the fallback replaces the remote source by a scan source started after that entry.
+ *
+ *   open ──next──> [source read] ──row──> (caller) ──next──> ...
+ *                      │ error (remote, with fallback, first time)
+ *                      └──> scan source after the last consumed entry ──> ...
+ *   any limit / end ──> ENDED (same reason forever)      error ──> FAILED (same error forever)
+ *
+ * Invariants:
+ *   1. c->last_key is the last index key consumed (returned, or skipped as an orphan); every
+ *      source starts strictly after it (forward: firstGreaterThan(last); reverse: the exclusive
+ *      end firstGreaterOrEqual(last)), or at the scan's start when nothing was consumed, so a
+ *      switch of source never repeats or loses an entry.
+ *   2. An entry is consumed only after its record was read and decoded (or found missing and the
+ *      orphan behaviour allows it), so a failure leaves it for the fallback to read again.
+ *   3. Skip is added to the start selector's offset only for a source that starts at the scan's
+ *      start and had no continuation; after the first read a source continues from the last key
+ *      it received, with no offset.
+ *   4. The out-of-band limits are checked before each entry except the cursor's first, so each
+ *      page makes progress; the return limit is checked first.
+ *   5. Index reads ask for at most the rows still allowed by the return limit, so a limited page
+ *      loads (or has the server map) no more records than it can return.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/bytes.h"
+#include "base/clock.h"
+#include "query/query_int.h"
+#include "reclayer/alloc.h"
+#include "reclayer/query.h"
+#include "record/record_int.h"
+#include "tuple/tuple.h"
+
+#define DEFAULT_PIPELINE 10
+#define MAX_ENTRY_COLS 64
+
+/* A list of key-values copied out of futures (a record's range, across pages). */
+typedef struct {
+    rl_buf bytes;
+    size_t *off; /* per key-value: key offset, key length, value offset, value length */
+    int n, cap;
+    rl_keyvalue *view; /* built by kvl_view, pointing into bytes */
+} kvlist;
+
+/* An index entry waiting in the scan source's queue. */
+typedef struct {
+    uint8_t *key; /* owned copy of the index key */
+    size_t key_len;
+    rl_future *f; /* the issued load of its record (NULL until issued) */
+} qent;
+
+typedef enum { SRC_NONE = 0, SRC_SCAN, SRC_REMOTE } src_kind;
+
+struct rl_cursor {
+    rl_store *s;
+    rl_txn *txn;
+    const rl__index *ix;
+    rl_query_options o;       /* copy; the borrowed pointers are cleared */
+    rl_buf ixprefix;          /* store prefix + (2, subspace_key) */
+    rl_buf recprefix;         /* store prefix + (1,) */
+    rl_buf range_b, range_e;  /* index keys selected by the bounds: [range_b, range_e) */
+    int is_empty;             /* range_b >= range_e */
+    uint64_t hash;            /* rl__qcont_scan_hash of the range and direction */
+    int pk_pos[MAX_ENTRY_COLS]; /* per primary-key column: its position in the entry tuple */
+    int n_pk, n_entry;        /* primary-key columns; elements of an entry tuple */
+    rl_buf mapper;            /* the remote-fetch mapper */
+    int mapper_rc;            /* RL_OK, or why remote fetch cannot run on this store */
+    int skip;                 /* 0 when opened with a continuation */
+    int has_last;             /* invariant 1 */
+    rl_buf last_key;
+    /* The source. */
+    src_kind src;
+    int fell_back;
+    rl_buf sb, se;            /* current begin / end selector keys */
+    int sb_oreq, sb_off, se_oreq, se_off;
+    int iteration;            /* of the streaming mode, from 1 */
+    int exhausted;            /* the index range has no entries beyond those received */
+    qent *q;                  /* SRC_SCAN: entries received, not yet taken */
+    int qn, qcap, qhead;
+    rl_future *mf;            /* SRC_REMOTE: the current page */
+    const rl_mapped_keyvalue *ments;
+    int mn, mi;
+    /* The entry being looked at. */
+    rl_buf cur_key, cur_pk;
+    kvlist kvs;
+    rl_record rec;
+    rl_query_row row;
+    /* State. */
+    int64_t consumed, rows, bytes_scanned;
+    uint64_t t0_ns;
+    int done;
+    rl_no_next_reason reason;
+    int err, cause;
+    char errmsg[512];
+    rl_buf cont;
+    rl_query_counters k;
+};
+
+/* ============================================================================================
+ * Small helpers
+ * ========================================================================================== */
+
+static void kvl_init(kvlist *l) {
+    memset(l, 0, sizeof *l);
+    rl__buf_init(&l->bytes);
+}
+
+static void kvl_reset(kvlist *l) {
+    rl__buf_reset(&l->bytes);
+    l->n = 0;
+}
+
+static void kvl_release(kvlist *l) {
+    rl__buf_release(&l->bytes);
+    rl__free(l->off);
+    rl__free(l->view);
+    memset(l, 0, sizeof *l);
+}
+
+static int kvl_add(kvlist *l, const rl_keyvalue *kv) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 8;
+        size_t *no = rl__realloc(l->off, (size_t)cap * 4 * sizeof *no);
+        if (!no) return RL_E_OUT_OF_MEMORY;
+        l->off = no;
+        rl_keyvalue *nv = rl__realloc(l->view, (size_t)cap * sizeof *nv);
+        if (!nv) return RL_E_OUT_OF_MEMORY;
+        l->view = nv;
+        l->cap = cap;
+    }
+    size_t *o = l->off + 4 * l->n;
+    o[0] = l->bytes.len, o[1] = kv->key_len;
+    rl__buf_append(&l->bytes, kv->key, kv->key_len);
+    o[2] = l->bytes.len, o[3] = kv->value_len;
+    rl__buf_append(&l->bytes, kv->value, kv->value_len);
+    l->n++;
+    return rl__buf_error(&l->bytes);
+}
+
+/* Point l->view at the bytes (after the last kvl_add). */
+static void kvl_view(kvlist *l) {
+    for (int i = 0; i < l->n; i++) {
+        const size_t *o = l->off + 4 * i;
+        l->view[i] = (rl_keyvalue){l->bytes.data + o[0], (uint32_t)o[1], l->bytes.data + o[2], (uint32_t)o[3]};
+    }
+}
+
+static void set_msg(rl_cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_msg(rl_cursor *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+/* The printable tuple form of key (or its hex if it is not a tuple) into c->errmsg's tail. */
+static void print_key(const uint8_t *key, size_t len, rl_buf *out) {
+    if (rl__tuple_print(key, len, out) != RL_OK) {
+        rl__buf_reset(out);
+        rl__buf_append_str(out, "x'");
+        rl__buf_append_hex(out, key, len);
+        rl__buf_append_str(out, "'");
+    }
+}
+
+static uint64_t now_ns(const rl_cursor *c) {
+    return c->o.clock_ns ? c->o.clock_ns(c->o.clock_ud) : rl__clock_mono_ns();
+}
+
+static int read_flags(const rl_cursor *c) {
+    return (c->o.reverse ? RL_REVERSE : 0) | (c->o.snapshot ? RL_SNAPSHOT : 0);
+}
+
+/* Rows the next index read may ask for (0: unlimited), invariant 5. */
+static int read_limit(const rl_cursor *c) {
+    int lim = 0;
+    if (c->o.limit > 0) lim = (int)(c->o.limit - c->rows);
+    if (lim < 1 && c->o.limit > 0) lim = 1;
+    if (c->o.index_batch > 0 && (lim == 0 || c->o.index_batch < lim)) lim = c->o.index_batch;
+    return lim;
+}
+
+/* Extract the primary key of the index entry key[0..len) into c->cur_pk. */
+static int entry_pk(rl_cursor *c, const uint8_t *key, size_t len) {
+    const uint8_t *raw[MAX_ENTRY_COLS];
+    size_t raw_len[MAX_ENTRY_COLS];
+    rl_tuple_iter it;
+    rl_tuple_elem e;
+    int n = 0, rc;
+    if (len < c->ixprefix.len || memcmp(key, c->ixprefix.data, c->ixprefix.len) != 0) goto bad;
+    rl__tuple_iter_init(&it, key + c->ixprefix.len, len - c->ixprefix.len);
+    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+        if (n == c->n_entry) goto bad;
+        raw[n] = e.raw, raw_len[n] = e.raw_len;
+        n++;
+    }
+    if (rc != RL_E_NOT_FOUND || n != c->n_entry) goto bad;
+    rl__buf_reset(&c->cur_pk);
+    for (int i = 0; i < c->n_pk; i++) rl__buf_append(&c->cur_pk, raw[c->pk_pos[i]], raw_len[c->pk_pos[i]]);
+    return rl__buf_error(&c->cur_pk);
+bad:;
+    rl_buf k;
+    rl__buf_init(&k);
+    print_key(key, len, &k);
+    set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix->name);
+    rl__buf_release(&k);
+    return RL_E_CORRUPT_DATA;
+}
+
+/* Read the rest of a range whose first page was the future f (taken, freed here): every
+ * key-value of [begin, end) goes to l. begin is updated as pages are read. */
+static int drain_range(rl_cursor *c, rl_future *f, rl_buf *begin, const uint8_t *end, size_t end_len,
+                       kvlist *l) {
+    int rc, n, more, iteration = 1;
+    const rl_keyvalue *kvs;
+    for (;;) {
+        if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) break;
+        for (int i = 0; i < n && !rc; i++) {
+            c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
+            rc = kvl_add(l, &kvs[i]);
+        }
+        if (rc || !more || n == 0) break;
+        rl__buf_reset(begin);
+        rl__buf_append(begin, kvs[n - 1].key, kvs[n - 1].key_len);
+        rl__buf_append_byte(begin, 0x00);
+        rl_future_free(f);
+        f = NULL;
+        if ((rc = rl__buf_error(begin))) break;
+        c->k.reads_range++;
+        f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(begin->data, begin->len),
+                             RL_FIRST_GREATER_OR_EQUAL(end, end_len), 0, 0, RL_STREAMING_ITERATOR,
+                             ++iteration, 0);
+    }
+    rl_future_free(f);
+    return rc;
+}
+
+/* ============================================================================================
+ * Sources
+ * ========================================================================================== */
+
+static void src_release(rl_cursor *c) {
+    for (int i = c->qhead; i < c->qn; i++) {
+        rl__free(c->q[i].key);
+        rl_future_free(c->q[i].f);
+    }
+    c->qn = c->qhead = 0;
+    rl_future_free(c->mf);
+    c->mf = NULL;
+    c->ments = NULL;
+    c->mn = c->mi = 0;
+    c->src = SRC_NONE;
+}
+
+/* Start a source of kind k at the position of invariant 1 (and 3). */
+static int src_start(rl_cursor *c, src_kind k) {
+    src_release(c);
+    c->src = k;
+    c->iteration = 1;
+    c->exhausted = c->is_empty;
+    rl__buf_reset(&c->sb);
+    rl__buf_append(&c->sb, c->range_b.data, c->range_b.len);
+    c->sb_oreq = 0, c->sb_off = 1;
+    rl__buf_reset(&c->se);
+    rl__buf_append(&c->se, c->range_e.data, c->range_e.len);
+    c->se_oreq = 0, c->se_off = 1;
+    if (c->has_last) {
+        rl_buf *b = c->o.reverse ? &c->se : &c->sb;
+        rl__buf_reset(b);
+        rl__buf_append(b, c->last_key.data, c->last_key.len);
+        if (c->o.reverse) c->se_oreq = 0, c->se_off = 1; /* end: firstGreaterOrEqual(last) */
+        else c->sb_oreq = 1, c->sb_off = 1;               /* begin: firstGreaterThan(last) */
+    } else if (c->skip > 0) {
+        if (c->o.reverse) c->se_off -= c->skip;
+        else c->sb_off += c->skip;
+    }
+    if (rl__buf_error(&c->sb) || rl__buf_error(&c->se)) return RL_E_OUT_OF_MEMORY;
+    return RL_OK;
+}
+
+/* After a read that returned entries up to last: continue strictly after it (invariant 3). */
+static int src_advance(rl_cursor *c, const uint8_t *last, size_t last_len, int more) {
+    rl_buf *b = c->o.reverse ? &c->se : &c->sb;
+    rl__buf_reset(b);
+    rl__buf_append(b, last, last_len);
+    if (c->o.reverse) c->se_oreq = 0, c->se_off = 1;
+    else c->sb_oreq = 1, c->sb_off = 1;
+    if (!more) c->exhausted = 1;
+    return rl__buf_error(b);
+}
+
+static rl_key_selector sel_b(const rl_cursor *c) {
+    return (rl_key_selector){c->sb.data, (uint32_t)c->sb.len, c->sb_oreq, c->sb_off};
+}
+
+static rl_key_selector sel_e(const rl_cursor *c) {
+    return (rl_key_selector){c->se.data, (uint32_t)c->se.len, c->se_oreq, c->se_off};
+}
+
+/* Issue the load of one record: a range read of (1, pk...) = [R+pk+0x00, R+pk+0xff), WANT_ALL,
+ * serializable (Java's loadWithSplit). */
+static int issue_load(rl_cursor *c, qent *e, rl_buf *b, rl_buf *en) {
+    int rc = entry_pk(c, e->key, e->key_len);
+    if (rc) return rc;
+    rl__buf_reset(b);
+    rl__buf_append(b, c->recprefix.data, c->recprefix.len);
+    rl__buf_append(b, c->cur_pk.data, c->cur_pk.len);
+    rl__buf_reset(en);
+    rl__buf_append(en, b->data, b->len);
+    rl__buf_append_byte(b, 0x00);
+    rl__buf_append_byte(en, 0xff);
+    if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
+    c->k.reads_range++;
+    c->k.record_loads++;
+    e->f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
+                            RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+    return RL_OK;
+}
+
+/* SCAN_AND_FETCH: the next entry with its record's key-values in c->kvs. *out_has 0: none left. */
+static int scan_next(rl_cursor *c, int *out_has) {
+    int rc = RL_OK, n, more;
+    const rl_keyvalue *kvs;
+    rl_future *f = NULL;
+    rl_buf b, e;
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    *out_has = 0;
+    if (c->qhead == c->qn) {
+        c->qhead = c->qn = 0;
+        if (c->exhausted) goto done;
+        c->k.reads_range++;
+        f = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), read_limit(c), 0, RL_STREAMING_ITERATOR,
+                             c->iteration++, read_flags(c));
+        if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) goto done;
+        if (n > c->qcap) {
+            qent *nq = rl__realloc(c->q, (size_t)n * sizeof *nq);
+            if (!nq) {
+                rc = RL_E_OUT_OF_MEMORY;
+                goto done;
+            }
+            c->q = nq;
+            c->qcap = n;
+        }
+        for (int i = 0; i < n; i++) {
+            c->k.index_entries_read++;
+            c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
+            qent *q = &c->q[c->qn];
+            q->f = NULL;
+            q->key_len = kvs[i].key_len;
+            if (!(q->key = rl__memdup(kvs[i].key, kvs[i].key_len))) {
+                rc = RL_E_OUT_OF_MEMORY;
+                goto done;
+            }
+            c->qn++;
+        }
+        if (n == 0) {
+            c->exhausted = 1;
+            goto done;
+        }
+        if ((rc = src_advance(c, kvs[n - 1].key, kvs[n - 1].key_len, more))) goto done;
+    }
+    /* Keep up to pipeline_depth loads outstanding, in index order. */
+    int depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
+    for (int i = c->qhead; i < c->qn && i < c->qhead + depth; i++)
+        if (!c->q[i].f && (rc = issue_load(c, &c->q[i], &b, &e))) goto done;
+    qent *q = &c->q[c->qhead++];
+    rl_future *lf = q->f;
+    q->f = NULL;
+    rl__buf_reset(&c->cur_key);
+    rl__buf_append(&c->cur_key, q->key, q->key_len);
+    rl__free(q->key);
+    q->key = NULL;
+    if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) {
+        rl_future_free(lf);
+        goto done;
+    }
+    /* Rebuild the range bounds for paging (the load's begin is advanced by drain_range). */
+    rl__buf_reset(&b);
+    rl__buf_append(&b, c->recprefix.data, c->recprefix.len);
+    rl__buf_append(&b, c->cur_pk.data, c->cur_pk.len);
+    rl__buf_reset(&e);
+    rl__buf_append(&e, b.data, b.len);
+    rl__buf_append_byte(&b, 0x00);
+    rl__buf_append_byte(&e, 0xff);
+    if ((rc = rl__buf_error(&b)) || (rc = rl__buf_error(&e))) {
+        rl_future_free(lf);
+        goto done;
+    }
+    kvl_reset(&c->kvs);
+    if ((rc = drain_range(c, lf, &b, e.data, e.len, &c->kvs))) goto done;
+    *out_has = 1;
+done:
+    rl_future_free(f);
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    return rc;
+}
+
+/* USE_REMOTE_FETCH: the next entry with its secondary result (completed) in c->kvs. */
+static int remote_next(rl_cursor *c, int *out_has) {
+    int rc = RL_OK, more;
+    *out_has = 0;
+    if (c->mapper_rc) return c->mapper_rc;
+    if (!c->mf || c->mi == c->mn) {
+        rl_future_free(c->mf);
+        c->mf = NULL;
+        c->ments = NULL;
+        c->mn = c->mi = 0;
+        if (c->exhausted) return RL_OK;
+        c->k.reads_mapped_range++;
+        c->k.mapped_range_requests++;
+        c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
+                                        read_limit(c), 0, RL_STREAMING_ITERATOR, c->iteration++,
+                                        read_flags(c));
+        if ((rc = rl_future_wait(c->mf)) ||
+            (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
+            return rc;
+        for (int i = 0; i < c->mn; i++) {
+            const rl_mapped_keyvalue *m = &c->ments[i];
+            c->k.index_entries_read++;
+            c->k.kv_bytes_received += m->index.key_len + m->index.value_len;
+            for (int j = 0; j < m->n_kvs; j++) c->k.kv_bytes_received += m->kvs[j].key_len + m->kvs[j].value_len;
+            if (m->served_locally) c->k.secondary_local++;
+            else c->k.secondary_remote++;
+        }
+        if (c->mn == 0) {
+            c->exhausted = 1;
+            return RL_OK;
+        }
+        const rl_keyvalue *last = &c->ments[c->mn - 1].index;
+        if ((rc = src_advance(c, last->key, last->key_len, more))) return rc;
+    }
+    const rl_mapped_keyvalue *m = &c->ments[c->mi++];
+    rl__buf_reset(&c->cur_key);
+    rl__buf_append(&c->cur_key, m->index.key, m->index.key_len);
+    if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) return rc;
+    kvl_reset(&c->kvs);
+    for (int j = 0; j < m->n_kvs; j++)
+        if ((rc = kvl_add(&c->kvs, &m->kvs[j]))) return rc;
+    if (m->more) {
+        /* The server cut this record's range off: read the rest ourselves. */
+        rl_buf b;
+        rl__buf_init(&b);
+        if (m->n_kvs > 0) {
+            rl__buf_append(&b, m->kvs[m->n_kvs - 1].key, m->kvs[m->n_kvs - 1].key_len);
+            rl__buf_append_byte(&b, 0x00);
+        } else {
+            rl__buf_append(&b, m->begin, m->begin_len);
+        }
+        rc = rl__buf_error(&b);
+        if (!rc) {
+            c->k.secondary_completions++;
+            c->k.reads_range++;
+            rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len),
+                                            RL_FIRST_GREATER_OR_EQUAL(m->end, m->end_len), 0, 0,
+                                            RL_STREAMING_WANT_ALL, 0, 0);
+            rc = drain_range(c, f, &b, m->end, m->end_len, &c->kvs);
+        }
+        rl__buf_release(&b);
+        if (rc) return rc;
+    }
+    *out_has = 1;
+    return RL_OK;
+}
+
+/* ============================================================================================
+ * Opening
+ * ========================================================================================== */
+
+static int check_tuple(const void *p, size_t n, const char *what) {
+    if (!p && n) goto bad;
+    if (!p) return RL_OK;
+    if (rl__tuple_validate(p, n, NULL) != RL_OK) goto bad;
+    return RL_OK;
+bad:
+    rl__record_set_errmsg("query bound %s is not a packed tuple", what);
+    return RL_E_INVALID_ARGUMENT;
+}
+
+/* Build the mapper: records subspace elements, "{K[i]}" per primary-key column, "{...}". */
+static int build_mapper(rl_cursor *c) {
+    rl_slice p = rl_store_prefix(c->s);
+    rl_tuple_iter it;
+    rl_tuple_elem e;
+    size_t n_prefix = 0;
+    int rc;
+    rl__tuple_iter_init(&it, p.data, p.len);
+    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+        n_prefix++;
+        if ((e.type == RL_TT_BYTES || e.type == RL_TT_STRING) &&
+            (memchr(e.payload, '{', e.payload_len) || memchr(e.payload, '}', e.payload_len))) {
+            /* The mapper would read the element as a placeholder or re-emit it as bytes. */
+            c->mapper_rc = RL_E_UNSUPPORTED_OPERATION;
+        }
+    }
+    if (rc != RL_E_NOT_FOUND) return RL_E_INVALID_ARGUMENT;
+    rl_tuple_packer pk;
+    rl__buf_append(&c->mapper, c->recprefix.data, c->recprefix.len);
+    rl__tuple_packer_init(&pk, &c->mapper);
+    for (int i = 0; i < c->n_pk; i++) {
+        char ph[32];
+        int len = snprintf(ph, sizeof ph, "{K[%d]}", (int)n_prefix + 2 + c->pk_pos[i]);
+        rl__tuple_pack_string(&pk, ph, (size_t)len);
+    }
+    rl__tuple_pack_string(&pk, "{...}", 5);
+    return rl__buf_error(&c->mapper);
+}
+
+/* Turn the bounds of o into the key range [range_b, range_e). */
+static int build_range(rl_cursor *c, const rl_query_options *o) {
+    rl_buf base;
+    rl__buf_init(&base);
+    rl__buf_append(&base, c->ixprefix.data, c->ixprefix.len);
+    if (o->eq) rl__buf_append(&base, o->eq, o->eq_len);
+    rl__buf_append(&c->range_b, base.data, base.len);
+    if (!o->low) {
+        rl__buf_append_byte(&c->range_b, 0x00);
+    } else {
+        rl__buf_append(&c->range_b, o->low, o->low_len);
+        if (o->low_exclusive) rl__buf_append_byte(&c->range_b, 0xff);
+    }
+    rl__buf_append(&c->range_e, base.data, base.len);
+    if (!o->high) {
+        rl__buf_append_byte(&c->range_e, 0xff);
+    } else {
+        rl__buf_append(&c->range_e, o->high, o->high_len);
+        if (!o->high_exclusive) rl__buf_append_byte(&c->range_e, 0xff);
+    }
+    int rc = rl__buf_error(&base);
+    rl__buf_release(&base);
+    if (!rc) rc = rl__buf_error(&c->range_b);
+    if (!rc) rc = rl__buf_error(&c->range_e);
+    if (rc) return rc;
+    c->is_empty = rl__bytes_cmp(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len) >= 0;
+    c->hash = rl__qcont_scan_hash(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len,
+                                  o->reverse != 0);
+    return RL_OK;
+}
+
+/* Adopt the continuation of o: the last key, checked against the scan's hash and range. */
+static int adopt_continuation(rl_cursor *c, const rl_query_options *o) {
+    int has_key;
+    const uint8_t *suf;
+    size_t suf_len;
+    const char *why;
+    int rc = rl__qcont_decode(o->continuation, o->continuation_len, c->hash, &has_key, &suf, &suf_len, &why);
+    if (rc) {
+        rl__record_set_errmsg("%s", why);
+        return rc;
+    }
+    c->skip = 0; /* skip applies to the first page only */
+    if (!has_key) return RL_OK;
+    rl__buf_append(&c->last_key, c->ixprefix.data, c->ixprefix.len);
+    rl__buf_append(&c->last_key, suf, suf_len);
+    if ((rc = rl__buf_error(&c->last_key))) return rc;
+    if (rl__bytes_cmp(c->last_key.data, c->last_key.len, c->range_b.data, c->range_b.len) < 0 ||
+        rl__bytes_cmp(c->last_key.data, c->last_key.len, c->range_e.data, c->range_e.len) >= 0) {
+        rl__record_set_errmsg("continuation key lies outside the scan's bounds");
+        return RL_E_CONTINUATION_INVALID;
+    }
+    c->has_last = 1;
+    return RL_OK;
+}
+
+static void add_alloc_delta(rl_cursor *c, const rl_alloc_stats *before) {
+    rl_alloc_stats now;
+    rl_alloc_get_stats(&now);
+    c->k.allocs += now.allocs - before->allocs;
+    c->k.alloc_bytes += now.bytes - before->bytes;
+}
+
+int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts,
+                   rl_cursor **out) {
+    rl_alloc_stats before;
+    rl_query_options o;
+    rl_cursor *c = NULL;
+    int rc, ix;
+    rl_alloc_get_stats(&before);
+    *out = NULL;
+    memset(&o, 0, sizeof o);
+    if (opts) {
+        if (opts->size < sizeof o) {
+            rl__record_set_errmsg("rl_query_options.size must be sizeof(rl_query_options)");
+            return RL_E_INVALID_ARGUMENT;
+        }
+        o = *opts;
+    }
+    o.size = sizeof o;
+    if (!s || !txn || !index_name) return RL_E_INVALID_ARGUMENT;
+    if (o.skip < 0 || o.limit < 0 || o.scan_limit < 0 || o.byte_limit < 0 || o.time_limit_ms < 0 ||
+        o.pipeline_depth < 0 || o.index_batch < 0 || (unsigned)o.orphans > RL_ORPHAN_RETURN ||
+        (unsigned)o.fetch > RL_FETCH_ADAPTIVE || (!o.continuation && o.continuation_len)) {
+        rl__record_set_errmsg("query options out of range");
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (o.fetch == RL_FETCH_ADAPTIVE) {
+        rl__record_set_errmsg("the ADAPTIVE fetch method is not implemented yet");
+        return RL_E_UNSUPPORTED_OPERATION;
+    }
+    if ((rc = check_tuple(o.eq, o.eq_len, "eq")) || (rc = check_tuple(o.low, o.low_len, "low")) ||
+        (rc = check_tuple(o.high, o.high_len, "high")))
+        return rc;
+    const rl_metadata *md = rl_store_metadata(s);
+    if ((ix = rl__md_index_named(md, index_name)) < 0) {
+        rl__record_set_errmsg("no index named %s in the metadata", index_name);
+        return RL_E_INDEX_UNKNOWN;
+    }
+    c = rl__calloc(1, sizeof *c);
+    if (!c) return RL_E_OUT_OF_MEMORY;
+    c->s = s;
+    c->txn = txn;
+    c->ix = &md->indexes[ix];
+    c->o = o;
+    c->skip = o.skip;
+    rl__buf_init(&c->ixprefix);
+    rl__buf_init(&c->recprefix);
+    rl__buf_init(&c->range_b);
+    rl__buf_init(&c->range_e);
+    rl__buf_init(&c->mapper);
+    rl__buf_init(&c->last_key);
+    rl__buf_init(&c->sb);
+    rl__buf_init(&c->se);
+    rl__buf_init(&c->cur_key);
+    rl__buf_init(&c->cur_pk);
+    rl__buf_init(&c->cont);
+    kvl_init(&c->kvs);
+    c->k.size = sizeof c->k;
+    /* Entry layout: the indexed values, then the primary-key columns not among them. */
+    const rl__rtype *rt = &md->types[c->ix->type];
+    c->n_pk = rt->n_pk;
+    c->n_entry = c->ix->n_fields;
+    if (c->n_pk > MAX_ENTRY_COLS || c->ix->n_fields + c->n_pk > MAX_ENTRY_COLS) {
+        rl__record_set_errmsg("index %s has too many columns", index_name);
+        rc = RL_E_UNSUPPORTED_OPERATION;
+        goto fail;
+    }
+    for (int i = 0; i < c->n_pk; i++)
+        c->pk_pos[i] = c->ix->pk_pos[i] >= 0 ? c->ix->pk_pos[i] : c->n_entry++;
+    /* Prefixes. */
+    rl_slice p = rl_store_prefix(s);
+    rl_tuple_packer pk;
+    rl__buf_append(&c->ixprefix, p.data, p.len);
+    rl__tuple_packer_init(&pk, &c->ixprefix);
+    rl__tuple_pack_int(&pk, RL__KS_INDEX);
+    rl__tuple_pack_string(&pk, c->ix->subspace_key, strlen(c->ix->subspace_key));
+    rl__buf_append(&c->recprefix, p.data, p.len);
+    rl__tuple_packer_init(&pk, &c->recprefix);
+    rl__tuple_pack_int(&pk, RL__KS_RECORD);
+    if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix))) goto fail;
+    if ((rc = build_range(c, &o)) || (rc = build_mapper(c))) goto fail;
+    if (o.continuation && (rc = adopt_continuation(c, &o))) goto fail;
+    c->o.eq = c->o.low = c->o.high = c->o.continuation = NULL;
+    c->t0_ns = now_ns(c);
+    if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) goto fail;
+    add_alloc_delta(c, &before);
+    *out = c;
+    return RL_OK;
+fail:
+    rl_cursor_free(c);
+    return rc;
+}
+
+void rl_cursor_free(rl_cursor *c) {
+    if (!c) return;
+    src_release(c);
+    rl__free(c->q);
+    rl_record_release(&c->rec);
+    kvl_release(&c->kvs);
+    rl__buf_release(&c->ixprefix);
+    rl__buf_release(&c->recprefix);
+    rl__buf_release(&c->range_b);
+    rl__buf_release(&c->range_e);
+    rl__buf_release(&c->mapper);
+    rl__buf_release(&c->last_key);
+    rl__buf_release(&c->sb);
+    rl__buf_release(&c->se);
+    rl__buf_release(&c->cur_key);
+    rl__buf_release(&c->cur_pk);
+    rl__buf_release(&c->cont);
+    rl__free(c);
+}
+
+/* ============================================================================================
+ * Iteration
+ * ========================================================================================== */
+
+static int end_with(rl_cursor *c, rl_no_next_reason r) {
+    c->done = 1;
+    c->reason = r;
+    src_release(c);
+    return RL_OK;
+}
+
+/* Take the next entry from the source and decode its record into c->rec.
+ * [out] out_has: 0 when the source has no more; out_found: 0 for an orphan; out_bytes: bytes of
+ * the entry and its record. */
+static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_bytes) {
+    int rc = c->src == SRC_SCAN ? scan_next(c, out_has) : remote_next(c, out_has);
+    *out_found = 0;
+    *out_bytes = 0;
+    if (rc || !*out_has) return rc;
+    *out_bytes = (int64_t)c->cur_key.len;
+    for (int i = 0; i < c->kvs.n; i++) *out_bytes += (int64_t)(c->kvs.off[4 * i + 1] + c->kvs.off[4 * i + 3]);
+    kvl_view(&c->kvs);
+    rl_record_release(&c->rec);
+    rc = rl_store_decode_record(c->s, c->kvs.view, c->kvs.n, &c->rec);
+    if (rc == RL_E_NOT_FOUND) return RL_OK;
+    if (rc) {
+        rl_buf k;
+        rl__buf_init(&k);
+        print_key(c->cur_key.data, c->cur_key.len, &k);
+        set_msg(c, "record of index entry %s: %s", k.data, rl_record_errmsg());
+        rl__buf_release(&k);
+        return rc;
+    }
+    *out_found = 1;
+    return RL_OK;
+}
+
+/* A failure of the source: fall back once (remote with fallback), else fail for good. */
+static int source_failed(rl_cursor *c, int rc) {
+    if (c->src == SRC_REMOTE && c->o.fetch == RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK && !c->fell_back) {
+        c->fell_back = 1;
+        c->k.fallbacks = 1;
+        c->k.fallback_error = rc;
+        int rc2 = src_start(c, SRC_SCAN);
+        if (rc2 == RL_OK) return RL_OK;
+        rc = rc2;
+    }
+    c->cause = rc;
+    if (c->fell_back) {
+        if (!c->errmsg[0]) set_msg(c, "fallback scan failed: %s", rl_error_name(rc));
+        rc = RL_E_FALLBACK_FAILED;
+    }
+    c->err = rc;
+    src_release(c);
+    return rc;
+}
+
+static int next_row(rl_cursor *c, const rl_query_row **out) {
+    int rc, has, found;
+    int64_t bytes;
+    *out = NULL;
+    if (c->err) return c->err;
+    if (c->done) return RL_OK;
+    rl_record_release(&c->rec);
+    for (;;) {
+        if (c->o.limit > 0 && c->rows >= c->o.limit) return end_with(c, RL_NO_NEXT_RETURN_LIMIT_REACHED);
+        if (c->consumed > 0) { /* invariant 4 */
+            if (c->o.scan_limit > 0 && c->consumed >= c->o.scan_limit)
+                return end_with(c, RL_NO_NEXT_SCAN_LIMIT_REACHED);
+            if (c->o.byte_limit > 0 && c->bytes_scanned >= c->o.byte_limit)
+                return end_with(c, RL_NO_NEXT_BYTE_LIMIT_REACHED);
+            if (c->o.time_limit_ms > 0 && now_ns(c) - c->t0_ns >= (uint64_t)c->o.time_limit_ms * 1000000u)
+                return end_with(c, RL_NO_NEXT_TIME_LIMIT_REACHED);
+        }
+        c->errmsg[0] = 0;
+        rc = fetch_entry(c, &has, &found, &bytes);
+        if (rc == RL_OK && has && !found) {
+            c->k.orphans++;
+            if (c->o.orphans == RL_ORPHAN_ERROR) {
+                rl_buf k;
+                rl__buf_init(&k);
+                print_key(c->cur_key.data, c->cur_key.len, &k);
+                set_msg(c, "record not found for index entry %s", k.data);
+                rl__buf_release(&k);
+                rc = RL_E_INDEX_ORPHAN_ENTRY;
+            }
+        }
+        if (rc) {
+            if ((rc = source_failed(c, rc))) return rc;
+            continue;
+        }
+        if (!has) return end_with(c, RL_NO_NEXT_SOURCE_EXHAUSTED);
+        /* Consume the entry (invariant 2). */
+        rl__buf_reset(&c->last_key);
+        rl__buf_append(&c->last_key, c->cur_key.data, c->cur_key.len);
+        if ((rc = rl__buf_error(&c->last_key))) return source_failed(c, rc);
+        c->has_last = 1;
+        c->consumed++;
+        c->bytes_scanned += bytes;
+        if (!found && c->o.orphans == RL_ORPHAN_SKIP) continue;
+        c->rows++;
+        c->k.rows_returned++;
+        if (found) c->k.records_returned++;
+        c->row.index_key = c->cur_key.data;
+        c->row.index_key_len = c->cur_key.len;
+        c->row.entry = c->cur_key.data + c->ixprefix.len;
+        c->row.entry_len = c->cur_key.len - c->ixprefix.len;
+        c->row.pk = c->cur_pk.data;
+        c->row.pk_len = c->cur_pk.len;
+        c->row.record = found ? &c->rec : NULL;
+        *out = &c->row;
+        return RL_OK;
+    }
+}
+
+int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
+    rl_alloc_stats before;
+    rl_alloc_get_stats(&before);
+    int rc = next_row(c, out);
+    add_alloc_delta(c, &before);
+    return rc;
+}
+
+rl_no_next_reason rl_cursor_no_next_reason(const rl_cursor *c) { return c->done ? c->reason : RL_NO_NEXT_NONE; }
+
+int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    if (c->done && c->reason == RL_NO_NEXT_SOURCE_EXHAUSTED) return RL_OK;
+    rl__qcont_encode(c->hash, c->has_last, c->last_key.data + c->ixprefix.len,
+                     c->has_last ? c->last_key.len - c->ixprefix.len : 0, &c->cont);
+    int rc = rl__buf_error(&c->cont);
+    if (rc) return rc;
+    *out = c->cont.data;
+    *out_len = c->cont.len;
+    return RL_OK;
+}
+
+void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out) { *out = c->k; }
+
+int rl_cursor_error_cause(const rl_cursor *c) { return c->cause ? c->cause : c->err; }
+
+const char *rl_cursor_errmsg(const rl_cursor *c) { return c->errmsg; }
+
+const char *rl_fetch_method_name(rl_fetch_method m) {
+    switch (m) {
+    case RL_FETCH_SCAN_AND_FETCH: return "scan";
+    case RL_FETCH_USE_REMOTE_FETCH: return "remote";
+    case RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK: return "remote-fallback";
+    case RL_FETCH_ADAPTIVE: return "adaptive";
+    }
+    return "unknown";
+}
+
+const char *rl_no_next_reason_name(rl_no_next_reason r) {
+    switch (r) {
+    case RL_NO_NEXT_NONE: return "none";
+    case RL_NO_NEXT_SOURCE_EXHAUSTED: return "source_exhausted";
+    case RL_NO_NEXT_RETURN_LIMIT_REACHED: return "return_limit_reached";
+    case RL_NO_NEXT_SCAN_LIMIT_REACHED: return "scan_limit_reached";
+    case RL_NO_NEXT_BYTE_LIMIT_REACHED: return "byte_limit_reached";
+    case RL_NO_NEXT_TIME_LIMIT_REACHED: return "time_limit_reached";
+    }
+    return "unknown";
+}
