@@ -1,0 +1,173 @@
+/* test_equivalence.c — query_1: every fetch method returns exactly the rows of a model computed
+ * here (records sorted by (index values, primary key) by the test itself), in the same order,
+ * over random datasets (small and split records, gaps in the primary keys, duplicate index
+ * values), random bounds, directions, skips, page sizes and out-of-band limits, resumed page by
+ * page from continuations, with the fetch method switched at random between pages.
+ *
+ * Test IDs: query_1_*. Seeded by rl_test_seed() (printed; replay with RL_SEED=N).
+ */
+#include "qtest.h"
+
+static const rl_fetch_method METHODS[] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
+                                          RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK};
+
+static void random_query(uint64_t *rs, qt_query *q, int price_range) {
+    memset(q, 0, sizeof *q);
+    q->index = (int)rl_test_rand_below(rs, 2);
+    if (q->index == 1) {
+        q->has_eq = 1;
+        q->eq_cust = (int)rl_test_rand_below(rs, 4); /* c3 matches nothing */
+    }
+    int lo = (int)rl_test_rand_below(rs, (uint64_t)price_range + 4) - price_range / 4 - 2;
+    int hi = (int)rl_test_rand_below(rs, (uint64_t)price_range + 4) - price_range / 4 - 2;
+    if (lo > hi && rl_test_rand_below(rs, 8)) { /* mostly non-empty ranges */
+        int t = lo;
+        lo = hi, hi = t;
+    }
+    if (rl_test_rand_below(rs, 4)) q->has_low = 1, q->low = lo, q->low_excl = (int)rl_test_rand_below(rs, 2);
+    if (rl_test_rand_below(rs, 4)) q->has_high = 1, q->high = hi, q->high_excl = (int)rl_test_rand_below(rs, 2);
+    q->reverse = (int)rl_test_rand_below(rs, 2);
+    q->skip = rl_test_rand_below(rs, 3) ? 0 : (int)rl_test_rand_below(rs, 8);
+}
+
+/* Run q page by page with random methods and limits; compare with the model. Returns pages. */
+static int run_paged(qt_env *e, uint64_t *rs, const qt_query *q, int switch_methods) {
+    const qt_rec *want[QT_MAX];
+    int n_want = qt_model(e, q, want), got = 0, pages = 0;
+    uint8_t bufs[3][32];
+    uint8_t *cont = NULL;
+    size_t cont_len = 0;
+    rl_fetch_method m = METHODS[rl_test_rand_below(rs, 3)];
+    rl_txn *t = qt_begin(e);
+    for (;;) {
+        rl_query_options o;
+        qt_options(q, &o, bufs);
+        if (switch_methods) m = METHODS[rl_test_rand_below(rs, 3)];
+        o.fetch = m;
+        o.limit = rl_test_rand_below(rs, 3) ? 1 + (int)rl_test_rand_below(rs, 12) : 0;
+        if (rl_test_rand_below(rs, 5) == 0) o.scan_limit = 1 + (int)rl_test_rand_below(rs, 10);
+        if (rl_test_rand_below(rs, 6) == 0) o.byte_limit = 1 + (int64_t)rl_test_rand_below(rs, 400);
+        if (rl_test_rand_below(rs, 2)) o.index_batch = 1 + (int)rl_test_rand_below(rs, 6);
+        if (rl_test_rand_below(rs, 2)) o.pipeline_depth = 1 + (int)rl_test_rand_below(rs, 4);
+        o.continuation = cont;
+        o.continuation_len = cont_len;
+        rl_cursor *c;
+        ASSERT_OK(rl_cursor_open(e->s, t, qt_index_name(q), &o, &c));
+        const rl_query_row *row;
+        int page_rows = 0;
+        for (;;) {
+            ASSERT_OK(rl_cursor_next(c, &row));
+            if (!row) break;
+            if (got >= n_want) fail_msg("page %d (%s): more rows than the model's %d", pages, rl_fetch_method_name(m), n_want);
+            qt_check_row(row, want[got]);
+            got++, page_rows++;
+        }
+        rl_no_next_reason why = rl_cursor_no_next_reason(c);
+        ASSERT_NE(why, RL_NO_NEXT_NONE);
+        /* An ended cursor stays ended. */
+        ASSERT_OK(rl_cursor_next(c, &row));
+        ASSERT_NULL(row);
+        ASSERT_EQ(rl_cursor_no_next_reason(c), why);
+        if (o.limit && page_rows > o.limit) fail_msg("page returned %d rows over its limit %d", page_rows, o.limit);
+        if (why == RL_NO_NEXT_RETURN_LIMIT_REACHED) ASSERT_EQ(page_rows, o.limit);
+        if (why == RL_NO_NEXT_SCAN_LIMIT_REACHED) ASSERT_TRUE(o.scan_limit > 0 && page_rows <= o.scan_limit);
+        if (why == RL_NO_NEXT_BYTE_LIMIT_REACHED) ASSERT_TRUE(o.byte_limit > 0);
+        ASSERT_NE(why, RL_NO_NEXT_TIME_LIMIT_REACHED);
+        rl_query_counters k;
+        rl_cursor_get_counters(c, &k);
+        ASSERT_EQ(k.rows_returned, (uint64_t)page_rows);
+        if (m == RL_FETCH_SCAN_AND_FETCH) ASSERT_EQ(k.reads_mapped_range, 0);
+        else ASSERT_EQ(k.record_loads, 0);
+        const uint8_t *cb;
+        size_t cl;
+        ASSERT_OK(rl_cursor_continuation(c, &cb, &cl));
+        pages++;
+        free(cont);
+        cont = NULL;
+        if (why == RL_NO_NEXT_SOURCE_EXHAUSTED) {
+            ASSERT_NULL(cb);
+            rl_cursor_free(c);
+            break;
+        }
+        ASSERT_NOT_NULL(cb);
+        cont = malloc(cl);
+        memcpy(cont, cb, cl);
+        cont_len = cl;
+        rl_cursor_free(c);
+        if (pages > 4 * QT_MAX) fail_msg("no progress");
+    }
+    if (got != n_want) fail_msg("got %d rows, the model has %d", got, n_want);
+    if (getenv("QT_DEBUG")) printf("rows %d pages %d\n", got, pages);
+    qt_commit(t);
+    return pages;
+}
+
+static void run_dataset(const char *tag, int n, int price_range, int n_split, int queries) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, tag);
+    qt_load(&e, &rs, n, price_range, n_split);
+    for (int i = 0; i < queries; i++) {
+        qt_query q;
+        random_query(&rs, &q, price_range);
+        run_paged(&e, &rs, &q, i % 2);
+    }
+    qt_close(&e);
+}
+
+/* query_1_1: small records, many duplicates. */
+TEST(query_1_1_small_duplicates) { run_dataset("q11", 200, 12, 0, 400); }
+
+/* query_1_2: small records, mostly distinct values. */
+TEST(query_1_2_small_distinct) { run_dataset("q12", 150, 400, 0, 300); }
+
+/* query_1_3: split records among small ones (kept small for speed). */
+TEST(query_1_3_split_records) { run_dataset("q13", 30, 8, 6, 150); }
+
+/* query_1_4: an empty store and a one-record store. */
+TEST(query_1_4_tiny) {
+    run_dataset("q14a", 0, 4, 0, 10);
+    run_dataset("q14b", 1, 4, 0, 20);
+}
+
+/* query_1_5: whole-query equality between methods in one page each (no limits), both indexes,
+ * directly: the same rows and the same counters of entries read. */
+TEST(query_1_5_methods_agree) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "q15");
+    qt_load(&e, &rs, 60, 10, 2);
+    for (int i = 0; i < 30; i++) {
+        qt_query q;
+        uint8_t bufs[3][32];
+        random_query(&rs, &q, 10);
+        const qt_rec *want[QT_MAX];
+        int n_want = qt_model(&e, &q, want);
+        for (int mi = 0; mi < 3; mi++) {
+            rl_query_options o;
+            qt_options(&q, &o, bufs);
+            o.fetch = METHODS[mi];
+            rl_txn *t = qt_begin(&e);
+            rl_cursor *c;
+            ASSERT_OK(rl_cursor_open(e.s, t, qt_index_name(&q), &o, &c));
+            const rl_query_row *row;
+            int got = 0;
+            while (rl_cursor_next(c, &row) == RL_OK && row) {
+                ASSERT_TRUE(got < n_want);
+                qt_check_row(row, want[got++]);
+            }
+            ASSERT_EQ(got, n_want);
+            ASSERT_EQ(rl_cursor_no_next_reason(c), RL_NO_NEXT_SOURCE_EXHAUSTED);
+            rl_query_counters k;
+            rl_cursor_get_counters(c, &k);
+            ASSERT_EQ(k.index_entries_read, (uint64_t)n_want); /* skip pushed down: never read */
+            ASSERT_EQ(k.records_returned, (uint64_t)n_want);
+            rl_cursor_free(c);
+            qt_commit(t);
+        }
+    }
+    qt_close(&e);
+}
+
+RL_TEST_MAIN(T(query_1_1_small_duplicates), T(query_1_2_small_distinct), T(query_1_3_split_records),
+             T(query_1_4_tiny), T(query_1_5_methods_agree))
