@@ -323,4 +323,61 @@ TEST(kv_7_3_mapped_conflicts) {
     kvt_close(&e);
 }
 
-RL_TEST_MAIN(T(kv_7_1_mapped_modes), T(kv_7_2_mapped_errors), T(kv_7_3_mapped_conflicts))
+/* kv-7.4: a secondary range cut off by the per-entry row limit (2000) is marked more, and its
+ * read conflict range ends after the last row returned. */
+TEST(kv_7_4_mapped_secondary_more) {
+    kvt_env e;
+    kvt_open(&e);
+    enum { CHUNKS = 2100 };
+    rl_txn *t, *u;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    for (int c = 0; c < CHUNKS; c++) {
+        tup k;
+        rec_key(&k, 1000, c);
+        ASSERT_OK(rl_txn_set(t, k.b.data, k.b.len, "c", 1));
+        tup_free(&k);
+    }
+    tup ik;
+    tup_init(&ik);
+    tup_s(&ik, "idx");
+    tup_i(&ik, 1);
+    tup_i(&ik, 1000);
+    ASSERT_OK(rl_txn_set(t, ik.b.data, ik.b.len, "", 0));
+    tup_free(&ik);
+    ASSERT_OK(kvt_commit(t));
+    static const char *const range_m[] = {"rec", "{K[2]}", "{...}"};
+    rl_buf m;
+    mapper(&m, range_m, 3);
+    ASSERT_OK(rl_txn_begin(e.db, &u));
+    for (int pass = 0; pass < 2; pass++) {
+        rl_txn_reset(t);
+        rl_txn_reset(u);
+        rl_future *f = mapped(t, "idx", &m, 0, 0);
+        const rl_mapped_keyvalue *ents;
+        int n, more;
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &ents, &n, &more));
+        ASSERT_EQ(n, 1);
+        ASSERT_EQ(more, 0);
+        ASSERT_EQ(ents[0].is_range, 1);
+        ASSERT_EQ(ents[0].more, 1);
+        ASSERT_EQ(ents[0].n_kvs, 2000);
+        rl_future_free(f);
+        ASSERT_OK(rl_txn_set(t, "other", 5, "1", 1));
+        tup k;
+        rec_key(&k, 1000, pass == 0 ? 2050 : 1999); /* beyond the cut, then the last row read */
+        ASSERT_OK(rl_txn_set(u, k.b.data, k.b.len, "x", 1));
+        tup_free(&k);
+        ASSERT_OK(kvt_commit(u));
+        if (pass == 0)
+            ASSERT_OK(kvt_commit(t));
+        else
+            ASSERT_RC(kvt_commit(t), RL_E_NOT_COMMITTED);
+    }
+    rl__buf_release(&m);
+    rl_txn_free(t);
+    rl_txn_free(u);
+    kvt_close(&e);
+}
+
+RL_TEST_MAIN(T(kv_7_1_mapped_modes), T(kv_7_2_mapped_errors), T(kv_7_3_mapped_conflicts),
+             T(kv_7_4_mapped_secondary_more))
