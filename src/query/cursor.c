@@ -659,7 +659,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__tuple_pack_int(&pk, RL__KS_RECORD);
     if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix))) goto fail;
     if ((rc = build_range(c, &o)) || (rc = build_mapper(c))) goto fail;
-    if (o.continuation && (rc = adopt_continuation(c, &o))) goto fail;
+    if (o.continuation && o.continuation_len && (rc = adopt_continuation(c, &o))) goto fail;
     c->o.eq = c->o.low = c->o.high = c->o.continuation = NULL;
     c->t0_ns = now_ns(c);
     if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) goto fail;

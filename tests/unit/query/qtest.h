@@ -37,7 +37,7 @@ typedef struct {
     int n;
 } qt_env;
 
-static rl_txn *qt_begin(qt_env *e) {
+__attribute__((unused)) static rl_txn *qt_begin(qt_env *e) {
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(e->db, &t));
     return t;
@@ -161,7 +161,7 @@ typedef struct {
     int skip;
 } qt_query;
 
-static const char *qt_index_name(const qt_query *q) { return q->index ? "cust_price" : "price_idx"; }
+__attribute__((unused)) static const char *qt_index_name(const qt_query *q) { return q->index ? "cust_price" : "price_idx"; }
 
 /* Sort key comparison: index values then primary key. */
 __attribute__((unused)) static int qt_cmp(const qt_rec *a, const qt_rec *b, int index) {
