@@ -6,6 +6,7 @@
  * Test IDs: query_2_*. Seeded by rl_test_seed() (printed).
  */
 #include "qtest.h"
+#include "reclayer/alloc.h"
 
 static const rl_fetch_method METHODS[] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
                                           RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK};
@@ -475,6 +476,64 @@ TEST(query_2_7_options) {
     qt_close(&e);
 }
 
+/* query_2_8: every allocation of open + a whole paged scan fails once, in turn, for every
+ * method: the result is either the full answer or RL_E_OUT_OF_MEMORY (sticky), never a wrong
+ * row, a crash or a leak (ASan). */
+TEST(query_2_8_out_of_memory) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "q28");
+    qt_load(&e, &rs, 12, 5, 1);
+    qt_query q = {0};
+    const qt_rec *want[QT_MAX];
+    int n_want = qt_model(&e, &q, want);
+    uint8_t pks[QT_MAX][16];
+    size_t pkl[QT_MAX];
+    for (int i = 0; i < n_want; i++) pkl[i] = qt_pack_int(pks[i], want[i]->id);
+    for (int mi = 0; mi < 3; mi++) {
+        int finished = 0;
+        for (long n = 0; !finished && n < 100000; n++) {
+            rl_txn *t = qt_begin(&e);
+            rl_query_options o = base_opts(METHODS[mi], 0);
+            o.orphans = RL_ORPHAN_RETURN;
+            o.index_batch = 4;
+            rl_cursor *c = NULL;
+            int got = 0;
+            rl_alloc_fail_after(n);
+            int rc = rl_cursor_open(e.s, t, "price_idx", &o, &c);
+            if (rc == RL_OK) {
+                /* Compare primary keys packed before the injection (the helpers allocate). */
+                const rl_query_row *row;
+                while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
+                    ASSERT_TRUE(got < n_want);
+                    ASSERT_MEM_EQ(row->pk, row->pk_len, pks[got], pkl[got]);
+                    got++;
+                }
+                const uint8_t *cb;
+                size_t cl;
+                if (rc == RL_OK) rc = rl_cursor_continuation(c, &cb, &cl);
+            }
+            rl_alloc_fail_after(-1);
+            if (rc == RL_OK) {
+                ASSERT_EQ(got, n_want);
+                finished = 1;
+            } else if (rc == RL_E_RECORD_PARSE_FAILED || rc == RL_E_FALLBACK_FAILED) {
+                /* protobuf-c's unpack returns NULL on OOM, which the record layer reports as a
+                 * parse failure (a record-layer limitation, not the cursor's). */
+                int cause = rc == RL_E_FALLBACK_FAILED ? rl_cursor_error_cause(c) : rc;
+                if (cause != RL_E_OUT_OF_MEMORY && cause != RL_E_RECORD_PARSE_FAILED)
+                    fail_msg("allocation %ld: fallback cause %s", n, rl_error_name(cause));
+            } else if (rc != RL_E_OUT_OF_MEMORY) {
+                fail_msg("allocation %ld: %s", n, rl_error_name(rc));
+            }
+            rl_cursor_free(c);
+            rl_txn_free(t);
+        }
+        ASSERT_TRUE(finished);
+    }
+    qt_close(&e);
+}
+
 RL_TEST_MAIN(T(query_2_1_skip_pushdown), T(query_2_2_limits), T(query_2_3_fallback_before_any_row),
              T(query_2_4_fallback_after_rows), T(query_2_5_orphans), T(query_2_6_continuations_refused),
-             T(query_2_7_options))
+             T(query_2_7_options), T(query_2_8_out_of_memory))
