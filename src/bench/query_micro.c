@@ -1,0 +1,509 @@
+/* query_micro.c — the query micro-benchmark (see query_micro.h for the datasets, the cases and
+ * the design).
+ *
+ * Every system reads the same records in the same order: the cross-check (check_group) compares
+ * each reclayer case's sequence of order_ids with SQLite's before anything is timed.
+ */
+#include "bench/query_micro.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "order.pb-c.h"
+#include "reclayer/alloc.h"
+#include "reclayer/query.h"
+#include "reclayer/record.h"
+#include "tuple/tuple.h"
+
+enum { R_LIMIT1, R_ROWS10, R_ROWS1000, R_COUNT };
+static const char *rnames[R_COUNT] = {"limit1", "rows10", "rows1000"};
+static const int rlimits[R_COUNT] = {1, 10, 1000};
+
+/* Systems: the three fetch methods, then SQLite. */
+enum { S_SCAN, S_REMOTE, S_FALLBACK, S_SQLITE, S_COUNT };
+static const char *snames[S_COUNT] = {"scan", "remote", "remote-fallback", "sqlite"};
+static const rl_fetch_method smethods[S_SQLITE] = {
+    RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH, RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK};
+
+enum { D_SMALL, D_SPLIT, D_COUNT };
+static const char *dnames[D_COUNT] = {"small", "split"};
+
+static const char *dirnames[2] = {"forward", "reverse"};
+
+#define MAX_ROUNDS 64
+
+/* One loaded dataset: the reclayer store and the SQLite table with the same records. */
+typedef struct {
+    rl_db *db;
+    rl_metadata *md;
+    rl_store *st;
+    sqlite3 *sq;
+    sqlite3_stmt *sel[2]; /* ORDER BY price ASC / DESC, LIMIT ? */
+    sqlite3_stmt *begin, *commit;
+    int padding; /* bytes of padding per record */
+    int loaded;
+} dataset;
+
+/* The rounds of one case. */
+typedef struct {
+    double ns[MAX_ROUNDS];     /* ns per op */
+    double allocs[MAX_ROUNDS]; /* allocations per op (< 0: not counted) */
+    double bytes[MAX_ROUNDS];  /* bytes allocated per op (< 0: not counted) */
+    int n;
+    double rows; /* rows per op */
+    int selected, failed;
+} result;
+
+/* What the ops read is summed here, so the compiler cannot drop the reads. */
+static volatile uint64_t sink;
+
+/* ---- SQLite's allocations ----------------------------------------------------------------
+ * SQLite's allocator is process-global, so its counting wrapper is too (the one piece of global
+ * state here). It is installed once, before SQLite initialises; if SQLite was initialised
+ * already, sqlite3_config refuses and SQLite's allocations are reported as n/a. */
+
+static sqlite3_mem_methods sq_base;
+static uint64_t sq_allocs, sq_bytes;
+static int sq_counting = -1; /* -1: not tried; 0: not installed; 1: counting */
+
+static void *sq_malloc(int n) {
+    sq_allocs++;
+    sq_bytes += (uint64_t)(n > 0 ? n : 0);
+    return sq_base.xMalloc(n);
+}
+static void sq_free(void *p) { sq_base.xFree(p); }
+static void *sq_realloc(void *p, int n) {
+    sq_allocs++;
+    sq_bytes += (uint64_t)(n > 0 ? n : 0);
+    return sq_base.xRealloc(p, n);
+}
+static int sq_size(void *p) { return sq_base.xSize(p); }
+static int sq_roundup(int n) { return sq_base.xRoundup(n); }
+static int sq_init(void *ud) {
+    (void)ud;
+    return sq_base.xInit(sq_base.pAppData);
+}
+static void sq_shutdown(void *ud) {
+    (void)ud;
+    sq_base.xShutdown(sq_base.pAppData);
+}
+
+static void sq_install_counting(void) {
+    static sqlite3_mem_methods wrap = {sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup,
+                                       sq_init,   sq_shutdown, NULL};
+    if (sq_counting >= 0) return;
+    sq_counting = sqlite3_config(SQLITE_CONFIG_GETMALLOC, &sq_base) == SQLITE_OK &&
+                  sqlite3_config(SQLITE_CONFIG_MALLOC, &wrap) == SQLITE_OK;
+}
+
+/* ---- Loading ----------------------------------------------------------------------------- */
+
+typedef struct {
+    rl_store *st;
+    int first, n, records;
+    const uint8_t *pad;
+    size_t pad_len;
+} load_batch;
+
+/* Fill o with record id (customer points into buf, 32 bytes). */
+static void make_order(Reclayer__Order *o, int id, int records, char *buf, const uint8_t *pad,
+                       size_t pad_len) {
+    Reclayer__Order init = RECLAYER__ORDER__INIT;
+    *o = init;
+    o->has_order_id = 1, o->order_id = id;
+    o->has_price = 1, o->price = ((int64_t)id * 7919) % records;
+    o->has_quantity = 1, o->quantity = 1 + id % 10;
+    snprintf(buf, 32, "customer-%03d", id % 100);
+    o->customer = buf;
+    if (pad_len) o->has_padding = 1, o->padding.data = (uint8_t *)pad, o->padding.len = pad_len;
+}
+
+static int load_fn(rl_txn *txn, void *ud) {
+    load_batch *b = ud;
+    char buf[32];
+    for (int id = b->first; id < b->first + b->n; id++) {
+        Reclayer__Order o;
+        make_order(&o, id, b->records, buf, b->pad, b->pad_len);
+        int rc = rl_store_save(b->st, txn, &o.base, NULL);
+        if (rc) return rc;
+    }
+    return RL_OK;
+}
+
+static int sq_exec(sqlite3 *db, const char *sql) {
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? RL_OK : RL_E_IO_ERROR;
+}
+
+/* Load `records` Orders with `padding` bytes of padding into a new mem: store and a new
+ * in-memory SQLite database. On failure d holds what was opened (dataset_release frees it). */
+static int dataset_load(dataset *d, int records, int padding) {
+    static const uint8_t prefix[] = {0x02, 'b', 'e', 'n', 'c', 'h', 0x00,
+                                     0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00};
+    uint8_t *pad = NULL;
+    rl_txn *t = NULL;
+    sqlite3_stmt *ins = NULL;
+    int rc;
+    d->padding = padding;
+    if ((rc = rl_db_open("mem:", NULL, &d->db)) || (rc = rl_record_order_metadata(&d->md)) ||
+        (rc = rl_store_new(d->md, prefix, sizeof prefix,
+                           RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, &d->st)))
+        goto done;
+    if ((rc = rl_txn_begin(d->db, &t)) || (rc = rl_store_open(d->st, t))) goto done;
+    rl_future *f = rl_txn_commit(t);
+    rc = rl_future_wait(f);
+    rl_future_free(f);
+    if (rc) goto done;
+    if (padding > 0) {
+        if (!(pad = rl__malloc((size_t)padding))) {
+            rc = RL_E_OUT_OF_MEMORY;
+            goto done;
+        }
+        for (int i = 0; i < padding; i++) pad[i] = (uint8_t)('a' + i % 26);
+    }
+    int per = 4000000 / (padding + 200);
+    per = per < 1 ? 1 : per > 500 ? 500 : per;
+    for (int first = 1; first <= records; first += per) {
+        load_batch b = {d->st, first, records - first + 1 < per ? records - first + 1 : per, records,
+                        pad, (size_t)padding};
+        if ((rc = rl_db_run(d->db, load_fn, &b))) goto done;
+    }
+    /* SQLite: the same rows. */
+    if (sqlite3_open(":memory:", &d->sq) != SQLITE_OK) {
+        rc = RL_E_IO_ERROR;
+        goto done;
+    }
+    if ((rc = sq_exec(d->sq, "CREATE TABLE orders(order_id INTEGER PRIMARY KEY, price INTEGER,"
+                             " padding BLOB, customer TEXT, quantity INTEGER);"
+                             "CREATE INDEX price_idx ON orders(price); BEGIN")))
+        goto done;
+    if (sqlite3_prepare_v2(d->sq, "INSERT INTO orders VALUES(?,?,?,?,?)", -1, &ins, NULL)) {
+        rc = RL_E_IO_ERROR;
+        goto done;
+    }
+    for (int id = 1; id <= records; id++) {
+        Reclayer__Order o;
+        char buf[32];
+        make_order(&o, id, records, buf, pad, (size_t)padding);
+        sqlite3_bind_int64(ins, 1, o.order_id);
+        sqlite3_bind_int64(ins, 2, o.price);
+        if (o.has_padding) sqlite3_bind_blob(ins, 3, o.padding.data, (int)o.padding.len, SQLITE_STATIC);
+        else sqlite3_bind_null(ins, 3);
+        sqlite3_bind_text(ins, 4, o.customer, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 5, o.quantity);
+        int e = sqlite3_step(ins);
+        sqlite3_reset(ins);
+        if (e != SQLITE_DONE) {
+            rc = RL_E_IO_ERROR;
+            goto done;
+        }
+    }
+    if ((rc = sq_exec(d->sq, "COMMIT; ANALYZE"))) goto done;
+    if (sqlite3_prepare_v2(d->sq, "SELECT order_id, price, padding, customer, quantity FROM orders"
+                                  " ORDER BY price LIMIT ?", -1, &d->sel[0], NULL) ||
+        sqlite3_prepare_v2(d->sq, "SELECT order_id, price, padding, customer, quantity FROM orders"
+                                  " ORDER BY price DESC LIMIT ?", -1, &d->sel[1], NULL) ||
+        sqlite3_prepare_v2(d->sq, "BEGIN", -1, &d->begin, NULL) ||
+        sqlite3_prepare_v2(d->sq, "COMMIT", -1, &d->commit, NULL)) {
+        rc = RL_E_IO_ERROR;
+        goto done;
+    }
+    d->loaded = 1;
+done:
+    sqlite3_finalize(ins);
+    rl_txn_free(t);
+    rl__free(pad);
+    return rc;
+}
+
+static void dataset_release(dataset *d) {
+    for (int i = 0; i < 2; i++) sqlite3_finalize(d->sel[i]);
+    sqlite3_finalize(d->begin);
+    sqlite3_finalize(d->commit);
+    sqlite3_close(d->sq);
+    rl_store_free(d->st);
+    rl_metadata_free(d->md);
+    rl_db_close(d->db);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- The ops ----------------------------------------------------------------------------- */
+
+/* Fold one returned row into the sequence hash h (order_ids in order). */
+static uint64_t fold(uint64_t h, int64_t id) { return (h ^ (uint64_t)id) * 0x100000001b3ull; }
+
+/* One reclayer op: the query with fetch method m, reading every field of every record.
+ * [out] out_rows: rows returned; out_hash: fold of their order_ids. */
+static int rl_op(dataset *d, rl_fetch_method m, int limit, int reverse, uint64_t *out_rows,
+                 uint64_t *out_hash) {
+    rl_txn *t = NULL;
+    rl_cursor *c = NULL;
+    rl_query_options qo;
+    const rl_query_row *row;
+    uint64_t n = 0, h = 0xcbf29ce484222325ull, s = 0;
+    int rc;
+    memset(&qo, 0, sizeof qo);
+    qo.size = sizeof qo;
+    qo.fetch = m;
+    qo.limit = limit;
+    qo.reverse = reverse;
+    if ((rc = rl_txn_begin(d->db, &t)) || (rc = rl_cursor_open(d->st, t, "price_idx", &qo, &c))) goto done;
+    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
+        const Reclayer__Order *o = (const Reclayer__Order *)row->record->msg;
+        s += (uint64_t)o->order_id + (uint64_t)o->price + (uint64_t)o->quantity + strlen(o->customer);
+        if (o->padding.len) s += o->padding.len + o->padding.data[0] + o->padding.data[o->padding.len - 1];
+        h = fold(h, o->order_id);
+        n++;
+    }
+done:
+    rl_cursor_free(c);
+    rl_txn_free(t);
+    sink += s;
+    *out_rows = n;
+    *out_hash = h;
+    return rc;
+}
+
+/* One SQLite op: BEGIN, the prepared query with every column read, COMMIT. */
+static int sq_op(dataset *d, int limit, int reverse, uint64_t *out_rows, uint64_t *out_hash) {
+    sqlite3_stmt *st = d->sel[reverse];
+    uint64_t n = 0, h = 0xcbf29ce484222325ull, s = 0;
+    int rc = RL_OK, e;
+    if (sqlite3_step(d->begin) != SQLITE_DONE) rc = RL_E_IO_ERROR;
+    sqlite3_reset(d->begin);
+    if (rc) return rc;
+    sqlite3_bind_int(st, 1, limit);
+    while ((e = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        s += (uint64_t)id + (uint64_t)sqlite3_column_int64(st, 1) + (uint64_t)sqlite3_column_int64(st, 4);
+        const uint8_t *pad = sqlite3_column_blob(st, 2);
+        int pad_len = sqlite3_column_bytes(st, 2);
+        if (pad && pad_len > 0) s += (uint64_t)pad_len + pad[0] + pad[pad_len - 1];
+        const unsigned char *cust = sqlite3_column_text(st, 3);
+        if (cust) s += strlen((const char *)cust);
+        h = fold(h, id);
+        n++;
+    }
+    if (e != SQLITE_DONE) rc = RL_E_IO_ERROR;
+    sqlite3_reset(st);
+    if (sqlite3_step(d->commit) != SQLITE_DONE && !rc) rc = RL_E_IO_ERROR;
+    sqlite3_reset(d->commit);
+    sink += s;
+    *out_rows = n;
+    *out_hash = h;
+    return rc;
+}
+
+static int run_op(dataset *d, int sys, int limit, int reverse, uint64_t *out_rows, uint64_t *out_hash) {
+    if (sys == S_SQLITE) return sq_op(d, limit, reverse, out_rows, out_hash);
+    return rl_op(d, smethods[sys], limit, reverse, out_rows, out_hash);
+}
+
+/* ---- Measuring --------------------------------------------------------------------------- */
+
+/* Run the case for about `seconds` (at least 3 ops) and add one round to res. */
+static int measure(dataset *d, int sys, int limit, int reverse, double seconds, result *res) {
+    uint64_t budget = (uint64_t)(seconds * 1e9), ops = 0, rows = 0, n, h;
+    uint64_t sa0 = sq_allocs, sb0 = sq_bytes;
+    rl_alloc_stats a0, a1;
+    /* One op outside the clock, so the round starts warm. */
+    int rc = run_op(d, sys, limit, reverse, &n, &h);
+    if (rc) return rc;
+    rl_alloc_get_stats(&a0);
+    sa0 = sq_allocs, sb0 = sq_bytes;
+    uint64_t t0 = rl__clock_mono_ns(), t1;
+    do {
+        if ((rc = run_op(d, sys, limit, reverse, &n, &h))) return rc;
+        rows += n;
+        ops++;
+        t1 = rl__clock_mono_ns();
+    } while (t1 - t0 < budget || ops < 3);
+    rl_alloc_get_stats(&a1);
+    if (res->n >= MAX_ROUNDS) return RL_OK;
+    int i = res->n++;
+    res->ns[i] = (double)(t1 - t0) / (double)ops;
+    if (sys == S_SQLITE) {
+        res->allocs[i] = sq_counting == 1 ? (double)(sq_allocs - sa0) / (double)ops : -1;
+        res->bytes[i] = sq_counting == 1 ? (double)(sq_bytes - sb0) / (double)ops : -1;
+    } else {
+        res->allocs[i] = (double)(a1.allocs - a0.allocs) / (double)ops;
+        res->bytes[i] = (double)(a1.bytes - a0.bytes) / (double)ops;
+    }
+    res->rows = (double)rows / (double)ops;
+    return RL_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n) {
+    double tmp[MAX_ROUNDS];
+    if (n <= 0) return 0;
+    memcpy(tmp, v, (size_t)n * sizeof *v);
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* Check that every selected reclayer system of the group returns SQLite's rows, in order. */
+static int check_group(dataset *d, int limit, int reverse, const char *group, result *res) {
+    uint64_t n0, h0, n, h;
+    int rc = sq_op(d, limit, reverse, &n0, &h0);
+    if (rc) {
+        fprintf(stderr, "query: %s/sqlite failed: %s\n", group, rl_error_name(rc));
+        return rc;
+    }
+    for (int s = 0; s < S_SQLITE; s++) {
+        if (!res[s].selected) continue;
+        if ((rc = rl_op(d, smethods[s], limit, reverse, &n, &h))) {
+            fprintf(stderr, "query: %s/%s failed: %s\n", group, snames[s], rl_error_name(rc));
+            return rc;
+        }
+        if (n != n0 || h != h0) {
+            fprintf(stderr, "query: %s/%s returned %llu rows, not SQLite's %llu rows (or another order)\n",
+                    group, snames[s], (unsigned long long)n, (unsigned long long)n0);
+            return RL_E_INTERNAL_ERROR;
+        }
+    }
+    return RL_OK;
+}
+
+/* ---- The run ----------------------------------------------------------------------------- */
+
+static void print_count(FILE *out, double v, int width) {
+    if (v < 0) fprintf(out, " %*s", width, "n/a");
+    else if (v < 100) fprintf(out, " %*.2f", width, v);
+    else fprintf(out, " %*.0f", width, v);
+}
+
+int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf *json) {
+    result(*res)[R_COUNT][2][S_COUNT] = rl__calloc(D_COUNT, sizeof *res);
+    dataset ds[D_COUNT];
+    int repeats = o->repeats > MAX_ROUNDS ? MAX_ROUNDS : o->repeats;
+    int rc = RL_OK;
+    char name[128];
+    memset(ds, 0, sizeof ds);
+    if (!res) return RL_E_OUT_OF_MEMORY;
+    sq_install_counting();
+    /* Select the cases; a dataset is loaded only if one of its cases is selected. */
+    int need[D_COUNT] = {0, 0};
+    for (int d = 0; d < D_COUNT; d++)
+        for (int r = 0; r < R_COUNT; r++)
+            for (int dir = 0; dir < 2; dir++)
+                for (int s = 0; s < S_COUNT; s++) {
+                    snprintf(name, sizeof name, "%s/%s/%s/%s", dnames[d], rnames[r], dirnames[dir], snames[s]);
+                    if (o->only && !strstr(name, o->only)) continue;
+                    res[d][r][dir][s].selected = 1;
+                    need[d] = 1;
+                }
+    for (int d = 0; d < D_COUNT && rc == RL_OK; d++) {
+        if (!need[d]) continue;
+        int pad = d == D_SPLIT ? o->padding : 0;
+        fprintf(stderr, "query: loading %d %s Orders (padding %d) into mem: and SQLite\n", o->records,
+                dnames[d], pad);
+        if ((rc = dataset_load(&ds[d], o->records, pad)))
+            fprintf(stderr, "query: loading %s failed: %s\n", dnames[d], rl_error_name(rc));
+    }
+    /* Cross-check, then measure, group by group. */
+    for (int d = 0; d < D_COUNT && rc == RL_OK; d++) {
+        if (!need[d]) continue;
+        for (int r = 0; r < R_COUNT && rc == RL_OK; r++) {
+            for (int dir = 0; dir < 2 && rc == RL_OK; dir++) {
+                result *g = res[d][r][dir];
+                int any = 0;
+                for (int s = 0; s < S_COUNT; s++) any |= g[s].selected;
+                if (!any) continue;
+                snprintf(name, sizeof name, "%s/%s/%s", dnames[d], rnames[r], dirnames[dir]);
+                if ((rc = check_group(&ds[d], rlimits[r], dir, name, g))) break;
+                for (int round = 0; round < repeats && rc == RL_OK; round++) {
+                    for (int j = 0; j < S_COUNT; j++) {
+                        int s = (round % 2) ? S_COUNT - 1 - j : j; /* alternate the order */
+                        if (!g[s].selected || g[s].failed) continue;
+                        int e = measure(&ds[d], s, rlimits[r], dir, o->seconds, &g[s]);
+                        if (e) {
+                            fprintf(stderr, "query: %s/%s failed: %s\n", name, snames[s], rl_error_name(e));
+                            g[s].failed = 1;
+                            rc = rc ? rc : e;
+                        }
+                    }
+                }
+                fprintf(stderr, "query: %s done (%d rounds)\n", name, repeats);
+            }
+        }
+    }
+    /* The table: medians of the rounds. */
+    fprintf(out, "\nquery micro-benchmark: %d Orders per dataset, split padding %d B, %d rounds x %.2f s, "
+                 "median of rounds; SQLite allocations %s\n",
+            o->records, o->padding, repeats, o->seconds,
+            sq_counting == 1 ? "counted by a wrapper of its allocator (lookaside not counted)" : "n/a");
+    fprintf(out, "%-7s %-9s %-8s %-16s %12s %10s %12s %8s %9s %9s\n", "dataset", "rows", "dir", "system",
+            "ns/op", "allocs/op", "B/op", "rows/op", "ns/row", "x sqlite");
+    if (json)
+        rl__buf_printf(json, "{\"records\":%d,\"padding\":%d,\"seconds\":%g,\"repeats\":%d,"
+                             "\"sqlite_allocs_counted\":%s,\"results\":[",
+                       o->records, o->padding, o->seconds, repeats, sq_counting == 1 ? "true" : "false");
+    int first = 1;
+    for (int d = 0; d < D_COUNT; d++)
+        for (int r = 0; r < R_COUNT; r++)
+            for (int dir = 0; dir < 2; dir++) {
+                result *g = res[d][r][dir];
+                double sq_ns = g[S_SQLITE].n ? median(g[S_SQLITE].ns, g[S_SQLITE].n) : 0;
+                for (int s = 0; s < S_COUNT; s++) {
+                    result *x = &g[s];
+                    if (!x->n) continue;
+                    double ns = median(x->ns, x->n), al = median(x->allocs, x->n), by = median(x->bytes, x->n);
+                    fprintf(out, "%-7s %-9s %-8s %-16s %12.0f", dnames[d], rnames[r], dirnames[dir], snames[s], ns);
+                    print_count(out, al, 10);
+                    print_count(out, by, 12);
+                    fprintf(out, " %8.0f %9.0f", x->rows, x->rows > 0 ? ns / x->rows : 0);
+                    if (sq_ns > 0) fprintf(out, " %9.2f\n", ns / sq_ns);
+                    else fprintf(out, " %9s\n", "-");
+                    if (json) {
+                        rl__buf_printf(json, "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
+                                             "\"system\":\"%s\",\"rows_per_op\":%.1f,\"ns_per_op\":[",
+                                       first ? "" : ",", dnames[d], rnames[r], dirnames[dir], snames[s], x->rows);
+                        first = 0;
+                        for (int k = 0; k < x->n; k++) rl__buf_printf(json, "%s%.1f", k ? "," : "", x->ns[k]);
+                        rl__buf_printf(json, "],\"median_ns_per_op\":%.1f", ns);
+                        if (al >= 0) rl__buf_printf(json, ",\"allocs_per_op\":%.2f,\"bytes_per_op\":%.1f", al, by);
+                        else rl__buf_append_str(json, ",\"allocs_per_op\":null,\"bytes_per_op\":null");
+                        if (sq_ns > 0) rl__buf_printf(json, ",\"ratio_to_sqlite\":%.3f", ns / sq_ns);
+                        rl__buf_append_str(json, "}");
+                    }
+                }
+            }
+    /* Allocations per returned row: constant in steady state means the marginal cost of a row
+     * (rows1000 minus rows10, per extra row) matches the per-row figure at 10 rows. */
+    fprintf(out, "\nallocations per returned row (allocs/op / rows/op; marginal = extra allocs per extra row "
+                 "from rows10 to rows1000)\n");
+    fprintf(out, "%-7s %-8s %-16s %10s %10s %10s %10s\n", "dataset", "dir", "system", "limit1", "rows10",
+            "rows1000", "marginal");
+    for (int d = 0; d < D_COUNT; d++)
+        for (int dir = 0; dir < 2; dir++)
+            for (int s = 0; s < S_COUNT; s++) {
+                double per[R_COUNT], al[R_COUNT], rows[R_COUNT];
+                int have = 0;
+                for (int r = 0; r < R_COUNT; r++) {
+                    result *x = &res[d][r][dir][s];
+                    al[r] = x->n ? median(x->allocs, x->n) : -1;
+                    rows[r] = x->rows;
+                    per[r] = x->n && al[r] >= 0 && x->rows > 0 ? al[r] / x->rows : -1;
+                    have |= x->n > 0;
+                }
+                if (!have) continue;
+                fprintf(out, "%-7s %-8s %-16s", dnames[d], dirnames[dir], snames[s]);
+                for (int r = 0; r < R_COUNT; r++) print_count(out, per[r], 10);
+                if (al[R_ROWS10] >= 0 && al[R_ROWS1000] >= 0 && rows[R_ROWS1000] > rows[R_ROWS10])
+                    print_count(out, (al[R_ROWS1000] - al[R_ROWS10]) / (rows[R_ROWS1000] - rows[R_ROWS10]), 10);
+                else
+                    fprintf(out, " %10s", "-");
+                fprintf(out, "\n");
+            }
+    if (json) rl__buf_append_str(json, "]}");
+    for (int d = 0; d < D_COUNT; d++) dataset_release(&ds[d]);
+    rl__free(res);
+    return rc;
+}

@@ -1,0 +1,52 @@
+/* query_micro.h (internal) — the query micro-benchmark (`rlbench query`, issue 5's performance
+ * part): index scans of the Order store with each fetch method, side by side with SQLite doing
+ * the same query, in one process, warm.
+ *
+ * Datasets (each loaded into its own `mem:` database and its own in-memory SQLite database):
+ *   small  `records` Orders, no padding (about 40 bytes per record)
+ *   split  `records` Orders with a `padding`-byte padding field (default 100,000 bytes: with
+ *          the union framing the record exceeds RL_RECORD_SPLIT_SIZE and is stored in 2 chunks)
+ * Records: order_id 1..records, price (order_id * 7919) % records (a permutation, so index order
+ * differs from primary-key order), customer "customer-NNN", quantity 1..10. The reclayer store is
+ * ("bench", "orders") with split long records and record versions (as `rl load` makes it).
+ *
+ * Cases: {limit1, rows10, rows1000} x {forward, reverse} x {scan, remote, remote-fallback,
+ * sqlite}. One op = begin a transaction, run the query to completion reading every field of every
+ * returned record, end the transaction:
+ *   reclayer  rl_txn_begin, rl_cursor_open(price_idx, limit n, fetch method, reverse),
+ *             rl_cursor_next until NULL (each row's decoded Order is read), rl_cursor_free,
+ *             rl_txn_free
+ *   sqlite    BEGIN; SELECT order_id, price, padding, customer, quantity FROM orders
+ *             ORDER BY price [DESC] LIMIT n (prepared once, every column read); COMMIT
+ * Before measuring, every case's row sequence (order_ids in order) is checked against SQLite's,
+ * so the systems provably do the same work.
+ *
+ * Design (as micro.h): for each (dataset, rows, direction) group, `repeats` rounds; in each round
+ * every system runs the op for `seconds`, the order of systems alternating between rounds; the
+ * summary is the median of the rounds. Allocations per op and bytes per op come from
+ * rl_alloc_get_stats deltas for reclayer and from a counting wrapper installed around SQLite's
+ * allocator (SQLITE_CONFIG_MALLOC; lookaside hits are not heap calls and are not counted; "n/a"
+ * when SQLite was initialised before the wrapper could be installed).
+ */
+#ifndef RL_BENCH_QUERY_MICRO_H
+#define RL_BENCH_QUERY_MICRO_H
+
+#include <stdio.h>
+
+#include "base/buf.h"
+
+typedef struct {
+    int records;      /* Orders per dataset (default 1,000) */
+    int padding;      /* padding bytes of the split dataset (default 100,000) */
+    double seconds;   /* per system per round (default 0.3) */
+    int repeats;      /* rounds (default 5, at most 64) */
+    const char *only; /* run only cases whose name "dataset/rows/direction/system" contains this
+                       * (NULL: all); datasets no selected case uses are not loaded */
+} rl_query_micro_options;
+
+/* Run the query micro-benchmark, printing a table to out and appending one JSON document to json
+ * (may be NULL). Progress goes to stderr. Returns RL_OK, or the first error of a setup, a
+ * cross-check (RL_E_INTERNAL_ERROR: a case returned other rows than SQLite) or an op. */
+int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf *json);
+
+#endif
