@@ -54,7 +54,7 @@ typedef struct {
 
 /* An index entry waiting in the scan source's queue. */
 typedef struct {
-    uint8_t *key; /* owned copy of the index key */
+    size_t key_off; /* its index key: qbytes.data[key_off .. key_off + key_len) */
     size_t key_len;
     rl_future *f; /* the issued load of its record (NULL until issued) */
 } qent;
@@ -87,13 +87,19 @@ struct rl_cursor {
     int exhausted;            /* the index range has no entries beyond those received */
     qent *q;                  /* SRC_SCAN: entries received, not yet taken */
     int qn, qcap, qhead;
+    rl_buf qbytes;            /* SRC_SCAN: the index keys of the queued entries */
+    rl_buf tb, te;            /* scratch begin / end keys of record loads and completions */
     rl_future *mf;            /* SRC_REMOTE: the current page */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
     /* The entry being looked at. */
     rl_buf cur_key, cur_pk;
-    kvlist kvs;
-    rl_record rec;
+    kvlist kvs;               /* the record's key-values when they had to be copied */
+    const rl_keyvalue *rkvs;  /* the record's key-values: into hold, mf or kvs.view */
+    int rn;
+    rl_future *hold;          /* SRC_SCAN: the one-page load that rkvs points into */
+    rl__record_decoder dec;   /* decodes rec; reuses its memory across rows */
+    rl_record rec;            /* borrowed from dec: zero it, never rl_record_release it */
     rl_query_row row;
     /* State. */
     int64_t consumed, rows, bytes_scanned;
@@ -250,11 +256,13 @@ static int drain_range(rl_cursor *c, rl_future *f, rl_buf *begin, const uint8_t 
  * ========================================================================================== */
 
 static void src_release(rl_cursor *c) {
-    for (int i = c->qhead; i < c->qn; i++) {
-        rl__free(c->q[i].key);
-        rl_future_free(c->q[i].f);
-    }
+    for (int i = c->qhead; i < c->qn; i++) rl_future_free(c->q[i].f);
     c->qn = c->qhead = 0;
+    rl__buf_reset(&c->qbytes);
+    rl_future_free(c->hold);
+    c->hold = NULL;
+    c->rkvs = NULL;
+    c->rn = 0;
     rl_future_free(c->mf);
     c->mf = NULL;
     c->ments = NULL;
@@ -309,8 +317,9 @@ static rl_key_selector sel_e(const rl_cursor *c) {
 
 /* Issue the load of one record: a range read of (1, pk...) = [R+pk+0x00, R+pk+0xff), WANT_ALL,
  * serializable (Java's loadWithSplit). */
-static int issue_load(rl_cursor *c, qent *e, rl_buf *b, rl_buf *en) {
-    int rc = entry_pk(c, e->key, e->key_len);
+static int issue_load(rl_cursor *c, qent *e) {
+    rl_buf *b = &c->tb, *en = &c->te;
+    int rc = entry_pk(c, c->qbytes.data + e->key_off, e->key_len);
     if (rc) return rc;
     rl__buf_reset(b);
     rl__buf_append(b, c->recprefix.data, c->recprefix.len);
@@ -332,12 +341,10 @@ static int scan_next(rl_cursor *c, int *out_has) {
     int rc = RL_OK, n, more;
     const rl_keyvalue *kvs;
     rl_future *f = NULL;
-    rl_buf b, e;
-    rl__buf_init(&b);
-    rl__buf_init(&e);
     *out_has = 0;
     if (c->qhead == c->qn) {
         c->qhead = c->qn = 0;
+        rl__buf_reset(&c->qbytes);
         if (c->exhausted) goto done;
         c->k.reads_range++;
         f = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), read_limit(c), 0, RL_STREAMING_ITERATOR,
@@ -357,13 +364,12 @@ static int scan_next(rl_cursor *c, int *out_has) {
             c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
             qent *q = &c->q[c->qn];
             q->f = NULL;
+            q->key_off = c->qbytes.len;
             q->key_len = kvs[i].key_len;
-            if (!(q->key = rl__memdup(kvs[i].key, kvs[i].key_len))) {
-                rc = RL_E_OUT_OF_MEMORY;
-                goto done;
-            }
+            rl__buf_append(&c->qbytes, kvs[i].key, kvs[i].key_len);
             c->qn++;
         }
+        if ((rc = rl__buf_error(&c->qbytes))) goto done;
         if (n == 0) {
             c->exhausted = 1;
             goto done;
@@ -373,37 +379,50 @@ static int scan_next(rl_cursor *c, int *out_has) {
     /* Keep up to pipeline_depth loads outstanding, in index order. */
     int depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
     for (int i = c->qhead; i < c->qn && i < c->qhead + depth; i++)
-        if (!c->q[i].f && (rc = issue_load(c, &c->q[i], &b, &e))) goto done;
+        if (!c->q[i].f && (rc = issue_load(c, &c->q[i]))) goto done;
     qent *q = &c->q[c->qhead++];
     rl_future *lf = q->f;
     q->f = NULL;
     rl__buf_reset(&c->cur_key);
-    rl__buf_append(&c->cur_key, q->key, q->key_len);
-    rl__free(q->key);
-    q->key = NULL;
+    rl__buf_append(&c->cur_key, c->qbytes.data + q->key_off, q->key_len);
     if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) {
         rl_future_free(lf);
         goto done;
     }
+    /* A load whose first page is the whole record range is used in place (held until the
+     * record is decoded); a longer one is copied page by page. */
+    if ((rc = rl_future_wait(lf)) || (rc = rl_future_get_keyvalue_array(lf, &kvs, &n, &more))) {
+        rl_future_free(lf);
+        goto done;
+    }
+    if (!more || n == 0) {
+        for (int i = 0; i < n; i++) c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
+        c->hold = lf;
+        c->rkvs = kvs;
+        c->rn = n;
+        *out_has = 1;
+        goto done;
+    }
     /* Rebuild the range bounds for paging (the load's begin is advanced by drain_range). */
-    rl__buf_reset(&b);
-    rl__buf_append(&b, c->recprefix.data, c->recprefix.len);
-    rl__buf_append(&b, c->cur_pk.data, c->cur_pk.len);
-    rl__buf_reset(&e);
-    rl__buf_append(&e, b.data, b.len);
-    rl__buf_append_byte(&b, 0x00);
-    rl__buf_append_byte(&e, 0xff);
-    if ((rc = rl__buf_error(&b)) || (rc = rl__buf_error(&e))) {
+    rl__buf_reset(&c->tb);
+    rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
+    rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
+    rl__buf_reset(&c->te);
+    rl__buf_append(&c->te, c->tb.data, c->tb.len);
+    rl__buf_append_byte(&c->tb, 0x00);
+    rl__buf_append_byte(&c->te, 0xff);
+    if ((rc = rl__buf_error(&c->tb)) || (rc = rl__buf_error(&c->te))) {
         rl_future_free(lf);
         goto done;
     }
     kvl_reset(&c->kvs);
-    if ((rc = drain_range(c, lf, &b, e.data, e.len, &c->kvs))) goto done;
+    if ((rc = drain_range(c, lf, &c->tb, c->te.data, c->te.len, &c->kvs))) goto done;
+    kvl_view(&c->kvs);
+    c->rkvs = c->kvs.view;
+    c->rn = c->kvs.n;
     *out_has = 1;
 done:
     rl_future_free(f);
-    rl__buf_release(&b);
-    rl__buf_release(&e);
     return rc;
 }
 
@@ -445,31 +464,35 @@ static int remote_next(rl_cursor *c, int *out_has) {
     rl__buf_reset(&c->cur_key);
     rl__buf_append(&c->cur_key, m->index.key, m->index.key_len);
     if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) return rc;
+    if (!m->more) {
+        /* The whole secondary result is here: use it in place (it lives as long as c->mf). */
+        c->rkvs = m->kvs;
+        c->rn = m->n_kvs;
+        *out_has = 1;
+        return RL_OK;
+    }
+    /* The server cut this record's range off: copy what came and read the rest ourselves. */
     kvl_reset(&c->kvs);
     for (int j = 0; j < m->n_kvs; j++)
         if ((rc = kvl_add(&c->kvs, &m->kvs[j]))) return rc;
-    if (m->more) {
-        /* The server cut this record's range off: read the rest ourselves. */
-        rl_buf b;
-        rl__buf_init(&b);
-        if (m->n_kvs > 0) {
-            rl__buf_append(&b, m->kvs[m->n_kvs - 1].key, m->kvs[m->n_kvs - 1].key_len);
-            rl__buf_append_byte(&b, 0x00);
-        } else {
-            rl__buf_append(&b, m->begin, m->begin_len);
-        }
-        rc = rl__buf_error(&b);
-        if (!rc) {
-            c->k.secondary_completions++;
-            c->k.reads_range++;
-            rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len),
-                                            RL_FIRST_GREATER_OR_EQUAL(m->end, m->end_len), 0, 0,
-                                            RL_STREAMING_WANT_ALL, 0, 0);
-            rc = drain_range(c, f, &b, m->end, m->end_len, &c->kvs);
-        }
-        rl__buf_release(&b);
-        if (rc) return rc;
+    rl_buf *b = &c->tb;
+    rl__buf_reset(b);
+    if (m->n_kvs > 0) {
+        rl__buf_append(b, m->kvs[m->n_kvs - 1].key, m->kvs[m->n_kvs - 1].key_len);
+        rl__buf_append_byte(b, 0x00);
+    } else {
+        rl__buf_append(b, m->begin, m->begin_len);
     }
+    if ((rc = rl__buf_error(b))) return rc;
+    c->k.secondary_completions++;
+    c->k.reads_range++;
+    rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
+                                    RL_FIRST_GREATER_OR_EQUAL(m->end, m->end_len), 0, 0,
+                                    RL_STREAMING_WANT_ALL, 0, 0);
+    if ((rc = drain_range(c, f, b, m->end, m->end_len, &c->kvs))) return rc;
+    kvl_view(&c->kvs);
+    c->rkvs = c->kvs.view;
+    c->rn = c->kvs.n;
     *out_has = 1;
     return RL_OK;
 }
@@ -634,7 +657,11 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__buf_init(&c->cur_key);
     rl__buf_init(&c->cur_pk);
     rl__buf_init(&c->cont);
+    rl__buf_init(&c->qbytes);
+    rl__buf_init(&c->tb);
+    rl__buf_init(&c->te);
     kvl_init(&c->kvs);
+    rl__decoder_init(&c->dec);
     c->k.size = sizeof c->k;
     /* Entry layout: the indexed values, then the primary-key columns not among them. */
     const rl__rtype *rt = &md->types[c->ix->type];
@@ -675,8 +702,12 @@ void rl_cursor_free(rl_cursor *c) {
     if (!c) return;
     src_release(c);
     rl__free(c->q);
-    rl_record_release(&c->rec);
+    memset(&c->rec, 0, sizeof c->rec); /* borrowed from dec */
+    rl__decoder_release(&c->dec);
     kvl_release(&c->kvs);
+    rl__buf_release(&c->qbytes);
+    rl__buf_release(&c->tb);
+    rl__buf_release(&c->te);
     rl__buf_release(&c->ixprefix);
     rl__buf_release(&c->recprefix);
     rl__buf_release(&c->range_b);
@@ -706,15 +737,21 @@ static int end_with(rl_cursor *c, rl_no_next_reason r) {
  * [out] out_has: 0 when the source has no more; out_found: 0 for an orphan; out_bytes: bytes of
  * the entry and its record. */
 static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_bytes) {
+    c->rkvs = NULL;
+    c->rn = 0;
     int rc = c->src == SRC_SCAN ? scan_next(c, out_has) : remote_next(c, out_has);
     *out_found = 0;
     *out_bytes = 0;
     if (rc || !*out_has) return rc;
     *out_bytes = (int64_t)c->cur_key.len;
-    for (int i = 0; i < c->kvs.n; i++) *out_bytes += (int64_t)(c->kvs.off[4 * i + 1] + c->kvs.off[4 * i + 3]);
-    kvl_view(&c->kvs);
-    rl_record_release(&c->rec);
-    rc = rl_store_decode_record(c->s, c->kvs.view, c->kvs.n, &c->rec);
+    for (int i = 0; i < c->rn; i++) *out_bytes += (int64_t)c->rkvs[i].key_len + c->rkvs[i].value_len;
+    memset(&c->rec, 0, sizeof c->rec);
+    rc = rl__decoder_decode(&c->dec, c->s, c->cur_pk.data, c->cur_pk.len, c->rkvs, c->rn, &c->rec);
+    /* The decoded record does not point into the key-values: let go of a held load. */
+    rl_future_free(c->hold);
+    c->hold = NULL;
+    c->rkvs = NULL;
+    c->rn = 0;
     if (rc == RL_E_NOT_FOUND) return RL_OK;
     if (rc) {
         rl_buf k;
@@ -754,7 +791,7 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
     *out = NULL;
     if (c->err) return c->err;
     if (c->done) return RL_OK;
-    rl_record_release(&c->rec);
+    memset(&c->rec, 0, sizeof c->rec); /* borrowed from dec */
     for (;;) {
         if (c->o.limit > 0 && c->rows >= c->o.limit) return end_with(c, RL_NO_NEXT_RETURN_LIMIT_REACHED);
         if (c->consumed > 0) { /* invariant 4 */

@@ -370,6 +370,11 @@ int rl__record_serialize(const rl_metadata *md, int t, const ProtobufCMessage *m
 
 int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type,
                      ProtobufCMessage **out_msg, rl_buf *errbuf) {
+    return rl__record_parse_with(md, p, n, &rl__record_allocator, out_type, out_msg, errbuf);
+}
+
+int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc,
+                          int *out_type, ProtobufCMessage **out_msg, rl_buf *errbuf) {
     size_t i = 0;
     uint64_t tag, len;
     *out_msg = NULL;
@@ -390,7 +395,7 @@ int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out
         if (errbuf) rl__buf_printf(errbuf, "record union field %llu names no record type", (unsigned long long)field);
         return RL_E_RECORD_TYPE_UNKNOWN;
     }
-    ProtobufCMessage *m = protobuf_c_message_unpack(md->types[t].desc, &rl__record_allocator, (size_t)len, p + i);
+    ProtobufCMessage *m = protobuf_c_message_unpack(md->types[t].desc, alloc, (size_t)len, p + i);
     if (!m) {
         if (errbuf) rl__buf_printf(errbuf, "record of type %s does not parse", md->types[t].desc->name);
         return RL_E_RECORD_PARSE_FAILED;

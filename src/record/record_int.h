@@ -87,6 +87,10 @@ int rl__record_serialize(const rl_metadata *md, int t, const ProtobufCMessage *m
  * errbuf if not NULL), RL_E_RECORD_TYPE_UNKNOWN (a union field of no type). */
 int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type,
                      ProtobufCMessage **out_msg, rl_buf *errbuf);
+/* rl__record_parse with the message allocated by alloc (borrowed; the caller frees the message
+ * with the same allocator, or not at all for a scratch allocator whose free is a no-op). */
+int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc,
+                          int *out_type, ProtobufCMessage **out_msg, rl_buf *errbuf);
 
 /* ---- Split records (split.c) ------------------------------------------------------------- */
 
@@ -205,6 +209,39 @@ void rl__record_set_errmsg(const char *fmt, ...) __attribute__((format(printf, 1
 int rl__record_defect_error(const rl__unsplit_event *ev);
 /* Fill rl_record from an assembled record event (parse, copy pk). RL_OK or parse errors. */
 int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out);
+
+/* ---- Reusable record decoding for scans (decoder.c) -------------------------------------- */
+
+/* A scratch block of the decoder: overflow allocations of one record chain behind it. */
+typedef struct rl__scratch_big rl__scratch_big;
+
+/* Decodes records one after another (the query cursor's rows) while reusing its memory: the
+ * decoded message and primary key live in a scratch block that is recycled at the next decode,
+ * and the block grows to the largest record seen, so decoding allocates nothing in steady state.
+ * The common layouts (an optional version key, then suffix 0 or chunks 1..n) are assembled
+ * directly from the key-values; anything else (and every failure) takes the strict path of
+ * rl_store_decode_record, so results and errors are exactly that function's.
+ * Not thread-safe; one decoder per cursor. */
+typedef struct {
+    uint8_t *mem;          /* scratch block (owned), mem_cap bytes */
+    size_t mem_cap, mem_used;
+    size_t want;           /* bytes the current record asked for (sizes the block next time) */
+    rl__scratch_big *big;  /* overflow allocations of the current record (owned) */
+    int oom;               /* an overflow allocation failed during the current record */
+    rl_buf data;           /* concatenated chunks of a split record */
+    rl_record slow;        /* a record decoded by the strict path (owned) */
+    ProtobufCAllocator pa; /* allocates from the scratch; its free is a no-op */
+} rl__record_decoder;
+
+void rl__decoder_init(rl__record_decoder *d);
+void rl__decoder_release(rl__record_decoder *d);
+/* Decode the record of primary key pk (packed) from kvs[0..n): the key-values of its records
+ * range in ascending key order. [out] out: filled on RL_OK and BORROWED from d — valid until the
+ * next decode or release of d; never pass it to rl_record_release (zero it instead). Returns
+ * RL_OK, RL_E_NOT_FOUND, RL_E_OUT_OF_MEMORY, or the corruption errors of rl_store_decode_record
+ * (with its detail message). Never reads outside the given arrays. */
+int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
+                       const rl_keyvalue *kvs, int n, rl_record *out);
 
 /* ---- The record commands of `rl` (tool.c) ------------------------------------------------- */
 

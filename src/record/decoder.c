@@ -1,0 +1,185 @@
+/* decoder.c — reusable record decoding for scans (rl__record_decoder, declared in record_int.h).
+ *
+ * The query cursor decodes one record per row. rl_store_decode_record is the strict, general
+ * decoder, but it copies every key-value into an unsplitter, allocates the unsplitter's buffers,
+ * a primary-key copy and every protobuf field afresh for each record. This decoder serves the
+ * same contract for a stream of records with no allocation in steady state:
+ *
+ *   1. Fast path: when the key-values are exactly the common layout of primary key pk — an
+ *      optional valid version key (pk, -1) followed by either one (pk, 0) or the chunks (pk, 1),
+ *      (pk, 2), ... without a gap — the record's bytes are taken in place (suffix 0) or
+ *      concatenated into a reused buffer (chunks), and parsed with a scratch allocator.
+ *   2. Anything else (defects, strays, a longer primary key inside the range, a record that does
+ *      not parse) goes to rl_store_decode_record, so results, error codes and detail messages
+ *      are exactly the strict decoder's. Only RL_E_OUT_OF_MEMORY is decided by the fast path.
+ *   3. Scratch memory: one block, bump-allocated; what does not fit is allocated separately and
+ *      chained (`big`). At the next decode the chain is freed and the block regrown to what the
+ *      last record needed, so after the largest record has been seen, decoding allocates
+ *      nothing. Decoded messages are never freed one by one (the allocator's free is a no-op).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "record/record_int.h"
+
+struct rl__scratch_big {
+    rl__scratch_big *next;
+    _Alignas(16) unsigned char mem[];
+};
+
+#define NOT_COMMON (-1) /* fast_decode: not the common layout; use the strict path */
+
+/* The scratch allocator (protobuf-c's alloc): 16-byte aligned, from the block if it fits. */
+static void *scratch_alloc(void *ud, size_t n) {
+    rl__record_decoder *d = ud;
+    size_t need = (n + 15) & ~(size_t)15;
+    if (need < n) { /* n near SIZE_MAX */
+        d->oom = 1;
+        return NULL;
+    }
+    if (need == 0) need = 16;
+    d->want += need;
+    if (d->mem && d->mem_cap - d->mem_used >= need) {
+        void *p = d->mem + d->mem_used;
+        d->mem_used += need;
+        return p;
+    }
+    if (need > SIZE_MAX - sizeof(rl__scratch_big)) {
+        d->oom = 1;
+        return NULL;
+    }
+    rl__scratch_big *b = rl__malloc(sizeof *b + need);
+    if (!b) {
+        d->oom = 1;
+        return NULL;
+    }
+    b->next = d->big;
+    d->big = b;
+    return b->mem;
+}
+
+static void scratch_free(void *ud, void *p) {
+    (void)ud;
+    (void)p;
+}
+
+/* Recycle the scratch for the next record: free the overflow chain and, if the last record
+ * needed more than the block holds, replace the block by a larger one (keeping the old block if
+ * that allocation fails: the overflow chain still serves). */
+static void scratch_reset(rl__record_decoder *d) {
+    while (d->big) {
+        rl__scratch_big *n = d->big->next;
+        rl__free(d->big);
+        d->big = n;
+    }
+    if (d->want > d->mem_cap) {
+        size_t cap = d->want + d->want / 4 + 256;
+        uint8_t *m = cap > d->want ? rl__malloc(cap) : NULL;
+        if (m) {
+            rl__free(d->mem);
+            d->mem = m;
+            d->mem_cap = cap;
+        }
+    }
+    d->mem_used = 0;
+    d->want = 0;
+    d->oom = 0;
+}
+
+void rl__decoder_init(rl__record_decoder *d) {
+    memset(d, 0, sizeof *d);
+    rl__buf_init(&d->data);
+    d->pa.alloc = scratch_alloc;
+    d->pa.free = scratch_free;
+    d->pa.allocator_data = d;
+}
+
+void rl__decoder_release(rl__record_decoder *d) {
+    scratch_reset(d);
+    rl__free(d->mem);
+    rl__buf_release(&d->data);
+    rl_record_release(&d->slow);
+    memset(d, 0, sizeof *d);
+}
+
+/* The suffix of kv's key if the key is exactly records prefix + pk + one integer element.
+ * Returns 0 and sets *out, or -1. */
+static int suffix_of(const rl_store *s, const uint8_t *pk, size_t pk_len, const rl_keyvalue *kv,
+                     int64_t *out) {
+    size_t pre = s->rec_prefix_len;
+    rl_tuple_iter it;
+    rl_tuple_elem e;
+    if (kv->key_len <= pre + pk_len || memcmp(kv->key, s->rec_prefix, pre) != 0 ||
+        memcmp(kv->key + pre, pk, pk_len) != 0)
+        return -1;
+    rl__tuple_iter_init(&it, kv->key + pre + pk_len, kv->key_len - pre - pk_len);
+    if (rl__tuple_iter_next(&it, &e) != RL_OK || e.type != RL_TT_INT || !e.fits_i64) return -1;
+    *out = e.i; /* before the next call, which may overwrite e */
+    if (rl__tuple_iter_next(&it, &e) != RL_E_NOT_FOUND) return -1;
+    return 0;
+}
+
+/* Invariant 1. Returns RL_OK (out filled from the scratch), RL_E_OUT_OF_MEMORY or NOT_COMMON. */
+static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
+                       const rl_keyvalue *kvs, int n, rl_record *out) {
+    int i = 0, chunks = 0, t;
+    int64_t sfx;
+    const uint8_t *data;
+    size_t len;
+    ProtobufCMessage *m = NULL;
+    if (n < 1 || suffix_of(s, pk, pk_len, &kvs[0], &sfx)) return NOT_COMMON;
+    if (sfx == RL__SUFFIX_VERSION) {
+        if (kvs[0].value_len != 13 || kvs[0].value[0] != 0x33) return NOT_COMMON;
+        out->has_version = 1;
+        memcpy(out->version, kvs[0].value + 1, 12);
+        i = 1;
+        if (i >= n || suffix_of(s, pk, pk_len, &kvs[i], &sfx)) return NOT_COMMON;
+    }
+    if (sfx == RL__SUFFIX_UNSPLIT) {
+        if (i + 1 != n) return NOT_COMMON;
+        data = kvs[i].value;
+        len = kvs[i].value_len;
+    } else if (sfx == RL__SUFFIX_FIRST_CHUNK) {
+        int64_t expect = RL__SUFFIX_FIRST_CHUNK;
+        rl__buf_reset(&d->data);
+        for (; i < n; i++, expect++) {
+            if (suffix_of(s, pk, pk_len, &kvs[i], &sfx) || sfx != expect) return NOT_COMMON;
+            rl__buf_append(&d->data, kvs[i].value, kvs[i].value_len);
+        }
+        if (rl__buf_error(&d->data)) return RL_E_OUT_OF_MEMORY;
+        data = d->data.data;
+        len = d->data.len;
+        chunks = (int)(expect - RL__SUFFIX_FIRST_CHUNK);
+    } else {
+        return NOT_COMMON;
+    }
+    if (rl__record_parse_with(s->md, data, len, &d->pa, &t, &m, NULL) != RL_OK)
+        return d->oom ? RL_E_OUT_OF_MEMORY : NOT_COMMON;
+    uint8_t *pkc = scratch_alloc(d, pk_len ? pk_len : 1);
+    if (!pkc) return RL_E_OUT_OF_MEMORY;
+    memcpy(pkc, pk, pk_len);
+    out->type = s->md->types[t].desc;
+    out->msg = m;
+    out->pk = pkc;
+    out->pk_len = pk_len;
+    out->stored_len = len;
+    out->n_chunks = chunks;
+    return RL_OK;
+}
+
+int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
+                       const rl_keyvalue *kvs, int n, rl_record *out) {
+    memset(out, 0, sizeof *out);
+    rl_record_release(&d->slow);
+    scratch_reset(d);
+    int rc = fast_decode(d, s, pk, pk_len, kvs, n, out);
+    if (rc != NOT_COMMON) {
+        if (rc) memset(out, 0, sizeof *out);
+        return rc;
+    }
+    memset(out, 0, sizeof *out);
+    if ((rc = rl_store_decode_record(s, kvs, n, &d->slow))) return rc;
+    *out = d->slow;
+    return RL_OK;
+}
