@@ -2,6 +2,7 @@
  * against a model, window errors, GC, atomic operations (FoundationDB's documented rules) and key
  * selector resolution.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "base/alloc.h"
@@ -611,7 +612,55 @@ TEST(storage_4_2_range_limits) {
     rl__storage_close(st);
 }
 
+/* ---- storage-5: threads ------------------------------------------------------------------- */
+
+/* Every version v writes keys a and b with the same 8-byte value v; readers at the latest
+ * version must always see them equal (a read never observes half a version). */
+typedef struct {
+    rl_storage *st;
+    _Atomic int stop;
+    _Atomic int bad;
+} conc_ctx;
+
+static void *reader(void *arg) {
+    conc_ctx *c = arg;
+    rl_arena a;
+    long reads = 0;
+    rl__arena_init(&a, 0);
+    while (!c->stop) {
+        rl_version v = rl__storage_latest_version(c->st);
+        rl_kvpair *kvs;
+        int n, more;
+        if (rl__storage_get_range(c->st, v, "a", 1, "c", 1, 0, 0, (int)(reads & 1), &a, &kvs,
+                                  &n, &more) != RL_OK) {
+            c->bad++;
+        } else if (v > 0 && (n != 2 || kvs[0].value_len != 8 ||
+                             memcmp(kvs[0].value, kvs[1].value, 8) != 0)) {
+            c->bad++;
+        }
+        reads++;
+        rl__arena_reset(&a);
+    }
+    rl__arena_release(&a);
+    return NULL;
+}
+
+TEST(storage_5_1_concurrent_readers) {
+    conc_ctx c = {open_mem(1000), 0, 0};
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) ASSERT_EQ(pthread_create(&th[i], NULL, reader, &c), 0);
+    for (rl_version v = 1; v <= 20000; v++) {
+        rl_mutation m[] = {{RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)&v, 8},
+                           {RL_MUT_SET, (const uint8_t *)"b", 1, (const uint8_t *)&v, 8}};
+        ASSERT_OK(rl__storage_apply(c.st, v, m, 2));
+    }
+    c.stop = 1;
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    ASSERT_EQ(c.bad, 0);
+    rl__storage_close(c.st);
+}
+
 RL_TEST_MAIN(T(storage_1_1_versions), T(storage_1_2_same_version), T(storage_1_3_window),
              T(storage_1_4_gc_drops_tombstones), T(storage_2_1_model), T(storage_3_1_atomic_table),
              T(storage_3_2_append_limit), T(storage_3_3_atomic_in_storage), T(storage_4_1_selectors),
-             T(storage_4_2_range_limits))
+             T(storage_4_2_range_limits), T(storage_5_1_concurrent_readers))
