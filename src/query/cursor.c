@@ -56,6 +56,7 @@ typedef struct {
 typedef struct {
     size_t key_off; /* its index key: qbytes.data[key_off .. key_off + key_len) */
     size_t key_len;
+    size_t pk_off, pk_len; /* its primary key in qbytes, set when the load is issued */
     rl_future *f; /* the issued load of its record (NULL until issued) */
 } qent;
 
@@ -321,6 +322,11 @@ static int issue_load(rl_cursor *c, qent *e) {
     rl_buf *b = &c->tb, *en = &c->te;
     int rc = entry_pk(c, c->qbytes.data + e->key_off, e->key_len);
     if (rc) return rc;
+    /* Keep the primary key for when the entry is taken (saves decoding the entry again). */
+    e->pk_off = c->qbytes.len;
+    e->pk_len = c->cur_pk.len;
+    rl__buf_append(&c->qbytes, c->cur_pk.data, c->cur_pk.len);
+    if ((rc = rl__buf_error(&c->qbytes))) return rc;
     rl__buf_reset(b);
     rl__buf_append(b, c->recprefix.data, c->recprefix.len);
     rl__buf_append(b, c->cur_pk.data, c->cur_pk.len);
@@ -385,7 +391,9 @@ static int scan_next(rl_cursor *c, int *out_has) {
     q->f = NULL;
     rl__buf_reset(&c->cur_key);
     rl__buf_append(&c->cur_key, c->qbytes.data + q->key_off, q->key_len);
-    if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) {
+    rl__buf_reset(&c->cur_pk);
+    rl__buf_append(&c->cur_pk, c->qbytes.data + q->pk_off, q->pk_len);
+    if ((rc = rl__buf_error(&c->cur_key)) || (rc = rl__buf_error(&c->cur_pk))) {
         rl_future_free(lf);
         goto done;
     }
