@@ -474,7 +474,13 @@ int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *e
     st->lock_fd = st->log_fd = -1;
     rl__buf_init(&st->pending);
     st->window = opts->window_versions ? opts->window_versions : DEFAULT_WINDOW;
-    if (pthread_rwlock_init(&st->lock, NULL) != 0) {
+    /* Writers first: glibc's default prefers readers, and a stream of reads would starve apply. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    int lrc = pthread_rwlock_init(&st->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (lrc != 0) {
         rl__free(st);
         return RL_E_OUT_OF_MEMORY;
     }

@@ -649,7 +649,7 @@ TEST(storage_5_1_concurrent_readers) {
     conc_ctx c = {open_mem(1000), 0, 0};
     pthread_t th[3];
     for (int i = 0; i < 3; i++) ASSERT_EQ(pthread_create(&th[i], NULL, reader, &c), 0);
-    for (rl_version v = 1; v <= 20000; v++) {
+    for (rl_version v = 1; v <= 5000; v++) {
         rl_mutation m[] = {{RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)&v, 8},
                            {RL_MUT_SET, (const uint8_t *)"b", 1, (const uint8_t *)&v, 8}};
         ASSERT_OK(rl__storage_apply(c.st, v, m, 2));
