@@ -3,7 +3,7 @@
  * over plain key-value arrays (split.c), so that each can be tested without a database.
  *
  * Keyspace ids under a store's prefix (DESIGN §6, Java's FDBRecordStoreKeyspace): see
- * RL__KS_* below and docs/record-layout.md.
+ * RL__KS_* below and docs/file-format.md (Record store layout).
  */
 #ifndef RL_RECORD_RECORD_INT_H
 #define RL_RECORD_RECORD_INT_H

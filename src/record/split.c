@@ -1,7 +1,7 @@
 /* split.c — split records: how many chunks a record takes, and the unsplitter that assembles
  * records from the key-values of a records range and names every malformed layout it meets.
  *
- * Layout (Java's SplitHelper, docs/record-layout.md): under the records prefix R = prefix+(1,)
+ * Layout (Java's SplitHelper, docs/file-format.md (Record store layout)): under the records prefix R = prefix+(1,)
  *   R + pk + (-1)      version: tuple(versionstamp), 13 bytes (0x33 + 12)
  *   R + pk + (0)       the whole record, when it is at most 100,000 bytes
  *   R + pk + (1..n)    100,000-byte chunks, concatenated in order, when it is longer
