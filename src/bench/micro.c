@@ -39,7 +39,23 @@ struct sys {
     double allocs[W_COUNT][64];  /* allocations per op per round */
     int n_samples[W_COUNT];
     int failed;
+    uint64_t check; /* sum over every byte read (see touch): every system reads what it returns */
 };
+
+/* Sum the bytes at p: every system touches each key and value it reads, the way a caller would,
+ * so a zero-copy system (LMDB) and a copying one (reclayer, SQLite) are compared doing the same
+ * work. */
+static uint64_t touch(const void *p, size_t n) {
+    const uint8_t *b = p;
+    uint64_t sum = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* word at a time: cheap, so it dilutes the ratios little */
+        memcpy(&w, b + i, 8);
+        sum += w;
+    }
+    for (; i < n; i++) sum += b[i];
+    return sum;
+}
 
 /* ---- Dataset ----------------------------------------------------------------------------- */
 
@@ -166,6 +182,7 @@ static int rl_op(sys *s, int w, uint64_t *rng) {
             const uint8_t *v;
             if (rc == RL_OK) rc = rl_future_get_value(f, &present, &v, &len);
             if (rc == RL_OK && !present) rc = RL_E_INTERNAL_ERROR;
+            if (rc == RL_OK) s->check += touch(v, (size_t)len);
             rl_future_free(f);
         }
     } else if (w == W_RANGE) {
@@ -180,6 +197,9 @@ static int rl_op(sys *s, int w, uint64_t *rng) {
         int n = 0, more = 0;
         if (rc == RL_OK) rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more);
         if (rc == RL_OK && n != RANGE_ROWS) rc = RL_E_INTERNAL_ERROR;
+        for (int i = 0; rc == RL_OK && i < n; i++)
+            s->check += touch(kvs[i].key, (size_t)kvs[i].key_len) +
+                        touch(kvs[i].value, (size_t)kvs[i].value_len);
         rl_future_free(f);
     } else if (w == W_MAPPED) {
         int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
@@ -194,6 +214,12 @@ static int rl_op(sys *s, int w, uint64_t *rng) {
         int n = 0, more = 0;
         if (rc == RL_OK) rc = rl_future_get_mapped_keyvalue_array(f, &m, &n, &more);
         if (rc == RL_OK && (n != RANGE_ROWS || m[0].n_kvs != 1)) rc = RL_E_INTERNAL_ERROR;
+        for (int i = 0; rc == RL_OK && i < n; i++) {
+            s->check += touch(m[i].index.key, (size_t)m[i].index.key_len);
+            for (int j = 0; j < m[i].n_kvs; j++)
+                s->check += touch(m[i].kvs[j].key, (size_t)m[i].kvs[j].key_len) +
+                            touch(m[i].kvs[j].value, (size_t)m[i].kvs[j].value_len);
+        }
         rl_future_free(f);
     } else {
         uint8_t v[16];
@@ -282,7 +308,10 @@ static int lm_op(sys *s, int w, uint64_t *rng) {
         for (int i = 0; i < POINT_BATCH && rc == RL_OK; i++) {
             record_key(&l->k1, (int64_t)(rnd(rng) % (uint64_t)s->keys));
             MDB_val k = {l->k1.len, l->k1.data}, d;
-            if (mdb_get(t, l->dbi, &k, &d)) rc = RL_E_INTERNAL_ERROR;
+            if (mdb_get(t, l->dbi, &k, &d))
+                rc = RL_E_INTERNAL_ERROR;
+            else
+                s->check += touch(d.mv_data, d.mv_size);
         }
     } else {
         MDB_cursor *c;
@@ -312,6 +341,10 @@ static int lm_op(sys *s, int w, uint64_t *rng) {
                     rc = RL_E_INTERNAL_ERROR;
                     break;
                 }
+                s->check += touch(k.mv_data, k.mv_size) + touch(rk.mv_data, rk.mv_size) +
+                            touch(rd.mv_data, rd.mv_size);
+            } else {
+                s->check += touch(k.mv_data, k.mv_size) + touch(d.mv_data, d.mv_size);
             }
             n++;
             e = mdb_cursor_get(c, &k, &d, MDB_NEXT);
@@ -396,11 +429,17 @@ static int sq_setup(sys *s, const rl_micro_options *o) {
     return RL_OK;
 }
 
-static int sq_step_all(sqlite3_stmt *st, int want) {
+static int sq_step_all(sys *s, sqlite3_stmt *st, int want) {
     int n = 0, e;
     while ((e = sqlite3_step(st)) == SQLITE_ROW) {
-        (void)sqlite3_column_blob(st, 1);
-        (void)sqlite3_column_bytes(st, 1);
+        if (sqlite3_column_type(st, 0) == SQLITE_INTEGER) { /* mapped: the primary key */
+            s->check += (uint64_t)sqlite3_column_int64(st, 0);
+        } else {
+            const void *c0 = sqlite3_column_blob(st, 0);
+            if (c0) s->check += touch(c0, (size_t)sqlite3_column_bytes(st, 0));
+        }
+        const void *c1 = sqlite3_column_blob(st, 1);
+        if (c1) s->check += touch(c1, (size_t)sqlite3_column_bytes(st, 1));
         n++;
     }
     sqlite3_reset(st);
@@ -433,7 +472,8 @@ static int sq_op(sys *s, int w, uint64_t *rng) {
             record_key(&q->k1, (int64_t)(rnd(rng) % (uint64_t)s->keys));
             sqlite3_bind_blob(q->get, 1, q->k1.data, (int)q->k1.len, SQLITE_STATIC);
             if (sqlite3_step(q->get) != SQLITE_ROW) rc = RL_E_INTERNAL_ERROR;
-            (void)sqlite3_column_blob(q->get, 0);
+            const void *c0 = sqlite3_column_blob(q->get, 0);
+            if (c0) s->check += touch(c0, (size_t)sqlite3_column_bytes(q->get, 0));
             sqlite3_reset(q->get);
         }
     } else if (w == W_RANGE) {
@@ -442,11 +482,11 @@ static int sq_op(sys *s, int w, uint64_t *rng) {
         record_key(&q->k2, start + RANGE_ROWS);
         sqlite3_bind_blob(q->range, 1, q->k1.data, (int)q->k1.len, SQLITE_STATIC);
         sqlite3_bind_blob(q->range, 2, q->k2.data, (int)q->k2.len, SQLITE_STATIC);
-        rc = sq_step_all(q->range, RANGE_ROWS);
+        rc = sq_step_all(s, q->range, RANGE_ROWS);
     } else {
         int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
         sqlite3_bind_int64(q->mapped, 1, start);
-        rc = sq_step_all(q->mapped, RANGE_ROWS);
+        rc = sq_step_all(s, q->mapped, RANGE_ROWS);
     }
     if (sqlite3_step(q->commit) != SQLITE_DONE) rc = RL_E_IO_ERROR;
     sqlite3_reset(q->commit);
