@@ -96,7 +96,11 @@ void rl__decoder_init(rl__record_decoder *d) {
 }
 
 void rl__decoder_release(rl__record_decoder *d) {
-    scratch_reset(d);
+    while (d->big) { /* not scratch_reset: it could grow the block just to free it */
+        rl__scratch_big *n = d->big->next;
+        rl__free(d->big);
+        d->big = n;
+    }
     rl__free(d->mem);
     rl__buf_release(&d->data);
     rl_record_release(&d->slow);
@@ -142,7 +146,10 @@ static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
         len = kvs[i].value_len;
     } else if (sfx == RL__SUFFIX_FIRST_CHUNK) {
         int64_t expect = RL__SUFFIX_FIRST_CHUNK;
+        size_t total = 0;
+        for (int j = i; j < n; j++) total += kvs[j].value_len;
         rl__buf_reset(&d->data);
+        if (rl__buf_reserve(&d->data, total)) return RL_E_OUT_OF_MEMORY; /* one allocation, not doublings */
         for (; i < n; i++, expect++) {
             if (suffix_of(s, pk, pk_len, &kvs[i], &sfx) || sfx != expect) return NOT_COMMON;
             rl__buf_append(&d->data, kvs[i].value, kvs[i].value_len);
