@@ -27,6 +27,14 @@
  *      page makes progress; the return limit is checked first.
  *   5. Index reads ask for at most the rows still allowed by the return limit, so a limited page
  *      loads (or has the server map) no more records than it can return.
+ *   6. Memory per row (rlbench query, docs/benchmarks.md): a record's key-values are used in
+ *      place — from the held one-page load (SCAN_AND_FETCH) or from the mapped page c->mf —
+ *      and copied into c->kvs only when the range took more than one read. The record is
+ *      decoded by c->dec (rl__record_decoder), whose memory is reused from row to row, so
+ *      c->rec is borrowed from it and is zeroed, never released. Queued index keys and their
+ *      primary keys share one buffer (c->qbytes), reset per index page. In steady state the
+ *      cursor itself allocates nothing per row; what remains is the KV layer's (futures,
+ *      result arenas).
  */
 #include <stdarg.h>
 #include <stdio.h>
