@@ -89,9 +89,10 @@ static int ensure_rv(rl_txn *t) {
     return RL_OK;
 }
 
-/* Append a copy of [b, e) to list l (bytes in the txn arena) and count its size. */
-static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                     uint32_t el) {
+/* Append [b, e) to list l without copying: both must already live in the txn arena (or be
+ * static). Counts its size. */
+static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32_t bl,
+                           const uint8_t *ec, uint32_t el) {
     if (l->n == l->cap) {
         size_t nc = l->cap ? l->cap * 2 : 16;
         rl_keyrange *nv = rl__realloc(l->v, nc * sizeof *nv);
@@ -99,9 +100,6 @@ static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, 
         l->v = nv;
         l->cap = nc;
     }
-    uint8_t *bc = rl__arena_memdup(&t->arena, b, bl);
-    uint8_t *ec = rl__arena_memdup(&t->arena, e, el);
-    if (!bc || !ec) return RL_E_OUT_OF_MEMORY;
     l->v[l->n].begin = bc;
     l->v[l->n].begin_len = bl;
     l->v[l->n].end = ec;
@@ -111,15 +109,26 @@ static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, 
     return RL_OK;
 }
 
+/* Append a copy of [b, e) to list l (bytes in the txn arena) and count its size. */
+static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e,
+                     uint32_t el) {
+    uint8_t *bc = rl__arena_memdup(&t->arena, b, bl);
+    uint8_t *ec = rl__arena_memdup(&t->arena, e, el);
+    if (!bc || !ec) return RL_E_OUT_OF_MEMORY;
+    return range_add_owned(t, l, bc, bl, ec, el);
+}
+
 static int read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (kcmp(b, bl, e, el) >= 0) return RL_OK;
     return range_add(t, &t->reads, b, bl, e, el);
 }
 
+/* The single-key range [k, k + "\x00"): one copy serves as both ends (begin is a prefix of
+ * end). */
 static int read_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
     uint8_t *e = key_after(&t->arena, k, kl);
     if (!e) return RL_E_OUT_OF_MEMORY;
-    return range_add(t, &t->reads, k, kl, e, kl + 1);
+    return range_add_owned(t, &t->reads, e, kl, e, kl + 1);
 }
 
 /* ---- Transactions: lifecycle and options ------------------------------------------------- */
@@ -299,7 +308,7 @@ static int check_write(rl_txn *t, const void *key, size_t key_len, size_t value_
 static int write_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
     uint8_t *e = key_after(&t->arena, k, kl);
     if (!e) return RL_E_OUT_OF_MEMORY;
-    return range_add(t, &t->writes, k, kl, e, kl + 1);
+    return range_add_owned(t, &t->writes, e, kl, e, kl + 1);
 }
 
 /* Where a write started, so that a write failing half way (out of memory) can be undone: the
@@ -825,9 +834,19 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
     int more = 0;
     const uint8_t *rb, *re, *clo, *chi;
     uint32_t rbl, rel, clol, chil;
+    int direct = 0; /* v.v is the backend's array in f->arena (no writes to merge) */
     rc = resolve_range(t, &begin, &end, 0, &f->arena, &rb, &rbl, &re, &rel, &clo, &clol, &chi,
                        &chil);
-    if (rc == RL_OK) rc = merged_range(t, rb, rbl, re, rel, lim, tb, reverse, 0, &f->arena, &v, &more);
+    if (rc == RL_OK && (t->ryw_disabled || (t->wm.n_pts == 0 && t->wm.n_clears == 0))) {
+        /* Nothing to merge: the backend's rows are the answer, used in place. */
+        direct = 1;
+        rc = ensure_rv(t);
+        if (rc == RL_OK && kcmp(rb, rbl, re, rel) < 0)
+            rc = t->db->be->vt->get_range(t->db->be, t->rv, rb, rbl, re, rel, lim, tb, reverse,
+                                          &f->arena, &v.v, &v.n, &more);
+    } else if (rc == RL_OK) {
+        rc = merged_range(t, rb, rbl, re, rel, lim, tb, reverse, 0, &f->arena, &v, &more);
+    }
     if (rc == RL_OK && !(flags & RL_SNAPSHOT)) {
         if (more && v.n > 0) {
             const rl_keyvalue *last = &v.v[v.n - 1];
@@ -842,14 +861,14 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
         }
     }
     if (rc == RL_OK && v.n > 0) {
-        f->kvs = rl__arena_memdup(&f->arena, v.v, (size_t)v.n * sizeof *v.v);
+        f->kvs = direct ? v.v : rl__arena_memdup(&f->arena, v.v, (size_t)v.n * sizeof *v.v);
         if (!f->kvs) rc = RL_E_OUT_OF_MEMORY;
     }
     if (rc == RL_OK) {
         f->count = v.n;
         f->more = more;
     }
-    rl__free(v.v);
+    if (!direct) rl__free(v.v);
     rl__future_complete(f, rc);
     return f;
 }
