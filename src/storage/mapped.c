@@ -57,6 +57,15 @@
  * a local read has nothing to overlap, and a rl_secondary_fn that wants parallelism pipelines
  * on its side. The batch size therefore only sets how often the byte budget is checked, exactly
  * as in FoundationDB. Any error of a secondary read (or of building P) fails the whole call.
+ *
+ * ---- Cost ------------------------------------------------------------------------------------
+ *
+ * Local reads (fn == NULL) take the engine's read lock once for the index scan and every
+ * secondary, so the whole reply is one consistent walk at v (it is anyway: v is fixed) and pays
+ * one lock round trip instead of one per entry. strinc(P) is built straight into the arena, and
+ * the arena's block size grows geometrically while the reply grows, so a 1,000-entry reply costs
+ * a few dozen allocations rather than two per entry. The caller's block size is restored at the
+ * end. With a rl_secondary_fn no lock is held while it runs (it may block on the network).
  */
 #include "storage/mapped.h"
 
@@ -64,6 +73,7 @@
 
 #include "base/alloc.h"
 #include "reclayer/error.h"
+#include "storage/storage_int.h"
 #include "tuple/tuple.h"
 
 /* ==== The mapper ============================================================================ */
@@ -292,9 +302,10 @@ enum {
 };
 #define DEFAULT_SECONDARY_BYTES 10000000L /* QUICK_GET_KEY_VALUES_LIMIT_BYTES */
 #define INDEX_BYTE_FRACTION 0.2           /* FRACTION_INDEX_BYTELIMIT_PREFETCH */
+#define MAX_BLOCK ((size_t)256 << 10)     /* largest arena block a mapped read asks for */
 
 /* Read one entry's secondary for P = p[0..n) into *ent (whose index field is already set).
- * Locally (fn == NULL) or through fn. Results and the begin/end keys are copied into a.
+ * Locally (fn == NULL: the caller holds the engine's read lock) or through fn. Results and the begin/end keys are copied into a.
  * Errors: those of the storage read or of fn, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
 static int read_secondary(rl_storage *st, rl_version v, int is_range, const uint8_t *p, size_t n,
                           int row_limit, long byte_limit, rl_secondary_fn fn, void *fn_ctx,
@@ -308,22 +319,20 @@ static int read_secondary(rl_storage *st, rl_version v, int is_range, const uint
     begin = rl__arena_memdup(a, p, n);
     if (!begin) return RL_E_OUT_OF_MEMORY;
     if (is_range) {
-        rl_buf e;
-        rl__buf_init(&e);
-        if (n == 0)
-            rl__buf_append_byte(&e, 0xff);
-        else if ((rc = rl__strinc(p, n, &e)) != RL_OK) {
-            rl__buf_release(&e);
-            return rc;
-        }
-        if (rl__buf_error(&e)) {
-            rl__buf_release(&e);
-            return RL_E_OUT_OF_MEMORY;
-        }
-        end_len = e.len;
-        end = rl__arena_memdup(a, e.data, e.len);
-        rl__buf_release(&e);
+        /* strinc(P) (rl__strinc's rule: drop trailing 0xff bytes, increment the last one; an
+         * all-0xff P is RL_E_INVALID_ARGUMENT), or "\xff" for an empty P. */
+        size_t m = n;
+        while (m > 0 && p[m - 1] == 0xff) m--;
+        if (n > 0 && m == 0) return RL_E_INVALID_ARGUMENT;
+        end_len = n == 0 ? 1 : m;
+        end = rl__arena_alloc(a, end_len);
         if (!end) return RL_E_OUT_OF_MEMORY;
+        if (n == 0) {
+            end[0] = 0xff;
+        } else {
+            memcpy(end, p, m);
+            end[m - 1]++;
+        }
     } else {
         end_len = n + 1;
         end = rl__arena_alloc(a, end_len);
@@ -340,15 +349,15 @@ static int read_secondary(rl_storage *st, rl_version v, int is_range, const uint
             return RL_E_INTERNAL_ERROR;
         if (!is_range) more = 0;
     } else if (is_range) {
-        rc = rl__storage_get_range(st, v, begin, n, end, end_len, row_limit, byte_limit, 0, a,
-                                   &kvs, &n_kvs, &more);
+        rc = rl__storage_get_range_nolock(st, v, begin, n, end, end_len, row_limit, byte_limit, 0,
+                                          a, &kvs, &n_kvs, &more);
         if (rc != RL_OK) return rc;
         local = 1;
     } else {
         int present = 0;
         const uint8_t *val = NULL;
         uint32_t val_len = 0;
-        rc = rl__storage_get(st, v, begin, n, a, &present, &val, &val_len);
+        rc = rl__storage_get_nolock(st, v, begin, n, a, &present, &val, &val_len);
         if (rc != RL_OK) return rc;
         if (present) {
             kvs = rl__arena_alloc(a, sizeof *kvs);
@@ -384,6 +393,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
                                  const rl_mapped_options *o, rl_secondary_fn fn, void *fn_ctx,
                                  rl_arena *a, rl_mapped_entry **out, int *out_n, int *out_more) {
     rl_mapped_options opt;
+    size_t block_size0;
+    int locked = 0;
     rl_kvpair *idx = NULL;
     rl_mapped_entry *ents = NULL;
     int n_idx = 0, scan_more = 0, mapped = 0, rc;
@@ -410,22 +421,33 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
         if (index_bytes < 1) index_bytes = 1;
     }
 
-    /* 1. The index scan. */
-    rc = rl__storage_get_range(st, v, begin ? begin : "", begin_len, end ? end : "", end_len,
-                               opt.limit, index_bytes, opt.reverse, a, &idx, &n_idx, &scan_more);
-    if (rc != RL_OK) return rc;
+    /* 1. The index scan (under the read lock that local secondaries share). */
+    block_size0 = a->block_size;
+    rl__buf_init(&p);
+    if (!fn) {
+        rl__storage_read_lock(st);
+        locked = 1;
+    }
+    rc = rl__storage_get_range_nolock(st, v, begin ? begin : "", begin_len, end ? end : "",
+                                      end_len, opt.limit, index_bytes, opt.reverse, a, &idx,
+                                      &n_idx, &scan_more);
+    if (rc != RL_OK) goto fail;
     if (n_idx > 0) {
         ents = rl__arena_alloc(a, (size_t)n_idx * sizeof *ents);
-        if (!ents) return RL_E_OUT_OF_MEMORY;
+        if (!ents) {
+            rc = RL_E_OUT_OF_MEMORY;
+            goto fail;
+        }
         memset(ents, 0, (size_t)n_idx * sizeof *ents);
     }
 
     /* 2–3. Map in batches against the byte budget. */
-    rl__buf_init(&p);
     remaining = opt.target_bytes;
     while (mapped < n_idx) {
         int stop;
         if (opt.target_bytes > 0 && remaining <= 0) break;
+        /* Grow the arena's blocks with the reply (see Cost in the file header). */
+        if (a->used > 2 * a->block_size && a->block_size < MAX_BLOCK) a->block_size *= 2;
         stop = mapped + opt.batch < n_idx ? mapped + opt.batch : n_idx;
         for (int i = mapped; i < stop; i++) {
             rl_mapped_entry *ent = &ents[i];
@@ -446,6 +468,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
         }
         mapped = stop;
     }
+    if (locked) rl__storage_read_unlock(st);
+    a->block_size = block_size0;
     rl__buf_release(&p);
 
     *out = ents;
@@ -454,6 +478,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
     return RL_OK;
 
 fail:
+    if (locked) rl__storage_read_unlock(st);
+    a->block_size = block_size0;
     rl__buf_release(&p);
     return rc;
 }

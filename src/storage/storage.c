@@ -553,13 +553,25 @@ static int check_version(const rl_storage *st, rl_version v) {
     return RL_OK;
 }
 
+void rl__storage_read_lock(rl_storage *st) { pthread_rwlock_rdlock(&st->lock); }
+
+void rl__storage_read_unlock(rl_storage *st) { pthread_rwlock_unlock(&st->lock); }
+
 int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a,
                     int *out_present, const uint8_t **out_value, uint32_t *out_len) {
+    pthread_rwlock_rdlock(&st->lock);
+    int rc = rl__storage_get_nolock(st, v, key, key_len, a, out_present, out_value, out_len);
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len,
+                           rl_arena *a, int *out_present, const uint8_t **out_value,
+                           uint32_t *out_len) {
     int rc;
     *out_present = 0;
     *out_value = NULL;
     *out_len = 0;
-    pthread_rwlock_rdlock(&st->lock);
     if ((rc = check_version(st, v)) != RL_OK) goto out;
     sl_node *n = hfind(st, key, key_len);
     if (n) {
@@ -576,7 +588,6 @@ int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_le
         }
     }
 out:
-    pthread_rwlock_unlock(&st->lock);
     return rc;
 }
 
@@ -666,6 +677,17 @@ static sl_node *scan_stop(const rl_storage *st, const void *begin, size_t begin_
 int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                           const void *end, size_t end_len, int limit, long target_bytes,
                           int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n, int *out_more) {
+    pthread_rwlock_rdlock(&st->lock);
+    int rc = rl__storage_get_range_nolock(st, v, begin, begin_len, end, end_len, limit,
+                                          target_bytes, reverse, a, out_kvs, out_n, out_more);
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin,
+                                 size_t begin_len, const void *end, size_t end_len, int limit,
+                                 long target_bytes, int reverse, rl_arena *a, rl_kvpair **out_kvs,
+                                 int *out_n, int *out_more) {
     int rc, n = 0, cap = 0, more = 0, done = 0, window = RANGE_WINDOW, walked = 0;
     int has_stop = 0;
     sl_node *stop = NULL;
@@ -675,7 +697,6 @@ int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_
     *out_n = 0;
     *out_more = 0;
     if (limit < 0 || target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
-    pthread_rwlock_rdlock(&st->lock);
     if ((rc = check_version(st, v)) != RL_OK) goto out;
     if (rl__bytes_cmp(begin, begin_len, end, end_len) >= 0) goto out;
     sl_node *x;
@@ -754,6 +775,5 @@ int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_
     *out_n = n;
     *out_more = more;
 out:
-    pthread_rwlock_unlock(&st->lock);
     return rc;
 }

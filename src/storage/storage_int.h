@@ -80,6 +80,19 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
 /* Append a key at the end of the map with one version (checkpoint load; keys ascending). */
 int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
                          const uint8_t *val, uint32_t vl);
+/* Reads under a read lock the caller already holds (rl__storage_read_lock): a mapped read takes
+ * the lock once for its index scan and all its secondaries. Never call them without the lock,
+ * and never take the lock twice in one thread (a waiting writer would deadlock it). Same
+ * contracts as rl__storage_get / rl__storage_get_range otherwise. */
+void rl__storage_read_lock(rl_storage *st);
+void rl__storage_read_unlock(rl_storage *st);
+int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len,
+                           rl_arena *a, int *out_present, const uint8_t **out_value,
+                           uint32_t *out_len);
+int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin,
+                                 size_t begin_len, const void *end, size_t end_len, int limit,
+                                 long target_bytes, int reverse, rl_arena *a, rl_kvpair **out_kvs,
+                                 int *out_n, int *out_more);
 /* durable.c */
 int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg);
 void rl__storage_durable_close(rl_storage *st);
