@@ -33,6 +33,8 @@
  *      written once thus costs one allocation and one cache miss per row in a scan.
  *   9. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
  *      and allocate nothing except their results, which they copy into the caller's arena.
+ *  10. Every linked node caches kpre = key_prefix(its key); descents compare it first and read
+ *      the key bytes only on a tie.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +108,24 @@ static int key_cmp(const sl_node *n, const uint8_t *k, size_t kl) {
     return rl__bytes_cmp(sl_key(n), n->klen, k, kl);
 }
 
+/* The first 8 bytes of k as a big-endian integer, zero-padded. For two keys whose prefixes
+ * differ, the prefixes compare as the keys do (a shorter key padded with zeros is smaller than
+ * any longer key it prefixes unless the rest is zeros, and then the prefixes are equal); only
+ * equal prefixes need the bytes. Invariant 10. */
+static inline uint64_t key_prefix(const uint8_t *k, size_t kl) {
+    uint64_t p = 0;
+    size_t m = kl < 8 ? kl : 8;
+    for (size_t i = 0; i < m; i++) p |= (uint64_t)k[i] << (56 - 8 * i);
+    return p;
+}
+
+/* key_cmp with kp = key_prefix(k, kl) precomputed: decides on the node's cached prefix when it
+ * can, so a descent mostly touches node headers, not keys. */
+static inline int pre_cmp(const sl_node *n, uint64_t kp, const uint8_t *k, size_t kl) {
+    if (n->kpre != kp) return n->kpre < kp ? -1 : 1;
+    return key_cmp(n, k, kl);
+}
+
 static int random_height(rl_storage *st) {
     uint64_t x = st->rng;
     x ^= x << 13;
@@ -124,8 +144,9 @@ static int random_height(rl_storage *st) {
  * node on level i with key < k (the head sentinel if none). */
 static sl_node *find_ge(const rl_storage *st, const uint8_t *k, size_t kl, sl_node **update) {
     sl_node *x = st->head;
+    uint64_t kp = key_prefix(k, kl);
     for (int i = st->height - 1; i >= 0; i--) {
-        while (x->next[i] && key_cmp(x->next[i], k, kl) < 0) x = x->next[i];
+        while (x->next[i] && pre_cmp(x->next[i], kp, k, kl) < 0) x = x->next[i];
         if (update) update[i] = x;
     }
     if (update)
@@ -136,9 +157,10 @@ static sl_node *find_ge(const rl_storage *st, const uint8_t *k, size_t kl, sl_no
 /* Last node with key < k, or (or_equal) key <= k; NULL if none. */
 static sl_node *find_lt(const rl_storage *st, const uint8_t *k, size_t kl, int or_equal) {
     sl_node *x = st->head;
+    uint64_t kp = key_prefix(k, kl);
     for (int i = st->height - 1; i >= 0; i--) {
         while (x->next[i]) {
-            int c = key_cmp(x->next[i], k, kl);
+            int c = pre_cmp(x->next[i], kp, k, kl);
             if (c < 0 || (or_equal && c == 0))
                 x = x->next[i];
             else
@@ -188,6 +210,7 @@ static sl_node *node_insert(rl_storage *st, sl_node **update, const uint8_t *k, 
     sl_node *n = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(sl_ver) + vl);
     if (!n) return NULL;
     n->klen = kl;
+    n->kpre = key_prefix(k, kl);
     n->height = (uint8_t)h;
     n->in_dirty = 0;
     if (kl) memcpy(sl_key(n), k, kl);

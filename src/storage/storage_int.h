@@ -31,6 +31,7 @@ typedef struct sl_hslot {
 typedef struct sl_node {
     sl_ver *chain;        /* newest version first; never NULL for a linked node */
     struct sl_node *prev; /* level-0 predecessor; NULL for the first node */
+    uint64_t kpre;        /* the key's first 8 bytes, big-endian, zero-padded (key_prefix) */
     uint32_t klen;        /* key bytes */
     uint8_t height;       /* levels in next[], 1..SL_MAX_HEIGHT */
     uint8_t in_dirty;     /* 1 while queued for GC */
