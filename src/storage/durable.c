@@ -477,23 +477,26 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
     rl__put_le32(hdr + 8, rl__checksum32(hdr + 12, CKPT_HEADER - 12));
     if ((rc = write_all(fd, hdr, sizeof hdr)) != RL_OK) goto fail;
     rl__buf_append(&blk, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", BLK_HEADER);
-    for (sl_node *n = st->head->next[0]; n; n = n->next[0]) {
-        const sl_ver *e = n->chain; /* the state at latest is the head of each chain */
-        if (e->is_clear) continue;
-        uint8_t lens[8];
-        rl__put_le32(lens, n->klen);
-        rl__put_le32(lens + 4, e->len);
-        rl__buf_append(&blk, lens, 8);
-        rl__buf_append(&blk, sl_key(n), n->klen);
-        rl__buf_append(&blk, e->data, e->len);
-        count++;
-        total++;
-        if (blk.len >= BLK_TARGET) {
-            if ((rc = rl__buf_error(&blk)) != RL_OK) goto fail;
-            if ((rc = ckpt_emit(fd, &blk, BLK_DATA, count)) != RL_OK) goto fail;
-            count = 0;
+    /* Every row in key order: the leaves left to right. */
+    for (const bt_leaf *l = st->first; l; l = l->next)
+        for (uint32_t i = 0; i < l->n; i++) {
+            const bt_row *n = l->rows[i];
+            const sl_ver *e = n->chain; /* the state at latest is the head of each chain */
+            if (e->is_clear) continue;
+            uint8_t lens[8];
+            rl__put_le32(lens, n->klen);
+            rl__put_le32(lens + 4, e->len);
+            rl__buf_append(&blk, lens, 8);
+            rl__buf_append(&blk, n->key, n->klen);
+            rl__buf_append(&blk, e->data, e->len);
+            count++;
+            total++;
+            if (blk.len >= BLK_TARGET) {
+                if ((rc = rl__buf_error(&blk)) != RL_OK) goto fail;
+                if ((rc = ckpt_emit(fd, &blk, BLK_DATA, count)) != RL_OK) goto fail;
+                count = 0;
+            }
         }
-    }
     if (count && (rc = ckpt_emit(fd, &blk, BLK_DATA, count)) != RL_OK) goto fail;
     uint8_t tot[8];
     rl__put_le64(tot, total);

@@ -1,41 +1,67 @@
 /* storage.c — the versioned ordered map of the storage engine (the MVCC window), its reads and
  * apply, and the garbage collector. Files (log, checkpoints, lock) live in durable.c.
  *
- * Structure: a skiplist of keys (p = 1/2, at most SL_MAX_HEIGHT levels, level 0 doubly linked
- * for reverse scans); each key holds a chain of versions, newest first, each a value or a
- * tombstone. A hash table over the nodes serves point reads (one probe plus a short chain walk,
- * usually the head); range reads and selectors descend the skiplist once and walk level 0.
+ * Structure: a B+tree of rows. A row is one heap allocation per key (its key, its chain of
+ * versions newest first, each a value or a tombstone, and the first version inline). Leaves hold
+ * up to BT_LEAF row pointers in key order next to a packed array of the rows' key prefixes, and
+ * are linked both ways; inner nodes hold up to BT_FAN children and owned copies of their
+ * separator keys. A hash table over the rows serves point reads (one probe plus the row);
+ * range reads and selectors descend the tree once (a few binary searches over packed prefix
+ * arrays) and walk the leaves.
  *
- * Measured (200k keys of 12 bytes, 100-byte values, tmp benchmark against LMDB's mdb_get and a
- * cursor scan, both copying results): point reads about 0.5x LMDB's time; 100-row scans about
- * 1.45x when keys were loaded in key order (a dataset load, a checkpoint recovery), about 2.5x
- * after random-order inserts (nodes scattered in memory). A B+tree with inline leaves would
- * close the second gap.
+ *                      root bt_inner [ . | s1 | s2 ]           separators: owned key copies
+ *                               /        |      \
+ *        bt_leaf [kpre[0..n) | rows[0..n)] <-> [ ... ] <-> [ ... ]     (prev/next list)
+ *                               |   |
+ *                  bt_row {chain, kpre, klen, key, inline sl_ver + value} -> older sl_ver ...
+ *                               ^
+ *                  htab[hash(key)] (point reads), dirty ring (GC)
+ *
+ * Why (docs/benchmarks.md, KV section): with the former skiplist a scan was a chain of
+ * dependent loads, node to next node, each a likely cache miss. Here the next rows' addresses
+ * sit in a packed array, so a scan prefetches rows several positions ahead and their misses
+ * overlap; the end of a range is decided once per leaf (by its last key) instead of per row;
+ * and a descent is about three binary searches over arrays instead of ~17 pointer hops.
+ * The newest committed value stays inline in the row, so a read at a recent version touches
+ * the row only; older versions and tombstones in the window hang off the row's chain and are
+ * read only by older reads.
  *
  * Invariants:
- *   1. Keys in the skiplist are strictly ascending (rl__bytes_cmp order) on every level; level 0
- *      prev pointers mirror next pointers; tail is the last node.
- *   2. Every linked node has a non-empty chain; versions in a chain strictly decrease.
- *   3. oldest <= latest; oldest never decreases; a read at V in [oldest, latest] returns, per
+ *   1. Rows in the leaf list are strictly ascending (rl__bytes_cmp order); leaves' prev/next
+ *      mirror each other; first/last are the ends. Every leaf holds 1..BT_LEAF rows, except the
+ *      root leaf of an empty tree (0 rows). leaf->kpre[i] == leaf->rows[i]->kpre.
+ *   2. An inner node's child j holds only keys k with sep[j] <= k < sep[j + 1] (missing bounds
+ *      come from the ancestors); all leaves are at the same depth st->depth; an inner node has
+ *      1..BT_FAN children, the root >= 2 (a root with one child is collapsed at once).
+ *      Separators are owned copies, so freeing a row never leaves a dangling bound.
+ *   3. Every row in the tree has a non-empty chain; versions in a chain strictly decrease.
+ *   4. oldest <= latest; oldest never decreases; a read at V in [oldest, latest] returns, per
  *      key, the newest chain entry with version <= V (absent if none or a tombstone).
- *   4. GC may only rewrite history at or below oldest: it keeps the newest entry <= oldest (and
- *      everything newer), and drops that entry too when it is a tombstone. So invariant 3 holds
+ *   5. GC may only rewrite history at or below oldest: it keeps the newest entry <= oldest (and
+ *      everything newer), and drops that entry too when it is a tombstone. So invariant 4 holds
  *      whether or not GC has run.
- *   5. Every node whose chain has more than one entry or a tombstone at its head is in the dirty
- *      ring (in_dirty = 1), exactly once. Nodes are unlinked only by GC when popped from the
- *      ring, so the ring never holds a freed node.
- *   6. live_keys / live_bytes count the keys (and key + value bytes) present at latest.
- *   7. Every linked node is in the hash table htab exactly once (linear probing, backward-shift
- *      deletion, load <= 1/2); point reads and writes to existing keys use it instead of a
- *      skiplist descent.
- *   8. Each node is one allocation holding its tower, its key and the version it was created
- *      with (inline_ver); that version is freed only with the node (ver_free skips it). A key
- *      written once thus costs one allocation and one cache miss per row in a scan.
- *   9. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
+ *   6. Every row whose chain has more than one entry or a tombstone at its head is in the dirty
+ *      ring (in_dirty = 1), exactly once. Rows are removed only by GC when popped from the
+ *      ring, so the ring never holds a freed row.
+ *   7. live_keys / live_bytes count the keys (and key + value bytes) present at latest.
+ *   8. Every row is in the hash table htab exactly once (linear probing, backward-shift
+ *      deletion, load <= 1/2); point reads and writes to existing keys use it, not the tree.
+ *      Rows never move (leaves hold pointers), so the table survives splits and merges.
+ *   9. Each row is one allocation holding its key and the version it was created with
+ *      (inline_ver); that version is freed only with the row (ver_free skips it).
+ *  10. Writes (apply, collect, checkpoint, sync) hold the write lock; reads hold the read lock
  *      and allocate nothing except their results, which they copy into the caller's arena.
- *  10. Every linked node caches kpre = key_prefix(its key); descents compare it first and read
- *      the key bytes only on a tie.
+ *  11. A tree change either completes or, on RL_E_OUT_OF_MEMORY, leaves the tree unchanged:
+ *      bt_insert allocates every node a split cascade needs before touching the tree; removal
+ *      and merges allocate nothing.
+ *
+ * Rebalancing: a leaf left with fewer than BT_LEAF/4 rows by a removal merges with a sibling
+ * under the same parent when both fit in BT_LEAF/2; an empty leaf or inner node is unlinked.
+ * Inner nodes do not otherwise merge (under-full inner nodes cost a little depth, never
+ * correctness). A split of the last leaf at its end (keys loaded in order: a checkpoint
+ * recovery, a bulk load) keeps the left leaf full instead of halving it.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,45 +78,45 @@
 
 static inline uint64_t key_hash(const uint8_t *k, size_t kl) { return rl__hash64(k, kl, 0) | 1; }
 
-/* The node with key k, or NULL. */
-static sl_node *hfind(const rl_storage *st, const uint8_t *k, size_t kl) {
+/* The row with key k, or NULL. */
+static bt_row *hfind(const rl_storage *st, const uint8_t *k, size_t kl) {
     if (!st->hcap) return NULL;
     uint64_t h = key_hash(k, kl);
     size_t mask = st->hcap - 1;
-    for (size_t i = h & mask; st->htab[i].n; i = (i + 1) & mask) {
-        const sl_node *n = st->htab[i].n;
-        if (st->htab[i].h == h && n->klen == kl && (kl == 0 || memcmp(sl_key(n), k, kl) == 0))
-            return st->htab[i].n;
+    for (size_t i = h & mask; st->htab[i].r; i = (i + 1) & mask) {
+        const bt_row *r = st->htab[i].r;
+        if (st->htab[i].h == h && r->klen == kl && (kl == 0 || memcmp(r->key, k, kl) == 0))
+            return st->htab[i].r;
     }
     return NULL;
 }
 
-static void hput(sl_hslot *tab, size_t cap, uint64_t h, sl_node *n) {
+static void hput(sl_hslot *tab, size_t cap, uint64_t h, bt_row *r) {
     size_t i = h & (cap - 1);
-    while (tab[i].n) i = (i + 1) & (cap - 1);
+    while (tab[i].r) i = (i + 1) & (cap - 1);
     tab[i].h = h;
-    tab[i].n = n;
+    tab[i].r = r;
 }
 
-/* Make room for one more node (grows the table; RL_E_OUT_OF_MEMORY leaves it unchanged). */
+/* Make room for one more row (grows the table; RL_E_OUT_OF_MEMORY leaves it unchanged). */
 static int hreserve(rl_storage *st) {
     if ((st->hcount + 1) * 2 <= st->hcap) return RL_OK;
     size_t cap = st->hcap ? st->hcap * 2 : 1024;
     sl_hslot *t = rl__calloc(cap, sizeof *t);
     if (!t) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < st->hcap; i++)
-        if (st->htab[i].n) hput(t, cap, st->htab[i].h, st->htab[i].n);
+        if (st->htab[i].r) hput(t, cap, st->htab[i].h, st->htab[i].r);
     rl__free(st->htab);
     st->htab = t;
     st->hcap = cap;
     return RL_OK;
 }
 
-static void hremove(rl_storage *st, const sl_node *n) {
-    size_t mask = st->hcap - 1, i = key_hash(sl_key(n), n->klen) & mask;
-    while (st->htab[i].n != n) i = (i + 1) & mask;
+static void hremove(rl_storage *st, const bt_row *r) {
+    size_t mask = st->hcap - 1, i = key_hash(r->key, r->klen) & mask;
+    while (st->htab[i].r != r) i = (i + 1) & mask;
     /* Backward-shift deletion keeps every probe chain unbroken. */
-    for (size_t j = (i + 1) & mask; st->htab[j].n; j = (j + 1) & mask) {
+    for (size_t j = (i + 1) & mask; st->htab[j].r; j = (j + 1) & mask) {
         size_t home = st->htab[j].h & mask;
         int movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
         if (movable) {
@@ -98,20 +124,16 @@ static void hremove(rl_storage *st, const sl_node *n) {
             i = j;
         }
     }
-    st->htab[i].n = NULL;
+    st->htab[i].r = NULL;
     st->hcount--;
 }
 
-/* ---- skiplist ---------------------------------------------------------------------------- */
-
-static int key_cmp(const sl_node *n, const uint8_t *k, size_t kl) {
-    return rl__bytes_cmp(sl_key(n), n->klen, k, kl);
-}
+/* ---- keys and rows ----------------------------------------------------------------------- */
 
 /* The first 8 bytes of k as a big-endian integer, zero-padded. For two keys whose prefixes
  * differ, the prefixes compare as the keys do (a shorter key padded with zeros is smaller than
  * any longer key it prefixes unless the rest is zeros, and then the prefixes are equal); only
- * equal prefixes need the bytes. Invariant 10. */
+ * equal prefixes need the bytes. */
 static inline uint64_t key_prefix(const uint8_t *k, size_t kl) {
     uint64_t p = 0;
     size_t m = kl < 8 ? kl : 8;
@@ -119,55 +141,23 @@ static inline uint64_t key_prefix(const uint8_t *k, size_t kl) {
     return p;
 }
 
-/* key_cmp with kp = key_prefix(k, kl) precomputed: decides on the node's cached prefix when it
- * can, so a descent mostly touches node headers, not keys. */
-static inline int pre_cmp(const sl_node *n, uint64_t kp, const uint8_t *k, size_t kl) {
-    if (n->kpre != kp) return n->kpre < kp ? -1 : 1;
-    return key_cmp(n, k, kl);
+/* Compare key a (prefix ap) with key k (prefix kp): the prefixes decide unless equal. */
+static inline int pcmp(uint64_t ap, const uint8_t *a, size_t al, uint64_t kp, const uint8_t *k,
+                       size_t kl) {
+    if (ap != kp) return ap < kp ? -1 : 1;
+    return rl__bytes_cmp(a, al, k, kl);
 }
 
-static int random_height(rl_storage *st) {
-    uint64_t x = st->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    st->rng = x;
-    int h = 1;
-    while (h < SL_MAX_HEIGHT && (x & 1) == 0) {
-        h++;
-        x >>= 1;
-    }
-    return h;
+static int row_cmp(const bt_row *r, const uint8_t *k, size_t kl) {
+    return rl__bytes_cmp(r->key, r->klen, k, kl);
 }
 
-/* First node with key >= k (NULL if none). When update is not NULL, update[i] receives the last
- * node on level i with key < k (the head sentinel if none). */
-static sl_node *find_ge(const rl_storage *st, const uint8_t *k, size_t kl, sl_node **update) {
-    sl_node *x = st->head;
-    uint64_t kp = key_prefix(k, kl);
-    for (int i = st->height - 1; i >= 0; i--) {
-        while (x->next[i] && pre_cmp(x->next[i], kp, k, kl) < 0) x = x->next[i];
-        if (update) update[i] = x;
-    }
-    if (update)
-        for (int i = st->height; i < SL_MAX_HEIGHT; i++) update[i] = st->head;
-    return x->next[0];
-}
-
-/* Last node with key < k, or (or_equal) key <= k; NULL if none. */
-static sl_node *find_lt(const rl_storage *st, const uint8_t *k, size_t kl, int or_equal) {
-    sl_node *x = st->head;
-    uint64_t kp = key_prefix(k, kl);
-    for (int i = st->height - 1; i >= 0; i--) {
-        while (x->next[i]) {
-            int c = pre_cmp(x->next[i], kp, k, kl);
-            if (c < 0 || (or_equal && c == 0))
-                x = x->next[i];
-            else
-                break;
-        }
-    }
-    return x == st->head ? NULL : x;
+/* The version allocated inside row r (after its key, 8-byte aligned): every row is created with
+ * its first value there, so a key written once (a loaded dataset) costs one allocation and one
+ * miss (two or three adjacent lines) per row in a scan. It is freed with the row only. */
+static inline sl_ver *inline_ver(const bt_row *r) {
+    uintptr_t p = (uintptr_t)(r->key + r->klen);
+    return (sl_ver *)((p + 7) & ~(uintptr_t)7);
 }
 
 static sl_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_clear) {
@@ -181,91 +171,375 @@ static sl_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_cl
     return e;
 }
 
-/* The version allocated inside node n (after its key, 8-byte aligned): every node is created
- * with its first value there, so a key written once (a loaded dataset) costs one allocation and
- * one cache miss per row in a scan. It is freed with the node, never on its own. */
-static inline sl_ver *inline_ver(const sl_node *n) {
-    uintptr_t p = (uintptr_t)(sl_key(n) + n->klen);
-    return (sl_ver *)((p + 7) & ~(uintptr_t)7);
+static void ver_free(const bt_row *r, sl_ver *e) {
+    if (e != inline_ver(r)) rl__free(e);
 }
 
-static void ver_free(const sl_node *n, sl_ver *e) {
-    if (e != inline_ver(n)) rl__free(e);
-}
-
-static void chain_free(const sl_node *n, sl_ver *e) {
+static void chain_free(const bt_row *r, sl_ver *e) {
     while (e) {
         sl_ver *o = e->older;
-        ver_free(n, e);
+        ver_free(r, e);
         e = o;
     }
 }
 
-/* Link a new node for key k after the predecessors in update. Returns NULL on OOM. */
-static sl_node *node_insert(rl_storage *st, sl_node **update, const uint8_t *k, uint32_t kl,
-                            rl_version v, const uint8_t *val, uint32_t vl) {
-    if (hreserve(st) != RL_OK) return NULL;
-    int h = random_height(st);
-    size_t keyend = sizeof(sl_node) + (size_t)h * sizeof(sl_node *) + kl;
-    sl_node *n = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(sl_ver) + vl);
-    if (!n) return NULL;
-    n->klen = kl;
-    n->kpre = key_prefix(k, kl);
-    n->height = (uint8_t)h;
-    n->in_dirty = 0;
-    if (kl) memcpy(sl_key(n), k, kl);
-    sl_ver *e = inline_ver(n);
+/* A new row for key k whose only version is (v, val). NULL on OOM. The caller owns it until it
+ * is linked into the tree. */
+static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val,
+                       uint32_t vl) {
+    size_t keyend = sizeof(bt_row) + kl;
+    bt_row *r = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(sl_ver) + vl);
+    if (!r) return NULL;
+    r->klen = kl;
+    r->kpre = key_prefix(k, kl);
+    r->in_dirty = 0;
+    if (kl) memcpy(r->key, k, kl);
+    sl_ver *e = inline_ver(r);
     e->older = NULL;
     e->v = v;
     e->len = vl;
     e->is_clear = 0;
     if (vl) memcpy(e->data, val, vl);
-    n->chain = e;
-    if (h > st->height) st->height = h;
-    for (int i = 0; i < h; i++) {
-        n->next[i] = update[i]->next[i];
-        update[i]->next[i] = n;
-    }
-    n->prev = update[0] == st->head ? NULL : update[0];
-    hput(st->htab, st->hcap, key_hash(k, kl), n);
-    st->hcount++;
-    if (n->next[0])
-        n->next[0]->prev = n;
-    else
-        st->tail = n;
-    return n;
-}
-
-/* Unlink and free node n (its chain must already be freed or NULL). */
-static void node_remove(rl_storage *st, sl_node *n) {
-    sl_node *update[SL_MAX_HEIGHT];
-    hremove(st, n);
-    find_ge(st, sl_key(n), n->klen, update);
-    for (int i = 0; i < n->height; i++)
-        if (update[i]->next[i] == n) update[i]->next[i] = n->next[i];
-    if (n->next[0])
-        n->next[0]->prev = n->prev;
-    else
-        st->tail = n->prev;
-    while (st->height > 1 && st->head->next[st->height - 1] == NULL) st->height--;
-    chain_free(n, n->chain);
-    rl__free(n);
+    r->chain = e;
+    return r;
 }
 
 /* The entry visible at v: the newest with version <= v, or NULL if none or a tombstone. */
-static inline const sl_ver *visible(const sl_node *n, rl_version v) {
-    const sl_ver *e = n->chain;
+static inline const sl_ver *visible(const bt_row *r, rl_version v) {
+    const sl_ver *e = r->chain;
     while (e && e->v > v) e = e->older;
     return e && !e->is_clear ? e : NULL;
 }
 
+/* ---- B+tree: search ---------------------------------------------------------------------- */
+
+/* A position in the leaf list: row i of leaf l; l == NULL is past either end. */
+typedef struct {
+    bt_leaf *l;
+    uint32_t i;
+} cursor;
+
+/* The inner nodes of a descent and the child index taken in each, root first. */
+typedef struct {
+    bt_inner *node[BT_MAX_DEPTH];
+    uint32_t idx[BT_MAX_DEPTH];
+} bt_path;
+
+/* The child of in to descend into for key k: the last j with j == 0 or sep[j] <= k. */
+static inline uint32_t inner_pick(const bt_inner *in, uint64_t kp, const uint8_t *k, size_t kl) {
+    uint32_t lo = 1, hi = in->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (pcmp(in->kpre[mid], in->sep[mid]->key, in->sep[mid]->klen, kp, k, kl) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+
+/* The index of the first row of l with key >= k (with strict: > k); l->n if none. */
+static inline uint32_t leaf_search(const bt_leaf *l, uint64_t kp, const uint8_t *k, size_t kl,
+                                   int strict) {
+    uint32_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        int c = pcmp(l->kpre[mid], l->rows[mid]->key, l->rows[mid]->klen, kp, k, kl);
+        if (c < 0 || (strict && c == 0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The leaf whose key interval holds k; records the path when path is not NULL. */
+static bt_leaf *descend(const rl_storage *st, uint64_t kp, const uint8_t *k, size_t kl,
+                        bt_path *path) {
+    void *x = st->root;
+    for (int d = 0; d < st->depth; d++) {
+        bt_inner *in = x;
+        uint32_t j = inner_pick(in, kp, k, kl);
+        if (path) {
+            path->node[d] = in;
+            path->idx[d] = j;
+        }
+        x = in->child[j];
+    }
+    return x;
+}
+
+/* The first row with key >= k (with strict: > k). Every key of the leaves after the one k
+ * descends to is >= its upper separator > k, so the answer is in that leaf or is the first row
+ * of the next one (leaves are never empty, invariant 1). */
+static cursor seek(const rl_storage *st, const uint8_t *k, size_t kl, int strict) {
+    uint64_t kp = key_prefix(k, kl);
+    bt_leaf *l = descend(st, kp, k, kl, NULL);
+    cursor c = {l, leaf_search(l, kp, k, kl, strict)};
+    if (c.i == l->n) {
+        c.l = l->next;
+        c.i = 0;
+    }
+    return c;
+}
+
+static inline void cur_next(cursor *c) {
+    if (++c->i == c->l->n) {
+        c->l = c->l->next;
+        c->i = 0;
+    }
+}
+
+static inline void cur_prev(cursor *c) {
+    if (c->i == 0) {
+        c->l = c->l->prev;
+        c->i = c->l ? c->l->n - 1 : 0;
+    } else {
+        c->i--;
+    }
+}
+
+/* The position before c (c past the end: the last row). */
+static cursor cur_before(const rl_storage *st, cursor c) {
+    if (c.l) {
+        cur_prev(&c);
+    } else {
+        c.l = st->last->n ? st->last : NULL;
+        c.i = st->last->n ? st->last->n - 1 : 0;
+    }
+    return c;
+}
+
+static inline bt_row *cur_row(cursor c) { return c.l->rows[c.i]; }
+
+/* ---- B+tree: insert ---------------------------------------------------------------------- */
+
+static bt_sep *sep_new(const uint8_t *k, uint32_t kl) {
+    bt_sep *s = rl__malloc(sizeof *s + kl);
+    if (!s) return NULL;
+    s->klen = kl;
+    if (kl) memcpy(s->key, k, kl);
+    return s;
+}
+
+static void leaf_put(bt_leaf *l, uint32_t pos, bt_row *r) {
+    memmove(&l->rows[pos + 1], &l->rows[pos], (l->n - pos) * sizeof l->rows[0]);
+    memmove(&l->kpre[pos + 1], &l->kpre[pos], (l->n - pos) * sizeof l->kpre[0]);
+    l->rows[pos] = r;
+    l->kpre[pos] = r->kpre;
+    l->n++;
+}
+
+/* Insert child c with lower bound s (prefix kp) at index j >= 1 of in (room required). */
+static void inner_put(bt_inner *in, uint32_t j, bt_sep *s, uint64_t kp, void *c) {
+    memmove(&in->child[j + 1], &in->child[j], (in->n - j) * sizeof in->child[0]);
+    memmove(&in->sep[j + 1], &in->sep[j], (in->n - j) * sizeof in->sep[0]);
+    memmove(&in->kpre[j + 1], &in->kpre[j], (in->n - j) * sizeof in->kpre[0]);
+    in->child[j] = c;
+    in->sep[j] = s;
+    in->kpre[j] = kp;
+    in->n++;
+}
+
+/* Link row r (its key not in the tree) into the tree, splitting the leaf and as many ancestors
+ * as are full. Every allocation happens first: RL_E_OUT_OF_MEMORY leaves the tree unchanged
+ * (invariant 11). r stays owned by the caller on error, by the tree on success. */
+static int bt_insert(rl_storage *st, bt_row *r) {
+    bt_path p;
+    bt_inner *spare[BT_MAX_DEPTH + 1];
+    int nspare = 0, d;
+    bt_leaf *l = descend(st, r->kpre, r->key, r->klen, &p);
+    uint32_t pos = leaf_search(l, r->kpre, r->key, r->klen, 0);
+    if (l->n < BT_LEAF) {
+        leaf_put(l, pos, r);
+        return RL_OK;
+    }
+    /* Split: a new leaf, a separator copy, one inner node per full ancestor, a new root if all
+     * of them are full. Appending past the last row keeps the left leaf full. */
+    int append = l == st->last && pos == l->n;
+    uint32_t mid = append ? l->n : BT_LEAF / 2;
+    const bt_row *srow = append ? r : l->rows[mid];
+    int nfull = 0;
+    for (d = st->depth - 1; d >= 0 && p.node[d]->n == BT_FAN; d--) nfull++;
+    if (st->depth + (nfull == st->depth) > BT_MAX_DEPTH) return RL_E_OUT_OF_MEMORY;
+    bt_leaf *nl = rl__malloc(sizeof *nl);
+    bt_sep *sep = sep_new(srow->key, srow->klen);
+    if (!nl || !sep) goto fail;
+    for (nspare = 0; nspare < nfull + (nfull == st->depth); nspare++)
+        if (!(spare[nspare] = rl__malloc(sizeof(bt_inner)))) goto fail;
+    /* The leaf: rows [mid, n) move right, then r goes to its side. */
+    nl->n = l->n - mid;
+    memcpy(nl->rows, &l->rows[mid], nl->n * sizeof nl->rows[0]);
+    memcpy(nl->kpre, &l->kpre[mid], nl->n * sizeof nl->kpre[0]);
+    l->n = mid;
+    if (pos <= mid && !append)
+        leaf_put(l, pos, r);
+    else
+        leaf_put(nl, pos - mid, r);
+    nl->prev = l;
+    nl->next = l->next;
+    if (l->next)
+        l->next->prev = nl;
+    else
+        st->last = nl;
+    l->next = nl;
+    /* Up the path: insert (sep, child) at idx + 1; a full node splits at BT_FAN / 2 and
+     * promotes its separator there. */
+    void *child = nl;
+    uint64_t skp = srow->kpre;
+    for (d = st->depth - 1; d >= 0; d--) {
+        bt_inner *in = p.node[d];
+        uint32_t j = p.idx[d] + 1;
+        if (in->n < BT_FAN) {
+            inner_put(in, j, sep, skp, child);
+            return RL_OK;
+        }
+        bt_inner *ri = spare[--nspare];
+        uint32_t h = BT_FAN / 2;
+        ri->n = in->n - h;
+        memcpy(ri->child, &in->child[h], ri->n * sizeof ri->child[0]);
+        memcpy(ri->sep, &in->sep[h], ri->n * sizeof ri->sep[0]);
+        memcpy(ri->kpre, &in->kpre[h], ri->n * sizeof ri->kpre[0]);
+        in->n = h;
+        bt_sep *up = ri->sep[0];
+        uint64_t upkp = ri->kpre[0];
+        ri->sep[0] = NULL;
+        ri->kpre[0] = 0;
+        if (j <= h)
+            inner_put(in, j, sep, skp, child);
+        else
+            inner_put(ri, j - h, sep, skp, child);
+        sep = up;
+        skp = upkp;
+        child = ri;
+    }
+    /* Every level split (or the root was a leaf): a new root over the two halves. */
+    bt_inner *root = spare[--nspare];
+    root->n = 2;
+    root->child[0] = st->root;
+    root->child[1] = child;
+    root->sep[0] = NULL;
+    root->kpre[0] = 0;
+    root->sep[1] = sep;
+    root->kpre[1] = skp;
+    st->root = root;
+    st->depth++;
+    return RL_OK;
+fail:
+    while (nspare > 0) rl__free(spare[--nspare]);
+    rl__free(sep);
+    rl__free(nl);
+    return RL_E_OUT_OF_MEMORY;
+}
+
+/* ---- B+tree: remove ---------------------------------------------------------------------- */
+
+static void leaf_unlink(rl_storage *st, bt_leaf *l) {
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        st->first = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    else
+        st->last = l->prev;
+    rl__free(l);
+}
+
+/* Remove child p->idx[d] (already freed or merged away) from p->node[d] with its separator;
+ * an inner node left empty is freed and removed from its parent in turn; a root left with one
+ * child is collapsed (invariant 2). */
+static void inner_drop(rl_storage *st, bt_path *p, int d) {
+    bt_inner *in = p->node[d];
+    uint32_t j = p->idx[d];
+    if (j == 0) {
+        /* Child 1 becomes child 0; its separator goes (the ancestors bound it already). */
+        if (in->n > 1) {
+            rl__free(in->sep[1]);
+            in->child[0] = in->child[1];
+            j = 1;
+        }
+    } else {
+        rl__free(in->sep[j]);
+    }
+    if (j + 1 < in->n) {
+        memmove(&in->child[j], &in->child[j + 1], (in->n - j - 1) * sizeof in->child[0]);
+        memmove(&in->sep[j], &in->sep[j + 1], (in->n - j - 1) * sizeof in->sep[0]);
+        memmove(&in->kpre[j], &in->kpre[j + 1], (in->n - j - 1) * sizeof in->kpre[0]);
+    }
+    in->n--;
+    if (in->n == 0) {
+        /* Never the root: a root has >= 2 children and collapses at 1. */
+        rl__free(in);
+        inner_drop(st, p, d - 1);
+        return;
+    }
+    while (st->depth > 0 && ((bt_inner *)st->root)->n == 1) {
+        bt_inner *old = st->root;
+        st->root = old->child[0];
+        st->depth--;
+        rl__free(old);
+    }
+}
+
+/* Move every row of b (the right neighbour of a) to the end of a; frees b. */
+static void leaf_merge(rl_storage *st, bt_leaf *a, bt_leaf *b) {
+    memcpy(&a->rows[a->n], b->rows, b->n * sizeof b->rows[0]);
+    memcpy(&a->kpre[a->n], b->kpre, b->n * sizeof b->kpre[0]);
+    a->n += b->n;
+    leaf_unlink(st, b);
+}
+
+/* Unlink row r from the tree (not from the hash; r is not freed). Allocates nothing. */
+static void bt_remove(rl_storage *st, const bt_row *r) {
+    bt_path p;
+    bt_leaf *l = descend(st, r->kpre, r->key, r->klen, &p);
+    uint32_t i = leaf_search(l, r->kpre, r->key, r->klen, 0);
+    assert(i < l->n && l->rows[i] == r);
+    memmove(&l->rows[i], &l->rows[i + 1], (l->n - i - 1) * sizeof l->rows[0]);
+    memmove(&l->kpre[i], &l->kpre[i + 1], (l->n - i - 1) * sizeof l->kpre[0]);
+    l->n--;
+    if (st->depth == 0 || l->n >= BT_LEAF / 4) return;
+    int d = st->depth - 1;
+    bt_inner *par = p.node[d];
+    uint32_t j = p.idx[d];
+    if (l->n == 0) {
+        leaf_unlink(st, l);
+        inner_drop(st, &p, d);
+    } else if (j + 1 < par->n && l->n + ((bt_leaf *)par->child[j + 1])->n <= BT_LEAF / 2) {
+        leaf_merge(st, l, par->child[j + 1]);
+        p.idx[d] = j + 1;
+        inner_drop(st, &p, d);
+    } else if (j > 0 && ((bt_leaf *)par->child[j - 1])->n + l->n <= BT_LEAF / 2) {
+        leaf_merge(st, par->child[j - 1], l);
+        inner_drop(st, &p, d);
+    }
+}
+
+/* Free inner node x at height h above the leaves (h >= 1) and its inner descendants. */
+static void inner_free(bt_inner *x, int h) {
+    for (uint32_t j = 0; j < x->n; j++) {
+        if (j) rl__free(x->sep[j]);
+        if (h > 1) inner_free(x->child[j], h - 1);
+    }
+    rl__free(x);
+}
+
+/* Unlink row r from the hash and the tree and free it with its chain. */
+static void row_remove(rl_storage *st, bt_row *r) {
+    hremove(st, r);
+    bt_remove(st, r);
+    chain_free(r, r->chain);
+    rl__free(r);
+}
+
 /* ---- GC ---------------------------------------------------------------------------------- */
 
-static int dirty_push(rl_storage *st, sl_node *n) {
-    if (n->in_dirty) return RL_OK;
+static int dirty_push(rl_storage *st, bt_row *r) {
+    if (r->in_dirty) return RL_OK;
     if (st->dirty_n == st->dirty_cap) {
         size_t cap = st->dirty_cap ? st->dirty_cap * 2 : 256;
-        sl_node **d = rl__malloc(cap * sizeof *d);
+        bt_row **d = rl__malloc(cap * sizeof *d);
         if (!d) return RL_E_OUT_OF_MEMORY;
         for (size_t i = 0; i < st->dirty_n; i++)
             d[i] = st->dirty[(st->dirty_head + i) % st->dirty_cap];
@@ -274,41 +548,41 @@ static int dirty_push(rl_storage *st, sl_node *n) {
         st->dirty_cap = cap;
         st->dirty_head = 0;
     }
-    st->dirty[(st->dirty_head + st->dirty_n) % st->dirty_cap] = n;
+    st->dirty[(st->dirty_head + st->dirty_n) % st->dirty_cap] = r;
     st->dirty_n++;
-    n->in_dirty = 1;
+    r->in_dirty = 1;
     return RL_OK;
 }
 
-static int needs_gc(const sl_node *n) { return n->chain->older != NULL || n->chain->is_clear; }
+static int needs_gc(const bt_row *r) { return r->chain->older != NULL || r->chain->is_clear; }
 
-/* Collapse the history of n at or below oldest (invariant 4). Returns 1 if n was removed. */
-static int collapse(rl_storage *st, sl_node *n) {
-    sl_ver **link = &n->chain;
+/* Collapse the history of r at or below oldest (invariant 5). Returns 1 if r was removed. */
+static int collapse(rl_storage *st, bt_row *r) {
+    sl_ver **link = &r->chain;
     while (*link && (*link)->v > st->oldest) link = &(*link)->older;
     sl_ver *e = *link;
     if (!e) return 0;
-    chain_free(n, e->older);
+    chain_free(r, e->older);
     e->older = NULL;
     if (e->is_clear) {
-        ver_free(n, e);
+        ver_free(r, e);
         *link = NULL;
     }
-    if (n->chain == NULL) {
-        node_remove(st, n);
+    if (r->chain == NULL) {
+        row_remove(st, r);
         return 1;
     }
     return 0;
 }
 
-/* Pop up to budget nodes from the dirty ring, collapse them, requeue those still dirty. */
+/* Pop up to budget rows from the dirty ring, collapse them, requeue those still dirty. */
 static void gc_steps(rl_storage *st, size_t budget) {
     while (budget-- > 0 && st->dirty_n > 0) {
-        sl_node *n = st->dirty[st->dirty_head];
+        bt_row *r = st->dirty[st->dirty_head];
         st->dirty_head = (st->dirty_head + 1) % st->dirty_cap;
         st->dirty_n--;
-        n->in_dirty = 0;
-        if (!collapse(st, n) && needs_gc(n)) dirty_push(st, n); /* room: just popped one */
+        r->in_dirty = 0;
+        if (!collapse(st, r) && needs_gc(r)) dirty_push(st, r); /* room: just popped one */
     }
 }
 
@@ -320,21 +594,35 @@ void rl__storage_collect(rl_storage *st) {
 
 /* ---- apply ------------------------------------------------------------------------------- */
 
+/* Link a new row for key k with one version (v, val) into the hash and the tree. The key must
+ * be absent. RL_E_OUT_OF_MEMORY leaves both unchanged. */
+static int row_insert(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v,
+                      const uint8_t *val, uint32_t vl) {
+    if (hreserve(st) != RL_OK) return RL_E_OUT_OF_MEMORY;
+    bt_row *r = row_new(k, kl, v, val, vl);
+    if (!r) return RL_E_OUT_OF_MEMORY;
+    if (bt_insert(st, r) != RL_OK) {
+        rl__free(r);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    hput(st->htab, st->hcap, key_hash(k, kl), r);
+    st->hcount++;
+    st->live_keys++;
+    st->live_bytes += kl + vl;
+    return RL_OK;
+}
+
 /* Write a value (or a tombstone when is_clear) for key k at version v. */
 static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
                      const uint8_t *val, uint32_t vl, int is_clear) {
-    sl_node *update[SL_MAX_HEIGHT];
-    sl_node *n = hfind(st, k, kl);
-    if (!n) {
+    bt_row *r = hfind(st, k, kl);
+    if (!r) {
         if (is_clear) return RL_OK; /* absent at every readable version already */
-        find_ge(st, k, kl, update);
-        if (!node_insert(st, update, k, kl, v, val, vl)) return RL_E_OUT_OF_MEMORY;
-        st->live_keys++;
-        st->live_bytes += kl + vl;
-        st->touched++;
-        return RL_OK;
+        int rc = row_insert(st, k, kl, v, val, vl);
+        if (rc == RL_OK) st->touched++;
+        return rc;
     }
-    sl_ver *head = n->chain;
+    sl_ver *head = r->chain;
     if (is_clear && head->is_clear) return RL_OK;
     sl_ver *e = ver_new(v, val, vl, is_clear);
     if (!e) return RL_E_OUT_OF_MEMORY;
@@ -348,35 +636,36 @@ static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl
     }
     if (head->v == v) {
         e->older = head->older;
-        ver_free(n, head);
+        ver_free(r, head);
     } else {
         e->older = head;
     }
-    n->chain = e;
+    r->chain = e;
     st->touched++;
-    if (needs_gc(n)) return dirty_push(st, n);
+    if (needs_gc(r)) return dirty_push(st, r);
     return RL_OK;
 }
 
 static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t bl,
                        const uint8_t *e, uint32_t el) {
     if (rl__bytes_cmp(b, bl, e, el) >= 0) return RL_OK;
-    for (sl_node *n = find_ge(st, b, bl, NULL); n && key_cmp(n, e, el) < 0; n = n->next[0]) {
-        sl_ver *head = n->chain;
+    for (cursor c = seek(st, b, bl, 0); c.l && row_cmp(cur_row(c), e, el) < 0; cur_next(&c)) {
+        bt_row *r = cur_row(c);
+        sl_ver *head = r->chain;
         if (head->is_clear) continue;
         sl_ver *t = ver_new(v, NULL, 0, 1);
         if (!t) return RL_E_OUT_OF_MEMORY;
         st->live_keys--;
-        st->live_bytes -= n->klen + head->len;
+        st->live_bytes -= r->klen + head->len;
         if (head->v == v) {
             t->older = head->older;
-            ver_free(n, head);
+            ver_free(r, head);
         } else {
             t->older = head;
         }
-        n->chain = t;
+        r->chain = t;
         st->touched++;
-        if (dirty_push(st, n) != RL_OK) return RL_E_OUT_OF_MEMORY;
+        if (dirty_push(st, r) != RL_OK) return RL_E_OUT_OF_MEMORY;
     }
     return RL_OK;
 }
@@ -397,7 +686,7 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
             rc = clear_range(st, v, m->p1, m->len1, m->p2, m->len2);
             break;
         default: {
-            sl_node *x = hfind(st, m->p1, m->len1);
+            bt_row *x = hfind(st, m->p1, m->len1);
             const sl_ver *old = x ? visible(x, v) : NULL;
             int present;
             rc = rl__atomic_apply(m->type, old != NULL, old ? old->data : NULL, old ? old->len : 0,
@@ -417,13 +706,10 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
 
 int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
                          const uint8_t *val, uint32_t vl) {
-    sl_node *update[SL_MAX_HEIGHT];
-    sl_node *n = find_ge(st, k, kl, update);
-    if (n) return RL_E_CHECKPOINT_CORRUPT; /* keys must arrive strictly ascending */
-    if (!node_insert(st, update, k, kl, v, val, vl)) return RL_E_OUT_OF_MEMORY;
-    st->live_keys++;
-    st->live_bytes += kl + vl;
-    return RL_OK;
+    const bt_leaf *l = st->last;
+    if (l->n && row_cmp(l->rows[l->n - 1], k, kl) >= 0)
+        return RL_E_CHECKPOINT_CORRUPT; /* keys must arrive strictly ascending */
+    return row_insert(st, k, kl, v, val, vl);
 }
 
 int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
@@ -459,26 +745,28 @@ out:
 /* ---- open / close / status --------------------------------------------------------------- */
 
 int rl__storage_map_init(rl_storage *st) {
-    st->head = rl__calloc(1, sizeof(sl_node) + SL_MAX_HEIGHT * sizeof(sl_node *));
-    if (!st->head) return RL_E_OUT_OF_MEMORY;
-    st->head->height = SL_MAX_HEIGHT;
-    st->height = 1;
-    st->rng = 0x9E3779B97F4A7C15ull;
+    bt_leaf *l = rl__calloc(1, sizeof *l);
+    if (!l) return RL_E_OUT_OF_MEMORY;
+    st->root = st->first = st->last = l;
+    st->depth = 0;
     rl__buf_init(&st->scratch);
     return RL_OK;
 }
 
 void rl__storage_map_release(rl_storage *st) {
-    if (!st->head) return;
-    sl_node *n = st->head->next[0];
-    while (n) {
-        sl_node *next = n->next[0];
-        chain_free(n, n->chain);
-        rl__free(n);
-        n = next;
+    if (!st->root) return;
+    if (st->depth > 0) inner_free(st->root, st->depth);
+    bt_leaf *l = st->first;
+    while (l) {
+        bt_leaf *next = l->next;
+        for (uint32_t i = 0; i < l->n; i++) {
+            chain_free(l->rows[i], l->rows[i]->chain);
+            rl__free(l->rows[i]);
+        }
+        rl__free(l);
+        l = next;
     }
-    rl__free(st->head);
-    st->head = NULL;
+    st->root = st->first = st->last = NULL;
     rl__free(st->htab);
     rl__free(st->dirty);
     rl__buf_release(&st->scratch);
@@ -569,6 +857,7 @@ rl_version rl__storage_oldest_version(rl_storage *st) {
 }
 
 /* ---- reads ------------------------------------------------------------------------------- */
+/* ---- reads ------------------------------------------------------------------------------- */
 
 static int check_version(const rl_storage *st, rl_version v) {
     if (v < st->oldest) return RL_E_TRANSACTION_TOO_OLD;
@@ -596,7 +885,7 @@ int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t
     *out_value = NULL;
     *out_len = 0;
     if ((rc = check_version(st, v)) != RL_OK) goto out;
-    sl_node *n = hfind(st, key, key_len);
+    bt_row *n = hfind(st, key, key_len);
     if (n) {
         const sl_ver *e = visible(n, v);
         if (e) {
@@ -625,29 +914,27 @@ int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl
     *out_len = 0;
     pthread_rwlock_rdlock(&st->lock);
     if ((rc = check_version(st, v)) != RL_OK) goto out;
-    sl_node *n;
+    /* The base: the first key >= key (> key with or_equal); offset 1 is the first visible key
+     * from there on, offset 0 the last visible one before it, and so on. */
+    cursor c = seek(st, sel->key, (size_t)sel->key_len, sel->or_equal);
     if (sel->offset >= 1) {
-        /* The first visible key after the base: >= key (or > key with or_equal). */
-        sl_node *b = find_lt(st, sel->key, sel->key_len, sel->or_equal);
-        n = b ? b->next[0] : st->head->next[0];
         long steps = sel->offset;
-        for (; n; n = n->next[0])
-            if (visible(n, v) && --steps == 0) break;
-        if (n) {
-            k = sl_key(n);
-            kl = n->klen;
+        for (; c.l; cur_next(&c))
+            if (visible(cur_row(c), v) && --steps == 0) break;
+        if (c.l) {
+            k = cur_row(c)->key;
+            kl = cur_row(c)->klen;
         } else {
             k = MAX_KEY;
             kl = 2;
         }
     } else {
-        n = find_lt(st, sel->key, sel->key_len, sel->or_equal);
         long steps = -(long)sel->offset + 1;
-        for (; n; n = n->prev)
-            if (visible(n, v) && --steps == 0) break;
-        if (n) {
-            k = sl_key(n);
-            kl = n->klen;
+        for (c = cur_before(st, c); c.l; cur_prev(&c))
+            if (visible(cur_row(c), v) && --steps == 0) break;
+        if (c.l) {
+            k = cur_row(c)->key;
+            kl = cur_row(c)->klen;
         } /* else "" */
     }
     if (rl__bytes_cmp(k, kl, MAX_KEY, 2) > 0) {
@@ -666,37 +953,34 @@ out:
     return rc;
 }
 
-/* The next node in the scan direction, prefetching the one after it (the walk is a chain of
- * dependent cache misses; this overlaps two of them). */
-static inline sl_node *step(sl_node *x, int reverse) {
-    x = reverse ? x->prev : x->next[0];
-    if (x) {
-        const sl_node *y = reverse ? x->prev : x->next[0];
-        __builtin_prefetch(x->chain);
-        if (y) __builtin_prefetch(y);
-    }
-    return x;
+enum { RANGE_WINDOW = 256, RANGE_WINDOW_MAX = 65536, PREFETCH_AHEAD = 8 };
+
+/* Start a prefetch of row r's first three lines (header, key, inline version and a 100-byte
+ * value): rows are scattered, but their addresses are known ahead from the leaf, so the misses
+ * of several rows overlap instead of forming a chain. */
+static inline void prefetch_row(const bt_row *r) {
+    const char *p = (const char *)r;
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+    __builtin_prefetch(p + 128);
 }
 
-enum { RANGE_WINDOW = 256, RANGE_WINDOW_MAX = 65536, RANGE_CMP_ROWS = 16 };
-
-/* The node where a scan of [begin, end) stops (the first node past the range in the scan
- * direction; NULL means the end of the list). */
-static sl_node *scan_stop(const rl_storage *st, const void *begin, size_t begin_len,
-                          const void *end, size_t end_len, int reverse) {
-    if (!reverse) return find_ge(st, end, end_len, NULL);
-    sl_node *g = find_ge(st, begin, begin_len, NULL);
-    return g ? g->prev : st->tail;
+/* The bound of a scan of [begin, end) in leaf l: forward, the index of the first row >= end
+ * (l->n if the whole leaf is below end); reverse, the index of the first row >= begin (0 if the
+ * whole leaf is in range). One comparison with the leaf's last (first) key decides most
+ * leaves; only the leaf where the range ends is searched. */
+static uint32_t leaf_bound(const bt_leaf *l, uint64_t kp, const void *k, size_t kl, int reverse) {
+    const bt_row *edge = reverse ? l->rows[0] : l->rows[l->n - 1];
+    int c = pcmp(edge->kpre, edge->key, edge->klen, kp, k, kl);
+    if (reverse ? c >= 0 : c < 0) return reverse ? 0 : l->n;
+    return leaf_search(l, kp, k, kl, 0);
 }
 
 /* Range reads copy rows window by window: pass 1 walks up to a window of rows counting them and
- * their bytes, then the result array grows once (to at least the rows so far) and one arena
- * allocation takes all the window's keys and values, which pass 2 copies while the nodes are
- * still in cache. A 1,000-row read thus costs a handful of allocations instead of one per
- * arena block (about 8 rows each), and no row is copied twice. Windows double in size.
- * The end of the range is found by comparing keys for the first RANGE_CMP_ROWS nodes (short
- * reads, such as the secondaries of a mapped read, pay no extra descent); a longer scan then
- * descends once to the stop node and compares pointers instead of keys. */
+ * their bytes (prefetching rows PREFETCH_AHEAD positions ahead), then the result array grows
+ * once (to at least the rows so far) and one arena allocation takes all the window's keys and
+ * values, which pass 2 copies while the rows are still in cache. Windows double in size. The
+ * end of the range is found once per leaf (leaf_bound), not per row. */
 int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                           const void *end, size_t end_len, int limit, long target_bytes,
                           int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n, int *out_more) {
@@ -711,43 +995,48 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
                                  size_t begin_len, const void *end, size_t end_len, int limit,
                                  long target_bytes, int reverse, rl_arena *a, rl_kvpair **out_kvs,
                                  int *out_n, int *out_more) {
-    int rc, n = 0, cap = 0, more = 0, done = 0, window = RANGE_WINDOW, walked = 0;
-    int has_stop = 0;
-    sl_node *stop = NULL;
+    int rc, n = 0, cap = 0, more = 0, done = 0, window = RANGE_WINDOW;
     long bytes = 0;
     rl_kvpair *kvs = NULL;
+    const bt_leaf *bl = NULL; /* the leaf whose bound is in bound */
+    uint32_t bound = 0;
     *out_kvs = NULL;
     *out_n = 0;
     *out_more = 0;
     if (limit < 0 || target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
     if ((rc = check_version(st, v)) != RL_OK) goto out;
     if (rl__bytes_cmp(begin, begin_len, end, end_len) >= 0) goto out;
-    sl_node *x;
-    if (!reverse) {
-        x = find_ge(st, begin, begin_len, NULL);
-    } else {
-        x = find_ge(st, end, end_len, NULL);
-        x = x ? x->prev : st->tail;
-    }
-    while (x && !done) {
+    uint64_t kp = reverse ? key_prefix(begin, begin_len) : key_prefix(end, end_len);
+    const void *bk = reverse ? begin : end;
+    size_t bkl = reverse ? begin_len : end_len;
+    cursor c = reverse ? cur_before(st, seek(st, end, end_len, 0)) : seek(st, begin, begin_len, 0);
+    while (c.l && !done) {
         /* Pass 1: count the window's rows and bytes. */
-        sl_node *w0 = x;
+        cursor w0 = c;
         int wn = 0;
         size_t wbytes = 0;
-        while (x && wn < window) {
-            if (has_stop) {
-                if (x == stop) {
-                    done = 1;
-                    break;
-                }
-            } else if (!reverse ? key_cmp(x, end, end_len) >= 0 : key_cmp(x, begin, begin_len) < 0) {
+        while (wn < window) {
+            if (c.l != bl) {
+                bl = c.l;
+                bound = leaf_bound(bl, kp, bk, bkl, reverse);
+            }
+            if (!reverse ? c.i >= bound : c.i < bound) {
                 done = 1;
                 break;
-            } else if (++walked == RANGE_CMP_ROWS) {
-                stop = scan_stop(st, begin, begin_len, end, end_len, reverse);
-                has_stop = 1;
             }
-            const sl_ver *e = visible(x, v);
+            if (!reverse) {
+                if (c.i + PREFETCH_AHEAD < c.l->n)
+                    prefetch_row(c.l->rows[c.i + PREFETCH_AHEAD]);
+                else if (c.l->next && c.i + PREFETCH_AHEAD - c.l->n < c.l->next->n)
+                    prefetch_row(c.l->next->rows[c.i + PREFETCH_AHEAD - c.l->n]);
+            } else {
+                if (c.i >= PREFETCH_AHEAD)
+                    prefetch_row(c.l->rows[c.i - PREFETCH_AHEAD]);
+                else if (c.l->prev && c.l->prev->n + c.i >= PREFETCH_AHEAD)
+                    prefetch_row(c.l->prev->rows[c.l->prev->n + c.i - PREFETCH_AHEAD]);
+            }
+            const bt_row *r = cur_row(c);
+            const sl_ver *e = visible(r, v);
             if (e) {
                 if ((limit && n + wn >= limit) || (target_bytes && bytes >= target_bytes)) {
                     more = 1;
@@ -755,10 +1044,17 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
                     break;
                 }
                 wn++;
-                wbytes += (size_t)x->klen + e->len;
-                bytes += (long)x->klen + (long)e->len;
+                wbytes += (size_t)r->klen + e->len;
+                bytes += (long)r->klen + (long)e->len;
             }
-            x = step(x, reverse);
+            if (!reverse)
+                cur_next(&c);
+            else
+                cur_prev(&c);
+            if (!c.l) {
+                done = 1;
+                break;
+            }
         }
         if (wn == 0) continue;
         /* Room for the rows, then pass 2: copy them. */
@@ -778,13 +1074,18 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
             rc = RL_E_OUT_OF_MEMORY;
             goto out;
         }
-        for (sl_node *y = w0; wn > 0; y = reverse ? y->prev : y->next[0]) {
-            const sl_ver *e = visible(y, v);
+        for (cursor y = w0; wn > 0;) {
+            const bt_row *r = cur_row(y);
+            const sl_ver *e = visible(r, v);
+            if (!reverse)
+                cur_next(&y);
+            else
+                cur_prev(&y);
             if (!e) continue;
-            memcpy(p, sl_key(y), y->klen);
+            memcpy(p, r->key, r->klen);
             kvs[n].key = p;
-            kvs[n].key_len = y->klen;
-            p += y->klen;
+            kvs[n].key_len = r->klen;
+            p += r->klen;
             if (e->len) memcpy(p, e->data, e->len);
             kvs[n].value = p;
             kvs[n].value_len = e->len;

@@ -10,7 +10,9 @@
 #include "base/buf.h"
 #include "storage/storage.h"
 
-#define SL_MAX_HEIGHT 32
+#define BT_LEAF 64     /* rows per leaf (a leaf is about 1 KiB) */
+#define BT_FAN 64      /* children per inner node */
+#define BT_MAX_DEPTH 16 /* inner levels; reaching it takes about 32^16 inserts */
 
 /* One version of a key: a value or a tombstone. Chains run newest first. */
 typedef struct sl_ver {
@@ -21,42 +23,63 @@ typedef struct sl_ver {
     uint8_t data[];       /* the value */
 } sl_ver;
 
-/* A slot of the point-read hash: h is the key's hash with bit 0 set; n NULL when empty. */
+/* One key (a row): one allocation holding this header, the key bytes and, 8-byte aligned after
+ * them, the version the row was created with (storage.c, invariant 8). Rows never move: the
+ * hash index, the GC ring and the leaves point at them. */
+typedef struct bt_row {
+    sl_ver *chain;   /* newest version first; never NULL for a row in the tree */
+    uint64_t kpre;   /* the key's first 8 bytes, big-endian, zero-padded (key_prefix) */
+    uint32_t klen;   /* key bytes */
+    uint8_t in_dirty; /* 1 while queued for GC */
+    uint8_t key[];   /* klen bytes, then the inline version */
+} bt_row;
+
+/* A leaf: a run of consecutive rows in key order, with their key prefixes in a parallel array
+ * so that searches and scans read two packed arrays. Leaves form a doubly linked list. */
+typedef struct bt_leaf {
+    uint32_t n;                  /* rows, 1..BT_LEAF (0 only for an empty tree's root) */
+    struct bt_leaf *prev, *next; /* neighbours in key order, NULL at the ends */
+    uint64_t kpre[BT_LEAF];      /* kpre[i] == rows[i]->kpre */
+    bt_row *rows[BT_LEAF];       /* strictly ascending keys */
+} bt_leaf;
+
+/* A separator key of an inner node: an owned copy (rows may be freed, separators stay). */
+typedef struct bt_sep {
+    uint32_t klen;
+    uint8_t key[];
+} bt_sep;
+
+/* An inner node: child[j] holds the keys k with sep[j] <= k < sep[j + 1] (sep[0] is unused:
+ * the bound comes from the ancestors). kpre[j] caches sep[j]'s prefix. */
+typedef struct bt_inner {
+    uint32_t n;              /* children, 1..BT_FAN (>= 2 at the root) */
+    uint64_t kpre[BT_FAN];
+    bt_sep *sep[BT_FAN];
+    void *child[BT_FAN];     /* bt_inner one level up from the leaves, bt_leaf at the last */
+} bt_inner;
+
+/* A slot of the point-read hash: h is the key's hash with bit 0 set; r NULL when empty. */
 typedef struct sl_hslot {
     uint64_t h;
-    struct sl_node *n;
+    bt_row *r;
 } sl_hslot;
-
-/* One key of the skiplist; the key bytes follow next[height]. */
-typedef struct sl_node {
-    sl_ver *chain;        /* newest version first; never NULL for a linked node */
-    struct sl_node *prev; /* level-0 predecessor; NULL for the first node */
-    uint64_t kpre;        /* the key's first 8 bytes, big-endian, zero-padded (key_prefix) */
-    uint32_t klen;        /* key bytes */
-    uint8_t height;       /* levels in next[], 1..SL_MAX_HEIGHT */
-    uint8_t in_dirty;     /* 1 while queued for GC */
-    struct sl_node *next[];
-} sl_node;
-
-static inline uint8_t *sl_key(const sl_node *n) { return (uint8_t *)&n->next[n->height]; }
 
 struct rl_storage {
     pthread_rwlock_t lock; /* readers shared; apply/sync/collect/checkpoint exclusive */
-    sl_node *head;         /* sentinel of height SL_MAX_HEIGHT (no key, no chain) */
-    sl_node *tail;         /* last node, NULL when empty */
-    int height;            /* levels in use, >= 1 */
-    uint64_t rng;          /* xorshift state for node heights */
+    void *root;            /* a bt_leaf when depth == 0, else a bt_inner */
+    int depth;             /* inner levels above the leaves, 0..BT_MAX_DEPTH */
+    bt_leaf *first, *last; /* ends of the leaf list (the root leaf when depth == 0) */
     rl_version latest;     /* newest applied version */
     rl_version oldest;     /* oldest readable version (monotonic) */
     rl_version durable;    /* newest version known durable */
     uint64_t window;       /* MVCC window in versions */
     uint64_t live_keys;    /* keys present at latest */
     uint64_t live_bytes;   /* key + value bytes present at latest */
-    struct sl_hslot *htab; /* open-addressing hash of every linked node (point reads) */
+    struct sl_hslot *htab; /* open-addressing hash of every row (point reads) */
     size_t hcap, hcount;   /* hcap a power of two (or 0), hcount <= hcap / 2 */
-    sl_node **dirty;       /* ring of nodes with history or a tombstone (the GC queue) */
+    bt_row **dirty;        /* ring of rows with history or a tombstone (the GC queue) */
     size_t dirty_head, dirty_n, dirty_cap;
-    uint64_t touched;      /* nodes changed by the current apply (GC budget) */
+    uint64_t touched;      /* rows changed by the current apply (GC budget) */
     rl_buf scratch;        /* atomic op results */
     int poisoned;          /* RL_OK, or the error that stopped writes for good */
 
