@@ -5,6 +5,9 @@
 
 #include "base/alloc.h"
 
+/* The largest block a reset keeps for reuse. */
+#define ARENA_KEEP_MAX ((size_t)4 << 20)
+
 struct rl_arena_block {
     rl_arena_block *next; /* older block */
     size_t cap;           /* payload bytes */
@@ -30,14 +33,15 @@ void rl__arena_release(rl_arena *a) {
 }
 
 void rl__arena_reset(rl_arena *a) {
-    /* Keep the oldest block, free the rest. */
+    /* Keep the largest block (up to ARENA_KEEP_MAX bytes), free the rest: a reused arena then
+     * serves the same workload again without allocating, even when its results were large. */
     rl_arena_block *b = a->head, *keep = NULL;
+    for (; b; b = b->next)
+        if (b->cap <= ARENA_KEEP_MAX && (!keep || b->cap > keep->cap)) keep = b;
+    b = a->head;
     while (b) {
         rl_arena_block *n = b->next;
-        if (n == NULL)
-            keep = b;
-        else
-            rl__free(b);
+        if (b != keep) rl__free(b);
         b = n;
     }
     if (keep) {

@@ -4,7 +4,7 @@
  * Memory comes in blocks (default 4 KiB, larger for larger requests) from the allocation hook.
  * rl__arena_alloc returns 16-byte-aligned memory valid until rl__arena_reset or rl__arena_release
  * of the same arena; it returns NULL on allocation failure. The arena keeps its first block across
- * resets so a reused arena allocates nothing in steady state.
+ * resets (the largest one, up to 4 MiB) so a reused arena allocates nothing in steady state.
  */
 #ifndef RL_BASE_ARENA_H
 #define RL_BASE_ARENA_H
