@@ -57,7 +57,12 @@ void *rl__arena_alloc(rl_arena *a, size_t n) {
     if (need < n) return NULL;
     rl_arena_block *b = a->head;
     if (!b || b->cap - b->off < need) {
+        /* A new block also has room for everything handed out since the reset (while that
+         * stays within what a reset keeps): the last block of a cycle is then the largest and
+         * holds the whole cycle, so after a reset the same workload fits in the kept block. */
         size_t cap = need > a->block_size ? need : a->block_size;
+        if (a->used <= ARENA_KEEP_MAX && need <= ARENA_KEEP_MAX - a->used && a->used + need > cap)
+            cap = a->used + need;
         rl_arena_block *nb = rl__malloc(sizeof *nb + cap);
         if (!nb) return NULL;
         nb->cap = cap;
@@ -75,4 +80,10 @@ void *rl__arena_memdup(rl_arena *a, const void *p, size_t n) {
     void *q = rl__arena_alloc(a, n);
     if (q && n) memcpy(q, p, n);
     return q;
+}
+
+size_t rl__arena_capacity(const rl_arena *a) {
+    size_t n = 0;
+    for (const rl_arena_block *b = a->head; b; b = b->next) n += b->cap;
+    return n;
 }

@@ -3,8 +3,9 @@
  *
  * Memory comes in blocks (default 4 KiB, larger for larger requests) from the allocation hook.
  * rl__arena_alloc returns 16-byte-aligned memory valid until rl__arena_reset or rl__arena_release
- * of the same arena; it returns NULL on allocation failure. The arena keeps its first block across
- * resets (the largest one, up to 4 MiB) so a reused arena allocates nothing in steady state.
+ * of the same arena; it returns NULL on allocation failure. A new block is sized to hold at least
+ * everything handed out since the last reset too (up to 4 MiB), and a reset keeps the largest
+ * block (up to 4 MiB), so a reused arena serving the same work again allocates nothing.
  */
 #ifndef RL_BASE_ARENA_H
 #define RL_BASE_ARENA_H
@@ -25,5 +26,8 @@ void rl__arena_reset(rl_arena *a);
 void *rl__arena_alloc(rl_arena *a, size_t n);
 /* Copy n bytes into the arena (NULL on failure; a valid pointer for n == 0). */
 void *rl__arena_memdup(rl_arena *a, const void *p, size_t n);
+/* Payload bytes held in the arena's blocks (used or not): what a cache that keeps the arena
+ * retains. Walks the block chain (one block right after a reset). */
+size_t rl__arena_capacity(const rl_arena *a);
 
 #endif

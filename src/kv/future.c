@@ -12,9 +12,14 @@
  *   5. `ready` is written (0 -> 1) only under mu, with a release store after the error and the
  *      results; readers that find it set with an acquire load may read them without the lock
  *      (the fast path of wait / get_error / is_ready, two lock round trips less per read).
- *   6. Freed futures are recycled through a small per-thread cache (at most CACHE_MAX, each
- *      keeping only an arena block of at most CACHE_ARENA_MAX bytes): a read then costs no
- *      allocation in steady state. A cached future is pending-free: its results are cleared,
+ *   6. Freed futures are recycled through a small per-thread cache (at most CACHE_MAX): a read
+ *      then costs no allocation in steady state. Each cached future keeps its arena's largest
+ *      block (rl__arena_reset keeps one of at most 4 MiB), as long as the blocks kept by the
+ *      thread's cached futures total at most CACHE_BYTES_MAX; past that budget the future is
+ *      cached with an empty arena. So reads of large values (split records of 100 KB chunks)
+ *      reuse their result memory op after op instead of allocating and freeing blocks that
+ *      glibc would return to the kernel and fault in again. cache_bytes is exactly the sum of
+ *      rl__arena_capacity over the cached futures. A cached future is pending-free: its results are cleared,
  *      its arena reset, its mutex and condition variable stay initialized (unlocked, no
  *      waiters). The cache is emptied when its thread exits (a pthread key destructor). Users
  *      never see the difference: rl_future_free still ends the future's life, and a pointer to a
@@ -37,10 +42,12 @@ static rl_future oom_future = {
 
 /* ---- The per-thread cache of freed futures (invariant 6) --------------------------------- */
 
-enum { CACHE_MAX = 32, CACHE_ARENA_MAX = 4096 };
+enum { CACHE_MAX = 32 };
+#define CACHE_BYTES_MAX ((size_t)8 << 20) /* arena bytes the cached futures of a thread keep */
 
 static _Thread_local rl_future *cache[CACHE_MAX];
 static _Thread_local int n_cache;
+static _Thread_local size_t cache_bytes; /* sum of rl__arena_capacity over cache[0..n_cache) */
 static _Thread_local int cache_registered; /* the key below holds a value for this thread */
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
@@ -58,6 +65,7 @@ static void destroy(rl_future *f) {
 static void cache_drain(void *unused) {
     (void)unused;
     while (n_cache > 0) destroy(cache[--n_cache]);
+    cache_bytes = 0;
     cache_registered = 0;
 }
 
@@ -65,15 +73,23 @@ static void cache_key_create(void) {
     if (pthread_key_create(&cache_key, cache_drain) != 0) cache_key = (pthread_key_t)-1;
 }
 
-/* Keep f for reuse by this thread; 0 if the cache cannot take it (the caller destroys it). */
+/* Keep f for reuse by this thread; 0 if the cache cannot take it (the caller destroys it).
+ * The arena is reset (keeping its largest block) and emptied if its block would take the
+ * thread's cached arena bytes past CACHE_BYTES_MAX (invariant 6). */
 static int cache_put(rl_future *f) {
-    if (n_cache == CACHE_MAX || f->arena.used > CACHE_ARENA_MAX || f->n_cbs) return 0;
+    if (n_cache == CACHE_MAX || f->n_cbs) return 0;
     if (!cache_registered) {
         pthread_once(&cache_once, cache_key_create);
         if (cache_key == (pthread_key_t)-1 || pthread_setspecific(cache_key, cache) != 0) return 0;
         cache_registered = 1;
     }
     rl__arena_reset(&f->arena);
+    size_t cap = rl__arena_capacity(&f->arena);
+    if (cap > CACHE_BYTES_MAX - cache_bytes) {
+        rl__arena_release(&f->arena);
+        cap = 0;
+    }
+    cache_bytes += cap;
     cache[n_cache++] = f;
     return 1;
 }
@@ -84,6 +100,7 @@ rl_future *rl__future_new(int kind) {
     rl_future *f;
     if (n_cache > 0) {
         f = cache[--n_cache];
+        cache_bytes -= rl__arena_capacity(&f->arena);
         f->is_static = 0;
         f->ready = 0;
         f->error = 0;
