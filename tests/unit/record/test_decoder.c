@@ -261,8 +261,10 @@ TEST(record_9_3_random_mutations_match_strict) {
                 l.n--;
                 for (int j = 0; j < l.n; j++) l.kv[j].key = l.keys[j], l.kv[j].value = l.vals[j];
                 break;
-            case 1: /* change its suffix (the last key byte) */
-                l.keys[i][l.kv[i].key_len - 1] ^= (uint8_t)(1 + rl_test_rand_below(&st, 3));
+            case 1: /* change its suffix (the last key byte); an earlier mutation may have
+                     * truncated the key to nothing */
+                if (l.kv[i].key_len)
+                    l.keys[i][l.kv[i].key_len - 1] ^= (uint8_t)(1 + rl_test_rand_below(&st, 3));
                 break;
             case 2: /* flip a value byte */
                 if (l.kv[i].value_len) l.vals[i][rl_test_rand_below(&st, l.kv[i].value_len)] ^= 0x41;
