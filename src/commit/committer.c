@@ -56,6 +56,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "storage/wal.h"
 
 #define CM_DEFAULT_BATCH 256
 #define CM_MAX_BATCH 65536 /* batch_order is 16 bits */
@@ -114,27 +115,11 @@ int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, 
 
 /* ---- The batch (leader only) --------------------------------------------------------------- */
 
+/* A mutation type the committer accepts: every type storage logs, plus the versionstamped
+ * operations it resolves itself. */
 static int mutation_type_known(uint8_t t) {
-    switch (t) {
-    case RL_MUT_SET:
-    case RL_MUT_CLEAR_RANGE:
-    case RL_MUT_ADD:
-    case RL_MUT_CLEAR:
-    case RL_MUT_BIT_AND:
-    case RL_MUT_BIT_OR:
-    case RL_MUT_BIT_XOR:
-    case RL_MUT_APPEND_IF_FITS:
-    case RL_MUT_MAX:
-    case RL_MUT_MIN:
-    case RL_MUT_SET_VERSIONSTAMPED_KEY:
-    case RL_MUT_SET_VERSIONSTAMPED_VALUE:
-    case RL_MUT_BYTE_MIN:
-    case RL_MUT_BYTE_MAX:
-    case RL_MUT_COMPARE_AND_CLEAR:
-        return 1;
-    default:
-        return 0;
-    }
+    return rl__wal_type_ok(t) || t == RL_MUT_SET_VERSIONSTAMPED_KEY ||
+           t == RL_MUT_SET_VERSIONSTAMPED_VALUE;
 }
 
 /* Substitute one versionstamp param into the batch arena: *out_p and *out_len get the copy. */
