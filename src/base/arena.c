@@ -34,10 +34,20 @@ void rl__arena_release(rl_arena *a) {
 
 void rl__arena_reset(rl_arena *a) {
     /* Keep the largest block (up to ARENA_KEEP_MAX bytes), free the rest: a reused arena then
-     * serves the same workload again without allocating, even when its results were large. */
+     * serves the same workload again without allocating, even when its results were large.
+     * If the cycle handed out more than that block holds (it spilled into several blocks),
+     * replace them by one block of the cycle's total, so the next identical cycle fits at once
+     * (one allocation; if it fails, the largest block is kept as before). */
     rl_arena_block *b = a->head, *keep = NULL;
     for (; b; b = b->next)
         if (b->cap <= ARENA_KEEP_MAX && (!keep || b->cap > keep->cap)) keep = b;
+    if (a->head && a->head->next && a->used <= ARENA_KEEP_MAX && (!keep || keep->cap < a->used)) {
+        rl_arena_block *nb = rl__malloc(sizeof *nb + a->used);
+        if (nb) {
+            nb->cap = a->used;
+            keep = nb;
+        }
+    }
     b = a->head;
     while (b) {
         rl_arena_block *n = b->next;

@@ -5,7 +5,9 @@
  * rl__arena_alloc returns 16-byte-aligned memory valid until rl__arena_reset or rl__arena_release
  * of the same arena; it returns NULL on allocation failure. A new block is sized to hold at least
  * everything handed out since the last reset too (up to 4 MiB), and a reset keeps the largest
- * block (up to 4 MiB), so a reused arena serving the same work again allocates nothing.
+ * block (up to 4 MiB) — or, when the cycle spilled over several blocks, replaces them by one
+ * block of the cycle's total (up to 4 MiB; one allocation, skipped if it fails) — so a reused
+ * arena serving the same work again allocates nothing.
  */
 #ifndef RL_BASE_ARENA_H
 #define RL_BASE_ARENA_H
