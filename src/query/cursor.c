@@ -31,7 +31,9 @@
  *      place — from the held one-page load (SCAN_AND_FETCH) or from the mapped page c->mf —
  *      and copied into c->kvs only when the range took more than one read. The record is
  *      decoded by c->dec (rl__record_decoder), whose memory is reused from row to row, so
- *      c->rec is borrowed from it and is zeroed, never released. Queued index keys and their
+ *      c->rec is borrowed from it and is zeroed, never released; rl_cursor_free recycles the
+ *      decoder, so the thread's next cursor starts with its memory (a split record's chunk
+ *      buffer and scratch block are not allocated again per query). Queued index keys and their
  *      primary keys share one buffer (c->qbytes), reset per index page. In steady state the
  *      cursor itself allocates nothing per row; what remains is the KV layer's (futures,
  *      result arenas).
@@ -719,7 +721,7 @@ void rl_cursor_free(rl_cursor *c) {
     src_release(c);
     rl__free(c->q);
     memset(&c->rec, 0, sizeof c->rec); /* borrowed from dec */
-    rl__decoder_release(&c->dec);
+    rl__decoder_recycle(&c->dec);
     kvl_release(&c->kvs);
     rl__buf_release(&c->qbytes);
     rl__buf_release(&c->tb);

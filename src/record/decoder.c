@@ -16,12 +16,47 @@
  *      chained (`big`). At the next decode the chain is freed and the block regrown to what the
  *      last record needed, so after the largest record has been seen, decoding allocates
  *      nothing. Decoded messages are never freed one by one (the allocator's free is a no-op).
+ *   4. Across decoders (one per query cursor, so a new one per query): rl__decoder_recycle
+ *      parks the scratch block and the chunk buffer in a per-thread slot (`park`), first
+ *      growing the block to what the last record needed, and rl__decoder_init takes them back.
+ *      A query of split records (100 KB chunks) then allocates neither its reassembly buffer
+ *      nor the memory protobuf-c copies the bytes field into, query after query, instead of
+ *      allocating and freeing blocks that glibc returns to the kernel. The slot holds at most
+ *      one block and one buffer of at most PARK_MAX bytes each, and is freed when its thread
+ *      exits (a pthread key destructor). A parked block holds no live record: what a decoder
+ *      handed out is invalid once it is recycled, exactly as after rl__decoder_release.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "record/record_int.h"
+
+#define PARK_MAX ((size_t)4 << 20) /* largest scratch block or chunk buffer parked (bytes) */
+
+/* The per-thread slot of invariant 4. mem is NULL / data's cap is 0 when empty. */
+static _Thread_local struct {
+    uint8_t *mem;
+    size_t mem_cap;
+    rl_buf data;
+    int registered; /* park_key holds a value for this thread (so the destructor runs) */
+} park;
+static pthread_key_t park_key;
+static int park_key_ok;
+static pthread_once_t park_once = PTHREAD_ONCE_INIT;
+
+/* Thread exit: free the parked memory. */
+static void park_drain(void *unused) {
+    (void)unused;
+    rl__free(park.mem);
+    park.mem = NULL;
+    park.mem_cap = 0;
+    if (park.data.cap) rl__buf_release(&park.data);
+    park.registered = 0;
+}
+
+static void park_key_create(void) { park_key_ok = pthread_key_create(&park_key, park_drain) == 0; }
 
 struct rl__scratch_big {
     rl__scratch_big *next;
@@ -64,15 +99,19 @@ static void scratch_free(void *ud, void *p) {
     (void)p;
 }
 
-/* Recycle the scratch for the next record: free the overflow chain and, if the last record
- * needed more than the block holds, replace the block by a larger one (keeping the old block if
- * that allocation fails: the overflow chain still serves). */
-static void scratch_reset(rl__record_decoder *d) {
+static void free_chain(rl__record_decoder *d) {
     while (d->big) {
         rl__scratch_big *n = d->big->next;
         rl__free(d->big);
         d->big = n;
     }
+}
+
+/* Recycle the scratch for the next record: free the overflow chain and, if the last record
+ * needed more than the block holds, replace the block by a larger one (keeping the old block if
+ * that allocation fails: the overflow chain still serves). */
+static void scratch_reset(rl__record_decoder *d) {
+    free_chain(d);
     if (d->want > d->mem_cap) {
         size_t cap = d->want + d->want / 4 + 256;
         uint8_t *m = cap > d->want ? rl__malloc(cap) : NULL;
@@ -87,24 +126,55 @@ static void scratch_reset(rl__record_decoder *d) {
     d->oom = 0;
 }
 
+/* Start empty, or with the memory parked by this thread (invariant 4). Cannot fail. */
 void rl__decoder_init(rl__record_decoder *d) {
     memset(d, 0, sizeof *d);
     rl__buf_init(&d->data);
+    d->mem = park.mem;
+    d->mem_cap = park.mem_cap;
+    park.mem = NULL;
+    park.mem_cap = 0;
+    if (park.data.cap) {
+        d->data = park.data; /* a move: the slot forgets it */
+        rl__buf_init(&park.data);
+        rl__buf_reset(&d->data);
+    }
     d->pa.alloc = scratch_alloc;
     d->pa.free = scratch_free;
     d->pa.allocator_data = d;
 }
 
 void rl__decoder_release(rl__record_decoder *d) {
-    while (d->big) { /* not scratch_reset: it could grow the block just to free it */
-        rl__scratch_big *n = d->big->next;
-        rl__free(d->big);
-        d->big = n;
-    }
+    free_chain(d); /* not scratch_reset: it could grow the block just to free it */
     rl__free(d->mem);
     rl__buf_release(&d->data);
     rl_record_release(&d->slow);
     memset(d, 0, sizeof *d);
+}
+
+/* Release d, parking its memory for this thread's next decoder (invariant 4). The block is first
+ * grown to what the last record needed (one allocation, made only while the slot is free and the
+ * size within PARK_MAX; on failure the old block is parked). What does not fit the slot is freed. */
+void rl__decoder_recycle(rl__record_decoder *d) {
+    if (!park.registered) {
+        pthread_once(&park_once, park_key_create);
+        if (park_key_ok && pthread_setspecific(park_key, &park) == 0) park.registered = 1;
+    }
+    if (park.registered && !park.mem && d->want <= PARK_MAX) {
+        free_chain(d);
+        if (d->want > d->mem_cap) scratch_reset(d); /* grows the block (or keeps the old one) */
+        if (d->mem_cap <= PARK_MAX) {
+            park.mem = d->mem;
+            park.mem_cap = d->mem_cap;
+            d->mem = NULL;
+            d->mem_cap = 0;
+        }
+    }
+    if (park.registered && !park.data.cap && d->data.cap && d->data.cap <= PARK_MAX) {
+        park.data = d->data;
+        rl__buf_init(&d->data);
+    }
+    rl__decoder_release(d);
 }
 
 /* The suffix of kv's key if the key is exactly records prefix + pk + one integer element.

@@ -233,8 +233,15 @@ typedef struct {
     ProtobufCAllocator pa; /* allocates from the scratch; its free is a no-op */
 } rl__record_decoder;
 
+/* Initialise d (cannot fail). It starts with the memory the thread's last recycled decoder
+ * parked, if any, so a new decoder per query need not allocate its scratch again. */
 void rl__decoder_init(rl__record_decoder *d);
+/* Free everything d holds (what it handed out becomes invalid). */
 void rl__decoder_release(rl__record_decoder *d);
+/* As rl__decoder_release, but park d's scratch block and chunk buffer (each up to 4 MiB) in a
+ * per-thread slot for the next rl__decoder_init of this thread; freed at thread exit. May
+ * allocate once to size the parked block to the last record; never fails. */
+void rl__decoder_recycle(rl__record_decoder *d);
 /* Decode the record of primary key pk (packed) from kvs[0..n): the key-values of its records
  * range in ascending key order. [out] out: filled on RL_OK and BORROWED from d — valid until the
  * next decode or release of d; never pass it to rl_record_release (zero it instead). Returns
