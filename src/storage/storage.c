@@ -11,9 +11,9 @@
  *
  *                      root bt_inner [ . | s1 | s2 ]           separators: owned key copies
  *                               /        |      \
- *        bt_leaf [kpre[0..n) | rows[0..n)] <-> [ ... ] <-> [ ... ]     (prev/next list)
+ *        bt_leaf [pfx | kpre[0..n) | rows[0..n)] <-> [ ... ] <-> [ ... ]  (prev/next list)
  *                               |   |
- *                  bt_row {chain, kpre, klen, key, inline sl_ver + value} -> older sl_ver ...
+ *                  bt_row {chain, klen, key, inline sl_ver + value} -> older sl_ver ...
  *                               ^
  *                  htab[hash(key)] (point reads), dirty ring (GC)
  *
@@ -29,7 +29,7 @@
  * Invariants:
  *   1. Rows in the leaf list are strictly ascending (rl__bytes_cmp order); leaves' prev/next
  *      mirror each other; first/last are the ends. Every leaf holds 1..BT_LEAF rows, except the
- *      root leaf of an empty tree (0 rows). leaf->kpre[i] == leaf->rows[i]->kpre.
+ *      root leaf of an empty tree (0 rows).
  *   2. An inner node's child j holds only keys k with sep[j] <= k < sep[j + 1] (missing bounds
  *      come from the ancestors); all leaves are at the same depth st->depth; an inner node has
  *      1..BT_FAN children, the root >= 2 (a root with one child is collapsed at once).
@@ -54,6 +54,15 @@
  *  11. A tree change either completes or, on RL_E_OUT_OF_MEMORY, leaves the tree unchanged:
  *      bt_insert allocates every node a split cascade needs before touching the tree; removal
  *      and merges allocate nothing.
+ *  12. Prefix caches: every key of a leaf (every separator 1..n-1 of an inner node) starts with
+ *      the node's pfx[0..off), off <= BT_PFX, and kpre[i] is key_prefix of the bytes after it.
+ *      A search compares the key with pfx once per node (below it: position 0; above: the
+ *      end), then compares 8-byte integers and reads key bytes only on a tie. Keys under one
+ *      subspace share their first 15-20 bytes, which made the former whole-key prefixes all
+ *      equal (every compare a memcmp). Any off up to the true common prefix is valid, so
+ *      removals keep it; inserts that break it, splits and merges recompute it (leaf_reprefix,
+ *      inner_reprefix) from the node's first and last keys (sorted keys: their common prefix
+ *      is everyone's).
  *
  * Rebalancing: a leaf left with fewer than BT_LEAF/4 rows by a removal merges with a sibling
  * under the same parent when both fit in BT_LEAF/2; an empty leaf or inner node is unlinked.
@@ -136,8 +145,11 @@ static void hremove(rl_storage *st, const bt_row *r) {
  * equal prefixes need the bytes. */
 static inline uint64_t key_prefix(const uint8_t *k, size_t kl) {
     uint64_t p = 0;
-    size_t m = kl < 8 ? kl : 8;
-    for (size_t i = 0; i < m; i++) p |= (uint64_t)k[i] << (56 - 8 * i);
+    if (kl >= 8) {
+        memcpy(&p, k, 8);
+        return __builtin_bswap64(p);
+    }
+    for (size_t i = 0; i < kl; i++) p |= (uint64_t)k[i] << (56 - 8 * i);
     return p;
 }
 
@@ -146,6 +158,25 @@ static inline int pcmp(uint64_t ap, const uint8_t *a, size_t al, uint64_t kp, co
                        size_t kl) {
     if (ap != kp) return ap < kp ? -1 : 1;
     return rl__bytes_cmp(a, al, k, kl);
+}
+
+/* The length of the longest common prefix of a[0..al) and b[0..bl), at most cap. */
+static size_t common_prefix(const uint8_t *a, size_t al, const uint8_t *b, size_t bl, size_t cap) {
+    size_t m = al < bl ? al : bl, i = 0;
+    if (m > cap) m = cap;
+    while (i < m && a[i] == b[i]) i++;
+    return i;
+}
+
+/* Where key k lies against a node's shared prefix pfx[0..off): -1 below every key of the node
+ * (k sorts before the prefix, or is a proper prefix of it), 1 above every key, 0 if k starts
+ * with the prefix (then only the bytes after it decide). */
+static inline int prefix_side(const uint8_t *pfx, uint32_t off, const uint8_t *k, size_t kl) {
+    if (off == 0) return 0;
+    size_t m = kl < off ? kl : off;
+    int c = m ? memcmp(k, pfx, m) : 0;
+    if (c) return c < 0 ? -1 : 1;
+    return kl < off ? -1 : 0;
 }
 
 static int row_cmp(const bt_row *r, const uint8_t *k, size_t kl) {
@@ -191,7 +222,6 @@ static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_
     bt_row *r = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(sl_ver) + vl);
     if (!r) return NULL;
     r->klen = kl;
-    r->kpre = key_prefix(k, kl);
     r->in_dirty = 0;
     if (kl) memcpy(r->key, k, kl);
     sl_ver *e = inline_ver(r);
@@ -225,12 +255,22 @@ typedef struct {
     uint32_t idx[BT_MAX_DEPTH];
 } bt_path;
 
-/* The child of in to descend into for key k: the last j with j == 0 or sep[j] <= k. */
-static inline uint32_t inner_pick(const bt_inner *in, uint64_t kp, const uint8_t *k, size_t kl) {
+/* The child of in to descend into for key k: the last j with j == 0 or sep[j] <= k. The node's
+ * shared prefix is compared once; the binary search then compares the cached 8 bytes after it
+ * and reads separator bytes only on a tie (invariant 12). */
+static inline uint32_t inner_pick(const bt_inner *in, const uint8_t *k, size_t kl) {
+    if (in->n < 2) return 0;
+    uint32_t off = in->off;
+    int side = prefix_side(in->pfx, off, k, kl);
+    if (side) return side < 0 ? 0 : in->n - 1;
+    const uint8_t *ks = off ? k + off : k; /* k may be NULL when kl == 0 */
+    size_t ksl = kl - off;
+    uint64_t kp = key_prefix(ks, ksl);
     uint32_t lo = 1, hi = in->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (pcmp(in->kpre[mid], in->sep[mid]->key, in->sep[mid]->klen, kp, k, kl) <= 0)
+        const bt_sep *s = in->sep[mid];
+        if (pcmp(in->kpre[mid], s->key + off, s->klen - off, kp, ks, ksl) <= 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -238,13 +278,21 @@ static inline uint32_t inner_pick(const bt_inner *in, uint64_t kp, const uint8_t
     return lo - 1;
 }
 
-/* The index of the first row of l with key >= k (with strict: > k); l->n if none. */
-static inline uint32_t leaf_search(const bt_leaf *l, uint64_t kp, const uint8_t *k, size_t kl,
-                                   int strict) {
+/* The index of the first row of l with key >= k (with strict: > k); l->n if none. Like
+ * inner_pick, the leaf's shared prefix is compared once, then the cached bytes after it. */
+static inline uint32_t leaf_search(const bt_leaf *l, const uint8_t *k, size_t kl, int strict) {
+    if (l->n == 0) return 0;
+    uint32_t off = l->off;
+    int side = prefix_side(l->pfx, off, k, kl);
+    if (side) return side < 0 ? 0 : l->n;
+    const uint8_t *ks = off ? k + off : k; /* k may be NULL when kl == 0 */
+    size_t ksl = kl - off;
+    uint64_t kp = key_prefix(ks, ksl);
     uint32_t lo = 0, hi = l->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        int c = pcmp(l->kpre[mid], l->rows[mid]->key, l->rows[mid]->klen, kp, k, kl);
+        const bt_row *r = l->rows[mid];
+        int c = pcmp(l->kpre[mid], r->key + off, r->klen - off, kp, ks, ksl);
         if (c < 0 || (strict && c == 0))
             lo = mid + 1;
         else
@@ -254,12 +302,11 @@ static inline uint32_t leaf_search(const bt_leaf *l, uint64_t kp, const uint8_t 
 }
 
 /* The leaf whose key interval holds k; records the path when path is not NULL. */
-static bt_leaf *descend(const rl_storage *st, uint64_t kp, const uint8_t *k, size_t kl,
-                        bt_path *path) {
+static bt_leaf *descend(const rl_storage *st, const uint8_t *k, size_t kl, bt_path *path) {
     void *x = st->root;
     for (int d = 0; d < st->depth; d++) {
         bt_inner *in = x;
-        uint32_t j = inner_pick(in, kp, k, kl);
+        uint32_t j = inner_pick(in, k, kl);
         if (path) {
             path->node[d] = in;
             path->idx[d] = j;
@@ -273,9 +320,8 @@ static bt_leaf *descend(const rl_storage *st, uint64_t kp, const uint8_t *k, siz
  * descends to is >= its upper separator > k, so the answer is in that leaf or is the first row
  * of the next one (leaves are never empty, invariant 1). */
 static cursor seek(const rl_storage *st, const uint8_t *k, size_t kl, int strict) {
-    uint64_t kp = key_prefix(k, kl);
-    bt_leaf *l = descend(st, kp, k, kl, NULL);
-    cursor c = {l, leaf_search(l, kp, k, kl, strict)};
+    bt_leaf *l = descend(st, k, kl, NULL);
+    cursor c = {l, leaf_search(l, k, kl, strict)};
     if (c.i == l->n) {
         c.l = l->next;
         c.i = 0;
@@ -322,23 +368,65 @@ static bt_sep *sep_new(const uint8_t *k, uint32_t kl) {
     return s;
 }
 
+/* Recompute l's shared prefix (that of its first and last keys, at most BT_PFX bytes) and
+ * every cached kpre after it (invariant 12). Reads every row's key: used when a leaf is formed
+ * (split, merge) or an insert at its edge breaks the prefix, not per insert. */
+static void leaf_reprefix(bt_leaf *l) {
+    uint32_t off = 0;
+    if (l->n) {
+        const bt_row *a = l->rows[0], *b = l->rows[l->n - 1];
+        off = (uint32_t)common_prefix(a->key, a->klen, b->key, b->klen, BT_PFX);
+        memcpy(l->pfx, a->key, off);
+    }
+    l->off = off;
+    for (uint32_t i = 0; i < l->n; i++)
+        l->kpre[i] = key_prefix(l->rows[i]->key + off, l->rows[i]->klen - off);
+}
+
+/* The same for an inner node's separators 1..n-1. */
+static void inner_reprefix(bt_inner *in) {
+    uint32_t off = 0;
+    if (in->n >= 2) {
+        const bt_sep *a = in->sep[1], *b = in->sep[in->n - 1];
+        off = (uint32_t)common_prefix(a->key, a->klen, b->key, b->klen, BT_PFX);
+        memcpy(in->pfx, a->key, off);
+    }
+    in->off = off;
+    in->kpre[0] = 0;
+    for (uint32_t j = 1; j < in->n; j++)
+        in->kpre[j] = key_prefix(in->sep[j]->key + off, in->sep[j]->klen - off);
+}
+
+/* 1 if key k starts with the shared prefix pfx[0..off). */
+static inline int has_prefix(const uint8_t *pfx, uint32_t off, const uint8_t *k, size_t kl) {
+    return kl >= off && memcmp(k, pfx, off) == 0;
+}
+
+/* Insert row r at pos of l (room required); keeps invariant 12, shortening the leaf's shared
+ * prefix if r does not start with it. */
 static void leaf_put(bt_leaf *l, uint32_t pos, bt_row *r) {
     memmove(&l->rows[pos + 1], &l->rows[pos], (l->n - pos) * sizeof l->rows[0]);
     memmove(&l->kpre[pos + 1], &l->kpre[pos], (l->n - pos) * sizeof l->kpre[0]);
     l->rows[pos] = r;
-    l->kpre[pos] = r->kpre;
     l->n++;
+    if (has_prefix(l->pfx, l->off, r->key, r->klen))
+        l->kpre[pos] = key_prefix(r->key + l->off, r->klen - l->off);
+    else
+        leaf_reprefix(l);
 }
 
-/* Insert child c with lower bound s (prefix kp) at index j >= 1 of in (room required). */
-static void inner_put(bt_inner *in, uint32_t j, bt_sep *s, uint64_t kp, void *c) {
+/* Insert child c with lower bound s at index j >= 1 of in (room required); keeps invariant 12. */
+static void inner_put(bt_inner *in, uint32_t j, bt_sep *s, void *c) {
     memmove(&in->child[j + 1], &in->child[j], (in->n - j) * sizeof in->child[0]);
     memmove(&in->sep[j + 1], &in->sep[j], (in->n - j) * sizeof in->sep[0]);
     memmove(&in->kpre[j + 1], &in->kpre[j], (in->n - j) * sizeof in->kpre[0]);
     in->child[j] = c;
     in->sep[j] = s;
-    in->kpre[j] = kp;
     in->n++;
+    if (in->n >= 3 && has_prefix(in->pfx, in->off, s->key, s->klen))
+        in->kpre[j] = key_prefix(s->key + in->off, s->klen - in->off);
+    else
+        inner_reprefix(in);
 }
 
 /* Link row r (its key not in the tree) into the tree, splitting the leaf and as many ancestors
@@ -348,8 +436,8 @@ static int bt_insert(rl_storage *st, bt_row *r) {
     bt_path p;
     bt_inner *spare[BT_MAX_DEPTH + 1];
     int nspare = 0, d;
-    bt_leaf *l = descend(st, r->kpre, r->key, r->klen, &p);
-    uint32_t pos = leaf_search(l, r->kpre, r->key, r->klen, 0);
+    bt_leaf *l = descend(st, r->key, r->klen, &p);
+    uint32_t pos = leaf_search(l, r->key, r->klen, 0);
     if (l->n < BT_LEAF) {
         leaf_put(l, pos, r);
         return RL_OK;
@@ -370,12 +458,14 @@ static int bt_insert(rl_storage *st, bt_row *r) {
     /* The leaf: rows [mid, n) move right, then r goes to its side. */
     nl->n = l->n - mid;
     memcpy(nl->rows, &l->rows[mid], nl->n * sizeof nl->rows[0]);
-    memcpy(nl->kpre, &l->kpre[mid], nl->n * sizeof nl->kpre[0]);
     l->n = mid;
+    nl->off = 0; /* the halves get their own prefixes below */
     if (pos <= mid && !append)
         leaf_put(l, pos, r);
     else
         leaf_put(nl, pos - mid, r);
+    leaf_reprefix(l);
+    leaf_reprefix(nl);
     nl->prev = l;
     nl->next = l->next;
     if (l->next)
@@ -386,12 +476,11 @@ static int bt_insert(rl_storage *st, bt_row *r) {
     /* Up the path: insert (sep, child) at idx + 1; a full node splits at BT_FAN / 2 and
      * promotes its separator there. */
     void *child = nl;
-    uint64_t skp = srow->kpre;
     for (d = st->depth - 1; d >= 0; d--) {
         bt_inner *in = p.node[d];
         uint32_t j = p.idx[d] + 1;
         if (in->n < BT_FAN) {
-            inner_put(in, j, sep, skp, child);
+            inner_put(in, j, sep, child);
             return RL_OK;
         }
         bt_inner *ri = spare[--nspare];
@@ -399,18 +488,16 @@ static int bt_insert(rl_storage *st, bt_row *r) {
         ri->n = in->n - h;
         memcpy(ri->child, &in->child[h], ri->n * sizeof ri->child[0]);
         memcpy(ri->sep, &in->sep[h], ri->n * sizeof ri->sep[0]);
-        memcpy(ri->kpre, &in->kpre[h], ri->n * sizeof ri->kpre[0]);
         in->n = h;
         bt_sep *up = ri->sep[0];
-        uint64_t upkp = ri->kpre[0];
         ri->sep[0] = NULL;
-        ri->kpre[0] = 0;
+        inner_reprefix(in);
+        inner_reprefix(ri);
         if (j <= h)
-            inner_put(in, j, sep, skp, child);
+            inner_put(in, j, sep, child);
         else
-            inner_put(ri, j - h, sep, skp, child);
+            inner_put(ri, j - h, sep, child);
         sep = up;
-        skp = upkp;
         child = ri;
     }
     /* Every level split (or the root was a leaf): a new root over the two halves. */
@@ -419,9 +506,8 @@ static int bt_insert(rl_storage *st, bt_row *r) {
     root->child[0] = st->root;
     root->child[1] = child;
     root->sep[0] = NULL;
-    root->kpre[0] = 0;
     root->sep[1] = sep;
-    root->kpre[1] = skp;
+    inner_reprefix(root);
     st->root = root;
     st->depth++;
     return RL_OK;
@@ -485,16 +571,16 @@ static void inner_drop(rl_storage *st, bt_path *p, int d) {
 /* Move every row of b (the right neighbour of a) to the end of a; frees b. */
 static void leaf_merge(rl_storage *st, bt_leaf *a, bt_leaf *b) {
     memcpy(&a->rows[a->n], b->rows, b->n * sizeof b->rows[0]);
-    memcpy(&a->kpre[a->n], b->kpre, b->n * sizeof b->kpre[0]);
     a->n += b->n;
+    leaf_reprefix(a);
     leaf_unlink(st, b);
 }
 
 /* Unlink row r from the tree (not from the hash; r is not freed). Allocates nothing. */
 static void bt_remove(rl_storage *st, const bt_row *r) {
     bt_path p;
-    bt_leaf *l = descend(st, r->kpre, r->key, r->klen, &p);
-    uint32_t i = leaf_search(l, r->kpre, r->key, r->klen, 0);
+    bt_leaf *l = descend(st, r->key, r->klen, &p);
+    uint32_t i = leaf_search(l, r->key, r->klen, 0);
     assert(i < l->n && l->rows[i] == r);
     memmove(&l->rows[i], &l->rows[i + 1], (l->n - i - 1) * sizeof l->rows[0]);
     memmove(&l->kpre[i], &l->kpre[i + 1], (l->n - i - 1) * sizeof l->kpre[0]);
@@ -969,11 +1055,11 @@ static inline void prefetch_row(const bt_row *r) {
  * (l->n if the whole leaf is below end); reverse, the index of the first row >= begin (0 if the
  * whole leaf is in range). One comparison with the leaf's last (first) key decides most
  * leaves; only the leaf where the range ends is searched. */
-static uint32_t leaf_bound(const bt_leaf *l, uint64_t kp, const void *k, size_t kl, int reverse) {
+static uint32_t leaf_bound(const bt_leaf *l, const void *k, size_t kl, int reverse) {
     const bt_row *edge = reverse ? l->rows[0] : l->rows[l->n - 1];
-    int c = pcmp(edge->kpre, edge->key, edge->klen, kp, k, kl);
+    int c = rl__bytes_cmp(edge->key, edge->klen, k, kl);
     if (reverse ? c >= 0 : c < 0) return reverse ? 0 : l->n;
-    return leaf_search(l, kp, k, kl, 0);
+    return leaf_search(l, k, kl, 0);
 }
 
 /* Range reads copy rows window by window: pass 1 walks up to a window of rows counting them and
@@ -1006,7 +1092,6 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
     if (limit < 0 || target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
     if ((rc = check_version(st, v)) != RL_OK) goto out;
     if (rl__bytes_cmp(begin, begin_len, end, end_len) >= 0) goto out;
-    uint64_t kp = reverse ? key_prefix(begin, begin_len) : key_prefix(end, end_len);
     const void *bk = reverse ? begin : end;
     size_t bkl = reverse ? begin_len : end_len;
     cursor c = reverse ? cur_before(st, seek(st, end, end_len, 0)) : seek(st, begin, begin_len, 0);
@@ -1018,7 +1103,7 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
         while (wn < window) {
             if (c.l != bl) {
                 bl = c.l;
-                bound = leaf_bound(bl, kp, bk, bkl, reverse);
+                bound = leaf_bound(bl, bk, bkl, reverse);
             }
             if (!reverse ? c.i >= bound : c.i < bound) {
                 done = 1;

@@ -13,6 +13,7 @@
 #define BT_LEAF 64     /* rows per leaf (a leaf is about 1 KiB) */
 #define BT_FAN 64      /* children per inner node */
 #define BT_MAX_DEPTH 16 /* inner levels; reaching it takes about 32^16 inserts */
+#define BT_PFX 48      /* longest common key prefix a node keeps (its kpre start after it) */
 
 /* One version of a key: a value or a tombstone. Chains run newest first. */
 typedef struct sl_ver {
@@ -28,18 +29,22 @@ typedef struct sl_ver {
  * hash index, the GC ring and the leaves point at them. */
 typedef struct bt_row {
     sl_ver *chain;   /* newest version first; never NULL for a row in the tree */
-    uint64_t kpre;   /* the key's first 8 bytes, big-endian, zero-padded (key_prefix) */
     uint32_t klen;   /* key bytes */
     uint8_t in_dirty; /* 1 while queued for GC */
     uint8_t key[];   /* klen bytes, then the inline version */
 } bt_row;
 
 /* A leaf: a run of consecutive rows in key order, with their key prefixes in a parallel array
- * so that searches and scans read two packed arrays. Leaves form a doubly linked list. */
+ * so that searches and scans read two packed arrays. Leaves form a doubly linked list.
+ * Every row's key starts with pfx[0..off) (a prefix the leaf's keys share, storage.c
+ * invariant 12), and kpre[i] caches the 8 bytes of rows[i]'s key after it, so that keys with a
+ * long common prefix (a subspace) still compare as integers. */
 typedef struct bt_leaf {
     uint32_t n;                  /* rows, 1..BT_LEAF (0 only for an empty tree's root) */
+    uint32_t off;                /* bytes of the shared prefix, 0..BT_PFX */
     struct bt_leaf *prev, *next; /* neighbours in key order, NULL at the ends */
-    uint64_t kpre[BT_LEAF];      /* kpre[i] == rows[i]->kpre */
+    uint8_t pfx[BT_PFX];         /* the shared prefix (off bytes used) */
+    uint64_t kpre[BT_LEAF];      /* key_prefix(rows[i]->key + off, rows[i]->klen - off) */
     bt_row *rows[BT_LEAF];       /* strictly ascending keys */
 } bt_leaf;
 
@@ -50,10 +55,13 @@ typedef struct bt_sep {
 } bt_sep;
 
 /* An inner node: child[j] holds the keys k with sep[j] <= k < sep[j + 1] (sep[0] is unused:
- * the bound comes from the ancestors). kpre[j] caches sep[j]'s prefix. */
+ * the bound comes from the ancestors). Separators 1..n-1 start with pfx[0..off); kpre[j]
+ * caches the 8 bytes of sep[j] after that prefix. */
 typedef struct bt_inner {
     uint32_t n;              /* children, 1..BT_FAN (>= 2 at the root) */
-    uint64_t kpre[BT_FAN];
+    uint32_t off;            /* bytes of the separators' shared prefix, 0..BT_PFX */
+    uint8_t pfx[BT_PFX];     /* the shared prefix (off bytes used) */
+    uint64_t kpre[BT_FAN];   /* kpre[j] for j >= 1: key_prefix(sep[j]->key + off, ...) */
     bt_sep *sep[BT_FAN];
     void *child[BT_FAN];     /* bt_inner one level up from the leaves, bt_leaf at the last */
 } bt_inner;

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/alloc.h"
 #include "base/bytes.h"
@@ -45,8 +46,9 @@ static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi,
         if (w->prev) ASSERT_TRUE(w->prev->next == l);
         for (uint32_t i = 0; i < l->n; i++) {
             const bt_row *r = l->rows[i];
-            ASSERT_TRUE(l->kpre[i] == r->kpre);
-            ASSERT_TRUE(r->kpre == prefix_of(r->key, r->klen));
+            ASSERT_TRUE(l->off <= BT_PFX && r->klen >= l->off);
+            ASSERT_TRUE(memcmp(r->key, l->pfx, l->off) == 0);
+            ASSERT_TRUE(l->kpre[i] == prefix_of(r->key + l->off, r->klen - l->off));
             ASSERT_NOT_NULL(r->chain);
             for (const sl_ver *e = r->chain; e->older; e = e->older) ASSERT_TRUE(e->v > e->older->v);
             if (i) ASSERT_TRUE(rl__bytes_cmp(l->rows[i - 1]->key, l->rows[i - 1]->klen, r->key, r->klen) < 0);
@@ -64,7 +66,10 @@ static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi,
     const bt_inner *in = x;
     ASSERT_TRUE(in->n >= (is_root ? 2u : 1u) && in->n <= BT_FAN);
     for (uint32_t j = 1; j < in->n; j++) {
-        ASSERT_TRUE(in->kpre[j] == prefix_of(in->sep[j]->key, in->sep[j]->klen));
+        const bt_sep *s = in->sep[j];
+        ASSERT_TRUE(in->off <= BT_PFX && s->klen >= in->off);
+        ASSERT_TRUE(memcmp(s->key, in->pfx, in->off) == 0);
+        ASSERT_TRUE(in->kpre[j] == prefix_of(s->key + in->off, s->klen - in->off));
         if (j > 1) ASSERT_TRUE(rl__bytes_cmp(in->sep[j - 1]->key, in->sep[j - 1]->klen, in->sep[j]->key, in->sep[j]->klen) < 0);
     }
     for (uint32_t j = 0; j < in->n; j++)
@@ -94,7 +99,7 @@ typedef struct {
 } mver;
 
 typedef struct {
-    char key[24];
+    char key[96];
     uint32_t klen;
     mver h[MAXH]; /* ascending versions */
     int nh;
@@ -115,11 +120,38 @@ static int mkey_cmp(const void *a, const void *b) {
     return rl__bytes_cmp(x->key, x->klen, y->key, y->klen);
 }
 
-/* Keys of three shapes: short ones, ones sharing their first 8 bytes (prefix ties), and ones
- * shorter than 8 bytes that prefix others. */
-static void make_keys(void) {
+/* Shape 0: keys of three shapes: short ones, ones sharing their first 8 bytes (prefix ties),
+ * and ones shorter than 8 bytes that prefix others. Shape 1 (the nodes' shared-prefix caches,
+ * invariant 12): subspace-like keys under a few long common prefixes, some longer than BT_PFX,
+ * some a prefix of others, some that differ from the rest inside the first bytes, so that
+ * nodes form with long shared prefixes and inserts at their edges break them. */
+static const char *const PREFIXES[] = {
+    "\x02" "bench\x00\x02" "orders\x00\x15\x01",
+    "\x02" "bench\x00\x02" "orders\x00\x15\x02\x02" "price_idx\x00",
+    "LLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLL", /* 60 > BT_PFX */
+    "LLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLL",              /* 47 */
+};
+static const size_t PREFIX_LENS[] = {17, 28, 60, 47};
+
+/* Every key is distinct: a prefix group, then the decimal i (or, for i < 4, the bare prefix). */
+static void make_keys(int shape) {
     keys = calloc(NKEYS, sizeof *keys);
     for (int i = 0; i < NKEYS; i++) {
+        if (shape == 1) {
+            size_t pl = PREFIX_LENS[i % 4];
+            char *k = keys[i].key;
+            memcpy(k, PREFIXES[i % 4], pl);
+            if (i < 4) {
+                keys[i].klen = (uint32_t)pl; /* the bare prefix of its group */
+                continue;
+            }
+            if (i % 13 == 0)
+                pl = 1; /* a short key that differs in the shared bytes */
+            else if (i % 4 == 0 && i % 3 == 0)
+                k[pl - 1] = (char)(3 + i % 5); /* differs in the prefix's last byte */
+            keys[i].klen = (uint32_t)(pl + (size_t)snprintf(k + pl, sizeof keys[i].key - pl, "%d", i));
+            continue;
+        }
         if (i % 3 == 0)
             snprintf(keys[i].key, sizeof keys[i].key, "k%d", i);
         else if (i % 3 == 1)
@@ -129,6 +161,9 @@ static void make_keys(void) {
         keys[i].klen = (uint32_t)strlen(keys[i].key);
     }
     qsort(keys, NKEYS, sizeof *keys, mkey_cmp);
+    for (int i = 1; i < NKEYS; i++) ASSERT_TRUE(mkey_cmp(&keys[i - 1], &keys[i]) < 0);
+    ASSERT_EQ(strlen(PREFIXES[2]), PREFIX_LENS[2]);
+    ASSERT_EQ(strlen(PREFIXES[3]), PREFIX_LENS[3]);
 }
 
 static int model_at(const mkey *k, rl_version v) {
@@ -248,7 +283,7 @@ static rl_mutation set_of(int i, int val, char *buf) {
 /* Ascending loads (the last leaf splits at its end), then clears that empty whole leaves and
  * make the GC remove them, then reverse scans across every leaf edge. */
 TEST(storage_6_1_ascending_splits_and_emptied_leaves) {
-    make_keys();
+    make_keys(0);
     rl_storage *st = open_mem(1);
     rl_arena a;
     rl__arena_init(&a, 0);
@@ -323,9 +358,9 @@ TEST(storage_6_1_ascending_splits_and_emptied_leaves) {
 /* Random sets, clears, clear ranges and atomic adds (of "v%d"-shaped values only: sets) in
  * random key order, with a small window so GC keeps removing rows and leaves keep splitting
  * and merging; reads at random versions in the window against the model. */
-TEST(storage_6_2_random_vs_model) {
+static void random_vs_model(int shape) {
     uint64_t seed = rl_test_seed(), rng = seed | 1;
-    make_keys();
+    make_keys(shape);
     const uint64_t window = 40;
     rl_storage *st = open_mem(window);
     rl_arena a;
@@ -408,4 +443,10 @@ TEST(storage_6_2_random_vs_model) {
     free(keys);
 }
 
-RL_TEST_MAIN(T(storage_6_1_ascending_splits_and_emptied_leaves), T(storage_6_2_random_vs_model))
+TEST(storage_6_2_random_vs_model) { random_vs_model(0); }
+
+/* The same against keys with long shared prefixes (invariant 12's caches and their upkeep). */
+TEST(storage_6_3_shared_prefix_keys_vs_model) { random_vs_model(1); }
+
+RL_TEST_MAIN(T(storage_6_1_ascending_splits_and_emptied_leaves), T(storage_6_2_random_vs_model),
+             T(storage_6_3_shared_prefix_keys_vs_model))
