@@ -26,7 +26,14 @@
  * Every other element type (integers, nested tuples, versionstamps, ...) is a raw literal.
  *
  * rl__mapper_construct builds P for one index entry. The key and value are only checked as tuples
- * when some placeholder refers to them (a literal-only mapper works whatever they hold).
+ * when some placeholder refers to them (a literal-only mapper works whatever they hold). The
+ * parse records the largest key and value index and the literals' total length, so that per
+ * entry one walk of the key (and one of the value, if referenced) both validates the whole tuple
+ * (an error anywhere is RL_E_KEY_NOT_TUPLE / RL_E_VALUE_NOT_TUPLE, as with FoundationDB's full
+ * unpack) and records the spans of the elements the placeholders need (find_spans); P's exact
+ * size is then known before it is written. Placeholder indexes >= MAX_SPANS (32) take the
+ * general path (validate, then rl__tuple_get per placeholder); both give identical bytes and
+ * errors (test mapped_1_13).
  *
  * ---- The mapped read and its accounting ------------------------------------------------------
  *
@@ -62,10 +69,12 @@
  *
  * Local reads (fn == NULL) take the engine's read lock once for the index scan and every
  * secondary, so the whole reply is one consistent walk at v (it is anyway: v is fixed) and pays
- * one lock round trip instead of one per entry. strinc(P) is built straight into the arena, and
- * the arena's block size grows geometrically while the reply grows, so a 1,000-entry reply costs
- * a few dozen allocations rather than two per entry. The caller's block size is restored at the
- * end. With a rl_secondary_fn no lock is held while it runs (it may block on the network).
+ * one lock round trip instead of one per entry. P is written straight into the arena with room
+ * for its end key (strinc(P), or P + "\0" for a point read) behind it: one arena allocation per
+ * entry, no intermediate buffer (construct_in_arena). The arena's block size grows
+ * geometrically while the reply grows, so a 1,000-entry reply costs a few dozen allocations
+ * rather than two per entry. The caller's block size is restored at the end. With a
+ * rl_secondary_fn no lock is held while it runs (it may block on the network).
  */
 #include "storage/mapped.h"
 
@@ -93,7 +102,19 @@ struct rl_mapper {
     int is_range;   /* the mapper ended with "{...}" */
     int uses_key;   /* some segment is SEG_KEY: the key must parse as a tuple */
     int uses_value; /* some segment is SEG_VALUE */
+    size_t max_key; /* uses_key: the largest SEG_KEY index */
+    size_t max_value; /* uses_value: the largest SEG_VALUE index */
+    size_t lit_len; /* bytes of all literal segments together */
 };
+
+/* Element spans found by one walk of an index key or value (span_walk): raw[i], raw_len[i] for
+ * elements 0..n-1, n <= MAX_SPANS. Placeholders with larger indexes take the general path. */
+enum { MAX_SPANS = 32 };
+typedef struct {
+    const uint8_t *raw[MAX_SPANS];
+    size_t raw_len[MAX_SPANS];
+    size_t n; /* elements recorded (min(count, want)) */
+} elem_spans;
 
 /* Replace every non-overlapping occurrence (left to right) of the two-byte pattern `pat` with
  * its first byte, in place on s[0..*len). Returns 1 if anything was replaced. */
@@ -139,6 +160,7 @@ static int flush_literal(rl_mapper *m, rl_buf *lit, rl_arena *a) {
     s->kind = SEG_LITERAL;
     s->lit = p;
     s->lit_len = lit->len;
+    m->lit_len += lit->len;
     s->index = 0;
     rl__buf_reset(lit);
     return RL_OK;
@@ -215,10 +237,13 @@ int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl_mapper **ou
             sg->lit = NULL;
             sg->lit_len = 0;
             sg->index = idx;
-            if (s[1] == 'K')
+            if (s[1] == 'K') {
+                if (!m->uses_key || idx > m->max_key) m->max_key = idx;
                 m->uses_key = 1;
-            else
+            } else {
+                if (!m->uses_value || idx > m->max_value) m->max_value = idx;
                 m->uses_value = 1;
+            }
         } else if (n == 5 && memcmp(s, "{...}", 5) == 0) {
             /* 3. The range marker: last element only. */
             if (i != count - 1) {
@@ -246,18 +271,80 @@ fail:
 
 int rl__mapper_is_range(const rl_mapper *m) { return m ? m->is_range : 0; }
 
-/* Build P for one index entry (see mapped.h), appended to out. On error out is truncated back
- * to its length on entry. Errors: RL_E_MAPPER_BAD_INDEX (index past the end),
- * RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value,
-                         size_t value_len, rl_buf *out) {
-    size_t start;
-    int rc = RL_OK;
+/* Walk the whole tuple data[0..len) once (so that any encoding error anywhere is found, as
+ * rl__tuple_validate would) and record the spans of its first `want` elements (want <=
+ * MAX_SPANS). RL_OK, or the decoding error. */
+static int span_walk(const void *data, size_t len, size_t want, elem_spans *out) {
+    rl_tuple_iter it;
+    rl_tuple_elem e;
+    int rc;
+    out->n = 0;
+    rl__tuple_iter_init(&it, data, len);
+    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+        if (out->n < want) {
+            out->raw[out->n] = e.raw;
+            out->raw_len[out->n] = e.raw_len;
+            out->n++;
+        }
+    }
+    return rc == RL_E_NOT_FOUND ? RL_OK : rc;
+}
 
-    if (!m || !out || (!key && key_len) || (!value && value_len)) return RL_E_INVALID_ARGUMENT;
-    if (!key) key = "";
-    if (!value) value = "";
-    start = out->len;
+/* Find every placeholder's bytes for one index entry: one walk of the key and one of the value
+ * (only those some placeholder refers to) instead of a validation plus one rl__tuple_get walk
+ * per placeholder. On RL_OK *out_len is P's length. Errors as rl__mapper_construct, in its
+ * order: the key not a tuple, the value not a tuple, then the first placeholder (in mapper
+ * order) whose index is past the end. Only for mappers whose indexes are < MAX_SPANS. */
+static int find_spans(const rl_mapper *m, const void *key, size_t key_len, const void *value,
+                      size_t value_len, elem_spans *ks, elem_spans *vs, size_t *out_len) {
+    size_t len = m->lit_len;
+    ks->n = vs->n = 0;
+    if (m->uses_key && span_walk(key, key_len, m->max_key + 1, ks) != RL_OK)
+        return RL_E_KEY_NOT_TUPLE;
+    if (m->uses_value && span_walk(value, value_len, m->max_value + 1, vs) != RL_OK)
+        return RL_E_VALUE_NOT_TUPLE;
+    for (size_t i = 0; i < m->n_segs; i++) {
+        const mapper_seg *sg = &m->segs[i];
+        const elem_spans *sp = sg->kind == SEG_KEY ? ks : vs;
+        if (sg->kind == SEG_LITERAL) continue;
+        if (sg->index >= sp->n) return RL_E_MAPPER_BAD_INDEX;
+        len += sp->raw_len[sg->index];
+    }
+    *out_len = len;
+    return RL_OK;
+}
+
+/* Write P (out_len bytes from find_spans) to dst. */
+static void write_p(const rl_mapper *m, const elem_spans *ks, const elem_spans *vs,
+                    uint8_t *dst) {
+    for (size_t i = 0; i < m->n_segs; i++) {
+        const mapper_seg *sg = &m->segs[i];
+        const uint8_t *src;
+        size_t n;
+        if (sg->kind == SEG_LITERAL) {
+            src = sg->lit;
+            n = sg->lit_len;
+        } else {
+            const elem_spans *sp = sg->kind == SEG_KEY ? ks : vs;
+            src = sp->raw[sg->index];
+            n = sp->raw_len[sg->index];
+        }
+        if (n) memcpy(dst, src, n);
+        dst += n;
+    }
+}
+
+/* 1 if the span fast path covers m (every placeholder index < MAX_SPANS). */
+static int spans_fit(const rl_mapper *m) {
+    return (!m->uses_key || m->max_key < MAX_SPANS) &&
+           (!m->uses_value || m->max_value < MAX_SPANS);
+}
+
+/* The general path: validate, then one rl__tuple_get per placeholder (any index). */
+static int construct_general(const rl_mapper *m, const void *key, size_t key_len,
+                             const void *value, size_t value_len, rl_buf *out) {
+    size_t start = out->len;
+    int rc = RL_OK;
     if (m->uses_key && rl__tuple_validate(key, key_len, NULL) != RL_OK) return RL_E_KEY_NOT_TUPLE;
     if (m->uses_value && rl__tuple_validate(value, value_len, NULL) != RL_OK)
         return RL_E_VALUE_NOT_TUPLE;
@@ -294,6 +381,74 @@ fail:
     return rc;
 }
 
+/* Build P for one index entry (see mapped.h), appended to out. On error out is truncated back
+ * to its length on entry. Mappers with placeholder indexes below MAX_SPANS (every real one)
+ * find all their elements in one walk of the key and of the value (find_spans); others take
+ * construct_general. Both give the same bytes and errors (test mapped_1_13). Errors:
+ * RL_E_MAPPER_BAD_INDEX (index past the end), RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE,
+ * RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
+int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value,
+                         size_t value_len, rl_buf *out) {
+    elem_spans ks, vs;
+    size_t len;
+    int rc;
+
+    if (!m || !out || (!key && key_len) || (!value && value_len)) return RL_E_INVALID_ARGUMENT;
+    if (!key) key = "";
+    if (!value) value = "";
+    if (!spans_fit(m)) return construct_general(m, key, key_len, value, value_len, out);
+    rc = find_spans(m, key, key_len, value, value_len, &ks, &vs, &len);
+    if (rc != RL_OK) return rc;
+    if (rl__buf_reserve(out, len) != RL_OK) return RL_E_OUT_OF_MEMORY;
+    for (size_t i = 0; i < m->n_segs; i++) {
+        const mapper_seg *sg = &m->segs[i];
+        const elem_spans *sp = sg->kind == SEG_KEY ? &ks : &vs;
+        if (sg->kind == SEG_LITERAL)
+            rl__buf_append(out, sg->lit, sg->lit_len);
+        else
+            rl__buf_append(out, sp->raw[sg->index], sp->raw_len[sg->index]);
+    }
+    return RL_OK; /* the appends fit in what was reserved */
+}
+
+/* Build P for one index entry straight into arena a, in one allocation of 2 * len + 1 bytes:
+ * P, then room for the secondary's end key (strinc(P) or P + "\0", read_secondary). On RL_OK
+ * *out_p holds P (*out_len bytes). scratch is used only by the general path. Errors as
+ * rl__mapper_construct. */
+static int construct_in_arena(const rl_mapper *m, const void *key, size_t key_len,
+                              const void *value, size_t value_len, rl_arena *a, rl_buf *scratch,
+                              uint8_t **out_p, size_t *out_len) {
+    elem_spans ks, vs;
+    const uint8_t *src;
+    size_t len;
+    uint8_t *p;
+    int rc;
+    if (!key) key = "";
+    if (!value) value = "";
+    if (spans_fit(m)) {
+        rc = find_spans(m, key, key_len, value, value_len, &ks, &vs, &len);
+        if (rc != RL_OK) return rc;
+        src = NULL;
+    } else {
+        rl__buf_reset(scratch);
+        rc = construct_general(m, key, key_len, value, value_len, scratch);
+        if (rc != RL_OK) return rc;
+        src = (const uint8_t *)scratch->data;
+        len = scratch->len;
+    }
+    if (len > UINT32_MAX - 1) return RL_E_INVALID_ARGUMENT;
+    p = rl__arena_alloc(a, 2 * len + 1);
+    if (!p) return RL_E_OUT_OF_MEMORY;
+    if (src) {
+        if (len) memcpy(p, src, len);
+    } else {
+        write_p(m, &ks, &vs, p);
+    }
+    *out_p = p;
+    *out_len = len;
+    return RL_OK;
+}
+
 /* ==== The mapped read ======================================================================= */
 
 enum {
@@ -305,19 +460,19 @@ enum {
 #define MAX_BLOCK ((size_t)256 << 10)     /* largest arena block a mapped read asks for */
 
 /* Read one entry's secondary for P = p[0..n) into *ent (whose index field is already set).
- * Locally (fn == NULL: the caller holds the engine's read lock) or through fn. Results and the begin/end keys are copied into a.
- * Errors: those of the storage read or of fn, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-static int read_secondary(rl_storage *st, rl_version v, int is_range, const uint8_t *p, size_t n,
+ * p is in arena a with room for n + 1 more bytes after it (construct_in_arena), where the end
+ * key is built; both become the entry's begin and end. Locally (fn == NULL: the caller holds
+ * the engine's read lock) or through fn; results are copied into a. Errors: those of the
+ * storage read or of fn, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
+static int read_secondary(rl_storage *st, rl_version v, int is_range, uint8_t *p, size_t n,
                           int row_limit, long byte_limit, rl_secondary_fn fn, void *fn_ctx,
                           rl_arena *a, rl_mapped_entry *ent) {
-    uint8_t *begin, *end;
+    uint8_t *begin = p, *end = p + n;
     size_t end_len;
     rl_kvpair *kvs = NULL;
     int n_kvs = 0, more = 0, local = 1, rc;
 
     if (n > UINT32_MAX - 1) return RL_E_INVALID_ARGUMENT;
-    begin = rl__arena_memdup(a, p, n);
-    if (!begin) return RL_E_OUT_OF_MEMORY;
     if (is_range) {
         /* strinc(P) (rl__strinc's rule: drop trailing 0xff bytes, increment the last one; an
          * all-0xff P is RL_E_INVALID_ARGUMENT), or "\xff" for an empty P. */
@@ -325,8 +480,6 @@ static int read_secondary(rl_storage *st, rl_version v, int is_range, const uint
         while (m > 0 && p[m - 1] == 0xff) m--;
         if (n > 0 && m == 0) return RL_E_INVALID_ARGUMENT;
         end_len = n == 0 ? 1 : m;
-        end = rl__arena_alloc(a, end_len);
-        if (!end) return RL_E_OUT_OF_MEMORY;
         if (n == 0) {
             end[0] = 0xff;
         } else {
@@ -335,8 +488,6 @@ static int read_secondary(rl_storage *st, rl_version v, int is_range, const uint
         }
     } else {
         end_len = n + 1;
-        end = rl__arena_alloc(a, end_len);
-        if (!end) return RL_E_OUT_OF_MEMORY;
         if (n) memcpy(end, p, n);
         end[n] = 0;
     }
@@ -451,12 +602,13 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
         stop = mapped + opt.batch < n_idx ? mapped + opt.batch : n_idx;
         for (int i = mapped; i < stop; i++) {
             rl_mapped_entry *ent = &ents[i];
+            uint8_t *pk;
+            size_t pk_len;
             ent->index = idx[i];
-            rl__buf_reset(&p);
-            rc = rl__mapper_construct(m, idx[i].key, idx[i].key_len, idx[i].value,
-                                      idx[i].value_len, &p);
+            rc = construct_in_arena(m, idx[i].key, idx[i].key_len, idx[i].value,
+                                    idx[i].value_len, a, &p, &pk, &pk_len);
             if (rc != RL_OK) goto fail;
-            rc = read_secondary(st, v, m->is_range, p.data, p.len, opt.secondary_row_limit,
+            rc = read_secondary(st, v, m->is_range, pk, pk_len, opt.secondary_row_limit,
                                 opt.secondary_byte_limit, fn, fn_ctx, a, ent);
             if (rc != RL_OK) goto fail;
         }

@@ -7,6 +7,7 @@
  */
 #include "test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/arena.h"
@@ -341,6 +342,148 @@ TEST(mapped_1_12_allocation_failures) {
         rl__arena_release(&a);
     }
     ASSERT_TRUE(ok_seen);
+}
+
+/* mapped-1.13: the one-walk construct (placeholder indexes < 32) and the general path (larger
+ * indexes) against a reference built here from rl__tuple_validate and rl__tuple_get, on random
+ * keys and values: valid tuples of mixed elements (nested ones included), and corrupted ones
+ * (truncated, a byte changed, random bytes) that may or may not still be tuples. Random mappers
+ * of plain literals and placeholders "{K[i]}" / "{V[i]}" with i up to 44. The bytes and the
+ * error must match, and out must keep its earlier contents on error. Prints its seed. */
+static uint64_t rnd13(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static void random_tuple(uint64_t *rs, rl_buf *b) {
+    rl_tuple_packer pk;
+    int n = (int)(rnd13(rs) % 45);
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&pk, b);
+    for (int i = 0; i < n; i++) {
+        char s[16];
+        switch (rnd13(rs) % 7) {
+        case 0: rl__tuple_pack_int(&pk, (int64_t)(rnd13(rs) % 100000) - 50000); break;
+        case 1: rl__tuple_pack_string(&pk, s, (size_t)snprintf(s, sizeof s, "s%d", (int)(rnd13(rs) % 1000))); break;
+        case 2: rl__tuple_pack_bytes(&pk, "a\0b", 3); break;
+        case 3: rl__tuple_pack_null(&pk); break;
+        case 4: rl__tuple_pack_double(&pk, (double)(rnd13(rs) % 1000) / 7.0); break;
+        case 5: rl__tuple_pack_bool(&pk, (int)(rnd13(rs) & 1)); break;
+        default:
+            rl__tuple_pack_nested_begin(&pk);
+            rl__tuple_pack_int(&pk, 7);
+            rl__tuple_pack_null(&pk);
+            rl__tuple_pack_nested_end(&pk);
+        }
+    }
+    ASSERT_OK(rl__buf_error(b));
+    unsigned how = (unsigned)(rnd13(rs) % 10);
+    if (how == 7 && b->len) {
+        rl__buf_truncate(b, (size_t)(rnd13(rs) % b->len)); /* truncated */
+    } else if (how == 8 && b->len) {
+        b->data[rnd13(rs) % b->len] = (uint8_t)rnd13(rs); /* one byte changed */
+    } else if (how == 9) {
+        size_t len = (size_t)(rnd13(rs) % 12);
+        rl__buf_reset(b);
+        for (size_t i = 0; i < len; i++) rl__buf_append_byte(b, (uint8_t)rnd13(rs));
+    }
+}
+
+/* The reference: what FoundationDB's constructMappedKey does, from the tuple primitives. */
+static int reference_p(const int *kind, const size_t *idx, const rl_buf *lits, int n_el,
+                       const rl_buf *k, const rl_buf *v, rl_buf *out) {
+    int uses_k = 0, uses_v = 0;
+    for (int i = 0; i < n_el; i++) {
+        uses_k |= kind[i] == 1;
+        uses_v |= kind[i] == 2;
+    }
+    if (uses_k && rl__tuple_validate(k->data, k->len, NULL) != RL_OK) return RL_E_KEY_NOT_TUPLE;
+    if (uses_v && rl__tuple_validate(v->data, v->len, NULL) != RL_OK) return RL_E_VALUE_NOT_TUPLE;
+    for (int i = 0; i < n_el; i++) {
+        rl_tuple_elem e;
+        if (kind[i] == 0) {
+            rl__buf_append(out, lits[i].data, lits[i].len);
+            continue;
+        }
+        const rl_buf *src = kind[i] == 1 ? k : v;
+        int rc = rl__tuple_get(src->data, src->len, idx[i], &e);
+        if (rc == RL_E_NOT_FOUND) return RL_E_MAPPER_BAD_INDEX;
+        ASSERT_OK(rc);
+        rl__buf_append(out, e.raw, e.raw_len);
+    }
+    return RL_OK;
+}
+
+TEST(mapped_1_13_one_walk_construct_vs_reference) {
+    uint64_t seed = rl_test_seed(), rs = seed | 1;
+    rl_buf k, v, mp, got, want, lits[8];
+    rl__buf_init(&k);
+    rl__buf_init(&v);
+    rl__buf_init(&mp);
+    rl__buf_init(&got);
+    rl__buf_init(&want);
+    for (int i = 0; i < 8; i++) rl__buf_init(&lits[i]);
+    int seen_ok = 0, seen_key_err = 0, seen_val_err = 0, seen_bad_index = 0, seen_big = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        int kind[8];
+        size_t idx[8];
+        int n_el = 1 + (int)(rnd13(&rs) % 6), big = 0;
+        rl_tuple_packer pk;
+        rl__buf_reset(&mp);
+        rl__tuple_packer_init(&pk, &mp);
+        for (int i = 0; i < n_el; i++) {
+            rl_tuple_packer lp;
+            char s[32];
+            rl__buf_reset(&lits[i]);
+            rl__tuple_packer_init(&lp, &lits[i]);
+            unsigned r = (unsigned)(rnd13(&rs) % 5);
+            if (r < 2) {
+                kind[i] = 0;
+                if (r == 0)
+                    rl__tuple_pack_int(&lp, (int64_t)(rnd13(&rs) % 300));
+                else
+                    rl__tuple_pack_string(&lp, "lit", 3);
+                rl__buf_append(&mp, lits[i].data, lits[i].len);
+            } else {
+                kind[i] = r == 4 ? 2 : 1;
+                idx[i] = rnd13(&rs) % 4 == 0 ? (size_t)(rnd13(&rs) % 45) : (size_t)(rnd13(&rs) % 6);
+                big |= idx[i] >= 32;
+                int len = snprintf(s, sizeof s, "{%c[%zu]}", kind[i] == 1 ? 'K' : 'V', idx[i]);
+                rl__tuple_pack_string(&pk, s, (size_t)len);
+            }
+        }
+        random_tuple(&rs, &k);
+        random_tuple(&rs, &v);
+        rl__buf_reset(&want);
+        rl__buf_append(&want, "pre", 3);
+        int wrc = reference_p(kind, idx, lits, n_el, &k, &v, &want);
+        if (wrc != RL_OK) rl__buf_truncate(&want, 3);
+        rl__buf_reset(&got);
+        rl__buf_append(&got, "pre", 3);
+        int grc = map_one(mp.data, mp.len, k.data, k.len, v.data, v.len, &got);
+        if (grc != wrc)
+            fprintf(stderr, "iter %d: got %s want %s (seed %llu)\n", iter, rl_error_name(grc),
+                    rl_error_name(wrc), (unsigned long long)seed);
+        ASSERT_RC(grc, wrc);
+        ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
+        seen_ok += wrc == RL_OK;
+        seen_key_err += wrc == RL_E_KEY_NOT_TUPLE;
+        seen_val_err += wrc == RL_E_VALUE_NOT_TUPLE;
+        seen_bad_index += wrc == RL_E_MAPPER_BAD_INDEX;
+        seen_big += big && wrc == RL_OK;
+    }
+    /* Every outcome was exercised. */
+    ASSERT_TRUE(seen_ok > 100 && seen_key_err > 100 && seen_val_err > 10 && seen_bad_index > 100);
+    ASSERT_TRUE(seen_big > 10);
+    rl__buf_release(&k);
+    rl__buf_release(&v);
+    rl__buf_release(&mp);
+    rl__buf_release(&got);
+    rl__buf_release(&want);
+    for (int i = 0; i < 8; i++) rl__buf_release(&lits[i]);
 }
 
 /* ==== mapped-2: mapped reads over a storage engine =========================================== */
@@ -1302,6 +1445,7 @@ RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
              T(mapped_1_7_literal_only_ignores_key_value), T(mapped_1_8_embedded_placeholder_is_literal),
              T(mapped_1_9_non_strings_verbatim), T(mapped_1_10_raw_splicing),
              T(mapped_1_11_mapper_owns_its_bytes), T(mapped_1_12_allocation_failures),
+             T(mapped_1_13_one_walk_construct_vs_reference),
              T(mapped_2_1_range_mode), T(mapped_2_2_point_mode),
              T(mapped_2_3_reverse), T(mapped_2_4_secondary_limits), T(mapped_2_5_row_limits),
              T(mapped_2_6_byte_budget), T(mapped_2_7_mvcc), T(mapped_2_8_secondary_fn),
