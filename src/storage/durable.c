@@ -36,6 +36,17 @@
  * Recovery replays log-S record by record. A record that fails to decode is a torn tail when no
  * valid record starts anywhere after it: the file is truncated there. Otherwise, or when
  * versions do not increase, open fails with RL_E_LOG_CORRUPT naming the file and byte offset.
+ *
+ * Errors while writing. Every call that changes files goes through storage/os.h (so that
+ * tests/fault/storage can fail the Nth write, fsync, rename, open or ftruncate). A failed call
+ * is logged at RL_LOG_ERROR with the operation, the file and strerror, and is mapped to
+ * RL_E_NO_SPACE (ENOSPC, EDQUOT) or RL_E_IO_ERROR. A failure that may have left the log or the
+ * set of files in an unknown state poisons the engine (st->poisoned: every later apply, sync and
+ * checkpoint returns that error; reads keep working): any failed write or fsync of the log, and
+ * any failure of a checkpoint, since a checkpoint first flushes the log. A checkpoint that runs
+ * out of memory before its rename changes nothing on disk that recovery would read: it deletes
+ * its .tmp file and returns RL_E_OUT_OF_MEMORY without poisoning (an automatic checkpoint is
+ * then retried after the next apply).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,6 +64,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "reclayer/error.h"
+#include "storage/os.h"
 #include "storage/storage_int.h"
 #include "storage/wal.h"
 
@@ -80,6 +92,14 @@ static int map_errno(int e) {
     }
 }
 
+/* Log a failed file operation (errno still set by it) and map errno to an error code. */
+static int io_fail(const char *op, const char *path) {
+    int e = errno;
+    rl__log(RL_LOG_ERROR, "storage: %s %s failed: %s", op, path, strerror(e));
+    errno = e;
+    return map_errno(e);
+}
+
 static void errf(rl_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void errf(rl_buf *errmsg, const char *fmt, ...) {
     if (!errmsg) return;
@@ -95,12 +115,13 @@ static void path_of(const rl_storage *st, char *out, size_t cap, const char *pre
     snprintf(out, cap, "%s/%s%016" PRIx64 "%s", st->dir, prefix, seq, suffix);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
+/* Write n bytes at the file position of fd; path names the file in the error log. */
+static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = rl__os_write(fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
-            return map_errno(errno);
+            return io_fail("write", path);
         }
         p += w;
         n -= (size_t)w;
@@ -108,24 +129,24 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
     return RL_OK;
 }
 
-static int sync_fd(rl_storage *st, int fd) {
+static int sync_fd(rl_storage *st, int fd, const char *path) {
     if (st->no_sync) return RL_OK;
-    if (fdatasync(fd) != 0) return map_errno(errno);
+    if (rl__os_fdatasync(fd) != 0) return io_fail("fdatasync", path);
     return RL_OK;
 }
 
 static int sync_dir(rl_storage *st) {
     if (st->no_sync) return RL_OK;
-    int fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return map_errno(errno);
-    int rc = fsync(fd) == 0 ? RL_OK : map_errno(errno);
+    int fd = rl__os_open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return io_fail("open", st->dir);
+    int rc = rl__os_fsync(fd) == 0 ? RL_OK : io_fail("fsync", st->dir);
     close(fd);
     return rc;
 }
 
 /* Read a whole file into a heap buffer (rl__free). */
 static int read_file(const char *path, uint8_t **out, size_t *out_len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = RL_OK;
+    int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0), rc = RL_OK;
     uint8_t *buf = NULL;
     struct stat sb;
     *out = NULL;
@@ -268,14 +289,18 @@ static int replay_log(rl_storage *st, const char *path, rl_buf *errmsg) {
             /* Torn tail: drop it so new records follow the last good one. */
             rl__log(RL_LOG_WARN, "log %s: discarding torn tail at byte offset %zu (%zu bytes)",
                     path, off, n - off);
-            int fd = open(path, O_WRONLY | O_CLOEXEC);
-            if (fd < 0 || ftruncate(fd, (off_t)off) != 0 || sync_fd(st, fd) != RL_OK) {
-                rc = map_errno(errno);
-                errf(errmsg, "cannot truncate log %s at %zu: %s", path, off, strerror(errno));
-                if (fd >= 0) close(fd);
+            int fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
+            if (fd < 0)
+                rc = io_fail("open", path);
+            else if (rl__os_ftruncate(fd, (off_t)off) != 0)
+                rc = io_fail("ftruncate", path);
+            else
+                rc = sync_fd(st, fd, path);
+            if (fd >= 0) close(fd);
+            if (rc != RL_OK) {
+                errf(errmsg, "cannot truncate log %s at %zu: %s", path, off, rl_error_name(rc));
                 goto out;
             }
-            close(fd);
             break;
         }
         if (r.version <= st->latest) {
@@ -335,10 +360,11 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
         return rc;
     }
     snprintf(path, sizeof path, "%s/LOCK", st->dir);
-    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    st->lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (st->lock_fd < 0) {
+        rc = io_fail("open", path);
         errf(errmsg, "cannot open %s: %s", path, strerror(errno));
-        return map_errno(errno);
+        return rc;
     }
     if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : map_errno(errno);
@@ -380,12 +406,16 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
     }
     path_of(st, path, sizeof path, "log-", best, "");
     if ((rc = replay_log(st, path, errmsg)) != RL_OK) return rc;
-    st->log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    st->log_fd = rl__os_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (st->log_fd < 0) {
+        rc = io_fail("open", path);
         errf(errmsg, "cannot open log %s: %s", path, strerror(errno));
-        return map_errno(errno);
+        return rc;
     }
-    if ((rc = sync_dir(st)) != RL_OK) return rc;
+    if ((rc = sync_dir(st)) != RL_OK) {
+        errf(errmsg, "cannot sync directory %s: %s", st->dir, rl_error_name(rc));
+        return rc;
+    }
     st->durable = st->latest;
     return RL_OK;
 }
@@ -403,10 +433,13 @@ static int poison(rl_storage *st, int rc) {
     return rc;
 }
 
-/* Write the pending records to the log file (no fsync). */
+/* Write the pending records to the log file (no fsync). A failure poisons: the log may now end
+ * in part of a record. */
 static int flush_pending(rl_storage *st) {
     if (st->pending.len == 0) return RL_OK;
-    int rc = write_all(st->log_fd, st->pending.data, st->pending.len);
+    char path[4096];
+    path_of(st, path, sizeof path, "log-", st->seq, "");
+    int rc = write_all(st->log_fd, st->pending.data, st->pending.len, path);
     if (rc != RL_OK) return poison(st, rc);
     st->log_bytes += st->pending.len;
     rl__buf_reset(&st->pending);
@@ -423,9 +456,15 @@ int rl__storage_durable_log(rl_storage *st, rl_version v, const rl_mutation *mut
     return rc;
 }
 
+/* After a version was applied and its record queued: checkpoint when the log is large, else
+ * write the queue out when it is large. The version is applied whatever this returns; an error
+ * here is an I/O error that poisoned the engine. A checkpoint that ran out of memory (nothing
+ * poisoned, nothing changed on disk) is not an error of this apply: it is retried next time. */
 int rl__storage_durable_after_apply(rl_storage *st) {
-    if (st->log_bytes + st->pending.len >= st->checkpoint_log_bytes)
-        return rl__storage_durable_checkpoint(st);
+    if (st->log_bytes + st->pending.len >= st->checkpoint_log_bytes) {
+        int rc = rl__storage_durable_checkpoint(st);
+        return rc == RL_E_OUT_OF_MEMORY && !st->poisoned ? RL_OK : rc;
+    }
     if (st->pending.len >= PENDING_FLUSH) return flush_pending(st);
     return RL_OK;
 }
@@ -434,19 +473,21 @@ int rl__storage_durable_sync(rl_storage *st) {
     int rc;
     if (st->poisoned) return st->poisoned;
     if ((rc = flush_pending(st)) != RL_OK) return rc;
-    if ((rc = sync_fd(st, st->log_fd)) != RL_OK) return poison(st, rc);
+    char path[4096];
+    path_of(st, path, sizeof path, "log-", st->seq, "");
+    if ((rc = sync_fd(st, st->log_fd, path)) != RL_OK) return poison(st, rc);
     st->durable = st->latest;
     return RL_OK;
 }
 
 /* Close the current data block of a checkpoint being written: patch its header, write it. */
-static int ckpt_emit(int fd, rl_buf *blk, uint32_t kind, uint32_t count) {
+static int ckpt_emit(int fd, rl_buf *blk, uint32_t kind, uint32_t count, const char *path) {
     uint32_t len = (uint32_t)(blk->len - BLK_HEADER);
     rl__put_le32(blk->data, kind);
     rl__put_le32(blk->data + 8, len);
     rl__put_le32(blk->data + 12, count);
     rl__put_le32(blk->data + 4, rl__checksum32(blk->data + 8, (size_t)8 + len));
-    int rc = write_all(fd, blk->data, blk->len);
+    int rc = write_all(fd, blk->data, blk->len, path);
     rl__buf_reset(blk);
     rl__buf_append(blk, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", BLK_HEADER);
     return rc;
@@ -456,17 +497,18 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
     char tmp[4096], path[4096];
     uint8_t hdr[CKPT_HEADER];
     rl_buf blk;
-    int rc, fd = -1;
+    int rc, fd = -1, renamed = 0;
     uint32_t count = 0;
     uint64_t total = 0, next = st->seq + 1;
     if (st->poisoned) return st->poisoned;
+    tmp[0] = 0;
     rl__buf_init(&blk);
     if ((rc = flush_pending(st)) != RL_OK) goto fail;
     path_of(st, tmp, sizeof tmp, "ckpt-", next, ".tmp");
     path_of(st, path, sizeof path, "ckpt-", next, "");
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = map_errno(errno);
+        rc = io_fail("open", tmp);
         goto fail;
     }
     memset(hdr, 0, sizeof hdr);
@@ -475,7 +517,7 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
     rl__put_le64(hdr + 16, st->latest);
     rl__put_le64(hdr + 24, next);
     rl__put_le32(hdr + 8, rl__checksum32(hdr + 12, CKPT_HEADER - 12));
-    if ((rc = write_all(fd, hdr, sizeof hdr)) != RL_OK) goto fail;
+    if ((rc = write_all(fd, hdr, sizeof hdr, tmp)) != RL_OK) goto fail;
     rl__buf_append(&blk, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", BLK_HEADER);
     /* Every row in key order: the leaves left to right. */
     for (const bt_leaf *l = st->first; l; l = l->next)
@@ -493,29 +535,30 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
             total++;
             if (blk.len >= BLK_TARGET) {
                 if ((rc = rl__buf_error(&blk)) != RL_OK) goto fail;
-                if ((rc = ckpt_emit(fd, &blk, BLK_DATA, count)) != RL_OK) goto fail;
+                if ((rc = ckpt_emit(fd, &blk, BLK_DATA, count, tmp)) != RL_OK) goto fail;
                 count = 0;
             }
         }
-    if (count && (rc = ckpt_emit(fd, &blk, BLK_DATA, count)) != RL_OK) goto fail;
+    if (count && (rc = ckpt_emit(fd, &blk, BLK_DATA, count, tmp)) != RL_OK) goto fail;
     uint8_t tot[8];
     rl__put_le64(tot, total);
     rl__buf_append(&blk, tot, 8);
     if ((rc = rl__buf_error(&blk)) != RL_OK) goto fail;
-    if ((rc = ckpt_emit(fd, &blk, BLK_END, 0)) != RL_OK) goto fail;
-    if ((rc = sync_fd(st, fd)) != RL_OK) goto fail;
+    if ((rc = ckpt_emit(fd, &blk, BLK_END, 0, tmp)) != RL_OK) goto fail;
+    if ((rc = sync_fd(st, fd, tmp)) != RL_OK) goto fail;
     close(fd);
     fd = -1;
-    if (rename(tmp, path) != 0) {
-        rc = map_errno(errno);
+    if (rl__os_rename(tmp, path) != 0) {
+        rc = io_fail("rename", tmp);
         goto fail;
     }
+    renamed = 1;
     if ((rc = sync_dir(st)) != RL_OK) goto fail;
     /* The checkpoint is durable: switch to a new log and drop the old pair. */
     path_of(st, path, sizeof path, "log-", next, "");
-    int nfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    int nfd = rl__os_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (nfd < 0) {
-        rc = map_errno(errno);
+        rc = io_fail("open", path);
         goto fail;
     }
     close(st->log_fd);
@@ -534,5 +577,11 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
 fail:
     if (fd >= 0) close(fd);
     rl__buf_release(&blk);
+    if (rc == RL_E_OUT_OF_MEMORY && !renamed && !st->poisoned) {
+        /* Only memory ran out: the log is whole (flushed or untouched) and the .tmp file is not
+         * a checkpoint yet. Drop it and leave the engine writable. */
+        if (tmp[0]) unlink(tmp);
+        return rc;
+    }
     return poison(st, rc);
 }
