@@ -480,17 +480,24 @@ int rl__storage_durable_sync(rl_storage *st) {
     return RL_OK;
 }
 
-/* Close the current data block of a checkpoint being written: patch its header, write it. */
+/* Close the current block of a checkpoint being written (blk holds its 16-byte header
+ * placeholder and payload): patch its header, write it to fd (path names the file in the error
+ * log), then, after a data block, start the next block in blk. Returns RL_E_OUT_OF_MEMORY
+ * without writing when an append to blk failed (blk.data may then be the empty string, too
+ * short for a header), or the write's error. */
 static int ckpt_emit(int fd, rl_buf *blk, uint32_t kind, uint32_t count, const char *path) {
+    int rc = rl__buf_error(blk);
+    if (rc != RL_OK || blk->len < BLK_HEADER) return RL_E_OUT_OF_MEMORY;
     uint32_t len = (uint32_t)(blk->len - BLK_HEADER);
     rl__put_le32(blk->data, kind);
     rl__put_le32(blk->data + 8, len);
     rl__put_le32(blk->data + 12, count);
     rl__put_le32(blk->data + 4, rl__checksum32(blk->data + 8, (size_t)8 + len));
-    int rc = write_all(fd, blk->data, blk->len, path);
+    rc = write_all(fd, blk->data, blk->len, path);
     rl__buf_reset(blk);
+    if (rc != RL_OK || kind == BLK_END) return rc;
     rl__buf_append(blk, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", BLK_HEADER);
-    return rc;
+    return rl__buf_error(blk);
 }
 
 int rl__storage_durable_checkpoint(rl_storage *st) {
