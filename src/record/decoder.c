@@ -178,16 +178,32 @@ void rl__decoder_recycle(rl__record_decoder *d) {
 }
 
 /* The suffix of kv's key if the key is exactly records prefix + pk + one integer element.
- * Returns 0 and sets *out, or -1. */
+ * Returns 0 and sets *out, or -1. The suffixes the common layout uses (-1, 0 and 1..255) have
+ * one- and two-byte encodings (0x13 0xfe, 0x14, 0x15 n with n != 0), recognised directly;
+ * anything else takes the tuple decoder, which accepts exactly the same keys (test record_9_6). */
 static int suffix_of(const rl_store *s, const uint8_t *pk, size_t pk_len, const rl_keyvalue *kv,
                      int64_t *out) {
     size_t pre = s->rec_prefix_len;
     rl_tuple_iter it;
     rl_tuple_elem e;
-    if (kv->key_len <= pre + pk_len || memcmp(kv->key, s->rec_prefix, pre) != 0 ||
-        memcmp(kv->key + pre, pk, pk_len) != 0)
+    if (kv->key_len <= pre + pk_len || memcmp(kv->key + pre, pk, pk_len) != 0 ||
+        memcmp(kv->key, s->rec_prefix, pre) != 0)
         return -1;
-    rl__tuple_iter_init(&it, kv->key + pre + pk_len, kv->key_len - pre - pk_len);
+    const uint8_t *x = kv->key + pre + pk_len;
+    size_t xl = kv->key_len - pre - pk_len;
+    if (xl == 1 && x[0] == 0x14) {
+        *out = 0;
+        return 0;
+    }
+    if (xl == 2 && x[0] == 0x15 && x[1] != 0) {
+        *out = x[1];
+        return 0;
+    }
+    if (xl == 2 && x[0] == 0x13 && x[1] == 0xfe) {
+        *out = -1;
+        return 0;
+    }
+    rl__tuple_iter_init(&it, x, xl);
     if (rl__tuple_iter_next(&it, &e) != RL_OK || e.type != RL_TT_INT || !e.fits_i64) return -1;
     *out = e.i; /* before the next call, which may overwrite e */
     if (rl__tuple_iter_next(&it, &e) != RL_E_NOT_FOUND) return -1;

@@ -367,6 +367,78 @@ TEST(record_9_5_out_of_memory) {
     rl_metadata_free(md);
 }
 
+/* The decoder's direct recognition of the suffixes -1, 0 and 1..255 against the strict decoder:
+ * record ranges whose suffix elements are random short byte strings from an alphabet of the
+ * integer codes and their neighbours (non-minimal forms such as 0x15 0x00, truncated ones, two
+ * elements, other types) mixed with valid suffixes, so both the direct path and the tuple
+ * decoder's path are taken. */
+TEST(record_9_6_suffix_bytes_match_strict) {
+    static const uint8_t alpha[] = {0x00, 0x01, 0x02, 0x05, 0x12, 0x13, 0x14, 0x15, 0x16, 0xfe, 0xff};
+    static const struct {
+        uint8_t b[3];
+        size_t n;
+    } near[] = {{{0x15, 0x00}, 2}, {{0x13, 0xff}, 2}, {{0x14, 0x00}, 2}, {{0x15}, 1},
+                {{0x13}, 1},       {{0x16, 0x00, 0x01}, 3}, {{0x12, 0xff, 0xfe}, 3},
+                {{0x15, 0x01, 0x14}, 3}, {{0x13, 0xfe, 0x00}, 3}, {{0x0c}, 1}, {{0x1c}, 1}};
+    uint64_t seed = rl_test_seed(), st = seed;
+    rl_metadata *md;
+    rl_store *s;
+    rl__record_decoder d;
+    setup(&md, &s);
+    rl__decoder_init(&d);
+    Reclayer__Order o = RECLAYER__ORDER__INIT;
+    o.has_order_id = 1, o.order_id = 77;
+    o.customer = "customer-y";
+    rl_buf rec;
+    rl__buf_init(&rec);
+    ASSERT_OK(rl__record_serialize(s->md, 0, &o.base, &rec));
+    ASSERT_TRUE(rec.len >= 4);
+    int ok = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        layout l = {0};
+        uint8_t pk[16];
+        size_t pk_len = enc_int(pk, (int64_t)rl_test_rand_below(&st, 1000));
+        int n = 1 + (int)rl_test_rand_below(&st, 4);
+        int has_version = n > 1 && rl_test_rand_below(&st, 2);
+        int n_data = n - has_version; /* one value (suffix 0) or n_data chunks of rec */
+        int64_t next = has_version ? -1 : (n_data == 1 ? 0 : 1);
+        for (int i = 0; i < n; i++) {
+            uint8_t sfx[4];
+            size_t sl;
+            uint64_t pick = rl_test_rand_below(&st, 6);
+            if (pick < 4) {
+                sl = enc_int(sfx, next);
+            } else if (pick == 4) {
+                size_t k = rl_test_rand_below(&st, sizeof near / sizeof near[0]);
+                sl = near[k].n;
+                memcpy(sfx, near[k].b, sl);
+            } else {
+                sl = rl_test_rand_below(&st, 4);
+                for (size_t j = 0; j < sl; j++)
+                    sfx[j] = rl_test_rand_below(&st, 4) ? alpha[rl_test_rand_below(&st, sizeof alpha)]
+                                                        : (uint8_t)rl_test_rand_below(&st, 256);
+            }
+            if (next == -1) {
+                uint8_t v[13] = {0x33, 0, 0, 0, 0, 0, 0, 0, 9, 0, 1, 0, 1};
+                lay_add(&l, s, pk, pk_len, sfx, sl, v, sizeof v);
+                next = n_data == 1 ? 0 : 1;
+            } else {
+                size_t part = rec.len / (size_t)n_data, c = (size_t)(i - has_version);
+                size_t off = c * part, len = c + 1 == (size_t)n_data ? rec.len - off : part;
+                lay_add(&l, s, pk, pk_len, sfx, sl, rec.data + off, len);
+                next++;
+            }
+        }
+        ok += check_same(&d, s, pk, pk_len, &l) == RL_OK;
+        lay_free(&l);
+    }
+    if (ok <= 100) fail_msg("only %d of 3000 decoded", ok);
+    rl__buf_release(&rec);
+    rl__decoder_release(&d);
+    rl_store_free(s);
+    rl_metadata_free(md);
+}
+
 RL_TEST_MAIN(T(record_9_1_valid_layouts_match_strict), T(record_9_2_defects_match_strict),
              T(record_9_3_random_mutations_match_strict), T(record_9_4_steady_state_allocates_nothing),
-             T(record_9_5_out_of_memory))
+             T(record_9_5_out_of_memory), T(record_9_6_suffix_bytes_match_strict))
