@@ -47,7 +47,9 @@
  * RL_E_TRANSACTION_TOO_OLD, RL_E_FUTURE_VERSION (read version newer than any version handed
  * out), RL_E_INVALID_MUTATION_TYPE, RL_E_INVERTED_RANGE (a clear-range with begin > end),
  * RL_E_CLIENT_INVALID_OPERATION (a versionstamp offset that does not fit), RL_E_OUT_OF_MEMORY,
- * RL_E_IO_ERROR (the sink failed: the batch may or may not be durable; the committer is poisoned).
+ * or the sink's error — RL_E_IO_ERROR, RL_E_NO_SPACE, RL_E_OUT_OF_MEMORY … — when the sink failed:
+ * the batch may or may not be durable, and the committer is poisoned: every later commit fails
+ * with the same error.
  * A request that fails for its own reasons does not affect the others of its batch.
  */
 #include "commit/commit.h"
@@ -77,6 +79,7 @@ struct rl_committer {
     cm_waiter *q_tail;
     int leading;             /* a batch is running */
     int poisoned;            /* a sink call failed: every commit fails */
+    int poison_rc;           /* the sink's error that poisoned it (RL_E_IO_ERROR, RL_E_NO_SPACE, …) */
     rl_version durable;      /* newest synced batch version (the read version) */
     rl_version oldest;       /* the resolver's oldest version after the last batch */
     uint64_t queued;         /* waiters in the queue */
@@ -173,11 +176,13 @@ static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_ver
  * version; poisoned: the committer was poisoned when the batch was taken. Sets every request's
  * result. Returns RL_OK with *out_v the batch version when something committed and is durable,
  * RL_E_NOT_FOUND (expected: nothing committed, nothing new is readable), or RL_E_IO_ERROR (the
- * sink failed: poison). */
+ * sink failed: poison; *out_sink_err is the sink's own error, which the batch's committed
+ * requests and every later request get). poisoned: 0, or the error a poisoned committer
+ * returns. */
 static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known, int poisoned,
-                     rl_version *out_v) {
+                     rl_version *out_v, int *out_sink_err) {
     if (poisoned) {
-        for (int i = 0; i < n; i++) batch[i]->req->result = RL_E_IO_ERROR;
+        for (int i = 0; i < n; i++) batch[i]->req->result = poisoned;
         return RL_E_NOT_FOUND;
     }
     rl_version v = rl__sequencer_next(&c->seq);
@@ -212,10 +217,11 @@ static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known
         for (int i = 0; i < n; i++) {
             rl_commit_request *req = batch[i]->req;
             if (req->result == RL_OK) {
-                req->result = RL_E_IO_ERROR;
+                req->result = rc;
                 req->commit_version = 0;
             }
         }
+        *out_sink_err = rc;
         return RL_E_IO_ERROR;
     }
     *out_v = v;
@@ -235,11 +241,12 @@ static void lead_batch(rl_committer *c) {
     }
     if (!c->q_head) c->q_tail = NULL;
     rl_version known = c->durable;
-    int poisoned = c->poisoned;
+    int poisoned = c->poisoned ? c->poison_rc : 0;
     pthread_mutex_unlock(&c->mu);
 
     rl_version v = 0;
-    int rc = run_batch(c, c->batch, n, known, poisoned, &v);
+    int sink_err = RL_E_IO_ERROR;
+    int rc = run_batch(c, c->batch, n, known, poisoned, &v, &sink_err);
     rl_version oldest = rl__resolver_oldest(c->res);
 
     pthread_mutex_lock(&c->mu);
@@ -247,7 +254,10 @@ static void lead_batch(rl_committer *c) {
         c->durable = v;
         c->batches++;
     }
-    if (rc == RL_E_IO_ERROR) c->poisoned = 1;
+    if (rc == RL_E_IO_ERROR) {
+        c->poisoned = 1;
+        c->poison_rc = sink_err;
+    }
     c->oldest = oldest;
     for (int i = 0; i < n; i++) {
         int r = c->batch[i]->req->result;
@@ -329,9 +339,10 @@ int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
     cm_waiter w = {req, NULL, 0};
     pthread_mutex_lock(&c->mu);
     if (c->poisoned) {
+        int rc = c->poison_rc;
         pthread_mutex_unlock(&c->mu);
-        req->result = RL_E_IO_ERROR;
-        return RL_E_IO_ERROR;
+        req->result = rc;
+        return rc;
     }
     if (c->q_tail)
         c->q_tail->next = &w;
