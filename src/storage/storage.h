@@ -110,7 +110,8 @@ void rl__storage_close(rl_storage *st);
  * RL_E_VERSION_INVALID (v not increasing), RL_E_IO_ERROR (the engine is then poisoned: every
  * later write fails), RL_E_OUT_OF_MEMORY. */
 int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
-/* Make every applied version durable (fsync unless no_sync). RL_OK or RL_E_IO_ERROR. */
+/* Make every applied version durable (fsync unless no_sync). RL_OK, RL_E_IO_ERROR or
+ * RL_E_NO_SPACE (the engine is then poisoned), or the error that poisoned it earlier. */
 int rl__storage_sync(rl_storage *st);
 /* Write a checkpoint now and truncate the log (also done automatically). */
 int rl__storage_checkpoint(rl_storage *st);
