@@ -99,7 +99,8 @@ struct rl_cursor {
     qent *q;                  /* SRC_SCAN: entries received, not yet taken */
     int qn, qcap, qhead;
     rl_buf qbytes;            /* SRC_SCAN: the index keys of the queued entries */
-    rl_buf tb, te;            /* scratch begin / end keys of record loads and completions */
+    rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
+    rl_buf lb, le;            /* begin / end keys of record loads: always start with recprefix */
     rl_future *mf;            /* SRC_REMOTE: the current page */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
@@ -207,24 +208,47 @@ static int read_limit(const rl_cursor *c) {
     return lim;
 }
 
-/* Extract the primary key of the index entry key[0..len) into c->cur_pk. */
-static int entry_pk(rl_cursor *c, const uint8_t *key, size_t len) {
-    const uint8_t *raw[MAX_ENTRY_COLS];
-    size_t raw_len[MAX_ENTRY_COLS];
-    rl_tuple_iter it;
+/* The next top-level element of it: its raw bytes in *raw / *raw_len. RL_OK, RL_E_NOT_FOUND at
+ * the end, or a decoding error. Integers of up to 8 magnitude bytes (codes 0x0c..0x1c, what
+ * index entries mostly hold) are delimited here with exactly rl__tuple_iter_next's checks
+ * (enough bytes; no leading zero magnitude byte, 0xff for negatives), without decoding the
+ * value; every other element goes to rl__tuple_iter_next. Tested by query_5_*. */
+static int next_raw(rl_tuple_iter *it, const uint8_t **raw, size_t *raw_len) {
+    const uint8_t *p = it->p;
+    if (p < it->end && p[0] >= 0x0c && p[0] <= 0x1c) {
+        int neg = p[0] < 0x14;
+        size_t n = neg ? (size_t)(0x14 - p[0]) : (size_t)(p[0] - 0x14);
+        if ((size_t)(it->end - p) - 1 < n) return RL_E_TUPLE_TRUNCATED;
+        if (n > 0 && p[1] == (neg ? 0xff : 0x00)) return RL_E_TUPLE_MALFORMED;
+        *raw = p;
+        *raw_len = n + 1;
+        it->p = p + n + 1;
+        return RL_OK;
+    }
     rl_tuple_elem e;
+    int rc = rl__tuple_iter_next(it, &e);
+    if (rc == RL_OK) *raw = e.raw, *raw_len = e.raw_len;
+    return rc;
+}
+
+/* Split the index entry key[0..len) into the columns of (values..., primary key...): raw[i] /
+ * raw_len[i] for each of its c->n_entry elements. RL_OK or RL_E_CORRUPT_DATA (with the detail
+ * message) when it is not such an entry of this index. */
+static int split_entry(rl_cursor *c, const uint8_t *key, size_t len, const uint8_t **raw,
+                       size_t *raw_len) {
+    rl_tuple_iter it;
+    const uint8_t *r;
+    size_t rl;
     int n = 0, rc;
     if (len < c->ixprefix.len || memcmp(key, c->ixprefix.data, c->ixprefix.len) != 0) goto bad;
     rl__tuple_iter_init(&it, key + c->ixprefix.len, len - c->ixprefix.len);
-    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+    while ((rc = next_raw(&it, &r, &rl)) == RL_OK) {
         if (n == c->n_entry) goto bad;
-        raw[n] = e.raw, raw_len[n] = e.raw_len;
+        raw[n] = r, raw_len[n] = rl;
         n++;
     }
     if (rc != RL_E_NOT_FOUND || n != c->n_entry) goto bad;
-    rl__buf_reset(&c->cur_pk);
-    for (int i = 0; i < c->n_pk; i++) rl__buf_append(&c->cur_pk, raw[c->pk_pos[i]], raw_len[c->pk_pos[i]]);
-    return rl__buf_error(&c->cur_pk);
+    return RL_OK;
 bad:;
     rl_buf k;
     rl__buf_init(&k);
@@ -232,6 +256,17 @@ bad:;
     set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix->name);
     rl__buf_release(&k);
     return RL_E_CORRUPT_DATA;
+}
+
+/* Extract the primary key of the index entry key[0..len) into c->cur_pk. */
+static int entry_pk(rl_cursor *c, const uint8_t *key, size_t len) {
+    const uint8_t *raw[MAX_ENTRY_COLS];
+    size_t raw_len[MAX_ENTRY_COLS];
+    int rc = split_entry(c, key, len, raw, raw_len);
+    if (rc) return rc;
+    rl__buf_reset(&c->cur_pk);
+    for (int i = 0; i < c->n_pk; i++) rl__buf_append(&c->cur_pk, raw[c->pk_pos[i]], raw_len[c->pk_pos[i]]);
+    return rl__buf_error(&c->cur_pk);
 }
 
 /* Read the rest of a range whose first page was the future f (taken, freed here): every
@@ -327,22 +362,37 @@ static rl_key_selector sel_e(const rl_cursor *c) {
 }
 
 /* Issue the load of one record: a range read of (1, pk...) = [R+pk+0x00, R+pk+0xff), WANT_ALL,
- * serializable (Java's loadWithSplit). */
+ * serializable (Java's loadWithSplit). The entry's primary key is located in qbytes: when its
+ * columns are adjacent and in order in the entry (the usual (values..., pk...)), it is the slice
+ * of the queued key itself; otherwise it is assembled after the queued keys. c->lb and c->le
+ * keep R as their first bytes between loads (set by rl_cursor_open). */
 static int issue_load(rl_cursor *c, qent *e) {
-    rl_buf *b = &c->tb, *en = &c->te;
-    int rc = entry_pk(c, c->qbytes.data + e->key_off, e->key_len);
+    const uint8_t *raw[MAX_ENTRY_COLS];
+    size_t raw_len[MAX_ENTRY_COLS];
+    int rc = split_entry(c, c->qbytes.data + e->key_off, e->key_len, raw, raw_len);
     if (rc) return rc;
-    /* Keep the primary key for when the entry is taken (saves decoding the entry again). */
-    e->pk_off = c->qbytes.len;
-    e->pk_len = c->cur_pk.len;
-    rl__buf_append(&c->qbytes, c->cur_pk.data, c->cur_pk.len);
-    if ((rc = rl__buf_error(&c->qbytes))) return rc;
-    rl__buf_reset(b);
-    rl__buf_append(b, c->recprefix.data, c->recprefix.len);
-    rl__buf_append(b, c->cur_pk.data, c->cur_pk.len);
-    rl__buf_reset(en);
-    rl__buf_append(en, b->data, b->len);
+    int adjacent = 1;
+    size_t pk_len = 0;
+    for (int i = 0; i < c->n_pk; i++) {
+        if (i > 0 && raw[c->pk_pos[i]] != raw[c->pk_pos[i - 1]] + raw_len[c->pk_pos[i - 1]])
+            adjacent = 0;
+        pk_len += raw_len[c->pk_pos[i]];
+    }
+    if (adjacent && c->n_pk > 0) {
+        e->pk_off = (size_t)(raw[c->pk_pos[0]] - c->qbytes.data);
+    } else {
+        e->pk_off = c->qbytes.len;
+        for (int i = 0; i < c->n_pk; i++) rl__buf_append(&c->qbytes, raw[c->pk_pos[i]], raw_len[c->pk_pos[i]]);
+        if ((rc = rl__buf_error(&c->qbytes))) return rc;
+    }
+    e->pk_len = pk_len;
+    const uint8_t *pk = c->qbytes.data + e->pk_off;
+    rl_buf *b = &c->lb, *en = &c->le;
+    rl__buf_truncate(b, c->recprefix.len);
+    rl__buf_append(b, pk, pk_len);
     rl__buf_append_byte(b, 0x00);
+    rl__buf_truncate(en, c->recprefix.len);
+    rl__buf_append(en, pk, pk_len);
     rl__buf_append_byte(en, 0xff);
     if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
     c->k.reads_range++;
@@ -678,6 +728,8 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__buf_init(&c->qbytes);
     rl__buf_init(&c->tb);
     rl__buf_init(&c->te);
+    rl__buf_init(&c->lb);
+    rl__buf_init(&c->le);
     kvl_init(&c->kvs);
     rl__decoder_init(&c->dec);
     c->k.size = sizeof c->k;
@@ -702,7 +754,11 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__buf_append(&c->recprefix, p.data, p.len);
     rl__tuple_packer_init(&pk, &c->recprefix);
     rl__tuple_pack_int(&pk, RL__KS_RECORD);
-    if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix))) goto fail;
+    rl__buf_append(&c->lb, c->recprefix.data, c->recprefix.len);
+    rl__buf_append(&c->le, c->recprefix.data, c->recprefix.len);
+    if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix)) ||
+        (rc = rl__buf_error(&c->lb)) || (rc = rl__buf_error(&c->le)))
+        goto fail;
     if ((rc = build_range(c, &o)) || (rc = build_mapper(c))) goto fail;
     if (o.continuation && o.continuation_len && (rc = adopt_continuation(c, &o))) goto fail;
     c->o.eq = c->o.low = c->o.high = c->o.continuation = NULL;
@@ -726,6 +782,8 @@ void rl_cursor_free(rl_cursor *c) {
     rl__buf_release(&c->qbytes);
     rl__buf_release(&c->tb);
     rl__buf_release(&c->te);
+    rl__buf_release(&c->lb);
+    rl__buf_release(&c->le);
     rl__buf_release(&c->ixprefix);
     rl__buf_release(&c->recprefix);
     rl__buf_release(&c->range_b);
