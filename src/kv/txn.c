@@ -109,15 +109,19 @@ static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32
     return RL_OK;
 }
 
-/* Append a copy of [b, e) to list l (bytes in the txn arena) and count its size. */
+/* Append a copy of [b, e) to list l (both keys in one txn arena allocation) and count its
+ * size. */
 static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e,
                      uint32_t el) {
-    uint8_t *bc = rl__arena_memdup(&t->arena, b, bl);
-    uint8_t *ec = rl__arena_memdup(&t->arena, e, el);
-    if (!bc || !ec) return RL_E_OUT_OF_MEMORY;
+    uint8_t *bc = rl__arena_alloc(&t->arena, (size_t)bl + el + 1);
+    if (!bc) return RL_E_OUT_OF_MEMORY;
+    uint8_t *ec = bc + bl;
+    if (bl) memcpy(bc, b, bl);
+    if (el) memcpy(ec, e, el);
     return range_add_owned(t, l, bc, bl, ec, el);
 }
 
+/* Add the read conflict range [b, e) (copied); nothing when it is empty. */
 static int read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (kcmp(b, bl, e, el) >= 0) return RL_OK;
     return range_add(t, &t->reads, b, bl, e, el);
@@ -803,7 +807,24 @@ static int resolve_range(rl_txn *t, const rl_key_selector *begin, const rl_key_s
         return RL_E_INVALID_ARGUMENT;
     const uint8_t *lo1, *hi1, *lo2, *hi2;
     uint32_t lo1l, hi1l, lo2l, hi2l;
-    int rc = resolve_sel(t, begin, 1, ignore_writes, a, rb, rbl, &lo1, &lo1l, &hi1, &hi1l);
+    int rc;
+    if (begin->offset == 1 && end->offset == 1) {
+        /* firstGreaterOrEqual / firstGreaterThan at both ends (what scans and record loads
+         * use): each resolves to its anchor without reading, and the span it depended on is
+         * the anchor itself, so the conflict span is [rb, re) with no further compares. */
+        rc = resolve_sel(t, begin, 1, ignore_writes, a, rb, rbl, &lo1, &lo1l, &hi1, &hi1l);
+        if (rc == RL_OK)
+            rc = resolve_sel(t, end, 1, ignore_writes, a, re, rel, &lo2, &lo2l, &hi2, &hi2l);
+        if (rc) return rc;
+        *clo = *rb, *clol = *rbl;
+        *chi = *re, *chil = *rel;
+        if (kcmp(*rb, *rbl, *re, *rel) > 0) {
+            *re = *rb;
+            *rel = *rbl;
+        }
+        return RL_OK;
+    }
+    rc = resolve_sel(t, begin, 1, ignore_writes, a, rb, rbl, &lo1, &lo1l, &hi1, &hi1l);
     if (rc == RL_OK)
         rc = resolve_sel(t, end, 1, ignore_writes, a, re, rel, &lo2, &lo2l, &hi2, &hi2l);
     if (rc) return rc;

@@ -471,6 +471,65 @@ TEST(kv_4_3_range_conflicts) {
     kvt_close(&e);
 }
 
+/* kv-4.4: range reads whose selectors are both firstGreaterOrEqual / firstGreaterThan (the
+ * resolve_range shortcut) conflict exactly on [anchor(begin), anchor(end)), anchor(sel) = key or
+ * key + "\x00" clamped to "\xff", against a model, for random keys (empty, equal, reversed
+ * bounds, keys at "\xff"); a key above "\xff" is key_outside_legal_range. Seeded. */
+static int bcmp_keys(const void *a, uint32_t al, const void *b, uint32_t bl) {
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+TEST(kv_4_4_offset_one_selectors_conflicts) {
+    static const char *keys[] = {"", "a", "a\x00", "b", "c", "\xff", "\xff\x00"};
+    static const uint32_t lens[] = {0, 1, 2, 1, 1, 1, 2};
+    static const char *probe[] = {"a", "a\x01", "b", "b\x01", "c", "c\x01", "\x01"};
+    uint64_t rs = rl_test_seed();
+    kvt_env e;
+    kvt_open(&e);
+    kvt_put(e.db, "a", "1", "b", "2", "c", "3", NULL);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    for (int iter = 0; iter < 300; iter++) {
+        int bi = (int)rl_test_rand_below(&rs, 7), ei = (int)rl_test_rand_below(&rs, 7);
+        int bo = (int)rl_test_rand_below(&rs, 2), eo = (int)rl_test_rand_below(&rs, 2);
+        int pi = (int)rl_test_rand_below(&rs, 7);
+        rl_key_selector b = {(const uint8_t *)keys[bi], lens[bi], bo, 1};
+        rl_key_selector en = {(const uint8_t *)keys[ei], lens[ei], eo, 1};
+        /* The model's anchors. */
+        uint8_t ab[4], ae[4];
+        uint32_t abl = lens[bi], ael = lens[ei];
+        memcpy(ab, keys[bi], abl);
+        memcpy(ae, keys[ei], ael);
+        if (bo) ab[abl++] = 0;
+        if (eo) ae[ael++] = 0;
+        int illegal = bcmp_keys(keys[bi], lens[bi], "\xff", 1) > 0 ||
+                      bcmp_keys(keys[ei], lens[ei], "\xff", 1) > 0;
+        if (bcmp_keys(ab, abl, "\xff", 1) > 0) abl = 1;
+        if (bcmp_keys(ae, ael, "\xff", 1) > 0) ael = 1;
+        rl_txn_reset(t);
+        rl_future *f = rl_txn_get_range(t, b, en, 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+        int rc = rl_future_wait(f);
+        rl_future_free(f);
+        if (illegal) {
+            ASSERT_RC(rc, RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+            continue;
+        }
+        ASSERT_OK(rc);
+        ASSERT_OK(rl_txn_set(t, "z", 1, "1", 1));
+        kvt_put(e.db, probe[pi], "new", NULL);
+        uint32_t pl = (uint32_t)strlen(probe[pi]);
+        int inside = bcmp_keys(ab, abl, probe[pi], pl) <= 0 && bcmp_keys(probe[pi], pl, ae, ael) < 0;
+        rc = kvt_commit(t);
+        if (inside)
+            ASSERT_RC(rc, RL_E_NOT_COMMITTED);
+        else
+            ASSERT_OK(rc);
+    }
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
 /* kv-5.1: versionstamps: unique, increasing with commit order, readable via get_versionstamp;
  * SET_VERSIONSTAMPED_KEY / _VALUE produce them; a pending versionstamped value is unreadable. */
 TEST(kv_5_1_versionstamps) {
@@ -534,4 +593,5 @@ TEST(kv_5_1_versionstamps) {
 }
 
 RL_TEST_MAIN(T(kv_3_1_ryw_random), T(kv_3_2_atomic_ryw), T(kv_4_1_selector_edges),
-             T(kv_4_2_range_limits), T(kv_4_3_range_conflicts), T(kv_5_1_versionstamps))
+             T(kv_4_2_range_limits), T(kv_4_3_range_conflicts),
+             T(kv_4_4_offset_one_selectors_conflicts), T(kv_5_1_versionstamps))
