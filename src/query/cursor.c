@@ -100,7 +100,7 @@ struct rl_cursor {
     int qn, qcap, qhead;
     rl_buf qbytes;            /* SRC_SCAN: the index keys of the queued entries */
     rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
-    rl_buf lb, le;            /* begin / end keys of record loads: always start with recprefix */
+    rl_buf lb, le;            /* begin / end keys of record loads: empty, or start with recprefix */
     rl_future *mf;            /* SRC_REMOTE: the current page */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
@@ -365,7 +365,8 @@ static rl_key_selector sel_e(const rl_cursor *c) {
  * serializable (Java's loadWithSplit). The entry's primary key is located in qbytes: when its
  * columns are adjacent and in order in the entry (the usual (values..., pk...)), it is the slice
  * of the queued key itself; otherwise it is assembled after the queued keys. c->lb and c->le
- * keep R as their first bytes between loads (set by rl_cursor_open). */
+ * are empty until the cursor's first load, then keep R as their first bytes (only R + pk + one
+ * byte is ever written after it), so one truncate replaces the rebuild. */
 static int issue_load(rl_cursor *c, qent *e) {
     const uint8_t *raw[MAX_ENTRY_COLS];
     size_t raw_len[MAX_ENTRY_COLS];
@@ -388,6 +389,12 @@ static int issue_load(rl_cursor *c, qent *e) {
     e->pk_len = pk_len;
     const uint8_t *pk = c->qbytes.data + e->pk_off;
     rl_buf *b = &c->lb, *en = &c->le;
+    if (b->len < c->recprefix.len || en->len < c->recprefix.len) { /* the cursor's first load */
+        rl__buf_reset(b);
+        rl__buf_append(b, c->recprefix.data, c->recprefix.len);
+        rl__buf_reset(en);
+        rl__buf_append(en, c->recprefix.data, c->recprefix.len);
+    }
     rl__buf_truncate(b, c->recprefix.len);
     rl__buf_append(b, pk, pk_len);
     rl__buf_append_byte(b, 0x00);
@@ -754,11 +761,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__buf_append(&c->recprefix, p.data, p.len);
     rl__tuple_packer_init(&pk, &c->recprefix);
     rl__tuple_pack_int(&pk, RL__KS_RECORD);
-    rl__buf_append(&c->lb, c->recprefix.data, c->recprefix.len);
-    rl__buf_append(&c->le, c->recprefix.data, c->recprefix.len);
-    if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix)) ||
-        (rc = rl__buf_error(&c->lb)) || (rc = rl__buf_error(&c->le)))
-        goto fail;
+    if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix))) goto fail;
     if ((rc = build_range(c, &o)) || (rc = build_mapper(c))) goto fail;
     if (o.continuation && o.continuation_len && (rc = adopt_continuation(c, &o))) goto fail;
     c->o.eq = c->o.low = c->o.high = c->o.continuation = NULL;
