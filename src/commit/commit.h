@@ -106,9 +106,10 @@ void rl__committer_free(rl_committer *c);
  * are batched together (group commit: one version, one sync per batch). Returns req->result. A
  * read-only request (no mutations and no write ranges) commits at once without a version
  * (RL_OK, commit_version 0), as in FoundationDB. A read version newer than any version handed out
- * gives RL_E_FUTURE_VERSION. A sink failure fails the whole batch with the sink's error
- * (RL_E_IO_ERROR, RL_E_NO_SPACE, RL_E_OUT_OF_MEMORY …) and poisons the committer: every later
- * commit fails with that same error. */
+ * gives RL_E_FUTURE_VERSION. A sink failure gives the batch's requests
+ * RL_E_COMMIT_UNKNOWN_RESULT (the log may or may not hold them) and poisons the committer: every
+ * later commit fails with the sink's own error (RL_E_IO_ERROR, RL_E_NO_SPACE,
+ * RL_E_OUT_OF_MEMORY …). */
 int rl__committer_commit(rl_committer *c, rl_commit_request *req);
 /* The newest version whose batch is durable: the read version handed to new transactions. */
 rl_version rl__committer_read_version(rl_committer *c);

@@ -47,9 +47,11 @@
  * RL_E_TRANSACTION_TOO_OLD, RL_E_FUTURE_VERSION (read version newer than any version handed
  * out), RL_E_INVALID_MUTATION_TYPE, RL_E_INVERTED_RANGE (a clear-range with begin > end),
  * RL_E_CLIENT_INVALID_OPERATION (a versionstamp offset that does not fit), RL_E_OUT_OF_MEMORY,
- * or the sink's error — RL_E_IO_ERROR, RL_E_NO_SPACE, RL_E_OUT_OF_MEMORY … — when the sink failed:
- * the batch may or may not be durable, and the committer is poisoned: every later commit fails
- * with the same error.
+ * RL_E_COMMIT_UNKNOWN_RESULT (1021) for the requests of a batch whose sink call failed: the log
+ * may or may not hold the batch (a write that reached the disk before a failed fsync survives a
+ * restart), exactly FoundationDB's "may or may not have committed"; the committer is then poisoned
+ * and every later commit fails with the sink's own error (RL_E_IO_ERROR, RL_E_NO_SPACE,
+ * RL_E_OUT_OF_MEMORY …): those certainly did not commit.
  * A request that fails for its own reasons does not affect the others of its batch.
  */
 #include "commit/commit.h"
@@ -176,9 +178,9 @@ static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_ver
  * version; poisoned: the committer was poisoned when the batch was taken. Sets every request's
  * result. Returns RL_OK with *out_v the batch version when something committed and is durable,
  * RL_E_NOT_FOUND (expected: nothing committed, nothing new is readable), or RL_E_IO_ERROR (the
- * sink failed: poison; *out_sink_err is the sink's own error, which the batch's committed
- * requests and every later request get). poisoned: 0, or the error a poisoned committer
- * returns. */
+ * sink failed: poison; the batch's committed requests get RL_E_COMMIT_UNKNOWN_RESULT and
+ * *out_sink_err is the sink's own error, which every later request gets). poisoned: 0, or the
+ * error a poisoned committer returns. */
 static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known, int poisoned,
                      rl_version *out_v, int *out_sink_err) {
     if (poisoned) {
@@ -217,7 +219,7 @@ static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known
         for (int i = 0; i < n; i++) {
             rl_commit_request *req = batch[i]->req;
             if (req->result == RL_OK) {
-                req->result = rc;
+                req->result = RL_E_COMMIT_UNKNOWN_RESULT;
                 req->commit_version = 0;
             }
         }

@@ -784,6 +784,10 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
         }
         }
     }
+    /* A version is published whole or not at all: on a failure (out of memory midway) the
+     * entries already written at v stay in their chains, newer than every readable version and
+     * so invisible, and the caller poisons the engine; v is never published. */
+    if (rc != RL_OK) return rc;
     st->latest = v;
     if (v > st->window && v - st->window > st->oldest) st->oldest = v - st->window;
     gc_steps(st, 16 + 2 * st->touched);

@@ -6,8 +6,8 @@
  * batch whose leader is any of the threads; allocation failure is therefore injected through a
  * process-wide allocation hook (rl_alloc_set_hook) that fails the Nth allocation after the
  * blocker, for every N the batch makes. Expected for each N:
- *   - every request returns RL_OK, RL_E_OUT_OF_MEMORY or (the sink failed) RL_E_IO_ERROR, and
- *     RL_E_IO_ERROR happens only with the committer poisoned;
+ *   - every request returns RL_OK, RL_E_OUT_OF_MEMORY or (its batch's sink call failed)
+ *     RL_E_COMMIT_UNKNOWN_RESULT, and the latter happens only with the committer poisoned;
  *   - when not poisoned: the storage holds exactly the requests that returned RL_OK (their keys,
  *     one versionstamped key each, the counter equals their number) and nothing of the others,
  *     and a new commit afterwards succeeds (the committer is usable);
@@ -168,11 +168,12 @@ static int one_run(long n, long *oom, long *io) {
     int ok = 0;
     for (int i = 0; i < K; i++) {
         int r = w[i].req.result;
-        if (r != RL_OK && r != RL_E_OUT_OF_MEMORY && r != RL_E_IO_ERROR)
+        if (r != RL_OK && r != RL_E_OUT_OF_MEMORY && r != RL_E_COMMIT_UNKNOWN_RESULT)
             fail_msg("N=%ld: request %d returned %s", n, i, rl_error_name(r));
-        if (r == RL_E_IO_ERROR && !s.poisoned) fail_msg("N=%ld: io_error without poison", n);
+        if (r == RL_E_COMMIT_UNKNOWN_RESULT && !s.poisoned)
+            fail_msg("N=%ld: commit_unknown_result without poison", n);
         if (r == RL_E_OUT_OF_MEMORY) (*oom)++;
-        if (r == RL_E_IO_ERROR) (*io)++;
+        if (r == RL_E_COMMIT_UNKNOWN_RESULT) (*io)++;
         ok += r == RL_OK;
     }
     if (!did_fire && ok != K) fail_msg("N=%ld: no failure injected but %d of %d committed", n, ok, K);
@@ -208,8 +209,8 @@ TEST(commit_alloc_1_1_batch) {
         runs++;
         if (!one_run(n, &oom, &io)) break;
     }
-    printf("%ld runs: %ld requests failed with out_of_memory, %ld with io_error (sink failed, "
-           "committer poisoned)\n", runs, oom, io);
+    printf("%ld runs: %ld requests failed with out_of_memory, %ld with commit_unknown_result "
+           "(sink failed, committer poisoned)\n", runs, oom, io);
     ASSERT_TRUE(runs > 5 && runs < 400);
     ASSERT_TRUE(oom > 0);
 }

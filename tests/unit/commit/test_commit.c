@@ -460,7 +460,7 @@ static void poison_case(int fail_apply) {
     /* The next batch fails; the one after never reaches the sink. */
     rl_commit_request r2 = {.read_version = rv, .muts = &m, .n_muts = 1};
     rl_commit_request r3 = {.read_version = rv, .muts = &m, .n_muts = 1};
-    ASSERT_RC(rl__committer_commit(c, &r2), RL_E_IO_ERROR);
+    ASSERT_RC(rl__committer_commit(c, &r2), RL_E_COMMIT_UNKNOWN_RESULT);
     ASSERT_EQ(r2.commit_version, 0);
     size_t applies = s.n_apply, syncs = s.n_sync;
     ASSERT_RC(rl__committer_commit(c, &r3), RL_E_IO_ERROR);
@@ -505,8 +505,8 @@ TEST(commit_3_10_sink_failure_fails_whole_batch) {
     pthread_join(th1, NULL);
     pthread_join(th2, NULL);
     ASSERT_EQ(t0.result, RL_OK);
-    ASSERT_EQ(t1.result, RL_E_IO_ERROR);
-    ASSERT_EQ(t2.result, RL_E_IO_ERROR);
+    ASSERT_EQ(t1.result, RL_E_COMMIT_UNKNOWN_RESULT);
+    ASSERT_EQ(t2.result, RL_E_COMMIT_UNKNOWN_RESULT);
     ASSERT_EQ(s.n_apply, 2);
     ASSERT_EQ(s.n_sync, 1);
     ASSERT_EQ(rl__committer_read_version(c), t0.commit_version);
