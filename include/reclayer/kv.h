@@ -214,7 +214,12 @@ RL_API int rl_txn_atomic_op(rl_txn *txn, const void *key, size_t key_len, const 
 RL_API int rl_txn_add_conflict_range(rl_txn *txn, const void *begin, size_t begin_len,
                                      const void *end, size_t end_len, rl_conflict_type type);
 
-/* rl_txn_commit — commit (future with no value; its error is the outcome). */
+/* rl_txn_commit — commit (future with no value; its error is the outcome): RL_OK once the commit
+ * is durable; not_committed (1020) on a conflict; transaction_too_old (1007); commit_unknown_result
+ * (1021) when the log failed while writing this commit (it may or may not survive a restart);
+ * after such a failure the database is poisoned and later commits fail with io_error, no_space or
+ * out_of_memory; transaction_too_large, transaction_timed_out, transaction_cancelled. The first
+ * three (and 1021) are retryable through rl_txn_on_error. */
 RL_API rl_future *rl_txn_commit(rl_txn *txn);
 /* rl_txn_get_committed_version — after a successful commit: its version; -1 for a read-only
  * transaction. RL_E_CLIENT_INVALID_OPERATION before commit. */
