@@ -58,6 +58,19 @@ static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
     }
 }
 
+/* kcmp(k, kl, max key) > 0 (or >= 0 with or_equal), i.e. k lies above (at or above) the
+ * readable range. Every max key starts with 0xff, so a key that is empty or starts below 0xff
+ * is decided by its first byte without the general compare (most keys: record and index keys
+ * of user subspaces). */
+static int past_max(const rl_txn *t, const uint8_t *k, uint32_t kl, int or_equal) {
+    if (kl == 0 || k[0] != 0xff) return 0;
+    const uint8_t *mk;
+    uint32_t mkl;
+    max_key(t, &mk, &mkl);
+    int c = kcmp(k, kl, mk, mkl);
+    return or_equal ? c >= 0 : c > 0;
+}
+
 /* k + "\x00" in arena a (NULL on OOM). */
 static uint8_t *key_after(rl_arena *a, const uint8_t *k, uint32_t kl) {
     uint8_t *p = rl__arena_alloc(a, (size_t)kl + 1);
@@ -624,14 +637,14 @@ static int resolve_sel(rl_txn *t, const rl_key_selector *sel, int for_range, int
     max_key(t, &mk, &mkl);
     const uint8_t *k = sel->key ? sel->key : (const uint8_t *)"";
     uint32_t kl = sel->key_len;
-    if (kcmp(k, kl, mk, mkl) > 0) return RL_E_KEY_OUTSIDE_LEGAL_RANGE;
+    if (past_max(t, k, kl, 0)) return RL_E_KEY_OUTSIDE_LEGAL_RANGE;
     const uint8_t *anchor = k; /* exclusive end of "keys <= anchor" side */
     uint32_t anchor_l = kl;
     if (sel->or_equal) {
         anchor = key_after(a, k, kl);
         if (!anchor) return RL_E_OUT_OF_MEMORY;
         anchor_l = kl + 1;
-        if (kcmp(anchor, anchor_l, mk, mkl) > 0) {
+        if (past_max(t, anchor, anchor_l, 0)) {
             anchor = mk;
             anchor_l = mkl;
         }
@@ -691,10 +704,7 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     int rc = check_flags(flags, RL_SNAPSHOT);
     if (rc == RL_OK) rc = check_usable(t);
     if (rc) return rl__future_error(RL_FUT_VALUE, rc);
-    const uint8_t *mk;
-    uint32_t mkl;
-    max_key(t, &mk, &mkl);
-    if (kcmp(key, (uint32_t)key_len, mk, mkl) >= 0)
+    if (past_max(t, key, (uint32_t)key_len, 1))
         return rl__future_error(RL_FUT_VALUE, RL_E_KEY_OUTSIDE_LEGAL_RANGE);
     rl_future *f = rl__future_new(RL_FUT_VALUE);
     if (f->is_static) return f;
@@ -797,12 +807,15 @@ static int range_limits(int limit, int target_bytes, rl_streaming_mode mode, int
     return RL_OK;
 }
 
-/* Resolve both selectors of a range read; *out_empty when the range is empty. Conflict span of
- * the selectors in *clo / *chi. */
+/* Resolve both selectors of a range read into [*rb, *re) (*re == *rb when the range is empty).
+ * Conflict span of the selectors in *clo / *chi. *out_empty: 1 when both the range and the
+ * conflict span are empty, 0 when both are non-empty, -1 when not known without a compare (only
+ * the firstGreaterOrEqual/firstGreaterThan shortcut knows: there the span is the range). */
 static int resolve_range(rl_txn *t, const rl_key_selector *begin, const rl_key_selector *end,
                          int ignore_writes, rl_arena *a, const uint8_t **rb, uint32_t *rbl,
                          const uint8_t **re, uint32_t *rel, const uint8_t **clo, uint32_t *clol,
-                         const uint8_t **chi, uint32_t *chil) {
+                         const uint8_t **chi, uint32_t *chil, int *out_empty) {
+    *out_empty = -1;
     if ((!begin->key && begin->key_len) || (!end->key && end->key_len))
         return RL_E_INVALID_ARGUMENT;
     const uint8_t *lo1, *hi1, *lo2, *hi2;
@@ -818,10 +831,12 @@ static int resolve_range(rl_txn *t, const rl_key_selector *begin, const rl_key_s
         if (rc) return rc;
         *clo = *rb, *clol = *rbl;
         *chi = *re, *chil = *rel;
-        if (kcmp(*rb, *rbl, *re, *rel) > 0) {
+        int c = kcmp(*rb, *rbl, *re, *rel);
+        if (c > 0) {
             *re = *rb;
             *rel = *rbl;
         }
+        *out_empty = c >= 0;
         return RL_OK;
     }
     rc = resolve_sel(t, begin, 1, ignore_writes, a, rb, rbl, &lo1, &lo1l, &hi1, &hi1l);
@@ -856,13 +871,14 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
     const uint8_t *rb, *re, *clo, *chi;
     uint32_t rbl, rel, clol, chil;
     int direct = 0; /* v.v is the backend's array in f->arena (no writes to merge) */
+    int empty;      /* range and span both empty (1), both not (0), unknown (-1) */
     rc = resolve_range(t, &begin, &end, 0, &f->arena, &rb, &rbl, &re, &rel, &clo, &clol, &chi,
-                       &chil);
+                       &chil, &empty);
     if (rc == RL_OK && (t->ryw_disabled || (t->wm.n_pts == 0 && t->wm.n_clears == 0))) {
         /* Nothing to merge: the backend's rows are the answer, used in place. */
         direct = 1;
         rc = ensure_rv(t);
-        if (rc == RL_OK && kcmp(rb, rbl, re, rel) < 0)
+        if (rc == RL_OK && (empty >= 0 ? !empty : kcmp(rb, rbl, re, rel) < 0))
             rc = t->db->be->vt->get_range(t->db->be, t->rv, rb, rbl, re, rel, lim, tb, reverse,
                                           &f->arena, &v.v, &v.n, &more);
     } else if (rc == RL_OK) {
@@ -877,8 +893,10 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
             } else {
                 rc = read_conflict(t, last->key, last->key_len, chi, chil);
             }
-        } else {
+        } else if (empty < 0) {
             rc = read_conflict(t, clo, clol, chi, chil);
+        } else if (!empty) { /* the span is known non-empty: no second compare */
+            rc = range_add(t, &t->reads, clo, clol, chi, chil);
         }
     }
     if (rc == RL_OK && v.n > 0) {
@@ -917,8 +935,9 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
     const uint8_t *rb, *re, *clo, *chi;
     uint32_t rbl, rel, clol, chil;
     size_t reads_before = t->reads.n, size_before = t->size;
+    int empty_unused;
     rc = resolve_range(t, &begin, &end, 1, &f->arena, &rb, &rbl, &re, &rel, &clo, &clol, &chi,
-                       &chil);
+                       &chil, &empty_unused);
     if (rc == RL_OK) rc = ensure_rv(t);
     if (rc == RL_OK)
         rc = t->db->be->vt->get_mapped_range(t->db->be, t->rv, rb, rbl, re, rel, mapper,

@@ -75,6 +75,68 @@ TEST(kv_1_2_basic) {
     kvt_close(&e);
 }
 
+/* Byte-wise order (shorter first on a tie), written out for the tests' expectations. */
+static int lex_cmp(const char *a, size_t al, const char *b, size_t bl) {
+    for (size_t i = 0; i < al && i < bl; i++)
+        if (a[i] != b[i]) return (unsigned char)a[i] < (unsigned char)b[i] ? -1 : 1;
+    return al < bl ? -1 : al > bl;
+}
+
+/* kv-1.4: the edges of the readable keyspace, one byte either side of the max key (the point
+ * read and the selectors decide most keys by their first byte): get needs key < max key,
+ * a selector's key <= max key; a range bound past the max key is clamped to it. Expected
+ * values are the FoundationDB rules, listed by hand. */
+TEST(kv_1_4_legal_range_edges) {
+    kvt_env e;
+    kvt_open(&e);
+    kvt_put(e.db, "", "empty", "\xfe\xff", "fe", NULL);
+    static const struct {
+        const char *k;
+        size_t kl;
+        int sys;         /* ACCESS_SYSTEM_KEYS */
+        int get_ok;      /* rl_txn_get legal */
+        int sel_ok;      /* as a firstGreaterOrEqual selector */
+    } cases[] = {
+        {"", 0, 0, 1, 1},           {"\xfe", 1, 0, 1, 1},      {"\xfe\xff\xff", 3, 0, 1, 1},
+        {"\xff", 1, 0, 0, 1},       {"\xff\x00", 2, 0, 0, 0},  {"\xff\xff", 2, 0, 0, 0},
+        {"\xff", 1, 1, 1, 1},       {"\xff\xfe", 2, 1, 1, 1},  {"\xff\xff", 2, 1, 0, 1},
+        {"\xff\xff\x00", 3, 1, 0, 0}, {"\xfe", 1, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rl_txn *t;
+        ASSERT_OK(rl_txn_begin(e.db, &t));
+        if (cases[i].sys) ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 0));
+        rl_future *f = rl_txn_get(t, cases[i].k, cases[i].kl, 0);
+        ASSERT_RC(rl_future_wait(f), cases[i].get_ok ? RL_OK : RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+        rl_future_free(f);
+        /* As the begin of a range up to the max key: legal ones read the keys from there on
+         * ("\xfe\xff" when the bound is below it). */
+        const char *mk = cases[i].sys ? "\xff\xff" : "\xff";
+        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(cases[i].k, cases[i].kl),
+                             RL_FIRST_GREATER_OR_EQUAL(mk, strlen(mk)), 0, 0,
+                             RL_STREAMING_WANT_ALL, 0, 0);
+        int rc = rl_future_wait(f);
+        ASSERT_RC(rc, cases[i].sel_ok ? RL_OK : RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+        if (rc == RL_OK) {
+            const rl_keyvalue *kv;
+            int n = 0, more = 0;
+            ASSERT_OK(rl_future_get_keyvalue_array(f, &kv, &n, &more));
+            int want = (lex_cmp("", 0, cases[i].k, cases[i].kl) >= 0) +
+                       (lex_cmp("\xfe\xff", 2, cases[i].k, cases[i].kl) >= 0);
+            ASSERT_EQ(n, want);
+        }
+        rl_future_free(f);
+        /* firstGreaterThan of the same key as the end: legal iff the key is. */
+        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("", 0),
+                             RL_FIRST_GREATER_THAN(cases[i].k, cases[i].kl), 0, 0,
+                             RL_STREAMING_WANT_ALL, 0, 0);
+        ASSERT_RC(rl_future_wait(f), cases[i].sel_ok ? RL_OK : RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+        rl_future_free(f);
+        rl_txn_free(t);
+    }
+    kvt_close(&e);
+}
+
 /* kv-1.3: size limits, system keys, inverted ranges; a failed write changes nothing. */
 TEST(kv_1_3_limits) {
     kvt_env e;
@@ -449,7 +511,7 @@ TEST(kv_2_8_increment_race) {
     kvt_close(&e);
 }
 
-RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_2_1_write_skew),
+RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_1_4_legal_range_edges), T(kv_2_1_write_skew),
              T(kv_2_2_no_conflict_cases), T(kv_2_3_explicit_conflicts), T(kv_2_4_too_old),
              T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset),
              T(kv_2_8_increment_race))
