@@ -13,6 +13,7 @@
 #include "base/arena.h"
 #include "reclayer/alloc.h"
 #include "base/buf.h"
+#include "base/bytes.h"
 #include "storage/mapped.h"
 #include "storage/storage.h"
 #include "tuple/tuple.h"
@@ -1439,6 +1440,144 @@ TEST(mapped_2_10_randomized) {
     }
 }
 
+/* mapped-2.14: the key memo (the leading elements every key of one read shares, walked once):
+ * keys made of elements whose encodings are prefixes of one another or end with the bytes
+ * that decide where an element ends (escaped nulls in strings and nested tuples, truncated
+ * and invalid codes), read over random ranges whose bounds share a prefix that cuts inside,
+ * at and one byte past element ends. Each read must equal the reference built per key with
+ * rl__mapper_construct (the plain walk): the same P for every entry, or the same first
+ * error. */
+TEST(mapped_2_14_shared_prefix_memo) {
+    static const struct {
+        const char *b;
+        size_t n;
+    } pal[] = {
+        {"\x02" "ab\x00", 4},           {"\x02" "ab\x00\xff\x00", 6}, {"\x02" "ab\x00\xff" "c\x00", 7},
+        {"\x02" "a\x00", 3},            {"\x01\x00", 2},             {"\x05\x15\x01\x00", 4},
+        {"\x05\x00\xff\x00", 4},        {"\x05\x02x\x00\x00", 5},    {"\x15\x01", 2},
+        {"\x15\x02", 2},                {"\x16\x01\x00", 3},         {"\x00", 1},
+        {"\x02" "ab", 3},               {"\x99", 1},                 {"\x15", 1},
+        {"\x02" "ab\x00\xff", 5},
+    };
+    const size_t npal = sizeof pal / sizeof pal[0];
+    uint64_t seed = rl_test_seed(), rs = seed | 1;
+    rl_buf keys[64], k, v, bb, eb, mp;
+    for (int i = 0; i < 64; i++) rl__buf_init(&keys[i]);
+    rl__buf_init(&k);
+    rl__buf_init(&v);
+    rl__buf_init(&bb);
+    rl__buf_init(&eb);
+    rl__buf_init(&mp);
+    int seen_ok = 0, seen_err = 0, seen_long_shared = 0;
+    for (int round = 0; round < 150; round++) {
+        rl_storage *st = open_mem();
+        mb_init(&g_mb);
+        /* A common head for most keys, so ranges share whole elements. */
+        int head = (int)rl_test_rand_below(&rs, (uint64_t)npal);
+        for (int i = 0; i < 64; i++) {
+            rl__buf_reset(&keys[i]);
+            if (rl_test_rand_below(&rs, 4)) rl__buf_append(&keys[i], pal[head].b, pal[head].n);
+            int ne = 1 + (int)rl_test_rand_below(&rs, 4);
+            for (int j = 0; j < ne; j++) {
+                /* Mostly valid elements; invalid ones now and then. */
+                size_t x = rl_test_rand_below(&rs, 10) ? rl_test_rand_below(&rs, 12)
+                                                       : rl_test_rand_below(&rs, (uint64_t)npal);
+                rl__buf_append(&keys[i], pal[x].b, pal[x].n);
+            }
+            rl__buf_reset(&v);
+            rl__buf_append(&v, "\x15\x01", 2);
+            mb_set(&g_mb, &keys[i], &v);
+        }
+        mb_apply(&g_mb, st, 5);
+        /* The mapper: ("r", {K[i]}..., maybe {...}). */
+        rl_arena ma;
+        rl_mapper *m = NULL;
+        rl_tuple_packer pk;
+        rl__arena_init(&ma, 0);
+        rl__buf_reset(&mp);
+        rl__tuple_packer_init(&pk, &mp);
+        rl__tuple_pack_string(&pk, "r", 1);
+        int nph = 1 + (int)rl_test_rand_below(&rs, 2);
+        for (int j = 0; j < nph; j++) {
+            char ph[16];
+            int len = snprintf(ph, sizeof ph, "{K[%d]}", (int)rl_test_rand_below(&rs, 5));
+            rl__tuple_pack_string(&pk, ph, (size_t)len);
+        }
+        if (rl_test_rand_below(&rs, 2)) rl__tuple_pack_string(&pk, "{...}", 5);
+        ASSERT_OK(rl__mapper_parse(mp.data, mp.len, &ma, &m));
+        for (int q = 0; q < 20; q++) {
+            /* Bounds: stored keys, cut at a random length or extended by a byte. */
+            rl_buf *bnd[2] = {&bb, &eb};
+            for (int j = 0; j < 2; j++) {
+                const rl_buf *src = &keys[rl_test_rand_below(&rs, 64)];
+                rl__buf_reset(bnd[j]);
+                size_t cut = src->len;
+                int how = (int)rl_test_rand_below(&rs, 3);
+                if (how == 1) cut = (size_t)rl_test_rand_below(&rs, src->len + 1);
+                rl__buf_append(bnd[j], src->data, cut);
+                if (how == 2) rl__buf_append_byte(bnd[j], (uint8_t)rl_test_rand_below(&rs, 256));
+            }
+            if (rl__bytes_cmp(bb.data, bb.len, eb.data, eb.len) > 0) {
+                rl_buf t = bb;
+                bb = eb;
+                eb = t;
+            }
+            int reverse = (int)rl_test_rand_below(&rs, 2);
+            /* Reference: the range's keys, each mapped on its own. */
+            rl_arena ra, ga;
+            rl__arena_init(&ra, 0);
+            rl__arena_init(&ga, 0);
+            rl_kvpair *kvs = NULL;
+            int nk = 0, more = 0;
+            ASSERT_OK(rl__storage_get_range(st, 5, bb.data, bb.len, eb.data, eb.len, 0, 0, reverse,
+                                            &ra, &kvs, &nk, &more));
+            int wrc = RL_OK;
+            size_t shared = 0;
+            while (shared < bb.len && shared < eb.len && bb.data[shared] == eb.data[shared])
+                shared++;
+            if (shared > 4 && nk > 1) seen_long_shared++;
+            rl_mapped_entry *ents = NULL;
+            int n = 0;
+            int grc = rl__storage_get_mapped_range(st, 5, bb.data, bb.len, eb.data, eb.len, m,
+                                                   &(rl_mapped_options){.reverse = reverse}, NULL,
+                                                   NULL, &ga, &ents, &n, &more);
+            for (int i = 0; i < nk && wrc == RL_OK; i++) {
+                rl__buf_reset(&k);
+                wrc = rl__mapper_construct(m, kvs[i].key, kvs[i].key_len, kvs[i].value,
+                                           kvs[i].value_len, &k);
+                if (wrc == RL_OK && grc == RL_OK) {
+                    ASSERT_TRUE(i < n);
+                    ASSERT_MEM_EQ(ents[i].begin, ents[i].begin_len, k.data, k.len);
+                }
+            }
+            if (grc != wrc)
+                fprintf(stderr, "round %d q %d: got %s want %s (seed %llu)\n", round, q,
+                        rl_error_name(grc), rl_error_name(wrc), (unsigned long long)seed);
+            ASSERT_RC(grc, wrc);
+            if (grc == RL_OK) {
+                ASSERT_EQ(n, nk);
+                seen_ok++;
+            } else {
+                seen_err++;
+            }
+            rl__arena_release(&ra);
+            rl__arena_release(&ga);
+        }
+        rl__arena_release(&ma);
+        rl__storage_close(st);
+    }
+    /* The generator must reach both outcomes and bounds sharing whole elements. */
+    ASSERT_TRUE(seen_ok > 100);
+    ASSERT_TRUE(seen_err > 100);
+    ASSERT_TRUE(seen_long_shared > 100);
+    for (int i = 0; i < 64; i++) rl__buf_release(&keys[i]);
+    rl__buf_release(&k);
+    rl__buf_release(&v);
+    rl__buf_release(&bb);
+    rl__buf_release(&eb);
+    rl__buf_release(&mp);
+}
+
 RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
              T(mapped_1_3_bad_index_out_of_range), T(mapped_1_4_range_descriptor),
              T(mapped_1_5_key_value_not_tuple), T(mapped_1_6_escapes),
@@ -1451,4 +1590,4 @@ RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
              T(mapped_2_6_byte_budget), T(mapped_2_7_mvcc), T(mapped_2_8_secondary_fn),
              T(mapped_2_9_mapper_errors_in_read), T(mapped_2_10_randomized),
              T(mapped_2_11_range_includes_prefix_key), T(mapped_2_12_budget_boundary_and_empty_prefix),
-             T(mapped_2_13_allocation_failures))
+             T(mapped_2_13_allocation_failures), T(mapped_2_14_shared_prefix_memo))
