@@ -250,6 +250,18 @@ void rl__decoder_recycle(rl__record_decoder *d);
 int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
                        const rl_keyvalue *kvs, int n, rl_record *out);
 
+/* protobuf_c_message_unpack for flat messages, or NULL ("not handled here", never an error):
+ * handles inputs whose every field is known to desc, appears at most once, is a singular
+ * (optional / required / proto3) scalar, enum, string or bytes field with its own wire type,
+ * and that set every required field; anything else (repeated, nested or oneof fields, unknown
+ * or repeated field numbers, wire type mismatches, truncation, over-long varints, desc with
+ * more than 64 fields) returns NULL so the caller takes protobuf-c itself. For what it handles,
+ * the message equals protobuf-c's (values, has_ flags, NUL-terminated string copies, bytes
+ * copies; test record_9_7). Memory from alloc (message, strings, bytes); nothing is freed
+ * on a NULL return (alloc's free is not called: for scratch allocators). */
+ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
+                                     ProtobufCAllocator *alloc, const uint8_t *p, size_t n);
+
 /* ---- The record commands of `rl` (tool.c) ------------------------------------------------- */
 
 #define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"

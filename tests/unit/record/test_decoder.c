@@ -6,12 +6,14 @@
  *
  * Test IDs: record_9_*.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "test.h"
 
 #include "base/alloc.h"
 #include "order.pb-c.h"
+#include "record_test.pb-c.h"
 #include "reclayer/alloc.h"
 #include "record/record_int.h"
 
@@ -439,6 +441,137 @@ TEST(record_9_6_suffix_bytes_match_strict) {
     rl_metadata_free(md);
 }
 
+/* ---- record-9.7: rl__pb_unpack_flat against protobuf-c ------------------------------------ */
+
+/* An allocator that remembers its blocks, to free them after each comparison. */
+typedef struct {
+    void *b[256];
+    int n;
+} blocks;
+static void *blk_alloc(void *ud, size_t n) {
+    blocks *bl = ud;
+    if (bl->n == 256) return NULL;
+    void *p = malloc(n ? n : 1);
+    if (p) bl->b[bl->n++] = p;
+    return p;
+}
+static void blk_free(void *ud, void *p) {
+    (void)ud;
+    (void)p;
+}
+static void blk_drop(blocks *bl) {
+    while (bl->n) free(bl->b[--bl->n]);
+}
+
+static size_t put_var(uint8_t *o, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) {
+        o[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    o[n++] = (uint8_t)v;
+    return n;
+}
+
+/* One random field of desc (or an unknown / repeated / nested one now and then), appended at
+ * o; the wire type is usually the field's own. Values: small, large, negative, 10-byte and
+ * non-minimal varints, strings with NULs. */
+static size_t rand_field(uint64_t *rs, const ProtobufCMessageDescriptor *desc, uint8_t *o) {
+    size_t n = 0;
+    unsigned f = (unsigned)rl_test_rand_below(rs, desc->n_fields);
+    uint32_t id = desc->fields[f].id;
+    if (rl_test_rand_below(rs, 25) == 0) id = 40 + (uint32_t)rl_test_rand_below(rs, 5);
+    int wt;
+    switch (desc->fields[f].type) {
+    case PROTOBUF_C_TYPE_FIXED32: case PROTOBUF_C_TYPE_SFIXED32: case PROTOBUF_C_TYPE_FLOAT: wt = 5; break;
+    case PROTOBUF_C_TYPE_FIXED64: case PROTOBUF_C_TYPE_SFIXED64: case PROTOBUF_C_TYPE_DOUBLE: wt = 1; break;
+    case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_BYTES: case PROTOBUF_C_TYPE_MESSAGE: wt = 2; break;
+    default: wt = 0;
+    }
+    if (rl_test_rand_below(rs, 30) == 0) wt = (int)rl_test_rand_below(rs, 6);
+    n += put_var(o + n, ((uint64_t)id << 3) | (uint64_t)wt);
+    switch (wt) {
+    case 0: {
+        uint64_t v;
+        switch (rl_test_rand_below(rs, 5)) {
+        case 0: v = rl_test_rand_below(rs, 128); break;
+        case 1: v = (uint64_t)-(int64_t)rl_test_rand_below(rs, 1000); break;
+        case 2: v = rl_test_rand_below(rs, 1ull << 40) << rl_test_rand_below(rs, 24); break;
+        case 3: v = 0; break;
+        default: v = rl_test_rand_below(rs, 300) + 0xffffff00ull;
+        }
+        if (rl_test_rand_below(rs, 10) == 0) { /* non-minimal, or a 10-byte form with odd high bits */
+            uint64_t x = v;
+            for (int k = 0; k < 9; k++) {
+                o[n++] = (uint8_t)((x & 0x7f) | 0x80);
+                x >>= 7;
+            }
+            o[n++] = (uint8_t)(rl_test_rand_below(rs, 2) ? (x & 1) : rl_test_rand_below(rs, 128));
+        } else {
+            n += put_var(o + n, v);
+        }
+        break;
+    }
+    case 1:
+    case 5:
+        for (int k = 0; k < (wt == 1 ? 8 : 4); k++) o[n++] = (uint8_t)rl_test_rand_below(rs, 256);
+        break;
+    case 2: {
+        size_t len = rl_test_rand_below(rs, 4) ? rl_test_rand_below(rs, 12) : 0;
+        n += put_var(o + n, len);
+        for (size_t k = 0; k < len; k++)
+            o[n++] = (uint8_t)(rl_test_rand_below(rs, 4) ? 'a' + rl_test_rand_below(rs, 26)
+                                                          : rl_test_rand_below(rs, 256));
+        break;
+    }
+    default: break; /* groups / reserved wire types: no payload */
+    }
+    return n;
+}
+
+/* Whatever rl__pb_unpack_flat accepts, protobuf-c accepts with the same message (same packed
+ * bytes: values, has_ flags, strings and bytes), for AllTypes (every scalar type, a nested
+ * and a repeated field) and Order; and it accepts most well-formed inputs. */
+TEST(record_9_7_flat_unpack_matches_protobuf_c) {
+    uint64_t rs = rl_test_seed();
+    const ProtobufCMessageDescriptor *descs[2] = {&reclayer__test__all_types__descriptor,
+                                                  &reclayer__order__descriptor};
+    uint8_t in[2048], pa[4096], pb[4096];
+    blocks bl = {{0}, 0};
+    ProtobufCAllocator al = {blk_alloc, blk_free, &bl};
+    int handled = 0, declined_ok = 0, both_fail = 0;
+    for (int iter = 0; iter < 30000; iter++) {
+        const ProtobufCMessageDescriptor *desc = descs[iter & 1];
+        size_t n = 0;
+        int nf = (int)rl_test_rand_below(&rs, 8);
+        for (int k = 0; k < nf; k++) n += rand_field(&rs, desc, in + n);
+        if (n && rl_test_rand_below(&rs, 20) == 0) n = rl_test_rand_below(&rs, n); /* truncate */
+        if (n && rl_test_rand_below(&rs, 20) == 0) in[rl_test_rand_below(&rs, n)] ^= (uint8_t)(1u << rl_test_rand_below(&rs, 8));
+        ProtobufCMessage *r = protobuf_c_message_unpack(desc, NULL, n, in);
+        ProtobufCMessage *f = rl__pb_unpack_flat(desc, &al, in, n);
+        if (f) {
+            if (!r) fprintf(stderr, "iter %d: flat accepted what protobuf-c refuses\n", iter);
+            ASSERT_NOT_NULL(r);
+            size_t la = protobuf_c_message_get_packed_size(f), lb = protobuf_c_message_get_packed_size(r);
+            ASSERT_TRUE(la <= sizeof pa && lb <= sizeof pb);
+            ASSERT_MEM_EQ(pa, protobuf_c_message_pack(f, pa), pb, protobuf_c_message_pack(r, pb));
+            handled++;
+        } else if (r) {
+            declined_ok++;
+        } else {
+            both_fail++;
+        }
+        if (r) protobuf_c_message_free_unpacked(r, NULL);
+        blk_drop(&bl);
+    }
+    fprintf(stderr, "handled %d, declined (protobuf-c accepts) %d, both refuse %d\n", handled,
+            declined_ok, both_fail);
+    ASSERT_TRUE(handled > 10000);
+    ASSERT_TRUE(declined_ok > 500);
+    ASSERT_TRUE(both_fail > 500);
+}
+
 RL_TEST_MAIN(T(record_9_1_valid_layouts_match_strict), T(record_9_2_defects_match_strict),
              T(record_9_3_random_mutations_match_strict), T(record_9_4_steady_state_allocates_nothing),
-             T(record_9_5_out_of_memory), T(record_9_6_suffix_bytes_match_strict))
+             T(record_9_5_out_of_memory), T(record_9_6_suffix_bytes_match_strict),
+             T(record_9_7_flat_unpack_matches_protobuf_c))
