@@ -1043,7 +1043,7 @@ out:
     return rc;
 }
 
-enum { RANGE_WINDOW = 256, RANGE_WINDOW_MAX = 65536, PREFETCH_AHEAD = 8 };
+enum { RANGE_WINDOW = 256, RANGE_WINDOW_MAX = 65536, PREFETCH_AHEAD = 16 };
 
 /* Start a prefetch of row r's first three lines (header, key, inline version and a 100-byte
  * value): rows are scattered, but their addresses are known ahead from the leaf, so the misses
