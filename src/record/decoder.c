@@ -185,15 +185,17 @@ void rl__decoder_recycle(rl__record_decoder *d) {
 
 /* ---- Flat protobuf messages (rl__pb_unpack_flat) ------------------------------------------ */
 
-/* A varint at p[*i..n) into *v: 0, or -1 when truncated or longer than protobuf's 10 bytes or
- * carrying bits beyond 64 (declined: protobuf-c decides those). */
-static inline int pb_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+/* A varint of at most max bytes at p[*i..n) into *v: 0, or -1 when truncated, longer than max
+ * or carrying bits beyond 64 (declined: protobuf-c decides those). protobuf-c reads values
+ * with up to 10 bytes, but tags and length prefixes with up to 5 (fuzz_pb_flat found the
+ * difference). */
+static inline int pb_varint_n(const uint8_t *p, size_t n, size_t *i, uint64_t *v, unsigned max) {
     uint64_t r = 0;
     if (*i < n && p[*i] < 0x80) { /* one byte: tags, small integers, short lengths */
         *v = p[(*i)++];
         return 0;
     }
-    for (unsigned k = 0; k < 10; k++) {
+    for (unsigned k = 0; k < max; k++) {
         if (*i >= n) return -1;
         uint8_t b = p[(*i)++];
         if (k == 9 && b > 1) return -1;
@@ -204,6 +206,15 @@ static inline int pb_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v) 
         }
     }
     return -1;
+}
+
+static inline int pb_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+    return pb_varint_n(p, n, i, v, 10);
+}
+
+/* Tags and length prefixes: at most 5 bytes, as protobuf-c reads them. */
+static inline int pb_varint5(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+    return pb_varint_n(p, n, i, v, 5);
 }
 
 ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
@@ -217,7 +228,7 @@ ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
     uint8_t *base = (uint8_t *)m;
     while (i < n) {
         uint64_t tag, v = 0;
-        if (pb_varint(p, n, &i, &tag) || tag > 0xffffffffu) return NULL;
+        if (pb_varint5(p, n, &i, &tag) || tag > 0xffffffffu) return NULL;
         uint32_t id = (uint32_t)(tag >> 3), wt = (uint32_t)(tag & 7);
         unsigned f = 0;
         while (f < desc->n_fields && desc->fields[f].id != id) f++;
@@ -270,7 +281,7 @@ ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
             break;
         case PROTOBUF_C_TYPE_STRING:
         case PROTOBUF_C_TYPE_BYTES: {
-            if (wt != 2 || pb_varint(p, n, &i, &v) || v > n - i) return NULL;
+            if (wt != 2 || pb_varint5(p, n, &i, &v) || v > 0xffffffffu || v > n - i) return NULL;
             size_t len = (size_t)v;
             if (fd->type == PROTOBUF_C_TYPE_STRING) {
                 char *c = alloc->alloc(alloc->allocator_data, len + 1);

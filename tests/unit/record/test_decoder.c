@@ -463,6 +463,16 @@ static void blk_drop(blocks *bl) {
     while (bl->n) free(bl->b[--bl->n]);
 }
 
+/* v as a varint padded to exactly len bytes (non-minimal when longer than needed), len <= 10. */
+static size_t put_var_padded(uint8_t *o, uint64_t v, size_t len) {
+    for (size_t k = 0; k + 1 < len; k++) {
+        o[k] = (uint8_t)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    o[len - 1] = (uint8_t)(v & 0x7f);
+    return len;
+}
+
 static size_t put_var(uint8_t *o, uint64_t v) {
     size_t n = 0;
     while (v >= 0x80) {
@@ -489,7 +499,10 @@ static size_t rand_field(uint64_t *rs, const ProtobufCMessageDescriptor *desc, u
     default: wt = 0;
     }
     if (rl_test_rand_below(rs, 30) == 0) wt = (int)rl_test_rand_below(rs, 6);
-    n += put_var(o + n, ((uint64_t)id << 3) | (uint64_t)wt);
+    if (rl_test_rand_below(rs, 30) == 0) /* a tag in 5..10 bytes (protobuf-c reads up to 5) */
+        n += put_var_padded(o + n, ((uint64_t)id << 3) | (uint64_t)wt, 5 + rl_test_rand_below(rs, 6));
+    else
+        n += put_var(o + n, ((uint64_t)id << 3) | (uint64_t)wt);
     switch (wt) {
     case 0: {
         uint64_t v;
@@ -518,7 +531,10 @@ static size_t rand_field(uint64_t *rs, const ProtobufCMessageDescriptor *desc, u
         break;
     case 2: {
         size_t len = rl_test_rand_below(rs, 4) ? rl_test_rand_below(rs, 12) : 0;
-        n += put_var(o + n, len);
+        if (rl_test_rand_below(rs, 20) == 0) /* a length prefix in 4..10 bytes */
+            n += put_var_padded(o + n, len, 4 + rl_test_rand_below(rs, 7));
+        else
+            n += put_var(o + n, len);
         for (size_t k = 0; k < len; k++)
             o[n++] = (uint8_t)(rl_test_rand_below(rs, 4) ? 'a' + rl_test_rand_below(rs, 26)
                                                           : rl_test_rand_below(rs, 256));
