@@ -2,6 +2,8 @@
 #include "test.h"
 
 #include <ftw.h>
+#include <stdarg.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -80,4 +82,33 @@ const char *rl_test_bin(const char *prog) {
     static char path[4096];
     snprintf(path, sizeof path, "%s/%s", RL_BIN_DIR, prog);
     return path;
+}
+
+int rl_test_rl(char **out, const char *fmt, ...) {
+    char args[4096], cmd[4096 + 4096 + 16];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin("rl"), args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (cap - len < 2) {
+            buf = realloc(buf, cap *= 2);
+            assert_non_null(buf);
+        }
+    }
+    buf[len] = 0;
+    int st = pclose(p);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -84,5 +84,9 @@ char *rl_test_tmpdir(const char *tag);
 void rl_test_rmtree(const char *path);
 /* Path of a built program (rl, rlkvd, rlbench) in static storage. */
 const char *rl_test_bin(const char *prog);
+/* Run the built `rl` with the printf-formatted arguments, stderr merged into stdout. Returns its
+ * exit code (-1 if it did not exit); *out (if out is not NULL) gets the output, NUL-terminated,
+ * to free(). */
+int rl_test_rl(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

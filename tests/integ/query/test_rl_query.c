@@ -14,31 +14,6 @@
 
 #include "test.h"
 
-/* Run `rl ARGS` (stderr merged into stdout when merge); returns the exit code, output in *out. */
-static int run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int run(char **out, const char *fmt, ...) {
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin("rl"), args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 2) buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = 0;
-    int st = pclose(p);
-    if (out) *out = buf;
-    else free(buf);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 #define N 24
 
 typedef struct {
@@ -57,7 +32,7 @@ static int by_price(const void *a, const void *b) {
 static void build_model(const char *dir, const char *extra) {
     for (int i = 1; i <= N; i++) {
         char *out;
-        ASSERT_EQ(run(&out, "get --db file:%s %s --pk %d", dir, extra, i), 0);
+        ASSERT_EQ(rl_test_rl(&out, "get --db file:%s %s --pk %d", dir, extra, i), 0);
         json_error_t err;
         json_t *j = json_loads(out, 0, &err);
         if (!j) fail_msg("rl get printed no JSON: %.200s", out);
@@ -122,7 +97,7 @@ static void check_cases(const char *dir, const char *extra) {
             if (cases[c].hi >= 0) n += snprintf(args + n, sizeof args - (size_t)n, " --le %lld", cases[c].hi);
             if (cases[c].rev) n += snprintf(args + n, sizeof args - (size_t)n, " --reverse");
             n += snprintf(args + n, sizeof args - (size_t)n, " --skip %d --limit %d", cases[c].skip, cases[c].limit);
-            ASSERT_EQ(run(&out, "query --db file:%s %s %s", dir, extra, args), 0);
+            ASSERT_EQ(rl_test_rl(&out, "query --db file:%s %s %s", dir, extra, args), 0);
             int ng = parse(out, got, NULL, 0, NULL);
             int nw = expect(cases[c].lo, cases[c].hi, cases[c].rev, cases[c].skip, cases[c].limit, want);
             if (ng != nw) fail_msg("rl query %s: %d rows, expected %d", args, ng, nw);
@@ -135,7 +110,7 @@ static void check_cases(const char *dir, const char *extra) {
 /* query_3_1: every method, bounds, direction, skip and limit against the model (small records). */
 TEST(query_3_1_rows_match_model) {
     char *dir = rl_test_tmpdir("qcli1"), *out;
-    ASSERT_EQ(run(&out, "load --db file:%s --count %d --seed 11", dir, N), 0);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s --count %d --seed 11", dir, N), 0);
     free(out);
     build_model(dir, "");
     check_cases(dir, "");
@@ -148,7 +123,7 @@ TEST(query_3_1_rows_match_model) {
 TEST(query_3_2_split_and_paging) {
     char *dir = rl_test_tmpdir("qcli2"), *out;
     const char *st = "--store '[\"q\",2]'";
-    ASSERT_EQ(run(&out, "load --db file:%s %s --count %d --padding 110000 --seed 3", dir, st, N), 0);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s %s --count %d --padding 110000 --seed 3", dir, st, N), 0);
     free(out);
     build_model(dir, st);
     check_cases(dir, st);
@@ -159,7 +134,7 @@ TEST(query_3_2_split_and_paging) {
         char copt[600] = "";
         long long ids[N];
         if (cont[0]) snprintf(copt, sizeof copt, "--continuation %s", cont);
-        ASSERT_EQ(run(&out, "query --db file:%s %s --index price_idx --reverse --skip 2 --limit 5 --fetch %s --stats %s",
+        ASSERT_EQ(rl_test_rl(&out, "query --db file:%s %s --index price_idx --reverse --skip 2 --limit 5 --fetch %s --stats %s",
                       dir, st, FETCH[pages % 3], copt),
                   0);
         int n = parse(out, ids, cont, sizeof cont, reason);
@@ -182,36 +157,36 @@ TEST(query_3_2_split_and_paging) {
 /* query_3_3: errors and exit codes. */
 TEST(query_3_3_errors) {
     char *dir = rl_test_tmpdir("qcli3"), *out;
-    ASSERT_EQ(run(&out, "load --db file:%s --count 5", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s --count 5", dir), 0);
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s", dir), 2); /* no --index */
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s", dir), 2); /* no --index */
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s --index price_idx --fetch fast", dir), 2);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --fetch fast", dir), 2);
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s --index price_idx --continuation xyz", dir), 2);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --continuation xyz", dir), 2);
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s --index nope", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index nope", dir), 1);
     ASSERT_TRUE(strstr(out, "index_unknown") != NULL);
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s --index price_idx --fetch adaptive", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --fetch adaptive", dir), 1);
     ASSERT_TRUE(strstr(out, "unsupported_operation") != NULL);
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s --index price_idx --continuation 524c71630101", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --continuation 524c71630101", dir), 1);
     ASSERT_TRUE(strstr(out, "continuation_invalid") != NULL);
     free(out);
     /* A continuation of other bounds. */
     char cont[512], reason[64];
     long long ids[8];
-    ASSERT_EQ(run(&out, "query --db file:%s --index price_idx --limit 2 --stats", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --limit 2 --stats", dir), 0);
     ASSERT_EQ(parse(out, ids, cont, sizeof cont, reason), 2);
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s --index price_idx --ge 0 --continuation %s", dir, cont), 1);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --ge 0 --continuation %s", dir, cont), 1);
     ASSERT_TRUE(strstr(out, "continuation_invalid") != NULL);
     free(out);
-    ASSERT_EQ(run(&out, "query --db file:%s --index price_idx --continuation %s", dir, cont), 0);
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --continuation %s", dir, cont), 0);
     ASSERT_EQ(parse(out, ids, NULL, 0, NULL), 3);
     free(out);
-    ASSERT_EQ(run(&out, "query --help"), 0);
+    ASSERT_EQ(rl_test_rl(&out, "query --help"), 0);
     free(out);
     rl_test_rmtree(dir);
     free(dir);

@@ -11,37 +11,12 @@
 
 #include "test.h"
 
-/* Run `rl ARGS` (stderr merged into stdout); returns the exit code, output in *out (free()). */
-static int run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int run(char **out, const char *fmt, ...) {
-    char args[2048], cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin("rl"), args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 2) buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = 0;
-    int st = pclose(p);
-    if (out) *out = buf;
-    else free(buf);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 TEST(record_5_1_load_get_check) {
     char *dir = rl_test_tmpdir("reccli1"), *out;
-    ASSERT_EQ(run(&out, "load --db file:%s --count 30 --padding 120000 --seed 5", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s --count 30 --padding 120000 --seed 5", dir), 0);
     ASSERT_TRUE(strstr(out, "loaded 30 records") != NULL);
     free(out);
-    ASSERT_EQ(run(&out, "get --db file:%s --pk 7", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "get --db file:%s --pk 7", dir), 0);
     json_error_t err;
     json_t *j = json_loads(out, 0, &err);
     if (!j) fail_msg("rl get printed no JSON: %.200s", out);
@@ -52,17 +27,17 @@ TEST(record_5_1_load_get_check) {
     ASSERT_EQ(strlen(json_string_value(json_object_get(json_object_get(j, "record"), "padding"))), 240000);
     json_decref(j);
     free(out);
-    ASSERT_EQ(run(&out, "get --db file:%s --pk 31", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "get --db file:%s --pk 31", dir), 1);
     free(out);
-    ASSERT_EQ(run(&out, "check --db file:%s", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "check --db file:%s", dir), 0);
     ASSERT_TRUE(strstr(out, "records = 30\nindex_entries = 30\nintegrity_ok = true\n") != NULL);
     free(out);
     /* Another store prefix is another store. */
-    ASSERT_EQ(run(&out, "check --db file:%s --store '[\"other\",1]'", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "check --db file:%s --store '[\"other\",1]'", dir), 1);
     free(out);
-    ASSERT_EQ(run(&out, "load --db file:%s --store '[\"other\",1]' --count 3", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s --store '[\"other\",1]' --count 3", dir), 0);
     free(out);
-    ASSERT_EQ(run(&out, "check --db file:%s --store '[\"other\",1]'", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "check --db file:%s --store '[\"other\",1]'", dir), 0);
     ASSERT_TRUE(strstr(out, "records = 3\n") != NULL);
     free(out);
     rl_test_rmtree(dir);
@@ -71,7 +46,7 @@ TEST(record_5_1_load_get_check) {
 
 TEST(record_5_2_inject_each_kind) {
     char *dir = rl_test_tmpdir("reccli2"), *out;
-    ASSERT_EQ(run(&out, "load --db file:%s --count 10 --padding 150000 --allow-defects", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s --count 10 --padding 150000 --allow-defects", dir), 0);
     free(out);
     struct {
         const char *kind;
@@ -82,15 +57,15 @@ TEST(record_5_2_inject_each_kind) {
                            "defect stray-suffix key=(1, 4, \"stray\") (not a number) Invalid record split number",
                            "defect version-key key=(1, 6, -1) Found record version without record"};
     for (int i = 0; i < 3; i++) {
-        ASSERT_EQ(run(&out, "inject-defect --db file:%s --pk %d --kind %s", dir, cases[i].pk, cases[i].kind), 0);
+        ASSERT_EQ(rl_test_rl(&out, "inject-defect --db file:%s --pk %d --kind %s", dir, cases[i].pk, cases[i].kind), 0);
         free(out);
-        ASSERT_EQ(run(&out, "check --db file:%s", dir), 1);
+        ASSERT_EQ(rl_test_rl(&out, "check --db file:%s", dir), 1);
         for (int k = 0; k <= i; k++)
             if (!strstr(out, lines[k])) fail_msg("missing '%s' in:\n%s", lines[k], out);
         ASSERT_TRUE(strstr(out, "integrity_ok = false\n") != NULL);
         free(out);
     }
-    ASSERT_EQ(run(&out, "inject-defect --db file:%s --pk 1 --kind nonsense", dir), 2);
+    ASSERT_EQ(rl_test_rl(&out, "inject-defect --db file:%s --pk 1 --kind nonsense", dir), 2);
     free(out);
     rl_test_rmtree(dir);
     free(dir);
@@ -98,21 +73,21 @@ TEST(record_5_2_inject_each_kind) {
 
 TEST(record_5_3_inject_refused_without_allow_defects) {
     char *dir = rl_test_tmpdir("reccli3"), *out;
-    ASSERT_EQ(run(&out, "load --db file:%s --count 5", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s --count 5", dir), 0);
     free(out);
-    ASSERT_EQ(run(&out, "inject-defect --db file:%s --pk 2 --kind stray-suffix", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "inject-defect --db file:%s --pk 2 --kind stray-suffix", dir), 1);
     ASSERT_TRUE(strstr(out, "refused") != NULL);
     free(out);
-    ASSERT_EQ(run(&out, "check --db file:%s", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "check --db file:%s", dir), 0);
     free(out);
-    ASSERT_EQ(run(&out, "inject-defect --db file:%s --pk 2 --kind stray-suffix --force", dir), 0);
+    ASSERT_EQ(rl_test_rl(&out, "inject-defect --db file:%s --pk 2 --kind stray-suffix --force", dir), 0);
     free(out);
-    ASSERT_EQ(run(&out, "check --db file:%s", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "check --db file:%s", dir), 1);
     ASSERT_TRUE(strstr(out, "defect stray-suffix key=(1, 2, \"stray\")") != NULL);
     free(out);
-    ASSERT_EQ(run(&out, "load --db file:%s", dir), 2);
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s", dir), 2);
     free(out);
-    ASSERT_EQ(run(&out, "check --db file:%s --store '{}'", dir), 1);
+    ASSERT_EQ(rl_test_rl(&out, "check --db file:%s --store '{}'", dir), 1);
     free(out);
     rl_test_rmtree(dir);
     free(dir);
