@@ -123,6 +123,11 @@ typedef struct {
     int no_sync;                   /* file: skip fsync (faster, not durable against power loss) */
     uint64_t window_versions;      /* MVCC window in versions; 0 = 5,000,000 (5 s) */
     uint64_t checkpoint_log_bytes; /* file: checkpoint every this many log bytes; 0 = 64 MiB */
+    /* Bounded fan-out of mapped ranges (DESIGN §3): each secondary range read returns at most
+     * this many rows / about this many bytes, and is marked `more` when cut off (the caller
+     * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */
+    int mapped_secondary_row_limit;
+    long mapped_secondary_byte_limit;
 } rl_db_options;
 
 /* ---- Database ---------------------------------------------------------------------------- */

@@ -13,6 +13,7 @@
  *      never exposes a commit that is not yet durable (an acknowledged commit survives kill -9).
  *   3. The committer starts after the storage engine's recovered version.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -23,7 +24,9 @@ typedef struct {
     rl_storage *st;
     rl_committer *cm;
     int is_durable;
-    char *dir; /* heap copy or NULL */
+    char *dir;                 /* heap copy or NULL */
+    int secondary_row_limit;   /* mapped-range secondary limits; 0 = storage's default */
+    long secondary_byte_limit;
 } embedded;
 
 static int sink_apply(void *ctx, rl_version v, const rl_mutation *muts, size_t n) {
@@ -81,6 +84,8 @@ static int emb_get_mapped_range(rl_kv_backend *b, rl_version v, const uint8_t *b
     o.limit = limit;
     o.target_bytes = target_bytes;
     o.reverse = reverse;
+    o.secondary_row_limit = e->secondary_row_limit;
+    o.secondary_byte_limit = e->secondary_byte_limit;
     return rl__storage_get_mapped_range(e->st, v, begin, begin_len, end, end_len, m, &o, NULL,
                                         NULL, a, out, out_n, out_more);
 }
@@ -148,6 +153,18 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
         so.no_sync = opts->no_sync;
         so.window_versions = opts->window_versions;
         so.checkpoint_log_bytes = opts->checkpoint_log_bytes;
+        /* Fields added after the first version are read only when the caller's struct has them
+         * (size 0: a zero-initialised struct of this version). */
+        size_t have = opts->size ? opts->size : sizeof *opts;
+        if (have >= offsetof(rl_db_options, mapped_secondary_byte_limit) + sizeof(long)) {
+            if (opts->mapped_secondary_row_limit < 0 || opts->mapped_secondary_byte_limit < 0) {
+                rc = RL_E_INVALID_ARGUMENT;
+                if (errmsg) rl__buf_printf(errmsg, "mapped secondary limits must not be negative");
+                goto fail;
+            }
+            e->secondary_row_limit = opts->mapped_secondary_row_limit;
+            e->secondary_byte_limit = opts->mapped_secondary_byte_limit;
+        }
     }
     rc = rl__storage_open(&so, &e->st, errmsg);
     if (rc) goto fail;

@@ -50,12 +50,13 @@ __attribute__((unused)) static void qt_commit(rl_txn *t) {
     rl_txn_free(t);
 }
 
-__attribute__((unused)) static void qt_open(qt_env *e, const char *tag) {
+/* Open the database (rl_test_url(), with opts, which may be NULL) and a store under tag. */
+__attribute__((unused)) static void qt_open_with(qt_env *e, const char *tag, const rl_db_options *opts) {
     static const char *pkf[] = {"order_id"};
     static const char *f1[] = {"price"};
     static const char *f2[] = {"customer", "price"};
     memset(e, 0, sizeof *e);
-    ASSERT_OK(rl_db_open(rl_test_url(), NULL, &e->db));
+    ASSERT_OK(rl_db_open(rl_test_url(), opts, &e->db));
     ASSERT_OK(rl_metadata_new(&e->md));
     ASSERT_OK(rl_metadata_add_type(e->md, &reclayer__order__descriptor, pkf, 1));
     ASSERT_OK(rl_metadata_add_value_index(e->md, "Order", "price_idx", f1, 1, NULL));
@@ -74,6 +75,8 @@ __attribute__((unused)) static void qt_open(qt_env *e, const char *tag) {
     ASSERT_OK(rl_store_open(e->s, t));
     qt_commit(t);
 }
+
+__attribute__((unused)) static void qt_open(qt_env *e, const char *tag) { qt_open_with(e, tag, NULL); }
 
 __attribute__((unused)) static void qt_close(qt_env *e) {
     rl_store_free(e->s);
