@@ -207,7 +207,8 @@ RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl
                                           int flags);
 
 /* Writes. RL_OK, or: RL_E_KEY_TOO_LARGE, RL_E_VALUE_TOO_LARGE, RL_E_SYSTEM_KEY_WRITE (a \xff key
- * without RL_TXN_OPT_ACCESS_SYSTEM_KEYS), RL_E_TRANSACTION_TOO_LARGE, RL_E_USED_DURING_COMMIT,
+ * without RL_TXN_OPT_ACCESS_SYSTEM_KEYS), RL_E_KEY_OUTSIDE_LEGAL_RANGE (a key, or a clear range's
+ * end, above "\xff\xff": the special-key space, which reads refuse too), RL_E_TRANSACTION_TOO_LARGE, RL_E_USED_DURING_COMMIT,
  * RL_E_INVERTED_RANGE, RL_E_INVALID_MUTATION_TYPE. A failed write changes nothing. */
 RL_API int rl_txn_set(rl_txn *txn, const void *key, size_t key_len, const void *value, size_t value_len);
 RL_API int rl_txn_clear(rl_txn *txn, const void *key, size_t key_len);

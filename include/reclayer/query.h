@@ -86,6 +86,9 @@ typedef enum {
     RL_NO_NEXT_TIME_LIMIT_REACHED = 5, /* out-of-band */
 } rl_no_next_reason;
 
+/* The largest skip: it becomes a key-selector offset of 1 + skip, an int. */
+#define RL_QUERY_MAX_SKIP 2147483646
+
 /* Options of one cursor. Zero-initialise, set size = sizeof(rl_query_options), then the fields
  * you need; zero means "default" or "none" everywhere. Pointers are borrowed during
  * rl_cursor_open only (the cursor copies what it keeps). */
@@ -105,7 +108,8 @@ typedef struct {
                                    * serializably; remote fetch then fails: unsupported_operation) */
     rl_fetch_method fetch;        /* default RL_FETCH_SCAN_AND_FETCH */
     rl_orphan_behavior orphans;   /* default RL_ORPHAN_ERROR */
-    int skip;                     /* entries to skip before the first row (first page only) */
+    int skip;                     /* entries to skip before the first row (first page only);
+                                   * at most RL_QUERY_MAX_SKIP */
     int limit;                    /* returned rows (0: unlimited) */
     int scan_limit;               /* index entries scanned (0: unlimited) */
     int64_t byte_limit;           /* bytes scanned: index key-values + record key-values (0: none) */
@@ -155,8 +159,9 @@ typedef struct {
 /* rl_cursor_open — start a scan of index index_name of store s in txn.
  * [in] s, txn: borrowed; both must outlive the cursor. [in] opts: may be NULL (defaults, no
  * bounds). [out] out: free with rl_cursor_free. No read is issued until rl_cursor_next.
- * Errors: RL_E_INDEX_UNKNOWN (with a detail), RL_E_INVALID_ARGUMENT (bad size, negative skip or
- * limits, bounds that are not packed tuples, unknown fetch method or orphan behaviour),
+ * Errors: RL_E_INDEX_UNKNOWN (with a detail), RL_E_INVALID_ARGUMENT (bad size, a skip outside
+ * [0, RL_QUERY_MAX_SKIP], negative limits, bounds that are not packed tuples, bounds naming more
+ * columns than the index entry has (eq values plus one for low/high), unknown fetch method or orphan behaviour),
  * RL_E_UNSUPPORTED_OPERATION (RL_FETCH_ADAPTIVE), RL_E_CONTINUATION_INVALID (with a detail),
  * RL_E_OUT_OF_MEMORY. The detail of a failed open is rl_record_errmsg() of this thread. */
 RL_API int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name,

@@ -15,7 +15,9 @@
  *   4. Results handed out live in the future's arena, never in the transaction's (which a reset
  *      frees while futures may still be alive).
  *   5. Keys readable by users are < "\xff" ("\xff\xff" with ACCESS_SYSTEM_KEYS); a selector or key
- *      beyond is key_outside_legal_range (2004).
+ *      beyond is key_outside_legal_range (2004). Writes agree: a "\xff" key without
+ *      ACCESS_SYSTEM_KEYS is system_key_write, and a key at or above "\xff\xff" (FoundationDB's
+ *      special-key space, never stored) is key_outside_legal_range even with it.
  *
  * Lifecycle:
  *
@@ -315,8 +317,12 @@ static int check_write(rl_txn *t, const void *key, size_t key_len, size_t value_
     if (!key && key_len) return RL_E_INVALID_ARGUMENT;
     if (key_len > RL_KEY_SIZE_LIMIT) return RL_E_KEY_TOO_LARGE;
     if (has_value && value_len > RL_VALUE_SIZE_LIMIT) return RL_E_VALUE_TOO_LARGE;
-    if (key_len && ((const uint8_t *)key)[0] == 0xff && !t->access_system_keys)
-        return RL_E_SYSTEM_KEY_WRITE;
+    if (key_len && ((const uint8_t *)key)[0] == 0xff) {
+        if (!t->access_system_keys) return RL_E_SYSTEM_KEY_WRITE;
+        /* "\xff\xff" and above is FoundationDB's special-key space: nothing is stored there,
+         * so a write is refused as reads of it are (invariant 5). */
+        if (key_len >= 2 && ((const uint8_t *)key)[1] == 0xff) return RL_E_KEY_OUTSIDE_LEGAL_RANGE;
+    }
     if (t->size + extra > (size_t)t->size_limit) return RL_E_TRANSACTION_TOO_LARGE;
     return RL_OK;
 }
@@ -381,7 +387,8 @@ int rl_txn_clear_range(rl_txn *t, const void *begin, size_t begin_len, const voi
     const uint8_t *mk;
     uint32_t mkl;
     max_key(t, &mk, &mkl);
-    if (kcmp(end, (uint32_t)end_len, mk, mkl) > 0) return RL_E_SYSTEM_KEY_WRITE;
+    if (kcmp(end, (uint32_t)end_len, mk, mkl) > 0)
+        return t->access_system_keys ? RL_E_KEY_OUTSIDE_LEGAL_RANGE : RL_E_SYSTEM_KEY_WRITE;
     int c = kcmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len);
     if (c > 0) return RL_E_INVERTED_RANGE;
     if (c == 0) return RL_OK;

@@ -702,6 +702,12 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
         rl__record_set_errmsg("query options out of range");
         return RL_E_INVALID_ARGUMENT;
     }
+    if (o.skip > RL_QUERY_MAX_SKIP) {
+        /* The skip becomes a key-selector offset of 1 + skip (forward) or 1 - skip (reverse),
+         * an int: anything larger would wrap. */
+        rl__record_set_errmsg("skip %d is out of range [0, %d]", o.skip, RL_QUERY_MAX_SKIP);
+        return RL_E_INVALID_ARGUMENT;
+    }
     if (o.fetch == RL_FETCH_ADAPTIVE) {
         rl__record_set_errmsg("the ADAPTIVE fetch method is not implemented yet");
         return RL_E_UNSUPPORTED_OPERATION;
@@ -751,6 +757,19 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     }
     for (int i = 0; i < c->n_pk; i++)
         c->pk_pos[i] = c->ix->pk_pos[i] >= 0 ? c->ix->pk_pos[i] : c->n_entry++;
+    /* Bounds name the entry's columns in order: eq values, then one column bounded by low/high.
+     * More than the entry has could never match (the scan would silently return nothing). */
+    size_t n_eq = 0;
+    if (o.eq) (void)rl__tuple_validate(o.eq, o.eq_len, &n_eq);
+    if (n_eq + (o.low || o.high ? 1 : 0) > (size_t)c->n_entry) {
+        rl__record_set_errmsg("the bounds name %zu columns (%zu eq values%s) but index %s has %d "
+                              "(%d indexed values, then the primary key)",
+                              n_eq + (o.low || o.high ? 1 : 0), n_eq,
+                              o.low || o.high ? " and a low/high bound" : "", index_name,
+                              c->n_entry, c->ix->n_fields);
+        rc = RL_E_INVALID_ARGUMENT;
+        goto fail;
+    }
     /* Prefixes. */
     rl_slice p = rl_store_prefix(s);
     rl_tuple_packer pk;

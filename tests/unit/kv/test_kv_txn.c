@@ -175,6 +175,17 @@ TEST(kv_1_3_limits) {
     ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 0));
     ASSERT_OK(rl_txn_set(t, "\xff/x", 3, "sys", 3));
     kvt_expect(t, "\xff/x", "sys", 0);
+    /* ... but "\xff\xff" and above is the special-key space (issue 8 defect 5): writes, clears
+     * and reads all refuse it the same way, so nothing unreadable is ever committed. */
+    ASSERT_RC(rl_txn_set(t, "\xff\xff/foo", 6, "x", 1), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    ASSERT_RC(rl_txn_clear(t, "\xff\xff/foo", 6), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    ASSERT_RC(rl_txn_atomic_op(t, "\xff\xff", 2, "\x01", 1, RL_ATOMIC_ADD),
+              RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    ASSERT_RC(rl_txn_clear_range(t, "\xff/", 2, "\xff\xff/", 3), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    ASSERT_OK(rl_txn_clear_range(t, "\xff/y", 3, "\xff\xff", 2));
+    f = rl_txn_get(t, "\xff\xff/foo", 6, 0);
+    ASSERT_RC(rl_future_wait(f), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    rl_future_free(f);
     ASSERT_OK(kvt_commit(t));
     rl_txn_free(t);
     /* The transaction size limit (option) and the default. */

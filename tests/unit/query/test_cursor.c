@@ -534,6 +534,60 @@ TEST(query_2_8_out_of_memory) {
     qt_close(&e);
 }
 
+/* query_2_9: issue 8 defect 4 and the --eq defect. The largest skip (RL_QUERY_MAX_SKIP) skips
+ * everything with every method and direction and reports no corruption (skip 2147483647 used to
+ * wrap the selector offset and read outside the index); one more is refused. Bounds naming more
+ * columns than the entry has (price, order_id) are refused instead of returning nothing. */
+TEST(query_2_9_skip_edge_and_bounds_count) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "q29");
+    qt_load(&e, &rs, 12, 5, 2);
+    rl_txn *t = qt_begin(&e);
+    rl_cursor *c = NULL;
+    const rl_query_row *row;
+    for (int mi = 0; mi < 3; mi++)
+        for (int rev = 0; rev < 2; rev++) {
+            rl_query_options o = base_opts(METHODS[mi], rev);
+            o.skip = RL_QUERY_MAX_SKIP;
+            ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+            ASSERT_OK(rl_cursor_next(c, &row));
+            ASSERT_NULL(row);
+            ASSERT_EQ(rl_cursor_no_next_reason(c), RL_NO_NEXT_SOURCE_EXHAUSTED);
+            rl_cursor_free(c);
+            o.skip = 11; /* one row left */
+            ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+            int n = 0;
+            while (rl_cursor_next(c, &row) == RL_OK && row) n++;
+            ASSERT_EQ(n, 1);
+            rl_cursor_free(c);
+            o.skip = RL_QUERY_MAX_SKIP + 1;
+            ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_INVALID_ARGUMENT);
+            ASSERT_NULL(c);
+        }
+    uint8_t eq[64];
+    size_t n1 = qt_pack_int(eq, 3);
+    size_t n2 = n1 + qt_pack_int(eq + n1, 4);
+    size_t n3 = n2 + qt_pack_int(eq + n2, 5);
+    uint8_t lo[16];
+    size_t lol = qt_pack_int(lo, 0);
+    rl_query_options o = base_opts(RL_FETCH_SCAN_AND_FETCH, 0);
+    o.eq = eq, o.eq_len = n2; /* price and order_id: the whole entry, allowed */
+    ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+    rl_cursor_free(c);
+    o.eq_len = n3; /* three values, two columns */
+    ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(rl_record_errmsg(), "columns") != NULL);
+    o.eq_len = n2, o.low = lo, o.low_len = lol; /* two eq values and a bound: three */
+    ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_INVALID_ARGUMENT);
+    o.eq_len = n1; /* one eq value and a bound: two, allowed */
+    ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+    rl_cursor_free(c);
+    rl_txn_free(t);
+    qt_close(&e);
+}
+
 RL_TEST_MAIN(T(query_2_1_skip_pushdown), T(query_2_2_limits), T(query_2_3_fallback_before_any_row),
              T(query_2_4_fallback_after_rows), T(query_2_5_orphans), T(query_2_6_continuations_refused),
-             T(query_2_7_options), T(query_2_8_out_of_memory))
+             T(query_2_7_options), T(query_2_8_out_of_memory),
+             T(query_2_9_skip_edge_and_bounds_count))
