@@ -79,6 +79,7 @@
     X(NO_SPACE, 3005, "no_space", "No space left on device", 0)                                   \
     X(DATABASE_LOCKED_BY_PROCESS, 3006, "database_locked_by_process", "The database directory is locked by another process", 0) \
     X(BAD_URL, 3007, "bad_url", "Database URL not understood (expected mem:, file:DIR, cluster:FILE or fdb:FILE)", 0) \
+    X(READ_ONLY_DATABASE, 3008, "read_only_database", "The database was opened read-only", 0)    \
     X(TUPLE_TRUNCATED, 3010, "tuple_truncated", "Encoded tuple ends in the middle of an element", 0) \
     X(TUPLE_MALFORMED, 3011, "tuple_malformed", "Encoded tuple is malformed", 0)                 \
     X(TUPLE_UNSUPPORTED_TYPE, 3012, "tuple_unsupported_type", "Tuple element type code is not supported", 0) \

@@ -128,6 +128,13 @@ typedef struct {
      * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */
     int mapped_secondary_row_limit;
     long mapped_secondary_byte_limit;
+    /* 1: open read-only. file: recovers into memory without creating (except LOCK when it is
+     * missing), writing, renaming, truncating or deleting any file; a damaged log tail is
+     * ignored and reported in the status, not moved aside. Read-only handles share the
+     * directory's lock with each other (a writer excludes them all). A commit with mutations
+     * or write conflict ranges fails with RL_E_READ_ONLY_DATABASE; reads work as usual. Read
+     * only when size covers it (docs/file-format.md, Recovery). */
+    int read_only;
 } rl_db_options;
 
 /* ---- Database ---------------------------------------------------------------------------- */
@@ -135,8 +142,9 @@ typedef struct {
 /* rl_db_open — open a database from a URL (see the top of this file). opts may be NULL.
  * [out] out: the handle on RL_OK, NULL otherwise; free with rl_db_close.
  * Errors: RL_E_BAD_URL (unknown scheme), RL_E_FILE_NOT_FOUND (file: directory missing),
- * RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT (with a message
- * naming the file and offset, from rl_last_error_detail), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
+ * RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT (a damaged, junk
+ * or missing file: the message, from rl_last_error_detail, names it and the offset; no file is
+ * changed — docs/file-format.md, Recovery), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
  * RL_E_INVALID_ARGUMENT. */
 RL_API int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out);
 /* rl_db_close — close; every transaction of the db must be freed first. NULL is a no-op. */
@@ -224,8 +232,9 @@ RL_API int rl_txn_add_conflict_range(rl_txn *txn, const void *begin, size_t begi
  * is durable; not_committed (1020) on a conflict; transaction_too_old (1007); commit_unknown_result
  * (1021) when the log failed while writing this commit (it may or may not survive a restart);
  * after such a failure the database is poisoned and later commits fail with io_error, no_space or
- * out_of_memory; transaction_too_large, transaction_timed_out, transaction_cancelled. The first
- * three (and 1021) are retryable through rl_txn_on_error. */
+ * out_of_memory; transaction_too_large, transaction_timed_out, transaction_cancelled;
+ * read_only_database (3008) for a transaction with writes on a database opened read-only. The
+ * first three (and 1021) are retryable through rl_txn_on_error. */
 RL_API rl_future *rl_txn_commit(rl_txn *txn);
 /* rl_txn_get_committed_version — after a successful commit: its version; -1 for a read-only
  * transaction. RL_E_CLIENT_INVALID_OPERATION before commit. */

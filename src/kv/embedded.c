@@ -12,6 +12,10 @@
  *   2. The read version handed out is the committer's newest durable version, so a read version
  *      never exposes a commit that is not yet durable (an acknowledged commit survives kill -9).
  *   3. The committer starts after the storage engine's recovered version.
+ *   4. A read-only database (rl_db_options.read_only) refuses every commit that would write
+ *      (mutations or write conflict ranges) here, before the committer: the committer never
+ *      hands a version to the storage engine, whose apply would refuse it too and poison the
+ *      committer. Commits that only read succeed (txn.c never sends them).
  */
 #include <stddef.h>
 #include <string.h>
@@ -24,6 +28,7 @@ typedef struct {
     rl_storage *st;
     rl_committer *cm;
     int is_durable;
+    int read_only;             /* rl_db_options.read_only */
     char *dir;                 /* heap copy or NULL */
     int secondary_row_limit;   /* mapped-range secondary limits; 0 = storage's default */
     long secondary_byte_limit;
@@ -92,7 +97,29 @@ static int emb_get_mapped_range(rl_kv_backend *b, rl_version v, const uint8_t *b
 
 static int emb_commit(rl_kv_backend *b, rl_commit_request *req) {
     embedded *e = (embedded *)b;
+    if (e->read_only && (req->n_muts > 0 || req->n_writes > 0))
+        return req->result = RL_E_READ_ONLY_DATABASE;
     return rl__committer_commit(e->cm, req);
+}
+
+/* Append s to out as a JSON string (quotes, backslashes and control bytes escaped; other bytes
+ * copied, so a path that is not UTF-8 gives a string that is not either). NULL gives null. */
+static void json_str(rl_buf *out, const char *s) {
+    if (!s) {
+        rl__buf_append(out, "null", 4);
+        return;
+    }
+    rl__buf_append(out, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            rl__buf_printf(out, "\\%c", c);
+        else if (c < 0x20)
+            rl__buf_printf(out, "\\u%04x", c);
+        else
+            rl__buf_append(out, s, 1);
+    }
+    rl__buf_append(out, "\"", 1);
 }
 
 /* Status: versions from the committer and the storage engine, sizes, log and checkpoints. */
@@ -106,14 +133,29 @@ static int emb_status_json(rl_kv_backend *b, rl_buf *out) {
                    "\"oldest_read_version\": %llu, \"latest_version\": %llu, "
                    "\"durable_version\": %llu, \"oldest_version\": %llu, \"keys\": %llu, "
                    "\"bytes\": %llu, \"log_bytes\": %llu, \"checkpoint_version\": %llu, "
-                   "\"checkpoints\": %llu}",
+                   "\"checkpoints\": %llu, \"read_only\": %s, ",
                    e->is_durable ? "true" : "false",
                    (unsigned long long)rl__committer_read_version(e->cm),
                    (unsigned long long)rl__committer_oldest_version(e->cm),
                    (unsigned long long)s.latest_version, (unsigned long long)s.durable_version,
                    (unsigned long long)s.oldest_version, (unsigned long long)s.keys,
                    (unsigned long long)s.bytes, (unsigned long long)s.log_bytes,
-                   (unsigned long long)s.checkpoint_version, (unsigned long long)s.checkpoints);
+                   (unsigned long long)s.checkpoint_version, (unsigned long long)s.checkpoints,
+                   e->read_only ? "true" : "false");
+    /* What the last open's recovery found at the end of the log (docs/file-format.md,
+     * Recovery): "log_tail" is clean, torn, bad_checksum or bad_record; when it is not clean,
+     * the bytes from "offset" of "log" were moved to "moved_to" (null: left in place). */
+    rl__buf_printf(out, "\"recovery\": {\"log_tail\": \"%s\"",
+                   rl__storage_tail_name(s.recovery_tail));
+    if (s.recovery_tail != RL_TAIL_CLEAN) {
+        rl__buf_printf(out, ", \"log\": ");
+        json_str(out, s.recovery_log);
+        rl__buf_printf(out, ", \"offset\": %llu, \"bytes\": %llu, \"moved_to\": ",
+                       (unsigned long long)s.recovery_tail_offset,
+                       (unsigned long long)s.recovery_tail_bytes);
+        json_str(out, s.recovery_moved_to);
+    }
+    rl__buf_printf(out, "}}");
     return rl__buf_error(out);
 }
 
@@ -165,7 +207,10 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
             e->secondary_row_limit = opts->mapped_secondary_row_limit;
             e->secondary_byte_limit = opts->mapped_secondary_byte_limit;
         }
+        if (have >= offsetof(rl_db_options, read_only) + sizeof(int))
+            e->read_only = opts->read_only != 0;
     }
+    so.read_only = e->read_only;
     rc = rl__storage_open(&so, &e->st, errmsg);
     if (rc) goto fail;
     rl_committer_options co;

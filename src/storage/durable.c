@@ -3,12 +3,19 @@
  * docs/file-format.md.
  *
  * Directory contents:
- *   LOCK                     flock()ed for the life of the handle (a second open fails with
- *                            RL_E_DATABASE_LOCKED_BY_PROCESS, even from the same process)
+ *   LOCK                     flock()ed for the life of the handle: exclusively by a writer (a
+ *                            second open fails with RL_E_DATABASE_LOCKED_BY_PROCESS, even from
+ *                            the same process), shared by read-only handles (they coexist)
  *   ckpt-SSSSSSSSSSSSSSSS    checkpoint number S (16 lower-case hex digits): the whole state at
  *                            one version; absent before the first checkpoint (S = 0 is empty)
  *   log-SSSSSSSSSSSSSSSS     the log that follows checkpoint S: records of versions after it
- *   ckpt-....tmp             a checkpoint being written (deleted by recovery)
+ *   ckpt-SSSSSSSSSSSSSSSS.tmp
+ *                            a checkpoint being written
+ *   log-SSSSSSSSSSSSSSSS.discarded-OFF[.N]
+ *                            the unreadable bytes recovery cut off the end of log-S at byte
+ *                            offset OFF (decimal); .N (1, 2, …) when that name is taken. Kept
+ *                            for a person: reclayer never reads or deletes them.
+ *   anything else            not ours: never read, renamed or deleted
  *
  * Checkpoint file (integers little-endian):
  *
@@ -28,19 +35,58 @@
  *   The end block is last; a file without it, or with bytes after it, is corrupt.
  *
  * Checkpoint protocol (state diagram of one checkpoint; S = current sequence):
- *   write ckpt-(S+1).tmp -> fsync -> rename to ckpt-(S+1) -> fsync dir -> create log-(S+1)
- *   -> fsync dir -> delete log-S and ckpt-S. A crash at any point leaves either checkpoint S
- *   with log-S (complete), or checkpoint S+1 (with or without an empty log-(S+1)); recovery
- *   takes the highest valid-named checkpoint, deletes older files and *.tmp.
  *
- * Recovery replays log-S record by record. A record that fails to decode is a torn tail when no
- * valid record starts anywhere after it: the file is truncated there. Otherwise, or when
- * versions do not increase, open fails with RL_E_LOG_CORRUPT naming the file and byte offset.
+ *   write ckpt-(S+1).tmp -> fsync -> rename to ckpt-(S+1) -> fsync dir -> create log-(S+1)
+ *   -> fsync dir -> delete every ckpt-T, ckpt-T.tmp, log-T with T <= S   (remove_older)
+ *
+ * A crash at any point leaves checkpoint S with its complete log-S, or checkpoint S+1 (with or
+ * without an empty log-(S+1)) beside leftovers numbered S or lower.
+ *
+ * Recovery (rl__storage_durable_open). Invariants:
+ *   R1. Open deletes, renames or truncates nothing it has not first replaced by verified state:
+ *       files older than the newest checkpoint are deleted only by the next checkpoint, after
+ *       ckpt-(S+1) is durable (remove_older); a writable open removes ckpt-(S+1).tmp only after
+ *       ckpt-S and log-S were verified (a .tmp is never state: the rename is the commit point).
+ *   R2. A read-only open changes no file at all (it creates LOCK only if LOCK is missing).
+ *   R3. Any refusal leaves every file as it was, and its message names the file.
+ *   R4. The bytes of a discarded log tail are never destroyed: a writable open copies them to a
+ *       side file (fsynced, directory fsynced) before it truncates the log.
+ *
+ * Steps:
+ *   1. take_lock; scan_dir (reads names only).
+ *   2. A log-T with T above the newest checkpoint S (or any log-T, T > 0, without a checkpoint)
+ *      means ckpt-T is missing: refuse with RL_E_CHECKPOINT_CORRUPT naming ckpt-T. Opening the
+ *      older state (or the empty database) would silently drop the commits of log-T.
+ *   3. Load ckpt-S verifying everything; a defect is RL_E_CHECKPOINT_CORRUPT naming the file and
+ *      offset. There is no fallback to an older checkpoint, and a file that merely has the name
+ *      (junk, another program's file) is refused the same way: a checkpoint whose first bytes
+ *      were lost looks exactly like junk, and treating it as "not ours" would open older state.
+ *      The message says to move the file out of the directory if it is not ours.
+ *   4. Replay log-S. A record that fails to decode ends the log when no valid record starts
+ *      anywhere after it (the tail); otherwise, or when versions do not increase, open fails
+ *      with RL_E_LOG_CORRUPT naming the file and offset. The tail is classified (classify_tail):
+ *        torn          the file ends inside the record's header or payload (normally an
+ *                      interrupted write, whose sync never returned: not acknowledged)
+ *        bad_checksum  the record is complete but its checksum is wrong (damage after writing;
+ *                      its commit may have been acknowledged)
+ *        bad_record    not a record at all (bad magic, impossible length, malformed payload)
+ *      Writable: save_tail copies the bytes to log-S.discarded-OFF (never overwriting: O_EXCL,
+ *      then .1, .2, …), then the log is truncated at OFF and fsynced; a failure of either step
+ *      fails open with the log still whole (or the bytes already saved). Read-only: the replay
+ *      stops there and the file is left alone. Both log a warning naming the log, the offset,
+ *      the kind and the side file, and keep it for rl_storage_status (recovery_*).
+ *   5. Writable only: remove ckpt-(S+1).tmp; open log-S for appending (creating it); fsync dir.
+ *      Any other ckpt-T.tmp does not fit the protocol: it is left in place with a warning.
+ *
+ * Read-only handles (rl_storage_options.read_only): steps 1–4 with a shared lock and no file
+ * changed; rl__storage_apply and rl__storage_checkpoint return RL_E_READ_ONLY_DATABASE,
+ * rl__storage_sync succeeds (nothing to sync). The recovered state lives in memory; the files
+ * are not read again after open.
  *
  * Errors while writing. Every call that changes files goes through storage/os.h (so that
- * tests/fault/storage can fail the Nth write, fsync, rename, open or ftruncate). A failed call
- * is logged at RL_LOG_ERROR with the operation, the file and strerror, and is mapped to
- * RL_E_NO_SPACE (ENOSPC, EDQUOT) or RL_E_IO_ERROR. A failure that may have left the log or the
+ * tests/fault/storage can fail the Nth write, fsync, rename, open, ftruncate or unlink). A
+ * failed call is logged at RL_LOG_ERROR with the operation, the file and strerror, and is mapped
+ * to RL_E_NO_SPACE (ENOSPC, EDQUOT) or RL_E_IO_ERROR. A failure that may have left the log or the
  * set of files in an unknown state poisons the engine (st->poisoned: every later apply, sync and
  * checkpoint returns that error; reads keep working): any failed write or fsync of the log, and
  * any failure of a checkpoint, since a checkpoint first flushes the log. A checkpoint that runs
@@ -267,6 +313,133 @@ static int valid_record_after(const uint8_t *p, size_t n, size_t from) {
     return 0;
 }
 
+const char *rl__storage_tail_name(int kind) {
+    switch (kind) {
+    case RL_TAIL_CLEAN:
+        return "clean";
+    case RL_TAIL_TORN:
+        return "torn";
+    case RL_TAIL_BAD_CHECKSUM:
+        return "bad_checksum";
+    case RL_TAIL_BAD_RECORD:
+        return "bad_record";
+    default:
+        return "unknown";
+    }
+}
+
+/* The words of the warning for each kind of tail (docs/file-format.md, Recovery). */
+static const char *tail_words(int kind) {
+    switch (kind) {
+    case RL_TAIL_TORN:
+        return "torn (short record)";
+    case RL_TAIL_BAD_CHECKSUM:
+        return "a complete record with bad checksum";
+    default:
+        return "not a record (bad magic, length or payload)";
+    }
+}
+
+/* Classify the unreadable bytes p[0..n) that end a log (rl__wal_decode failed on them). */
+static int classify_tail(const uint8_t *p, size_t n) {
+    rl_wal_record r;
+    if (rl__wal_decode(p, n, &r) != RL_OK && r.incomplete) return RL_TAIL_TORN;
+    if (n >= RL_WAL_HEADER && rl__le32(p) == RL_WAL_MAGIC) {
+        uint32_t len = rl__le32(p + 8);
+        if (len <= RL_WAL_MAX_PAYLOAD && n - RL_WAL_HEADER >= len &&
+            rl__checksum32(p + 8, (size_t)RL_WAL_HEADER - 8 + len) != rl__le32(p + 4))
+            return RL_TAIL_BAD_CHECKSUM;
+    }
+    return RL_TAIL_BAD_RECORD;
+}
+
+/* Copy the discarded tail p[0..n) (from byte offset `off` of log `path`) into a new side file
+ * "PATH.discarded-OFF" (then ".1", ".2", … if that name is taken: a side file is never
+ * overwritten), fsync it and the directory. On RL_OK *out_side is the side file's path (heap,
+ * the caller's). On failure the partial side file is removed again (the log still holds every
+ * byte), errmsg says why, and the error is returned. */
+static int save_tail(rl_storage *st, const char *path, size_t off, const uint8_t *p, size_t n,
+                     char **out_side, rl_buf *errmsg) {
+    char side[4200];
+    int fd = -1, rc, created = 0;
+    *out_side = NULL;
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(side, sizeof side, "%s.discarded-%zu", path, off);
+        else
+            snprintf(side, sizeof side, "%s.discarded-%zu.%d", path, off, i);
+        fd = rl__os_open(side, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        rc = io_fail("open", side);
+        goto fail;
+    }
+    created = 1;
+    if ((rc = write_all(fd, p, n, side)) != RL_OK) goto fail;
+    if ((rc = sync_fd(st, fd, side)) != RL_OK) goto fail;
+    close(fd);
+    fd = -1;
+    if ((rc = sync_dir(st)) != RL_OK) goto fail;
+    if (!(*out_side = rl__strdup(side))) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    return RL_OK;
+fail:
+    errf(errmsg, "cannot truncate log %s at byte offset %zu: saving the %zu discarded bytes to %s "
+                 "failed (%s); no file was changed", path, off, n, side, rl_error_name(rc));
+    if (fd >= 0) close(fd);
+    if (created && rl__os_unlink(side) != 0) io_fail("unlink", side);
+    return rc;
+}
+
+/* The log ends in n unreadable bytes at byte offset off of `path` (p points at them): record
+ * what they are for the status and, unless read-only, move them aside (save_tail) and truncate
+ * the log at off (synced), so that new records follow the last good one. Read-only leaves the
+ * file as it is. Returns RL_OK, or the error of a failed save or truncate (errmsg says which;
+ * the log then still holds every byte, or the side file does). */
+static int discard_tail(rl_storage *st, const char *path, size_t off, const uint8_t *p, size_t n,
+                        rl_buf *errmsg) {
+    char *side = NULL;
+    int rc, fd = -1;
+    st->tail_kind = classify_tail(p, n);
+    st->tail_offset = off;
+    st->tail_bytes = n;
+    if (!(st->tail_log = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
+    if (st->read_only) {
+        rl__log(RL_LOG_WARN,
+                "log %s: the record at byte offset %zu is %s; recovery ends the log before it and "
+                "leaves the %zu bytes from there in place (read-only open)",
+                path, off, tail_words(st->tail_kind), n);
+        return RL_OK;
+    }
+    if ((rc = save_tail(st, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
+    fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        rc = io_fail("open", path);
+    else if (rl__os_ftruncate(fd, (off_t)off) != 0)
+        rc = io_fail("ftruncate", path);
+    else
+        rc = sync_fd(st, fd, path);
+    if (fd >= 0) close(fd);
+    if (rc != RL_OK) {
+        errf(errmsg, "cannot truncate log %s at byte offset %zu: %s (the discarded bytes are saved "
+                     "in %s)", path, off, rl_error_name(rc), side);
+        rl__free(side);
+        return rc;
+    }
+    rl__log(RL_LOG_WARN,
+            "log %s: the record at byte offset %zu is %s; the log now ends before it, and the %zu "
+            "bytes from there were moved to %s",
+            path, off, tail_words(st->tail_kind), n, side);
+    st->tail_moved_to = side;
+    return RL_OK;
+}
+
+/* Replay log `path` (a missing file is an empty log) into the map. A record that does not
+ * decode ends the log when no valid record starts after it (discard_tail); otherwise, or when a
+ * version does not increase, the open fails with RL_E_LOG_CORRUPT naming the file and offset. */
 static int replay_log(rl_storage *st, const char *path, rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n, off = 0;
@@ -286,21 +459,7 @@ static int replay_log(rl_storage *st, const char *path, rl_buf *errmsg) {
                 rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
                 goto out;
             }
-            /* Torn tail: drop it so new records follow the last good one. */
-            rl__log(RL_LOG_WARN, "log %s: discarding torn tail at byte offset %zu (%zu bytes)",
-                    path, off, n - off);
-            int fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
-            if (fd < 0)
-                rc = io_fail("open", path);
-            else if (rl__os_ftruncate(fd, (off_t)off) != 0)
-                rc = io_fail("ftruncate", path);
-            else
-                rc = sync_fd(st, fd, path);
-            if (fd >= 0) close(fd);
-            if (rc != RL_OK) {
-                errf(errmsg, "cannot truncate log %s at %zu: %s", path, off, rl_error_name(rc));
-                goto out;
-            }
+            if ((rc = discard_tail(st, path, off, buf + off, n - off, errmsg)) != RL_OK) goto out;
             break;
         }
         if (r.version <= st->latest) {
@@ -333,21 +492,100 @@ out:
 
 /* ---- open / close ------------------------------------------------------------------------ */
 
-static int parse_name(const char *name, const char *prefix, uint64_t *seq, int *is_tmp) {
-    size_t pl = strlen(prefix);
-    if (strncmp(name, prefix, pl) != 0) return 0;
-    const char *h = name + pl;
+enum { NAME_OTHER = 0, NAME_CKPT, NAME_CKPT_TMP, NAME_LOG };
+
+/* What a directory entry is: ckpt-S, ckpt-S.tmp, log-S (S: exactly 16 lower-case hex digits,
+ * stored in *seq), or anything else (NAME_OTHER: side files, LOCK, files that are not ours). */
+static int name_kind(const char *name, uint64_t *seq) {
+    const char *h;
+    int is_ckpt = strncmp(name, "ckpt-", 5) == 0;
+    if (is_ckpt)
+        h = name + 5;
+    else if (strncmp(name, "log-", 4) == 0)
+        h = name + 4;
+    else
+        return NAME_OTHER;
     for (int i = 0; i < 16; i++)
-        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f'))) return 0;
-    *is_tmp = strcmp(h + 16, ".tmp") == 0;
-    if (h[16] != 0 && !*is_tmp) return 0;
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f'))) return NAME_OTHER;
     *seq = strtoull(h, NULL, 16);
-    return 1;
+    if (h[16] == 0) return is_ckpt ? NAME_CKPT : NAME_LOG;
+    if (is_ckpt && strcmp(h + 16, ".tmp") == 0) return NAME_CKPT_TMP;
+    return NAME_OTHER;
+}
+
+/* What open's scan of the directory found (it changes nothing). */
+typedef struct {
+    int has_ckpt;        /* a ckpt-S exists */
+    uint64_t best;       /* the newest one's S (0 without one: the empty database) */
+    int has_prev;        /* a checkpoint older than best exists */
+    uint64_t prev;       /* the newest of those */
+    int has_orphan_log;  /* a log-T with T > best exists: ckpt-T is missing */
+    uint64_t orphan_log; /* the lowest such T */
+} dir_scan;
+
+static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
+    uint64_t seq;
+    struct dirent *de;
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(st->dir);
+    if (!d) {
+        int rc = io_fail("opendir", st->dir);
+        errf(errmsg, "cannot list storage directory %s: %s", st->dir, strerror(errno));
+        return rc;
+    }
+    while ((de = readdir(d)) != NULL)
+        if (name_kind(de->d_name, &seq) == NAME_CKPT && (!out->has_ckpt || seq > out->best)) {
+            out->best = seq;
+            out->has_ckpt = 1;
+        }
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+        int kind = name_kind(de->d_name, &seq);
+        if (kind == NAME_CKPT && seq < out->best && (!out->has_prev || seq > out->prev)) {
+            out->prev = seq;
+            out->has_prev = 1;
+        } else if (kind == NAME_LOG && seq > out->best &&
+                   (!out->has_orphan_log || seq < out->orphan_log)) {
+            out->orphan_log = seq;
+            out->has_orphan_log = 1;
+        } else if (kind == NAME_CKPT_TMP && seq != out->best + 1) {
+            rl__log(RL_LOG_WARN, "storage: %s/%s is not the checkpoint in progress after "
+                                 "ckpt-%016" PRIx64 "; left in place", st->dir, de->d_name,
+                    out->best);
+        }
+    }
+    closedir(d);
+    return RL_OK;
+}
+
+/* Take the directory's lock: exclusive for a writer, shared for a read-only handle (readers
+ * coexist; a writer excludes everyone). A read-only open creates LOCK only when it is missing. */
+static int take_lock(rl_storage *st, rl_buf *errmsg) {
+    char path[4096];
+    int rc;
+    snprintf(path, sizeof path, "%s/LOCK", st->dir);
+    st->lock_fd = -1;
+    if (st->read_only) st->lock_fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (st->lock_fd < 0 && (!st->read_only || errno == ENOENT))
+        st->lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (st->lock_fd < 0) {
+        rc = io_fail("open", path);
+        errf(errmsg, "cannot open %s: %s", path, strerror(errno));
+        return rc;
+    }
+    if (flock(st->lock_fd, (st->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+        rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : map_errno(errno);
+        errf(errmsg, "%s is locked by another handle%s", path,
+             st->read_only ? " that writes" : "");
+        return rc;
+    }
+    return RL_OK;
 }
 
 int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
     char path[4096];
     struct stat sb;
+    dir_scan sc;
     int rc;
     st->no_sync = o->no_sync;
     st->checkpoint_log_bytes = o->checkpoint_log_bytes ? o->checkpoint_log_bytes : DEFAULT_CKPT_BYTES;
@@ -359,53 +597,52 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
              rc == RL_E_FILE_NOT_FOUND ? "does not exist" : "not a directory");
         return rc;
     }
-    snprintf(path, sizeof path, "%s/LOCK", st->dir);
-    st->lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->lock_fd < 0) {
-        rc = io_fail("open", path);
-        errf(errmsg, "cannot open %s: %s", path, strerror(errno));
-        return rc;
+    if ((rc = take_lock(st, errmsg)) != RL_OK) return rc;
+
+    /* 1. Scan (changes nothing). A log above the newest checkpoint needs a checkpoint that is
+     *    not there: refuse rather than open an older (or the empty) state. */
+    if ((rc = scan_dir(st, &sc, errmsg)) != RL_OK) return rc;
+    if (sc.has_orphan_log) {
+        errf(errmsg, "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
+                     " holds the commits after it and cannot be replayed without it (newest "
+                     "checkpoint present: ", st->dir, sc.orphan_log, st->dir, sc.orphan_log);
+        if (sc.has_ckpt)
+            errf(errmsg, "ckpt-%016" PRIx64 ")", sc.best);
+        else
+            errf(errmsg, "none)");
+        errf(errmsg, "; no file was changed");
+        return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT);
     }
-    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : map_errno(errno);
-        errf(errmsg, "%s is locked by another handle", path);
-        return rc;
+    st->seq = sc.best;
+
+    /* 2. Load and verify the newest checkpoint. No fallback to an older one. */
+    if (sc.has_ckpt) {
+        path_of(st, path, sizeof path, "ckpt-", sc.best, "");
+        if ((rc = load_checkpoint(st, path, sc.best, errmsg)) != RL_OK) {
+            if (rc == RL_E_CHECKPOINT_CORRUPT) {
+                errf(errmsg, "; no file was changed");
+                if (sc.has_prev)
+                    errf(errmsg, " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
+                                 "never falls back to an older checkpoint)", sc.prev);
+                errf(errmsg, "; if this file is not a checkpoint of this database, move it out "
+                             "of %s and open again", st->dir);
+            }
+            return rc;
+        }
     }
 
-    /* Find the newest checkpoint; remove temporaries. */
-    uint64_t best = 0, seq;
-    int have_ckpt = 0, is_tmp;
-    DIR *d = opendir(st->dir);
-    if (!d) return map_errno(errno);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (parse_name(de->d_name, "ckpt-", &seq, &is_tmp)) {
-            if (is_tmp) {
-                snprintf(path, sizeof path, "%s/%s", st->dir, de->d_name);
-                unlink(path);
-            } else if (!have_ckpt || seq > best) {
-                best = seq;
-                have_ckpt = 1;
-            }
-        }
-    }
-    rewinddir(d);
-    /* Files older than the checkpoint are leftovers of an interrupted checkpoint. */
-    while ((de = readdir(d)) != NULL) {
-        if ((parse_name(de->d_name, "ckpt-", &seq, &is_tmp) ||
-             parse_name(de->d_name, "log-", &seq, &is_tmp)) && seq < best) {
-            snprintf(path, sizeof path, "%s/%s", st->dir, de->d_name);
-            unlink(path);
-        }
-    }
-    closedir(d);
-    st->seq = best;
-    if (have_ckpt) {
-        path_of(st, path, sizeof path, "ckpt-", best, "");
-        if ((rc = load_checkpoint(st, path, best, errmsg)) != RL_OK) return rc;
-    }
-    path_of(st, path, sizeof path, "log-", best, "");
+    /* 3. Replay its log (a damaged tail is moved aside, or only reported when read-only). */
+    path_of(st, path, sizeof path, "log-", sc.best, "");
     if ((rc = replay_log(st, path, errmsg)) != RL_OK) return rc;
+    st->durable = st->latest;
+    if (st->read_only) return RL_OK;
+
+    /* 4. Writable: the state is verified, so the checkpoint an interrupted checkpoint left
+     *    half-written (always ckpt-(S+1).tmp) holds nothing that is not in it: remove it. Then
+     *    open (or create) log-S for appending. */
+    char tmp[4096];
+    path_of(st, tmp, sizeof tmp, "ckpt-", sc.best + 1, ".tmp");
+    if (rl__os_unlink(tmp) != 0 && errno != ENOENT) io_fail("unlink", tmp);
     st->log_fd = rl__os_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (st->log_fd < 0) {
         rc = io_fail("open", path);
@@ -416,7 +653,6 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
         errf(errmsg, "cannot sync directory %s: %s", st->dir, rl_error_name(rc));
         return rc;
     }
-    st->durable = st->latest;
     return RL_OK;
 }
 
@@ -424,6 +660,9 @@ void rl__storage_durable_close(rl_storage *st) {
     if (st->log_fd >= 0) close(st->log_fd);
     if (st->lock_fd >= 0) close(st->lock_fd); /* releases the flock */
     st->log_fd = st->lock_fd = -1;
+    rl__free(st->tail_log);
+    rl__free(st->tail_moved_to);
+    st->tail_log = st->tail_moved_to = NULL;
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -500,6 +739,34 @@ static int ckpt_emit(int fd, rl_buf *blk, uint32_t kind, uint32_t count, const c
     return rl__buf_error(blk);
 }
 
+/* Delete every ckpt-T, ckpt-T.tmp and log-T with T < next: called only once ckpt-next is
+ * written, fsynced, renamed and the directory fsynced, so each of them is replaced by verified
+ * newer state (the current pair, and leftovers of interrupted checkpoints that open kept). Side
+ * files (*.discarded-*) and files that are not ours are never deleted. A failed unlink is
+ * logged and otherwise harmless: open ignores files older than the newest checkpoint, and the
+ * next checkpoint tries again. */
+static void remove_older(rl_storage *st, uint64_t next) {
+    char path[4200];
+    uint64_t seq;
+    struct dirent *de;
+    DIR *d = opendir(st->dir);
+    if (!d) {
+        io_fail("opendir", st->dir);
+        /* At least the pair this checkpoint replaces. */
+        path_of(st, path, sizeof path, "log-", st->seq, "");
+        if (rl__os_unlink(path) != 0 && errno != ENOENT) io_fail("unlink", path);
+        path_of(st, path, sizeof path, "ckpt-", st->seq, "");
+        if (rl__os_unlink(path) != 0 && errno != ENOENT) io_fail("unlink", path);
+        return;
+    }
+    while ((de = readdir(d)) != NULL) {
+        if (name_kind(de->d_name, &seq) == NAME_OTHER || seq >= next) continue;
+        snprintf(path, sizeof path, "%s/%s", st->dir, de->d_name);
+        if (rl__os_unlink(path) != 0 && errno != ENOENT) io_fail("unlink", path);
+    }
+    closedir(d);
+}
+
 int rl__storage_durable_checkpoint(rl_storage *st) {
     char tmp[4096], path[4096];
     uint8_t hdr[CKPT_HEADER];
@@ -571,10 +838,7 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
     close(st->log_fd);
     st->log_fd = nfd;
     if ((rc = sync_dir(st)) != RL_OK) goto fail;
-    path_of(st, path, sizeof path, "log-", st->seq, "");
-    unlink(path);
-    path_of(st, path, sizeof path, "ckpt-", st->seq, "");
-    unlink(path);
+    remove_older(st, next);
     st->seq = next;
     st->log_bytes = 0;
     st->durable = st->ckpt_version = st->latest;
@@ -587,7 +851,7 @@ fail:
     if (rc == RL_E_OUT_OF_MEMORY && !renamed && !st->poisoned) {
         /* Only memory ran out: the log is whole (flushed or untouched) and the .tmp file is not
          * a checkpoint yet. Drop it and leave the engine writable. */
-        if (tmp[0]) unlink(tmp);
+        if (tmp[0] && rl__os_unlink(tmp) != 0) io_fail("unlink", tmp);
         return rc;
     }
     return poison(st, rc);

@@ -153,3 +153,12 @@ int rl__os_ftruncate(int fd, off_t len) {
     }
     return ftruncate(fd, len);
 }
+
+int rl__os_unlink(const char *path) {
+    int err = FAULT(RL_OS_UNLINK, NULL);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return unlink(path);
+}

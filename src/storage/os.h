@@ -1,9 +1,10 @@
 /* os.h (internal) — the storage engine's file-system calls, with fault injection for tests.
  *
  * durable.c makes every call that changes files (open, write, pwrite, fsync, fdatasync, rename,
- * ftruncate) through these wrappers. Each behaves exactly like the POSIX call it wraps (same
- * arguments, same return value, errno set on failure), except that a test can arm one injected
- * failure: "the (n+1)th call of kind K from now fails with errno E" (tests/fault/storage).
+ * ftruncate, unlink) through these wrappers. Each behaves exactly like the POSIX call it wraps
+ * (same arguments, same return value, errno set on failure), except that a test can arm one
+ * injected failure: "the (n+1)th call of kind K from now fails with errno E"
+ * (tests/fault/storage).
  *
  * Cost when nothing is armed: one relaxed atomic load and one predictable branch per call.
  *
@@ -31,7 +32,8 @@ typedef enum {
     RL_OS_FSYNC = 2, /* fsync and fdatasync */
     RL_OS_RENAME = 3,
     RL_OS_FTRUNCATE = 4,
-    RL_OS_KINDS = 5
+    RL_OS_UNLINK = 5,
+    RL_OS_KINDS = 6
 } rl_os_kind;
 
 enum { RL_OS_FAULT_TORN = 1 }; /* flags of rl__os_fault_arm */
@@ -55,5 +57,6 @@ int rl__os_fsync(int fd);
 int rl__os_fdatasync(int fd);
 int rl__os_rename(const char *from, const char *to);
 int rl__os_ftruncate(int fd, off_t len);
+int rl__os_unlink(const char *path);
 
 #endif

@@ -805,6 +805,10 @@ int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_
 int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
     int rc;
     pthread_rwlock_wrlock(&st->lock);
+    if (st->read_only) {
+        rc = RL_E_READ_ONLY_DATABASE;
+        goto out;
+    }
     if (st->poisoned) {
         rc = st->poisoned;
         goto out;
@@ -875,6 +879,7 @@ int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *e
     st->lock_fd = st->log_fd = -1;
     rl__buf_init(&st->pending);
     st->window = opts->window_versions ? opts->window_versions : DEFAULT_WINDOW;
+    st->read_only = opts->read_only != 0;
     /* Writers first: glibc's default prefers readers, and a stream of reads would starve apply. */
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
@@ -906,7 +911,8 @@ void rl__storage_close(rl_storage *st) {
 
 int rl__storage_sync(rl_storage *st) {
     pthread_rwlock_wrlock(&st->lock);
-    int rc = st->dir ? rl__storage_durable_sync(st) : RL_OK;
+    /* Read-only: nothing was applied, so everything recovered is already durable. */
+    int rc = st->dir && !st->read_only ? rl__storage_durable_sync(st) : RL_OK;
     if (!st->dir) st->durable = st->latest;
     pthread_rwlock_unlock(&st->lock);
     return rc;
@@ -914,7 +920,9 @@ int rl__storage_sync(rl_storage *st) {
 
 int rl__storage_checkpoint(rl_storage *st) {
     pthread_rwlock_wrlock(&st->lock);
-    int rc = st->dir ? rl__storage_durable_checkpoint(st) : RL_OK;
+    int rc = st->read_only ? RL_E_READ_ONLY_DATABASE
+             : st->dir     ? rl__storage_durable_checkpoint(st)
+                           : RL_OK;
     pthread_rwlock_unlock(&st->lock);
     return rc;
 }
@@ -929,6 +937,12 @@ void rl__storage_get_status(rl_storage *st, rl_storage_status *out) {
     out->log_bytes = st->log_bytes + st->pending.len;
     out->checkpoint_version = st->ckpt_version;
     out->checkpoints = st->checkpoints;
+    out->read_only = st->read_only;
+    out->recovery_tail = st->tail_kind;
+    out->recovery_tail_offset = st->tail_offset;
+    out->recovery_tail_bytes = st->tail_bytes;
+    out->recovery_log = st->tail_log;
+    out->recovery_moved_to = st->tail_moved_to;
     pthread_rwlock_unlock(&st->lock);
 }
 

@@ -12,8 +12,12 @@
  *     mutations to a checksummed write-ahead log; rl__storage_sync makes everything applied so far
  *     durable (one fsync covers many versions: group commit). Checkpoints are written every
  *     checkpoint_log_bytes of log. Recovery loads the last checkpoint and replays the log after it;
- *     a torn last record is discarded, any other corruption fails open with RL_E_LOG_CORRUPT or
- *     RL_E_CHECKPOINT_CORRUPT and a message naming the file and offset.
+ *     an unreadable last record ends the log (its bytes moved to a side file, or left in place
+ *     by a read-only open), any other damage — corruption elsewhere, a corrupt newest checkpoint,
+ *     a missing checkpoint — fails open with RL_E_LOG_CORRUPT or RL_E_CHECKPOINT_CORRUPT and a
+ *     message naming the file, changing no file (durable.c, Recovery; docs/file-format.md).
+ *   - Read-only (rl_storage_options.read_only): recovery into memory that changes no file;
+ *     apply and checkpoint return RL_E_READ_ONLY_DATABASE.
  *   - Without a directory ("mem:"), nothing touches the disk.
  *
  * Mutations reaching storage are already resolved: versionstamped operations have had their
@@ -81,6 +85,7 @@ typedef struct {
     int no_sync;                   /* skip fsync (benchmarks say so when they use it) */
     uint64_t window_versions;      /* MVCC window; 0 = default 5,000,000 */
     uint64_t checkpoint_log_bytes; /* checkpoint when the log grows past this; 0 = 64 MiB */
+    int read_only;                 /* 1: recover into memory, change no file, refuse writes */
 } rl_storage_options;
 
 typedef struct rl_storage rl_storage;
@@ -94,26 +99,52 @@ typedef struct {
     uint64_t log_bytes;         /* bytes in the current log file */
     rl_version checkpoint_version; /* version of the last checkpoint (0 if none) */
     uint64_t checkpoints;       /* checkpoints written since open */
+    int read_only;              /* 1 if opened read-only */
+    /* What the open's recovery found at the end of the log (rl_tail_kind). When it is not
+     * RL_TAIL_CLEAN, the log ended in recovery_tail_bytes unreadable bytes from byte offset
+     * recovery_tail_offset of recovery_log, which were moved to recovery_moved_to (NULL when
+     * read-only: the bytes were left in the log). Both strings are owned by the engine and valid
+     * until rl__storage_close; both are NULL when the tail was clean. */
+    int recovery_tail;
+    uint64_t recovery_tail_offset;
+    uint64_t recovery_tail_bytes;
+    const char *recovery_log;
+    const char *recovery_moved_to;
 } rl_storage_status;
+
+/* The end of a log as recovery found it (rl_storage_status.recovery_tail). */
+typedef enum {
+    RL_TAIL_CLEAN = 0,        /* the log ends at a record boundary */
+    RL_TAIL_TORN = 1,         /* a short record: the file ends inside its header or payload */
+    RL_TAIL_BAD_CHECKSUM = 2, /* a complete record (its length fits the file), checksum wrong */
+    RL_TAIL_BAD_RECORD = 3,   /* not a record: bad magic, impossible length, malformed payload */
+} rl_tail_kind;
+
+/* "clean", "torn", "bad_checksum" or "bad_record" (static text; "unknown" otherwise). */
+const char *rl__storage_tail_name(int kind);
 
 /* Open (and recover) a storage engine. *out is set only on RL_OK. On failure a message naming
  * the file and offset (for corruption) is appended to errmsg when errmsg is not NULL.
- * Errors: RL_E_DATABASE_LOCKED_BY_PROCESS (another process has the directory),
- * RL_E_FILE_NOT_FOUND (dir missing), RL_E_IO_ERROR, RL_E_LOG_CORRUPT, RL_E_CHECKPOINT_CORRUPT,
- * RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
+ * Errors: RL_E_DATABASE_LOCKED_BY_PROCESS (a writer has the directory, or any handle when
+ * opening to write), RL_E_FILE_NOT_FOUND (dir missing), RL_E_IO_ERROR (also: the discarded
+ * tail could not be saved to its side file), RL_E_LOG_CORRUPT, RL_E_CHECKPOINT_CORRUPT (also:
+ * a corrupt newest or a missing checkpoint), RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
 int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *errmsg);
 /* Close; flushes nothing that was not synced. NULL is a no-op. */
 void rl__storage_close(rl_storage *st);
 
 /* Apply the mutations of one version (v > latest_version), in order, logging them when durable.
  * The new version is readable at once; it is durable after rl__storage_sync. Errors:
- * RL_E_VERSION_INVALID (v not increasing), RL_E_IO_ERROR (the engine is then poisoned: every
- * later write fails), RL_E_OUT_OF_MEMORY. */
+ * RL_E_READ_ONLY_DATABASE (opened read-only; nothing applied), RL_E_VERSION_INVALID (v not
+ * increasing), RL_E_IO_ERROR (the engine is then poisoned: every later write fails),
+ * RL_E_OUT_OF_MEMORY. */
 int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
-/* Make every applied version durable (fsync unless no_sync). RL_OK, RL_E_IO_ERROR or
- * RL_E_NO_SPACE (the engine is then poisoned), or the error that poisoned it earlier. */
+/* Make every applied version durable (fsync unless no_sync). RL_OK (always when read-only),
+ * RL_E_IO_ERROR or RL_E_NO_SPACE (the engine is then poisoned), or the error that poisoned it
+ * earlier. */
 int rl__storage_sync(rl_storage *st);
-/* Write a checkpoint now and truncate the log (also done automatically). */
+/* Write a checkpoint now and truncate the log (also done automatically); once it is durable,
+ * every older checkpoint and log is deleted. RL_E_READ_ONLY_DATABASE when read-only. */
 int rl__storage_checkpoint(rl_storage *st);
 /* Drop history older than the window (also done automatically on apply). */
 void rl__storage_collect(rl_storage *st);

@@ -102,6 +102,13 @@ struct rl_storage {
     rl_version ckpt_version;
     uint64_t checkpoints;
     int replaying;         /* recovery: apply without logging */
+    int read_only;         /* opened read-only: apply and checkpoint refused, no file touched */
+    /* What recovery found at the end of the log (rl_storage_status.recovery_*). */
+    int tail_kind;         /* rl_tail_kind */
+    uint64_t tail_offset;  /* byte offset of the discarded bytes in tail_log */
+    uint64_t tail_bytes;   /* bytes discarded (0 when clean) */
+    char *tail_log;        /* heap: the log's path; NULL when clean */
+    char *tail_moved_to;   /* heap: the side file holding them; NULL when clean or read-only */
 };
 
 /* storage.c */

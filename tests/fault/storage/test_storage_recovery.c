@@ -1,0 +1,854 @@
+/* test_storage_recovery.c — recovery never destroys data (issue 8, defects 1–3) and read-only
+ * opening of the durable `memory` engine.
+ *
+ *   recovery-1  checkpoints: a junk or corrupt newest checkpoint fails open naming the file and
+ *               changes no file; older files are deleted only by a later checkpoint, never by
+ *               open; ckpt-(S+1).tmp is removed only after ckpt-S was verified.
+ *   recovery-2  missing checkpoints: a log numbered above the newest checkpoint is refused,
+ *               naming the missing checkpoint, and no file changes.
+ *   recovery-3  the log tail: a torn (short) last record and a complete last record with a bad
+ *               checksum both end the log, but their bytes are moved to a side file
+ *               (log-S.discarded-OFFSET) byte for byte before the log is truncated; the warning
+ *               names the side file and the kind, and the status reports it. A failure while
+ *               saving the tail fails open and leaves the log whole. Bytes that are not a
+ *               record at all (zeros) are handled the same way (bad_record).
+ *   recovery-4  read-only: recovery into memory that changes no file (a torn tail is ignored and
+ *               reported), shared locks between readers, writes refused with
+ *               read_only_database.
+ *
+ * A "snapshot" of a directory is every entry's name and bytes, sorted by name: two snapshots are
+ * equal when no file was created, deleted, renamed or changed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "storage/os.h"
+#include "storage/storage.h"
+#include "test.h"
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static int open_opts(const char *dir, int read_only, rl_storage **st, rl_buf *err) {
+    rl_storage_options o = {0};
+    o.dir = dir;
+    o.no_sync = 1; /* formats and file sets are checked here, not power loss */
+    o.read_only = read_only;
+    return rl__storage_open(&o, st, err);
+}
+
+static int open_dir(const char *dir, rl_storage **st, rl_buf *err) {
+    return open_opts(dir, 0, st, err);
+}
+
+/* Version v sets k<v % 50> and "last" to a value naming v, and ADDs 1 to "count". */
+static void put_version(rl_storage *st, rl_version v) {
+    char k[16], val[64];
+    snprintf(k, sizeof k, "k%02d", (int)(v % 50));
+    int vl = snprintf(val, sizeof val, "value-of-version-%llu", (unsigned long long)v);
+    rl_mutation m[] = {
+        {RL_MUT_SET, (const uint8_t *)k, 3, (const uint8_t *)val, (uint32_t)vl},
+        {RL_MUT_SET, (const uint8_t *)"last", 4, (const uint8_t *)val, (uint32_t)vl},
+        {RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8},
+    };
+    ASSERT_OK(rl__storage_apply(st, v, m, 3));
+}
+
+/* Every key-value at the latest version (and the version), serialized, into out. */
+static void dump(rl_storage *st, rl_buf *out) {
+    rl_arena a;
+    rl__arena_init(&a, 0);
+    rl_kvpair *kvs;
+    int n, more;
+    rl__buf_reset(out);
+    rl__buf_append_u64be(out, rl__storage_latest_version(st));
+    ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff", 1, 0, 0, 0,
+                                    &a, &kvs, &n, &more));
+    for (int i = 0; i < n; i++) {
+        rl__buf_append_u32be(out, kvs[i].key_len);
+        rl__buf_append(out, kvs[i].key, kvs[i].key_len);
+        rl__buf_append_u32be(out, kvs[i].value_len);
+        rl__buf_append(out, kvs[i].value, kvs[i].value_len);
+    }
+    rl__arena_release(&a);
+}
+
+/* "dir/name" in a static buffer (one of four, so a few can be used at once). */
+static const char *pathf(const char *dir, const char *fmt, unsigned long long n) {
+    static char bufs[4][4200];
+    static int next;
+    char name[200];
+    char *p = bufs[next++ % 4];
+    snprintf(name, sizeof name, fmt, n);
+    snprintf(p, 4200, "%s/%s", dir, name);
+    return p;
+}
+#define CKPT(dir, s) pathf((dir), "ckpt-%016llx", (unsigned long long)(s))
+#define LOG(dir, s) pathf((dir), "log-%016llx", (unsigned long long)(s))
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static off_t file_size(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? sb.st_size : -1;
+}
+
+static uint8_t *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = rl__malloc(*len + 1);
+    ASSERT_EQ(fread(p, 1, *len, f), *len);
+    fclose(f);
+    return p;
+}
+
+static void spit(const char *path, const void *p, size_t len) {
+    FILE *f = fopen(path, "wb");
+    ASSERT_NOT_NULL(f);
+    ASSERT_EQ(fwrite(p, 1, len, f), len);
+    fclose(f);
+}
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every entry of dir (name, size, bytes), sorted by name, serialized into out. */
+static void snapshot(const char *dir, rl_buf *out) {
+    char *names[256];
+    int n = 0;
+    DIR *d = opendir(dir);
+    ASSERT_NOT_NULL(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        ASSERT_TRUE(n < 256);
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    rl__buf_reset(out);
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        char full[4200];
+        snprintf(full, sizeof full, "%s/%s", dir, names[i]);
+        uint8_t *p = slurp(full, &len);
+        rl__buf_printf(out, "%s %zu\n", names[i], len);
+        rl__buf_append(out, p, len);
+        rl__free(p);
+        free(names[i]);
+    }
+}
+
+/* Names of the entries of dir, sorted, one per line (for failure messages). */
+static void listing(const char *dir, rl_buf *out) {
+    char *names[256];
+    int n = 0;
+    DIR *d = opendir(dir);
+    ASSERT_NOT_NULL(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && n < 256)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) names[n++] = strdup(de->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    rl__buf_reset(out);
+    for (int i = 0; i < n; i++) {
+        rl__buf_printf(out, "%s ", names[i]);
+        free(names[i]);
+    }
+}
+
+static void assert_same_snapshot(const rl_buf *before, const char *dir, const char *what) {
+    rl_buf now, names;
+    rl__buf_init(&now);
+    rl__buf_init(&names);
+    snapshot(dir, &now);
+    if (now.len != before->len || memcmp(now.data, before->data, now.len) != 0) {
+        listing(dir, &names);
+        fail_msg("%s: the directory changed (now: %s)", what, (const char *)names.data);
+    }
+    rl__buf_release(&now);
+    rl__buf_release(&names);
+}
+
+/* Capture stderr (the engine's warnings) into a file between begin and end. */
+typedef struct {
+    int saved;
+    char path[4200];
+} capture;
+
+static void capture_begin(capture *c, const char *dir) {
+    snprintf(c->path, sizeof c->path, "%s-stderr-%d.txt", dir, (int)getpid());
+    fflush(stderr);
+    c->saved = dup(2);
+    int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_TRUE(fd >= 0 && c->saved >= 0);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* Restore stderr; the captured text (heap, free()) is returned. */
+static char *capture_end(capture *c) {
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    char *buf = calloc(1, 65536);
+    FILE *f = fopen(c->path, "r");
+    size_t n = f ? fread(buf, 1, 65535, f) : 0;
+    if (f) fclose(f);
+    unlink(c->path);
+    buf[n] = 0;
+    fputs(buf, stderr); /* keep the warnings visible in the test log */
+    return buf;
+}
+
+/* A database with a checkpoint (ckpt-1: versions 1..10) and log-1 holding versions 11..20. */
+static void make_db(const char *dir, rl_buf *state) {
+    rl_storage *st;
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    for (rl_version v = 1; v <= 10; v++) put_version(st, v);
+    ASSERT_OK(rl__storage_checkpoint(st));
+    for (rl_version v = 11; v <= 20; v++) put_version(st, v);
+    ASSERT_OK(rl__storage_sync(st));
+    if (state) dump(st, state);
+    rl__storage_close(st);
+    ASSERT_TRUE(exists(CKPT(dir, 1)));
+    ASSERT_TRUE(file_size(LOG(dir, 1)) > 0);
+}
+
+/* Byte offsets where each record of a log file starts (the walk trusts the length fields: the
+ * file is one the engine wrote). Returns the count; offs[count] is the file size. */
+static int record_offsets(const uint8_t *p, size_t n, size_t *offs, int cap) {
+    int k = 0;
+    size_t off = 0;
+    while (off + 24 <= n && k < cap - 1) {
+        offs[k++] = off;
+        uint32_t len = (uint32_t)p[off + 8] | (uint32_t)p[off + 9] << 8 |
+                       (uint32_t)p[off + 10] << 16 | (uint32_t)p[off + 11] << 24;
+        off += 24 + len;
+    }
+    offs[k] = off;
+    return k;
+}
+
+/* ---- recovery-1: checkpoints ------------------------------------------------------------- */
+
+/* Defect 1: a junk file named like a newer checkpoint. Open fails naming it and changes no
+ * file; once the junk is removed, the database opens with all its data. */
+TEST(recovery_1_1_junk_newer_checkpoint) {
+    char *dir = rl_test_tmpdir("rec-junk");
+    rl_buf want, got, snap, err;
+    rl__buf_init(&want);
+    rl__buf_init(&got);
+    rl__buf_init(&snap);
+    rl__buf_init(&err);
+    make_db(dir, &want);
+    spit(CKPT(dir, 0xff), "junk\n", 5);
+    snapshot(dir, &snap);
+    rl_storage *st = NULL;
+    ASSERT_RC(open_dir(dir, &st, &err), RL_E_CHECKPOINT_CORRUPT);
+    ASSERT_NULL(st);
+    if (!strstr((const char *)err.data, "ckpt-00000000000000ff"))
+        fail_msg("message does not name the file: %s", (const char *)err.data);
+    assert_same_snapshot(&snap, dir, "failed open");
+    /* A second try changes nothing either. */
+    ASSERT_RC(open_dir(dir, &st, NULL), RL_E_CHECKPOINT_CORRUPT);
+    assert_same_snapshot(&snap, dir, "second failed open");
+    ASSERT_EQ(unlink(CKPT(dir, 0xff)), 0);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    dump(st, &got);
+    ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
+    ASSERT_EQ(rl__storage_latest_version(st), 20);
+    rl__storage_close(st);
+    rl__buf_release(&want);
+    rl__buf_release(&got);
+    rl__buf_release(&snap);
+    rl__buf_release(&err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* Leftovers of an interrupted checkpoint (ckpt-1 and log-1 beside ckpt-2 and log-2): open keeps
+ * them; a corrupt ckpt-2 fails open naming it with every file kept (no fallback to ckpt-1);
+ * only the next checkpoint, once ckpt-3 is durable, deletes everything older. */
+TEST(recovery_1_2_leftovers_kept_until_next_checkpoint) {
+    char *dir = rl_test_tmpdir("rec-left");
+    rl_buf want, got, snap, err;
+    rl__buf_init(&want);
+    rl__buf_init(&got);
+    rl__buf_init(&snap);
+    rl__buf_init(&err);
+    make_db(dir, NULL);
+    size_t c1n, l1n;
+    uint8_t *c1 = slurp(CKPT(dir, 1), &c1n), *l1 = slurp(LOG(dir, 1), &l1n);
+    rl_storage *st;
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_OK(rl__storage_checkpoint(st)); /* ckpt-2; deletes ckpt-1 and log-1 */
+    for (rl_version v = 21; v <= 25; v++) put_version(st, v);
+    ASSERT_OK(rl__storage_sync(st));
+    dump(st, &want);
+    rl__storage_close(st);
+    ASSERT_FALSE(exists(CKPT(dir, 1)));
+    ASSERT_FALSE(exists(LOG(dir, 1)));
+    /* As if the process had died before deleting them. */
+    spit(CKPT(dir, 1), c1, c1n);
+    spit(LOG(dir, 1), l1, l1n);
+    snapshot(dir, &snap);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    dump(st, &got);
+    ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
+    rl__storage_close(st);
+    assert_same_snapshot(&snap, dir, "open with leftovers");
+    /* A corrupt newest checkpoint: refused, nothing deleted, no fallback to ckpt-1. */
+    size_t c2n;
+    uint8_t *c2 = slurp(CKPT(dir, 2), &c2n);
+    c2[c2n / 2] ^= 0x10;
+    spit(CKPT(dir, 2), c2, c2n);
+    snapshot(dir, &snap);
+    ASSERT_RC(open_dir(dir, &st, &err), RL_E_CHECKPOINT_CORRUPT);
+    if (!strstr((const char *)err.data, "ckpt-0000000000000002"))
+        fail_msg("message does not name the file: %s", (const char *)err.data);
+    assert_same_snapshot(&snap, dir, "open of a corrupt newest checkpoint");
+    c2[c2n / 2] ^= 0x10;
+    spit(CKPT(dir, 2), c2, c2n);
+    /* The next checkpoint deletes every older file; open did not. */
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_TRUE(exists(CKPT(dir, 1)) && exists(LOG(dir, 1)));
+    ASSERT_OK(rl__storage_checkpoint(st));
+    ASSERT_FALSE(exists(CKPT(dir, 1)));
+    ASSERT_FALSE(exists(LOG(dir, 1)));
+    ASSERT_FALSE(exists(CKPT(dir, 2)));
+    ASSERT_FALSE(exists(LOG(dir, 2)));
+    ASSERT_TRUE(exists(CKPT(dir, 3)) && exists(LOG(dir, 3)));
+    dump(st, &got);
+    ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
+    rl__storage_close(st);
+    rl__free(c1);
+    rl__free(l1);
+    rl__free(c2);
+    rl__buf_release(&want);
+    rl__buf_release(&got);
+    rl__buf_release(&snap);
+    rl__buf_release(&err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* ckpt-(S+1).tmp (an interrupted checkpoint) is deleted by a writable open only after ckpt-S
+ * and log-S were verified; when ckpt-S is corrupt it stays. Another .tmp (not the one the
+ * protocol leaves) is never deleted by open. */
+TEST(recovery_1_3_tmp_removed_after_verification) {
+    char *dir = rl_test_tmpdir("rec-tmp");
+    rl_buf snap;
+    rl__buf_init(&snap);
+    make_db(dir, NULL);
+    const char *tmp2 = pathf(dir, "ckpt-%016llx.tmp", 2), *tmp9 = pathf(dir, "ckpt-%016llx.tmp", 9);
+    char t2[4200], t9[4200];
+    snprintf(t2, sizeof t2, "%s", tmp2);
+    snprintf(t9, sizeof t9, "%s", tmp9);
+    spit(t2, "RLCKPT01 partial", 16);
+    spit(t9, "someone else's", 14);
+    size_t cn;
+    uint8_t *c = slurp(CKPT(dir, 1), &cn);
+    c[40] ^= 1;
+    spit(CKPT(dir, 1), c, cn);
+    snapshot(dir, &snap);
+    rl_storage *st;
+    ASSERT_RC(open_dir(dir, &st, NULL), RL_E_CHECKPOINT_CORRUPT);
+    assert_same_snapshot(&snap, dir, "open of a corrupt checkpoint with a .tmp");
+    c[40] ^= 1;
+    spit(CKPT(dir, 1), c, cn);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_FALSE(exists(t2));
+    ASSERT_TRUE(exists(t9));
+    rl__storage_close(st);
+    rl__free(c);
+    rl__buf_release(&snap);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* ---- recovery-2: missing checkpoints ----------------------------------------------------- */
+
+/* Defect 2: ckpt-1 deleted, log-1 left. Open is refused naming ckpt-1; nothing changes. */
+TEST(recovery_2_1_missing_checkpoint) {
+    char *dir = rl_test_tmpdir("rec-missing");
+    rl_buf snap, err;
+    rl__buf_init(&snap);
+    rl__buf_init(&err);
+    make_db(dir, NULL);
+    ASSERT_EQ(unlink(CKPT(dir, 1)), 0);
+    snapshot(dir, &snap);
+    rl_storage *st = NULL;
+    int rc = open_dir(dir, &st, &err);
+    if (rc == RL_OK) {
+        rl_storage_status s;
+        rl__storage_get_status(st, &s);
+        rl__storage_close(st);
+        fail_msg("opened with %llu keys", (unsigned long long)s.keys);
+    }
+    ASSERT_RC(rc, RL_E_CHECKPOINT_CORRUPT);
+    const char *m = (const char *)err.data;
+    if (!strstr(m, "ckpt-0000000000000001") || !strstr(m, "missing"))
+        fail_msg("message does not name the missing checkpoint: %s", m);
+    assert_same_snapshot(&snap, dir, "refused open");
+    rl__buf_release(&snap);
+    rl__buf_release(&err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* The missing checkpoint is not the newest one: ckpt-1 and log-1 (leftovers) with log-2 but no
+ * ckpt-2. Refused naming ckpt-2 (not a silent open of the older state). */
+TEST(recovery_2_2_missing_newer_checkpoint) {
+    char *dir = rl_test_tmpdir("rec-missing2");
+    rl_buf snap, err;
+    rl__buf_init(&snap);
+    rl__buf_init(&err);
+    make_db(dir, NULL);
+    size_t c1n, l1n;
+    uint8_t *c1 = slurp(CKPT(dir, 1), &c1n), *l1 = slurp(LOG(dir, 1), &l1n);
+    rl_storage *st;
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_OK(rl__storage_checkpoint(st));
+    put_version(st, 21);
+    ASSERT_OK(rl__storage_sync(st));
+    rl__storage_close(st);
+    spit(CKPT(dir, 1), c1, c1n);
+    spit(LOG(dir, 1), l1, l1n);
+    ASSERT_EQ(unlink(CKPT(dir, 2)), 0);
+    snapshot(dir, &snap);
+    ASSERT_RC(open_dir(dir, &st, &err), RL_E_CHECKPOINT_CORRUPT);
+    const char *m = (const char *)err.data;
+    if (!strstr(m, "ckpt-0000000000000002") || !strstr(m, "missing"))
+        fail_msg("message does not name the missing checkpoint: %s", m);
+    assert_same_snapshot(&snap, dir, "refused open");
+    rl__free(c1);
+    rl__free(l1);
+    rl__buf_release(&snap);
+    rl__buf_release(&err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* S = 0 is the empty database: log-0 without any checkpoint is valid, and an empty directory
+ * opens empty. */
+TEST(recovery_2_3_log0_needs_no_checkpoint) {
+    char *dir = rl_test_tmpdir("rec-log0");
+    rl_storage *st;
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_EQ(rl__storage_latest_version(st), 0);
+    put_version(st, 1);
+    ASSERT_OK(rl__storage_sync(st));
+    rl__storage_close(st);
+    ASSERT_TRUE(exists(LOG(dir, 0)));
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_EQ(rl__storage_latest_version(st), 1);
+    rl__storage_close(st);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* ---- recovery-3: the log tail ------------------------------------------------------------ */
+
+/* Damage the last record of log-1 of a fresh make_db: flip one byte in its payload (bad
+ * checksum) or cut its last `cut` bytes (torn). Returns the record's offset; *out_bytes gets
+ * the damaged tail as it is on disk (heap) and *out_len its length. */
+static size_t damage_last_record(const char *dir, int flip, size_t cut, uint8_t **out_bytes,
+                                 size_t *out_len) {
+    size_t n, offs[64];
+    uint8_t *p = slurp(LOG(dir, 1), &n);
+    int k = record_offsets(p, n, offs, 64);
+    ASSERT_EQ(offs[k], n);
+    ASSERT_TRUE(k == 10);
+    size_t off = offs[k - 1];
+    if (flip) p[off + 30] ^= 0x20;
+    n -= cut;
+    spit(LOG(dir, 1), p, n);
+    *out_len = n - off;
+    *out_bytes = rl__malloc(*out_len);
+    memcpy(*out_bytes, p + off, *out_len);
+    rl__free(p);
+    return off;
+}
+
+/* Open after damage_last_record: succeeds at version 19; the log is truncated at the record;
+ * the side file named in the warning holds the damaged bytes exactly; the warning says `kind`
+ * and the status reports `want_tail`. */
+static void check_tail_recovery(const char *dir, size_t off, const uint8_t *tail, size_t tail_len,
+                                const char *kind, int want_tail, const char *side) {
+    capture cap;
+    rl_buf err;
+    rl__buf_init(&err);
+    rl_storage *st = NULL;
+    capture_begin(&cap, dir);
+    int rc = open_dir(dir, &st, &err);
+    char *warn = capture_end(&cap);
+    if (rc != RL_OK) fail_msg("open: %s: %s", rl_error_name(rc), (const char *)err.data);
+    ASSERT_EQ(rl__storage_latest_version(st), 19);
+    ASSERT_EQ(file_size(LOG(dir, 1)), (off_t)off);
+    if (!exists(side)) fail_msg("no side file %s (warning: %s)", side, warn);
+    size_t sn;
+    uint8_t *sp = slurp(side, &sn);
+    ASSERT_MEM_EQ(sp, sn, tail, tail_len);
+    rl__free(sp);
+    if (!strstr(warn, side)) fail_msg("the warning does not name %s: %s", side, warn);
+    if (!strstr(warn, kind)) fail_msg("the warning does not say \"%s\": %s", kind, warn);
+    rl_storage_status s;
+    memset(&s, 0, sizeof s);
+    rl__storage_get_status(st, &s);
+    ASSERT_EQ(s.recovery_tail, want_tail);
+    ASSERT_EQ(s.recovery_tail_offset, off);
+    ASSERT_EQ(s.recovery_tail_bytes, tail_len);
+    ASSERT_NOT_NULL(s.recovery_moved_to);
+    ASSERT_STR_EQ(s.recovery_moved_to, side);
+    ASSERT_NOT_NULL(s.recovery_log);
+    ASSERT_STR_EQ(s.recovery_log, LOG(dir, 1));
+    /* Writing goes on after the kept records. */
+    put_version(st, 19 + 1);
+    ASSERT_OK(rl__storage_sync(st));
+    rl__storage_close(st);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_EQ(rl__storage_latest_version(st), 20);
+    rl__storage_get_status(st, &s);
+    ASSERT_EQ(s.recovery_tail, RL_TAIL_CLEAN);
+    ASSERT_NULL(s.recovery_moved_to);
+    rl__storage_close(st);
+    free(warn);
+    rl__buf_release(&err);
+}
+
+/* Defect 3: a complete last record with one flipped byte. */
+TEST(recovery_3_1_bad_checksum_tail_moved_aside) {
+    char *dir = rl_test_tmpdir("rec-badsum");
+    make_db(dir, NULL);
+    uint8_t *tail;
+    size_t tail_len, off = damage_last_record(dir, 1, 0, &tail, &tail_len);
+    char side[4200];
+    snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
+    check_tail_recovery(dir, off, tail, tail_len, "complete record with bad checksum",
+                        RL_TAIL_BAD_CHECKSUM, side);
+    rl__free(tail);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* A short (torn) last record, cut at several places including inside its header. */
+TEST(recovery_3_2_torn_tail_moved_aside) {
+    size_t cuts[] = {1, 7, 40};
+    for (int i = 0; i < 3; i++) {
+        char *dir = rl_test_tmpdir("rec-torn");
+        make_db(dir, NULL);
+        uint8_t *tail;
+        size_t tail_len, off;
+        if (cuts[i] == 40) {
+            /* Leave only 10 bytes of the record: the file ends inside the header. */
+            size_t n, offs[64];
+            uint8_t *p = slurp(LOG(dir, 1), &n);
+            int k = record_offsets(p, n, offs, 64);
+            off = offs[k - 1];
+            rl__free(p);
+            off = damage_last_record(dir, 0, n - off - 10, &tail, &tail_len);
+            ASSERT_EQ(tail_len, 10);
+        } else {
+            off = damage_last_record(dir, 0, cuts[i], &tail, &tail_len);
+        }
+        char side[4200];
+        snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
+        check_tail_recovery(dir, off, tail, tail_len, "torn (short record)", RL_TAIL_TORN, side);
+        rl__free(tail);
+        rl_test_rmtree(dir);
+        free(dir);
+    }
+}
+
+/* The same damage twice at the same offset: the second side file gets another name and the
+ * first is left as it was. */
+TEST(recovery_3_3_side_file_never_overwritten) {
+    char *dir = rl_test_tmpdir("rec-twice");
+    make_db(dir, NULL);
+    size_t n;
+    uint8_t *orig = slurp(LOG(dir, 1), &n);
+    uint8_t *tail1, *tail2;
+    size_t len1, len2, off = damage_last_record(dir, 1, 0, &tail1, &len1);
+    char side[4200], side2[4200];
+    snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
+    snprintf(side2, sizeof side2, "%s.discarded-%zu.1", LOG(dir, 1), off);
+    rl_storage *st;
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    rl__storage_close(st);
+    ASSERT_TRUE(exists(side));
+    spit(LOG(dir, 1), orig, n);
+    ASSERT_EQ(damage_last_record(dir, 0, 3, &tail2, &len2), off);
+    capture cap;
+    capture_begin(&cap, dir);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    char *warn = capture_end(&cap);
+    rl__storage_close(st);
+    size_t sn;
+    uint8_t *sp = slurp(side, &sn);
+    ASSERT_MEM_EQ(sp, sn, tail1, len1);
+    rl__free(sp);
+    if (!exists(side2) || !strstr(warn, side2)) fail_msg("second side file: %s", warn);
+    sp = slurp(side2, &sn);
+    ASSERT_MEM_EQ(sp, sn, tail2, len2);
+    rl__free(sp);
+    free(warn);
+    rl__free(orig);
+    rl__free(tail1);
+    rl__free(tail2);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* Saving the tail fails (the side file's open, write or fsync): open fails with io_error and a
+ * message naming the side file, the log keeps every byte, no partial side file is left, and a
+ * later open without faults moves the tail aside. */
+TEST(recovery_3_4_saving_the_tail_fails) {
+    rl_os_kind kinds[] = {RL_OS_OPEN, RL_OS_WRITE, RL_OS_FSYNC};
+    for (int k = 0; k < 3; k++) {
+        char *dir = rl_test_tmpdir("rec-savefail");
+        make_db(dir, NULL);
+        uint8_t *tail;
+        size_t tail_len, off = damage_last_record(dir, 1, 0, &tail, &tail_len);
+        char side[4200];
+        snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
+        off_t full = file_size(LOG(dir, 1));
+        rl_storage_options o = {0};
+        o.dir = dir; /* with fsync, so that the side file's fsync is a call to fail */
+        rl_buf err;
+        rl__buf_init(&err);
+        /* Count the calls of this kind that open makes before the side file. */
+        long before;
+        {
+            char *probe = rl_test_tmpdir("rec-probe");
+            make_db(probe, NULL);
+            uint8_t *t;
+            size_t tl;
+            damage_last_record(probe, 1, 0, &t, &tl);
+            rl__free(t);
+            rl_storage_options po = o;
+            po.dir = probe;
+            po.read_only = 1; /* the same reads, no side file */
+            rl_storage *pst;
+            rl__os_fault_arm(kinds[k], -1, 0, 0);
+            ASSERT_OK(rl__storage_open(&po, &pst, NULL));
+            before = rl__os_fault_count(kinds[k]);
+            rl__os_fault_disarm();
+            rl__storage_close(pst);
+            rl_test_rmtree(probe);
+            free(probe);
+        }
+        rl_storage *st = NULL;
+        capture cap;
+        capture_begin(&cap, dir);
+        rl__os_fault_arm(kinds[k], before, EIO, 0);
+        int rc = rl__storage_open(&o, &st, &err);
+        int fired = rl__os_fault_fired();
+        rl__os_fault_disarm();
+        free(capture_end(&cap));
+        ASSERT_TRUE(fired);
+        ASSERT_RC(rc, RL_E_IO_ERROR);
+        ASSERT_NULL(st);
+        if (!strstr((const char *)err.data, side)) fail_msg("message: %s", (const char *)err.data);
+        ASSERT_EQ(file_size(LOG(dir, 1)), full);
+        ASSERT_FALSE(exists(side));
+        check_tail_recovery(dir, off, tail, tail_len, "complete record with bad checksum",
+                            RL_TAIL_BAD_CHECKSUM, side);
+        rl__free(tail);
+        rl__buf_release(&err);
+        rl_test_rmtree(dir);
+        free(dir);
+    }
+}
+
+/* Zeros after the last record (a file system can extend a file with them after a crash): not a
+ * record at all. The log keeps every record (version 20), the zeros go to the side file. */
+TEST(recovery_3_5_zeros_after_last_record) {
+    char *dir = rl_test_tmpdir("rec-zeros");
+    make_db(dir, NULL);
+    size_t n;
+    uint8_t *p = slurp(LOG(dir, 1), &n);
+    uint8_t zeros[100];
+    memset(zeros, 0, sizeof zeros);
+    uint8_t *q = rl__malloc(n + sizeof zeros);
+    memcpy(q, p, n);
+    memcpy(q + n, zeros, sizeof zeros);
+    spit(LOG(dir, 1), q, n + sizeof zeros);
+    char side[4200];
+    snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), n);
+    capture cap;
+    capture_begin(&cap, dir);
+    rl_storage *st;
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    char *warn = capture_end(&cap);
+    ASSERT_EQ(rl__storage_latest_version(st), 20);
+    rl_storage_status s;
+    rl__storage_get_status(st, &s);
+    ASSERT_EQ(s.recovery_tail, RL_TAIL_BAD_RECORD);
+    ASSERT_STR_EQ(rl__storage_tail_name(s.recovery_tail), "bad_record");
+    ASSERT_EQ(s.recovery_tail_offset, n);
+    ASSERT_EQ(s.recovery_tail_bytes, sizeof zeros);
+    rl__storage_close(st);
+    ASSERT_EQ(file_size(LOG(dir, 1)), (off_t)n);
+    size_t sn;
+    uint8_t *sp = slurp(side, &sn);
+    ASSERT_MEM_EQ(sp, sn, zeros, sizeof zeros);
+    if (!strstr(warn, "not a record") || !strstr(warn, side)) fail_msg("warning: %s", warn);
+    free(warn);
+    rl__free(sp);
+    rl__free(p);
+    rl__free(q);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* ---- recovery-4: read-only --------------------------------------------------------------- */
+
+/* A read-only open of a directory with a torn tail and leftovers (older files, a .tmp) changes
+ * no file: the tail is ignored and reported, not moved; writes are refused. */
+TEST(recovery_4_1_read_only_changes_nothing) {
+    char *dir = rl_test_tmpdir("rec-ro");
+    rl_buf snap, got, want;
+    rl__buf_init(&snap);
+    rl__buf_init(&got);
+    rl__buf_init(&want);
+    make_db(dir, NULL);
+    rl_storage *st;
+    /* The state without the last record, for comparison. */
+    {
+        char *copy = rl_test_tmpdir("rec-ro-model");
+        rl_storage *m;
+        ASSERT_OK(open_dir(copy, &m, NULL));
+        for (rl_version v = 1; v <= 19; v++) put_version(m, v);
+        dump(m, &want);
+        rl__storage_close(m);
+        rl_test_rmtree(copy);
+        free(copy);
+    }
+    uint8_t *tail;
+    size_t tail_len, off = damage_last_record(dir, 0, 5, &tail, &tail_len);
+    char t2[4200];
+    snprintf(t2, sizeof t2, "%s.tmp", CKPT(dir, 2));
+    spit(t2, "partial", 7);
+    snapshot(dir, &snap);
+    capture cap;
+    capture_begin(&cap, dir);
+    ASSERT_OK(open_opts(dir, 1, &st, NULL));
+    char *warn = capture_end(&cap);
+    if (!strstr(warn, "torn (short record)") || !strstr(warn, LOG(dir, 1)))
+        fail_msg("warning: %s", warn);
+    free(warn);
+    dump(st, &got);
+    ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
+    rl_storage_status s;
+    rl__storage_get_status(st, &s);
+    ASSERT_EQ(s.read_only, 1);
+    ASSERT_EQ(s.recovery_tail, RL_TAIL_TORN);
+    ASSERT_EQ(s.recovery_tail_offset, off);
+    ASSERT_EQ(s.recovery_tail_bytes, tail_len);
+    ASSERT_NULL(s.recovery_moved_to);
+    ASSERT_STR_EQ(s.recovery_log, LOG(dir, 1));
+    ASSERT_RC(rl__storage_apply(st, 100, NULL, 0), RL_E_READ_ONLY_DATABASE);
+    ASSERT_RC(rl__storage_checkpoint(st), RL_E_READ_ONLY_DATABASE);
+    ASSERT_OK(rl__storage_sync(st));
+    assert_same_snapshot(&snap, dir, "read-only open");
+    rl__storage_close(st);
+    assert_same_snapshot(&snap, dir, "read-only close");
+    rl__free(tail);
+    rl__buf_release(&snap);
+    rl__buf_release(&got);
+    rl__buf_release(&want);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* Read-only in an empty directory creates LOCK and nothing else; refusals (junk checkpoint,
+ * missing checkpoint) are the same as a writable open's. */
+TEST(recovery_4_2_read_only_creates_only_lock) {
+    char *dir = rl_test_tmpdir("rec-ro-empty");
+    rl_storage *st;
+    rl_buf snap, err;
+    rl__buf_init(&snap);
+    rl__buf_init(&err);
+    ASSERT_OK(open_opts(dir, 1, &st, NULL));
+    ASSERT_EQ(rl__storage_latest_version(st), 0);
+    rl__storage_close(st);
+    rl_buf names;
+    rl__buf_init(&names);
+    listing(dir, &names);
+    ASSERT_STR_EQ((const char *)names.data, "LOCK ");
+    rl__buf_release(&names);
+    rl_test_rmtree(dir);
+    free(dir);
+
+    dir = rl_test_tmpdir("rec-ro-refuse");
+    make_db(dir, NULL);
+    spit(CKPT(dir, 0xff), "junk\n", 5);
+    snapshot(dir, &snap);
+    ASSERT_RC(open_opts(dir, 1, &st, &err), RL_E_CHECKPOINT_CORRUPT);
+    ASSERT_NOT_NULL(strstr((const char *)err.data, "ckpt-00000000000000ff"));
+    assert_same_snapshot(&snap, dir, "read-only open of a junk checkpoint");
+    ASSERT_EQ(unlink(CKPT(dir, 0xff)), 0);
+    ASSERT_EQ(unlink(CKPT(dir, 1)), 0);
+    snapshot(dir, &snap);
+    rl__buf_reset(&err);
+    ASSERT_RC(open_opts(dir, 1, &st, &err), RL_E_CHECKPOINT_CORRUPT);
+    ASSERT_NOT_NULL(strstr((const char *)err.data, "ckpt-0000000000000001"));
+    assert_same_snapshot(&snap, dir, "read-only open with a missing checkpoint");
+    rl__buf_release(&snap);
+    rl__buf_release(&err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* Readers share the lock; a writer excludes readers and readers exclude a writer. */
+TEST(recovery_4_3_read_only_lock) {
+    char *dir = rl_test_tmpdir("rec-ro-lock");
+    make_db(dir, NULL);
+    rl_storage *r1, *r2, *w = NULL;
+    ASSERT_OK(open_opts(dir, 1, &r1, NULL));
+    ASSERT_OK(open_opts(dir, 1, &r2, NULL));
+    ASSERT_RC(open_dir(dir, &w, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
+    ASSERT_NULL(w);
+    rl__storage_close(r1);
+    ASSERT_RC(open_dir(dir, &w, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
+    rl__storage_close(r2);
+    ASSERT_OK(open_dir(dir, &w, NULL));
+    ASSERT_RC(open_opts(dir, 1, &r1, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
+    rl__storage_close(w);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* A read-only memory engine (no directory) refuses writes too. */
+TEST(recovery_4_4_read_only_mem) {
+    rl_storage_options o = {0};
+    o.read_only = 1;
+    rl_storage *st;
+    ASSERT_OK(rl__storage_open(&o, &st, NULL));
+    rl_mutation m = {RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
+    ASSERT_RC(rl__storage_apply(st, 1, &m, 1), RL_E_READ_ONLY_DATABASE);
+    ASSERT_EQ(rl__storage_latest_version(st), 0);
+    rl__storage_close(st);
+}
+
+RL_TEST_MAIN(T(recovery_1_1_junk_newer_checkpoint),
+             T(recovery_1_2_leftovers_kept_until_next_checkpoint),
+             T(recovery_1_3_tmp_removed_after_verification), T(recovery_2_1_missing_checkpoint),
+             T(recovery_2_2_missing_newer_checkpoint), T(recovery_2_3_log0_needs_no_checkpoint),
+             T(recovery_3_1_bad_checksum_tail_moved_aside), T(recovery_3_2_torn_tail_moved_aside),
+             T(recovery_3_3_side_file_never_overwritten), T(recovery_3_4_saving_the_tail_fails),
+             T(recovery_3_5_zeros_after_last_record),
+             T(recovery_4_1_read_only_changes_nothing), T(recovery_4_2_read_only_creates_only_lock),
+             T(recovery_4_3_read_only_lock), T(recovery_4_4_read_only_mem))
