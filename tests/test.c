@@ -84,20 +84,12 @@ const char *rl_test_bin(const char *prog) {
     return path;
 }
 
-int rl_test_rl(char **out, const char *fmt, ...) {
-    char args[4096], cmd[4096 + 4096 + 16];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin("rl"), args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0;
+/* Read all of f into a new NUL-terminated heap string. */
+static char *read_all(FILE *f) {
+    size_t cap = 1 << 16, len = 0, n;
     char *buf = malloc(cap);
     assert_non_null(buf);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
         len += n;
         if (cap - len < 2) {
             buf = realloc(buf, cap *= 2);
@@ -105,10 +97,67 @@ int rl_test_rl(char **out, const char *fmt, ...) {
         }
     }
     buf[len] = 0;
+    return buf;
+}
+
+#define RL_TEST_ARGS_MAX 65536 /* bytes of a command line built by the run helpers */
+
+/* Run prog with args; stderr merged into stdout (err_path NULL) or written to err_path. */
+static int run_prog(const char *prog, const char *args, const char *err_path, char **out) {
+    char cmd[RL_TEST_ARGS_MAX + 4096 + 64];
+    if (err_path)
+        snprintf(cmd, sizeof cmd, "%s %s 2>'%s'", rl_test_bin(prog), args, err_path);
+    else
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin(prog), args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf = read_all(p);
     int st = pclose(p);
     if (out)
         *out = buf;
     else
         free(buf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int rl_test_rl(char **out, const char *fmt, ...) {
+    char args[RL_TEST_ARGS_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_prog("rl", args, NULL, out);
+}
+
+int rl_test_rlbench(char **out, const char *fmt, ...) {
+    char args[RL_TEST_ARGS_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_prog("rlbench", args, NULL, out);
+}
+
+int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) {
+    char args[RL_TEST_ARGS_MAX], path[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    const char *base = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/rltest-stderr-XXXXXX", base && *base ? base : "/tmp");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    int rc = run_prog(prog, args, path, out);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *e = read_all(f);
+    fclose(f);
+    remove(path);
+    if (err)
+        *err = e;
+    else
+        free(e);
+    return rc;
 }

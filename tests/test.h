@@ -88,5 +88,12 @@ const char *rl_test_bin(const char *prog);
  * exit code (-1 if it did not exit); *out (if out is not NULL) gets the output, NUL-terminated,
  * to free(). */
 int rl_test_rl(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for the built `rlbench`. */
+int rl_test_rlbench(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Run the built program prog (rl, rlbench, rlkvd) with the printf-formatted arguments (shell
+ * words, already quoted), its stdout and stderr captured apart: *out and *err (each may be NULL
+ * when not wanted) get them NUL-terminated, to free(). Returns the exit code (-1 if it did not
+ * exit). */
+int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif

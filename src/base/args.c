@@ -423,15 +423,13 @@ void rl__args_help(const rl_args_cmd *cmd, const rl_args_cmd *parent, FILE *f) {
         fprintf(f, "\narguments:\n");
         print_arg_rows(f, cmd->pos, 1);
     }
-    if (cmd->opts && cmd->opts[0].name) {
-        fprintf(f, "\noptions:\n");
-        print_arg_rows(f, cmd->opts, 0);
-    }
+    fprintf(f, "\noptions:\n");
+    print_arg_rows(f, cmd->opts, 0);
+    fprintf(f, "  %-*s%s\n", HELP_COL - 2, "--help, -h", "print this help and exit");
     if (parent && parent->opts && parent->opts[0].name) {
         fprintf(f, "\noptions of %s:\n", parent->name);
         print_arg_rows(f, parent->opts, 0);
     }
-    fprintf(f, "  %-*s%s\n", HELP_COL - 2, "--help, -h", "print this help and exit");
     if (cmd->epilog) fprintf(f, "\n%s\n", cmd->epilog);
     if (cmd->subs) fprintf(f, "\nRun '%s COMMAND --help' for the arguments of one command.\n", cmd->name);
     rl__buf_release(&syn);

@@ -20,12 +20,26 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "reclayer/error.h"
+
+/* The detail of the last failure (rl__tuple_error_detail): thread-local, so the codec stays free
+ * of handles; written only on error paths. */
+static _Thread_local char error_detail[160];
+
+const char *rl__tuple_error_detail(void) { return error_detail; }
+
+void rl__tuple_set_error_detail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_detail, sizeof error_detail, fmt, ap);
+    va_end(ap);
+}
 
 /* ============================================================================================
  * Decoding
@@ -220,7 +234,7 @@ static int decode_scalar(const uint8_t *p, const uint8_t *end, rl_tuple_elem *e,
 static int scan_nested(const uint8_t *p, const uint8_t *end, int depth0, const uint8_t **out_end) {
     int depth = 1;
     rl_tuple_elem tmp;
-    if (depth0 > RL_TUPLE_MAX_DEPTH) return RL_E_TUPLE_MALFORMED;
+    if (depth0 > RL_TUPLE_MAX_DEPTH) goto too_deep;
     for (;;) {
         if (p >= end) return RL_E_TUPLE_TRUNCATED;
         if (p[0] == 0x00) {
@@ -236,7 +250,7 @@ static int scan_nested(const uint8_t *p, const uint8_t *end, int depth0, const u
             continue;
         }
         if (p[0] == 0x05) {
-            if (depth0 + depth > RL_TUPLE_MAX_DEPTH) return RL_E_TUPLE_MALFORMED;
+            if (depth0 + depth > RL_TUPLE_MAX_DEPTH) goto too_deep;
             depth++;
             p++;
             continue;
@@ -245,6 +259,9 @@ static int scan_nested(const uint8_t *p, const uint8_t *end, int depth0, const u
         int rc = decode_scalar(p, end, &tmp, &p);
         if (rc) return rc;
     }
+too_deep:
+    rl__tuple_set_error_detail("tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)", RL_TUPLE_MAX_DEPTH);
+    return RL_E_TUPLE_MALFORMED;
 }
 
 void rl__tuple_iter_init(rl_tuple_iter *it, const void *data, size_t len) {
@@ -762,6 +779,7 @@ fail:
 
 int rl__tuple_print(const void *data, size_t len, rl_buf *out) {
     rl_tuple_iter it;
+    error_detail[0] = 0;
     rl__tuple_iter_init(&it, data, len);
     return print_tuple(&it, out);
 }

@@ -187,4 +187,13 @@ int rl__tuple_dec_to_mag(const char *s, size_t n, int *out_negative, rl_buf *mag
  *   Versionstamp(<incomplete>, 7)               when the 10 bytes are all 0xff */
 int rl__tuple_print(const void *data, size_t len, rl_buf *out);
 
+/* rl__tuple_error_detail — what the code alone does not say about the last failure of
+ * rl__tuple_print, rl__tuple_to_json or rl__tuple_pack_json / rl__tuple_from_json in this thread
+ * (e.g. "tuples nest at most 1000 levels deep (RL_TUPLE_MAX_DEPTH)"); "" when there is nothing to
+ * add. Those calls clear it first. Thread-local static storage, valid until the next of them in
+ * the thread; never NULL. (Other decoding calls may set it but do not clear it.) */
+const char *rl__tuple_error_detail(void);
+/* Set the detail (printf format) — for tuple.c and tuple_json.c. */
+void rl__tuple_set_error_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

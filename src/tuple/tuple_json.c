@@ -117,6 +117,7 @@ int rl__tuple_to_json(const void *data, size_t len, json_t **out) {
     int rc;
     json_t *arr = json_array();
     *out = NULL;
+    rl__tuple_set_error_detail("%s", "");
     if (!arr) return RL_E_OUT_OF_MEMORY;
     rl__buf_init(&tmp);
     rl__tuple_iter_init(&it, data, len);
@@ -150,7 +151,10 @@ static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp) {
     const char *key;
     json_t *v;
     int rc;
-    if (!json_is_object(o) || json_object_size(o) != 1) return RL_E_INVALID_ARGUMENT;
+    if (!json_is_object(o) || json_object_size(o) != 1) {
+        rl__tuple_set_error_detail("an element must be an object with one key, e.g. {\"int\":\"1\"}");
+        return RL_E_INVALID_ARGUMENT;
+    }
     void *iter = json_object_iter((json_t *)o);
     key = json_object_iter_key(iter);
     v = json_object_iter_value(iter);
@@ -194,11 +198,17 @@ static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp) {
         else
             rl__tuple_pack_versionstamp(pk, tmp->data);
     } else if (!strcmp(key, "tuple")) {
-        if (!json_is_array(v) || pk->depth >= RL_TUPLE_MAX_DEPTH) return RL_E_INVALID_ARGUMENT;
+        if (pk->depth >= RL_TUPLE_MAX_DEPTH) {
+            rl__tuple_set_error_detail("tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)", RL_TUPLE_MAX_DEPTH);
+            return RL_E_INVALID_ARGUMENT;
+        }
+        if (!json_is_array(v)) return RL_E_INVALID_ARGUMENT;
         rl__tuple_pack_nested_begin(pk);
         if ((rc = pack_elems(pk, v, tmp))) return rc;
         rl__tuple_pack_nested_end(pk);
     } else {
+        rl__tuple_set_error_detail("unknown element kind \"%.40s\" (null, bool, int, bytes, string, float, double, "
+                                   "uuid, versionstamp, tuple)", key);
         return RL_E_INVALID_ARGUMENT;
     }
     return rl__tuple_packer_error(pk);
@@ -217,6 +227,7 @@ static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp) {
 int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr) {
     rl_buf tmp;
     int rc;
+    rl__tuple_set_error_detail("%s", "");
     if (!json_is_array(arr)) return RL_E_INVALID_ARGUMENT;
     rl__buf_init(&tmp);
     rc = pack_elems(pk, arr, &tmp);
