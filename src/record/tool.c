@@ -1,6 +1,7 @@
-/* tool.c — what the record commands of `rl` (load, get, check, inject-defect) share, kept in
- * the library so tests reach it: the --store PREFIX syntax, opening the database and the Order
- * store, and rendering a record as JSON through its descriptor.
+/* tool.c — what the record commands of `rl` (load, get, check, inject-defect, query) share, kept
+ * in the library so tests reach it: the --store PREFIX syntax, opening the database and the Order
+ * store (read-only for the commands that only read), the Orders `rl load` writes, and rendering
+ * a record as JSON through its descriptor.
  *
  * --store PREFIX is a JSON array of strings and integers, packed as a FoundationDB tuple:
  * '["bench","orders"]' (the default, RL__TOOL_DEFAULT_STORE) is the prefix ("bench", "orders").
@@ -11,6 +12,7 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "order.pb-c.h"
 #include "record/record_int.h"
 
 int rl__tool_store_prefix(const char *json, rl_buf *out) {
@@ -67,13 +69,19 @@ static int open_fn(rl_txn *txn, void *ud) {
     return rl_store_open(c->s, txn);
 }
 
-int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, int must_exist) {
+int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags) {
     int rc;
+    int must_exist = (open_flags & (RL__TOOL_MUST_EXIST | RL__TOOL_READ_ONLY)) != 0;
     rl_buf prefix;
     memset(t, 0, sizeof *t);
     rl__buf_init(&prefix);
+    rl__record_set_errmsg("%s", "");
     if ((rc = rl__tool_store_prefix(store_json ? store_json : RL__TOOL_DEFAULT_STORE, &prefix))) goto fail;
-    if ((rc = rl_db_open(url, NULL, &t->db))) {
+    rl_db_options dbo;
+    memset(&dbo, 0, sizeof dbo);
+    dbo.size = sizeof dbo;
+    dbo.read_only = (open_flags & RL__TOOL_READ_ONLY) != 0;
+    if ((rc = rl_db_open(url, &dbo, &t->db))) {
         rl__record_set_errmsg("cannot open database %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
         goto fail;
     }
@@ -102,6 +110,31 @@ void rl__tool_close(rl__tool *t) {
     rl_metadata_free(t->md);
     rl_db_close(t->db);
     memset(t, 0, sizeof *t);
+}
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed,
+                         const uint8_t *pad, size_t pad_len) {
+    for (int64_t id = first; id < first + n; id++) {
+        uint64_t st = seed ^ ((uint64_t)id * 0x2545f4914f6cdd1dull);
+        char customer[32];
+        Reclayer__Order o = RECLAYER__ORDER__INIT;
+        o.has_order_id = 1, o.order_id = id;
+        o.has_price = 1, o.price = (int64_t)(splitmix(&st) % 1000);
+        o.has_quantity = 1, o.quantity = (int32_t)(1 + splitmix(&st) % 10);
+        snprintf(customer, sizeof customer, "customer-%03d", (int)(id % 100));
+        o.customer = customer;
+        if (pad_len) o.has_padding = 1, o.padding.data = (uint8_t *)pad, o.padding.len = pad_len;
+        int rc = rl_store_save(s, txn, &o.base, NULL);
+        if (rc) return rc;
+    }
+    return RL_OK;
 }
 
 /* Append s as a JSON string literal. */

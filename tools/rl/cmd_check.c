@@ -3,19 +3,14 @@
  *   rl check --db URL [--store PREFIX]
  *
  * Prints one line per defect ("defect KIND key=KEY MESSAGE"), the record and index-entry counts
- * and "integrity_ok = true|false". Exit codes: 0 no defect, 1 defects or failure, 2 usage.
+ * and "integrity_ok = true|false". The database is opened read-only. Exit codes: 0 no defect,
+ * 1 defects or failure, 2 usage.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "base/args.h"
 #include "record/record_int.h"
-
-static void help(FILE *f) {
-    fprintf(f, "usage: rl check --db URL [--store PREFIX]\n"
-               "\n"
-               "Walk a record store and list every defect (split records, stray keys, version keys,\n"
-               "unparsable records, orphan, stale and missing index entries). Exits 1 on any defect.\n");
-}
 
 typedef struct {
     rl_store *s;
@@ -30,27 +25,22 @@ static int check_fn(rl_txn *txn, void *ud) {
 
 int rl_cmd_check(int argc, char **argv) {
     const char *url = NULL, *store = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            return 0;
-        } else if (v && !strcmp(a, "--db")) {
-            url = v, i++;
-        } else if (v && !strcmp(a, "--store")) {
-            store = v, i++;
-        } else {
-            fprintf(stderr, "rl check: unexpected argument '%s'\n", a);
-            help(stderr);
-            return 2;
-        }
-    }
-    if (!url) {
-        help(stderr);
-        return 2;
-    }
+    int code;
+    const rl_arg opts[] = {
+        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
+         .help = "the database: mem: or file:DIR"},
+        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
+         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        {0}};
+    const rl_args_cmd cmd = {
+        .name = "rl check",
+        .summary = "Walk a record store and list every defect (split records, stray keys, version keys,\n"
+                   "unparsable records, orphan, stale and missing index entries).",
+        .epilog = "Exit codes: 0 no defect, 1 defects or failure, 2 usage.",
+        .opts = opts};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, 0, 1);
+    int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
     if (rc) {
         fprintf(stderr, "rl check: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
         return 1;
@@ -58,7 +48,7 @@ int rl_cmd_check(int argc, char **argv) {
     rl_check_report r = {0};
     check_ctx c = {t.s, &r};
     rc = rl_db_run(t.db, check_fn, &c);
-    int code = 1;
+    code = 1;
     if (rc) {
         fprintf(stderr, "rl check: %s: %s\n", rl_error_name(rc), rl_error_message(rc));
     } else {

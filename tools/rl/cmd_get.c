@@ -3,20 +3,15 @@
  *   rl get --db URL [--store PREFIX] --pk ID
  *
  * Prints {"type", "pk", "version" (24 hex digits: 10-byte global + 2-byte local, or null),
- * "stored_bytes", "chunks", "record": {fields}} on one line. Exit codes: 0 found, 1 not found or
- * failure, 2 usage.
+ * "stored_bytes", "chunks", "record": {fields}} on one line. The database is opened read-only.
+ * Exit codes: 0 found, 1 not found or failure, 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/args.h"
 #include "record/record_int.h"
-
-static void help(FILE *f) {
-    fprintf(f, "usage: rl get --db URL [--store PREFIX] --pk ID\n"
-               "\n"
-               "Print the Order with order_id ID as JSON, with its record version.\n");
-}
 
 typedef struct {
     rl_store *s;
@@ -32,32 +27,24 @@ static int get_fn(rl_txn *txn, void *ud) {
 }
 
 int rl_cmd_get(int argc, char **argv) {
-    const char *url = NULL, *store = NULL, *pk = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            return 0;
-        } else if (v && !strcmp(a, "--db")) {
-            url = v, i++;
-        } else if (v && !strcmp(a, "--store")) {
-            store = v, i++;
-        } else if (v && !strcmp(a, "--pk")) {
-            pk = v, i++;
-        } else {
-            fprintf(stderr, "rl get: unexpected argument '%s'\n", a);
-            help(stderr);
-            return 2;
-        }
-    }
-    char *end = NULL;
-    long long id = pk ? strtoll(pk, &end, 10) : 0;
-    if (!url || !pk || !*pk || *end) {
-        help(stderr);
-        return 2;
-    }
+    const char *url = NULL, *store = NULL;
+    int64_t id = 0;
+    int code;
+    const rl_arg opts[] = {
+        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
+         .help = "the database: mem: or file:DIR"},
+        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
+         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        {.name = "pk", .kind = RL_ARG_INT64, .dest = &id, .metavar = "ID", .flags = RL_ARG_REQUIRED,
+         .help = "the order_id"},
+        {0}};
+    const rl_args_cmd cmd = {.name = "rl get",
+                             .summary = "Print the Order with order_id ID as JSON, with its record version.",
+                             .epilog = "Exit codes: 0 found, 1 not found or failure, 2 usage.",
+                             .opts = opts};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, 0, 1);
+    int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
     if (rc) {
         fprintf(stderr, "rl get: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
         return 1;
@@ -73,7 +60,7 @@ int rl_cmd_get(int argc, char **argv) {
     rc = rl_db_run(t.db, get_fn, &c);
     if (!rc) rc = rl__tool_record_json(&r, &out);
     if (!rc) printf("%s\n", (const char *)out.data);
-    else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl get: no record with order_id %lld\n", id);
+    else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl get: no record with order_id %lld\n", (long long)id);
     else fprintf(stderr, "rl get: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_record_errmsg());
     rl_record_release(&r);
     rl__buf_release(&k);

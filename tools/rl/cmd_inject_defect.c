@@ -12,14 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/args.h"
 #include "record/record_int.h"
-
-static void help(FILE *f) {
-    fprintf(f, "usage: rl inject-defect --db URL [--store PREFIX] --pk ID --kind KIND [--force]\n"
-               "\n"
-               "Corrupt the Order with order_id ID on purpose. KIND: delete-chunk, stray-suffix,\n"
-               "version-key. Only for stores loaded with --allow-defects, unless --force.\n");
-}
 
 typedef struct {
     rl_store *s;
@@ -35,41 +29,39 @@ static int inject_fn(rl_txn *txn, void *ud) {
 }
 
 int rl_cmd_inject_defect(int argc, char **argv) {
-    const char *url = NULL, *store = NULL, *pk = NULL, *kind = NULL;
-    int flags = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--force")) {
-            flags |= RL_DEFECT_FORCE;
-        } else if (v && !strcmp(a, "--db")) {
-            url = v, i++;
-        } else if (v && !strcmp(a, "--store")) {
-            store = v, i++;
-        } else if (v && !strcmp(a, "--pk")) {
-            pk = v, i++;
-        } else if (v && !strcmp(a, "--kind")) {
-            kind = v, i++;
-        } else {
-            fprintf(stderr, "rl inject-defect: unexpected argument '%s'\n", a);
-            help(stderr);
-            return 2;
-        }
-    }
-    rl_defect_kind k = 0;
-    if (kind && !strcmp(kind, "delete-chunk")) k = RL_DEFECT_DELETE_CHUNK;
-    else if (kind && !strcmp(kind, "stray-suffix")) k = RL_DEFECT_STRAY_SUFFIX;
-    else if (kind && !strcmp(kind, "version-key")) k = RL_DEFECT_VERSION_KEY;
-    char *end = NULL;
-    long long id = pk ? strtoll(pk, &end, 10) : 0;
-    if (!url || !pk || !*pk || *end || !k) {
-        help(stderr);
-        return 2;
-    }
+    const char *url = NULL, *store = NULL;
+    int64_t id = 0;
+    int k = 0, force = 0, code;
+    static const rl_arg_choice kinds[] = {{"delete-chunk", RL_DEFECT_DELETE_CHUNK},
+                                          {"stray-suffix", RL_DEFECT_STRAY_SUFFIX},
+                                          {"version-key", RL_DEFECT_VERSION_KEY},
+                                          {NULL, 0}};
+    const rl_arg opts[] = {
+        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
+         .help = "the database: mem: or file:DIR"},
+        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
+         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        {.name = "pk", .kind = RL_ARG_INT64, .dest = &id, .metavar = "ID", .flags = RL_ARG_REQUIRED,
+         .help = "the order_id of the record to corrupt"},
+        {.name = "kind", .kind = RL_ARG_ENUM, .dest = &k, .metavar = "KIND", .flags = RL_ARG_REQUIRED,
+         .choices = kinds,
+         .help = "delete-chunk clears the first chunk, stray-suffix adds (1, ID, \"stray\"), version-key "
+                 "leaves only the version key"},
+        {.name = "force", .kind = RL_ARG_FLAG, .dest = &force,
+         .help = "also for stores not loaded with --allow-defects"},
+        {0}};
+    const rl_args_cmd cmd = {.name = "rl inject-defect",
+                             .summary = "Corrupt the Order with order_id ID on purpose, to test `rl check`. Only for stores\n"
+                                        "loaded with --allow-defects, unless --force.",
+                             .epilog = "Exit codes: 0 done, 1 refused or failure, 2 usage.",
+                             .opts = opts};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    int flags = force ? RL_DEFECT_FORCE : 0;
+    const char *kind = NULL;
+    for (int i = 0; kinds[i].name; i++)
+        if (kinds[i].value == k) kind = kinds[i].name;
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, 0, 1);
+    int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_MUST_EXIST);
     if (rc) {
         fprintf(stderr, "rl inject-defect: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
         return 1;
@@ -84,11 +76,11 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     if (rc == RL_E_CLIENT_INVALID_OPERATION)
         fprintf(stderr, "rl inject-defect: refused: %s\n", rl_record_errmsg());
     else if (rc == RL_E_NOT_FOUND)
-        fprintf(stderr, "rl inject-defect: no record with order_id %lld\n", id);
+        fprintf(stderr, "rl inject-defect: no record with order_id %lld\n", (long long)id);
     else if (rc)
         fprintf(stderr, "rl inject-defect: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_record_errmsg());
     else
-        printf("injected %s into order_id %lld\n", kind, id);
+        printf("injected %s into order_id %lld\n", kind, (long long)id);
     rl__buf_release(&kb);
     rl__tool_close(&t);
     return rc ? 1 : 0;

@@ -10,29 +10,18 @@
  * {"stats": {counters...}, "no_next_reason": "...", "continuation": "HEX" | null} follows; pass
  * that continuation back with --continuation to get the next page (skip applies to the first page
  * only). Values V are integers when they look like integers ([-]digits that fit 64 bits), else
- * strings. The scan runs in one read transaction. Exit codes: 0 done, 1 failure, 2 usage.
+ * strings. The scan runs in one read transaction on the database opened read-only. Exit codes:
+ * 0 done, 1 failure, 2 usage.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/args.h"
 #include "reclayer/query.h"
 #include "record/record_int.h"
-
-static void help(FILE *f) {
-    fprintf(f,
-            "usage: rl query --db URL [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]\n"
-            "                [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]\n"
-            "                [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback]\n"
-            "                [--orphans error|skip|return] [--continuation HEX] [--stats]\n"
-            "\n"
-            "Scan index NAME of the Order store and print each row's record as one JSON line.\n"
-            "--eq values form the equality prefix of the index values; --ge/--gt and --le/--lt\n"
-            "bound the next value. V is an integer if it looks like one, else a string.\n"
-            "--stats ends with a JSON line of counters, the end reason and the continuation (hex)\n"
-            "to pass to --continuation for the next page (--skip applies to the first page only).\n");
-}
 
 /* Pack V as an integer if it is [-]digits fitting int64, else as a string. */
 static void pack_value(rl_tuple_packer *pk, const char *v) {
@@ -42,32 +31,6 @@ static void pack_value(rl_tuple_packer *pk, const char *v) {
     int digits = *v && (v[0] == '-' ? v[1] >= '0' && v[1] <= '9' : v[0] >= '0' && v[0] <= '9');
     if (digits && end && !*end && errno == 0) rl__tuple_pack_int(pk, (int64_t)x);
     else rl__tuple_pack_string(pk, v, strlen(v));
-}
-
-static int parse_int(const char *s, long long lo, long long *out) {
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (!*s || *end || errno || x < lo || x > 2147483647LL * 1000000) return -1;
-    *out = x;
-    return 0;
-}
-
-static int unhex(const char *s, rl_buf *out) {
-    size_t n = strlen(s);
-    if (n % 2) return -1;
-    for (size_t i = 0; i < n; i += 2) {
-        int v = 0;
-        for (int j = 0; j < 2; j++) {
-            char ch = s[i + j];
-            int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-                    : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-            if (d < 0) return -1;
-            v = v * 16 + d;
-        }
-        rl__buf_append_byte(out, (uint8_t)v);
-    }
-    return rl__buf_error(out) ? -1 : 0;
 }
 
 static void print_stats(rl_cursor *c) {
@@ -100,74 +63,96 @@ static void print_stats(rl_cursor *c) {
     }
 }
 
+#define MAX_EQ 32 /* --eq values accepted by the parser (the index decides how many fit) */
+
 int rl_cmd_query(int argc, char **argv) {
-    const char *url = NULL, *store = NULL, *index = NULL, *low = NULL, *high = NULL, *cont = NULL;
-    int low_excl = 0, high_excl = 0, stats = 0, rc = 0, status = 1;
+    const char *url = NULL, *store = NULL, *index = NULL, *cont = NULL, *eqv[MAX_EQ];
+    const char *ge = NULL, *gt = NULL, *le = NULL, *lt = NULL, *low = NULL, *high = NULL;
+    int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, rc = 0, status = 1, fetch, orphans, code;
+    char msg[256];
     rl_query_options o;
     rl_buf eq, lo, hi, cb, out;
     rl_tuple_packer pk;
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
+    fetch = o.fetch;
+    orphans = o.orphans;
+    static const rl_arg_choice fetches[] = {{"scan", RL_FETCH_SCAN_AND_FETCH},
+                                            {"remote", RL_FETCH_USE_REMOTE_FETCH},
+                                            {"remote-fallback", RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK},
+                                            {"adaptive", RL_FETCH_ADAPTIVE},
+                                            {NULL, 0}};
+    static const rl_arg_choice orphan_modes[] = {
+        {"error", RL_ORPHAN_ERROR}, {"skip", RL_ORPHAN_SKIP}, {"return", RL_ORPHAN_RETURN}, {NULL, 0}};
+    const rl_arg opts[] = {
+        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
+         .help = "the database: mem: or file:DIR"},
+        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
+         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        {.name = "index", .kind = RL_ARG_STRING, .dest = &index, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
+         .help = "the index to scan (the Order store has price_idx)"},
+        {.name = "eq", .kind = RL_ARG_STRING, .dest = eqv, .metavar = "V", .flags = RL_ARG_MULTI,
+         .max_count = MAX_EQ, .count = &n_eq, .help = "the next index value equals V (the equality prefix, in order)"},
+        {.name = "ge", .kind = RL_ARG_STRING, .dest = &ge, .metavar = "V", .help = "the value after the prefix >= V"},
+        {.name = "gt", .kind = RL_ARG_STRING, .dest = &gt, .metavar = "V", .help = "... > V"},
+        {.name = "le", .kind = RL_ARG_STRING, .dest = &le, .metavar = "V", .help = "... <= V"},
+        {.name = "lt", .kind = RL_ARG_STRING, .dest = &lt, .metavar = "V", .help = "... < V"},
+        {.name = "reverse", .kind = RL_ARG_FLAG, .dest = &o.reverse, .help = "in descending index order"},
+        {.name = "skip", .kind = RL_ARG_INT, .dest = &o.skip, .min = 0, .max = RL_QUERY_MAX_SKIP,
+         .help = "index entries to skip first (first page only)"},
+        {.name = "limit", .kind = RL_ARG_INT, .dest = &o.limit, .min = 0, .max = INT_MAX,
+         .help = "rows to return (0: all)"},
+        {.name = "scan-limit", .kind = RL_ARG_INT, .dest = &o.scan_limit, .min = 0, .max = INT_MAX,
+         .help = "index entries to scan (0: no limit)"},
+        {.name = "byte-limit", .kind = RL_ARG_INT64, .dest = &o.byte_limit, .min = 0, .max = INT64_MAX,
+         .help = "bytes to scan (0: no limit)"},
+        {.name = "time-limit-ms", .kind = RL_ARG_INT64, .dest = &o.time_limit_ms, .min = 0, .max = 3600000,
+         .help = "milliseconds from the start (0: no limit)"},
+        {.name = "fetch", .kind = RL_ARG_ENUM, .dest = &fetch, .metavar = "METHOD", .choices = fetches,
+         .help = "how records are fetched"},
+        {.name = "orphans", .kind = RL_ARG_ENUM, .dest = &orphans, .metavar = "MODE", .choices = orphan_modes,
+         .help = "what an index entry without its record does"},
+        {.name = "continuation", .kind = RL_ARG_STRING, .dest = &cont, .metavar = "HEX",
+         .help = "resume after the page that printed it (--stats)"},
+        {.name = "stats", .kind = RL_ARG_FLAG, .dest = &stats,
+         .help = "end with a JSON line of counters, the end reason and the continuation"},
+        {0}};
+    const rl_args_cmd cmd = {
+        .name = "rl query",
+        .summary = "Scan index NAME of the Order store and print each row's record as one JSON line.\n"
+                   "--eq values form the equality prefix of the index values; --ge/--gt and --le/--lt\n"
+                   "bound the next value. V is an integer if it looks like one, else a string.\n"
+                   "--stats ends with a JSON line of counters, the end reason and the continuation (hex)\n"
+                   "to pass to --continuation for the next page (--skip applies to the first page only).",
+        .epilog = "Exit codes: 0 done, 1 failure, 2 usage.",
+        .opts = opts};
     rl__buf_init(&eq);
     rl__buf_init(&lo);
     rl__buf_init(&hi);
     rl__buf_init(&cb);
     rl__buf_init(&out);
-    rl__tuple_packer_init(&pk, &eq);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long n;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            status = 0;
-            goto done;
-        } else if (!strcmp(a, "--reverse")) {
-            o.reverse = 1;
-        } else if (!strcmp(a, "--stats")) {
-            stats = 1;
-        } else if (v && !strcmp(a, "--db")) {
-            url = v, i++;
-        } else if (v && !strcmp(a, "--store")) {
-            store = v, i++;
-        } else if (v && !strcmp(a, "--index")) {
-            index = v, i++;
-        } else if (v && !strcmp(a, "--eq")) {
-            pack_value(&pk, v), i++;
-        } else if (v && (!strcmp(a, "--ge") || !strcmp(a, "--gt")) && !low) {
-            low = v, low_excl = a[3] == 't', i++;
-        } else if (v && (!strcmp(a, "--le") || !strcmp(a, "--lt")) && !high) {
-            high = v, high_excl = a[3] == 't', i++;
-        } else if (v && !strcmp(a, "--continuation")) {
-            cont = v, i++;
-        } else if (v && !strcmp(a, "--fetch")) {
-            if (!strcmp(v, "scan")) o.fetch = RL_FETCH_SCAN_AND_FETCH;
-            else if (!strcmp(v, "remote")) o.fetch = RL_FETCH_USE_REMOTE_FETCH;
-            else if (!strcmp(v, "remote-fallback")) o.fetch = RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK;
-            else if (!strcmp(v, "adaptive")) o.fetch = RL_FETCH_ADAPTIVE;
-            else goto usage;
-            i++;
-        } else if (v && !strcmp(a, "--orphans")) {
-            if (!strcmp(v, "error")) o.orphans = RL_ORPHAN_ERROR;
-            else if (!strcmp(v, "skip")) o.orphans = RL_ORPHAN_SKIP;
-            else if (!strcmp(v, "return")) o.orphans = RL_ORPHAN_RETURN;
-            else goto usage;
-            i++;
-        } else if (v && !strcmp(a, "--skip") && !parse_int(v, 0, &n) && n <= 2147483647) {
-            o.skip = (int)n, i++;
-        } else if (v && !strcmp(a, "--limit") && !parse_int(v, 0, &n) && n <= 2147483647) {
-            o.limit = (int)n, i++;
-        } else if (v && !strcmp(a, "--scan-limit") && !parse_int(v, 0, &n) && n <= 2147483647) {
-            o.scan_limit = (int)n, i++;
-        } else if (v && !strcmp(a, "--byte-limit") && !parse_int(v, 0, &n)) {
-            o.byte_limit = n, i++;
-        } else if (v && !strcmp(a, "--time-limit-ms") && !parse_int(v, 0, &n)) {
-            o.time_limit_ms = n, i++;
-        } else {
-            fprintf(stderr, "rl query: unexpected or invalid argument '%s'\n", a);
-            goto usage;
-        }
+    if (rl__args_parse(&cmd, argc, argv, &code)) {
+        status = code;
+        goto done;
     }
-    if (!url || !index) goto usage;
+    o.fetch = (rl_fetch_method)fetch;
+    o.orphans = (rl_orphan_behavior)orphans;
+    if (ge && gt) {
+        status = rl__args_usage_error(&cmd, "--ge and --gt exclude each other");
+        goto done;
+    }
+    if (le && lt) {
+        status = rl__args_usage_error(&cmd, "--le and --lt exclude each other");
+        goto done;
+    }
+    low = ge ? ge : gt, low_excl = gt != NULL;
+    high = le ? le : lt, high_excl = lt != NULL;
+    if (cont && rl__args_unhex(cont, &cb, msg, sizeof msg)) {
+        status = rl__args_usage_error(&cmd, "--continuation: %s", msg);
+        goto done;
+    }
+    rl__tuple_packer_init(&pk, &eq);
+    for (int i = 0; i < n_eq; i++) pack_value(&pk, eqv[i]);
     if (eq.len) o.eq = eq.data, o.eq_len = eq.len;
     if (low) {
         rl__tuple_packer_init(&pk, &lo);
@@ -179,10 +164,6 @@ int rl_cmd_query(int argc, char **argv) {
         pack_value(&pk, high);
         o.high = hi.data, o.high_len = hi.len, o.high_exclusive = high_excl;
     }
-    if (cont && unhex(cont, &cb)) {
-        fprintf(stderr, "rl query: --continuation must be hex digits\n");
-        goto usage;
-    }
     if (cont) o.continuation = cb.data, o.continuation_len = cb.len;
     if (rl__buf_error(&eq) || rl__buf_error(&lo) || rl__buf_error(&hi)) {
         fprintf(stderr, "rl query: out of memory\n");
@@ -193,7 +174,7 @@ int rl_cmd_query(int argc, char **argv) {
         rl_txn *txn = NULL;
         rl_cursor *c = NULL;
         const rl_query_row *row;
-        if ((rc = rl__tool_open(&t, url, store, 0, 1))) {
+        if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
             fprintf(stderr, "rl query: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
             goto done;
         }
@@ -233,10 +214,6 @@ int rl_cmd_query(int argc, char **argv) {
         rl_txn_free(txn);
         rl__tool_close(&t);
     }
-    goto done;
-usage:
-    help(stderr);
-    status = 2;
 done:
     rl__buf_release(&eq);
     rl__buf_release(&lo);
