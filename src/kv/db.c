@@ -1,9 +1,11 @@
 /* db.c — rl_db: opening a database from a URL, its status, the retry loop, and the thread-local
  * error detail of rl_db_open.
  *
- * URL schemes (kv.h): "mem:" and "file:DIR" open the embedded backend (embedded.c);
- * "cluster:FILE" and "fdb:FILE" are recognised but refused with RL_E_UNSUPPORTED_OPERATION until
- * their backends exist; anything else is RL_E_BAD_URL. The detail of the last failure of
+ * URL schemes (kv.h): "mem:" (exactly: nothing may follow the colon) and "file:DIR" open the
+ * embedded backend (embedded.c); "cluster:FILE" and "fdb:FILE" are recognised but refused with
+ * RL_E_UNSUPPORTED_OPERATION until their backends exist; anything else is RL_E_BAD_URL. A DIR that
+ * does not exist is RL_E_FILE_NOT_FOUND, one that is not a directory RL_E_INVALID_ARGUMENT, one
+ * that cannot be examined RL_E_IO_ERROR (with strerror in the detail). The detail of the last failure of
  * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
  */
 #include <errno.h>
@@ -58,6 +60,11 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     pthread_mutex_init(&db->mu, NULL);
     db->seed = rl__clock_mono_ns() ^ (uint64_t)(uintptr_t)db;
     if (!strncmp(url, "mem:", 4)) {
+        if (url[4]) {
+            set_detail("database URL '%.200s': mem: takes nothing after the colon (use mem: or file:DIR)", url);
+            rc = RL_E_BAD_URL;
+            goto fail_db;
+        }
         rc = rl__kv_embedded_open(NULL, opts, &db->be, &msg);
     } else if (!strncmp(url, "file:", 5)) {
         const char *dir = url + 5;
@@ -67,10 +74,23 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
             rc = RL_E_BAD_URL;
             goto fail_db;
         }
-        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            set_detail("database directory %s does not exist%s", dir,
-                       errno == ENOENT || !S_ISDIR(sb.st_mode) ? "" : " or is not accessible");
-            rc = RL_E_FILE_NOT_FOUND;
+        if (stat(dir, &sb) != 0) {
+            int e = errno;
+            if (e == ENOENT) {
+                set_detail("database directory %s does not exist", dir);
+                rc = RL_E_FILE_NOT_FOUND;
+            } else if (e == ENOTDIR) {
+                set_detail("database directory %s: a component of the path is not a directory", dir);
+                rc = RL_E_FILE_NOT_FOUND;
+            } else {
+                set_detail("database directory %s: %s", dir, strerror(e));
+                rc = RL_E_IO_ERROR;
+            }
+            goto fail_db;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            set_detail("database directory %s is not a directory (file:DIR names a directory)", dir);
+            rc = RL_E_INVALID_ARGUMENT;
             goto fail_db;
         }
         rc = rl__kv_embedded_open(dir, opts, &db->be, &msg);

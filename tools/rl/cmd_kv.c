@@ -7,7 +7,8 @@
  * Keys and values are in FoundationDB's printable escape form (\xNN, \\); with --tuple, keys are
  * JSON tuple arrays (the form of `rl tuple`) and printed keys that decode as tuples are shown the
  * same way. Exit codes: 0 success, 1 an error (its name and message on stderr) or a key not
- * found, 2 usage. All logic is in src/kv; this file parses arguments and prints.
+ * found, 2 usage. get, range, getkey and status open the database read-only (no file is
+ * changed). All logic is in src/kv; this file parses arguments and prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,62 +17,41 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "base/args.h"
 #include "base/buf.h"
 #include "base/bytes.h"
+#include "tuple/tuple.h"
 #include "reclayer/kv.h"
 #include "tuple/tuple_json.h"
-
-static void help(FILE *f) {
-    fprintf(f,
-            "usage: rl kv [--db URL] [--tuple] [--system] COMMAND ARGS...\n"
-            "\n"
-            "Read and write raw keys of a reclayer database (one transaction per command).\n"
-            "\n"
-            "commands:\n"
-            "  get KEY                 print the value of KEY (exit 1 if it is not set)\n"
-            "  set KEY VALUE           set KEY to VALUE\n"
-            "  clear KEY               clear KEY\n"
-            "  clearrange BEGIN END    clear every key in [BEGIN, END)\n"
-            "  range BEGIN END         print the keys and values in [BEGIN, END), one per line\n"
-            "                          as KEY<TAB>VALUE; --limit N rows, --reverse last key first\n"
-            "  getkey FORM KEY [OFFSET]  resolve a key selector and print the key; FORM is\n"
-            "                          first_greater_or_equal (fge), first_greater_than (fgt),\n"
-            "                          last_less_or_equal (lle) or last_less_than (llt); OFFSET\n"
-            "                          moves further (default 0)\n"
-            "  status                  print the database status as JSON (versions, sizes, log\n"
-            "                          and checkpoint state)\n"
-            "\n"
-            "options:\n"
-            "  --db URL      mem: (default; empty, in memory), file:DIR (durable, DIR must exist),\n"
-            "                cluster:FILE, fdb:FILE; the RL_DB environment variable sets the default\n"
-            "  --tuple       KEY, BEGIN and END are JSON tuple arrays, e.g. '[{\"string\":\"a\"},{\"int\":\"1\"}]'\n"
-            "                (see `rl tuple --help`); keys are printed the same way when they decode\n"
-            "  --system      allow keys beginning with \\xff (the system keyspace)\n"
-            "  --limit N     range: at most N rows\n"
-            "  --reverse     range: in descending key order\n"
-            "\n"
-            "Keys and values use FoundationDB's printable form: printable ASCII as is, \\\\ for a\n"
-            "backslash, \\xNN for any other byte. Exit codes: 0 success, 1 error or not found,\n"
-            "2 usage.\n");
-}
 
 typedef struct {
     int tuple;
     int system;
 } kv_opts;
 
-/* Parse a key argument into out (printable form, or a JSON tuple with --tuple). */
-static int parse_key(const kv_opts *o, const char *s, rl_buf *out) {
-    if (!o->tuple) return rl__bytes_unprintable(out, s);
+/* Parse argument s (named what, e.g. "KEY") of command cmd into out: FoundationDB's printable
+ * form, or a JSON tuple with --tuple (is_key and o->tuple). RL_OK, or RL_ARGS_USAGE after
+ * printing a message that names the argument and says what is wrong. */
+static int parse_arg(const rl_args_cmd *cmd, const kv_opts *o, int is_key, const char *what, const char *s,
+                     rl_buf *out) {
+    char msg[256];
+    if (!is_key || !o->tuple) {
+        int rc = rl__args_unescape(s, out, msg, sizeof msg);
+        if (rc == RL_E_INVALID_ARGUMENT) return rl__args_usage_error(cmd, "%s: %s", what, msg);
+        if (rc) return rl__args_usage_error(cmd, "%s: %s", what, rl_error_message(rc));
+        return RL_OK;
+    }
     json_error_t jerr;
     json_t *j = json_loads(s, 0, &jerr);
-    if (!j) {
-        fprintf(stderr, "rl kv: '%s' is not JSON: %s\n", s, jerr.text);
-        return RL_E_USAGE;
-    }
+    if (!j) return rl__args_usage_error(cmd, "%s: not JSON: %s (column %d)", what, jerr.text, jerr.column);
     int rc = rl__tuple_from_json(j, out);
     json_decref(j);
-    return rc;
+    if (rc) {
+        const char *d = rl__tuple_error_detail();
+        return rl__args_usage_error(cmd, "%s: not a JSON tuple array (see `rl tuple --help`): %s%s%s", what,
+                                    rl_error_name(rc), *d ? ": " : "", d);
+    }
+    return RL_OK;
 }
 
 static void print_key(const kv_opts *o, const uint8_t *k, size_t n) {
@@ -116,70 +96,75 @@ static int commit(rl_txn *t) {
     return 0;
 }
 
+enum { C_GET, C_SET, C_CLEAR, C_CLEARRANGE, C_RANGE, C_GETKEY, C_STATUS };
+enum { F_FGE, F_FGT, F_LLE, F_LLT };
+
 int rl_cmd_kv(int argc, char **argv) {
     kv_opts o = {0, 0};
     const char *url = getenv("RL_DB");
     if (!url || !*url) url = "mem:";
-    long limit = 0;
-    int reverse = 0;
-    const char *pos[8];
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--db") && i + 1 < argc) {
-            url = argv[++i];
-        } else if (!strcmp(a, "--tuple")) {
-            o.tuple = 1;
-        } else if (!strcmp(a, "--system")) {
-            o.system = 1;
-        } else if (!strcmp(a, "--reverse")) {
-            reverse = 1;
-        } else if (!strcmp(a, "--limit") && i + 1 < argc) {
-            char *end;
-            limit = strtol(argv[++i], &end, 10);
-            if (*end || limit < 0 || limit > 1000000000L) {
-                fprintf(stderr, "rl kv: bad --limit '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (a[0] == '-' && a[1] == '-') {
-            fprintf(stderr, "rl kv: unknown option '%s'\n", a);
-            help(stderr);
-            return 2;
-        } else if (npos < 8) {
-            pos[npos++] = a;
-        } else {
-            help(stderr);
-            return 2;
-        }
-    }
-    if (npos == 0) {
-        help(stderr);
-        return 2;
-    }
-    const char *cmd = pos[0];
-    struct {
-        const char *name;
-        int min, max;
-    } arity[] = {{"get", 2, 2},   {"set", 3, 3},        {"clear", 2, 2}, {"clearrange", 3, 3},
-                 {"range", 3, 3}, {"getkey", 3, 4},     {"status", 1, 1}};
-    int known = 0;
-    for (size_t i = 0; i < sizeof arity / sizeof arity[0]; i++)
-        if (!strcmp(cmd, arity[i].name)) {
-            known = 1;
-            if (npos < arity[i].min || npos > arity[i].max) {
-                fprintf(stderr, "rl kv %s: wrong number of arguments\n", cmd);
-                help(stderr);
-                return 2;
-            }
-        }
-    if (!known) {
-        fprintf(stderr, "rl kv: unknown command '%s'\n", cmd);
-        help(stderr);
-        return 2;
-    }
+    const char *a1 = NULL, *a2 = NULL;
+    int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
+    static const rl_arg_choice forms[] = {
+        {"first_greater_or_equal", F_FGE}, {"fge", F_FGE}, {"first_greater_than", F_FGT}, {"fgt", F_FGT},
+        {"last_less_or_equal", F_LLE},     {"lle", F_LLE}, {"last_less_than", F_LLT},     {"llt", F_LLT},
+        {NULL, 0}};
+    const rl_arg opts[] = {
+        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_NO_DEFAULT,
+         .help = "mem: (default; empty, in memory), file:DIR (durable, DIR must exist), cluster:FILE, fdb:FILE; "
+                 "the RL_DB environment variable sets the default"},
+        {.name = "tuple", .kind = RL_ARG_FLAG, .dest = &o.tuple,
+         .help = "KEY, BEGIN and END are JSON tuple arrays, e.g. '[{\"string\":\"a\"},{\"int\":\"1\"}]' (see "
+                 "`rl tuple --help`); keys are printed the same way when they decode"},
+        {.name = "system", .kind = RL_ARG_FLAG, .dest = &o.system,
+         .help = "allow keys beginning with \\xff (the system keyspace)"},
+        {0}};
+    const rl_arg key_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"}, {0}};
+    const rl_arg set_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"},
+                              {.name = "VALUE", .kind = RL_ARG_STRING, .dest = &a2, .help = "the value (printable form)"},
+                              {0}};
+    const rl_arg range_pos[] = {{.name = "BEGIN", .kind = RL_ARG_STRING, .dest = &a1, .help = "the first key"},
+                                {.name = "END", .kind = RL_ARG_STRING, .dest = &a2, .help = "the key after the last"},
+                                {0}};
+    const rl_arg range_opts[] = {
+        {.name = "limit", .kind = RL_ARG_INT, .dest = &limit, .min = 0, .max = 1000000000,
+         .help = "at most N rows (0: all)"},
+        {.name = "reverse", .kind = RL_ARG_FLAG, .dest = &reverse, .help = "in descending key order"},
+        {0}};
+    const rl_arg getkey_pos[] = {
+        {.name = "FORM", .kind = RL_ARG_ENUM, .dest = &form, .choices = forms, .help = "the selector's form"},
+        {.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "its key"},
+        {.name = "OFFSET", .kind = RL_ARG_INT, .dest = &offset, .flags = RL_ARG_OPTIONAL, .min = -1000000,
+         .max = 1000000, .help = "moves further (default 0)"},
+        {0}};
+    const rl_args_cmd get = {.name = "rl kv get", .brief = "print the value of KEY (exit 1 if it is not set)",
+                             .pos = key_pos};
+    const rl_args_cmd set = {.name = "rl kv set", .brief = "set KEY to VALUE", .pos = set_pos};
+    const rl_args_cmd clear = {.name = "rl kv clear", .brief = "clear KEY", .pos = key_pos};
+    const rl_args_cmd clearrange = {.name = "rl kv clearrange", .brief = "clear every key in [BEGIN, END)",
+                                    .pos = range_pos};
+    const rl_args_cmd range = {.name = "rl kv range",
+                               .brief = "print the keys and values in [BEGIN, END), one per line as KEY<TAB>VALUE",
+                               .opts = range_opts, .pos = range_pos};
+    const rl_args_cmd getkey = {.name = "rl kv getkey",
+                                .brief = "resolve a key selector and print the key; FORM is first_greater_or_equal "
+                                         "(fge), first_greater_than (fgt), last_less_or_equal (lle) or last_less_than "
+                                         "(llt); OFFSET moves further",
+                                .pos = getkey_pos};
+    const rl_args_cmd status = {.name = "rl kv status",
+                                .brief = "print the database status as JSON (versions, sizes, log and checkpoint state)"};
+    const rl_args_cmd *subs[] = {&get, &set, &clear, &clearrange, &range, &getkey, &status, NULL};
+    const rl_args_cmd cmd = {
+        .name = "rl kv",
+        .summary = "Read and write raw keys of a reclayer database (one transaction per command).",
+        .epilog = "Keys and values use FoundationDB's printable form: printable ASCII as is, \\\\ for a\n"
+                  "backslash, \\xNN for any other byte. A key beginning with -- goes after a -- word\n"
+                  "(rl kv get -- --key). Exit codes: 0 success, 1 error or not found, 2 usage.",
+        .opts = opts,
+        .subs = subs,
+        .sub_dest = &which};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    const rl_args_cmd *sub = subs[which];
     /* Parse the arguments before opening anything. */
     rl_buf k1, k2;
     rl__buf_init(&k1);
@@ -187,23 +172,26 @@ int rl_cmd_kv(int argc, char **argv) {
     int rc = RL_OK, exit_code = 0;
     rl_db *db = NULL;
     rl_txn *t = NULL;
-    if (npos >= 2 && strcmp(cmd, "getkey")) rc = parse_key(&o, pos[1], &k1);
-    if (rc == RL_OK && npos >= 3 && !strcmp(cmd, "set")) rc = rl__bytes_unprintable(&k2, pos[2]);
-    else if (rc == RL_OK && npos >= 3 && strcmp(cmd, "getkey")) rc = parse_key(&o, pos[2], &k2);
-    else if (rc == RL_OK && !strcmp(cmd, "getkey")) rc = parse_key(&o, pos[2], &k1);
+    if (a1) rc = parse_arg(sub, &o, 1, which == C_GET || which == C_CLEAR || which == C_GETKEY || which == C_SET
+                                        ? "KEY" : "BEGIN", a1, &k1);
+    if (!rc && a2) rc = parse_arg(sub, &o, which != C_SET, which == C_SET ? "VALUE" : "END", a2, &k2);
     if (rc) {
-        if (rc != RL_E_USAGE) fprintf(stderr, "rl kv: bad key or value: %s\n", rl_error_message(rc));
-        exit_code = 2;
+        exit_code = RL_ARGS_USAGE;
         goto done;
     }
-    rc = rl_db_open(url, NULL, &db);
+    /* The commands that only read open the database read-only: they never change a file. */
+    rl_db_options dbo;
+    memset(&dbo, 0, sizeof dbo);
+    dbo.size = sizeof dbo;
+    dbo.read_only = which == C_GET || which == C_RANGE || which == C_GETKEY || which == C_STATUS;
+    rc = rl_db_open(url, &dbo, &db);
     if (rc) {
         fprintf(stderr, "rl kv: cannot open %s: %s (%d): %s\n", url, rl_error_name(rc), rc,
                 rl_last_error_detail());
         exit_code = 1;
         goto done;
     }
-    if (!strcmp(cmd, "status")) {
+    if (which == C_STATUS) {
         char *js = NULL;
         rc = rl_db_status_json(db, &js);
         if (rc) {
@@ -220,7 +208,7 @@ int rl_cmd_kv(int argc, char **argv) {
         exit_code = fail(rc, "begin");
         goto done;
     }
-    if (!strcmp(cmd, "get")) {
+    if (which == C_GET) {
         rl_future *f = rl_txn_get(t, k1.data, k1.len, 0);
         int present = 0, len = 0;
         const uint8_t *v = NULL;
@@ -229,22 +217,22 @@ int rl_cmd_kv(int argc, char **argv) {
         if (rc) {
             exit_code = fail(rc, "get");
         } else if (!present) {
-            fprintf(stderr, "rl kv: '%s': not found\n", pos[1]);
+            fprintf(stderr, "rl kv: '%s': not found\n", a1);
             exit_code = 1;
         } else {
             print_value(v, (size_t)len);
             putchar('\n');
         }
         rl_future_free(f);
-    } else if (!strcmp(cmd, "set") || !strcmp(cmd, "clear") || !strcmp(cmd, "clearrange")) {
-        if (!strcmp(cmd, "set"))
+    } else if (which == C_SET || which == C_CLEAR || which == C_CLEARRANGE) {
+        if (which == C_SET)
             rc = rl_txn_set(t, k1.data, k1.len, k2.data, k2.len);
-        else if (!strcmp(cmd, "clear"))
+        else if (which == C_CLEAR)
             rc = rl_txn_clear(t, k1.data, k1.len);
         else
             rc = rl_txn_clear_range(t, k1.data, k1.len, k2.data, k2.len);
-        exit_code = rc ? fail(rc, cmd) : commit(t);
-    } else if (!strcmp(cmd, "range")) {
+        exit_code = rc ? fail(rc, sub->name + 6) : commit(t);
+    } else if (which == C_RANGE) {
         rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len),
                                         RL_FIRST_GREATER_OR_EQUAL(k2.data, k2.len), (int)limit, 0,
                                         RL_STREAMING_WANT_ALL, 0, reverse ? RL_REVERSE : 0);
@@ -265,31 +253,12 @@ int rl_cmd_kv(int argc, char **argv) {
         }
         rl_future_free(f);
     } else { /* getkey */
-        const char *form = pos[1];
         rl_key_selector sel;
-        if (!strcmp(form, "first_greater_or_equal") || !strcmp(form, "fge"))
-            sel = RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len);
-        else if (!strcmp(form, "first_greater_than") || !strcmp(form, "fgt"))
-            sel = RL_FIRST_GREATER_THAN(k1.data, k1.len);
-        else if (!strcmp(form, "last_less_or_equal") || !strcmp(form, "lle"))
-            sel = RL_LAST_LESS_OR_EQUAL(k1.data, k1.len);
-        else if (!strcmp(form, "last_less_than") || !strcmp(form, "llt"))
-            sel = RL_LAST_LESS_THAN(k1.data, k1.len);
-        else {
-            fprintf(stderr, "rl kv getkey: unknown selector form '%s'\n", form);
-            exit_code = 2;
-            goto done;
-        }
-        if (npos == 4) {
-            char *end;
-            long off = strtol(pos[3], &end, 10);
-            if (*end || off < -1000000 || off > 1000000) {
-                fprintf(stderr, "rl kv getkey: bad offset '%s'\n", pos[3]);
-                exit_code = 2;
-                goto done;
-            }
-            sel.offset += (int)off;
-        }
+        if (form == F_FGE) sel = RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len);
+        else if (form == F_FGT) sel = RL_FIRST_GREATER_THAN(k1.data, k1.len);
+        else if (form == F_LLE) sel = RL_LAST_LESS_OR_EQUAL(k1.data, k1.len);
+        else sel = RL_LAST_LESS_THAN(k1.data, k1.len);
+        sel.offset += offset;
         rl_future *f = rl_txn_get_key(t, sel, 0);
         const uint8_t *k = NULL;
         int kl = 0;

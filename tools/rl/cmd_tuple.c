@@ -4,8 +4,9 @@
  *   rl tuple encode JSON   the encoding of a JSON array, lower-case hex
  *   rl tuple print HEX     the human form, e.g. (1, "a", b"\x00", None)
  *
- * Exit codes: 0 success, 1 invalid input (the error's name and message on stderr), 2 usage.
- * The logic lives in src/tuple (tuple.h, tuple_json.h); this file only parses arguments.
+ * Exit codes: 0 success, 1 invalid input (the error's name and message on stderr, with the
+ * offending hex digit or the nesting limit when that is the reason), 2 usage. The logic lives
+ * in src/tuple (tuple.h, tuple_json.h); this file only parses arguments.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,40 +14,18 @@
 
 #include <jansson.h>
 
+#include "base/args.h"
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "reclayer/error.h"
 #include "tuple/tuple.h"
 #include "tuple/tuple_json.h"
 
-static void help(FILE *f) {
-    fprintf(f,
-            "usage: rl tuple decode HEX\n"
-            "       rl tuple encode JSON\n"
-            "       rl tuple print HEX\n"
-            "\n"
-            "Convert FoundationDB tuple encodings (the tuple layer's bytes, as hex).\n"
-            "\n"
-            "  decode HEX    print the tuple as one line of JSON: an array of elements\n"
-            "                {\"null\":true} {\"bool\":true} {\"int\":\"-12\"} (decimal, any size)\n"
-            "                {\"bytes\":HEX} {\"string\":TEXT} {\"float\":HEX} {\"double\":HEX}\n"
-            "                (IEEE bits, big-endian) {\"uuid\":HEX} {\"versionstamp\":HEX}\n"
-            "                (12 bytes) {\"tuple\":[...]} (nested)\n"
-            "  encode JSON   the reverse: print the encoding of such an array as lower-case hex\n"
-            "  print HEX     print the tuple in FoundationDB's Python-like human form,\n"
-            "                e.g. (1, \"a\", b\"\\x00\", None)\n"
-            "\n"
-            "Invalid input prints the error's name and message on stderr and exits 1.\n"
-            "\n"
-            "examples:\n"
-            "  rl tuple encode '[{\"int\":\"1\"},{\"string\":\"a\"}]'    -> 1501026100\n"
-            "  rl tuple decode 1501026100\n"
-            "  rl tuple print 1501026100                        -> (1, \"a\")\n");
-}
-
-/* Report rc on stderr and return the exit code for invalid input. */
+/* Report rc on stderr (with the tuple layer's detail when it has one, e.g. the nesting limit)
+ * and return the exit code for invalid input. */
 static int fail(const char *what, int rc) {
-    fprintf(stderr, "rl tuple %s: %s: %s\n", what, rl_error_name(rc), rl_error_message(rc));
+    const char *d = rl__tuple_error_detail();
+    fprintf(stderr, "rl tuple %s: %s: %s%s%s\n", what, rl_error_name(rc), rl_error_message(rc), *d ? ": " : "", d);
     return 1;
 }
 
@@ -58,9 +37,11 @@ static int do_decode(const char *hex, int as_json) {
     const char *what = as_json ? "decode" : "print";
     rl__buf_init(&in);
     rl__buf_init(&out);
-    rc = rl__bytes_from_hex(&in, hex, strlen(hex));
+    char msg[256];
+    rc = rl__args_unhex(hex, &in, msg, sizeof msg);
     if (rc) {
-        fprintf(stderr, "rl tuple %s: %s: not an even-length hex string\n", what, rl_error_name(rc));
+        fprintf(stderr, "rl tuple %s: %s: %s\n", what, rl_error_name(rc),
+                rc == RL_E_INVALID_ARGUMENT ? msg : rl_error_message(rc));
         goto done;
     }
     if (as_json) {
@@ -129,18 +110,44 @@ done:
 }
 
 int rl_cmd_tuple(int argc, char **argv) {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
-        help(stdout);
-        return 0;
-    }
-    if (argc != 3) {
-        help(stderr);
-        return 2;
-    }
-    if (!strcmp(argv[1], "decode")) return do_decode(argv[2], 1);
-    if (!strcmp(argv[1], "print")) return do_decode(argv[2], 0);
-    if (!strcmp(argv[1], "encode")) return do_encode(argv[2]);
-    fprintf(stderr, "rl tuple: unknown subcommand '%s'\n", argv[1]);
-    help(stderr);
-    return 2;
+    const char *hex = NULL, *json = NULL;
+    int which = -1, code;
+    const rl_arg hex_pos[] = {{.name = "HEX", .kind = RL_ARG_STRING, .dest = &hex, .help = "a tuple's encoding as hex digits"},
+                              {0}};
+    const rl_arg json_pos[] = {{.name = "JSON", .kind = RL_ARG_STRING, .dest = &json,
+                                .help = "a JSON array of elements, e.g. '[{\"int\":\"1\"},{\"string\":\"a\"}]'"},
+                               {0}};
+    const rl_args_cmd decode = {
+        .name = "rl tuple decode",
+        .brief = "print the tuple as one line of JSON",
+        .summary = "Print the tuple as one line of JSON: an array of elements\n"
+                   "  {\"null\":true} {\"bool\":true} {\"int\":\"-12\"} (decimal, any size)\n"
+                   "  {\"bytes\":HEX} {\"string\":TEXT} {\"float\":HEX} {\"double\":HEX} (IEEE bits, big-endian)\n"
+                   "  {\"uuid\":HEX} {\"versionstamp\":HEX} (12 bytes) {\"tuple\":[...]} (nested, at most 1000 deep)",
+        .pos = hex_pos};
+    const rl_args_cmd encode = {.name = "rl tuple encode",
+                                .brief = "the reverse: print the encoding of such an array as lower-case hex",
+                                .summary = "Print the encoding of a JSON array of elements (see `rl tuple decode --help`) as\n"
+                                           "lower-case hex.",
+                                .pos = json_pos};
+    const rl_args_cmd print = {.name = "rl tuple print",
+                               .brief = "print the tuple in FoundationDB's Python-like form, e.g. (1, \"a\", b\"\\x00\", None)",
+                               .summary = "Print the tuple in FoundationDB's Python-like human form.",
+                               .pos = hex_pos};
+    const rl_args_cmd *subs[] = {&decode, &encode, &print, NULL};
+    const rl_args_cmd cmd = {
+        .name = "rl tuple",
+        .summary = "Convert FoundationDB tuple encodings (the tuple layer's bytes, as hex).",
+        .epilog = "Invalid input prints the error's name and message on stderr and exits 1; usage errors exit 2.\n"
+                  "\n"
+                  "examples:\n"
+                  "  rl tuple encode '[{\"int\":\"1\"},{\"string\":\"a\"}]'    -> 1501026100\n"
+                  "  rl tuple decode 1501026100\n"
+                  "  rl tuple print 1501026100                        -> (1, \"a\")",
+        .subs = subs,
+        .sub_dest = &which};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    if (which == 0) return do_decode(hex, 1);
+    if (which == 2) return do_decode(hex, 0);
+    return do_encode(json);
 }
