@@ -1,11 +1,13 @@
-/* micro.c — the KV micro-benchmark (see micro.h for the workloads and the design).
+/* micro.c — the KV micro-benchmark (see micro.h for the workloads, the design and the files).
  *
  * Each system implements the same five operations over the same keys. Keys are built once with
- * the tuple packer so every system stores byte-identical keys and values.
+ * the tuple packer so every system stores byte-identical keys and values. The durable systems
+ * write only inside the run's scratch directory (scratch.h), which the run removes at its end.
  */
 #include "bench/micro.h"
 
 #include <lmdb.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "bench/scratch.h"
 #include "reclayer/alloc.h"
 #include "reclayer/kv.h"
 #include "tuple/tuple.h"
@@ -35,10 +38,12 @@ struct sys {
     char path[1024];
     int keys;
     int value_len;
-    double samples[W_COUNT][64]; /* ns/op per round */
-    double allocs[W_COUNT][64];  /* allocations per op per round */
+    double samples[W_COUNT][RL__MICRO_REPEATS_MAX]; /* ns/op per round */
+    double allocs[W_COUNT][RL__MICRO_REPEATS_MAX];  /* allocations per op per round */
     int n_samples[W_COUNT];
-    int failed;
+    int failed;  /* set once a setup or a workload failed; the system runs nothing more */
+    int err;     /* its error */
+    int err_w;   /* where: -1 setup, else the workload */
     uint64_t check; /* sum over every byte read (see touch): every system reads what it returns */
 };
 
@@ -111,10 +116,13 @@ static int rl_load(rl_db *db, int keys, int vlen) {
     rl__buf_init(&k);
     uint8_t *v = rl__malloc((size_t)vlen);
     int rc = v ? RL_OK : RL_E_OUT_OF_MEMORY;
-    for (int start = 0; rc == RL_OK && start < keys; start += 1000) {
+    /* Batches far below the transaction limit whatever the value length. */
+    int per = 4000000 / (vlen + 100);
+    per = per < 1 ? 1 : per > 1000 ? 1000 : per;
+    for (int start = 0; rc == RL_OK && start < keys; start += per) {
         rl_txn *t = NULL;
         rc = rl_txn_begin(db, &t);
-        for (int pk = start; rc == RL_OK && pk < keys && pk < start + 1000; pk++) {
+        for (int pk = start; rc == RL_OK && pk < keys && pk < start + per; pk++) {
             fill_value(v, vlen, pk);
             record_key(&k, pk);
             rc = rl_txn_set(t, k.data, k.len, v, (size_t)vlen);
@@ -517,7 +525,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static double median(const double *v, int n) {
-    double tmp[64];
+    double tmp[RL__MICRO_REPEATS_MAX];
     if (n <= 0) return 0;
     memcpy(tmp, v, (size_t)n * sizeof *v);
     qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
@@ -544,6 +552,65 @@ static int measure(sys *s, int w, double seconds, uint64_t *rng) {
     return RL_OK;
 }
 
+int rl__bench_micro_check(const rl_micro_options *o, char *msg, size_t cap) {
+    if (o->keys < RL__MICRO_KEYS_MIN || o->keys > RL__MICRO_KEYS_MAX) {
+        snprintf(msg, cap, "--keys: %d is out of range [%d, %d]", o->keys, RL__MICRO_KEYS_MIN, RL__MICRO_KEYS_MAX);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (o->value_len < 1 || o->value_len > RL__MICRO_VALUE_LEN_MAX) {
+        snprintf(msg, cap, "--value-len: %d is out of range [1, %d]", o->value_len, RL__MICRO_VALUE_LEN_MAX);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (!isfinite(o->seconds) || o->seconds < RL__MICRO_SECONDS_MIN || o->seconds > RL__MICRO_SECONDS_MAX) {
+        snprintf(msg, cap, "--seconds: %g is out of range [%g, %g]", o->seconds, RL__MICRO_SECONDS_MIN,
+                 RL__MICRO_SECONDS_MAX);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (o->repeats < 1 || o->repeats > RL__MICRO_REPEATS_MAX) {
+        snprintf(msg, cap, "--repeats: %d is out of range [1, %d]", o->repeats, RL__MICRO_REPEATS_MAX);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (o->dir && !*o->dir) {
+        snprintf(msg, cap, "--dir must not be empty");
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (o->only) {
+        for (int w = 0; w < W_COUNT; w++)
+            if (!strcmp(o->only, wnames[w])) return RL_OK;
+        snprintf(msg, cap, "--only: '%.64s' is not a workload (%s, %s, %s, %s)", o->only, wnames[0], wnames[1],
+                 wnames[2], wnames[3]);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    return RL_OK;
+}
+
+/* Mark s failed with error e at workload w (-1: setup) and say so on stderr. */
+static void set_failed(sys *s, int e, int w) {
+    fprintf(stderr, "micro: %s %s failed: %s (%s)\n", s->name, w < 0 ? "setup" : wnames[w], rl_error_name(e),
+            rl_error_message(e));
+    s->failed = 1;
+    s->err = e;
+    s->err_w = w;
+}
+
+/* 1 if s has a median for workload w that a ratio may use. */
+static int has_result(const sys *s, int w) { return s->n_samples[w] > 0 && !(s->failed && s->err_w <= w); }
+
+/* Print the cell of system s for workload w: its median, "failed", or "-" (not run). */
+static void print_cell(FILE *out, const sys *s, int w) {
+    if (s->failed && s->err_w <= w) fprintf(out, " %14s", "failed");
+    else if (s->n_samples[w]) fprintf(out, " %14.0f", median(s->samples[w], s->n_samples[w]));
+    else fprintf(out, " %14s", "-");
+}
+
+/* Print "label = a/b" or "label = n/a" when either has no result. */
+static void print_ratio(FILE *out, const char *label, const sys *a, const sys *b, int w) {
+    if (has_result(a, w) && has_result(b, w))
+        fprintf(out, "  %s = %.2f", label, median(a->samples[w], a->n_samples[w]) / median(b->samples[w], b->n_samples[w]));
+    else
+        fprintf(out, "  %s = n/a", label);
+}
+
 int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
     sys systems[] = {
         {.name = "reclayer-mem", .setup = rl_setup_mem, .op = rl_op, .teardown = rl_teardown},
@@ -552,17 +619,32 @@ int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
         {.name = "sqlite", .setup = sq_setup, .op = sq_op, .teardown = sq_teardown},
     };
     const int ns = (int)(sizeof systems / sizeof systems[0]);
-    int repeats = o->repeats > 64 ? 64 : o->repeats;
-    int rc = RL_OK;
+    char msg[512];
+    rl_buf scratch;
+    rl_micro_options oo = *o;
+    int rc = rl__bench_micro_check(o, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "micro: %s\n", msg);
+        return rc;
+    }
+    const int repeats = o->repeats;
     uint64_t rng = o->seed;
+    rl__buf_init(&scratch);
+    if ((rc = rl__bench_scratch_create(o->dir, "micro", &scratch, msg, sizeof msg))) {
+        fprintf(stderr, "micro: %s\n", msg);
+        rl__buf_release(&scratch);
+        return rc;
+    }
+    oo.dir = (const char *)scratch.data;
+    fprintf(stderr, "micro: seed %llu, scratch %s (removed at the end)\n", o->seed, oo.dir);
     for (int i = 0; i < ns; i++) {
         systems[i].keys = o->keys;
         systems[i].value_len = o->value_len;
         fprintf(stderr, "micro: loading %d records into %s\n", o->keys, systems[i].name);
-        int e = systems[i].setup(&systems[i], o);
+        int e = o->fail_setup && !strcmp(o->fail_setup, systems[i].name) ? RL_E_IO_ERROR
+                                                                          : systems[i].setup(&systems[i], &oo);
         if (e) {
-            fprintf(stderr, "micro: %s setup failed: %s\n", systems[i].name, rl_error_name(e));
-            systems[i].failed = 1;
+            set_failed(&systems[i], e, -1);
             rc = rc ? rc : e;
         }
     }
@@ -574,8 +656,7 @@ int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
                 if (systems[i].failed) continue;
                 int e = measure(&systems[i], w, o->seconds, &rng);
                 if (e) {
-                    fprintf(stderr, "micro: %s %s failed: %s\n", systems[i].name, wnames[w], rl_error_name(e));
-                    systems[i].failed = 1;
+                    set_failed(&systems[i], e, w);
                     rc = rc ? rc : e;
                 }
             }
@@ -590,36 +671,50 @@ int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
     int first = 1;
     for (int w = 0; w < W_COUNT; w++) {
         if (o->only && strcmp(o->only, wnames[w])) continue;
-        double med[8];
         fprintf(out, "%-12s %-10s", wnames[w], wunits[w]);
         for (int i = 0; i < ns; i++) {
-            med[i] = median(systems[i].samples[w], systems[i].n_samples[w]);
-            if (systems[i].n_samples[w])
-                fprintf(out, " %14.0f", med[i]);
-            else
-                fprintf(out, " %14s", "-");
+            print_cell(out, &systems[i], w);
             if (json) {
-                rl__buf_printf(json, "%s{\"workload\":\"%s\",\"system\":\"%s\",\"ns_per_op\":[", first ? "" : ",", wnames[w], systems[i].name);
+                const sys *x = &systems[i];
+                int bad = x->failed && x->err_w <= w;
+                rl__buf_printf(json, "%s{\"workload\":\"%s\",\"system\":\"%s\",\"ns_per_op\":[", first ? "" : ",", wnames[w], x->name);
                 first = 0;
-                for (int k = 0; k < systems[i].n_samples[w]; k++)
-                    rl__buf_printf(json, "%s%.1f", k ? "," : "", systems[i].samples[w][k]);
-                rl__buf_printf(json, "],\"median_ns_per_op\":%.1f,\"allocs_per_op\":%.3f}", med[i],
-                               median(systems[i].allocs[w], systems[i].n_samples[w]));
+                for (int k = 0; k < x->n_samples[w]; k++)
+                    rl__buf_printf(json, "%s%.1f", k ? "," : "", x->samples[w][k]);
+                if (has_result(x, w))
+                    rl__buf_printf(json, "],\"median_ns_per_op\":%.1f,\"allocs_per_op\":%.3f", median(x->samples[w], x->n_samples[w]),
+                                   median(x->allocs[w], x->n_samples[w]));
+                else
+                    rl__buf_append_str(json, "],\"median_ns_per_op\":null,\"allocs_per_op\":null");
+                if (bad) rl__buf_printf(json, ",\"failed\":true,\"error\":\"%s\"}", rl_error_name(x->err));
+                else rl__buf_append_str(json, ",\"failed\":false}");
             }
         }
+        fprintf(out, " ");
         if (w == W_COMMIT) {
-            if (med[3] > 0 && med[1] > 0) fprintf(out, "   reclayer-file/sqlite = %.2f", med[1] / med[3]);
-        } else if (med[2] > 0) {
-            fprintf(out, "   mem/lmdb = %.2f  file/lmdb = %.2f", med[0] / med[2], med[1] / med[2]);
+            print_ratio(out, "reclayer-file/sqlite", &systems[1], &systems[3], w);
+        } else {
+            print_ratio(out, "mem/lmdb", &systems[0], &systems[2], w);
+            print_ratio(out, "file/lmdb", &systems[1], &systems[2], w);
         }
         fprintf(out, "\n");
     }
     fprintf(out, "\nallocations per op (reclayer-mem):");
     for (int w = 0; w < W_COUNT; w++)
-        if (systems[0].n_samples[w])
+        if (has_result(&systems[0], w))
             fprintf(out, " %s %.2f", wnames[w], median(systems[0].allocs[w], systems[0].n_samples[w]));
     fprintf(out, "\n");
+    for (int i = 0; i < ns; i++)
+        if (systems[i].failed)
+            fprintf(out, "failed: %s in %s: %s (%s)\n", systems[i].name,
+                    systems[i].err_w < 0 ? "setup" : wnames[systems[i].err_w], rl_error_name(systems[i].err),
+                    rl_error_message(systems[i].err));
     if (json) rl__buf_append_str(json, "]}");
     for (int i = 0; i < ns; i++) systems[i].teardown(&systems[i]);
+    if (rl__bench_scratch_remove(oo.dir, msg, sizeof msg)) {
+        fprintf(stderr, "micro: %s\n", msg);
+        rc = rc ? rc : RL_E_IO_ERROR;
+    }
+    rl__buf_release(&scratch);
     return rc;
 }

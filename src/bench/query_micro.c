@@ -6,6 +6,7 @@
  */
 #include "bench/query_micro.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
 #include "reclayer/record.h"
+#include "record/record_int.h"
 #include "tuple/tuple.h"
 
 enum { R_LIMIT1, R_ROWS10, R_ROWS1000, R_COUNT };
@@ -33,7 +35,7 @@ static const char *dnames[D_COUNT] = {"small", "split"};
 
 static const char *dirnames[2] = {"forward", "reverse"};
 
-#define MAX_ROUNDS 64
+#define MAX_ROUNDS RL__QUERY_MICRO_REPEATS_MAX
 
 /* One loaded dataset: the reclayer store and the SQLite table with the same records. */
 typedef struct {
@@ -55,6 +57,7 @@ typedef struct {
     int n;
     double rows; /* rows per op */
     int selected, failed;
+    int err; /* the error when failed */
 } result;
 
 /* What the ops read is summed here, so the compiler cannot drop the reads. */
@@ -379,12 +382,57 @@ static void print_count(FILE *out, double v, int width) {
     else fprintf(out, " %*.0f", width, v);
 }
 
+int rl__bench_query_micro_check(const rl_query_micro_options *o, char *msg, size_t cap) {
+    char name[128];
+    if (o->records < 1 || o->records > RL__QUERY_MICRO_RECORDS_MAX) {
+        snprintf(msg, cap, "--records: %d is out of range [1, %d]", o->records, RL__QUERY_MICRO_RECORDS_MAX);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (o->padding < 0 || o->padding > RL__TOOL_PADDING_MAX) {
+        snprintf(msg, cap, "--padding: %d is out of range [0, %d]", o->padding, RL__TOOL_PADDING_MAX);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (!isfinite(o->seconds) || o->seconds < RL__QUERY_MICRO_SECONDS_MIN || o->seconds > RL__QUERY_MICRO_SECONDS_MAX) {
+        snprintf(msg, cap, "--seconds: %g is out of range [%g, %g]", o->seconds, RL__QUERY_MICRO_SECONDS_MIN,
+                 RL__QUERY_MICRO_SECONDS_MAX);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (o->repeats < 1 || o->repeats > MAX_ROUNDS) {
+        snprintf(msg, cap, "--repeats: %d is out of range [1, %d]", o->repeats, MAX_ROUNDS);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (!o->only) return RL_OK;
+    for (int d = 0; d < D_COUNT; d++)
+        for (int r = 0; r < R_COUNT; r++)
+            for (int dir = 0; dir < 2; dir++)
+                for (int s = 0; s < S_COUNT; s++) {
+                    snprintf(name, sizeof name, "%s/%s/%s/%s", dnames[d], rnames[r], dirnames[dir], snames[s]);
+                    if (strstr(name, o->only)) return RL_OK;
+                }
+    snprintf(msg, cap,
+             "--only: no case name contains '%.64s' (names are DATASET/ROWS/DIRECTION/SYSTEM of %s|%s, %s|%s|%s, "
+             "%s|%s, %s|%s|%s|%s, e.g. small/rows1000/forward/remote)",
+             o->only, dnames[0], dnames[1], rnames[0], rnames[1], rnames[2], dirnames[0], dirnames[1], snames[0],
+             snames[1], snames[2], snames[3]);
+    return RL_E_INVALID_ARGUMENT;
+}
+
+/* Mark every selected, not yet failed result of the n in g failed with e. */
+static void fail_all(result *g, int n, int e) {
+    for (int s = 0; s < n; s++)
+        if (g[s].selected && !g[s].failed) g[s].failed = 1, g[s].err = e;
+}
+
 int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf *json) {
+    char name[128], msg[512];
+    int rc = rl__bench_query_micro_check(o, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "query: %s\n", msg);
+        return rc;
+    }
     result(*res)[R_COUNT][2][S_COUNT] = rl__calloc(D_COUNT, sizeof *res);
     dataset ds[D_COUNT];
-    int repeats = o->repeats > MAX_ROUNDS ? MAX_ROUNDS : o->repeats;
-    int rc = RL_OK;
-    char name[128];
+    const int repeats = o->repeats;
     memset(ds, 0, sizeof ds);
     if (!res) return RL_E_OUT_OF_MEMORY;
     sq_install_counting();
@@ -404,8 +452,11 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
         int pad = d == D_SPLIT ? o->padding : 0;
         fprintf(stderr, "query: loading %d %s Orders (padding %d) into mem: and SQLite\n", o->records,
                 dnames[d], pad);
-        if ((rc = dataset_load(&ds[d], o->records, pad)))
+        if ((rc = dataset_load(&ds[d], o->records, pad))) {
             fprintf(stderr, "query: loading %s failed: %s\n", dnames[d], rl_error_name(rc));
+            for (int r = 0; r < R_COUNT; r++)
+                for (int dir = 0; dir < 2; dir++) fail_all(res[d][r][dir], S_COUNT, rc);
+        }
     }
     /* Cross-check, then measure, group by group. */
     for (int d = 0; d < D_COUNT && rc == RL_OK; d++) {
@@ -417,7 +468,10 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                 for (int s = 0; s < S_COUNT; s++) any |= g[s].selected;
                 if (!any) continue;
                 snprintf(name, sizeof name, "%s/%s/%s", dnames[d], rnames[r], dirnames[dir]);
-                if ((rc = check_group(&ds[d], rlimits[r], dir, name, g))) break;
+                if ((rc = check_group(&ds[d], rlimits[r], dir, name, g))) {
+                    fail_all(g, S_COUNT, rc);
+                    break;
+                }
                 for (int round = 0; round < repeats && rc == RL_OK; round++) {
                     for (int j = 0; j < S_COUNT; j++) {
                         int s = (round % 2) ? S_COUNT - 1 - j : j; /* alternate the order */
@@ -426,6 +480,7 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                         if (e) {
                             fprintf(stderr, "query: %s/%s failed: %s\n", name, snames[s], rl_error_name(e));
                             g[s].failed = 1;
+                            g[s].err = e;
                             rc = rc ? rc : e;
                         }
                     }
@@ -450,27 +505,44 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
         for (int r = 0; r < R_COUNT; r++)
             for (int dir = 0; dir < 2; dir++) {
                 result *g = res[d][r][dir];
-                double sq_ns = g[S_SQLITE].n ? median(g[S_SQLITE].ns, g[S_SQLITE].n) : 0;
+                int sq_ok = g[S_SQLITE].n && !g[S_SQLITE].failed;
+                double sq_ns = sq_ok ? median(g[S_SQLITE].ns, g[S_SQLITE].n) : 0;
                 for (int s = 0; s < S_COUNT; s++) {
                     result *x = &g[s];
-                    if (!x->n) continue;
+                    if (!x->selected) continue;
+                    fprintf(out, "%-7s %-9s %-8s %-16s", dnames[d], rnames[r], dirnames[dir], snames[s]);
+                    if (x->failed || !x->n) {
+                        if (x->failed) fprintf(out, " %12s  %s (%s)\n", "failed", rl_error_name(x->err), rl_error_message(x->err));
+                        else fprintf(out, " %12s  (an earlier case failed)\n", "not run");
+                        if (json) {
+                            rl__buf_printf(json, "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
+                                                 "\"system\":\"%s\",\"failed\":%s,\"error\":",
+                                           first ? "" : ",", dnames[d], rnames[r], dirnames[dir], snames[s],
+                                           x->failed ? "true" : "false");
+                            if (x->failed) rl__buf_printf(json, "\"%s\"}", rl_error_name(x->err));
+                            else rl__buf_append_str(json, "null,\"not_run\":true}");
+                            first = 0;
+                        }
+                        continue;
+                    }
                     double ns = median(x->ns, x->n), al = median(x->allocs, x->n), by = median(x->bytes, x->n);
-                    fprintf(out, "%-7s %-9s %-8s %-16s %12.0f", dnames[d], rnames[r], dirnames[dir], snames[s], ns);
+                    fprintf(out, " %12.0f", ns);
                     print_count(out, al, 10);
                     print_count(out, by, 12);
                     fprintf(out, " %8.0f %9.0f", x->rows, x->rows > 0 ? ns / x->rows : 0);
-                    if (sq_ns > 0) fprintf(out, " %9.2f\n", ns / sq_ns);
-                    else fprintf(out, " %9s\n", "-");
+                    if (sq_ok) fprintf(out, " %9.2f\n", ns / sq_ns);
+                    else fprintf(out, " %9s\n", "n/a");
                     if (json) {
                         rl__buf_printf(json, "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
-                                             "\"system\":\"%s\",\"rows_per_op\":%.1f,\"ns_per_op\":[",
+                                             "\"system\":\"%s\",\"failed\":false,\"rows_per_op\":%.1f,\"ns_per_op\":[",
                                        first ? "" : ",", dnames[d], rnames[r], dirnames[dir], snames[s], x->rows);
                         first = 0;
                         for (int k = 0; k < x->n; k++) rl__buf_printf(json, "%s%.1f", k ? "," : "", x->ns[k]);
                         rl__buf_printf(json, "],\"median_ns_per_op\":%.1f", ns);
                         if (al >= 0) rl__buf_printf(json, ",\"allocs_per_op\":%.2f,\"bytes_per_op\":%.1f", al, by);
                         else rl__buf_append_str(json, ",\"allocs_per_op\":null,\"bytes_per_op\":null");
-                        if (sq_ns > 0) rl__buf_printf(json, ",\"ratio_to_sqlite\":%.3f", ns / sq_ns);
+                        if (sq_ok) rl__buf_printf(json, ",\"ratio_to_sqlite\":%.3f", ns / sq_ns);
+                        else rl__buf_append_str(json, ",\"ratio_to_sqlite\":null");
                         rl__buf_append_str(json, "}");
                     }
                 }
@@ -488,10 +560,11 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                 int have = 0;
                 for (int r = 0; r < R_COUNT; r++) {
                     result *x = &res[d][r][dir][s];
-                    al[r] = x->n ? median(x->allocs, x->n) : -1;
+                    int ok = x->n > 0 && !x->failed;
+                    al[r] = ok ? median(x->allocs, x->n) : -1;
                     rows[r] = x->rows;
-                    per[r] = x->n && al[r] >= 0 && x->rows > 0 ? al[r] / x->rows : -1;
-                    have |= x->n > 0;
+                    per[r] = ok && al[r] >= 0 && x->rows > 0 ? al[r] / x->rows : -1;
+                    have |= ok;
                 }
                 if (!have) continue;
                 fprintf(out, "%-7s %-8s %-16s", dnames[d], dirnames[dir], snames[s]);

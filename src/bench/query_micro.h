@@ -35,17 +35,32 @@
 
 #include "base/buf.h"
 
+/* The ranges of the options (rlbench query shows them in its help); padding is at most
+ * RL__TOOL_PADDING_MAX (record_int.h), the largest that fits one transaction. */
+#define RL__QUERY_MICRO_RECORDS_MAX 1000000
+#define RL__QUERY_MICRO_SECONDS_MIN 0.001
+#define RL__QUERY_MICRO_SECONDS_MAX 3600.0
+#define RL__QUERY_MICRO_REPEATS_MAX 64 /* rounds kept per case */
+
 typedef struct {
-    int records;      /* Orders per dataset (default 1,000) */
-    int padding;      /* padding bytes of the split dataset (default 100,000) */
+    int records;      /* Orders per dataset (default 1,000), 1..RL__QUERY_MICRO_RECORDS_MAX */
+    int padding;      /* padding bytes of the split dataset (default 100,000), 0..RL__TOOL_PADDING_MAX */
     double seconds;   /* per system per round (default 0.3) */
-    int repeats;      /* rounds (default 5, at most 64) */
+    int repeats;      /* rounds (default 5), 1..RL__QUERY_MICRO_REPEATS_MAX */
     const char *only; /* run only cases whose name "dataset/rows/direction/system" contains this
-                       * (NULL: all); datasets no selected case uses are not loaded */
+                       * (NULL: all); datasets no selected case uses are not loaded; a string no
+                       * case name contains is refused */
 } rl_query_micro_options;
 
+/* rl__bench_query_micro_check — check the options before a run: every field in its range and
+ * `only` contained in some case name. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in msg (cap
+ * bytes), naming the option as rlbench does; for --only it lists the names cases are made of. */
+int rl__bench_query_micro_check(const rl_query_micro_options *o, char *msg, size_t cap);
+
 /* Run the query micro-benchmark, printing a table to out and appending one JSON document to json
- * (may be NULL). Progress goes to stderr. Returns RL_OK, or the first error of a setup, a
+ * (may be NULL). The options are checked first (rl__bench_query_micro_check). Progress goes to
+ * stderr. A case that fails is shown as "failed" with its error (its ratio "n/a"), cases after it
+ * as "not run". Returns RL_OK, RL_E_INVALID_ARGUMENT, or the first error of a setup, a
  * cross-check (RL_E_INTERNAL_ERROR: a case returned other rows than SQLite) or an op. */
 int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf *json);
 
