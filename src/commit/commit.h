@@ -21,14 +21,6 @@
 
 #include "storage/storage.h"
 
-/* A key range [begin, end). */
-typedef struct {
-    const uint8_t *begin;
-    uint32_t begin_len;
-    const uint8_t *end;
-    uint32_t end_len;
-} rl_keyrange;
-
 /* ---- Sequencer -------------------------------------------------------------------------- */
 
 typedef struct {

@@ -1,65 +1,146 @@
-/* backend.h (internal) — the interface between the generic transaction layer (txn.c, ryw.c) and
- * the thing that actually stores data: the embedded engine (embedded.c) today, the cluster client
- * and FoundationDB later.
+/* backend.h (internal) — the completion-based interface between the generic transaction layer
+ * (txn.c, ryw.c) and what actually stores data: the embedded engine (embedded.c), the deferred
+ * test backend (deferred.c), the cluster client (cluster/) and FoundationDB (fdb/, later).
  *
  * Contract:
- *   1. A backend serves reads at an explicit version and commits fully-formed transactions (read
+ *   1. A backend serves reads at an explicit version and commits fully formed transactions (read
  *      version, read and write conflict ranges, mutations in order). It knows nothing about write
- *      maps, read-your-writes, selectors over uncommitted data, options or retries: all of that
- *      lives above it, once, for every backend.
- *   2. Every read fills caller-owned memory: results are copied into the arena it is given, which
- *      is the arena of the rl_future the caller will return, so results live exactly as long as
- *      that future.
- *   3. Calls are synchronous for the embedded backend. A network backend keeps the same shapes
- *      but may complete an rl_future later (future.c has the ready flag, the error, the callback
- *      list and a condition variable for that); the transaction layer only ever hands results to
- *      the user through futures, so that change stays local to the backend and txn.c.
+ *      maps, read-your-writes, options or retries: all of that lives above it, once. It does
+ *      resolve key selectors over committed data (so a selector with an offset — how a query's
+ *      skip is pushed down — costs one request, resolved where the data is).
+ *   2. Every operation is started by a call that takes a caller-owned request block (rl_kv_read,
+ *      rl_kv_grv, rl_kv_commit) and completes it later by calling its `done` exactly once, with
+ *      RL_OK (outputs filled) or an error code. `done` may run before the starting call returns
+ *      (the embedded backend always does: vt->completes_inline) or later on a backend thread
+ *      (the cluster's network thread, the deferred backend's worker). The starting calls return
+ *      nothing: every failure, even one found at once, is reported through `done`.
+ *   3. The request block and everything its input pointers reach stay valid and unchanged until
+ *      `done` has been called (the transaction layer keeps them in the future's arena, which the
+ *      future's reference count keeps alive). Results are allocated from the block's `arena`; the
+ *      backend is the only user of that arena from the start call until `done`.
  *   4. Errors are codes of include/reclayer/error.h: RL_E_TRANSACTION_TOO_OLD and
  *      RL_E_FUTURE_VERSION for versions outside the readable window, RL_E_NOT_COMMITTED for a
- *      conflict, RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY, and the mapper codes (2030–2043).
- *   5. A backend handle is shared by every thread using the rl_db; each function must be
- *      thread-safe.
+ *      conflict, RL_E_COMMIT_UNKNOWN_RESULT when the outcome of a commit is not known, RL_E_IO_ERROR,
+ *      RL_E_OUT_OF_MEMORY, the mapper codes (2030–2043), RL_E_CONNECTION_FAILED for a server that
+ *      could not be reached within the backend's own retries.
+ *   5. A backend handle is shared by every thread using the rl_db; every call is thread-safe, and
+ *      many operations may be outstanding at once (from one thread or many).
+ *   6. close() is called once, after every operation has completed (rl_db_close's precondition:
+ *      every transaction and future of the database is freed first).
  */
 #ifndef RL_KV_BACKEND_H
 #define RL_KV_BACKEND_H
 
+#include <stddef.h>
+
 #include "base/arena.h"
 #include "base/buf.h"
-#include "commit/commit.h"
+#include "base/kvtypes.h"
 #include "reclayer/kv.h"
-#include "storage/mapped.h"
-#include "storage/storage.h"
 
 typedef struct rl_kv_backend rl_kv_backend;
 
+/* ---- Reads ------------------------------------------------------------------------------- */
+
+typedef enum {
+    RL_KV_GET = 1,        /* point read of key */
+    RL_KV_GET_KEY = 2,    /* resolve selector begin */
+    RL_KV_GET_RANGE = 3,  /* rows between two selectors */
+    RL_KV_GET_MAPPED = 4, /* mapped range between two selectors */
+} rl_kv_read_op;
+
+typedef struct rl_kv_read rl_kv_read;
+
+/* Per-read counters a backend may fill (all zero for the embedded backend except where noted);
+ * the query layer adds them up for its tracing counters. */
 typedef struct {
-    const char *name; /* "embedded", "cluster", "fdb" */
-    /* Release everything. NULL-safe is the caller's business (never called with NULL). */
+    uint32_t requests;        /* requests sent for this read (embedded: 0) */
+    uint32_t round_trips;     /* of them, on the read's critical path, one after another */
+    uint64_t bytes_sent;      /* request bytes on the wire */
+    uint64_t bytes_received;  /* reply bytes on the wire */
+    uint32_t s2s_requests;    /* mapped reads: storage-to-storage requests the servers sent */
+    uint32_t s2s_round_trips; /* ... of them one after another on the server's critical path */
+} rl_kv_read_stats;
+
+struct rl_kv_read {
+    /* Inputs (set by the caller; see contract 3). */
+    int op;                      /* rl_kv_read_op */
+    rl_version version;
+    const uint8_t *key;          /* RL_KV_GET */
+    uint32_t key_len;
+    rl_key_selector begin, end;  /* GET_KEY: begin only; ranges: both */
+    const uint8_t *max_key;      /* end of the readable keyspace: "\xff", or "\xff\xff" with
+                                  * system keys. Selectors clamp to ["", max_key]. */
+    uint32_t max_key_len;
+    int limit;                   /* ranges: rows (index entries); 0 = unlimited */
+    long target_bytes;           /* ranges: about this many bytes; 0 = unlimited */
+    int reverse;
+    const uint8_t *mapper;       /* RL_KV_GET_MAPPED: the packed mapper tuple */
+    size_t mapper_len;
+    rl_arena *arena;             /* results are allocated here */
+    void (*done)(rl_kv_read *r, int err);
+    void *ud;                    /* the caller's */
+    /* Outputs (valid in done when err == RL_OK). */
+    int present;                 /* GET */
+    const uint8_t *value;
+    uint32_t value_len;
+    const uint8_t *rbegin;       /* GET_KEY: the resolved key; ranges: the resolved begin */
+    uint32_t rbegin_len;
+    const uint8_t *rend;         /* ranges: the resolved end (exclusive) */
+    uint32_t rend_len;
+    rl_keyvalue *kvs;            /* GET_RANGE: n rows */
+    rl_mapped_keyvalue *mkvs;    /* GET_MAPPED: n entries */
+    int n;
+    int more;                    /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
+    rl_kv_read_stats stats;
+    void *be_link;               /* the backend's own (queue link); untouched by the caller */
+};
+
+/* ---- Read versions and commits ----------------------------------------------------------- */
+
+typedef struct rl_kv_grv rl_kv_grv;
+struct rl_kv_grv {
+    void (*done)(rl_kv_grv *g, int err);
+    void *ud;
+    rl_version version; /* output: the newest committed (durable) version */
+    void *be_link;      /* the backend's own */
+};
+
+typedef struct rl_kv_commit rl_kv_commit;
+struct rl_kv_commit {
+    /* Inputs: borrowed only during the start call — a backend that sends the commit later copies
+     * (or encodes) them first, because a reset of the transaction may reuse their memory while the
+     * commit is still in flight. The block itself stays valid until done. */
+    rl_version read_version;
+    const rl_keyrange *reads;
+    size_t n_reads;
+    const rl_keyrange *writes;
+    size_t n_writes;
+    const rl_mutation *muts; /* may contain SET_VERSIONSTAMPED_KEY / _VALUE */
+    size_t n_muts;
+    void (*done)(rl_kv_commit *c, int err);
+    void *ud;
+    /* Outputs (err == RL_OK). */
+    rl_version commit_version;
+    uint16_t batch_order;    /* the transaction's order within its commit batch */
+    void *be_link;           /* the backend's own */
+};
+
+/* ---- The vtable -------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;      /* "embedded", "deferred", "cluster", "fdb" */
+    int completes_inline;  /* 1: every done runs before the starting call returns, in the
+                            * calling thread (the transaction layer then takes no locks) */
+    /* Release everything (contract 6). */
     void (*close)(rl_kv_backend *b);
-    /* The newest committed (durable) version: the read version of a new transaction. */
-    int (*get_read_version)(rl_kv_backend *b, rl_version *out);
-    /* Point read at v. *out_present = 0 for a missing key. */
-    int (*get)(rl_kv_backend *b, rl_version v, const uint8_t *key, uint32_t key_len, rl_arena *a,
-               int *out_present, const uint8_t **out_value, uint32_t *out_len);
-    /* Resolve a selector at v over committed data, clamped to ["", "\xff\xff"]. */
-    int (*get_key)(rl_kv_backend *b, rl_version v, const rl_key_selector *sel, rl_arena *a,
-                   const uint8_t **out_key, uint32_t *out_len);
-    /* Rows of [begin, end) at v: at most limit rows (0 = unlimited), about target_bytes (0 =
-     * unlimited, the crossing row included); *out_more = 1 if rows remain. */
-    int (*get_range)(rl_kv_backend *b, rl_version v, const uint8_t *begin, uint32_t begin_len,
-                     const uint8_t *end, uint32_t end_len, int limit, long target_bytes,
-                     int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n, int *out_more);
-    /* Mapped range of the index range [begin, end) at v with a packed mapper (parsed by the
-     * backend; mapper errors are FoundationDB's codes). */
-    int (*get_mapped_range)(rl_kv_backend *b, rl_version v, const uint8_t *begin,
-                            uint32_t begin_len, const uint8_t *end, uint32_t end_len,
-                            const uint8_t *mapper, size_t mapper_len, int limit,
-                            long target_bytes, int reverse, rl_arena *a,
-                            rl_mapped_keyvalue **out, int *out_n, int *out_more);
-    /* Commit one transaction: fills req->result, commit_version and batch_order; returns
-     * req->result. Blocks until durable (or failed). */
-    int (*commit)(rl_kv_backend *b, rl_commit_request *req);
-    /* Append a JSON object describing the backend to out. */
+    /* Start a read-version request. */
+    void (*get_read_version)(rl_kv_backend *b, rl_kv_grv *g);
+    /* Start a read (rl_kv_read.op says which). */
+    void (*read)(rl_kv_backend *b, rl_kv_read *r);
+    /* Start a commit. The outcome codes are those of rl_txn_commit (kv.h). */
+    void (*commit)(rl_kv_backend *b, rl_kv_commit *c);
+    /* Append a JSON object describing the backend to out (may block). */
     int (*status_json)(rl_kv_backend *b, rl_buf *out);
 } rl_kv_backend_vtable;
 
@@ -68,9 +149,19 @@ struct rl_kv_backend {
     const rl_kv_backend_vtable *vt;
 };
 
+/* ---- Constructors ------------------------------------------------------------------------ */
+
 /* embedded.c: open "mem:" (dir == NULL) or "file:DIR". On failure a message is appended to
- * errmsg. Errors as rl__storage_open, plus RL_E_OUT_OF_MEMORY. */
+ * errmsg. Errors as rl__storage_open, plus RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
 int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backend **out,
+                         rl_buf *errmsg);
+
+/* deferred.c: the test backend "defer:URL" — the embedded backend for URL (mem: or file:DIR)
+ * behind a worker thread that completes every operation later, in a shuffled order within a
+ * small window, from its own thread (what a network backend does), so that asynchronous
+ * completion, callbacks and pipelining are tested without a network. Errors as the embedded
+ * backend's, plus RL_E_BAD_URL. */
+int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out,
                          rl_buf *errmsg);
 
 #endif

@@ -94,6 +94,8 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
             goto fail_db;
         }
         rc = rl__kv_embedded_open(dir, opts, &db->be, &msg);
+    } else if (!strncmp(url, "defer:", 6)) { /* the test backend (backend.h) */
+        rc = rl__kv_deferred_open(url + 6, opts, &db->be, &msg);
     } else if (!strncmp(url, "cluster:", 8) || !strncmp(url, "fdb:", 4)) {
         set_detail("%s: this backend is not available yet in this build (use mem: or file:DIR)",
                    url);

@@ -21,7 +21,11 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
+#include "commit/commit.h"
 #include "kv/backend.h"
+#include "storage/mapped.h"
+#include "storage/storage.h"
 
 typedef struct {
     rl_kv_backend base; /* must be first */
@@ -48,58 +52,101 @@ static void emb_close(rl_kv_backend *b) {
     rl__free(e);
 }
 
-static int emb_get_read_version(rl_kv_backend *b, rl_version *out) {
+static void emb_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
     embedded *e = (embedded *)b;
-    *out = rl__committer_read_version(e->cm);
-    return RL_OK;
+    g->version = rl__committer_read_version(e->cm);
+    g->done(g, RL_OK);
 }
 
-static int emb_get(rl_kv_backend *b, rl_version v, const uint8_t *key, uint32_t key_len,
-                   rl_arena *a, int *out_present, const uint8_t **out_value, uint32_t *out_len) {
-    embedded *e = (embedded *)b;
-    return rl__storage_get(e->st, v, key, key_len, a, out_present, out_value, out_len);
-}
+static const uint8_t empty_key[1] = {0};
 
-static int emb_get_key(rl_kv_backend *b, rl_version v, const rl_key_selector *sel, rl_arena *a,
-                       const uint8_t **out_key, uint32_t *out_len) {
-    embedded *e = (embedded *)b;
-    return rl__storage_get_key(e->st, v, sel, a, out_key, out_len);
-}
-
-static int emb_get_range(rl_kv_backend *b, rl_version v, const uint8_t *begin, uint32_t begin_len,
-                         const uint8_t *end, uint32_t end_len, int limit, long target_bytes,
-                         int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
-                         int *out_more) {
-    embedded *e = (embedded *)b;
-    return rl__storage_get_range(e->st, v, begin, begin_len, end, end_len, limit, target_bytes,
-                                 reverse, a, out_kvs, out_n, out_more);
-}
-
-static int emb_get_mapped_range(rl_kv_backend *b, rl_version v, const uint8_t *begin,
-                                uint32_t begin_len, const uint8_t *end, uint32_t end_len,
-                                const uint8_t *mapper, size_t mapper_len, int limit,
-                                long target_bytes, int reverse, rl_arena *a,
-                                rl_mapped_keyvalue **out, int *out_n, int *out_more) {
-    embedded *e = (embedded *)b;
-    rl_mapper *m = NULL;
-    int rc = rl__mapper_parse(mapper, mapper_len, a, &m);
+/* One read, at once (invariant 1). Selectors resolve within the whole readable keyspace
+ * ["", max_key), so they always resolve (clamped at its ends). */
+static int emb_read_now(embedded *e, rl_kv_read *r) {
+    int rc;
+    rl_range_bounds bd;
+    switch (r->op) {
+    case RL_KV_GET:
+        return rl__storage_get(e->st, r->version, r->key, r->key_len, r->arena, &r->present,
+                               &r->value, &r->value_len);
+    case RL_KV_GET_KEY: {
+        rl_select_result s;
+        rc = rl__storage_select(e->st, r->version, &r->begin, empty_key, 0, 1, r->max_key,
+                                r->max_key_len, 1, r->arena, &s);
+        if (rc == RL_OK) r->rbegin = s.key, r->rbegin_len = s.key_len;
+        return rc;
+    }
+    case RL_KV_GET_RANGE:
+        if (r->begin.offset == 1 && r->end.offset == 1 && !r->begin.or_equal && !r->end.or_equal) {
+            /* firstGreaterOrEqual at both ends (scans, record loads): the bounds are the keys,
+             * already within ["", max_key] (txn_op.c checks), so nothing to resolve or clip. */
+            r->rbegin = r->begin.key, r->rbegin_len = r->begin.key_len;
+            r->rend = r->end.key, r->rend_len = r->end.key_len;
+            return rl__storage_get_range(e->st, r->version, r->begin.key, r->begin.key_len,
+                                         r->end.key, r->end.key_len, r->limit, r->target_bytes,
+                                         r->reverse, r->arena, &r->kvs, &r->n, &r->more);
+        }
+        break;
+    case RL_KV_GET_MAPPED:
+        break;
+    default:
+        return RL_E_INTERNAL_ERROR;
+    }
+    rc = rl__storage_range_bounds(e->st, r->version, &r->begin, &r->end, empty_key, 0, 1,
+                                  r->max_key, r->max_key_len, 1, r->reverse, r->arena, &bd);
     if (rc) return rc;
+    if (bd.unresolved) return RL_E_INTERNAL_ERROR; /* cannot happen within the whole keyspace */
+    r->rbegin = bd.rbegin, r->rbegin_len = bd.rbegin_len;
+    r->rend = bd.rend, r->rend_len = bd.rend_len;
+    r->n = 0;
+    r->more = 0;
+    int empty = rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) >= 0;
+    if (r->op == RL_KV_GET_RANGE) {
+        if (empty) return RL_OK;
+        return rl__storage_get_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend,
+                                     bd.cend_len, r->limit, r->target_bytes, r->reverse, r->arena,
+                                     &r->kvs, &r->n, &r->more);
+    }
+    rl_mapper *m = NULL;
+    if ((rc = rl__mapper_parse(r->mapper, r->mapper_len, r->arena, &m))) return rc;
+    if (empty) return RL_OK;
     rl_mapped_options o;
     memset(&o, 0, sizeof o);
-    o.limit = limit;
-    o.target_bytes = target_bytes;
-    o.reverse = reverse;
+    o.limit = r->limit;
+    o.target_bytes = r->target_bytes;
+    o.reverse = r->reverse;
     o.secondary_row_limit = e->secondary_row_limit;
     o.secondary_byte_limit = e->secondary_byte_limit;
-    return rl__storage_get_mapped_range(e->st, v, begin, begin_len, end, end_len, m, &o, NULL,
-                                        NULL, a, out, out_n, out_more);
+    return rl__storage_get_mapped_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend,
+                                        bd.cend_len, m, &o, NULL, NULL, r->arena, &r->mkvs, &r->n,
+                                        &r->more);
 }
 
-static int emb_commit(rl_kv_backend *b, rl_commit_request *req) {
+static void emb_read(rl_kv_backend *b, rl_kv_read *r) {
+    r->done(r, emb_read_now((embedded *)b, r));
+}
+
+static void emb_commit(rl_kv_backend *b, rl_kv_commit *c) {
     embedded *e = (embedded *)b;
-    if (e->read_only && (req->n_muts > 0 || req->n_writes > 0))
-        return req->result = RL_E_READ_ONLY_DATABASE;
-    return rl__committer_commit(e->cm, req);
+    if (e->read_only && (c->n_muts || c->n_writes)) { /* invariant 4 */
+        c->done(c, RL_E_READ_ONLY_DATABASE);
+        return;
+    }
+    rl_commit_request req;
+    memset(&req, 0, sizeof req);
+    req.read_version = c->read_version;
+    req.reads = c->reads;
+    req.n_reads = c->n_reads;
+    req.writes = c->writes;
+    req.n_writes = c->n_writes;
+    req.muts = c->muts;
+    req.n_muts = c->n_muts;
+    int rc = rl__committer_commit(e->cm, &req);
+    if (rc == RL_OK) {
+        c->commit_version = req.commit_version;
+        c->batch_order = req.batch_order;
+    }
+    c->done(c, rc);
 }
 
 /* Append s to out as a JSON string (quotes, backslashes and control bytes escaped; other bytes
@@ -161,12 +208,10 @@ static int emb_status_json(rl_kv_backend *b, rl_buf *out) {
 
 static const rl_kv_backend_vtable embedded_vt = {
     .name = "embedded",
+    .completes_inline = 1,
     .close = emb_close,
     .get_read_version = emb_get_read_version,
-    .get = emb_get,
-    .get_key = emb_get_key,
-    .get_range = emb_get_range,
-    .get_mapped_range = emb_get_mapped_range,
+    .read = emb_read,
     .commit = emb_commit,
     .status_json = emb_status_json,
 };

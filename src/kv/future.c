@@ -6,7 +6,12 @@
  *   2. Results (keys, values, arrays) live in the future's own arena and are freed with it.
  *   3. Embedded futures are completed before the call that created them returns. A network
  *      backend completes them from its I/O thread: ready is guarded by mu, waiters sleep on cv,
- *      and callbacks registered before completion run once, in the completing thread.
+ *      and callbacks registered before completion run once, in the completing thread — unless
+ *      the user freed the future first: then they never run.
+ *   3a. A future is reference counted (refs): the user's handle, plus one for each backend
+ *      operation that may still write its results into the arena. rl_future_free drops the
+ *      user's reference; the memory is recycled only when the last reference goes, so a late
+ *      reply never writes into a future that was handed out again.
  *   4. Out of memory while creating a future yields the shared static future `oom_future`, which
  *      holds RL_E_OUT_OF_MEMORY and which rl_future_free ignores, so no API returns NULL.
  *   5. `ready` is written (0 -> 1) only under mu, with a release store after the error and the
@@ -104,6 +109,8 @@ rl_future *rl__future_new(int kind) {
         f->is_static = 0;
         f->ready = 0;
         f->error = 0;
+        f->user_freed = 0;
+        memset(&f->stats, 0, sizeof f->stats);
         f->cbs = NULL;
         f->n_cbs = 0;
         f->i64 = 0;
@@ -123,6 +130,7 @@ rl_future *rl__future_new(int kind) {
         pthread_cond_init(&f->cv, NULL);
     }
     f->kind = kind;
+    f->refs = 1;
     return f;
 }
 
@@ -130,6 +138,31 @@ rl_future *rl__future_error(int kind, int err) {
     rl_future *f = rl__future_new(kind);
     if (!f->is_static) rl__future_complete(f, err);
     return f;
+}
+
+/* Complete f with err (unless it is already ready) and drop one reference, the decrement made
+ * under the lock before waiters wake: a waiter that frees f right away then drops the last
+ * reference itself, so f goes back to the cache of the thread that uses it (invariant 6) instead
+ * of the completing thread's. */
+void rl__future_complete_unref(rl_future *f, int err) {
+    if (f->is_static) return;
+    pthread_mutex_lock(&f->mu);
+    rl_future_cb *cbs = NULL;
+    int n = 0;
+    if (!f->ready) {
+        f->error = err;
+        __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
+        cbs = f->cbs;
+        n = f->user_freed ? 0 : f->n_cbs;
+        f->cbs = NULL;
+        f->n_cbs = 0;
+        pthread_cond_broadcast(&f->cv);
+    }
+    int last = __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0;
+    pthread_mutex_unlock(&f->mu);
+    for (int i = 0; i < n; i++) cbs[i].cb(f, cbs[i].ud);
+    rl__free(cbs);
+    if (last && !cache_put(f)) destroy(f);
 }
 
 /* Mark f ready with err and run the callbacks registered so far (outside the lock). */
@@ -143,7 +176,7 @@ void rl__future_complete(rl_future *f, int err) {
     f->error = err;
     __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
     rl_future_cb *cbs = f->cbs;
-    int n = f->n_cbs;
+    int n = f->user_freed ? 0 : f->n_cbs;
     f->cbs = NULL;
     f->n_cbs = 0;
     pthread_cond_broadcast(&f->cv);
@@ -255,9 +288,37 @@ int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue *
     return RL_OK;
 }
 
-/* Free f and its results. A pending versionstamp future detaches from its transaction. */
+void rl__future_ref(rl_future *f) {
+    if (!f->is_static) __atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
+}
+
+void rl__future_unref(rl_future *f) {
+    if (f->is_static) return;
+    if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (!cache_put(f)) destroy(f);
+}
+
+int rl__future_is_abandoned(rl_future *f) {
+    return f->is_static ? 0 : __atomic_load_n(&f->user_freed, __ATOMIC_ACQUIRE);
+}
+
+/* Free the user's handle of f: no callback runs after this, a pending versionstamp future
+ * detaches from its transaction, and the memory goes when no operation holds f any more
+ * (invariant 3a). */
 void rl_future_free(rl_future *f) {
     if (!f || f->is_static) return;
-    if (f->vs_owner && f->vs_owner->vs_future == f) f->vs_owner->vs_future = NULL;
-    if (!cache_put(f)) destroy(f);
+    rl_txn *owner = f->vs_owner;
+    if (owner) {
+        rl__txn_lock(owner);
+        if (owner->vs_future == f) owner->vs_future = NULL;
+        f->vs_owner = NULL;
+        rl__txn_unlock(owner);
+    }
+    pthread_mutex_lock(&f->mu);
+    __atomic_store_n(&f->user_freed, 1, __ATOMIC_RELEASE);
+    rl__free(f->cbs);
+    f->cbs = NULL;
+    f->n_cbs = 0;
+    pthread_mutex_unlock(&f->mu);
+    rl__future_unref(f);
 }

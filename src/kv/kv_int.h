@@ -1,12 +1,22 @@
 /* kv_int.h (internal) — the private structures shared by the files of src/kv: the database
- * handle, the future, the write map (ryw.c) and the transaction.
+ * handle, the future, the write map (ryw.c), the transaction and its read operations.
  *
  * Ownership at a glance:
  *   rl_db      owns its backend; transactions borrow the db (close it last).
  *   rl_txn     owns its write map, mutation log, conflict ranges (all in txn->arena, reset as a
- *              whole by rl_txn_reset) and, weakly, its pending versionstamp future.
- *   rl_future  owns an arena holding its results; borrowed pointers handed to the user live
- *              until rl_future_free.
+ *              whole by rl_txn_reset) and, weakly, its pending versionstamp future. It is
+ *              reference counted: the user's handle plus one per operation in flight (a read
+ *              waiting for the backend, a read-version request, a commit), so a late completion
+ *              never touches freed memory; its memory is released when the count drops to zero.
+ *   rl_future  owns an arena holding its results and the state of the operation that fills it.
+ *              Reference counted: the user's handle plus one while a backend operation may still
+ *              write into it; rl_future_free drops the user's and cancels the operation.
+ *
+ * Threads. With a backend that completes inline (embedded) everything runs in the calling
+ * thread and no lock is taken. Otherwise completions run on the backend's thread: txn->mu
+ * guards every field of the transaction (API calls hold it except while calling into the
+ * backend; completions hold it to add their conflict ranges), and a future's ready flag, error
+ * and callbacks are guarded by its own mu.
  */
 #ifndef RL_KV_INT_H
 #define RL_KV_INT_H
@@ -14,6 +24,7 @@
 #include <pthread.h>
 
 #include "kv/backend.h"
+#include "storage/storage.h"
 
 /* ---- Database ---------------------------------------------------------------------------- */
 
@@ -44,6 +55,8 @@ struct rl_future {
     int is_static;       /* the shared out-of-memory future: never freed */
     int ready;           /* guarded by mu; once 1 never changes */
     int error;           /* valid when ready */
+    int refs;            /* atomic: 1 for the user's handle + 1 per backend operation in flight */
+    int user_freed;      /* rl_future_free was called: no callback runs any more (under mu) */
     rl_arena arena;      /* results live here */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -59,14 +72,23 @@ struct rl_future {
     int count;
     int more;
     rl_txn *vs_owner;    /* versionstamp future: the transaction that will complete it */
+    rl_kv_read_stats stats; /* what the backend reported for the read (summed over its requests) */
 };
 
 /* A new pending future of the given kind, or the shared out-of-memory future (never NULL). */
 rl_future *rl__future_new(int kind);
 /* A ready future holding err (RL_OK for a value-less success). Never NULL. */
 rl_future *rl__future_error(int kind, int err);
-/* Mark f ready with err (RL_OK: the result fields are filled) and run its callbacks. */
+/* Mark f ready with err (RL_OK: the result fields are filled) and run its callbacks (not when
+ * the user already freed it). Idempotent: a second completion is ignored. */
 void rl__future_complete(rl_future *f, int err);
+/* Complete f (as rl__future_complete) and drop one reference in one step (future.c says why). */
+void rl__future_complete_unref(rl_future *f, int err);
+/* Take / drop a reference (refs above). The last drop recycles or frees the future. */
+void rl__future_ref(rl_future *f);
+void rl__future_unref(rl_future *f);
+/* 1 once the user freed f (a pending operation may skip its work). */
+int rl__future_is_abandoned(rl_future *f);
 
 /* ---- Write map (ryw.c) ------------------------------------------------------------------- */
 
@@ -125,6 +147,9 @@ int rl__wmap_in_clear(const rl_wmap *w, const uint8_t *k, uint32_t kl);
 /* 1 if [b, e) contains a point entry or meets a cleared range. */
 int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e,
                       uint32_t el);
+/* Copy the part of w that a read of [b, e) sees (e NULL: to the end) into arena a (ryw.c). */
+int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e,
+                        uint32_t el, rl_arena *a, rl_wmap *out);
 /* The value of point p over a stored base (present/base): applies its ops. Result in arena a.
  * RL_E_ACCESSED_UNREADABLE for WM_UNREADABLE. */
 int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base,
@@ -138,16 +163,33 @@ typedef struct {
     size_t n, cap;
 } rl_rangelist;
 
+typedef struct txn_op txn_op;
+typedef struct txn_grv txn_grv;
+
 struct rl_txn {
     rl_db *db;
+    int is_async;            /* the backend completes later (locks and copies are needed) */
+    pthread_mutex_t mu;      /* is_async: guards everything below */
+    int refs;                /* under mu: the user's handle + operations in flight */
+    int user_freed;          /* rl_txn_free was called */
+    uint64_t gen;            /* bumped by every reset: completions of an older generation are
+                              * cancelled and change nothing */
     rl_arena arena;          /* write map keys/values, mutations, conflict ranges */
     rl_wmap wm;
     rl_mutation *muts;       /* heap array, in order */
     size_t n_muts, cap_muts;
     rl_rangelist reads, writes;
     size_t size;             /* bytes of mutations + conflict ranges */
+    /* Read version: known (has_rv), or being asked for (grv != NULL) with operations waiting. */
     int has_rv;
     rl_version rv;
+    txn_grv *grv;            /* the request in flight, or NULL */
+    txn_op *rv_waiters;      /* operations started before the read version was known (FIFO) */
+    txn_op *rv_waiters_tail;
+    txn_op *ops;             /* reads in flight (doubly linked), to cancel on reset/free */
+    int n_ops;
+    txn_op *commit_waiting;  /* a commit issued while reads were in flight: sent when the
+                              * last one finishes (FoundationDB waits the same way) */
     int cancelled;
     int committing;          /* a commit is running (threads misuse guard) */
     int committed;           /* committed successfully: further use is an error until reset */
@@ -168,5 +210,33 @@ struct rl_txn {
     int64_t retries;
     int64_t backoff_ms;
 };
+
+/* Lock / unlock t->mu when the backend is asynchronous (no-ops otherwise). */
+static inline void rl__txn_lock(rl_txn *t) {
+    if (t->is_async) pthread_mutex_lock(&t->mu);
+}
+static inline void rl__txn_unlock(rl_txn *t) {
+    if (t->is_async) pthread_mutex_unlock(&t->mu);
+}
+
+/* txn.c: drop a reference taken for an operation (frees the transaction after the last). */
+void rl__txn_unref(rl_txn *t);
+/* txn.c: the common precondition of every operation (cancelled, timed out, committing). */
+int rl__txn_check_usable(rl_txn *t);
+/* txn.c: append [b, e) (copied) to the read conflict ranges, counting its size; nothing when it
+ * is empty. Under t->mu. */
+int rl__txn_read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
+/* txn_read.c: the read version arrived (err RL_OK) or failed: start or fail the waiters.
+ * Called without t->mu. */
+void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v);
+/* txn_read.c: cancel every read in flight (their futures complete with err). Under t->mu. */
+void rl__txn_cancel_ops(rl_txn *t, int err);
+/* txn.c: detach the pending versionstamp future filled for err (the stamp when RL_OK); the
+ * caller completes it with *out_err after releasing t->mu. NULL if there is none. Under t->mu. */
+rl_future *rl__txn_take_versionstamp(rl_txn *t, int err, int *out_err);
+
+/* timer.c: call fn(ud) once at or after monotonic time deadline_ns, from the timer thread (one
+ * per process, started on first use). RL_OK or RL_E_OUT_OF_MEMORY (fn is then never called). */
+int rl__kv_timer_add(uint64_t deadline_ns, void (*fn)(void *ud), void *ud);
 
 #endif

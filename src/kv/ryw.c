@@ -310,3 +310,46 @@ int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base
     rl__buf_release(&next);
     return rc;
 }
+
+/* Copy into a the part of w a read of [b, e) can see: the point entries in [b, e) and the
+ * cleared ranges that meet it (e == NULL: to the end of the keyspace), with each atomic entry's
+ * operation chain copied too, so later writes to w (which append to those chains, replace
+ * values and remove points) never change the copy. Keys, values and operands are shared with w:
+ * they live in the transaction's arena, which changes only by appending until the transaction
+ * is reset (and a reset cancels every read that holds a copy). The copy's arrays live in a and
+ * it has no arena of its own (read-only). RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e,
+                        uint32_t el, rl_arena *a, rl_wmap *out) {
+    memset(out, 0, sizeof *out);
+    size_t pb = rl__wmap_lower(w, b, bl), pe = e ? rl__wmap_lower(w, e, el) : w->n_pts;
+    if (pe > pb) {
+        rl_wm_point *pts = rl__arena_alloc(a, (pe - pb) * sizeof *pts);
+        if (!pts) return RL_E_OUT_OF_MEMORY;
+        for (size_t i = pb; i < pe; i++) {
+            rl_wm_point *p = &pts[i - pb];
+            *p = w->pts[i];
+            p->ops = p->ops_tail = NULL;
+            for (const rl_wm_op *o = w->pts[i].ops; o; o = o->next) {
+                rl_wm_op *c = rl__arena_alloc(a, sizeof *c);
+                if (!c) return RL_E_OUT_OF_MEMORY;
+                *c = *o;
+                c->next = NULL;
+                if (p->ops_tail) p->ops_tail->next = c;
+                else p->ops = c;
+                p->ops_tail = c;
+            }
+        }
+        out->pts = pts;
+        out->n_pts = out->cap_pts = pe - pb;
+    }
+    size_t cb = clear_lower(w, b, bl), ce = cb;
+    while (ce < w->n_clears && (!e || kcmp(w->clears[ce].begin, w->clears[ce].begin_len, e, el) < 0))
+        ce++;
+    if (ce > cb) {
+        rl_wm_range *cl = rl__arena_memdup(a, &w->clears[cb], (ce - cb) * sizeof *cl);
+        if (!cl) return RL_E_OUT_OF_MEMORY;
+        out->clears = cl;
+        out->n_clears = out->cap_clears = ce - cb;
+    }
+    return RL_OK;
+}

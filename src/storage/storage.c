@@ -1057,6 +1057,78 @@ out:
     return rc;
 }
 
+/* See storage.h. The walk is rl__storage_get_key's, bounded by [lo, hi): forward it counts
+ * visible rows from the first key >= the anchor up to hi, backward from the last key < the anchor
+ * down to lo; what is left of the offset when a bound is reached becomes the selector to continue
+ * with (or, at the keyspace's own ends, the clamped result). No row values are copied. */
+int rl__storage_select(rl_storage *st, rl_version v, const rl_selector *sel, const uint8_t *lo,
+                       uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
+                       int hi_is_max, rl_arena *a, rl_select_result *out) {
+    int rc;
+    const uint8_t *k = NULL;
+    uint32_t kl = 0;
+    const uint8_t *sk = sel->key ? sel->key : (const uint8_t *)"";
+    memset(out, 0, sizeof *out);
+    /* The anchor (key, or key + "\x00" with or_equal: the first key >= it is the selector's
+     * offset 1) must lie in [lo, hi]. */
+    const uint8_t *an = sk;
+    uint32_t anl = sel->key_len;
+    if (sel->or_equal) {
+        uint8_t *x = rl__arena_alloc(a, (size_t)anl + 1);
+        if (!x) return RL_E_OUT_OF_MEMORY;
+        if (anl) memcpy(x, sk, anl);
+        x[anl++] = 0;
+        an = x;
+    }
+    if (rl__bytes_cmp(an, anl, lo, lo_len) < 0 || rl__bytes_cmp(an, anl, hi, hi_len) > 0)
+        return RL_E_WRONG_SHARD_SERVER;
+    pthread_rwlock_rdlock(&st->lock);
+    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    cursor c = seek(st, sk, (size_t)sel->key_len, sel->or_equal);
+    if (sel->offset >= 1) {
+        long steps = sel->offset;
+        for (; c.l; cur_next(&c)) {
+            const bt_row *r = cur_row(c);
+            if (rl__bytes_cmp(r->key, r->klen, hi, hi_len) >= 0) break;
+            if (visible(r, v) && --steps == 0) break;
+        }
+        if (steps == 0) {
+            k = cur_row(c)->key, kl = cur_row(c)->klen;
+            out->resolved = 1;
+        } else {
+            k = hi, kl = hi_len;
+            out->resolved = hi_is_max;
+            out->offset = (int)steps;
+        }
+    } else {
+        long steps = -(long)sel->offset + 1;
+        for (c = cur_before(st, c); c.l; cur_prev(&c)) {
+            const bt_row *r = cur_row(c);
+            if (rl__bytes_cmp(r->key, r->klen, lo, lo_len) < 0) break;
+            if (visible(r, v) && --steps == 0) break;
+        }
+        if (steps == 0) {
+            k = cur_row(c)->key, kl = cur_row(c)->klen;
+            out->resolved = 1;
+        } else {
+            k = lo, kl = lo_len;
+            out->resolved = lo_is_min;
+            out->offset = (int)(1 - steps);
+        }
+    }
+    if (out->resolved) out->offset = 1;
+    uint8_t *p = rl__arena_memdup(a, k, kl);
+    if (!p) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto out;
+    }
+    out->key = p;
+    out->key_len = kl;
+out:
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
 enum { RANGE_WINDOW = 256, RANGE_WINDOW_MAX = 65536, PREFETCH_AHEAD = 16 };
 
 /* Start a prefetch of row r's first three lines (header, key, inline version and a 100-byte

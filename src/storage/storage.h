@@ -35,40 +35,8 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/kvtypes.h"
 #include "reclayer/kv.h"
-
-typedef uint64_t rl_version;
-
-/* Mutation types: FoundationDB's MutationRef numbers, plus RL_MUT_CLEAR (3) for a single-key
- * clear. They are part of the log format (docs/file-format.md): never renumber. Atomic
- * operations use FoundationDB's current semantics (AND and MIN treat a missing value as the
- * operand, like AndV2/MinV2). */
-typedef enum {
-    RL_MUT_SET = 0,         /* p1 = key, p2 = value */
-    RL_MUT_CLEAR_RANGE = 1, /* p1 = begin, p2 = end (exclusive) */
-    RL_MUT_ADD = 2,         /* p1 = key, p2 = operand: little-endian add, FoundationDB rules */
-    RL_MUT_CLEAR = 3,       /* p1 = key */
-    RL_MUT_BIT_AND = 6,
-    RL_MUT_BIT_OR = 7,
-    RL_MUT_BIT_XOR = 8,
-    RL_MUT_APPEND_IF_FITS = 9,
-    RL_MUT_MAX = 12, /* little-endian unsigned compare */
-    RL_MUT_MIN = 13,
-    /* Only in transactions, never in storage: the commit path turns them into RL_MUT_SET. */
-    RL_MUT_SET_VERSIONSTAMPED_KEY = 14,
-    RL_MUT_SET_VERSIONSTAMPED_VALUE = 15,
-    RL_MUT_BYTE_MIN = 16, /* lexicographic */
-    RL_MUT_BYTE_MAX = 17,
-    RL_MUT_COMPARE_AND_CLEAR = 20,
-} rl_mutation_type;
-
-typedef struct {
-    uint8_t type; /* rl_mutation_type */
-    const uint8_t *p1;
-    uint32_t len1;
-    const uint8_t *p2;
-    uint32_t len2;
-} rl_mutation;
 
 /* A key-value pair returned by a read (the public rl_keyvalue); both point into the caller's
  * arena. */
@@ -163,6 +131,50 @@ int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_le
  * selector that runs off either end). The key is copied into a. */
 int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl_arena *a,
                         const uint8_t **out_key, uint32_t *out_len);
+
+/* The outcome of resolving a selector within bounds (rl__storage_select). */
+typedef struct {
+    int resolved;        /* 1: key is the selector's key; 0: the walk reached a bound first */
+    const uint8_t *key;  /* resolved: the key (in [lo, hi]); else the bound reached (lo or hi) */
+    uint32_t key_len;
+    int offset;          /* !resolved: continue with {key, or_equal 0, offset} on the shard
+                          * beyond the bound (offset >= 1 forward past hi, <= 0 backward from
+                          * lo); resolved: 1 */
+} rl_select_result;
+
+/* Resolve selector sel at version v over the rows of [lo, hi) only — a storage server's shard,
+ * or the whole readable keyspace ["", max_key) of an embedded database. When the walk reaches hi
+ * (forward) or lo (backward) with offset left, the result is the bound itself if hi_is_max (lo_is_min)
+ * says that bound is the end of the keyspace (FoundationDB's clamping: off the end is max_key,
+ * off the front is ""), and otherwise an unresolved result with the selector to continue with.
+ * The selector's anchor (its key) must lie in [lo, hi] (not at hi with or_equal): else
+ * RL_E_WRONG_SHARD_SERVER. The key is copied into a. Other errors as rl__storage_get. */
+int rl__storage_select(rl_storage *st, rl_version v, const rl_selector *sel, const uint8_t *lo,
+                       uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
+                       int hi_is_max, rl_arena *a, rl_select_result *out);
+
+/* The bounds of a range read given as selectors, resolved within [lo, hi) (select.c states the
+ * rules). Every pointer lives in arena a or is lo / hi. */
+typedef struct {
+    int unresolved;          /* a selector could not be resolved within [lo, hi): nothing else set */
+    const uint8_t *rbegin;   /* the resolved range [rbegin, rend) (may be empty or inverted) */
+    uint32_t rbegin_len;
+    const uint8_t *rend;
+    uint32_t rend_len;
+    const uint8_t *cbegin;   /* [cbegin, cend): the resolved range clipped to [lo, hi) */
+    uint32_t cbegin_len;
+    const uint8_t *cend;
+    uint32_t cend_len;
+    int read_through;        /* the range continues past the interval in the scan's direction */
+} rl_range_bounds;
+
+/* Resolve begin and end within [lo, hi) (lo_is_min / hi_is_max as for rl__storage_select) and
+ * clip. Errors: RL_E_OUT_OF_MEMORY and those of rl__storage_select other than
+ * RL_E_WRONG_SHARD_SERVER (an anchor outside the interval makes the bounds unresolved). */
+int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector *begin,
+                             const rl_key_selector *end, const uint8_t *lo, uint32_t lo_len,
+                             int lo_is_min, const uint8_t *hi, uint32_t hi_len, int hi_is_max,
+                             int reverse, rl_arena *a, rl_range_bounds *out);
 
 /* Range read of [begin, end) at version v: at most limit rows (0 = unlimited) and about
  * target_bytes of keys+values (0 = unlimited; the row that crosses the target is included), in

@@ -336,6 +336,7 @@ TEST(kv_2_4_too_old) {
     ASSERT_OK(rl_txn_begin(e.db, &t));
     rl_future *f = rl_txn_get_read_version(t);
     int64_t rv;
+    ASSERT_OK(rl_future_wait(f));
     ASSERT_OK(rl_future_get_int64(f, &rv));
     rl_future_free(f);
     for (int i = 0; i < 10; i++) {

@@ -1,0 +1,54 @@
+/* kvtypes.h (internal) — the key-value types every layer from storage up shares: versions,
+ * mutations and key ranges. Neutral on purpose: the transaction layer's backend interface
+ * (src/kv/backend.h), the wire codecs (src/net/proto.h), the storage engine and the commit path
+ * all speak these, so none of them has to include another's headers to exchange data.
+ */
+#ifndef RL_BASE_KVTYPES_H
+#define RL_BASE_KVTYPES_H
+
+#include <stdint.h>
+
+typedef uint64_t rl_version;
+
+/* Mutation types: FoundationDB's MutationRef numbers, plus RL_MUT_CLEAR (3) for a single-key
+ * clear. They are part of the log format (docs/file-format.md) and of the wire protocol
+ * (docs/protocol.md): never renumber. Atomic operations use FoundationDB's current semantics
+ * (AND and MIN treat a missing value as the operand, like AndV2/MinV2). */
+typedef enum {
+    RL_MUT_SET = 0,         /* p1 = key, p2 = value */
+    RL_MUT_CLEAR_RANGE = 1, /* p1 = begin, p2 = end (exclusive) */
+    RL_MUT_ADD = 2,         /* p1 = key, p2 = operand: little-endian add, FoundationDB rules */
+    RL_MUT_CLEAR = 3,       /* p1 = key */
+    RL_MUT_BIT_AND = 6,
+    RL_MUT_BIT_OR = 7,
+    RL_MUT_BIT_XOR = 8,
+    RL_MUT_APPEND_IF_FITS = 9,
+    RL_MUT_MAX = 12, /* little-endian unsigned compare */
+    RL_MUT_MIN = 13,
+    /* Only in transactions, never in storage: the commit path turns them into RL_MUT_SET. */
+    RL_MUT_SET_VERSIONSTAMPED_KEY = 14,
+    RL_MUT_SET_VERSIONSTAMPED_VALUE = 15,
+    RL_MUT_BYTE_MIN = 16, /* lexicographic */
+    RL_MUT_BYTE_MAX = 17,
+    RL_MUT_COMPARE_AND_CLEAR = 20,
+} rl_mutation_type;
+
+/* One mutation; the bytes are borrowed from whoever built it (a transaction's arena, a decoded
+ * frame, a log record). */
+typedef struct {
+    uint8_t type; /* rl_mutation_type */
+    const uint8_t *p1;
+    uint32_t len1;
+    const uint8_t *p2;
+    uint32_t len2;
+} rl_mutation;
+
+/* A key range [begin, end); bytes borrowed. */
+typedef struct {
+    const uint8_t *begin;
+    uint32_t begin_len;
+    const uint8_t *end;
+    uint32_t end_len;
+} rl_keyrange;
+
+#endif
