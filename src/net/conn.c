@@ -1,0 +1,1157 @@
+/* conn.c — connections and listeners of the loop: accept, connect, frame reading, the thread-safe
+ * send path, injected delay, and closing (loop.h gives the contract).
+ *
+ * CONNECTION STATES (conn->state, changed under send_lock, read atomically):
+ *
+ *   rl__connect ──► CONNECTING ──established──► OPEN ◄── accepted (listener_on_event)
+ *                      │                         │  │
+ *                      │ refused / timeout /     │  └─ rl__conn_close(RL_CONN_CLOSE_FLUSH) ──► FLUSHING
+ *                      │ loop freed              │     with frames queued                       │
+ *                      ▼                         │                              queue drained,  │
+ *                   CLOSED ◄─ on_connect(NULL)   │ rl__conn_close, EOF, socket  flush timeout,  │
+ *                                                │ error, malformed frame,      error           │
+ *                                                ▼ loop freed                                   ▼
+ *                                             CLOSING ◄─────────────────────────────────────────┘
+ *                                                │ do_close (loop thread, at a safe point)
+ *                                                ▼
+ *                                             CLOSED ─► on_close(conn, err) once; loop's ref dropped
+ *
+ *   transition                       function
+ *   (none) → CONNECTING              rl__connect, then connect_register on the loop
+ *   CONNECTING → OPEN                connected
+ *   CONNECTING → CLOSED              fail_connect (refused: on_connect_event; timeout: connect_timeout;
+ *                                    loop freed: rl__net_close_all / connect_register)
+ *   OPEN → FLUSHING / CLOSING        rl__conn_close, request_close_locked (errors, EOF)
+ *   FLUSHING → CLOSING               flush (drained), flush_timeout, request_close_locked
+ *   CLOSING → CLOSED                 do_close, from handle_close_request at a safe point
+ *
+ * INVARIANTS.
+ *   1. Everything under "send side" in struct rl_conn is read and written only under send_lock;
+ *      state changes only under send_lock. A thread that finds state == OPEN under the lock may use
+ *      fd and loop until it unlocks: do_close sets CLOSED under the lock before it closes the fd.
+ *   2. Frames leave in queue order; the queue's head is the only frame that may be partly written.
+ *      The direct write (by the sending thread) happens only when the queue is empty and no delay is
+ *      set, so it can never overtake a queued frame.
+ *   3. Whenever the queue is non-empty, the loop has a pending reason to flush it: EPOLLOUT armed
+ *      (socket full), a release timer for the head (delay), or a queued wake post.
+ *   4. Delayed frames have non-decreasing release times (release = max(call time + delay + jitter,
+ *      previous release)).
+ *   5. The loop holds one reference from registration until the pass in which do_close (or
+ *      fail_connect) ran has ended; queued posts and pending-close entries hold one each. So every
+ *      pointer the loop, a post or an epoll event holds is valid.
+ *   6. on_frame is called only in state OPEN, on the loop thread, and never after on_close; payloads
+ *      point into the receive buffer, which is not moved or freed until the callback has returned.
+ *   7. Receive memory follows the bytes that arrived (reader.h invariant 2).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "net/loop_int.h"
+#include "net/reader.h"
+#include "reclayer/error.h"
+
+#define RD_BUDGET (4u << 20)    /* bytes read from one connection per readiness event */
+#define ACCEPT_BATCH 64         /* connections accepted per readiness event */
+#define ACCEPT_PAUSE_NS 100000000u /* listener pause after fd exhaustion (100 ms) */
+#define MAX_IOV 64
+#define MAX_DELAY_US 10000000u
+#define IN_EVENTS (EPOLLIN | EPOLLRDHUP)
+
+enum { ST_CONNECTING, ST_OPEN, ST_FLUSHING, ST_CLOSING, ST_CLOSED };
+
+/* A frame in the send queue: one allocation holding the header and (unless owns_payload) the
+ * payload copy. */
+typedef struct out_frame {
+    struct out_frame *next;
+    uint64_t release_ns; /* write no earlier than this monotonic time (0: as soon as possible) */
+    size_t len;          /* header + payload bytes */
+    size_t off;          /* bytes already written (only the queue head may have off > 0) */
+    uint8_t *payload;    /* the payload: data[] or a buffer taken from rl__conn_send_buf */
+    int owns_payload;    /* 1: payload is a separate allocation, freed with the frame */
+    int is_delayed;      /* 1: sent under a delay; lateness recorded when its first byte goes */
+    uint8_t hdr[RL_FRAME_HEADER_LEN];
+    uint8_t data[];
+} out_frame;
+
+struct rl_conn {
+    rl__io io;      /* RL__IO_CONN; first member (epoll data.ptr) */
+    rl_loop *loop;  /* valid while state != CLOSED */
+    atomic_int refs;
+    atomic_int state; /* ST_* */
+    int fd;
+    char peer[32];  /* "127.0.0.1:PORT" of the remote end (the target while connecting) */
+    char local[32];
+
+    /* Loop context. */
+    rl_frame_fn on_frame;
+    rl_close_fn on_close;
+    void *ud;
+    rl_connect_fn on_connect; /* while CONNECTING */
+    void *connect_ud;
+    int connect_state;        /* rl__net_connect_socket's result: 0 done, 1 in progress, or an error */
+    int timeout_ms;
+    uint64_t connect_timer;   /* timer ids, 0 when none */
+    uint64_t flush_timer;
+    uint64_t release_timer;   /* releases the queue head (delay) */
+    uint64_t release_timer_at;
+    int in_epoll, in_list;
+    int close_done;           /* do_close / fail_connect ran */
+    int close_queued;         /* on loop->pending_close */
+    rl_conn *lprev, *lnext;   /* loop->conns */
+    rl_conn *close_next;      /* loop->pending_close */
+    rl_conn *zombie_next;     /* loop->zombies */
+    rl_frame_reader rd;
+    rl__post_node reg_node;   /* connect registration */
+    rl__post_node wake_node;  /* flush request from another thread (guarded by wake_pending) */
+    rl__post_node close_node; /* close request from another thread (guarded by close_posted) */
+
+    /* Send side: under send_lock. */
+    pthread_mutex_t send_lock;
+    out_frame *q_head, *q_tail;
+    uint64_t queued_frames, queued_bytes, queued_bytes_max;
+    int epollout_armed;
+    int wake_pending;
+    int close_posted;
+    uint32_t delay_us, jitter_us;
+    uint64_t rng;             /* jitter PRNG state (splitmix64) */
+    uint64_t last_release_ns; /* release time of the last delayed frame */
+    uint64_t frames_sent, bytes_sent, frames_direct, delayed_frames;
+    rl_lat_hist late;         /* lateness of delayed frames */
+    int close_err;            /* set when leaving OPEN */
+    int close_quiet;          /* 1: log the close at info (local close, clean EOF) */
+    char close_reason[160];
+
+    /* Receive counters: written by the loop thread, read by anyone. */
+    atomic_uint_fast64_t frames_received, bytes_received, rx_cap;
+};
+
+struct rl_listener {
+    rl__io io;          /* RL__IO_LISTENER; first member */
+    rl_loop *loop;
+    int fd;
+    uint16_t port;
+    char addr[32];
+    rl_accept_fn on_accept;
+    void *ud;
+    int in_epoll, in_list, closed, paused;
+    uint64_t pause_timer;
+    rl_listener *lprev, *lnext; /* loop->listeners */
+    rl_listener *dead_next;     /* loop->dead_listeners */
+    rl__post_node reg_node, close_node;
+};
+
+static void flush(rl_conn *c);
+
+/* ============================================================================================
+ * Objects and references
+ * ========================================================================================== */
+
+static rl_conn *conn_new(rl_loop *loop) {
+    rl_conn *c = rl__calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (pthread_mutex_init(&c->send_lock, NULL) != 0) {
+        rl__free(c);
+        return NULL;
+    }
+    c->io.kind = RL__IO_CONN;
+    c->loop = loop;
+    c->fd = -1;
+    atomic_init(&c->refs, 1); /* the loop's */
+    atomic_init(&c->state, ST_CONNECTING);
+    rl__frame_reader_init(&c->rd);
+    return c;
+}
+
+static void free_frame(out_frame *f) {
+    if (f->owns_payload) rl__free(f->payload);
+    rl__free(f);
+}
+
+static void conn_free(rl_conn *c) {
+    for (out_frame *f = c->q_head, *next; f; f = next) {
+        next = f->next;
+        free_frame(f);
+    }
+    rl__frame_reader_release(&c->rd);
+    if (c->fd >= 0) close(c->fd);
+    pthread_mutex_destroy(&c->send_lock);
+    rl__free(c);
+}
+
+void rl__conn_retain(rl_conn *c) { atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed); }
+
+void rl__conn_release(rl_conn *c) {
+    if (!c) return;
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) conn_free(c);
+}
+
+static int state_of(const rl_conn *c) { return atomic_load_explicit(&((rl_conn *)c)->state, memory_order_acquire); }
+static void set_state(rl_conn *c, int s) { atomic_store_explicit(&c->state, s, memory_order_release); }
+
+const char *rl__conn_peer(const rl_conn *c) { return c->peer; }
+const char *rl__conn_local(const rl_conn *c) { return c->local; }
+int rl__conn_is_open(const rl_conn *c) { return c && state_of(c) == ST_OPEN; }
+const char *rl__conn_close_reason(const rl_conn *c) { return c->close_reason; }
+
+static void list_add(rl_conn *c) {
+    rl_loop *loop = c->loop;
+    c->lprev = NULL;
+    c->lnext = loop->conns;
+    if (loop->conns) loop->conns->lprev = c;
+    loop->conns = c;
+    c->in_list = 1;
+}
+
+static void list_remove(rl_conn *c) {
+    if (!c->in_list) return;
+    if (c->lprev)
+        c->lprev->lnext = c->lnext;
+    else
+        c->loop->conns = c->lnext;
+    if (c->lnext) c->lnext->lprev = c->lprev;
+    c->lprev = c->lnext = NULL;
+    c->in_list = 0;
+}
+
+/* The loop drops its reference at the end of this pass (invariant 5). */
+static void make_zombie(rl_conn *c) {
+    c->zombie_next = c->loop->zombies;
+    c->loop->zombies = c;
+}
+
+/* ============================================================================================
+ * Closing
+ * ========================================================================================== */
+
+static void close_post_fn(rl_loop *loop, void *ud);
+
+/* Have the loop run handle_close_request for c at its next safe point. Send lock held. */
+static void schedule_close_locked(rl_conn *c) {
+    rl_loop *loop = c->loop;
+    if (rl__tls_loop == loop) {
+        if (c->close_queued) return;
+        c->close_queued = 1;
+        rl__conn_retain(c);
+        c->close_next = loop->pending_close;
+        loop->pending_close = c;
+    } else {
+        if (c->close_posted) return;
+        c->close_posted = 1;
+        rl__conn_retain(c);
+        c->close_node.fn = close_post_fn;
+        c->close_node.ud = c;
+        c->close_node.is_heap = 0;
+        rl__loop_post_node(loop, &c->close_node);
+    }
+}
+
+/* Move c to CLOSING (or FLUSHING when to == ST_FLUSHING and it is OPEN) with err and a reason, and
+ * schedule the close. The first reason that leaves OPEN is kept, except that an error during a
+ * flush replaces the flush's own. Send lock held. Returns 1 if the state changed. */
+static int request_close_locked(rl_conn *c, int to, int err, int quiet, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int request_close_locked(rl_conn *c, int to, int err, int quiet, const char *fmt, ...) {
+    int st = state_of(c);
+    if (st != ST_OPEN && st != ST_FLUSHING) return 0;
+    if (st == ST_FLUSHING && to == ST_FLUSHING) return 0;
+    if (st == ST_OPEN || err != RL_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->close_reason, sizeof c->close_reason, fmt, ap);
+        va_end(ap);
+        c->close_err = err;
+        c->close_quiet = quiet;
+    }
+    set_state(c, to);
+    schedule_close_locked(c);
+    return 1;
+}
+
+/* The end of a connection (loop thread, at a safe point): CLOSED, queue dropped, fd closed, one
+ * log line, on_close once, then the loop's reference goes at pass end. */
+static void do_close(rl_conn *c) {
+    if (c->close_done) return;
+    c->close_done = 1;
+    rl_loop *loop = c->loop;
+    pthread_mutex_lock(&c->send_lock);
+    if (c->close_reason[0] == 0) snprintf(c->close_reason, sizeof c->close_reason, "closed");
+    set_state(c, ST_CLOSED);
+    for (out_frame *f = c->q_head, *next; f; f = next) {
+        next = f->next;
+        free_frame(f);
+    }
+    c->q_head = c->q_tail = NULL;
+    c->queued_frames = c->queued_bytes = 0;
+    int fd = c->fd, err = c->close_err, quiet = c->close_quiet;
+    c->fd = -1;
+    pthread_mutex_unlock(&c->send_lock);
+    if (c->release_timer) rl__loop_timer_cancel(loop, c->release_timer);
+    if (c->flush_timer) rl__loop_timer_cancel(loop, c->flush_timer);
+    if (c->connect_timer) rl__loop_timer_cancel(loop, c->connect_timer);
+    c->release_timer = c->flush_timer = c->connect_timer = 0;
+    if (c->in_epoll) (void)rl__loop_ctl(loop, EPOLL_CTL_DEL, fd, 0, &c->io);
+    c->in_epoll = 0;
+    list_remove(c);
+    if (fd >= 0) close(fd);
+    rl__frame_reader_release(&c->rd);
+    atomic_store_explicit(&c->rx_cap, 0, memory_order_relaxed);
+    rl__log(quiet ? RL_LOG_INFO : RL_LOG_WARN, "net: connection %s (local %s) closed: %s (%s)", c->peer,
+            c->local, c->close_reason, rl_error_name(err));
+    rl_close_fn cb = c->on_close;
+    void *ud = c->ud;
+    c->on_frame = NULL;
+    c->on_close = NULL;
+    if (cb) cb(c, err, ud);
+    make_zombie(c);
+}
+
+static void flush_timeout_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_conn *c = ud;
+    c->flush_timer = 0;
+    pthread_mutex_lock(&c->send_lock);
+    if (state_of(c) == ST_FLUSHING)
+        request_close_locked(c, ST_CLOSING, RL_E_TIMED_OUT, 0, "queued frames not flushed within %d ms",
+                             RL_CONN_FLUSH_TIMEOUT_MS);
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* Act on a requested close (loop thread, safe point). */
+static void handle_close_request(rl_conn *c) {
+    if (c->close_done) return;
+    int st = state_of(c);
+    if (st == ST_CLOSING) {
+        do_close(c);
+        return;
+    }
+    if (st != ST_FLUSHING) return;
+    pthread_mutex_lock(&c->send_lock);
+    int empty = c->q_head == NULL;
+    if (empty) set_state(c, ST_CLOSING);
+    pthread_mutex_unlock(&c->send_lock);
+    if (empty) {
+        do_close(c);
+        return;
+    }
+    if (!c->flush_timer) {
+        uint64_t at = rl__clock_mono_ns() + (uint64_t)RL_CONN_FLUSH_TIMEOUT_MS * 1000000u;
+        if (rl__loop_timer_add(c->loop, at, flush_timeout_fn, c, &c->flush_timer) != RL_OK) {
+            pthread_mutex_lock(&c->send_lock);
+            request_close_locked(c, ST_CLOSING, RL_E_OUT_OF_MEMORY, 0, "out of memory for the flush timer");
+            pthread_mutex_unlock(&c->send_lock);
+            return;
+        }
+    }
+    flush(c);
+}
+
+static void close_post_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_conn *c = ud;
+    pthread_mutex_lock(&c->send_lock);
+    c->close_posted = 0;
+    pthread_mutex_unlock(&c->send_lock);
+    handle_close_request(c);
+    rl__conn_release(c);
+}
+
+void rl__net_process_pending(rl_loop *loop) {
+    while (loop->pending_close) {
+        rl_conn *c = loop->pending_close;
+        loop->pending_close = c->close_next;
+        c->close_next = NULL;
+        c->close_queued = 0;
+        handle_close_request(c);
+        rl__conn_release(c);
+    }
+}
+
+void rl__net_release_zombies(rl_loop *loop) {
+    while (loop->zombies) {
+        rl_conn *c = loop->zombies;
+        loop->zombies = c->zombie_next;
+        rl__conn_release(c);
+    }
+    while (loop->dead_listeners) {
+        rl_listener *l = loop->dead_listeners;
+        loop->dead_listeners = l->dead_next;
+        rl__free(l);
+    }
+}
+
+void rl__conn_close(rl_conn *c, unsigned flags) {
+    if (!c) return;
+    pthread_mutex_lock(&c->send_lock);
+    int st = state_of(c);
+    if (st == ST_OPEN && (flags & RL_CONN_CLOSE_FLUSH) && c->q_head)
+        request_close_locked(c, ST_FLUSHING, RL_OK, 1, "closed locally (after flushing)");
+    else if (st == ST_OPEN || (st == ST_FLUSHING && !(flags & RL_CONN_CLOSE_FLUSH)))
+        request_close_locked(c, ST_CLOSING, RL_OK, 1, "closed locally");
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* ============================================================================================
+ * Connecting
+ * ========================================================================================== */
+
+/* A connect that ends without a connection (loop thread). on_connect(NULL, err) once. */
+static void fail_connect(rl_conn *c, int err, const char *why) {
+    if (c->close_done) return;
+    c->close_done = 1;
+    pthread_mutex_lock(&c->send_lock);
+    set_state(c, ST_CLOSED);
+    snprintf(c->close_reason, sizeof c->close_reason, "connect failed: %s", why);
+    c->close_err = err;
+    int fd = c->fd;
+    c->fd = -1;
+    pthread_mutex_unlock(&c->send_lock);
+    if (c->connect_timer) rl__loop_timer_cancel(c->loop, c->connect_timer);
+    c->connect_timer = 0;
+    if (c->in_epoll) (void)rl__loop_ctl(c->loop, EPOLL_CTL_DEL, fd, 0, &c->io);
+    c->in_epoll = 0;
+    list_remove(c);
+    if (fd >= 0) close(fd);
+    rl__log(RL_LOG_INFO, "net: connect to %s failed: %s (%s)", c->peer, why, rl_error_name(err));
+    rl_connect_fn cb = c->on_connect;
+    c->on_connect = NULL;
+    make_zombie(c);
+    if (cb) cb(NULL, err, c->connect_ud);
+}
+
+/* The connection is established (loop thread): OPEN, reading, the owner's reference, on_connect. */
+static void connected(rl_conn *c) {
+    if (c->connect_timer) rl__loop_timer_cancel(c->loop, c->connect_timer);
+    c->connect_timer = 0;
+    char peer[32];
+    rl__net_sock_names(c->fd, c->local, peer, sizeof peer);
+    if (peer[0]) memcpy(c->peer, peer, sizeof peer);
+    int e = rl__loop_ctl(c->loop, c->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, IN_EVENTS, &c->io);
+    if (e) {
+        fail_connect(c, RL_E_CONNECTION_FAILED, strerror(e));
+        return;
+    }
+    c->in_epoll = 1;
+    if (!c->in_list) list_add(c);
+    pthread_mutex_lock(&c->send_lock);
+    set_state(c, ST_OPEN);
+    pthread_mutex_unlock(&c->send_lock);
+    rl__conn_retain(c); /* the owner's */
+    rl_connect_fn cb = c->on_connect;
+    c->on_connect = NULL;
+    rl__log(RL_LOG_DEBUG, "net: connected %s -> %s", c->local, c->peer);
+    cb(c, RL_OK, c->connect_ud);
+}
+
+static void connect_timeout(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_conn *c = ud;
+    c->connect_timer = 0;
+    if (state_of(c) == ST_CONNECTING) {
+        char why[64];
+        snprintf(why, sizeof why, "not established within %d ms", c->timeout_ms);
+        fail_connect(c, RL_E_TIMED_OUT, why);
+    }
+}
+
+static void on_connect_event(rl_conn *c, uint32_t events) {
+    (void)events;
+    int soerr = 0;
+    socklen_t len = sizeof soerr;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0) soerr = errno;
+    if (soerr == 0) {
+        connected(c);
+        return;
+    }
+    int err = rl__net_map_errno(soerr, RL_E_CONNECTION_FAILED);
+    if (err == RL_E_TIMED_OUT || err == RL_E_OUT_OF_MEMORY) err = RL_E_CONNECTION_FAILED;
+    fail_connect(c, err, strerror(soerr));
+}
+
+/* The posted second half of rl__connect (loop thread). Holds the loop's reference. */
+static void connect_register(rl_loop *loop, void *ud) {
+    rl_conn *c = ud;
+    if (atomic_load(&loop->closing)) {
+        fail_connect(c, RL_E_OPERATION_CANCELLED, "the loop was freed");
+        return;
+    }
+    list_add(c);
+    if (c->connect_state == 0) {
+        connected(c);
+        return;
+    }
+    if (c->connect_state != 1) {
+        fail_connect(c, c->connect_state, "refused at once");
+        return;
+    }
+    int e = rl__loop_ctl(loop, EPOLL_CTL_ADD, c->fd, EPOLLOUT, &c->io);
+    if (e) {
+        fail_connect(c, RL_E_CONNECTION_FAILED, strerror(e));
+        return;
+    }
+    c->in_epoll = 1;
+    uint64_t at = rl__clock_mono_ns() + (uint64_t)c->timeout_ms * 1000000u;
+    if (rl__loop_timer_add(loop, at, connect_timeout, c, &c->connect_timer) != RL_OK)
+        fail_connect(c, RL_E_OUT_OF_MEMORY, "out of memory for the connect timer");
+}
+
+int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect,
+                void *ud) {
+    rl__net_errmsg_clear();
+    if (!loop || !on_connect || timeout_ms <= 0) {
+        rl__net_errmsg_set("rl__connect: needs a loop, a callback and a timeout > 0 (got %d ms)", timeout_ms);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    struct sockaddr_in sa;
+    int rc = rl__net_loopback_addr(ip, port, &sa);
+    if (rc) return rc;
+    if (port == 0) {
+        rl__net_errmsg_set("rl__connect: port 0");
+        return RL_E_INVALID_ARGUMENT;
+    }
+    rl_conn *c = conn_new(loop);
+    if (!c) return RL_E_OUT_OF_MEMORY;
+    rl__net_format_addr(&sa, c->peer, sizeof c->peer);
+    rc = rl__net_connect_socket(&sa, &c->fd, &c->connect_state);
+    if (rc) {
+        conn_free(c);
+        return rc;
+    }
+    c->on_connect = on_connect;
+    c->connect_ud = ud;
+    c->timeout_ms = timeout_ms;
+    c->reg_node.fn = connect_register;
+    c->reg_node.ud = c;
+    c->reg_node.is_heap = 0;
+    rl__loop_post_node(loop, &c->reg_node); /* always posted: on_connect never runs in this call */
+    return RL_OK;
+}
+
+/* ============================================================================================
+ * Listening
+ * ========================================================================================== */
+
+static void listener_unlink(rl_listener *l) {
+    if (!l->in_list) return;
+    if (l->lprev)
+        l->lprev->lnext = l->lnext;
+    else
+        l->loop->listeners = l->lnext;
+    if (l->lnext) l->lnext->lprev = l->lprev;
+    l->in_list = 0;
+}
+
+/* Close a listener (loop context): it is freed at the end of the pass. */
+static void do_listener_close(rl_listener *l) {
+    if (l->closed) return;
+    l->closed = 1;
+    if (l->pause_timer) rl__loop_timer_cancel(l->loop, l->pause_timer);
+    l->pause_timer = 0;
+    if (l->in_epoll) (void)rl__loop_ctl(l->loop, EPOLL_CTL_DEL, l->fd, 0, &l->io);
+    l->in_epoll = 0;
+    close(l->fd);
+    l->fd = -1;
+    int was_registered = l->in_list;
+    listener_unlink(l);
+    rl__log(RL_LOG_INFO, "net: stopped listening on %s", l->addr);
+    if (was_registered) { /* else the pending registration post frees it */
+        l->dead_next = l->loop->dead_listeners;
+        l->loop->dead_listeners = l;
+    }
+}
+
+static void listener_register(rl_loop *loop, void *ud) {
+    rl_listener *l = ud;
+    if (l->closed) { /* closed before it was registered */
+        rl__free(l);
+        return;
+    }
+    int e = rl__loop_ctl(loop, EPOLL_CTL_ADD, l->fd, EPOLLIN, &l->io);
+    if (e) rl__log(RL_LOG_ERROR, "net: cannot watch listener %s: %s", l->addr, strerror(e));
+    l->in_epoll = e == 0;
+    l->lprev = NULL;
+    l->lnext = loop->listeners;
+    if (loop->listeners) loop->listeners->lprev = l;
+    loop->listeners = l;
+    l->in_list = 1;
+    if (atomic_load(&loop->closing)) do_listener_close(l);
+}
+
+/* A close posted from another thread. Its registration, posted earlier, has run (posts are FIFO). */
+static void listener_close_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    do_listener_close(ud);
+}
+
+int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud,
+               rl_listener **out) {
+    rl__net_errmsg_clear();
+    if (!loop || !on_accept || !out) {
+        rl__net_errmsg_set("rl__listen: needs a loop, a callback and an out pointer");
+        return RL_E_INVALID_ARGUMENT;
+    }
+    struct sockaddr_in sa;
+    int rc = rl__net_loopback_addr(ip, port, &sa);
+    if (rc) return rc;
+    int fd;
+    uint16_t bound;
+    rc = rl__net_listen_socket(&sa, &fd, &bound);
+    if (rc) return rc;
+    rl_listener *l = rl__calloc(1, sizeof *l);
+    if (!l) {
+        close(fd);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    l->io.kind = RL__IO_LISTENER;
+    l->loop = loop;
+    l->fd = fd;
+    l->port = bound;
+    sa.sin_port = htons(bound);
+    rl__net_format_addr(&sa, l->addr, sizeof l->addr);
+    l->on_accept = on_accept;
+    l->ud = ud;
+    if (rl__tls_loop == loop) {
+        listener_register(loop, l);
+    } else {
+        l->reg_node.fn = listener_register;
+        l->reg_node.ud = l;
+        rl__loop_post_node(loop, &l->reg_node);
+    }
+    rl__log(RL_LOG_INFO, "net: listening on %s", l->addr);
+    *out = l;
+    return RL_OK;
+}
+
+uint16_t rl__listener_port(const rl_listener *l) { return l->port; }
+
+void rl__listener_close(rl_listener *l) {
+    if (!l) return;
+    if (rl__loop_context(l->loop)) {
+        do_listener_close(l);
+        return;
+    }
+    l->close_node.fn = listener_close_fn;
+    l->close_node.ud = l;
+    l->close_node.is_heap = 0;
+    rl__loop_post_node(l->loop, &l->close_node);
+}
+
+static void listener_resume(rl_loop *loop, void *ud) {
+    rl_listener *l = ud;
+    l->pause_timer = 0;
+    if (l->closed || !l->paused) return;
+    l->paused = 0;
+    (void)rl__loop_ctl(loop, EPOLL_CTL_MOD, l->fd, EPOLLIN, &l->io);
+}
+
+void rl__listener_on_event(rl_listener *l, uint32_t events) {
+    (void)events;
+    rl_loop *loop = l->loop;
+    for (int i = 0; i < ACCEPT_BATCH && !l->closed; i++) {
+        int fd, e = 0;
+        int rc = rl__net_accept(l->fd, &fd, &e);
+        if (rc == RL_E_NOT_FOUND) break;
+        if (rc != RL_OK) { /* out of descriptors: stop watching for a while instead of spinning */
+            rl__log(RL_LOG_WARN, "net: accept on %s: %s; pausing the listener for 100 ms", l->addr, strerror(e));
+            l->paused = 1;
+            (void)rl__loop_ctl(loop, EPOLL_CTL_MOD, l->fd, 0, &l->io);
+            if (rl__loop_timer_add(loop, rl__clock_mono_ns() + ACCEPT_PAUSE_NS, listener_resume, l,
+                                   &l->pause_timer) != RL_OK)
+                listener_resume(loop, l);
+            break;
+        }
+        rl_conn *c = conn_new(loop);
+        if (!c) {
+            rl__log(RL_LOG_WARN, "net: accept on %s: out of memory; connection dropped", l->addr);
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        rl__net_sock_names(fd, c->local, c->peer, sizeof c->peer);
+        int err = rl__loop_ctl(loop, EPOLL_CTL_ADD, fd, IN_EVENTS, &c->io);
+        if (err) {
+            rl__log(RL_LOG_WARN, "net: accept on %s: cannot watch %s: %s", l->addr, c->peer, strerror(err));
+            conn_free(c); /* closes fd */
+            continue;
+        }
+        c->in_epoll = 1;
+        list_add(c);
+        set_state(c, ST_OPEN);
+        rl__conn_retain(c); /* the callee's */
+        rl__log(RL_LOG_DEBUG, "net: accepted %s on %s", c->peer, l->addr);
+        l->on_accept(l, c, l->ud);
+    }
+}
+
+/* ============================================================================================
+ * Reading
+ * ========================================================================================== */
+
+int rl__conn_set_callbacks(rl_conn *c, rl_frame_fn on_frame, rl_close_fn on_close, void *ud) {
+    if (!c) return RL_E_INVALID_ARGUMENT;
+    if (state_of(c) == ST_CLOSED) return RL_OK; /* never called again; the loop may be gone */
+    if (!rl__loop_context(c->loop)) return RL_E_CLIENT_INVALID_OPERATION;
+    c->on_frame = on_frame;
+    c->on_close = on_close;
+    c->ud = ud;
+    return RL_OK;
+}
+
+/* Close from the loop thread because of what the socket or the peer did. */
+static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) {
+    char why[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&c->send_lock);
+    request_close_locked(c, ST_CLOSING, err, quiet, "%s", why);
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* Hand out every complete frame. Returns 1 when the connection stops reading (closing, failed). */
+static int deliver(rl_conn *c) {
+    for (;;) {
+        rl_frame_header h;
+        const uint8_t *payload;
+        int ready;
+        if (rl__frame_reader_next(&c->rd, &h, &payload, &ready) != RL_OK) {
+            close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed frame: %s", c->rd.why);
+            return 1;
+        }
+        if (!ready) return 0;
+        atomic_fetch_add_explicit(&c->frames_received, 1, memory_order_relaxed);
+        int st = state_of(c);
+        if (st == ST_FLUSHING) continue; /* closing after a flush: input is dropped */
+        if (st != ST_OPEN) return 1;
+        if (c->on_frame) c->on_frame(c, &h, payload, c->ud);
+        st = state_of(c);
+        if (st != ST_OPEN && st != ST_FLUSHING) return 1;
+    }
+}
+
+static void on_readable(rl_conn *c) {
+    size_t budget = RD_BUDGET;
+    for (;;) {
+        uint8_t *p;
+        size_t room;
+        if (rl__frame_reader_space(&c->rd, &p, &room) != RL_OK) {
+            close_error(c, RL_E_OUT_OF_MEMORY, 0, "out of memory for the receive buffer (%zu bytes pending)",
+                        rl__frame_reader_pending(&c->rd));
+            return;
+        }
+        atomic_store_explicit(&c->rx_cap, c->rd.cap, memory_order_relaxed);
+        ssize_t n = read(c->fd, p, room);
+        if (n > 0) {
+            rl__frame_reader_commit(&c->rd, (size_t)n);
+            atomic_fetch_add_explicit(&c->bytes_received, (uint64_t)n, memory_order_relaxed);
+            if (deliver(c)) return;
+            if ((size_t)n < room || budget <= (size_t)n) return; /* drained, or fair share used */
+            budget -= (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            size_t pending = rl__frame_reader_pending(&c->rd), flen = rl__frame_reader_frame_len(&c->rd);
+            if (pending == 0)
+                close_error(c, RL_E_CONNECTION_FAILED, 1, "peer closed the connection");
+            else if (flen == 0)
+                close_error(c, RL_E_MALFORMED_FRAME, 0,
+                            "peer closed in the middle of a frame header (%zu of %d bytes received)", pending,
+                            RL_FRAME_HEADER_LEN);
+            else
+                close_error(c, RL_E_MALFORMED_FRAME, 0,
+                            "peer closed in the middle of a frame (%zu of %zu bytes received)", pending, flen);
+            return;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        int e = errno;
+        close_error(c, rl__net_map_errno(e, RL_E_CONNECTION_FAILED) == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY
+                                                                                          : RL_E_CONNECTION_FAILED,
+                    0, "read: %s", strerror(e));
+        return;
+    }
+}
+
+void rl__conn_on_event(rl_conn *c, uint32_t events) {
+    if (c->close_done) return; /* closed earlier in this pass (a zombie) */
+    int st = state_of(c);
+    if (st == ST_CONNECTING) {
+        on_connect_event(c, events);
+        return;
+    }
+    if (st != ST_OPEN && st != ST_FLUSHING) return;
+    if (events & EPOLLOUT) flush(c);
+    st = state_of(c);
+    if ((st == ST_OPEN || st == ST_FLUSHING) && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+        on_readable(c);
+}
+
+/* ============================================================================================
+ * Writing
+ * ========================================================================================== */
+
+static uint64_t next_rand(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Arm or disarm EPOLLOUT to match `want`. Send lock held, state OPEN or FLUSHING. */
+static void set_out_interest_locked(rl_conn *c, int want) {
+    if (c->epollout_armed == want) return;
+    if (rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, IN_EVENTS | (want ? EPOLLOUT : 0), &c->io) == 0)
+        c->epollout_armed = want;
+}
+
+static void iov_of(out_frame *f, struct iovec *iov, int *niov) {
+    size_t plen = f->len - RL_FRAME_HEADER_LEN;
+    if (f->off < RL_FRAME_HEADER_LEN) {
+        iov[*niov].iov_base = f->hdr + f->off;
+        iov[(*niov)++].iov_len = RL_FRAME_HEADER_LEN - f->off;
+        if (plen) {
+            iov[*niov].iov_base = f->payload;
+            iov[(*niov)++].iov_len = plen;
+        }
+    } else {
+        size_t done = f->off - RL_FRAME_HEADER_LEN;
+        iov[*niov].iov_base = f->payload + done;
+        iov[(*niov)++].iov_len = plen - done;
+    }
+}
+
+static ssize_t send_iov(int fd, struct iovec *iov, int niov) {
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)niov;
+    ssize_t n;
+    do n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/* Write the due frames at the head of the queue (release <= now) in as few sendmsg calls as
+ * possible. *out_blocked = 1 when the socket took less than offered. Returns 0, or the errno of a
+ * failed write. Send lock held. */
+static int write_due_locked(rl_conn *c, int *out_blocked) {
+    *out_blocked = 0;
+    for (;;) {
+        struct iovec iov[MAX_IOV];
+        int niov = 0;
+        size_t offered = 0;
+        uint64_t now = rl__clock_mono_ns();
+        for (out_frame *f = c->q_head; f && niov + 2 <= MAX_IOV && f->release_ns <= now; f = f->next) {
+            iov_of(f, iov, &niov);
+            offered += f->len - f->off;
+        }
+        if (niov == 0) return 0;
+        ssize_t n = send_iov(c->fd, iov, niov);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                *out_blocked = 1;
+                return 0;
+            }
+            return errno;
+        }
+        size_t left = (size_t)n;
+        while (left && c->q_head) {
+            out_frame *f = c->q_head;
+            if (f->off == 0 && f->is_delayed) {
+                rl__lat_hist_add(&c->late, now > f->release_ns ? now - f->release_ns : 0);
+                c->delayed_frames++;
+            }
+            size_t take = f->len - f->off < left ? f->len - f->off : left;
+            f->off += take;
+            left -= take;
+            c->queued_bytes -= take;
+            if (f->off < f->len) break;
+            c->q_head = f->next;
+            if (!c->q_head) c->q_tail = NULL;
+            c->queued_frames--;
+            c->frames_sent++;
+            c->bytes_sent += f->len;
+            free_frame(f);
+        }
+        if ((size_t)n < offered) {
+            *out_blocked = 1;
+            return 0;
+        }
+    }
+}
+
+static void release_timer_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_conn *c = ud;
+    c->release_timer = 0;
+    flush(c);
+}
+
+/* Flush the queue (loop thread): write what is due, then arm EPOLLOUT (socket full) or a release
+ * timer (head not due yet) — invariant 3 — or finish a flushing close. */
+static void flush(rl_conn *c) {
+    pthread_mutex_lock(&c->send_lock);
+    int st = state_of(c);
+    if (st != ST_OPEN && st != ST_FLUSHING) {
+        pthread_mutex_unlock(&c->send_lock);
+        return;
+    }
+    int blocked;
+    int e = write_due_locked(c, &blocked);
+    if (e) {
+        request_close_locked(c, ST_CLOSING, RL_E_CONNECTION_FAILED, 0, "write: %s", strerror(e));
+        pthread_mutex_unlock(&c->send_lock);
+        return;
+    }
+    set_out_interest_locked(c, blocked);
+    uint64_t release_at = !blocked && c->q_head ? c->q_head->release_ns : 0;
+    if (!c->q_head && st == ST_FLUSHING) request_close_locked(c, ST_CLOSING, RL_OK, 1, "closed locally (flushed)");
+    pthread_mutex_unlock(&c->send_lock);
+    if (c->release_timer && c->release_timer_at != release_at) {
+        rl__loop_timer_cancel(c->loop, c->release_timer);
+        c->release_timer = 0;
+    }
+    if (release_at && !c->release_timer) {
+        if (rl__loop_timer_add(c->loop, release_at, release_timer_fn, c, &c->release_timer) != RL_OK) {
+            close_error(c, RL_E_OUT_OF_MEMORY, 0, "out of memory for a release timer");
+            return;
+        }
+        c->release_timer_at = release_at;
+    }
+}
+
+static void wake_post_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_conn *c = ud;
+    pthread_mutex_lock(&c->send_lock);
+    c->wake_pending = 0;
+    pthread_mutex_unlock(&c->send_lock);
+    flush(c);
+    rl__conn_release(c);
+}
+
+static out_frame *make_frame(const uint8_t hdr[RL_FRAME_HEADER_LEN], const void *payload, size_t len,
+                             uint8_t *owned) {
+    out_frame *f = rl__malloc(sizeof *f + (owned ? 0 : len));
+    if (!f) return NULL;
+    f->next = NULL;
+    f->release_ns = 0;
+    f->len = RL_FRAME_HEADER_LEN + len;
+    f->off = 0;
+    f->is_delayed = 0;
+    memcpy(f->hdr, hdr, RL_FRAME_HEADER_LEN);
+    if (owned) {
+        f->payload = owned;
+        f->owns_payload = 1;
+    } else {
+        f->payload = f->data;
+        f->owns_payload = 0;
+        if (len) memcpy(f->data, payload, len);
+    }
+    return f;
+}
+
+static void enqueue_locked(rl_conn *c, out_frame *f) {
+    if (c->q_tail)
+        c->q_tail->next = f;
+    else
+        c->q_head = f;
+    c->q_tail = f;
+    c->queued_frames++;
+    c->queued_bytes += f->len - f->off;
+    if (c->queued_bytes > c->queued_bytes_max) c->queued_bytes_max = c->queued_bytes;
+}
+
+/* The send path shared by rl__conn_send (owned == NULL) and rl__conn_send_buf (owned: the payload,
+ * taken by this call in every case). */
+static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len,
+                      uint8_t *owned) {
+    uint64_t t_call = rl__clock_mono_ns();
+    int rc;
+    if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || (len && !payload)) {
+        rl__net_errmsg_set("rl__conn_send: bad connection, flags 0x%x or length %zu", (unsigned)flags, len);
+        rl__free(owned);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    rl_frame_header h = {(uint32_t)len, type, flags, id};
+    uint8_t hdr[RL_FRAME_HEADER_LEN];
+    rl__frame_header_encode(&h, hdr);
+    int kick = 0;
+    pthread_mutex_lock(&c->send_lock);
+    if (state_of(c) != ST_OPEN) {
+        rl__net_errmsg_set("connection %s is closed or closing", c->peer);
+        rc = RL_E_CONNECTION_FAILED;
+        goto fail;
+    }
+    int delayed = c->delay_us || c->jitter_us;
+    if (!delayed && !c->q_head) { /* direct: the calling thread writes */
+        struct iovec iov[2] = {{hdr, RL_FRAME_HEADER_LEN}, {(void *)payload, len}};
+        ssize_t n = send_iov(c->fd, iov, len ? 2 : 1);
+        size_t total = RL_FRAME_HEADER_LEN + len;
+        if (n >= 0 && (size_t)n == total) {
+            c->frames_sent++;
+            c->frames_direct++;
+            c->bytes_sent += total;
+            pthread_mutex_unlock(&c->send_lock);
+            rl__free(owned);
+            return RL_OK;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            int e = errno;
+            request_close_locked(c, ST_CLOSING, RL_E_CONNECTION_FAILED, 0, "write: %s", strerror(e));
+            rl__net_errmsg_set("write to %s: %s", c->peer, strerror(e));
+            rc = RL_E_CONNECTION_FAILED;
+            goto fail;
+        }
+        size_t written = n > 0 ? (size_t)n : 0;
+        out_frame *f = make_frame(hdr, payload, len, owned);
+        if (!f) {
+            if (written) /* half a frame is on the wire: the stream cannot continue */
+                request_close_locked(c, ST_CLOSING, RL_E_OUT_OF_MEMORY, 0, "out of memory queueing a frame");
+            rc = RL_E_OUT_OF_MEMORY;
+            goto fail;
+        }
+        f->off = written;
+        enqueue_locked(c, f);
+        set_out_interest_locked(c, 1);
+        pthread_mutex_unlock(&c->send_lock);
+        return RL_OK;
+    }
+    out_frame *f = make_frame(hdr, payload, len, owned);
+    if (!f) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    if (delayed) {
+        uint64_t rel = t_call + (uint64_t)c->delay_us * 1000u;
+        if (c->jitter_us) rel += next_rand(&c->rng) % ((uint64_t)c->jitter_us * 1000u + 1);
+        if (rel < c->last_release_ns) rel = c->last_release_ns;
+        c->last_release_ns = rel;
+        f->release_ns = rel;
+        f->is_delayed = 1;
+    }
+    int was_empty = c->q_head == NULL;
+    enqueue_locked(c, f);
+    if (was_empty) { /* invariant 3: nothing will flush this queue yet */
+        if (rl__tls_loop == c->loop) {
+            kick = 1;
+        } else if (!c->wake_pending) {
+            c->wake_pending = 1;
+            rl__conn_retain(c);
+            c->wake_node.fn = wake_post_fn;
+            c->wake_node.ud = c;
+            c->wake_node.is_heap = 0;
+            rl__loop_post_node(c->loop, &c->wake_node);
+        }
+    }
+    pthread_mutex_unlock(&c->send_lock);
+    if (kick) flush(c);
+    return RL_OK;
+fail:
+    pthread_mutex_unlock(&c->send_lock);
+    rl__free(owned); /* make_frame does not take owned when it fails */
+    return rc;
+}
+
+int rl__conn_send(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
+    return send_frame(c, type, flags, id, payload, len, NULL);
+}
+
+int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl_buf *payload) {
+    if (!payload) return RL_E_INVALID_ARGUMENT;
+    if (rl__buf_error(payload)) {
+        rl__buf_release(payload);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    size_t len;
+    uint8_t *bytes = rl__buf_detach(payload, &len);
+    if (!bytes) return send_frame(c, type, flags, id, NULL, 0, NULL);
+    return send_frame(c, type, flags, id, bytes, len, bytes);
+}
+
+int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64_t seed) {
+    if (!c || delay_us > MAX_DELAY_US || jitter_us > MAX_DELAY_US) {
+        rl__net_errmsg_set("rl__conn_set_delay: delay %u us / jitter %u us (at most %u each)", delay_us, jitter_us,
+                           MAX_DELAY_US);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    int rc = RL_OK;
+    pthread_mutex_lock(&c->send_lock);
+    if (state_of(c) != ST_OPEN) {
+        rc = RL_E_CONNECTION_FAILED;
+    } else {
+        c->delay_us = delay_us;
+        c->jitter_us = jitter_us;
+        c->rng = seed;
+    }
+    pthread_mutex_unlock(&c->send_lock);
+    return rc;
+}
+
+/* ============================================================================================
+ * Statistics, and the loop's teardown
+ * ========================================================================================== */
+
+void rl__conn_get_stats(rl_conn *c, rl_conn_stats *out) {
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&c->send_lock);
+    out->frames_sent = c->frames_sent;
+    out->bytes_sent = c->bytes_sent;
+    out->frames_direct = c->frames_direct;
+    out->queued_frames = c->queued_frames;
+    out->queued_bytes = c->queued_bytes;
+    out->queued_bytes_max = c->queued_bytes_max;
+    out->delay_us = c->delay_us;
+    out->jitter_us = c->jitter_us;
+    out->delayed_frames = c->delayed_frames;
+    out->late_min_ns = c->late.min_ns;
+    out->late_p50_ns = rl__lat_hist_quantile(&c->late, 0.50);
+    out->late_p99_ns = rl__lat_hist_quantile(&c->late, 0.99);
+    out->late_max_ns = c->late.max_ns;
+    pthread_mutex_unlock(&c->send_lock);
+    out->frames_received = atomic_load_explicit(&c->frames_received, memory_order_relaxed);
+    out->bytes_received = atomic_load_explicit(&c->bytes_received, memory_order_relaxed);
+    out->rx_buffer_cap = atomic_load_explicit(&c->rx_cap, memory_order_relaxed);
+}
+
+void rl__conn_get_lateness(rl_conn *c, rl_lat_hist *out, unsigned flags) {
+    pthread_mutex_lock(&c->send_lock);
+    *out = c->late;
+    if (flags & RL_STATS_RESET) rl__lat_hist_reset(&c->late);
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+void rl__net_close_all(rl_loop *loop) {
+    while (loop->listeners) do_listener_close(loop->listeners);
+    while (loop->conns) {
+        rl_conn *c = loop->conns;
+        if (state_of(c) == ST_CONNECTING) {
+            fail_connect(c, RL_E_OPERATION_CANCELLED, "the loop was freed");
+            continue;
+        }
+        pthread_mutex_lock(&c->send_lock);
+        int st = state_of(c);
+        if (st == ST_OPEN || st == ST_FLUSHING) {
+            snprintf(c->close_reason, sizeof c->close_reason, "the loop was freed");
+            c->close_err = RL_E_OPERATION_CANCELLED;
+            c->close_quiet = 1;
+            set_state(c, ST_CLOSING);
+        }
+        pthread_mutex_unlock(&c->send_lock);
+        do_close(c);
+    }
+}
+
+int rl__net_has_objects(rl_loop *loop) {
+    return loop->conns || loop->listeners || loop->pending_close || loop->zombies || loop->dead_listeners;
+}

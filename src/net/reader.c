@@ -1,0 +1,100 @@
+/* reader.c — rl_frame_reader: incremental frame splitting with memory that follows the bytes that
+ * arrived (see reader.h for the invariants). */
+#include "net/reader.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "reclayer/error.h"
+
+void rl__frame_reader_init(rl_frame_reader *r) {
+    r->data = NULL;
+    r->cap = r->start = r->end = 0;
+    r->failed = 0;
+    r->why[0] = 0;
+}
+
+void rl__frame_reader_release(rl_frame_reader *r) {
+    rl__free(r->data);
+    rl__frame_reader_init(r);
+}
+
+size_t rl__frame_reader_pending(const rl_frame_reader *r) { return r->end - r->start; }
+
+/* The raw payload length of the header at start (valid or not), clamped to the maximum + 1. */
+static size_t raw_len(const uint8_t *p) {
+    uint32_t l = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return l > RL_NET_MAX_PAYLOAD ? (size_t)RL_NET_MAX_PAYLOAD + 1 : (size_t)l;
+}
+
+size_t rl__frame_reader_frame_len(const rl_frame_reader *r) {
+    if (r->end - r->start < RL_FRAME_HEADER_LEN) return 0;
+    return RL_FRAME_HEADER_LEN + raw_len(r->data + r->start);
+}
+
+static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* The capacity the buffer should have for `have` pending bytes whose first frame is `need` bytes
+ * long (0: unknown yet), given the current capacity: enough for the frame and a read chunk, but
+ * never beyond invariant 2's limit. */
+static size_t wanted_cap(size_t have, size_t need, size_t cap) {
+    size_t want = need > RL_FRAME_READER_CHUNK ? need : RL_FRAME_READER_CHUNK;
+    if (cap < have + 4096 && want < have + RL_FRAME_READER_CHUNK) want = have + RL_FRAME_READER_CHUNK;
+    size_t limit = have + clamp(have, RL_FRAME_READER_CHUNK, RL_FRAME_READER_MAX_AHEAD);
+    return want < limit ? want : limit;
+}
+
+int rl__frame_reader_space(rl_frame_reader *r, uint8_t **out_ptr, size_t *out_len) {
+    size_t have = r->end - r->start;
+    if (r->start > 0) { /* compact: pending bytes move to the front (at most one partial frame) */
+        if (have) memmove(r->data, r->data + r->start, have);
+        r->start = 0;
+        r->end = have;
+    }
+    size_t need = have >= RL_FRAME_HEADER_LEN ? RL_FRAME_HEADER_LEN + raw_len(r->data) : 0;
+    size_t cap = wanted_cap(have, need, r->cap);
+    /* Grow to cap when short of it; shrink a large idle buffer back (hysteresis: keep up to
+     * RL_FRAME_READER_KEEP). */
+    if (cap > r->cap || (r->cap > RL_FRAME_READER_KEEP && r->cap > cap)) {
+        uint8_t *p = rl__realloc(r->data, cap);
+        if (!p) return RL_E_OUT_OF_MEMORY;
+        r->data = p;
+        r->cap = cap;
+    }
+    *out_ptr = r->data + r->end;
+    *out_len = r->cap - r->end;
+    return RL_OK;
+}
+
+void rl__frame_reader_commit(rl_frame_reader *r, size_t n) {
+    if (n > r->cap - r->end) n = r->cap - r->end; /* defensive: never beyond the buffer */
+    r->end += n;
+}
+
+int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload,
+                          int *out_ready) {
+    *out_ready = 0;
+    if (r->failed) return RL_E_MALFORMED_FRAME;
+    size_t have = r->end - r->start;
+    if (have < RL_FRAME_HEADER_LEN) return RL_OK;
+    const uint8_t *p = r->data + r->start;
+    rl_frame_header h;
+    if (rl__frame_header_decode(p, &h) != 0) {
+        r->failed = 1;
+        if (h.flags & ~RL_FRAME_KNOWN_FLAGS)
+            snprintf(r->why, sizeof r->why, "unknown flag bits 0x%x in a frame header (type %u, payload length %u)",
+                     (unsigned)(h.flags & ~RL_FRAME_KNOWN_FLAGS), (unsigned)h.type, (unsigned)h.payload_len);
+        else
+            snprintf(r->why, sizeof r->why, "payload length %u exceeds the maximum %u (type %u)",
+                     (unsigned)h.payload_len, (unsigned)RL_NET_MAX_PAYLOAD, (unsigned)h.type);
+        return RL_E_MALFORMED_FRAME;
+    }
+    if (have - RL_FRAME_HEADER_LEN < h.payload_len) return RL_OK;
+    *out_h = h;
+    *out_payload = p + RL_FRAME_HEADER_LEN;
+    r->start += RL_FRAME_HEADER_LEN + h.payload_len;
+    if (r->start == r->end) r->start = r->end = 0; /* at a boundary: reuse from the front */
+    *out_ready = 1;
+    return RL_OK;
+}
