@@ -53,7 +53,9 @@ int rl__bench_scratch_create(const char *base, const char *name, rl_buf *out, ch
     char *path = (char *)out->data + start;
     if (!mkdtemp(path)) {
         int e = errno;
-        set_msg(msg, cap, "cannot create %s: %s", path, strerror(e));
+        /* mkdtemp may have filled in the Xs: name the template. */
+        set_msg(msg, cap, "cannot create %s%srlbench-%s-XXXXXX: %s", base, base[strlen(base) - 1] == '/' ? "" : "/",
+                name, strerror(e));
         rl__buf_truncate(out, start);
         return map_errno(e);
     }

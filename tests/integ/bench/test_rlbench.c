@@ -14,15 +14,19 @@
  *            "n/a" (before: "ratio 0.00"); the run returns the error and still removes its
  *            scratch directory; the JSON marks it failed
  *   cli_2_6  a tiny query run works and writes its JSON
+ *   cli_2_7  removing a scratch directory removes what is in it, never what a symbolic link in
+ *            it points to; creating one in a missing or empty base fails with the reason
  * Every run is tiny (--keys 2000, --seconds 0.001, one round, one workload).
  */
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "bench/micro.h"
+#include "bench/scratch.h"
 #include "test.h"
 
 #define TINY "--keys 2000 --seconds 0.001 --repeats 1 --only point"
@@ -206,5 +210,41 @@ TEST(cli_2_6_query_tiny_run) {
     free(d);
 }
 
+TEST(cli_2_7_scratch_remove_stays_inside) {
+    char *base = rl_test_tmpdir("cli27"), *outside = rl_test_tmpdir("cli27o"), path[4400], msg[512];
+    rl_buf p;
+    rl__buf_init(&p);
+    ASSERT_OK(rl__bench_scratch_create(base, "micro", &p, msg, sizeof msg));
+    const char *s = (const char *)p.data;
+    ASSERT_TRUE(strncmp(s, base, strlen(base)) == 0 && strstr(s, "/rlbench-micro-") != NULL);
+    snprintf(path, sizeof path, "%s/victim", outside);
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sub", s);
+    ASSERT_EQ(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/sub/file", s);
+    f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sub/link", s);
+    ASSERT_EQ(symlink(outside, path), 0);
+    ASSERT_OK(rl__bench_scratch_remove(s, msg, sizeof msg));
+    ASSERT_EQ(dir_entries(base), 0);
+    ASSERT_EQ(dir_entries(outside), 1); /* the link's target is untouched */
+    ASSERT_OK(rl__bench_scratch_remove(s, msg, sizeof msg)); /* gone already: fine */
+    rl__buf_reset(&p);
+    ASSERT_RC(rl__bench_scratch_create("/nonexistent/rl", "micro", &p, msg, sizeof msg), RL_E_FILE_NOT_FOUND);
+    ASSERT_TRUE(strstr(msg, "cannot create /nonexistent/rl/rlbench-micro-XXXXXX: No such file or directory") != NULL);
+    ASSERT_EQ(p.len, 0);
+    ASSERT_RC(rl__bench_scratch_create("", "micro", &p, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
+    rl__buf_release(&p);
+    rl_test_rmtree(outside);
+    rl_test_rmtree(base);
+    free(outside);
+    free(base);
+}
+
 RL_TEST_MAIN(T(cli_2_1_numbers_and_dir_checked), T(cli_2_2_json_checked_first), T(cli_2_3_only_checked),
-             T(cli_2_4_no_scratch_left), T(cli_2_5_failed_system_reported), T(cli_2_6_query_tiny_run))
+             T(cli_2_4_no_scratch_left), T(cli_2_5_failed_system_reported), T(cli_2_6_query_tiny_run),
+             T(cli_2_7_scratch_remove_stays_inside))
