@@ -26,6 +26,7 @@
 #define HELP_WIDTH 100  /* help lines wrap here */
 #define HELP_COL 26     /* option help text starts here */
 #define MAX_ARGS 64     /* options per table (for the repeat check) */
+#define NBSP '\x01'     /* a space help text never breaks at ("--name VALUE" in a usage line) */
 
 /* ---- Messages ---------------------------------------------------------------------------- */
 
@@ -319,8 +320,8 @@ static void append_details(rl_buf *b, const rl_arg *a, int is_pos) {
     else rl__buf_append_byte(b, ')');
 }
 
-/* Print text (words separated by spaces) from column col, wrapping at HELP_WIDTH with
- * continuation lines indented to indent; ends with a newline. */
+/* Print text (words separated by spaces; NBSP joins words and prints as a space) from column
+ * col, wrapping at HELP_WIDTH with continuation lines indented to indent; ends with a newline. */
 static void print_wrapped(FILE *f, const char *text, int col, int indent) {
     const char *p = text;
     int first = 1;
@@ -339,7 +340,7 @@ static void print_wrapped(FILE *f, const char *text, int col, int indent) {
                 col++;
             }
         }
-        fwrite(p, 1, (size_t)wl, f);
+        for (int i = 0; i < wl; i++) fputc(p[i] == NBSP ? ' ' : p[i], f);
         col += wl;
         first = 0;
         p = e;
@@ -382,7 +383,7 @@ static void append_synopsis(rl_buf *b, const rl_arg *opts, const rl_arg *pos) {
         const rl_arg *a = &opts[i];
         int req = a->flags & RL_ARG_REQUIRED;
         rl__buf_printf(b, " %s--%s", req ? "" : "[", a->name);
-        if (a->kind != RL_ARG_FLAG) rl__buf_printf(b, " %s", metavar(a));
+        if (a->kind != RL_ARG_FLAG) rl__buf_printf(b, "%c%s", NBSP, metavar(a));
         if (!req) rl__buf_append_byte(b, ']');
         if (a->flags & RL_ARG_MULTI) rl__buf_append_str(b, "...");
     }
