@@ -1,0 +1,647 @@
+/* proto.h (internal) — the message codecs of reclayer's wire protocol (docs/protocol.md): one C
+ * struct per request and reply payload, an encoder and a decoder for each, and a dispatcher over
+ * all of them.
+ *
+ * A frame (frame.h) is a 16-byte header — payload_len, type, flags, request id — and a payload.
+ * This header defines the payloads. Encoding rules (all little-endian, no padding, no optional
+ * fields; the layouts are tabulated in docs/protocol.md and pinned by tests/unit/net/test_proto.c):
+ *
+ *   u8 u16 u32 u64 i32 i64   fixed width; booleans are u8 0 or 1
+ *   bytes                    u32 length, then the bytes; each field has a maximum length
+ *   selector                 bytes key, u8 or_equal (0/1), i32 offset (never INT32_MIN)
+ *   kv                       bytes key, bytes value
+ *   range                    bytes begin, bytes end, begin <= end
+ *   mutation                 u8 type (rl_mutation_type), bytes p1, bytes p2
+ *   T x n                    u32 count, then count elements
+ *
+ * Invariants of every codec:
+ *   1. Pure: no I/O, no globals, no locks; a decoder reads only payload[0..len), an encoder only
+ *      appends to its rl_buf (and, to undo a failure, truncates it back).
+ *   2. Strict and canonical: a decoder accepts exactly the bytes its encoder produces for some
+ *      valid struct, so decode-then-encode gives back the input byte for byte. Every enum and
+ *      boolean is range-checked, every length limit enforced, cross-field rules (shards sorted and
+ *      contiguous, peek versions increasing, …) checked, and bytes after the last field refused.
+ *   3. Cheap to refuse: every count is checked against the bytes left (count x the smallest
+ *      encoding of one element) before anything is allocated, so a decoder's allocations are a
+ *      small multiple of len whatever the counts say.
+ *   4. Encoders validate the same rules as decoders: a struct the peer would refuse is refused
+ *      at the sender with RL_E_INVALID_ARGUMENT, so a bug shows up where it is.
+ *
+ * Zero-copy decoding: byte strings of a decoded struct (keys, values, labels, …) point into the
+ * payload; arrays (rows, mutations, servers, …) are allocated from the caller's arena. A decoded
+ * struct therefore borrows both: it is valid while the payload bytes are unchanged and the arena
+ * is neither reset nor released. Copy what must outlive them.
+ *
+ * The common contract of the per-message functions below (each is declared with its struct):
+ *
+ *   int rl__msg_<name>_encode(rl_buf *out, const rl_msg_<name> *m, rl_proto_why *why);
+ *     Append m's payload to out. [in] m: borrowed for the call; never written. [out] why: may be
+ *     NULL; on failure a message naming the field. Returns RL_OK; RL_E_INVALID_ARGUMENT when m
+ *     breaks a rule of its struct (out is truncated back to its length before the call);
+ *     RL_E_OUT_OF_MEMORY when out's sticky error is set (before or during the call).
+ *
+ *   int rl__msg_<name>_decode(const uint8_t *payload, size_t len, rl_arena *a,
+ *                             rl_msg_<name> *out, rl_proto_why *why);
+ *     Decode payload[0..len) into *out. [in] payload: may be NULL when len is 0; borrowed by
+ *     *out (see above). [in] a: arrays of *out come from it; may be NULL for payloads without
+ *     arrays. [out] out: filled on RL_OK, zeroed otherwise (but see rl_msg_hello_req). [out] why:
+ *     may be NULL; on failure a message such as "COMMIT request: mutations[3].type is 99, not a
+ *     mutation type". Returns RL_OK; RL_E_MALFORMED_FRAME (the receiver logs why and closes the
+ *     connection); RL_E_OUT_OF_MEMORY (the arena failed); RL_E_INVALID_ARGUMENT (payload NULL with
+ *     len > 0, or a NULL but needed). HELLO decoders also return
+ *     RL_E_INCOMPATIBLE_PROTOCOL_VERSION (see rl_msg_hello_req).
+ *
+ * Thread rules: none; every function is reentrant.
+ */
+#ifndef RL_NET_PROTO_H
+#define RL_NET_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/kvtypes.h"
+#include "net/frame.h"
+#include "reclayer/kv.h"
+
+/* ---- Protocol constants ------------------------------------------------------------------ */
+
+#define RL_PROTOCOL_MAGIC 0x564B4C52u /* "RLKV" in wire order (52 4C 4B 56) */
+#define RL_PROTOCOL_VERSION 1u
+
+/* Maximum lengths of bytes fields (checked by encoders and decoders). */
+#define RL_PROTO_MAX_KEY (RL_KEY_SIZE_LIMIT + 1) /* 10,001: end keys such as key + "\x00" */
+#define RL_PROTO_MAX_VALUE RL_VALUE_SIZE_LIMIT   /* 100,000 */
+#define RL_PROTO_MAX_MUT_KEY (RL_PROTO_MAX_KEY + 4) /* SET_VERSIONSTAMPED_KEY p1: key + offset */
+#define RL_PROTO_MAX_MUT_PARAM (RL_VALUE_SIZE_LIMIT + 4) /* mutation p2: value (+ 4-byte offset) */
+#define RL_PROTO_MAX_MAPPER 10000
+#define RL_PROTO_MAX_STRING 4096       /* host labels, addresses, error messages, ping payloads */
+#define RL_PROTO_MAX_JSON (16u << 20)  /* STATUS reply */
+#define RL_PROTO_MAX_TEAM 16           /* storage servers per shard */
+#define RL_PROTO_MAX_BATCH 10000       /* GET_MAPPED_RANGE batch */
+/* A COMMIT's mutations (p1 + p2) plus its conflict ranges (begin + end), in bytes. */
+#define RL_PROTO_MAX_COMMIT_BYTES RL_TXN_SIZE_LIMIT
+
+/* Message types: the frame's type field. Part of the protocol: never renumber. */
+typedef enum {
+    RL_MSG_HELLO = 1,
+    RL_MSG_PING = 2,
+    /* Coordinator. */
+    RL_MSG_GET_READ_VERSION = 10,
+    RL_MSG_COMMIT = 11,
+    RL_MSG_GET_SHARD_MAP = 12,
+    RL_MSG_REGISTER_STORAGE = 13,
+    RL_MSG_PEEK = 14,
+    RL_MSG_POP = 15,
+    RL_MSG_STATUS = 16,
+    /* Storage (the coordinator answers GET, GET_KEY and GET_RANGE for the system keyspace). */
+    RL_MSG_GET = 20,
+    RL_MSG_GET_KEY = 21,
+    RL_MSG_GET_RANGE = 22,
+    RL_MSG_GET_MAPPED_RANGE = 23,
+    RL_MSG_GET_MULTI = 24,
+    /* Reserved for the admin operations of a later issue (30-39) and delay settings (40-49):
+     * named for logs, not known (rl__msg_type_known says 0, decoders refuse them). */
+    RL_MSG_SPLIT_SHARD = 30,
+    RL_MSG_ASSIGN_SHARD = 31,
+    RL_MSG_MOVE_SHARD = 32,
+    RL_MSG_SET_DELAY = 40,
+} rl_msg_type;
+
+#define RL_MSG_RESERVED_ADMIN_FIRST 30
+#define RL_MSG_RESERVED_ADMIN_LAST 39
+#define RL_MSG_RESERVED_DELAY_FIRST 40
+#define RL_MSG_RESERVED_DELAY_LAST 49
+
+/* The role of a process (HELLO, server list). */
+typedef enum {
+    RL_ROLE_CLIENT = 0,
+    RL_ROLE_COORDINATOR = 1,
+    RL_ROLE_STORAGE = 2,
+    RL_ROLE_ADMIN = 3, /* the rl tool's admin commands */
+} rl_proto_role;
+
+/* GET_RANGE / GET_MAPPED_RANGE reply status. */
+typedef enum {
+    RL_RANGE_OK = 0,
+    RL_RANGE_SELECTOR_UNRESOLVED = 1, /* a selector left this server's shard: no rows; the client
+                                         resolves the selectors itself and asks again */
+} rl_range_status;
+
+/* GET_MAPPED_RANGE strategy for secondaries on other storage servers (DESIGN §3). */
+typedef enum {
+    RL_FETCH_DEFAULT = 0,    /* the database's setting */
+    RL_FETCH_INDIVIDUAL = 1, /* FoundationDB's: batches of separate reads */
+    RL_FETCH_GROUPED = 2,    /* one GET_MULTI per owning server per page */
+} rl_fetch_strategy;
+
+/* PEEK shard ownership change kinds. */
+typedef enum {
+    RL_SHARD_ASSIGN = 1, /* the server owns the range from this version on */
+    RL_SHARD_REMOVE = 2, /* the server no longer owns it after this version */
+} rl_shard_change_kind;
+
+/* Why a codec failed: a NUL-terminated message naming the message and the field. */
+#define RL_PROTO_WHY_LEN 160
+typedef struct {
+    char text[RL_PROTO_WHY_LEN];
+} rl_proto_why;
+
+/* ---- Message types ----------------------------------------------------------------------- */
+
+/* rl__msg_type_name — the name of a message type for logs ("GET_RANGE"), reserved types
+ * included ("SPLIT_SHARD", "ADMIN_RESERVED", "DELAY_RESERVED"); "UNKNOWN" otherwise. Static. */
+const char *rl__msg_type_name(int type);
+/* rl__msg_type_known — 1 if type is a message of this protocol version (has codecs), else 0
+ * (reserved types included). */
+int rl__msg_type_known(int type);
+
+/* ---- Payloads ---------------------------------------------------------------------------- */
+/* Each struct lists its fields in wire order. Byte strings are (pointer, length) pairs: the
+ * pointer may be NULL only when the length is 0. Counts are element counts. */
+
+/* A payload without fields (STATUS request, POP reply): len must be 0. */
+typedef struct {
+    uint8_t unused_; /* C has no empty structs; not encoded */
+} rl_msg_empty;
+
+/* HELLO request (type 1): the first frame on every connection, sent by the connecting side.
+ * The first 8 bytes (magic, version) are fixed for every protocol version: a decoder that finds
+ * them different from RL_PROTOCOL_MAGIC / RL_PROTOCOL_VERSION returns
+ * RL_E_INCOMPATIBLE_PROTOCOL_VERSION with both fields set (and nothing else decoded), and the
+ * receiver answers an error reply with that code and closes. Encoders write magic and version
+ * as given (tests send bad handshakes). */
+typedef struct {
+    uint32_t magic;            /* RL_PROTOCOL_MAGIC */
+    uint32_t protocol_version; /* RL_PROTOCOL_VERSION */
+    uint8_t role;              /* rl_proto_role of the sender */
+    uint32_t id;               /* the sender's server id; 0 for RL_ROLE_CLIENT */
+    const uint8_t *host;       /* host label, <= RL_PROTO_MAX_STRING */
+    uint32_t host_len;
+} rl_msg_hello_req;
+int rl__msg_hello_req_encode(rl_buf *out, const rl_msg_hello_req *m, rl_proto_why *why);
+int rl__msg_hello_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_hello_req *out,
+                             rl_proto_why *why);
+
+/* HELLO reply. A version other than RL_PROTOCOL_VERSION decodes as
+ * RL_E_INCOMPATIBLE_PROTOCOL_VERSION (protocol_version set). */
+typedef struct {
+    uint32_t protocol_version; /* RL_PROTOCOL_VERSION */
+    uint8_t role;              /* rl_proto_role of the replier */
+    uint32_t id;               /* its server id; 0 for RL_ROLE_CLIENT */
+    const uint8_t *host;       /* <= RL_PROTO_MAX_STRING */
+    uint32_t host_len;
+} rl_msg_hello_reply;
+int rl__msg_hello_reply_encode(rl_buf *out, const rl_msg_hello_reply *m, rl_proto_why *why);
+int rl__msg_hello_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                               rl_msg_hello_reply *out, rl_proto_why *why);
+
+/* PING request (type 2): the payload is echoed. */
+typedef struct {
+    const uint8_t *payload; /* <= RL_PROTO_MAX_STRING */
+    uint32_t payload_len;
+} rl_msg_ping_req;
+int rl__msg_ping_req_encode(rl_buf *out, const rl_msg_ping_req *m, rl_proto_why *why);
+int rl__msg_ping_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_ping_req *out,
+                            rl_proto_why *why);
+
+/* PING reply. */
+typedef struct {
+    const uint8_t *payload;  /* the request's, <= RL_PROTO_MAX_STRING */
+    uint32_t payload_len;
+    uint64_t server_mono_ns; /* the replier's monotonic clock when it answered */
+} rl_msg_ping_reply;
+int rl__msg_ping_reply_encode(rl_buf *out, const rl_msg_ping_reply *m, rl_proto_why *why);
+int rl__msg_ping_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                              rl_msg_ping_reply *out, rl_proto_why *why);
+
+/* Error reply: the payload of any reply with flags RL_FRAME_REPLY | RL_FRAME_ERROR. */
+typedef struct {
+    int32_t code;           /* an rl error code, > 0 (1001 wrong_shard_server, 1009, 2100, …) */
+    const uint8_t *message; /* detail for logs, <= RL_PROTO_MAX_STRING; may be empty */
+    uint32_t message_len;
+} rl_msg_error;
+int rl__msg_error_encode(rl_buf *out, const rl_msg_error *m, rl_proto_why *why);
+int rl__msg_error_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_error *out,
+                         rl_proto_why *why);
+
+/* GET_READ_VERSION request (type 10). */
+typedef struct {
+    uint32_t flags; /* none defined yet: must be 0 */
+} rl_msg_get_read_version_req;
+int rl__msg_get_read_version_req_encode(rl_buf *out, const rl_msg_get_read_version_req *m,
+                                        rl_proto_why *why);
+int rl__msg_get_read_version_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                        rl_msg_get_read_version_req *out, rl_proto_why *why);
+
+/* GET_READ_VERSION reply. */
+typedef struct {
+    rl_version version; /* the newest durable commit batch */
+} rl_msg_get_read_version_reply;
+int rl__msg_get_read_version_reply_encode(rl_buf *out, const rl_msg_get_read_version_reply *m,
+                                          rl_proto_why *why);
+int rl__msg_get_read_version_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                          rl_msg_get_read_version_reply *out, rl_proto_why *why);
+
+/* COMMIT request (type 11). Ranges are rl_keyrange (begin <= end, keys <= RL_PROTO_MAX_KEY);
+ * mutations are any rl_mutation_type, versionstamped ones included, with p1 <= RL_PROTO_MAX_KEY
+ * (SET_VERSIONSTAMPED_KEY: RL_PROTO_MAX_MUT_KEY) and p2 <= RL_PROTO_MAX_MUT_PARAM (CLEAR_RANGE:
+ * an end key, <= RL_PROTO_MAX_KEY and >= p1; CLEAR: empty). The sum of every mutation's
+ * len1 + len2 and every range's begin_len + end_len is at most RL_PROTO_MAX_COMMIT_BYTES (the
+ * transaction size rule of include/reclayer/kv.h). The arrays have the shapes of
+ * rl_commit_request, so the coordinator passes them on without copying. */
+typedef struct {
+    rl_version read_version;
+    const rl_keyrange *reads; /* read conflict ranges */
+    uint32_t n_reads;
+    const rl_keyrange *writes; /* write conflict ranges */
+    uint32_t n_writes;
+    const rl_mutation *muts; /* in issue order */
+    uint32_t n_muts;
+} rl_msg_commit_req;
+int rl__msg_commit_req_encode(rl_buf *out, const rl_msg_commit_req *m, rl_proto_why *why);
+int rl__msg_commit_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                              rl_msg_commit_req *out, rl_proto_why *why);
+
+/* COMMIT reply: the committer's outcome (a conflict is a reply, not an error reply). */
+typedef struct {
+    int32_t result;            /* RL_OK or an rl error code (>= 0) */
+    rl_version commit_version; /* the batch's version; 0 if read-only or not committed */
+    uint16_t batch_order;      /* the transaction's order in its batch (versionstamps) */
+} rl_msg_commit_reply;
+int rl__msg_commit_reply_encode(rl_buf *out, const rl_msg_commit_reply *m, rl_proto_why *why);
+int rl__msg_commit_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                rl_msg_commit_reply *out, rl_proto_why *why);
+
+/* GET_SHARD_MAP request (type 12). */
+typedef struct {
+    rl_version min_version; /* answer with a map at least this new; 0: any */
+} rl_msg_get_shard_map_req;
+int rl__msg_get_shard_map_req_encode(rl_buf *out, const rl_msg_get_shard_map_req *m,
+                                     rl_proto_why *why);
+int rl__msg_get_shard_map_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                     rl_msg_get_shard_map_req *out, rl_proto_why *why);
+
+/* One process of the server list. */
+typedef struct {
+    uint32_t id;            /* ids strictly increase along the list */
+    uint8_t role;           /* RL_ROLE_COORDINATOR or RL_ROLE_STORAGE */
+    const uint8_t *address; /* dotted IPv4 text ("127.0.0.1": four decimal parts 0-255, no
+                               leading zeros), not NUL-terminated */
+    uint32_t address_len;
+    uint16_t port;    /* not 0 */
+    const uint8_t *host; /* host label, <= RL_PROTO_MAX_STRING */
+    uint32_t host_len;
+    uint8_t healthy; /* 0 or 1: the coordinator's view */
+} rl_msg_server;
+
+/* One shard: [begin, end) and the team that holds it. */
+typedef struct {
+    const uint8_t *begin; /* begin < end; begin == the previous shard's end */
+    uint32_t begin_len;
+    const uint8_t *end;
+    uint32_t end_len;
+    const uint32_t *team; /* storage ids, 1..RL_PROTO_MAX_TEAM, all different */
+    uint32_t n_team;
+} rl_msg_shard;
+
+/* GET_SHARD_MAP reply: the server list and the shards, sorted, non-overlapping and contiguous.
+ * The codec does not check that team ids appear in the server list (the map's writer does). */
+typedef struct {
+    rl_version version; /* the version of the map */
+    const rl_msg_server *servers;
+    uint32_t n_servers;
+    const rl_msg_shard *shards;
+    uint32_t n_shards;
+} rl_msg_get_shard_map_reply;
+int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl_msg_get_shard_map_reply *m,
+                                       rl_proto_why *why);
+int rl__msg_get_shard_map_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                       rl_msg_get_shard_map_reply *out, rl_proto_why *why);
+
+/* REGISTER_STORAGE request (type 13): a storage server announces itself to the coordinator. */
+typedef struct {
+    uint32_t id;
+    const uint8_t *address; /* dotted IPv4, as rl_msg_server */
+    uint32_t address_len;
+    uint16_t port; /* not 0 */
+    const uint8_t *host;
+    uint32_t host_len;
+    rl_version durable_version; /* the newest version its engine has durably */
+} rl_msg_register_storage_req;
+int rl__msg_register_storage_req_encode(rl_buf *out, const rl_msg_register_storage_req *m,
+                                        rl_proto_why *why);
+int rl__msg_register_storage_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                        rl_msg_register_storage_req *out, rl_proto_why *why);
+
+/* REGISTER_STORAGE reply. */
+typedef struct {
+    rl_version start_version;  /* PEEK from after this version */
+    const rl_keyrange *ranges; /* the ranges the server owns now: each non-empty, sorted,
+                                  non-overlapping (adjacent allowed) */
+    uint32_t n_ranges;
+} rl_msg_register_storage_reply;
+int rl__msg_register_storage_reply_encode(rl_buf *out, const rl_msg_register_storage_reply *m,
+                                          rl_proto_why *why);
+int rl__msg_register_storage_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                          rl_msg_register_storage_reply *out, rl_proto_why *why);
+
+/* PEEK request (type 14): a storage server asks the coordinator's log for mutations. */
+typedef struct {
+    uint32_t storage_id;
+    rl_version after_version; /* send versions > this */
+    uint32_t max_bytes;       /* about this many mutation bytes per reply; 0: server default */
+    uint32_t max_wait_ms;     /* hold the request this long when nothing is new; 0: answer now */
+} rl_msg_peek_req;
+int rl__msg_peek_req_encode(rl_buf *out, const rl_msg_peek_req *m, rl_proto_why *why);
+int rl__msg_peek_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_peek_req *out,
+                            rl_proto_why *why);
+
+/* One version of a PEEK reply: its mutations for the server's shards (storage types only: no
+ * versionstamped mutation reaches a storage server). */
+typedef struct {
+    rl_version version;
+    const rl_mutation *muts;
+    uint32_t n_muts;
+} rl_msg_peek_version;
+
+/* A shard ownership change, effective at version. */
+typedef struct {
+    rl_version version;
+    uint8_t kind;      /* rl_shard_change_kind */
+    rl_keyrange range; /* begin < end */
+} rl_msg_shard_change;
+
+/* PEEK reply: after applying it the server has every mutation of its shards with version <=
+ * end_version. Versions strictly increase and are <= end_version; change versions do not
+ * decrease and are <= end_version. That they are also > the request's after_version is checked
+ * by rl__msg_peek_reply_check (the reply alone does not carry it). */
+typedef struct {
+    rl_version end_version;
+    const rl_msg_peek_version *versions;
+    uint32_t n_versions;
+    const rl_msg_shard_change *changes;
+    uint32_t n_changes;
+} rl_msg_peek_reply;
+int rl__msg_peek_reply_encode(rl_buf *out, const rl_msg_peek_reply *m, rl_proto_why *why);
+int rl__msg_peek_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                              rl_msg_peek_reply *out, rl_proto_why *why);
+/* rl__msg_peek_reply_check — the rules of a PEEK reply that need its request: end_version >=
+ * after_version, and every version and change version > after_version. [in] r: a decoded
+ * reply. Returns RL_OK or RL_E_MALFORMED_FRAME (why says which). */
+int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after_version,
+                             rl_proto_why *why);
+
+/* POP request (type 15): the server has made everything <= durable_version durable; the log
+ * may drop it once every server of its shards has. */
+typedef struct {
+    uint32_t storage_id;
+    rl_version durable_version;
+} rl_msg_pop_req;
+int rl__msg_pop_req_encode(rl_buf *out, const rl_msg_pop_req *m, rl_proto_why *why);
+int rl__msg_pop_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_pop_req *out,
+                           rl_proto_why *why);
+
+/* POP reply: empty. */
+typedef rl_msg_empty rl_msg_pop_reply;
+int rl__msg_pop_reply_encode(rl_buf *out, const rl_msg_pop_reply *m, rl_proto_why *why);
+int rl__msg_pop_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                             rl_msg_pop_reply *out, rl_proto_why *why);
+
+/* STATUS request (type 16): empty. */
+typedef rl_msg_empty rl_msg_status_req;
+int rl__msg_status_req_encode(rl_buf *out, const rl_msg_status_req *m, rl_proto_why *why);
+int rl__msg_status_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                              rl_msg_status_req *out, rl_proto_why *why);
+
+/* STATUS reply. */
+typedef struct {
+    const uint8_t *json; /* a JSON document (not parsed by the codec), <= RL_PROTO_MAX_JSON */
+    uint32_t json_len;
+} rl_msg_status_reply;
+int rl__msg_status_reply_encode(rl_buf *out, const rl_msg_status_reply *m, rl_proto_why *why);
+int rl__msg_status_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                rl_msg_status_reply *out, rl_proto_why *why);
+
+/* GET request (type 20). */
+typedef struct {
+    rl_version version;
+    const uint8_t *key; /* <= RL_PROTO_MAX_KEY */
+    uint32_t key_len;
+} rl_msg_get_req;
+int rl__msg_get_req_encode(rl_buf *out, const rl_msg_get_req *m, rl_proto_why *why);
+int rl__msg_get_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_req *out,
+                           rl_proto_why *why);
+
+/* GET reply. */
+typedef struct {
+    uint8_t present;      /* 0 or 1 */
+    const uint8_t *value; /* <= RL_PROTO_MAX_VALUE; empty when absent */
+    uint32_t value_len;
+} rl_msg_get_reply;
+int rl__msg_get_reply_encode(rl_buf *out, const rl_msg_get_reply *m, rl_proto_why *why);
+int rl__msg_get_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                             rl_msg_get_reply *out, rl_proto_why *why);
+
+/* GET_KEY request (type 21). Selector keys are <= RL_PROTO_MAX_KEY, or_equal is 0 or 1 and
+ * offset is not INT32_MIN (in every message). */
+typedef struct {
+    rl_version version;
+    rl_key_selector sel;
+} rl_msg_get_key_req;
+int rl__msg_get_key_req_encode(rl_buf *out, const rl_msg_get_key_req *m, rl_proto_why *why);
+int rl__msg_get_key_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                               rl_msg_get_key_req *out, rl_proto_why *why);
+
+/* GET_KEY reply. */
+typedef struct {
+    uint8_t resolved;    /* 1: sel.key is the answer (or_equal 0, offset 1); 0: the selector
+                            ran past this server's shard: continue with sel on the next one */
+    rl_key_selector sel;
+} rl_msg_get_key_reply;
+int rl__msg_get_key_reply_encode(rl_buf *out, const rl_msg_get_key_reply *m, rl_proto_why *why);
+int rl__msg_get_key_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                 rl_msg_get_key_reply *out, rl_proto_why *why);
+
+/* GET_RANGE request (type 22). */
+typedef struct {
+    rl_version version;
+    rl_key_selector begin;
+    rl_key_selector end;
+    int32_t limit;        /* rows, >= 0; 0 = no limit */
+    int64_t target_bytes; /* >= 0; 0 = no limit */
+    uint8_t reverse;      /* 0 or 1 */
+} rl_msg_get_range_req;
+int rl__msg_get_range_req_encode(rl_buf *out, const rl_msg_get_range_req *m, rl_proto_why *why);
+int rl__msg_get_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                 rl_msg_get_range_req *out, rl_proto_why *why);
+
+/* GET_RANGE reply. With status RL_RANGE_SELECTOR_UNRESOLVED there are no rows and more is 0.
+ * Keys <= RL_PROTO_MAX_KEY, values <= RL_PROTO_MAX_VALUE. The codec does not check row order
+ * (it does not know the request's direction); the client does. */
+typedef struct {
+    const rl_keyvalue *kvs; /* in the request's direction */
+    uint32_t n_kvs;
+    uint8_t more;   /* 0 or 1: rows remain in the range on this shard beyond those returned */
+    uint8_t status; /* rl_range_status */
+    const uint8_t *read_through; /* empty, or the shard boundary where this server stopped
+                                    because the range continues on another shard */
+    uint32_t read_through_len;
+    const uint8_t *resolved_begin; /* the selectors as resolved (conflict ranges) */
+    uint32_t resolved_begin_len;
+    const uint8_t *resolved_end;
+    uint32_t resolved_end_len;
+} rl_msg_get_range_reply;
+int rl__msg_get_range_reply_encode(rl_buf *out, const rl_msg_get_range_reply *m,
+                                   rl_proto_why *why);
+int rl__msg_get_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                   rl_msg_get_range_reply *out, rl_proto_why *why);
+
+/* GET_MAPPED_RANGE request (type 23). */
+typedef struct {
+    rl_version version;
+    rl_key_selector begin;
+    rl_key_selector end;
+    const uint8_t *mapper; /* a packed tuple (not parsed by the codec), <= RL_PROTO_MAX_MAPPER */
+    uint32_t mapper_len;
+    int32_t limit;                /* index entries, >= 0; 0 = no limit */
+    int64_t target_bytes;         /* >= 0; 0 = no limit */
+    uint8_t reverse;              /* 0 or 1 */
+    int32_t secondary_row_limit;  /* >= 0; 0 = the server's default */
+    int64_t secondary_byte_limit; /* >= 0; 0 = the server's default */
+    uint8_t strategy;             /* rl_fetch_strategy */
+    uint32_t batch;               /* secondaries per batch, <= RL_PROTO_MAX_BATCH; 0: default */
+} rl_msg_get_mapped_range_req;
+int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl_msg_get_mapped_range_req *m,
+                                        rl_proto_why *why);
+int rl__msg_get_mapped_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                        rl_msg_get_mapped_range_req *out, rl_proto_why *why);
+
+/* Counters of one mapped read at the storage server (the tracing of DESIGN §5). */
+typedef struct {
+    uint32_t secondaries_local;  /* secondary reads served from this server's shards */
+    uint32_t secondaries_remote; /* ... by other storage servers */
+    uint32_t s2s_requests;       /* storage-to-storage requests sent */
+    uint32_t s2s_round_trips;    /* ... waited for one after another */
+    uint64_t server_ns;          /* time the server spent on the request */
+} rl_msg_mapped_stats;
+
+/* GET_MAPPED_RANGE reply. Entries are the public rl_mapped_keyvalue: is_range, more and
+ * served_locally are 0 or 1, a point entry (is_range 0) has at most one kv, n_kvs >= 0; each
+ * entry's kvs array comes from the arena. Status as GET_RANGE. */
+typedef struct {
+    const rl_mapped_keyvalue *entries;
+    uint32_t n_entries;
+    uint8_t more;   /* 0 or 1: index entries remain on this shard */
+    uint8_t status; /* rl_range_status */
+    const uint8_t *read_through;
+    uint32_t read_through_len;
+    const uint8_t *resolved_begin;
+    uint32_t resolved_begin_len;
+    const uint8_t *resolved_end;
+    uint32_t resolved_end_len;
+    rl_msg_mapped_stats stats;
+} rl_msg_get_mapped_range_reply;
+int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl_msg_get_mapped_range_reply *m,
+                                          rl_proto_why *why);
+int rl__msg_get_mapped_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                          rl_msg_get_mapped_range_reply *out, rl_proto_why *why);
+
+/* One read of a GET_MULTI request. */
+typedef struct {
+    uint8_t is_range;     /* 1: [begin, end), begin <= end; 0: a point read of begin (end is
+                             carried unchanged, e.g. begin + "\x00" as in rl_mapped_keyvalue) */
+    const uint8_t *begin; /* <= RL_PROTO_MAX_KEY */
+    uint32_t begin_len;
+    const uint8_t *end; /* <= RL_PROTO_MAX_KEY */
+    uint32_t end_len;
+    int32_t row_limit;  /* >= 0; 0 = no limit */
+    int64_t byte_limit; /* >= 0; 0 = no limit */
+} rl_msg_read_item;
+
+/* GET_MULTI request (type 24): storage-to-storage secondary reads at one version. */
+typedef struct {
+    rl_version version;
+    const rl_msg_read_item *items;
+    uint32_t n_items;
+} rl_msg_get_multi_req;
+int rl__msg_get_multi_req_encode(rl_buf *out, const rl_msg_get_multi_req *m, rl_proto_why *why);
+int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                 rl_msg_get_multi_req *out, rl_proto_why *why);
+
+/* The result of one read item: an error (then no rows, more 0), or its rows. */
+typedef struct {
+    int32_t error; /* RL_OK or an rl error code (>= 0) */
+    const rl_keyvalue *kvs;
+    uint32_t n_kvs;
+    uint8_t more; /* 0 or 1: cut off by the item's limits */
+} rl_msg_read_result;
+
+/* GET_MULTI reply: one result per item, in the request's order (the codec cannot check the
+ * count against the request; the caller does). */
+typedef struct {
+    const rl_msg_read_result *results;
+    uint32_t n_results;
+} rl_msg_get_multi_reply;
+int rl__msg_get_multi_reply_encode(rl_buf *out, const rl_msg_get_multi_reply *m,
+                                   rl_proto_why *why);
+int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                   rl_msg_get_multi_reply *out, rl_proto_why *why);
+
+/* ---- Any message ------------------------------------------------------------------------- */
+
+/* A message of any type and direction: what a frame's (type, flags, payload) decode to. */
+typedef struct {
+    uint16_t type;  /* rl_msg_type */
+    uint16_t flags; /* 0 (request), RL_FRAME_REPLY, or RL_FRAME_REPLY | RL_FRAME_ERROR */
+    union {
+        rl_msg_hello_req hello_req;
+        rl_msg_hello_reply hello_reply;
+        rl_msg_ping_req ping_req;
+        rl_msg_ping_reply ping_reply;
+        rl_msg_error error; /* any type, flags RL_FRAME_REPLY | RL_FRAME_ERROR */
+        rl_msg_get_read_version_req get_read_version_req;
+        rl_msg_get_read_version_reply get_read_version_reply;
+        rl_msg_commit_req commit_req;
+        rl_msg_commit_reply commit_reply;
+        rl_msg_get_shard_map_req get_shard_map_req;
+        rl_msg_get_shard_map_reply get_shard_map_reply;
+        rl_msg_register_storage_req register_storage_req;
+        rl_msg_register_storage_reply register_storage_reply;
+        rl_msg_peek_req peek_req;
+        rl_msg_peek_reply peek_reply;
+        rl_msg_pop_req pop_req;
+        rl_msg_pop_reply pop_reply;
+        rl_msg_status_req status_req;
+        rl_msg_status_reply status_reply;
+        rl_msg_get_req get_req;
+        rl_msg_get_reply get_reply;
+        rl_msg_get_key_req get_key_req;
+        rl_msg_get_key_reply get_key_reply;
+        rl_msg_get_range_req get_range_req;
+        rl_msg_get_range_reply get_range_reply;
+        rl_msg_get_mapped_range_req get_mapped_range_req;
+        rl_msg_get_mapped_range_reply get_mapped_range_reply;
+        rl_msg_get_multi_req get_multi_req;
+        rl_msg_get_multi_reply get_multi_reply;
+    } u;
+} rl_msg;
+
+/* rl__msg_decode — decode the payload of a frame with this type and flags into out->u's member
+ * for them (out->type and out->flags are set too). Beyond the per-message decoders: flags must be
+ * 0, RL_FRAME_REPLY or RL_FRAME_REPLY | RL_FRAME_ERROR, and the type known
+ * (rl__msg_type_known) unless the frame is an error reply (whose payload does not depend on the
+ * type). Ownership, lifetimes and return codes as the per-message decoders. */
+int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a,
+                   rl_msg *out, rl_proto_why *why);
+/* rl__msg_encode — append the payload of m (the member of m->u that m->type and m->flags name).
+ * Returns as the per-message encoders; RL_E_INVALID_ARGUMENT also for an unknown type or bad
+ * flags. */
+int rl__msg_encode(rl_buf *out, const rl_msg *m, rl_proto_why *why);
+/* rl__msg_frame_encode — append a whole frame: the 16-byte header (m->type, m->flags, id, the
+ * payload's length) and m's payload. RL_E_INVALID_ARGUMENT also when the payload exceeds
+ * RL_NET_MAX_PAYLOAD (nothing appended). Otherwise as rl__msg_encode. */
+int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl_msg *m, rl_proto_why *why);
+
+#endif
