@@ -143,6 +143,10 @@ typedef struct {
     uint64_t alloc_bytes;           /* bytes requested by them */
     uint64_t fallbacks;             /* 1 if the cursor fell back to SCAN_AND_FETCH */
     int fallback_error;             /* the remote-fetch error that caused it (0: none) */
+    /* SCAN_AND_FETCH's pipeline (it runs across index pages): */
+    uint64_t max_loads_in_flight;   /* most record loads outstanding when one was taken */
+    uint64_t pipeline_stalls;       /* loads taken with fewer than pipeline_depth outstanding
+                                     * although the scan had more entries to load */
 } rl_query_counters;
 
 /* One row. Every pointer is borrowed from the cursor and valid until the next call on it. */

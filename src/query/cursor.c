@@ -68,6 +68,8 @@ typedef struct {
     size_t key_len;
     size_t pk_off, pk_len; /* its primary key in qbytes, set when the load is issued */
     rl_future *f; /* the issued load of its record (NULL until issued) */
+    int issued;   /* its load was issued (f), or issuing it failed (err) */
+    int err;      /* why its load could not be issued: surfaces when it reaches the head */
 } qent;
 
 typedef enum { SRC_NONE = 0, SRC_SCAN, SRC_REMOTE } src_kind;
@@ -98,7 +100,10 @@ struct rl_cursor {
     int exhausted;            /* the index range has no entries beyond those received */
     qent *q;                  /* SRC_SCAN: entries received, not yet taken */
     int qn, qcap, qhead;
+    int q_issued;             /* SRC_SCAN: entries of [qhead, qn) whose load is issued */
     rl_buf qbytes;            /* SRC_SCAN: the index keys of the queued entries */
+    rl_buf qspare;            /* SRC_SCAN: qbytes' other half while the queue is compacted */
+    rl_future *pf;            /* SRC_SCAN: the next index page, requested ahead (or NULL) */
     rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
     rl_buf lb, le;            /* begin / end keys of record loads: empty, or start with recprefix */
     rl_future *mf;            /* SRC_REMOTE: the current page */
@@ -303,8 +308,10 @@ static int drain_range(rl_cursor *c, rl_future *f, rl_buf *begin, const uint8_t 
 
 static void src_release(rl_cursor *c) {
     for (int i = c->qhead; i < c->qn; i++) rl_future_free(c->q[i].f);
-    c->qn = c->qhead = 0;
+    c->qn = c->qhead = c->q_issued = 0;
     rl__buf_reset(&c->qbytes);
+    rl_future_free(c->pf);
+    c->pf = NULL;
     rl_future_free(c->hold);
     c->hold = NULL;
     c->rkvs = NULL;
@@ -409,51 +416,127 @@ static int issue_load(rl_cursor *c, qent *e) {
     return RL_OK;
 }
 
-/* SCAN_AND_FETCH: the next entry with its record's key-values in c->kvs. *out_has 0: none left. */
+/* Request the next index page (one at a time: its begin is the last key of the one before),
+ * asking for at most the rows the return limit still allows beyond the entries already queued
+ * (invariant 5). Returns 0 when the limit leaves nothing to ask for while entries are queued. */
+static int request_page(rl_cursor *c) {
+    int lim = read_limit(c), queued = c->qn - c->qhead;
+    if (c->o.limit > 0 && queued > 0) {
+        int64_t left = c->o.limit - c->rows - queued;
+        if (left <= 0) return 0;
+        if (left < lim) lim = (int)left;
+    }
+    c->k.reads_range++;
+    c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, 0, RL_STREAMING_ITERATOR,
+                             c->iteration++, read_flags(c));
+    return 1;
+}
+
+/* Append the entries of the page c->pf (waiting for it) to the queue, compacting the queue
+ * first so qbytes holds only entries not yet taken. */
+static int take_page(rl_cursor *c) {
+    int rc, n, more;
+    const rl_keyvalue *kvs;
+    rl_future *f = c->pf;
+    c->pf = NULL;
+    if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) goto done;
+    /* Compact: the entries left move to the front, their bytes into qspare (then swapped). */
+    int left = c->qn - c->qhead;
+    rl__buf_reset(&c->qspare);
+    for (int i = 0; i < left; i++) {
+        qent e = c->q[c->qhead + i];
+        size_t key_off = c->qspare.len;
+        rl__buf_append(&c->qspare, c->qbytes.data + e.key_off, e.key_len);
+        if (e.issued && !e.err) {
+            if (e.pk_off >= e.key_off && e.pk_off + e.pk_len <= e.key_off + e.key_len) {
+                e.pk_off = key_off + (e.pk_off - e.key_off);
+            } else {
+                size_t pk_off = c->qspare.len;
+                rl__buf_append(&c->qspare, c->qbytes.data + e.pk_off, e.pk_len);
+                e.pk_off = pk_off;
+            }
+        }
+        e.key_off = key_off;
+        c->q[i] = e;
+    }
+    rl_buf tmp = c->qbytes;
+    c->qbytes = c->qspare;
+    c->qspare = tmp;
+    c->qhead = 0;
+    c->qn = left;
+    if ((rc = rl__buf_error(&c->qbytes))) goto done;
+    if (left + n > c->qcap) {
+        int cap = left + n > 2 * c->qcap ? left + n : 2 * c->qcap;
+        qent *nq = rl__realloc(c->q, (size_t)cap * sizeof *nq);
+        if (!nq) {
+            rc = RL_E_OUT_OF_MEMORY;
+            goto done;
+        }
+        c->q = nq;
+        c->qcap = cap;
+    }
+    for (int i = 0; i < n; i++) {
+        c->k.index_entries_read++;
+        c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
+        qent *q = &c->q[c->qn];
+        memset(q, 0, sizeof *q);
+        q->key_off = c->qbytes.len;
+        q->key_len = kvs[i].key_len;
+        rl__buf_append(&c->qbytes, kvs[i].key, kvs[i].key_len);
+        c->qn++;
+    }
+    if ((rc = rl__buf_error(&c->qbytes))) goto done;
+    if (n == 0) {
+        c->exhausted = 1;
+        goto done;
+    }
+    rc = src_advance(c, kvs[n - 1].key, kvs[n - 1].key_len, more);
+done:
+    rl_future_free(f);
+    return rc;
+}
+
+/* SCAN_AND_FETCH: the next entry with its record's key-values in c->kvs. *out_has 0: none left.
+ *
+ * The pipeline runs across index pages: the next page is requested as soon as the queue holds
+ * no more entries than the pipeline is deep, and appended (waiting for it if need be) before
+ * the loads in flight would drop below the depth, so pipeline_depth loads stay outstanding
+ * until the scan's last entries. An entry whose load cannot be issued (not an entry of this
+ * index) keeps its error until it reaches the head of the queue, so the rows before it are
+ * returned whatever the depth. */
 static int scan_next(rl_cursor *c, int *out_has) {
     int rc = RL_OK, n, more;
     const rl_keyvalue *kvs;
-    rl_future *f = NULL;
-    *out_has = 0;
-    if (c->qhead == c->qn) {
-        c->qhead = c->qn = 0;
-        rl__buf_reset(&c->qbytes);
-        if (c->exhausted) goto done;
-        c->k.reads_range++;
-        f = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), read_limit(c), 0, RL_STREAMING_ITERATOR,
-                             c->iteration++, read_flags(c));
-        if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) goto done;
-        if (n > c->qcap) {
-            qent *nq = rl__realloc(c->q, (size_t)n * sizeof *nq);
-            if (!nq) {
-                rc = RL_E_OUT_OF_MEMORY;
-                goto done;
-            }
-            c->q = nq;
-            c->qcap = n;
-        }
-        for (int i = 0; i < n; i++) {
-            c->k.index_entries_read++;
-            c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
-            qent *q = &c->q[c->qn];
-            q->f = NULL;
-            q->key_off = c->qbytes.len;
-            q->key_len = kvs[i].key_len;
-            rl__buf_append(&c->qbytes, kvs[i].key, kvs[i].key_len);
-            c->qn++;
-        }
-        if ((rc = rl__buf_error(&c->qbytes))) goto done;
-        if (n == 0) {
-            c->exhausted = 1;
-            goto done;
-        }
-        if ((rc = src_advance(c, kvs[n - 1].key, kvs[n - 1].key_len, more))) goto done;
-    }
-    /* Keep up to pipeline_depth loads outstanding, in index order. */
     int depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
-    for (int i = c->qhead; i < c->qn && i < c->qhead + depth; i++)
-        if (!c->q[i].f && (rc = issue_load(c, &c->q[i]))) goto done;
+    *out_has = 0;
+    for (;;) {
+        /* Keep up to pipeline_depth loads outstanding, in index order. */
+        for (int i = c->qhead + c->q_issued; i < c->qn && c->q_issued < depth; i++) {
+            qent *e = &c->q[i];
+            e->issued = 1;
+            e->err = issue_load(c, e);
+            c->q_issued++;
+        }
+        int queued = c->qn - c->qhead;
+        if (!c->pf && !c->exhausted && queued <= depth) (void)request_page(c);
+        if (!c->pf) break;
+        /* Take the page when the loads in flight are fewer than the depth (waiting for it if
+         * need be: the loads already issued run meanwhile), or when it is already here. */
+        if (c->q_issued == depth && queued > 0 && !rl_future_is_ready(c->pf)) break;
+        if ((rc = take_page(c))) return rc;
+    }
+    if (c->qhead == c->qn) return RL_OK; /* exhausted */
+    if ((uint64_t)c->q_issued > c->k.max_loads_in_flight) c->k.max_loads_in_flight = (uint64_t)c->q_issued;
+    if (c->q_issued < depth && !(c->exhausted && !c->pf && c->q_issued == c->qn - c->qhead))
+        c->k.pipeline_stalls++;
     qent *q = &c->q[c->qhead++];
+    c->q_issued--;
+    if (q->err) { /* its turn: say why now (the message of an earlier row was overwritten) */
+        const uint8_t *raw[MAX_ENTRY_COLS];
+        size_t raw_len[MAX_ENTRY_COLS];
+        int src = split_entry(c, c->qbytes.data + q->key_off, q->key_len, raw, raw_len);
+        return src ? src : q->err;
+    }
     rl_future *lf = q->f;
     q->f = NULL;
     rl__buf_reset(&c->cur_key);
@@ -462,13 +545,13 @@ static int scan_next(rl_cursor *c, int *out_has) {
     rl__buf_append(&c->cur_pk, c->qbytes.data + q->pk_off, q->pk_len);
     if ((rc = rl__buf_error(&c->cur_key)) || (rc = rl__buf_error(&c->cur_pk))) {
         rl_future_free(lf);
-        goto done;
+        return rc;
     }
     /* A load whose first page is the whole record range is used in place (held until the
      * record is decoded); a longer one is copied page by page. */
     if ((rc = rl_future_wait(lf)) || (rc = rl_future_get_keyvalue_array(lf, &kvs, &n, &more))) {
         rl_future_free(lf);
-        goto done;
+        return rc;
     }
     if (!more || n == 0) {
         for (int i = 0; i < n; i++) c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
@@ -476,7 +559,7 @@ static int scan_next(rl_cursor *c, int *out_has) {
         c->rkvs = kvs;
         c->rn = n;
         *out_has = 1;
-        goto done;
+        return RL_OK;
     }
     /* Rebuild the range bounds for paging (the load's begin is advanced by drain_range). */
     rl__buf_reset(&c->tb);
@@ -488,17 +571,15 @@ static int scan_next(rl_cursor *c, int *out_has) {
     rl__buf_append_byte(&c->te, 0xff);
     if ((rc = rl__buf_error(&c->tb)) || (rc = rl__buf_error(&c->te))) {
         rl_future_free(lf);
-        goto done;
+        return rc;
     }
     kvl_reset(&c->kvs);
-    if ((rc = drain_range(c, lf, &c->tb, c->te.data, c->te.len, &c->kvs))) goto done;
+    if ((rc = drain_range(c, lf, &c->tb, c->te.data, c->te.len, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
     c->rn = c->kvs.n;
     *out_has = 1;
-done:
-    rl_future_free(f);
-    return rc;
+    return RL_OK;
 }
 
 /* USE_REMOTE_FETCH: the next entry with its secondary result (completed) in c->kvs. */
@@ -739,6 +820,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__buf_init(&c->cur_pk);
     rl__buf_init(&c->cont);
     rl__buf_init(&c->qbytes);
+    rl__buf_init(&c->qspare);
     rl__buf_init(&c->tb);
     rl__buf_init(&c->te);
     rl__buf_init(&c->lb);
@@ -802,6 +884,7 @@ void rl_cursor_free(rl_cursor *c) {
     rl__decoder_recycle(&c->dec);
     kvl_release(&c->kvs);
     rl__buf_release(&c->qbytes);
+    rl__buf_release(&c->qspare);
     rl__buf_release(&c->tb);
     rl__buf_release(&c->te);
     rl__buf_release(&c->lb);
