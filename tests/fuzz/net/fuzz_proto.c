@@ -1,0 +1,117 @@
+/* fuzz_proto.c — libFuzzer target: the wire protocol's payload decoders (src/net/proto.h) on
+ * arbitrary bytes.
+ *
+ * Input: byte 0 picks the payload (index into PAYLOADS below, modulo its size: every request,
+ * reply and the error reply), the rest is the payload; byte 0 = 0xff instead takes the frame's
+ * type and flags raw from bytes 1-4 (little-endian u16 each), so unknown types and bad flags
+ * reach the dispatcher too. Checks, beyond "no crash, no
+ * out-of-bounds read, no undefined behaviour":
+ *   - the decoder returns RL_OK, RL_E_MALFORMED_FRAME, or (HELLO only)
+ *     RL_E_INCOMPATIBLE_PROTOCOL_VERSION, and names the failure;
+ *   - a decoded payload re-encodes to exactly the input (the decoder is canonical, and the
+ *     encoder accepts everything the decoder does);
+ *   - decoding allocates at most 10 x the payload length plus two arena blocks: arrays take at
+ *     most ~4.2 bytes per payload byte (counts are checked against the bytes left before anything
+ *     is allocated), and the arena's doubling blocks at most twice that;
+ *   - a decoded PEEK reply can be checked against an after_version without faults.
+ * Seeds: tests/fuzz/corpus/fuzz_proto/, one valid encoding of each payload (named after it).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "net/proto.h"
+#include "reclayer/alloc.h"
+#include "reclayer/error.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The order is part of the corpus format (byte 0); append only. */
+static const struct {
+    uint16_t type, flags;
+} PAYLOADS[] = {
+    {RL_MSG_HELLO, 0},
+    {RL_MSG_HELLO, RL_FRAME_REPLY},
+    {RL_MSG_PING, 0},
+    {RL_MSG_PING, RL_FRAME_REPLY},
+    {RL_MSG_GET, RL_FRAME_REPLY | RL_FRAME_ERROR},
+    {RL_MSG_GET_READ_VERSION, 0},
+    {RL_MSG_GET_READ_VERSION, RL_FRAME_REPLY},
+    {RL_MSG_COMMIT, 0},
+    {RL_MSG_COMMIT, RL_FRAME_REPLY},
+    {RL_MSG_GET_SHARD_MAP, 0},
+    {RL_MSG_GET_SHARD_MAP, RL_FRAME_REPLY},
+    {RL_MSG_REGISTER_STORAGE, 0},
+    {RL_MSG_REGISTER_STORAGE, RL_FRAME_REPLY},
+    {RL_MSG_PEEK, 0},
+    {RL_MSG_PEEK, RL_FRAME_REPLY},
+    {RL_MSG_POP, 0},
+    {RL_MSG_POP, RL_FRAME_REPLY},
+    {RL_MSG_STATUS, 0},
+    {RL_MSG_STATUS, RL_FRAME_REPLY},
+    {RL_MSG_GET, 0},
+    {RL_MSG_GET, RL_FRAME_REPLY},
+    {RL_MSG_GET_KEY, 0},
+    {RL_MSG_GET_KEY, RL_FRAME_REPLY},
+    {RL_MSG_GET_RANGE, 0},
+    {RL_MSG_GET_RANGE, RL_FRAME_REPLY},
+    {RL_MSG_GET_MAPPED_RANGE, 0},
+    {RL_MSG_GET_MAPPED_RANGE, RL_FRAME_REPLY},
+    {RL_MSG_GET_MULTI, 0},
+    {RL_MSG_GET_MULTI, RL_FRAME_REPLY},
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size == 0) return 0;
+    size_t n_payloads = sizeof PAYLOADS / sizeof PAYLOADS[0], skip = 1;
+    uint16_t type = PAYLOADS[data[0] % n_payloads].type;
+    uint16_t flags = PAYLOADS[data[0] % n_payloads].flags;
+    if (data[0] == 0xff) {
+        if (size < 5) return 0;
+        type = (uint16_t)(data[1] | data[2] << 8);
+        flags = (uint16_t)(data[3] | data[4] << 8);
+        skip = 5;
+    }
+    /* An exact copy, so that a read one byte past the payload is caught. */
+    size_t len = size - skip;
+    uint8_t *p = malloc(len ? len : 1);
+    if (!p) return 0;
+    memcpy(p, data + skip, len);
+
+    rl_arena a;
+    rl_msg m;
+    rl_proto_why why;
+    rl_alloc_stats st;
+    rl__arena_init(&a, 0);
+    rl_alloc_reset_stats();
+    int rc = rl__msg_decode(type, flags, len ? p : NULL, len, &a, &m, &why);
+    rl_alloc_get_stats(&st);
+    if (st.bytes > 10 * (uint64_t)len + 8192) abort();
+    if (rc == RL_OK) {
+        rl_buf b;
+        rl__buf_init(&b);
+        if (rl__msg_encode(&b, &m, &why) != RL_OK) abort();
+        if (b.len != len || (len && memcmp(b.data, p, len) != 0)) abort();
+        rl__buf_release(&b);
+        if (type == RL_MSG_PEEK && flags == RL_FRAME_REPLY) {
+            rl_version after = m.u.peek_reply.n_versions ? m.u.peek_reply.versions[0].version : 0;
+            int c0 = rl__msg_peek_reply_check(&m.u.peek_reply, 0, &why);
+            int c1 = rl__msg_peek_reply_check(&m.u.peek_reply, after, &why);
+            if (c0 != RL_OK && c0 != RL_E_MALFORMED_FRAME) abort();
+            if (m.u.peek_reply.n_versions && c1 != RL_E_MALFORMED_FRAME) abort();
+            if (m.u.peek_reply.end_version < UINT64_MAX &&
+                rl__msg_peek_reply_check(&m.u.peek_reply, m.u.peek_reply.end_version + 1, &why) !=
+                    RL_E_MALFORMED_FRAME)
+                abort();
+        }
+    } else {
+        if (rc != RL_E_MALFORMED_FRAME &&
+            !(rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && type == RL_MSG_HELLO && flags != (RL_FRAME_REPLY | RL_FRAME_ERROR)))
+            abort();
+        if (why.text[0] == 0) abort();
+    }
+    rl__arena_release(&a);
+    free(p);
+    return 0;
+}
