@@ -12,11 +12,12 @@
  * read conflict range.
  *
  * Every read returns an rl_future. Embedded futures are ready at once; cluster futures complete
- * as replies arrive. Many futures may be outstanding in one transaction. Results borrowed from a
- * future are valid until rl_future_free of that future.
+ * as replies arrive, on the database's network thread. Many futures may be outstanding in one
+ * transaction (that is how SCAN_AND_FETCH pipelines). Results borrowed from a future are valid
+ * until rl_future_free of that future.
  *
  * Threads: an rl_db may be shared by threads; one rl_txn (and its futures) is used by one thread
- * at a time.
+ * at a time; callbacks may run on another thread (rl_future_set_callback).
  *
  * Errors are the codes of include/reclayer/error.h (FoundationDB's numbers where FoundationDB has
  * the condition).
@@ -169,13 +170,16 @@ RL_API int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx);
 /* rl_txn_begin — create a transaction. [out] out: free with rl_txn_free. RL_OK or
  * RL_E_OUT_OF_MEMORY. */
 RL_API int rl_txn_begin(rl_db *db, rl_txn **out);
-/* rl_txn_free — destroy a transaction (and cancel it if a commit is outstanding). Futures of the
- * transaction must be freed first. NULL is a no-op. */
+/* rl_txn_free — destroy a transaction. Reads still in flight are cancelled: their futures
+ * complete with transaction_cancelled and stay valid until freed (free them after or before, in
+ * any order). A commit in flight still completes its future with its outcome. NULL is a no-op. */
 RL_API void rl_txn_free(rl_txn *txn);
 /* rl_txn_reset — forget everything (reads, writes, read version, retry state, but not options
- * set with rl_txn_set_option) and start again as new. */
+ * set with rl_txn_set_option) and start again as new. Reads in flight are cancelled (their futures
+ * complete with transaction_cancelled). */
 RL_API void rl_txn_reset(rl_txn *txn);
-/* rl_txn_cancel — further operations fail with transaction_cancelled until rl_txn_reset. */
+/* rl_txn_cancel — reads in flight and further operations fail with transaction_cancelled until
+ * rl_txn_reset. */
 RL_API void rl_txn_cancel(rl_txn *txn);
 /* rl_txn_set_option — set a transaction option (rl_txn_option). RL_E_INVALID_OPTION for an
  * unknown option, RL_E_INVALID_OPTION_VALUE for a bad value. */
@@ -245,19 +249,24 @@ RL_API int rl_txn_get_committed_version(rl_txn *txn, int64_t *out);
  * freed first. Ask for it before committing (one pending versionstamp future per transaction; a
  * second is RL_E_CLIENT_INVALID_OPERATION); after a successful commit it is ready at once. */
 RL_API rl_future *rl_txn_get_versionstamp(rl_txn *txn);
-/* rl_txn_on_error — the retry step: for a retryable error, reset the transaction and return a
- * future that becomes ready after a backoff delay (then run the transaction again); otherwise
- * return a future holding the error. Honours the retry limit and timeout. */
+/* rl_txn_on_error — the retry step: for a retryable error, reset the transaction at once and
+ * return a future that becomes ready after a backoff delay (wait for it, then run the transaction
+ * again); otherwise return a future holding the error. Honours the retry limit and timeout. */
 RL_API rl_future *rl_txn_on_error(rl_txn *txn, int error);
 
 /* ---- Futures ----------------------------------------------------------------------------- */
 
-/* rl_future_wait — block until ready (drives the client's I/O). Returns the future's error. */
+/* rl_future_wait — block until ready. Returns the future's error. Do not call it from a callback
+ * (it would wait for the thread it runs on). */
 RL_API int rl_future_wait(rl_future *f);
 RL_API int rl_future_is_ready(rl_future *f);
 /* rl_future_get_error — RL_OK or the error the operation failed with (only when ready). */
 RL_API int rl_future_get_error(rl_future *f);
-/* rl_future_set_callback — call cb(f, ud) once when ready (now, in this thread, if already ready). */
+/* rl_future_set_callback — call cb(f, ud) once when f becomes ready: now, in this thread, if it
+ * already is; otherwise in the thread that completes it (the backend's network thread for
+ * cluster:, the caller's for embedded databases) — a callback must not block. A callback never
+ * starts after rl_future_free(f) returned. RL_OK, RL_E_OUT_OF_MEMORY (cb is then never called),
+ * RL_E_INVALID_ARGUMENT. */
 RL_API int rl_future_set_callback(rl_future *f, void (*cb)(rl_future *f, void *ud), void *ud);
 /* Typed getters: RL_OK and the result, or the future's error. Borrowed pointers live until
  * rl_future_free. RL_E_CLIENT_INVALID_OPERATION if the future holds another kind of result or is
@@ -268,7 +277,10 @@ RL_API int rl_future_get_key(rl_future *f, const uint8_t **out_key, int *out_len
 RL_API int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int *out_count, int *out_more);
 RL_API int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out,
                                                int *out_count, int *out_more);
-/* rl_future_free — release a future and everything borrowed from it. NULL is a no-op. */
+/* rl_future_free — release a future and everything borrowed from it. A pending future is
+ * cancelled: its callbacks never run and its operation's late completion is dropped. If one of its
+ * callbacks is running on another thread, waits until it returns; a callback may free its own
+ * future. NULL is a no-op. */
 RL_API void rl_future_free(rl_future *f);
 
 #endif

@@ -110,6 +110,8 @@ rl_future *rl__future_new(int kind) {
         f->ready = 0;
         f->error = 0;
         f->user_freed = 0;
+        f->cb_running = 0;
+        f->free_in_cb = 0;
         memset(&f->stats, 0, sizeof f->stats);
         f->cbs = NULL;
         f->n_cbs = 0;
@@ -140,11 +142,14 @@ rl_future *rl__future_error(int kind, int err) {
     return f;
 }
 
-/* Complete f with err (unless it is already ready) and drop one reference, the decrement made
- * under the lock before waiters wake: a waiter that frees f right away then drops the last
- * reference itself, so f goes back to the cache of the thread that uses it (invariant 6) instead
- * of the completing thread's. */
-void rl__future_complete_unref(rl_future *f, int err) {
+/* Complete f with err (unless it is already ready), optionally dropping one reference, and run
+ * the callbacks registered so far outside the lock (invariant 3). The reference is dropped under
+ * the lock before waiters wake: a waiter that frees f right away then drops the last reference
+ * itself, so f goes back to the cache of the thread that uses it (invariant 6) instead of the
+ * completing thread's. While callbacks run, cb_running holds rl_future_free (from any other
+ * thread) until they are over, so f outlives them; a callback that frees its own future leaves
+ * the reference for the completer to drop afterwards. */
+static void complete(rl_future *f, int err, int drop_ref) {
     if (f->is_static) return;
     pthread_mutex_lock(&f->mu);
     rl_future_cb *cbs = NULL;
@@ -156,34 +161,31 @@ void rl__future_complete_unref(rl_future *f, int err) {
         n = f->user_freed ? 0 : f->n_cbs;
         f->cbs = NULL;
         f->n_cbs = 0;
+        if (n > 0) {
+            f->cb_running = 1;
+            f->cb_thread = pthread_self();
+        }
         pthread_cond_broadcast(&f->cv);
     }
-    int last = __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0;
+    int last = drop_ref && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0;
     pthread_mutex_unlock(&f->mu);
-    for (int i = 0; i < n; i++) cbs[i].cb(f, cbs[i].ud);
+    if (n > 0) {
+        for (int i = 0; i < n; i++) cbs[i].cb(f, cbs[i].ud);
+        pthread_mutex_lock(&f->mu);
+        f->cb_running = 0;
+        int freed_inside = f->free_in_cb;
+        f->free_in_cb = 0;
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        if (freed_inside) rl__future_unref(f);
+    }
     rl__free(cbs);
     if (last && !cache_put(f)) destroy(f);
 }
 
-/* Mark f ready with err and run the callbacks registered so far (outside the lock). */
-void rl__future_complete(rl_future *f, int err) {
-    if (f->is_static) return;
-    pthread_mutex_lock(&f->mu);
-    if (f->ready) {
-        pthread_mutex_unlock(&f->mu);
-        return;
-    }
-    f->error = err;
-    __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
-    rl_future_cb *cbs = f->cbs;
-    int n = f->user_freed ? 0 : f->n_cbs;
-    f->cbs = NULL;
-    f->n_cbs = 0;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-    for (int i = 0; i < n; i++) cbs[i].cb(f, cbs[i].ud);
-    rl__free(cbs);
-}
+void rl__future_complete_unref(rl_future *f, int err) { complete(f, err, 1); }
+
+void rl__future_complete(rl_future *f, int err) { complete(f, err, 0); }
 
 int rl_future_wait(rl_future *f) {
     if (!f) return RL_E_INVALID_ARGUMENT;
@@ -319,6 +321,13 @@ void rl_future_free(rl_future *f) {
     rl__free(f->cbs);
     f->cbs = NULL;
     f->n_cbs = 0;
+    if (f->cb_running && pthread_equal(f->cb_thread, pthread_self())) {
+        /* Freed by its own callback: the completer drops the reference when they are over. */
+        f->free_in_cb = 1;
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    while (f->cb_running) pthread_cond_wait(&f->cv, &f->mu); /* a callback on another thread */
     pthread_mutex_unlock(&f->mu);
     rl__future_unref(f);
 }

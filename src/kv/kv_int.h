@@ -57,6 +57,9 @@ struct rl_future {
     int error;           /* valid when ready */
     int refs;            /* atomic: 1 for the user's handle + 1 per backend operation in flight */
     int user_freed;      /* rl_future_free was called: no callback runs any more (under mu) */
+    int cb_running;      /* callbacks are running (under mu): rl_future_free waits for them */
+    pthread_t cb_thread; /* ... on this thread */
+    int free_in_cb;      /* a callback freed its own future: the completer drops the reference */
     rl_arena arena;      /* results live here */
     pthread_mutex_t mu;
     pthread_cond_t cv;

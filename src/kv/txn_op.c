@@ -104,6 +104,7 @@ struct txn_op {
     txn_op *next, *prev;    /* t->ops while RUNNING; t->rv_waiters (next) while WAITING_RV */
     int kind;               /* OP_* */
     int state;              /* ST_*, under t->mu */
+    int linked;             /* in t->ops (reads only; under t->mu) */
     int io;                 /* IO_*, atomic (invariant 3) */
     int io_err;
     int snapshot, reverse;
@@ -828,7 +829,18 @@ static void on_commit_done(rl_kv_commit *c, int err) {
     op_drive(op, 0);
 }
 
+static void link_op(rl_txn *t, txn_op *op) {
+    op->prev = NULL;
+    op->next = t->ops;
+    if (t->ops) t->ops->prev = op;
+    t->ops = op;
+    t->n_ops++;
+    op->linked = 1;
+}
+
 static void unlink_op(rl_txn *t, txn_op *op) {
+    if (!op->linked) return;
+    op->linked = 0;
     if (op->prev) op->prev->next = op->next;
     else t->ops = op->next;
     if (op->next) op->next->prev = op->prev;
@@ -885,7 +897,7 @@ static void op_drive(txn_op *op, int locked) {
     int vs_err = 0;
     if (op->kind == OP_COMMIT) {
         if (op->gen == t->gen) vs = rl__txn_take_versionstamp(t, rc, &vs_err);
-    } else if (op->state == ST_RUNNING) {
+    } else {
         unlink_op(t, op);
     }
     op->state = ST_DONE;
@@ -980,16 +992,8 @@ static void op_start(txn_op *op) {
         be->vt->get_read_version(be, &q->g);
         return;
     }
-    if (op->kind != OP_COMMIT && op->kind != OP_RV) {
-        op->state = ST_RUNNING;
-        op->prev = NULL;
-        op->next = t->ops;
-        if (t->ops) t->ops->prev = op;
-        t->ops = op;
-        t->n_ops++;
-    } else {
-        op->state = ST_RUNNING;
-    }
+    if (op->kind != OP_COMMIT && op->kind != OP_RV) link_op(t, op);
+    op->state = ST_RUNNING;
     op_drive(op, 1);
 }
 
@@ -1027,13 +1031,7 @@ void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v) {
             rl__future_complete_unref(w->f, err);
             if (async) rl__txn_unref(t);
         } else {
-            if (w->kind != OP_COMMIT && w->kind != OP_RV) {
-                w->prev = NULL;
-                w->next = t->ops;
-                if (t->ops) t->ops->prev = w;
-                t->ops = w;
-                t->n_ops++;
-            }
+            if (w->kind != OP_COMMIT && w->kind != OP_RV) link_op(t, w);
             w->state = ST_RUNNING;
             op_drive(w, 1); /* releases the lock */
         }
