@@ -719,6 +719,44 @@ int rl__storage_durable_sync(rl_storage *st) {
     return RL_OK;
 }
 
+int rl__storage_durable_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd,
+                                   uint64_t *out_seq) {
+    int rc;
+    *out_fd = -1;
+    *out_seq = st->seq;
+    *out_target = st->latest;
+    if (st->poisoned) return st->poisoned;
+    if ((rc = flush_pending(st)) != RL_OK) return rc;
+    if (st->no_sync) {
+        st->durable = st->latest;
+        return RL_OK;
+    }
+    /* A duplicate, so a checkpoint that switches logs meanwhile (and closes log_fd) cannot make
+     * the fsync hit a closed or reused descriptor; the old log's data is what needs the fsync. */
+    int fd = fcntl(st->log_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+        /* No descriptor to spare: sync under the lock, as before. */
+        rc = rl__storage_durable_sync(st);
+        return rc;
+    }
+    *out_fd = fd;
+    return RL_OK;
+}
+
+int rl__storage_durable_sync_fd(rl_storage *st, int fd, uint64_t seq) {
+    char path[4096];
+    path_of(st, path, sizeof path, "log-", seq, "");
+    return sync_fd(st, fd, path);
+}
+
+int rl__storage_durable_sync_end(rl_storage *st, rl_version target, int fd, int sync_rc) {
+    if (fd >= 0) close(fd);
+    if (sync_rc != RL_OK) return poison(st, sync_rc);
+    if (st->poisoned) return st->poisoned;
+    if (target > st->durable) st->durable = target;
+    return RL_OK;
+}
+
 /* Close the current block of a checkpoint being written (blk holds its 16-byte header
  * placeholder and payload): patch its header, write it to fd (path names the file in the error
  * log), then, after a data block, start the next block in blk. Returns RL_E_OUT_OF_MEMORY

@@ -66,12 +66,13 @@
  * whole normal keyspace ["", "\xff")) with at most secondary_row_limit rows (default 2000,
  * QUICK_GET_KEY_VALUES_LIMIT) and secondary_byte_limit bytes (default 1e7,
  * QUICK_GET_KEY_VALUES_LIMIT_BYTES); a cut-off sets the entry's `more`. Point mode reads P; a
- * missing key is an entry with n_kvs = 0. With a rl_secondary_fn the reads go through it (it
- * reports served_locally); without one they are local reads of the same engine at the same
- * version (served_locally = 1). The batches are issued one read after another: within a process
- * a local read has nothing to overlap, and a rl_secondary_fn that wants parallelism pipelines
- * on its side. The batch size therefore only sets how often the byte budget is checked, exactly
- * as in FoundationDB. Any error of a secondary read (or of building P) fails the whole call.
+ * missing key is an entry with n_kvs = 0. With a batch hook (rl_secondary_batch_fn) each batch's
+ * secondaries are built first and handed to the hook in one call (it reads them, e.g. locally and
+ * from other storage servers in parallel, and reports served_locally per item); without one they
+ * are local reads of the same engine at the same version (served_locally = 1), issued one after
+ * another: within a process a local read has nothing to overlap, so the batch size then only sets
+ * how often the byte budget is checked, exactly as in FoundationDB. Any error of a secondary read
+ * (or of building P) fails the whole call.
  *
  * ---- Cost ------------------------------------------------------------------------------------
  *
@@ -81,8 +82,8 @@
  * for its end key (strinc(P), or P + "\0" for a point read) behind it: one arena allocation per
  * entry, no intermediate buffer (construct_in_arena). The arena's block size grows
  * geometrically while the reply grows, so a 1,000-entry reply costs a few dozen allocations
- * rather than two per entry. The caller's block size is restored at the end. With a
- * rl_secondary_fn no lock is held while it runs (it may block on the network).
+ * rather than two per entry. The caller's block size is restored at the end. With a batch hook
+ * no lock is held while it runs (it may block on the network).
  */
 #include "storage/mapped.h"
 
@@ -479,7 +480,7 @@ int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, co
 }
 
 /* Build P for one index entry straight into arena a, in one allocation of 2 * len + 1 bytes:
- * P, then room for the secondary's end key (strinc(P) or P + "\0", read_secondary). On RL_OK
+ * P, then room for the secondary's end key (strinc(P) or P + "\0", secondary_bounds). On RL_OK
  * *out_p holds P (*out_len bytes). scratch is used only by the general path; km (the read's
  * key memo, or NULL) only by the span path. Errors as rl__mapper_construct. */
 static int construct_in_arena(const rl_mapper *m, const void *key, size_t key_len,
@@ -526,23 +527,15 @@ enum {
 #define INDEX_BYTE_FRACTION 0.2           /* FRACTION_INDEX_BYTELIMIT_PREFETCH */
 #define MAX_BLOCK ((size_t)256 << 10)     /* largest arena block a mapped read asks for */
 
-/* Read one entry's secondary for P = p[0..n) into *ent (whose index field is already set).
- * p is in arena a with room for n + 1 more bytes after it (construct_in_arena), where the end
- * key is built; both become the entry's begin and end. Locally (fn == NULL: the caller holds
- * the engine's read lock) or through fn; results are copied into a. Errors: those of the
- * storage read or of fn, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-static int read_secondary(rl_storage *st, rl_version v, int is_range, uint8_t *p, size_t n,
-                          int row_limit, long byte_limit, rl_secondary_fn fn, void *fn_ctx,
-                          rl_arena *a, rl_mapped_entry *ent) {
-    uint8_t *begin = p, *end = p + n;
+/* Set *ent's secondary bounds for P = p[0..n) (ent->index is already set). p is in arena a with
+ * room for n + 1 more bytes after it (construct_in_arena), where the end key is built: strinc(P)
+ * (rl__strinc's rule: drop trailing 0xff bytes, increment the last one; an all-0xff P is
+ * RL_E_INVALID_ARGUMENT), "\xff" for an empty P, or P + "\0" for a point read. */
+static int secondary_bounds(int is_range, uint8_t *p, size_t n, rl_mapped_entry *ent) {
+    uint8_t *end = p + n;
     size_t end_len;
-    rl_kvpair *kvs = NULL;
-    int n_kvs = 0, more = 0, local = 1, rc;
-
     if (n > UINT32_MAX - 1) return RL_E_INVALID_ARGUMENT;
     if (is_range) {
-        /* strinc(P) (rl__strinc's rule: drop trailing 0xff bytes, increment the last one; an
-         * all-0xff P is RL_E_INVALID_ARGUMENT), or "\xff" for an empty P. */
         size_t m = n;
         while (m > 0 && p[m - 1] == 0xff) m--;
         if (n > 0 && m == 0) return RL_E_INVALID_ARGUMENT;
@@ -558,45 +551,81 @@ static int read_secondary(rl_storage *st, rl_version v, int is_range, uint8_t *p
         if (n) memcpy(end, p, n);
         end[n] = 0;
     }
+    ent->is_range = is_range;
+    ent->begin = p;
+    ent->begin_len = (uint32_t)n;
+    ent->end = end;
+    ent->end_len = (uint32_t)end_len;
+    return RL_OK;
+}
 
-    if (fn) {
-        rc = fn(fn_ctx, v, is_range, begin, (uint32_t)n, end, (uint32_t)end_len,
-                is_range ? row_limit : 1, byte_limit, a, &kvs, &n_kvs, &more, &local);
+/* Read *ent's secondary (bounds set by secondary_bounds) from the same engine at version v; the
+ * caller holds the engine's read lock. Results are copied into a. Errors: those of the storage
+ * read, RL_E_OUT_OF_MEMORY. */
+static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_limit, rl_arena *a,
+                      rl_mapped_entry *ent) {
+    rl_kvpair *kvs = NULL;
+    int n_kvs = 0, more = 0, rc;
+    if (ent->is_range) {
+        rc = rl__storage_get_range_nolock(st, v, ent->begin, ent->begin_len, ent->end,
+                                          ent->end_len, row_limit, byte_limit, 0, a, &kvs, &n_kvs,
+                                          &more);
         if (rc != RL_OK) return rc;
-        if (n_kvs < 0 || (n_kvs > 0 && !kvs) || (!is_range && n_kvs > 1))
-            return RL_E_INTERNAL_ERROR;
-        if (!is_range) more = 0;
-    } else if (is_range) {
-        rc = rl__storage_get_range_nolock(st, v, begin, n, end, end_len, row_limit, byte_limit, 0,
-                                          a, &kvs, &n_kvs, &more);
-        if (rc != RL_OK) return rc;
-        local = 1;
     } else {
         int present = 0;
         const uint8_t *val = NULL;
         uint32_t val_len = 0;
-        rc = rl__storage_get_nolock(st, v, begin, n, a, &present, &val, &val_len);
+        rc = rl__storage_get_nolock(st, v, ent->begin, ent->begin_len, a, &present, &val,
+                                    &val_len);
         if (rc != RL_OK) return rc;
         if (present) {
             kvs = rl__arena_alloc(a, sizeof *kvs);
             if (!kvs) return RL_E_OUT_OF_MEMORY;
-            kvs->key = begin;
-            kvs->key_len = (uint32_t)n;
-            kvs->value = val ? val : begin; /* an empty value still needs a valid pointer */
+            kvs->key = ent->begin;
+            kvs->key_len = ent->begin_len;
+            kvs->value = val ? val : ent->begin; /* an empty value still needs a valid pointer */
             kvs->value_len = val_len;
             n_kvs = 1;
         }
-        local = 1;
     }
-    ent->is_range = is_range;
-    ent->begin = begin;
-    ent->begin_len = (uint32_t)n;
-    ent->end = end;
-    ent->end_len = (uint32_t)end_len;
     ent->kvs = kvs;
     ent->n_kvs = n_kvs;
     ent->more = more ? 1 : 0;
-    ent->served_locally = local ? 1 : 0;
+    ent->served_locally = 1;
+    return RL_OK;
+}
+
+/* Run the batch hook over ents[0..n) (bounds set) with the item array items (room for n), then
+ * copy each item's outputs into its entry. The first item error in order fails the batch; a hook
+ * that breaks the output contract (negative count, rows without a pointer, a point read with
+ * more than one row) is RL_E_INTERNAL_ERROR. */
+static int read_batch(rl_secondary_batch_fn fn, void *fn_ctx, rl_version v, int row_limit,
+                      long byte_limit, rl_secondary_item *items, rl_mapped_entry *ents, int n,
+                      rl_arena *a) {
+    int rc;
+    for (int i = 0; i < n; i++) {
+        rl_secondary_item *it = &items[i];
+        memset(it, 0, sizeof *it);
+        it->is_range = ents[i].is_range;
+        it->begin = ents[i].begin;
+        it->begin_len = ents[i].begin_len;
+        it->end = ents[i].end;
+        it->end_len = ents[i].end_len;
+        it->row_limit = ents[i].is_range ? row_limit : 1;
+        it->byte_limit = byte_limit;
+    }
+    rc = fn(fn_ctx, v, items, n, a);
+    if (rc != RL_OK) return rc;
+    for (int i = 0; i < n; i++) {
+        const rl_secondary_item *it = &items[i];
+        if (it->error != RL_OK) return it->error;
+        if (it->n_kvs < 0 || (it->n_kvs > 0 && !it->kvs) || (!it->is_range && it->n_kvs > 1))
+            return RL_E_INTERNAL_ERROR;
+        ents[i].kvs = it->n_kvs ? it->kvs : NULL;
+        ents[i].n_kvs = it->n_kvs;
+        ents[i].more = it->is_range && it->more ? 1 : 0;
+        ents[i].served_locally = it->served_locally ? 1 : 0;
+    }
     return RL_OK;
 }
 
@@ -608,13 +637,15 @@ static int read_secondary(rl_storage *st, rl_version v, int is_range, uint8_t *p
  * RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE) and RL_E_OUT_OF_MEMORY. */
 int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                                  const void *end, size_t end_len, const rl_mapper *m,
-                                 const rl_mapped_options *o, rl_secondary_fn fn, void *fn_ctx,
-                                 rl_arena *a, rl_mapped_entry **out, int *out_n, int *out_more) {
+                                 const rl_mapped_options *o, rl_secondary_batch_fn fn,
+                                 void *fn_ctx, rl_arena *a, rl_mapped_entry **out, int *out_n,
+                                 int *out_more) {
     rl_mapped_options opt;
     size_t block_size0;
     int locked = 0;
     rl_kvpair *idx = NULL;
     rl_mapped_entry *ents = NULL;
+    rl_secondary_item *items = NULL;
     int n_idx = 0, scan_more = 0, mapped = 0, rc;
     long index_bytes = 0, remaining;
     rl_buf p;
@@ -658,6 +689,14 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             goto fail;
         }
         memset(ents, 0, (size_t)n_idx * sizeof *ents);
+        if (fn) {
+            size_t n_items = (size_t)(opt.batch < n_idx ? opt.batch : n_idx);
+            items = rl__arena_alloc(a, n_items * sizeof *items);
+            if (!items) {
+                rc = RL_E_OUT_OF_MEMORY;
+                goto fail;
+            }
+        }
     }
 
     /* 2–3. Map in batches against the byte budget. Every index key starts with the bytes
@@ -684,8 +723,17 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             rc = construct_in_arena(m, idx[i].key, idx[i].key_len, idx[i].value,
                                     idx[i].value_len, &km, a, &p, &pk, &pk_len);
             if (rc != RL_OK) goto fail;
-            rc = read_secondary(st, v, m->is_range, pk, pk_len, opt.secondary_row_limit,
-                                opt.secondary_byte_limit, fn, fn_ctx, a, ent);
+            rc = secondary_bounds(m->is_range, pk, pk_len, ent);
+            if (rc != RL_OK) goto fail;
+            if (!fn) {
+                rc = read_local(st, v, m->is_range ? opt.secondary_row_limit : 1,
+                                opt.secondary_byte_limit, a, ent);
+                if (rc != RL_OK) goto fail;
+            }
+        }
+        if (fn) {
+            rc = read_batch(fn, fn_ctx, v, opt.secondary_row_limit, opt.secondary_byte_limit,
+                            items, &ents[mapped], stop - mapped, a);
             if (rc != RL_OK) goto fail;
         }
         for (int i = mapped; i < stop; i++) {

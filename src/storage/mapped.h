@@ -48,13 +48,39 @@ typedef struct {
     long secondary_byte_limit; /* bytes per secondary range; 0 = 10,000,000 */
 } rl_mapped_options;
 
-/* Reads one secondary (point or range) at version v for the mapped read. Used by a storage
- * server whose records live elsewhere; NULL means "read from the same storage engine". Must copy
- * results into a. Sets *out_served_locally. */
-typedef int (*rl_secondary_fn)(void *ctx, rl_version v, int is_range, const uint8_t *begin,
-                               uint32_t begin_len, const uint8_t *end, uint32_t end_len,
-                               int row_limit, long byte_limit, rl_arena *a, rl_kvpair **out_kvs,
-                               int *out_n, int *out_more, int *out_served_locally);
+/* One secondary read of a batch handed to a rl_secondary_batch_fn. mapped.c fills the inputs
+ * (every pointer lives in the read's arena and stays valid for the whole mapped read); the hook
+ * fills the outputs. */
+typedef struct {
+    /* Inputs. */
+    int is_range;          /* 1: the prefix range [begin, end); 0: a point read of begin */
+    const uint8_t *begin;  /* the secondary key P (range: the range's begin) */
+    uint32_t begin_len;
+    const uint8_t *end;    /* range: strinc(P) ("\xff" for an empty P); point: P + "\x00" */
+    uint32_t end_len;
+    int row_limit;         /* rows at most (> 0; a point read: 1) */
+    long byte_limit;       /* about this many key + value bytes (> 0; the row that crosses it is
+                              included, as rl__storage_get_range) */
+    /* Outputs (zeroed by mapped.c before the call). */
+    rl_kvpair *kvs;        /* the rows in ascending key order, copied into the arena given to
+                              the hook (point: at most one, whose key equals begin) */
+    int n_kvs;
+    int more;              /* 1: rows remain that the limits cut off (range reads only) */
+    int served_locally;    /* 1: read from this engine / server's own shards */
+    int error;             /* RL_OK, or this item's error: fails the whole mapped read */
+} rl_secondary_item;
+
+/* The batch hook of a mapped read: read the n secondaries items[0..n) at version v and fill each
+ * item's outputs (results copied into arena a, the mapped read's arena; a is used by the calling
+ * thread only, so a hook that lets other threads write into it must hand it over and take it back
+ * with proper synchronisation). Called once per batch of the mapped read (rl_mapped_options.batch
+ * entries, the last batch possibly shorter), on the thread that called
+ * rl__storage_get_mapped_range, with no engine lock held (it may block on the network). Return
+ * RL_OK, or an error that fails the whole mapped read; an item's error does too (the first in item
+ * order is returned). NULL as the hook means "read from the same engine". Used by the storage
+ * server (src/server), whose records may live on other storage servers. */
+typedef int (*rl_secondary_batch_fn)(void *ctx, rl_version v, rl_secondary_item *items, int n,
+                                     rl_arena *a);
 
 /* Mapped range read of the index range [begin, end) at version v. Row limit counts index
  * entries; the byte budget covers index entries and secondaries (FoundationDB's accounting,
@@ -62,12 +88,13 @@ typedef int (*rl_secondary_fn)(void *ctx, rl_version v, int is_range, const uint
  * while the full budget, charged key+value bytes of index entries and secondary rows, is not
  * exhausted). o may be NULL (all defaults). On RL_OK *out holds *out_n entries in scan order,
  * every pointer in arena a; *out_more is 1 if index entries remain in [begin, end) (resume after
- * the last entry's index key, or before it in reverse). An error from any secondary read, or
+ * the last entry's index key, or before it in reverse). fn (may be NULL: local reads) is the
+ * batch hook for the secondaries (rl_secondary_batch_fn). An error from any secondary read, or
  * from building a secondary key, fails the whole call (outputs empty). Also
  * RL_E_RANGE_LIMITS_INVALID for a negative limit and RL_E_INVALID_ARGUMENT for NULL handles. */
 int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                                  const void *end, size_t end_len, const rl_mapper *m,
-                                 const rl_mapped_options *o, rl_secondary_fn fn, void *fn_ctx,
+                                 const rl_mapped_options *o, rl_secondary_batch_fn fn, void *fn_ctx,
                                  rl_arena *a, rl_mapped_entry **out, int *out_n, int *out_more);
 
 #endif

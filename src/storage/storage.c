@@ -890,6 +890,11 @@ int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *e
         rl__free(st);
         return RL_E_OUT_OF_MEMORY;
     }
+    if (pthread_mutex_init(&st->sync_mu, NULL) != 0) {
+        pthread_rwlock_destroy(&st->lock);
+        rl__free(st);
+        return RL_E_OUT_OF_MEMORY;
+    }
     if ((rc = rl__storage_map_init(st)) != RL_OK) goto fail;
     if (opts->dir && (rc = rl__storage_durable_open(st, opts, errmsg)) != RL_OK) goto fail;
     *out = st;
@@ -906,15 +911,39 @@ void rl__storage_close(rl_storage *st) {
     rl__buf_release(&st->pending);
     rl__free(st->dir);
     pthread_rwlock_destroy(&st->lock);
+    pthread_mutex_destroy(&st->sync_mu);
     rl__free(st);
 }
 
+/* Make everything applied durable without stalling readers for the fsync: under the write lock
+ * only the buffered log bytes are written (flush) and a duplicate of the log descriptor taken;
+ * the fsync runs with no engine lock held (readers and even apply proceed; versions applied
+ * meanwhile are not covered and stay non-durable); the durable version is published under the
+ * lock again. sync_mu keeps syncs one at a time, so a failed fsync has poisoned the engine before
+ * another sync can publish anything (after an fsync error the kernel may report the next fsync
+ * as successful although the earlier data was lost). */
 int rl__storage_sync(rl_storage *st) {
+    rl_version target = 0;
+    uint64_t seq = 0;
+    int fd = -1, rc;
+    pthread_mutex_lock(&st->sync_mu);
     pthread_rwlock_wrlock(&st->lock);
-    /* Read-only: nothing was applied, so everything recovered is already durable. */
-    int rc = st->dir && !st->read_only ? rl__storage_durable_sync(st) : RL_OK;
-    if (!st->dir) st->durable = st->latest;
+    if (!st->dir || st->read_only) {
+        /* Read-only: nothing was applied, so everything recovered is already durable. */
+        if (!st->dir) st->durable = st->latest;
+        pthread_rwlock_unlock(&st->lock);
+        pthread_mutex_unlock(&st->sync_mu);
+        return RL_OK;
+    }
+    rc = rl__storage_durable_sync_begin(st, &target, &fd, &seq);
     pthread_rwlock_unlock(&st->lock);
+    if (rc == RL_OK && fd >= 0) {
+        int sync_rc = rl__storage_durable_sync_fd(st, fd, seq);
+        pthread_rwlock_wrlock(&st->lock);
+        rc = rl__storage_durable_sync_end(st, target, fd, sync_rc);
+        pthread_rwlock_unlock(&st->lock);
+    }
+    pthread_mutex_unlock(&st->sync_mu);
     return rc;
 }
 

@@ -107,7 +107,10 @@ void rl__storage_close(rl_storage *st);
  * increasing), RL_E_IO_ERROR (the engine is then poisoned: every later write fails),
  * RL_E_OUT_OF_MEMORY. */
 int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
-/* Make every applied version durable (fsync unless no_sync). RL_OK (always when read-only),
+/* Make every version applied before the call durable (fsync unless no_sync). The engine lock is
+ * held only to write the buffered log bytes and to publish the durable version, not during the
+ * fsync, so readers (and applies, whose versions the call may then not cover) go on meanwhile;
+ * concurrent calls run one at a time. RL_OK (always when read-only),
  * RL_E_IO_ERROR or RL_E_NO_SPACE (the engine is then poisoned), or the error that poisoned it
  * earlier. */
 int rl__storage_sync(rl_storage *st);

@@ -73,7 +73,11 @@ typedef struct sl_hslot {
 } sl_hslot;
 
 struct rl_storage {
-    pthread_rwlock_t lock; /* readers shared; apply/sync/collect/checkpoint exclusive */
+    pthread_rwlock_t lock; /* readers shared; apply/collect/checkpoint exclusive; sync takes it
+                              exclusively only to write the log and to publish (see sync_mu) */
+    pthread_mutex_t sync_mu; /* serialises rl__storage_sync calls: one fsync at a time, so a
+                                failed fsync poisons the engine before any later sync can
+                                publish a durable version (storage.c, rl__storage_sync) */
     void *root;            /* a bt_leaf when depth == 0, else a bt_inner */
     int depth;             /* inner levels above the leaves, 0..BT_MAX_DEPTH */
     bt_leaf *first, *last; /* ends of the leaf list (the root leaf when depth == 0) */
@@ -139,6 +143,15 @@ void rl__storage_durable_close(rl_storage *st);
 int rl__storage_durable_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
 int rl__storage_durable_after_apply(rl_storage *st);
 int rl__storage_durable_sync(rl_storage *st);
+/* The two halves of a sync that does not hold the engine lock during the fsync (lock held for
+ * begin and end, not between; sync_mu held throughout). begin: fail if poisoned, write the
+ * pending log bytes, and return the version they cover and a duplicate of the log's descriptor to
+ * fsync (*out_fd = -1 when there is nothing to fsync: no_sync, which publishes at once). end:
+ * close fd; with sync_rc RL_OK publish durable = max(durable, target), else poison. */
+int rl__storage_durable_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd,
+                                   uint64_t *out_seq);
+int rl__storage_durable_sync_fd(rl_storage *st, int fd, uint64_t seq);
+int rl__storage_durable_sync_end(rl_storage *st, rl_version target, int fd, int sync_rc);
 int rl__storage_durable_checkpoint(rl_storage *st);
 
 #endif

@@ -1094,35 +1094,44 @@ TEST(mapped_2_7_mvcc) {
     rl__storage_close(st);
 }
 
-/* A secondary reader standing for another storage server: reads a second engine, counts its
- * calls, can fail on the Nth. */
+/* A secondary batch hook standing for another storage server: reads a second engine, counts
+ * its items and batches, can fail the Nth item (an item error, after which it stops). */
 typedef struct {
     rl_storage *remote;
-    int calls, fail_at, points, ranges;
+    int calls, fail_at, points, ranges, batches, max_batch;
 } remote_ctx;
 
-static int remote_read(void *ctx, rl_version v, int is_range, const uint8_t *begin,
-                       uint32_t begin_len, const uint8_t *end, uint32_t end_len, int row_limit,
-                       long byte_limit, rl_arena *a, rl_kvpair **out_kvs, int *out_n,
-                       int *out_more, int *out_served_locally) {
+static int remote_read(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
     remote_ctx *rc = ctx;
-    rc->calls++;
-    if (rc->fail_at && rc->calls == rc->fail_at) return RL_E_TIMED_OUT;
-    *out_served_locally = 0;
-    if (is_range) rc->ranges++;
-    else rc->points++;
-    if (!is_range) {
-        /* The contract: end = begin + "\x00", one row at most. */
-        ASSERT_EQ(end_len, begin_len + 1);
-        ASSERT_EQ(end[begin_len], 0);
-        ASSERT_EQ(row_limit, 1);
+    rc->batches++;
+    if (n > rc->max_batch) rc->max_batch = n;
+    for (int i = 0; i < n; i++) {
+        rl_secondary_item *it = &items[i];
+        rc->calls++;
+        if (rc->fail_at && rc->calls == rc->fail_at) {
+            it->error = RL_E_TIMED_OUT;
+            return RL_OK;
+        }
+        it->served_locally = 0;
+        if (it->is_range) rc->ranges++;
+        else rc->points++;
+        if (!it->is_range) {
+            /* The contract: end = begin + "\x00", one row at most. */
+            ASSERT_EQ(it->end_len, it->begin_len + 1);
+            ASSERT_EQ(it->end[it->begin_len], 0);
+            ASSERT_EQ(it->row_limit, 1);
+        }
+        int rcode = rl__storage_get_range(rc->remote, v, it->begin, it->begin_len, it->end,
+                                          it->end_len, it->row_limit, it->byte_limit, 0, a,
+                                          &it->kvs, &it->n_kvs, &it->more);
+        if (rcode != RL_OK) return rcode;
     }
-    return rl__storage_get_range(rc->remote, v, begin, begin_len, end, end_len, row_limit,
-                                 byte_limit, 0, a, out_kvs, out_n, out_more);
+    return RL_OK;
 }
 
-/* mapped-2.8: secondary reads through a rl_secondary_fn (records on another storage engine):
- * same results, served_locally = 0; an error of any secondary read fails the whole call. */
+/* mapped-2.8: secondary reads through a batch hook (records on another storage engine): same
+ * results, served_locally = 0, one hook call per batch of 10 (the default); an error of any
+ * secondary read fails the whole call. */
 TEST(mapped_2_8_secondary_fn) {
     model md, empty;
     rl_arena a;
@@ -1153,7 +1162,7 @@ TEST(mapped_2_8_secondary_fn) {
     rl__buf_init(&e);
     index_range(&b, &e);
     for (int mode = 0; mode < 2; mode++) {
-        remote_ctx rc = {records, 0, 0, 0, 0};
+        remote_ctx rc = {records, 0, 0, 0, 0, 0, 0};
         rl_mapped_entry *ents = NULL;
         int n = 0, more = 0;
         mrec ord[MAXREC];
@@ -1163,6 +1172,8 @@ TEST(mapped_2_8_secondary_fn) {
         ASSERT_EQ(n, model_order(&md, 0, ord));
         ASSERT_EQ(rc.calls, n);
         ASSERT_EQ(mode ? rc.points : rc.ranges, n);
+        ASSERT_EQ(rc.batches, (n + 9) / 10);
+        ASSERT_EQ(rc.max_batch, n < 10 ? n : 10);
         for (int i = 0; i < n; i++) {
             ASSERT_EQ(ents[i].served_locally, 0);
             rl_mapped_entry copy = ents[i];
@@ -1177,7 +1188,7 @@ TEST(mapped_2_8_secondary_fn) {
             ASSERT_EQ(ents[i].served_locally, 1);
         }
         /* A failing secondary read (the 5th) fails the whole call. */
-        remote_ctx bad = {records, 0, 5, 0, 0};
+        remote_ctx bad = {records, 0, 5, 0, 0, 0, 0};
         ASSERT_RC(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m,
                                                NULL, remote_read, &bad, &a, &ents, &n, &more),
                   RL_E_TIMED_OUT);
