@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "reclayer/error.h"
+#include "reclayer/kv.h"
 
 #define TEST(name) static void name(void **state_unused_##name __attribute__((unused)))
 
@@ -95,5 +96,41 @@ int rl_test_rlbench(char **out, const char *fmt, ...) __attribute__((format(prin
  * when not wanted) get them NUL-terminated, to free(). Returns the exit code (-1 if it did not
  * exit). */
 int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* rl_test_is_cluster — 1 if url is a cluster: URL (the servers outlive each test). */
+static inline int rl_test_is_cluster(const char *url) { return url && !strncmp(url, "cluster:", 8); }
+
+/* rl_test_clear_cluster — on a cluster: database, clear the user keyspace ["", "\xff") and the
+ * system keys tests write (everything in ["\xff\x00", "\xff\xff") except the coordinator's
+ * \xff/keyServers/ and \xff/serverList/), retrying as rl_db_run does: a cluster serves every test
+ * of a program (and the embedded backends start empty), so each test starts from an empty
+ * keyspace. Returns RL_OK or the error. Header-only so that test programs that never open a
+ * database do not link the KV layer. */
+static inline int rl_test_clear_cluster_fn_(rl_txn *t, void *ctx) {
+    (void)ctx;
+    int rc = rl_txn_set_option(t, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 0);
+#define RL_TEST_CLEAR_(b, e) rl_txn_clear_range(t, b, sizeof b - 1, e, sizeof e - 1)
+    if (!rc) rc = RL_TEST_CLEAR_("", "\xff");
+    if (!rc) rc = RL_TEST_CLEAR_("\xff\x00", "\xff/keyServers/");
+    if (!rc) rc = RL_TEST_CLEAR_("\xff/keyServers0", "\xff/serverList/");
+    if (!rc) rc = RL_TEST_CLEAR_("\xff/serverList0", "\xff\xff");
+#undef RL_TEST_CLEAR_
+    return rc;
+}
+static inline int rl_test_clear_cluster(rl_db *db) { return rl_db_run(db, rl_test_clear_cluster_fn_, NULL); }
+
+/* rl_test_db_open — rl_db_open(url, opts, out), then, when url is cluster:, rl_test_clear_cluster.
+ * Returns rl_db_open's error, or the clear's (the database is then closed and *out NULL). */
+static inline int rl_test_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
+    int rc = rl_db_open(url, opts, out);
+    if (rc || !rl_test_is_cluster(url)) return rc;
+    rc = rl_test_clear_cluster(*out);
+    if (rc) {
+        fprintf(stderr, "rl_test_db_open: clearing the cluster's keyspace failed: %s\n", rl_error_name(rc));
+        rl_db_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
 
 #endif

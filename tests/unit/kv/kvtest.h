@@ -27,7 +27,7 @@ static inline void kvt_open_opts(kvt_env *e, const rl_db_options *o) {
     } else {
         snprintf(e->url, sizeof e->url, "%s", url);
     }
-    int rc = rl_db_open(e->url, o, &e->db);
+    int rc = rl_test_db_open(e->url, o, &e->db); /* cluster: also clears the keyspace */
     if (rc) fail_msg("rl_db_open(%s): %s %s", e->url, rl_error_name(rc), rl_last_error_detail());
 }
 

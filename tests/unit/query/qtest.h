@@ -56,7 +56,7 @@ __attribute__((unused)) static void qt_open_with(qt_env *e, const char *tag, con
     static const char *f1[] = {"price"};
     static const char *f2[] = {"customer", "price"};
     memset(e, 0, sizeof *e);
-    ASSERT_OK(rl_db_open(rl_test_url(), opts, &e->db));
+    ASSERT_OK(rl_test_db_open(rl_test_url(), opts, &e->db));
     ASSERT_OK(rl_metadata_new(&e->md));
     ASSERT_OK(rl_metadata_add_type(e->md, &reclayer__order__descriptor, pkf, 1));
     ASSERT_OK(rl_metadata_add_value_index(e->md, "Order", "price_idx", f1, 1, NULL));

@@ -44,7 +44,7 @@ static void commit(rl_txn *t) {
 
 /* A store with 8 orders: ids 0..7, price 10*id; ids 3 and 5 are split (250,000 bytes). */
 static void setup(fixture *fx, uint32_t flags) {
-    ASSERT_OK(rl_db_open(rl_test_url(), NULL, &fx->db));
+    ASSERT_OK(rl_test_db_open(rl_test_url(), NULL, &fx->db));
     {   /* Start empty whatever the backend (a file: database outlives a test). */
         rl_txn *t0 = begin(fx->db);
         ASSERT_OK(rl_txn_clear_range(t0, "", 0, "\xff", 1));

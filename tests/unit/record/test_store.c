@@ -43,7 +43,7 @@ static size_t pk_int(uint8_t *o, int64_t v) { return enc_int(o, v); }
 
 static rl_db *open_db(void) {
     rl_db *db;
-    ASSERT_OK(rl_db_open(rl_test_url(), NULL, &db));
+    ASSERT_OK(rl_test_db_open(rl_test_url(), NULL, &db));
     /* Start empty whatever the backend (a file: database outlives a test). */
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(db, &t));

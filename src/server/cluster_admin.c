@@ -1,0 +1,1336 @@
+/* cluster_admin.c — start, inspect, restart and stop a local cluster (see cluster_admin.h for the
+ * directory layout, the invariants and the health rule).
+ *
+ * Life of a cluster directory:
+ *
+ *     (absent/empty) --up--> RUNNING --down--> STOPPED --down--> STOPPED (idempotent)
+ *                             |   ^
+ *                      restart|   |healthy again
+ *                             v   |
+ *                          one process stopped and started again on its recorded port
+ *
+ *   transition              function               pids.json
+ *   up                      rl__cluster_up         written after the processes start, every
+ *                                                  entry "running": true
+ *   up fails                stop_all               entries "running": false
+ *   down                    rl__cluster_down       entries "running": false
+ *   restart                 rl__cluster_restart    the entry's pid and start times replaced
+ *
+ * The admin connection is a plain blocking socket with poll() deadlines (one request at a time is
+ * all a command needs; the event loop of src/net/loop.h is for servers and the client backend).
+ */
+#include "server/cluster_admin.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/args.h"
+#include "base/arena.h"
+#include "base/bytes.h"
+#include "base/clock.h"
+#include "kv/cluster/clusterfile.h"
+
+#define PATH_CAP 4096
+#define HEALTH_KEY "\xff/rlcluster/health"
+#define REQ_TIMEOUT_CAP_MS 2000
+
+/* ---------------------------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------------------------ */
+
+static int64_t now_ms(void) { return (int64_t)(rl__clock_mono_ns() / 1000000u); }
+
+/* Milliseconds left until deadline (>= 0), capped at cap when cap > 0. */
+static int left_ms(int64_t deadline, int cap) {
+    int64_t l = deadline - now_ms();
+    if (l < 0) l = 0;
+    if (cap > 0 && l > cap) l = cap;
+    return (int)l;
+}
+
+static void sleep_ms(int ms) { rl__clock_sleep_us((uint64_t)ms * 1000u); }
+
+/* Append "what: strerror(err)" to msg and return the rl code for err. */
+static int os_error(rl_buf *msg, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int os_error(rl_buf *msg, int err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    rl__buf_vprintf(msg, fmt, ap);
+    va_end(ap);
+    rl__buf_printf(msg, ": %s", strerror(err));
+    if (err == ENOENT) return RL_E_FILE_NOT_FOUND;
+    if (err == ENOMEM) return RL_E_OUT_OF_MEMORY;
+    if (err == ENOSPC) return RL_E_NO_SPACE;
+    return RL_E_IO_ERROR;
+}
+
+static int fail(rl_buf *msg, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(rl_buf *msg, int rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    rl__buf_vprintf(msg, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static void path_of(char *out, const char *dir, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void path_of(char *out, const char *dir, const char *fmt, ...) {
+    char rel[PATH_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
+    int n = snprintf(out, PATH_CAP, "%s/%s", dir, rel);
+    if (n < 0 || n >= PATH_CAP) out[0] = 0; /* callers bound dir's length (rl__cluster_up) */
+}
+
+/* mkdir that accepts an existing directory. */
+static int make_dir(const char *path, rl_buf *msg) {
+    if (mkdir(path, 0755) == 0) return RL_OK;
+    if (errno == EEXIST) {
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return RL_OK;
+        return fail(msg, RL_E_INVALID_ARGUMENT, "%s exists and is not a directory", path);
+    }
+    return os_error(msg, errno, "cannot create directory %s", path);
+}
+
+/* Write data to path atomically: path.tmp, fsync, rename, fsync of the directory. */
+static int write_file_atomic(const char *path, const void *data_, size_t len, rl_buf *msg) {
+    const char *data = data_;
+    char tmp[PATH_CAP + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return os_error(msg, errno, "cannot create %s", tmp);
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            return os_error(msg, e, "cannot write %s", tmp);
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return os_error(msg, e, "cannot sync %s", tmp);
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) return os_error(msg, errno, "cannot rename %s to %s", tmp, path);
+    char d[PATH_CAP];
+    snprintf(d, sizeof d, "%s", path);
+    char *slash = strrchr(d, '/');
+    if (slash) {
+        *slash = 0;
+        int dfd = open(d[0] ? d : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+    }
+    return RL_OK;
+}
+
+/* Read a whole small file into out (NUL-terminated). RL_E_FILE_NOT_FOUND if absent. */
+static int read_file(const char *path, rl_buf *out, rl_buf *msg) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return os_error(msg, errno, "cannot open %s", path);
+    char chunk[8192];
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            return os_error(msg, e, "cannot read %s", path);
+        }
+        if (r == 0) break;
+        rl__buf_append(out, chunk, (size_t)r);
+    }
+    close(fd);
+    return rl__buf_error(out) ? RL_E_OUT_OF_MEMORY : RL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes: /proc start times, liveness, signals
+ * ------------------------------------------------------------------------------------------ */
+
+/* Read /proc/PID/stat: the start time (field 22, clock ticks since boot) and the state letter.
+ * Returns 0, or -1 if there is no such process. */
+static int proc_stat(int pid, uint64_t *out_start, char *out_state) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    /* The command name (field 2) is in parentheses and may hold spaces: fields resume after the
+     * last ')'. Field 3 is the state, field 22 the start time. */
+    char *p = strrchr(buf, ')');
+    if (!p) return -1;
+    p++;
+    int field = 2;
+    char *save = NULL;
+    for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        field++;
+        if (field == 3 && out_state) *out_state = tok[0];
+        if (field == 22) {
+            if (out_start) *out_start = strtoull(tok, NULL, 10);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One recorded process. */
+typedef struct {
+    int is_coordinator;   /* 1: the coordinator (id 0); 0: a storage server */
+    uint32_t id;          /* 0 for the coordinator, 1..N */
+    int pid;              /* 0: never started */
+    uint16_t port;        /* its listening port (0 before the first start) */
+    uint64_t proc_start;  /* /proc/PID/stat start time of pid, clock ticks since boot */
+    int64_t start_time;   /* wall clock when started, seconds since the epoch */
+    int running;          /* 1 while recorded as running */
+} cl_proc;
+
+/* What pids.json holds. */
+typedef struct {
+    char cluster_id[RL_CLUSTER_FIELD_MAX + 1];
+    char rlkvd[PATH_CAP];
+    int no_sync;
+    int64_t window_versions;
+    int n;                                /* processes: p[0] the coordinator, p[i] storage i */
+    cl_proc p[RL_CLUSTER_MAX_STORAGE + 1];
+} cl_state;
+
+/* 1 if p's recorded pid is alive and is still the process we started (start time equal, not a
+ * zombie). Reaps it first when it is our child and has exited. */
+static int proc_is_ours(const cl_proc *p) {
+    if (p->pid <= 0) return 0;
+    int st;
+    (void)waitpid(p->pid, &st, WNOHANG); /* ECHILD when it is not our child: fine */
+    uint64_t start = 0;
+    char state = 0;
+    if (proc_stat(p->pid, &start, &state) != 0) return 0;
+    if (state == 'Z' || state == 'X') return 0;
+    return start == p->proc_start;
+}
+
+/* Signal p (after verifying it is ours) and wait up to timeout_ms for it to go. Returns 1 if it
+ * was signalled, 0 if it was already gone. */
+static int proc_signal_wait(const cl_proc *p, int sig, int timeout_ms) {
+    if (!proc_is_ours(p)) return 0;
+    if (kill(p->pid, sig) != 0) return 0;
+    int64_t deadline = now_ms() + timeout_ms;
+    while (proc_is_ours(p) && now_ms() < deadline) sleep_ms(5);
+    return 1;
+}
+
+/* Stop p: SIGTERM (or SIGKILL when hard), wait, then SIGKILL if it is still there. Returns 1 if
+ * it was signalled. */
+static int proc_stop(const cl_proc *p, int hard) {
+    int signalled = proc_signal_wait(p, hard ? SIGKILL : SIGTERM, RL_CLUSTER_STOP_TIMEOUT_MS);
+    if (signalled && proc_is_ours(p)) proc_signal_wait(p, SIGKILL, RL_CLUSTER_STOP_TIMEOUT_MS);
+    return signalled;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * pids.json
+ * ------------------------------------------------------------------------------------------ */
+
+static void proc_name(const cl_proc *p, char *out, size_t cap) {
+    if (p->is_coordinator)
+        snprintf(out, cap, "coordinator");
+    else
+        snprintf(out, cap, "storage-%u", p->id);
+}
+
+static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
+    json_t *root = json_object(), *arr = json_array();
+    if (!root || !arr) {
+        json_decref(root);
+        json_decref(arr);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    json_object_set_new(root, "format", json_integer(1));
+    json_object_set_new(root, "cluster_id", json_string(s->cluster_id));
+    json_object_set_new(root, "rlkvd", json_string(s->rlkvd));
+    json_object_set_new(root, "no_sync", json_boolean(s->no_sync));
+    json_object_set_new(root, "window_versions", json_integer(s->window_versions));
+    for (int i = 0; i < s->n; i++) {
+        const cl_proc *p = &s->p[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "role", json_string(p->is_coordinator ? "coordinator" : "storage"));
+        json_object_set_new(o, "id", json_integer(p->id));
+        json_object_set_new(o, "pid", json_integer(p->pid));
+        json_object_set_new(o, "port", json_integer(p->port));
+        json_object_set_new(o, "start_time", json_integer(p->start_time));
+        json_object_set_new(o, "proc_start_ticks", json_integer((json_int_t)p->proc_start));
+        json_object_set_new(o, "running", json_boolean(p->running));
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(root, "processes", arr);
+    char *text = json_dumps(root, JSON_INDENT(2));
+    json_decref(root);
+    if (!text) return RL_E_OUT_OF_MEMORY;
+    char path[PATH_CAP];
+    path_of(path, dir, "pids.json");
+    size_t len = strlen(text);
+    int rc = RL_OK;
+    rl_buf b;
+    rl__buf_init(&b);
+    rl__buf_append(&b, text, len);
+    rl__buf_append_byte(&b, '\n');
+    free(text);
+    rc = rl__buf_error(&b) ? RL_E_OUT_OF_MEMORY : write_file_atomic(path, b.data, b.len, msg);
+    rl__buf_release(&b);
+    return rc;
+}
+
+static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
+    char path[PATH_CAP];
+    path_of(path, dir, "pids.json");
+    memset(s, 0, sizeof *s);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        struct stat st;
+        if (stat(path, &st) != 0)
+            return fail(msg, RL_E_FILE_NOT_FOUND, "%s has no cluster (no %s; start one with rl cluster up)", dir, path);
+        return fail(msg, RL_E_CORRUPT_DATA, "%s: %s (line %d)", path, je.text, je.line);
+    }
+    int rc = RL_OK;
+    const char *cid = json_string_value(json_object_get(root, "cluster_id"));
+    const char *bin = json_string_value(json_object_get(root, "rlkvd"));
+    json_t *arr = json_object_get(root, "processes");
+    if (!cid || !bin || !json_is_array(arr) || json_array_size(arr) < 2 ||
+        json_array_size(arr) > RL_CLUSTER_MAX_STORAGE + 1) {
+        rc = fail(msg, RL_E_CORRUPT_DATA, "%s: not a pids file of rl cluster", path);
+        goto done;
+    }
+    snprintf(s->cluster_id, sizeof s->cluster_id, "%s", cid);
+    snprintf(s->rlkvd, sizeof s->rlkvd, "%s", bin);
+    s->no_sync = json_is_true(json_object_get(root, "no_sync"));
+    s->window_versions = json_integer_value(json_object_get(root, "window_versions"));
+    s->n = (int)json_array_size(arr);
+    for (int i = 0; i < s->n; i++) {
+        json_t *o = json_array_get(arr, (size_t)i);
+        cl_proc *p = &s->p[i];
+        const char *role = json_string_value(json_object_get(o, "role"));
+        p->is_coordinator = role && !strcmp(role, "coordinator");
+        p->id = (uint32_t)json_integer_value(json_object_get(o, "id"));
+        p->pid = (int)json_integer_value(json_object_get(o, "pid"));
+        p->port = (uint16_t)json_integer_value(json_object_get(o, "port"));
+        p->start_time = json_integer_value(json_object_get(o, "start_time"));
+        p->proc_start = (uint64_t)json_integer_value(json_object_get(o, "proc_start_ticks"));
+        p->running = json_is_true(json_object_get(o, "running"));
+        if (!role || (i == 0) != p->is_coordinator || p->id != (uint32_t)i) {
+            rc = fail(msg, RL_E_CORRUPT_DATA, "%s: process %d is not %s", path, i,
+                      i == 0 ? "the coordinator" : "storage server i");
+            goto done;
+        }
+    }
+done:
+    json_decref(root);
+    return rc;
+}
+
+/* flock DIR/lock (blocking, but the holders only hold it for a command's duration). Returns the
+ * fd (close to unlock) or -1 after appending why to msg. */
+static int lock_dir(const char *dir, rl_buf *msg) {
+    char path[PATH_CAP];
+    path_of(path, dir, "lock");
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        os_error(msg, errno, "cannot open %s", path);
+        return -1;
+    }
+    int64_t deadline = now_ms() + 120000;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            os_error(msg, errno, "cannot lock %s", path);
+            close(fd);
+            return -1;
+        }
+        if (now_ms() > deadline) {
+            fail(msg, 0, "%s is locked by another rl cluster command for 2 minutes", path);
+            close(fd);
+            return -1;
+        }
+        sleep_ms(20);
+    }
+    return fd;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The initial layout
+ * ------------------------------------------------------------------------------------------ */
+
+int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
+    if (o->n_storage < 1 || o->n_storage > RL_CLUSTER_MAX_STORAGE)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", o->n_storage,
+                    RL_CLUSTER_MAX_STORAGE);
+    if (o->n_split > 0 && o->n_shards > 0)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--shards and --split exclude each other");
+    if (o->n_split < 0 || o->n_split >= RL_CLUSTER_MAX_SHARDS)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "at most %d split keys", RL_CLUSTER_MAX_SHARDS - 1);
+    int k = o->n_split > 0 ? o->n_split + 1 : (o->n_shards > 0 ? o->n_shards : o->n_storage);
+    if (o->n_split == 0 && (k < 1 || k > 256))
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--shards %d is out of range [1, 256]", k);
+    /* Boundaries: k - 1 keys, strictly increasing, each non-empty and below \xff. */
+    rl_buf keys[RL_CLUSTER_MAX_SHARDS];
+    int nk = k - 1, rc = RL_OK;
+    for (int i = 0; i < nk; i++) rl__buf_init(&keys[i]);
+    for (int i = 0; i < nk; i++) {
+        if (o->n_split > 0) {
+            char why[256];
+            int r = rl__args_unescape(o->split[i], &keys[i], why, sizeof why);
+            if (r == RL_E_INVALID_ARGUMENT) {
+                rc = fail(msg, r, "split key %d '%s': %s", i + 1, o->split[i], why);
+                goto done;
+            }
+            if (r) {
+                rc = r;
+                goto done;
+            }
+            if (keys[i].len == 0) {
+                rc = fail(msg, RL_E_INVALID_ARGUMENT, "split key %d is empty (the first shard begins at \"\")", i + 1);
+                goto done;
+            }
+            if ((uint8_t)keys[i].data[0] == 0xff) {
+                rc = fail(msg, RL_E_INVALID_ARGUMENT,
+                          "split key %d '%s' is in the system keyspace (\\xff...: the coordinator's)", i + 1,
+                          o->split[i]);
+                goto done;
+            }
+            if (i > 0 && rl__bytes_cmp(keys[i - 1].data, keys[i - 1].len, keys[i].data, keys[i].len) >= 0) {
+                rc = fail(msg, RL_E_INVALID_ARGUMENT, "split keys must be strictly increasing: '%s' then '%s'",
+                          o->split[i - 1], o->split[i]);
+                goto done;
+            }
+        } else {
+            rl__buf_append_byte(&keys[i], (uint8_t)(256 * (i + 1) / k));
+        }
+    }
+    rl__buf_printf(out, "{\"storage\": [");
+    for (int i = 1; i <= o->n_storage; i++) rl__buf_printf(out, "%s%d", i > 1 ? ", " : "", i);
+    rl__buf_printf(out, "], \"shards\": [");
+    for (int i = 0; i < k; i++) {
+        rl__buf_printf(out, "%s{\"begin\": \"", i ? ", " : "");
+        if (i > 0) rl__buf_append_hex(out, keys[i - 1].data, keys[i - 1].len);
+        rl__buf_printf(out, "\", \"end\": \"");
+        if (i < nk)
+            rl__buf_append_hex(out, keys[i].data, keys[i].len);
+        else
+            rl__buf_printf(out, "ff");
+        rl__buf_printf(out, "\", \"team\": [%d]}", i % o->n_storage + 1);
+    }
+    rl__buf_printf(out, "]}\n");
+    if (rl__buf_error(out)) rc = RL_E_OUT_OF_MEMORY;
+done:
+    for (int i = 0; i < nk; i++) rl__buf_release(&keys[i]);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The admin connection
+ * ------------------------------------------------------------------------------------------ */
+
+struct rl_admin_conn {
+    int fd;
+    uint64_t next_id;
+    rl_buf rx;      /* the last reply's payload */
+    rl_arena arena; /* the last reply's arrays */
+};
+
+/* Wait until fd is readable (events POLLIN) or writable, up to ms. 1 ready, 0 timeout, -1 error. */
+static int wait_fd(int fd, short events, int ms) {
+    struct pollfd pf = {.fd = fd, .events = events};
+    for (;;) {
+        int r = poll(&pf, 1, ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        return r > 0 ? 1 : 0;
+    }
+}
+
+static int send_all(int fd, const uint8_t *p, size_t n, int64_t deadline, rl_buf *msg) {
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                int r = wait_fd(fd, POLLOUT, left_ms(deadline, 0));
+                if (r == 0) return fail(msg, RL_E_TIMED_OUT, "timed out sending");
+                if (r < 0) return fail(msg, RL_E_CONNECTION_FAILED, "poll failed: %s", strerror(errno));
+                continue;
+            }
+            return fail(msg, RL_E_CONNECTION_FAILED, "send failed: %s", strerror(errno));
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return RL_OK;
+}
+
+static int recv_all(int fd, uint8_t *p, size_t n, int64_t deadline, rl_buf *msg) {
+    while (n > 0) {
+        int r = wait_fd(fd, POLLIN, left_ms(deadline, 0));
+        if (r == 0) return fail(msg, RL_E_TIMED_OUT, "timed out waiting for a reply");
+        if (r < 0) return fail(msg, RL_E_CONNECTION_FAILED, "poll failed: %s", strerror(errno));
+        ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
+        if (got < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            return fail(msg, RL_E_CONNECTION_FAILED, "receive failed: %s", strerror(errno));
+        }
+        if (got == 0) return fail(msg, RL_E_CONNECTION_FAILED, "the server closed the connection");
+        p += got;
+        n -= (size_t)got;
+    }
+    return RL_OK;
+}
+
+/* Send one frame of m with id. */
+static int send_msg(rl_admin_conn *c, const rl_msg *m, uint64_t id, int64_t deadline, rl_buf *msg) {
+    rl_buf f;
+    rl__buf_init(&f);
+    rl_proto_why why;
+    int rc = rl__msg_frame_encode(&f, id, m, &why);
+    if (rc)
+        rc = fail(msg, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), why.text);
+    else
+        rc = send_all(c->fd, (const uint8_t *)f.data, f.len, deadline, msg);
+    rl__buf_release(&f);
+    return rc;
+}
+
+/* Receive one frame into c->rx and decode it into *out. */
+static int recv_msg(rl_admin_conn *c, rl_frame_header *h, rl_msg *out, int64_t deadline, rl_buf *msg) {
+    uint8_t hb[RL_FRAME_HEADER_LEN];
+    int rc = recv_all(c->fd, hb, sizeof hb, deadline, msg);
+    if (rc) return rc;
+    if (rl__frame_header_decode(hb, h) != 0) return fail(msg, RL_E_MALFORMED_FRAME, "bad frame header from the server");
+    rl__buf_reset(&c->rx);
+    if (rl__buf_reserve(&c->rx, h->payload_len + 1)) return RL_E_OUT_OF_MEMORY;
+    rc = recv_all(c->fd, (uint8_t *)c->rx.data, h->payload_len, deadline, msg);
+    if (rc) return rc;
+    c->rx.len = h->payload_len;
+    rl__arena_reset(&c->arena);
+    rl_proto_why why;
+    rc = rl__msg_decode(h->type, h->flags, (const uint8_t *)c->rx.data, h->payload_len, &c->arena, out, &why);
+    if (rc) return fail(msg, rc, "undecodable %s from the server: %s", rl__msg_type_name(h->type), why.text);
+    return RL_OK;
+}
+
+int rl__admin_conn_open(uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
+    *out = NULL;
+    int64_t deadline = now_ms() + timeout_ms;
+    rl_admin_conn *c = calloc(1, sizeof *c);
+    if (!c) return RL_E_OUT_OF_MEMORY;
+    rl__buf_init(&c->rx);
+    rl__arena_init(&c->arena, 4096);
+    c->next_id = 1;
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc = RL_OK;
+    if (c->fd < 0) {
+        rc = fail(msg, RL_E_CONNECTION_FAILED, "socket: %s", strerror(errno));
+        goto fail;
+    }
+    int one = 1;
+    (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        if (errno != EINPROGRESS) {
+            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to 127.0.0.1:%u: %s", port, strerror(errno));
+            goto fail;
+        }
+        int r = wait_fd(c->fd, POLLOUT, left_ms(deadline, 0));
+        if (r <= 0) {
+            rc = fail(msg, r == 0 ? RL_E_TIMED_OUT : RL_E_CONNECTION_FAILED, "connect to 127.0.0.1:%u timed out", port);
+            goto fail;
+        }
+        int err = 0;
+        socklen_t el = sizeof err;
+        (void)getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) {
+            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to 127.0.0.1:%u: %s", port, strerror(err));
+            goto fail;
+        }
+    }
+    rl_msg hello;
+    memset(&hello, 0, sizeof hello);
+    hello.type = RL_MSG_HELLO;
+    hello.u.hello_req.magic = RL_PROTOCOL_MAGIC;
+    hello.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
+    hello.u.hello_req.role = RL_ROLE_ADMIN;
+    hello.u.hello_req.host = (const uint8_t *)"rl";
+    hello.u.hello_req.host_len = 2;
+    rl_msg reply;
+    rc = rl__admin_conn_call(c, &hello, &reply, left_ms(deadline, 0), msg);
+    if (rc) goto fail;
+    *out = c;
+    return RL_OK;
+fail:
+    rl__admin_conn_close(c);
+    return rc;
+}
+
+int rl__admin_conn_call(rl_admin_conn *c, const rl_msg *req, rl_msg *reply, int timeout_ms, rl_buf *msg) {
+    int64_t deadline = now_ms() + timeout_ms;
+    uint64_t id = c->next_id++;
+    int rc = send_msg(c, req, id, deadline, msg);
+    if (rc) return rc;
+    for (;;) {
+        rl_frame_header h;
+        rc = recv_msg(c, &h, reply, deadline, msg);
+        if (rc) return rc;
+        if (!(h.flags & RL_FRAME_REPLY)) continue; /* a request from the server: not for an admin */
+        if (h.id != id) continue;                  /* a late reply to an earlier, timed-out call */
+        if (h.type != req->type)
+            return fail(msg, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "reply of type %s to a %s",
+                        rl__msg_type_name(h.type), rl__msg_type_name(req->type));
+        if (h.flags & RL_FRAME_ERROR) {
+            rl__buf_printf(msg, "%s: %s (%d)%s%.*s", rl__msg_type_name(req->type),
+                           rl_error_name(reply->u.error.code), reply->u.error.code,
+                           reply->u.error.message_len ? ": " : "", (int)reply->u.error.message_len,
+                           (const char *)reply->u.error.message);
+            return reply->u.error.code;
+        }
+        return RL_OK;
+    }
+}
+
+void rl__admin_conn_close(rl_admin_conn *c) {
+    if (!c) return;
+    if (c->fd >= 0) close(c->fd);
+    rl__buf_release(&c->rx);
+    rl__arena_release(&c->arena);
+    free(c);
+}
+
+/* STATUS of the server on port as parsed JSON (*out, json_decref). */
+static int status_of(rl_admin_conn *c, int timeout_ms, json_t **out, rl_buf *msg) {
+    rl_msg req, reply;
+    memset(&req, 0, sizeof req);
+    req.type = RL_MSG_STATUS;
+    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    if (rc) return rc;
+    json_error_t je;
+    *out = json_loadb((const char *)reply.u.status_reply.json, reply.u.status_reply.json_len, 0, &je);
+    if (!*out) return fail(msg, RL_E_MALFORMED_FRAME, "STATUS reply is not JSON: %s", je.text);
+    return RL_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Starting processes
+ * ------------------------------------------------------------------------------------------ */
+
+/* Find the rlkvd binary into out. */
+static int find_rlkvd(const char *given, char *out, rl_buf *msg) {
+    const char *env = getenv("RL_RLKVD");
+    if (given && *given)
+        snprintf(out, PATH_CAP, "%s", given);
+    else if (env && *env)
+        snprintf(out, PATH_CAP, "%s", env);
+    else {
+        char self[PATH_CAP];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) return os_error(msg, errno, "cannot read /proc/self/exe to find rlkvd");
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = 0;
+        int w = snprintf(out, PATH_CAP, "%s/rlkvd", self);
+        if (w < 0 || w >= PATH_CAP) return fail(msg, RL_E_INVALID_ARGUMENT, "the program's path is too long");
+    }
+    if (access(out, X_OK) != 0)
+        return fail(msg, RL_E_FILE_NOT_FOUND, "rlkvd not found at %s (build it, or set RL_RLKVD)", out);
+    if (out[0] != '/') {
+        char cwd[PATH_CAP], abs[PATH_CAP];
+        if (getcwd(cwd, sizeof cwd)) {
+            int n = snprintf(abs, sizeof abs, "%s/%s", cwd, out);
+            if (n > 0 && n < (int)sizeof abs) memcpy(out, abs, (size_t)n + 1);
+        }
+    }
+    return RL_OK;
+}
+
+/* Start process p of cluster s in dir, listening on listen_port (0: any), as a child in its own
+ * process group. Fills p->pid, p->proc_start, p->start_time; the port comes later from the port
+ * file (wait_port). */
+static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags, rl_buf *msg) {
+    char name[32], data[PATH_CAP], portf[PATH_CAP], logf[PATH_CAP], init[PATH_CAP];
+    char listen[64], coord[64], idbuf[16], wv[32];
+    proc_name(p, name, sizeof name);
+    path_of(data, dir, "%s", name);
+    path_of(portf, dir, "run/%s.port", name);
+    path_of(logf, dir, "logs/%s.log", name);
+    path_of(init, dir, "init.json");
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", listen_port);
+    snprintf(coord, sizeof coord, "127.0.0.1:%u", s->p[0].port);
+    snprintf(idbuf, sizeof idbuf, "%u", p->id);
+    snprintf(wv, sizeof wv, "%lld", (long long)s->window_versions);
+    const char *argv[24];
+    int n = 0;
+    argv[n++] = s->rlkvd;
+    argv[n++] = p->is_coordinator ? "coordinator" : "storage";
+    argv[n++] = "--dir";
+    argv[n++] = data;
+    if (p->is_coordinator) {
+        argv[n++] = "--init";
+        argv[n++] = init;
+    } else {
+        argv[n++] = "--id";
+        argv[n++] = idbuf;
+        argv[n++] = "--coordinator";
+        argv[n++] = coord;
+    }
+    argv[n++] = "--listen";
+    argv[n++] = listen;
+    argv[n++] = "--port-file";
+    argv[n++] = portf;
+    argv[n++] = "--host";
+    argv[n++] = "host1";
+    if (s->no_sync) argv[n++] = "--no-sync";
+    if (s->window_versions > 0) {
+        argv[n++] = "--window-versions";
+        argv[n++] = wv;
+    }
+    argv[n] = NULL;
+    (void)unlink(portf);
+    int logfd = open(logf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (logfd < 0) return os_error(msg, errno, "cannot open the log %s", logf);
+    int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (nullfd < 0) {
+        int e = errno;
+        close(logfd);
+        return os_error(msg, e, "cannot open /dev/null");
+    }
+    {
+        /* A line in the log marks each start, so restarts can be told apart. */
+        char line[256];
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        int l = snprintf(line, sizeof line, "---- rl cluster: starting %s (listen %s) at %04d-%02d-%02dT%02d:%02d:%02dZ\n",
+                         name, listen, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        if (l > 0) (void)!write(logfd, line, (size_t)l);
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(logfd);
+        close(nullfd);
+        return os_error(msg, e, "cannot fork to start %s", name);
+    }
+    if (pid == 0) {
+        /* Child: only async-signal-safe calls until exec. */
+        setpgid(0, 0);
+        if (flags & RL_CLUSTER_DIE_WITH_PARENT) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) _exit(127);
+        }
+        dup2(nullfd, 0);
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+        /* Every other descriptor is closed, whether or not it was marked close-on-exec. */
+        for (int fd = 3; fd < 1024; fd++) close(fd);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        execv(argv[0], (char *const *)argv);
+        static const char m[] = "rl cluster: exec of rlkvd failed\n";
+        (void)!write(2, m, sizeof m - 1);
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here, so the group exists whichever runs first */
+    close(logfd);
+    close(nullfd);
+    p->pid = pid;
+    p->start_time = (int64_t)time(NULL);
+    p->proc_start = 0;
+    p->running = 1;
+    /* The start time the kernel recorded (the child exists now, zombie or not). */
+    for (int i = 0; i < 100 && proc_stat(pid, &p->proc_start, NULL) != 0; i++) sleep_ms(1);
+    return RL_OK;
+}
+
+/* Wait for p's port file (until deadline) and set p->port. Fails if p exits first. */
+static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg) {
+    char name[32], portf[PATH_CAP], logf[PATH_CAP];
+    proc_name(p, name, sizeof name);
+    path_of(portf, dir, "run/%s.port", name);
+    path_of(logf, dir, "logs/%s.log", name);
+    for (;;) {
+        rl_buf b, ignore;
+        rl__buf_init(&b);
+        rl__buf_init(&ignore);
+        int rc = read_file(portf, &b, &ignore);
+        unsigned long port = 0;
+        int ok = 0;
+        if (rc == RL_OK && b.len >= 2 && b.data[b.len - 1] == '\n') {
+            char *end = NULL;
+            port = strtoul((const char *)b.data, &end, 10);
+            ok = end && *end == '\n' && port > 0 && port < 65536;
+        }
+        rl__buf_release(&b);
+        rl__buf_release(&ignore);
+        if (ok) {
+            p->port = (uint16_t)port;
+            return RL_OK;
+        }
+        if (!proc_is_ours(p))
+            return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening; see %s", name, p->pid, logf);
+        if (now_ms() > deadline)
+            return fail(msg, RL_E_TIMED_OUT, "%s (pid %d) wrote no port file %s in time; see %s", name, p->pid, portf,
+                        logf);
+        sleep_ms(5);
+    }
+}
+
+/* Start p on listen_port and wait for its port file. A restart on a recorded port retries for a
+ * while when the process exits at once (the port may still be held by the old socket). */
+static int start_proc(const char *dir, cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags,
+                      int64_t deadline, rl_buf *msg) {
+    for (int attempt = 0;; attempt++) {
+        size_t mark = msg->len;
+        int rc = spawn(dir, s, p, listen_port, flags, msg);
+        if (rc) return rc;
+        rc = wait_port(dir, p, deadline, msg);
+        if (rc != RL_E_SERVER_UNAVAILABLE || listen_port == 0 || now_ms() > deadline || attempt >= 20) return rc;
+        rl__buf_truncate(msg, mark);
+        sleep_ms(100);
+    }
+}
+
+/* Stop every running process of s (storage first, coordinator last). Returns how many were
+ * signalled. */
+static int stop_all(cl_state *s) {
+    int n = 0;
+    for (int i = s->n - 1; i >= 0; i--) {
+        n += proc_stop(&s->p[i], 0);
+        s->p[i].running = 0;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Health
+ * ------------------------------------------------------------------------------------------ */
+
+/* From the coordinator's STATUS: 1 if storage id is registered and healthy. */
+static int coord_lists_healthy(json_t *st, uint32_t id) {
+    json_t *servers = json_object_get(st, "servers");
+    size_t i;
+    json_t *sv;
+    json_array_foreach(servers, i, sv) {
+        if ((uint32_t)json_integer_value(json_object_get(sv, "id")) != id) continue;
+        json_t *reg = json_object_get(sv, "registered");
+        return json_is_true(json_object_get(sv, "healthy")) && (!reg || json_is_true(reg));
+    }
+    return 0;
+}
+
+/* The first shard begin key (raw bytes into out) owned by storage id per the coordinator's STATUS;
+ * 0 if it owns none. */
+static int first_owned_key(json_t *st, uint32_t id, rl_buf *out) {
+    json_t *shards = json_object_get(st, "shards");
+    size_t i;
+    json_t *sh;
+    json_array_foreach(shards, i, sh) {
+        json_t *team = json_object_get(sh, "team");
+        size_t j;
+        json_t *m;
+        json_array_foreach(team, j, m) {
+            if ((uint32_t)json_integer_value(m) != id) continue;
+            const char *hex = json_string_value(json_object_get(sh, "begin"));
+            rl__buf_reset(out);
+            if (hex && rl__bytes_from_hex(out, hex, strlen(hex)) == RL_OK) return 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Commit mutation (SET k=v or CLEAR k) at a fresh read version; *out_version gets the commit
+ * version. */
+static int commit_one(rl_admin_conn *c, int is_set, const char *k, size_t kl, const char *v, size_t vl, int timeout_ms,
+                      rl_version *out_version, rl_buf *msg) {
+    rl_msg req, reply;
+    memset(&req, 0, sizeof req);
+    req.type = RL_MSG_GET_READ_VERSION;
+    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    if (rc) return rc;
+    rl_version rv = reply.u.get_read_version_reply.version;
+    char kend[64];
+    memcpy(kend, k, kl);
+    kend[kl] = 0;
+    rl_keyrange w = {(const uint8_t *)k, (uint32_t)kl, (const uint8_t *)kend, (uint32_t)kl + 1};
+    rl_mutation m = {.type = is_set ? RL_MUT_SET : RL_MUT_CLEAR, .p1 = (const uint8_t *)k, .len1 = (uint32_t)kl,
+                     .p2 = (const uint8_t *)v, .len2 = (uint32_t)vl};
+    memset(&req, 0, sizeof req);
+    req.type = RL_MSG_COMMIT;
+    req.u.commit_req.read_version = rv;
+    req.u.commit_req.writes = &w;
+    req.u.commit_req.n_writes = 1;
+    req.u.commit_req.muts = &m;
+    req.u.commit_req.n_muts = 1;
+    rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    if (rc) return rc;
+    if (reply.u.commit_reply.result)
+        return fail(msg, reply.u.commit_reply.result, "test commit: %s", rl_error_name(reply.u.commit_reply.result));
+    *out_version = reply.u.commit_reply.commit_version;
+    return RL_OK;
+}
+
+/* GET key at version v; *present and the value into val (may be NULL). */
+static int get_one(rl_admin_conn *c, rl_version v, const void *k, size_t kl, int *present, rl_buf *val, int timeout_ms,
+                   rl_buf *msg) {
+    rl_msg req, reply;
+    memset(&req, 0, sizeof req);
+    req.type = RL_MSG_GET;
+    req.u.get_req.version = v;
+    req.u.get_req.key = (const uint8_t *)k;
+    req.u.get_req.key_len = (uint32_t)kl;
+    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    if (rc) return rc;
+    *present = reply.u.get_reply.present;
+    if (val) {
+        rl__buf_reset(val);
+        rl__buf_append(val, reply.u.get_reply.value, reply.u.get_reply.value_len);
+    }
+    return RL_OK;
+}
+
+/* One health probe. RL_OK when healthy; otherwise msg says what is missing (the caller retries
+ * while time is left). conns[i] caches a connection to process i (reopened when broken). */
+static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t deadline, rl_buf *msg) {
+    int rc = RL_OK;
+    json_t *cst = NULL;
+    for (int i = 0; i < s->n; i++) {
+        if (!proc_is_ours(&s->p[i])) {
+            char name[32], logf[PATH_CAP];
+            proc_name(&s->p[i], name, sizeof name);
+            path_of(logf, dir, "logs/%s.log", name);
+            return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) has exited; see %s", name, s->p[i].pid, logf);
+        }
+        if (!conns[i]) {
+            rc = rl__admin_conn_open(s->p[i].port, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], msg);
+            if (rc) {
+                char name[32];
+                proc_name(&s->p[i], name, sizeof name);
+                rl__buf_printf(msg, " (%s on port %u)", name, s->p[i].port);
+                return rc;
+            }
+        }
+    }
+    rc = status_of(conns[0], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &cst, msg);
+    if (rc) goto broken0;
+    for (int i = 1; i < s->n; i++) {
+        if (!coord_lists_healthy(cst, s->p[i].id)) {
+            rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "the coordinator does not list storage server %u as registered and "
+                      "healthy yet", s->p[i].id);
+            goto done;
+        }
+    }
+    /* A test commit through the coordinator, read back at its version, then cleared. */
+    char nonce[RL_CLUSTER_FIELD_MAX + 32];
+    int nl = snprintf(nonce, sizeof nonce, "%s-%lld", s->cluster_id, (long long)now_ms());
+    if (nl < 0 || nl >= (int)sizeof nonce) nonce[0] = 0;
+    rl_version v = 0, v2 = 0;
+    rc = commit_one(conns[0], 1, HEALTH_KEY, sizeof HEALTH_KEY - 1, nonce, strlen(nonce), left_ms(deadline, REQ_TIMEOUT_CAP_MS),
+                    &v, msg);
+    if (rc) goto broken0;
+    int present = 0;
+    rl_buf val;
+    rl__buf_init(&val);
+    rc = get_one(conns[0], v, HEALTH_KEY, sizeof HEALTH_KEY - 1, &present, &val, left_ms(deadline, REQ_TIMEOUT_CAP_MS), msg);
+    if (rc == RL_OK && (!present || val.len != strlen(nonce) || memcmp(val.data, nonce, val.len)))
+        rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "the coordinator did not read back the test commit at version %llu",
+                  (unsigned long long)v);
+    rl__buf_release(&val);
+    if (rc) goto broken0;
+    rc = commit_one(conns[0], 0, HEALTH_KEY, sizeof HEALTH_KEY - 1, "", 0, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v2, msg);
+    if (rc) goto broken0;
+    /* Every storage server has caught up to the commit and serves a read at its version. */
+    for (int i = 1; i < s->n; i++) {
+        json_t *sst = NULL;
+        rc = status_of(conns[i], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &sst, msg);
+        if (rc) {
+            rl__admin_conn_close(conns[i]);
+            conns[i] = NULL;
+            goto done;
+        }
+        json_int_t known = json_integer_value(json_object_get(sst, "known_version"));
+        json_decref(sst);
+        if ((rl_version)known < v) {
+            rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "storage server %u knows version %lld, not yet %llu", s->p[i].id,
+                      (long long)known, (unsigned long long)v);
+            goto done;
+        }
+        rl_buf key;
+        rl__buf_init(&key);
+        if (first_owned_key(cst, s->p[i].id, &key)) {
+            rc = get_one(conns[i], v, key.data, key.len, &present, NULL, left_ms(deadline, REQ_TIMEOUT_CAP_MS), msg);
+            if (rc) rl__buf_printf(msg, " (storage server %u, GET at version %llu)", s->p[i].id, (unsigned long long)v);
+        }
+        rl__buf_release(&key);
+        if (rc) {
+            if (rc != RL_E_FUTURE_VERSION) {
+                rl__admin_conn_close(conns[i]);
+                conns[i] = NULL;
+            }
+            goto done;
+        }
+    }
+    goto done;
+broken0:
+    rl__admin_conn_close(conns[0]);
+    conns[0] = NULL;
+done:
+    json_decref(cst);
+    return rc;
+}
+
+/* Wait until s is healthy or deadline. */
+static int wait_healthy(const char *dir, cl_state *s, int64_t deadline, rl_buf *msg) {
+    rl_admin_conn *conns[RL_CLUSTER_MAX_STORAGE + 1] = {0};
+    int rc;
+    for (;;) {
+        size_t mark = msg->len;
+        rc = probe(dir, s, conns, deadline, msg);
+        if (rc == RL_OK || (rc == RL_E_SERVER_UNAVAILABLE && strstr((const char *)msg->data + mark, "has exited"))) break;
+        if (now_ms() >= deadline) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", (const char *)msg->data + mark);
+            rl__buf_truncate(msg, mark);
+            rl__buf_printf(msg, "the cluster in %s was not healthy in time (last: %s); see %s/logs/", dir, why, dir);
+            rc = RL_E_TIMED_OUT;
+            break;
+        }
+        rl__buf_truncate(msg, mark);
+        sleep_ms(20);
+    }
+    for (int i = 0; i < s->n; i++) rl__admin_conn_close(conns[i]);
+    return rc;
+}
+
+int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg) {
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int rc = state_load(dir, s, msg);
+    if (rc == RL_OK)
+        rc = wait_healthy(dir, s, now_ms() + (timeout_ms > 0 ? timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS), msg);
+    free(s);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * up, down, restart, status
+ * ------------------------------------------------------------------------------------------ */
+
+/* 0 if dir is absent or an empty directory; 1 if it holds entries; -1 on error (msg). */
+static int dir_has_entries(const char *dir, rl_buf *msg) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        if (errno == ENOTDIR) {
+            fail(msg, 0, "%s is not a directory", dir);
+            return -1;
+        }
+        os_error(msg, errno, "cannot open %s", dir);
+        return -1;
+    }
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n > 0;
+}
+
+static void random_id(char *out, size_t cap) {
+    uint8_t r[8];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        uint64_t x = rl__clock_mono_ns() ^ ((uint64_t)getpid() << 32);
+        memcpy(r, &x, sizeof r);
+    }
+    size_t o = 0;
+    for (int i = 0; i < 8 && o + 2 < cap; i++) o += (size_t)snprintf(out + o, cap - o, "%02x", r[i]);
+}
+
+int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg) {
+    if (!dir || !*dir) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is empty");
+    if (strlen(dir) > PATH_CAP - 256) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is too long");
+    rl_buf layout;
+    rl__buf_init(&layout);
+    int rc = rl__cluster_layout(o, &layout, msg), lockfd = -1;
+    cl_state *s = NULL;
+    if (rc) goto out;
+    int has = dir_has_entries(dir, msg);
+    if (has < 0) {
+        rc = RL_E_INVALID_ARGUMENT;
+        goto out;
+    }
+    if (has) {
+        cl_state *old = malloc(sizeof *old);
+        rl_buf ignore;
+        rl__buf_init(&ignore);
+        int running = 0;
+        if (old && state_load(dir, old, &ignore) == RL_OK)
+            for (int i = 0; i < old->n; i++) running += proc_is_ours(&old->p[i]);
+        rl__buf_release(&ignore);
+        free(old);
+        if (running)
+            rc = fail(msg, RL_E_ALREADY_EXISTS, "%s holds a running cluster (%d processes; rl cluster down --dir %s first)",
+                      dir, running, dir);
+        else
+            rc = fail(msg, RL_E_INVALID_ARGUMENT, "%s is not empty (rl cluster up needs a new or empty directory)", dir);
+        goto out;
+    }
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto out;
+    }
+    if ((rc = find_rlkvd(o->rlkvd, s->rlkvd, msg))) goto out;
+    if ((rc = make_dir(dir, msg))) goto out;
+    char path[PATH_CAP];
+    path_of(path, dir, "logs");
+    if ((rc = make_dir(path, msg))) goto out;
+    path_of(path, dir, "run");
+    if ((rc = make_dir(path, msg))) goto out;
+    if ((lockfd = lock_dir(dir, msg)) < 0) {
+        rc = RL_E_IO_ERROR;
+        goto out;
+    }
+    path_of(path, dir, "init.json");
+    if ((rc = write_file_atomic(path, layout.data, layout.len, msg))) goto out;
+    random_id(s->cluster_id, sizeof s->cluster_id);
+    s->no_sync = o->no_sync;
+    s->window_versions = o->window_versions;
+    s->n = o->n_storage + 1;
+    for (int i = 0; i < s->n; i++) {
+        s->p[i].is_coordinator = i == 0;
+        s->p[i].id = (uint32_t)i;
+    }
+    int64_t deadline = now_ms() + (o->timeout_ms > 0 ? o->timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS);
+    rc = start_proc(dir, s, &s->p[0], 0, o->flags, deadline, msg);
+    for (int i = 1; rc == RL_OK && i < s->n; i++) rc = spawn(dir, s, &s->p[i], 0, o->flags, msg);
+    /* Record the pids at once, so a crash of this command still leaves them findable. */
+    if (rc == RL_OK) rc = state_save(dir, s, msg);
+    for (int i = 1; rc == RL_OK && i < s->n; i++) rc = wait_port(dir, &s->p[i], deadline, msg);
+    if (rc == RL_OK) rc = state_save(dir, s, msg);
+    if (rc == RL_OK) rc = wait_healthy(dir, s, deadline, msg);
+    if (rc == RL_OK) {
+        rl_cluster_file cf;
+        memset(&cf, 0, sizeof cf);
+        snprintf(cf.description, sizeof cf.description, "reclayer");
+        snprintf(cf.id, sizeof cf.id, "%s", s->cluster_id);
+        snprintf(cf.ip, sizeof cf.ip, "127.0.0.1");
+        cf.port = s->p[0].port;
+        rl_buf text;
+        rl__buf_init(&text);
+        rl__cluster_file_format(&cf, &text);
+        path_of(path, dir, "reclayer.cluster");
+        rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY : write_file_atomic(path, text.data, text.len, msg);
+        rl__buf_release(&text);
+    }
+    if (rc) {
+        stop_all(s);
+        rl_buf ignore;
+        rl__buf_init(&ignore);
+        (void)state_save(dir, s, &ignore);
+        rl__buf_release(&ignore);
+    }
+out:
+    if (lockfd >= 0) close(lockfd);
+    free(s);
+    rl__buf_release(&layout);
+    return rc;
+}
+
+int rl__cluster_down(const char *dir, int *out_stopped, rl_buf *msg) {
+    if (out_stopped) *out_stopped = 0;
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int rc = state_load(dir, s, msg), lockfd = -1;
+    if (rc) goto out;
+    if ((lockfd = lock_dir(dir, msg)) < 0) {
+        rc = RL_E_IO_ERROR;
+        goto out;
+    }
+    if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
+    int n = stop_all(s);
+    if (out_stopped) *out_stopped = n;
+    rc = state_save(dir, s, msg);
+out:
+    if (lockfd >= 0) close(lockfd);
+    free(s);
+    return rc;
+}
+
+int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl_buf *msg) {
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int lockfd = lock_dir(dir, msg), rc;
+    if (lockfd < 0) {
+        /* No directory or no cluster: say which. */
+        rl__buf_truncate(msg, 0);
+        rc = state_load(dir, s, msg);
+        if (rc == RL_OK) rc = RL_E_IO_ERROR;
+        goto out;
+    }
+    if ((rc = state_load(dir, s, msg))) goto out;
+    if (id >= (uint32_t)s->n) {
+        rc = fail(msg, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id, s->n - 1);
+        goto out;
+    }
+    cl_proc *p = &s->p[id];
+    if (!p->port) {
+        rc = fail(msg, RL_E_INVALID_ARGUMENT, "process %u of %s has no recorded port", id, dir);
+        goto out;
+    }
+    proc_stop(p, (flags & RL_CLUSTER_KILL) != 0);
+    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS);
+    uint16_t port = p->port;
+    rc = start_proc(dir, s, p, port, 0, deadline, msg);
+    if (rc == RL_OK && p->port != port) {
+        rc = fail(msg, RL_E_INTERNAL_ERROR, "process %u came back on port %u instead of %u", id, p->port, port);
+        proc_stop(p, 0);
+    }
+    if (rc) p->running = 0;
+    rl_buf ignore;
+    rl__buf_init(&ignore);
+    int src = state_save(dir, s, rc ? &ignore : msg);
+    rl__buf_release(&ignore);
+    if (rc == RL_OK) rc = src;
+    if (rc == RL_OK) rc = wait_healthy(dir, s, deadline, msg);
+out:
+    if (lockfd >= 0) close(lockfd);
+    free(s);
+    return rc;
+}
+
+int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_port, rl_buf *msg) {
+    *out_pid = 0;
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int rc = state_load(dir, s, msg);
+    if (rc == RL_OK && id >= (uint32_t)s->n) rc = fail(msg, RL_E_INVALID_ARGUMENT, "no process %u in %s", id, dir);
+    if (rc == RL_OK) {
+        if (proc_is_ours(&s->p[id])) *out_pid = s->p[id].pid;
+        if (out_port) *out_port = s->p[id].port;
+    }
+    free(s);
+    return rc;
+}
+
+int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg) {
+    *out_n = 0;
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int rc = state_load(dir, s, msg);
+    if (rc == RL_OK) *out_n = s->n - 1;
+    free(s);
+    return rc;
+}
+
+int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *msg) {
+    *out = NULL;
+    if (timeout_ms <= 0) timeout_ms = REQ_TIMEOUT_CAP_MS;
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int rc = state_load(dir, s, msg);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    json_t *root = json_object(), *arr = json_array();
+    char path[PATH_CAP];
+    json_object_set_new(root, "dir", json_string(dir));
+    path_of(path, dir, "reclayer.cluster");
+    json_object_set_new(root, "cluster_file", json_string(path));
+    json_object_set_new(root, "cluster_id", json_string(s->cluster_id));
+    json_t *coord_status = NULL;
+    int all_ok = 1;
+    for (int i = 0; i < s->n; i++) {
+        cl_proc *p = &s->p[i];
+        char name[32];
+        proc_name(p, name, sizeof name);
+        json_t *o = json_object();
+        json_object_set_new(o, "role", json_string(p->is_coordinator ? "coordinator" : "storage"));
+        json_object_set_new(o, "id", json_integer(p->id));
+        json_object_set_new(o, "address", json_string("127.0.0.1"));
+        json_object_set_new(o, "port", json_integer(p->port));
+        json_object_set_new(o, "pid", json_integer(p->pid));
+        path_of(path, dir, "logs/%s.log", name);
+        json_object_set_new(o, "log", json_string(path));
+        int alive = proc_is_ours(p);
+        json_object_set_new(o, "alive", json_boolean(alive));
+        json_t *st = NULL;
+        rl_buf why;
+        rl__buf_init(&why);
+        int healthy = 0;
+        if (alive && p->port) {
+            rl_admin_conn *c = NULL;
+            int r = rl__admin_conn_open(p->port, timeout_ms, &c, &why);
+            if (r == RL_OK) r = status_of(c, timeout_ms, &st, &why);
+            rl__admin_conn_close(c);
+            if (r == RL_OK) {
+                if (p->is_coordinator) {
+                    healthy = 1;
+                    coord_status = json_incref(st);
+                } else {
+                    healthy = coord_status ? coord_lists_healthy(coord_status, p->id) : 0;
+                    if (!healthy) rl__buf_printf(&why, "%s", coord_status ? "the coordinator does not list it as "
+                                                          "registered and healthy" : "the coordinator is down");
+                }
+            }
+        } else {
+            rl__buf_printf(&why, "%s", p->running ? "not running (the recorded pid is gone)" : "stopped");
+        }
+        json_object_set_new(o, "healthy", json_boolean(healthy));
+        json_object_set_new(o, "status", st ? st : json_null());
+        if (why.len) json_object_set_new(o, "error", json_string((const char *)why.data));
+        rl__buf_release(&why);
+        if (!alive || !healthy) all_ok = 0;
+        json_array_append_new(arr, o);
+    }
+    json_decref(coord_status);
+    json_object_set_new(root, "ok", json_boolean(all_ok));
+    json_object_set_new(root, "processes", arr);
+    free(s);
+    *out = root;
+    return all_ok ? RL_OK : RL_E_SERVER_UNAVAILABLE;
+}

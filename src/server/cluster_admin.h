@@ -1,0 +1,162 @@
+/* cluster_admin.h (internal) — start, inspect, restart and stop a local reclayer cluster: one
+ * `rlkvd coordinator` and N `rlkvd storage` processes on 127.0.0.1, all under one directory. The
+ * library part of `rl cluster` (tools/rl/cmd_cluster.c is a thin main over it) and of the test
+ * harness (tests/cluster_fixture.h).
+ *
+ * Directory layout (DIR is the cluster's directory, created by rl__cluster_up):
+ *
+ *   DIR/init.json           the initial layout (--init of the coordinator; docs/design.md §8)
+ *   DIR/reclayer.cluster    the cluster file (src/kv/cluster/clusterfile.h), written once healthy
+ *   DIR/pids.json           what was started: per process role, id, pid, port, start times
+ *   DIR/coordinator/        the coordinator's --dir (commit log, system keyspace)
+ *   DIR/storage-ID/         storage server ID's --dir (its engine)
+ *   DIR/run/ROLE[-ID].port  the port files the processes write once listening
+ *   DIR/logs/coordinator.log, DIR/logs/storage-ID.log   each process's stderr and stdout
+ *   DIR/lock                flock()ed by every command that changes pids.json
+ *
+ * Invariants:
+ *   1. A process is only ever signalled by the pid recorded in pids.json, and only after the start
+ *      time the kernel reports for that pid (/proc/PID/stat field 22) equals the recorded one, so a
+ *      recycled pid is never mistaken for ours. Nothing is stopped by name or pattern.
+ *   2. Every wait has a deadline: the port file (the health timeout), a STATUS or a request (at
+ *      most the time left, capped at a few seconds), a stop (SIGTERM, then SIGKILL after 10 s).
+ *   3. rl__cluster_up either returns RL_OK with every process healthy and pids.json and the cluster
+ *      file written, or stops everything it started and returns an error whose message names the
+ *      log file to read.
+ *   4. pids.json is replaced atomically (write, fsync, rename) under DIR/lock.
+ *
+ * Processes are started with fork/exec (no shell), each in its own process group, stdin
+ * /dev/null, stdout and stderr appended to its log. The rlkvd binary is opts->rlkvd, else the
+ * RL_RLKVD environment variable, else `rlkvd` in the directory of the running program
+ * (/proc/self/exe).
+ *
+ * Health (rl__cluster_wait_healthy): the coordinator's STATUS lists every storage server as
+ * registered and healthy; a test commit through the coordinator (SET of a key in the system
+ * keyspace, read back at the commit version, then CLEARed, so nothing is left behind) works; and
+ * every storage server's STATUS reports known_version >= that commit's version and it answers a
+ * GET at that version for a key of a shard it owns.
+ *
+ * Errors: codes of include/reclayer/error.h (never errno), with a one-line reason appended to the
+ * caller's rl_buf msg: RL_E_INVALID_ARGUMENT (bad options, a directory that is not empty),
+ * RL_E_ALREADY_EXISTS (the directory holds a running cluster), RL_E_FILE_NOT_FOUND (no cluster in
+ * the directory, no rlkvd), RL_E_IO_ERROR, RL_E_TIMED_OUT (not healthy in time),
+ * RL_E_SERVER_UNAVAILABLE (a process is down or unhealthy), RL_E_CONNECTION_FAILED,
+ * RL_E_OUT_OF_MEMORY.
+ *
+ * Threads: the functions are not thread-safe with respect to one directory (DIR/lock serializes
+ * processes, not threads); different directories are independent. They block the caller.
+ */
+#ifndef RL_SERVER_CLUSTER_ADMIN_H
+#define RL_SERVER_CLUSTER_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "base/buf.h"
+#include "net/proto.h"
+
+#define RL_CLUSTER_MAX_STORAGE 64   /* storage servers per local cluster */
+#define RL_CLUSTER_MAX_SHARDS 1024  /* user-keyspace shards in the initial layout */
+#define RL_CLUSTER_DEFAULT_TIMEOUT_MS 30000
+#define RL_CLUSTER_STOP_TIMEOUT_MS 10000 /* SIGTERM, then SIGKILL */
+
+/* rl_cluster_up_opts.flags */
+enum {
+    /* The processes get SIGKILL when the thread that started them exits (prctl PDEATHSIG): for
+     * test fixtures, so a test killed outright leaves no server behind. Not for `rl cluster up`,
+     * which exits after starting them. */
+    RL_CLUSTER_DIE_WITH_PARENT = 0x1,
+};
+
+/* rl__cluster_restart flags */
+enum {
+    RL_CLUSTER_KILL = 0x1, /* stop with SIGKILL instead of SIGTERM (a crash) */
+};
+
+typedef struct {
+    int n_storage;              /* storage servers, 1..RL_CLUSTER_MAX_STORAGE */
+    int n_shards;               /* 0: one shard per storage server; else 1..256 shards split evenly
+                                 * by first byte (boundary i at byte 256*i/K); excludes split */
+    const char *const *split;   /* split keys in FoundationDB's printable form (\xNN), strictly
+                                 * increasing, non-empty, below \xff; NULL: use n_shards */
+    int n_split;                /* entries of split (< RL_CLUSTER_MAX_SHARDS) */
+    int no_sync;                /* pass --no-sync to every process (benchmarks only) */
+    int64_t window_versions;    /* pass --window-versions N (0: the servers' default) */
+    int timeout_ms;             /* health wait (0: RL_CLUSTER_DEFAULT_TIMEOUT_MS) */
+    const char *rlkvd;          /* path of rlkvd (NULL: see the file comment) */
+    unsigned flags;             /* RL_CLUSTER_* */
+} rl_cluster_up_opts;
+
+/* rl__cluster_layout — the initial layout of rl__cluster_up as the JSON of the coordinator's
+ * --init: {"storage": [1..n], "shards": [{"begin": hex, "end": hex, "team": [id]}, ...]}, the
+ * shards covering ["", "\xff") and assigned round-robin to storage 1..n (shard i to i % n + 1).
+ * [in] o  only n_storage, n_shards, split and n_split are read.
+ * [out] out  the JSON text is appended (NUL-terminated). Pure.
+ * Returns RL_OK, RL_E_INVALID_ARGUMENT (reason in msg), RL_E_OUT_OF_MEMORY. */
+int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg);
+
+/* rl__cluster_up — create dir (absent or empty; a directory holding a running cluster is
+ * RL_E_ALREADY_EXISTS, any other non-empty one RL_E_INVALID_ARGUMENT), write init.json, start the
+ * coordinator then the storage servers, wait until healthy (o->timeout_ms), write pids.json and
+ * reclayer.cluster. On failure everything started is stopped (pids.json records them stopped)
+ * and msg names the log to read. [in] o: borrowed for the call. */
+int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg);
+
+/* rl__cluster_down — stop every recorded process that is still ours (start time verified):
+ * storage servers first, the coordinator last; SIGTERM, up to RL_CLUSTER_STOP_TIMEOUT_MS, then
+ * SIGKILL. Idempotent (a stopped cluster is RL_OK). RL_E_FILE_NOT_FOUND if dir has no pids.json.
+ * *out_stopped (may be NULL) gets the number of processes signalled. */
+int rl__cluster_down(const char *dir, int *out_stopped, rl_buf *msg);
+
+/* rl__cluster_restart — stop process id (0: the coordinator, 1..N: a storage server) with
+ * SIGTERM (or SIGKILL with RL_CLUSTER_KILL; a process already gone is simply started), start it
+ * again with the same directory, options and port, wait until the cluster is healthy (timeout_ms,
+ * 0: the default) and record its new pid. RL_E_INVALID_ARGUMENT for an unknown id. */
+int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl_buf *msg);
+
+/* rl__cluster_wait_healthy — wait until the cluster in dir is healthy (see the file comment), at
+ * most timeout_ms (0: the default). RL_OK, RL_E_TIMED_OUT (msg says what was missing last),
+ * RL_E_SERVER_UNAVAILABLE (a recorded process has exited: msg names its log). */
+int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg);
+
+/* rl__cluster_status — the state of every recorded process as JSON, to the caller (json_decref):
+ *   {"dir": ..., "cluster_file": ..., "ok": bool, "processes": [{"role", "id", "address",
+ *    "port", "pid", "alive", "healthy", "log", "status": <its STATUS reply or null>,
+ *    "error": <why STATUS failed, when it did>}, ...]}
+ * healthy: the coordinator answered STATUS (coordinator) / the coordinator lists the server as
+ * registered and healthy and it answered STATUS (storage). Returns RL_OK when every process is
+ * alive and healthy, RL_E_SERVER_UNAVAILABLE when something is down (*out still filled), other
+ * errors (no pids.json, memory) with *out NULL. timeout_ms bounds each STATUS (0: 2000). */
+int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *msg);
+
+/* rl__cluster_pid — the recorded pid of process id (0: coordinator) if it is alive and ours
+ * (start time verified), else 0 in *out_pid with RL_OK; RL_E_INVALID_ARGUMENT for an unknown id.
+ * *out_port (may be NULL) gets its recorded port. */
+int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_port, rl_buf *msg);
+
+/* rl__cluster_storage_count — the number of storage servers recorded in dir's pids.json. */
+int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg);
+
+/* ---- A blocking admin connection (HELLO as RL_ROLE_ADMIN, one request at a time) ----------- */
+
+typedef struct rl_admin_conn rl_admin_conn;
+
+/* rl__admin_conn_open — connect to 127.0.0.1:port, send HELLO (role admin, host "rl") and check
+ * the reply, within timeout_ms. *out is the caller's (rl__admin_conn_close). RL_OK,
+ * RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, RL_E_MALFORMED_FRAME,
+ * RL_E_OUT_OF_MEMORY (reason in msg). */
+int rl__admin_conn_open(uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg);
+
+/* rl__admin_conn_call — send req (a request: req->flags 0) and wait up to timeout_ms for the reply
+ * with its id, decoding it into *reply. The reply borrows the connection's buffers: valid until
+ * the next call or the close. An error reply returns its code (its message in msg); a closed or
+ * broken connection RL_E_CONNECTION_FAILED; an undecodable reply RL_E_MALFORMED_FRAME (the
+ * connection is then unusable: close it). */
+int rl__admin_conn_call(rl_admin_conn *c, const rl_msg *req, rl_msg *reply, int timeout_ms, rl_buf *msg);
+
+/* rl__admin_conn_close — close and free (NULL is a no-op). */
+void rl__admin_conn_close(rl_admin_conn *c);
+
+#endif

@@ -1,0 +1,269 @@
+/* cmd_cluster.c — `rl cluster`: start, inspect, restart and stop a local cluster (one rlkvd
+ * coordinator and N rlkvd storage servers on 127.0.0.1). A thin main over
+ * src/server/cluster_admin.h, where the logic and its invariants live.
+ *
+ *   rl cluster up --dir D --storage N [--shards K | --split KEY,...] [--no-sync]
+ *                 [--window-versions N] [--timeout S]
+ *   rl cluster status --dir D [--json]
+ *   rl cluster down --dir D
+ *   rl cluster restart --dir D (--storage ID | --coordinator) [--kill] [--timeout S]
+ *
+ * Exit codes: 0 success, 1 failure (the reason on stderr; for status: something is down),
+ * 2 usage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/args.h"
+#include "base/buf.h"
+#include "base/bytes.h"
+#include "reclayer/error.h"
+#include "server/cluster_admin.h"
+
+enum { C_UP, C_STATUS, C_DOWN, C_RESTART };
+
+#define SPLIT_MAX (RL_CLUSTER_MAX_SHARDS - 1)
+
+static int failed(const char *what, int rc, const rl_buf *msg) {
+    fprintf(stderr, "rl cluster %s: %s (%d): %s\n", what, rl_error_name(rc), rc, msg->len ? (const char *)msg->data : rl_error_message(rc));
+    return 1;
+}
+
+/* Print a shard list of a STATUS reply: ["BEGIN", "END") ... in printable form. */
+static void print_shards(json_t *shards) {
+    size_t i;
+    json_t *sh;
+    int first = 1;
+    json_array_foreach(shards, i, sh) {
+        const char *hb = json_string_value(json_object_get(sh, "begin"));
+        const char *he = json_string_value(json_object_get(sh, "end"));
+        rl_buf b, e, pb, pe;
+        rl__buf_init(&b), rl__buf_init(&e), rl__buf_init(&pb), rl__buf_init(&pe);
+        if (hb) rl__bytes_from_hex(&b, hb, strlen(hb));
+        if (he) rl__bytes_from_hex(&e, he, strlen(he));
+        rl__bytes_printable(&pb, b.data, b.len);
+        rl__bytes_printable(&pe, e.data, e.len);
+        printf("%s[\"%s\", \"%s\")", first ? "" : " ", pb.data, pe.data);
+        json_t *team = json_object_get(sh, "team");
+        if (json_is_array(team)) {
+            printf(" team");
+            size_t j;
+            json_t *m;
+            json_array_foreach(team, j, m) printf("%s%lld", j ? "," : " ", (long long)json_integer_value(m));
+        }
+        first = 0;
+        rl__buf_release(&b), rl__buf_release(&e), rl__buf_release(&pb), rl__buf_release(&pe);
+    }
+    if (first) printf("-");
+}
+
+static long long num(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
+
+static void print_status(json_t *root) {
+    printf("cluster %s (%s)\n", json_string_value(json_object_get(root, "dir")),
+           json_string_value(json_object_get(root, "cluster_file")));
+    printf("%-12s %3s  %-16s %8s  %-5s  %-8s  %s\n", "ROLE", "ID", "ADDRESS", "PID", "ALIVE", "HEALTH", "VERSIONS / SHARDS");
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(root, "processes"), i, p) {
+        const char *role = json_string_value(json_object_get(p, "role"));
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%lld", num(p, "port"));
+        int alive = json_is_true(json_object_get(p, "alive")), healthy = json_is_true(json_object_get(p, "healthy"));
+        printf("%-12s %3lld  %-16s %8lld  %-5s  %-8s  ", role, num(p, "id"), addr, num(p, "pid"), alive ? "yes" : "no",
+               healthy ? "healthy" : "DOWN");
+        json_t *st = json_object_get(p, "status");
+        if (json_is_object(st)) {
+            if (role && !strcmp(role, "coordinator"))
+                printf("committed %lld durable %lld commits %lld log %lld B; ", num(st, "committed_version"),
+                       num(st, "durable_version"), num(st, "commits"), num(st, "log_bytes"));
+            else
+                printf("applied %lld known %lld durable %lld keys %lld; ", num(st, "applied_version"),
+                       num(st, "known_version"), num(st, "durable_version"), num(st, "keys"));
+            print_shards(json_object_get(st, "shards"));
+        }
+        const char *err = json_string_value(json_object_get(p, "error"));
+        if (err) printf("%s(%s)", json_is_object(st) ? " " : "", err);
+        if (!alive || !healthy) printf("  log: %s", json_string_value(json_object_get(p, "log")));
+        printf("\n");
+    }
+}
+
+int rl_cmd_cluster(int argc, char **argv) {
+    const char *dir = NULL, *split = NULL;
+    int which = -1, code, n_storage = 0, shards = 0, no_sync = 0, as_json = 0, coordinator = 0, hard = 0;
+    int64_t window = 0;
+    double timeout_s = RL_CLUSTER_DEFAULT_TIMEOUT_MS / 1000.0;
+    const rl_arg opts[] = {
+        {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR", .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
+         .help = "the cluster's directory (data, logs, pids.json, reclayer.cluster)"},
+        {0}};
+    const rl_arg up_opts[] = {
+        {.name = "storage", .kind = RL_ARG_INT, .dest = &n_storage, .metavar = "N", .flags = RL_ARG_REQUIRED, .min = 1,
+         .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers to start (ids 1..N)"},
+        {.name = "shards", .kind = RL_ARG_INT, .dest = &shards, .metavar = "K", .min = 0, .max = 256,
+         .help = "split the user keyspace evenly by first byte into K shards, round-robin over the servers (0: one "
+                 "per server)"},
+        {.name = "split", .kind = RL_ARG_STRING, .dest = &split, .metavar = "KEY,...", .flags = RL_ARG_NONEMPTY,
+         .help = "split the user keyspace at these keys instead (FoundationDB's printable form, \\xNN; \\x2c for a "
+                 "comma), strictly increasing; shards go round-robin to the servers"},
+        {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync,
+         .help = "run every process without fsync (benchmarks only: a crash may lose acknowledged commits)"},
+        {.name = "window-versions", .kind = RL_ARG_INT64, .dest = &window, .metavar = "N", .min = 0,
+         .max = INT64_C(1000000000000), .help = "the servers' MVCC window in versions (0: their default, 5 s)"},
+        {.name = "timeout", .kind = RL_ARG_DOUBLE, .dest = &timeout_s, .metavar = "S", .dmin = 0.1, .dmax = 3600,
+         .help = "seconds to wait until healthy; then stop everything and fail"},
+        {0}};
+    const rl_arg status_opts[] = {
+        {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json, .help = "print the status as JSON"}, {0}};
+    int restart_id = 0;
+    const rl_arg restart_opts[] = {
+        {.name = "storage", .kind = RL_ARG_INT, .dest = &restart_id, .metavar = "ID", .min = 1,
+         .max = RL_CLUSTER_MAX_STORAGE, .flags = RL_ARG_NO_DEFAULT, .help = "restart storage server ID"},
+        {.name = "coordinator", .kind = RL_ARG_FLAG, .dest = &coordinator, .help = "restart the coordinator"},
+        {.name = "kill", .kind = RL_ARG_FLAG, .dest = &hard, .help = "stop it with SIGKILL (a crash) instead of SIGTERM"},
+        {.name = "timeout", .kind = RL_ARG_DOUBLE, .dest = &timeout_s, .metavar = "S", .dmin = 0.1, .dmax = 3600,
+         .help = "seconds to wait until the cluster is healthy again"},
+        {0}};
+    const rl_args_cmd up = {.name = "rl cluster up",
+                            .brief = "create DIR and start a coordinator and N storage servers; print the cluster file",
+                            .summary = "Creates DIR (absent or empty), writes DIR/init.json (the shard layout), starts\n"
+                                       "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (ports chosen by the\n"
+                                       "kernel), waits until every server is registered and healthy and a test\n"
+                                       "commit works, then writes DIR/reclayer.cluster and DIR/pids.json and prints\n"
+                                       "the cluster file's path (use it as --db cluster:PATH).",
+                            .opts = up_opts};
+    const rl_args_cmd status = {.name = "rl cluster status",
+                                .brief = "show every process: role, id, address, pid, alive, versions, shards, health "
+                                         "(exit 1 if something is down)",
+                                .opts = status_opts};
+    const rl_args_cmd down = {.name = "rl cluster down",
+                              .brief = "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
+    const rl_args_cmd restart = {.name = "rl cluster restart",
+                                 .brief = "stop one process and start it again on the same port; wait until healthy",
+                                 .opts = restart_opts};
+    const rl_args_cmd *subs[] = {&up, &status, &down, &restart, NULL};
+    const rl_args_cmd cmd = {
+        .name = "rl cluster",
+        .summary = "Run a local reclayer cluster: one coordinator and N storage servers, all on 127.0.0.1,\n"
+                   "under one directory (data in DIR/coordinator and DIR/storage-ID, logs in DIR/logs/).",
+        .epilog = "Processes are only ever signalled by the pid recorded in DIR/pids.json, after checking\n"
+                  "that the pid still belongs to the process that was started (its start time).\n"
+                  "Exit codes: 0 success, 1 failure, 2 usage.",
+        .opts = opts,
+        .subs = subs,
+        .sub_dest = &which};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int rc = 0, exit_code = 0;
+    int timeout_ms = (int)(timeout_s * 1000.0);
+    switch (which) {
+    case C_UP: {
+        const char *keys[SPLIT_MAX];
+        int nk = 0;
+        char *copy = NULL;
+        if (split) {
+            copy = strdup(split);
+            if (!copy) return failed("up", RL_E_OUT_OF_MEMORY, &msg);
+            for (char *p = copy;;) {
+                char *comma = strchr(p, ',');
+                if (comma) *comma = 0;
+                if (nk == SPLIT_MAX) {
+                    free(copy);
+                    return rl__args_usage_error(&up, "--split: at most %d keys", SPLIT_MAX);
+                }
+                keys[nk++] = p;
+                if (!comma) break;
+                p = comma + 1;
+            }
+            if (shards) {
+                free(copy);
+                return rl__args_usage_error(&up, "--shards and --split exclude each other");
+            }
+        }
+        rl_cluster_up_opts o;
+        memset(&o, 0, sizeof o);
+        o.n_storage = n_storage;
+        o.n_shards = shards;
+        o.split = keys;
+        o.n_split = nk;
+        o.no_sync = no_sync;
+        o.window_versions = window;
+        o.timeout_ms = timeout_ms;
+        /* Check the layout first: a bad split key is a usage error, before anything is created. */
+        rl_buf layout;
+        rl__buf_init(&layout);
+        rc = rl__cluster_layout(&o, &layout, &msg);
+        rl__buf_release(&layout);
+        if (rc == RL_E_INVALID_ARGUMENT) {
+            exit_code = rl__args_usage_error(&up, "%s", msg.data);
+            free(copy);
+            break;
+        }
+        rl__buf_reset(&msg);
+        rc = rl__cluster_up(dir, &o, &msg);
+        free(copy);
+        if (rc) {
+            exit_code = failed("up", rc, &msg);
+            break;
+        }
+        printf("%s/reclayer.cluster\n", dir);
+        break;
+    }
+    case C_STATUS: {
+        json_t *st = NULL;
+        rc = rl__cluster_status(dir, 0, &st, &msg);
+        if (!st) {
+            exit_code = failed("status", rc, &msg);
+            break;
+        }
+        if (as_json) {
+            char *s = json_dumps(st, JSON_INDENT(2));
+            if (s) printf("%s\n", s);
+            free(s);
+        } else {
+            print_status(st);
+        }
+        json_decref(st);
+        exit_code = rc ? 1 : 0;
+        break;
+    }
+    case C_DOWN: {
+        int n = 0;
+        rc = rl__cluster_down(dir, &n, &msg);
+        if (rc) {
+            exit_code = failed("down", rc, &msg);
+            break;
+        }
+        printf("stopped %d process%s\n", n, n == 1 ? "" : "es");
+        break;
+    }
+    case C_RESTART: {
+        if (coordinator == (restart_id != 0)) {
+            exit_code = rl__args_usage_error(&restart, "give exactly one of --storage ID and --coordinator");
+            break;
+        }
+        rc = rl__cluster_restart(dir, coordinator ? 0u : (uint32_t)restart_id, hard ? RL_CLUSTER_KILL : 0, timeout_ms,
+                                 &msg);
+        if (rc) {
+            exit_code = failed("restart", rc, &msg);
+            break;
+        }
+        int pid = 0;
+        uint16_t port = 0;
+        rl__buf_reset(&msg);
+        rl__cluster_pid(dir, coordinator ? 0u : (uint32_t)restart_id, &pid, &port, &msg);
+        printf("restarted %s%s%.0d: pid %d, port %u\n", coordinator ? "the coordinator" : "storage server",
+               coordinator ? "" : " ", coordinator ? 0 : restart_id, pid, port);
+        break;
+    }
+    default:
+        exit_code = 2;
+    }
+    rl__buf_release(&msg);
+    return exit_code;
+}
