@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     const rl_arg opts[] = {
         {.name = "storage", .kind = RL_ARG_INT, .dest = &n_storage, .metavar = "N", .min = 1,
          .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers"},
-        {.name = "shards", .kind = RL_ARG_INT, .dest = &shards, .metavar = "K", .min = 0, .max = 256,
+        {.name = "shards", .kind = RL_ARG_INT, .dest = &shards, .metavar = "K", .min = 0, .max = 255,
          .help = "even split by first byte"},
         {.name = "split", .kind = RL_ARG_STRING, .dest = &split, .metavar = "KEY,...", .help = "split keys"},
         {.name = "split-file", .kind = RL_ARG_STRING, .dest = &split_file, .metavar = "FILE",

@@ -401,8 +401,9 @@ int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
     if (o->n_split < 0 || o->n_split >= RL_CLUSTER_MAX_SHARDS)
         return fail(msg, RL_E_INVALID_ARGUMENT, "at most %d split keys", RL_CLUSTER_MAX_SHARDS - 1);
     int k = o->n_split > 0 ? o->n_split + 1 : (o->n_shards > 0 ? o->n_shards : o->n_storage);
-    if (o->n_split == 0 && (k < 1 || k > 256))
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--shards %d is out of range [1, 256]", k);
+    /* At most 255: with 256 the last boundary would be \xff itself, the end of the user keyspace. */
+    if (o->n_split == 0 && (k < 1 || k > 255))
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--shards %d is out of range [1, 255]", k);
     /* Boundaries: k - 1 keys, strictly increasing, each non-empty and below \xff. */
     rl_buf keys[RL_CLUSTER_MAX_SHARDS];
     int nk = k - 1, rc = RL_OK;

@@ -77,7 +77,7 @@ enum {
 
 typedef struct {
     int n_storage;              /* storage servers, 1..RL_CLUSTER_MAX_STORAGE */
-    int n_shards;               /* 0: one shard per storage server; else 1..256 shards split evenly
+    int n_shards;               /* 0: one shard per storage server; else 1..255 shards split evenly
                                  * by first byte (boundary i at byte 256*i/K); excludes split */
     const char *const *split;   /* split keys in FoundationDB's printable form (\xNN), strictly
                                  * increasing, non-empty, below \xff; NULL: use n_shards */

@@ -104,7 +104,7 @@ int rl_cmd_cluster(int argc, char **argv) {
     const rl_arg up_opts[] = {
         {.name = "storage", .kind = RL_ARG_INT, .dest = &n_storage, .metavar = "N", .flags = RL_ARG_REQUIRED, .min = 1,
          .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers to start (ids 1..N)"},
-        {.name = "shards", .kind = RL_ARG_INT, .dest = &shards, .metavar = "K", .min = 0, .max = 256,
+        {.name = "shards", .kind = RL_ARG_INT, .dest = &shards, .metavar = "K", .min = 0, .max = 255,
          .help = "split the user keyspace evenly by first byte into K shards, round-robin over the servers (0: one "
                  "per server)"},
         {.name = "split", .kind = RL_ARG_STRING, .dest = &split, .metavar = "KEY,...", .flags = RL_ARG_NONEMPTY,

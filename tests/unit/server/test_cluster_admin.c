@@ -1,0 +1,287 @@
+/* test_cluster_admin.c — the parts of src/server/cluster_admin.h that need no real rlkvd: the
+ * initial layout, the refusals of rl__cluster_up, the process life cycle against a fake rlkvd (a
+ * shell script that writes its port file and sleeps: the health wait times out, and everything
+ * started must be stopped), and the pid checks (a pid whose start time differs from the recorded
+ * one is never signalled). The real cluster is tested in tests/integ/server/.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "server/cluster_admin.h"
+#include "test.h"
+
+static int layout(int n, int k, const char *const *split, int ns, rl_buf *out, rl_buf *msg) {
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = n;
+    o.n_shards = k;
+    o.split = split;
+    o.n_split = ns;
+    rl__buf_reset(out);
+    rl__buf_reset(msg);
+    return rl__cluster_layout(&o, out, msg);
+}
+
+/* cluster-1.1: layouts — even split by first byte, round-robin teams, split keys, refusals. */
+TEST(cluster_1_1_layout) {
+    rl_buf out, msg;
+    rl__buf_init(&out);
+    rl__buf_init(&msg);
+    ASSERT_OK(layout(1, 0, NULL, 0, &out, &msg));
+    ASSERT_STR_EQ((char *)out.data, "{\"storage\": [1], \"shards\": [{\"begin\": \"\", \"end\": \"ff\", \"team\": [1]}]}\n");
+    ASSERT_OK(layout(3, 4, NULL, 0, &out, &msg));
+    ASSERT_STR_EQ((char *)out.data,
+                  "{\"storage\": [1, 2, 3], \"shards\": [{\"begin\": \"\", \"end\": \"40\", \"team\": [1]}, "
+                  "{\"begin\": \"40\", \"end\": \"80\", \"team\": [2]}, {\"begin\": \"80\", \"end\": \"c0\", "
+                  "\"team\": [3]}, {\"begin\": \"c0\", \"end\": \"ff\", \"team\": [1]}]}\n");
+    /* The default is one shard per server; boundary i at byte 256*i/K. */
+    ASSERT_OK(layout(3, 0, NULL, 0, &out, &msg));
+    ASSERT_NOT_NULL(strstr((char *)out.data, "\"end\": \"55\""));
+    ASSERT_NOT_NULL(strstr((char *)out.data, "\"end\": \"aa\""));
+    /* 255 shards (the most: with 256 the last boundary would be \xff itself). */
+    ASSERT_OK(layout(2, 255, NULL, 0, &out, &msg));
+    ASSERT_NOT_NULL(strstr((char *)out.data, "{\"begin\": \"fe\", \"end\": \"ff\", \"team\": [1]}"));
+    const char *keys[] = {"a\\x00b", "m", "\\x80"};
+    ASSERT_OK(layout(2, 0, keys, 3, &out, &msg));
+    ASSERT_STR_EQ((char *)out.data,
+                  "{\"storage\": [1, 2], \"shards\": [{\"begin\": \"\", \"end\": \"610062\", \"team\": [1]}, "
+                  "{\"begin\": \"610062\", \"end\": \"6d\", \"team\": [2]}, {\"begin\": \"6d\", \"end\": \"80\", "
+                  "\"team\": [1]}, {\"begin\": \"80\", \"end\": \"ff\", \"team\": [2]}]}\n");
+    /* Every layout is valid JSON. */
+    json_error_t je;
+    json_t *j = json_loads((char *)out.data, 0, &je);
+    ASSERT_NOT_NULL(j);
+    json_decref(j);
+    /* Refusals, each with a reason. */
+    ASSERT_RC(layout(0, 0, NULL, 0, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "--storage 0"));
+    ASSERT_RC(layout(65, 0, NULL, 0, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(layout(1, 256, NULL, 0, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(layout(1, 2, keys, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "exclude"));
+    const char *dec[] = {"m", "b"};
+    ASSERT_RC(layout(1, 0, dec, 2, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "strictly increasing"));
+    const char *dup[] = {"m", "m"};
+    ASSERT_RC(layout(1, 0, dup, 2, &out, &msg), RL_E_INVALID_ARGUMENT);
+    const char *empty[] = {""};
+    ASSERT_RC(layout(1, 0, empty, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "empty"));
+    const char *sys[] = {"\\xff/x"};
+    ASSERT_RC(layout(1, 0, sys, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "system keyspace"));
+    const char *bad[] = {"\\xZZ"};
+    ASSERT_RC(layout(1, 0, bad, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "bad escape"));
+    rl__buf_release(&out);
+    rl__buf_release(&msg);
+}
+
+/* A fake rlkvd: writes its port file (a port nobody answers on) and sleeps. */
+static char *fake_rlkvd(const char *dir) {
+    char *path = malloc(4200);
+    snprintf(path, 4200, "%s/fake-rlkvd", dir);
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("#!/bin/sh\n"
+          "while [ $# -gt 0 ]; do case \"$1\" in --port-file) pf=\"$2\"; shift;; esac; shift; done\n"
+          "echo 1 > \"$pf.tmp\" && mv \"$pf.tmp\" \"$pf\"\n"
+          "exec sleep 120\n",
+          f);
+    fclose(f);
+    chmod(path, 0755);
+    return path;
+}
+
+/* The pids recorded in dir/pids.json (up to cap), for checks. */
+static int recorded_pids(const char *dir, int *pids, int cap) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/pids.json", dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) return -1;
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(root, "processes"), i, p) if (n < cap) pids[n++] =
+        (int)json_integer_value(json_object_get(p, "pid"));
+    json_decref(root);
+    return n;
+}
+
+static int pid_alive(int pid) {
+    int st;
+    (void)waitpid(pid, &st, WNOHANG);
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* cluster-1.2: a cluster that never becomes healthy: up fails in time with a message naming the
+ * logs, and every process it started is gone; a second up into the same directory is refused;
+ * down is idempotent; status says every process is down and exits non-zero. */
+TEST(cluster_1_2_unhealthy_start_stops_everything) {
+    char *base = rl_test_tmpdir("cadm");
+    char *fake = fake_rlkvd(base);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/c", base);
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.timeout_ms = 800;
+    o.rlkvd = fake;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int rc = rl__cluster_up(dir, &o, &msg);
+    ASSERT_RC(rc, RL_E_TIMED_OUT);
+    printf("up failed as expected: %s\n", (char *)msg.data);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "/logs/"));
+    int pids[8];
+    int n = recorded_pids(dir, pids, 8);
+    ASSERT_EQ(n, 3);
+    for (int i = 0; i < n; i++) {
+        ASSERT_TRUE(pids[i] > 0);
+        ASSERT_FALSE(pid_alive(pids[i]));
+    }
+    /* The logs exist; the cluster file was never written. */
+    char path[4300];
+    snprintf(path, sizeof path, "%s/logs/storage-2.log", dir);
+    ASSERT_EQ(access(path, R_OK), 0);
+    snprintf(path, sizeof path, "%s/reclayer.cluster", dir);
+    ASSERT_NE(access(path, F_OK), 0);
+    rl__buf_reset(&msg);
+    ASSERT_RC(rl__cluster_up(dir, &o, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "not empty"));
+    int stopped = -1;
+    rl__buf_reset(&msg);
+    ASSERT_OK(rl__cluster_down(dir, &stopped, &msg));
+    ASSERT_EQ(stopped, 0);
+    json_t *st = NULL;
+    rl__buf_reset(&msg);
+    ASSERT_RC(rl__cluster_status(dir, 200, &st, &msg), RL_E_SERVER_UNAVAILABLE);
+    ASSERT_NOT_NULL(st);
+    ASSERT_FALSE(json_is_true(json_object_get(st, "ok")));
+    json_decref(st);
+    /* No cluster at all. */
+    rl__buf_reset(&msg);
+    ASSERT_RC(rl__cluster_down(base, &stopped, &msg), RL_E_FILE_NOT_FOUND);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "rl cluster up"));
+    rl__buf_release(&msg);
+    free(fake);
+    rl_test_rmtree(base);
+    free(base);
+}
+
+/* cluster-1.3: a process that exits at once fails up at once (not after the timeout), naming its
+ * log; the storage servers it had started are stopped. */
+TEST(cluster_1_3_process_exits) {
+    char *base = rl_test_tmpdir("cadm");
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/c", base);
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    o.timeout_ms = 20000;
+    o.rlkvd = "/bin/false";
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int64_t t0 = (int64_t)time(NULL);
+    ASSERT_RC(rl__cluster_up(dir, &o, &msg), RL_E_SERVER_UNAVAILABLE);
+    ASSERT_TRUE((int64_t)time(NULL) - t0 < 5);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "coordinator.log"));
+    /* A missing binary is named. */
+    char dir2[4300];
+    snprintf(dir2, sizeof dir2, "%s/d", base);
+    o.rlkvd = "/nonexistent/rlkvd";
+    rl__buf_reset(&msg);
+    ASSERT_RC(rl__cluster_up(dir2, &o, &msg), RL_E_FILE_NOT_FOUND);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "/nonexistent/rlkvd"));
+    rl__buf_release(&msg);
+    rl_test_rmtree(base);
+    free(base);
+}
+
+/* cluster-1.4: only our pids are signalled. pids.json names a live process (a sleep we start)
+ * with another start time, as a recycled pid would have: down leaves it alone; with the right
+ * start time it is stopped. */
+TEST(cluster_1_4_recycled_pid_is_not_ours) {
+    char *base = rl_test_tmpdir("cadm");
+    char *fake = fake_rlkvd(base);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/c", base);
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    o.timeout_ms = 300;
+    o.rlkvd = fake;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    ASSERT_RC(rl__cluster_up(dir, &o, &msg), RL_E_TIMED_OUT);
+    pid_t victim = fork();
+    if (victim == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    ASSERT_TRUE(victim > 0);
+    usleep(50000);
+    /* Rewrite pids.json: the storage server's entry gets the victim's pid, a wrong start time, and
+     * running = true. */
+    char path[4300];
+    snprintf(path, sizeof path, "%s/pids.json", dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    ASSERT_NOT_NULL(root);
+    json_t *p = json_array_get(json_object_get(root, "processes"), 1);
+    json_object_set_new(p, "pid", json_integer(victim));
+    json_object_set_new(p, "proc_start_ticks", json_integer(1));
+    json_object_set_new(p, "running", json_true());
+    ASSERT_EQ(json_dump_file(root, path, 0), 0);
+    int stopped = -1;
+    rl__buf_reset(&msg);
+    ASSERT_OK(rl__cluster_down(dir, &stopped, &msg));
+    ASSERT_EQ(stopped, 0);
+    ASSERT_TRUE(pid_alive(victim));
+    int pid = -1;
+    rl__buf_reset(&msg);
+    ASSERT_OK(rl__cluster_pid(dir, 1, &pid, NULL, &msg));
+    ASSERT_EQ(pid, 0);
+    /* With its real start time it is ours and gets stopped. */
+    char sp[64], buf[1024];
+    snprintf(sp, sizeof sp, "/proc/%d/stat", (int)victim);
+    FILE *f = fopen(sp, "r");
+    ASSERT_NOT_NULL(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *q = strrchr(buf, ')') + 2;
+    for (int field = 3; field < 22; field++) q = strchr(q, ' ') + 1;
+    json_object_set_new(p, "proc_start_ticks", json_integer(strtoll(q, NULL, 10)));
+    ASSERT_EQ(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    rl__buf_reset(&msg);
+    ASSERT_OK(rl__cluster_pid(dir, 1, &pid, NULL, &msg));
+    ASSERT_EQ(pid, (int)victim);
+    rl__buf_reset(&msg);
+    ASSERT_OK(rl__cluster_down(dir, &stopped, &msg));
+    ASSERT_EQ(stopped, 1);
+    ASSERT_FALSE(pid_alive(victim));
+    rl__buf_release(&msg);
+    free(fake);
+    rl_test_rmtree(base);
+    free(base);
+}
+
+RL_TEST_MAIN(T(cluster_1_1_layout), T(cluster_1_2_unhealthy_start_stops_everything), T(cluster_1_3_process_exits),
+             T(cluster_1_4_recycled_pid_is_not_ours))
