@@ -634,7 +634,7 @@ uint16_t rl__listener_port(const rl_listener *l) { return l->port; }
 
 void rl__listener_close(rl_listener *l) {
     if (!l) return;
-    if (rl__loop_context(l->loop)) {
+    if (rl__tls_loop == l->loop) {
         do_listener_close(l);
         return;
     }
@@ -763,12 +763,12 @@ static void on_readable(rl_conn *c) {
             size_t pending = rl__frame_reader_pending(&c->rd), flen = rl__frame_reader_frame_len(&c->rd);
             if (pending == 0)
                 close_error(c, RL_E_CONNECTION_FAILED, 1, "peer closed the connection");
-            else if (flen == 0)
-                close_error(c, RL_E_MALFORMED_FRAME, 0,
+            else if (flen == 0) /* a truncated frame is a lost connection (what a crash looks like) */
+                close_error(c, RL_E_CONNECTION_FAILED, 0,
                             "peer closed in the middle of a frame header (%zu of %d bytes received)", pending,
                             RL_FRAME_HEADER_LEN);
             else
-                close_error(c, RL_E_MALFORMED_FRAME, 0,
+                close_error(c, RL_E_CONNECTION_FAILED, 0,
                             "peer closed in the middle of a frame (%zu of %zu bytes received)", pending, flen);
             return;
         }

@@ -26,9 +26,11 @@
  * monotonic clock before the callback).
  *   The margin adapts: every timed sleep that ends by timeout yields a sample (actual wake time −
  * requested wake time); the last RL__LATE_RING (128) samples are kept, and every 8 samples the
- * margin becomes p99(samples) + RL__MARGIN_PAD, clamped to [RL__MARGIN_MIN, RL__MARGIN_MAX] =
- * [20, 200] µs (100 µs until 8 samples exist). The clamp bounds the CPU a timer may burn spinning
- * (≤ 200 µs per deadline) on a noisy machine; wake-ups later than 200 µs make that timer late.
+ * margin becomes p99(samples) + max(p99 / 4, 10 µs), clamped to [RL__MARGIN_MIN, RL__MARGIN_MAX]
+ * = [20, 200] µs (100 µs until 8 samples exist). The pad above p99 is there because a margin of
+ * exactly p99 would, by definition, leave 1% of timers late. The clamp bounds the CPU a timer may
+ * burn spinning (≤ 200 µs per deadline) on a noisy machine; wake-ups later than the margin make
+ * that timer late by the difference (preemption while spinning, too).
  *   epoll_pwait2 (Linux 5.11) takes a nanosecond timeout; the loop checks for it at creation (it
  * may be missing or blocked by seccomp: ENOSYS/EPERM) and otherwise arms a CLOCK_MONOTONIC timerfd
  * with the absolute wake time and blocks in epoll_wait.
@@ -72,7 +74,7 @@
 #define RL__MARGIN_INIT_NS 100000u        /* margin until enough samples exist */
 #define RL__MARGIN_MIN_NS 20000u
 #define RL__MARGIN_MAX_NS 200000u
-#define RL__MARGIN_PAD_NS 5000u
+#define RL__MARGIN_PAD_NS 10000u           /* at least this much above p99 */
 #define RL__MARGIN_EVERY 8u               /* recompute the margin every this many samples */
 
 _Thread_local rl_loop *rl__tls_loop;
@@ -432,7 +434,8 @@ static void sample_lateness(rl_loop *loop, uint64_t late_ns) {
     qsort(sorted, n, sizeof sorted[0], cmp_u64);
     uint32_t i99 = (uint32_t)((n * 99u + 99u) / 100u); /* ceil(0.99 n) */
     uint64_t p99 = sorted[i99 ? i99 - 1 : 0], p50 = sorted[(n - 1) / 2];
-    uint64_t m = p99 + RL__MARGIN_PAD_NS;
+    uint64_t pad = p99 / 4 > RL__MARGIN_PAD_NS ? p99 / 4 : RL__MARGIN_PAD_NS;
+    uint64_t m = p99 + pad;
     if (m < RL__MARGIN_MIN_NS) m = RL__MARGIN_MIN_NS;
     if (m > RL__MARGIN_MAX_NS) m = RL__MARGIN_MAX_NS;
     loop->margin_ns = m;

@@ -37,11 +37,14 @@
  *     loop was freed (they see it closed); only rl__conn_release frees its memory.
  *   - rl_listener: owned by the caller of rl__listen until rl__listener_close (or rl__loop_free).
  *
- * CLOSING. A connection is closed exactly once, by rl__conn_close, a peer's EOF, a socket error,
- * a malformed frame (bad flags, oversized length, the peer closing in the middle of a frame), or
- * the loop being freed. Each logs one line naming the peer and why (warn for errors, info for
- * local closes and clean EOFs), calls on_close(conn, err, ud) once on the loop thread, and never
- * calls a callback of that connection after it. Closing never affects any other connection.
+ * CLOSING. A connection is closed exactly once, by rl__conn_close (err RL_OK), the peer's EOF
+ * (RL_E_CONNECTION_FAILED; also when it closes in the middle of a frame, which is what a crashed
+ * peer looks like), a socket error (RL_E_CONNECTION_FAILED), a malformed header (bad flags, a
+ * payload over 64 MiB: RL_E_MALFORMED_FRAME), memory (RL_E_OUT_OF_MEMORY), or the loop being freed
+ * (RL_E_OPERATION_CANCELLED). Each logs one line naming the peer and why (warn, or info for local
+ * closes and EOFs at a frame boundary), calls on_close(conn, err, ud) once on the loop thread, and
+ * never calls a callback of that connection after it. Closing never affects other connections.
+ * A close that drops a partly written frame leaves the peer a truncated frame.
  *
  * ERRORS. Codes of include/reclayer/error.h, never errno: RL_E_INVALID_ARGUMENT (bad arguments,
  * an address outside 127.0.0.0/8), RL_E_OUT_OF_MEMORY, RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED,
@@ -208,9 +211,11 @@ int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_acc
 /* rl__listener_port — the bound port (host order). [any] */
 uint16_t rl__listener_port(const rl_listener *listener);
 
-/* rl__listener_close — stop accepting and free the listener (NULL is a no-op); on_accept is never
- * called after this returns. Connections it accepted are unaffected. [loop] (a call from another
- * thread is posted: the listener stops within one pass and the pointer must not be used again). */
+/* rl__listener_close — stop accepting and free the listener (NULL is a no-op). On the loop thread
+ * it closes at once and on_accept is never called after this returns; from any other thread
+ * (also the owner's before rl__loop_run) the close is posted: the listener stops in the loop's
+ * next pass (or in rl__loop_free). Either way the pointer must not be used again. Connections it
+ * accepted are unaffected. [any] */
 void rl__listener_close(rl_listener *listener);
 
 /* rl__connect — non-blocking TCP connect to ip:port (loopback only, as rl__listen).

@@ -70,22 +70,29 @@ static inline void lt_loop_finish(lt_loop *l) {
     l->loop = NULL;
 }
 
+/* Waits poll with a sleep that starts at 20 µs and doubles to 1 ms, so that a waiting test thread
+ * neither adds much latency nor steals the CPU from the loop threads it measures. */
+static inline void lt_backoff(uint64_t *us) {
+    rl__clock_sleep_us(*us);
+    if (*us < 1000) *us *= 2;
+}
+
 /* Wait until *flag becomes nonzero; returns 1, or 0 after timeout_ms. */
 static inline int lt_wait_flag(atomic_int *flag, int timeout_ms) {
-    uint64_t end = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t end = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000u, us = 20;
     while (!atomic_load(flag)) {
         if (rl__clock_mono_ns() > end) return 0;
-        rl__clock_sleep_us(50);
+        lt_backoff(&us);
     }
     return 1;
 }
 
 /* Wait until *counter >= want; returns 1, or 0 after timeout_ms. */
 static inline int lt_wait_count(atomic_long *counter, long want, int timeout_ms) {
-    uint64_t end = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t end = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000u, us = 20;
     while (atomic_load(counter) < want) {
         if (rl__clock_mono_ns() > end) return 0;
-        rl__clock_sleep_us(50);
+        lt_backoff(&us);
     }
     return 1;
 }
