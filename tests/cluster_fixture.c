@@ -23,6 +23,7 @@
 static rl_test_cluster *g_slots[SLOTS];
 static volatile sig_atomic_t g_pids[SLOTS][PIDS];
 static int g_hooks_installed;
+static pid_t g_owner; /* the process that started the clusters: forked children never stop them */
 
 static void refresh_pids(rl_test_cluster *c) {
     if (c->slot < 0) return;
@@ -31,7 +32,7 @@ static void refresh_pids(rl_test_cluster *c) {
 }
 
 static void on_signal(int sig) {
-    for (int s = 0; s < SLOTS; s++)
+    for (int s = 0; getpid() == g_owner && s < SLOTS; s++)
         for (int i = PIDS - 1; i >= 0; i--)
             if (g_pids[s][i] > 0) kill((pid_t)g_pids[s][i], SIGKILL);
     signal(sig, SIG_DFL);
@@ -39,6 +40,7 @@ static void on_signal(int sig) {
 }
 
 static void at_exit(void) {
+    if (getpid() != g_owner) return;
     for (int s = 0; s < SLOTS; s++)
         if (g_slots[s]) rl_test_cluster_stop(g_slots[s]);
 }
@@ -46,6 +48,7 @@ static void at_exit(void) {
 static void install_hooks(void) {
     if (g_hooks_installed) return;
     g_hooks_installed = 1;
+    g_owner = getpid();
     atexit(at_exit);
     int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGABRT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {

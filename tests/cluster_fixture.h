@@ -17,7 +17,9 @@
  *      test dies by any means (SIGKILL by ctest's timeout included), the pipe closes and the
  *      guardian runs rl__cluster_down (it reads pids.json, so restarted processes are found too)
  *      and removes the directory. It also gives up after RL_TEST_CLUSTER_MAX_LIFE_S.
- * Call rl_test_cluster_start before the test starts threads (the guardian is a fork).
+ * Call rl_test_cluster_start before the test starts threads (the guardian is a fork). A child the
+ * test forks inherits the hooks, but they act only in the process that started the cluster, so a
+ * child's exit or signal never stops it (children should still leave with _exit).
  *
  * RL_TEST_KEEP=1 keeps the directory (logs) after the stop, and its path is printed.
  * Not thread-safe: start, restart and stop from one thread.
