@@ -155,6 +155,7 @@ static void flush(rl_conn *c);
  * Objects and references
  * ========================================================================================== */
 
+/* A fresh connection object in CONNECTING with the loop's reference; NULL when out of memory. */
 static rl_conn *conn_new(rl_loop *loop) {
     rl_conn *c = rl__calloc(1, sizeof *c);
     if (!c) return NULL;
@@ -171,11 +172,13 @@ static rl_conn *conn_new(rl_loop *loop) {
     return c;
 }
 
+/* Free a queued frame and the payload it owns. */
 static void free_frame(out_frame *f) {
     if (f->owns_payload) rl__free(f->payload);
     rl__free(f);
 }
 
+/* Free everything of c (the last reference is gone; any thread). */
 static void conn_free(rl_conn *c) {
     for (out_frame *f = c->q_head, *next; f; f = next) {
         next = f->next;
@@ -202,6 +205,7 @@ const char *rl__conn_local(const rl_conn *c) { return c->local; }
 int rl__conn_is_open(const rl_conn *c) { return c && state_of(c) == ST_OPEN; }
 const char *rl__conn_close_reason(const rl_conn *c) { return c->close_reason; }
 
+/* Link c into loop->conns / unlink it (loop context). */
 static void list_add(rl_conn *c) {
     rl_loop *loop = c->loop;
     c->lprev = NULL;
@@ -314,6 +318,7 @@ static void do_close(rl_conn *c) {
     make_zombie(c);
 }
 
+/* RL_CONN_CLOSE_FLUSH did not drain in time: close anyway with RL_E_TIMED_OUT (timer callback). */
 static void flush_timeout_fn(rl_loop *loop, void *ud) {
     (void)loop;
     rl_conn *c = ud;
@@ -354,6 +359,7 @@ static void handle_close_request(rl_conn *c) {
     flush(c);
 }
 
+/* A close requested from another thread (posted; holds a reference). */
 static void close_post_fn(rl_loop *loop, void *ud) {
     (void)loop;
     rl_conn *c = ud;
@@ -451,6 +457,7 @@ static void connected(rl_conn *c) {
     cb(c, RL_OK, c->connect_ud);
 }
 
+/* The connect timeout fired (timer callback). */
 static void connect_timeout(rl_loop *loop, void *ud) {
     (void)loop;
     rl_conn *c = ud;
@@ -462,6 +469,7 @@ static void connect_timeout(rl_loop *loop, void *ud) {
     }
 }
 
+/* The connecting socket became writable or failed: finish the connect either way (loop thread). */
 static void on_connect_event(rl_conn *c, uint32_t events) {
     (void)events;
     int soerr = 0;
@@ -539,6 +547,7 @@ int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl
  * Listening
  * ========================================================================================== */
 
+/* Unlink l from loop->listeners (loop context). */
 static void listener_unlink(rl_listener *l) {
     if (!l->in_list) return;
     if (l->lprev)
@@ -568,6 +577,8 @@ static void do_listener_close(rl_listener *l) {
     }
 }
 
+/* Start watching a listener (loop context; posted by rl__listen from other threads). A listener
+ * closed before this ran is freed here; one registered while the loop is being freed is closed. */
 static void listener_register(rl_loop *loop, void *ud) {
     rl_listener *l = ud;
     if (l->closed) { /* closed before it was registered */
@@ -644,6 +655,7 @@ void rl__listener_close(rl_listener *l) {
     rl__loop_post_node(l->loop, &l->close_node);
 }
 
+/* The pause after descriptor exhaustion is over: watch the listener again (timer callback). */
 static void listener_resume(rl_loop *loop, void *ud) {
     rl_listener *l = ud;
     l->pause_timer = 0;
@@ -739,6 +751,8 @@ static int deliver(rl_conn *c) {
     }
 }
 
+/* Read what the socket has (up to RD_BUDGET per event, for fairness between connections), hand
+ * out the frames, and turn EOF or an error into a close (loop thread, state OPEN or FLUSHING). */
 static void on_readable(rl_conn *c) {
     size_t budget = RD_BUDGET;
     for (;;) {
@@ -800,6 +814,7 @@ void rl__conn_on_event(rl_conn *c, uint32_t events) {
  * Writing
  * ========================================================================================== */
 
+/* splitmix64: the jitter PRNG (deterministic per seed). */
 static uint64_t next_rand(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -807,13 +822,19 @@ static uint64_t next_rand(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-/* Arm or disarm EPOLLOUT to match `want`. Send lock held, state OPEN or FLUSHING. */
+/* Arm or disarm EPOLLOUT to match `want`. If arming fails nothing would ever flush the queue
+ * (invariant 3), so the connection is closed instead. Send lock held, state OPEN or FLUSHING. */
 static void set_out_interest_locked(rl_conn *c, int want) {
     if (c->epollout_armed == want) return;
-    if (rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, IN_EVENTS | (want ? EPOLLOUT : 0), &c->io) == 0)
+    int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, IN_EVENTS | (want ? EPOLLOUT : 0), &c->io);
+    if (e == 0)
         c->epollout_armed = want;
+    else if (want)
+        request_close_locked(c, ST_CLOSING, rl__net_map_errno(e, RL_E_CONNECTION_FAILED), 0,
+                             "cannot wait for the socket to drain: epoll_ctl: %s", strerror(e));
 }
 
+/* Append the unwritten part of f (header rest, payload rest) to iov[*niov..]: at most 2 entries. */
 static void iov_of(out_frame *f, struct iovec *iov, int *niov) {
     size_t plen = f->len - RL_FRAME_HEADER_LEN;
     if (f->off < RL_FRAME_HEADER_LEN) {
@@ -830,6 +851,7 @@ static void iov_of(out_frame *f, struct iovec *iov, int *niov) {
     }
 }
 
+/* One non-blocking sendmsg without SIGPIPE, retried on EINTR. Returns bytes written or -1/errno. */
 static ssize_t send_iov(int fd, struct iovec *iov, int niov) {
     struct msghdr msg;
     memset(&msg, 0, sizeof msg);
@@ -890,6 +912,7 @@ static int write_due_locked(rl_conn *c, int *out_blocked) {
     }
 }
 
+/* The queue head's release time has come (timer callback). */
 static void release_timer_fn(rl_loop *loop, void *ud) {
     (void)loop;
     rl_conn *c = ud;
@@ -930,6 +953,7 @@ static void flush(rl_conn *c) {
     }
 }
 
+/* A sender on another thread queued the first frame of an empty queue (posted; holds a reference). */
 static void wake_post_fn(rl_loop *loop, void *ud) {
     (void)loop;
     rl_conn *c = ud;
@@ -940,6 +964,8 @@ static void wake_post_fn(rl_loop *loop, void *ud) {
     rl__conn_release(c);
 }
 
+/* A queue entry for a frame: the payload copied inline, or `owned` adopted (not on failure: then
+ * the caller still owns it). NULL when out of memory. */
 static out_frame *make_frame(const uint8_t hdr[RL_FRAME_HEADER_LEN], const void *payload, size_t len,
                              uint8_t *owned) {
     out_frame *f = rl__malloc(sizeof *f + (owned ? 0 : len));
@@ -961,6 +987,7 @@ static out_frame *make_frame(const uint8_t hdr[RL_FRAME_HEADER_LEN], const void 
     return f;
 }
 
+/* Append f to the send queue and count its unwritten bytes. Send lock held. */
 static void enqueue_locked(rl_conn *c, out_frame *f) {
     if (c->q_tail)
         c->q_tail->next = f;

@@ -222,6 +222,7 @@ int rl__loop_is_closing(const rl_loop *loop) { return atomic_load(&((rl_loop *)l
  * Posts
  * ========================================================================================== */
 
+/* Make a sleeping loop return from epoll (eventfd write). [any] */
 static void wake(rl_loop *loop) {
     uint64_t one = 1;
     ssize_t r;
@@ -286,6 +287,7 @@ void rl__loop_stop(rl_loop *loop) {
  * Timers
  * ========================================================================================== */
 
+/* Heap order: (deadline, seq). */
 static int slot_less(const rl_loop *loop, uint32_t a, uint32_t b) {
     const rl__timer_slot *x = &loop->slots[a], *y = &loop->slots[b];
     return x->deadline < y->deadline || (x->deadline == y->deadline && x->seq < y->seq);
@@ -534,6 +536,7 @@ static int wait_events(rl_loop *loop, struct epoll_event *ev, int max) {
     return spin_until(loop, ev, max, deadline);
 }
 
+/* Hand each event to its object; closes requested by a handler are done right after it. */
 static void dispatch(rl_loop *loop, struct epoll_event *ev, int n) {
     for (int i = 0; i < n; i++) {
         rl__io *io = ev[i].data.ptr;

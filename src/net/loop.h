@@ -44,7 +44,8 @@
  * (RL_E_OPERATION_CANCELLED). Each logs one line naming the peer and why (warn, or info for local
  * closes and EOFs at a frame boundary), calls on_close(conn, err, ud) once on the loop thread, and
  * never calls a callback of that connection after it. Closing never affects other connections.
- * A close that drops a partly written frame leaves the peer a truncated frame.
+ * A close that drops a partly written frame leaves the peer a truncated frame. There is no
+ * half-close: the peer's shutdown(SHUT_WR) closes the connection.
  *
  * ERRORS. Codes of include/reclayer/error.h, never errno: RL_E_INVALID_ARGUMENT (bad arguments,
  * an address outside 127.0.0.0/8), RL_E_OUT_OF_MEMORY, RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED,

@@ -40,6 +40,7 @@ static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > h
  * never beyond invariant 2's limit. */
 static size_t wanted_cap(size_t have, size_t need, size_t cap) {
     size_t want = need > RL_FRAME_READER_CHUNK ? need : RL_FRAME_READER_CHUNK;
+    if (want <= have) want = have + 1; /* never below the pending bytes (a caller that did not drain) */
     if (cap < have + 4096 && want < have + RL_FRAME_READER_CHUNK) want = have + RL_FRAME_READER_CHUNK;
     size_t limit = have + clamp(have, RL_FRAME_READER_CHUNK, RL_FRAME_READER_MAX_AHEAD);
     return want < limit ? want : limit;

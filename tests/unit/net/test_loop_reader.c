@@ -280,6 +280,41 @@ TEST(loop_5_4_reader_out_of_memory) {
     rl__frame_reader_release(&r);
 }
 
+/* A caller that asks for space without draining complete frames (or after a refusal) never loses
+ * pending bytes, also when the buffer is large enough to be shrunk. */
+TEST(loop_5_6_reader_space_without_draining) {
+    rl_frame_reader r;
+    rl__frame_reader_init(&r);
+    size_t total = 0;
+    uint8_t *p;
+    size_t room;
+    /* 3 MiB of small complete frames, never drained. */
+    while (total < (3u << 20)) {
+        ASSERT_OK(rl__frame_reader_space(&r, &p, &room));
+        ASSERT_TRUE(room >= 1);
+        size_t k = room < 100000 ? room : 100000;
+        for (size_t i = 0; i < k; i++) {
+            size_t at = total + i;
+            size_t in = at % 20; /* 20-byte frames: header (payload 4) + 4 bytes */
+            p[i] = in == 0 ? 4 : in < RL_FRAME_HEADER_LEN ? 0 : (uint8_t)(at / 20);
+        }
+        rl__frame_reader_commit(&r, k);
+        total += k;
+        ASSERT_EQ(rl__frame_reader_pending(&r), total);
+    }
+    size_t n = 0;
+    rl_frame_header h;
+    const uint8_t *payload;
+    int ready;
+    while (rl__frame_reader_next(&r, &h, &payload, &ready) == RL_OK && ready) {
+        ASSERT_EQ(h.payload_len, 4);
+        ASSERT_EQ(payload[0], (uint8_t)n);
+        n++;
+    }
+    ASSERT_EQ(n, total / 20);
+    rl__frame_reader_release(&r);
+}
+
 /* ---- behind a socket ---- */
 
 /* Random byte streams (valid frames, then corruption) from raw peers to a loop: each connection
@@ -366,7 +401,7 @@ TEST(loop_5_5_socket_random_streams) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(loop_5_1_reader_valid_streams), T(loop_5_2_reader_corrupted_streams),
                                        T(loop_5_3_reader_trickle_bound), T(loop_5_4_reader_out_of_memory),
-                                       T(loop_5_5_socket_random_streams)};
+                                       T(loop_5_5_socket_random_streams), T(loop_5_6_reader_space_without_draining)};
     rl_test_init(argc, argv);
     rl__log_set_level(RL_LOG_ERROR); /* 40 malformed connections would print 40 warnings */
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, NULL);
