@@ -229,6 +229,8 @@ int rl__txn_check_usable(rl_txn *t);
 /* txn.c: append [b, e) (copied) to the read conflict ranges, counting its size; nothing when it
  * is empty. Under t->mu. */
 int rl__txn_read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
+/* txn.c: the read conflict range of one key, [k, k + "\x00"). Under t->mu. */
+int rl__txn_read_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl);
 /* txn_read.c: the read version arrived (err RL_OK) or failed: start or fail the waiters.
  * Called without t->mu. */
 void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v);

@@ -119,6 +119,12 @@ static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, 
     return range_add_owned(t, l, bc, bl, ec, el);
 }
 
+int rl__txn_read_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
+    uint8_t *e = key_after(&t->arena, k, kl); /* one copy serves both ends: [k, k + "\x00") */
+    if (!e) return RL_E_OUT_OF_MEMORY;
+    return range_add_owned(t, &t->reads, e, kl, e, kl + 1);
+}
+
 int rl__txn_read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (kcmp(b, bl, e, el) >= 0) return RL_OK;
     return range_add(t, &t->reads, b, bl, e, el);
