@@ -1,0 +1,329 @@
+/* ss_int.h (private to the storage server: storage_server.c, ss_repl.c, ss_mapped.c) — the
+ * structures of `rlkvd storage` and the functions its files share.
+ *
+ * Ownership of state by thread (the invariants every function here relies on):
+ *   1. The loop thread owns every connection object of the server (clients, the coordinator,
+ *      peers), the parked reads, the replication state (co_*, sync_busy, …) and the pending
+ *      storage-to-storage requests. Nothing else touches them; other threads post to the loop.
+ *   2. `own` (the ranges this server holds) and `map` (the coordinator's shard map) are written
+ *      by the loop thread under map_mu and read by workers under map_mu; the loop thread reads
+ *      them without the lock.
+ *   3. Versions: `applied` and `known` are written by the loop thread only and read atomically
+ *      anywhere; applied <= known; a version v <= known is readable at min(v, applied), whose data
+ *      equals v's for this server's shards (no mutation of its shards lies in (applied, known]).
+ *   4. Counters are atomics, updated by whichever thread counts.
+ *   5. The engine (rl_storage) allows concurrent readers and one writer; the loop thread is the
+ *      only writer (apply), the sync thread only syncs.
+ */
+#ifndef RL_SERVER_SS_INT_H
+#define RL_SERVER_SS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/kvtypes.h"
+#include "net/loop.h"
+#include "net/proto.h"
+#include "server/storage_server.h"
+#include "storage/mapped.h"
+#include "storage/storage.h"
+
+/* Defaults of the knobs (rl_ss_options). */
+#define SS_DEFAULT_WORKERS 3
+#define SS_MAX_WORKERS 16
+#define SS_DEFAULT_FUTURE_WAIT_MS 1000
+#define SS_DEFAULT_S2S_TIMEOUT_MS 2000
+#define SS_DEFAULT_PEEK_WAIT_MS 500
+#define SS_DEFAULT_SYNC_INTERVAL_MS 10
+#define SS_DEFAULT_MAP_REFRESH_MS 5000
+#define SS_DEFAULT_CONNECT_TIMEOUT_MS 1000
+#define SS_TICK_MS 100 /* the housekeeping timer: map refresh, s2s deadlines */
+
+/* Reply bounds (about 8 MiB of rows per range reply, 32 MiB per GET_MULTI reply; frames carry at
+ * most 64 MiB). */
+#define SS_REPLY_BYTES (8L << 20)
+#define SS_MULTI_REPLY_BYTES (32L << 20)
+#define SS_MAPPED_SECONDARY_BUDGET (24L << 20) /* per batch of secondaries */
+#define SS_MAX_BATCH 100                          /* FoundationDB's BUGGIFY range tops at 100 */
+#define SS_DEFAULT_BATCH 10
+#define SS_DEFAULT_SECONDARY_ROWS 2000
+#define SS_DEFAULT_SECONDARY_BYTES 10000000L
+
+/* A key range with heap copies of its keys. */
+typedef struct {
+    uint8_t *begin;
+    uint32_t begin_len;
+    uint8_t *end;
+    uint32_t end_len;
+} ss_range;
+
+/* One server of the shard map. */
+typedef struct {
+    uint32_t id;
+    uint8_t role;
+    char addr[16]; /* dotted IPv4, NUL-terminated */
+    uint16_t port;
+    uint8_t healthy;
+} ss_server;
+
+/* One shard of the shard map. */
+typedef struct {
+    ss_range r;
+    uint32_t team[RL_PROTO_MAX_TEAM];
+    uint32_t n_team;
+} ss_shard;
+
+/* The coordinator's shard map, as last fetched (one heap object, replaced whole). */
+typedef struct {
+    rl_version version;
+    ss_server *servers;
+    uint32_t n_servers;
+    ss_shard *shards;
+    uint32_t n_shards;
+} ss_map;
+
+typedef struct ss_client ss_client;
+typedef struct ss_parked ss_parked;
+typedef struct ss_job ss_job;
+typedef struct ss_peer ss_peer;
+typedef struct ss_batch ss_batch;
+typedef struct ss_s2s_req ss_s2s_req;
+
+/* An accepted connection (a client or a peer storage server). Loop thread only. */
+struct ss_client {
+    rl_ss *ss;
+    rl_conn *conn;   /* one reference, released when the client is freed */
+    int hello;       /* 1 once its HELLO was answered */
+    uint8_t role;    /* its HELLO's role */
+    uint32_t peer_id;
+    ss_client *prev, *next;
+};
+
+/* A read waiting for a version this server does not know yet: the request's frame, kept to be
+ * dispatched again when the version arrives, or answered future_version at its deadline. */
+struct ss_parked {
+    ss_parked *prev, *next;
+    ss_client *cl;
+    uint16_t type;
+    uint64_t id;
+    rl_version version;
+    uint64_t timer; /* the deadline timer's id */
+    uint64_t t0_ns; /* arrival (for server_ns) */
+    size_t len;
+    uint8_t payload[]; /* the request's payload */
+};
+
+/* A mapped read handed to a worker. */
+struct ss_job {
+    ss_job *next;
+    rl_conn *conn; /* one reference */
+    uint64_t id;
+    uint64_t t0_ns;
+    ss_range shard; /* the shard the read runs in (copies) */
+    size_t len;
+    uint8_t payload[];
+};
+
+/* A connection to another storage server for GET_MULTI. Loop thread only. */
+struct ss_peer {
+    rl_ss *ss;
+    uint32_t id;
+    char addr[16];
+    uint16_t port;
+    rl_conn *conn;         /* NULL while not connected */
+    int connecting;        /* a connect is under way */
+    uint64_t gen;          /* connect generation (a late on_connect of an old one is dropped) */
+    ss_s2s_req *pending;   /* sent, awaiting their reply */
+    ss_s2s_req *waiting;   /* queued until the connection is up */
+    ss_peer *next;
+};
+
+/* One piece of a secondary read: the part of an item's keys inside one shard. */
+typedef struct {
+    int item;                /* index of its item in the batch */
+    int is_range;
+    const uint8_t *begin;    /* in the mapped read's arena (or the item's own keys) */
+    uint32_t begin_len;
+    const uint8_t *end;
+    uint32_t end_len;
+    int local;               /* 1: read from this engine */
+    uint32_t owner;          /* remote: the server id to ask */
+    /* Result. */
+    int error;
+    rl_kvpair *kvs;
+    int n_kvs;
+    int more;
+} ss_piece;
+
+/* One GET_MULTI request of a batch. */
+struct ss_s2s_req {
+    ss_batch *b;
+    ss_s2s_req *next; /* in its peer's pending or waiting list */
+    uint32_t server;
+    uint64_t req_id;
+    uint64_t deadline_ns;
+    rl_buf payload;   /* the encoded GET_MULTI request */
+    int *pieces;      /* indexes into b->pieces, in the request's item order */
+    int n_pieces;
+    int done;
+};
+
+/* The remote part of one batch of a mapped read: shared by the worker (which waits) and the
+ * loop thread (which sends and completes), reference counted (the worker's reference plus one
+ * per request not yet finished by the loop). The arena and pieces are the worker's; the loop
+ * thread writes results into them only under mu and only while !cancelled. */
+struct ss_batch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int refs;
+    int outstanding;   /* requests not finished (under mu) */
+    int cancelled;     /* the worker gave up (under mu) */
+    rl_ss *ss;
+    rl_arena *a;       /* the mapped read's arena */
+    ss_piece *pieces;
+    int n_pieces;
+    ss_s2s_req *reqs;
+    int n_reqs;
+    int error;         /* first transport error (under mu) */
+    char errmsg[200];
+};
+
+struct rl_ss {
+    rl_ss_options o;     /* strings point to the copies below */
+    char *dir, *host, *coord_ip, *listen_ip;
+    rl_storage *st;
+    rl_loop *loop;
+    rl_listener *lis;
+    uint16_t port;
+    atomic_int fatal;    /* a fatal error (rl__ss_run returns it) */
+    atomic_int stopping;
+
+    /* Versions (invariant 3). */
+    _Atomic rl_version applied, known;
+    _Atomic rl_version durable, popped;
+
+    /* Ownership and the shard map (invariant 2). */
+    pthread_mutex_t map_mu;
+    ss_range *own;
+    uint32_t n_own;
+    ss_map *map;         /* NULL until fetched */
+
+    /* Inbound connections and parked reads (loop). */
+    ss_client *clients;
+    ss_parked *parked;
+    rl_arena req_arena;  /* decode arena of the request being handled (loop) */
+    rl_buf reply;        /* reply encoding buffer (loop) */
+
+    /* The coordinator connection (loop; ss_repl.c). */
+    rl_conn *co;
+    int co_state;        /* SS_CO_* */
+    uint64_t co_gen;
+    uint64_t co_next_id;
+    uint64_t co_reg_id, co_peek_id, co_map_id;
+    rl_version co_peek_after;
+    uint32_t co_backoff_ms;
+    uint64_t co_retry_timer;
+    uint64_t last_map_ns;
+    rl_arena co_arena;   /* decode arena of coordinator replies (loop) */
+    rl_buf co_buf;       /* encoding buffer of coordinator requests (loop) */
+    atomic_int map_refresh_wanted;
+    atomic_int registered;
+    _Atomic uint64_t registrations;
+
+    /* Background sync (ss_repl.c). */
+    pthread_t sync_thread;
+    int sync_started;
+    pthread_mutex_t sync_mu;
+    pthread_cond_t sync_cv;
+    int sync_want;       /* under sync_mu: a sync is requested */
+    int sync_quit;       /* under sync_mu */
+    rl_version sync_target; /* under sync_mu: what the requested sync covers */
+    int sync_rc;         /* under sync_mu: the last sync's result */
+    rl_version sync_done_target; /* under sync_mu: what it covered */
+    int sync_busy;       /* loop: a sync is requested or running */
+    uint64_t sync_timer; /* loop: a timer that will start the next sync */
+    uint64_t last_sync_ns;
+
+    /* Workers (ss_mapped.c). */
+    pthread_t workers[SS_MAX_WORKERS];
+    int n_workers;
+    pthread_mutex_t job_mu;
+    pthread_cond_t job_cv;
+    ss_job *jobs, *jobs_tail;
+    int jobs_quit;
+
+    /* Peers (loop; ss_mapped.c). */
+    ss_peer *peers;
+    uint64_t s2s_next_id;
+    rl_arena s2s_arena;  /* decode arena of GET_MULTI replies (loop) */
+    uint64_t tick_timer;
+
+    /* Counters (invariant 4). */
+    _Atomic uint64_t n_reads, n_mapped, n_sec_local, n_sec_remote, n_s2s_requests,
+        n_s2s_round_trips, n_peeks, n_parked, n_future;
+};
+
+enum { SS_CO_DOWN = 0, SS_CO_CONNECTING = 1, SS_CO_HELLO = 2, SS_CO_READY = 3 };
+
+/* ---- storage_server.c ---- */
+
+/* Encode reply m (type, flags REPLY) into ss->reply and send it on conn with id. Logs and closes
+ * conn when encoding fails (a bug: the server built a struct the codec refuses). [loop or
+ * worker: uses buf, its own buffer] */
+int rl__ss_send_msg(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *buf);
+/* Send an error reply (code, printf message) for a request of type/id. [any] */
+void rl__ss_send_error(rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Check a read's version v against what the server knows: RL_OK with *out_readv = the engine
+ * version to read at, RL_E_FUTURE_VERSION (v > known: the caller parks or fails), or
+ * RL_E_TRANSACTION_TOO_OLD. [any] */
+int rl__ss_read_version(rl_ss *ss, rl_version v, rl_version *out_readv);
+/* Wake every parked read whose version is now known (dispatch them again). [loop] */
+void rl__ss_wake_parked(rl_ss *ss);
+/* A fatal error: log, remember, stop the loop. [any] */
+void rl__ss_fatal(rl_ss *ss, int rc, const char *what);
+/* Ownership lookups over `own` (caller holds map_mu, or is the loop thread). The index of the
+ * range holding key (lo <= key < hi), or with below the range holding the key just below key
+ * (lo < key <= hi, or lo == "" for key == ""); -1 when none. */
+int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below);
+/* Copy a key into fresh heap memory (NULL on OOM; a valid pointer for len 0). */
+uint8_t *rl__ss_memdup(const void *p, size_t len);
+/* Free the keys of n ranges and the array. */
+void rl__ss_ranges_free(ss_range *r, uint32_t n);
+/* Append the status JSON. [loop] */
+void rl__ss_status(rl_ss *ss, rl_buf *out);
+
+/* ---- ss_repl.c (replication: the coordinator connection, PEEK/apply, sync, POP) ---- */
+
+/* Start connecting to the coordinator and the housekeeping. [loop] */
+void rl__ss_repl_start(rl_ss *ss);
+/* Start the sync thread (rl__ss_new). */
+int rl__ss_sync_start(rl_ss *ss);
+/* Stop and join the sync thread (rl__ss_free). */
+void rl__ss_sync_stop(rl_ss *ss);
+/* Ask for a GET_SHARD_MAP now (e.g. a peer said wrong_shard_server). [any] */
+void rl__ss_want_map(rl_ss *ss);
+/* Periodic housekeeping of the replication side. [loop] */
+void rl__ss_repl_tick(rl_ss *ss);
+/* Free the map. */
+void rl__ss_map_free(ss_map *m);
+
+/* ---- ss_mapped.c (mapped reads on workers; GET_MULTI on both sides; peers) ---- */
+
+int rl__ss_workers_start(rl_ss *ss);
+void rl__ss_workers_stop(rl_ss *ss);
+/* Queue a mapped read (the frame's payload is copied). [loop] */
+int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload,
+                         size_t len, uint64_t t0_ns, int shard);
+/* Serve a GET_MULTI request (local reads only) on the loop thread. */
+void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r,
+                      rl_version readv);
+/* Fail storage-to-storage requests whose deadline passed. [loop] */
+void rl__ss_s2s_tick(rl_ss *ss);
+/* Close every peer connection and fail what is pending (shutdown). [loop or owner] */
+void rl__ss_peers_free(rl_ss *ss);
+
+#endif

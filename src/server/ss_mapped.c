@@ -1,0 +1,1008 @@
+/* ss_mapped.c — the storage server's mapped reads and storage-to-storage reads: the worker pool
+ * that runs GET_MAPPED_RANGE, the batch hook that reads each batch's secondaries locally or from
+ * the storage servers that hold them (GET_MULTI over connections kept to the peers), and the
+ * serving side of GET_MULTI.
+ *
+ * A mapped read:
+ *
+ *   loop thread: version and shard checked (storage_server.c) ──▶ job queue
+ *   worker: decode, resolve the selectors within the shard, rl__storage_get_mapped_range with
+ *           mapped_hook ──▶ for each batch:
+ *             1. split every item into pieces, one per shard its keys touch (a point read is one
+ *                piece; a prefix range inside one shard is one piece), under map_mu: a piece
+ *                inside a range this server owns is local, any other goes to a member of the
+ *                team the shard map names for it;
+ *             2. read the local pieces from the engine (on the worker);
+ *             3. build the GET_MULTI requests — `individual` (FoundationDB's): one request per
+ *                remote piece; `grouped`: one request per owner with all its pieces of the batch
+ *                — and post them to the loop thread, which sends them all at once over the peer
+ *                connections; the worker waits on the batch's condition variable (in slices, so
+ *                a stop is seen) until every reply came, or the timeout (s2s_timeout_ms);
+ *             4. merge each item's pieces in key order under its row and byte limits.
+ *           encode the reply (entries, more, status, read_through, resolved bounds, stats) and
+ *           send it from the worker (rl__conn_send is thread-safe).
+ *
+ * Invariants:
+ *   1. Remote reads use the request's own version (not the local engine version it was clamped
+ *      to: another server's data at that version may differ), so the whole reply is one snapshot.
+ *   2. An error of any secondary — a peer's item error, an error reply, a lost connection, a
+ *      peer that does not answer in time — fails the whole mapped read (FoundationDB's rule),
+ *      with a message naming the peer.
+ *   3. A batch (ss_batch) is reference counted: the worker's reference and one per request the
+ *      loop thread has not finished. The loop thread writes results into the worker's arena only
+ *      under the batch mutex and only while the worker has not given up (cancelled), so a late
+ *      reply never touches memory the worker reused.
+ *   4. Every request sent to a peer sits in exactly one list (its peer's waiting or pending list)
+ *      until it is finished exactly once: by its reply, its connection's close, its deadline
+ *      (rl__ss_s2s_tick), or shutdown.
+ *   5. Reply sizes are bounded: the index budget is at most SS_REPLY_BYTES, batches at most
+ *      SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET / batch bytes (a
+ *      secondary cut off is marked more; the client completes it), so a reply stays well inside
+ *      the 64 MiB frame limit.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "base/bytes.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "reclayer/error.h"
+#include "server/ss_int.h"
+
+/* ==== peers and GET_MULTI requests (loop thread) ============================================ */
+
+static void batch_unref(ss_batch *b) {
+    if (atomic_fetch_sub(&b->refs, 1) != 1) return;
+    for (int i = 0; i < b->n_reqs; i++) {
+        rl__buf_release(&b->reqs[i].payload);
+        rl__free(b->reqs[i].pieces);
+    }
+    rl__free(b->reqs);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    rl__free(b);
+}
+
+/* Finish a request that failed as a whole (transport error: fails the mapped read). The
+ * request is no longer in any list. */
+static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) {
+    ss_batch *b = q->b;
+    pthread_mutex_lock(&b->mu);
+    if (!b->cancelled && !q->done) {
+        if (!b->error) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(b->errmsg, sizeof b->errmsg, fmt, ap);
+            va_end(ap);
+            b->error = code;
+        }
+    }
+    if (!q->done) {
+        q->done = 1;
+        b->outstanding--;
+        pthread_cond_signal(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    batch_unref(b);
+}
+
+/* Copy one GET_MULTI result into piece p (in arena a). */
+static void copy_result(ss_piece *p, const rl_msg_read_result *r, rl_arena *a) {
+    p->error = r->error;
+    p->more = r->more;
+    p->n_kvs = 0;
+    p->kvs = NULL;
+    if (r->error != RL_OK || r->n_kvs == 0) return;
+    rl_kvpair *kv = rl__arena_alloc(a, (size_t)r->n_kvs * sizeof *kv);
+    if (!kv) {
+        p->error = RL_E_OUT_OF_MEMORY;
+        return;
+    }
+    for (uint32_t i = 0; i < r->n_kvs; i++) {
+        kv[i].key = rl__arena_memdup(a, r->kvs[i].key, r->kvs[i].key_len);
+        kv[i].key_len = r->kvs[i].key_len;
+        kv[i].value = rl__arena_memdup(a, r->kvs[i].value, r->kvs[i].value_len);
+        kv[i].value_len = r->kvs[i].value_len;
+        if (!kv[i].key || !kv[i].value) {
+            p->error = RL_E_OUT_OF_MEMORY;
+            return;
+        }
+    }
+    p->kvs = kv;
+    p->n_kvs = (int)r->n_kvs;
+}
+
+/* Finish a request with its reply (or error reply: every piece gets the code). */
+static void req_reply(ss_s2s_req *q, const rl_msg_get_multi_reply *r, int err_code) {
+    ss_batch *b = q->b;
+    int want_map = err_code == RL_E_WRONG_SHARD_SERVER;
+    pthread_mutex_lock(&b->mu);
+    if (!b->cancelled && !q->done) {
+        for (int k = 0; k < q->n_pieces; k++) {
+            ss_piece *p = &b->pieces[q->pieces[k]];
+            if (err_code) {
+                p->error = err_code;
+                p->n_kvs = 0;
+                p->more = 0;
+            } else {
+                copy_result(p, &r->results[k], b->a);
+                if (r->results[k].error == RL_E_WRONG_SHARD_SERVER) want_map = 1;
+            }
+        }
+    }
+    if (!q->done) {
+        q->done = 1;
+        b->outstanding--;
+        pthread_cond_signal(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (want_map) rl__ss_want_map(b->ss);
+    batch_unref(b);
+}
+
+static ss_s2s_req *list_take(ss_s2s_req **head, uint64_t id) {
+    for (ss_s2s_req **pp = head; *pp; pp = &(*pp)->next)
+        if ((*pp)->req_id == id) {
+            ss_s2s_req *q = *pp;
+            *pp = q->next;
+            q->next = NULL;
+            return q;
+        }
+    return NULL;
+}
+
+/* Fail every request of a peer (connection lost or refused, shutdown). */
+static void peer_fail_all(ss_peer *p, int code, const char *why) {
+    ss_s2s_req *lists[2] = {p->pending, p->waiting};
+    p->pending = p->waiting = NULL;
+    for (int l = 0; l < 2; l++)
+        for (ss_s2s_req *q = lists[l], *next; q; q = next) {
+            next = q->next;
+            q->next = NULL;
+            req_fail(q, code, "storage server %u (%s:%u): %s", p->id, p->addr, p->port, why);
+        }
+}
+
+static int peer_send(ss_peer *p, ss_s2s_req *q) {
+    int rc = rl__conn_send(p->conn, RL_MSG_GET_MULTI, 0, q->req_id, q->payload.data,
+                           q->payload.len);
+    if (rc != RL_OK) {
+        req_fail(q, RL_E_SERVER_UNAVAILABLE, "storage server %u (%s:%u): send failed: %s", p->id,
+                 p->addr, p->port, rl_error_name(rc));
+        return rc;
+    }
+    q->next = p->pending;
+    p->pending = q;
+    return RL_OK;
+}
+
+static void on_peer_close(rl_conn *conn, int err, void *ud) {
+    ss_peer *p = ud;
+    char why[300];
+    snprintf(why, sizeof why, "connection lost (%s: %s)", rl_error_name(err),
+             rl__conn_close_reason(conn));
+    if (p->conn == conn) p->conn = NULL;
+    peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, why);
+    rl__conn_release(conn);
+}
+
+static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload,
+                          void *ud) {
+    ss_peer *p = ud;
+    rl_ss *ss = p->ss;
+    rl_msg m;
+    rl_proto_why why;
+    if (!rl__conn_is_open(conn)) return;
+    if (!(h->flags & RL_FRAME_REPLY) ||
+        (h->type != RL_MSG_HELLO && h->type != RL_MSG_GET_MULTI)) {
+        rl__log(RL_LOG_WARN, "storage server %u: closing the connection to storage server %u "
+                "(%s): unexpected %s frame (flags %u)", ss->o.id, p->id, rl__conn_peer(conn),
+                rl__msg_type_name(h->type), h->flags);
+        rl__conn_close(conn, 0);
+        return;
+    }
+    rl__arena_reset(&ss->s2s_arena);
+    int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &ss->s2s_arena, &m, &why);
+    if (rc != RL_OK) {
+        rl__log(RL_LOG_WARN, "storage server %u: closing the connection to storage server %u "
+                "(%s): %s", ss->o.id, p->id, rl__conn_peer(conn),
+                rc == RL_E_OUT_OF_MEMORY ? "out of memory" : why.text);
+        rl__conn_close(conn, 0);
+        return;
+    }
+    if (h->type == RL_MSG_HELLO) {
+        if (h->flags & RL_FRAME_ERROR) {
+            rl__log(RL_LOG_WARN, "storage server %u: storage server %u (%s) refused HELLO: %s",
+                    ss->o.id, p->id, rl__conn_peer(conn), rl_error_name(m.u.error.code));
+            rl__conn_close(conn, 0);
+        }
+        return;
+    }
+    ss_s2s_req *q = list_take(&p->pending, h->id);
+    if (!q) return; /* finished already (its deadline passed) */
+    if (h->flags & RL_FRAME_ERROR) {
+        req_reply(q, NULL, m.u.error.code > 0 ? m.u.error.code : RL_E_INTERNAL_ERROR);
+        return;
+    }
+    if (m.u.get_multi_reply.n_results != (uint32_t)q->n_pieces) {
+        req_fail(q, RL_E_INTERNAL_ERROR, "storage server %u answered %u results for %d reads",
+                 p->id, m.u.get_multi_reply.n_results, q->n_pieces);
+        return;
+    }
+    req_reply(q, &m.u.get_multi_reply, RL_OK);
+}
+
+static void on_peer_connect(rl_conn *conn, int err, void *ud) {
+    ss_peer *p = ud;
+    rl_ss *ss = p->ss;
+    p->connecting = 0;
+    if (err != RL_OK) {
+        char why[128];
+        snprintf(why, sizeof why, "cannot connect: %s", rl_error_name(err));
+        peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, why);
+        rl__ss_want_map(ss);
+        return;
+    }
+    if (atomic_load(&ss->stopping)) {
+        rl__conn_close(conn, 0);
+        rl__conn_release(conn);
+        peer_fail_all(p, RL_E_OPERATION_CANCELLED, "the server is stopping");
+        return;
+    }
+    p->conn = conn;
+    rl__conn_set_callbacks(conn, on_peer_frame, on_peer_close, p);
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_HELLO;
+    m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
+    m.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
+    m.u.hello_req.role = RL_ROLE_STORAGE;
+    m.u.hello_req.id = ss->o.id;
+    m.u.hello_req.host = (const uint8_t *)ss->host;
+    m.u.hello_req.host_len = (uint32_t)strlen(ss->host);
+    rl_buf b;
+    rl__buf_init(&b);
+    if (rl__msg_encode(&b, &m, NULL) == RL_OK)
+        rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);
+    rl__buf_release(&b);
+    ss_s2s_req *w = p->waiting;
+    p->waiting = NULL;
+    /* Oldest first (the list is newest first). */
+    ss_s2s_req *rev = NULL;
+    while (w) {
+        ss_s2s_req *n = w->next;
+        w->next = rev;
+        rev = w;
+        w = n;
+    }
+    for (ss_s2s_req *q = rev, *n; q; q = n) {
+        n = q->next;
+        q->next = NULL;
+        if (p->conn)
+            peer_send(p, q);
+        else
+            req_fail(q, RL_E_SERVER_UNAVAILABLE, "storage server %u: connection lost", p->id);
+    }
+}
+
+/* The peer record of server id (created on first use; its address from the shard map). */
+static ss_peer *peer_get(rl_ss *ss, uint32_t id) {
+    ss_peer *p = ss->peers;
+    for (; p; p = p->next)
+        if (p->id == id) break;
+    if (!p) {
+        p = rl__calloc(1, sizeof *p);
+        if (!p) return NULL;
+        p->id = id;
+        p->ss = ss;
+        p->next = ss->peers;
+        ss->peers = p;
+    }
+    return p;
+}
+
+/* Send (or queue until connected) request q to its server. */
+static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
+    if (atomic_load(&ss->stopping) || rl__loop_is_closing(ss->loop)) {
+        req_fail(q, RL_E_OPERATION_CANCELLED, "the storage server is stopping");
+        return;
+    }
+    ss_peer *p = peer_get(ss, q->server);
+    if (!p) {
+        req_fail(q, RL_E_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    q->req_id = ++ss->s2s_next_id;
+    if (p->conn) {
+        peer_send(p, q);
+        return;
+    }
+    q->next = p->waiting;
+    p->waiting = q;
+    if (p->connecting) return;
+    /* The address as the shard map has it now (the loop thread reads the map without the lock,
+     * ss_int.h invariant 2). */
+    const ss_server *sv = NULL;
+    if (ss->map)
+        for (uint32_t i = 0; i < ss->map->n_servers; i++)
+            if (ss->map->servers[i].id == q->server) sv = &ss->map->servers[i];
+    if (!sv) {
+        rl__ss_want_map(ss);
+        peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, "not in the shard map");
+        return;
+    }
+    memcpy(p->addr, sv->addr, sizeof p->addr);
+    p->port = sv->port;
+    p->connecting = 1;
+    int rc = rl__connect(ss->loop, p->addr, p->port, ss->o.connect_timeout_ms, on_peer_connect, p);
+    if (rc != RL_OK) {
+        p->connecting = 0;
+        peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, "cannot connect");
+    }
+}
+
+/* Posted by a worker: issue every request of a batch at once. The post carries one reference of
+ * each request (taken by the worker). */
+static void on_s2s_start(rl_loop *loop, void *ud) {
+    (void)loop;
+    ss_batch *b = ud;
+    for (int i = 0; i < b->n_reqs; i++) s2s_issue(b->ss, &b->reqs[i]);
+    batch_unref(b); /* the post's own reference */
+}
+
+void rl__ss_s2s_tick(rl_ss *ss) {
+    uint64_t now = rl__clock_mono_ns();
+    for (ss_peer *p = ss->peers; p; p = p->next) {
+        ss_s2s_req **lists[2] = {&p->pending, &p->waiting};
+        for (int l = 0; l < 2; l++) {
+            ss_s2s_req **pp = lists[l];
+            while (*pp) {
+                ss_s2s_req *q = *pp;
+                if (q->deadline_ns > now) {
+                    pp = &q->next;
+                    continue;
+                }
+                *pp = q->next;
+                q->next = NULL;
+                req_fail(q, RL_E_TIMED_OUT, "storage server %u (%s:%u) did not answer in time",
+                         p->id, p->addr, p->port);
+            }
+        }
+    }
+}
+
+void rl__ss_peers_free(rl_ss *ss) {
+    ss_peer *p = ss->peers, *next;
+    ss->peers = NULL;
+    for (; p; p = next) {
+        next = p->next;
+        peer_fail_all(p, RL_E_OPERATION_CANCELLED, "the storage server is stopping");
+        if (p->conn) {
+            rl__conn_set_callbacks(p->conn, NULL, NULL, NULL);
+            rl__conn_close(p->conn, 0);
+            rl__conn_release(p->conn);
+        }
+        rl__free(p);
+    }
+}
+
+/* ==== the batch hook (worker threads) ======================================================= */
+
+/* One mapped read's context for its hook. */
+typedef struct {
+    rl_ss *ss;
+    rl_version version; /* the request's version (invariant 1) */
+    int strategy;       /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
+    uint32_t local, remote, s2s_requests, s2s_round_trips;
+    char errmsg[256];
+} mctx;
+
+/* A growable array of pieces in the arena. */
+typedef struct {
+    ss_piece *v;
+    int n, cap;
+} pieces_t;
+
+static ss_piece *piece_add(pieces_t *ps, rl_arena *a) {
+    if (ps->n == ps->cap) {
+        int cap = ps->cap ? ps->cap * 2 : 16;
+        ss_piece *v = rl__arena_alloc(a, (size_t)cap * sizeof *v);
+        if (!v) return NULL;
+        if (ps->n) memcpy(v, ps->v, (size_t)ps->n * sizeof *v);
+        ps->v = v;
+        ps->cap = cap;
+    }
+    ss_piece *p = &ps->v[ps->n++];
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+/* The team member to ask for a shard: the first healthy storage server other than this one,
+ * else the first other one. 0 when none. */
+static uint32_t pick_owner(const rl_ss *ss, const ss_shard *sh) {
+    uint32_t fallback = 0;
+    for (uint32_t t = 0; t < sh->n_team; t++) {
+        uint32_t id = sh->team[t];
+        if (id == ss->o.id || id == 0) continue;
+        if (!fallback) fallback = id;
+        for (uint32_t i = 0; i < ss->map->n_servers; i++)
+            if (ss->map->servers[i].id == id && ss->map->servers[i].healthy) return id;
+    }
+    return fallback;
+}
+
+/* The index of the map's shard holding key, or -1. */
+static int map_find(const ss_map *m, const uint8_t *k, uint32_t kl) {
+    uint32_t lo = 0, hi = m->n_shards;
+    while (lo < hi) { /* shards are sorted and contiguous: the last with begin <= k */
+        uint32_t mid = (lo + hi) / 2;
+        if (rl__bytes_cmp(m->shards[mid].r.begin, m->shards[mid].r.begin_len, k, kl) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0) return -1;
+    const ss_shard *s = &m->shards[lo - 1];
+    return rl__bytes_cmp(k, kl, s->r.end, s->r.end_len) < 0 ? (int)lo - 1 : -1;
+}
+
+/* Split item i into pieces (caller holds map_mu). Returns RL_OK or the item's error (message
+ * in c->errmsg). */
+static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps, rl_arena *a) {
+    rl_ss *ss = c->ss;
+    const uint8_t *cur = it->begin, *end = it->end;
+    uint32_t cur_len = it->begin_len, end_len = it->end_len;
+    if (!it->is_range) end = it->end, end_len = it->end_len; /* one key: [P, P + \0) */
+    int first = 1;
+    do {
+        ss_piece *p = piece_add(ps, a);
+        if (!p) return RL_E_OUT_OF_MEMORY;
+        p->item = i;
+        p->is_range = it->is_range;
+        int k = rl__ss_own_find(ss, cur, cur_len, 0);
+        const uint8_t *pe;
+        uint32_t pel;
+        if (k >= 0) {
+            p->local = 1;
+            pe = ss->own[k].end, pel = ss->own[k].end_len;
+        } else {
+            int s = ss->map ? map_find(ss->map, cur, cur_len) : -1;
+            if (s < 0 || !(p->owner = pick_owner(ss, &ss->map->shards[s]))) {
+                snprintf(c->errmsg, sizeof c->errmsg,
+                         "storage server %u knows no storage server holding a secondary key "
+                         "(shard map %s)", ss->o.id, ss->map ? "has no owner" : "not fetched yet");
+                rl__ss_want_map(ss);
+                return RL_E_SERVER_UNAVAILABLE;
+            }
+            pe = ss->map->shards[s].r.end, pel = ss->map->shards[s].r.end_len;
+            /* Stop where a range of this server starts, so that part is read locally. */
+            for (uint32_t j = 0; j < ss->n_own; j++)
+                if (rl__bytes_cmp(ss->own[j].begin, ss->own[j].begin_len, cur, cur_len) > 0 &&
+                    rl__bytes_cmp(ss->own[j].begin, ss->own[j].begin_len, pe, pel) < 0)
+                    pe = ss->own[j].begin, pel = ss->own[j].begin_len;
+        }
+        if (!it->is_range || rl__bytes_cmp(end, end_len, pe, pel) <= 0) {
+            /* The rest of the item lies in this piece. */
+            p->begin = first ? it->begin : rl__arena_memdup(a, cur, cur_len);
+            p->begin_len = cur_len;
+            p->end = end;
+            p->end_len = end_len;
+            return p->begin ? RL_OK : RL_E_OUT_OF_MEMORY;
+        }
+        p->begin = first ? it->begin : rl__arena_memdup(a, cur, cur_len);
+        p->begin_len = cur_len;
+        p->end = rl__arena_memdup(a, pe, pel);
+        p->end_len = pel;
+        if (!p->begin || !p->end) return RL_E_OUT_OF_MEMORY;
+        cur = p->end;
+        cur_len = pel;
+        first = 0;
+    } while (1);
+}
+
+/* Read a local piece at the engine version v. */
+static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *it, ss_piece *p,
+                             rl_arena *a) {
+    if (!p->is_range) {
+        int present = 0;
+        const uint8_t *val = NULL;
+        uint32_t vl = 0;
+        p->error = rl__storage_get(ss->st, v, p->begin, p->begin_len, a, &present, &val, &vl);
+        if (p->error == RL_OK && present) {
+            p->kvs = rl__arena_alloc(a, sizeof *p->kvs);
+            if (!p->kvs) {
+                p->error = RL_E_OUT_OF_MEMORY;
+                return;
+            }
+            p->kvs->key = p->begin;
+            p->kvs->key_len = p->begin_len;
+            p->kvs->value = val ? val : p->begin;
+            p->kvs->value_len = vl;
+            p->n_kvs = 1;
+        }
+        return;
+    }
+    p->error = rl__storage_get_range(ss->st, v, p->begin, p->begin_len, p->end, p->end_len,
+                                     it->row_limit, it->byte_limit, 0, a, &p->kvs, &p->n_kvs,
+                                     &p->more);
+}
+
+/* Encode request q's GET_MULTI (its pieces, at the request's version). */
+static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl_secondary_item *items) {
+    rl_msg m;
+    rl_msg_read_item stack[16], *its = stack;
+    if (q->n_pieces > 16) {
+        its = rl__malloc((size_t)q->n_pieces * sizeof *its);
+        if (!its) return RL_E_OUT_OF_MEMORY;
+    }
+    for (int k = 0; k < q->n_pieces; k++) {
+        const ss_piece *p = &b->pieces[q->pieces[k]];
+        its[k].is_range = (uint8_t)p->is_range;
+        its[k].begin = p->begin;
+        its[k].begin_len = p->begin_len;
+        its[k].end = p->end;
+        its[k].end_len = p->end_len;
+        its[k].row_limit = p->is_range ? items[p->item].row_limit : 1;
+        its[k].byte_limit = items[p->item].byte_limit;
+    }
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_GET_MULTI;
+    m.u.get_multi_req.version = c->version;
+    m.u.get_multi_req.items = its;
+    m.u.get_multi_req.n_items = (uint32_t)q->n_pieces;
+    rl__buf_init(&q->payload);
+    int rc = rl__msg_encode(&q->payload, &m, NULL);
+    if (its != stack) rl__free(its);
+    return rc;
+}
+
+/* Run the remote pieces of a batch (step 3 of the file header). Returns RL_OK, or the error that
+ * fails the mapped read (message in c->errmsg). */
+static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_arena *a) {
+    rl_ss *ss = c->ss;
+    int n_remote = 0;
+    for (int i = 0; i < ps->n; i++) n_remote += !ps->v[i].local;
+    if (n_remote == 0) return RL_OK;
+    ss_batch *b = rl__calloc(1, sizeof *b);
+    if (!b) return RL_E_OUT_OF_MEMORY;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    atomic_store(&b->refs, 1);
+    b->ss = ss;
+    b->a = a;
+    b->pieces = ps->v;
+    b->n_pieces = ps->n;
+    int rc = RL_OK;
+    /* Requests: one per remote piece (individual), or one per owner (grouped). */
+    b->reqs = rl__calloc((size_t)n_remote, sizeof *b->reqs);
+    if (!b->reqs) {
+        batch_unref(b);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < ps->n; i++) {
+        const ss_piece *p = &ps->v[i];
+        if (p->local) continue;
+        ss_s2s_req *q = NULL;
+        if (c->strategy == RL_FETCH_GROUPED)
+            for (int r = 0; r < b->n_reqs; r++)
+                if (b->reqs[r].server == p->owner) q = &b->reqs[r];
+        if (!q) {
+            q = &b->reqs[b->n_reqs++];
+            q->b = b;
+            q->server = p->owner;
+            q->pieces = rl__malloc((size_t)n_remote * sizeof *q->pieces);
+            rl__buf_init(&q->payload);
+            if (!q->pieces) rc = RL_E_OUT_OF_MEMORY;
+        }
+        if (q->pieces) q->pieces[q->n_pieces++] = i;
+    }
+    for (int r = 0; rc == RL_OK && r < b->n_reqs; r++) {
+        rl__buf_release(&b->reqs[r].payload);
+        rc = encode_req(c, b, &b->reqs[r], items);
+    }
+    if (rc != RL_OK) {
+        batch_unref(b);
+        return rc;
+    }
+    uint64_t t0 = rl__clock_mono_ns();
+    uint64_t deadline = t0 + (uint64_t)ss->o.s2s_timeout_ms * 1000000u;
+    for (int r = 0; r < b->n_reqs; r++) b->reqs[r].deadline_ns = deadline;
+    b->outstanding = b->n_reqs;
+    atomic_fetch_add(&b->refs, b->n_reqs + 1); /* the requests' and the post's */
+    c->s2s_requests += (uint32_t)b->n_reqs;
+    c->s2s_round_trips++;
+    if (rl__loop_post(ss->loop, on_s2s_start, b) != RL_OK) {
+        atomic_fetch_sub(&b->refs, b->n_reqs + 1);
+        batch_unref(b);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    /* Wait (in slices, so a stop is seen), invariant 3. */
+    pthread_mutex_lock(&b->mu);
+    while (b->outstanding > 0 && !atomic_load(&ss->stopping)) {
+        uint64_t now = rl__clock_mono_ns();
+        if (now >= deadline) break;
+        uint64_t slice = deadline - now;
+        if (slice > 50000000u) slice = 50000000u;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)(slice / 1000000000u);
+        ts.tv_nsec += (long)(slice % 1000000000u);
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    }
+    if (b->outstanding > 0) {
+        uint32_t late = 0;
+        for (int r = 0; r < b->n_reqs; r++)
+            if (!b->reqs[r].done) late = b->reqs[r].server;
+        b->cancelled = 1;
+        if (atomic_load(&ss->stopping)) {
+            rc = RL_E_OPERATION_CANCELLED;
+            snprintf(c->errmsg, sizeof c->errmsg, "storage server %u is stopping", ss->o.id);
+        } else {
+            rc = RL_E_TIMED_OUT;
+            snprintf(c->errmsg, sizeof c->errmsg,
+                     "storage server %u did not answer a storage-to-storage GET_MULTI from "
+                     "storage server %u within %d ms", late, ss->o.id, ss->o.s2s_timeout_ms);
+        }
+    } else if (b->error) {
+        rc = b->error;
+        snprintf(c->errmsg, sizeof c->errmsg, "a storage-to-storage read failed: %s", b->errmsg);
+    }
+    pthread_mutex_unlock(&b->mu);
+    batch_unref(b);
+    return rc;
+}
+
+/* Merge item it's pieces ps[first .. first + cnt) (key order) into the item's result under its
+ * limits: the rows in order until the row limit or the byte limit (the row that crosses it
+ * included); a piece cut off by its own limits ends the merge there (what follows it is not
+ * known), and `more` says whether anything was left out. */
+static int merge_item(rl_secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
+    int all_local = 1, total = 0;
+    for (int k = 0; k < cnt; k++) {
+        if (ps[k].error) return ps[k].error;
+        all_local &= ps[k].local;
+        total += ps[k].n_kvs;
+    }
+    it->served_locally = all_local;
+    if (cnt == 1) {
+        it->kvs = ps[0].kvs;
+        it->n_kvs = ps[0].n_kvs;
+        it->more = ps[0].more;
+        return RL_OK;
+    }
+    rl_kvpair *out = total ? rl__arena_alloc(a, (size_t)total * sizeof *out) : NULL;
+    if (total && !out) return RL_E_OUT_OF_MEMORY;
+    int n = 0, more = 0, stop = 0;
+    long bytes = 0;
+    for (int k = 0; k < cnt && !stop; k++) {
+        for (int j = 0; j < ps[k].n_kvs; j++) {
+            if (n >= it->row_limit || bytes >= it->byte_limit) {
+                more = 1;
+                stop = 1;
+                break;
+            }
+            out[n++] = ps[k].kvs[j];
+            bytes += (long)ps[k].kvs[j].key_len + (long)ps[k].kvs[j].value_len;
+        }
+        if (!stop && ps[k].more) {
+            more = 1;
+            stop = 1;
+        }
+    }
+    if (!stop && (n >= it->row_limit || bytes >= it->byte_limit)) {
+        /* Limits reached at the very end: rows may remain only if a piece said so. */
+        for (int k = 0; k < cnt; k++) more |= ps[k].more;
+    }
+    it->kvs = out;
+    it->n_kvs = n;
+    it->more = more;
+    return RL_OK;
+}
+
+/* rl_secondary_batch_fn of the storage server (the file header's steps 1–4). */
+static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
+    mctx *c = vctx;
+    rl_ss *ss = c->ss;
+    pieces_t ps = {NULL, 0, 0};
+    int *first = rl__arena_alloc(a, (size_t)n * 2 * sizeof *first);
+    if (!first) return RL_E_OUT_OF_MEMORY;
+    int *count = first + n;
+    int rc = RL_OK;
+    pthread_mutex_lock(&ss->map_mu);
+    for (int i = 0; i < n && rc == RL_OK; i++) {
+        first[i] = ps.n;
+        rc = split_item(c, &items[i], i, &ps, a);
+        count[i] = ps.n - first[i];
+    }
+    pthread_mutex_unlock(&ss->map_mu);
+    if (rc != RL_OK) return rc;
+    for (int i = 0; i < ps.n; i++)
+        if (ps.v[i].local) read_local_piece(ss, v, &items[ps.v[i].item], &ps.v[i], a);
+    if ((rc = run_remote(c, &ps, items, a)) != RL_OK) return rc;
+    for (int i = 0; i < n; i++) {
+        int e = merge_item(&items[i], &ps.v[first[i]], count[i], a);
+        if (e != RL_OK) {
+            items[i].error = e;
+            if (!c->errmsg[0])
+                snprintf(c->errmsg, sizeof c->errmsg, "a secondary read failed: %s",
+                         rl_error_name(e));
+            return RL_OK; /* mapped.c fails the read with the first item error */
+        }
+        if (items[i].served_locally)
+            c->local++;
+        else
+            c->remote++;
+    }
+    return RL_OK;
+}
+
+/* ==== mapped reads (workers) ================================================================ */
+
+int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload,
+                         size_t len, uint64_t t0_ns, int shard) {
+    ss_job *j = rl__malloc(sizeof *j + len);
+    if (!j) return RL_E_OUT_OF_MEMORY;
+    memset(j, 0, sizeof *j);
+    j->shard.begin = rl__ss_memdup(ss->own[shard].begin, ss->own[shard].begin_len);
+    j->shard.end = rl__ss_memdup(ss->own[shard].end, ss->own[shard].end_len);
+    if (!j->shard.begin || !j->shard.end) {
+        rl__free(j->shard.begin);
+        rl__free(j->shard.end);
+        rl__free(j);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    j->shard.begin_len = ss->own[shard].begin_len;
+    j->shard.end_len = ss->own[shard].end_len;
+    j->conn = cl->conn;
+    rl__conn_retain(j->conn);
+    j->id = id;
+    j->t0_ns = t0_ns;
+    j->len = len;
+    if (len) memcpy(j->payload, payload, len);
+    pthread_mutex_lock(&ss->job_mu);
+    if (ss->jobs_tail)
+        ss->jobs_tail->next = j;
+    else
+        ss->jobs = j;
+    ss->jobs_tail = j;
+    pthread_cond_signal(&ss->job_cv);
+    pthread_mutex_unlock(&ss->job_mu);
+    return RL_OK;
+}
+
+static void job_free(ss_job *j) {
+    rl__conn_release(j->conn);
+    rl__free(j->shard.begin);
+    rl__free(j->shard.end);
+    rl__free(j);
+}
+
+/* Run one mapped read and send its reply. */
+static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
+    rl_msg_get_mapped_range_req r;
+    rl_proto_why why;
+    rl_version readv;
+    int rc = rl__msg_get_mapped_range_req_decode(j->payload, j->len, a, &r, &why);
+    if (rc != RL_OK) { /* decoded once on the loop already: only memory can fail here */
+        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "decoding failed");
+        return;
+    }
+    if ((rc = rl__ss_read_version(ss, r.version, &readv)) != RL_OK) {
+        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc,
+                          "version %" PRIu64 " at storage server %u", r.version, ss->o.id);
+        return;
+    }
+    rl_mapper *mp = NULL;
+    if ((rc = rl__mapper_parse(r.mapper, r.mapper_len, a, &mp)) != RL_OK) {
+        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "bad mapper");
+        return;
+    }
+    const ss_range *sh = &j->shard;
+    int hi_max = sh->end_len == 1 && sh->end[0] == 0xff;
+    rl_range_bounds bd;
+    rc = rl__storage_range_bounds(ss->st, readv, &r.begin, &r.end, sh->begin, sh->begin_len,
+                                  sh->begin_len == 0, sh->end, sh->end_len, hi_max, r.reverse, a,
+                                  &bd);
+    if (rc != RL_OK) {
+        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc,
+                          "resolving the selectors at version %" PRIu64, readv);
+        return;
+    }
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_GET_MAPPED_RANGE;
+    m.flags = RL_FRAME_REPLY;
+    rl_msg_get_mapped_range_reply *g = &m.u.get_mapped_range_reply;
+    mctx c;
+    memset(&c, 0, sizeof c);
+    c.ss = ss;
+    c.version = r.version;
+    c.strategy = r.strategy == RL_FETCH_GROUPED ? RL_FETCH_GROUPED : RL_FETCH_INDIVIDUAL;
+    if (bd.unresolved) {
+        g->status = RL_RANGE_SELECTOR_UNRESOLVED;
+    } else if (rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {
+        rl_mapped_options o;
+        memset(&o, 0, sizeof o);
+        o.limit = r.limit;
+        o.target_bytes = r.target_bytes > 0 && r.target_bytes < SS_REPLY_BYTES
+                             ? (long)r.target_bytes
+                             : SS_REPLY_BYTES;
+        o.reverse = r.reverse;
+        int batch = r.batch ? (int)r.batch : SS_DEFAULT_BATCH;
+        if (c.strategy == RL_FETCH_GROUPED && !r.batch) batch = SS_MAX_BATCH;
+        if (batch > SS_MAX_BATCH) batch = SS_MAX_BATCH;
+        o.batch = batch;
+        o.secondary_row_limit = r.secondary_row_limit ? r.secondary_row_limit
+                                                      : SS_DEFAULT_SECONDARY_ROWS;
+        long sb = r.secondary_byte_limit ? (long)r.secondary_byte_limit
+                                         : SS_DEFAULT_SECONDARY_BYTES;
+        if (sb > SS_MAPPED_SECONDARY_BUDGET / batch) sb = SS_MAPPED_SECONDARY_BUDGET / batch;
+        o.secondary_byte_limit = sb;
+        rl_mapped_entry *ents = NULL;
+        int n = 0, more = 0;
+        rc = rl__storage_get_mapped_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend,
+                                          bd.cend_len, mp, &o, mapped_hook, &c, a, &ents, &n,
+                                          &more);
+        if (rc != RL_OK) {
+            rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "%s",
+                              c.errmsg[0] ? c.errmsg : "the mapped read failed");
+            atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);
+            atomic_fetch_add(&ss->n_s2s_round_trips, c.s2s_round_trips);
+            return;
+        }
+        g->entries = ents;
+        g->n_entries = (uint32_t)n;
+        g->more = more ? 1 : 0;
+        if (!more && bd.read_through) {
+            g->read_through = r.reverse ? sh->begin : sh->end;
+            g->read_through_len = r.reverse ? sh->begin_len : sh->end_len;
+        }
+        g->resolved_begin = bd.rbegin;
+        g->resolved_begin_len = bd.rbegin_len;
+        g->resolved_end = bd.rend;
+        g->resolved_end_len = bd.rend_len;
+    } else {
+        g->resolved_begin = bd.rbegin;
+        g->resolved_begin_len = bd.rbegin_len;
+        g->resolved_end = bd.rend;
+        g->resolved_end_len = bd.rend_len;
+    }
+    g->stats.secondaries_local = c.local;
+    g->stats.secondaries_remote = c.remote;
+    g->stats.s2s_requests = c.s2s_requests;
+    g->stats.s2s_round_trips = c.s2s_round_trips;
+    g->stats.server_ns = rl__clock_mono_ns() - j->t0_ns;
+    atomic_fetch_add(&ss->n_sec_local, c.local);
+    atomic_fetch_add(&ss->n_sec_remote, c.remote);
+    atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);
+    atomic_fetch_add(&ss->n_s2s_round_trips, c.s2s_round_trips);
+    rl__ss_send_msg(j->conn, j->id, &m, out);
+}
+
+static void *worker_main(void *arg) {
+    rl_ss *ss = arg;
+    rl_arena a;
+    rl_buf out;
+    rl__arena_init(&a, 0);
+    rl__buf_init(&out);
+    pthread_mutex_lock(&ss->job_mu);
+    for (;;) {
+        while (!ss->jobs && !ss->jobs_quit) pthread_cond_wait(&ss->job_cv, &ss->job_mu);
+        if (!ss->jobs) break;
+        ss_job *j = ss->jobs;
+        ss->jobs = j->next;
+        if (!ss->jobs) ss->jobs_tail = NULL;
+        pthread_mutex_unlock(&ss->job_mu);
+        if (atomic_load(&ss->stopping))
+            rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, RL_E_OPERATION_CANCELLED,
+                              "storage server %u is stopping", ss->o.id);
+        else
+            run_job(ss, j, &a, &out);
+        job_free(j);
+        rl__arena_reset(&a);
+        pthread_mutex_lock(&ss->job_mu);
+    }
+    pthread_mutex_unlock(&ss->job_mu);
+    rl__arena_release(&a);
+    rl__buf_release(&out);
+    return NULL;
+}
+
+int rl__ss_workers_start(rl_ss *ss) {
+    for (int i = 0; i < ss->o.workers; i++) {
+        if (pthread_create(&ss->workers[i], NULL, worker_main, ss) != 0) return RL_E_OPERATION_FAILED;
+        ss->n_workers++;
+    }
+    return RL_OK;
+}
+
+void rl__ss_workers_stop(rl_ss *ss) {
+    pthread_mutex_lock(&ss->job_mu);
+    ss->jobs_quit = 1;
+    pthread_cond_broadcast(&ss->job_cv);
+    pthread_mutex_unlock(&ss->job_mu);
+    for (int i = 0; i < ss->n_workers; i++) pthread_join(ss->workers[i], NULL);
+    ss->n_workers = 0;
+    while (ss->jobs) {
+        ss_job *j = ss->jobs;
+        ss->jobs = j->next;
+        job_free(j);
+    }
+    ss->jobs_tail = NULL;
+}
+
+/* ==== GET_MULTI (the serving side, loop thread) ============================================= */
+
+void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r,
+                      rl_version readv) {
+    rl_arena *a = &ss->req_arena;
+    rl_msg_read_result *res = rl__arena_alloc(a, (size_t)(r->n_items ? r->n_items : 1) * sizeof *res);
+    if (!res) {
+        rl__ss_send_error(cl->conn, RL_MSG_GET_MULTI, id, RL_E_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    long budget = SS_MULTI_REPLY_BYTES;
+    for (uint32_t i = 0; i < r->n_items; i++) {
+        const rl_msg_read_item *it = &r->items[i];
+        rl_msg_read_result *o = &res[i];
+        memset(o, 0, sizeof *o);
+        int k = rl__ss_own_find(ss, it->begin, it->begin_len, 0);
+        if (k < 0 || (it->is_range && rl__bytes_cmp(it->end, it->end_len, ss->own[k].end,
+                                                    ss->own[k].end_len) > 0)) {
+            o->error = RL_E_WRONG_SHARD_SERVER;
+            continue;
+        }
+        if (!it->is_range) {
+            int present = 0;
+            const uint8_t *val = NULL;
+            uint32_t vl = 0;
+            int rc = rl__storage_get(ss->st, readv, it->begin, it->begin_len, a, &present, &val,
+                                     &vl);
+            if (rc != RL_OK) {
+                o->error = rc;
+                continue;
+            }
+            if (present) {
+                rl_keyvalue *kv = rl__arena_alloc(a, sizeof *kv);
+                if (!kv) {
+                    o->error = RL_E_OUT_OF_MEMORY;
+                    continue;
+                }
+                kv->key = it->begin;
+                kv->key_len = it->begin_len;
+                kv->value = val;
+                kv->value_len = vl;
+                o->kvs = kv;
+                o->n_kvs = 1;
+                budget -= (long)it->begin_len + (long)vl;
+            }
+            continue;
+        }
+        long bl = it->byte_limit > 0 && it->byte_limit < budget ? (long)it->byte_limit : budget;
+        if (bl < 1) bl = 1;
+        rl_kvpair *kvs = NULL;
+        int n = 0, more = 0;
+        int rc = rl__storage_get_range(ss->st, readv, it->begin, it->begin_len, it->end,
+                                       it->end_len, it->row_limit, bl, 0, a, &kvs, &n, &more);
+        if (rc != RL_OK) {
+            o->error = rc;
+            continue;
+        }
+        o->kvs = kvs;
+        o->n_kvs = (uint32_t)n;
+        o->more = more ? 1 : 0;
+        for (int j = 0; j < n; j++) budget -= (long)kvs[j].key_len + (long)kvs[j].value_len;
+    }
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_GET_MULTI;
+    m.flags = RL_FRAME_REPLY;
+    m.u.get_multi_reply.results = res;
+    m.u.get_multi_reply.n_results = r->n_items;
+    rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
+}

@@ -1,0 +1,617 @@
+/* ss_repl.c — the storage server's replication side: the coordinator connection (HELLO,
+ * REGISTER_STORAGE, GET_SHARD_MAP), the PEEK long-poll loop that applies its shards' mutations,
+ * the background sync and POP, and reconnection with backoff. Everything here runs on the loop
+ * thread except sync_main (the sync thread).
+ *
+ * State of the coordinator connection (ss->co_state):
+ *
+ *   DOWN ──co_connect──▶ CONNECTING ──on_co_connect ok: send HELLO + REGISTER_STORAGE──▶ HELLO
+ *    ▲                        │ connect failed                                          │
+ *    │◀── retry timer ◀───────┘ (backoff 50 ms doubling to 1 s)                         │
+ *    │                                                                                   ▼
+ *    └◀── on_co_close (backoff) ◀── READY ◀── REGISTER reply: owned ranges, GET_SHARD_MAP,
+ *                                     │       first PEEK, POP(durable)
+ *                                     └── PEEK reply: apply, known = end_version, next PEEK
+ *
+ * Invariants:
+ *   1. Versions are applied in increasing order, each exactly once: a PEEK asks for versions
+ *      after `known`, and a version <= applied is skipped (after a reconnect, or a reply the
+ *      coordinator sent twice).
+ *   2. known only grows; after a PEEK reply known = max(known, end_version): every mutation of
+ *      this server's shards up to known is applied.
+ *   3. At most one PEEK is outstanding (co_peek_id); a reply with another id is stale and dropped.
+ *   4. Sync: at most one at a time (sync_busy), at most one start per sync_interval_ms. Before a
+ *      sync starts, a known version the engine has not seen (versions with nothing for this
+ *      server) is applied as an empty version, so the engine's durable version — what
+ *      REGISTER_STORAGE reports after a restart, and what POP tells the log it may drop —
+ *      covers everything known. POP is sent only after the sync that covers it succeeded.
+ *   5. A failed apply or sync is fatal (rl__ss_fatal): the server stops rather than serve or
+ *      acknowledge from an engine that lost writes.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/bytes.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "reclayer/error.h"
+#include "server/ss_int.h"
+
+static void co_connect(rl_ss *ss);
+static void maybe_sync(rl_ss *ss);
+
+/* ==== the shard map ========================================================================= */
+
+void rl__ss_map_free(ss_map *m) {
+    if (!m) return;
+    for (uint32_t i = 0; i < m->n_shards; i++) {
+        rl__free(m->shards[i].r.begin);
+        rl__free(m->shards[i].r.end);
+    }
+    rl__free(m->shards);
+    rl__free(m->servers);
+    rl__free(m);
+}
+
+/* A heap copy of a decoded GET_SHARD_MAP reply (NULL on OOM or an address that does not fit). */
+static ss_map *map_copy(const rl_msg_get_shard_map_reply *r) {
+    ss_map *m = rl__calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->version = r->version;
+    m->servers = rl__calloc(r->n_servers ? r->n_servers : 1, sizeof *m->servers);
+    m->shards = rl__calloc(r->n_shards ? r->n_shards : 1, sizeof *m->shards);
+    if (!m->servers || !m->shards) goto fail;
+    for (uint32_t i = 0; i < r->n_servers; i++) {
+        const rl_msg_server *s = &r->servers[i];
+        ss_server *d = &m->servers[i];
+        if (s->address_len >= sizeof d->addr) goto fail;
+        d->id = s->id;
+        d->role = s->role;
+        memcpy(d->addr, s->address, s->address_len);
+        d->addr[s->address_len] = 0;
+        d->port = s->port;
+        d->healthy = s->healthy;
+        m->n_servers++;
+    }
+    for (uint32_t i = 0; i < r->n_shards; i++) {
+        const rl_msg_shard *s = &r->shards[i];
+        ss_shard *d = &m->shards[i];
+        d->r.begin = rl__ss_memdup(s->begin, s->begin_len);
+        d->r.end = rl__ss_memdup(s->end, s->end_len);
+        m->n_shards++;
+        if (!d->r.begin || !d->r.end) goto fail;
+        d->r.begin_len = s->begin_len;
+        d->r.end_len = s->end_len;
+        d->n_team = s->n_team;
+        memcpy(d->team, s->team, s->n_team * sizeof s->team[0]);
+    }
+    return m;
+fail:
+    rl__ss_map_free(m);
+    return NULL;
+}
+
+void rl__ss_want_map(rl_ss *ss) { atomic_store(&ss->map_refresh_wanted, 1); }
+
+/* ==== sending to the coordinator ============================================================ */
+
+/* Encode and send a request to the coordinator; *out_id (may be NULL) gets its id. */
+static int co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id) {
+    rl_proto_why why;
+    if (!ss->co) return RL_E_CONNECTION_FAILED;
+    uint64_t id = ++ss->co_next_id;
+    rl__buf_reset(&ss->co_buf);
+    int rc = rl__msg_encode(&ss->co_buf, m, &why);
+    if (rc != RL_OK) {
+        rl__log(RL_LOG_ERROR, "storage server %u: cannot encode %s for the coordinator: %s (%s)",
+                ss->o.id, rl__msg_type_name(m->type), rl_error_name(rc), why.text);
+        return rc;
+    }
+    rc = rl__conn_send(ss->co, m->type, 0, id, ss->co_buf.data, ss->co_buf.len);
+    if (out_id) *out_id = id;
+    return rc;
+}
+
+static void send_peek(rl_ss *ss) {
+    if (ss->co_state != SS_CO_READY || ss->co_peek_id || atomic_load(&ss->stopping)) return;
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_PEEK;
+    m.u.peek_req.storage_id = ss->o.id;
+    m.u.peek_req.after_version = atomic_load(&ss->known);
+    m.u.peek_req.max_bytes = 0;
+    m.u.peek_req.max_wait_ms = (uint32_t)ss->o.peek_wait_ms;
+    ss->co_peek_after = m.u.peek_req.after_version;
+    if (co_send(ss, &m, &ss->co_peek_id) != RL_OK) ss->co_peek_id = 0;
+}
+
+static void send_map_request(rl_ss *ss) {
+    if (ss->co_state != SS_CO_READY || ss->co_map_id) return;
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_GET_SHARD_MAP;
+    m.u.get_shard_map_req.min_version = 0;
+    atomic_store(&ss->map_refresh_wanted, 0);
+    ss->last_map_ns = rl__clock_mono_ns();
+    if (co_send(ss, &m, &ss->co_map_id) != RL_OK) ss->co_map_id = 0;
+}
+
+static void send_pop(rl_ss *ss) {
+    if (ss->co_state != SS_CO_READY) return;
+    rl_version d = atomic_load(&ss->durable);
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_POP;
+    m.u.pop_req.storage_id = ss->o.id;
+    m.u.pop_req.durable_version = d;
+    if (co_send(ss, &m, NULL) == RL_OK) atomic_store(&ss->popped, d);
+}
+
+/* ==== connecting ============================================================================ */
+
+static void on_retry(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_ss *ss = ud;
+    ss->co_retry_timer = 0;
+    co_connect(ss);
+}
+
+static void schedule_retry(rl_ss *ss) {
+    if (atomic_load(&ss->stopping) || ss->co_retry_timer) return;
+    uint32_t b = ss->co_backoff_ms ? ss->co_backoff_ms * 2 : 50;
+    if (b > 1000) b = 1000;
+    ss->co_backoff_ms = b;
+    if (rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + (uint64_t)b * 1000000u, on_retry, ss,
+                           &ss->co_retry_timer) != RL_OK)
+        ss->co_retry_timer = 0;
+}
+
+/* Close the coordinator connection after a protocol error (on_co_close reconnects). */
+static void co_bad(rl_ss *ss, const char *what) {
+    rl__log(RL_LOG_WARN, "storage server %u: closing the coordinator connection (%s): %s",
+            ss->o.id, ss->co ? rl__conn_peer(ss->co) : "?", what);
+    if (ss->co) rl__conn_close(ss->co, 0);
+}
+
+static void on_co_close(rl_conn *conn, int err, void *ud) {
+    rl_ss *ss = ud;
+    if (ss->co == conn) {
+        if (!atomic_load(&ss->stopping))
+            rl__log(atomic_load(&ss->registered) ? RL_LOG_WARN : RL_LOG_INFO,
+                    "storage server %u: lost the coordinator connection (%s: %s); reconnecting",
+                    ss->o.id, rl_error_name(err), rl__conn_close_reason(conn));
+        ss->co = NULL;
+        ss->co_state = SS_CO_DOWN;
+        ss->co_peek_id = ss->co_reg_id = ss->co_map_id = 0;
+        atomic_store(&ss->registered, 0);
+        schedule_retry(ss);
+    }
+    rl__conn_release(conn);
+}
+
+/* REGISTER_STORAGE reply: the ranges this server owns and where to peek from. */
+static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
+    ss_range *own = rl__calloc(r->n_ranges ? r->n_ranges : 1, sizeof *own);
+    uint32_t n = 0;
+    if (!own) {
+        co_bad(ss, "out of memory for the owned ranges");
+        return;
+    }
+    for (; n < r->n_ranges; n++) {
+        own[n].begin = rl__ss_memdup(r->ranges[n].begin, r->ranges[n].begin_len);
+        own[n].end = rl__ss_memdup(r->ranges[n].end, r->ranges[n].end_len);
+        own[n].begin_len = r->ranges[n].begin_len;
+        own[n].end_len = r->ranges[n].end_len;
+        if (!own[n].begin || !own[n].end) {
+            rl__ss_ranges_free(own, n + 1);
+            co_bad(ss, "out of memory for the owned ranges");
+            return;
+        }
+    }
+    pthread_mutex_lock(&ss->map_mu);
+    ss_range *old = ss->own;
+    uint32_t n_old = ss->n_own;
+    ss->own = own;
+    ss->n_own = n;
+    pthread_mutex_unlock(&ss->map_mu);
+    rl__ss_ranges_free(old, n_old);
+
+    rl_version known = atomic_load(&ss->known);
+    if (r->start_version > known) {
+        /* The coordinator says nothing of this server's shards lies in (known, start]. */
+        rl__log(RL_LOG_INFO, "storage server %u: the coordinator starts it at version %" PRIu64
+                " (it knew %" PRIu64 ")", ss->o.id, r->start_version, known);
+        atomic_store(&ss->known, r->start_version);
+    }
+    ss->co_state = SS_CO_READY;
+    ss->co_backoff_ms = 0;
+    atomic_store(&ss->registered, 1);
+    atomic_fetch_add(&ss->registrations, 1);
+    rl__log(RL_LOG_INFO, "storage server %u: registered with the coordinator %s:%u (%u ranges, "
+            "start version %" PRIu64 ", applied %" PRIu64 ")", ss->o.id, ss->coord_ip,
+            ss->o.coordinator_port, n, r->start_version, (uint64_t)atomic_load(&ss->applied));
+    send_map_request(ss);
+    send_peek(ss);
+    if (atomic_load(&ss->durable) > 0) send_pop(ss);
+    rl__ss_wake_parked(ss);
+    maybe_sync(ss);
+}
+
+/* Remove [b, e) from the owned ranges (a shard moved away), splitting ranges it cuts. */
+static void own_remove(rl_ss *ss, const rl_keyrange *k) {
+    ss_range *nw = rl__calloc((size_t)ss->n_own * 2 + 1, sizeof *nw);
+    uint32_t n = 0;
+    if (!nw) {
+        rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
+        return;
+    }
+    for (uint32_t i = 0; i < ss->n_own; i++) {
+        const ss_range *r = &ss->own[i];
+        /* The part below k->begin and the part above k->end survive. */
+        if (rl__bytes_cmp(r->begin, r->begin_len, k->begin, k->begin_len) < 0) {
+            const uint8_t *e = r->end;
+            uint32_t el = r->end_len;
+            if (rl__bytes_cmp(e, el, k->begin, k->begin_len) > 0) e = k->begin, el = k->begin_len;
+            nw[n].begin = rl__ss_memdup(r->begin, r->begin_len);
+            nw[n].begin_len = r->begin_len;
+            nw[n].end = rl__ss_memdup(e, el);
+            nw[n].end_len = el;
+            n++;
+        }
+        if (rl__bytes_cmp(r->end, r->end_len, k->end, k->end_len) > 0) {
+            const uint8_t *b = r->begin;
+            uint32_t bl = r->begin_len;
+            if (rl__bytes_cmp(b, bl, k->end, k->end_len) < 0) b = k->end, bl = k->end_len;
+            nw[n].begin = rl__ss_memdup(b, bl);
+            nw[n].begin_len = bl;
+            nw[n].end = rl__ss_memdup(r->end, r->end_len);
+            nw[n].end_len = r->end_len;
+            n++;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!nw[i].begin || !nw[i].end) {
+            rl__ss_ranges_free(nw, n);
+            rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
+            return;
+        }
+    pthread_mutex_lock(&ss->map_mu);
+    ss_range *old = ss->own;
+    uint32_t n_old = ss->n_own;
+    ss->own = nw;
+    ss->n_own = n;
+    pthread_mutex_unlock(&ss->map_mu);
+    rl__ss_ranges_free(old, n_old);
+}
+
+/* Add [b, e) to the owned ranges (kept sorted; what it overlaps is removed first). */
+static void own_assign(rl_ss *ss, const rl_keyrange *k) {
+    own_remove(ss, k);
+    if (atomic_load(&ss->fatal)) return;
+    ss_range *nw = rl__calloc((size_t)ss->n_own + 1, sizeof *nw);
+    if (!nw) {
+        rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
+        return;
+    }
+    uint32_t n = 0, i = 0;
+    for (; i < ss->n_own && rl__bytes_cmp(ss->own[i].begin, ss->own[i].begin_len, k->begin,
+                                          k->begin_len) < 0; i++)
+        nw[n++] = ss->own[i];
+    nw[n].begin = rl__ss_memdup(k->begin, k->begin_len);
+    nw[n].begin_len = k->begin_len;
+    nw[n].end = rl__ss_memdup(k->end, k->end_len);
+    nw[n].end_len = k->end_len;
+    if (!nw[n].begin || !nw[n].end) {
+        rl__free(nw[n].begin);
+        rl__free(nw[n].end);
+        rl__free(nw);
+        rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
+        return;
+    }
+    n++;
+    for (; i < ss->n_own; i++) nw[n++] = ss->own[i];
+    pthread_mutex_lock(&ss->map_mu);
+    ss_range *old = ss->own;
+    ss->own = nw;
+    ss->n_own = n;
+    pthread_mutex_unlock(&ss->map_mu);
+    rl__free(old); /* its keys moved into nw */
+}
+
+/* PEEK reply: apply every new version in order, then the ownership changes; known moves to
+ * end_version (invariants 1, 2). */
+static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
+    rl_proto_why why;
+    if (rl__msg_peek_reply_check(r, ss->co_peek_after, &why) != RL_OK) {
+        co_bad(ss, why.text);
+        return;
+    }
+    for (uint32_t i = 0; i < r->n_versions; i++) {
+        const rl_msg_peek_version *pv = &r->versions[i];
+        if (pv->version <= atomic_load(&ss->applied)) continue;
+        int rc = rl__storage_apply(ss->st, pv->version, pv->muts, pv->n_muts);
+        if (rc != RL_OK) {
+            char what[96];
+            snprintf(what, sizeof what, "applying version %" PRIu64, pv->version);
+            rl__ss_fatal(ss, rc, what);
+            return;
+        }
+        atomic_store(&ss->applied, pv->version);
+        if (pv->version > atomic_load(&ss->known)) atomic_store(&ss->known, pv->version);
+    }
+    for (uint32_t i = 0; i < r->n_changes; i++) {
+        const rl_msg_shard_change *c = &r->changes[i];
+        rl__log(RL_LOG_INFO, "storage server %u: %s a range at version %" PRIu64, ss->o.id,
+                c->kind == RL_SHARD_ASSIGN ? "assigned" : "removed", c->version);
+        if (c->kind == RL_SHARD_ASSIGN)
+            own_assign(ss, &c->range);
+        else
+            own_remove(ss, &c->range);
+        if (atomic_load(&ss->fatal)) return;
+    }
+    if (r->end_version > atomic_load(&ss->known)) atomic_store(&ss->known, r->end_version);
+    atomic_fetch_add(&ss->n_peeks, 1);
+    ss->co_peek_id = 0;
+    send_peek(ss);
+    rl__ss_wake_parked(ss);
+    maybe_sync(ss);
+}
+
+static void on_map(rl_ss *ss, const rl_msg_get_shard_map_reply *r) {
+    ss_map *m = map_copy(r);
+    if (!m) {
+        rl__log(RL_LOG_WARN, "storage server %u: cannot keep the shard map (out of memory or a "
+                "bad address); retrying later", ss->o.id);
+        return;
+    }
+    pthread_mutex_lock(&ss->map_mu);
+    ss_map *old = ss->map;
+    ss->map = m;
+    pthread_mutex_unlock(&ss->map_mu);
+    rl__ss_map_free(old);
+}
+
+static void on_peek_retry(rl_loop *loop, void *ud) {
+    (void)loop;
+    send_peek(ud);
+}
+
+static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload,
+                        void *ud) {
+    rl_ss *ss = ud;
+    rl_msg m;
+    rl_proto_why why;
+    char what[256];
+    if (conn != ss->co || !rl__conn_is_open(conn)) return;
+    if (!(h->flags & RL_FRAME_REPLY)) {
+        snprintf(what, sizeof what, "the coordinator sent a %s request", rl__msg_type_name(h->type));
+        co_bad(ss, what);
+        return;
+    }
+    rl__arena_reset(&ss->co_arena);
+    int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &ss->co_arena, &m, &why);
+    if (rc != RL_OK) {
+        co_bad(ss, rc == RL_E_MALFORMED_FRAME || rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION
+                       ? why.text
+                       : rl_error_name(rc));
+        return;
+    }
+    if (h->flags & RL_FRAME_ERROR) {
+        snprintf(what, sizeof what, "%s refused: %s (%d): %.*s", rl__msg_type_name(h->type),
+                 rl_error_name(m.u.error.code), m.u.error.code, (int)m.u.error.message_len,
+                 (const char *)m.u.error.message);
+        if (h->type == RL_MSG_HELLO || h->type == RL_MSG_REGISTER_STORAGE) {
+            co_bad(ss, what); /* reconnects with backoff */
+        } else if (h->type == RL_MSG_PEEK && h->id == ss->co_peek_id) {
+            rl__log(RL_LOG_WARN, "storage server %u: %s; peeking again in 100 ms", ss->o.id, what);
+            ss->co_peek_id = 0;
+            rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + 100000000u, on_peek_retry, ss,
+                               NULL);
+        } else {
+            if (h->type == RL_MSG_GET_SHARD_MAP && h->id == ss->co_map_id) ss->co_map_id = 0;
+            rl__log(RL_LOG_WARN, "storage server %u: %s", ss->o.id, what);
+        }
+        return;
+    }
+    switch (h->type) {
+    case RL_MSG_HELLO:
+        if (ss->co_state != SS_CO_HELLO) co_bad(ss, "an unexpected HELLO reply");
+        break;
+    case RL_MSG_REGISTER_STORAGE:
+        if (ss->co_state != SS_CO_HELLO || h->id != ss->co_reg_id) {
+            co_bad(ss, "an unexpected REGISTER_STORAGE reply");
+            break;
+        }
+        ss->co_reg_id = 0;
+        on_register(ss, &m.u.register_storage_reply);
+        break;
+    case RL_MSG_PEEK:
+        if (h->id != ss->co_peek_id) break; /* stale (invariant 3) */
+        on_peek(ss, &m.u.peek_reply);
+        break;
+    case RL_MSG_GET_SHARD_MAP:
+        if (h->id == ss->co_map_id) ss->co_map_id = 0;
+        on_map(ss, &m.u.get_shard_map_reply);
+        break;
+    case RL_MSG_POP:
+        break;
+    default:
+        snprintf(what, sizeof what, "an unexpected %s reply", rl__msg_type_name(h->type));
+        co_bad(ss, what);
+        break;
+    }
+}
+
+static void on_co_connect(rl_conn *conn, int err, void *ud) {
+    rl_ss *ss = ud;
+    if (err != RL_OK) {
+        rl__log(RL_LOG_DEBUG, "storage server %u: cannot reach the coordinator %s:%u: %s",
+                ss->o.id, ss->coord_ip, ss->o.coordinator_port, rl_error_name(err));
+        ss->co_state = SS_CO_DOWN;
+        schedule_retry(ss);
+        return;
+    }
+    if (atomic_load(&ss->stopping)) {
+        rl__conn_close(conn, 0);
+        rl__conn_release(conn);
+        ss->co_state = SS_CO_DOWN;
+        return;
+    }
+    ss->co = conn;
+    ss->co_state = SS_CO_HELLO;
+    rl__conn_set_callbacks(conn, on_co_frame, on_co_close, ss);
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_HELLO;
+    m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
+    m.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
+    m.u.hello_req.role = RL_ROLE_STORAGE;
+    m.u.hello_req.id = ss->o.id;
+    m.u.hello_req.host = (const uint8_t *)ss->host;
+    m.u.hello_req.host_len = (uint32_t)strlen(ss->host);
+    co_send(ss, &m, NULL);
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_REGISTER_STORAGE;
+    m.u.register_storage_req.id = ss->o.id;
+    m.u.register_storage_req.address = (const uint8_t *)ss->listen_ip;
+    m.u.register_storage_req.address_len = (uint32_t)strlen(ss->listen_ip);
+    m.u.register_storage_req.port = ss->port;
+    m.u.register_storage_req.host = (const uint8_t *)ss->host;
+    m.u.register_storage_req.host_len = (uint32_t)strlen(ss->host);
+    m.u.register_storage_req.durable_version = atomic_load(&ss->durable);
+    if (co_send(ss, &m, &ss->co_reg_id) != RL_OK) co_bad(ss, "cannot send REGISTER_STORAGE");
+}
+
+static void co_connect(rl_ss *ss) {
+    if (atomic_load(&ss->stopping) || ss->co_state != SS_CO_DOWN) return;
+    ss->co_state = SS_CO_CONNECTING;
+    int rc = rl__connect(ss->loop, ss->coord_ip, ss->o.coordinator_port, ss->o.connect_timeout_ms,
+                         on_co_connect, ss);
+    if (rc != RL_OK) {
+        rl__log(RL_LOG_WARN, "storage server %u: cannot connect to %s:%u: %s (%s)", ss->o.id,
+                ss->coord_ip, ss->o.coordinator_port, rl_error_name(rc), rl__net_errmsg());
+        ss->co_state = SS_CO_DOWN;
+        schedule_retry(ss);
+    }
+}
+
+/* ==== sync ================================================================================== */
+
+/* The result of a background sync, on the loop thread: publish, POP, maybe sync again. */
+static void on_sync_done(rl_loop *loop, void *ud) {
+    rl_ss *ss = ud;
+    pthread_mutex_lock(&ss->sync_mu);
+    int rc = ss->sync_rc;
+    rl_version target = ss->sync_done_target;
+    pthread_mutex_unlock(&ss->sync_mu);
+    ss->sync_busy = 0;
+    if (rc != RL_OK) {
+        rl__ss_fatal(ss, rc, "syncing the engine");
+        return;
+    }
+    if (target > atomic_load(&ss->durable)) atomic_store(&ss->durable, target);
+    if (rl__loop_is_closing(loop)) return;
+    send_pop(ss);
+    maybe_sync(ss);
+}
+
+static void *sync_main(void *arg) {
+    rl_ss *ss = arg;
+    pthread_mutex_lock(&ss->sync_mu);
+    for (;;) {
+        while (!ss->sync_want && !ss->sync_quit) pthread_cond_wait(&ss->sync_cv, &ss->sync_mu);
+        if (!ss->sync_want) break;
+        ss->sync_want = 0;
+        rl_version target = ss->sync_target;
+        pthread_mutex_unlock(&ss->sync_mu);
+        int rc = rl__storage_sync(ss->st);
+        pthread_mutex_lock(&ss->sync_mu);
+        ss->sync_rc = rc;
+        ss->sync_done_target = target;
+        if (rl__loop_post(ss->loop, on_sync_done, ss) != RL_OK)
+            rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "reporting a sync");
+    }
+    pthread_mutex_unlock(&ss->sync_mu);
+    return NULL;
+}
+
+int rl__ss_sync_start(rl_ss *ss) {
+    if (pthread_create(&ss->sync_thread, NULL, sync_main, ss) != 0) return RL_E_OPERATION_FAILED;
+    ss->sync_started = 1;
+    return RL_OK;
+}
+
+void rl__ss_sync_stop(rl_ss *ss) {
+    if (!ss->sync_started) return;
+    pthread_mutex_lock(&ss->sync_mu);
+    ss->sync_quit = 1;
+    pthread_cond_signal(&ss->sync_cv);
+    pthread_mutex_unlock(&ss->sync_mu);
+    pthread_join(ss->sync_thread, NULL);
+    ss->sync_started = 0;
+}
+
+static void on_sync_timer(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_ss *ss = ud;
+    ss->sync_timer = 0;
+    maybe_sync(ss);
+}
+
+/* Start a background sync if something known is not durable (invariant 4). */
+static void maybe_sync(rl_ss *ss) {
+    if (ss->sync_busy || ss->sync_timer || atomic_load(&ss->stopping) || atomic_load(&ss->fatal))
+        return;
+    rl_version known = atomic_load(&ss->known);
+    if (known <= atomic_load(&ss->durable)) return;
+    uint64_t now = rl__clock_mono_ns();
+    uint64_t due = ss->last_sync_ns + (uint64_t)ss->o.sync_interval_ms * 1000000u;
+    if (ss->last_sync_ns && now < due) {
+        if (rl__loop_timer_add(ss->loop, due, on_sync_timer, ss, &ss->sync_timer) != RL_OK)
+            ss->sync_timer = 0;
+        return;
+    }
+    if (known > atomic_load(&ss->applied)) {
+        int rc = rl__storage_apply(ss->st, known, NULL, 0);
+        if (rc != RL_OK) {
+            rl__ss_fatal(ss, rc, "applying an empty version");
+            return;
+        }
+        atomic_store(&ss->applied, known);
+    }
+    ss->sync_busy = 1;
+    ss->last_sync_ns = now;
+    pthread_mutex_lock(&ss->sync_mu);
+    ss->sync_target = atomic_load(&ss->applied);
+    ss->sync_want = 1;
+    pthread_cond_signal(&ss->sync_cv);
+    pthread_mutex_unlock(&ss->sync_mu);
+}
+
+/* ==== housekeeping ========================================================================== */
+
+static void on_tick(rl_loop *loop, void *ud) {
+    rl_ss *ss = ud;
+    ss->tick_timer = 0;
+    if (atomic_load(&ss->stopping)) return;
+    rl__ss_repl_tick(ss);
+    rl__ss_s2s_tick(ss);
+    rl__loop_timer_add(loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick, ss,
+                       &ss->tick_timer);
+}
+
+void rl__ss_repl_tick(rl_ss *ss) {
+    if (ss->co_state != SS_CO_READY) return;
+    uint64_t now = rl__clock_mono_ns();
+    if (atomic_load(&ss->map_refresh_wanted) ||
+        now - ss->last_map_ns >= (uint64_t)ss->o.map_refresh_ms * 1000000u)
+        send_map_request(ss);
+}
+
+void rl__ss_repl_start(rl_ss *ss) {
+    co_connect(ss);
+    rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick,
+                       ss, &ss->tick_timer);
+}

@@ -1,0 +1,96 @@
+/* storage_server.h (internal) — the storage server role of rlkvd (`rlkvd storage`, issue 15):
+ * holds shards in its own durable engine, pulls their mutations from the coordinator's log
+ * (PEEK / POP), serves reads at a version and mapped reads whose secondaries may live on other
+ * storage servers (storage-to-storage GET_MULTI). docs/design-storage-server.md describes the
+ * design; docs/protocol.md §9 the messages it answers.
+ *
+ * Life cycle:
+ *   rl__ss_new   open (recover) the engine in DIR, bind the listener (the port is known on
+ *                return), start the worker, sync and nothing else: no connection is made yet.
+ *   rl__ss_run   run the event loop on the calling thread: connect to the coordinator (HELLO,
+ *                REGISTER_STORAGE, GET_SHARD_MAP, the PEEK loop; reconnecting with backoff),
+ *                accept clients and peers, until rl__ss_stop or a fatal error.
+ *   rl__ss_stop  ask rl__ss_run to return (any thread; not async-signal-safe: call it from a
+ *                thread that waited for the signal).
+ *   rl__ss_free  join the threads, close everything, close the engine.
+ *
+ * Threads: the loop thread (the caller of rl__ss_run) owns every connection and all replication
+ * state; a pool of worker threads runs mapped reads (which may wait for other storage servers);
+ * one sync thread makes the engine durable (rl__storage_sync) in the background. Functions are
+ * [owner] (the thread that created the server, while rl__ss_run is not running) unless tagged
+ * [any].
+ *
+ * Errors are rl error codes (include/reclayer/error.h), never errno; a message goes to errmsg
+ * where one is taken, and to the log (stderr).
+ */
+#ifndef RL_SERVER_STORAGE_SERVER_H
+#define RL_SERVER_STORAGE_SERVER_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+
+typedef struct rl_ss rl_ss;
+
+/* Options of a storage server. Strings are copied by rl__ss_new. Knobs left at 0 take their
+ * default; they exist for tests (the command line sets only the documented options). */
+typedef struct {
+    const char *dir;            /* required: the engine's directory (created if missing) */
+    uint32_t id;                /* required: the server id, >= 1 */
+    const char *coordinator_ip; /* required: dotted IPv4 inside 127.0.0.0/8 */
+    uint16_t coordinator_port;  /* required, not 0 */
+    const char *listen_ip;      /* NULL: "127.0.0.1" */
+    uint16_t listen_port;       /* 0: an ephemeral port */
+    const char *host;           /* host label; NULL: "host1" */
+    int no_sync;                /* skip fsync (benchmarks only) */
+    uint64_t window_versions;   /* MVCC window; 0: the engine's default (5,000,000) */
+    uint64_t checkpoint_log_bytes; /* engine checkpoint threshold; 0: the engine's default */
+    /* Knobs. */
+    int workers;          /* mapped-read worker threads; 0: 3 (at most 16) */
+    int future_wait_ms;   /* how long a read at a version not yet known waits; 0: 1000 */
+    int s2s_timeout_ms;   /* how long a storage-to-storage read may take; 0: 2000 */
+    int peek_wait_ms;     /* PEEK's max_wait_ms; 0: 500 */
+    int sync_interval_ms; /* at most one engine sync per this many ms; 0: 10 */
+    int map_refresh_ms;   /* GET_SHARD_MAP refresh period; 0: 5000 */
+    int connect_timeout_ms; /* coordinator and peer connects; 0: 1000 */
+} rl_ss_options;
+
+/* rl__ss_new — create a storage server: open the engine in o->dir (recovering it), bind the
+ * listener, start the threads.
+ * [in] o       the options (borrowed for the call).
+ * [out] out    the server, owned by the caller (rl__ss_free); untouched on error.
+ * [out] errmsg may be NULL; on failure a message naming what failed is appended.
+ * Returns RL_OK, RL_E_INVALID_ARGUMENT (a missing or bad option), the engine's open errors
+ * (RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT, …), the listener's (RL_E_ADDRESS_IN_USE,
+ * RL_E_BIND_FAILED), RL_E_IO_ERROR (the directory cannot be created), RL_E_OUT_OF_MEMORY. */
+int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg);
+
+/* rl__ss_port — the bound listening port. [any] */
+uint16_t rl__ss_port(const rl_ss *ss);
+
+/* rl__ss_run — serve until rl__ss_stop (returns RL_OK) or a fatal error: the engine failed to
+ * apply or sync (RL_E_IO_ERROR, RL_E_NO_SPACE, … — the server must not go on acknowledging), or
+ * the loop failed. Call once. */
+int rl__ss_run(rl_ss *ss);
+
+/* rl__ss_stop — make rl__ss_run return soon. [any] */
+void rl__ss_stop(rl_ss *ss);
+
+/* rl__ss_free — stop the threads, close every connection and the engine, free (NULL is a
+ * no-op). Not while rl__ss_run runs. */
+void rl__ss_free(rl_ss *ss);
+
+/* Counters and versions (for tests; STATUS reports the same). [any] */
+typedef struct {
+    uint64_t applied_version; /* newest version applied to the engine */
+    uint64_t known_version;   /* every mutation of its shards up to here is applied */
+    uint64_t durable_version; /* newest version the engine has synced */
+    uint64_t popped_version;  /* newest POP sent */
+    uint64_t reads, mapped_reads, secondaries_local, secondaries_remote, s2s_requests,
+        s2s_round_trips, peeks, parked_reads, future_version_errors;
+    int registered;           /* 1 while registered with the coordinator */
+    uint64_t registrations;   /* successful REGISTER_STORAGE replies since start */
+} rl_ss_stats;
+void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out);
+
+#endif
