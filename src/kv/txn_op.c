@@ -1300,6 +1300,50 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
     rl__txn_lock(t);
     txn_op *op = NULL;
     if ((rc = rl__txn_check_usable(t))) goto now;
+    if (!t->is_async && t->has_rv && begin.offset == 1 && end.offset == 1 && !begin.or_equal &&
+        !end.or_equal && !has_writes(t) && (begin.key || !begin.key_len) && (end.key || !end.key_len) &&
+        !past_max(t, begin.key, begin.key_len, 0) && !past_max(t, end.key, end.key_len, 0)) {
+        /* The inline fast path by hand for firstGreaterOrEqual at both ends and nothing to merge
+         * (index pages and record loads: step_range's direct work, the span being the range). */
+        int lim;
+        long tb;
+        if ((rc = range_limits(limit, target_bytes, mode, iteration, &lim, &tb))) goto now;
+        rl_kv_read r;
+        r.op = RL_KV_GET_RANGE;
+        r.version = t->rv;
+        r.begin = begin;
+        r.end = end;
+        if (!r.begin.key) r.begin.key = (const uint8_t *)"";
+        if (!r.end.key) r.end.key = (const uint8_t *)"";
+        max_key(t, &r.max_key, &r.max_key_len);
+        r.limit = lim;
+        r.target_bytes = tb;
+        r.reverse = (flags & RL_REVERSE) != 0;
+        r.arena = &f->arena;
+        r.kvs = NULL;
+        r.n = r.more = 0;
+        r.done = inline_done;
+        r.ud = &rc;
+        t->db->be->vt->read(t->db->be, &r);
+        if (rc == RL_OK && !(flags & RL_SNAPSHOT)) {
+            const rl_keyvalue *last = r.n > 0 ? &r.kvs[r.n - 1] : NULL;
+            if (r.more && last && !r.reverse) {
+                uint8_t *e = key_after(&f->arena, last->key, last->key_len);
+                rc = e ? rl__txn_read_conflict(t, r.begin.key, r.begin.key_len, e, last->key_len + 1)
+                       : RL_E_OUT_OF_MEMORY;
+            } else if (r.more && last) {
+                rc = rl__txn_read_conflict(t, last->key, last->key_len, r.end.key, r.end.key_len);
+            } else {
+                rc = rl__txn_read_conflict(t, r.begin.key, r.begin.key_len, r.end.key, r.end.key_len);
+            }
+        }
+        if (rc == RL_OK) {
+            f->kvs = r.kvs;
+            f->count = r.n;
+            f->more = r.more;
+        }
+        goto now;
+    }
     if (!t->is_async && t->has_rv) {
         txn_op so;
         stack_op(&so, t, f, OP_RANGE);
