@@ -27,7 +27,8 @@
  *   The margin adapts: every timed sleep that ends by timeout yields a sample (actual wake time −
  * requested wake time); the last RL__LATE_RING (128) samples are kept, and every 8 samples the
  * margin becomes p99(samples) + max(p99 / 4, 10 µs), clamped to [RL__MARGIN_MIN, RL__MARGIN_MAX]
- * = [20, 200] µs (100 µs until 8 samples exist). The pad above p99 is there because a margin of
+ * = [20, 200] µs by default (100 µs until 8 samples exist; rl__loop_set_margin_bounds changes the
+ * bounds, e.g. max 0 for a loop that must never spin). The pad above p99 is there because a margin of
  * exactly p99 would, by definition, leave 1% of timers late. The clamp bounds the CPU a timer may
  * burn spinning (≤ 200 µs per deadline) on a noisy machine; wake-ups later than the margin make
  * that timer late by the difference (preemption while spinning, too).
@@ -173,6 +174,8 @@ int rl__loop_new(unsigned flags, rl_loop **out) {
             goto fail;
         }
     }
+    loop->margin_min_ns = RL__MARGIN_MIN_NS;
+    loop->margin_max_ns = RL__MARGIN_MAX_NS;
     loop->margin_ns = RL__MARGIN_INIT_NS;
     stat_set(&loop->st_margin_ns, loop->margin_ns);
     *out = loop;
@@ -438,8 +441,8 @@ static void sample_lateness(rl_loop *loop, uint64_t late_ns) {
     uint64_t p99 = sorted[i99 ? i99 - 1 : 0], p50 = sorted[(n - 1) / 2];
     uint64_t pad = p99 / 4 > RL__MARGIN_PAD_NS ? p99 / 4 : RL__MARGIN_PAD_NS;
     uint64_t m = p99 + pad;
-    if (m < RL__MARGIN_MIN_NS) m = RL__MARGIN_MIN_NS;
-    if (m > RL__MARGIN_MAX_NS) m = RL__MARGIN_MAX_NS;
+    if (m < loop->margin_min_ns) m = loop->margin_min_ns;
+    if (m > loop->margin_max_ns) m = loop->margin_max_ns;
     loop->margin_ns = m;
     stat_set(&loop->st_margin_ns, m);
     stat_set(&loop->st_wake_p50_ns, p50);
@@ -587,6 +590,19 @@ int rl__loop_run(rl_loop *loop) {
     if (old_slack > 0) (void)prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     rl__tls_loop = prev;
     atomic_store_explicit(&loop->running, 0, memory_order_release);
+    return RL_OK;
+}
+
+int rl__loop_set_margin_bounds(rl_loop *loop, uint32_t min_us, uint32_t max_us) {
+    if (!loop || min_us > max_us || max_us > 10000u) return RL_E_INVALID_ARGUMENT;
+    if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
+    loop->margin_min_ns = (uint64_t)min_us * 1000u;
+    loop->margin_max_ns = (uint64_t)max_us * 1000u;
+    uint64_t m = loop->margin_ns;
+    if (m < loop->margin_min_ns) m = loop->margin_min_ns;
+    if (m > loop->margin_max_ns) m = loop->margin_max_ns;
+    loop->margin_ns = m;
+    stat_set(&loop->st_margin_ns, m);
     return RL_OK;
 }
 

@@ -185,6 +185,12 @@ int rl__loop_timer_add(rl_loop *loop, uint64_t deadline_ns, rl_loop_fn cb, void 
  * RL_E_CLIENT_INVALID_OPERATION. [loop] */
 int rl__loop_timer_cancel(rl_loop *loop, uint64_t id);
 
+/* rl__loop_set_margin_bounds — bound the adaptive sleep margin (default [20, 200] µs; loop.c):
+ * the most a timer spins before its deadline, i.e. the CPU a precise timer may cost. max_us 0:
+ * never spin (timers then fire with the kernel's wake-up lateness, ~50–90 µs here). Returns
+ * RL_OK, RL_E_INVALID_ARGUMENT (min > max, max > 10,000) or RL_E_CLIENT_INVALID_OPERATION. [loop] */
+int rl__loop_set_margin_bounds(rl_loop *loop, uint32_t min_us, uint32_t max_us);
+
 /* rl__loop_get_stats — copy the loop's counters (each read atomically; the set is not a snapshot
  * except in loop context). [any] */
 void rl__loop_get_stats(rl_loop *loop, rl_loop_stats *out);

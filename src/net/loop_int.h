@@ -66,6 +66,7 @@ struct rl_loop {
 
     /* Timer precision (loop context only): see "Timer precision" in loop.c. */
     uint64_t margin_ns;                   /* sleep until deadline - margin_ns, then spin */
+    uint64_t margin_min_ns, margin_max_ns; /* its bounds (rl__loop_set_margin_bounds) */
     uint64_t late_ring[RL__LATE_RING];    /* recent wake-up lateness samples (ns) */
     uint32_t late_n;                      /* samples in the ring (<= RL__LATE_RING) */
     uint32_t late_pos;                    /* next slot to overwrite */

@@ -51,10 +51,21 @@ static void *lt_loop_main(void *arg) {
     return NULL;
 }
 
+static void lt_started(rl_loop *loop, void *ud) {
+    (void)loop;
+    atomic_store((atomic_int *)ud, 1);
+}
+
+/* Create a loop and run it on a new thread; returns once the loop is running. */
 static inline void lt_loop_start(lt_loop *l, unsigned flags) {
     memset(l, 0, sizeof *l);
     ASSERT_OK(rl__loop_new(flags, &l->loop));
+    atomic_int started = 0;
+    ASSERT_OK(rl__loop_post(l->loop, lt_started, &started));
     ASSERT_EQ(pthread_create(&l->thread, NULL, lt_loop_main, l), 0);
+    uint64_t end = rl__clock_mono_ns() + 10000000000ull;
+    while (!atomic_load(&started) && rl__clock_mono_ns() < end) rl__clock_sleep_us(50);
+    ASSERT_TRUE(atomic_load(&started));
 }
 
 /* Stop the loop thread and join it (the loop stays allocated). */

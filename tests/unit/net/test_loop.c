@@ -367,6 +367,42 @@ TEST(loop_1_7_free_runs_pending_posts) {
     rl__loop_free(NULL);
 }
 
+static void no_spin_setup(rl_loop *loop, void *ud) {
+    LT_BG_CHECK(rl__loop_set_margin_bounds(loop, 0, 0) == RL_OK);
+    prec_start(loop, ud);
+}
+
+/* With the margin bounded to 0 the loop never spins (timers fire with the kernel's wake-up
+ * lateness, still never early); bad bounds and calls from other threads are refused. */
+TEST(loop_1_8_margin_bounds) {
+    rl_loop *loop;
+    ASSERT_OK(rl__loop_new(0, &loop));
+    ASSERT_RC(rl__loop_set_margin_bounds(loop, 50, 20), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__loop_set_margin_bounds(loop, 0, 10001), RL_E_INVALID_ARGUMENT);
+    ASSERT_OK(rl__loop_set_margin_bounds(loop, 30, 60));
+    rl_loop_stats st;
+    rl__loop_get_stats(loop, &st);
+    ASSERT_EQ(st.margin_ns, 60000);
+    rl__loop_free(loop);
+
+    prec_ctx *p = calloc(1, sizeof *p);
+    lt_loop l;
+    lt_loop_start(&l, 0);
+    ASSERT_RC(rl__loop_set_margin_bounds(l.loop, 0, 0), RL_E_CLIENT_INVALID_OPERATION);
+    lt_call(l.loop, no_spin_setup, p);
+    ASSERT_TRUE(lt_wait_flag(&p->done, 30000));
+    rl__loop_get_stats(l.loop, &st);
+    lt_loop_finish(&l);
+    lt_sort(p->late, PREC_N);
+    printf("loop_1_8 no spinning: lateness p50 %.1f us p99 %.1f us; spun %.3f ms in all\n",
+           lt_pct(p->late, PREC_N, 0.5) / 1e3, lt_pct(p->late, PREC_N, 0.99) / 1e3, st.spin_ns / 1e6);
+    ASSERT_EQ(p->early, 0);
+    ASSERT_EQ(st.margin_ns, 0);
+    ASSERT_TRUE(st.spin_ns < (uint64_t)PREC_N * 5000u); /* at most the < 3 µs tails */
+    free(p);
+    LT_ASSERT_NO_BG_ERRORS();
+}
+
 /* ============================================================================================
  * loop_2: connections
  * ========================================================================================== */
@@ -1108,7 +1144,7 @@ TEST(loop_3_3_trickle_does_not_preallocate) {
 
 RL_TEST_MAIN(T(loop_1_1_posts_fifo_from_threads), T(loop_1_2_stop_and_run_rules), T(loop_1_3_timer_order_and_cancel),
              T(loop_1_4_timer_precision_pwait2), T(loop_1_5_timer_precision_timerfd), T(loop_1_6_idle_uses_no_cpu),
-             T(loop_1_7_free_runs_pending_posts), T(loop_2_1_echo_sizes), T(loop_2_2_pipelined_both_ways),
+             T(loop_1_7_free_runs_pending_posts), T(loop_1_8_margin_bounds), T(loop_2_1_echo_sizes), T(loop_2_2_pipelined_both_ways),
              T(loop_2_3_four_threads_one_connection), T(loop_2_4_send_buf_and_bad_arguments),
              T(loop_2_5_connect_refused), T(loop_2_6_non_loopback_refused), T(loop_2_7_address_in_use),
              T(loop_2_8_connect_timeout), T(loop_2_9_close_while_sending), T(loop_2_10_close_inside_on_frame),

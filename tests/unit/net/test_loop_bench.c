@@ -1,4 +1,4 @@
-/* test_loop_bench.c — a benchmark, not a timed test (loop_6_1): the loopback ping-pong round trip
+/* test_loop_bench.c — benchmarks, not timed tests (loop_6_1, loop_6_2): the loopback ping-pong round trip
  * of 24-byte frames (16-byte header + 8) through the runtime, next to a plain blocking-socket
  * ping-pong, with and without 250 µs of injected delay per direction. It prints min/p50/p99/max
  * and asserts only that every ping came back.
@@ -15,6 +15,8 @@
  *                 cost of waking it)
  *   loop-to-loop  the client loop's on_frame sends the next ping itself (no application thread)
  * "+delay" runs the case with rl__conn_set_delay(250 µs) on both ends (expected >= 500 µs).
+ *
+ * loop_6_2 prints timer lateness (fire time − deadline) of chained 250 µs and 1 ms timers.
  */
 #include "looptest.h"
 
@@ -220,6 +222,67 @@ static void bench_loop_case(const char *name, int n, int mode /* 0 cv, 1 spin, 2
     free(b);
 }
 
+/* ---- timer precision ---- */
+
+typedef struct {
+    int n, want;
+    uint64_t deadline, period_ns;
+    uint64_t *late;
+    atomic_int done;
+} tp_ctx;
+
+static void tp_cb(rl_loop *loop, void *ud) {
+    tp_ctx *t = ud;
+    uint64_t now = rl__clock_mono_ns();
+    LT_BG_CHECK(now >= t->deadline);
+    t->late[t->n++] = now - t->deadline;
+    if (t->n == t->want) {
+        atomic_store(&t->done, 1);
+        return;
+    }
+    t->deadline = rl__clock_mono_ns() + t->period_ns;
+    LT_BG_CHECK(rl__loop_timer_add(loop, t->deadline, tp_cb, t, NULL) == RL_OK);
+}
+
+static void tp_start(rl_loop *loop, void *ud) {
+    tp_ctx *t = ud;
+    t->deadline = rl__clock_mono_ns() + t->period_ns;
+    LT_BG_CHECK(rl__loop_timer_add(loop, t->deadline, tp_cb, t, NULL) == RL_OK);
+}
+
+static void bench_timers(const char *name, unsigned flags, int n, uint64_t period_ns) {
+    tp_ctx t;
+    memset(&t, 0, sizeof t);
+    t.want = n;
+    t.period_ns = period_ns;
+    t.late = calloc((size_t)n, sizeof *t.late);
+    lt_loop l;
+    lt_loop_start(&l, flags);
+    lt_call(l.loop, tp_start, &t);
+    ASSERT_TRUE(lt_wait_flag(&t.done, 120000));
+    rl_loop_stats st;
+    rl__loop_get_stats(l.loop, &st);
+    lt_loop_finish(&l);
+    lt_sort(t.late, (size_t)n);
+    printf("loop_6_2 %-18s n=%-5d lateness p50 %6.1f  p90 %6.1f  p99 %7.1f  p99.9 %7.1f  max %7.1f us; "
+           "margin %.1f us, sleep wake-up lateness p50 %.1f p99 %.1f us, spun %.1f%% of the time\n",
+           name, n, lt_pct(t.late, (size_t)n, 0.5) / 1e3, lt_pct(t.late, (size_t)n, 0.9) / 1e3,
+           lt_pct(t.late, (size_t)n, 0.99) / 1e3, lt_pct(t.late, (size_t)n, 0.999) / 1e3, t.late[n - 1] / 1e3,
+           st.margin_ns / 1e3, st.wake_late_p50_ns / 1e3, st.wake_late_p99_ns / 1e3,
+           100.0 * (double)st.spin_ns / ((double)n * (double)period_ns));
+    free(t.late);
+}
+
+/* Timer lateness over many 250 µs timers, each armed by the previous one's callback (the delay
+ * path's pattern), through epoll_pwait2 and through the timerfd fallback. Printed only. */
+TEST(loop_6_2_timer_precision_bench) {
+    int n = bench_n(2000, 1);
+    bench_timers("250us pwait2", 0, n, 250000);
+    bench_timers("250us timerfd", RL_LOOP_FORCE_TIMERFD, n, 250000);
+    bench_timers("1ms pwait2", 0, n / 4 > 0 ? n / 4 : 1, 1000000);
+    LT_ASSERT_NO_BG_ERRORS();
+}
+
 TEST(loop_6_1_pingpong_bench) {
     int n = bench_n(3000, 1), nd = bench_n(500, 6);
     bench_blocking(n);
@@ -231,4 +294,4 @@ TEST(loop_6_1_pingpong_bench) {
     LT_ASSERT_NO_BG_ERRORS();
 }
 
-RL_TEST_MAIN(T(loop_6_1_pingpong_bench))
+RL_TEST_MAIN(T(loop_6_1_pingpong_bench), T(loop_6_2_timer_precision_bench))
