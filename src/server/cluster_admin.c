@@ -1204,15 +1204,13 @@ out:
 int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl_buf *msg) {
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int lockfd = lock_dir(dir, msg), rc;
-    if (lockfd < 0) {
-        /* No directory or no cluster: say which. */
-        rl__buf_truncate(msg, 0);
-        rc = state_load(dir, s, msg);
-        if (rc == RL_OK) rc = RL_E_IO_ERROR;
+    int lockfd = -1, rc = state_load(dir, s, msg); /* first without the lock: is there a cluster? */
+    if (rc) goto out;
+    if ((lockfd = lock_dir(dir, msg)) < 0) {
+        rc = RL_E_IO_ERROR;
         goto out;
     }
-    if ((rc = state_load(dir, s, msg))) goto out;
+    if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
     if (id >= (uint32_t)s->n) {
         rc = fail(msg, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id, s->n - 1);
         goto out;
