@@ -104,6 +104,21 @@ TEST(cluster_3_1_cli_life_cycle) {
         ASSERT_EQ(rl_test_run("rl", &out, NULL, "kv --db '%s' get hello", url), 0);
         ASSERT_STR_EQ(out, "world\n");
         free(out);
+        /* The record tools on the cluster: load (split records too), check, get, query. */
+        ASSERT_EQ(rl_test_run("rl", &out, NULL, "load --db '%s' --count 200 --padding 150000 --seed 7", url), 0);
+        free(out);
+        ASSERT_EQ(rl_test_run("rl", &out, NULL, "check --db '%s'", url), 0);
+        ASSERT_NOT_NULL(strstr(out, "integrity_ok = true"));
+        free(out);
+        ASSERT_EQ(rl_test_run("rl", &out, NULL, "get --db '%s' --pk 3", url), 0);
+        ASSERT_NOT_NULL(strstr(out, "\"order_id\":3"));
+        free(out);
+        char *scan = NULL, *remote = NULL;
+        ASSERT_EQ(rl_test_run("rl", &scan, NULL, "query --db '%s' --index price_idx --limit 20 --fetch scan", url), 0);
+        ASSERT_EQ(rl_test_run("rl", &remote, NULL, "query --db '%s' --index price_idx --limit 20 --fetch remote", url), 0);
+        ASSERT_STR_EQ(scan, remote);
+        ASSERT_NOT_NULL(strstr(scan, "order_id"));
+        free(scan), free(remote);
     } else {
         printf("rl kv on the cluster not checked: the cluster: backend is not built yet (%s)\n", why);
     }
