@@ -93,6 +93,9 @@ typedef struct {
 /* Create a committer over a sink; `recovered` is the sink's last durable version. */
 int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered,
                       rl_committer **out);
+/* Free the committer: stops and joins its thread (rl__committer_submit started it) after the
+ * thread has completed every request still queued. No rl__committer_commit or submit may be in
+ * progress or follow. NULL is a no-op. */
 void rl__committer_free(rl_committer *c);
 /* Commit one transaction, blocking until its batch is durable (or failed). Concurrent callers
  * are batched together (group commit: one version, one sync per batch). Returns req->result. A
@@ -103,6 +106,35 @@ void rl__committer_free(rl_committer *c);
  * later commit fails with the sink's own error (RL_E_IO_ERROR, RL_E_NO_SPACE,
  * RL_E_OUT_OF_MEMORY …). */
 int rl__committer_commit(rl_committer *c, rl_commit_request *req);
+/* Called when a request given to rl__committer_submit is done: req->result (and, on RL_OK,
+ * commit_version and batch_order) is set. Runs on the committer's thread; it must not call
+ * rl__committer_commit, rl__committer_submit or rl__committer_free (it may hand the request to
+ * another thread, e.g. with rl__loop_post). ud is the submitter's. */
+typedef void (*rl_commit_done_fn)(rl_commit_request *req, void *ud);
+
+/* rl__committer_submit — queue req for commit and return at once (the asynchronous form of
+ * rl__committer_commit, for servers that must not block their event loop).
+ * The first call starts the committer's own thread ("rl-committer"); from then on that thread
+ * leads every batch (blocking rl__committer_commit callers queue behind it and wait), taking
+ * everything queued, up to max_batch requests (and the batch byte limit, below), per batch — the
+ * longer the sink's sync takes, the larger the next batch. done(req, ud) is called exactly once,
+ * on that thread, after the batch holding req is durable or failed; a read-only request (no
+ * mutations, no write ranges) is done without a batch (RL_OK, commit_version 0), and a poisoned
+ * committer completes requests with its sink's error, as rl__committer_commit does.
+ * [in] req  borrowed, with everything it points to, until done has been called; its result
+ *           fields are written by the committer.
+ * Returns RL_OK, RL_E_INVALID_ARGUMENT (NULL c, req or done), RL_E_OUT_OF_MEMORY, or
+ * RL_E_OPERATION_FAILED (the thread could not be started); on an error done is never called.
+ * [any thread] */
+int rl__committer_submit(rl_committer *c, rl_commit_request *req, rl_commit_done_fn done, void *ud);
+
+/* rl__committer_set_max_batch_bytes — bound a batch's mutation bytes (every mutation's len1 +
+ * len2 + 9, its size in a log record of storage/wal.h): a batch takes queued requests while their
+ * sum stays <= bytes (but always at least one request). 0, the default, means no bound. A server
+ * sets it so that one version's mutations fit a log record and a PEEK reply. Call before the
+ * first commit. */
+void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes);
+
 /* The newest version whose batch is durable: the read version handed to new transactions. */
 rl_version rl__committer_read_version(rl_committer *c);
 /* The oldest read version the resolver still checks. */

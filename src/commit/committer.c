@@ -10,6 +10,14 @@
  * and broadcasts. Callers that arrive while a batch runs queue up behind it and form the next
  * batch: the longer the sync, the larger the batches.
  *
+ * Asynchronous submits (rl__committer_submit, for rlkvd's coordinator, whose event loop must
+ * never block) queue a heap waiter that carries a done callback. The first submit starts the
+ * committer's thread, and from then on only that thread leads (blocking callers queue and wait on
+ * cv like before, but never lead), so every done callback runs on it: after a batch is published
+ * the thread drops the mutex, calls the callbacks of the batch's asynchronous waiters and frees
+ * them, and takes the next batch. A batch may also be bounded in mutation bytes
+ * (rl__committer_set_max_batch_bytes) so that one version always fits a log record.
+ *
  * The committer:
  *
  *                 commit() finds no leader                 sink apply/sync failed
@@ -30,6 +38,7 @@
  *     resolve, stamp, apply, sync        run_batch             no (leader only)
  *     LEADING -> IDLE, IN_BATCH -> DONE  lead_batch            yes (broadcast cv)
  *     LEADING -> POISONED                lead_batch            yes
+ *     async DONE: done callback called   lead_batch            no (committer thread)
  *
  * Invariants:
  *   1. At most one batch runs at a time (leading == 1); batches get strictly increasing versions.
@@ -57,6 +66,7 @@
 #include "commit/commit.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/bytes.h"
@@ -67,15 +77,26 @@
 
 typedef struct cm_waiter {
     rl_commit_request *req;
-    struct cm_waiter *next; /* queue link */
+    struct cm_waiter *next; /* queue link; after the batch, the list of callbacks to call */
     int done;               /* set by the leader under the mutex */
+    rl_commit_done_fn fn;   /* asynchronous waiter (heap, freed after fn): called when done;
+                               NULL: a blocking caller waits for done on its own stack */
+    void *ud;               /* fn's */
+    uint64_t bytes;         /* the request's mutation bytes (mutation_bytes), for the byte bound */
 } cm_waiter;
 
 struct rl_committer {
     pthread_mutex_t mu;
     pthread_cond_t cv;       /* broadcast when a batch finishes */
+    pthread_cond_t work_cv;  /* signalled when work arrives for the thread (monotonic clock) */
     rl_log_sink sink;
     int max_batch;           /* 1..CM_MAX_BATCH */
+    uint64_t max_batch_bytes; /* 0: no bound; else a batch's mutation bytes stay <= this
+                                 (always at least one request) */
+    /* The committer thread (started by the first rl__committer_submit). Under mu. */
+    pthread_t thread;
+    int has_thread;          /* 1 once started: only the thread leads batches */
+    int stopping;            /* rl__committer_free asked the thread to finish and exit */
     /* Under mu. */
     cm_waiter *q_head;       /* FIFO of QUEUED waiters */
     cm_waiter *q_tail;
@@ -230,18 +251,40 @@ static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known
     return RL_OK;
 }
 
-/* Called with the mutex held and no batch running: take a batch from the queue head, run it
- * without the mutex, then publish its outcome and wake every waiter. Returns with the mutex
- * held. */
+/* A request that commits without a batch: no mutations and no write ranges. */
+static int is_read_only(const rl_commit_request *req) { return req->n_muts == 0 && req->n_writes == 0; }
+
+/* Called with the mutex held and no batch running: take a batch from the queue head (up to
+ * max_batch requests and max_batch_bytes; read-only asynchronous requests are done at once
+ * without a slot), run it without the mutex, then publish its outcome, wake every blocking
+ * waiter and call the asynchronous waiters' callbacks (without the mutex, then free them).
+ * Returns with the mutex held. */
 static void lead_batch(rl_committer *c) {
     int n = 0;
+    uint64_t bytes = 0;
+    cm_waiter *fin = NULL, **fin_tail = &fin; /* asynchronous waiters to call back, in order */
     c->leading = 1;
     while (c->q_head && n < c->max_batch) {
-        c->batch[n++] = c->q_head;
-        c->q_head = c->q_head->next;
+        cm_waiter *w = c->q_head;
+        int ro = is_read_only(w->req);
+        if (!ro && n > 0 && c->max_batch_bytes && bytes + w->bytes > c->max_batch_bytes) break;
+        c->q_head = w->next;
         c->queued--;
+        w->next = NULL;
+        if (ro) { /* only asynchronous waiters are queued read-only: done now, no version */
+            w->done = 1;
+            *fin_tail = w;
+            fin_tail = &w->next;
+            continue;
+        }
+        c->batch[n++] = w;
+        bytes += w->bytes;
     }
     if (!c->q_head) c->q_tail = NULL;
+    if (n == 0) { /* only read-only requests were taken */
+        c->leading = 0;
+        goto callbacks;
+    }
     rl_version known = c->durable;
     int poisoned = c->poisoned ? c->poison_rc : 0;
     pthread_mutex_unlock(&c->mu);
@@ -262,13 +305,49 @@ static void lead_batch(rl_committer *c) {
     }
     c->oldest = oldest;
     for (int i = 0; i < n; i++) {
-        int r = c->batch[i]->req->result;
+        cm_waiter *w = c->batch[i];
+        int r = w->req->result;
         if (r == RL_OK) c->committed++;
         if (r == RL_E_NOT_COMMITTED) c->conflicts++;
-        c->batch[i]->done = 1;
+        w->done = 1; /* a blocking waiter may return (and its waiter vanish) from here on */
+        if (w->fn) {
+            *fin_tail = w;
+            fin_tail = &w->next;
+        }
     }
     c->leading = 0;
     pthread_cond_broadcast(&c->cv);
+callbacks:
+    if (c->has_thread) pthread_cond_signal(&c->work_cv);
+    if (!fin) return;
+    pthread_mutex_unlock(&c->mu);
+    while (fin) {
+        cm_waiter *w = fin;
+        fin = w->next;
+        w->fn(w->req, w->ud);
+        rl__free(w);
+    }
+    pthread_mutex_lock(&c->mu);
+}
+
+/* The committer thread: lead a batch whenever requests are queued and none runs; exit once
+ * stopping is set and the queue is empty. Waits are bounded (1 s) and re-check their condition. */
+static void *committer_thread(void *arg) {
+    rl_committer *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (c->q_head && !c->leading) {
+            lead_batch(c);
+            continue;
+        }
+        if (c->stopping && !c->q_head && !c->leading) break;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&c->work_cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
 }
 
 /* ---- API ----------------------------------------------------------------------------------- */
@@ -284,7 +363,7 @@ int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_versio
     int rc = RL_E_OUT_OF_MEMORY;
     rl_committer *c = rl__calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
-    int has_mu = 0;
+    int has_mu = 0, has_cv = 0;
     c->sink = sink;
     c->max_batch = o->max_batch == 0 ? CM_DEFAULT_BATCH
                    : o->max_batch > CM_MAX_BATCH ? CM_MAX_BATCH
@@ -303,9 +382,17 @@ int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_versio
     if (pthread_mutex_init(&c->mu, NULL) != 0) goto fail;
     has_mu = 1;
     if (pthread_cond_init(&c->cv, NULL) != 0) goto fail;
+    has_cv = 1;
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) goto fail;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int wrc = pthread_cond_init(&c->work_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (wrc != 0) goto fail;
     *out = c;
     return RL_OK;
 fail:
+    if (has_cv) pthread_cond_destroy(&c->cv);
     if (has_mu) pthread_mutex_destroy(&c->mu);
     rl__free(c->batch);
     rl__resolver_free(c->res);
@@ -315,9 +402,17 @@ fail:
     return rc;
 }
 
-/* Free the committer. No commit may be in progress. NULL is a no-op. The sink is not closed. */
+/* Free the committer (see commit.h): the thread, if started, first completes every queued
+ * request, then exits and is joined. NULL is a no-op. The sink is not closed. */
 void rl__committer_free(rl_committer *c) {
     if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    int joined = c->has_thread;
+    c->stopping = 1;
+    if (joined) pthread_cond_signal(&c->work_cv);
+    pthread_mutex_unlock(&c->mu);
+    if (joined) pthread_join(c->thread, NULL);
+    pthread_cond_destroy(&c->work_cv);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     rl__free(c->batch);
@@ -326,6 +421,26 @@ void rl__committer_free(rl_committer *c) {
     rl__arena_release(&c->arena);
     rl__buf_release(&c->scratch);
     rl__free(c);
+}
+
+/* The bytes a request adds to a batch: every mutation's log record size (len1 + len2 + its
+ * 9-byte header, as storage/wal.h encodes it and as a PEEK reply carries it). */
+static uint64_t mutation_bytes(const rl_commit_request *req) {
+    uint64_t b = 0;
+    for (size_t i = 0; i < req->n_muts; i++)
+        b += (uint64_t)req->muts[i].len1 + req->muts[i].len2 + RL_WAL_MUT_HEADER;
+    return b;
+}
+
+/* Append w to the queue (mutex held) and tell the thread, if there is one. */
+static void enqueue(rl_committer *c, cm_waiter *w) {
+    if (c->q_tail)
+        c->q_tail->next = w;
+    else
+        c->q_head = w;
+    c->q_tail = w;
+    c->queued++;
+    if (c->has_thread) pthread_cond_signal(&c->work_cv);
 }
 
 /* See commit.h and the file header. req is borrowed (with everything it points to) until the
@@ -338,7 +453,7 @@ int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
     req->result = RL_OK;
     if (req->n_muts == 0 && req->n_writes == 0) return RL_OK;
 
-    cm_waiter w = {req, NULL, 0};
+    cm_waiter w = {req, NULL, 0, NULL, NULL, mutation_bytes(req)};
     pthread_mutex_lock(&c->mu);
     if (c->poisoned) {
         int rc = c->poison_rc;
@@ -346,20 +461,50 @@ int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
         req->result = rc;
         return rc;
     }
-    if (c->q_tail)
-        c->q_tail->next = &w;
-    else
-        c->q_head = &w;
-    c->q_tail = &w;
-    c->queued++;
+    enqueue(c, &w);
     while (!w.done) {
-        if (!c->leading)
+        if (!c->leading && !c->has_thread)
             lead_batch(c);
         else
             pthread_cond_wait(&c->cv, &c->mu);
     }
     pthread_mutex_unlock(&c->mu);
     return req->result;
+}
+
+/* See commit.h. The waiter is heap-allocated here and freed by the thread after done. */
+int rl__committer_submit(rl_committer *c, rl_commit_request *req, rl_commit_done_fn done, void *ud) {
+    if (!c || !req || !done) return RL_E_INVALID_ARGUMENT;
+    req->commit_version = 0;
+    req->batch_order = 0;
+    req->result = RL_OK;
+    cm_waiter *w = rl__malloc(sizeof *w);
+    if (!w) return RL_E_OUT_OF_MEMORY;
+    w->req = req;
+    w->next = NULL;
+    w->done = 0;
+    w->fn = done;
+    w->ud = ud;
+    w->bytes = mutation_bytes(req);
+    pthread_mutex_lock(&c->mu);
+    if (!c->has_thread) {
+        if (pthread_create(&c->thread, NULL, committer_thread, c) != 0) {
+            pthread_mutex_unlock(&c->mu);
+            rl__free(w);
+            return RL_E_OPERATION_FAILED;
+        }
+        pthread_setname_np(c->thread, "rl-committer");
+        c->has_thread = 1;
+    }
+    enqueue(c, w);
+    pthread_mutex_unlock(&c->mu);
+    return RL_OK;
+}
+
+void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes) {
+    pthread_mutex_lock(&c->mu);
+    c->max_batch_bytes = bytes;
+    pthread_mutex_unlock(&c->mu);
 }
 
 rl_version rl__committer_read_version(rl_committer *c) {
