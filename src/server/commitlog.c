@@ -1,0 +1,844 @@
+/* commitlog.c — the coordinator's durable commit log (the model is in commitlog.h; the record
+ * format is src/storage/wal.h's, mirrored in docs/file-format.md).
+ *
+ * Directory contents (LOGDIR = the coordinator's DIR/log):
+ *   LOCK                              flock()ed exclusively while the log is open
+ *   seg-BBBBBBBBBBBBBBBB.log          a segment: records of versions > B (16 lower-case hex
+ *                                     digits), B = the last version of the segment before it
+ *   seg-B.log.discarded-OFF[.N]       bytes recovery cut off the end of the newest segment at
+ *                                     byte offset OFF (decimal); kept for a person, never read
+ *                                     or deleted
+ *   anything else                     not ours: never read, renamed or deleted
+ *
+ * Memory. Every durable record stays in memory until its segment is truncated: a segment holds
+ * an index of its records (version, payload pointer, length, count) and the chunks the payloads
+ * live in — the whole file read at recovery, then one chunk per sync (the pending buffer of that
+ * sync, detached, so nothing is copied). Chunks never move, so index entries keep pointing at
+ * them; the index array itself may grow (realloc), so readers hold the mutex while they use it.
+ *
+ * Invariants:
+ *   1. Versions strictly increase over the segments in base order; every record of a segment is
+ *      > its base, and a segment's base is >= the last version of the segment before it.
+ *   2. Only the writer appends; it writes only to the active (newest) segment. Published records
+ *      (entries of a segment) are on disk (fdatasync returned, unless no_sync) and never change.
+ *   3. durable is the version of the newest published record, or the active segment's base when
+ *      the log holds none; it only grows.
+ *   4. Truncation removes whole segments from the oldest end and never the active one, so the
+ *      versions held are always a suffix: (oldest->base, durable].
+ *   5. Once poisoned (a failed write or fdatasync), nothing more is written or published.
+ *   6. Open changes no file except: creating LOCK, LOGDIR and the first segment of an empty log,
+ *      and moving a damaged tail of the newest segment to a side file before truncating it (the
+ *      side file is durable before the segment is cut).
+ *
+ * Recovery steps (rl__commitlog_open):
+ *   1. mkdir LOGDIR if missing; take LOCK; list seg-*.log names (nothing else is looked at).
+ *   2. No segment: create seg-0000000000000000.log and fsync the directory.
+ *   3. For each segment in base order: read it whole; decode records one after another. A record
+ *      that does not decode ends the log if it is in the newest segment and no valid record
+ *      starts anywhere after it (discard_tail: copy to the side file, fsync, fsync directory,
+ *      ftruncate, fdatasync); otherwise RL_E_LOG_CORRUPT naming the file and offset. A version
+ *      that breaks invariant 1 is RL_E_LOG_CORRUPT too.
+ *   4. Open the newest segment for appending.
+ */
+#include "server/commitlog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "reclayer/error.h"
+#include "storage/os.h"
+#include "storage/storage.h"
+
+#define CL_DEFAULT_SEGMENT_BYTES (64ull << 20)
+#define CL_PATH_MAX 4200
+
+/* One record of a segment (payload points into one of the segment's chunks). */
+typedef struct {
+    rl_version version;
+    const uint8_t *payload;
+    uint32_t payload_len;
+    uint32_t count;
+} cl_entry;
+
+/* Memory holding records: a detached buffer (data is rl__malloc'ed, freed with the chunk). */
+typedef struct cl_chunk {
+    struct cl_chunk *next;
+    uint8_t *data;
+} cl_chunk;
+
+typedef struct cl_segment {
+    struct cl_segment *next; /* the next newer segment */
+    rl_version base;         /* from the file name (invariant 1) */
+    rl_version last;         /* the newest record's version; base when empty */
+    uint64_t file_bytes;     /* bytes of the file (= bytes of its records) */
+    cl_entry *entries;       /* records, oldest first */
+    size_t n, cap;
+    cl_chunk *chunks;        /* the memory the entries point into */
+    char *path;              /* heap */
+} cl_segment;
+
+/* A record waiting in the pending buffer (offsets into log->pending). */
+typedef struct {
+    rl_version version;
+    size_t offset; /* of the record's header */
+    uint32_t payload_len;
+    uint32_t count;
+} cl_pending;
+
+struct rl_commitlog {
+    char *dir;
+    int no_sync;
+    uint64_t segment_bytes;
+    int lock_fd;
+    pthread_mutex_t mu;
+    /* Under mu. */
+    cl_segment *oldest;        /* list head; never NULL once open */
+    cl_segment *active;        /* list tail: the segment being written */
+    uint64_t n_segments;
+    uint64_t records;
+    uint64_t bytes;
+    uint64_t segments_deleted;
+    rl_version durable;        /* invariant 3 */
+    rl_version appended;       /* newest appended version (the writer sets it under mu) */
+    int poisoned;              /* invariant 5: 0 or the error */
+    /* Writer only. */
+    int fd;                    /* the active segment, O_APPEND */
+    rl_buf pending;            /* encoded records not yet written */
+    cl_pending *pend;          /* their versions and offsets */
+    size_t n_pend, cap_pend;
+    /* Recovery report (set by open, read-only afterwards). */
+    int tail_kind;
+    uint64_t tail_offset, tail_bytes;
+    char *tail_segment, *tail_moved_to;
+};
+
+/* ---- Small helpers ----------------------------------------------------------------------- */
+
+static int map_errno(int e) {
+    switch (e) {
+    case ENOENT:
+        return RL_E_FILE_NOT_FOUND;
+    case ENOSPC:
+    case EDQUOT:
+        return RL_E_NO_SPACE;
+    case ENOMEM:
+        return RL_E_OUT_OF_MEMORY;
+    default:
+        return RL_E_IO_ERROR;
+    }
+}
+
+/* Log a failed file operation (errno still set by it) and map errno to an error code. */
+static int io_fail(const char *op, const char *path) {
+    int e = errno;
+    rl__log(RL_LOG_ERROR, "commit log: %s %s failed: %s", op, path, strerror(e));
+    errno = e;
+    return map_errno(e);
+}
+
+static void errf(rl_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void errf(rl_buf *errmsg, const char *fmt, ...) {
+    if (!errmsg) return;
+    va_list ap;
+    va_start(ap, fmt);
+    rl__buf_vprintf(errmsg, fmt, ap);
+    va_end(ap);
+}
+
+/* Write n bytes at fd's position; path names the file in the error log. */
+static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
+    while (n > 0) {
+        ssize_t w = rl__os_write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return io_fail("write", path);
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return RL_OK;
+}
+
+static int sync_fd(const rl_commitlog *log, int fd, const char *path) {
+    if (log->no_sync) return RL_OK;
+    if (rl__os_fdatasync(fd) != 0) return io_fail("fdatasync", path);
+    return RL_OK;
+}
+
+static int sync_dir(const rl_commitlog *log) {
+    if (log->no_sync) return RL_OK;
+    int fd = rl__os_open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return io_fail("open", log->dir);
+    int rc = rl__os_fsync(fd) == 0 ? RL_OK : io_fail("fsync", log->dir);
+    close(fd);
+    return rc;
+}
+
+/* Read a whole file into a heap buffer (rl__free; at least 1 byte allocated). */
+static int read_file(const char *path, uint8_t **out, size_t *out_len) {
+    int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0), rc = RL_OK;
+    uint8_t *buf = NULL;
+    struct stat sb;
+    *out = NULL;
+    *out_len = 0;
+    if (fd < 0) return map_errno(errno);
+    if (fstat(fd, &sb) != 0) {
+        rc = map_errno(errno);
+        goto fail;
+    }
+    size_t n = (size_t)sb.st_size, got = 0;
+    buf = rl__malloc(n ? n : 1);
+    if (!buf) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            rc = r < 0 ? map_errno(errno) : RL_E_IO_ERROR;
+            goto fail;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *out = buf;
+    *out_len = n;
+    return RL_OK;
+fail:
+    rl__free(buf);
+    close(fd);
+    return rc;
+}
+
+static char *segment_path(const rl_commitlog *log, rl_version base) {
+    char p[CL_PATH_MAX];
+    snprintf(p, sizeof p, "%s/seg-%016" PRIx64 ".log", log->dir, base);
+    return rl__strdup(p);
+}
+
+/* 1 and *out_base if name is "seg-" + 16 lower-case hex digits + ".log", else 0. */
+static int parse_segment_name(const char *name, rl_version *out_base) {
+    if (strncmp(name, "seg-", 4) != 0 || strlen(name) != 4 + 16 + 4 || strcmp(name + 20, ".log"))
+        return 0;
+    rl_version b = 0;
+    for (int i = 0; i < 16; i++) {
+        char c = name[4 + i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return 0;
+        b = b << 4 | (rl_version)d;
+    }
+    *out_base = b;
+    return 1;
+}
+
+static void segment_free(cl_segment *s) {
+    if (!s) return;
+    for (cl_chunk *c = s->chunks; c;) {
+        cl_chunk *next = c->next;
+        rl__free(c->data);
+        rl__free(c);
+        c = next;
+    }
+    rl__free(s->entries);
+    rl__free(s->path);
+    rl__free(s);
+}
+
+/* Make room for `more` entries in s (mutex held if s is visible to readers). */
+static int reserve_entries(cl_segment *s, size_t more) {
+    if (s->n + more <= s->cap) return RL_OK;
+    size_t cap = s->cap ? s->cap : 256;
+    while (cap < s->n + more) cap *= 2;
+    cl_entry *e = rl__realloc(s->entries, cap * sizeof *e);
+    if (!e) return RL_E_OUT_OF_MEMORY;
+    s->entries = e;
+    s->cap = cap;
+    return RL_OK;
+}
+
+/* ---- Recovery ---------------------------------------------------------------------------- */
+
+/* 1 if a valid record starts anywhere in p[from, n). */
+static int valid_record_after(const uint8_t *p, size_t n, size_t from) {
+    rl_wal_record r;
+    for (size_t i = from; i + RL_WAL_HEADER <= n; i++)
+        if (rl__le32(p + i) == RL_WAL_MAGIC && rl__wal_decode(p + i, n - i, &r) == RL_OK) return 1;
+    return 0;
+}
+
+/* Classify the unreadable bytes p[0..n) that end a segment (as durable.c classifies its log). */
+static int classify_tail(const uint8_t *p, size_t n) {
+    rl_wal_record r;
+    if (rl__wal_decode(p, n, &r) != RL_OK && r.incomplete) return RL_TAIL_TORN;
+    if (n >= RL_WAL_HEADER && rl__le32(p) == RL_WAL_MAGIC) {
+        uint32_t len = rl__le32(p + 8);
+        if (len <= RL_WAL_MAX_PAYLOAD && n - RL_WAL_HEADER >= len &&
+            rl__checksum32(p + 8, (size_t)RL_WAL_HEADER - 8 + len) != rl__le32(p + 4))
+            return RL_TAIL_BAD_CHECKSUM;
+    }
+    return RL_TAIL_BAD_RECORD;
+}
+
+static const char *tail_words(int kind) {
+    switch (kind) {
+    case RL_TAIL_TORN:
+        return "torn (short record)";
+    case RL_TAIL_BAD_CHECKSUM:
+        return "a complete record with bad checksum";
+    default:
+        return "not a record (bad magic, length or payload)";
+    }
+}
+
+/* Copy p[0..n) (from byte offset off of segment `path`) into a new side file
+ * "PATH.discarded-OFF" (".1", ".2", … if taken: never overwritten), fsync it and the directory.
+ * On RL_OK *out_side is its path (heap). On failure the partial side file is removed again and
+ * the error returned (the segment still holds every byte). */
+static int save_tail(rl_commitlog *log, const char *path, size_t off, const uint8_t *p, size_t n,
+                     char **out_side, rl_buf *errmsg) {
+    char side[CL_PATH_MAX + 64];
+    int fd = -1, rc, created = 0;
+    *out_side = NULL;
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(side, sizeof side, "%s.discarded-%zu", path, off);
+        else
+            snprintf(side, sizeof side, "%s.discarded-%zu.%d", path, off, i);
+        fd = rl__os_open(side, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        rc = io_fail("open", side);
+        goto fail;
+    }
+    created = 1;
+    if ((rc = write_all(fd, p, n, side)) != RL_OK) goto fail;
+    if ((rc = sync_fd(log, fd, side)) != RL_OK) goto fail;
+    close(fd);
+    fd = -1;
+    if ((rc = sync_dir(log)) != RL_OK) goto fail;
+    if (!(*out_side = rl__strdup(side))) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    return RL_OK;
+fail:
+    errf(errmsg, "cannot truncate commit log segment %s at byte offset %zu: saving the %zu "
+                 "discarded bytes to %s failed (%s); no file was changed",
+         path, off, n, side, rl_error_name(rc));
+    if (fd >= 0) close(fd);
+    if (created && rl__os_unlink(side) != 0) io_fail("unlink", side);
+    return rc;
+}
+
+/* The newest segment ends in n unreadable bytes at offset off (p points at them): record them
+ * for the status, move them aside and cut the segment at off (synced). */
+static int discard_tail(rl_commitlog *log, const char *path, size_t off, const uint8_t *p,
+                        size_t n, rl_buf *errmsg) {
+    char *side = NULL;
+    int rc, fd = -1;
+    log->tail_kind = classify_tail(p, n);
+    log->tail_offset = off;
+    log->tail_bytes = n;
+    if (!(log->tail_segment = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
+    if ((rc = save_tail(log, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
+    fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        rc = io_fail("open", path);
+    else if (rl__os_ftruncate(fd, (off_t)off) != 0)
+        rc = io_fail("ftruncate", path);
+    else
+        rc = sync_fd(log, fd, path);
+    if (fd >= 0) close(fd);
+    if (rc != RL_OK) {
+        errf(errmsg, "cannot truncate commit log segment %s at byte offset %zu: %s (the "
+                     "discarded bytes are saved in %s)", path, off, rl_error_name(rc), side);
+        rl__free(side);
+        return rc;
+    }
+    rl__log(RL_LOG_WARN,
+            "commit log %s: the record at byte offset %zu is %s; the segment now ends before it, "
+            "and the %zu bytes from there were moved to %s",
+            path, off, tail_words(log->tail_kind), n, side);
+    log->tail_moved_to = side;
+    return RL_OK;
+}
+
+/* Replay segment s (its file read whole into one chunk) after version *prev (invariant 1).
+ * is_newest: a damaged tail may be discarded. Updates *prev to the segment's last version. */
+static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_version *prev,
+                          rl_buf *errmsg) {
+    uint8_t *buf = NULL;
+    size_t n = 0, off = 0;
+    int rc = read_file(s->path, &buf, &n);
+    if (rc != RL_OK) {
+        errf(errmsg, "cannot read commit log segment %s: %s", s->path, rl_error_name(rc));
+        return rc;
+    }
+    cl_chunk *c = rl__calloc(1, sizeof *c);
+    if (!c) {
+        rl__free(buf);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    c->data = buf;
+    s->chunks = c;
+    if (s->base < *prev) {
+        errf(errmsg, "commit log segment %s corrupt: its base version %" PRIu64 " is below the "
+                     "last version %" PRIu64 " of the segment before it", s->path, s->base, *prev);
+        return RL_CORRUPT(RL_E_LOG_CORRUPT);
+    }
+    rl_version last = s->base;
+    while (off < n) {
+        rl_wal_record r;
+        if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
+            if (!is_newest || valid_record_after(buf, n, off + 1)) {
+                errf(errmsg, "commit log segment %s corrupt at byte offset %zu: a bad record %s",
+                     s->path, off, is_newest ? "followed by valid ones" : "in an older segment");
+                return RL_CORRUPT(RL_E_LOG_CORRUPT);
+            }
+            if ((rc = discard_tail(log, s->path, off, buf + off, n - off, errmsg)) != RL_OK)
+                return rc;
+            break;
+        }
+        if (r.version <= last) {
+            errf(errmsg, "commit log segment %s corrupt at byte offset %zu: version %" PRIu64
+                         " does not follow %" PRIu64, s->path, off, r.version, last);
+            return RL_CORRUPT(RL_E_LOG_CORRUPT);
+        }
+        if ((rc = reserve_entries(s, 1)) != RL_OK) return rc;
+        cl_entry *e = &s->entries[s->n++];
+        e->version = r.version;
+        e->payload = r.payload;
+        e->payload_len = r.payload_len;
+        e->count = r.count;
+        last = r.version;
+        off += r.record_len;
+    }
+    s->last = last;
+    s->file_bytes = off;
+    *prev = last;
+    return RL_OK;
+}
+
+/* The sorted list of segment bases in dir (heap array). */
+static int list_segments(rl_commitlog *log, rl_version **out, size_t *out_n, rl_buf *errmsg) {
+    DIR *d = opendir(log->dir);
+    rl_version *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    *out = NULL;
+    *out_n = 0;
+    if (!d) {
+        int rc = io_fail("opendir", log->dir);
+        errf(errmsg, "cannot list commit log directory %s: %s", log->dir, strerror(errno));
+        return rc;
+    }
+    while ((de = readdir(d)) != NULL) {
+        rl_version b;
+        if (!parse_segment_name(de->d_name, &b)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            rl_version *nv = rl__realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                closedir(d);
+                rl__free(v);
+                return RL_E_OUT_OF_MEMORY;
+            }
+            v = nv;
+        }
+        v[n++] = b;
+    }
+    closedir(d);
+    for (size_t i = 1; i < n; i++) /* insertion sort: a handful of segments */
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            rl_version t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    *out = v;
+    *out_n = n;
+    return RL_OK;
+}
+
+/* Append a new, empty segment object with this base to the list (mutex held or not yet
+ * shared). */
+static int add_segment(rl_commitlog *log, rl_version base, cl_segment **out) {
+    cl_segment *s = rl__calloc(1, sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    s->base = s->last = base;
+    if (!(s->path = segment_path(log, base))) {
+        rl__free(s);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    if (log->active)
+        log->active->next = s;
+    else
+        log->oldest = s;
+    log->active = s;
+    log->n_segments++;
+    *out = s;
+    return RL_OK;
+}
+
+static int take_lock(rl_commitlog *log, rl_buf *errmsg) {
+    char path[CL_PATH_MAX];
+    snprintf(path, sizeof path, "%s/LOCK", log->dir);
+    log->lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (log->lock_fd < 0) {
+        int rc = io_fail("open", path);
+        errf(errmsg, "cannot open %s: %s", path, strerror(errno));
+        return rc;
+    }
+    if (flock(log->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : map_errno(errno);
+        errf(errmsg, "%s is locked by another process (is another coordinator running on this "
+                     "directory?)", path);
+        return rc;
+    }
+    return RL_OK;
+}
+
+int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf *errmsg) {
+    if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) return RL_E_INVALID_ARGUMENT;
+    int rc = RL_E_OUT_OF_MEMORY;
+    rl_version *bases = NULL;
+    size_t nb = 0;
+    rl_commitlog *log = rl__calloc(1, sizeof *log);
+    if (!log) return RL_E_OUT_OF_MEMORY;
+    log->lock_fd = log->fd = -1;
+    log->no_sync = o->no_sync;
+    log->segment_bytes = o->segment_bytes ? o->segment_bytes : CL_DEFAULT_SEGMENT_BYTES;
+    rl__buf_init(&log->pending);
+    if (pthread_mutex_init(&log->mu, NULL) != 0) {
+        rl__free(log);
+        return RL_E_OUT_OF_MEMORY;
+    }
+    if (!(log->dir = rl__strdup(o->dir))) goto fail;
+
+    /* 1. The directory, the lock, the segment names. */
+    struct stat sb;
+    if (stat(log->dir, &sb) != 0) {
+        if (errno != ENOENT || mkdir(log->dir, 0755) != 0) {
+            rc = io_fail("mkdir", log->dir);
+            errf(errmsg, "cannot create commit log directory %s: %s", log->dir, strerror(errno));
+            goto fail;
+        }
+    } else if (!S_ISDIR(sb.st_mode)) {
+        rc = RL_E_INVALID_ARGUMENT;
+        errf(errmsg, "commit log directory %s: not a directory", log->dir);
+        goto fail;
+    }
+    if ((rc = take_lock(log, errmsg)) != RL_OK) goto fail;
+    if ((rc = list_segments(log, &bases, &nb, errmsg)) != RL_OK) goto fail;
+
+    /* 2. An empty log gets its first segment. */
+    if (nb == 0) {
+        cl_segment *s;
+        if ((rc = add_segment(log, 0, &s)) != RL_OK) goto fail;
+        int fd = rl__os_open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            rc = io_fail("open", s->path);
+            errf(errmsg, "cannot create commit log segment %s: %s", s->path, strerror(errno));
+            goto fail;
+        }
+        close(fd);
+        if ((rc = sync_dir(log)) != RL_OK) {
+            errf(errmsg, "cannot sync directory %s: %s", log->dir, rl_error_name(rc));
+            goto fail;
+        }
+    }
+
+    /* 3. Replay every segment in base order. */
+    rl_version prev = 0;
+    for (size_t i = 0; i < nb; i++) {
+        cl_segment *s;
+        if ((rc = add_segment(log, bases[i], &s)) != RL_OK) goto fail;
+        if ((rc = replay_segment(log, s, i + 1 == nb, &prev, errmsg)) != RL_OK) goto fail;
+        log->records += s->n;
+        log->bytes += s->file_bytes;
+    }
+    log->durable = log->appended = log->active->last;
+
+    /* 4. Append to the newest segment. */
+    log->fd = rl__os_open(log->active->path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+    if (log->fd < 0) {
+        rc = io_fail("open", log->active->path);
+        errf(errmsg, "cannot open commit log segment %s: %s", log->active->path, strerror(errno));
+        goto fail;
+    }
+    rl__free(bases);
+    *out = log;
+    return RL_OK;
+fail:
+    rl__free(bases);
+    rl__commitlog_close(log);
+    return rc;
+}
+
+void rl__commitlog_close(rl_commitlog *log) {
+    if (!log) return;
+    if (log->fd >= 0) close(log->fd);
+    if (log->lock_fd >= 0) close(log->lock_fd); /* releases the flock */
+    for (cl_segment *s = log->oldest; s;) {
+        cl_segment *next = s->next;
+        segment_free(s);
+        s = next;
+    }
+    rl__buf_release(&log->pending);
+    rl__free(log->pend);
+    rl__free(log->tail_segment);
+    rl__free(log->tail_moved_to);
+    rl__free(log->dir);
+    pthread_mutex_destroy(&log->mu);
+    rl__free(log);
+}
+
+/* ---- Writing ----------------------------------------------------------------------------- */
+
+int rl__commitlog_append(rl_commitlog *log, rl_version v, const rl_mutation *muts, size_t n) {
+    pthread_mutex_lock(&log->mu);
+    int poisoned = log->poisoned;
+    rl_version appended = log->appended;
+    pthread_mutex_unlock(&log->mu);
+    if (poisoned) return poisoned;
+    if (v <= appended) return RL_E_VERSION_INVALID;
+    if (log->n_pend == log->cap_pend) {
+        size_t cap = log->cap_pend ? log->cap_pend * 2 : 16;
+        cl_pending *p = rl__realloc(log->pend, cap * sizeof *p);
+        if (!p) return RL_E_OUT_OF_MEMORY;
+        log->pend = p;
+        log->cap_pend = cap;
+    }
+    size_t mark = log->pending.len;
+    int rc = rl__wal_encode(&log->pending, v, muts, n);
+    if (rc != RL_OK) {
+        rl__buf_truncate(&log->pending, mark);
+        log->pending.oom = 0; /* the truncated buffer is whole again */
+        return rc;
+    }
+    cl_pending *p = &log->pend[log->n_pend++];
+    p->version = v;
+    p->offset = mark;
+    p->payload_len = rl__le32(log->pending.data + mark + 8);
+    p->count = rl__le32(log->pending.data + mark + 12);
+    pthread_mutex_lock(&log->mu);
+    log->appended = v;
+    pthread_mutex_unlock(&log->mu);
+    return RL_OK;
+}
+
+static int poison(rl_commitlog *log, int rc) {
+    pthread_mutex_lock(&log->mu);
+    if (!log->poisoned) log->poisoned = rc;
+    pthread_mutex_unlock(&log->mu);
+    return rc;
+}
+
+/* Start a new active segment after the current one (the writer, after a publish). A failure is
+ * logged and leaves the current segment active (retried at the next sync). */
+static void roll_over(rl_commitlog *log) {
+    rl_version base = log->active->last;
+    char *path = segment_path(log, base);
+    if (!path) return;
+    int fd = rl__os_open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        io_fail("open", path);
+        rl__free(path);
+        return;
+    }
+    if (sync_dir(log) != RL_OK) {
+        /* The new name may not survive a crash: do not write into it. */
+        close(fd);
+        if (rl__os_unlink(path) != 0) io_fail("unlink", path);
+        rl__free(path);
+        return;
+    }
+    cl_segment *s = rl__calloc(1, sizeof *s);
+    if (!s) {
+        /* The empty file stays; recovery takes it as the active segment (its base is the
+         * current last version, so nothing may be appended to the old segment any more). */
+        close(fd);
+        rl__free(path);
+        poison(log, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    s->base = s->last = base;
+    s->path = path;
+    pthread_mutex_lock(&log->mu);
+    log->active->next = s;
+    log->active = s;
+    log->n_segments++;
+    pthread_mutex_unlock(&log->mu);
+    close(log->fd);
+    log->fd = fd;
+}
+
+int rl__commitlog_sync(rl_commitlog *log) {
+    int rc;
+    pthread_mutex_lock(&log->mu);
+    int poisoned = log->poisoned;
+    pthread_mutex_unlock(&log->mu);
+    if (poisoned) return poisoned;
+    if (log->n_pend == 0) return RL_OK;
+    cl_segment *s = log->active; /* only the writer changes which segment is active */
+
+    /* Reserve what publishing needs before writing, so a durable record is always published. */
+    cl_chunk *c = rl__calloc(1, sizeof *c);
+    if (!c) return poison(log, RL_E_OUT_OF_MEMORY);
+    pthread_mutex_lock(&log->mu);
+    rc = reserve_entries(s, log->n_pend);
+    pthread_mutex_unlock(&log->mu);
+    if (rc != RL_OK) {
+        rl__free(c);
+        return poison(log, rc);
+    }
+
+    rc = write_all(log->fd, log->pending.data, log->pending.len, s->path);
+    if (rc == RL_OK) rc = sync_fd(log, log->fd, s->path);
+    if (rc != RL_OK) {
+        rl__free(c);
+        return poison(log, rc);
+    }
+
+    /* Publish: the pending buffer becomes the chunk the new entries point into. */
+    size_t len = log->pending.len;
+    c->data = rl__buf_detach(&log->pending, &len);
+    pthread_mutex_lock(&log->mu);
+    for (size_t i = 0; i < log->n_pend; i++) {
+        const cl_pending *p = &log->pend[i];
+        cl_entry *e = &s->entries[s->n++];
+        e->version = p->version;
+        e->payload = c->data + p->offset + RL_WAL_HEADER;
+        e->payload_len = p->payload_len;
+        e->count = p->count;
+    }
+    c->next = s->chunks;
+    s->chunks = c;
+    s->last = log->pend[log->n_pend - 1].version;
+    s->file_bytes += len;
+    log->records += log->n_pend;
+    log->bytes += len;
+    log->durable = s->last;
+    pthread_mutex_unlock(&log->mu);
+    log->n_pend = 0;
+
+    if (s->file_bytes >= log->segment_bytes) roll_over(log);
+    return RL_OK;
+}
+
+/* ---- Reading and truncation -------------------------------------------------------------- */
+
+rl_version rl__commitlog_durable_version(rl_commitlog *log) {
+    pthread_mutex_lock(&log->mu);
+    rl_version v = log->durable;
+    pthread_mutex_unlock(&log->mu);
+    return v;
+}
+
+rl_version rl__commitlog_base_version(rl_commitlog *log) {
+    pthread_mutex_lock(&log->mu);
+    rl_version v = log->oldest->base;
+    pthread_mutex_unlock(&log->mu);
+    return v;
+}
+
+/* The index of the first entry of s with version > after (binary search). */
+static size_t first_after(const cl_segment *s, rl_version after) {
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->entries[mid].version <= after)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int rl__commitlog_read(rl_commitlog *log, rl_version after, rl_commitlog_visit_fn fn, void *ud,
+                       rl_version *out_durable) {
+    int rc = RL_OK;
+    pthread_mutex_lock(&log->mu);
+    if (out_durable) *out_durable = log->durable;
+    if (after < log->oldest->base) {
+        rc = RL_E_PROCESS_BEHIND;
+        goto out;
+    }
+    for (const cl_segment *s = log->oldest; s; s = s->next) {
+        if (s->last <= after) continue;
+        for (size_t i = first_after(s, after); i < s->n; i++) {
+            const cl_entry *e = &s->entries[i];
+            rl_wal_record r;
+            r.version = e->version;
+            r.count = e->count;
+            r.payload = e->payload;
+            r.payload_len = e->payload_len;
+            r.record_len = RL_WAL_HEADER + (size_t)e->payload_len;
+            r.incomplete = 0;
+            if (fn(ud, &r)) goto out;
+        }
+    }
+out:
+    pthread_mutex_unlock(&log->mu);
+    return rc;
+}
+
+int rl__commitlog_truncate(rl_commitlog *log, rl_version v, uint64_t *out_deleted) {
+    uint64_t deleted = 0;
+    pthread_mutex_lock(&log->mu);
+    while (log->oldest != log->active && log->oldest->last <= v) {
+        cl_segment *s = log->oldest;
+        if (rl__os_unlink(s->path) != 0 && errno != ENOENT) {
+            io_fail("unlink", s->path);
+            break;
+        }
+        log->oldest = s->next;
+        log->n_segments--;
+        log->records -= s->n;
+        log->bytes -= s->file_bytes;
+        log->segments_deleted++;
+        deleted++;
+        segment_free(s);
+    }
+    pthread_mutex_unlock(&log->mu);
+    if (out_deleted) *out_deleted = deleted;
+    return RL_OK;
+}
+
+void rl__commitlog_get_status(rl_commitlog *log, rl_commitlog_status *out) {
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&log->mu);
+    out->durable_version = log->durable;
+    out->appended_version = log->appended;
+    out->base_version = log->oldest->base;
+    for (const cl_segment *s = log->oldest; s; s = s->next)
+        if (s->n) {
+            out->first_version = s->entries[0].version;
+            break;
+        }
+    out->records = log->records;
+    out->bytes = log->bytes;
+    out->segments = log->n_segments;
+    out->segments_deleted = log->segments_deleted;
+    out->poisoned = log->poisoned;
+    pthread_mutex_unlock(&log->mu);
+    out->recovery_tail = log->tail_kind;
+    out->recovery_tail_offset = log->tail_offset;
+    out->recovery_tail_bytes = log->tail_bytes;
+    out->recovery_segment = log->tail_segment;
+    out->recovery_moved_to = log->tail_moved_to;
+}
