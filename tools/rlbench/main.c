@@ -1,6 +1,9 @@
 /* main.c — `rlbench`, reclayer's benchmark driver. Subcommands:
- *   micro   the KV micro-benchmark: reclayer mem:/file:, LMDB and SQLite side by side
- *   query   the query micro-benchmark: index scans with each fetch method beside SQLite
+ *   micro     the KV micro-benchmark: reclayer mem:/file:, LMDB and SQLite side by side
+ *   query     the query micro-benchmark: index scans with each fetch method beside SQLite
+ *   campaign  the reference reports' campaign (src/bench/campaign.h): protocol, design, checks,
+ *             statistics, report, plots, manifest
+ *   campaign-worker  (not listed: the campaign runs it) one (block, case, arm) process
  *
  * Arguments go through the shared parser (base/args.h): every number is checked against the range
  * its help shows, and a usage error exits 2. A --json FILE is created before the benchmark runs
@@ -14,6 +17,7 @@
 #include <time.h>
 
 #include "base/args.h"
+#include "bench/campaign.h"
 #include "bench/micro.h"
 #include "bench/query_micro.h"
 #include "reclayer/error.h"
@@ -131,10 +135,145 @@ static int cmd_query(int argc, char **argv) {
     return rc || bad ? 1 : 0;
 }
 
+/* Read the whole file at path (at most 1 MiB) into out. 0, or 1 after printing why. */
+static int read_file(const char *cmd, const char *path, rl_buf *out) {
+    char buf[65536];
+    size_t n;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open %s: %s\n", cmd, path, strerror(errno));
+        return 1;
+    }
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0 && out->len <= (1u << 20)) rl__buf_append(out, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || out->len > (1u << 20)) {
+        fprintf(stderr, "%s: cannot read %s: %s\n", cmd, path, bad ? "read error" : "larger than 1 MiB");
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_campaign(int argc, char **argv) {
+    const char *protocol_path = NULL, *out_dir = NULL;
+    int quick = 0, print = 0, code;
+    const rl_arg opts[] = {
+        {.name = "protocol", .kind = RL_ARG_STRING, .dest = &protocol_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
+         .help = "the protocol (JSON) declaring the whole campaign"},
+        {.name = "quick", .kind = RL_ARG_FLAG, .dest = &quick, .help = "the built-in quick protocol (about 2 minutes)"},
+        {.name = "out", .kind = RL_ARG_STRING, .dest = &out_dir, .metavar = "DIR", .flags = RL_ARG_NONEMPTY,
+         .help = "where results.json, report.md, plots/ and manifest.json go (absent or empty)"},
+        {.name = "print-protocol", .kind = RL_ARG_FLAG, .dest = &print,
+         .help = "print the built-in protocol (full, or the quick one with --quick) and exit"},
+        {0}};
+    const rl_args_cmd cmd = {
+        .name = "rlbench campaign",
+        .summary = "The reference reports' benchmark campaign: a protocol declares topologies, dataset, cases,\n"
+                   "arms, blocks, repeats, the timed loop, the bootstrap and the contamination threshold before\n"
+                   "anything is timed. The dataset is loaded once per topology and checked (integrity checker,\n"
+                   "three defect controls); every (block, case, arm) runs in a fresh process, the order of arms\n"
+                   "alternating between blocks; each case is surrounded by an RTT probe, placement receipts and\n"
+                   "CPU telemetry. Writes DIR/results.json (every raw sample, check and the summary), report.md,\n"
+                   "plots/ (SVG and PNG, gnuplot) and manifest.json, prints the main table; progress and the\n"
+                   "time left go to stderr. Without --protocol, the built-in full protocol runs (--quick: the\n"
+                   "quick one). The topologies single and multi are reported as not available until the\n"
+                   "cluster lands.",
+        .epilog = "Exit codes: 0 every check passed and every process ran (contaminated cases are labelled,\n"
+                  "not failures), 1 a check or a process failed or the output could not be written (the\n"
+                  "outputs say which), 2 usage or a bad protocol.",
+        .opts = opts};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    if (protocol_path && quick) return rl__args_usage_error(&cmd, "--protocol and --quick exclude each other");
+    if (print && protocol_path) return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol: not with --protocol");
+    if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
+    rl_camp_protocol p;
+    rl_buf text, msg;
+    rl__buf_init(&text);
+    rl__buf_init(&msg);
+    int rc = 0;
+    if (protocol_path) {
+        if (read_file(cmd.name, protocol_path, &text)) {
+            rc = 1;
+            goto done;
+        }
+        if (rl__camp_protocol_parse((const char *)text.data, text.len, &p, &msg)) {
+            fprintf(stderr, "%s: %s: %s\n", cmd.name, protocol_path, msg.data);
+            rc = 2;
+            goto done;
+        }
+    } else {
+        rl__camp_protocol_builtin(quick, &p);
+        rl__camp_protocol_print(&p, &text);
+    }
+    if (print) {
+        fwrite(text.data, 1, text.len, stdout);
+        goto done;
+    }
+    if (!out_dir) {
+        rc = rl__args_usage_error(&cmd, "option --out is required (or --print-protocol)");
+        goto done;
+    }
+    rl_camp_run_options o = {.protocol = &p,
+                             .protocol_text = (const char *)text.data,
+                             .protocol_len = text.len,
+                             .protocol_source = protocol_path ? protocol_path : quick ? "built-in quick" : "built-in full",
+                             .out_dir = out_dir,
+                             .argc = argc,
+                             .argv = argv,
+                             .out = stdout,
+                             .progress = stderr,
+                             .test_break_receipt = getenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT"),
+                             .test_fail_worker = getenv("RL_CAMPAIGN_TEST_FAIL_WORKER")};
+    int e = rl__camp_run(&o, &msg);
+    if (e) {
+        fprintf(stderr, "%s: %s: %s\n", cmd.name, rl_error_name(e), msg.data);
+        rc = 1;
+    }
+done:
+    rl__buf_release(&text);
+    rl__buf_release(&msg);
+    return rc;
+}
+
+static int cmd_campaign_worker(int argc, char **argv) {
+    static const rl_arg_choice arms[] = {{"ordinary", RL_CAMP_ORDINARY}, {"remote", RL_CAMP_REMOTE},
+                                         {"adaptive", RL_CAMP_ADAPTIVE}, {"sqlite", RL_CAMP_SQLITE}, {NULL, 0}};
+    rl_camp_worker_options o = {.repeats = 1, .seconds = 0.1, .warmup_seconds = 0, .pipeline_depth = 10};
+    int arm = RL_CAMP_ORDINARY, code;
+    const rl_arg opts[] = {
+        {.name = "url", .kind = RL_ARG_STRING, .dest = &o.url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
+         .help = "the database"},
+        {.name = "store", .kind = RL_ARG_STRING, .dest = &o.store, .metavar = "JSON", .flags = RL_ARG_REQUIRED,
+         .help = "the store's prefix as a JSON array"},
+        {.name = "case", .kind = RL_ARG_STRING, .dest = &o.case_name, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
+         .help = "VARIANT-ROWS-DIRECTION"},
+        {.name = "arm", .kind = RL_ARG_ENUM, .dest = &arm, .choices = arms, .help = "the arm"},
+        {.name = "sqlite", .kind = RL_ARG_STRING, .dest = &o.sqlite, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
+         .help = "the SQLite peer (sqlite arm)"},
+        {.name = "repeats", .kind = RL_ARG_INT, .dest = &o.repeats, .min = 1, .max = RL_CAMP_MAX_REPEATS,
+         .help = "timed loops"},
+        {.name = "seconds", .kind = RL_ARG_DOUBLE, .dest = &o.seconds, .dmin = 0.001, .dmax = 3600,
+         .help = "per timed loop"},
+        {.name = "warmup", .kind = RL_ARG_DOUBLE, .dest = &o.warmup_seconds, .dmin = 0, .dmax = 3600,
+         .help = "untimed loop first (at least one op)"},
+        {.name = "pipeline-depth", .kind = RL_ARG_INT, .dest = &o.pipeline_depth, .min = 1, .max = 1000,
+         .help = "SCAN_AND_FETCH loads in flight"},
+        {0}};
+    const rl_args_cmd cmd = {.name = "rlbench campaign-worker",
+                             .summary = "One (block, case, arm) process of `rlbench campaign` (which runs it): one JSON\n"
+                                        "line of per-op figures per repeat on stdout.",
+                             .epilog = "Exit codes: 0 done, 1 failed (a JSON error line says why), 2 usage.",
+                             .opts = opts};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    o.arm = (rl_camp_arm)arm;
+    return rl__camp_worker(&o, stdout) ? 1 : 0;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: rlbench COMMAND [ARGS...]\n\ncommands:\n"
-               "  micro   KV micro-benchmark against LMDB and SQLite\n"
-               "  query   query micro-benchmark: index scans per fetch method against SQLite\n"
+               "  micro     KV micro-benchmark against LMDB and SQLite\n"
+               "  query     query micro-benchmark: index scans per fetch method against SQLite\n"
+               "  campaign  the reference reports' campaign: protocol, checks, statistics, report, plots\n"
                "\n`rlbench COMMAND --help` describes one command.\n");
 }
 
@@ -149,6 +288,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "micro")) return cmd_micro(argc - 1, argv + 1);
     if (!strcmp(argv[1], "query")) return cmd_query(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "campaign")) return cmd_campaign(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "campaign-worker")) return cmd_campaign_worker(argc - 1, argv + 1);
     fprintf(stderr, "rlbench: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -1,0 +1,251 @@
+/* campaign.h (internal) — `rlbench campaign`: the reference reports' benchmark campaign on one
+ * machine (DESIGN §8, issue 9). This header holds the protocol (what a run is declared to be before
+ * anything is timed), the cases, arms and metrics, the runner and the worker.
+ *
+ * Files:
+ *   campaign_protocol.c  the protocol: JSON parse with every field checked, the canonical print,
+ *                        the built-in full and quick protocols, case names, the order of arms
+ *   campaign_topology.c  the topologies behind one table of hooks (embedded now; single and
+ *                        multi return "not available" until the cluster lands)
+ *   campaign_dataset.c   loading, the integrity check, the defect controls, the SQLite peer, the
+ *                        embedded placement receipt, the rows cross-check between arms
+ *   campaign_worker.c    the worker process (`rlbench campaign-worker`): one (block, case, arm)
+ *   campaign_proc.c      child processes with deadlines, /proc CPU accounting, machine facts
+ *   campaign_run.c       the runner: the design loop, checks, progress, results.json, summary
+ *   report.c             report.md and the main table; report_plot.c the gnuplot plots;
+ *   report_manifest.c    manifest.json
+ *
+ * The design (issue 9 item 4): for each topology, the dataset is loaded once and checked; then for
+ * each case, for each block b = 0..B-1, each available arm runs in a fresh worker process, the arms
+ * in protocol order in even blocks and reversed in odd blocks (ABAB / BABA; with three arms ABC /
+ * CBA). A worker opens the database, warms up for warmup_seconds, runs `repeats` repeats of a timed
+ * loop of `seconds` each and prints one JSON line of per-op figures per repeat.
+ *
+ * Statistics (stats.h): per process, the median of its repeats (per metric); per block, the ratio of
+ * each arm to its baseline: remote/ordinary, adaptive/min(ordinary, remote) (the best of the two in
+ * that block, per metric), sqlite/ordinary (an extra, on embedded only); per case the geometric mean
+ * of the block ratios with the bootstrap interval, the median of the block medians per arm and the
+ * raw min/max of all its repeats.
+ *
+ * Checks around every case: the RTT probe before and after (embedded: recorded as not applicable);
+ * the placement receipt before and after, which must compare equal (embedded: the layout of the
+ * case's store: key counts, bytes, a hash of the keys); the CPU used on the machine by processes
+ * that are not the campaign's during the case, marking it clean or contaminated. Before timing: the
+ * integrity checker on every dataset (integrity_ok must be true) and the three defect controls on a
+ * scratch copy (each must make the checker fail); and the rows check (every arm returns the same
+ * rows in the same order as the others for every case).
+ *
+ * Errors: codes of reclayer/error.h with a one-line reason in the caller's rl_buf msg.
+ */
+#ifndef RL_BENCH_CAMPAIGN_H
+#define RL_BENCH_CAMPAIGN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/buf.h"
+
+/* ---- Limits of a protocol ------------------------------------------------------------------ */
+
+#define RL_CAMP_MAX_TOPOLOGIES 8
+#define RL_CAMP_MAX_CASES 64
+#define RL_CAMP_MAX_ARMS 4
+#define RL_CAMP_MAX_BLOCKS 100
+#define RL_CAMP_MAX_REPEATS 64
+#define RL_CAMP_MAX_RECORDS 1000000
+#define RL_CAMP_NAME_MAX 48 /* bytes of a name, NUL included */
+
+/* ---- Cases, arms, metrics -------------------------------------------------------------------- */
+
+/* Dataset variants: small (one key-value per record) and split (padding bytes each: with the
+ * default 100,000 the record is stored in 2 chunks). skip3 cases query the small dataset. */
+typedef enum { RL_CAMP_SMALL = 0, RL_CAMP_SPLIT = 1, RL_CAMP_VARIANTS = 2 } rl_camp_variant;
+
+/* The arms. The order of this enum is the order of their names in protocols and reports. */
+typedef enum {
+    RL_CAMP_ORDINARY = 0, /* SCAN_AND_FETCH */
+    RL_CAMP_REMOTE = 1,   /* USE_REMOTE_FETCH */
+    RL_CAMP_ADAPTIVE = 2, /* ADAPTIVE (refused by the query layer until its issue: not available) */
+    RL_CAMP_SQLITE = 3,   /* the SQLite peer, embedded topologies only */
+    RL_CAMP_ARM_KINDS = 4
+} rl_camp_arm;
+
+/* One case, from its name: VARIANT-ROWS-DIRECTION with VARIANT small|split|skip3, ROWS
+ * limit1|rows10|rows1000, DIRECTION forward|reverse ("small-rows10-reverse"). */
+typedef struct {
+    char name[RL_CAMP_NAME_MAX];
+    rl_camp_variant variant; /* the dataset it queries */
+    int skip;                /* 3 for skip3, else 0 (pushed down into the index read) */
+    int limit;               /* 1, 10 or 1000 rows */
+    int reverse;             /* 1: descending price order */
+} rl_camp_case;
+
+/* The per-op figures of one repeat. The order is the order of results.json's fields and of the
+ * report's tables. */
+typedef enum {
+    RL_CAMP_M_NS = 0,           /* ns_per_op: wall time of one query (transaction included) */
+    RL_CAMP_M_BYTES,            /* bytes_per_op: bytes allocated (rl_alloc counters; SQLite's own
+                                 * allocator counted by a wrapper) */
+    RL_CAMP_M_ALLOCS,           /* allocs_per_op */
+    RL_CAMP_M_ROWS,             /* rows_per_op: rows returned */
+    RL_CAMP_M_REQUESTS,         /* requests_per_op: network requests (0 on embedded) */
+    RL_CAMP_M_ROUND_TRIPS,      /* round_trips_per_op: of them one after another (0 on embedded) */
+    RL_CAMP_M_KV_BYTES,         /* kv_bytes_per_op: key+value bytes received by the client */
+    RL_CAMP_M_INDEX_ENTRIES,    /* index_entries_per_op */
+    RL_CAMP_M_CLIENT_READS,     /* client_reads_per_op: gets + range reads + mapped reads issued */
+    RL_CAMP_M_MAPPED_REQUESTS,  /* mapped_requests_per_op */
+    RL_CAMP_M_RECORD_LOADS,     /* record_loads_per_op: records the client loaded itself */
+    RL_CAMP_METRICS
+} rl_camp_metric;
+
+/* Names: "ordinary" ..., "ns_per_op" ..., "small" / "split". Static strings. */
+const char *rl__camp_arm_name(rl_camp_arm a);
+const char *rl__camp_metric_name(rl_camp_metric m);
+const char *rl__camp_variant_name(rl_camp_variant v);
+/* The arm or metric of a name, or -1. */
+int rl__camp_arm_of(const char *name);
+int rl__camp_metric_of(const char *name);
+
+/* rl__camp_case_parse — fill c from a case name (see rl_camp_case). RL_OK or RL_E_INVALID_ARGUMENT
+ * with the reason in msg. */
+int rl__camp_case_parse(const char *name, rl_camp_case *c, rl_buf *msg);
+
+/* rl__camp_arm_order — the order in which block `block` (from 0) runs the n arms given in
+ * protocol order: as given in even blocks, reversed in odd blocks. [out] out: n arms. Pure. */
+void rl__camp_arm_order(int block, const rl_camp_arm *arms, int n, rl_camp_arm *out);
+
+/* ---- The protocol ---------------------------------------------------------------------------- */
+
+typedef enum { RL_CAMP_EMBEDDED = 0, RL_CAMP_SINGLE = 1, RL_CAMP_MULTI = 2 } rl_camp_topo_kind;
+
+/* One topology. The cluster fields are what the single and multi kinds need (validated now, used
+ * when the cluster lands); embedded requires delay_us == 0 and ignores them. */
+typedef struct {
+    char name[RL_CAMP_NAME_MAX];
+    rl_camp_topo_kind kind;
+    int delay_us;        /* injected one-way delay per direction between hosts and between the
+                          * client and the servers, in µs (the added round trip is twice this),
+                          * 0..1,000,000 */
+    int jitter_us;       /* 0..delay_us */
+    int storage_servers; /* single: 1; multi: >= 2 * replication for disjoint teams */
+    int hosts;           /* host labels the storage servers are spread over (multi: 3) */
+    int replication;     /* team size: 1 single, 2 double, 3 triple */
+    char placement[16];  /* "colocated" (index and records on one team) or "disjoint" (the index
+                          * shard and the record shards on teams that share no storage server) */
+    char secondary[16];  /* mapped-range secondary reads that leave the server: "individual"
+                          * (FoundationDB's) or "grouped" (DESIGN §3) */
+    char engine[16];     /* storage engine of the servers: "memory" or "ssd" */
+} rl_camp_topology;
+
+typedef struct {
+    char name[RL_CAMP_NAME_MAX];
+    char description[256];
+    /* Dataset */
+    int records;            /* Orders per variant, 1..RL_CAMP_MAX_RECORDS (default 1,000) */
+    uint64_t data_seed;     /* the Orders' prices (rl__tool_save_orders) */
+    int split_padding;      /* bytes of padding of the split variant (default 100,000) */
+    /* What runs */
+    rl_camp_topology topologies[RL_CAMP_MAX_TOPOLOGIES];
+    int n_topologies;
+    rl_camp_case cases[RL_CAMP_MAX_CASES];
+    int n_cases;
+    rl_camp_arm arms[RL_CAMP_MAX_ARMS]; /* distinct, in protocol order; ordinary always first
+                                         * need not be: ratios need ordinary (and remote for
+                                         * adaptive) in the list */
+    int n_arms;
+    int blocks;             /* 1..RL_CAMP_MAX_BLOCKS */
+    int repeats;            /* 1..RL_CAMP_MAX_REPEATS */
+    double seconds;         /* timed loop of one repeat, 0.001..3600 */
+    double warmup_seconds;  /* untimed loop before the first repeat, 0..3600 (at least one op) */
+    int pipeline_depth;     /* SCAN_AND_FETCH loads in flight, 1..1000 (default 10) */
+    /* Statistics */
+    int resamples;          /* bootstrap resamples, 1..1,000,000 */
+    uint64_t bootstrap_seed;
+    double level;           /* nominal coverage of the interval, (0, 1) (0.95) */
+    /* Checks */
+    double contamination_threshold; /* a case is contaminated when the CPU other processes used
+                                     * during it exceeds this fraction of the machine's capacity
+                                     * (cores x wall time), 0..1 */
+    int rtt_pings;          /* pings of each RTT probe (cluster topologies), 1..10,000 */
+    double process_timeout_seconds; /* a worker still running after this is killed (by its pid)
+                                     * and recorded as failed; 0: 60 + 3 x (warmup + repeats x
+                                     * seconds) */
+    int keep_data;          /* 1: keep DIR/data after the run (default: removed) */
+} rl_camp_protocol;
+
+/* rl__camp_protocol_builtin — the built-in protocol: quick = 0 the full campaign (topologies
+ * embedded, single and multi at 250 µs one way; the reports' 16 cases; arms ordinary, remote,
+ * adaptive, sqlite; 6 blocks, 3 repeats of 3 s; 20,000 resamples), quick = 1 the small one
+ * (embedded only, the same cases and arms, 4 blocks, 3 repeats of 0.1 s, 2,000 resamples; about two
+ * minutes on a 2-core machine). */
+void rl__camp_protocol_builtin(int quick, rl_camp_protocol *out);
+
+/* rl__camp_protocol_parse — parse and check a protocol's JSON text (every field named in
+ * campaign_protocol.c's table; unknown fields are refused, missing ones take the full protocol's
+ * defaults). RL_OK, or RL_E_INVALID_ARGUMENT with msg naming the field: "blocks: 0 is out of range
+ * [1, 100]", "topologies[1].kind: 'foo' is not one of embedded, single, multi", "cases[3]:
+ * 'small-rows5-forward': ROWS must be limit1, rows10 or rows1000", "unknown field 'blokcs'". */
+int rl__camp_protocol_parse(const char *text, size_t len, rl_camp_protocol *out, rl_buf *msg);
+
+/* rl__camp_protocol_print — the canonical JSON text of p (two-space indent, fields in table
+ * order), ending in a newline, appended to out. Parsing it gives p back. RL_OK or
+ * RL_E_OUT_OF_MEMORY. */
+int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *out);
+
+/* The process timeout of p in seconds (its own, or the default formula). */
+double rl__camp_process_timeout(const rl_camp_protocol *p);
+
+/* ---- The runner ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const rl_camp_protocol *protocol; /* checked (parse or builtin); borrowed */
+    const char *protocol_text;        /* the exact bytes the SHA-256 is taken of (the file as read,
+                                       * or the canonical print of a built-in one); borrowed */
+    size_t protocol_len;
+    const char *protocol_source;      /* "FILE" or "built-in quick" / "built-in full" */
+    const char *out_dir;              /* created; must be absent or an empty directory */
+    const char *self_exe;             /* the rlbench to run workers with (NULL: /proc/self/exe) */
+    int argc;                         /* the command line, for the manifest */
+    char **argv;
+    FILE *out;                        /* the main table at the end (stdout); NULL: none */
+    FILE *progress;                   /* progress and the time left (stderr); NULL: none */
+    /* Test hooks (tests/integ/bench/test_campaign.c; rlbench sets them from the environment
+     * variables RL_CAMPAIGN_TEST_BREAK_RECEIPT and RL_CAMPAIGN_TEST_FAIL_WORKER): */
+    const char *test_break_receipt;   /* case name: its "after" receipt is altered, so the
+                                       * comparison fails (a failed check must be reported) */
+    const char *test_fail_worker;     /* "CASE/ARM/BLOCK": that worker is given a bad argument and
+                                       * fails (a failed process must be reported) */
+} rl_camp_run_options;
+
+/* rl__camp_run — run the campaign and write DIR/results.json, report.md, plots/, manifest.json
+ * (also after failures: whatever ran is written, with the failures named). Returns RL_OK when
+ * every planned process ran and every check passed (contaminated cases and arms or topologies
+ * that are not available yet do not count as failures), RL_E_INTEGRITY_DEFECTS when a check
+ * failed (integrity, a defect control, a receipt comparison, the rows check), RL_E_OPERATION_FAILED
+ * when a process failed, or the error that stopped the run early (out directory, out of memory),
+ * with the reason in msg. */
+int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg);
+
+/* ---- The worker ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *url;        /* the database (file:DIR, cluster:FILE) */
+    const char *store;      /* the store's prefix as a JSON array (rl __tool_store_prefix) */
+    const char *sqlite;     /* the SQLite peer's database file (the sqlite arm) */
+    const char *case_name;
+    rl_camp_arm arm;
+    int repeats;
+    double seconds;
+    double warmup_seconds;
+    int pipeline_depth;
+} rl_camp_worker_options;
+
+/* rl__camp_worker — run one (case, arm) process: open the database read-only, warm up, then print
+ * one JSON line per repeat to out: {"repeat": i, "ops": n, "seconds": s, "<metric>": value, ...,
+ * "rows_hash": "16 hex digits"} and at the end {"done": true, "open_seconds": s}. On failure one
+ * line {"error": NAME, "message": TEXT}. Returns RL_OK, RL_E_UNSUPPORTED_OPERATION (the arm is
+ * not available), or the failure's code. */
+int rl__camp_worker(const rl_camp_worker_options *o, FILE *out);
+
+#endif

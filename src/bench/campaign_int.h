@@ -1,0 +1,148 @@
+/* campaign_int.h (internal to src/bench/campaign*.c) — what the campaign's files share: a
+ * connection to one case's data (the reclayer store and the SQLite peer), one query op with its
+ * per-op figures, the dataset steps, and the topology hooks.
+ *
+ * Topologies (campaign_topology.c) sit behind rl_camp_topo_ops so the runner never asks which kind
+ * it drives. Today only embedded is available; single and multi answer `available` with
+ * RL_E_UNSUPPORTED_OPERATION and the reason until the cluster (issues 14 and 15) lands. What each
+ * hook must do for the cluster kinds is written above it.
+ */
+#ifndef RL_BENCH_CAMPAIGN_INT_H
+#define RL_BENCH_CAMPAIGN_INT_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "bench/campaign.h"
+#include "reclayer/query.h"
+#include "record/record_int.h"
+
+/* The text of an rl_buf (its bytes are uint8_t; they are text here). */
+static inline const char *rl__camp_str(const rl_buf *b) { return (const char *)b->data; }
+
+/* ---- One case's data, and one op ---------------------------------------------------------- */
+
+/* An open connection to the data of one variant. Zero it before rl__camp_conn_open. */
+typedef struct {
+    rl__tool t;              /* the database (read-only), the Order metadata and the store */
+    sqlite3 *sq;             /* the SQLite peer (NULL unless opened) */
+    sqlite3_stmt *sel[2];    /* ORDER BY price, order_id ASC / DESC, LIMIT ? OFFSET ? */
+    sqlite3_stmt *begin, *commit;
+} rl_camp_conn;
+
+/* Open url/store read-only, and the SQLite peer at sqlite_path when it is not NULL. On failure c
+ * is closed and msg says why. */
+int rl__camp_conn_open(rl_camp_conn *c, const char *url, const char *store, const char *sqlite_path, rl_buf *msg);
+void rl__camp_conn_close(rl_camp_conn *c);
+
+/* Sums over the ops of a loop (per-op figures are these divided by ops). */
+typedef struct {
+    uint64_t ops;
+    uint64_t rows, index_entries, client_reads, mapped_requests, record_loads, kv_bytes;
+    uint64_t requests, round_trips;
+    uint64_t hash;           /* the rows (order_ids in order) of the last op, folded */
+    uint64_t last_rows;      /* rows of the last op */
+} rl_camp_sums;
+
+/* Run the case once with the arm (SQLite or a fetch method), reading every field of every row,
+ * adding to s. Returns RL_OK, RL_E_UNSUPPORTED_OPERATION (the arm is not available; the detail in
+ * msg), or the query's error with its detail in msg. */
+int rl__camp_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int pipeline_depth, rl_camp_sums *s,
+                rl_buf *msg);
+
+/* SQLite's allocations (a counting wrapper installed before SQLite initialises; process-global,
+ * like SQLite's allocator). rl__camp_sqlite_count_install returns 1 if counting. */
+int rl__camp_sqlite_count_install(void);
+void rl__camp_sqlite_counts(uint64_t *out_allocs, uint64_t *out_bytes);
+
+/* ---- Dataset (campaign_dataset.c) ------------------------------------------------------------ */
+
+/* Load p->records Orders (padding bytes each, 0 for small) into store at url (created: split long
+ * records, record versions, as `rl load`). RL_OK or the error with msg. */
+int rl__camp_load(const char *url, const char *store, const rl_camp_protocol *p, int padding, rl_buf *msg);
+/* Run the integrity checker on url/store (read-only) into *out: {"url", "store", "records",
+ * "index_entries", "integrity_ok", "defects": [{"kind", "key", "message"}]}. */
+int rl__camp_integrity(const char *url, const char *store, json_t **out, rl_buf *msg);
+/* The three defect controls on a scratch database at url: for each of delete-chunk, stray-suffix,
+ * version-key a fresh store holding a copy of the dataset's first 10 split records (the same
+ * generator and seed), checked clean, then the defect injected and checked again. *out: an array
+ * of {"defect", "clean_before", "integrity_ok_after", "found": [kinds], "expected", "passed"}.
+ * *out_passed: every control was clean before and failed after with the expected kind. */
+int rl__camp_defect_controls(const char *url, const rl_camp_protocol *p, json_t **out, int *out_passed, rl_buf *msg);
+/* Make the SQLite peer at path (created; must not exist) from every record of url/store, read back
+ * through the store (so both hold the same records). */
+int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, rl_buf *msg);
+/* The embedded placement receipt of url/store: {"kind": "layout", "url", "store", "keys",
+ * "key_bytes", "value_bytes", "record_keys", "index_entries", "other_keys", "keys_xxh64"} over the
+ * store's whole key range, read at one version. */
+int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl_buf *msg);
+
+/* ---- Topologies (campaign_topology.c) -------------------------------------------------------- */
+
+#define RL_CAMP_PATH_MAX 1100 /* URLs and files under a topology's directory */
+#define RL_CAMP_DIR_MAX 1000  /* the topology's directory (the runner refuses longer --out paths) */
+#define RL_CAMP_MAX_OWNED_PIDS 80
+
+typedef struct rl_camp_topo rl_camp_topo;
+
+/* The hooks of one topology kind. Each returns RL_OK or an error with msg; json results are the
+ * caller's (json_decref). */
+typedef struct {
+    const char *kind;
+    /* Can this build run it? RL_OK, or RL_E_UNSUPPORTED_OPERATION with the reason in why.
+     * cluster: RL_OK once rl__cluster_up and the placement admin operations exist. */
+    int (*available)(const rl_camp_topology *t, rl_buf *why);
+    /* Bring it up under tp->dir and fill tp->url/store/sqlite per variant and tp->pids (processes
+     * of the campaign that are not reaped children: counted as the campaign's CPU).
+     * cluster: rl__cluster_up (storage_servers, hosts, replication, engine, secondary_reads,
+     * delay_us/jitter_us), one url "cluster:DIR/reclayer.cluster" for both variants, stores
+     * ["bench","small"] / ["bench","split"], no SQLite peer; pids from pids.json. */
+    int (*up)(rl_camp_topo *tp, rl_buf *msg);
+    /* After loading: place the stores (cluster: split shards at the index and records prefixes
+     * and assign teams per the topology's placement, then wait for the moves). embedded: nothing. */
+    int (*place)(rl_camp_topo *tp, rl_buf *msg);
+    /* The round trip now: {"applicable": bool, "pings", "min_us", "p50_us", "p99_us", "max_us"}
+     * (embedded: applicable false with the reason). cluster: `pings` pings through rl ping's
+     * library path to every storage server and the coordinator. */
+    int (*rtt)(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg);
+    /* The placement receipt of variant v's store (compared before and after every case).
+     * embedded: rl__camp_layout_receipt. cluster: rl placement's receipt (shard boundaries, the
+     * teams of the index and of the records, the server-disjoint fraction) at a read version. */
+    int (*receipt)(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg);
+    /* After the last case: remove the injected delay and probe again (restoration), as rtt.
+     * embedded: applicable false. */
+    int (*restore)(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg);
+    /* Stop what up started (cluster: rl__cluster_down by the recorded pids). Never fails. */
+    void (*down)(rl_camp_topo *tp);
+} rl_camp_topo_ops;
+
+struct rl_camp_topo {
+    const rl_camp_topology *t;   /* the protocol's (borrowed) */
+    const rl_camp_protocol *p;   /* borrowed */
+    const rl_camp_topo_ops *ops;
+    char dir[RL_CAMP_DIR_MAX];   /* DIR/data/NAME: everything the topology writes */
+    char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];
+    char store[RL_CAMP_VARIANTS][64];
+    char sqlite[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* "" when the topology has no SQLite peer */
+    char control_url[RL_CAMP_PATH_MAX];             /* the scratch database of the defect controls */
+    int pids[RL_CAMP_MAX_OWNED_PIDS];
+    int n_pids;
+};
+
+/* The hooks of kind k (never NULL). */
+const rl_camp_topo_ops *rl__camp_topo_ops(rl_camp_topo_kind k);
+const char *rl__camp_topo_kind_name(rl_camp_topo_kind k);
+
+/* ---- Reports (report.c, report_plot.c, report_manifest.c) ------------------------------------ */
+
+/* Write DIR/report.md from the results document; print the main table to out (may be NULL). */
+int rl__camp_report_write(const char *dir, json_t *results, FILE *out, rl_buf *msg);
+/* Append the main table (markdown) of the results to b. */
+void rl__camp_report_main_table(json_t *results, rl_buf *b);
+/* Draw DIR/plots/NAME.svg and NAME.png with gnuplot; *out describes what was drawn or why not:
+ * {"gnuplot": path or null, "png_terminal": "pngcairo"|"png"|null, "files": [...], "error"}. */
+int rl__camp_plots(const char *dir, json_t *results, json_t **out, rl_buf *msg);
+/* The manifest document (see report_manifest.c). */
+int rl__camp_manifest(const rl_camp_run_options *o, const char *self_exe, json_t **out, rl_buf *msg);
+
+#endif

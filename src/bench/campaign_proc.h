@@ -1,0 +1,70 @@
+/* campaign_proc.h (internal) — what the campaign needs from the operating system: child processes
+ * with a deadline (workers, git, gnuplot), the CPU accounting of /proc behind the contamination
+ * check, and the machine facts of the manifest. Linux only (/proc); where /proc is missing the
+ * CPU check is recorded as unverifiable, never guessed.
+ *
+ * Every wait has a deadline. A child still running at its deadline is killed with SIGKILL by the
+ * pid fork returned (never by name), then reaped.
+ */
+#ifndef RL_BENCH_CAMPAIGN_PROC_H
+#define RL_BENCH_CAMPAIGN_PROC_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+
+/* How a child ended. Caller-owned; rl__camp_child_release frees the buffers. */
+typedef struct {
+    int pid;         /* the child's pid (0 if fork failed) */
+    int exit_code;   /* its exit status, or -1 when it was signalled or not started */
+    int signal;      /* the signal that ended it (0: none) */
+    int timed_out;   /* 1: still running at the deadline, killed */
+    double wall_s;   /* from fork to reaping */
+    rl_buf out;      /* its stdout */
+    rl_buf err;      /* its stderr (the last 64 KiB) */
+} rl_camp_child;
+
+/* rl__camp_child_run — run argv[0] (a path, or a name looked up in PATH) with argv, stdin from
+ * /dev/null, capturing stdout and stderr, for at most timeout_s seconds. [out] c: initialised
+ * here (release it in every case). Returns RL_OK when the child ran (whatever its exit code: read
+ * c), RL_E_IO_ERROR when it could not be started (pipe or fork failed, msg says why; an exec
+ * failure is exit code 127 with the reason on its stderr), RL_E_OUT_OF_MEMORY. */
+int rl__camp_child_run(char *const argv[], double timeout_s, rl_camp_child *c, rl_buf *msg);
+void rl__camp_child_release(rl_camp_child *c);
+
+/* A snapshot of the CPU counters, in clock ticks (sysconf(_SC_CLK_TCK)). */
+typedef struct {
+    int ok;                /* 0: /proc could not be read (the rest is zero) */
+    uint64_t busy;         /* /proc/stat "cpu": user+nice+system+irq+softirq+steal */
+    uint64_t self;         /* this process: utime+stime+cutime+cstime (reaped children included) */
+    uint64_t others_owned; /* the campaign's other processes (servers it started): utime+stime */
+    double mono_s;         /* monotonic clock, seconds */
+} rl_camp_cpu;
+
+/* rl__camp_cpu_snapshot — read the counters now; pids[0..n) are the campaign's processes that are
+ * not this process's reaped children (cluster servers). A pid that cannot be read counts 0 and
+ * clears ok. Never fails otherwise. */
+void rl__camp_cpu_snapshot(const int *pids, int n, rl_camp_cpu *out);
+
+/* What the machine did between two snapshots. */
+typedef struct {
+    int ok;             /* both snapshots were complete */
+    double wall_s;      /* b - a, monotonic */
+    double busy_s;      /* CPU seconds used on the machine (all cores) */
+    double campaign_s;  /* ... by the campaign's processes */
+    double other_s;     /* ... by everything else: busy - campaign, at least 0 */
+    double other_fraction; /* other_s / (cores x wall_s): the share of the machine's capacity */
+    int cores;
+} rl_camp_cpu_use;
+
+/* The use between a and b (b taken after a). Pure apart from reading the tick rate and cores. */
+void rl__camp_cpu_between(const rl_camp_cpu *a, const rl_camp_cpu *b, rl_camp_cpu_use *out);
+
+/* Machine facts for the manifest, appended as strings to out (each may be "unknown"):
+ * the CPU model (/proc/cpuinfo), the kernel (uname), the memory in bytes (/proc/meminfo). */
+void rl__camp_machine(rl_buf *cpu_model, rl_buf *kernel, uint64_t *out_mem_bytes, int *out_cores);
+
+/* The absolute path of the running program (/proc/self/exe) into out. RL_OK or RL_E_IO_ERROR. */
+int rl__camp_self_exe(rl_buf *out);
+
+#endif

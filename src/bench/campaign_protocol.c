@@ -1,0 +1,526 @@
+/* campaign_protocol.c — the campaign's protocol (campaign.h): names of arms, metrics, variants and
+ * cases; the order of arms per block; the built-in protocols; the strict JSON parser and the
+ * canonical printer.
+ *
+ * The protocol file (every field optional; a missing one takes the full protocol's value; an
+ * unknown one is an error, so a misspelt field never silently falls back to a default):
+ *
+ *   {
+ *     "name": "full", "description": "...",
+ *     "dataset": {"records": 1000, "seed": 42, "split_padding": 100000},
+ *     "topologies": [
+ *       {"name": "embedded", "kind": "embedded", "delay_us": 0},
+ *       {"name": "single", "kind": "single", "delay_us": 250, "jitter_us": 0,
+ *        "storage_servers": 1, "hosts": 1, "replication": 1, "placement": "colocated",
+ *        "secondary_reads": "individual", "engine": "memory"}, ...],
+ *     "cases": ["small-limit1-forward", ...],
+ *     "arms": ["ordinary", "remote", "adaptive", "sqlite"],
+ *     "design": {"blocks": 6, "repeats": 3, "seconds": 3, "warmup_seconds": 0.5,
+ *                "pipeline_depth": 10, "process_timeout_seconds": 0},
+ *     "statistics": {"resamples": 20000, "seed": 492817, "level": 0.95},
+ *     "checks": {"contamination_threshold": 0.05, "rtt_pings": 100},
+ *     "keep_data": false
+ *   }
+ *
+ * The printer writes exactly this layout, doubles with %.15g (protocol values are typed by people;
+ * 15 significant digits print them as typed and parse back to the same double).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "bench/campaign.h"
+#include "reclayer/error.h"
+
+/* ---- Names ------------------------------------------------------------------------------------ */
+
+static const char *const arm_names[RL_CAMP_ARM_KINDS] = {"ordinary", "remote", "adaptive", "sqlite"};
+static const char *const metric_names[RL_CAMP_METRICS] = {
+    "ns_per_op",           "bytes_per_op",         "allocs_per_op",        "rows_per_op",
+    "requests_per_op",     "round_trips_per_op",   "kv_bytes_per_op",      "index_entries_per_op",
+    "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op"};
+static const char *const variant_names[RL_CAMP_VARIANTS] = {"small", "split"};
+static const char *const kind_names[] = {"embedded", "single", "multi"};
+
+const char *rl__camp_arm_name(rl_camp_arm a) { return (unsigned)a < RL_CAMP_ARM_KINDS ? arm_names[a] : "unknown"; }
+const char *rl__camp_metric_name(rl_camp_metric m) {
+    return (unsigned)m < RL_CAMP_METRICS ? metric_names[m] : "unknown";
+}
+const char *rl__camp_variant_name(rl_camp_variant v) {
+    return (unsigned)v < RL_CAMP_VARIANTS ? variant_names[v] : "unknown";
+}
+
+int rl__camp_arm_of(const char *name) {
+    for (int i = 0; i < RL_CAMP_ARM_KINDS; i++)
+        if (!strcmp(name, arm_names[i])) return i;
+    return -1;
+}
+
+int rl__camp_metric_of(const char *name) {
+    for (int i = 0; i < RL_CAMP_METRICS; i++)
+        if (!strcmp(name, metric_names[i])) return i;
+    return -1;
+}
+
+int rl__camp_case_parse(const char *name, rl_camp_case *c, rl_buf *msg) {
+    char v[16], r[16], d[16];
+    const char *p1 = strchr(name, '-'), *p2 = p1 ? strchr(p1 + 1, '-') : NULL;
+    memset(c, 0, sizeof *c);
+    if (strlen(name) >= sizeof c->name || !p1 || !p2 || strchr(p2 + 1, '-') || p1 - name >= (long)sizeof v ||
+        p2 - p1 - 1 >= (long)sizeof r || strlen(p2 + 1) >= sizeof d) {
+        rl__buf_printf(msg, "'%.64s' is not VARIANT-ROWS-DIRECTION (e.g. small-rows10-reverse)", name);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    memcpy(v, name, (size_t)(p1 - name)), v[p1 - name] = 0;
+    memcpy(r, p1 + 1, (size_t)(p2 - p1 - 1)), r[p2 - p1 - 1] = 0;
+    strcpy(d, p2 + 1);
+    strcpy(c->name, name);
+    if (!strcmp(v, "small")) c->variant = RL_CAMP_SMALL;
+    else if (!strcmp(v, "split")) c->variant = RL_CAMP_SPLIT;
+    else if (!strcmp(v, "skip3")) c->variant = RL_CAMP_SMALL, c->skip = 3;
+    else {
+        rl__buf_printf(msg, "'%s': VARIANT must be small, split or skip3", name);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (!strcmp(r, "limit1")) c->limit = 1;
+    else if (!strcmp(r, "rows10")) c->limit = 10;
+    else if (!strcmp(r, "rows1000")) c->limit = 1000;
+    else {
+        rl__buf_printf(msg, "'%s': ROWS must be limit1, rows10 or rows1000", name);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (!strcmp(d, "forward")) c->reverse = 0;
+    else if (!strcmp(d, "reverse")) c->reverse = 1;
+    else {
+        rl__buf_printf(msg, "'%s': DIRECTION must be forward or reverse", name);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    return RL_OK;
+}
+
+void rl__camp_arm_order(int block, const rl_camp_arm *arms, int n, rl_camp_arm *out) {
+    for (int i = 0; i < n; i++) out[i] = block % 2 ? arms[n - 1 - i] : arms[i];
+}
+
+double rl__camp_process_timeout(const rl_camp_protocol *p) {
+    if (p->process_timeout_seconds > 0) return p->process_timeout_seconds;
+    return 60 + 3 * (p->warmup_seconds + p->repeats * p->seconds);
+}
+
+/* ---- Built-in protocols ------------------------------------------------------------------------ */
+
+static void set_topology(rl_camp_topology *t, const char *name, rl_camp_topo_kind kind, int delay_us) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->kind = kind;
+    t->delay_us = delay_us;
+    if (kind == RL_CAMP_EMBEDDED) return;
+    strcpy(t->secondary, "individual");
+    strcpy(t->engine, "memory");
+    if (kind == RL_CAMP_SINGLE) {
+        t->storage_servers = 1, t->hosts = 1, t->replication = 1;
+        strcpy(t->placement, "colocated");
+    } else {
+        t->storage_servers = 6, t->hosts = 3, t->replication = 2;
+        strcpy(t->placement, "disjoint");
+    }
+}
+
+void rl__camp_protocol_builtin(int quick, rl_camp_protocol *p) {
+    static const char *const cases[16] = {
+        "small-limit1-forward",  "small-limit1-reverse",  "small-rows10-forward",  "small-rows10-reverse",
+        "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward", "split-limit1-reverse",
+        "split-rows10-forward",  "split-rows10-reverse",  "split-rows1000-forward", "split-rows1000-reverse",
+        "skip3-rows10-forward",  "skip3-rows10-reverse",  "skip3-rows1000-forward", "skip3-rows1000-reverse"};
+    rl_buf ignore;
+    memset(p, 0, sizeof *p);
+    rl__buf_init(&ignore);
+    snprintf(p->name, sizeof p->name, "%s", quick ? "quick" : "full");
+    snprintf(p->description, sizeof p->description, "%s",
+             quick ? "The quick campaign: the reports' 16 cases on the embedded topology, 4 blocks x 3 repeats of 0.1 s."
+                   : "The full campaign of the reference reports: 16 cases, 6 blocks x 3 repeats of 3 s, on the "
+                     "embedded, single and multi topologies.");
+    p->records = 1000;
+    p->data_seed = 42;
+    p->split_padding = 100000;
+    set_topology(&p->topologies[p->n_topologies++], "embedded", RL_CAMP_EMBEDDED, 0);
+    if (!quick) {
+        set_topology(&p->topologies[p->n_topologies++], "single", RL_CAMP_SINGLE, 250);
+        set_topology(&p->topologies[p->n_topologies++], "multi", RL_CAMP_MULTI, 250);
+    }
+    for (int i = 0; i < 16; i++) rl__camp_case_parse(cases[i], &p->cases[p->n_cases++], &ignore);
+    for (int a = 0; a < RL_CAMP_ARM_KINDS; a++) p->arms[p->n_arms++] = (rl_camp_arm)a;
+    p->blocks = quick ? 4 : 6;
+    p->repeats = 3;
+    p->seconds = quick ? 0.1 : 3;
+    p->warmup_seconds = quick ? 0.05 : 0.5;
+    p->pipeline_depth = 10;
+    p->resamples = quick ? 2000 : 20000;
+    p->bootstrap_seed = 492817;
+    p->level = 0.95;
+    p->contamination_threshold = 0.05;
+    p->rtt_pings = 100;
+    p->process_timeout_seconds = 0;
+    p->keep_data = 0;
+    rl__buf_release(&ignore);
+}
+
+/* ---- Parsing ----------------------------------------------------------------------------------- */
+
+/* Refuse any key of obj not in the NULL-terminated list allowed. */
+static int check_keys(json_t *obj, const char *path, const char *const *allowed, rl_buf *msg) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        int ok = 0;
+        for (int i = 0; allowed[i]; i++) ok |= !strcmp(key, allowed[i]);
+        if (!ok) {
+            rl__buf_printf(msg, "unknown field '%s%s%.64s'", path, *path ? "." : "", key);
+            return RL_E_INVALID_ARGUMENT;
+        }
+    }
+    return RL_OK;
+}
+
+static int need_object(json_t *v, const char *path, rl_buf *msg) {
+    if (json_is_object(v)) return RL_OK;
+    rl__buf_printf(msg, "%s: must be an object", path);
+    return RL_E_INVALID_ARGUMENT;
+}
+
+/* An integer field key of obj in [min, max] into *out (left alone when absent). */
+static int get_int64(json_t *obj, const char *path, const char *key, int64_t min, int64_t max, int64_t *out,
+                     rl_buf *msg) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) return RL_OK;
+    if (!json_is_integer(v)) {
+        rl__buf_printf(msg, "%s%s%s: must be an integer", path, *path ? "." : "", key);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    int64_t x = (int64_t)json_integer_value(v);
+    if (x < min || x > max) {
+        rl__buf_printf(msg, "%s%s%s: %lld is out of range [%lld, %lld]", path, *path ? "." : "", key, (long long)x,
+                       (long long)min, (long long)max);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    *out = x;
+    return RL_OK;
+}
+
+static int get_int(json_t *obj, const char *path, const char *key, int min, int max, int *out, rl_buf *msg) {
+    int64_t x = *out;
+    int rc = get_int64(obj, path, key, min, max, &x, msg);
+    if (!rc) *out = (int)x;
+    return rc;
+}
+
+static int get_u64(json_t *obj, const char *path, const char *key, uint64_t *out, rl_buf *msg) {
+    int64_t x = (int64_t)*out;
+    int rc = get_int64(obj, path, key, 0, INT64_MAX, &x, msg);
+    if (!rc) *out = (uint64_t)x;
+    return rc;
+}
+
+/* A number field in [min, max] (open at either end when the matching flag is set). */
+static int get_double(json_t *obj, const char *path, const char *key, double min, double max, int open_lo,
+                      int open_hi, double *out, rl_buf *msg) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) return RL_OK;
+    if (!json_is_number(v)) {
+        rl__buf_printf(msg, "%s%s%s: must be a number", path, *path ? "." : "", key);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    double x = json_number_value(v);
+    if (!isfinite(x) || (open_lo ? x <= min : x < min) || (open_hi ? x >= max : x > max)) {
+        rl__buf_printf(msg, "%s%s%s: %g is out of range %c%g, %g%c", path, *path ? "." : "", key, x,
+                       open_lo ? '(' : '[', min, max, open_hi ? ')' : ']');
+        return RL_E_INVALID_ARGUMENT;
+    }
+    *out = x;
+    return RL_OK;
+}
+
+/* A string field that must be one of choices (NULL-terminated), copied into out (cap bytes). */
+static int get_choice(json_t *obj, const char *path, const char *key, const char *const *choices, char *out,
+                      size_t cap, rl_buf *msg) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) return RL_OK;
+    if (json_is_string(v))
+        for (int i = 0; choices[i]; i++)
+            if (!strcmp(json_string_value(v), choices[i])) {
+                snprintf(out, cap, "%s", choices[i]);
+                return RL_OK;
+            }
+    rl__buf_printf(msg, "%s%s%s: ", path, *path ? "." : "", key);
+    if (json_is_string(v)) rl__buf_printf(msg, "'%.64s' is not one of ", json_string_value(v));
+    else rl__buf_append_str(msg, "must be one of ");
+    for (int i = 0; choices[i]; i++) rl__buf_printf(msg, "%s%s", i ? ", " : "", choices[i]);
+    return RL_E_INVALID_ARGUMENT;
+}
+
+static int get_string(json_t *obj, const char *path, const char *key, char *out, size_t cap, rl_buf *msg) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) return RL_OK;
+    if (!json_is_string(v) || json_string_length(v) >= cap || json_string_length(v) == 0 ||
+        strlen(json_string_value(v)) != json_string_length(v)) {
+        rl__buf_printf(msg, "%s%s%s: must be a non-empty string of at most %zu bytes", path, *path ? "." : "", key,
+                       cap - 1);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    snprintf(out, cap, "%s", json_string_value(v));
+    return RL_OK;
+}
+
+static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
+    static const char *const keys[] = {"name", "kind", "delay_us", "jitter_us", "storage_servers", "hosts",
+                                       "replication", "placement", "secondary_reads", "engine", NULL};
+    static const char *const kinds[] = {"embedded", "single", "multi", NULL};
+    static const char *const placements[] = {"colocated", "disjoint", NULL};
+    static const char *const secondaries[] = {"individual", "grouped", NULL};
+    static const char *const engines[] = {"memory", "ssd", NULL};
+    char path[64], kind[16] = "";
+    int rc;
+    snprintf(path, sizeof path, "topologies[%d]", i);
+    if ((rc = need_object(o, path, msg)) || (rc = check_keys(o, path, keys, msg))) return rc;
+    if (!json_object_get(o, "kind") || !json_object_get(o, "name")) {
+        rl__buf_printf(msg, "%s: needs a name and a kind", path);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if ((rc = get_choice(o, path, "kind", kinds, kind, sizeof kind, msg))) return rc;
+    rl_camp_topo_kind k = !strcmp(kind, "embedded") ? RL_CAMP_EMBEDDED : !strcmp(kind, "single") ? RL_CAMP_SINGLE
+                                                                                               : RL_CAMP_MULTI;
+    set_topology(t, "x", k, k == RL_CAMP_EMBEDDED ? 0 : 250);
+    if ((rc = get_string(o, path, "name", t->name, sizeof t->name, msg))) return rc;
+    if ((rc = get_int(o, path, "delay_us", 0, 1000000, &t->delay_us, msg))) return rc;
+    if (k == RL_CAMP_EMBEDDED) {
+        for (int j = 3; keys[j]; j++)
+            if (json_object_get(o, keys[j])) {
+                rl__buf_printf(msg, "%s.%s: only for single and multi topologies", path, keys[j]);
+                return RL_E_INVALID_ARGUMENT;
+            }
+        if (t->delay_us) {
+            rl__buf_printf(msg, "%s.delay_us: an embedded topology has no network (must be 0)", path);
+            return RL_E_INVALID_ARGUMENT;
+        }
+        return RL_OK;
+    }
+    if ((rc = get_int(o, path, "jitter_us", 0, t->delay_us, &t->jitter_us, msg)) ||
+        (rc = get_int(o, path, "storage_servers", 1, 64, &t->storage_servers, msg)) ||
+        (rc = get_int(o, path, "hosts", 1, 16, &t->hosts, msg)) ||
+        (rc = get_int(o, path, "replication", 1, 3, &t->replication, msg)) ||
+        (rc = get_choice(o, path, "placement", placements, t->placement, sizeof t->placement, msg)) ||
+        (rc = get_choice(o, path, "secondary_reads", secondaries, t->secondary, sizeof t->secondary, msg)) ||
+        (rc = get_choice(o, path, "engine", engines, t->engine, sizeof t->engine, msg)))
+        return rc;
+    if (k == RL_CAMP_SINGLE && (t->storage_servers != 1 || t->replication != 1 || t->hosts != 1)) {
+        rl__buf_printf(msg, "%s: a single topology has one storage server on one host (replication 1)", path);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (t->replication > t->storage_servers || t->hosts > t->storage_servers) {
+        rl__buf_printf(msg, "%s: replication %d and hosts %d must not exceed storage_servers %d", path,
+                       t->replication, t->hosts, t->storage_servers);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (!strcmp(t->placement, "disjoint") && t->storage_servers < 2 * t->replication) {
+        rl__buf_printf(msg, "%s: disjoint placement needs two teams of %d: at least %d storage servers, not %d", path,
+                       t->replication, 2 * t->replication, t->storage_servers);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    return RL_OK;
+}
+
+static int parse_doc(json_t *root, rl_camp_protocol *p, rl_buf *msg) {
+    static const char *const top[] = {"name", "description", "dataset", "topologies", "cases", "arms", "design",
+                                      "statistics", "checks", "keep_data", NULL};
+    static const char *const ds[] = {"records", "seed", "split_padding", NULL};
+    static const char *const dz[] = {"blocks", "repeats", "seconds", "warmup_seconds", "pipeline_depth",
+                                     "process_timeout_seconds", NULL};
+    static const char *const st[] = {"resamples", "seed", "level", NULL};
+    static const char *const ck[] = {"contamination_threshold", "rtt_pings", NULL};
+    json_t *v;
+    int rc;
+    if ((rc = need_object(root, "the protocol", msg)) || (rc = check_keys(root, "", top, msg))) return rc;
+    if ((rc = get_string(root, "", "name", p->name, sizeof p->name, msg))) return rc;
+    if ((v = json_object_get(root, "description"))) {
+        if (!json_is_string(v) || json_string_length(v) >= sizeof p->description) {
+            rl__buf_printf(msg, "description: must be a string of at most %zu bytes", sizeof p->description - 1);
+            return RL_E_INVALID_ARGUMENT;
+        }
+        snprintf(p->description, sizeof p->description, "%s", json_string_value(v));
+    }
+    if ((v = json_object_get(root, "dataset"))) {
+        if ((rc = need_object(v, "dataset", msg)) || (rc = check_keys(v, "dataset", ds, msg)) ||
+            (rc = get_int(v, "dataset", "records", 1, RL_CAMP_MAX_RECORDS, &p->records, msg)) ||
+            (rc = get_u64(v, "dataset", "seed", &p->data_seed, msg)) ||
+            (rc = get_int(v, "dataset", "split_padding", 1, 9990000, &p->split_padding, msg)))
+            return rc;
+    }
+    if ((v = json_object_get(root, "topologies"))) {
+        if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > RL_CAMP_MAX_TOPOLOGIES) {
+            rl__buf_printf(msg, "topologies: must be an array of 1 to %d topologies", RL_CAMP_MAX_TOPOLOGIES);
+            return RL_E_INVALID_ARGUMENT;
+        }
+        p->n_topologies = (int)json_array_size(v);
+        for (int i = 0; i < p->n_topologies; i++) {
+            if ((rc = parse_topology(json_array_get(v, (size_t)i), i, &p->topologies[i], msg))) return rc;
+            for (int j = 0; j < i; j++)
+                if (!strcmp(p->topologies[j].name, p->topologies[i].name)) {
+                    rl__buf_printf(msg, "topologies[%d]: the name '%s' is given twice", i, p->topologies[i].name);
+                    return RL_E_INVALID_ARGUMENT;
+                }
+        }
+    }
+    if ((v = json_object_get(root, "cases"))) {
+        if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > RL_CAMP_MAX_CASES) {
+            rl__buf_printf(msg, "cases: must be an array of 1 to %d case names", RL_CAMP_MAX_CASES);
+            return RL_E_INVALID_ARGUMENT;
+        }
+        p->n_cases = (int)json_array_size(v);
+        for (int i = 0; i < p->n_cases; i++) {
+            json_t *e = json_array_get(v, (size_t)i);
+            if (!json_is_string(e)) {
+                rl__buf_printf(msg, "cases[%d]: must be a string", i);
+                return RL_E_INVALID_ARGUMENT;
+            }
+            rl__buf_printf(msg, "cases[%d]: ", i);
+            if ((rc = rl__camp_case_parse(json_string_value(e), &p->cases[i], msg))) return rc;
+            rl__buf_truncate(msg, 0);
+            for (int j = 0; j < i; j++)
+                if (!strcmp(p->cases[j].name, p->cases[i].name)) {
+                    rl__buf_printf(msg, "cases[%d]: '%s' is given twice", i, p->cases[i].name);
+                    return RL_E_INVALID_ARGUMENT;
+                }
+        }
+    }
+    if ((v = json_object_get(root, "arms"))) {
+        if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > RL_CAMP_MAX_ARMS) {
+            rl__buf_printf(msg, "arms: must be an array of 1 to %d arms", RL_CAMP_MAX_ARMS);
+            return RL_E_INVALID_ARGUMENT;
+        }
+        p->n_arms = (int)json_array_size(v);
+        for (int i = 0; i < p->n_arms; i++) {
+            json_t *e = json_array_get(v, (size_t)i);
+            int a = json_is_string(e) ? rl__camp_arm_of(json_string_value(e)) : -1;
+            if (a < 0) {
+                rl__buf_printf(msg, "arms[%d]: must be one of ordinary, remote, adaptive, sqlite", i);
+                return RL_E_INVALID_ARGUMENT;
+            }
+            for (int j = 0; j < i; j++)
+                if ((int)p->arms[j] == a) {
+                    rl__buf_printf(msg, "arms[%d]: '%s' is given twice", i, arm_names[a]);
+                    return RL_E_INVALID_ARGUMENT;
+                }
+            p->arms[i] = (rl_camp_arm)a;
+        }
+    }
+    int has[RL_CAMP_ARM_KINDS] = {0};
+    for (int i = 0; i < p->n_arms; i++) has[p->arms[i]] = 1;
+    if (!has[RL_CAMP_ORDINARY] || (has[RL_CAMP_ADAPTIVE] && !has[RL_CAMP_REMOTE])) {
+        rl__buf_append_str(msg, "arms: every ratio is taken against ordinary (and adaptive's against the best of "
+                                "ordinary and remote): list ordinary, and remote with adaptive");
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if ((v = json_object_get(root, "design"))) {
+        if ((rc = need_object(v, "design", msg)) || (rc = check_keys(v, "design", dz, msg)) ||
+            (rc = get_int(v, "design", "blocks", 1, RL_CAMP_MAX_BLOCKS, &p->blocks, msg)) ||
+            (rc = get_int(v, "design", "repeats", 1, RL_CAMP_MAX_REPEATS, &p->repeats, msg)) ||
+            (rc = get_double(v, "design", "seconds", 0.001, 3600, 0, 0, &p->seconds, msg)) ||
+            (rc = get_double(v, "design", "warmup_seconds", 0, 3600, 0, 0, &p->warmup_seconds, msg)) ||
+            (rc = get_int(v, "design", "pipeline_depth", 1, 1000, &p->pipeline_depth, msg)) ||
+            (rc = get_double(v, "design", "process_timeout_seconds", 0, 86400, 0, 0, &p->process_timeout_seconds,
+                             msg)))
+            return rc;
+    }
+    if ((v = json_object_get(root, "statistics"))) {
+        if ((rc = need_object(v, "statistics", msg)) || (rc = check_keys(v, "statistics", st, msg)) ||
+            (rc = get_int(v, "statistics", "resamples", 1, 1000000, &p->resamples, msg)) ||
+            (rc = get_u64(v, "statistics", "seed", &p->bootstrap_seed, msg)) ||
+            (rc = get_double(v, "statistics", "level", 0, 1, 1, 1, &p->level, msg)))
+            return rc;
+    }
+    if ((v = json_object_get(root, "checks"))) {
+        if ((rc = need_object(v, "checks", msg)) || (rc = check_keys(v, "checks", ck, msg)) ||
+            (rc = get_double(v, "checks", "contamination_threshold", 0, 1, 0, 0, &p->contamination_threshold, msg)) ||
+            (rc = get_int(v, "checks", "rtt_pings", 1, 10000, &p->rtt_pings, msg)))
+            return rc;
+    }
+    if ((v = json_object_get(root, "keep_data"))) {
+        if (!json_is_boolean(v)) {
+            rl__buf_append_str(msg, "keep_data: must be true or false");
+            return RL_E_INVALID_ARGUMENT;
+        }
+        p->keep_data = json_is_true(v);
+    }
+    return RL_OK;
+}
+
+int rl__camp_protocol_parse(const char *text, size_t len, rl_camp_protocol *out, rl_buf *msg) {
+    json_error_t jerr;
+    rl_camp_protocol p;
+    int rc;
+    rl__camp_protocol_builtin(0, &p);
+    p.description[0] = 0; /* the full protocol's text would describe another campaign */
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        rl__buf_printf(msg, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line, jerr.column);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    rc = parse_doc(root, &p, msg);
+    json_decref(root);
+    if (!rc) *out = p;
+    return rc;
+}
+
+/* ---- Printing ---------------------------------------------------------------------------------- */
+
+static void put_str(rl_buf *b, const char *s) {
+    rl__buf_append_byte(b, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') rl__buf_printf(b, "\\%c", c);
+        else if (c == '\n') rl__buf_append_str(b, "\\n");
+        else if (c < 0x20) rl__buf_printf(b, "\\u%04x", c);
+        else rl__buf_append_byte(b, c);
+    }
+    rl__buf_append_byte(b, '"');
+}
+
+int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *b) {
+    rl__buf_append_str(b, "{\n  \"name\": ");
+    put_str(b, p->name);
+    rl__buf_append_str(b, ",\n  \"description\": ");
+    put_str(b, p->description);
+    rl__buf_printf(b, ",\n  \"dataset\": {\"records\": %d, \"seed\": %llu, \"split_padding\": %d},\n", p->records,
+                   (unsigned long long)p->data_seed, p->split_padding);
+    rl__buf_append_str(b, "  \"topologies\": [\n");
+    for (int i = 0; i < p->n_topologies; i++) {
+        const rl_camp_topology *t = &p->topologies[i];
+        rl__buf_append_str(b, "    {\"name\": ");
+        put_str(b, t->name);
+        rl__buf_printf(b, ", \"kind\": \"%s\", \"delay_us\": %d", kind_names[t->kind], t->delay_us);
+        if (t->kind != RL_CAMP_EMBEDDED)
+            rl__buf_printf(b, ", \"jitter_us\": %d, \"storage_servers\": %d, \"hosts\": %d, \"replication\": %d,"
+                              " \"placement\": \"%s\", \"secondary_reads\": \"%s\", \"engine\": \"%s\"",
+                           t->jitter_us, t->storage_servers, t->hosts, t->replication, t->placement, t->secondary,
+                           t->engine);
+        rl__buf_printf(b, "}%s\n", i + 1 < p->n_topologies ? "," : "");
+    }
+    rl__buf_append_str(b, "  ],\n  \"cases\": [");
+    for (int i = 0; i < p->n_cases; i++) {
+        rl__buf_append_str(b, i % 4 ? ", " : i ? ",\n    " : "\n    ");
+        put_str(b, p->cases[i].name);
+    }
+    rl__buf_append_str(b, "\n  ],\n  \"arms\": [");
+    for (int i = 0; i < p->n_arms; i++) rl__buf_printf(b, "%s\"%s\"", i ? ", " : "", arm_names[p->arms[i]]);
+    rl__buf_printf(b, "],\n  \"design\": {\"blocks\": %d, \"repeats\": %d, \"seconds\": %.15g, \"warmup_seconds\": %.15g,"
+                      " \"pipeline_depth\": %d, \"process_timeout_seconds\": %.15g},\n",
+                   p->blocks, p->repeats, p->seconds, p->warmup_seconds, p->pipeline_depth, p->process_timeout_seconds);
+    rl__buf_printf(b, "  \"statistics\": {\"resamples\": %d, \"seed\": %llu, \"level\": %.15g},\n", p->resamples,
+                   (unsigned long long)p->bootstrap_seed, p->level);
+    rl__buf_printf(b, "  \"checks\": {\"contamination_threshold\": %.15g, \"rtt_pings\": %d},\n",
+                   p->contamination_threshold, p->rtt_pings);
+    rl__buf_printf(b, "  \"keep_data\": %s\n}\n", p->keep_data ? "true" : "false");
+    return rl__buf_error(b);
+}

@@ -1,0 +1,231 @@
+/* test_campaign_protocol.c — the campaign's protocol, case names, arm order and process helpers
+ * (src/bench/campaign_protocol.c, campaign_proc.c).
+ *
+ *   campaign_proto_1_1  the built-in protocols: the full one has the reports' 16 cases, 6 blocks x
+ *                       3 repeats of 3 s, 20,000 resamples, topologies embedded/single/multi; the
+ *                       quick one only embedded; printing and parsing give the same text back
+ *   campaign_proto_1_2  bad protocols are refused with the field named (ranges, kinds, unknown
+ *                       fields, duplicates, cluster fields on embedded, arms without ordinary...)
+ *   campaign_proto_1_3  case names: the 16 of the reports parse to the right variant, skip, limit
+ *                       and direction; malformed names are refused with the reason
+ *   campaign_proto_1_4  the order of arms alternates between blocks: AB BA AB BA, ABC CBA ABC
+ *   campaign_proto_1_5  CPU accounting between two snapshots (known ticks: other = busy - campaign,
+ *                       never below 0; the fraction of cores x wall time); a real snapshot reads /proc
+ *   campaign_proto_1_6  child processes: exit codes and output captured, a child past its deadline
+ *                       is killed by its pid and reported as timed out, a missing program is 127
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "bench/campaign.h"
+#include "bench/campaign_proc.h"
+#include "test.h"
+
+static void print_of(const rl_camp_protocol *p, rl_buf *b) {
+    rl__buf_init(b);
+    ASSERT_OK(rl__camp_protocol_print(p, b));
+}
+
+TEST(campaign_proto_1_1_builtin) {
+    rl_camp_protocol p, q;
+    rl_buf t1, t2, msg;
+    rl__buf_init(&msg);
+    rl__camp_protocol_builtin(0, &p);
+    ASSERT_EQ(p.n_cases, 16);
+    ASSERT_EQ(p.blocks, 6);
+    ASSERT_EQ(p.repeats, 3);
+    ASSERT_TRUE(p.seconds == 3);
+    ASSERT_EQ(p.resamples, 20000);
+    ASSERT_EQ(p.records, 1000);
+    ASSERT_EQ(p.split_padding, 100000);
+    ASSERT_EQ(p.n_topologies, 3);
+    ASSERT_STR_EQ(p.topologies[0].name, "embedded");
+    ASSERT_EQ(p.topologies[1].kind, RL_CAMP_SINGLE);
+    ASSERT_EQ(p.topologies[1].delay_us, 250);
+    ASSERT_EQ(p.topologies[2].kind, RL_CAMP_MULTI);
+    ASSERT_EQ(p.topologies[2].replication, 2);
+    ASSERT_STR_EQ(p.topologies[2].placement, "disjoint");
+    ASSERT_EQ(p.n_arms, 4);
+    ASSERT_EQ(p.arms[0], RL_CAMP_ORDINARY);
+    ASSERT_STR_EQ(p.cases[12].name, "skip3-rows10-forward");
+    for (int quick = 0; quick < 2; quick++) {
+        rl__camp_protocol_builtin(quick, &p);
+        print_of(&p, &t1);
+        rl__buf_reset(&msg);
+        if (rl__camp_protocol_parse((const char *)t1.data, t1.len, &q, &msg)) fail_msg("%s", (const char *)msg.data);
+        print_of(&q, &t2);
+        ASSERT_MEM_EQ(t1.data, t1.len, t2.data, t2.len);
+        rl__buf_release(&t1);
+        rl__buf_release(&t2);
+    }
+    rl__camp_protocol_builtin(1, &p);
+    ASSERT_EQ(p.n_topologies, 1);
+    ASSERT_EQ(p.n_cases, 16);
+    ASSERT_TRUE(p.seconds < 1);
+    /* A protocol giving only some fields takes the others from the full one. */
+    const char *part = "{\"name\": \"x\", \"design\": {\"blocks\": 2}}";
+    ASSERT_OK(rl__camp_protocol_parse(part, strlen(part), &q, &msg));
+    ASSERT_EQ(q.blocks, 2);
+    ASSERT_EQ(q.repeats, 3);
+    ASSERT_EQ(q.n_cases, 16);
+    ASSERT_STR_EQ(q.description, "");
+    rl__buf_release(&msg);
+}
+
+TEST(campaign_proto_1_2_errors) {
+    struct {
+        const char *doc, *want;
+    } bad[] = {
+        {"[", "not valid JSON"},
+        {"[]", "must be an object"},
+        {"{\"blokcs\": 3}", "unknown field 'blokcs'"},
+        {"{\"design\": {\"blocks\": 0}}", "design.blocks: 0 is out of range [1, 100]"},
+        {"{\"design\": {\"blocks\": 2.5}}", "design.blocks: must be an integer"},
+        {"{\"design\": {\"seconds\": 0}}", "design.seconds: 0 is out of range [0.001, 3600]"},
+        {"{\"design\": {\"repeats\": 65}}", "design.repeats: 65 is out of range [1, 64]"},
+        {"{\"design\": {\"sceonds\": 1}}", "unknown field 'design.sceonds'"},
+        {"{\"statistics\": {\"level\": 1}}", "statistics.level: 1 is out of range (0, 1)"},
+        {"{\"statistics\": {\"resamples\": 0}}", "statistics.resamples: 0 is out of range"},
+        {"{\"checks\": {\"contamination_threshold\": 1.5}}", "checks.contamination_threshold: 1.5 is out of range"},
+        {"{\"dataset\": {\"records\": 0}}", "dataset.records: 0 is out of range [1, 1000000]"},
+        {"{\"dataset\": {\"seed\": -1}}", "dataset.seed: -1 is out of range"},
+        {"{\"topologies\": []}", "topologies: must be an array of 1 to 8"},
+        {"{\"topologies\": [{\"name\": \"e\", \"kind\": \"cloud\"}]}",
+         "topologies[0].kind: 'cloud' is not one of embedded, single, multi"},
+        {"{\"topologies\": [{\"kind\": \"embedded\"}]}", "topologies[0]: needs a name and a kind"},
+        {"{\"topologies\": [{\"name\": \"e\", \"kind\": \"embedded\", \"delay_us\": 5}]}",
+         "topologies[0].delay_us: an embedded topology has no network"},
+        {"{\"topologies\": [{\"name\": \"e\", \"kind\": \"embedded\", \"replication\": 2}]}",
+         "topologies[0].replication: only for single and multi"},
+        {"{\"topologies\": [{\"name\": \"s\", \"kind\": \"single\", \"storage_servers\": 2}]}",
+         "topologies[0]: a single topology has one storage server"},
+        {"{\"topologies\": [{\"name\": \"m\", \"kind\": \"multi\", \"storage_servers\": 3}]}",
+         "disjoint placement needs two teams of 2: at least 4 storage servers, not 3"},
+        {"{\"topologies\": [{\"name\": \"m\", \"kind\": \"multi\", \"placement\": \"random\"}]}",
+         "topologies[0].placement: 'random' is not one of colocated, disjoint"},
+        {"{\"topologies\": [{\"name\": \"e\", \"kind\": \"embedded\"}, {\"name\": \"e\", \"kind\": \"embedded\"}]}",
+         "topologies[1]: the name 'e' is given twice"},
+        {"{\"cases\": [\"small-rows5-forward\"]}", "cases[0]: 'small-rows5-forward': ROWS must be limit1, rows10 or rows1000"},
+        {"{\"cases\": [\"small-rows10-forward\", \"small-rows10-forward\"]}", "cases[1]: 'small-rows10-forward' is given twice"},
+        {"{\"cases\": [7]}", "cases[0]: must be a string"},
+        {"{\"arms\": [\"remote\"]}", "list ordinary"},
+        {"{\"arms\": [\"ordinary\", \"adaptive\"]}", "list ordinary, and remote with adaptive"},
+        {"{\"arms\": [\"ordinary\", \"fast\"]}", "arms[1]: must be one of ordinary, remote, adaptive, sqlite"},
+        {"{\"arms\": [\"ordinary\", \"ordinary\"]}", "arms[1]: 'ordinary' is given twice"},
+        {"{\"keep_data\": 1}", "keep_data: must be true or false"},
+        {"{\"name\": \"\"}", "name: must be a non-empty string"},
+        {"{\"design\": {\"blocks\": 3}, \"design\": {\"blocks\": 4}}", "not valid JSON"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rl_camp_protocol p;
+        rl_buf msg;
+        rl__buf_init(&msg);
+        int rc = rl__camp_protocol_parse(bad[i].doc, strlen(bad[i].doc), &p, &msg);
+        if (rc != RL_E_INVALID_ARGUMENT || !strstr((const char *)msg.data, bad[i].want))
+            fail_msg("%s: rc %d, message '%s', want '%s'", bad[i].doc, rc, (const char *)msg.data, bad[i].want);
+        rl__buf_release(&msg);
+    }
+}
+
+TEST(campaign_proto_1_3_cases) {
+    rl_camp_protocol p;
+    rl_camp_case c;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    rl__camp_protocol_builtin(0, &p);
+    for (int i = 0; i < 16; i++) {
+        const rl_camp_case *k = &p.cases[i];
+        ASSERT_EQ(k->variant, i < 6 || i >= 12 ? RL_CAMP_SMALL : RL_CAMP_SPLIT);
+        ASSERT_EQ(k->skip, i >= 12 ? 3 : 0);
+        ASSERT_EQ(k->reverse, i % 2);
+        int rows = i >= 12 ? (i < 14 ? 10 : 1000) : (i % 6 < 2 ? 1 : i % 6 < 4 ? 10 : 1000);
+        ASSERT_EQ(k->limit, rows);
+    }
+    ASSERT_OK(rl__camp_case_parse("split-rows1000-reverse", &c, &msg));
+    ASSERT_EQ(c.variant, RL_CAMP_SPLIT);
+    ASSERT_EQ(c.limit, 1000);
+    ASSERT_EQ(c.reverse, 1);
+    const char *badnames[] = {"", "small", "small-rows10", "small-rows10-forward-x", "tiny-rows10-forward",
+                              "small-rows10-sideways", "small-rows100-forward", "-rows10-forward"};
+    for (size_t i = 0; i < sizeof badnames / sizeof badnames[0]; i++) {
+        rl__buf_reset(&msg);
+        ASSERT_RC(rl__camp_case_parse(badnames[i], &c, &msg), RL_E_INVALID_ARGUMENT);
+        ASSERT_TRUE(msg.len > 0);
+    }
+    rl__buf_release(&msg);
+}
+
+TEST(campaign_proto_1_4_arm_order) {
+    rl_camp_arm two[2] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE}, three[3] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE, RL_CAMP_SQLITE};
+    rl_camp_arm out[3];
+    for (int b = 0; b < 6; b++) {
+        rl__camp_arm_order(b, two, 2, out);
+        ASSERT_EQ(out[0], b % 2 ? RL_CAMP_REMOTE : RL_CAMP_ORDINARY);
+        ASSERT_EQ(out[1], b % 2 ? RL_CAMP_ORDINARY : RL_CAMP_REMOTE);
+        rl__camp_arm_order(b, three, 3, out);
+        ASSERT_EQ(out[0], b % 2 ? RL_CAMP_SQLITE : RL_CAMP_ORDINARY);
+        ASSERT_EQ(out[1], RL_CAMP_REMOTE);
+        ASSERT_EQ(out[2], b % 2 ? RL_CAMP_ORDINARY : RL_CAMP_SQLITE);
+    }
+    rl__camp_arm_order(1, three, 1, out);
+    ASSERT_EQ(out[0], RL_CAMP_ORDINARY);
+}
+
+TEST(campaign_proto_1_5_cpu) {
+    long hz = sysconf(_SC_CLK_TCK), cores = sysconf(_SC_NPROCESSORS_ONLN);
+    rl_camp_cpu a = {1, 1000, 100, 50, 10.0}, b = {1, 1000 + (uint64_t)hz * 3 / 2, 100 + (uint64_t)hz / 2, 50, 12.0};
+    rl_camp_cpu_use u;
+    rl__camp_cpu_between(&a, &b, &u);
+    ASSERT_TRUE(u.ok);
+    ASSERT_TRUE(fabs(u.wall_s - 2.0) < 1e-9);
+    ASSERT_TRUE(fabs(u.busy_s - 1.5) < 0.02);
+    ASSERT_TRUE(fabs(u.campaign_s - 0.5) < 0.02);
+    ASSERT_TRUE(fabs(u.other_s - 1.0) < 0.03);
+    ASSERT_TRUE(fabs(u.other_fraction - 1.0 / (2.0 * (double)cores)) < 0.02);
+    /* The campaign's own servers count as the campaign's. */
+    b.others_owned = 50 + (uint64_t)hz;
+    rl__camp_cpu_between(&a, &b, &u);
+    ASSERT_TRUE(u.other_s == 0);
+    /* An unreadable snapshot makes the use unverifiable. */
+    b.ok = 0;
+    rl__camp_cpu_between(&a, &b, &u);
+    ASSERT_FALSE(u.ok);
+    rl_camp_cpu s1, s2;
+    int me = (int)getpid();
+    rl__camp_cpu_snapshot(&me, 1, &s1);
+    ASSERT_TRUE(s1.ok);
+    ASSERT_TRUE(s1.busy > 0);
+    int nobody = 0x7ffffff0;
+    rl__camp_cpu_snapshot(&nobody, 1, &s2);
+    ASSERT_FALSE(s2.ok);
+}
+
+TEST(campaign_proto_1_6_children) {
+    rl_camp_child c;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    char *sh[] = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+    ASSERT_OK(rl__camp_child_run(sh, 20, &c, &msg));
+    ASSERT_EQ(c.exit_code, 3);
+    ASSERT_FALSE(c.timed_out);
+    ASSERT_STR_EQ((const char *)c.out.data, "out\n");
+    ASSERT_STR_EQ((const char *)c.err.data, "err\n");
+    rl__camp_child_release(&c);
+    char *slow[] = {"/bin/sh", "-c", "exec sleep 30", NULL};
+    ASSERT_OK(rl__camp_child_run(slow, 0.3, &c, &msg));
+    ASSERT_TRUE(c.timed_out);
+    ASSERT_EQ(c.exit_code, -1);
+    ASSERT_EQ(c.signal, 9);
+    ASSERT_TRUE(c.wall_s < 10);
+    ASSERT_TRUE(c.pid > 0);
+    rl__camp_child_release(&c);
+    char *missing[] = {"rl-no-such-program-anywhere", NULL};
+    ASSERT_OK(rl__camp_child_run(missing, 20, &c, &msg));
+    ASSERT_EQ(c.exit_code, 127);
+    rl__camp_child_release(&c);
+    rl__buf_release(&msg);
+}
+
+RL_TEST_MAIN(T(campaign_proto_1_1_builtin), T(campaign_proto_1_2_errors), T(campaign_proto_1_3_cases),
+             T(campaign_proto_1_4_arm_order), T(campaign_proto_1_5_cpu), T(campaign_proto_1_6_children))
