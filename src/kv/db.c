@@ -2,8 +2,9 @@
  * error detail of rl_db_open.
  *
  * URL schemes (kv.h): "mem:" (exactly: nothing may follow the colon) and "file:DIR" open the
- * embedded backend (embedded.c); "cluster:FILE" and "fdb:FILE" are recognised but refused with
- * RL_E_UNSUPPORTED_OPERATION until their backends exist; anything else is RL_E_BAD_URL. A DIR that
+ * embedded backend (embedded.c); "cluster:FILE" opens the cluster client (cluster/cluster.c) for
+ * the cluster file FILE; "fdb:FILE" is recognised but refused with RL_E_UNSUPPORTED_OPERATION
+ * until its backend exists; anything else is RL_E_BAD_URL. A DIR that
  * does not exist is RL_E_FILE_NOT_FOUND, one that is not a directory RL_E_INVALID_ARGUMENT, one
  * that cannot be examined RL_E_IO_ERROR (with strerror in the detail). The detail of the last failure of
  * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
@@ -16,6 +17,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "kv/cluster/cluster.h"
 #include "kv/kv_int.h"
 
 static _Thread_local char last_detail[1024];
@@ -96,7 +98,14 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         rc = rl__kv_embedded_open(dir, opts, &db->be, &msg);
     } else if (!strncmp(url, "defer:", 6)) { /* the test backend (backend.h) */
         rc = rl__kv_deferred_open(url + 6, opts, &db->be, &msg);
-    } else if (!strncmp(url, "cluster:", 8) || !strncmp(url, "fdb:", 4)) {
+    } else if (!strncmp(url, "cluster:", 8)) {
+        if (!url[8]) {
+            set_detail("cluster: needs the path of a cluster file (cluster:FILE)");
+            rc = RL_E_BAD_URL;
+            goto fail_db;
+        }
+        rc = rl__kv_cluster_open(url + 8, opts, &db->be, &msg);
+    } else if (!strncmp(url, "fdb:", 4)) {
         set_detail("%s: this backend is not available yet in this build (use mem: or file:DIR)",
                    url);
         rc = RL_E_UNSUPPORTED_OPERATION;

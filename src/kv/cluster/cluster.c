@@ -1,0 +1,1592 @@
+/* cluster.c — the `cluster:FILE` backend: the client side of a cluster of rlkvd processes
+ * (DESIGN §5, issue 15), behind the completion-based interface of backend.h.
+ *
+ *   application threads                         network thread (one per rl_db, an rl_loop)
+ *   -------------------                         ------------------------------------------
+ *   read / grv / commit ──plan, route──▶ conn ──▶ socket (rl__conn_send writes directly)
+ *                                                 socket ──▶ on_frame: match the id, decode into
+ *                                                            the read's arena, plan the next
+ *                                                            request or call done
+ *
+ * Pieces:
+ *   - The planner (plan.h) turns a read into requests and their replies into the result; the
+ *     location cache (locmap.h) says which process serves each request's route.
+ *   - Connections (cconn): one per server address, opened lazily (HELLO as a client, then
+ *     requests right away, as docs/protocol.md §2 allows), kept open. Each has a table of the
+ *     requests outstanding on it by request id, and a list of requests waiting for its connect.
+ *   - Requests (creq): one per operation in flight. A read's creq lives in the read's arena
+ *     (backend.h contract 3: only the backend uses it until done); the others on the heap.
+ *
+ * The life of a request (where it is, under whose lock):
+ *
+ *     start ──▶ send_attempt ──(conn open)────▶ W_PENDING (conn->mu) ──reply──▶ plan / finish
+ *                   │  └──(conn connecting)──▶ W_WAITING (conn->mu) ──connected──▶ W_PENDING
+ *                   │                                                 └──failed──▶ fail_attempt
+ *                   └──(no route: map stale)──▶ W_MAPWAIT (cl->mu) ──map──▶ send_attempt
+ *     W_PENDING ──closed / timed out──▶ fail_attempt ──retry_decide──▶ W_TIMER ──▶ send_attempt
+ *                                                                 └──▶ finish (done)
+ *
+ * Invariants:
+ *   1. A creq is in at most one place (W_*), and whoever takes it out of that place (the reply
+ *      handler, the close handler, the timeout sweep, a failed send taking its entry back) is
+ *      the only one to continue it. So a late reply, a close racing a send, or a timeout racing
+ *      a reply each continue the request exactly once.
+ *   2. `done` is called exactly once per operation, never while a lock of this file is held,
+ *      and the creq is never touched after it (a read's creq dies with its arena).
+ *   3. An application thread never waits for the network thread inside read / grv / commit
+ *      (they may run under the transaction's lock, which done callbacks take on the network
+ *      thread): a request whose connection is not open yet is parked on the connection, and
+ *      failures found on an application thread are posted to the network thread.
+ *   4. Lock order: cl->mu before conn->mu; rl_conn functions and done are called with neither.
+ *   5. A connection holds its rl_conn reference until the cconn itself is freed, so a thread
+ *      that holds a cconn reference can always call rl__conn_send on it (it fails once closed).
+ *   6. Every wait has a timeout: connects (RL_CLUSTER_CONNECT_TIMEOUT_MS), every attempt
+ *      (RL_CLUSTER_*_TIMEOUT_NS, checked by a sweep timer that runs while requests are
+ *      outstanding), retries (RL_CLUSTER_RETRY_WINDOW_NS), status_json and open.
+ *
+ * Retries (rl__cluster_retry_decide): lost or refused connections and attempts without reply
+ * are retried with backoff for RL_CLUSTER_RETRY_WINDOW_NS (reads, read versions, the map;
+ * commits only if they cannot have reached the coordinator — otherwise
+ * commit_unknown_result); wrong_shard_server refreshes the map and retries; other error replies
+ * are the operation's outcome. A read that loses a storage server also refreshes the map (at
+ * most every 500 ms), so a team member the coordinator knows to be down is avoided.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "kv/cluster/cluster.h"
+#include "kv/cluster/clusterfile.h"
+#include "kv/cluster/locmap.h"
+#include "kv/cluster/plan.h"
+#include "net/loop.h"
+#include "net/proto.h"
+
+#define TICK_NS 50000000ull         /* timeout sweep period while requests are outstanding */
+#define REFRESH_MIN_GAP_NS 500000000ull /* storage-failure map refreshes at most this often */
+#define CLIENT_HOST "client"
+
+typedef struct cluster cluster;
+typedef struct cconn cconn;
+typedef struct creq creq;
+
+enum { W_NONE = 0, W_WAITING, W_PENDING, W_TIMER, W_MAPWAIT };
+enum { C_CONNECTING = 1, C_OPEN, C_CLOSED };
+enum { AFTER_SEND = 0, AFTER_REFRESH = 1 };
+
+/* ---- Pending table: request id -> creq (linear probing, backward-shift deletion) -------------- */
+
+typedef struct {
+    uint64_t id; /* 0: empty */
+    creq *q;
+} pslot;
+
+typedef struct {
+    pslot *v;
+    uint32_t cap; /* 0 or a power of two */
+    uint32_t n;
+} ptable;
+
+static int pt_put(ptable *t, uint64_t id, creq *q) {
+    if ((t->n + 1) * 2 > t->cap) {
+        uint32_t nc = t->cap ? t->cap * 2 : 64;
+        pslot *nv = rl__calloc(nc, sizeof *nv);
+        if (!nv) return RL_E_OUT_OF_MEMORY;
+        for (uint32_t i = 0; i < t->cap; i++) {
+            if (!t->v[i].id) continue;
+            uint32_t j = (uint32_t)t->v[i].id & (nc - 1);
+            while (nv[j].id) j = (j + 1) & (nc - 1);
+            nv[j] = t->v[i];
+        }
+        rl__free(t->v);
+        t->v = nv;
+        t->cap = nc;
+    }
+    uint32_t j = (uint32_t)id & (t->cap - 1);
+    while (t->v[j].id) j = (j + 1) & (t->cap - 1);
+    t->v[j].id = id;
+    t->v[j].q = q;
+    t->n++;
+    return RL_OK;
+}
+
+/* Remove slot i and shift the rest of its cluster back. */
+static void pt_remove_at(ptable *t, uint32_t i) {
+    uint32_t m = t->cap - 1, j = i;
+    t->v[i].id = 0;
+    t->n--;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!t->v[j].id) return;
+        uint32_t home = (uint32_t)t->v[j].id & m;
+        /* Move j into the hole i when its home is not in (i, j]. */
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            t->v[i] = t->v[j];
+            t->v[j].id = 0;
+            i = j;
+        }
+    }
+}
+
+static creq *pt_take(ptable *t, uint64_t id) {
+    if (!t->cap) return NULL;
+    uint32_t j = (uint32_t)id & (t->cap - 1);
+    while (t->v[j].id) {
+        if (t->v[j].id == id) {
+            creq *q = t->v[j].q;
+            pt_remove_at(t, j);
+            return q;
+        }
+        j = (j + 1) & (t->cap - 1);
+    }
+    return NULL;
+}
+
+/* ---- Structures ------------------------------------------------------------------------------- */
+
+/* A caller waiting synchronously for an internal request (status, ping). Two references: the
+ * caller's and the request's; the last drop frees it. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;      /* under mu */
+    int done;      /* under mu */
+    int err;
+    rl_buf out;    /* STATUS: the JSON */
+    rl_version version; /* GRV: the read version */
+    uint64_t t_done_ns;
+} waiter;
+
+struct creq {
+    int kind;               /* rl_creq_kind */
+    cluster *cl;
+    int where;              /* W_*: invariant 1 */
+    cconn *conn;            /* W_WAITING / W_PENDING */
+    uint64_t id;            /* W_PENDING: the request id */
+    uint64_t deadline_ns;   /* W_PENDING: the attempt's deadline */
+    creq *next, *prev;      /* W_WAITING (conn) / W_MAPWAIT (cl) / cl->internal list links */
+    creq *inext, *iprev;    /* cl->internal (status, ping) */
+    uint64_t timer_id;      /* W_TIMER */
+    int after_timer;        /* AFTER_SEND / AFTER_REFRESH */
+    int err;                /* a failure posted to the network thread */
+    uint64_t fail_since_ns; /* first transport failure of the current step (0: none) */
+    int attempts;           /* transport failures of the current step */
+    int wrong_shard;        /* wrong_shard_server replies of the current step */
+    uint32_t salt;          /* team member rotation */
+    int sent;               /* COMMIT: may have reached the coordinator */
+    /* By kind. */
+    rl_kv_read *r;          /* READ; the plan below */
+    rl_cplan plan;
+    rl_kv_grv *g;           /* GRV */
+    rl_kv_commit *c;        /* COMMIT */
+    rl_buf payload;         /* COMMIT: the encoded request (inputs are borrowed only at start) */
+    waiter *w;              /* STATUS, PING */
+    uint32_t ping_server;   /* STATUS, PING: the server asked (0: the coordinator) */
+    rl_locmap *newmap;      /* MAP: the map its reply built (given to map_done) */
+};
+
+struct cconn {
+    cluster *cl;
+    char ip[16];
+    uint16_t port;
+    uint32_t server_id;     /* for the status view */
+    atomic_int refs;        /* cl->conns + holders; the last drop frees */
+    pthread_mutex_t mu;
+    int state;              /* C_*, under mu */
+    rl_conn *conn;          /* once connected (invariant 5) */
+    uint64_t hello_id;
+    int hello_ok;           /* loop thread */
+    ptable pending;         /* under mu */
+    creq *wait_head, *wait_tail; /* under mu */
+    uint64_t connected_ns;
+};
+
+struct cluster {
+    rl_kv_backend base;     /* must be first */
+    char *path;             /* the cluster file */
+    rl_cluster_file cf;
+    rl_loop *loop;
+    pthread_t thread;
+    int thread_started;
+    atomic_int closing;
+    int read_only;
+    rl_cplan_options popt;
+    atomic_uint_fast64_t next_id;
+    atomic_uint rr;         /* salt source */
+    atomic_long outstanding;
+    atomic_int tick_armed;
+    pthread_mutex_t mu;     /* guards everything below */
+    pthread_cond_t map_cv;  /* map_gen changed */
+    rl_locmap *map;
+    uint64_t map_gen;       /* map fetches finished (ok or not) */
+    int map_last_err;
+    int map_inflight;
+    creq map_req;           /* the one map fetch (when map_inflight) */
+    creq *map_waiters;      /* W_MAPWAIT, singly linked by next */
+    uint64_t last_refresh_ns;
+    cconn **conns;
+    size_t n_conns, cap_conns;
+    creq *internal;         /* status / ping requests alive (freed at close if left) */
+    /* Counters (status view). */
+    uint64_t n_requests, n_retries, n_wrong_shard, n_timeouts, n_connects, n_refreshes,
+        n_late_replies, n_lost_connections;
+};
+
+static const rl_kv_backend_vtable cluster_vt;
+static void send_attempt(creq *q);
+static void fail_attempt(creq *q, int err);
+static void finish(creq *q, int err);
+static void want_map(cluster *cl, creq *waiter);
+
+static uint64_t now_ns(void) { return rl__clock_mono_ns(); }
+
+/* ---- Retry rules ------------------------------------------------------------------------------ */
+
+static uint64_t backoff_ns(int n) {
+    uint64_t d = RL_CLUSTER_BACKOFF_MIN_NS;
+    for (int i = 1; i < n && d < RL_CLUSTER_BACKOFF_MAX_NS; i++) d *= 2;
+    return d > RL_CLUSTER_BACKOFF_MAX_NS ? RL_CLUSTER_BACKOFF_MAX_NS : d;
+}
+
+rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns,
+                                   uint64_t now, int attempts, int wrong_shard) {
+    rl_cretry d = {RL_CRETRY_FAIL, err, 0};
+    if (is_reply) {
+        if (err == RL_E_WRONG_SHARD_SERVER && kind == RL_CREQ_READ &&
+            wrong_shard <= RL_CLUSTER_WRONG_SHARD_RETRIES) {
+            d.action = RL_CRETRY_REFRESH;
+            d.delay_ns = wrong_shard <= 1 ? 0 : backoff_ns(wrong_shard - 1);
+        }
+        return d;
+    }
+    if (kind == RL_CREQ_COMMIT && sent) {
+        d.err = RL_E_COMMIT_UNKNOWN_RESULT;
+        return d;
+    }
+    if (err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION || err == RL_E_OUT_OF_MEMORY ||
+        err == RL_E_OPERATION_CANCELLED)
+        return d;
+    if (now >= since_ns && now - since_ns >= RL_CLUSTER_RETRY_WINDOW_NS) {
+        d.err = RL_E_CONNECTION_FAILED;
+        return d;
+    }
+    d.action = RL_CRETRY_BACKOFF;
+    d.delay_ns = backoff_ns(attempts < 1 ? 1 : attempts);
+    return d;
+}
+
+/* ---- Encoding scratch (one buffer per thread, freed at thread exit) --------------------------- */
+
+static pthread_key_t enc_key;
+static pthread_once_t enc_once = PTHREAD_ONCE_INIT;
+
+static void enc_free(void *p) {
+    rl__buf_release(p);
+    rl__free(p);
+}
+
+static void enc_init(void) { (void)pthread_key_create(&enc_key, enc_free); }
+
+/* The calling thread's scratch buffer, emptied; NULL on OOM. */
+static rl_buf *enc_buf(void) {
+    pthread_once(&enc_once, enc_init);
+    rl_buf *b = pthread_getspecific(enc_key);
+    if (!b) {
+        b = rl__malloc(sizeof *b);
+        if (!b) return NULL;
+        rl__buf_init(b);
+        if (pthread_setspecific(enc_key, b)) {
+            rl__free(b);
+            return NULL;
+        }
+    }
+    rl__buf_reset(b);
+    return b;
+}
+
+/* ---- Waiters ---------------------------------------------------------------------------------- */
+
+static waiter *waiter_new(void) {
+    waiter *w = rl__calloc(1, sizeof *w);
+    if (!w) return NULL;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    w->refs = 2;
+    rl__buf_init(&w->out);
+    return w;
+}
+
+static void waiter_unref(waiter *w) {
+    pthread_mutex_lock(&w->mu);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!last) return;
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    rl__buf_release(&w->out);
+    rl__free(w);
+}
+
+static void waiter_complete(waiter *w, int err) {
+    pthread_mutex_lock(&w->mu);
+    w->err = err;
+    w->done = 1;
+    w->t_done_ns = now_ns();
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Wait until w is done or timeout_ms passed. Returns w->err or RL_E_TIMED_OUT. */
+static int waiter_wait(waiter *w, int timeout_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done)
+        if (pthread_cond_timedwait(&w->cv, &w->mu, &ts)) break;
+    int rc = w->done ? w->err : RL_E_TIMED_OUT;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+/* ---- Connections ------------------------------------------------------------------------------ */
+
+static void cconn_unref(cconn *cc) {
+    if (atomic_fetch_sub(&cc->refs, 1) != 1) return;
+    rl__conn_release(cc->conn);
+    rl__free(cc->pending.v);
+    pthread_mutex_destroy(&cc->mu);
+    rl__free(cc);
+}
+
+/* Remove cc from the connection table (if it is there) and drop the table's reference. */
+static void cconn_unlist(cconn *cc) {
+    cluster *cl = cc->cl;
+    int found = 0;
+    pthread_mutex_lock(&cl->mu);
+    for (size_t i = 0; i < cl->n_conns; i++) {
+        if (cl->conns[i] == cc) {
+            cl->conns[i] = cl->conns[--cl->n_conns];
+            found = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (found) cconn_unref(cc);
+}
+
+/* Take every request out of cc (it has closed or failed to open): they continue elsewhere. */
+static creq *cconn_drain_locked(cconn *cc) {
+    creq *list = NULL;
+    for (creq *q = cc->wait_head, *nx; q; q = nx) {
+        nx = q->next;
+        q->where = W_NONE;
+        q->next = list;
+        list = q;
+    }
+    cc->wait_head = cc->wait_tail = NULL;
+    for (uint32_t i = 0; i < cc->pending.cap; i++) {
+        if (!cc->pending.v[i].id) continue;
+        creq *q = cc->pending.v[i].q;
+        cc->pending.v[i].id = 0;
+        q->where = W_NONE;
+        q->next = list;
+        list = q;
+    }
+    cc->pending.n = 0;
+    return list;
+}
+
+static void fail_list(creq *list, int err) {
+    for (creq *q = list, *nx; q; q = nx) {
+        nx = q->next;
+        q->next = NULL;
+        fail_attempt(q, err);
+    }
+}
+
+/* The connect failed or the connection closed (loop thread). */
+static void cconn_dead(cconn *cc, int err, const char *why) {
+    cluster *cl = cc->cl;
+    pthread_mutex_lock(&cc->mu);
+    int was = cc->state;
+    cc->state = C_CLOSED;
+    creq *list = cconn_drain_locked(cc);
+    pthread_mutex_unlock(&cc->mu);
+    if (was != C_CLOSED && !atomic_load(&cl->closing))
+        rl__log(RL_LOG_INFO, "cluster client: connection to %s:%u (server %u) %s: %s", cc->ip, cc->port,
+                cc->server_id, was == C_OPEN ? "lost" : "failed", why);
+    if (was == C_OPEN) {
+        pthread_mutex_lock(&cl->mu);
+        cl->n_lost_connections++;
+        pthread_mutex_unlock(&cl->mu);
+    }
+    cconn_unlist(cc);
+    fail_list(list, err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? err : RL_E_CONNECTION_FAILED);
+}
+
+/* Register q in cc's pending table, encode its request and send it (any thread). cc is open. */
+static void send_on(cconn *cc, creq *q);
+
+static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud);
+
+static void on_close(rl_conn *conn, int err, void *ud) {
+    (void)conn;
+    cconn *cc = ud;
+    cconn_dead(cc, err, rl__conn_close_reason(conn));
+}
+
+static void on_connect(rl_conn *conn, int err, void *ud) {
+    cconn *cc = ud;
+    cluster *cl = cc->cl;
+    if (err) {
+        cconn_dead(cc, err, rl_error_name(err));
+        return;
+    }
+    rl__conn_set_callbacks(conn, on_frame, on_close, cc);
+    cc->hello_id = atomic_fetch_add(&cl->next_id, 1);
+    cc->connected_ns = now_ns();
+    rl_msg_hello_req hr;
+    memset(&hr, 0, sizeof hr);
+    hr.magic = RL_PROTOCOL_MAGIC;
+    hr.protocol_version = RL_PROTOCOL_VERSION;
+    hr.role = RL_ROLE_CLIENT;
+    hr.id = 0;
+    hr.host = (const uint8_t *)CLIENT_HOST;
+    hr.host_len = (uint32_t)strlen(CLIENT_HOST);
+    rl_buf *b = enc_buf();
+    int rc = b ? rl__msg_hello_req_encode(b, &hr, NULL) : RL_E_OUT_OF_MEMORY;
+    if (rc == RL_OK) rc = rl__conn_send(conn, RL_MSG_HELLO, 0, cc->hello_id, b->data, b->len);
+    pthread_mutex_lock(&cc->mu);
+    cc->conn = conn; /* the owner's reference, kept until cc is freed (invariant 5) */
+    if (cc->state == C_CONNECTING) cc->state = C_OPEN;
+    creq *list = NULL, *tail = NULL;
+    for (creq *q = cc->wait_head, *nx; q; q = nx) { /* keep their order */
+        nx = q->next;
+        q->where = W_NONE;
+        q->next = NULL;
+        if (tail) tail->next = q;
+        else list = q;
+        tail = q;
+    }
+    cc->wait_head = cc->wait_tail = NULL;
+    pthread_mutex_unlock(&cc->mu);
+    pthread_mutex_lock(&cl->mu);
+    cl->n_connects++;
+    pthread_mutex_unlock(&cl->mu);
+    if (rc) {
+        rl__log(RL_LOG_WARN, "cluster client: HELLO to %s:%u failed: %s", cc->ip, cc->port, rl_error_name(rc));
+        rl__conn_close(conn, 0);
+        /* on_close fails what is pending; the waiters go through it too */
+    }
+    for (creq *q = list, *nx; q; q = nx) {
+        nx = q->next;
+        q->next = NULL;
+        send_on(cc, q);
+    }
+}
+
+/* The connection to ip:port, with a reference for the caller (cconn_unref); connecting it when
+ * there is none. NULL on OOM. */
+static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t server_id) {
+    pthread_mutex_lock(&cl->mu);
+    for (size_t i = 0; i < cl->n_conns; i++) {
+        cconn *cc = cl->conns[i];
+        if (cc->port == port && !strcmp(cc->ip, ip)) {
+            atomic_fetch_add(&cc->refs, 1);
+            pthread_mutex_unlock(&cl->mu);
+            return cc;
+        }
+    }
+    if (cl->n_conns == cl->cap_conns) {
+        size_t nc = cl->cap_conns ? cl->cap_conns * 2 : 8;
+        cconn **nv = rl__realloc(cl->conns, nc * sizeof *nv);
+        if (!nv) {
+            pthread_mutex_unlock(&cl->mu);
+            return NULL;
+        }
+        cl->conns = nv;
+        cl->cap_conns = nc;
+    }
+    cconn *cc = rl__calloc(1, sizeof *cc);
+    if (!cc) {
+        pthread_mutex_unlock(&cl->mu);
+        return NULL;
+    }
+    cc->cl = cl;
+    snprintf(cc->ip, sizeof cc->ip, "%s", ip);
+    cc->port = port;
+    cc->server_id = server_id;
+    atomic_init(&cc->refs, 2); /* the table's and the caller's */
+    pthread_mutex_init(&cc->mu, NULL);
+    cc->state = C_CONNECTING;
+    cl->conns[cl->n_conns++] = cc;
+    pthread_mutex_unlock(&cl->mu);
+    int rc = rl__connect(cl->loop, ip, port, RL_CLUSTER_CONNECT_TIMEOUT_MS, on_connect, cc);
+    if (rc) { /* on_connect will not run: nothing waits on cc yet (the caller adds itself) */
+        pthread_mutex_lock(&cc->mu);
+        cc->state = C_CLOSED;
+        pthread_mutex_unlock(&cc->mu);
+        rl__log(RL_LOG_INFO, "cluster client: cannot connect to %s:%u: %s", ip, port, rl__net_errmsg());
+        cconn_unlist(cc);
+    }
+    return cc;
+}
+
+/* ---- Sending ---------------------------------------------------------------------------------- */
+
+static uint16_t req_type(const creq *q) {
+    switch (q->kind) {
+    case RL_CREQ_READ: return q->plan.req.type;
+    case RL_CREQ_GRV: return RL_MSG_GET_READ_VERSION;
+    case RL_CREQ_COMMIT: return RL_MSG_COMMIT;
+    case RL_CREQ_MAP: return RL_MSG_GET_SHARD_MAP;
+    case RL_CREQ_STATUS: return RL_MSG_STATUS;
+    default: return RL_MSG_PING;
+    }
+}
+
+static uint64_t attempt_timeout(const creq *q) {
+    if (q->kind == RL_CREQ_COMMIT) return RL_CLUSTER_COMMIT_TIMEOUT_NS;
+    if (q->kind == RL_CREQ_READ && q->plan.req.type == RL_MSG_GET_MAPPED_RANGE) return RL_CLUSTER_MAPPED_TIMEOUT_NS;
+    return RL_CLUSTER_READ_TIMEOUT_NS;
+}
+
+/* Encode q's request into b. */
+static int encode(creq *q, rl_buf *b) {
+    switch (q->kind) {
+    case RL_CREQ_READ: return rl__msg_encode(b, &q->plan.req, NULL);
+    case RL_CREQ_GRV: {
+        rl_msg_get_read_version_req m = {0};
+        return rl__msg_get_read_version_req_encode(b, &m, NULL);
+    }
+    case RL_CREQ_COMMIT: return RL_OK; /* pre-encoded in q->payload */
+    case RL_CREQ_MAP: {
+        rl_msg_get_shard_map_req m = {0};
+        return rl__msg_get_shard_map_req_encode(b, &m, NULL);
+    }
+    case RL_CREQ_STATUS: {
+        rl_msg_status_req m = {0};
+        return rl__msg_status_req_encode(b, &m, NULL);
+    }
+    default: {
+        rl_msg_ping_req m = {(const uint8_t *)"rl", 2};
+        return rl__msg_ping_req_encode(b, &m, NULL);
+    }
+    }
+}
+
+/* Hand a failure found on any thread to the network thread (invariant 3). */
+static void fail_post_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    creq *q = ud;
+    fail_attempt(q, q->err);
+}
+
+static void fail_any(creq *q, int err) {
+    cluster *cl = q->cl;
+    if (rl__loop_in_loop_thread(cl->loop)) {
+        fail_attempt(q, err);
+        return;
+    }
+    q->err = err;
+    if (rl__loop_post(cl->loop, fail_post_fn, q) != RL_OK) finish(q, RL_E_OUT_OF_MEMORY);
+}
+
+static void send_on(cconn *cc, creq *q) {
+    cluster *cl = q->cl;
+    rl_buf *b = NULL;
+    const void *data;
+    size_t len;
+    if (q->kind == RL_CREQ_COMMIT) {
+        data = q->payload.data;
+        len = q->payload.len;
+    } else {
+        b = enc_buf();
+        int rc = b ? encode(q, b) : RL_E_OUT_OF_MEMORY;
+        if (rc == RL_OK) rc = rl__buf_error(b);
+        if (rc) {
+            finish(q, rc);
+            return;
+        }
+        data = b->data;
+        len = b->len;
+    }
+    uint64_t id = atomic_fetch_add(&cl->next_id, 1);
+    uint16_t type = req_type(q);
+    if (q->kind == RL_CREQ_READ) { /* before sending: the reply may finish q at once */
+        q->r->stats.requests++;
+        q->r->stats.round_trips++;
+        q->r->stats.bytes_sent += RL_FRAME_HEADER_LEN + len;
+    }
+    pthread_mutex_lock(&cc->mu);
+    if (cc->state != C_OPEN) {
+        int closed = cc->state == C_CLOSED;
+        if (!closed) { /* connecting: park (the connect sends it) */
+            q->where = W_WAITING;
+            q->conn = cc;
+            q->next = NULL;
+            if (cc->wait_tail) cc->wait_tail->next = q;
+            else cc->wait_head = q;
+            cc->wait_tail = q;
+        }
+        pthread_mutex_unlock(&cc->mu);
+        if (closed) fail_any(q, RL_E_CONNECTION_FAILED);
+        return;
+    }
+    if (pt_put(&cc->pending, id, q) != RL_OK) {
+        pthread_mutex_unlock(&cc->mu);
+        finish(q, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    q->where = W_PENDING;
+    q->conn = cc;
+    q->id = id;
+    q->deadline_ns = now_ns() + attempt_timeout(q);
+    if (q->kind == RL_CREQ_COMMIT) q->sent = 1; /* before the send: a close may take q at once */
+    rl_conn *conn = cc->conn;
+    pthread_mutex_unlock(&cc->mu);
+    int rc = rl__conn_send(conn, type, 0, id, data, len);
+    if (rc == RL_OK) return;
+    /* Not sent: take q back, unless the close or a reply already took it (invariant 1). */
+    pthread_mutex_lock(&cc->mu);
+    creq *back = pt_take(&cc->pending, id);
+    if (back) {
+        q->where = W_NONE;
+        q->sent = 0;
+    }
+    pthread_mutex_unlock(&cc->mu);
+    if (back) fail_any(q, rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_CONNECTION_FAILED);
+}
+
+/* Where q goes: the coordinator for everything but reads (and pings to a storage server), which
+ * go where the location cache says. Returns 0 with the address filled, or 1 when q went to wait
+ * for a map refresh, or -1 when q was finished. */
+static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) {
+    cluster *cl = q->cl;
+    int by_id = (q->kind == RL_CREQ_PING || q->kind == RL_CREQ_STATUS) && q->ping_server != 0;
+    if (q->kind != RL_CREQ_READ && !by_id) {
+        memcpy(ip, cl->cf.ip, 16);
+        *port = cl->cf.port;
+        *server_id = 0;
+        return 0;
+    }
+    pthread_mutex_lock(&cl->mu);
+    rl_locmap *m = cl->map;
+    rl__locmap_ref(m);
+    pthread_mutex_unlock(&cl->mu);
+    if (!m) {
+        want_map(cl, q);
+        return 1;
+    }
+    int sidx;
+    if (by_id) {
+        sidx = rl__locmap_server(m, q->ping_server);
+        if (sidx < 0) {
+            rl__locmap_unref(m);
+            finish(q, RL_E_INVALID_ARGUMENT);
+            return -1;
+        }
+    } else {
+        int si = rl__locmap_find(m, q->plan.route_key, q->plan.route_key_len, q->plan.route_backward);
+        sidx = si < 0 ? -1 : rl__locmap_pick(m, &m->shards[si], q->salt);
+        if (si < 0) { /* cannot happen with a valid map (locmap invariant 1) */
+            rl__locmap_unref(m);
+            finish(q, RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+            return -1;
+        }
+        if (sidx < 0) { /* a team member the server list does not know: refresh first */
+            rl__locmap_unref(m);
+            want_map(cl, q);
+            return 1;
+        }
+    }
+    const rl_loc_server *s = &m->servers[sidx];
+    memcpy(ip, s->address, 16);
+    *port = s->port;
+    *server_id = s->id;
+    rl__locmap_unref(m);
+    return 0;
+}
+
+/* Send q's current request to where it goes (any thread). */
+static void send_attempt(creq *q) {
+    cluster *cl = q->cl;
+    char ip[16];
+    uint16_t port;
+    uint32_t sid;
+    if (atomic_load(&cl->closing)) {
+        finish(q, RL_E_OPERATION_CANCELLED);
+        return;
+    }
+    if (target_of(q, ip, &port, &sid)) return;
+    cconn *cc = get_conn(cl, ip, port, sid);
+    if (!cc) {
+        finish(q, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    send_on(cc, q);
+    cconn_unref(cc);
+}
+
+/* ---- The sweep timer (timeouts) --------------------------------------------------------------- */
+
+static void tick_fn(rl_loop *loop, void *ud);
+
+static void arm_tick(cluster *cl) {
+    if (rl__loop_timer_add(cl->loop, now_ns() + TICK_NS, tick_fn, cl, NULL) != RL_OK)
+        atomic_store(&cl->tick_armed, 0); /* retried at the next operation */
+}
+
+static void arm_tick_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    cluster *cl = ud;
+    if (rl__loop_is_closing(loop)) return;
+    arm_tick(cl);
+}
+
+/* Make sure the sweep runs (any thread; cheap when it already does). */
+static void ensure_tick(cluster *cl) {
+    if (atomic_load(&cl->tick_armed)) return;
+    if (atomic_exchange(&cl->tick_armed, 1)) return;
+    if (rl__loop_in_loop_thread(cl->loop)) arm_tick(cl);
+    else if (rl__loop_post(cl->loop, arm_tick_fn, cl) != RL_OK) atomic_store(&cl->tick_armed, 0);
+}
+
+/* Take the requests of every connection whose attempt deadline passed. */
+static void sweep(cluster *cl) {
+    uint64_t now = now_ns();
+    pthread_mutex_lock(&cl->mu);
+    size_t n = cl->n_conns;
+    cconn *stack[64];
+    cconn **cs = n <= 64 ? stack : rl__malloc(n * sizeof *cs);
+    if (!cs) n = 0;
+    for (size_t i = 0; i < n; i++) {
+        cs[i] = cl->conns[i];
+        atomic_fetch_add(&cs[i]->refs, 1);
+    }
+    pthread_mutex_unlock(&cl->mu);
+    creq *late = NULL;
+    for (size_t i = 0; i < n; i++) {
+        cconn *cc = cs[i];
+        pthread_mutex_lock(&cc->mu);
+        for (uint32_t j = 0; j < cc->pending.cap;) {
+            pslot *s = &cc->pending.v[j];
+            if (s->id && s->q->deadline_ns <= now) {
+                creq *q = s->q;
+                pt_remove_at(&cc->pending, j); /* j now holds the next slot's entry, if any */
+                q->where = W_NONE;
+                q->next = late;
+                late = q;
+                continue;
+            }
+            j++;
+        }
+        pthread_mutex_unlock(&cc->mu);
+        cconn_unref(cc);
+    }
+    if (cs != stack) rl__free(cs);
+    for (creq *q = late, *nx; q; q = nx) {
+        nx = q->next;
+        q->next = NULL;
+        pthread_mutex_lock(&cl->mu);
+        cl->n_timeouts++;
+        pthread_mutex_unlock(&cl->mu);
+        rl__log(RL_LOG_WARN, "cluster client: %s request timed out", rl__msg_type_name(req_type(q)));
+        fail_attempt(q, RL_E_TIMED_OUT);
+    }
+}
+
+static void tick_fn(rl_loop *loop, void *ud) {
+    cluster *cl = ud;
+    if (rl__loop_is_closing(loop)) return;
+    sweep(cl);
+    if (atomic_load(&cl->outstanding) > 0) {
+        arm_tick(cl);
+        return;
+    }
+    atomic_store(&cl->tick_armed, 0);
+    if (atomic_load(&cl->outstanding) > 0 && !atomic_exchange(&cl->tick_armed, 1)) arm_tick(cl);
+}
+
+/* ---- Failures and retries (network thread) ---------------------------------------------------- */
+
+static void retry_timer_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    creq *q = ud;
+    q->where = W_NONE;
+    q->timer_id = 0;
+    if (q->after_timer == AFTER_REFRESH) want_map(q->cl, q);
+    else send_attempt(q);
+}
+
+/* Continue q after delay_ns (then = AFTER_SEND or AFTER_REFRESH). */
+static void retry_later(creq *q, uint64_t delay_ns, int then) {
+    cluster *cl = q->cl;
+    if (delay_ns == 0) {
+        if (then == AFTER_REFRESH) want_map(cl, q);
+        else send_attempt(q);
+        return;
+    }
+    /* A little jitter so clients retrying together spread out. */
+    uint64_t jit = (delay_ns / 8) * (atomic_fetch_add(&cl->rr, 1) % 8) / 8;
+    q->where = W_TIMER;
+    q->after_timer = then;
+    if (rl__loop_timer_add(cl->loop, now_ns() + delay_ns + jit, retry_timer_fn, q, &q->timer_id) != RL_OK) {
+        q->where = W_NONE;
+        finish(q, RL_E_OUT_OF_MEMORY);
+    }
+}
+
+/* A storage server was lost: refresh the map (at most every REFRESH_MIN_GAP_NS) so a member the
+ * coordinator reports down is avoided by the retries. */
+static void maybe_refresh(cluster *cl) {
+    uint64_t now = now_ns();
+    pthread_mutex_lock(&cl->mu);
+    int go = now - cl->last_refresh_ns >= REFRESH_MIN_GAP_NS;
+    pthread_mutex_unlock(&cl->mu);
+    if (go) want_map(cl, NULL);
+}
+
+/* An attempt of q failed in transport (loop thread). */
+static void fail_attempt(creq *q, int err) {
+    cluster *cl = q->cl;
+    if (atomic_load(&cl->closing)) {
+        finish(q, RL_E_OPERATION_CANCELLED);
+        return;
+    }
+    uint64_t now = now_ns();
+    if (!q->fail_since_ns) q->fail_since_ns = now;
+    q->attempts++;
+    rl_cretry d = rl__cluster_retry_decide(q->kind, err, 0, q->sent, q->fail_since_ns, now, q->attempts,
+                                           q->wrong_shard);
+    if (d.action == RL_CRETRY_FAIL) {
+        if (d.err == RL_E_CONNECTION_FAILED)
+            rl__log(RL_LOG_WARN, "cluster client: %s: no server reachable for %.1f s, giving up",
+                    rl__msg_type_name(req_type(q)), (double)(now - q->fail_since_ns) / 1e9);
+        finish(q, d.err);
+        return;
+    }
+    pthread_mutex_lock(&cl->mu);
+    cl->n_retries++;
+    pthread_mutex_unlock(&cl->mu);
+    q->salt++;
+    if (q->kind == RL_CREQ_READ) maybe_refresh(cl);
+    retry_later(q, d.delay_ns, AFTER_SEND);
+}
+
+/* An error reply to q. */
+static void error_reply(creq *q, int code) {
+    cluster *cl = q->cl;
+    if (code == RL_E_WRONG_SHARD_SERVER) q->wrong_shard++;
+    rl_cretry d = rl__cluster_retry_decide(q->kind, code, 1, q->sent, 0, 0, q->attempts, q->wrong_shard);
+    if (d.action == RL_CRETRY_FAIL) {
+        finish(q, d.err);
+        return;
+    }
+    pthread_mutex_lock(&cl->mu);
+    cl->n_wrong_shard++;
+    pthread_mutex_unlock(&cl->mu);
+    q->salt++;
+    retry_later(q, d.delay_ns, AFTER_REFRESH);
+}
+
+/* ---- The location cache ------------------------------------------------------------------------ */
+
+/* Ask for a fresh map; waiter (may be NULL) is sent again once it arrives (any thread). */
+static void want_map(cluster *cl, creq *waiter_q) {
+    pthread_mutex_lock(&cl->mu);
+    if (waiter_q) {
+        waiter_q->where = W_MAPWAIT;
+        waiter_q->next = cl->map_waiters;
+        cl->map_waiters = waiter_q;
+    }
+    int start = !cl->map_inflight && !atomic_load(&cl->closing);
+    creq *mq = &cl->map_req;
+    if (start) {
+        cl->map_inflight = 1;
+        cl->n_refreshes++;
+        cl->last_refresh_ns = now_ns();
+        memset(mq, 0, sizeof *mq);
+        mq->kind = RL_CREQ_MAP;
+        mq->cl = cl;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (start) {
+        atomic_fetch_add(&cl->outstanding, 1);
+        ensure_tick(cl);
+        send_attempt(mq);
+    }
+}
+
+/* The map fetch ended: install m (NULL on failure, err says why) and continue the waiters. */
+static void map_done(cluster *cl, rl_locmap *m, int err) {
+    pthread_mutex_lock(&cl->mu);
+    rl_locmap *old = NULL;
+    if (m) {
+        old = cl->map;
+        cl->map = m;
+    }
+    creq *list = cl->map_waiters;
+    cl->map_waiters = NULL;
+    cl->map_inflight = 0;
+    cl->map_gen++;
+    cl->map_last_err = err;
+    pthread_cond_broadcast(&cl->map_cv);
+    pthread_mutex_unlock(&cl->mu);
+    rl__locmap_unref(old);
+    for (creq *q = list, *nx; q; q = nx) {
+        nx = q->next;
+        q->next = NULL;
+        q->where = W_NONE;
+        if (m) send_attempt(q);
+        else finish(q, err == RL_E_OPERATION_CANCELLED ? err : RL_E_CONNECTION_FAILED);
+    }
+}
+
+/* ---- Replies (network thread) ------------------------------------------------------------------ */
+
+static void hello_reply(cconn *cc, rl_conn *conn, const rl_frame_header *h, const uint8_t *payload) {
+    rl_proto_why why;
+    if (h->type != RL_MSG_HELLO) {
+        rl__log(RL_LOG_WARN, "cluster client: %s:%u answered HELLO with a %s frame", cc->ip, cc->port,
+                rl__msg_type_name(h->type));
+        rl__conn_close(conn, 0);
+        return;
+    }
+    if (h->flags & RL_FRAME_ERROR) {
+        rl_msg_error e;
+        int rc = rl__msg_error_decode(payload, h->payload_len, NULL, &e, &why);
+        rl__log(RL_LOG_WARN, "cluster client: %s:%u refused HELLO: %s", cc->ip, cc->port,
+                rc ? why.text : rl_error_name(e.code));
+        rl__conn_close(conn, 0);
+        return;
+    }
+    rl_msg_hello_reply r;
+    int rc = rl__msg_hello_reply_decode(payload, h->payload_len, NULL, &r, &why);
+    if (rc == RL_OK && r.role != RL_ROLE_COORDINATOR && r.role != RL_ROLE_STORAGE) {
+        rc = RL_E_MALFORMED_FRAME;
+        snprintf(why.text, sizeof why.text, "HELLO reply: role %u is not a server", r.role);
+    }
+    if (rc) {
+        rl__log(RL_LOG_WARN, "cluster client: bad HELLO reply from %s:%u: %s", cc->ip, cc->port, why.text);
+        rl__conn_close(conn, 0);
+        return;
+    }
+    cc->hello_ok = 1;
+}
+
+/* A successful reply to q (type checked). Returns RL_OK or an error (>= 0): finish q with it
+ * (RL_E_MALFORMED_FRAME: also close the connection); -1: q continues with its next request. */
+static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload) {
+    rl_proto_why why;
+    rl_msg m;
+    int rc;
+    switch (q->kind) {
+    case RL_CREQ_READ: {
+        rl_kv_read *r = q->r;
+        r->stats.bytes_received += RL_FRAME_HEADER_LEN + h->payload_len;
+        /* Decode a copy held in the read's arena: result rows point into it (plan.h inv. 3). */
+        const uint8_t *copy = h->payload_len ? rl__arena_memdup(r->arena, payload, h->payload_len) : NULL;
+        if (h->payload_len && !copy) return RL_E_OUT_OF_MEMORY;
+        rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why);
+        if (rc) goto bad;
+        q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0;
+        int more_to_send = 0;
+        rc = rl__cplan_reply(&q->plan, &m, &more_to_send);
+        if (rc == RL_E_MALFORMED_FRAME) {
+            snprintf(why.text, sizeof why.text, "%s reply breaks the read's rules (order, bounds or progress)",
+                     rl__msg_type_name(h->type));
+            goto bad;
+        }
+        if (rc) return rc;
+        if (more_to_send) {
+            send_attempt(q);
+            return -1; /* continues */
+        }
+        return RL_OK;
+    }
+    case RL_CREQ_GRV:
+        rc = rl__msg_get_read_version_reply_decode(payload, h->payload_len, NULL, &m.u.get_read_version_reply, &why);
+        if (rc) goto bad;
+        if (q->g) q->g->version = m.u.get_read_version_reply.version;
+        else q->w->version = m.u.get_read_version_reply.version; /* status_json's own */
+        return RL_OK;
+    case RL_CREQ_COMMIT:
+        rc = rl__msg_commit_reply_decode(payload, h->payload_len, NULL, &m.u.commit_reply, &why);
+        if (rc) goto bad;
+        if (m.u.commit_reply.result == RL_OK) {
+            q->c->commit_version = m.u.commit_reply.commit_version;
+            q->c->batch_order = m.u.commit_reply.batch_order;
+        }
+        return m.u.commit_reply.result;
+    case RL_CREQ_MAP: {
+        rl_arena a;
+        rl__arena_init(&a, 4096);
+        rc = rl__msg_get_shard_map_reply_decode(payload, h->payload_len, &a, &m.u.get_shard_map_reply, &why);
+        if (rc) {
+            rl__arena_release(&a);
+            goto bad;
+        }
+        rl_buf msg;
+        rl__buf_init(&msg);
+        rc = rl__locmap_new(&m.u.get_shard_map_reply, &q->newmap, &msg);
+        if (rc) rl__log(RL_LOG_WARN, "cluster client: unusable shard map from the coordinator: %s", msg.data);
+        rl__buf_release(&msg);
+        rl__arena_release(&a);
+        return rc;
+    }
+    case RL_CREQ_STATUS:
+        rc = rl__msg_status_reply_decode(payload, h->payload_len, NULL, &m.u.status_reply, &why);
+        if (rc) goto bad;
+        rl__buf_append(&q->w->out, m.u.status_reply.json, m.u.status_reply.json_len);
+        return RL_OK;
+    default:
+        rc = rl__msg_ping_reply_decode(payload, h->payload_len, NULL, &m.u.ping_reply, &why);
+        if (rc) goto bad;
+        return RL_OK;
+    }
+bad:
+    rl__log(RL_LOG_WARN, "cluster client: bad reply from %s:%u: %s", q->conn ? q->conn->ip : "?",
+            q->conn ? q->conn->port : 0, why.text);
+    return RL_E_MALFORMED_FRAME;
+}
+
+static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+    cconn *cc = ud;
+    cluster *cl = cc->cl;
+    if (!(h->flags & RL_FRAME_REPLY)) { /* servers never send clients requests */
+        rl__log(RL_LOG_WARN, "cluster client: %s:%u sent a %s request; closing", cc->ip, cc->port,
+                rl__msg_type_name(h->type));
+        rl__conn_close(conn, 0);
+        return;
+    }
+    if (h->id == cc->hello_id) {
+        hello_reply(cc, conn, h, payload);
+        return;
+    }
+    pthread_mutex_lock(&cc->mu);
+    creq *q = pt_take(&cc->pending, h->id);
+    if (q) q->where = W_NONE;
+    pthread_mutex_unlock(&cc->mu);
+    if (!q) { /* its attempt timed out (or the id is junk): nothing waits for it */
+        pthread_mutex_lock(&cl->mu);
+        cl->n_late_replies++;
+        pthread_mutex_unlock(&cl->mu);
+        return;
+    }
+    if (h->type != req_type(q)) {
+        rl__log(RL_LOG_WARN, "cluster client: %s:%u answered a %s request with a %s reply; closing", cc->ip,
+                cc->port, rl__msg_type_name(req_type(q)), rl__msg_type_name(h->type));
+        rl__conn_close(conn, 0);
+        fail_attempt(q, RL_E_CONNECTION_FAILED);
+        return;
+    }
+    if (h->flags & RL_FRAME_ERROR) {
+        rl_msg_error e;
+        rl_proto_why why;
+        if (rl__msg_error_decode(payload, h->payload_len, NULL, &e, &why) != RL_OK) {
+            rl__log(RL_LOG_WARN, "cluster client: bad error reply from %s:%u: %s; closing", cc->ip, cc->port,
+                    why.text);
+            rl__conn_close(conn, 0);
+            finish(q, RL_E_MALFORMED_FRAME);
+            return;
+        }
+        if (q->kind == RL_CREQ_READ) q->r->stats.bytes_received += RL_FRAME_HEADER_LEN + h->payload_len;
+        error_reply(q, e.code);
+        return;
+    }
+    int rc = take_reply(q, h, payload);
+    if (rc == RL_E_MALFORMED_FRAME) rl__conn_close(conn, 0); /* bad input closes the connection */
+    if (rc >= 0) finish(q, rc);
+}
+
+/* ---- Finishing (invariant 2) ------------------------------------------------------------------- */
+
+static void internal_unlink(cluster *cl, creq *q) {
+    pthread_mutex_lock(&cl->mu);
+    if (q->iprev) q->iprev->inext = q->inext;
+    else if (cl->internal == q) cl->internal = q->inext;
+    if (q->inext) q->inext->iprev = q->iprev;
+    q->inext = q->iprev = NULL;
+    pthread_mutex_unlock(&cl->mu);
+}
+
+static void finish(creq *q, int err) {
+    cluster *cl = q->cl;
+    switch (q->kind) {
+    case RL_CREQ_READ: {
+        rl_kv_read *r = q->r;
+        atomic_fetch_sub(&cl->outstanding, 1);
+        r->done(r, err); /* q lives in r->arena: not touched after this */
+        return;
+    }
+    case RL_CREQ_GRV: {
+        if (q->w) goto internal;
+        rl_kv_grv *g = q->g;
+        rl__free(q);
+        atomic_fetch_sub(&cl->outstanding, 1);
+        g->done(g, err);
+        return;
+    }
+    case RL_CREQ_COMMIT: {
+        rl_kv_commit *c = q->c;
+        rl__buf_release(&q->payload);
+        rl__free(q);
+        atomic_fetch_sub(&cl->outstanding, 1);
+        c->done(c, err);
+        return;
+    }
+    case RL_CREQ_MAP: {
+        rl_locmap *m = err == RL_OK ? q->newmap : NULL;
+        if (err) rl__locmap_unref(q->newmap);
+        q->newmap = NULL;
+        atomic_fetch_sub(&cl->outstanding, 1);
+        if (err && err != RL_E_OPERATION_CANCELLED)
+            rl__log(RL_LOG_WARN, "cluster client: cannot fetch the shard map from %s:%u: %s", cl->cf.ip,
+                    cl->cf.port, rl_error_name(err));
+        map_done(cl, m, err);
+        return;
+    }
+    default: { /* STATUS, PING, status_json's GRV */
+    internal:;
+        waiter *w = q->w;
+        internal_unlink(cl, q);
+        rl__free(q);
+        atomic_fetch_sub(&cl->outstanding, 1);
+        waiter_complete(w, err);
+        waiter_unref(w);
+        return;
+    }
+    }
+}
+
+/* ---- The vtable -------------------------------------------------------------------------------- */
+
+static void cl_read(rl_kv_backend *b, rl_kv_read *r) {
+    cluster *cl = (cluster *)b;
+    memset(&r->stats, 0, sizeof r->stats);
+    creq *q = rl__arena_alloc(r->arena, sizeof *q);
+    if (!q) {
+        r->done(r, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    memset(q, 0, sizeof *q);
+    q->kind = RL_CREQ_READ;
+    q->cl = cl;
+    q->r = r;
+    q->salt = atomic_fetch_add(&cl->rr, 1);
+    int send = 0;
+    int rc = rl__cplan_start(&q->plan, r, &cl->popt, &send);
+    if (rc || !send) {
+        r->done(r, rc);
+        return;
+    }
+    atomic_fetch_add(&cl->outstanding, 1);
+    ensure_tick(cl);
+    send_attempt(q);
+}
+
+static void cl_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
+    cluster *cl = (cluster *)b;
+    creq *q = rl__calloc(1, sizeof *q);
+    if (!q) {
+        g->done(g, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    q->kind = RL_CREQ_GRV;
+    q->cl = cl;
+    q->g = g;
+    atomic_fetch_add(&cl->outstanding, 1);
+    ensure_tick(cl);
+    send_attempt(q);
+}
+
+static void cl_commit(rl_kv_backend *b, rl_kv_commit *c) {
+    cluster *cl = (cluster *)b;
+    if (cl->read_only && (c->n_muts || c->n_writes)) {
+        c->done(c, RL_E_READ_ONLY_DATABASE);
+        return;
+    }
+    if (c->n_reads > UINT32_MAX || c->n_writes > UINT32_MAX || c->n_muts > UINT32_MAX) {
+        c->done(c, RL_E_TRANSACTION_TOO_LARGE);
+        return;
+    }
+    creq *q = rl__calloc(1, sizeof *q);
+    if (!q) {
+        c->done(c, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    q->kind = RL_CREQ_COMMIT;
+    q->cl = cl;
+    q->c = c;
+    rl__buf_init(&q->payload);
+    /* Encode now: the inputs are borrowed only during this call (backend.h). */
+    rl_msg_commit_req m;
+    m.read_version = c->read_version;
+    m.reads = c->reads;
+    m.n_reads = (uint32_t)c->n_reads;
+    m.writes = c->writes;
+    m.n_writes = (uint32_t)c->n_writes;
+    m.muts = c->muts;
+    m.n_muts = (uint32_t)c->n_muts;
+    rl_proto_why why;
+    int rc = rl__msg_commit_req_encode(&q->payload, &m, &why);
+    if (rc) {
+        if (rc == RL_E_INVALID_ARGUMENT) rl__log(RL_LOG_WARN, "cluster client: commit refused: %s", why.text);
+        rl__buf_release(&q->payload);
+        rl__free(q);
+        c->done(c, rc);
+        return;
+    }
+    atomic_fetch_add(&cl->outstanding, 1);
+    ensure_tick(cl);
+    send_attempt(q);
+}
+
+/* Start an internal request (kind GRV, STATUS or PING to server, 0: the coordinator) whose
+ * outcome goes to a waiter. Returns the waiter (two references: drop the caller's with
+ * waiter_unref after waiter_wait), or NULL on OOM. [not the network thread] */
+static waiter *internal_start(cluster *cl, int kind, uint32_t server) {
+    waiter *w = waiter_new();
+    creq *q = w ? rl__calloc(1, sizeof *q) : NULL;
+    if (!q) {
+        if (w) {
+            waiter_unref(w);
+            waiter_unref(w);
+        }
+        return NULL;
+    }
+    q->kind = kind;
+    q->cl = cl;
+    q->w = w;
+    q->ping_server = server;
+    pthread_mutex_lock(&cl->mu);
+    q->inext = cl->internal;
+    if (cl->internal) cl->internal->iprev = q;
+    cl->internal = q;
+    pthread_mutex_unlock(&cl->mu);
+    atomic_fetch_add(&cl->outstanding, 1);
+    ensure_tick(cl);
+    send_attempt(q);
+    return w;
+}
+
+/* Start and wait (timeout_ms). *out_w: the waiter, for its results (waiter_unref it; NULL on
+ * OOM). */
+static int run_internal(cluster *cl, int kind, uint32_t server, int timeout_ms, waiter **out_w) {
+    waiter *w = internal_start(cl, kind, server);
+    *out_w = w;
+    return w ? waiter_wait(w, timeout_ms) : RL_E_OUT_OF_MEMORY;
+}
+
+static void json_str(rl_buf *out, const char *s) {
+    rl__buf_append(out, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f) rl__buf_printf(out, "\\u%04x", c);
+        else rl__buf_append(out, s, 1);
+    }
+    rl__buf_append(out, "\"", 1);
+}
+
+/* The client's own view: connections, the location cache, counters. */
+static void client_view(cluster *cl, rl_buf *out) {
+    pthread_mutex_lock(&cl->mu);
+    rl__buf_printf(out, "\"client\": {\"outstanding\": %ld, \"requests_retried\": %llu, "
+                        "\"wrong_shard_retries\": %llu, \"timeouts\": %llu, \"connects\": %llu, "
+                        "\"lost_connections\": %llu, \"map_refreshes\": %llu, \"late_replies\": %llu, "
+                        "\"connections\": [",
+                   (long)atomic_load(&cl->outstanding), (unsigned long long)cl->n_retries,
+                   (unsigned long long)cl->n_wrong_shard, (unsigned long long)cl->n_timeouts,
+                   (unsigned long long)cl->n_connects, (unsigned long long)cl->n_lost_connections,
+                   (unsigned long long)cl->n_refreshes, (unsigned long long)cl->n_late_replies);
+    for (size_t i = 0; i < cl->n_conns; i++) {
+        cconn *cc = cl->conns[i];
+        pthread_mutex_lock(&cc->mu);
+        int st = cc->state;
+        uint32_t pend = cc->pending.n;
+        rl_conn_stats s;
+        memset(&s, 0, sizeof s);
+        if (cc->conn) rl__conn_get_stats(cc->conn, &s);
+        pthread_mutex_unlock(&cc->mu);
+        rl__buf_printf(out,
+                       "%s{\"address\": \"%s\", \"port\": %u, \"server_id\": %u, \"state\": \"%s\", "
+                       "\"pending\": %u, \"frames_sent\": %llu, \"bytes_sent\": %llu, "
+                       "\"frames_received\": %llu, \"bytes_received\": %llu}",
+                       i ? ", " : "", cc->ip, cc->port, cc->server_id,
+                       st == C_OPEN ? "open" : st == C_CONNECTING ? "connecting" : "closed", pend,
+                       (unsigned long long)s.frames_sent, (unsigned long long)s.bytes_sent,
+                       (unsigned long long)s.frames_received, (unsigned long long)s.bytes_received);
+    }
+    rl__buf_printf(out, "], \"location_cache\": ");
+    rl_locmap *m = cl->map;
+    if (!m) {
+        rl__buf_printf(out, "null}");
+    } else {
+        rl__buf_printf(out, "{\"version\": %llu, \"servers\": [", (unsigned long long)m->version);
+        for (uint32_t i = 0; i < m->n_servers; i++) {
+            const rl_loc_server *s = &m->servers[i];
+            rl__buf_printf(out, "%s{\"id\": %u, \"role\": \"%s\", \"address\": \"%s\", \"port\": %u, \"host\": ",
+                           i ? ", " : "", s->id, s->role == RL_ROLE_COORDINATOR ? "coordinator" : "storage",
+                           s->address, s->port);
+            json_str(out, s->host);
+            rl__buf_printf(out, ", \"healthy\": %s}", s->healthy ? "true" : "false");
+        }
+        rl__buf_printf(out, "], \"shards\": [");
+        for (uint32_t i = 0; i < m->n_shards; i++) {
+            const rl_loc_shard *s = &m->shards[i];
+            rl__buf_printf(out, "%s{\"begin\": \"", i ? ", " : "");
+            rl__buf_append_hex(out, s->begin, s->begin_len);
+            rl__buf_printf(out, "\", \"end\": \"");
+            rl__buf_append_hex(out, s->end, s->end_len);
+            rl__buf_printf(out, "\", \"team\": [");
+            for (uint32_t j = 0; j < s->n_team; j++) rl__buf_printf(out, "%s%u", j ? ", " : "", s->team_id[j]);
+            rl__buf_printf(out, "]}");
+        }
+        rl__buf_printf(out, "]}}");
+    }
+    pthread_mutex_unlock(&cl->mu);
+}
+
+/* The "keys" member of a storage server's STATUS JSON (-1 if absent or unparsable). */
+static long long json_keys(const rl_buf *js) {
+    json_error_t e;
+    json_t *j = json_loadb((const char *)js->data, js->len, 0, &e);
+    long long k = -1;
+    if (j && json_is_integer(json_object_get(j, "keys"))) k = json_integer_value(json_object_get(j, "keys"));
+    json_decref(j);
+    return k;
+}
+
+/* {"backend": "cluster", "cluster_file": ..., "coordinator": "IP:PORT", "read_only": ...,
+ *  "read_version": N, "keys": N (key copies held by the storage servers, summed: a key of a team
+ *  of R counts R times), "client": {...the client's view...}, "cluster": <the coordinator's
+ *  STATUS JSON> or null, "storage": [<each storage server's STATUS JSON or null>],
+ *  "errors": {...what could not be had...}}. The requests go out at once and are waited for up
+ * to RL_CLUSTER_STATUS_TIMEOUT_MS together. On the network thread (a done callback) only the
+ * client's view can be given: the rest is null. */
+static int cl_status_json(rl_kv_backend *b, rl_buf *out) {
+    cluster *cl = (cluster *)b;
+    int on_loop = rl__loop_in_loop_thread(cl->loop);
+    /* The storage servers of the current map. */
+    uint32_t ids[64];
+    int n_ids = 0;
+    pthread_mutex_lock(&cl->mu);
+    for (uint32_t i = 0; cl->map && i < cl->map->n_servers && n_ids < 64; i++)
+        if (cl->map->servers[i].role == RL_ROLE_STORAGE) ids[n_ids++] = cl->map->servers[i].id;
+    pthread_mutex_unlock(&cl->mu);
+    waiter *wg = NULL, *wc = NULL, *ws[64] = {0};
+    if (!on_loop) {
+        wg = internal_start(cl, RL_CREQ_GRV, 0);
+        wc = internal_start(cl, RL_CREQ_STATUS, 0);
+        for (int i = 0; i < n_ids; i++) ws[i] = internal_start(cl, RL_CREQ_STATUS, ids[i]);
+    }
+    uint64_t deadline = now_ns() + (uint64_t)RL_CLUSTER_STATUS_TIMEOUT_MS * 1000000ull;
+#define WAIT_LEFT_MS() ((int)(now_ns() >= deadline ? 0 : (deadline - now_ns()) / 1000000ull + 1))
+    int rg = wg ? waiter_wait(wg, WAIT_LEFT_MS()) : RL_E_CLIENT_INVALID_OPERATION;
+    int rcs = wc ? waiter_wait(wc, WAIT_LEFT_MS()) : RL_E_CLIENT_INVALID_OPERATION;
+    int rs[64];
+    for (int i = 0; i < n_ids; i++) rs[i] = ws[i] ? waiter_wait(ws[i], WAIT_LEFT_MS()) : RL_E_CLIENT_INVALID_OPERATION;
+#undef WAIT_LEFT_MS
+    rl__buf_printf(out, "{\"backend\": \"cluster\", \"cluster_file\": ");
+    json_str(out, cl->path);
+    rl__buf_printf(out, ", \"coordinator\": \"%s:%u\", \"read_only\": %s, ", cl->cf.ip, cl->cf.port,
+                   cl->read_only ? "true" : "false");
+    if (rg == RL_OK) rl__buf_printf(out, "\"read_version\": %llu, ", (unsigned long long)wg->version);
+    else rl__buf_printf(out, "\"read_version\": null, ");
+    long long keys = 0;
+    int keys_known = n_ids > 0;
+    for (int i = 0; i < n_ids; i++) {
+        long long k = rs[i] == RL_OK ? json_keys(&ws[i]->out) : -1;
+        if (k < 0) keys_known = 0;
+        else keys += k;
+    }
+    if (keys_known) rl__buf_printf(out, "\"keys\": %lld, ", keys);
+    else rl__buf_printf(out, "\"keys\": null, ");
+    client_view(cl, out);
+    rl__buf_printf(out, ", \"cluster\": ");
+    if (rcs == RL_OK) rl__buf_append(out, wc->out.data, wc->out.len);
+    else rl__buf_printf(out, "null");
+    rl__buf_printf(out, ", \"storage\": [");
+    for (int i = 0; i < n_ids; i++) {
+        if (i) rl__buf_printf(out, ", ");
+        if (rs[i] == RL_OK) rl__buf_append(out, ws[i]->out.data, ws[i]->out.len);
+        else rl__buf_printf(out, "null");
+    }
+    rl__buf_printf(out, "], \"errors\": {");
+    const char *sep = "";
+    if (rg) rl__buf_printf(out, "%s\"read_version\": \"%s\"", sep, rl_error_name(rg)), sep = ", ";
+    if (rcs) rl__buf_printf(out, "%s\"cluster\": \"%s\"", sep, rl_error_name(rcs)), sep = ", ";
+    for (int i = 0; i < n_ids; i++)
+        if (rs[i]) rl__buf_printf(out, "%s\"storage %u\": \"%s\"", sep, ids[i], rl_error_name(rs[i])), sep = ", ";
+    rl__buf_printf(out, "}}");
+    if (wg) waiter_unref(wg);
+    if (wc) waiter_unref(wc);
+    for (int i = 0; i < n_ids; i++)
+        if (ws[i]) waiter_unref(ws[i]);
+    return rl__buf_error(out);
+}
+
+int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns) {
+    if (!b || b->vt != &cluster_vt || !out_ns) return RL_E_INVALID_ARGUMENT;
+    cluster *cl = (cluster *)b;
+    if (rl__loop_in_loop_thread(cl->loop)) return RL_E_CLIENT_INVALID_OPERATION;
+    uint64_t t0 = now_ns();
+    waiter *w = NULL;
+    int rc = run_internal(cl, RL_CREQ_PING, server_id, RL_CLUSTER_STATUS_TIMEOUT_MS, &w);
+    uint64_t t1 = now_ns();
+    if (w) waiter_unref(w);
+    *out_ns = t1 - t0;
+    return rc;
+}
+
+static void *net_main(void *ud) {
+    cluster *cl = ud;
+    rl__loop_run(cl->loop);
+    return NULL;
+}
+
+/* Free everything (contract 6: every operation of the user has completed). */
+static void cl_close(rl_kv_backend *b) {
+    cluster *cl = (cluster *)b;
+    if (!cl) return;
+    atomic_store(&cl->closing, 1);
+    if (cl->thread_started) {
+        rl__loop_stop(cl->loop);
+        pthread_join(cl->thread, NULL);
+    }
+    /* Closes every connection: on_close fails what is still pending (internal requests only)
+     * with operation_cancelled; their timers are dropped. */
+    rl__loop_free(cl->loop);
+    cl->loop = NULL;
+    pthread_mutex_lock(&cl->mu);
+    creq *left = cl->internal;
+    cl->internal = NULL;
+    creq *mw = cl->map_waiters;
+    cl->map_waiters = NULL;
+    pthread_mutex_unlock(&cl->mu);
+    for (creq *q = left, *nx; q; q = nx) { /* status / ping abandoned by a timed-out caller */
+        nx = q->inext;
+        waiter_complete(q->w, RL_E_OPERATION_CANCELLED);
+        waiter_unref(q->w);
+        rl__free(q);
+    }
+    (void)mw; /* only reads wait for the map, and all of them have completed */
+    for (size_t i = 0; i < cl->n_conns; i++) cconn_unref(cl->conns[i]);
+    rl__free(cl->conns);
+    rl__locmap_unref(cl->map);
+    pthread_mutex_destroy(&cl->mu);
+    pthread_cond_destroy(&cl->map_cv);
+    rl__free(cl->path);
+    rl__free(cl);
+}
+
+static const rl_kv_backend_vtable cluster_vt = {
+    .name = "cluster",
+    .completes_inline = 0,
+    .close = cl_close,
+    .get_read_version = cl_get_read_version,
+    .read = cl_read,
+    .commit = cl_commit,
+    .status_json = cl_status_json,
+};
+
+/* ---- Open --------------------------------------------------------------------------------------- */
+
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
+                        rl_buf *errmsg) {
+    int rc;
+    if (!cluster_file || !*cluster_file || !out) {
+        if (errmsg) rl__buf_printf(errmsg, "cluster: needs the path of a cluster file (cluster:FILE)");
+        return RL_E_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    cluster *cl = rl__calloc(1, sizeof *cl);
+    if (!cl) return RL_E_OUT_OF_MEMORY;
+    cl->base.vt = &cluster_vt;
+    pthread_mutex_init(&cl->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&cl->map_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&cl->next_id, 1);
+    cl->path = rl__strdup(cluster_file);
+    if (!cl->path) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    if (opts) {
+        size_t have = opts->size ? opts->size : sizeof *opts;
+        if (have >= offsetof(rl_db_options, mapped_secondary_byte_limit) + sizeof(long)) {
+            if (opts->mapped_secondary_row_limit < 0 || opts->mapped_secondary_byte_limit < 0) {
+                rc = RL_E_INVALID_ARGUMENT;
+                if (errmsg) rl__buf_printf(errmsg, "mapped secondary limits must not be negative");
+                goto fail;
+            }
+            cl->popt.secondary_row_limit = opts->mapped_secondary_row_limit;
+            cl->popt.secondary_byte_limit = opts->mapped_secondary_byte_limit;
+        }
+        if (have >= offsetof(rl_db_options, read_only) + sizeof(int)) cl->read_only = opts->read_only != 0;
+    }
+    cl->popt.strategy = RL_FETCH_DEFAULT;
+    cl->popt.batch = 0;
+    if ((rc = rl__cluster_file_read(cluster_file, &cl->cf, errmsg))) goto fail;
+    if ((rc = rl__loop_new(0, &cl->loop))) {
+        if (errmsg) rl__buf_printf(errmsg, "cannot create the network loop: %s", rl__net_errmsg());
+        goto fail;
+    }
+    if (pthread_create(&cl->thread, NULL, net_main, cl)) {
+        rc = RL_E_OPERATION_FAILED;
+        if (errmsg) rl__buf_printf(errmsg, "cannot start the network thread");
+        goto fail;
+    }
+    cl->thread_started = 1;
+    /* The first map, synchronously: it tells whether the cluster is there at all. */
+    pthread_mutex_lock(&cl->mu);
+    uint64_t gen = cl->map_gen;
+    pthread_mutex_unlock(&cl->mu);
+    want_map(cl, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += RL_CLUSTER_RETRY_WINDOW_NS / 1000000000ull + 3;
+    pthread_mutex_lock(&cl->mu);
+    while (cl->map_gen == gen)
+        if (pthread_cond_timedwait(&cl->map_cv, &cl->mu, &ts)) break;
+    rc = cl->map ? RL_OK : cl->map_gen == gen ? RL_E_TIMED_OUT : cl->map_last_err;
+    pthread_mutex_unlock(&cl->mu);
+    if (rc) {
+        if (errmsg)
+            rl__buf_printf(errmsg, "cannot get the shard map from the coordinator %s:%u (cluster file %s): %s",
+                           cl->cf.ip, cl->cf.port, cluster_file, rl_error_name(rc));
+        if (rc == RL_E_TIMED_OUT) rc = RL_E_CONNECTION_FAILED;
+        goto fail;
+    }
+    *out = &cl->base;
+    return RL_OK;
+fail:
+    if (cl->loop) {
+        cl_close(&cl->base);
+        return rc;
+    }
+    rl__free(cl->path);
+    pthread_mutex_destroy(&cl->mu);
+    pthread_cond_destroy(&cl->map_cv);
+    rl__free(cl);
+    return rc;
+}

@@ -1,0 +1,89 @@
+/* cluster.h (internal) — the `cluster:FILE` backend (backend.h) and the pure retry rules it
+ * follows, exposed so tests can check them without a network.
+ *
+ * cluster.c's file comment describes the backend: its network thread, connections, location
+ * cache, request life cycle and timeouts.
+ */
+#ifndef RL_KV_CLUSTER_CLUSTER_H
+#define RL_KV_CLUSTER_CLUSTER_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "kv/backend.h"
+
+/* Timing of the client (ns unless named otherwise). */
+#define RL_CLUSTER_CONNECT_TIMEOUT_MS 1000            /* one TCP connect (loopback) */
+#define RL_CLUSTER_RETRY_WINDOW_NS 5000000000ull      /* retry a lost server this long, then 1026 */
+#define RL_CLUSTER_READ_TIMEOUT_NS 5000000000ull      /* one read / GRV / map attempt without reply */
+#define RL_CLUSTER_MAPPED_TIMEOUT_NS 10000000000ull   /* one mapped read attempt (s2s reads) */
+#define RL_CLUSTER_COMMIT_TIMEOUT_NS 10000000000ull   /* a commit without reply: 1021 */
+#define RL_CLUSTER_BACKOFF_MIN_NS 5000000ull          /* first retry delay, doubling ... */
+#define RL_CLUSTER_BACKOFF_MAX_NS 250000000ull        /* ... up to this */
+#define RL_CLUSTER_WRONG_SHARD_RETRIES 8              /* 1001 replies per step before giving up */
+#define RL_CLUSTER_STATUS_TIMEOUT_MS 6000             /* status_json's wait for the coordinator */
+
+/* rl__kv_cluster_open — open the backend for the cluster file at path: read it
+ * (clusterfile.h), start the network thread, connect to the coordinator and fetch the shard map
+ * (retrying up to RL_CLUSTER_RETRY_WINDOW_NS). Options used: mapped_secondary_row_limit /
+ * _byte_limit (sent with every mapped read), read_only (commits that write are refused with
+ * RL_E_READ_ONLY_DATABASE); the others belong to the servers. [out] out: the backend (its
+ * close() frees it). On failure a message naming the file or the address is appended to
+ * errmsg. Errors: RL_E_FILE_NOT_FOUND / RL_E_IO_ERROR / RL_E_CONNECTION_STRING_INVALID (the
+ * file), RL_E_CONNECTION_FAILED (no coordinator within the window), RL_E_MALFORMED_FRAME (its
+ * map was unusable), RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY, RL_E_OPERATION_FAILED (no
+ * thread or event loop). [any] */
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
+                        rl_buf *errmsg);
+
+/* rl__kv_cluster_ping — one PING round trip to server id (0: the coordinator) on the client's
+ * own connection, issued and waited for exactly as a read is (the calling thread sends, the
+ * network thread takes the reply and wakes the caller). [out] out_ns: the round trip seen by the
+ * caller. For benchmarks and tests (not part of backend.h). Errors: RL_E_INVALID_ARGUMENT (not a
+ * cluster backend, or an unknown id), RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT. [any thread but the
+ * network thread] */
+int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns);
+
+/* ---- Retry rules (pure) ------------------------------------------------------------------- */
+
+typedef enum {
+    RL_CREQ_READ = 1,   /* rl_kv_read */
+    RL_CREQ_GRV = 2,    /* rl_kv_grv */
+    RL_CREQ_COMMIT = 3, /* rl_kv_commit */
+    RL_CREQ_MAP = 4,    /* the client's own GET_SHARD_MAP */
+    RL_CREQ_STATUS = 5, /* status_json's STATUS */
+    RL_CREQ_PING = 6,   /* rl__kv_cluster_ping */
+} rl_creq_kind;
+
+typedef enum {
+    RL_CRETRY_FAIL = 0,    /* complete the operation with .err */
+    RL_CRETRY_BACKOFF = 1, /* send the same request again after .delay_ns */
+    RL_CRETRY_REFRESH = 2, /* after .delay_ns, refresh the shard map, then send it again */
+} rl_cretry_action;
+
+typedef struct {
+    int action;        /* rl_cretry_action */
+    int err;           /* RL_CRETRY_FAIL: the operation's outcome */
+    uint64_t delay_ns; /* BACKOFF / REFRESH */
+} rl_cretry;
+
+/* rl__cluster_retry_decide — what to do after an attempt failed.
+ * [in] kind        rl_creq_kind of the operation.
+ * [in] err         an error reply's code (is_reply 1), or the transport's failure (is_reply 0:
+ *                  RL_E_CONNECTION_FAILED for a refused or lost connection, RL_E_TIMED_OUT for an
+ *                  attempt without reply, RL_E_INCOMPATIBLE_PROTOCOL_VERSION for a foreign peer).
+ * [in] sent        commits: the request may have reached the coordinator.
+ * [in] since_ns    when the first transport failure of this step happened (is_reply 0).
+ * [in] now_ns      now (the same clock).
+ * [in] attempts    transport failures of this step so far, this one included (>= 1).
+ * [in] wrong_shard wrong_shard_server replies of this step so far, this one included.
+ * Rules: an error reply fails the operation with its code, except wrong_shard_server to a read,
+ * which refreshes the map and retries (immediately the first time, then with backoff) up to
+ * RL_CLUSTER_WRONG_SHARD_RETRIES times. A transport failure of a commit that may have been
+ * sent is commit_unknown_result (1021); a foreign protocol fails at once; otherwise the request
+ * is sent again with backoff (RL_CLUSTER_BACKOFF_MIN_NS doubling to _MAX_NS) until
+ * RL_CLUSTER_RETRY_WINDOW_NS after the first failure, then connection_failed (1026). */
+rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns,
+                                   uint64_t now_ns, int attempts, int wrong_shard);
+
+#endif

@@ -1,0 +1,88 @@
+/* locmap.h (internal) — the cluster client's location cache: one immutable snapshot of the
+ * coordinator's shard map (GET_SHARD_MAP: the process list and the shards with their teams),
+ * searched by key to find which process serves a read.
+ *
+ * Invariants of a snapshot (rl__locmap_new checks them and refuses a map that breaks one):
+ *   1. Shards are sorted, non-empty and contiguous (each begin is the previous end), the first
+ *      begins at "" and the last ends at "\xff\xff" (the system shard, held by the coordinator),
+ *      so every key below "\xff\xff" has exactly one shard.
+ *   2. Servers are sorted by id (strictly increasing); every team member is an index into the
+ *      server list, or -1 when the map names an id the list does not hold (a refresh is needed
+ *      before such a member can be used).
+ *   3. A snapshot never changes after rl__locmap_new; every byte it points to lives in its own
+ *      arena (nothing is borrowed from the reply it was built from).
+ *
+ * Lifetimes and threads: a snapshot is reference counted (rl__locmap_ref / _unref, atomic), so
+ * the backend can swap in a newer one while other threads still route with the old one. Lookups
+ * are pure functions of the snapshot: any thread, no locks.
+ */
+#ifndef RL_KV_CLUSTER_LOCMAP_H
+#define RL_KV_CLUSTER_LOCMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "net/proto.h"
+
+/* One process of the map. */
+typedef struct {
+    uint32_t id;       /* 0: the coordinator; 1..N: storage servers */
+    uint8_t role;      /* RL_ROLE_COORDINATOR or RL_ROLE_STORAGE */
+    char address[16];  /* dotted IPv4, NUL-terminated */
+    uint16_t port;
+    const char *host;  /* host label, NUL-terminated, in the snapshot's arena */
+    int healthy;       /* the coordinator's view when the map was fetched */
+} rl_loc_server;
+
+/* One shard [begin, end) and the servers that hold it. */
+typedef struct {
+    const uint8_t *begin; /* in the snapshot's arena */
+    uint32_t begin_len;
+    const uint8_t *end;
+    uint32_t end_len;
+    uint32_t n_team;                /* 1..RL_PROTO_MAX_TEAM */
+    uint32_t team_id[RL_PROTO_MAX_TEAM];
+    int team_idx[RL_PROTO_MAX_TEAM]; /* index into servers, or -1 (invariant 2) */
+} rl_loc_shard;
+
+typedef struct rl_locmap {
+    int refs;            /* atomic */
+    rl_version version;  /* the map's version (GET_SHARD_MAP reply) */
+    rl_arena arena;      /* everything below */
+    rl_loc_server *servers;
+    uint32_t n_servers;
+    rl_loc_shard *shards;
+    uint32_t n_shards;
+} rl_locmap;
+
+/* rl__locmap_new — build a snapshot from a decoded GET_SHARD_MAP reply (copied: m may be freed
+ * afterwards). [out] out: the snapshot with one reference (rl__locmap_unref). On failure a
+ * message naming what is wrong is appended to why (may be NULL). Returns RL_OK,
+ * RL_E_MALFORMED_FRAME (a map breaking invariant 1, or a server address that is not loopback
+ * IPv4) or RL_E_OUT_OF_MEMORY. Pure. */
+int rl__locmap_new(const rl_msg_get_shard_map_reply *m, rl_locmap **out, rl_buf *why);
+
+/* Take / drop a reference (atomic; any thread). The last drop frees the snapshot. NULL is a
+ * no-op. */
+void rl__locmap_ref(rl_locmap *m);
+void rl__locmap_unref(rl_locmap *m);
+
+/* rl__locmap_find — the shard serving a read routed by key.
+ * backward 0: the shard with begin <= key < end (a point read, a forward selector's anchor).
+ * backward 1: the shard holding the keys just below key, begin < key <= end (a reverse range's
+ * end, a backward selector's anchor); the empty key has nothing below it and maps to the first
+ * shard. Returns the shard's index, or -1 when no shard holds the key (key >= "\xff\xff"). */
+int rl__locmap_find(const rl_locmap *m, const uint8_t *key, uint32_t key_len, int backward);
+
+/* rl__locmap_pick — which team member of shard s serves the next attempt: scanning the team from
+ * position (salt % n_team), the first member that is known and healthy, else the first that is
+ * known. Returns an index into m->servers, or -1 when no member is in the server list (the map
+ * must be refreshed). */
+int rl__locmap_pick(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt);
+
+/* rl__locmap_server — the index of server id in m->servers, or -1. */
+int rl__locmap_server(const rl_locmap *m, uint32_t id);
+
+#endif

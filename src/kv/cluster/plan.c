@@ -1,0 +1,599 @@
+/* plan.c — the cluster client's read planner (plan.h states what it does and its invariants).
+ *
+ * Phases of a plan and the request each one waits for:
+ *
+ *     start ──GET──────────────▶ PH_GET ────────────────────────────────────────▶ done
+ *       ├──GET_KEY─────────────▶ PH_SEL ──unresolved: next shard──▶ PH_SEL
+ *       │                          │  └──clamped at \xff (system keys)──▶ PH_COUNT ──▶ PH_SEL
+ *       │                          └──resolved──▶ (GET_KEY: done; fallback: next selector / pages)
+ *       ├──range, selectors──────▶ PH_FIRST ──selector_unresolved──▶ fallback: PH_SEL (begin, end)
+ *       │                          └──rows──▶ page logic
+ *       └──range, fallback at once (invariant 6)──▶ PH_SEL ... ──▶ PH_PAGE
+ *
+ *     page logic (after PH_FIRST / PH_PAGE):
+ *       limit or target met:  more from the server → done (more 1)
+ *                             read_through       → PH_PROBE (GET_RANGE limit 1) → done
+ *                             else               → done (more 0)
+ *       not met:              more               → PH_PAGE after the last row
+ *                             read_through       → PH_PAGE at the boundary
+ *                             else               → done
+ *
+ *     function       phase(s) it handles
+ *     -------------  --------------------------------------------
+ *     sel_step       sends the GET_KEY of the selector being resolved (or answers it at once)
+ *     sel_done       a selector resolved: finishes GET_KEY, or moves the fallback on
+ *     on_sel_reply   PH_SEL
+ *     count_*        PH_COUNT
+ *     page_*         PH_FIRST, PH_PAGE
+ *     probe_*        PH_PROBE
+ */
+#include <string.h>
+
+#include "base/bytes.h"
+#include "kv/cluster/plan.h"
+#include "storage/mapped.h"
+
+enum { PH_NONE = 0, PH_GET, PH_SEL, PH_COUNT, PH_FIRST, PH_PAGE, PH_PROBE, PH_DONE };
+enum { SEL_GETKEY = 1, SEL_BEGIN, SEL_END };
+
+/* A bound on the requests of one read: far beyond any real read (each request makes progress
+ * over a finite shard map), it only stops a server that keeps answering with tiny steps. */
+#define MAX_REQUESTS 10000000u
+
+struct rl_cplan_page {
+    const void *items; /* rl_keyvalue or rl_mapped_keyvalue, n of them (in the arena) */
+    int n;
+    rl_cplan_page *next;
+};
+
+static const uint8_t key_ff[1] = {0xff};
+
+/* ---- Small helpers ----------------------------------------------------------------------- */
+
+static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
+    return rl__bytes_cmp(a, al, b, bl);
+}
+
+static int is_mapped(const rl_cplan *p) { return p->r->op == RL_KV_GET_MAPPED; }
+
+/* The anchor of a selector: its key, or key + "\x00" with or_equal (the first key >= it is the
+ * selector's offset 1). NULL on OOM. */
+static const uint8_t *anchor_of(rl_arena *a, const rl_key_selector *s, uint32_t *out_len) {
+    const uint8_t *k = s->key ? s->key : (const uint8_t *)"";
+    if (!s->or_equal) {
+        *out_len = s->key_len;
+        return k;
+    }
+    uint8_t *x = rl__arena_alloc(a, (size_t)s->key_len + 1);
+    if (!x) return NULL;
+    if (s->key_len) memcpy(x, k, s->key_len);
+    x[s->key_len] = 0;
+    *out_len = s->key_len + 1;
+    return x;
+}
+
+static const uint8_t *key_after(rl_arena *a, const uint8_t *k, uint32_t kl) {
+    uint8_t *x = rl__arena_alloc(a, (size_t)kl + 1);
+    if (!x) return NULL;
+    if (kl) memcpy(x, k, kl);
+    x[kl] = 0;
+    return x;
+}
+
+static rl_key_selector fge(const uint8_t *k, uint32_t kl) {
+    rl_key_selector s = {k ? k : (const uint8_t *)"", kl, 0, 1};
+    return s;
+}
+
+/* Set the route of the next request and count it. */
+static int route(rl_cplan *p, const uint8_t *k, uint32_t kl, int backward, int *out_send) {
+    if (++p->requests > MAX_REQUESTS) return RL_E_MALFORMED_FRAME;
+    p->route_key = k ? k : (const uint8_t *)"";
+    p->route_key_len = kl;
+    p->route_backward = backward;
+    p->req.flags = 0;
+    *out_send = 1;
+    return RL_OK;
+}
+
+/* ---- Finishing ----------------------------------------------------------------------------- */
+
+/* Join the pages into r's result array (one page is used as it is). */
+static int finish_range(rl_cplan *p, int more, int *out_send) {
+    rl_kv_read *r = p->r;
+    size_t esz = is_mapped(p) ? sizeof(rl_mapped_keyvalue) : sizeof(rl_keyvalue);
+    const void *items = NULL;
+    if (p->head && !p->head->next) {
+        items = p->head->items;
+    } else if (p->rows > 0) {
+        uint8_t *all = rl__arena_alloc(r->arena, esz * (size_t)p->rows);
+        if (!all) return RL_E_OUT_OF_MEMORY;
+        size_t off = 0;
+        for (rl_cplan_page *g = p->head; g; g = g->next) {
+            if (g->n) memcpy(all + off, g->items, esz * (size_t)g->n);
+            off += esz * (size_t)g->n;
+        }
+        items = all;
+    }
+    if (is_mapped(p)) r->mkvs = (rl_mapped_keyvalue *)items;
+    else r->kvs = (rl_keyvalue *)items;
+    r->n = p->rows;
+    r->more = more;
+    r->rbegin = p->rb, r->rbegin_len = p->rbl;
+    r->rend = p->re, r->rend_len = p->rel;
+    p->phase = PH_DONE;
+    *out_send = 0;
+    return RL_OK;
+}
+
+/* An empty range needs no request; a mapped read still checks its mapper (as the embedded
+ * backend does before it looks at the range). */
+static int finish_empty(rl_cplan *p, int *out_send) {
+    if (is_mapped(p)) {
+        rl_mapper *m = NULL;
+        int rc = rl__mapper_parse(p->r->mapper, p->r->mapper_len, p->r->arena, &m);
+        if (rc) return rc;
+    }
+    return finish_range(p, 0, out_send);
+}
+
+/* ---- Selectors (GET_KEY steps) ------------------------------------------------------------- */
+
+static int page_send(rl_cplan *p, int *out_send);
+static int sel_step(rl_cplan *p, int *out_send);
+
+/* The selector being resolved resolved to key (in the arena or static). */
+static int sel_done(rl_cplan *p, const uint8_t *key, uint32_t kl, int *out_send) {
+    rl_kv_read *r = p->r;
+    switch (p->sel_for) {
+    case SEL_GETKEY:
+        r->rbegin = key, r->rbegin_len = kl;
+        p->phase = PH_DONE;
+        *out_send = 0;
+        return RL_OK;
+    case SEL_BEGIN: {
+        p->rb = key, p->rbl = kl;
+        p->sel_for = SEL_END;
+        if (r->end.offset == 1) { /* a range bound of offset 1 is its anchor, unread */
+            uint32_t al;
+            const uint8_t *an = anchor_of(r->arena, &r->end, &al);
+            if (!an) return RL_E_OUT_OF_MEMORY;
+            return sel_done(p, an, al, out_send);
+        }
+        p->sel = r->end;
+        return sel_step(p, out_send);
+    }
+    default: /* SEL_END: read [rb, re) */
+        p->re = key, p->rel = kl;
+        if (kcmp(p->rb, p->rbl, p->re, p->rel) >= 0) return finish_empty(p, out_send);
+        p->cb = p->rb, p->cbl = p->rbl;
+        p->ce = p->re, p->cel = p->rel;
+        p->phase = PH_PAGE;
+        return page_send(p, out_send);
+    }
+}
+
+/* Send the GET_KEY of p->sel, or answer it at once when its anchor is at an end of the readable
+ * keyspace: forward from max_key stays there; backward from "" stays there. */
+static int sel_step(rl_cplan *p, int *out_send) {
+    rl_kv_read *r = p->r;
+    uint32_t al;
+    const uint8_t *an = anchor_of(r->arena, &p->sel, &al);
+    if (!an) return RL_E_OUT_OF_MEMORY;
+    int backward = p->sel.offset <= 0;
+    if (!backward && kcmp(an, al, r->max_key, r->max_key_len) >= 0)
+        return sel_done(p, r->max_key, r->max_key_len, out_send);
+    if (backward && al == 0) return sel_done(p, (const uint8_t *)"", 0, out_send);
+    p->phase = PH_SEL;
+    memset(&p->req, 0, sizeof p->req);
+    p->req.type = RL_MSG_GET_KEY;
+    p->req.u.get_key_req.version = r->version;
+    p->req.u.get_key_req.sel = p->sel;
+    p->req.u.get_key_req.sel.or_equal = p->sel.or_equal != 0;
+    if (!p->req.u.get_key_req.sel.key) p->req.u.get_key_req.sel.key = (const uint8_t *)"";
+    return route(p, an, al, backward, out_send);
+}
+
+/* Count keys in [count_from, "\xff") forward (invariant 6). */
+static int count_send(rl_cplan *p, int *out_send) {
+    rl_kv_read *r = p->r;
+    p->phase = PH_COUNT;
+    memset(&p->req, 0, sizeof p->req);
+    p->req.type = RL_MSG_GET_RANGE;
+    rl_msg_get_range_req *q = &p->req.u.get_range_req;
+    q->version = r->version;
+    q->begin = fge(p->count_from, p->count_from_len);
+    q->end = fge(key_ff, 1);
+    long left = p->count_want - p->count_got;
+    q->limit = left > 0x7fffffffL ? 0x7fffffff : (int32_t)left;
+    return route(p, p->count_from, p->count_from_len, 0, out_send);
+}
+
+static int on_sel_reply(rl_cplan *p, const rl_msg_get_key_reply *g, int *out_send) {
+    rl_kv_read *r = p->r;
+    uint32_t al;
+    const uint8_t *an = anchor_of(r->arena, &p->sel, &al);
+    if (!an) return RL_E_OUT_OF_MEMORY;
+    const uint8_t *k = g->sel.key ? g->sel.key : (const uint8_t *)"";
+    uint32_t kl = g->sel.key_len;
+    if (g->resolved) {
+        if (r->max_key_len == 2 && p->sel.offset >= 1 && kl == 1 && k[0] == 0xff &&
+            kcmp(an, al, key_ff, 1) < 0) { /* clamped at the user keyspace's end (invariant 6) */
+            p->count_want = p->sel.offset;
+            p->count_got = 0;
+            p->count_from = an, p->count_from_len = al;
+            return count_send(p, out_send);
+        }
+        if (kcmp(k, kl, r->max_key, r->max_key_len) > 0) k = r->max_key, kl = r->max_key_len;
+        if (p->sel.offset >= 1 ? kcmp(k, kl, an, al) < 0 : kcmp(k, kl, an, al) >= 0)
+            return RL_E_MALFORMED_FRAME; /* resolved on the wrong side of its anchor */
+        return sel_done(p, k, kl, out_send);
+    }
+    /* Continue on the adjacent shard: forward past the shard's end, or backward from its
+     * begin; either way the selector must move (invariant 2). */
+    rl_key_selector n = g->sel;
+    n.or_equal = 0;
+    if (p->sel.offset >= 1) {
+        if (n.offset < 1 || n.offset > p->sel.offset || kcmp(k, kl, an, al) <= 0) return RL_E_MALFORMED_FRAME;
+    } else {
+        if (n.offset > 0 || n.offset < p->sel.offset || kcmp(k, kl, an, al) >= 0) return RL_E_MALFORMED_FRAME;
+    }
+    n.key = k;
+    p->sel = n;
+    return sel_step(p, out_send);
+}
+
+/* Rows checked in order inside [from, "\xff"); counting continues or ends. */
+static int on_count_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out_send) {
+    if (g->status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
+    const uint8_t *prev = p->count_from;
+    uint32_t prevl = p->count_from_len;
+    for (uint32_t i = 0; i < g->n_kvs; i++) {
+        const rl_keyvalue *kv = &g->kvs[i];
+        int c = kcmp(kv->key, kv->key_len, prev, prevl);
+        if ((i == 0 ? c < 0 : c <= 0) || kcmp(kv->key, kv->key_len, key_ff, 1) >= 0) return RL_E_MALFORMED_FRAME;
+        prev = kv->key, prevl = kv->key_len;
+    }
+    if ((long)g->n_kvs > p->count_want - p->count_got) return RL_E_MALFORMED_FRAME;
+    p->count_got += g->n_kvs;
+    if (p->count_got == p->count_want && g->n_kvs > 0) {
+        const rl_keyvalue *last = &g->kvs[g->n_kvs - 1];
+        return sel_done(p, last->key, last->key_len, out_send);
+    }
+    if (g->more) {
+        if (g->n_kvs == 0) return RL_E_MALFORMED_FRAME;
+        const rl_keyvalue *last = &g->kvs[g->n_kvs - 1];
+        p->count_from = key_after(p->r->arena, last->key, last->key_len);
+        if (!p->count_from) return RL_E_OUT_OF_MEMORY;
+        p->count_from_len = last->key_len + 1;
+        return count_send(p, out_send);
+    }
+    if (g->read_through_len && kcmp(g->read_through, g->read_through_len, key_ff, 1) < 0) {
+        if (kcmp(g->read_through, g->read_through_len, p->count_from, p->count_from_len) <= 0)
+            return RL_E_MALFORMED_FRAME;
+        p->count_from = g->read_through, p->count_from_len = g->read_through_len;
+        return count_send(p, out_send);
+    }
+    /* Every key below "\xff" counted: continue on the system shard. */
+    long left = p->count_want - p->count_got;
+    p->sel.key = key_ff;
+    p->sel.key_len = 1;
+    p->sel.or_equal = 0;
+    p->sel.offset = (int)left;
+    return sel_step(p, out_send);
+}
+
+/* ---- Range pages ----------------------------------------------------------------------------- */
+
+/* Fill the range or mapped request over selectors b, e with what is left of the limits. */
+static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector e, int32_t limit,
+                      int64_t target) {
+    rl_kv_read *r = p->r;
+    memset(&p->req, 0, sizeof p->req);
+    p->req.type = (uint16_t)type;
+    b.or_equal = b.or_equal != 0;
+    e.or_equal = e.or_equal != 0;
+    if (!b.key) b.key = (const uint8_t *)"";
+    if (!e.key) e.key = (const uint8_t *)"";
+    if (type == RL_MSG_GET_RANGE) {
+        rl_msg_get_range_req *q = &p->req.u.get_range_req;
+        q->version = r->version;
+        q->begin = b;
+        q->end = e;
+        q->limit = limit;
+        q->target_bytes = target;
+        q->reverse = r->reverse != 0;
+    } else {
+        rl_msg_get_mapped_range_req *q = &p->req.u.get_mapped_range_req;
+        q->version = r->version;
+        q->begin = b;
+        q->end = e;
+        q->mapper = r->mapper;
+        q->mapper_len = (uint32_t)r->mapper_len;
+        q->limit = limit;
+        q->target_bytes = target;
+        q->reverse = r->reverse != 0;
+        q->secondary_row_limit = p->o.secondary_row_limit;
+        q->secondary_byte_limit = p->o.secondary_byte_limit;
+        q->strategy = p->o.strategy;
+        q->batch = p->o.batch;
+    }
+}
+
+static int32_t limit_left(const rl_cplan *p) {
+    return p->r->limit > 0 ? (int32_t)(p->r->limit - p->rows) : 0;
+}
+
+static int64_t target_left(const rl_cplan *p) {
+    return p->r->target_bytes > 0 ? (int64_t)(p->r->target_bytes - p->bytes) : 0;
+}
+
+/* The next page of [cb, ce). */
+static int page_send(rl_cplan *p, int *out_send) {
+    if (kcmp(p->cb, p->cbl, p->ce, p->cel) >= 0) return finish_range(p, 0, out_send);
+    p->phase = PH_PAGE;
+    range_req(p, is_mapped(p) ? RL_MSG_GET_MAPPED_RANGE : RL_MSG_GET_RANGE, fge(p->cb, p->cbl),
+              fge(p->ce, p->cel), limit_left(p), target_left(p));
+    if (p->r->reverse) return route(p, p->ce, p->cel, 1, out_send);
+    return route(p, p->cb, p->cbl, 0, out_send);
+}
+
+/* Probe [cb, ce) (what is left after the rows taken) for one more row. */
+static int probe_send(rl_cplan *p, int *out_send) {
+    if (kcmp(p->cb, p->cbl, p->ce, p->cel) >= 0) return finish_range(p, 0, out_send);
+    p->phase = PH_PROBE;
+    range_req(p, RL_MSG_GET_RANGE, fge(p->cb, p->cbl), fge(p->ce, p->cel), 1, 0);
+    if (p->r->reverse) return route(p, p->ce, p->cel, 1, out_send);
+    return route(p, p->cb, p->cbl, 0, out_send);
+}
+
+/* Move the unread part to read_through (the shard boundary the server stopped at). It must lie
+ * strictly past the request's route key (start: the server's shard holds it forward, the keys
+ * below it in reverse, so its boundary is beyond) and not before the rows it returned
+ * (invariant 2). Returns 1 when the boundary ends the part. */
+static int advance_to(rl_cplan *p, const uint8_t *start, uint32_t startl, const uint8_t *rt,
+                      uint32_t rtl, int *out_bad) {
+    *out_bad = 0;
+    if (!p->r->reverse) {
+        if (kcmp(rt, rtl, start, startl) <= 0 || kcmp(rt, rtl, p->cb, p->cbl) < 0) {
+            *out_bad = 1;
+            return 0;
+        }
+        if (kcmp(rt, rtl, p->ce, p->cel) >= 0) return 1;
+        p->cb = rt, p->cbl = rtl;
+    } else {
+        if (kcmp(rt, rtl, start, startl) >= 0 || kcmp(rt, rtl, p->ce, p->cel) > 0) {
+            *out_bad = 1;
+            return 0;
+        }
+        if (kcmp(rt, rtl, p->cb, p->cbl) <= 0) return 1;
+        p->ce = rt, p->cel = rtl;
+    }
+    return 0;
+}
+
+/* A page of n items (keys at key(i)) inside [cb, ce), in the read's direction. */
+static const rl_keyvalue *item_kv(const rl_cplan *p, const void *items, uint32_t i) {
+    if (is_mapped(p)) return &((const rl_mapped_keyvalue *)items)[i].index;
+    return &((const rl_keyvalue *)items)[i];
+}
+
+static int page_check(const rl_cplan *p, const void *items, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        const rl_keyvalue *kv = item_kv(p, items, i);
+        if (kcmp(kv->key, kv->key_len, p->cb, p->cbl) < 0 || kcmp(kv->key, kv->key_len, p->ce, p->cel) >= 0)
+            return RL_E_MALFORMED_FRAME;
+        if (i > 0) {
+            const rl_keyvalue *pv = item_kv(p, items, i - 1);
+            int c = kcmp(kv->key, kv->key_len, pv->key, pv->key_len);
+            if (p->r->reverse ? c >= 0 : c <= 0) return RL_E_MALFORMED_FRAME;
+        }
+    }
+    return RL_OK;
+}
+
+static long charge(const rl_cplan *p, const void *items, uint32_t n) {
+    long b = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (is_mapped(p)) {
+            const rl_mapped_keyvalue *m = &((const rl_mapped_keyvalue *)items)[i];
+            b += (long)m->index.key_len + m->index.value_len;
+            for (int j = 0; j < m->n_kvs; j++) b += (long)m->kvs[j].key_len + m->kvs[j].value_len;
+        } else {
+            const rl_keyvalue *kv = &((const rl_keyvalue *)items)[i];
+            b += (long)kv->key_len + kv->value_len;
+        }
+    }
+    return b;
+}
+
+/* Take one page (PH_FIRST or PH_PAGE) and decide what follows (the file comment's page logic). */
+static int page_take(rl_cplan *p, const void *items, uint32_t n, int more, const uint8_t *rt,
+                     uint32_t rtl, int *out_send) {
+    rl_kv_read *r = p->r;
+    int rc = page_check(p, items, n);
+    if (rc) return rc;
+    if (more && n == 0) return RL_E_MALFORMED_FRAME; /* would never make progress */
+    const uint8_t *start = p->route_key; /* the request's: its shard holds it (or the keys below) */
+    uint32_t startl = p->route_key_len;
+    if (n > 0) {
+        rl_cplan_page *g = rl__arena_alloc(r->arena, sizeof *g);
+        if (!g) return RL_E_OUT_OF_MEMORY;
+        g->items = items;
+        g->n = (int)n;
+        g->next = NULL;
+        if (p->tail) p->tail->next = g;
+        else p->head = g;
+        p->tail = g;
+        if ((long)p->rows + n > 0x7fffffffL) return RL_E_MALFORMED_FRAME;
+        p->rows += (int)n;
+        p->bytes += charge(p, items, n);
+        const rl_keyvalue *last = item_kv(p, items, n - 1);
+        if (!r->reverse) {
+            p->cb = key_after(r->arena, last->key, last->key_len);
+            if (!p->cb) return RL_E_OUT_OF_MEMORY;
+            p->cbl = last->key_len + 1;
+        } else {
+            p->ce = last->key, p->cel = last->key_len;
+        }
+    }
+    if (r->limit > 0 && p->rows > r->limit) return RL_E_MALFORMED_FRAME;
+    int hit = (r->limit > 0 && p->rows >= r->limit) || (r->target_bytes > 0 && p->bytes >= r->target_bytes);
+    if (more) {
+        if (hit) return finish_range(p, 1, out_send);
+        return page_send(p, out_send);
+    }
+    if (rtl > 0) {
+        int bad, end = advance_to(p, start, startl, rt, rtl, &bad);
+        if (bad) return RL_E_MALFORMED_FRAME;
+        if (end) return finish_range(p, 0, out_send);
+        return hit ? probe_send(p, out_send) : page_send(p, out_send);
+    }
+    return finish_range(p, 0, out_send);
+}
+
+static int on_probe_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out_send) {
+    if (g->status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
+    int rc = page_check(p, g->kvs, g->n_kvs);
+    if (rc) return rc;
+    if (g->n_kvs > 0 || g->more) return finish_range(p, 1, out_send);
+    if (g->read_through_len) {
+        const uint8_t *start = p->route_key;
+        uint32_t startl = p->route_key_len;
+        int bad, end = advance_to(p, start, startl, g->read_through, g->read_through_len, &bad);
+        if (bad) return RL_E_MALFORMED_FRAME;
+        if (!end) return probe_send(p, out_send);
+    }
+    return finish_range(p, 0, out_send);
+}
+
+/* The fallback (FoundationDB's getRangeFallback): resolve both selectors, then read. */
+static int fallback(rl_cplan *p, int *out_send) {
+    rl_kv_read *r = p->r;
+    p->sel_for = SEL_BEGIN;
+    if (r->begin.offset == 1) {
+        uint32_t al;
+        const uint8_t *an = anchor_of(r->arena, &r->begin, &al);
+        if (!an) return RL_E_OUT_OF_MEMORY;
+        return sel_done(p, an, al, out_send);
+    }
+    p->sel = r->begin;
+    return sel_step(p, out_send);
+}
+
+static int on_first_reply(rl_cplan *p, const void *items, uint32_t n, int more, int status,
+                          const uint8_t *rt, uint32_t rtl, const uint8_t *rb, uint32_t rbl,
+                          const uint8_t *re, uint32_t rel, int *out_send) {
+    if (status == RL_RANGE_SELECTOR_UNRESOLVED) {
+        if (n || more) return RL_E_MALFORMED_FRAME;
+        return fallback(p, out_send);
+    }
+    if (status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
+    p->rb = rb ? rb : (const uint8_t *)"", p->rbl = rbl;
+    p->re = re ? re : (const uint8_t *)"", p->rel = rel;
+    if (kcmp(p->rb, p->rbl, p->re, p->rel) >= 0) {
+        if (n || more) return RL_E_MALFORMED_FRAME;
+        return finish_range(p, 0, out_send);
+    }
+    p->cb = p->rb, p->cbl = p->rbl;
+    p->ce = p->re, p->cel = p->rel;
+    return page_take(p, items, n, more, rt, rtl, out_send);
+}
+
+/* ---- Entry points ---------------------------------------------------------------------------- */
+
+int rl__cplan_start(rl_cplan *p, rl_kv_read *r, const rl_cplan_options *o, int *out_send) {
+    memset(p, 0, sizeof *p);
+    p->r = r;
+    if (o) p->o = *o;
+    *out_send = 0;
+    r->present = 0;
+    r->value = NULL, r->value_len = 0;
+    r->rbegin = r->rend = NULL;
+    r->rbegin_len = r->rend_len = 0;
+    r->kvs = NULL;
+    r->mkvs = NULL;
+    r->n = 0;
+    r->more = 0;
+    switch (r->op) {
+    case RL_KV_GET:
+        p->phase = PH_GET;
+        p->req.type = RL_MSG_GET;
+        p->req.u.get_req.version = r->version;
+        p->req.u.get_req.key = r->key ? r->key : (const uint8_t *)"";
+        p->req.u.get_req.key_len = r->key_len;
+        return route(p, p->req.u.get_req.key, r->key_len, 0, out_send);
+    case RL_KV_GET_KEY:
+        p->sel_for = SEL_GETKEY;
+        p->sel = r->begin;
+        return sel_step(p, out_send);
+    case RL_KV_GET_RANGE:
+    case RL_KV_GET_MAPPED: break;
+    default: return RL_E_INVALID_ARGUMENT;
+    }
+    if (r->limit < 0 || r->target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
+    uint32_t abl, ael;
+    const uint8_t *ab = anchor_of(r->arena, &r->begin, &abl);
+    const uint8_t *ae = anchor_of(r->arena, &r->end, &ael);
+    if (!ab || !ae) return RL_E_OUT_OF_MEMORY;
+    if (r->begin.offset == 1 && r->end.offset == 1) {
+        if (kcmp(ab, abl, ae, ael) >= 0) { /* empty: the bounds are the anchors */
+            p->rb = ab, p->rbl = abl;
+            p->re = ae, p->rel = ael;
+            return finish_empty(p, out_send);
+        }
+    } else if (r->max_key_len == 2 || (r->begin.offset != 1 && kcmp(ab, abl, r->max_key, r->max_key_len) >= 0) ||
+               (r->end.offset != 1 && kcmp(ae, ael, r->max_key, r->max_key_len) >= 0)) {
+        return fallback(p, out_send); /* invariant 6; and anchors at the keyspace's end */
+    }
+    p->phase = PH_FIRST;
+    range_req(p, is_mapped(p) ? RL_MSG_GET_MAPPED_RANGE : RL_MSG_GET_RANGE, r->begin, r->end,
+              r->limit, r->target_bytes);
+    if (r->reverse) return route(p, ae, ael, 1, out_send);
+    return route(p, ab, abl, 0, out_send);
+}
+
+int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send) {
+    *out_send = 0;
+    if (msg->type != p->req.type || msg->flags != RL_FRAME_REPLY) return RL_E_MALFORMED_FRAME;
+    rl_kv_read *r = p->r;
+    switch (p->phase) {
+    case PH_GET:
+        r->present = msg->u.get_reply.present;
+        r->value = msg->u.get_reply.value;
+        r->value_len = msg->u.get_reply.value_len;
+        if (!r->value) r->value = (const uint8_t *)"";
+        p->phase = PH_DONE;
+        return RL_OK;
+    case PH_SEL: return on_sel_reply(p, &msg->u.get_key_reply, out_send);
+    case PH_COUNT: return on_count_reply(p, &msg->u.get_range_reply, out_send);
+    case PH_PROBE: return on_probe_reply(p, &msg->u.get_range_reply, out_send);
+    case PH_FIRST:
+    case PH_PAGE: break;
+    default: return RL_E_MALFORMED_FRAME;
+    }
+    const void *items;
+    uint32_t n;
+    int more, status;
+    const uint8_t *rt, *rb, *re;
+    uint32_t rtl, rbl, rel;
+    if (msg->type == RL_MSG_GET_RANGE) {
+        const rl_msg_get_range_reply *g = &msg->u.get_range_reply;
+        items = g->kvs, n = g->n_kvs, more = g->more, status = g->status;
+        rt = g->read_through, rtl = g->read_through_len;
+        rb = g->resolved_begin, rbl = g->resolved_begin_len;
+        re = g->resolved_end, rel = g->resolved_end_len;
+    } else {
+        const rl_msg_get_mapped_range_reply *g = &msg->u.get_mapped_range_reply;
+        items = g->entries, n = g->n_entries, more = g->more, status = g->status;
+        rt = g->read_through, rtl = g->read_through_len;
+        rb = g->resolved_begin, rbl = g->resolved_begin_len;
+        re = g->resolved_end, rel = g->resolved_end_len;
+        r->stats.s2s_requests += g->stats.s2s_requests;
+        r->stats.s2s_round_trips += g->stats.s2s_round_trips;
+    }
+    if (p->phase == PH_FIRST)
+        return on_first_reply(p, items, n, more, status, rt, rtl, rb, rbl, re, rel, out_send);
+    if (status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
+    return page_take(p, items, n, more, rt, rtl, out_send);
+}
