@@ -230,6 +230,7 @@ struct rl_ss {
     rl_arena co_arena;   /* decode arena of coordinator replies (loop) */
     rl_buf co_buf;       /* encoding buffer of coordinator requests (loop) */
     atomic_int map_refresh_wanted;
+    int map_incomplete;  /* loop: the map names a team member missing from its server list */
     atomic_int registered;
     _Atomic uint64_t registrations;
 
@@ -323,6 +324,8 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
                       rl_version readv);
 /* Fail storage-to-storage requests whose deadline passed. [loop] */
 void rl__ss_s2s_tick(rl_ss *ss);
+/* A new shard map arrived: connect the peers whose requests waited for their address. [loop] */
+void rl__ss_peers_on_map(rl_ss *ss);
 /* Close every peer connection and fail what is pending (shutdown). [loop or owner] */
 void rl__ss_peers_free(rl_ss *ss);
 

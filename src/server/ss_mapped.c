@@ -305,6 +305,8 @@ static ss_peer *peer_get(rl_ss *ss, uint32_t id) {
     return p;
 }
 
+static void peer_connect(rl_ss *ss, ss_peer *p, const ss_server *sv);
+
 /* Send (or queue until connected) request q to its server. */
 static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
     if (atomic_load(&ss->stopping) || rl__loop_is_closing(ss->loop)) {
@@ -331,10 +333,27 @@ static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
         for (uint32_t i = 0; i < ss->map->n_servers; i++)
             if (ss->map->servers[i].id == q->server) sv = &ss->map->servers[i];
     if (!sv) {
+        /* Not registered when the map was fetched (servers register one by one): wait for a
+         * newer map (rl__ss_peers_on_map connects then); the deadline still applies. */
         rl__ss_want_map(ss);
-        peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, "not in the shard map");
         return;
     }
+    peer_connect(ss, p, sv);
+}
+
+void rl__ss_peers_on_map(rl_ss *ss) {
+    for (ss_peer *p = ss->peers; p; p = p->next) {
+        if (!p->waiting || p->conn || p->connecting || !ss->map) continue;
+        for (uint32_t i = 0; i < ss->map->n_servers; i++)
+            if (ss->map->servers[i].id == p->id) {
+                peer_connect(ss, p, &ss->map->servers[i]);
+                break;
+            }
+    }
+}
+
+/* Connect to peer p at sv's address (requests wait in p->waiting meanwhile). */
+static void peer_connect(rl_ss *ss, ss_peer *p, const ss_server *sv) {
     memcpy(p->addr, sv->addr, sizeof p->addr);
     p->port = sv->port;
     p->connecting = 1;
@@ -714,6 +733,17 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
     int *count = first + n;
     int rc = RL_OK;
     pthread_mutex_lock(&ss->map_mu);
+    if (!ss->map) {
+        /* The shard map is fetched right after registering; a mapped read in that window
+         * waits for it (bounded by the storage-to-storage timeout). */
+        uint64_t deadline = rl__clock_mono_ns() + (uint64_t)ss->o.s2s_timeout_ms * 1000000u;
+        rl__ss_want_map(ss);
+        while (!ss->map && !atomic_load(&ss->stopping) && rl__clock_mono_ns() < deadline) {
+            pthread_mutex_unlock(&ss->map_mu);
+            rl__clock_sleep_us(5000);
+            pthread_mutex_lock(&ss->map_mu);
+        }
+    }
     for (int i = 0; i < n && rc == RL_OK; i++) {
         first[i] = ps.n;
         rc = split_item(c, &items[i], i, &ps, a);

@@ -366,11 +366,23 @@ static void on_map(rl_ss *ss, const rl_msg_get_shard_map_reply *r) {
                 "bad address); retrying later", ss->o.id);
         return;
     }
+    /* Servers register one by one: a map fetched early may name team members it has no
+     * address for yet. Ask again soon until it is complete (rl__ss_repl_tick). */
+    int incomplete = 0;
+    for (uint32_t i = 0; i < m->n_shards && !incomplete; i++)
+        for (uint32_t t = 0; t < m->shards[i].n_team; t++) {
+            uint32_t id = m->shards[i].team[t];
+            int found = 0;
+            for (uint32_t j = 0; j < m->n_servers; j++) found |= m->servers[j].id == id;
+            if (!found) incomplete = 1;
+        }
+    ss->map_incomplete = incomplete;
     pthread_mutex_lock(&ss->map_mu);
     ss_map *old = ss->map;
     ss->map = m;
     pthread_mutex_unlock(&ss->map_mu);
     rl__ss_map_free(old);
+    rl__ss_peers_on_map(ss);
 }
 
 static void on_peek_retry(rl_loop *loop, void *ud) {
@@ -605,8 +617,8 @@ static void on_tick(rl_loop *loop, void *ud) {
 void rl__ss_repl_tick(rl_ss *ss) {
     if (ss->co_state != SS_CO_READY) return;
     uint64_t now = rl__clock_mono_ns();
-    if (atomic_load(&ss->map_refresh_wanted) ||
-        now - ss->last_map_ns >= (uint64_t)ss->o.map_refresh_ms * 1000000u)
+    uint64_t period = ss->map_incomplete ? 200000000u : (uint64_t)ss->o.map_refresh_ms * 1000000u;
+    if (atomic_load(&ss->map_refresh_wanted) || now - ss->last_map_ns >= period)
         send_map_request(ss);
 }
 

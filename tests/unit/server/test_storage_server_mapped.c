@@ -149,7 +149,7 @@ typedef struct {
 
 static rl_mutation g_part[NREC * 5];
 
-static void cluster2_up(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms) {
+static void cluster2_up_map(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms, int n_servers1) {
     memset(c, 0, sizeof *c);
     rl__buf_init(&g_split);
     record_key(&g_split, SPLIT_PK, 1, 1);
@@ -170,6 +170,7 @@ static void cluster2_up(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms) {
     c->shards[2] = (rl_msg_shard){(const uint8_t *)"\xff", 1, (const uint8_t *)"\xff\xff", 2, c->team0, 1};
     rl_msg_get_shard_map_reply map = {1, c->servers, 3, c->shards, 3};
     c->f1.map = map;
+    c->f1.map.n_servers = (uint32_t)n_servers1; /* 2: server 2 not registered yet */
     c->f2.map = map;
     c->r1[0] = sst_range("", 0, (const char *)g_split.data, g_split.len);
     c->r2[0] = sst_range((const char *)g_split.data, g_split.len, "\xff", 1);
@@ -189,6 +190,10 @@ static void cluster2_up(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms) {
     memset(&so, 0, sizeof so);
     ASSERT_OK(rl__storage_open(&so, &c->local, NULL));
     ASSERT_OK(rl__storage_apply(c->local, 10, c->d.m, (size_t)c->d.n));
+}
+
+static void cluster2_up(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms) {
+    cluster2_up_map(c, fake_port2, s2s_timeout_ms, 3);
 }
 
 static void cluster2_down(cluster2 *c, int fake2) {
@@ -402,4 +407,44 @@ TEST(ssm_1_3_silent_peer) {
     cluster2_down(&c, 1);
 }
 
-RL_TEST_MAIN(T(ssm_1_1_two_servers), T(ssm_1_2_concurrent), T(ssm_1_3_silent_peer))
+/* ssm-1.4: server 1 fetched its shard map before server 2 registered (the map names server 2 in
+ * a team but has no address for it): a mapped read needing server 2 waits for a newer map, which
+ * server 1 asks for at once, then completes normally. */
+TEST(ssm_1_4_map_without_peer) {
+    cluster2 c;
+    cluster2_up_map(&c, 0, 0, 2);
+    sst_client cl;
+    sst_client_open(&cl, rl__ss_port(c.s1.ss), RL_ROLE_CLIENT, 0);
+    rl_msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
+    q.u.get_mapped_range_req.version = 10;
+    q.u.get_mapped_range_req.begin = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idx", 9);
+    q.u.get_mapped_range_req.end = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idy", 9);
+    q.u.get_mapped_range_req.mapper = (const uint8_t *)MAPPER_RANGE;
+    q.u.get_mapped_range_req.mapper_len = sizeof MAPPER_RANGE - 1;
+    sst_send(cl.fd, 7, &q);
+    /* Server 1 asks for the map again (the incomplete one makes it ask within 200 ms). */
+    ASSERT_EQ(sst_fc_wait(&c.f1, RL_MSG_GET_SHARD_MAP, SS_T_WAIT_MS), 1);
+    c.f1.map.n_servers = 3;
+    rl_msg rep;
+    memset(&rep, 0, sizeof rep);
+    rep.u.get_shard_map_reply = c.f1.map;
+    sst_fc_reply(&c.f1, RL_MSG_GET_SHARD_MAP, c.f1.h.id, &rep);
+    rl_frame_header h;
+    ASSERT_EQ(sst_read_frame(cl.fd, &h, &cl.pl, SS_T_WAIT_MS), 1);
+    ASSERT_EQ(h.id, 7);
+    if (h.flags != RL_FRAME_REPLY) {
+        rl_msg_error e;
+        ASSERT_OK(rl__msg_error_decode(cl.pl.data, cl.pl.len, NULL, &e, NULL));
+        fail_msg("mapped read failed: %s: %.*s", rl_error_name(e.code), (int)e.message_len, e.message);
+    }
+    ASSERT_OK(rl__msg_get_mapped_range_reply_decode(cl.pl.data, cl.pl.len, &cl.a, &r.u.get_mapped_range_reply, NULL));
+    ASSERT_EQ(r.u.get_mapped_range_reply.n_entries, NREC);
+    ASSERT_TRUE(r.u.get_mapped_range_reply.stats.secondaries_remote > 0);
+    /* The next read runs on the connection made meanwhile. */
+    check_mapped(&c, &cl, MAPPER_RANGE, sizeof MAPPER_RANGE - 1, 0, 0, RL_FETCH_INDIVIDUAL, 0);
+    sst_client_close(&cl);
+    cluster2_down(&c, 0);
+}
+
+RL_TEST_MAIN(T(ssm_1_1_two_servers), T(ssm_1_2_concurrent), T(ssm_1_3_silent_peer),
+             T(ssm_1_4_map_without_peer))
