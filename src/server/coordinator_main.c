@@ -1,12 +1,144 @@
-/* coordinator_main.c — `rlkvd coordinator`: placeholder until the coordinator role lands (issue 15); it refuses to
- * run rather than pretend to serve. */
+/* coordinator_main.c — `rlkvd coordinator`: parse the options (src/base/args.h), open the
+ * coordinator (src/server/coordinator.h), serve until SIGTERM or SIGINT, close.
+ *
+ *   rlkvd coordinator --dir DIR [--listen IP:PORT] [--port-file FILE] [--host LABEL]
+ *                     [--init FILE] [--no-sync] [--window-versions N] [--log-segment-bytes N]
+ *
+ * Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the coordinator cannot start or
+ * fails, 2 for a usage error. Logs go to stderr (the launcher redirects them); the level is
+ * info unless RL_LOG says otherwise.
+ *
+ * Signals: SIGTERM and SIGINT call rl__coordinator_stop from the handler (it only bumps an
+ * atomic counter and writes the loop's eventfd, both async-signal-safe); SIGPIPE is ignored
+ * (a peer that vanished is a failed send, not a dead server). The handler's one global is the
+ * coordinator being served.
+ */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "base/args.h"
+#include "base/log.h"
+#include "reclayer/error.h"
+#include "server/coordinator.h"
 #include "server/server.h"
 
+static rl_coordinator *volatile g_served;    /* for the signal handler only */
+static volatile sig_atomic_t g_stop_requested; /* a signal came before serving started */
+
+static void on_signal(int sig) {
+    (void)sig;
+    g_stop_requested = 1;
+    rl_coordinator *c = g_served;
+    if (c) rl__coordinator_stop(c);
+}
+
+/* Split "IP:PORT" into ip (NUL-terminated, at most 15 characters) and port. */
+static int parse_listen(const char *s, char ip[16], uint16_t *port, char *msg, size_t cap) {
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || (size_t)(colon - s) > 15) {
+        snprintf(msg, cap, "'%s' is not IP:PORT (e.g. 127.0.0.1:0)", s);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    memcpy(ip, s, (size_t)(colon - s));
+    ip[colon - s] = 0;
+    uint64_t p;
+    char why[128];
+    if (rl__args_uint64(colon + 1, 0, 65535, &p, why, sizeof why) != RL_OK) {
+        snprintf(msg, cap, "port of '%s': %s", s, why);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    *port = (uint16_t)p;
+    return RL_OK;
+}
+
 int rl__rlkvd_coordinator_main(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "rlkvd coordinator: not built yet\n");
-    return 1;
+    const char *dir = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1",
+               *init = NULL;
+    int no_sync = 0;
+    uint64_t window = 5000000, segment_bytes = 64ull << 20;
+    const rl_arg opts[] = {
+        {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
+         .help = "the coordinator's directory (commit log, system keyspace); created if missing",
+         .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
+        {.name = "listen", .kind = RL_ARG_STRING, .dest = &listen, .metavar = "IP:PORT",
+         .help = "address to listen on, inside 127.0.0.0/8; port 0 picks a free port",
+         .flags = RL_ARG_NONEMPTY},
+        {.name = "port-file", .kind = RL_ARG_STRING, .dest = &port_file, .metavar = "FILE",
+         .help = "write the port (\"PORT\\n\") here, atomically, once listening",
+         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+        {.name = "host", .kind = RL_ARG_STRING, .dest = &host, .metavar = "LABEL",
+         .help = "the host label of this process (delay injection)", .flags = RL_ARG_NONEMPTY},
+        {.name = "init", .kind = RL_ARG_STRING, .dest = &init, .metavar = "FILE",
+         .help = "the initial layout (JSON: storage ids and shards), read on the first start only "
+                 "(default: one shard on storage server 1)",
+         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+        {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync,
+         .help = "never fsync (benchmarks only: an acknowledged commit may be lost in a crash)"},
+        {.name = "window-versions", .kind = RL_ARG_UINT64, .dest = &window, .metavar = "N",
+         .help = "the MVCC and conflict window, in versions (1,000,000 per second)",
+         .umin = 1000, .umax = 1000000000000ull},
+        {.name = "log-segment-bytes", .kind = RL_ARG_UINT64, .dest = &segment_bytes, .metavar = "N",
+         .help = "start a new commit log segment once one holds this many bytes (truncation "
+                 "deletes whole segments; tests use small ones)",
+         .umin = 4096, .umax = 1ull << 40},
+        {0}};
+    const rl_args_cmd cmd = {
+        .name = "rlkvd coordinator",
+        .summary = "Run the cluster's coordinator: read versions, commits (sequencer, resolver, "
+                   "group commit), the durable commit log that storage servers pull, the shard "
+                   "map and the server list (the system keyspace), and health. Stops cleanly on "
+                   "SIGTERM or SIGINT.",
+        .opts = opts};
+    int code;
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    char ip[16], msg[256];
+    uint16_t port = 0;
+    if (parse_listen(listen, ip, &port, msg, sizeof msg) != RL_OK)
+        return rl__args_usage_error(&cmd, "--listen: %s", msg);
+    if (!getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    rl_coordinator_options o;
+    memset(&o, 0, sizeof o);
+    o.dir = dir;
+    o.listen_ip = ip;
+    o.listen_port = port;
+    o.port_file = port_file;
+    o.host = host;
+    o.init_file = init;
+    o.no_sync = no_sync;
+    o.window_versions = window;
+    o.segment_bytes = segment_bytes;
+    rl_buf err;
+    rl__buf_init(&err);
+    rl_coordinator *c = NULL;
+    int rc = rl__coordinator_open(&o, &c, &err);
+    if (rc != RL_OK) {
+        fprintf(stderr, "rlkvd coordinator: cannot start: %s (%s)\n",
+                err.len ? (const char *)err.data : rl_error_message(rc), rl_error_name(rc));
+        rl__buf_release(&err);
+        return 1;
+    }
+    rl__buf_release(&err);
+    fprintf(stderr, "rlkvd coordinator: serving %s on %s:%u (host %s, pid %ld)%s\n", dir, ip,
+            rl__coordinator_port(c), host, (long)getpid(),
+            no_sync ? "; --no-sync: commits are NOT fsynced (benchmarks only)" : "");
+    g_served = c;
+    if (g_stop_requested) rl__coordinator_stop(c); /* a signal during startup */
+    rc = rl__coordinator_run(c);
+    g_served = NULL;
+    fprintf(stderr, "rlkvd coordinator: stopping (%s)\n", rc == RL_OK ? "signal" : rl_error_name(rc));
+    rl__coordinator_close(c);
+    return rc == RL_OK ? 0 : 1;
 }

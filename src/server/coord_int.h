@@ -1,0 +1,212 @@
+/* coord_int.h (internal to src/server/coord*.c) — the coordinator's state, shared by
+ * coordinator.c (recovery, layout, the system keyspace, the commit sink, life cycle) and
+ * coord_net.c (connections and request handlers).
+ *
+ * Ownership and threads (see coordinator.c's header for the whole picture):
+ *   - LOOP THREAD ONLY: everything under "loop" below — connections, parked peeks, the server
+ *     list and the shard map (static after open in this issue), the scratch arena and buffer,
+ *     the free pool of operations.
+ *   - COMMITTER THREAD: the sink state ("sink" below), touched only by the sink callbacks
+ *     (one batch at a time) and, before the committer thread exists, by open.
+ *   - The completion queue ("done") is the hand-off from the committer thread to the loop: the
+ *     commit callback appends under done_mu and posts a flush to the loop when the queue was
+ *     empty.
+ *   - commitlog, sys (the system-keyspace engine) and the committer lock internally.
+ *   - Commit log truncation runs only on the loop thread, so record bytes a PEEK read from the
+ *     log stay valid on the loop thread until it has encoded its reply.
+ */
+#ifndef RL_SERVER_COORD_INT_H
+#define RL_SERVER_COORD_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "commit/commit.h"
+#include "net/loop.h"
+#include "net/proto.h"
+#include "server/commitlog.h"
+#include "server/coordinator.h"
+#include "storage/storage.h"
+
+#define CO_MAX_TEAM RL_PROTO_MAX_TEAM
+#define CO_HEALTH_NS (2000000000ull)        /* healthy: peeked within the last 2 s */
+#define CO_PEEK_DEFAULT_BYTES (4u << 20)     /* PEEK max_bytes 0 */
+#define CO_PEEK_MAX_BYTES (8u << 20)         /* PEEK max_bytes is capped here */
+#define CO_BATCH_BYTES (48ull << 20)         /* a batch's mutation bytes: one version always
+                                                fits a log record and a PEEK reply (64 MiB) */
+#define CO_READ_MAX_BYTES (8l << 20)         /* GET_RANGE replies: about this many bytes */
+#define CO_HOUSEKEEPING_NS (100000000ull)    /* the 100 ms timer (completions, health) */
+
+/* The system keyspace's prefixes (DESIGN §5 and the cluster contracts). */
+#define CO_KEYSERVERS "\xff/keyServers/"
+#define CO_KEYSERVERS_LEN 13
+#define CO_SERVERLIST "\xff/serverList/"
+#define CO_SERVERLIST_LEN 13
+#define CO_CONF_STORAGE "\xff/conf/storage"
+#define CO_CONF_STORAGE_LEN 14
+
+/* One shard of the map: [begin, end) and its team (storage ids; [0] for the system shard). */
+typedef struct {
+    uint8_t *begin; /* heap */
+    uint32_t begin_len;
+    uint8_t *end;   /* heap */
+    uint32_t end_len;
+    uint32_t team[CO_MAX_TEAM];
+    uint32_t n_team;
+} co_shard;
+
+typedef struct co_conn co_conn;
+
+/* A storage server the coordinator knows: on a team, in the --init storage list, or in the
+ * server list. */
+typedef struct {
+    uint32_t id;
+    int has_address;        /* address/port/host known (registered now or in the server list) */
+    char address[16];       /* dotted IPv4, NUL-terminated */
+    uint16_t port;
+    uint8_t *host;          /* heap, host_len bytes (not NUL-terminated) */
+    uint32_t host_len;
+    int registered;         /* registered with this coordinator process */
+    int registering;        /* a REGISTER_STORAGE is being committed */
+    rl_version registered_durable; /* its durable version when it registered */
+    rl_version popped;      /* newest version it popped (0 until it pops) */
+    int owns_shard;         /* on some team: the log keeps versions until it popped them */
+    rl_keyrange *owned;     /* its shards' ranges, sorted (pointers into the shard map) */
+    uint32_t n_owned;
+    rl_keyrange *merged;    /* the same, adjacent ranges merged (for PEEK filtering) */
+    uint32_t n_merged;
+    rl_conn *peek_conn;     /* the connection of its latest PEEK (a reference), or NULL */
+    uint64_t last_peek_ns;  /* when that PEEK arrived */
+    uint32_t parked;        /* PEEKs of it parked now */
+    uint64_t peeks;         /* PEEK requests answered */
+} co_server;
+
+/* A parked PEEK (long poll), on the coordinator's list until answered or its connection closes. */
+typedef struct co_peek {
+    struct co_peek *prev, *next;
+    co_conn *cc;            /* its connection's state (the peek is dropped before cc is freed) */
+    uint64_t req_id;
+    co_server *srv;
+    rl_version after;
+    uint32_t max_bytes;
+    uint64_t timer_id;      /* its max_wait_ms timer */
+} co_peek;
+
+/* Per-connection state (loop thread), freed in on_close. */
+struct co_conn {
+    rl_coordinator *co;
+    rl_conn *conn;          /* the owner's reference, released in on_close */
+    int hello;              /* HELLO received */
+    uint8_t role;           /* the peer's HELLO role and id */
+    uint32_t id;
+    co_conn *prev, *next;   /* the coordinator's list of connections */
+};
+
+enum { CO_OP_COMMIT = 1, CO_OP_REGISTER = 2 };
+
+/* An asynchronous request: a client COMMIT or a REGISTER_STORAGE, from the frame to its reply.
+ * Everything it needs after the frame callback lives here (the frame's payload is copied). */
+typedef struct co_op {
+    struct co_op *next;     /* the completion queue / the free pool */
+    rl_coordinator *co;
+    int kind;               /* CO_OP_* */
+    rl_conn *conn;          /* a reference (the reply goes here; it may be closed by then) */
+    uint64_t req_id;
+    rl_commit_request req;  /* what the committer sees */
+    rl_arena arena;         /* decoded arrays and built mutations */
+    uint8_t *payload;       /* the frame payload's copy (heap, payload_cap bytes) */
+    size_t payload_cap;
+    co_server *srv;         /* CO_OP_REGISTER: the server, and what it registered */
+    rl_msg_register_storage_req reg;
+} co_op;
+
+struct rl_coordinator {
+    /* Options (copied). */
+    char *dir;
+    char *listen_ip;
+    char *port_file;
+    char *host;
+    uint32_t host_len;
+    int no_sync;
+    uint64_t window_versions;
+    /* Engines. */
+    rl_commitlog *log;
+    rl_storage *sys;        /* the system keyspace ["\xff", "\xff\xff"), DIR/sys */
+    rl_committer *cm;
+    /* The commit sink (committer thread; see coordinator.c): the batch's system mutations. */
+    struct {
+        rl_version v;           /* the batch in flight */
+        rl_mutation *sys;       /* its system-keyspace mutations, for sync */
+        size_t n_sys, cap_sys;
+        rl_mutation *split;     /* apply's scratch: every mutation, clear ranges split */
+        size_t cap_split;
+    } sink;
+    /* The completion queue (committer thread -> loop thread), under done_mu. */
+    pthread_mutex_t done_mu;
+    co_op *done_head, *done_tail;
+    /* Loop. */
+    rl_loop *loop;
+    rl_listener *listener;
+    uint16_t port;
+    uint64_t housekeeping_timer;
+    co_shard *shards;       /* the whole map, "" .. "\xff\xff" (the last is the system shard) */
+    uint32_t n_shards;
+    co_server *servers;     /* storage servers, ids increasing */
+    uint32_t n_servers;
+    co_conn *conns;         /* open connections */
+    uint32_t n_conns;
+    co_peek *parked;        /* parked PEEKs */
+    rl_version notified;    /* the durable version parked peeks were last woken for */
+    co_op *pool;            /* free operations */
+    uint32_t n_pool;
+    rl_arena scratch;       /* per request, reset after each */
+    rl_buf out;             /* reply encoding */
+    /* PEEK building (loop thread). */
+    rl_msg_peek_version *pk_versions;
+    size_t pk_cap_versions;
+    rl_mutation *pk_muts;
+    size_t pk_cap_muts;
+    /* Counters (loop thread). */
+    uint64_t commits;       /* client transactions committed */
+    uint64_t commit_requests;
+    uint64_t refused_system_writes;
+    uint64_t protocol_errors; /* connections closed for bad input */
+    uint64_t start_ns;
+};
+
+/* ---- coordinator.c ------------------------------------------------------------------------ */
+
+/* The server with this id, or NULL. [loop] */
+co_server *rl__co_server(rl_coordinator *co, uint32_t id);
+/* 1 if srv counts as healthy now (a connection that peeked within CO_HEALTH_NS, or a parked
+ * peek). [loop] */
+int rl__co_server_healthy(const rl_coordinator *co, const co_server *srv, uint64_t now_ns);
+/* The system keyspace write check of a COMMIT: RL_OK, RL_E_SYSTEM_KEY_WRITE (a mutation touches
+ * \xff/keyServers/ or \xff/serverList/), or RL_E_KEY_OUTSIDE_LEGAL_RANGE (at or above
+ * "\xff\xff"). *out_index: the mutation. Pure. */
+int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index);
+/* The newest durable version (the read version clients get). [any] */
+rl_version rl__co_durable(rl_coordinator *co);
+/* Fill a CO_OP_REGISTER operation's transaction (SET \xff/serverList/<id> with its conflict
+ * range) from op->reg; everything is allocated in op->arena. RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__co_build_register(rl_coordinator *co, co_op *op);
+
+/* ---- coord_net.c -------------------------------------------------------------------------- */
+
+/* Accept connections on co->loop (called by open once listening). */
+void rl__co_on_accept(rl_listener *l, rl_conn *conn, void *ud);
+/* The committer's done callback for CO_OP_* operations (committer thread). */
+void rl__co_op_done(rl_commit_request *req, void *ud);
+/* Reply to every finished operation and wake parked peeks (loop thread; also a posted
+ * function and the housekeeping timer's work). */
+void rl__co_flush(rl_coordinator *co);
+/* The housekeeping timer (every CO_HOUSEKEEPING_NS). */
+void rl__co_housekeeping(rl_loop *loop, void *ud);
+/* Drop every parked peek (close). [owner, loop stopped] */
+void rl__co_drop_parked(rl_coordinator *co);
+/* Free the pool of operations. */
+void rl__co_free_pool(rl_coordinator *co);
+
+#endif

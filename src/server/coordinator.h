@@ -1,0 +1,62 @@
+/* coordinator.h (internal) — the coordinator role of rlkvd: read versions, commit batching
+ * (sequencer, resolver, group commit over src/commit/), the durable commit log
+ * (src/server/commitlog.h) that storage servers PEEK and POP, the shard map and the server list
+ * in the system keyspace, and server health. docs/design-coordinator.md describes the design,
+ * docs/protocol.md §9 what it answers.
+ *
+ * Life cycle:
+ *   rl__coordinator_open   recover DIR (commit log, system keyspace), lay out a fresh cluster
+ *                          from --init, listen, publish its own address, write the port file
+ *   rl__coordinator_run    serve on the calling thread until rl__coordinator_stop
+ *   rl__coordinator_close  stop the committer thread, close connections, close the files
+ *
+ * Threads: the thread that calls rl__coordinator_run runs the event loop (every connection,
+ * every request handler, PEEK parking and timers); the committer thread (src/commit/) runs the
+ * batches and the sink (log append, fdatasync, system-keyspace apply). rl__coordinator_stop is
+ * safe from any thread and from a signal handler.
+ */
+#ifndef RL_SERVER_COORDINATOR_H
+#define RL_SERVER_COORDINATOR_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+
+typedef struct rl_coordinator rl_coordinator;
+
+typedef struct {
+    const char *dir;             /* the coordinator's directory (created if missing) */
+    const char *listen_ip;       /* inside 127.0.0.0/8; NULL: "127.0.0.1" */
+    uint16_t listen_port;        /* 0: an ephemeral port */
+    const char *port_file;       /* NULL, or a file that gets "PORT\n" once listening */
+    const char *host;            /* host label; NULL: "host1" */
+    const char *init_file;       /* NULL, or the initial layout (JSON), read only on first start */
+    int no_sync;                 /* no fdatasync anywhere (benchmarks only) */
+    uint64_t window_versions;    /* MVCC and resolver window; 0 = 5,000,000 */
+    uint64_t segment_bytes;      /* commit log segment size; 0 = 64 MiB (tests use less) */
+} rl_coordinator_options;
+
+/* rl__coordinator_open — recover and start a coordinator (it serves once rl__coordinator_run
+ * runs; connections that arrive before wait in the listen backlog).
+ * [in] o        borrowed for the call (strings are copied).
+ * [out] out     the coordinator (rl__coordinator_close); set only on RL_OK.
+ * [out] errmsg  may be NULL; on failure a one-line reason naming the file or option.
+ * Errors: RL_E_INVALID_ARGUMENT (bad options or --init file), RL_E_DATABASE_LOCKED_BY_PROCESS,
+ * RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT / RL_E_CORRUPT_DATA (recovery), RL_E_IO_ERROR,
+ * RL_E_NO_SPACE, RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED, RL_E_OUT_OF_MEMORY. [owner] */
+int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg);
+
+/* rl__coordinator_run — serve until rl__coordinator_stop. Returns RL_OK after a stop. [owner] */
+int rl__coordinator_run(rl_coordinator *c);
+
+/* rl__coordinator_stop — make rl__coordinator_run return soon. Async-signal-safe. [any] */
+void rl__coordinator_stop(rl_coordinator *c);
+
+/* rl__coordinator_port — the port it listens on. [any] */
+uint16_t rl__coordinator_port(const rl_coordinator *c);
+
+/* rl__coordinator_close — finish the batches in flight, close every connection and file, free
+ * everything (NULL is a no-op). Not while rl__coordinator_run runs. [owner] */
+void rl__coordinator_close(rl_coordinator *c);
+
+#endif
