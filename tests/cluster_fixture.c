@@ -18,8 +18,10 @@
 #define SLOTS 8
 #define PIDS (RL_CLUSTER_MAX_STORAGE + 1)
 
-/* The running clusters, for atexit and the signal handler. pids[] is what the handler reads:
- * plain ints written only by the main thread outside the handler. */
+/* The running clusters, for atexit and the signal handler: the fixture's own copies (a test that
+ * fails an assertion leaves through a longjmp, and its rl_test_cluster on the stack is gone by
+ * exit time). A copy owns the guardian's pipe and pid and a copy of the directory path. pids[] is
+ * what the handler reads: plain ints written only by the main thread outside the handler. */
 static rl_test_cluster *g_slots[SLOTS];
 static volatile sig_atomic_t g_pids[SLOTS][PIDS];
 static int g_hooks_installed;
@@ -39,10 +41,12 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
+static void stop_slot(int slot);
+
 static void at_exit(void) {
     if (getpid() != g_owner) return;
     for (int s = 0; s < SLOTS; s++)
-        if (g_slots[s]) rl_test_cluster_stop(g_slots[s]);
+        if (g_slots[s]) stop_slot(s);
 }
 
 static void install_hooks(void) {
@@ -176,8 +180,14 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
     c->n_storage = o->n_storage;
     snprintf(c->file, sizeof c->file, "%s/reclayer.cluster", c->dir);
     snprintf(c->url, sizeof c->url, "cluster:%s", c->file);
+    rl_test_cluster *copy = malloc(sizeof *copy);
+    memcpy(copy, c, sizeof *copy);
+    copy->dir = strdup(c->dir);
+    copy->slot = slot;
+    g_slots[slot] = copy;
     c->slot = slot;
-    g_slots[slot] = c;
+    c->guardian_pid = 0; /* owned by the copy */
+    c->guardian_fd = -1;
     refresh_pids(c);
     return RL_OK;
 }
@@ -205,17 +215,29 @@ int rl_test_cluster_restart(rl_test_cluster *c, uint32_t id, int hard) {
     return rc;
 }
 
+/* Stop the cluster of slot (its copy) and free the copy. */
+static void stop_slot(int slot) {
+    rl_test_cluster *copy = g_slots[slot];
+    for (int i = 0; i < PIDS; i++) g_pids[slot][i] = 0;
+    g_slots[slot] = NULL;
+    copy->slot = -1;
+    rl_test_cluster_stop(copy);
+    free(copy);
+}
+
 void rl_test_cluster_stop(rl_test_cluster *c) {
     if (!c || !c->dir) return;
+    if (c->slot >= 0 && g_slots[c->slot]) {
+        stop_slot(c->slot);
+        c->slot = -1;
+        free(c->dir);
+        c->dir = NULL;
+        return;
+    }
     rl_buf msg;
     rl__buf_init(&msg);
     (void)rl__cluster_down(c->dir, NULL, &msg);
     rl__buf_release(&msg);
-    if (c->slot >= 0) {
-        for (int i = 0; i < PIDS; i++) g_pids[c->slot][i] = 0;
-        g_slots[c->slot] = NULL;
-        c->slot = -1;
-    }
     if (c->guardian_fd >= 0) close(c->guardian_fd);
     c->guardian_fd = -1;
     if (c->guardian_pid > 0) {

@@ -934,9 +934,11 @@ static int get_one(rl_admin_conn *c, rl_version v, const void *k, size_t kl, int
 }
 
 /* One health probe. RL_OK when healthy; otherwise msg says what is missing (the caller retries
- * while time is left). conns[i] caches a connection to process i (reopened when broken). */
-static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t deadline, rl_buf *msg) {
+ * while time is left) and *culprit the index of the process it concerns (0: the coordinator).
+ * conns[i] caches a connection to process i (reopened when broken). */
+static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t deadline, int *culprit, rl_buf *msg) {
     int rc = RL_OK;
+    *culprit = 0;
     json_t *cst = NULL;
     for (int i = 0; i < s->n; i++) {
         if (!proc_is_ours(&s->p[i])) {
@@ -946,6 +948,7 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
             return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) has exited; see %s", name, s->p[i].pid, logf);
         }
         if (!conns[i]) {
+            *culprit = i;
             rc = rl__admin_conn_open(s->p[i].port, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], msg);
             if (rc) {
                 char name[32];
@@ -955,16 +958,19 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
             }
         }
     }
+    *culprit = 0;
     rc = status_of(conns[0], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &cst, msg);
     if (rc) goto broken0;
     for (int i = 1; i < s->n; i++) {
         if (!coord_lists_healthy(cst, s->p[i].id)) {
+            *culprit = i;
             rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "the coordinator does not list storage server %u as registered and "
                       "healthy yet", s->p[i].id);
             goto done;
         }
     }
     /* A test commit through the coordinator, read back at its version, then cleared. */
+    *culprit = 0;
     char nonce[RL_CLUSTER_FIELD_MAX + 32];
     int nl = snprintf(nonce, sizeof nonce, "%s-%lld", s->cluster_id, (long long)now_ms());
     if (nl < 0 || nl >= (int)sizeof nonce) nonce[0] = 0;
@@ -986,6 +992,7 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
     /* Every storage server has caught up to the commit and serves a read at its version. */
     for (int i = 1; i < s->n; i++) {
         json_t *sst = NULL;
+        *culprit = i;
         rc = status_of(conns[i], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &sst, msg);
         if (rc) {
             rl__admin_conn_close(conns[i]);
@@ -1026,16 +1033,19 @@ done:
 /* Wait until s is healthy or deadline. */
 static int wait_healthy(const char *dir, cl_state *s, int64_t deadline, rl_buf *msg) {
     rl_admin_conn *conns[RL_CLUSTER_MAX_STORAGE + 1] = {0};
-    int rc;
+    int rc, culprit = 0;
     for (;;) {
         size_t mark = msg->len;
-        rc = probe(dir, s, conns, deadline, msg);
+        rc = probe(dir, s, conns, deadline, &culprit, msg);
         if (rc == RL_OK || (rc == RL_E_SERVER_UNAVAILABLE && strstr((const char *)msg->data + mark, "has exited"))) break;
         if (now_ms() >= deadline) {
             char why[1024];
             snprintf(why, sizeof why, "%s", (const char *)msg->data + mark);
             rl__buf_truncate(msg, mark);
-            rl__buf_printf(msg, "the cluster in %s was not healthy in time (last: %s); see %s/logs/", dir, why, dir);
+            char name[32];
+            proc_name(&s->p[culprit], name, sizeof name);
+            rl__buf_printf(msg, "the cluster in %s was not healthy in time (last: %s); see %s/logs/%s.log", dir, why,
+                           dir, name);
             rc = RL_E_TIMED_OUT;
             break;
         }
