@@ -8,6 +8,7 @@
 #   make fuzz    build the libFuzzer targets (clang, build-fuzz/) and run each FUZZ_SECONDS seconds
 #   make demo    the main job (see README)
 #   make clean   remove the build directories
+#   make install install build/fdb/libfdb_c.so (FoundationDB's C API over reclayer) in PREFIX/lib
 
 BUILD      ?= build
 JOBS       ?= 2
@@ -16,8 +17,9 @@ CTEST_ARGS ?=
 # -Werror whenever CI is set (CI=true in .ci/run), or when WERROR=ON is given.
 WERROR     ?= $(if $(CI),ON,OFF)
 CMAKE_FLAGS ?=
+PREFIX     ?= /usr/local
 
-.PHONY: all deps build check test test-all asan fuzz demo clean help
+.PHONY: all deps build check test test-all asan fuzz demo clean help install
 
 all: build
 
@@ -59,3 +61,7 @@ demo: deps
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+# libfdb_c.so (cmake/fdbc.cmake) into $(PREFIX)/lib; run ldconfig afterwards for a system prefix.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -80,6 +80,10 @@ typedef enum {
     RL_TXN_OPT_SIZE_LIMIT = 503,       /* value: bytes, at most RL_TXN_SIZE_LIMIT */
     RL_TXN_OPT_ACCESS_SYSTEM_KEYS = 301, /* value ignored: allow writes to \xff keys */
     RL_TXN_OPT_READ_YOUR_WRITES_DISABLE = 51,
+    RL_TXN_OPT_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE = 30, /* value ignored: the next successful
+                                          write (set, clear, clear range, atomic op) adds no write
+                                          conflict range, as FoundationDB's option; every reset
+                                          forgets it */
 } rl_txn_option;
 
 /* A key-value pair. Pointers are borrowed from the future (or cursor) that returned them. */

@@ -208,6 +208,8 @@ struct rl_txn {
     int64_t size_limit;
     int access_system_keys;
     int ryw_disabled;
+    int next_write_no_wcr;   /* NEXT_WRITE_NO_WRITE_CONFLICT_RANGE: the next write adds no write
+                              * conflict range (cleared by that write and by every reset) */
     /* Retry state (kept across on_error resets, cleared by rl_txn_reset). */
     uint64_t start_ns;       /* timeout clock start */
     int64_t retries;

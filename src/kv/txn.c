@@ -197,6 +197,7 @@ static rl_future *reset_state(rl_txn *t, int *out_err) {
     t->committed = 0;
     t->committed_version = -1;
     t->commit_error = 0;
+    t->next_write_no_wcr = 0;
     return vs;
 }
 
@@ -281,6 +282,9 @@ static int set_option(rl_txn *t, rl_txn_option opt, int64_t value) {
         return RL_OK;
     case RL_TXN_OPT_ACCESS_SYSTEM_KEYS:
         t->access_system_keys = 1;
+        return RL_OK;
+    case RL_TXN_OPT_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE:
+        t->next_write_no_wcr = 1;
         return RL_OK;
     case RL_TXN_OPT_READ_YOUR_WRITES_DISABLE:
         if (t->n_muts || t->reads.n || t->n_ops) return RL_E_CLIENT_INVALID_OPERATION;
@@ -381,6 +385,8 @@ static int undo(rl_txn *t, write_mark m, int rc) {
         t->n_muts = m.n_muts;
         t->writes.n = m.n_writes;
         t->size = m.size;
+    } else {
+        t->next_write_no_wcr = 0; /* NEXT_WRITE_NO_WRITE_CONFLICT_RANGE covers one write */
     }
     return rc;
 }
@@ -391,7 +397,7 @@ static int do_set(rl_txn *t, const void *key, size_t key_len, const void *value,
     if (rc) return rc;
     write_mark m = mark(t);
     rc = log_mut(t, RL_MUT_SET, key, key_len, value, value_len);
-    if (rc == RL_OK) rc = write_conflict_key(t, key, (uint32_t)key_len);
+    if (rc == RL_OK && !t->next_write_no_wcr) rc = write_conflict_key(t, key, (uint32_t)key_len);
     if (rc == RL_OK) rc = rl__wmap_set(&t->wm, key, (uint32_t)key_len, value, (uint32_t)value_len);
     return undo(t, m, rc);
 }
@@ -402,7 +408,7 @@ static int do_clear(rl_txn *t, const void *key, size_t key_len) {
     if (rc) return rc;
     write_mark m = mark(t);
     rc = log_mut(t, RL_MUT_CLEAR, key, key_len, NULL, 0);
-    if (rc == RL_OK) rc = write_conflict_key(t, key, (uint32_t)key_len);
+    if (rc == RL_OK && !t->next_write_no_wcr) rc = write_conflict_key(t, key, (uint32_t)key_len);
     if (rc == RL_OK) rc = rl__wmap_clear(&t->wm, key, (uint32_t)key_len);
     return undo(t, m, rc);
 }
@@ -423,7 +429,7 @@ static int do_clear_range(rl_txn *t, const void *begin, size_t begin_len, const 
     if (c == 0) return RL_OK;
     write_mark m = mark(t);
     rc = log_mut(t, RL_MUT_CLEAR_RANGE, begin, begin_len, end, end_len);
-    if (rc == RL_OK)
+    if (rc == RL_OK && !t->next_write_no_wcr)
         rc = range_add(t, &t->writes, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
     if (rc == RL_OK)
         rc = rl__wmap_clear_range(&t->wm, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
@@ -471,7 +477,8 @@ static int do_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *
         hi[kl] = 0;
         write_mark m = mark(t);
         rc = log_mut(t, RL_MUT_SET_VERSIONSTAMPED_KEY, key, key_len, param, param_len);
-        if (rc == RL_OK) rc = range_add(t, &t->writes, lo, (uint32_t)kl, hi, (uint32_t)kl + 1);
+        if (rc == RL_OK && !t->next_write_no_wcr)
+            rc = range_add(t, &t->writes, lo, (uint32_t)kl, hi, (uint32_t)kl + 1);
         return undo(t, m, rc);
     }
     size_t vlen = param_len;
@@ -486,7 +493,7 @@ static int do_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *
     if (rc) return rc;
     write_mark m = mark(t);
     rc = log_mut(t, (int)op, key, key_len, param, param_len);
-    if (rc == RL_OK) rc = write_conflict_key(t, key, (uint32_t)key_len);
+    if (rc == RL_OK && !t->next_write_no_wcr) rc = write_conflict_key(t, key, (uint32_t)key_len);
     if (rc == RL_OK)
         rc = rl__wmap_atomic(&t->wm, key, (uint32_t)key_len, (int)op, param, (uint32_t)param_len);
     return undo(t, m, rc);

@@ -1,0 +1,57 @@
+# cmake/fdbc.cmake — libfdb_c.so over reclayer (issue 10) and the tests of the fdb: backend.
+# Included at the end of CMakeLists.txt (after the modules, programs and tests are defined).
+#
+#   build/fdb/libfdb_c.so   FoundationDB's C API (API versions 710-730) over reclayer's public API:
+#                           src/fdbc/*.c plus position-independent copies of the modules it needs
+#                           (base .. kv; libreclayer.a itself is built without -fPIC). Soname
+#                           libfdb_c.so; only fdb_* symbols are exported (cmake/fdbc.map), so the
+#                           library carries its own private copy of reclayer.
+#   ctest *_fdb             the KV, record and query unit suites through the fdb: backend
+#                           (src/kv/fdb/) loading build/fdb/libfdb_c.so, over mem: (RL_FDBC_URL)
+#   ctest *_fdb_defer       the same over defer:mem: (every completion late, on another thread)
+#   ctest *_fdb_real        the same against a real FoundationDB cluster: RL_TEST_FDB_CLUSTER names
+#                           its cluster file and the real client library must be installed;
+#                           skipped (exit 77, saying why) otherwise
+#   make install            installs libfdb_c.so into PREFIX/lib (Makefile)
+
+set(RL_FDBC_MODULES base tuple storage commit net kv)
+set(RL_FDBC_SRCS "")
+foreach(mod ${RL_FDBC_MODULES})
+  file(GLOB_RECURSE fdbc_mod_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${mod}/*.c)
+  list(APPEND RL_FDBC_SRCS ${fdbc_mod_srcs})
+endforeach()
+file(GLOB RL_FDBC_OWN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/fdbc/*.c)
+
+add_library(fdb_c SHARED ${RL_FDBC_OWN} ${RL_FDBC_SRCS})
+set_target_properties(fdb_c PROPERTIES
+  OUTPUT_NAME fdb_c
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fdb
+  POSITION_INDEPENDENT_CODE ON
+  LINK_DEPENDS ${CMAKE_SOURCE_DIR}/cmake/fdbc.map)
+target_include_directories(fdb_c PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src ${RL_PROTO_DIR})
+foreach(mod ${RL_FDBC_MODULES})
+  foreach(lib ${RL_EXT_${mod}})
+    target_link_libraries(fdb_c PRIVATE ${lib})
+  endforeach()
+endforeach()
+# -z nodelete: like FoundationDB's client, the library is never unloaded (a network thread may run
+# in it); -Bsymbolic: its own references never bind to a reclayer linked into the program.
+target_link_options(fdb_c PRIVATE
+  -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/fdbc.map -Wl,-z,nodelete -Wl,-Bsymbolic)
+install(TARGETS fdb_c LIBRARY DESTINATION lib)
+
+set(RL_FDBC_LIB ${CMAKE_BINARY_DIR}/fdb/libfdb_c.so)
+
+# Test programs that load the library (tests/integ/kv/test_fdbc_*.c, test_fdb_backend*.c) must find
+# it built.
+file(GLOB RL_FDBC_TESTS CONFIGURE_DEPENDS
+  ${CMAKE_SOURCE_DIR}/tests/integ/kv/test_fdbc_*.c
+  ${CMAKE_SOURCE_DIR}/tests/integ/kv/test_fdb_backend*.c)
+foreach(t ${RL_FDBC_TESTS})
+  get_filename_component(stem ${t} NAME_WE)
+  if(TARGET integ_kv_${stem})
+    add_dependencies(integ_kv_${stem} fdb_c)
+    set_tests_properties(integ_kv_${stem} PROPERTIES
+      ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;RL_FDBC_LIB=${RL_FDBC_LIB}")
+  endif()
+endforeach()

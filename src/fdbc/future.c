@@ -1,0 +1,471 @@
+/* future.c — FDBFuture over rl_future: readiness, callbacks on the network thread, cancellation,
+ * destruction at any time, and the getters with FoundationDB's struct layouts.
+ *
+ * An FDBFuture either wraps an rl_future (`inner`, owned) whose completion it converts, or is
+ * completed by the library itself (argument errors, unsupported calls, on_error's outcome).
+ *
+ *     pending --inner completes / fdbc_future_complete--> ready
+ *     pending --fdb_future_cancel / fdb_future_destroy--> ready with operation_cancelled (1101)
+ *     ready   --fdb_future_release_memory--> ready, results released (getters: future_released)
+ *
+ * Invariants:
+ *   1. ready goes from 0 to 1 once, under mu; the fields it guards (err, results) never change
+ *      afterwards except that release_memory / destroy free the results.
+ *   2. refs counts the user's handle (until fdb_future_destroy), the inner future's callback
+ *      (until it ran, or until rl_future_free of the inner future guaranteed it never will:
+ *      inner_cb_done) and a posted callback task (until it ran). The memory is freed when refs
+ *      drops to 0, so a late inner completion or a queued task never touches freed memory.
+ *   3. A callback set on a ready future runs at once in the setting thread; one set on a pending
+ *      future runs on the network thread (fdbc_post) after the future is ready — FoundationDB's
+ *      rule. It runs at most once, and never after fdb_future_destroy returned (destroying a
+ *      pending future cancels it and drops its callback).
+ *   4. Results borrow the inner future's memory (values, keys, rows): the inner future is freed
+ *      only by release_memory or destroy, after which no getter hands them out.
+ *   5. No lock is held while calling the user's callback or rl_future_free (which waits for a
+ *      callback of the inner future running on another thread, and that callback takes mu).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fdbc/fdbc.h"
+
+/* The future handed out when not even an error future can be allocated. Never freed. */
+static FDBFuture oom_future = {
+    .kind = FK_NONE,
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER,
+    .ready = 1,
+    .err = FDBC_E_LARGE_ALLOC_FAILED,
+    .refs = 1,
+    .inner_cb_done = 1,
+};
+
+static const FDBKeyValue no_rows[1];
+
+static void run_task(fdbc_task *t);
+
+FDBFuture *fdbc_future_new(int kind) {
+    FDBFuture *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->kind = kind;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    f->refs = 1;
+    f->inner_cb_done = 1;
+    f->task.fn = run_task;
+    return f;
+}
+
+FDBFuture *fdbc_future_error(int kind, int err) {
+    FDBFuture *f = fdbc_future_new(kind);
+    if (!f) return &oom_future;
+    f->ready = 1;
+    f->err = err;
+    return f;
+}
+
+static void future_free(FDBFuture *f) {
+    free(f->conv);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    free(f);
+}
+
+/* Drop one reference (under no lock); frees after the last (invariant 2). */
+static void unref(FDBFuture *f) {
+    pthread_mutex_lock(&f->mu);
+    int last = --f->refs == 0;
+    pthread_mutex_unlock(&f->mu);
+    if (last) future_free(f);
+}
+
+/* Mark f ready with err and hand its callback to the network thread. Under f->mu. */
+static void mark_ready(FDBFuture *f, int err) {
+    f->ready = 1;
+    f->err = err;
+    pthread_cond_broadcast(&f->cv);
+    if (f->cb) {
+        f->refs++; /* the task's reference */
+        fdbc_post(&f->task);
+    }
+}
+
+/* The posted callback, on the network thread. */
+static void run_task(fdbc_task *t) {
+    FDBFuture *f = (FDBFuture *)((char *)t - offsetof(FDBFuture, task));
+    pthread_mutex_lock(&f->mu);
+    FDBCallback cb = f->destroyed ? NULL : f->cb;
+    void *param = f->cb_param;
+    f->cb = NULL;
+    pthread_mutex_unlock(&f->mu);
+    if (cb) cb(f, param);
+    unref(f);
+}
+
+void fdbc_future_complete(FDBFuture *f, int err) {
+    if (f == &oom_future) return;
+    pthread_mutex_lock(&f->mu);
+    if (!f->ready) mark_ready(f, err);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Convert the inner future's result into f's (kind-specific; FoundationDB's layouts). Returns
+ * the FoundationDB code the future completes with. Under f->mu. */
+static int convert(FDBFuture *f, rl_future *in) {
+    int rc = rl_future_get_error(in);
+    if (rc) return fdbc_err(rc);
+    switch (f->kind) {
+    case FK_NONE:
+        return 0;
+    case FK_INT64:
+        return fdbc_err(rl_future_get_int64(in, &f->i64));
+    case FK_KEY:
+        return fdbc_err(rl_future_get_key(in, &f->bytes, &f->len));
+    case FK_VALUE:
+        return fdbc_err(rl_future_get_value(in, &f->present, &f->bytes, &f->len));
+    case FK_KVS: {
+        const rl_keyvalue *kvs;
+        int n, more;
+        if ((rc = rl_future_get_keyvalue_array(in, &kvs, &n, &more))) return fdbc_err(rc);
+        FDBKeyValue *out = n ? malloc((size_t)n * sizeof *out) : NULL;
+        if (n && !out) return FDBC_E_LARGE_ALLOC_FAILED;
+        for (int i = 0; i < n; i++) {
+            out[i].key = kvs[i].key;
+            out[i].key_length = (int)kvs[i].key_len;
+            out[i].value = kvs[i].value;
+            out[i].value_length = (int)kvs[i].value_len;
+        }
+        f->conv = out;
+        f->count = n;
+        f->more = more;
+        return 0;
+    }
+    case FK_MAPPED: {
+        const rl_mapped_keyvalue *m;
+        int n, more;
+        if ((rc = rl_future_get_mapped_keyvalue_array(in, &m, &n, &more))) return fdbc_err(rc);
+        size_t rows = 0;
+        for (int i = 0; i < n; i++) rows += (size_t)m[i].n_kvs;
+        size_t sz = (size_t)n * sizeof(FDBMappedKeyValue) + rows * sizeof(FDBKeyValue);
+        FDBMappedKeyValue *out = sz ? calloc(1, sz) : NULL;
+        if (sz && !out) return FDBC_E_LARGE_ALLOC_FAILED;
+        FDBKeyValue *rowp = out ? (FDBKeyValue *)(out + n) : NULL;
+        for (int i = 0; i < n; i++) {
+            FDBMappedKeyValue *o = &out[i];
+            o->key.key = m[i].index.key;
+            o->key.key_length = (int)m[i].index.key_len;
+            o->value.key = m[i].index.value;
+            o->value.key_length = (int)m[i].index.value_len;
+            o->getRange.begin.key.key = m[i].begin;
+            o->getRange.begin.key.key_length = (int)m[i].begin_len;
+            o->getRange.begin.orEqual = 0;
+            o->getRange.begin.offset = 1;
+            o->getRange.end.key.key = m[i].end;
+            o->getRange.end.key.key_length = (int)m[i].end_len;
+            o->getRange.end.orEqual = 0;
+            o->getRange.end.offset = 1;
+            o->getRange.data = m[i].n_kvs ? rowp : (FDBKeyValue *)no_rows;
+            o->getRange.m_size = m[i].n_kvs;
+            o->getRange.m_capacity = m[i].n_kvs;
+            for (int j = 0; j < m[i].n_kvs; j++, rowp++) {
+                rowp->key = m[i].kvs[j].key;
+                rowp->key_length = (int)m[i].kvs[j].key_len;
+                rowp->value = m[i].kvs[j].value;
+                rowp->value_length = (int)m[i].kvs[j].value_len;
+            }
+            o->buffer[FDBC_MKV_MORE] = m[i].more ? 1 : 0;
+            o->buffer[FDBC_MKV_VARIANT] = 1;
+        }
+        f->conv = out;
+        f->count = n;
+        f->more = more;
+        return 0;
+    }
+    }
+    return FDBC_E_INTERNAL_ERROR;
+}
+
+/* The inner future completed (any thread, or inline inside rl_future_set_callback). */
+static void on_inner(rl_future *in, void *ud) {
+    FDBFuture *f = ud;
+    pthread_mutex_lock(&f->mu);
+    if (!f->ready && f->inner == in) {
+        int err = convert(f, in);
+        if (f->on_error_sub && err == f->on_error_sub) err = f->on_error_code;
+        mark_ready(f, err);
+    }
+    f->inner_cb_done = 1;
+    int last = --f->refs == 0;
+    pthread_mutex_unlock(&f->mu);
+    if (last) future_free(f);
+}
+
+FDBFuture *fdbc_future_attach(FDBFuture *f, rl_future *inner) {
+    pthread_mutex_lock(&f->mu);
+    f->inner = inner;
+    f->refs++;
+    f->inner_cb_done = 0;
+    pthread_mutex_unlock(&f->mu);
+    int rc = rl_future_set_callback(inner, on_inner, f);
+    if (rc) { /* the callback will never run (kv.h's callback rule) */
+        pthread_mutex_lock(&f->mu);
+        f->inner_cb_done = 1;
+        f->refs--;
+        if (!f->ready) mark_ready(f, fdbc_err(rc));
+        pthread_mutex_unlock(&f->mu);
+    }
+    return f;
+}
+
+/* Take the inner future out of f and free it; account for its callback (invariant 2). */
+static void drop_inner(FDBFuture *f, rl_future *in) {
+    if (!in) return;
+    rl_future_free(in); /* cancels it; waits for its callback if that is running elsewhere */
+    pthread_mutex_lock(&f->mu);
+    if (!f->inner_cb_done) {
+        f->inner_cb_done = 1;
+        f->refs--;
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* ---- The public functions ---------------------------------------------------------------- */
+
+/* Cancel: a pending future becomes ready with operation_cancelled and its operation is
+ * cancelled; its callback runs (on the network thread). No effect on a ready future. */
+FDBC_API void fdb_future_cancel(FDBFuture *f) {
+    if (!f || f == &oom_future) return;
+    pthread_mutex_lock(&f->mu);
+    if (f->ready || f->destroyed) {
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    rl_future *in = f->inner;
+    f->inner = NULL;
+    mark_ready(f, FDBC_E_OPERATION_CANCELLED);
+    pthread_mutex_unlock(&f->mu);
+    drop_inner(f, in);
+}
+
+/* Release the result's memory; the error stays readable, getters return future_released. */
+FDBC_API void fdb_future_release_memory(FDBFuture *f) {
+    if (!f || f == &oom_future) return;
+    pthread_mutex_lock(&f->mu);
+    if (!f->ready || f->released) {
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    f->released = 1;
+    rl_future *in = f->inner;
+    f->inner = NULL;
+    free(f->conv);
+    f->conv = NULL;
+    pthread_mutex_unlock(&f->mu);
+    drop_inner(f, in);
+}
+
+/* Destroy (exactly once per future): cancels a pending one; its callback never runs after this
+ * returns (invariant 3). */
+FDBC_API void fdb_future_destroy(FDBFuture *f) {
+    if (!f || f == &oom_future) return;
+    pthread_mutex_lock(&f->mu);
+    f->destroyed = 1;
+    f->cb = NULL;
+    rl_future *in = f->inner;
+    f->inner = NULL;
+    if (!f->ready) {
+        f->ready = 1;
+        f->err = FDBC_E_OPERATION_CANCELLED;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    drop_inner(f, in);
+    unref(f);
+}
+
+/* Wait until ready. Never from a callback on the network thread for a pending future (that would
+ * wait for itself): blocked_from_network_thread, as FoundationDB detects. The wait wakes every
+ * second to re-check (no unbounded wait); it ends when the future is ready. */
+FDBC_API fdb_error_t fdb_future_block_until_ready(FDBFuture *f) {
+    if (!f) return FDBC_E_CLIENT_INVALID_OPERATION;
+    pthread_mutex_lock(&f->mu);
+    if (!f->ready && fdbc_on_network_thread()) {
+        pthread_mutex_unlock(&f->mu);
+        return FDBC_E_BLOCKED_FROM_NETWORK_THREAD;
+    }
+    while (!f->ready) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
+FDBC_API fdb_bool_t fdb_future_is_ready(FDBFuture *f) {
+    if (!f) return 0;
+    pthread_mutex_lock(&f->mu);
+    int r = f->ready;
+    pthread_mutex_unlock(&f->mu);
+    return r;
+}
+
+/* Set the future's one callback (invariant 3). A second callback is client_invalid_operation. */
+FDBC_API fdb_error_t fdb_future_set_callback(FDBFuture *f, FDBCallback cb, void *param) {
+    if (!f || !cb) return FDBC_E_CLIENT_INVALID_OPERATION;
+    pthread_mutex_lock(&f->mu);
+    if (f->cb || f->destroyed) {
+        pthread_mutex_unlock(&f->mu);
+        return FDBC_E_CLIENT_INVALID_OPERATION;
+    }
+    if (f->ready) {
+        pthread_mutex_unlock(&f->mu);
+        cb(f, param);
+        return 0;
+    }
+    f->cb = cb;
+    f->cb_param = param;
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
+FDBC_API fdb_error_t fdb_future_get_error(FDBFuture *f) {
+    if (!f) return FDBC_E_CLIENT_INVALID_OPERATION;
+    pthread_mutex_lock(&f->mu);
+    int rc = f->ready ? f->err : FDBC_E_FUTURE_NOT_SET;
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+/* The common checks of a getter: ready, no error, not released, the right kind. */
+static int check(FDBFuture *f, int kind) {
+    if (!f) return FDBC_E_CLIENT_INVALID_OPERATION;
+    pthread_mutex_lock(&f->mu);
+    int rc = 0;
+    if (!f->ready) rc = FDBC_E_FUTURE_NOT_SET;
+    else if (f->err) rc = f->err;
+    else if (f->released) rc = FDBC_E_FUTURE_RELEASED;
+    else if (f->kind != kind) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_int64(FDBFuture *f, int64_t *out) {
+    int rc = check(f, FK_INT64);
+    if (rc == 0 && !out) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) *out = f->i64;
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_uint64(FDBFuture *f, uint64_t *out) {
+    int rc = check(f, FK_UINT64);
+    if (rc == 0 && !out) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) *out = (uint64_t)f->i64;
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_bool(FDBFuture *f, fdb_bool_t *out) {
+    int rc = check(f, FK_BOOL);
+    if (rc == 0 && !out) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) *out = f->i64 != 0;
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_double(FDBFuture *f, double *out) {
+    int rc = check(f, FK_DOUBLE);
+    if (rc == 0 && !out) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) *out = (double)f->i64;
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_key(FDBFuture *f, const uint8_t **out_key, int *out_len) {
+    int rc = check(f, FK_KEY);
+    if (rc == 0 && (!out_key || !out_len)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) {
+        *out_key = f->bytes ? f->bytes : (const uint8_t *)"";
+        *out_len = f->len;
+    }
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_value(FDBFuture *f, fdb_bool_t *out_present,
+                                          const uint8_t **out_value, int *out_len) {
+    int rc = check(f, FK_VALUE);
+    if (rc == 0 && (!out_present || !out_value || !out_len)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) {
+        *out_present = f->present;
+        if (f->present) {
+            *out_value = f->bytes ? f->bytes : (const uint8_t *)"";
+            *out_len = f->len;
+        }
+    }
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_keyvalue_array(FDBFuture *f, const FDBKeyValue **out_kv,
+                                                   int *out_count, fdb_bool_t *out_more) {
+    int rc = check(f, FK_KVS);
+    if (rc == 0 && (!out_kv || !out_count)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) {
+        *out_kv = f->conv ? f->conv : no_rows;
+        *out_count = f->count;
+        if (out_more) *out_more = f->more;
+    }
+    return rc;
+}
+
+FDBC_API fdb_error_t fdb_future_get_mappedkeyvalue_array(FDBFuture *f,
+                                                         const FDBMappedKeyValue **out_kv,
+                                                         int *out_count, fdb_bool_t *out_more) {
+    static const FDBMappedKeyValue no_entries[1];
+    int rc = check(f, FK_MAPPED);
+    if (rc == 0 && (!out_kv || !out_count)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) {
+        *out_kv = f->conv ? f->conv : no_entries;
+        *out_count = f->count;
+        if (out_more) *out_more = f->more;
+    }
+    return rc;
+}
+
+/* Kinds this library never produces a value for (their futures always hold an error, so the
+ * getters return that error, or client_invalid_operation for a future of another kind). */
+FDBC_API fdb_error_t fdb_future_get_key_array(FDBFuture *f, const FDBKey **out, int *out_count) {
+    (void)out;
+    (void)out_count;
+    int rc = check(f, FK_KEYS);
+    return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
+}
+
+FDBC_API fdb_error_t fdb_future_get_string_array(FDBFuture *f, const char ***out, int *out_count) {
+    (void)out;
+    (void)out_count;
+    int rc = check(f, FK_STRINGS);
+    return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
+}
+
+FDBC_API fdb_error_t fdb_future_get_keyrange_array(FDBFuture *f, const FDBKeyRange **out,
+                                                   int *out_count) {
+    (void)out;
+    (void)out_count;
+    int rc = check(f, FK_RANGES);
+    return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
+}
+
+FDBC_API fdb_error_t fdb_future_get_granule_summary_array(FDBFuture *f,
+                                                          const FDBGranuleSummary **out,
+                                                          int *out_count) {
+    (void)out;
+    (void)out_count;
+    int rc = check(f, FK_RANGES);
+    return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
+}
+
+FDBC_API fdb_error_t fdb_future_readbg_get_descriptions(FDBFuture *f, void **out, int *desc_count) {
+    (void)out;
+    (void)desc_count;
+    int rc = check(f, FK_RANGES);
+    return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
+}
