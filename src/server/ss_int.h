@@ -2,9 +2,12 @@
  * structures of `rlkvd storage` and the functions its files share.
  *
  * Ownership of state by thread (the invariants every function here relies on):
- *   1. The loop thread owns every connection object of the server (clients, the coordinator,
- *      peers), the parked reads, the replication state (co_*, sync_busy, …) and the pending
- *      storage-to-storage requests. Nothing else touches them; other threads post to the loop.
+ *   1. The loop thread owns the connection objects of clients and the coordinator, the parked
+ *      reads and the replication state (co_*, sync_busy, …). Nothing else touches them; other
+ *      threads post to the loop. The peer records (ss->peers: connections to other storage
+ *      servers and their pending requests) are shared under peers_mu: workers send GET_MULTI
+ *      themselves on a connected peer (no thread hop), the loop thread connects, matches
+ *      replies and handles closes and deadlines.
  *   2. `own` (the ranges this server holds) and `map` (the coordinator's shard map) are written
  *      by the loop thread under map_mu and read by workers under map_mu; the loop thread reads
  *      them without the lock.
@@ -127,7 +130,8 @@ struct ss_job {
     uint8_t payload[];
 };
 
-/* A connection to another storage server for GET_MULTI. Loop thread only. */
+/* A connection to another storage server for GET_MULTI. Every field is under ss->peers_mu
+ * (ss_int.h invariant 1); the record lives until the server is freed. */
 struct ss_peer {
     rl_ss *ss;
     uint32_t id;
@@ -168,7 +172,8 @@ struct ss_s2s_req {
     rl_buf payload;   /* the encoded GET_MULTI request */
     int *pieces;      /* indexes into b->pieces, in the request's item order */
     int n_pieces;
-    int done;
+    int done;         /* finished (under the batch's mu) */
+    int sent;         /* sent by the worker itself (set before the loop sees the batch) */
 };
 
 /* The remote part of one batch of a mapped read: shared by the worker (which waits) and the
@@ -256,7 +261,8 @@ struct rl_ss {
     ss_job *jobs, *jobs_tail;
     int jobs_quit;
 
-    /* Peers (loop; ss_mapped.c). */
+    /* Peers (under peers_mu; ss_mapped.c). */
+    pthread_mutex_t peers_mu;
     ss_peer *peers;
     uint64_t s2s_next_id;
     rl_arena s2s_arena;  /* decode arena of GET_MULTI replies (loop) */

@@ -15,9 +15,11 @@
  *             2. read the local pieces from the engine (on the worker);
  *             3. build the GET_MULTI requests — `individual` (FoundationDB's): one request per
  *                remote piece; `grouped`: one request per owner with all its pieces of the batch
- *                — and post them to the loop thread, which sends them all at once over the peer
- *                connections; the worker waits on the batch's condition variable (in slices, so
- *                a stop is seen) until every reply came, or the timeout (s2s_timeout_ms);
+ *                — and send them all at once: the worker itself on peers already connected (no
+ *                thread hop), the loop thread for the others (it connects first, or waits for a
+ *                shard map that has the peer's address); the worker waits on the batch's
+ *                condition variable (in slices, so a stop is seen), woken once when every reply
+ *                came, or gives up at the timeout (s2s_timeout_ms);
  *             4. merge each item's pieces in key order under its row and byte limits.
  *           encode the reply (entries, more, status, read_through, resolved bounds, stats) and
  *           send it from the worker (rl__conn_send is thread-safe).
@@ -32,9 +34,11 @@
  *      loop thread has not finished. The loop thread writes results into the worker's arena only
  *      under the batch mutex and only while the worker has not given up (cancelled), so a late
  *      reply never touches memory the worker reused.
- *   4. Every request sent to a peer sits in exactly one list (its peer's waiting or pending list)
- *      until it is finished exactly once: by its reply, its connection's close, its deadline
- *      (rl__ss_s2s_tick), or shutdown.
+ *   4. Every request sent to a peer sits in exactly one list (its peer's waiting or pending list,
+ *      under peers_mu) until it is finished exactly once, by whoever takes it out of the list: its
+ *      reply, its connection's close, a failed send, its deadline (rl__ss_s2s_tick), or
+ *      shutdown. A request is put into pending before its frame is sent, so its reply always
+ *      finds it.
  *   5. Reply sizes are bounded: the index budget is at most SS_REPLY_BYTES, batches at most
  *      SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET / batch bytes (a
  *      secondary cut off is marked more; the client completes it), so a reply stays well inside
@@ -83,8 +87,7 @@ static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) {
     }
     if (!q->done) {
         q->done = 1;
-        b->outstanding--;
-        pthread_cond_signal(&b->cv);
+        if (--b->outstanding == 0) pthread_cond_signal(&b->cv); /* wake the worker once */
     }
     pthread_mutex_unlock(&b->mu);
     batch_unref(b);
@@ -136,13 +139,15 @@ static void req_reply(ss_s2s_req *q, const rl_msg_get_multi_reply *r, int err_co
     }
     if (!q->done) {
         q->done = 1;
-        b->outstanding--;
-        pthread_cond_signal(&b->cv);
+        if (--b->outstanding == 0) pthread_cond_signal(&b->cv); /* wake the worker once */
     }
     pthread_mutex_unlock(&b->mu);
     if (want_map) rl__ss_want_map(b->ss);
     batch_unref(b);
 }
+
+/* ---- Peer records (ss_int.h invariant 1: under peers_mu). Whoever takes a request out of a
+ * peer's lists finishes it, after dropping peers_mu (req_fail / req_reply lock the batch). ---- */
 
 static ss_s2s_req *list_take(ss_s2s_req **head, uint64_t id) {
     for (ss_s2s_req **pp = head; *pp; pp = &(*pp)->next)
@@ -155,38 +160,60 @@ static ss_s2s_req *list_take(ss_s2s_req **head, uint64_t id) {
     return NULL;
 }
 
-/* Fail every request of a peer (connection lost or refused, shutdown). */
-static void peer_fail_all(ss_peer *p, int code, const char *why) {
-    ss_s2s_req *lists[2] = {p->pending, p->waiting};
-    p->pending = p->waiting = NULL;
-    for (int l = 0; l < 2; l++)
-        for (ss_s2s_req *q = lists[l], *next; q; q = next) {
-            next = q->next;
-            q->next = NULL;
-            req_fail(q, code, "storage server %u (%s:%u): %s", p->id, p->addr, p->port, why);
-        }
+/* Prepend chain `add` to *chain. */
+static void chain_add(ss_s2s_req **chain, ss_s2s_req *add) {
+    while (add) {
+        ss_s2s_req *n = add->next;
+        add->next = *chain;
+        *chain = add;
+        add = n;
+    }
 }
 
-static int peer_send(ss_peer *p, ss_s2s_req *q) {
-    int rc = rl__conn_send(p->conn, RL_MSG_GET_MULTI, 0, q->req_id, q->payload.data,
-                           q->payload.len);
-    if (rc != RL_OK) {
-        req_fail(q, RL_E_SERVER_UNAVAILABLE, "storage server %u (%s:%u): send failed: %s", p->id,
-                 p->addr, p->port, rl_error_name(rc));
-        return rc;
+/* Take every request of p out of its lists (peers_mu held). */
+static ss_s2s_req *peer_detach_all(ss_peer *p) {
+    ss_s2s_req *chain = NULL;
+    chain_add(&chain, p->pending);
+    chain_add(&chain, p->waiting);
+    p->pending = p->waiting = NULL;
+    return chain;
+}
+
+/* Fail every request of a chain (peers_mu not held). */
+static void fail_chain(ss_s2s_req *q, int code, const char *why) {
+    for (ss_s2s_req *n; q; q = n) {
+        n = q->next;
+        q->next = NULL;
+        req_fail(q, code, "%s", why);
     }
+}
+
+/* Send q on p's connection (peers_mu held, p->conn set): into pending, then the frame. On a
+ * failed send q is taken out again and returned in *failed for the caller to finish. */
+static void peer_send_locked(ss_peer *p, ss_s2s_req *q, ss_s2s_req **failed) {
     q->next = p->pending;
     p->pending = q;
-    return RL_OK;
+    int rc = rl__conn_send(p->conn, RL_MSG_GET_MULTI, 0, q->req_id, q->payload.data,
+                           q->payload.len);
+    if (rc != RL_OK && list_take(&p->pending, q->req_id)) {
+        q->next = *failed;
+        *failed = q;
+    }
 }
 
 static void on_peer_close(rl_conn *conn, int err, void *ud) {
     ss_peer *p = ud;
-    char why[300];
-    snprintf(why, sizeof why, "connection lost (%s: %s)", rl_error_name(err),
-             rl__conn_close_reason(conn));
-    if (p->conn == conn) p->conn = NULL;
-    peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, why);
+    char why[400];
+    pthread_mutex_lock(&p->ss->peers_mu);
+    snprintf(why, sizeof why, "storage server %u (%s:%u): connection lost (%s: %s)", p->id,
+             p->addr, p->port, rl_error_name(err), rl__conn_close_reason(conn));
+    ss_s2s_req *chain = NULL;
+    if (p->conn == conn) {
+        p->conn = NULL;
+        chain = peer_detach_all(p);
+    }
+    pthread_mutex_unlock(&p->ss->peers_mu);
+    fail_chain(chain, RL_E_SERVER_UNAVAILABLE, why);
     rl__conn_release(conn);
 }
 
@@ -222,7 +249,9 @@ static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t
         }
         return;
     }
+    pthread_mutex_lock(&ss->peers_mu);
     ss_s2s_req *q = list_take(&p->pending, h->id);
+    pthread_mutex_unlock(&ss->peers_mu);
     if (!q) return; /* finished already (its deadline passed) */
     if (h->flags & RL_FRAME_ERROR) {
         req_reply(q, NULL, m.u.error.code > 0 ? m.u.error.code : RL_E_INTERNAL_ERROR);
@@ -239,18 +268,23 @@ static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t
 static void on_peer_connect(rl_conn *conn, int err, void *ud) {
     ss_peer *p = ud;
     rl_ss *ss = p->ss;
+    ss_s2s_req *failed = NULL;
+    char why[200];
+    pthread_mutex_lock(&ss->peers_mu);
     p->connecting = 0;
-    if (err != RL_OK) {
-        char why[128];
-        snprintf(why, sizeof why, "cannot connect: %s", rl_error_name(err));
-        peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, why);
-        rl__ss_want_map(ss);
-        return;
-    }
-    if (atomic_load(&ss->stopping)) {
-        rl__conn_close(conn, 0);
-        rl__conn_release(conn);
-        peer_fail_all(p, RL_E_OPERATION_CANCELLED, "the server is stopping");
+    snprintf(why, sizeof why, "storage server %u (%s:%u): cannot connect: %s", p->id, p->addr,
+             p->port, rl_error_name(err));
+    if (err != RL_OK || atomic_load(&ss->stopping)) {
+        failed = peer_detach_all(p);
+        pthread_mutex_unlock(&ss->peers_mu);
+        if (err == RL_OK) {
+            rl__conn_close(conn, 0);
+            rl__conn_release(conn);
+            fail_chain(failed, RL_E_OPERATION_CANCELLED, "the storage server is stopping");
+        } else {
+            fail_chain(failed, RL_E_SERVER_UNAVAILABLE, why);
+            rl__ss_want_map(ss);
+        }
         return;
     }
     p->conn = conn;
@@ -269,112 +303,143 @@ static void on_peer_connect(rl_conn *conn, int err, void *ud) {
     if (rl__msg_encode(&b, &m, NULL) == RL_OK)
         rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);
     rl__buf_release(&b);
-    ss_s2s_req *w = p->waiting;
+    /* The waiting requests, oldest first (the list is newest first). */
+    ss_s2s_req *w = NULL;
+    chain_add(&w, p->waiting);
     p->waiting = NULL;
-    /* Oldest first (the list is newest first). */
-    ss_s2s_req *rev = NULL;
-    while (w) {
-        ss_s2s_req *n = w->next;
-        w->next = rev;
-        rev = w;
-        w = n;
-    }
-    for (ss_s2s_req *q = rev, *n; q; q = n) {
+    for (ss_s2s_req *q = w, *n; q; q = n) {
         n = q->next;
         q->next = NULL;
-        if (p->conn)
-            peer_send(p, q);
-        else
-            req_fail(q, RL_E_SERVER_UNAVAILABLE, "storage server %u: connection lost", p->id);
+        peer_send_locked(p, q, &failed);
     }
+    snprintf(why, sizeof why, "storage server %u (%s:%u): send failed", p->id, p->addr, p->port);
+    pthread_mutex_unlock(&ss->peers_mu);
+    fail_chain(failed, RL_E_SERVER_UNAVAILABLE, why);
 }
 
-/* The peer record of server id (created on first use; its address from the shard map). */
-static ss_peer *peer_get(rl_ss *ss, uint32_t id) {
+/* The peer record of server id (peers_mu held); created on first use when create. */
+static ss_peer *peer_find(rl_ss *ss, uint32_t id, int create) {
     ss_peer *p = ss->peers;
     for (; p; p = p->next)
-        if (p->id == id) break;
-    if (!p) {
-        p = rl__calloc(1, sizeof *p);
-        if (!p) return NULL;
-        p->id = id;
-        p->ss = ss;
-        p->next = ss->peers;
-        ss->peers = p;
-    }
+        if (p->id == id) return p;
+    if (!create) return NULL;
+    p = rl__calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->id = id;
+    p->ss = ss;
+    p->next = ss->peers;
+    ss->peers = p;
     return p;
 }
 
-static void peer_connect(rl_ss *ss, ss_peer *p, const ss_server *sv);
-
-/* Send (or queue until connected) request q to its server. */
-static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
-    if (atomic_load(&ss->stopping) || rl__loop_is_closing(ss->loop)) {
-        req_fail(q, RL_E_OPERATION_CANCELLED, "the storage server is stopping");
-        return;
-    }
-    ss_peer *p = peer_get(ss, q->server);
-    if (!p) {
-        req_fail(q, RL_E_OUT_OF_MEMORY, "out of memory");
-        return;
-    }
-    q->req_id = ++ss->s2s_next_id;
-    if (p->conn) {
-        peer_send(p, q);
-        return;
-    }
-    q->next = p->waiting;
-    p->waiting = q;
-    if (p->connecting) return;
-    /* The address as the shard map has it now (the loop thread reads the map without the lock,
-     * ss_int.h invariant 2). */
-    const ss_server *sv = NULL;
-    if (ss->map)
-        for (uint32_t i = 0; i < ss->map->n_servers; i++)
-            if (ss->map->servers[i].id == q->server) sv = &ss->map->servers[i];
-    if (!sv) {
-        /* Not registered when the map was fetched (servers register one by one): wait for a
-         * newer map (rl__ss_peers_on_map connects then); the deadline still applies. */
-        rl__ss_want_map(ss);
-        return;
-    }
-    peer_connect(ss, p, sv);
-}
-
-void rl__ss_peers_on_map(rl_ss *ss) {
-    for (ss_peer *p = ss->peers; p; p = p->next) {
-        if (!p->waiting || p->conn || p->connecting || !ss->map) continue;
-        for (uint32_t i = 0; i < ss->map->n_servers; i++)
-            if (ss->map->servers[i].id == p->id) {
-                peer_connect(ss, p, &ss->map->servers[i]);
-                break;
-            }
-    }
-}
-
-/* Connect to peer p at sv's address (requests wait in p->waiting meanwhile). */
-static void peer_connect(rl_ss *ss, ss_peer *p, const ss_server *sv) {
+/* Start connecting p to sv's address (peers_mu held; loop thread). If the connect cannot even
+ * start, p's waiting requests are moved to *failed. */
+static void peer_connect_locked(rl_ss *ss, ss_peer *p, const ss_server *sv, ss_s2s_req **failed) {
     memcpy(p->addr, sv->addr, sizeof p->addr);
     p->port = sv->port;
     p->connecting = 1;
     int rc = rl__connect(ss->loop, p->addr, p->port, ss->o.connect_timeout_ms, on_peer_connect, p);
     if (rc != RL_OK) {
         p->connecting = 0;
-        peer_fail_all(p, RL_E_SERVER_UNAVAILABLE, "cannot connect");
+        chain_add(failed, peer_detach_all(p));
     }
 }
 
-/* Posted by a worker: issue every request of a batch at once. The post carries one reference of
- * each request (taken by the worker). */
+/* The server list entry of id in the shard map (loop thread: reads the map without map_mu). */
+static const ss_server *map_server(const rl_ss *ss, uint32_t id) {
+    if (!ss->map) return NULL;
+    for (uint32_t i = 0; i < ss->map->n_servers; i++)
+        if (ss->map->servers[i].id == id) return &ss->map->servers[i];
+    return NULL;
+}
+
+/* On the loop thread: send request q, or queue it until its peer is connected (connecting it,
+ * or waiting for a shard map that has its address). */
+static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
+    ss_s2s_req *failed = NULL;
+    if (atomic_load(&ss->stopping) || rl__loop_is_closing(ss->loop)) {
+        req_fail(q, RL_E_OPERATION_CANCELLED, "the storage server is stopping");
+        return;
+    }
+    pthread_mutex_lock(&ss->peers_mu);
+    ss_peer *p = peer_find(ss, q->server, 1);
+    if (!p) {
+        pthread_mutex_unlock(&ss->peers_mu);
+        req_fail(q, RL_E_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    q->req_id = ++ss->s2s_next_id;
+    if (p->conn) {
+        peer_send_locked(p, q, &failed);
+    } else {
+        q->next = p->waiting;
+        p->waiting = q;
+        if (!p->connecting) {
+            const ss_server *sv = map_server(ss, q->server);
+            if (sv)
+                peer_connect_locked(ss, p, sv, &failed);
+            else /* not registered when the map was fetched: wait for a newer map */
+                rl__ss_want_map(ss);
+        }
+    }
+    pthread_mutex_unlock(&ss->peers_mu);
+    fail_chain(failed, RL_E_SERVER_UNAVAILABLE, "a storage-to-storage request could not be sent");
+}
+
+void rl__ss_peers_on_map(rl_ss *ss) {
+    ss_s2s_req *failed = NULL;
+    pthread_mutex_lock(&ss->peers_mu);
+    for (ss_peer *p = ss->peers; p; p = p->next) {
+        if (!p->waiting || p->conn || p->connecting) continue;
+        const ss_server *sv = map_server(ss, p->id);
+        if (sv) peer_connect_locked(ss, p, sv, &failed);
+    }
+    pthread_mutex_unlock(&ss->peers_mu);
+    fail_chain(failed, RL_E_SERVER_UNAVAILABLE, "cannot connect to a storage server");
+}
+
+/* Posted by a worker: issue the requests of a batch it could not send itself. The post carries
+ * one reference of the batch. */
 static void on_s2s_start(rl_loop *loop, void *ud) {
     (void)loop;
     ss_batch *b = ud;
-    for (int i = 0; i < b->n_reqs; i++) s2s_issue(b->ss, &b->reqs[i]);
+    for (int i = 0; i < b->n_reqs; i++)
+        if (!b->reqs[i].sent) s2s_issue(b->ss, &b->reqs[i]);
     batch_unref(b); /* the post's own reference */
+}
+
+/* On a worker: send what can go directly (the peer is connected), post the rest to the loop.
+ * Returns RL_OK, or RL_E_OUT_OF_MEMORY when the post failed (the unsent requests are failed). */
+static int s2s_send(rl_ss *ss, ss_batch *b) {
+    ss_s2s_req *failed = NULL;
+    int post = 0;
+    pthread_mutex_lock(&ss->peers_mu);
+    for (int i = 0; i < b->n_reqs; i++) {
+        ss_s2s_req *q = &b->reqs[i];
+        ss_peer *p = peer_find(ss, q->server, 0);
+        if (p && p->conn && rl__conn_is_open(p->conn) && !atomic_load(&ss->stopping)) {
+            q->req_id = ++ss->s2s_next_id;
+            q->sent = 1;
+            peer_send_locked(p, q, &failed);
+        } else {
+            post = 1;
+        }
+    }
+    pthread_mutex_unlock(&ss->peers_mu);
+    fail_chain(failed, RL_E_SERVER_UNAVAILABLE, "a storage-to-storage request could not be sent");
+    if (!post) return RL_OK;
+    atomic_fetch_add(&b->refs, 1);
+    if (rl__loop_post(ss->loop, on_s2s_start, b) == RL_OK) return RL_OK;
+    atomic_fetch_sub(&b->refs, 1);
+    for (int i = 0; i < b->n_reqs; i++)
+        if (!b->reqs[i].sent) req_fail(&b->reqs[i], RL_E_OUT_OF_MEMORY, "out of memory");
+    return RL_E_OUT_OF_MEMORY;
 }
 
 void rl__ss_s2s_tick(rl_ss *ss) {
     uint64_t now = rl__clock_mono_ns();
+    ss_s2s_req *expired = NULL;
+    pthread_mutex_lock(&ss->peers_mu);
     for (ss_peer *p = ss->peers; p; p = p->next) {
         ss_s2s_req **lists[2] = {&p->pending, &p->waiting};
         for (int l = 0; l < 2; l++) {
@@ -386,20 +451,23 @@ void rl__ss_s2s_tick(rl_ss *ss) {
                     continue;
                 }
                 *pp = q->next;
-                q->next = NULL;
-                req_fail(q, RL_E_TIMED_OUT, "storage server %u (%s:%u) did not answer in time",
-                         p->id, p->addr, p->port);
+                q->next = expired;
+                expired = q;
             }
         }
     }
+    pthread_mutex_unlock(&ss->peers_mu);
+    fail_chain(expired, RL_E_TIMED_OUT, "a storage server did not answer in time");
 }
 
 void rl__ss_peers_free(rl_ss *ss) {
+    pthread_mutex_lock(&ss->peers_mu);
     ss_peer *p = ss->peers, *next;
     ss->peers = NULL;
+    pthread_mutex_unlock(&ss->peers_mu);
     for (; p; p = next) {
         next = p->next;
-        peer_fail_all(p, RL_E_OPERATION_CANCELLED, "the storage server is stopping");
+        fail_chain(peer_detach_all(p), RL_E_OPERATION_CANCELLED, "the storage server is stopping");
         if (p->conn) {
             rl__conn_set_callbacks(p->conn, NULL, NULL, NULL);
             rl__conn_close(p->conn, 0);
@@ -631,14 +699,10 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
     uint64_t deadline = t0 + (uint64_t)ss->o.s2s_timeout_ms * 1000000u;
     for (int r = 0; r < b->n_reqs; r++) b->reqs[r].deadline_ns = deadline;
     b->outstanding = b->n_reqs;
-    atomic_fetch_add(&b->refs, b->n_reqs + 1); /* the requests' and the post's */
+    atomic_fetch_add(&b->refs, b->n_reqs); /* one per request until it is finished */
     c->s2s_requests += (uint32_t)b->n_reqs;
     c->s2s_round_trips++;
-    if (rl__loop_post(ss->loop, on_s2s_start, b) != RL_OK) {
-        atomic_fetch_sub(&b->refs, b->n_reqs + 1);
-        batch_unref(b);
-        return RL_E_OUT_OF_MEMORY;
-    }
+    s2s_send(ss, b); /* what it cannot send is failed, and seen below */
     /* Wait (in slices, so a stop is seen), invariant 3. */
     pthread_mutex_lock(&b->mu);
     while (b->outstanding > 0 && !atomic_load(&ss->stopping)) {

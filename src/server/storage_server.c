@@ -725,6 +725,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     ss->coord_ip = str_dup(o->coordinator_ip);
     ss->listen_ip = str_dup(o->listen_ip ? o->listen_ip : "127.0.0.1");
     pthread_mutex_init(&ss->map_mu, NULL);
+    pthread_mutex_init(&ss->peers_mu, NULL);
     pthread_mutex_init(&ss->sync_mu, NULL);
     pthread_cond_init(&ss->sync_cv, NULL);
     pthread_mutex_init(&ss->job_mu, NULL);
@@ -862,6 +863,7 @@ void rl__ss_free(rl_ss *ss) {
     rl__buf_release(&ss->reply);
     rl__buf_release(&ss->co_buf);
     pthread_mutex_destroy(&ss->map_mu);
+    pthread_mutex_destroy(&ss->peers_mu);
     pthread_mutex_destroy(&ss->sync_mu);
     pthread_cond_destroy(&ss->sync_cv);
     pthread_mutex_destroy(&ss->job_mu);
