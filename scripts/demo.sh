@@ -5,8 +5,10 @@
 #      they are split in two chunks) into a temporary file: database, check it with `rl check`;
 #   3. run one index query with each fetch method through `rl query --stats` and print the counters
 #      side by side;
-#   4. a quick `rlbench query` (index scans per fetch method beside SQLite), ending in its table.
-# Needs only bash, grep and sed besides the built programs; takes well under a minute.
+#   4. the quick benchmark campaign (`rlbench campaign --quick`: the reference reports' design on the
+#      embedded topology, with the SQLite peer), into BUILD_DIR/campaign-YYYYMMDD-HHMMSS/, ending in
+#      the report's main table and where the report, results, plots and manifest are.
+# Needs only bash, grep and sed besides the built programs; about two and a half minutes.
 set -euo pipefail
 build="${1:-build}"
 rl="$build/rl"
@@ -84,6 +86,7 @@ else
   exit 1
 fi
 
+out="$build/campaign-$(date +%Y%m%d-%H%M%S)"
 echo
-echo "== rlbench query --seconds 0.1 --repeats 3 (1,000 Orders small and split, in-process, vs SQLite)"
-"$rlbench" query --seconds 0.1 --repeats 3 2>/dev/null
+echo "== rlbench campaign --quick --out $out (progress on stderr; about two minutes)"
+"$rlbench" campaign --quick --out "$out"

@@ -162,7 +162,7 @@ static int cmd_campaign(int argc, char **argv) {
          .help = "the protocol (JSON) declaring the whole campaign"},
         {.name = "quick", .kind = RL_ARG_FLAG, .dest = &quick, .help = "the built-in quick protocol (about 2 minutes)"},
         {.name = "out", .kind = RL_ARG_STRING, .dest = &out_dir, .metavar = "DIR", .flags = RL_ARG_NONEMPTY,
-         .help = "where results.json, report.md, plots/ and manifest.json go (absent or empty)"},
+         .help = "a new or empty directory for results.json, report.md, plots/, manifest.json"},
         {.name = "print-protocol", .kind = RL_ARG_FLAG, .dest = &print,
          .help = "print the built-in protocol (full, or the quick one with --quick) and exit"},
         {0}};
