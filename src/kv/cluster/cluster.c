@@ -672,9 +672,9 @@ static void send_on(cconn *cc, creq *q) {
     if (back) fail_any(q, rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_CONNECTION_FAILED);
 }
 
-/* Where q goes: the coordinator for everything but reads (and pings to a storage server), which
- * go where the location cache says. Returns 0 with the address filled, or 1 when q went to wait
- * for a map refresh, or -1 when q was finished. */
+/* Where q goes: the coordinator for everything but reads (and status / pings to a storage
+ * server), which go where the location cache says. Returns 0 with the address filled; 1 when q
+ * went to wait for a map refresh or to a retry; -1 when q was finished. */
 static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) {
     cluster *cl = q->cl;
     int by_id = (q->kind == RL_CREQ_PING || q->kind == RL_CREQ_STATUS) && q->ping_server != 0;
@@ -708,9 +708,11 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
             finish(q, RL_E_KEY_OUTSIDE_LEGAL_RANGE);
             return -1;
         }
-        if (sidx < 0) { /* a team member the server list does not know: refresh first */
+        if (sidx < 0) { /* no member in the server list (not registered yet?): refresh and
+                         * retry with backoff, bounded by the retry window like a lost server */
             rl__locmap_unref(m);
-            want_map(cl, q);
+            want_map(cl, NULL);
+            fail_any(q, RL_E_CONNECTION_FAILED);
             return 1;
         }
     }
@@ -1106,6 +1108,9 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
             return;
         }
         if (q->kind == RL_CREQ_READ) q->r->stats.bytes_received += RL_FRAME_HEADER_LEN + h->payload_len;
+        rl__log(RL_LOG_DEBUG, "cluster client: %s error reply from %s:%u: %s (%.*s)", rl__msg_type_name(h->type),
+                cc->ip, cc->port, rl_error_name(e.code), (int)(e.message_len > 300 ? 300 : e.message_len),
+                e.message ? (const char *)e.message : "");
         error_reply(q, e.code);
         return;
     }
