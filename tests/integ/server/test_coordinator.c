@@ -48,6 +48,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "net/proto.h"
+#include "reclayer/kv.h"
 #include "test.h"
 
 /* ---- Processes -------------------------------------------------------------------------------- */
@@ -1408,7 +1409,14 @@ static void *bench_thread(void *p) {
 
 TEST(coord_1_7_commit_throughput) {
     coord c;
-    coord_start(&c, "co17");
+    c.base = rl_test_tmpdir("co17");
+    snprintf(c.dir, sizeof c.dir, "%s/coordinator", c.base);
+    snprintf(c.port_file, sizeof c.port_file, "%s/coordinator.port", c.base);
+    snprintf(c.log, sizeof c.log, "%s/coordinator.log", c.base);
+    const char *nosync = getenv("RL_COORD_BENCH_NO_SYNC");
+    int no_sync = nosync && *nosync && strcmp(nosync, "0") != 0;
+    const char *extra[] = {no_sync ? "--no-sync" : NULL, NULL};
+    ASSERT_EQ(coord_start_args(&c, extra), 0);
     const char *env = getenv("RL_COORD_BENCH_SECONDS");
     double seconds = env ? atof(env) : 2.0;
     if (seconds <= 0) seconds = 2.0;
@@ -1438,10 +1446,10 @@ TEST(coord_1_7_commit_throughput) {
     json_int_t batches = json_integer_value(json_object_get(st, "batches"));
     json_decref(st);
     tconn_close(&t);
-    printf("commit throughput (fsync on, %d connections, GRV + COMMIT of %d keys each): %.0f "
+    printf("commit throughput (%s, %d connections, GRV + COMMIT of %d keys each): %.0f "
            "commits/s, %.0f writes/s over %.2f s; %llu commits in %lld batches (%.1f per batch); "
            "conflicts %llu, other errors %llu\n",
-           BENCH_CONNS, BENCH_KEYS, (double)commits / el, (double)commits * BENCH_KEYS / el, el,
+           no_sync ? "--no-sync" : "fsync on", BENCH_CONNS, BENCH_KEYS, (double)commits / el, (double)commits * BENCH_KEYS / el, el,
            (unsigned long long)commits, (long long)batches, batches ? (double)commits / (double)batches : 0.0,
            (unsigned long long)conflicts, (unsigned long long)other);
     ASSERT_EQ(conflicts, 0);
@@ -1450,7 +1458,75 @@ TEST(coord_1_7_commit_throughput) {
     coord_done(&c);
 }
 
+/* ---- coord-1.8 -------------------------------------------------------------------------------- */
+
+typedef struct {
+    rl_db *db;
+    int idx;
+    double seconds;
+    uint64_t commits;
+    int fail;
+} emb_arg;
+
+static void *emb_thread(void *p) {
+    emb_arg *a = p;
+    uint64_t end = rl__clock_mono_ns() + (uint64_t)(a->seconds * 1e9);
+    for (uint64_t seq = 0; rl__clock_mono_ns() < end; seq++) {
+        rl_txn *t;
+        if (rl_txn_begin(a->db, &t) != RL_OK) {
+            a->fail = 1;
+            return NULL;
+        }
+        for (int k = 0; k < BENCH_KEYS; k++) {
+            char key[40];
+            int kl = snprintf(key, sizeof key, "bench/%03d/%08llu/%d", a->idx, (unsigned long long)seq, k);
+            rl_txn_set(t, key, (size_t)kl, "value-0123456789", 16);
+        }
+        rl_future *f = rl_txn_commit(t);
+        if (rl_future_wait(f) == RL_OK)
+            a->commits++;
+        else
+            a->fail = 1;
+        rl_future_free(f);
+        rl_txn_free(t);
+    }
+    return NULL;
+}
+
+/* coord-1.8: the same workload on the embedded file: backend (100 threads, group commit in the
+ * process), for the figures beside coord-1.7's. */
+TEST(coord_1_8_embedded_file_baseline) {
+    char *dir = rl_test_tmpdir("co18");
+    char url[4200];
+    snprintf(url, sizeof url, "file:%s", dir);
+    rl_db *db;
+    ASSERT_OK(rl_db_open(url, NULL, &db));
+    const char *env = getenv("RL_COORD_BENCH_SECONDS");
+    double seconds = env ? atof(env) : 2.0;
+    if (seconds <= 0) seconds = 2.0;
+    pthread_t th[BENCH_CONNS];
+    emb_arg args[BENCH_CONNS];
+    uint64_t t0 = rl__clock_mono_ns();
+    for (int i = 0; i < BENCH_CONNS; i++) {
+        args[i] = (emb_arg){db, i, seconds, 0, 0};
+        ASSERT_EQ(pthread_create(&th[i], NULL, emb_thread, &args[i]), 0);
+    }
+    uint64_t commits = 0;
+    for (int i = 0; i < BENCH_CONNS; i++) {
+        pthread_join(th[i], NULL);
+        ASSERT_FALSE(args[i].fail);
+        commits += args[i].commits;
+    }
+    double el = (double)(rl__clock_mono_ns() - t0) / 1e9;
+    printf("embedded file: (fsync on, %d threads, a transaction of %d keys each): %.0f commits/s, "
+           "%.0f writes/s over %.2f s\n", BENCH_CONNS, BENCH_KEYS, (double)commits / el,
+           (double)commits * BENCH_KEYS / el, el);
+    rl_db_close(db);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
 RL_TEST_MAIN(T(coord_1_1_start_status_shard_map), T(coord_1_2_concurrent_commits),
              T(coord_1_3_system_keyspace), T(coord_1_4_peek_pop_health),
              T(coord_1_5_restart_after_kill9), T(coord_1_6_bad_input),
-             T(coord_1_7_commit_throughput))
+             T(coord_1_7_commit_throughput), T(coord_1_8_embedded_file_baseline))
