@@ -40,6 +40,7 @@ static const char *dirnames[2] = {"forward", "reverse"};
 /* One loaded dataset: the reclayer store and the SQLite table with the same records. */
 typedef struct {
     rl_db *db;
+    int db_borrowed; /* db is the run's shared database (--db), not this dataset's */
     rl_metadata *md;
     rl_store *st;
     sqlite3 *sq;
@@ -142,19 +143,40 @@ static int sq_exec(sqlite3 *db, const char *sql) {
 
 /* Load `records` Orders with `padding` bytes of padding into a new mem: store and a new
  * in-memory SQLite database. On failure d holds what was opened (dataset_release frees it). */
-static int dataset_load(dataset *d, int records, int padding) {
+static int dataset_load(dataset *d, rl_db *shared, const char *name, int records, int padding) {
     static const uint8_t prefix[] = {0x02, 'b', 'e', 'n', 'c', 'h', 0x00,
                                      0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00};
+    uint8_t pfx[64];
+    size_t pfx_len = sizeof prefix;
     uint8_t *pad = NULL;
     rl_txn *t = NULL;
     sqlite3_stmt *ins = NULL;
     int rc;
     d->padding = padding;
-    if ((rc = rl_db_open("mem:", NULL, &d->db)) || (rc = rl_record_order_metadata(&d->md)) ||
-        (rc = rl_store_new(d->md, prefix, sizeof prefix,
-                           RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, &d->st)))
+    memcpy(pfx, prefix, sizeof prefix);
+    if (shared) { /* a shared database: one store per dataset, ("bench", "orders", name) */
+        size_t nl = strlen(name);
+        pfx[pfx_len++] = 0x02;
+        memcpy(pfx + pfx_len, name, nl);
+        pfx_len += nl;
+        pfx[pfx_len++] = 0x00;
+        d->db = shared;
+        d->db_borrowed = 1;
+    } else if ((rc = rl_db_open("mem:", NULL, &d->db))) {
         goto done;
-    if ((rc = rl_txn_begin(d->db, &t)) || (rc = rl_store_open(d->st, t))) goto done;
+    }
+    if ((rc = rl_record_order_metadata(&d->md)) ||
+        (rc = rl_store_new(d->md, pfx, pfx_len, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS,
+                           &d->st)))
+        goto done;
+    if ((rc = rl_txn_begin(d->db, &t))) goto done;
+    if (shared) { /* start from an empty store: an earlier run's rows would change the answers */
+        uint8_t end[64];
+        memcpy(end, pfx, pfx_len);
+        end[pfx_len - 1] = 0x01; /* the prefix ends with the string's 0x00 terminator */
+        if ((rc = rl_txn_clear_range(t, pfx, pfx_len, end, pfx_len))) goto done;
+    }
+    if ((rc = rl_store_open(d->st, t))) goto done;
     rl_future *f = rl_txn_commit(t);
     rc = rl_future_wait(f);
     rl_future_free(f);
@@ -228,7 +250,7 @@ static void dataset_release(dataset *d) {
     sqlite3_close(d->sq);
     rl_store_free(d->st);
     rl_metadata_free(d->md);
-    rl_db_close(d->db);
+    if (!d->db_borrowed) rl_db_close(d->db);
     memset(d, 0, sizeof *d);
 }
 
@@ -435,6 +457,12 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
     const int repeats = o->repeats;
     memset(ds, 0, sizeof ds);
     if (!res) return RL_E_OUT_OF_MEMORY;
+    rl_db *shared = NULL; /* --db: one handle for both datasets */
+    if (o->db && (rc = rl_db_open(o->db, NULL, &shared))) {
+        fprintf(stderr, "query: cannot open %s: %s %s\n", o->db, rl_error_name(rc), rl_last_error_detail());
+        rl__free(res);
+        return rc;
+    }
     sq_install_counting();
     /* Select the cases; a dataset is loaded only if one of its cases is selected. */
     int need[D_COUNT] = {0, 0};
@@ -450,9 +478,9 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
     for (int d = 0; d < D_COUNT && rc == RL_OK; d++) {
         if (!need[d]) continue;
         int pad = d == D_SPLIT ? o->padding : 0;
-        fprintf(stderr, "query: loading %d %s Orders (padding %d) into mem: and SQLite\n", o->records,
-                dnames[d], pad);
-        if ((rc = dataset_load(&ds[d], o->records, pad))) {
+        fprintf(stderr, "query: loading %d %s Orders (padding %d) into %s and SQLite\n", o->records,
+                dnames[d], pad, o->db ? o->db : "mem:");
+        if ((rc = dataset_load(&ds[d], shared, dnames[d], o->records, pad))) {
             fprintf(stderr, "query: loading %s failed: %s\n", dnames[d], rl_error_name(rc));
             for (int r = 0; r < R_COUNT; r++)
                 for (int dir = 0; dir < 2; dir++) fail_all(res[d][r][dir], S_COUNT, rc);
@@ -577,6 +605,7 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
             }
     if (json) rl__buf_append_str(json, "]}");
     for (int d = 0; d < D_COUNT; d++) dataset_release(&ds[d]);
+    rl_db_close(shared);
     rl__free(res);
     return rc;
 }

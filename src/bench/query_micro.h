@@ -47,6 +47,9 @@ typedef struct {
     int padding;      /* padding bytes of the split dataset (default 100,000), 0..RL__TOOL_PADDING_MAX */
     double seconds;   /* per system per round (default 0.3) */
     int repeats;      /* rounds (default 5), 1..RL__QUERY_MICRO_REPEATS_MAX */
+    const char *db;   /* the database the reclayer cases run on (NULL: a fresh mem: per
+                       * dataset); any URL, e.g. cluster:FILE — the datasets are stored under
+                       * ("bench", "orders", DATASET), cleared and loaded at the start */
     const char *only; /* run only cases whose name "dataset/rows/direction/system" contains this
                        * (NULL: all); datasets no selected case uses are not loaded; a string no
                        * case name contains is refused */

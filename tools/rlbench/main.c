@@ -107,6 +107,9 @@ static int cmd_query(int argc, char **argv) {
          .max = RL__QUERY_MICRO_REPEATS_MAX, .help = "rounds (the table shows their median)"},
         {.name = "only", .kind = RL_ARG_STRING, .dest = &o.only, .metavar = "CASE",
          .help = "run the cases whose name dataset/rows/direction/system contains CASE"},
+        {.name = "db", .kind = RL_ARG_STRING, .dest = &o.db, .metavar = "URL", .flags = RL_ARG_NONEMPTY,
+         .help = "run the reclayer cases on this database (e.g. cluster:DIR/reclayer.cluster; its "
+                 "(\"bench\",\"orders\",DATASET) stores are cleared and loaded) instead of a fresh mem:"},
         {.name = "json", .kind = RL_ARG_STRING, .dest = &json_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
          .help = "also write the results as JSON to FILE (created before the run)"},
         {0}};
