@@ -164,6 +164,19 @@ typedef struct {
     uint64_t t_done_ns;
 } waiter;
 
+/* A commit's encoded request, shared by the creq and a thread sending it: the reply may finish
+ * the creq while rl__conn_send is still in the call that wrote it. */
+typedef struct {
+    atomic_int refs;
+    rl_buf b;
+} cpayload;
+
+static void pl_unref(cpayload *pl) {
+    if (!pl || atomic_fetch_sub(&pl->refs, 1) != 1) return;
+    rl__buf_release(&pl->b);
+    rl__free(pl);
+}
+
 struct creq {
     int kind;               /* rl_creq_kind */
     cluster *cl;
@@ -186,7 +199,7 @@ struct creq {
     rl_cplan plan;
     rl_kv_grv *g;           /* GRV */
     rl_kv_commit *c;        /* COMMIT */
-    rl_buf payload;         /* COMMIT: the encoded request (inputs are borrowed only at start) */
+    cpayload *pl;           /* COMMIT: the encoded request (inputs are borrowed only at start) */
     waiter *w;              /* STATUS, PING */
     uint32_t ping_server;   /* STATUS, PING: the server asked (0: the coordinator) */
     rl_locmap *newmap;      /* MAP: the map its reply built (given to map_done) */
@@ -573,7 +586,7 @@ static int encode(creq *q, rl_buf *b) {
         rl_msg_get_read_version_req m = {0};
         return rl__msg_get_read_version_req_encode(b, &m, NULL);
     }
-    case RL_CREQ_COMMIT: return RL_OK; /* pre-encoded in q->payload */
+    case RL_CREQ_COMMIT: return RL_OK; /* pre-encoded in q->pl */
     case RL_CREQ_MAP: {
         rl_msg_get_shard_map_req m = {0};
         return rl__msg_get_shard_map_req_encode(b, &m, NULL);
@@ -609,11 +622,14 @@ static void fail_any(creq *q, int err) {
 static void send_on(cconn *cc, creq *q) {
     cluster *cl = q->cl;
     rl_buf *b = NULL;
+    cpayload *pl = NULL; /* a commit's payload, referenced for the send (the reply may free q) */
     const void *data;
     size_t len;
     if (q->kind == RL_CREQ_COMMIT) {
-        data = q->payload.data;
-        len = q->payload.len;
+        pl = q->pl;
+        atomic_fetch_add(&pl->refs, 1);
+        data = pl->b.data;
+        len = pl->b.len;
     } else {
         b = enc_buf();
         int rc = b ? encode(q, b) : RL_E_OUT_OF_MEMORY;
@@ -644,11 +660,13 @@ static void send_on(cconn *cc, creq *q) {
             cc->wait_tail = q;
         }
         pthread_mutex_unlock(&cc->mu);
+        pl_unref(pl);
         if (closed) fail_any(q, RL_E_CONNECTION_FAILED);
         return;
     }
     if (pt_put(&cc->pending, id, q) != RL_OK) {
         pthread_mutex_unlock(&cc->mu);
+        pl_unref(pl);
         finish(q, RL_E_OUT_OF_MEMORY);
         return;
     }
@@ -660,6 +678,7 @@ static void send_on(cconn *cc, creq *q) {
     rl_conn *conn = cc->conn;
     pthread_mutex_unlock(&cc->mu);
     int rc = rl__conn_send(conn, type, 0, id, data, len);
+    pl_unref(pl);
     if (rc == RL_OK) return;
     /* Not sent: take q back, unless the close or a reply already took it (invariant 1). */
     pthread_mutex_lock(&cc->mu);
@@ -1149,7 +1168,7 @@ static void finish(creq *q, int err) {
     }
     case RL_CREQ_COMMIT: {
         rl_kv_commit *c = q->c;
-        rl__buf_release(&q->payload);
+        pl_unref(q->pl);
         rl__free(q);
         atomic_fetch_sub(&cl->outstanding, 1);
         c->done(c, err);
@@ -1238,7 +1257,14 @@ static void cl_commit(rl_kv_backend *b, rl_kv_commit *c) {
     q->kind = RL_CREQ_COMMIT;
     q->cl = cl;
     q->c = c;
-    rl__buf_init(&q->payload);
+    q->pl = rl__malloc(sizeof *q->pl);
+    if (!q->pl) {
+        rl__free(q);
+        c->done(c, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    atomic_init(&q->pl->refs, 1);
+    rl__buf_init(&q->pl->b);
     /* Encode now: the inputs are borrowed only during this call (backend.h). */
     rl_msg_commit_req m;
     m.read_version = c->read_version;
@@ -1249,10 +1275,10 @@ static void cl_commit(rl_kv_backend *b, rl_kv_commit *c) {
     m.muts = c->muts;
     m.n_muts = (uint32_t)c->n_muts;
     rl_proto_why why;
-    int rc = rl__msg_commit_req_encode(&q->payload, &m, &why);
+    int rc = rl__msg_commit_req_encode(&q->pl->b, &m, &why);
     if (rc) {
         if (rc == RL_E_INVALID_ARGUMENT) rl__log(RL_LOG_WARN, "cluster client: commit refused: %s", why.text);
-        rl__buf_release(&q->payload);
+        pl_unref(q->pl);
         rl__free(q);
         c->done(c, rc);
         return;
