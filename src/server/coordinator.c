@@ -96,6 +96,19 @@ static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const
     return 1;
 }
 
+/* A SET_VERSIONSTAMPED_KEY parameter: 1 if the final key is at or above "\xff\xff". The stamp's
+ * first byte is the version's most significant byte, 0 for every version below 2^56 (over two
+ * thousand years of versions), so a stamp at offset 0 or 1 never makes the key start with
+ * "\xff\xff"; at offset >= 2 the key's first two bytes are the caller's. (An offset that does not
+ * fit is refused by the committer.) */
+static int stamped_key_outside(const uint8_t *param, uint32_t len) {
+    if (len < 4) return 0;
+    uint32_t body = len - 4;
+    uint32_t off = (uint32_t)param[body] | (uint32_t)param[body + 1] << 8 |
+                   (uint32_t)param[body + 2] << 16 | (uint32_t)param[body + 3] << 24;
+    return off >= 2 && body >= 2 && param[0] == 0xff && param[1] == 0xff;
+}
+
 int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index) {
     for (size_t i = 0; i < n; i++) {
         const rl_mutation *m = &muts[i];
@@ -109,7 +122,7 @@ int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index)
         } else if (m->type == RL_MUT_SET_VERSIONSTAMPED_KEY) {
             refused = stamped_key_may_have_prefix(m->p1, m->len1, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
                       stamped_key_may_have_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN);
-            outside = stamped_key_may_have_prefix(m->p1, m->len1, "\xff\xff", 2);
+            outside = stamped_key_outside(m->p1, m->len1);
         } else {
             refused = key_has_prefix(m->p1, m->len1, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
                       key_has_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN);
@@ -481,8 +494,9 @@ static int parse_init(const char *path, co_layout *l, rl_buf *errmsg) {
     for (size_t i = 0; i < nh; i++) {
         json_t *s = json_array_get(sh, i), *team = json_object_get(s, "team");
         co_shard *d = &l->shards[i];
+        l->n_shards++; /* layout_release frees what this shard got so far */
         if (!json_is_object(s) || json_hex(json_object_get(s, "begin"), &d->begin, &d->begin_len) ||
-            (l->n_shards++, json_hex(json_object_get(s, "end"), &d->end, &d->end_len))) {
+            json_hex(json_object_get(s, "end"), &d->end, &d->end_len)) {
             rl__buf_printf(errmsg, "--init %s: shards[%zu] needs \"begin\" and \"end\" as hex "
                                    "strings of keys (at most %d bytes)", path, i, RL_KEY_SIZE_LIMIT);
             goto out;

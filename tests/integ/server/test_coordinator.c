@@ -838,6 +838,7 @@ TEST(coord_1_3_system_keyspace) {
         {RL_MUT_SET_VERSIONSTAMPED_KEY, "\xff/serverList/0123456789\x0e\0\0\0", 27, "v", 1, RL_E_SYSTEM_KEY_WRITE},
         {RL_MUT_SET, "\xff\xff/x", 4, "v", 1, RL_E_KEY_OUTSIDE_LEGAL_RANGE},
         {RL_MUT_CLEAR_RANGE, "\xff/y", 3, "\xff\xff\x01", 3, RL_E_KEY_OUTSIDE_LEGAL_RANGE},
+        {RL_MUT_SET_VERSIONSTAMPED_KEY, "\xff\xff/0123456789\x03\0\0\0", 17, "v", 1, RL_E_KEY_OUTSIDE_LEGAL_RANGE},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         txn_init(&x, v);
@@ -848,6 +849,23 @@ TEST(coord_1_3_system_keyspace) {
         ASSERT_EQ(cr.commit_version, 0);
     }
     ASSERT_FALSE(get_at(&t, grv(&t), "\xff/ok", 4, NULL, NULL, NULL));
+    /* A versionstamp right after "\xff" is a legal system key: the version's first byte is 0. */
+    txn_init(&x, v);
+    txn_mut(&x, RL_MUT_SET_VERSIONSTAMPED_KEY, "\xff" "0123456789\x01\0\0\0", 15, "stamped", 7);
+    cr = txn_commit(&t, &x);
+    ASSERT_OK(cr.result);
+    {
+        char sk[11];
+        sk[0] = (char)0xff;
+        for (int i = 0; i < 8; i++) sk[1 + i] = (char)(cr.commit_version >> (56 - 8 * i));
+        sk[9] = (char)(cr.batch_order >> 8);
+        sk[10] = (char)cr.batch_order;
+        char *sv = NULL;
+        uint32_t svl;
+        ASSERT_TRUE(get_at(&t, grv(&t), sk, 11, &sv, &svl, NULL));
+        ASSERT_MEM_EQ(sv, svl, "stamped", 7);
+        free(sv);
+    }
     int err = 0;
     ASSERT_FALSE(get_at(&t, grv(&t), "a", 1, NULL, NULL, &err));
     ASSERT_EQ(err, RL_E_WRONG_SHARD_SERVER);
@@ -878,8 +896,9 @@ TEST(coord_1_3_system_keyspace) {
      * continues below it (read_through = \xff). */
     rr = get_range(&t, v, SEL("a", 0, 1), SEL("\xff/1", 0, 1), 0, 1, &err);
     ASSERT_EQ(err, 0);
-    ASSERT_EQ(rr.n_kvs, 1);
+    ASSERT_EQ(rr.n_kvs, 2); /* \xff/0 and the versionstamped \xff\x00... */
     ASSERT_MEM_EQ(rr.kvs[0].key, rr.kvs[0].key_len, "\xff/0", 3);
+    ASSERT_EQ(rr.kvs[1].key_len, 11);
     ASSERT_MEM_EQ(rr.read_through, rr.read_through_len, "\xff", 1);
     /* A begin selector that walks back out of the shard cannot be resolved here. */
     rr = get_range(&t, v, SEL("\xff/t/a", 0, -100), SEL("\xff/t/z", 0, 1), 0, 0, &err);
@@ -902,7 +921,7 @@ TEST(coord_1_3_system_keyspace) {
         {SEL("\xff/t/a", 0, 1), 1, "\xff/t/a", 5, 1},
         {SEL("\xff/t/a", 1, 1), 1, "\xff/t/b", 5, 1},
         {SEL("\xff/t/c", 0, 0), 1, "\xff/t/b", 5, 1},  /* lastLessThan(\xff/t/c) */
-        {SEL("\xff/0", 0, 0), 0, "\xff", 1, 0},        /* runs off the shard's front */
+        {SEL("\xff", 0, 0), 0, "\xff", 1, 0},          /* runs off the shard's front */
         {SEL("\xff/t/z", 0, 5), 1, "\xff\xff", 2, 1},  /* runs off the keyspace: clamped */
     };
     for (size_t i = 0; i < sizeof gk / sizeof gk[0]; i++) {
