@@ -5,8 +5,9 @@
  * Files:
  *   campaign_protocol.c  the protocol: JSON parse with every field checked, the canonical print,
  *                        the built-in full and quick protocols, case names, the order of arms
- *   campaign_topology.c  the topologies behind one table of hooks (embedded now; single and
- *                        multi return "not available" until the cluster lands)
+ *   campaign_topology.c  the topologies behind one table of hooks: embedded; single on a local
+ *                        cluster without injected delay; the others "not available" until the
+ *                        cluster's delay injection and placement land (issue 14)
  *   campaign_dataset.c   loading, the integrity check, the defect controls, the SQLite peer, the
  *                        embedded placement receipt, the rows cross-check between arms
  *   campaign_worker.c    the worker process (`rlbench campaign-worker`): one (block, case, arm)

@@ -345,3 +345,45 @@ done:
     rl__tool_close(&t);
     return rc;
 }
+
+/* ---- The cluster's shard map ------------------------------------------------------------------- */
+
+/* Count and hash the key-values of [begin, end) of the system keyspace into *n and *h. */
+static int hash_system_range(rl_txn *txn, const char *begin, const char *end, uint64_t *n, uint64_t *h) {
+    const rl_keyvalue *kvs;
+    int count, more, rc;
+    rl_future *f = rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(begin, strlen(begin)),
+                                    RL_FIRST_GREATER_OR_EQUAL(end, strlen(end)), 0, 0, RL_STREAMING_WANT_ALL, 1,
+                                    RL_SNAPSHOT);
+    if (!(rc = rl_future_wait(f)) && !(rc = rl_future_get_keyvalue_array(f, &kvs, &count, &more)))
+        for (int i = 0; i < count; i++) {
+            (*n)++;
+            *h = rl__hash64(kvs[i].key, kvs[i].key_len, *h);
+            *h = rl__hash64(kvs[i].value, kvs[i].value_len, *h);
+        }
+    rl_future_free(f);
+    return rc;
+}
+
+int rl__camp_shard_receipt(const char *url, json_t *into, rl_buf *msg) {
+    rl_db *db = NULL;
+    rl_txn *txn = NULL;
+    uint64_t shards = 0, servers = 0, h = 0;
+    int rc;
+    if ((rc = rl_db_open(url, NULL, &db)) || (rc = rl_txn_begin(db, &txn)) ||
+        (rc = rl_txn_set_option(txn, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 1)) ||
+        (rc = hash_system_range(txn, "\xff/keyServers/", "\xff/keyServers0", &shards, &h)) ||
+        (rc = hash_system_range(txn, "\xff/serverList/", "\xff/serverList0", &servers, &h))) {
+        rl__buf_printf(msg, "reading the shard map of %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
+        goto done;
+    }
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    json_object_set_new(into, "shard_map_entries", json_integer((json_int_t)shards));
+    json_object_set_new(into, "server_list_entries", json_integer((json_int_t)servers));
+    json_object_set_new(into, "shard_map_xxh64", json_string(hex));
+done:
+    rl_txn_free(txn);
+    rl_db_close(db);
+    return rc;
+}

@@ -3,9 +3,10 @@
  * per-op figures, the dataset steps, and the topology hooks.
  *
  * Topologies (campaign_topology.c) sit behind rl_camp_topo_ops so the runner never asks which kind
- * it drives. Today only embedded is available; single and multi answer `available` with
- * RL_E_UNSUPPORTED_OPERATION and the reason until the cluster (issues 14 and 15) lands. What each
- * hook must do for the cluster kinds is written above it.
+ * it drives. embedded is available; single is available with delay_us 0 (a local cluster through
+ * src/server/cluster_admin.h); a delay, and the multi kind, answer `available` with
+ * RL_E_UNSUPPORTED_OPERATION and the reason until the cluster's delay injection, host labels,
+ * teams and placement (issue 14) land. What each hook must do for them is written above it.
  */
 #ifndef RL_BENCH_CAMPAIGN_INT_H
 #define RL_BENCH_CAMPAIGN_INT_H
@@ -76,6 +77,10 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
  * "key_bytes", "value_bytes", "record_keys", "index_entries", "other_keys", "keys_xxh64"} over the
  * store's whole key range, read at one version. */
 int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl_buf *msg);
+/* Add the cluster's placement to a receipt: the count and a hash of the shard map
+ * (\xff/keyServers/) and of the server list (\xff/serverList/), read at one version:
+ * "shard_map_entries", "server_list_entries", "shard_map_xxh64". */
+int rl__camp_shard_receipt(const char *url, json_t *into, rl_buf *msg);
 
 /* ---- Topologies (campaign_topology.c) -------------------------------------------------------- */
 

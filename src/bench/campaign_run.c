@@ -684,6 +684,9 @@ static int run_topology(run_ctx *c, int ti) {
         json_object_set_new(tj, "status", json_string("failed"));
         goto done;
     }
+    json_t *pids = json_array();
+    for (int i = 0; i < tp.n_pids; i++) json_array_append_new(pids, json_integer(tp.pids[i]));
+    json_object_set_new(tj, "server_pids", pids);
     if (!prepare_data(c, &tp, tj, need)) {
         json_object_set_new(tj, "status", json_string("checks_failed"));
         progress(c, "%s: the data failed a check: no case of this topology is timed", t->name);

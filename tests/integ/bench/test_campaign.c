@@ -1,11 +1,12 @@
 /* test_campaign.c — `rlbench campaign` end to end on a tiny protocol (issue 9): 2 blocks, 1 repeat
  * of 0.05 s, two cases (small-rows10-forward, split-limit1-reverse), 100 records, arms ordinary,
- * remote, adaptive (not available yet) and sqlite, on the embedded topology plus a single one
- * (not available until the cluster lands). Each run takes a few seconds (about 12 s under ASan).
+ * remote, adaptive (not available yet) and sqlite, on the embedded topology plus a single one with
+ * the default 250 us delay (not available until the cluster's delay injection lands). Each run takes
+ * a few seconds (about 12 s under ASan).
  *
  *   campaign_1_1  results.json is complete: a sample for every (topology, case, available arm,
- *                 block, repeat) with every per-op figure; adaptive and single reported as not
- *                 available with a reason; the checks of every case (RTT slots, receipts equal, CPU
+ *                 block, repeat) with every per-op figure; adaptive and single (250 us) reported as
+ *                 not available with a reason; the checks of every case (RTT slots, receipts equal, CPU
  *                 telemetry with a label), integrity_ok true, the three defect controls failing the
  *                 checker as expected, the rows check; report.md, the plots and manifest.json exist,
  *                 and the manifest's protocol SHA-256 is the protocol file's
@@ -247,7 +248,7 @@ TEST(campaign_1_1_results_complete) {
     ASSERT_NOT_NULL(strstr(r->report, "## Main table"));
     ASSERT_NOT_NULL(strstr(r->report, "| small-rows10-forward | clean |"));
     ASSERT_NOT_NULL(strstr(r->report, "remote took"));
-    ASSERT_NOT_NULL(strstr(r->report, "Not run: the single topology needs the cluster"));
+    ASSERT_NOT_NULL(strstr(r->report, "Not run: an injected delay (250 us one way) needs the cluster's delay injection"));
     ASSERT_NOT_NULL(strstr(r->stdout_text, "| split-limit1-reverse |"));
     ASSERT_NOT_NULL(strstr(r->stderr_text, "left"));
     json_t *pl = json_object_get(res, "plots");
