@@ -44,6 +44,7 @@
 #define SS_DEFAULT_MAP_REFRESH_MS 5000
 #define SS_DEFAULT_CONNECT_TIMEOUT_MS 1000
 #define SS_TICK_MS 100 /* the housekeeping timer: map refresh, s2s deadlines */
+#define SS_DEFAULT_CO_TIMEOUT_MS 5000 /* coordinator replies (ss_repl.c invariant 6) */
 
 /* Reply bounds (about 8 MiB of rows per range reply, 32 MiB per GET_MULTI reply; frames carry at
  * most 64 MiB). */
@@ -229,6 +230,8 @@ struct rl_ss {
     uint64_t co_next_id;
     uint64_t co_reg_id, co_peek_id, co_map_id;
     rl_version co_peek_after;
+    uint64_t co_peek_sent_ns; /* when the outstanding PEEK was sent */
+    uint64_t co_since_ns;     /* when the connection was made (registration timeout) */
     uint32_t co_backoff_ms;
     uint64_t co_retry_timer;
     uint64_t last_map_ns;

@@ -27,6 +27,9 @@
  *      covers everything known. POP is sent only after the sync that covers it succeeded.
  *   5. A failed apply or sync is fatal (rl__ss_fatal): the server stops rather than serve or
  *      acknowledge from an engine that lost writes.
+ *   6. Every wait on the coordinator has a timeout (rl__ss_repl_tick; co_timeout_ms, 5 s): no
+ *      REGISTER_STORAGE reply in time, or no PEEK reply within max_wait_ms plus that, drops the
+ *      connection (and reconnects); a GET_SHARD_MAP unanswered that long may be sent again.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,6 +127,7 @@ static void send_peek(rl_ss *ss) {
     m.u.peek_req.max_bytes = 0;
     m.u.peek_req.max_wait_ms = (uint32_t)ss->o.peek_wait_ms;
     ss->co_peek_after = m.u.peek_req.after_version;
+    ss->co_peek_sent_ns = rl__clock_mono_ns();
     if (co_send(ss, &m, &ss->co_peek_id) != RL_OK) ss->co_peek_id = 0;
 }
 
@@ -473,6 +477,7 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
     }
     ss->co = conn;
     ss->co_state = SS_CO_HELLO;
+    ss->co_since_ns = rl__clock_mono_ns();
     rl__conn_set_callbacks(conn, on_co_frame, on_co_close, ss);
     rl_msg m;
     memset(&m, 0, sizeof m);
@@ -615,8 +620,20 @@ static void on_tick(rl_loop *loop, void *ud) {
 }
 
 void rl__ss_repl_tick(rl_ss *ss) {
+    uint64_t now = rl__clock_mono_ns(), limit = (uint64_t)ss->o.co_timeout_ms * 1000000u;
+    /* Every wait on the coordinator has a timeout: a coordinator that took the connection but
+     * does not answer (hung, or stopped with SIGSTOP) is dropped and reconnected. */
+    if (ss->co_state == SS_CO_HELLO && now - ss->co_since_ns > limit) {
+        co_bad(ss, "no REGISTER_STORAGE reply in time");
+        return;
+    }
     if (ss->co_state != SS_CO_READY) return;
-    uint64_t now = rl__clock_mono_ns();
+    if (ss->co_peek_id &&
+        now - ss->co_peek_sent_ns > limit + (uint64_t)ss->o.peek_wait_ms * 1000000u) {
+        co_bad(ss, "no PEEK reply within max_wait_ms plus the reply timeout");
+        return;
+    }
+    if (ss->co_map_id && now - ss->last_map_ns > limit) ss->co_map_id = 0;
     uint64_t period = ss->map_incomplete ? 200000000u : (uint64_t)ss->o.map_refresh_ms * 1000000u;
     if (atomic_load(&ss->map_refresh_wanted) || now - ss->last_map_ns >= period)
         send_map_request(ss);

@@ -757,6 +757,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     if (ss->o.sync_interval_ms <= 0) ss->o.sync_interval_ms = SS_DEFAULT_SYNC_INTERVAL_MS;
     if (ss->o.map_refresh_ms <= 0) ss->o.map_refresh_ms = SS_DEFAULT_MAP_REFRESH_MS;
     if (ss->o.connect_timeout_ms <= 0) ss->o.connect_timeout_ms = SS_DEFAULT_CONNECT_TIMEOUT_MS;
+    if (ss->o.co_timeout_ms <= 0) ss->o.co_timeout_ms = SS_DEFAULT_CO_TIMEOUT_MS;
     if (ss->o.window_versions == 0) ss->o.window_versions = 5000000;
 
     /* The directory: created if missing (one level). */

@@ -53,6 +53,8 @@ typedef struct {
     int sync_interval_ms; /* at most one engine sync per this many ms; 0: 10 */
     int map_refresh_ms;   /* GET_SHARD_MAP refresh period; 0: 5000 */
     int connect_timeout_ms; /* coordinator and peer connects; 0: 1000 */
+    int co_timeout_ms;    /* a coordinator reply (REGISTER_STORAGE, PEEK beyond its max wait)
+                             later than this drops the connection; 0: 5000 */
 } rl_ss_options;
 
 /* rl__ss_new — create a storage server: open the engine in o->dir (recovering it), bind the

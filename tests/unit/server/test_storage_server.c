@@ -205,6 +205,38 @@ TEST(ss_1_2_reconnect) {
     sst_fc_release(&fc);
 }
 
+/* ss-1.3: a coordinator that stops answering (it takes the PEEK and never replies, or never
+ * answers REGISTER_STORAGE) is dropped after the reply timeout and the server connects again. */
+TEST(ss_1_3_silent_coordinator) {
+    sst_fc fc;
+    sst_fc_init(&fc);
+    rl_ss_options o;
+    memset(&o, 0, sizeof o);
+    o.co_timeout_ms = 300;
+    o.peek_wait_ms = 100;
+    srv s;
+    srv_start(&s, 5, fc.port, &o, NULL);
+    sst_fc_accept_register(&fc, 0, ALL, 1); /* the PEEK is never answered */
+    uint64_t t0 = sst_now_ms();
+    ASSERT_EQ(sst_fc_wait(&fc, 0, SS_T_WAIT_MS), 0); /* the server closes */
+    uint64_t took = sst_now_ms() - t0;
+    ASSERT_TRUE(took >= 350 && took < 5000);
+    sst_fc_drop(&fc);
+    /* It reconnects; this time REGISTER_STORAGE is never answered: dropped again. */
+    fc.fd = sst_accept(fc.lfd, SS_T_WAIT_MS);
+    ASSERT_TRUE(fc.fd >= 0);
+    ASSERT_EQ(sst_fc_wait(&fc, RL_MSG_REGISTER_STORAGE, SS_T_WAIT_MS), 1);
+    ASSERT_EQ(sst_fc_wait(&fc, 0, SS_T_WAIT_MS), 0);
+    sst_fc_drop(&fc);
+    /* And a third time, answered: registered. */
+    sst_fc_accept_register(&fc, 0, ALL, 1);
+    rl_ss_stats st;
+    rl__ss_get_stats(s.ss, &st);
+    ASSERT_EQ(st.registrations, 2);
+    srv_stop(&s, 0);
+    sst_fc_release(&fc);
+}
+
 /* Range read helper: returns 0 or the error; fills *out. */
 static int range(sst_client *c, rl_version v, rl_key_selector b, rl_key_selector e, int limit,
                  int reverse, rl_msg *out) {
@@ -502,5 +534,6 @@ TEST(ss_3_2_status_ping) {
     sst_fc_release(&fc);
 }
 
-RL_TEST_MAIN(T(ss_1_1_versions), T(ss_1_2_reconnect), T(ss_2_1_shards_and_selectors),
+RL_TEST_MAIN(T(ss_1_1_versions), T(ss_1_2_reconnect), T(ss_1_3_silent_coordinator),
+             T(ss_2_1_shards_and_selectors),
              T(ss_3_1_bad_input), T(ss_3_2_status_ping))
