@@ -62,7 +62,7 @@
 #include "storage/os.h"
 #include "storage/storage.h"
 
-#define CL_DEFAULT_SEGMENT_BYTES (64ull << 20)
+#define CL_DEFAULT_SEGMENT_BYTES (8ull << 20) /* truncation frees memory in these steps */
 #define CL_PATH_MAX 4200
 
 /* One record of a segment (payload points into one of the segment's chunks). */

@@ -57,7 +57,7 @@ typedef struct rl_commitlog rl_commitlog;
 typedef struct {
     const char *dir;        /* the log directory; created (one level) if missing */
     int no_sync;            /* skip fdatasync/fsync (benchmarks only) */
-    uint64_t segment_bytes; /* start a new segment once the active one holds this; 0 = 64 MiB */
+    uint64_t segment_bytes; /* start a new segment once the active one holds this; 0 = 8 MiB */
 } rl_commitlog_options;
 
 typedef struct {

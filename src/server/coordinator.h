@@ -33,7 +33,7 @@ typedef struct {
     const char *init_file;       /* NULL, or the initial layout (JSON), read only on first start */
     int no_sync;                 /* no fdatasync anywhere (benchmarks only) */
     uint64_t window_versions;    /* MVCC and resolver window; 0 = 5,000,000 */
-    uint64_t segment_bytes;      /* commit log segment size; 0 = 64 MiB (tests use less) */
+    uint64_t segment_bytes;      /* commit log segment size; 0 = 8 MiB (tests use less) */
 } rl_coordinator_options;
 
 /* rl__coordinator_open — recover and start a coordinator (it serves once rl__coordinator_run

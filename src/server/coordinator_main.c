@@ -58,7 +58,7 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     const char *dir = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1",
                *init = NULL;
     int no_sync = 0;
-    uint64_t window = 5000000, segment_bytes = 64ull << 20;
+    uint64_t window = 5000000, segment_bytes = 8ull << 20;
     const rl_arg opts[] = {
         {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
          .help = "the coordinator's directory (commit log, system keyspace); created if missing",
