@@ -90,8 +90,9 @@ typedef enum {
                                  * allocator counted by a wrapper) */
     RL_CAMP_M_ALLOCS,           /* allocs_per_op */
     RL_CAMP_M_ROWS,             /* rows_per_op: rows returned */
-    RL_CAMP_M_REQUESTS,         /* requests_per_op: network requests (0 on embedded) */
-    RL_CAMP_M_ROUND_TRIPS,      /* round_trips_per_op: of them one after another (0 on embedded) */
+    RL_CAMP_M_REQUESTS,         /* requests_per_op: network requests (0 on embedded; null where the
+                                 * query layer does not count them yet: cluster:) */
+    RL_CAMP_M_ROUND_TRIPS,      /* round_trips_per_op: of them one after another (likewise) */
     RL_CAMP_M_KV_BYTES,         /* kv_bytes_per_op: key+value bytes received by the client */
     RL_CAMP_M_INDEX_ENTRIES,    /* index_entries_per_op */
     RL_CAMP_M_CLIENT_READS,     /* client_reads_per_op: gets + range reads + mapped reads issued */

@@ -29,6 +29,7 @@ typedef struct {
     sqlite3 *sq;             /* the SQLite peer (NULL unless opened) */
     sqlite3_stmt *sel[2];    /* ORDER BY price, order_id ASC / DESC, LIMIT ? OFFSET ? */
     sqlite3_stmt *begin, *commit;
+    int embedded;            /* the database is in this process (file:, mem:): no requests */
 } rl_camp_conn;
 
 /* Open url/store read-only, and the SQLite peer at sqlite_path when it is not NULL. On failure c
@@ -41,6 +42,8 @@ typedef struct {
     uint64_t ops;
     uint64_t rows, index_entries, client_reads, mapped_requests, record_loads, kv_bytes;
     uint64_t requests, round_trips;
+    int net_uncounted;       /* requests and round trips are not known (a networked backend whose
+                              * counters the query layer does not carry yet): report them as null */
     uint64_t hash;           /* the rows (order_ids in order) of the last op, folded */
     uint64_t last_rows;      /* rows of the last op */
 } rl_camp_sums;

@@ -76,8 +76,8 @@ int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
             v[RL_CAMP_M_ALLOCS] = (double)(a1.allocs - a0.allocs) / ops;
         }
         v[RL_CAMP_M_ROWS] = (double)s.rows / ops;
-        v[RL_CAMP_M_REQUESTS] = (double)s.requests / ops;
-        v[RL_CAMP_M_ROUND_TRIPS] = (double)s.round_trips / ops;
+        v[RL_CAMP_M_REQUESTS] = s.net_uncounted ? NAN : (double)s.requests / ops;
+        v[RL_CAMP_M_ROUND_TRIPS] = s.net_uncounted ? NAN : (double)s.round_trips / ops;
         v[RL_CAMP_M_KV_BYTES] = (double)s.kv_bytes / ops;
         v[RL_CAMP_M_INDEX_ENTRIES] = (double)s.index_entries / ops;
         v[RL_CAMP_M_CLIENT_READS] = (double)s.client_reads / ops;

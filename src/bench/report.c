@@ -335,6 +335,8 @@ static void sentences(rl_buf *b, json_t *r, const char *topo, const char *kind) 
         double rt_r = arm_med(r, topo, k, "remote", "round_trips_per_op");
         if (!strcmp(kind, "embedded")) {
             rl__buf_append_str(b, "; embedded, so no request crossed a network (0 round trips)");
+        } else if (isnan(rt_o) || isnan(rt_r)) {
+            rl__buf_append_str(b, "; requests and round trips are not counted on this backend yet");
         } else {
             rl__buf_append_str(b, "; round trips per query: ordinary ");
             put_count(b, rt_o);
