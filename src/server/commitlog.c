@@ -172,12 +172,14 @@ static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
     return RL_OK;
 }
 
+/* fdatasync fd (path names it in the log) unless no_sync. */
 static int sync_fd(const rl_commitlog *log, int fd, const char *path) {
     if (log->no_sync) return RL_OK;
     if (rl__os_fdatasync(fd) != 0) return io_fail("fdatasync", path);
     return RL_OK;
 }
 
+/* fsync the log directory (new or removed names become durable) unless no_sync. */
 static int sync_dir(const rl_commitlog *log) {
     if (log->no_sync) return RL_OK;
     int fd = rl__os_open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
@@ -224,6 +226,7 @@ fail:
     return rc;
 }
 
+/* "DIR/seg-<base>.log" (heap), or NULL on OOM. */
 static char *segment_path(const rl_commitlog *log, rl_version base) {
     char p[CL_PATH_MAX];
     snprintf(p, sizeof p, "%s/seg-%016" PRIx64 ".log", log->dir, base);
@@ -245,6 +248,7 @@ static int parse_segment_name(const char *name, rl_version *out_base) {
     return 1;
 }
 
+/* Free a segment object, its chunks and its index (not its file). */
 static void segment_free(cl_segment *s) {
     if (!s) return;
     for (cl_chunk *c = s->chunks; c;) {
@@ -293,6 +297,7 @@ static int classify_tail(const uint8_t *p, size_t n) {
     return RL_TAIL_BAD_RECORD;
 }
 
+/* The warning's words for a tail kind (as durable.c says them). */
 static const char *tail_words(int kind) {
     switch (kind) {
     case RL_TAIL_TORN:
@@ -494,6 +499,7 @@ static int add_segment(rl_commitlog *log, rl_version base, cl_segment **out) {
     return RL_OK;
 }
 
+/* flock LOGDIR/LOCK exclusively (creating it), or say who holds it. */
 static int take_lock(rl_commitlog *log, rl_buf *errmsg) {
     char path[CL_PATH_MAX];
     snprintf(path, sizeof path, "%s/LOCK", log->dir);
@@ -512,6 +518,7 @@ static int take_lock(rl_commitlog *log, rl_buf *errmsg) {
     return RL_OK;
 }
 
+/* See commitlog.h and the recovery steps in the file header. */
 int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf *errmsg) {
     if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) return RL_E_INVALID_ARGUMENT;
     int rc = RL_E_OUT_OF_MEMORY;
@@ -589,6 +596,7 @@ fail:
     return rc;
 }
 
+/* See commitlog.h. */
 void rl__commitlog_close(rl_commitlog *log) {
     if (!log) return;
     if (log->fd >= 0) close(log->fd);
@@ -609,6 +617,7 @@ void rl__commitlog_close(rl_commitlog *log) {
 
 /* ---- Writing ----------------------------------------------------------------------------- */
 
+/* See commitlog.h: encode into the pending buffer and remember the record's place in it. */
 int rl__commitlog_append(rl_commitlog *log, rl_version v, const rl_mutation *muts, size_t n) {
     pthread_mutex_lock(&log->mu);
     int poisoned = log->poisoned;
@@ -641,6 +650,7 @@ int rl__commitlog_append(rl_commitlog *log, rl_version v, const rl_mutation *mut
     return RL_OK;
 }
 
+/* Record the first error that poisoned the log (invariant 5) and return rc. */
 static int poison(rl_commitlog *log, int rc) {
     pthread_mutex_lock(&log->mu);
     if (!log->poisoned) log->poisoned = rc;
@@ -687,6 +697,8 @@ static void roll_over(rl_commitlog *log) {
     log->fd = fd;
 }
 
+/* See commitlog.h. The memory publishing needs is reserved before the write, so a record that
+ * reached the disk is always published (or the log is poisoned before anything is written). */
 int rl__commitlog_sync(rl_commitlog *log) {
     int rc;
     pthread_mutex_lock(&log->mu);
@@ -742,6 +754,7 @@ int rl__commitlog_sync(rl_commitlog *log) {
 
 /* ---- Reading and truncation -------------------------------------------------------------- */
 
+/* See commitlog.h. */
 rl_version rl__commitlog_durable_version(rl_commitlog *log) {
     pthread_mutex_lock(&log->mu);
     rl_version v = log->durable;
@@ -749,6 +762,7 @@ rl_version rl__commitlog_durable_version(rl_commitlog *log) {
     return v;
 }
 
+/* See commitlog.h. */
 rl_version rl__commitlog_base_version(rl_commitlog *log) {
     pthread_mutex_lock(&log->mu);
     rl_version v = log->oldest->base;
@@ -769,6 +783,7 @@ static size_t first_after(const cl_segment *s, rl_version after) {
     return lo;
 }
 
+/* See commitlog.h (records from the segment holding after + 1 on, binary search inside it). */
 int rl__commitlog_read(rl_commitlog *log, rl_version after, rl_commitlog_visit_fn fn, void *ud,
                        rl_version *out_durable) {
     int rc = RL_OK;
@@ -797,6 +812,7 @@ out:
     return rc;
 }
 
+/* See commitlog.h (invariant 4). */
 int rl__commitlog_truncate(rl_commitlog *log, rl_version v, uint64_t *out_deleted) {
     uint64_t deleted = 0;
     pthread_mutex_lock(&log->mu);
@@ -819,6 +835,7 @@ int rl__commitlog_truncate(rl_commitlog *log, rl_version v, uint64_t *out_delete
     return RL_OK;
 }
 
+/* See commitlog.h. */
 void rl__commitlog_get_status(rl_commitlog *log, rl_commitlog_status *out) {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&log->mu);

@@ -86,6 +86,7 @@ static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t 
                 rl__msg_type_name(type), rl__conn_peer(conn), rl_error_name(rc));
 }
 
+/* Send a reply (flags RL_FRAME_REPLY) of type with id; see send_msg. */
 static void send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m) {
     send_msg(co, conn, type, RL_FRAME_REPLY, id, m);
 }
@@ -171,6 +172,7 @@ static void op_put(rl_coordinator *co, co_op *op) {
     co->n_pool++;
 }
 
+/* See coord_int.h. */
 void rl__co_free_pool(rl_coordinator *co) {
     while (co->pool) {
         co_op *op = co->pool;
@@ -182,6 +184,7 @@ void rl__co_free_pool(rl_coordinator *co) {
     co->n_pool = 0;
 }
 
+/* A posted flush (rl__co_op_done posts it when the completion queue was empty). */
 static void flush_post(rl_loop *loop, void *ud) {
     (void)loop;
     rl__co_flush(ud);
@@ -339,6 +342,7 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     send_reply(co, conn, RL_MSG_PEEK, id, &m);
 }
 
+/* Take a parked peek off the coordinator's list (it is not freed here). */
 static void unpark(rl_coordinator *co, co_peek *pk) {
     if (pk->prev)
         pk->prev->next = pk->next;
@@ -348,6 +352,7 @@ static void unpark(rl_coordinator *co, co_peek *pk) {
     pk->srv->parked--;
 }
 
+/* max_wait_ms passed: answer the parked peek (normally with no versions) and free it. */
 static void peek_timeout(rl_loop *loop, void *ud) {
     (void)loop;
     co_peek *pk = ud;
@@ -386,6 +391,7 @@ static void drop_parked_of(rl_coordinator *co, co_conn *cc) {
     }
 }
 
+/* See coord_int.h. */
 void rl__co_drop_parked(rl_coordinator *co) { drop_parked_of(co, NULL); }
 
 /* The storage server a PEEK/POP names, if this connection may speak for it (its HELLO said
@@ -408,6 +414,7 @@ static co_server *storage_peer(co_conn *cc, const rl_frame_header *h, uint32_t i
     return srv;
 }
 
+/* PEEK: record the server's peek (health), then answer now or park (docs/protocol.md §9). */
 static void handle_peek(co_conn *cc, const rl_frame_header *h, const rl_msg_peek_req *p) {
     rl_coordinator *co = cc->co;
     co_server *srv = storage_peer(cc, h, p->storage_id);
@@ -444,6 +451,7 @@ static void handle_peek(co_conn *cc, const rl_frame_header *h, const rl_msg_peek
     srv->parked++;
 }
 
+/* POP: raise the server's popped version and truncate what every shard owner popped. */
 static void handle_pop(co_conn *cc, const rl_frame_header *h, const rl_msg_pop_req *p) {
     rl_coordinator *co = cc->co;
     co_server *srv = storage_peer(cc, h, p->storage_id);
@@ -561,6 +569,8 @@ static void finish_register(rl_coordinator *co, co_op *op) {
     send_reply(co, op->conn, RL_MSG_REGISTER_STORAGE, op->req_id, &m);
 }
 
+/* See coord_int.h: replies in completion order, then parked peeks woken by the new durable
+ * version. Runs on the loop thread (and once more by close after the loop is freed). */
 void rl__co_flush(rl_coordinator *co) {
     pthread_mutex_lock(&co->done_mu);
     co_op *op = co->done_head;
@@ -590,6 +600,7 @@ void rl__co_flush(rl_coordinator *co) {
     }
 }
 
+/* See coord_int.h: flush (a failed post may have left completions queued) and re-arm. */
 void rl__co_housekeeping(rl_loop *loop, void *ud) {
     rl_coordinator *co = ud;
     rl__co_flush(co);
@@ -607,6 +618,8 @@ static void reply_commit_now(rl_coordinator *co, rl_conn *conn, uint64_t id, int
     send_reply(co, conn, RL_MSG_COMMIT, id, &m);
 }
 
+/* COMMIT: copy the payload into an operation, decode it there, check its system-key writes,
+ * submit it; the reply comes from rl__co_flush (or now, for a refusal). */
 static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *payload) {
     rl_coordinator *co = cc->co;
     rl_proto_why why;
@@ -676,11 +689,13 @@ static void read_error(rl_coordinator *co, co_conn *cc, const rl_frame_header *h
         send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_message(rc));
 }
 
+/* The error reply for a read outside the system keyspace. */
 static void wrong_shard(rl_coordinator *co, co_conn *cc, const rl_frame_header *h) {
     send_error(co, cc->conn, h->type, h->id, RL_E_WRONG_SHARD_SERVER,
                "the coordinator holds only the system keyspace [\\xff, \\xff\\xff)");
 }
 
+/* GET of a system key at a version. */
 static void handle_get(co_conn *cc, const rl_frame_header *h, const rl_msg_get_req *g) {
     rl_coordinator *co = cc->co;
     if (rl__bytes_cmp(g->key, g->key_len, k_ff, 1) < 0 || rl__bytes_cmp(g->key, g->key_len, k_ffff, 2) >= 0) {
@@ -705,6 +720,7 @@ static void handle_get(co_conn *cc, const rl_frame_header *h, const rl_msg_get_r
     send_reply(co, cc->conn, RL_MSG_GET, h->id, &m);
 }
 
+/* GET_KEY: resolve the selector within ["\xff", "\xff\xff") (unresolved below "\xff"). */
 static void handle_get_key(co_conn *cc, const rl_frame_header *h, const rl_msg_get_key_req *g) {
     rl_coordinator *co = cc->co;
     rl_version sv;
@@ -741,6 +757,8 @@ static int range_is_ours(const rl_msg_get_range_req *g) {
     return c > 0 || (c == 0 && g->end.or_equal);
 }
 
+/* GET_RANGE within the system shard: bounds resolved and clipped there, rows up to the limits
+ * (and 8 MiB), read_through "\xff" when a reverse range goes on below it. */
 static void handle_get_range(co_conn *cc, const rl_frame_header *h, const rl_msg_get_range_req *g) {
     rl_coordinator *co = cc->co;
     if (!range_is_ours(g)) {
@@ -846,6 +864,7 @@ static void json_bytes(rl_buf *b, const uint8_t *p, size_t n) {
     rl__buf_append_byte(b, '"');
 }
 
+/* STATUS: the contract's JSON and the coordinator's own counters (docs/protocol.md §9). */
 static void handle_status(co_conn *cc, const rl_frame_header *h) {
     rl_coordinator *co = cc->co;
     uint64_t now = rl__clock_mono_ns();
@@ -919,6 +938,8 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
     rl__buf_release(&j);
 }
 
+/* HELLO: remember the peer's role and id, answer with ours; a second HELLO is a protocol
+ * error. */
 static void handle_hello(co_conn *cc, const rl_frame_header *h, const rl_msg_hello_req *hr) {
     rl_coordinator *co = cc->co;
     if (cc->hello) {
@@ -1037,6 +1058,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
     }
 }
 
+/* A connection closed: drop its parked peeks and its servers' health, free its state. */
 static void on_close(rl_conn *conn, int err, void *ud) {
     co_conn *cc = ud;
     rl_coordinator *co = cc->co;
@@ -1057,6 +1079,7 @@ static void on_close(rl_conn *conn, int err, void *ud) {
     rl__free(cc);
 }
 
+/* See coord_int.h: a co_conn per connection, on the coordinator's list until on_close. */
 void rl__co_on_accept(rl_listener *l, rl_conn *conn, void *ud) {
     (void)l;
     rl_coordinator *co = ud;

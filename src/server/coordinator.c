@@ -76,6 +76,7 @@ static int range_meets_prefix(const uint8_t *b, uint32_t bl, const uint8_t *e, u
     return rl__bytes_cmp(b, bl, pe, pl) < 0 && rl__bytes_cmp(e, el, p, pl) > 0;
 }
 
+/* 1 if key k starts with prefix p. */
 static int key_has_prefix(const uint8_t *k, uint32_t kl, const char *p, uint32_t pl) {
     return kl >= pl && memcmp(k, p, pl) == 0;
 }
@@ -109,6 +110,8 @@ static int stamped_key_outside(const uint8_t *param, uint32_t len) {
     return off >= 2 && body >= 2 && param[0] == 0xff && param[1] == 0xff;
 }
 
+/* See coord_int.h: the first mutation that touches a protected prefix or lies at or above
+ * "\xff\xff" decides the result. */
 int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index) {
     for (size_t i = 0; i < n; i++) {
         const rl_mutation *m = &muts[i];
@@ -199,6 +202,7 @@ static int sink_sync(void *ctx) {
     return rc;
 }
 
+/* See coord_int.h. */
 rl_version rl__co_durable(rl_coordinator *co) { return rl__committer_read_version(co->cm); }
 
 /* ---- Recovery of the system keyspace from the log ---------------------------------------- */
@@ -228,6 +232,8 @@ static int replay_visit(void *ud, const rl_wal_record *rec) {
     return 0;
 }
 
+/* Recovery step: bring DIR/sys up to the log (invariant 2) and sync it if anything was applied.
+ * errmsg gets the reason on failure. */
 static int replay_sys(rl_coordinator *co, rl_buf *errmsg) {
     sys_replay r = {co->sys, NULL, 0, RL_OK, 0};
     rl_version after = rl__storage_latest_version(co->sys), base = rl__commitlog_base_version(co->log);
@@ -351,6 +357,7 @@ typedef struct {
     uint32_t n_shards;
 } co_layout;
 
+/* Free a layout's arrays and zero it (NULL-safe fields). */
 static void layout_release(co_layout *l) {
     for (uint32_t i = 0; i < l->n_shards; i++) {
         rl__free(l->shards[i].begin);
@@ -361,6 +368,7 @@ static void layout_release(co_layout *l) {
     memset(l, 0, sizeof *l);
 }
 
+/* A heap copy of p[0..n) (at least one byte allocated) in *out: RL_OK or RL_E_OUT_OF_MEMORY. */
 static int dup_bytes(const void *p, size_t n, uint8_t **out) {
     *out = rl__malloc(n ? n : 1);
     if (!*out) return RL_E_OUT_OF_MEMORY;
@@ -633,6 +641,7 @@ static int add_server(rl_coordinator *co, uint32_t id, co_server **out) {
     return RL_OK;
 }
 
+/* See coord_int.h (binary search: servers are sorted by id). */
 co_server *rl__co_server(rl_coordinator *co, uint32_t id) {
     uint32_t lo = 0, hi = co->n_servers;
     while (lo < hi) {
@@ -647,6 +656,7 @@ co_server *rl__co_server(rl_coordinator *co, uint32_t id) {
     return NULL;
 }
 
+/* See coord_int.h. */
 int rl__co_server_healthy(const rl_coordinator *co, const co_server *srv, uint64_t now_ns) {
     (void)co;
     if (!srv->peek_conn || !rl__conn_is_open(srv->peek_conn)) return 0;
@@ -976,6 +986,7 @@ fail_early:
     return rc;
 }
 
+/* See coordinator.h: arms the housekeeping timer, then runs the loop on this thread. */
 int rl__coordinator_run(rl_coordinator *co) {
     if (rl__loop_timer_add(co->loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping,
                            co, &co->housekeeping_timer) != RL_OK)
@@ -983,12 +994,16 @@ int rl__coordinator_run(rl_coordinator *co) {
     return rl__loop_run(co->loop);
 }
 
+/* See coordinator.h (rl__loop_stop only bumps an atomic and writes an eventfd). */
 void rl__coordinator_stop(rl_coordinator *co) {
     if (co && co->loop) rl__loop_stop(co->loop);
 }
 
+/* See coordinator.h. */
 uint16_t rl__coordinator_port(const rl_coordinator *co) { return co->port; }
 
+/* See coordinator.h. Also used by a failed open on a partly built coordinator: every step
+ * copes with what was never created. */
 void rl__coordinator_close(rl_coordinator *co) {
     if (!co) return;
     if (co->listener) rl__listener_close(co->listener);

@@ -28,6 +28,7 @@
 static rl_coordinator *volatile g_served;    /* for the signal handler only */
 static volatile sig_atomic_t g_stop_requested; /* a signal came before serving started */
 
+/* SIGTERM / SIGINT: stop serving (or, during startup, stop right after it). */
 static void on_signal(int sig) {
     (void)sig;
     g_stop_requested = 1;
@@ -54,6 +55,7 @@ static int parse_listen(const char *s, char ip[16], uint16_t *port, char *msg, s
     return RL_OK;
 }
 
+/* See server.h: parse, install the signal handlers, open, serve, close; the exit code. */
 int rl__rlkvd_coordinator_main(int argc, char **argv) {
     const char *dir = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1",
                *init = NULL;
