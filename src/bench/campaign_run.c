@@ -267,7 +267,7 @@ static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, r
                     err.data);
     }
     c->proc_s += rc ? 0 : ch.wall_s;
-    if (!rc) rl__camp_child_release(&ch);
+    rl__camp_child_release(&ch);
     rl__buf_release(&msg);
     rl__buf_release(&err);
     return proc;
