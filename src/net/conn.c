@@ -1000,9 +1000,10 @@ static void enqueue_locked(rl_conn *c, out_frame *f) {
 }
 
 /* The send path shared by rl__conn_send (owned == NULL) and rl__conn_send_buf (owned: the payload,
- * taken by this call in every case). */
+ * taken by this call in every case); queue_only (rl__conn_send_queued): never write from this
+ * call — queue the frame and let the loop thread's next pass flush the queue. */
 static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len,
-                      uint8_t *owned) {
+                      uint8_t *owned, int queue_only) {
     uint64_t t_call = rl__clock_mono_ns();
     int rc;
     if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || (len && !payload)) {
@@ -1021,7 +1022,7 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
         goto fail;
     }
     int delayed = c->delay_us || c->jitter_us;
-    if (!delayed && !c->q_head) { /* direct: the calling thread writes */
+    if (!delayed && !c->q_head && !queue_only) { /* direct: the calling thread writes */
         struct iovec iov[2] = {{hdr, RL_FRAME_HEADER_LEN}, {(void *)payload, len}};
         ssize_t n = send_iov(c->fd, iov, len ? 2 : 1);
         size_t total = RL_FRAME_HEADER_LEN + len;
@@ -1070,9 +1071,9 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
     int was_empty = c->q_head == NULL;
     enqueue_locked(c, f);
     if (was_empty) { /* invariant 3: nothing will flush this queue yet */
-        if (rl__tls_loop == c->loop) {
+        if (rl__tls_loop == c->loop && !queue_only) {
             kick = 1;
-        } else if (!c->wake_pending) {
+        } else if (!c->wake_pending) { /* queue_only on the loop thread: flushed in the next pass */
             c->wake_pending = 1;
             rl__conn_retain(c);
             c->wake_node.fn = wake_post_fn;
@@ -1091,7 +1092,11 @@ fail:
 }
 
 int rl__conn_send(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
-    return send_frame(c, type, flags, id, payload, len, NULL);
+    return send_frame(c, type, flags, id, payload, len, NULL, 0);
+}
+
+int rl__conn_send_queued(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
+    return send_frame(c, type, flags, id, payload, len, NULL, 1);
 }
 
 int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl_buf *payload) {
@@ -1102,8 +1107,8 @@ int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl
     }
     size_t len;
     uint8_t *bytes = rl__buf_detach(payload, &len);
-    if (!bytes) return send_frame(c, type, flags, id, NULL, 0, NULL);
-    return send_frame(c, type, flags, id, bytes, len, bytes);
+    if (!bytes) return send_frame(c, type, flags, id, NULL, 0, NULL, 0);
+    return send_frame(c, type, flags, id, bytes, len, bytes, 0);
 }
 
 int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64_t seed) {

@@ -259,6 +259,16 @@ int rl__conn_set_callbacks(rl_conn *conn, rl_frame_fn on_frame, rl_close_fn on_c
  * connection is then being closed), RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY. [any] */
 int rl__conn_send(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len);
 
+/* rl__conn_send_queued — as rl__conn_send, but the calling thread never writes to the socket: the
+ * frame joins the send queue, and the loop thread writes the queue in its next pass (on the loop
+ * thread: after the callbacks of the current pass), as many frames per sendmsg as are queued. For
+ * pipelining senders: a burst of frames costs one wake-up of the loop thread and a few writes
+ * instead of one write each (send the first frame of a burst with rl__conn_send: the direct write
+ * has the lowest latency). Frames keep the order of the send calls, mixed with rl__conn_send
+ * (a direct write happens only while the queue is empty). Returns as rl__conn_send. [any] */
+int rl__conn_send_queued(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload,
+                         size_t len);
+
 /* rl__conn_send_buf — as rl__conn_send, but takes payload's bytes (no copy when they must be
  * queued): on return, in every case, *payload is empty and re-initialised (rl__buf_init state) and
  * the bytes are the connection's (freed when written or when the connection closes). A buffer

@@ -47,26 +47,26 @@ static volatile pid_t cp_all_pids[4 * CP_MAX]; /* for the signal handler */
 static cp_cluster *cp_live[4];
 static int cp_hooks_set;
 
-static void cp_refresh_pids(void) {
+static inline void cp_refresh_pids(void) {
     for (int c = 0; c < 4; c++)
         for (int i = 0; i < CP_MAX; i++) cp_all_pids[c * CP_MAX + i] = cp_live[c] ? cp_live[c]->pid[i] : 0;
 }
 
-static void cp_on_signal(int sig) {
+static inline void cp_on_signal(int sig) {
     for (int i = 0; i < 4 * CP_MAX; i++)
         if (cp_all_pids[i] > 0) kill(cp_all_pids[i], SIGKILL);
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-static double cp_now(void) {
+static inline double cp_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Stop process i of c: SIGTERM (or sig), wait up to 5 s, then SIGKILL. */
-static void cp_kill(cp_cluster *c, int i, int sig) {
+static inline void cp_kill(cp_cluster *c, int i, int sig) {
     pid_t p = c->pid[i];
     if (p <= 0) return;
     kill(p, sig);
@@ -86,7 +86,7 @@ static void cp_kill(cp_cluster *c, int i, int sig) {
     cp_refresh_pids();
 }
 
-static void cp_stop(cp_cluster *c) {
+static inline void cp_stop(cp_cluster *c) {
     if (!c) return;
     for (int i = c->n_storage; i >= 0; i--) cp_kill(c, i, SIGTERM);
     for (int k = 0; k < 4; k++)
@@ -96,12 +96,12 @@ static void cp_stop(cp_cluster *c) {
     c->dir[0] = 0;
 }
 
-static void cp_atexit(void) {
+static inline void cp_atexit(void) {
     for (int k = 0; k < 4; k++)
         if (cp_live[k]) cp_stop(cp_live[k]);
 }
 
-static void cp_hooks(void) {
+static inline void cp_hooks(void) {
     if (cp_hooks_set) return;
     cp_hooks_set = 1;
     atexit(cp_atexit);
@@ -110,7 +110,7 @@ static void cp_hooks(void) {
 }
 
 /* Read DIR/NAME.port (written atomically by the server once it listens); 0 until it exists. */
-static int cp_read_port(const cp_cluster *c, const char *name) {
+static inline int cp_read_port(const cp_cluster *c, const char *name) {
     char path[700], buf[32];
     snprintf(path, sizeof path, "%s/%s.port", c->dir, name);
     FILE *f = fopen(path, "r");
@@ -123,7 +123,7 @@ static int cp_read_port(const cp_cluster *c, const char *name) {
 
 /* Start process i (0 coordinator, else storage i) listening on port (0: any); waits for its port
  * file (10 s). */
-static void cp_spawn(cp_cluster *c, int i, int port) {
+static inline void cp_spawn(cp_cluster *c, int i, int port) {
     char name[32], sub[700], portfile[700], logf[700], listen[64], idbuf[16], coord[64], init[700];
     snprintf(name, sizeof name, i == 0 ? "coordinator" : "storage-%d", i);
     snprintf(sub, sizeof sub, "%s/%s", c->dir, name);
@@ -190,7 +190,7 @@ static void cp_spawn(cp_cluster *c, int i, int port) {
 /* Start a cluster: n_storage servers; the user keyspace split at the n_split one-byte-or-more
  * keys of split (sorted), shard k on storage server (k % n_storage) + 1. Waits until a read of
  * every shard's first key works through the client (15 s). */
-static void cp_start(cp_cluster *c, int n_storage, const char *const *split, int n_split, int no_sync) {
+static inline void cp_start(cp_cluster *c, int n_storage, const char *const *split, int n_split, int no_sync) {
     cp_hooks();
     memset(c, 0, sizeof *c);
     c->n_storage = n_storage;
@@ -255,7 +255,7 @@ static void cp_start(cp_cluster *c, int n_storage, const char *const *split, int
 }
 
 /* Restart process i on the port it had (so the cluster file and the map stay valid). */
-static void cp_restart(cp_cluster *c, int i) {
+static inline void cp_restart(cp_cluster *c, int i) {
     if (c->pid[i]) cp_kill(c, i, SIGTERM);
     cp_spawn(c, i, c->port[i]);
 }
