@@ -164,7 +164,10 @@ static int op_write(thr *th, int all) {
         th->writes++;
         th->n_commits++;
         for (int k = 0; k < NK; k++)
-            if (touch[k]) snprintf(th->model[k], sizeof th->model[k], "%s", vals[k]);
+            if (touch[k]) {
+                memcpy(th->model[k], vals[k], sizeof th->model[k]);
+                th->model[k][sizeof th->model[k] - 1] = 0;
+            }
     }
     return 0;
 }
@@ -240,7 +243,7 @@ static int op_verify_own(thr *th) {
     CHECK(th, nr == want && ni == want, "range: %d records and %d index entries, model %d", nr, ni, want);
     for (int i = 0; i < nr; i++) {
         int kk = key_k(&rk[i]);
-        CHECK(th, kk >= 0 && kk < NK && !strcmp(rv[i], th->model[kk]), "range row k=%d '%s', model '%s'", kk, rv[i],
+        CHECK(th, kk >= 0 && kk < NK && !strcmp(rv[i], th->model[kk]), "range row k=%d '%.47s', model '%.47s'", kk, rv[i],
               kk >= 0 && kk < NK ? th->model[kk] : "?");
         CHECK(th, key_k(&ik[i]) == kk, "index entry %d is k=%d, record k=%d", i, key_k(&ik[i]), kk);
     }
@@ -320,7 +323,7 @@ static int op_cross(thr *th) {
         /* Values name their writer: (p, tt). */
         char who[16];
         snprintf(who, sizeof who, ".%d.%d", p, tt);
-        CHECK(th, strstr(rv[i], who) != NULL, "thread (%d, %d): value '%s' written by someone else", p, tt, rv[i]);
+        CHECK(th, strstr(rv[i], who) != NULL, "thread (%d, %d): value '%.47s' written by someone else", p, tt, rv[i]);
         (void)gen;
     }
     return 0;
