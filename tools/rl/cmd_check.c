@@ -28,7 +28,7 @@ int rl_cmd_check(int argc, char **argv) {
     int code;
     const rl_arg opts[] = {
         {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem: or file:DIR"},
+         .help = "the database: mem:, file:DIR or cluster:FILE"},
         {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
          .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
         {0}};

@@ -38,7 +38,7 @@ int rl_cmd_inject_defect(int argc, char **argv) {
                                           {NULL, 0}};
     const rl_arg opts[] = {
         {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem: or file:DIR"},
+         .help = "the database: mem:, file:DIR or cluster:FILE"},
         {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
          .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
         {.name = "pk", .kind = RL_ARG_INT64, .dest = &id, .metavar = "ID", .flags = RL_ARG_REQUIRED,

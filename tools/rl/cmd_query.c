@@ -86,7 +86,7 @@ int rl_cmd_query(int argc, char **argv) {
         {"error", RL_ORPHAN_ERROR}, {"skip", RL_ORPHAN_SKIP}, {"return", RL_ORPHAN_RETURN}, {NULL, 0}};
     const rl_arg opts[] = {
         {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem: or file:DIR"},
+         .help = "the database: mem:, file:DIR or cluster:FILE"},
         {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
          .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
         {.name = "index", .kind = RL_ARG_STRING, .dest = &index, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
