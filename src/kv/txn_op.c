@@ -822,6 +822,7 @@ static void on_read_done(rl_kv_read *r, int err) {
     txn_op *op = r->ud;
     op->io_err = err;
     if (__atomic_exchange_n(&op->io, IO_DONE, __ATOMIC_ACQ_REL) == IO_ISSUING) return;
+    add_stats(op); /* a late completion: the driver that issued the request has returned */
     op_drive(op, 0);
 }
 

@@ -157,6 +157,9 @@ TEST(cluster_client_1_1_reads) {
     ASSERT_OK(rl_future_wait(f));
     ASSERT_OK(rl_future_get_keyvalue_array(f, &kv, &n, &more));
     ASSERT_EQ(n, 26);
+    ASSERT_EQ(f->stats.requests, 2); /* the backend's counters reach the future (kv_int.h) */
+    ASSERT_EQ(f->stats.round_trips, 2);
+    ASSERT_TRUE(f->stats.bytes_sent > 2 * 16 && f->stats.bytes_received > 26 * 2);
     rl_future_free(f);
     rl_txn_free(t);
     /* The status: the client's view, the coordinator's and both storage servers'. */
@@ -269,6 +272,7 @@ TEST(cluster_client_1_2_mapped) {
                                   m[1][i].kvs[j].value_len);
                 ASSERT_EQ(m[0][i].served_locally, 0);
             }
+            if (n[0] > 0) ASSERT_TRUE(fs[0]->stats.s2s_requests >= 1 && fs[0]->stats.requests >= 1);
             for (int w = 0; w < 2; w++) {
                 rl_future_free(fs[w]);
                 rl_txn_free(ts[w]);
