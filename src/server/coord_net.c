@@ -46,7 +46,9 @@ static const uint8_t k_ff[1] = {0xff};
 static const uint8_t k_ffff[2] = {0xff, 0xff};
 
 #define CO_POOL_MAX 512              /* free operations kept */
-#define CO_POOL_KEEP_BYTES (1u << 20) /* ... only when their payload buffer is this small */
+#define CO_POOL_KEEP_BYTES (1u << 20) /* ... only when their payload buffer and arena are this
+                                         small (a pooled op keeps both for reuse) */
+#define CO_PEEK_KEEP (1u << 16)       /* PEEK scratch arrays larger than this are freed after use */
 #define CO_SEND_BUF_MIN (256u << 10)  /* replies this large are handed over, not copied */
 
 /* ---- Sending ------------------------------------------------------------------------------ */
@@ -161,7 +163,8 @@ static void op_put(rl_coordinator *co, co_op *op) {
     op->conn = NULL;
     op->srv = NULL;
     rl__arena_reset(&op->arena);
-    if (co->n_pool >= CO_POOL_MAX || op->payload_cap > CO_POOL_KEEP_BYTES) {
+    if (co->n_pool >= CO_POOL_MAX || op->payload_cap > CO_POOL_KEEP_BYTES ||
+        rl__arena_capacity(&op->arena) > CO_POOL_KEEP_BYTES) {
         rl__arena_release(&op->arena);
         rl__free(op->payload);
         rl__free(op);
@@ -340,6 +343,14 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     m.u.peek_reply.n_versions = (uint32_t)s.nv;
     srv->peeks++;
     send_reply(co, conn, RL_MSG_PEEK, id, &m);
+    if (co->pk_cap_muts > CO_PEEK_KEEP || co->pk_cap_versions > CO_PEEK_KEEP) {
+        /* A catching-up server's large reply: do not keep its scratch for ever. */
+        rl__free(co->pk_muts);
+        rl__free(co->pk_versions);
+        co->pk_muts = NULL;
+        co->pk_versions = NULL;
+        co->pk_cap_muts = co->pk_cap_versions = 0;
+    }
 }
 
 /* Take a parked peek off the coordinator's list (it is not freed here). */
