@@ -12,7 +12,9 @@
  *                piece; a prefix range inside one shard is one piece), under map_mu: a piece
  *                inside a range this server owns is local, any other goes to a member of the
  *                team the shard map names for it;
- *             2. read the local pieces from the engine (on the worker);
+ *             2. hand the items wholly inside this server's shards back to mapped.c (read_here:
+ *                it reads them under one engine read lock per batch, as without a hook), and
+ *                read the local pieces of items that cross shards;
  *             3. build the GET_MULTI requests — `individual` (FoundationDB's): one request per
  *                remote piece; `grouped`: one request per owner with all its pieces of the batch
  *                — and send them all at once: the worker itself on peers already connected (no
@@ -815,10 +817,20 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
     }
     pthread_mutex_unlock(&ss->map_mu);
     if (rc != RL_OK) return rc;
+    /* An item wholly inside one of this server's shards goes back to mapped.c, which reads all
+     * such items of the batch under one engine read lock (as without a hook); the local pieces of
+     * items that cross shards are read here. */
+    for (int i = 0; i < n; i++)
+        if (count[i] == 1 && ps.v[first[i]].local) items[i].read_here = 1;
     for (int i = 0; i < ps.n; i++)
-        if (ps.v[i].local) read_local_piece(ss, v, &items[ps.v[i].item], &ps.v[i], a);
+        if (ps.v[i].local && !items[ps.v[i].item].read_here)
+            read_local_piece(ss, v, &items[ps.v[i].item], &ps.v[i], a);
     if ((rc = run_remote(c, &ps, items, a)) != RL_OK) return rc;
     for (int i = 0; i < n; i++) {
+        if (items[i].read_here) {
+            c->local++;
+            continue;
+        }
         int e = merge_item(&items[i], &ps.v[first[i]], count[i], a);
         if (e != RL_OK) {
             items[i].error = e;

@@ -83,7 +83,10 @@
  * entry, no intermediate buffer (construct_in_arena). The arena's block size grows
  * geometrically while the reply grows, so a 1,000-entry reply costs a few dozen allocations
  * rather than two per entry. The caller's block size is restored at the end. With a batch hook
- * no lock is held while it runs (it may block on the network).
+ * no lock is held while it runs (it may block on the network): the index scan holds the read
+ * lock, then each batch takes it once more for the items the hook hands back to be read here
+ * (rl_secondary_item.read_here: a storage server's secondaries in its own shards), so local
+ * secondaries cost what they cost without a hook.
  */
 #include "storage/mapped.h"
 
@@ -596,13 +599,14 @@ static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_lim
 }
 
 /* Run the batch hook over ents[0..n) (bounds set) with the item array items (room for n), then
- * copy each item's outputs into its entry. The first item error in order fails the batch; a hook
- * that breaks the output contract (negative count, rows without a pointer, a point read with
- * more than one row) is RL_E_INTERNAL_ERROR. */
-static int read_batch(rl_secondary_batch_fn fn, void *fn_ctx, rl_version v, int row_limit,
-                      long byte_limit, rl_secondary_item *items, rl_mapped_entry *ents, int n,
-                      rl_arena *a) {
-    int rc;
+ * copy each item's outputs into its entry; the items the hook handed back (read_here) are read
+ * from st under one read lock. The first item error in order fails the batch; a hook that
+ * breaks the output contract (negative count, rows without a pointer, a point read with more
+ * than one row) is RL_E_INTERNAL_ERROR. */
+static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl_version v,
+                      int row_limit, long byte_limit, rl_secondary_item *items,
+                      rl_mapped_entry *ents, int n, rl_arena *a) {
+    int rc, here = 0;
     for (int i = 0; i < n; i++) {
         rl_secondary_item *it = &items[i];
         memset(it, 0, sizeof *it);
@@ -616,9 +620,19 @@ static int read_batch(rl_secondary_batch_fn fn, void *fn_ctx, rl_version v, int 
     }
     rc = fn(fn_ctx, v, items, n, a);
     if (rc != RL_OK) return rc;
+    for (int i = 0; i < n; i++) here |= items[i].read_here && items[i].error == RL_OK;
+    if (here) {
+        rl__storage_read_lock(st);
+        for (int i = 0; i < n && rc == RL_OK; i++)
+            if (items[i].read_here && items[i].error == RL_OK)
+                rc = read_local(st, v, items[i].row_limit, byte_limit, a, &ents[i]);
+        rl__storage_read_unlock(st);
+        if (rc != RL_OK) return rc;
+    }
     for (int i = 0; i < n; i++) {
         const rl_secondary_item *it = &items[i];
         if (it->error != RL_OK) return it->error;
+        if (it->read_here) continue; /* read_local filled the entry */
         if (it->n_kvs < 0 || (it->n_kvs > 0 && !it->kvs) || (!it->is_range && it->n_kvs > 1))
             return RL_E_INTERNAL_ERROR;
         ents[i].kvs = it->n_kvs ? it->kvs : NULL;
@@ -671,16 +685,20 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
         if (index_bytes < 1) index_bytes = 1;
     }
 
-    /* 1. The index scan (under the read lock that local secondaries share). */
+    /* 1. The index scan, under the read lock (which local secondaries share when there is no
+     *    hook; with a hook it is dropped before the hook runs, and taken again per batch for the
+     *    items the hook hands back to be read here). */
     block_size0 = a->block_size;
     rl__buf_init(&p);
-    if (!fn) {
-        rl__storage_read_lock(st);
-        locked = 1;
-    }
+    rl__storage_read_lock(st);
+    locked = 1;
     rc = rl__storage_get_range_nolock(st, v, begin ? begin : "", begin_len, end ? end : "",
                                       end_len, opt.limit, index_bytes, opt.reverse, a, &idx,
                                       &n_idx, &scan_more);
+    if (fn) {
+        rl__storage_read_unlock(st);
+        locked = 0;
+    }
     if (rc != RL_OK) goto fail;
     if (n_idx > 0) {
         ents = rl__arena_alloc(a, (size_t)n_idx * sizeof *ents);
@@ -732,8 +750,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             }
         }
         if (fn) {
-            rc = read_batch(fn, fn_ctx, v, opt.secondary_row_limit, opt.secondary_byte_limit,
-                            items, &ents[mapped], stop - mapped, a);
+            rc = read_batch(st, fn, fn_ctx, v, opt.secondary_row_limit,
+                            opt.secondary_byte_limit, items, &ents[mapped], stop - mapped, a);
             if (rc != RL_OK) goto fail;
         }
         for (int i = mapped; i < stop; i++) {

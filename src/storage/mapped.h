@@ -68,6 +68,10 @@ typedef struct {
     int more;              /* 1: rows remain that the limits cut off (range reads only) */
     int served_locally;    /* 1: read from this engine / server's own shards */
     int error;             /* RL_OK, or this item's error: fails the whole mapped read */
+    int read_here;         /* 1: the hook did not read it; mapped.c reads it from the engine it
+                              was given, at v, after the hook returns (all of a batch's such
+                              items under one read lock), and sets served_locally; the other
+                              outputs are then ignored */
 } rl_secondary_item;
 
 /* The batch hook of a mapped read: read the n secondaries items[0..n) at version v and fill each

@@ -1202,6 +1202,79 @@ TEST(mapped_2_8_secondary_fn) {
     rl__storage_close(index_only);
 }
 
+/* A batch hook that hands every other item back (read_here) and reads the rest from the same
+ * engine itself, as a storage server does with secondaries in its own shards. */
+typedef struct {
+    int calls;
+    rl_storage *st;
+} here_ctx;
+
+static int half_here(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
+    here_ctx *hc = ctx;
+    for (int i = 0; i < n; i++) {
+        rl_secondary_item *it = &items[i];
+        if (hc->calls++ % 2 == 0) {
+            it->read_here = 1;
+            it->n_kvs = 77; /* ignored when read_here */
+            continue;
+        }
+        it->served_locally = 0;
+        int rc = rl__storage_get_range(hc->st, v, it->begin, it->begin_len, it->end, it->end_len,
+                                       it->row_limit, it->byte_limit, 0, a, &it->kvs, &it->n_kvs,
+                                       &it->more);
+        if (rc != RL_OK) return rc;
+    }
+    return RL_OK;
+}
+
+/* mapped-2.15: items a hook hands back with read_here are read from the engine by mapped.c: the
+ * rows equal a read without a hook, for several limits and both mappers, with served_locally 1
+ * for those and the hook's 0 for the others. */
+TEST(mapped_2_15_hook_read_here) {
+    model md;
+    rl_arena a;
+    rl_buf b, e;
+    fixed_model(&md);
+    rl_storage *st = load_model(&md, 10);
+    rl__arena_init(&a, 0);
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    index_range(&b, &e);
+    for (int mode = 0; mode < 2; mode++)
+        for (int lim = 0; lim < 4; lim++) {
+            const rl_mapper *m = mode ? mapper_point(&a) : mapper_range(&a);
+            rl_mapped_options o;
+            memset(&o, 0, sizeof o);
+            o.limit = lim * 4;
+            o.batch = 3;
+            o.secondary_row_limit = 1 + lim;
+            rl_mapped_entry *x = NULL, *y = NULL;
+            int nx = 0, ny = 0, mx = 0, my = 0;
+            ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o,
+                                                   NULL, NULL, &a, &x, &nx, &mx));
+            here_ctx hc = {0, st};
+            ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o,
+                                                   half_here, &hc, &a, &y, &ny, &my));
+            ASSERT_TRUE(nx > 0);
+            ASSERT_EQ(nx, ny);
+            ASSERT_EQ(mx, my);
+            for (int i = 0; i < nx; i++) {
+                ASSERT_MEM_EQ(x[i].begin, x[i].begin_len, y[i].begin, y[i].begin_len);
+                ASSERT_EQ(x[i].n_kvs, y[i].n_kvs);
+                ASSERT_EQ(x[i].more, y[i].more);
+                for (int j = 0; j < x[i].n_kvs; j++) {
+                    ASSERT_MEM_EQ(x[i].kvs[j].key, x[i].kvs[j].key_len, y[i].kvs[j].key, y[i].kvs[j].key_len);
+                    ASSERT_MEM_EQ(x[i].kvs[j].value, x[i].kvs[j].value_len, y[i].kvs[j].value, y[i].kvs[j].value_len);
+                }
+                ASSERT_EQ(y[i].served_locally, i % 2 == 0);
+            }
+        }
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    rl__arena_release(&a);
+    rl__storage_close(st);
+}
+
 /* mapped-2.9: mapper errors during the read fail the whole call: an index key that is not a
  * tuple (2041), a value that is not a tuple (2042), an index past the end (2030). */
 TEST(mapped_2_9_mapper_errors_in_read) {
@@ -1601,4 +1674,5 @@ RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
              T(mapped_2_6_byte_budget), T(mapped_2_7_mvcc), T(mapped_2_8_secondary_fn),
              T(mapped_2_9_mapper_errors_in_read), T(mapped_2_10_randomized),
              T(mapped_2_11_range_includes_prefix_key), T(mapped_2_12_budget_boundary_and_empty_prefix),
-             T(mapped_2_13_allocation_failures), T(mapped_2_14_shared_prefix_memo))
+             T(mapped_2_13_allocation_failures), T(mapped_2_14_shared_prefix_memo),
+             T(mapped_2_15_hook_read_here))
