@@ -378,31 +378,35 @@ static const rl_keyvalue *item_kv(const rl_cplan *p, const void *items, uint32_t
     return &((const rl_keyvalue *)items)[i];
 }
 
+/* Check a page of n items: inside [cb, ce) and strictly in the read's direction. Sorted items
+ * need one compare each (with their predecessor) plus the two ends against the bounds. */
 static int page_check(const rl_cplan *p, const void *items, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) {
+    if (n == 0) return RL_OK;
+    const rl_keyvalue *first = item_kv(p, items, 0), *last = item_kv(p, items, n - 1);
+    const rl_keyvalue *lo = p->r->reverse ? last : first, *hi = p->r->reverse ? first : last;
+    if (kcmp(lo->key, lo->key_len, p->cb, p->cbl) < 0 || kcmp(hi->key, hi->key_len, p->ce, p->cel) >= 0)
+        return RL_E_MALFORMED_FRAME;
+    const rl_keyvalue *pv = first;
+    for (uint32_t i = 1; i < n; i++) {
         const rl_keyvalue *kv = item_kv(p, items, i);
-        if (kcmp(kv->key, kv->key_len, p->cb, p->cbl) < 0 || kcmp(kv->key, kv->key_len, p->ce, p->cel) >= 0)
-            return RL_E_MALFORMED_FRAME;
-        if (i > 0) {
-            const rl_keyvalue *pv = item_kv(p, items, i - 1);
-            int c = kcmp(kv->key, kv->key_len, pv->key, pv->key_len);
-            if (p->r->reverse ? c >= 0 : c <= 0) return RL_E_MALFORMED_FRAME;
-        }
+        int c = kcmp(kv->key, kv->key_len, pv->key, pv->key_len);
+        if (p->r->reverse ? c >= 0 : c <= 0) return RL_E_MALFORMED_FRAME;
+        pv = kv;
     }
     return RL_OK;
 }
 
 static long charge(const rl_cplan *p, const void *items, uint32_t n) {
     long b = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (is_mapped(p)) {
-            const rl_mapped_keyvalue *m = &((const rl_mapped_keyvalue *)items)[i];
-            b += (long)m->index.key_len + m->index.value_len;
-            for (int j = 0; j < m->n_kvs; j++) b += (long)m->kvs[j].key_len + m->kvs[j].value_len;
-        } else {
-            const rl_keyvalue *kv = &((const rl_keyvalue *)items)[i];
-            b += (long)kv->key_len + kv->value_len;
+    if (is_mapped(p)) {
+        const rl_mapped_keyvalue *m = items;
+        for (uint32_t i = 0; i < n; i++) {
+            b += (long)m[i].index.key_len + m[i].index.value_len;
+            for (int j = 0; j < m[i].n_kvs; j++) b += (long)m[i].kvs[j].key_len + m[i].kvs[j].value_len;
         }
+    } else {
+        const rl_keyvalue *kv = items;
+        for (uint32_t i = 0; i < n; i++) b += (long)kv[i].key_len + kv[i].value_len;
     }
     return b;
 }
