@@ -273,7 +273,7 @@ struct rl_ss {
 
     /* Counters (invariant 4). */
     _Atomic uint64_t n_reads, n_mapped, n_sec_local, n_sec_remote, n_s2s_requests,
-        n_s2s_round_trips, n_peeks, n_parked, n_future;
+        n_s2s_round_trips, n_peeks, n_parked, n_future, n_mapped_ns;
 };
 
 enum { SS_CO_DOWN = 0, SS_CO_CONNECTING = 1, SS_CO_HELLO = 2, SS_CO_READY = 3 };

@@ -983,6 +983,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     g->stats.s2s_requests = c.s2s_requests;
     g->stats.s2s_round_trips = c.s2s_round_trips;
     g->stats.server_ns = rl__clock_mono_ns() - j->t0_ns;
+    atomic_fetch_add(&ss->n_mapped_ns, g->stats.server_ns);
     atomic_fetch_add(&ss->n_sec_local, c.local);
     atomic_fetch_add(&ss->n_sec_remote, c.remote);
     atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);

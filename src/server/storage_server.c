@@ -199,6 +199,7 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    "],\"keys\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"mapped_reads\":%" PRIu64
                    ",\"secondaries_local\":%" PRIu64 ",\"secondaries_remote\":%" PRIu64
                    ",\"s2s_requests\":%" PRIu64 ",\"s2s_round_trips\":%" PRIu64
+                   ",\"mapped_server_ns\":%" PRIu64
                    ",\"popped_version\":%" PRIu64 ",\"registered\":%s,\"peeks\":%" PRIu64
                    ",\"parked_reads\":%" PRIu64 ",\"future_version_errors\":%" PRIu64
                    ",\"address\":",
@@ -207,7 +208,7 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_sec_remote),
                    (uint64_t)atomic_load(&ss->n_s2s_requests),
                    (uint64_t)atomic_load(&ss->n_s2s_round_trips),
-                   (uint64_t)atomic_load(&ss->popped),
+                   (uint64_t)atomic_load(&ss->n_mapped_ns), (uint64_t)atomic_load(&ss->popped),
                    atomic_load(&ss->registered) ? "true" : "false",
                    (uint64_t)atomic_load(&ss->n_peeks), (uint64_t)atomic_load(&ss->n_parked),
                    (uint64_t)atomic_load(&ss->n_future));

@@ -528,6 +528,10 @@ TEST(ss_3_2_status_ping) {
     ASSERT_TRUE(json_is_integer(json_object_get(j, "mapped_reads")));
     ASSERT_TRUE(json_is_integer(json_object_get(j, "secondaries_local")));
     ASSERT_TRUE(json_is_integer(json_object_get(j, "secondaries_remote")));
+    ASSERT_TRUE(json_is_integer(json_object_get(j, "s2s_requests")));
+    ASSERT_TRUE(json_is_integer(json_object_get(j, "s2s_round_trips")));
+    ASSERT_TRUE(json_is_integer(json_object_get(j, "mapped_server_ns")));
+    ASSERT_TRUE(json_is_boolean(json_object_get(j, "registered")));
     json_decref(j);
     sst_client_close(&c);
     srv_stop(&s, 0);
