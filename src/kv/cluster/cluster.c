@@ -66,6 +66,7 @@
 #include "kv/cluster/clusterfile.h"
 #include "kv/cluster/locmap.h"
 #include "kv/cluster/plan.h"
+#include "kv/cluster/ptable.h"
 #include "net/loop.h"
 #include "net/proto.h"
 
@@ -80,74 +81,6 @@ typedef struct creq creq;
 enum { W_NONE = 0, W_WAITING, W_PENDING, W_TIMER, W_MAPWAIT };
 enum { C_CONNECTING = 1, C_OPEN, C_CLOSED };
 enum { AFTER_SEND = 0, AFTER_REFRESH = 1 };
-
-/* ---- Pending table: request id -> creq (linear probing, backward-shift deletion) -------------- */
-
-typedef struct {
-    uint64_t id; /* 0: empty */
-    creq *q;
-} pslot;
-
-typedef struct {
-    pslot *v;
-    uint32_t cap; /* 0 or a power of two */
-    uint32_t n;
-} ptable;
-
-static int pt_put(ptable *t, uint64_t id, creq *q) {
-    if ((t->n + 1) * 2 > t->cap) {
-        uint32_t nc = t->cap ? t->cap * 2 : 64;
-        pslot *nv = rl__calloc(nc, sizeof *nv);
-        if (!nv) return RL_E_OUT_OF_MEMORY;
-        for (uint32_t i = 0; i < t->cap; i++) {
-            if (!t->v[i].id) continue;
-            uint32_t j = (uint32_t)t->v[i].id & (nc - 1);
-            while (nv[j].id) j = (j + 1) & (nc - 1);
-            nv[j] = t->v[i];
-        }
-        rl__free(t->v);
-        t->v = nv;
-        t->cap = nc;
-    }
-    uint32_t j = (uint32_t)id & (t->cap - 1);
-    while (t->v[j].id) j = (j + 1) & (t->cap - 1);
-    t->v[j].id = id;
-    t->v[j].q = q;
-    t->n++;
-    return RL_OK;
-}
-
-/* Remove slot i and shift the rest of its cluster back. */
-static void pt_remove_at(ptable *t, uint32_t i) {
-    uint32_t m = t->cap - 1, j = i;
-    t->v[i].id = 0;
-    t->n--;
-    for (;;) {
-        j = (j + 1) & m;
-        if (!t->v[j].id) return;
-        uint32_t home = (uint32_t)t->v[j].id & m;
-        /* Move j into the hole i when its home is not in (i, j]. */
-        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-            t->v[i] = t->v[j];
-            t->v[j].id = 0;
-            i = j;
-        }
-    }
-}
-
-static creq *pt_take(ptable *t, uint64_t id) {
-    if (!t->cap) return NULL;
-    uint32_t j = (uint32_t)id & (t->cap - 1);
-    while (t->v[j].id) {
-        if (t->v[j].id == id) {
-            creq *q = t->v[j].q;
-            pt_remove_at(t, j);
-            return q;
-        }
-        j = (j + 1) & (t->cap - 1);
-    }
-    return NULL;
-}
 
 /* ---- Structures ------------------------------------------------------------------------------- */
 
@@ -380,7 +313,7 @@ static int waiter_wait(waiter *w, int timeout_ms) {
 static void cconn_unref(cconn *cc) {
     if (atomic_fetch_sub(&cc->refs, 1) != 1) return;
     rl__conn_release(cc->conn);
-    rl__free(cc->pending.v);
+    pt_release(&cc->pending);
     pthread_mutex_destroy(&cc->mu);
     rl__free(cc);
 }
@@ -810,7 +743,7 @@ static void sweep(cluster *cl) {
         pthread_mutex_lock(&cc->mu);
         for (uint32_t j = 0; j < cc->pending.cap;) {
             pslot *s = &cc->pending.v[j];
-            if (s->id && s->q->deadline_ns <= now) {
+            if (s->id && ((creq *)s->q)->deadline_ns <= now) {
                 creq *q = s->q;
                 pt_remove_at(&cc->pending, j); /* j now holds the next slot's entry, if any */
                 q->where = W_NONE;
