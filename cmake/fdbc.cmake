@@ -55,3 +55,39 @@ foreach(t ${RL_FDBC_TESTS})
       ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;RL_FDBC_LIB=${RL_FDBC_LIB}")
   endif()
 endforeach()
+
+# The KV, record and query suites through the fdb: backend (programs that open rl_test_url(); the
+# cluster client's own logic tests are left out, as in CMakeLists.txt's cluster block):
+#   *_fdb           reclayer's libfdb_c.so over mem:
+#   *_fdb_defer     ... over defer:mem: (completions late, on another thread)
+#   *_fdb_cluster1  ... over a fresh one-server local cluster (rl_with_cluster); skipped (77) until
+#                   the cluster parts are built, as the *_cluster1 runs
+#   *_fdb_real      FoundationDB itself (cmake/fdb-real.sh: RL_TEST_FDB_CLUSTER and the real
+#                   client library, else skipped saying why)
+# Label "fdb": ctest -L fdb runs them all.
+foreach(mod kv record query)
+  file(GLOB RL_FDB_SUITE CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/${mod}/test_*.c)
+  foreach(t ${RL_FDB_SUITE})
+    get_filename_component(stem ${t} NAME_WE)
+    file(STRINGS ${t} uses_url REGEX "kvt_open|rl_test_url|qt_open|rl_test_db_open")
+    if(NOT uses_url OR stem MATCHES "^test_cluster")
+      continue()
+    endif()
+    set(exe unit_${mod}_${stem})
+    add_test(NAME ${exe}_fdb COMMAND ${exe})
+    set_tests_properties(${exe}_fdb PROPERTIES LABELS "unit;fdb" TIMEOUT 600 ENVIRONMENT
+      "RL_TEST_URL=fdb:;RL_FDB_LIBRARY=${RL_FDBC_LIB};RL_FDBC_URL=mem:;CMOCKA_MESSAGE_OUTPUT=stdout")
+    add_test(NAME ${exe}_fdb_defer COMMAND ${exe})
+    set_tests_properties(${exe}_fdb_defer PROPERTIES LABELS "unit;fdb" TIMEOUT 600 ENVIRONMENT
+      "RL_TEST_URL=fdb:;RL_FDB_LIBRARY=${RL_FDBC_LIB};RL_FDBC_URL=defer:mem:;CMOCKA_MESSAGE_OUTPUT=stdout")
+    if(TARGET rl_with_cluster)
+      add_test(NAME ${exe}_fdb_cluster1 COMMAND rl_with_cluster --storage 1 --
+               sh ${CMAKE_SOURCE_DIR}/cmake/fdb-over.sh $<TARGET_FILE:${exe}>)
+      set_tests_properties(${exe}_fdb_cluster1 PROPERTIES LABELS "unit;cluster;fdb" TIMEOUT 600
+        SKIP_RETURN_CODE 77 ENVIRONMENT "RL_FDB_LIBRARY=${RL_FDBC_LIB};CMOCKA_MESSAGE_OUTPUT=stdout")
+    endif()
+    add_test(NAME ${exe}_fdb_real COMMAND sh ${CMAKE_SOURCE_DIR}/cmake/fdb-real.sh $<TARGET_FILE:${exe}>)
+    set_tests_properties(${exe}_fdb_real PROPERTIES LABELS "unit;fdb" TIMEOUT 600
+      SKIP_RETURN_CODE 77 ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
+  endforeach()
+endforeach()

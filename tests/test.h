@@ -119,12 +119,24 @@ static inline int rl_test_clear_cluster_fn_(rl_txn *t, void *ctx) {
 }
 static inline int rl_test_clear_cluster(rl_db *db) { return rl_db_run(db, rl_test_clear_cluster_fn_, NULL); }
 
-/* rl_test_db_open — rl_db_open(url, opts, out), then, when url is cluster:, rl_test_clear_cluster.
- * Returns rl_db_open's error, or the clear's (the database is then closed and *out NULL). */
+/* rl_test_is_fdb — 1 if url is an fdb: URL: a FoundationDB cluster (RL_TEST_FDB_CLUSTER) or
+ * reclayer behind its libfdb_c.so (RL_FDBC_URL); the MVCC window is the server's. */
+static inline int rl_test_is_fdb(const char *url) { return url && !strncmp(url, "fdb:", 4); }
+
+/* rl_test_clear_fdb — clear the user keyspace ["", "\xff") of an fdb: database (never
+ * FoundationDB's system keyspace), retrying as rl_db_run does. */
+static inline int rl_test_clear_fdb_fn_(rl_txn *t, void *ctx) {
+    (void)ctx;
+    return rl_txn_clear_range(t, "", 0, "\xff", 1);
+}
+
+/* rl_test_db_open — rl_db_open(url, opts, out), then, when url is cluster:, rl_test_clear_cluster
+ * (fdb:, rl_test_clear_fdb: a FoundationDB cluster outlives the tests too). Returns rl_db_open's
+ * error, or the clear's (the database is then closed and *out NULL). */
 static inline int rl_test_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     int rc = rl_db_open(url, opts, out);
-    if (rc || !rl_test_is_cluster(url)) return rc;
-    rc = rl_test_clear_cluster(*out);
+    if (rc || (!rl_test_is_cluster(url) && !rl_test_is_fdb(url))) return rc;
+    rc = rl_test_is_fdb(url) ? rl_db_run(*out, rl_test_clear_fdb_fn_, NULL) : rl_test_clear_cluster(*out);
     if (rc) {
         fprintf(stderr, "rl_test_db_open: clearing the cluster's keyspace failed: %s\n", rl_error_name(rc));
         rl_db_close(*out);

@@ -119,7 +119,8 @@ typedef struct {
     const rl_keyvalue *kvs;     /* secondary key-values in ascending order (point: 0 or 1) */
     int n_kvs;
     int more;                   /* the secondary read was cut off by its per-entry limits */
-    int served_locally;         /* 1: read by the storage server holding the index entry */
+    int served_locally;         /* 1: read by the storage server holding the index entry, 0: by
+                                 * another one, -1: not known (fdb:: FoundationDB does not say) */
 } rl_mapped_keyvalue;
 
 /* Database options (rl_db_open); zero-initialise and set size = sizeof(rl_db_options). */

@@ -147,6 +147,8 @@ typedef struct {
     uint64_t max_loads_in_flight;   /* most record loads outstanding when one was taken */
     uint64_t pipeline_stalls;       /* loads taken with fewer than pipeline_depth outstanding
                                      * although the scan had more entries to load */
+    uint64_t secondary_unknown;     /* mapped entries whose backend cannot tell where the record
+                                     * was read (fdb:: FoundationDB does not report it) */
 } rl_query_counters;
 
 /* One row. Every pointer is borrowed from the cursor and valid until the next call on it. */

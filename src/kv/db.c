@@ -3,8 +3,8 @@
  *
  * URL schemes (kv.h): "mem:" (exactly: nothing may follow the colon) and "file:DIR" open the
  * embedded backend (embedded.c); "cluster:FILE" opens the cluster client (cluster/cluster.c) for
- * the cluster file FILE; "fdb:FILE" is recognised but refused with RL_E_UNSUPPORTED_OPERATION
- * until its backend exists; anything else is RL_E_BAD_URL. A DIR that
+ * the cluster file FILE; "fdb:FILE" opens FoundationDB's cluster FILE through its client library
+ * (fdb/; "fdb:" alone: FoundationDB's default cluster file); anything else is RL_E_BAD_URL. A DIR that
  * does not exist is RL_E_FILE_NOT_FOUND, one that is not a directory RL_E_INVALID_ARGUMENT, one
  * that cannot be examined RL_E_IO_ERROR (with strerror in the detail). The detail of the last failure of
  * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
@@ -18,6 +18,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "kv/cluster/cluster.h"
+#include "kv/fdb/fdb.h"
 #include "kv/kv_int.h"
 
 static _Thread_local char last_detail[1024];
@@ -105,11 +106,8 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
             goto fail_db;
         }
         rc = rl__kv_cluster_open(url + 8, opts, &db->be, &msg);
-    } else if (!strncmp(url, "fdb:", 4)) {
-        set_detail("%s: this backend is not available yet in this build (use mem: or file:DIR)",
-                   url);
-        rc = RL_E_UNSUPPORTED_OPERATION;
-        goto fail_db;
+    } else if (!strncmp(url, "fdb:", 4)) { /* FoundationDB (kv/fdb/; "fdb:" alone: its default cluster file) */
+        rc = rl__kv_fdb_open(url + 4, opts, &db->be, &msg);
     } else {
         set_detail("database URL '%s' not understood (expected mem:, file:DIR, cluster:FILE or "
                    "fdb:FILE)", url);

@@ -606,8 +606,9 @@ static int remote_next(rl_cursor *c, int *out_has) {
             c->k.index_entries_read++;
             c->k.kv_bytes_received += m->index.key_len + m->index.value_len;
             for (int j = 0; j < m->n_kvs; j++) c->k.kv_bytes_received += m->kvs[j].key_len + m->kvs[j].value_len;
-            if (m->served_locally) c->k.secondary_local++;
-            else c->k.secondary_remote++;
+            if (m->served_locally > 0) c->k.secondary_local++;
+            else if (m->served_locally == 0) c->k.secondary_remote++;
+            else c->k.secondary_unknown++; /* -1: the backend cannot tell (fdb:) */
         }
         if (c->mn == 0) {
             c->exhausted = 1;

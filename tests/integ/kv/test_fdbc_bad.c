@@ -201,8 +201,8 @@ TEST(fdbc_bad_1_4) {
     ASSERT_EQ(commit_after(tr), 2103);
     ASSERT_EQ(cl.api.transaction_add_conflict_range(tr, K("a"), K("b"), 7), 2000);
     ASSERT_EQ(cl.api.transaction_add_conflict_range(tr, K("b"), K("a"), 0), 2005);
-    /* Read versions: 0 is invalid, a second one is already set. */
-    cl.api.transaction_set_read_version(tr, 0);
+    /* Read versions: negative is invalid, a second one is already set. */
+    cl.api.transaction_set_read_version(tr, -5);
     ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get(tr, K("k"), 0)), 2011);
     cl.api.transaction_reset(tr);
     int64_t rv;

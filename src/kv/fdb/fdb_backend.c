@@ -1,0 +1,994 @@
+/* fdb_backend.c — the fdb: backend: reclayer's backend interface (kv/backend.h) over a
+ * FoundationDB database, through the client library of fdb_client.c.
+ *
+ * Design (docs/design-fdb.md argues it): reclayer's generic transaction layer stays above this
+ * backend and keeps doing read-your-writes, conflict ranges, selectors over the write map,
+ * versionstamp bookkeeping and the retry loop; FoundationDB is used as what backend.h asks for —
+ * reads at an explicit version and commits of fully formed transactions:
+ *
+ *   read at version V   a FoundationDB transaction with set_read_version(V), snapshot reads,
+ *                       read-your-writes disabled (nothing to merge: the layer above does it)
+ *   mapped read at V    a transaction with read-your-writes enabled and a serializable
+ *                       get_mapped_range (FoundationDB's requirement), never committed
+ *   read version        get_read_version on a fresh transaction, which is then kept for the
+ *                       reads at that version
+ *   commit              a fresh transaction: set_read_version(read version), the read conflict
+ *                       ranges, every mutation with NEXT_WRITE_NO_WRITE_CONFLICT_RANGE (the
+ *                       layer above already lists the write conflict ranges, versionstamped keys
+ *                       included), the write conflict ranges, get_versionstamp, commit
+ *
+ * Invariants:
+ *   1. Every completion comes from a FoundationDB callback (FoundationDB's network thread, or the
+ *      starting thread when the future is already ready) and calls the request's done exactly
+ *      once, after the backend has stopped touching the request (futures destroyed, transaction
+ *      handed back): the caller may free the request inside done.
+ *   2. FoundationDB's error codes pass through unchanged (reclayer's table uses its numbers).
+ *   3. Reads borrow a pooled transaction ("slot"): the active table keeps one slot per (kind,
+ *      read version, system keys) that many reads share at once — a query's reads all run on
+ *      one FoundationDB transaction — and idle slots are reset before they serve another version.
+ *      A plain read slot accumulates nothing (snapshot reads, no read-your-writes cache); a
+ *      mapped slot accumulates conflict ranges and cache, so it is retired after
+ *      MAPPED_USES_MAX reads. Slots are guarded by be->mu; FoundationDB calls on a slot's
+ *      transaction are made outside it (they never block).
+ *   4. Selectors go to FoundationDB as they are (an offset is resolved where the data is). A
+ *      range's resolved ends (rl_kv_read.rbegin / rend, which the layer above needs for
+ *      conflict ranges) follow storage/select.c's rules: a selector with offset 1 resolves to
+ *      its anchor (the key, or key + "\x00" with or_equal) without reading; any other offset
+ *      comes from a get_key of the selector at the same version, issued alongside the range read.
+ *   5. A range read with neither a row nor a byte limit returns every row: when FoundationDB
+ *      answers with `more`, the backend continues after the last row at the same version
+ *      (reclayer's other backends return unlimited reads whole, and its callers rely on that).
+ *   6. Mapped results: FoundationDB's C struct can describe only range-mode secondaries, so a
+ *      point-mode mapper (no trailing "{...}") is sent with "{...}" appended, and the point
+ *      result is the first row of that prefix range when its key is the mapped key (the prefix
+ *      range of P begins with P itself). What FoundationDB cannot give is recorded as unknown,
+ *      never invented: served_locally is -1; a secondary's `more` is read where the C++ layout
+ *      keeps it (fdb_int.h) and, when that byte is not a bool or the variant is not a range,
+ *      reported as 1 ("cut off or unknown": the caller completes the secondary with its own
+ *      read); a point entry with no row and such a `more` has no rows and more = 1.
+ *   7. reclayer's bounded fan-out (rl_db_options.mapped_secondary_row_limit / _byte_limit,
+ *      default 2,000 rows and 10,000,000 bytes, FoundationDB's own quick-get limits) is applied to
+ *      each secondary range as it is converted: rows beyond the limits (the row that crosses the
+ *      byte limit is kept) are dropped and the entry marked `more`, as the embedded engine does.
+ *   8. close() waits for the requests still in flight: the transaction layer may free a
+ *      transaction (and then the database) while its read version or a read is outstanding,
+ *      and the late completion still calls into the backend and, inside done, the layer above
+ *      still reads the database. A request counts until its done has returned. A close called
+ *      from inside a completion of this backend (a callback that closes the database) cannot
+ *      wait for it: the backend is then left allocated, like one FoundationDB never answers.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "base/bytes.h"
+#include "kv/fdb/fdb.h"
+#include "kv/fdb/fdb_int.h"
+#include "storage/mapped.h"
+
+enum { K_READ = 0, K_MAPPED = 1, K_COMMIT = 2, N_KINDS = 3 };
+enum { ACTIVE_MAX = 16, IDLE_MAX = 32, MAPPED_USES_MAX = 64 };
+
+/* A pooled FoundationDB transaction (invariant 3). */
+typedef struct slot {
+    FDBTransaction *tr;
+    int kind;            /* K_* */
+    int sys;             /* READ_SYSTEM_KEYS set (reads of "\xff" keys) */
+    rl_version version;  /* the read version set on tr; valid when has_version */
+    int has_version;
+    int refs;            /* reads in flight (under be->mu) */
+    uint32_t uses;       /* reads issued since the last reset */
+    int active;          /* in be->active (under be->mu) */
+    int dirty;           /* must be reset before it serves something else */
+    struct slot *next;   /* idle list */
+} slot;
+
+typedef struct {
+    rl_kv_backend base;  /* must be first */
+    const rl_fdb_api *api;
+    FDBDatabase *db;
+    char *cluster_file;  /* heap copy; NULL: FoundationDB's default */
+    int read_only;
+    int secondary_row_limit;   /* bounded fan-out of mapped reads (rl_db_options; invariant 7) */
+    long secondary_byte_limit;
+    pthread_mutex_t mu;
+    slot *active[ACTIVE_MAX];
+    slot *idle[N_KINDS];
+    int n_idle[N_KINDS];
+    int inflight;        /* operations started and not yet done (under mu; invariant 8) */
+    pthread_cond_t idle_cv;
+} fdbbe;
+
+/* Operations in flight (invariant 8): counted from the start call until just before done. */
+static void op_begin(fdbbe *be) {
+    pthread_mutex_lock(&be->mu);
+    be->inflight++;
+    pthread_mutex_unlock(&be->mu);
+}
+
+static void op_end(fdbbe *be) {
+    pthread_mutex_lock(&be->mu);
+    if (--be->inflight == 0) pthread_cond_broadcast(&be->idle_cv);
+    pthread_mutex_unlock(&be->mu);
+}
+
+/* Completions running on this thread (invariant 8: close() inside one cannot wait). */
+static _Thread_local int tl_in_done;
+
+/* Complete a request; it stops counting once done returned (the layer above may still use the
+ * database inside done, so close waits for that too). */
+static void grv_done(fdbbe *be, rl_kv_grv *g, int rc) {
+    tl_in_done++;
+    g->done(g, rc);
+    tl_in_done--;
+    op_end(be);
+}
+
+static void read_done(fdbbe *be, rl_kv_read *r, int rc) {
+    tl_in_done++;
+    r->done(r, rc);
+    tl_in_done--;
+    op_end(be);
+}
+
+static void commit_done(fdbbe *be, rl_kv_commit *c, int rc) {
+    tl_in_done++;
+    c->done(c, rc);
+    tl_in_done--;
+    op_end(be);
+}
+
+/* ---- Slots ------------------------------------------------------------------------------- */
+
+static void slot_destroy(fdbbe *be, slot *s) {
+    if (!s) return;
+    be->api->transaction_destroy(s->tr);
+    rl__free(s);
+}
+
+/* Make s ready to serve kind (reset it if it served before, set the kind's options). */
+static int slot_prepare(fdbbe *be, slot *s, int kind, int sys) {
+    const rl_fdb_api *a = be->api;
+    if (s->dirty) a->transaction_reset(s->tr);
+    s->dirty = 1;
+    s->kind = kind;
+    s->sys = sys;
+    s->has_version = 0;
+    s->uses = 0;
+    int rc = 0;
+    if (kind == K_READ) rc = a->transaction_set_option(s->tr, RL_FDB_TR_READ_YOUR_WRITES_DISABLE, NULL, 0);
+    if (rc == 0 && sys && kind != K_COMMIT)
+        rc = a->transaction_set_option(s->tr, RL_FDB_TR_READ_SYSTEM_KEYS, NULL, 0);
+    return rc;
+}
+
+/* A fresh slot of kind (from the idle list or new), prepared, with one reference. */
+static int slot_fresh(fdbbe *be, int kind, int sys, slot **out) {
+    pthread_mutex_lock(&be->mu);
+    slot *s = be->idle[kind];
+    if (s) {
+        be->idle[kind] = s->next;
+        be->n_idle[kind]--;
+    }
+    pthread_mutex_unlock(&be->mu);
+    if (!s) {
+        s = rl__calloc(1, sizeof *s);
+        if (!s) return RL_E_OUT_OF_MEMORY;
+        int rc = be->api->database_create_transaction(be->db, &s->tr);
+        if (rc) {
+            rl__free(s);
+            return rc;
+        }
+    }
+    int rc = slot_prepare(be, s, kind, sys);
+    if (rc) {
+        slot_destroy(be, s);
+        return rc;
+    }
+    s->refs = 1;
+    s->next = NULL;
+    s->active = 0;
+    *out = s;
+    return RL_OK;
+}
+
+/* Put s into the active table (an idle entry of it may be evicted to the idle list). Under
+ * be->mu. Returns a slot to destroy outside the lock, or NULL. */
+static slot *activate(fdbbe *be, slot *s) {
+    int free_i = -1;
+    for (int i = 0; i < ACTIVE_MAX; i++) {
+        if (!be->active[i]) {
+            free_i = i;
+            break;
+        }
+    }
+    if (free_i < 0) { /* evict the unused slot with the oldest version */
+        for (int i = 0; i < ACTIVE_MAX; i++)
+            if (be->active[i]->refs == 0 &&
+                (free_i < 0 || be->active[i]->version < be->active[free_i]->version))
+                free_i = i;
+        if (free_i < 0) return NULL; /* all busy: s stays private */
+        slot *old = be->active[free_i];
+        old->active = 0;
+        be->active[free_i] = NULL;
+        if (be->n_idle[old->kind] < IDLE_MAX) {
+            old->next = be->idle[old->kind];
+            be->idle[old->kind] = old;
+            be->n_idle[old->kind]++;
+        } else {
+            be->active[free_i] = s;
+            s->active = 1;
+            return old;
+        }
+    }
+    be->active[free_i] = s;
+    s->active = 1;
+    return NULL;
+}
+
+/* The slot that serves reads of kind at version v (invariant 3), with one more reference. */
+static int slot_for_read(fdbbe *be, int kind, int sys, rl_version v, slot **out) {
+    uint32_t max_uses = kind == K_MAPPED ? MAPPED_USES_MAX : UINT32_MAX;
+    pthread_mutex_lock(&be->mu);
+    for (int i = 0; i < ACTIVE_MAX; i++) {
+        slot *s = be->active[i];
+        if (s && s->kind == kind && s->sys == sys && s->has_version && s->version == v &&
+            s->uses < max_uses) {
+            s->refs++;
+            s->uses++;
+            pthread_mutex_unlock(&be->mu);
+            *out = s;
+            return RL_OK;
+        }
+    }
+    pthread_mutex_unlock(&be->mu);
+    slot *s;
+    int rc = slot_fresh(be, kind, sys, &s);
+    if (rc) return rc;
+    be->api->transaction_set_read_version(s->tr, (int64_t)v);
+    s->version = v;
+    s->has_version = 1;
+    s->uses = 1;
+    pthread_mutex_lock(&be->mu);
+    slot *drop = activate(be, s);
+    pthread_mutex_unlock(&be->mu);
+    slot_destroy(be, drop);
+    *out = s;
+    return RL_OK;
+}
+
+/* Drop one reference; an unused slot that is not active (or is worn out) goes idle. */
+static void slot_release(fdbbe *be, slot *s) {
+    slot *drop = NULL;
+    pthread_mutex_lock(&be->mu);
+    s->refs--;
+    int worn = s->kind == K_MAPPED && s->uses >= MAPPED_USES_MAX;
+    if (s->refs == 0 && (!s->active || worn || s->kind == K_COMMIT)) {
+        if (s->active) {
+            for (int i = 0; i < ACTIVE_MAX; i++)
+                if (be->active[i] == s) be->active[i] = NULL;
+            s->active = 0;
+        }
+        if (be->n_idle[s->kind] < IDLE_MAX) {
+            s->next = be->idle[s->kind];
+            be->idle[s->kind] = s;
+            be->n_idle[s->kind]++;
+        } else {
+            drop = s;
+        }
+    }
+    pthread_mutex_unlock(&be->mu);
+    slot_destroy(be, drop);
+}
+
+/* ---- Read version ------------------------------------------------------------------------ */
+
+typedef struct {
+    fdbbe *be;
+    rl_kv_grv *g;
+    slot *s;
+    FDBFuture *f;
+} grv_ctx;
+
+static void on_grv(FDBFuture *f, void *ud) {
+    grv_ctx *x = ud;
+    fdbbe *be = x->be;
+    rl_kv_grv *g = x->g;
+    int64_t v = 0;
+    int rc = be->api->future_get_error(f);
+    if (rc == 0) rc = be->api->future_get_int64(f, &v);
+    be->api->future_destroy(f);
+    slot *s = x->s, *drop = NULL;
+    if (rc == 0) { /* keep the transaction for the reads at this version */
+        s->version = (rl_version)v;
+        s->has_version = 1;
+        pthread_mutex_lock(&be->mu);
+        drop = activate(be, s);
+        pthread_mutex_unlock(&be->mu);
+        g->version = (rl_version)v;
+    }
+    slot_destroy(be, drop);
+    slot_release(be, s);
+    rl__free(x);
+    grv_done(be, g, rc);
+}
+
+static void be_grv(rl_kv_backend *b, rl_kv_grv *g) {
+    fdbbe *be = (fdbbe *)b;
+    op_begin(be);
+    grv_ctx *x = rl__calloc(1, sizeof *x);
+    if (!x) {
+        grv_done(be, g, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    x->be = be;
+    x->g = g;
+    int rc = slot_fresh(be, K_READ, 0, &x->s);
+    if (rc) {
+        rl__free(x);
+        grv_done(be, g, rc);
+        return;
+    }
+    x->f = be->api->transaction_get_read_version(x->s->tr);
+    rc = be->api->future_set_callback(x->f, on_grv, x);
+    if (rc) {
+        be->api->future_destroy(x->f);
+        slot_release(be, x->s);
+        rl__free(x);
+        grv_done(be, g, rc);
+    }
+}
+
+/* ---- Reads ------------------------------------------------------------------------------- */
+
+typedef struct {
+    fdbbe *be;
+    rl_kv_read *r;
+    slot *s;
+    FDBFuture *f[3];      /* 0: the read, 1 / 2: get_key of the begin / end selector */
+    atomic_int pending;   /* callbacks still to come this round (+1 while registering) */
+    atomic_int err;       /* the first error of the round */
+    int round;
+    int is_point;         /* mapped: a point-mode mapper sent with "{...}" appended */
+    const uint8_t *mapper;
+    int mapper_len;
+    rl_key_selector b, e; /* this round's selectors */
+    int unlimited;        /* no row or byte limit: read to the end (invariant 5) */
+    rl_keyvalue *kvs;     /* rows so far (arena) */
+    rl_mapped_keyvalue *mkvs;
+    int n, cap;
+} rd_ctx;
+
+/* 1 if a range bound given as s resolves without reading: offset 1 (invariant 4). */
+static int trivial(const rl_key_selector *s) { return s->offset == 1; }
+
+static const uint8_t *dup(rl_arena *a, const uint8_t *p, int n) {
+    static const uint8_t empty[1];
+    if (n <= 0) return empty;
+    return rl__arena_memdup(a, p, (size_t)n);
+}
+
+/* The anchor of an offset-1 selector as a range bound: its key, or key + "\x00" with or_equal
+ * (storage/select.c rule 1). NULL on OOM. */
+static const uint8_t *anchor(rl_arena *a, const rl_key_selector *s, uint32_t *out_len) {
+    if (!s->or_equal) {
+        *out_len = s->key_len;
+        return s->key ? s->key : (const uint8_t *)"";
+    }
+    uint8_t *p = rl__arena_alloc(a, (size_t)s->key_len + 1);
+    if (!p) return NULL;
+    if (s->key_len) memcpy(p, s->key, s->key_len);
+    p[s->key_len] = 0;
+    *out_len = s->key_len + 1;
+    return p;
+}
+
+static void read_finish(rd_ctx *x, int rc) {
+    fdbbe *be = x->be;
+    rl_kv_read *r = x->r;
+    for (int i = 0; i < 3; i++)
+        if (x->f[i]) be->api->future_destroy(x->f[i]), x->f[i] = NULL;
+    slot_release(be, x->s);
+    read_done(be, r, rc); /* invariant 1: last */
+}
+
+static void read_issue(rd_ctx *x);
+
+/* Room for `more` entries in the arrays of x. */
+static int grow(rd_ctx *x, int more, size_t elem) {
+    if (x->n + more <= x->cap) return RL_OK;
+    int nc = x->cap ? x->cap * 2 : 16;
+    while (nc < x->n + more) nc *= 2;
+    void *old = elem == sizeof(rl_keyvalue) ? (void *)x->kvs : (void *)x->mkvs;
+    void *nv = rl__arena_alloc(x->r->arena, (size_t)nc * elem);
+    if (!nv) return RL_E_OUT_OF_MEMORY;
+    if (x->n) memcpy(nv, old, (size_t)x->n * elem);
+    if (elem == sizeof(rl_keyvalue)) x->kvs = nv;
+    else x->mkvs = nv;
+    x->cap = nc;
+    return RL_OK;
+}
+
+static int copy_rows(rl_arena *a, const FDBKeyValue *in, int n, rl_keyvalue *out) {
+    for (int i = 0; i < n; i++) {
+        out[i].key = dup(a, in[i].key, in[i].key_length);
+        out[i].key_len = (uint32_t)in[i].key_length;
+        out[i].value = dup(a, in[i].value, in[i].value_length);
+        out[i].value_len = (uint32_t)in[i].value_length;
+        if (!out[i].key || !out[i].value) return RL_E_OUT_OF_MEMORY;
+    }
+    return RL_OK;
+}
+
+/* Convert one mapped entry (invariant 6). */
+static int convert_entry(rd_ctx *x, const FDBMappedKeyValue *e, rl_mapped_keyvalue *m) {
+    rl_arena *a = x->r->arena;
+    memset(m, 0, sizeof *m);
+    m->index.key = dup(a, e->key.key, e->key.key_length);
+    m->index.key_len = (uint32_t)e->key.key_length;
+    m->index.value = dup(a, e->value.key, e->value.key_length);
+    m->index.value_len = (uint32_t)e->value.key_length;
+    unsigned char mb = e->buffer[RL_FDB_MKV_MORE];
+    int known = mb <= 1 && e->buffer[RL_FDB_MKV_VARIANT] == 1;
+    int smore = known ? mb : 1;
+    const FDBGetRangeReqAndResult *g = &e->getRange;
+    const FDBKey *p = &g->begin.key;
+    m->begin = dup(a, p->key, p->key_length);
+    m->begin_len = (uint32_t)p->key_length;
+    m->served_locally = -1;
+    int n = g->m_size > 0 ? g->m_size : 0;
+    if (!x->is_point) {
+        m->is_range = 1;
+        m->end = dup(a, g->end.key.key, g->end.key.key_length);
+        m->end_len = (uint32_t)g->end.key.key_length;
+        int keep = 0; /* invariant 7 */
+        long bytes = 0;
+        while (keep < n && keep < x->be->secondary_row_limit && bytes < x->be->secondary_byte_limit) {
+            bytes += (long)g->data[keep].key_length + g->data[keep].value_length;
+            keep++;
+        }
+        rl_keyvalue *kv = keep ? rl__arena_alloc(a, (size_t)keep * sizeof *kv) : NULL;
+        if (keep && (!kv || copy_rows(a, g->data, keep, kv))) return RL_E_OUT_OF_MEMORY;
+        m->kvs = kv;
+        m->n_kvs = keep;
+        m->more = smore || keep < n;
+    } else {
+        m->is_range = 0;
+        uint8_t *end = rl__arena_alloc(a, (size_t)p->key_length + 1);
+        if (!end) return RL_E_OUT_OF_MEMORY;
+        if (p->key_length) memcpy(end, p->key, (size_t)p->key_length);
+        end[p->key_length] = 0;
+        m->end = end;
+        m->end_len = (uint32_t)p->key_length + 1;
+        if (n > 0 && rl__bytes_cmp(g->data[0].key, (size_t)g->data[0].key_length, p->key,
+                                   (size_t)p->key_length) == 0) {
+            rl_keyvalue *kv = rl__arena_alloc(a, sizeof *kv);
+            if (!kv || copy_rows(a, g->data, 1, kv)) return RL_E_OUT_OF_MEMORY;
+            m->kvs = kv;
+            m->n_kvs = 1;
+        }
+        m->more = n == 0 && smore;
+    }
+    if (!m->index.key || !m->index.value || !m->begin || !m->end) return RL_E_OUT_OF_MEMORY;
+    return RL_OK;
+}
+
+/* All callbacks of a round arrived: take the results, continue or finish. */
+static void read_process(rd_ctx *x) {
+    fdbbe *be = x->be;
+    const rl_fdb_api *a = be->api;
+    rl_kv_read *r = x->r;
+    rl_arena *ar = r->arena;
+    int rc = atomic_load(&x->err);
+    if (rc) {
+        read_finish(x, rc);
+        return;
+    }
+    switch (r->op) {
+    case RL_KV_GET: {
+        fdb_bool_t present = 0;
+        const uint8_t *v = NULL;
+        int vl = 0;
+        rc = a->future_get_value(x->f[0], &present, &v, &vl);
+        if (rc == 0) {
+            r->present = present != 0;
+            r->value = present ? dup(ar, v, vl) : NULL;
+            r->value_len = present ? (uint32_t)vl : 0;
+            if (present && !r->value) rc = RL_E_OUT_OF_MEMORY;
+        }
+        break;
+    }
+    case RL_KV_GET_KEY: {
+        const uint8_t *k;
+        int kl;
+        rc = a->future_get_key(x->f[0], &k, &kl);
+        if (rc == 0) {
+            r->rbegin = dup(ar, k, kl);
+            r->rbegin_len = (uint32_t)kl;
+            if (!r->rbegin) rc = RL_E_OUT_OF_MEMORY;
+        }
+        break;
+    }
+    case RL_KV_GET_RANGE:
+    case RL_KV_GET_MAPPED: {
+        if (x->round == 0) { /* the resolved ends (invariant 4) */
+            const uint8_t *k;
+            int kl;
+            if (x->f[1]) {
+                if ((rc = a->future_get_key(x->f[1], &k, &kl))) break;
+                r->rbegin = dup(ar, k, kl), r->rbegin_len = (uint32_t)kl;
+            } else {
+                r->rbegin = anchor(ar, &r->begin, &r->rbegin_len);
+            }
+            if (x->f[2]) {
+                if ((rc = a->future_get_key(x->f[2], &k, &kl))) break;
+                r->rend = dup(ar, k, kl), r->rend_len = (uint32_t)kl;
+            } else {
+                r->rend = anchor(ar, &r->end, &r->rend_len);
+            }
+            if (!r->rbegin || !r->rend) {
+                rc = RL_E_OUT_OF_MEMORY;
+                break;
+            }
+        }
+        int n = 0;
+        fdb_bool_t more = 0;
+        const uint8_t *last = NULL;
+        int last_len = 0;
+        if (r->op == RL_KV_GET_RANGE) {
+            const FDBKeyValue *kv;
+            if ((rc = a->future_get_keyvalue_array(x->f[0], &kv, &n, &more))) break;
+            if ((rc = grow(x, n, sizeof(rl_keyvalue))) || (rc = copy_rows(ar, kv, n, x->kvs + x->n))) break;
+            x->n += n;
+            if (n) last = x->kvs[x->n - 1].key, last_len = (int)x->kvs[x->n - 1].key_len;
+        } else {
+            const FDBMappedKeyValue *mkv;
+            if ((rc = a->future_get_mappedkeyvalue_array(x->f[0], &mkv, &n, &more))) break;
+            if ((rc = grow(x, n, sizeof(rl_mapped_keyvalue)))) break;
+            for (int i = 0; i < n && rc == 0; i++) rc = convert_entry(x, &mkv[i], &x->mkvs[x->n + i]);
+            if (rc) break;
+            x->n += n;
+            if (n) last = x->mkvs[x->n - 1].index.key, last_len = (int)x->mkvs[x->n - 1].index.key_len;
+        }
+        if (x->unlimited && more && n > 0) { /* invariant 5: go on after the last row */
+            for (int i = 0; i < 3; i++)
+                if (x->f[i]) a->future_destroy(x->f[i]), x->f[i] = NULL;
+            if (!r->reverse) {
+                x->b = RL_FIRST_GREATER_THAN(last, last_len);
+                x->e = RL_FIRST_GREATER_OR_EQUAL(r->rend, r->rend_len);
+            } else {
+                x->b = RL_FIRST_GREATER_OR_EQUAL(r->rbegin, r->rbegin_len);
+                x->e = RL_FIRST_GREATER_OR_EQUAL(last, last_len);
+            }
+            x->round++;
+            read_issue(x);
+            return;
+        }
+        r->n = x->n;
+        r->more = more != 0;
+        if (r->op == RL_KV_GET_RANGE) r->kvs = x->kvs;
+        else r->mkvs = x->mkvs;
+        break;
+    }
+    default:
+        rc = RL_E_INTERNAL_ERROR;
+    }
+    read_finish(x, rc);
+}
+
+static void on_read(FDBFuture *f, void *ud) {
+    rd_ctx *x = ud;
+    int rc = x->be->api->future_get_error(f);
+    if (rc) {
+        int zero = 0;
+        atomic_compare_exchange_strong(&x->err, &zero, rc);
+    }
+    if (atomic_fetch_sub(&x->pending, 1) == 1) read_process(x);
+}
+
+/* Issue this round's futures and register their callbacks. */
+static void read_issue(rd_ctx *x) {
+    const rl_fdb_api *a = x->be->api;
+    rl_kv_read *r = x->r;
+    FDBTransaction *tr = x->s->tr;
+    int mode = (r->limit > 0 || r->target_bytes > 0) ? RL_FDB_STREAMING_EXACT : RL_FDB_STREAMING_WANT_ALL;
+    int tb = r->target_bytes > 0x7fffffffL ? 0x7fffffff : (int)r->target_bytes;
+    int nf = 0;
+    switch (r->op) {
+    case RL_KV_GET:
+        x->f[nf++] = a->transaction_get(tr, r->key, (int)r->key_len, 1);
+        break;
+    case RL_KV_GET_KEY:
+        x->f[nf++] = a->transaction_get_key(tr, r->begin.key, (int)r->begin.key_len, r->begin.or_equal,
+                                            r->begin.offset, 1);
+        break;
+    case RL_KV_GET_RANGE:
+    case RL_KV_GET_MAPPED:
+        if (r->op == RL_KV_GET_RANGE)
+            x->f[0] = a->transaction_get_range(tr, x->b.key, (int)x->b.key_len, x->b.or_equal, x->b.offset,
+                                               x->e.key, (int)x->e.key_len, x->e.or_equal, x->e.offset,
+                                               r->limit, tb, mode, 0, 1, r->reverse);
+        else
+            x->f[0] = a->transaction_get_mapped_range(tr, x->b.key, (int)x->b.key_len, x->b.or_equal,
+                                                      x->b.offset, x->e.key, (int)x->e.key_len,
+                                                      x->e.or_equal, x->e.offset, x->mapper, x->mapper_len,
+                                                      r->limit, tb, mode, 0, 0, r->reverse);
+        nf = 1;
+        if (x->round == 0) {
+            if (!trivial(&r->begin))
+                x->f[1] = a->transaction_get_key(tr, r->begin.key, (int)r->begin.key_len, r->begin.or_equal,
+                                                 r->begin.offset, 1);
+            if (!trivial(&r->end))
+                x->f[2] = a->transaction_get_key(tr, r->end.key, (int)r->end.key_len, r->end.or_equal,
+                                                 r->end.offset, 1);
+            nf = 3;
+        }
+        break;
+    }
+    int n_real = 0;
+    for (int i = 0; i < nf; i++) n_real += x->f[i] != NULL;
+    r->stats.requests += (uint32_t)n_real;
+    r->stats.round_trips++;
+    atomic_store(&x->pending, n_real + 1); /* +1: registering (see on_read) */
+    for (int i = 0; i < nf; i++) {
+        if (!x->f[i]) continue;
+        int rc = a->future_set_callback(x->f[i], on_read, x);
+        if (rc) { /* its callback will not come: count it here */
+            int zero = 0;
+            atomic_compare_exchange_strong(&x->err, &zero, rc);
+            atomic_fetch_sub(&x->pending, 1);
+        }
+    }
+    if (atomic_fetch_sub(&x->pending, 1) == 1) read_process(x);
+}
+
+/* The packed mapper with a trailing "{...}" element (invariant 6), in arena a. */
+static const uint8_t *range_mapper(rl_arena *a, const uint8_t *m, size_t n, int *out_len) {
+    static const uint8_t dots[] = {0x02, '{', '.', '.', '.', '}', 0x00};
+    uint8_t *p = rl__arena_alloc(a, n + sizeof dots);
+    if (!p) return NULL;
+    if (n) memcpy(p, m, n);
+    memcpy(p + n, dots, sizeof dots);
+    *out_len = (int)(n + sizeof dots);
+    return p;
+}
+
+static void be_read(rl_kv_backend *b, rl_kv_read *r) {
+    fdbbe *be = (fdbbe *)b;
+    op_begin(be);
+    rd_ctx *x = rl__arena_alloc(r->arena, sizeof *x);
+    if (!x) {
+        read_done(be, r, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    memset(x, 0, sizeof *x);
+    x->be = be;
+    x->r = r;
+    x->b = r->begin;
+    x->e = r->end;
+    x->unlimited = r->limit == 0 && r->target_bytes == 0;
+    int kind = K_READ;
+    if (r->op == RL_KV_GET_MAPPED) {
+        kind = K_MAPPED;
+        x->mapper = r->mapper;
+        x->mapper_len = (int)r->mapper_len;
+        rl_mapper *m = NULL;
+        /* A mapper that does not parse goes as it is: FoundationDB reports its error. */
+        if (rl__mapper_parse(r->mapper, r->mapper_len, r->arena, &m) == RL_OK && !rl__mapper_is_range(m)) {
+            x->mapper = range_mapper(r->arena, r->mapper, r->mapper_len, &x->mapper_len);
+            if (!x->mapper) {
+                read_done(be, r, RL_E_OUT_OF_MEMORY);
+                return;
+            }
+            x->is_point = 1;
+        }
+    }
+    int sys = r->max_key_len > 1; /* "\xff\xff": the transaction may read system keys */
+    int rc = slot_for_read(be, kind, sys, r->version, &x->s);
+    if (rc) {
+        read_done(be, r, rc);
+        return;
+    }
+    read_issue(x);
+}
+
+/* ---- Commits ----------------------------------------------------------------------------- */
+
+typedef struct {
+    fdbbe *be;
+    rl_kv_commit *c;
+    slot *s;
+    FDBFuture *cf, *vf;
+} cm_ctx;
+
+static void commit_finish(cm_ctx *x, int rc) {
+    fdbbe *be = x->be;
+    rl_kv_commit *c = x->c;
+    if (x->cf) be->api->future_destroy(x->cf);
+    if (x->vf) be->api->future_destroy(x->vf);
+    slot_release(be, x->s);
+    rl__free(x);
+    commit_done(be, c, rc); /* invariant 1: last */
+}
+
+static void on_versionstamp(FDBFuture *f, void *ud) {
+    cm_ctx *x = ud;
+    const rl_fdb_api *a = x->be->api;
+    const uint8_t *vs;
+    int n;
+    if (a->future_get_error(f) == 0 && a->future_get_key(f, &vs, &n) == 0 && n == 10)
+        x->c->batch_order = (uint16_t)(vs[8] << 8 | vs[9]);
+    commit_finish(x, RL_OK);
+}
+
+static void on_commit(FDBFuture *f, void *ud) {
+    cm_ctx *x = ud;
+    const rl_fdb_api *a = x->be->api;
+    int rc = a->future_get_error(f);
+    if (rc) {
+        commit_finish(x, rc);
+        return;
+    }
+    int64_t cv = 0;
+    a->transaction_get_committed_version(x->s->tr, &cv);
+    x->c->commit_version = (rl_version)cv;
+    x->c->batch_order = 0;
+    if (a->future_set_callback(x->vf, on_versionstamp, x)) commit_finish(x, RL_OK);
+}
+
+/* 1 if a key (or a range end, is_end) lies in the system keyspace. */
+static int sys_key(const uint8_t *k, uint32_t n, int is_end) {
+    return n > (uint32_t)(is_end ? 1 : 0) && k[0] == 0xff;
+}
+
+static void be_commit(rl_kv_backend *b, rl_kv_commit *c) {
+    fdbbe *be = (fdbbe *)b;
+    const rl_fdb_api *a = be->api;
+    op_begin(be);
+    if (be->read_only && (c->n_muts || c->n_writes)) {
+        commit_done(be, c, RL_E_READ_ONLY_DATABASE);
+        return;
+    }
+    cm_ctx *x = rl__calloc(1, sizeof *x);
+    if (!x) {
+        commit_done(be, c, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    x->be = be;
+    x->c = c;
+    int rc = slot_fresh(be, K_COMMIT, 0, &x->s);
+    if (rc) {
+        rl__free(x);
+        commit_done(be, c, rc);
+        return;
+    }
+    FDBTransaction *tr = x->s->tr;
+    int sys = 0;
+    for (size_t i = 0; i < c->n_muts && !sys; i++)
+        sys = sys_key(c->muts[i].p1, c->muts[i].len1, 0) ||
+              (c->muts[i].type == RL_MUT_CLEAR_RANGE && sys_key(c->muts[i].p2, c->muts[i].len2, 1));
+    for (size_t i = 0; i < c->n_reads && !sys; i++)
+        sys = sys_key(c->reads[i].begin, c->reads[i].begin_len, 0) || sys_key(c->reads[i].end, c->reads[i].end_len, 1);
+    for (size_t i = 0; i < c->n_writes && !sys; i++)
+        sys = sys_key(c->writes[i].begin, c->writes[i].begin_len, 0) || sys_key(c->writes[i].end, c->writes[i].end_len, 1);
+    if (sys) rc = a->transaction_set_option(tr, RL_FDB_TR_ACCESS_SYSTEM_KEYS, NULL, 0);
+    a->transaction_set_read_version(tr, (int64_t)c->read_version);
+    for (size_t i = 0; rc == 0 && i < c->n_reads; i++)
+        rc = a->transaction_add_conflict_range(tr, c->reads[i].begin, (int)c->reads[i].begin_len, c->reads[i].end,
+                                               (int)c->reads[i].end_len, RL_FDB_CONFLICT_READ);
+    for (size_t i = 0; rc == 0 && i < c->n_muts; i++) {
+        const rl_mutation *m = &c->muts[i];
+        rc = a->transaction_set_option(tr, RL_FDB_TR_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE, NULL, 0);
+        if (rc) break;
+        switch (m->type) {
+        case RL_MUT_SET: a->transaction_set(tr, m->p1, (int)m->len1, m->p2, (int)m->len2); break;
+        case RL_MUT_CLEAR: a->transaction_clear(tr, m->p1, (int)m->len1); break;
+        case RL_MUT_CLEAR_RANGE: a->transaction_clear_range(tr, m->p1, (int)m->len1, m->p2, (int)m->len2); break;
+        default: /* atomic operations: FoundationDB's mutation type numbers (kvtypes.h) */
+            a->transaction_atomic_op(tr, m->p1, (int)m->len1, m->p2, (int)m->len2, m->type);
+            break;
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < c->n_writes; i++)
+        rc = a->transaction_add_conflict_range(tr, c->writes[i].begin, (int)c->writes[i].begin_len,
+                                               c->writes[i].end, (int)c->writes[i].end_len, RL_FDB_CONFLICT_WRITE);
+    if (rc) {
+        commit_finish(x, rc);
+        return;
+    }
+    /* Inputs are not used after this point (backend.h: borrowed during the start call only). */
+    x->vf = a->transaction_get_versionstamp(tr);
+    x->cf = a->transaction_commit(tr);
+    rc = a->future_set_callback(x->cf, on_commit, x);
+    if (rc) commit_finish(x, rc);
+}
+
+/* ---- Status, close, open ----------------------------------------------------------------- */
+
+/* A read version for the status: waited for at most 5 s (on FoundationDB's network thread the
+ * wait cannot end early and times out: the status then says null). The waiter and the callback
+ * share the block; the last to leave frees it. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs, done, rc;
+    int64_t v;
+    const rl_fdb_api *api;
+} status_grv;
+
+static void status_grv_unref(status_grv *w) {
+    pthread_mutex_lock(&w->mu);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!last) return;
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    rl__free(w);
+}
+
+static void on_status_grv(FDBFuture *f, void *ud) {
+    status_grv *w = ud;
+    int rc = w->api->future_get_error(f);
+    int64_t v = 0;
+    if (rc == 0) rc = w->api->future_get_int64(f, &v);
+    w->api->future_destroy(f);
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->v = v;
+    w->done = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    status_grv_unref(w);
+}
+
+static int status_read_version(fdbbe *be, int64_t *out) {
+    status_grv *w = rl__calloc(1, sizeof *w);
+    if (!w) return RL_E_OUT_OF_MEMORY;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->refs = 2;
+    w->api = be->api;
+    FDBTransaction *tr = NULL;
+    int rc = be->api->database_create_transaction(be->db, &tr);
+    if (rc == 0) {
+        FDBFuture *f = be->api->transaction_get_read_version(tr);
+        rc = be->api->future_set_callback(f, on_status_grv, w);
+        if (rc) be->api->future_destroy(f), w->refs--;
+    } else {
+        w->refs--;
+    }
+    if (rc == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 5;
+        pthread_mutex_lock(&w->mu);
+        int wr = 0;
+        while (!w->done && wr == 0) wr = pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        rc = w->done ? w->rc : RL_E_TIMED_OUT;
+        *out = w->v;
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (tr) be->api->transaction_destroy(tr);
+    status_grv_unref(w);
+    return rc;
+}
+
+static int be_status_json(rl_kv_backend *b, rl_buf *out) {
+    fdbbe *be = (fdbbe *)b;
+    int64_t rv = 0;
+    int rv_rc = status_read_version(be, &rv);
+    int active = 0, idle = 0;
+    pthread_mutex_lock(&be->mu);
+    for (int i = 0; i < ACTIVE_MAX; i++) active += be->active[i] != NULL;
+    for (int k = 0; k < N_KINDS; k++) idle += be->n_idle[k];
+    pthread_mutex_unlock(&be->mu);
+    rl__buf_append_str(out, "{\"backend\": \"fdb\", \"library\": \"");
+    rl__bytes_printable(out, be->api->path, strlen(be->api->path));
+    rl__buf_append_str(out, "\", \"client_version\": \"");
+    const char *cv = be->api->get_client_version();
+    rl__bytes_printable(out, cv, strlen(cv));
+    rl__buf_printf(out, "\", \"api_version\": %d, \"cluster_file\": ", be->api->api_version);
+    if (be->cluster_file) {
+        rl__buf_append_str(out, "\"");
+        rl__bytes_printable(out, be->cluster_file, strlen(be->cluster_file));
+        rl__buf_append_str(out, "\"");
+    } else {
+        rl__buf_append_str(out, "null");
+    }
+    if (rv_rc == 0) rl__buf_printf(out, ", \"read_version\": %lld", (long long)rv);
+    else rl__buf_printf(out, ", \"read_version\": null, \"read_version_error\": %d", rv_rc);
+    /* FoundationDB does not count keys cheaply: "keys" is null (as a cluster's unknown count). */
+    rl__buf_printf(out, ", \"keys\": null, \"pooled_transactions\": {\"active\": %d, \"idle\": %d}, "
+                   "\"read_only\": %s}",
+                   active, idle, be->read_only ? "true" : "false");
+    return rl__buf_error(out);
+}
+
+/* Close (invariant 8): wait for the operations still in flight — a transaction that is freed
+ * with a read version or a read outstanding leaves its request running — at most 60 s; if
+ * FoundationDB has not answered by then, the backend is left allocated (a late callback must
+ * find it) and only the caller's handle goes away. */
+static void be_close(rl_kv_backend *b) {
+    fdbbe *be = (fdbbe *)b;
+    if (tl_in_done) return; /* invariant 8: inside a completion; left allocated */
+    pthread_mutex_lock(&be->mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 60;
+    int wr = 0;
+    while (be->inflight > 0 && wr == 0) wr = pthread_cond_timedwait(&be->idle_cv, &be->mu, &ts);
+    int stuck = be->inflight > 0;
+    pthread_mutex_unlock(&be->mu);
+    if (stuck) return;
+    for (int i = 0; i < ACTIVE_MAX; i++) slot_destroy(be, be->active[i]);
+    for (int k = 0; k < N_KINDS; k++) {
+        for (slot *s = be->idle[k], *n; s; s = n) {
+            n = s->next;
+            slot_destroy(be, s);
+        }
+    }
+    be->api->database_destroy(be->db);
+    pthread_cond_destroy(&be->idle_cv);
+    pthread_mutex_destroy(&be->mu);
+    rl__free(be->cluster_file);
+    rl__free(be);
+}
+
+static const rl_kv_backend_vtable fdb_vt = {
+    .name = "fdb",
+    .completes_inline = 0,
+    .close = be_close,
+    .get_read_version = be_grv,
+    .read = be_read,
+    .commit = be_commit,
+    .status_json = be_status_json,
+};
+
+int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
+                    rl_buf *errmsg) {
+    const rl_fdb_api *api;
+    int rc = rl__fdb_client(&api, errmsg);
+    if (rc) return rc;
+    fdbbe *be = rl__calloc(1, sizeof *be);
+    if (!be) return RL_E_OUT_OF_MEMORY;
+    be->base.vt = &fdb_vt;
+    be->api = api;
+    if (cluster_file && *cluster_file) {
+        be->cluster_file = rl__strdup(cluster_file);
+        if (!be->cluster_file) {
+            rl__free(be);
+            return RL_E_OUT_OF_MEMORY;
+        }
+    }
+    be->secondary_row_limit = 2000;
+    be->secondary_byte_limit = 10000000;
+    if (opts) {
+        size_t have = opts->size ? opts->size : sizeof *opts;
+        if (have >= offsetof(rl_db_options, mapped_secondary_byte_limit) + sizeof(long)) {
+            if (opts->mapped_secondary_row_limit < 0 || opts->mapped_secondary_byte_limit < 0) {
+                if (errmsg) rl__buf_printf(errmsg, "mapped secondary limits must not be negative");
+                rl__free(be->cluster_file);
+                rl__free(be);
+                return RL_E_INVALID_ARGUMENT;
+            }
+            if (opts->mapped_secondary_row_limit) be->secondary_row_limit = opts->mapped_secondary_row_limit;
+            if (opts->mapped_secondary_byte_limit) be->secondary_byte_limit = opts->mapped_secondary_byte_limit;
+        }
+        if (have >= offsetof(rl_db_options, read_only) + sizeof(int)) be->read_only = opts->read_only != 0;
+    }
+    rc = api->create_database(be->cluster_file, &be->db);
+    if (rc) {
+        if (errmsg)
+            rl__buf_printf(errmsg, "FoundationDB's fdb_create_database(%s) failed: %d %s",
+                           be->cluster_file ? be->cluster_file : "default cluster file", rc, api->get_error(rc));
+        rl__free(be->cluster_file);
+        rl__free(be);
+        return rc;
+    }
+    pthread_mutex_init(&be->mu, NULL);
+    pthread_cond_init(&be->idle_cv, NULL);
+    *out = &be->base;
+    return RL_OK;
+}

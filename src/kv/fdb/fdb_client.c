@@ -1,0 +1,203 @@
+/* fdb_client.c — FoundationDB's client library, once per process: dlopen, API version, network
+ * thread.
+ *
+ *     (none) --rl__fdb_client: dlopen + dlsym--> LOADED --select API version--> SELECTED
+ *     SELECTED --fdb_setup_network + thread running fdb_run_network--> RUNNING
+ *     RUNNING --exit (atexit)--> fdb_stop_network, the thread joined (at most 5 s)
+ *
+ * Invariants:
+ *   1. FoundationDB allows one API version selection and one network per process, and its
+ *      library is never unloaded: this state is process-wide (the one piece of global mutable
+ *      state of the backend, forced by FoundationDB), guarded by g.mu, and created at most once.
+ *   2. The library is RL_FDB_LIBRARY when set and not empty, else "libfdb_c.so" (the dynamic
+ *      linker's search). A library that cannot be opened, or lacks a function, leaves no state:
+ *      a later open tries again. Once an API version is selected the library stays for the
+ *      life of the process; an open naming another library then fails (two client libraries
+ *      cannot run in one process).
+ *   3. The API version is 730, or the highest the library offers when that is lower, and at
+ *      least 710 (the first with mapped ranges as used here): older libraries are refused with
+ *      a message naming what to install.
+ *   4. The network thread only runs fdb_run_network; the backend's callbacks run on it. At exit
+ *      it is stopped and joined with a timeout, so a stuck network cannot hang the process.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kv/fdb/fdb_int.h"
+#include "reclayer/error.h"
+
+#define INSTALL_HINT                                                                               \
+    "install FoundationDB's client package (foundationdb-clients, 7.1 or later) or set "         \
+    "RL_FDB_LIBRARY to the path of a libfdb_c.so"
+
+static struct {
+    pthread_mutex_t mu;
+    int ready;             /* 1: g.api is complete and the network runs */
+    void *lib;
+    rl_fdb_api api;
+    fdb_error_t (*run_network)(void);
+    fdb_error_t (*stop_network)(void);
+    pthread_t net;
+    int has_net;           /* we started the network thread */
+    int net_done;          /* fdb_run_network returned (under mu) */
+    pthread_cond_t net_cv;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .net_cv = PTHREAD_COND_INITIALIZER};
+
+static const char *library_path(void) {
+    const char *p = getenv("RL_FDB_LIBRARY");
+    return p && *p ? p : "libfdb_c.so";
+}
+
+static void *net_main(void *ud) {
+    (void)ud;
+    g.run_network();
+    pthread_mutex_lock(&g.mu);
+    g.net_done = 1;
+    pthread_cond_broadcast(&g.net_cv);
+    pthread_mutex_unlock(&g.mu);
+    return NULL;
+}
+
+/* atexit: stop the network and wait for its thread, at most 5 s (invariant 4). */
+static void stop_at_exit(void) {
+    g.stop_network();
+    pthread_mutex_lock(&g.mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;
+    int rc = 0;
+    while (!g.net_done && rc == 0) rc = pthread_cond_timedwait(&g.net_cv, &g.mu, &ts);
+    int done = g.net_done;
+    pthread_mutex_unlock(&g.mu);
+    if (done) pthread_join(g.net, NULL);
+}
+
+#define SYM(field, name)                                                                           \
+    do {                                                                                           \
+        *(void **)&(field) = dlsym(lib, name);                                                     \
+        if (!(field)) {                                                                            \
+            missing = name;                                                                        \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Load, select the API version and start the network. Under g.mu. */
+static int load(rl_buf *errmsg) {
+    const char *path = library_path();
+    const char *missing = NULL;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        if (errmsg)
+            rl__buf_printf(errmsg, "cannot load FoundationDB's client library %s (%s): " INSTALL_HINT,
+                           path, why ? why : "unknown reason");
+        return RL_E_FILE_NOT_FOUND;
+    }
+    rl_fdb_api a;
+    memset(&a, 0, sizeof a);
+    int (*max_version)(void) = NULL;
+    fdb_error_t (*select_version)(int, int) = NULL;
+    fdb_error_t (*setup_network)(void) = NULL;
+    SYM(max_version, "fdb_get_max_api_version");
+    SYM(select_version, "fdb_select_api_version_impl");
+    SYM(setup_network, "fdb_setup_network");
+    SYM(g.run_network, "fdb_run_network");
+    SYM(g.stop_network, "fdb_stop_network");
+    SYM(a.get_error, "fdb_get_error");
+    SYM(a.get_client_version, "fdb_get_client_version");
+    SYM(a.create_database, "fdb_create_database");
+    SYM(a.database_destroy, "fdb_database_destroy");
+    SYM(a.database_create_transaction, "fdb_database_create_transaction");
+    SYM(a.transaction_destroy, "fdb_transaction_destroy");
+    SYM(a.transaction_reset, "fdb_transaction_reset");
+    SYM(a.transaction_set_option, "fdb_transaction_set_option");
+    SYM(a.transaction_set_read_version, "fdb_transaction_set_read_version");
+    SYM(a.transaction_get_read_version, "fdb_transaction_get_read_version");
+    SYM(a.transaction_get, "fdb_transaction_get");
+    SYM(a.transaction_get_key, "fdb_transaction_get_key");
+    SYM(a.transaction_get_range, "fdb_transaction_get_range");
+    SYM(a.transaction_get_mapped_range, "fdb_transaction_get_mapped_range");
+    SYM(a.transaction_set, "fdb_transaction_set");
+    SYM(a.transaction_clear, "fdb_transaction_clear");
+    SYM(a.transaction_clear_range, "fdb_transaction_clear_range");
+    SYM(a.transaction_atomic_op, "fdb_transaction_atomic_op");
+    SYM(a.transaction_add_conflict_range, "fdb_transaction_add_conflict_range");
+    SYM(a.transaction_commit, "fdb_transaction_commit");
+    SYM(a.transaction_get_committed_version, "fdb_transaction_get_committed_version");
+    SYM(a.transaction_get_versionstamp, "fdb_transaction_get_versionstamp");
+    SYM(a.future_destroy, "fdb_future_destroy");
+    SYM(a.future_set_callback, "fdb_future_set_callback");
+    SYM(a.future_get_error, "fdb_future_get_error");
+    SYM(a.future_get_int64, "fdb_future_get_int64");
+    SYM(a.future_get_key, "fdb_future_get_key");
+    SYM(a.future_get_value, "fdb_future_get_value");
+    SYM(a.future_get_keyvalue_array, "fdb_future_get_keyvalue_array");
+    SYM(a.future_get_mappedkeyvalue_array, "fdb_future_get_mappedkeyvalue_array");
+    int max = max_version();
+    if (max < RL_FDB_API_MIN) {
+        if (errmsg)
+            rl__buf_printf(errmsg, "%s offers FoundationDB API version %d, older than %d (7.1): " INSTALL_HINT,
+                           path, max, RL_FDB_API_MIN);
+        dlclose(lib);
+        return RL_E_UNSUPPORTED_OPERATION;
+    }
+    a.api_version = max < RL_FDB_API_MAX ? max : RL_FDB_API_MAX;
+    snprintf(a.path, sizeof a.path, "%s", path);
+    /* From here on the library stays loaded (invariant 2). */
+    g.lib = lib;
+    int rc = select_version(a.api_version, a.api_version);
+    if (rc) {
+        if (errmsg)
+            rl__buf_printf(errmsg, "%s: selecting API version %d failed: %d %s%s", path, a.api_version, rc,
+                           a.get_error(rc),
+                           rc == 2201 ? " (another part of this process already selected one)" : "");
+        return rc;
+    }
+    rc = setup_network();
+    if (rc && rc != 2009) { /* network_already_setup: someone else in the process runs it */
+        if (errmsg) rl__buf_printf(errmsg, "%s: fdb_setup_network failed: %d %s", path, rc, a.get_error(rc));
+        return rc;
+    }
+    if (rc == 0) {
+        if (pthread_create(&g.net, NULL, net_main, NULL) != 0) {
+            if (errmsg) rl__buf_printf(errmsg, "cannot start FoundationDB's network thread");
+            return RL_E_OUT_OF_MEMORY;
+        }
+        g.has_net = 1;
+        atexit(stop_at_exit);
+    }
+    g.api = a;
+    g.ready = 1;
+    return RL_OK;
+fail:
+    if (errmsg)
+        rl__buf_printf(errmsg, "%s lacks %s: not a FoundationDB client library of API version %d or later (" INSTALL_HINT ")",
+                       path, missing, RL_FDB_API_MIN);
+    dlclose(lib);
+    return RL_E_UNSUPPORTED_OPERATION;
+}
+
+int rl__fdb_client(const rl_fdb_api **out, rl_buf *errmsg) {
+    int rc = RL_OK;
+    pthread_mutex_lock(&g.mu);
+    if (g.ready) {
+        if (strcmp(g.api.path, library_path()) != 0) {
+            if (errmsg)
+                rl__buf_printf(errmsg, "FoundationDB's client library %s is loaded; this process cannot load %s too",
+                               g.api.path, library_path());
+            rc = RL_E_UNSUPPORTED_OPERATION;
+        }
+    } else if (g.lib) {
+        if (errmsg) rl__buf_printf(errmsg, "FoundationDB's client library failed to start earlier in this process");
+        rc = RL_E_UNSUPPORTED_OPERATION;
+    } else {
+        rc = load(errmsg);
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (rc == RL_OK) *out = &g.api;
+    return rc;
+}
