@@ -190,6 +190,7 @@ static void send_attempt(creq *q);
 static void fail_attempt(creq *q, int err);
 static void finish(creq *q, int err);
 static void want_map(cluster *cl, creq *waiter);
+static void maybe_refresh(cluster *cl);
 
 static uint64_t now_ns(void) { return rl__clock_mono_ns(); }
 
@@ -676,7 +677,9 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
     memcpy(ip, s->address, 16);
     *port = s->port;
     *server_id = s->id;
+    int unhealthy = !s->healthy;
     rl__locmap_unref(m);
+    if (unhealthy) maybe_refresh(cl); /* the best member is down in this map: is it back? */
     return 0;
 }
 
