@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 
 #include "cluster_procs.h"
@@ -502,13 +503,13 @@ typedef struct {
     int fd;
     int port;
     int mode; /* 0: random bytes; 1: a HELLO reply then a request frame; 2: silent */
-    volatile int stop;
-    int accepted;
+    atomic_int stop;
+    atomic_int accepted;
 } fake;
 
 static void *fake_main(void *ud) {
     fake *fk = ud;
-    while (!fk->stop) {
+    while (!atomic_load(&fk->stop)) {
         struct timeval tv = {0, 100000};
         fd_set rs;
         FD_ZERO(&rs);
@@ -516,7 +517,7 @@ static void *fake_main(void *ud) {
         if (select(fk->fd + 1, &rs, NULL, NULL, &tv) <= 0) continue;
         int s = accept(fk->fd, NULL, NULL);
         if (s < 0) continue;
-        fk->accepted++;
+        atomic_fetch_add(&fk->accepted, 1);
         uint8_t buf[256];
         (void)!read(s, buf, sizeof buf);
         if (fk->mode == 0) {
@@ -587,13 +588,13 @@ TEST(cluster_client_1_6_bad_peers) {
         char want[64];
         snprintf(want, sizeof want, "127.0.0.1:%d", fk.port);
         ASSERT_NOT_NULL(strstr(rl_last_error_detail(), want));
-        printf("mode %d: open failed after %.2f s (%d connections accepted): %s\n", mode, took, fk.accepted,
+        printf("mode %d: open failed after %.2f s (%d connections accepted): %s\n", mode, took, atomic_load(&fk.accepted),
                rl_last_error_detail());
         ASSERT_TRUE(took < 12.0);
         if (mode >= 0) {
-            fk.stop = 1;
+            atomic_store(&fk.stop, 1);
             pthread_join(th, NULL);
-            ASSERT_TRUE(fk.accepted >= 1);
+            ASSERT_TRUE(atomic_load(&fk.accepted) >= 1);
         }
         close(fk.fd);
     }
