@@ -1,6 +1,6 @@
 /* coordinator.c — the coordinator role of rlkvd: recovery, the cluster layout (shard map and
  * server list) in the system keyspace, the commit sink, and the life cycle. The request
- * handlers are in coord_net.c; docs/design-coordinator.md is the design.
+ * handlers are in coord_net.c; docs/design.md §8.3 is the design.
  *
  *   clients ──COMMIT──▶ loop thread ──submit──▶ committer thread (sequencer, resolver, batches)
  *                           ▲                        │ sink.apply: split, append to the log

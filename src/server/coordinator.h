@@ -1,7 +1,7 @@
 /* coordinator.h (internal) — the coordinator role of rlkvd: read versions, commit batching
  * (sequencer, resolver, group commit over src/commit/), the durable commit log
  * (src/server/commitlog.h) that storage servers PEEK and POP, the shard map and the server list
- * in the system keyspace, and server health. docs/design-coordinator.md describes the design,
+ * in the system keyspace, and server health. docs/design.md §8.3 describes the design,
  * docs/protocol.md §9 what it answers.
  *
  * Life cycle:
