@@ -893,7 +893,26 @@ static void want_map(cluster *cl, creq *waiter_q) {
     }
 }
 
-/* The map fetch ended: install m (NULL on failure, err says why) and continue the waiters. */
+/* Continue the requests that waited for a map (linked by next; q->err: 0 to send again, else the
+ * error to finish with). */
+static void continue_waiters(creq *list) {
+    for (creq *q = list, *nx; q; q = nx) {
+        nx = q->next;
+        q->next = NULL;
+        q->where = W_NONE;
+        if (q->err == RL_OK) send_attempt(q);
+        else finish(q, q->err);
+    }
+}
+
+static void continue_waiters_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    continue_waiters(ud);
+}
+
+/* The map fetch ended: install m (NULL on failure, err says why) and continue the waiters — on
+ * the network thread: a fetch that fails on an application thread (memory) must not complete
+ * other operations under that thread's transaction lock (invariant 3). */
 static void map_done(cluster *cl, rl_locmap *m, int err) {
     pthread_mutex_lock(&cl->mu);
     rl_locmap *old = NULL;
@@ -909,13 +928,11 @@ static void map_done(cluster *cl, rl_locmap *m, int err) {
     pthread_cond_broadcast(&cl->map_cv);
     pthread_mutex_unlock(&cl->mu);
     rl__locmap_unref(old);
-    for (creq *q = list, *nx; q; q = nx) {
-        nx = q->next;
-        q->next = NULL;
-        q->where = W_NONE;
-        if (m) send_attempt(q);
-        else finish(q, err == RL_E_OPERATION_CANCELLED ? err : RL_E_CONNECTION_FAILED);
-    }
+    int fail = m ? RL_OK : err == RL_E_OPERATION_CANCELLED ? err : RL_E_CONNECTION_FAILED;
+    for (creq *q = list; q; q = q->next) q->err = fail;
+    if (list && !rl__loop_in_loop_thread(cl->loop) && rl__loop_post(cl->loop, continue_waiters_fn, list) == RL_OK)
+        return;
+    continue_waiters(list);
 }
 
 /* ---- Replies (network thread) ------------------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /* slow_cluster_bench.c — cluster_bench_*: the cluster client's latency goals (issue 15), measured
  * against real rlkvd processes on this machine and printed (label slow: `ctest -L slow -R
  * cluster_bench`, or run the program). Nothing is asserted beyond the results being right: the
- * figures depend on the machine and its load; docs/design-client.md records a run.
+ * figures depend on the machine and its load; docs/design.md §8.5 records a run.
  *
  *   bench-1.1  a point get through the client vs a bare PING on the same connection (goal: get
  *              <= 2x ping), both issued by the calling thread and completed on the network thread;
@@ -9,7 +9,8 @@
  *   bench-1.3  a 1,000-entry mapped read of small Orders (index and records on one storage
  *              server) vs the embedded mapped read of the same data plus 2 round trips (goal:
  *              <= 1.5x).
- * RL_BENCH_N scales the repetitions (default 1). */
+ * RL_BENCH_N scales the repetitions (default 1); RL_BENCH_BURST_ONLY=1 shortens bench-1.1 to
+ * profile bench-1.2. */
 #include <stdlib.h>
 
 #include "cluster_procs.h"
@@ -93,7 +94,7 @@ TEST(cluster_bench_1_1_get_vs_ping) {
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
     load_keys(db, 1000);
-    int n = 20000 * scale();
+    int n = (getenv("RL_BENCH_BURST_ONLY") ? 100 : 20000) * scale(); /* profiling the burst alone */
     uint64_t *ping = calloc((size_t)n, sizeof *ping), *get = calloc((size_t)n, sizeof *get);
     rl_txn *t = txn_with_version(db);
     for (int i = 0; i < 2000; i++) { /* warm up both paths */
