@@ -3,7 +3,9 @@
  *
  *   application threads                         network thread (one per rl_db, an rl_loop)
  *   -------------------                         ------------------------------------------
- *   read / grv / commit ──plan, route──▶ conn ──▶ socket (rl__conn_send writes directly)
+ *   read / grv / commit ──plan, route──▶ conn ──▶ socket (rl__conn_send writes directly; while
+ *                                                 others are in flight, rl__conn_send_queued:
+ *                                                 the network thread writes the burst together)
  *                                                 socket ──▶ on_frame: match the id, decode into
  *                                                            the read's arena, plan the next
  *                                                            request or call done
@@ -37,7 +39,9 @@
  *      (they may run under the transaction's lock, which done callbacks take on the network
  *      thread): a request whose connection is not open yet is parked on the connection, and
  *      failures found on an application thread are posted to the network thread.
- *   4. Lock order: cl->mu before conn->mu; rl_conn functions and done are called with neither.
+ *   4. Lock order: cl->mu before conn->mu; done and rl_conn functions are called with neither
+ *      (only the status view reads connection counters under cl->mu, which no rl_conn callback
+ *      path takes while holding an rl_conn lock).
  *   5. A connection holds its rl_conn reference until the cconn itself is freed, so a thread
  *      that holds a cconn reference can always call rl__conn_send on it (it fails once closed).
  *   6. Every wait has a timeout: connects (RL_CLUSTER_CONNECT_TIMEOUT_MS), every attempt
@@ -1308,10 +1312,11 @@ static void client_view(cluster *cl, rl_buf *out) {
         pthread_mutex_lock(&cc->mu);
         int st = cc->state;
         uint32_t pend = cc->pending.n;
+        rl_conn *conn = cc->conn; /* valid while cc is in the table (cl->mu held) */
+        pthread_mutex_unlock(&cc->mu);
         rl_conn_stats s;
         memset(&s, 0, sizeof s);
-        if (cc->conn) rl__conn_get_stats(cc->conn, &s);
-        pthread_mutex_unlock(&cc->mu);
+        if (conn) rl__conn_get_stats(conn, &s); /* invariant 4: not under conn->mu */
         rl__buf_printf(out,
                        "%s{\"address\": \"%s\", \"port\": %u, \"server_id\": %u, \"state\": \"%s\", "
                        "\"pending\": %u, \"frames_sent\": %llu, \"bytes_sent\": %llu, "
