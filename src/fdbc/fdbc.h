@@ -204,6 +204,8 @@ typedef struct fdbc_task {
 
 /* The API version selected by fdb_select_api_version_impl, or 0. */
 int fdbc_api_version(void);
+/* 1 once CALLBACKS_ON_EXTERNAL_THREADS (network option 61) was set. */
+int fdbc_callbacks_anywhere(void);
 /* 1 once fdb_setup_network succeeded. */
 int fdbc_network_is_setup(void);
 /* 1 if the calling thread is the one running fdb_run_network. */

@@ -17,8 +17,10 @@
  *      drops to 0, so a late inner completion or a queued task never touches freed memory.
  *   3. A callback set on a ready future runs at once in the setting thread; one set on a pending
  *      future runs on the network thread (fdbc_post) after the future is ready — FoundationDB's
- *      rule. It runs at most once, and never after fdb_future_destroy returned (destroying a
- *      pending future cancels it and drops its callback).
+ *      rule — or, with CALLBACKS_ON_EXTERNAL_THREADS (network option 61), on the thread that
+ *      completed the inner future (a cancel still posts). It runs at most once, and never after
+ *      fdb_future_destroy returned (destroying a pending future cancels it and drops its
+ *      callback).
  *   4. Results borrow the inner future's memory (values, keys, rows): the inner future is freed
  *      only by release_memory or destroy, after which no getter hands them out.
  *   5. No lock is held while calling the user's callback or rl_future_free (which waits for a
@@ -80,16 +82,21 @@ static void unref(FDBFuture *f) {
     if (last) future_free(f);
 }
 
-/* Mark f ready with err and hand its callback to the network thread. Under f->mu. */
-static void mark_ready(FDBFuture *f, int err) {
+/* Mark f ready with err and hand its callback to the network thread — or, when here is set,
+ * return 1 so that the caller runs f->task itself once it released f->mu (invariant 3). Under
+ * f->mu. */
+static int mark_ready_here(FDBFuture *f, int err, int here) {
     f->ready = 1;
     f->err = err;
     pthread_cond_broadcast(&f->cv);
-    if (f->cb) {
-        f->refs++; /* the task's reference */
-        fdbc_post(&f->task);
-    }
+    if (!f->cb) return 0;
+    f->refs++; /* the task's reference */
+    if (here) return 1;
+    fdbc_post(&f->task);
+    return 0;
 }
+
+static void mark_ready(FDBFuture *f, int err) { (void)mark_ready_here(f, err, 0); }
 
 /* The posted callback, on the network thread. */
 static void run_task(fdbc_task *t) {
@@ -189,16 +196,19 @@ static int convert(FDBFuture *f, rl_future *in) {
 /* The inner future completed (any thread, or inline inside rl_future_set_callback). */
 static void on_inner(rl_future *in, void *ud) {
     FDBFuture *f = ud;
+    int here = fdbc_callbacks_anywhere(), run_now = 0;
     pthread_mutex_lock(&f->mu);
     if (!f->ready && f->inner == in) {
         int err = convert(f, in);
         if (f->on_error_sub && err == f->on_error_sub) err = f->on_error_code;
-        mark_ready(f, err);
+        run_now = mark_ready_here(f, err, here);
     }
-    f->inner_cb_done = 1;
+    f->inner_cb_done = 1; /* before the callback runs: it may destroy f (the task's reference
+                             keeps the memory) */
     int last = --f->refs == 0;
     pthread_mutex_unlock(&f->mu);
-    if (last) future_free(f);
+    if (run_now) run_task(&f->task);
+    else if (last) future_free(f);
 }
 
 FDBFuture *fdbc_future_attach(FDBFuture *f, rl_future *inner) {

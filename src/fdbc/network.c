@@ -28,6 +28,7 @@
  *   4. Every wait is bounded: the loop wakes at least once a second to re-check its state.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,10 +49,12 @@ static struct {
     int running;         /* fdb_run_network has been entered (stays 1 after it returns) */
     int stop;            /* fdb_stop_network was called */
     int finished;        /* fdb_run_network returned: nothing runs any more */
+    _Atomic int callbacks_anywhere; /* CALLBACKS_ON_EXTERNAL_THREADS (61) was set (read on
+                                       every completion: atomic, not under mu) */
     pthread_t thread;    /* the thread in fdb_run_network, when running */
     fdbc_task *head, *tail;
     hook *hooks;
-} net = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL};
+} net = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 int fdbc_api_version(void) {
     pthread_mutex_lock(&net.mu);
@@ -59,6 +62,8 @@ int fdbc_api_version(void) {
     pthread_mutex_unlock(&net.mu);
     return v;
 }
+
+int fdbc_callbacks_anywhere(void) { return atomic_load_explicit(&net.callbacks_anywhere, memory_order_relaxed); }
 
 int fdbc_network_is_setup(void) {
     pthread_mutex_lock(&net.mu);
@@ -107,14 +112,21 @@ FDBC_API fdb_error_t fdb_select_api_version_impl(int runtime_version, int header
     return rc;
 }
 
-/* Network options (fdb.options, NetworkOption scope). Tracing, TLS, knobs, buggify, client
- * versions and the multi-version client's options are accepted and have no effect: reclayer has
- * no trace files, no TLS (it listens on loopback only) and one client. Unknown codes are
- * invalid_option. */
+/* Network options (fdb.options, NetworkOption scope). CALLBACKS_ON_EXTERNAL_THREADS (61) lets
+ * callbacks run on the threads that complete reclayer's futures (reclayer's own: an embedded
+ * caller's, a cluster's network thread, a worker) instead of being handed to the network thread
+ * (future.c invariant 3) — one thread hop less per completion. Tracing, TLS, knobs, buggify,
+ * client versions and the multi-version client's other options are accepted and have no effect:
+ * reclayer has no trace files, no TLS (it listens on loopback only) and one client. Unknown codes
+ * are invalid_option. */
 FDBC_API fdb_error_t fdb_network_set_option(int option, const uint8_t *value, int value_length) {
     (void)value;
     if (fdbc_api_version() == 0) return FDBC_E_API_VERSION_UNSET;
     if (value_length < 0) return FDBC_E_INVALID_OPTION_VALUE;
+    if (option == 61) {
+        atomic_store(&net.callbacks_anywhere, 1);
+        return 0;
+    }
     switch (option) {
     case 10: case 20:                                       /* local_address, cluster_file */
     case 30: case 31: case 32: case 33: case 34: case 35:   /* trace_* */
@@ -123,7 +135,7 @@ FDBC_API fdb_error_t fdb_network_set_option(int option, const uint8_t *value, in
     case 41: case 42: case 43: case 45: case 46: case 47:   /* TLS_* */
     case 48: case 49: case 50: case 51:                     /* buggify_* */
     case 52: case 53: case 54: case 55:                     /* TLS_ca_*, TLS_password, disable_tls */
-    case 60: case 61: case 62: case 63: case 64: case 65:   /* multi-version client */
+    case 60: case 62: case 63: case 64: case 65:            /* multi-version client */
     case 66: case 67:
     case 70: case 71:                                       /* statistics, run loop profiling */
     case 80: case 81: case 82: case 83:                     /* client_buggify_* */

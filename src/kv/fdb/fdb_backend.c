@@ -97,20 +97,18 @@ typedef struct {
     slot *active[ACTIVE_MAX];
     slot *idle[N_KINDS];
     int n_idle[N_KINDS];
-    int inflight;        /* operations started and not yet done (under mu; invariant 8) */
+    atomic_int inflight; /* operations started and not yet done (invariant 8) */
     pthread_cond_t idle_cv;
 } fdbbe;
 
-/* Operations in flight (invariant 8): counted from the start call until just before done. */
-static void op_begin(fdbbe *be) {
-    pthread_mutex_lock(&be->mu);
-    be->inflight++;
-    pthread_mutex_unlock(&be->mu);
-}
+/* Operations in flight (invariant 8): counted from the start call until done returned. The
+ * increment needs no lock (no close can run then); the decrement is made under mu, so a close
+ * that sees 0 under mu knows the last op_end has let go of the backend. */
+static void op_begin(fdbbe *be) { atomic_fetch_add(&be->inflight, 1); }
 
 static void op_end(fdbbe *be) {
     pthread_mutex_lock(&be->mu);
-    if (--be->inflight == 0) pthread_cond_broadcast(&be->idle_cv);
+    if (atomic_fetch_sub(&be->inflight, 1) == 1) pthread_cond_broadcast(&be->idle_cv);
     pthread_mutex_unlock(&be->mu);
 }
 
@@ -411,13 +409,19 @@ static int grow(rd_ctx *x, int more, size_t elem) {
     return RL_OK;
 }
 
+/* Copy n rows into arena a: every key and value in one block (FoundationDB's memory belongs to
+ * its future, which is destroyed before done). */
 static int copy_rows(rl_arena *a, const FDBKeyValue *in, int n, rl_keyvalue *out) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (size_t)in[i].key_length + (size_t)in[i].value_length;
+    uint8_t *p = rl__arena_alloc(a, total ? total : 1);
+    if (!p) return RL_E_OUT_OF_MEMORY;
     for (int i = 0; i < n; i++) {
-        out[i].key = dup(a, in[i].key, in[i].key_length);
-        out[i].key_len = (uint32_t)in[i].key_length;
-        out[i].value = dup(a, in[i].value, in[i].value_length);
-        out[i].value_len = (uint32_t)in[i].value_length;
-        if (!out[i].key || !out[i].value) return RL_E_OUT_OF_MEMORY;
+        size_t kl = (size_t)in[i].key_length, vl = (size_t)in[i].value_length;
+        if (kl) memcpy(p, in[i].key, kl);
+        out[i].key = p, out[i].key_len = (uint32_t)kl, p += kl;
+        if (vl) memcpy(p, in[i].value, vl);
+        out[i].value = p, out[i].value_len = (uint32_t)vl, p += vl;
     }
     return RL_OK;
 }
@@ -918,8 +922,8 @@ static void be_close(rl_kv_backend *b) {
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 60;
     int wr = 0;
-    while (be->inflight > 0 && wr == 0) wr = pthread_cond_timedwait(&be->idle_cv, &be->mu, &ts);
-    int stuck = be->inflight > 0;
+    while (atomic_load(&be->inflight) > 0 && wr == 0) wr = pthread_cond_timedwait(&be->idle_cv, &be->mu, &ts);
+    int stuck = atomic_load(&be->inflight) > 0;
     pthread_mutex_unlock(&be->mu);
     if (stuck) return;
     for (int i = 0; i < ACTIVE_MAX; i++) slot_destroy(be, be->active[i]);

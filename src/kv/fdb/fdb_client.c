@@ -17,8 +17,10 @@
  *   3. The API version is 730, or the highest the library offers when that is lower, and at
  *      least 710 (the first with mapped ranges as used here): older libraries are refused with
  *      a message naming what to install.
- *   4. The network thread only runs fdb_run_network; the backend's callbacks run on it. At exit
- *      it is stopped and joined with a timeout, so a stuck network cannot hang the process.
+ *   4. The network thread only runs fdb_run_network; the backend's callbacks run on it, or on the
+ *      client library's own threads (network option CALLBACKS_ON_EXTERNAL_THREADS is set: the
+ *      callbacks are thread-agnostic). At exit it is stopped and joined with a timeout, so a stuck
+ *      network cannot hang the process.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -102,9 +104,11 @@ static int load(rl_buf *errmsg) {
     int (*max_version)(void) = NULL;
     fdb_error_t (*select_version)(int, int) = NULL;
     fdb_error_t (*setup_network)(void) = NULL;
+    fdb_error_t (*network_set_option)(int, const uint8_t *, int) = NULL;
     SYM(max_version, "fdb_get_max_api_version");
     SYM(select_version, "fdb_select_api_version_impl");
     SYM(setup_network, "fdb_setup_network");
+    SYM(network_set_option, "fdb_network_set_option");
     SYM(g.run_network, "fdb_run_network");
     SYM(g.stop_network, "fdb_stop_network");
     SYM(a.get_error, "fdb_get_error");
@@ -157,6 +161,10 @@ static int load(rl_buf *errmsg) {
                            rc == 2201 ? " (another part of this process already selected one)" : "");
         return rc;
     }
+    /* CALLBACKS_ON_EXTERNAL_THREADS (61): the backend's callbacks are thread-agnostic, so a
+     * client may call them on its own threads (reclayer's libfdb_c.so then skips a thread hop per
+     * completion). Advisory: an error is ignored. */
+    (void)network_set_option(61, NULL, 0);
     rc = setup_network();
     if (rc && rc != 2009) { /* network_already_setup: someone else in the process runs it */
         if (errmsg) rl__buf_printf(errmsg, "%s: fdb_setup_network failed: %d %s", path, rc, a.get_error(rc));

@@ -15,6 +15,9 @@
  *   fdbc-1.7  callbacks: on a pending future they run on the network thread, on a ready one at
  *             once in the calling thread; 200 pipelined reads completed by callbacks
  *   fdbc-1.8  error predicates and messages
+ *   fdbc-1.9  CALLBACKS_ON_EXTERNAL_THREADS (network option 61): callbacks of pending futures run
+ *             on the thread that completes them, not the network thread (runs last: the option
+ *             is process-wide)
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -530,6 +533,29 @@ TEST(fdbc_1_8) {
     ASSERT_NOT_NULL(strstr(cl.api.get_client_version(), "reclayer"));
 }
 
+TEST(fdbc_1_9) {
+    FDBDatabase *db = open_db("defer:mem:");
+    ASSERT_OK(cl.api.network_set_option(61, NULL, 0));
+    FDBTransaction *tr;
+    ASSERT_OK(cl.api.database_create_transaction(db, &tr));
+    cb_state s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, pthread_self()};
+    enum { N = 100 };
+    FDBFuture *fs[N];
+    int pending = 0;
+    for (int i = 0; i < N; i++) {
+        fs[i] = cl.api.transaction_get(tr, K("cb/y"), 1);
+        if (!cl.api.future_is_ready(fs[i])) pending++;
+        ASSERT_OK(cl.api.future_set_callback(fs[i], on_ready, &s));
+    }
+    wait_fired(&s, N);
+    ASSERT_TRUE(pending > 0);
+    ASSERT_EQ(s.on_net_thread, 0);
+    ASSERT_EQ(s.on_caller, N - pending);
+    for (int i = 0; i < N; i++) cl.api.future_destroy(fs[i]);
+    cl.api.transaction_destroy(tr);
+    cl.api.database_destroy(db);
+}
+
 static int teardown(void **state) {
     (void)state;
     fdbt_stop(&cl);
@@ -538,7 +564,8 @@ static int teardown(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(fdbc_1_1), T(fdbc_1_2), T(fdbc_1_3), T(fdbc_1_4),
-                                       T(fdbc_1_5), T(fdbc_1_6), T(fdbc_1_7), T(fdbc_1_8)};
+                                       T(fdbc_1_5), T(fdbc_1_6), T(fdbc_1_7), T(fdbc_1_8),
+                                       T(fdbc_1_9)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, teardown);
 }
