@@ -11,7 +11,8 @@
  *   4. every child asks the kernel to SIGKILL it when the test process dies
  *      (PR_SET_PDEATHSIG), so even a SIGKILLed test (ctest's timeout) leaves nothing.
  * Processes are only ever signalled by the pids recorded here. Start clusters from the main
- * thread (the death signal follows the thread that forked).
+ * thread (the death signal follows the thread that forked), and declare the cp_cluster static
+ * (the exit hook reads it after a failed assertion has left the test function).
  */
 #ifndef RL_TEST_CLUSTER_PROCS_H
 #define RL_TEST_CLUSTER_PROCS_H
@@ -43,17 +44,19 @@ typedef struct {
     int port[CP_MAX];
 } cp_cluster;
 
-static volatile pid_t cp_all_pids[4 * CP_MAX]; /* for the signal handler */
-static cp_cluster *cp_live[4];
+#define CP_LIVE 16
+static volatile pid_t cp_all_pids[CP_LIVE * CP_MAX]; /* for the signal handler */
+static cp_cluster *cp_live[CP_LIVE]; /* clusters running (static storage: tests declare theirs
+                                       * static, so a failed assertion leaves them valid) */
 static int cp_hooks_set;
 
 static inline void cp_refresh_pids(void) {
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < CP_LIVE; c++)
         for (int i = 0; i < CP_MAX; i++) cp_all_pids[c * CP_MAX + i] = cp_live[c] ? cp_live[c]->pid[i] : 0;
 }
 
 static inline void cp_on_signal(int sig) {
-    for (int i = 0; i < 4 * CP_MAX; i++)
+    for (int i = 0; i < CP_LIVE * CP_MAX; i++)
         if (cp_all_pids[i] > 0) kill(cp_all_pids[i], SIGKILL);
     signal(sig, SIG_DFL);
     raise(sig);
@@ -89,7 +92,7 @@ static inline void cp_kill(cp_cluster *c, int i, int sig) {
 static inline void cp_stop(cp_cluster *c) {
     if (!c) return;
     for (int i = c->n_storage; i >= 0; i--) cp_kill(c, i, SIGTERM);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < CP_LIVE; k++)
         if (cp_live[k] == c) cp_live[k] = NULL;
     cp_refresh_pids();
     if (c->dir[0] && !getenv("RL_TEST_KEEP")) rl_test_rmtree(c->dir);
@@ -97,7 +100,7 @@ static inline void cp_stop(cp_cluster *c) {
 }
 
 static inline void cp_atexit(void) {
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < CP_LIVE; k++)
         if (cp_live[k]) cp_stop(cp_live[k]);
 }
 
@@ -198,11 +201,11 @@ static inline void cp_start(cp_cluster *c, int n_storage, const char *const *spl
     char *d = rl_test_tmpdir("clclient");
     snprintf(c->dir, sizeof c->dir, "%s", d);
     free(d);
-    for (int k = 0; k < 4; k++)
-        if (!cp_live[k]) {
-            cp_live[k] = c;
-            break;
-        }
+    int slot = -1;
+    for (int k = 0; k < CP_LIVE && slot < 0; k++)
+        if (!cp_live[k] || cp_live[k] == c) slot = k;
+    if (slot < 0) fail_msg("more than %d test clusters at once", CP_LIVE);
+    cp_live[slot] = c;
     char path[700];
     snprintf(path, sizeof path, "%s/init.json", c->dir);
     FILE *f = fopen(path, "w");

@@ -89,7 +89,7 @@ static rl_txn *txn_with_version(rl_db *db) {
 
 /* bench-1.1 and 1.2 on one storage server. */
 TEST(cluster_bench_1_1_get_vs_ping) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 1, NULL, 0, 1);
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -204,7 +204,7 @@ static uint64_t timed_mapped(rl_txn *t, const rl_buf *b, const rl_buf *e, const 
 
 /* bench-1.3: a 1,000-entry mapped read on one storage server vs embedded + 2 RTT. */
 TEST(cluster_bench_1_3_mapped_1000) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 1, NULL, 0, 1);
     rl_db *db, *mem;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));

@@ -65,7 +65,7 @@ static void expect_get(rl_db *db, const char *k, const char *want) {
  * across it, system keys (the shard map mirrored by the coordinator), mapped reads whose records
  * sit on the other server, the status JSON, and per-read counters. */
 TEST(cluster_client_1_1_reads) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 2, split_m, 1, 1);
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -226,7 +226,7 @@ static void load_orders(rl_db *db, int n) {
  * entries as the embedded backend (mem:) holding the same data, served_locally 0, the servers'
  * storage-to-storage counters in the read's stats; limits and reverse. */
 TEST(cluster_client_1_2_mapped) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 2, split_tuple_m, 1, 1);
     rl_db *db, *mem;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -292,7 +292,7 @@ TEST(cluster_client_1_2_mapped) {
  * once it is back on its port (within the retry window); left down, they fail with
  * connection_failed (1026) after about 5 s, while the other server's shard keeps answering. */
 TEST(cluster_client_1_3_storage_lost) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 2, split_m, 1, 0);
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -374,7 +374,7 @@ static void *commit_loop(void *ud) {
  * connection_failed (never sent); nothing else. The client reconnects by itself: read versions
  * and commits work again, and every acknowledged commit is readable. */
 TEST(cluster_client_1_4_coordinator_restart) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 1, NULL, 0, 0);
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -469,7 +469,7 @@ static void *read_loop(void *ud) {
 /* cluster-client-1.5: four threads with 1,000 gets in flight each, on two servers, three rounds:
  * every value right; then futures freed while still pending, and the database closed cleanly. */
 TEST(cluster_client_1_5_many_in_flight) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 2, split_m, 1, 1);
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));

@@ -88,7 +88,7 @@ static void check_data(const char *url) {
 /* cluster-alloc-1.1: the application thread's Nth allocation fails, for every N of the session
  * (writing, then read-only sessions over the written data). */
 TEST(cluster_alloc_1_1_sweep) {
-    cp_cluster c;
+    static cp_cluster c; /* static: the exit hook can still stop it after a failed assertion */
     cp_start(&c, 2, split_m, 1, 1);
     for (int write = 1; write >= 0; write--) {
         rl_alloc_stats a, b;
