@@ -33,6 +33,16 @@
     X(TRANSACTION_TIMED_OUT, 1031, "transaction_timed_out", "Operation aborted because the transaction timed out", 0) \
     X(ACCESSED_UNREADABLE, 1036, "accessed_unreadable", "Read or wrote an unreadable key", 0)     \
     X(PROCESS_BEHIND, 1037, "process_behind", "Storage process does not have recent mutations", 1) \
+    /* Retryable conditions of a FoundationDB cluster that reach reclayer through the fdb:        \
+     * backend (FoundationDB's retryable predicate; reclayer's own backends never produce them). */ \
+    X(DATABASE_LOCKED, 1038, "database_locked", "Database is locked", 1)                        \
+    X(CLUSTER_VERSION_CHANGED, 1039, "cluster_version_changed", "The protocol version of the cluster has changed", 1) \
+    X(COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED, 1042, "commit_proxy_memory_limit_exceeded", "CommitProxy commit memory limit exceeded", 1) \
+    X(BATCH_TRANSACTION_THROTTLED, 1051, "batch_transaction_throttled", "Batch GRV request rate limit exceeded", 1) \
+    X(GRV_PROXY_MEMORY_LIMIT_EXCEEDED, 1078, "grv_proxy_memory_limit_exceeded", "GetReadVersion proxy memory limit exceeded", 1) \
+    X(TAG_THROTTLED, 1213, "tag_throttled", "Transaction tag is being throttled", 1)            \
+    X(PROXY_TAG_THROTTLED, 1223, "proxy_tag_throttled", "Exceeded maximum proxy tag throttling duration", 1) \
+    X(TRANSACTION_THROTTLED_HOT_SHARD, 1235, "transaction_throttled_hot_shard", "Transaction throttled due to hot shard", 1) \
     X(OPERATION_CANCELLED, 1101, "operation_cancelled", "Asynchronous operation cancelled", 0)    \
     X(IO_ERROR, 1510, "io_error", "Disk i/o operation failed", 0)                                 \
     X(FILE_NOT_FOUND, 1511, "file_not_found", "File not found", 0)                                \
