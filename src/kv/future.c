@@ -17,7 +17,7 @@
  *   5. `ready` is written (0 -> 1) only under mu, with a release store after the error and the
  *      results; readers that find it set with an acquire load may read them without the lock
  *      (the fast path of wait / get_error / is_ready, two lock round trips less per read).
- *   6. Freed futures are recycled through a small per-thread cache (at most CACHE_MAX): a read
+ *   6. Freed futures are recycled through a per-thread cache (at most CACHE_MAX): a read
  *      then costs no allocation in steady state. Each cached future keeps its arena's largest
  *      block (rl__arena_reset keeps one of at most 4 MiB), as long as the blocks kept by the
  *      thread's cached futures total at most CACHE_BYTES_MAX; past that budget the future is
@@ -47,7 +47,7 @@ static rl_future oom_future = {
 
 /* ---- The per-thread cache of freed futures (invariant 6) --------------------------------- */
 
-enum { CACHE_MAX = 32 };
+enum { CACHE_MAX = 1024 }; /* a SCAN_AND_FETCH page or a burst of pipelined gets fits */
 #define CACHE_BYTES_MAX ((size_t)8 << 20) /* arena bytes the cached futures of a thread keep */
 
 static _Thread_local rl_future *cache[CACHE_MAX];
