@@ -7,9 +7,10 @@
  *                  paths; ns/op and the ratio fdb:/direct are printed
  *
  * Environment:
- *   RL_FDB_BENCH_SECONDS  seconds per workload and path per round (default 0.2: a smoke run; the
- *                         figures in docs/benchmarks.md use 2)
- *   RL_FDB_BENCH_ROUNDS   rounds, alternating which path goes first (default 3); the median is shown
+ *   RL_FDB_BENCH_SECONDS  seconds per workload and path per round (default 0.05: a smoke run for
+ *                         ctest; the figures in docs/benchmarks.md use 2)
+ *   RL_FDB_BENCH_ROUNDS   rounds, alternating which path goes first (default 1; the figures use 5);
+ *                         the median is shown
  *   RL_FDB_BENCH_URL      the database (default mem:, each path its own; cluster:FILE: both paths
  *                         on the same cluster)
  * Nothing is asserted about times (they depend on the machine); only that both paths agree.
@@ -151,8 +152,8 @@ static int cmp_d(const void *a, const void *b) {
 TEST(fdb_bench_1_1) {
     const char *url = getenv("RL_FDB_BENCH_URL");
     if (!url || !*url) url = "mem:";
-    double seconds = env_num("RL_FDB_BENCH_SECONDS", 0.2);
-    int rounds = (int)env_num("RL_FDB_BENCH_ROUNDS", 3);
+    double seconds = env_num("RL_FDB_BENCH_SECONDS", 0.05);
+    int rounds = (int)env_num("RL_FDB_BENCH_ROUNDS", 1);
     if (rounds < 1) rounds = 1;
     if (rounds > 15) rounds = 15;
     sys direct = {NULL, 88172645463325252ull, 0}, fdb = {NULL, 88172645463325252ull, 0};
