@@ -87,6 +87,26 @@ typedef struct {
     int timeout_ms;             /* health wait (0: RL_CLUSTER_DEFAULT_TIMEOUT_MS) */
     const char *rlkvd;          /* path of rlkvd (NULL: see the file comment) */
     unsigned flags;             /* RL_CLUSTER_* */
+    /* Topology (issue 14). Hosts: with n_hosts H >= 1 and storage_per_host S >= 1 the cluster has
+     * H * S storage servers (n_storage must be 0 or equal), server id i on host label
+     * "host<h>" with h = (i - 1) / S + 1; the coordinator is on host1. n_hosts 0: every process on
+     * host1, n_storage servers. host_addresses 1: host h listens on 127.0.0.<h> (host1 on
+     * 127.0.0.1); 0: everything on 127.0.0.1. */
+    int n_hosts;
+    int storage_per_host;
+    int host_addresses;
+    /* Replication: each shard's team has this many storage servers (0 or 1: single, 2: double,
+     * 3: triple), on distinct hosts when there are enough hosts (rl__cluster_layout). */
+    int replication;
+    /* Injected one-way delay (and jitter) on every message between processes of different host
+     * labels, the client ("client") included: the processes' --delay-us / --jitter-us. */
+    uint32_t delay_us;
+    uint32_t jitter_us;
+    /* The storage engine of every storage server ("memory" or "ssd"; NULL: memory). */
+    const char *engine;
+    /* A complete layout to use instead of the generated one (the coordinator's --init JSON,
+     * rl__cluster_layout's format); NULL: generated. For tests that need exact teams. */
+    const char *init_json;
 } rl_cluster_up_opts;
 
 /* rl__cluster_layout — the initial layout of rl__cluster_up as the JSON of the coordinator's
