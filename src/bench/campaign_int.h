@@ -16,7 +16,8 @@
 
 #include "bench/campaign.h"
 #include "reclayer/query.h"
-#include "record/record_int.h"
+#include "record/layout.h"
+#include "record/tool.h"
 
 /* The text of an rl_buf (its bytes are uint8_t; they are text here). */
 static inline const char *rl__camp_str(const rl_buf *b) { return (const char *)b->data; }

@@ -17,7 +17,7 @@
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
 #include "reclayer/record.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 #include "tuple/tuple.h"
 
 enum { R_LIMIT1, R_ROWS10, R_ROWS1000, R_COUNT };
@@ -165,7 +165,7 @@ static int dataset_load(dataset *d, rl_db *shared, const char *name, int records
     } else if ((rc = rl_db_open("mem:", NULL, &d->db))) {
         goto done;
     }
-    if ((rc = rl_record_order_metadata(&d->md)) ||
+    if ((rc = rl__order_metadata(&d->md)) ||
         (rc = rl_store_new(d->md, pfx, pfx_len, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS,
                            &d->st)))
         goto done;

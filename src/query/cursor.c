@@ -48,7 +48,7 @@
 #include "query/query_int.h"
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
-#include "record/record_int.h"
+#include "record/layout.h"
 #include "tuple/tuple.h"
 
 #define DEFAULT_PIPELINE 10
@@ -77,7 +77,7 @@ typedef enum { SRC_NONE = 0, SRC_SCAN, SRC_REMOTE } src_kind;
 struct rl_cursor {
     rl_store *s;
     rl_txn *txn;
-    const rl__index *ix;
+    rl__index_layout ix;
     rl_query_options o;       /* copy; the borrowed pointers are cleared */
     rl_buf ixprefix;          /* store prefix + (2, subspace_key) */
     rl_buf recprefix;         /* store prefix + (1,) */
@@ -258,7 +258,7 @@ bad:;
     rl_buf k;
     rl__buf_init(&k);
     print_key(key, len, &k);
-    set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix->name);
+    set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix.name);
     rl__buf_release(&k);
     return RL_E_CORRUPT_DATA;
 }
@@ -765,7 +765,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl_alloc_stats before;
     rl_query_options o;
     rl_cursor *c = NULL;
-    int rc, ix;
+    int rc;
     rl_alloc_get_stats(&before);
     *out = NULL;
     memset(&o, 0, sizeof o);
@@ -797,16 +797,17 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     if ((rc = check_tuple(o.eq, o.eq_len, "eq")) || (rc = check_tuple(o.low, o.low_len, "low")) ||
         (rc = check_tuple(o.high, o.high_len, "high")))
         return rc;
-    const rl_metadata *md = rl_store_metadata(s);
-    if ((ix = rl__md_index_named(md, index_name)) < 0) {
-        rl__record_set_errmsg("no index named %s in the metadata", index_name);
-        return RL_E_INDEX_UNKNOWN;
+    rl__index_layout lay;
+    if ((rc = rl__md_index_layout(rl_store_metadata(s), index_name, &lay))) {
+        if (rc == RL_E_INDEX_UNKNOWN) rl__record_set_errmsg("no index named %s in the metadata", index_name);
+        else rl__record_set_errmsg("index %s has too many columns", index_name);
+        return rc;
     }
     c = rl__calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
     c->s = s;
     c->txn = txn;
-    c->ix = &md->indexes[ix];
+    c->ix = lay;
     c->o = o;
     c->skip = o.skip;
     rl__buf_init(&c->ixprefix);
@@ -830,16 +831,15 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__decoder_init(&c->dec);
     c->k.size = sizeof c->k;
     /* Entry layout: the indexed values, then the primary-key columns not among them. */
-    const rl__rtype *rt = &md->types[c->ix->type];
-    c->n_pk = rt->n_pk;
-    c->n_entry = c->ix->n_fields;
-    if (c->n_pk > MAX_ENTRY_COLS || c->ix->n_fields + c->n_pk > MAX_ENTRY_COLS) {
+    c->n_pk = c->ix.n_pk;
+    c->n_entry = c->ix.n_fields;
+    if (c->ix.n_fields + c->n_pk > MAX_ENTRY_COLS) {
         rl__record_set_errmsg("index %s has too many columns", index_name);
         rc = RL_E_UNSUPPORTED_OPERATION;
         goto fail;
     }
     for (int i = 0; i < c->n_pk; i++)
-        c->pk_pos[i] = c->ix->pk_pos[i] >= 0 ? c->ix->pk_pos[i] : c->n_entry++;
+        c->pk_pos[i] = c->ix.pk_pos[i] >= 0 ? c->ix.pk_pos[i] : c->n_entry++;
     /* Bounds name the entry's columns in order: eq values, then one column bounded by low/high.
      * More than the entry has could never match (the scan would silently return nothing). */
     size_t n_eq = 0;
@@ -849,20 +849,13 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
                               "(%d indexed values, then the primary key)",
                               n_eq + (o.low || o.high ? 1 : 0), n_eq,
                               o.low || o.high ? " and a low/high bound" : "", index_name,
-                              c->n_entry, c->ix->n_fields);
+                              c->n_entry, c->ix.n_fields);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
     /* Prefixes. */
-    rl_slice p = rl_store_prefix(s);
-    rl_tuple_packer pk;
-    rl__buf_append(&c->ixprefix, p.data, p.len);
-    rl__tuple_packer_init(&pk, &c->ixprefix);
-    rl__tuple_pack_int(&pk, RL__KS_INDEX);
-    rl__tuple_pack_string(&pk, c->ix->subspace_key, strlen(c->ix->subspace_key));
-    rl__buf_append(&c->recprefix, p.data, p.len);
-    rl__tuple_packer_init(&pk, &c->recprefix);
-    rl__tuple_pack_int(&pk, RL__KS_RECORD);
+    rl__store_index_prefix(s, c->ix.subspace_key, &c->ixprefix);
+    rl__store_records_prefix(s, &c->recprefix);
     if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix))) goto fail;
     if ((rc = build_range(c, &o)) || (rc = build_mapper(c))) goto fail;
     if (o.continuation && o.continuation_len && (rc = adopt_continuation(c, &o))) goto fail;

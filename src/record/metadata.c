@@ -104,6 +104,21 @@ int rl__md_index_named(const rl_metadata *md, const char *name) {
     return -1;
 }
 
+int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layout *out) {
+    int i = rl__md_index_named(md, name);
+    if (i < 0) return RL_E_INDEX_UNKNOWN;
+    const rl__index *ix = &md->indexes[i];
+    const rl__rtype *rt = &md->types[ix->type];
+    if (rt->n_pk > RL__INDEX_MAX_COLS || ix->n_fields + rt->n_pk > RL__INDEX_MAX_COLS)
+        return RL_E_UNSUPPORTED_OPERATION;
+    out->name = ix->name;
+    out->subspace_key = ix->subspace_key;
+    out->n_fields = ix->n_fields;
+    out->n_pk = rt->n_pk;
+    for (int k = 0; k < rt->n_pk; k++) out->pk_pos[k] = ix->pk_pos[k];
+    return RL_OK;
+}
+
 int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc,
                          const char *const *pk_fields, int n_pk) {
     int rc = RL_OK;

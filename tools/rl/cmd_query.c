@@ -21,7 +21,8 @@
 
 #include "base/args.h"
 #include "reclayer/query.h"
-#include "record/record_int.h"
+#include "record/tool.h"
+#include "tuple/tuple.h"
 
 /* Pack V as an integer if it is [-]digits fitting int64, else as a string. */
 static void pack_value(rl_tuple_packer *pk, const char *v) {

@@ -21,7 +21,7 @@
 #include "bench/micro.h"
 #include "bench/query_micro.h"
 #include "reclayer/error.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 
 /* Create path for the JSON report now, so that a bad path fails before the benchmark runs.
  * Returns the open file, or NULL after printing "CMD: cannot create PATH: <strerror>". */

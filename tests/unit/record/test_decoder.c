@@ -16,6 +16,7 @@
 #include "record_test.pb-c.h"
 #include "reclayer/alloc.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 
 /* ("test", "orders") by hand. */
 static const uint8_t P[] = {0x02, 't', 'e', 's', 't', 0x00, 0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00};
@@ -131,7 +132,7 @@ static int check_same(rl__record_decoder *d, const rl_store *s, const uint8_t *p
 }
 
 static void setup(rl_metadata **md, rl_store **s) {
-    ASSERT_OK(rl_record_order_metadata(md));
+    ASSERT_OK(rl__order_metadata(md));
     ASSERT_OK(rl_store_new(*md, P, sizeof P, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, s));
 }
 
