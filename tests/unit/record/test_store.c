@@ -757,6 +757,21 @@ TEST(record_3_9_bad_input) {
     ASSERT_RC(rl_store_open(s, t), RL_E_CORRUPT_DATA);
     rl_txn_free(t);
     rl_store_free(s);
+    /* The header's flags win over the handle's: a store created with versions keeps them when
+     * opened by a handle that asked for none, and rl_store_flags says so. */
+    static const uint8_t P4[] = {0x02, 'f', 0x00};
+    ASSERT_OK(rl_store_new(md, P4, sizeof P4, RL_STORE_RECORD_VERSIONS | RL_STORE_SPLIT_LONG_RECORDS, &s));
+    ASSERT_EQ(rl_store_flags(s), RL_STORE_RECORD_VERSIONS | RL_STORE_SPLIT_LONG_RECORDS);
+    t = begin(db);
+    ASSERT_OK(rl_store_open(s, t));
+    commit(t);
+    rl_store_free(s);
+    ASSERT_OK(rl_store_new(md, P4, sizeof P4, RL_STORE_ALLOW_DEFECTS, &s));
+    t = begin(db);
+    ASSERT_OK(rl_store_open(s, t));
+    rl_txn_free(t);
+    ASSERT_EQ(rl_store_flags(s), RL_STORE_RECORD_VERSIONS | RL_STORE_SPLIT_LONG_RECORDS);
+    rl_store_free(s);
     ASSERT_RC(rl_store_new(md, "\x15", 1, 0, &s), RL_E_INVALID_ARGUMENT);
     ASSERT_RC(rl_store_new(md, P, sizeof P, 0x80, &s), RL_E_INVALID_ARGUMENT);
     rl_metadata_free(md2);
