@@ -788,6 +788,9 @@ static void x_get_mapped_range_reply(io *s, rl_msg_get_mapped_range_reply *m) {
     io_u32(s, &m->stats.s2s_requests, "s2s_requests");
     io_u32(s, &m->stats.s2s_round_trips, "s2s_round_trips");
     io_u64(s, &m->stats.server_ns, "server_ns");
+    io_u64(s, &m->stats.s2s_bytes_sent, "s2s_bytes_sent");
+    io_u64(s, &m->stats.s2s_bytes_received, "s2s_bytes_received");
+    io_u32(s, &m->stats.s2s_peers, "s2s_peers");
     leave(s);
 }
 

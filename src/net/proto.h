@@ -525,6 +525,10 @@ typedef struct {
     uint32_t s2s_requests;       /* storage-to-storage requests sent */
     uint32_t s2s_round_trips;    /* ... waited for one after another */
     uint64_t server_ns;          /* time the server spent on the request */
+    /* Appended for tracing: */
+    uint64_t s2s_bytes_sent;     /* GET_MULTI request frames sent, headers included */
+    uint64_t s2s_bytes_received; /* ... their reply frames received */
+    uint32_t s2s_peers;          /* distinct storage servers read from */
 } rl_msg_mapped_stats;
 
 /* GET_MAPPED_RANGE reply. Entries are the public rl_mapped_keyvalue: is_range, more and

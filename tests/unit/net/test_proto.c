@@ -375,7 +375,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->entries = e, g->n_entries = 3, g->more = 1;
             SET(g->resolved_begin, g->resolved_begin_len, "i/1");
             SET(g->resolved_end, g->resolved_end_len, "i/3\0");
-            g->stats = (rl_msg_mapped_stats){2, 1, 1, 1, 12345};
+            g->stats = (rl_msg_mapped_stats){2, 1, 1, 1, 12345, 700, 900, 1};
         }
         if (mx) {
             rl_keyvalue *kv = alloc0(a, 2 * sizeof *kv);
@@ -387,7 +387,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->read_through = K1, g->read_through_len = KMAX;
             g->resolved_begin = K1, g->resolved_begin_len = KMAX;
             g->resolved_end = K2, g->resolved_end_len = KMAX;
-            g->stats = (rl_msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX};
+            g->stats = (rl_msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX};
         }
         break;
     }
@@ -639,6 +639,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
                x->resolved_begin_len, x->resolved_end, x->resolved_end_len);
         tw32(b, x->stats.secondaries_local), tw32(b, x->stats.secondaries_remote);
         tw32(b, x->stats.s2s_requests), tw32(b, x->stats.s2s_round_trips), tw64(b, x->stats.server_ns);
+        tw64(b, x->stats.s2s_bytes_sent), tw64(b, x->stats.s2s_bytes_received), tw32(b, x->stats.s2s_peers);
         break;
     }
     case RL_MSG_GET_MULTI * 2: {
@@ -817,6 +818,9 @@ TEST(net_2_1_round_trip_typical) {
     ASSERT_EQ(g.entries[1].n_kvs, 0);
     ASSERT_EQ(g.entries[2].more, 1);
     ASSERT_EQ(g.stats.server_ns, 12345);
+    ASSERT_EQ(g.stats.s2s_bytes_sent, 700);
+    ASSERT_EQ(g.stats.s2s_bytes_received, 900);
+    ASSERT_EQ(g.stats.s2s_peers, 1);
     ASSERT_EQ(g.more, 1);
 
     sample(kind_of(RL_MSG_GET_KEY, 0), V_TYPICAL, &a, &m);
@@ -1199,7 +1203,7 @@ TEST(net_3_3_huge_counts) {
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         memset(p, 0, LEN + 64);
         size_t tail = dense[i].type == RL_MSG_GET_RANGE || dense[i].type == RL_MSG_GET_MAPPED_RANGE
-                          ? 2 + 12 + (dense[i].type == RL_MSG_GET_MAPPED_RANGE ? 24 : 0)
+                          ? 2 + 12 + (dense[i].type == RL_MSG_GET_MAPPED_RANGE ? 24 + 20 : 0)
                           : 0;
         uint32_t n = (uint32_t)((LEN - dense[i].prefix - 4 - tail) / dense[i].min_each);
         for (int j = 0; j < 4; j++) p[dense[i].prefix + j] = (uint8_t)(n >> (8 * j));
