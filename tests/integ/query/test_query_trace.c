@@ -10,7 +10,9 @@
  *              fresh transaction adds the GET_READ_VERSION on the client->coordinator link and
  *              one critical round trip; a full remote fetch has one critical round trip per
  *              mapped page; SCAN_AND_FETCH of 100 records with depth 10 has 100 record loads and
- *              between 10 and 10 + index pages + 2 critical round trips; in every case the bytes
+ *              between 10 and 10 + index pages + 2 critical round trips (1,000 records: 100 +
+ *              pages + 2; depth 1: one per record); untraced, the same counters and no events;
+ *              in every case the bytes
  *              are > 0 and equal the sums of the trace's events, the events name server 1 on
  *              host1 with its address and port, in start order.
  *   trace-1.2  three storage servers, the records on server 2 and the index on server 3: a remote
@@ -49,12 +51,14 @@ static void split_key(int ks, char *out, size_t cap) {
     rl__buf_release(&b);
 }
 
-static void load(const char *url) {
+static void load_n(const char *url, const char *store_opt, int n) {
     char *out;
-    int rc = rl_test_rl(&out, "load --db %s --count %d --seed 7", url, N);
+    int rc = rl_test_rl(&out, "load --db %s %s --count %d --seed 7", url, store_opt, n);
     if (rc) fail_msg("rl load failed (%d): %s", rc, out);
     free(out);
 }
+
+static void load(const char *url) { load_n(url, "", N); }
 
 typedef struct {
     rl_query_counters k;
@@ -67,7 +71,7 @@ typedef struct {
 } run;
 
 /* Run one traced query on db/s; with known_rv the transaction's read version is read first. */
-static void query(rl__tool *t, rl_fetch_method m, int limit, int depth, int known_rv, run *out) {
+static void query_traced(rl__tool *t, rl_fetch_method m, int limit, int depth, int known_rv, int trace, run *out) {
     rl_txn *txn;
     rl_cursor *c;
     const rl_query_row *row;
@@ -78,7 +82,7 @@ static void query(rl__tool *t, rl_fetch_method m, int limit, int depth, int know
     o.fetch = m;
     o.limit = limit;
     o.pipeline_depth = depth;
-    o.trace = 1;
+    o.trace = trace;
     ASSERT_OK(rl_txn_begin(t->db, &txn));
     if (known_rv) {
         rl_future *f = rl_txn_get_read_version(txn);
@@ -123,6 +127,10 @@ static void query(rl__tool *t, rl_fetch_method m, int limit, int depth, int know
     }
     rl_cursor_free(c);
     rl_txn_free(txn);
+}
+
+static void query(rl__tool *t, rl_fetch_method m, int limit, int depth, int known_rv, run *out) {
+    query_traced(t, m, limit, depth, known_rv, 1, out);
 }
 
 /* What every traced cluster run satisfies: bytes > 0, equal to the events' sums; the sums of the
@@ -234,7 +242,30 @@ TEST(trace_1_1_one_server) {
     check_consistent(&r);
     ASSERT_TRUE(r.k.critical_round_trips >= N);
     ASSERT_TRUE(r.k.critical_round_trips <= N + (r.k.requests_get_range - N) + 2);
+    /* Not traced: the same counters, no timeline. */
+    run u;
+    query_traced(&t, RL_FETCH_SCAN_AND_FETCH, N, 10, 1, 0, &u);
+    ASSERT_EQ(u.n_events, 0);
+    ASSERT_EQ(u.k.requests, r.k.requests);
+    ASSERT_EQ(u.k.bytes_received_client_storage, r.k.bytes_received_client_storage);
+    rl__tool_close(&t);
 
+    /* 1,000 records: SCAN_AND_FETCH at depth 10 is about 100 round trips plus the index pages;
+     * a remote fetch (all local) one per mapped page. */
+    load_n(c.url, "--store '[\"bench\",\"big\"]'", 1000);
+    ASSERT_OK(rl__tool_open(&t, c.url, "[\"bench\",\"big\"]", 0, RL__TOOL_READ_ONLY));
+    query(&t, RL_FETCH_SCAN_AND_FETCH, 0, 10, 1, &r);
+    print_run("scan 1000 depth 10", &r);
+    ASSERT_EQ(r.rows, 1000);
+    check_consistent(&r);
+    pages = r.k.requests_get_range - 1000;
+    ASSERT_TRUE(r.k.critical_round_trips >= 100 && r.k.critical_round_trips <= 100 + pages + 2);
+    query(&t, RL_FETCH_USE_REMOTE_FETCH, 0, 0, 1, &r);
+    print_run("remote 1000", &r);
+    ASSERT_EQ(r.rows, 1000);
+    check_consistent(&r);
+    ASSERT_EQ(r.k.critical_round_trips, r.k.requests_get_mapped_range);
+    ASSERT_EQ(r.k.secondary_local, 1000);
     rl__tool_close(&t);
     rl_test_cluster_stop(&c);
 }
