@@ -962,8 +962,9 @@ static void on_grv_done(rl_kv_grv *g, int err) {
     rl_txn *t = q->t;
     uint64_t gen = q->gen;
     rl_version v = g->version;
-    rl__txn_rv_ready(t, gen, err, v, g);
-    if (t->is_async) rl__free(q);
+    int heap = t->is_async; /* read before: rl__txn_rv_ready may free t */
+    rl__txn_rv_ready(t, gen, err, v, g); /* charges g's stats and event to a waiting read */
+    if (heap) rl__free(q);
 }
 
 /* Allocate an operation of kind in f's arena (NULL on OOM). */
