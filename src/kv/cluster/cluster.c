@@ -655,8 +655,25 @@ static void send_on(cconn *cc, creq *q) {
     }
     uint64_t id = atomic_fetch_add(&cl->next_id, 1);
     uint16_t type = req_type(q);
+    pthread_mutex_lock(&cc->mu);
+    if (cc->state != C_OPEN) {
+        int closed = cc->state == C_CLOSED;
+        if (!closed) { /* connecting: park (the connect sends it) */
+            q->where = W_WAITING;
+            q->conn = cc;
+            q->next = NULL;
+            if (cc->wait_tail) cc->wait_tail->next = q;
+            else cc->wait_head = q;
+            cc->wait_tail = q;
+        }
+        pthread_mutex_unlock(&cc->mu);
+        pl_unref(pl);
+        if (closed) fail_any(q, RL_E_CONNECTION_FAILED);
+        return;
+    }
     rl_kv_read_stats *st = q_stats(q);
-    if (st) { /* before sending: the reply may finish q at once */
+    if (st) { /* counted once per attempt actually sent (a request parked for a connect comes
+               * back here), before it is sent: the reply may finish q at once */
         uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + len);
         st->requests++;
         st->round_trips++;
@@ -676,22 +693,6 @@ static void send_on(cconn *cc, creq *q) {
             q->tr_start_ns = now_ns();
             q->tr_bytes_sent = fb;
         }
-    }
-    pthread_mutex_lock(&cc->mu);
-    if (cc->state != C_OPEN) {
-        int closed = cc->state == C_CLOSED;
-        if (!closed) { /* connecting: park (the connect sends it) */
-            q->where = W_WAITING;
-            q->conn = cc;
-            q->next = NULL;
-            if (cc->wait_tail) cc->wait_tail->next = q;
-            else cc->wait_head = q;
-            cc->wait_tail = q;
-        }
-        pthread_mutex_unlock(&cc->mu);
-        pl_unref(pl);
-        if (closed) fail_any(q, RL_E_CONNECTION_FAILED);
-        return;
     }
     int busy = cc->pending.n > 0; /* requests already in flight here: batch (below) */
     if (pt_put(&cc->pending, id, q) != RL_OK) {

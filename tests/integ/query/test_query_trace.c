@@ -4,7 +4,8 @@
  *
  * Data: `rl load`'s Order store ("bench","orders") with N small records (price_idx on price).
  *
- *   trace-1.1  one storage server: a remote fetch of 10 rows in one page is exactly one
+ *   trace-1.1  one storage server: a fresh database's first get (over a connection still being
+ *              opened) is one GET plus its charged read version; a remote fetch of 10 rows in one page is exactly one
  *              client->storage GET_MAPPED_RANGE, 1 critical round trip (the read version was
  *              known), every secondary local, no storage->storage traffic; the same query in a
  *              fresh transaction adds the GET_READ_VERSION on the client->coordinator link and
@@ -30,6 +31,7 @@
 #include <jansson.h>
 
 #include "cluster_fixture.h"
+#include "kv/kv_stats.h"
 #include "reclayer/query.h"
 #include "record/record_int.h"
 #include "test.h"
@@ -183,6 +185,26 @@ TEST(trace_1_1_one_server) {
     rl_cluster_up_opts o = {.n_storage = 1};
     if (!start(&c, &o)) skip();
     load(c.url);
+    /* A fresh database: its first read to the storage server waits for the connection, and is
+     * still one request (counted when it is actually sent), its read version one more. */
+    rl_db *db;
+    rl_txn *txn;
+    ASSERT_OK(rl_db_open(c.url, NULL, &db));
+    ASSERT_OK(rl_txn_begin(db, &txn));
+    rl_future *f = rl_txn_get(txn, "k", 1, 0);
+    ASSERT_OK(rl_future_wait(f));
+    const rl_kv_read_stats *ks = rl__future_read_stats(f);
+    ASSERT_EQ(ks->requests, 2);
+    ASSERT_EQ(ks->req_get, 1);
+    ASSERT_EQ(ks->grv_requests, 1);
+    ASSERT_EQ(ks->coord_requests, 1);
+    ASSERT_EQ(ks->grv_waits, 1);
+    ASSERT_EQ(ks->round_trips, 1);
+    ASSERT_TRUE(ks->bytes_sent > ks->coord_bytes_sent && ks->bytes_received > ks->coord_bytes_received);
+    rl_future_free(f);
+    rl_txn_free(txn);
+    rl_db_close(db);
+
     rl__tool t;
     ASSERT_OK(rl__tool_open(&t, c.url, NULL, 0, RL__TOOL_READ_ONLY));
     run r;
