@@ -18,6 +18,10 @@
  *     requests outstanding on it by request id, and a list of requests waiting for its connect.
  *   - Requests (creq): one per operation in flight. A read's creq lives in the read's arena
  *     (backend.h contract 3: only the backend uses it until done); the others on the heap.
+ *   - Tracing (docs/design.md §8.5): every attempt actually sent counts into its read's (or the
+ *     transaction's read version's) rl_kv_read_stats — requests, round trips, bytes, its type, the
+ *     coordinator link — and its reply's bytes too (send_on, note_reply); when the read asked for
+ *     it (r->trace), note_reply also records an rl_kv_trace_event in the read's arena.
  *
  * The life of a request (where it is, under whose lock):
  *
