@@ -183,9 +183,9 @@ typedef struct {
     uint64_t waits;                      /* times the cursor blocked on a read still in flight */
 } rl_query_counters;
 
-/* One request of a traced query (rl_query_options.trace). Answered requests only: an attempt
- * that got no reply (a lost connection, a timeout: the backend retried it) counts in the
- * counters but has no event. */
+/* One request of a traced query (rl_query_options.trace): every attempt sent; one that got no
+ * reply (a lost connection, a timeout: the backend retried it) has error = the transport error
+ * (connection_failed, ...) and bytes_received 0. */
 typedef struct {
     int64_t start_ns;           /* sent, nanoseconds after rl_cursor_open */
     int64_t latency_ns;         /* until its reply was taken on the client's network thread */
@@ -248,7 +248,7 @@ RL_API int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out
 RL_API void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out);
 
 /* rl_cursor_get_trace — the timeline of a cursor opened with rl_query_options.trace = 1: one
- * event per answered request of the reads it took, ordered by start. [out] out, out_n: borrowed
+ * event per request attempt of the reads it took, ordered by start. [out] out, out_n: borrowed
  * from c, valid until the next call on c; NULL/0 when not traced (or no request: embedded). */
 RL_API void rl_cursor_get_trace(const rl_cursor *c, const rl_query_trace_event **out, size_t *out_n);
 

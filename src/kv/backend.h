@@ -61,9 +61,10 @@ typedef enum {
 /* One request of a read (or a read-version request) as the backend saw it, recorded only when
  * the read asked for it (rl_kv_read.trace). Allocated by the backend from the read's arena (a
  * read-version request's one event lives in the rl_kv_grv block) and linked in send order; the
- * transaction layer moves the list to the future. Times are rl__clock_mono_ns(). Requests that
- * got no reply (a lost connection, a timeout: retried or failed) count in the stats but have no
- * event. */
+ * transaction layer moves the list to the future. Times are rl__clock_mono_ns(). Every attempt
+ * sent has one: an attempt that got no reply (a lost connection, a timeout, a failed send: then
+ * retried or failed) has err = the transport error and bytes_received 0. A read version keeps
+ * only its last attempt's. */
 typedef struct rl_kv_trace_event rl_kv_trace_event;
 struct rl_kv_trace_event {
     rl_kv_trace_event *next;

@@ -145,8 +145,11 @@ struct creq {
     uint32_t ping_server;   /* STATUS, PING: the server asked (0: the coordinator) */
     rl_locmap *newmap;      /* MAP: the map its reply built (given to map_done) */
     /* Tracing of the attempt in flight (a read or read version whose caller asked for it). */
-    uint64_t tr_start_ns;
+    uint64_t tr_start_ns;   /* 0: no traced attempt outstanding */
     uint32_t tr_bytes_sent;
+    uint32_t tr_sid;        /* where it went */
+    char tr_ip[16];
+    uint16_t tr_port;
 };
 
 struct cconn {
@@ -580,6 +583,48 @@ static int q_tracing(const creq *q) {
     return q->kind == RL_CREQ_GRV && q->g && q->g->trace;
 }
 
+/* A new event for q's traced attempt (sent at q->tr_start_ns, ended now), linked to the read (or
+ * held by the read version), or NULL (out of memory: the timeline loses it, the counters stay
+ * exact). Takes the attempt: q->tr_start_ns is 0 afterwards. */
+static rl_kv_trace_event *trace_event(creq *q, uint16_t type, int err, uint32_t bytes_received) {
+    rl_kv_trace_event *ev;
+    if (q->kind == RL_CREQ_READ) {
+        ev = rl__arena_alloc(q->r->arena, sizeof *ev);
+        if (!ev) {
+            q->tr_start_ns = 0;
+            return NULL;
+        }
+    } else {
+        ev = &q->g->ev;
+        q->g->has_ev = 1;
+    }
+    memset(ev, 0, sizeof *ev);
+    ev->start_ns = q->tr_start_ns;
+    ev->end_ns = now_ns();
+    ev->type = type;
+    ev->err = err;
+    ev->bytes_sent = q->tr_bytes_sent;
+    ev->bytes_received = bytes_received;
+    ev->server_id = q->tr_sid;
+    memcpy(ev->address, q->tr_ip, sizeof ev->address);
+    ev->port = q->tr_port;
+    ev->link = q->tr_sid == 0 ? RL_KV_LINK_CLIENT_COORDINATOR : RL_KV_LINK_CLIENT_STORAGE;
+    cluster *cl = q->cl;
+    pthread_mutex_lock(&cl->mu);
+    rl_locmap *m = cl->map;
+    int si = m ? rl__locmap_server(m, q->tr_sid) : -1;
+    if (si >= 0 && m->servers[si].host) snprintf(ev->host, sizeof ev->host, "%s", m->servers[si].host);
+    pthread_mutex_unlock(&cl->mu);
+    if (q->kind == RL_CREQ_READ) {
+        rl_kv_read *r = q->r;
+        if (r->trace_tail) r->trace_tail->next = ev;
+        else r->trace_head = ev;
+        r->trace_tail = ev;
+    }
+    q->tr_start_ns = 0;
+    return ev;
+}
+
 /* q's reply (or error reply, err != 0) of h->payload_len bytes arrived on cc: count its bytes and,
  * when traced, record the attempt's event (ms: a mapped reply's server counters, or NULL).
  * Network thread; q is not finished yet. */
@@ -589,35 +634,9 @@ static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, co
     uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);
     st->bytes_received += fb;
     if (cc && cc->server_id == 0) st->coord_bytes_received += fb;
-    if (!q_tracing(q)) return;
-    rl_kv_trace_event *ev;
-    if (q->kind == RL_CREQ_READ) {
-        ev = rl__arena_alloc(q->r->arena, sizeof *ev);
-        if (!ev) return; /* the timeline loses one event; the counters stay exact */
-    } else {
-        ev = &q->g->ev;
-        q->g->has_ev = 1;
-    }
-    memset(ev, 0, sizeof *ev);
-    ev->start_ns = q->tr_start_ns;
-    ev->end_ns = now_ns();
-    ev->type = h->type;
-    ev->err = err;
-    ev->bytes_sent = q->tr_bytes_sent;
-    ev->bytes_received = fb;
-    if (cc) {
-        ev->server_id = cc->server_id;
-        memcpy(ev->address, cc->ip, sizeof ev->address);
-        ev->port = cc->port;
-        ev->link = cc->server_id == 0 ? RL_KV_LINK_CLIENT_COORDINATOR : RL_KV_LINK_CLIENT_STORAGE;
-        cluster *cl = cc->cl;
-        pthread_mutex_lock(&cl->mu);
-        rl_locmap *m = cl->map;
-        int si = m ? rl__locmap_server(m, cc->server_id) : -1;
-        if (si >= 0 && m->servers[si].host) snprintf(ev->host, sizeof ev->host, "%s", m->servers[si].host);
-        pthread_mutex_unlock(&cl->mu);
-    }
-    if (ms) {
+    if (!q_tracing(q) || !q->tr_start_ns) return;
+    rl_kv_trace_event *ev = trace_event(q, h->type, err, fb);
+    if (ev && ms) {
         ev->secondaries_local = ms->secondaries_local;
         ev->secondaries_remote = ms->secondaries_remote;
         ev->s2s_requests = ms->s2s_requests;
@@ -627,12 +646,13 @@ static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, co
         ev->s2s_bytes_received = ms->s2s_bytes_received;
         ev->server_ns = ms->server_ns;
     }
-    if (q->kind == RL_CREQ_READ) {
-        rl_kv_read *r = q->r;
-        if (r->trace_tail) r->trace_tail->next = ev;
-        else r->trace_head = ev;
-        r->trace_tail = ev;
-    }
+}
+
+/* q's traced attempt ended without a reply (its connection was lost, it timed out, or its send
+ * failed): an event with the transport error and no reply bytes, so the timeline's bytes sent
+ * still add up to the counters'. */
+static void note_failed(creq *q, int err) {
+    if (q_stats(q) && q_tracing(q) && q->tr_start_ns) (void)trace_event(q, req_type(q), err, 0);
 }
 
 static void send_on(cconn *cc, creq *q) {
@@ -696,6 +716,9 @@ static void send_on(cconn *cc, creq *q) {
         if (q_tracing(q)) {
             q->tr_start_ns = now_ns();
             q->tr_bytes_sent = fb;
+            q->tr_sid = cc->server_id;
+            memcpy(q->tr_ip, cc->ip, sizeof q->tr_ip);
+            q->tr_port = cc->port;
         }
     }
     int busy = cc->pending.n > 0; /* requests already in flight here: batch (below) */
@@ -925,6 +948,7 @@ static void maybe_refresh(cluster *cl) {
 /* An attempt of q failed in transport (loop thread). */
 static void fail_attempt(creq *q, int err) {
     cluster *cl = q->cl;
+    note_failed(q, err);
     if (atomic_load(&cl->closing)) {
         finish(q, RL_E_OPERATION_CANCELLED);
         return;
