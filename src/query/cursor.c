@@ -79,8 +79,9 @@ typedef struct {
     size_t key_len;
     size_t pk_off, pk_len; /* its primary key in qbytes, set when the load is issued */
     rl_future *f; /* the issued load of its record (NULL until issued) */
-    int issued;   /* its load was issued (f), or issuing it failed (err) */
-    uint64_t d0;  /* the critical depth when its load was issued (invariant 7) */
+    unsigned issued : 1; /* its load was issued (f), or issuing it failed (err) */
+    unsigned d0 : 31;    /* the critical depth when its load was issued (invariant 7; saturates;
+                          * a bit-field keeps qent at 48 bytes: the queue holds a page of them) */
     int err;      /* why its load could not be issued: surfaces when it reaches the head */
 } qent;
 
@@ -544,7 +545,7 @@ static int issue_load(rl_cursor *c, qent *e) {
     if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
     c->k.reads_range++;
     c->k.record_loads++;
-    e->d0 = c->depth;
+    e->d0 = c->depth < 0x7fffffffu ? (unsigned)c->depth : 0x7fffffffu;
     e->f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
                             RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
     return RL_OK;
