@@ -183,6 +183,15 @@ typedef struct {
     uint64_t waits;                      /* times the cursor blocked on a read still in flight */
 } rl_query_counters;
 
+/* What the storage server of a traced mapped read sent one of its peers. */
+typedef struct {
+    uint32_t server_id;         /* the peer storage server */
+    uint32_t requests;          /* GET_MULTI requests sent to it */
+    uint32_t items;             /* the reads they carried */
+    uint64_t bytes_sent;        /* their request frames */
+    uint64_t bytes_received;    /* their reply frames */
+} rl_query_s2s_peer;
+
 /* One request of a traced query (rl_query_options.trace): every attempt sent; one that got no
  * reply (a lost connection, a timeout: the backend retried it) has error = the transport error
  * (connection_failed, ...) and bytes_received 0. */
@@ -204,6 +213,9 @@ typedef struct {
     uint32_t s2s_requests, s2s_round_trips, s2s_peers;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
     int64_t server_ns;          /* the server's time on it */
+    const rl_query_s2s_peer *s2s_by_peer; /* per peer (at most 64, first-use order); borrowed
+                                           * like the event */
+    size_t n_s2s_by_peer;
 } rl_query_trace_event;
 
 /* One row. Every pointer is borrowed from the cursor and valid until the next call on it. */
@@ -250,7 +262,7 @@ RL_API void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out);
 /* rl_cursor_get_trace — the timeline of a cursor opened with rl_query_options.trace = 1: one
  * event per request attempt of the reads it took, ordered by start. [out] out, out_n: borrowed
  * from c, valid until the next call on c; NULL/0 when not traced (or no request: embedded). */
-RL_API void rl_cursor_get_trace(const rl_cursor *c, const rl_query_trace_event **out, size_t *out_n);
+RL_API void rl_cursor_get_trace(rl_cursor *c, const rl_query_trace_event **out, size_t *out_n);
 
 /* rl_cursor_error_cause — after RL_E_FALLBACK_FAILED: the error of the fallback scan; else the
  * cursor's error (0 if none). */

@@ -65,6 +65,12 @@ typedef enum {
  * sent has one: an attempt that got no reply (a lost connection, a timeout, a failed send: then
  * retried or failed) has err = the transport error and bytes_received 0. A read version keeps
  * only its last attempt's. */
+/* What a mapped read's storage server sent one peer (the reply's per-peer stats). */
+typedef struct {
+    uint32_t server_id, requests, items;
+    uint64_t bytes_sent, bytes_received;
+} rl_kv_s2s_peer;
+
 typedef struct rl_kv_trace_event rl_kv_trace_event;
 struct rl_kv_trace_event {
     rl_kv_trace_event *next;
@@ -84,6 +90,9 @@ struct rl_kv_trace_event {
     uint32_t s2s_requests, s2s_round_trips, s2s_peers;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
     uint64_t server_ns;          /* time the server spent on it */
+    const rl_kv_s2s_peer *peers; /* per peer (the server's first RL_PROTO_MAX_PEER_STATS), in the
+                                  * read's arena */
+    uint32_t n_peers;
 };
 
 /* Per-read counters a backend may fill (all zero for the embedded backend); the transaction layer

@@ -145,7 +145,11 @@ struct rl_cursor {
     uint64_t depth;           /* the critical path so far, in round trips */
     uint64_t tr_t0;           /* rl__clock_mono_ns() at open: events' time origin */
     rl_query_trace_event *tr; /* o.trace: the timeline, ordered by start */
+    size_t *tr_poff;          /* per event: its first entry in tr_peers (pointers are set by
+                               * rl_cursor_get_trace: tr_peers moves as it grows) */
     size_t tr_n, tr_cap;
+    rl_query_s2s_peer *tr_peers; /* every event's per-peer stats */
+    size_t tr_np, tr_pcap;
     int tr_oom;               /* an event could not be kept (the counters stay exact) */
     int tr_on;                /* rl__txn_trace(txn, 1) was called (free undoes it) */
 };
@@ -240,12 +244,32 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
     if (c->tr_n == c->tr_cap) {
         size_t cap = c->tr_cap ? c->tr_cap * 2 : 64;
         rl_query_trace_event *v = rl__realloc(c->tr, cap * sizeof *v);
-        if (!v) {
+        if (v) c->tr = v;
+        size_t *po = v ? rl__realloc(c->tr_poff, cap * sizeof *po) : NULL;
+        if (!po) {
             c->tr_oom = 1;
             return;
         }
-        c->tr = v;
+        c->tr_poff = po;
         c->tr_cap = cap;
+    }
+    size_t poff = c->tr_np, np = e->n_peers;
+    if (np > 0 && c->tr_np + np > c->tr_pcap) {
+        size_t cap = c->tr_pcap ? c->tr_pcap * 2 : 64;
+        while (cap < c->tr_np + np) cap *= 2;
+        rl_query_s2s_peer *v = rl__realloc(c->tr_peers, cap * sizeof *v);
+        if (!v) {
+            c->tr_oom = 1;
+            np = 0;
+        } else {
+            c->tr_peers = v;
+            c->tr_pcap = cap;
+        }
+    }
+    for (size_t j = 0; j < np; j++) {
+        const rl_kv_s2s_peer *p = &e->peers[j];
+        c->tr_peers[c->tr_np++] = (rl_query_s2s_peer){p->server_id, p->requests, p->items, p->bytes_sent,
+                                                      p->bytes_received};
     }
     rl_query_trace_event t;
     memset(&t, 0, sizeof t);
@@ -270,12 +294,15 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
     t.s2s_bytes_sent = e->s2s_bytes_sent;
     t.s2s_bytes_received = e->s2s_bytes_received;
     t.server_ns = (int64_t)e->server_ns;
+    t.n_s2s_by_peer = np;
     size_t i = c->tr_n++;
     while (i > 0 && c->tr[i - 1].start_ns > t.start_ns) {
         c->tr[i] = c->tr[i - 1];
+        c->tr_poff[i] = c->tr_poff[i - 1];
         i--;
     }
     c->tr[i] = t;
+    c->tr_poff[i] = poff;
 }
 
 /* Take the network figures of the ready read f (issued at critical depth d0; NO_DEPTH: dropped
@@ -1025,6 +1052,8 @@ void rl_cursor_free(rl_cursor *c) {
     src_release(c);
     if (c->tr_on) rl__txn_trace(c->txn, -1);
     rl__free(c->tr);
+    rl__free(c->tr_poff);
+    rl__free(c->tr_peers);
     rl__free(c->q);
     memset(&c->rec, 0, sizeof c->rec); /* borrowed from dec */
     rl__decoder_recycle(&c->dec);
@@ -1195,7 +1224,9 @@ int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out_len) {
 
 void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out) { *out = c->k; }
 
-void rl_cursor_get_trace(const rl_cursor *c, const rl_query_trace_event **out, size_t *out_n) {
+void rl_cursor_get_trace(rl_cursor *c, const rl_query_trace_event **out, size_t *out_n) {
+    for (size_t i = 0; i < c->tr_n; i++)
+        c->tr[i].s2s_by_peer = c->tr[i].n_s2s_by_peer ? c->tr_peers + c->tr_poff[i] : NULL;
     *out = c->tr_n ? c->tr : NULL;
     *out_n = c->tr_n;
 }

@@ -491,18 +491,31 @@ typedef struct {
     int strategy;       /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
     uint32_t local, remote, s2s_requests, s2s_round_trips;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
-    uint32_t peers[64]; /* distinct peers read from (the first 64; n_peers counts them all) */
-    uint32_t n_peers;
+    rl_msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
+    uint32_t n_peer_stats;
+    uint32_t n_peers;   /* distinct peers read from (all of them, beyond the table too) */
+    uint32_t overflow[256]; /* ids of peers beyond the table, to count them once (bounded) */
+    uint32_t n_overflow;
     char errmsg[256];
 } mctx;
 
-/* Remember that c read from peer id (distinct ids are counted). */
-static void note_peer(mctx *c, uint32_t id) {
-    uint32_t k = c->n_peers < 64 ? c->n_peers : 64;
-    for (uint32_t i = 0; i < k; i++)
-        if (c->peers[i] == id) return;
-    if (c->n_peers < 64) c->peers[c->n_peers] = id;
+/* The per-peer entry of peer id (counted as a new distinct peer on first use), or NULL when the
+ * table is full (the peer is still counted in n_peers). */
+static rl_msg_s2s_peer *peer_entry(mctx *c, uint32_t id) {
+    for (uint32_t i = 0; i < c->n_peer_stats; i++)
+        if (c->peer_stats[i].server_id == id) return &c->peer_stats[i];
+    if (c->n_peer_stats < RL_PROTO_MAX_PEER_STATS) {
+        rl_msg_s2s_peer *p = &c->peer_stats[c->n_peer_stats++];
+        memset(p, 0, sizeof *p);
+        p->server_id = id;
+        c->n_peers++;
+        return p;
+    }
+    for (uint32_t i = 0; i < c->n_overflow; i++)
+        if (c->overflow[i] == id) return NULL;
+    if (c->n_overflow < 256) c->overflow[c->n_overflow++] = id;
     c->n_peers++;
+    return NULL;
 }
 
 /* A growable array of pieces in the arena. */
@@ -720,8 +733,10 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
     c->s2s_requests += (uint32_t)b->n_reqs;
     c->s2s_round_trips++;
     for (int r = 0; r < b->n_reqs; r++) {
-        c->s2s_bytes_sent += RL_FRAME_HEADER_LEN + b->reqs[r].payload.len;
-        note_peer(c, b->reqs[r].server);
+        uint64_t fb = RL_FRAME_HEADER_LEN + b->reqs[r].payload.len;
+        c->s2s_bytes_sent += fb;
+        rl_msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
+        if (pe) pe->requests++, pe->items += (uint32_t)b->reqs[r].n_pieces, pe->bytes_sent += fb;
     }
     s2s_send(ss, b); /* what it cannot send is failed, and seen below */
     /* Wait (in slices, so a stop is seen), invariant 3. */
@@ -757,6 +772,11 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
         snprintf(c->errmsg, sizeof c->errmsg, "a storage-to-storage read failed: %s", b->errmsg);
     }
     c->s2s_bytes_received += b->bytes_received;
+    for (int r = 0; r < b->n_reqs; r++) /* the replies that came in time (as bytes_received) */
+        if (b->reqs[r].done && b->reqs[r].reply_bytes) {
+            rl_msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
+            if (pe) pe->bytes_received += b->reqs[r].reply_bytes;
+        }
     pthread_mutex_unlock(&b->mu);
     batch_unref(b);
     return rc;
@@ -1008,6 +1028,8 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     g->stats.s2s_bytes_sent = c.s2s_bytes_sent;
     g->stats.s2s_bytes_received = c.s2s_bytes_received;
     g->stats.s2s_peers = c.n_peers;
+    g->stats.n_peer_stats = c.n_peer_stats;
+    g->stats.peer_stats = c.peer_stats;
     atomic_fetch_add(&ss->n_s2s_bytes_sent, c.s2s_bytes_sent);
     atomic_fetch_add(&ss->n_s2s_bytes_received, c.s2s_bytes_received);
     g->stats.server_ns = rl__clock_mono_ns() - j->t0_ns;

@@ -15,7 +15,9 @@
  * request of the query: {"trace": {"start_us", "type", "server_id", "address", "port", "host",
  * "link", "bytes_sent", "bytes_received", "latency_us", "error", and for get_mapped_range the
  * server's "secondaries_local", "secondaries_remote", "s2s_requests", "s2s_round_trips",
- * "s2s_peers", "s2s_bytes_sent", "s2s_bytes_received", "server_us"}}, in start order. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
+ * "s2s_peers", "s2s_bytes_sent", "s2s_bytes_received", "server_us", and when it read from other
+ * servers "s2s_by_peer": [{"server_id", "requests", "items", "bytes_sent", "bytes_received"}]}},
+ * in start order. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
  * strings. The scan runs in one read transaction on the database opened read-only. Exit codes:
  * 0 done, 1 failure, 2 usage.
  */
@@ -107,6 +109,16 @@ static void print_trace(rl_cursor *c) {
                    "\"s2s_bytes_received\": %llu, \"server_us\": %.1f",
                    e->secondaries_local, e->secondaries_remote, e->s2s_requests, e->s2s_round_trips, e->s2s_peers,
                    U(e->s2s_bytes_sent), U(e->s2s_bytes_received), (double)e->server_ns / 1e3);
+        if (e->n_s2s_by_peer) {
+            printf(", \"s2s_by_peer\": [");
+            for (size_t j = 0; j < e->n_s2s_by_peer; j++) {
+                const rl_query_s2s_peer *p = &e->s2s_by_peer[j];
+                printf("%s{\"server_id\": %u, \"requests\": %u, \"items\": %u, \"bytes_sent\": %llu, "
+                       "\"bytes_received\": %llu}",
+                       j ? ", " : "", p->server_id, p->requests, p->items, U(p->bytes_sent), U(p->bytes_received));
+            }
+            printf("]");
+        }
         printf("}}\n");
     }
 }

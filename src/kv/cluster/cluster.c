@@ -645,6 +645,15 @@ static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, co
         ev->s2s_bytes_sent = ms->s2s_bytes_sent;
         ev->s2s_bytes_received = ms->s2s_bytes_received;
         ev->server_ns = ms->server_ns;
+        rl_kv_s2s_peer *pp = ms->n_peer_stats ? rl__arena_alloc(q->r->arena, ms->n_peer_stats * sizeof *pp) : NULL;
+        if (pp) {
+            for (uint32_t i = 0; i < ms->n_peer_stats; i++) {
+                const rl_msg_s2s_peer *x = &ms->peer_stats[i];
+                pp[i] = (rl_kv_s2s_peer){x->server_id, x->requests, x->items, x->bytes_sent, x->bytes_received};
+            }
+            ev->peers = pp;
+            ev->n_peers = ms->n_peer_stats;
+        }
     }
 }
 

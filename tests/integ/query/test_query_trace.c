@@ -71,6 +71,8 @@ typedef struct {
     int n_mapped_events, rows;
     uint32_t servers_seen; /* bit per server id of the events */
     uint32_t page_servers, load_servers; /* SCAN_AND_FETCH: servers of index pages / of loads */
+    rl_query_s2s_peer peer[4]; /* the mapped events' per-peer stats, summed by server id (< 4) */
+    uint64_t n_peer_entries;
 } run;
 
 /* Run one traced query on db/s; with known_rv the transaction's read version is read first. */
@@ -115,6 +117,15 @@ static void query_traced(rl__tool *t, rl_fetch_method m, int limit, int depth, i
         out->ev_s2s_bytes += e->s2s_bytes_sent + e->s2s_bytes_received;
         out->servers_seen |= 1u << e->server_id;
         if (!strcmp(e->type, "get_mapped_range")) out->n_mapped_events++;
+        for (size_t j = 0; j < e->n_s2s_by_peer; j++) {
+            const rl_query_s2s_peer *p = &e->s2s_by_peer[j];
+            ASSERT_TRUE(p->server_id > 0 && p->server_id < 4);
+            rl_query_s2s_peer *x = &out->peer[p->server_id];
+            x->server_id = p->server_id;
+            x->requests += p->requests, x->items += p->items;
+            x->bytes_sent += p->bytes_sent, x->bytes_received += p->bytes_received;
+            out->n_peer_entries++;
+        }
         if (!strcmp(e->type, "get_read_version")) {
             ASSERT_EQ(e->server_id, 0);
             ASSERT_STR_EQ(e->link, "client-coordinator");
@@ -345,6 +356,12 @@ TEST(trace_1_2_records_elsewhere) {
     ASSERT_EQ(r.k.s2s_peers_max, 1);
     ASSERT_TRUE(r.k.bytes_sent_storage_storage > 0 && r.k.bytes_received_storage_storage > 0);
     ASSERT_EQ(r.k.critical_round_trips, 1 + r.k.s2s_round_trips);
+    /* The per-peer stats: every GET_MULTI went to server 2, the records' server. */
+    ASSERT_EQ(r.n_peer_entries, 1);
+    ASSERT_EQ(r.peer[2].requests, r.k.requests_get_multi);
+    ASSERT_EQ(r.peer[2].items, 10);
+    ASSERT_EQ(r.peer[2].bytes_sent, r.k.bytes_sent_storage_storage);
+    ASSERT_EQ(r.peer[2].bytes_received, r.k.bytes_received_storage_storage);
     /* The servers' counters moved by exactly this query. */
     ASSERT_EQ(ji(s3b, "mapped_reads") - ji(s3a, "mapped_reads"), 1);
     ASSERT_EQ(ji(s3b, "secondaries_remote") - ji(s3a, "secondaries_remote"), 10);

@@ -310,7 +310,15 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
         ASSERT_TRUE(mr->stats.s2s_bytes_sent >= 16ull * mr->stats.s2s_requests + 8);
         ASSERT_TRUE(mr->stats.s2s_bytes_received >= 16ull * mr->stats.s2s_requests);
         ASSERT_EQ(mr->stats.s2s_peers, 1);
+        ASSERT_EQ(mr->stats.n_peer_stats, 1);
+        const rl_msg_s2s_peer *pe = &mr->stats.peer_stats[0];
+        ASSERT_EQ(pe->server_id, 2);
+        ASSERT_EQ(pe->requests, mr->stats.s2s_requests);
+        ASSERT_TRUE(pe->items >= remote_items);
+        ASSERT_EQ(pe->bytes_sent, mr->stats.s2s_bytes_sent);
+        ASSERT_EQ(pe->bytes_received, mr->stats.s2s_bytes_received);
     } else {
+        ASSERT_EQ(mr->stats.n_peer_stats, 0);
         ASSERT_EQ(mr->stats.s2s_bytes_sent, 0);
         ASSERT_EQ(mr->stats.s2s_bytes_received, 0);
         ASSERT_EQ(mr->stats.s2s_peers, 0);
