@@ -42,7 +42,7 @@ void rl__camp_conn_close(rl_camp_conn *c);
 typedef struct {
     uint64_t ops;
     uint64_t rows, index_entries, client_reads, mapped_requests, record_loads, kv_bytes;
-    uint64_t requests, round_trips;
+    uint64_t requests, round_trips, net_bytes_received;
     int net_uncounted;       /* requests and round trips are not known (a networked backend whose
                               * counters the query layer does not carry yet): report them as null */
     uint64_t hash;           /* the rows (order_ids in order) of the last op, folded */
