@@ -25,7 +25,7 @@ allowed() {
         kv) echo "base tuple storage commit net" ;;
         server) echo "base tuple storage commit net kv" ;;
         record) echo "base tuple" ;;
-        query) echo "base tuple record" ;;
+        query) echo "base tuple kv record" ;;
         bench) echo "base tuple net server record query" ;;
         fdbc) echo "base" ;;
         rl | rlbench | rlkvd) echo "base tuple storage commit net kv server record query bench fdbc" ;;

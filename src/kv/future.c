@@ -36,6 +36,7 @@
 #include "base/alloc.h"
 #include "kv/kv_int.h"
 #include "kv/kv_stats.h"
+#include "net/proto.h"
 
 static rl_future oom_future = {
     .kind = RL_FUT_NONE,
@@ -335,6 +336,17 @@ void rl_future_free(rl_future *f) {
 }
 
 /* ---- Network figures (kv_stats.h) ------------------------------------------------------------ */
+
+const char *rl__kv_trace_type_name(uint16_t type) {
+    switch (type) {
+    case RL_MSG_GET: return "get";
+    case RL_MSG_GET_KEY: return "get_key";
+    case RL_MSG_GET_RANGE: return "get_range";
+    case RL_MSG_GET_MAPPED_RANGE: return "get_mapped_range";
+    case RL_MSG_GET_READ_VERSION: return "get_read_version";
+    default: return "other";
+    }
+}
 
 const rl_kv_read_stats *rl__future_read_stats(const rl_future *f) {
     static const rl_kv_read_stats zero;

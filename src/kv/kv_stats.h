@@ -24,6 +24,10 @@ const rl_kv_read_stats *rl__future_read_stats(const rl_future *f);
  * a ready future. */
 const rl_kv_trace_event *rl__future_trace(const rl_future *f);
 
+/* rl__kv_trace_type_name — the short name of a trace event's request type ("get", "get_key",
+ * "get_range", "get_mapped_range", "get_read_version", else "other"): static text. */
+const char *rl__kv_trace_type_name(uint16_t type);
+
 /* rl__txn_trace — start (delta 1) or stop (delta -1) wanting per-request events of t's reads;
  * reads issued while at least one tracer is on record them (the others cost nothing). Calls must
  * pair; thread-safe. */

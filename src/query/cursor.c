@@ -55,7 +55,6 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "kv/kv_stats.h"
-#include "net/proto.h"
 #include "query/query_int.h"
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
@@ -227,17 +226,6 @@ static uint64_t now_ns(const rl_cursor *c) {
 
 /* ---- Tracing (invariant 7) ------------------------------------------------------------------- */
 
-static const char *trace_type_name(uint16_t t) {
-    switch (t) {
-    case RL_MSG_GET: return "get";
-    case RL_MSG_GET_KEY: return "get_key";
-    case RL_MSG_GET_RANGE: return "get_range";
-    case RL_MSG_GET_MAPPED_RANGE: return "get_mapped_range";
-    case RL_MSG_GET_READ_VERSION: return "get_read_version";
-    default: return "other";
-    }
-}
-
 /* Append the event e to the timeline, keeping it ordered by start (events arrive mostly in
  * order: the insertion walks back from the end). */
 static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
@@ -275,7 +263,7 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
     memset(&t, 0, sizeof t);
     t.start_ns = (int64_t)(e->start_ns - c->tr_t0);
     t.latency_ns = (int64_t)(e->end_ns - e->start_ns);
-    t.type = trace_type_name(e->type);
+    t.type = rl__kv_trace_type_name(e->type);
     t.link = e->link == RL_KV_LINK_CLIENT_COORDINATOR ? "client-coordinator" : "client-storage";
     t.server_id = e->server_id;
     memcpy(t.address, e->address, sizeof t.address);
