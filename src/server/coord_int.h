@@ -101,6 +101,7 @@ struct co_conn {
     int hello;              /* HELLO received */
     uint8_t role;           /* the peer's HELLO role and id */
     uint32_t id;
+    int delayed;            /* 1: the peer is on another host (netem.h): sends carry the delay */
     co_conn *prev, *next;   /* the coordinator's list of connections */
 };
 
@@ -174,6 +175,11 @@ struct rl_coordinator {
     uint64_t refused_system_writes;
     uint64_t protocol_errors; /* connections closed for bad input */
     uint64_t start_ns;
+    /* Injected delay (netem.h; loop thread): the current setting, applied to every delayed
+     * connection, and the lateness of delayed frames on connections that have closed. */
+    uint32_t delay_us, jitter_us;
+    uint64_t delay_salt;    /* jitter seeds: one per connection */
+    rl_lat_hist closed_late;
 };
 
 /* ---- coordinator.c ------------------------------------------------------------------------ */
