@@ -58,6 +58,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -67,6 +68,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "kv/cluster/cluster.h"
+#include "kv/kv_int.h"
 #include "kv/cluster/clusterfile.h"
 #include "kv/cluster/locmap.h"
 #include "kv/cluster/plan.h"
@@ -1384,11 +1386,15 @@ static void client_view(cluster *cl, rl_buf *out) {
         rl__buf_printf(out,
                        "%s{\"address\": \"%s\", \"port\": %u, \"server_id\": %u, \"state\": \"%s\", "
                        "\"pending\": %u, \"frames_sent\": %llu, \"bytes_sent\": %llu, "
-                       "\"frames_received\": %llu, \"bytes_received\": %llu}",
+                       "\"frames_received\": %llu, \"bytes_received\": %llu, \"delay_us\": %u, "
+                       "\"jitter_us\": %u, \"delayed_frames\": %llu, \"late_p50_ns\": %llu, "
+                       "\"late_p99_ns\": %llu, \"late_max_ns\": %llu}",
                        i ? ", " : "", cc->ip, cc->port, cc->server_id,
                        st == C_OPEN ? "open" : st == C_CONNECTING ? "connecting" : "closed", pend,
                        (unsigned long long)s.frames_sent, (unsigned long long)s.bytes_sent,
-                       (unsigned long long)s.frames_received, (unsigned long long)s.bytes_received);
+                       (unsigned long long)s.frames_received, (unsigned long long)s.bytes_received, s.delay_us,
+                       s.jitter_us, (unsigned long long)s.delayed_frames, (unsigned long long)s.late_p50_ns,
+                       (unsigned long long)s.late_p99_ns, (unsigned long long)s.late_max_ns);
     }
     rl__buf_printf(out, "], \"location_cache\": ");
     rl_locmap *m = cl->map;
@@ -1510,6 +1516,68 @@ int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns) 
     if (w) waiter_unref(w);
     *out_ns = t1 - t0;
     return rc;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv_ping_stats *out) {
+    if (!out) return RL_E_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    out->server_id = server_id;
+    if (!b || b->vt != &cluster_vt || n < 1 || n > RL_KV_PING_MAX) return RL_E_INVALID_ARGUMENT;
+    uint64_t *ns = rl__malloc((size_t)n * sizeof *ns);
+    if (!ns) return RL_E_OUT_OF_MEMORY;
+    int rc = RL_OK;
+    uint64_t sum = 0;
+    for (int i = 0; i < n && rc == RL_OK; i++) {
+        rc = rl__kv_cluster_ping(b, server_id, &ns[i]);
+        sum += ns[i];
+    }
+    if (rc == RL_OK) {
+        qsort(ns, (size_t)n, sizeof *ns, cmp_u64);
+        out->n = n;
+        out->min_ns = ns[0];
+        out->p50_ns = ns[(size_t)(n - 1) / 2];
+        out->p99_ns = ns[(size_t)((double)(n - 1) * 0.99 + 0.5)];
+        out->max_ns = ns[n - 1];
+        out->mean_ns = sum / (uint64_t)n;
+    }
+    rl__free(ns);
+    return rc;
+}
+
+int rl__kv_cluster_servers(rl_kv_backend *b, uint32_t *ids, int cap, int *out_n) {
+    *out_n = 0;
+    if (!b || b->vt != &cluster_vt || cap < 0) return RL_E_INVALID_ARGUMENT;
+    cluster *cl = (cluster *)b;
+    pthread_mutex_lock(&cl->mu);
+    int n = 0;
+    if (cl->map)
+        for (uint32_t i = 0; i < cl->map->n_servers; i++) {
+            if (n < cap) ids[n] = cl->map->servers[i].id;
+            n++;
+        }
+    pthread_mutex_unlock(&cl->mu);
+    *out_n = n;
+    return n > cap ? RL_E_INVALID_ARGUMENT : RL_OK;
+}
+
+int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us) {
+    if (!b || b->vt != &cluster_vt) return RL_E_INVALID_ARGUMENT;
+    cluster *cl = (cluster *)b;
+    pthread_mutex_lock(&cl->mu);
+    if (out_delay_us) *out_delay_us = cl->delay_us;
+    if (out_jitter_us) *out_jitter_us = cl->jitter_us;
+    pthread_mutex_unlock(&cl->mu);
+    return RL_OK;
+}
+
+int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl_kv_ping_stats *out) {
+    if (!db) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_ping_stats(db->be, server_id, n, out);
 }
 
 static void *net_main(void *ud) {
