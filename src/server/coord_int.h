@@ -201,6 +201,9 @@ int rl__co_build_register(rl_coordinator *co, co_op *op);
 
 /* ---- coord_net.c -------------------------------------------------------------------------- */
 
+/* Set the loop's sleep margin for the current delay: the default precise timers (20-200 µs of
+ * spinning, loop.h) while a delay or jitter is injected, none otherwise. [loop or owner] */
+void rl__co_margin_for_delay(rl_coordinator *co);
 /* Accept connections on co->loop (called by open once listening). */
 void rl__co_on_accept(rl_listener *l, rl_conn *conn, void *ud);
 /* The committer's done callback for CO_OP_* operations (committer thread). */

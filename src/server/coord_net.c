@@ -894,6 +894,13 @@ static void delay_lateness(rl_coordinator *co, rl_lat_hist *out) {
     }
 }
 
+void rl__co_margin_for_delay(rl_coordinator *co) {
+    if (co->delay_us || co->jitter_us)
+        rl__loop_set_margin_bounds(co->loop, 20, 200);
+    else
+        rl__loop_set_margin_bounds(co->loop, 0, 0);
+}
+
 /* SET_DELAY: check the range, then give every delayed connection (and later ones) the new
  * setting. Frames already queued keep their release times (loop.h), so nothing is reordered. */
 static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg_set_delay_req *r) {
@@ -905,6 +912,7 @@ static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg
     }
     co->delay_us = r->delay_us;
     co->jitter_us = r->jitter_us;
+    rl__co_margin_for_delay(co);
     for (co_conn *c = co->conns; c; c = c->next)
         if (c->delayed) (void)rl__netem_set(c->conn, co->delay_us, co->jitter_us, co->delay_salt++);
     rl__log(RL_LOG_INFO, "coordinator: injected delay now %u us (jitter %u us), asked by %s", r->delay_us,

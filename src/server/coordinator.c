@@ -973,8 +973,9 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
         rl__buf_printf(errmsg, "cannot create the event loop: %s", rl__net_errmsg());
         goto fail;
     }
-    /* Its timers (PEEK long polls, housekeeping) need no microsecond precision: never spin. */
-    rl__loop_set_margin_bounds(co->loop, 0, 0);
+    /* Its timers (PEEK long polls, housekeeping) need no microsecond precision: never spin —
+     * unless a delay is injected, whose release timers do (rl__co_margin_for_delay). */
+    rl__co_margin_for_delay(co);
     rc = rl__listen(co->loop, co->listen_ip, o->listen_port, rl__co_on_accept, co, &co->listener);
     if (rc != RL_OK) {
         rl__buf_printf(errmsg, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port,

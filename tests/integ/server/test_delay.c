@@ -7,7 +7,8 @@
  *
  * Timing assertions are on per-message figures (lateness histograms, single round trips), never on
  * the wall time of the suite. The lateness bound (p99 < 200 µs) assumes an idle-ish machine; when
- * the 1-minute load average exceeds the CPU count, the test says so and checks 2 ms instead.
+ * the 1-minute load average exceeds the CPU count, the test says so and checks 20 ms instead (the
+ * median must stay below 200 µs either way).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,7 +38,8 @@ static int start(const rl_cluster_up_opts *o) {
     return 1;
 }
 
-/* The lateness bound for p99: 200 µs on an idle-ish machine, 2 ms when it is loaded. */
+/* The lateness bound for p99: 200 µs on an idle-ish machine, 20 ms when it is loaded (a thread
+ * preempted for a few ms makes its frames late; the median must still be on time). */
 static uint64_t late_bound_ns(void) {
     double load = 0;
     FILE *f = fopen("/proc/loadavg", "r");
@@ -48,8 +50,8 @@ static uint64_t late_bound_ns(void) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 1) cpus = 1;
     if (load > (double)cpus) {
-        printf("load average %.1f on %ld CPUs: the p99 lateness bound is relaxed to 2 ms\n", load, cpus);
-        return 2000000;
+        printf("load average %.1f on %ld CPUs: the p99 lateness bound is relaxed to 20 ms\n", load, cpus);
+        return 20000000;
     }
     return 200000;
 }
@@ -199,7 +201,7 @@ TEST(delay_1_1_per_message) {
     set_get(db, "delay-k", "v");
     rl_kv_ping_stats ps;
     for (uint32_t id = 0; id <= 1; id++) {
-        ASSERT_OK(rl__db_cluster_ping_stats(db, id, 50, &ps));
+        ASSERT_OK(rl__db_cluster_ping_stats(db, id, 200, &ps));
         printf("process %u: ping min %.1f p50 %.1f p99 %.1f max %.1f us\n", id, ps.min_ns / 1e3, ps.p50_ns / 1e3,
                ps.p99_ns / 1e3, ps.max_ns / 1e3);
         ASSERT_TRUE(ps.min_ns >= 2000000);
@@ -213,8 +215,10 @@ TEST(delay_1_1_per_message) {
         ASSERT_EQ(jint(s, "jitter_us"), 0);
         printf("process %d: %lld delayed frames, lateness p50 %lld p99 %lld max %lld ns\n", id, jint(s, "delayed_frames"),
                jint(s, "late_p50_ns"), jint(s, "late_p99_ns"), jint(s, "late_max_ns"));
-        ASSERT_TRUE(jint(s, "delayed_frames") >= 50); /* the ping replies at least */
+        ASSERT_TRUE(jint(s, "delayed_frames") >= 200); /* the ping replies at least */
         ASSERT_TRUE(jint(s, "late_p99_ns") >= jint(s, "late_p50_ns"));
+        ASSERT_TRUE(jint(s, "late_p50_ns") < 200000);
+        ASSERT_TRUE((uint64_t)jint(s, "late_p99_ns") < bound);
     }
     json_decref(st);
     /* The client's own connection to the storage server: only pings and a get went on it, all
@@ -233,7 +237,8 @@ TEST(delay_1_1_per_message) {
         printf("client -> storage 1: %lld delayed frames, lateness p50 %lld p99 %lld max %lld ns\n",
                jint(cc, "delayed_frames"), jint(cc, "late_p50_ns"), jint(cc, "late_p99_ns"), jint(cc, "late_max_ns"));
         ASSERT_EQ(jint(cc, "delay_us"), 1000);
-        ASSERT_TRUE(jint(cc, "delayed_frames") >= 50);
+        ASSERT_TRUE(jint(cc, "delayed_frames") >= 200);
+        ASSERT_TRUE(jint(cc, "late_p50_ns") < 200000);
         ASSERT_TRUE((uint64_t)jint(cc, "late_p99_ns") < bound);
         checked = 1;
     }
@@ -351,6 +356,11 @@ TEST(delay_1_3_set_delay_live) {
     json_t *st = cluster_status();
     ASSERT_EQ(jint(st, "delay_us"), 1000);
     json_decref(st);
+    ASSERT_EQ(rl_test_cluster_restart(&g_c, 1, 0), 0);
+    st = cluster_status();
+    ASSERT_EQ(jint(proc_status(st, 1), "delay_us"), 1000);
+    json_decref(st);
+    el = until_rtt(db, 1, 2000000); /* the client reconnects, delayed from its first frame */
     ASSERT_OK(rl__cluster_delay(g_c.dir, 0, 0, &set, &msg));
     el = until_rtt(db, 0, 1000000);
     printf("back to loopback after %.2f s\n", el);
@@ -434,6 +444,17 @@ TEST(delay_1_4_hosts) {
     raw_hello_reply(admin);
     ASSERT_TRUE(raw_min_rtt(admin, 20) < 500000);
     close(admin);
+    /* A restart keeps the host's address and port, and the delay. */
+    ASSERT_EQ(rl_test_cluster_restart(&g_c, 4, 1), 0);
+    char ip2[16];
+    uint16_t port2;
+    ASSERT_OK(rl__cluster_addr(g_c.dir, 4, ip2, &port2, NULL, &msg));
+    ASSERT_STR_EQ(ip2, "127.0.0.2");
+    ASSERT_EQ(port2, port);
+    other = raw_open(ip2, port2, RL_ROLE_CLIENT, 0, "client");
+    raw_hello_reply(other);
+    ASSERT_TRUE(raw_min_rtt(other, 5) >= 500000);
+    close(other);
     rl__buf_release(&msg);
     rl_test_cluster_stop(&g_c);
 }
