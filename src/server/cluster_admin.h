@@ -1,5 +1,6 @@
-/* cluster_admin.h (internal) — start, inspect, restart and stop a local reclayer cluster: one
- * `rlkvd coordinator` and N `rlkvd storage` processes on 127.0.0.1, all under one directory. The
+/* cluster_admin.h (internal) — start, inspect, restart, re-delay and stop a local reclayer cluster:
+ * one `rlkvd coordinator` and N `rlkvd storage` processes on 127.0.0.0/8 (every process on
+ * 127.0.0.1, or host h on 127.0.0.h with host addresses), all under one directory. The
  * library part of `rl cluster` (tools/rl/cmd_cluster.c is a thin main over it) and of the test
  * harness (tests/cluster_fixture.h).
  *
@@ -7,7 +8,8 @@
  *
  *   DIR/init.json           the initial layout (--init of the coordinator; docs/design.md §8)
  *   DIR/reclayer.cluster    the cluster file (src/kv/cluster/clusterfile.h), written once healthy
- *   DIR/pids.json           what was started: per process role, id, pid, port, start times
+ *   DIR/pids.json           what was started: the topology and the current injected delay; per
+ *                           process role, id, address, host label, pid, port, start times
  *   DIR/coordinator/        the coordinator's --dir (commit log, system keyspace)
  *   DIR/storage-ID/         storage server ID's --dir (its engine)
  *   DIR/run/ROLE[-ID].port  the port files the processes write once listening
@@ -149,8 +151,9 @@ int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeou
 int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg);
 
 /* rl__cluster_status — the state of every recorded process as JSON, to the caller (json_decref):
- *   {"dir": ..., "cluster_file": ..., "ok": bool, "processes": [{"role", "id", "address",
- *    "port", "pid", "alive", "healthy", "log", "status": <its STATUS reply or null>,
+ *   {"dir": ..., "cluster_file": ..., "cluster_id", "delay_us", "jitter_us" (recorded), "ok": bool,
+ *    "processes": [{"role", "id", "address", "host", "port", "pid", "log", "alive", "healthy",
+ *    "delay_us", "jitter_us" (its STATUS's, else recorded), "status": <its STATUS reply or null>,
  *    "error": <why STATUS failed, when it did>}, ...]}
  * healthy: the coordinator answered STATUS (coordinator) / the coordinator lists the server as
  * registered and healthy and it answered STATUS (storage). Returns RL_OK when every process is
@@ -186,7 +189,8 @@ int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg);
 
 typedef struct rl_admin_conn rl_admin_conn;
 
-/* rl__admin_conn_open — connect to 127.0.0.1:port, send HELLO (role admin, host "rl") and check
+/* rl__admin_conn_open — connect to 127.0.0.1:port (rl__admin_conn_open_at for another address),
+ * send HELLO (role admin, host "rl") and check
  * the reply, within timeout_ms. *out is the caller's (rl__admin_conn_close). RL_OK,
  * RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, RL_E_MALFORMED_FRAME,
  * RL_E_OUT_OF_MEMORY (reason in msg). */
