@@ -80,7 +80,6 @@
 #define RL_PROTO_MAX_JSON (16u << 20)  /* STATUS reply */
 #define RL_PROTO_MAX_TEAM 16           /* storage servers per shard */
 #define RL_PROTO_MAX_BATCH 10000       /* GET_MAPPED_RANGE batch */
-#define RL_PROTO_MAX_DELAY_US 10000000u /* SET_DELAY / --delay-us: at most 10 s (servers refuse more) */
 /* A COMMIT's mutations (p1 + p2) plus its conflict ranges (begin + end), in bytes. */
 #define RL_PROTO_MAX_COMMIT_BYTES RL_TXN_SIZE_LIMIT
 
@@ -595,7 +594,7 @@ int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena 
 
 /* SET_DELAY request (type 40): the process's new injected delay, applied to every connection
  * whose peer has another host label (admin connections excepted) and to later ones. The codec
- * accepts any u32; a server answers invalid_argument above RL_PROTO_MAX_DELAY_US. */
+ * accepts any u32; a server answers invalid_argument above 10,000,000 (RL_NETEM_MAX_US, netem.h). */
 typedef struct {
     uint32_t delay_us;  /* one-way delay, µs */
     uint32_t jitter_us; /* uniform jitter added to each frame's delay, µs */

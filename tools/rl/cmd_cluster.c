@@ -1,5 +1,5 @@
 /* cmd_cluster.c — `rl cluster`: start, inspect, restart and stop a local cluster (one rlkvd
- * coordinator and N rlkvd storage servers on 127.0.0.1). A thin main over
+ * coordinator and N rlkvd storage servers on 127.0.0.0/8, with host labels and injected delay). A thin main over
  * src/server/cluster_admin.h, where the logic and its invariants live.
  *
  *   rl cluster up --dir D (--storage N | --hosts H [--storage-per-host S] [--host-addresses])
@@ -160,7 +160,9 @@ int rl_cmd_cluster(int argc, char **argv) {
     const rl_args_cmd up = {.name = "rl cluster up",
                             .brief = "create DIR and start a coordinator and N storage servers; print the cluster file",
                             .summary = "Creates DIR (absent or empty), writes DIR/init.json (the shard layout), starts\n"
-                                       "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (ports chosen by the\n"
+                                       "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (with --hosts H\n"
+                                       "--storage-per-host S: H x S servers labelled host1..hostH, host h on 127.0.0.h\n"
+                                       "with --host-addresses; --delay-us between hosts; ports chosen by the\n"
                                        "kernel), waits until every server is registered and healthy and a test\n"
                                        "commit works, then writes DIR/reclayer.cluster and DIR/pids.json and prints\n"
                                        "the cluster file's path (use it as --db cluster:PATH).",
@@ -191,8 +193,8 @@ int rl_cmd_cluster(int argc, char **argv) {
     const rl_args_cmd *subs[] = {&up, &status, &down, &restart, &delay, NULL};
     const rl_args_cmd cmd = {
         .name = "rl cluster",
-        .summary = "Run a local reclayer cluster: one coordinator and N storage servers, all on 127.0.0.1,\n"
-                   "under one directory (data in DIR/coordinator and DIR/storage-ID, logs in DIR/logs/).",
+        .summary = "Run a local reclayer cluster: one coordinator and N storage servers on 127.0.0.0/8\n"
+                   "(one address per host with --host-addresses), under one directory (data in DIR/coordinator and DIR/storage-ID, logs in DIR/logs/).",
         .epilog = "Processes are only ever signalled by the pid recorded in DIR/pids.json, after checking\n"
                   "that the pid still belongs to the process that was started (its start time).\n"
                   "Exit codes: 0 success, 1 failure, 2 usage.",
