@@ -168,8 +168,8 @@ int rl_cmd_cluster(int argc, char **argv) {
                                        "the cluster file's path (use it as --db cluster:PATH).",
                             .opts = up_opts};
     const rl_args_cmd status = {.name = "rl cluster status",
-                                .brief = "show every process: role, id, address, pid, alive, versions, shards, health "
-                                         "(exit 1 if something is down)",
+                                .brief = "show every process: role, id, host, address, delay, pid, alive, versions, "
+                                         "shards, health (exit 1 if something is down)",
                                 .opts = status_opts};
     const rl_args_cmd down = {.name = "rl cluster down",
                               .brief = "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
