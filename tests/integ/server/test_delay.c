@@ -422,6 +422,27 @@ TEST(delay_1_4_hosts) {
     ASSERT_OK(rl__db_cluster_ping_stats(db, 5, 10, &ps)); /* storage 5 on 127.0.0.3, host3 */
     ASSERT_TRUE(ps.min_ns >= 1000000);
     rl_db_close(db);
+    /* rl ping --to all: one line per process, each at least the delay both ways. */
+    char *out = NULL;
+    ASSERT_EQ(rl_test_run("rl", &out, NULL, "ping --db '%s' -n 5", g_c.url), 0);
+    printf("%s", out);
+    int lines = 0;
+    for (char *l = strstr(out, "\ncoordinator"); l; l = strchr(l + 1, '\n')) {
+        char role[32];
+        unsigned id;
+        double mn;
+        if (sscanf(l + 1, "%31s %u %lf", role, &id, &mn) == 3) {
+            ASSERT_TRUE(mn >= 1000.0);
+            lines++;
+        }
+    }
+    ASSERT_EQ(lines, 7);
+    free(out);
+    /* rl cluster status shows each process's host, address and delay. */
+    ASSERT_EQ(rl_test_run("rl", &out, NULL, "cluster status --dir '%s'", g_c.dir), 0);
+    ASSERT_NOT_NULL(strstr(out, "host3  127.0.0.3:"));
+    ASSERT_NOT_NULL(strstr(out, " 500 "));
+    free(out);
     /* Storage 4 (host2, 127.0.0.2): a peer on host2 is not delayed, one on host3 is. */
     char ip[16];
     uint16_t port;
