@@ -906,6 +906,11 @@ void rl__co_margin_for_delay(rl_coordinator *co) {
 static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg_set_delay_req *r) {
     rl_coordinator *co = cc->co;
     char why[160];
+    if (cc->role != RL_ROLE_ADMIN) {
+        send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
+                   "SET_DELAY is an admin request (HELLO role 3); this connection's HELLO said role %u", cc->role);
+        return;
+    }
     if (rl__netem_check(r->delay_us, r->jitter_us, why, sizeof why) != RL_OK) {
         send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", why);
         return;

@@ -590,6 +590,12 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
     case RL_MSG_SET_DELAY: {
         char dwhy[160];
         const rl_msg_set_delay_req *r = &m.u.set_delay_req;
+        if (cl->role != RL_ROLE_ADMIN) {
+            rl__ss_send_error(cl->conn, type, id, RL_E_CLIENT_INVALID_OPERATION,
+                              "SET_DELAY is an admin request (HELLO role 3); this connection's HELLO said role %u",
+                              cl->role);
+            break;
+        }
         if (rl__netem_check(r->delay_us, r->jitter_us, dwhy, sizeof dwhy) != RL_OK) {
             rl__ss_send_error(cl->conn, type, id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", dwhy);
             break;

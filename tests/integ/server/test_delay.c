@@ -532,6 +532,27 @@ TEST(delay_1_5_bad_input) {
         ASSERT_EQ(jint(sj, "delay_us"), 0);
         json_decref(sj);
         rl__admin_conn_close(a);
+        /* From a connection that is not an admin tool's: refused, nothing changes. */
+        int cfd = raw_open(ip, port, RL_ROLE_CLIENT, 0, "client");
+        raw_hello_reply(cfd);
+        rl_msg sd;
+        memset(&sd, 0, sizeof sd);
+        sd.type = RL_MSG_SET_DELAY;
+        sd.u.set_delay_req.delay_us = 5000;
+        raw_send_msg(cfd, 9, &sd);
+        {
+            rl_frame_header eh;
+            rl_buf epl;
+            rl__buf_init(&epl);
+            ASSERT_EQ(raw_recv(cfd, &eh, &epl), 0);
+            ASSERT_EQ(eh.flags, RL_FRAME_REPLY | RL_FRAME_ERROR);
+            rl_msg em;
+            ASSERT_OK(rl__msg_decode(eh.type, eh.flags, (const uint8_t *)epl.data, epl.len, NULL, &em, NULL));
+            ASSERT_EQ(em.u.error.code, RL_E_CLIENT_INVALID_OPERATION);
+            ASSERT_EQ(raw_min_rtt(cfd, 3) < 5000000, 1); /* still open, and not delayed 5 ms */
+            rl__buf_release(&epl);
+        }
+        close(cfd);
         /* A SET_DELAY payload of 7 bytes: the connection is closed. */
         int fd = raw_open(ip, port, RL_ROLE_ADMIN, 0, "rl");
         raw_hello_reply(fd);
