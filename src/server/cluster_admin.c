@@ -751,6 +751,8 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
         argv[n++] = idbuf;
         argv[n++] = "--coordinator";
         argv[n++] = coord;
+        argv[n++] = "--coordinator-host";
+        argv[n++] = s->p[0].host;
     }
     argv[n++] = "--listen";
     argv[n++] = listen;

@@ -204,6 +204,7 @@ struct ss_batch {
 struct rl_ss {
     rl_ss_options o;     /* strings point to the copies below */
     char *dir, *host, *coord_ip, *listen_ip;
+    char *coord_host;    /* the coordinator's host label from the options, or NULL */
     rl_storage *st;
     rl_loop *loop;
     rl_listener *lis;

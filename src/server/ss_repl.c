@@ -441,7 +441,7 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
         }
         /* The coordinator's label is known now: on the same host, stop delaying (the frames
          * already queued keep their release times). */
-        if (ss->co_delayed && !rl__netem_applies(ss->host, strlen(ss->host), m.u.hello_reply.host,
+        if (!ss->coord_host && ss->co_delayed && !rl__netem_applies(ss->host, strlen(ss->host), m.u.hello_reply.host,
                                                  m.u.hello_reply.host_len, m.u.hello_reply.role)) {
             ss->co_delayed = 0;
             if (ss->delay_us || ss->jitter_us) (void)rl__conn_set_delay(conn, 0, 0, 0);
@@ -491,10 +491,12 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
     ss->co_state = SS_CO_HELLO;
     ss->co_since_ns = rl__clock_mono_ns();
     rl__conn_set_callbacks(conn, on_co_frame, on_co_close, ss);
-    /* The coordinator's host label comes with its HELLO reply: until then it counts as another
-     * host (netem.h), so no frame to it goes out undelayed for want of the label. */
-    ss->co_delayed = 1;
-    rl__ss_delay_conn(ss, conn);
+    /* The coordinator's host label is the one the options name (rl cluster passes it), else it
+     * comes with its HELLO reply and until then counts as another host (netem.h): no frame to
+     * it goes out undelayed for want of the label. */
+    ss->co_delayed = !ss->coord_host || rl__netem_applies(ss->host, strlen(ss->host), (const uint8_t *)ss->coord_host,
+                                                          strlen(ss->coord_host), RL_ROLE_COORDINATOR);
+    if (ss->co_delayed) rl__ss_delay_conn(ss, conn);
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;

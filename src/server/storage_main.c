@@ -3,6 +3,7 @@
  *
  *   rlkvd storage --dir DIR --id N --coordinator IP:PORT [--listen IP:PORT] [--port-file FILE]
  *                 [--host LABEL] [--no-sync] [--window-versions N] [--delay-us N] [--jitter-us N]
+ *                 [--coordinator-host LABEL]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by a dedicated thread with
  * sigwait, which calls rl__ss_stop (a plain function call, no async-signal-safety needed);
@@ -103,7 +104,7 @@ static void *signal_main(void *arg) {
 
 int rl__rlkvd_storage_main(int argc, char **argv) {
     const char *dir = NULL, *coord = NULL, *listen = "127.0.0.1:0", *port_file = NULL,
-               *host = "host1";
+               *host = "host1", *coord_host = NULL;
     int64_t id = 0;
     int no_sync = 0;
     uint64_t window = 5000000, delay_us = 0, jitter_us = 0;
@@ -126,6 +127,10 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
          .help = "do not fsync (benchmarks only: a crash may lose acknowledged data)"},
         {.name = "window-versions", .kind = RL_ARG_UINT64, .dest = &window, .metavar = "N",
          .help = "MVCC window in versions", .umin = 1000, .umax = 1000000000000ull},
+        {.name = "coordinator-host", .kind = RL_ARG_STRING, .dest = &coord_host, .metavar = "LABEL",
+         .help = "the coordinator's host label, when known (delay injection: no delay to it when it is "
+                 "this host's; unknown, it is delayed until its HELLO reply names its host)",
+         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
         {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N",
          .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
                  "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
@@ -151,6 +156,8 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     if (parse_addr(listen, 0, lip, &lport, msg, sizeof msg) != 0)
         return rl__args_usage_error(&cmd, "--listen: %s", msg);
     if (strlen(host) > 4096) return rl__args_usage_error(&cmd, "--host: longer than 4096 bytes");
+    if (coord_host && strlen(coord_host) > 4096)
+        return rl__args_usage_error(&cmd, "--coordinator-host: longer than 4096 bytes");
     if (rl__log_level() > RL_LOG_INFO && !getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
 
     /* Signals: blocked here, so every thread created below inherits the mask. */
@@ -175,6 +182,7 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     o.window_versions = window;
     o.delay_us = (uint32_t)delay_us;
     o.jitter_us = (uint32_t)jitter_us;
+    o.coordinator_host = coord_host;
     rl_buf err;
     rl__buf_init(&err);
     rl_ss *ss = NULL;

@@ -795,6 +795,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     ss->dir = str_dup(o->dir);
     ss->host = str_dup(o->host ? o->host : "host1");
     ss->coord_ip = str_dup(o->coordinator_ip);
+    ss->coord_host = o->coordinator_host ? str_dup(o->coordinator_host) : NULL;
     ss->listen_ip = str_dup(o->listen_ip ? o->listen_ip : "127.0.0.1");
     pthread_mutex_init(&ss->map_mu, NULL);
     pthread_mutex_init(&ss->peers_mu, NULL);
@@ -807,7 +808,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     rl__arena_init(&ss->co_arena, 0);
     rl__buf_init(&ss->reply);
     rl__buf_init(&ss->co_buf);
-    if (!ss->dir || !ss->host || !ss->coord_ip || !ss->listen_ip) {
+    if (!ss->dir || !ss->host || !ss->coord_ip || !ss->listen_ip || (o->coordinator_host && !ss->coord_host)) {
         rc = RL_E_OUT_OF_MEMORY;
         goto fail;
     }
@@ -944,6 +945,7 @@ void rl__ss_free(rl_ss *ss) {
     rl__free(ss->dir);
     rl__free(ss->host);
     rl__free(ss->coord_ip);
+    rl__free(ss->coord_host);
     rl__free(ss->listen_ip);
     rl__free(ss);
 }

@@ -398,6 +398,13 @@ TEST(delay_1_4_hosts) {
         ASSERT_STR_EQ(json_string_value(json_object_get(proc_status(st, id), "host")), host);
         ASSERT_EQ(jint(p, "delay_us"), 500);
         if (id == 0) continue;
+        /* Before any client: a server on host1 has sent nothing delayed (its only link is to the
+         * coordinator on its own host; the health checks are admin connections), one on host2 or
+         * host3 has (PEEK, POP to the coordinator on host1). */
+        if (h == 1)
+            ASSERT_EQ(jint(proc_status(st, id), "delayed_frames"), 0);
+        else
+            ASSERT_TRUE(jint(proc_status(st, id), "delayed_frames") > 0);
         /* The coordinator's server list (what the shard map carries) has the registered address. */
         json_t *sv = json_array_get(json_object_get(coord, "servers"), (size_t)id - 1);
         ASSERT_EQ(jint(sv, "id"), id);
