@@ -412,6 +412,37 @@ TEST(delay_1_4_hosts) {
         ASSERT_STR_EQ(json_string_value(json_object_get(sv, "host")), host);
     }
     json_decref(st);
+    /* The shard map itself (GET_SHARD_MAP): every server's address and host, and the delay. */
+    {
+        rl_buf m;
+        rl__buf_init(&m);
+        rl_admin_conn *a = NULL;
+        ASSERT_RC(rl__admin_conn_open_at("10.0.0.1", 4500, 100, &a, &m), RL_E_INVALID_ARGUMENT); /* loopback only */
+        ASSERT_NULL(a);
+        char cip[16];
+        uint16_t cport;
+        ASSERT_OK(rl__cluster_addr(g_c.dir, 0, cip, &cport, NULL, &m));
+        ASSERT_OK(rl__admin_conn_open_at(cip, cport, 3000, &a, &m));
+        rl_msg req, reply;
+        memset(&req, 0, sizeof req);
+        req.type = RL_MSG_GET_SHARD_MAP;
+        ASSERT_OK(rl__admin_conn_call(a, &req, &reply, 3000, &m));
+        const rl_msg_get_shard_map_reply *g = &reply.u.get_shard_map_reply;
+        ASSERT_EQ(g->delay_us, 500);
+        ASSERT_EQ(g->jitter_us, 0);
+        ASSERT_EQ(g->n_servers, 7);
+        for (uint32_t k = 0; k < g->n_servers; k++) {
+            ASSERT_TRUE(g->servers[k].id <= 6);
+            unsigned h = g->servers[k].id == 0 ? 1u : (g->servers[k].id - 1) / 2 + 1;
+            char ip[24], host[24];
+            snprintf(ip, sizeof ip, "127.0.0.%u", h);
+            snprintf(host, sizeof host, "host%u", h);
+            ASSERT_MEM_EQ(g->servers[k].address, g->servers[k].address_len, ip, strlen(ip));
+            ASSERT_MEM_EQ(g->servers[k].host, g->servers[k].host_len, host, strlen(host));
+        }
+        rl__admin_conn_close(a);
+        rl__buf_release(&m);
+    }
     /* The cluster file names the coordinator on 127.0.0.1; the client works across all shards. */
     rl_db *db;
     ASSERT_OK(rl_db_open(g_c.url, NULL, &db));
