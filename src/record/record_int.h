@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "base/buf.h"
 #include "reclayer/record.h"
 #include "tuple/tuple.h"
@@ -302,6 +304,28 @@ int rl__tool_store_prefix(const char *json, rl_buf *out);
  * is closed and rl_record_errmsg says why (RL_E_NOT_FOUND: no store there, with
  * RL__TOOL_MUST_EXIST). t owns what it opened until rl__tool_close. */
 int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags);
+/* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
+ * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
+ * RL_E_NOT_FOUND (no such index: rl_record_errmsg says so), RL_E_OUT_OF_MEMORY. */
+int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
+                              rl_buf *idx_b, rl_buf *idx_e);
+/* The first key of the record an entry key of index `index` points to: the store's records
+ * prefix + the primary key (rebuilt from the entry's values and appended columns), into out
+ * (reset). RL_OK, RL_E_NOT_FOUND (no such index), RL_E_CORRUPT_DATA (not an entry of it). */
+int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
+                                size_t len, rl_buf *out);
+/* rl placement show (placement_tool.c): read the shard map, the server list and the entries of
+ * `index` of the store at one read version and build {"receipt": rl__pl_receipt(...),
+ * "read_version": V} into *out (the caller's, json_decref). Errors with a reason in msg. */
+int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out,
+                            rl_buf *msg);
+/* rl placement place: move the index's entries to index_team, then the store's records, split
+ * evenly by record into n_rec_teams contiguous ranges, range j to rec_teams[j] (each move waits
+ * until done, timeout_ms each). Errors with a reason in msg. */
+int rl__tool_placement_place(const char *url, const char *store, const char *index,
+                             const uint32_t *index_team, uint32_t n_index_team,
+                             const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
+                             uint32_t n_rec_teams, int timeout_ms, rl_buf *msg);
 /* Close what rl__tool_open opened; t may be zeroed (a no-op). */
 void rl__tool_close(rl__tool *t);
 /* Save the Orders of `rl load` with order_id first .. first+n-1 into s within txn: price drawn

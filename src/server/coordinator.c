@@ -37,8 +37,10 @@
  *      (and its version readable or peekable) only after both.
  *   3. Storage servers never own "\xff" keys, so PEEK's range filter never hands them system
  *      mutations.
- *   4. The layout (shards, teams) is static after the first start in this issue; the server list
- *      changes with registrations, which are committed before they are answered.
+ *   4. The layout (shards, teams) changes only through placement transactions (coord_move.c:
+ *      splits, a move's start and switch), committed like any batch and installed in memory on
+ *      the loop thread once durable; the server list changes with registrations, which are
+ *      committed before they are answered.
  */
 #include "server/coord_int.h"
 
@@ -551,8 +553,8 @@ static int default_layout(co_layout *l) {
     return RL_OK;
 }
 
-/* Pack ids as a tuple of integers into b. */
-static void pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n) {
+/* See coord_int.h. */
+void rl__co_pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n) {
     rl_tuple_packer pk;
     rl__tuple_packer_init(&pk, b);
     for (uint32_t i = 0; i < n; i++) rl__tuple_pack_int(&pk, ids[i]);
@@ -575,18 +577,18 @@ static int write_layout(rl_coordinator *co, const co_layout *l, rl_buf *errmsg) 
         rl__buf_append(&k, CO_KEYSERVERS, CO_KEYSERVERS_LEN);
         if (i < l->n_shards) {
             rl__buf_append(&k, l->shards[i].begin, l->shards[i].begin_len);
-            pack_ids(&v, l->shards[i].team, l->shards[i].n_team);
+            rl__co_pack_ids(&v, l->shards[i].team, l->shards[i].n_team);
         } else { /* the system shard */
             uint32_t zero = 0;
             rl__buf_append(&k, k_ff, 1);
-            pack_ids(&v, &zero, 1);
+            rl__co_pack_ids(&v, &zero, 1);
         }
         if ((rc = make_set(&a, &k, &v, &m[n++])) != RL_OK) goto out;
     }
     rl__buf_reset(&k);
     rl__buf_reset(&v);
     rl__buf_append(&k, CO_CONF_STORAGE, CO_CONF_STORAGE_LEN);
-    pack_ids(&v, l->storage, l->n_storage);
+    rl__co_pack_ids(&v, l->storage, l->n_storage);
     if ((rc = make_set(&a, &k, &v, &m[n++])) != RL_OK) goto out;
     rc = commit_blocking(co, m, n, &a, errmsg);
 out:
@@ -607,8 +609,8 @@ static int sys_scan(rl_coordinator *co, const char *prefix, uint32_t pl, rl_aren
                                  0, 0, 0, a, kvs, n, &more);
 }
 
-/* Unpack a tuple of storage ids (integers 0..2^32-1) into ids[0..cap); *n gets the count. */
-static int unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t cap, uint32_t *n) {
+/* See coord_int.h: a tuple of storage ids (integers 0..2^32-1) into ids[0..cap). */
+int rl__co_unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t cap, uint32_t *n) {
     rl_tuple_iter it;
     rl_tuple_elem e;
     int rc;
@@ -692,7 +694,7 @@ static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
         s->begin_len = bl;
         s->end_len = el;
         co->n_shards++;
-        if (unpack_ids(kvs[i].value, kvs[i].value_len, s->team, CO_MAX_TEAM, &s->n_team) ||
+        if (rl__co_unpack_ids(kvs[i].value, kvs[i].value_len, s->team, CO_MAX_TEAM, &s->n_team) ||
             s->n_team == 0) {
             why = "a team that is not a tuple of 1 to 16 ids";
             goto corrupt;
@@ -721,7 +723,7 @@ static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
     for (int i = 0; i < n; i++) {
         if (kvs[i].key_len != CO_CONF_STORAGE_LEN) continue;
         uint32_t ids[1024], ni = 0;
-        if (unpack_ids(kvs[i].value, kvs[i].value_len, ids, 1024, &ni) == RL_OK)
+        if (rl__co_unpack_ids(kvs[i].value, kvs[i].value_len, ids, 1024, &ni) == RL_OK)
             for (uint32_t j = 0; j < ni; j++)
                 if (ids[j] && (rc = add_server(co, ids[j], NULL)) != RL_OK) goto out;
     }
@@ -769,10 +771,15 @@ out:
     return rc;
 }
 
-/* Compute each server's owned ranges (and merged ranges) from the shard map. */
-static int compute_ownership(rl_coordinator *co) {
+/* See coord_int.h: each server's owned ranges (and merged ranges) from the shard map; the old
+ * arrays are freed first. */
+int rl__co_compute_ownership(rl_coordinator *co) {
     for (uint32_t i = 0; i < co->n_servers; i++) {
         co_server *srv = &co->servers[i];
+        rl__free(srv->owned);
+        rl__free(srv->merged);
+        srv->owned = srv->merged = NULL;
+        srv->n_owned = srv->n_merged = 0;
         uint32_t n = 0;
         for (uint32_t s = 0; s + 1 < co->n_shards; s++)
             for (uint32_t t = 0; t < co->shards[s].n_team; t++) n += co->shards[s].team[t] == srv->id;
@@ -954,7 +961,8 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
                 co->dir, o->init_file);
     }
     if (rc != RL_OK) goto fail;
-    if ((rc = compute_ownership(co)) != RL_OK) goto fail;
+    if ((rc = rl__co_compute_ownership(co)) != RL_OK) goto fail;
+    if ((rc = rl__co_move_load(co, errmsg)) != RL_OK) goto fail;
 
     /* 4. Listen, publish our own address, write the port file. */
     if ((rc = rl__loop_new(0, &co->loop)) != RL_OK) {
@@ -1014,6 +1022,7 @@ void rl__coordinator_close(rl_coordinator *co) {
     co->cm = NULL;
     rl__co_drop_parked(co);
     rl__loop_free(co->loop);
+    rl__co_move_free(co);
     co->loop = NULL;
     rl__co_flush(co); /* completions a failed post left behind */
     rl__co_free_pool(co);

@@ -553,6 +553,7 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
         p->item = i;
         p->is_range = it->is_range;
         int k = rl__ss_own_find(ss, cur, cur_len, 0);
+        if (k >= 0 && rl__ss_own_version(ss, k, c->version) != RL_OK) k = -1; /* moving */
         const uint8_t *pe;
         uint32_t pel;
         if (k >= 0) {
@@ -1059,6 +1060,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         rl_msg_read_result *o = &res[i];
         memset(o, 0, sizeof *o);
         int k = rl__ss_own_find(ss, it->begin, it->begin_len, 0);
+        if (k >= 0 && rl__ss_own_version(ss, k, r->version) != RL_OK) k = -1; /* moving */
         if (k < 0 || (it->is_range && rl__bytes_cmp(it->end, it->end_len, ss->own[k].end,
                                                     ss->own[k].end_len) > 0)) {
             o->error = RL_E_WRONG_SHARD_SERVER;
