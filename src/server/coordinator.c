@@ -122,15 +122,19 @@ int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index)
             refused = range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_KEYSERVERS,
                                          CO_KEYSERVERS_LEN) ||
                       range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_SERVERLIST,
-                                         CO_SERVERLIST_LEN);
+                                         CO_SERVERLIST_LEN) ||
+                      range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_MOVEKEYS,
+                                         CO_MOVEKEYS_LEN);
             outside = rl__bytes_cmp(m->p2, m->len2, k_ffff, 2) > 0;
         } else if (m->type == RL_MUT_SET_VERSIONSTAMPED_KEY) {
             refused = stamped_key_may_have_prefix(m->p1, m->len1, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
-                      stamped_key_may_have_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN);
+                      stamped_key_may_have_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN) ||
+                      stamped_key_may_have_prefix(m->p1, m->len1, CO_MOVEKEYS, CO_MOVEKEYS_LEN);
             outside = stamped_key_outside(m->p1, m->len1);
         } else {
             refused = key_has_prefix(m->p1, m->len1, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
-                      key_has_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN);
+                      key_has_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN) ||
+                      key_has_prefix(m->p1, m->len1, CO_MOVEKEYS, CO_MOVEKEYS_LEN);
             outside = rl__bytes_cmp(m->p1, m->len1, k_ffff, 2) >= 0;
         }
         if (refused || outside) {
