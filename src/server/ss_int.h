@@ -278,6 +278,10 @@ struct rl_ss {
 
     /* Shard moves in (ss_move.c; loop thread). */
     ss_fetch *fetches;
+    ss_range *moved_in;  /* ranges moved in, with `since`, also in DIR/moved-in (a restart keeps
+                            refusing reads below since); pruned once since leaves the window */
+    uint32_t n_moved_in;
+    int moved_in_loaded;
     _Atomic uint64_t n_fetches_done, n_fetched_rows;
 
     /* Counters (invariant 4). */
@@ -362,6 +366,8 @@ void rl__ss_move_on_register(rl_ss *ss);
 void rl__ss_move_tick(rl_ss *ss);
 /* Free every fetch (shutdown). [loop or owner] */
 void rl__ss_move_free(rl_ss *ss);
+/* Fetches in progress (STATUS `fetching`). [loop] */
+uint32_t rl__ss_move_count(const rl_ss *ss);
 
 /* ---- ss_mapped.c (mapped reads on workers; GET_MULTI on both sides; peers) ---- */
 

@@ -26,10 +26,19 @@
  *      by the close or connect callback).
  *   3. A registration drops every fetch: the coordinator assigns the range again at the
  *      registration's version (coord_move.c invariant 4).
+ *   4. DIR/moved-in lists the ranges moved in with their `since` ("x" + hex begin, "x" + hex end,
+ *      since; one line each; replaced atomically: write, fsync, rename) and is written before MOVE_SHARD is
+ *      sent, so after a restart the REGISTER reply's ranges get their `since` back (an owned
+ *      range meeting a recorded one takes the larger since: conservative). Entries leave once
+ *      since is older than the MVCC window.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/bytes.h"
@@ -383,6 +392,107 @@ static void fetch_try(ss_fetch *f) {
     }
 }
 
+/* ---- DIR/moved-in (invariant 4) ----------------------------------------------------------------- */
+
+static void moved_path(const rl_ss *ss, char *p, size_t cap, const char *suffix) {
+    snprintf(p, cap, "%s/moved-in%s", ss->dir, suffix);
+}
+
+/* Rewrite DIR/moved-in from ss->moved_in. RL_OK or RL_E_IO_ERROR (logged). */
+static int moved_write(rl_ss *ss) {
+    char tmp[4200], path[4200];
+    moved_path(ss, tmp, sizeof tmp, ".tmp");
+    moved_path(ss, path, sizeof path, "");
+    rl_buf b;
+    rl__buf_init(&b);
+    for (uint32_t i = 0; i < ss->n_moved_in; i++) {
+        const ss_range *r = &ss->moved_in[i];
+        rl__buf_append_byte(&b, 'x'); /* so an empty key is still a field */
+        rl__buf_append_hex(&b, r->begin, r->begin_len);
+        rl__buf_append_str(&b, " x");
+        rl__buf_append_hex(&b, r->end, r->end_len);
+        rl__buf_printf(&b, " %" PRIu64 "\n", r->since);
+    }
+    int rc = rl__buf_error(&b);
+    int fd = rc == RL_OK ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (fd < 0 || (b.len && write(fd, b.data, b.len) != (ssize_t)b.len) ||
+        (!ss->o.no_sync && fsync(fd) != 0) || close(fd) != 0 || rename(tmp, path) != 0) {
+        rl__log(RL_LOG_ERROR, "storage server %u: cannot write %s: %s", ss->o.id, path,
+                strerror(errno));
+        if (fd >= 0) close(fd);
+        rc = RL_E_IO_ERROR;
+    }
+    rl__buf_release(&b);
+    return rc;
+}
+
+/* Load DIR/moved-in once (a missing file is an empty list; a bad line is skipped, logged). */
+static void moved_load(rl_ss *ss) {
+    if (ss->moved_in_loaded) return;
+    ss->moved_in_loaded = 1;
+    char path[4200];
+    moved_path(ss, path, sizeof path, "");
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[2 * RL_PROTO_MAX_KEY * 2 + 64];
+    while (fgets(line, sizeof line, f)) {
+        char *b = strtok(line, " \n"), *e = strtok(NULL, " \n"), *v = strtok(NULL, " \n");
+        rl_buf kb, ke;
+        rl__buf_init(&kb);
+        rl__buf_init(&ke);
+        ss_range *a = b && e && v ? rl__realloc(ss->moved_in, (ss->n_moved_in + 1) * sizeof *a) : NULL;
+        if (a) ss->moved_in = a;
+        if (!a || *b != 'x' || *e != 'x' || rl__bytes_from_hex(&kb, b + 1, strlen(b + 1)) ||
+            rl__bytes_from_hex(&ke, e + 1, strlen(e + 1))) {
+            rl__log(RL_LOG_WARN, "storage server %u: skipping a bad line of %s", ss->o.id, path);
+        } else {
+            ss_range *r = &a[ss->n_moved_in];
+            memset(r, 0, sizeof *r);
+            r->begin = rl__ss_memdup(kb.data, kb.len);
+            r->end = rl__ss_memdup(ke.data, ke.len);
+            r->begin_len = (uint32_t)kb.len;
+            r->end_len = (uint32_t)ke.len;
+            r->since = strtoull(v, NULL, 10);
+            if (r->begin && r->end) ss->n_moved_in++;
+        }
+        rl__buf_release(&kb);
+        rl__buf_release(&ke);
+    }
+    fclose(f);
+}
+
+/* Record range k as moved in at since (replacing what it overlaps) and drop entries that left
+ * the window; then rewrite the file. */
+static int moved_add(rl_ss *ss, const ss_range *k, rl_version since) {
+    moved_load(ss);
+    rl_version known = atomic_load(&ss->known), w = ss->o.window_versions;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ss->n_moved_in; i++) {
+        ss_range *r = &ss->moved_in[i];
+        int overlaps = rl__bytes_cmp(r->begin, r->begin_len, k->end, k->end_len) < 0 &&
+                       rl__bytes_cmp(k->begin, k->begin_len, r->end, r->end_len) < 0;
+        if (overlaps || (known > w && r->since < known - w)) {
+            rl__free(r->begin);
+            rl__free(r->end);
+            continue;
+        }
+        ss->moved_in[n++] = *r;
+    }
+    ss->n_moved_in = n;
+    ss_range *a = rl__realloc(ss->moved_in, (n + 1) * sizeof *a);
+    if (!a) return RL_E_OUT_OF_MEMORY;
+    ss->moved_in = a;
+    memset(&a[n], 0, sizeof a[n]);
+    a[n].begin = rl__ss_memdup(k->begin, k->begin_len);
+    a[n].end = rl__ss_memdup(k->end, k->end_len);
+    a[n].begin_len = k->begin_len;
+    a[n].end_len = k->end_len;
+    a[n].since = since;
+    if (!a[n].begin || !a[n].end) return RL_E_OUT_OF_MEMORY;
+    ss->n_moved_in++;
+    return moved_write(ss);
+}
+
 /* ---- Hooks of ss_repl.c ------------------------------------------------------------------------ */
 
 void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_version end) {
@@ -504,6 +614,10 @@ void rl__ss_move_on_durable(rl_ss *ss) {
     for (ss_fetch *f = ss->fetches, *next; f; f = next) {
         next = f->next;
         if (f->state != F_APPLIED || d < f->complete) continue;
+        if (moved_add(ss, &f->r, f->complete) != RL_OK) {
+            rl__ss_fatal(ss, RL_E_IO_ERROR, "recording a moved range");
+            return;
+        }
         rl_msg m;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_MOVE_SHARD;
@@ -524,6 +638,18 @@ void rl__ss_move_on_map(rl_ss *ss) {
 
 void rl__ss_move_on_register(rl_ss *ss) {
     while (ss->fetches) fetch_drop(ss, ss->fetches);
+    /* The ranges that moved here keep refusing reads below their since (invariant 4). */
+    moved_load(ss);
+    pthread_mutex_lock(&ss->map_mu);
+    for (uint32_t i = 0; i < ss->n_own; i++)
+        for (uint32_t j = 0; j < ss->n_moved_in; j++) {
+            const ss_range *m = &ss->moved_in[j];
+            ss_range *o = &ss->own[i];
+            if (rl__bytes_cmp(m->begin, m->begin_len, o->end, o->end_len) < 0 &&
+                rl__bytes_cmp(o->begin, o->begin_len, m->end, m->end_len) < 0 && m->since > o->since)
+                o->since = m->since;
+        }
+    pthread_mutex_unlock(&ss->map_mu);
 }
 
 void rl__ss_move_tick(rl_ss *ss) {
@@ -561,4 +687,13 @@ void rl__ss_move_tick(rl_ss *ss) {
 
 void rl__ss_move_free(rl_ss *ss) {
     while (ss->fetches) fetch_drop(ss, ss->fetches);
+    rl__ss_ranges_free(ss->moved_in, ss->n_moved_in);
+    ss->moved_in = NULL;
+    ss->n_moved_in = 0;
+}
+
+uint32_t rl__ss_move_count(const rl_ss *ss) {
+    uint32_t n = 0;
+    for (const ss_fetch *f = ss->fetches; f; f = f->next) n++;
+    return n;
 }

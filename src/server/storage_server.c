@@ -220,6 +220,8 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
         json_hex(out, ss->own[i].begin, ss->own[i].begin_len);
         rl__buf_append_str(out, ",\"end\":");
         json_hex(out, ss->own[i].end, ss->own[i].end_len);
+        if (ss->own[i].since) rl__buf_printf(out, ",\"since\":%" PRIu64, ss->own[i].since);
+        if (ss->own[i].until) rl__buf_printf(out, ",\"until\":%" PRIu64, ss->own[i].until);
         rl__buf_append_str(out, "}");
     }
     rl__buf_printf(out,
@@ -240,8 +242,12 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_peeks), (uint64_t)atomic_load(&ss->n_parked),
                    (uint64_t)atomic_load(&ss->n_future));
     json_str(out, ss->listen_ip);
-    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64 "}", ss->port,
+    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64, ss->port,
                    ss->o.no_sync ? "true" : "false", ss->o.window_versions);
+    uint32_t fetching = rl__ss_move_count(ss);
+    rl__buf_printf(out, ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u}",
+                   (uint64_t)atomic_load(&ss->n_fetches_done), (uint64_t)atomic_load(&ss->n_fetched_rows),
+                   fetching);
 }
 
 void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {

@@ -639,6 +639,24 @@ TEST(placement_2_3_coordinator_restart) {
     ASSERT_OK(run(db, rcheck_fn, &rcx));
     ASSERT_EQ(rcx.n, 50);
     ASSERT_EQ(rcx.bad, 0);
+    /* The destination recorded the range and the version it holds it from (DIR/moved-in), and a
+     * crash of it keeps both the data and that version (its STATUS shows "since"). */
+    char path[4400];
+    snprintf(path, sizeof path, "%s/storage-2/moved-in", c.dir);
+    FILE *mf = fopen(path, "r");
+    ASSERT_NOT_NULL(mf);
+    char line[512] = "";
+    ASSERT_NOT_NULL(fgets(line, sizeof line, mf));
+    fclose(mf);
+    ASSERT_TRUE(strncmp(line, "x722f x7230 ", 12) == 0); /* "r/" .. "r0" */
+    ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0);
+    ASSERT_OK(run(db, rcheck_fn, &rcx));
+    ASSERT_EQ(rcx.n, 50);
+    ASSERT_EQ(rcx.bad, 0);
+    char *out = NULL;
+    ASSERT_EQ(rl_test_run("rl", &out, NULL, "cluster status --dir '%s' --json", c.dir), 0);
+    ASSERT_TRUE(strstr(out, "\"since\":") != NULL);
+    free(out);
     rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&c);
