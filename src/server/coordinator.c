@@ -84,7 +84,8 @@ static int key_has_prefix(const uint8_t *k, uint32_t kl, const char *p, uint32_t
 }
 
 /* A SET_VERSIONSTAMPED_KEY parameter (key, 10 placeholder bytes at the offset, then the 4-byte
- * offset): 1 if the final key could have prefix p (the placeholder bytes could be anything). */
+ * offset): 1 if the final key could have prefix p (the placeholder bytes could be anything but
+ * the first, which is 0). */
 static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const char *p,
                                        uint32_t pl) {
     if (len < 4) return 0;
@@ -93,6 +94,9 @@ static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const
                    (uint32_t)param[body + 2] << 16 | (uint32_t)param[body + 3] << 24;
     if (body < pl) return 0;
     for (uint32_t i = 0; i < pl; i++) {
+        /* The stamp's first byte is the version's most significant, 0 below 2^56 (see
+         * stamped_key_outside), and no protected prefix holds a 0 byte. */
+        if (i == off && p[i] != 0) return 0;
         if (i >= off && i - off < 10) continue;
         if (param[i] != (uint8_t)p[i]) return 0;
     }

@@ -83,6 +83,13 @@ struct ss_fetch {
 };
 
 static void fetch_restart(ss_fetch *f, rl_version fv);
+
+/* n bytes of p copied into a (at least one byte allocated; p is not read when n is 0). */
+static uint8_t *adup(rl_arena *a, const void *p, size_t n) {
+    uint8_t *q = rl__arena_alloc(a, n ? n : 1);
+    if (q && n) memcpy(q, p, n);
+    return q;
+}
 static void fetch_try(ss_fetch *f);
 
 /* ---- Life cycle --------------------------------------------------------------------------------- */
@@ -171,9 +178,9 @@ static int keep(ss_fetch *f, rl_version v, const rl_mutation *m) {
         f->cap_buf = cap;
     }
     rl_mutation c = *m;
-    c.p1 = rl__arena_memdup(&f->arena, m->p1, m->len1 ? m->len1 : 1);
-    c.p2 = m->len2 ? rl__arena_memdup(&f->arena, m->p2, m->len2) : m->p2;
-    if (!c.p1 || (m->len2 && !c.p2)) return RL_E_OUT_OF_MEMORY;
+    c.p1 = adup(&f->arena, m->p1, m->len1);
+    c.p2 = adup(&f->arena, m->p2, m->len2);
+    if (!c.p1 || !c.p2) return RL_E_OUT_OF_MEMORY;
     f->buf[f->n_buf++] = (buffered){v, c};
     return RL_OK;
 }
@@ -232,8 +239,8 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
             f->cap_rows = cap;
         }
         const rl_keyvalue *kv = &g->kvs[i];
-        uint8_t *k = rl__arena_memdup(&f->arena, kv->key, kv->key_len ? kv->key_len : 1);
-        uint8_t *v = rl__arena_memdup(&f->arena, kv->value, kv->value_len ? kv->value_len : 1);
+        uint8_t *k = adup(&f->arena, kv->key, kv->key_len);
+        uint8_t *v = adup(&f->arena, kv->value, kv->value_len);
         if (!k || !v) {
             rc = RL_E_OUT_OF_MEMORY;
             break;
@@ -328,9 +335,9 @@ static void fetch_restart(ss_fetch *f, rl_version fv) {
     for (size_t i = 0; i < f->n_buf; i++) {
         if (f->buf[i].v <= fv) continue;
         rl_mutation c = f->buf[i].m;
-        c.p1 = rl__arena_memdup(&na, c.p1, c.len1 ? c.len1 : 1);
-        if (c.len2) c.p2 = rl__arena_memdup(&na, c.p2, c.len2);
-        if (!c.p1 || (c.len2 && !c.p2)) {
+        c.p1 = adup(&na, c.p1, c.len1);
+        c.p2 = adup(&na, c.p2, c.len2);
+        if (!c.p1 || !c.p2) {
             rl__arena_release(&na);
             rl__ss_fatal(f->ss, RL_E_OUT_OF_MEMORY, "restarting a fetch");
             return;
