@@ -552,8 +552,11 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
         if (!p) return RL_E_OUT_OF_MEMORY;
         p->item = i;
         p->is_range = it->is_range;
-        int k = rl__ss_own_find(ss, cur, cur_len, 0);
-        if (k >= 0 && rl__ss_own_version(ss, k, c->version) != RL_OK) k = -1; /* moving */
+        int k = rl__ss_own_find(ss, cur, cur_len, 0), moved_out = 0;
+        if (k >= 0 && rl__ss_own_version(ss, k, c->version) != RL_OK) { /* moving (ss_move.c) */
+            moved_out = rl__ss_own_version(ss, k, c->version) == RL_E_WRONG_SHARD_SERVER;
+            k = -1;
+        }
         const uint8_t *pe;
         uint32_t pel;
         if (k >= 0) {
@@ -562,6 +565,12 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
         } else {
             int s = ss->map ? map_find(ss->map, cur, cur_len) : -1;
             if (s < 0 || !(p->owner = pick_owner(ss, &ss->map->shards[s]))) {
+                rl__ss_want_map(ss);
+                if (moved_out) { /* the map predates the move: the client retries shortly */
+                    snprintf(c->errmsg, sizeof c->errmsg, "storage server %u: a secondary's range "
+                             "moved away and its shard map is older than the move", ss->o.id);
+                    return RL_E_WRONG_SHARD_SERVER;
+                }
                 snprintf(c->errmsg, sizeof c->errmsg,
                          "storage server %u knows no storage server holding a secondary key "
                          "(shard map %s)", ss->o.id, ss->map ? "has no owner" : "not fetched yet");

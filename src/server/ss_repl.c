@@ -366,6 +366,10 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
         if (atomic_load(&ss->fatal)) return;
     }
     if (r->end_version > atomic_load(&ss->known)) atomic_store(&ss->known, r->end_version);
+    if (r->n_changes) { /* the map changed with them: mapped reads need the new one */
+        rl__ss_want_map(ss); /* again after a request already in flight */
+        send_map_request(ss);
+    }
     rl__ss_move_after_peek(ss);
     if (atomic_load(&ss->fatal)) return;
     atomic_fetch_add(&ss->n_peeks, 1);

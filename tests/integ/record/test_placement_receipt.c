@@ -2,8 +2,9 @@
  * cluster (issue 14 item 3): receipts of an unchanged cluster compare equal byte for byte (across
  * an idle period), differ after a move; `place` puts the index and the records where asked
  * (records split evenly, one range per team) and `show` reports a server-disjoint fraction of 1.0
- * for disjoint teams and 0.0 for one team; the records stay readable; the rl tool prints the same
- * receipt as the library.
+ * for disjoint teams and 0.0 for one team; the records stay readable, and mapped reads (the
+ * index's server fetching the records from theirs) work right after each move; the rl tool prints
+ * the same receipt as the library.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -33,6 +34,18 @@ static char *receipt(const char *url, json_t **whole) {
     else
         json_decref(o);
     return s;
+}
+
+/* Lines printed by `rl query --fetch remote` over the whole index right now (mapped reads: the
+ * index's server fetches the records from their servers, with the map of the move just made). */
+static int remote_rows(const char *url) {
+    char *out = NULL;
+    int rc = rl_test_run("rl", &out, NULL, "query --db '%s' --index price_idx --ge 0 --limit 1000 --fetch remote", url);
+    int n = 0;
+    for (char *p = out; p && *p; p++) n += *p == '\n';
+    if (rc != 0) printf("rl query exited %d: %s\n", rc, out ? out : "");
+    free(out);
+    return rc == 0 ? n : -1;
 }
 
 static double fraction(json_t *o, const char *name) {
@@ -114,6 +127,7 @@ TEST(placement_3_1_place_show_receipts) {
     ASSERT_EQ(json_array_size(ish), 1);
     ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(json_array_get(ish, 0), "team"), 0), "id")),
               1);
+    ASSERT_EQ(remote_rows(c.url), N_ORDERS);
     load_ctx lc = {t.s, 0};
     ASSERT_OK(rl_db_run(t.db, load_fn, &lc));
     ASSERT_EQ(lc.found, (N_ORDERS + 6) / 7);
@@ -138,6 +152,7 @@ TEST(placement_3_1_place_show_receipts) {
     char *r4 = receipt(c.url, &w4);
     ASSERT_TRUE(fraction(w4, "server_disjoint_fraction") == 0.0);
     ASSERT_TRUE(strcmp(r3, r4) != 0);
+    ASSERT_EQ(remote_rows(c.url), N_ORDERS);
     ASSERT_OK(rl_db_run(t.db, load_fn, &lc));
     ASSERT_EQ(lc.found, (N_ORDERS + 6) / 7);
     free(r1), free(r2), free(r3), free(r4);
