@@ -11,6 +11,8 @@
  *                  the move keeps the new map
  *   placement-2.4  bad input: an unknown team id, an empty range, keys in the system keyspace
  *                  (refused by the coordinator itself, through a raw admin connection)
+ *   placement-2.5  a destination killed during its move registers again, is assigned the range
+ *                  again and finishes it (a range beginning at "", recorded in DIR/moved-in)
  */
 #include <pthread.h>
 #include <signal.h>
@@ -662,6 +664,60 @@ TEST(placement_2_3_coordinator_restart) {
     rl_test_cluster_stop(&c);
 }
 
+/* ---- placement-2.5 ------------------------------------------------------------------------ */
+
+/* A destination killed during its move: it registers again, the coordinator assigns it the range
+ * again at its registration's version, and the move finishes with every row. */
+TEST(placement_2_5_destination_restart) {
+    rl_test_cluster c;
+    int rc = start(&c, 2);
+    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
+    ASSERT_OK(rc);
+    rl_db *db;
+    ASSERT_OK(rl_db_open(c.url, NULL, &db));
+    ASSERT_OK(run(db, rfill_fn, NULL));
+    int dest = rl_test_cluster_pid(&c, 2);
+    ASSERT_TRUE(dest > 0);
+    ASSERT_EQ(kill(dest, SIGSTOP), 0);
+    rl_buf msg;
+    rl__buf_init(&msg);
+    uint32_t t2[] = {2};
+    ASSERT_RC(rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 1000, NULL, NULL,
+                                   &msg),
+              RL_E_TIMED_OUT);
+    ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0); /* SIGKILL (it is stopped), then start */
+    rl__buf_reset(&msg);
+    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL,
+                                   &msg));
+    char team[64];
+    team_of(db, "", team, sizeof team, NULL);
+    ASSERT_STR_EQ(team, "2");
+    team_of(db, "r/049", team, sizeof team, NULL);
+    ASSERT_STR_EQ(team, "2");
+    team_of(db, "r0", team, sizeof team, NULL);
+    ASSERT_STR_EQ(team, "1");
+    rcheck_t rcx;
+    ASSERT_OK(run(db, rcheck_fn, &rcx));
+    ASSERT_EQ(rcx.n, 50);
+    ASSERT_EQ(rcx.bad, 0);
+    ASSERT_EQ(rcx.moving, 0);
+    /* The moved range begins at "": its record has an empty begin key. */
+    char path[4400], line[512] = "";
+    snprintf(path, sizeof path, "%s/storage-2/moved-in", c.dir);
+    FILE *mf = fopen(path, "r");
+    ASSERT_NOT_NULL(mf);
+    ASSERT_NOT_NULL(fgets(line, sizeof line, mf));
+    fclose(mf);
+    ASSERT_TRUE(strncmp(line, "x x7230 ", 8) == 0);
+    ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0);
+    ASSERT_OK(run(db, rcheck_fn, &rcx));
+    ASSERT_EQ(rcx.n, 50);
+    ASSERT_EQ(rcx.bad, 0);
+    rl__buf_release(&msg);
+    rl_db_close(db);
+    rl_test_cluster_stop(&c);
+}
+
 /* ---- placement-2.4 ------------------------------------------------------------------------ */
 
 TEST(placement_2_4_bad_input) {
@@ -730,4 +786,4 @@ TEST(placement_2_4_bad_input) {
 }
 
 RL_TEST_MAIN(T(placement_2_1_split), T(placement_2_2_moves_under_load), T(placement_2_3_coordinator_restart),
-             T(placement_2_4_bad_input))
+             T(placement_2_4_bad_input), T(placement_2_5_destination_restart))
