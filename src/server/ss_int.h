@@ -282,6 +282,10 @@ struct rl_ss {
                             refusing reads below since); pruned once since leaves the window */
     uint32_t n_moved_in;
     int moved_in_loaded;
+    ss_range *drops;     /* ranges that moved away and left the window: their rows are cleared
+                            at the next version this server applies */
+    uint32_t n_drops;
+    _Atomic uint64_t n_dropped;
     _Atomic uint64_t n_fetches_done, n_fetched_rows;
 
     /* Counters (invariant 4). */
@@ -356,7 +360,12 @@ void rl__ss_move_remove(rl_ss *ss, const rl_keyrange *k, rl_version v);
 /* A PEEK version arrived: keep the parts of its mutations that fall in ranges being fetched
  * (versions after their fetch version). [loop] */
 void rl__ss_move_buffer(rl_ss *ss, const rl_msg_peek_version *pv);
-/* After a PEEK reply (known advanced): apply fetched ranges that are ready. [loop] */
+/* Apply PEEK version v (muts: this server's mutations of it) to the engine, with what waits to
+ * be applied first: the clears of moved-out ranges that left the window, and the data of fetched
+ * ranges (which become owned from v). Also keeps v's part of ranges still being fetched. Returns
+ * rl__storage_apply's result (fatal for the caller). [loop] */
+int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t n_muts);
+/* After a PEEK reply (known advanced): apply what waits at known if no version carried it. [loop] */
 void rl__ss_move_after_peek(rl_ss *ss);
 /* The durable version advanced: report applied moves to the coordinator. [loop] */
 void rl__ss_move_on_durable(rl_ss *ss);

@@ -8,11 +8,12 @@
  *   FETCH: a connection of its own to one source member (HELLO role 2), GET_RANGE pages of R at
  *          the fixed fetch version F (= E at first) — transaction_too_old restarts the fetch at
  *          F = known; wrong_shard_server, errors and a silent source (5 s) try the next member
- *   READY: every page is here; at the end of the next PEEK reply that leaves known > applied
- *          (the coordinator keeps versions advancing while a move waits), one engine version C =
- *          known applies: clear R, R's rows at F, then every mutation of R the log sent with a
- *          version in (F, C] (kept in order while fetching) ──▶ APPLIED: R is owned, readable
- *          from C on (reads of R below C are transaction_too_old)
+ *   READY: every page is here; the next engine version C this server applies (the next PEEK
+ *          version above applied, or known when a reply leaves known > applied; the coordinator
+ *          keeps versions advancing while a move waits) holds first: clear R, R's rows at F,
+ *          every mutation of R the log sent with a version in (F, C) (kept in order while
+ *          fetching), then C's own mutations ──▶ APPLIED: R is owned, readable from C on (reads
+ *          of R below C are transaction_too_old)
  *   APPLIED ──a sync covers C──▶ MOVE_SHARD (R, C) to the coordinator; the fetch is done.
  *
  * While R is fetched the server's PEEK replies carry R's mutations (the coordinator's extra
@@ -26,11 +27,14 @@
  *      by the close or connect callback).
  *   3. A registration drops every fetch: the coordinator assigns the range again at the
  *      registration's version (coord_move.c invariant 4).
- *   4. DIR/moved-in lists the ranges moved in with their `since` ("x" + hex begin, "x" + hex end,
- *      since; one line each; replaced atomically: write, fsync, rename) and is written before MOVE_SHARD is
- *      sent, so after a restart the REGISTER reply's ranges get their `since` back (an owned
- *      range meeting a recorded one takes the larger since: conservative). Entries leave once
- *      since is older than the MVCC window.
+ *   4. DIR/moved-in lists the ranges moved in with their `since` ("x" + hex begin, "x" + hex
+ *      end, since; one line each; replaced atomically: write, fsync, rename) and is written before
+ *      MOVE_SHARD is sent, so after a restart the REGISTER reply's ranges get their `since` back
+ *      (an owned range meeting a recorded one takes the larger since: conservative). Entries
+ *      leave once since is older than the MVCC window.
+ *   5. A range that moved away leaves `own` once its until is older than the window; its rows
+ *      are then cleared in the next version this server applies (rl__ss_move_apply), unless it is assigned to this
+ *      server again first (the pending drop is forgotten: the fetch clears it anyway).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -500,6 +504,26 @@ static int moved_add(rl_ss *ss, const ss_range *k, rl_version since) {
     return moved_write(ss);
 }
 
+/* ---- Dropping moved-out rows ------------------------------------------------------------------- */
+
+static int overlaps(const ss_range *r, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+    return rl__bytes_cmp(r->begin, r->begin_len, e, el) < 0 && rl__bytes_cmp(b, bl, r->end, r->end_len) < 0;
+}
+
+/* Forget pending drops that meet [b, e) (the range is ours again: never clear it). */
+static void drops_forget(rl_ss *ss, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ss->n_drops; i++) {
+        if (overlaps(&ss->drops[i], b, bl, e, el)) {
+            rl__free(ss->drops[i].begin);
+            rl__free(ss->drops[i].end);
+            continue;
+        }
+        ss->drops[n++] = ss->drops[i];
+    }
+    ss->n_drops = n;
+}
+
 /* ---- Hooks of ss_repl.c ------------------------------------------------------------------------ */
 
 void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_version end) {
@@ -512,6 +536,7 @@ void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_versio
             fetch_drop(ss, f);
     }
     rl__ss_own_remove(ss, k); /* not served until fetched (invariant 1) */
+    drops_forget(ss, k->begin, k->begin_len, k->end, k->end_len);
     ss_fetch *f = rl__calloc(1, sizeof *f);
     if (f) {
         f->r.begin = rl__ss_memdup(k->begin, k->begin_len);
@@ -581,39 +606,73 @@ void rl__ss_move_buffer(rl_ss *ss, const rl_msg_peek_version *pv) {
     }
 }
 
-void rl__ss_move_after_peek(rl_ss *ss) {
+/* See ss_int.h: one engine version v holding, in order, the clears of pending drops, each
+ * ready fetch's clear of R + rows at F + kept mutations (all below v), then muts (v's own, which
+ * come after: invariant 1). Ready fetches become owned from v; the others keep v's part in R. */
+int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t n_muts) {
+    size_t pre = ss->n_drops;
+    for (ss_fetch *f = ss->fetches; f; f = f->next)
+        if (f->state == F_READY) pre += 1 + f->n_rows + f->n_buf;
+    rl_msg_peek_version pv = {v, muts, n_muts};
+    if (pre == 0) {
+        rl__ss_move_buffer(ss, &pv);
+        return atomic_load(&ss->fatal) ? RL_E_OUT_OF_MEMORY : rl__storage_apply(ss->st, v, muts, n_muts);
+    }
+    rl_mutation *all = rl__malloc((pre + n_muts) * sizeof *all);
+    if (!all) return RL_E_OUT_OF_MEMORY;
+    size_t k = 0;
+    for (uint32_t i = 0; i < ss->n_drops; i++)
+        all[k++] = (rl_mutation){RL_MUT_CLEAR_RANGE, ss->drops[i].begin, ss->drops[i].begin_len,
+                                 ss->drops[i].end, ss->drops[i].end_len};
     for (ss_fetch *f = ss->fetches; f; f = f->next) {
         if (f->state != F_READY) continue;
-        rl_version known = atomic_load(&ss->known), applied = atomic_load(&ss->applied);
-        if (known <= applied) return; /* the next version comes (coord_move.c invariant 3) */
-        size_t n = 1 + f->n_rows + f->n_buf;
-        rl_mutation *all = rl__malloc(n * sizeof *all);
-        if (!all) {
-            rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "applying a moved range");
-            return;
-        }
-        all[0] = (rl_mutation){RL_MUT_CLEAR_RANGE, f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
-        if (f->n_rows) memcpy(all + 1, f->rows, f->n_rows * sizeof *all);
-        for (size_t i = 0; i < f->n_buf; i++) all[1 + f->n_rows + i] = f->buf[i].m;
-        int rc = rl__storage_apply(ss->st, known, all, n);
-        rl__free(all);
-        if (rc != RL_OK) {
-            rl__ss_fatal(ss, rc, "applying a moved range");
-            return;
-        }
-        atomic_store(&ss->applied, known);
-        rl_keyrange k = {f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
-        rl__ss_own_assign(ss, &k, known);
-        if (atomic_load(&ss->fatal)) return;
-        f->complete = known;
+        all[k++] = (rl_mutation){RL_MUT_CLEAR_RANGE, f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
+        if (f->n_rows) memcpy(all + k, f->rows, f->n_rows * sizeof *all);
+        k += f->n_rows;
+        for (size_t i = 0; i < f->n_buf; i++) all[k++] = f->buf[i].m;
+    }
+    if (n_muts) memcpy(all + k, muts, n_muts * sizeof *all);
+    int rc = rl__storage_apply(ss->st, v, all, k + n_muts);
+    rl__free(all);
+    if (rc != RL_OK) return rc;
+    if (ss->n_drops) {
+        atomic_fetch_add(&ss->n_dropped, ss->n_drops);
+        rl__log(RL_LOG_INFO, "storage server %u: dropped the rows of %u moved-out ranges at "
+                "version %" PRIu64, ss->o.id, ss->n_drops, v);
+        rl__ss_ranges_free(ss->drops, ss->n_drops);
+        ss->drops = NULL;
+        ss->n_drops = 0;
+    }
+    for (ss_fetch *f = ss->fetches; f; f = f->next) {
+        if (f->state != F_READY) continue;
+        rl_keyrange r = {f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
+        rl__ss_own_assign(ss, &r, v);
+        if (atomic_load(&ss->fatal)) return RL_E_OUT_OF_MEMORY;
+        f->complete = v;
         f->state = F_APPLIED;
         rl__log(RL_LOG_INFO, "storage server %u: a moved range is applied at version %" PRIu64
-                " (%zu rows at %" PRIu64 ", %zu later mutations)", ss->o.id, known, f->n_rows,
-                f->fv, f->n_buf);
+                " (%zu rows at %" PRIu64 ", %zu later mutations)", ss->o.id, v, f->n_rows, f->fv,
+                f->n_buf);
         rl__arena_reset(&f->arena);
         f->n_rows = f->n_buf = 0;
-        rl__ss_maybe_sync(ss);
     }
+    rl__ss_move_buffer(ss, &pv); /* the fetches still running keep v's part */
+    return atomic_load(&ss->fatal) ? RL_E_OUT_OF_MEMORY : RL_OK;
+}
+
+void rl__ss_move_after_peek(rl_ss *ss) {
+    /* Nothing of this reply's versions carried them: a version known but not applied does. */
+    rl_version known = atomic_load(&ss->known), applied = atomic_load(&ss->applied);
+    int waiting = ss->n_drops > 0;
+    for (ss_fetch *f = ss->fetches; f && !waiting; f = f->next) waiting = f->state == F_READY;
+    if (!waiting || known <= applied) return; /* the next version comes (coord_move.c inv. 3) */
+    int rc = rl__ss_move_apply(ss, known, NULL, 0);
+    if (rc != RL_OK) {
+        rl__ss_fatal(ss, rc, "applying a moved range");
+        return;
+    }
+    atomic_store(&ss->applied, known);
+    rl__ss_maybe_sync(ss);
 }
 
 void rl__ss_move_on_durable(rl_ss *ss) {
@@ -645,6 +704,8 @@ void rl__ss_move_on_map(rl_ss *ss) {
 
 void rl__ss_move_on_register(rl_ss *ss) {
     while (ss->fetches) fetch_drop(ss, ss->fetches);
+    for (uint32_t i = 0; i < ss->n_own; i++) /* ranges the coordinator says are ours stay */
+        drops_forget(ss, ss->own[i].begin, ss->own[i].begin_len, ss->own[i].end, ss->own[i].end_len);
     /* The ranges that moved here keep refusing reads below their since (invariant 4). */
     moved_load(ss);
     pthread_mutex_lock(&ss->map_mu);
@@ -685,8 +746,14 @@ void rl__ss_move_tick(rl_ss *ss) {
             }
             copy = (rl_keyrange){b, k.begin_len, e, k.end_len};
             rl__ss_own_remove(ss, &copy);
-            rl__free(b);
-            rl__free(e);
+            ss_range *d = rl__realloc(ss->drops, (ss->n_drops + 1) * sizeof *d);
+            if (d) { /* its rows go at the next version (drops_apply) */
+                ss->drops = d;
+                d[ss->n_drops++] = (ss_range){b, copy.begin_len, e, copy.end_len, 0, 0};
+            } else {
+                rl__free(b);
+                rl__free(e);
+            }
             return; /* one per tick: own changed */
         }
     }
@@ -697,6 +764,9 @@ void rl__ss_move_free(rl_ss *ss) {
     rl__ss_ranges_free(ss->moved_in, ss->n_moved_in);
     ss->moved_in = NULL;
     ss->n_moved_in = 0;
+    rl__ss_ranges_free(ss->drops, ss->n_drops);
+    ss->drops = NULL;
+    ss->n_drops = 0;
 }
 
 uint32_t rl__ss_move_count(const rl_ss *ss) {

@@ -342,8 +342,7 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
     for (uint32_t i = 0; i < r->n_versions; i++) {
         const rl_msg_peek_version *pv = &r->versions[i];
         if (pv->version <= atomic_load(&ss->applied)) continue;
-        rl__ss_move_buffer(ss, pv);
-        int rc = rl__storage_apply(ss->st, pv->version, pv->muts, pv->n_muts);
+        int rc = rl__ss_move_apply(ss, pv->version, pv->muts, pv->n_muts); /* ss_move.c */
         if (rc != RL_OK) {
             char what[96];
             snprintf(what, sizeof what, "applying version %" PRIu64, pv->version);
@@ -613,7 +612,7 @@ static void maybe_sync(rl_ss *ss) {
         return;
     }
     if (known > atomic_load(&ss->applied)) {
-        int rc = rl__storage_apply(ss->st, known, NULL, 0);
+        int rc = rl__ss_move_apply(ss, known, NULL, 0); /* with what waits for a version */
         if (rc != RL_OK) {
             rl__ss_fatal(ss, rc, "applying an empty version");
             return;

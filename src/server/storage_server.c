@@ -245,9 +245,10 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
     rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64, ss->port,
                    ss->o.no_sync ? "true" : "false", ss->o.window_versions);
     uint32_t fetching = rl__ss_move_count(ss);
-    rl__buf_printf(out, ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u}",
+    rl__buf_printf(out, ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
+                        ",\"dropped_ranges\":%" PRIu64 "}",
                    (uint64_t)atomic_load(&ss->n_fetches_done), (uint64_t)atomic_load(&ss->n_fetched_rows),
-                   fetching);
+                   fetching, (uint64_t)atomic_load(&ss->n_dropped));
 }
 
 void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {

@@ -13,6 +13,8 @@
  *                  (refused by the coordinator itself, through a raw admin connection)
  *   placement-2.5  a destination killed during its move registers again, is assigned the range
  *                  again and finishes it (a range beginning at "", recorded in DIR/moved-in)
+ *   placement-2.6  a source drops the rows of a range that moved away once the move left its
+ *                  MVCC window
  */
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +22,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -718,6 +722,68 @@ TEST(placement_2_5_destination_restart) {
     rl_test_cluster_stop(&c);
 }
 
+/* ---- placement-2.6 ------------------------------------------------------------------------ */
+
+static int touch_fn(rl_txn *t, void *ud) {
+    (void)ud;
+    return rl_txn_set(t, "a", 1, "tick", 4);
+}
+
+/* The storage STATUS of server id from `rl cluster status --json` (heap JSON, the caller's). */
+static json_t *storage_status(rl_test_cluster *c, int id) {
+    char *out = NULL;
+    rl_test_run("rl", &out, NULL, "cluster status --dir '%s' --json", c->dir);
+    json_error_t je;
+    json_t *j = out ? json_loads(out, 0, &je) : NULL;
+    free(out);
+    json_t *st = json_incref(json_object_get(json_array_get(json_object_get(j, "processes"), (size_t)id), "status"));
+    json_decref(j);
+    return st;
+}
+
+/* A source drops the rows of a range that moved away once the move left its MVCC window (0.3 s
+ * here): STATUS counts the dropped range and the keys are gone; reads of the range keep working
+ * on its new team. */
+TEST(placement_2_6_source_drops_rows) {
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.n_shards = 1;
+    o.window_versions = 300000;
+    rl_test_cluster c;
+    int rc = rl_test_cluster_start(&c, &o);
+    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
+    ASSERT_OK(rc);
+    rl_db *db;
+    ASSERT_OK(rl_db_open(c.url, NULL, &db));
+    ASSERT_OK(run(db, rfill_fn, NULL));
+    ASSERT_OK(run(db, touch_fn, NULL));
+    rl_buf msg;
+    rl__buf_init(&msg);
+    uint32_t t2[] = {2};
+    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
+                                   NULL, &msg));
+    json_t *st = NULL;
+    int dropped = 0;
+    for (int i = 0; i < 100 && !dropped; i++) { /* versions move with commits only */
+        ASSERT_OK(run(db, touch_fn, NULL));
+        msleep(50);
+        json_decref(st);
+        st = storage_status(&c, 1);
+        dropped = json_integer_value(json_object_get(st, "dropped_ranges")) >= 1;
+    }
+    ASSERT_TRUE(dropped);
+    ASSERT_EQ(json_integer_value(json_object_get(st, "keys")), 1); /* only "a" is left */
+    json_decref(st);
+    rcheck_t rcx;
+    ASSERT_OK(run(db, rcheck_fn, &rcx));
+    ASSERT_EQ(rcx.n, 50);
+    ASSERT_EQ(rcx.bad, 0);
+    rl__buf_release(&msg);
+    rl_db_close(db);
+    rl_test_cluster_stop(&c);
+}
+
 /* ---- placement-2.4 ------------------------------------------------------------------------ */
 
 TEST(placement_2_4_bad_input) {
@@ -786,4 +852,4 @@ TEST(placement_2_4_bad_input) {
 }
 
 RL_TEST_MAIN(T(placement_2_1_split), T(placement_2_2_moves_under_load), T(placement_2_3_coordinator_restart),
-             T(placement_2_4_bad_input), T(placement_2_5_destination_restart))
+             T(placement_2_4_bad_input), T(placement_2_5_destination_restart), T(placement_2_6_source_drops_rows))
