@@ -121,6 +121,8 @@ typedef struct {
     /* The clock of the time limit, for tests: nanoseconds, monotonic (NULL: the system's). */
     uint64_t (*clock_ns)(void *ud);
     void *clock_ud;
+    int trace;                    /* 1: record the timeline of the query's requests
+                                   * (rl_cursor_get_trace); 0: none (costs nothing) */
 } rl_query_options;
 
 /* Counters filled by every cursor (rl_cursor_get_counters). */
@@ -149,7 +151,72 @@ typedef struct {
                                      * although the scan had more entries to load */
     uint64_t secondary_unknown;     /* mapped entries whose backend cannot tell where the record
                                      * was read (fdb:: FoundationDB does not report it) */
+    /* ---- Tracing (DESIGN §5; docs/design.md §7 "Tracing counters"). The requests behind the
+     * reads whose results the cursor took (and reads it dropped complete); every network figure
+     * is 0 on the embedded backends (mem:, file:, defer:). Bytes are whole frames, headers
+     * included. ---- */
+    uint64_t requests;                   /* client requests sent (to storage and coordinator) */
+    uint64_t requests_get;               /* ... by type: GET */
+    uint64_t requests_get_key;           /* GET_KEY (selector resolution steps) */
+    uint64_t requests_get_range;         /* GET_RANGE (index pages, record loads, probes) */
+    uint64_t requests_get_mapped_range;  /* GET_MAPPED_RANGE */
+    uint64_t requests_get_read_version;  /* GET_READ_VERSION the query's first read waited for */
+    uint64_t requests_get_multi;         /* storage->storage GET_MULTI its mapped reads caused */
+    uint64_t requests_client_storage;    /* by link: client -> storage server */
+    uint64_t requests_client_coordinator;/* client -> coordinator (read version, system keys) */
+    uint64_t requests_storage_storage;   /* storage -> storage (= requests_get_multi) */
+    uint64_t bytes_sent_client_storage;  /* bytes each way per link */
+    uint64_t bytes_received_client_storage;
+    uint64_t bytes_sent_client_coordinator;
+    uint64_t bytes_received_client_coordinator;
+    uint64_t bytes_sent_storage_storage; /* GET_MULTI requests the servers sent ... */
+    uint64_t bytes_received_storage_storage; /* ... and their replies */
+    uint64_t round_trips;                /* client round trips, summed over reads (each read's
+                                          * sequential requests, plus the read version) */
+    uint64_t s2s_round_trips;            /* the servers' storage->storage round trips, summed */
+    uint64_t s2s_peers_max;              /* most peers one mapped request read from */
+    uint64_t critical_round_trips;       /* round trips on the critical path: the longest chain
+                                          * of reads each issued after the cursor took the result
+                                          * of the one before, each read counting its sequential
+                                          * round trips, the read version it waited for and its
+                                          * servers' s2s round trips (docs/design.md §7) */
+    uint64_t waits;                      /* times the cursor blocked on a read still in flight */
 } rl_query_counters;
+
+/* What the storage server of a traced mapped read sent one of its peers. */
+typedef struct {
+    uint32_t server_id;         /* the peer storage server */
+    uint32_t requests;          /* GET_MULTI requests sent to it */
+    uint32_t items;             /* the reads they carried */
+    uint64_t bytes_sent;        /* their request frames */
+    uint64_t bytes_received;    /* their reply frames */
+} rl_query_s2s_peer;
+
+/* One request of a traced query (rl_query_options.trace): every attempt sent; one that got no
+ * reply (a lost connection, a timeout: the backend retried it) has error = the transport error
+ * (connection_failed, ...) and bytes_received 0. */
+typedef struct {
+    int64_t start_ns;           /* sent, nanoseconds after rl_cursor_open */
+    int64_t latency_ns;         /* until its reply was taken on the client's network thread */
+    const char *type;           /* "get", "get_key", "get_range", "get_mapped_range",
+                                 * "get_read_version", "other": static strings */
+    const char *link;           /* "client-storage" or "client-coordinator" */
+    uint32_t server_id;         /* 0: the coordinator */
+    char address[16];           /* dotted IPv4 */
+    uint16_t port;
+    char host[32];              /* the server's host label ("" when unknown) */
+    uint64_t bytes_sent;        /* request frame */
+    uint64_t bytes_received;    /* reply frame */
+    int error;                  /* the error reply's code (0: a reply) */
+    /* get_mapped_range: what the storage server reported for it (0 otherwise). */
+    uint32_t secondaries_local, secondaries_remote;
+    uint32_t s2s_requests, s2s_round_trips, s2s_peers;
+    uint64_t s2s_bytes_sent, s2s_bytes_received;
+    int64_t server_ns;          /* the server's time on it */
+    const rl_query_s2s_peer *s2s_by_peer; /* per peer (at most 64, first-use order); borrowed
+                                           * like the event */
+    size_t n_s2s_by_peer;
+} rl_query_trace_event;
 
 /* One row. Every pointer is borrowed from the cursor and valid until the next call on it. */
 typedef struct {
@@ -191,6 +258,11 @@ RL_API int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out
 
 /* rl_cursor_get_counters — copy the cursor's counters. */
 RL_API void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out);
+
+/* rl_cursor_get_trace — the timeline of a cursor opened with rl_query_options.trace = 1: one
+ * event per request attempt of the reads it took, ordered by start. [out] out, out_n: borrowed
+ * from c, valid until the next call on c; NULL/0 when not traced (or no request: embedded). */
+RL_API void rl_cursor_get_trace(rl_cursor *c, const rl_query_trace_event **out, size_t *out_n);
 
 /* rl_cursor_error_cause — after RL_E_FALLBACK_FAILED: the error of the fallback scan; else the
  * cursor's error (0 if none). */

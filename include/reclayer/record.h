@@ -92,11 +92,6 @@ RL_API int rl_metadata_build(rl_metadata *md);
  * until the next call on it. */
 RL_API const char *rl_metadata_errmsg(const rl_metadata *md);
 
-/* rl_record_order_metadata — the benchmark's metadata, built: type reclayer.Order (proto/
- * order.proto) with primary key order_id and the VALUE index price_idx on price; version 1.
- * [out] out: free with rl_metadata_free. RL_OK or RL_E_OUT_OF_MEMORY. */
-RL_API int rl_record_order_metadata(rl_metadata **out);
-
 /* ---- Stores ------------------------------------------------------------------------------ */
 
 /* Store flags, used when rl_store_open creates the store; an existing store's header decides. */

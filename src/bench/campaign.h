@@ -90,14 +90,17 @@ typedef enum {
                                  * allocator counted by a wrapper) */
     RL_CAMP_M_ALLOCS,           /* allocs_per_op */
     RL_CAMP_M_ROWS,             /* rows_per_op: rows returned */
-    RL_CAMP_M_REQUESTS,         /* requests_per_op: network requests (0 on embedded; null where the
-                                 * query layer does not count them yet: cluster:) */
-    RL_CAMP_M_ROUND_TRIPS,      /* round_trips_per_op: of them one after another (likewise) */
+    RL_CAMP_M_REQUESTS,         /* requests_per_op: client requests over the network
+                                 * (rl_query_counters.requests; 0 on embedded) */
+    RL_CAMP_M_ROUND_TRIPS,      /* round_trips_per_op: round trips on the critical path
+                                 * (rl_query_counters.critical_round_trips; 0 on embedded) */
     RL_CAMP_M_KV_BYTES,         /* kv_bytes_per_op: key+value bytes received by the client */
     RL_CAMP_M_INDEX_ENTRIES,    /* index_entries_per_op */
     RL_CAMP_M_CLIENT_READS,     /* client_reads_per_op: gets + range reads + mapped reads issued */
     RL_CAMP_M_MAPPED_REQUESTS,  /* mapped_requests_per_op */
     RL_CAMP_M_RECORD_LOADS,     /* record_loads_per_op: records the client loaded itself */
+    RL_CAMP_M_NET_BYTES,        /* net_bytes_received_per_op: reply bytes the client received over
+                                 * the network (frames, from storage and coordinator; 0 embedded) */
     RL_CAMP_METRICS
 } rl_camp_metric;
 

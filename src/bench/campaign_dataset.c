@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/hash.h"
 #include "bench/campaign_int.h"
+#include "tuple/tuple.h"
 #include "order.pb-c.h"
 
 /* ---- Loading ----------------------------------------------------------------------------------- */

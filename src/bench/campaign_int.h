@@ -16,7 +16,8 @@
 
 #include "bench/campaign.h"
 #include "reclayer/query.h"
-#include "record/record_int.h"
+#include "record/layout.h"
+#include "record/tool.h"
 
 /* The text of an rl_buf (its bytes are uint8_t; they are text here). */
 static inline const char *rl__camp_str(const rl_buf *b) { return (const char *)b->data; }
@@ -41,7 +42,7 @@ void rl__camp_conn_close(rl_camp_conn *c);
 typedef struct {
     uint64_t ops;
     uint64_t rows, index_entries, client_reads, mapped_requests, record_loads, kv_bytes;
-    uint64_t requests, round_trips;
+    uint64_t requests, round_trips, net_bytes_received;
     int net_uncounted;       /* requests and round trips are not known (a networked backend whose
                               * counters the query layer does not carry yet): report them as null */
     uint64_t hash;           /* the rows (order_ids in order) of the last op, folded */

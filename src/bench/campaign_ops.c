@@ -105,16 +105,19 @@ static uint64_t fold(uint64_t h, int64_t id) { return (h ^ (uint64_t)id) * 0x100
 
 static const rl_fetch_method methods[3] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH, RL_FETCH_ADAPTIVE};
 
-/* Requests and round trips per op as the query layer reports them. The embedded backends (file:,
- * mem:) send none: 0 is the truth there. A networked backend fills rl_kv_read_stats
- * (src/kv/backend.h), but rl_query_counters does not carry their sums yet, so there they are
- * unknown (returns 0: not counted) rather than a false 0. When the counters carry them, read them
- * here: this is the one place the campaign takes them from. */
-static int net_counters(const rl_camp_conn *c, const rl_query_counters *k, uint64_t *requests, uint64_t *round_trips) {
-    (void)k;
-    *requests = 0;
-    *round_trips = 0;
-    return c->embedded;
+/* Requests, round trips and network bytes per op as the query layer reports them
+ * (rl_query_counters' tracing figures, docs/design.md §7): client requests over the network (to
+ * storage servers and the coordinator, the op's read version included), round trips on the
+ * critical path, and the reply bytes received. The embedded backends send none: 0 is the truth
+ * there; cluster: fills them. This is the one place the campaign takes them from. Returns 1 (they
+ * are known). */
+static int net_counters(const rl_camp_conn *c, const rl_query_counters *k, uint64_t *requests, uint64_t *round_trips,
+                        uint64_t *bytes_received) {
+    (void)c;
+    *requests = k->requests;
+    *round_trips = k->critical_round_trips;
+    *bytes_received = k->bytes_received_client_storage + k->bytes_received_client_coordinator;
+    return 1;
 }
 
 static int rl_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int depth, rl_camp_sums *s, rl_buf *msg) {
@@ -123,7 +126,7 @@ static int rl_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int de
     rl_query_options qo;
     rl_query_counters kc;
     const rl_query_row *row;
-    uint64_t n = 0, h = 0xcbf29ce484222325ull, sum = 0, req, rtt;
+    uint64_t n = 0, h = 0xcbf29ce484222325ull, sum = 0, req, rtt, nb;
     int rc;
     memset(&qo, 0, sizeof qo);
     qo.size = sizeof qo;
@@ -149,7 +152,7 @@ static int rl_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int de
         goto done;
     }
     rl_cursor_get_counters(cur, &kc);
-    if (!net_counters(c, &kc, &req, &rtt)) s->net_uncounted = 1;
+    if (!net_counters(c, &kc, &req, &rtt, &nb)) s->net_uncounted = 1;
     s->index_entries += kc.index_entries_read;
     s->client_reads += kc.reads_get + kc.reads_range + kc.reads_mapped_range;
     s->mapped_requests += kc.mapped_range_requests;
@@ -157,6 +160,7 @@ static int rl_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int de
     s->kv_bytes += kc.kv_bytes_received;
     s->requests += req;
     s->round_trips += rtt;
+    s->net_bytes_received += nb;
 done:
     rl_cursor_free(cur);
     rl_txn_free(t);

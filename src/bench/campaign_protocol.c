@@ -40,7 +40,7 @@ static const char *const arm_names[RL_CAMP_ARM_KINDS] = {"ordinary", "remote", "
 static const char *const metric_names[RL_CAMP_METRICS] = {
     "ns_per_op",           "bytes_per_op",         "allocs_per_op",        "rows_per_op",
     "requests_per_op",     "round_trips_per_op",   "kv_bytes_per_op",      "index_entries_per_op",
-    "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op"};
+    "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op", "net_bytes_received_per_op"};
 static const char *const variant_names[RL_CAMP_VARIANTS] = {"small", "split"};
 static const char *const kind_names[] = {"embedded", "single", "multi"};
 

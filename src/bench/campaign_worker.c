@@ -83,6 +83,7 @@ int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
         v[RL_CAMP_M_CLIENT_READS] = (double)s.client_reads / ops;
         v[RL_CAMP_M_MAPPED_REQUESTS] = (double)s.mapped_requests / ops;
         v[RL_CAMP_M_RECORD_LOADS] = (double)s.record_loads / ops;
+        v[RL_CAMP_M_NET_BYTES] = s.net_uncounted ? NAN : (double)s.net_bytes_received / ops;
         char hash[17];
         snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s.hash);
         json_t *line = json_pack("{s:i, s:I, s:f}", "repeat", r + 1, "ops", (json_int_t)s.ops, "seconds",

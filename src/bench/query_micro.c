@@ -17,7 +17,7 @@
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
 #include "reclayer/record.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 #include "tuple/tuple.h"
 
 enum { R_LIMIT1, R_ROWS10, R_ROWS1000, R_COUNT };
@@ -59,6 +59,8 @@ typedef struct {
     double rows; /* rows per op */
     int selected, failed;
     int err; /* the error when failed */
+    int has_k;            /* o->stats: k holds one untimed op's counters */
+    rl_query_counters k;
 } result;
 
 /* What the ops read is summed here, so the compiler cannot drop the reads. */
@@ -165,7 +167,7 @@ static int dataset_load(dataset *d, rl_db *shared, const char *name, int records
     } else if ((rc = rl_db_open("mem:", NULL, &d->db))) {
         goto done;
     }
-    if ((rc = rl_record_order_metadata(&d->md)) ||
+    if ((rc = rl__order_metadata(&d->md)) ||
         (rc = rl_store_new(d->md, pfx, pfx_len, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS,
                            &d->st)))
         goto done;
@@ -262,7 +264,7 @@ static uint64_t fold(uint64_t h, int64_t id) { return (h ^ (uint64_t)id) * 0x100
 /* One reclayer op: the query with fetch method m, reading every field of every record.
  * [out] out_rows: rows returned; out_hash: fold of their order_ids. */
 static int rl_op(dataset *d, rl_fetch_method m, int limit, int reverse, uint64_t *out_rows,
-                 uint64_t *out_hash) {
+                 uint64_t *out_hash, rl_query_counters *out_k) {
     rl_txn *t = NULL;
     rl_cursor *c = NULL;
     rl_query_options qo;
@@ -282,6 +284,7 @@ static int rl_op(dataset *d, rl_fetch_method m, int limit, int reverse, uint64_t
         h = fold(h, o->order_id);
         n++;
     }
+    if (out_k && c) rl_cursor_get_counters(c, out_k);
 done:
     rl_cursor_free(c);
     rl_txn_free(t);
@@ -323,7 +326,7 @@ static int sq_op(dataset *d, int limit, int reverse, uint64_t *out_rows, uint64_
 
 static int run_op(dataset *d, int sys, int limit, int reverse, uint64_t *out_rows, uint64_t *out_hash) {
     if (sys == S_SQLITE) return sq_op(d, limit, reverse, out_rows, out_hash);
-    return rl_op(d, smethods[sys], limit, reverse, out_rows, out_hash);
+    return rl_op(d, smethods[sys], limit, reverse, out_rows, out_hash, NULL);
 }
 
 /* ---- Measuring --------------------------------------------------------------------------- */
@@ -383,7 +386,7 @@ static int check_group(dataset *d, int limit, int reverse, const char *group, re
     }
     for (int s = 0; s < S_SQLITE; s++) {
         if (!res[s].selected) continue;
-        if ((rc = rl_op(d, smethods[s], limit, reverse, &n, &h))) {
+        if ((rc = rl_op(d, smethods[s], limit, reverse, &n, &h, NULL))) {
             fprintf(stderr, "query: %s/%s failed: %s\n", group, snames[s], rl_error_name(rc));
             return rc;
         }
@@ -513,6 +516,12 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                         }
                     }
                 }
+                for (int s = 0; o->stats && rc == RL_OK && s < S_SQLITE; s++) {
+                    uint64_t n1, h1;
+                    if (!g[s].selected || g[s].failed) continue;
+                    g[s].k.size = sizeof g[s].k;
+                    if (rl_op(&ds[d], smethods[s], rlimits[r], dir, &n1, &h1, &g[s].k) == RL_OK) g[s].has_k = 1;
+                }
                 fprintf(stderr, "query: %s done (%d rounds)\n", name, repeats);
             }
         }
@@ -571,6 +580,25 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                         else rl__buf_append_str(json, ",\"allocs_per_op\":null,\"bytes_per_op\":null");
                         if (sq_ok) rl__buf_printf(json, ",\"ratio_to_sqlite\":%.3f", ns / sq_ns);
                         else rl__buf_append_str(json, ",\"ratio_to_sqlite\":null");
+                        if (x->has_k)
+                            rl__buf_printf(json, ",\"trace\":{\"requests\":%llu,\"requests_client_storage\":%llu,"
+                                                 "\"requests_client_coordinator\":%llu,\"requests_storage_storage\":%llu,"
+                                                 "\"round_trips\":%llu,\"critical_round_trips\":%llu,"
+                                                 "\"s2s_round_trips\":%llu,\"bytes_sent\":%llu,\"bytes_received\":%llu,"
+                                                 "\"bytes_storage_storage\":%llu}",
+                                           (unsigned long long)x->k.requests,
+                                           (unsigned long long)x->k.requests_client_storage,
+                                           (unsigned long long)x->k.requests_client_coordinator,
+                                           (unsigned long long)x->k.requests_storage_storage,
+                                           (unsigned long long)x->k.round_trips,
+                                           (unsigned long long)x->k.critical_round_trips,
+                                           (unsigned long long)x->k.s2s_round_trips,
+                                           (unsigned long long)(x->k.bytes_sent_client_storage +
+                                                                x->k.bytes_sent_client_coordinator),
+                                           (unsigned long long)(x->k.bytes_received_client_storage +
+                                                                x->k.bytes_received_client_coordinator),
+                                           (unsigned long long)(x->k.bytes_sent_storage_storage +
+                                                                x->k.bytes_received_storage_storage));
                         rl__buf_append_str(json, "}");
                     }
                 }
@@ -603,6 +631,33 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                     fprintf(out, " %10s", "-");
                 fprintf(out, "\n");
             }
+    if (o->stats) {
+        /* The trace summary: one untimed op per case after its rounds (its own transaction, so
+         * the read version it waits for is in it). */
+        fprintf(out, "\ntrace summary per op (one untimed op after the rounds; c->s client to storage, c->c "
+                     "client to coordinator, s->s storage to storage; bytes are frames with headers)\n");
+        fprintf(out, "%-7s %-9s %-8s %-16s %8s %8s %6s %7s %8s %8s %7s %10s %10s %10s\n", "dataset", "rows", "dir",
+                "system", "requests", "c->s", "c->c", "s->s", "rtt", "critical", "s2s rtt", "sent B", "recv B",
+                "s->s B");
+        for (int d = 0; d < D_COUNT; d++)
+            for (int r = 0; r < R_COUNT; r++)
+                for (int dir = 0; dir < 2; dir++)
+                    for (int s = 0; s < S_SQLITE; s++) {
+                        const result *x = &res[d][r][dir][s];
+                        if (!x->has_k) continue;
+                        const rl_query_counters *k = &x->k;
+                        fprintf(out, "%-7s %-9s %-8s %-16s %8llu %8llu %6llu %7llu %8llu %8llu %7llu %10llu %10llu %10llu\n",
+                                dnames[d], rnames[r], dirnames[dir], snames[s], (unsigned long long)k->requests,
+                                (unsigned long long)k->requests_client_storage,
+                                (unsigned long long)k->requests_client_coordinator,
+                                (unsigned long long)k->requests_storage_storage, (unsigned long long)k->round_trips,
+                                (unsigned long long)k->critical_round_trips, (unsigned long long)k->s2s_round_trips,
+                                (unsigned long long)(k->bytes_sent_client_storage + k->bytes_sent_client_coordinator),
+                                (unsigned long long)(k->bytes_received_client_storage +
+                                                     k->bytes_received_client_coordinator),
+                                (unsigned long long)(k->bytes_sent_storage_storage + k->bytes_received_storage_storage));
+                    }
+    }
     if (json) rl__buf_append_str(json, "]}");
     for (int d = 0; d < D_COUNT; d++) dataset_release(&ds[d]);
     rl_db_close(shared);

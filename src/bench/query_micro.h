@@ -36,7 +36,7 @@
 #include "base/buf.h"
 
 /* The ranges of the options (rlbench query shows them in its help); padding is at most
- * RL__TOOL_PADDING_MAX (record_int.h), the largest that fits one transaction. */
+ * RL__TOOL_PADDING_MAX (record/tool.h), the largest that fits one transaction. */
 #define RL__QUERY_MICRO_RECORDS_MAX 1000000
 #define RL__QUERY_MICRO_SECONDS_MIN 0.001
 #define RL__QUERY_MICRO_SECONDS_MAX 3600.0
@@ -53,6 +53,9 @@ typedef struct {
     const char *only; /* run only cases whose name "dataset/rows/direction/system" contains this
                        * (NULL: all); datasets no selected case uses are not loaded; a string no
                        * case name contains is refused */
+    int stats;        /* 1: after each case's rounds, one more op (untimed) with the query's
+                       * tracing counters, printed as a trace summary table per case (requests,
+                       * round trips, bytes per op; all 0 on embedded) and in the JSON */
 } rl_query_micro_options;
 
 /* rl__bench_query_micro_check — check the options before a run: every field in its range and

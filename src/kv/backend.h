@@ -51,15 +51,73 @@ typedef enum {
 
 typedef struct rl_kv_read rl_kv_read;
 
-/* Per-read counters a backend may fill (all zero for the embedded backend except where noted);
- * the query layer adds them up for its tracing counters. */
+/* Links a request can cross (the tracing of DESIGN §5). */
+typedef enum {
+    RL_KV_LINK_CLIENT_STORAGE = 1,     /* the client to a storage server */
+    RL_KV_LINK_CLIENT_COORDINATOR = 2, /* the client to the coordinator (read versions, system keys) */
+    RL_KV_LINK_STORAGE_STORAGE = 3,    /* a storage server to another (mapped reads' GET_MULTI) */
+} rl_kv_link;
+
+/* One request of a read (or a read-version request) as the backend saw it, recorded only when
+ * the read asked for it (rl_kv_read.trace). Allocated by the backend from the read's arena (a
+ * read-version request's one event lives in the rl_kv_grv block) and linked in send order; the
+ * transaction layer moves the list to the future. Times are rl__clock_mono_ns(). Every attempt
+ * sent has one: an attempt that got no reply (a lost connection, a timeout, a failed send: then
+ * retried or failed) has err = the transport error and bytes_received 0. A read version keeps
+ * only its last attempt's. */
+/* What a mapped read's storage server sent one peer (the reply's per-peer stats). */
+typedef struct {
+    uint32_t server_id, requests, items;
+    uint64_t bytes_sent, bytes_received;
+} rl_kv_s2s_peer;
+
+typedef struct rl_kv_trace_event rl_kv_trace_event;
+struct rl_kv_trace_event {
+    rl_kv_trace_event *next;
+    uint64_t start_ns;           /* the request was handed to its connection */
+    uint64_t end_ns;             /* its reply was taken by the network thread */
+    uint16_t type;               /* wire message type (net/proto.h RL_MSG_*) */
+    uint8_t link;                /* rl_kv_link */
+    int32_t err;                 /* the error reply's code, 0 for a reply */
+    uint32_t server_id;          /* 0: the coordinator */
+    char address[16];            /* dotted IPv4 */
+    uint16_t port;
+    char host[32];               /* the server's host label ("" if unknown) */
+    uint32_t bytes_sent;         /* the request frame, header included */
+    uint32_t bytes_received;     /* the reply frame, header included */
+    /* GET_MAPPED_RANGE replies: the server's own counters (0 otherwise). */
+    uint32_t secondaries_local, secondaries_remote;
+    uint32_t s2s_requests, s2s_round_trips, s2s_peers;
+    uint64_t s2s_bytes_sent, s2s_bytes_received;
+    uint64_t server_ns;          /* time the server spent on it */
+    const rl_kv_s2s_peer *peers; /* per peer (the server's first RL_PROTO_MAX_PEER_STATS), in the
+                                  * read's arena */
+    uint32_t n_peers;
+};
+
+/* Per-read counters a backend may fill (all zero for the embedded backend); the transaction layer
+ * sums them over a read's requests into the future (rl_future.stats) and the query layer adds them
+ * up for its tracing counters (rl_query_counters). */
 typedef struct {
     uint32_t requests;        /* requests sent for this read (embedded: 0) */
     uint32_t round_trips;     /* of them, on the read's critical path, one after another */
-    uint64_t bytes_sent;      /* request bytes on the wire */
+    uint64_t bytes_sent;      /* request bytes on the wire (frames with headers) */
     uint64_t bytes_received;  /* reply bytes on the wire */
     uint32_t s2s_requests;    /* mapped reads: storage-to-storage requests the servers sent */
     uint32_t s2s_round_trips; /* ... of them one after another on the server's critical path */
+    /* Appended for tracing (all are parts of the figures above). */
+    uint32_t req_get, req_get_key, req_get_range, req_get_mapped; /* requests by message type */
+    uint32_t coord_requests;       /* requests to the coordinator (system keys; read versions) */
+    uint64_t coord_bytes_sent;     /* ... their bytes each way (the rest went to storage) */
+    uint64_t coord_bytes_received;
+    uint64_t s2s_bytes_sent;       /* mapped reads: GET_MULTI frames the servers sent / received */
+    uint64_t s2s_bytes_received;
+    uint32_t s2s_peers;            /* mapped reads: the most peers one server read from */
+    uint32_t grv_requests;         /* read-version requests charged to this read (transaction
+                                    * layer: the first read that waited for one; its requests,
+                                    * bytes and coord_* include it) */
+    uint32_t grv_waits;            /* 1: the read waited for a read version first (one round
+                                    * trip before its own) */
 } rl_kv_read_stats;
 
 struct rl_kv_read {
@@ -94,6 +152,10 @@ struct rl_kv_read {
     int more;                    /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
     rl_kv_read_stats stats;
     void *be_link;               /* the backend's own (queue link); untouched by the caller */
+    /* Tracing (appended): input `trace` 1 asks the backend to record an event per request
+     * (zero cost when 0); outputs: the events, in the read's arena, oldest first. */
+    int trace;
+    rl_kv_trace_event *trace_head, *trace_tail;
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */
@@ -104,6 +166,12 @@ struct rl_kv_grv {
     void *ud;
     rl_version version; /* output: the newest committed (durable) version */
     void *be_link;      /* the backend's own */
+    /* Tracing (appended; the backend may leave them 0): counters of the request (requests,
+     * round_trips, bytes, coord_*), and with `trace` 1 its event in `ev` (has_ev 1). */
+    rl_kv_read_stats stats;
+    int trace;
+    int has_ev;
+    rl_kv_trace_event ev;
 };
 
 typedef struct rl_kv_commit rl_kv_commit;

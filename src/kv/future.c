@@ -35,6 +35,8 @@
 
 #include "base/alloc.h"
 #include "kv/kv_int.h"
+#include "kv/kv_stats.h"
+#include "net/proto.h"
 
 static rl_future oom_future = {
     .kind = RL_FUT_NONE,
@@ -113,6 +115,7 @@ rl_future *rl__future_new(int kind) {
         f->cb_running = 0;
         f->free_in_cb = 0;
         memset(&f->stats, 0, sizeof f->stats);
+        f->trace_head = f->trace_tail = NULL;
         f->cbs = NULL;
         f->n_cbs = 0;
         f->i64 = 0;
@@ -330,4 +333,32 @@ void rl_future_free(rl_future *f) {
     while (f->cb_running) pthread_cond_wait(&f->cv, &f->mu); /* a callback on another thread */
     pthread_mutex_unlock(&f->mu);
     rl__future_unref(f);
+}
+
+/* ---- Network figures (kv_stats.h) ------------------------------------------------------------ */
+
+const char *rl__kv_trace_type_name(uint16_t type) {
+    switch (type) {
+    case RL_MSG_GET: return "get";
+    case RL_MSG_GET_KEY: return "get_key";
+    case RL_MSG_GET_RANGE: return "get_range";
+    case RL_MSG_GET_MAPPED_RANGE: return "get_mapped_range";
+    case RL_MSG_GET_READ_VERSION: return "get_read_version";
+    default: return "other";
+    }
+}
+
+const rl_kv_read_stats *rl__future_read_stats(const rl_future *f) {
+    static const rl_kv_read_stats zero;
+    if (!f || !__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return &zero;
+    return &f->stats;
+}
+
+const rl_kv_trace_event *rl__future_trace(const rl_future *f) {
+    if (!f || !__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return NULL;
+    return f->trace_head;
+}
+
+void rl__txn_trace(rl_txn *t, int delta) {
+    if (t) __atomic_fetch_add(&t->trace_on, delta, __ATOMIC_RELAXED);
 }

@@ -76,6 +76,7 @@ struct rl_future {
     int more;
     rl_txn *vs_owner;    /* versionstamp future: the transaction that will complete it */
     rl_kv_read_stats stats; /* what the backend reported for the read (summed over its requests) */
+    rl_kv_trace_event *trace_head, *trace_tail; /* its requests' events (in arena), when traced */
 };
 
 /* A new pending future of the given kind, or the shared out-of-memory future (never NULL). */
@@ -208,6 +209,8 @@ struct rl_txn {
     int64_t size_limit;
     int access_system_keys;
     int ryw_disabled;
+    int trace_on;            /* atomic: > 0 while a tracer (a query cursor) wants the backend's
+                              * per-request events of this transaction's reads (kv_stats.h) */
     int next_write_no_wcr;   /* NEXT_WRITE_NO_WRITE_CONFLICT_RANGE: the next write adds no write
                               * conflict range (cleared by that write and by every reset) */
     /* Retry state (kept across on_error resets, cleared by rl_txn_reset). */
@@ -234,8 +237,9 @@ int rl__txn_read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_
 /* txn.c: the read conflict range of one key, [k, k + "\x00"). Under t->mu. */
 int rl__txn_read_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl);
 /* txn_read.c: the read version arrived (err RL_OK) or failed: start or fail the waiters.
+ * g: the finished request (its stats and event are charged to the waiters' futures), or NULL.
  * Called without t->mu. */
-void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v);
+void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v, const rl_kv_grv *g);
 /* txn_read.c: cancel every read in flight (their futures complete with err). Under t->mu. */
 void rl__txn_cancel_ops(rl_txn *t, int err);
 /* txn.c: detach the pending versionstamp future filled for err (the stamp when RL_OK); the

@@ -270,17 +270,45 @@ static void req_init(txn_op *op, int rop) {
     r->rbegin = r->rend = NULL, r->rbegin_len = r->rend_len = 0;
     r->kvs = NULL, r->mkvs = NULL, r->n = 0, r->more = 0;
     memset(&r->stats, 0, sizeof r->stats);
+    r->trace = __atomic_load_n(&op->t->trace_on, __ATOMIC_RELAXED) > 0;
+    r->trace_head = r->trace_tail = NULL;
 }
 
-/* Add the backend's counters of the request just completed to the future's. */
+/* Add counters a onto s (every field: they are all sums, except s2s_peers, a maximum). */
+static void stats_add(rl_kv_read_stats *s, const rl_kv_read_stats *a) {
+    s->requests += a->requests;
+    s->round_trips += a->round_trips;
+    s->bytes_sent += a->bytes_sent;
+    s->bytes_received += a->bytes_received;
+    s->s2s_requests += a->s2s_requests;
+    s->s2s_round_trips += a->s2s_round_trips;
+    s->req_get += a->req_get;
+    s->req_get_key += a->req_get_key;
+    s->req_get_range += a->req_get_range;
+    s->req_get_mapped += a->req_get_mapped;
+    s->coord_requests += a->coord_requests;
+    s->coord_bytes_sent += a->coord_bytes_sent;
+    s->coord_bytes_received += a->coord_bytes_received;
+    s->s2s_bytes_sent += a->s2s_bytes_sent;
+    s->s2s_bytes_received += a->s2s_bytes_received;
+    if (a->s2s_peers > s->s2s_peers) s->s2s_peers = a->s2s_peers;
+    s->grv_requests += a->grv_requests;
+    s->grv_waits += a->grv_waits;
+}
+
+/* Append one event list (in f's arena) to f's. */
+static void trace_move(rl_future *f, rl_kv_trace_event *head, rl_kv_trace_event *tail) {
+    if (!head) return;
+    if (f->trace_tail) f->trace_tail->next = head;
+    else f->trace_head = head;
+    f->trace_tail = tail;
+}
+
+/* Add the backend's counters (and events) of the request just completed to the future's. */
 static void add_stats(txn_op *op) {
-    rl_kv_read_stats *s = &op->f->stats;
-    s->requests += op->r.stats.requests;
-    s->round_trips += op->r.stats.round_trips;
-    s->bytes_sent += op->r.stats.bytes_sent;
-    s->bytes_received += op->r.stats.bytes_received;
-    s->s2s_requests += op->r.stats.s2s_requests;
-    s->s2s_round_trips += op->r.stats.s2s_round_trips;
+    stats_add(&op->f->stats, &op->r.stats);
+    trace_move(op->f, op->r.trace_head, op->r.trace_tail);
+    op->r.trace_head = op->r.trace_tail = NULL;
 }
 
 /* ---- Merged range: step by step --------------------------------------------------------- */
@@ -934,8 +962,9 @@ static void on_grv_done(rl_kv_grv *g, int err) {
     rl_txn *t = q->t;
     uint64_t gen = q->gen;
     rl_version v = g->version;
-    if (t->is_async) rl__free(q);
-    rl__txn_rv_ready(t, gen, err, v);
+    int heap = t->is_async; /* read before: rl__txn_rv_ready may free t */
+    rl__txn_rv_ready(t, gen, err, v, g); /* charges g's stats and event to a waiting read */
+    if (heap) rl__free(q);
 }
 
 /* Allocate an operation of kind in f's arena (NULL on OOM). */
@@ -984,12 +1013,13 @@ static void op_start(txn_op *op) {
             t->refs++; /* as the request would hold: rl__txn_rv_ready drops it */
             uint64_t gen = t->gen;
             rl__txn_unlock(t);
-            rl__txn_rv_ready(t, gen, RL_E_OUT_OF_MEMORY, 0);
+            rl__txn_rv_ready(t, gen, RL_E_OUT_OF_MEMORY, 0, NULL);
             return;
         }
         q->t = t;
         q->gen = t->gen;
         q->g.done = on_grv_done;
+        q->g.trace = __atomic_load_n(&t->trace_on, __ATOMIC_RELAXED) > 0;
         t->grv = q;
         t->refs++;
         rl__txn_unlock(t);
@@ -1001,7 +1031,7 @@ static void op_start(txn_op *op) {
     op_drive(op, 1);
 }
 
-void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v) {
+void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v, const rl_kv_grv *g) {
     int async = t->is_async;
     rl__txn_lock(t);
     if (gen != t->gen || t->user_freed) { /* a reset came first: the waiters were cancelled */
@@ -1017,10 +1047,29 @@ void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v) {
     /* One waiter at a time, leaving the rest in the list: a callback that resets the
      * transaction while one runs cancels them (and starts a new generation). */
     txn_op *w;
+    int charged = 0; /* the request's counters and event go to the first waiting read */
     while (gen == t->gen && (w = t->rv_waiters)) {
         t->rv_waiters = w->next;
         if (!t->rv_waiters) t->rv_waiters_tail = NULL;
         w->next = NULL;
+        if (g && g->stats.requests > 0 && w->kind != OP_COMMIT && w->kind != OP_RV) {
+            w->f->stats.grv_waits = 1;
+            if (!charged) {
+                charged = 1;
+                rl_kv_read_stats gs = g->stats;
+                gs.grv_requests = gs.requests;
+                gs.round_trips = 0; /* grv_waits says it: round_trips stay the read's own */
+                stats_add(&w->f->stats, &gs);
+                if (g->has_ev) {
+                    rl_kv_trace_event *ev = rl__arena_alloc(&w->f->arena, sizeof *ev);
+                    if (ev) {
+                        *ev = g->ev;
+                        ev->next = NULL;
+                        trace_move(w->f, ev, ev);
+                    }
+                }
+            }
+        }
         if (err) {
             rl_future *vs = NULL;
             int vs_err = 0;

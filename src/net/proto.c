@@ -294,6 +294,7 @@ enum {
     MIN_ENTRY = 8 + 1 + 4 + 4 + 4 + 1 + 1,
     MIN_ITEM = 1 + 4 + 4 + 4 + 8,
     MIN_RESULT = 4 + 4 + 1,
+    MIN_PEER_STAT = 4 + 4 + 4 + 8 + 8,
 };
 
 /* selector: bytes key, u8 or_equal, i32 offset. */
@@ -788,6 +789,24 @@ static void x_get_mapped_range_reply(io *s, rl_msg_get_mapped_range_reply *m) {
     io_u32(s, &m->stats.s2s_requests, "s2s_requests");
     io_u32(s, &m->stats.s2s_round_trips, "s2s_round_trips");
     io_u64(s, &m->stats.server_ns, "server_ns");
+    io_u64(s, &m->stats.s2s_bytes_sent, "s2s_bytes_sent");
+    io_u64(s, &m->stats.s2s_bytes_received, "s2s_bytes_received");
+    io_u32(s, &m->stats.s2s_peers, "s2s_peers");
+    io_count(s, &m->stats.n_peer_stats, MIN_PEER_STAT, "peer_stats");
+    if (!s->failed && m->stats.n_peer_stats > RL_PROTO_MAX_PEER_STATS)
+        bad(s, "peer_stats", "has %u entries (at most %d)", m->stats.n_peer_stats, RL_PROTO_MAX_PEER_STATS);
+    rl_msg_s2s_peer *ps = io_array(s, m->stats.peer_stats, m->stats.n_peer_stats, sizeof *ps, "peer_stats");
+    for (uint32_t i = 0; i < m->stats.n_peer_stats && !s->failed; i++) {
+        io_u32(s, &ps[i].server_id, "server_id");
+        if (!s->failed && ps[i].server_id == 0) bad(s, "peer_stats", "names server 0 (the coordinator)");
+        for (uint32_t k = 0; k < i && !s->failed; k++)
+            if (ps[k].server_id == ps[i].server_id) bad(s, "peer_stats", "names server %u twice", ps[i].server_id);
+        io_u32(s, &ps[i].requests, "requests");
+        io_u32(s, &ps[i].items, "items");
+        io_u64(s, &ps[i].bytes_sent, "bytes_sent");
+        io_u64(s, &ps[i].bytes_received, "bytes_received");
+    }
+    if (!s->failed && s->decoding) m->stats.peer_stats = ps;
     leave(s);
 }
 

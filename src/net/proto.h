@@ -80,6 +80,7 @@
 #define RL_PROTO_MAX_JSON (16u << 20)  /* STATUS reply */
 #define RL_PROTO_MAX_TEAM 16           /* storage servers per shard */
 #define RL_PROTO_MAX_BATCH 10000       /* GET_MAPPED_RANGE batch */
+#define RL_PROTO_MAX_PEER_STATS 64     /* per-peer entries of a GET_MAPPED_RANGE reply's stats */
 /* A COMMIT's mutations (p1 + p2) plus its conflict ranges (begin + end), in bytes. */
 #define RL_PROTO_MAX_COMMIT_BYTES RL_TXN_SIZE_LIMIT
 
@@ -518,6 +519,15 @@ int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl_msg_get_mapped_ran
 int rl__msg_get_mapped_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                         rl_msg_get_mapped_range_req *out, rl_proto_why *why);
 
+/* What one mapped read sent one peer storage server (the reply's per-peer stats). */
+typedef struct {
+    uint32_t server_id;      /* the peer */
+    uint32_t requests;       /* GET_MULTI requests sent to it */
+    uint32_t items;          /* the reads (pieces) they carried */
+    uint64_t bytes_sent;     /* their request frames, headers included */
+    uint64_t bytes_received; /* their reply frames (the replies that came in time) */
+} rl_msg_s2s_peer;
+
 /* Counters of one mapped read at the storage server (the tracing of DESIGN §5). */
 typedef struct {
     uint32_t secondaries_local;  /* secondary reads served from this server's shards */
@@ -525,6 +535,14 @@ typedef struct {
     uint32_t s2s_requests;       /* storage-to-storage requests sent */
     uint32_t s2s_round_trips;    /* ... waited for one after another */
     uint64_t server_ns;          /* time the server spent on the request */
+    /* Appended for tracing: */
+    uint64_t s2s_bytes_sent;     /* GET_MULTI request frames sent, headers included */
+    uint64_t s2s_bytes_received; /* ... their reply frames received */
+    uint32_t s2s_peers;          /* distinct storage servers read from */
+    /* Per peer (the first RL_PROTO_MAX_PEER_STATS of them, in first-use order; server ids
+     * distinct and non-zero). Decoding allocates the array from the arena. */
+    uint32_t n_peer_stats;
+    const rl_msg_s2s_peer *peer_stats;
 } rl_msg_mapped_stats;
 
 /* GET_MAPPED_RANGE reply. Entries are the public rl_mapped_keyvalue: is_range, more and

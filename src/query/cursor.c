@@ -37,6 +37,15 @@
  *      primary keys share one buffer (c->qbytes), reset per index page. In steady state the
  *      cursor itself allocates nothing per row; what remains is the KV layer's (futures,
  *      result arenas).
+ *   7. Tracing counters (rl_query_counters' network figures) come from each read the cursor takes
+ *      (take_read: the backend's per-read stats, kv_stats.h), and from reads it drops that are
+ *      complete (src_release), so the counters and the trace's events always describe the same
+ *      reads. Critical round trips: every read records the critical depth D at its issue (d0);
+ *      taking its result sets D = max(D, d0 + its read-version wait + its sequential round trips
+ *      + its servers' s2s round trips). A read issued after the cursor took another's result is
+ *      thus behind it, reads issued together overlap, and a read dropped unused adds nothing.
+ *      It is a count in a model where round trips cost and CPU is free (the same on any
+ *      machine load), not a timing; `waits` counts the real blocking.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,10 +54,11 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "kv/kv_stats.h"
 #include "query/query_int.h"
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
-#include "record/record_int.h"
+#include "record/layout.h"
 #include "tuple/tuple.h"
 
 #define DEFAULT_PIPELINE 10
@@ -68,7 +78,9 @@ typedef struct {
     size_t key_len;
     size_t pk_off, pk_len; /* its primary key in qbytes, set when the load is issued */
     rl_future *f; /* the issued load of its record (NULL until issued) */
-    int issued;   /* its load was issued (f), or issuing it failed (err) */
+    unsigned issued : 1; /* its load was issued (f), or issuing it failed (err) */
+    unsigned d0 : 31;    /* the critical depth when its load was issued (invariant 7; saturates;
+                          * a bit-field keeps qent at 48 bytes: the queue holds a page of them) */
     int err;      /* why its load could not be issued: surfaces when it reaches the head */
 } qent;
 
@@ -77,7 +89,7 @@ typedef enum { SRC_NONE = 0, SRC_SCAN, SRC_REMOTE } src_kind;
 struct rl_cursor {
     rl_store *s;
     rl_txn *txn;
-    const rl__index *ix;
+    rl__index_layout ix;
     rl_query_options o;       /* copy; the borrowed pointers are cleared */
     rl_buf ixprefix;          /* store prefix + (2, subspace_key) */
     rl_buf recprefix;         /* store prefix + (1,) */
@@ -104,6 +116,7 @@ struct rl_cursor {
     rl_buf qbytes;            /* SRC_SCAN: the index keys of the queued entries */
     rl_buf qspare;            /* SRC_SCAN: qbytes' other half while the queue is compacted */
     rl_future *pf;            /* SRC_SCAN: the next index page, requested ahead (or NULL) */
+    uint64_t pf_d0, mf_d0;    /* critical depth when pf / mf was issued (invariant 7) */
     rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
     rl_buf lb, le;            /* begin / end keys of record loads: empty, or start with recprefix */
     rl_future *mf;            /* SRC_REMOTE: the current page */
@@ -127,6 +140,17 @@ struct rl_cursor {
     char errmsg[512];
     rl_buf cont;
     rl_query_counters k;
+    /* Tracing (invariant 7). */
+    uint64_t depth;           /* the critical path so far, in round trips */
+    uint64_t tr_t0;           /* rl__clock_mono_ns() at open: events' time origin */
+    rl_query_trace_event *tr; /* o.trace: the timeline, ordered by start */
+    size_t *tr_poff;          /* per event: its first entry in tr_peers (pointers are set by
+                               * rl_cursor_get_trace: tr_peers moves as it grows) */
+    size_t tr_n, tr_cap;
+    rl_query_s2s_peer *tr_peers; /* every event's per-peer stats */
+    size_t tr_np, tr_pcap;
+    int tr_oom;               /* an event could not be kept (the counters stay exact) */
+    int tr_on;                /* rl__txn_trace(txn, 1) was called (free undoes it) */
 };
 
 /* ============================================================================================
@@ -200,6 +224,126 @@ static uint64_t now_ns(const rl_cursor *c) {
     return c->o.clock_ns ? c->o.clock_ns(c->o.clock_ud) : rl__clock_mono_ns();
 }
 
+/* ---- Tracing (invariant 7) ------------------------------------------------------------------- */
+
+/* Append the event e to the timeline, keeping it ordered by start (events arrive mostly in
+ * order: the insertion walks back from the end). */
+static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
+    if (c->tr_n == c->tr_cap) {
+        size_t cap = c->tr_cap ? c->tr_cap * 2 : 64;
+        rl_query_trace_event *v = rl__realloc(c->tr, cap * sizeof *v);
+        if (v) c->tr = v;
+        size_t *po = v ? rl__realloc(c->tr_poff, cap * sizeof *po) : NULL;
+        if (!po) {
+            c->tr_oom = 1;
+            return;
+        }
+        c->tr_poff = po;
+        c->tr_cap = cap;
+    }
+    size_t poff = c->tr_np, np = e->n_peers;
+    if (np > 0 && c->tr_np + np > c->tr_pcap) {
+        size_t cap = c->tr_pcap ? c->tr_pcap * 2 : 64;
+        while (cap < c->tr_np + np) cap *= 2;
+        rl_query_s2s_peer *v = rl__realloc(c->tr_peers, cap * sizeof *v);
+        if (!v) {
+            c->tr_oom = 1;
+            np = 0;
+        } else {
+            c->tr_peers = v;
+            c->tr_pcap = cap;
+        }
+    }
+    for (size_t j = 0; j < np; j++) {
+        const rl_kv_s2s_peer *p = &e->peers[j];
+        c->tr_peers[c->tr_np++] = (rl_query_s2s_peer){p->server_id, p->requests, p->items, p->bytes_sent,
+                                                      p->bytes_received};
+    }
+    rl_query_trace_event t;
+    memset(&t, 0, sizeof t);
+    t.start_ns = (int64_t)(e->start_ns - c->tr_t0);
+    t.latency_ns = (int64_t)(e->end_ns - e->start_ns);
+    t.type = rl__kv_trace_type_name(e->type);
+    t.link = e->link == RL_KV_LINK_CLIENT_COORDINATOR ? "client-coordinator" : "client-storage";
+    t.server_id = e->server_id;
+    memcpy(t.address, e->address, sizeof t.address);
+    t.address[sizeof t.address - 1] = 0;
+    t.port = e->port;
+    memcpy(t.host, e->host, sizeof t.host);
+    t.host[sizeof t.host - 1] = 0;
+    t.bytes_sent = e->bytes_sent;
+    t.bytes_received = e->bytes_received;
+    t.error = e->err;
+    t.secondaries_local = e->secondaries_local;
+    t.secondaries_remote = e->secondaries_remote;
+    t.s2s_requests = e->s2s_requests;
+    t.s2s_round_trips = e->s2s_round_trips;
+    t.s2s_peers = e->s2s_peers;
+    t.s2s_bytes_sent = e->s2s_bytes_sent;
+    t.s2s_bytes_received = e->s2s_bytes_received;
+    t.server_ns = (int64_t)e->server_ns;
+    t.n_s2s_by_peer = np;
+    size_t i = c->tr_n++;
+    while (i > 0 && c->tr[i - 1].start_ns > t.start_ns) {
+        c->tr[i] = c->tr[i - 1];
+        c->tr_poff[i] = c->tr_poff[i - 1];
+        i--;
+    }
+    c->tr[i] = t;
+    c->tr_poff[i] = poff;
+}
+
+/* Take the network figures of the ready read f (issued at critical depth d0; NO_DEPTH: dropped
+ * unused, no effect on the critical path). was_ready: f was complete before the cursor asked
+ * (else the cursor blocked on it). Embedded reads report nothing and cost one test. */
+#define NO_DEPTH UINT64_MAX
+static void take_read(rl_cursor *c, const rl_future *f, uint64_t d0, int was_ready) {
+    const rl_kv_read_stats *s = rl__future_read_stats(f);
+    if (s->requests == 0 && s->grv_waits == 0) return;
+    rl_query_counters *k = &c->k;
+    k->requests += s->requests;
+    k->requests_get += s->req_get;
+    k->requests_get_key += s->req_get_key;
+    k->requests_get_range += s->req_get_range;
+    k->requests_get_mapped_range += s->req_get_mapped;
+    k->requests_get_read_version += s->grv_requests;
+    k->requests_get_multi += s->s2s_requests;
+    k->requests_client_coordinator += s->coord_requests;
+    k->requests_client_storage += s->requests - s->coord_requests;
+    k->requests_storage_storage += s->s2s_requests;
+    k->bytes_sent_client_coordinator += s->coord_bytes_sent;
+    k->bytes_received_client_coordinator += s->coord_bytes_received;
+    k->bytes_sent_client_storage += s->bytes_sent - s->coord_bytes_sent;
+    k->bytes_received_client_storage += s->bytes_received - s->coord_bytes_received;
+    k->bytes_sent_storage_storage += s->s2s_bytes_sent;
+    k->bytes_received_storage_storage += s->s2s_bytes_received;
+    k->round_trips += s->round_trips + s->grv_requests;
+    k->s2s_round_trips += s->s2s_round_trips;
+    if (s->s2s_peers > k->s2s_peers_max) k->s2s_peers_max = s->s2s_peers;
+    if (d0 != NO_DEPTH) {
+        uint64_t end = d0 + s->grv_waits + s->round_trips + s->s2s_round_trips;
+        if (end > c->depth) c->depth = end;
+        k->critical_round_trips = c->depth;
+        if (!was_ready && s->requests > 0) k->waits++;
+    }
+    if (c->o.trace)
+        for (const rl_kv_trace_event *e = rl__future_trace(f); e; e = e->next) trace_add(c, e);
+}
+
+/* A read the cursor drops: its figures count when it is complete (invariant 7). */
+static void drop_read(rl_cursor *c, rl_future *f) {
+    if (f && rl_future_is_ready(f)) take_read(c, f, NO_DEPTH, 1);
+    rl_future_free(f);
+}
+
+/* Wait for the read f issued at depth d0 and take its figures. Returns its error. */
+static int wait_read(rl_cursor *c, rl_future *f, uint64_t d0) {
+    int was_ready = rl_future_is_ready(f);
+    int rc = rl_future_wait(f);
+    take_read(c, f, d0, was_ready);
+    return rc;
+}
+
 static int read_flags(const rl_cursor *c) {
     return (c->o.reverse ? RL_REVERSE : 0) | (c->o.snapshot ? RL_SNAPSHOT : 0);
 }
@@ -258,7 +402,7 @@ bad:;
     rl_buf k;
     rl__buf_init(&k);
     print_key(key, len, &k);
-    set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix->name);
+    set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix.name);
     rl__buf_release(&k);
     return RL_E_CORRUPT_DATA;
 }
@@ -275,13 +419,17 @@ static int entry_pk(rl_cursor *c, const uint8_t *key, size_t len) {
 }
 
 /* Read the rest of a range whose first page was the future f (taken, freed here): every
- * key-value of [begin, end) goes to l. begin is updated as pages are read. */
-static int drain_range(rl_cursor *c, rl_future *f, rl_buf *begin, const uint8_t *end, size_t end_len,
-                       kvlist *l) {
+ * key-value of [begin, end) goes to l. begin is updated as pages are read. first_taken: the
+ * caller already took f's figures (wait_read); otherwise f was issued at the current depth. */
+static int drain_range(rl_cursor *c, rl_future *f, int first_taken, rl_buf *begin, const uint8_t *end,
+                       size_t end_len, kvlist *l) {
     int rc, n, more, iteration = 1;
     const rl_keyvalue *kvs;
+    uint64_t d0 = c->depth;
     for (;;) {
-        if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) break;
+        rc = first_taken ? rl_future_wait(f) : wait_read(c, f, d0);
+        first_taken = 0;
+        if (rc || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) break;
         for (int i = 0; i < n && !rc; i++) {
             c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
             rc = kvl_add(l, &kvs[i]);
@@ -294,6 +442,7 @@ static int drain_range(rl_cursor *c, rl_future *f, rl_buf *begin, const uint8_t 
         f = NULL;
         if ((rc = rl__buf_error(begin))) break;
         c->k.reads_range++;
+        d0 = c->depth;
         f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(begin->data, begin->len),
                              RL_FIRST_GREATER_OR_EQUAL(end, end_len), 0, 0, RL_STREAMING_ITERATOR,
                              ++iteration, 0);
@@ -307,10 +456,10 @@ static int drain_range(rl_cursor *c, rl_future *f, rl_buf *begin, const uint8_t 
  * ========================================================================================== */
 
 static void src_release(rl_cursor *c) {
-    for (int i = c->qhead; i < c->qn; i++) rl_future_free(c->q[i].f);
+    for (int i = c->qhead; i < c->qn; i++) drop_read(c, c->q[i].f);
     c->qn = c->qhead = c->q_issued = 0;
     rl__buf_reset(&c->qbytes);
-    rl_future_free(c->pf);
+    drop_read(c, c->pf);
     c->pf = NULL;
     rl_future_free(c->hold);
     c->hold = NULL;
@@ -411,6 +560,7 @@ static int issue_load(rl_cursor *c, qent *e) {
     if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
     c->k.reads_range++;
     c->k.record_loads++;
+    e->d0 = c->depth < 0x7fffffffu ? (unsigned)c->depth : 0x7fffffffu;
     e->f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
                             RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
     return RL_OK;
@@ -427,6 +577,7 @@ static int request_page(rl_cursor *c) {
         if (left < lim) lim = (int)left;
     }
     c->k.reads_range++;
+    c->pf_d0 = c->depth;
     c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, 0, RL_STREAMING_ITERATOR,
                              c->iteration++, read_flags(c));
     return 1;
@@ -439,7 +590,8 @@ static int take_page(rl_cursor *c) {
     const rl_keyvalue *kvs;
     rl_future *f = c->pf;
     c->pf = NULL;
-    if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) goto done;
+    if ((rc = wait_read(c, f, c->pf_d0)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more)))
+        goto done;
     /* Compact: the entries left move to the front, their bytes into qspare (then swapped). */
     int left = c->qn - c->qhead;
     rl__buf_reset(&c->qspare);
@@ -549,7 +701,7 @@ static int scan_next(rl_cursor *c, int *out_has) {
     }
     /* A load whose first page is the whole record range is used in place (held until the
      * record is decoded); a longer one is copied page by page. */
-    if ((rc = rl_future_wait(lf)) || (rc = rl_future_get_keyvalue_array(lf, &kvs, &n, &more))) {
+    if ((rc = wait_read(c, lf, q->d0)) || (rc = rl_future_get_keyvalue_array(lf, &kvs, &n, &more))) {
         rl_future_free(lf);
         return rc;
     }
@@ -574,7 +726,7 @@ static int scan_next(rl_cursor *c, int *out_has) {
         return rc;
     }
     kvl_reset(&c->kvs);
-    if ((rc = drain_range(c, lf, &c->tb, c->te.data, c->te.len, &c->kvs))) return rc;
+    if ((rc = drain_range(c, lf, 1, &c->tb, c->te.data, c->te.len, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
     c->rn = c->kvs.n;
@@ -595,10 +747,11 @@ static int remote_next(rl_cursor *c, int *out_has) {
         if (c->exhausted) return RL_OK;
         c->k.reads_mapped_range++;
         c->k.mapped_range_requests++;
+        c->mf_d0 = c->depth;
         c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
                                         read_limit(c), 0, RL_STREAMING_ITERATOR, c->iteration++,
                                         read_flags(c));
-        if ((rc = rl_future_wait(c->mf)) ||
+        if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
             return rc;
         for (int i = 0; i < c->mn; i++) {
@@ -646,7 +799,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
     rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
                                     RL_FIRST_GREATER_OR_EQUAL(m->end, m->end_len), 0, 0,
                                     RL_STREAMING_WANT_ALL, 0, 0);
-    if ((rc = drain_range(c, f, b, m->end, m->end_len, &c->kvs))) return rc;
+    if ((rc = drain_range(c, f, 0, b, m->end, m->end_len, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
     c->rn = c->kvs.n;
@@ -765,7 +918,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl_alloc_stats before;
     rl_query_options o;
     rl_cursor *c = NULL;
-    int rc, ix;
+    int rc;
     rl_alloc_get_stats(&before);
     *out = NULL;
     memset(&o, 0, sizeof o);
@@ -797,16 +950,17 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     if ((rc = check_tuple(o.eq, o.eq_len, "eq")) || (rc = check_tuple(o.low, o.low_len, "low")) ||
         (rc = check_tuple(o.high, o.high_len, "high")))
         return rc;
-    const rl_metadata *md = rl_store_metadata(s);
-    if ((ix = rl__md_index_named(md, index_name)) < 0) {
-        rl__record_set_errmsg("no index named %s in the metadata", index_name);
-        return RL_E_INDEX_UNKNOWN;
+    rl__index_layout lay;
+    if ((rc = rl__md_index_layout(rl_store_metadata(s), index_name, &lay))) {
+        if (rc == RL_E_INDEX_UNKNOWN) rl__record_set_errmsg("no index named %s in the metadata", index_name);
+        else rl__record_set_errmsg("index %s has too many columns", index_name);
+        return rc;
     }
     c = rl__calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
     c->s = s;
     c->txn = txn;
-    c->ix = &md->indexes[ix];
+    c->ix = lay;
     c->o = o;
     c->skip = o.skip;
     rl__buf_init(&c->ixprefix);
@@ -830,16 +984,15 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__decoder_init(&c->dec);
     c->k.size = sizeof c->k;
     /* Entry layout: the indexed values, then the primary-key columns not among them. */
-    const rl__rtype *rt = &md->types[c->ix->type];
-    c->n_pk = rt->n_pk;
-    c->n_entry = c->ix->n_fields;
-    if (c->n_pk > MAX_ENTRY_COLS || c->ix->n_fields + c->n_pk > MAX_ENTRY_COLS) {
+    c->n_pk = c->ix.n_pk;
+    c->n_entry = c->ix.n_fields;
+    if (c->ix.n_fields + c->n_pk > MAX_ENTRY_COLS) {
         rl__record_set_errmsg("index %s has too many columns", index_name);
         rc = RL_E_UNSUPPORTED_OPERATION;
         goto fail;
     }
     for (int i = 0; i < c->n_pk; i++)
-        c->pk_pos[i] = c->ix->pk_pos[i] >= 0 ? c->ix->pk_pos[i] : c->n_entry++;
+        c->pk_pos[i] = c->ix.pk_pos[i] >= 0 ? c->ix.pk_pos[i] : c->n_entry++;
     /* Bounds name the entry's columns in order: eq values, then one column bounded by low/high.
      * More than the entry has could never match (the scan would silently return nothing). */
     size_t n_eq = 0;
@@ -849,25 +1002,23 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
                               "(%d indexed values, then the primary key)",
                               n_eq + (o.low || o.high ? 1 : 0), n_eq,
                               o.low || o.high ? " and a low/high bound" : "", index_name,
-                              c->n_entry, c->ix->n_fields);
+                              c->n_entry, c->ix.n_fields);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
     /* Prefixes. */
-    rl_slice p = rl_store_prefix(s);
-    rl_tuple_packer pk;
-    rl__buf_append(&c->ixprefix, p.data, p.len);
-    rl__tuple_packer_init(&pk, &c->ixprefix);
-    rl__tuple_pack_int(&pk, RL__KS_INDEX);
-    rl__tuple_pack_string(&pk, c->ix->subspace_key, strlen(c->ix->subspace_key));
-    rl__buf_append(&c->recprefix, p.data, p.len);
-    rl__tuple_packer_init(&pk, &c->recprefix);
-    rl__tuple_pack_int(&pk, RL__KS_RECORD);
+    rl__store_index_prefix(s, c->ix.subspace_key, &c->ixprefix);
+    rl__store_records_prefix(s, &c->recprefix);
     if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix))) goto fail;
     if ((rc = build_range(c, &o)) || (rc = build_mapper(c))) goto fail;
     if (o.continuation && o.continuation_len && (rc = adopt_continuation(c, &o))) goto fail;
     c->o.eq = c->o.low = c->o.high = c->o.continuation = NULL;
     c->t0_ns = now_ns(c);
+    c->tr_t0 = rl__clock_mono_ns();
+    if (o.trace) {
+        rl__txn_trace(txn, 1);
+        c->tr_on = 1;
+    }
     if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) goto fail;
     add_alloc_delta(c, &before);
     *out = c;
@@ -880,6 +1031,10 @@ fail:
 void rl_cursor_free(rl_cursor *c) {
     if (!c) return;
     src_release(c);
+    if (c->tr_on) rl__txn_trace(c->txn, -1);
+    rl__free(c->tr);
+    rl__free(c->tr_poff);
+    rl__free(c->tr_peers);
     rl__free(c->q);
     memset(&c->rec, 0, sizeof c->rec); /* borrowed from dec */
     rl__decoder_recycle(&c->dec);
@@ -1049,6 +1204,13 @@ int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out_len) {
 }
 
 void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out) { *out = c->k; }
+
+void rl_cursor_get_trace(rl_cursor *c, const rl_query_trace_event **out, size_t *out_n) {
+    for (size_t i = 0; i < c->tr_n; i++)
+        c->tr[i].s2s_by_peer = c->tr[i].n_s2s_by_peer ? c->tr_peers + c->tr_poff[i] : NULL;
+    *out = c->tr_n ? c->tr : NULL;
+    *out_n = c->tr_n;
+}
 
 int rl_cursor_error_cause(const rl_cursor *c) { return c->cause ? c->cause : c->err; }
 

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "record/pbwire.h"
 #include "record/record_int.h"
 
 #define PARK_MAX ((size_t)4 << 20) /* largest scratch block or chunk buffer parked (bytes) */
@@ -185,36 +186,16 @@ void rl__decoder_recycle(rl__record_decoder *d) {
 
 /* ---- Flat protobuf messages (rl__pb_unpack_flat) ------------------------------------------ */
 
-/* A varint of at most max bytes at p[*i..n) into *v: 0, or -1 when truncated, longer than max
- * or carrying bits beyond 64 (declined: protobuf-c decides those). protobuf-c reads values
- * with up to 10 bytes, but tags and length prefixes with up to 5 (fuzz_pb_flat found the
+/* Varints: rl__pb_varint (pbwire.h), shared with the record union framing. protobuf-c reads
+ * values with up to 10 bytes, but tags and length prefixes with up to 5 (fuzz_pb_flat found the
  * difference). */
-static inline int pb_varint_n(const uint8_t *p, size_t n, size_t *i, uint64_t *v, unsigned max) {
-    uint64_t r = 0;
-    if (*i < n && p[*i] < 0x80) { /* one byte: tags, small integers, short lengths */
-        *v = p[(*i)++];
-        return 0;
-    }
-    for (unsigned k = 0; k < max; k++) {
-        if (*i >= n) return -1;
-        uint8_t b = p[(*i)++];
-        if (k == 9 && b > 1) return -1;
-        r |= (uint64_t)(b & 0x7f) << (7 * k);
-        if (!(b & 0x80)) {
-            *v = r;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 static inline int pb_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
-    return pb_varint_n(p, n, i, v, 10);
+    return rl__pb_varint(p, n, i, v, 10);
 }
 
 /* Tags and length prefixes: at most 5 bytes, as protobuf-c reads them. */
 static inline int pb_varint5(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
-    return pb_varint_n(p, n, i, v, 5);
+    return rl__pb_varint(p, n, i, v, 5);
 }
 
 ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "record/pbwire.h"
 #include "record/record_int.h"
 
 /* ============================================================================================
@@ -102,6 +103,21 @@ int rl__md_index_named(const rl_metadata *md, const char *name) {
     for (int i = 0; i < md->n_indexes; i++)
         if (!strcmp(md->indexes[i].name, name)) return i;
     return -1;
+}
+
+int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layout *out) {
+    int i = rl__md_index_named(md, name);
+    if (i < 0) return RL_E_INDEX_UNKNOWN;
+    const rl__index *ix = &md->indexes[i];
+    const rl__rtype *rt = &md->types[ix->type];
+    if (rt->n_pk > RL__INDEX_MAX_COLS || ix->n_fields + rt->n_pk > RL__INDEX_MAX_COLS)
+        return RL_E_UNSUPPORTED_OPERATION;
+    out->name = ix->name;
+    out->subspace_key = ix->subspace_key;
+    out->n_fields = ix->n_fields;
+    out->n_pk = rt->n_pk;
+    for (int k = 0; k < rt->n_pk; k++) out->pk_pos[k] = ix->pk_pos[k];
+    return RL_OK;
 }
 
 int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc,
@@ -332,34 +348,10 @@ static void pb_free(void *ud, void *p) {
 
 ProtobufCAllocator rl__record_allocator = {pb_alloc, pb_free, NULL};
 
-/* Append v as a protobuf varint. */
-static void put_varint(rl_buf *b, uint64_t v) {
-    while (v >= 0x80) {
-        rl__buf_append_byte(b, (uint8_t)(v | 0x80));
-        v >>= 7;
-    }
-    rl__buf_append_byte(b, (uint8_t)v);
-}
-
-/* Read a varint from p[*i..n); 0 on success, -1 if truncated or longer than 10 bytes. */
-static int get_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*i >= n) return -1;
-        uint8_t c = p[(*i)++];
-        v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *out = v;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 int rl__record_serialize(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_buf *out) {
     size_t len = protobuf_c_message_get_packed_size(msg);
-    put_varint(out, ((uint64_t)md->types[t].union_field << 3) | 2);
-    put_varint(out, len);
+    rl__pb_put_varint(out, ((uint64_t)md->types[t].union_field << 3) | 2);
+    rl__pb_put_varint(out, len);
     if (rl__buf_reserve(out, len) != RL_OK) return RL_E_OUT_OF_MEMORY;
     size_t packed = protobuf_c_message_pack(msg, out->data + out->len);
     if (packed != len) return RL_E_INTERNAL_ERROR;
@@ -379,11 +371,11 @@ int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, Pro
     uint64_t tag, len;
     *out_msg = NULL;
     *out_type = -1;
-    if (get_varint(p, n, &i, &tag) || (tag & 7) != 2) {
+    if (rl__pb_varint(p, n, &i, &tag, 10) || (tag & 7) != 2) {
         if (errbuf) rl__buf_printf(errbuf, "record union: bad or missing length-delimited tag");
         return RL_E_RECORD_PARSE_FAILED;
     }
-    if (get_varint(p, n, &i, &len) || len != n - i) {
+    if (rl__pb_varint(p, n, &i, &len, 10) || len != n - i) {
         if (errbuf) rl__buf_printf(errbuf, "record union: field length does not match the stored bytes");
         return RL_E_RECORD_PARSE_FAILED;
     }

@@ -3,8 +3,9 @@
  * Shared by the CLI (`rl load/get/check`), the benchmark and the tests. */
 #include "order.pb-c.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 
-int rl_record_order_metadata(rl_metadata **out) {
+int rl__order_metadata(rl_metadata **out) {
     static const char *const pk[] = {"order_id"};
     static const char *const price[] = {"price"};
     rl_metadata *md = NULL;

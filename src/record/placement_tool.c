@@ -9,8 +9,9 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 #include "server/placement.h"
+#include "tuple/tuple.h"
 
 /* Keys (and values) read from one range, copied. */
 typedef struct {
@@ -134,7 +135,7 @@ static void snap_release(snap_ctx *c) {
     rl__buf_release(&c->rec_keys);
 }
 
-/* See record_int.h. */
+/* See tool.h. */
 int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out,
                             rl_buf *msg) {
     *out = NULL;
@@ -230,7 +231,7 @@ static int recs_fn(rl_txn *txn, void *ud) {
     return read_all(txn, c->b.data, c->b.len, c->e.data, c->e.len, &c->rows);
 }
 
-/* See record_int.h. */
+/* See tool.h. */
 int rl__tool_placement_place(const char *url, const char *store, const char *index,
                              const uint32_t *index_team, uint32_t n_index_team,
                              const uint32_t *const *rec_teams, const uint32_t *n_rec_team,

@@ -2,8 +2,10 @@
  * field reading, key building, the union encoding of stored records, and the split/unsplit logic
  * over plain key-value arrays (split.c), so that each can be tested without a database.
  *
- * Keyspace ids under a store's prefix (DESIGN §6, Java's FDBRecordStoreKeyspace): see
- * RL__KS_* below and docs/file-format.md (Record store layout).
+ * Private to src/record/: what the layers above need is in record/layout.h (the key layout, the
+ * index layout, record decoding for scans) and record/tool.h (the commands of `rl` and the
+ * benchmark's Order schema); the layer check (scripts/check-layers.sh) refuses this header
+ * outside src/record/.
  */
 #ifndef RL_RECORD_RECORD_INT_H
 #define RL_RECORD_RECORD_INT_H
@@ -12,25 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "base/buf.h"
 #include "reclayer/record.h"
+#include "record/layout.h"
 #include "tuple/tuple.h"
-
-/* Keyspace ids (first tuple element after the store prefix). */
-enum {
-    RL__KS_STORE_INFO = 0,
-    RL__KS_RECORD = 1,
-    RL__KS_INDEX = 2,
-    RL__KS_RECORD_COUNT = 4,
-    RL__KS_INDEX_STATE = 5,
-};
-
-/* Record key suffixes (Java's SplitHelper). */
-#define RL__SUFFIX_VERSION (-1)
-#define RL__SUFFIX_UNSPLIT 0
-#define RL__SUFFIX_FIRST_CHUNK 1
 
 /* ---- Metadata ---------------------------------------------------------------------------- */
 
@@ -205,52 +192,10 @@ int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk
 
 /* Append prefix + pack(kid) to b (after resetting it) and return a packer positioned after. */
 void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk);
-/* Set the thread-local detail message. */
-void rl__record_set_errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Turn an unsplitter's defect into RL_E_RECORD_SPLIT_CORRUPT with a detail message. */
 int rl__record_defect_error(const rl__unsplit_event *ev);
 /* Fill rl_record from an assembled record event (parse, copy pk). RL_OK or parse errors. */
 int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out);
-
-/* ---- Reusable record decoding for scans (decoder.c) -------------------------------------- */
-
-/* A scratch block of the decoder: overflow allocations of one record chain behind it. */
-typedef struct rl__scratch_big rl__scratch_big;
-
-/* Decodes records one after another (the query cursor's rows) while reusing its memory: the
- * decoded message and primary key live in a scratch block that is recycled at the next decode,
- * and the block grows to the largest record seen, so decoding allocates nothing in steady state.
- * The common layouts (an optional version key, then suffix 0 or chunks 1..n) are assembled
- * directly from the key-values; anything else (and every failure) takes the strict path of
- * rl_store_decode_record, so results and errors are exactly that function's.
- * Not thread-safe; one decoder per cursor. */
-typedef struct {
-    uint8_t *mem;          /* scratch block (owned), mem_cap bytes */
-    size_t mem_cap, mem_used;
-    size_t want;           /* bytes the current record asked for (sizes the block next time) */
-    rl__scratch_big *big;  /* overflow allocations of the current record (owned) */
-    int oom;               /* an overflow allocation failed during the current record */
-    rl_buf data;           /* concatenated chunks of a split record */
-    rl_record slow;        /* a record decoded by the strict path (owned) */
-    ProtobufCAllocator pa; /* allocates from the scratch; its free is a no-op */
-} rl__record_decoder;
-
-/* Initialise d (cannot fail). It starts with the memory the thread's last recycled decoder
- * parked, if any, so a new decoder per query need not allocate its scratch again. */
-void rl__decoder_init(rl__record_decoder *d);
-/* Free everything d holds (what it handed out becomes invalid). */
-void rl__decoder_release(rl__record_decoder *d);
-/* As rl__decoder_release, but park d's scratch block and chunk buffer (each up to 4 MiB) in a
- * per-thread slot for the next rl__decoder_init of this thread; freed at thread exit. May
- * allocate once to size the parked block to the last record; never fails. */
-void rl__decoder_recycle(rl__record_decoder *d);
-/* Decode the record of primary key pk (packed) from kvs[0..n): the key-values of its records
- * range in ascending key order. [out] out: filled on RL_OK and BORROWED from d — valid until the
- * next decode or release of d; never pass it to rl_record_release (zero it instead). Returns
- * RL_OK, RL_E_NOT_FOUND, RL_E_OUT_OF_MEMORY, or the corruption errors of rl_store_decode_record
- * (with its detail message). Never reads outside the given arrays. */
-int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
-                       const rl_keyvalue *kvs, int n, rl_record *out);
 
 /* protobuf_c_message_unpack for flat messages, or NULL ("not handled here", never an error):
  * handles inputs whose every field is known to desc, appears at most once, is a singular
@@ -263,81 +208,5 @@ int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
  * on a NULL return (alloc's free is not called: for scratch allocators). */
 ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
                                      ProtobufCAllocator *alloc, const uint8_t *p, size_t n);
-
-/* ---- The record commands of `rl` (tool.c) ------------------------------------------------- */
-
-#define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"
-
-/* The limits of `rl load` (rlbench query uses the padding limit too).
- * RL__TOOL_COUNT_MAX: --count, order_ids 1..N; 100 million Orders of ~60 bytes are ~6 GB of
- * records plus the index, about what the embedded memory engine can hold on a large machine.
- * RL__TOOL_PADDING_MAX: --padding. One Order is saved in one transaction, and everything it
- * writes must fit RL_TXN_SIZE_LIMIT (10,000,000 bytes, as counted by rl_txn: each chunk of
- * RL_RECORD_SPLIT_SIZE bytes with 3x its key, the record's clear range, its version key, the
- * index entry, the record count and the read conflict range of the old record). Measured with
- * the default store, order_id 100,000,000 (the longest key --count allows) and price 999 (the
- * longest index entry), the largest padding that fits is 9,992,269 bytes for a new record and
- * 9,992,220 when it replaces one; the maximum is that rounded down to 9,990,000, so a change of
- * a few bytes in the accounting does not move it (test cli_1_2 saves both cases at the
- * maximum). A longer --store prefix lengthens every key and lowers the real limit; rl load then
- * reports transaction_too_large naming the padding. */
-#define RL__TOOL_COUNT_MAX 100000000
-#define RL__TOOL_PADDING_MAX 9990000
-
-/* Flags of rl__tool_open. */
-#define RL__TOOL_MUST_EXIST 0x1 /* RL_E_NOT_FOUND instead of creating the store */
-#define RL__TOOL_READ_ONLY 0x2  /* open the database read-only (rl_db_options.read_only: no file
-                                 * is written); implies RL__TOOL_MUST_EXIST */
-
-/* An open database with the Order metadata and its store. */
-typedef struct {
-    rl_db *db;
-    rl_metadata *md;
-    rl_store *s;
-} rl__tool;
-
-/* Pack a --store JSON array (strings and integers) as a tuple, appended to out. RL_OK or
- * RL_E_INVALID_ARGUMENT (detail in rl_record_errmsg). */
-int rl__tool_store_prefix(const char *json, rl_buf *out);
-/* Open url, the Order metadata and the store at store_json (NULL: the default) in one
- * transaction; create_flags apply if the store is created. open_flags: RL__TOOL_*. On failure t
- * is closed and rl_record_errmsg says why (RL_E_NOT_FOUND: no store there, with
- * RL__TOOL_MUST_EXIST). t owns what it opened until rl__tool_close. */
-int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags);
-/* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
- * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
- * RL_E_NOT_FOUND (no such index: rl_record_errmsg says so), RL_E_OUT_OF_MEMORY. */
-int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
-                              rl_buf *idx_b, rl_buf *idx_e);
-/* The first key of the record an entry key of index `index` points to: the store's records
- * prefix + the primary key (rebuilt from the entry's values and appended columns), into out
- * (reset). RL_OK, RL_E_NOT_FOUND (no such index), RL_E_CORRUPT_DATA (not an entry of it). */
-int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
-                                size_t len, rl_buf *out);
-/* rl placement show (placement_tool.c): read the shard map, the server list and the entries of
- * `index` of the store at one read version and build {"receipt": rl__pl_receipt(...),
- * "read_version": V} into *out (the caller's, json_decref). Errors with a reason in msg. */
-int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out,
-                            rl_buf *msg);
-/* rl placement place: move the index's entries to index_team, then the store's records, split
- * evenly by record into n_rec_teams contiguous ranges, range j to rec_teams[j] (each move waits
- * until done, timeout_ms each). Errors with a reason in msg. */
-int rl__tool_placement_place(const char *url, const char *store, const char *index,
-                             const uint32_t *index_team, uint32_t n_index_team,
-                             const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
-                             uint32_t n_rec_teams, int timeout_ms, rl_buf *msg);
-/* Close what rl__tool_open opened; t may be zeroed (a no-op). */
-void rl__tool_close(rl__tool *t);
-/* Save the Orders of `rl load` with order_id first .. first+n-1 into s within txn: price drawn
- * from (seed, id) by splitmix64 (0..999), quantity 1..10, customer "customer-NNN" (id % 100),
- * and pad[0..pad_len) as padding when pad_len > 0 (pad borrowed). RL_OK or rl_store_save's
- * error. */
-int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed,
-                         const uint8_t *pad, size_t pad_len);
-/* Append the JSON object of a message's set scalar fields (bytes as hex, repeated fields as a
- * count), read through its descriptor. */
-int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out);
-/* Append {"type", "pk", "version" (24 hex digits or null), "stored_bytes", "chunks", "record"}. */
-int rl__tool_record_json(const rl_record *r, rl_buf *out);
 
 #endif

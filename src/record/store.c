@@ -56,6 +56,18 @@ void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *p
     rl__tuple_pack_int(pk, kid);
 }
 
+void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b) {
+    rl_tuple_packer pk;
+    rl__buf_append(b, s->prefix, s->prefix_len);
+    rl__tuple_packer_init(&pk, b);
+    rl__tuple_pack_int(&pk, RL__KS_INDEX);
+    rl__tuple_pack_string(&pk, subspace_key, strlen(subspace_key));
+}
+
+void rl__store_records_prefix(const rl_store *s, rl_buf *b) {
+    rl__buf_append(b, s->rec_prefix, s->rec_prefix_len);
+}
+
 /* ============================================================================================
  * Handles and the header
  * ========================================================================================== */

@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "order.pb-c.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 
 int rl__tool_store_prefix(const char *json, rl_buf *out) {
     json_error_t jerr;
@@ -85,7 +86,7 @@ int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t
         rl__record_set_errmsg("cannot open database %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
         goto fail;
     }
-    if ((rc = rl_record_order_metadata(&t->md))) goto fail;
+    if ((rc = rl__order_metadata(&t->md))) goto fail;
     if ((rc = rl_store_new(t->md, prefix.data, prefix.len, create_flags, &t->s))) goto fail;
     open_ctx c = {t->s, must_exist, 0};
     if ((rc = rl_db_run(t->db, open_fn, &c))) {

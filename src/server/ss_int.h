@@ -178,6 +178,7 @@ struct ss_s2s_req {
     rl_buf payload;   /* the encoded GET_MULTI request */
     int *pieces;      /* indexes into b->pieces, in the request's item order */
     int n_pieces;
+    uint32_t reply_bytes; /* its reply frame, header included (set before req_reply) */
     int done;         /* finished (under the batch's mu) */
     int sent;         /* sent by the worker itself (set before the loop sees the batch) */
 };
@@ -200,6 +201,7 @@ struct ss_batch {
     int n_reqs;
     int error;         /* first transport error (under mu) */
     char errmsg[200];
+    uint64_t bytes_received; /* reply frames taken while !cancelled (under mu) */
 };
 
 struct rl_ss {
@@ -291,6 +293,12 @@ struct rl_ss {
     /* Counters (invariant 4). */
     _Atomic uint64_t n_reads, n_mapped, n_sec_local, n_sec_remote, n_s2s_requests,
         n_s2s_round_trips, n_peeks, n_parked, n_future, n_mapped_ns;
+    /* Tracing (STATUS): reads by type, GET_MULTI served for peers, storage-to-storage bytes of
+     * this server's mapped reads; gauges: mapped reads queued for a worker / being run by one,
+     * reads parked now (n_parked counts every park). */
+    _Atomic uint64_t n_gets, n_get_keys, n_get_ranges, n_get_multi_served, n_get_multi_items,
+        n_s2s_bytes_sent, n_s2s_bytes_received;
+    _Atomic int64_t mapped_queued, mapped_running, parked_now;
 };
 
 enum { SS_CO_DOWN = 0, SS_CO_CONNECTING = 1, SS_CO_HELLO = 2, SS_CO_READY = 3 };

@@ -87,6 +87,7 @@ static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) {
             b->error = code;
         }
     }
+    if (!b->cancelled && !q->done) b->bytes_received += q->reply_bytes;
     if (!q->done) {
         q->done = 1;
         if (--b->outstanding == 0) pthread_cond_signal(&b->cv); /* wake the worker once */
@@ -139,6 +140,7 @@ static void req_reply(ss_s2s_req *q, const rl_msg_get_multi_reply *r, int err_co
             }
         }
     }
+    if (!b->cancelled && !q->done) b->bytes_received += q->reply_bytes;
     if (!q->done) {
         q->done = 1;
         if (--b->outstanding == 0) pthread_cond_signal(&b->cv); /* wake the worker once */
@@ -255,6 +257,7 @@ static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t
     ss_s2s_req *q = list_take(&p->pending, h->id);
     pthread_mutex_unlock(&ss->peers_mu);
     if (!q) return; /* finished already (its deadline passed) */
+    q->reply_bytes = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);
     if (h->flags & RL_FRAME_ERROR) {
         req_reply(q, NULL, m.u.error.code > 0 ? m.u.error.code : RL_E_INTERNAL_ERROR);
         return;
@@ -487,8 +490,33 @@ typedef struct {
     rl_version version; /* the request's version (invariant 1) */
     int strategy;       /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
     uint32_t local, remote, s2s_requests, s2s_round_trips;
+    uint64_t s2s_bytes_sent, s2s_bytes_received;
+    rl_msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
+    uint32_t n_peer_stats;
+    uint32_t n_peers;   /* distinct peers read from (all of them, beyond the table too) */
+    uint32_t overflow[256]; /* ids of peers beyond the table, to count them once (bounded) */
+    uint32_t n_overflow;
     char errmsg[256];
 } mctx;
+
+/* The per-peer entry of peer id (counted as a new distinct peer on first use), or NULL when the
+ * table is full (the peer is still counted in n_peers). */
+static rl_msg_s2s_peer *peer_entry(mctx *c, uint32_t id) {
+    for (uint32_t i = 0; i < c->n_peer_stats; i++)
+        if (c->peer_stats[i].server_id == id) return &c->peer_stats[i];
+    if (c->n_peer_stats < RL_PROTO_MAX_PEER_STATS) {
+        rl_msg_s2s_peer *p = &c->peer_stats[c->n_peer_stats++];
+        memset(p, 0, sizeof *p);
+        p->server_id = id;
+        c->n_peers++;
+        return p;
+    }
+    for (uint32_t i = 0; i < c->n_overflow; i++)
+        if (c->overflow[i] == id) return NULL;
+    if (c->n_overflow < 256) c->overflow[c->n_overflow++] = id;
+    c->n_peers++;
+    return NULL;
+}
 
 /* A growable array of pieces in the arena. */
 typedef struct {
@@ -714,6 +742,12 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
     atomic_fetch_add(&b->refs, b->n_reqs); /* one per request until it is finished */
     c->s2s_requests += (uint32_t)b->n_reqs;
     c->s2s_round_trips++;
+    for (int r = 0; r < b->n_reqs; r++) {
+        uint64_t fb = RL_FRAME_HEADER_LEN + b->reqs[r].payload.len;
+        c->s2s_bytes_sent += fb;
+        rl_msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
+        if (pe) pe->requests++, pe->items += (uint32_t)b->reqs[r].n_pieces, pe->bytes_sent += fb;
+    }
     s2s_send(ss, b); /* what it cannot send is failed, and seen below */
     /* Wait (in slices, so a stop is seen), invariant 3. */
     pthread_mutex_lock(&b->mu);
@@ -747,6 +781,12 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
         rc = b->error;
         snprintf(c->errmsg, sizeof c->errmsg, "a storage-to-storage read failed: %s", b->errmsg);
     }
+    c->s2s_bytes_received += b->bytes_received;
+    for (int r = 0; r < b->n_reqs; r++) /* the replies that came in time (as bytes_received) */
+        if (b->reqs[r].done && b->reqs[r].reply_bytes) {
+            rl_msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
+            if (pe) pe->bytes_received += b->reqs[r].reply_bytes;
+        }
     pthread_mutex_unlock(&b->mu);
     batch_unref(b);
     return rc;
@@ -886,6 +926,7 @@ int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *p
     else
         ss->jobs = j;
     ss->jobs_tail = j;
+    atomic_fetch_add(&ss->mapped_queued, 1);
     pthread_cond_signal(&ss->job_cv);
     pthread_mutex_unlock(&ss->job_mu);
     return RL_OK;
@@ -969,6 +1010,8 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
                               c.errmsg[0] ? c.errmsg : "the mapped read failed");
             atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);
             atomic_fetch_add(&ss->n_s2s_round_trips, c.s2s_round_trips);
+            atomic_fetch_add(&ss->n_s2s_bytes_sent, c.s2s_bytes_sent);
+            atomic_fetch_add(&ss->n_s2s_bytes_received, c.s2s_bytes_received);
             return;
         }
         g->entries = ents;
@@ -992,6 +1035,13 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     g->stats.secondaries_remote = c.remote;
     g->stats.s2s_requests = c.s2s_requests;
     g->stats.s2s_round_trips = c.s2s_round_trips;
+    g->stats.s2s_bytes_sent = c.s2s_bytes_sent;
+    g->stats.s2s_bytes_received = c.s2s_bytes_received;
+    g->stats.s2s_peers = c.n_peers;
+    g->stats.n_peer_stats = c.n_peer_stats;
+    g->stats.peer_stats = c.peer_stats;
+    atomic_fetch_add(&ss->n_s2s_bytes_sent, c.s2s_bytes_sent);
+    atomic_fetch_add(&ss->n_s2s_bytes_received, c.s2s_bytes_received);
     g->stats.server_ns = rl__clock_mono_ns() - j->t0_ns;
     atomic_fetch_add(&ss->n_mapped_ns, g->stats.server_ns);
     atomic_fetch_add(&ss->n_sec_local, c.local);
@@ -1014,6 +1064,8 @@ static void *worker_main(void *arg) {
         ss_job *j = ss->jobs;
         ss->jobs = j->next;
         if (!ss->jobs) ss->jobs_tail = NULL;
+        atomic_fetch_sub(&ss->mapped_queued, 1);
+        atomic_fetch_add(&ss->mapped_running, 1);
         pthread_mutex_unlock(&ss->job_mu);
         if (atomic_load(&ss->stopping))
             rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, RL_E_OPERATION_CANCELLED,
@@ -1021,6 +1073,7 @@ static void *worker_main(void *arg) {
         else
             run_job(ss, j, &a, &out);
         job_free(j);
+        atomic_fetch_sub(&ss->mapped_running, 1);
         rl__arena_reset(&a);
         pthread_mutex_lock(&ss->job_mu);
     }
@@ -1048,6 +1101,7 @@ void rl__ss_workers_stop(rl_ss *ss) {
     while (ss->jobs) {
         ss_job *j = ss->jobs;
         ss->jobs = j->next;
+        atomic_fetch_sub(&ss->mapped_queued, 1);
         job_free(j);
     }
     ss->jobs_tail = NULL;

@@ -244,6 +244,22 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
     json_str(out, ss->listen_ip);
     rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64, ss->port,
                    ss->o.no_sync ? "true" : "false", ss->o.window_versions);
+    /* Tracing counters (docs/protocol.md §9): reads by type, GET_MULTI served for peers, the
+     * storage-to-storage bytes of this server's mapped reads, and the gauges. */
+    rl__buf_printf(out,
+                   ",\"gets\":%" PRIu64 ",\"get_keys\":%" PRIu64 ",\"get_ranges\":%" PRIu64
+                   ",\"get_multi_served\":%" PRIu64 ",\"get_multi_items_served\":%" PRIu64
+                   ",\"s2s_bytes_sent\":%" PRIu64 ",\"s2s_bytes_received\":%" PRIu64
+                   ",\"mapped_queued\":%" PRId64 ",\"mapped_running\":%" PRId64
+                   ",\"mapped_workers\":%d,\"parked_now\":%" PRId64,
+                   (uint64_t)atomic_load(&ss->n_gets), (uint64_t)atomic_load(&ss->n_get_keys),
+                   (uint64_t)atomic_load(&ss->n_get_ranges),
+                   (uint64_t)atomic_load(&ss->n_get_multi_served),
+                   (uint64_t)atomic_load(&ss->n_get_multi_items),
+                   (uint64_t)atomic_load(&ss->n_s2s_bytes_sent),
+                   (uint64_t)atomic_load(&ss->n_s2s_bytes_received),
+                   (int64_t)atomic_load(&ss->mapped_queued), (int64_t)atomic_load(&ss->mapped_running),
+                   ss->o.workers, (int64_t)atomic_load(&ss->parked_now));
     uint32_t fetching = rl__ss_move_count(ss);
     rl__buf_printf(out, ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
                         ",\"dropped_ranges\":%" PRIu64 "}",
@@ -266,6 +282,16 @@ void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
     out->peeks = atomic_load(&ss->n_peeks);
     out->parked_reads = atomic_load(&ss->n_parked);
     out->future_version_errors = atomic_load(&ss->n_future);
+    out->gets = atomic_load(&ss->n_gets);
+    out->get_keys = atomic_load(&ss->n_get_keys);
+    out->get_ranges = atomic_load(&ss->n_get_ranges);
+    out->get_multi_served = atomic_load(&ss->n_get_multi_served);
+    out->get_multi_items_served = atomic_load(&ss->n_get_multi_items);
+    out->s2s_bytes_sent = atomic_load(&ss->n_s2s_bytes_sent);
+    out->s2s_bytes_received = atomic_load(&ss->n_s2s_bytes_received);
+    out->mapped_queued = atomic_load(&ss->mapped_queued);
+    out->mapped_running = atomic_load(&ss->mapped_running);
+    out->parked_now = atomic_load(&ss->parked_now);
     out->registered = atomic_load(&ss->registered);
     out->registrations = atomic_load(&ss->registrations);
 }
@@ -282,6 +308,7 @@ static void parked_unlink(rl_ss *ss, ss_parked *p) {
         ss->parked = p->next;
     if (p->next) p->next->prev = p->prev;
     p->prev = p->next = NULL;
+    atomic_fetch_sub(&ss->parked_now, 1);
 }
 
 /* The deadline of a parked read: answer future_version. */
@@ -325,6 +352,7 @@ static void park(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, rl_versio
     if (p->next) p->next->prev = p;
     ss->parked = p;
     atomic_fetch_add(&ss->n_parked, 1);
+    atomic_fetch_add(&ss->parked_now, 1);
 }
 
 void rl__ss_wake_parked(rl_ss *ss) {
@@ -593,18 +621,23 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
     }
     case RL_MSG_GET:
         atomic_fetch_add(&ss->n_reads, 1);
+        atomic_fetch_add(&ss->n_gets, 1);
         do_get(ss, cl, id, &m.u.get_req, readv);
         break;
     case RL_MSG_GET_KEY:
         atomic_fetch_add(&ss->n_reads, 1);
+        atomic_fetch_add(&ss->n_get_keys, 1);
         do_get_key(ss, cl, id, &m.u.get_key_req, readv);
         break;
     case RL_MSG_GET_RANGE:
         atomic_fetch_add(&ss->n_reads, 1);
+        atomic_fetch_add(&ss->n_get_ranges, 1);
         do_get_range(ss, cl, id, &m.u.get_range_req, readv);
         break;
     case RL_MSG_GET_MULTI:
         atomic_fetch_add(&ss->n_reads, 1);
+        atomic_fetch_add(&ss->n_get_multi_served, 1);
+        atomic_fetch_add(&ss->n_get_multi_items, m.u.get_multi_req.n_items);
         rl__ss_get_multi(ss, cl, id, &m.u.get_multi_req, readv);
         break;
     case RL_MSG_GET_MAPPED_RANGE: {

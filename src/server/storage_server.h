@@ -92,6 +92,12 @@ typedef struct {
         s2s_round_trips, peeks, parked_reads, future_version_errors;
     int registered;           /* 1 while registered with the coordinator */
     uint64_t registrations;   /* successful REGISTER_STORAGE replies since start */
+    /* Tracing: reads served by type, GET_MULTI requests (and their items) served for peers,
+     * storage-to-storage bytes of this server's mapped reads (frames with headers); gauges:
+     * mapped reads waiting for a worker, being run, reads parked now. */
+    uint64_t gets, get_keys, get_ranges, get_multi_served, get_multi_items_served;
+    uint64_t s2s_bytes_sent, s2s_bytes_received;
+    int64_t mapped_queued, mapped_running, parked_now;
 } rl_ss_stats;
 void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out);
 

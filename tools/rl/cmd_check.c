@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/args.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 
 typedef struct {
     rl_store *s;

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "base/args.h"
-#include "record/record_int.h"
+#include "record/tool.h"
+#include "tuple/tuple.h"
 
 typedef struct {
     rl_store *s;

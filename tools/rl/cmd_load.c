@@ -6,7 +6,7 @@
  * padding is BYTES bytes (over 100,000 makes split records). The store is created with split long
  * records and record versions (and allow-defects when asked) if it does not exist. A progress bar
  * goes to stderr when it is a terminal. The limits of N and BYTES are RL__TOOL_COUNT_MAX and
- * RL__TOOL_PADDING_MAX (record_int.h says why). Exit codes: 0 done, 1 failure, 2 usage.
+ * RL__TOOL_PADDING_MAX (record/tool.h says why). Exit codes: 0 done, 1 failure, 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/args.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 
 typedef struct {
     rl_store *s;

@@ -16,7 +16,7 @@
 
 #include "base/args.h"
 #include "base/bytes.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 #include "server/placement.h"
 
 enum { P_SPLIT = 0, P_ASSIGN = 1, P_PLACE = 2, P_SHOW = 3 };

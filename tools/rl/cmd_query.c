@@ -3,13 +3,21 @@
  *   rl query --db URL [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]
  *            [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]
  *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback]
- *            [--orphans error|skip|return] [--continuation HEX] [--stats]
+ *            [--orphans error|skip|return] [--continuation HEX] [--stats] [--trace]
  *
  * Prints one JSON object per row (the record layer's record JSON; an orphan returned under
  * --orphans return prints {"orphan": true, "pk": ...}). With --stats, a last line
- * {"stats": {counters...}, "no_next_reason": "...", "continuation": "HEX" | null} follows; pass
- * that continuation back with --continuation to get the next page (skip applies to the first page
- * only). Values V are integers when they look like integers ([-]digits that fit 64 bits), else
+ * {"stats": {counters..., "net": {...}}, "no_next_reason": "...", "continuation": "HEX" | null}
+ * follows; pass that continuation back with --continuation to get the next page (skip applies to
+ * the first page only). "net" groups the tracing counters (docs/design.md §7): requests per link
+ * and per type, bytes per link, round trips (total, storage-to-storage, critical) and waits; all 0
+ * on embedded databases. With --trace, after the rows and before the stats line, one line per
+ * request of the query: {"trace": {"start_us", "type", "server_id", "address", "port", "host",
+ * "link", "bytes_sent", "bytes_received", "latency_us", "error", and for get_mapped_range the
+ * server's "secondaries_local", "secondaries_remote", "s2s_requests", "s2s_round_trips",
+ * "s2s_peers", "s2s_bytes_sent", "s2s_bytes_received", "server_us", and when it read from other
+ * servers "s2s_by_peer": [{"server_id", "requests", "items", "bytes_sent", "bytes_received"}]}},
+ * in start order. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
  * strings. The scan runs in one read transaction on the database opened read-only. Exit codes:
  * 0 done, 1 failure, 2 usage.
  */
@@ -21,7 +29,8 @@
 
 #include "base/args.h"
 #include "reclayer/query.h"
-#include "record/record_int.h"
+#include "record/tool.h"
+#include "tuple/tuple.h"
 
 /* Pack V as an integer if it is [-]digits fitting int64, else as a string. */
 static void pack_value(rl_tuple_packer *pk, const char *v) {
@@ -33,6 +42,8 @@ static void pack_value(rl_tuple_packer *pk, const char *v) {
     else rl__tuple_pack_string(pk, v, strlen(v));
 }
 
+#define U(x) ((unsigned long long)(x))
+
 static void print_stats(rl_cursor *c) {
     rl_query_counters k;
     const uint8_t *cb;
@@ -42,17 +53,26 @@ static void print_stats(rl_cursor *c) {
            "\"orphans\": %llu, \"reads_get\": %llu, \"reads_range\": %llu, \"reads_mapped_range\": %llu, "
            "\"mapped_range_requests\": %llu, \"record_loads\": %llu, \"secondary_local\": %llu, "
            "\"secondary_remote\": %llu, \"secondary_completions\": %llu, \"kv_bytes_received\": %llu, "
-           "\"allocs\": %llu, \"alloc_bytes\": %llu, \"fallbacks\": %llu, \"fallback_error\": \"%s\"}, "
-           "\"no_next_reason\": \"%s\", \"continuation\": ",
-           (unsigned long long)k.index_entries_read, (unsigned long long)k.rows_returned,
-           (unsigned long long)k.records_returned, (unsigned long long)k.orphans,
-           (unsigned long long)k.reads_get, (unsigned long long)k.reads_range,
-           (unsigned long long)k.reads_mapped_range, (unsigned long long)k.mapped_range_requests,
-           (unsigned long long)k.record_loads, (unsigned long long)k.secondary_local,
-           (unsigned long long)k.secondary_remote, (unsigned long long)k.secondary_completions,
-           (unsigned long long)k.kv_bytes_received, (unsigned long long)k.allocs,
-           (unsigned long long)k.alloc_bytes, (unsigned long long)k.fallbacks,
-           k.fallback_error ? rl_error_name(k.fallback_error) : "",
+           "\"allocs\": %llu, \"alloc_bytes\": %llu, \"fallbacks\": %llu, \"fallback_error\": \"%s\", ",
+           U(k.index_entries_read), U(k.rows_returned), U(k.records_returned), U(k.orphans), U(k.reads_get),
+           U(k.reads_range), U(k.reads_mapped_range), U(k.mapped_range_requests), U(k.record_loads),
+           U(k.secondary_local), U(k.secondary_remote), U(k.secondary_completions), U(k.kv_bytes_received),
+           U(k.allocs), U(k.alloc_bytes), U(k.fallbacks), k.fallback_error ? rl_error_name(k.fallback_error) : "");
+    printf("\"net\": {\"requests\": {\"total\": %llu, \"by_link\": {\"client_storage\": %llu, "
+           "\"client_coordinator\": %llu, \"storage_storage\": %llu}, \"by_type\": {\"get\": %llu, "
+           "\"get_key\": %llu, \"get_range\": %llu, \"get_mapped_range\": %llu, \"get_read_version\": %llu, "
+           "\"get_multi\": %llu}}, ",
+           U(k.requests), U(k.requests_client_storage), U(k.requests_client_coordinator),
+           U(k.requests_storage_storage), U(k.requests_get), U(k.requests_get_key), U(k.requests_get_range),
+           U(k.requests_get_mapped_range), U(k.requests_get_read_version), U(k.requests_get_multi));
+    printf("\"bytes\": {\"client_storage\": {\"sent\": %llu, \"received\": %llu}, \"client_coordinator\": "
+           "{\"sent\": %llu, \"received\": %llu}, \"storage_storage\": {\"sent\": %llu, \"received\": %llu}}, ",
+           U(k.bytes_sent_client_storage), U(k.bytes_received_client_storage), U(k.bytes_sent_client_coordinator),
+           U(k.bytes_received_client_coordinator), U(k.bytes_sent_storage_storage),
+           U(k.bytes_received_storage_storage));
+    printf("\"round_trips\": {\"total\": %llu, \"storage_storage\": %llu, \"critical\": %llu}, "
+           "\"waits\": %llu, \"s2s_peers_max\": %llu}}, \"no_next_reason\": \"%s\", \"continuation\": ",
+           U(k.round_trips), U(k.s2s_round_trips), U(k.critical_round_trips), U(k.waits), U(k.s2s_peers_max),
            rl_no_next_reason_name(rl_cursor_no_next_reason(c)));
     if (rl_cursor_continuation(c, &cb, &cl) == RL_OK && cb) {
         putchar('"');
@@ -63,12 +83,53 @@ static void print_stats(rl_cursor *c) {
     }
 }
 
+/* One JSON line per traced request (--trace), in start order. Host labels and addresses are
+ * printable ASCII (the shard map checks them); anything else is replaced by '?'. */
+static void print_trace(rl_cursor *c) {
+    const rl_query_trace_event *ev;
+    size_t n;
+    rl_cursor_get_trace(c, &ev, &n);
+    for (size_t i = 0; i < n; i++) {
+        const rl_query_trace_event *e = &ev[i];
+        char host[sizeof e->host];
+        for (size_t j = 0; j < sizeof host; j++) {
+            char ch = e->host[j];
+            host[j] = ch && (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\') ? '?' : ch;
+            if (!ch) break;
+        }
+        host[sizeof host - 1] = 0;
+        printf("{\"trace\": {\"start_us\": %.1f, \"type\": \"%s\", \"server_id\": %u, \"address\": \"%s\", "
+               "\"port\": %u, \"host\": \"%s\", \"link\": \"%s\", \"bytes_sent\": %llu, \"bytes_received\": %llu, "
+               "\"latency_us\": %.1f, \"error\": \"%s\"",
+               (double)e->start_ns / 1e3, e->type, e->server_id, e->address, e->port, host, e->link,
+               U(e->bytes_sent), U(e->bytes_received), (double)e->latency_ns / 1e3,
+               e->error ? rl_error_name(e->error) : "");
+        if (strcmp(e->type, "get_mapped_range") == 0)
+            printf(", \"secondaries_local\": %u, \"secondaries_remote\": %u, \"s2s_requests\": %u, "
+                   "\"s2s_round_trips\": %u, \"s2s_peers\": %u, \"s2s_bytes_sent\": %llu, "
+                   "\"s2s_bytes_received\": %llu, \"server_us\": %.1f",
+                   e->secondaries_local, e->secondaries_remote, e->s2s_requests, e->s2s_round_trips, e->s2s_peers,
+                   U(e->s2s_bytes_sent), U(e->s2s_bytes_received), (double)e->server_ns / 1e3);
+        if (e->n_s2s_by_peer) {
+            printf(", \"s2s_by_peer\": [");
+            for (size_t j = 0; j < e->n_s2s_by_peer; j++) {
+                const rl_query_s2s_peer *p = &e->s2s_by_peer[j];
+                printf("%s{\"server_id\": %u, \"requests\": %u, \"items\": %u, \"bytes_sent\": %llu, "
+                       "\"bytes_received\": %llu}",
+                       j ? ", " : "", p->server_id, p->requests, p->items, U(p->bytes_sent), U(p->bytes_received));
+            }
+            printf("]");
+        }
+        printf("}}\n");
+    }
+}
+
 #define MAX_EQ 32 /* --eq values accepted by the parser (the index decides how many fit) */
 
 int rl_cmd_query(int argc, char **argv) {
     const char *url = NULL, *store = NULL, *index = NULL, *cont = NULL, *eqv[MAX_EQ];
     const char *ge = NULL, *gt = NULL, *le = NULL, *lt = NULL, *low = NULL, *high = NULL;
-    int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, rc = 0, status = 1, fetch, orphans, code;
+    int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, rc = 0, status = 1, fetch, orphans, code;
     char msg[256];
     rl_query_options o;
     rl_buf eq, lo, hi, cb, out;
@@ -116,6 +177,8 @@ int rl_cmd_query(int argc, char **argv) {
          .help = "resume after the page that printed it (--stats)"},
         {.name = "stats", .kind = RL_ARG_FLAG, .dest = &stats,
          .help = "end with a JSON line of counters, the end reason and the continuation"},
+        {.name = "trace", .kind = RL_ARG_FLAG, .dest = &trace,
+         .help = "after the rows, one JSON line per request of the query (its timeline)"},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rl query",
@@ -123,7 +186,11 @@ int rl_cmd_query(int argc, char **argv) {
                    "--eq values form the equality prefix of the index values; --ge/--gt and --le/--lt\n"
                    "bound the next value. V is an integer if it looks like one, else a string.\n"
                    "--stats ends with a JSON line of counters, the end reason and the continuation (hex)\n"
-                   "to pass to --continuation for the next page (--skip applies to the first page only).",
+                   "to pass to --continuation for the next page (--skip applies to the first page only);\n"
+                   "its \"net\" object has the requests per link and type, bytes and round trips.\n"
+                   "--trace prints, after the rows, one {\"trace\": ...} line per request: start (us from the\n"
+                   "query's start), type, server, address, host, link, bytes each way, latency, and for\n"
+                   "mapped reads the server's storage-to-storage figures.",
         .epilog = "Exit codes: 0 done, 1 failure, 2 usage.",
         .opts = opts};
     rl__buf_init(&eq);
@@ -165,6 +232,7 @@ int rl_cmd_query(int argc, char **argv) {
         o.high = hi.data, o.high_len = hi.len, o.high_exclusive = high_excl;
     }
     if (cont) o.continuation = cb.data, o.continuation_len = cb.len;
+    o.trace = trace;
     if (rl__buf_error(&eq) || rl__buf_error(&lo) || rl__buf_error(&hi)) {
         fprintf(stderr, "rl query: out of memory\n");
         goto done;
@@ -208,6 +276,7 @@ int rl_cmd_query(int argc, char **argv) {
         } else if (rc && c == NULL && txn == NULL) {
             fprintf(stderr, "rl query: %s\n", rl_error_name(rc));
         }
+        if (!rc && trace) print_trace(c);
         if (!rc && stats) print_stats(c);
         if (!rc) status = 0;
         rl_cursor_free(c);

@@ -21,7 +21,7 @@
 #include "bench/micro.h"
 #include "bench/query_micro.h"
 #include "reclayer/error.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 
 /* Create path for the JSON report now, so that a bad path fails before the benchmark runs.
  * Returns the open file, or NULL after printing "CMD: cannot create PATH: <strerror>". */
@@ -112,6 +112,9 @@ static int cmd_query(int argc, char **argv) {
                  "(\"bench\",\"orders\",DATASET) stores are cleared and loaded) instead of a fresh mem:"},
         {.name = "json", .kind = RL_ARG_STRING, .dest = &json_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
          .help = "also write the results as JSON to FILE (created before the run)"},
+        {.name = "stats", .kind = RL_ARG_FLAG, .dest = &o.stats,
+         .help = "also print each case's trace summary (requests per link, round trips, critical round "
+                 "trips, bytes) from one untimed op after its rounds"},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlbench query",

@@ -18,6 +18,10 @@
  *     requests outstanding on it by request id, and a list of requests waiting for its connect.
  *   - Requests (creq): one per operation in flight. A read's creq lives in the read's arena
  *     (backend.h contract 3: only the backend uses it until done); the others on the heap.
+ *   - Tracing (docs/design.md §8.5): every attempt actually sent counts into its read's (or the
+ *     transaction's read version's) rl_kv_read_stats — requests, round trips, bytes, its type, the
+ *     coordinator link — and its reply's bytes too (send_on, note_reply); when the read asked for
+ *     it (r->trace), note_reply also records an rl_kv_trace_event in the read's arena.
  *
  * The life of a request (where it is, under whose lock):
  *
@@ -140,6 +144,12 @@ struct creq {
     waiter *w;              /* STATUS, PING */
     uint32_t ping_server;   /* STATUS, PING: the server asked (0: the coordinator) */
     rl_locmap *newmap;      /* MAP: the map its reply built (given to map_done) */
+    /* Tracing of the attempt in flight (a read or read version whose caller asked for it). */
+    uint64_t tr_start_ns;   /* 0: no traced attempt outstanding */
+    uint32_t tr_bytes_sent;
+    uint32_t tr_sid;        /* where it went */
+    char tr_ip[16];
+    uint16_t tr_port;
 };
 
 struct cconn {
@@ -557,6 +567,103 @@ static void fail_any(creq *q, int err) {
     if (rl__loop_post(cl->loop, fail_post_fn, q) != RL_OK) finish(q, RL_E_OUT_OF_MEMORY);
 }
 
+/* ---- Tracing (backend.h: rl_kv_read_stats, rl_kv_trace_event) ------------------------------- */
+
+/* The counters q's request adds to: a read's, or a transaction's read version's; NULL for the
+ * backend's own requests (map, status, ping, status_json's read version). */
+static rl_kv_read_stats *q_stats(creq *q) {
+    if (q->kind == RL_CREQ_READ) return &q->r->stats;
+    if (q->kind == RL_CREQ_GRV && q->g) return &q->g->stats;
+    return NULL;
+}
+
+/* 1 when q's caller asked for an event per request (the only cost when not: this test). */
+static int q_tracing(const creq *q) {
+    if (q->kind == RL_CREQ_READ) return q->r->trace;
+    return q->kind == RL_CREQ_GRV && q->g && q->g->trace;
+}
+
+/* A new event for q's traced attempt (sent at q->tr_start_ns, ended now), linked to the read (or
+ * held by the read version), or NULL (out of memory: the timeline loses it, the counters stay
+ * exact). Takes the attempt: q->tr_start_ns is 0 afterwards. */
+static rl_kv_trace_event *trace_event(creq *q, uint16_t type, int err, uint32_t bytes_received) {
+    rl_kv_trace_event *ev;
+    if (q->kind == RL_CREQ_READ) {
+        ev = rl__arena_alloc(q->r->arena, sizeof *ev);
+        if (!ev) {
+            q->tr_start_ns = 0;
+            return NULL;
+        }
+    } else {
+        ev = &q->g->ev;
+        q->g->has_ev = 1;
+    }
+    memset(ev, 0, sizeof *ev);
+    ev->start_ns = q->tr_start_ns;
+    ev->end_ns = now_ns();
+    ev->type = type;
+    ev->err = err;
+    ev->bytes_sent = q->tr_bytes_sent;
+    ev->bytes_received = bytes_received;
+    ev->server_id = q->tr_sid;
+    memcpy(ev->address, q->tr_ip, sizeof ev->address);
+    ev->port = q->tr_port;
+    ev->link = q->tr_sid == 0 ? RL_KV_LINK_CLIENT_COORDINATOR : RL_KV_LINK_CLIENT_STORAGE;
+    cluster *cl = q->cl;
+    pthread_mutex_lock(&cl->mu);
+    rl_locmap *m = cl->map;
+    int si = m ? rl__locmap_server(m, q->tr_sid) : -1;
+    if (si >= 0 && m->servers[si].host) snprintf(ev->host, sizeof ev->host, "%s", m->servers[si].host);
+    pthread_mutex_unlock(&cl->mu);
+    if (q->kind == RL_CREQ_READ) {
+        rl_kv_read *r = q->r;
+        if (r->trace_tail) r->trace_tail->next = ev;
+        else r->trace_head = ev;
+        r->trace_tail = ev;
+    }
+    q->tr_start_ns = 0;
+    return ev;
+}
+
+/* q's reply (or error reply, err != 0) of h->payload_len bytes arrived on cc: count its bytes and,
+ * when traced, record the attempt's event (ms: a mapped reply's server counters, or NULL).
+ * Network thread; q is not finished yet. */
+static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, const rl_msg_mapped_stats *ms) {
+    rl_kv_read_stats *st = q_stats(q);
+    if (!st) return;
+    uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);
+    st->bytes_received += fb;
+    if (cc && cc->server_id == 0) st->coord_bytes_received += fb;
+    if (!q_tracing(q) || !q->tr_start_ns) return;
+    rl_kv_trace_event *ev = trace_event(q, h->type, err, fb);
+    if (ev && ms) {
+        ev->secondaries_local = ms->secondaries_local;
+        ev->secondaries_remote = ms->secondaries_remote;
+        ev->s2s_requests = ms->s2s_requests;
+        ev->s2s_round_trips = ms->s2s_round_trips;
+        ev->s2s_peers = ms->s2s_peers;
+        ev->s2s_bytes_sent = ms->s2s_bytes_sent;
+        ev->s2s_bytes_received = ms->s2s_bytes_received;
+        ev->server_ns = ms->server_ns;
+        rl_kv_s2s_peer *pp = ms->n_peer_stats ? rl__arena_alloc(q->r->arena, ms->n_peer_stats * sizeof *pp) : NULL;
+        if (pp) {
+            for (uint32_t i = 0; i < ms->n_peer_stats; i++) {
+                const rl_msg_s2s_peer *x = &ms->peer_stats[i];
+                pp[i] = (rl_kv_s2s_peer){x->server_id, x->requests, x->items, x->bytes_sent, x->bytes_received};
+            }
+            ev->peers = pp;
+            ev->n_peers = ms->n_peer_stats;
+        }
+    }
+}
+
+/* q's traced attempt ended without a reply (its connection was lost, it timed out, or its send
+ * failed): an event with the transport error and no reply bytes, so the timeline's bytes sent
+ * still add up to the counters'. */
+static void note_failed(creq *q, int err) {
+    if (q_stats(q) && q_tracing(q) && q->tr_start_ns) (void)trace_event(q, req_type(q), err, 0);
+}
+
 static void send_on(cconn *cc, creq *q) {
     cluster *cl = q->cl;
     rl_buf *b = NULL;
@@ -581,11 +688,6 @@ static void send_on(cconn *cc, creq *q) {
     }
     uint64_t id = atomic_fetch_add(&cl->next_id, 1);
     uint16_t type = req_type(q);
-    if (q->kind == RL_CREQ_READ) { /* before sending: the reply may finish q at once */
-        q->r->stats.requests++;
-        q->r->stats.round_trips++;
-        q->r->stats.bytes_sent += RL_FRAME_HEADER_LEN + len;
-    }
     pthread_mutex_lock(&cc->mu);
     if (cc->state != C_OPEN) {
         int closed = cc->state == C_CLOSED;
@@ -601,6 +703,32 @@ static void send_on(cconn *cc, creq *q) {
         pl_unref(pl);
         if (closed) fail_any(q, RL_E_CONNECTION_FAILED);
         return;
+    }
+    rl_kv_read_stats *st = q_stats(q);
+    if (st) { /* counted once per attempt actually sent (a request parked for a connect comes
+               * back here), before it is sent: the reply may finish q at once */
+        uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + len);
+        st->requests++;
+        st->round_trips++;
+        st->bytes_sent += fb;
+        switch (type) {
+        case RL_MSG_GET: st->req_get++; break;
+        case RL_MSG_GET_KEY: st->req_get_key++; break;
+        case RL_MSG_GET_RANGE: st->req_get_range++; break;
+        case RL_MSG_GET_MAPPED_RANGE: st->req_get_mapped++; break;
+        default: break;
+        }
+        if (cc->server_id == 0) {
+            st->coord_requests++;
+            st->coord_bytes_sent += fb;
+        }
+        if (q_tracing(q)) {
+            q->tr_start_ns = now_ns();
+            q->tr_bytes_sent = fb;
+            q->tr_sid = cc->server_id;
+            memcpy(q->tr_ip, cc->ip, sizeof q->tr_ip);
+            q->tr_port = cc->port;
+        }
     }
     int busy = cc->pending.n > 0; /* requests already in flight here: batch (below) */
     if (pt_put(&cc->pending, id, q) != RL_OK) {
@@ -829,6 +957,7 @@ static void maybe_refresh(cluster *cl) {
 /* An attempt of q failed in transport (loop thread). */
 static void fail_attempt(creq *q, int err) {
     cluster *cl = q->cl;
+    note_failed(q, err);
     if (atomic_load(&cl->closing)) {
         finish(q, RL_E_OPERATION_CANCELLED);
         return;
@@ -980,11 +1109,15 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
     switch (q->kind) {
     case RL_CREQ_READ: {
         rl_kv_read *r = q->r;
-        r->stats.bytes_received += RL_FRAME_HEADER_LEN + h->payload_len;
         /* Decode a copy held in the read's arena: result rows point into it (plan.h inv. 3). */
         const uint8_t *copy = h->payload_len ? rl__arena_memdup(r->arena, payload, h->payload_len) : NULL;
-        if (h->payload_len && !copy) return RL_E_OUT_OF_MEMORY;
+        if (h->payload_len && !copy) {
+            note_reply(q, q->conn, h, RL_E_OUT_OF_MEMORY, NULL);
+            return RL_E_OUT_OF_MEMORY;
+        }
         rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why);
+        note_reply(q, q->conn, h, rc ? RL_E_MALFORMED_FRAME : 0,
+                   rc == RL_OK && h->type == RL_MSG_GET_MAPPED_RANGE ? &m.u.get_mapped_range_reply.stats : NULL);
         if (rc) goto bad;
         q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0;
         int more_to_send = 0;
@@ -1003,6 +1136,7 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
     }
     case RL_CREQ_GRV:
         rc = rl__msg_get_read_version_reply_decode(payload, h->payload_len, NULL, &m.u.get_read_version_reply, &why);
+        note_reply(q, q->conn, h, rc ? RL_E_MALFORMED_FRAME : 0, NULL);
         if (rc) goto bad;
         if (q->g) q->g->version = m.u.get_read_version_reply.version;
         else q->w->version = m.u.get_read_version_reply.version; /* status_json's own */
@@ -1087,7 +1221,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
             finish(q, RL_E_MALFORMED_FRAME);
             return;
         }
-        if (q->kind == RL_CREQ_READ) q->r->stats.bytes_received += RL_FRAME_HEADER_LEN + h->payload_len;
+        note_reply(q, cc, h, e.code, NULL);
         rl__log(RL_LOG_DEBUG, "cluster client: %s error reply from %s:%u: %s (%.*s)", rl__msg_type_name(h->type),
                 cc->ip, cc->port, rl_error_name(e.code), (int)(e.message_len > 300 ? 300 : e.message_len),
                 e.message ? (const char *)e.message : "");

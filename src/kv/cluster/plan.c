@@ -595,6 +595,9 @@ int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send) {
         re = g->resolved_end, rel = g->resolved_end_len;
         r->stats.s2s_requests += g->stats.s2s_requests;
         r->stats.s2s_round_trips += g->stats.s2s_round_trips;
+        r->stats.s2s_bytes_sent += g->stats.s2s_bytes_sent;
+        r->stats.s2s_bytes_received += g->stats.s2s_bytes_received;
+        if (g->stats.s2s_peers > r->stats.s2s_peers) r->stats.s2s_peers = g->stats.s2s_peers;
     }
     if (p->phase == PH_FIRST)
         return on_first_reply(p, items, n, more, status, rt, rtl, rb, rbl, re, rel, out_send);

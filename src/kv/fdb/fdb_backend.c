@@ -633,8 +633,17 @@ static void read_issue(rd_ctx *x) {
     }
     int n_real = 0;
     for (int i = 0; i < nf; i++) n_real += x->f[i] != NULL;
+    /* What the FoundationDB client is asked for (its own network requests, bytes and storage
+     * servers are not visible through the C API: those figures stay 0). */
     r->stats.requests += (uint32_t)n_real;
     r->stats.round_trips++;
+    if (x->f[0]) {
+        if (r->op == RL_KV_GET) r->stats.req_get++;
+        else if (r->op == RL_KV_GET_KEY) r->stats.req_get_key++;
+        else if (r->op == RL_KV_GET_RANGE) r->stats.req_get_range++;
+        else r->stats.req_get_mapped++;
+    }
+    r->stats.req_get_key += (uint32_t)((nf > 1 && x->f[1]) + (nf > 2 && x->f[2]));
     atomic_store(&x->pending, n_real + 1); /* +1: registering (see on_read) */
     for (int i = 0; i < nf; i++) {
         if (!x->f[i]) continue;

@@ -10,6 +10,7 @@
 
 #include "order.pb-c.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 
 static int on_event(void *ud, const rl__unsplit_event *ev) {
     const rl_store *s = ud;
@@ -24,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static rl_store *s;
     static const uint8_t prefix[] = {0x02, 'f', 0x00};
     if (!md) {
-        if (rl_record_order_metadata(&md) || rl_store_new(md, prefix, sizeof prefix, RL_STORE_SPLIT_LONG_RECORDS, &s))
+        if (rl__order_metadata(&md) || rl_store_new(md, prefix, sizeof prefix, RL_STORE_SPLIT_LONG_RECORDS, &s))
             return 0;
     }
     if (size < 1) return 0;

@@ -49,8 +49,9 @@
 
 static const char *const metrics[] = {"ns_per_op", "bytes_per_op", "allocs_per_op", "rows_per_op", "requests_per_op",
                                       "round_trips_per_op", "kv_bytes_per_op", "index_entries_per_op",
-                                      "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op"};
-#define N_METRICS 11
+                                      "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op",
+                                      "net_bytes_received_per_op"};
+#define N_METRICS 12
 
 typedef struct {
     char *dir;      /* the test's temporary directory (heap) */
@@ -217,6 +218,8 @@ TEST(campaign_1_1_results_complete) {
                     ASSERT_TRUE(json_number_value(json_object_get(s, "ns_per_op")) > 0);
                     ASSERT_TRUE(json_number_value(json_object_get(s, "rows_per_op")) == (k == 0 ? 10 : 1));
                     ASSERT_TRUE(json_number_value(json_object_get(s, "round_trips_per_op")) == 0);
+                    ASSERT_TRUE(json_number_value(json_object_get(s, "requests_per_op")) == 0);
+                    ASSERT_TRUE(json_number_value(json_object_get(s, "net_bytes_received_per_op")) == 0);
                     if (!strcmp(arms_run[a], "remote"))
                         ASSERT_TRUE(json_number_value(json_object_get(s, "mapped_requests_per_op")) >= 1);
                     if (!strcmp(arms_run[a], "ordinary"))
@@ -388,7 +391,7 @@ TEST(campaign_1_2_summary_recomputed) {
         checked++;
     }
     ASSERT_TRUE(checked >= 2 * 9);
-    ASSERT_EQ(zz, 2 * 2);        /* requests and round trips: 0 in both on embedded */
+    ASSERT_EQ(zz, 2 * 3);        /* requests, round trips, network bytes: 0 in both on embedded */
     ASSERT_EQ(undefined, 2 * 2); /* mapped requests (0 for ordinary), record loads (0 for remote) */
 }
 

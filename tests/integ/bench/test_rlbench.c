@@ -210,6 +210,40 @@ TEST(cli_2_6_query_tiny_run) {
     free(d);
 }
 
+/* cli_2_8: --stats adds the trace summary per case (all 0 on mem:) and a "trace" object per
+ * reclayer result in the JSON; SQLite has none. */
+TEST(cli_2_8_query_stats) {
+    char *d = rl_test_tmpdir("cli28"), args[4600], path[4200], *out;
+    snprintf(path, sizeof path, "%s/q.json", d);
+    snprintf(args, sizeof args,
+             "query --records 20 --padding 0 --seconds 0.001 --repeats 1 --only small/rows10/forward --stats --json %s",
+             path);
+    ASSERT_EQ(rl_test_rlbench(&out, "%s", args), 0);
+    ASSERT_NOT_NULL(strstr(out, "trace summary per op"));
+    ASSERT_NOT_NULL(strstr(strstr(out, "trace summary per op"), "small   rows10    forward  remote"));
+    free(out);
+    json_error_t err;
+    json_t *j = json_load_file(path, 0, &err), *x;
+    ASSERT_NOT_NULL(j);
+    size_t i;
+    int traced = 0;
+    json_array_foreach(json_object_get(j, "results"), i, x) {
+        json_t *t = json_object_get(x, "trace");
+        if (!strcmp(json_string_value(json_object_get(x, "system")), "sqlite")) {
+            ASSERT_NULL(t);
+            continue;
+        }
+        ASSERT_NOT_NULL(t);
+        ASSERT_EQ(json_integer_value(json_object_get(t, "requests")), 0);
+        ASSERT_EQ(json_integer_value(json_object_get(t, "critical_round_trips")), 0);
+        traced++;
+    }
+    ASSERT_EQ(traced, 3);
+    json_decref(j);
+    rl_test_rmtree(d);
+    free(d);
+}
+
 TEST(cli_2_7_scratch_remove_stays_inside) {
     char *base = rl_test_tmpdir("cli27"), *outside = rl_test_tmpdir("cli27o"), path[4400], msg[512];
     rl_buf p;
@@ -247,4 +281,4 @@ TEST(cli_2_7_scratch_remove_stays_inside) {
 
 RL_TEST_MAIN(T(cli_2_1_numbers_and_dir_checked), T(cli_2_2_json_checked_first), T(cli_2_3_only_checked),
              T(cli_2_4_no_scratch_left), T(cli_2_5_failed_system_reported), T(cli_2_6_query_tiny_run),
-             T(cli_2_7_scratch_remove_stays_inside))
+             T(cli_2_7_scratch_remove_stays_inside), T(cli_2_8_query_stats))

@@ -12,9 +12,10 @@
 #include <jansson.h>
 
 #include "cluster_fixture.h"
-#include "record/record_int.h"
+#include "record/tool.h"
 #include "server/placement.h"
 #include "test.h"
+#include "tuple/tuple.h"
 
 #define N_ORDERS 200
 

@@ -381,7 +381,9 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->entries = e, g->n_entries = 3, g->more = 1;
             SET(g->resolved_begin, g->resolved_begin_len, "i/1");
             SET(g->resolved_end, g->resolved_end_len, "i/3\0");
-            g->stats = (rl_msg_mapped_stats){2, 1, 1, 1, 12345};
+            rl_msg_s2s_peer *ps = alloc0(a, sizeof *ps);
+            ps[0] = (rl_msg_s2s_peer){3, 1, 1, 700, 900};
+            g->stats = (rl_msg_mapped_stats){2, 1, 1, 1, 12345, 700, 900, 1, 1, ps};
         }
         if (mx) {
             rl_keyvalue *kv = alloc0(a, 2 * sizeof *kv);
@@ -393,7 +395,11 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->read_through = K1, g->read_through_len = KMAX;
             g->resolved_begin = K1, g->resolved_begin_len = KMAX;
             g->resolved_end = K2, g->resolved_end_len = KMAX;
-            g->stats = (rl_msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX};
+            rl_msg_s2s_peer *ps = alloc0(a, RL_PROTO_MAX_PEER_STATS * sizeof *ps);
+            for (uint32_t i = 0; i < RL_PROTO_MAX_PEER_STATS; i++)
+                ps[i] = (rl_msg_s2s_peer){UINT32_MAX - i, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX};
+            g->stats = (rl_msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX,
+                                             UINT64_MAX, UINT64_MAX, UINT32_MAX, RL_PROTO_MAX_PEER_STATS, ps};
         }
         break;
     }
@@ -678,6 +684,13 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
                x->resolved_begin_len, x->resolved_end, x->resolved_end_len);
         tw32(b, x->stats.secondaries_local), tw32(b, x->stats.secondaries_remote);
         tw32(b, x->stats.s2s_requests), tw32(b, x->stats.s2s_round_trips), tw64(b, x->stats.server_ns);
+        tw64(b, x->stats.s2s_bytes_sent), tw64(b, x->stats.s2s_bytes_received), tw32(b, x->stats.s2s_peers);
+        tw32(b, x->stats.n_peer_stats);
+        for (uint32_t i = 0; i < x->stats.n_peer_stats; i++) {
+            const rl_msg_s2s_peer *p = &x->stats.peer_stats[i];
+            tw32(b, p->server_id), tw32(b, p->requests), tw32(b, p->items);
+            tw64(b, p->bytes_sent), tw64(b, p->bytes_received);
+        }
         break;
     }
     case RL_MSG_GET_MULTI * 2: {
@@ -878,6 +891,12 @@ TEST(net_2_1_round_trip_typical) {
     ASSERT_EQ(g.entries[1].n_kvs, 0);
     ASSERT_EQ(g.entries[2].more, 1);
     ASSERT_EQ(g.stats.server_ns, 12345);
+    ASSERT_EQ(g.stats.s2s_bytes_sent, 700);
+    ASSERT_EQ(g.stats.s2s_bytes_received, 900);
+    ASSERT_EQ(g.stats.s2s_peers, 1);
+    ASSERT_EQ(g.stats.n_peer_stats, 1);
+    ASSERT_EQ(g.stats.peer_stats[0].server_id, 3);
+    ASSERT_EQ(g.stats.peer_stats[0].bytes_received, 900);
     ASSERT_EQ(g.more, 1);
 
     sample(kind_of(RL_MSG_GET_KEY, 0), V_TYPICAL, &a, &m);
@@ -1260,7 +1279,7 @@ TEST(net_3_3_huge_counts) {
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         memset(p, 0, LEN + 64);
         size_t tail = dense[i].type == RL_MSG_GET_RANGE || dense[i].type == RL_MSG_GET_MAPPED_RANGE
-                          ? 2 + 12 + (dense[i].type == RL_MSG_GET_MAPPED_RANGE ? 24 : 0)
+                          ? 2 + 12 + (dense[i].type == RL_MSG_GET_MAPPED_RANGE ? 24 + 20 + 4 : 0)
                           : 0;
         uint32_t n = (uint32_t)((LEN - dense[i].prefix - 4 - tail) / dense[i].min_each);
         for (int j = 0; j < 4; j++) p[dense[i].prefix + j] = (uint8_t)(n >> (8 * j));
@@ -1581,6 +1600,21 @@ TEST(net_4_4_structure_rules) {
     typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
     m.u.get_shard_map_reply.n_servers = 0; /* a map without servers is structurally fine */
     expect_good(&m);
+
+    /* A mapped reply's per-peer stats: at most RL_PROTO_MAX_PEER_STATS, distinct storage ids. */
+    typical(&a, RL_MSG_GET_MAPPED_RANGE, R, &m);
+    rl_msg_s2s_peer peers[RL_PROTO_MAX_PEER_STATS + 1];
+    for (int i = 0; i <= RL_PROTO_MAX_PEER_STATS; i++) peers[i] = (rl_msg_s2s_peer){(uint32_t)i + 1, 1, 2, 3, 4};
+    m.u.get_mapped_range_reply.stats.peer_stats = peers;
+    m.u.get_mapped_range_reply.stats.n_peer_stats = RL_PROTO_MAX_PEER_STATS;
+    expect_good(&m);
+    m.u.get_mapped_range_reply.stats.n_peer_stats = RL_PROTO_MAX_PEER_STATS + 1;
+    expect_bad(&m, "peer_stats has 65 entries");
+    m.u.get_mapped_range_reply.stats.n_peer_stats = 3;
+    peers[2].server_id = 2;
+    expect_bad(&m, "peer_stats names server 2 twice");
+    peers[2].server_id = 0;
+    expect_bad(&m, "peer_stats names server 0");
 
     /* Addresses. */
     static const char *good_addr[] = {"0.0.0.0", "127.0.0.1", "255.255.255.255", "10.20.30.40", "1.0.10.100"};

@@ -10,6 +10,7 @@
 
 #include "order.pb-c.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 
 static const uint8_t P[] = {0x02, 'c', 'h', 'k', 0x00};
 
@@ -50,7 +51,7 @@ static void setup(fixture *fx, uint32_t flags) {
         ASSERT_OK(rl_txn_clear_range(t0, "", 0, "\xff", 1));
         commit(t0);
     }
-    ASSERT_OK(rl_record_order_metadata(&fx->md));
+    ASSERT_OK(rl__order_metadata(&fx->md));
     ASSERT_OK(rl_store_new(fx->md, P, sizeof P, flags, &fx->s));
     uint8_t *pad = calloc(1, 250000);
     rl_txn *t = begin(fx->db);

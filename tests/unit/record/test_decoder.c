@@ -15,7 +15,9 @@
 #include "order.pb-c.h"
 #include "record_test.pb-c.h"
 #include "reclayer/alloc.h"
+#include "record/pbwire.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 
 /* ("test", "orders") by hand. */
 static const uint8_t P[] = {0x02, 't', 'e', 's', 't', 0x00, 0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00};
@@ -131,7 +133,7 @@ static int check_same(rl__record_decoder *d, const rl_store *s, const uint8_t *p
 }
 
 static void setup(rl_metadata **md, rl_store **s) {
-    ASSERT_OK(rl_record_order_metadata(md));
+    ASSERT_OK(rl__order_metadata(md));
     ASSERT_OK(rl_store_new(*md, P, sizeof P, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, s));
 }
 
@@ -587,7 +589,52 @@ TEST(record_9_7_flat_unpack_matches_protobuf_c) {
     ASSERT_TRUE(both_fail > 500);
 }
 
+/* The one varint reader (pbwire.h) that the union framing and the flat decoder share: the
+ * boundaries of its acceptance rule, and the writer's output read back. */
+TEST(record_9_8_varint_acceptance) {
+    static const struct {
+        uint8_t in[12];
+        size_t n;
+        unsigned max;
+        int ok;
+        uint64_t v;
+    } cases[] = {
+        {{0x00}, 1, 10, 1, 0},
+        {{0x7f}, 1, 1, 1, 127},
+        {{0x80, 0x01}, 2, 10, 1, 128},
+        {{0x80, 0x01}, 2, 1, 0, 0},            /* longer than max */
+        {{0x80}, 1, 10, 0, 0},                  /* truncated */
+        {{0}, 0, 10, 0, 0},                     /* empty */
+        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10, 10, 1, UINT64_MAX},
+        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 10, 10, 0, 0}, /* bit 64 */
+        {{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 11, 10, 0, 0},
+        {{0xff, 0xff, 0xff, 0xff, 0x0f}, 5, 5, 1, 0xffffffffu},
+        {{0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 6, 5, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t i = 0;
+        uint64_t v = 0;
+        int rc = rl__pb_varint(cases[k].in, cases[k].n, &i, &v, cases[k].max);
+        if ((rc == 0) != cases[k].ok) fprintf(stderr, "case %zu\n", k);
+        assert_int_equal(rc == 0, cases[k].ok);
+        if (cases[k].ok) ASSERT_TRUE(v == cases[k].v);
+    }
+    rl_buf b;
+    rl__buf_init(&b);
+    uint64_t vals[] = {0, 1, 127, 128, 300, 0xffffffffu, (uint64_t)1 << 63, UINT64_MAX};
+    for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) rl__pb_put_varint(&b, vals[k]);
+    assert_int_equal(rl__buf_error(&b), RL_OK);
+    size_t i = 0;
+    for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
+        uint64_t v = 0;
+        assert_int_equal(rl__pb_varint(b.data, b.len, &i, &v, 10), 0);
+        ASSERT_TRUE(v == vals[k]);
+    }
+    ASSERT_TRUE(i == b.len);
+    rl__buf_release(&b);
+}
+
 RL_TEST_MAIN(T(record_9_1_valid_layouts_match_strict), T(record_9_2_defects_match_strict),
              T(record_9_3_random_mutations_match_strict), T(record_9_4_steady_state_allocates_nothing),
              T(record_9_5_out_of_memory), T(record_9_6_suffix_bytes_match_strict),
-             T(record_9_7_flat_unpack_matches_protobuf_c))
+             T(record_9_7_flat_unpack_matches_protobuf_c), T(record_9_8_varint_acceptance))

@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "order.pb-c.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 #include "record_test.pb-c.h"
 
 /* ---- Independent tuple encodings (the spec, by hand) ------------------------------------- */
@@ -48,7 +49,7 @@ static rl_metadata *alltypes_md(void) {
 
 TEST(record_1_1_order_metadata) {
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     ASSERT_EQ(rl_metadata_version(md), 1);
     ASSERT_EQ(md->n_types, 1);
     ASSERT_EQ(md->n_indexes, 1);
@@ -198,7 +199,7 @@ TEST(record_1_4_absent_fields) {
 
 TEST(record_1_5_union_encoding) {
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     Reclayer__Order o = RECLAYER__ORDER__INIT;
     o.has_order_id = 1, o.order_id = 42;
     o.has_price = 1, o.price = 1999;

@@ -13,6 +13,7 @@
 
 #include "order.pb-c.h"
 #include "record/record_int.h"
+#include "record/tool.h"
 #include "record_store.pb-c.h"
 #include "record_test.pb-c.h"
 
@@ -247,7 +248,7 @@ TEST(record_3_1_roundtrip_all_types) {
 TEST(record_3_2_layout) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, RL_STORE_RECORD_VERSIONS);
     Reclayer__Order o = order(42, 7);
     rl_txn *t = begin(db);
@@ -360,7 +361,7 @@ static int pair_cmp(const void *a, const void *b) {
 TEST(record_3_3_replace_keeps_indexes_exact) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, 0);
     uint64_t seed = rl_test_seed(), st = seed;
     int64_t model[40]; /* price per id, -1 = absent */
@@ -441,7 +442,7 @@ static int raw_suffixes(rl_db *db, int64_t id, int64_t *out) {
 TEST(record_3_4_split_boundaries) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, RL_STORE_SPLIT_LONG_RECORDS);
     uint8_t *pad = malloc(300000);
     for (int i = 0; i < 300000; i++) pad[i] = (uint8_t)(i * 7 + 3);
@@ -499,7 +500,7 @@ TEST(record_3_4_split_boundaries) {
 TEST(record_3_5_versions_follow_commit_order) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, RL_STORE_RECORD_VERSIONS | RL_STORE_SPLIT_LONG_RECORDS);
     int ids[] = {1, 2, 1, 3, 2};
     uint8_t prev[12] = {0};
@@ -588,7 +589,7 @@ static void *conc_thread(void *p) {
 TEST(record_3_6_concurrent_counts) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, 0);
     pthread_t th[4];
     thr_arg args[4];
@@ -616,7 +617,7 @@ TEST(record_3_6_concurrent_counts) {
 TEST(record_3_7_scan_limits_continuations) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS);
     uint64_t seed = rl_test_seed(), st = seed;
     uint8_t *pad = calloc(1, 150000);
@@ -705,7 +706,7 @@ TEST(record_3_8_size_limits_write_nothing) {
 TEST(record_3_9_bad_input) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, 0);
     rl_txn *t = begin(db);
     /* Unknown record type. */
@@ -741,7 +742,7 @@ TEST(record_3_9_bad_input) {
     rl_store_free(s);
     /* Opening with another metadata version. */
     rl_metadata *md2;
-    ASSERT_OK(rl_record_order_metadata(&md2));
+    ASSERT_OK(rl__order_metadata(&md2));
     md2->version = 2;
     ASSERT_OK(rl_store_new(md2, P, sizeof P, 0, &s));
     t = begin(db);
@@ -756,6 +757,21 @@ TEST(record_3_9_bad_input) {
     ASSERT_RC(rl_store_open(s, t), RL_E_CORRUPT_DATA);
     rl_txn_free(t);
     rl_store_free(s);
+    /* The header's flags win over the handle's: a store created with versions keeps them when
+     * opened by a handle that asked for none, and rl_store_flags says so. */
+    static const uint8_t P4[] = {0x02, 'f', 0x00};
+    ASSERT_OK(rl_store_new(md, P4, sizeof P4, RL_STORE_RECORD_VERSIONS | RL_STORE_SPLIT_LONG_RECORDS, &s));
+    ASSERT_EQ(rl_store_flags(s), RL_STORE_RECORD_VERSIONS | RL_STORE_SPLIT_LONG_RECORDS);
+    t = begin(db);
+    ASSERT_OK(rl_store_open(s, t));
+    commit(t);
+    rl_store_free(s);
+    ASSERT_OK(rl_store_new(md, P4, sizeof P4, RL_STORE_ALLOW_DEFECTS, &s));
+    t = begin(db);
+    ASSERT_OK(rl_store_open(s, t));
+    rl_txn_free(t);
+    ASSERT_EQ(rl_store_flags(s), RL_STORE_RECORD_VERSIONS | RL_STORE_SPLIT_LONG_RECORDS);
+    rl_store_free(s);
     ASSERT_RC(rl_store_new(md, "\x15", 1, 0, &s), RL_E_INVALID_ARGUMENT);
     ASSERT_RC(rl_store_new(md, P, sizeof P, 0x80, &s), RL_E_INVALID_ARGUMENT);
     rl_metadata_free(md2);
@@ -766,7 +782,7 @@ TEST(record_3_9_bad_input) {
 TEST(record_3_10_load_many) {
     rl_db *db = open_db();
     rl_metadata *md;
-    ASSERT_OK(rl_record_order_metadata(&md));
+    ASSERT_OK(rl__order_metadata(&md));
     rl_store *s = open_store(db, md, 0);
     for (int i = 0; i < 10; i += 1) {
         Reclayer__Order o = order(i * 2, i);

@@ -304,6 +304,25 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
     else
         ASSERT_EQ(mr->stats.s2s_requests, remote_items);
     ASSERT_TRUE(mr->stats.server_ns > 0);
+    /* The s2s bytes: every GET_MULTI frame each way (at least a header and an item / a result),
+     * and the one peer. */
+    if (mr->stats.s2s_requests > 0) {
+        ASSERT_TRUE(mr->stats.s2s_bytes_sent >= 16ull * mr->stats.s2s_requests + 8);
+        ASSERT_TRUE(mr->stats.s2s_bytes_received >= 16ull * mr->stats.s2s_requests);
+        ASSERT_EQ(mr->stats.s2s_peers, 1);
+        ASSERT_EQ(mr->stats.n_peer_stats, 1);
+        const rl_msg_s2s_peer *pe = &mr->stats.peer_stats[0];
+        ASSERT_EQ(pe->server_id, 2);
+        ASSERT_EQ(pe->requests, mr->stats.s2s_requests);
+        ASSERT_TRUE(pe->items >= remote_items);
+        ASSERT_EQ(pe->bytes_sent, mr->stats.s2s_bytes_sent);
+        ASSERT_EQ(pe->bytes_received, mr->stats.s2s_bytes_received);
+    } else {
+        ASSERT_EQ(mr->stats.n_peer_stats, 0);
+        ASSERT_EQ(mr->stats.s2s_bytes_sent, 0);
+        ASSERT_EQ(mr->stats.s2s_bytes_received, 0);
+        ASSERT_EQ(mr->stats.s2s_peers, 0);
+    }
     rl__arena_release(&a);
     rl__buf_release(&b);
     rl__buf_release(&e);
@@ -345,6 +364,21 @@ TEST(ssm_1_1_two_servers) {
     ASSERT_TRUE(st1.mapped_reads >= 64);
     ASSERT_TRUE(st1.secondaries_remote > 0 && st1.secondaries_local > 0);
     ASSERT_TRUE(st1.s2s_requests >= st1.s2s_round_trips);
+    /* STATUS's tracing counters: server 2 served every GET_MULTI server 1 sent; no mapped read is
+     * queued or running now, no read parked. */
+    rl_ss_stats st2;
+    rl__ss_get_stats(c.s2.ss, &st2);
+    ASSERT_EQ(st2.get_multi_served, st1.s2s_requests);
+    ASSERT_TRUE(st2.get_multi_items_served >= st1.secondaries_remote);
+    ASSERT_TRUE(st1.s2s_bytes_sent > 0 && st1.s2s_bytes_received > 0);
+    /* A worker counts itself out just after its reply is sent: wait for it (bounded). */
+    for (int i = 0; i < 200 && (st1.mapped_running || st1.mapped_queued); i++) {
+        usleep(10000);
+        rl__ss_get_stats(c.s1.ss, &st1);
+    }
+    ASSERT_EQ(st1.mapped_queued, 0);
+    ASSERT_EQ(st1.mapped_running, 0);
+    ASSERT_EQ(st1.parked_now, 0);
     sst_client_close(&c2);
     sst_client_close(&cl);
     cluster2_down(&c, 0);

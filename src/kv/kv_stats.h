@@ -1,0 +1,36 @@
+/* kv_stats.h (internal) — what the layers above the transaction layer may read of a read's
+ * network figures: the backend's counters of a completed read (rl_kv_read_stats, summed over the
+ * read's requests) and, when the transaction is traced, the events of its requests. The query
+ * cursor uses it for its tracing counters (rl_query_counters) and its timeline
+ * (rl_cursor_get_trace); nothing here changes a read's result.
+ *
+ * Threads: the figures are written by the backend's thread before the future becomes ready, so
+ * they may be read by whoever waited for it (rl_future_wait, rl_future_is_ready returning 1),
+ * never before.
+ */
+#ifndef RL_KV_KV_STATS_H
+#define RL_KV_KV_STATS_H
+
+#include "kv/backend.h"
+#include "reclayer/kv.h"
+
+/* rl__future_read_stats — the counters of the ready read future f (all zero for a future that
+ * is not a read, failed before its first request, or is not ready). Borrowed from f: valid until
+ * rl_future_free(f). */
+const rl_kv_read_stats *rl__future_read_stats(const rl_future *f);
+
+/* rl__future_trace — the first of f's request events, oldest first (follow ->next), or NULL
+ * (not traced, or no request). Borrowed from f's arena: valid until rl_future_free(f). Only for
+ * a ready future. */
+const rl_kv_trace_event *rl__future_trace(const rl_future *f);
+
+/* rl__kv_trace_type_name — the short name of a trace event's request type ("get", "get_key",
+ * "get_range", "get_mapped_range", "get_read_version", else "other"): static text. */
+const char *rl__kv_trace_type_name(uint16_t type);
+
+/* rl__txn_trace — start (delta 1) or stop (delta -1) wanting per-request events of t's reads;
+ * reads issued while at least one tracer is on record them (the others cost nothing). Calls must
+ * pair; thread-safe. */
+void rl__txn_trace(rl_txn *t, int delta);
+
+#endif

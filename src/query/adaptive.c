@@ -1,0 +1,146 @@
+/* adaptive.c — the ADAPTIVE fetch method's cost model, calibration, exploration and explanation
+ * (adaptive.h has the model and its rules). Pure arithmetic on caller-owned structs.
+ */
+#include "query/adaptive.h"
+
+#include <math.h>
+#include <string.h>
+
+rl__adaptive_costs rl__adaptive_default_costs(void) {
+    /* Priors from docs/benchmarks.md (the cluster, part 1): a record load through the cluster
+     * client costs ~8 µs of client time beyond its round trip (future, request, reply decode); a
+     * 1,000-entry mapped read ~0.7 µs per entry on the server (local read, encode); a remote
+     * secondary ~2 µs more (GET_MULTI out and back); replies encode at ~1 ns and decode at
+     * ~0.3 ns per byte. Calibration corrects whatever these miss. */
+    rl__adaptive_costs c = {
+        .client_per_record = 8000.0,
+        .client_per_byte = 0.3,
+        .server_per_entry = 700.0,
+        .server_per_remote = 2000.0,
+        .server_per_byte = 1.0,
+    };
+    return c;
+}
+
+void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs) {
+    memset(m, 0, sizeof *m);
+    m->costs = costs ? *costs : rl__adaptive_default_costs();
+}
+
+int rl__adaptive_class_of(double rows) {
+    int k = 0;
+    while (k < RL__ADAPTIVE_CLASSES - 1 && rows >= (double)(2u << k)) k++;
+    return k;
+}
+
+static double clampd(double v, double lo, double hi) {
+    if (!(v >= lo)) return lo; /* also NaN */
+    return v > hi ? hi : v;
+}
+
+static double nonneg(double v) {
+    return clampd(v, 0.0, 1e18);
+}
+
+double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inputs *in, int method) {
+    double rows = nonneg(in->rows);
+    double bytes = rows * nonneg(in->bytes_per_row);
+    double rtt_i = nonneg(in->rtt_index_ns), rtt_r = nonneg(in->rtt_records_ns),
+           rtt_s = nonneg(in->rtt_s2s_ns);
+    if (method == RL__ADAPTIVE_SF) {
+        double depth = in->pipeline_depth >= 1 ? in->pipeline_depth : 1;
+        double page_rows = in->index_page_rows >= 1 ? in->index_page_rows : 1;
+        double kvs = in->kvs_per_record >= 1 ? in->kvs_per_record : 1;
+        double index_pages = fmax(1.0, ceil(rows / page_rows));
+        double load_rounds = ceil(rows / depth);
+        /* A split record is one range read: its extra key-values cost bytes, not requests. */
+        (void)kvs;
+        return index_pages * rtt_i + load_rounds * rtt_r + rows * nonneg(c->client_per_record) +
+               bytes * nonneg(c->client_per_byte);
+    }
+    double page_bytes = in->mapped_page_bytes > 0 ? in->mapped_page_bytes : 8.0 * 1024 * 1024;
+    double pages = fmax(1.0, ceil(bytes / page_bytes));
+    double remote = rows * clampd(in->frac_remote, 0.0, 1.0);
+    double rounds = 0;
+    if (remote > 0) {
+        if (in->strategy == RL__ADAPTIVE_GROUPED) {
+            rounds = pages;
+        } else {
+            double batch = in->s2s_batch >= 1 ? in->s2s_batch : 10;
+            rounds = ceil(remote / batch);
+        }
+    }
+    return pages * rtt_i + rounds * rtt_s + rows * nonneg(c->server_per_entry) +
+           remote * nonneg(c->server_per_remote) +
+           bytes * (nonneg(c->server_per_byte) + nonneg(c->client_per_byte));
+}
+
+static double factor_of(const rl__adaptive_model *m, int cls, int method) {
+    const rl__adaptive_class *k = &m->cls[cls];
+    if (k->observed[method]) return exp(k->log_factor[method]);
+    /* Unobserved in this class: borrow the nearest observed class's factor (the same machine
+     * and network make neighbouring sizes err alike), else 1. */
+    for (int d = 1; d < RL__ADAPTIVE_CLASSES; d++) {
+        int lo = cls - d, hi = cls + d;
+        if (lo >= 0 && m->cls[lo].observed[method]) return exp(m->cls[lo].log_factor[method]);
+        if (hi < RL__ADAPTIVE_CLASSES && m->cls[hi].observed[method])
+            return exp(m->cls[hi].log_factor[method]);
+    }
+    return 1.0;
+}
+
+void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out) {
+    memset(out, 0, sizeof *out);
+    out->in = *in;
+    int cls = rl__adaptive_class_of(in->rows);
+    out->size_class = cls;
+    for (int k = 0; k < 2; k++) {
+        out->raw_ns[k] = rl__adaptive_estimate(&m->costs, in, k);
+        out->factor[k] = factor_of(m, cls, k);
+        out->est_ns[k] = out->raw_ns[k] * out->factor[k];
+    }
+    int best = out->est_ns[RL__ADAPTIVE_RF] < out->est_ns[RL__ADAPTIVE_SF] ? RL__ADAPTIVE_RF : RL__ADAPTIVE_SF;
+    int other = 1 - best;
+    rl__adaptive_class *c = &m->cls[cls];
+    c->decisions++;
+    m->decisions++;
+    int within = out->est_ns[other] <= RL__ADAPTIVE_EXPLORE_MAX * out->est_ns[best];
+    int due = c->decisions % RL__ADAPTIVE_EXPLORE_EVERY == 0 || (c->observed[other] == 0 && c->observed[best] > 0);
+    out->method = best;
+    if (within && due) {
+        out->method = other;
+        out->explored = 1;
+        m->explorations++;
+    }
+}
+
+void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns) {
+    if (!(observed_ns > 0) || !(d->raw_ns[d->method] > 0)) return;
+    int cls = d->size_class;
+    if (cls < 0 || cls >= RL__ADAPTIVE_CLASSES) return;
+    rl__adaptive_class *c = &m->cls[cls];
+    double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
+    int k = d->method;
+    /* The first observation of a class replaces the prior (borrowed or 1) outright. */
+    c->log_factor[k] = c->observed[k] ? (1 - RL__ADAPTIVE_ALPHA) * c->log_factor[k] + RL__ADAPTIVE_ALPHA * x : x;
+    if (c->observed[k] < UINT32_MAX) c->observed[k]++;
+}
+
+static const char *name_of(int method) {
+    return method == RL__ADAPTIVE_RF ? "USE_REMOTE_FETCH" : "SCAN_AND_FETCH";
+}
+
+void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out) {
+    const rl__adaptive_inputs *in = &d->in;
+    rl__buf_printf(out,
+                   "adaptive: rows %.0f (class %d), %.0f B/row, %.1f kvs/record, rtt index %.1f µs, "
+                   "records %.1f µs, s2s %.1f µs, remote %.0f%% (%s), depth %d; "
+                   "SCAN_AND_FETCH %.1f µs x %.2f = %.1f µs, USE_REMOTE_FETCH %.1f µs x %.2f = %.1f µs "
+                   "-> %s (%s)\n",
+                   in->rows, d->size_class, in->bytes_per_row, in->kvs_per_record, in->rtt_index_ns / 1e3,
+                   in->rtt_records_ns / 1e3, in->rtt_s2s_ns / 1e3, 100.0 * clampd(in->frac_remote, 0, 1),
+                   in->strategy == RL__ADAPTIVE_GROUPED ? "grouped" : "individual", in->pipeline_depth,
+                   d->raw_ns[0] / 1e3, d->factor[0], d->est_ns[0] / 1e3, d->raw_ns[1] / 1e3, d->factor[1],
+                   d->est_ns[1] / 1e3, name_of(d->method),
+                   d->explored ? "exploring the estimated-slower method" : "cheaper estimate");
+}

@@ -1,0 +1,131 @@
+/* adaptive.h (internal) — the cost model of the ADAPTIVE fetch method (issue 11): estimate what a
+ * page of an index scan costs with SCAN_AND_FETCH and with USE_REMOTE_FETCH from what the client
+ * knows or measures, pick the cheaper, calibrate the estimates from the observed time of each page,
+ * explore the other method now and then at a bounded cost, and explain the choice.
+ *
+ * Pure: no I/O, no clock, no allocation; the cursor feeds it inputs and observed times. One
+ * rl__adaptive_model per database (the calibration should outlive a query: a wrong estimate
+ * corrects itself within a few pages or queries); it is not thread-safe — the caller serialises
+ * (a mutex around decide/observe).
+ *
+ * The model (all times in nanoseconds; "rows" are the page's entries after the pushed-down skip,
+ * which costs both methods the same one selector resolution):
+ *
+ *   SCAN_AND_FETCH   index_pages * rtt_index
+ *                  + ceil(rows / pipeline_depth) * rtt_records       (loads, depth at a time)
+ *                  + rows * client_per_record + bytes * client_per_byte
+ *   USE_REMOTE_FETCH mapped_pages * rtt_index
+ *                  + s2s_rounds * rtt_s2s                            (records on other servers)
+ *                  + rows * server_per_entry + remote * server_per_remote
+ *                  + bytes * (server_per_byte + client_per_byte)
+ *
+ * with index_pages = ceil(rows / index_page_rows), mapped_pages = ceil(bytes / mapped_page_bytes),
+ * remote = rows * frac_remote, and s2s_rounds = ceil(remote / s2s_batch) for the `individual`
+ * strategy (FoundationDB's: one batch of separate reads after another) or one per mapped page
+ * holding remote records for `grouped`. Each method's estimate is then multiplied by its
+ * calibration factor for the page's size class (rows bucketed by powers of two), learned as an
+ * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA, so a
+ * factor that is off by 10x is within 10 % after about 6 observations.
+ *
+ * Exploration: every RL__ADAPTIVE_EXPLORE_EVERY-th decision of a size class runs the other method
+ * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's, and a
+ * size class whose other method was never observed explores it once under the same bound; so
+ * exploration costs at most (EXPLORE_MAX - 1) / EXPLORE_EVERY of the chosen time in the long run
+ * (2.5 % with the defaults), plus at most one bounded probe per size class.
+ */
+#ifndef RL_QUERY_ADAPTIVE_H
+#define RL_QUERY_ADAPTIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+#define RL__ADAPTIVE_CLASSES 12         /* size classes: rows 0-1, 2-3, 4-7, ..., >= 1024 */
+#define RL__ADAPTIVE_ALPHA 0.5          /* weight of a new observation in the log factor */
+#define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
+#define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
+#define RL__ADAPTIVE_FACTOR_MIN 0.01    /* calibration factors are clamped to [MIN, MAX] */
+#define RL__ADAPTIVE_FACTOR_MAX 100.0
+
+enum { RL__ADAPTIVE_SF = 0, RL__ADAPTIVE_RF = 1 };            /* the two methods */
+enum { RL__ADAPTIVE_INDIVIDUAL = 1, RL__ADAPTIVE_GROUPED = 2 }; /* storage-to-storage strategy */
+
+/* What the client knows about the page it is about to read. */
+typedef struct {
+    double rows;              /* entries the page is expected to return (>= 0) */
+    double bytes_per_row;     /* index entry + record key-values, average (learned from earlier
+                               * pages or store statistics) */
+    double kvs_per_record;    /* key-values per record (1 for small records, more when split) */
+    int pipeline_depth;       /* SCAN_AND_FETCH loads outstanding (>= 1) */
+    double index_page_rows;   /* SCAN_AND_FETCH index entries per read (>= 1) */
+    double mapped_page_bytes; /* USE_REMOTE_FETCH reply bytes per page (> 0) */
+    double rtt_index_ns;      /* client <-> the server of the index entries */
+    double rtt_records_ns;    /* client <-> the servers of the records (mean) */
+    double rtt_s2s_ns;        /* index server <-> the records' servers, when they differ */
+    double frac_remote;       /* records whose team does not include the index server, 0..1 */
+    int strategy;             /* RL__ADAPTIVE_INDIVIDUAL or _GROUPED */
+    int s2s_batch;            /* individual: secondary reads per batch (>= 1; FoundationDB: 10) */
+} rl__adaptive_inputs;
+
+/* CPU costs per unit, in nanoseconds (priors; calibration scales each method's total). */
+typedef struct {
+    double client_per_record; /* the client issuing and completing one record load */
+    double client_per_byte;   /* the client receiving and decoding one byte */
+    double server_per_entry;  /* the index server mapping one entry (local read, encoding) */
+    double server_per_remote; /* ... plus its work for a record read from another server */
+    double server_per_byte;   /* ... per byte it returns */
+} rl__adaptive_costs;
+
+typedef struct {
+    double log_factor[2];     /* per method: mean log(observed / estimated) */
+    uint32_t observed[2];     /* observations per method */
+    uint32_t decisions;       /* decisions made in this class */
+} rl__adaptive_class;
+
+typedef struct {
+    rl__adaptive_costs costs;
+    rl__adaptive_class cls[RL__ADAPTIVE_CLASSES];
+    uint64_t decisions, explorations;
+} rl__adaptive_model;
+
+/* One decision, with everything needed to explain it. */
+typedef struct {
+    rl__adaptive_inputs in;
+    int size_class;
+    double raw_ns[2];        /* the model's estimates */
+    double factor[2];        /* the calibration factors applied */
+    double est_ns[2];        /* raw * factor */
+    int method;              /* RL__ADAPTIVE_SF or RL__ADAPTIVE_RF */
+    int explored;            /* 1: chose the estimated-slower method to explore it */
+} rl__adaptive_decision;
+
+/* rl__adaptive_default_costs — the priors, measured on this project's machines (docs/design.md §7,
+ * ADAPTIVE): what a record load, a mapped entry and a byte cost the client and a server. */
+rl__adaptive_costs rl__adaptive_default_costs(void);
+
+/* rl__adaptive_init — a fresh model with the given priors (NULL: the defaults). */
+void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs);
+
+/* rl__adaptive_estimate — the model's raw estimate (ns) of method (RL__ADAPTIVE_SF/_RF) for in,
+ * without calibration. Out-of-range inputs are clamped (rows < 0 to 0, depth < 1 to 1, fractions
+ * to [0, 1], ...), so the result is always finite and >= 0. */
+double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inputs *in, int method);
+
+/* rl__adaptive_decide — choose the method for a page: the smaller calibrated estimate, or the other
+ * one when the exploration rule (file comment) says so. Counts the decision in m. *out gets the
+ * decision and its explanation. */
+void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out);
+
+/* rl__adaptive_observe — the page of decision d took observed_ns with method d->method: update
+ * that method's calibration factor in d's size class (observations <= 0 are ignored). */
+void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns);
+
+/* rl__adaptive_explain — append one line explaining d to out: the inputs, both estimates (raw,
+ * factor, calibrated, in µs), the choice and why. Errors stay in out. */
+void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out);
+
+/* rl__adaptive_class_of — the size class of a page of rows entries (0..RL__ADAPTIVE_CLASSES-1). */
+int rl__adaptive_class_of(double rows);
+
+#endif

@@ -1,0 +1,105 @@
+/* layout.h — the record layer's interface for the layers above it (the query layer, the benchmark,
+ * the tools): the keyspace ids of a store, what a VALUE index entry holds (rl__index_layout), the
+ * store's index and records prefixes, and the reusable record decoder that scans use. Everything
+ * else about the record layer's internals stays in record_int.h (private to src/record/).
+ *
+ * Keyspace ids under a store's prefix (DESIGN §6, Java's FDBRecordStoreKeyspace): see RL__KS_*
+ * below and docs/file-format.md (Record store layout).
+ */
+#ifndef RL_RECORD_LAYOUT_H
+#define RL_RECORD_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "reclayer/record.h"
+
+/* Keyspace ids (first tuple element after the store prefix). */
+enum {
+    RL__KS_STORE_INFO = 0,
+    RL__KS_RECORD = 1,
+    RL__KS_INDEX = 2,
+    RL__KS_RECORD_COUNT = 4,
+    RL__KS_INDEX_STATE = 5,
+};
+
+/* Record key suffixes (Java's SplitHelper). */
+#define RL__SUFFIX_VERSION (-1)
+#define RL__SUFFIX_UNSPLIT 0
+#define RL__SUFFIX_FIRST_CHUNK 1
+
+/* Record key suffixes (Java's SplitHelper). */
+#define RL__SUFFIX_VERSION (-1)
+#define RL__SUFFIX_UNSPLIT 0
+#define RL__SUFFIX_FIRST_CHUNK 1
+
+/* ---- Index layout ------------------------------------------------------------------------ */
+
+#define RL__INDEX_MAX_COLS 64 /* indexed fields + primary-key columns of one entry, at most */
+
+/* What a VALUE index entry holds: key (2, subspace_key, values..., pk columns not among the
+ * values...). Strings borrowed from the metadata (valid while it lives). */
+typedef struct {
+    const char *name;
+    const char *subspace_key;
+    int n_fields;                /* indexed values */
+    int n_pk;                    /* primary-key columns of the record type */
+    int pk_pos[RL__INDEX_MAX_COLS]; /* per primary-key column: its position among the indexed
+                                     * values, or -1 when it is appended after them */
+} rl__index_layout;
+
+/* rl__md_index_layout — the layout of index `name` of md into *out. RL_OK, RL_E_INDEX_UNKNOWN
+ * (no such index), RL_E_UNSUPPORTED_OPERATION (more than RL__INDEX_MAX_COLS columns). Pure. */
+int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layout *out);
+
+/* rl__store_index_prefix — append the store's prefix + pack(RL__KS_INDEX, subspace_key) to b;
+ * rl__store_records_prefix — append prefix + pack(RL__KS_RECORD). Errors stay in b
+ * (rl__buf_error). */
+void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b);
+void rl__store_records_prefix(const rl_store *s, rl_buf *b);
+
+/* Set the thread-local detail message (rl_record_errmsg). */
+void rl__record_set_errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- Reusable record decoding for scans (decoder.c) -------------------------------------- */
+
+/* A scratch block of the decoder: overflow allocations of one record chain behind it. */
+typedef struct rl__scratch_big rl__scratch_big;
+
+/* Decodes records one after another (the query cursor's rows) while reusing its memory: the
+ * decoded message and primary key live in a scratch block that is recycled at the next decode,
+ * and the block grows to the largest record seen, so decoding allocates nothing in steady state.
+ * The common layouts (an optional version key, then suffix 0 or chunks 1..n) are assembled
+ * directly from the key-values; anything else (and every failure) takes the strict path of
+ * rl_store_decode_record, so results and errors are exactly that function's.
+ * Not thread-safe; one decoder per cursor. */
+typedef struct {
+    uint8_t *mem;          /* scratch block (owned), mem_cap bytes */
+    size_t mem_cap, mem_used;
+    size_t want;           /* bytes the current record asked for (sizes the block next time) */
+    rl__scratch_big *big;  /* overflow allocations of the current record (owned) */
+    int oom;               /* an overflow allocation failed during the current record */
+    rl_buf data;           /* concatenated chunks of a split record */
+    rl_record slow;        /* a record decoded by the strict path (owned) */
+    ProtobufCAllocator pa; /* allocates from the scratch; its free is a no-op */
+} rl__record_decoder;
+
+/* Initialise d (cannot fail). It starts with the memory the thread's last recycled decoder
+ * parked, if any, so a new decoder per query need not allocate its scratch again. */
+void rl__decoder_init(rl__record_decoder *d);
+/* Free everything d holds (what it handed out becomes invalid). */
+void rl__decoder_release(rl__record_decoder *d);
+/* As rl__decoder_release, but park d's scratch block and chunk buffer (each up to 4 MiB) in a
+ * per-thread slot for the next rl__decoder_init of this thread; freed at thread exit. May
+ * allocate once to size the parked block to the last record; never fails. */
+void rl__decoder_recycle(rl__record_decoder *d);
+/* Decode the record of primary key pk (packed) from kvs[0..n): the key-values of its records
+ * range in ascending key order. [out] out: filled on RL_OK and BORROWED from d — valid until the
+ * next decode or release of d; never pass it to rl_record_release (zero it instead). Returns
+ * RL_OK, RL_E_NOT_FOUND, RL_E_OUT_OF_MEMORY, or the corruption errors of rl_store_decode_record
+ * (with its detail message). Never reads outside the given arrays. */
+int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
+                       const rl_keyvalue *kvs, int n, rl_record *out);
+
+#endif

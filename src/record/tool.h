@@ -1,0 +1,99 @@
+/* tool.h — the record commands of `rl` and `rlbench` (tool.c): open a database with the benchmark's
+ * Order metadata and store, load Orders, print records as JSON. The Order schema (proto/order.proto)
+ * is the benchmark's, not part of the public API, so its metadata is built here
+ * (rl__order_metadata, order.c).
+ */
+#ifndef RL_RECORD_TOOL_H
+#define RL_RECORD_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "base/buf.h"
+#include "reclayer/record.h"
+
+/* rl__order_metadata — the benchmark's metadata, built: type reclayer.Order (proto/order.proto)
+ * with primary key order_id and the VALUE index price_idx on price; version 1. *out is the
+ * caller's (rl_metadata_free). RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__order_metadata(rl_metadata **out);
+
+#define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"
+
+/* The limits of `rl load` (rlbench query uses the padding limit too).
+ * RL__TOOL_COUNT_MAX: --count, order_ids 1..N; 100 million Orders of ~60 bytes are ~6 GB of
+ * records plus the index, about what the embedded memory engine can hold on a large machine.
+ * RL__TOOL_PADDING_MAX: --padding. One Order is saved in one transaction, and everything it
+ * writes must fit RL_TXN_SIZE_LIMIT (10,000,000 bytes, as counted by rl_txn: each chunk of
+ * RL_RECORD_SPLIT_SIZE bytes with 3x its key, the record's clear range, its version key, the
+ * index entry, the record count and the read conflict range of the old record). Measured with
+ * the default store, order_id 100,000,000 (the longest key --count allows) and price 999 (the
+ * longest index entry), the largest padding that fits is 9,992,269 bytes for a new record and
+ * 9,992,220 when it replaces one; the maximum is that rounded down to 9,990,000, so a change of
+ * a few bytes in the accounting does not move it (test cli_1_2 saves both cases at the
+ * maximum). A longer --store prefix lengthens every key and lowers the real limit; rl load then
+ * reports transaction_too_large naming the padding. */
+#define RL__TOOL_COUNT_MAX 100000000
+#define RL__TOOL_PADDING_MAX 9990000
+
+/* Flags of rl__tool_open. */
+#define RL__TOOL_MUST_EXIST 0x1 /* RL_E_NOT_FOUND instead of creating the store */
+#define RL__TOOL_READ_ONLY 0x2  /* open the database read-only (rl_db_options.read_only: no file
+                                 * is written); implies RL__TOOL_MUST_EXIST */
+
+/* An open database with the Order metadata and its store. */
+typedef struct {
+    rl_db *db;
+    rl_metadata *md;
+    rl_store *s;
+} rl__tool;
+
+/* Pack a --store JSON array (strings and integers) as a tuple, appended to out. RL_OK or
+ * RL_E_INVALID_ARGUMENT (detail in rl_record_errmsg). */
+int rl__tool_store_prefix(const char *json, rl_buf *out);
+/* Open url, the Order metadata and the store at store_json (NULL: the default) in one
+ * transaction; create_flags apply if the store is created. open_flags: RL__TOOL_*. On failure t
+ * is closed and rl_record_errmsg says why (RL_E_NOT_FOUND: no store there, with
+ * RL__TOOL_MUST_EXIST). t owns what it opened until rl__tool_close. */
+int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags);
+/* Close what rl__tool_open opened; t may be zeroed (a no-op). */
+void rl__tool_close(rl__tool *t);
+/* Save the Orders of `rl load` with order_id first .. first+n-1 into s within txn: price drawn
+ * from (seed, id) by splitmix64 (0..999), quantity 1..10, customer "customer-NNN" (id % 100),
+ * and pad[0..pad_len) as padding when pad_len > 0 (pad borrowed). RL_OK or rl_store_save's
+ * error. */
+int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed,
+                         const uint8_t *pad, size_t pad_len);
+/* Append the JSON object of a message's set scalar fields (bytes as hex, repeated fields as a
+ * count), read through its descriptor. */
+int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out);
+/* Append {"type", "pk", "version" (24 hex digits or null), "stored_bytes", "chunks", "record"}. */
+int rl__tool_record_json(const rl_record *r, rl_buf *out);
+
+/* ---- rl placement (tool.c, placement_tool.c) ---- */
+
+/* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
+ * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
+ * RL_E_NOT_FOUND (no such index: rl_record_errmsg says so), RL_E_OUT_OF_MEMORY. */
+int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
+                              rl_buf *idx_b, rl_buf *idx_e);
+/* The first key of the record an entry key of index `index` points to: the store's records
+ * prefix + the primary key (rebuilt from the entry's values and appended columns), into out
+ * (reset). RL_OK, RL_E_NOT_FOUND (no such index), RL_E_CORRUPT_DATA (not an entry of it). */
+int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
+                                size_t len, rl_buf *out);
+/* rl placement show: read the shard map, the server list and the entries of `index` of the
+ * store at one read version and build {"receipt": rl__pl_receipt(...), "read_version": V} into
+ * *out (the caller's, json_decref). Errors with a reason in msg. */
+int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out,
+                            rl_buf *msg);
+/* rl placement place: move the index's entries to index_team, then the store's records, split
+ * evenly by record into n_rec_teams contiguous ranges, range j to rec_teams[j] (each move waits
+ * until done, timeout_ms each). Errors with a reason in msg. */
+int rl__tool_placement_place(const char *url, const char *store, const char *index,
+                             const uint32_t *index_team, uint32_t n_index_team,
+                             const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
+                             uint32_t n_rec_teams, int timeout_ms, rl_buf *msg);
+
+#endif

@@ -1,0 +1,2 @@
+/* Allowed: a tool may use any module's interface. */
+#include "server/cluster_admin.h"
