@@ -9,8 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "base/buf.h"
 #include "reclayer/record.h"
 
@@ -71,7 +69,7 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out);
 /* Append {"type", "pk", "version" (24 hex digits or null), "stored_bytes", "chunks", "record"}. */
 int rl__tool_record_json(const rl_record *r, rl_buf *out);
 
-/* ---- rl placement (tool.c, placement_tool.c) ---- */
+/* ---- rl placement's ranges (tool.c; src/bench/placement_store.c uses them) ---- */
 
 /* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
  * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
@@ -83,17 +81,5 @@ int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_
  * (reset). RL_OK, RL_E_NOT_FOUND (no such index), RL_E_CORRUPT_DATA (not an entry of it). */
 int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
                                 size_t len, rl_buf *out);
-/* rl placement show: read the shard map, the server list and the entries of `index` of the
- * store at one read version and build {"receipt": rl__pl_receipt(...), "read_version": V} into
- * *out (the caller's, json_decref). Errors with a reason in msg. */
-int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out,
-                            rl_buf *msg);
-/* rl placement place: move the index's entries to index_team, then the store's records, split
- * evenly by record into n_rec_teams contiguous ranges, range j to rec_teams[j] (each move waits
- * until done, timeout_ms each). Errors with a reason in msg. */
-int rl__tool_placement_place(const char *url, const char *store, const char *index,
-                             const uint32_t *index_team, uint32_t n_index_team,
-                             const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
-                             uint32_t n_rec_teams, int timeout_ms, rl_buf *msg);
 
 #endif

@@ -7,7 +7,7 @@
  *   rl placement show   --db URL [--store PREFIX] --index NAME [--json]
  *
  * Keys are in FoundationDB's printable form (\xNN, \\). The logic is in src/server/placement.c
- * and src/record/placement_tool.c; docs/design.md §8.6 describes it.
+ * and src/bench/placement_store.c; docs/design.md §8.6 describes it.
  * Exit codes: 0 success, 1 failure, 2 usage.
  */
 #include <stdio.h>
@@ -16,6 +16,7 @@
 
 #include "base/args.h"
 #include "base/bytes.h"
+#include "bench/placement_store.h"
 #include "record/tool.h"
 #include "server/placement.h"
 

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "cluster_fixture.h"
+#include "bench/placement_store.h"
 #include "record/tool.h"
 #include "server/placement.h"
 #include "test.h"

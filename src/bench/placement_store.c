@@ -1,7 +1,8 @@
-/* placement_tool.c — `rl placement place` and `show` over a record store: the record layer
- * names the store's record and index ranges (rl__tool_placement_ranges) and maps index entries
- * to their records (rl__tool_index_entry_record); src/server/placement.h moves shards and
- * computes the fractions and the receipt. docs/design.md §8.6 (rl placement).
+/* placement_store.c — `rl placement place` and `show` over a record store (placement_store.h):
+ * the record layer names the store's record and index ranges (rl__tool_placement_ranges) and
+ * maps index entries to their records (rl__tool_index_entry_record); src/server/placement.h
+ * moves shards and computes the fractions and the receipt. docs/design.md §8.6 (rl placement).
+ * It lives in bench, the lowest layer that may use both the record layer and the server's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "bench/placement_store.h"
 #include "record/tool.h"
 #include "server/placement.h"
 #include "tuple/tuple.h"
@@ -135,7 +137,7 @@ static void snap_release(snap_ctx *c) {
     rl__buf_release(&c->rec_keys);
 }
 
-/* See tool.h. */
+/* See placement_store.h. */
 int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out,
                             rl_buf *msg) {
     *out = NULL;
@@ -231,7 +233,7 @@ static int recs_fn(rl_txn *txn, void *ud) {
     return read_all(txn, c->b.data, c->b.len, c->e.data, c->e.len, &c->rows);
 }
 
-/* See tool.h. */
+/* See placement_store.h. */
 int rl__tool_placement_place(const char *url, const char *store, const char *index,
                              const uint32_t *index_team, uint32_t n_index_team,
                              const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
