@@ -77,6 +77,7 @@
 #define TICK_NS 50000000ull         /* timeout sweep period while requests are outstanding */
 #define REFRESH_MIN_GAP_NS 500000000ull /* storage-failure map refreshes at most this often */
 #define CLIENT_HOST "client"
+#define AVOID_MAX 16                /* storage servers avoided at once (the oldest mark goes) */
 
 typedef struct cluster cluster;
 typedef struct cconn cconn;
@@ -130,6 +131,8 @@ struct creq {
     int attempts;           /* transport failures of the current step */
     int wrong_shard;        /* wrong_shard_server replies of the current step */
     uint32_t salt;          /* team member rotation */
+    uint32_t team_size;     /* READ: members of the team of the last attempt's shard */
+    int failover_tries;     /* READ: immediate moves to another member in this step */
     int sent;               /* COMMIT: may have reached the coordinator */
     /* By kind. */
     rl_kv_read *r;          /* READ; the plan below */
@@ -184,9 +187,16 @@ struct cluster {
     cconn **conns;
     size_t n_conns, cap_conns;
     creq *internal;         /* status / ping requests alive (freed at close if left) */
+    /* Storage servers reads steer clear of (a lost or refused connection), until until_ns or
+     * until a connection to them opens again: rl__locmap_pick_avoid. */
+    struct {
+        uint32_t id;
+        uint64_t until_ns;
+    } avoid[AVOID_MAX];
+    int n_avoid;
     /* Counters (status view). */
     uint64_t n_requests, n_retries, n_wrong_shard, n_timeouts, n_connects, n_refreshes,
-        n_late_replies, n_lost_connections;
+        n_late_replies, n_lost_connections, n_failovers;
 };
 
 static const rl_kv_backend_vtable cluster_vt;
@@ -231,6 +241,43 @@ rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, ui
     d.action = RL_CRETRY_BACKOFF;
     d.delay_ns = backoff_ns(attempts < 1 ? 1 : attempts);
     return d;
+}
+
+int rl__cluster_failover_now(int kind, int err, int is_reply, uint32_t team_size, int tries) {
+    if (kind != RL_CREQ_READ || team_size < 2 || tries < 1 || (uint32_t)tries >= team_size) return 0;
+    if (is_reply) return err == RL_E_FUTURE_VERSION;
+    return err != RL_E_OUT_OF_MEMORY && err != RL_E_OPERATION_CANCELLED && err != RL_E_INCOMPATIBLE_PROTOCOL_VERSION;
+}
+
+/* ---- Replica avoidance (under cl->mu) ---------------------------------------------------------- */
+
+/* Mark storage server id as failed just now (a lost or refused connection). */
+static void avoid_mark_locked(cluster *cl, uint32_t id, uint64_t now) {
+    int slot = -1;
+    for (int i = 0; i < cl->n_avoid; i++)
+        if (cl->avoid[i].id == id || cl->avoid[i].until_ns <= now) slot = slot < 0 ? i : slot;
+    if (slot < 0 && cl->n_avoid < AVOID_MAX) slot = cl->n_avoid++;
+    if (slot < 0) { /* full of live marks: replace the one expiring first */
+        slot = 0;
+        for (int i = 1; i < cl->n_avoid; i++)
+            if (cl->avoid[i].until_ns < cl->avoid[slot].until_ns) slot = i;
+    }
+    cl->avoid[slot].id = id;
+    cl->avoid[slot].until_ns = now + RL_CLUSTER_AVOID_NS;
+}
+
+/* A connection to id opened: it is no longer avoided. */
+static void avoid_clear_locked(cluster *cl, uint32_t id) {
+    for (int i = 0; i < cl->n_avoid; i++)
+        if (cl->avoid[i].id == id) cl->avoid[i] = cl->avoid[--cl->n_avoid], i--;
+}
+
+/* The ids avoided now into out (AVOID_MAX); returns their number. */
+static int avoid_list_locked(cluster *cl, uint64_t now, uint32_t *out) {
+    int n = 0;
+    for (int i = 0; i < cl->n_avoid; i++)
+        if (cl->avoid[i].until_ns > now) out[n++] = cl->avoid[i].id;
+    return n;
 }
 
 /* ---- Encoding scratch (one buffer per thread, freed at thread exit) --------------------------- */
@@ -380,11 +427,10 @@ static void cconn_dead(cconn *cc, int err, const char *why) {
     if (was != C_CLOSED && !atomic_load(&cl->closing))
         rl__log(RL_LOG_INFO, "cluster client: connection to %s:%u (server %u) %s: %s", cc->ip, cc->port,
                 cc->server_id, was == C_OPEN ? "lost" : "failed", why);
-    if (was == C_OPEN) {
-        pthread_mutex_lock(&cl->mu);
-        cl->n_lost_connections++;
-        pthread_mutex_unlock(&cl->mu);
-    }
+    pthread_mutex_lock(&cl->mu);
+    if (was == C_OPEN) cl->n_lost_connections++;
+    if (cc->server_id != 0) avoid_mark_locked(cl, cc->server_id, now_ns()); /* reads go elsewhere */
+    pthread_mutex_unlock(&cl->mu);
     cconn_unlist(cc);
     fail_list(list, err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? err : RL_E_CONNECTION_FAILED);
 }
@@ -437,6 +483,7 @@ static void on_connect(rl_conn *conn, int err, void *ud) {
     pthread_mutex_unlock(&cc->mu);
     pthread_mutex_lock(&cl->mu);
     cl->n_connects++;
+    if (!rc && cc->server_id != 0) avoid_clear_locked(cl, cc->server_id);
     pthread_mutex_unlock(&cl->mu);
     if (rc) {
         rl__log(RL_LOG_WARN, "cluster client: HELLO to %s:%u failed: %s", cc->ip, cc->port, rl_error_name(rc));
@@ -645,9 +692,11 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
         *server_id = 0;
         return 0;
     }
+    uint32_t avoid[AVOID_MAX];
     pthread_mutex_lock(&cl->mu);
     rl_locmap *m = cl->map;
     rl__locmap_ref(m);
+    int n_avoid = by_id ? 0 : avoid_list_locked(cl, now_ns(), avoid);
     pthread_mutex_unlock(&cl->mu);
     if (!m) {
         want_map(cl, q);
@@ -663,7 +712,19 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
         }
     } else {
         int si = rl__locmap_find(m, q->plan.route_key, q->plan.route_key_len, q->plan.route_backward);
-        sidx = si < 0 ? -1 : rl__locmap_pick(m, &m->shards[si], q->salt);
+        sidx = si < 0 ? -1 : rl__locmap_pick_avoid(m, &m->shards[si], q->salt, avoid, n_avoid);
+        if (si >= 0) {
+            q->team_size = m->shards[si].n_team;
+            /* A member down in this map is looked at again (at most every 500 ms), so a
+             * restarted server gets its share of the reads back once the coordinator sees it. */
+            for (uint32_t j = 0; j < m->shards[si].n_team; j++) {
+                int mi = m->shards[si].team_idx[j];
+                if (mi >= 0 && !m->servers[mi].healthy) {
+                    maybe_refresh(cl);
+                    break;
+                }
+            }
+        }
         if (si < 0) { /* cannot happen with a valid map (locmap invariant 1) */
             rl__locmap_unref(m);
             finish(q, RL_E_KEY_OUTSIDE_LEGAL_RANGE);
@@ -845,18 +906,32 @@ static void fail_attempt(creq *q, int err) {
         finish(q, d.err);
         return;
     }
+    /* A replicated read moves to another member at once (each member one immediate try). */
+    int now_other = rl__cluster_failover_now(q->kind, err, 0, q->team_size, q->failover_tries + 1);
+    q->failover_tries += now_other;
     pthread_mutex_lock(&cl->mu);
     cl->n_retries++;
+    cl->n_failovers += (uint64_t)now_other;
     pthread_mutex_unlock(&cl->mu);
     q->salt++;
     if (q->kind == RL_CREQ_READ) maybe_refresh(cl);
-    retry_later(q, d.delay_ns, AFTER_SEND);
+    retry_later(q, now_other ? 0 : d.delay_ns, AFTER_SEND);
 }
 
 /* An error reply to q. */
 static void error_reply(creq *q, int code) {
     cluster *cl = q->cl;
     if (code == RL_E_WRONG_SHARD_SERVER) q->wrong_shard++;
+    if (rl__cluster_failover_now(q->kind, code, 1, q->team_size, q->failover_tries + 1)) {
+        /* That member is behind (catching up?): another one of the team may not be. */
+        q->failover_tries++;
+        pthread_mutex_lock(&cl->mu);
+        cl->n_failovers++;
+        pthread_mutex_unlock(&cl->mu);
+        q->salt++;
+        send_attempt(q);
+        return;
+    }
     rl_cretry d = rl__cluster_retry_decide(q->kind, code, 1, q->sent, 0, 0, q->attempts, q->wrong_shard);
     if (d.action == RL_CRETRY_FAIL) {
         finish(q, d.err);
@@ -986,7 +1061,7 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
         if (h->payload_len && !copy) return RL_E_OUT_OF_MEMORY;
         rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why);
         if (rc) goto bad;
-        q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0;
+        q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0, q->failover_tries = 0;
         int more_to_send = 0;
         rc = rl__cplan_reply(&q->plan, &m, &more_to_send);
         if (rc == RL_E_MALFORMED_FRAME) {
@@ -1302,11 +1377,12 @@ static void client_view(cluster *cl, rl_buf *out) {
     rl__buf_printf(out, "\"client\": {\"outstanding\": %ld, \"requests_retried\": %llu, "
                         "\"wrong_shard_retries\": %llu, \"timeouts\": %llu, \"connects\": %llu, "
                         "\"lost_connections\": %llu, \"map_refreshes\": %llu, \"late_replies\": %llu, "
-                        "\"connections\": [",
+                        "\"failovers\": %llu, \"connections\": [",
                    (long)atomic_load(&cl->outstanding), (unsigned long long)cl->n_retries,
                    (unsigned long long)cl->n_wrong_shard, (unsigned long long)cl->n_timeouts,
                    (unsigned long long)cl->n_connects, (unsigned long long)cl->n_lost_connections,
-                   (unsigned long long)cl->n_refreshes, (unsigned long long)cl->n_late_replies);
+                   (unsigned long long)cl->n_refreshes, (unsigned long long)cl->n_late_replies,
+                   (unsigned long long)cl->n_failovers);
     for (size_t i = 0; i < cl->n_conns; i++) {
         cconn *cc = cl->conns[i];
         pthread_mutex_lock(&cc->mu);

@@ -44,6 +44,10 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
  * network thread] */
 int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns);
 
+/* Replicas (teams of more than one storage server). A storage server whose connection was lost
+ * or refused is avoided by reads for this long (or until a connection to it opens again). */
+#define RL_CLUSTER_AVOID_NS 1000000000ull
+
 /* ---- Retry rules (pure) ------------------------------------------------------------------- */
 
 typedef enum {
@@ -85,5 +89,15 @@ typedef struct {
  * RL_CLUSTER_RETRY_WINDOW_NS after the first failure, then connection_failed (1026). */
 rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns,
                                    uint64_t now_ns, int attempts, int wrong_shard);
+
+/* rl__cluster_failover_now — whether a read's failed attempt goes to another member of its
+ * team at once, without the backoff of rl__cluster_retry_decide: a read (kind RL_CREQ_READ)
+ * whose shard has team_size > 1 members, after a transport failure (is_reply 0: the connection
+ * was lost or refused, the attempt timed out; not out_of_memory / operation_cancelled / a
+ * foreign protocol) or a future_version reply (is_reply 1: that member is behind, e.g. catching
+ * up after a restart, and another may not be), as long as tries — the attempts of this step
+ * that failed so, this one included — is below team_size (each member gets one immediate try;
+ * then the ordinary rules apply). Pure. */
+int rl__cluster_failover_now(int kind, int err, int is_reply, uint32_t team_size, int tries);
 
 #endif

@@ -84,4 +84,25 @@ TEST(cluster_retry_1_3_error_replies) {
     ASSERT_EQ(d.action, RL_CRETRY_FAIL);
 }
 
-RL_TEST_MAIN(T(cluster_retry_1_1_transport), T(cluster_retry_1_2_commit), T(cluster_retry_1_3_error_replies))
+/* cluster-retry-1.5: replicated reads move to another member at once — after a transport
+ * failure or a future_version reply, once per other member of the team; never for teams of one,
+ * other kinds of request (commits, read versions, the map), or failures no member would cure. */
+TEST(cluster_retry_1_5_failover) {
+    for (int tries = 1; tries <= 3; tries++) {
+        ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_CONNECTION_FAILED, 0, 2, tries), tries < 2);
+        ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_TIMED_OUT, 0, 3, tries), tries < 3);
+        ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_FUTURE_VERSION, 1, 3, tries), tries < 3);
+    }
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_CONNECTION_FAILED, 0, 1, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_CONNECTION_FAILED, 0, 2, 0), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_COMMIT, RL_E_CONNECTION_FAILED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_GRV, RL_E_CONNECTION_FAILED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_MAP, RL_E_CONNECTION_FAILED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_OUT_OF_MEMORY, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_OPERATION_CANCELLED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_WRONG_SHARD_SERVER, 1, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_TRANSACTION_TOO_OLD, 1, 2, 1), 0);
+}
+
+RL_TEST_MAIN(T(cluster_retry_1_5_failover), T(cluster_retry_1_1_transport), T(cluster_retry_1_2_commit), T(cluster_retry_1_3_error_replies))
