@@ -121,6 +121,11 @@ typedef struct {
     /* The clock of the time limit, for tests: nanoseconds, monotonic (NULL: the system's). */
     uint64_t (*clock_ns)(void *ud);
     void *clock_ud;
+    /* Remote fetch on a cluster: how the storage server holding an index page reads the records
+     * other servers hold (rl_secondary_strategy: 0 the database's default, RL_SECONDARY_INDIVIDUAL
+     * or RL_SECONDARY_GROUPED; passed as RL_MAPPED_* flags of each mapped read). Ignored by
+     * other backends and fetch methods. Read only when size covers it. */
+    int secondary_strategy;
 } rl_query_options;
 
 /* Counters filled by every cursor (rl_cursor_get_counters). */

@@ -53,6 +53,8 @@ typedef struct {
     const char *only; /* run only cases whose name "dataset/rows/direction/system" contains this
                        * (NULL: all); datasets no selected case uses are not loaded; a string no
                        * case name contains is refused */
+    int secondary;    /* rl_query_options.secondary_strategy of the remote cases (0: the
+                       * database's; only a cluster uses it) */
 } rl_query_micro_options;
 
 /* rl__bench_query_micro_check — check the options before a run: every field in its range and

@@ -53,6 +53,7 @@
 #define SS_MAPPED_SECONDARY_BUDGET (24L << 20) /* per batch of secondaries */
 #define SS_MAX_BATCH 100                          /* FoundationDB's BUGGIFY range tops at 100 */
 #define SS_DEFAULT_BATCH 10
+#define SS_GROUPED_MAX_BATCH RL_PROTO_MAX_BATCH /* `grouped`: the whole page (at most this) */
 #define SS_DEFAULT_SECONDARY_ROWS 2000
 #define SS_DEFAULT_SECONDARY_BYTES 10000000L
 
@@ -161,6 +162,7 @@ typedef struct {
     rl_kvpair *kvs;
     int n_kvs;
     int more;
+    int unread;              /* remote: the peer's reply budget did not reach it (no rows, more) */
 } ss_piece;
 
 /* One GET_MULTI request of a batch. */

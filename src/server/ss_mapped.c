@@ -99,6 +99,7 @@ static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) {
 static void copy_result(ss_piece *p, const rl_msg_read_result *r, rl_arena *a) {
     p->error = r->error;
     p->more = r->more;
+    p->unread = r->error == RL_OK && r->n_kvs == 0 && r->more; /* the peer's budget was spent */
     p->n_kvs = 0;
     p->kvs = NULL;
     if (r->error != RL_OK || r->n_kvs == 0) return;
@@ -486,6 +487,9 @@ typedef struct {
     rl_ss *ss;
     rl_version version; /* the request's version (invariant 1) */
     int strategy;       /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
+    long page_budget;   /* grouped: the page's byte budget (target bytes, > 0) ... */
+    long page_bytes;    /* ... and the secondary bytes its entries took so far */
+    int batches;        /* hook calls so far */
     uint32_t local, remote, s2s_requests, s2s_round_trips;
     char errmsg[256];
 } mctx;
@@ -643,6 +647,10 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl_secondary_it
     m.u.get_multi_req.version = c->version;
     m.u.get_multi_req.items = its;
     m.u.get_multi_req.n_items = (uint32_t)q->n_pieces;
+    /* grouped: each owner's reply holds at most what is left of the page's budget (the hook
+     * ends the page there anyway), so a page of large records costs no more than that. */
+    if (c->strategy == RL_FETCH_GROUPED)
+        m.u.get_multi_req.max_bytes = (uint64_t)(c->page_budget - c->page_bytes > 1 ? c->page_budget - c->page_bytes : 1);
     rl__buf_init(&q->payload);
     int rc = rl__msg_encode(&q->payload, &m, NULL);
     if (its != stack) rl__free(its);
@@ -789,6 +797,54 @@ static int merge_item(rl_secondary_item *it, const ss_piece *ps, int cnt, rl_are
     return RL_OK;
 }
 
+/* Count item it's result as local or remote; RL_OK, or the item's error recorded (returns 1:
+ * the hook stops, mapped.c fails the read with it). */
+static int take_item(mctx *c, rl_secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
+    int e = merge_item(it, ps, cnt, a);
+    if (e != RL_OK) {
+        it->error = e;
+        if (!c->errmsg[0]) snprintf(c->errmsg, sizeof c->errmsg, "a secondary read failed: %s", rl_error_name(e));
+        return 1;
+    }
+    if (it->served_locally) c->local++;
+    else c->remote++;
+    return 0;
+}
+
+/* `grouped` (the file header's steps 2–4 for a whole page): the batch is the page (up to
+ * SS_GROUPED_MAX_BATCH entries), its remote pieces go out in one round — one GET_MULTI per
+ * owner, every owner at once, each reply bounded by what is left of the page's byte budget —
+ * then the items are taken in order: local pieces read here (not handed back to mapped.c, so
+ * their bytes count), merged, charged to the budget. The page ends (items unread) before the
+ * first item that starts with the budget spent or that has a piece a peer's budget did not
+ * reach; mapped.c then returns the entries before it with more, and the client's next page
+ * starts there. So a page costs one storage-to-storage round trip, and its reply holds at most
+ * the page's budget plus one entry. */
+static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps, const int *first,
+                         const int *count, rl_version v, rl_arena *a) {
+    int rc = run_remote(c, ps, items, a);
+    int first_batch = c->batches++ == 0;
+    if (rc != RL_OK) return rc;
+    for (int i = 0; i < n; i++) {
+        int unread = (i > 0 || !first_batch) && c->page_bytes >= c->page_budget;
+        for (int k = first[i]; k < first[i] + count[i] && !unread; k++) unread |= ps->v[k].unread;
+        if (unread) {
+            if (i == 0 && first_batch) { /* cannot happen: a reply always reaches its first item */
+                snprintf(c->errmsg, sizeof c->errmsg, "a peer left the page's first secondary unread");
+                return RL_E_INTERNAL_ERROR;
+            }
+            for (int j = i; j < n; j++) items[j].unread = 1;
+            return RL_OK;
+        }
+        for (int k = first[i]; k < first[i] + count[i]; k++)
+            if (ps->v[k].local) read_local_piece(c->ss, v, &items[i], &ps->v[k], a);
+        if (take_item(c, &items[i], &ps->v[first[i]], count[i], a)) return RL_OK;
+        for (int j = 0; j < items[i].n_kvs; j++)
+            c->page_bytes += (long)items[i].kvs[j].key_len + (long)items[i].kvs[j].value_len;
+    }
+    return RL_OK;
+}
+
 /* rl_secondary_batch_fn of the storage server (the file header's steps 1–4). */
 static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
     mctx *c = vctx;
@@ -817,6 +873,8 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
     }
     pthread_mutex_unlock(&ss->map_mu);
     if (rc != RL_OK) return rc;
+    if (c->strategy == RL_FETCH_GROUPED) return grouped_batch(c, items, n, &ps, first, count, v, a);
+    c->batches++;
     /* An item wholly inside one of this server's shards goes back to mapped.c, which reads all
      * such items of the batch under one engine read lock (as without a hook); the local pieces of
      * items that cross shards are read here. */
@@ -831,18 +889,8 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
             c->local++;
             continue;
         }
-        int e = merge_item(&items[i], &ps.v[first[i]], count[i], a);
-        if (e != RL_OK) {
-            items[i].error = e;
-            if (!c->errmsg[0])
-                snprintf(c->errmsg, sizeof c->errmsg, "a secondary read failed: %s",
-                         rl_error_name(e));
+        if (take_item(c, &items[i], &ps.v[first[i]], count[i], a))
             return RL_OK; /* mapped.c fails the read with the first item error */
-        }
-        if (items[i].served_locally)
-            c->local++;
-        else
-            c->remote++;
     }
     return RL_OK;
 }
@@ -940,14 +988,18 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
                              : SS_REPLY_BYTES;
         o.reverse = r.reverse;
         int batch = r.batch ? (int)r.batch : SS_DEFAULT_BATCH;
-        if (c.strategy == RL_FETCH_GROUPED && !r.batch) batch = SS_MAX_BATCH;
-        if (batch > SS_MAX_BATCH) batch = SS_MAX_BATCH;
+        if (c.strategy == RL_FETCH_GROUPED) batch = SS_GROUPED_MAX_BATCH; /* the whole page */
+        else if (batch > SS_MAX_BATCH) batch = SS_MAX_BATCH;
         o.batch = batch;
+        c.page_budget = o.target_bytes;
         o.secondary_row_limit = r.secondary_row_limit ? r.secondary_row_limit
                                                       : SS_DEFAULT_SECONDARY_ROWS;
         long sb = r.secondary_byte_limit ? (long)r.secondary_byte_limit
                                          : SS_DEFAULT_SECONDARY_BYTES;
-        if (sb > SS_MAPPED_SECONDARY_BUDGET / batch) sb = SS_MAPPED_SECONDARY_BUDGET / batch;
+        /* Per secondary: a share of the batch's budget (individual), or of ten entries'
+         * (grouped, whose page ends at its byte budget: grouped_batch). */
+        int shares = c.strategy == RL_FETCH_GROUPED ? SS_DEFAULT_BATCH : batch;
+        if (sb > SS_MAPPED_SECONDARY_BUDGET / shares) sb = SS_MAPPED_SECONDARY_BUDGET / shares;
         o.secondary_byte_limit = sb;
         rl_mapped_entry *ents = NULL;
         int n = 0, more = 0;
@@ -1054,10 +1106,15 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         return;
     }
     long budget = SS_MULTI_REPLY_BYTES;
+    if (r->max_bytes > 0 && r->max_bytes < (uint64_t)budget) budget = (long)r->max_bytes;
     for (uint32_t i = 0; i < r->n_items; i++) {
         const rl_msg_read_item *it = &r->items[i];
         rl_msg_read_result *o = &res[i];
         memset(o, 0, sizeof *o);
+        if (budget <= 0) { /* unread: no rows, more (docs/protocol.md, GET_MULTI) */
+            o->more = 1;
+            continue;
+        }
         int k = rl__ss_own_find(ss, it->begin, it->begin_len, 0);
         if (k < 0 || (it->is_range && rl__bytes_cmp(it->end, it->end_len, ss->own[k].end,
                                                     ss->own[k].end_len) > 0)) {

@@ -605,8 +605,9 @@ static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_lim
  * than one row) is RL_E_INTERNAL_ERROR. */
 static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl_version v,
                       int row_limit, long byte_limit, rl_secondary_item *items,
-                      rl_mapped_entry *ents, int n, rl_arena *a) {
+                      rl_mapped_entry *ents, int n, rl_arena *a, int *out_read) {
     int rc, here = 0;
+    *out_read = n;
     for (int i = 0; i < n; i++) {
         rl_secondary_item *it = &items[i];
         memset(it, 0, sizeof *it);
@@ -620,6 +621,11 @@ static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl
     }
     rc = fn(fn_ctx, v, items, n, a);
     if (rc != RL_OK) return rc;
+    for (int i = 0; i < n; i++) /* the page ends before the first unread item */
+        if (items[i].unread) {
+            n = *out_read = i;
+            break;
+        }
     for (int i = 0; i < n; i++) here |= items[i].read_here && items[i].error == RL_OK;
     if (here) {
         rl__storage_read_lock(st);
@@ -750,9 +756,25 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             }
         }
         if (fn) {
+            int got = 0;
             rc = read_batch(st, fn, fn_ctx, v, opt.secondary_row_limit,
-                            opt.secondary_byte_limit, items, &ents[mapped], stop - mapped, a);
+                            opt.secondary_byte_limit, items, &ents[mapped], stop - mapped, a, &got);
             if (rc != RL_OK) goto fail;
+            if (got == 0 && mapped == 0) {
+                rc = RL_E_INTERNAL_ERROR; /* no progress (mapped.h: unread) */
+                goto fail;
+            }
+            if (got < stop - mapped) { /* the page ends here: entries [mapped + got, ...) left */
+                stop = mapped + got;
+                for (int i = mapped; i < stop; i++) {
+                    long cost = (long)ents[i].index.key_len + (long)ents[i].index.value_len;
+                    for (int j = 0; j < ents[i].n_kvs; j++)
+                        cost += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
+                    remaining -= cost;
+                }
+                mapped = stop;
+                break;
+            }
         }
         for (int i = mapped; i < stop; i++) {
             long cost = (long)ents[i].index.key_len + (long)ents[i].index.value_len;

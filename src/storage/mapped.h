@@ -72,6 +72,11 @@ typedef struct {
                               was given, at v, after the hook returns (all of a batch's such
                               items under one read lock), and sets served_locally; the other
                               outputs are then ignored */
+    int unread;            /* 1: the hook did not read it and the mapped read's page ends before
+                              it (the reply's byte budget is spent): mapped.c returns the entries
+                              before the first unread item, with more; what follows it is ignored.
+                              The first item of a mapped read's first batch must not be unread
+                              (RL_E_INTERNAL_ERROR: the page would make no progress) */
 } rl_secondary_item;
 
 /* The batch hook of a mapped read: read the n secondaries items[0..n) at version v and fill each

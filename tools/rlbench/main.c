@@ -93,6 +93,8 @@ static int cmd_micro(int argc, char **argv) {
 
 static int cmd_query(int argc, char **argv) {
     rl_query_micro_options o = {.records = 1000, .padding = 100000, .seconds = 0.3, .repeats = 5};
+    static const rl_arg_choice secondaries[] = {
+        {"default", RL_SECONDARY_DEFAULT}, {"individual", RL_SECONDARY_INDIVIDUAL}, {"grouped", RL_SECONDARY_GROUPED}, {NULL, 0}};
     const char *json_path = NULL;
     int code;
     char msg[512];
@@ -112,6 +114,10 @@ static int cmd_query(int argc, char **argv) {
                  "(\"bench\",\"orders\",DATASET) stores are cleared and loaded) instead of a fresh mem:"},
         {.name = "json", .kind = RL_ARG_STRING, .dest = &json_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
          .help = "also write the results as JSON to FILE (created before the run)"},
+        {.name = "secondary", .kind = RL_ARG_ENUM, .dest = &o.secondary, .metavar = "STRATEGY",
+         .choices = secondaries,
+         .help = "remote cases on a cluster: how storage servers read records other servers hold "
+                 "(individual: batches of 10 reads; grouped: one multi-read per server per page)"},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlbench query",

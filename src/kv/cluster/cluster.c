@@ -1585,6 +1585,7 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         return RL_E_INVALID_ARGUMENT;
     }
     *out = NULL;
+    int strategy = RL_SECONDARY_DEFAULT;
     cluster *cl = rl__calloc(1, sizeof *cl);
     if (!cl) return RL_E_OUT_OF_MEMORY;
     cl->base.vt = &cluster_vt;
@@ -1612,10 +1613,35 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
             cl->popt.secondary_byte_limit = opts->mapped_secondary_byte_limit;
         }
         if (have >= offsetof(rl_db_options, read_only) + sizeof(int)) cl->read_only = opts->read_only != 0;
+        if (have >= offsetof(rl_db_options, mapped_secondary_strategy) + sizeof(int)) {
+            int st = opts->mapped_secondary_strategy;
+            if (st < RL_SECONDARY_DEFAULT || st > RL_SECONDARY_GROUPED) {
+                rc = RL_E_INVALID_ARGUMENT;
+                if (errmsg) rl__buf_printf(errmsg, "mapped_secondary_strategy %d is not 0, 1 or 2", st);
+                goto fail;
+            }
+            strategy = st;
+        }
     }
-    cl->popt.strategy = RL_FETCH_DEFAULT;
+    /* cluster:FILE?secondary=individual|grouped (the URL wins over the options). */
+    char *q = strstr(cl->path, "?secondary=");
+    if (q) {
+        const char *v = q + strlen("?secondary=");
+        if (!strcmp(v, "individual")) strategy = RL_SECONDARY_INDIVIDUAL;
+        else if (!strcmp(v, "grouped")) strategy = RL_SECONDARY_GROUPED;
+        else if (!strcmp(v, "default")) strategy = RL_SECONDARY_DEFAULT;
+        else {
+            rc = RL_E_BAD_URL;
+            if (errmsg) rl__buf_printf(errmsg, "cluster:%s: secondary must be individual, grouped or default", cluster_file);
+            goto fail;
+        }
+        *q = 0; /* the file's path */
+    }
+    cl->popt.strategy = strategy == RL_SECONDARY_GROUPED      ? RL_FETCH_GROUPED
+                        : strategy == RL_SECONDARY_INDIVIDUAL ? RL_FETCH_INDIVIDUAL
+                                                              : RL_FETCH_DEFAULT;
     cl->popt.batch = 0;
-    if ((rc = rl__cluster_file_read(cluster_file, &cl->cf, errmsg))) goto fail;
+    if ((rc = rl__cluster_file_read(cl->path, &cl->cf, errmsg))) goto fail;
     if ((rc = rl__loop_new(0, &cl->loop))) {
         if (errmsg) rl__buf_printf(errmsg, "cannot create the network loop: %s", rl__net_errmsg());
         goto fail;
