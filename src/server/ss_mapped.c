@@ -1147,7 +1147,10 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
             }
             continue;
         }
-        long bl = it->byte_limit > 0 && it->byte_limit < budget ? (long)it->byte_limit : budget;
+        /* An item is read whole under its own limits (its more is its own), or not at all once
+         * the reply's budget is spent: so a requester that groups several entries' secondaries
+         * in one request gets the same result per entry as from separate requests. */
+        long bl = it->byte_limit > 0 ? (long)it->byte_limit : budget;
         if (bl < 1) bl = 1;
         rl_kvpair *kvs = NULL;
         int n = 0, more = 0;
