@@ -54,6 +54,9 @@
 #define SS_MAX_BATCH 100                          /* FoundationDB's BUGGIFY range tops at 100 */
 #define SS_DEFAULT_BATCH 10
 #define SS_GROUPED_MAX_BATCH RL_PROTO_MAX_BATCH /* `grouped`: the whole page (at most this) */
+/* The strategy of mapped reads that name none (RL_FETCH_DEFAULT): grouped, by measurement
+ * (docs/design.md §8.4, docs/benchmarks.md "Secondary-read strategies"). */
+#define SS_DEFAULT_STRATEGY RL_FETCH_GROUPED
 #define SS_DEFAULT_SECONDARY_ROWS 2000
 #define SS_DEFAULT_SECONDARY_BYTES 10000000L
 

@@ -976,7 +976,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     memset(&c, 0, sizeof c);
     c.ss = ss;
     c.version = r.version;
-    c.strategy = r.strategy == RL_FETCH_GROUPED ? RL_FETCH_GROUPED : RL_FETCH_INDIVIDUAL;
+    c.strategy = r.strategy == RL_FETCH_DEFAULT ? SS_DEFAULT_STRATEGY : r.strategy;
     if (bd.unresolved) {
         g->status = RL_RANGE_SELECTOR_UNRESOLVED;
     } else if (rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {

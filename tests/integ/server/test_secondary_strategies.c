@@ -188,7 +188,7 @@ TEST(strategies_1_1_identical) {
         snprintf(what, sizeof what, "round %d (prices [%d, %d), %s, limit %d, target %d%s)", round, lo, hi,
                  rev ? "reverse" : "forward", limit, target, d == db2 ? ", 2 rows per secondary" : "");
         same_entries(ei, ni, mi, eg, ng, mg, target != 0, what);
-        same_entries(ei, ni, mi, ed, nd, md, 0, what); /* the default is individual */
+        same_entries(eg, ng, mg, ed, nd, md, 0, what); /* the servers' default is grouped */
         /* The model: entries with lo <= price < hi (all of them without a limit or target). */
         int want = 0;
         for (int pk = 1; pk <= MAXPK; pk++) want += m.present[pk] && m.price[pk] >= lo && m.price[pk] < hi;
@@ -230,7 +230,8 @@ TEST(strategies_1_1_identical) {
 
 /* strategies-1.2: the database's default strategy: cluster:FILE?secondary=grouped makes
  * unflagged mapped reads grouped (one s2s round trip for 100 remote entries), ?secondary=individual
- * individual (10), a flag overrides it, and an unknown value is refused. */
+ * individual (10), a flag overrides it, none at all is the servers' default (grouped), and an
+ * unknown value is refused. */
 TEST(strategies_1_2_database_default) {
     rl_test_cluster *c = &g_cluster;
     const char *keys[] = {"\\x02i", "\\x02j"};
@@ -262,7 +263,7 @@ TEST(strategies_1_2_database_default) {
     rl_db_close(db);
     struct { const char *suffix; int flags; uint32_t want; } cases[] = {
         {"?secondary=grouped", 0, 1}, {"?secondary=individual", 0, 10}, {"?secondary=grouped", RL_MAPPED_INDIVIDUAL, 10},
-        {"?secondary=individual", RL_MAPPED_GROUPED, 1}, {"", 0, 10}, {"?secondary=default", RL_MAPPED_GROUPED, 1},
+        {"?secondary=individual", RL_MAPPED_GROUPED, 1}, {"", 0, 1}, {"?secondary=default", RL_MAPPED_INDIVIDUAL, 10},
     };
     char url[4400];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
