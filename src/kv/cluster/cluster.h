@@ -48,6 +48,20 @@ int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns);
  * or refused is avoided by reads for this long (or until a connection to it opens again). */
 #define RL_CLUSTER_AVOID_NS 1000000000ull
 
+/* Hedged reads. A plain read (GET, GET_KEY, GET_RANGE) of a shard whose team has another member,
+ * still without reply after rl__cluster_hedge_threshold of its server's recent round trips, is
+ * sent to another member too; the first reply wins and the other is dropped (counted as a late
+ * reply). Commits, read versions, the map and mapped reads (their servers wait for other servers:
+ * a point read's p50 does not predict them) are never hedged. */
+#define RL_CLUSTER_HEDGE_FACTOR 4            /* threshold: this many times the server's p50 ... */
+#define RL_CLUSTER_HEDGE_MIN_NS 2000000ull   /* ... and at least this */
+#define RL_CLUSTER_HEDGE_SAMPLES 16          /* round trips kept per connection for its p50 */
+#define RL_CLUSTER_HEDGE_MAX_OUT 32          /* hedges in flight at once per client, at most */
+#define RL_CLUSTER_HEDGE_TICK_NS 1000000ull  /* the hedge timer fires no sooner than a tenth of this
+                                              * after it looked (a burst's reads are taken together) */
+/* RL_CLUSTER_HEDGE=0 in the environment when a database is opened turns hedging off for it (to
+ * measure what it costs). */
+
 /* ---- Retry rules (pure) ------------------------------------------------------------------- */
 
 typedef enum {
@@ -99,5 +113,11 @@ rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, ui
  * that failed so, this one included — is below team_size (each member gets one immediate try;
  * then the ordinary rules apply). Pure. */
 int rl__cluster_failover_now(int kind, int err, int is_reply, uint32_t team_size, int tries);
+
+/* rl__cluster_hedge_threshold — how long a plain read waits for its reply before it is hedged:
+ * max(RL_CLUSTER_HEDGE_FACTOR x the median of rtt_ns[0..n), RL_CLUSTER_HEDGE_MIN_NS); with no
+ * sample (n 0) RL_CLUSTER_HEDGE_MIN_NS. The samples are the connection's last round trips of
+ * plain reads (at most RL_CLUSTER_HEDGE_SAMPLES; not changed). Pure. */
+uint64_t rl__cluster_hedge_threshold(const uint64_t *rtt_ns, int n);
 
 #endif

@@ -304,10 +304,12 @@ TEST(replica_1_2_reads_spread) {
     ASSERT_OK(rl_db_open(c->url, NULL, &db));
     long long r0[3], r1[3];
     for (uint32_t id = 1; id <= 2; id++) r0[id] = status_num(port_of(c, id), "reads");
+    int64_t t0 = mono_ms();
     for (int i = 0; i < 1000; i++) {
         int v;
         ASSERT_OK(read_key(db, i % NKEYS, &v));
     }
+    printf("1,000 gets (one transaction each) in %lld ms\n", (long long)(mono_ms() - t0));
     for (uint32_t id = 1; id <= 2; id++) r1[id] = status_num(port_of(c, id), "reads");
     long long d1 = r1[1] - r0[1], d2 = r1[2] - r0[2];
     printf("1,000 gets: storage 1 served %lld, storage 2 %lld\n", d1, d2);
@@ -318,4 +320,50 @@ TEST(replica_1_2_reads_spread) {
     rl_test_cluster_stop(c);
 }
 
-RL_TEST_MAIN(T(replica_1_2_reads_spread), T(replica_1_1_failover))
+/* replica-1.3: a member that stops answering (SIGSTOP: its connections stay open, nothing comes
+ * back) costs reads a hedge, not a timeout: 200 point gets of one shard of a double team while
+ * storage 1 is stopped all answer, each within 1 s (the attempt timeout is 5 s: without hedging
+ * half of them would wait for it), and the client reports hedges won by the other member. */
+TEST(replica_1_3_hedged_reads) {
+    rl_test_cluster *c = &g_cluster;
+    if (start_double(c) == RL_E_UNSUPPORTED_OPERATION) skip();
+    rl_db *db = NULL;
+    ASSERT_OK(rl_db_open(c->url, NULL, &db));
+    for (int i = 0; i < 50; i++) { /* connections to both members, round trips measured */
+        int v;
+        ASSERT_OK(read_key(db, i % NKEYS, &v));
+    }
+    int pid = rl_test_cluster_pid(c, 1);
+    ASSERT_TRUE(pid > 0);
+    ASSERT_EQ(kill(pid, SIGSTOP), 0);
+    long slowest = 0;
+    int failed = 0;
+    for (int i = 0; i < 200; i++) {
+        int v;
+        int64_t t0 = mono_ms();
+        int rc = read_key(db, i % NKEYS, &v);
+        long ms = (long)(mono_ms() - t0);
+        if (ms > slowest) slowest = ms;
+        failed += rc != RL_OK;
+    }
+    ASSERT_EQ(kill(pid, SIGCONT), 0);
+    char *js = NULL;
+    ASSERT_OK(rl_db_status_json(db, &js));
+    json_error_t je;
+    json_t *j = json_loads(js, 0, &je);
+    ASSERT_NOT_NULL(j);
+    json_t *cl = json_object_get(j, "client");
+    long long hedges = json_integer_value(json_object_get(cl, "hedges"));
+    long long wins = json_integer_value(json_object_get(cl, "hedge_wins"));
+    printf("200 gets with storage 1 stopped: %d failed, slowest %ld ms, %lld hedges, %lld won\n", failed, slowest,
+           hedges, wins);
+    json_decref(j);
+    rl_free(js);
+    ASSERT_EQ(failed, 0);
+    ASSERT_TRUE(slowest < 1000);
+    ASSERT_TRUE(hedges > 0 && wins > 0);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
+RL_TEST_MAIN(T(replica_1_2_reads_spread), T(replica_1_1_failover), T(replica_1_3_hedged_reads))
