@@ -54,6 +54,7 @@
 #define SS_MAX_BATCH 100                          /* FoundationDB's BUGGIFY range tops at 100 */
 #define SS_DEFAULT_BATCH 10
 #define SS_GROUPED_MAX_BATCH RL_PROTO_MAX_BATCH /* `grouped`: the whole page (at most this) */
+#define SS_MULTI_MIN_ITEMS 10 /* GET_MULTI reads at least this many items whatever max_bytes says */
 /* The strategy of mapped reads that name none (RL_FETCH_DEFAULT): grouped, by measurement
  * (docs/design.md §8.4, docs/benchmarks.md "Secondary-read strategies"). */
 #define SS_DEFAULT_STRATEGY RL_FETCH_GROUPED

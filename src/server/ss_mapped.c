@@ -487,8 +487,8 @@ typedef struct {
     rl_ss *ss;
     rl_version version; /* the request's version (invariant 1) */
     int strategy;       /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
-    long page_budget;   /* grouped: the page's byte budget (target bytes, > 0) ... */
-    long page_bytes;    /* ... and the secondary bytes its entries took so far */
+    int owners;         /* grouped: GET_MULTI requests of the round being encoded */
+    long page_target;   /* grouped: the page's byte target (> 0) */
     int batches;        /* hook calls so far */
     uint32_t local, remote, s2s_requests, s2s_round_trips;
     char errmsg[256];
@@ -647,10 +647,13 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl_secondary_it
     m.u.get_multi_req.version = c->version;
     m.u.get_multi_req.items = its;
     m.u.get_multi_req.n_items = (uint32_t)q->n_pieces;
-    /* grouped: each owner's reply holds at most what is left of the page's budget (the hook
-     * ends the page there anyway), so a page of large records costs no more than that. */
-    if (c->strategy == RL_FETCH_GROUPED)
-        m.u.get_multi_req.max_bytes = (uint64_t)(c->page_budget - c->page_bytes > 1 ? c->page_budget - c->page_bytes : 1);
+    /* grouped: the owners share the page's byte target (each still reads its first
+     * SS_MULTI_MIN_ITEMS items: what a batch of individual's would), so a round fetches about
+     * what the page keeps (it ends at the first unread item). */
+    if (c->strategy == RL_FETCH_GROUPED) {
+        long share = c->page_target / (c->owners > 0 ? c->owners : 1);
+        m.u.get_multi_req.max_bytes = (uint64_t)(share > 1 ? share : 1);
+    }
     rl__buf_init(&q->payload);
     int rc = rl__msg_encode(&q->payload, &m, NULL);
     if (its != stack) rl__free(its);
@@ -697,6 +700,7 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
         }
         if (q->pieces) q->pieces[q->n_pieces++] = i;
     }
+    c->owners = b->n_reqs;
     for (int r = 0; rc == RL_OK && r < b->n_reqs; r++) {
         rl__buf_release(&b->reqs[r].payload);
         rc = encode_req(c, b, &b->reqs[r], items);
@@ -812,22 +816,28 @@ static int take_item(mctx *c, rl_secondary_item *it, const ss_piece *ps, int cnt
 }
 
 /* `grouped` (the file header's steps 2–4 for a whole page): the batch is the page (up to
- * SS_GROUPED_MAX_BATCH entries), its remote pieces go out in one round — one GET_MULTI per
- * owner, every owner at once, each reply bounded by what is left of the page's byte budget —
- * then the items are taken in order: local pieces read here (not handed back to mapped.c, so
- * their bytes count), merged, charged to the budget. The page ends (items unread) before the
- * first item that starts with the budget spent or that has a piece a peer's budget did not
- * reach; mapped.c then returns the entries before it with more, and the client's next page
- * starts there. So a page costs one storage-to-storage round trip, and its reply holds at most
- * the page's budget plus one entry. */
+ * SS_GROUPED_MAX_BATCH entries; the index scan's byte budget, a fifth of the page's target,
+ * already sizes it to the request). Items wholly in this server's shards go back to mapped.c
+ * (read_here: zero-copy, one read lock), local pieces of the others are read here, and every
+ * remote piece of the page goes out in one round — one GET_MULTI per owner, every owner at
+ * once, the owners sharing SS_MAPPED_SECONDARY_BUDGET (max_bytes). The page ends (items unread)
+ * before the first item with a piece a peer's budget did not reach, and mapped.c ends it after
+ * the entry that brings the page's secondaries to SS_MAPPED_SECONDARY_BUDGET
+ * (batch_secondary_bytes); the client's next page starts there. So a page costs one
+ * storage-to-storage round trip and its reply's secondaries hold at most 24 MiB plus one entry. */
 static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps, const int *first,
                          const int *count, rl_version v, rl_arena *a) {
-    int rc = run_remote(c, ps, items, a);
     int first_batch = c->batches++ == 0;
+    for (int i = 0; i < n; i++)
+        if (count[i] == 1 && ps->v[first[i]].local) items[i].read_here = 1;
+    for (int i = 0; i < ps->n; i++)
+        if (ps->v[i].local && !items[ps->v[i].item].read_here)
+            read_local_piece(c->ss, v, &items[ps->v[i].item], &ps->v[i], a);
+    int rc = run_remote(c, ps, items, a);
     if (rc != RL_OK) return rc;
     for (int i = 0; i < n; i++) {
-        int unread = (i > 0 || !first_batch) && c->page_bytes >= c->page_budget;
-        for (int k = first[i]; k < first[i] + count[i] && !unread; k++) unread |= ps->v[k].unread;
+        int unread = 0;
+        for (int k = first[i]; k < first[i] + count[i]; k++) unread |= ps->v[k].unread;
         if (unread) {
             if (i == 0 && first_batch) { /* cannot happen: a reply always reaches its first item */
                 snprintf(c->errmsg, sizeof c->errmsg, "a peer left the page's first secondary unread");
@@ -836,11 +846,11 @@ static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps,
             for (int j = i; j < n; j++) items[j].unread = 1;
             return RL_OK;
         }
-        for (int k = first[i]; k < first[i] + count[i]; k++)
-            if (ps->v[k].local) read_local_piece(c->ss, v, &items[i], &ps->v[k], a);
+        if (items[i].read_here) {
+            c->local++;
+            continue;
+        }
         if (take_item(c, &items[i], &ps->v[first[i]], count[i], a)) return RL_OK;
-        for (int j = 0; j < items[i].n_kvs; j++)
-            c->page_bytes += (long)items[i].kvs[j].key_len + (long)items[i].kvs[j].value_len;
     }
     return RL_OK;
 }
@@ -991,7 +1001,11 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
         if (c.strategy == RL_FETCH_GROUPED) batch = SS_GROUPED_MAX_BATCH; /* the whole page */
         else if (batch > SS_MAX_BATCH) batch = SS_MAX_BATCH;
         o.batch = batch;
-        c.page_budget = o.target_bytes;
+        if (c.strategy == RL_FETCH_GROUPED) { /* the page individual's batches would map */
+            o.batch_secondary_bytes = SS_MAPPED_SECONDARY_BUDGET;
+            o.batch_step = SS_DEFAULT_BATCH;
+            c.page_target = o.target_bytes;
+        }
         o.secondary_row_limit = r.secondary_row_limit ? r.secondary_row_limit
                                                       : SS_DEFAULT_SECONDARY_ROWS;
         long sb = r.secondary_byte_limit ? (long)r.secondary_byte_limit
@@ -1105,13 +1119,15 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         rl__ss_send_error(cl->conn, RL_MSG_GET_MULTI, id, RL_E_OUT_OF_MEMORY, "out of memory");
         return;
     }
-    long budget = SS_MULTI_REPLY_BYTES;
+    long budget = SS_MULTI_REPLY_BYTES, spent = 0;
     if (r->max_bytes > 0 && r->max_bytes < (uint64_t)budget) budget = (long)r->max_bytes;
     for (uint32_t i = 0; i < r->n_items; i++) {
         const rl_msg_read_item *it = &r->items[i];
         rl_msg_read_result *o = &res[i];
         memset(o, 0, sizeof *o);
-        if (budget <= 0) { /* unread: no rows, more (docs/protocol.md, GET_MULTI) */
+        /* Unread (no rows, more: docs/protocol.md, GET_MULTI) once the budget is spent, except
+         * the first SS_MULTI_MIN_ITEMS while the reply is under SS_MULTI_REPLY_BYTES. */
+        if (spent >= budget && (i >= SS_MULTI_MIN_ITEMS || spent >= SS_MULTI_REPLY_BYTES)) {
             o->more = 1;
             continue;
         }
@@ -1143,14 +1159,14 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
                 kv->value_len = vl;
                 o->kvs = kv;
                 o->n_kvs = 1;
-                budget -= (long)it->begin_len + (long)vl;
+                spent += (long)it->begin_len + (long)vl;
             }
             continue;
         }
         /* An item is read whole under its own limits (its more is its own), or not at all once
          * the reply's budget is spent: so a requester that groups several entries' secondaries
          * in one request gets the same result per entry as from separate requests. */
-        long bl = it->byte_limit > 0 ? (long)it->byte_limit : budget;
+        long bl = it->byte_limit > 0 ? (long)it->byte_limit : (budget - spent > 1 ? budget - spent : 1);
         if (bl < 1) bl = 1;
         rl_kvpair *kvs = NULL;
         int n = 0, more = 0;
@@ -1163,7 +1179,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         o->kvs = kvs;
         o->n_kvs = (uint32_t)n;
         o->more = more ? 1 : 0;
-        for (int j = 0; j < n; j++) budget -= (long)kvs[j].key_len + (long)kvs[j].value_len;
+        for (int j = 0; j < n; j++) spent += (long)kvs[j].key_len + (long)kvs[j].value_len;
     }
     rl_msg m;
     memset(&m, 0, sizeof m);

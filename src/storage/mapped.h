@@ -46,6 +46,14 @@ typedef struct {
     int batch;                 /* secondary lookups issued per batch; 0 = 10 */
     int secondary_row_limit;   /* rows per secondary range; 0 = 2000 */
     long secondary_byte_limit; /* bytes per secondary range; 0 = 10,000,000 */
+    /* With a hook, for batches larger than the page needs (the storage server's `grouped`
+     * strategy, whose batch is the whole page): a batch ends — and the page with it, more —
+     * after the entry whose secondaries bring the batch's to batch_secondary_bytes key + value
+     * bytes (0: no such bound), and, with a target_bytes, after the first multiple of
+     * batch_step entries (0: none) at which the target is spent: the entries batches of
+     * batch_step would have mapped. */
+    long batch_secondary_bytes;
+    int batch_step;
 } rl_mapped_options;
 
 /* One secondary read of a batch handed to a rl_secondary_batch_fn. mapped.c fills the inputs

@@ -3,7 +3,8 @@
  *   rl query --db URL [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]
  *            [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]
  *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback]
- *            [--orphans error|skip|return] [--continuation HEX] [--stats]
+ *            [--secondary default|individual|grouped] [--orphans error|skip|return]
+ *            [--continuation HEX] [--stats]
  *
  * Prints one JSON object per row (the record layer's record JSON; an orphan returned under
  * --orphans return prints {"orphan": true, "pk": ...}). With --stats, a last line
