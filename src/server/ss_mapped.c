@@ -41,10 +41,13 @@
  *      reply, its connection's close, a failed send, its deadline (rl__ss_s2s_tick), or
  *      shutdown. A request is put into pending before its frame is sent, so its reply always
  *      finds it.
- *   5. Reply sizes are bounded: the index budget is at most SS_REPLY_BYTES, batches at most
- *      SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET / batch bytes (a
- *      secondary cut off is marked more; the client completes it), so a reply stays well inside
- *      the 64 MiB frame limit.
+ *   5. Reply sizes are bounded: the index budget is at most SS_REPLY_BYTES; `individual`'s
+ *      batches at most SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET /
+ *      batch bytes; `grouped`'s page (one batch) at SS_MAPPED_SECONDARY_BUDGET of secondaries
+ *      plus one entry, each secondary at most a tenth of it (a secondary cut off is marked more;
+ *      the client completes it); GET_MULTI replies at max_bytes plus one item, or their first
+ *      SS_MULTI_MIN_ITEMS items below SS_MULTI_REPLY_BYTES; so every reply stays well inside the
+ *      64 MiB frame limit.
  */
 #include <inttypes.h>
 #include <stdio.h>
