@@ -40,6 +40,18 @@ typedef struct rl_future rl_future;
 /* Read flags (bit set). Unknown bits are refused with RL_E_INVALID_ARGUMENT. */
 #define RL_SNAPSHOT 0x1 /* snapshot read: no read conflict range */
 #define RL_REVERSE 0x2  /* ranges: newest key first */
+/* Mapped ranges on a cluster: how a storage server reads the secondaries other servers hold, for
+ * this request (neither flag: the database's rl_db_options.mapped_secondary_strategy; both:
+ * RL_E_INVALID_ARGUMENT). Other backends accept and ignore them. */
+#define RL_MAPPED_INDIVIDUAL 0x4 /* FoundationDB's: batches of 10 separate reads, one after another */
+#define RL_MAPPED_GROUPED 0x8    /* the page's remote secondaries grouped by owner, one round trip */
+
+/* rl_db_options.mapped_secondary_strategy (docs/design.md §8.4, "Strategies"). */
+typedef enum {
+    RL_SECONDARY_DEFAULT = 0,    /* the cluster's default (docs/design.md §8.4) */
+    RL_SECONDARY_INDIVIDUAL = 1, /* RL_MAPPED_INDIVIDUAL for every mapped range */
+    RL_SECONDARY_GROUPED = 2,    /* RL_MAPPED_GROUPED for every mapped range */
+} rl_secondary_strategy;
 
 /* Streaming modes (FoundationDB's numbers). */
 typedef enum {
@@ -141,6 +153,10 @@ typedef struct {
      * or write conflict ranges fails with RL_E_READ_ONLY_DATABASE; reads work as usual. Read
      * only when size covers it (docs/file-format.md, Recovery). */
     int read_only;
+    /* cluster: the storage-to-storage strategy of mapped ranges whose request names none
+     * (rl_secondary_strategy; the URL's ?secondary=individual|grouped overrides it). Other
+     * backends ignore it. Read only when size covers it. */
+    int mapped_secondary_strategy;
 } rl_db_options;
 
 /* ---- Database ---------------------------------------------------------------------------- */
@@ -217,7 +233,8 @@ RL_API rl_future *rl_txn_get_range(rl_txn *txn, rl_key_selector begin, rl_key_se
  * (rl_future_get_mapped_keyvalue_array). Requires serializable reads (RL_SNAPSHOT is refused
  * with RL_E_UNSUPPORTED_OPERATION, as in FoundationDB); a transaction that already wrote inside
  * the primary range or any secondary read fails with get_mapped_range_reads_your_writes (2039).
- * Adds read conflict ranges for the primary range and every secondary read. */
+ * Adds read conflict ranges for the primary range and every secondary read. flags: RL_REVERSE,
+ * and at most one of RL_MAPPED_INDIVIDUAL / RL_MAPPED_GROUPED (both: RL_E_INVALID_ARGUMENT). */
 RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end,
                                           const void *mapper, size_t mapper_len, int limit,
                                           int target_bytes, rl_streaming_mode mode, int iteration,

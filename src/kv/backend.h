@@ -135,6 +135,8 @@ struct rl_kv_read {
     int reverse;
     const uint8_t *mapper;       /* RL_KV_GET_MAPPED: the packed mapper tuple */
     size_t mapper_len;
+    int secondary_strategy;      /* RL_KV_GET_MAPPED: rl_secondary_strategy (0: the database's);
+                                  * only the cluster backend uses it */
     rl_arena *arena;             /* results are allocated here */
     void (*done)(rl_kv_read *r, int err);
     void *ud;                    /* the caller's */
