@@ -3,6 +3,8 @@
  * A database (rl_db) is opened from a URL:
  *   mem:            embedded, in memory, nothing on disk
  *   file:DIR        embedded, durable in DIR (which must exist; one process at a time)
+ *   file:DIR?engine=ssd
+ *                   the same with the storage engine named (memory or ssd; rl_db_options.engine)
  *   cluster:FILE    a cluster of rlkvd processes (a later issue)
  *   fdb:FILE        FoundationDB through libfdb_c (a later issue)
  *
@@ -141,7 +143,14 @@ typedef struct {
      * or write conflict ranges fails with RL_E_READ_ONLY_DATABASE; reads work as usual. Read
      * only when size covers it (docs/file-format.md, Recovery). */
     int read_only;
+    /* file: the storage engine (docs/design.md §4): RL_DB_ENGINE_DEFAULT (0) opens whatever the
+     * directory holds (memory for a new one); RL_DB_ENGINE_MEMORY or RL_DB_ENGINE_SSD create a
+     * new directory with that engine and refuse (RL_E_INVALID_ARGUMENT, naming both) one that
+     * holds the other. A URL's "?engine=NAME" overrides it. Read only when size covers it. */
+    int engine;
 } rl_db_options;
+
+enum { RL_DB_ENGINE_DEFAULT = 0, RL_DB_ENGINE_MEMORY = 1, RL_DB_ENGINE_SSD = 2 };
 
 /* ---- Database ---------------------------------------------------------------------------- */
 

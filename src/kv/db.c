@@ -8,6 +8,8 @@
  * does not exist is RL_E_FILE_NOT_FOUND, one that is not a directory RL_E_INVALID_ARGUMENT, one
  * that cannot be examined RL_E_IO_ERROR (with strerror in the detail). The detail of the last failure of
  * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
+ * "file:DIR?engine=NAME" (also inside defer:) names the storage engine, memory or ssd
+ * (rl__kv_file_url); a '?' not followed by "engine=" is part of DIR.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -22,6 +24,37 @@
 #include "kv/kv_int.h"
 
 static _Thread_local char last_detail[1024];
+
+int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
+                    rl_db_options *out_opts, rl_buf *errmsg) {
+    const char *q = strrchr(rest, '?');
+    size_t dl = strlen(rest);
+    memset(out_opts, 0, sizeof *out_opts);
+    if (opts) {
+        size_t have = opts->size ? opts->size : sizeof *opts;
+        memcpy(out_opts, opts, have < sizeof *opts ? have : sizeof *opts);
+    }
+    out_opts->size = sizeof *out_opts;
+    if (q && !strncmp(q, "?engine=", 8)) {
+        const char *name = q + 8;
+        dl = (size_t)(q - rest);
+        if (!strcmp(name, "ssd"))
+            out_opts->engine = RL_DB_ENGINE_SSD;
+        else if (!strcmp(name, "memory"))
+            out_opts->engine = RL_DB_ENGINE_MEMORY;
+        else {
+            if (errmsg)
+                rl__buf_printf(errmsg, "unknown storage engine '%.100s' (expected memory or ssd)",
+                               name);
+            return RL_E_BAD_URL;
+        }
+    }
+    *out_dir = rl__malloc(dl + 1);
+    if (!*out_dir) return RL_E_OUT_OF_MEMORY;
+    memcpy(*out_dir, rest, dl);
+    (*out_dir)[dl] = 0;
+    return RL_OK;
+}
 
 static void set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void set_detail(const char *fmt, ...) {
@@ -40,6 +73,7 @@ void rl_free(void *p) { rl__free(p); }
 int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     int rc;
     rl_db *db = NULL;
+    char *fdir = NULL; /* file:: the directory without its ?engine= */
     rl_buf msg;
     rl__buf_init(&msg);
     last_detail[0] = 0;
@@ -70,7 +104,13 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         }
         rc = rl__kv_embedded_open(NULL, opts, &db->be, &msg);
     } else if (!strncmp(url, "file:", 5)) {
-        const char *dir = url + 5;
+        rl_db_options fo;
+        rc = rl__kv_file_url(url + 5, opts, &fdir, &fo, &msg);
+        if (rc) {
+            set_detail("%s: %s", url, msg.len ? (const char *)msg.data : rl_error_message(rc));
+            goto fail_db;
+        }
+        const char *dir = fdir;
         struct stat sb;
         if (!*dir) {
             set_detail("file: needs a directory (file:DIR)");
@@ -96,7 +136,7 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
             rc = RL_E_INVALID_ARGUMENT;
             goto fail_db;
         }
-        rc = rl__kv_embedded_open(dir, opts, &db->be, &msg);
+        rc = rl__kv_embedded_open(dir, &fo, &db->be, &msg);
     } else if (!strncmp(url, "defer:", 6)) { /* the test backend (backend.h) */
         rc = rl__kv_deferred_open(url + 6, opts, &db->be, &msg);
     } else if (!strncmp(url, "cluster:", 8)) {
@@ -119,12 +159,14 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         goto fail_db;
     }
     rl__buf_release(&msg);
+    rl__free(fdir);
     *out = db;
     return RL_OK;
 fail_db:
     pthread_mutex_destroy(&db->mu);
     rl__free(db);
 fail:
+    rl__free(fdir);
     rl__buf_release(&msg);
     return rc;
 }

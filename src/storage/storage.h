@@ -45,10 +45,14 @@ typedef rl_keyvalue rl_kvpair;
 /* A key selector (the public rl_key_selector): FoundationDB's or_equal/offset pair. */
 typedef rl_key_selector rl_selector;
 
-enum { RL_ENGINE_MEMORY = 0, RL_ENGINE_SSD = 1 };
+/* The durable engine (engine.h). A directory records its engine when it is created (ssd: the
+ * file ENGINE; a directory without one holds a memory database); opening it with another engine
+ * fails with RL_E_INVALID_ARGUMENT naming both. RL_ENGINE_AUTO opens what the directory holds
+ * (memory for a new one). */
+enum { RL_ENGINE_MEMORY = 0, RL_ENGINE_SSD = 1, RL_ENGINE_AUTO = 2 };
 
 typedef struct {
-    int engine;                    /* RL_ENGINE_MEMORY (RL_ENGINE_SSD: a later issue) */
+    int engine;                    /* RL_ENGINE_MEMORY, RL_ENGINE_SSD or RL_ENGINE_AUTO */
     const char *dir;               /* NULL: in memory only, nothing durable */
     int no_sync;                   /* skip fsync (benchmarks say so when they use it) */
     uint64_t window_versions;      /* MVCC window; 0 = default 5,000,000 */
@@ -59,14 +63,16 @@ typedef struct {
 typedef struct rl_storage rl_storage;
 
 typedef struct {
+    const char *engine;         /* "memory" or "ssd" (static text) */
     rl_version latest_version;  /* newest applied version */
     rl_version durable_version; /* newest version known durable */
     rl_version oldest_version;  /* oldest readable version */
     uint64_t keys;              /* live keys at latest_version */
     uint64_t bytes;             /* key + value bytes at latest_version */
     uint64_t log_bytes;         /* bytes in the current log file */
-    rl_version checkpoint_version; /* version of the last checkpoint (0 if none) */
-    uint64_t checkpoints;       /* checkpoints written since open */
+    rl_version checkpoint_version; /* version of the last checkpoint (ssd: flush; 0 if none) */
+    uint64_t checkpoints;       /* checkpoints (ssd: flushes to LMDB) written since open */
+    uint64_t window_rows;       /* rows held in memory (ssd: the window above LMDB) */
     int read_only;              /* 1 if opened read-only */
     /* What the open's recovery found at the end of the log (rl_tail_kind). When it is not
      * RL_TAIL_CLEAN, the log ended in recovery_tail_bytes unreadable bytes from byte offset
