@@ -4,7 +4,8 @@
  *   mem:            embedded, in memory, nothing on disk
  *   file:DIR        embedded, durable in DIR (which must exist; one process at a time)
  *   file:DIR?engine=ssd
- *                   the same with the storage engine named (memory or ssd; rl_db_options.engine)
+ *                   the same with the storage engine named (memory or ssd; rl_db_options.engine);
+ *                   "&checkpoint_bytes=N" (or alone) sets rl_db_options.checkpoint_log_bytes
  *   cluster:FILE    a cluster of rlkvd processes (a later issue)
  *   fdb:FILE        FoundationDB through libfdb_c (a later issue)
  *

@@ -8,12 +8,14 @@
  * does not exist is RL_E_FILE_NOT_FOUND, one that is not a directory RL_E_INVALID_ARGUMENT, one
  * that cannot be examined RL_E_IO_ERROR (with strerror in the detail). The detail of the last failure of
  * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
- * "file:DIR?engine=NAME" (also inside defer:) names the storage engine, memory or ssd
- * (rl__kv_file_url); a '?' not followed by "engine=" is part of DIR.
+ * "file:DIR?engine=NAME&checkpoint_bytes=N" (also inside defer:) names the storage engine,
+ * memory or ssd, and the checkpoint (ssd: flush) threshold (rl__kv_file_url); a '?' followed
+ * by neither option is part of DIR.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -27,27 +29,43 @@ static _Thread_local char last_detail[1024];
 
 int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
                     rl_db_options *out_opts, rl_buf *errmsg) {
-    const char *q = strrchr(rest, '?');
-    size_t dl = strlen(rest);
+    const char *q = strchr(rest, '?');
+    while (q && strncmp(q, "?engine=", 8) && strncmp(q, "?checkpoint_bytes=", 18))
+        q = strchr(q + 1, '?');
+    size_t dl = q ? (size_t)(q - rest) : strlen(rest);
     memset(out_opts, 0, sizeof *out_opts);
     if (opts) {
         size_t have = opts->size ? opts->size : sizeof *opts;
         memcpy(out_opts, opts, have < sizeof *opts ? have : sizeof *opts);
     }
     out_opts->size = sizeof *out_opts;
-    if (q && !strncmp(q, "?engine=", 8)) {
-        const char *name = q + 8;
-        dl = (size_t)(q - rest);
-        if (!strcmp(name, "ssd"))
+    /* The options: NAME=VALUE pairs joined by '&'. */
+    for (const char *p = q ? q + 1 : NULL; p && *p;) {
+        const char *end = strchr(p, '&');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 10 && !strncmp(p, "engine=ssd", 10)) {
             out_opts->engine = RL_DB_ENGINE_SSD;
-        else if (!strcmp(name, "memory"))
+        } else if (n == 13 && !strncmp(p, "engine=memory", 13)) {
             out_opts->engine = RL_DB_ENGINE_MEMORY;
-        else {
-            if (errmsg)
-                rl__buf_printf(errmsg, "unknown storage engine '%.100s' (expected memory or ssd)",
-                               name);
-            return RL_E_BAD_URL;
+        } else if (n > 17 && !strncmp(p, "checkpoint_bytes=", 17)) {
+            char num[32];
+            char *e;
+            size_t nl = n - 17 < sizeof num - 1 ? n - 17 : sizeof num - 1;
+            memcpy(num, p + 17, nl);
+            num[nl] = 0;
+            unsigned long long v = strtoull(num, &e, 10);
+            if (*e || v == 0) goto bad;
+            out_opts->checkpoint_log_bytes = v;
+        } else {
+            goto bad;
         }
+        p = end ? end + 1 : NULL;
+        continue;
+    bad:
+        if (errmsg)
+            rl__buf_printf(errmsg, "file: option '%.*s' not understood (expected engine=memory, "
+                                   "engine=ssd or checkpoint_bytes=N)", (int)(n < 100 ? n : 100), p);
+        return RL_E_BAD_URL;
     }
     *out_dir = rl__malloc(dl + 1);
     if (!*out_dir) return RL_E_OUT_OF_MEMORY;
