@@ -39,7 +39,7 @@ static void forward(int sig) {
 int main(int argc, char **argv) {
     int n_storage = 1, shards = 0, no_sync = 0;
     int64_t window = 0;
-    const char *split = NULL, *split_file = NULL;
+    const char *split = NULL, *split_file = NULL, *engine = NULL;
     const char *prog[256];
     int n_prog = 0;
     const rl_arg opts[] = {
@@ -53,6 +53,8 @@ int main(int argc, char **argv) {
         {.name = "window-versions", .kind = RL_ARG_INT64, .dest = &window, .metavar = "N", .min = 0,
          .max = INT64_C(1000000000000), .help = "the servers' MVCC window"},
         {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync, .help = "no fsync"},
+        {.name = "engine", .kind = RL_ARG_STRING, .dest = &engine, .metavar = "NAME",
+         .help = "the storage servers' engine (memory or ssd)"},
         {0}};
     const rl_arg pos[] = {{.name = "PROGRAM", .kind = RL_ARG_STRING, .dest = prog, .flags = RL_ARG_MULTI,
                            .max_count = 255, .count = &n_prog, .help = "the test program and its arguments"},
@@ -97,6 +99,7 @@ int main(int argc, char **argv) {
     o.n_split = nk;
     o.no_sync = no_sync;
     o.window_versions = window;
+    o.engine = engine;
     o.timeout_ms = 60000;
     rl_test_cluster c;
     int rc = rl_test_cluster_start(&c, &o);

@@ -225,6 +225,7 @@ typedef struct {
     char rlkvd[PATH_CAP];
     int no_sync;
     int64_t window_versions;
+    char engine[16];                      /* rl cluster up's --engine ("": what each dir holds) */
     int n;                                /* processes: p[0] the coordinator, p[i] storage i */
     cl_proc p[RL_CLUSTER_MAX_STORAGE + 1];
 } cl_state;
@@ -723,6 +724,10 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
         argv[n++] = "--window-versions";
         argv[n++] = wv;
     }
+    if (!p->is_coordinator && s->engine[0]) {
+        argv[n++] = "--engine";
+        argv[n++] = s->engine;
+    }
     argv[n] = NULL;
     (void)unlink(portf);
     int logfd = open(logf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -1150,6 +1155,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg) {
     random_id(s->cluster_id, sizeof s->cluster_id);
     s->no_sync = o->no_sync;
     s->window_versions = o->window_versions;
+    if (o->engine) snprintf(s->engine, sizeof s->engine, "%s", o->engine);
     s->n = o->n_storage + 1;
     for (int i = 0; i < s->n; i++) {
         s->p[i].is_coordinator = i == 0;

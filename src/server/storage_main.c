@@ -2,7 +2,7 @@
  * server (storage_server.h), write the port file, run until SIGTERM or SIGINT.
  *
  *   rlkvd storage --dir DIR --id N --coordinator IP:PORT [--listen IP:PORT] [--port-file FILE]
- *                 [--host LABEL] [--no-sync] [--window-versions N]
+ *                 [--host LABEL] [--no-sync] [--window-versions N] [--engine memory|ssd]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by a dedicated thread with
  * sigwait, which calls rl__ss_stop (a plain function call, no async-signal-safety needed);
@@ -106,6 +106,7 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     int64_t id = 0;
     int no_sync = 0;
     uint64_t window = 5000000;
+    const char *engine = NULL;
     const rl_arg opts[] = {
         {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
          .help = "the storage engine's directory (created if missing)",
@@ -125,6 +126,9 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
          .help = "do not fsync (benchmarks only: a crash may lose acknowledged data)"},
         {.name = "window-versions", .kind = RL_ARG_UINT64, .dest = &window, .metavar = "N",
          .help = "MVCC window in versions", .umin = 1000, .umax = 1000000000000ull},
+        {.name = "engine", .kind = RL_ARG_STRING, .dest = &engine, .metavar = "NAME",
+         .help = "storage engine of a new directory, memory or ssd (default: what DIR holds, "
+                 "memory if new)", .flags = RL_ARG_NONEMPTY},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlkvd storage",
@@ -165,6 +169,7 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     o.host = host;
     o.no_sync = no_sync;
     o.window_versions = window;
+    o.engine = engine;
     rl_buf err;
     rl__buf_init(&err);
     rl_ss *ss = NULL;

@@ -772,7 +772,15 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     }
     rl_storage_options so;
     memset(&so, 0, sizeof so);
-    so.engine = RL_ENGINE_MEMORY;
+    so.engine = !o->engine                  ? RL_ENGINE_AUTO
+                : !strcmp(o->engine, "ssd")    ? RL_ENGINE_SSD
+                : !strcmp(o->engine, "memory") ? RL_ENGINE_MEMORY
+                                               : -1;
+    if (so.engine < 0) {
+        errf(errmsg, "storage server: unknown engine '%s' (memory or ssd)", o->engine);
+        rc = RL_E_INVALID_ARGUMENT;
+        goto fail;
+    }
     so.dir = ss->dir;
     so.no_sync = o->no_sync;
     so.window_versions = ss->o.window_versions;

@@ -45,6 +45,7 @@ typedef struct {
     int no_sync;                /* skip fsync (benchmarks only) */
     uint64_t window_versions;   /* MVCC window; 0: the engine's default (5,000,000) */
     uint64_t checkpoint_log_bytes; /* engine checkpoint threshold; 0: the engine's default */
+    const char *engine;         /* "memory" or "ssd"; NULL: what dir holds (memory if new) */
     /* Knobs. */
     int workers;          /* mapped-read worker threads; 0: 3 (at most 16) */
     int future_wait_ms;   /* how long a read at a version not yet known waits; 0: 1000 */
