@@ -270,5 +270,37 @@ TEST(ssd_1_2_engine_recorded) {
     free(dir);
 }
 
+/* A damaged data.mdb is a clear error naming the file, and no file is changed. */
+TEST(ssd_4_1_corrupt_names_file) {
+    char *dir = rl_test_tmpdir("ssd-corrupt");
+    rl_storage *st = open_ssd(dir, 0, 0);
+    rl_mutation mu = {.type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1,
+                      .p2 = (const uint8_t *)"1", .len2 = 1};
+    ASSERT_OK(rl__storage_apply(st, 5, &mu, 1));
+    ASSERT_OK(rl__storage_checkpoint(st)); /* flush: the row is in LMDB */
+    rl__storage_close(st);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    FILE *f = fopen(path, "r+b");
+    ASSERT_NOT_NULL(f);
+    char junk[8192];
+    memset(junk, 0x5a, sizeof junk);
+    ASSERT_EQ(fwrite(junk, 1, sizeof junk, f), sizeof junk); /* both meta pages */
+    fclose(f);
+    rl_storage_options o = {0};
+    o.dir = dir;
+    o.engine = RL_ENGINE_SSD;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int rc = rl__storage_open(&o, &st, &msg);
+    ASSERT_TRUE(rc == RL_E_CORRUPT_DATA);
+    ASSERT_NOT_NULL(msg.data);
+    printf("message: %.*s\n", (int)msg.len, (char *)msg.data);
+    ASSERT_NOT_NULL(strstr((const char *)msg.data, "data.mdb"));
+    rl__buf_release(&msg);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
 RL_TEST_MAIN(T(ssd_1_1_random_vs_memory), T(ssd_1_2_engine_recorded),
-             T(ssd_2_1_long_keys_vs_memory))
+             T(ssd_2_1_long_keys_vs_memory), T(ssd_4_1_corrupt_names_file))
