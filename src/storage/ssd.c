@@ -68,18 +68,21 @@
 #define RL_SSD_SHORT 480u                 /* longest key stored as it is */
 #define RL_SSD_LONG_KEY (1 + RL_SSD_SHORT + 8) /* LMDB key of a long key */
 #define SSD_MAP_SIZE (1ull << 40)         /* 1 TiB of address space (the file grows as needed) */
-#define SSD_POOL 32                       /* read transactions kept for reuse */
+#define SSD_POOL 32                       /* idle read cursors kept for reuse */
 #define SSD_META_FORMAT 1u
 #define DEFAULT_FLUSH_BYTES (64ull << 20)
 #define PENDING_FLUSH (1u << 20)
+
+struct rl_base_cur;
 
 typedef struct {
     MDB_env *env;
     MDB_dbi data, meta;
     char path[4200]; /* DIR/data.mdb, for messages */
     pthread_mutex_t pool_mu;
-    MDB_txn *pool[SSD_POOL];
+    struct rl_base_cur *pool[SSD_POOL]; /* idle cursors, each with its read transaction */
     int npool;
+    uint64_t gen;   /* bumped by every flush (engine lock held exclusively) */
     rl_buf kbuf; /* the flush's encoded key and long-key value */
 } ssd_env;
 
@@ -140,34 +143,19 @@ static int long_split(const MDB_val *v, const uint8_t **suf, uint32_t *sl, const
     return 1;
 }
 
-/* ---- read transactions ------------------------------------------------------------------- */
+/* ---- read transactions ------------------------------------------------------------------- *
+ * Reads take an idle cursor from the pool (a read transaction with a cursor on "data"). The
+ * transaction stays open while idle: if no flush happened since (gen unchanged), the next read
+ * uses it as it is, skipping mdb_txn_renew and the reload of the named database's record that a
+ * renewed transaction does on first use; after a flush it is reset and renewed first. This is
+ * safe with MDB_NOLOCK because an idle transaction is never read after a flush without renewal,
+ * and no read runs during one (engine lock). */
 
-static int txn_get(ssd_env *s, MDB_txn **out) {
-    MDB_txn *t = NULL;
-    pthread_mutex_lock(&s->pool_mu);
-    if (s->npool) t = s->pool[--s->npool];
-    pthread_mutex_unlock(&s->pool_mu);
-    int e = t ? mdb_txn_renew(t) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-    if (e) {
-        if (t) mdb_txn_abort(t);
-        *out = NULL;
-        return mdb_fail(s, "read transaction", e);
-    }
-    *out = t;
-    return RL_OK;
-}
-
-static void txn_put(ssd_env *s, MDB_txn *t) {
-    if (!t) return;
-    mdb_txn_reset(t);
-    pthread_mutex_lock(&s->pool_mu);
-    if (s->npool < SSD_POOL) {
-        s->pool[s->npool++] = t;
-        t = NULL;
-    }
-    pthread_mutex_unlock(&s->pool_mu);
-    if (t) mdb_txn_abort(t);
-}
+struct rl_base_cur;
+typedef struct rl_base_cur base_cur;
+static int cur_take(ssd_env *s, base_cur **out);
+static void cur_give(ssd_env *s, base_cur *c);
+static MDB_txn *cur_txn(base_cur *c);
 
 /* ---- point reads ------------------------------------------------------------------------- */
 
@@ -199,15 +187,15 @@ static int lookup(ssd_env *s, MDB_txn *t, const uint8_t *k, uint32_t kl, int *pr
 static int ssd_base_get(rl_storage *st, const uint8_t *k, uint32_t kl, rl_arena *a, rl_buf *buf,
                         int *out_present, const uint8_t **out_val, uint32_t *out_len) {
     ssd_env *s = ssd_of(st);
-    MDB_txn *t;
+    base_cur *c;
     const uint8_t *v = NULL;
     uint32_t vl = 0;
     *out_present = 0;
     *out_val = NULL;
     *out_len = 0;
-    int rc = txn_get(s, &t);
+    int rc = cur_take(s, &c);
     if (rc != RL_OK) return rc;
-    rc = lookup(s, t, k, kl, out_present, &v, &vl);
+    rc = lookup(s, cur_txn(c), k, kl, out_present, &v, &vl);
     if (rc == RL_OK && *out_present) {
         if (a) {
             uint8_t *p = rl__arena_memdup(a, vl ? v : (const uint8_t *)"", vl ? vl : 1);
@@ -222,7 +210,7 @@ static int ssd_base_get(rl_storage *st, const uint8_t *k, uint32_t kl, rl_arena 
         *out_len = vl;
         if (rc != RL_OK) *out_present = 0;
     }
-    txn_put(s, t);
+    cur_give(s, c);
     return rc;
 }
 
@@ -247,6 +235,7 @@ struct rl_base_cur {
     size_t gn, gcap, gi;
     uint8_t gp[1 + RL_SSD_SHORT]; /* the group's encoded prefix 0x00 P */
     int gafter;        /* the LMDB cursor is at the entry after the group (else past the end) */
+    uint64_t gen;      /* the flush generation txn was (re)started in */
 };
 
 static const rl_buf *g_keys_for_sort;
@@ -351,36 +340,68 @@ static int leave_group(rl_base_cur *c, int forward) {
     return land(c, e, &k, &v, 0);
 }
 
-static int ssd_cur_open(rl_storage *st, rl_base_cur **out) {
-    ssd_env *s = ssd_of(st);
+static MDB_txn *cur_txn(base_cur *c) { return c->txn; }
+
+static void cur_destroy(base_cur *c) {
+    if (c->c) mdb_cursor_close(c->c);
+    if (c->txn) mdb_txn_abort(c->txn);
+    rl__buf_release(&c->gkeys);
+    rl__free(c->g);
+    rl__free(c);
+}
+
+/* An idle cursor from the pool (renewed when a flush happened since it was used), or a new one. */
+static int cur_take(ssd_env *s, base_cur **out) {
+    base_cur *c = NULL;
+    int e = 0;
     *out = NULL;
-    rl_base_cur *c = rl__calloc(1, sizeof *c);
-    if (!c) return RL_E_OUT_OF_MEMORY;
-    c->s = s;
-    rl__buf_init(&c->gkeys);
-    int rc = txn_get(s, &c->txn);
-    if (rc == RL_OK) {
-        int e = mdb_cursor_open(c->txn, s->data, &c->c);
-        if (e) rc = mdb_fail(s, "cursor open", e);
+    pthread_mutex_lock(&s->pool_mu);
+    if (s->npool) c = s->pool[--s->npool];
+    pthread_mutex_unlock(&s->pool_mu);
+    if (c && c->gen != s->gen) {
+        mdb_txn_reset(c->txn);
+        e = mdb_txn_renew(c->txn);
+        if (e == 0) e = mdb_cursor_renew(c->txn, c->c);
+        if (e) {
+            cur_destroy(c);
+            return mdb_fail(s, "read transaction", e);
+        }
+        c->gen = s->gen;
     }
-    if (rc != RL_OK) {
-        txn_put(s, c->txn);
-        rl__buf_release(&c->gkeys);
-        rl__free(c);
-        return rc;
+    if (!c) {
+        if (!(c = rl__calloc(1, sizeof *c))) return RL_E_OUT_OF_MEMORY;
+        c->s = s;
+        c->gen = s->gen;
+        rl__buf_init(&c->gkeys);
+        e = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &c->txn);
+        if (e == 0) e = mdb_cursor_open(c->txn, s->data, &c->c);
+        if (e) {
+            cur_destroy(c);
+            return mdb_fail(s, "read transaction", e);
+        }
     }
     c->pos = POS_END;
     *out = c;
     return RL_OK;
 }
 
-static void ssd_cur_close(rl_base_cur *c) {
+static void cur_give(ssd_env *s, base_cur *c) {
     if (!c) return;
-    if (c->c) mdb_cursor_close(c->c);
-    txn_put(c->s, c->txn);
-    rl__buf_release(&c->gkeys);
-    rl__free(c->g);
-    rl__free(c);
+    rl__buf_reset(&c->gkeys);
+    c->gn = 0;
+    pthread_mutex_lock(&s->pool_mu);
+    if (s->npool < SSD_POOL) {
+        s->pool[s->npool++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    if (c) cur_destroy(c);
+}
+
+static int ssd_cur_open(rl_storage *st, rl_base_cur **out) { return cur_take(ssd_of(st), out); }
+
+static void ssd_cur_close(rl_base_cur *c) {
+    if (c) cur_give(c->s, c);
 }
 
 /* The current row's key (POS_SHORT or POS_GROUP). */
@@ -484,13 +505,13 @@ typedef struct {
 } ssd_meta;
 
 static int meta_read(ssd_env *s, ssd_meta *m, int *found, rl_buf *errmsg) {
-    MDB_txn *t;
+    base_cur *c;
     MDB_val k = {5, "state"}, v;
     memset(m, 0, sizeof *m);
     *found = 0;
-    int rc = txn_get(s, &t);
+    int rc = cur_take(s, &c);
     if (rc != RL_OK) return rc;
-    int e = mdb_get(t, s->meta, &k, &v);
+    int e = mdb_get(cur_txn(c), s->meta, &k, &v);
     if (e == 0) {
         const uint8_t *p = v.mv_data;
         if (v.mv_size != 36 || rl__le32(p) != SSD_META_FORMAT) {
@@ -508,7 +529,7 @@ static int meta_read(ssd_env *s, ssd_meta *m, int *found, rl_buf *errmsg) {
     } else if (e != MDB_NOTFOUND) {
         rc = mdb_fail(s, "meta get", e);
     }
-    txn_put(s, t);
+    cur_give(s, c);
     return rc;
 }
 
@@ -528,7 +549,7 @@ static int meta_put(ssd_env *s, MDB_txn *t, const ssd_meta *m) {
 static void ssd_close(rl_storage *st) {
     ssd_env *s = ssd_of(st);
     if (s) {
-        for (int i = 0; i < s->npool; i++) mdb_txn_abort(s->pool[i]);
+        for (int i = 0; i < s->npool; i++) cur_destroy(s->pool[i]);
         if (s->env) mdb_env_close(s->env);
         pthread_mutex_destroy(&s->pool_mu);
         rl__buf_release(&s->kbuf);
@@ -673,6 +694,7 @@ static int ssd_flush(rl_storage *st) {
     if ((rc = rl__storage_map_pin(st)) != RL_OK)
         return rc == RL_E_OUT_OF_MEMORY ? rc : rl__logdir_poison(st, rc);
     MDB_txn *t;
+    s->gen++; /* idle read transactions are renewed before their next use */
     if ((e = mdb_txn_begin(s->env, NULL, 0, &t)) != 0)
         return rl__logdir_poison(st, mdb_fail(s, "begin", e));
     flush_ctx f = {s, t, 0, 0};

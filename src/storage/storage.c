@@ -1319,6 +1319,8 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
     rl_kvpair *kvs = NULL;
     const uint8_t *k, *val;
     uint32_t kl, vl;
+    uint8_t *chunk = NULL; /* rows are copied into arena chunks of at least 16 KiB */
+    size_t room = 0;
     if (rc == RL_OK)
         rc = reverse ? m_seek_before(&m, end, end_len, 0) : m_seek(&m, begin, begin_len, 0);
     while (rc == RL_OK && (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1) {
@@ -1340,11 +1342,17 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
             kvs = nk;
             cap = ncap;
         }
-        uint8_t *p = rl__arena_alloc(a, (size_t)kl + vl);
-        if (!p && (size_t)kl + vl) {
-            rc = RL_E_OUT_OF_MEMORY;
-            break;
+        size_t need = (size_t)kl + vl;
+        if (need > room) {
+            room = need > 16384 ? need : 16384;
+            if (!(chunk = rl__arena_alloc(a, room))) {
+                rc = RL_E_OUT_OF_MEMORY;
+                break;
+            }
         }
+        uint8_t *p = chunk;
+        chunk += need;
+        room -= need;
         if (kl) memcpy(p, k, kl);
         if (vl) memcpy(p + kl, val, vl);
         kvs[n].key = p;
