@@ -170,8 +170,9 @@ static int rl_setup_file(sys *s, const rl_micro_options *o) {
     return rl_setup_url(s, o, url);
 }
 
-/* reclayer on the ssd engine: loaded with a 1 MiB flush threshold, then closed and reopened, so
- * the rows are read from LMDB (only the log after the last flush is replayed into the window). */
+/* reclayer on the ssd engine: loaded with a 1 MiB flush threshold, then closed and reopened
+ * (with the default threshold), so the rows are read from LMDB (only the log after the last
+ * flush is replayed into the window). */
 static int rl_setup_ssd(sys *s, const rl_micro_options *o) {
     snprintf(s->path, sizeof s->path, "%s/reclayer-ssd", o->dir);
     mkdir(s->path, 0755);
@@ -182,6 +183,8 @@ static int rl_setup_ssd(sys *s, const rl_micro_options *o) {
     rl_sys *r = s->h;
     rl_db_close(r->db);
     r->db = NULL;
+    /* Reopened with the default flush threshold (64 MiB), as a database would run. */
+    snprintf(url, sizeof url, "file:%s?engine=ssd", s->path);
     return rl_db_open(url, NULL, &r->db);
 }
 
