@@ -1323,7 +1323,19 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
     size_t room = 0;
     if (rc == RL_OK)
         rc = reverse ? m_seek_before(&m, end, end_len, 0) : m_seek(&m, begin, begin_len, 0);
-    while (rc == RL_OK && (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1) {
+    /* No row of the map in the range (the usual case for data older than the window): walk the
+     * base alone. */
+    int base_only = !m.t.l || (reverse ? row_cmp(cur_row(m.t), begin, begin_len) < 0
+                                       : row_cmp(cur_row(m.t), end, end_len) >= 0);
+    const rl_engine_ops *eo = st->eng;
+    /* Room for the rows up front when the limit says how many (no regrowth copies). */
+    if (rc == RL_OK) {
+        cap = limit > 0 && limit < 4096 ? limit : 256;
+        if (!(kvs = rl__arena_alloc(a, (size_t)cap * sizeof *kvs))) rc = RL_E_OUT_OF_MEMORY;
+    }
+    while (rc == RL_OK &&
+           (base_only ? (got = eo->cur_get(m.b, &k, &kl, &val, &vl)) == 1
+                      : (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1)) {
         if (reverse ? rl__bytes_cmp(k, kl, begin, begin_len) < 0
                     : rl__bytes_cmp(k, kl, end, end_len) >= 0)
             break;
@@ -1361,6 +1373,7 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
         kvs[n].value_len = vl;
         n++;
         bytes += (long)kl + (long)vl;
+        if (base_only) rc = reverse ? eo->cur_prev(m.b) : eo->cur_next(m.b);
     }
     m_close(&m);
     if (rc != RL_OK) return rc;
