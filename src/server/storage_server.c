@@ -216,8 +216,9 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_peeks), (uint64_t)atomic_load(&ss->n_parked),
                    (uint64_t)atomic_load(&ss->n_future));
     json_str(out, ss->listen_ip);
-    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64 "}", ss->port,
-                   ss->o.no_sync ? "true" : "false", ss->o.window_versions);
+    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64
+                        ",\"engine\":\"%s\"}", ss->port, ss->o.no_sync ? "true" : "false",
+                   ss->o.window_versions, s.engine ? s.engine : "memory");
 }
 
 void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
