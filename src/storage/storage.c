@@ -1319,8 +1319,8 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
     rl_kvpair *kvs = NULL;
     const uint8_t *k, *val;
     uint32_t kl, vl;
-    uint8_t *chunk = NULL; /* rows are copied into arena chunks of at least 16 KiB */
-    size_t room = 0;
+    uint8_t *chunk = NULL; /* rows are copied into arena chunks, 512 B doubling up to 16 KiB */
+    size_t room = 0, chunk_size = 512;
     if (rc == RL_OK)
         rc = reverse ? m_seek_before(&m, end, end_len, 0) : m_seek(&m, begin, begin_len, 0);
     /* No row of the map in the range (the usual case for data older than the window): walk the
@@ -1328,9 +1328,10 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
     int base_only = !m.t.l || (reverse ? row_cmp(cur_row(m.t), begin, begin_len) < 0
                                        : row_cmp(cur_row(m.t), end, end_len) >= 0);
     const rl_engine_ops *eo = st->eng;
-    /* Room for the rows up front when the limit says how many (no regrowth copies). */
+    /* Room for the rows up front: the limit when it is small, else 64 (doubling as needed; a
+     * mapped read's secondaries are usually one row each). */
     if (rc == RL_OK) {
-        cap = limit > 0 && limit < 4096 ? limit : 256;
+        cap = limit > 0 && limit < 64 ? limit : 64;
         if (!(kvs = rl__arena_alloc(a, (size_t)cap * sizeof *kvs))) rc = RL_E_OUT_OF_MEMORY;
     }
     while (rc == RL_OK &&
@@ -1356,7 +1357,8 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
         }
         size_t need = (size_t)kl + vl;
         if (need > room) {
-            room = need > 16384 ? need : 16384;
+            room = need > chunk_size ? need : chunk_size;
+            if (chunk_size < 16384) chunk_size *= 2;
             if (!(chunk = rl__arena_alloc(a, room))) {
                 rc = RL_E_OUT_OF_MEMORY;
                 break;
