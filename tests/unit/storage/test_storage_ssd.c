@@ -7,12 +7,15 @@
  * 480-byte boundary are mixed in (rl.ssd-2). Also: the engine recorded in the directory and the
  * mismatch error, status fields. Seeds are printed; RL_TEST_SEED overrides.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "reclayer/error.h"
 #include "storage/storage.h"
 #include "test.h"
@@ -302,5 +305,85 @@ TEST(ssd_4_1_corrupt_names_file) {
     free(dir);
 }
 
+/* Readers on threads while the writer applies and flushes (every 2 KiB of log, so LMDB write
+ * transactions, pins, evictions and pooled read transactions renewed after each flush all meet
+ * concurrent reads): every version writes the same value to all NK keys, so a range or a point
+ * read at any readable version must see NK equal values. */
+enum { NK = 20, READERS = 3 };
+
+typedef struct {
+    rl_storage *st;
+    atomic_int stop;
+    atomic_long reads;
+    atomic_int bad;
+} conc;
+
+static void *reader(void *arg) {
+    conc *c = arg;
+    rl_arena a;
+    rl__arena_init(&a, 0);
+    while (!atomic_load(&c->stop)) {
+        rl_version v = rl__storage_latest_version(c->st);
+        rl_kvpair *kv;
+        int n, more, rc;
+        rc = rl__storage_get_range(c->st, v, "k", 1, "l", 1, 0, 0, (int)(v & 1), &a, &kv, &n, &more);
+        if (rc == RL_E_TRANSACTION_TOO_OLD) continue;
+        if (rc != RL_OK || (v > 0 && n != NK)) atomic_store(&c->bad, 1);
+        for (int i = 1; i < n; i++)
+            if (kv[i].value_len != kv[0].value_len ||
+                memcmp(kv[i].value, kv[0].value, kv[0].value_len) != 0)
+                atomic_store(&c->bad, 2);
+        int present;
+        const uint8_t *val;
+        uint32_t len;
+        rc = rl__storage_get(c->st, v, "k07", 3, &a, &present, &val, &len);
+        if (rc == RL_OK && n == NK && (!present || len != kv[0].value_len ||
+                                       memcmp(val, kv[0].value, len) != 0))
+            atomic_store(&c->bad, 3);
+        atomic_fetch_add(&c->reads, 1);
+        rl__arena_reset(&a);
+    }
+    rl__arena_release(&a);
+    return NULL;
+}
+
+TEST(ssd_4_2_reads_during_flushes) {
+    char *dir = rl_test_tmpdir("ssd-conc");
+    conc c = {.st = open_ssd(dir, 3, 2048)};
+    char keys[NK][8], val[32];
+    rl_mutation mu[NK];
+    pthread_t th[READERS];
+    rl_version v = 1;
+    /* Version 1 so readers always find NK keys. */
+    for (int i = 0; i < NK; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%02d", i);
+        mu[i] = (rl_mutation){.type = RL_MUT_SET, .p1 = (const uint8_t *)keys[i], .len1 = 3,
+                              .p2 = (const uint8_t *)val, .len2 = 0};
+    }
+    snprintf(val, sizeof val, "v%016llu", 1ull);
+    for (int i = 0; i < NK; i++) mu[i].len2 = 17;
+    ASSERT_OK(rl__storage_apply(c.st, v, mu, NK));
+    for (int i = 0; i < READERS; i++) ASSERT_EQ(pthread_create(&th[i], NULL, reader, &c), 0);
+    uint64_t t0 = (rl__clock_mono_ns() / 1000000);
+    while ((rl__clock_mono_ns() / 1000000) - t0 < 1500) {
+        v++;
+        snprintf(val, sizeof val, "v%016llu", (unsigned long long)v);
+        ASSERT_OK(rl__storage_apply(c.st, v, mu, NK));
+    }
+    atomic_store(&c.stop, 1);
+    for (int i = 0; i < READERS; i++) pthread_join(th[i], NULL);
+    rl_storage_status s;
+    rl__storage_get_status(c.st, &s);
+    printf("%llu versions, %ld reads, %llu flushes\n", (unsigned long long)v,
+           (long)atomic_load(&c.reads), (unsigned long long)s.checkpoints);
+    ASSERT_EQ(atomic_load(&c.bad), 0);
+    ASSERT_TRUE(s.checkpoints > 10);
+    ASSERT_TRUE(atomic_load(&c.reads) > 10);
+    rl__storage_close(c.st);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
 RL_TEST_MAIN(T(ssd_1_1_random_vs_memory), T(ssd_1_2_engine_recorded),
-             T(ssd_2_1_long_keys_vs_memory), T(ssd_4_1_corrupt_names_file))
+             T(ssd_2_1_long_keys_vs_memory), T(ssd_4_1_corrupt_names_file),
+             T(ssd_4_2_reads_during_flushes))
