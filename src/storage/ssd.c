@@ -572,21 +572,27 @@ static int ssd_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
     st->eng_priv = s;
     snprintf(s->path, sizeof s->path, "%s/data.mdb", st->f.dir);
     if (!st->f.checkpoint_log_bytes) st->f.checkpoint_log_bytes = DEFAULT_FLUSH_BYTES;
-    if ((e = mdb_env_create(&s->env)) != 0) return mdb_fail(s, "env create", e);
-    mdb_env_set_mapsize(s->env, SSD_MAP_SIZE);
-    mdb_env_set_maxdbs(s->env, 4);
     unsigned flags = MDB_NOTLS | MDB_NOLOCK | MDB_NORDAHEAD;
     if (st->read_only) flags |= MDB_RDONLY;
     if (st->f.no_sync) flags |= MDB_NOSYNC;
     if (st->read_only && access(s->path, F_OK) != 0) {
         /* A read-only open of a database never flushed: the log holds everything. */
-        mdb_env_close(s->env);
-        s->env = NULL;
         if (errmsg)
             rl__buf_printf(errmsg, "%s does not exist yet: open the database once to write", s->path);
         return RL_E_FILE_NOT_FOUND;
     }
-    if ((e = mdb_env_open(s->env, st->f.dir, flags, 0644)) != 0) {
+    /* The map is address space only (the file grows as needed); where 1 TiB cannot be mapped
+     * (a sanitizer's layout, a ulimit -v), smaller reservations down to 4 GiB are tried. */
+    for (uint64_t size = SSD_MAP_SIZE;; size /= 4) {
+        if ((e = mdb_env_create(&s->env)) != 0) return mdb_fail(s, "env create", e);
+        mdb_env_set_mapsize(s->env, size);
+        mdb_env_set_maxdbs(s->env, 4);
+        e = mdb_env_open(s->env, st->f.dir, flags, 0644);
+        if (e != ENOMEM || size <= (4ull << 30)) break;
+        mdb_env_close(s->env);
+        s->env = NULL;
+    }
+    if (e != 0) {
         rc = mdb_fail(s, "open", e);
         if (errmsg)
             rl__buf_printf(errmsg, "cannot open %s: %s%s", s->path, mdb_strerror(e),
