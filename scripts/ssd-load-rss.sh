@@ -5,7 +5,8 @@
 # the elapsed time, the load rate, the peak RssAnon and the directory's size; exits 1 if the
 # peak RssAnon reached LIMIT_MIB (default 512). The directory is removed at the end.
 #
-#   scripts/ssd-load-rss.sh [N] [PADDING]        (BUILD=build, LIMIT_MIB=512, TMPDIR honoured)
+#   scripts/ssd-load-rss.sh [N] [PADDING]        (BUILD=build, LIMIT_MIB=512, TMPDIR honoured;
+#                                                 FLUSH_BYTES=N: the URL's checkpoint_bytes)
 set -euo pipefail
 N=${1:-1000000}
 PAD=${2:-1000}
@@ -14,7 +15,8 @@ LIMIT=${LIMIT_MIB:-512}
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rl-ssd-load-XXXXXX")
 trap 'rm -rf "$DIR"' EXIT
 start=$(date +%s.%N)
-"$BUILD/rl" load --db "file:$DIR?engine=ssd" --count "$N" --padding "$PAD" >"$DIR.out" 2>&1 &
+URL="file:$DIR?engine=ssd${FLUSH_BYTES:+&checkpoint_bytes=$FLUSH_BYTES}"
+"$BUILD/rl" load --db "$URL" --count "$N" --padding "$PAD" >"$DIR.out" 2>&1 &
 pid=$!
 peak=0
 while kill -0 "$pid" 2>/dev/null; do
