@@ -6,7 +6,8 @@
 # peak RssAnon reached LIMIT_MIB (default 512). The directory is removed at the end.
 #
 #   scripts/ssd-load-rss.sh [N] [PADDING]        (BUILD=build, LIMIT_MIB=512, TMPDIR honoured;
-#                                                 FLUSH_BYTES=N: the URL's checkpoint_bytes)
+#                                                 FLUSH_BYTES=N: the URL's checkpoint_bytes;
+#                                                 TRACE=1: RssAnon every 10 s)
 set -euo pipefail
 N=${1:-1000000}
 PAD=${2:-1000}
@@ -19,9 +20,13 @@ URL="file:$DIR?engine=ssd${FLUSH_BYTES:+&checkpoint_bytes=$FLUSH_BYTES}"
 "$BUILD/rl" load --db "$URL" --count "$N" --padding "$PAD" >"$DIR.out" 2>&1 &
 pid=$!
 peak=0
+i=0
 while kill -0 "$pid" 2>/dev/null; do
   a=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
   [ -n "$a" ] && [ "$a" -gt "$peak" ] && peak=$a
+  # TRACE=1: RssAnon every 10 s
+  if [ -n "${TRACE:-}" ] && [ $((i % 20)) -eq 0 ]; then echo "t=$((i / 2)) s RssAnon $((a / 1024)) MiB"; fi
+  i=$((i + 1))
   sleep 0.5
 done
 wait "$pid"

@@ -131,7 +131,8 @@ typedef struct {
     uint32_t size;                 /* sizeof(rl_db_options) */
     int no_sync;                   /* file: skip fsync (faster, not durable against power loss) */
     uint64_t window_versions;      /* MVCC window in versions; 0 = 5,000,000 (5 s) */
-    uint64_t checkpoint_log_bytes; /* file: checkpoint every this many log bytes; 0 = 64 MiB */
+    uint64_t checkpoint_log_bytes; /* file: checkpoint (ssd: flush to LMDB) every this many log
+                                    * bytes; 0 = 64 MiB (ssd: 16 MiB) */
     /* Bounded fan-out of mapped ranges (DESIGN §3): each secondary range read returns at most
      * this many rows / about this many bytes, and is marked `more` when cut off (the caller
      * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */

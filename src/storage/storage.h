@@ -56,7 +56,8 @@ typedef struct {
     const char *dir;               /* NULL: in memory only, nothing durable */
     int no_sync;                   /* skip fsync (benchmarks say so when they use it) */
     uint64_t window_versions;      /* MVCC window; 0 = default 5,000,000 */
-    uint64_t checkpoint_log_bytes; /* checkpoint when the log grows past this; 0 = 64 MiB */
+    uint64_t checkpoint_log_bytes; /* checkpoint (ssd: flush) when the log grows past this;
+                                    * 0 = 64 MiB (ssd: 16 MiB) */
     int read_only;                 /* 1: recover into memory, change no file, refuse writes */
 } rl_storage_options;
 
