@@ -447,6 +447,11 @@ static int ssd_cur_next(rl_base_cur *c) {
         return land(c, e, &k, &v, 1);
     case POS_SHORT:
         e = mdb_cursor_get(c->c, &k, &v, MDB_NEXT);
+        if (e == 0 && !is_long(&k)) { /* the usual step: short key to short key */
+            c->k = k;
+            c->v = v;
+            return RL_OK;
+        }
         return land(c, e, &k, &v, 1);
     default:
         if (++c->gi < c->gn) return RL_OK;

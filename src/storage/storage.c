@@ -1328,10 +1328,10 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
     int base_only = !m.t.l || (reverse ? row_cmp(cur_row(m.t), begin, begin_len) < 0
                                        : row_cmp(cur_row(m.t), end, end_len) >= 0);
     const rl_engine_ops *eo = st->eng;
-    /* Room for the rows up front: the limit when it is small, else 64 (doubling as needed; a
-     * mapped read's secondaries are usually one row each). */
+    /* Room for the rows up front: the limit when it is at most 1,024, else 64, growing 4x (a
+     * mapped read's secondaries, limited to 2,000 rows, are usually one row each). */
     if (rc == RL_OK) {
-        cap = limit > 0 && limit < 64 ? limit : 64;
+        cap = limit > 0 && limit <= 1024 ? limit : 64;
         if (!(kvs = rl__arena_alloc(a, (size_t)cap * sizeof *kvs))) rc = RL_E_OUT_OF_MEMORY;
     }
     while (rc == RL_OK &&
@@ -1345,7 +1345,7 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
             break;
         }
         if (n == cap) {
-            int ncap = cap ? cap * 2 : 64;
+            int ncap = cap ? cap * 4 : 64;
             rl_kvpair *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
             if (!nk) {
                 rc = RL_E_OUT_OF_MEMORY;
