@@ -42,7 +42,7 @@
  * A crash at any point leaves checkpoint S with its complete log-S, or checkpoint S+1 (with or
  * without an empty log-(S+1)) beside leftovers numbered S or lower.
  *
- * Recovery (rl__storage_durable_open). Invariants:
+ * Recovery (memory_open; rl__logdir_* are shared with ssd.c). Invariants:
  *   R1. Open deletes, renames or truncates nothing it has not first replaced by verified state:
  *       files older than the newest checkpoint are deleted only by the next checkpoint, after
  *       ckpt-(S+1) is durable (remove_older); a writable open removes ckpt-(S+1).tmp only after

@@ -1,5 +1,6 @@
 /* storage.c — the versioned ordered map of the storage engine (the MVCC window), its reads and
- * apply, and the garbage collector. Files (log, checkpoints, lock) live in durable.c.
+ * apply, and the garbage collector. The files live behind the durable-engine interface
+ * (engine.h): durable.c (memory) and ssd.c (LMDB).
  *
  * Structure: a B+tree of rows. A row is one heap allocation per key (its key, its chain of
  * versions newest first, each a value or a tombstone, and the first version inline). Leaves hold
@@ -63,6 +64,22 @@
  *      removals keep it; inserts that break it, splits and merges recompute it (leaf_reprefix,
  *      inner_reprefix) from the node's first and last keys (sorted keys: their common prefix
  *      is everyone's).
+ *
+ * Base (st->has_base: the ssd engine, whose LMDB holds the state at st->base_version below the
+ * map; docs/design.md §4):
+ *   B1. A read at v takes the newest entry at or below v of the key's row (a value, or a
+ *       tombstone that hides the base); when the row has none, or there is no row, the base's
+ *       value stands. Ranges and selectors merge the map's rows with a base cursor (mcur).
+ *   B2. A write to a key not in the map looks the key up in the base (live counts, atomic
+ *       operations); a clear of a base key becomes a tombstone row, and a range clear gives
+ *       every base key of the range not in the map a tombstone row first.
+ *   B3. GC keeps the newest entry at or below oldest even when it is a tombstone, and removes a
+ *       row once its only entry is at or below both oldest and base_version (the base answers).
+ *   B4. Every row either has an entry at or below oldest or has all its entries after
+ *       base_version (so the base holds the value before its oldest entry): rows created after
+ *       the last flush have the second form; a flush pins the first form (rl__storage_map_pin)
+ *       before the base moves, and GC keeps it (B3). So B1's fall-through to the base is
+ *       always to the value the key had.
  *
  * Rebalancing: a leaf left with fewer than BT_LEAF/4 rows by a removal merges with a sibling
  * under the same parent when both fit in BT_LEAF/2; an empty leaf or inner node is unlinked.

@@ -18,6 +18,9 @@
  *     message naming the file, changing no file (durable.c, Recovery; docs/file-format.md).
  *   - Read-only (rl_storage_options.read_only): recovery into memory that changes no file;
  *     apply and checkpoint return RL_E_READ_ONLY_DATABASE.
+ *   - The ssd engine (rl_storage_options.engine; engine.h, ssd.c): the same log, but instead of
+ *     checkpoints a flush writes the window to LMDB every checkpoint_log_bytes; reads merge
+ *     the window with LMDB; recovery replays the log over LMDB's last committed state.
  *   - Without a directory ("mem:"), nothing touches the disk.
  *
  * Mutations reaching storage are already resolved: versionstamped operations have had their

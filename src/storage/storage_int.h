@@ -1,5 +1,8 @@
 /* storage_int.h (private to src/storage) — the structures shared by storage.c (the versioned
- * map, reads, apply, GC) and durable.c (lock file, log, checkpoints, recovery).
+ * map, reads, apply, GC) and the durable engines behind engine.h: durable.c (memory: lock file,
+ * log, checkpoints, recovery) and ssd.c (LMDB below the window). The engines touch the map only
+ * through engine.h's functions, except the version fields (latest, oldest, durable, poisoned,
+ * base_version, live counts) that recovery and flushes set.
  */
 #ifndef RL_STORAGE_STORAGE_INT_H
 #define RL_STORAGE_STORAGE_INT_H
