@@ -161,8 +161,9 @@ enum { RL_DB_ENGINE_DEFAULT = 0, RL_DB_ENGINE_MEMORY = 1, RL_DB_ENGINE_SSD = 2 }
  * Errors: RL_E_BAD_URL (unknown scheme), RL_E_FILE_NOT_FOUND (file: directory missing),
  * RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT (a damaged, junk
  * or missing file: the message, from rl_last_error_detail, names it and the offset; no file is
- * changed — docs/file-format.md, Recovery), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
- * RL_E_INVALID_ARGUMENT. */
+ * changed — docs/file-format.md, Recovery), RL_E_CORRUPT_DATA (ssd: a damaged or foreign
+ * data.mdb or ENGINE, named in the message), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
+ * RL_E_INVALID_ARGUMENT (also: the directory holds the other storage engine, both named). */
 RL_API int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out);
 /* rl_db_close — close; every transaction of the db must be freed first. NULL is a no-op. */
 RL_API void rl_db_close(rl_db *db);
