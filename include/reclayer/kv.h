@@ -3,6 +3,9 @@
  * A database (rl_db) is opened from a URL:
  *   mem:            embedded, in memory, nothing on disk
  *   file:DIR        embedded, durable in DIR (which must exist; one process at a time)
+ *   file:DIR?engine=ssd
+ *                   the same with the storage engine named (memory or ssd; rl_db_options.engine);
+ *                   "&checkpoint_bytes=N" (or alone) sets rl_db_options.checkpoint_log_bytes
  *   cluster:FILE    a cluster of rlkvd processes (a later issue)
  *   fdb:FILE        FoundationDB through libfdb_c (a later issue)
  *
@@ -140,7 +143,8 @@ typedef struct {
     uint32_t size;                 /* sizeof(rl_db_options) */
     int no_sync;                   /* file: skip fsync (faster, not durable against power loss) */
     uint64_t window_versions;      /* MVCC window in versions; 0 = 5,000,000 (5 s) */
-    uint64_t checkpoint_log_bytes; /* file: checkpoint every this many log bytes; 0 = 64 MiB */
+    uint64_t checkpoint_log_bytes; /* file: checkpoint (ssd: flush to LMDB) every this many log
+                                    * bytes; 0 = 64 MiB (ssd: 16 MiB) */
     /* Bounded fan-out of mapped ranges (DESIGN §3): each secondary range read returns at most
      * this many rows / about this many bytes, and is marked `more` when cut off (the caller
      * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */
@@ -157,7 +161,14 @@ typedef struct {
      * (rl_secondary_strategy; the URL's ?secondary=individual|grouped overrides it). Other
      * backends ignore it. Read only when size covers it. */
     int mapped_secondary_strategy;
+    /* file: the storage engine (docs/design.md §4): RL_DB_ENGINE_DEFAULT (0) opens whatever the
+     * directory holds (memory for a new one); RL_DB_ENGINE_MEMORY or RL_DB_ENGINE_SSD create a
+     * new directory with that engine and refuse (RL_E_INVALID_ARGUMENT, naming both) one that
+     * holds the other. A URL's "?engine=NAME" overrides it. Read only when size covers it. */
+    int engine;
 } rl_db_options;
+
+enum { RL_DB_ENGINE_DEFAULT = 0, RL_DB_ENGINE_MEMORY = 1, RL_DB_ENGINE_SSD = 2 };
 
 /* ---- Database ---------------------------------------------------------------------------- */
 
@@ -166,8 +177,9 @@ typedef struct {
  * Errors: RL_E_BAD_URL (unknown scheme), RL_E_FILE_NOT_FOUND (file: directory missing),
  * RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT (a damaged, junk
  * or missing file: the message, from rl_last_error_detail, names it and the offset; no file is
- * changed — docs/file-format.md, Recovery), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
- * RL_E_INVALID_ARGUMENT. */
+ * changed — docs/file-format.md, Recovery), RL_E_CORRUPT_DATA (ssd: a damaged or foreign
+ * data.mdb or ENGINE, named in the message), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
+ * RL_E_INVALID_ARGUMENT (also: the directory holds the other storage engine, both named). */
 RL_API int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out);
 /* rl_db_close — close; every transaction of the db must be freed first. NULL is a no-op. */
 RL_API void rl_db_close(rl_db *db);

@@ -230,6 +230,7 @@ typedef struct {
     int64_t window_versions;
     int n_hosts, storage_per_host, host_addresses, replication; /* as given to up (0: not given) */
     uint32_t delay_us, jitter_us;         /* the injected delay now (up, then rl cluster delay) */
+    char engine[16];                      /* rl cluster up's --engine ("": what each dir holds) */
     int n;                                /* processes: p[0] the coordinator, p[i] storage i */
     cl_proc p[RL_CLUSTER_MAX_STORAGE + 1];
 } cl_state;
@@ -827,6 +828,10 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
         argv[n++] = "--window-versions";
         argv[n++] = wv;
     }
+    if (!p->is_coordinator && s->engine[0]) {
+        argv[n++] = "--engine";
+        argv[n++] = s->engine;
+    }
     argv[n] = NULL;
     (void)unlink(portf);
     int logfd = open(logf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -1315,6 +1320,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     s->replication = o->replication;
     s->delay_us = o->delay_us;
     s->jitter_us = o->jitter_us;
+    if (o->engine) snprintf(s->engine, sizeof s->engine, "%s", o->engine);
     s->n = o->n_storage + 1;
     for (int i = 0; i < s->n; i++) {
         s->p[i].is_coordinator = i == 0;

@@ -69,7 +69,7 @@ static int cmd_micro(int argc, char **argv) {
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlbench micro",
-        .summary = "Runs the same work on reclayer (mem: and file:), LMDB and SQLite, side by side:\n"
+        .summary = "Runs the same work on reclayer (mem:, file: and file:?engine=ssd), LMDB and SQLite:\n"
                    "point (random reads in one transaction), range1000, mapped1000 (1,000 index entries\n"
                    "joined to their records) and commit100 (100 small writes, durable commit).\n"
                    "Each round runs every system for S seconds, alternating the order; the table shows\n"
