@@ -354,7 +354,7 @@ int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf
     /* 1. The directory, the lock, the segment names. */
     struct stat sb;
     if (stat(log->dir, &sb) != 0) {
-        if (errno != ENOENT || mkdir(log->dir, 0755) != 0) {
+        if (errno != ENOENT || rl__os_mkdir(log->dir, 0755) != 0) {
             rc = io_fail("mkdir", log->dir);
             rl__os_errf(errmsg, "cannot create commit log directory %s: %s", log->dir, strerror(errno));
             goto fail;

@@ -83,8 +83,8 @@
  * rl__storage_sync succeeds (nothing to sync). The recovered state lives in memory; the files
  * are not read again after open.
  *
- * Errors while writing. Every call that changes files goes through storage/os.h (so that
- * tests/fault/storage can fail the Nth write, fsync, rename, open, ftruncate or unlink). A
+ * Errors while writing. Every file call goes through storage/os.h (so that tests/fault/storage
+ * can fail the Nth open, read, write, fsync, rename, ftruncate or unlink). A
  * failed call is logged at RL_LOG_ERROR with the operation, the file and strerror, and is mapped
  * to RL_E_NO_SPACE (ENOSPC, EDQUOT) or RL_E_IO_ERROR. A failure that may have left the log or the
  * set of files in an unknown state poisons the engine (st->poisoned: every later apply, sync and
@@ -448,7 +448,7 @@ static int read_engine_file(const char *dir, char *name, size_t cap) {
     snprintf(path, sizeof path, "%s/ENGINE", dir);
     int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return errno == ENOENT ? 0 : -1;
-    ssize_t n = read(fd, name, cap - 1);
+    ssize_t n = rl__os_read(fd, name, cap - 1);
     close(fd);
     if (n < 0) return -1;
     name[n] = 0;

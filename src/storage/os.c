@@ -101,6 +101,15 @@ int rl__os_open(const char *path, int flags, mode_t mode) {
     return open(path, flags, mode);
 }
 
+ssize_t rl__os_read(int fd, void *p, size_t n) {
+    int err = FAULT(RL_OS_READ, NULL);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return read(fd, p, n);
+}
+
 ssize_t rl__os_write(int fd, const void *p, size_t n) {
     int torn = 0, err = FAULT(RL_OS_WRITE, &torn);
     if (err) {
@@ -157,6 +166,15 @@ int rl__os_unlink(const char *path) {
         return -1;
     }
     return unlink(path);
+}
+
+int rl__os_mkdir(const char *path, mode_t mode) {
+    int err = FAULT(RL_OS_MKDIR, NULL);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return mkdir(path, mode);
 }
 
 /* ---- Helpers ----------------------------------------------------------------------------- */
@@ -237,7 +255,7 @@ int rl__os_read_file(const char *path, uint8_t **out, size_t *out_len) {
         goto fail;
     }
     while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
+        ssize_t r = rl__os_read(fd, buf + got, n - got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             rc = r < 0 ? rl__os_map_errno(errno) : RL_E_IO_ERROR;

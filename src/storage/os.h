@@ -2,8 +2,10 @@
  * and ssd.c, the coordinator's commit log src/server/commitlog.c), with fault injection for
  * tests, and the small file helpers they share on top of them.
  *
- * The durable code makes every call that changes files (open, write, fsync, fdatasync, rename,
- * ftruncate, unlink) through these wrappers. Each behaves exactly like the POSIX call it wraps
+ * The durable code makes every file call (open, read, write, fsync, fdatasync, rename,
+ * ftruncate, unlink, mkdir) through these wrappers; what it calls directly only asks about
+ * names (stat, fstat, opendir/readdir), locks (flock), duplicates or closes a descriptor. The
+ * ssd engine's data.mdb is LMDB's, which does its own I/O. Each behaves exactly like the POSIX call it wraps
  * (same arguments, same return value, errno set on failure), except that a test can arm one
  * injected failure: "the (n+1)th call of kind K from now fails with errno E"
  * (tests/fault/storage).
@@ -38,7 +40,9 @@ typedef enum {
     RL_OS_RENAME = 3,
     RL_OS_FTRUNCATE = 4,
     RL_OS_UNLINK = 5,
-    RL_OS_KINDS = 6
+    RL_OS_READ = 6,
+    RL_OS_MKDIR = 7,
+    RL_OS_KINDS = 8
 } rl_os_kind;
 
 enum { RL_OS_FAULT_TORN = 1 }; /* flags of rl__os_fault_arm */
@@ -56,12 +60,14 @@ int rl__os_fault_fired(void);
 
 /* The wrappers: same contracts as the POSIX calls. rl__os_open's mode is used with O_CREAT. */
 int rl__os_open(const char *path, int flags, mode_t mode);
+ssize_t rl__os_read(int fd, void *p, size_t n);
 ssize_t rl__os_write(int fd, const void *p, size_t n);
 int rl__os_fsync(int fd);
 int rl__os_fdatasync(int fd);
 int rl__os_rename(const char *from, const char *to);
 int rl__os_ftruncate(int fd, off_t len);
 int rl__os_unlink(const char *path);
+int rl__os_mkdir(const char *path, mode_t mode);
 
 /* ---- Helpers on top of the wrappers -------------------------------------------------------
  * `who` is the prefix of the error log line ("storage", "commit log"); `path` names the file in
