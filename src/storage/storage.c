@@ -94,6 +94,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/hash.h"
+#include "base/log.h"
 #include "reclayer/error.h"
 #include "storage/storage_int.h"
 #include "storage/wal.h"
@@ -899,7 +900,7 @@ int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_
                          const uint8_t *val, uint32_t vl) {
     const bt_leaf *l = st->last;
     if (l->n && row_cmp(l->rows[l->n - 1], k, kl) >= 0)
-        return RL_E_CHECKPOINT_CORRUPT; /* keys must arrive strictly ascending */
+        return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT); /* keys must arrive strictly ascending */
     return row_insert(st, k, kl, v, val, vl);
 }
 
