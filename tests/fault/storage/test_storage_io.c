@@ -117,7 +117,7 @@ static void model_at(rl_version v, rl_buf *out) {
 static void dump(rl_storage *st, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     rl__buf_reset(out);
     ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff", 1, 0, 0, 0,
