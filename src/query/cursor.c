@@ -54,6 +54,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "kv/kv_stats.h"
 #include "query/query_int.h"
 #include "reclayer/alloc.h"
@@ -411,7 +412,7 @@ bad:;
     print_key(key, len, &k);
     set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix.name);
     rl__buf_release(&k);
-    return RL_E_CORRUPT_DATA;
+    return RL_CORRUPT(RL_E_CORRUPT_DATA);
 }
 
 /* Extract the primary key of the index entry key[0..len) into c->cur_pk. */
