@@ -391,6 +391,10 @@ static json_t *probe_rtt(run_ctx *c, rl_camp_topo *tp, const char *kase) {
     if (rc) {
         add_failure(c, 1, "rtt", tp->t->name, kase, "%s", msg.data);
         o = json_pack("{s:b, s:s}", "applicable", 1, "error", rl__camp_str(&msg));
+    } else if (json_is_false(json_object_get(o, "shows_delay"))) {
+        add_failure(c, 1, "rtt", tp->t->name, kase, "the RTT probe does not show the injected delay: p50 %.1f us < %.1f us",
+                    json_number_value(json_object_get(o, "p50_us")),
+                    json_number_value(json_object_get(o, "expected_min_p50_us")));
     }
     rl__buf_release(&msg);
     return o;
@@ -705,6 +709,10 @@ static int run_topology(run_ctx *c, int ti) {
     if (tp.ops->restore(&tp, p->rtt_pings, &rest, &msg)) {
         add_failure(c, 1, "restoration", t->name, NULL, "%s", msg.data);
         rest = json_pack("{s:s}", "error", rl__camp_str(&msg));
+    } else if (json_is_false(json_object_get(rest, "restored"))) {
+        add_failure(c, 1, "restoration", t->name, NULL,
+                    "the RTT probe still shows the delay after its removal: p50 %.1f us >= %.1f us",
+                    json_number_value(json_object_get(rest, "p50_us")), 2.0 * t->delay_us);
     }
     json_object_set_new(tj, "restoration", rest);
     json_object_set_new(tj, "status", json_string("ran"));

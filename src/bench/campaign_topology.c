@@ -11,7 +11,10 @@
  *   The RTT probe is `pings` PINGs to every process through the client's connections (rl ping's
  *   path, rl__db_cluster_ping_stats' PING); the receipt is the
  *   store's layout read through the cluster plus a hash of the shard map (\xff/keyServers/) and the
- *   server list (\xff/serverList/). Available with delay_us 0 only: injected delay is issue 14.
+ *   server list (\xff/serverList/). An injected delay (delay_us, jitter_us) is passed to
+ *   rl__cluster_up: every process is on host1 and the client on its own label, so the delay is on
+ *   every client link; each probe says whether its p50 shows it (>= 2 x delay_us), and the
+ *   restoration sets it to 0 (rl__cluster_delay) and probes again.
  * multi: not available until host labels, teams, placement and delay injection land (issue 14);
  *   campaign_int.h says what each hook must then do.
  */
@@ -106,12 +109,6 @@ static int cl_available(const rl_camp_topology *t, rl_buf *why) {
                                 "injected delay (the cluster, part 2: issue 14), which this build does not have yet");
         return RL_E_UNSUPPORTED_OPERATION;
     }
-    if (t->delay_us || t->jitter_us) {
-        rl__buf_printf(why, "an injected delay (%d us one way) needs the cluster's delay injection (issue 14), which "
-                            "this build does not have yet; a single topology with delay_us 0 runs now",
-                       t->delay_us);
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
     if (!strcmp(t->engine, "ssd")) {
         rl__buf_append_str(why, "the ssd engine (issue 12) is not built yet");
         return RL_E_UNSUPPORTED_OPERATION;
@@ -140,6 +137,10 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
     memset(&o, 0, sizeof o);
     o.n_storage = tp->t->storage_servers;
     o.flags = RL_CLUSTER_DIE_WITH_PARENT; /* never outlive the campaign, even if it is killed */
+    /* The injected delay: every process of single is on host1, the client on its own label
+     * ("client"), so the delay is on every client link and on none between the servers. */
+    o.delay_us = (uint32_t)tp->t->delay_us;
+    o.jitter_us = (uint32_t)tp->t->jitter_us;
     if ((rc = rl__cluster_up(dir, &o, msg))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         snprintf(tp->url[v], sizeof tp->url[v], "cluster:%s/reclayer.cluster", dir);
@@ -170,8 +171,10 @@ static int cmp_u64(const void *a, const void *b) {
 
 /* `pings` PINGs to every process of the cluster, one at a time, through the client's own
  * connections (rl__db_cluster_ping_stats: the path reads take, so an injected delay is on it —
- * what `rl ping` measures). min/p50/p99/max over all of them, and per target. */
-static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+ * what `rl ping` measures). min/p50/p99/max over all of them, and per target. With
+ * expect_delay_us > 0 the probe also says whether it shows that one-way delay: "shows_delay" is
+ * p50 >= 2 x expect_delay_us (the runner records a failed check when it does not). */
+static int cl_probe(rl_camp_topo *tp, int pings, int expect_delay_us, json_t **out, rl_buf *msg) {
     int n_proc = tp->t->storage_servers + 1, rc = RL_OK;
     uint64_t *ns = rl__calloc((size_t)pings * (size_t)n_proc, sizeof *ns);
     size_t n = 0;
@@ -209,11 +212,16 @@ static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
                                                  (double)p50 / 1e3));
     }
     qsort(ns, n, sizeof *ns, cmp_u64);
+    double p50_us = (double)ns[n / 2] / 1e3;
     *out = json_pack("{s:b, s:s, s:I, s:f, s:f, s:f, s:f, s:o}", "applicable", 1, "path", "client", "pings",
-                     (json_int_t)n, "min_us", (double)ns[0] / 1e3, "p50_us", (double)ns[n / 2] / 1e3, "p99_us",
+                     (json_int_t)n, "min_us", (double)ns[0] / 1e3, "p50_us", p50_us, "p99_us",
                      (double)ns[(size_t)((double)(n - 1) * 0.99)] / 1e3, "max_us", (double)ns[n - 1] / 1e3, "targets",
                      targets);
     targets = NULL;
+    if (expect_delay_us > 0) { /* the delay check: the round trip crosses it twice */
+        json_object_set_new(*out, "expected_min_p50_us", json_real(2.0 * expect_delay_us));
+        json_object_set_new(*out, "shows_delay", json_boolean(p50_us >= 2.0 * expect_delay_us));
+    }
 done:
     if (db) rl_db_close(db);
     json_decref(targets);
@@ -227,10 +235,29 @@ static int cl_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf 
     return rc;
 }
 
+static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+    return cl_probe(tp, pings, tp->t->delay_us, out, msg);
+}
+
+/* Remove the injected delay (rl__cluster_delay to 0 on every process; a fresh client learns it
+ * from the shard map at open) and probe again: "restored" is p50 below 2 x the delay that was
+ * injected, i.e. the probe no longer shows it (the reports' restoration check). Without a delay
+ * there is nothing to remove. */
 static int cl_restore(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
-    (void)tp, (void)pings, (void)msg;
-    /* With delay injection (issue 14): set the delay to 0 on every link, then cl_rtt. */
-    *out = not_applicable("no delay was injected (delay_us 0)");
+    char dir[RL_CAMP_DIR_MAX + 16];
+    int set = 0, rc;
+    *out = NULL;
+    if (!tp->t->delay_us && !tp->t->jitter_us) {
+        *out = not_applicable("no delay was injected (delay_us 0)");
+        return RL_OK;
+    }
+    cluster_dir(tp, dir, sizeof dir);
+    if ((rc = rl__cluster_delay(dir, 0, 0, &set, msg))) return rc;
+    if ((rc = cl_probe(tp, pings, 0, out, msg))) return rc;
+    double p50 = json_number_value(json_object_get(*out, "p50_us"));
+    json_object_set_new(*out, "removed_delay_us", json_integer(tp->t->delay_us));
+    json_object_set_new(*out, "processes_set", json_integer(set));
+    json_object_set_new(*out, "restored", json_boolean(p50 < 2.0 * tp->t->delay_us));
     return RL_OK;
 }
 
