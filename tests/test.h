@@ -102,8 +102,8 @@ static inline int rl_test_is_cluster(const char *url) { return url && !strncmp(u
 
 /* rl_test_clear_cluster — on a cluster: database, clear the user keyspace ["", "\xff") and the
  * system keys tests write (everything in ["\xff\x00", "\xff\xff") except the coordinator's
- * \xff/keyServers/ and \xff/serverList/), retrying as rl_db_run does: a cluster serves every test
- * of a program (and the embedded backends start empty), so each test starts from an empty
+ * \xff/keyServers/, \xff/moveKeys/ and \xff/serverList/), retrying as rl_db_run does: a cluster
+ * serves every test of a program (and the embedded backends start empty), so each test starts from an empty
  * keyspace. Returns RL_OK or the error. Header-only so that test programs that never open a
  * database do not link the KV layer. */
 static inline int rl_test_clear_cluster_fn_(rl_txn *t, void *ctx) {
@@ -112,7 +112,8 @@ static inline int rl_test_clear_cluster_fn_(rl_txn *t, void *ctx) {
 #define RL_TEST_CLEAR_(b, e) rl_txn_clear_range(t, b, sizeof b - 1, e, sizeof e - 1)
     if (!rc) rc = RL_TEST_CLEAR_("", "\xff");
     if (!rc) rc = RL_TEST_CLEAR_("\xff\x00", "\xff/keyServers/");
-    if (!rc) rc = RL_TEST_CLEAR_("\xff/keyServers0", "\xff/serverList/");
+    if (!rc) rc = RL_TEST_CLEAR_("\xff/keyServers0", "\xff/moveKeys/");
+    if (!rc) rc = RL_TEST_CLEAR_("\xff/moveKeys0", "\xff/serverList/");
     if (!rc) rc = RL_TEST_CLEAR_("\xff/serverList0", "\xff\xff");
 #undef RL_TEST_CLEAR_
     return rc;

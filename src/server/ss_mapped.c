@@ -594,7 +594,11 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
         if (!p) return RL_E_OUT_OF_MEMORY;
         p->item = i;
         p->is_range = it->is_range;
-        int k = rl__ss_own_find(ss, cur, cur_len, 0);
+        int k = rl__ss_own_find(ss, cur, cur_len, 0), moved_out = 0;
+        if (k >= 0 && rl__ss_own_version(ss, k, c->version) != RL_OK) { /* moving (ss_move.c) */
+            moved_out = rl__ss_own_version(ss, k, c->version) == RL_E_WRONG_SHARD_SERVER;
+            k = -1;
+        }
         const uint8_t *pe;
         uint32_t pel;
         if (k >= 0) {
@@ -603,6 +607,12 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
         } else {
             int s = ss->map ? map_find(ss->map, cur, cur_len) : -1;
             if (s < 0 || !(p->owner = pick_owner(ss, &ss->map->shards[s]))) {
+                rl__ss_want_map(ss);
+                if (moved_out) { /* the map predates the move: the client retries shortly */
+                    snprintf(c->errmsg, sizeof c->errmsg, "storage server %u: a secondary's range "
+                             "moved away and its shard map is older than the move", ss->o.id);
+                    return RL_E_WRONG_SHARD_SERVER;
+                }
                 snprintf(c->errmsg, sizeof c->errmsg,
                          "storage server %u knows no storage server holding a secondary key "
                          "(shard map %s)", ss->o.id, ss->map ? "has no owner" : "not fetched yet");
@@ -1127,6 +1137,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         rl_msg_read_result *o = &res[i];
         memset(o, 0, sizeof *o);
         int k = rl__ss_own_find(ss, it->begin, it->begin_len, 0);
+        if (k >= 0 && rl__ss_own_version(ss, k, r->version) != RL_OK) k = -1; /* moving */
         if (k < 0 || (it->is_range && rl__bytes_cmp(it->end, it->end_len, ss->own[k].end,
                                                     ss->own[k].end_len) > 0)) {
             o->error = RL_E_WRONG_SHARD_SERVER;
