@@ -4,9 +4,9 @@
  *
  * Topologies (campaign_topology.c) sit behind rl_camp_topo_ops so the runner never asks which kind
  * it drives. embedded is available; single is available with or without an injected delay (a
- * local cluster through src/server/cluster_admin.h, the delay on the client's links); the multi
- * kind answers `available` with RL_E_UNSUPPORTED_OPERATION and the reason until replication teams
- * and placement (issue 14) land. What each hook must do for it is written above it.
+ * local cluster through src/server/cluster_admin.h, the delay on the client's links); multi is a
+ * cluster on several hosts with teams placed by src/bench/placement_store.h. What each hook does
+ * is written above it.
  */
 #ifndef RL_BENCH_CAMPAIGN_INT_H
 #define RL_BENCH_CAMPAIGN_INT_H
@@ -138,6 +138,8 @@ struct rl_camp_topo {
     char control_url[RL_CAMP_PATH_MAX];             /* the scratch database of the defect controls */
     int pids[RL_CAMP_MAX_OWNED_PIDS];
     int n_pids;
+    int loaded[RL_CAMP_VARIANTS]; /* set by the runner before `place`: the variants loaded */
+    char placed_text[256];        /* multi: the teams `place` used, e.g. "index {1,3}, records {5,2} {4,6}" */
 };
 
 /* The hooks of kind k (never NULL). */

@@ -533,6 +533,7 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
             json_object_set_new(d, "error", json_string(rl__camp_str(&msg)));
             ok = 0;
         } else {
+            tp->loaded[v] = 1;
             int iok = json_is_true(json_object_get(chk, "integrity_ok"));
             json_object_set_new(d, "integrity_ok", json_boolean(iok));
             json_object_set(d, "integrity", chk);
@@ -559,9 +560,16 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
     }
     json_object_set_new(tj, "datasets", ds);
     rl__buf_reset(&msg);
-    if (ok && tp->ops->place(tp, &msg)) {
-        add_failure(c, 1, "placement", tp->t->name, NULL, "%s", msg.data);
-        ok = 0;
+    if (ok) {
+        double t0 = now_s();
+        if (tp->ops->place(tp, &msg)) {
+            add_failure(c, 1, "placement", tp->t->name, NULL, "%s", msg.data);
+            ok = 0;
+        } else if (tp->placed_text[0]) {
+            progress(c, "%s: placed (%s) in %.1f s", tp->t->name, tp->placed_text, now_s() - t0);
+            json_object_set_new(tj, "placement", json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds",
+                                                           now_s() - t0));
+        }
     }
     json_t *controls = NULL;
     int passed = 0;

@@ -15,8 +15,12 @@
  *   rl__cluster_up: every process is on host1 and the client on its own label, so the delay is on
  *   every client link; each probe says whether its p50 shows it (>= 2 x delay_us), and the
  *   restoration sets it to 0 (rl__cluster_delay) and probes again.
- * multi: not available until host labels, teams, placement and delay injection land (issue 14);
- *   campaign_int.h says what each hook must then do.
+ * multi: as single, with the protocol's hosts (storage_servers / hosts servers on each, host h on
+ *   127.0.0.h), replication and delay (between hosts and to the client); `place` puts each store's
+ *   index price_idx on one team and its records on teams disjoint from it (placement disjoint) or
+ *   on the index's team (colocated) with rl placement place's library, which returns once the moves
+ *   are done; the receipt adds rl placement show's (teams and server-/host-disjoint fractions).
+ *   secondary_reads other than "individual" waits for the client's strategy knob.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +32,7 @@
 #include "base/clock.h"
 #include "bench/campaign_int.h"
 #include "bench/campaign_proc.h"
+#include "bench/placement_store.h"
 #include "kv/cluster/cluster.h"
 #include "net/proto.h"
 #include "server/cluster_admin.h"
@@ -104,9 +109,15 @@ static void cluster_dir(const rl_camp_topo *tp, char *out, size_t cap) { snprint
 static int cl_available(const rl_camp_topology *t, rl_buf *why) {
     rl_buf self;
     char path[RL_CAMP_PATH_MAX + 16];
-    if (t->kind == RL_CAMP_MULTI) {
-        rl__buf_append_str(why, "the multi topology needs host labels, replication teams, explicit placement and "
-                                "injected delay (the cluster, part 2: issue 14), which this build does not have yet");
+    if (t->kind == RL_CAMP_MULTI && t->storage_servers % t->hosts) {
+        rl__buf_printf(why, "multi: %d storage servers do not spread evenly over %d hosts", t->storage_servers,
+                       t->hosts);
+        return RL_E_UNSUPPORTED_OPERATION;
+    }
+    if (strcmp(t->secondary, "individual")) {
+        rl__buf_printf(why, "secondary_reads \"%s\" needs the cluster client's secondary-read strategy knob "
+                            "(?secondary=), which this build does not have yet",
+                       t->secondary);
         return RL_E_UNSUPPORTED_OPERATION;
     }
     if (!strcmp(t->engine, "ssd")) {
@@ -141,6 +152,15 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
      * ("client"), so the delay is on every client link and on none between the servers. */
     o.delay_us = (uint32_t)tp->t->delay_us;
     o.jitter_us = (uint32_t)tp->t->jitter_us;
+    if (tp->t->kind == RL_CAMP_MULTI) {
+        /* hosts x storage_servers/hosts servers, host h on 127.0.0.h: the delay is between hosts
+         * and to the client; the teams are place's. */
+        o.n_storage = 0;
+        o.n_hosts = tp->t->hosts;
+        o.storage_per_host = tp->t->storage_servers / tp->t->hosts;
+        o.host_addresses = 1;
+        o.replication = tp->t->replication;
+    }
     if ((rc = rl__cluster_up(dir, &o, msg))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         snprintf(tp->url[v], sizeof tp->url[v], "cluster:%s/reclayer.cluster", dir);
@@ -149,7 +169,7 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
     }
     snprintf(tp->control_url, sizeof tp->control_url, "%s", tp->url[0]);
     tp->n_pids = 0;
-    for (uint32_t id = 0; id <= (uint32_t)o.n_storage && tp->n_pids < RL_CAMP_MAX_OWNED_PIDS; id++) {
+    for (uint32_t id = 0; id <= (uint32_t)tp->t->storage_servers && tp->n_pids < RL_CAMP_MAX_OWNED_PIDS; id++) {
         int pid = 0;
         if ((rc = rl__cluster_pid(dir, id, &pid, NULL, msg))) return rc;
         if (pid > 0) tp->pids[tp->n_pids++] = pid;
@@ -157,11 +177,73 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
     return RL_OK;
 }
 
+/* The teams of a multi topology's placement, from the protocol's hosts H, storage servers N (S = N/H
+ * per host: server id i on host (i-1)/S + 1) and replication R. The index team is the first server
+ * of each of hosts 1..R. disjoint: the other servers, taken host by host in turn (the k-th server
+ * of every host, then the (k+1)-th), cut into teams of R, so a team's servers are on distinct hosts
+ * whenever H >= R; any remainder joins no team. colocated: one records team, the index's.
+ * Pure; returns the number of record teams (at most RL_CAMP_MAX_TEAMS). */
+#define RL_CAMP_MAX_TEAMS 16
+static int multi_teams(const rl_camp_topology *t, uint32_t *index_team, uint32_t rec[][3]) {
+    int h_n = t->hosts, per = t->storage_servers / t->hosts, r = t->replication, n = 0;
+    uint32_t rest[RL_CLUSTER_MAX_STORAGE];
+    for (int j = 0; j < r; j++) index_team[j] = (uint32_t)((j % h_n) * per + j / h_n + 1);
+    if (!strcmp(t->placement, "colocated")) {
+        memcpy(rec[0], index_team, (size_t)r * sizeof *index_team);
+        return 1;
+    }
+    for (int k = 0; k < per; k++)
+        for (int h = 0; h < h_n; h++) {
+            uint32_t id = (uint32_t)(h * per + k + 1);
+            int in_index = 0;
+            for (int j = 0; j < r; j++) in_index |= index_team[j] == id;
+            if (!in_index && n < RL_CLUSTER_MAX_STORAGE) rest[n++] = id;
+        }
+    int teams = 0;
+    for (int i = 0; i + r <= n && teams < RL_CAMP_MAX_TEAMS; i += r, teams++)
+        memcpy(rec[teams], rest + i, (size_t)r * sizeof *rest);
+    return teams;
+}
+
+static void team_text(rl_buf *b, const uint32_t *team, int n) {
+    rl__buf_append_str(b, "{");
+    for (int j = 0; j < n; j++) rl__buf_printf(b, "%s%u", j ? "," : "", team[j]);
+    rl__buf_append_str(b, "}");
+}
+
+/* multi: per store, the index price_idx to the index team and the records split evenly over the
+ * record teams (rl__tool_placement_place, which returns once every move is done). single: one
+ * storage server holds every shard, nothing to place. */
 static int cl_place(rl_camp_topo *tp, rl_buf *msg) {
-    (void)msg;
-    /* single: one storage server holds every shard; nothing to place. multi: split at the stores'
-     * index and records prefixes and assign the teams (issue 14's admin operations). */
-    return tp->t->kind == RL_CAMP_SINGLE ? RL_OK : cl_available(tp->t, msg);
+    if (tp->t->kind == RL_CAMP_SINGLE) return RL_OK;
+    uint32_t index_team[3], rec[RL_CAMP_MAX_TEAMS][3], n_rec[RL_CAMP_MAX_TEAMS];
+    const uint32_t *recp[RL_CAMP_MAX_TEAMS];
+    int r = tp->t->replication, n = multi_teams(tp->t, index_team, rec);
+    if (n < 1) {
+        rl__buf_printf(msg, "multi: no record team disjoint from the index team (%d servers, replication %d)",
+                       tp->t->storage_servers, r);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    for (int i = 0; i < n; i++) recp[i] = rec[i], n_rec[i] = (uint32_t)r;
+    tp->placed_text[0] = 0;
+    rl_buf txt;
+    rl__buf_init(&txt);
+    rl__buf_append_str(&txt, "index ");
+    team_text(&txt, index_team, r);
+    rl__buf_append_str(&txt, ", records");
+    for (int i = 0; i < n; i++) rl__buf_append_str(&txt, " "), team_text(&txt, rec[i], r);
+    snprintf(tp->placed_text, sizeof tp->placed_text, "%s", rl__camp_str(&txt));
+    rl__buf_release(&txt);
+    for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
+        if (!tp->loaded[v]) continue;
+        int rc = rl__tool_placement_place(tp->url[v], tp->store[v], "price_idx", index_team, (uint32_t)r, recp, n_rec,
+                                          (uint32_t)n, 0, msg);
+        if (rc) {
+            rl__buf_printf(msg, " (placing %s: %s)", tp->store[v], tp->placed_text);
+            return rc;
+        }
+    }
+    return RL_OK;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -229,9 +311,20 @@ done:
     return rc;
 }
 
+/* The store's layout, the shard map's hash, and rl placement show's receipt ("placement": the
+ * index and record shards with their teams, the server- and host-disjoint fractions; its
+ * read_version left out, so an unchanged cluster gives an equal receipt). */
 static int cl_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg) {
+    json_t *pl = NULL;
     int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
     if (!rc) rc = rl__camp_shard_receipt(tp->url[v], *out, msg);
+    if (!rc) rc = rl__tool_placement_show(tp->url[v], tp->store[v], "price_idx", &pl, msg);
+    if (!rc) json_object_set(*out, "placement", json_object_get(pl, "receipt"));
+    json_decref(pl);
+    if (rc && *out) {
+        json_decref(*out);
+        *out = NULL;
+    }
     return rc;
 }
 

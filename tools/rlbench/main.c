@@ -182,9 +182,9 @@ static int cmd_campaign(int argc, char **argv) {
                    "CPU telemetry. Writes DIR/results.json (every raw sample, check and the summary), report.md,\n"
                    "plots/ (SVG and PNG, gnuplot) and manifest.json, prints the main table; progress and the\n"
                    "time left go to stderr. Without --protocol, the built-in full protocol runs (--quick: the\n"
-                   "quick one). A single topology runs on a local rlkvd cluster when its delay is 0; an\n"
-                   "injected delay and the multi topology are reported as not available until the cluster's\n"
-                   "delay injection and placement land.",
+                   "quick one). A single topology runs on a local rlkvd cluster, with its injected delay on\n"
+                   "the client's links (removed and probed again at the end); the multi topology is reported\n"
+                   "as not available until replication teams and placement land.",
         .epilog = "Exit codes: 0 every check passed and every process ran (contaminated cases are labelled,\n"
                   "not failures), 1 a check or a process failed or the output could not be written (the\n"
                   "outputs say which), 2 usage or a bad protocol.",

@@ -17,6 +17,12 @@
  *   campaign_4_2  a failed receipt comparison on the cluster is reported
  *                 (RL_CAMPAIGN_TEST_BREAK_RECEIPT): exit 1, the case's receipts_equal false, a
  *                 "receipt" failure naming the topology and the case, the other case equal
+ *   campaign_4_3  multi: 3 hosts x 2 storage servers (127.0.0.1-3), double replication, 500 us
+ *                 between hosts and to the client, disjoint placement: the placement is recorded
+ *                 (index team {1,3}, records {5,2} {4,6}), every receipt carries rl placement's
+ *                 with server_disjoint_fraction 1 and teams of two on distinct hosts, equal
+ *                 before and after; the probes show the delay, the restoration removes it; the
+ *                 colocated twin has fraction 0; 7 server pids
  */
 #include <errno.h>
 #include <signal.h>
@@ -194,4 +200,75 @@ TEST(campaign_4_2_cluster_receipt_differs) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(campaign_4_1_single_topology), T(campaign_4_2_cluster_receipt_differs))
+/* The receipt's fractions of a case's "before" receipt. */
+static double frac(json_t *kc, const char *which) {
+    json_t *rb = json_object_get(json_object_get(kc, "checks"), "receipt_before");
+    return json_number_value(json_object_get(json_object_get(json_object_get(rb, "placement"), "fractions"), which));
+}
+
+TEST(campaign_4_3_multi_topology) {
+    char *dir = rl_test_tmpdir("campaign-multi"), path[600];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f, "{\"name\": \"tiny-multi\", \"dataset\": {\"records\": 60},\n"
+               " \"topologies\": [{\"name\": \"multi\", \"kind\": \"multi\", \"delay_us\": 500, \"storage_servers\": 6,\n"
+               "                  \"hosts\": 3, \"replication\": 2, \"placement\": \"disjoint\"},\n"
+               "                {\"name\": \"multi-co\", \"kind\": \"multi\", \"delay_us\": 0, \"storage_servers\": 2,\n"
+               "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\"}],\n"
+               " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
+               " \"arms\": [\"ordinary\", \"remote\"],\n"
+               " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
+               " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+               " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n");
+    fclose(f);
+    char *out, *err;
+    int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
+    if (rc != 0) fail_msg("exit %d: %s", rc, err);
+    snprintf(path, sizeof path, "%s/o/results.json", dir);
+    json_t *r = json_load_file(path, 0, NULL);
+    ASSERT_NOT_NULL(r);
+    ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
+    json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
+    ASSERT_STR_EQ(jstr(t, "status"), "ran");
+    ASSERT_STR_EQ(jstr(t, "kind"), "multi");
+    ASSERT_EQ(json_array_size(json_object_get(t, "server_pids")), 7);
+    ASSERT_STR_EQ(jstr(json_object_get(t, "placement"), "teams"), "index {1,3}, records {5,2} {4,6}");
+    ASSERT_TRUE(json_is_true(json_object_get(json_object_get(t, "restoration"), "restored")));
+    json_t *t2 = json_array_get(json_object_get(r, "topologies"), 1);
+    ASSERT_STR_EQ(jstr(t2, "status"), "ran");
+    ASSERT_STR_EQ(jstr(json_object_get(t2, "placement"), "teams"), "index {1}, records {1}");
+    size_t i, j;
+    json_t *x, *sh;
+    int n_multi = 0, n_co = 0;
+    json_array_foreach(json_object_get(r, "cases"), i, x) {
+        json_t *ch = json_object_get(x, "checks");
+        ASSERT_TRUE(json_is_true(json_object_get(ch, "receipts_equal")));
+        json_t *pl = json_object_get(json_object_get(ch, "receipt_before"), "placement");
+        ASSERT_NOT_NULL(pl);
+        if (!strcmp(jstr(x, "topology"), "multi")) {
+            n_multi++;
+            ASSERT_TRUE(frac(x, "server_disjoint_fraction") == 1.0);
+            ASSERT_TRUE(json_is_true(json_object_get(json_object_get(ch, "rtt_before"), "shows_delay")));
+            ASSERT_TRUE(json_is_true(json_object_get(json_object_get(ch, "rtt_after"), "shows_delay")));
+            /* Every record shard has a team of two servers on two hosts. */
+            json_array_foreach(json_object_get(json_object_get(pl, "records"), "shards"), j, sh) {
+                json_t *team = json_object_get(sh, "team");
+                ASSERT_EQ(json_array_size(team), 2);
+                assert_string_not_equal(jstr(json_array_get(team, 0), "host"), jstr(json_array_get(team, 1), "host"));
+            }
+        } else {
+            n_co++;
+            ASSERT_TRUE(frac(x, "server_disjoint_fraction") == 0.0);
+        }
+    }
+    ASSERT_EQ(n_multi, 2);
+    ASSERT_EQ(n_co, 2);
+    json_decref(r);
+    free(out);
+    free(err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+RL_TEST_MAIN(T(campaign_4_1_single_topology), T(campaign_4_2_cluster_receipt_differs), T(campaign_4_3_multi_topology))
