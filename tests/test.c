@@ -49,6 +49,38 @@ const char *rl_test_url(void) {
     return e && *e ? e : "mem:";
 }
 
+/* The directories rl_test_fresh_url made, removed at exit. */
+static char *fresh_dirs[256];
+static char *fresh_urls[256];
+static int n_fresh;
+
+static void fresh_cleanup(void) {
+    for (int i = 0; i < n_fresh; i++) {
+        rl_test_rmtree(fresh_dirs[i]);
+        free(fresh_dirs[i]);
+        free(fresh_urls[i]);
+    }
+    n_fresh = 0;
+}
+
+const char *rl_test_fresh_url(const char *url) {
+    if (!url || strncmp(url, "file:", 5) != 0 || (url[5] && url[5] != '?')) return url;
+    if (n_fresh == 256) return url;
+    char *dir = rl_test_tmpdir("db");
+    if (!dir) return url;
+    size_t n = strlen(dir) + strlen(url) + 8;
+    char *u = malloc(n);
+    if (!u) {
+        free(dir);
+        return url;
+    }
+    snprintf(u, n, "file:%s%s", dir, url + 5);
+    if (n_fresh == 0) atexit(fresh_cleanup);
+    fresh_dirs[n_fresh] = dir;
+    fresh_urls[n_fresh++] = u;
+    return u;
+}
+
 const char *rl_test_data_path(const char *rel) {
     static char path[4096];
     snprintf(path, sizeof path, "%s/%s", RL_TEST_DATA_DIR, rel);

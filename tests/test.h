@@ -77,6 +77,10 @@ uint64_t rl_test_rand(uint64_t *state);
 uint64_t rl_test_rand_below(uint64_t *state, uint64_t n);
 /* The backend URL under test: RL_TEST_URL, default "mem:". Static storage. */
 const char *rl_test_url(void);
+/* A file: URL without a directory ("file:" or "file:?engine=ssd") made concrete: a fresh
+ * temporary directory (removed at exit) with the query kept, e.g. "file:/tmp/rltest-db-X?engine=
+ * ssd". Any other URL is returned as it is. The result lives until exit. */
+const char *rl_test_fresh_url(const char *url);
 /* Absolute path of a file under tests/data (static buffer, overwritten by the next call). */
 const char *rl_test_data_path(const char *rel);
 /* Make a fresh empty directory under $TMPDIR (or /tmp); returns a heap string (free()). */
@@ -131,10 +135,11 @@ static inline int rl_test_clear_fdb_fn_(rl_txn *t, void *ctx) {
     return rl_txn_clear_range(t, "", 0, "\xff", 1);
 }
 
-/* rl_test_db_open — rl_db_open(url, opts, out), then, when url is cluster:, rl_test_clear_cluster
+/* rl_test_db_open — rl_db_open(rl_test_fresh_url(url), opts, out), then, when url is cluster:, rl_test_clear_cluster
  * (fdb:, rl_test_clear_fdb: a FoundationDB cluster outlives the tests too). Returns rl_db_open's
  * error, or the clear's (the database is then closed and *out NULL). */
 static inline int rl_test_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
+    url = rl_test_fresh_url(url);
     int rc = rl_db_open(url, opts, out);
     if (rc || (!rl_test_is_cluster(url) && !rl_test_is_fdb(url))) return rc;
     rc = rl_test_is_fdb(url) ? rl_db_run(*out, rl_test_clear_fdb_fn_, NULL) : rl_test_clear_cluster(*out);

@@ -836,6 +836,7 @@ static void x_get_multi_req(io *s, rl_msg_get_multi_req *m) {
     }
     leave(s);
     if (!s->failed && s->decoding) m->items = it;
+    io_u64(s, &m->max_bytes, "max_bytes");
 }
 
 static void x_get_multi_reply(io *s, rl_msg_get_multi_reply *m) {

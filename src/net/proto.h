@@ -586,6 +586,9 @@ typedef struct {
     rl_version version;
     const rl_msg_read_item *items;
     uint32_t n_items;
+    uint64_t max_bytes; /* key + value bytes of the reply at most (the row that crosses it
+                         * included); 0: the server's default (32 MiB). Items the budget does not
+                         * reach come back unread: no rows and more 1 (appended in issue 14) */
 } rl_msg_get_multi_req;
 int rl__msg_get_multi_req_encode(rl_buf *out, const rl_msg_get_multi_req *m, rl_proto_why *why);
 int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a,

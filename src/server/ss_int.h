@@ -54,6 +54,11 @@
 #define SS_MAPPED_SECONDARY_BUDGET (24L << 20) /* per batch of secondaries */
 #define SS_MAX_BATCH 100                          /* FoundationDB's BUGGIFY range tops at 100 */
 #define SS_DEFAULT_BATCH 10
+#define SS_GROUPED_MAX_BATCH RL_PROTO_MAX_BATCH /* `grouped`: the whole page (at most this) */
+#define SS_MULTI_MIN_ITEMS 10 /* GET_MULTI reads at least this many items whatever max_bytes says */
+/* The strategy of mapped reads that name none (RL_FETCH_DEFAULT): grouped, by measurement
+ * (docs/design.md §8.4, docs/benchmarks.md "Secondary-read strategies"). */
+#define SS_DEFAULT_STRATEGY RL_FETCH_GROUPED
 #define SS_DEFAULT_SECONDARY_ROWS 2000
 #define SS_DEFAULT_SECONDARY_BYTES 10000000L
 
@@ -170,6 +175,7 @@ typedef struct {
     rl_kvpair *kvs;
     int n_kvs;
     int more;
+    int unread;              /* remote: the peer's reply budget did not reach it (no rows, more) */
 } ss_piece;
 
 /* One GET_MULTI request of a batch. */

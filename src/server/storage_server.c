@@ -269,8 +269,9 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_peeks), (uint64_t)atomic_load(&ss->n_parked),
                    (uint64_t)atomic_load(&ss->n_future));
     json_str(out, ss->listen_ip);
-    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64, ss->port,
-                   ss->o.no_sync ? "true" : "false", ss->o.window_versions);
+    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64
+                        ",\"engine\":\"%s\"", ss->port, ss->o.no_sync ? "true" : "false",
+                   ss->o.window_versions, s.engine ? s.engine : "memory");
     /* Tracing counters (docs/protocol.md §9): reads by type, GET_MULTI served for peers, the
      * storage-to-storage bytes of this server's mapped reads, and the gauges. */
     rl__buf_printf(out,
@@ -910,7 +911,15 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     }
     rl_storage_options so;
     memset(&so, 0, sizeof so);
-    so.engine = RL_ENGINE_MEMORY;
+    so.engine = !o->engine                  ? RL_ENGINE_AUTO
+                : !strcmp(o->engine, "ssd")    ? RL_ENGINE_SSD
+                : !strcmp(o->engine, "memory") ? RL_ENGINE_MEMORY
+                                               : -1;
+    if (so.engine < 0) {
+        errf(errmsg, "storage server: unknown engine '%s' (memory or ssd)", o->engine);
+        rc = RL_E_INVALID_ARGUMENT;
+        goto fail;
+    }
     so.dir = ss->dir;
     so.no_sync = o->no_sync;
     so.window_versions = ss->o.window_versions;

@@ -413,12 +413,12 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             rl_msg_read_item *it = alloc0(a, 2 * sizeof *it);
             it[0] = (rl_msg_read_item){1, LIT("a"), LIT("b"), 10, 1000};
             it[1] = (rl_msg_read_item){0, LIT("k"), LIT("k\0"), 0, 0};
-            g->version = 7, g->items = it, g->n_items = 2;
+            g->version = 7, g->items = it, g->n_items = 2, g->max_bytes = 4096;
         }
         if (mx) {
             rl_msg_read_item *it = alloc0(a, sizeof *it);
             it[0] = (rl_msg_read_item){1, K1, KMAX, K2, KMAX, INT32_MAX, INT64_MAX};
-            g->version = UINT64_MAX, g->items = it, g->n_items = 1;
+            g->version = UINT64_MAX, g->items = it, g->n_items = 1, g->max_bytes = UINT64_MAX;
         }
         break;
     }
@@ -712,6 +712,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
             tw8(b, it->is_range), twb(b, it->begin, it->begin_len), twb(b, it->end, it->end_len);
             tw32(b, (uint32_t)it->row_limit), tw64(b, (uint64_t)it->byte_limit);
         }
+        tw64(b, x->max_bytes);
         break;
     }
     case RL_MSG_SPLIT_SHARD * 2:
