@@ -132,7 +132,9 @@ struct rl_camp_topo {
     const rl_camp_protocol *p;   /* borrowed */
     const rl_camp_topo_ops *ops;
     char dir[RL_CAMP_DIR_MAX];   /* DIR/data/NAME: everything the topology writes */
-    char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];
+    char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];       /* loading, checks, placement, receipts */
+    char query_url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* the rows check and the workers: url plus,
+                                                         * on a cluster, ?secondary=STRATEGY */
     char store[RL_CAMP_VARIANTS][64];
     char sqlite[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* "" when the topology has no SQLite peer */
     char control_url[RL_CAMP_PATH_MAX];             /* the scratch database of the defect controls */

@@ -170,7 +170,7 @@ static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, r
                           proc_result *r) {
     const rl_camp_protocol *p = c->p;
     char reps[16], secs[32], warm[32], depth[16], hook[128];
-    const char *url = tp->url[k->variant];
+    const char *url = tp->query_url[k->variant];
     snprintf(hook, sizeof hook, "%s/%s/%d", k->name, rl__camp_arm_name(arm), block + 1);
     if (c->o->test_fail_worker && !strcmp(c->o->test_fail_worker, hook)) url = "bad-url-for-a-test:";
     snprintf(reps, sizeof reps, "%d", p->repeats);
@@ -602,7 +602,7 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
         if (!used) continue;
         rl__buf_reset(&msg);
         const char *sq = avail[RL_CAMP_SQLITE] && tp->sqlite[v][0] ? tp->sqlite[v] : NULL;
-        if (rl__camp_conn_open(&conn[v], tp->url[v], tp->store[v], sq, &msg))
+        if (rl__camp_conn_open(&conn[v], tp->query_url[v], tp->store[v], sq, &msg))
             add_failure(c, 1, "rows", tp->t->name, NULL, "%s", msg.data);
         else
             opened[v] = 1;
@@ -699,6 +699,7 @@ static int run_topology(run_ctx *c, int ti) {
     json_t *pids = json_array();
     for (int i = 0; i < tp.n_pids; i++) json_array_append_new(pids, json_integer(tp.pids[i]));
     json_object_set_new(tj, "server_pids", pids);
+    json_object_set_new(tj, "query_url", json_string(tp.query_url[0]));
     if (!prepare_data(c, &tp, tj, need)) {
         json_object_set_new(tj, "status", json_string("checks_failed"));
         progress(c, "%s: the data failed a check: no case of this topology is timed", t->name);

@@ -20,7 +20,7 @@
  *   index price_idx on one team and its records on teams disjoint from it (placement disjoint) or
  *   on the index's team (colocated) with rl placement place's library, which returns once the moves
  *   are done; the receipt adds rl placement show's (teams and server-/host-disjoint fractions).
- *   secondary_reads other than "individual" waits for the client's strategy knob.
+ *   The rows check and the workers open url?secondary=STRATEGY (the protocol's secondary_reads).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -67,6 +67,7 @@ static int emb_up(rl_camp_topo *tp, rl_buf *msg) {
         snprintf(path, sizeof path, "%s/%s", tp->dir, name);
         if ((rc = make_dir(path, msg))) return rc;
         snprintf(tp->url[v], sizeof tp->url[v], "file:%s", path);
+        snprintf(tp->query_url[v], sizeof tp->query_url[v], "%s", tp->url[v]);
         snprintf(tp->store[v], sizeof tp->store[v], "[\"bench\",\"%s\"]", name);
         snprintf(tp->sqlite[v], sizeof tp->sqlite[v], "%s/%s.sqlite", tp->dir, name);
     }
@@ -114,12 +115,6 @@ static int cl_available(const rl_camp_topology *t, rl_buf *why) {
                        t->hosts);
         return RL_E_UNSUPPORTED_OPERATION;
     }
-    if (strcmp(t->secondary, "individual")) {
-        rl__buf_printf(why, "secondary_reads \"%s\" needs the cluster client's secondary-read strategy knob "
-                            "(?secondary=), which this build does not have yet",
-                       t->secondary);
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
     if (!strcmp(t->engine, "ssd")) {
         rl__buf_append_str(why, "the ssd engine (issue 12) is not built yet");
         return RL_E_UNSUPPORTED_OPERATION;
@@ -164,6 +159,8 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
     if ((rc = rl__cluster_up(dir, &o, msg))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         snprintf(tp->url[v], sizeof tp->url[v], "cluster:%s/reclayer.cluster", dir);
+        /* the protocol's secondary_reads: the strategy of the mapped reads' remote secondaries */
+        snprintf(tp->query_url[v], sizeof tp->query_url[v], "%s?secondary=%s", tp->url[v], tp->t->secondary);
         snprintf(tp->store[v], sizeof tp->store[v], "[\"bench\",\"%s\"]", rl__camp_variant_name((rl_camp_variant)v));
         tp->sqlite[v][0] = 0; /* the SQLite peer is an embedded arm */
     }

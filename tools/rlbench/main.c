@@ -172,7 +172,7 @@ static int cmd_campaign(int argc, char **argv) {
     const rl_arg opts[] = {
         {.name = "protocol", .kind = RL_ARG_STRING, .dest = &protocol_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
          .help = "the protocol (JSON) declaring the whole campaign"},
-        {.name = "quick", .kind = RL_ARG_FLAG, .dest = &quick, .help = "the built-in quick protocol (about 2 minutes)"},
+        {.name = "quick", .kind = RL_ARG_FLAG, .dest = &quick, .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
         {.name = "out", .kind = RL_ARG_STRING, .dest = &out_dir, .metavar = "DIR", .flags = RL_ARG_NONEMPTY,
          .help = "a new or empty directory for results.json, report.md, plots/, manifest.json"},
         {.name = "print-protocol", .kind = RL_ARG_FLAG, .dest = &print,

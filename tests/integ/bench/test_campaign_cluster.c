@@ -22,7 +22,8 @@
  *                 (index team {1,3}, records {5,2} {4,6}), every receipt carries rl placement's
  *                 with server_disjoint_fraction 1 and teams of two on distinct hosts, equal
  *                 before and after; the probes show the delay, the restoration removes it; the
- *                 colocated twin has fraction 0; 7 server pids
+ *                 colocated twin (secondary_reads grouped) has fraction 0; the workers' URL
+ *                 carries ?secondary= (individual, grouped); 7 server pids
  */
 #include <errno.h>
 #include <signal.h>
@@ -215,7 +216,8 @@ TEST(campaign_4_3_multi_topology) {
                " \"topologies\": [{\"name\": \"multi\", \"kind\": \"multi\", \"delay_us\": 500, \"storage_servers\": 6,\n"
                "                  \"hosts\": 3, \"replication\": 2, \"placement\": \"disjoint\"},\n"
                "                {\"name\": \"multi-co\", \"kind\": \"multi\", \"delay_us\": 0, \"storage_servers\": 2,\n"
-               "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\"}],\n"
+               "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\",\n"
+               "                  \"secondary_reads\": \"grouped\"}],\n"
                " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
                " \"arms\": [\"ordinary\", \"remote\"],\n"
                " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
@@ -238,6 +240,9 @@ TEST(campaign_4_3_multi_topology) {
     json_t *t2 = json_array_get(json_object_get(r, "topologies"), 1);
     ASSERT_STR_EQ(jstr(t2, "status"), "ran");
     ASSERT_STR_EQ(jstr(json_object_get(t2, "placement"), "teams"), "index {1}, records {1}");
+    /* The workers' URL carries the protocol's secondary_reads. */
+    ASSERT_NOT_NULL(strstr(jstr(t, "query_url"), "reclayer.cluster?secondary=individual"));
+    ASSERT_NOT_NULL(strstr(jstr(t2, "query_url"), "reclayer.cluster?secondary=grouped"));
     size_t i, j;
     json_t *x, *sh;
     int n_multi = 0, n_co = 0;
