@@ -133,7 +133,7 @@ struct rl_camp_topo {
     const rl_camp_topo_ops *ops;
     char dir[RL_CAMP_DIR_MAX];   /* DIR/data/NAME: everything the topology writes */
     char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];       /* loading, checks, placement, receipts */
-    char query_url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* the rows check and the workers: url plus,
+    char query_url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX + 32]; /* the rows check and the workers: url plus,
                                                          * on a cluster, ?secondary=STRATEGY */
     char store[RL_CAMP_VARIANTS][64];
     char sqlite[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* "" when the topology has no SQLite peer */
