@@ -71,6 +71,11 @@ const char *rl_test_group_name(const char *argv0);
 /* The seed for randomized tests: RL_SEED if set, else from the clock. Printed on every call as
  * "seed = N (replay with RL_SEED=N)". */
 uint64_t rl_test_seed(void);
+
+/* rl_test_machine_busy — 1 when the 1-minute load average is above the number of CPUs (then it
+ * prints both): tests that check a latency figure use a loose bound on a busy machine, since a
+ * thread preempted for milliseconds makes any tight bound fail without a defect. */
+int rl_test_machine_busy(void);
 /* A small fast PRNG (splitmix64) for tests. */
 uint64_t rl_test_rand(uint64_t *state);
 /* Uniform in [0, n). */
