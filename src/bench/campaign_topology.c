@@ -115,10 +115,6 @@ static int cl_available(const rl_camp_topology *t, rl_buf *why) {
                        t->hosts);
         return RL_E_UNSUPPORTED_OPERATION;
     }
-    if (!strcmp(t->engine, "ssd")) {
-        rl__buf_append_str(why, "the ssd engine (issue 12) is not built yet");
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
     rl__buf_init(&self);
     int rc = rl__camp_self_exe(&self);
     if (!rc) {
@@ -147,6 +143,7 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
      * ("client"), so the delay is on every client link and on none between the servers. */
     o.delay_us = (uint32_t)tp->t->delay_us;
     o.jitter_us = (uint32_t)tp->t->jitter_us;
+    o.engine = !strcmp(tp->t->engine, "ssd") ? "ssd" : NULL; /* the storage servers' engine */
     if (tp->t->kind == RL_CAMP_MULTI) {
         /* hosts x storage_servers/hosts servers, host h on 127.0.0.h: the delay is between hosts
          * and to the client; the teams are place's. */
