@@ -46,6 +46,12 @@
  *      thus behind it, reads issued together overlap, and a read dropped unused adds nothing.
  *      It is a count in a model where round trips cost and CPU is free (the same on any
  *      machine load), not a timing; `waits` counts the real blocking.
+ *   8. Mapped pages (remote fetch) are sized by what the query says it will read (mapped_mode):
+ *      EXACT with the rows a return or scan limit still allows, WANT_ALL for a full scan of the
+ *      bounds, FoundationDB's growing ITERATOR pages only when the stop is unknown (index_batch,
+ *      byte or time limits). Every page is still bounded by the server's reply budgets, so a
+ *      large page costs memory only up to them; index pages of SCAN_AND_FETCH stay ITERATOR (its
+ *      loads start from the first page, so a small first page starts them sooner).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -348,13 +354,6 @@ static int read_flags(const rl_cursor *c) {
     return (c->o.reverse ? RL_REVERSE : 0) | (c->o.snapshot ? RL_SNAPSHOT : 0);
 }
 
-/* The RL_MAPPED_* flag of the cursor's secondary strategy (0: the database's). */
-static int strategy_flags(const rl_cursor *c) {
-    return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
-           : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
-                                                                : 0;
-}
-
 /* Rows the next index read may ask for (0: unlimited), invariant 5. */
 static int read_limit(const rl_cursor *c) {
     int lim = 0;
@@ -362,6 +361,35 @@ static int read_limit(const rl_cursor *c) {
     if (lim < 1 && c->o.limit > 0) lim = 1;
     if (c->o.index_batch > 0 && (lim == 0 || c->o.index_batch < lim)) lim = c->o.index_batch;
     return lim;
+}
+
+/* The streaming mode and row limit of the next mapped page (remote fetch), invariant 8:
+ *   - index_batch, a byte limit or a time limit: ITERATOR (FoundationDB's default; pages start
+ *     small and grow x1.5, because where the query stops is not known from the entry count);
+ *   - a return limit or a scan limit: EXACT with the entries still allowed (the smaller of
+ *     read_limit and the scan limit's remainder), so 1,000 rows with a limit of 1,000 are one
+ *     page (the server still ends a page at its byte budgets: the rest is the next page, EXACT
+ *     again with what is left);
+ *   - neither (a full scan of the bounds): WANT_ALL, pages as large as the server's budgets.
+ * [out] out_lim: the row limit to pass (0: none). */
+static rl_streaming_mode mapped_mode(const rl_cursor *c, int *out_lim) {
+    int lim = read_limit(c);
+    *out_lim = lim;
+    if (c->o.index_batch > 0 || c->o.byte_limit > 0 || c->o.time_limit_ms > 0) return RL_STREAMING_ITERATOR;
+    if (c->o.scan_limit > 0) {
+        int64_t left = c->o.scan_limit - c->consumed;
+        if (left < 1) left = 1;
+        if (lim == 0 || left < lim) lim = (int)left;
+        *out_lim = lim;
+    }
+    return lim > 0 ? RL_STREAMING_EXACT : RL_STREAMING_WANT_ALL;
+}
+
+/* The RL_MAPPED_* flag of the cursor's secondary strategy (0: the database's). */
+static int strategy_flags(const rl_cursor *c) {
+    return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
+           : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
+                                                                : 0;
 }
 
 /* The next top-level element of it: its raw bytes in *raw / *raw_len. RL_OK, RL_E_NOT_FOUND at
@@ -755,9 +783,10 @@ static int remote_next(rl_cursor *c, int *out_has) {
         c->k.reads_mapped_range++;
         c->k.mapped_range_requests++;
         c->mf_d0 = c->depth;
+        int lim;
+        rl_streaming_mode mode = mapped_mode(c, &lim);
         c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
-                                        read_limit(c), 0, RL_STREAMING_ITERATOR, c->iteration++,
-                                        read_flags(c) | strategy_flags(c));
+                                        lim, 0, mode, c->iteration++, read_flags(c) | strategy_flags(c));
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
             return rc;
