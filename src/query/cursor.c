@@ -49,9 +49,13 @@
  *   8. Mapped pages (remote fetch) are sized by what the query says it will read (mapped_mode):
  *      EXACT with the rows a return or scan limit still allows, WANT_ALL for a full scan of the
  *      bounds, FoundationDB's growing ITERATOR pages only when the stop is unknown (index_batch,
- *      byte or time limits). Every page is still bounded by the server's reply budgets, so a
- *      large page costs memory only up to them; index pages of SCAN_AND_FETCH stay ITERATOR (its
- *      loads start from the first page, so a small first page starts them sooner).
+ *      byte or time limits). EXACT and WANT_ALL pages carry a byte target of MAPPED_PAGE_BYTES
+ *      (8 MiB of index entries and records), so a page costs memory only up to it. An EXACT or
+ *      WANT_ALL page that ends with more to read has the next one asked for as soon as it
+ *      arrives (c->mf_next, for at most the rows the limits leave beyond the page's entries), so
+ *      the server reads page n+1 while the cursor decodes page n; at most two pages are held.
+ *      Index pages of SCAN_AND_FETCH stay ITERATOR (its loads start from the first page, so a
+ *      small first page starts them sooner).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,6 +72,10 @@
 #include "tuple/tuple.h"
 
 #define DEFAULT_PIPELINE 10
+/* The byte target of EXACT and WANT_ALL mapped pages (invariant 8): index entries plus their
+ * records, as the storage layer counts them (src/storage/mapped.c); the size of the storage
+ * server's own reply budget (SS_REPLY_BYTES), so a page the server would cut anyway ends here. */
+#define MAPPED_PAGE_BYTES (8 << 20)
 #define MAX_ENTRY_COLS 64
 
 /* A list of key-values copied out of futures (a record's range, across pages). */
@@ -126,6 +134,8 @@ struct rl_cursor {
     rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
     rl_buf lb, le;            /* begin / end keys of record loads: empty, or start with recprefix */
     rl_future *mf;            /* SRC_REMOTE: the current page */
+    rl_future *mf_next;       /* SRC_REMOTE: the next page, asked for when mf arrived (or NULL) */
+    uint64_t mf_next_d0;      /* critical depth when mf_next was issued (invariant 7) */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
     /* The entry being looked at. */
@@ -370,18 +380,30 @@ static int read_limit(const rl_cursor *c) {
  *     read_limit and the scan limit's remainder), so 1,000 rows with a limit of 1,000 are one
  *     page (the server still ends a page at its byte budgets: the rest is the next page, EXACT
  *     again with what is left);
- *   - neither (a full scan of the bounds): WANT_ALL, pages as large as the server's budgets.
+ *   - neither (a full scan of the bounds): WANT_ALL.
+ * EXACT and WANT_ALL pages carry a byte target of MAPPED_PAGE_BYTES (otherwise a backend would
+ * gather the whole range into one result: the cluster client continues past the servers' cut-offs
+ * until the limits are met).
+ * `ahead` entries already received are not consumed yet (the page read ahead: invariant 8); a
+ * return value < 0 means the limits leave nothing to ask for beyond them.
  * [out] out_lim: the row limit to pass (0: none). */
-static rl_streaming_mode mapped_mode(const rl_cursor *c, int *out_lim) {
+static int mapped_mode(const rl_cursor *c, int ahead, int *out_lim) {
     int lim = read_limit(c);
     *out_lim = lim;
-    if (c->o.index_batch > 0 || c->o.byte_limit > 0 || c->o.time_limit_ms > 0) return RL_STREAMING_ITERATOR;
+    if (c->o.index_batch > 0 || c->o.byte_limit > 0 || c->o.time_limit_ms > 0)
+        return ahead ? -1 : RL_STREAMING_ITERATOR;
+    if (c->o.limit > 0 && ahead) {
+        int64_t left = c->o.limit - c->rows - ahead;
+        if (left < 1) return -1;
+        lim = (int)left;
+    }
     if (c->o.scan_limit > 0) {
-        int64_t left = c->o.scan_limit - c->consumed;
+        int64_t left = c->o.scan_limit - c->consumed - ahead;
+        if (left < 1 && ahead) return -1;
         if (left < 1) left = 1;
         if (lim == 0 || left < lim) lim = (int)left;
-        *out_lim = lim;
     }
+    *out_lim = lim;
     return lim > 0 ? RL_STREAMING_EXACT : RL_STREAMING_WANT_ALL;
 }
 
@@ -502,6 +524,8 @@ static void src_release(rl_cursor *c) {
     c->rn = 0;
     rl_future_free(c->mf);
     c->mf = NULL;
+    drop_read(c, c->mf_next);
+    c->mf_next = NULL;
     c->ments = NULL;
     c->mn = c->mi = 0;
     c->src = SRC_NONE;
@@ -779,14 +803,21 @@ static int remote_next(rl_cursor *c, int *out_has) {
         c->mf = NULL;
         c->ments = NULL;
         c->mn = c->mi = 0;
-        if (c->exhausted) return RL_OK;
-        c->k.reads_mapped_range++;
-        c->k.mapped_range_requests++;
-        c->mf_d0 = c->depth;
-        int lim;
-        rl_streaming_mode mode = mapped_mode(c, &lim);
-        c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
-                                        lim, 0, mode, c->iteration++, read_flags(c) | strategy_flags(c));
+        if (c->mf_next) { /* asked for when the page before arrived */
+            c->mf = c->mf_next;
+            c->mf_d0 = c->mf_next_d0;
+            c->mf_next = NULL;
+        } else {
+            if (c->exhausted) return RL_OK;
+            c->k.reads_mapped_range++;
+            c->k.mapped_range_requests++;
+            c->mf_d0 = c->depth;
+            int lim, mode = mapped_mode(c, 0, &lim);
+            c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
+                                            mode == RL_STREAMING_ITERATOR ? 0 : MAPPED_PAGE_BYTES,
+                                            (rl_streaming_mode)mode, c->iteration++,
+                                            read_flags(c) | strategy_flags(c));
+        }
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
             return rc;
@@ -805,6 +836,17 @@ static int remote_next(rl_cursor *c, int *out_has) {
         }
         const rl_keyvalue *last = &c->ments[c->mn - 1].index;
         if ((rc = src_advance(c, last->key, last->key_len, more))) return rc;
+        /* Read ahead (invariant 8): the next page's start is known now, so ask for it while this
+         * one is consumed — only for EXACT and WANT_ALL pages, whose rows the query will read. */
+        int lim, mode = c->exhausted ? -1 : mapped_mode(c, c->mn, &lim);
+        if (mode == RL_STREAMING_EXACT || mode == RL_STREAMING_WANT_ALL) {
+            c->k.reads_mapped_range++;
+            c->k.mapped_range_requests++;
+            c->mf_next_d0 = c->depth;
+            c->mf_next = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
+                                                 MAPPED_PAGE_BYTES, (rl_streaming_mode)mode, c->iteration++,
+                                                 read_flags(c) | strategy_flags(c));
+        }
     }
     const rl_mapped_keyvalue *m = &c->ments[c->mi++];
     rl__buf_reset(&c->cur_key);

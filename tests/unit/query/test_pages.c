@@ -1,6 +1,7 @@
 /* test_pages.c — query_14: how USE_REMOTE_FETCH sizes its mapped pages (src/query/cursor.c
  * invariant 8): EXACT with the rows a return or scan limit allows, WANT_ALL for a full scan,
- * FoundationDB's growing ITERATOR pages only with index_batch or a byte or time limit. The
+ * FoundationDB's growing ITERATOR pages only with index_batch or a byte or time limit, EXACT and
+ * WANT_ALL pages of at most 8 MiB, the next of them asked for as soon as one arrives. The
  * counters' reads_mapped_range counts the mapped requests; rows must equal the model's in both
  * directions whatever the page size. Runs on rl_test_url() (mem:, defer:, and the clusters, where
  * tests/cluster_splits.txt puts this store's index and records on different servers).
@@ -125,4 +126,47 @@ TEST(query_14_2_exact_pages_with_orphans) {
     qt_close(&e);
 }
 
-RL_TEST_MAIN(T(query_14_1_mapped_page_sizing), T(query_14_2_exact_pages_with_orphans))
+/* Read one row of a remote full scan (or with a byte limit: ITERATOR) and close: the mapped
+ * requests issued by then. */
+static uint64_t one_row(qt_env *e, int64_t byte_limit) {
+    rl_query_options o = opts(0);
+    o.fetch = RL_FETCH_USE_REMOTE_FETCH;
+    o.byte_limit = byte_limit;
+    rl_txn *t = qt_begin(e);
+    rl_cursor *c;
+    ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
+    const rl_query_row *row;
+    ASSERT_OK(rl_cursor_next(c, &row));
+    ASSERT_TRUE(row != NULL);
+    rl_query_counters k;
+    rl_cursor_get_counters(c, &k);
+    rl_cursor_free(c);
+    rl_txn_free(t);
+    return k.reads_mapped_range;
+}
+
+/* query_14_3: 80 records, most of them split (150 KB: about 11 MB in all): a full scan's WANT_ALL
+ * pages end at 8 MiB, so it takes at least two mapped requests and returns the model's rows in
+ * both directions; the page after the first is asked for as soon as the first arrives (one row
+ * read, then the cursor closed: two requests issued), but not with ITERATOR pages (a byte limit:
+ * one request). */
+TEST(query_14_3_bounded_pages_read_ahead) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "qp3");
+    qt_load(&e, &rs, 80, 400, 160);
+    int n_split = 0;
+    for (int i = 0; i < e.n; i++) n_split += e.r[i].pad > 100000;
+    if (n_split < 60) fail_msg("only %d split records (want >= 60: more than 8 MiB)", n_split);
+    for (int rev = 0; rev < 2; rev++) {
+        uint64_t n = run(&e, opts(rev), 0);
+        if (n < 2) fail_msg("reverse %d: %llu mapped requests for ~%d MB (want >= 2)", rev, (unsigned long long)n,
+                            n_split * 15 / 100);
+    }
+    ASSERT_EQ(one_row(&e, 0), 2);
+    ASSERT_EQ(one_row(&e, (int64_t)1 << 40), 1);
+    qt_close(&e);
+}
+
+RL_TEST_MAIN(T(query_14_1_mapped_page_sizing), T(query_14_2_exact_pages_with_orphans),
+             T(query_14_3_bounded_pages_read_ahead))
