@@ -427,8 +427,9 @@ TEST(query_2_6_continuations_refused) {
     qt_close(&e);
 }
 
-/* query_2_7: bad options: ADAPTIVE (not yet), unknown index, bounds that are not tuples,
- * negative limits; snapshot reads make remote fetch unsupported (and the fallback take over). */
+/* query_2_7: bad options: an unknown fetch method, unknown index, bounds that are not tuples,
+ * negative limits; snapshot reads make remote fetch unsupported (and the fallback take over;
+ * ADAPTIVE runs SCAN_AND_FETCH). */
 TEST(query_2_7_options) {
     qt_env e;
     uint64_t rs = rl_test_seed();
@@ -438,7 +439,8 @@ TEST(query_2_7_options) {
     rl_cursor *c = NULL;
     const rl_query_row *row;
     rl_query_options o = base_opts(RL_FETCH_ADAPTIVE, 0);
-    ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_UNSUPPORTED_OPERATION);
+    o.fetch = (rl_fetch_method)4;
+    ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_INVALID_ARGUMENT);
     o = base_opts(RL_FETCH_SCAN_AND_FETCH, 0);
     ASSERT_RC(rl_cursor_open(e.s, t, "nope", &o, &c), RL_E_INDEX_UNKNOWN);
     uint8_t junk[] = {0x15};
@@ -471,6 +473,21 @@ TEST(query_2_7_options) {
     rl_cursor_get_counters(c, &k);
     ASSERT_EQ(k.fallback_error, RL_E_UNSUPPORTED_OPERATION);
     rl_cursor_free(c);
+    /* ADAPTIVE under snapshot: SCAN_AND_FETCH pages only, no error, and it says why. */
+    o.fetch = RL_FETCH_ADAPTIVE;
+    o.explain = 1;
+    n = 0;
+    ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+    while (rl_cursor_next(c, &row) == RL_OK && row) n++;
+    ASSERT_EQ(n, 10);
+    rl_cursor_get_counters(c, &k);
+    ASSERT_EQ(k.pages_remote_fetch, 0);
+    ASSERT_EQ(k.pages_scan_and_fetch, 1);
+    ASSERT_EQ(k.reads_mapped_range, 0);
+    ASSERT_NOT_NULL(strstr(rl_cursor_explain(c), "remote fetch cannot run here"));
+    ASSERT_NOT_NULL(strstr(rl_cursor_explain(c), "-> SCAN_AND_FETCH"));
+    rl_cursor_free(c);
+    ASSERT_STR_EQ(rl_fetch_method_name(RL_FETCH_ADAPTIVE), "adaptive");
     ASSERT_STR_EQ(rl_fetch_method_name(RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK), "remote-fallback");
     ASSERT_STR_EQ(rl_no_next_reason_name(RL_NO_NEXT_BYTE_LIMIT_REACHED), "byte_limit_reached");
     qt_commit(t);
