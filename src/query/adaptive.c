@@ -22,6 +22,21 @@ rl__adaptive_costs rl__adaptive_default_costs(void) {
     return c;
 }
 
+rl__adaptive_costs rl__adaptive_embedded_costs(void) {
+    /* Priors for an embedded database (no network: both methods run in the caller's process),
+     * from docs/benchmarks.md (rlbench query on mem:, 1,000 rows): a record loaded by the cursor
+     * ~0.28 µs, a mapped entry ~0.25 µs, split records ~0.065 ns per byte either way. The two
+     * estimates stay within the exploration bound, so calibration finds the faster. */
+    rl__adaptive_costs c = {
+        .client_per_record = 280.0,
+        .client_per_byte = 0.06,
+        .server_per_entry = 250.0,
+        .server_per_remote = 0.0,
+        .server_per_byte = 0.005,
+    };
+    return c;
+}
+
 void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs) {
     memset(m, 0, sizeof *m);
     m->costs = costs ? *costs : rl__adaptive_default_costs();

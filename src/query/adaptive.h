@@ -104,6 +104,10 @@ typedef struct {
  * ADAPTIVE): what a record load, a mapped entry and a byte cost the client and a server. */
 rl__adaptive_costs rl__adaptive_default_costs(void);
 
+/* rl__adaptive_embedded_costs — the priors for an embedded database (no round trips; both methods
+ * run in the caller's process): docs/design.md §7, ADAPTIVE. */
+rl__adaptive_costs rl__adaptive_embedded_costs(void);
+
 /* rl__adaptive_init — a fresh model with the given priors (NULL: the defaults). */
 void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs);
 

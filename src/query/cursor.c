@@ -82,6 +82,7 @@ typedef struct {
     double kvs_per_record; /* EWMA over pages (0: none yet) */
     double frac_remote;    /* EWMA of remote pages' share of records read elsewhere */
     int have_frac;
+    int costs_set;         /* the priors were chosen for the backend (networked or not) */
 } ad_state;
 
 static void ad_state_init(void *p) {
@@ -92,8 +93,20 @@ static void ad_state_init(void *p) {
 
 static void ad_state_fini(void *p) { pthread_mutex_destroy(&((ad_state *)p)->mu); }
 
+/* The database's state (created at its first ADAPTIVE cursor, with the priors of its kind of
+ * backend: rl__adaptive_embedded_costs when it is not networked). NULL on out of memory. */
 static ad_state *ad_state_of(rl_db *db) {
-    return rl__db_slot(db, sizeof(ad_state), ad_state_init, ad_state_fini);
+    ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, ad_state_fini);
+    if (!a) return NULL;
+    pthread_mutex_lock(&a->mu);
+    if (!a->costs_set) {
+        rl_kv_locality l;
+        rl__db_locality(db, (const uint8_t *)"", 0, &l);
+        if (!l.networked) a->m.costs = rl__adaptive_embedded_costs();
+        a->costs_set = 1;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return a;
 }
 
 int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *ud), void *ud) {
