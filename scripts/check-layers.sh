@@ -26,7 +26,7 @@ allowed() {
         server) echo "base tuple storage commit net kv" ;;
         record) echo "base tuple" ;;
         query) echo "base tuple kv record" ;;
-        bench) echo "base tuple net server record query" ;;
+        bench) echo "base tuple net kv server record query" ;;
         fdbc) echo "base" ;;
         rl | rlbench | rlkvd) echo "base tuple storage commit net kv server record query bench fdbc" ;;
         *) echo "?" ;;

@@ -178,6 +178,13 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
     rl__buf_release(&msg);
     free(base);
     c->n_storage = o->n_storage;
+    { /* with --hosts the count is hosts x storage per host (issue 14) */
+        rl_cluster_up_opts t;
+        rl_buf ignore;
+        rl__buf_init(&ignore);
+        if (rl__cluster_topology(o, &t, &ignore) == RL_OK) c->n_storage = t.n_storage;
+        rl__buf_release(&ignore);
+    }
     snprintf(c->file, sizeof c->file, "%s/reclayer.cluster", c->dir);
     snprintf(c->url, sizeof c->url, "cluster:%s", c->file);
     rl_test_cluster *copy = malloc(sizeof *copy);

@@ -1,7 +1,10 @@
 /* cluster_runner.c — `rl_with_cluster`: run one test program against a fresh local cluster.
  *
  *   rl_with_cluster [--storage N] [--shards K | --split KEY,... | --split-file FILE]
- *                   [--window-versions N] [--no-sync] -- PROGRAM [ARGS...]
+ *                   [--window-versions N] [--no-sync] [--hosts H] [--delay-us N] [--jitter-us J]
+ *                   -- PROGRAM [ARGS...]
+ * --hosts H puts the N storage servers on H hosts (N must be a multiple of H; host addresses on),
+ * --delay-us / --jitter-us inject a delay between hosts and to the client (issue 14).
  *
  * --split-file: one split key per line (printable form), '#' comment lines and blank lines
  * skipped (tests/cluster_splits.txt).
@@ -37,8 +40,8 @@ static void forward(int sig) {
 }
 
 int main(int argc, char **argv) {
-    int n_storage = 1, shards = 0, no_sync = 0;
-    int64_t window = 0;
+    int n_storage = 1, shards = 0, no_sync = 0, n_hosts = 0;
+    int64_t window = 0, delay_us = 0, jitter_us = 0;
     const char *split = NULL, *split_file = NULL;
     const char *prog[256];
     int n_prog = 0;
@@ -53,6 +56,12 @@ int main(int argc, char **argv) {
         {.name = "window-versions", .kind = RL_ARG_INT64, .dest = &window, .metavar = "N", .min = 0,
          .max = INT64_C(1000000000000), .help = "the servers' MVCC window"},
         {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync, .help = "no fsync"},
+        {.name = "hosts", .kind = RL_ARG_INT, .dest = &n_hosts, .metavar = "H", .min = 0,
+         .max = RL_CLUSTER_MAX_STORAGE, .help = "hosts of the storage servers (with host addresses)"},
+        {.name = "delay-us", .kind = RL_ARG_INT64, .dest = &delay_us, .metavar = "N", .min = 0, .max = 10000000,
+         .help = "injected one-way delay between hosts (the client included)"},
+        {.name = "jitter-us", .kind = RL_ARG_INT64, .dest = &jitter_us, .metavar = "J", .min = 0, .max = 10000000,
+         .help = "its jitter"},
         {0}};
     const rl_arg pos[] = {{.name = "PROGRAM", .kind = RL_ARG_STRING, .dest = prog, .flags = RL_ARG_MULTI,
                            .max_count = 255, .count = &n_prog, .help = "the test program and its arguments"},
@@ -97,6 +106,17 @@ int main(int argc, char **argv) {
     o.n_split = nk;
     o.no_sync = no_sync;
     o.window_versions = window;
+    o.delay_us = (uint32_t)delay_us;
+    o.jitter_us = (uint32_t)jitter_us;
+    if (n_hosts > 0) {
+        if (n_storage % n_hosts) {
+            fprintf(stderr, "rl_with_cluster: --storage %d is not a multiple of --hosts %d\n", n_storage, n_hosts);
+            return 2;
+        }
+        o.n_hosts = n_hosts;
+        o.storage_per_host = n_storage / n_hosts;
+        o.host_addresses = 1;
+    }
     o.timeout_ms = 60000;
     rl_test_cluster c;
     int rc = rl_test_cluster_start(&c, &o);
@@ -115,6 +135,9 @@ int main(int argc, char **argv) {
     }
     printf("cluster: %d storage server%s, %s%s, url %s\n", n_storage, n_storage == 1 ? "" : "s",
            split ? "split at " : "default layout", split ? split : "", c.url);
+    if (n_hosts || delay_us || jitter_us)
+        printf("cluster: %d host%s, injected delay %lld us (jitter %lld us)\n", n_hosts ? n_hosts : 1,
+               n_hosts > 1 ? "s" : "", (long long)delay_us, (long long)jitter_us);
     setenv("RL_TEST_URL", c.url, 1);
     char wbuf[32];
     snprintf(wbuf, sizeof wbuf, "%lld", (long long)window);

@@ -8,7 +8,8 @@
  * single: a local cluster (rl__cluster_up of src/server/cluster_admin.h: one coordinator and the
  *   protocol's storage servers on 127.0.0.1, in DIR/data/NAME/cluster, the processes dying with the
  *   campaign), both stores in it under ("bench", "small") and ("bench", "split"), no SQLite peer.
- *   The RTT probe is `pings` PINGs to every process over an admin connection; the receipt is the
+ *   The RTT probe is `pings` PINGs to every process through the client's connections (rl ping's
+ *   path, rl__db_cluster_ping_stats' PING); the receipt is the
  *   store's layout read through the cluster plus a hash of the shard map (\xff/keyServers/) and the
  *   server list (\xff/serverList/). Available with delay_us 0 only: injected delay is issue 14.
  * multi: not available until host labels, teams, placement and delay injection land (issue 14);
@@ -24,6 +25,7 @@
 #include "base/clock.h"
 #include "bench/campaign_int.h"
 #include "bench/campaign_proc.h"
+#include "kv/cluster/cluster.h"
 #include "net/proto.h"
 #include "server/cluster_admin.h"
 
@@ -166,48 +168,54 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* `pings` PINGs to every process of the cluster, one at a time, over an admin connection (the
- * wire protocol's PING, what `rl ping` will send). */
+/* `pings` PINGs to every process of the cluster, one at a time, through the client's own
+ * connections (rl__db_cluster_ping_stats: the path reads take, so an injected delay is on it —
+ * what `rl ping` measures). min/p50/p99/max over all of them, and per target. */
 static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
-    char dir[RL_CAMP_DIR_MAX + 16];
     int n_proc = tp->t->storage_servers + 1, rc = RL_OK;
     uint64_t *ns = rl__calloc((size_t)pings * (size_t)n_proc, sizeof *ns);
     size_t n = 0;
     json_t *targets = json_array();
+    rl_db *db = NULL;
     *out = NULL;
-    cluster_dir(tp, dir, sizeof dir);
-    if (!ns) {
+    if (!ns || !targets) {
         rc = RL_E_OUT_OF_MEMORY;
         goto done;
     }
+    rl_db_options o;
+    memset(&o, 0, sizeof o);
+    if ((rc = rl_db_open(tp->url[0], &o, &db))) {
+        rl__buf_printf(msg, "RTT probe: cannot open %s: %s", tp->url[0], rl_error_name(rc));
+        goto done;
+    }
     for (uint32_t id = 0; id < (uint32_t)n_proc; id++) {
-        int pid = 0;
-        uint16_t port = 0;
-        rl_admin_conn *c = NULL;
-        if ((rc = rl__cluster_pid(dir, id, &pid, &port, msg))) goto done;
-        if ((rc = rl__admin_conn_open(port, 2000, &c, msg))) goto done;
-        for (int i = 0; i < pings; i++) {
-            rl_msg req, reply;
-            memset(&req, 0, sizeof req);
-            req.type = RL_MSG_PING;
-            req.u.ping_req.payload = (const uint8_t *)"campaign";
-            req.u.ping_req.payload_len = 8;
-            uint64_t t0 = rl__clock_mono_ns();
-            if ((rc = rl__admin_conn_call(c, &req, &reply, 2000, msg))) break;
-            ns[n++] = rl__clock_mono_ns() - t0;
+        uint64_t warm = 0;
+        if ((rc = rl__db_cluster_ping(db, id, &warm))) { /* opens the connection: not counted */
+            rl__buf_printf(msg, "RTT probe: PING to process %u: %s", id, rl_error_name(rc));
+            goto done;
         }
-        rl__admin_conn_close(c);
-        if (rc) goto done;
-        json_array_append_new(targets, json_pack("{s:s, s:i, s:i}", "role", id ? "storage" : "coordinator", "id",
-                                                 (int)id, "port", (int)port));
+        for (int i = 0; i < pings; i++) {
+            if ((rc = rl__db_cluster_ping(db, id, &ns[n]))) {
+                rl__buf_printf(msg, "RTT probe: PING to process %u: %s", id, rl_error_name(rc));
+                goto done;
+            }
+            n++;
+        }
+        qsort(ns + n - (size_t)pings, (size_t)pings, sizeof *ns, cmp_u64);
+        const uint64_t *mine = ns + n - (size_t)pings;
+        uint64_t p50 = mine[(size_t)(pings - 1) / 2];
+        json_array_append_new(targets, json_pack("{s:s, s:i, s:f, s:f}", "role", id ? "storage" : "coordinator", "id",
+                                                 (int)id, "min_us", (double)mine[0] / 1e3, "p50_us",
+                                                 (double)p50 / 1e3));
     }
     qsort(ns, n, sizeof *ns, cmp_u64);
-    *out = json_pack("{s:b, s:I, s:f, s:f, s:f, s:f, s:o}", "applicable", 1, "pings", (json_int_t)n, "min_us",
-                     (double)ns[0] / 1e3, "p50_us", (double)ns[n / 2] / 1e3, "p99_us",
+    *out = json_pack("{s:b, s:s, s:I, s:f, s:f, s:f, s:f, s:o}", "applicable", 1, "path", "client", "pings",
+                     (json_int_t)n, "min_us", (double)ns[0] / 1e3, "p50_us", (double)ns[n / 2] / 1e3, "p99_us",
                      (double)ns[(size_t)((double)(n - 1) * 0.99)] / 1e3, "max_us", (double)ns[n - 1] / 1e3, "targets",
                      targets);
     targets = NULL;
 done:
+    if (db) rl_db_close(db);
     json_decref(targets);
     rl__free(ns);
     return rc;

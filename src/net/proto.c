@@ -577,6 +577,13 @@ static void x_get_shard_map_reply(io *s, rl_msg_get_shard_map_reply *m) {
     }
     leave(s);
     if (!s->failed && s->decoding) m->shards = sh;
+    io_u32(s, &m->delay_us, "delay_us");
+    io_u32(s, &m->jitter_us, "jitter_us");
+}
+
+static void x_set_delay_req(io *s, rl_msg_set_delay_req *m) {
+    io_u32(s, &m->delay_us, "delay_us");
+    io_u32(s, &m->jitter_us, "jitter_us");
 }
 
 static void x_register_storage_req(io *s, rl_msg_register_storage_req *m) {
@@ -935,7 +942,9 @@ static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t
     X(get_mapped_range_req, get_mapped_range_req, RL_MSG_GET_MAPPED_RANGE, 0, "GET_MAPPED_RANGE request") \
     X(get_mapped_range_reply, get_mapped_range_reply, RL_MSG_GET_MAPPED_RANGE, 1, "GET_MAPPED_RANGE reply") \
     X(get_multi_req, get_multi_req, RL_MSG_GET_MULTI, 0, "GET_MULTI request")                      \
-    X(get_multi_reply, get_multi_reply, RL_MSG_GET_MULTI, 1, "GET_MULTI reply")
+    X(get_multi_reply, get_multi_reply, RL_MSG_GET_MULTI, 1, "GET_MULTI reply")                    \
+    X(set_delay_req, set_delay_req, RL_MSG_SET_DELAY, 0, "SET_DELAY request")                      \
+    X(set_delay_reply, empty, RL_MSG_SET_DELAY, 1, "SET_DELAY reply")
 
 /* Adapters from the typed transfer functions to xfer_fn (no function pointer casts). */
 #define X(name, xname, type, dir, label)                                                           \

@@ -315,6 +315,9 @@ typedef struct {
     uint32_t n_servers;
     const rl_msg_shard *shards;
     uint32_t n_shards;
+    uint32_t delay_us;  /* the cluster's injected one-way delay between hosts, µs (any u32; the
+                           servers keep it <= 10,000,000) — the client applies it to its links */
+    uint32_t jitter_us; /* and its jitter, µs */
 } rl_msg_get_shard_map_reply;
 int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl_msg_get_shard_map_reply *m,
                                        rl_proto_why *why);
@@ -607,6 +610,23 @@ int rl__msg_get_multi_reply_encode(rl_buf *out, const rl_msg_get_multi_reply *m,
 int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                    rl_msg_get_multi_reply *out, rl_proto_why *why);
 
+/* SET_DELAY request (type 40): the process's new injected delay, applied to every connection
+ * whose peer has another host label (admin connections excepted) and to later ones. The codec
+ * accepts any u32; a server answers invalid_argument above 10,000,000 (RL_NETEM_MAX_US, netem.h). */
+typedef struct {
+    uint32_t delay_us;  /* one-way delay, µs */
+    uint32_t jitter_us; /* uniform jitter added to each frame's delay, µs */
+} rl_msg_set_delay_req;
+int rl__msg_set_delay_req_encode(rl_buf *out, const rl_msg_set_delay_req *m, rl_proto_why *why);
+int rl__msg_set_delay_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                 rl_msg_set_delay_req *out, rl_proto_why *why);
+
+/* SET_DELAY reply: empty. */
+typedef rl_msg_empty rl_msg_set_delay_reply;
+int rl__msg_set_delay_reply_encode(rl_buf *out, const rl_msg_set_delay_reply *m, rl_proto_why *why);
+int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                   rl_msg_set_delay_reply *out, rl_proto_why *why);
+
 /* ---- Any message ------------------------------------------------------------------------- */
 
 /* A message of any type and direction: what a frame's (type, flags, payload) decode to. */
@@ -643,6 +663,8 @@ typedef struct {
         rl_msg_get_mapped_range_reply get_mapped_range_reply;
         rl_msg_get_multi_req get_multi_req;
         rl_msg_get_multi_reply get_multi_reply;
+        rl_msg_set_delay_req set_delay_req;
+        rl_msg_set_delay_reply set_delay_reply;
     } u;
 } rl_msg;
 

@@ -50,6 +50,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "kv/cluster/clusterfile.h"
+#include "net/netem.h"
 
 #define PATH_CAP 4096
 #define HEALTH_KEY "\xff/rlcluster/health"
@@ -217,6 +218,8 @@ typedef struct {
     uint64_t proc_start;  /* /proc/PID/stat start time of pid, clock ticks since boot */
     int64_t start_time;   /* wall clock when started, seconds since the epoch */
     int running;          /* 1 while recorded as running */
+    char ip[16];          /* the address it listens on (127.0.0.<h> with host addresses) */
+    char host[16];        /* its host label, "host<h>" */
 } cl_proc;
 
 /* What pids.json holds. */
@@ -225,6 +228,8 @@ typedef struct {
     char rlkvd[PATH_CAP];
     int no_sync;
     int64_t window_versions;
+    int n_hosts, storage_per_host, host_addresses, replication; /* as given to up (0: not given) */
+    uint32_t delay_us, jitter_us;         /* the injected delay now (up, then rl cluster delay) */
     int n;                                /* processes: p[0] the coordinator, p[i] storage i */
     cl_proc p[RL_CLUSTER_MAX_STORAGE + 1];
 } cl_state;
@@ -283,12 +288,20 @@ static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
     json_object_set_new(root, "rlkvd", json_string(s->rlkvd));
     json_object_set_new(root, "no_sync", json_boolean(s->no_sync));
     json_object_set_new(root, "window_versions", json_integer(s->window_versions));
+    json_object_set_new(root, "hosts", json_integer(s->n_hosts));
+    json_object_set_new(root, "storage_per_host", json_integer(s->storage_per_host));
+    json_object_set_new(root, "host_addresses", json_boolean(s->host_addresses));
+    json_object_set_new(root, "replication", json_integer(s->replication));
+    json_object_set_new(root, "delay_us", json_integer(s->delay_us));
+    json_object_set_new(root, "jitter_us", json_integer(s->jitter_us));
     for (int i = 0; i < s->n; i++) {
         const cl_proc *p = &s->p[i];
         json_t *o = json_object();
         json_object_set_new(o, "role", json_string(p->is_coordinator ? "coordinator" : "storage"));
         json_object_set_new(o, "id", json_integer(p->id));
         json_object_set_new(o, "pid", json_integer(p->pid));
+        json_object_set_new(o, "address", json_string(p->ip));
+        json_object_set_new(o, "host", json_string(p->host));
         json_object_set_new(o, "port", json_integer(p->port));
         json_object_set_new(o, "start_time", json_integer(p->start_time));
         json_object_set_new(o, "proc_start_ticks", json_integer((json_int_t)p->proc_start));
@@ -338,6 +351,19 @@ static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
     snprintf(s->rlkvd, sizeof s->rlkvd, "%s", bin);
     s->no_sync = json_is_true(json_object_get(root, "no_sync"));
     s->window_versions = json_integer_value(json_object_get(root, "window_versions"));
+    s->n_hosts = (int)json_integer_value(json_object_get(root, "hosts"));
+    s->storage_per_host = (int)json_integer_value(json_object_get(root, "storage_per_host"));
+    s->host_addresses = json_is_true(json_object_get(root, "host_addresses"));
+    s->replication = (int)json_integer_value(json_object_get(root, "replication"));
+    json_int_t dl = json_integer_value(json_object_get(root, "delay_us"));
+    json_int_t jt = json_integer_value(json_object_get(root, "jitter_us"));
+    if (dl < 0 || jt < 0 || dl > RL_NETEM_MAX_US || jt > RL_NETEM_MAX_US) {
+        rc = fail(msg, RL_E_CORRUPT_DATA, "%s: delay_us %lld / jitter_us %lld out of range", path, (long long)dl,
+                  (long long)jt);
+        goto done;
+    }
+    s->delay_us = (uint32_t)dl;
+    s->jitter_us = (uint32_t)jt;
     s->n = (int)json_array_size(arr);
     for (int i = 0; i < s->n; i++) {
         json_t *o = json_array_get(arr, (size_t)i);
@@ -350,6 +376,11 @@ static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
         p->start_time = json_integer_value(json_object_get(o, "start_time"));
         p->proc_start = (uint64_t)json_integer_value(json_object_get(o, "proc_start_ticks"));
         p->running = json_is_true(json_object_get(o, "running"));
+        /* Older pids.json files (before hosts) have neither: 127.0.0.1 and host1. */
+        const char *ip = json_string_value(json_object_get(o, "address"));
+        const char *host = json_string_value(json_object_get(o, "host"));
+        snprintf(p->ip, sizeof p->ip, "%s", ip && *ip ? ip : "127.0.0.1");
+        snprintf(p->host, sizeof p->host, "%s", host && *host ? host : "host1");
         if (!role || (i == 0) != p->is_coordinator || p->id != (uint32_t)i) {
             rc = fail(msg, RL_E_CORRUPT_DATA, "%s: process %d is not %s", path, i,
                       i == 0 ? "the coordinator" : "storage server i");
@@ -550,7 +581,14 @@ static int recv_msg(rl_admin_conn *c, rl_frame_header *h, rl_msg *out, int64_t d
 }
 
 int rl__admin_conn_open(uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
+    return rl__admin_conn_open_at("127.0.0.1", port, timeout_ms, out, msg);
+}
+
+int rl__admin_conn_open_at(const char *ip, uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
     *out = NULL;
+    struct in_addr ia;
+    if (!ip || inet_pton(AF_INET, ip, &ia) != 1 || (ntohl(ia.s_addr) >> 24) != 127)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "address '%s' is not dotted IPv4 inside 127.0.0.0/8", ip ? ip : "");
     int64_t deadline = now_ms() + timeout_ms;
     rl_admin_conn *c = calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
@@ -566,22 +604,22 @@ int rl__admin_conn_open(uint16_t port, int timeout_ms, rl_admin_conn **out, rl_b
     int one = 1;
     (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_addr = ia;
     if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         if (errno != EINPROGRESS) {
-            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to 127.0.0.1:%u: %s", port, strerror(errno));
+            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to %s:%u: %s", ip, port, strerror(errno));
             goto fail;
         }
         int r = wait_fd(c->fd, POLLOUT, left_ms(deadline, 0));
         if (r <= 0) {
-            rc = fail(msg, r == 0 ? RL_E_TIMED_OUT : RL_E_CONNECTION_FAILED, "connect to 127.0.0.1:%u timed out", port);
+            rc = fail(msg, r == 0 ? RL_E_TIMED_OUT : RL_E_CONNECTION_FAILED, "connect to %s:%u timed out", ip, port);
             goto fail;
         }
         int err = 0;
         socklen_t el = sizeof err;
         (void)getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
         if (err) {
-            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to 127.0.0.1:%u: %s", port, strerror(err));
+            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to %s:%u: %s", ip, port, strerror(err));
             goto fail;
         }
     }
@@ -687,17 +725,19 @@ static int find_rlkvd(const char *given, char *out, rl_buf *msg) {
  * file (wait_port). */
 static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags, rl_buf *msg) {
     char name[32], data[PATH_CAP], portf[PATH_CAP], logf[PATH_CAP], init[PATH_CAP];
-    char listen[64], coord[64], idbuf[16], wv[32];
+    char listen[64], coord[64], idbuf[16], wv[32], dl[16], jt[16];
     proc_name(p, name, sizeof name);
     path_of(data, dir, "%s", name);
     path_of(portf, dir, "run/%s.port", name);
     path_of(logf, dir, "logs/%s.log", name);
     path_of(init, dir, "init.json");
-    snprintf(listen, sizeof listen, "127.0.0.1:%u", listen_port);
-    snprintf(coord, sizeof coord, "127.0.0.1:%u", s->p[0].port);
+    snprintf(listen, sizeof listen, "%s:%u", p->ip, listen_port);
+    snprintf(coord, sizeof coord, "%s:%u", s->p[0].ip, s->p[0].port);
+    snprintf(dl, sizeof dl, "%u", s->delay_us);
+    snprintf(jt, sizeof jt, "%u", s->jitter_us);
     snprintf(idbuf, sizeof idbuf, "%u", p->id);
     snprintf(wv, sizeof wv, "%lld", (long long)s->window_versions);
-    const char *argv[24];
+    const char *argv[32];
     int n = 0;
     argv[n++] = s->rlkvd;
     argv[n++] = p->is_coordinator ? "coordinator" : "storage";
@@ -711,13 +751,21 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
         argv[n++] = idbuf;
         argv[n++] = "--coordinator";
         argv[n++] = coord;
+        argv[n++] = "--coordinator-host";
+        argv[n++] = s->p[0].host;
     }
     argv[n++] = "--listen";
     argv[n++] = listen;
     argv[n++] = "--port-file";
     argv[n++] = portf;
     argv[n++] = "--host";
-    argv[n++] = "host1";
+    argv[n++] = p->host;
+    if (s->delay_us || s->jitter_us) { /* the recorded delay: a restart keeps the current one */
+        argv[n++] = "--delay-us";
+        argv[n++] = dl;
+        argv[n++] = "--jitter-us";
+        argv[n++] = jt;
+    }
     if (s->no_sync) argv[n++] = "--no-sync";
     if (s->window_versions > 0) {
         argv[n++] = "--window-versions";
@@ -949,11 +997,12 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
         }
         if (!conns[i]) {
             *culprit = i;
-            rc = rl__admin_conn_open(s->p[i].port, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], msg);
+            rc = rl__admin_conn_open_at(s->p[i].ip, s->p[i].port, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i],
+                                        msg);
             if (rc) {
                 char name[32];
                 proc_name(&s->p[i], name, sizeof name);
-                rl__buf_printf(msg, " (%s on port %u)", name, s->p[i].port);
+                rl__buf_printf(msg, " (%s on %s:%u)", name, s->p[i].ip, s->p[i].port);
                 return rc;
             }
         }
@@ -1100,13 +1149,67 @@ static void random_id(char *out, size_t cap) {
     for (int i = 0; i < 8 && o + 2 < cap; i++) o += (size_t)snprintf(out + o, cap - o, "%02x", r[i]);
 }
 
-int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg) {
+int rl__cluster_topology(const rl_cluster_up_opts *o, rl_cluster_up_opts *out, rl_buf *msg) {
+    *out = *o;
+    char why[160];
+    if (rl__netem_check(o->delay_us, o->jitter_us, why, sizeof why) != RL_OK)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", why);
+    if (o->replication < 0 || o->replication > 3)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "replication %d is not single (1), double (2) or triple (3)",
+                    o->replication);
+    if (o->n_hosts < 0 || o->n_hosts > RL_CLUSTER_MAX_STORAGE)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--hosts %d is out of range [1, %d]", o->n_hosts,
+                    RL_CLUSTER_MAX_STORAGE);
+    if (o->n_hosts == 0) {
+        if (o->storage_per_host)
+            return fail(msg, RL_E_INVALID_ARGUMENT, "--storage-per-host needs --hosts");
+        if (o->host_addresses) return fail(msg, RL_E_INVALID_ARGUMENT, "--host-addresses needs --hosts");
+    } else {
+        int per = o->storage_per_host ? o->storage_per_host : 1;
+        if (per < 1 || per > RL_CLUSTER_MAX_STORAGE || (int64_t)per * o->n_hosts > RL_CLUSTER_MAX_STORAGE)
+            return fail(msg, RL_E_INVALID_ARGUMENT,
+                        "--hosts %d x --storage-per-host %d storage servers: out of range [1, %d]", o->n_hosts, per,
+                        RL_CLUSTER_MAX_STORAGE);
+        if (o->n_storage && o->n_storage != per * o->n_hosts)
+            return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d differs from --hosts %d x --storage-per-host %d",
+                        o->n_storage, o->n_hosts, per);
+        out->storage_per_host = per;
+        out->n_storage = per * o->n_hosts;
+    }
+    if (out->n_storage < 1 || out->n_storage > RL_CLUSTER_MAX_STORAGE)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", out->n_storage,
+                    RL_CLUSTER_MAX_STORAGE);
+    if (o->replication > out->n_storage)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "replication %d needs at least %d storage servers (there are %d)",
+                    o->replication, o->replication, out->n_storage);
+    return RL_OK;
+}
+
+/* The host label and listening address of process i (0: the coordinator, on host1) of a cluster
+ * with topology t (rl__cluster_topology's output). */
+static void place_proc(const rl_cluster_up_opts *t, cl_proc *p) {
+    unsigned h = 1;
+    if (p->id > 0 && t->n_hosts > 0 && t->storage_per_host > 0) h = (p->id - 1) / (unsigned)t->storage_per_host + 1;
+    h &= 0xff; /* at most RL_CLUSTER_MAX_STORAGE hosts */
+    snprintf(p->host, sizeof p->host, "host%u", h);
+    snprintf(p->ip, sizeof p->ip, "127.0.0.%u", t->host_addresses ? h : 1u);
+}
+
+int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *msg) {
     if (!dir || !*dir) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is empty");
     if (strlen(dir) > PATH_CAP - 256) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is too long");
     rl_buf layout;
     rl__buf_init(&layout);
-    int rc = rl__cluster_layout(o, &layout, msg), lockfd = -1;
+    rl_cluster_up_opts topo;
+    const rl_cluster_up_opts *o = &topo;
+    int rc = rl__cluster_topology(o_given, &topo, msg), lockfd = -1;
     cl_state *s = NULL;
+    if (rc) goto out;
+    if (o->init_json)
+        rl__buf_append_str(&layout, o->init_json);
+    else
+        rc = rl__cluster_layout(o, &layout, msg);
+    if (rc == RL_OK && rl__buf_error(&layout)) rc = RL_E_OUT_OF_MEMORY;
     if (rc) goto out;
     int has = dir_has_entries(dir, msg);
     if (has < 0) {
@@ -1150,10 +1253,17 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg) {
     random_id(s->cluster_id, sizeof s->cluster_id);
     s->no_sync = o->no_sync;
     s->window_versions = o->window_versions;
+    s->n_hosts = o->n_hosts;
+    s->storage_per_host = o->storage_per_host;
+    s->host_addresses = o->host_addresses;
+    s->replication = o->replication;
+    s->delay_us = o->delay_us;
+    s->jitter_us = o->jitter_us;
     s->n = o->n_storage + 1;
     for (int i = 0; i < s->n; i++) {
         s->p[i].is_coordinator = i == 0;
         s->p[i].id = (uint32_t)i;
+        place_proc(o, &s->p[i]);
     }
     int64_t deadline = now_ms() + (o->timeout_ms > 0 ? o->timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS);
     rc = start_proc(dir, s, &s->p[0], 0, o->flags, deadline, msg);
@@ -1168,7 +1278,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg) {
         memset(&cf, 0, sizeof cf);
         snprintf(cf.description, sizeof cf.description, "reclayer");
         snprintf(cf.id, sizeof cf.id, "%s", s->cluster_id);
-        snprintf(cf.ip, sizeof cf.ip, "127.0.0.1");
+        snprintf(cf.ip, sizeof cf.ip, "%s", s->p[0].ip);
         cf.port = s->p[0].port;
         rl_buf text;
         rl__buf_init(&text);
@@ -1291,6 +1401,8 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
     path_of(path, dir, "reclayer.cluster");
     json_object_set_new(root, "cluster_file", json_string(path));
     json_object_set_new(root, "cluster_id", json_string(s->cluster_id));
+    json_object_set_new(root, "delay_us", json_integer(s->delay_us));
+    json_object_set_new(root, "jitter_us", json_integer(s->jitter_us));
     json_t *coord_status = NULL;
     int all_ok = 1;
     for (int i = 0; i < s->n; i++) {
@@ -1300,7 +1412,8 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
         json_t *o = json_object();
         json_object_set_new(o, "role", json_string(p->is_coordinator ? "coordinator" : "storage"));
         json_object_set_new(o, "id", json_integer(p->id));
-        json_object_set_new(o, "address", json_string("127.0.0.1"));
+        json_object_set_new(o, "address", json_string(p->ip));
+        json_object_set_new(o, "host", json_string(p->host));
         json_object_set_new(o, "port", json_integer(p->port));
         json_object_set_new(o, "pid", json_integer(p->pid));
         path_of(path, dir, "logs/%s.log", name);
@@ -1313,7 +1426,7 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
         int healthy = 0;
         if (alive && p->port) {
             rl_admin_conn *c = NULL;
-            int r = rl__admin_conn_open(p->port, timeout_ms, &c, &why);
+            int r = rl__admin_conn_open_at(p->ip, p->port, timeout_ms, &c, &why);
             if (r == RL_OK) r = status_of(c, timeout_ms, &st, &why);
             rl__admin_conn_close(c);
             if (r == RL_OK) {
@@ -1330,6 +1443,10 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
             rl__buf_printf(&why, "%s", p->running ? "not running (the recorded pid is gone)" : "stopped");
         }
         json_object_set_new(o, "healthy", json_boolean(healthy));
+        /* The process's own view of its delay when it answered, else what is recorded. */
+        json_t *d = st ? json_object_get(st, "delay_us") : NULL, *j = st ? json_object_get(st, "jitter_us") : NULL;
+        json_object_set_new(o, "delay_us", json_is_integer(d) ? json_incref(d) : json_integer(s->delay_us));
+        json_object_set_new(o, "jitter_us", json_is_integer(j) ? json_incref(j) : json_integer(s->jitter_us));
         json_object_set_new(o, "status", st ? st : json_null());
         if (why.len) json_object_set_new(o, "error", json_string((const char *)why.data));
         rl__buf_release(&why);
@@ -1342,4 +1459,86 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
     free(s);
     *out = root;
     return all_ok ? RL_OK : RL_E_SERVER_UNAVAILABLE;
+}
+
+int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *out_port, char out_host[16],
+                     rl_buf *msg) {
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int rc = state_load(dir, s, msg);
+    if (rc == RL_OK && id >= (uint32_t)s->n) rc = fail(msg, RL_E_INVALID_ARGUMENT, "no process %u in %s", id, dir);
+    if (rc == RL_OK) {
+        if (out_ip) memcpy(out_ip, s->p[id].ip, 16);
+        if (out_port) *out_port = s->p[id].port;
+        if (out_host) memcpy(out_host, s->p[id].host, 16);
+    }
+    free(s);
+    return rc;
+}
+
+/* SET_DELAY to one process over an admin connection. */
+static int set_delay_one(const cl_proc *p, uint32_t delay_us, uint32_t jitter_us, rl_buf *msg) {
+    rl_admin_conn *c = NULL;
+    int rc = rl__admin_conn_open_at(p->ip, p->port, REQ_TIMEOUT_CAP_MS, &c, msg);
+    if (rc == RL_OK) {
+        rl_msg req, reply;
+        memset(&req, 0, sizeof req);
+        req.type = RL_MSG_SET_DELAY;
+        req.u.set_delay_req.delay_us = delay_us;
+        req.u.set_delay_req.jitter_us = jitter_us;
+        rc = rl__admin_conn_call(c, &req, &reply, REQ_TIMEOUT_CAP_MS, msg);
+    }
+    rl__admin_conn_close(c);
+    return rc;
+}
+
+int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, int *out_set, rl_buf *msg) {
+    if (out_set) *out_set = 0;
+    char why[160];
+    if (rl__netem_check(delay_us, jitter_us, why, sizeof why) != RL_OK)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", why);
+    cl_state *s = malloc(sizeof *s);
+    if (!s) return RL_E_OUT_OF_MEMORY;
+    int lockfd = -1, rc = state_load(dir, s, msg);
+    if (rc) goto out;
+    if ((lockfd = lock_dir(dir, msg)) < 0) {
+        rc = RL_E_IO_ERROR;
+        goto out;
+    }
+    if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
+    /* Recorded first: a process started from now on (restart) takes the new delay even if the
+     * running ones below cannot all be reached. */
+    s->delay_us = delay_us;
+    s->jitter_us = jitter_us;
+    if ((rc = state_save(dir, s, msg))) goto out;
+    /* Storage servers first, the coordinator last: clients learn the delay from the
+     * coordinator's shard map, so once a client applies the new setting every server has it. */
+    int first_err = RL_OK, set = 0;
+    for (int k = 1; k <= s->n; k++) {
+        int i = k % s->n;
+        cl_proc *p = &s->p[i];
+        char name[32];
+        proc_name(p, name, sizeof name);
+        if (!proc_is_ours(p) || !p->port) {
+            if (!first_err) first_err = RL_E_SERVER_UNAVAILABLE;
+            rl__buf_printf(msg, "%s%s is not running (it takes the delay when restarted)", msg->len ? "; " : "", name);
+            continue;
+        }
+        size_t mark = msg->len;
+        if (mark) rl__buf_printf(msg, "; ");
+        rl__buf_printf(msg, "%s: ", name);
+        int r = set_delay_one(p, delay_us, jitter_us, msg);
+        if (r == RL_OK) {
+            rl__buf_truncate(msg, mark);
+            set++;
+        } else if (!first_err) {
+            first_err = r;
+        }
+    }
+    if (out_set) *out_set = set;
+    rc = first_err;
+out:
+    if (lockfd >= 0) close(lockfd);
+    free(s);
+    return rc;
 }

@@ -1,5 +1,6 @@
-/* cluster_admin.h (internal) — start, inspect, restart and stop a local reclayer cluster: one
- * `rlkvd coordinator` and N `rlkvd storage` processes on 127.0.0.1, all under one directory. The
+/* cluster_admin.h (internal) — start, inspect, restart, re-delay and stop a local reclayer cluster:
+ * one `rlkvd coordinator` and N `rlkvd storage` processes on 127.0.0.0/8 (every process on
+ * 127.0.0.1, or host h on 127.0.0.h with host addresses), all under one directory. The
  * library part of `rl cluster` (tools/rl/cmd_cluster.c is a thin main over it) and of the test
  * harness (tests/cluster_fixture.h).
  *
@@ -7,7 +8,8 @@
  *
  *   DIR/init.json           the initial layout (--init of the coordinator; docs/design.md §8)
  *   DIR/reclayer.cluster    the cluster file (src/kv/cluster/clusterfile.h), written once healthy
- *   DIR/pids.json           what was started: per process role, id, pid, port, start times
+ *   DIR/pids.json           what was started: the topology and the current injected delay; per
+ *                           process role, id, address, host label, pid, port, start times
  *   DIR/coordinator/        the coordinator's --dir (commit log, system keyspace)
  *   DIR/storage-ID/         storage server ID's --dir (its engine)
  *   DIR/run/ROLE[-ID].port  the port files the processes write once listening
@@ -117,6 +119,13 @@ typedef struct {
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (reason in msg), RL_E_OUT_OF_MEMORY. */
 int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg);
 
+/* rl__cluster_topology — check o's topology and resolve it into *out (a copy of o): with n_hosts
+ * H >= 1, storage_per_host 0 becomes 1 and n_storage H x S (a given n_storage must equal it);
+ * replication 0..3 and not above n_storage; delay and jitter at most RL_NETEM_MAX_US each;
+ * storage_per_host and host_addresses only with hosts. Pure. RL_OK or RL_E_INVALID_ARGUMENT
+ * (reason in msg). rl__cluster_up calls it first; rl__cluster_layout takes its output. */
+int rl__cluster_topology(const rl_cluster_up_opts *o, rl_cluster_up_opts *out, rl_buf *msg);
+
 /* rl__cluster_up — create dir (absent or empty; a directory holding a running cluster is
  * RL_E_ALREADY_EXISTS, any other non-empty one RL_E_INVALID_ARGUMENT), write init.json, start the
  * coordinator then the storage servers, wait until healthy (o->timeout_ms), write pids.json and
@@ -142,8 +151,9 @@ int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeou
 int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg);
 
 /* rl__cluster_status — the state of every recorded process as JSON, to the caller (json_decref):
- *   {"dir": ..., "cluster_file": ..., "ok": bool, "processes": [{"role", "id", "address",
- *    "port", "pid", "alive", "healthy", "log", "status": <its STATUS reply or null>,
+ *   {"dir": ..., "cluster_file": ..., "cluster_id", "delay_us", "jitter_us" (recorded), "ok": bool,
+ *    "processes": [{"role", "id", "address", "host", "port", "pid", "log", "alive", "healthy",
+ *    "delay_us", "jitter_us" (its STATUS's, else recorded), "status": <its STATUS reply or null>,
  *    "error": <why STATUS failed, when it did>}, ...]}
  * healthy: the coordinator answered STATUS (coordinator) / the coordinator lists the server as
  * registered and healthy and it answered STATUS (storage). Returns RL_OK when every process is
@@ -156,6 +166,22 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
  * *out_port (may be NULL) gets its recorded port. */
 int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_port, rl_buf *msg);
 
+/* rl__cluster_addr — the recorded address (out_ip, 16 bytes, NUL-terminated), port and host
+ * label (out_host, 16 bytes) of process id (0: the coordinator); each out may be NULL.
+ * RL_E_INVALID_ARGUMENT for an unknown id. */
+int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *out_port, char out_host[16],
+                     rl_buf *msg);
+
+/* rl__cluster_delay — set the injected delay of the cluster in dir: record it in pids.json (so a
+ * restarted process starts with it), then send SET_DELAY (delay_us, jitter_us) to every running
+ * process, storage servers first and the coordinator last (clients learn the delay from the
+ * coordinator's shard map, within about a second while they send, so a client that sees the new
+ * setting knows every server has it). *out_set (may be NULL): processes that took it.
+ * RL_OK when every process took it; RL_E_INVALID_ARGUMENT (above 10 s: nothing changed),
+ * RL_E_SERVER_UNAVAILABLE (a process is down: the others were set, msg names it), the first
+ * error of a SET_DELAY otherwise; RL_E_FILE_NOT_FOUND without a cluster. */
+int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, int *out_set, rl_buf *msg);
+
 /* rl__cluster_storage_count — the number of storage servers recorded in dir's pids.json. */
 int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg);
 
@@ -163,11 +189,17 @@ int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg);
 
 typedef struct rl_admin_conn rl_admin_conn;
 
-/* rl__admin_conn_open — connect to 127.0.0.1:port, send HELLO (role admin, host "rl") and check
+/* rl__admin_conn_open — connect to 127.0.0.1:port (rl__admin_conn_open_at for another address),
+ * send HELLO (role admin, host "rl") and check
  * the reply, within timeout_ms. *out is the caller's (rl__admin_conn_close). RL_OK,
  * RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, RL_E_MALFORMED_FRAME,
  * RL_E_OUT_OF_MEMORY (reason in msg). */
 int rl__admin_conn_open(uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg);
+
+/* rl__admin_conn_open_at — as rl__admin_conn_open, to ip:port (dotted IPv4 inside 127.0.0.0/8,
+ * e.g. the address pids.json records for a process on host 2: 127.0.0.2). Anything else is
+ * RL_E_INVALID_ARGUMENT. */
+int rl__admin_conn_open_at(const char *ip, uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg);
 
 /* rl__admin_conn_call — send req (a request: req->flags 0) and wait up to timeout_ms for the reply
  * with its id, decoding it into *reply. The reply borrows the connection's buffers: valid until

@@ -101,6 +101,7 @@ struct co_conn {
     int hello;              /* HELLO received */
     uint8_t role;           /* the peer's HELLO role and id */
     uint32_t id;
+    int delayed;            /* 1: the peer is on another host (netem.h): sends carry the delay */
     co_conn *prev, *next;   /* the coordinator's list of connections */
 };
 
@@ -174,6 +175,11 @@ struct rl_coordinator {
     uint64_t refused_system_writes;
     uint64_t protocol_errors; /* connections closed for bad input */
     uint64_t start_ns;
+    /* Injected delay (netem.h; loop thread): the current setting, applied to every delayed
+     * connection, and the lateness of delayed frames on connections that have closed. */
+    uint32_t delay_us, jitter_us;
+    uint64_t delay_salt;    /* jitter seeds: one per connection */
+    rl_lat_hist closed_late;
 };
 
 /* ---- coordinator.c ------------------------------------------------------------------------ */
@@ -195,6 +201,9 @@ int rl__co_build_register(rl_coordinator *co, co_op *op);
 
 /* ---- coord_net.c -------------------------------------------------------------------------- */
 
+/* Set the loop's sleep margin for the current delay: the default precise timers (20-200 µs of
+ * spinning, loop.h) while a delay or jitter is injected, none otherwise. [loop or owner] */
+void rl__co_margin_for_delay(rl_coordinator *co);
 /* Accept connections on co->loop (called by open once listening). */
 void rl__co_on_accept(rl_listener *l, rl_conn *conn, void *ud);
 /* The committer's done callback for CO_OP_* operations (committer thread). */

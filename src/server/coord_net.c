@@ -8,7 +8,7 @@
  *                                           reply incompatible_protocol_version, then close
  *   payload does not decode, unknown or
  *   reserved type                        -> protocol error (the decoder's reason is logged)
- *   GET_READ_VERSION, GET_SHARD_MAP, STATUS, PING, GET, GET_KEY, GET_RANGE
+ *   GET_READ_VERSION, GET_SHARD_MAP, STATUS, PING, GET, GET_KEY, GET_RANGE, SET_DELAY
  *                                        -> answered at once
  *   COMMIT, REGISTER_STORAGE             -> an operation (co_op) goes to the committer; its
  *                                           reply is sent by rl__co_flush when it is done
@@ -18,6 +18,10 @@
  *   POP                                  -> recorded; the log is truncated when it can be
  *   GET_MAPPED_RANGE, GET_MULTI          -> error reply unsupported_operation (storage only)
  * A protocol error closes only that connection (docs/protocol.md §8); it is counted in STATUS.
+ *
+ * Injected delay (netem.h): the HELLO tells whether the peer is on another host; if so the
+ * connection gets the current delay before the HELLO reply, the first frame sent on it, and
+ * every later SET_DELAY. Admin connections are never delayed.
  *
  * Operation life cycle (co_op):
  *     FRAME --copy payload, decode, check--> SUBMITTED --committer done (committer thread)-->
@@ -40,6 +44,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "net/netem.h"
 #include "reclayer/error.h"
 
 static const uint8_t k_ff[1] = {0xff};
@@ -856,6 +861,8 @@ static void handle_shard_map(co_conn *cc, const rl_frame_header *h) {
     m.u.get_shard_map_reply.n_servers = n;
     m.u.get_shard_map_reply.shards = sh;
     m.u.get_shard_map_reply.n_shards = co->n_shards;
+    m.u.get_shard_map_reply.delay_us = co->delay_us; /* the client's links take the cluster's delay */
+    m.u.get_shard_map_reply.jitter_us = co->jitter_us;
     send_reply(co, cc->conn, RL_MSG_GET_SHARD_MAP, h->id, &m);
 }
 
@@ -873,6 +880,51 @@ static void json_bytes(rl_buf *b, const uint8_t *p, size_t n) {
             rl__buf_append_byte(b, c);
     }
     rl__buf_append_byte(b, '"');
+}
+
+/* The lateness of every delayed frame this process sent: the open connections' histograms plus
+ * those of the connections that closed. */
+static void delay_lateness(rl_coordinator *co, rl_lat_hist *out) {
+    *out = co->closed_late;
+    for (co_conn *c = co->conns; c; c = c->next) {
+        if (!c->delayed) continue;
+        rl_lat_hist h;
+        rl__conn_get_lateness(c->conn, &h, 0);
+        rl__lat_hist_merge(out, &h);
+    }
+}
+
+void rl__co_margin_for_delay(rl_coordinator *co) {
+    if (co->delay_us || co->jitter_us)
+        rl__loop_set_margin_bounds(co->loop, 20, 200);
+    else
+        rl__loop_set_margin_bounds(co->loop, 0, 0);
+}
+
+/* SET_DELAY: check the range, then give every delayed connection (and later ones) the new
+ * setting. Frames already queued keep their release times (loop.h), so nothing is reordered. */
+static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg_set_delay_req *r) {
+    rl_coordinator *co = cc->co;
+    char why[160];
+    if (cc->role != RL_ROLE_ADMIN) {
+        send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
+                   "SET_DELAY is an admin request (HELLO role 3); this connection's HELLO said role %u", cc->role);
+        return;
+    }
+    if (rl__netem_check(r->delay_us, r->jitter_us, why, sizeof why) != RL_OK) {
+        send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", why);
+        return;
+    }
+    co->delay_us = r->delay_us;
+    co->jitter_us = r->jitter_us;
+    rl__co_margin_for_delay(co);
+    for (co_conn *c = co->conns; c; c = c->next)
+        if (c->delayed) (void)rl__netem_set(c->conn, co->delay_us, co->jitter_us, co->delay_salt++);
+    rl__log(RL_LOG_INFO, "coordinator: injected delay now %u us (jitter %u us), asked by %s", r->delay_us,
+            r->jitter_us, rl__conn_peer(cc->conn));
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    send_reply(co, cc->conn, RL_MSG_SET_DELAY, h->id, &m);
 }
 
 /* STATUS: the contract's JSON and the coordinator's own counters (docs/protocol.md §9). */
@@ -894,11 +946,15 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
                        ",\"log_records\":%" PRIu64 ",\"log_segments\":%" PRIu64
                        ",\"log_base_version\":%" PRIu64 ",\"log_poisoned\":%s"
                        ",\"system_version\":%" PRIu64 ",\"system_keys\":%" PRIu64
-                       ",\"no_sync\":%s,\"uptime_s\":%.3f,\"servers\":[",
+                       ",\"no_sync\":%s,\"uptime_s\":%.3f,",
                    (long)getpid(), co->listen_ip, co->port, ls.appended_version,
                    rl__co_durable(co), ls.bytes, ls.records, ls.segments, ls.base_version,
                    ls.poisoned ? "true" : "false", ss.latest_version, ss.keys,
                    co->no_sync ? "true" : "false", (double)(now - co->start_ns) / 1e9);
+    rl_lat_hist late;
+    delay_lateness(co, &late);
+    rl__netem_status_json(&j, co->delay_us, co->jitter_us, &late);
+    rl__buf_printf(&j, ",\"servers\":[");
     for (uint32_t i = 0; i < co->n_servers; i++) {
         const co_server *s = &co->servers[i];
         rl__buf_printf(&j, "%s{\"id\":%u,\"address\":\"%s\",\"port\":%u,\"host\":", i ? "," : "",
@@ -960,6 +1016,10 @@ static void handle_hello(co_conn *cc, const rl_frame_header *h, const rl_msg_hel
     cc->hello = 1;
     cc->role = hr->role;
     cc->id = hr->id;
+    /* A peer on another host gets the delay from this reply on (before the first frame we send). */
+    cc->delayed = rl__netem_applies(co->host, co->host_len, hr->host, hr->host_len, hr->role);
+    if (cc->delayed && (co->delay_us || co->jitter_us))
+        (void)rl__netem_set(cc->conn, co->delay_us, co->jitter_us, co->delay_salt++);
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.u.hello_reply.protocol_version = RL_PROTOCOL_VERSION;
@@ -1040,6 +1100,9 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
     case RL_MSG_GET_SHARD_MAP:
         handle_shard_map(cc, h);
         break;
+    case RL_MSG_SET_DELAY:
+        handle_set_delay(cc, h, &m.u.set_delay_req);
+        break;
     case RL_MSG_PEEK:
         handle_peek(cc, h, &m.u.peek_req);
         break;
@@ -1074,6 +1137,11 @@ static void on_close(rl_conn *conn, int err, void *ud) {
     co_conn *cc = ud;
     rl_coordinator *co = cc->co;
     (void)err;
+    if (cc->delayed) {
+        rl_lat_hist late;
+        rl__conn_get_lateness(conn, &late, 0);
+        rl__lat_hist_merge(&co->closed_late, &late);
+    }
     drop_parked_of(co, cc);
     for (uint32_t i = 0; i < co->n_servers; i++)
         if (co->servers[i].peek_conn == conn) {

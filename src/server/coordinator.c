@@ -57,6 +57,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "reclayer/error.h"
+#include "net/netem.h"
 #include "tuple/tuple.h"
 
 static const uint8_t k_ff[1] = {0xff};
@@ -902,6 +903,17 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
     }
     co->no_sync = o->no_sync;
     co->window_versions = o->window_versions;
+    co->delay_us = o->delay_us;
+    co->jitter_us = o->jitter_us;
+    co->delay_salt = (uint64_t)getpid() << 32;
+    rl__lat_hist_reset(&co->closed_late);
+    {
+        char why[160];
+        if ((rc = rl__netem_check(o->delay_us, o->jitter_us, why, sizeof why)) != RL_OK) {
+            rl__buf_printf(errmsg, "--delay-us / --jitter-us: %s", why);
+            goto fail;
+        }
+    }
     const char *host = o->host ? o->host : "host1";
     if (!(co->dir = rl__strdup(o->dir)) || !(co->listen_ip = rl__strdup(o->listen_ip ? o->listen_ip : "127.0.0.1")) ||
         !(co->host = rl__strdup(host)) || (o->port_file && !(co->port_file = rl__strdup(o->port_file))))
@@ -961,8 +973,9 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
         rl__buf_printf(errmsg, "cannot create the event loop: %s", rl__net_errmsg());
         goto fail;
     }
-    /* Its timers (PEEK long polls, housekeeping) need no microsecond precision: never spin. */
-    rl__loop_set_margin_bounds(co->loop, 0, 0);
+    /* Its timers (PEEK long polls, housekeeping) need no microsecond precision: never spin —
+     * unless a delay is injected, whose release timers do (rl__co_margin_for_delay). */
+    rl__co_margin_for_delay(co);
     rc = rl__listen(co->loop, co->listen_ip, o->listen_port, rl__co_on_accept, co, &co->listener);
     if (rc != RL_OK) {
         rl__buf_printf(errmsg, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port,

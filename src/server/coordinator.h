@@ -34,6 +34,9 @@ typedef struct {
     int no_sync;                 /* no fdatasync anywhere (benchmarks only) */
     uint64_t window_versions;    /* MVCC and resolver window; 0 = 5,000,000 */
     uint64_t segment_bytes;      /* commit log segment size; 0 = 8 MiB (tests use less) */
+    uint32_t delay_us;           /* injected one-way delay on connections to other hosts (netem.h);
+                                    at most RL_NETEM_MAX_US; changed at run time by SET_DELAY */
+    uint32_t jitter_us;          /* its jitter (same bound) */
 } rl_coordinator_options;
 
 /* rl__coordinator_open — recover and start a coordinator (it serves once rl__coordinator_run

@@ -3,6 +3,7 @@
  *
  *   rlkvd coordinator --dir DIR [--listen IP:PORT] [--port-file FILE] [--host LABEL]
  *                     [--init FILE] [--no-sync] [--window-versions N] [--log-segment-bytes N]
+ *                     [--delay-us N] [--jitter-us N]
  *
  * Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the coordinator cannot start or
  * fails, 2 for a usage error. Logs go to stderr (the launcher redirects them); the level is
@@ -22,6 +23,7 @@
 #include "base/args.h"
 #include "base/log.h"
 #include "reclayer/error.h"
+#include "net/netem.h"
 #include "server/coordinator.h"
 #include "server/server.h"
 
@@ -60,7 +62,7 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     const char *dir = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1",
                *init = NULL;
     int no_sync = 0;
-    uint64_t window = 5000000, segment_bytes = 8ull << 20;
+    uint64_t window = 5000000, segment_bytes = 8ull << 20, delay_us = 0, jitter_us = 0;
     const rl_arg opts[] = {
         {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
          .help = "the coordinator's directory (commit log, system keyspace); created if missing",
@@ -86,6 +88,13 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
          .help = "start a new commit log segment once one holds this many bytes (truncation "
                  "deletes whole segments; tests use small ones)",
          .umin = 4096, .umax = 1ull << 40},
+        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N",
+         .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
+                 "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
+         .umin = 0, .umax = RL_NETEM_MAX_US},
+        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "N",
+         .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
+         .umin = 0, .umax = RL_NETEM_MAX_US},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlkvd coordinator",
@@ -122,6 +131,8 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     o.no_sync = no_sync;
     o.window_versions = window;
     o.segment_bytes = segment_bytes;
+    o.delay_us = (uint32_t)delay_us;
+    o.jitter_us = (uint32_t)jitter_us;
     rl_buf err;
     rl__buf_init(&err);
     rl_coordinator *c = NULL;

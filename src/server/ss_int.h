@@ -29,6 +29,7 @@
 #include "base/buf.h"
 #include "base/kvtypes.h"
 #include "net/loop.h"
+#include "net/netem.h"
 #include "net/proto.h"
 #include "server/storage_server.h"
 #include "storage/mapped.h"
@@ -71,6 +72,7 @@ typedef struct {
     char addr[16]; /* dotted IPv4, NUL-terminated */
     uint16_t port;
     uint8_t healthy;
+    uint8_t same_host; /* 1: its host label is this server's (no injected delay to it) */
 } ss_server;
 
 /* One shard of the shard map. */
@@ -103,6 +105,7 @@ struct ss_client {
     int hello;       /* 1 once its HELLO was answered */
     uint8_t role;    /* its HELLO's role */
     uint32_t peer_id;
+    int delayed;     /* 1: on another host (netem.h): replies carry the injected delay */
     ss_client *prev, *next;
 };
 
@@ -143,6 +146,7 @@ struct ss_peer {
     uint64_t gen;          /* connect generation (a late on_connect of an old one is dropped) */
     ss_s2s_req *pending;   /* sent, awaiting their reply */
     ss_s2s_req *waiting;   /* queued until the connection is up */
+    int delayed;           /* 1: on another host per the shard map (or not in it): delayed */
     ss_peer *next;
 };
 
@@ -202,6 +206,7 @@ struct ss_batch {
 struct rl_ss {
     rl_ss_options o;     /* strings point to the copies below */
     char *dir, *host, *coord_ip, *listen_ip;
+    char *coord_host;    /* the coordinator's host label from the options, or NULL */
     rl_storage *st;
     rl_loop *loop;
     rl_listener *lis;
@@ -273,6 +278,15 @@ struct rl_ss {
     rl_arena s2s_arena;  /* decode arena of GET_MULTI replies (loop) */
     uint64_t tick_timer;
 
+    /* Injected delay (netem.h; loop thread): the setting, applied to every delayed connection —
+     * accepted ones (their HELLO's label), peers (the shard map's label) and the coordinator's
+     * (delayed until its HELLO reply shows the same label) — and the lateness of delayed frames
+     * on connections that closed. */
+    uint32_t delay_us, jitter_us;
+    uint64_t delay_salt;
+    int co_delayed;
+    rl_lat_hist closed_late;
+
     /* Counters (invariant 4). */
     _Atomic uint64_t n_reads, n_mapped, n_sec_local, n_sec_remote, n_s2s_requests,
         n_s2s_round_trips, n_peeks, n_parked, n_future, n_mapped_ns;
@@ -311,6 +325,10 @@ int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below
 uint8_t *rl__ss_memdup(const void *p, size_t len);
 /* Free the keys of n ranges and the array. */
 void rl__ss_ranges_free(ss_range *r, uint32_t n);
+/* Apply the current delay to conn (a new connection to a peer on another host). [loop] */
+void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn);
+/* A delayed connection closed: keep its frames' lateness for STATUS. [loop] */
+void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn);
 /* Append the status JSON. [loop] */
 void rl__ss_status(rl_ss *ss, rl_buf *out);
 
@@ -343,6 +361,9 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
 void rl__ss_s2s_tick(rl_ss *ss);
 /* A new shard map arrived: connect the peers whose requests waited for their address. [loop] */
 void rl__ss_peers_on_map(rl_ss *ss);
+/* Set (delay_us, jitter_us) on every delayed peer connection, and merge their lateness into
+ * *late when late is not NULL. [loop] */
+void rl__ss_peers_delay(rl_ss *ss, int set, rl_lat_hist *late);
 /* Close every peer connection and fail what is pending (shutdown). [loop or owner] */
 void rl__ss_peers_free(rl_ss *ss);
 

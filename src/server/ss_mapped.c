@@ -212,6 +212,7 @@ static void on_peer_close(rl_conn *conn, int err, void *ud) {
     snprintf(why, sizeof why, "storage server %u (%s:%u): connection lost (%s: %s)", p->id,
              p->addr, p->port, rl_error_name(err), rl__conn_close_reason(conn));
     ss_s2s_req *chain = NULL;
+    if (p->conn == conn && p->delayed) rl__ss_delay_closed(p->ss, conn);
     if (p->conn == conn) {
         p->conn = NULL;
         chain = peer_detach_all(p);
@@ -294,6 +295,7 @@ static void on_peer_connect(rl_conn *conn, int err, void *ud) {
     }
     p->conn = conn;
     rl__conn_set_callbacks(conn, on_peer_frame, on_peer_close, p);
+    if (p->delayed) rl__ss_delay_conn(ss, conn); /* before the HELLO: the first frame */
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
@@ -342,12 +344,24 @@ static ss_peer *peer_find(rl_ss *ss, uint32_t id, int create) {
 static void peer_connect_locked(rl_ss *ss, ss_peer *p, const ss_server *sv, ss_s2s_req **failed) {
     memcpy(p->addr, sv->addr, sizeof p->addr);
     p->port = sv->port;
+    p->delayed = !sv->same_host;
     p->connecting = 1;
     int rc = rl__connect(ss->loop, p->addr, p->port, ss->o.connect_timeout_ms, on_peer_connect, p);
     if (rc != RL_OK) {
         p->connecting = 0;
         chain_add(failed, peer_detach_all(p));
     }
+}
+
+void rl__ss_peers_delay(rl_ss *ss, int set, rl_lat_hist *late) {
+    rl_lat_hist h;
+    pthread_mutex_lock(&ss->peers_mu);
+    for (ss_peer *p = ss->peers; p; p = p->next) {
+        if (!p->conn || !p->delayed) continue;
+        if (set) (void)rl__netem_set(p->conn, ss->delay_us, ss->jitter_us, ss->delay_salt++);
+        if (late) rl__conn_get_lateness(p->conn, &h, 0), rl__lat_hist_merge(late, &h);
+    }
+    pthread_mutex_unlock(&ss->peers_mu);
 }
 
 /* The server list entry of id in the shard map (loop thread: reads the map without map_mu). */

@@ -59,7 +59,7 @@ void rl__ss_map_free(ss_map *m) {
 }
 
 /* A heap copy of a decoded GET_SHARD_MAP reply (NULL on OOM or an address that does not fit). */
-static ss_map *map_copy(const rl_msg_get_shard_map_reply *r) {
+static ss_map *map_copy(const rl_msg_get_shard_map_reply *r, const char *own_host) {
     ss_map *m = rl__calloc(1, sizeof *m);
     if (!m) return NULL;
     m->version = r->version;
@@ -76,6 +76,7 @@ static ss_map *map_copy(const rl_msg_get_shard_map_reply *r) {
         d->addr[s->address_len] = 0;
         d->port = s->port;
         d->healthy = s->healthy;
+        d->same_host = !rl__netem_applies(own_host, strlen(own_host), s->host, s->host_len, s->role);
         m->n_servers++;
     }
     for (uint32_t i = 0; i < r->n_shards; i++) {
@@ -181,6 +182,7 @@ static void co_bad(rl_ss *ss, const char *what) {
 
 static void on_co_close(rl_conn *conn, int err, void *ud) {
     rl_ss *ss = ud;
+    if (ss->co == conn && ss->co_delayed) rl__ss_delay_closed(ss, conn);
     if (ss->co == conn) {
         if (!atomic_load(&ss->stopping))
             rl__log(atomic_load(&ss->registered) ? RL_LOG_WARN : RL_LOG_INFO,
@@ -364,7 +366,7 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
 }
 
 static void on_map(rl_ss *ss, const rl_msg_get_shard_map_reply *r) {
-    ss_map *m = map_copy(r);
+    ss_map *m = map_copy(r, ss->host);
     if (!m) {
         rl__log(RL_LOG_WARN, "storage server %u: cannot keep the shard map (out of memory or a "
                 "bad address); retrying later", ss->o.id);
@@ -433,7 +435,17 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
     }
     switch (h->type) {
     case RL_MSG_HELLO:
-        if (ss->co_state != SS_CO_HELLO) co_bad(ss, "an unexpected HELLO reply");
+        if (ss->co_state != SS_CO_HELLO) {
+            co_bad(ss, "an unexpected HELLO reply");
+            break;
+        }
+        /* The coordinator's label is known now: on the same host, stop delaying (the frames
+         * already queued keep their release times). */
+        if (!ss->coord_host && ss->co_delayed && !rl__netem_applies(ss->host, strlen(ss->host), m.u.hello_reply.host,
+                                                 m.u.hello_reply.host_len, m.u.hello_reply.role)) {
+            ss->co_delayed = 0;
+            if (ss->delay_us || ss->jitter_us) (void)rl__conn_set_delay(conn, 0, 0, 0);
+        }
         break;
     case RL_MSG_REGISTER_STORAGE:
         if (ss->co_state != SS_CO_HELLO || h->id != ss->co_reg_id) {
@@ -479,6 +491,12 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
     ss->co_state = SS_CO_HELLO;
     ss->co_since_ns = rl__clock_mono_ns();
     rl__conn_set_callbacks(conn, on_co_frame, on_co_close, ss);
+    /* The coordinator's host label is the one the options name (rl cluster passes it), else it
+     * comes with its HELLO reply and until then counts as another host (netem.h): no frame to
+     * it goes out undelayed for want of the label. */
+    ss->co_delayed = !ss->coord_host || rl__netem_applies(ss->host, strlen(ss->host), (const uint8_t *)ss->coord_host,
+                                                          strlen(ss->coord_host), RL_ROLE_COORDINATOR);
+    if (ss->co_delayed) rl__ss_delay_conn(ss, conn);
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;

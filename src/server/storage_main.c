@@ -2,7 +2,8 @@
  * server (storage_server.h), write the port file, run until SIGTERM or SIGINT.
  *
  *   rlkvd storage --dir DIR --id N --coordinator IP:PORT [--listen IP:PORT] [--port-file FILE]
- *                 [--host LABEL] [--no-sync] [--window-versions N]
+ *                 [--host LABEL] [--no-sync] [--window-versions N] [--delay-us N] [--jitter-us N]
+ *                 [--coordinator-host LABEL]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by a dedicated thread with
  * sigwait, which calls rl__ss_stop (a plain function call, no async-signal-safety needed);
@@ -22,6 +23,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "reclayer/error.h"
+#include "net/netem.h"
 #include "server/server.h"
 #include "server/storage_server.h"
 
@@ -102,10 +104,10 @@ static void *signal_main(void *arg) {
 
 int rl__rlkvd_storage_main(int argc, char **argv) {
     const char *dir = NULL, *coord = NULL, *listen = "127.0.0.1:0", *port_file = NULL,
-               *host = "host1";
+               *host = "host1", *coord_host = NULL;
     int64_t id = 0;
     int no_sync = 0;
-    uint64_t window = 5000000;
+    uint64_t window = 5000000, delay_us = 0, jitter_us = 0;
     const rl_arg opts[] = {
         {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
          .help = "the storage engine's directory (created if missing)",
@@ -125,6 +127,17 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
          .help = "do not fsync (benchmarks only: a crash may lose acknowledged data)"},
         {.name = "window-versions", .kind = RL_ARG_UINT64, .dest = &window, .metavar = "N",
          .help = "MVCC window in versions", .umin = 1000, .umax = 1000000000000ull},
+        {.name = "coordinator-host", .kind = RL_ARG_STRING, .dest = &coord_host, .metavar = "LABEL",
+         .help = "the coordinator's host label, when known (delay injection: no delay to it when it is "
+                 "this host's; unknown, it is delayed until its HELLO reply names its host)",
+         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N",
+         .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
+                 "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
+         .umin = 0, .umax = RL_NETEM_MAX_US},
+        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "N",
+         .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
+         .umin = 0, .umax = RL_NETEM_MAX_US},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlkvd storage",
@@ -143,6 +156,8 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     if (parse_addr(listen, 0, lip, &lport, msg, sizeof msg) != 0)
         return rl__args_usage_error(&cmd, "--listen: %s", msg);
     if (strlen(host) > 4096) return rl__args_usage_error(&cmd, "--host: longer than 4096 bytes");
+    if (coord_host && strlen(coord_host) > 4096)
+        return rl__args_usage_error(&cmd, "--coordinator-host: longer than 4096 bytes");
     if (rl__log_level() > RL_LOG_INFO && !getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
 
     /* Signals: blocked here, so every thread created below inherits the mask. */
@@ -165,6 +180,9 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     o.host = host;
     o.no_sync = no_sync;
     o.window_versions = window;
+    o.delay_us = (uint32_t)delay_us;
+    o.jitter_us = (uint32_t)jitter_us;
+    o.coordinator_host = coord_host;
     rl_buf err;
     rl__buf_init(&err);
     rl_ss *ss = NULL;

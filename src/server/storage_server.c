@@ -180,6 +180,33 @@ static void json_str(rl_buf *out, const char *s) {
     rl__buf_append(out, "\"", 1);
 }
 
+void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn) {
+    if (ss->delay_us || ss->jitter_us) (void)rl__netem_set(conn, ss->delay_us, ss->jitter_us, ss->delay_salt++);
+}
+
+void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn) {
+    rl_lat_hist h;
+    rl__conn_get_lateness(conn, &h, 0);
+    rl__lat_hist_merge(&ss->closed_late, &h);
+}
+
+/* Every delayed connection, with (set) the current setting; their lateness merged into *late
+ * (may be NULL) together with that of the closed ones. [loop] */
+static void delay_sweep(rl_ss *ss, int set, rl_lat_hist *late) {
+    if (late) *late = ss->closed_late;
+    rl_lat_hist h;
+    for (ss_client *c = ss->clients; c; c = c->next) {
+        if (!c->delayed) continue;
+        if (set) (void)rl__netem_set(c->conn, ss->delay_us, ss->jitter_us, ss->delay_salt++);
+        if (late) rl__conn_get_lateness(c->conn, &h, 0), rl__lat_hist_merge(late, &h);
+    }
+    if (ss->co && ss->co_delayed) {
+        if (set) (void)rl__netem_set(ss->co, ss->delay_us, ss->jitter_us, ss->delay_salt++);
+        if (late) rl__conn_get_lateness(ss->co, &h, 0), rl__lat_hist_merge(late, &h);
+    }
+    rl__ss_peers_delay(ss, set, late);
+}
+
 void rl__ss_status(rl_ss *ss, rl_buf *out) {
     rl_storage_status s;
     memset(&s, 0, sizeof s);
@@ -225,7 +252,7 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    ",\"get_multi_served\":%" PRIu64 ",\"get_multi_items_served\":%" PRIu64
                    ",\"s2s_bytes_sent\":%" PRIu64 ",\"s2s_bytes_received\":%" PRIu64
                    ",\"mapped_queued\":%" PRId64 ",\"mapped_running\":%" PRId64
-                   ",\"mapped_workers\":%d,\"parked_now\":%" PRId64 "}",
+                   ",\"mapped_workers\":%d,\"parked_now\":%" PRId64,
                    (uint64_t)atomic_load(&ss->n_gets), (uint64_t)atomic_load(&ss->n_get_keys),
                    (uint64_t)atomic_load(&ss->n_get_ranges),
                    (uint64_t)atomic_load(&ss->n_get_multi_served),
@@ -234,6 +261,11 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_s2s_bytes_received),
                    (int64_t)atomic_load(&ss->mapped_queued), (int64_t)atomic_load(&ss->mapped_running),
                    ss->o.workers, (int64_t)atomic_load(&ss->parked_now));
+    rl_lat_hist late;
+    delay_sweep(ss, 0, &late);
+    rl__buf_append_str(out, ",");
+    rl__netem_status_json(out, ss->delay_us, ss->jitter_us, &late);
+    rl__buf_append_str(out, "}");
 }
 
 void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
@@ -584,6 +616,31 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
         rl__buf_release(&js);
         break;
     }
+    case RL_MSG_SET_DELAY: {
+        char dwhy[160];
+        const rl_msg_set_delay_req *r = &m.u.set_delay_req;
+        if (cl->role != RL_ROLE_ADMIN) {
+            rl__ss_send_error(cl->conn, type, id, RL_E_CLIENT_INVALID_OPERATION,
+                              "SET_DELAY is an admin request (HELLO role 3); this connection's HELLO said role %u",
+                              cl->role);
+            break;
+        }
+        if (rl__netem_check(r->delay_us, r->jitter_us, dwhy, sizeof dwhy) != RL_OK) {
+            rl__ss_send_error(cl->conn, type, id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", dwhy);
+            break;
+        }
+        ss->delay_us = r->delay_us;
+        ss->jitter_us = r->jitter_us;
+        delay_sweep(ss, 1, NULL); /* queued frames keep their release times: no reordering */
+        rl__log(RL_LOG_INFO, "storage server %u: injected delay now %u us (jitter %u us), asked by %s", ss->o.id,
+                r->delay_us, r->jitter_us, rl__conn_peer(cl->conn));
+        rl_msg rep;
+        memset(&rep, 0, sizeof rep);
+        rep.type = RL_MSG_SET_DELAY;
+        rep.flags = RL_FRAME_REPLY;
+        rl__ss_send_msg(cl->conn, id, &rep, &ss->reply);
+        break;
+    }
     case RL_MSG_GET:
         atomic_fetch_add(&ss->n_reads, 1);
         atomic_fetch_add(&ss->n_gets, 1);
@@ -634,10 +691,10 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
 /* ==== accepted connections ================================================================== */
 
 static void on_client_close(rl_conn *conn, int err, void *ud) {
-    (void)conn;
     (void)err;
     ss_client *cl = ud;
     rl_ss *ss = cl->ss;
+    if (cl->delayed) rl__ss_delay_closed(ss, conn);
     drop_parked_of(ss, cl);
     if (cl->prev)
         cl->prev->next = cl->next;
@@ -669,6 +726,9 @@ static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *p
     cl->hello = 1;
     cl->role = h.role;
     cl->peer_id = h.id;
+    /* A peer on another host gets the delay from the HELLO reply on (the first frame we send). */
+    cl->delayed = rl__netem_applies(ss->host, strlen(ss->host), h.host, h.host_len, h.role);
+    if (cl->delayed) rl__ss_delay_conn(ss, cl->conn);
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
@@ -754,12 +814,22 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
         errf(errmsg, "storage server: --dir, --id (>= 1) and --coordinator are required");
         return RL_E_INVALID_ARGUMENT;
     }
+    char dwhy[160];
+    if (rl__netem_check(o->delay_us, o->jitter_us, dwhy, sizeof dwhy) != RL_OK) {
+        errf(errmsg, "storage server: --delay-us / --jitter-us: %s", dwhy);
+        return RL_E_INVALID_ARGUMENT;
+    }
     rl_ss *ss = rl__calloc(1, sizeof *ss);
     if (!ss) return RL_E_OUT_OF_MEMORY;
     ss->o = *o;
+    ss->delay_us = o->delay_us;
+    ss->jitter_us = o->jitter_us;
+    ss->delay_salt = (uint64_t)getpid() << 32 | (uint64_t)o->id << 20;
+    rl__lat_hist_reset(&ss->closed_late);
     ss->dir = str_dup(o->dir);
     ss->host = str_dup(o->host ? o->host : "host1");
     ss->coord_ip = str_dup(o->coordinator_ip);
+    ss->coord_host = o->coordinator_host ? str_dup(o->coordinator_host) : NULL;
     ss->listen_ip = str_dup(o->listen_ip ? o->listen_ip : "127.0.0.1");
     pthread_mutex_init(&ss->map_mu, NULL);
     pthread_mutex_init(&ss->peers_mu, NULL);
@@ -772,7 +842,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     rl__arena_init(&ss->co_arena, 0);
     rl__buf_init(&ss->reply);
     rl__buf_init(&ss->co_buf);
-    if (!ss->dir || !ss->host || !ss->coord_ip || !ss->listen_ip) {
+    if (!ss->dir || !ss->host || !ss->coord_ip || !ss->listen_ip || (o->coordinator_host && !ss->coord_host)) {
         rc = RL_E_OUT_OF_MEMORY;
         goto fail;
     }
@@ -909,6 +979,7 @@ void rl__ss_free(rl_ss *ss) {
     rl__free(ss->dir);
     rl__free(ss->host);
     rl__free(ss->coord_ip);
+    rl__free(ss->coord_host);
     rl__free(ss->listen_ip);
     rl__free(ss);
 }

@@ -45,6 +45,11 @@ typedef struct {
     int no_sync;                /* skip fsync (benchmarks only) */
     uint64_t window_versions;   /* MVCC window; 0: the engine's default (5,000,000) */
     uint64_t checkpoint_log_bytes; /* engine checkpoint threshold; 0: the engine's default */
+    uint32_t delay_us;          /* injected one-way delay on connections to other hosts (netem.h),
+                                   at most RL_NETEM_MAX_US; changed at run time by SET_DELAY */
+    uint32_t jitter_us;         /* its jitter (same bound) */
+    const char *coordinator_host; /* the coordinator's host label if known (rl cluster passes it);
+                                     NULL: learnt from its HELLO reply, delayed until then */
     /* Knobs. */
     int workers;          /* mapped-read worker threads; 0: 3 (at most 16) */
     int future_wait_ms;   /* how long a read at a version not yet known waits; 0: 1000 */

@@ -1,10 +1,12 @@
 /* cmd_cluster.c — `rl cluster`: start, inspect, restart and stop a local cluster (one rlkvd
- * coordinator and N rlkvd storage servers on 127.0.0.1). A thin main over
+ * coordinator and N rlkvd storage servers on 127.0.0.0/8, with host labels and injected delay). A thin main over
  * src/server/cluster_admin.h, where the logic and its invariants live.
  *
- *   rl cluster up --dir D --storage N [--shards K | --split KEY,...] [--no-sync]
- *                 [--window-versions N] [--timeout S]
+ *   rl cluster up --dir D (--storage N | --hosts H [--storage-per-host S] [--host-addresses])
+ *                 [--replication single|double|triple] [--delay-us N] [--jitter-us J]
+ *                 [--shards K | --split KEY,...] [--no-sync] [--window-versions N] [--timeout S]
  *   rl cluster status --dir D [--json]
+ *   rl cluster delay --dir D --delay-us N [--jitter-us J]
  *   rl cluster down --dir D
  *   rl cluster restart --dir D (--storage ID | --coordinator) [--kill] [--timeout S]
  *
@@ -21,9 +23,10 @@
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "reclayer/error.h"
+#include "net/netem.h"
 #include "server/cluster_admin.h"
 
-enum { C_UP, C_STATUS, C_DOWN, C_RESTART };
+enum { C_UP, C_STATUS, C_DOWN, C_RESTART, C_DELAY };
 
 #define SPLIT_MAX (RL_CLUSTER_MAX_SHARDS - 1)
 
@@ -65,16 +68,24 @@ static long long num(json_t *o, const char *k) { return (long long)json_integer_
 static void print_status(json_t *root) {
     printf("cluster %s (%s)\n", json_string_value(json_object_get(root, "dir")),
            json_string_value(json_object_get(root, "cluster_file")));
-    printf("%-12s %3s  %-16s %8s  %-5s  %-8s  %s\n", "ROLE", "ID", "ADDRESS", "PID", "ALIVE", "HEALTH", "VERSIONS / SHARDS");
+    printf("%-12s %3s  %-6s %-16s %-11s %8s  %-5s  %-8s  %s\n", "ROLE", "ID", "HOST", "ADDRESS", "DELAY(us)", "PID",
+           "ALIVE", "HEALTH", "VERSIONS / SHARDS");
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(root, "processes"), i, p) {
         const char *role = json_string_value(json_object_get(p, "role"));
         char addr[64];
-        snprintf(addr, sizeof addr, "127.0.0.1:%lld", num(p, "port"));
+        const char *ip = json_string_value(json_object_get(p, "address"));
+        const char *host = json_string_value(json_object_get(p, "host"));
+        snprintf(addr, sizeof addr, "%s:%lld", ip ? ip : "?", num(p, "port"));
+        char delay[32];
+        if (num(p, "jitter_us"))
+            snprintf(delay, sizeof delay, "%lld+-%lld", num(p, "delay_us"), num(p, "jitter_us"));
+        else
+            snprintf(delay, sizeof delay, "%lld", num(p, "delay_us"));
         int alive = json_is_true(json_object_get(p, "alive")), healthy = json_is_true(json_object_get(p, "healthy"));
-        printf("%-12s %3lld  %-16s %8lld  %-5s  %-8s  ", role, num(p, "id"), addr, num(p, "pid"), alive ? "yes" : "no",
-               healthy ? "healthy" : "DOWN");
+        printf("%-12s %3lld  %-6s %-16s %-11s %8lld  %-5s  %-8s  ", role, num(p, "id"), host ? host : "?", addr, delay,
+               num(p, "pid"), alive ? "yes" : "no", healthy ? "healthy" : "DOWN");
         json_t *st = json_object_get(p, "status");
         if (json_is_object(st)) {
             if (role && !strcmp(role, "coordinator"))
@@ -95,6 +106,9 @@ static void print_status(json_t *root) {
 int rl_cmd_cluster(int argc, char **argv) {
     const char *dir = NULL, *split = NULL;
     int which = -1, code, n_storage = 0, shards = 0, no_sync = 0, as_json = 0, coordinator = 0, hard = 0;
+    int n_hosts = 0, per_host = 0, host_addresses = 0, replication = 1;
+    uint64_t delay_us = 0, jitter_us = 0;
+    static const rl_arg_choice repl_choices[] = {{"single", 1}, {"double", 2}, {"triple", 3}, {NULL, 0}};
     int64_t window = 0;
     double timeout_s = RL_CLUSTER_DEFAULT_TIMEOUT_MS / 1000.0;
     const rl_arg opts[] = {
@@ -102,8 +116,23 @@ int rl_cmd_cluster(int argc, char **argv) {
          .help = "the cluster's directory (data, logs, pids.json, reclayer.cluster)"},
         {0}};
     const rl_arg up_opts[] = {
-        {.name = "storage", .kind = RL_ARG_INT, .dest = &n_storage, .metavar = "N", .flags = RL_ARG_REQUIRED, .min = 1,
-         .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers to start (ids 1..N)"},
+        {.name = "storage", .kind = RL_ARG_INT, .dest = &n_storage, .metavar = "N", .flags = RL_ARG_NO_DEFAULT,
+         .min = 1, .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers to start (ids 1..N), all on host1"},
+        {.name = "hosts", .kind = RL_ARG_INT, .dest = &n_hosts, .metavar = "H", .flags = RL_ARG_NO_DEFAULT, .min = 1,
+         .max = RL_CLUSTER_MAX_STORAGE,
+         .help = "hosts (labels host1..hostH); storage server i is on host (i-1)/S+1, the coordinator on host1"},
+        {.name = "storage-per-host", .kind = RL_ARG_INT, .dest = &per_host, .metavar = "S", .flags = RL_ARG_NO_DEFAULT,
+         .min = 1, .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers per host (with --hosts; default 1)"},
+        {.name = "host-addresses", .kind = RL_ARG_FLAG, .dest = &host_addresses,
+         .help = "host h listens on 127.0.0.h instead of every process on 127.0.0.1 (with --hosts)"},
+        {.name = "replication", .kind = RL_ARG_ENUM, .dest = &replication, .choices = repl_choices,
+         .help = "storage servers per shard's team, on distinct hosts when possible"},
+        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N", .umin = 0,
+         .umax = RL_NETEM_MAX_US,
+         .help = "injected one-way delay in µs on every message between different hosts, the client included "
+                 "(the round trip gains 2N)"},
+        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "J", .umin = 0,
+         .umax = RL_NETEM_MAX_US, .help = "a uniform jitter in [0, J] µs on each delayed message (never reorders)"},
         {.name = "shards", .kind = RL_ARG_INT, .dest = &shards, .metavar = "K", .min = 0, .max = 255,
          .help = "split the user keyspace evenly by first byte into K shards, round-robin over the servers (0: one "
                  "per server)"},
@@ -131,25 +160,41 @@ int rl_cmd_cluster(int argc, char **argv) {
     const rl_args_cmd up = {.name = "rl cluster up",
                             .brief = "create DIR and start a coordinator and N storage servers; print the cluster file",
                             .summary = "Creates DIR (absent or empty), writes DIR/init.json (the shard layout), starts\n"
-                                       "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (ports chosen by the\n"
+                                       "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (with --hosts H\n"
+                                       "--storage-per-host S: H x S servers labelled host1..hostH, host h on 127.0.0.h\n"
+                                       "with --host-addresses; --delay-us between hosts; ports chosen by the\n"
                                        "kernel), waits until every server is registered and healthy and a test\n"
                                        "commit works, then writes DIR/reclayer.cluster and DIR/pids.json and prints\n"
                                        "the cluster file's path (use it as --db cluster:PATH).",
                             .opts = up_opts};
     const rl_args_cmd status = {.name = "rl cluster status",
-                                .brief = "show every process: role, id, address, pid, alive, versions, shards, health "
-                                         "(exit 1 if something is down)",
+                                .brief = "show every process: role, id, host, address, delay, pid, alive, versions, "
+                                         "shards, health (exit 1 if something is down)",
                                 .opts = status_opts};
     const rl_args_cmd down = {.name = "rl cluster down",
                               .brief = "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
     const rl_args_cmd restart = {.name = "rl cluster restart",
                                  .brief = "stop one process and start it again on the same port; wait until healthy",
                                  .opts = restart_opts};
-    const rl_args_cmd *subs[] = {&up, &status, &down, &restart, NULL};
+    const rl_arg delay_opts[] = {
+        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N", .flags = RL_ARG_REQUIRED,
+         .umin = 0, .umax = RL_NETEM_MAX_US, .help = "the new one-way delay in µs between different hosts (0: none)"},
+        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "J", .umin = 0,
+         .umax = RL_NETEM_MAX_US, .help = "the new jitter in µs"},
+        {0}};
+    const rl_args_cmd delay = {.name = "rl cluster delay",
+                               .brief = "change the injected delay of a running cluster (every process, the "
+                                        "coordinator last; clients follow within about a second)",
+                               .summary = "Records the delay in DIR/pids.json (a restarted process starts with it) and\n"
+                                          "sends SET_DELAY to every process, storage servers first and the coordinator\n"
+                                          "last. Clients take the new delay from the coordinator's shard map, which they\n"
+                                          "fetch again at most every second while they send requests.",
+                               .opts = delay_opts};
+    const rl_args_cmd *subs[] = {&up, &status, &down, &restart, &delay, NULL};
     const rl_args_cmd cmd = {
         .name = "rl cluster",
-        .summary = "Run a local reclayer cluster: one coordinator and N storage servers, all on 127.0.0.1,\n"
-                   "under one directory (data in DIR/coordinator and DIR/storage-ID, logs in DIR/logs/).",
+        .summary = "Run a local reclayer cluster: one coordinator and N storage servers on 127.0.0.0/8\n"
+                   "(one address per host with --host-addresses), under one directory (data in DIR/coordinator and DIR/storage-ID, logs in DIR/logs/).",
         .epilog = "Processes are only ever signalled by the pid recorded in DIR/pids.json, after checking\n"
                   "that the pid still belongs to the process that was started (its start time).\n"
                   "Exit codes: 0 success, 1 failure, 2 usage.",
@@ -187,7 +232,18 @@ int rl_cmd_cluster(int argc, char **argv) {
         }
         rl_cluster_up_opts o;
         memset(&o, 0, sizeof o);
+        if (!n_storage && !n_hosts) {
+            free(copy);
+            exit_code = rl__args_usage_error(&up, "give --storage N or --hosts H [--storage-per-host S]");
+            break;
+        }
         o.n_storage = n_storage;
+        o.n_hosts = n_hosts;
+        o.storage_per_host = per_host;
+        o.host_addresses = host_addresses;
+        o.replication = replication;
+        o.delay_us = (uint32_t)delay_us;
+        o.jitter_us = (uint32_t)jitter_us;
         o.n_shards = shards;
         o.split = keys;
         o.n_split = nk;
@@ -197,7 +253,9 @@ int rl_cmd_cluster(int argc, char **argv) {
         /* Check the layout first: a bad split key is a usage error, before anything is created. */
         rl_buf layout;
         rl__buf_init(&layout);
-        rc = rl__cluster_layout(&o, &layout, &msg);
+        rl_cluster_up_opts topo;
+        rc = rl__cluster_topology(&o, &topo, &msg);
+        if (rc == RL_OK) rc = rl__cluster_layout(&topo, &layout, &msg);
         rl__buf_release(&layout);
         if (rc == RL_E_INVALID_ARGUMENT) {
             exit_code = rl__args_usage_error(&up, "%s", msg.data);
@@ -259,6 +317,17 @@ int rl_cmd_cluster(int argc, char **argv) {
         rl__cluster_pid(dir, coordinator ? 0u : (uint32_t)restart_id, &pid, &port, &msg);
         printf("restarted %s%s%.0d: pid %d, port %u\n", coordinator ? "the coordinator" : "storage server",
                coordinator ? "" : " ", coordinator ? 0 : restart_id, pid, port);
+        break;
+    }
+    case C_DELAY: {
+        int set = 0;
+        rc = rl__cluster_delay(dir, (uint32_t)delay_us, (uint32_t)jitter_us, &set, &msg);
+        if (rc) {
+            exit_code = failed("delay", rc, &msg);
+            break;
+        }
+        printf("delay %llu us, jitter %llu us on %d process%s\n", (unsigned long long)delay_us,
+               (unsigned long long)jitter_us, set, set == 1 ? "" : "es");
         break;
     }
     default:

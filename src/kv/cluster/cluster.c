@@ -62,6 +62,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -71,15 +72,19 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "kv/cluster/cluster.h"
+#include "kv/kv_int.h"
 #include "kv/cluster/clusterfile.h"
 #include "kv/cluster/locmap.h"
 #include "kv/cluster/plan.h"
 #include "kv/cluster/ptable.h"
 #include "net/loop.h"
+#include "net/netem.h"
 #include "net/proto.h"
 
 #define TICK_NS 50000000ull         /* timeout sweep period while requests are outstanding */
 #define REFRESH_MIN_GAP_NS 500000000ull /* storage-failure map refreshes at most this often */
+#define DELAY_REFRESH_NS 1000000000ull /* while sending, refetch the map (and the cluster's injected
+                                           delay) at most this often */
 #define CLIENT_HOST "client"
 
 typedef struct cluster cluster;
@@ -175,6 +180,8 @@ struct cconn {
      * and over all; written by the network thread only, read by anyone (atomics). */
     atomic_uint_fast64_t rtt_idle_ns, rtt_all_ns;
     atomic_uint n_rtt_idle, n_rtt_all;
+    int delayed;            /* loop thread: the server is on another host (netem.h): our sends
+                               carry the cluster's injected delay */
 };
 
 #define RTT_ALPHA 0.125
@@ -202,6 +209,9 @@ struct cluster {
     creq map_req;           /* the one map fetch (when map_inflight) */
     creq *map_waiters;      /* W_MAPWAIT, singly linked by next */
     uint64_t last_refresh_ns;
+    atomic_uint_fast64_t map_fetch_ns; /* when the last map fetch started (the 1 s refresh) */
+    uint32_t delay_us, jitter_us; /* the cluster's injected delay, from the last map */
+    uint64_t delay_salt;    /* jitter seeds, one per connection */
     cconn **conns;
     size_t n_conns, cap_conns;
     creq *internal;         /* status / ping requests alive (freed at close if left) */
@@ -431,6 +441,23 @@ static void on_connect(rl_conn *conn, int err, void *ud) {
     rl__conn_set_callbacks(conn, on_frame, on_close, cc);
     cc->hello_id = atomic_fetch_add(&cl->next_id, 1);
     cc->connected_ns = now_ns();
+    /* The delay goes on before the HELLO, the first frame (netem.h). The server's label comes
+     * from the map; a server the map does not list counts as another host. */
+    uint32_t d_us, j_us;
+    uint64_t salt;
+    pthread_mutex_lock(&cl->mu);
+    const uint8_t *label = NULL;
+    size_t label_len = 0;
+    if (cl->map)
+        for (uint32_t i = 0; i < cl->map->n_servers; i++)
+            if (cl->map->servers[i].id == cc->server_id) {
+                label = (const uint8_t *)cl->map->servers[i].host;
+                label_len = strlen(cl->map->servers[i].host);
+            }
+    cc->delayed = rl__netem_applies(CLIENT_HOST, strlen(CLIENT_HOST), label, label_len, RL_ROLE_STORAGE);
+    d_us = cl->delay_us, j_us = cl->jitter_us, salt = cl->delay_salt++;
+    pthread_mutex_unlock(&cl->mu);
+    if (cc->delayed && (d_us || j_us)) (void)rl__netem_set(conn, d_us, j_us, salt);
     rl_msg_hello_req hr;
     memset(&hr, 0, sizeof hr);
     hr.magic = RL_PROTOCOL_MAGIC;
@@ -861,6 +888,9 @@ static void send_attempt(creq *q) {
         finish(q, RL_E_OPERATION_CANCELLED);
         return;
     }
+    /* While the client sends, the map (and with it the cluster's injected delay, which
+     * `rl cluster delay` changes at run time) is refetched at most every DELAY_REFRESH_NS. */
+    if (q->kind != RL_CREQ_MAP && now_ns() - atomic_load(&cl->map_fetch_ns) >= DELAY_REFRESH_NS) want_map(cl, NULL);
     if (target_of(q, ip, &port, &sid)) return;
     cconn *cc = get_conn(cl, ip, port, sid);
     if (!cc) {
@@ -1050,6 +1080,7 @@ static void want_map(cluster *cl, creq *waiter_q) {
         cl->map_inflight = 1;
         cl->n_refreshes++;
         cl->last_refresh_ns = now_ns();
+        atomic_store(&cl->map_fetch_ns, cl->last_refresh_ns);
         memset(mq, 0, sizeof *mq);
         mq->kind = RL_CREQ_MAP;
         mq->cl = cl;
@@ -1085,9 +1116,27 @@ static void continue_waiters_fn(rl_loop *loop, void *ud) {
 static void map_done(cluster *cl, rl_locmap *m, int err) {
     pthread_mutex_lock(&cl->mu);
     rl_locmap *old = NULL;
+    cconn **redelay = NULL;
+    size_t n_redelay = 0;
+    uint32_t d_us = 0, j_us = 0;
+    uint64_t salt = 0;
     if (m) {
         old = cl->map;
         cl->map = m;
+        /* A new injected delay goes onto every open connection to another host (an unchanged
+         * one is left alone: re-setting it would restart the jitter sequence for nothing). The
+         * connections are referenced here and set outside the lock (invariant 4). */
+        if (m->delay_us != cl->delay_us || m->jitter_us != cl->jitter_us) {
+            cl->delay_us = d_us = m->delay_us;
+            cl->jitter_us = j_us = m->jitter_us;
+            salt = cl->delay_salt;
+            cl->delay_salt += cl->n_conns;
+            redelay = cl->n_conns ? rl__malloc(cl->n_conns * sizeof *redelay) : NULL;
+            for (size_t i = 0; redelay && i < cl->n_conns; i++) {
+                atomic_fetch_add(&cl->conns[i]->refs, 1);
+                redelay[n_redelay++] = cl->conns[i];
+            }
+        }
     }
     creq *list = cl->map_waiters;
     cl->map_waiters = NULL;
@@ -1097,6 +1146,19 @@ static void map_done(cluster *cl, rl_locmap *m, int err) {
     pthread_cond_broadcast(&cl->map_cv);
     pthread_mutex_unlock(&cl->mu);
     rl__locmap_unref(old);
+    for (size_t i = 0; i < n_redelay; i++) {
+        cconn *cc = redelay[i];
+        pthread_mutex_lock(&cc->mu);
+        rl_conn *conn = cc->state == C_OPEN ? cc->conn : NULL;
+        pthread_mutex_unlock(&cc->mu);
+        /* cc->delayed is the loop thread's; map replies are handled there. A connection still
+         * connecting takes the new setting in on_connect. */
+        if (conn && cc->delayed) (void)rl__netem_set(conn, d_us, j_us, salt + i);
+        cconn_unref(cc);
+    }
+    rl__free(redelay);
+    if (n_redelay)
+        rl__log(RL_LOG_INFO, "cluster client: injected delay now %u us (jitter %u us) on its links", d_us, j_us);
     int fail = m ? RL_OK : err == RL_E_OPERATION_CANCELLED ? err : RL_E_CONNECTION_FAILED;
     for (creq *q = list; q; q = q->next) q->err = fail;
     if (list && !rl__loop_in_loop_thread(cl->loop) && rl__loop_post(cl->loop, continue_waiters_fn, list) == RL_OK)
@@ -1196,6 +1258,10 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
         rl_buf msg;
         rl__buf_init(&msg);
         rc = rl__locmap_new(&m.u.get_shard_map_reply, &q->newmap, &msg);
+        if (rc == RL_OK) {
+            q->newmap->delay_us = m.u.get_shard_map_reply.delay_us;
+            q->newmap->jitter_us = m.u.get_shard_map_reply.jitter_us;
+        }
         if (rc) rl__log(RL_LOG_WARN, "cluster client: unusable shard map from the coordinator: %s", msg.data);
         rl__buf_release(&msg);
         rl__arena_release(&a);
@@ -1490,11 +1556,15 @@ static void client_view(cluster *cl, rl_buf *out) {
         rl__buf_printf(out,
                        "%s{\"address\": \"%s\", \"port\": %u, \"server_id\": %u, \"state\": \"%s\", "
                        "\"pending\": %u, \"frames_sent\": %llu, \"bytes_sent\": %llu, "
-                       "\"frames_received\": %llu, \"bytes_received\": %llu}",
+                       "\"frames_received\": %llu, \"bytes_received\": %llu, \"delay_us\": %u, "
+                       "\"jitter_us\": %u, \"delayed_frames\": %llu, \"late_p50_ns\": %llu, "
+                       "\"late_p99_ns\": %llu, \"late_max_ns\": %llu}",
                        i ? ", " : "", cc->ip, cc->port, cc->server_id,
                        st == C_OPEN ? "open" : st == C_CONNECTING ? "connecting" : "closed", pend,
                        (unsigned long long)s.frames_sent, (unsigned long long)s.bytes_sent,
-                       (unsigned long long)s.frames_received, (unsigned long long)s.bytes_received);
+                       (unsigned long long)s.frames_received, (unsigned long long)s.bytes_received, s.delay_us,
+                       s.jitter_us, (unsigned long long)s.delayed_frames, (unsigned long long)s.late_p50_ns,
+                       (unsigned long long)s.late_p99_ns, (unsigned long long)s.late_max_ns);
     }
     rl__buf_printf(out, "], \"location_cache\": ");
     rl_locmap *m = cl->map;
@@ -1616,6 +1686,83 @@ int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns) 
     if (w) waiter_unref(w);
     *out_ns = t1 - t0;
     return rc;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv_ping_stats *out) {
+    if (!out) return RL_E_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    out->server_id = server_id;
+    if (!b || b->vt != &cluster_vt || n < 1 || n > RL_KV_PING_MAX) return RL_E_INVALID_ARGUMENT;
+    uint64_t *ns = rl__malloc((size_t)n * sizeof *ns);
+    if (!ns) return RL_E_OUT_OF_MEMORY;
+    int rc = RL_OK;
+    uint64_t sum = 0;
+    for (int i = 0; i < n && rc == RL_OK; i++) {
+        rc = rl__kv_cluster_ping(b, server_id, &ns[i]);
+        sum += ns[i];
+    }
+    if (rc == RL_OK) {
+        qsort(ns, (size_t)n, sizeof *ns, cmp_u64);
+        out->n = n;
+        out->min_ns = ns[0];
+        out->p50_ns = ns[(size_t)(n - 1) / 2];
+        out->p99_ns = ns[(size_t)((double)(n - 1) * 0.99 + 0.5)];
+        out->max_ns = ns[n - 1];
+        out->mean_ns = sum / (uint64_t)n;
+    }
+    rl__free(ns);
+    return rc;
+}
+
+int rl__kv_cluster_servers(rl_kv_backend *b, uint32_t *ids, int cap, int *out_n) {
+    *out_n = 0;
+    if (!b || b->vt != &cluster_vt || cap < 0) return RL_E_INVALID_ARGUMENT;
+    cluster *cl = (cluster *)b;
+    pthread_mutex_lock(&cl->mu);
+    int n = 0;
+    if (cl->map)
+        for (uint32_t i = 0; i < cl->map->n_servers; i++) {
+            if (n < cap) ids[n] = cl->map->servers[i].id;
+            n++;
+        }
+    pthread_mutex_unlock(&cl->mu);
+    *out_n = n;
+    return n > cap ? RL_E_INVALID_ARGUMENT : RL_OK;
+}
+
+int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us) {
+    if (!b || b->vt != &cluster_vt) return RL_E_INVALID_ARGUMENT;
+    cluster *cl = (cluster *)b;
+    pthread_mutex_lock(&cl->mu);
+    if (out_delay_us) *out_delay_us = cl->delay_us;
+    if (out_jitter_us) *out_jitter_us = cl->jitter_us;
+    pthread_mutex_unlock(&cl->mu);
+    return RL_OK;
+}
+
+int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl_kv_ping_stats *out) {
+    if (!db) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_ping_stats(db->be, server_id, n, out);
+}
+
+int rl__db_cluster_ping(rl_db *db, uint32_t server_id, uint64_t *out_ns) {
+    if (!db) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_ping(db->be, server_id, out_ns);
+}
+
+int rl__db_cluster_servers(rl_db *db, uint32_t *ids, int cap, int *out_n) {
+    if (!db) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_servers(db->be, ids, cap, out_n);
+}
+
+int rl__db_cluster_delay(rl_db *db, uint32_t *out_delay_us, uint32_t *out_jitter_us) {
+    if (!db) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_delay(db->be, out_delay_us, out_jitter_us);
 }
 
 static void *net_main(void *ud) {

@@ -44,6 +44,39 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
  * network thread] */
 int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns);
 
+/* Round-trip figures of n pings to one server (rl__kv_cluster_ping, one after another). */
+#define RL_KV_PING_MAX 1000000
+typedef struct {
+    uint32_t server_id; /* the server pinged (0: the coordinator) */
+    int n;              /* pings measured (0 on error) */
+    uint64_t min_ns, p50_ns, p99_ns, max_ns, mean_ns; /* of the n round trips (nearest rank) */
+} rl_kv_ping_stats;
+
+/* rl__kv_cluster_ping_stats — n (1..RL_KV_PING_MAX) PINGs to server_id on the client's own
+ * connection, so an injected delay is on the path (what `rl ping` and the campaign's RTT probe
+ * report). [out] out: zeroed, then filled on RL_OK. Errors: as rl__kv_cluster_ping, plus
+ * RL_E_INVALID_ARGUMENT (n out of range), RL_E_OUT_OF_MEMORY. [any thread but the network
+ * thread] */
+int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv_ping_stats *out);
+
+/* rl__db_cluster_ping_stats — the same for an open rl_db (its backend must be cluster:, else
+ * RL_E_INVALID_ARGUMENT). For callers above the kv layer (the campaign, rl ping). */
+int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl_kv_ping_stats *out);
+/* rl__db_cluster_ping, rl__db_cluster_servers, rl__db_cluster_delay — rl__kv_cluster_ping,
+ * rl__kv_cluster_servers and rl__kv_cluster_delay for an open rl_db (the layers above kv and the
+ * tools never reach into the rl_db). RL_E_INVALID_ARGUMENT for a NULL db or another backend. */
+int rl__db_cluster_ping(rl_db *db, uint32_t server_id, uint64_t *out_ns);
+int rl__db_cluster_servers(rl_db *db, uint32_t *ids, int cap, int *out_n);
+int rl__db_cluster_delay(rl_db *db, uint32_t *out_delay_us, uint32_t *out_jitter_us);
+
+/* rl__kv_cluster_servers — the ids of the current shard map's server list (0: the coordinator,
+ * then the storage servers), ascending, into ids (cap entries); *out_n: how many there are.
+ * RL_E_INVALID_ARGUMENT when not a cluster backend or more than cap. [any] */
+int rl__kv_cluster_servers(rl_kv_backend *b, uint32_t *ids, int cap, int *out_n);
+
+/* rl__kv_cluster_delay — the injected delay the client applies now (from its last map). [any] */
+int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us);
+
 /* ---- Retry rules (pure) ------------------------------------------------------------------- */
 
 typedef enum {

@@ -55,6 +55,9 @@ typedef struct rl_locmap {
     uint32_t n_servers;
     rl_loc_shard *shards;
     uint32_t n_shards;
+    uint32_t delay_us;   /* the cluster's injected delay (GET_SHARD_MAP reply; set by the client,
+                            not by rl__locmap_new) */
+    uint32_t jitter_us;
 } rl_locmap;
 
 /* rl__locmap_new — build a snapshot from a decoded GET_SHARD_MAP reply (copied: m may be freed

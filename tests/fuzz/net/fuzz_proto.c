@@ -60,6 +60,8 @@ static const struct {
     {RL_MSG_GET_MAPPED_RANGE, RL_FRAME_REPLY},
     {RL_MSG_GET_MULTI, 0},
     {RL_MSG_GET_MULTI, RL_FRAME_REPLY},
+    {RL_MSG_SET_DELAY, 0},
+    {RL_MSG_SET_DELAY, RL_FRAME_REPLY},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

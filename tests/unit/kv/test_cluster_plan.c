@@ -114,7 +114,7 @@ static void fx_map(fx *x, const rl_buf *bounds, int nb) {
     sh[ns].team = teams[ns];
     sh[ns].n_team = 1;
     ns++;
-    rl_msg_get_shard_map_reply m = {7, servers, 4, sh, (uint32_t)ns};
+    rl_msg_get_shard_map_reply m = {7, servers, 4, sh, (uint32_t)ns, 0, 0};
     /* Through the codec too: what the client really receives. */
     rl_buf enc;
     rl__buf_init(&enc);
@@ -496,7 +496,7 @@ TEST(cluster_plan_1_1_locmap) {
     rl_msg_server srv = {0, RL_ROLE_COORDINATOR, (const uint8_t *)"127.0.0.1", 9, 1, (const uint8_t *)"h", 1, 1};
     uint32_t team0[1] = {0};
     rl_msg_shard one = {(const uint8_t *)"a", 1, kffff, 2, team0, 1};
-    rl_msg_get_shard_map_reply bad = {1, &srv, 1, &one, 1};
+    rl_msg_get_shard_map_reply bad = {1, &srv, 1, &one, 1, 0, 0};
     rl_locmap *lm = NULL;
     rl_buf why;
     rl__buf_init(&why);

@@ -61,6 +61,8 @@ static const kind_info KINDS[] = {
     {RL_MSG_GET_MAPPED_RANGE, R, "get_mapped_range_reply"},
     {RL_MSG_GET_MULTI, 0, "get_multi_req"},
     {RL_MSG_GET_MULTI, R, "get_multi_reply"},
+    {RL_MSG_SET_DELAY, 0, "set_delay_req"},
+    {RL_MSG_SET_DELAY, R, "set_delay_reply"},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -207,6 +209,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->version = 9;
             g->servers = sv, g->n_servers = 3;
             g->shards = sh, g->n_shards = 2;
+            g->delay_us = 250, g->jitter_us = 20;
         }
         if (mx) {
             rl_msg_server *sv = alloc0(a, sizeof *sv);
@@ -219,6 +222,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->version = UINT64_MAX;
             g->servers = sv, g->n_servers = 1;
             g->shards = sh, g->n_shards = 2;
+            g->delay_us = UINT32_MAX, g->jitter_us = UINT32_MAX;
         }
         break;
     }
@@ -434,6 +438,12 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         }
         break;
     }
+    case 29: /* set_delay_req */
+        if (ty) m->u.set_delay_req.delay_us = 250, m->u.set_delay_req.jitter_us = 5;
+        if (mx) m->u.set_delay_req.delay_us = UINT32_MAX, m->u.set_delay_req.jitter_us = UINT32_MAX;
+        break;
+    case 30: /* set_delay_reply: empty */
+        break;
     default:
         fail_msg("no sample for kind %d", k);
     }
@@ -562,6 +572,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
             twb(b, s->begin, s->begin_len), twb(b, s->end, s->end_len), tw32(b, s->n_team);
             for (uint32_t j = 0; j < s->n_team; j++) tw32(b, s->team[j]);
         }
+        tw32(b, x->delay_us), tw32(b, x->jitter_us);
         break;
     }
     case RL_MSG_REGISTER_STORAGE * 2: {
@@ -673,6 +684,11 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         }
         break;
     }
+    case RL_MSG_SET_DELAY * 2:
+        tw32(b, m->u.set_delay_req.delay_us), tw32(b, m->u.set_delay_req.jitter_us);
+        break;
+    case RL_MSG_SET_DELAY * 2 + 1:
+        break;
     default:
         fail_msg("tw_msg: no layout for type %u flags %u", m->type, m->flags);
     }
@@ -767,12 +783,12 @@ TEST(net_1_1_type_names) {
         const char *n = rl__msg_type_name(t);
         ASSERT_NOT_NULL(n);
         if (is_known) ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0 && !strstr(n, "RESERVED"));
-        if (t >= 30 && t <= 49) {
+        if (t >= 30 && t <= 49 && t != RL_MSG_SET_DELAY) {
             ASSERT_FALSE(is_known);
             ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0);
         }
     }
-    ASSERT_EQ(known, 14);
+    ASSERT_EQ(known, 15);
     for (int k = 0; k < N_KINDS; k++) ASSERT_TRUE(rl__msg_type_known(KINDS[k].type));
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_GET_RANGE), "GET_RANGE");
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_HELLO), "HELLO");
@@ -1694,6 +1710,7 @@ TEST(net_4_7_dispatch) {
     ASSERT_RC(rl__msg_decode(3, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
     ASSERT_TRUE(strstr(why.text, "type 3") != NULL);
     for (int t = 30; t <= 49; t++) {
+        if (t == RL_MSG_SET_DELAY) continue; /* known since issue 14 */
         ASSERT_RC(rl__msg_decode((uint16_t)t, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
         ASSERT_RC(rl__msg_decode((uint16_t)t, R, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
     }

@@ -213,7 +213,7 @@ TEST(ssb_1_3_two_servers) {
     rl_msg_shard shs[3] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len, t1, 1},
                            {split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2, t2, 1},
                            {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1, t1, 1}};
-    rl_msg_get_shard_map_reply map = {1, svs, 2, shs, 3};
+    rl_msg_get_shard_map_reply map = {1, svs, 2, shs, 3, 0, 0};
     f1.map = map, f2.map = map;
     rl_keyrange r1[] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len}, {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1}};
     rl_keyrange r2[] = {{split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2}};

@@ -168,7 +168,7 @@ static void cluster2_up_map(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms
     c->shards[0] = (rl_msg_shard){(const uint8_t *)"", 0, g_split.data, (uint32_t)g_split.len, c->team1, 1};
     c->shards[1] = (rl_msg_shard){g_split.data, (uint32_t)g_split.len, (const uint8_t *)"\xff", 1, c->team2, 1};
     c->shards[2] = (rl_msg_shard){(const uint8_t *)"\xff", 1, (const uint8_t *)"\xff\xff", 2, c->team0, 1};
-    rl_msg_get_shard_map_reply map = {1, c->servers, 3, c->shards, 3};
+    rl_msg_get_shard_map_reply map = {1, c->servers, 3, c->shards, 3, 0, 0};
     c->f1.map = map;
     c->f1.map.n_servers = (uint32_t)n_servers1; /* 2: server 2 not registered yet */
     c->f2.map = map;
