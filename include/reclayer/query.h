@@ -41,8 +41,8 @@
  *                   start position if it returned none), so no row is repeated or skipped. The
  *                   fallback is not recorded in the continuation. A failure after the fallback is
  *                   RL_E_FALLBACK_FAILED; rl_cursor_error_cause gives the underlying error.
- *   ADAPTIVE        runs the scan in pages (the first of at most 256 entries, then doubling up to
- *                   4,096; never more than the return limit leaves) and, before each page,
+ *   ADAPTIVE        runs the scan in pages (of at most 1,024 entries; never more than the return
+ *                   limit leaves) and, before each page,
  *                   estimates what it would cost with SCAN_AND_FETCH and with USE_REMOTE_FETCH
  *                   (src/query/adaptive.h: the rows, bytes per row, pipeline depth, the round
  *                   trips the client measured to the index's and the records' servers, the share

@@ -67,9 +67,11 @@
 
 #define DEFAULT_PIPELINE 10
 #define MAX_ENTRY_COLS 64
-/* ADAPTIVE: a page is at most this many entries: the cursor's first, then doubling up to MAX. */
-#define AD_PAGE_FIRST 256
-#define AD_PAGE_MAX 4096
+/* ADAPTIVE: a page is at most this many entries (and no more than the return limit leaves).
+ * One size for every page of a long scan, so its pages fall in one size class of the model and
+ * each page's observation calibrates the next decision (doubling pages would visit a fresh class
+ * every time). */
+#define AD_PAGE_ROWS 1024
 #define AD_TEST_ENV "RL_QUERY_ADAPTIVE_TEST"
 #define AD_EWMA 0.25 /* weight of a page in the database's bytes-per-row and remote share */
 
@@ -220,7 +222,6 @@ struct rl_cursor {
     uint64_t page_ns;         /* time spent inside rl_cursor_next on it */
     uint64_t in_t0;           /* rl__clock_mono_ns() when the current call (or page) started */
     int in_call;              /* inside rl_cursor_next (its time counts) */
-    int64_t next_page_rows;   /* the size of the next page (AD_PAGE_FIRST, doubling) */
     rl__adaptive_decision ad_dec; /* the running page's decision */
     uint64_t cur_local, cur_remote; /* the page's mapped entries read locally / elsewhere */
     rl_buf explain;           /* o.explain: one line per page */
@@ -433,6 +434,13 @@ static int read_limit(const rl_cursor *c) {
         if (lim == 0 || left < lim) lim = (int)left;
     }
     return lim;
+}
+
+/* The streaming mode of index and mapped reads: ITERATOR (small first reads, growing), except in
+ * an ADAPTIVE page, whose size is known: WANT_ALL with the page's limit (read_limit), so a page
+ * is one read unless the servers' reply cap cuts it (what the cost model assumes). */
+static rl_streaming_mode stream_mode(const rl_cursor *c) {
+    return c->page_on ? RL_STREAMING_WANT_ALL : RL_STREAMING_ITERATOR;
 }
 
 /* ADAPTIVE: 1 when the page's reads received all its entries (its sources read no more). */
@@ -662,8 +670,7 @@ static int request_page(rl_cursor *c) {
     }
     c->k.reads_range++;
     c->pf_d0 = c->depth;
-    c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, 0, RL_STREAMING_ITERATOR,
-                             c->iteration++, read_flags(c));
+    c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, 0, stream_mode(c), c->iteration++, read_flags(c));
     return 1;
 }
 
@@ -834,8 +841,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
         c->k.mapped_range_requests++;
         c->mf_d0 = c->depth;
         c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
-                                        read_limit(c), 0, RL_STREAMING_ITERATOR, c->iteration++,
-                                        read_flags(c));
+                                        read_limit(c), 0, stream_mode(c), c->iteration++, read_flags(c));
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
             return rc;
@@ -986,8 +992,7 @@ static void page_end(rl_cursor *c) {
 /* Start the next page: decide its method (rl__adaptive_decide under the database's lock), count
  * and explain the decision, and start that method's source after the last consumed entry. */
 static int page_begin(rl_cursor *c) {
-    int64_t rows = c->ad_test_rows > 0 ? c->ad_test_rows : c->next_page_rows;
-    if (c->ad_test_rows <= 0 && c->next_page_rows < AD_PAGE_MAX) c->next_page_rows *= 2;
+    int64_t rows = c->ad_test_rows > 0 ? c->ad_test_rows : AD_PAGE_ROWS;
     if (c->o.limit > 0 && c->o.limit - c->rows < rows) rows = c->o.limit - c->rows;
     if (rows < 1) rows = 1;
     rl__adaptive_inputs in;
@@ -1238,7 +1243,6 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     if (o.fetch == RL_FETCH_ADAPTIVE) {
         /* The first page's method is decided at the first rl_cursor_next. */
         c->adaptive = 1;
-        c->next_page_rows = AD_PAGE_FIRST;
         c->ad_sf_only = c->mapper_rc != RL_OK || o.snapshot;
         if (!(c->ad = ad_state_of(rl__txn_db(txn)))) {
             rc = RL_E_OUT_OF_MEMORY;
