@@ -136,8 +136,25 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     rl__adaptive_class *c = &m->cls[cls];
     double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
-    /* The first observation of a class replaces the prior (borrowed or 1) outright. */
-    c->log_factor[k] = c->observed[k] ? (1 - RL__ADAPTIVE_ALPHA) * c->log_factor[k] + RL__ADAPTIVE_ALPHA * x : x;
+    /* The first observation of a class replaces the prior (borrowed or 1) outright; later ones
+     * move the mean by alpha times their deviation, bounded (adaptive.h: one page slowed down by
+     * something else on the machine must not make a method look worse beyond the exploration
+     * bound, where it would never be observed again). */
+    if (c->observed[k]) {
+        double dev = x - c->log_factor[k];
+        if (dev > RL__ADAPTIVE_DEV_UP) {
+            /* Slower than expected by more than 2x: count it fully only when the page before
+             * was such a surprise too (a real change repeats; a hiccup does not). */
+            if (!c->surprised[k]) dev = RL__ADAPTIVE_DEV_UP;
+            c->surprised[k] = 1;
+        } else {
+            c->surprised[k] = 0;
+            if (dev < -RL__ADAPTIVE_DEV_DOWN) dev = -RL__ADAPTIVE_DEV_DOWN;
+        }
+        c->log_factor[k] += RL__ADAPTIVE_ALPHA * dev;
+    } else {
+        c->log_factor[k] = x;
+    }
     if (c->observed[k] < UINT32_MAX) c->observed[k]++;
 }
 

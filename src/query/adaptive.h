@@ -24,8 +24,15 @@
  * strategy (FoundationDB's: one batch of separate reads after another) or one per mapped page
  * holding remote records for `grouped`. Each method's estimate is then multiplied by its
  * calibration factor for the page's size class (rows bucketed by powers of two), learned as an
- * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA, so a
- * factor that is off by 10x is within 10 % after about 6 observations.
+ * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA: the
+ * class's first observation replaces the prior outright; each later one moves the mean by ALPHA
+ * times its deviation from it, the deviation bounded below by -ln 4 (RL__ADAPTIVE_DEV_DOWN: one
+ * page at most halves a factor) and, unless the previous observation of that class and method
+ * was such a surprise too, above by +ln 2 (RL__ADAPTIVE_DEV_UP: a single page slower than 2x the
+ * estimate raises the factor by at most √2). Page times are noisy upwards (another process on the
+ * machine only ever adds time), and a method made to look worse than the exploration bound by
+ * one slow page would never be observed again; a real slowdown repeats, and is then counted in
+ * full (a factor 50x too low is corrected to within 2.5x of the truth by the third page).
  *
  * Exploration: every RL__ADAPTIVE_EXPLORE_EVERY-th decision of a size class runs the other method
  * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's, and a
@@ -45,6 +52,8 @@
 #define RL__ADAPTIVE_ALPHA 0.5          /* weight of a new observation in the log factor */
 #define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
 #define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
+#define RL__ADAPTIVE_DEV_UP 0.6931471805599453   /* ln 2: the largest upward deviation counted */
+#define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906 /* ln 4: the largest downward deviation counted */
 #define RL__ADAPTIVE_FACTOR_MIN 0.01    /* calibration factors are clamped to [MIN, MAX] */
 #define RL__ADAPTIVE_FACTOR_MAX 100.0
 
@@ -81,6 +90,7 @@ typedef struct {
     double log_factor[2];     /* per method: mean log(observed / estimated) */
     uint32_t observed[2];     /* observations per method */
     uint32_t decisions;       /* decisions made in this class */
+    uint8_t surprised[2];     /* per method: its last observation was > 2x its estimate */
 } rl__adaptive_class;
 
 typedef struct {
