@@ -194,7 +194,8 @@ static void touch_record(qt_env *e, rl_txn *t, int64_t id) {
 }
 
 /* query_2_3: remote fetch fails with 2039 when the transaction wrote inside the ranges, before
- * any row; USE_REMOTE_FETCH fails, the fallback returns every row once. */
+ * any row; USE_REMOTE_FETCH fails, the fallback returns every row once, and so does ADAPTIVE
+ * (its remote page resumed with SCAN_AND_FETCH). */
 TEST(query_2_3_fallback_before_any_row) {
     qt_env e;
     uint64_t rs = rl_test_seed();
@@ -231,6 +232,24 @@ TEST(query_2_3_fallback_before_any_row) {
         ASSERT_OK(drain(c, want + 4, n_want - 4, &got));
         ASSERT_EQ(got, n_want - 4);
         rl_cursor_free(c);
+        /* ADAPTIVE in the test mode (one page of 100 entries: a remote one): the page meets the
+         * write (2039) and is resumed with SCAN_AND_FETCH; no error, every row. */
+        setenv("RL_QUERY_ADAPTIVE_TEST", "alternate:100", 1);
+        for (int skip = 0; skip <= 4; skip += 4) {
+            o.fetch = RL_FETCH_ADAPTIVE;
+            o.skip = skip;
+            got = 0;
+            ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+            ASSERT_OK(drain(c, want + skip, n_want - skip, &got));
+            ASSERT_EQ(got, n_want - skip);
+            rl_cursor_get_counters(c, &k);
+            ASSERT_EQ(k.fallbacks, 1);
+            ASSERT_EQ(k.fallback_error, RL_E_GET_MAPPED_RANGE_READS_YOUR_WRITES);
+            ASSERT_EQ(k.pages_remote_fetch, 1);
+            ASSERT_EQ(k.pages_scan_and_fetch, 1);
+            rl_cursor_free(c);
+        }
+        unsetenv("RL_QUERY_ADAPTIVE_TEST");
         rl_txn_free(t);
     }
     qt_close(&e);
