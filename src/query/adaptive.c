@@ -121,8 +121,12 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     m->decisions++;
     int within = out->est_ns[other] <= RL__ADAPTIVE_EXPLORE_MAX * out->est_ns[best];
     int due = c->decisions % RL__ADAPTIVE_EXPLORE_EVERY == 0 || (c->observed[other] == 0 && c->observed[best] > 0);
+    /* The long-period probe: a method past the exploration bound (a stale or cold-start
+     * estimate) is still tried now and then, when it is estimated at most PROBE_MAX slower. */
+    int probe = c->decisions % RL__ADAPTIVE_PROBE_EVERY == 0 &&
+                out->est_ns[other] <= RL__ADAPTIVE_PROBE_MAX * out->est_ns[best];
     out->method = best;
-    if (within && due) {
+    if ((within && due) || probe) {
         out->method = other;
         out->explored = 1;
         m->explorations++;
@@ -136,11 +140,16 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     rl__adaptive_class *c = &m->cls[cls];
     double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
-    /* The first observation of a class replaces the prior (borrowed or 1) outright; later ones
+    /* A first observation of a class faster than the prior (borrowed or 1) replaces it outright;
+     * a slower one, and later ones,
      * move the mean by alpha times their deviation, bounded (adaptive.h: one page slowed down by
      * something else on the machine must not make a method look worse beyond the exploration
      * bound, where it would never be observed again). */
-    if (c->observed[k]) {
+    if (c->observed[k] || x > log(factor_of(m, cls, k))) {
+        /* (A first observation slower than the prior is bounded like any other: it is often a
+         * cold start — the process's first query — and would otherwise put the method beyond
+         * the exploration bound for good.) */
+        if (!c->observed[k]) c->log_factor[k] = log(factor_of(m, cls, k));
         double dev = x - c->log_factor[k];
         if (dev > RL__ADAPTIVE_DEV_UP) {
             /* Slower than expected by more than 2x: count it fully only when the page before

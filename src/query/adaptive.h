@@ -25,7 +25,9 @@
  * holding remote records for `grouped`. Each method's estimate is then multiplied by its
  * calibration factor for the page's size class (rows bucketed by powers of two), learned as an
  * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA: the
- * class's first observation replaces the prior outright; each later one moves the mean by ALPHA
+ * class's first observation replaces the prior outright when it is faster than the prior says;
+ * a slower first one (often a cold start: the process's first query), and each later one, moves
+ * the mean by ALPHA
  * times its deviation from it, the deviation bounded below by -ln 4 (RL__ADAPTIVE_DEV_DOWN: one
  * page at most halves a factor) and, unless the previous observation of that class and method
  * was such a surprise too, above by +ln 2 (RL__ADAPTIVE_DEV_UP: a single page slower than 2x the
@@ -38,7 +40,10 @@
  * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's, and a
  * size class whose other method was never observed explores it once under the same bound; so
  * exploration costs at most (EXPLORE_MAX - 1) / EXPLORE_EVERY of the chosen time in the long run
- * (2.5 % with the defaults), plus at most one bounded probe per size class.
+ * (2.5 % with the defaults), plus at most one bounded probe per size class. And every
+ * RL__ADAPTIVE_PROBE_EVERY-th decision of a class runs the other method when it is estimated at
+ * most RL__ADAPTIVE_PROBE_MAX times slower (a method past the exploration bound because of a
+ * stale estimate is not lost for good): at most (PROBE_MAX - 1) / PROBE_EVERY more (0.6 %).
  */
 #ifndef RL_QUERY_ADAPTIVE_H
 #define RL_QUERY_ADAPTIVE_H
@@ -52,6 +57,8 @@
 #define RL__ADAPTIVE_ALPHA 0.5          /* weight of a new observation in the log factor */
 #define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
 #define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
+#define RL__ADAPTIVE_PROBE_EVERY 500    /* decisions of a class between long-period probes */
+#define RL__ADAPTIVE_PROBE_MAX 4.0      /* probe only a method estimated at most this much slower */
 #define RL__ADAPTIVE_DEV_UP 0.6931471805599453   /* ln 2: the largest upward deviation counted */
 #define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906 /* ln 4: the largest downward deviation counted */
 #define RL__ADAPTIVE_FACTOR_MIN 0.01    /* calibration factors are clamped to [MIN, MAX] */
