@@ -85,6 +85,7 @@ typedef struct {
     double frac_remote;    /* EWMA of remote pages' share of records read elsewhere */
     int have_frac;
     int costs_set;         /* the priors were chosen for the backend (networked or not) */
+    int networked;         /* the backend is networked (rl_kv_locality.networked) */
 } ad_state;
 
 static void ad_state_init(void *p) {
@@ -105,6 +106,7 @@ static ad_state *ad_state_of(rl_db *db) {
         rl_kv_locality l;
         rl__db_locality(db, (const uint8_t *)"", 0, &l);
         if (!l.networked) a->m.costs = rl__adaptive_embedded_costs();
+        a->networked = l.networked;
         a->costs_set = 1;
     }
     pthread_mutex_unlock(&a->mu);
@@ -437,10 +439,13 @@ static int read_limit(const rl_cursor *c) {
 }
 
 /* The streaming mode of index and mapped reads: ITERATOR (small first reads, growing), except in
- * an ADAPTIVE page, whose size is known: WANT_ALL with the page's limit (read_limit), so a page
- * is one read unless the servers' reply cap cuts it (what the cost model assumes). */
+ * an ADAPTIVE page on a networked database, whose size is known: WANT_ALL with the page's limit
+ * (read_limit), so a page is one read (one round trip) unless the servers' reply cap cuts it —
+ * what the cost model assumes. Embedded, round trips cost nothing and one big read costs a big
+ * result arena per page (malloc's mmap threshold: page faults), so ADAPTIVE keeps ITERATOR there,
+ * its iteration continuing across pages (page_begin). */
 static rl_streaming_mode stream_mode(const rl_cursor *c) {
-    return c->page_on ? RL_STREAMING_WANT_ALL : RL_STREAMING_ITERATOR;
+    return c->page_on && c->ad->networked ? RL_STREAMING_WANT_ALL : RL_STREAMING_ITERATOR;
 }
 
 /* ADAPTIVE: 1 when the page's reads received all its entries (its sources read no more). */
@@ -1028,7 +1033,10 @@ static int page_begin(rl_cursor *c) {
     c->page_ns = 0;
     c->in_t0 = rl__clock_mono_ns();
     c->cur_local = c->cur_remote = 0;
-    return src_start(c, c->ad_dec.method == RL__ADAPTIVE_RF ? SRC_REMOTE : SRC_SCAN);
+    int iteration = c->iteration > 0 ? c->iteration : 1; /* ITERATOR's growth goes on */
+    int rc = src_start(c, c->ad_dec.method == RL__ADAPTIVE_RF ? SRC_REMOTE : SRC_SCAN);
+    c->iteration = iteration;
+    return rc;
 }
 
 /* ============================================================================================
