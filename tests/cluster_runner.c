@@ -42,7 +42,7 @@ static void forward(int sig) {
 int main(int argc, char **argv) {
     int n_storage = 1, shards = 0, no_sync = 0, n_hosts = 0;
     int64_t window = 0, delay_us = 0, jitter_us = 0;
-    const char *split = NULL, *split_file = NULL;
+    const char *split = NULL, *split_file = NULL, *engine = NULL;
     const char *prog[256];
     int n_prog = 0;
     const rl_arg opts[] = {
@@ -62,6 +62,8 @@ int main(int argc, char **argv) {
          .help = "injected one-way delay between hosts (the client included)"},
         {.name = "jitter-us", .kind = RL_ARG_INT64, .dest = &jitter_us, .metavar = "J", .min = 0, .max = 10000000,
          .help = "its jitter"},
+        {.name = "engine", .kind = RL_ARG_STRING, .dest = &engine, .metavar = "NAME",
+         .help = "the storage servers' engine (memory or ssd)"},
         {0}};
     const rl_arg pos[] = {{.name = "PROGRAM", .kind = RL_ARG_STRING, .dest = prog, .flags = RL_ARG_MULTI,
                            .max_count = 255, .count = &n_prog, .help = "the test program and its arguments"},
@@ -117,6 +119,7 @@ int main(int argc, char **argv) {
         o.storage_per_host = n_storage / n_hosts;
         o.host_addresses = 1;
     }
+    o.engine = engine;
     o.timeout_ms = 60000;
     rl_test_cluster c;
     int rc = rl_test_cluster_start(&c, &o);

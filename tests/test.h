@@ -71,12 +71,21 @@ const char *rl_test_group_name(const char *argv0);
 /* The seed for randomized tests: RL_SEED if set, else from the clock. Printed on every call as
  * "seed = N (replay with RL_SEED=N)". */
 uint64_t rl_test_seed(void);
+
+/* rl_test_machine_busy — 1 when the 1-minute load average is above the number of CPUs (then it
+ * prints both): tests that check a latency figure use a loose bound on a busy machine, since a
+ * thread preempted for milliseconds makes any tight bound fail without a defect. */
+int rl_test_machine_busy(void);
 /* A small fast PRNG (splitmix64) for tests. */
 uint64_t rl_test_rand(uint64_t *state);
 /* Uniform in [0, n). */
 uint64_t rl_test_rand_below(uint64_t *state, uint64_t n);
 /* The backend URL under test: RL_TEST_URL, default "mem:". Static storage. */
 const char *rl_test_url(void);
+/* A file: URL without a directory ("file:" or "file:?engine=ssd") made concrete: a fresh
+ * temporary directory (removed at exit) with the query kept, e.g. "file:/tmp/rltest-db-X?engine=
+ * ssd". Any other URL is returned as it is. The result lives until exit. */
+const char *rl_test_fresh_url(const char *url);
 /* Absolute path of a file under tests/data (static buffer, overwritten by the next call). */
 const char *rl_test_data_path(const char *rel);
 /* Make a fresh empty directory under $TMPDIR (or /tmp); returns a heap string (free()). */
@@ -102,8 +111,8 @@ static inline int rl_test_is_cluster(const char *url) { return url && !strncmp(u
 
 /* rl_test_clear_cluster — on a cluster: database, clear the user keyspace ["", "\xff") and the
  * system keys tests write (everything in ["\xff\x00", "\xff\xff") except the coordinator's
- * \xff/keyServers/ and \xff/serverList/), retrying as rl_db_run does: a cluster serves every test
- * of a program (and the embedded backends start empty), so each test starts from an empty
+ * \xff/keyServers/, \xff/moveKeys/ and \xff/serverList/), retrying as rl_db_run does: a cluster
+ * serves every test of a program (and the embedded backends start empty), so each test starts from an empty
  * keyspace. Returns RL_OK or the error. Header-only so that test programs that never open a
  * database do not link the KV layer. */
 static inline int rl_test_clear_cluster_fn_(rl_txn *t, void *ctx) {
@@ -112,7 +121,8 @@ static inline int rl_test_clear_cluster_fn_(rl_txn *t, void *ctx) {
 #define RL_TEST_CLEAR_(b, e) rl_txn_clear_range(t, b, sizeof b - 1, e, sizeof e - 1)
     if (!rc) rc = RL_TEST_CLEAR_("", "\xff");
     if (!rc) rc = RL_TEST_CLEAR_("\xff\x00", "\xff/keyServers/");
-    if (!rc) rc = RL_TEST_CLEAR_("\xff/keyServers0", "\xff/serverList/");
+    if (!rc) rc = RL_TEST_CLEAR_("\xff/keyServers0", "\xff/moveKeys/");
+    if (!rc) rc = RL_TEST_CLEAR_("\xff/moveKeys0", "\xff/serverList/");
     if (!rc) rc = RL_TEST_CLEAR_("\xff/serverList0", "\xff\xff");
 #undef RL_TEST_CLEAR_
     return rc;
@@ -130,10 +140,11 @@ static inline int rl_test_clear_fdb_fn_(rl_txn *t, void *ctx) {
     return rl_txn_clear_range(t, "", 0, "\xff", 1);
 }
 
-/* rl_test_db_open — rl_db_open(url, opts, out), then, when url is cluster:, rl_test_clear_cluster
+/* rl_test_db_open — rl_db_open(rl_test_fresh_url(url), opts, out), then, when url is cluster:, rl_test_clear_cluster
  * (fdb:, rl_test_clear_fdb: a FoundationDB cluster outlives the tests too). Returns rl_db_open's
  * error, or the clear's (the database is then closed and *out NULL). */
 static inline int rl_test_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
+    url = rl_test_fresh_url(url);
     int rc = rl_db_open(url, opts, out);
     if (rc || (!rl_test_is_cluster(url) && !rl_test_is_fdb(url))) return rc;
     rc = rl_test_is_fdb(url) ? rl_db_run(*out, rl_test_clear_fdb_fn_, NULL) : rl_test_clear_cluster(*out);

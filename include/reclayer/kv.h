@@ -3,6 +3,9 @@
  * A database (rl_db) is opened from a URL:
  *   mem:            embedded, in memory, nothing on disk
  *   file:DIR        embedded, durable in DIR (which must exist; one process at a time)
+ *   file:DIR?engine=ssd
+ *                   the same with the storage engine named (memory or ssd; rl_db_options.engine);
+ *                   "&checkpoint_bytes=N" (or alone) sets rl_db_options.checkpoint_log_bytes
  *   cluster:FILE    a cluster of rlkvd processes (a later issue)
  *   fdb:FILE        FoundationDB through libfdb_c (a later issue)
  *
@@ -40,6 +43,18 @@ typedef struct rl_future rl_future;
 /* Read flags (bit set). Unknown bits are refused with RL_E_INVALID_ARGUMENT. */
 #define RL_SNAPSHOT 0x1 /* snapshot read: no read conflict range */
 #define RL_REVERSE 0x2  /* ranges: newest key first */
+/* Mapped ranges on a cluster: how a storage server reads the secondaries other servers hold, for
+ * this request (neither flag: the database's rl_db_options.mapped_secondary_strategy; both:
+ * RL_E_INVALID_ARGUMENT). Other backends accept and ignore them. */
+#define RL_MAPPED_INDIVIDUAL 0x4 /* FoundationDB's: batches of 10 separate reads, one after another */
+#define RL_MAPPED_GROUPED 0x8    /* the page's remote secondaries grouped by owner, one round trip */
+
+/* rl_db_options.mapped_secondary_strategy (docs/design.md §8.4, "Strategies"). */
+typedef enum {
+    RL_SECONDARY_DEFAULT = 0,    /* the cluster's default (docs/design.md §8.4) */
+    RL_SECONDARY_INDIVIDUAL = 1, /* RL_MAPPED_INDIVIDUAL for every mapped range */
+    RL_SECONDARY_GROUPED = 2,    /* RL_MAPPED_GROUPED for every mapped range */
+} rl_secondary_strategy;
 
 /* Streaming modes (FoundationDB's numbers). */
 typedef enum {
@@ -128,7 +143,8 @@ typedef struct {
     uint32_t size;                 /* sizeof(rl_db_options) */
     int no_sync;                   /* file: skip fsync (faster, not durable against power loss) */
     uint64_t window_versions;      /* MVCC window in versions; 0 = 5,000,000 (5 s) */
-    uint64_t checkpoint_log_bytes; /* file: checkpoint every this many log bytes; 0 = 64 MiB */
+    uint64_t checkpoint_log_bytes; /* file: checkpoint (ssd: flush to LMDB) every this many log
+                                    * bytes; 0 = 64 MiB (ssd: 16 MiB) */
     /* Bounded fan-out of mapped ranges (DESIGN §3): each secondary range read returns at most
      * this many rows / about this many bytes, and is marked `more` when cut off (the caller
      * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */
@@ -141,7 +157,18 @@ typedef struct {
      * or write conflict ranges fails with RL_E_READ_ONLY_DATABASE; reads work as usual. Read
      * only when size covers it (docs/file-format.md, Recovery). */
     int read_only;
+    /* cluster: the storage-to-storage strategy of mapped ranges whose request names none
+     * (rl_secondary_strategy; the URL's ?secondary=individual|grouped overrides it). Other
+     * backends ignore it. Read only when size covers it. */
+    int mapped_secondary_strategy;
+    /* file: the storage engine (docs/design.md §4): RL_DB_ENGINE_DEFAULT (0) opens whatever the
+     * directory holds (memory for a new one); RL_DB_ENGINE_MEMORY or RL_DB_ENGINE_SSD create a
+     * new directory with that engine and refuse (RL_E_INVALID_ARGUMENT, naming both) one that
+     * holds the other. A URL's "?engine=NAME" overrides it. Read only when size covers it. */
+    int engine;
 } rl_db_options;
+
+enum { RL_DB_ENGINE_DEFAULT = 0, RL_DB_ENGINE_MEMORY = 1, RL_DB_ENGINE_SSD = 2 };
 
 /* ---- Database ---------------------------------------------------------------------------- */
 
@@ -150,8 +177,9 @@ typedef struct {
  * Errors: RL_E_BAD_URL (unknown scheme), RL_E_FILE_NOT_FOUND (file: directory missing),
  * RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT (a damaged, junk
  * or missing file: the message, from rl_last_error_detail, names it and the offset; no file is
- * changed — docs/file-format.md, Recovery), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
- * RL_E_INVALID_ARGUMENT. */
+ * changed — docs/file-format.md, Recovery), RL_E_CORRUPT_DATA (ssd: a damaged or foreign
+ * data.mdb or ENGINE, named in the message), RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY,
+ * RL_E_INVALID_ARGUMENT (also: the directory holds the other storage engine, both named). */
 RL_API int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out);
 /* rl_db_close — close; every transaction of the db must be freed first. NULL is a no-op. */
 RL_API void rl_db_close(rl_db *db);
@@ -217,7 +245,8 @@ RL_API rl_future *rl_txn_get_range(rl_txn *txn, rl_key_selector begin, rl_key_se
  * (rl_future_get_mapped_keyvalue_array). Requires serializable reads (RL_SNAPSHOT is refused
  * with RL_E_UNSUPPORTED_OPERATION, as in FoundationDB); a transaction that already wrote inside
  * the primary range or any secondary read fails with get_mapped_range_reads_your_writes (2039).
- * Adds read conflict ranges for the primary range and every secondary read. */
+ * Adds read conflict ranges for the primary range and every secondary read. flags: RL_REVERSE,
+ * and at most one of RL_MAPPED_INDIVIDUAL / RL_MAPPED_GROUPED (both: RL_E_INVALID_ARGUMENT). */
 RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end,
                                           const void *mapper, size_t mapper_len, int limit,
                                           int target_bytes, rl_streaming_mode mode, int iteration,

@@ -137,6 +137,11 @@ typedef struct {
     void *clock_ud;
     int trace;                    /* 1: record the timeline of the query's requests
                                    * (rl_cursor_get_trace); 0: none (costs nothing) */
+    /* Remote fetch on a cluster: how the storage server holding an index page reads the records
+     * other servers hold (rl_secondary_strategy: 0 the database's default, RL_SECONDARY_INDIVIDUAL
+     * or RL_SECONDARY_GROUPED; passed as RL_MAPPED_* flags of each mapped read). Ignored by
+     * other backends and fetch methods. Read only when size covers it. */
+    int secondary_strategy;
     int explain;                  /* ADAPTIVE: 1 keeps one line per page explaining its method
                                    * (rl_cursor_explain); 0: none */
 } rl_query_options;

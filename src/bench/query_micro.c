@@ -48,6 +48,7 @@ typedef struct {
     sqlite3_stmt *begin, *commit;
     int padding; /* bytes of padding per record */
     int loaded;
+    int secondary; /* rl_query_options.secondary_strategy of the ops */
 } dataset;
 
 /* The rounds of one case. */
@@ -276,6 +277,7 @@ static int rl_op(dataset *d, rl_fetch_method m, int limit, int reverse, uint64_t
     qo.fetch = m;
     qo.limit = limit;
     qo.reverse = reverse;
+    qo.secondary_strategy = d->secondary;
     if ((rc = rl_txn_begin(d->db, &t)) || (rc = rl_cursor_open(d->st, t, "price_idx", &qo, &c))) goto done;
     while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
         const Reclayer__Order *o = (const Reclayer__Order *)row->record->msg;
@@ -459,6 +461,7 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
     dataset ds[D_COUNT];
     const int repeats = o->repeats;
     memset(ds, 0, sizeof ds);
+    for (int d = 0; d < D_COUNT; d++) ds[d].secondary = o->secondary;
     if (!res) return RL_E_OUT_OF_MEMORY;
     rl_db *shared = NULL; /* --db: one handle for both datasets */
     if (o->db && (rc = rl_db_open(o->db, NULL, &shared))) {

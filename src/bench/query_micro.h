@@ -56,6 +56,8 @@ typedef struct {
     int stats;        /* 1: after each case's rounds, one more op (untimed) with the query's
                        * tracing counters, printed as a trace summary table per case (requests,
                        * round trips, bytes per op; all 0 on embedded) and in the JSON */
+    int secondary;    /* rl_query_options.secondary_strategy of the remote cases (0: the
+                       * database's; only a cluster uses it) */
 } rl_query_micro_options;
 
 /* rl__bench_query_micro_check — check the options before a run: every field in its range and

@@ -135,6 +135,8 @@ struct rl_kv_read {
     int reverse;
     const uint8_t *mapper;       /* RL_KV_GET_MAPPED: the packed mapper tuple */
     size_t mapper_len;
+    int secondary_strategy;      /* RL_KV_GET_MAPPED: rl_secondary_strategy (0: the database's);
+                                  * only the cluster backend uses it */
     rl_arena *arena;             /* results are allocated here */
     void (*done)(rl_kv_read *r, int err);
     void *ud;                    /* the caller's */
@@ -209,7 +211,8 @@ typedef struct {
                              * from requests sent while none other was in flight on the connection
                              * when there are such, else from all (0: nothing measured yet) */
     uint32_t rtt_samples;   /* samples behind rtt_ns (summed over the team) */
-    int strategy;           /* mapped reads' secondary strategy: 1 individual, 2 grouped (0: n/a) */
+    int strategy;           /* mapped reads' secondary strategy: 1 individual, 2 grouped (0: the
+                             * servers' default, or n/a) */
     int s2s_batch;          /* its batch of secondary reads (0: the server's default) */
 } rl_kv_locality;
 
@@ -252,6 +255,12 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
  * small window, from its own thread (what a network backend does), so that asynchronous
  * completion, callbacks and pipelining are tested without a network. Errors as the embedded
  * backend's, plus RL_E_BAD_URL. */
+/* Split "DIR" or "DIR?OPT&OPT" (the part of a file: URL after the colon; OPT engine=memory,
+ * engine=ssd or checkpoint_bytes=N): *out_dir a heap copy of DIR (rl__free), *out_opts a copy of
+ * opts (NULL: defaults; size = sizeof) with the URL's options applied. RL_E_BAD_URL (an option
+ * not understood; errmsg says so), RL_E_OUT_OF_MEMORY. */
+int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
+                    rl_db_options *out_opts, rl_buf *errmsg);
 int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out,
                          rl_buf *errmsg);
 

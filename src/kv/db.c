@@ -8,10 +8,14 @@
  * does not exist is RL_E_FILE_NOT_FOUND, one that is not a directory RL_E_INVALID_ARGUMENT, one
  * that cannot be examined RL_E_IO_ERROR (with strerror in the detail). The detail of the last failure of
  * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
+ * "file:DIR?engine=NAME&checkpoint_bytes=N" (also inside defer:) names the storage engine,
+ * memory or ssd, and the checkpoint (ssd: flush) threshold (rl__kv_file_url); a '?' followed
+ * by neither option is part of DIR.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -23,6 +27,53 @@
 #include "kv/kv_stats.h"
 
 static _Thread_local char last_detail[1024];
+
+int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
+                    rl_db_options *out_opts, rl_buf *errmsg) {
+    const char *q = strchr(rest, '?');
+    while (q && strncmp(q, "?engine=", 8) && strncmp(q, "?checkpoint_bytes=", 18))
+        q = strchr(q + 1, '?');
+    size_t dl = q ? (size_t)(q - rest) : strlen(rest);
+    memset(out_opts, 0, sizeof *out_opts);
+    if (opts) {
+        size_t have = opts->size ? opts->size : sizeof *opts;
+        memcpy(out_opts, opts, have < sizeof *opts ? have : sizeof *opts);
+    }
+    out_opts->size = sizeof *out_opts;
+    /* The options: NAME=VALUE pairs joined by '&'. */
+    for (const char *p = q ? q + 1 : NULL; p && *p;) {
+        const char *end = strchr(p, '&');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 10 && !strncmp(p, "engine=ssd", 10)) {
+            out_opts->engine = RL_DB_ENGINE_SSD;
+        } else if (n == 13 && !strncmp(p, "engine=memory", 13)) {
+            out_opts->engine = RL_DB_ENGINE_MEMORY;
+        } else if (n > 17 && !strncmp(p, "checkpoint_bytes=", 17)) {
+            char num[32];
+            char *e;
+            size_t nl = n - 17 < sizeof num - 1 ? n - 17 : sizeof num - 1;
+            memcpy(num, p + 17, nl);
+            num[nl] = 0;
+            unsigned long long v = strtoull(num, &e, 10);
+            if (*e || v == 0) goto bad;
+            out_opts->checkpoint_log_bytes = v;
+        } else {
+            goto bad;
+        }
+        p = end ? end + 1 : NULL;
+        continue;
+    bad:
+        if (errmsg)
+            rl__buf_printf(errmsg, "file: option '%.*s' not understood (expected engine=memory, "
+                                   "engine=ssd or checkpoint_bytes=N)", (int)(n < 100 ? n : 100), p);
+        return RL_E_BAD_URL;
+    }
+    *out_dir = rl__malloc(dl + 1);
+    if (!*out_dir) return RL_E_OUT_OF_MEMORY;
+    memcpy(*out_dir, rest, dl);
+    (*out_dir)[dl] = 0;
+    return RL_OK;
+}
 
 static void set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void set_detail(const char *fmt, ...) {
@@ -41,6 +92,7 @@ void rl_free(void *p) { rl__free(p); }
 int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     int rc;
     rl_db *db = NULL;
+    char *fdir = NULL; /* file:: the directory without its ?engine= */
     rl_buf msg;
     rl__buf_init(&msg);
     last_detail[0] = 0;
@@ -71,7 +123,13 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         }
         rc = rl__kv_embedded_open(NULL, opts, &db->be, &msg);
     } else if (!strncmp(url, "file:", 5)) {
-        const char *dir = url + 5;
+        rl_db_options fo;
+        rc = rl__kv_file_url(url + 5, opts, &fdir, &fo, &msg);
+        if (rc) {
+            set_detail("%s: %s", url, msg.len ? (const char *)msg.data : rl_error_message(rc));
+            goto fail_db;
+        }
+        const char *dir = fdir;
         struct stat sb;
         if (!*dir) {
             set_detail("file: needs a directory (file:DIR)");
@@ -97,7 +155,7 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
             rc = RL_E_INVALID_ARGUMENT;
             goto fail_db;
         }
-        rc = rl__kv_embedded_open(dir, opts, &db->be, &msg);
+        rc = rl__kv_embedded_open(dir, &fo, &db->be, &msg);
     } else if (!strncmp(url, "defer:", 6)) { /* the test backend (backend.h) */
         rc = rl__kv_deferred_open(url + 6, opts, &db->be, &msg);
     } else if (!strncmp(url, "cluster:", 8)) {
@@ -120,12 +178,14 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         goto fail_db;
     }
     rl__buf_release(&msg);
+    rl__free(fdir);
     *out = db;
     return RL_OK;
 fail_db:
     pthread_mutex_destroy(&db->mu);
     rl__free(db);
 fail:
+    rl__free(fdir);
     rl__buf_release(&msg);
     return rc;
 }

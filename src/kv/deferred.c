@@ -236,19 +236,26 @@ static const rl_kv_backend_vtable deferred_vt = {
 
 int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out,
                          rl_buf *errmsg) {
-    const char *dir = NULL;
+    char *dir = NULL;
+    rl_db_options fo;
     if (!strcmp(inner_url, "mem:")) {
         dir = NULL;
     } else if (!strncmp(inner_url, "file:", 5) && inner_url[5]) {
-        dir = inner_url + 5;
+        int frc = rl__kv_file_url(inner_url + 5, opts, &dir, &fo, errmsg);
+        if (frc) return frc;
+        opts = &fo;
     } else {
         if (errmsg) rl__buf_printf(errmsg, "defer: wraps mem: or file:DIR, not '%.200s'", inner_url);
         return RL_E_BAD_URL;
     }
     deferred *d = rl__calloc(1, sizeof *d);
-    if (!d) return RL_E_OUT_OF_MEMORY;
+    if (!d) {
+        rl__free(dir);
+        return RL_E_OUT_OF_MEMORY;
+    }
     d->base.vt = &deferred_vt;
     int rc = rl__kv_embedded_open(dir, opts, &d->in, errmsg);
+    rl__free(dir);
     if (rc) {
         rl__free(d);
         return rc;

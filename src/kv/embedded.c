@@ -176,12 +176,13 @@ static int emb_status_json(rl_kv_backend *b, rl_buf *out) {
     memset(&s, 0, sizeof s);
     rl__storage_get_status(e->st, &s);
     rl__buf_printf(out,
-                   "{\"backend\": \"embedded\", \"durable\": %s, \"read_version\": %llu, "
+                   "{\"backend\": \"embedded\", \"engine\": \"%s\", \"window_rows\": %llu, "
+                   "\"durable\": %s, \"read_version\": %llu, "
                    "\"oldest_read_version\": %llu, \"latest_version\": %llu, "
                    "\"durable_version\": %llu, \"oldest_version\": %llu, \"keys\": %llu, "
                    "\"bytes\": %llu, \"log_bytes\": %llu, \"checkpoint_version\": %llu, "
                    "\"checkpoints\": %llu, \"read_only\": %s, ",
-                   e->is_durable ? "true" : "false",
+                   s.engine, (unsigned long long)s.window_rows, e->is_durable ? "true" : "false",
                    (unsigned long long)rl__committer_read_version(e->cm),
                    (unsigned long long)rl__committer_oldest_version(e->cm),
                    (unsigned long long)s.latest_version, (unsigned long long)s.durable_version,
@@ -234,7 +235,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
     }
     rl_storage_options so;
     memset(&so, 0, sizeof so);
-    so.engine = RL_ENGINE_MEMORY;
+    so.engine = dir ? RL_ENGINE_AUTO : RL_ENGINE_MEMORY;
     so.dir = e->dir;
     if (opts) {
         so.no_sync = opts->no_sync;
@@ -254,6 +255,22 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
         }
         if (have >= offsetof(rl_db_options, read_only) + sizeof(int))
             e->read_only = opts->read_only != 0;
+        if (have >= offsetof(rl_db_options, engine) + sizeof(int)) {
+            switch (opts->engine) {
+            case RL_DB_ENGINE_DEFAULT:
+                break;
+            case RL_DB_ENGINE_MEMORY:
+                so.engine = RL_ENGINE_MEMORY;
+                break;
+            case RL_DB_ENGINE_SSD:
+                so.engine = RL_ENGINE_SSD;
+                break;
+            default:
+                rc = RL_E_INVALID_ARGUMENT;
+                if (errmsg) rl__buf_printf(errmsg, "unknown storage engine %d", opts->engine);
+                goto fail;
+            }
+        }
     }
     so.read_only = e->read_only;
     rc = rl__storage_open(&so, &e->st, errmsg);

@@ -118,6 +118,7 @@ struct txn_op {
     long target;
     const uint8_t *mapper;
     size_t mapper_len;
+    int sec_strategy;       /* OP_MAPPED: rl_secondary_strategy from the flags */
     const uint8_t *mk;      /* the readable keyspace's end */
     uint32_t mk_len;
     /* The write map as the read sees it (t->wm itself when the backend completes inline). */
@@ -265,6 +266,7 @@ static void req_init(txn_op *op, int rop) {
     r->max_key = op->mk, r->max_key_len = op->mk_len;
     r->limit = 0, r->target_bytes = 0, r->reverse = 0;
     r->mapper = NULL, r->mapper_len = 0;
+    r->secondary_strategy = 0;
     r->arena = &op->f->arena;
     r->present = 0, r->value = NULL, r->value_len = 0;
     r->rbegin = r->rend = NULL, r->rbegin_len = r->rend_len = 0;
@@ -750,6 +752,7 @@ static int step_mapped(txn_op *op) {
         op->r.reverse = op->reverse;
         op->r.mapper = op->mapper;
         op->r.mapper_len = op->mapper_len;
+        op->r.secondary_strategy = op->sec_strategy;
         return STEP_READ;
     }
     int rc = op->io_err;
@@ -1424,8 +1427,12 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
                                    int target_bytes, rl_streaming_mode mode, int iteration,
                                    int flags) {
     if (!t || (!mapper && mapper_len)) return rl__future_error(RL_FUT_MAPPED, RL_E_INVALID_ARGUMENT);
-    int rc = check_flags(flags, RL_SNAPSHOT | RL_REVERSE);
+    int rc = check_flags(flags, RL_SNAPSHOT | RL_REVERSE | RL_MAPPED_INDIVIDUAL | RL_MAPPED_GROUPED);
     if (rc) return rl__future_error(RL_FUT_MAPPED, rc);
+    if ((flags & RL_MAPPED_INDIVIDUAL) && (flags & RL_MAPPED_GROUPED))
+        return rl__future_error(RL_FUT_MAPPED, RL_E_INVALID_ARGUMENT);
+    int sec = flags & RL_MAPPED_GROUPED ? RL_SECONDARY_GROUPED
+              : flags & RL_MAPPED_INDIVIDUAL ? RL_SECONDARY_INDIVIDUAL : RL_SECONDARY_DEFAULT;
     rl_future *f = rl__future_new(RL_FUT_MAPPED);
     if (f->is_static) return f;
     rl__txn_lock(t);
@@ -1442,6 +1449,7 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
             goto now;
         so.mapper = mapper;
         so.mapper_len = mapper_len;
+        so.sec_strategy = sec;
         run_inline(&so);
         rc = so.io_err;
         goto now;
@@ -1459,6 +1467,7 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
         goto now;
     }
     op->mapper_len = mapper_len;
+    op->sec_strategy = sec;
     op_start(op);
     return f;
 now:

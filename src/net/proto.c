@@ -836,6 +836,7 @@ static void x_get_multi_req(io *s, rl_msg_get_multi_req *m) {
     }
     leave(s);
     if (!s->failed && s->decoding) m->items = it;
+    io_u64(s, &m->max_bytes, "max_bytes");
 }
 
 static void x_get_multi_reply(io *s, rl_msg_get_multi_reply *m) {
@@ -882,6 +883,54 @@ static int run_encode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl
         return s.rc;
     }
     return RL_OK;
+}
+
+/* ---- Placement (30-32) ---- */
+
+static void x_split_shard_req(io *s, rl_msg_split_shard_req *m) {
+    io_bytes(s, &m->key, &m->key_len, RL_PROTO_MAX_KEY, "key");
+}
+
+static void x_split_shard_reply(io *s, rl_msg_split_shard_reply *m) {
+    io_u64(s, &m->version, "version");
+    io_bool8(s, &m->split, "split");
+}
+
+/* A non-empty range (begin < end). */
+static void io_nonempty_range(io *s, rl_keyrange *r, const char *name) {
+    enter(s, name, NO_INDEX);
+    io_range(s, r);
+    if (!s->failed && cmp(r->begin, r->begin_len, r->end, r->end_len) == 0) bad(s, NULL, "is empty");
+    leave(s);
+}
+
+static void x_assign_shard_req(io *s, rl_msg_assign_shard_req *m) {
+    io_nonempty_range(s, &m->range, "range");
+    io_count(s, &m->n_team, 4, "team");
+    if (s->failed) return;
+    if (m->n_team == 0 || m->n_team > RL_PROTO_MAX_TEAM) {
+        bad(s, "team", "has %u members (1 to %d)", m->n_team, RL_PROTO_MAX_TEAM);
+        return;
+    }
+    uint32_t *team = io_array(s, m->team, m->n_team, sizeof *team, "team");
+    for (uint32_t j = 0; j < m->n_team && !s->failed; j++) {
+        io_u32(s, &team[j], "team");
+        for (uint32_t k = 0; k < j && !s->failed; k++)
+            if (team[k] == team[j]) bad(s, "team", "holds id %u twice", team[j]);
+    }
+    if (!s->failed && s->decoding) m->team = team;
+    io_u32(s, &m->timeout_ms, "timeout_ms");
+}
+
+static void x_assign_shard_reply(io *s, rl_msg_assign_shard_reply *m) {
+    io_u64(s, &m->version, "version");
+    io_u32(s, &m->moved, "moved");
+}
+
+static void x_move_shard_req(io *s, rl_msg_move_shard_req *m) {
+    io_u32(s, &m->storage_id, "storage_id");
+    io_nonempty_range(s, &m->range, "range");
+    io_u64(s, &m->version, "version");
 }
 
 /* Decode payload[0..len) into m (size bytes, zeroed first and again on failure) with x. */
@@ -944,7 +993,13 @@ static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t
     X(get_multi_req, get_multi_req, RL_MSG_GET_MULTI, 0, "GET_MULTI request")                      \
     X(get_multi_reply, get_multi_reply, RL_MSG_GET_MULTI, 1, "GET_MULTI reply")                    \
     X(set_delay_req, set_delay_req, RL_MSG_SET_DELAY, 0, "SET_DELAY request")                      \
-    X(set_delay_reply, empty, RL_MSG_SET_DELAY, 1, "SET_DELAY reply")
+    X(set_delay_reply, empty, RL_MSG_SET_DELAY, 1, "SET_DELAY reply") \
+    X(split_shard_req, split_shard_req, RL_MSG_SPLIT_SHARD, 0, "SPLIT_SHARD request")              \
+    X(split_shard_reply, split_shard_reply, RL_MSG_SPLIT_SHARD, 1, "SPLIT_SHARD reply")            \
+    X(assign_shard_req, assign_shard_req, RL_MSG_ASSIGN_SHARD, 0, "ASSIGN_SHARD request")          \
+    X(assign_shard_reply, assign_shard_reply, RL_MSG_ASSIGN_SHARD, 1, "ASSIGN_SHARD reply")        \
+    X(move_shard_req, move_shard_req, RL_MSG_MOVE_SHARD, 0, "MOVE_SHARD request")                  \
+    X(move_shard_reply, empty, RL_MSG_MOVE_SHARD, 1, "MOVE_SHARD reply")
 
 /* Adapters from the typed transfer functions to xfer_fn (no function pointer casts). */
 #define X(name, xname, type, dir, label)                                                           \

@@ -586,6 +586,9 @@ typedef struct {
     rl_version version;
     const rl_msg_read_item *items;
     uint32_t n_items;
+    uint64_t max_bytes; /* key + value bytes of the reply at most (the row that crosses it
+                         * included); 0: the server's default (32 MiB). Items the budget does not
+                         * reach come back unread: no rows and more 1 (appended in issue 14) */
 } rl_msg_get_multi_req;
 int rl__msg_get_multi_req_encode(rl_buf *out, const rl_msg_get_multi_req *m, rl_proto_why *why);
 int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
@@ -627,6 +630,74 @@ int rl__msg_set_delay_reply_encode(rl_buf *out, const rl_msg_set_delay_reply *m,
 int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                    rl_msg_set_delay_reply *out, rl_proto_why *why);
 
+/* ---- Placement (admin, issue 14) --------------------------------------------------------- */
+
+/* SPLIT_SHARD request (type 30, admin tool -> coordinator): split the shard holding key at key
+ * (both halves keep the team). key is below "\xff" and not "" (the keyspace's start is always a
+ * boundary). */
+typedef struct {
+    const uint8_t *key;
+    uint32_t key_len;
+} rl_msg_split_shard_req;
+int rl__msg_split_shard_req_encode(rl_buf *out, const rl_msg_split_shard_req *m,
+                                   rl_proto_why *why);
+int rl__msg_split_shard_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                   rl_msg_split_shard_req *out, rl_proto_why *why);
+
+/* SPLIT_SHARD reply: the version the map holds the boundary at (the split's commit version, or
+ * the durable version when key already was a boundary: split 0). */
+typedef struct {
+    rl_version version;
+    uint8_t split; /* 1 a boundary was added, 0 it was one already */
+} rl_msg_split_shard_reply;
+int rl__msg_split_shard_reply_encode(rl_buf *out, const rl_msg_split_shard_reply *m,
+                                     rl_proto_why *why);
+int rl__msg_split_shard_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                     rl_msg_split_shard_reply *out, rl_proto_why *why);
+
+/* ASSIGN_SHARD request (type 31, admin tool -> coordinator): make [begin, end) whole shards and
+ * move them to team. The reply comes when every shard of the range is on the team (or with an
+ * error; a timed_out error leaves the move running). */
+typedef struct {
+    rl_keyrange range;    /* begin < end (checked by the codec); end <= "\xff" (by the server) */
+    const uint32_t *team; /* storage ids, 1..RL_PROTO_MAX_TEAM, all different */
+    uint32_t n_team;
+    uint32_t timeout_ms;  /* 0: the coordinator's default (60 s) */
+} rl_msg_assign_shard_req;
+int rl__msg_assign_shard_req_encode(rl_buf *out, const rl_msg_assign_shard_req *m,
+                                    rl_proto_why *why);
+int rl__msg_assign_shard_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                    rl_msg_assign_shard_req *out, rl_proto_why *why);
+
+/* ASSIGN_SHARD reply. */
+typedef struct {
+    rl_version version; /* the last switch's commit version (the durable version if nothing
+                           had to move) */
+    uint32_t moved;     /* shards whose team changed */
+} rl_msg_assign_shard_reply;
+int rl__msg_assign_shard_reply_encode(rl_buf *out, const rl_msg_assign_shard_reply *m,
+                                      rl_proto_why *why);
+int rl__msg_assign_shard_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                      rl_msg_assign_shard_reply *out, rl_proto_why *why);
+
+/* MOVE_SHARD request (type 32, storage -> coordinator, "fetch complete"): the storage server holds
+ * range (assigned to it by a PEEK change) completely and durably from version on. */
+typedef struct {
+    uint32_t storage_id;
+    rl_keyrange range; /* begin < end */
+    rl_version version;
+} rl_msg_move_shard_req;
+int rl__msg_move_shard_req_encode(rl_buf *out, const rl_msg_move_shard_req *m, rl_proto_why *why);
+int rl__msg_move_shard_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                  rl_msg_move_shard_req *out, rl_proto_why *why);
+
+/* MOVE_SHARD reply: empty. */
+typedef rl_msg_empty rl_msg_move_shard_reply;
+int rl__msg_move_shard_reply_encode(rl_buf *out, const rl_msg_move_shard_reply *m,
+                                    rl_proto_why *why);
+int rl__msg_move_shard_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                    rl_msg_move_shard_reply *out, rl_proto_why *why);
+
 /* ---- Any message ------------------------------------------------------------------------- */
 
 /* A message of any type and direction: what a frame's (type, flags, payload) decode to. */
@@ -665,6 +736,13 @@ typedef struct {
         rl_msg_get_multi_reply get_multi_reply;
         rl_msg_set_delay_req set_delay_req;
         rl_msg_set_delay_reply set_delay_reply;
+
+        rl_msg_split_shard_req split_shard_req;
+        rl_msg_split_shard_reply split_shard_reply;
+        rl_msg_assign_shard_req assign_shard_req;
+        rl_msg_assign_shard_reply assign_shard_reply;
+        rl_msg_move_shard_req move_shard_req;
+        rl_msg_move_shard_reply move_shard_reply;
     } u;
 } rl_msg;
 

@@ -424,6 +424,13 @@ static int read_flags(const rl_cursor *c) {
     return (c->o.reverse ? RL_REVERSE : 0) | (c->o.snapshot ? RL_SNAPSHOT : 0);
 }
 
+/* The RL_MAPPED_* flag of the cursor's secondary strategy (0: the database's). */
+static int strategy_flags(const rl_cursor *c) {
+    return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
+           : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
+                                                                : 0;
+}
+
 /* Rows the next index read may ask for (0: unlimited), invariant 5. */
 static int read_limit(const rl_cursor *c) {
     int lim = 0;
@@ -846,7 +853,8 @@ static int remote_next(rl_cursor *c, int *out_has) {
         c->k.mapped_range_requests++;
         c->mf_d0 = c->depth;
         c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
-                                        read_limit(c), 0, stream_mode(c), c->iteration++, read_flags(c));
+                                        read_limit(c), 0, stream_mode(c), c->iteration++,
+                                        read_flags(c) | strategy_flags(c));
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
             return rc;
@@ -956,7 +964,12 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
         }
         in->frac_remote = (double)away / li.n_team;
     }
-    in->strategy = li.strategy == 2 ? RL__ADAPTIVE_GROUPED : RL__ADAPTIVE_INDIVIDUAL;
+    /* The query's strategy, else the database's, else the servers' default (grouped since
+     * issue 14: docs/design.md §8.4). */
+    int st = c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? 1
+             : c->o.secondary_strategy == RL_SECONDARY_GROUPED  ? 2
+                                                                : li.strategy;
+    in->strategy = st == 1 ? RL__ADAPTIVE_INDIVIDUAL : RL__ADAPTIVE_GROUPED;
     in->s2s_batch = li.s2s_batch > 0 ? li.s2s_batch : 10;
 }
 
@@ -1165,7 +1178,8 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     if (!s || !txn || !index_name) return RL_E_INVALID_ARGUMENT;
     if (o.skip < 0 || o.limit < 0 || o.scan_limit < 0 || o.byte_limit < 0 || o.time_limit_ms < 0 ||
         o.pipeline_depth < 0 || o.index_batch < 0 || (unsigned)o.orphans > RL_ORPHAN_RETURN ||
-        (unsigned)o.fetch > RL_FETCH_ADAPTIVE || (!o.continuation && o.continuation_len)) {
+        (unsigned)o.fetch > RL_FETCH_ADAPTIVE || (!o.continuation && o.continuation_len) ||
+        (unsigned)o.secondary_strategy > RL_SECONDARY_GROUPED) {
         rl__record_set_errmsg("query options out of range");
         return RL_E_INVALID_ARGUMENT;
     }

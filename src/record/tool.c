@@ -236,3 +236,67 @@ int rl__tool_record_json(const rl_record *r, rl_buf *out) {
     rl__buf_append_byte(out, '}');
     return rc ? rc : rl__buf_error(out);
 }
+
+/* ---- rl placement's ranges ------------------------------------------------------------------ */
+
+/* Append strinc(b) semantics for a tuple prefix: the prefix followed by 0xff bytes sorts below
+ * prefix + 1 in its last byte; a packed tuple prefix never ends in 0xff, so +1 is enough. */
+static void prefix_end(const rl_buf *b, rl_buf *e) {
+    rl__buf_reset(e);
+    rl__buf_append(e, b->data, b->len);
+    if (e->len && !rl__buf_error(e)) e->data[e->len - 1]++;
+}
+
+int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
+                              rl_buf *idx_b, rl_buf *idx_e) {
+    int ix = index ? rl__md_index_named(s->md, index) : -1;
+    if (ix < 0) {
+        rl__record_set_errmsg("the store has no index named %s", index ? index : "(none)");
+        return RL_E_NOT_FOUND;
+    }
+    rl_tuple_packer pk;
+    rl__store_key(s, 1, rec_b, &pk);
+    prefix_end(rec_b, rec_e);
+    rl__store_key(s, 2, idx_b, &pk);
+    rl__tuple_pack_string(&pk, s->md->indexes[ix].subspace_key, strlen(s->md->indexes[ix].subspace_key));
+    prefix_end(idx_b, idx_e);
+    return rl__buf_error(rec_b) || rl__buf_error(rec_e) || rl__buf_error(idx_b) || rl__buf_error(idx_e)
+               ? RL_E_OUT_OF_MEMORY
+               : RL_OK;
+}
+
+int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
+                                size_t len, rl_buf *out) {
+    int ix = index ? rl__md_index_named(s->md, index) : -1;
+    if (ix < 0) return RL_E_NOT_FOUND;
+    const rl__index *x = &s->md->indexes[ix];
+    const rl__rtype *rt = &s->md->types[x->type];
+    rl_buf rb, re, b, e;
+    rl__buf_init(&rb);
+    rl__buf_init(&re);
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    int rc = rl__tool_placement_ranges(s, index, &rb, &re, &b, &e);
+    rl__buf_release(&rb);
+    rl__buf_release(&re);
+    rl__buf_release(&e);
+    if (rc != RL_OK || len < b.len || memcmp(key, b.data, b.len) != 0) {
+        rl__buf_release(&b);
+        return rc != RL_OK ? rc : RL_E_CORRUPT_DATA;
+    }
+    rl_tuple_iter it;
+    rl_tuple_elem el[64];
+    int n = 0;
+    rl__tuple_iter_init(&it, key + b.len, len - b.len);
+    while (n < 64 && rl__tuple_iter_next(&it, &el[n]) == RL_OK) n++;
+    rl__buf_release(&b);
+    rl__buf_reset(out);
+    rl__buf_append(out, s->rec_prefix, s->rec_prefix_len);
+    int appended = x->n_fields;
+    for (int j = 0; j < rt->n_pk; j++) {
+        int pos = x->pk_pos[j] >= 0 ? x->pk_pos[j] : appended++;
+        if (pos >= n) return RL_E_CORRUPT_DATA;
+        rl__buf_append(out, el[pos].raw, el[pos].raw_len);
+    }
+    return rl__buf_error(out);
+}

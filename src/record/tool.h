@@ -69,4 +69,17 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out);
 /* Append {"type", "pk", "version" (24 hex digits or null), "stored_bytes", "chunks", "record"}. */
 int rl__tool_record_json(const rl_record *r, rl_buf *out);
 
+/* ---- rl placement's ranges (tool.c; src/bench/placement_store.c uses them) ---- */
+
+/* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
+ * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
+ * RL_E_NOT_FOUND (no such index: rl_record_errmsg says so), RL_E_OUT_OF_MEMORY. */
+int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
+                              rl_buf *idx_b, rl_buf *idx_e);
+/* The first key of the record an entry key of index `index` points to: the store's records
+ * prefix + the primary key (rebuilt from the entry's values and appended columns), into out
+ * (reset). RL_OK, RL_E_NOT_FOUND (no such index), RL_E_CORRUPT_DATA (not an entry of it). */
+int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
+                                size_t len, rl_buf *out);
+
 #endif

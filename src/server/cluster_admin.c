@@ -230,6 +230,7 @@ typedef struct {
     int64_t window_versions;
     int n_hosts, storage_per_host, host_addresses, replication; /* as given to up (0: not given) */
     uint32_t delay_us, jitter_us;         /* the injected delay now (up, then rl cluster delay) */
+    char engine[16];                      /* rl cluster up's --engine ("": what each dir holds) */
     int n;                                /* processes: p[0] the coordinator, p[i] storage i */
     cl_proc p[RL_CLUSTER_MAX_STORAGE + 1];
 } cl_state;
@@ -423,15 +424,67 @@ static int lock_dir(const char *dir, rl_buf *msg) {
  * The initial layout
  * ------------------------------------------------------------------------------------------ */
 
+/* The number of storage servers of o: n_storage, or n_hosts * storage_per_host when only the
+ * hosts are given. -1 when both are given and disagree, or a count is negative. */
+static int layout_n_storage(const rl_cluster_up_opts *o) {
+    if (o->n_hosts < 0 || o->storage_per_host < 0 || o->n_storage < 0) return -1;
+    if (o->n_hosts > 0 && o->storage_per_host > 0) {
+        long hs = (long)o->n_hosts * o->storage_per_host;
+        if (o->n_storage && o->n_storage != hs) return -1;
+        return hs > RL_CLUSTER_MAX_STORAGE + 1 ? RL_CLUSTER_MAX_STORAGE + 1 : (int)hs;
+    }
+    return o->n_storage;
+}
+
+/* The host number (1-based) of storage server id of o (common rules: h = (id - 1) / S + 1 with
+ * hosts; every server on host 1 without). */
+static int layout_host(const rl_cluster_up_opts *o, int id) {
+    if (o->n_hosts > 0 && o->storage_per_host > 0) return (id - 1) / o->storage_per_host + 1;
+    return 1;
+}
+
+/* layout_team — the team of shard k (0-based) among n storage servers, r members, into
+ * team[0..r): the primary is server k % n + 1 (the round-robin of single replication, so a
+ * layout of teams of one is what it always was); then one member on each following host in
+ * turn — host (h0 + m) mod H at the same position within its host as the primary — while hosts
+ * are left; then, when there are fewer hosts than members, the servers after the primary in id
+ * order that are not in the team yet. So members sit on distinct hosts whenever there are at
+ * least r hosts, every server is primary of about 1/n of the shards and second member of as
+ * many, and the result is a pure function of (o's hosts, n, r, k). Requires 1 <= r <= n. */
+static void layout_team(const rl_cluster_up_opts *o, int n, int r, int k, int *team) {
+    int p = k % n + 1, got = 0;
+    team[got++] = p;
+    int hosts = o->n_hosts > 0 && o->storage_per_host > 0 ? o->n_hosts : 1;
+    int per = hosts > 1 ? o->storage_per_host : n;
+    int h0 = layout_host(o, p) - 1, pos = (p - 1) % per;
+    for (int m = 1; m < hosts && got < r; m++) {
+        int id = ((h0 + m) % hosts) * per + pos + 1;
+        if (id <= n) team[got++] = id;
+    }
+    for (int d = 1; d < n && got < r; d++) {
+        int id = (p - 1 + d) % n + 1, dup = 0;
+        for (int j = 0; j < got; j++) dup |= team[j] == id;
+        if (!dup) team[got++] = id;
+    }
+}
+
 int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
-    if (o->n_storage < 1 || o->n_storage > RL_CLUSTER_MAX_STORAGE)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", o->n_storage,
+    int n_storage = layout_n_storage(o);
+    if (n_storage < 0)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d does not match --hosts %d x --storage-per-host %d",
+                    o->n_storage, o->n_hosts, o->storage_per_host);
+    if (n_storage < 1 || n_storage > RL_CLUSTER_MAX_STORAGE)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", n_storage,
                     RL_CLUSTER_MAX_STORAGE);
+    int team_size = o->replication <= 0 ? 1 : o->replication;
+    if (team_size > n_storage || team_size > RL_PROTO_MAX_TEAM)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "replication %d needs at least %d storage servers (there are %d)",
+                    team_size, team_size, n_storage);
     if (o->n_split > 0 && o->n_shards > 0)
         return fail(msg, RL_E_INVALID_ARGUMENT, "--shards and --split exclude each other");
     if (o->n_split < 0 || o->n_split >= RL_CLUSTER_MAX_SHARDS)
         return fail(msg, RL_E_INVALID_ARGUMENT, "at most %d split keys", RL_CLUSTER_MAX_SHARDS - 1);
-    int k = o->n_split > 0 ? o->n_split + 1 : (o->n_shards > 0 ? o->n_shards : o->n_storage);
+    int k = o->n_split > 0 ? o->n_split + 1 : (o->n_shards > 0 ? o->n_shards : n_storage);
     /* At most 255: with 256 the last boundary would be \xff itself, the end of the user keyspace. */
     if (o->n_split == 0 && (k < 1 || k > 255))
         return fail(msg, RL_E_INVALID_ARGUMENT, "--shards %d is out of range [1, 255]", k);
@@ -471,7 +524,7 @@ int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
         }
     }
     rl__buf_printf(out, "{\"storage\": [");
-    for (int i = 1; i <= o->n_storage; i++) rl__buf_printf(out, "%s%d", i > 1 ? ", " : "", i);
+    for (int i = 1; i <= n_storage; i++) rl__buf_printf(out, "%s%d", i > 1 ? ", " : "", i);
     rl__buf_printf(out, "], \"shards\": [");
     for (int i = 0; i < k; i++) {
         rl__buf_printf(out, "%s{\"begin\": \"", i ? ", " : "");
@@ -481,7 +534,11 @@ int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
             rl__buf_append_hex(out, keys[i].data, keys[i].len);
         else
             rl__buf_printf(out, "ff");
-        rl__buf_printf(out, "\", \"team\": [%d]}", i % o->n_storage + 1);
+        int team[RL_PROTO_MAX_TEAM];
+        layout_team(o, n_storage, team_size, i, team);
+        rl__buf_printf(out, "\", \"team\": [");
+        for (int j = 0; j < team_size; j++) rl__buf_printf(out, "%s%d", j ? ", " : "", team[j]);
+        rl__buf_printf(out, "]}");
     }
     rl__buf_printf(out, "]}\n");
     if (rl__buf_error(out)) rc = RL_E_OUT_OF_MEMORY;
@@ -770,6 +827,10 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
     if (s->window_versions > 0) {
         argv[n++] = "--window-versions";
         argv[n++] = wv;
+    }
+    if (!p->is_coordinator && s->engine[0]) {
+        argv[n++] = "--engine";
+        argv[n++] = s->engine;
     }
     argv[n] = NULL;
     (void)unlink(portf);
@@ -1259,6 +1320,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     s->replication = o->replication;
     s->delay_us = o->delay_us;
     s->jitter_us = o->jitter_us;
+    if (o->engine) snprintf(s->engine, sizeof s->engine, "%s", o->engine);
     s->n = o->n_storage + 1;
     for (int i = 0; i < s->n; i++) {
         s->p[i].is_coordinator = i == 0;

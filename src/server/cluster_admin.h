@@ -112,9 +112,17 @@ typedef struct {
 } rl_cluster_up_opts;
 
 /* rl__cluster_layout — the initial layout of rl__cluster_up as the JSON of the coordinator's
- * --init: {"storage": [1..n], "shards": [{"begin": hex, "end": hex, "team": [id]}, ...]}, the
- * shards covering ["", "\xff") and assigned round-robin to storage 1..n (shard i to i % n + 1).
- * [in] o  only n_storage, n_shards, split and n_split are read.
+ * --init: {"storage": [1..n], "shards": [{"begin": hex, "end": hex, "team": [id, ...]}, ...]},
+ * the shards covering ["", "\xff"). n is n_storage, or n_hosts * storage_per_host when
+ * n_storage is 0. Shard i's team has max(replication, 1) members: the primary i % n + 1 (the
+ * round-robin of single replication), then one member on each following host in turn (host
+ * (h0 + m) mod H, at the primary's position within its host) while hosts are left, then the
+ * servers after the primary in id order — so the members are on distinct hosts whenever there
+ * are at least as many hosts as members, and each server is primary and second member of about
+ * as many shards as any other. Deterministic. Replication above n (or RL_PROTO_MAX_TEAM) is
+ * refused. rl__cluster_up writes o->init_json verbatim instead when it is set.
+ * [in] o  only n_storage, n_hosts, storage_per_host, replication, n_shards, split and n_split
+ *         are read.
  * [out] out  the JSON text is appended (NUL-terminated). Pure.
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (reason in msg), RL_E_OUT_OF_MEMORY. */
 int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg);

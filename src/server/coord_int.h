@@ -59,6 +59,25 @@ typedef struct {
 
 typedef struct co_conn co_conn;
 
+/* An ownership change still to be sent to a storage server in its PEEK replies (coord_move.c):
+ * sent in every reply whose (after_version, end_version] holds version, dropped once the server
+ * peeks after it. Keys are heap copies. */
+typedef struct {
+    rl_version version;
+    uint8_t kind;          /* RL_SHARD_ASSIGN or RL_SHARD_REMOVE */
+    uint8_t *begin, *end;
+    uint32_t begin_len, end_len;
+} co_change;
+
+/* A range PEEK sends a server beyond its shards, for log versions in [from, to) (to 0: no end):
+ * a move's destination from the move's start, a source until the switch. Dropped once the
+ * server peeks after `to`. Keys are heap copies. */
+typedef struct {
+    uint8_t *begin, *end;
+    uint32_t begin_len, end_len;
+    rl_version from, to;
+} co_extra;
+
 /* A storage server the coordinator knows: on a team, in the --init storage list, or in the
  * server list. */
 typedef struct {
@@ -81,6 +100,10 @@ typedef struct {
     uint64_t last_peek_ns;  /* when that PEEK arrived */
     uint32_t parked;        /* PEEKs of it parked now */
     uint64_t peeks;         /* PEEK requests answered */
+    co_change *changes;     /* ownership changes to send (coord_move.c), version order */
+    uint32_t n_changes;
+    co_extra *extras;       /* extra PEEK ranges (coord_move.c) */
+    uint32_t n_extras;
 } co_server;
 
 /* A parked PEEK (long poll), on the coordinator's list until answered or its connection closes. */
@@ -105,7 +128,9 @@ struct co_conn {
     co_conn *prev, *next;   /* the coordinator's list of connections */
 };
 
-enum { CO_OP_COMMIT = 1, CO_OP_REGISTER = 2 };
+enum { CO_OP_COMMIT = 1, CO_OP_REGISTER = 2, CO_OP_MOVE = 3 };
+
+typedef struct co_admin co_admin;
 
 /* An asynchronous request: a client COMMIT or a REGISTER_STORAGE, from the frame to its reply.
  * Everything it needs after the frame callback lives here (the frame's payload is copied). */
@@ -121,7 +146,29 @@ typedef struct co_op {
     size_t payload_cap;
     co_server *srv;         /* CO_OP_REGISTER: the server, and what it registered */
     rl_msg_register_storage_req reg;
+    int move_step;          /* CO_OP_MOVE: which placement transaction (coord_move.c) */
 } co_op;
+
+/* The coordinator's placement state (coord_move.c; loop thread only). One admin request
+ * (SPLIT_SHARD / ASSIGN_SHARD) runs at a time, the others queue; an ASSIGN runs one shard move
+ * at a time. */
+typedef struct {
+    co_admin *head, *tail;  /* queued requests; head is the running one */
+    int txn;                /* a placement transaction is being committed */
+    int barrier;            /* PEEKs answer versions <= barrier_version only (the move's
+                               start or switch version is not yet installed here) */
+    rl_version barrier_version;
+    /* The shard move in flight (also resumed from \xff/moveKeys/ after a restart). */
+    int active;
+    uint8_t *begin, *end;   /* heap */
+    uint32_t begin_len, end_len;
+    uint32_t dest[CO_MAX_TEAM], n_dest;
+    uint32_t src[CO_MAX_TEAM], n_src;
+    uint32_t pending[CO_MAX_TEAM], n_pending; /* destinations that have not reported complete */
+    rl_version start_version;
+    int tick_busy;          /* an empty transaction to advance versions is in flight */
+    uint64_t moves_done, splits_done;
+} co_placement;
 
 struct rl_coordinator {
     /* Options (copied). */
@@ -169,6 +216,7 @@ struct rl_coordinator {
     size_t pk_cap_versions;
     rl_mutation *pk_muts;
     size_t pk_cap_muts;
+    co_placement mv;        /* placement (coord_move.c) */
     /* Counters (loop thread). */
     uint64_t commits;       /* client transactions committed */
     uint64_t commit_requests;
@@ -199,6 +247,41 @@ rl_version rl__co_durable(rl_coordinator *co);
  * range) from op->reg; everything is allocated in op->arena. RL_OK or RL_E_OUT_OF_MEMORY. */
 int rl__co_build_register(rl_coordinator *co, co_op *op);
 
+/* Recompute every server's owned and merged ranges from the shard map (after it changed).
+ * RL_OK or RL_E_OUT_OF_MEMORY. [loop, or open] */
+int rl__co_compute_ownership(rl_coordinator *co);
+/* Pack ids as a tuple of integers into b; unpack a tuple of ids into ids[0..cap) (*n the count):
+ * RL_OK or RL_E_CORRUPT_DATA. Pure. */
+void rl__co_pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n);
+int rl__co_unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t cap, uint32_t *n);
+
+/* ---- coord_move.c (placement: SPLIT_SHARD, ASSIGN_SHARD, MOVE_SHARD, moves) ----------------- */
+
+#define CO_MOVEKEYS "\xff/moveKeys/"
+#define CO_MOVEKEYS_LEN 11
+
+/* Handle an admin or storage placement request (types 30-32), decoded in m. [loop] */
+void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header *h,
+                         const rl_msg *m);
+/* A CO_OP_MOVE transaction is durable (or failed): install it, go on. [loop] */
+void rl__co_move_done(rl_coordinator *co, co_op *op);
+/* Load an in-flight move from \xff/moveKeys/ at open (resumed once its destinations register).
+ * RL_OK, RL_E_OUT_OF_MEMORY or RL_E_CORRUPT_DATA (errmsg says why). [open] */
+int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg);
+/* A storage server registered (at commit version cv): reset its changes and extra ranges, and
+ * if it is a destination of the move in flight, assign it the range again at cv. [loop] */
+void rl__co_move_on_register(rl_coordinator *co, co_server *srv, rl_version cv);
+/* The PEEK version cap: versions above it are not sent yet (0: none). [loop] */
+rl_version rl__co_peek_cap(const rl_coordinator *co);
+/* The housekeeping part: advance versions while a move waits, fail timed-out requests. [loop] */
+void rl__co_move_tick(rl_coordinator *co);
+/* Drop srv's changes and extras that the PEEK after `after` no longer needs. [loop] */
+void rl__co_move_prune(co_server *srv, rl_version after);
+/* Free the placement state and every server's changes and extras (close). */
+void rl__co_move_free(rl_coordinator *co);
+/* Append the placement part of STATUS (`,"placement":{...}`). [loop] */
+void rl__co_move_status(rl_coordinator *co, rl_buf *j);
+
 /* ---- coord_net.c -------------------------------------------------------------------------- */
 
 /* Set the loop's sleep margin for the current delay: the default precise timers (20-200 µs of
@@ -217,5 +300,15 @@ void rl__co_housekeeping(rl_loop *loop, void *ud);
 void rl__co_drop_parked(rl_coordinator *co);
 /* Free the pool of operations. */
 void rl__co_free_pool(rl_coordinator *co);
+/* An operation with room for len payload bytes (pooled), or NULL; give it back with
+ * rl__co_op_put (drops its connection reference). [loop] */
+co_op *rl__co_op_get(rl_coordinator *co, size_t len);
+void rl__co_op_put(rl_coordinator *co, co_op *op);
+/* Reply helpers of coord_net.c (see send_msg there). [loop] */
+void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m);
+void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code,
+                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Answer every parked PEEK that the current durable version (and cap) lets through. [loop] */
+void rl__co_wake_peeks(rl_coordinator *co);
 
 #endif

@@ -16,6 +16,8 @@
  *                                           after_version (or max_wait_ms is 0), else parked
  *                                           until a batch is durable or max_wait_ms passes
  *   POP                                  -> recorded; the log is truncated when it can be
+ *   SPLIT_SHARD, ASSIGN_SHARD            -> placement (coord_move.c): queued, answered when done
+ *   MOVE_SHARD                           -> a move destination's "fetch complete": answered at once
  *   GET_MAPPED_RANGE, GET_MULTI          -> error reply unsupported_operation (storage only)
  * A protocol error closes only that connection (docs/protocol.md §8); it is counted in STATUS.
  *
@@ -116,6 +118,22 @@ static void send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_
     send_msg(co, conn, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, &e);
 }
 
+/* See coord_int.h. */
+void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m) {
+    send_reply(co, conn, type, id, m);
+}
+
+/* See coord_int.h. */
+void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code,
+                       const char *fmt, ...) {
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    send_error(co, conn, type, id, code, "%s", text);
+}
+
 /* A protocol error: log it with the peer, the frame and why, and close this connection only. */
 static void bad_frame(co_conn *cc, const rl_frame_header *h, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -181,6 +199,10 @@ static void op_put(rl_coordinator *co, co_op *op) {
 }
 
 /* See coord_int.h. */
+co_op *rl__co_op_get(rl_coordinator *co, size_t len) { return op_get(co, len); }
+void rl__co_op_put(rl_coordinator *co, co_op *op) { op_put(co, op); }
+
+/* See coord_int.h. */
 void rl__co_free_pool(rl_coordinator *co) {
     while (co->pool) {
         co_op *op = co->pool;
@@ -240,7 +262,8 @@ typedef struct {
     uint64_t bytes;      /* their encoded mutation bytes */
     uint32_t max_bytes;
     rl_version last;     /* the last version visited */
-    int stopped;         /* stopped at max_bytes */
+    rl_version cap;      /* versions above it are not sent (0: none; rl__co_peek_cap) */
+    int stopped;         /* stopped at max_bytes or the cap */
     int rc;
 } peek_state;
 
@@ -269,8 +292,32 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
     size_t start = s->nm;
     rl_wal_iter it;
     rl_mutation m;
+    if (s->cap && rec->version > s->cap) {
+        s->stopped = 1;
+        return 1;
+    }
     rl__wal_iter_init(&it, rec);
     while (rl__wal_iter_next(&it, &m)) {
+        /* A move's extra ranges (coord_move.c): the part of m inside each, for this version. */
+        for (uint32_t x = 0; x < s->srv->n_extras; x++) {
+            const co_extra *e = &s->srv->extras[x];
+            if (rec->version < e->from || (e->to && rec->version >= e->to)) continue;
+            if (m.type != RL_MUT_CLEAR_RANGE) {
+                if (rl__bytes_cmp(m.p1, m.len1, e->begin, e->begin_len) >= 0 &&
+                    rl__bytes_cmp(m.p1, m.len1, e->end, e->end_len) < 0) {
+                    uint32_t i = first_range_ending_after(r, nr, m.p1, m.len1);
+                    int in_merged = i < nr && rl__bytes_cmp(r[i].begin, r[i].begin_len, m.p1, m.len1) <= 0;
+                    if (!in_merged && (s->rc = peek_push(s, &m)) != RL_OK) return 1;
+                    break; /* a point goes once */
+                }
+                continue;
+            }
+            rl_mutation c = m;
+            if (rl__bytes_cmp(c.p1, c.len1, e->begin, e->begin_len) < 0) c.p1 = e->begin, c.len1 = e->begin_len;
+            if (rl__bytes_cmp(c.p2, c.len2, e->end, e->end_len) > 0) c.p2 = e->end, c.len2 = e->end_len;
+            if (rl__bytes_cmp(c.p1, c.len1, c.p2, c.len2) < 0 && (s->rc = peek_push(s, &c)) != RL_OK)
+                return 1;
+        }
         if (m.type != RL_MUT_CLEAR_RANGE) {
             uint32_t i = first_range_ending_after(r, nr, m.p1, m.len1);
             if (i < nr && rl__bytes_cmp(r[i].begin, r[i].begin_len, m.p1, m.len1) <= 0 &&
@@ -323,6 +370,8 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     s.max_bytes = max_bytes == 0 ? CO_PEEK_DEFAULT_BYTES
                   : max_bytes > CO_PEEK_MAX_BYTES ? CO_PEEK_MAX_BYTES
                                                    : max_bytes;
+    s.cap = rl__co_peek_cap(co);
+    rl__co_move_prune(srv, after);
     rl_version durable = 0;
     int rc = rl__commitlog_read(co->log, after, peek_visit, &s, &durable);
     if (rc == RL_E_PROCESS_BEHIND) {
@@ -343,9 +392,23 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     rl_msg m;
     memset(&m, 0, sizeof m);
     rl_version end = s.stopped ? s.last : durable;
+    if (s.cap && end > s.cap) end = s.cap;
     m.u.peek_reply.end_version = end > after ? end : after;
     m.u.peek_reply.versions = co->pk_versions;
     m.u.peek_reply.n_versions = (uint32_t)s.nv;
+    /* Ownership changes (coord_move.c) whose version this reply reaches. */
+    rl_msg_shard_change *ch = srv->n_changes
+                                  ? rl__arena_alloc(&co->scratch, srv->n_changes * sizeof *ch)
+                                  : NULL;
+    uint32_t nch = 0;
+    for (uint32_t i = 0; ch && i < srv->n_changes; i++) {
+        const co_change *c = &srv->changes[i];
+        if (c->version <= after || c->version > m.u.peek_reply.end_version) continue;
+        ch[nch++] = (rl_msg_shard_change){c->version, c->kind,
+                                          {c->begin, c->begin_len, c->end, c->end_len}};
+    }
+    m.u.peek_reply.changes = ch;
+    m.u.peek_reply.n_changes = nch;
     srv->peeks++;
     send_reply(co, conn, RL_MSG_PEEK, id, &m);
     if (co->pk_cap_muts > CO_PEEK_KEEP || co->pk_cap_versions > CO_PEEK_KEEP) {
@@ -380,6 +443,8 @@ static void peek_timeout(rl_loop *loop, void *ud) {
 
 /* Answer every parked peek that has something new (durable > its after_version). */
 static void wake_parked(rl_coordinator *co, rl_version durable) {
+    rl_version cap = rl__co_peek_cap(co);
+    if (cap && durable > cap) durable = cap;
     co_peek *pk = co->parked;
     while (pk) {
         co_peek *next = pk->next;
@@ -391,6 +456,13 @@ static void wake_parked(rl_coordinator *co, rl_version durable) {
         }
         pk = next;
     }
+}
+
+/* See coord_int.h. */
+void rl__co_wake_peeks(rl_coordinator *co) {
+    rl_version d = rl__commitlog_durable_version(co->log);
+    co->notified = d;
+    wake_parked(co, d);
 }
 
 /* Drop the parked peeks of connection cc (all of them when cc is NULL), unanswered. */
@@ -441,7 +513,9 @@ static void handle_peek(co_conn *cc, const rl_frame_header *h, const rl_msg_peek
         srv->peek_conn = cc->conn;
     }
     srv->last_peek_ns = rl__clock_mono_ns();
-    if (p->after_version < rl__commitlog_durable_version(co->log) || p->max_wait_ms == 0) {
+    rl_version avail = rl__commitlog_durable_version(co->log), cap = rl__co_peek_cap(co);
+    if (cap && avail > cap) avail = cap;
+    if (p->after_version < avail || p->max_wait_ms == 0) {
         answer_peek(co, cc->conn, h->id, srv, p->after_version, p->max_bytes);
         return;
     }
@@ -478,7 +552,8 @@ static void handle_pop(co_conn *cc, const rl_frame_header *h, const rl_msg_pop_r
     /* The log keeps a version until every server that owns a shard popped it. */
     rl_version min = durable;
     for (uint32_t i = 0; i < co->n_servers; i++)
-        if (co->servers[i].owns_shard && co->servers[i].popped < min) min = co->servers[i].popped;
+        if ((co->servers[i].owns_shard || co->servers[i].n_extras) && co->servers[i].popped < min)
+            min = co->servers[i].popped; /* a move's destination or source counts too */
     uint64_t deleted = 0;
     rl__commitlog_truncate(co->log, min, &deleted);
     if (deleted)
@@ -577,6 +652,7 @@ static void finish_register(rl_coordinator *co, co_op *op) {
     rl__log(RL_LOG_INFO, "coordinator: storage server %u registered from %s:%u, durable at "
                          "version %" PRIu64 ", %u shards", r->id, srv->address, srv->port,
             r->durable_version, srv->n_owned);
+    rl__co_move_on_register(co, srv, op->req.commit_version);
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.u.register_storage_reply.start_version = r->durable_version;
@@ -602,6 +678,8 @@ void rl__co_flush(rl_coordinator *co) {
             m.u.commit_reply.batch_order = op->req.result == RL_OK ? op->req.batch_order : 0;
             if (op->req.result == RL_OK && op->req.commit_version) co->commits++;
             send_reply(co, op->conn, RL_MSG_COMMIT, op->req_id, &m);
+        } else if (op->kind == CO_OP_MOVE) {
+            rl__co_move_done(co, op); /* may answer parked peeks itself */
         } else {
             finish_register(co, op);
         }
@@ -620,6 +698,7 @@ void rl__co_flush(rl_coordinator *co) {
 void rl__co_housekeeping(rl_loop *loop, void *ud) {
     rl_coordinator *co = ud;
     rl__co_flush(co);
+    rl__co_move_tick(co);
     if (rl__loop_timer_add(loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping, co,
                            &co->housekeeping_timer) != RL_OK)
         co->housekeeping_timer = 0;
@@ -992,7 +1071,9 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
                        ls.recovery_tail_offset, ls.recovery_tail_bytes);
         json_bytes(&j, (const uint8_t *)ls.recovery_moved_to, strlen(ls.recovery_moved_to));
     }
-    rl__buf_printf(&j, "}}");
+    rl__buf_printf(&j, "}");
+    rl__co_move_status(co, &j);
+    rl__buf_printf(&j, "}");
     if (rl__buf_error(&j) != RL_OK) {
         send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
     } else {
@@ -1120,6 +1201,11 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         break;
     case RL_MSG_GET_RANGE:
         handle_get_range(cc, h, &m.u.get_range_req);
+        break;
+    case RL_MSG_SPLIT_SHARD:
+    case RL_MSG_ASSIGN_SHARD:
+    case RL_MSG_MOVE_SHARD:
+        rl__co_move_request(co, cc, h, &m);
         break;
     case RL_MSG_GET_MAPPED_RANGE:
     case RL_MSG_GET_MULTI:

@@ -37,8 +37,10 @@
  *      (and its version readable or peekable) only after both.
  *   3. Storage servers never own "\xff" keys, so PEEK's range filter never hands them system
  *      mutations.
- *   4. The layout (shards, teams) is static after the first start in this issue; the server list
- *      changes with registrations, which are committed before they are answered.
+ *   4. The layout (shards, teams) changes only through placement transactions (coord_move.c:
+ *      splits, a move's start and switch), committed like any batch and installed in memory on
+ *      the loop thread once durable; the server list changes with registrations, which are
+ *      committed before they are answered.
  */
 #include "server/coord_int.h"
 
@@ -83,7 +85,8 @@ static int key_has_prefix(const uint8_t *k, uint32_t kl, const char *p, uint32_t
 }
 
 /* A SET_VERSIONSTAMPED_KEY parameter (key, 10 placeholder bytes at the offset, then the 4-byte
- * offset): 1 if the final key could have prefix p (the placeholder bytes could be anything). */
+ * offset): 1 if the final key could have prefix p (the placeholder bytes could be anything but
+ * the first, which is 0). */
 static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const char *p,
                                        uint32_t pl) {
     if (len < 4) return 0;
@@ -92,6 +95,9 @@ static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const
                    (uint32_t)param[body + 2] << 16 | (uint32_t)param[body + 3] << 24;
     if (body < pl) return 0;
     for (uint32_t i = 0; i < pl; i++) {
+        /* The stamp's first byte is the version's most significant, 0 below 2^56 (see
+         * stamped_key_outside), and no protected prefix holds a 0 byte. */
+        if (i == off && p[i] != 0) return 0;
         if (i >= off && i - off < 10) continue;
         if (param[i] != (uint8_t)p[i]) return 0;
     }
@@ -121,15 +127,19 @@ int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index)
             refused = range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_KEYSERVERS,
                                          CO_KEYSERVERS_LEN) ||
                       range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_SERVERLIST,
-                                         CO_SERVERLIST_LEN);
+                                         CO_SERVERLIST_LEN) ||
+                      range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_MOVEKEYS,
+                                         CO_MOVEKEYS_LEN);
             outside = rl__bytes_cmp(m->p2, m->len2, k_ffff, 2) > 0;
         } else if (m->type == RL_MUT_SET_VERSIONSTAMPED_KEY) {
             refused = stamped_key_may_have_prefix(m->p1, m->len1, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
-                      stamped_key_may_have_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN);
+                      stamped_key_may_have_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN) ||
+                      stamped_key_may_have_prefix(m->p1, m->len1, CO_MOVEKEYS, CO_MOVEKEYS_LEN);
             outside = stamped_key_outside(m->p1, m->len1);
         } else {
             refused = key_has_prefix(m->p1, m->len1, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
-                      key_has_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN);
+                      key_has_prefix(m->p1, m->len1, CO_SERVERLIST, CO_SERVERLIST_LEN) ||
+                      key_has_prefix(m->p1, m->len1, CO_MOVEKEYS, CO_MOVEKEYS_LEN);
             outside = rl__bytes_cmp(m->p1, m->len1, k_ffff, 2) >= 0;
         }
         if (refused || outside) {
@@ -552,8 +562,8 @@ static int default_layout(co_layout *l) {
     return RL_OK;
 }
 
-/* Pack ids as a tuple of integers into b. */
-static void pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n) {
+/* See coord_int.h. */
+void rl__co_pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n) {
     rl_tuple_packer pk;
     rl__tuple_packer_init(&pk, b);
     for (uint32_t i = 0; i < n; i++) rl__tuple_pack_int(&pk, ids[i]);
@@ -576,18 +586,18 @@ static int write_layout(rl_coordinator *co, const co_layout *l, rl_buf *errmsg) 
         rl__buf_append(&k, CO_KEYSERVERS, CO_KEYSERVERS_LEN);
         if (i < l->n_shards) {
             rl__buf_append(&k, l->shards[i].begin, l->shards[i].begin_len);
-            pack_ids(&v, l->shards[i].team, l->shards[i].n_team);
+            rl__co_pack_ids(&v, l->shards[i].team, l->shards[i].n_team);
         } else { /* the system shard */
             uint32_t zero = 0;
             rl__buf_append(&k, k_ff, 1);
-            pack_ids(&v, &zero, 1);
+            rl__co_pack_ids(&v, &zero, 1);
         }
         if ((rc = make_set(&a, &k, &v, &m[n++])) != RL_OK) goto out;
     }
     rl__buf_reset(&k);
     rl__buf_reset(&v);
     rl__buf_append(&k, CO_CONF_STORAGE, CO_CONF_STORAGE_LEN);
-    pack_ids(&v, l->storage, l->n_storage);
+    rl__co_pack_ids(&v, l->storage, l->n_storage);
     if ((rc = make_set(&a, &k, &v, &m[n++])) != RL_OK) goto out;
     rc = commit_blocking(co, m, n, &a, errmsg);
 out:
@@ -608,8 +618,8 @@ static int sys_scan(rl_coordinator *co, const char *prefix, uint32_t pl, rl_aren
                                  0, 0, 0, a, kvs, n, &more);
 }
 
-/* Unpack a tuple of storage ids (integers 0..2^32-1) into ids[0..cap); *n gets the count. */
-static int unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t cap, uint32_t *n) {
+/* See coord_int.h: a tuple of storage ids (integers 0..2^32-1) into ids[0..cap). */
+int rl__co_unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t cap, uint32_t *n) {
     rl_tuple_iter it;
     rl_tuple_elem e;
     int rc;
@@ -693,7 +703,7 @@ static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
         s->begin_len = bl;
         s->end_len = el;
         co->n_shards++;
-        if (unpack_ids(kvs[i].value, kvs[i].value_len, s->team, CO_MAX_TEAM, &s->n_team) ||
+        if (rl__co_unpack_ids(kvs[i].value, kvs[i].value_len, s->team, CO_MAX_TEAM, &s->n_team) ||
             s->n_team == 0) {
             why = "a team that is not a tuple of 1 to 16 ids";
             goto corrupt;
@@ -722,7 +732,7 @@ static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
     for (int i = 0; i < n; i++) {
         if (kvs[i].key_len != CO_CONF_STORAGE_LEN) continue;
         uint32_t ids[1024], ni = 0;
-        if (unpack_ids(kvs[i].value, kvs[i].value_len, ids, 1024, &ni) == RL_OK)
+        if (rl__co_unpack_ids(kvs[i].value, kvs[i].value_len, ids, 1024, &ni) == RL_OK)
             for (uint32_t j = 0; j < ni; j++)
                 if (ids[j] && (rc = add_server(co, ids[j], NULL)) != RL_OK) goto out;
     }
@@ -770,10 +780,15 @@ out:
     return rc;
 }
 
-/* Compute each server's owned ranges (and merged ranges) from the shard map. */
-static int compute_ownership(rl_coordinator *co) {
+/* See coord_int.h: each server's owned ranges (and merged ranges) from the shard map; the old
+ * arrays are freed first. */
+int rl__co_compute_ownership(rl_coordinator *co) {
     for (uint32_t i = 0; i < co->n_servers; i++) {
         co_server *srv = &co->servers[i];
+        rl__free(srv->owned);
+        rl__free(srv->merged);
+        srv->owned = srv->merged = NULL;
+        srv->n_owned = srv->n_merged = 0;
         uint32_t n = 0;
         for (uint32_t s = 0; s + 1 < co->n_shards; s++)
             for (uint32_t t = 0; t < co->shards[s].n_team; t++) n += co->shards[s].team[t] == srv->id;
@@ -966,7 +981,8 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
                 co->dir, o->init_file);
     }
     if (rc != RL_OK) goto fail;
-    if ((rc = compute_ownership(co)) != RL_OK) goto fail;
+    if ((rc = rl__co_compute_ownership(co)) != RL_OK) goto fail;
+    if ((rc = rl__co_move_load(co, errmsg)) != RL_OK) goto fail;
 
     /* 4. Listen, publish our own address, write the port file. */
     if ((rc = rl__loop_new(0, &co->loop)) != RL_OK) {
@@ -1027,6 +1043,7 @@ void rl__coordinator_close(rl_coordinator *co) {
     co->cm = NULL;
     rl__co_drop_parked(co);
     rl__loop_free(co->loop);
+    rl__co_move_free(co);
     co->loop = NULL;
     rl__co_flush(co); /* completions a failed post left behind */
     rl__co_free_pool(co);

@@ -54,16 +54,26 @@
 #define SS_MAPPED_SECONDARY_BUDGET (24L << 20) /* per batch of secondaries */
 #define SS_MAX_BATCH 100                          /* FoundationDB's BUGGIFY range tops at 100 */
 #define SS_DEFAULT_BATCH 10
+#define SS_GROUPED_MAX_BATCH RL_PROTO_MAX_BATCH /* `grouped`: the whole page (at most this) */
+#define SS_MULTI_MIN_ITEMS 10 /* GET_MULTI reads at least this many items whatever max_bytes says */
+/* The strategy of mapped reads that name none (RL_FETCH_DEFAULT): grouped, by measurement
+ * (docs/design.md §8.4, docs/benchmarks.md "Secondary-read strategies"). */
+#define SS_DEFAULT_STRATEGY RL_FETCH_GROUPED
 #define SS_DEFAULT_SECONDARY_ROWS 2000
 #define SS_DEFAULT_SECONDARY_BYTES 10000000L
 
-/* A key range with heap copies of its keys. */
+/* A key range with heap copies of its keys. As an owned range (ss->own) it also carries the
+ * versions it is readable at (ss_move.c): since (moved in: reads below are transaction_too_old;
+ * 0 none) and until (moved out: reads at or above are wrong_shard_server; 0 none). */
 typedef struct {
     uint8_t *begin;
     uint32_t begin_len;
     uint8_t *end;
     uint32_t end_len;
+    rl_version since, until;
 } ss_range;
+
+typedef struct ss_fetch ss_fetch;
 
 /* One server of the shard map. */
 typedef struct {
@@ -165,6 +175,7 @@ typedef struct {
     rl_kvpair *kvs;
     int n_kvs;
     int more;
+    int unread;              /* remote: the peer's reply budget did not reach it (no rows, more) */
 } ss_piece;
 
 /* One GET_MULTI request of a batch. */
@@ -286,6 +297,17 @@ struct rl_ss {
     uint64_t delay_salt;
     int co_delayed;
     rl_lat_hist closed_late;
+    /* Shard moves in (ss_move.c; loop thread). */
+    ss_fetch *fetches;
+    ss_range *moved_in;  /* ranges moved in, with `since`, also in DIR/moved-in (a restart keeps
+                            refusing reads below since); pruned once since leaves the window */
+    uint32_t n_moved_in;
+    int moved_in_loaded;
+    ss_range *drops;     /* ranges that moved away and left the window: their rows are cleared
+                            at the next version this server applies */
+    uint32_t n_drops;
+    _Atomic uint64_t n_dropped;
+    _Atomic uint64_t n_fetches_done, n_fetched_rows;
 
     /* Counters (invariant 4). */
     _Atomic uint64_t n_reads, n_mapped, n_sec_local, n_sec_remote, n_s2s_requests,
@@ -321,6 +343,10 @@ void rl__ss_fatal(rl_ss *ss, int rc, const char *what);
  * range holding key (lo <= key < hi), or with below the range holding the key just below key
  * (lo < key <= hi, or lo == "" for key == ""); -1 when none. */
 int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below);
+/* The version rule of owned range i for a read at version v: RL_OK, RL_E_WRONG_SHARD_SERVER (the
+ * range moved away at or before v) or RL_E_TRANSACTION_TOO_OLD (it moved in after v). [as
+ * rl__ss_own_find] */
+int rl__ss_own_version(const rl_ss *ss, int i, rl_version v);
 /* Copy a key into fresh heap memory (NULL on OOM; a valid pointer for len 0). */
 uint8_t *rl__ss_memdup(const void *p, size_t len);
 /* Free the keys of n ranges and the array. */
@@ -346,6 +372,42 @@ void rl__ss_want_map(rl_ss *ss);
 void rl__ss_repl_tick(rl_ss *ss);
 /* Free the map. */
 void rl__ss_map_free(ss_map *m);
+/* Ownership edits (under map_mu inside): remove [k) from the owned ranges (splitting what it
+ * cuts); add it (what it overlaps is removed first) readable from `since` (0: always). A failure
+ * (out of memory) is fatal. [loop] */
+void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k);
+void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since);
+/* Encode and send a request to the coordinator (*out_id may be NULL). [loop] */
+int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id);
+/* Start a background sync if something known is not durable. [loop] */
+void rl__ss_maybe_sync(rl_ss *ss);
+
+/* ---- ss_move.c (shard moves in and out: fetch, apply, report) ---- */
+
+/* A PEEK change assigned range k at version v in a reply ending at end: fetch it at end. [loop] */
+void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_version end);
+/* A PEEK change removed range k at version v: reads at >= v are refused from now on. [loop] */
+void rl__ss_move_remove(rl_ss *ss, const rl_keyrange *k, rl_version v);
+/* A PEEK version arrived: keep the parts of its mutations that fall in ranges being fetched
+ * (versions after their fetch version). [loop] */
+void rl__ss_move_buffer(rl_ss *ss, const rl_msg_peek_version *pv);
+/* Apply PEEK version v (muts: this server's mutations of it) to the engine, with what waits to
+ * be applied first: the clears of moved-out ranges that left the window, and the data of fetched
+ * ranges (which become owned from v). Also keeps v's part of ranges still being fetched. Returns
+ * rl__storage_apply's result (fatal for the caller). [loop] */
+int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t n_muts);
+/* After a PEEK reply (known advanced): apply what waits at known if no version carried it. [loop] */
+void rl__ss_move_after_peek(rl_ss *ss);
+/* The durable version advanced: report applied moves to the coordinator. [loop] */
+void rl__ss_move_on_durable(rl_ss *ss);
+/* A new map / a registration (drops every fetch: the coordinator assigns again) / the tick. */
+void rl__ss_move_on_map(rl_ss *ss);
+void rl__ss_move_on_register(rl_ss *ss);
+void rl__ss_move_tick(rl_ss *ss);
+/* Free every fetch (shutdown). [loop or owner] */
+void rl__ss_move_free(rl_ss *ss);
+/* Fetches in progress (STATUS `fetching`). [loop] */
+uint32_t rl__ss_move_count(const rl_ss *ss);
 
 /* ---- ss_mapped.c (mapped reads on workers; GET_MULTI on both sides; peers) ---- */
 

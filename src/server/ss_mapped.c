@@ -41,10 +41,13 @@
  *      reply, its connection's close, a failed send, its deadline (rl__ss_s2s_tick), or
  *      shutdown. A request is put into pending before its frame is sent, so its reply always
  *      finds it.
- *   5. Reply sizes are bounded: the index budget is at most SS_REPLY_BYTES, batches at most
- *      SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET / batch bytes (a
- *      secondary cut off is marked more; the client completes it), so a reply stays well inside
- *      the 64 MiB frame limit.
+ *   5. Reply sizes are bounded: the index budget is at most SS_REPLY_BYTES; `individual`'s
+ *      batches at most SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET /
+ *      batch bytes; `grouped`'s page (one batch) at SS_MAPPED_SECONDARY_BUDGET of secondaries
+ *      plus one entry, each secondary at most a tenth of it (a secondary cut off is marked more;
+ *      the client completes it); GET_MULTI replies at max_bytes plus one item, or their first
+ *      SS_MULTI_MIN_ITEMS items below SS_MULTI_REPLY_BYTES; so every reply stays well inside the
+ *      64 MiB frame limit.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -100,6 +103,7 @@ static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) {
 static void copy_result(ss_piece *p, const rl_msg_read_result *r, rl_arena *a) {
     p->error = r->error;
     p->more = r->more;
+    p->unread = r->error == RL_OK && r->n_kvs == 0 && r->more; /* the peer's budget was spent */
     p->n_kvs = 0;
     p->kvs = NULL;
     if (r->error != RL_OK || r->n_kvs == 0) return;
@@ -503,6 +507,9 @@ typedef struct {
     rl_ss *ss;
     rl_version version; /* the request's version (invariant 1) */
     int strategy;       /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
+    int owners;         /* grouped: GET_MULTI requests of the round being encoded */
+    long page_target;   /* grouped: the page's byte target (> 0) */
+    int batches;        /* hook calls so far */
     uint32_t local, remote, s2s_requests, s2s_round_trips;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
     rl_msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
@@ -594,7 +601,11 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
         if (!p) return RL_E_OUT_OF_MEMORY;
         p->item = i;
         p->is_range = it->is_range;
-        int k = rl__ss_own_find(ss, cur, cur_len, 0);
+        int k = rl__ss_own_find(ss, cur, cur_len, 0), moved_out = 0;
+        if (k >= 0 && rl__ss_own_version(ss, k, c->version) != RL_OK) { /* moving (ss_move.c) */
+            moved_out = rl__ss_own_version(ss, k, c->version) == RL_E_WRONG_SHARD_SERVER;
+            k = -1;
+        }
         const uint8_t *pe;
         uint32_t pel;
         if (k >= 0) {
@@ -603,6 +614,12 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
         } else {
             int s = ss->map ? map_find(ss->map, cur, cur_len) : -1;
             if (s < 0 || !(p->owner = pick_owner(ss, &ss->map->shards[s]))) {
+                rl__ss_want_map(ss);
+                if (moved_out) { /* the map predates the move: the client retries shortly */
+                    snprintf(c->errmsg, sizeof c->errmsg, "storage server %u: a secondary's range "
+                             "moved away and its shard map is older than the move", ss->o.id);
+                    return RL_E_WRONG_SHARD_SERVER;
+                }
                 snprintf(c->errmsg, sizeof c->errmsg,
                          "storage server %u knows no storage server holding a secondary key "
                          "(shard map %s)", ss->o.id, ss->map ? "has no owner" : "not fetched yet");
@@ -685,6 +702,13 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl_secondary_it
     m.u.get_multi_req.version = c->version;
     m.u.get_multi_req.items = its;
     m.u.get_multi_req.n_items = (uint32_t)q->n_pieces;
+    /* grouped: the owners share the page's byte target (each still reads its first
+     * SS_MULTI_MIN_ITEMS items: what a batch of individual's would), so a round fetches about
+     * what the page keeps (it ends at the first unread item). */
+    if (c->strategy == RL_FETCH_GROUPED) {
+        long share = c->page_target / (c->owners > 0 ? c->owners : 1);
+        m.u.get_multi_req.max_bytes = (uint64_t)(share > 1 ? share : 1);
+    }
     rl__buf_init(&q->payload);
     int rc = rl__msg_encode(&q->payload, &m, NULL);
     if (its != stack) rl__free(its);
@@ -731,6 +755,7 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
         }
         if (q->pieces) q->pieces[q->n_pieces++] = i;
     }
+    c->owners = b->n_reqs;
     for (int r = 0; rc == RL_OK && r < b->n_reqs; r++) {
         rl__buf_release(&b->reqs[r].payload);
         rc = encode_req(c, b, &b->reqs[r], items);
@@ -843,6 +868,60 @@ static int merge_item(rl_secondary_item *it, const ss_piece *ps, int cnt, rl_are
     return RL_OK;
 }
 
+/* Count item it's result as local or remote; RL_OK, or the item's error recorded (returns 1:
+ * the hook stops, mapped.c fails the read with it). */
+static int take_item(mctx *c, rl_secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
+    int e = merge_item(it, ps, cnt, a);
+    if (e != RL_OK) {
+        it->error = e;
+        if (!c->errmsg[0]) snprintf(c->errmsg, sizeof c->errmsg, "a secondary read failed: %s", rl_error_name(e));
+        return 1;
+    }
+    if (it->served_locally) c->local++;
+    else c->remote++;
+    return 0;
+}
+
+/* `grouped` (the file header's steps 2–4 for a whole page): the batch is the page (up to
+ * SS_GROUPED_MAX_BATCH entries; the index scan's byte budget, a fifth of the page's target,
+ * already sizes it to the request). Items wholly in this server's shards go back to mapped.c
+ * (read_here: zero-copy, one read lock), local pieces of the others are read here, and every
+ * remote piece of the page goes out in one round — one GET_MULTI per owner, every owner at
+ * once, the owners sharing SS_MAPPED_SECONDARY_BUDGET (max_bytes). The page ends (items unread)
+ * before the first item with a piece a peer's budget did not reach, and mapped.c ends it after
+ * the entry that brings the page's secondaries to SS_MAPPED_SECONDARY_BUDGET
+ * (batch_secondary_bytes); the client's next page starts there. So a page costs one
+ * storage-to-storage round trip and its reply's secondaries hold at most 24 MiB plus one entry. */
+static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps, const int *first,
+                         const int *count, rl_version v, rl_arena *a) {
+    int first_batch = c->batches++ == 0;
+    for (int i = 0; i < n; i++)
+        if (count[i] == 1 && ps->v[first[i]].local) items[i].read_here = 1;
+    for (int i = 0; i < ps->n; i++)
+        if (ps->v[i].local && !items[ps->v[i].item].read_here)
+            read_local_piece(c->ss, v, &items[ps->v[i].item], &ps->v[i], a);
+    int rc = run_remote(c, ps, items, a);
+    if (rc != RL_OK) return rc;
+    for (int i = 0; i < n; i++) {
+        int unread = 0;
+        for (int k = first[i]; k < first[i] + count[i]; k++) unread |= ps->v[k].unread;
+        if (unread) {
+            if (i == 0 && first_batch) { /* cannot happen: a reply always reaches its first item */
+                snprintf(c->errmsg, sizeof c->errmsg, "a peer left the page's first secondary unread");
+                return RL_E_INTERNAL_ERROR;
+            }
+            for (int j = i; j < n; j++) items[j].unread = 1;
+            return RL_OK;
+        }
+        if (items[i].read_here) {
+            c->local++;
+            continue;
+        }
+        if (take_item(c, &items[i], &ps->v[first[i]], count[i], a)) return RL_OK;
+    }
+    return RL_OK;
+}
+
 /* rl_secondary_batch_fn of the storage server (the file header's steps 1–4). */
 static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
     mctx *c = vctx;
@@ -871,6 +950,8 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
     }
     pthread_mutex_unlock(&ss->map_mu);
     if (rc != RL_OK) return rc;
+    if (c->strategy == RL_FETCH_GROUPED) return grouped_batch(c, items, n, &ps, first, count, v, a);
+    c->batches++;
     /* An item wholly inside one of this server's shards goes back to mapped.c, which reads all
      * such items of the batch under one engine read lock (as without a hook); the local pieces of
      * items that cross shards are read here. */
@@ -885,18 +966,8 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
             c->local++;
             continue;
         }
-        int e = merge_item(&items[i], &ps.v[first[i]], count[i], a);
-        if (e != RL_OK) {
-            items[i].error = e;
-            if (!c->errmsg[0])
-                snprintf(c->errmsg, sizeof c->errmsg, "a secondary read failed: %s",
-                         rl_error_name(e));
+        if (take_item(c, &items[i], &ps.v[first[i]], count[i], a))
             return RL_OK; /* mapped.c fails the read with the first item error */
-        }
-        if (items[i].served_locally)
-            c->local++;
-        else
-            c->remote++;
     }
     return RL_OK;
 }
@@ -983,7 +1054,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     memset(&c, 0, sizeof c);
     c.ss = ss;
     c.version = r.version;
-    c.strategy = r.strategy == RL_FETCH_GROUPED ? RL_FETCH_GROUPED : RL_FETCH_INDIVIDUAL;
+    c.strategy = r.strategy == RL_FETCH_DEFAULT ? SS_DEFAULT_STRATEGY : r.strategy;
     if (bd.unresolved) {
         g->status = RL_RANGE_SELECTOR_UNRESOLVED;
     } else if (rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {
@@ -995,14 +1066,22 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
                              : SS_REPLY_BYTES;
         o.reverse = r.reverse;
         int batch = r.batch ? (int)r.batch : SS_DEFAULT_BATCH;
-        if (c.strategy == RL_FETCH_GROUPED && !r.batch) batch = SS_MAX_BATCH;
-        if (batch > SS_MAX_BATCH) batch = SS_MAX_BATCH;
+        if (c.strategy == RL_FETCH_GROUPED) batch = SS_GROUPED_MAX_BATCH; /* the whole page */
+        else if (batch > SS_MAX_BATCH) batch = SS_MAX_BATCH;
         o.batch = batch;
+        if (c.strategy == RL_FETCH_GROUPED) { /* the page individual's batches would map */
+            o.batch_secondary_bytes = SS_MAPPED_SECONDARY_BUDGET;
+            o.batch_step = SS_DEFAULT_BATCH;
+            c.page_target = o.target_bytes;
+        }
         o.secondary_row_limit = r.secondary_row_limit ? r.secondary_row_limit
                                                       : SS_DEFAULT_SECONDARY_ROWS;
         long sb = r.secondary_byte_limit ? (long)r.secondary_byte_limit
                                          : SS_DEFAULT_SECONDARY_BYTES;
-        if (sb > SS_MAPPED_SECONDARY_BUDGET / batch) sb = SS_MAPPED_SECONDARY_BUDGET / batch;
+        /* Per secondary: a share of the batch's budget (individual), or of ten entries'
+         * (grouped, whose page ends at its byte budget: grouped_batch). */
+        int shares = c.strategy == RL_FETCH_GROUPED ? SS_DEFAULT_BATCH : batch;
+        if (sb > SS_MAPPED_SECONDARY_BUDGET / shares) sb = SS_MAPPED_SECONDARY_BUDGET / shares;
         o.secondary_byte_limit = sb;
         rl_mapped_entry *ents = NULL;
         int n = 0, more = 0;
@@ -1121,12 +1200,20 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         rl__ss_send_error(cl->conn, RL_MSG_GET_MULTI, id, RL_E_OUT_OF_MEMORY, "out of memory");
         return;
     }
-    long budget = SS_MULTI_REPLY_BYTES;
+    long budget = SS_MULTI_REPLY_BYTES, spent = 0;
+    if (r->max_bytes > 0 && r->max_bytes < (uint64_t)budget) budget = (long)r->max_bytes;
     for (uint32_t i = 0; i < r->n_items; i++) {
         const rl_msg_read_item *it = &r->items[i];
         rl_msg_read_result *o = &res[i];
         memset(o, 0, sizeof *o);
+        /* Unread (no rows, more: docs/protocol.md, GET_MULTI) once the budget is spent, except
+         * the first SS_MULTI_MIN_ITEMS while the reply is under SS_MULTI_REPLY_BYTES. */
+        if (spent >= budget && (i >= SS_MULTI_MIN_ITEMS || spent >= SS_MULTI_REPLY_BYTES)) {
+            o->more = 1;
+            continue;
+        }
         int k = rl__ss_own_find(ss, it->begin, it->begin_len, 0);
+        if (k >= 0 && rl__ss_own_version(ss, k, r->version) != RL_OK) k = -1; /* moving */
         if (k < 0 || (it->is_range && rl__bytes_cmp(it->end, it->end_len, ss->own[k].end,
                                                     ss->own[k].end_len) > 0)) {
             o->error = RL_E_WRONG_SHARD_SERVER;
@@ -1154,11 +1241,14 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
                 kv->value_len = vl;
                 o->kvs = kv;
                 o->n_kvs = 1;
-                budget -= (long)it->begin_len + (long)vl;
+                spent += (long)it->begin_len + (long)vl;
             }
             continue;
         }
-        long bl = it->byte_limit > 0 && it->byte_limit < budget ? (long)it->byte_limit : budget;
+        /* An item is read whole under its own limits (its more is its own), or not at all once
+         * the reply's budget is spent: so a requester that groups several entries' secondaries
+         * in one request gets the same result per entry as from separate requests. */
+        long bl = it->byte_limit > 0 ? (long)it->byte_limit : (budget - spent > 1 ? budget - spent : 1);
         if (bl < 1) bl = 1;
         rl_kvpair *kvs = NULL;
         int n = 0, more = 0;
@@ -1171,7 +1261,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         o->kvs = kvs;
         o->n_kvs = (uint32_t)n;
         o->more = more ? 1 : 0;
-        for (int j = 0; j < n; j++) budget -= (long)kvs[j].key_len + (long)kvs[j].value_len;
+        for (int j = 0; j < n; j++) spent += (long)kvs[j].key_len + (long)kvs[j].value_len;
     }
     rl_msg m;
     memset(&m, 0, sizeof m);

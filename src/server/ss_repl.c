@@ -102,7 +102,7 @@ void rl__ss_want_map(rl_ss *ss) { atomic_store(&ss->map_refresh_wanted, 1); }
 /* ==== sending to the coordinator ============================================================ */
 
 /* Encode and send a request to the coordinator; *out_id (may be NULL) gets its id. */
-static int co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id) {
+int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id) {
     rl_proto_why why;
     if (!ss->co) return RL_E_CONNECTION_FAILED;
     uint64_t id = ++ss->co_next_id;
@@ -129,7 +129,7 @@ static void send_peek(rl_ss *ss) {
     m.u.peek_req.max_wait_ms = (uint32_t)ss->o.peek_wait_ms;
     ss->co_peek_after = m.u.peek_req.after_version;
     ss->co_peek_sent_ns = rl__clock_mono_ns();
-    if (co_send(ss, &m, &ss->co_peek_id) != RL_OK) ss->co_peek_id = 0;
+    if (rl__ss_co_send(ss, &m, &ss->co_peek_id) != RL_OK) ss->co_peek_id = 0;
 }
 
 static void send_map_request(rl_ss *ss) {
@@ -140,7 +140,7 @@ static void send_map_request(rl_ss *ss) {
     m.u.get_shard_map_req.min_version = 0;
     atomic_store(&ss->map_refresh_wanted, 0);
     ss->last_map_ns = rl__clock_mono_ns();
-    if (co_send(ss, &m, &ss->co_map_id) != RL_OK) ss->co_map_id = 0;
+    if (rl__ss_co_send(ss, &m, &ss->co_map_id) != RL_OK) ss->co_map_id = 0;
 }
 
 static void send_pop(rl_ss *ss) {
@@ -151,7 +151,7 @@ static void send_pop(rl_ss *ss) {
     m.type = RL_MSG_POP;
     m.u.pop_req.storage_id = ss->o.id;
     m.u.pop_req.durable_version = d;
-    if (co_send(ss, &m, NULL) == RL_OK) atomic_store(&ss->popped, d);
+    if (rl__ss_co_send(ss, &m, NULL) == RL_OK) atomic_store(&ss->popped, d);
 }
 
 /* ==== connecting ============================================================================ */
@@ -223,6 +223,7 @@ static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
     ss->n_own = n;
     pthread_mutex_unlock(&ss->map_mu);
     rl__ss_ranges_free(old, n_old);
+    rl__ss_move_on_register(ss); /* the coordinator assigns moving ranges again */
 
     rl_version known = atomic_load(&ss->known);
     if (r->start_version > known) {
@@ -245,8 +246,9 @@ static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
     maybe_sync(ss);
 }
 
-/* Remove [b, e) from the owned ranges (a shard moved away), splitting ranges it cuts. */
-static void own_remove(rl_ss *ss, const rl_keyrange *k) {
+/* See ss_int.h: remove [b, e) from the owned ranges, splitting ranges it cuts (the pieces keep
+ * their since/until). */
+void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k) {
     ss_range *nw = rl__calloc((size_t)ss->n_own * 2 + 1, sizeof *nw);
     uint32_t n = 0;
     if (!nw) {
@@ -264,6 +266,8 @@ static void own_remove(rl_ss *ss, const rl_keyrange *k) {
             nw[n].begin_len = r->begin_len;
             nw[n].end = rl__ss_memdup(e, el);
             nw[n].end_len = el;
+            nw[n].since = r->since;
+            nw[n].until = r->until;
             n++;
         }
         if (rl__bytes_cmp(r->end, r->end_len, k->end, k->end_len) > 0) {
@@ -274,6 +278,8 @@ static void own_remove(rl_ss *ss, const rl_keyrange *k) {
             nw[n].begin_len = bl;
             nw[n].end = rl__ss_memdup(r->end, r->end_len);
             nw[n].end_len = r->end_len;
+            nw[n].since = r->since;
+            nw[n].until = r->until;
             n++;
         }
     }
@@ -292,9 +298,9 @@ static void own_remove(rl_ss *ss, const rl_keyrange *k) {
     rl__ss_ranges_free(old, n_old);
 }
 
-/* Add [b, e) to the owned ranges (kept sorted; what it overlaps is removed first). */
-static void own_assign(rl_ss *ss, const rl_keyrange *k) {
-    own_remove(ss, k);
+/* See ss_int.h: add [b, e) to the owned ranges (kept sorted; what it overlaps is removed first). */
+void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since) {
+    rl__ss_own_remove(ss, k);
     if (atomic_load(&ss->fatal)) return;
     ss_range *nw = rl__calloc((size_t)ss->n_own + 1, sizeof *nw);
     if (!nw) {
@@ -309,6 +315,7 @@ static void own_assign(rl_ss *ss, const rl_keyrange *k) {
     nw[n].begin_len = k->begin_len;
     nw[n].end = rl__ss_memdup(k->end, k->end_len);
     nw[n].end_len = k->end_len;
+    nw[n].since = since;
     if (!nw[n].begin || !nw[n].end) {
         rl__free(nw[n].begin);
         rl__free(nw[n].end);
@@ -337,7 +344,7 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
     for (uint32_t i = 0; i < r->n_versions; i++) {
         const rl_msg_peek_version *pv = &r->versions[i];
         if (pv->version <= atomic_load(&ss->applied)) continue;
-        int rc = rl__storage_apply(ss->st, pv->version, pv->muts, pv->n_muts);
+        int rc = rl__ss_move_apply(ss, pv->version, pv->muts, pv->n_muts); /* ss_move.c */
         if (rc != RL_OK) {
             char what[96];
             snprintf(what, sizeof what, "applying version %" PRIu64, pv->version);
@@ -351,13 +358,21 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
         const rl_msg_shard_change *c = &r->changes[i];
         rl__log(RL_LOG_INFO, "storage server %u: %s a range at version %" PRIu64, ss->o.id,
                 c->kind == RL_SHARD_ASSIGN ? "assigned" : "removed", c->version);
+        /* A moved-in range is fetched first (ss_move.c); a moved-out one is refused from the
+         * change's version on and still served below it. */
         if (c->kind == RL_SHARD_ASSIGN)
-            own_assign(ss, &c->range);
+            rl__ss_move_assign(ss, &c->range, c->version, r->end_version);
         else
-            own_remove(ss, &c->range);
+            rl__ss_move_remove(ss, &c->range, c->version);
         if (atomic_load(&ss->fatal)) return;
     }
     if (r->end_version > atomic_load(&ss->known)) atomic_store(&ss->known, r->end_version);
+    if (r->n_changes) { /* the map changed with them: mapped reads need the new one */
+        rl__ss_want_map(ss); /* again after a request already in flight */
+        send_map_request(ss);
+    }
+    rl__ss_move_after_peek(ss);
+    if (atomic_load(&ss->fatal)) return;
     atomic_fetch_add(&ss->n_peeks, 1);
     ss->co_peek_id = 0;
     send_peek(ss);
@@ -389,6 +404,7 @@ static void on_map(rl_ss *ss, const rl_msg_get_shard_map_reply *r) {
     pthread_mutex_unlock(&ss->map_mu);
     rl__ss_map_free(old);
     rl__ss_peers_on_map(ss);
+    rl__ss_move_on_map(ss);
 }
 
 static void on_peek_retry(rl_loop *loop, void *ud) {
@@ -464,6 +480,7 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
         on_map(ss, &m.u.get_shard_map_reply);
         break;
     case RL_MSG_POP:
+    case RL_MSG_MOVE_SHARD:
         break;
     default:
         snprintf(what, sizeof what, "an unexpected %s reply", rl__msg_type_name(h->type));
@@ -506,7 +523,7 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
     m.u.hello_req.id = ss->o.id;
     m.u.hello_req.host = (const uint8_t *)ss->host;
     m.u.hello_req.host_len = (uint32_t)strlen(ss->host);
-    co_send(ss, &m, NULL);
+    rl__ss_co_send(ss, &m, NULL);
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_REGISTER_STORAGE;
     m.u.register_storage_req.id = ss->o.id;
@@ -516,7 +533,7 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
     m.u.register_storage_req.host = (const uint8_t *)ss->host;
     m.u.register_storage_req.host_len = (uint32_t)strlen(ss->host);
     m.u.register_storage_req.durable_version = atomic_load(&ss->durable);
-    if (co_send(ss, &m, &ss->co_reg_id) != RL_OK) co_bad(ss, "cannot send REGISTER_STORAGE");
+    if (rl__ss_co_send(ss, &m, &ss->co_reg_id) != RL_OK) co_bad(ss, "cannot send REGISTER_STORAGE");
 }
 
 static void co_connect(rl_ss *ss) {
@@ -549,6 +566,7 @@ static void on_sync_done(rl_loop *loop, void *ud) {
     if (target > atomic_load(&ss->durable)) atomic_store(&ss->durable, target);
     if (rl__loop_is_closing(loop)) return;
     send_pop(ss);
+    rl__ss_move_on_durable(ss);
     maybe_sync(ss);
 }
 
@@ -595,6 +613,9 @@ static void on_sync_timer(rl_loop *loop, void *ud) {
     maybe_sync(ss);
 }
 
+/* See ss_int.h. */
+void rl__ss_maybe_sync(rl_ss *ss) { maybe_sync(ss); }
+
 /* Start a background sync if something known is not durable (invariant 4). */
 static void maybe_sync(rl_ss *ss) {
     if (ss->sync_busy || ss->sync_timer || atomic_load(&ss->stopping) || atomic_load(&ss->fatal))
@@ -609,7 +630,7 @@ static void maybe_sync(rl_ss *ss) {
         return;
     }
     if (known > atomic_load(&ss->applied)) {
-        int rc = rl__storage_apply(ss->st, known, NULL, 0);
+        int rc = rl__ss_move_apply(ss, known, NULL, 0); /* with what waits for a version */
         if (rc != RL_OK) {
             rl__ss_fatal(ss, rc, "applying an empty version");
             return;
@@ -633,6 +654,7 @@ static void on_tick(rl_loop *loop, void *ud) {
     if (atomic_load(&ss->stopping)) return;
     rl__ss_repl_tick(ss);
     rl__ss_s2s_tick(ss);
+    rl__ss_move_tick(ss);
     rl__loop_timer_add(loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick, ss,
                        &ss->tick_timer);
 }

@@ -3,7 +3,7 @@
  *
  *   rlkvd storage --dir DIR --id N --coordinator IP:PORT [--listen IP:PORT] [--port-file FILE]
  *                 [--host LABEL] [--no-sync] [--window-versions N] [--delay-us N] [--jitter-us N]
- *                 [--coordinator-host LABEL]
+ *                 [--coordinator-host LABEL] [--engine memory|ssd]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by a dedicated thread with
  * sigwait, which calls rl__ss_stop (a plain function call, no async-signal-safety needed);
@@ -108,6 +108,7 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     int64_t id = 0;
     int no_sync = 0;
     uint64_t window = 5000000, delay_us = 0, jitter_us = 0;
+    const char *engine = NULL;
     const rl_arg opts[] = {
         {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
          .help = "the storage engine's directory (created if missing)",
@@ -138,6 +139,9 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
         {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "N",
          .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
          .umin = 0, .umax = RL_NETEM_MAX_US},
+        {.name = "engine", .kind = RL_ARG_STRING, .dest = &engine, .metavar = "NAME",
+         .help = "storage engine of a new directory, memory or ssd (default: what DIR holds, "
+                 "memory if new)", .flags = RL_ARG_NONEMPTY},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlkvd storage",
@@ -183,6 +187,7 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     o.delay_us = (uint32_t)delay_us;
     o.jitter_us = (uint32_t)jitter_us;
     o.coordinator_host = coord_host;
+    o.engine = engine;
     rl_buf err;
     rl__buf_init(&err);
     rl_ss *ss = NULL;

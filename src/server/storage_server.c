@@ -78,6 +78,30 @@ int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below
     return -1;
 }
 
+int rl__ss_own_version(const rl_ss *ss, int i, rl_version v) {
+    const ss_range *r = &ss->own[i];
+    if (r->until && v >= r->until) return RL_E_WRONG_SHARD_SERVER;
+    if (r->since && v < r->since) return RL_E_TRANSACTION_TOO_OLD;
+    return RL_OK;
+}
+
+/* Send the error of a read at version v in owned range i that its version rule refuses (1), or
+ * nothing (0). */
+static int refuse_version(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, int i,
+                          rl_version v) {
+    int rc = rl__ss_own_version(ss, i, v);
+    if (rc == RL_OK) return 0;
+    if (rc == RL_E_WRONG_SHARD_SERVER)
+        rl__ss_send_error(cl->conn, type, id, rc, "storage server %u no longer holds the range "
+                          "at version %" PRIu64 " (it moved away at %" PRIu64 ")", ss->o.id, v,
+                          ss->own[i].until);
+    else
+        rl__ss_send_error(cl->conn, type, id, rc, "storage server %u holds the range from "
+                          "version %" PRIu64 " on (it moved here), not at %" PRIu64, ss->o.id,
+                          ss->own[i].since, v);
+    return 1;
+}
+
 void rl__ss_fatal(rl_ss *ss, int rc, const char *what) {
     int expected = 0;
     if (atomic_compare_exchange_strong(&ss->fatal, &expected, rc ? rc : RL_E_INTERNAL_ERROR))
@@ -223,6 +247,8 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
         json_hex(out, ss->own[i].begin, ss->own[i].begin_len);
         rl__buf_append_str(out, ",\"end\":");
         json_hex(out, ss->own[i].end, ss->own[i].end_len);
+        if (ss->own[i].since) rl__buf_printf(out, ",\"since\":%" PRIu64, ss->own[i].since);
+        if (ss->own[i].until) rl__buf_printf(out, ",\"until\":%" PRIu64, ss->own[i].until);
         rl__buf_append_str(out, "}");
     }
     rl__buf_printf(out,
@@ -243,8 +269,9 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_peeks), (uint64_t)atomic_load(&ss->n_parked),
                    (uint64_t)atomic_load(&ss->n_future));
     json_str(out, ss->listen_ip);
-    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64, ss->port,
-                   ss->o.no_sync ? "true" : "false", ss->o.window_versions);
+    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64
+                        ",\"engine\":\"%s\"", ss->port, ss->o.no_sync ? "true" : "false",
+                   ss->o.window_versions, s.engine ? s.engine : "memory");
     /* Tracing counters (docs/protocol.md §9): reads by type, GET_MULTI served for peers, the
      * storage-to-storage bytes of this server's mapped reads, and the gauges. */
     rl__buf_printf(out,
@@ -265,7 +292,11 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
     delay_sweep(ss, 0, &late);
     rl__buf_append_str(out, ",");
     rl__netem_status_json(out, ss->delay_us, ss->jitter_us, &late);
-    rl__buf_append_str(out, "}");
+    uint32_t fetching = rl__ss_move_count(ss);
+    rl__buf_printf(out, ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
+                        ",\"dropped_ranges\":%" PRIu64 "}",
+                   (uint64_t)atomic_load(&ss->n_fetches_done), (uint64_t)atomic_load(&ss->n_fetched_rows),
+                   fetching, (uint64_t)atomic_load(&ss->n_dropped));
 }
 
 void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
@@ -413,11 +444,13 @@ static void do_get(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_req *
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET;
     m.flags = RL_FRAME_REPLY;
-    if (rl__ss_own_find(ss, r->key, r->key_len, 0) < 0) {
+    int oi = rl__ss_own_find(ss, r->key, r->key_len, 0);
+    if (oi < 0) {
         rl__ss_send_error(cl->conn, RL_MSG_GET, id, RL_E_WRONG_SHARD_SERVER,
                           "storage server %u does not hold the key", ss->o.id);
         return;
     }
+    if (refuse_version(ss, cl, RL_MSG_GET, id, oi, r->version)) return;
     int present = 0;
     const uint8_t *val = NULL;
     uint32_t vl = 0;
@@ -451,6 +484,7 @@ static void do_get_key(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_k
                           "storage server %u does not hold the selector's anchor", ss->o.id);
         return;
     }
+    if (refuse_version(ss, cl, RL_MSG_GET_KEY, id, i, r->version)) return;
     const ss_range *sh = &ss->own[i];
     rl_select_result s;
     int rc = rl__storage_select(ss->st, readv, &r->sel, sh->begin, sh->begin_len,
@@ -495,6 +529,7 @@ static void do_get_range(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get
                           r->reverse ? "end" : "begin");
         return;
     }
+    if (refuse_version(ss, cl, RL_MSG_GET_RANGE, id, i, r->version)) return;
     const ss_range *sh = &ss->own[i];
     int hi_max = is_ff(sh->end, sh->end_len);
     rl_range_bounds bd;
@@ -672,6 +707,7 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
                               r->reverse ? "end" : "begin");
             break;
         }
+        if (refuse_version(ss, cl, type, id, i, r->version)) break;
         atomic_fetch_add(&ss->n_mapped, 1);
         rc = rl__ss_mapped_submit(ss, cl, id, payload, len, t0_ns, i);
         if (rc != RL_OK)
@@ -875,7 +911,15 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     }
     rl_storage_options so;
     memset(&so, 0, sizeof so);
-    so.engine = RL_ENGINE_MEMORY;
+    so.engine = !o->engine                  ? RL_ENGINE_AUTO
+                : !strcmp(o->engine, "ssd")    ? RL_ENGINE_SSD
+                : !strcmp(o->engine, "memory") ? RL_ENGINE_MEMORY
+                                               : -1;
+    if (so.engine < 0) {
+        errf(errmsg, "storage server: unknown engine '%s' (memory or ssd)", o->engine);
+        rc = RL_E_INVALID_ARGUMENT;
+        goto fail;
+    }
     so.dir = ss->dir;
     so.no_sync = o->no_sync;
     so.window_versions = ss->o.window_versions;
@@ -956,6 +1000,7 @@ void rl__ss_free(rl_ss *ss) {
             rl__free(p);
         }
         rl__ss_peers_free(ss);
+        rl__ss_move_free(ss); /* fetch connections close in rl__loop_free */
         rl__loop_free(ss->loop); /* closes clients (on_client_close frees them) and the
                                     coordinator connection */
         ss->loop = NULL;

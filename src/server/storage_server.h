@@ -50,6 +50,7 @@ typedef struct {
     uint32_t jitter_us;         /* its jitter (same bound) */
     const char *coordinator_host; /* the coordinator's host label if known (rl cluster passes it);
                                      NULL: learnt from its HELLO reply, delayed until then */
+    const char *engine;         /* "memory" or "ssd"; NULL: what dir holds (memory if new) */
     /* Knobs. */
     int workers;          /* mapped-read worker threads; 0: 3 (at most 16) */
     int future_wait_ms;   /* how long a read at a version not yet known waits; 0: 1000 */

@@ -42,7 +42,7 @@
  * A crash at any point leaves checkpoint S with its complete log-S, or checkpoint S+1 (with or
  * without an empty log-(S+1)) beside leftovers numbered S or lower.
  *
- * Recovery (rl__storage_durable_open). Invariants:
+ * Recovery (memory_open; rl__logdir_* are shared with ssd.c). Invariants:
  *   R1. Open deletes, renames or truncates nothing it has not first replaced by verified state:
  *       files older than the newest checkpoint are deleted only by the next checkpoint, after
  *       ckpt-(S+1) is durable (remove_older); a writable open removes ckpt-(S+1).tmp only after
@@ -158,7 +158,7 @@ static void errf(rl_buf *errmsg, const char *fmt, ...) {
 /* Path "dir/name" into out (a fixed buffer of size PATH_MAX-ish). */
 static void path_of(const rl_storage *st, char *out, size_t cap, const char *prefix, uint64_t seq,
                     const char *suffix) {
-    snprintf(out, cap, "%s/%s%016" PRIx64 "%s", st->dir, prefix, seq, suffix);
+    snprintf(out, cap, "%s/%s%016" PRIx64 "%s", st->f.dir, prefix, seq, suffix);
 }
 
 /* Write n bytes at the file position of fd; path names the file in the error log. */
@@ -176,16 +176,16 @@ static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
 }
 
 static int sync_fd(rl_storage *st, int fd, const char *path) {
-    if (st->no_sync) return RL_OK;
+    if (st->f.no_sync) return RL_OK;
     if (rl__os_fdatasync(fd) != 0) return io_fail("fdatasync", path);
     return RL_OK;
 }
 
 static int sync_dir(rl_storage *st) {
-    if (st->no_sync) return RL_OK;
-    int fd = rl__os_open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (fd < 0) return io_fail("open", st->dir);
-    int rc = rl__os_fsync(fd) == 0 ? RL_OK : io_fail("fsync", st->dir);
+    if (st->f.no_sync) return RL_OK;
+    int fd = rl__os_open(st->f.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return io_fail("open", st->f.dir);
+    int rc = rl__os_fsync(fd) == 0 ? RL_OK : io_fail("fsync", st->f.dir);
     close(fd);
     return rc;
 }
@@ -290,7 +290,7 @@ static int load_checkpoint(rl_storage *st, const char *path, uint64_t seq, rl_bu
         if (p != end) goto bad_entry;
         off += BLK_HEADER + len;
     }
-    st->latest = st->oldest = st->durable = st->ckpt_version = v;
+    st->latest = st->oldest = st->durable = st->f.ckpt_version = v;
     rl__free(buf);
     return RL_OK;
 bad_entry:
@@ -403,15 +403,15 @@ static int discard_tail(rl_storage *st, const char *path, size_t off, const uint
                         rl_buf *errmsg) {
     char *side = NULL;
     int rc, fd = -1;
-    st->tail_kind = classify_tail(p, n);
-    st->tail_offset = off;
-    st->tail_bytes = n;
-    if (!(st->tail_log = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
+    st->f.tail_kind = classify_tail(p, n);
+    st->f.tail_offset = off;
+    st->f.tail_bytes = n;
+    if (!(st->f.tail_log = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
     if (st->read_only) {
         rl__log(RL_LOG_WARN,
                 "log %s: the record at byte offset %zu is %s; recovery ends the log before it and "
                 "leaves the %zu bytes from there in place (read-only open)",
-                path, off, tail_words(st->tail_kind), n);
+                path, off, tail_words(st->f.tail_kind), n);
         return RL_OK;
     }
     if ((rc = save_tail(st, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
@@ -432,15 +432,15 @@ static int discard_tail(rl_storage *st, const char *path, size_t off, const uint
     rl__log(RL_LOG_WARN,
             "log %s: the record at byte offset %zu is %s; the log now ends before it, and the %zu "
             "bytes from there were moved to %s",
-            path, off, tail_words(st->tail_kind), n, side);
-    st->tail_moved_to = side;
+            path, off, tail_words(st->f.tail_kind), n, side);
+    st->f.tail_moved_to = side;
     return RL_OK;
 }
 
 /* Replay log `path` (a missing file is an empty log) into the map. A record that does not
  * decode ends the log when no valid record starts after it (discard_tail); otherwise, or when a
  * version does not increase, the open fails with RL_E_LOG_CORRUPT naming the file and offset. */
-static int replay_log(rl_storage *st, const char *path, rl_buf *errmsg) {
+static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n, off = 0;
     int rc = read_file(path, &buf, &n);
@@ -449,7 +449,7 @@ static int replay_log(rl_storage *st, const char *path, rl_buf *errmsg) {
         errf(errmsg, "cannot read log %s: %s", path, rl_error_name(rc));
         return rc;
     }
-    st->replaying = 1;
+    st->f.replaying = 1;
     while (off < n) {
         rl_wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
@@ -461,6 +461,10 @@ static int replay_log(rl_storage *st, const char *path, rl_buf *errmsg) {
             }
             if ((rc = discard_tail(st, path, off, buf + off, n - off, errmsg)) != RL_OK) goto out;
             break;
+        }
+        if (r.version <= skip_upto) { /* already in the base (ssd: flushed before a crash) */
+            off += r.record_len;
+            continue;
         }
         if (r.version <= st->latest) {
             errf(errmsg, "log %s corrupt at byte offset %zu: version %" PRIu64
@@ -483,9 +487,9 @@ static int replay_log(rl_storage *st, const char *path, rl_buf *errmsg) {
         if (rc != RL_OK) goto out;
         off += r.record_len;
     }
-    st->log_bytes = off;
+    st->f.log_bytes = off;
 out:
-    st->replaying = 0;
+    st->f.replaying = 0;
     rl__free(buf);
     return rc;
 }
@@ -527,10 +531,10 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
     uint64_t seq;
     struct dirent *de;
     memset(out, 0, sizeof *out);
-    DIR *d = opendir(st->dir);
+    DIR *d = opendir(st->f.dir);
     if (!d) {
-        int rc = io_fail("opendir", st->dir);
-        errf(errmsg, "cannot list storage directory %s: %s", st->dir, strerror(errno));
+        int rc = io_fail("opendir", st->f.dir);
+        errf(errmsg, "cannot list storage directory %s: %s", st->f.dir, strerror(errno));
         return rc;
     }
     while ((de = readdir(d)) != NULL)
@@ -550,7 +554,7 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
             out->has_orphan_log = 1;
         } else if (kind == NAME_CKPT_TMP && seq != out->best + 1) {
             rl__log(RL_LOG_WARN, "storage: %s/%s is not the checkpoint in progress after "
-                                 "ckpt-%016" PRIx64 "; left in place", st->dir, de->d_name,
+                                 "ckpt-%016" PRIx64 "; left in place", st->f.dir, de->d_name,
                     out->best);
         }
     }
@@ -563,17 +567,17 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
 static int take_lock(rl_storage *st, rl_buf *errmsg) {
     char path[4096];
     int rc;
-    snprintf(path, sizeof path, "%s/LOCK", st->dir);
-    st->lock_fd = -1;
-    if (st->read_only) st->lock_fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
-    if (st->lock_fd < 0 && (!st->read_only || errno == ENOENT))
-        st->lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->lock_fd < 0) {
+    snprintf(path, sizeof path, "%s/LOCK", st->f.dir);
+    st->f.lock_fd = -1;
+    if (st->read_only) st->f.lock_fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (st->f.lock_fd < 0 && (!st->read_only || errno == ENOENT))
+        st->f.lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (st->f.lock_fd < 0) {
         rc = io_fail("open", path);
         errf(errmsg, "cannot open %s: %s", path, strerror(errno));
         return rc;
     }
-    if (flock(st->lock_fd, (st->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    if (flock(st->f.lock_fd, (st->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
         rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : map_errno(errno);
         errf(errmsg, "%s is locked by another handle%s", path,
              st->read_only ? " that writes" : "");
@@ -582,14 +586,12 @@ static int take_lock(rl_storage *st, rl_buf *errmsg) {
     return RL_OK;
 }
 
-int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
-    char path[4096];
+int rl__logdir_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
     struct stat sb;
-    dir_scan sc;
     int rc;
-    st->no_sync = o->no_sync;
-    st->checkpoint_log_bytes = o->checkpoint_log_bytes ? o->checkpoint_log_bytes : DEFAULT_CKPT_BYTES;
-    if (!(st->dir = rl__strdup(o->dir))) return RL_E_OUT_OF_MEMORY;
+    st->f.no_sync = o->no_sync;
+    st->f.checkpoint_log_bytes = o->checkpoint_log_bytes ? o->checkpoint_log_bytes : DEFAULT_CKPT_BYTES;
+    if (!(st->f.dir = rl__strdup(o->dir))) return RL_E_OUT_OF_MEMORY;
     if (strlen(o->dir) > 4000) return RL_E_INVALID_ARGUMENT;
     if (stat(o->dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         rc = stat(o->dir, &sb) != 0 ? map_errno(errno) : RL_E_INVALID_ARGUMENT;
@@ -597,7 +599,126 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
              rc == RL_E_FILE_NOT_FOUND ? "does not exist" : "not a directory");
         return rc;
     }
-    if ((rc = take_lock(st, errmsg)) != RL_OK) return rc;
+    return take_lock(st, errmsg);
+}
+
+int rl__logdir_replay(rl_storage *st, uint64_t seq, rl_version skip_upto, rl_buf *errmsg) {
+    char path[4096];
+    path_of(st, path, sizeof path, "log-", seq, "");
+    return replay_log(st, path, skip_upto, errmsg);
+}
+
+int rl__logdir_open_log(rl_storage *st, uint64_t seq, rl_buf *errmsg) {
+    char path[4096];
+    int rc;
+    path_of(st, path, sizeof path, "log-", seq, "");
+    st->f.log_fd = rl__os_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (st->f.log_fd < 0) {
+        rc = io_fail("open", path);
+        errf(errmsg, "cannot open log %s: %s", path, strerror(errno));
+        return rc;
+    }
+    if ((rc = sync_dir(st)) != RL_OK) {
+        errf(errmsg, "cannot sync directory %s: %s", st->f.dir, rl_error_name(rc));
+        return rc;
+    }
+    return RL_OK;
+}
+
+int rl__logdir_sync_dir(rl_storage *st) { return sync_dir(st); }
+
+/* Read DIR/ENGINE into name (trailing newline removed): 1 read, 0 missing, -1 unreadable. */
+static int read_engine_file(const char *dir, char *name, size_t cap) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ENGINE", dir);
+    int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return errno == ENOENT ? 0 : -1;
+    ssize_t n = read(fd, name, cap - 1);
+    close(fd);
+    if (n < 0) return -1;
+    name[n] = 0;
+    while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == '\r')) name[--n] = 0;
+    return 1;
+}
+
+int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **out,
+                           rl_buf *errmsg) {
+    char name[64], path[4200];
+    const rl_engine_ops *want = o->engine == RL_ENGINE_SSD      ? &rl__engine_ssd
+                                : o->engine == RL_ENGINE_MEMORY ? &rl__engine_memory
+                                                                : NULL;
+    const rl_engine_ops *have = NULL;
+    int r = read_engine_file(o->dir, name, sizeof name);
+    if (r < 0) {
+        errf(errmsg, "cannot read %s/ENGINE: %s", o->dir, strerror(errno));
+        return map_errno(errno);
+    }
+    if (r == 1) {
+        if (strcmp(name, "ssd") == 0)
+            have = &rl__engine_ssd;
+        else if (strcmp(name, "memory") == 0)
+            have = &rl__engine_memory;
+        else {
+            errf(errmsg, "%s/ENGINE names an unknown storage engine \"%s\"", o->dir, name);
+            return RL_CORRUPT(RL_E_CORRUPT_DATA);
+        }
+    } else {
+        snprintf(path, sizeof path, "%s/data.mdb", o->dir);
+        struct stat sb;
+        if (stat(path, &sb) == 0) {
+            errf(errmsg, "%s has an LMDB file (data.mdb) but no ENGINE file: restore ENGINE "
+                         "(\"ssd\") or move data.mdb out of the directory", o->dir);
+            return RL_CORRUPT(RL_E_CORRUPT_DATA);
+        }
+        /* Files of the memory engine (or none: a new database, which gets what was asked). */
+        DIR *d = opendir(o->dir);
+        if (d) {
+            struct dirent *de;
+            uint64_t seq;
+            while ((de = readdir(d)) != NULL)
+                if (name_kind(de->d_name, &seq) != NAME_OTHER) have = &rl__engine_memory;
+            closedir(d);
+        }
+    }
+    if (have && want && have != want) {
+        errf(errmsg, "%s holds a database of the %s engine; it cannot be opened with the %s "
+                     "engine (omit the engine, or ask for %s)", o->dir, have->name, want->name,
+             have->name);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    *out = have ? have : want ? want : &rl__engine_memory;
+    return RL_OK;
+}
+
+int rl__logdir_record_engine(rl_storage *st, const char *name, rl_buf *errmsg) {
+    char path[4200], tmp[4300], cur[64];
+    int r = read_engine_file(st->f.dir, cur, sizeof cur);
+    if (r == 1) return RL_OK;
+    snprintf(path, sizeof path, "%s/ENGINE", st->f.dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc;
+    if (fd < 0) {
+        rc = io_fail("open", tmp);
+        errf(errmsg, "cannot create %s: %s", tmp, strerror(errno));
+        return rc;
+    }
+    char line[80];
+    int n = snprintf(line, sizeof line, "%s\n", name);
+    rc = write_all(fd, (const uint8_t *)line, (size_t)n, tmp);
+    if (rc == RL_OK) rc = sync_fd(st, fd, tmp);
+    close(fd);
+    if (rc == RL_OK && rl__os_rename(tmp, path) != 0) rc = io_fail("rename", tmp);
+    if (rc == RL_OK) rc = sync_dir(st);
+    if (rc != RL_OK) errf(errmsg, "cannot record the engine in %s: %s", path, rl_error_name(rc));
+    return rc;
+}
+
+/* The memory engine's open: lock, scan, the newest checkpoint, its log. */
+static int memory_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
+    char path[4096];
+    dir_scan sc;
+    int rc;
+    if ((rc = rl__logdir_open(st, o, errmsg)) != RL_OK) return rc;
 
     /* 1. Scan (changes nothing). A log above the newest checkpoint needs a checkpoint that is
      *    not there: refuse rather than open an older (or the empty) state. */
@@ -605,7 +726,7 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
     if (sc.has_orphan_log) {
         errf(errmsg, "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
                      " holds the commits after it and cannot be replayed without it (newest "
-                     "checkpoint present: ", st->dir, sc.orphan_log, st->dir, sc.orphan_log);
+                     "checkpoint present: ", st->f.dir, sc.orphan_log, st->f.dir, sc.orphan_log);
         if (sc.has_ckpt)
             errf(errmsg, "ckpt-%016" PRIx64 ")", sc.best);
         else
@@ -613,7 +734,7 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
         errf(errmsg, "; no file was changed");
         return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT);
     }
-    st->seq = sc.best;
+    st->f.seq = sc.best;
 
     /* 2. Load and verify the newest checkpoint. No fallback to an older one. */
     if (sc.has_ckpt) {
@@ -625,7 +746,7 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
                     errf(errmsg, " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
                                  "never falls back to an older checkpoint)", sc.prev);
                 errf(errmsg, "; if this file is not a checkpoint of this database, move it out "
-                             "of %s and open again", st->dir);
+                             "of %s and open again", st->f.dir);
             }
             return rc;
         }
@@ -633,7 +754,7 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
 
     /* 3. Replay its log (a damaged tail is moved aside, or only reported when read-only). */
     path_of(st, path, sizeof path, "log-", sc.best, "");
-    if ((rc = replay_log(st, path, errmsg)) != RL_OK) return rc;
+    if ((rc = replay_log(st, path, 0, errmsg)) != RL_OK) return rc;
     st->durable = st->latest;
     if (st->read_only) return RL_OK;
 
@@ -643,26 +764,16 @@ int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf
     char tmp[4096];
     path_of(st, tmp, sizeof tmp, "ckpt-", sc.best + 1, ".tmp");
     if (rl__os_unlink(tmp) != 0 && errno != ENOENT) io_fail("unlink", tmp);
-    st->log_fd = rl__os_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (st->log_fd < 0) {
-        rc = io_fail("open", path);
-        errf(errmsg, "cannot open log %s: %s", path, strerror(errno));
-        return rc;
-    }
-    if ((rc = sync_dir(st)) != RL_OK) {
-        errf(errmsg, "cannot sync directory %s: %s", st->dir, rl_error_name(rc));
-        return rc;
-    }
-    return RL_OK;
+    return rl__logdir_open_log(st, sc.best, errmsg);
 }
 
-void rl__storage_durable_close(rl_storage *st) {
-    if (st->log_fd >= 0) close(st->log_fd);
-    if (st->lock_fd >= 0) close(st->lock_fd); /* releases the flock */
-    st->log_fd = st->lock_fd = -1;
-    rl__free(st->tail_log);
-    rl__free(st->tail_moved_to);
-    st->tail_log = st->tail_moved_to = NULL;
+void rl__logdir_close(rl_storage *st) {
+    if (st->f.log_fd >= 0) close(st->f.log_fd);
+    if (st->f.lock_fd >= 0) close(st->f.lock_fd); /* releases the flock */
+    st->f.log_fd = st->f.lock_fd = -1;
+    rl__free(st->f.tail_log);
+    rl__free(st->f.tail_moved_to);
+    st->f.tail_log = st->f.tail_moved_to = NULL;
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
@@ -672,25 +783,27 @@ static int poison(rl_storage *st, int rc) {
     return rc;
 }
 
+int rl__logdir_poison(rl_storage *st, int rc) { return poison(st, rc); }
+
 /* Write the pending records to the log file (no fsync). A failure poisons: the log may now end
  * in part of a record. */
-static int flush_pending(rl_storage *st) {
-    if (st->pending.len == 0) return RL_OK;
+int rl__logdir_flush_pending(rl_storage *st) {
+    if (st->f.pending.len == 0) return RL_OK;
     char path[4096];
-    path_of(st, path, sizeof path, "log-", st->seq, "");
-    int rc = write_all(st->log_fd, st->pending.data, st->pending.len, path);
+    path_of(st, path, sizeof path, "log-", st->f.seq, "");
+    int rc = write_all(st->f.log_fd, st->f.pending.data, st->f.pending.len, path);
     if (rc != RL_OK) return poison(st, rc);
-    st->log_bytes += st->pending.len;
-    rl__buf_reset(&st->pending);
+    st->f.log_bytes += st->f.pending.len;
+    rl__buf_reset(&st->f.pending);
     return RL_OK;
 }
 
-int rl__storage_durable_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
-    size_t mark = st->pending.len;
-    int rc = rl__wal_encode(&st->pending, v, muts, n);
+int rl__memory_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
+    size_t mark = st->f.pending.len;
+    int rc = rl__wal_encode(&st->f.pending, v, muts, n);
     if (rc != RL_OK) {
-        rl__buf_truncate(&st->pending, mark);
-        st->pending.oom = 0; /* the truncated buffer is whole again */
+        rl__buf_truncate(&st->f.pending, mark);
+        st->f.pending.oom = 0; /* the truncated buffer is whole again */
     }
     return rc;
 }
@@ -699,57 +812,59 @@ int rl__storage_durable_log(rl_storage *st, rl_version v, const rl_mutation *mut
  * write the queue out when it is large. The version is applied whatever this returns; an error
  * here is an I/O error that poisoned the engine. A checkpoint that ran out of memory (nothing
  * poisoned, nothing changed on disk) is not an error of this apply: it is retried next time. */
-int rl__storage_durable_after_apply(rl_storage *st) {
-    if (st->log_bytes + st->pending.len >= st->checkpoint_log_bytes) {
-        int rc = rl__storage_durable_checkpoint(st);
+static int memory_checkpoint(rl_storage *st);
+
+static int memory_after_apply(rl_storage *st) {
+    if (st->f.log_bytes + st->f.pending.len >= st->f.checkpoint_log_bytes) {
+        int rc = memory_checkpoint(st);
         return rc == RL_E_OUT_OF_MEMORY && !st->poisoned ? RL_OK : rc;
     }
-    if (st->pending.len >= PENDING_FLUSH) return flush_pending(st);
+    if (st->f.pending.len >= PENDING_FLUSH) return rl__logdir_flush_pending(st);
     return RL_OK;
 }
 
-int rl__storage_durable_sync(rl_storage *st) {
+static int memory_sync(rl_storage *st) {
     int rc;
     if (st->poisoned) return st->poisoned;
-    if ((rc = flush_pending(st)) != RL_OK) return rc;
+    if ((rc = rl__logdir_flush_pending(st)) != RL_OK) return rc;
     char path[4096];
-    path_of(st, path, sizeof path, "log-", st->seq, "");
-    if ((rc = sync_fd(st, st->log_fd, path)) != RL_OK) return poison(st, rc);
+    path_of(st, path, sizeof path, "log-", st->f.seq, "");
+    if ((rc = sync_fd(st, st->f.log_fd, path)) != RL_OK) return poison(st, rc);
     st->durable = st->latest;
     return RL_OK;
 }
 
-int rl__storage_durable_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd,
+int rl__memory_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd,
                                    uint64_t *out_seq) {
     int rc;
     *out_fd = -1;
-    *out_seq = st->seq;
+    *out_seq = st->f.seq;
     *out_target = st->latest;
     if (st->poisoned) return st->poisoned;
-    if ((rc = flush_pending(st)) != RL_OK) return rc;
-    if (st->no_sync) {
+    if ((rc = rl__logdir_flush_pending(st)) != RL_OK) return rc;
+    if (st->f.no_sync) {
         st->durable = st->latest;
         return RL_OK;
     }
     /* A duplicate, so a checkpoint that switches logs meanwhile (and closes log_fd) cannot make
      * the fsync hit a closed or reused descriptor; the old log's data is what needs the fsync. */
-    int fd = fcntl(st->log_fd, F_DUPFD_CLOEXEC, 0);
+    int fd = fcntl(st->f.log_fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) {
         /* No descriptor to spare: sync under the lock, as before. */
-        rc = rl__storage_durable_sync(st);
+        rc = memory_sync(st);
         return rc;
     }
     *out_fd = fd;
     return RL_OK;
 }
 
-int rl__storage_durable_sync_fd(rl_storage *st, int fd, uint64_t seq) {
+int rl__memory_sync_fd(rl_storage *st, int fd, uint64_t seq) {
     char path[4096];
     path_of(st, path, sizeof path, "log-", seq, "");
     return sync_fd(st, fd, path);
 }
 
-int rl__storage_durable_sync_end(rl_storage *st, rl_version target, int fd, int sync_rc) {
+int rl__memory_sync_end(rl_storage *st, rl_version target, int fd, int sync_rc) {
     if (fd >= 0) close(fd);
     if (sync_rc != RL_OK) return poison(st, sync_rc);
     if (st->poisoned) return st->poisoned;
@@ -787,35 +902,81 @@ static void remove_older(rl_storage *st, uint64_t next) {
     char path[4200];
     uint64_t seq;
     struct dirent *de;
-    DIR *d = opendir(st->dir);
+    DIR *d = opendir(st->f.dir);
     if (!d) {
-        io_fail("opendir", st->dir);
+        io_fail("opendir", st->f.dir);
         /* At least the pair this checkpoint replaces. */
-        path_of(st, path, sizeof path, "log-", st->seq, "");
+        path_of(st, path, sizeof path, "log-", st->f.seq, "");
         if (rl__os_unlink(path) != 0 && errno != ENOENT) io_fail("unlink", path);
-        path_of(st, path, sizeof path, "ckpt-", st->seq, "");
+        path_of(st, path, sizeof path, "ckpt-", st->f.seq, "");
         if (rl__os_unlink(path) != 0 && errno != ENOENT) io_fail("unlink", path);
         return;
     }
     while ((de = readdir(d)) != NULL) {
         if (name_kind(de->d_name, &seq) == NAME_OTHER || seq >= next) continue;
-        snprintf(path, sizeof path, "%s/%s", st->dir, de->d_name);
+        snprintf(path, sizeof path, "%s/%s", st->f.dir, de->d_name);
         if (rl__os_unlink(path) != 0 && errno != ENOENT) io_fail("unlink", path);
     }
     closedir(d);
 }
 
-int rl__storage_durable_checkpoint(rl_storage *st) {
+/* The checkpoint being written: its file, current block and counts (ckpt_row). */
+typedef struct {
+    int fd;
+    const char *tmp;
+    rl_buf blk;
+    uint32_t count;
+    uint64_t total;
+} ckpt_writer;
+
+/* rl__storage_map_each callback: append one entry, emitting the block when it is full. */
+static int ckpt_row(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl) {
+    ckpt_writer *w = ctx;
+    uint8_t lens[8];
+    int rc;
+    rl__put_le32(lens, kl);
+    rl__put_le32(lens + 4, vl);
+    rl__buf_append(&w->blk, lens, 8);
+    rl__buf_append(&w->blk, k, kl);
+    rl__buf_append(&w->blk, v, vl);
+    w->count++;
+    w->total++;
+    if (w->blk.len >= BLK_TARGET) {
+        if ((rc = rl__buf_error(&w->blk)) != RL_OK) return rc;
+        if ((rc = ckpt_emit(w->fd, &w->blk, BLK_DATA, w->count, w->tmp)) != RL_OK) return rc;
+        w->count = 0;
+    }
+    return RL_OK;
+}
+
+int rl__logdir_switch(rl_storage *st, uint64_t next) {
+    char path[4096];
+    int rc;
+    path_of(st, path, sizeof path, "log-", next, "");
+    int nfd = rl__os_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (nfd < 0) return io_fail("open", path);
+    close(st->f.log_fd);
+    st->f.log_fd = nfd;
+    if ((rc = sync_dir(st)) != RL_OK) return rc;
+    remove_older(st, next);
+    st->f.seq = next;
+    st->f.log_bytes = 0;
+    st->durable = st->f.ckpt_version = st->latest;
+    st->f.checkpoints++;
+    return RL_OK;
+}
+
+static int memory_checkpoint(rl_storage *st) {
     char tmp[4096], path[4096];
     uint8_t hdr[CKPT_HEADER];
-    rl_buf blk;
+    ckpt_writer w;
     int rc, fd = -1, renamed = 0;
-    uint32_t count = 0;
-    uint64_t total = 0, next = st->seq + 1;
+    uint64_t next = st->f.seq + 1;
+    memset(&w, 0, sizeof w);
     if (st->poisoned) return st->poisoned;
     tmp[0] = 0;
-    rl__buf_init(&blk);
-    if ((rc = flush_pending(st)) != RL_OK) goto fail;
+    rl__buf_init(&w.blk);
+    if ((rc = rl__logdir_flush_pending(st)) != RL_OK) goto fail;
     path_of(st, tmp, sizeof tmp, "ckpt-", next, ".tmp");
     path_of(st, path, sizeof path, "ckpt-", next, "");
     fd = rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -830,33 +991,16 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
     rl__put_le64(hdr + 24, next);
     rl__put_le32(hdr + 8, rl__checksum32(hdr + 12, CKPT_HEADER - 12));
     if ((rc = write_all(fd, hdr, sizeof hdr, tmp)) != RL_OK) goto fail;
-    rl__buf_append(&blk, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", BLK_HEADER);
-    /* Every row in key order: the leaves left to right. */
-    for (const bt_leaf *l = st->first; l; l = l->next)
-        for (uint32_t i = 0; i < l->n; i++) {
-            const bt_row *n = l->rows[i];
-            const sl_ver *e = n->chain; /* the state at latest is the head of each chain */
-            if (e->is_clear) continue;
-            uint8_t lens[8];
-            rl__put_le32(lens, n->klen);
-            rl__put_le32(lens + 4, e->len);
-            rl__buf_append(&blk, lens, 8);
-            rl__buf_append(&blk, n->key, n->klen);
-            rl__buf_append(&blk, e->data, e->len);
-            count++;
-            total++;
-            if (blk.len >= BLK_TARGET) {
-                if ((rc = rl__buf_error(&blk)) != RL_OK) goto fail;
-                if ((rc = ckpt_emit(fd, &blk, BLK_DATA, count, tmp)) != RL_OK) goto fail;
-                count = 0;
-            }
-        }
-    if (count && (rc = ckpt_emit(fd, &blk, BLK_DATA, count, tmp)) != RL_OK) goto fail;
+    rl__buf_append(&w.blk, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", BLK_HEADER);
+    w.fd = fd;
+    w.tmp = tmp;
+    if ((rc = rl__storage_map_each(st, ckpt_row, &w)) != RL_OK) goto fail;
+    if (w.count && (rc = ckpt_emit(fd, &w.blk, BLK_DATA, w.count, tmp)) != RL_OK) goto fail;
     uint8_t tot[8];
-    rl__put_le64(tot, total);
-    rl__buf_append(&blk, tot, 8);
-    if ((rc = rl__buf_error(&blk)) != RL_OK) goto fail;
-    if ((rc = ckpt_emit(fd, &blk, BLK_END, 0, tmp)) != RL_OK) goto fail;
+    rl__put_le64(tot, w.total);
+    rl__buf_append(&w.blk, tot, 8);
+    if ((rc = rl__buf_error(&w.blk)) != RL_OK) goto fail;
+    if ((rc = ckpt_emit(fd, &w.blk, BLK_END, 0, tmp)) != RL_OK) goto fail;
     if ((rc = sync_fd(st, fd, tmp)) != RL_OK) goto fail;
     close(fd);
     fd = -1;
@@ -867,25 +1011,12 @@ int rl__storage_durable_checkpoint(rl_storage *st) {
     renamed = 1;
     if ((rc = sync_dir(st)) != RL_OK) goto fail;
     /* The checkpoint is durable: switch to a new log and drop the old pair. */
-    path_of(st, path, sizeof path, "log-", next, "");
-    int nfd = rl__os_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (nfd < 0) {
-        rc = io_fail("open", path);
-        goto fail;
-    }
-    close(st->log_fd);
-    st->log_fd = nfd;
-    if ((rc = sync_dir(st)) != RL_OK) goto fail;
-    remove_older(st, next);
-    st->seq = next;
-    st->log_bytes = 0;
-    st->durable = st->ckpt_version = st->latest;
-    st->checkpoints++;
-    rl__buf_release(&blk);
+    if ((rc = rl__logdir_switch(st, next)) != RL_OK) goto fail;
+    rl__buf_release(&w.blk);
     return RL_OK;
 fail:
     if (fd >= 0) close(fd);
-    rl__buf_release(&blk);
+    rl__buf_release(&w.blk);
     if (rc == RL_E_OUT_OF_MEMORY && !renamed && !st->poisoned) {
         /* Only memory ran out: the log is whole (flushed or untouched) and the .tmp file is not
          * a checkpoint yet. Drop it and leave the engine writable. */
@@ -894,3 +1025,29 @@ fail:
     }
     return poison(st, rc);
 }
+
+void rl__memory_status(rl_storage *st, rl_storage_status *out) {
+    out->log_bytes = st->f.log_bytes + st->f.pending.len;
+    out->checkpoint_version = st->f.ckpt_version;
+    out->checkpoints = st->f.checkpoints;
+    out->recovery_tail = st->f.tail_kind;
+    out->recovery_tail_offset = st->f.tail_offset;
+    out->recovery_tail_bytes = st->f.tail_bytes;
+    out->recovery_log = st->f.tail_log;
+    out->recovery_moved_to = st->f.tail_moved_to;
+}
+
+static void memory_close(rl_storage *st) { rl__logdir_close(st); }
+
+const rl_engine_ops rl__engine_memory = {
+    .name = "memory",
+    .open = memory_open,
+    .close = memory_close,
+    .log = rl__memory_log,
+    .after_apply = memory_after_apply,
+    .sync_begin = rl__memory_sync_begin,
+    .sync_fd = rl__memory_sync_fd,
+    .sync_end = rl__memory_sync_end,
+    .checkpoint = memory_checkpoint,
+    .status = rl__memory_status,
+};

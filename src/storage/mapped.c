@@ -90,6 +90,7 @@
  */
 #include "storage/mapped.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -604,9 +605,11 @@ static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_lim
  * breaks the output contract (negative count, rows without a pointer, a point read with more
  * than one row) is RL_E_INTERNAL_ERROR. */
 static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl_version v,
-                      int row_limit, long byte_limit, rl_secondary_item *items,
-                      rl_mapped_entry *ents, int n, rl_arena *a) {
+                      int row_limit, long byte_limit, long budget, long target_left, int step,
+                      rl_secondary_item *items, rl_mapped_entry *ents, int n, rl_arena *a,
+                      int *out_read) {
     int rc, here = 0;
+    *out_read = n;
     for (int i = 0; i < n; i++) {
         rl_secondary_item *it = &items[i];
         memset(it, 0, sizeof *it);
@@ -620,27 +623,46 @@ static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl
     }
     rc = fn(fn_ctx, v, items, n, a);
     if (rc != RL_OK) return rc;
+    for (int i = 0; i < n; i++) /* the page ends before the first unread item */
+        if (items[i].unread) {
+            n = *out_read = i;
+            break;
+        }
+    /* In order: the items handed back read from st (under one read lock for the batch), the
+     * hook's outputs for the others; the batch ends after the entry that brings its secondary
+     * bytes to budget, or after a multiple of step entries with the target spent
+     * (mapped.h). The first item error in order fails the batch. */
     for (int i = 0; i < n; i++) here |= items[i].read_here && items[i].error == RL_OK;
-    if (here) {
-        rl__storage_read_lock(st);
-        for (int i = 0; i < n && rc == RL_OK; i++)
-            if (items[i].read_here && items[i].error == RL_OK)
-                rc = read_local(st, v, items[i].row_limit, byte_limit, a, &ents[i]);
-        rl__storage_read_unlock(st);
-        if (rc != RL_OK) return rc;
-    }
-    for (int i = 0; i < n; i++) {
+    if (here) rl__storage_read_lock(st);
+    long bytes = 0;
+    for (int i = 0; i < n && rc == RL_OK; i++) {
         const rl_secondary_item *it = &items[i];
-        if (it->error != RL_OK) return it->error;
-        if (it->read_here) continue; /* read_local filled the entry */
-        if (it->n_kvs < 0 || (it->n_kvs > 0 && !it->kvs) || (!it->is_range && it->n_kvs > 1))
-            return RL_E_INTERNAL_ERROR;
-        ents[i].kvs = it->n_kvs ? it->kvs : NULL;
-        ents[i].n_kvs = it->n_kvs;
-        ents[i].more = it->is_range && it->more ? 1 : 0;
-        ents[i].served_locally = it->served_locally ? 1 : 0;
+        if (it->error != RL_OK) {
+            rc = it->error;
+            break;
+        }
+        /* A batch can be a whole page: grow the arena's blocks with it (Cost). */
+        if (i % DEFAULT_BATCH == 0 && a->used > 2 * a->block_size && a->block_size < MAX_BLOCK) a->block_size *= 2;
+        if (it->read_here) {
+            rc = read_local(st, v, it->row_limit, byte_limit, a, &ents[i]);
+        } else if (it->n_kvs < 0 || (it->n_kvs > 0 && !it->kvs) || (!it->is_range && it->n_kvs > 1)) {
+            rc = RL_E_INTERNAL_ERROR;
+        } else {
+            ents[i].kvs = it->n_kvs ? it->kvs : NULL;
+            ents[i].n_kvs = it->n_kvs;
+            ents[i].more = it->is_range && it->more ? 1 : 0;
+            ents[i].served_locally = it->served_locally ? 1 : 0;
+        }
+        if (rc != RL_OK || (budget <= 0 && step <= 0)) continue;
+        long sec = 0;
+        for (int j = 0; j < ents[i].n_kvs; j++) sec += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
+        bytes += sec;
+        target_left -= sec + (long)ents[i].index.key_len + (long)ents[i].index.value_len;
+        if (i + 1 < n && ((budget > 0 && bytes >= budget) || (step > 0 && target_left <= 0 && (i + 1) % step == 0)))
+            *out_read = i + 1, n = i + 1;
     }
-    return RL_OK;
+    if (here) rl__storage_read_unlock(st);
+    return rc;
 }
 
 /* The mapped read (see mapped.h and the file header for the accounting). On RL_OK *out holds
@@ -750,9 +772,26 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             }
         }
         if (fn) {
-            rc = read_batch(st, fn, fn_ctx, v, opt.secondary_row_limit,
-                            opt.secondary_byte_limit, items, &ents[mapped], stop - mapped, a);
+            int got = 0;
+            rc = read_batch(st, fn, fn_ctx, v, opt.secondary_row_limit, opt.secondary_byte_limit,
+                            opt.batch_secondary_bytes, opt.target_bytes > 0 ? remaining : LONG_MAX,
+                            opt.batch_step, items, &ents[mapped], stop - mapped, a, &got);
             if (rc != RL_OK) goto fail;
+            if (got == 0 && mapped == 0) {
+                rc = RL_E_INTERNAL_ERROR; /* no progress (mapped.h: unread) */
+                goto fail;
+            }
+            if (got < stop - mapped) { /* the page ends here: entries [mapped + got, ...) left */
+                stop = mapped + got;
+                for (int i = mapped; i < stop; i++) {
+                    long cost = (long)ents[i].index.key_len + (long)ents[i].index.value_len;
+                    for (int j = 0; j < ents[i].n_kvs; j++)
+                        cost += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
+                    remaining -= cost;
+                }
+                mapped = stop;
+                break;
+            }
         }
         for (int i = mapped; i < stop; i++) {
             long cost = (long)ents[i].index.key_len + (long)ents[i].index.value_len;

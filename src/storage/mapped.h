@@ -46,6 +46,14 @@ typedef struct {
     int batch;                 /* secondary lookups issued per batch; 0 = 10 */
     int secondary_row_limit;   /* rows per secondary range; 0 = 2000 */
     long secondary_byte_limit; /* bytes per secondary range; 0 = 10,000,000 */
+    /* With a hook, for batches larger than the page needs (the storage server's `grouped`
+     * strategy, whose batch is the whole page): a batch ends — and the page with it, more —
+     * after the entry whose secondaries bring the batch's to batch_secondary_bytes key + value
+     * bytes (0: no such bound), and, with a target_bytes, after the first multiple of
+     * batch_step entries (0: none) at which the target is spent: the entries batches of
+     * batch_step would have mapped. */
+    long batch_secondary_bytes;
+    int batch_step;
 } rl_mapped_options;
 
 /* One secondary read of a batch handed to a rl_secondary_batch_fn. mapped.c fills the inputs
@@ -72,6 +80,11 @@ typedef struct {
                               was given, at v, after the hook returns (all of a batch's such
                               items under one read lock), and sets served_locally; the other
                               outputs are then ignored */
+    int unread;            /* 1: the hook did not read it and the mapped read's page ends before
+                              it (the reply's byte budget is spent): mapped.c returns the entries
+                              before the first unread item, with more; what follows it is ignored.
+                              The first item of a mapped read's first batch must not be unread
+                              (RL_E_INTERNAL_ERROR: the page would make no progress) */
 } rl_secondary_item;
 
 /* The batch hook of a mapped read: read the n secondaries items[0..n) at version v and fill each

@@ -1,5 +1,6 @@
 /* storage.c — the versioned ordered map of the storage engine (the MVCC window), its reads and
- * apply, and the garbage collector. Files (log, checkpoints, lock) live in durable.c.
+ * apply, and the garbage collector. The files live behind the durable-engine interface
+ * (engine.h): durable.c (memory) and ssd.c (LMDB).
  *
  * Structure: a B+tree of rows. A row is one heap allocation per key (its key, its chain of
  * versions newest first, each a value or a tombstone, and the first version inline). Leaves hold
@@ -63,6 +64,22 @@
  *      removals keep it; inserts that break it, splits and merges recompute it (leaf_reprefix,
  *      inner_reprefix) from the node's first and last keys (sorted keys: their common prefix
  *      is everyone's).
+ *
+ * Base (st->has_base: the ssd engine, whose LMDB holds the state at st->base_version below the
+ * map; docs/design.md §4):
+ *   B1. A read at v takes the newest entry at or below v of the key's row (a value, or a
+ *       tombstone that hides the base); when the row has none, or there is no row, the base's
+ *       value stands. Ranges and selectors merge the map's rows with a base cursor (mcur).
+ *   B2. A write to a key not in the map looks the key up in the base (live counts, atomic
+ *       operations); a clear of a base key becomes a tombstone row, and a range clear gives
+ *       every base key of the range not in the map a tombstone row first.
+ *   B3. GC keeps the newest entry at or below oldest even when it is a tombstone, and removes a
+ *       row once its only entry is at or below both oldest and base_version (the base answers).
+ *   B4. Every row either has an entry at or below oldest or has all its entries after
+ *       base_version (so the base holds the value before its oldest entry): rows created after
+ *       the last flush have the second form; a flush pins the first form (rl__storage_map_pin)
+ *       before the base moves, and GC keeps it (B3). So B1's fall-through to the base is
+ *       always to the value the key had.
  *
  * Rebalancing: a leaf left with fewer than BT_LEAF/4 rows by a removal merges with a sibling
  * under the same parent when both fit in BT_LEAF/2; an empty leaf or inner node is unlinked.
@@ -239,6 +256,13 @@ static inline const sl_ver *visible(const bt_row *r, rl_version v) {
     const sl_ver *e = r->chain;
     while (e && e->v > v) e = e->older;
     return e && !e->is_clear ? e : NULL;
+}
+
+/* The newest entry at or below v (a value or a tombstone), or NULL if none. */
+static inline const sl_ver *entry_at(const bt_row *r, rl_version v) {
+    const sl_ver *e = r->chain;
+    while (e && e->v > v) e = e->older;
+    return e;
 }
 
 /* ---- B+tree: search ---------------------------------------------------------------------- */
@@ -650,6 +674,16 @@ static int collapse(rl_storage *st, bt_row *r) {
     if (!e) return 0;
     chain_free(r, e->older);
     e->older = NULL;
+    if (st->has_base) {
+        /* Base rule B3: an entry at or below oldest is kept even when it is a tombstone (the
+         * base may hold an older value, or a newer flushed one the entry hides); the row goes
+         * once its only entry is in the base too. */
+        if (e == r->chain && e->v <= st->base_version) {
+            row_remove(st, r);
+            return 1;
+        }
+        return 0;
+    }
     if (e->is_clear) {
         ver_free(r, e);
         *link = NULL;
@@ -682,10 +716,11 @@ void rl__storage_collect(rl_storage *st) {
 
 /* Link a new row for key k with one version (v, val) into the hash and the tree. The key must
  * be absent. RL_E_OUT_OF_MEMORY leaves both unchanged. */
-static int row_insert(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v,
-                      const uint8_t *val, uint32_t vl) {
+static int row_insert_out(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v,
+                          const uint8_t *val, uint32_t vl, bt_row **out) {
     if (hreserve(st) != RL_OK) return RL_E_OUT_OF_MEMORY;
     bt_row *r = row_new(k, kl, v, val, vl);
+    if (out) *out = r;
     if (!r) return RL_E_OUT_OF_MEMORY;
     if (bt_insert(st, r) != RL_OK) {
         rl__free(r);
@@ -698,10 +733,57 @@ static int row_insert(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version 
     return RL_OK;
 }
 
+static int row_insert(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v,
+                      const uint8_t *val, uint32_t vl) {
+    return row_insert_out(st, k, kl, v, val, vl, NULL);
+}
+
+/* A new row for key k, which is not in the map but may be in the base (base_present, its value
+ * base_len bytes): one entry at v, a value or (is_clear) a tombstone. Keeps the live counts of
+ * the whole state. */
+static int row_over_base(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
+                         const uint8_t *val, uint32_t vl, int is_clear, int base_present,
+                         uint32_t base_len) {
+    bt_row *r = NULL;
+    int rc = row_insert_out(st, k, kl, v, is_clear ? NULL : val, is_clear ? 0 : vl, &r);
+    if (rc != RL_OK) return rc;
+    st->touched++;
+    if (base_present) {
+        st->live_keys--;
+        st->live_bytes -= kl + base_len;
+    }
+    if (is_clear) {
+        r->chain->is_clear = 1;
+        st->live_keys--;
+        st->live_bytes -= kl;
+        return dirty_push(st, r);
+    }
+    return RL_OK;
+}
+
+/* Point read of the base for a writer (value in st->base_buf). */
+static int base_lookup(rl_storage *st, const uint8_t *k, uint32_t kl, int *present,
+                       const uint8_t **val, uint32_t *vl) {
+    *present = 0;
+    *val = NULL;
+    *vl = 0;
+    if (!st->has_base) return RL_OK;
+    return st->eng->base_get(st, k, kl, NULL, &st->base_buf, present, val, vl);
+}
+
 /* Write a value (or a tombstone when is_clear) for key k at version v. */
 static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
                      const uint8_t *val, uint32_t vl, int is_clear) {
     bt_row *r = hfind(st, k, kl);
+    if (!r && st->has_base) {
+        int bp;
+        const uint8_t *bv;
+        uint32_t bl;
+        int rc = base_lookup(st, k, kl, &bp, &bv, &bl);
+        if (rc != RL_OK) return rc;
+        if (is_clear && !bp) return RL_OK; /* absent at every readable version already */
+        return row_over_base(st, v, k, kl, val, vl, is_clear, bp, bl);
+    }
     if (!r) {
         if (is_clear) return RL_OK; /* absent at every readable version already */
         int rc = row_insert(st, k, kl, v, val, vl);
@@ -735,6 +817,21 @@ static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl
 static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t bl,
                        const uint8_t *e, uint32_t el) {
     if (rl__bytes_cmp(b, bl, e, el) >= 0) return RL_OK;
+    if (st->has_base) {
+        /* Base rule B2: every base key of the range not in the map gets a tombstone row. */
+        rl_base_cur *bc = NULL;
+        const uint8_t *k, *val;
+        uint32_t kl, vl;
+        int rc = st->eng->cur_open(st, &bc);
+        if (rc == RL_OK) rc = st->eng->cur_seek_ge(bc, b, bl, 0);
+        while (rc == RL_OK && st->eng->cur_get(bc, &k, &kl, &val, &vl) &&
+               rl__bytes_cmp(k, kl, e, el) < 0) {
+            if (!hfind(st, k, kl)) rc = row_over_base(st, v, k, kl, NULL, 0, 1, 1, vl);
+            if (rc == RL_OK) rc = st->eng->cur_next(bc);
+        }
+        st->eng->cur_close(bc);
+        if (rc != RL_OK) return rc;
+    }
     for (cursor c = seek(st, b, bl, 0); c.l && row_cmp(cur_row(c), e, el) < 0; cur_next(&c)) {
         bt_row *r = cur_row(c);
         sl_ver *head = r->chain;
@@ -774,9 +871,13 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
         default: {
             bt_row *x = hfind(st, m->p1, m->len1);
             const sl_ver *old = x ? visible(x, v) : NULL;
-            int present;
-            rc = rl__atomic_apply(m->type, old != NULL, old ? old->data : NULL, old ? old->len : 0,
-                                  m->p2, m->len2, &st->scratch, &present);
+            int present, bp = 0;
+            const uint8_t *ov = old ? old->data : NULL;
+            uint32_t ol = old ? old->len : 0;
+            if (!x && st->has_base && (rc = base_lookup(st, m->p1, m->len1, &bp, &ov, &ol)) != RL_OK)
+                break;
+            rc = rl__atomic_apply(m->type, old != NULL || bp, ov, ol, m->p2, m->len2, &st->scratch,
+                                  &present);
             if (rc == RL_OK)
                 rc = write_key(st, v, m->p1, m->len1, st->scratch.data, (uint32_t)st->scratch.len,
                                !present);
@@ -823,17 +924,91 @@ int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, siz
             goto out;
         }
     }
-    if (st->dir && (rc = rl__storage_durable_log(st, v, muts, n)) != RL_OK) goto out;
+    if (st->eng && (rc = st->eng->log(st, v, muts, n)) != RL_OK) goto out;
     rc = rl__storage_map_apply(st, v, muts, n);
     if (rc != RL_OK) {
         /* The log may already hold this version: memory and log would disagree. */
         st->poisoned = rc;
         goto out;
     }
-    if (st->dir) rc = rl__storage_durable_after_apply(st);
+    if (st->eng) rc = st->eng->after_apply(st);
 out:
     pthread_rwlock_unlock(&st->lock);
     return rc;
+}
+
+/* ---- what the engines use (engine.h) ------------------------------------------------------ */
+
+int rl__storage_map_each(rl_storage *st, rl_map_each_cb cb, void *ctx) {
+    for (const bt_leaf *l = st->first; l; l = l->next)
+        for (uint32_t i = 0; i < l->n; i++) {
+            const bt_row *r = l->rows[i];
+            const sl_ver *e = r->chain; /* the state at latest is the head of each chain */
+            if (e->is_clear) continue;
+            int rc = cb(ctx, r->key, r->klen, e->data, e->len);
+            if (rc != RL_OK) return rc;
+        }
+    return RL_OK;
+}
+
+int rl__storage_map_changed(rl_storage *st, rl_version since, rl_map_changed_cb cb, void *ctx) {
+    for (const bt_leaf *l = st->first; l; l = l->next)
+        for (uint32_t i = 0; i < l->n; i++) {
+            const bt_row *r = l->rows[i];
+            const sl_ver *e = r->chain;
+            if (e->v <= since) continue;
+            int rc = cb(ctx, r->key, r->klen, e->is_clear ? NULL : e->data, e->len, e->is_clear);
+            if (rc != RL_OK) return rc;
+        }
+    return RL_OK;
+}
+
+int rl__storage_map_pin(rl_storage *st) {
+    for (bt_leaf *l = st->first; l; l = l->next)
+        for (uint32_t i = 0; i < l->n; i++) {
+            bt_row *r = l->rows[i];
+            if (r->chain->v <= st->base_version) continue;
+            sl_ver *tail = r->chain;
+            while (tail->older) tail = tail->older;
+            if (tail->v <= st->oldest) continue; /* the chain answers every readable version */
+            int bp;
+            const uint8_t *bv;
+            uint32_t bl;
+            int rc = base_lookup(st, r->key, r->klen, &bp, &bv, &bl);
+            if (rc != RL_OK) return rc;
+            sl_ver *e = ver_new(st->oldest, bv, bp ? bl : 0, !bp);
+            if (!e) return RL_E_OUT_OF_MEMORY;
+            tail->older = e;
+            if (dirty_push(st, r) != RL_OK) return RL_E_OUT_OF_MEMORY;
+        }
+    return RL_OK;
+}
+
+void rl__storage_map_evict(rl_storage *st) {
+    /* Collect first: removals rebalance the leaves being walked. Rows queued for GC are left to
+     * it (invariant 6: the ring never holds a freed row); collapse evicts them (rule B3). Out of
+     * memory for the list evicts what was listed (eviction only bounds memory; the next flush
+     * tries again). */
+    bt_row **list = NULL;
+    size_t n = 0, cap = 0;
+    for (bt_leaf *l = st->first; l; l = l->next)
+        for (uint32_t i = 0; i < l->n; i++) {
+            bt_row *r = l->rows[i];
+            if (r->in_dirty || r->chain->older || r->chain->v > st->oldest ||
+                r->chain->v > st->base_version)
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 1024;
+                bt_row **x = rl__realloc(list, nc * sizeof *x);
+                if (!x) goto remove;
+                list = x;
+                cap = nc;
+            }
+            list[n++] = r;
+        }
+remove:
+    for (size_t j = 0; j < n; j++) row_remove(st, list[j]);
+    rl__free(list);
 }
 
 /* ---- open / close / status --------------------------------------------------------------- */
@@ -844,6 +1019,7 @@ int rl__storage_map_init(rl_storage *st) {
     st->root = st->first = st->last = l;
     st->depth = 0;
     rl__buf_init(&st->scratch);
+    rl__buf_init(&st->base_buf);
     return RL_OK;
 }
 
@@ -864,6 +1040,7 @@ void rl__storage_map_release(rl_storage *st) {
     rl__free(st->htab);
     rl__free(st->dirty);
     rl__buf_release(&st->scratch);
+    rl__buf_release(&st->base_buf);
 }
 
 int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *errmsg) {
@@ -873,11 +1050,19 @@ int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *e
         memset(&def, 0, sizeof def);
         opts = &def;
     }
-    if (!out || opts->engine != RL_ENGINE_MEMORY) return RL_E_INVALID_ARGUMENT;
+    if (!out || (opts->engine != RL_ENGINE_MEMORY && opts->engine != RL_ENGINE_SSD &&
+                 opts->engine != RL_ENGINE_AUTO))
+        return RL_E_INVALID_ARGUMENT;
+    const rl_engine_ops *eng = NULL;
+    if (opts->dir && (rc = rl__logdir_pick_engine(opts, &eng, errmsg)) != RL_OK) return rc;
+    if (!opts->dir && opts->engine == RL_ENGINE_SSD) {
+        if (errmsg) rl__buf_printf(errmsg, "the ssd engine needs a directory");
+        return RL_E_INVALID_ARGUMENT;
+    }
     rl_storage *st = rl__calloc(1, sizeof *st);
     if (!st) return RL_E_OUT_OF_MEMORY;
-    st->lock_fd = st->log_fd = -1;
-    rl__buf_init(&st->pending);
+    st->f.lock_fd = st->f.log_fd = -1;
+    rl__buf_init(&st->f.pending);
     st->window = opts->window_versions ? opts->window_versions : DEFAULT_WINDOW;
     st->read_only = opts->read_only != 0;
     /* Writers first: glibc's default prefers readers, and a stream of reads would starve apply. */
@@ -896,7 +1081,8 @@ int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *e
         return RL_E_OUT_OF_MEMORY;
     }
     if ((rc = rl__storage_map_init(st)) != RL_OK) goto fail;
-    if (opts->dir && (rc = rl__storage_durable_open(st, opts, errmsg)) != RL_OK) goto fail;
+    st->eng = eng;
+    if (eng && (rc = eng->open(st, opts, errmsg)) != RL_OK) goto fail;
     *out = st;
     return RL_OK;
 fail:
@@ -906,10 +1092,10 @@ fail:
 
 void rl__storage_close(rl_storage *st) {
     if (!st) return;
-    rl__storage_durable_close(st);
+    if (st->eng) st->eng->close(st);
     rl__storage_map_release(st);
-    rl__buf_release(&st->pending);
-    rl__free(st->dir);
+    rl__buf_release(&st->f.pending);
+    rl__free(st->f.dir);
     pthread_rwlock_destroy(&st->lock);
     pthread_mutex_destroy(&st->sync_mu);
     rl__free(st);
@@ -928,19 +1114,19 @@ int rl__storage_sync(rl_storage *st) {
     int fd = -1, rc;
     pthread_mutex_lock(&st->sync_mu);
     pthread_rwlock_wrlock(&st->lock);
-    if (!st->dir || st->read_only) {
+    if (!st->eng || st->read_only) {
         /* Read-only: nothing was applied, so everything recovered is already durable. */
-        if (!st->dir) st->durable = st->latest;
+        if (!st->eng) st->durable = st->latest;
         pthread_rwlock_unlock(&st->lock);
         pthread_mutex_unlock(&st->sync_mu);
         return RL_OK;
     }
-    rc = rl__storage_durable_sync_begin(st, &target, &fd, &seq);
+    rc = st->eng->sync_begin(st, &target, &fd, &seq);
     pthread_rwlock_unlock(&st->lock);
     if (rc == RL_OK && fd >= 0) {
-        int sync_rc = rl__storage_durable_sync_fd(st, fd, seq);
+        int sync_rc = st->eng->sync_fd(st, fd, seq);
         pthread_rwlock_wrlock(&st->lock);
-        rc = rl__storage_durable_sync_end(st, target, fd, sync_rc);
+        rc = st->eng->sync_end(st, target, fd, sync_rc);
         pthread_rwlock_unlock(&st->lock);
     }
     pthread_mutex_unlock(&st->sync_mu);
@@ -950,7 +1136,7 @@ int rl__storage_sync(rl_storage *st) {
 int rl__storage_checkpoint(rl_storage *st) {
     pthread_rwlock_wrlock(&st->lock);
     int rc = st->read_only ? RL_E_READ_ONLY_DATABASE
-             : st->dir     ? rl__storage_durable_checkpoint(st)
+             : st->eng     ? st->eng->checkpoint(st)
                            : RL_OK;
     pthread_rwlock_unlock(&st->lock);
     return rc;
@@ -958,20 +1144,16 @@ int rl__storage_checkpoint(rl_storage *st) {
 
 void rl__storage_get_status(rl_storage *st, rl_storage_status *out) {
     pthread_rwlock_rdlock(&st->lock);
+    memset(out, 0, sizeof *out);
     out->latest_version = st->latest;
-    out->durable_version = st->dir ? st->durable : st->latest;
+    out->engine = st->eng ? st->eng->name : "memory";
+    out->durable_version = st->eng ? st->durable : st->latest;
     out->oldest_version = st->oldest;
     out->keys = st->live_keys;
     out->bytes = st->live_bytes;
-    out->log_bytes = st->log_bytes + st->pending.len;
-    out->checkpoint_version = st->ckpt_version;
-    out->checkpoints = st->checkpoints;
     out->read_only = st->read_only;
-    out->recovery_tail = st->tail_kind;
-    out->recovery_tail_offset = st->tail_offset;
-    out->recovery_tail_bytes = st->tail_bytes;
-    out->recovery_log = st->tail_log;
-    out->recovery_moved_to = st->tail_moved_to;
+    out->window_rows = st->hcount;
+    if (st->eng) st->eng->status(st, out);
     pthread_rwlock_unlock(&st->lock);
 }
 
@@ -1019,6 +1201,12 @@ int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t
     *out_len = 0;
     if ((rc = check_version(st, v)) != RL_OK) goto out;
     bt_row *n = hfind(st, key, key_len);
+    if (st->has_base && (!n || !entry_at(n, v))) {
+        /* Rule B1: no entry at or below v in the window: the base answers. */
+        rc = st->eng->base_get(st, key, (uint32_t)key_len, a, NULL, out_present, out_value,
+                               out_len);
+        goto out;
+    }
     if (n) {
         const sl_ver *e = visible(n, v);
         if (e) {
@@ -1038,6 +1226,219 @@ out:
 
 static const uint8_t MAX_KEY[2] = {0xff, 0xff};
 
+/* ---- reads over the window and the base (has_base: the ssd engine) ------------------------
+ *
+ * A merged cursor walks the map's rows and the base's rows together in one direction. At each
+ * key the window decides when the row has an entry at or below v (a value, or a tombstone that
+ * hides the base), else the base's value stands (rule B1). Moves are deferred to the next call,
+ * so the pointers returned stay valid until then (the base cursor's until it moves). */
+typedef struct {
+    rl_storage *st;
+    rl_version v;
+    int reverse;
+    cursor t;        /* the map's position */
+    rl_base_cur *b;  /* the base's position */
+    int adv_t, adv_b; /* moves owed from the last row returned */
+} mcur;
+
+static int m_open(mcur *m, rl_storage *st, rl_version v, int reverse) {
+    memset(m, 0, sizeof *m);
+    m->st = st;
+    m->v = v;
+    m->reverse = reverse;
+    return st->eng->cur_open(st, &m->b);
+}
+
+static void m_close(mcur *m) {
+    if (m->b) m->st->eng->cur_close(m->b);
+    m->b = NULL;
+}
+
+/* Forward from the first key >= k (> k with strict). */
+static int m_seek(mcur *m, const uint8_t *k, size_t kl, int strict) {
+    m->t = seek(m->st, k, kl, strict);
+    m->adv_t = m->adv_b = 0;
+    return m->st->eng->cur_seek_ge(m->b, k, (uint32_t)kl, strict);
+}
+
+/* Backward from the last key < k (<= k with or_equal). */
+static int m_seek_before(mcur *m, const uint8_t *k, size_t kl, int or_equal) {
+    m->t = cur_before(m->st, seek(m->st, k, kl, or_equal));
+    m->adv_t = m->adv_b = 0;
+    return m->st->eng->cur_seek_lt(m->b, k, (uint32_t)kl, or_equal);
+}
+
+/* The next row visible at v: 1 with its key and value (valid until the next call), 0 at the
+ * end, or an error code (negative is never used: errors are > 1, RL_E_*). *out_rc is set. */
+static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val, uint32_t *vl,
+                  int *out_rc) {
+    const rl_engine_ops *eo = m->st->eng;
+    *out_rc = RL_OK;
+    for (;;) {
+        if (m->adv_t && m->t.l) {
+            if (m->reverse)
+                cur_prev(&m->t);
+            else
+                cur_next(&m->t);
+        }
+        if (m->adv_b) {
+            int rc = m->reverse ? eo->cur_prev(m->b) : eo->cur_next(m->b);
+            if (rc != RL_OK) {
+                *out_rc = rc;
+                return 0;
+            }
+        }
+        m->adv_t = m->adv_b = 0;
+        const bt_row *r = m->t.l ? cur_row(m->t) : NULL;
+        const uint8_t *bk, *bv;
+        uint32_t bkl, bvl;
+        int hb = eo->cur_get(m->b, &bk, &bkl, &bv, &bvl);
+        if (!r && !hb) return 0;
+        /* c < 0: the map's row comes first in the walk's direction; > 0: the base's. */
+        int c;
+        if (!r)
+            c = 1;
+        else if (!hb)
+            c = -1;
+        else {
+            c = rl__bytes_cmp(r->key, r->klen, bk, bkl);
+            if (m->reverse) c = -c;
+        }
+        if (c > 0) { /* a base row the window does not touch */
+            m->adv_b = 1;
+            *k = bk, *kl = bkl, *val = bv, *vl = bvl;
+            return 1;
+        }
+        m->adv_t = 1;
+        m->adv_b = c == 0;
+        const sl_ver *e = entry_at(r, m->v);
+        if (e) {
+            if (e->is_clear) continue;
+            *k = r->key, *kl = r->klen, *val = e->data, *vl = e->len;
+            return 1;
+        }
+        if (c == 0) {
+            *k = bk, *kl = bkl, *val = bv, *vl = bvl;
+            return 1;
+        }
+        /* A row created after v with nothing below it in the base: absent at v. */
+    }
+}
+
+/* rl__storage_get_range_nolock over the window and the base. */
+static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
+                        const void *end, size_t end_len, int limit, long target_bytes,
+                        int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n,
+                        int *out_more) {
+    mcur m;
+    int rc = m_open(&m, st, v, reverse), n = 0, cap = 0, more = 0, got;
+    long bytes = 0;
+    rl_kvpair *kvs = NULL;
+    const uint8_t *k, *val;
+    uint32_t kl, vl;
+    uint8_t *chunk = NULL; /* rows are copied into arena chunks, 512 B doubling up to 16 KiB */
+    size_t room = 0, chunk_size = 512;
+    if (rc == RL_OK)
+        rc = reverse ? m_seek_before(&m, end, end_len, 0) : m_seek(&m, begin, begin_len, 0);
+    /* No row of the map in the range (the usual case for data older than the window): walk the
+     * base alone. */
+    int base_only = !m.t.l || (reverse ? row_cmp(cur_row(m.t), begin, begin_len) < 0
+                                       : row_cmp(cur_row(m.t), end, end_len) >= 0);
+    const rl_engine_ops *eo = st->eng;
+    /* Room for the rows up front: the limit when it is at most 1,024, else 64, growing 4x (a
+     * mapped read's secondaries, limited to 2,000 rows, are usually one row each). */
+    if (rc == RL_OK) {
+        cap = limit > 0 && limit <= 1024 ? limit : 64;
+        if (!(kvs = rl__arena_alloc(a, (size_t)cap * sizeof *kvs))) rc = RL_E_OUT_OF_MEMORY;
+    }
+    while (rc == RL_OK &&
+           (base_only ? (got = eo->cur_get(m.b, &k, &kl, &val, &vl)) == 1
+                      : (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1)) {
+        if (reverse ? rl__bytes_cmp(k, kl, begin, begin_len) < 0
+                    : rl__bytes_cmp(k, kl, end, end_len) >= 0)
+            break;
+        if ((limit && n >= limit) || (target_bytes && bytes >= target_bytes)) {
+            more = 1;
+            break;
+        }
+        if (n == cap) {
+            int ncap = cap ? cap * 4 : 64;
+            rl_kvpair *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
+            if (!nk) {
+                rc = RL_E_OUT_OF_MEMORY;
+                break;
+            }
+            if (n) memcpy(nk, kvs, (size_t)n * sizeof *nk);
+            kvs = nk;
+            cap = ncap;
+        }
+        size_t need = (size_t)kl + vl;
+        if (need > room) {
+            room = need > chunk_size ? need : chunk_size;
+            if (chunk_size < 16384) chunk_size *= 2;
+            if (!(chunk = rl__arena_alloc(a, room))) {
+                rc = RL_E_OUT_OF_MEMORY;
+                break;
+            }
+        }
+        uint8_t *p = chunk;
+        chunk += need;
+        room -= need;
+        if (kl) memcpy(p, k, kl);
+        if (vl) memcpy(p + kl, val, vl);
+        kvs[n].key = p;
+        kvs[n].key_len = kl;
+        kvs[n].value = p + kl;
+        kvs[n].value_len = vl;
+        n++;
+        bytes += (long)kl + (long)vl;
+        if (base_only) rc = reverse ? eo->cur_prev(m.b) : eo->cur_next(m.b);
+    }
+    m_close(&m);
+    if (rc != RL_OK) return rc;
+    *out_kvs = kvs;
+    *out_n = n;
+    *out_more = more;
+    return RL_OK;
+}
+
+/* The walk of a selector over the window and the base (has_base), bounded by [lo, hi) when lo
+ * / hi are not NULL: forward from the first key >= the anchor (> with or_equal) counting offset
+ * visible keys, backward from the last key < the anchor (<= with or_equal) counting 1 - offset.
+ * *found = 1 with the key copied into a, or 0 with *steps_left what remained at the bound. */
+static int select_merged(rl_storage *st, rl_version v, const rl_selector *sel, const uint8_t *lo,
+                         uint32_t lo_len, const uint8_t *hi, uint32_t hi_len, rl_arena *a,
+                         int *found, const uint8_t **out_key, uint32_t *out_len, long *steps_left) {
+    mcur m;
+    const uint8_t *sk = sel->key ? sel->key : (const uint8_t *)"";
+    int fwd = sel->offset >= 1, rc = m_open(&m, st, v, !fwd), got;
+    long steps = fwd ? sel->offset : -(long)sel->offset + 1;
+    const uint8_t *k, *val;
+    uint32_t kl, vl;
+    *found = 0;
+    if (rc == RL_OK)
+        rc = fwd ? m_seek(&m, sk, sel->key_len, sel->or_equal)
+                 : m_seek_before(&m, sk, sel->key_len, sel->or_equal);
+    while (rc == RL_OK && (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1) {
+        if (fwd && hi && rl__bytes_cmp(k, kl, hi, hi_len) >= 0) break;
+        if (!fwd && lo && rl__bytes_cmp(k, kl, lo, lo_len) < 0) break;
+        if (--steps == 0) {
+            uint8_t *p = rl__arena_memdup(a, k, kl);
+            if (!p && kl) {
+                rc = RL_E_OUT_OF_MEMORY;
+                break;
+            }
+            *found = 1;
+            *out_key = p ? p : (const uint8_t *)"";
+            *out_len = kl;
+            break;
+        }
+    }
+    m_close(&m);
+    *steps_left = steps;
+    return rc;
+}
+
 int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl_arena *a,
                         const uint8_t **out_key, uint32_t *out_len) {
     int rc;
@@ -1047,6 +1448,17 @@ int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl
     *out_len = 0;
     pthread_rwlock_rdlock(&st->lock);
     if ((rc = check_version(st, v)) != RL_OK) goto out;
+    if (st->has_base) {
+        int found;
+        long left;
+        rc = select_merged(st, v, sel, NULL, 0, NULL, 0, a, &found, &k, &kl, &left);
+        if (rc != RL_OK) goto out;
+        if (!found) {
+            k = sel->offset >= 1 ? MAX_KEY : NULL;
+            kl = sel->offset >= 1 ? 2 : 0;
+        }
+        goto clamp;
+    }
     /* The base: the first key >= key (> key with or_equal); offset 1 is the first visible key
      * from there on, offset 0 the last visible one before it, and so on. */
     cursor c = seek(st, sel->key, (size_t)sel->key_len, sel->or_equal);
@@ -1070,6 +1482,7 @@ int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl
             kl = cur_row(c)->klen;
         } /* else "" */
     }
+clamp:
     if (rl__bytes_cmp(k, kl, MAX_KEY, 2) > 0) {
         k = MAX_KEY;
         kl = 2;
@@ -1113,6 +1526,24 @@ int rl__storage_select(rl_storage *st, rl_version v, const rl_selector *sel, con
         return RL_E_WRONG_SHARD_SERVER;
     pthread_rwlock_rdlock(&st->lock);
     if ((rc = check_version(st, v)) != RL_OK) goto out;
+    if (st->has_base) {
+        int found;
+        long left;
+        rc = select_merged(st, v, sel, lo, lo_len, hi, hi_len, a, &found, &k, &kl, &left);
+        if (rc != RL_OK) goto out;
+        if (found) {
+            out->resolved = 1;
+        } else if (sel->offset >= 1) {
+            k = hi, kl = hi_len;
+            out->resolved = hi_is_max;
+            out->offset = (int)left;
+        } else {
+            k = lo, kl = lo_len;
+            out->resolved = lo_is_min;
+            out->offset = (int)(1 - left);
+        }
+        goto resolved;
+    }
     cursor c = seek(st, sk, (size_t)sel->key_len, sel->or_equal);
     if (sel->offset >= 1) {
         long steps = sel->offset;
@@ -1145,6 +1576,7 @@ int rl__storage_select(rl_storage *st, rl_version v, const rl_selector *sel, con
             out->offset = (int)(1 - steps);
         }
     }
+resolved:
     if (out->resolved) out->offset = 1;
     uint8_t *p = rl__arena_memdup(a, k, kl);
     if (!p) {
@@ -1211,6 +1643,9 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
     if (limit < 0 || target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
     if ((rc = check_version(st, v)) != RL_OK) goto out;
     if (rl__bytes_cmp(begin, begin_len, end, end_len) >= 0) goto out;
+    if (st->has_base)
+        return range_merged(st, v, begin, begin_len, end, end_len, limit, target_bytes, reverse, a,
+                            out_kvs, out_n, out_more);
     const void *bk = reverse ? begin : end;
     size_t bkl = reverse ? begin_len : end_len;
     cursor c = reverse ? cur_before(st, seek(st, end, end_len, 0)) : seek(st, begin, begin_len, 0);

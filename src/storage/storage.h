@@ -18,6 +18,9 @@
  *     message naming the file, changing no file (durable.c, Recovery; docs/file-format.md).
  *   - Read-only (rl_storage_options.read_only): recovery into memory that changes no file;
  *     apply and checkpoint return RL_E_READ_ONLY_DATABASE.
+ *   - The ssd engine (rl_storage_options.engine; engine.h, ssd.c): the same log, but instead of
+ *     checkpoints a flush writes the window to LMDB every checkpoint_log_bytes; reads merge
+ *     the window with LMDB; recovery replays the log over LMDB's last committed state.
  *   - Without a directory ("mem:"), nothing touches the disk.
  *
  * Mutations reaching storage are already resolved: versionstamped operations have had their
@@ -45,28 +48,35 @@ typedef rl_keyvalue rl_kvpair;
 /* A key selector (the public rl_key_selector): FoundationDB's or_equal/offset pair. */
 typedef rl_key_selector rl_selector;
 
-enum { RL_ENGINE_MEMORY = 0, RL_ENGINE_SSD = 1 };
+/* The durable engine (engine.h). A directory records its engine when it is created (ssd: the
+ * file ENGINE; a directory without one holds a memory database); opening it with another engine
+ * fails with RL_E_INVALID_ARGUMENT naming both. RL_ENGINE_AUTO opens what the directory holds
+ * (memory for a new one). */
+enum { RL_ENGINE_MEMORY = 0, RL_ENGINE_SSD = 1, RL_ENGINE_AUTO = 2 };
 
 typedef struct {
-    int engine;                    /* RL_ENGINE_MEMORY (RL_ENGINE_SSD: a later issue) */
+    int engine;                    /* RL_ENGINE_MEMORY, RL_ENGINE_SSD or RL_ENGINE_AUTO */
     const char *dir;               /* NULL: in memory only, nothing durable */
     int no_sync;                   /* skip fsync (benchmarks say so when they use it) */
     uint64_t window_versions;      /* MVCC window; 0 = default 5,000,000 */
-    uint64_t checkpoint_log_bytes; /* checkpoint when the log grows past this; 0 = 64 MiB */
+    uint64_t checkpoint_log_bytes; /* checkpoint (ssd: flush) when the log grows past this;
+                                    * 0 = 64 MiB (ssd: 16 MiB) */
     int read_only;                 /* 1: recover into memory, change no file, refuse writes */
 } rl_storage_options;
 
 typedef struct rl_storage rl_storage;
 
 typedef struct {
+    const char *engine;         /* "memory" or "ssd" (static text) */
     rl_version latest_version;  /* newest applied version */
     rl_version durable_version; /* newest version known durable */
     rl_version oldest_version;  /* oldest readable version */
     uint64_t keys;              /* live keys at latest_version */
     uint64_t bytes;             /* key + value bytes at latest_version */
     uint64_t log_bytes;         /* bytes in the current log file */
-    rl_version checkpoint_version; /* version of the last checkpoint (0 if none) */
-    uint64_t checkpoints;       /* checkpoints written since open */
+    rl_version checkpoint_version; /* version of the last checkpoint (ssd: flush; 0 if none) */
+    uint64_t checkpoints;       /* checkpoints (ssd: flushes to LMDB) written since open */
+    uint64_t window_rows;       /* rows held in memory (ssd: the window above LMDB) */
     int read_only;              /* 1 if opened read-only */
     /* What the open's recovery found at the end of the log (rl_tail_kind). When it is not
      * RL_TAIL_CLEAN, the log ended in recovery_tail_bytes unreadable bytes from byte offset

@@ -1,5 +1,8 @@
 /* storage_int.h (private to src/storage) — the structures shared by storage.c (the versioned
- * map, reads, apply, GC) and durable.c (lock file, log, checkpoints, recovery).
+ * map, reads, apply, GC) and the durable engines behind engine.h: durable.c (memory: lock file,
+ * log, checkpoints, recovery) and ssd.c (LMDB below the window). The engines touch the map only
+ * through engine.h's functions, except the version fields (latest, oldest, durable, poisoned,
+ * base_version, live counts) that recovery and flushes set.
  */
 #ifndef RL_STORAGE_STORAGE_INT_H
 #define RL_STORAGE_STORAGE_INT_H
@@ -72,6 +75,28 @@ typedef struct sl_hslot {
     bt_row *r;
 } sl_hslot;
 
+/* The files of a durable engine's directory that both engines share (durable.c: the lock file,
+ * the write-ahead log, what recovery found at its end) plus the memory engine's checkpoint
+ * counters. Only the engines (durable.c, ssd.c) read or write it. */
+typedef struct {
+    char *dir;             /* owned copy of the directory */
+    int lock_fd, log_fd;   /* -1 when closed */
+    uint64_t seq;          /* sequence of the current checkpoint (ssd: flush) / log pair */
+    uint64_t log_bytes;    /* bytes written to the current log file */
+    rl_buf pending;        /* encoded records not yet written */
+    int no_sync;
+    uint64_t checkpoint_log_bytes;
+    rl_version ckpt_version; /* version of the last checkpoint (ssd: of the last flush) */
+    uint64_t checkpoints;  /* checkpoints (ssd: flushes) since open */
+    int replaying;         /* recovery: apply without logging */
+    /* What recovery found at the end of the log (rl_storage_status.recovery_*). */
+    int tail_kind;         /* rl_tail_kind */
+    uint64_t tail_offset;  /* byte offset of the discarded bytes in tail_log */
+    uint64_t tail_bytes;   /* bytes discarded (0 when clean) */
+    char *tail_log;        /* heap: the log's path; NULL when clean */
+    char *tail_moved_to;   /* heap: the side file holding them; NULL when clean or read-only */
+} rl_logdir;
+
 struct rl_storage {
     pthread_rwlock_t lock; /* readers shared; apply/collect/checkpoint exclusive; sync takes it
                               exclusively only to write the log and to publish (see sync_mu) */
@@ -93,26 +118,18 @@ struct rl_storage {
     size_t dirty_head, dirty_n, dirty_cap;
     uint64_t touched;      /* rows changed by the current apply (GC budget) */
     rl_buf scratch;        /* atomic op results */
+    rl_buf base_buf;       /* a writer's base reads (has_base) */
     int poisoned;          /* RL_OK, or the error that stopped writes for good */
 
-    /* Durability (dir != NULL). */
-    char *dir;             /* owned copy of the directory, NULL for mem */
-    int lock_fd, log_fd;   /* -1 when closed */
-    uint64_t seq;          /* sequence of the current checkpoint / log pair */
-    uint64_t log_bytes;    /* bytes written to the current log file */
-    rl_buf pending;        /* encoded records not yet written */
-    int no_sync;
-    uint64_t checkpoint_log_bytes;
-    rl_version ckpt_version;
-    uint64_t checkpoints;
-    int replaying;         /* recovery: apply without logging */
+    /* The durable engine (NULL without a directory: "mem:", nothing touches the disk). The map
+     * calls it only through eng (engine.h); eng_priv and f belong to the engine. */
+    const struct rl_engine_ops *eng;
+    void *eng_priv;        /* the engine's own state (ssd: the LMDB environment) */
+    int has_base;          /* 1: keys not in the map may hold a value below the window
+                              (eng->base_*); the map then keeps the rules of storage.c, "Base" */
+    rl_version base_version; /* has_base: the base holds the state at this version */
     int read_only;         /* opened read-only: apply and checkpoint refused, no file touched */
-    /* What recovery found at the end of the log (rl_storage_status.recovery_*). */
-    int tail_kind;         /* rl_tail_kind */
-    uint64_t tail_offset;  /* byte offset of the discarded bytes in tail_log */
-    uint64_t tail_bytes;   /* bytes discarded (0 when clean) */
-    char *tail_log;        /* heap: the log's path; NULL when clean */
-    char *tail_moved_to;   /* heap: the side file holding them; NULL when clean or read-only */
+    rl_logdir f;           /* the log directory's files (engine state; durable.c and ssd.c) */
 };
 
 /* storage.c */
@@ -136,22 +153,6 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
                                  size_t begin_len, const void *end, size_t end_len, int limit,
                                  long target_bytes, int reverse, rl_arena *a, rl_kvpair **out_kvs,
                                  int *out_n, int *out_more);
-/* durable.c */
-int rl__storage_durable_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg);
-void rl__storage_durable_close(rl_storage *st);
-/* Log the record of one version (lock held); checkpoints when the log is large. */
-int rl__storage_durable_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
-int rl__storage_durable_after_apply(rl_storage *st);
-int rl__storage_durable_sync(rl_storage *st);
-/* The two halves of a sync that does not hold the engine lock during the fsync (lock held for
- * begin and end, not between; sync_mu held throughout). begin: fail if poisoned, write the
- * pending log bytes, and return the version they cover and a duplicate of the log's descriptor to
- * fsync (*out_fd = -1 when there is nothing to fsync: no_sync, which publishes at once). end:
- * close fd; with sync_rc RL_OK publish durable = max(durable, target), else poison. */
-int rl__storage_durable_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd,
-                                   uint64_t *out_seq);
-int rl__storage_durable_sync_fd(rl_storage *st, int fd, uint64_t seq);
-int rl__storage_durable_sync_end(rl_storage *st, rl_version target, int fd, int sync_rc);
-int rl__storage_durable_checkpoint(rl_storage *st);
+#include "storage/engine.h"
 
 #endif

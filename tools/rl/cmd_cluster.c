@@ -4,6 +4,7 @@
  *
  *   rl cluster up --dir D (--storage N | --hosts H [--storage-per-host S] [--host-addresses])
  *                 [--replication single|double|triple] [--delay-us N] [--jitter-us J]
+ *                 [--engine memory|ssd]
  *                 [--shards K | --split KEY,...] [--no-sync] [--window-versions N] [--timeout S]
  *   rl cluster status --dir D [--json]
  *   rl cluster delay --dir D --delay-us N [--jitter-us J]
@@ -109,6 +110,8 @@ int rl_cmd_cluster(int argc, char **argv) {
     int n_hosts = 0, per_host = 0, host_addresses = 0, replication = 1;
     uint64_t delay_us = 0, jitter_us = 0;
     static const rl_arg_choice repl_choices[] = {{"single", 1}, {"double", 2}, {"triple", 3}, {NULL, 0}};
+    static const rl_arg_choice engine_choices[] = {{"memory", 1}, {"ssd", 2}, {NULL, 0}};
+    int engine = 1;
     int64_t window = 0;
     double timeout_s = RL_CLUSTER_DEFAULT_TIMEOUT_MS / 1000.0;
     const rl_arg opts[] = {
@@ -139,6 +142,8 @@ int rl_cmd_cluster(int argc, char **argv) {
         {.name = "split", .kind = RL_ARG_STRING, .dest = &split, .metavar = "KEY,...", .flags = RL_ARG_NONEMPTY,
          .help = "split the user keyspace at these keys instead (FoundationDB's printable form, \\xNN; \\x2c for a "
                  "comma), strictly increasing; shards go round-robin to the servers"},
+        {.name = "engine", .kind = RL_ARG_ENUM, .dest = &engine, .choices = engine_choices,
+         .help = "the storage servers' engine (docs/design.md §4): memory, or ssd (LMDB below the MVCC window)"},
         {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync,
          .help = "run every process without fsync (benchmarks only: a crash may lose acknowledged commits)"},
         {.name = "window-versions", .kind = RL_ARG_INT64, .dest = &window, .metavar = "N", .min = 0,
@@ -248,6 +253,7 @@ int rl_cmd_cluster(int argc, char **argv) {
         o.split = keys;
         o.n_split = nk;
         o.no_sync = no_sync;
+        o.engine = engine == 2 ? "ssd" : NULL;
         o.window_versions = window;
         o.timeout_ms = timeout_ms;
         /* Check the layout first: a bad split key is a usage error, before anything is created. */

@@ -3,7 +3,8 @@
  *   rl query --db URL [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]
  *            [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]
  *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback|adaptive]
- *            [--orphans error|skip|return] [--continuation HEX] [--stats] [--trace] [--explain]
+ *            [--secondary default|individual|grouped] [--orphans error|skip|return]
+ *            [--continuation HEX] [--stats] [--trace] [--explain]
  *
  * Prints one JSON object per row (the record layer's record JSON; an orphan returned under
  * --orphans return prints {"orphan": true, "pk": ...}). With --stats, a last line
@@ -152,7 +153,8 @@ static void print_trace(rl_cursor *c) {
 int rl_cmd_query(int argc, char **argv) {
     const char *url = NULL, *store = NULL, *index = NULL, *cont = NULL, *eqv[MAX_EQ];
     const char *ge = NULL, *gt = NULL, *le = NULL, *lt = NULL, *low = NULL, *high = NULL;
-    int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, explain = 0, rc = 0, status = 1, fetch, orphans, code;
+    int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, explain = 0, rc = 0, status = 1, fetch, orphans,
+        code, secondary = 0;
     char msg[256];
     rl_query_options o;
     rl_buf eq, lo, hi, cb, out;
@@ -166,6 +168,8 @@ int rl_cmd_query(int argc, char **argv) {
                                             {"remote-fallback", RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK},
                                             {"adaptive", RL_FETCH_ADAPTIVE},
                                             {NULL, 0}};
+    static const rl_arg_choice secondaries[] = {
+        {"default", RL_SECONDARY_DEFAULT}, {"individual", RL_SECONDARY_INDIVIDUAL}, {"grouped", RL_SECONDARY_GROUPED}, {NULL, 0}};
     static const rl_arg_choice orphan_modes[] = {
         {"error", RL_ORPHAN_ERROR}, {"skip", RL_ORPHAN_SKIP}, {"return", RL_ORPHAN_RETURN}, {NULL, 0}};
     const rl_arg opts[] = {
@@ -194,6 +198,9 @@ int rl_cmd_query(int argc, char **argv) {
          .help = "milliseconds from the start (0: no limit)"},
         {.name = "fetch", .kind = RL_ARG_ENUM, .dest = &fetch, .metavar = "METHOD", .choices = fetches,
          .help = "how records are fetched"},
+        {.name = "secondary", .kind = RL_ARG_ENUM, .dest = &secondary, .metavar = "STRATEGY", .choices = secondaries,
+         .help = "remote fetch on a cluster: how storage servers read records other servers hold "
+                 "(individual: batches of 10 reads; grouped: one multi-read per server per page)"},
         {.name = "orphans", .kind = RL_ARG_ENUM, .dest = &orphans, .metavar = "MODE", .choices = orphan_modes,
          .help = "what an index entry without its record does"},
         {.name = "continuation", .kind = RL_ARG_STRING, .dest = &cont, .metavar = "HEX",
@@ -231,6 +238,7 @@ int rl_cmd_query(int argc, char **argv) {
     }
     o.fetch = (rl_fetch_method)fetch;
     o.orphans = (rl_orphan_behavior)orphans;
+    o.secondary_strategy = secondary;
     if (ge && gt) {
         status = rl__args_usage_error(&cmd, "--ge and --gt exclude each other");
         goto done;

@@ -69,7 +69,7 @@ static int cmd_micro(int argc, char **argv) {
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlbench micro",
-        .summary = "Runs the same work on reclayer (mem: and file:), LMDB and SQLite, side by side:\n"
+        .summary = "Runs the same work on reclayer (mem:, file: and file:?engine=ssd), LMDB and SQLite:\n"
                    "point (random reads in one transaction), range1000, mapped1000 (1,000 index entries\n"
                    "joined to their records) and commit100 (100 small writes, durable commit).\n"
                    "Each round runs every system for S seconds, alternating the order; the table shows\n"
@@ -93,6 +93,8 @@ static int cmd_micro(int argc, char **argv) {
 
 static int cmd_query(int argc, char **argv) {
     rl_query_micro_options o = {.records = 1000, .padding = 100000, .seconds = 0.3, .repeats = 5};
+    static const rl_arg_choice secondaries[] = {
+        {"default", RL_SECONDARY_DEFAULT}, {"individual", RL_SECONDARY_INDIVIDUAL}, {"grouped", RL_SECONDARY_GROUPED}, {NULL, 0}};
     const char *json_path = NULL;
     int code;
     char msg[512];
@@ -115,6 +117,10 @@ static int cmd_query(int argc, char **argv) {
         {.name = "stats", .kind = RL_ARG_FLAG, .dest = &o.stats,
          .help = "also print each case's trace summary (requests per link, round trips, critical round "
                  "trips, bytes) from one untimed op after its rounds"},
+        {.name = "secondary", .kind = RL_ARG_ENUM, .dest = &o.secondary, .metavar = "STRATEGY",
+         .choices = secondaries,
+         .help = "remote cases on a cluster: how storage servers read records other servers hold "
+                 "(individual: batches of 10 reads; grouped: one multi-read per server per page)"},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rlbench query",

@@ -51,6 +51,19 @@
  *   6. Every wait has a timeout: connects (RL_CLUSTER_CONNECT_TIMEOUT_MS), every attempt
  *      (RL_CLUSTER_*_TIMEOUT_NS, checked by a sweep timer that runs while requests are
  *      outstanding), retries (RL_CLUSTER_RETRY_WINDOW_NS), status_json and open.
+ *   7. Hedged reads (cluster.h): a read with q->hedged == 1 is in TWO pending tables, its
+ *      attempt (q->conn, q->id) and its hedge (q->hconn, q->hid) on another member's open
+ *      connection — the one exception to invariant 1. Hedges are armed, and every entry of a
+ *      hedged read is taken out of a table, only on the network thread (the reply handler, the
+ *      close drain, the timeout sweep, the hedge's own failed send), which then calls
+ *      attempt_ended: a reply that wins cancels the other entry and continues q; a failed
+ *      attempt leaves q to the other one. An application thread whose send of an attempt failed
+ *      finds it hedged (q->hedged is set under that attempt's connection mutex) and leaves it in
+ *      its table for the network thread. So a hedged read is still continued exactly once.
+ *
+ * Replicas: reads rotate over a team's members, avoid members whose connection was just lost or
+ * refused, move to the next member at once after a transport failure or future_version
+ * (rl__cluster_failover_now), and plain reads slow to answer are hedged (invariant 7).
  *
  * Retries (rl__cluster_retry_decide): lost or refused connections and attempts without reply
  * are retried with backoff for RL_CLUSTER_RETRY_WINDOW_NS (reads, read versions, the map;
@@ -86,6 +99,7 @@
 #define DELAY_REFRESH_NS 1000000000ull /* while sending, refetch the map (and the cluster's injected
                                            delay) at most this often */
 #define CLIENT_HOST "client"
+#define AVOID_MAX 16                /* storage servers avoided at once (the oldest mark goes) */
 
 typedef struct cluster cluster;
 typedef struct cconn cconn;
@@ -139,6 +153,12 @@ struct creq {
     int attempts;           /* transport failures of the current step */
     int wrong_shard;        /* wrong_shard_server replies of the current step */
     uint32_t salt;          /* team member rotation */
+    uint32_t team_size;     /* READ: members of the team of the last attempt's shard */
+    uint64_t sent_ns;       /* W_PENDING: when the attempt was sent (its round trip) */
+    atomic_int hedged;      /* READ: 1 while a hedge is out too (invariant 7), 2 while armed */
+    cconn *hconn;           /* hedged: the hedge's connection, request id, send time, deadline */
+    uint64_t hid, hsent_ns, hdeadline_ns;
+    int failover_tries;     /* READ: immediate moves to another member in this step */
     int sent;               /* COMMIT: may have reached the coordinator */
     /* By kind. */
     rl_kv_read *r;          /* READ; the plan below */
@@ -173,6 +193,8 @@ struct cconn {
     uint64_t hello_id;
     int hello_ok;           /* loop thread */
     ptable pending;         /* under mu */
+    uint64_t rtt[RL_CLUSTER_HEDGE_SAMPLES]; /* under mu: the last plain reads' round trips */
+    int n_rtt, rtt_pos;
     creq *wait_head, *wait_tail; /* under mu */
     uint64_t connected_ns;
     /* The measured round trip (rl_kv_locality): EWMAs (weight RTT_ALPHA) of reads' reply
@@ -200,6 +222,13 @@ struct cluster {
     atomic_uint rr;         /* salt source */
     atomic_long outstanding;
     atomic_int tick_armed;
+    atomic_int has_teams;   /* the map has a user shard served by more than one member */
+    atomic_int hedge_armed; /* the hedge timer is armed or about to be (see hedge_rearm) */
+    atomic_uint hedge_gen;  /* bumped by every hedgeable read started */
+    unsigned hedge_seen_gen; /* network thread: hedge_gen at the last scan */
+    uint64_t hedge_timer;   /* network thread: the timer's id (0: none) */
+    atomic_int hedges_out;  /* hedged reads now (at most RL_CLUSTER_HEDGE_MAX_OUT) */
+    int hedge_on;           /* 0: RL_CLUSTER_HEDGE=0 in the environment at open (benchmarks) */
     pthread_mutex_t mu;     /* guards everything below */
     pthread_cond_t map_cv;  /* map_gen changed */
     rl_locmap *map;
@@ -215,9 +244,16 @@ struct cluster {
     cconn **conns;
     size_t n_conns, cap_conns;
     creq *internal;         /* status / ping requests alive (freed at close if left) */
+    /* Storage servers reads steer clear of (a lost or refused connection), until until_ns or
+     * until a connection to them opens again: rl__locmap_pick_avoid. */
+    struct {
+        uint32_t id;
+        uint64_t until_ns;
+    } avoid[AVOID_MAX];
+    int n_avoid;
     /* Counters (status view). */
     uint64_t n_requests, n_retries, n_wrong_shard, n_timeouts, n_connects, n_refreshes,
-        n_late_replies, n_lost_connections;
+        n_late_replies, n_lost_connections, n_failovers, n_hedges, n_hedge_wins;
 };
 
 static const rl_kv_backend_vtable cluster_vt;
@@ -262,6 +298,58 @@ rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, ui
     d.action = RL_CRETRY_BACKOFF;
     d.delay_ns = backoff_ns(attempts < 1 ? 1 : attempts);
     return d;
+}
+
+int rl__cluster_failover_now(int kind, int err, int is_reply, uint32_t team_size, int tries) {
+    if (kind != RL_CREQ_READ || team_size < 2 || tries < 1 || (uint32_t)tries >= team_size) return 0;
+    if (is_reply) return err == RL_E_FUTURE_VERSION;
+    return err != RL_E_OUT_OF_MEMORY && err != RL_E_OPERATION_CANCELLED && err != RL_E_INCOMPATIBLE_PROTOCOL_VERSION;
+}
+
+uint64_t rl__cluster_hedge_threshold(const uint64_t *rtt_ns, int n) {
+    if (n <= 0) return RL_CLUSTER_HEDGE_MIN_NS;
+    uint64_t v[RL_CLUSTER_HEDGE_SAMPLES];
+    if (n > RL_CLUSTER_HEDGE_SAMPLES) n = RL_CLUSTER_HEDGE_SAMPLES;
+    memcpy(v, rtt_ns, (size_t)n * sizeof *v);
+    for (int i = 1; i < n; i++) /* insertion sort: n <= 16 */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint64_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    uint64_t t = v[n / 2] * RL_CLUSTER_HEDGE_FACTOR;
+    return t > RL_CLUSTER_HEDGE_MIN_NS ? t : RL_CLUSTER_HEDGE_MIN_NS;
+}
+
+/* ---- Replica avoidance (under cl->mu) ---------------------------------------------------------- */
+
+/* Mark storage server id as failed just now (a lost or refused connection). */
+static void avoid_mark_locked(cluster *cl, uint32_t id, uint64_t now) {
+    int slot = -1;
+    for (int i = 0; i < cl->n_avoid; i++)
+        if (cl->avoid[i].id == id || cl->avoid[i].until_ns <= now) slot = slot < 0 ? i : slot;
+    if (slot < 0 && cl->n_avoid < AVOID_MAX) slot = cl->n_avoid++;
+    if (slot < 0) { /* full of live marks: replace the one expiring first */
+        slot = 0;
+        for (int i = 1; i < cl->n_avoid; i++)
+            if (cl->avoid[i].until_ns < cl->avoid[slot].until_ns) slot = i;
+    }
+    cl->avoid[slot].id = id;
+    cl->avoid[slot].until_ns = now + RL_CLUSTER_AVOID_NS;
+}
+
+/* A connection to id opened: it is no longer avoided. */
+static void avoid_clear_locked(cluster *cl, uint32_t id) {
+    for (int i = 0; i < cl->n_avoid; i++)
+        if (cl->avoid[i].id == id) cl->avoid[i] = cl->avoid[--cl->n_avoid], i--;
+}
+
+/* The ids avoided now into out (AVOID_MAX); returns their number. */
+static int avoid_list_locked(cluster *cl, uint64_t now, uint32_t *out) {
+    int n = 0;
+    for (int i = 0; i < cl->n_avoid; i++)
+        if (cl->avoid[i].until_ns > now) out[n++] = cl->avoid[i].id;
+    return n;
 }
 
 /* ---- Encoding scratch (one buffer per thread, freed at thread exit) --------------------------- */
@@ -370,6 +458,49 @@ static void cconn_unlist(cconn *cc) {
     if (found) cconn_unref(cc);
 }
 
+/* ---- Hedged reads (network thread; invariant 7) ------------------------------------------------ */
+
+/* Plain reads: the request types a read may hedge (cluster.h). */
+static int hedgeable_type(uint16_t type) {
+    return type == RL_MSG_GET || type == RL_MSG_GET_KEY || type == RL_MSG_GET_RANGE;
+}
+
+/* The attempt (cc, id) of hedged read q ended; its entry is already out of cc's table. ok: it
+ * brought q's reply: the other attempt's entry is taken out (its reply, if one comes, is dropped
+ * as late) and q continues with this one — returns 0. Not ok (its connection lost, its deadline
+ * passed, an error reply, a failed send): q goes on with the other attempt alone — returns 1, and
+ * the caller drops this one. Takes the other connection's mutex (ok only): call it holding none
+ * but cc's (not ok). */
+static int attempt_ended(creq *q, cconn *cc, uint64_t id, int ok) {
+    cluster *cl = q->cl;
+    int was_hedge = cc == q->hconn && id == q->hid;
+    cconn *oc = was_hedge ? q->conn : q->hconn;
+    uint64_t oid = was_hedge ? q->id : q->hid;
+    atomic_store(&q->hedged, 0);
+    atomic_fetch_sub(&cl->hedges_out, 1);
+    q->hconn = NULL;
+    if (ok) {
+        pthread_mutex_lock(&oc->mu);
+        (void)pt_take(&oc->pending, oid);
+        pthread_mutex_unlock(&oc->mu);
+        q->conn = cc;
+        q->id = id;
+        if (was_hedge) {
+            pthread_mutex_lock(&cl->mu);
+            cl->n_hedge_wins++;
+            pthread_mutex_unlock(&cl->mu);
+        }
+        return 0;
+    }
+    if (!was_hedge) { /* the hedge becomes the attempt */
+        q->conn = oc;
+        q->id = oid;
+        q->deadline_ns = q->hdeadline_ns;
+        q->sent_ns = q->hsent_ns;
+    }
+    return 1;
+}
+
 /* Take every request out of cc (it has closed or failed to open): they continue elsewhere. */
 static creq *cconn_drain_locked(cconn *cc) {
     creq *list = NULL;
@@ -383,7 +514,9 @@ static creq *cconn_drain_locked(cconn *cc) {
     for (uint32_t i = 0; i < cc->pending.cap; i++) {
         if (!cc->pending.v[i].id) continue;
         creq *q = cc->pending.v[i].q;
+        uint64_t id = cc->pending.v[i].id;
         cc->pending.v[i].id = 0;
+        if (atomic_load(&q->hedged) == 1 && attempt_ended(q, cc, id, 0)) continue; /* the other goes on */
         q->where = W_NONE;
         q->next = list;
         list = q;
@@ -411,17 +544,17 @@ static void cconn_dead(cconn *cc, int err, const char *why) {
     if (was != C_CLOSED && !atomic_load(&cl->closing))
         rl__log(RL_LOG_INFO, "cluster client: connection to %s:%u (server %u) %s: %s", cc->ip, cc->port,
                 cc->server_id, was == C_OPEN ? "lost" : "failed", why);
-    if (was == C_OPEN) {
-        pthread_mutex_lock(&cl->mu);
-        cl->n_lost_connections++;
-        pthread_mutex_unlock(&cl->mu);
-    }
+    pthread_mutex_lock(&cl->mu);
+    if (was == C_OPEN) cl->n_lost_connections++;
+    if (cc->server_id != 0) avoid_mark_locked(cl, cc->server_id, now_ns()); /* reads go elsewhere */
+    pthread_mutex_unlock(&cl->mu);
     cconn_unlist(cc);
     fail_list(list, err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? err : RL_E_CONNECTION_FAILED);
 }
 
 /* Register q in cc's pending table, encode its request and send it (any thread). cc is open. */
 static void send_on(cconn *cc, creq *q);
+static void ensure_hedge_tick(cluster *cl);
 
 static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud);
 
@@ -485,6 +618,7 @@ static void on_connect(rl_conn *conn, int err, void *ud) {
     pthread_mutex_unlock(&cc->mu);
     pthread_mutex_lock(&cl->mu);
     cl->n_connects++;
+    if (!rc && cc->server_id != 0) avoid_clear_locked(cl, cc->server_id);
     pthread_mutex_unlock(&cl->mu);
     if (rc) {
         rl__log(RL_LOG_WARN, "cluster client: HELLO to %s:%u failed: %s", cc->ip, cc->port, rl_error_name(rc));
@@ -794,6 +928,9 @@ static void send_on(cconn *cc, creq *q) {
         q->rtt_t0 = now_ns();
         q->rtt_idle = !busy;
     }
+    /* A plain read of a team: the hedge timer must look at it once it is in the table (and q
+     * may be gone once sent: decided now). */
+    int watch = q->kind == RL_CREQ_READ && cl->hedge_on && q->team_size > 1 && hedgeable_type(q->plan.req.type);
     if (pt_put(&cc->pending, id, q) != RL_OK) {
         pthread_mutex_unlock(&cc->mu);
         pl_unref(pl);
@@ -803,7 +940,8 @@ static void send_on(cconn *cc, creq *q) {
     q->where = W_PENDING;
     q->conn = cc;
     q->id = id;
-    q->deadline_ns = now_ns() + attempt_timeout(q);
+    q->sent_ns = now_ns();
+    q->deadline_ns = q->sent_ns + attempt_timeout(q);
     if (q->kind == RL_CREQ_COMMIT) q->sent = 1; /* before the send: a close may take q at once */
     rl_conn *conn = cc->conn;
     pthread_mutex_unlock(&cc->mu);
@@ -812,11 +950,19 @@ static void send_on(cconn *cc, creq *q) {
      * sendmsg calls for many requests: what makes 1,000 gets at once cheap). */
     int rc = busy ? rl__conn_send_queued(conn, type, 0, id, data, len) : rl__conn_send(conn, type, 0, id, data, len);
     pl_unref(pl);
-    if (rc == RL_OK) return;
+    if (rc == RL_OK) {
+        if (watch) ensure_hedge_tick(cl); /* uses cl only */
+        return;
+    }
     /* Not sent: take q back, unless the close or a reply already took it (invariant 1). */
     pthread_mutex_lock(&cc->mu);
     creq *back = pt_take(&cc->pending, id);
-    if (back) {
+    if (back && atomic_load(&q->hedged)) {
+        /* Hedged meanwhile (invariant 7): the network thread owns it; leave the entry (its
+         * close or deadline ends this attempt). The put cannot fail: the take made room. */
+        (void)pt_put(&cc->pending, id, q);
+        back = NULL;
+    } else if (back) {
         q->where = W_NONE;
         q->sent = 0;
     }
@@ -836,9 +982,11 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
         *server_id = 0;
         return 0;
     }
+    uint32_t avoid[AVOID_MAX];
     pthread_mutex_lock(&cl->mu);
     rl_locmap *m = cl->map;
     rl__locmap_ref(m);
+    int n_avoid = by_id ? 0 : avoid_list_locked(cl, now_ns(), avoid);
     pthread_mutex_unlock(&cl->mu);
     if (!m) {
         want_map(cl, q);
@@ -854,7 +1002,19 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
         }
     } else {
         int si = rl__locmap_find(m, q->plan.route_key, q->plan.route_key_len, q->plan.route_backward);
-        sidx = si < 0 ? -1 : rl__locmap_pick(m, &m->shards[si], q->salt);
+        sidx = si < 0 ? -1 : rl__locmap_pick_avoid(m, &m->shards[si], q->salt, avoid, n_avoid);
+        if (si >= 0) {
+            q->team_size = m->shards[si].n_team;
+            /* A member down in this map is looked at again (at most every 500 ms), so a
+             * restarted server gets its share of the reads back once the coordinator sees it. */
+            for (uint32_t j = 0; j < m->shards[si].n_team; j++) {
+                int mi = m->shards[si].team_idx[j];
+                if (mi >= 0 && !m->servers[mi].healthy) {
+                    maybe_refresh(cl);
+                    break;
+                }
+            }
+        }
         if (si < 0) { /* cannot happen with a valid map (locmap invariant 1) */
             rl__locmap_unref(m);
             finish(q, RL_E_KEY_OUTSIDE_LEGAL_RANGE);
@@ -944,9 +1104,13 @@ static void sweep(cluster *cl) {
         pthread_mutex_lock(&cc->mu);
         for (uint32_t j = 0; j < cc->pending.cap;) {
             pslot *s = &cc->pending.v[j];
-            if (s->id && ((creq *)s->q)->deadline_ns <= now) {
-                creq *q = s->q;
+            creq *sq = s->id ? s->q : NULL;
+            int sh = sq && atomic_load(&sq->hedged) == 1;
+            if (sq && (sh && s->id == sq->hid && cc == sq->hconn ? sq->hdeadline_ns : sq->deadline_ns) <= now) {
+                creq *q = sq;
+                uint64_t sid = s->id;
                 pt_remove_at(&cc->pending, j); /* j now holds the next slot's entry, if any */
+                if (sh && attempt_ended(q, cc, sid, 0)) continue; /* the other attempt goes on */
                 q->where = W_NONE;
                 q->next = late;
                 late = q;
@@ -979,6 +1143,186 @@ static void tick_fn(rl_loop *loop, void *ud) {
     }
     atomic_store(&cl->tick_armed, 0);
     if (atomic_load(&cl->outstanding) > 0 && !atomic_exchange(&cl->tick_armed, 1)) arm_tick(cl);
+}
+
+/* ---- The hedge timer (network thread; invariant 7) -------------------------------------------- */
+
+/* The timer is armed (hedge_armed) while plain reads of teams may be waiting: at the moment the
+ * first of them passes its server's threshold. An application thread starting such a read bumps
+ * hedge_gen and, when the timer is not armed, posts hedge_rearm to the network thread (one post
+ * per burst, no work for a single server's cluster); the network thread disarms it when no such
+ * read waits (hedge_rearm finds none) or when the last operation completes (finish), and arms it
+ * again if a read started meanwhile (hedge_gen moved since its scan). */
+
+static void hedge_rearm(cluster *cl);
+
+static void hedge_timer_fn(rl_loop *loop, void *ud) {
+    cluster *cl = ud;
+    cl->hedge_timer = 0;
+    if (rl__loop_is_closing(loop)) return;
+    hedge_rearm(cl);
+}
+
+static void hedge_rearm_fn(rl_loop *loop, void *ud) {
+    if (rl__loop_is_closing(loop)) return;
+    hedge_rearm(ud);
+}
+
+/* Make sure the hedge timer will look at a read just started (any thread). */
+static void ensure_hedge_tick(cluster *cl) {
+    atomic_fetch_add(&cl->hedge_gen, 1);
+    if (atomic_load(&cl->hedge_armed) || atomic_exchange(&cl->hedge_armed, 1)) return;
+    if (rl__loop_in_loop_thread(cl->loop)) hedge_rearm(cl);
+    else if (rl__loop_post(cl->loop, hedge_rearm_fn, cl) != RL_OK) atomic_store(&cl->hedge_armed, 0);
+}
+
+/* Disarm (nothing to watch) and return 0, unless a read started since the last scan: then the
+ * timer stays armed and 1 says to scan again (network thread). */
+static int hedge_disarm_once(cluster *cl) {
+    if (cl->hedge_timer) {
+        (void)rl__loop_timer_cancel(cl->loop, cl->hedge_timer);
+        cl->hedge_timer = 0;
+    }
+    atomic_store(&cl->hedge_armed, 0);
+    return atomic_load(&cl->hedge_gen) != cl->hedge_seen_gen && !atomic_exchange(&cl->hedge_armed, 1);
+}
+
+static void hedge_disarm(cluster *cl) {
+    if (hedge_disarm_once(cl)) hedge_rearm(cl);
+}
+
+/* Send hedge of q (marked hedged 2 by the scan, its attempt pending on pc) to another member of
+ * its team over an open connection; clears the mark when there is none. */
+static void hedge_send(cluster *cl, creq *q, cconn *pc) {
+    uint32_t avoid[AVOID_MAX + 1];
+    pthread_mutex_lock(&cl->mu);
+    rl_locmap *m = cl->map;
+    rl__locmap_ref(m);
+    int n_avoid = avoid_list_locked(cl, now_ns(), avoid);
+    pthread_mutex_unlock(&cl->mu);
+    avoid[n_avoid++] = pc->server_id; /* the slow one */
+    cconn *hc = NULL;
+    int si = m ? rl__locmap_find(m, q->plan.route_key, q->plan.route_key_len, q->plan.route_backward) : -1;
+    int sidx = si < 0 ? -1 : rl__locmap_pick_avoid(m, &m->shards[si], q->salt + 1, avoid, n_avoid);
+    if (sidx >= 0 && m->servers[sidx].id != pc->server_id)
+        hc = get_conn(cl, m->servers[sidx].address, m->servers[sidx].port, m->servers[sidx].id);
+    rl__locmap_unref(m);
+    if (!hc) goto none;
+    rl_buf *b = enc_buf();
+    if (!b || encode(q, b) != RL_OK || rl__buf_error(b)) goto none;
+    uint64_t id = atomic_fetch_add(&cl->next_id, 1);
+    pthread_mutex_lock(&hc->mu);
+    if (hc->state != C_OPEN || pt_put(&hc->pending, id, q) != RL_OK) { /* connecting: next time */
+        pthread_mutex_unlock(&hc->mu);
+        goto none;
+    }
+    q->hconn = hc;
+    q->hid = id;
+    q->hsent_ns = now_ns();
+    q->hdeadline_ns = q->hsent_ns + attempt_timeout(q);
+    atomic_store(&q->hedged, 1);
+    atomic_fetch_add(&cl->hedges_out, 1);
+    int busy = hc->pending.n > 1;
+    rl_conn *conn = hc->conn;
+    pthread_mutex_unlock(&hc->mu);
+    q->r->stats.requests++; /* in parallel with the attempt: no round trip of its own */
+    q->r->stats.bytes_sent += RL_FRAME_HEADER_LEN + b->len;
+    pthread_mutex_lock(&cl->mu);
+    cl->n_hedges++;
+    pthread_mutex_unlock(&cl->mu);
+    uint16_t type = req_type(q);
+    int rc = busy ? rl__conn_send_queued(conn, type, 0, id, b->data, b->len) : rl__conn_send(conn, type, 0, id, b->data, b->len);
+    if (rc != RL_OK) {
+        pthread_mutex_lock(&hc->mu);
+        creq *back = pt_take(&hc->pending, id);
+        pthread_mutex_unlock(&hc->mu);
+        if (back) (void)attempt_ended(q, hc, id, 0); /* q goes on with its attempt */
+    }
+    cconn_unref(hc);
+    return;
+none:
+    if (hc) cconn_unref(hc);
+    atomic_store(&q->hedged, 0);
+}
+
+/* Hedge the plain reads of teams of more than one member that have waited longer than their
+ * server's threshold (at most RL_CLUSTER_HEDGE_MAX_OUT hedges in flight), then arm the timer for
+ * the next one to pass its threshold, or disarm it when none waits. */
+static int hedge_scan(cluster *cl);
+
+static void hedge_rearm(cluster *cl) {
+    /* Reads keep starting while it looks: a few rounds, then the timer in a tick. */
+    for (int round = 0; round < 4; round++)
+        if (!hedge_scan(cl)) return;
+    if (rl__loop_timer_add(cl->loop, now_ns() + RL_CLUSTER_HEDGE_TICK_NS, hedge_timer_fn, cl, &cl->hedge_timer) != RL_OK) {
+        cl->hedge_timer = 0;
+        atomic_store(&cl->hedge_armed, 0);
+    }
+}
+
+/* One look (hedge_rearm): returns 1 when it disarmed the timer but a read started meanwhile. */
+static int hedge_scan(cluster *cl) {
+    enum { MAXC = 64 };
+    struct {
+        creq *q;
+        cconn *cc;
+    } cand[MAXC];
+    int nc = 0;
+    cl->hedge_seen_gen = atomic_load(&cl->hedge_gen);
+    uint64_t now = now_ns(), next = UINT64_MAX;
+    pthread_mutex_lock(&cl->mu);
+    size_t n = cl->n_conns;
+    cconn *stack[64];
+    cconn **cs = n <= 64 ? stack : rl__malloc(n * sizeof *cs);
+    if (!cs) n = 0;
+    for (size_t i = 0; i < n; i++) {
+        cs[i] = cl->conns[i];
+        atomic_fetch_add(&cs[i]->refs, 1);
+    }
+    pthread_mutex_unlock(&cl->mu);
+    int room = RL_CLUSTER_HEDGE_MAX_OUT - atomic_load(&cl->hedges_out);
+    for (size_t i = 0; i < n; i++) {
+        cconn *cc = cs[i];
+        pthread_mutex_lock(&cc->mu);
+        uint64_t thr = rl__cluster_hedge_threshold(cc->rtt, cc->n_rtt);
+        for (uint32_t j = 0; j < cc->pending.cap; j++) {
+            pslot *s = &cc->pending.v[j];
+            if (!s->id) continue;
+            creq *q = s->q;
+            if (q->kind != RL_CREQ_READ || q->id != s->id || q->conn != cc || q->team_size < 2 ||
+                !hedgeable_type(q->plan.req.type) || atomic_load(&q->hedged))
+                continue;
+            uint64_t due = q->sent_ns + thr;
+            if (due > now || nc >= MAXC || nc >= room) { /* not yet (or no room): look again then */
+                if (due <= now) due = now + (nc >= room ? RL_CLUSTER_HEDGE_TICK_NS : RL_CLUSTER_HEDGE_TICK_NS / 10);
+                if (due < next) next = due;
+                continue;
+            }
+            atomic_store(&q->hedged, 2); /* under the attempt's mutex: invariant 7 */
+            atomic_fetch_add(&cc->refs, 1);
+            cand[nc].q = q;
+            cand[nc].cc = cc;
+            nc++;
+        }
+        pthread_mutex_unlock(&cc->mu);
+        cconn_unref(cc);
+    }
+    if (cs != stack) rl__free(cs);
+    for (int i = 0; i < nc; i++) {
+        hedge_send(cl, cand[i].q, cand[i].cc);
+        cconn_unref(cand[i].cc);
+    }
+    if (cl->hedge_timer) {
+        (void)rl__loop_timer_cancel(cl->loop, cl->hedge_timer);
+        cl->hedge_timer = 0;
+    }
+    if (next == UINT64_MAX) return hedge_disarm_once(cl);
+    if (next < now + RL_CLUSTER_HEDGE_TICK_NS / 10) next = now + RL_CLUSTER_HEDGE_TICK_NS / 10;
+    if (rl__loop_timer_add(cl->loop, next, hedge_timer_fn, cl, &cl->hedge_timer) != RL_OK) {
+        cl->hedge_timer = 0;
+        atomic_store(&cl->hedge_armed, 0); /* the next read arms it again */
+    }
+    return 0;
 }
 
 /* ---- Failures and retries (network thread) ---------------------------------------------------- */
@@ -1040,18 +1384,32 @@ static void fail_attempt(creq *q, int err) {
         finish(q, d.err);
         return;
     }
+    /* A replicated read moves to another member at once (each member one immediate try). */
+    int now_other = rl__cluster_failover_now(q->kind, err, 0, q->team_size, q->failover_tries + 1);
+    q->failover_tries += now_other;
     pthread_mutex_lock(&cl->mu);
     cl->n_retries++;
+    cl->n_failovers += (uint64_t)now_other;
     pthread_mutex_unlock(&cl->mu);
     q->salt++;
     if (q->kind == RL_CREQ_READ) maybe_refresh(cl);
-    retry_later(q, d.delay_ns, AFTER_SEND);
+    retry_later(q, now_other ? 0 : d.delay_ns, AFTER_SEND);
 }
 
 /* An error reply to q. */
 static void error_reply(creq *q, int code) {
     cluster *cl = q->cl;
     if (code == RL_E_WRONG_SHARD_SERVER) q->wrong_shard++;
+    if (rl__cluster_failover_now(q->kind, code, 1, q->team_size, q->failover_tries + 1)) {
+        /* That member is behind (catching up?): another one of the team may not be. */
+        q->failover_tries++;
+        pthread_mutex_lock(&cl->mu);
+        cl->n_failovers++;
+        pthread_mutex_unlock(&cl->mu);
+        q->salt++;
+        send_attempt(q);
+        return;
+    }
     rl_cretry d = rl__cluster_retry_decide(q->kind, code, 1, q->sent, 0, 0, q->attempts, q->wrong_shard);
     if (d.action == RL_CRETRY_FAIL) {
         finish(q, d.err);
@@ -1137,6 +1495,9 @@ static void map_done(cluster *cl, rl_locmap *m, int err) {
                 redelay[n_redelay++] = cl->conns[i];
             }
         }
+        int teams = 0;
+        for (uint32_t i = 0; i < m->n_shards; i++) teams |= m->shards[i].n_team > 1;
+        atomic_store(&cl->has_teams, teams);
     }
     creq *list = cl->map_waiters;
     cl->map_waiters = NULL;
@@ -1217,7 +1578,7 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
         note_reply(q, q->conn, h, rc ? RL_E_MALFORMED_FRAME : 0,
                    rc == RL_OK && h->type == RL_MSG_GET_MAPPED_RANGE ? &m.u.get_mapped_range_reply.stats : NULL);
         if (rc) goto bad;
-        q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0;
+        q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0, q->failover_tries = 0;
         int more_to_send = 0;
         rc = rl__cplan_reply(&q->plan, &m, &more_to_send);
         if (rc == RL_E_MALFORMED_FRAME) {
@@ -1298,8 +1659,24 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
     }
     pthread_mutex_lock(&cc->mu);
     creq *q = pt_take(&cc->pending, h->id);
-    if (q) q->where = W_NONE;
+    int hedged = q && atomic_load(&q->hedged) == 1;
+    if (q && q->kind == RL_CREQ_READ && hedgeable_type(q->plan.req.type) && h->type == req_type(q) &&
+        !(h->flags & RL_FRAME_ERROR)) { /* the server's round trip, for the hedge threshold */
+        uint64_t sent = hedged && h->id == q->hid && cc == q->hconn ? q->hsent_ns : q->sent_ns;
+        cc->rtt[cc->rtt_pos] = now_ns() - sent;
+        cc->rtt_pos = (cc->rtt_pos + 1) % RL_CLUSTER_HEDGE_SAMPLES;
+        if (cc->n_rtt < RL_CLUSTER_HEDGE_SAMPLES) cc->n_rtt++;
+    }
+    if (q && !hedged) q->where = W_NONE;
     pthread_mutex_unlock(&cc->mu);
+    if (hedged) { /* the first good reply wins; a failed attempt leaves q to the other one */
+        int ok = h->type == req_type(q) && !(h->flags & RL_FRAME_ERROR);
+        if (attempt_ended(q, cc, h->id, ok)) {
+            if (h->type != req_type(q)) rl__conn_close(conn, 0);
+            return;
+        }
+        q->where = W_NONE;
+    }
     if (!q) { /* its attempt timed out (or the id is junk): nothing waits for it */
         pthread_mutex_lock(&cl->mu);
         cl->n_late_replies++;
@@ -1351,7 +1728,10 @@ static void finish(creq *q, int err) {
     switch (q->kind) {
     case RL_CREQ_READ: {
         rl_kv_read *r = q->r;
-        atomic_fetch_sub(&cl->outstanding, 1);
+        /* The last operation done: no read waits for a hedge (network thread). */
+        if (atomic_fetch_sub(&cl->outstanding, 1) == 1 && atomic_load(&cl->hedge_armed) &&
+            rl__loop_in_loop_thread(cl->loop))
+            hedge_disarm(cl);
         r->done(r, err); /* q lives in r->arena: not touched after this */
         return;
     }
@@ -1538,11 +1918,13 @@ static void client_view(cluster *cl, rl_buf *out) {
     rl__buf_printf(out, "\"client\": {\"outstanding\": %ld, \"requests_retried\": %llu, "
                         "\"wrong_shard_retries\": %llu, \"timeouts\": %llu, \"connects\": %llu, "
                         "\"lost_connections\": %llu, \"map_refreshes\": %llu, \"late_replies\": %llu, "
-                        "\"connections\": [",
+                        "\"failovers\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, \"connections\": [",
                    (long)atomic_load(&cl->outstanding), (unsigned long long)cl->n_retries,
                    (unsigned long long)cl->n_wrong_shard, (unsigned long long)cl->n_timeouts,
                    (unsigned long long)cl->n_connects, (unsigned long long)cl->n_lost_connections,
-                   (unsigned long long)cl->n_refreshes, (unsigned long long)cl->n_late_replies);
+                   (unsigned long long)cl->n_refreshes, (unsigned long long)cl->n_late_replies,
+                   (unsigned long long)cl->n_failovers, (unsigned long long)cl->n_hedges,
+                   (unsigned long long)cl->n_hedge_wins);
     for (size_t i = 0; i < cl->n_conns; i++) {
         cconn *cc = cl->conns[i];
         pthread_mutex_lock(&cc->mu);
@@ -1812,7 +2194,7 @@ static void cl_close(rl_kv_backend *b) {
 static void cl_locality(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out) {
     cluster *cl = (cluster *)b;
     out->networked = 1;
-    out->strategy = cl->popt.strategy == RL_FETCH_GROUPED ? 2 : 1;
+    out->strategy = cl->popt.strategy == RL_FETCH_GROUPED ? 2 : cl->popt.strategy == RL_FETCH_INDIVIDUAL ? 1 : 0;
     out->s2s_batch = (int)cl->popt.batch;
     pthread_mutex_lock(&cl->mu);
     rl_locmap *m = cl->map;
@@ -1864,8 +2246,11 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         return RL_E_INVALID_ARGUMENT;
     }
     *out = NULL;
+    int strategy = RL_SECONDARY_DEFAULT;
     cluster *cl = rl__calloc(1, sizeof *cl);
     if (!cl) return RL_E_OUT_OF_MEMORY;
+    const char *hedge_env = getenv("RL_CLUSTER_HEDGE"); /* "0": no hedged reads (cluster.h) */
+    cl->hedge_on = !(hedge_env && !strcmp(hedge_env, "0"));
     cl->base.vt = &cluster_vt;
     pthread_mutex_init(&cl->mu, NULL);
     pthread_condattr_t ca;
@@ -1891,10 +2276,35 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
             cl->popt.secondary_byte_limit = opts->mapped_secondary_byte_limit;
         }
         if (have >= offsetof(rl_db_options, read_only) + sizeof(int)) cl->read_only = opts->read_only != 0;
+        if (have >= offsetof(rl_db_options, mapped_secondary_strategy) + sizeof(int)) {
+            int st = opts->mapped_secondary_strategy;
+            if (st < RL_SECONDARY_DEFAULT || st > RL_SECONDARY_GROUPED) {
+                rc = RL_E_INVALID_ARGUMENT;
+                if (errmsg) rl__buf_printf(errmsg, "mapped_secondary_strategy %d is not 0, 1 or 2", st);
+                goto fail;
+            }
+            strategy = st;
+        }
     }
-    cl->popt.strategy = RL_FETCH_DEFAULT;
+    /* cluster:FILE?secondary=individual|grouped (the URL wins over the options). */
+    char *q = strstr(cl->path, "?secondary=");
+    if (q) {
+        const char *v = q + strlen("?secondary=");
+        if (!strcmp(v, "individual")) strategy = RL_SECONDARY_INDIVIDUAL;
+        else if (!strcmp(v, "grouped")) strategy = RL_SECONDARY_GROUPED;
+        else if (!strcmp(v, "default")) strategy = RL_SECONDARY_DEFAULT;
+        else {
+            rc = RL_E_BAD_URL;
+            if (errmsg) rl__buf_printf(errmsg, "cluster:%s: secondary must be individual, grouped or default", cluster_file);
+            goto fail;
+        }
+        *q = 0; /* the file's path */
+    }
+    cl->popt.strategy = strategy == RL_SECONDARY_GROUPED      ? RL_FETCH_GROUPED
+                        : strategy == RL_SECONDARY_INDIVIDUAL ? RL_FETCH_INDIVIDUAL
+                                                              : RL_FETCH_DEFAULT;
     cl->popt.batch = 0;
-    if ((rc = rl__cluster_file_read(cluster_file, &cl->cf, errmsg))) goto fail;
+    if ((rc = rl__cluster_file_read(cl->path, &cl->cf, errmsg))) goto fail;
     if ((rc = rl__loop_new(0, &cl->loop))) {
         if (errmsg) rl__buf_printf(errmsg, "cannot create the network loop: %s", rl__net_errmsg());
         goto fail;

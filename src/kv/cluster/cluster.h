@@ -77,6 +77,24 @@ int rl__kv_cluster_servers(rl_kv_backend *b, uint32_t *ids, int cap, int *out_n)
 /* rl__kv_cluster_delay — the injected delay the client applies now (from its last map). [any] */
 int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us);
 
+/* Replicas (teams of more than one storage server). A storage server whose connection was lost
+ * or refused is avoided by reads for this long (or until a connection to it opens again). */
+#define RL_CLUSTER_AVOID_NS 1000000000ull
+
+/* Hedged reads. A plain read (GET, GET_KEY, GET_RANGE) of a shard whose team has another member,
+ * still without reply after rl__cluster_hedge_threshold of its server's recent round trips, is
+ * sent to another member too; the first reply wins and the other is dropped (counted as a late
+ * reply). Commits, read versions, the map and mapped reads (their servers wait for other servers:
+ * a point read's p50 does not predict them) are never hedged. */
+#define RL_CLUSTER_HEDGE_FACTOR 4            /* threshold: this many times the server's p50 ... */
+#define RL_CLUSTER_HEDGE_MIN_NS 2000000ull   /* ... and at least this */
+#define RL_CLUSTER_HEDGE_SAMPLES 16          /* round trips kept per connection for its p50 */
+#define RL_CLUSTER_HEDGE_MAX_OUT 32          /* hedges in flight at once per client, at most */
+#define RL_CLUSTER_HEDGE_TICK_NS 1000000ull  /* the hedge timer fires no sooner than a tenth of this
+                                              * after it looked (a burst's reads are taken together) */
+/* RL_CLUSTER_HEDGE=0 in the environment when a database is opened turns hedging off for it (to
+ * measure what it costs). */
+
 /* ---- Retry rules (pure) ------------------------------------------------------------------- */
 
 typedef enum {
@@ -118,5 +136,21 @@ typedef struct {
  * RL_CLUSTER_RETRY_WINDOW_NS after the first failure, then connection_failed (1026). */
 rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns,
                                    uint64_t now_ns, int attempts, int wrong_shard);
+
+/* rl__cluster_failover_now — whether a read's failed attempt goes to another member of its
+ * team at once, without the backoff of rl__cluster_retry_decide: a read (kind RL_CREQ_READ)
+ * whose shard has team_size > 1 members, after a transport failure (is_reply 0: the connection
+ * was lost or refused, the attempt timed out; not out_of_memory / operation_cancelled / a
+ * foreign protocol) or a future_version reply (is_reply 1: that member is behind, e.g. catching
+ * up after a restart, and another may not be), as long as tries — the attempts of this step
+ * that failed so, this one included — is below team_size (each member gets one immediate try;
+ * then the ordinary rules apply). Pure. */
+int rl__cluster_failover_now(int kind, int err, int is_reply, uint32_t team_size, int tries);
+
+/* rl__cluster_hedge_threshold — how long a plain read waits for its reply before it is hedged:
+ * max(RL_CLUSTER_HEDGE_FACTOR x the median of rtt_ns[0..n), RL_CLUSTER_HEDGE_MIN_NS); with no
+ * sample (n 0) RL_CLUSTER_HEDGE_MIN_NS. The samples are the connection's last round trips of
+ * plain reads (at most RL_CLUSTER_HEDGE_SAMPLES; not changed). Pure. */
+uint64_t rl__cluster_hedge_threshold(const uint64_t *rtt_ns, int n);
 
 #endif

@@ -126,6 +126,21 @@ int rl__locmap_find(const rl_locmap *m, const uint8_t *key, uint32_t key_len, in
     return (int)lo - 1;
 }
 
+int rl__locmap_pick_avoid(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt, const uint32_t *avoid,
+                          int n_avoid) {
+    int best = -1, best_rank = 5;
+    for (uint32_t k = 0; k < s->n_team && best_rank > 1; k++) {
+        int idx = s->team_idx[(salt + k) % s->n_team];
+        if (idx < 0) continue;
+        int avoided = 0;
+        for (int j = 0; j < n_avoid; j++) avoided |= avoid[j] == m->servers[idx].id;
+        /* 1: healthy, not avoided; 2: not avoided; 3: healthy; 4: known. */
+        int rank = avoided ? (m->servers[idx].healthy ? 3 : 4) : (m->servers[idx].healthy ? 1 : 2);
+        if (rank < best_rank) best = idx, best_rank = rank;
+    }
+    return best;
+}
+
 int rl__locmap_pick(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt) {
     int known = -1;
     for (uint32_t k = 0; k < s->n_team; k++) {

@@ -85,6 +85,16 @@ int rl__locmap_find(const rl_locmap *m, const uint8_t *key, uint32_t key_len, in
  * must be refreshed). */
 int rl__locmap_pick(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt);
 
+/* rl__locmap_pick_avoid — rl__locmap_pick that also steers clear of the servers the caller has
+ * just seen fail (avoid[0..n_avoid): server ids; NULL / 0: none). Scanning the team from
+ * position (salt % n_team), the first member that is known, healthy and not avoided; else the
+ * first known and not avoided; else the first known and healthy; else the first known — so a
+ * team keeps being served while any member works, and a team whose members all failed still
+ * gets an attempt (on the best of them). Returns an index into m->servers or -1 (no member is in
+ * the server list). Pure. */
+int rl__locmap_pick_avoid(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt, const uint32_t *avoid,
+                          int n_avoid);
+
 /* rl__locmap_server — the index of server id in m->servers, or -1. */
 int rl__locmap_server(const rl_locmap *m, uint32_t id);
 

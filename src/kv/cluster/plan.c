@@ -315,7 +315,10 @@ static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector 
         q->reverse = r->reverse != 0;
         q->secondary_row_limit = p->o.secondary_row_limit;
         q->secondary_byte_limit = p->o.secondary_byte_limit;
-        q->strategy = p->o.strategy;
+        /* The request's own strategy (RL_MAPPED_* flags), else the database's. */
+        q->strategy = r->secondary_strategy == RL_SECONDARY_GROUPED      ? RL_FETCH_GROUPED
+                      : r->secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_FETCH_INDIVIDUAL
+                                                                         : p->o.strategy;
         q->batch = p->o.batch;
     }
 }

@@ -60,7 +60,8 @@
 typedef struct {
     int32_t secondary_row_limit;  /* 0: the server's default */
     int64_t secondary_byte_limit; /* 0: the server's default */
-    uint8_t strategy;             /* rl_fetch_strategy */
+    uint8_t strategy;             /* rl_fetch_strategy of reads that name none
+                                   * (rl_kv_read.secondary_strategy 0) */
     uint32_t batch;               /* 0: the server's default */
 } rl_cplan_options;
 

@@ -2,7 +2,8 @@
  * transactions, each writing a group of keys that must stay consistent, and reports every
  * acknowledged commit to the parent over a pipe; the parent SIGKILLs it at a random moment. After
  * each kill the parent reopens the directory and checks that every acknowledged commit is present
- * and that no transaction is half applied. Seeded (printed); about 10 s. */
+ * and that no transaction is half applied. Seeded (printed); about 10 s. RL_TEST_FILE_OPTS is
+ * appended to the URL (ctest fault_kv_test_kv_crash_ssd: the ssd engine, flushing often). */
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -84,7 +85,9 @@ TEST(kv_8_1_crash_durability) {
     uint64_t rs = rl_test_seed();
     char *dir = rl_test_tmpdir("kvcrash");
     char url[4200];
-    snprintf(url, sizeof url, "file:%s", dir);
+    /* RL_TEST_FILE_OPTS: URL options, e.g. "?engine=ssd&checkpoint_bytes=8192" (ctest _ssd). */
+    const char *fo = getenv("RL_TEST_FILE_OPTS");
+    snprintf(url, sizeof url, "file:%s%s", dir, fo ? fo : "");
     int groups = 0, total_acked = 0;
     for (int round = 0; round < ROUNDS; round++) {
         int fds[2];

@@ -62,6 +62,12 @@ static const struct {
     {RL_MSG_GET_MULTI, RL_FRAME_REPLY},
     {RL_MSG_SET_DELAY, 0},
     {RL_MSG_SET_DELAY, RL_FRAME_REPLY},
+    {RL_MSG_SPLIT_SHARD, 0},
+    {RL_MSG_SPLIT_SHARD, RL_FRAME_REPLY},
+    {RL_MSG_ASSIGN_SHARD, 0},
+    {RL_MSG_ASSIGN_SHARD, RL_FRAME_REPLY},
+    {RL_MSG_MOVE_SHARD, 0},
+    {RL_MSG_MOVE_SHARD, RL_FRAME_REPLY},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

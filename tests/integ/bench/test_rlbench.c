@@ -126,7 +126,7 @@ TEST(cli_2_4_no_scratch_left) {
     json_error_t je;
     json_t *j = json_load_file(path, 0, &je);
     if (!j) fail_msg("bad JSON in %s: %s", path, je.text);
-    ASSERT_EQ(json_array_size(json_object_get(j, "results")), 4);
+    ASSERT_EQ(json_array_size(json_object_get(j, "results")), 5); /* mem, file, lmdb, sqlite, ssd */
     json_decref(j);
     /* Without --dir: under $TMPDIR, and gone afterwards. */
     char *t = rl_test_tmpdir("cli24t"), *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;

@@ -232,8 +232,8 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     session(e, id, port, "unknown type 99", &b, 1, 0);
     rl__buf_reset(&b);
     hello(&b, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
-    frame(&b, RL_MSG_SPLIT_SHARD, 0, 2, NULL, 0);
-    session(e, id, port, "reserved type SPLIT_SHARD", &b, 1, 0);
+    frame(&b, RL_MSG_RESERVED_ADMIN_FIRST + 3, 0, 2, NULL, 0);
+    session(e, id, port, "reserved type 33", &b, 1, 0);
     rl__buf_reset(&b);
     hello(&b, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
     frame(&b, RL_MSG_PING, RL_FRAME_ERROR, 2, "\x00\x00\x00\x00", 4);

@@ -1270,7 +1270,7 @@ TEST(coord_1_6_bad_input) {
         {"a reply after HELLO", 1, RL_MSG_PING, RL_FRAME_REPLY, 12, "\0\0\0\0\0\0\0\0\0\0\0\0", 12},
         {"error flag without reply", 1, RL_MSG_PING, RL_FRAME_ERROR, 0, "", 0},
         {"unknown type", 1, 99, 0, 0, "", 0},
-        {"reserved type", 1, RL_MSG_SPLIT_SHARD, 0, 0, "", 0},
+        {"reserved type", 1, RL_MSG_RESERVED_ADMIN_FIRST + 3, 0, 0, "", 0},
         {"truncated COMMIT", 1, RL_MSG_COMMIT, 0, 10, "\1\0\0\0\0\0\0\0\5\0", 10},
         {"COMMIT with a bad mutation type", 1, RL_MSG_COMMIT, 0, 41,
          "\x10\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1\0\0\0\x63\1\0\0\0k\1\0\0\0v\0\0\0\0\0\0\0\0\0\0", 41},

@@ -187,6 +187,7 @@ static void check_mapped(cp_cluster *c, model *md, int64_t v, int reverse) {
     q.u.get_mapped_range_req.mapper = (const uint8_t *)MAPPER;
     q.u.get_mapped_range_req.mapper_len = sizeof MAPPER - 1;
     q.u.get_mapped_range_req.reverse = (uint8_t)reverse;
+    q.u.get_mapped_range_req.strategy = RL_FETCH_INDIVIDUAL; /* counted below (the default is grouped) */
     int rc = sst_call(&cl, &q, &r);
     if (rc) fail_msg("mapped read: %s: %.*s", rl_error_name(rc), (int)r.u.error.message_len, r.u.error.message);
     const rl_msg_get_mapped_range_reply *g = &r.u.get_mapped_range_reply;

@@ -21,9 +21,9 @@ typedef struct {
 static inline void kvt_open_opts(kvt_env *e, const rl_db_options *o) {
     const char *url = rl_test_url();
     memset(e, 0, sizeof *e);
-    if (!strncmp(url, "file:", 5)) {
+    if (!strncmp(url, "file:", 5) && (!url[5] || url[5] == '?')) {
         e->dir = rl_test_tmpdir("kv");
-        snprintf(e->url, sizeof e->url, "file:%s", e->dir);
+        snprintf(e->url, sizeof e->url, "file:%s%s", e->dir, url + 5); /* keeps ?engine= */
     } else {
         snprintf(e->url, sizeof e->url, "%s", url);
     }

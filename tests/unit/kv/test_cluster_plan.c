@@ -488,7 +488,22 @@ TEST(cluster_plan_1_1_locmap) {
     ASSERT_EQ(rl__locmap_pick(m, &s, 1), 2);
     x.map->servers[2].healthy = 0;
     ASSERT_EQ(rl__locmap_pick(m, &s, 1), 1);
+    /* Avoided members (failed just now) go last: healthy and not avoided, then not avoided,
+     * then healthy, then known. */
+    x.map->servers[2].healthy = 1;
+    uint32_t av1[1] = {1}, av12[2] = {1, 2};
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, NULL, 0), 1);
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, av1, 1), 2);
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 1, av1, 1), 2);
+    x.map->servers[2].healthy = 0;
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, av1, 1), 2); /* unhealthy beats avoided */
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, av12, 2), 1); /* both avoided: the healthy one */
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 1, av12, 2), 1);
+    x.map->servers[1].healthy = 0;
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 1, av12, 2), 2); /* all down: rotation */
+    x.map->servers[1].healthy = 1;
     s.team_idx[0] = -1;
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, NULL, 0), 2);
     ASSERT_EQ(rl__locmap_pick(m, &s, 0), 2); /* known but unhealthy beats unknown */
     s.team_idx[1] = -1;
     ASSERT_EQ(rl__locmap_pick(m, &s, 0), -1);

@@ -84,4 +84,40 @@ TEST(cluster_retry_1_3_error_replies) {
     ASSERT_EQ(d.action, RL_CRETRY_FAIL);
 }
 
-RL_TEST_MAIN(T(cluster_retry_1_1_transport), T(cluster_retry_1_2_commit), T(cluster_retry_1_3_error_replies))
+/* cluster-retry-1.5: replicated reads move to another member at once — after a transport
+ * failure or a future_version reply, once per other member of the team; never for teams of one,
+ * other kinds of request (commits, read versions, the map), or failures no member would cure. */
+TEST(cluster_retry_1_5_failover) {
+    for (int tries = 1; tries <= 3; tries++) {
+        ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_CONNECTION_FAILED, 0, 2, tries), tries < 2);
+        ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_TIMED_OUT, 0, 3, tries), tries < 3);
+        ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_FUTURE_VERSION, 1, 3, tries), tries < 3);
+    }
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_CONNECTION_FAILED, 0, 1, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_CONNECTION_FAILED, 0, 2, 0), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_COMMIT, RL_E_CONNECTION_FAILED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_GRV, RL_E_CONNECTION_FAILED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_MAP, RL_E_CONNECTION_FAILED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_OUT_OF_MEMORY, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_OPERATION_CANCELLED, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, 0, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_WRONG_SHARD_SERVER, 1, 2, 1), 0);
+    ASSERT_EQ(rl__cluster_failover_now(RL_CREQ_READ, RL_E_TRANSACTION_TOO_OLD, 1, 2, 1), 0);
+}
+
+/* cluster-retry-1.6: the hedge threshold: RL_CLUSTER_HEDGE_FACTOR x the median of the recent
+ * round trips, never below RL_CLUSTER_HEDGE_MIN_NS; without samples the minimum; samples beyond
+ * RL_CLUSTER_HEDGE_SAMPLES ignored and the input left unchanged. */
+TEST(cluster_retry_1_6_hedge_threshold) {
+    ASSERT_EQ(rl__cluster_hedge_threshold(NULL, 0), RL_CLUSTER_HEDGE_MIN_NS);
+    uint64_t small[3] = {50000, 40000, 60000};
+    ASSERT_EQ(rl__cluster_hedge_threshold(small, 3), RL_CLUSTER_HEDGE_MIN_NS); /* 4 x 50 us < 2 ms */
+    uint64_t big[5] = {9000000, 1000000, 3000000, 2000000, 100};
+    ASSERT_EQ(rl__cluster_hedge_threshold(big, 5), 4 * 2000000ull); /* median 2 ms */
+    ASSERT_EQ(big[0], 9000000ull); /* not sorted in place */
+    uint64_t many[RL_CLUSTER_HEDGE_SAMPLES + 4];
+    for (int i = 0; i < RL_CLUSTER_HEDGE_SAMPLES + 4; i++) many[i] = i < RL_CLUSTER_HEDGE_SAMPLES ? 1000000 : 1;
+    ASSERT_EQ(rl__cluster_hedge_threshold(many, RL_CLUSTER_HEDGE_SAMPLES + 4), 4000000ull);
+}
+
+RL_TEST_MAIN(T(cluster_retry_1_6_hedge_threshold), T(cluster_retry_1_5_failover), T(cluster_retry_1_1_transport), T(cluster_retry_1_2_commit), T(cluster_retry_1_3_error_replies))

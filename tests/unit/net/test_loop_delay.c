@@ -101,7 +101,8 @@ TEST(loop_4_1_delay_250us) {
     ASSERT_EQ(st.delay_us, 250);
     printf("loop_4_1 stats: lateness min %.1f p50 %.1f p99 %.1f max %.1f us\n", st.late_min_ns / 1e3,
            st.late_p50_ns / 1e3, st.late_p99_ns / 1e3, st.late_max_ns / 1e3);
-    ASSERT_TRUE(st.late_p50_ns < 100000u);
+    /* On time at the median: 100 µs, or 20 ms on a busy machine (rl_test_machine_busy). */
+    ASSERT_TRUE(st.late_p50_ns < (rl_test_machine_busy() ? 20000000u : 100000u));
     dl_print("loop_4_1 delay 250us", lat, n, e.c->conn);
     dl_finish(&e);
 }

@@ -63,6 +63,12 @@ static const kind_info KINDS[] = {
     {RL_MSG_GET_MULTI, R, "get_multi_reply"},
     {RL_MSG_SET_DELAY, 0, "set_delay_req"},
     {RL_MSG_SET_DELAY, R, "set_delay_reply"},
+    {RL_MSG_SPLIT_SHARD, 0, "split_shard_req"},
+    {RL_MSG_SPLIT_SHARD, R, "split_shard_reply"},
+    {RL_MSG_ASSIGN_SHARD, 0, "assign_shard_req"},
+    {RL_MSG_ASSIGN_SHARD, R, "assign_shard_reply"},
+    {RL_MSG_MOVE_SHARD, 0, "move_shard_req"},
+    {RL_MSG_MOVE_SHARD, R, "move_shard_reply"},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -407,12 +413,12 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             rl_msg_read_item *it = alloc0(a, 2 * sizeof *it);
             it[0] = (rl_msg_read_item){1, LIT("a"), LIT("b"), 10, 1000};
             it[1] = (rl_msg_read_item){0, LIT("k"), LIT("k\0"), 0, 0};
-            g->version = 7, g->items = it, g->n_items = 2;
+            g->version = 7, g->items = it, g->n_items = 2, g->max_bytes = 4096;
         }
         if (mx) {
             rl_msg_read_item *it = alloc0(a, sizeof *it);
             it[0] = (rl_msg_read_item){1, K1, KMAX, K2, KMAX, INT32_MAX, INT64_MAX};
-            g->version = UINT64_MAX, g->items = it, g->n_items = 1;
+            g->version = UINT64_MAX, g->items = it, g->n_items = 1, g->max_bytes = UINT64_MAX;
         }
         break;
     }
@@ -443,6 +449,39 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         if (mx) m->u.set_delay_req.delay_us = UINT32_MAX, m->u.set_delay_req.jitter_us = UINT32_MAX;
         break;
     case 30: /* set_delay_reply: empty */
+        break;
+    case 31: /* split_shard_req */
+        if (ty) SET(m->u.split_shard_req.key, m->u.split_shard_req.key_len, "r/500");
+        if (mx) m->u.split_shard_req.key = K1, m->u.split_shard_req.key_len = KMAX;
+        break;
+    case 32: /* split_shard_reply */
+        if (ty) m->u.split_shard_reply.version = 77, m->u.split_shard_reply.split = 1;
+        if (mx) m->u.split_shard_reply.version = UINT64_MAX, m->u.split_shard_reply.split = 1;
+        break;
+    case 33: { /* assign_shard_req */
+        rl_msg_assign_shard_req *g = &m->u.assign_shard_req;
+        uint32_t *team = alloc0(a, RL_PROTO_MAX_TEAM * sizeof *team);
+        for (uint32_t i = 0; i < RL_PROTO_MAX_TEAM; i++) team[i] = mx ? UINT32_MAX - i : i + 1;
+        g->team = team;
+        g->n_team = mx ? RL_PROTO_MAX_TEAM : ty ? 2 : 1;
+        g->range = ty ? range_of(LIT("a"), LIT("b")) : mx ? range_of(K1, KMAX, K2, KMAX)
+                      : range_of(LIT(""), LIT("\0"));
+        g->timeout_ms = mx ? UINT32_MAX : ty ? 30000 : 0;
+        break;
+    }
+    case 34: /* assign_shard_reply */
+        if (ty) m->u.assign_shard_reply.version = 1234, m->u.assign_shard_reply.moved = 2;
+        if (mx) m->u.assign_shard_reply.version = UINT64_MAX, m->u.assign_shard_reply.moved = UINT32_MAX;
+        break;
+    case 35: { /* move_shard_req */
+        rl_msg_move_shard_req *g = &m->u.move_shard_req;
+        g->range = ty ? range_of(LIT("a"), LIT("b")) : mx ? range_of(K1, KMAX, K2, KMAX)
+                      : range_of(LIT(""), LIT("\0"));
+        if (ty) g->storage_id = 4, g->version = 99;
+        if (mx) g->storage_id = UINT32_MAX, g->version = UINT64_MAX;
+        break;
+    }
+    case 36: /* move_shard_reply */
         break;
     default:
         fail_msg("no sample for kind %d", k);
@@ -673,8 +712,31 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
             tw8(b, it->is_range), twb(b, it->begin, it->begin_len), twb(b, it->end, it->end_len);
             tw32(b, (uint32_t)it->row_limit), tw64(b, (uint64_t)it->byte_limit);
         }
+        tw64(b, x->max_bytes);
         break;
     }
+    case RL_MSG_SPLIT_SHARD * 2:
+        twb(b, m->u.split_shard_req.key, m->u.split_shard_req.key_len);
+        break;
+    case RL_MSG_SPLIT_SHARD * 2 + 1:
+        tw64(b, m->u.split_shard_reply.version), tw8(b, m->u.split_shard_reply.split);
+        break;
+    case RL_MSG_ASSIGN_SHARD * 2: {
+        const rl_msg_assign_shard_req *x = u;
+        twrange(b, x->range), tw32(b, x->n_team);
+        for (uint32_t i = 0; i < x->n_team; i++) tw32(b, x->team[i]);
+        tw32(b, x->timeout_ms);
+        break;
+    }
+    case RL_MSG_ASSIGN_SHARD * 2 + 1:
+        tw64(b, m->u.assign_shard_reply.version), tw32(b, m->u.assign_shard_reply.moved);
+        break;
+    case RL_MSG_MOVE_SHARD * 2:
+        tw32(b, m->u.move_shard_req.storage_id), twrange(b, m->u.move_shard_req.range);
+        tw64(b, m->u.move_shard_req.version);
+        break;
+    case RL_MSG_MOVE_SHARD * 2 + 1:
+        break;
     case RL_MSG_GET_MULTI * 2 + 1: {
         const rl_msg_get_multi_reply *x = u;
         tw32(b, x->n_results);
@@ -783,12 +845,12 @@ TEST(net_1_1_type_names) {
         const char *n = rl__msg_type_name(t);
         ASSERT_NOT_NULL(n);
         if (is_known) ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0 && !strstr(n, "RESERVED"));
-        if (t >= 30 && t <= 49 && t != RL_MSG_SET_DELAY) {
+        if (t >= 33 && t <= 49 && t != RL_MSG_SET_DELAY) {
             ASSERT_FALSE(is_known);
             ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0);
         }
     }
-    ASSERT_EQ(known, 15);
+    ASSERT_EQ(known, 18);
     for (int k = 0; k < N_KINDS; k++) ASSERT_TRUE(rl__msg_type_known(KINDS[k].type));
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_GET_RANGE), "GET_RANGE");
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_HELLO), "HELLO");
@@ -1011,7 +1073,7 @@ TEST(net_2_5_frame_encode) {
     /* Unknown types and bad flags are refused by the encoder too. */
     m.type = 3;
     ASSERT_RC(rl__msg_encode(&b, &m, NULL), RL_E_INVALID_ARGUMENT);
-    m.type = RL_MSG_SPLIT_SHARD;
+    m.type = RL_MSG_RESERVED_ADMIN_FIRST + 3; /* 33: reserved, not a message */
     ASSERT_RC(rl__msg_encode(&b, &m, NULL), RL_E_INVALID_ARGUMENT);
     m.type = RL_MSG_GET;
     m.flags = RL_FRAME_ERROR;

@@ -83,6 +83,129 @@ TEST(cluster_1_1_layout) {
     rl__buf_release(&msg);
 }
 
+/* The teams of a layout (JSON) into teams[shard][member] (-1 past a team's end); returns the
+ * number of shards. */
+static int layout_teams(const rl_buf *out, int teams[][RL_PROTO_MAX_TEAM], int cap) {
+    json_error_t je;
+    json_t *root = json_loads((const char *)out->data, 0, &je);
+    ASSERT_NOT_NULL(root);
+    json_t *shards = json_object_get(root, "shards");
+    int n = (int)json_array_size(shards);
+    ASSERT_TRUE(n <= cap);
+    for (int i = 0; i < n; i++) {
+        json_t *t = json_object_get(json_array_get(shards, (size_t)i), "team");
+        for (int j = 0; j < RL_PROTO_MAX_TEAM; j++)
+            teams[i][j] = j < (int)json_array_size(t) ? (int)json_integer_value(json_array_get(t, (size_t)j)) : -1;
+    }
+    json_decref(root);
+    return n;
+}
+
+/* cluster-1.5: replication teams — sizes, distinct members, distinct hosts when there are enough,
+ * the primary rotating per shard (load spread: every server is primary and member of as many
+ * shards as any other, give or take one), determinism, refusals. */
+TEST(cluster_1_5_layout_teams) {
+    rl_buf out, out2, msg;
+    rl__buf_init(&out);
+    rl__buf_init(&out2);
+    rl__buf_init(&msg);
+    static int teams[256][RL_PROTO_MAX_TEAM];
+    struct { int hosts, per, n, r, shards; } cases[] = {
+        {0, 0, 2, 2, 0},  {0, 0, 4, 2, 0},  {0, 0, 3, 3, 12}, {3, 3, 0, 2, 0},  {3, 3, 0, 3, 27},
+        {3, 1, 0, 2, 9},  {2, 2, 0, 3, 8},  {3, 3, 9, 2, 100}, {4, 2, 0, 2, 255}, {0, 0, 5, 1, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rl_cluster_up_opts o;
+        memset(&o, 0, sizeof o);
+        o.n_hosts = cases[c].hosts;
+        o.storage_per_host = cases[c].per;
+        o.n_storage = cases[c].n;
+        o.replication = cases[c].r;
+        o.n_shards = cases[c].shards;
+        rl__buf_reset(&out);
+        rl__buf_reset(&out2);
+        ASSERT_OK(rl__cluster_layout(&o, &out, &msg));
+        ASSERT_OK(rl__cluster_layout(&o, &out2, &msg));
+        ASSERT_STR_EQ((char *)out.data, (char *)out2.data); /* deterministic */
+        int n = o.n_storage ? o.n_storage : o.n_hosts * o.storage_per_host;
+        int hosts = o.n_hosts ? o.n_hosts : 1;
+        int r = o.replication;
+        int k = layout_teams(&out, teams, 256);
+        ASSERT_EQ(k, o.n_shards ? o.n_shards : n);
+        int primary[65] = {0}, member[65] = {0};
+        for (int i = 0; i < k; i++) {
+            ASSERT_EQ(teams[i][0], i % n + 1); /* the round-robin primary */
+            ASSERT_EQ(teams[i][r < RL_PROTO_MAX_TEAM ? r : 0] == -1 || r == RL_PROTO_MAX_TEAM, 1);
+            int hosts_used = 0;
+            for (int j = 0; j < r; j++) {
+                int id = teams[i][j];
+                ASSERT_TRUE(id >= 1 && id <= n);
+                for (int m = 0; m < j; m++) ASSERT_NE(teams[i][m], id); /* distinct servers */
+                int h = o.n_hosts ? (id - 1) / o.storage_per_host + 1 : 1;
+                int seen = 0;
+                for (int m = 0; m < j; m++) {
+                    int hm = o.n_hosts ? (teams[i][m] - 1) / o.storage_per_host + 1 : 1;
+                    seen |= hm == h;
+                }
+                hosts_used += !seen;
+                member[id]++;
+            }
+            primary[teams[i][0]]++;
+            /* Distinct hosts as far as there are hosts. */
+            ASSERT_EQ(hosts_used, r < hosts ? r : hosts);
+        }
+        int pmin = k, pmax = 0, mmin = k * r, mmax = 0;
+        for (int id = 1; id <= n; id++) {
+            if (primary[id] < pmin) pmin = primary[id];
+            if (primary[id] > pmax) pmax = primary[id];
+            if (member[id] < mmin) mmin = member[id];
+            if (member[id] > mmax) mmax = member[id];
+        }
+        ASSERT_TRUE(pmax - pmin <= 1);
+        ASSERT_TRUE(mmax - mmin <= r); /* a partial last round of shards */
+        if (k % n == 0) ASSERT_EQ(mmax, mmin); /* whole rounds: every server equally loaded */
+    }
+    /* Double replication, 2 servers, one host: both servers hold both shards. */
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.replication = 2;
+    rl__buf_reset(&out);
+    ASSERT_OK(rl__cluster_layout(&o, &out, &msg));
+    ASSERT_STR_EQ((char *)out.data, "{\"storage\": [1, 2], \"shards\": [{\"begin\": \"\", \"end\": \"80\", \"team\": "
+                                    "[1, 2]}, {\"begin\": \"80\", \"end\": \"ff\", \"team\": [2, 1]}]}\n");
+    /* 3 hosts x 3: the second member is on the next host at the same position. */
+    memset(&o, 0, sizeof o);
+    o.n_hosts = 3;
+    o.storage_per_host = 3;
+    o.replication = 2;
+    rl__buf_reset(&out);
+    ASSERT_OK(rl__cluster_layout(&o, &out, &msg));
+    layout_teams(&out, teams, 256);
+    int want[9][2] = {{1, 4}, {2, 5}, {3, 6}, {4, 7}, {5, 8}, {6, 9}, {7, 1}, {8, 2}, {9, 3}};
+    for (int i = 0; i < 9; i++) ASSERT_EQ(teams[i][0], want[i][0]), ASSERT_EQ(teams[i][1], want[i][1]);
+    /* Refusals: more members than servers, hosts that disagree with the count. */
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.replication = 3;
+    rl__buf_reset(&msg);
+    ASSERT_RC(rl__cluster_layout(&o, &out, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr((char *)msg.data, "replication 3"));
+    memset(&o, 0, sizeof o);
+    o.n_hosts = 2;
+    o.storage_per_host = 2;
+    o.n_storage = 3;
+    ASSERT_RC(rl__cluster_layout(&o, &out, &msg), RL_E_INVALID_ARGUMENT);
+    memset(&o, 0, sizeof o);
+    o.n_hosts = 2;
+    o.storage_per_host = 1;
+    o.replication = 3;
+    ASSERT_RC(rl__cluster_layout(&o, &out, &msg), RL_E_INVALID_ARGUMENT);
+    rl__buf_release(&out);
+    rl__buf_release(&out2);
+    rl__buf_release(&msg);
+}
+
 /* A fake rlkvd: writes its port file (a port nobody answers on) and sleeps. */
 static char *fake_rlkvd(const char *dir) {
     char *path = malloc(4200);
@@ -283,5 +406,5 @@ TEST(cluster_1_4_recycled_pid_is_not_ours) {
     free(base);
 }
 
-RL_TEST_MAIN(T(cluster_1_1_layout), T(cluster_1_2_unhealthy_start_stops_everything), T(cluster_1_3_process_exits),
+RL_TEST_MAIN(T(cluster_1_1_layout), T(cluster_1_5_layout_teams), T(cluster_1_2_unhealthy_start_stops_everything), T(cluster_1_3_process_exits),
              T(cluster_1_4_recycled_pid_is_not_ours))

@@ -425,7 +425,7 @@ TEST(ss_3_1_bad_input) {
             break;
         }
         case 4: sst_send_hello(fd, 0, 0); h.type = 77; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
-        case 5: sst_send_hello(fd, 0, 0); h.type = RL_MSG_SPLIT_SHARD; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
+        case 5: sst_send_hello(fd, 0, 0); h.type = RL_MSG_RESERVED_ADMIN_FIRST + 3; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
         case 6: sst_send_hello(fd, 0, 0); h.type = RL_MSG_GET; h.flags = RL_FRAME_REPLY; h.payload_len = 0; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
         case 7: sst_send_hello(fd, 0, 0); h.type = RL_MSG_GET; h.payload_len = 3; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); sst_write_all(fd, "abc", 3); break;
         case 8: sst_send_hello(fd, 0, 0); sst_send_hello(fd, 0, 0); break;

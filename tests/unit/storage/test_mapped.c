@@ -1275,6 +1275,101 @@ TEST(mapped_2_15_hook_read_here) {
     rl__storage_close(st);
 }
 
+/* A hook that reads everything itself (as half_here's odd items) and leaves item unread_at of
+ * its first call, and every later one, unread. */
+typedef struct {
+    rl_storage *st;
+    int unread_at; /* -1: none */
+    int calls;
+} unread_ctx;
+
+static int unread_hook(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
+    unread_ctx *uc = ctx;
+    int first = uc->calls++ == 0;
+    for (int i = 0; i < n; i++) {
+        rl_secondary_item *it = &items[i];
+        if (first && uc->unread_at >= 0 && i >= uc->unread_at) {
+            it->unread = 1;
+            continue;
+        }
+        int rc = rl__storage_get_range(uc->st, v, it->begin, it->begin_len, it->end, it->end_len, it->row_limit,
+                                       it->byte_limit, 0, a, &it->kvs, &it->n_kvs, &it->more);
+        if (rc != RL_OK) return rc;
+    }
+    return RL_OK;
+}
+
+/* mapped-2.16: the page-ending outputs and options of a hook's batch (the storage server's
+ * `grouped`): an unread item ends the page before it (more); the first item of the first batch
+ * unread is internal_error (no progress); batch_step with a target maps exactly the entries that
+ * batches of batch_step would; batch_secondary_bytes ends the batch after the entry whose
+ * secondaries reach it. */
+TEST(mapped_2_16_hook_page_end) {
+    model md;
+    rl_arena a;
+    rl_buf b, e;
+    fixed_model(&md);
+    rl_storage *st = load_model(&md, 10);
+    rl__arena_init(&a, 0);
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    index_range(&b, &e);
+    const rl_mapper *m = mapper_range(&a);
+    rl_mapped_options o;
+    memset(&o, 0, sizeof o);
+    rl_mapped_entry *x = NULL, *y = NULL;
+    int nx = 0, ny = 0, mx = 0, my = 0;
+    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, NULL, NULL, &a, &x, &nx, &mx));
+    ASSERT_TRUE(nx >= 6);
+    ASSERT_EQ(mx, 0);
+    /* Unread at 4 of a whole-page batch: 4 entries, more. */
+    o.batch = 1000;
+    unread_ctx uc = {st, 4, 0};
+    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my));
+    ASSERT_EQ(ny, 4);
+    ASSERT_EQ(my, 1);
+    for (int i = 0; i < ny; i++) ASSERT_EQ(x[i].n_kvs, y[i].n_kvs);
+    uc = (unread_ctx){st, 0, 0};
+    ASSERT_RC(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my),
+              RL_E_INTERNAL_ERROR);
+    /* batch_step: the same entries as batches of that size, for several targets. */
+    for (long target = 1; target < 4000; target = target * 3 + 1) {
+        rl_mapped_options r;
+        memset(&r, 0, sizeof r);
+        r.batch = 3;
+        r.target_bytes = target;
+        ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &r, NULL, NULL, &a, &x, &nx, &mx));
+        rl_mapped_options g = r;
+        g.batch = 1000;
+        g.batch_step = 3;
+        uc = (unread_ctx){st, -1, 0};
+        ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &g, unread_hook, &uc, &a, &y, &ny, &my));
+        if (nx != ny || mx != my) fail_msg("target %ld: %d entries (more %d) against batches' %d (more %d)", target, ny, my, nx, mx);
+    }
+    /* batch_secondary_bytes: the batch ends after the entry whose secondaries reach it. */
+    memset(&o, 0, sizeof o);
+    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, NULL, NULL, &a, &x, &nx, &mx));
+    long sec = 0;
+    int want = nx;
+    for (int i = 0; i < nx; i++) {
+        for (int j = 0; j < x[i].n_kvs; j++) sec += (long)x[i].kvs[j].key_len + (long)x[i].kvs[j].value_len;
+        if (sec >= 20 && i + 1 < nx) {
+            want = i + 1;
+            break;
+        }
+    }
+    o.batch = 1000;
+    o.batch_secondary_bytes = 20;
+    uc = (unread_ctx){st, -1, 0};
+    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my));
+    ASSERT_EQ(ny, want);
+    ASSERT_EQ(my, want < nx);
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    rl__arena_release(&a);
+    rl__storage_close(st);
+}
+
 /* mapped-2.9: mapper errors during the read fail the whole call: an index key that is not a
  * tuple (2041), a value that is not a tuple (2042), an index past the end (2030). */
 TEST(mapped_2_9_mapper_errors_in_read) {
@@ -1675,4 +1770,4 @@ RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
              T(mapped_2_9_mapper_errors_in_read), T(mapped_2_10_randomized),
              T(mapped_2_11_range_includes_prefix_key), T(mapped_2_12_budget_boundary_and_empty_prefix),
              T(mapped_2_13_allocation_failures), T(mapped_2_14_shared_prefix_memo),
-             T(mapped_2_15_hook_read_here))
+             T(mapped_2_15_hook_read_here), T(mapped_2_16_hook_page_end))

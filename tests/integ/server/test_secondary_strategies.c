@@ -1,0 +1,310 @@
+/* test_secondary_strategies.c — the storage-to-storage secondary strategies of mapped reads
+ * (issue 14 item 5) against a real 3-server cluster: `individual` (FoundationDB's batches of 10
+ * separate reads) and `grouped` (the page's remote secondaries grouped by owner, one round) return
+ * identical results, and the storage-to-storage round trips the servers report match the strategy.
+ *
+ * Layout: index entries ("i", price, pk) in one shard on storage 2; records ("r", pk, sub) split
+ * over three shards on storages 3, 1 and 2 (so most records are remote from the index, some are
+ * local); a record has 0-3 keys (0: the index entry is an orphan), values 1-300 bytes, a few of
+ * 30,000 bytes so small byte targets cut pages. Each round draws bounds on the price, a
+ * direction, a row limit, a byte target (0 or small) and a per-secondary row limit (a second
+ * database handle opened with mapped_secondary_row_limit 2, so some secondaries come back `more`),
+ * and reads the mapped range with RL_MAPPED_INDIVIDUAL, RL_MAPPED_GROUPED and no flag in one
+ * transaction (one read version): every entry must be equal — index key and value, secondary
+ * bounds, rows, more, served_locally — and match the model's count. Without a byte target the
+ * read is one page (the index lies in one shard), so its s2s round trips are known exactly:
+ * individual ceil-per-batch (the batches of 10 entries, in scan order, holding a remote one),
+ * grouped 1 when any entry is remote, else 0. The seed is printed (RL_SEED=N replays).
+ */
+#include <stdlib.h>
+
+#include "cluster_fixture.h"
+#include "kv/kv_int.h"
+#include "test.h"
+#include "tuple/tuple.h"
+
+#define MAXPK 200
+#define ROUNDS 60
+
+static rl_test_cluster g_cluster; /* static: the exit hook stops it after a failed assertion */
+
+typedef struct {
+    int present[MAXPK + 1]; /* the index entry exists */
+    int price[MAXPK + 1];
+    int nsub[MAXPK + 1];    /* record keys */
+} model;
+
+static void pack_index(rl_buf *b, int price, int pk) {
+    rl_tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, price);
+    rl__tuple_pack_int(&p, pk);
+}
+
+static void pack_record(rl_buf *b, int pk, int sub) {
+    rl_tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "r", 1);
+    rl__tuple_pack_int(&p, pk);
+    rl__tuple_pack_int(&p, sub);
+}
+
+static void load(rl_db *db, model *m, uint64_t *rng) {
+    rl_buf k, v;
+    rl__buf_init(&k);
+    rl__buf_init(&v);
+    memset(m, 0, sizeof *m);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(db, &t));
+    for (int pk = 1; pk <= MAXPK; pk++) {
+        if (rl_test_rand_below(rng, 4) == 0) continue; /* no index entry */
+        m->present[pk] = 1;
+        m->price[pk] = (int)rl_test_rand_below(rng, 50);
+        m->nsub[pk] = (int)rl_test_rand_below(rng, 4);
+        pack_index(&k, m->price[pk], pk);
+        ASSERT_OK(rl_txn_set(t, k.data, k.len, "", 0));
+        for (int s = 0; s < m->nsub[pk]; s++) {
+            pack_record(&k, pk, s);
+            size_t vl = rl_test_rand_below(rng, 40) == 0 ? 30000 : 1 + rl_test_rand_below(rng, 300);
+            rl__buf_reset(&v);
+            for (size_t i = 0; i < vl; i++) rl__buf_append_byte(&v, (uint8_t)('a' + (pk + s + i) % 26));
+            ASSERT_OK(rl_txn_set(t, k.data, k.len, v.data, v.len));
+        }
+    }
+    rl_future *f = rl_txn_commit(t);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl__buf_release(&k);
+    rl__buf_release(&v);
+}
+
+static void mapper(rl_buf *b) {
+    rl_tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "r", 1);
+    rl__tuple_pack_string(&p, "{K[2]}", 6);
+    rl__tuple_pack_string(&p, "{...}", 5);
+}
+
+/* One mapped read of the index between prices [lo, hi) with the flags. */
+static rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target, int flags) {
+    rl_buf b, e, mp;
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    rl__buf_init(&mp);
+    rl_tuple_packer p;
+    rl__tuple_packer_init(&p, &b);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, lo);
+    rl__tuple_packer_init(&p, &e);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, hi);
+    mapper(&mp);
+    rl_future *f = rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len),
+                                           mp.data, mp.len, limit, target, RL_STREAMING_WANT_ALL, 0, flags);
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    rl__buf_release(&mp);
+    return f;
+}
+
+/* x and y hold the same entries; with prefix_ok, one may be a prefix of the other (a byte target
+ * is met at other entries: individual finishes the batch of 10 it started, grouped stops at the
+ * entry that meets it), the shorter one then saying more. */
+static void same_entries(const rl_mapped_keyvalue *x, int nx, int mx, const rl_mapped_keyvalue *y, int ny, int my,
+                         int prefix_ok, const char *what) {
+    if (nx != ny && !prefix_ok) fail_msg("%s: %d entries against %d", what, nx, ny);
+    if (nx != ny && !(nx < ny ? mx : my)) fail_msg("%s: %d entries against %d, the shorter without more", what, nx, ny);
+    if (nx == ny && mx != my) fail_msg("%s: more %d against %d", what, mx, my);
+    int n = nx < ny ? nx : ny;
+    for (int i = 0; i < n; i++) {
+        ASSERT_MEM_EQ(x[i].index.key, x[i].index.key_len, y[i].index.key, y[i].index.key_len);
+        ASSERT_MEM_EQ(x[i].index.value, x[i].index.value_len, y[i].index.value, y[i].index.value_len);
+        ASSERT_EQ(x[i].is_range, y[i].is_range);
+        ASSERT_MEM_EQ(x[i].begin, x[i].begin_len, y[i].begin, y[i].begin_len);
+        ASSERT_MEM_EQ(x[i].end, x[i].end_len, y[i].end, y[i].end_len);
+        if (x[i].n_kvs != y[i].n_kvs) fail_msg("%s: entry %d has %d rows against %d", what, i, x[i].n_kvs, y[i].n_kvs);
+        ASSERT_EQ(x[i].more, y[i].more);
+        ASSERT_EQ(x[i].served_locally, y[i].served_locally);
+        for (int j = 0; j < x[i].n_kvs; j++) {
+            ASSERT_MEM_EQ(x[i].kvs[j].key, x[i].kvs[j].key_len, y[i].kvs[j].key, y[i].kvs[j].key_len);
+            ASSERT_MEM_EQ(x[i].kvs[j].value, x[i].kvs[j].value_len, y[i].kvs[j].value, y[i].kvs[j].value_len);
+        }
+    }
+}
+
+/* strategies-1.1: individual and grouped return identical mapped results over random data,
+ * bounds, directions, limits, byte targets and secondary limits, with records on other servers
+ * than the index; the s2s round trips of one-page reads match the strategy. */
+TEST(strategies_1_1_identical) {
+    rl_test_cluster *c = &g_cluster;
+    /* ("i", ...) on storage 2; ("r", 1..69) on 3, ("r", 70..139) on 1, ("r", 140..) on 2. */
+    const char *keys[] = {"\\x02i", "\\x02j", "\\x02r\\x00\\x15\\x46", "\\x02r\\x00\\x15\\x8c"};
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 3;
+    o.split = keys;
+    o.n_split = 4;
+    int rc = rl_test_cluster_start(c, &o);
+    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
+    ASSERT_OK(rc);
+    rl_db *db = NULL, *db2 = NULL;
+    ASSERT_OK(rl_db_open(c->url, NULL, &db));
+    rl_db_options dopt;
+    memset(&dopt, 0, sizeof dopt);
+    dopt.size = sizeof dopt;
+    dopt.mapped_secondary_row_limit = 2;
+    ASSERT_OK(rl_db_open(c->url, &dopt, &db2));
+    uint64_t rng = rl_test_seed();
+    model m;
+    load(db, &m, &rng);
+    int checked_rt = 0, remote_seen = 0, local_seen = 0, more_seen = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        int lo = (int)rl_test_rand_below(&rng, 50), hi = lo + 1 + (int)rl_test_rand_below(&rng, 50);
+        int rev = (int)rl_test_rand_below(&rng, 2);
+        int limit = rl_test_rand_below(&rng, 3) == 0 ? 0 : 1 + (int)rl_test_rand_below(&rng, 60);
+        int target = rl_test_rand_below(&rng, 3) == 0 ? 2000 + (int)rl_test_rand_below(&rng, 60000) : 0;
+        rl_db *d = rl_test_rand_below(&rng, 3) == 0 ? db2 : db;
+        rl_txn *t;
+        ASSERT_OK(rl_txn_begin(d, &t));
+        int fl = rev ? RL_REVERSE : 0;
+        rl_future *fi = mapped(t, lo, hi, limit, target, fl | RL_MAPPED_INDIVIDUAL);
+        rl_future *fg = mapped(t, lo, hi, limit, target, fl | RL_MAPPED_GROUPED);
+        rl_future *fd = mapped(t, lo, hi, limit, target, fl);
+        const rl_mapped_keyvalue *ei, *eg, *ed;
+        int ni, ng, nd, mi, mg, md;
+        ASSERT_OK(rl_future_wait(fi));
+        ASSERT_OK(rl_future_wait(fg));
+        ASSERT_OK(rl_future_wait(fd));
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(fi, &ei, &ni, &mi));
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(fg, &eg, &ng, &mg));
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(fd, &ed, &nd, &md));
+        char what[160];
+        snprintf(what, sizeof what, "round %d (prices [%d, %d), %s, limit %d, target %d%s)", round, lo, hi,
+                 rev ? "reverse" : "forward", limit, target, d == db2 ? ", 2 rows per secondary" : "");
+        same_entries(ei, ni, mi, eg, ng, mg, target != 0, what);
+        same_entries(eg, ng, mg, ed, nd, md, 0, what); /* the servers' default is grouped */
+        /* The model: entries with lo <= price < hi (all of them without a limit or target). */
+        int want = 0;
+        for (int pk = 1; pk <= MAXPK; pk++) want += m.present[pk] && m.price[pk] >= lo && m.price[pk] < hi;
+        if (limit == 0 && target == 0) ASSERT_EQ(ni, want);
+        else ASSERT_TRUE(ni <= want && (ni > 0 || want == 0));
+        int batches = 0, any_remote = 0;
+        for (int i = 0; i < ni; i++) {
+            int pk = (int)(ei[i].index.key[ei[i].index.key_len - 1]);
+            int maxrows = d == db2 ? 2 : 3;
+            ASSERT_EQ(ei[i].n_kvs, m.nsub[pk] < maxrows ? m.nsub[pk] : maxrows);
+            more_seen += ei[i].more;
+            any_remote |= !ei[i].served_locally;
+            remote_seen += !ei[i].served_locally;
+            local_seen += ei[i].served_locally;
+            if (i % 10 == 9 || i == ni - 1) {
+                int rem = 0;
+                for (int j = i - i % 10; j <= i; j++) rem |= !ei[j].served_locally;
+                batches += rem;
+            }
+        }
+        rl_future *fs[3] = {fi, fg, fd};
+        if (target == 0) {
+            ASSERT_EQ(fi->stats.s2s_round_trips, (uint32_t)batches);
+            ASSERT_EQ(fg->stats.s2s_round_trips, (uint32_t)any_remote);
+            checked_rt++;
+        } else {
+            ASSERT_TRUE(fg->stats.s2s_round_trips <= fi->stats.s2s_round_trips);
+        }
+        for (int k = 0; k < 3; k++) rl_future_free(fs[k]);
+        rl_txn_free(t);
+    }
+    printf("%d rounds (%d with their s2s round trips checked): %d entries remote, %d local, %d cut off (more)\n", ROUNDS,
+           checked_rt, remote_seen, local_seen, more_seen);
+    ASSERT_TRUE(remote_seen > 0 && local_seen > 0 && checked_rt > 0);
+    rl_db_close(db2);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
+/* strategies-1.2: the database's default strategy: cluster:FILE?secondary=grouped makes
+ * unflagged mapped reads grouped (one s2s round trip for 100 remote entries), ?secondary=individual
+ * individual (10), a flag overrides it, none at all is the servers' default (grouped), and an
+ * unknown value is refused. */
+TEST(strategies_1_2_database_default) {
+    rl_test_cluster *c = &g_cluster;
+    const char *keys[] = {"\\x02i", "\\x02j"};
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 3;
+    o.split = keys;
+    o.n_split = 2;
+    int rc = rl_test_cluster_start(c, &o);
+    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
+    ASSERT_OK(rc);
+    /* ("i", ...) on storage 2, ("r", ...) on storage 3: every record remote. */
+    rl_db *db = NULL;
+    ASSERT_OK(rl_db_open(c->url, NULL, &db));
+    rl_buf k;
+    rl__buf_init(&k);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(db, &t));
+    for (int pk = 1; pk <= 100; pk++) {
+        pack_index(&k, pk, pk);
+        ASSERT_OK(rl_txn_set(t, k.data, k.len, "", 0));
+        pack_record(&k, pk, 0);
+        ASSERT_OK(rl_txn_set(t, k.data, k.len, "v", 1));
+    }
+    rl_future *f = rl_txn_commit(t);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl_db_close(db);
+    struct { const char *suffix; int flags; uint32_t want; } cases[] = {
+        {"?secondary=grouped", 0, 1}, {"?secondary=individual", 0, 10}, {"?secondary=grouped", RL_MAPPED_INDIVIDUAL, 10},
+        {"?secondary=individual", RL_MAPPED_GROUPED, 1}, {"", 0, 1}, {"?secondary=default", RL_MAPPED_INDIVIDUAL, 10},
+    };
+    char url[4400];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(url, sizeof url, "%s%s", c->url, cases[i].suffix);
+        ASSERT_OK(rl_db_open(url, NULL, &db));
+        ASSERT_OK(rl_txn_begin(db, &t));
+        f = mapped(t, 0, 1000, 0, 0, cases[i].flags);
+        ASSERT_OK(rl_future_wait(f));
+        const rl_mapped_keyvalue *e;
+        int n, more;
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+        ASSERT_EQ(n, 100);
+        if (f->stats.s2s_round_trips != cases[i].want)
+            fail_msg("%s flags %d: %u s2s round trips, expected %u", url, cases[i].flags, f->stats.s2s_round_trips,
+                     cases[i].want);
+        rl_future_free(f);
+        /* Both flags at once are refused. */
+        f = mapped(t, 0, 1000, 0, 0, RL_MAPPED_INDIVIDUAL | RL_MAPPED_GROUPED);
+        ASSERT_RC(rl_future_wait(f), RL_E_INVALID_ARGUMENT);
+        rl_future_free(f);
+        rl_txn_free(t);
+        rl_db_close(db);
+    }
+    snprintf(url, sizeof url, "%s?secondary=fast", c->url);
+    ASSERT_RC(rl_db_open(url, NULL, &db), RL_E_BAD_URL);
+    rl_db_options dopt;
+    memset(&dopt, 0, sizeof dopt);
+    dopt.size = sizeof dopt;
+    dopt.mapped_secondary_strategy = RL_SECONDARY_GROUPED;
+    ASSERT_OK(rl_db_open(c->url, &dopt, &db));
+    ASSERT_OK(rl_txn_begin(db, &t));
+    f = mapped(t, 0, 1000, 0, 0, 0);
+    ASSERT_OK(rl_future_wait(f));
+    ASSERT_EQ(f->stats.s2s_round_trips, 1);
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl_db_close(db);
+    dopt.mapped_secondary_strategy = 3;
+    ASSERT_RC(rl_db_open(c->url, &dopt, &db), RL_E_INVALID_ARGUMENT);
+    rl__buf_release(&k);
+    rl_test_cluster_stop(c);
+}
+
+RL_TEST_MAIN(T(strategies_1_1_identical), T(strategies_1_2_database_default))
