@@ -207,7 +207,8 @@ typedef struct {
     uint32_t n_team;        /* servers holding the key's shard (reads rotate among them) */
     uint32_t team[RL_KV_LOCALITY_MAX_TEAM]; /* their ids (the first RL_KV_LOCALITY_MAX_TEAM) */
     double rtt_ns;          /* mean over the team of each server's measured round trip: an EWMA
-                             * of its replies' latency (less the server's own time when it says),
+                             * of its replies' latency (less the server's own time when it says;
+                             * replies of at most 16 KiB),
                              * from requests sent while none other was in flight on the connection
                              * when there are such, else from all (0: nothing measured yet) */
     uint32_t rtt_samples;   /* samples behind rtt_ns (summed over the team) */

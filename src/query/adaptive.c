@@ -48,6 +48,14 @@ int rl__adaptive_class_of(double rows) {
     return k;
 }
 
+int rl__adaptive_size_class(double rows, double bytes_per_row) {
+    int b = 0;
+    if (bytes_per_row >= 1024) b = 1;
+    if (bytes_per_row >= 16384) b = 2;
+    if (bytes_per_row >= 262144) b = 3;
+    return b * RL__ADAPTIVE_CLASSES + rl__adaptive_class_of(rows);
+}
+
 static double clampd(double v, double lo, double hi) {
     if (!(v >= lo)) return lo; /* also NaN */
     return v > hi ? hi : v;
@@ -93,13 +101,16 @@ double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inp
 static double factor_of(const rl__adaptive_model *m, int cls, int method) {
     const rl__adaptive_class *k = &m->cls[cls];
     if (k->observed[method]) return exp(k->log_factor[method]);
-    /* Unobserved in this class: borrow the nearest observed class's factor (the same machine
-     * and network make neighbouring sizes err alike), else 1. */
+    /* Unobserved in this class: borrow the nearest observed row class's factor of the same byte
+     * class (the same machine and network make neighbouring sizes err alike), else 1. Never
+     * across byte classes: small and split records err differently (a small-record factor made
+     * SCAN_AND_FETCH of split records look 2.4x dearer, past the exploration bound). */
+    int b0 = cls / RL__ADAPTIVE_CLASSES, r0 = cls % RL__ADAPTIVE_CLASSES;
+    const rl__adaptive_class *row = &m->cls[b0 * RL__ADAPTIVE_CLASSES];
     for (int d = 1; d < RL__ADAPTIVE_CLASSES; d++) {
-        int lo = cls - d, hi = cls + d;
-        if (lo >= 0 && m->cls[lo].observed[method]) return exp(m->cls[lo].log_factor[method]);
-        if (hi < RL__ADAPTIVE_CLASSES && m->cls[hi].observed[method])
-            return exp(m->cls[hi].log_factor[method]);
+        int lo = r0 - d, hi = r0 + d;
+        if (lo >= 0 && row[lo].observed[method]) return exp(row[lo].log_factor[method]);
+        if (hi < RL__ADAPTIVE_CLASSES && row[hi].observed[method]) return exp(row[hi].log_factor[method]);
     }
     return 1.0;
 }
@@ -107,7 +118,7 @@ static double factor_of(const rl__adaptive_model *m, int cls, int method) {
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out) {
     memset(out, 0, sizeof *out);
     out->in = *in;
-    int cls = rl__adaptive_class_of(in->rows);
+    int cls = rl__adaptive_size_class(in->rows, in->bytes_per_row);
     out->size_class = cls;
     for (int k = 0; k < 2; k++) {
         out->raw_ns[k] = rl__adaptive_estimate(&m->costs, in, k);
@@ -136,7 +147,7 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
 void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns) {
     if (!(observed_ns > 0) || !(d->raw_ns[d->method] > 0)) return;
     int cls = d->size_class;
-    if (cls < 0 || cls >= RL__ADAPTIVE_CLASSES) return;
+    if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES) return;
     rl__adaptive_class *c = &m->cls[cls];
     double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
@@ -174,11 +185,12 @@ static const char *name_of(int method) {
 void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out) {
     const rl__adaptive_inputs *in = &d->in;
     rl__buf_printf(out,
-                   "adaptive: rows %.0f (class %d), %.0f B/row, %.1f kvs/record, rtt index %.1f µs, "
+                   "adaptive: rows %.0f (class %d.%d), %.0f B/row, %.1f kvs/record, rtt index %.1f µs, "
                    "records %.1f µs, s2s %.1f µs, remote %.0f%% (%s), depth %d; "
                    "SCAN_AND_FETCH %.1f µs x %.2f = %.1f µs, USE_REMOTE_FETCH %.1f µs x %.2f = %.1f µs "
                    "-> %s (%s)\n",
-                   in->rows, d->size_class, in->bytes_per_row, in->kvs_per_record, in->rtt_index_ns / 1e3,
+                   in->rows, d->size_class % RL__ADAPTIVE_CLASSES, d->size_class / RL__ADAPTIVE_CLASSES,
+                   in->bytes_per_row, in->kvs_per_record, in->rtt_index_ns / 1e3,
                    in->rtt_records_ns / 1e3, in->rtt_s2s_ns / 1e3, 100.0 * clampd(in->frac_remote, 0, 1),
                    in->strategy == RL__ADAPTIVE_GROUPED ? "grouped" : "individual", in->pipeline_depth,
                    d->raw_ns[0] / 1e3, d->factor[0], d->est_ns[0] / 1e3, d->raw_ns[1] / 1e3, d->factor[1],

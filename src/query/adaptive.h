@@ -23,7 +23,8 @@
  * remote = rows * frac_remote, and s2s_rounds = ceil(remote / s2s_batch) for the `individual`
  * strategy (FoundationDB's: one batch of separate reads after another) or one per mapped page
  * holding remote records for `grouped`. Each method's estimate is then multiplied by its
- * calibration factor for the page's size class (rows bucketed by powers of two), learned as an
+ * calibration factor for the page's size class (rows bucketed by powers of two, and bytes per row
+ * in four classes: rl__adaptive_size_class), learned as an
  * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA: the
  * class's first observation replaces the prior outright when it is faster than the prior says;
  * a slower first one (often a cold start: the process's first query), and each later one, moves
@@ -53,7 +54,10 @@
 
 #include "base/buf.h"
 
-#define RL__ADAPTIVE_CLASSES 12         /* size classes: rows 0-1, 2-3, 4-7, ..., >= 1024 */
+#define RL__ADAPTIVE_CLASSES 12         /* row classes: rows 0-1, 2-3, 4-7, ..., >= 2048 */
+#define RL__ADAPTIVE_BYTE_CLASSES 4     /* byte classes: bytes per row < 1 KiB, < 16 KiB, < 256 KiB,
+                                         * more (small and split records calibrate apart) */
+#define RL__ADAPTIVE_ALL_CLASSES (RL__ADAPTIVE_CLASSES * RL__ADAPTIVE_BYTE_CLASSES)
 #define RL__ADAPTIVE_ALPHA 0.5          /* weight of a new observation in the log factor */
 #define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
 #define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
@@ -102,14 +106,14 @@ typedef struct {
 
 typedef struct {
     rl__adaptive_costs costs;
-    rl__adaptive_class cls[RL__ADAPTIVE_CLASSES];
+    rl__adaptive_class cls[RL__ADAPTIVE_ALL_CLASSES]; /* [byte class * CLASSES + row class] */
     uint64_t decisions, explorations;
 } rl__adaptive_model;
 
 /* One decision, with everything needed to explain it. */
 typedef struct {
     rl__adaptive_inputs in;
-    int size_class;
+    int size_class;          /* rl__adaptive_size_class of the page */
     double raw_ns[2];        /* the model's estimates */
     double factor[2];        /* the calibration factors applied */
     double est_ns[2];        /* raw * factor */
@@ -146,7 +150,11 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
  * factor, calibrated, in µs), the choice and why. Errors stay in out. */
 void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out);
 
-/* rl__adaptive_class_of — the size class of a page of rows entries (0..RL__ADAPTIVE_CLASSES-1). */
+/* rl__adaptive_class_of — the row class of a page of rows entries (0..RL__ADAPTIVE_CLASSES-1). */
 int rl__adaptive_class_of(double rows);
+
+/* rl__adaptive_size_class — the calibration class of a page: its byte class (bytes per row) times
+ * RL__ADAPTIVE_CLASSES plus its row class (0..RL__ADAPTIVE_ALL_CLASSES-1). */
+int rl__adaptive_size_class(double rows, double bytes_per_row);
 
 #endif

@@ -57,6 +57,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "base/hash.h"
 #include "kv/kv_stats.h"
 #include "query/adaptive.h"
 #include "query/query_int.h"
@@ -72,18 +73,28 @@
  * each page's observation calibrates the next decision (doubling pages would visit a fresh class
  * every time). */
 #define AD_PAGE_ROWS 1024
+#define AD_READ_BYTES (1 << 20) /* networked pages: bytes per read (stream_bytes) */
 #define AD_TEST_ENV "RL_QUERY_ADAPTIVE_TEST"
 #define AD_EWMA 0.25 /* weight of a page in the database's bytes-per-row and remote share */
 
+/* What earlier pages of one scanned index (of one store) taught: EWMAs over its pages. */
+#define AD_SCANS 16
+typedef struct {
+    uint64_t key;          /* rl__hash64 of the index prefix (store prefix + index subspace) */
+    uint64_t used;         /* ad_state.tick when last used (the least recent is replaced) */
+    double bytes_per_row;  /* 0: none yet */
+    double kvs_per_record; /* 0: none yet */
+    double frac_remote;    /* remote pages' share of records read elsewhere */
+    int have_frac;
+} ad_scan;
+
 /* The ADAPTIVE method's state per database (rl__db_slot): the model and what earlier pages
- * taught, guarded by mu (decisions and observations of concurrent cursors). */
+ * taught per index, guarded by mu (decisions and observations of concurrent cursors). */
 typedef struct {
     pthread_mutex_t mu;
     rl__adaptive_model m;
-    double bytes_per_row;  /* EWMA over pages (0: none yet) */
-    double kvs_per_record; /* EWMA over pages (0: none yet) */
-    double frac_remote;    /* EWMA of remote pages' share of records read elsewhere */
-    int have_frac;
+    ad_scan scans[AD_SCANS];
+    uint64_t tick;
     int costs_set;         /* the priors were chosen for the backend (networked or not) */
     int networked;         /* the backend is networked (rl_kv_locality.networked) */
 } ad_state;
@@ -95,6 +106,23 @@ static void ad_state_init(void *p) {
 }
 
 static void ad_state_fini(void *p) { pthread_mutex_destroy(&((ad_state *)p)->mu); }
+
+/* The entry of the index with key k (found, or the least recently used one reset). Under mu. */
+static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
+    ad_scan *lru = &a->scans[0];
+    a->tick++;
+    for (int i = 0; i < AD_SCANS; i++) {
+        if (a->scans[i].key == k && a->scans[i].used) {
+            a->scans[i].used = a->tick;
+            return &a->scans[i];
+        }
+        if (a->scans[i].used < lru->used) lru = &a->scans[i];
+    }
+    memset(lru, 0, sizeof *lru);
+    lru->key = k;
+    lru->used = a->tick;
+    return lru;
+}
 
 /* The database's state (created at its first ADAPTIVE cursor, with the priors of its kind of
  * backend: rl__adaptive_embedded_costs when it is not networked). NULL on out of memory. */
@@ -226,6 +254,7 @@ struct rl_cursor {
     int in_call;              /* inside rl_cursor_next (its time counts) */
     rl__adaptive_decision ad_dec; /* the running page's decision */
     uint64_t cur_local, cur_remote; /* the page's mapped entries read locally / elsewhere */
+    uint64_t ad_key;          /* rl__hash64 of ixprefix: its ad_scan entry */
     rl_buf explain;           /* o.explain: one line per page */
 };
 
@@ -455,6 +484,13 @@ static rl_streaming_mode stream_mode(const rl_cursor *c) {
     return c->page_on && c->ad->networked ? RL_STREAMING_WANT_ALL : RL_STREAMING_ITERATOR;
 }
 
+/* The byte target of those WANT_ALL reads: AD_READ_BYTES (replies of several MB cost more than
+ * proportionally: 8 MB mapped replies of split records took 3x the time of the same bytes in
+ * 1 MB ones on a delayed link); 0 (the mode's) otherwise. */
+static int stream_bytes(const rl_cursor *c) {
+    return c->page_on && c->ad->networked ? AD_READ_BYTES : 0;
+}
+
 /* ADAPTIVE: 1 when the page's reads received all its entries (its sources read no more). */
 static int page_done_reading(const rl_cursor *c) {
     return c->page_on && c->page_recv >= c->page_quota;
@@ -682,7 +718,8 @@ static int request_page(rl_cursor *c) {
     }
     c->k.reads_range++;
     c->pf_d0 = c->depth;
-    c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, 0, stream_mode(c), c->iteration++, read_flags(c));
+    c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, stream_bytes(c), stream_mode(c), c->iteration++,
+                             read_flags(c));
     return 1;
 }
 
@@ -853,7 +890,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
         c->k.mapped_range_requests++;
         c->mf_d0 = c->depth;
         c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
-                                        read_limit(c), 0, stream_mode(c), c->iteration++,
+                                        read_limit(c), stream_bytes(c), stream_mode(c), c->iteration++,
                                         read_flags(c) | strategy_flags(c));
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
@@ -936,14 +973,15 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
     if (rl__buf_error(&c->tb)) memset(&lr, 0, sizeof lr);
     else rl__db_locality(db, c->tb.data, c->tb.len, &lr);
+    ad_scan *sc = ad_scan_of(c->ad, c->ad_key);
     memset(in, 0, sizeof *in);
     in->rows = (double)rows;
     if (c->consumed > 0 && c->bytes_scanned > 0) in->bytes_per_row = (double)c->bytes_scanned / (double)c->consumed;
-    else in->bytes_per_row = c->ad->bytes_per_row > 0 ? c->ad->bytes_per_row : 200;
-    in->kvs_per_record = c->ad->kvs_per_record >= 1 ? c->ad->kvs_per_record : 1;
+    else in->bytes_per_row = sc->bytes_per_row > 0 ? sc->bytes_per_row : 200;
+    in->kvs_per_record = sc->kvs_per_record >= 1 ? sc->kvs_per_record : 1;
     in->pipeline_depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
     in->index_page_rows = c->o.index_batch > 0 ? c->o.index_batch : (double)(rows > 0 ? rows : 1);
-    in->mapped_page_bytes = 8.0 * 1024 * 1024; /* the servers' reply cap */
+    in->mapped_page_bytes = c->ad->networked ? AD_READ_BYTES : 8.0 * 1024 * 1024; /* stream_bytes */
     if (c->o.index_batch > 0 && c->o.index_batch * in->bytes_per_row < in->mapped_page_bytes)
         in->mapped_page_bytes = c->o.index_batch * in->bytes_per_row;
     in->rtt_index_ns = li.rtt_ns;
@@ -951,8 +989,8 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     in->rtt_s2s_ns = in->rtt_records_ns; /* the client cannot measure it: the same network */
     if (c->cur_local + c->cur_remote > 0) {
         in->frac_remote = (double)c->cur_remote / (double)(c->cur_local + c->cur_remote);
-    } else if (c->ad->have_frac) {
-        in->frac_remote = c->ad->frac_remote;
+    } else if (sc->have_frac) {
+        in->frac_remote = sc->frac_remote;
     } else if (li.n_team > 0 && lr.n_team > 0) {
         /* The mapped read goes to one of the index shard's team: its records are local when
          * that server also holds the records' shard. */
@@ -989,11 +1027,11 @@ static void page_end(rl_cursor *c) {
     double bpr = (double)(c->bytes_scanned - c->page_bytes0) / (double)rows;
     d.in.rows = (double)rows;
     if (bpr > 0) d.in.bytes_per_row = bpr;
-    d.size_class = rl__adaptive_class_of((double)rows);
+    d.size_class = rl__adaptive_size_class((double)rows, d.in.bytes_per_row);
     d.raw_ns[d.method] = rl__adaptive_estimate(&c->ad->m.costs, &d.in, d.method);
     pthread_mutex_lock(&c->ad->mu);
     rl__adaptive_observe(&c->ad->m, &d, (double)c->page_ns);
-    ad_state *a = c->ad;
+    ad_scan *a = ad_scan_of(c->ad, c->ad_key);
     a->bytes_per_row = a->bytes_per_row > 0 ? (1 - AD_EWMA) * a->bytes_per_row + AD_EWMA * bpr : bpr;
     if (c->page_recs > 0) {
         double k = (double)c->page_kvs / (double)c->page_recs;
@@ -1266,6 +1304,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
         /* The first page's method is decided at the first rl_cursor_next. */
         c->adaptive = 1;
         c->ad_sf_only = c->mapper_rc != RL_OK || o.snapshot;
+        c->ad_key = rl__hash64(c->ixprefix.data, c->ixprefix.len, 0x6164);
         if (!(c->ad = ad_state_of(rl__txn_db(txn)))) {
             rc = RL_E_OUT_OF_MEMORY;
             goto fail;

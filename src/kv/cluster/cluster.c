@@ -207,6 +207,7 @@ struct cconn {
 };
 
 #define RTT_ALPHA 0.125
+#define RTT_MAX_REPLY 16384 /* replies larger than this are not round-trip samples */
 
 struct cluster {
     rl_kv_backend base;     /* must be first */
@@ -809,10 +810,14 @@ static void rtt_update(atomic_uint_fast64_t *v, atomic_uint *n, uint64_t x) {
     if (k < UINT32_MAX) atomic_store_explicit(n, k + 1, memory_order_relaxed);
 }
 
-/* The round-trip sample of q's attempt that just got a reply on cc (reads only; ms: a mapped
- * reply's stats, whose server time is not network time). */
-static void rtt_sample(creq *q, cconn *cc, const rl_msg_mapped_stats *ms) {
+/* The round-trip sample of q's attempt that just got a reply on cc (reads only, replies of at
+ * most RTT_MAX_REPLY bytes; ms: a mapped reply's stats, whose server time is not network time). */
+static void rtt_sample(creq *q, cconn *cc, const rl_frame_header *h, const rl_msg_mapped_stats *ms) {
     if (q->kind != RL_CREQ_READ || !q->rtt_t0 || !cc) return;
+    if (h->payload_len > RTT_MAX_REPLY) { /* its transfer, not the round trip, would dominate */
+        q->rtt_t0 = 0;
+        return;
+    }
     uint64_t t = now_ns(), lat = t > q->rtt_t0 ? t - q->rtt_t0 : 0;
     if (ms && ms->server_ns < lat) lat -= ms->server_ns;
     if (q->rtt_idle) rtt_update(&cc->rtt_idle_ns, &cc->n_rtt_idle, lat);
@@ -821,7 +826,7 @@ static void rtt_sample(creq *q, cconn *cc, const rl_msg_mapped_stats *ms) {
 }
 
 static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, const rl_msg_mapped_stats *ms) {
-    rtt_sample(q, cc, ms);
+    rtt_sample(q, cc, h, ms);
     rl_kv_read_stats *st = q_stats(q);
     if (!st) return;
     uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);

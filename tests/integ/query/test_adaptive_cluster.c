@@ -100,7 +100,7 @@ static int scan(rl__tool *t, rl_fetch_method m, rl_query_counters *out_k, uint64
 
 static void seed_wrong(rl__adaptive_model *m, void *ud) {
     (void)ud;
-    for (int k = 0; k < RL__ADAPTIVE_CLASSES; k++) {
+    for (int k = 0; k < RL__ADAPTIVE_ALL_CLASSES; k++) {
         m->cls[k].log_factor[RL__ADAPTIVE_SF] = log(0.01);
         m->cls[k].observed[RL__ADAPTIVE_SF] = 1;
         m->cls[k].log_factor[RL__ADAPTIVE_RF] = 0;
