@@ -65,8 +65,9 @@
 #define RL__ADAPTIVE_PROBE_MAX 4.0      /* probe only a method estimated at most this much slower */
 #define RL__ADAPTIVE_DEV_UP 0.6931471805599453   /* ln 2: the largest upward deviation counted */
 #define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906 /* ln 4: the largest downward deviation counted */
-#define RL__ADAPTIVE_FACTOR_MIN 0.01    /* calibration factors are clamped to [MIN, MAX] */
-#define RL__ADAPTIVE_FACTOR_MAX 100.0
+#define RL__ADAPTIVE_FACTOR_MIN 1e-4    /* calibration factors are clamped to [MIN, MAX] (wide:
+                                         * under valgrind or ASan pages take 50x the priors) */
+#define RL__ADAPTIVE_FACTOR_MAX 1e4
 
 enum { RL__ADAPTIVE_SF = 0, RL__ADAPTIVE_RF = 1 };            /* the two methods */
 enum { RL__ADAPTIVE_INDIVIDUAL = 1, RL__ADAPTIVE_GROUPED = 2 }; /* storage-to-storage strategy */
