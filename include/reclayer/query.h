@@ -41,8 +41,22 @@
  *                   start position if it returned none), so no row is repeated or skipped. The
  *                   fallback is not recorded in the continuation. A failure after the fallback is
  *                   RL_E_FALLBACK_FAILED; rl_cursor_error_cause gives the underlying error.
- *   ADAPTIVE        reserved for a later issue: rl_cursor_open refuses it with
- *                   RL_E_UNSUPPORTED_OPERATION (rather than silently running another method).
+ *   ADAPTIVE        runs the scan in pages (of at most 1,024 entries; never more than the return
+ *                   limit leaves) and, before each page,
+ *                   estimates what it would cost with SCAN_AND_FETCH and with USE_REMOTE_FETCH
+ *                   (src/query/adaptive.h: the rows, bytes per row, pipeline depth, the round
+ *                   trips the client measured to the index's and the records' servers, the share
+ *                   of records off the index server's team, the servers' secondary strategy),
+ *                   runs the cheaper and calibrates the model with the page's observed time (the
+ *                   time spent inside rl_cursor_next), exploring the other method now and then at
+ *                   a bounded cost. The model lives per rl_db, so it learns across queries. Rows,
+ *                   continuations and errors are those of SCAN_AND_FETCH for the same arguments
+ *                   (continuations are interchangeable between methods). A remote page failing
+ *                   with an error SCAN_AND_FETCH would not meet (the mapper's codes,
+ *                   unsupported_operation, get_mapped_range_reads_your_writes) is resumed with
+ *                   SCAN_AND_FETCH, as is the rest of the cursor (counters: fallbacks,
+ *                   fallback_error); snapshot cursors and stores the mapper cannot express use
+ *                   SCAN_AND_FETCH only. rl_query_options.explain and rl_cursor_explain say why.
  *
  * Orphans (an index entry whose record is missing) are handled alike by every method:
  * RL_ORPHAN_ERROR (default) fails with RL_E_INDEX_ORPHAN_ENTRY and a detail naming the entry
@@ -66,7 +80,7 @@ typedef enum {
     RL_FETCH_SCAN_AND_FETCH = 0,
     RL_FETCH_USE_REMOTE_FETCH = 1,
     RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK = 2,
-    RL_FETCH_ADAPTIVE = 3, /* not yet implemented: RL_E_UNSUPPORTED_OPERATION */
+    RL_FETCH_ADAPTIVE = 3, /* per page, the method estimated cheaper (see below) */
 } rl_fetch_method;
 
 /* What to do with an index entry whose record is missing. */
@@ -128,6 +142,8 @@ typedef struct {
      * or RL_SECONDARY_GROUPED; passed as RL_MAPPED_* flags of each mapped read). Ignored by
      * other backends and fetch methods. Read only when size covers it. */
     int secondary_strategy;
+    int explain;                  /* ADAPTIVE: 1 keeps one line per page explaining its method
+                                   * (rl_cursor_explain); 0: none */
 } rl_query_options;
 
 /* Counters filled by every cursor (rl_cursor_get_counters). */
@@ -186,6 +202,11 @@ typedef struct {
                                           * round trips, the read version it waited for and its
                                           * servers' s2s round trips (docs/design.md §7) */
     uint64_t waits;                      /* times the cursor blocked on a read still in flight */
+    /* ---- ADAPTIVE (0 for the fixed methods): the method of each page it started. ---- */
+    uint64_t pages_scan_and_fetch;       /* pages run with SCAN_AND_FETCH */
+    uint64_t pages_remote_fetch;         /* pages run with USE_REMOTE_FETCH */
+    uint64_t adaptive_explorations;      /* pages whose method was the estimated-slower one,
+                                          * run to keep its calibration fresh */
 } rl_query_counters;
 
 /* What the storage server of a traced mapped read sent one of its peers. */
@@ -240,7 +261,7 @@ typedef struct {
  * Errors: RL_E_INDEX_UNKNOWN (with a detail), RL_E_INVALID_ARGUMENT (bad size, a skip outside
  * [0, RL_QUERY_MAX_SKIP], negative limits, bounds that are not packed tuples, bounds naming more
  * columns than the index entry has (eq values plus one for low/high), unknown fetch method or orphan behaviour),
- * RL_E_UNSUPPORTED_OPERATION (RL_FETCH_ADAPTIVE), RL_E_CONTINUATION_INVALID (with a detail),
+ * RL_E_CONTINUATION_INVALID (with a detail),
  * RL_E_OUT_OF_MEMORY. The detail of a failed open is rl_record_errmsg() of this thread. */
 RL_API int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name,
                           const rl_query_options *opts, rl_cursor **out);
@@ -268,6 +289,11 @@ RL_API void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out);
  * event per request attempt of the reads it took, ordered by start. [out] out, out_n: borrowed
  * from c, valid until the next call on c; NULL/0 when not traced (or no request: embedded). */
 RL_API void rl_cursor_get_trace(rl_cursor *c, const rl_query_trace_event **out, size_t *out_n);
+
+/* rl_cursor_explain — ADAPTIVE with rl_query_options.explain = 1: one line per page started so
+ * far ("page N: adaptive: <inputs>; <both estimates> -> <method> (<why>)\n"); "" otherwise.
+ * Owned by c, valid until the next call on c. */
+RL_API const char *rl_cursor_explain(const rl_cursor *c);
 
 /* rl_cursor_error_cause — after RL_E_FALLBACK_FAILED: the error of the fallback scan; else the
  * cursor's error (0 if none). */

@@ -24,11 +24,11 @@ enum { R_LIMIT1, R_ROWS10, R_ROWS1000, R_COUNT };
 static const char *rnames[R_COUNT] = {"limit1", "rows10", "rows1000"};
 static const int rlimits[R_COUNT] = {1, 10, 1000};
 
-/* Systems: the three fetch methods, then SQLite. */
-enum { S_SCAN, S_REMOTE, S_FALLBACK, S_SQLITE, S_COUNT };
-static const char *snames[S_COUNT] = {"scan", "remote", "remote-fallback", "sqlite"};
-static const rl_fetch_method smethods[S_SQLITE] = {
-    RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH, RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK};
+/* Systems: the four fetch methods, then SQLite. */
+enum { S_SCAN, S_REMOTE, S_FALLBACK, S_ADAPTIVE, S_SQLITE, S_COUNT };
+static const char *snames[S_COUNT] = {"scan", "remote", "remote-fallback", "adaptive", "sqlite"};
+static const rl_fetch_method smethods[S_SQLITE] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
+                                                   RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK, RL_FETCH_ADAPTIVE};
 
 enum { D_SMALL, D_SPLIT, D_COUNT };
 static const char *dnames[D_COUNT] = {"small", "split"};
@@ -438,9 +438,9 @@ int rl__bench_query_micro_check(const rl_query_micro_options *o, char *msg, size
                 }
     snprintf(msg, cap,
              "--only: no case name contains '%.64s' (names are DATASET/ROWS/DIRECTION/SYSTEM of %s|%s, %s|%s|%s, "
-             "%s|%s, %s|%s|%s|%s, e.g. small/rows1000/forward/remote)",
+             "%s|%s, %s|%s|%s|%s|%s, e.g. small/rows1000/forward/remote)",
              o->only, dnames[0], dnames[1], rnames[0], rnames[1], rnames[2], dirnames[0], dirnames[1], snames[0],
-             snames[1], snames[2], snames[3]);
+             snames[1], snames[2], snames[3], snames[4]);
     return RL_E_INVALID_ARGUMENT;
 }
 

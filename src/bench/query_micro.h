@@ -11,7 +11,7 @@
  * ("bench", "orders") with split long records and record versions (as `rl load` makes it).
  *
  * Cases: {limit1, rows10, rows1000} x {forward, reverse} x {scan, remote, remote-fallback,
- * sqlite}. One op = begin a transaction, run the query to completion reading every field of every
+ * adaptive, sqlite}. One op = begin a transaction, run the query to completion reading every field of every
  * returned record, end the transaction:
  *   reclayer  rl_txn_begin, rl_cursor_open(price_idx, limit n, fetch method, reverse),
  *             rl_cursor_next until NULL (each row's decoded Order is read), rl_cursor_free,

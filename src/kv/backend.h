@@ -196,6 +196,27 @@ struct rl_kv_commit {
     void *be_link;           /* the backend's own */
 };
 
+/* ---- Locality (the ADAPTIVE fetch method's network inputs) ------------------------------- */
+
+#define RL_KV_LOCALITY_MAX_TEAM 8
+
+/* Where a read of a key goes and what the client measured of the way there (rl__db_locality,
+ * kv_stats.h). All zero for a local backend (embedded, deferred): no round trip, one server. */
+typedef struct {
+    int networked;          /* 1: the figures come from a networked backend's client */
+    uint32_t n_team;        /* servers holding the key's shard (reads rotate among them) */
+    uint32_t team[RL_KV_LOCALITY_MAX_TEAM]; /* their ids (the first RL_KV_LOCALITY_MAX_TEAM) */
+    double rtt_ns;          /* mean over the team of each server's measured round trip: an EWMA
+                             * of its replies' latency (less the server's own time when it says;
+                             * replies of at most 16 KiB),
+                             * from requests sent while none other was in flight on the connection
+                             * when there are such, else from all (0: nothing measured yet) */
+    uint32_t rtt_samples;   /* samples behind rtt_ns (summed over the team) */
+    int strategy;           /* mapped reads' secondary strategy: 1 individual, 2 grouped (0: the
+                             * servers' default, or n/a) */
+    int s2s_batch;          /* its batch of secondary reads (0: the server's default) */
+} rl_kv_locality;
+
 /* ---- The vtable -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -212,6 +233,10 @@ typedef struct {
     void (*commit)(rl_kv_backend *b, rl_kv_commit *c);
     /* Append a JSON object describing the backend to out (may block). */
     int (*status_json)(rl_kv_backend *b, rl_buf *out);
+    /* Optional (NULL: a local backend; appended): fill *out (zeroed by the caller) with where a
+     * read of key[0..key_len) goes and the round trip measured to those servers. Thread-safe,
+     * never blocks on the network, never fails (unknown figures stay 0). */
+    void (*locality)(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out);
 } rl_kv_backend_vtable;
 
 /* Every backend struct begins with this header. */

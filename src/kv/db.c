@@ -24,6 +24,7 @@
 #include "kv/cluster/cluster.h"
 #include "kv/fdb/fdb.h"
 #include "kv/kv_int.h"
+#include "kv/kv_stats.h"
 
 static _Thread_local char last_detail[1024];
 
@@ -192,6 +193,10 @@ fail:
 void rl_db_close(rl_db *db) {
     if (!db) return;
     db->be->vt->close(db->be);
+    if (db->slot) {
+        if (db->slot_fini) db->slot_fini(db->slot);
+        rl__free(db->slot);
+    }
     pthread_mutex_destroy(&db->mu);
     rl__free(db);
 }
@@ -239,4 +244,28 @@ int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx) {
     }
     rl_txn_free(txn);
     return rc;
+}
+
+/* ---- The upper layers' per-database slot and locality figures (kv_stats.h) ------------------ */
+
+rl_db *rl__txn_db(const rl_txn *t) { return t->db; }
+
+void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(void *p)) {
+    pthread_mutex_lock(&db->mu);
+    if (!db->slot) {
+        void *p = rl__calloc(1, size ? size : 1);
+        if (p) {
+            if (init) init(p);
+            db->slot = p;
+            db->slot_fini = fini;
+        }
+    }
+    void *p = db->slot;
+    pthread_mutex_unlock(&db->mu);
+    return p;
+}
+
+void rl__db_locality(rl_db *db, const uint8_t *key, size_t key_len, rl_kv_locality *out) {
+    memset(out, 0, sizeof *out);
+    if (db->be->vt->locality && key_len <= UINT32_MAX) db->be->vt->locality(db->be, key, (uint32_t)key_len, out);
 }

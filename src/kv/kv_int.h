@@ -32,6 +32,9 @@ struct rl_db {
     rl_kv_backend *be;      /* owned */
     uint64_t seed;          /* backoff jitter state (guarded by mu) */
     pthread_mutex_t mu;
+    /* The upper layers' per-database slot (rl__db_slot): created once under mu, freed at close. */
+    void *slot;
+    void (*slot_fini)(void *p);
 };
 
 /* ---- Futures ----------------------------------------------------------------------------- */

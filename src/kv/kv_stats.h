@@ -1,5 +1,6 @@
 /* kv_stats.h (internal) — what the layers above the transaction layer may read of a read's
- * network figures: the backend's counters of a completed read (rl_kv_read_stats, summed over the
+ * network figures (and, for the ADAPTIVE fetch method, a database's locality figures and one
+ * per-database slot): the backend's counters of a completed read (rl_kv_read_stats, summed over the
  * read's requests) and, when the transaction is traced, the events of its requests. The query
  * cursor uses it for its tracing counters (rl_query_counters) and its timeline
  * (rl_cursor_get_trace); nothing here changes a read's result.
@@ -13,6 +14,21 @@
 
 #include "kv/backend.h"
 #include "reclayer/kv.h"
+
+/* rl__txn_db — the database of t (borrowed: it outlives t). */
+rl_db *rl__txn_db(const rl_txn *t);
+
+/* rl__db_slot — the upper layers' one per-database slot (the query layer keeps the ADAPTIVE
+ * method's model there): size bytes, zeroed, passed to init (may be NULL) the first time it is
+ * asked for, and to fini (may be NULL) then freed by rl_db_close. Later calls return the same
+ * memory whatever their arguments (there is one slot: one user). Thread-safe; the slot's own
+ * contents are the caller's to guard. NULL on out of memory (a later call tries again). */
+void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(void *p));
+
+/* rl__db_locality — where a read of key[0..key_len) goes and the round trip the client measured
+ * to those servers (backend.h: rl_kv_locality); all zero for a local backend (embedded: RTT 0,
+ * everything on one server). Thread-safe; never blocks on the network. */
+void rl__db_locality(rl_db *db, const uint8_t *key, size_t key_len, rl_kv_locality *out);
 
 /* rl__future_read_stats — the counters of the ready read future f (all zero for a future that
  * is not a read, failed before its first request, or is not ready). Borrowed from f: valid until

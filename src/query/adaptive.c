@@ -22,6 +22,21 @@ rl__adaptive_costs rl__adaptive_default_costs(void) {
     return c;
 }
 
+rl__adaptive_costs rl__adaptive_embedded_costs(void) {
+    /* Priors for an embedded database (no network: both methods run in the caller's process),
+     * from docs/benchmarks.md (rlbench query on mem:, 1,000 rows): a record loaded by the cursor
+     * ~0.28 µs, a mapped entry ~0.25 µs, split records ~0.065 ns per byte either way. The two
+     * estimates stay within the exploration bound, so calibration finds the faster. */
+    rl__adaptive_costs c = {
+        .client_per_record = 280.0,
+        .client_per_byte = 0.06,
+        .server_per_entry = 250.0,
+        .server_per_remote = 0.0,
+        .server_per_byte = 0.005,
+    };
+    return c;
+}
+
 void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs) {
     memset(m, 0, sizeof *m);
     m->costs = costs ? *costs : rl__adaptive_default_costs();
@@ -31,6 +46,14 @@ int rl__adaptive_class_of(double rows) {
     int k = 0;
     while (k < RL__ADAPTIVE_CLASSES - 1 && rows >= (double)(2u << k)) k++;
     return k;
+}
+
+int rl__adaptive_size_class(double rows, double bytes_per_row) {
+    int b = 0;
+    if (bytes_per_row >= 1024) b = 1;
+    if (bytes_per_row >= 16384) b = 2;
+    if (bytes_per_row >= 262144) b = 3;
+    return b * RL__ADAPTIVE_CLASSES + rl__adaptive_class_of(rows);
 }
 
 static double clampd(double v, double lo, double hi) {
@@ -78,13 +101,16 @@ double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inp
 static double factor_of(const rl__adaptive_model *m, int cls, int method) {
     const rl__adaptive_class *k = &m->cls[cls];
     if (k->observed[method]) return exp(k->log_factor[method]);
-    /* Unobserved in this class: borrow the nearest observed class's factor (the same machine
-     * and network make neighbouring sizes err alike), else 1. */
+    /* Unobserved in this class: borrow the nearest observed row class's factor of the same byte
+     * class (the same machine and network make neighbouring sizes err alike), else 1. Never
+     * across byte classes: small and split records err differently (a small-record factor made
+     * SCAN_AND_FETCH of split records look 2.4x dearer, past the exploration bound). */
+    int b0 = cls / RL__ADAPTIVE_CLASSES, r0 = cls % RL__ADAPTIVE_CLASSES;
+    const rl__adaptive_class *row = &m->cls[b0 * RL__ADAPTIVE_CLASSES];
     for (int d = 1; d < RL__ADAPTIVE_CLASSES; d++) {
-        int lo = cls - d, hi = cls + d;
-        if (lo >= 0 && m->cls[lo].observed[method]) return exp(m->cls[lo].log_factor[method]);
-        if (hi < RL__ADAPTIVE_CLASSES && m->cls[hi].observed[method])
-            return exp(m->cls[hi].log_factor[method]);
+        int lo = r0 - d, hi = r0 + d;
+        if (lo >= 0 && row[lo].observed[method]) return exp(row[lo].log_factor[method]);
+        if (hi < RL__ADAPTIVE_CLASSES && row[hi].observed[method]) return exp(row[hi].log_factor[method]);
     }
     return 1.0;
 }
@@ -92,7 +118,7 @@ static double factor_of(const rl__adaptive_model *m, int cls, int method) {
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out) {
     memset(out, 0, sizeof *out);
     out->in = *in;
-    int cls = rl__adaptive_class_of(in->rows);
+    int cls = rl__adaptive_size_class(in->rows, in->bytes_per_row);
     out->size_class = cls;
     for (int k = 0; k < 2; k++) {
         out->raw_ns[k] = rl__adaptive_estimate(&m->costs, in, k);
@@ -106,8 +132,12 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     m->decisions++;
     int within = out->est_ns[other] <= RL__ADAPTIVE_EXPLORE_MAX * out->est_ns[best];
     int due = c->decisions % RL__ADAPTIVE_EXPLORE_EVERY == 0 || (c->observed[other] == 0 && c->observed[best] > 0);
+    /* The long-period probe: a method past the exploration bound (a stale or cold-start
+     * estimate) is still tried now and then, when it is estimated at most PROBE_MAX slower. */
+    int probe = c->decisions % RL__ADAPTIVE_PROBE_EVERY == 0 &&
+                out->est_ns[other] <= RL__ADAPTIVE_PROBE_MAX * out->est_ns[best];
     out->method = best;
-    if (within && due) {
+    if ((within && due) || probe) {
         out->method = other;
         out->explored = 1;
         m->explorations++;
@@ -117,12 +147,34 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
 void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns) {
     if (!(observed_ns > 0) || !(d->raw_ns[d->method] > 0)) return;
     int cls = d->size_class;
-    if (cls < 0 || cls >= RL__ADAPTIVE_CLASSES) return;
+    if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES) return;
     rl__adaptive_class *c = &m->cls[cls];
     double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
-    /* The first observation of a class replaces the prior (borrowed or 1) outright. */
-    c->log_factor[k] = c->observed[k] ? (1 - RL__ADAPTIVE_ALPHA) * c->log_factor[k] + RL__ADAPTIVE_ALPHA * x : x;
+    /* A first observation of a class faster than the prior (borrowed or 1) replaces it outright;
+     * a slower one, and later ones,
+     * move the mean by alpha times their deviation, bounded (adaptive.h: one page slowed down by
+     * something else on the machine must not make a method look worse beyond the exploration
+     * bound, where it would never be observed again). */
+    if (c->observed[k] || x > log(factor_of(m, cls, k))) {
+        /* (A first observation slower than the prior is bounded like any other: it is often a
+         * cold start — the process's first query — and would otherwise put the method beyond
+         * the exploration bound for good.) */
+        if (!c->observed[k]) c->log_factor[k] = log(factor_of(m, cls, k));
+        double dev = x - c->log_factor[k];
+        if (dev > RL__ADAPTIVE_DEV_UP) {
+            /* Slower than expected by more than 2x: count it fully only when the page before
+             * was such a surprise too (a real change repeats; a hiccup does not). */
+            if (!c->surprised[k]) dev = RL__ADAPTIVE_DEV_UP;
+            c->surprised[k] = 1;
+        } else {
+            c->surprised[k] = 0;
+            if (dev < -RL__ADAPTIVE_DEV_DOWN) dev = -RL__ADAPTIVE_DEV_DOWN;
+        }
+        c->log_factor[k] += RL__ADAPTIVE_ALPHA * dev;
+    } else {
+        c->log_factor[k] = x;
+    }
     if (c->observed[k] < UINT32_MAX) c->observed[k]++;
 }
 
@@ -133,11 +185,12 @@ static const char *name_of(int method) {
 void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out) {
     const rl__adaptive_inputs *in = &d->in;
     rl__buf_printf(out,
-                   "adaptive: rows %.0f (class %d), %.0f B/row, %.1f kvs/record, rtt index %.1f µs, "
+                   "adaptive: rows %.0f (class %d.%d), %.0f B/row, %.1f kvs/record, rtt index %.1f µs, "
                    "records %.1f µs, s2s %.1f µs, remote %.0f%% (%s), depth %d; "
                    "SCAN_AND_FETCH %.1f µs x %.2f = %.1f µs, USE_REMOTE_FETCH %.1f µs x %.2f = %.1f µs "
                    "-> %s (%s)\n",
-                   in->rows, d->size_class, in->bytes_per_row, in->kvs_per_record, in->rtt_index_ns / 1e3,
+                   in->rows, d->size_class % RL__ADAPTIVE_CLASSES, d->size_class / RL__ADAPTIVE_CLASSES,
+                   in->bytes_per_row, in->kvs_per_record, in->rtt_index_ns / 1e3,
                    in->rtt_records_ns / 1e3, in->rtt_s2s_ns / 1e3, 100.0 * clampd(in->frac_remote, 0, 1),
                    in->strategy == RL__ADAPTIVE_GROUPED ? "grouped" : "individual", in->pipeline_depth,
                    d->raw_ns[0] / 1e3, d->factor[0], d->est_ns[0] / 1e3, d->raw_ns[1] / 1e3, d->factor[1],

@@ -23,15 +23,28 @@
  * remote = rows * frac_remote, and s2s_rounds = ceil(remote / s2s_batch) for the `individual`
  * strategy (FoundationDB's: one batch of separate reads after another) or one per mapped page
  * holding remote records for `grouped`. Each method's estimate is then multiplied by its
- * calibration factor for the page's size class (rows bucketed by powers of two), learned as an
- * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA, so a
- * factor that is off by 10x is within 10 % after about 6 observations.
+ * calibration factor for the page's size class (rows bucketed by powers of two, and bytes per row
+ * in four classes: rl__adaptive_size_class), learned as an
+ * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA: the
+ * class's first observation replaces the prior outright when it is faster than the prior says;
+ * a slower first one (often a cold start: the process's first query), and each later one, moves
+ * the mean by ALPHA
+ * times its deviation from it, the deviation bounded below by -ln 4 (RL__ADAPTIVE_DEV_DOWN: one
+ * page at most halves a factor) and, unless the previous observation of that class and method
+ * was such a surprise too, above by +ln 2 (RL__ADAPTIVE_DEV_UP: a single page slower than 2x the
+ * estimate raises the factor by at most √2). Page times are noisy upwards (another process on the
+ * machine only ever adds time), and a method made to look worse than the exploration bound by
+ * one slow page would never be observed again; a real slowdown repeats, and is then counted in
+ * full (a factor 50x too low is corrected to within 2.5x of the truth by the third page).
  *
  * Exploration: every RL__ADAPTIVE_EXPLORE_EVERY-th decision of a size class runs the other method
  * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's, and a
  * size class whose other method was never observed explores it once under the same bound; so
  * exploration costs at most (EXPLORE_MAX - 1) / EXPLORE_EVERY of the chosen time in the long run
- * (2.5 % with the defaults), plus at most one bounded probe per size class.
+ * (2.5 % with the defaults), plus at most one bounded probe per size class. And every
+ * RL__ADAPTIVE_PROBE_EVERY-th decision of a class runs the other method when it is estimated at
+ * most RL__ADAPTIVE_PROBE_MAX times slower (a method past the exploration bound because of a
+ * stale estimate is not lost for good): at most (PROBE_MAX - 1) / PROBE_EVERY more (0.6 %).
  */
 #ifndef RL_QUERY_ADAPTIVE_H
 #define RL_QUERY_ADAPTIVE_H
@@ -41,12 +54,20 @@
 
 #include "base/buf.h"
 
-#define RL__ADAPTIVE_CLASSES 12         /* size classes: rows 0-1, 2-3, 4-7, ..., >= 1024 */
+#define RL__ADAPTIVE_CLASSES 12         /* row classes: rows 0-1, 2-3, 4-7, ..., >= 2048 */
+#define RL__ADAPTIVE_BYTE_CLASSES 4     /* byte classes: bytes per row < 1 KiB, < 16 KiB, < 256 KiB,
+                                         * more (small and split records calibrate apart) */
+#define RL__ADAPTIVE_ALL_CLASSES (RL__ADAPTIVE_CLASSES * RL__ADAPTIVE_BYTE_CLASSES)
 #define RL__ADAPTIVE_ALPHA 0.5          /* weight of a new observation in the log factor */
 #define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
 #define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
-#define RL__ADAPTIVE_FACTOR_MIN 0.01    /* calibration factors are clamped to [MIN, MAX] */
-#define RL__ADAPTIVE_FACTOR_MAX 100.0
+#define RL__ADAPTIVE_PROBE_EVERY 500    /* decisions of a class between long-period probes */
+#define RL__ADAPTIVE_PROBE_MAX 4.0      /* probe only a method estimated at most this much slower */
+#define RL__ADAPTIVE_DEV_UP 0.6931471805599453   /* ln 2: the largest upward deviation counted */
+#define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906 /* ln 4: the largest downward deviation counted */
+#define RL__ADAPTIVE_FACTOR_MIN 1e-4    /* calibration factors are clamped to [MIN, MAX] (wide:
+                                         * under valgrind or ASan pages take 50x the priors) */
+#define RL__ADAPTIVE_FACTOR_MAX 1e4
 
 enum { RL__ADAPTIVE_SF = 0, RL__ADAPTIVE_RF = 1 };            /* the two methods */
 enum { RL__ADAPTIVE_INDIVIDUAL = 1, RL__ADAPTIVE_GROUPED = 2 }; /* storage-to-storage strategy */
@@ -81,18 +102,19 @@ typedef struct {
     double log_factor[2];     /* per method: mean log(observed / estimated) */
     uint32_t observed[2];     /* observations per method */
     uint32_t decisions;       /* decisions made in this class */
+    uint8_t surprised[2];     /* per method: its last observation was > 2x its estimate */
 } rl__adaptive_class;
 
 typedef struct {
     rl__adaptive_costs costs;
-    rl__adaptive_class cls[RL__ADAPTIVE_CLASSES];
+    rl__adaptive_class cls[RL__ADAPTIVE_ALL_CLASSES]; /* [byte class * CLASSES + row class] */
     uint64_t decisions, explorations;
 } rl__adaptive_model;
 
 /* One decision, with everything needed to explain it. */
 typedef struct {
     rl__adaptive_inputs in;
-    int size_class;
+    int size_class;          /* rl__adaptive_size_class of the page */
     double raw_ns[2];        /* the model's estimates */
     double factor[2];        /* the calibration factors applied */
     double est_ns[2];        /* raw * factor */
@@ -103,6 +125,10 @@ typedef struct {
 /* rl__adaptive_default_costs — the priors, measured on this project's machines (docs/design.md §7,
  * ADAPTIVE): what a record load, a mapped entry and a byte cost the client and a server. */
 rl__adaptive_costs rl__adaptive_default_costs(void);
+
+/* rl__adaptive_embedded_costs — the priors for an embedded database (no round trips; both methods
+ * run in the caller's process): docs/design.md §7, ADAPTIVE. */
+rl__adaptive_costs rl__adaptive_embedded_costs(void);
 
 /* rl__adaptive_init — a fresh model with the given priors (NULL: the defaults). */
 void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs);
@@ -125,7 +151,11 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
  * factor, calibrated, in µs), the choice and why. Errors stay in out. */
 void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out);
 
-/* rl__adaptive_class_of — the size class of a page of rows entries (0..RL__ADAPTIVE_CLASSES-1). */
+/* rl__adaptive_class_of — the row class of a page of rows entries (0..RL__ADAPTIVE_CLASSES-1). */
 int rl__adaptive_class_of(double rows);
+
+/* rl__adaptive_size_class — the calibration class of a page: its byte class (bytes per row) times
+ * RL__ADAPTIVE_CLASSES plus its row class (0..RL__ADAPTIVE_ALL_CLASSES-1). */
+int rl__adaptive_size_class(double rows, double bytes_per_row);
 
 #endif

@@ -57,15 +57,20 @@
  *      Index pages of SCAN_AND_FETCH stay ITERATOR (its loads start from the first page, so a
  *      small first page starts them sooner).
  */
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/hash.h"
 #include "kv/kv_stats.h"
+#include "query/adaptive.h"
 #include "query/query_int.h"
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
@@ -78,6 +83,87 @@
  * server's own reply budget (SS_REPLY_BYTES), so a page the server would cut anyway ends here. */
 #define MAPPED_PAGE_BYTES (8 << 20)
 #define MAX_ENTRY_COLS 64
+/* ADAPTIVE: a page is at most this many entries (and no more than the return limit leaves).
+ * One size for every page of a long scan, so its pages fall in one size class of the model and
+ * each page's observation calibrates the next decision (doubling pages would visit a fresh class
+ * every time). */
+#define AD_PAGE_ROWS 1024
+#define AD_READ_BYTES (1 << 20) /* networked pages: bytes per read (stream_bytes) */
+#define AD_TEST_ENV "RL_QUERY_ADAPTIVE_TEST"
+#define AD_EWMA 0.25 /* weight of a page in the database's bytes-per-row and remote share */
+
+/* What earlier pages of one scanned index (of one store) taught: EWMAs over its pages. */
+#define AD_SCANS 16
+typedef struct {
+    uint64_t key;          /* rl__hash64 of the index prefix (store prefix + index subspace) */
+    uint64_t used;         /* ad_state.tick when last used (the least recent is replaced) */
+    double bytes_per_row;  /* 0: none yet */
+    double kvs_per_record; /* 0: none yet */
+    double frac_remote;    /* remote pages' share of records read elsewhere */
+    int have_frac;
+} ad_scan;
+
+/* The ADAPTIVE method's state per database (rl__db_slot): the model and what earlier pages
+ * taught per index, guarded by mu (decisions and observations of concurrent cursors). */
+typedef struct {
+    pthread_mutex_t mu;
+    rl__adaptive_model m;
+    ad_scan scans[AD_SCANS];
+    uint64_t tick;
+    int costs_set;         /* the priors were chosen for the backend (networked or not) */
+    int networked;         /* the backend is networked (rl_kv_locality.networked) */
+} ad_state;
+
+static void ad_state_init(void *p) {
+    ad_state *a = p;
+    pthread_mutex_init(&a->mu, NULL);
+    rl__adaptive_init(&a->m, NULL);
+}
+
+static void ad_state_fini(void *p) { pthread_mutex_destroy(&((ad_state *)p)->mu); }
+
+/* The entry of the index with key k (found, or the least recently used one reset). Under mu. */
+static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
+    ad_scan *lru = &a->scans[0];
+    a->tick++;
+    for (int i = 0; i < AD_SCANS; i++) {
+        if (a->scans[i].key == k && a->scans[i].used) {
+            a->scans[i].used = a->tick;
+            return &a->scans[i];
+        }
+        if (a->scans[i].used < lru->used) lru = &a->scans[i];
+    }
+    memset(lru, 0, sizeof *lru);
+    lru->key = k;
+    lru->used = a->tick;
+    return lru;
+}
+
+/* The database's state (created at its first ADAPTIVE cursor, with the priors of its kind of
+ * backend: rl__adaptive_embedded_costs when it is not networked). NULL on out of memory. */
+static ad_state *ad_state_of(rl_db *db) {
+    ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, ad_state_fini);
+    if (!a) return NULL;
+    pthread_mutex_lock(&a->mu);
+    if (!a->costs_set) {
+        rl_kv_locality l;
+        rl__db_locality(db, (const uint8_t *)"", 0, &l);
+        if (!l.networked) a->m.costs = rl__adaptive_embedded_costs();
+        a->networked = l.networked;
+        a->costs_set = 1;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return a;
+}
+
+int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *ud), void *ud) {
+    ad_state *a = ad_state_of(db);
+    if (!a) return RL_E_OUT_OF_MEMORY;
+    pthread_mutex_lock(&a->mu);
+    fn(&a->m, ud);
+    pthread_mutex_unlock(&a->mu);
+    return RL_OK;
+}
 
 /* A list of key-values copied out of futures (a record's range, across pages). */
 typedef struct {
@@ -168,6 +254,25 @@ struct rl_cursor {
     size_t tr_np, tr_pcap;
     int tr_oom;               /* an event could not be kept (the counters stay exact) */
     int tr_on;                /* rl__txn_trace(txn, 1) was called (free undoes it) */
+    /* ADAPTIVE (the file comment's "ADAPTIVE pages"). */
+    int adaptive;             /* o.fetch == RL_FETCH_ADAPTIVE */
+    ad_state *ad;             /* the database's model */
+    int ad_sf_only;           /* remote fetch cannot run here (mapper, snapshot, a remote error) */
+    int ad_test_alt;          /* test knob (AD_TEST_ENV): alternate the method page by page */
+    int ad_test_rows;         /* ... with pages of this many entries */
+    int page_on;              /* a page is running */
+    int page_full;            /* its sources received page_quota entries */
+    int64_t page_quota;       /* entries the page may read */
+    int64_t page_recv;        /* entries its reads received */
+    int64_t page_consumed0, page_bytes0; /* c->consumed / bytes_scanned at its start */
+    uint64_t page_kvs, page_recs; /* record key-values and records decoded in it */
+    uint64_t page_ns;         /* time spent inside rl_cursor_next on it */
+    uint64_t in_t0;           /* rl__clock_mono_ns() when the current call (or page) started */
+    int in_call;              /* inside rl_cursor_next (its time counts) */
+    rl__adaptive_decision ad_dec; /* the running page's decision */
+    uint64_t cur_local, cur_remote; /* the page's mapped entries read locally / elsewhere */
+    uint64_t ad_key;          /* rl__hash64 of ixprefix: its ad_scan entry */
+    rl_buf explain;           /* o.explain: one line per page */
 };
 
 /* ============================================================================================
@@ -371,6 +476,11 @@ static int read_limit(const rl_cursor *c) {
     if (c->o.limit > 0) lim = (int)(c->o.limit - c->rows);
     if (lim < 1 && c->o.limit > 0) lim = 1;
     if (c->o.index_batch > 0 && (lim == 0 || c->o.index_batch < lim)) lim = c->o.index_batch;
+    if (c->page_on) { /* ADAPTIVE: no read beyond the page (page_left() > 0 when reading) */
+        int64_t left = c->page_quota - c->page_recv;
+        if (left < 1) left = 1;
+        if (lim == 0 || left < lim) lim = (int)left;
+    }
     return lim;
 }
 
@@ -413,6 +523,28 @@ static int strategy_flags(const rl_cursor *c) {
     return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
            : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
                                                                 : 0;
+}
+
+/* The streaming mode of index and mapped reads: ITERATOR (small first reads, growing), except in
+ * an ADAPTIVE page on a networked database, whose size is known: WANT_ALL with the page's limit
+ * (read_limit), so a page is one read (one round trip) unless the servers' reply cap cuts it —
+ * what the cost model assumes. Embedded, round trips cost nothing and one big read costs a big
+ * result arena per page (malloc's mmap threshold: page faults), so ADAPTIVE keeps ITERATOR there,
+ * its iteration continuing across pages (page_begin). */
+static rl_streaming_mode stream_mode(const rl_cursor *c) {
+    return c->page_on && c->ad->networked ? RL_STREAMING_WANT_ALL : RL_STREAMING_ITERATOR;
+}
+
+/* The byte target of those WANT_ALL reads: AD_READ_BYTES (replies of several MB cost more than
+ * proportionally: 8 MB mapped replies of split records took 3x the time of the same bytes in
+ * 1 MB ones on a delayed link); 0 (the mode's) otherwise. */
+static int stream_bytes(const rl_cursor *c) {
+    return c->page_on && c->ad->networked ? AD_READ_BYTES : 0;
+}
+
+/* ADAPTIVE: 1 when the page's reads received all its entries (its sources read no more). */
+static int page_done_reading(const rl_cursor *c) {
+    return c->page_on && c->page_recv >= c->page_quota;
 }
 
 /* The next top-level element of it: its raw bytes in *raw / *raw_len. RL_OK, RL_E_NOT_FOUND at
@@ -630,6 +762,7 @@ static int issue_load(rl_cursor *c, qent *e) {
  * asking for at most the rows the return limit still allows beyond the entries already queued
  * (invariant 5). Returns 0 when the limit leaves nothing to ask for while entries are queued. */
 static int request_page(rl_cursor *c) {
+    if (page_done_reading(c)) return 0;
     int lim = read_limit(c), queued = c->qn - c->qhead;
     if (c->o.limit > 0 && queued > 0) {
         int64_t left = c->o.limit - c->rows - queued;
@@ -638,8 +771,8 @@ static int request_page(rl_cursor *c) {
     }
     c->k.reads_range++;
     c->pf_d0 = c->depth;
-    c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, 0, RL_STREAMING_ITERATOR,
-                             c->iteration++, read_flags(c));
+    c->pf = rl_txn_get_range(c->txn, sel_b(c), sel_e(c), lim, stream_bytes(c), stream_mode(c), c->iteration++,
+                             read_flags(c));
     return 1;
 }
 
@@ -687,6 +820,7 @@ static int take_page(rl_cursor *c) {
         c->q = nq;
         c->qcap = cap;
     }
+    c->page_recv += n;
     for (int i = 0; i < n; i++) {
         c->k.index_entries_read++;
         c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
@@ -809,26 +943,37 @@ static int remote_next(rl_cursor *c, int *out_has) {
             c->mf_d0 = c->mf_next_d0;
             c->mf_next = NULL;
         } else {
-            if (c->exhausted) return RL_OK;
+            if (c->exhausted || page_done_reading(c)) return RL_OK;
             c->k.reads_mapped_range++;
             c->k.mapped_range_requests++;
             c->mf_d0 = c->depth;
-            int lim, mode = mapped_mode(c, 0, &lim);
+            /* An ADAPTIVE page reads exactly the page it decided on (stream_mode); otherwise the
+             * page is sized by what the query will read (mapped_mode, invariant 8). */
+            int lim, mode;
+            long bytes;
+            if (c->page_on) {
+                lim = read_limit(c);
+                mode = stream_mode(c);
+                bytes = stream_bytes(c);
+            } else {
+                mode = mapped_mode(c, 0, &lim);
+                bytes = mode == RL_STREAMING_ITERATOR ? 0 : MAPPED_PAGE_BYTES;
+            }
             c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
-                                            mode == RL_STREAMING_ITERATOR ? 0 : MAPPED_PAGE_BYTES,
-                                            (rl_streaming_mode)mode, c->iteration++,
+                                            bytes, (rl_streaming_mode)mode, c->iteration++,
                                             read_flags(c) | strategy_flags(c));
         }
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
             return rc;
+        c->page_recv += c->mn;
         for (int i = 0; i < c->mn; i++) {
             const rl_mapped_keyvalue *m = &c->ments[i];
             c->k.index_entries_read++;
             c->k.kv_bytes_received += m->index.key_len + m->index.value_len;
             for (int j = 0; j < m->n_kvs; j++) c->k.kv_bytes_received += m->kvs[j].key_len + m->kvs[j].value_len;
-            if (m->served_locally > 0) c->k.secondary_local++;
-            else if (m->served_locally == 0) c->k.secondary_remote++;
+            if (m->served_locally > 0) c->k.secondary_local++, c->cur_local++;
+            else if (m->served_locally == 0) c->k.secondary_remote++, c->cur_remote++;
             else c->k.secondary_unknown++; /* -1: the backend cannot tell (fdb:) */
         }
         if (c->mn == 0) {
@@ -839,7 +984,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
         if ((rc = src_advance(c, last->key, last->key_len, more))) return rc;
         /* Read ahead (invariant 8): the next page's start is known now, so ask for it while this
          * one is consumed — only for EXACT and WANT_ALL pages, whose rows the query will read. */
-        int lim, mode = c->exhausted ? -1 : mapped_mode(c, c->mn, &lim);
+        int lim, mode = c->exhausted || c->page_on ? -1 : mapped_mode(c, c->mn, &lim); /* not in ADAPTIVE pages */
         if (mode == RL_STREAMING_EXACT || mode == RL_STREAMING_WANT_ALL) {
             c->k.reads_mapped_range++;
             c->k.mapped_range_requests++;
@@ -884,6 +1029,147 @@ static int remote_next(rl_cursor *c, int *out_has) {
     c->rn = c->kvs.n;
     *out_has = 1;
     return RL_OK;
+}
+
+
+/* ============================================================================================
+ * ADAPTIVE pages
+ * ========================================================================================== */
+
+/* Errors of a remote page that a SCAN_AND_FETCH page would not meet (the mapper's codes, remote
+ * fetch refused): ADAPTIVE then runs SCAN_AND_FETCH for the rest of the cursor. */
+static int remote_specific(int rc) {
+    return (rc >= 2030 && rc <= 2043) || rc == RL_E_UNSUPPORTED_OPERATION;
+}
+
+/* The model's inputs for a page of rows entries, from what the cursor, the database's state and
+ * the client's locality figures say (docs/design.md §7, ADAPTIVE). Called under c->ad->mu. */
+static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
+    rl_db *db = rl__txn_db(c->txn);
+    rl_kv_locality li, lr;
+    const rl_buf *ik = c->has_last ? &c->last_key : &c->range_b;
+    rl__db_locality(db, ik->data, ik->len, &li);
+    /* The records' servers: those of the last record read, else of the records' first key. */
+    rl__buf_reset(&c->tb);
+    rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
+    rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
+    if (rl__buf_error(&c->tb)) memset(&lr, 0, sizeof lr);
+    else rl__db_locality(db, c->tb.data, c->tb.len, &lr);
+    ad_scan *sc = ad_scan_of(c->ad, c->ad_key);
+    memset(in, 0, sizeof *in);
+    in->rows = (double)rows;
+    if (c->consumed > 0 && c->bytes_scanned > 0) in->bytes_per_row = (double)c->bytes_scanned / (double)c->consumed;
+    else in->bytes_per_row = sc->bytes_per_row > 0 ? sc->bytes_per_row : 200;
+    in->kvs_per_record = sc->kvs_per_record >= 1 ? sc->kvs_per_record : 1;
+    in->pipeline_depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
+    in->index_page_rows = c->o.index_batch > 0 ? c->o.index_batch : (double)(rows > 0 ? rows : 1);
+    in->mapped_page_bytes = c->ad->networked ? AD_READ_BYTES : 8.0 * 1024 * 1024; /* stream_bytes */
+    if (c->o.index_batch > 0 && c->o.index_batch * in->bytes_per_row < in->mapped_page_bytes)
+        in->mapped_page_bytes = c->o.index_batch * in->bytes_per_row;
+    in->rtt_index_ns = li.rtt_ns;
+    in->rtt_records_ns = lr.rtt_ns > 0 ? lr.rtt_ns : li.rtt_ns;
+    in->rtt_s2s_ns = in->rtt_records_ns; /* the client cannot measure it: the same network */
+    if (c->cur_local + c->cur_remote > 0) {
+        in->frac_remote = (double)c->cur_remote / (double)(c->cur_local + c->cur_remote);
+    } else if (sc->have_frac) {
+        in->frac_remote = sc->frac_remote;
+    } else if (li.n_team > 0 && lr.n_team > 0) {
+        /* The mapped read goes to one of the index shard's team: its records are local when
+         * that server also holds the records' shard. */
+        uint32_t away = 0;
+        for (uint32_t i = 0; i < li.n_team; i++) {
+            int in_r = 0;
+            for (uint32_t j = 0; j < lr.n_team; j++) in_r |= li.team[i] == lr.team[j];
+            away += !in_r;
+        }
+        in->frac_remote = (double)away / li.n_team;
+    }
+    /* The query's strategy, else the database's, else the servers' default (grouped since
+     * issue 14: docs/design.md §8.4). */
+    int st = c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? 1
+             : c->o.secondary_strategy == RL_SECONDARY_GROUPED  ? 2
+                                                                : li.strategy;
+    in->strategy = st == 1 ? RL__ADAPTIVE_INDIVIDUAL : RL__ADAPTIVE_GROUPED;
+    in->s2s_batch = li.s2s_batch > 0 ? li.s2s_batch : 10;
+}
+
+/* End the running page: its time so far, and (unless it failed, ran in the test mode or
+ * switched methods) the model's observation of it and the database's learned sizes. */
+static void page_end(rl_cursor *c) {
+    if (!c->page_on) return;
+    c->page_on = 0;
+    if (c->in_call) {
+        uint64_t t = rl__clock_mono_ns();
+        c->page_ns += t - c->in_t0;
+        c->in_t0 = t;
+    }
+    int64_t rows = c->consumed - c->page_consumed0;
+    if (rows <= 0 || c->err || c->ad_test_alt || c->ad_dec.in.rows < 0) return;
+    rl__adaptive_decision d = c->ad_dec;
+    double bpr = (double)(c->bytes_scanned - c->page_bytes0) / (double)rows;
+    d.in.rows = (double)rows;
+    if (bpr > 0) d.in.bytes_per_row = bpr;
+    d.size_class = rl__adaptive_size_class((double)rows, d.in.bytes_per_row);
+    d.raw_ns[d.method] = rl__adaptive_estimate(&c->ad->m.costs, &d.in, d.method);
+    pthread_mutex_lock(&c->ad->mu);
+    rl__adaptive_observe(&c->ad->m, &d, (double)c->page_ns);
+    ad_scan *a = ad_scan_of(c->ad, c->ad_key);
+    a->bytes_per_row = a->bytes_per_row > 0 ? (1 - AD_EWMA) * a->bytes_per_row + AD_EWMA * bpr : bpr;
+    if (c->page_recs > 0) {
+        double k = (double)c->page_kvs / (double)c->page_recs;
+        a->kvs_per_record = a->kvs_per_record > 0 ? (1 - AD_EWMA) * a->kvs_per_record + AD_EWMA * k : k;
+    }
+    if (d.method == RL__ADAPTIVE_RF && c->cur_local + c->cur_remote > 0) {
+        double f = (double)c->cur_remote / (double)(c->cur_local + c->cur_remote);
+        a->frac_remote = a->have_frac ? (1 - AD_EWMA) * a->frac_remote + AD_EWMA * f : f;
+        a->have_frac = 1;
+    }
+    pthread_mutex_unlock(&c->ad->mu);
+}
+
+/* Start the next page: decide its method (rl__adaptive_decide under the database's lock), count
+ * and explain the decision, and start that method's source after the last consumed entry. */
+static int page_begin(rl_cursor *c) {
+    int64_t rows = c->ad_test_rows > 0 ? c->ad_test_rows : AD_PAGE_ROWS;
+    if (c->o.limit > 0 && c->o.limit - c->rows < rows) rows = c->o.limit - c->rows;
+    if (rows < 1) rows = 1;
+    rl__adaptive_inputs in;
+    pthread_mutex_lock(&c->ad->mu);
+    page_inputs(c, rows, &in);
+    rl__adaptive_decide(&c->ad->m, &in, &c->ad_dec);
+    pthread_mutex_unlock(&c->ad->mu);
+    const char *why = NULL;
+    if (c->ad_sf_only) {
+        c->ad_dec.method = RL__ADAPTIVE_SF;
+        c->ad_dec.explored = 0;
+        why = "remote fetch cannot run here";
+    } else if (c->ad_test_alt) {
+        c->ad_dec.method = (c->k.pages_scan_and_fetch + c->k.pages_remote_fetch) % 2 ? RL__ADAPTIVE_SF
+                                                                                    : RL__ADAPTIVE_RF;
+        c->ad_dec.explored = 0;
+        why = "test mode: alternating";
+    }
+    if (c->ad_dec.method == RL__ADAPTIVE_RF) c->k.pages_remote_fetch++;
+    else c->k.pages_scan_and_fetch++;
+    if (c->ad_dec.explored) c->k.adaptive_explorations++;
+    if (c->o.explain) {
+        rl__buf_printf(&c->explain, "page %" PRIu64 ": ", c->k.pages_scan_and_fetch + c->k.pages_remote_fetch);
+        if (why) rl__buf_printf(&c->explain, "[%s] ", why);
+        rl__adaptive_explain(&c->ad_dec, &c->explain);
+    }
+    c->page_on = 1;
+    c->page_quota = rows;
+    c->page_recv = 0;
+    c->page_consumed0 = c->consumed;
+    c->page_bytes0 = c->bytes_scanned;
+    c->page_kvs = c->page_recs = 0;
+    c->page_ns = 0;
+    c->in_t0 = rl__clock_mono_ns();
+    c->cur_local = c->cur_remote = 0;
+    int iteration = c->iteration > 0 ? c->iteration : 1; /* ITERATOR's growth goes on */
+    int rc = src_start(c, c->ad_dec.method == RL__ADAPTIVE_RF ? SRC_REMOTE : SRC_SCAN);
+    c->iteration = iteration;
+    return rc;
 }
 
 /* ============================================================================================
@@ -1023,10 +1309,6 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
         rl__record_set_errmsg("skip %d is out of range [0, %d]", o.skip, RL_QUERY_MAX_SKIP);
         return RL_E_INVALID_ARGUMENT;
     }
-    if (o.fetch == RL_FETCH_ADAPTIVE) {
-        rl__record_set_errmsg("the ADAPTIVE fetch method is not implemented yet");
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
     if ((rc = check_tuple(o.eq, o.eq_len, "eq")) || (rc = check_tuple(o.low, o.low_len, "low")) ||
         (rc = check_tuple(o.high, o.high_len, "high")))
         return rc;
@@ -1060,6 +1342,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     rl__buf_init(&c->te);
     rl__buf_init(&c->lb);
     rl__buf_init(&c->le);
+    rl__buf_init(&c->explain);
     kvl_init(&c->kvs);
     rl__decoder_init(&c->dec);
     c->k.size = sizeof c->k;
@@ -1099,7 +1382,24 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
         rl__txn_trace(txn, 1);
         c->tr_on = 1;
     }
-    if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) goto fail;
+    if (o.fetch == RL_FETCH_ADAPTIVE) {
+        /* The first page's method is decided at the first rl_cursor_next. */
+        c->adaptive = 1;
+        c->ad_sf_only = c->mapper_rc != RL_OK || o.snapshot;
+        c->ad_key = rl__hash64(c->ixprefix.data, c->ixprefix.len, 0x6164);
+        if (!(c->ad = ad_state_of(rl__txn_db(txn)))) {
+            rc = RL_E_OUT_OF_MEMORY;
+            goto fail;
+        }
+        const char *t = getenv(AD_TEST_ENV); /* "alternate" or "alternate:N" (tests only) */
+        if (t && !strncmp(t, "alternate", 9)) {
+            c->ad_test_alt = 1;
+            c->ad_test_rows = t[9] == ':' ? atoi(t + 10) : 3;
+            if (c->ad_test_rows < 1) c->ad_test_rows = 3;
+        }
+    } else if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) {
+        goto fail;
+    }
     add_alloc_delta(c, &before);
     *out = c;
     return RL_OK;
@@ -1110,7 +1410,9 @@ fail:
 
 void rl_cursor_free(rl_cursor *c) {
     if (!c) return;
+    if (c->adaptive) page_end(c);
     src_release(c);
+    rl__buf_release(&c->explain);
     if (c->tr_on) rl__txn_trace(c->txn, -1);
     rl__free(c->tr);
     rl__free(c->tr_poff);
@@ -1144,6 +1446,7 @@ void rl_cursor_free(rl_cursor *c) {
  * ========================================================================================== */
 
 static int end_with(rl_cursor *c, rl_no_next_reason r) {
+    if (c->adaptive) page_end(c);
     c->done = 1;
     c->reason = r;
     src_release(c);
@@ -1162,6 +1465,7 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
     if (rc || !*out_has) return rc;
     *out_bytes = (int64_t)c->cur_key.len;
     for (int i = 0; i < c->rn; i++) *out_bytes += (int64_t)c->rkvs[i].key_len + c->rkvs[i].value_len;
+    if (c->rn > 0) c->page_kvs += (uint64_t)c->rn, c->page_recs++;
     memset(&c->rec, 0, sizeof c->rec);
     rc = rl__decoder_decode(&c->dec, c->s, c->cur_pk.data, c->cur_pk.len, c->rkvs, c->rn, &c->rec);
     /* The decoded record does not point into the key-values: let go of a held load. */
@@ -1184,6 +1488,20 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
 
 /* A failure of the source: fall back once (remote with fallback), else fail for good. */
 static int source_failed(rl_cursor *c, int rc) {
+    if (c->adaptive && c->src == SRC_REMOTE && !c->ad_sf_only && remote_specific(rc)) {
+        /* ADAPTIVE: this page (and the rest) with SCAN_AND_FETCH, after the last consumed entry;
+         * the page is not observed (dec.in.rows < 0). Later errors are reported as they are. */
+        c->ad_sf_only = 1;
+        c->k.fallbacks = 1;
+        c->k.fallback_error = rc;
+        c->ad_dec.method = RL__ADAPTIVE_SF;
+        c->ad_dec.in.rows = -1;
+        c->k.pages_scan_and_fetch++;
+        c->page_recv = c->consumed - c->page_consumed0;
+        int rc2 = src_start(c, SRC_SCAN);
+        if (rc2 == RL_OK) return RL_OK;
+        rc = rc2;
+    }
     if (c->src == SRC_REMOTE && c->o.fetch == RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK && !c->fell_back) {
         c->fell_back = 1;
         c->k.fallbacks = 1;
@@ -1211,6 +1529,7 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
     memset(&c->rec, 0, sizeof c->rec); /* borrowed from dec */
     for (;;) {
         if (c->o.limit > 0 && c->rows >= c->o.limit) return end_with(c, RL_NO_NEXT_RETURN_LIMIT_REACHED);
+        if (c->adaptive && !c->page_on && (rc = page_begin(c))) return source_failed(c, rc);
         if (c->consumed > 0) { /* invariant 4 */
             if (c->o.scan_limit > 0 && c->consumed >= c->o.scan_limit)
                 return end_with(c, RL_NO_NEXT_SCAN_LIMIT_REACHED);
@@ -1236,6 +1555,10 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
             if ((rc = source_failed(c, rc))) return rc;
             continue;
         }
+        if (!has && c->adaptive && !c->exhausted && page_done_reading(c)) {
+            page_end(c); /* the page's entries are all consumed: the next page decides again */
+            continue;
+        }
         if (!has) return end_with(c, RL_NO_NEXT_SOURCE_EXHAUSTED);
         /* Consume the entry (invariant 2). */
         rl__buf_reset(&c->last_key);
@@ -1247,6 +1570,7 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
         if (!found && c->o.orphans == RL_ORPHAN_SKIP) continue;
         c->rows++;
         c->k.rows_returned++;
+        if (c->adaptive && c->o.limit > 0 && c->rows >= c->o.limit) page_end(c); /* its last row */
         if (found) c->k.records_returned++;
         c->row.index_key = c->cur_key.data;
         c->row.index_key_len = c->cur_key.len;
@@ -1263,7 +1587,10 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
 int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
     rl_alloc_stats before;
     rl_alloc_get_stats(&before);
+    if (c->adaptive) c->in_t0 = rl__clock_mono_ns(), c->in_call = 1;
     int rc = next_row(c, out);
+    if (c->adaptive && c->page_on) c->page_ns += rl__clock_mono_ns() - c->in_t0;
+    c->in_call = 0;
     add_alloc_delta(c, &before);
     return rc;
 }
@@ -1284,6 +1611,10 @@ int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out_len) {
 }
 
 void rl_cursor_get_counters(const rl_cursor *c, rl_query_counters *out) { *out = c->k; }
+
+const char *rl_cursor_explain(const rl_cursor *c) {
+    return c->explain.len && !rl__buf_error(&c->explain) ? (const char *)c->explain.data : "";
+}
 
 void rl_cursor_get_trace(rl_cursor *c, const rl_query_trace_event **out, size_t *out_n) {
     for (size_t i = 0; i < c->tr_n; i++)

@@ -1,5 +1,6 @@
 /* query_int.h (internal) — the query module's shared internals: the continuation codec, kept
- * apart from the cursor so that tests and the fuzz target can drive it directly.
+ * apart from the cursor so that tests and the fuzz target can drive it directly, and the test
+ * hook on a database's ADAPTIVE model.
  *
  * Continuation layout (all integers big-endian):
  *
@@ -25,6 +26,8 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "query/adaptive.h"
+#include "reclayer/kv.h"
 
 #define RL__QCONT_VERSION 1
 #define RL__QCONT_OVERHEAD 22 /* bytes around the key suffix */
@@ -45,5 +48,10 @@ void rl__qcont_encode(uint64_t h, int has_key, const uint8_t *suffix, size_t suf
  * outside p[0..len). */
 int rl__qcont_decode(const uint8_t *p, size_t len, uint64_t h, int *out_has_key,
                      const uint8_t **out_suffix, size_t *out_suffix_len, const char **out_why);
+
+/* rl__query_adaptive_with — run fn(model, ud) under the lock of db's ADAPTIVE state (created if
+ * need be), e.g. for a test to seed a wrong prior or read the calibration. RL_OK or
+ * RL_E_OUT_OF_MEMORY. */
+int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *ud), void *ud);
 
 #endif

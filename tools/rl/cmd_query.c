@@ -2,9 +2,9 @@
  *
  *   rl query --db URL [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]
  *            [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]
- *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback]
+ *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback|adaptive]
  *            [--secondary default|individual|grouped] [--orphans error|skip|return]
- *            [--continuation HEX] [--stats] [--trace]
+ *            [--continuation HEX] [--stats] [--trace] [--explain]
  *
  * Prints one JSON object per row (the record layer's record JSON; an orphan returned under
  * --orphans return prints {"orphan": true, "pk": ...}). With --stats, a last line
@@ -18,7 +18,10 @@
  * server's "secondaries_local", "secondaries_remote", "s2s_requests", "s2s_round_trips",
  * "s2s_peers", "s2s_bytes_sent", "s2s_bytes_received", "server_us", and when it read from other
  * servers "s2s_by_peer": [{"server_id", "requests", "items", "bytes_sent", "bytes_received"}]}},
- * in start order. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
+ * in start order. With --explain (--fetch adaptive), after the rows and before the trace, one line
+ * per page of the scan: {"explain": "page N: adaptive: <inputs>; <both estimates> -> <method>
+ * (<why>)"} (rl_cursor_explain); the stats line's "adaptive" object counts the pages run with
+ * each method and the explorations. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
  * strings. The scan runs in one read transaction on the database opened read-only. Exit codes:
  * 0 done, 1 failure, 2 usage.
  */
@@ -59,6 +62,8 @@ static void print_stats(rl_cursor *c) {
            U(k.reads_range), U(k.reads_mapped_range), U(k.mapped_range_requests), U(k.record_loads),
            U(k.secondary_local), U(k.secondary_remote), U(k.secondary_completions), U(k.kv_bytes_received),
            U(k.allocs), U(k.alloc_bytes), U(k.fallbacks), k.fallback_error ? rl_error_name(k.fallback_error) : "");
+    printf("\"adaptive\": {\"pages_scan_and_fetch\": %llu, \"pages_remote_fetch\": %llu, \"explorations\": %llu}, ",
+           U(k.pages_scan_and_fetch), U(k.pages_remote_fetch), U(k.adaptive_explorations));
     printf("\"net\": {\"requests\": {\"total\": %llu, \"by_link\": {\"client_storage\": %llu, "
            "\"client_coordinator\": %llu, \"storage_storage\": %llu}, \"by_type\": {\"get\": %llu, "
            "\"get_key\": %llu, \"get_range\": %llu, \"get_mapped_range\": %llu, \"get_read_version\": %llu, "
@@ -81,6 +86,24 @@ static void print_stats(rl_cursor *c) {
         printf("\"}\n");
     } else {
         printf("null}\n");
+    }
+}
+
+/* --explain: one {"explain": "..."} line per line of rl_cursor_explain (JSON-escaped). */
+static void print_explain(rl_cursor *c) {
+    const char *p = rl_cursor_explain(c);
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        fputs("{\"explain\": \"", stdout);
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)p[i];
+            if (ch == '"' || ch == '\\') printf("\\%c", ch);
+            else if (ch < 0x20) printf("\\u%04x", ch);
+            else putchar(ch);
+        }
+        fputs("\"}\n", stdout);
+        p += n + (nl ? 1 : 0);
     }
 }
 
@@ -130,7 +153,8 @@ static void print_trace(rl_cursor *c) {
 int rl_cmd_query(int argc, char **argv) {
     const char *url = NULL, *store = NULL, *index = NULL, *cont = NULL, *eqv[MAX_EQ];
     const char *ge = NULL, *gt = NULL, *le = NULL, *lt = NULL, *low = NULL, *high = NULL;
-    int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, rc = 0, status = 1, fetch, orphans, code, secondary = 0;
+    int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, explain = 0, rc = 0, status = 1, fetch, orphans,
+        code, secondary = 0;
     char msg[256];
     rl_query_options o;
     rl_buf eq, lo, hi, cb, out;
@@ -185,6 +209,8 @@ int rl_cmd_query(int argc, char **argv) {
          .help = "end with a JSON line of counters, the end reason and the continuation"},
         {.name = "trace", .kind = RL_ARG_FLAG, .dest = &trace,
          .help = "after the rows, one JSON line per request of the query (its timeline)"},
+        {.name = "explain", .kind = RL_ARG_FLAG, .dest = &explain,
+         .help = "--fetch adaptive: after the rows, one JSON line per page: the inputs, both estimates, the choice"},
         {0}};
     const rl_args_cmd cmd = {
         .name = "rl query",
@@ -196,7 +222,9 @@ int rl_cmd_query(int argc, char **argv) {
                    "its \"net\" object has the requests per link and type, bytes and round trips.\n"
                    "--trace prints, after the rows, one {\"trace\": ...} line per request: start (us from the\n"
                    "query's start), type, server, address, host, link, bytes each way, latency, and for\n"
-                   "mapped reads the server's storage-to-storage figures.",
+                   "mapped reads the server's storage-to-storage figures.\n"
+                   "--fetch adaptive picks SCAN_AND_FETCH or USE_REMOTE_FETCH per page from a cost model\n"
+                   "calibrated by the pages it ran; --explain prints one {\"explain\": ...} line per page.",
         .epilog = "Exit codes: 0 done, 1 failure, 2 usage.",
         .opts = opts};
     rl__buf_init(&eq);
@@ -240,6 +268,7 @@ int rl_cmd_query(int argc, char **argv) {
     }
     if (cont) o.continuation = cb.data, o.continuation_len = cb.len;
     o.trace = trace;
+    o.explain = explain;
     if (rl__buf_error(&eq) || rl__buf_error(&lo) || rl__buf_error(&hi)) {
         fprintf(stderr, "rl query: out of memory\n");
         goto done;
@@ -283,6 +312,7 @@ int rl_cmd_query(int argc, char **argv) {
         } else if (rc && c == NULL && txn == NULL) {
             fprintf(stderr, "rl query: %s\n", rl_error_name(rc));
         }
+        if (!rc && explain) print_explain(c);
         if (!rc && trace) print_trace(c);
         if (!rc && stats) print_stats(c);
         if (!rc) status = 0;

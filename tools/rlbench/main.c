@@ -125,7 +125,7 @@ static int cmd_query(int argc, char **argv) {
     const rl_args_cmd cmd = {
         .name = "rlbench query",
         .summary = "Index scans of the Order store (price_idx) on mem: returning 1, 10 and 1,000 rows,\n"
-                   "forward and reverse, with each fetch method (scan, remote, remote-fallback), beside\n"
+                   "forward and reverse, with each fetch method (scan, remote, remote-fallback, adaptive), beside\n"
                    "SQLite running SELECT ... ORDER BY price [DESC] LIMIT n on an in-memory table with an\n"
                    "index on price, in the same process. Datasets: small (no padding) and split (B bytes\n"
                    "of padding: two chunks per record). Reports ns/op, allocs/op, B/op, rows/op and the\n"

@@ -175,6 +175,10 @@ struct creq {
     uint32_t tr_sid;        /* where it went */
     char tr_ip[16];
     uint16_t tr_port;
+    /* The round-trip sample of the attempt in flight (reads): when it was sent, and whether no
+     * other request was in flight on its connection then (an unqueued sample). */
+    uint64_t rtt_t0;
+    int rtt_idle;
 };
 
 struct cconn {
@@ -193,9 +197,17 @@ struct cconn {
     int n_rtt, rtt_pos;
     creq *wait_head, *wait_tail; /* under mu */
     uint64_t connected_ns;
+    /* The measured round trip (rl_kv_locality): EWMAs (weight RTT_ALPHA) of reads' reply
+     * latency, less the server's time when the reply reports it, over unqueued attempts (idle)
+     * and over all; written by the network thread only, read by anyone (atomics). */
+    atomic_uint_fast64_t rtt_idle_ns, rtt_all_ns;
+    atomic_uint n_rtt_idle, n_rtt_all;
     int delayed;            /* loop thread: the server is on another host (netem.h): our sends
                                carry the cluster's injected delay */
 };
+
+#define RTT_ALPHA 0.125
+#define RTT_MAX_REPLY 16384 /* replies larger than this are not round-trip samples */
 
 struct cluster {
     rl_kv_backend base;     /* must be first */
@@ -789,7 +801,32 @@ static rl_kv_trace_event *trace_event(creq *q, uint16_t type, int err, uint32_t 
 /* q's reply (or error reply, err != 0) of h->payload_len bytes arrived on cc: count its bytes and,
  * when traced, record the attempt's event (ms: a mapped reply's server counters, or NULL).
  * Network thread; q is not finished yet. */
+/* One EWMA step of *v (n: samples so far) towards x. Network thread (the only writer). */
+static void rtt_update(atomic_uint_fast64_t *v, atomic_uint *n, uint64_t x) {
+    unsigned k = atomic_load_explicit(n, memory_order_relaxed);
+    uint64_t old = atomic_load_explicit(v, memory_order_relaxed);
+    uint64_t nv = k == 0 ? x : (uint64_t)((1 - RTT_ALPHA) * (double)old + RTT_ALPHA * (double)x);
+    atomic_store_explicit(v, nv, memory_order_relaxed);
+    if (k < UINT32_MAX) atomic_store_explicit(n, k + 1, memory_order_relaxed);
+}
+
+/* The round-trip sample of q's attempt that just got a reply on cc (reads only, replies of at
+ * most RTT_MAX_REPLY bytes; ms: a mapped reply's stats, whose server time is not network time). */
+static void rtt_sample(creq *q, cconn *cc, const rl_frame_header *h, const rl_msg_mapped_stats *ms) {
+    if (q->kind != RL_CREQ_READ || !q->rtt_t0 || !cc) return;
+    if (h->payload_len > RTT_MAX_REPLY) { /* its transfer, not the round trip, would dominate */
+        q->rtt_t0 = 0;
+        return;
+    }
+    uint64_t t = now_ns(), lat = t > q->rtt_t0 ? t - q->rtt_t0 : 0;
+    if (ms && ms->server_ns < lat) lat -= ms->server_ns;
+    if (q->rtt_idle) rtt_update(&cc->rtt_idle_ns, &cc->n_rtt_idle, lat);
+    rtt_update(&cc->rtt_all_ns, &cc->n_rtt_all, lat);
+    q->rtt_t0 = 0;
+}
+
 static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, const rl_msg_mapped_stats *ms) {
+    rtt_sample(q, cc, h, ms);
     rl_kv_read_stats *st = q_stats(q);
     if (!st) return;
     uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);
@@ -892,6 +929,10 @@ static void send_on(cconn *cc, creq *q) {
         }
     }
     int busy = cc->pending.n > 0; /* requests already in flight here: batch (below) */
+    if (q->kind == RL_CREQ_READ) {
+        q->rtt_t0 = now_ns();
+        q->rtt_idle = !busy;
+    }
     /* A plain read of a team: the hedge timer must look at it once it is in the table (and q
      * may be gone once sent: decided now). */
     int watch = q->kind == RL_CREQ_READ && cl->hedge_on && q->team_size > 1 && hedgeable_type(q->plan.req.type);
@@ -2152,6 +2193,43 @@ static void cl_close(rl_kv_backend *b) {
     rl__free(cl);
 }
 
+/* rl_kv_locality of key: the team of its shard in the current map and the mean of their
+ * connections' measured round trips (the unqueued EWMA when it has samples, else the EWMA of
+ * all). Never blocks on the network: only the map and the connection table are looked at. */
+static void cl_locality(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out) {
+    cluster *cl = (cluster *)b;
+    out->networked = 1;
+    out->strategy = cl->popt.strategy == RL_FETCH_GROUPED ? 2 : cl->popt.strategy == RL_FETCH_INDIVIDUAL ? 1 : 0;
+    out->s2s_batch = (int)cl->popt.batch;
+    pthread_mutex_lock(&cl->mu);
+    rl_locmap *m = cl->map;
+    int si = m ? rl__locmap_find(m, key, key_len, 0) : -1;
+    if (si >= 0) {
+        const rl_loc_shard *sh = &m->shards[si];
+        double sum = 0;
+        int n_rtt = 0;
+        for (uint32_t j = 0; j < sh->n_team && out->n_team < RL_KV_LOCALITY_MAX_TEAM; j++) {
+            uint32_t id = sh->team_id[j];
+            out->team[out->n_team++] = id;
+            for (size_t i = 0; i < cl->n_conns; i++) {
+                cconn *cc = cl->conns[i];
+                if (cc->server_id != id) continue;
+                unsigned ni = atomic_load_explicit(&cc->n_rtt_idle, memory_order_relaxed);
+                unsigned na = atomic_load_explicit(&cc->n_rtt_all, memory_order_relaxed);
+                if (ni + na == 0) break;
+                uint64_t v = ni ? atomic_load_explicit(&cc->rtt_idle_ns, memory_order_relaxed)
+                                : atomic_load_explicit(&cc->rtt_all_ns, memory_order_relaxed);
+                sum += (double)v;
+                n_rtt++;
+                out->rtt_samples += ni ? ni : na;
+                break;
+            }
+        }
+        if (n_rtt) out->rtt_ns = sum / n_rtt;
+    }
+    pthread_mutex_unlock(&cl->mu);
+}
+
 static const rl_kv_backend_vtable cluster_vt = {
     .name = "cluster",
     .completes_inline = 0,
@@ -2160,6 +2238,7 @@ static const rl_kv_backend_vtable cluster_vt = {
     .read = cl_read,
     .commit = cl_commit,
     .status_json = cl_status_json,
+    .locality = cl_locality,
 };
 
 /* ---- Open --------------------------------------------------------------------------------------- */

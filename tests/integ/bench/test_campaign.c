@@ -1,11 +1,11 @@
 /* test_campaign.c — `rlbench campaign` end to end on a tiny protocol (issue 9): 2 blocks, 1 repeat
  * of 0.05 s, two cases (small-rows10-forward, split-limit1-reverse), 100 records, arms ordinary,
- * remote, adaptive (not available yet) and sqlite, on the embedded topology plus a multi one whose 5
- * storage servers do not spread over its 3 hosts (not available: the reason is reported). Each run takes
- * a few seconds (about 12 s under ASan).
+ * remote and sqlite (campaign_1_4: ordinary, remote and adaptive), on the embedded topology plus a multi
+ * one whose 5 storage servers do not spread over its 3 hosts (not available: the reason is reported).
+ * Each run takes a few seconds (about 12 s under ASan).
  *
  *   campaign_1_1  results.json is complete: a sample for every (topology, case, available arm,
- *                 block, repeat) with every per-op figure; adaptive and the uneven multi reported as
+ *                 block, repeat) with every per-op figure; the uneven multi reported as
  *                 not available with a reason; the checks of every case (RTT slots, receipts equal, CPU
  *                 telemetry with a label), integrity_ok true, the three defect controls failing the
  *                 checker as expected, the rows check; report.md, the plots and manifest.json exist,
@@ -15,6 +15,8 @@
  *                 splitmix64 + xoshiro256**, rejection draws, type-7 quantiles): equal
  *   campaign_1_3  the order of arms alternates between blocks (ordinary remote sqlite, then sqlite
  *                 remote ordinary), in the processes' sequence numbers and in the samples
+ *   campaign_1_4  the adaptive arm: available, sampled in every block, its rows agree, and the
+ *                 summary's adaptive/best ratio (per block against the better fixed arm) is there
  *   campaign_2_1  a contaminated case is labelled: a busy thread in this (non-campaign) process during
  *                 the run, threshold 2 % — every case is "contaminated", its samples are kept, the
  *                 report says so
@@ -42,7 +44,7 @@
     " \"topologies\": [{\"name\": \"embedded\", \"kind\": \"embedded\"}, {\"name\": \"uneven\", \"kind\": "  \
     "\"multi\", \"storage_servers\": 5, \"hosts\": 3, \"replication\": 2}],\n"                                                                                         \
     " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"                                     \
-    " \"arms\": [\"ordinary\", \"remote\", \"adaptive\", \"sqlite\"],\n"                                      \
+    " \"arms\": [%s],\n"                                                                       \
     " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"            \
     " \"statistics\": {\"resamples\": 2000, \"seed\": 391706},\n"                                             \
     " \"checks\": {\"contamination_threshold\": %s}}\n"
@@ -85,8 +87,11 @@ static void *spin(void *ud) {
     return NULL;
 }
 
-/* Run the tiny campaign with the threshold; busy: a spinning thread meanwhile. */
-static void run_tiny(run *r, const char *tag, const char *threshold, int busy) {
+#define ARMS_3 "\"ordinary\", \"remote\", \"sqlite\""
+#define ARMS_ADAPTIVE "\"ordinary\", \"remote\", \"adaptive\""
+
+/* Run the tiny campaign with the arms and the threshold; busy: a spinning thread meanwhile. */
+static void run_tiny_arms(run *r, const char *tag, const char *arms, const char *threshold, int busy) {
     char path[600];
     memset(r, 0, sizeof *r);
     r->dir = rl_test_tmpdir(tag);
@@ -94,7 +99,7 @@ static void run_tiny(run *r, const char *tag, const char *threshold, int busy) {
     snprintf(r->out, sizeof r->out, "%s/out", r->dir);
     FILE *f = fopen(r->proto, "w");
     ASSERT_NOT_NULL(f);
-    fprintf(f, TINY, threshold);
+    fprintf(f, TINY, arms, threshold);
     fclose(f);
     pthread_t th;
     atomic_store(&spin_stop, 0);
@@ -115,6 +120,10 @@ static void run_tiny(run *r, const char *tag, const char *threshold, int busy) {
     snprintf(path, sizeof path, "%s/report.md", r->out);
     r->report = slurp(path);
     ASSERT_NOT_NULL(r->report);
+}
+
+static void run_tiny(run *r, const char *tag, const char *threshold, int busy) {
+    run_tiny_arms(r, tag, ARMS_3, threshold, busy);
 }
 
 static void run_free(run *r) {
@@ -188,12 +197,8 @@ TEST(campaign_1_1_results_complete) {
         json_array_foreach(json_object_get(d, "found"), j, k) found |= !strcmp(json_string_value(k), jstr(d, "expected"));
         ASSERT_TRUE(found);
     }
-    /* Arms: adaptive not available, with the query layer's reason. */
-    json_array_foreach(json_object_get(emb, "arms"), i, d) {
-        int is_adaptive = !strcmp(jstr(d, "arm"), "adaptive");
-        ASSERT_EQ(json_is_true(json_object_get(d, "available")), !is_adaptive);
-        if (is_adaptive) ASSERT_NOT_NULL(strstr(jstr(d, "reason"), "unsupported_operation"));
-    }
+    /* Arms: every one available (adaptive since issue 11). */
+    json_array_foreach(json_object_get(emb, "arms"), i, d) ASSERT_TRUE(json_is_true(json_object_get(d, "available")));
     json_array_foreach(json_object_get(emb, "rows_check"), i, d) ASSERT_TRUE(json_is_true(json_object_get(d, "agree")));
     /* Every sample is there exactly once, with every figure. */
     json_t *samples = json_object_get(res, "samples");
@@ -423,6 +428,38 @@ TEST(campaign_1_3_arms_alternate) {
     }
 }
 
+/* campaign_1_4: the adaptive arm (issue 11) is available, runs in every block with the rows of
+ * the others, and the summary compares it with the better of ordinary and remote per block. */
+TEST(campaign_1_4_adaptive_arm) {
+    run r;
+    run_tiny_arms(&r, "campaign-c", ARMS_ADAPTIVE, "1", 0);
+    if (r.exit_code != 0) fail_msg("exit %d: %s", r.exit_code, r.stderr_text);
+    json_t *d, *s, *emb = json_array_get(json_object_get(r.results, "topologies"), 0);
+    size_t i;
+    int n_adaptive = 0, n_best = 0;
+    ASSERT_STR_EQ(jstr(emb, "status"), "ran");
+    ASSERT_EQ(json_array_size(json_object_get(emb, "arms")), 3);
+    json_array_foreach(json_object_get(emb, "arms"), i, d) ASSERT_TRUE(json_is_true(json_object_get(d, "available")));
+    json_array_foreach(json_object_get(emb, "rows_check"), i, d) ASSERT_TRUE(json_is_true(json_object_get(d, "agree")));
+    json_array_foreach(json_object_get(r.results, "samples"), i, s) {
+        if (strcmp(jstr(s, "arm"), "adaptive")) continue;
+        n_adaptive++;
+        ASSERT_TRUE(json_number_value(json_object_get(s, "ns_per_op")) > 0);
+        int k = !strcmp(jstr(s, "case"), cases[0]) ? 0 : 1;
+        ASSERT_TRUE(json_number_value(json_object_get(s, "rows_per_op")) == (k == 0 ? 10 : 1));
+    }
+    ASSERT_EQ(n_adaptive, 2 * 2); /* two cases, two blocks, one repeat */
+    json_array_foreach(json_object_get(r.results, "summary"), i, s) {
+        if (strcmp(jstr(s, "arm"), "adaptive") || strcmp(jstr(s, "metric"), "ns_per_op")) continue;
+        ASSERT_STR_EQ(jstr(s, "baseline"), "best");
+        ASSERT_STR_EQ(jstr(s, "status"), "ok");
+        ASSERT_TRUE(json_number_value(json_object_get(s, "ratio")) > 0);
+        n_best++;
+    }
+    ASSERT_EQ(n_best, 2);
+    run_free(&r);
+}
+
 /* ---- Failures reported ---------------------------------------------------------------------- */
 
 static run *broken(void) {
@@ -556,7 +593,8 @@ static int teardown(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         T(campaign_1_1_results_complete),      T(campaign_1_2_summary_recomputed),
-        T(campaign_1_3_arms_alternate),        T(campaign_2_1_contaminated_labelled),
+        T(campaign_1_3_arms_alternate),        T(campaign_1_4_adaptive_arm),
+        T(campaign_2_1_contaminated_labelled),
         T(campaign_2_2_failed_receipt_reported), T(campaign_2_3_failed_process_reported),
         T(campaign_3_1_command_line)};
     rl_test_init(argc, argv);

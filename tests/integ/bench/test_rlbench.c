@@ -103,7 +103,7 @@ TEST(cli_2_3_only_checked) {
                 "micro " "--keys 2000 --only bogus"));
     free(expect(2, "rlbench query: --only: no case name contains 'bogus'", "query --only bogus"));
     char *err = expect(2, "small|split", "query --only bogus");
-    ASSERT_TRUE(strstr(err, "scan|remote|remote-fallback|sqlite") != NULL);
+    ASSERT_TRUE(strstr(err, "scan|remote|remote-fallback|adaptive|sqlite") != NULL);
     free(err);
 }
 
@@ -238,7 +238,7 @@ TEST(cli_2_8_query_stats) {
         ASSERT_EQ(json_integer_value(json_object_get(t, "critical_round_trips")), 0);
         traced++;
     }
-    ASSERT_EQ(traced, 3);
+    ASSERT_EQ(traced, 4); /* scan, remote, remote-fallback, adaptive */
     json_decref(j);
     rl_test_rmtree(d);
     free(d);

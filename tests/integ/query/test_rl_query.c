@@ -168,8 +168,35 @@ TEST(query_3_3_errors) {
     ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index nope", dir), 1);
     ASSERT_TRUE(strstr(out, "index_unknown") != NULL);
     free(out);
-    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --fetch adaptive", dir), 1);
-    ASSERT_TRUE(strstr(out, "unsupported_operation") != NULL);
+    /* ADAPTIVE (issue 11) runs: 5 rows, one explain line for its one page, every line JSON. */
+    ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --fetch adaptive --explain --stats", dir), 0);
+    {
+        int rows = 0, explains = 0, stats = 0;
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+            json_error_t jerr;
+            json_t *j = json_loads(line, 0, &jerr);
+            if (!j) fail_msg("not JSON: %s (%s)", line, jerr.text);
+            if (json_object_get(j, "explain")) {
+                explains++;
+                const char *e = json_string_value(json_object_get(j, "explain"));
+                ASSERT_NOT_NULL(e);
+                ASSERT_TRUE(strstr(e, "page 1: adaptive: rows ") == e);
+                ASSERT_TRUE(strstr(e, "-> SCAN_AND_FETCH") || strstr(e, "-> USE_REMOTE_FETCH"));
+            } else if (json_object_get(j, "stats")) {
+                stats++;
+                json_t *a = json_object_get(json_object_get(j, "stats"), "adaptive");
+                ASSERT_EQ(json_integer_value(json_object_get(a, "pages_scan_and_fetch")) +
+                              json_integer_value(json_object_get(a, "pages_remote_fetch")),
+                          1);
+            } else {
+                rows++;
+            }
+            json_decref(j);
+        }
+        ASSERT_EQ(rows, 5);
+        ASSERT_EQ(explains, 1);
+        ASSERT_EQ(stats, 1);
+    }
     free(out);
     ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --continuation 524c71630101", dir), 1);
     ASSERT_TRUE(strstr(out, "continuation_invalid") != NULL);

@@ -194,7 +194,8 @@ static void touch_record(qt_env *e, rl_txn *t, int64_t id) {
 }
 
 /* query_2_3: remote fetch fails with 2039 when the transaction wrote inside the ranges, before
- * any row; USE_REMOTE_FETCH fails, the fallback returns every row once. */
+ * any row; USE_REMOTE_FETCH fails, the fallback returns every row once, and so does ADAPTIVE
+ * (its remote page resumed with SCAN_AND_FETCH). */
 TEST(query_2_3_fallback_before_any_row) {
     qt_env e;
     uint64_t rs = rl_test_seed();
@@ -231,6 +232,24 @@ TEST(query_2_3_fallback_before_any_row) {
         ASSERT_OK(drain(c, want + 4, n_want - 4, &got));
         ASSERT_EQ(got, n_want - 4);
         rl_cursor_free(c);
+        /* ADAPTIVE in the test mode (one page of 100 entries: a remote one): the page meets the
+         * write (2039) and is resumed with SCAN_AND_FETCH; no error, every row. */
+        setenv("RL_QUERY_ADAPTIVE_TEST", "alternate:100", 1);
+        for (int skip = 0; skip <= 4; skip += 4) {
+            o.fetch = RL_FETCH_ADAPTIVE;
+            o.skip = skip;
+            got = 0;
+            ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+            ASSERT_OK(drain(c, want + skip, n_want - skip, &got));
+            ASSERT_EQ(got, n_want - skip);
+            rl_cursor_get_counters(c, &k);
+            ASSERT_EQ(k.fallbacks, 1);
+            ASSERT_EQ(k.fallback_error, RL_E_GET_MAPPED_RANGE_READS_YOUR_WRITES);
+            ASSERT_EQ(k.pages_remote_fetch, 1);
+            ASSERT_EQ(k.pages_scan_and_fetch, 1);
+            rl_cursor_free(c);
+        }
+        unsetenv("RL_QUERY_ADAPTIVE_TEST");
         rl_txn_free(t);
     }
     qt_close(&e);
@@ -427,8 +446,9 @@ TEST(query_2_6_continuations_refused) {
     qt_close(&e);
 }
 
-/* query_2_7: bad options: ADAPTIVE (not yet), unknown index, bounds that are not tuples,
- * negative limits; snapshot reads make remote fetch unsupported (and the fallback take over). */
+/* query_2_7: bad options: an unknown fetch method, unknown index, bounds that are not tuples,
+ * negative limits; snapshot reads make remote fetch unsupported (and the fallback take over;
+ * ADAPTIVE runs SCAN_AND_FETCH). */
 TEST(query_2_7_options) {
     qt_env e;
     uint64_t rs = rl_test_seed();
@@ -438,7 +458,8 @@ TEST(query_2_7_options) {
     rl_cursor *c = NULL;
     const rl_query_row *row;
     rl_query_options o = base_opts(RL_FETCH_ADAPTIVE, 0);
-    ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_UNSUPPORTED_OPERATION);
+    o.fetch = (rl_fetch_method)4;
+    ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_INVALID_ARGUMENT);
     o = base_opts(RL_FETCH_SCAN_AND_FETCH, 0);
     ASSERT_RC(rl_cursor_open(e.s, t, "nope", &o, &c), RL_E_INDEX_UNKNOWN);
     uint8_t junk[] = {0x15};
@@ -471,6 +492,21 @@ TEST(query_2_7_options) {
     rl_cursor_get_counters(c, &k);
     ASSERT_EQ(k.fallback_error, RL_E_UNSUPPORTED_OPERATION);
     rl_cursor_free(c);
+    /* ADAPTIVE under snapshot: SCAN_AND_FETCH pages only, no error, and it says why. */
+    o.fetch = RL_FETCH_ADAPTIVE;
+    o.explain = 1;
+    n = 0;
+    ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+    while (rl_cursor_next(c, &row) == RL_OK && row) n++;
+    ASSERT_EQ(n, 10);
+    rl_cursor_get_counters(c, &k);
+    ASSERT_EQ(k.pages_remote_fetch, 0);
+    ASSERT_EQ(k.pages_scan_and_fetch, 1);
+    ASSERT_EQ(k.reads_mapped_range, 0);
+    ASSERT_NOT_NULL(strstr(rl_cursor_explain(c), "remote fetch cannot run here"));
+    ASSERT_NOT_NULL(strstr(rl_cursor_explain(c), "-> SCAN_AND_FETCH"));
+    rl_cursor_free(c);
+    ASSERT_STR_EQ(rl_fetch_method_name(RL_FETCH_ADAPTIVE), "adaptive");
     ASSERT_STR_EQ(rl_fetch_method_name(RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK), "remote-fallback");
     ASSERT_STR_EQ(rl_no_next_reason_name(RL_NO_NEXT_BYTE_LIMIT_REACHED), "byte_limit_reached");
     qt_commit(t);

@@ -2,14 +2,20 @@
  * here (records sorted by (index values, primary key) by the test itself), in the same order,
  * over random datasets (small and split records, gaps in the primary keys, duplicate index
  * values), random bounds, directions, skips, page sizes and out-of-band limits, resumed page by
- * page from continuations, with the fetch method switched at random between pages.
+ * page from continuations, with the fetch method switched at random between pages; ADAPTIVE
+ * among them, and (query_1_6) ADAPTIVE in its test mode (RL_QUERY_ADAPTIVE_TEST=alternate:N),
+ * which switches between SCAN_AND_FETCH and USE_REMOTE_FETCH every N entries inside one cursor.
  *
  * Test IDs: query_1_*. Seeded by rl_test_seed() (printed; replay with RL_SEED=N).
  */
 #include "qtest.h"
 
 static const rl_fetch_method METHODS[] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
-                                          RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK};
+                                          RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK, RL_FETCH_ADAPTIVE};
+#define N_METHODS 4
+
+/* ADAPTIVE only, in the alternating test mode with pages of this many entries (0: off). */
+static int g_alternate;
 
 static void random_query(uint64_t *rs, qt_query *q, int price_range) {
     memset(q, 0, sizeof *q);
@@ -37,12 +43,13 @@ static int run_paged(qt_env *e, uint64_t *rs, const qt_query *q, int switch_meth
     uint8_t bufs[3][32];
     uint8_t *cont = NULL;
     size_t cont_len = 0;
-    rl_fetch_method m = METHODS[rl_test_rand_below(rs, 3)];
+    rl_fetch_method m = METHODS[rl_test_rand_below(rs, N_METHODS)];
     rl_txn *t = qt_begin(e);
     for (;;) {
         rl_query_options o;
         qt_options(q, &o, bufs);
-        if (switch_methods) m = METHODS[rl_test_rand_below(rs, 3)];
+        if (switch_methods) m = METHODS[rl_test_rand_below(rs, N_METHODS)];
+        if (g_alternate) m = RL_FETCH_ADAPTIVE;
         o.fetch = m;
         o.limit = rl_test_rand_below(rs, 3) ? 1 + (int)rl_test_rand_below(rs, 12) : 0;
         if (rl_test_rand_below(rs, 5) == 0) o.scan_limit = 1 + (int)rl_test_rand_below(rs, 10);
@@ -77,7 +84,20 @@ static int run_paged(qt_env *e, uint64_t *rs, const qt_query *q, int switch_meth
         rl_cursor_get_counters(c, &k);
         ASSERT_EQ(k.rows_returned, (uint64_t)page_rows);
         if (m == RL_FETCH_SCAN_AND_FETCH) ASSERT_EQ(k.reads_mapped_range, 0);
-        else ASSERT_EQ(k.record_loads, 0);
+        else if (m != RL_FETCH_ADAPTIVE) ASSERT_EQ(k.record_loads, 0);
+        if (m == RL_FETCH_ADAPTIVE && k.index_entries_read > 0) {
+            uint64_t pg = k.pages_scan_and_fetch + k.pages_remote_fetch;
+            ASSERT_TRUE(pg >= 1);
+            if (g_alternate) {
+                /* Pages of g_alternate entries, alternating from USE_REMOTE_FETCH. */
+                ASSERT_TRUE(k.pages_remote_fetch >= k.pages_scan_and_fetch);
+                ASSERT_TRUE(k.pages_remote_fetch - k.pages_scan_and_fetch <= 1);
+                if (k.pages_scan_and_fetch > 0) ASSERT_TRUE(k.record_loads > 0 && k.reads_mapped_range > 0);
+                ASSERT_TRUE(k.index_entries_read <= pg * (uint64_t)g_alternate);
+            }
+        } else if (m != RL_FETCH_ADAPTIVE) {
+            ASSERT_EQ(k.pages_scan_and_fetch + k.pages_remote_fetch, 0);
+        }
         const uint8_t *cb;
         size_t cl;
         ASSERT_OK(rl_cursor_continuation(c, &cb, &cl));
@@ -143,7 +163,7 @@ TEST(query_1_5_methods_agree) {
         random_query(&rs, &q, 10);
         const qt_rec *want[QT_MAX];
         int n_want = qt_model(&e, &q, want);
-        for (int mi = 0; mi < 3; mi++) {
+        for (int mi = 0; mi < N_METHODS; mi++) {
             rl_query_options o;
             qt_options(&q, &o, bufs);
             o.fetch = METHODS[mi];
@@ -169,5 +189,32 @@ TEST(query_1_5_methods_agree) {
     qt_close(&e);
 }
 
+/* query_1_6: ADAPTIVE switching methods inside one cursor (the test mode alternates
+ * USE_REMOTE_FETCH and SCAN_AND_FETCH every N entries): the same rows as the model, for small
+ * and split records, with random limits, skips, batches and continuations between cursors. */
+TEST(query_1_6_adaptive_alternating) {
+    static const int sizes[] = {1, 2, 3, 5, 17};
+    uint64_t rs = rl_test_seed() ^ 0x616c74;
+    for (int i = 0; i < 5; i++) {
+        char env[32];
+        g_alternate = sizes[i];
+        snprintf(env, sizeof env, "alternate:%d", g_alternate);
+        setenv("RL_QUERY_ADAPTIVE_TEST", env, 1);
+        qt_env e;
+        char tag[16];
+        snprintf(tag, sizeof tag, "q16%d", i);
+        qt_open(&e, tag);
+        qt_load(&e, &rs, i == 4 ? 40 : 120, 20, i % 2 ? 5 : 0);
+        for (int j = 0; j < 40; j++) {
+            qt_query q;
+            random_query(&rs, &q, 20);
+            run_paged(&e, &rs, &q, 0);
+        }
+        qt_close(&e);
+    }
+    unsetenv("RL_QUERY_ADAPTIVE_TEST");
+    g_alternate = 0;
+}
+
 RL_TEST_MAIN(T(query_1_1_small_duplicates), T(query_1_2_small_distinct), T(query_1_3_split_records),
-             T(query_1_4_tiny), T(query_1_5_methods_agree))
+             T(query_1_4_tiny), T(query_1_5_methods_agree), T(query_1_6_adaptive_alternating))

@@ -1,0 +1,223 @@
+/* test_adaptive_cluster.c — the ADAPTIVE fetch method on a real one-server cluster with an
+ * injected delay (tests/cluster_fixture.h, rl_cluster_up_opts.delay_us = 250: a round trip of
+ * about 0.5 ms between the client and the server): its network inputs come from measurements,
+ * and its calibration corrects a deliberately wrong prior within a few pages.
+ *
+ * Data: `rl load`'s Order store ("bench","orders") with N small records (price_idx on price).
+ *
+ *   adaptive-2.1  after a few reads the client's locality figures for the index are measured:
+ *                 networked, a team of one (server 1), a round trip of at least the injected
+ *                 0.5 ms (and below 50 ms)
+ *   adaptive-2.2  a wrong prior (SCAN_AND_FETCH's factor 0.01 in every size class, seeded with
+ *                 rl__query_adaptive_with) makes the first page of a long scan SCAN_AND_FETCH;
+ *                 within 3 pages the cursor switches to USE_REMOTE_FETCH (about 50x cheaper at
+ *                 this round trip) and from the 4th page on stays there apart from explorations; the rows are the
+ *                 index order's N rows; the explanation has one line per page naming the method;
+ *                 the scan took less time than a SCAN_AND_FETCH scan of the same rows; the next
+ *                 query starts with USE_REMOTE_FETCH (the model outlives the query)
+ *   adaptive-2.3  `rl query --fetch adaptive --explain --stats` on the cluster: every line
+ *                 parses, one explain line per page counted by the stats' "adaptive" object, the
+ *                 pages after the first show the measured round trip
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/clock.h"
+#include "cluster_fixture.h"
+#include "kv/kv_stats.h"
+#include "query/query_int.h"
+#include "reclayer/query.h"
+#include "record/tool.h"
+#include "test.h"
+
+#define N 5000
+#define DELAY_US 250
+
+static rl_test_cluster cl;
+static int started, skipped;
+
+/* The shared cluster: one storage server, the delay, N records. 0: skip (not built). */
+static int cluster(void) {
+    if (started) return 1;
+    if (skipped) return 0;
+    rl_cluster_up_opts o = {.n_storage = 1, .delay_us = DELAY_US};
+    int rc = rl_test_cluster_start(&cl, &o);
+    if (rc == RL_E_UNSUPPORTED_OPERATION) {
+        skipped = 1;
+        return 0;
+    }
+    ASSERT_OK(rc);
+    char why[256];
+    if (!rl_test_cluster_backend_ready(cl.url, why, sizeof why)) {
+        rl_test_cluster_stop(&cl);
+        skipped = 1;
+        return 0;
+    }
+    char *out;
+    rc = rl_test_rl(&out, "load --db %s --count %d --seed 7", cl.url, N);
+    if (rc) fail_msg("rl load failed (%d): %s", rc, out);
+    free(out);
+    started = 1;
+    return 1;
+}
+
+/* One whole scan of price_idx with method m; returns the rows, checks their order; *out_k gets
+ * the counters, *out_ns the wall time, explain (if not NULL) a copy of rl_cursor_explain. */
+static int scan(rl__tool *t, rl_fetch_method m, rl_query_counters *out_k, uint64_t *out_ns, char **explain) {
+    rl_txn *txn;
+    rl_cursor *c;
+    const rl_query_row *row;
+    rl_query_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.fetch = m;
+    o.explain = explain != NULL;
+    ASSERT_OK(rl_txn_begin(t->db, &txn));
+    uint64_t t0 = rl__clock_mono_ns();
+    ASSERT_OK(rl_cursor_open(t->s, txn, "price_idx", &o, &c));
+    int n = 0;
+    rl_buf last;
+    rl__buf_init(&last);
+    while (rl_cursor_next(c, &row) == RL_OK && row) {
+        ASSERT_NOT_NULL(row->record);
+        if (n > 0) ASSERT_TRUE(memcmp(last.data, row->index_key, last.len < row->index_key_len ? last.len : row->index_key_len) <= 0);
+        rl__buf_reset(&last);
+        rl__buf_append(&last, row->index_key, row->index_key_len);
+        n++;
+    }
+    ASSERT_EQ(rl_cursor_no_next_reason(c), RL_NO_NEXT_SOURCE_EXHAUSTED);
+    *out_ns = rl__clock_mono_ns() - t0;
+    rl_cursor_get_counters(c, out_k);
+    if (explain) *explain = strdup(rl_cursor_explain(c));
+    rl__buf_release(&last);
+    rl_cursor_free(c);
+    rl_txn_free(txn);
+    return n;
+}
+
+static void seed_wrong(rl__adaptive_model *m, void *ud) {
+    (void)ud;
+    for (int k = 0; k < RL__ADAPTIVE_ALL_CLASSES; k++) {
+        m->cls[k].log_factor[RL__ADAPTIVE_SF] = log(0.01);
+        m->cls[k].observed[RL__ADAPTIVE_SF] = 1;
+        m->cls[k].log_factor[RL__ADAPTIVE_RF] = 0;
+        m->cls[k].observed[RL__ADAPTIVE_RF] = 1;
+    }
+}
+
+TEST(adaptive_2_1_rtt_measured) {
+    if (!cluster()) skip();
+    rl__tool t;
+    ASSERT_OK(rl__tool_open(&t, cl.url, NULL, 0, RL__TOOL_READ_ONLY));
+    rl_query_counters k;
+    uint64_t ns;
+    ASSERT_EQ(scan(&t, RL_FETCH_USE_REMOTE_FETCH, &k, &ns, NULL), N);
+    rl_kv_locality l;
+    rl__db_locality(t.db, (const uint8_t *)"\x15", 1, &l);
+    printf("locality: networked %d team %u (%u) rtt %.1f us over %u samples\n", l.networked, l.n_team, l.team[0],
+           l.rtt_ns / 1e3, l.rtt_samples);
+    ASSERT_EQ(l.networked, 1);
+    ASSERT_EQ(l.n_team, 1);
+    ASSERT_EQ(l.team[0], 1);
+    ASSERT_TRUE(l.rtt_samples >= 1);
+    ASSERT_TRUE(l.rtt_ns >= 2 * DELAY_US * 1000.0 * 0.9);
+    ASSERT_TRUE(l.rtt_ns < 50e6);
+    rl__tool_close(&t);
+}
+
+TEST(adaptive_2_2_wrong_prior_corrected) {
+    if (!cluster()) skip();
+    rl__tool t;
+    ASSERT_OK(rl__tool_open(&t, cl.url, NULL, 0, RL__TOOL_READ_ONLY));
+    rl_query_counters k, ks;
+    uint64_t ns, ns_sf;
+    char *ex = NULL;
+    ASSERT_EQ(scan(&t, RL_FETCH_SCAN_AND_FETCH, &ks, &ns_sf, NULL), N); /* also measures the RTT */
+    ASSERT_OK(rl__query_adaptive_with(t.db, seed_wrong, NULL));
+    ASSERT_EQ(scan(&t, RL_FETCH_ADAPTIVE, &k, &ns, &ex), N);
+    printf("%s", ex);
+    printf("adaptive %.1f ms (pages: %llu scan, %llu remote, %llu explorations), SCAN_AND_FETCH %.1f ms\n", ns / 1e6,
+           (unsigned long long)k.pages_scan_and_fetch, (unsigned long long)k.pages_remote_fetch,
+           (unsigned long long)k.adaptive_explorations, ns_sf / 1e6);
+    /* The methods page by page, from the explanation. */
+    int methods[64], n_pages = 0, first_rf = -1;
+    for (const char *p = ex; (p = strstr(p, "-> ")) != NULL; p += 3) {
+        ASSERT_TRUE(n_pages < 64);
+        int rf = !strncmp(p + 3, "USE_REMOTE_FETCH", 16);
+        ASSERT_TRUE(rf || !strncmp(p + 3, "SCAN_AND_FETCH", 14));
+        if (rf && first_rf < 0) first_rf = n_pages;
+        methods[n_pages++] = rf;
+    }
+    ASSERT_EQ((uint64_t)n_pages, k.pages_scan_and_fetch + k.pages_remote_fetch);
+    ASSERT_TRUE(n_pages >= 5);
+    ASSERT_EQ(methods[0], 0); /* the wrong prior's choice */
+    if (first_rf < 0 || first_rf > 2) fail_msg("no switch to USE_REMOTE_FETCH within 3 pages:\n%s", ex);
+    /* Settled: from the 4th page on, USE_REMOTE_FETCH but for explorations. */
+    int sf_after = 0;
+    for (int i = 3; i < n_pages; i++) sf_after += !methods[i];
+    if ((uint64_t)sf_after > k.adaptive_explorations) fail_msg("not settled by the 4th page:\n%s", ex);
+    ASSERT_TRUE(ns < ns_sf);
+    free(ex);
+    /* The next query starts where the model is now. */
+    ASSERT_EQ(scan(&t, RL_FETCH_ADAPTIVE, &k, &ns, &ex), N);
+    ASSERT_TRUE(strstr(ex, "-> USE_REMOTE_FETCH") != NULL);
+    ASSERT_TRUE(strncmp(strstr(ex, "-> ") + 3, "USE_REMOTE_FETCH", 16) == 0);
+    free(ex);
+    rl__tool_close(&t);
+}
+
+TEST(adaptive_2_3_explain_cli) {
+    if (!cluster()) skip();
+    char *out;
+    ASSERT_EQ(rl_test_rl(&out, "query --db %s --index price_idx --fetch adaptive --explain --stats", cl.url), 0);
+    int rows = 0, explains = 0, stats = 0;
+    long long pages = -1;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        json_error_t jerr;
+        json_t *j = json_loads(line, 0, &jerr);
+        if (!j) fail_msg("not JSON: %s (%s)", line, jerr.text);
+        json_t *e = json_object_get(j, "explain"), *s = json_object_get(j, "stats");
+        if (e) {
+            const char *x = json_string_value(e);
+            ASSERT_NOT_NULL(x);
+            char want[48];
+            snprintf(want, sizeof want, "page %d: adaptive: rows ", ++explains);
+            ASSERT_TRUE(strstr(x, want) == x);
+            double rtt = -1;
+            const char *r = strstr(x, "rtt index ");
+            ASSERT_NOT_NULL(r);
+            rtt = atof(r + 10);
+            if (explains > 1) ASSERT_TRUE(rtt >= 2 * DELAY_US * 0.9); /* µs, measured */
+        } else if (s) {
+            stats++;
+            json_t *a = json_object_get(s, "adaptive");
+            pages = json_integer_value(json_object_get(a, "pages_scan_and_fetch")) +
+                    json_integer_value(json_object_get(a, "pages_remote_fetch"));
+            ASSERT_EQ(json_integer_value(json_object_get(s, "rows_returned")), N);
+        } else {
+            rows++;
+        }
+        json_decref(j);
+    }
+    ASSERT_EQ(rows, N);
+    ASSERT_EQ(stats, 1);
+    ASSERT_EQ(pages, explains);
+    ASSERT_TRUE(explains >= 4);
+    free(out);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (started) rl_test_cluster_stop(&cl);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {T(adaptive_2_1_rtt_measured), T(adaptive_2_2_wrong_prior_corrected),
+                                       T(adaptive_2_3_explain_cli)};
+    rl_test_init(argc, argv);
+    return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, teardown);
+}
