@@ -163,10 +163,17 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
         if (!c->observed[k]) c->log_factor[k] = log(factor_of(m, cls, k));
         double dev = x - c->log_factor[k];
         if (dev > RL__ADAPTIVE_DEV_UP) {
-            /* Slower than expected by more than 2x: count it fully only when the page before
-             * was such a surprise too (a real change repeats; a hiccup does not). */
-            if (!c->surprised[k]) dev = RL__ADAPTIVE_DEV_UP;
+            /* Slower than expected by more than 2x: bounded the first time; when the page before
+             * was such a surprise too, believed outright (a real change repeats; a hiccup does
+             * not). */
+            int again = c->surprised[k];
             c->surprised[k] = 1;
+            if (again) {
+                c->log_factor[k] = x;
+                dev = 0;
+            } else {
+                dev = RL__ADAPTIVE_DEV_UP;
+            }
         } else {
             c->surprised[k] = 0;
             if (dev < -RL__ADAPTIVE_DEV_DOWN) dev = -RL__ADAPTIVE_DEV_DOWN;

@@ -32,11 +32,11 @@
  * (RL__ADAPTIVE_DEV_DOWN: one page lowers a factor by at most a third) and, unless the previous
  * observation of that class and method was such a surprise too, above by +ln 2
  * (RL__ADAPTIVE_DEV_UP: a single page slower than 2x the estimate raises the factor by at most
- * 23 %). Page times are noisy upwards (another process on the
- * machine only ever adds time), and a method made to look worse than the exploration bound by
- * one slow page would never be observed again; a real slowdown repeats, and is then counted in
- * full (a factor 50x too low is 4x closer after two pages: enough to switch methods when round
- * trips dominate, integ_query_test_adaptive_cluster). ALPHA 0.3 rather than 0.5: on a loaded
+ * 23 %); a second such surprise in a row replaces the factor by the observation outright. Page
+ * times are noisy upwards (another process on the machine only ever adds time), and a method
+ * made to look worse than the exploration bound by one slow page would never be observed again;
+ * a real slowdown repeats, and is then believed (a factor 50x too low is right after two pages:
+ * integ_query_test_adaptive_cluster). ALPHA 0.3 rather than 0.5: on a loaded
  * machine short pages vary by 2x, and 0.5 flipped the choice of 10-row queries back and forth.
  *
  * Exploration: every RL__ADAPTIVE_EXPLORE_EVERY-th decision of a size class runs the other method
