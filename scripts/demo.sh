@@ -6,9 +6,9 @@
 #   3. run one index query with each fetch method through `rl query --stats` and print the counters
 #      side by side;
 #   4. the quick benchmark campaign (`rlbench campaign --quick`: the reference reports' design on the
-#      embedded topology, with the SQLite peer), into BUILD_DIR/campaign-YYYYMMDD-HHMMSS/, ending in
+#      embedded topology, with the SQLite peer, and on a local single-server cluster at 250 us), into BUILD_DIR/campaign-YYYYMMDD-HHMMSS/, ending in
 #      the report's main table and where the report, results, plots and manifest are.
-# Needs only bash, grep and sed besides the built programs; about two and a half minutes.
+# Needs only bash, grep and sed besides the built programs; about three and a half minutes.
 set -euo pipefail
 build="${1:-build}"
 rl="$build/rl"
@@ -88,5 +88,5 @@ fi
 
 out="$build/campaign-$(date +%Y%m%d-%H%M%S)"
 echo
-echo "== rlbench campaign --quick --out $out (progress on stderr; about two minutes)"
+echo "== rlbench campaign --quick --out $out (progress on stderr; about three minutes)"
 "$rlbench" campaign --quick --out "$out"

@@ -5,9 +5,9 @@
  * Files:
  *   campaign_protocol.c  the protocol: JSON parse with every field checked, the canonical print,
  *                        the built-in full and quick protocols, case names, the order of arms
- *   campaign_topology.c  the topologies behind one table of hooks: embedded; single on a local
- *                        cluster without injected delay; the others "not available" until the
- *                        cluster's delay injection and placement land (issue 14)
+ *   campaign_topology.c  the topologies behind one table of hooks: embedded; single (one storage
+ *                        server) and multi (hosts, replication, placed teams) on a local cluster
+ *                        with the injected delay
  *   campaign_dataset.c   loading, the integrity check, the defect controls, the SQLite peer, the
  *                        embedded placement receipt, the rows cross-check between arms
  *   campaign_worker.c    the worker process (`rlbench campaign-worker`): one (block, case, arm)
@@ -124,8 +124,8 @@ void rl__camp_arm_order(int block, const rl_camp_arm *arms, int n, rl_camp_arm *
 
 typedef enum { RL_CAMP_EMBEDDED = 0, RL_CAMP_SINGLE = 1, RL_CAMP_MULTI = 2 } rl_camp_topo_kind;
 
-/* One topology. The cluster fields are what the single and multi kinds need (validated now, used
- * when the cluster lands); embedded requires delay_us == 0 and ignores them. */
+/* One topology. The cluster fields are what the single and multi kinds use (campaign_topology.c);
+ * embedded requires delay_us == 0 and ignores them. multi needs storage_servers divisible by hosts. */
 typedef struct {
     char name[RL_CAMP_NAME_MAX];
     rl_camp_topo_kind kind;

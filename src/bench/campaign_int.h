@@ -3,10 +3,10 @@
  * per-op figures, the dataset steps, and the topology hooks.
  *
  * Topologies (campaign_topology.c) sit behind rl_camp_topo_ops so the runner never asks which kind
- * it drives. embedded is available; single is available with delay_us 0 (a local cluster through
- * src/server/cluster_admin.h); a delay, and the multi kind, answer `available` with
- * RL_E_UNSUPPORTED_OPERATION and the reason until the cluster's delay injection, host labels,
- * teams and placement (issue 14) land. What each hook must do for them is written above it.
+ * it drives. embedded is available; single is available with or without an injected delay (a
+ * local cluster through src/server/cluster_admin.h, the delay on the client's links); multi is a
+ * cluster on several hosts with teams placed by src/bench/placement_store.h. What each hook does
+ * is written above it.
  */
 #ifndef RL_BENCH_CAMPAIGN_INT_H
 #define RL_BENCH_CAMPAIGN_INT_H
@@ -112,14 +112,16 @@ typedef struct {
     int (*place)(rl_camp_topo *tp, rl_buf *msg);
     /* The round trip now: {"applicable": bool, "pings", "min_us", "p50_us", "p99_us", "max_us"}
      * (embedded: applicable false with the reason). cluster: `pings` pings through rl ping's
-     * library path to every storage server and the coordinator. */
+     * library path to every storage server and the coordinator; with a delay also
+     * "expected_min_p50_us" (2 x delay_us) and "shows_delay" (p50 >= it; false is a failed check). */
     int (*rtt)(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg);
     /* The placement receipt of variant v's store (compared before and after every case).
      * embedded: rl__camp_layout_receipt. cluster: rl placement's receipt (shard boundaries, the
      * teams of the index and of the records, the server-disjoint fraction) at a read version. */
     int (*receipt)(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg);
-    /* After the last case: remove the injected delay and probe again (restoration), as rtt.
-     * embedded: applicable false. */
+    /* After the last case: remove the injected delay and probe again (restoration), as rtt plus
+     * "removed_delay_us", "processes_set" and "restored" (p50 < 2 x the removed delay; false is a
+     * failed check). embedded, or no delay: applicable false. */
     int (*restore)(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg);
     /* Stop what up started (cluster: rl__cluster_down by the recorded pids). Never fails. */
     void (*down)(rl_camp_topo *tp);
@@ -130,12 +132,16 @@ struct rl_camp_topo {
     const rl_camp_protocol *p;   /* borrowed */
     const rl_camp_topo_ops *ops;
     char dir[RL_CAMP_DIR_MAX];   /* DIR/data/NAME: everything the topology writes */
-    char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];
+    char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];       /* loading, checks, placement, receipts */
+    char query_url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX + 32]; /* the rows check and the workers: url plus,
+                                                         * on a cluster, ?secondary=STRATEGY */
     char store[RL_CAMP_VARIANTS][64];
     char sqlite[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* "" when the topology has no SQLite peer */
     char control_url[RL_CAMP_PATH_MAX];             /* the scratch database of the defect controls */
     int pids[RL_CAMP_MAX_OWNED_PIDS];
     int n_pids;
+    int loaded[RL_CAMP_VARIANTS]; /* set by the runner before `place`: the variants loaded */
+    char placed_text[256];        /* multi: the teams `place` used, e.g. "index {1,3}, records {5,2} {4,6}" */
 };
 
 /* The hooks of kind k (never NULL). */

@@ -170,7 +170,7 @@ static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, r
                           proc_result *r) {
     const rl_camp_protocol *p = c->p;
     char reps[16], secs[32], warm[32], depth[16], hook[128];
-    const char *url = tp->url[k->variant];
+    const char *url = tp->query_url[k->variant];
     snprintf(hook, sizeof hook, "%s/%s/%d", k->name, rl__camp_arm_name(arm), block + 1);
     if (c->o->test_fail_worker && !strcmp(c->o->test_fail_worker, hook)) url = "bad-url-for-a-test:";
     snprintf(reps, sizeof reps, "%d", p->repeats);
@@ -391,6 +391,10 @@ static json_t *probe_rtt(run_ctx *c, rl_camp_topo *tp, const char *kase) {
     if (rc) {
         add_failure(c, 1, "rtt", tp->t->name, kase, "%s", msg.data);
         o = json_pack("{s:b, s:s}", "applicable", 1, "error", rl__camp_str(&msg));
+    } else if (json_is_false(json_object_get(o, "shows_delay"))) {
+        add_failure(c, 1, "rtt", tp->t->name, kase, "the RTT probe does not show the injected delay: p50 %.1f us < %.1f us",
+                    json_number_value(json_object_get(o, "p50_us")),
+                    json_number_value(json_object_get(o, "expected_min_p50_us")));
     }
     rl__buf_release(&msg);
     return o;
@@ -529,6 +533,7 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
             json_object_set_new(d, "error", json_string(rl__camp_str(&msg)));
             ok = 0;
         } else {
+            tp->loaded[v] = 1;
             int iok = json_is_true(json_object_get(chk, "integrity_ok"));
             json_object_set_new(d, "integrity_ok", json_boolean(iok));
             json_object_set(d, "integrity", chk);
@@ -555,9 +560,16 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
     }
     json_object_set_new(tj, "datasets", ds);
     rl__buf_reset(&msg);
-    if (ok && tp->ops->place(tp, &msg)) {
-        add_failure(c, 1, "placement", tp->t->name, NULL, "%s", msg.data);
-        ok = 0;
+    if (ok) {
+        double t0 = now_s();
+        if (tp->ops->place(tp, &msg)) {
+            add_failure(c, 1, "placement", tp->t->name, NULL, "%s", msg.data);
+            ok = 0;
+        } else if (tp->placed_text[0]) {
+            progress(c, "%s: placed (%s) in %.1f s", tp->t->name, tp->placed_text, now_s() - t0);
+            json_object_set_new(tj, "placement", json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds",
+                                                           now_s() - t0));
+        }
     }
     json_t *controls = NULL;
     int passed = 0;
@@ -590,7 +602,7 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
         if (!used) continue;
         rl__buf_reset(&msg);
         const char *sq = avail[RL_CAMP_SQLITE] && tp->sqlite[v][0] ? tp->sqlite[v] : NULL;
-        if (rl__camp_conn_open(&conn[v], tp->url[v], tp->store[v], sq, &msg))
+        if (rl__camp_conn_open(&conn[v], tp->query_url[v], tp->store[v], sq, &msg))
             add_failure(c, 1, "rows", tp->t->name, NULL, "%s", msg.data);
         else
             opened[v] = 1;
@@ -687,6 +699,7 @@ static int run_topology(run_ctx *c, int ti) {
     json_t *pids = json_array();
     for (int i = 0; i < tp.n_pids; i++) json_array_append_new(pids, json_integer(tp.pids[i]));
     json_object_set_new(tj, "server_pids", pids);
+    json_object_set_new(tj, "query_url", json_string(tp.query_url[0]));
     if (!prepare_data(c, &tp, tj, need)) {
         json_object_set_new(tj, "status", json_string("checks_failed"));
         progress(c, "%s: the data failed a check: no case of this topology is timed", t->name);
@@ -705,6 +718,10 @@ static int run_topology(run_ctx *c, int ti) {
     if (tp.ops->restore(&tp, p->rtt_pings, &rest, &msg)) {
         add_failure(c, 1, "restoration", t->name, NULL, "%s", msg.data);
         rest = json_pack("{s:s}", "error", rl__camp_str(&msg));
+    } else if (json_is_false(json_object_get(rest, "restored"))) {
+        add_failure(c, 1, "restoration", t->name, NULL,
+                    "the RTT probe still shows the delay after its removal: p50 %.1f us >= %.1f us",
+                    json_number_value(json_object_get(rest, "p50_us")), 2.0 * t->delay_us);
     }
     json_object_set_new(tj, "restoration", rest);
     json_object_set_new(tj, "status", json_string("ran"));

@@ -11,9 +11,16 @@
  *   The RTT probe is `pings` PINGs to every process through the client's connections (rl ping's
  *   path, rl__db_cluster_ping_stats' PING); the receipt is the
  *   store's layout read through the cluster plus a hash of the shard map (\xff/keyServers/) and the
- *   server list (\xff/serverList/). Available with delay_us 0 only: injected delay is issue 14.
- * multi: not available until host labels, teams, placement and delay injection land (issue 14);
- *   campaign_int.h says what each hook must then do.
+ *   server list (\xff/serverList/). An injected delay (delay_us, jitter_us) is passed to
+ *   rl__cluster_up: every process is on host1 and the client on its own label, so the delay is on
+ *   every client link; each probe says whether its p50 shows it (>= 2 x delay_us), and the
+ *   restoration sets it to 0 (rl__cluster_delay) and probes again.
+ * multi: as single, with the protocol's hosts (storage_servers / hosts servers on each, host h on
+ *   127.0.0.h), replication and delay (between hosts and to the client); `place` puts each store's
+ *   index price_idx on one team and its records on teams disjoint from it (placement disjoint) or
+ *   on the index's team (colocated) with rl placement place's library, which returns once the moves
+ *   are done; the receipt adds rl placement show's (teams and server-/host-disjoint fractions).
+ *   The rows check and the workers open url?secondary=STRATEGY (the protocol's secondary_reads).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +32,7 @@
 #include "base/clock.h"
 #include "bench/campaign_int.h"
 #include "bench/campaign_proc.h"
+#include "bench/placement_store.h"
 #include "kv/cluster/cluster.h"
 #include "net/proto.h"
 #include "server/cluster_admin.h"
@@ -59,6 +67,7 @@ static int emb_up(rl_camp_topo *tp, rl_buf *msg) {
         snprintf(path, sizeof path, "%s/%s", tp->dir, name);
         if ((rc = make_dir(path, msg))) return rc;
         snprintf(tp->url[v], sizeof tp->url[v], "file:%s", path);
+        snprintf(tp->query_url[v], sizeof tp->query_url[v], "%s", tp->url[v]);
         snprintf(tp->store[v], sizeof tp->store[v], "[\"bench\",\"%s\"]", name);
         snprintf(tp->sqlite[v], sizeof tp->sqlite[v], "%s/%s.sqlite", tp->dir, name);
     }
@@ -101,19 +110,9 @@ static void cluster_dir(const rl_camp_topo *tp, char *out, size_t cap) { snprint
 static int cl_available(const rl_camp_topology *t, rl_buf *why) {
     rl_buf self;
     char path[RL_CAMP_PATH_MAX + 16];
-    if (t->kind == RL_CAMP_MULTI) {
-        rl__buf_append_str(why, "the multi topology needs host labels, replication teams, explicit placement and "
-                                "injected delay (the cluster, part 2: issue 14), which this build does not have yet");
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
-    if (t->delay_us || t->jitter_us) {
-        rl__buf_printf(why, "an injected delay (%d us one way) needs the cluster's delay injection (issue 14), which "
-                            "this build does not have yet; a single topology with delay_us 0 runs now",
-                       t->delay_us);
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
-    if (!strcmp(t->engine, "ssd")) {
-        rl__buf_append_str(why, "the ssd engine (issue 12) is not built yet");
+    if (t->kind == RL_CAMP_MULTI && t->storage_servers % t->hosts) {
+        rl__buf_printf(why, "multi: %d storage servers do not spread evenly over %d hosts", t->storage_servers,
+                       t->hosts);
         return RL_E_UNSUPPORTED_OPERATION;
     }
     rl__buf_init(&self);
@@ -140,15 +139,31 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
     memset(&o, 0, sizeof o);
     o.n_storage = tp->t->storage_servers;
     o.flags = RL_CLUSTER_DIE_WITH_PARENT; /* never outlive the campaign, even if it is killed */
+    /* The injected delay: every process of single is on host1, the client on its own label
+     * ("client"), so the delay is on every client link and on none between the servers. */
+    o.delay_us = (uint32_t)tp->t->delay_us;
+    o.jitter_us = (uint32_t)tp->t->jitter_us;
+    o.engine = !strcmp(tp->t->engine, "ssd") ? "ssd" : NULL; /* the storage servers' engine */
+    if (tp->t->kind == RL_CAMP_MULTI) {
+        /* hosts x storage_servers/hosts servers, host h on 127.0.0.h: the delay is between hosts
+         * and to the client; the teams are place's. */
+        o.n_storage = 0;
+        o.n_hosts = tp->t->hosts;
+        o.storage_per_host = tp->t->storage_servers / tp->t->hosts;
+        o.host_addresses = 1;
+        o.replication = tp->t->replication;
+    }
     if ((rc = rl__cluster_up(dir, &o, msg))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         snprintf(tp->url[v], sizeof tp->url[v], "cluster:%s/reclayer.cluster", dir);
+        /* the protocol's secondary_reads: the strategy of the mapped reads' remote secondaries */
+        snprintf(tp->query_url[v], sizeof tp->query_url[v], "%s?secondary=%s", tp->url[v], tp->t->secondary);
         snprintf(tp->store[v], sizeof tp->store[v], "[\"bench\",\"%s\"]", rl__camp_variant_name((rl_camp_variant)v));
         tp->sqlite[v][0] = 0; /* the SQLite peer is an embedded arm */
     }
     snprintf(tp->control_url, sizeof tp->control_url, "%s", tp->url[0]);
     tp->n_pids = 0;
-    for (uint32_t id = 0; id <= (uint32_t)o.n_storage && tp->n_pids < RL_CAMP_MAX_OWNED_PIDS; id++) {
+    for (uint32_t id = 0; id <= (uint32_t)tp->t->storage_servers && tp->n_pids < RL_CAMP_MAX_OWNED_PIDS; id++) {
         int pid = 0;
         if ((rc = rl__cluster_pid(dir, id, &pid, NULL, msg))) return rc;
         if (pid > 0) tp->pids[tp->n_pids++] = pid;
@@ -156,11 +171,73 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
     return RL_OK;
 }
 
+/* The teams of a multi topology's placement, from the protocol's hosts H, storage servers N (S = N/H
+ * per host: server id i on host (i-1)/S + 1) and replication R. The index team is the first server
+ * of each of hosts 1..R. disjoint: the other servers, taken host by host in turn (the k-th server
+ * of every host, then the (k+1)-th), cut into teams of R, so a team's servers are on distinct hosts
+ * whenever H >= R; any remainder joins no team. colocated: one records team, the index's.
+ * Pure; returns the number of record teams (at most RL_CAMP_MAX_TEAMS). */
+#define RL_CAMP_MAX_TEAMS 16
+static int multi_teams(const rl_camp_topology *t, uint32_t *index_team, uint32_t rec[][3]) {
+    int h_n = t->hosts, per = t->storage_servers / t->hosts, r = t->replication, n = 0;
+    uint32_t rest[RL_CLUSTER_MAX_STORAGE];
+    for (int j = 0; j < r; j++) index_team[j] = (uint32_t)((j % h_n) * per + j / h_n + 1);
+    if (!strcmp(t->placement, "colocated")) {
+        memcpy(rec[0], index_team, (size_t)r * sizeof *index_team);
+        return 1;
+    }
+    for (int k = 0; k < per; k++)
+        for (int h = 0; h < h_n; h++) {
+            uint32_t id = (uint32_t)(h * per + k + 1);
+            int in_index = 0;
+            for (int j = 0; j < r; j++) in_index |= index_team[j] == id;
+            if (!in_index && n < RL_CLUSTER_MAX_STORAGE) rest[n++] = id;
+        }
+    int teams = 0;
+    for (int i = 0; i + r <= n && teams < RL_CAMP_MAX_TEAMS; i += r, teams++)
+        memcpy(rec[teams], rest + i, (size_t)r * sizeof *rest);
+    return teams;
+}
+
+static void team_text(rl_buf *b, const uint32_t *team, int n) {
+    rl__buf_append_str(b, "{");
+    for (int j = 0; j < n; j++) rl__buf_printf(b, "%s%u", j ? "," : "", team[j]);
+    rl__buf_append_str(b, "}");
+}
+
+/* multi: per store, the index price_idx to the index team and the records split evenly over the
+ * record teams (rl__tool_placement_place, which returns once every move is done). single: one
+ * storage server holds every shard, nothing to place. */
 static int cl_place(rl_camp_topo *tp, rl_buf *msg) {
-    (void)msg;
-    /* single: one storage server holds every shard; nothing to place. multi: split at the stores'
-     * index and records prefixes and assign the teams (issue 14's admin operations). */
-    return tp->t->kind == RL_CAMP_SINGLE ? RL_OK : cl_available(tp->t, msg);
+    if (tp->t->kind == RL_CAMP_SINGLE) return RL_OK;
+    uint32_t index_team[3], rec[RL_CAMP_MAX_TEAMS][3], n_rec[RL_CAMP_MAX_TEAMS];
+    const uint32_t *recp[RL_CAMP_MAX_TEAMS];
+    int r = tp->t->replication, n = multi_teams(tp->t, index_team, rec);
+    if (n < 1) {
+        rl__buf_printf(msg, "multi: no record team disjoint from the index team (%d servers, replication %d)",
+                       tp->t->storage_servers, r);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    for (int i = 0; i < n; i++) recp[i] = rec[i], n_rec[i] = (uint32_t)r;
+    tp->placed_text[0] = 0;
+    rl_buf txt;
+    rl__buf_init(&txt);
+    rl__buf_append_str(&txt, "index ");
+    team_text(&txt, index_team, r);
+    rl__buf_append_str(&txt, ", records");
+    for (int i = 0; i < n; i++) rl__buf_append_str(&txt, " "), team_text(&txt, rec[i], r);
+    snprintf(tp->placed_text, sizeof tp->placed_text, "%s", rl__camp_str(&txt));
+    rl__buf_release(&txt);
+    for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
+        if (!tp->loaded[v]) continue;
+        int rc = rl__tool_placement_place(tp->url[v], tp->store[v], "price_idx", index_team, (uint32_t)r, recp, n_rec,
+                                          (uint32_t)n, 0, msg);
+        if (rc) {
+            rl__buf_printf(msg, " (placing %s: %s)", tp->store[v], tp->placed_text);
+            return rc;
+        }
+    }
+    return RL_OK;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -170,8 +247,10 @@ static int cmp_u64(const void *a, const void *b) {
 
 /* `pings` PINGs to every process of the cluster, one at a time, through the client's own
  * connections (rl__db_cluster_ping_stats: the path reads take, so an injected delay is on it —
- * what `rl ping` measures). min/p50/p99/max over all of them, and per target. */
-static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+ * what `rl ping` measures). min/p50/p99/max over all of them, and per target. With
+ * expect_delay_us > 0 the probe also says whether it shows that one-way delay: "shows_delay" is
+ * p50 >= 2 x expect_delay_us (the runner records a failed check when it does not). */
+static int cl_probe(rl_camp_topo *tp, int pings, int expect_delay_us, json_t **out, rl_buf *msg) {
     int n_proc = tp->t->storage_servers + 1, rc = RL_OK;
     uint64_t *ns = rl__calloc((size_t)pings * (size_t)n_proc, sizeof *ns);
     size_t n = 0;
@@ -209,11 +288,16 @@ static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
                                                  (double)p50 / 1e3));
     }
     qsort(ns, n, sizeof *ns, cmp_u64);
+    double p50_us = (double)ns[n / 2] / 1e3;
     *out = json_pack("{s:b, s:s, s:I, s:f, s:f, s:f, s:f, s:o}", "applicable", 1, "path", "client", "pings",
-                     (json_int_t)n, "min_us", (double)ns[0] / 1e3, "p50_us", (double)ns[n / 2] / 1e3, "p99_us",
+                     (json_int_t)n, "min_us", (double)ns[0] / 1e3, "p50_us", p50_us, "p99_us",
                      (double)ns[(size_t)((double)(n - 1) * 0.99)] / 1e3, "max_us", (double)ns[n - 1] / 1e3, "targets",
                      targets);
     targets = NULL;
+    if (expect_delay_us > 0) { /* the delay check: the round trip crosses it twice */
+        json_object_set_new(*out, "expected_min_p50_us", json_real(2.0 * expect_delay_us));
+        json_object_set_new(*out, "shows_delay", json_boolean(p50_us >= 2.0 * expect_delay_us));
+    }
 done:
     if (db) rl_db_close(db);
     json_decref(targets);
@@ -221,16 +305,46 @@ done:
     return rc;
 }
 
+/* The store's layout, the shard map's hash, and rl placement show's receipt ("placement": the
+ * index and record shards with their teams, the server- and host-disjoint fractions; its
+ * read_version left out, so an unchanged cluster gives an equal receipt). */
 static int cl_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg) {
+    json_t *pl = NULL;
     int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
     if (!rc) rc = rl__camp_shard_receipt(tp->url[v], *out, msg);
+    if (!rc) rc = rl__tool_placement_show(tp->url[v], tp->store[v], "price_idx", &pl, msg);
+    if (!rc) json_object_set(*out, "placement", json_object_get(pl, "receipt"));
+    json_decref(pl);
+    if (rc && *out) {
+        json_decref(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
+static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+    return cl_probe(tp, pings, tp->t->delay_us, out, msg);
+}
+
+/* Remove the injected delay (rl__cluster_delay to 0 on every process; a fresh client learns it
+ * from the shard map at open) and probe again: "restored" is p50 below 2 x the delay that was
+ * injected, i.e. the probe no longer shows it (the reports' restoration check). Without a delay
+ * there is nothing to remove. */
 static int cl_restore(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
-    (void)tp, (void)pings, (void)msg;
-    /* With delay injection (issue 14): set the delay to 0 on every link, then cl_rtt. */
-    *out = not_applicable("no delay was injected (delay_us 0)");
+    char dir[RL_CAMP_DIR_MAX + 16];
+    int set = 0, rc;
+    *out = NULL;
+    if (!tp->t->delay_us && !tp->t->jitter_us) {
+        *out = not_applicable("no delay was injected (delay_us 0)");
+        return RL_OK;
+    }
+    cluster_dir(tp, dir, sizeof dir);
+    if ((rc = rl__cluster_delay(dir, 0, 0, &set, msg))) return rc;
+    if ((rc = cl_probe(tp, pings, 0, out, msg))) return rc;
+    double p50 = json_number_value(json_object_get(*out, "p50_us"));
+    json_object_set_new(*out, "removed_delay_us", json_integer(tp->t->delay_us));
+    json_object_set_new(*out, "processes_set", json_integer(set));
+    json_object_set_new(*out, "restored", json_boolean(p50 < 2.0 * tp->t->delay_us));
     return RL_OK;
 }
 

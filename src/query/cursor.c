@@ -46,6 +46,16 @@
  *      thus behind it, reads issued together overlap, and a read dropped unused adds nothing.
  *      It is a count in a model where round trips cost and CPU is free (the same on any
  *      machine load), not a timing; `waits` counts the real blocking.
+ *   8. Mapped pages (remote fetch) are sized by what the query says it will read (mapped_mode):
+ *      EXACT with the rows a return or scan limit still allows, WANT_ALL for a full scan of the
+ *      bounds, FoundationDB's growing ITERATOR pages only when the stop is unknown (index_batch,
+ *      byte or time limits). EXACT and WANT_ALL pages carry a byte target of MAPPED_PAGE_BYTES
+ *      (8 MiB of index entries and records), so a page costs memory only up to it. An EXACT or
+ *      WANT_ALL page that ends with more to read has the next one asked for as soon as it
+ *      arrives (c->mf_next, for at most the rows the limits leave beyond the page's entries), so
+ *      the server reads page n+1 while the cursor decodes page n; at most two pages are held.
+ *      Index pages of SCAN_AND_FETCH stay ITERATOR (its loads start from the first page, so a
+ *      small first page starts them sooner).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -57,6 +67,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/hash.h"
 #include "kv/kv_stats.h"
 #include "query/adaptive.h"
@@ -67,6 +78,10 @@
 #include "tuple/tuple.h"
 
 #define DEFAULT_PIPELINE 10
+/* The byte target of EXACT and WANT_ALL mapped pages (invariant 8): index entries plus their
+ * records, as the storage layer counts them (src/storage/mapped.c); the size of the storage
+ * server's own reply budget (SS_REPLY_BYTES), so a page the server would cut anyway ends here. */
+#define MAPPED_PAGE_BYTES (8 << 20)
 #define MAX_ENTRY_COLS 64
 /* ADAPTIVE: a page is at most this many entries (and no more than the return limit leaves).
  * One size for every page of a long scan, so its pages fall in one size class of the model and
@@ -206,6 +221,8 @@ struct rl_cursor {
     rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
     rl_buf lb, le;            /* begin / end keys of record loads: empty, or start with recprefix */
     rl_future *mf;            /* SRC_REMOTE: the current page */
+    rl_future *mf_next;       /* SRC_REMOTE: the next page, asked for when mf arrived (or NULL) */
+    uint64_t mf_next_d0;      /* critical depth when mf_next was issued (invariant 7) */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
     /* The entry being looked at. */
@@ -453,13 +470,6 @@ static int read_flags(const rl_cursor *c) {
     return (c->o.reverse ? RL_REVERSE : 0) | (c->o.snapshot ? RL_SNAPSHOT : 0);
 }
 
-/* The RL_MAPPED_* flag of the cursor's secondary strategy (0: the database's). */
-static int strategy_flags(const rl_cursor *c) {
-    return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
-           : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
-                                                                : 0;
-}
-
 /* Rows the next index read may ask for (0: unlimited), invariant 5. */
 static int read_limit(const rl_cursor *c) {
     int lim = 0;
@@ -472,6 +482,47 @@ static int read_limit(const rl_cursor *c) {
         if (lim == 0 || left < lim) lim = (int)left;
     }
     return lim;
+}
+
+/* The streaming mode and row limit of the next mapped page (remote fetch), invariant 8:
+ *   - index_batch, a byte limit or a time limit: ITERATOR (FoundationDB's default; pages start
+ *     small and grow x1.5, because where the query stops is not known from the entry count);
+ *   - a return limit or a scan limit: EXACT with the entries still allowed (the smaller of
+ *     read_limit and the scan limit's remainder), so 1,000 rows with a limit of 1,000 are one
+ *     page (the server still ends a page at its byte budgets: the rest is the next page, EXACT
+ *     again with what is left);
+ *   - neither (a full scan of the bounds): WANT_ALL.
+ * EXACT and WANT_ALL pages carry a byte target of MAPPED_PAGE_BYTES (otherwise a backend would
+ * gather the whole range into one result: the cluster client continues past the servers' cut-offs
+ * until the limits are met).
+ * `ahead` entries already received are not consumed yet (the page read ahead: invariant 8); a
+ * return value < 0 means the limits leave nothing to ask for beyond them.
+ * [out] out_lim: the row limit to pass (0: none). */
+static int mapped_mode(const rl_cursor *c, int ahead, int *out_lim) {
+    int lim = read_limit(c);
+    *out_lim = lim;
+    if (c->o.index_batch > 0 || c->o.byte_limit > 0 || c->o.time_limit_ms > 0)
+        return ahead ? -1 : RL_STREAMING_ITERATOR;
+    if (c->o.limit > 0 && ahead) {
+        int64_t left = c->o.limit - c->rows - ahead;
+        if (left < 1) return -1;
+        lim = (int)left;
+    }
+    if (c->o.scan_limit > 0) {
+        int64_t left = c->o.scan_limit - c->consumed - ahead;
+        if (left < 1 && ahead) return -1;
+        if (left < 1) left = 1;
+        if (lim == 0 || left < lim) lim = (int)left;
+    }
+    *out_lim = lim;
+    return lim > 0 ? RL_STREAMING_EXACT : RL_STREAMING_WANT_ALL;
+}
+
+/* The RL_MAPPED_* flag of the cursor's secondary strategy (0: the database's). */
+static int strategy_flags(const rl_cursor *c) {
+    return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
+           : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
+                                                                : 0;
 }
 
 /* The streaming mode of index and mapped reads: ITERATOR (small first reads, growing), except in
@@ -543,7 +594,7 @@ bad:;
     print_key(key, len, &k);
     set_msg(c, "index entry %s of %s is not (values..., primary key...)", k.data, c->ix.name);
     rl__buf_release(&k);
-    return RL_E_CORRUPT_DATA;
+    return RL_CORRUPT(RL_E_CORRUPT_DATA);
 }
 
 /* Extract the primary key of the index entry key[0..len) into c->cur_pk. */
@@ -606,6 +657,8 @@ static void src_release(rl_cursor *c) {
     c->rn = 0;
     rl_future_free(c->mf);
     c->mf = NULL;
+    drop_read(c, c->mf_next);
+    c->mf_next = NULL;
     c->ments = NULL;
     c->mn = c->mi = 0;
     c->src = SRC_NONE;
@@ -885,13 +938,31 @@ static int remote_next(rl_cursor *c, int *out_has) {
         c->mf = NULL;
         c->ments = NULL;
         c->mn = c->mi = 0;
-        if (c->exhausted || page_done_reading(c)) return RL_OK;
-        c->k.reads_mapped_range++;
-        c->k.mapped_range_requests++;
-        c->mf_d0 = c->depth;
-        c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len,
-                                        read_limit(c), stream_bytes(c), stream_mode(c), c->iteration++,
-                                        read_flags(c) | strategy_flags(c));
+        if (c->mf_next) { /* asked for when the page before arrived */
+            c->mf = c->mf_next;
+            c->mf_d0 = c->mf_next_d0;
+            c->mf_next = NULL;
+        } else {
+            if (c->exhausted || page_done_reading(c)) return RL_OK;
+            c->k.reads_mapped_range++;
+            c->k.mapped_range_requests++;
+            c->mf_d0 = c->depth;
+            /* An ADAPTIVE page reads exactly the page it decided on (stream_mode); otherwise the
+             * page is sized by what the query will read (mapped_mode, invariant 8). */
+            int lim, mode;
+            long bytes;
+            if (c->page_on) {
+                lim = read_limit(c);
+                mode = stream_mode(c);
+                bytes = stream_bytes(c);
+            } else {
+                mode = mapped_mode(c, 0, &lim);
+                bytes = mode == RL_STREAMING_ITERATOR ? 0 : MAPPED_PAGE_BYTES;
+            }
+            c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
+                                            bytes, (rl_streaming_mode)mode, c->iteration++,
+                                            read_flags(c) | strategy_flags(c));
+        }
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
             return rc;
@@ -911,6 +982,17 @@ static int remote_next(rl_cursor *c, int *out_has) {
         }
         const rl_keyvalue *last = &c->ments[c->mn - 1].index;
         if ((rc = src_advance(c, last->key, last->key_len, more))) return rc;
+        /* Read ahead (invariant 8): the next page's start is known now, so ask for it while this
+         * one is consumed — only for EXACT and WANT_ALL pages, whose rows the query will read. */
+        int lim, mode = c->exhausted || c->page_on ? -1 : mapped_mode(c, c->mn, &lim); /* not in ADAPTIVE pages */
+        if (mode == RL_STREAMING_EXACT || mode == RL_STREAMING_WANT_ALL) {
+            c->k.reads_mapped_range++;
+            c->k.mapped_range_requests++;
+            c->mf_next_d0 = c->depth;
+            c->mf_next = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
+                                                 MAPPED_PAGE_BYTES, (rl_streaming_mode)mode, c->iteration++,
+                                                 read_flags(c) | strategy_flags(c));
+        }
     }
     const rl_mapped_keyvalue *m = &c->ments[c->mi++];
     rl__buf_reset(&c->cur_key);

@@ -46,7 +46,7 @@ int rl__record_defect_error(const rl__unsplit_event *ev) {
     rl__record_set_errmsg("%s%s%s at key %s", rl__unsplit_kind_message(ev->kind), *ev->detail ? ": " : "",
                           ev->detail, k.data);
     rl__buf_release(&k);
-    return RL_E_RECORD_SPLIT_CORRUPT;
+    return RL_CORRUPT(RL_E_RECORD_SPLIT_CORRUPT);
 }
 
 void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk) {

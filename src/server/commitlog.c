@@ -35,7 +35,7 @@
  *   2. No segment: create seg-0000000000000000.log and fsync the directory.
  *   3. For each segment in base order: read it whole; decode records one after another. A record
  *      that does not decode ends the log if it is in the newest segment and no valid record
- *      starts anywhere after it (discard_tail: copy to the side file, fsync, fsync directory,
+ *      starts anywhere after it (discard_tail, rl__wal_cut_tail: copy to the side file, fsync, fsync directory,
  *      ftruncate, fdatasync); otherwise RL_E_LOG_CORRUPT naming the file and offset. A version
  *      that breaks invariant 1 is RL_E_LOG_CORRUPT too.
  *   4. Open the newest segment for appending.
@@ -47,20 +47,18 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
-#include "base/hash.h"
 #include "base/log.h"
 #include "reclayer/error.h"
 #include "storage/os.h"
 #include "storage/storage.h"
+#include "storage/wal.h"
 
 #define CL_DEFAULT_SEGMENT_BYTES (8ull << 20) /* truncation frees memory in these steps */
 #define CL_PATH_MAX 4200
@@ -127,103 +125,17 @@ struct rl_commitlog {
 
 /* ---- Small helpers ----------------------------------------------------------------------- */
 
-static int map_errno(int e) {
-    switch (e) {
-    case ENOENT:
-        return RL_E_FILE_NOT_FOUND;
-    case ENOSPC:
-    case EDQUOT:
-        return RL_E_NO_SPACE;
-    case ENOMEM:
-        return RL_E_OUT_OF_MEMORY;
-    default:
-        return RL_E_IO_ERROR;
-    }
-}
+/* The file helpers of storage/os.h, bound to this log's directory and log prefix. */
+#define WHO "commit log"
 
-/* Log a failed file operation (errno still set by it) and map errno to an error code. */
-static int io_fail(const char *op, const char *path) {
-    int e = errno;
-    rl__log(RL_LOG_ERROR, "commit log: %s %s failed: %s", op, path, strerror(e));
-    errno = e;
-    return map_errno(e);
-}
+static int io_fail(const char *op, const char *path) { return rl__os_io_fail(WHO, op, path); }
 
-static void errf(rl_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void errf(rl_buf *errmsg, const char *fmt, ...) {
-    if (!errmsg) return;
-    va_list ap;
-    va_start(ap, fmt);
-    rl__buf_vprintf(errmsg, fmt, ap);
-    va_end(ap);
-}
-
-/* Write n bytes at fd's position; path names the file in the error log. */
-static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
-    while (n > 0) {
-        ssize_t w = rl__os_write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return io_fail("write", path);
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return RL_OK;
-}
-
-/* fdatasync fd (path names it in the log) unless no_sync. */
 static int sync_fd(const rl_commitlog *log, int fd, const char *path) {
-    if (log->no_sync) return RL_OK;
-    if (rl__os_fdatasync(fd) != 0) return io_fail("fdatasync", path);
-    return RL_OK;
+    return rl__os_sync_fd(fd, log->no_sync, WHO, path);
 }
 
-/* fsync the log directory (new or removed names become durable) unless no_sync. */
 static int sync_dir(const rl_commitlog *log) {
-    if (log->no_sync) return RL_OK;
-    int fd = rl__os_open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (fd < 0) return io_fail("open", log->dir);
-    int rc = rl__os_fsync(fd) == 0 ? RL_OK : io_fail("fsync", log->dir);
-    close(fd);
-    return rc;
-}
-
-/* Read a whole file into a heap buffer (rl__free; at least 1 byte allocated). */
-static int read_file(const char *path, uint8_t **out, size_t *out_len) {
-    int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0), rc = RL_OK;
-    uint8_t *buf = NULL;
-    struct stat sb;
-    *out = NULL;
-    *out_len = 0;
-    if (fd < 0) return map_errno(errno);
-    if (fstat(fd, &sb) != 0) {
-        rc = map_errno(errno);
-        goto fail;
-    }
-    size_t n = (size_t)sb.st_size, got = 0;
-    buf = rl__malloc(n ? n : 1);
-    if (!buf) {
-        rc = RL_E_OUT_OF_MEMORY;
-        goto fail;
-    }
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            rc = r < 0 ? map_errno(errno) : RL_E_IO_ERROR;
-            goto fail;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *out = buf;
-    *out_len = n;
-    return RL_OK;
-fail:
-    rl__free(buf);
-    close(fd);
-    return rc;
+    return rl__os_sync_dir(log->dir, log->no_sync, WHO);
 }
 
 /* "DIR/seg-<base>.log" (heap), or NULL on OOM. */
@@ -276,109 +188,22 @@ static int reserve_entries(cl_segment *s, size_t more) {
 
 /* ---- Recovery ---------------------------------------------------------------------------- */
 
-/* 1 if a valid record starts anywhere in p[from, n). */
-static int valid_record_after(const uint8_t *p, size_t n, size_t from) {
-    rl_wal_record r;
-    for (size_t i = from; i + RL_WAL_HEADER <= n; i++)
-        if (rl__le32(p + i) == RL_WAL_MAGIC && rl__wal_decode(p + i, n - i, &r) == RL_OK) return 1;
-    return 0;
-}
-
-/* Classify the unreadable bytes p[0..n) that end a segment (as durable.c classifies its log). */
-static int classify_tail(const uint8_t *p, size_t n) {
-    rl_wal_record r;
-    if (rl__wal_decode(p, n, &r) != RL_OK && r.incomplete) return RL_TAIL_TORN;
-    if (n >= RL_WAL_HEADER && rl__le32(p) == RL_WAL_MAGIC) {
-        uint32_t len = rl__le32(p + 8);
-        if (len <= RL_WAL_MAX_PAYLOAD && n - RL_WAL_HEADER >= len &&
-            rl__checksum32(p + 8, (size_t)RL_WAL_HEADER - 8 + len) != rl__le32(p + 4))
-            return RL_TAIL_BAD_CHECKSUM;
-    }
-    return RL_TAIL_BAD_RECORD;
-}
-
-/* The warning's words for a tail kind (as durable.c says them). */
-static const char *tail_words(int kind) {
-    switch (kind) {
-    case RL_TAIL_TORN:
-        return "torn (short record)";
-    case RL_TAIL_BAD_CHECKSUM:
-        return "a complete record with bad checksum";
-    default:
-        return "not a record (bad magic, length or payload)";
-    }
-}
-
-/* Copy p[0..n) (from byte offset off of segment `path`) into a new side file
- * "PATH.discarded-OFF" (".1", ".2", … if taken: never overwritten), fsync it and the directory.
- * On RL_OK *out_side is its path (heap). On failure the partial side file is removed again and
- * the error returned (the segment still holds every byte). */
-static int save_tail(rl_commitlog *log, const char *path, size_t off, const uint8_t *p, size_t n,
-                     char **out_side, rl_buf *errmsg) {
-    char side[CL_PATH_MAX + 64];
-    int fd = -1, rc, created = 0;
-    *out_side = NULL;
-    for (int i = 0; i < 1000; i++) {
-        if (i == 0)
-            snprintf(side, sizeof side, "%s.discarded-%zu", path, off);
-        else
-            snprintf(side, sizeof side, "%s.discarded-%zu.%d", path, off, i);
-        fd = rl__os_open(side, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        rc = io_fail("open", side);
-        goto fail;
-    }
-    created = 1;
-    if ((rc = write_all(fd, p, n, side)) != RL_OK) goto fail;
-    if ((rc = sync_fd(log, fd, side)) != RL_OK) goto fail;
-    close(fd);
-    fd = -1;
-    if ((rc = sync_dir(log)) != RL_OK) goto fail;
-    if (!(*out_side = rl__strdup(side))) {
-        rc = RL_E_OUT_OF_MEMORY;
-        goto fail;
-    }
-    return RL_OK;
-fail:
-    errf(errmsg, "cannot truncate commit log segment %s at byte offset %zu: saving the %zu "
-                 "discarded bytes to %s failed (%s); no file was changed",
-         path, off, n, side, rl_error_name(rc));
-    if (fd >= 0) close(fd);
-    if (created && rl__os_unlink(side) != 0) io_fail("unlink", side);
-    return rc;
-}
-
 /* The newest segment ends in n unreadable bytes at offset off (p points at them): record them
  * for the status, move them aside and cut the segment at off (synced). */
 static int discard_tail(rl_commitlog *log, const char *path, size_t off, const uint8_t *p,
                         size_t n, rl_buf *errmsg) {
     char *side = NULL;
-    int rc, fd = -1;
-    log->tail_kind = classify_tail(p, n);
+    int rc;
+    log->tail_kind = rl__wal_classify_tail(p, n);
     log->tail_offset = off;
     log->tail_bytes = n;
     if (!(log->tail_segment = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
-    if ((rc = save_tail(log, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
-    fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        rc = io_fail("open", path);
-    else if (rl__os_ftruncate(fd, (off_t)off) != 0)
-        rc = io_fail("ftruncate", path);
-    else
-        rc = sync_fd(log, fd, path);
-    if (fd >= 0) close(fd);
-    if (rc != RL_OK) {
-        errf(errmsg, "cannot truncate commit log segment %s at byte offset %zu: %s (the "
-                     "discarded bytes are saved in %s)", path, off, rl_error_name(rc), side);
-        rl__free(side);
-        return rc;
-    }
+    const rl_wal_file f = {WHO, "commit log segment", log->dir, log->no_sync};
+    if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
     rl__log(RL_LOG_WARN,
             "commit log %s: the record at byte offset %zu is %s; the segment now ends before it, "
             "and the %zu bytes from there were moved to %s",
-            path, off, tail_words(log->tail_kind), n, side);
+            path, off, rl__wal_tail_words(log->tail_kind), n, side);
     log->tail_moved_to = side;
     return RL_OK;
 }
@@ -389,9 +214,9 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
                           rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n = 0, off = 0;
-    int rc = read_file(s->path, &buf, &n);
+    int rc = rl__os_read_file(s->path, &buf, &n);
     if (rc != RL_OK) {
-        errf(errmsg, "cannot read commit log segment %s: %s", s->path, rl_error_name(rc));
+        rl__os_errf(errmsg, "cannot read commit log segment %s: %s", s->path, rl_error_name(rc));
         return rc;
     }
     cl_chunk *c = rl__calloc(1, sizeof *c);
@@ -402,7 +227,7 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
     c->data = buf;
     s->chunks = c;
     if (s->base < *prev) {
-        errf(errmsg, "commit log segment %s corrupt: its base version %" PRIu64 " is below the "
+        rl__os_errf(errmsg, "commit log segment %s corrupt: its base version %" PRIu64 " is below the "
                      "last version %" PRIu64 " of the segment before it", s->path, s->base, *prev);
         return RL_CORRUPT(RL_E_LOG_CORRUPT);
     }
@@ -410,8 +235,8 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
     while (off < n) {
         rl_wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
-            if (!is_newest || valid_record_after(buf, n, off + 1)) {
-                errf(errmsg, "commit log segment %s corrupt at byte offset %zu: a bad record %s",
+            if (!is_newest || rl__wal_valid_record_after(buf, n, off + 1)) {
+                rl__os_errf(errmsg, "commit log segment %s corrupt at byte offset %zu: a bad record %s",
                      s->path, off, is_newest ? "followed by valid ones" : "in an older segment");
                 return RL_CORRUPT(RL_E_LOG_CORRUPT);
             }
@@ -420,7 +245,7 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
             break;
         }
         if (r.version <= last) {
-            errf(errmsg, "commit log segment %s corrupt at byte offset %zu: version %" PRIu64
+            rl__os_errf(errmsg, "commit log segment %s corrupt at byte offset %zu: version %" PRIu64
                          " does not follow %" PRIu64, s->path, off, r.version, last);
             return RL_CORRUPT(RL_E_LOG_CORRUPT);
         }
@@ -449,7 +274,7 @@ static int list_segments(rl_commitlog *log, rl_version **out, size_t *out_n, rl_
     *out_n = 0;
     if (!d) {
         int rc = io_fail("opendir", log->dir);
-        errf(errmsg, "cannot list commit log directory %s: %s", log->dir, strerror(errno));
+        rl__os_errf(errmsg, "cannot list commit log directory %s: %s", log->dir, strerror(errno));
         return rc;
     }
     while ((de = readdir(d)) != NULL) {
@@ -503,19 +328,9 @@ static int add_segment(rl_commitlog *log, rl_version base, cl_segment **out) {
 static int take_lock(rl_commitlog *log, rl_buf *errmsg) {
     char path[CL_PATH_MAX];
     snprintf(path, sizeof path, "%s/LOCK", log->dir);
-    log->lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (log->lock_fd < 0) {
-        int rc = io_fail("open", path);
-        errf(errmsg, "cannot open %s: %s", path, strerror(errno));
-        return rc;
-    }
-    if (flock(log->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        int rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : map_errno(errno);
-        errf(errmsg, "%s is locked by another process (is another coordinator running on this "
-                     "directory?)", path);
-        return rc;
-    }
-    return RL_OK;
+    return rl__os_lock_file(path, 0, WHO,
+                            "another process (is another coordinator running on this directory?)",
+                            &log->lock_fd, errmsg);
 }
 
 /* See commitlog.h and the recovery steps in the file header. */
@@ -539,14 +354,14 @@ int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf
     /* 1. The directory, the lock, the segment names. */
     struct stat sb;
     if (stat(log->dir, &sb) != 0) {
-        if (errno != ENOENT || mkdir(log->dir, 0755) != 0) {
+        if (errno != ENOENT || rl__os_mkdir(log->dir, 0755) != 0) {
             rc = io_fail("mkdir", log->dir);
-            errf(errmsg, "cannot create commit log directory %s: %s", log->dir, strerror(errno));
+            rl__os_errf(errmsg, "cannot create commit log directory %s: %s", log->dir, strerror(errno));
             goto fail;
         }
     } else if (!S_ISDIR(sb.st_mode)) {
         rc = RL_E_INVALID_ARGUMENT;
-        errf(errmsg, "commit log directory %s: not a directory", log->dir);
+        rl__os_errf(errmsg, "commit log directory %s: not a directory", log->dir);
         goto fail;
     }
     if ((rc = take_lock(log, errmsg)) != RL_OK) goto fail;
@@ -559,12 +374,12 @@ int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf
         int fd = rl__os_open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) {
             rc = io_fail("open", s->path);
-            errf(errmsg, "cannot create commit log segment %s: %s", s->path, strerror(errno));
+            rl__os_errf(errmsg, "cannot create commit log segment %s: %s", s->path, strerror(errno));
             goto fail;
         }
         close(fd);
         if ((rc = sync_dir(log)) != RL_OK) {
-            errf(errmsg, "cannot sync directory %s: %s", log->dir, rl_error_name(rc));
+            rl__os_errf(errmsg, "cannot sync directory %s: %s", log->dir, rl_error_name(rc));
             goto fail;
         }
     }
@@ -584,7 +399,7 @@ int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf
     log->fd = rl__os_open(log->active->path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
     if (log->fd < 0) {
         rc = io_fail("open", log->active->path);
-        errf(errmsg, "cannot open commit log segment %s: %s", log->active->path, strerror(errno));
+        rl__os_errf(errmsg, "cannot open commit log segment %s: %s", log->active->path, strerror(errno));
         goto fail;
     }
     rl__free(bases);
@@ -719,7 +534,7 @@ int rl__commitlog_sync(rl_commitlog *log) {
         return poison(log, rc);
     }
 
-    rc = write_all(log->fd, log->pending.data, log->pending.len, s->path);
+    rc = rl__os_write_all(log->fd, log->pending.data, log->pending.len, WHO, s->path);
     if (rc == RL_OK) rc = sync_fd(log, log->fd, s->path);
     if (rc != RL_OK) {
         rl__free(c);

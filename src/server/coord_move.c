@@ -712,7 +712,7 @@ void rl__co_move_tick(rl_coordinator *co) {
 int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs = NULL;
+    rl_keyvalue *kvs = NULL;
     int n = 0, more = 0;
     uint8_t end[CO_MOVEKEYS_LEN];
     memcpy(end, CO_MOVEKEYS, CO_MOVEKEYS_LEN);

@@ -887,7 +887,7 @@ static void handle_get_range(co_conn *cc, const rl_frame_header *h, const rl_msg
         long target = g->target_bytes == 0 || g->target_bytes > CO_READ_MAX_BYTES
                           ? CO_READ_MAX_BYTES
                           : (long)g->target_bytes;
-        rl_kvpair *kvs = NULL;
+        rl_keyvalue *kvs = NULL;
         int n = 0;
         rc = rl__storage_get_range(co->sys, sv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len,
                                    g->limit, target, g->reverse, &co->scratch, &kvs, &n, &more);

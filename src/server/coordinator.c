@@ -609,7 +609,7 @@ out:
 
 /* Read [prefix, prefix + 1) of the system keyspace at its latest version into a. */
 static int sys_scan(rl_coordinator *co, const char *prefix, uint32_t pl, rl_arena *a,
-                    rl_kvpair **kvs, int *n) {
+                    rl_keyvalue **kvs, int *n) {
     uint8_t end[32];
     memcpy(end, prefix, pl);
     end[pl - 1]++;
@@ -679,7 +679,7 @@ int rl__co_server_healthy(const rl_coordinator *co, const co_server *srv, uint64
 static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs = NULL;
+    rl_keyvalue *kvs = NULL;
     int n = 0, rc = sys_scan(co, CO_KEYSERVERS, CO_KEYSERVERS_LEN, &a, &kvs, &n);
     const char *why = NULL;
     if (rc != RL_OK) goto out;

@@ -172,7 +172,7 @@ typedef struct {
     uint32_t owner;          /* remote: the server id to ask */
     /* Result. */
     int error;
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n_kvs;
     int more;
     int unread;              /* remote: the peer's reply budget did not reach it (no rows, more) */

@@ -107,7 +107,7 @@ static void copy_result(ss_piece *p, const rl_msg_read_result *r, rl_arena *a) {
     p->n_kvs = 0;
     p->kvs = NULL;
     if (r->error != RL_OK || r->n_kvs == 0) return;
-    rl_kvpair *kv = rl__arena_alloc(a, (size_t)r->n_kvs * sizeof *kv);
+    rl_keyvalue *kv = rl__arena_alloc(a, (size_t)r->n_kvs * sizeof *kv);
     if (!kv) {
         p->error = RL_E_OUT_OF_MEMORY;
         return;
@@ -839,7 +839,7 @@ static int merge_item(rl_secondary_item *it, const ss_piece *ps, int cnt, rl_are
         it->more = ps[0].more;
         return RL_OK;
     }
-    rl_kvpair *out = total ? rl__arena_alloc(a, (size_t)total * sizeof *out) : NULL;
+    rl_keyvalue *out = total ? rl__arena_alloc(a, (size_t)total * sizeof *out) : NULL;
     if (total && !out) return RL_E_OUT_OF_MEMORY;
     int n = 0, more = 0, stop = 0;
     long bytes = 0;
@@ -1250,7 +1250,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
          * in one request gets the same result per entry as from separate requests. */
         long bl = it->byte_limit > 0 ? (long)it->byte_limit : (budget - spent > 1 ? budget - spent : 1);
         if (bl < 1) bl = 1;
-        rl_kvpair *kvs = NULL;
+        rl_keyvalue *kvs = NULL;
         int n = 0, more = 0;
         int rc = rl__storage_get_range(ss->st, readv, it->begin, it->begin_len, it->end,
                                        it->end_len, it->row_limit, bl, 0, a, &kvs, &n, &more);

@@ -546,7 +546,7 @@ static void do_get_range(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get
         rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
         return;
     }
-    rl_kvpair *kvs = NULL;
+    rl_keyvalue *kvs = NULL;
     int n = 0, more = 0;
     if (rc == RL_OK && rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {
         long target = r->target_bytes > 0 && r->target_bytes < SS_REPLY_BYTES

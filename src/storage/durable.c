@@ -64,13 +64,13 @@
  *      The message says to move the file out of the directory if it is not ours.
  *   4. Replay log-S. A record that fails to decode ends the log when no valid record starts
  *      anywhere after it (the tail); otherwise, or when versions do not increase, open fails
- *      with RL_E_LOG_CORRUPT naming the file and offset. The tail is classified (classify_tail):
+ *      with RL_E_LOG_CORRUPT naming the file and offset. The tail is classified (rl__wal_classify_tail):
  *        torn          the file ends inside the record's header or payload (normally an
  *                      interrupted write, whose sync never returned: not acknowledged)
  *        bad_checksum  the record is complete but its checksum is wrong (damage after writing;
  *                      its commit may have been acknowledged)
  *        bad_record    not a record at all (bad magic, impossible length, malformed payload)
- *      Writable: save_tail copies the bytes to log-S.discarded-OFF (never overwriting: O_EXCL,
+ *      Writable: rl__wal_cut_tail copies the bytes to log-S.discarded-OFF (never overwriting: O_EXCL,
  *      then .1, .2, …), then the log is truncated at OFF and fsynced; a failure of either step
  *      fails open with the log still whole (or the bytes already saved). Read-only: the replay
  *      stops there and the file is left alone. Both log a warning naming the log, the offset,
@@ -83,8 +83,8 @@
  * rl__storage_sync succeeds (nothing to sync). The recovered state lives in memory; the files
  * are not read again after open.
  *
- * Errors while writing. Every call that changes files goes through storage/os.h (so that
- * tests/fault/storage can fail the Nth write, fsync, rename, open, ftruncate or unlink). A
+ * Errors while writing. Every file call goes through storage/os.h (so that tests/fault/storage
+ * can fail the Nth open, read, write, fsync, rename, ftruncate or unlink). A
  * failed call is logged at RL_LOG_ERROR with the operation, the file and strerror, and is mapped
  * to RL_E_NO_SPACE (ENOSPC, EDQUOT) or RL_E_IO_ERROR. A failure that may have left the log or the
  * set of files in an unknown state poisons the engine (st->poisoned: every later apply, sync and
@@ -98,11 +98,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,107 +122,25 @@
 #define PENDING_FLUSH (1u << 20)
 #define DEFAULT_CKPT_BYTES (64ull << 20)
 
-static int map_errno(int e) {
-    switch (e) {
-    case ENOENT:
-        return RL_E_FILE_NOT_FOUND;
-    case ENOSPC:
-    case EDQUOT:
-        return RL_E_NO_SPACE;
-    case ENOMEM:
-        return RL_E_OUT_OF_MEMORY;
-    default:
-        return RL_E_IO_ERROR;
-    }
+/* The file helpers of os.h, bound to this engine's directory and log prefix. */
+#define WHO "storage"
+
+static int io_fail(const char *op, const char *path) { return rl__os_io_fail(WHO, op, path); }
+
+static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
+    return rl__os_write_all(fd, p, n, WHO, path);
 }
 
-/* Log a failed file operation (errno still set by it) and map errno to an error code. */
-static int io_fail(const char *op, const char *path) {
-    int e = errno;
-    rl__log(RL_LOG_ERROR, "storage: %s %s failed: %s", op, path, strerror(e));
-    errno = e;
-    return map_errno(e);
+static int sync_fd(const rl_storage *st, int fd, const char *path) {
+    return rl__os_sync_fd(fd, st->f.no_sync, WHO, path);
 }
 
-static void errf(rl_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void errf(rl_buf *errmsg, const char *fmt, ...) {
-    if (!errmsg) return;
-    va_list ap;
-    va_start(ap, fmt);
-    rl__buf_vprintf(errmsg, fmt, ap);
-    va_end(ap);
-}
+static int sync_dir(const rl_storage *st) { return rl__os_sync_dir(st->f.dir, st->f.no_sync, WHO); }
 
 /* Path "dir/name" into out (a fixed buffer of size PATH_MAX-ish). */
 static void path_of(const rl_storage *st, char *out, size_t cap, const char *prefix, uint64_t seq,
                     const char *suffix) {
     snprintf(out, cap, "%s/%s%016" PRIx64 "%s", st->f.dir, prefix, seq, suffix);
-}
-
-/* Write n bytes at the file position of fd; path names the file in the error log. */
-static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
-    while (n > 0) {
-        ssize_t w = rl__os_write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return io_fail("write", path);
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return RL_OK;
-}
-
-static int sync_fd(rl_storage *st, int fd, const char *path) {
-    if (st->f.no_sync) return RL_OK;
-    if (rl__os_fdatasync(fd) != 0) return io_fail("fdatasync", path);
-    return RL_OK;
-}
-
-static int sync_dir(rl_storage *st) {
-    if (st->f.no_sync) return RL_OK;
-    int fd = rl__os_open(st->f.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (fd < 0) return io_fail("open", st->f.dir);
-    int rc = rl__os_fsync(fd) == 0 ? RL_OK : io_fail("fsync", st->f.dir);
-    close(fd);
-    return rc;
-}
-
-/* Read a whole file into a heap buffer (rl__free). */
-static int read_file(const char *path, uint8_t **out, size_t *out_len) {
-    int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0), rc = RL_OK;
-    uint8_t *buf = NULL;
-    struct stat sb;
-    *out = NULL;
-    *out_len = 0;
-    if (fd < 0) return map_errno(errno);
-    if (fstat(fd, &sb) != 0) {
-        rc = map_errno(errno);
-        goto fail;
-    }
-    size_t n = (size_t)sb.st_size, got = 0;
-    buf = rl__malloc(n ? n : 1);
-    if (!buf) {
-        rc = RL_E_OUT_OF_MEMORY;
-        goto fail;
-    }
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            rc = r < 0 ? map_errno(errno) : RL_E_IO_ERROR;
-            goto fail;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *out = buf;
-    *out_len = n;
-    return RL_OK;
-fail:
-    rl__free(buf);
-    close(fd);
-    return rc;
 }
 
 /* ---- checkpoint load --------------------------------------------------------------------- */
@@ -233,10 +149,10 @@ static int load_checkpoint(rl_storage *st, const char *path, uint64_t seq, rl_bu
     uint8_t *buf = NULL;
     size_t n, off = 0;
     uint64_t total = 0;
-    int rc = read_file(path, &buf, &n);
+    int rc = rl__os_read_file(path, &buf, &n);
     const char *why = NULL;
     if (rc != RL_OK) {
-        errf(errmsg, "cannot read checkpoint %s: %s", path, rl_error_name(rc));
+        rl__os_errf(errmsg, "cannot read checkpoint %s: %s", path, rl_error_name(rc));
         return rc;
     }
     if (n < CKPT_HEADER || memcmp(buf, CKPT_MAGIC, 8) != 0) {
@@ -296,7 +212,7 @@ static int load_checkpoint(rl_storage *st, const char *path, uint64_t seq, rl_bu
 bad_entry:
     why = "bad entry (length or key order)";
 corrupt:
-    errf(errmsg, "checkpoint %s corrupt at byte offset %zu: %s", path, off, why);
+    rl__os_errf(errmsg, "checkpoint %s corrupt at byte offset %zu: %s", path, off, why);
     rc = RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT);
 fail:
     rl__free(buf);
@@ -304,14 +220,6 @@ fail:
 }
 
 /* ---- log replay -------------------------------------------------------------------------- */
-
-/* 1 if a valid record starts anywhere in p[from, n). */
-static int valid_record_after(const uint8_t *p, size_t n, size_t from) {
-    rl_wal_record r;
-    for (size_t i = from; i + RL_WAL_HEADER <= n; i++)
-        if (rl__le32(p + i) == RL_WAL_MAGIC && rl__wal_decode(p + i, n - i, &r) == RL_OK) return 1;
-    return 0;
-}
 
 const char *rl__storage_tail_name(int kind) {
     switch (kind) {
@@ -328,82 +236,16 @@ const char *rl__storage_tail_name(int kind) {
     }
 }
 
-/* The words of the warning for each kind of tail (docs/file-format.md, Recovery). */
-static const char *tail_words(int kind) {
-    switch (kind) {
-    case RL_TAIL_TORN:
-        return "torn (short record)";
-    case RL_TAIL_BAD_CHECKSUM:
-        return "a complete record with bad checksum";
-    default:
-        return "not a record (bad magic, length or payload)";
-    }
-}
-
-/* Classify the unreadable bytes p[0..n) that end a log (rl__wal_decode failed on them). */
-static int classify_tail(const uint8_t *p, size_t n) {
-    rl_wal_record r;
-    if (rl__wal_decode(p, n, &r) != RL_OK && r.incomplete) return RL_TAIL_TORN;
-    if (n >= RL_WAL_HEADER && rl__le32(p) == RL_WAL_MAGIC) {
-        uint32_t len = rl__le32(p + 8);
-        if (len <= RL_WAL_MAX_PAYLOAD && n - RL_WAL_HEADER >= len &&
-            rl__checksum32(p + 8, (size_t)RL_WAL_HEADER - 8 + len) != rl__le32(p + 4))
-            return RL_TAIL_BAD_CHECKSUM;
-    }
-    return RL_TAIL_BAD_RECORD;
-}
-
-/* Copy the discarded tail p[0..n) (from byte offset `off` of log `path`) into a new side file
- * "PATH.discarded-OFF" (then ".1", ".2", … if that name is taken: a side file is never
- * overwritten), fsync it and the directory. On RL_OK *out_side is the side file's path (heap,
- * the caller's). On failure the partial side file is removed again (the log still holds every
- * byte), errmsg says why, and the error is returned. */
-static int save_tail(rl_storage *st, const char *path, size_t off, const uint8_t *p, size_t n,
-                     char **out_side, rl_buf *errmsg) {
-    char side[4200];
-    int fd = -1, rc, created = 0;
-    *out_side = NULL;
-    for (int i = 0; i < 1000; i++) {
-        if (i == 0)
-            snprintf(side, sizeof side, "%s.discarded-%zu", path, off);
-        else
-            snprintf(side, sizeof side, "%s.discarded-%zu.%d", path, off, i);
-        fd = rl__os_open(side, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        rc = io_fail("open", side);
-        goto fail;
-    }
-    created = 1;
-    if ((rc = write_all(fd, p, n, side)) != RL_OK) goto fail;
-    if ((rc = sync_fd(st, fd, side)) != RL_OK) goto fail;
-    close(fd);
-    fd = -1;
-    if ((rc = sync_dir(st)) != RL_OK) goto fail;
-    if (!(*out_side = rl__strdup(side))) {
-        rc = RL_E_OUT_OF_MEMORY;
-        goto fail;
-    }
-    return RL_OK;
-fail:
-    errf(errmsg, "cannot truncate log %s at byte offset %zu: saving the %zu discarded bytes to %s "
-                 "failed (%s); no file was changed", path, off, n, side, rl_error_name(rc));
-    if (fd >= 0) close(fd);
-    if (created && rl__os_unlink(side) != 0) io_fail("unlink", side);
-    return rc;
-}
-
 /* The log ends in n unreadable bytes at byte offset off of `path` (p points at them): record
- * what they are for the status and, unless read-only, move them aside (save_tail) and truncate
- * the log at off (synced), so that new records follow the last good one. Read-only leaves the
+ * what they are for the status and, unless read-only, move them aside and truncate the log at
+ * off (rl__wal_cut_tail), so that new records follow the last good one. Read-only leaves the
  * file as it is. Returns RL_OK, or the error of a failed save or truncate (errmsg says which;
  * the log then still holds every byte, or the side file does). */
 static int discard_tail(rl_storage *st, const char *path, size_t off, const uint8_t *p, size_t n,
                         rl_buf *errmsg) {
     char *side = NULL;
-    int rc, fd = -1;
-    st->f.tail_kind = classify_tail(p, n);
+    int rc;
+    st->f.tail_kind = rl__wal_classify_tail(p, n);
     st->f.tail_offset = off;
     st->f.tail_bytes = n;
     if (!(st->f.tail_log = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
@@ -411,28 +253,15 @@ static int discard_tail(rl_storage *st, const char *path, size_t off, const uint
         rl__log(RL_LOG_WARN,
                 "log %s: the record at byte offset %zu is %s; recovery ends the log before it and "
                 "leaves the %zu bytes from there in place (read-only open)",
-                path, off, tail_words(st->f.tail_kind), n);
+                path, off, rl__wal_tail_words(st->f.tail_kind), n);
         return RL_OK;
     }
-    if ((rc = save_tail(st, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
-    fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        rc = io_fail("open", path);
-    else if (rl__os_ftruncate(fd, (off_t)off) != 0)
-        rc = io_fail("ftruncate", path);
-    else
-        rc = sync_fd(st, fd, path);
-    if (fd >= 0) close(fd);
-    if (rc != RL_OK) {
-        errf(errmsg, "cannot truncate log %s at byte offset %zu: %s (the discarded bytes are saved "
-                     "in %s)", path, off, rl_error_name(rc), side);
-        rl__free(side);
-        return rc;
-    }
+    const rl_wal_file f = {WHO, "log", st->f.dir, st->f.no_sync};
+    if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
     rl__log(RL_LOG_WARN,
             "log %s: the record at byte offset %zu is %s; the log now ends before it, and the %zu "
             "bytes from there were moved to %s",
-            path, off, tail_words(st->f.tail_kind), n, side);
+            path, off, rl__wal_tail_words(st->f.tail_kind), n, side);
     st->f.tail_moved_to = side;
     return RL_OK;
 }
@@ -443,18 +272,18 @@ static int discard_tail(rl_storage *st, const char *path, size_t off, const uint
 static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n, off = 0;
-    int rc = read_file(path, &buf, &n);
+    int rc = rl__os_read_file(path, &buf, &n);
     if (rc == RL_E_FILE_NOT_FOUND) return RL_OK;
     if (rc != RL_OK) {
-        errf(errmsg, "cannot read log %s: %s", path, rl_error_name(rc));
+        rl__os_errf(errmsg, "cannot read log %s: %s", path, rl_error_name(rc));
         return rc;
     }
     st->f.replaying = 1;
     while (off < n) {
         rl_wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
-            if (valid_record_after(buf, n, off + 1)) {
-                errf(errmsg, "log %s corrupt at byte offset %zu: bad record followed by valid ones",
+            if (rl__wal_valid_record_after(buf, n, off + 1)) {
+                rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: bad record followed by valid ones",
                      path, off);
                 rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
                 goto out;
@@ -467,7 +296,7 @@ static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl
             continue;
         }
         if (r.version <= st->latest) {
-            errf(errmsg, "log %s corrupt at byte offset %zu: version %" PRIu64
+            rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: version %" PRIu64
                          " does not follow %" PRIu64, path, off, r.version, st->latest);
             rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
             goto out;
@@ -534,7 +363,7 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
     DIR *d = opendir(st->f.dir);
     if (!d) {
         int rc = io_fail("opendir", st->f.dir);
-        errf(errmsg, "cannot list storage directory %s: %s", st->f.dir, strerror(errno));
+        rl__os_errf(errmsg, "cannot list storage directory %s: %s", st->f.dir, strerror(errno));
         return rc;
     }
     while ((de = readdir(d)) != NULL)
@@ -566,24 +395,10 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
  * coexist; a writer excludes everyone). A read-only open creates LOCK only when it is missing. */
 static int take_lock(rl_storage *st, rl_buf *errmsg) {
     char path[4096];
-    int rc;
     snprintf(path, sizeof path, "%s/LOCK", st->f.dir);
-    st->f.lock_fd = -1;
-    if (st->read_only) st->f.lock_fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
-    if (st->f.lock_fd < 0 && (!st->read_only || errno == ENOENT))
-        st->f.lock_fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (st->f.lock_fd < 0) {
-        rc = io_fail("open", path);
-        errf(errmsg, "cannot open %s: %s", path, strerror(errno));
-        return rc;
-    }
-    if (flock(st->f.lock_fd, (st->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-        rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : map_errno(errno);
-        errf(errmsg, "%s is locked by another handle%s", path,
-             st->read_only ? " that writes" : "");
-        return rc;
-    }
-    return RL_OK;
+    return rl__os_lock_file(path, st->read_only, WHO,
+                            st->read_only ? "another handle that writes" : "another handle",
+                            &st->f.lock_fd, errmsg);
 }
 
 int rl__logdir_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
@@ -594,8 +409,8 @@ int rl__logdir_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
     if (!(st->f.dir = rl__strdup(o->dir))) return RL_E_OUT_OF_MEMORY;
     if (strlen(o->dir) > 4000) return RL_E_INVALID_ARGUMENT;
     if (stat(o->dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        rc = stat(o->dir, &sb) != 0 ? map_errno(errno) : RL_E_INVALID_ARGUMENT;
-        errf(errmsg, "storage directory %s: %s", o->dir,
+        rc = stat(o->dir, &sb) != 0 ? rl__os_map_errno(errno) : RL_E_INVALID_ARGUMENT;
+        rl__os_errf(errmsg, "storage directory %s: %s", o->dir,
              rc == RL_E_FILE_NOT_FOUND ? "does not exist" : "not a directory");
         return rc;
     }
@@ -615,11 +430,11 @@ int rl__logdir_open_log(rl_storage *st, uint64_t seq, rl_buf *errmsg) {
     st->f.log_fd = rl__os_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (st->f.log_fd < 0) {
         rc = io_fail("open", path);
-        errf(errmsg, "cannot open log %s: %s", path, strerror(errno));
+        rl__os_errf(errmsg, "cannot open log %s: %s", path, strerror(errno));
         return rc;
     }
     if ((rc = sync_dir(st)) != RL_OK) {
-        errf(errmsg, "cannot sync directory %s: %s", st->f.dir, rl_error_name(rc));
+        rl__os_errf(errmsg, "cannot sync directory %s: %s", st->f.dir, rl_error_name(rc));
         return rc;
     }
     return RL_OK;
@@ -633,7 +448,7 @@ static int read_engine_file(const char *dir, char *name, size_t cap) {
     snprintf(path, sizeof path, "%s/ENGINE", dir);
     int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return errno == ENOENT ? 0 : -1;
-    ssize_t n = read(fd, name, cap - 1);
+    ssize_t n = rl__os_read(fd, name, cap - 1);
     close(fd);
     if (n < 0) return -1;
     name[n] = 0;
@@ -650,8 +465,8 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
     const rl_engine_ops *have = NULL;
     int r = read_engine_file(o->dir, name, sizeof name);
     if (r < 0) {
-        errf(errmsg, "cannot read %s/ENGINE: %s", o->dir, strerror(errno));
-        return map_errno(errno);
+        rl__os_errf(errmsg, "cannot read %s/ENGINE: %s", o->dir, strerror(errno));
+        return rl__os_map_errno(errno);
     }
     if (r == 1) {
         if (strcmp(name, "ssd") == 0)
@@ -659,14 +474,14 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
         else if (strcmp(name, "memory") == 0)
             have = &rl__engine_memory;
         else {
-            errf(errmsg, "%s/ENGINE names an unknown storage engine \"%s\"", o->dir, name);
+            rl__os_errf(errmsg, "%s/ENGINE names an unknown storage engine \"%s\"", o->dir, name);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
         }
     } else {
         snprintf(path, sizeof path, "%s/data.mdb", o->dir);
         struct stat sb;
         if (stat(path, &sb) == 0) {
-            errf(errmsg, "%s has an LMDB file (data.mdb) but no ENGINE file: restore ENGINE "
+            rl__os_errf(errmsg, "%s has an LMDB file (data.mdb) but no ENGINE file: restore ENGINE "
                          "(\"ssd\") or move data.mdb out of the directory", o->dir);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
         }
@@ -681,7 +496,7 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
         }
     }
     if (have && want && have != want) {
-        errf(errmsg, "%s holds a database of the %s engine; it cannot be opened with the %s "
+        rl__os_errf(errmsg, "%s holds a database of the %s engine; it cannot be opened with the %s "
                      "engine (omit the engine, or ask for %s)", o->dir, have->name, want->name,
              have->name);
         return RL_E_INVALID_ARGUMENT;
@@ -699,7 +514,7 @@ int rl__logdir_record_engine(rl_storage *st, const char *name, rl_buf *errmsg) {
     int fd = rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc;
     if (fd < 0) {
         rc = io_fail("open", tmp);
-        errf(errmsg, "cannot create %s: %s", tmp, strerror(errno));
+        rl__os_errf(errmsg, "cannot create %s: %s", tmp, strerror(errno));
         return rc;
     }
     char line[80];
@@ -709,7 +524,7 @@ int rl__logdir_record_engine(rl_storage *st, const char *name, rl_buf *errmsg) {
     close(fd);
     if (rc == RL_OK && rl__os_rename(tmp, path) != 0) rc = io_fail("rename", tmp);
     if (rc == RL_OK) rc = sync_dir(st);
-    if (rc != RL_OK) errf(errmsg, "cannot record the engine in %s: %s", path, rl_error_name(rc));
+    if (rc != RL_OK) rl__os_errf(errmsg, "cannot record the engine in %s: %s", path, rl_error_name(rc));
     return rc;
 }
 
@@ -724,14 +539,14 @@ static int memory_open(rl_storage *st, const rl_storage_options *o, rl_buf *errm
      *    not there: refuse rather than open an older (or the empty) state. */
     if ((rc = scan_dir(st, &sc, errmsg)) != RL_OK) return rc;
     if (sc.has_orphan_log) {
-        errf(errmsg, "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
+        rl__os_errf(errmsg, "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
                      " holds the commits after it and cannot be replayed without it (newest "
                      "checkpoint present: ", st->f.dir, sc.orphan_log, st->f.dir, sc.orphan_log);
         if (sc.has_ckpt)
-            errf(errmsg, "ckpt-%016" PRIx64 ")", sc.best);
+            rl__os_errf(errmsg, "ckpt-%016" PRIx64 ")", sc.best);
         else
-            errf(errmsg, "none)");
-        errf(errmsg, "; no file was changed");
+            rl__os_errf(errmsg, "none)");
+        rl__os_errf(errmsg, "; no file was changed");
         return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT);
     }
     st->f.seq = sc.best;
@@ -741,11 +556,11 @@ static int memory_open(rl_storage *st, const rl_storage_options *o, rl_buf *errm
         path_of(st, path, sizeof path, "ckpt-", sc.best, "");
         if ((rc = load_checkpoint(st, path, sc.best, errmsg)) != RL_OK) {
             if (rc == RL_E_CHECKPOINT_CORRUPT) {
-                errf(errmsg, "; no file was changed");
+                rl__os_errf(errmsg, "; no file was changed");
                 if (sc.has_prev)
-                    errf(errmsg, " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
+                    rl__os_errf(errmsg, " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
                                  "never falls back to an older checkpoint)", sc.prev);
-                errf(errmsg, "; if this file is not a checkpoint of this database, move it out "
+                rl__os_errf(errmsg, "; if this file is not a checkpoint of this database, move it out "
                              "of %s and open again", st->f.dir);
             }
             return rc;

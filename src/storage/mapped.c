@@ -568,7 +568,7 @@ static int secondary_bounds(int is_range, uint8_t *p, size_t n, rl_mapped_entry 
  * read, RL_E_OUT_OF_MEMORY. */
 static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_limit, rl_arena *a,
                       rl_mapped_entry *ent) {
-    rl_kvpair *kvs = NULL;
+    rl_keyvalue *kvs = NULL;
     int n_kvs = 0, more = 0, rc;
     if (ent->is_range) {
         rc = rl__storage_get_range_nolock(st, v, ent->begin, ent->begin_len, ent->end,
@@ -679,7 +679,7 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
     rl_mapped_options opt;
     size_t block_size0;
     int locked = 0;
-    rl_kvpair *idx = NULL;
+    rl_keyvalue *idx = NULL;
     rl_mapped_entry *ents = NULL;
     rl_secondary_item *items = NULL;
     int n_idx = 0, scan_more = 0, mapped = 0, rc;

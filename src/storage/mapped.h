@@ -70,7 +70,7 @@ typedef struct {
     long byte_limit;       /* about this many key + value bytes (> 0; the row that crosses it is
                               included, as rl__storage_get_range) */
     /* Outputs (zeroed by mapped.c before the call). */
-    rl_kvpair *kvs;        /* the rows in ascending key order, copied into the arena given to
+    rl_keyvalue *kvs;        /* the rows in ascending key order, copied into the arena given to
                               the hook (point: at most one, whose key equals begin) */
     int n_kvs;
     int more;              /* 1: rows remain that the limits cut off (range reads only) */

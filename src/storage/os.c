@@ -1,4 +1,5 @@
-/* os.c — the storage engine's file-system calls and their fault injection (contract in os.h).
+/* os.c — the durable code's file-system calls, their fault injection and the shared file
+ * helpers (contract in os.h).
  *
  * Invariants:
  *   1. `armed` is 0 unless a test armed a fault; every wrapper reads it once (relaxed) and, when
@@ -13,9 +14,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "reclayer/error.h"
 
 static atomic_int armed;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -92,6 +101,15 @@ int rl__os_open(const char *path, int flags, mode_t mode) {
     return open(path, flags, mode);
 }
 
+ssize_t rl__os_read(int fd, void *p, size_t n) {
+    int err = FAULT(RL_OS_READ, NULL);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return read(fd, p, n);
+}
+
 ssize_t rl__os_write(int fd, const void *p, size_t n) {
     int torn = 0, err = FAULT(RL_OS_WRITE, &torn);
     if (err) {
@@ -103,19 +121,6 @@ ssize_t rl__os_write(int fd, const void *p, size_t n) {
         return -1;
     }
     return write(fd, p, n);
-}
-
-ssize_t rl__os_pwrite(int fd, const void *p, size_t n, off_t off) {
-    int torn = 0, err = FAULT(RL_OS_WRITE, &torn);
-    if (err) {
-        if (torn && n > 1) {
-            ssize_t w = pwrite(fd, p, n / 2, off);
-            (void)w;
-        }
-        errno = err;
-        return -1;
-    }
-    return pwrite(fd, p, n, off);
 }
 
 int rl__os_fsync(int fd) {
@@ -161,4 +166,129 @@ int rl__os_unlink(const char *path) {
         return -1;
     }
     return unlink(path);
+}
+
+int rl__os_mkdir(const char *path, mode_t mode) {
+    int err = FAULT(RL_OS_MKDIR, NULL);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return mkdir(path, mode);
+}
+
+/* ---- Helpers ----------------------------------------------------------------------------- */
+
+int rl__os_map_errno(int e) {
+    switch (e) {
+    case ENOENT:
+        return RL_E_FILE_NOT_FOUND;
+    case ENOSPC:
+    case EDQUOT:
+        return RL_E_NO_SPACE;
+    case ENOMEM:
+        return RL_E_OUT_OF_MEMORY;
+    default:
+        return RL_E_IO_ERROR;
+    }
+}
+
+int rl__os_io_fail(const char *who, const char *op, const char *path) {
+    int e = errno;
+    rl__log(RL_LOG_ERROR, "%s: %s %s failed: %s", who, op, path, strerror(e));
+    errno = e;
+    return rl__os_map_errno(e);
+}
+
+void rl__os_errf(rl_buf *errmsg, const char *fmt, ...) {
+    if (!errmsg) return;
+    va_list ap;
+    va_start(ap, fmt);
+    rl__buf_vprintf(errmsg, fmt, ap);
+    va_end(ap);
+}
+
+int rl__os_write_all(int fd, const void *p, size_t n, const char *who, const char *path) {
+    const uint8_t *q = p;
+    while (n > 0) {
+        ssize_t w = rl__os_write(fd, q, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return rl__os_io_fail(who, "write", path);
+        }
+        q += w;
+        n -= (size_t)w;
+    }
+    return RL_OK;
+}
+
+int rl__os_sync_fd(int fd, int no_sync, const char *who, const char *path) {
+    if (no_sync) return RL_OK;
+    if (rl__os_fdatasync(fd) != 0) return rl__os_io_fail(who, "fdatasync", path);
+    return RL_OK;
+}
+
+int rl__os_sync_dir(const char *dir, int no_sync, const char *who) {
+    if (no_sync) return RL_OK;
+    int fd = rl__os_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return rl__os_io_fail(who, "open", dir);
+    int rc = rl__os_fsync(fd) == 0 ? RL_OK : rl__os_io_fail(who, "fsync", dir);
+    close(fd);
+    return rc;
+}
+
+int rl__os_read_file(const char *path, uint8_t **out, size_t *out_len) {
+    int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0), rc = RL_OK;
+    uint8_t *buf = NULL;
+    struct stat sb;
+    *out = NULL;
+    *out_len = 0;
+    if (fd < 0) return rl__os_map_errno(errno);
+    if (fstat(fd, &sb) != 0) {
+        rc = rl__os_map_errno(errno);
+        goto fail;
+    }
+    size_t n = (size_t)sb.st_size, got = 0;
+    buf = rl__malloc(n ? n : 1);
+    if (!buf) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    while (got < n) {
+        ssize_t r = rl__os_read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            rc = r < 0 ? rl__os_map_errno(errno) : RL_E_IO_ERROR;
+            goto fail;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *out = buf;
+    *out_len = n;
+    return RL_OK;
+fail:
+    rl__free(buf);
+    close(fd);
+    return rc;
+}
+
+int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder,
+                     int *out_fd, rl_buf *errmsg) {
+    int fd = -1, rc;
+    if (shared) fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0 && (!shared || errno == ENOENT))
+        fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    *out_fd = fd;
+    if (fd < 0) {
+        rc = rl__os_io_fail(who, "open", path);
+        rl__os_errf(errmsg, "cannot open %s: %s", path, strerror(errno));
+        return rc;
+    }
+    if (flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+        rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : rl__os_map_errno(errno);
+        rl__os_errf(errmsg, "%s is locked by %s", path, holder);
+        return rc;
+    }
+    return RL_OK;
 }

@@ -14,7 +14,7 @@
  *                               /        |      \
  *        bt_leaf [pfx | kpre[0..n) | rows[0..n)] <-> [ ... ] <-> [ ... ]  (prev/next list)
  *                               |   |
- *                  bt_row {chain, klen, key, inline sl_ver + value} -> older sl_ver ...
+ *                  bt_row {chain, klen, key, inline st_ver + value} -> older st_ver ...
  *                               ^
  *                  htab[hash(key)] (point reads), dirty ring (GC)
  *
@@ -94,6 +94,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/hash.h"
+#include "base/log.h"
 #include "reclayer/error.h"
 #include "storage/storage_int.h"
 #include "storage/wal.h"
@@ -117,7 +118,7 @@ static bt_row *hfind(const rl_storage *st, const uint8_t *k, size_t kl) {
     return NULL;
 }
 
-static void hput(sl_hslot *tab, size_t cap, uint64_t h, bt_row *r) {
+static void hput(st_hslot *tab, size_t cap, uint64_t h, bt_row *r) {
     size_t i = h & (cap - 1);
     while (tab[i].r) i = (i + 1) & (cap - 1);
     tab[i].h = h;
@@ -128,7 +129,7 @@ static void hput(sl_hslot *tab, size_t cap, uint64_t h, bt_row *r) {
 static int hreserve(rl_storage *st) {
     if ((st->hcount + 1) * 2 <= st->hcap) return RL_OK;
     size_t cap = st->hcap ? st->hcap * 2 : 1024;
-    sl_hslot *t = rl__calloc(cap, sizeof *t);
+    st_hslot *t = rl__calloc(cap, sizeof *t);
     if (!t) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < st->hcap; i++)
         if (st->htab[i].r) hput(t, cap, st->htab[i].h, st->htab[i].r);
@@ -203,13 +204,13 @@ static int row_cmp(const bt_row *r, const uint8_t *k, size_t kl) {
 /* The version allocated inside row r (after its key, 8-byte aligned): every row is created with
  * its first value there, so a key written once (a loaded dataset) costs one allocation and one
  * miss (two or three adjacent lines) per row in a scan. It is freed with the row only. */
-static inline sl_ver *inline_ver(const bt_row *r) {
+static inline st_ver *inline_ver(const bt_row *r) {
     uintptr_t p = (uintptr_t)(r->key + r->klen);
-    return (sl_ver *)((p + 7) & ~(uintptr_t)7);
+    return (st_ver *)((p + 7) & ~(uintptr_t)7);
 }
 
-static sl_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_clear) {
-    sl_ver *e = rl__malloc(sizeof *e + len);
+static st_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_clear) {
+    st_ver *e = rl__malloc(sizeof *e + len);
     if (!e) return NULL;
     e->older = NULL;
     e->v = v;
@@ -219,13 +220,13 @@ static sl_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_cl
     return e;
 }
 
-static void ver_free(const bt_row *r, sl_ver *e) {
+static void ver_free(const bt_row *r, st_ver *e) {
     if (e != inline_ver(r)) rl__free(e);
 }
 
-static void chain_free(const bt_row *r, sl_ver *e) {
+static void chain_free(const bt_row *r, st_ver *e) {
     while (e) {
-        sl_ver *o = e->older;
+        st_ver *o = e->older;
         ver_free(r, e);
         e = o;
     }
@@ -236,12 +237,12 @@ static void chain_free(const bt_row *r, sl_ver *e) {
 static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val,
                        uint32_t vl) {
     size_t keyend = sizeof(bt_row) + kl;
-    bt_row *r = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(sl_ver) + vl);
+    bt_row *r = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(st_ver) + vl);
     if (!r) return NULL;
     r->klen = kl;
     r->in_dirty = 0;
     if (kl) memcpy(r->key, k, kl);
-    sl_ver *e = inline_ver(r);
+    st_ver *e = inline_ver(r);
     e->older = NULL;
     e->v = v;
     e->len = vl;
@@ -252,15 +253,15 @@ static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_
 }
 
 /* The entry visible at v: the newest with version <= v, or NULL if none or a tombstone. */
-static inline const sl_ver *visible(const bt_row *r, rl_version v) {
-    const sl_ver *e = r->chain;
+static inline const st_ver *visible(const bt_row *r, rl_version v) {
+    const st_ver *e = r->chain;
     while (e && e->v > v) e = e->older;
     return e && !e->is_clear ? e : NULL;
 }
 
 /* The newest entry at or below v (a value or a tombstone), or NULL if none. */
-static inline const sl_ver *entry_at(const bt_row *r, rl_version v) {
-    const sl_ver *e = r->chain;
+static inline const st_ver *entry_at(const bt_row *r, rl_version v) {
+    const st_ver *e = r->chain;
     while (e && e->v > v) e = e->older;
     return e;
 }
@@ -668,9 +669,9 @@ static int needs_gc(const bt_row *r) { return r->chain->older != NULL || r->chai
 
 /* Collapse the history of r at or below oldest (invariant 5). Returns 1 if r was removed. */
 static int collapse(rl_storage *st, bt_row *r) {
-    sl_ver **link = &r->chain;
+    st_ver **link = &r->chain;
     while (*link && (*link)->v > st->oldest) link = &(*link)->older;
-    sl_ver *e = *link;
+    st_ver *e = *link;
     if (!e) return 0;
     chain_free(r, e->older);
     e->older = NULL;
@@ -790,9 +791,9 @@ static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl
         if (rc == RL_OK) st->touched++;
         return rc;
     }
-    sl_ver *head = r->chain;
+    st_ver *head = r->chain;
     if (is_clear && head->is_clear) return RL_OK;
-    sl_ver *e = ver_new(v, val, vl, is_clear);
+    st_ver *e = ver_new(v, val, vl, is_clear);
     if (!e) return RL_E_OUT_OF_MEMORY;
     if (!head->is_clear) {
         st->live_keys--;
@@ -834,9 +835,9 @@ static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t 
     }
     for (cursor c = seek(st, b, bl, 0); c.l && row_cmp(cur_row(c), e, el) < 0; cur_next(&c)) {
         bt_row *r = cur_row(c);
-        sl_ver *head = r->chain;
+        st_ver *head = r->chain;
         if (head->is_clear) continue;
-        sl_ver *t = ver_new(v, NULL, 0, 1);
+        st_ver *t = ver_new(v, NULL, 0, 1);
         if (!t) return RL_E_OUT_OF_MEMORY;
         st->live_keys--;
         st->live_bytes -= r->klen + head->len;
@@ -870,7 +871,7 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
             break;
         default: {
             bt_row *x = hfind(st, m->p1, m->len1);
-            const sl_ver *old = x ? visible(x, v) : NULL;
+            const st_ver *old = x ? visible(x, v) : NULL;
             int present, bp = 0;
             const uint8_t *ov = old ? old->data : NULL;
             uint32_t ol = old ? old->len : 0;
@@ -899,7 +900,7 @@ int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_
                          const uint8_t *val, uint32_t vl) {
     const bt_leaf *l = st->last;
     if (l->n && row_cmp(l->rows[l->n - 1], k, kl) >= 0)
-        return RL_E_CHECKPOINT_CORRUPT; /* keys must arrive strictly ascending */
+        return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT); /* keys must arrive strictly ascending */
     return row_insert(st, k, kl, v, val, vl);
 }
 
@@ -943,7 +944,7 @@ int rl__storage_map_each(rl_storage *st, rl_map_each_cb cb, void *ctx) {
     for (const bt_leaf *l = st->first; l; l = l->next)
         for (uint32_t i = 0; i < l->n; i++) {
             const bt_row *r = l->rows[i];
-            const sl_ver *e = r->chain; /* the state at latest is the head of each chain */
+            const st_ver *e = r->chain; /* the state at latest is the head of each chain */
             if (e->is_clear) continue;
             int rc = cb(ctx, r->key, r->klen, e->data, e->len);
             if (rc != RL_OK) return rc;
@@ -955,7 +956,7 @@ int rl__storage_map_changed(rl_storage *st, rl_version since, rl_map_changed_cb 
     for (const bt_leaf *l = st->first; l; l = l->next)
         for (uint32_t i = 0; i < l->n; i++) {
             const bt_row *r = l->rows[i];
-            const sl_ver *e = r->chain;
+            const st_ver *e = r->chain;
             if (e->v <= since) continue;
             int rc = cb(ctx, r->key, r->klen, e->is_clear ? NULL : e->data, e->len, e->is_clear);
             if (rc != RL_OK) return rc;
@@ -968,7 +969,7 @@ int rl__storage_map_pin(rl_storage *st) {
         for (uint32_t i = 0; i < l->n; i++) {
             bt_row *r = l->rows[i];
             if (r->chain->v <= st->base_version) continue;
-            sl_ver *tail = r->chain;
+            st_ver *tail = r->chain;
             while (tail->older) tail = tail->older;
             if (tail->v <= st->oldest) continue; /* the chain answers every readable version */
             int bp;
@@ -976,7 +977,7 @@ int rl__storage_map_pin(rl_storage *st) {
             uint32_t bl;
             int rc = base_lookup(st, r->key, r->klen, &bp, &bv, &bl);
             if (rc != RL_OK) return rc;
-            sl_ver *e = ver_new(st->oldest, bv, bp ? bl : 0, !bp);
+            st_ver *e = ver_new(st->oldest, bv, bp ? bl : 0, !bp);
             if (!e) return RL_E_OUT_OF_MEMORY;
             tail->older = e;
             if (dirty_push(st, r) != RL_OK) return RL_E_OUT_OF_MEMORY;
@@ -1208,7 +1209,7 @@ int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t
         goto out;
     }
     if (n) {
-        const sl_ver *e = visible(n, v);
+        const st_ver *e = visible(n, v);
         if (e) {
             uint8_t *p = rl__arena_memdup(a, e->data, e->len);
             if (!p) {
@@ -1311,7 +1312,7 @@ static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val,
         }
         m->adv_t = 1;
         m->adv_b = c == 0;
-        const sl_ver *e = entry_at(r, m->v);
+        const st_ver *e = entry_at(r, m->v);
         if (e) {
             if (e->is_clear) continue;
             *k = r->key, *kl = r->klen, *val = e->data, *vl = e->len;
@@ -1328,12 +1329,12 @@ static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val,
 /* rl__storage_get_range_nolock over the window and the base. */
 static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                         const void *end, size_t end_len, int limit, long target_bytes,
-                        int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n,
+                        int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
                         int *out_more) {
     mcur m;
     int rc = m_open(&m, st, v, reverse), n = 0, cap = 0, more = 0, got;
     long bytes = 0;
-    rl_kvpair *kvs = NULL;
+    rl_keyvalue *kvs = NULL;
     const uint8_t *k, *val;
     uint32_t kl, vl;
     uint8_t *chunk = NULL; /* rows are copied into arena chunks, 512 B doubling up to 16 KiB */
@@ -1363,7 +1364,7 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
         }
         if (n == cap) {
             int ncap = cap ? cap * 4 : 64;
-            rl_kvpair *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
+            rl_keyvalue *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
             if (!nk) {
                 rc = RL_E_OUT_OF_MEMORY;
                 break;
@@ -1406,8 +1407,8 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
  * / hi are not NULL: forward from the first key >= the anchor (> with or_equal) counting offset
  * visible keys, backward from the last key < the anchor (<= with or_equal) counting 1 - offset.
  * *found = 1 with the key copied into a, or 0 with *steps_left what remained at the bound. */
-static int select_merged(rl_storage *st, rl_version v, const rl_selector *sel, const uint8_t *lo,
-                         uint32_t lo_len, const uint8_t *hi, uint32_t hi_len, rl_arena *a,
+static int select_merged(rl_storage *st, rl_version v, const rl_key_selector *sel,
+                         const uint8_t *lo, uint32_t lo_len, const uint8_t *hi, uint32_t hi_len, rl_arena *a,
                          int *found, const uint8_t **out_key, uint32_t *out_len, long *steps_left) {
     mcur m;
     const uint8_t *sk = sel->key ? sel->key : (const uint8_t *)"";
@@ -1439,7 +1440,7 @@ static int select_merged(rl_storage *st, rl_version v, const rl_selector *sel, c
     return rc;
 }
 
-int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl_arena *a,
+int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a,
                         const uint8_t **out_key, uint32_t *out_len) {
     int rc;
     const uint8_t *k = NULL;
@@ -1503,7 +1504,7 @@ out:
  * visible rows from the first key >= the anchor up to hi, backward from the last key < the anchor
  * down to lo; what is left of the offset when a bound is reached becomes the selector to continue
  * with (or, at the keyspace's own ends, the clamped result). No row values are copied. */
-int rl__storage_select(rl_storage *st, rl_version v, const rl_selector *sel, const uint8_t *lo,
+int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo,
                        uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
                        int hi_is_max, rl_arena *a, rl_select_result *out) {
     int rc;
@@ -1620,7 +1621,8 @@ static uint32_t leaf_bound(const bt_leaf *l, const void *k, size_t kl, int rever
  * end of the range is found once per leaf (leaf_bound), not per row. */
 int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                           const void *end, size_t end_len, int limit, long target_bytes,
-                          int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n, int *out_more) {
+                          int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
+                          int *out_more) {
     pthread_rwlock_rdlock(&st->lock);
     int rc = rl__storage_get_range_nolock(st, v, begin, begin_len, end, end_len, limit,
                                           target_bytes, reverse, a, out_kvs, out_n, out_more);
@@ -1630,11 +1632,11 @@ int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_
 
 int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin,
                                  size_t begin_len, const void *end, size_t end_len, int limit,
-                                 long target_bytes, int reverse, rl_arena *a, rl_kvpair **out_kvs,
+                                 long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
                                  int *out_n, int *out_more) {
     int rc, n = 0, cap = 0, more = 0, done = 0, window = RANGE_WINDOW;
     long bytes = 0;
-    rl_kvpair *kvs = NULL;
+    rl_keyvalue *kvs = NULL;
     const bt_leaf *bl = NULL; /* the leaf whose bound is in bound */
     uint32_t bound = 0;
     *out_kvs = NULL;
@@ -1675,7 +1677,7 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
                     prefetch_row(c.l->prev->rows[c.l->prev->n + c.i - PREFETCH_AHEAD]);
             }
             const bt_row *r = cur_row(c);
-            const sl_ver *e = visible(r, v);
+            const st_ver *e = visible(r, v);
             if (e) {
                 if ((limit && n + wn >= limit) || (target_bytes && bytes >= target_bytes)) {
                     more = 1;
@@ -1699,7 +1701,7 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
         /* Room for the rows, then pass 2: copy them. */
         if (n + wn > cap) {
             int ncap = cap * 2 > n + wn ? cap * 2 : n + wn;
-            rl_kvpair *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
+            rl_keyvalue *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
             if (!nk) {
                 rc = RL_E_OUT_OF_MEMORY;
                 goto out;
@@ -1715,7 +1717,7 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
         }
         for (cursor y = w0; wn > 0;) {
             const bt_row *r = cur_row(y);
-            const sl_ver *e = visible(r, v);
+            const st_ver *e = visible(r, v);
             if (!reverse)
                 cur_next(&y);
             else

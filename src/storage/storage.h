@@ -41,12 +41,8 @@
 #include "base/kvtypes.h"
 #include "reclayer/kv.h"
 
-/* A key-value pair returned by a read (the public rl_keyvalue); both point into the caller's
- * arena. */
-typedef rl_keyvalue rl_kvpair;
-
-/* A key selector (the public rl_key_selector): FoundationDB's or_equal/offset pair. */
-typedef rl_key_selector rl_selector;
+/* Reads return the public rl_keyvalue (both pointers into the caller's arena) and take the
+ * public rl_key_selector (FoundationDB's or_equal/offset pair) of reclayer/kv.h. */
 
 /* The durable engine (engine.h). A directory records its engine when it is created (ssd: the
  * file ENGINE; a directory without one holds a memory database); opening it with another engine
@@ -142,7 +138,7 @@ int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_le
 /* Resolve a key selector at version v. The result is clamped to [min_key, max_key] where
  * min_key is "" and max_key is "\xff\xff" (FoundationDB's rule for the resolved key of a
  * selector that runs off either end). The key is copied into a. */
-int rl__storage_get_key(rl_storage *st, rl_version v, const rl_selector *sel, rl_arena *a,
+int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a,
                         const uint8_t **out_key, uint32_t *out_len);
 
 /* The outcome of resolving a selector within bounds (rl__storage_select). */
@@ -162,7 +158,7 @@ typedef struct {
  * off the front is ""), and otherwise an unresolved result with the selector to continue with.
  * The selector's anchor (its key) must lie in [lo, hi] (not at hi with or_equal): else
  * RL_E_WRONG_SHARD_SERVER. The key is copied into a. Other errors as rl__storage_get. */
-int rl__storage_select(rl_storage *st, rl_version v, const rl_selector *sel, const uint8_t *lo,
+int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo,
                        uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
                        int hi_is_max, rl_arena *a, rl_select_result *out);
 
@@ -195,7 +191,8 @@ int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector
  * Errors as rl__storage_get. */
 int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
                           const void *end, size_t end_len, int limit, long target_bytes,
-                          int reverse, rl_arena *a, rl_kvpair **out_kvs, int *out_n, int *out_more);
+                          int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
+                          int *out_more);
 
 /* Apply one atomic operation to an existing value (present = 0 when the key is absent),
  * FoundationDB's semantics. Writes the result into out; *out_present = 0 means the key is

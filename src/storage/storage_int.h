@@ -19,19 +19,19 @@
 #define BT_PFX 48      /* longest common key prefix a node keeps (its kpre start after it) */
 
 /* One version of a key: a value or a tombstone. Chains run newest first. */
-typedef struct sl_ver {
-    struct sl_ver *older; /* next older version, NULL at the end */
+typedef struct st_ver {
+    struct st_ver *older; /* next older version, NULL at the end */
     rl_version v;         /* the version that wrote it */
     uint32_t len;         /* value bytes (0 for a tombstone) */
     uint8_t is_clear;     /* 1: tombstone */
     uint8_t data[];       /* the value */
-} sl_ver;
+} st_ver;
 
 /* One key (a row): one allocation holding this header, the key bytes and, 8-byte aligned after
  * them, the version the row was created with (storage.c, invariant 8). Rows never move: the
  * hash index, the GC ring and the leaves point at them. */
 typedef struct bt_row {
-    sl_ver *chain;   /* newest version first; never NULL for a row in the tree */
+    st_ver *chain;   /* newest version first; never NULL for a row in the tree */
     uint32_t klen;   /* key bytes */
     uint8_t in_dirty; /* 1 while queued for GC */
     uint8_t key[];   /* klen bytes, then the inline version */
@@ -70,10 +70,10 @@ typedef struct bt_inner {
 } bt_inner;
 
 /* A slot of the point-read hash: h is the key's hash with bit 0 set; r NULL when empty. */
-typedef struct sl_hslot {
+typedef struct st_hslot {
     uint64_t h;
     bt_row *r;
-} sl_hslot;
+} st_hslot;
 
 /* The files of a durable engine's directory that both engines share (durable.c: the lock file,
  * the write-ahead log, what recovery found at its end) plus the memory engine's checkpoint
@@ -112,7 +112,7 @@ struct rl_storage {
     uint64_t window;       /* MVCC window in versions */
     uint64_t live_keys;    /* keys present at latest */
     uint64_t live_bytes;   /* key + value bytes present at latest */
-    struct sl_hslot *htab; /* open-addressing hash of every row (point reads) */
+    struct st_hslot *htab; /* open-addressing hash of every row (point reads) */
     size_t hcap, hcount;   /* hcap a power of two (or 0), hcount <= hcap / 2 */
     bt_row **dirty;        /* ring of rows with history or a tombstone (the GC queue) */
     size_t dirty_head, dirty_n, dirty_cap;
@@ -151,7 +151,7 @@ int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t
                            uint32_t *out_len);
 int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin,
                                  size_t begin_len, const void *end, size_t end_len, int limit,
-                                 long target_bytes, int reverse, rl_arena *a, rl_kvpair **out_kvs,
+                                 long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
                                  int *out_n, int *out_more);
 #include "storage/engine.h"
 

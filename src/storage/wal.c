@@ -1,4 +1,5 @@
-/* wal.c — encode and decode write-ahead log records (format in wal.h and docs/file-format.md).
+/* wal.c — encode and decode write-ahead log records (format in wal.h and docs/file-format.md),
+ * and recover a log's damaged tail (shared by durable.c and src/server/commitlog.c).
  *
  * The decoder is a pure function over a byte range so that it can be fuzzed
  * (tests/fuzz/storage/fuzz_log_decode.c) and so that recovery can tell a torn tail (the input
@@ -6,10 +7,16 @@
  */
 #include "storage/wal.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash.h"
 #include "reclayer/error.h"
+#include "storage/os.h"
 
 int rl__wal_type_ok(int type) {
     switch (type) {
@@ -120,4 +127,100 @@ int rl__wal_iter_next(rl_wal_iter *it, rl_mutation *out) {
     out->p2 = out->p1 + out->len1;
     it->p = out->p2 + out->len2;
     return 1;
+}
+
+/* ---- A log's damaged tail ---------------------------------------------------------------- */
+
+int rl__wal_valid_record_after(const uint8_t *p, size_t n, size_t from) {
+    rl_wal_record r;
+    for (size_t i = from; i + RL_WAL_HEADER <= n; i++)
+        if (rl__le32(p + i) == RL_WAL_MAGIC && rl__wal_decode(p + i, n - i, &r) == RL_OK) return 1;
+    return 0;
+}
+
+int rl__wal_classify_tail(const uint8_t *p, size_t n) {
+    rl_wal_record r;
+    if (rl__wal_decode(p, n, &r) != RL_OK && r.incomplete) return RL_TAIL_TORN;
+    if (n >= RL_WAL_HEADER && rl__le32(p) == RL_WAL_MAGIC) {
+        uint32_t len = rl__le32(p + 8);
+        if (len <= RL_WAL_MAX_PAYLOAD && n - RL_WAL_HEADER >= len &&
+            rl__checksum32(p + 8, (size_t)RL_WAL_HEADER - 8 + len) != rl__le32(p + 4))
+            return RL_TAIL_BAD_CHECKSUM;
+    }
+    return RL_TAIL_BAD_RECORD;
+}
+
+const char *rl__wal_tail_words(int kind) {
+    switch (kind) {
+    case RL_TAIL_TORN:
+        return "torn (short record)";
+    case RL_TAIL_BAD_CHECKSUM:
+        return "a complete record with bad checksum";
+    default:
+        return "not a record (bad magic, length or payload)";
+    }
+}
+
+/* Save p[0..n) to a new side file of path (see rl__wal_cut_tail). On failure the partial side
+ * file is removed again, errmsg says why and *out_side stays NULL. */
+static int save_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p,
+                     size_t n, char **out_side, rl_buf *errmsg) {
+    char side[4300];
+    int fd = -1, rc, created = 0;
+    *out_side = NULL;
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(side, sizeof side, "%s.discarded-%zu", path, off);
+        else
+            snprintf(side, sizeof side, "%s.discarded-%zu.%d", path, off, i);
+        fd = rl__os_open(side, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        rc = rl__os_io_fail(f->who, "open", side);
+        goto fail;
+    }
+    created = 1;
+    if ((rc = rl__os_write_all(fd, p, n, f->who, side)) != RL_OK) goto fail;
+    if ((rc = rl__os_sync_fd(fd, f->no_sync, f->who, side)) != RL_OK) goto fail;
+    close(fd);
+    fd = -1;
+    if ((rc = rl__os_sync_dir(f->dir, f->no_sync, f->who)) != RL_OK) goto fail;
+    if (!(*out_side = rl__strdup(side))) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto fail;
+    }
+    return RL_OK;
+fail:
+    rl__os_errf(errmsg, "cannot truncate %s %s at byte offset %zu: saving the %zu discarded bytes "
+                        "to %s failed (%s); no file was changed",
+                f->what, path, off, n, side, rl_error_name(rc));
+    if (fd >= 0) close(fd);
+    if (created && rl__os_unlink(side) != 0) rl__os_io_fail(f->who, "unlink", side);
+    return rc;
+}
+
+int rl__wal_cut_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p,
+                     size_t n, char **out_side, rl_buf *errmsg) {
+    char *side = NULL;
+    int rc, fd;
+    *out_side = NULL;
+    if ((rc = save_tail(f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
+    fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        rc = rl__os_io_fail(f->who, "open", path);
+    else if (rl__os_ftruncate(fd, (off_t)off) != 0)
+        rc = rl__os_io_fail(f->who, "ftruncate", path);
+    else
+        rc = rl__os_sync_fd(fd, f->no_sync, f->who, path);
+    if (fd >= 0) close(fd);
+    if (rc != RL_OK) {
+        rl__os_errf(errmsg, "cannot truncate %s %s at byte offset %zu: %s (the discarded bytes "
+                            "are saved in %s)",
+                    f->what, path, off, rl_error_name(rc), side);
+        rl__free(side);
+        return rc;
+    }
+    *out_side = side;
+    return RL_OK;
 }

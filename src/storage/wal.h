@@ -1,6 +1,8 @@
-/* wal.h (internal) — the write-ahead log record codec of the `memory` storage engine: encode one
- * version's mutations into a record, and a pure decoder (bytes in, record or error out) that the
- * recovery code and the fuzzer share.
+/* wal.h (internal) — the write-ahead log record codec of the storage engines (durable.c) and
+ * the coordinator's commit log (src/server/commitlog.c): encode one version's mutations into a
+ * record, a pure decoder (bytes in, record or error out) that the recovery code and the fuzzer
+ * share, and the recovery of a log's damaged tail (classify it, move it to a side file, cut the
+ * log) that both logs share.
  *
  * Log record (all integers little-endian; mirrored in docs/file-format.md):
  *
@@ -69,6 +71,37 @@ int rl__wal_decode(const uint8_t *p, size_t n, rl_wal_record *out);
 void rl__wal_iter_init(rl_wal_iter *it, const rl_wal_record *rec);
 /* Next mutation of the record (pointers into the record's bytes): 1, or 0 at the end. */
 int rl__wal_iter_next(rl_wal_iter *it, rl_mutation *out);
+
+/* ---- A log's damaged tail (recovery) ------------------------------------------------------
+ * A log is a file of records one after another; recovery decodes them in order. When a record
+ * does not decode, the log ends there if no valid record starts anywhere after it (the tail:
+ * normally an interrupted write); otherwise the file is corrupt. */
+
+/* 1 if a valid record starts at some offset in p[from, n) (pure). */
+int rl__wal_valid_record_after(const uint8_t *p, size_t n, size_t from);
+/* What the unreadable bytes p[0..n) that end a log are (rl__wal_decode failed on them): an
+ * rl_tail_kind of storage.h, RL_TAIL_TORN, RL_TAIL_BAD_CHECKSUM or RL_TAIL_BAD_RECORD (pure). */
+int rl__wal_classify_tail(const uint8_t *p, size_t n);
+/* The warning's words for a tail kind ("torn (short record)", ...; docs/file-format.md). */
+const char *rl__wal_tail_words(int kind);
+
+/* The log file whose tail is cut, for the messages and syncs of rl__wal_cut_tail. */
+typedef struct {
+    const char *who;  /* prefix of logged failures: "storage", "commit log" */
+    const char *what; /* the file in errmsg: "log", "commit log segment" */
+    const char *dir;  /* the directory holding the log (fsynced after the side file appears) */
+    int no_sync;      /* skip every fdatasync/fsync (tests) */
+} rl_wal_file;
+
+/* The log `path` ends in the n unreadable bytes p[0..n) from byte offset off: copy them into a
+ * new side file "PATH.discarded-OFF" (then ".1", ".2", … when taken: never overwritten, O_EXCL),
+ * fdatasync it and fsync the directory, then truncate the log at off and fdatasync it. On RL_OK
+ * *out_side is the side file's path (heap, the caller's). Errors (errmsg says which step, and
+ * *out_side is NULL): a failed save (the partial side file is removed again; no file changed),
+ * or a failed truncate (the bytes are saved in the side file, which the message names);
+ * RL_E_OUT_OF_MEMORY. Every file call goes through os.h. */
+int rl__wal_cut_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p,
+                     size_t n, char **out_side, rl_buf *errmsg);
 
 /* Little-endian helpers shared by the storage files. */
 static inline uint32_t rl__le32(const uint8_t *p) {

@@ -172,7 +172,7 @@ static int cmd_campaign(int argc, char **argv) {
     const rl_arg opts[] = {
         {.name = "protocol", .kind = RL_ARG_STRING, .dest = &protocol_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
          .help = "the protocol (JSON) declaring the whole campaign"},
-        {.name = "quick", .kind = RL_ARG_FLAG, .dest = &quick, .help = "the built-in quick protocol (about 2 minutes)"},
+        {.name = "quick", .kind = RL_ARG_FLAG, .dest = &quick, .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
         {.name = "out", .kind = RL_ARG_STRING, .dest = &out_dir, .metavar = "DIR", .flags = RL_ARG_NONEMPTY,
          .help = "a new or empty directory for results.json, report.md, plots/, manifest.json"},
         {.name = "print-protocol", .kind = RL_ARG_FLAG, .dest = &print,
@@ -188,9 +188,9 @@ static int cmd_campaign(int argc, char **argv) {
                    "CPU telemetry. Writes DIR/results.json (every raw sample, check and the summary), report.md,\n"
                    "plots/ (SVG and PNG, gnuplot) and manifest.json, prints the main table; progress and the\n"
                    "time left go to stderr. Without --protocol, the built-in full protocol runs (--quick: the\n"
-                   "quick one). A single topology runs on a local rlkvd cluster when its delay is 0; an\n"
-                   "injected delay and the multi topology are reported as not available until the cluster's\n"
-                   "delay injection and placement land.",
+                   "quick one). A single topology runs on a local rlkvd cluster, with its injected delay on\n"
+                   "the client's links (removed and probed again at the end); the multi topology is reported\n"
+                   "as not available until replication teams and placement land.",
         .epilog = "Exit codes: 0 every check passed and every process ran (contaminated cases are labelled,\n"
                   "not failures), 1 a check or a process failed or the output could not be written (the\n"
                   "outputs say which), 2 usage or a bad protocol.",

@@ -118,7 +118,7 @@ static void make_request(worker *w, env *e, int i) {
 static int count_prefix(rl_storage *st, const char *b, const char *e) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), b, strlen(b), e, strlen(e),
                                     0, 0, 0, &a, &kvs, &n, &more));

@@ -25,7 +25,7 @@ static int open_dir(const char *dir, uint64_t ckpt_bytes, rl_storage **st, rl_bu
 static void dump_at(rl_storage *st, rl_version v, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     rl__buf_reset(out);
     rl__buf_append_u64be(out, v);

@@ -117,7 +117,7 @@ static void model_at(rl_version v, rl_buf *out) {
 static void dump(rl_storage *st, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     rl__buf_reset(out);
     ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff", 1, 0, 0, 0,
@@ -365,7 +365,52 @@ TEST(storage_io_2_1_recovery_truncate_fails) {
     }
 }
 
+/* Recovery cannot read its files: each read() open makes (counted on a read-only probe) fails
+ * in turn. Open must fail with RL_E_IO_ERROR and a "cannot read" message naming the file, and
+ * leave the files as they were: a later open without faults recovers every version. */
+TEST(storage_io_2_2_recovery_read_fails) {
+    char *dir = rl_test_tmpdir("st-io");
+    rl_storage *st;
+    ASSERT_OK(open_dir(dir, &st));
+    for (rl_version v = 1; v <= 12; v++) ASSERT_OK(apply_version(st, v));
+    ASSERT_OK(rl__storage_sync(st));
+    rl__storage_close(st);
+
+    rl_storage_options o = {0};
+    o.dir = dir;
+    o.read_only = 1;
+    rl__os_fault_arm(RL_OS_READ, -1, 0, 0); /* count only */
+    ASSERT_OK(rl__storage_open(&o, &st, NULL));
+    long reads = rl__os_fault_count(RL_OS_READ);
+    ASSERT_FALSE(rl__os_fault_fired());
+    rl__os_fault_disarm();
+    rl__storage_close(st);
+    ASSERT_TRUE(reads >= 1);
+
+    o.read_only = 0;
+    for (long i = 0; i < reads; i++) {
+        rl_buf err;
+        rl__buf_init(&err);
+        rl__os_fault_arm(RL_OS_READ, i, EIO, 0);
+        int rc = rl__storage_open(&o, &st, &err);
+        int fired = rl__os_fault_fired();
+        rl__os_fault_disarm();
+        ASSERT_TRUE(fired);
+        ASSERT_RC(rc, RL_E_IO_ERROR);
+        if (!err.data || !strstr((const char *)err.data, "cannot read"))
+            fail_msg("read %ld: message: %s", i, err.data ? (const char *)err.data : "(none)");
+        rl__buf_release(&err);
+    }
+    ASSERT_OK(open_dir(dir, &st));
+    ASSERT_EQ(rl__storage_latest_version(st), 12);
+    check_state(st, "recovered after failed reads", 12);
+    rl__storage_close(st);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
 RL_TEST_MAIN(T(storage_io_1_1_model_self_check), T(storage_io_1_2_write_fails),
              T(storage_io_1_3_write_torn), T(storage_io_1_4_write_enospc),
              T(storage_io_1_5_fsync_fails), T(storage_io_1_6_rename_fails),
-             T(storage_io_1_7_open_fails), T(storage_io_2_1_recovery_truncate_fails))
+             T(storage_io_1_7_open_fails), T(storage_io_2_1_recovery_truncate_fails),
+             T(storage_io_2_2_recovery_read_fails))

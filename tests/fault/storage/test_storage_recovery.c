@@ -62,7 +62,7 @@ static void put_version(rl_storage *st, rl_version v) {
 static void dump(rl_storage *st, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     rl__buf_reset(out);
     rl__buf_append_u64be(out, rl__storage_latest_version(st));

@@ -1,11 +1,11 @@
 /* test_campaign.c — `rlbench campaign` end to end on a tiny protocol (issue 9): 2 blocks, 1 repeat
  * of 0.05 s, two cases (small-rows10-forward, split-limit1-reverse), 100 records, arms ordinary,
- * remote and sqlite (campaign_1_4: ordinary, remote and adaptive), on the embedded topology plus a single one with
- * the default 250 us delay (not available until the cluster's delay injection lands). Each run takes
- * a few seconds (about 12 s under ASan).
+ * remote and sqlite (campaign_1_4: ordinary, remote and adaptive), on the embedded topology plus a multi
+ * one whose 5 storage servers do not spread over its 3 hosts (not available: the reason is reported).
+ * Each run takes a few seconds (about 12 s under ASan).
  *
  *   campaign_1_1  results.json is complete: a sample for every (topology, case, available arm,
- *                 block, repeat) with every per-op figure; single (250 us) reported as
+ *                 block, repeat) with every per-op figure; the uneven multi reported as
  *                 not available with a reason; the checks of every case (RTT slots, receipts equal, CPU
  *                 telemetry with a label), integrity_ok true, the three defect controls failing the
  *                 checker as expected, the rows check; report.md, the plots and manifest.json exist,
@@ -41,8 +41,8 @@
 
 #define TINY                                                                                                  \
     "{\"name\": \"tiny\", \"dataset\": {\"records\": 100},\n"                                                 \
-    " \"topologies\": [{\"name\": \"embedded\", \"kind\": \"embedded\"}, {\"name\": \"single\", \"kind\": "  \
-    "\"single\"}],\n"                                                                                         \
+    " \"topologies\": [{\"name\": \"embedded\", \"kind\": \"embedded\"}, {\"name\": \"uneven\", \"kind\": "  \
+    "\"multi\", \"storage_servers\": 5, \"hosts\": 3, \"replication\": 2}],\n"                                                                                         \
     " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"                                     \
     " \"arms\": [%s],\n"                                                                       \
     " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"            \
@@ -170,13 +170,13 @@ TEST(campaign_1_1_results_complete) {
     json_t *res = r->results;
     ASSERT_TRUE(json_is_true(json_object_get(res, "ok")));
     ASSERT_EQ(json_array_size(json_object_get(res, "failures")), 0);
-    /* Topologies: embedded ran, single is not available with its reason. */
+    /* Topologies: embedded ran, the uneven multi is not available with its reason. */
     json_t *tops = json_object_get(res, "topologies");
     ASSERT_EQ(json_array_size(tops), 2);
-    json_t *emb = json_array_get(tops, 0), *single = json_array_get(tops, 1);
+    json_t *emb = json_array_get(tops, 0), *uneven = json_array_get(tops, 1);
     ASSERT_STR_EQ(jstr(emb, "status"), "ran");
-    ASSERT_STR_EQ(jstr(single, "status"), "not_available");
-    ASSERT_NOT_NULL(strstr(jstr(single, "reason"), "cluster"));
+    ASSERT_STR_EQ(jstr(uneven, "status"), "not_available");
+    ASSERT_NOT_NULL(strstr(jstr(uneven, "reason"), "do not spread evenly over 3 hosts"));
     /* Datasets checked, defect controls failed the checker. */
     size_t i;
     json_t *d;
@@ -256,7 +256,7 @@ TEST(campaign_1_1_results_complete) {
     ASSERT_NOT_NULL(strstr(r->report, "## Main table"));
     ASSERT_NOT_NULL(strstr(r->report, "| small-rows10-forward | clean |"));
     ASSERT_NOT_NULL(strstr(r->report, "remote took"));
-    ASSERT_NOT_NULL(strstr(r->report, "Not run: an injected delay (250 us one way) needs the cluster's delay injection"));
+    ASSERT_NOT_NULL(strstr(r->report, "Not run: multi: 5 storage servers do not spread evenly over 3 hosts"));
     ASSERT_NOT_NULL(strstr(r->stdout_text, "| split-limit1-reverse |"));
     ASSERT_NOT_NULL(strstr(r->stderr_text, "left"));
     json_t *pl = json_object_get(res, "plots");
@@ -550,7 +550,10 @@ TEST(campaign_3_1_command_line) {
     ASSERT_EQ(rl_test_run("rlbench", &out, &err, "campaign --print-protocol --quick"), 0);
     p = json_loads(out, 0, NULL);
     ASSERT_NOT_NULL(p);
-    ASSERT_EQ(json_array_size(json_object_get(p, "topologies")), 1);
+    ASSERT_EQ(json_array_size(json_object_get(p, "topologies")), 2); /* embedded, single 250 us */
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(p, "topologies"), 1), "kind")),
+                  "single");
+    ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(p, "topologies"), 1), "delay_us")), 250);
     json_decref(p);
     free(out), free(err);
     char *dir = rl_test_tmpdir("campaign-cli"), cmd[1200];

@@ -1,5 +1,6 @@
-/* test_campaign_cluster.c — `rlbench campaign` on the `single` topology with no injected delay: a
- * local cluster (one coordinator, one storage server on 127.0.0.1) started by the campaign itself
+/* test_campaign_cluster.c — `rlbench campaign` on the `single` topology, without and with an
+ * injected delay: a local cluster (one coordinator, one storage server on 127.0.0.1) started by the
+ * campaign itself
  * through src/server/cluster_admin.h, the dataset loaded through the cluster: client, and the
  * cluster stopped at the end. Tiny protocol: 100 records, 2 blocks, 1 repeat of 0.05 s, two cases.
  *
@@ -8,8 +9,21 @@
  *                 applicable there, the RTT probe applicable (200 pings, min <= p50 <= p99 <= max),
  *                 the receipts (layout and shard map) equal before and after every case, the
  *                 servers' pids recorded and every one of them gone after the run; requests and
- *                 round trips recorded as null (not counted through the cluster yet); a single topology
- *                 with an injected delay is reported as not available (delay injection: issue 14)
+ *                 round trips counted through the cluster; the second topology (single, 1000 us one
+ *                 way) runs too: every RTT probe before and after a case shows the delay (p50 >=
+ *                 2 x 1000 us, "shows_delay"), the queries take at least two round trips of it, and
+ *                 the restoration removes it (applicable, "restored", p50 below 2 ms, both
+ *                 processes set), while delay 0 has no restoration to do
+ *   campaign_4_2  a failed receipt comparison on the cluster is reported
+ *                 (RL_CAMPAIGN_TEST_BREAK_RECEIPT): exit 1, the case's receipts_equal false, a
+ *                 "receipt" failure naming the topology and the case, the other case equal
+ *   campaign_4_3  multi: 3 hosts x 2 storage servers (127.0.0.1-3), double replication, 500 us
+ *                 between hosts and to the client, disjoint placement: the placement is recorded
+ *                 (index team {1,3}, records {5,2} {4,6}), every receipt carries rl placement's
+ *                 with server_disjoint_fraction 1 and teams of two on distinct hosts, equal
+ *                 before and after; the probes show the delay, the restoration removes it; the
+ *                 colocated twin (secondary_reads grouped) has fraction 0; the workers' URL
+ *                 carries ?secondary= (individual, grouped); 7 server pids
  */
 #include <errno.h>
 #include <signal.h>
@@ -31,7 +45,7 @@ TEST(campaign_4_1_single_topology) {
     ASSERT_NOT_NULL(f);
     fprintf(f, "{\"name\": \"tiny-single\", \"dataset\": {\"records\": 100},\n"
                " \"topologies\": [{\"name\": \"single-0\", \"kind\": \"single\", \"delay_us\": 0},\n"
-               "                {\"name\": \"single\", \"kind\": \"single\", \"delay_us\": 250}],\n"
+               "                {\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 1000}],\n"
                " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
                " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
                " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
@@ -79,7 +93,7 @@ TEST(campaign_4_1_single_topology) {
             if (strstr(buf, "rlkvd") && strstr(buf, dir)) fail_msg("server %d is still running", (int)pid);
         }
     }
-    ASSERT_EQ(json_array_size(json_object_get(r, "samples")), 2 * 2 * 3); /* cases x blocks x (ordinary, remote, adaptive) */
+    ASSERT_EQ(json_array_size(json_object_get(r, "samples")), 2 * 2 * 2 * 3); /* topologies x cases x blocks x (ordinary, remote, adaptive) */
     /* Requests, round trips and network bytes are counted through the cluster (the sqlite arm
      * does not run on it): every query sends at least its read version and one read. */
     json_array_foreach(json_object_get(r, "samples"), i, x) {
@@ -99,9 +113,41 @@ TEST(campaign_4_1_single_topology) {
         ASSERT_TRUE(json_is_true(json_object_get(ch, "receipts_equal")));
         ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(ch, "receipt_before"), "shard_map_entries")) >= 1);
     }
+    /* The delay: shown by every probe while injected, gone after the restoration. */
+    int n_delayed = 0;
+    json_array_foreach(json_object_get(r, "cases"), i, x) {
+        json_t *ch = json_object_get(x, "checks");
+        int delayed = !strcmp(jstr(x, "topology"), "single-d");
+        const char *probes[] = {"rtt_before", "rtt_after"};
+        for (int j = 0; j < 2; j++) {
+            json_t *rtt = json_object_get(ch, probes[j]);
+            double p50 = json_number_value(json_object_get(rtt, "p50_us"));
+            if (delayed) {
+                ASSERT_TRUE(json_is_true(json_object_get(rtt, "shows_delay")));
+                ASSERT_TRUE(p50 >= 2000.0);
+                ASSERT_TRUE(json_number_value(json_object_get(rtt, "expected_min_p50_us")) == 2000.0);
+            } else {
+                ASSERT_NULL(json_object_get(rtt, "shows_delay"));
+            }
+        }
+        n_delayed += delayed;
+    }
+    ASSERT_EQ(n_delayed, 2);
+    json_array_foreach(json_object_get(r, "samples"), i, x) {
+        if (strcmp(jstr(x, "topology"), "single-d")) continue;
+        ASSERT_TRUE(json_number_value(json_object_get(x, "ns_per_op")) >= 2 * 2 * 1000 * 1000.0);
+    }
+    json_t *t0 = json_array_get(json_object_get(r, "topologies"), 0);
+    ASSERT_TRUE(json_is_false(json_object_get(json_object_get(t0, "restoration"), "applicable")));
     json_t *t2 = json_array_get(json_object_get(r, "topologies"), 1);
-    ASSERT_STR_EQ(jstr(t2, "status"), "not_available");
-    ASSERT_NOT_NULL(strstr(jstr(t2, "reason"), "delay injection"));
+    ASSERT_STR_EQ(jstr(t2, "status"), "ran");
+    ASSERT_EQ(json_integer_value(json_object_get(t2, "delay_us")), 1000);
+    json_t *rest = json_object_get(t2, "restoration");
+    ASSERT_TRUE(json_is_true(json_object_get(rest, "applicable")));
+    ASSERT_TRUE(json_is_true(json_object_get(rest, "restored")));
+    ASSERT_EQ(json_integer_value(json_object_get(rest, "processes_set")), 2);
+    ASSERT_EQ(json_integer_value(json_object_get(rest, "removed_delay_us")), 1000);
+    ASSERT_TRUE(json_number_value(json_object_get(rest, "p50_us")) < 2000.0);
     json_decref(r);
     free(out);
     free(err);
@@ -109,4 +155,125 @@ TEST(campaign_4_1_single_topology) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(campaign_4_1_single_topology))
+TEST(campaign_4_2_cluster_receipt_differs) {
+    char *dir = rl_test_tmpdir("campaign-cluster-receipt"), path[600];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f, "{\"name\": \"tiny-receipt\", \"dataset\": {\"records\": 50},\n"
+               " \"topologies\": [{\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 500}],\n"
+               " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
+               " \"arms\": [\"ordinary\", \"remote\"],\n"
+               " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
+               " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+               " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 20}}\n");
+    fclose(f);
+    char *out, *err;
+    setenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT", "split-limit1-reverse", 1);
+    int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
+    unsetenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT");
+    ASSERT_EQ(rc, 1);
+    snprintf(path, sizeof path, "%s/o/results.json", dir);
+    json_t *r = json_load_file(path, 0, NULL);
+    ASSERT_NOT_NULL(r);
+    ASSERT_TRUE(json_is_false(json_object_get(r, "ok")));
+    size_t i;
+    json_t *x;
+    int broken = 0, equal = 0, reported = 0;
+    json_array_foreach(json_object_get(r, "cases"), i, x) {
+        json_t *ch = json_object_get(x, "checks");
+        ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(ch, "receipt_before"), "shard_map_entries")) >= 1);
+        if (!strcmp(jstr(x, "case"), "split-limit1-reverse")) broken += json_is_false(json_object_get(ch, "receipts_equal"));
+        else equal += json_is_true(json_object_get(ch, "receipts_equal"));
+    }
+    json_array_foreach(json_object_get(r, "failures"), i, x) {
+        if (!strcmp(jstr(x, "what"), "receipt") && !strcmp(jstr(x, "topology"), "single-d") &&
+            !strcmp(jstr(x, "case"), "split-limit1-reverse"))
+            reported++;
+    }
+    ASSERT_EQ(broken, 1);
+    ASSERT_EQ(equal, 1);
+    ASSERT_EQ(reported, 1);
+    json_decref(r);
+    free(out);
+    free(err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* The receipt's fractions of a case's "before" receipt. */
+static double frac(json_t *kc, const char *which) {
+    json_t *rb = json_object_get(json_object_get(kc, "checks"), "receipt_before");
+    return json_number_value(json_object_get(json_object_get(json_object_get(rb, "placement"), "fractions"), which));
+}
+
+TEST(campaign_4_3_multi_topology) {
+    char *dir = rl_test_tmpdir("campaign-multi"), path[600];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f, "{\"name\": \"tiny-multi\", \"dataset\": {\"records\": 60},\n"
+               " \"topologies\": [{\"name\": \"multi\", \"kind\": \"multi\", \"delay_us\": 500, \"storage_servers\": 6,\n"
+               "                  \"hosts\": 3, \"replication\": 2, \"placement\": \"disjoint\"},\n"
+               "                {\"name\": \"multi-co\", \"kind\": \"multi\", \"delay_us\": 0, \"storage_servers\": 2,\n"
+               "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\",\n"
+               "                  \"secondary_reads\": \"grouped\"}],\n"
+               " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
+               " \"arms\": [\"ordinary\", \"remote\"],\n"
+               " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
+               " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+               " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n");
+    fclose(f);
+    char *out, *err;
+    int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
+    if (rc != 0) fail_msg("exit %d: %s", rc, err);
+    snprintf(path, sizeof path, "%s/o/results.json", dir);
+    json_t *r = json_load_file(path, 0, NULL);
+    ASSERT_NOT_NULL(r);
+    ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
+    json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
+    ASSERT_STR_EQ(jstr(t, "status"), "ran");
+    ASSERT_STR_EQ(jstr(t, "kind"), "multi");
+    ASSERT_EQ(json_array_size(json_object_get(t, "server_pids")), 7);
+    ASSERT_STR_EQ(jstr(json_object_get(t, "placement"), "teams"), "index {1,3}, records {5,2} {4,6}");
+    ASSERT_TRUE(json_is_true(json_object_get(json_object_get(t, "restoration"), "restored")));
+    json_t *t2 = json_array_get(json_object_get(r, "topologies"), 1);
+    ASSERT_STR_EQ(jstr(t2, "status"), "ran");
+    ASSERT_STR_EQ(jstr(json_object_get(t2, "placement"), "teams"), "index {1}, records {1}");
+    /* The workers' URL carries the protocol's secondary_reads. */
+    ASSERT_NOT_NULL(strstr(jstr(t, "query_url"), "reclayer.cluster?secondary=individual"));
+    ASSERT_NOT_NULL(strstr(jstr(t2, "query_url"), "reclayer.cluster?secondary=grouped"));
+    size_t i, j;
+    json_t *x, *sh;
+    int n_multi = 0, n_co = 0;
+    json_array_foreach(json_object_get(r, "cases"), i, x) {
+        json_t *ch = json_object_get(x, "checks");
+        ASSERT_TRUE(json_is_true(json_object_get(ch, "receipts_equal")));
+        json_t *pl = json_object_get(json_object_get(ch, "receipt_before"), "placement");
+        ASSERT_NOT_NULL(pl);
+        if (!strcmp(jstr(x, "topology"), "multi")) {
+            n_multi++;
+            ASSERT_TRUE(frac(x, "server_disjoint_fraction") == 1.0);
+            ASSERT_TRUE(json_is_true(json_object_get(json_object_get(ch, "rtt_before"), "shows_delay")));
+            ASSERT_TRUE(json_is_true(json_object_get(json_object_get(ch, "rtt_after"), "shows_delay")));
+            /* Every record shard has a team of two servers on two hosts. */
+            json_array_foreach(json_object_get(json_object_get(pl, "records"), "shards"), j, sh) {
+                json_t *team = json_object_get(sh, "team");
+                ASSERT_EQ(json_array_size(team), 2);
+                assert_string_not_equal(jstr(json_array_get(team, 0), "host"), jstr(json_array_get(team, 1), "host"));
+            }
+        } else {
+            n_co++;
+            ASSERT_TRUE(frac(x, "server_disjoint_fraction") == 0.0);
+        }
+    }
+    ASSERT_EQ(n_multi, 2);
+    ASSERT_EQ(n_co, 2);
+    json_decref(r);
+    free(out);
+    free(err);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+RL_TEST_MAIN(T(campaign_4_1_single_topology), T(campaign_4_2_cluster_receipt_differs), T(campaign_4_3_multi_topology))

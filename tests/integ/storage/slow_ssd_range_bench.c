@@ -49,7 +49,7 @@ TEST(ssd_bench_1_1_range_vs_lmdb) {
     for (int r = 0; r < ranges; r++) {
         char b[32];
         int bl = snprintf(b, sizeof b, "\x15\x01k%08d", (r * 397) % 99000);
-        rl_kvpair *kv;
+        rl_keyvalue *kv;
         int n, more;
         ASSERT_OK(rl__storage_get_range(st, 2000, b, (size_t)bl, "\x16", 1, 1000, 0, 0, &a, &kv, &n,
                                         &more));

@@ -106,7 +106,7 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
     char from[24] = "row/";
     size_t fl = 4;
     for (;;) {
-        rl_kvpair *kv;
+        rl_keyvalue *kv;
         int n, more;
         ASSERT_OK(rl__storage_get_range(st, v, from, fl, "row0", 4, 1000, 0, 0, &a, &kv, &n, &more));
         for (int i = 0; i < n; i++) {

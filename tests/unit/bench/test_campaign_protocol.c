@@ -60,7 +60,9 @@ TEST(campaign_proto_1_1_builtin) {
         rl__buf_release(&t2);
     }
     rl__camp_protocol_builtin(1, &p);
-    ASSERT_EQ(p.n_topologies, 1);
+    ASSERT_EQ(p.n_topologies, 2); /* embedded, single at 250 us */
+    ASSERT_EQ(p.topologies[1].kind, RL_CAMP_SINGLE);
+    ASSERT_EQ(p.topologies[1].delay_us, 250);
     ASSERT_EQ(p.n_cases, 16);
     ASSERT_TRUE(p.seconds < 1);
     /* A protocol giving only some fields takes the others from the full one. */

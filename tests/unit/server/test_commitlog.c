@@ -17,6 +17,8 @@
  *        acknowledged is lost (reopen)
  *   1.8  crash loop: a child appends and syncs and acknowledges through a pipe, kill -9 at
  *        random moments, reopen: every acknowledged version is there and whole (seeded)
+ *   1.9  the directory cannot be created, a segment cannot be read (every read() of recovery
+ *        in turn): open fails with RL_E_IO_ERROR and a message, and changes nothing
  */
 #include <dirent.h>
 #include <errno.h>
@@ -607,7 +609,58 @@ TEST(commitlog_1_8_crash_loop) {
     rm_logdir(dir);
 }
 
+/* commitlog-1.9: the file calls of open that fail: mkdir of the directory, and each read() of
+ * recovery in turn (counted first). Open fails with RL_E_IO_ERROR and says what; a later open
+ * without faults finds every version. */
+TEST(commitlog_1_9_open_mkdir_read_fail) {
+    char *dir = logdir("cl19");
+    rl_commitlog *log = NULL;
+    rl_buf err;
+    rl__buf_init(&err);
+    rl__os_fault_arm(RL_OS_MKDIR, 0, EIO, 0);
+    int rc = open_log(dir, 3000, &log, &err);
+    ASSERT_TRUE(rl__os_fault_fired());
+    rl__os_fault_disarm();
+    ASSERT_RC(rc, RL_E_IO_ERROR);
+    if (!err.data || !strstr((const char *)err.data, "cannot create commit log directory"))
+        fail_msg("message: %s", err.data ? (const char *)err.data : "(none)");
+    rl__buf_release(&err);
+
+    ASSERT_OK(open_log(dir, 3000, &log, NULL)); /* small segments: several files to read */
+    for (rl_version v = 1; v <= 60; v++) {
+        ASSERT_OK(append_version(log, v));
+        ASSERT_OK(rl__commitlog_sync(log));
+    }
+    rl__commitlog_close(log);
+    rl__os_fault_arm(RL_OS_READ, -1, 0, 0); /* count only */
+    ASSERT_OK(open_log(dir, 3000, &log, NULL));
+    long reads = rl__os_fault_count(RL_OS_READ);
+    rl__os_fault_disarm();
+    rl_commitlog_status st;
+    rl__commitlog_get_status(log, &st);
+    ASSERT_TRUE(st.segments >= 2); /* the reads cover more than one segment */
+    rl__commitlog_close(log);
+    ASSERT_TRUE(reads >= 2);
+    for (long i = 0; i < reads; i++) {
+        rl__buf_init(&err);
+        rl__os_fault_arm(RL_OS_READ, i, EIO, 0);
+        rc = open_log(dir, 3000, &log, &err);
+        int fired = rl__os_fault_fired();
+        rl__os_fault_disarm();
+        ASSERT_TRUE(fired);
+        ASSERT_RC(rc, RL_E_IO_ERROR);
+        if (!err.data || !strstr((const char *)err.data, "cannot read commit log segment"))
+            fail_msg("read %ld: message: %s", i, err.data ? (const char *)err.data : "(none)");
+        rl__buf_release(&err);
+    }
+    ASSERT_OK(open_log(dir, 3000, &log, NULL));
+    expect_versions(log, 0, 1, 60);
+    rl__commitlog_close(log);
+    rm_logdir(dir);
+}
+
 RL_TEST_MAIN(T(commitlog_1_1_append_sync_reopen), T(commitlog_1_2_reads_versions_lock),
              T(commitlog_1_3_torn_tail), T(commitlog_1_4_bad_checksum_tail),
              T(commitlog_1_5_corruption_in_the_middle), T(commitlog_1_6_segments_truncation),
-             T(commitlog_1_7_injected_failures), T(commitlog_1_8_crash_loop))
+             T(commitlog_1_7_injected_failures), T(commitlog_1_8_crash_loop),
+             T(commitlog_1_9_open_mkdir_read_fail))

@@ -1706,7 +1706,7 @@ TEST(mapped_2_14_shared_prefix_memo) {
             rl_arena ra, ga;
             rl__arena_init(&ra, 0);
             rl__arena_init(&ga, 0);
-            rl_kvpair *kvs = NULL;
+            rl_keyvalue *kvs = NULL;
             int nk = 0, more = 0;
             ASSERT_OK(rl__storage_get_range(st, 5, bb.data, bb.len, eb.data, eb.len, 0, 0, reverse,
                                             &ra, &kvs, &nk, &more));

@@ -122,7 +122,7 @@ TEST(storage_1_3_window) {
         else
             ASSERT_STR_EQ(t, want);
     }
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     ASSERT_RC(rl__storage_get_range(st, 1, "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more),
               RL_E_TRANSACTION_TOO_OLD);
@@ -150,7 +150,7 @@ TEST(storage_1_4_gc_drops_tombstones) {
     rl_storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_EQ(s.keys, 0);
-    rl_selector sel = RL_FIRST_GREATER_OR_EQUAL("", 0);
+    rl_key_selector sel = RL_FIRST_GREATER_OR_EQUAL("", 0);
     const uint8_t *key;
     uint32_t kl;
     ASSERT_OK(rl__storage_get_key(st, 2099, &sel, &a, &key, &kl));
@@ -234,7 +234,7 @@ static void check_range(rl_storage *st, const snap *s, rl_version v, uint64_t *r
     int limit = (int)rl_test_rand_below(rng, 6);
     long target = rl_test_rand_below(rng, 3) == 0 ? (long)rl_test_rand_below(rng, 40) : 0;
     int reverse = (int)rl_test_rand_below(rng, 2);
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     ASSERT_OK(rl__storage_get_range(st, v, b, (size_t)bl, e, (size_t)el, limit, target, reverse, a,
                                     &kvs, &n, &more));
@@ -263,7 +263,7 @@ static void check_range(rl_storage *st, const snap *s, rl_version v, uint64_t *r
 static void check_selector(rl_storage *st, const snap *s, rl_version v, uint64_t *rng,
                            rl_arena *a) {
     int ki = (int)rl_test_rand_below(rng, NK);
-    rl_selector sel = {keys[ki], (uint32_t)klen[ki], (int)rl_test_rand_below(rng, 2),
+    rl_key_selector sel = {keys[ki], (uint32_t)klen[ki], (int)rl_test_rand_below(rng, 2),
                        (int)rl_test_rand_below(rng, 9) - 4};
     if (rl_test_rand_below(rng, 4) == 0) sel.key_len = (uint32_t)rl_test_rand_below(rng, (uint64_t)klen[ki] + 1);
     /* Model: index of the last present key < (<=) sel.key among present keys, plus offset. */
@@ -531,7 +531,8 @@ TEST(storage_3_3_atomic_in_storage) {
 
 /* ---- storage-4: key selectors ------------------------------------------------------------ */
 
-static void expect_key(rl_storage *st, rl_version v, rl_selector sel, const char *want, size_t wl) {
+static void expect_key(rl_storage *st, rl_version v, rl_key_selector sel, const char *want,
+                       size_t wl) {
     rl_arena a;
     rl__arena_init(&a, 0);
     const uint8_t *k;
@@ -557,7 +558,7 @@ TEST(storage_4_1_selectors) {
     expect_key(st, 2, RL_LAST_LESS_THAN("a", 1), B(""));
     expect_key(st, 2, RL_FIRST_GREATER_THAN("d", 1), B("\xff\xff"));
     expect_key(st, 2, RL_FIRST_GREATER_OR_EQUAL("\xff", 1), B("\xff\xff"));
-    rl_selector s = RL_FIRST_GREATER_OR_EQUAL("a", 1);
+    rl_key_selector s = RL_FIRST_GREATER_OR_EQUAL("a", 1);
     s.offset = 3; /* a, c, d: third */
     expect_key(st, 2, s, B("d"));
     s.offset = 4;
@@ -590,7 +591,7 @@ TEST(storage_4_2_range_limits) {
     ASSERT_OK(rl__storage_apply(st, 1, m, 4));
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     ASSERT_OK(rl__storage_get_range(st, 1, "a", 1, "d", 1, 2, 0, 1, &a, &kvs, &n, &more));
     ASSERT_EQ(n, 2);
@@ -629,7 +630,7 @@ static void *reader(void *arg) {
     rl__arena_init(&a, 0);
     while (!c->stop) {
         rl_version v = rl__storage_latest_version(c->st);
-        rl_kvpair *kvs;
+        rl_keyvalue *kvs;
         int n, more;
         if (rl__storage_get_range(c->st, v, "a", 1, "c", 1, 0, 0, (int)(reads & 1), &a, &kvs,
                                   &n, &more) != RL_OK) {

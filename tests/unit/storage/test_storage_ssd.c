@@ -91,7 +91,7 @@ static void cmp_get(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k
 
 static void cmp_range(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *bk, size_t bl,
                       const uint8_t *ek, size_t el, int limit, int reverse, rl_arena *ar) {
-    rl_kvpair *ka, *kb;
+    rl_keyvalue *ka, *kb;
     int na, nb, ma, mb;
     ASSERT_OK(rl__storage_get_range(a, v, bk, bl, ek, el, limit, 0, reverse, ar, &ka, &na, &ma));
     ASSERT_OK(rl__storage_get_range(b, v, bk, bl, ek, el, limit, 0, reverse, ar, &kb, &nb, &mb));
@@ -108,7 +108,7 @@ static void cmp_range(rl_storage *a, rl_storage *b, rl_version v, const uint8_t 
 
 static void cmp_key(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k, size_t kl,
                     int or_equal, int offset, rl_arena *ar) {
-    rl_selector sel = {k, (uint32_t)kl, or_equal, offset};
+    rl_key_selector sel = {k, (uint32_t)kl, or_equal, offset};
     const uint8_t *ka, *kb;
     uint32_t la, lb;
     ASSERT_OK(rl__storage_get_key(a, v, &sel, ar, &ka, &la));
@@ -324,7 +324,7 @@ static void *reader(void *arg) {
     rl__arena_init(&a, 0);
     while (!atomic_load(&c->stop)) {
         rl_version v = rl__storage_latest_version(c->st);
-        rl_kvpair *kv;
+        rl_keyvalue *kv;
         int n, more, rc;
         rc = rl__storage_get_range(c->st, v, "k", 1, "l", 1, 0, 0, (int)(v & 1), &a, &kv, &n, &more);
         if (rc == RL_E_TRANSACTION_TOO_OLD) continue;

@@ -50,7 +50,8 @@ static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi,
             ASSERT_TRUE(memcmp(r->key, l->pfx, l->off) == 0);
             ASSERT_TRUE(l->kpre[i] == prefix_of(r->key + l->off, r->klen - l->off));
             ASSERT_NOT_NULL(r->chain);
-            for (const sl_ver *e = r->chain; e->older; e = e->older) ASSERT_TRUE(e->v > e->older->v);
+            for (const st_ver *e = r->chain; e->older; e = e->older)
+                ASSERT_TRUE(e->v > e->older->v);
             if (i) ASSERT_TRUE(rl__bytes_cmp(l->rows[i - 1]->key, l->rows[i - 1]->klen, r->key, r->klen) < 0);
             if (lo) ASSERT_TRUE(rl__bytes_cmp(r->key, r->klen, lo->key, lo->klen) >= 0);
             if (hi) ASSERT_TRUE(rl__bytes_cmp(r->key, r->klen, hi->key, hi->klen) < 0);
@@ -213,7 +214,7 @@ static void check_get(rl_storage *st, rl_version v, int i, rl_arena *a) {
 /* Range [keys[b], keys[e]) at v with a limit, either direction. */
 static void check_range(rl_storage *st, rl_version v, int b, int e, int limit, int reverse,
                         rl_arena *a) {
-    rl_kvpair *kvs;
+    rl_keyvalue *kvs;
     int n, more;
     ASSERT_OK(rl__storage_get_range(st, v, keys[b].key, keys[b].klen, keys[e].key, keys[e].klen,
                                     limit, 0, reverse, a, &kvs, &n, &more));
@@ -240,7 +241,7 @@ static void check_range(rl_storage *st, rl_version v, int b, int e, int limit, i
 /* Selector (keys[i], or_equal, offset) at v against the model. */
 static void check_selector(rl_storage *st, rl_version v, int i, int or_equal, int offset,
                            rl_arena *a) {
-    rl_selector sel = {(const uint8_t *)keys[i].key, (int)keys[i].klen, or_equal, offset};
+    rl_key_selector sel = {(const uint8_t *)keys[i].key, (int)keys[i].klen, or_equal, offset};
     const uint8_t *k;
     uint32_t kl;
     ASSERT_OK(rl__storage_get_key(st, v, &sel, a, &k, &kl));
@@ -417,7 +418,7 @@ static void random_vs_model(int shape) {
         rl__arena_reset(&a);
     }
     ASSERT_RC(rl__storage_get_range(st, rl__storage_oldest_version(st) - 1, "", 0, "\xff", 1, 0,
-                                    0, 0, &a, &(rl_kvpair *){NULL}, &(int){0}, &(int){0}),
+                                    0, 0, &a, &(rl_keyvalue *){NULL}, &(int){0}, &(int){0}),
               RL_E_TRANSACTION_TOO_OLD);
     /* GC shrinks history: after a full collect past the window every chain is one entry
      * (no tombstones remain) and the row count equals the live keys. */

@@ -1,0 +1,172 @@
+/* test_pages.c — query_14: how USE_REMOTE_FETCH sizes its mapped pages (src/query/cursor.c
+ * invariant 8): EXACT with the rows a return or scan limit allows, WANT_ALL for a full scan,
+ * FoundationDB's growing ITERATOR pages only with index_batch or a byte or time limit, EXACT and
+ * WANT_ALL pages of at most 8 MiB, the next of them asked for as soon as one arrives. The
+ * counters' reads_mapped_range counts the mapped requests; rows must equal the model's in both
+ * directions whatever the page size. Runs on rl_test_url() (mem:, defer:, and the clusters, where
+ * tests/cluster_splits.txt puts this store's index and records on different servers).
+ *
+ * Test IDs: query_14_*. Seeded by rl_test_seed() (printed).
+ */
+#include "qtest.h"
+
+#define N_RECS 400
+
+/* Run price_idx with options o (fetch set to remote here), checking every row against the model
+ * (first `limit` rows when limit > 0); returns the number of mapped requests. */
+static uint64_t run(qt_env *e, rl_query_options o, int limit) {
+    qt_query q = {0};
+    q.reverse = o.reverse;
+    const qt_rec *want[QT_MAX];
+    int n_want = qt_model(e, &q, want), got = 0, rc;
+    if (limit > 0 && limit < n_want) n_want = limit;
+    o.fetch = RL_FETCH_USE_REMOTE_FETCH;
+    rl_txn *t = qt_begin(e);
+    rl_cursor *c;
+    ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
+    const rl_query_row *row;
+    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
+        if (got >= n_want) fail_msg("more rows than the model's %d", n_want);
+        qt_check_row(row, want[got++]);
+    }
+    ASSERT_OK(rc);
+    ASSERT_EQ(got, n_want);
+    rl_query_counters k;
+    rl_cursor_get_counters(c, &k);
+    rl_cursor_free(c);
+    rl_txn_free(t);
+    return k.reads_mapped_range;
+}
+
+static rl_query_options opts(int reverse) {
+    rl_query_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.reverse = reverse;
+    return o;
+}
+
+/* query_14_1: 400 small records, both directions. A limit covering every row, a limit of 50, a
+ * scan limit of 60, and a full scan each take ONE mapped request (ITERATOR took 6 here: its
+ * 4 KB first page grows x1.5); a byte limit above the whole scan keeps ITERATOR's growing pages
+ * (several requests, the same rows); index_batch 7 takes one request per 7 entries. */
+TEST(query_14_1_mapped_page_sizing) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "qp1");
+    qt_load(&e, &rs, N_RECS, 2000, 0);
+    for (int rev = 0; rev < 2; rev++) {
+        rl_query_options o = opts(rev);
+        o.limit = N_RECS;
+        ASSERT_EQ(run(&e, o, N_RECS), 1);
+        o.limit = 50;
+        ASSERT_EQ(run(&e, o, 50), 1);
+        o = opts(rev);
+        ASSERT_EQ(run(&e, o, 0), 1); /* full scan: WANT_ALL */
+        o.scan_limit = 60;
+        ASSERT_EQ(run(&e, o, 60), 1);
+        o = opts(rev);
+        o.limit = 30;
+        o.scan_limit = 500; /* the smaller of the two bounds the page */
+        ASSERT_EQ(run(&e, o, 30), 1);
+        o = opts(rev);
+        o.byte_limit = 1 << 30; /* never reached: only the page sizing differs */
+        uint64_t it = run(&e, o, 0);
+        if (it < 4) fail_msg("reverse %d: a byte limit took %llu mapped requests (ITERATOR: want >= 4)", rev,
+                             (unsigned long long)it);
+        o = opts(rev);
+        o.index_batch = 7;
+        o.limit = 100;
+        ASSERT_EQ(run(&e, o, 100), (100 + 6) / 7);
+    }
+    qt_close(&e);
+}
+
+/* query_14_2: a limit met partly on each of several pages: orphans skipped (RL_ORPHAN_SKIP) make
+ * a page of `limit` entries return fewer rows, so the cursor asks again for exactly what is left
+ * (EXACT pages, never more entries than rows still allowed): rows equal the model's without the
+ * orphans, and each request asked for no more than the rows left. */
+TEST(query_14_2_exact_pages_with_orphans) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "qp2");
+    qt_load(&e, &rs, 120, 500, 0);
+    for (int i = 0; i < 120; i += 3) qt_orphan(&e, i); /* every third record removed */
+    qt_query q = {0};
+    const qt_rec *all[QT_MAX], *want[QT_MAX];
+    int n_all = qt_model(&e, &q, all), n_want = 0;
+    for (int i = 0; i < n_all; i++)
+        if (all[i]->present) want[n_want++] = all[i];
+    int limit = n_want / 2;
+    rl_query_options o = opts(0);
+    o.fetch = RL_FETCH_USE_REMOTE_FETCH;
+    o.orphans = RL_ORPHAN_SKIP;
+    o.limit = limit;
+    rl_txn *t = qt_begin(&e);
+    rl_cursor *c;
+    ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+    const rl_query_row *row;
+    int got = 0, rc;
+    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
+        if (got >= limit) fail_msg("more rows than the limit %d", limit);
+        qt_check_row(row, want[got++]);
+    }
+    ASSERT_OK(rc);
+    ASSERT_EQ(got, limit);
+    rl_query_counters k;
+    rl_cursor_get_counters(c, &k);
+    /* The first page (limit entries) holds about a third orphans, so more pages follow, each
+     * asking only for what is left: the entries read never exceed the limit plus the orphans. */
+    if (k.reads_mapped_range < 2) fail_msg("%llu mapped requests (want >= 2)", (unsigned long long)k.reads_mapped_range);
+    if (k.index_entries_read > (uint64_t)(limit + k.orphans))
+        fail_msg("%llu index entries read for %d rows and %llu orphans", (unsigned long long)k.index_entries_read,
+                 limit, (unsigned long long)k.orphans);
+    rl_cursor_free(c);
+    rl_txn_free(t);
+    qt_close(&e);
+}
+
+/* Read one row of a remote full scan (or with a byte limit: ITERATOR) and close: the mapped
+ * requests issued by then. */
+static uint64_t one_row(qt_env *e, int64_t byte_limit) {
+    rl_query_options o = opts(0);
+    o.fetch = RL_FETCH_USE_REMOTE_FETCH;
+    o.byte_limit = byte_limit;
+    rl_txn *t = qt_begin(e);
+    rl_cursor *c;
+    ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
+    const rl_query_row *row;
+    ASSERT_OK(rl_cursor_next(c, &row));
+    ASSERT_TRUE(row != NULL);
+    rl_query_counters k;
+    rl_cursor_get_counters(c, &k);
+    rl_cursor_free(c);
+    rl_txn_free(t);
+    return k.reads_mapped_range;
+}
+
+/* query_14_3: 80 records, most of them split (150 KB: about 11 MB in all): a full scan's WANT_ALL
+ * pages end at 8 MiB, so it takes at least two mapped requests and returns the model's rows in
+ * both directions; the page after the first is asked for as soon as the first arrives (one row
+ * read, then the cursor closed: two requests issued), but not with ITERATOR pages (a byte limit:
+ * one request). */
+TEST(query_14_3_bounded_pages_read_ahead) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "qp3");
+    qt_load(&e, &rs, 80, 400, 160);
+    int n_split = 0;
+    for (int i = 0; i < e.n; i++) n_split += e.r[i].pad > 100000;
+    if (n_split < 60) fail_msg("only %d split records (want >= 60: more than 8 MiB)", n_split);
+    for (int rev = 0; rev < 2; rev++) {
+        uint64_t n = run(&e, opts(rev), 0);
+        if (n < 2) fail_msg("reverse %d: %llu mapped requests for ~%d MB (want >= 2)", rev, (unsigned long long)n,
+                            n_split * 15 / 100);
+    }
+    ASSERT_EQ(one_row(&e, 0), 2);
+    ASSERT_EQ(one_row(&e, (int64_t)1 << 40), 1);
+    qt_close(&e);
+}
+
+RL_TEST_MAIN(T(query_14_1_mapped_page_sizing), T(query_14_2_exact_pages_with_orphans),
+             T(query_14_3_bounded_pages_read_ahead))
