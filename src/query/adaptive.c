@@ -151,22 +151,29 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     rl__adaptive_class *c = &m->cls[cls];
     double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
-    /* A first observation of a class faster than the prior (borrowed or 1) replaces it outright;
-     * a slower one, and later ones,
+    /* A first observation of a class at most 2x slower than the prior (borrowed or 1) replaces
+     * it outright; a slower one, and later ones,
      * move the mean by alpha times their deviation, bounded (adaptive.h: one page slowed down by
      * something else on the machine must not make a method look worse beyond the exploration
      * bound, where it would never be observed again). */
-    if (c->observed[k] || x > log(factor_of(m, cls, k))) {
-        /* (A first observation slower than the prior is bounded like any other: it is often a
-         * cold start — the process's first query — and would otherwise put the method beyond
-         * the exploration bound for good.) */
+    if (c->observed[k] || x > log(factor_of(m, cls, k)) + RL__ADAPTIVE_DEV_UP) {
+        /* (A first observation more than 2x slower than the prior is bounded like any other
+         * surprise: it is often a cold start — the process's first query — and would otherwise
+         * put the method beyond the exploration bound for good.) */
         if (!c->observed[k]) c->log_factor[k] = log(factor_of(m, cls, k));
         double dev = x - c->log_factor[k];
         if (dev > RL__ADAPTIVE_DEV_UP) {
-            /* Slower than expected by more than 2x: count it fully only when the page before
-             * was such a surprise too (a real change repeats; a hiccup does not). */
-            if (!c->surprised[k]) dev = RL__ADAPTIVE_DEV_UP;
+            /* Slower than expected by more than 2x: bounded the first time; when the page before
+             * was such a surprise too, counted with more weight (a real change repeats; a hiccup
+             * does not). */
+            int again = c->surprised[k];
             c->surprised[k] = 1;
+            if (again) { /* weight 0.5 instead of ALPHA, at most 8x off counted */
+                c->log_factor[k] += 0.5 * (dev < RL__ADAPTIVE_DEV_AGAIN ? dev : RL__ADAPTIVE_DEV_AGAIN);
+                dev = 0;
+            } else {
+                dev = RL__ADAPTIVE_DEV_UP;
+            }
         } else {
             c->surprised[k] = 0;
             if (dev < -RL__ADAPTIVE_DEV_DOWN) dev = -RL__ADAPTIVE_DEV_DOWN;

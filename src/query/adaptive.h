@@ -26,16 +26,22 @@
  * calibration factor for the page's size class (rows bucketed by powers of two, and bytes per row
  * in four classes: rl__adaptive_size_class), learned as an
  * exponentially weighted mean of log(observed / estimated) with weight RL__ADAPTIVE_ALPHA: the
- * class's first observation replaces the prior outright when it is faster than the prior says;
- * a slower first one (often a cold start: the process's first query), and each later one, moves
- * the mean by ALPHA
- * times its deviation from it, the deviation bounded below by -ln 4 (RL__ADAPTIVE_DEV_DOWN: one
- * page at most halves a factor) and, unless the previous observation of that class and method
- * was such a surprise too, above by +ln 2 (RL__ADAPTIVE_DEV_UP: a single page slower than 2x the
- * estimate raises the factor by at most √2). Page times are noisy upwards (another process on the
- * machine only ever adds time), and a method made to look worse than the exploration bound by
- * one slow page would never be observed again; a real slowdown repeats, and is then counted in
- * full (a factor 50x too low is corrected to within 2.5x of the truth by the third page).
+ * class's first observation replaces the prior outright unless it is more than 2x slower than
+ * the prior says; such a first one (often a cold start: the process's first query), and each
+ * later one, moves
+ * the mean by ALPHA times its deviation from it, the deviation bounded below by -ln 4
+ * (RL__ADAPTIVE_DEV_DOWN: one page lowers a factor by at most a third) and, unless the previous
+ * observation of that class and method was such a surprise too, above by +ln 2
+ * (RL__ADAPTIVE_DEV_UP: a single page slower than 2x the estimate raises the factor by at most
+ * 23 %); a second such surprise in a row counts with weight 0.5, its deviation bounded by ln 8
+ * (RL__ADAPTIVE_DEV_AGAIN: at most 2.8x). Page
+ * times are noisy upwards (another process on the machine only ever adds time), and a method
+ * made to look worse than the exploration bound by one slow page would never be observed again;
+ * a real slowdown repeats, and is then counted more (a factor 50x too low is 3x closer after two
+ * pages, enough to switch when round trips dominate: integ_query_test_adaptive_cluster); a
+ * replacement outright was tried and let two noisy pages in a row strand the better method past
+ * the exploration bound. ALPHA 0.3 rather than 0.5: on a loaded
+ * machine short pages vary by 2x, and 0.5 flipped the choice of 10-row queries back and forth.
  *
  * Exploration: every RL__ADAPTIVE_EXPLORE_EVERY-th decision of a size class runs the other method
  * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's, and a
@@ -58,13 +64,14 @@
 #define RL__ADAPTIVE_BYTE_CLASSES 4     /* byte classes: bytes per row < 1 KiB, < 16 KiB, < 256 KiB,
                                          * more (small and split records calibrate apart) */
 #define RL__ADAPTIVE_ALL_CLASSES (RL__ADAPTIVE_CLASSES * RL__ADAPTIVE_BYTE_CLASSES)
-#define RL__ADAPTIVE_ALPHA 0.5          /* weight of a new observation in the log factor */
+#define RL__ADAPTIVE_ALPHA 0.3          /* weight of a new observation in the log factor */
 #define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
 #define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
 #define RL__ADAPTIVE_PROBE_EVERY 500    /* decisions of a class between long-period probes */
 #define RL__ADAPTIVE_PROBE_MAX 4.0      /* probe only a method estimated at most this much slower */
 #define RL__ADAPTIVE_DEV_UP 0.6931471805599453   /* ln 2: the largest upward deviation counted */
 #define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906 /* ln 4: the largest downward deviation counted */
+#define RL__ADAPTIVE_DEV_AGAIN 2.0794415416798357 /* ln 8: ... upward, for a repeated surprise */
 #define RL__ADAPTIVE_FACTOR_MIN 1e-4    /* calibration factors are clamped to [MIN, MAX] (wide:
                                          * under valgrind or ASan pages take 50x the priors) */
 #define RL__ADAPTIVE_FACTOR_MAX 1e4
