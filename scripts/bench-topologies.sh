@@ -50,14 +50,45 @@ bench() { # bench DB LABEL [rlbench options...]
 echo "bench-topologies: output in $out; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 git -C "$(dirname "$0")/.." log -1 --format='commit %h %s' 2>/dev/null || true
 
+# goals_a OUT — goal (a) of issue 14 from the run's own figures: the round trip is the mean of the
+# p50 pings to the storage server just before and just after the benchmark (client connections,
+# delay included); remote fetch of 1,000 small rows in RTTs of wall time (goal <= 4), and
+# SCAN_AND_FETCH against its floor = the traced critical round trips (1 read version + the index
+# pages + one load round per 10 records at depth 10) x RTT (goal <= 1.2).
+goals_a() {
+  python3 - "$1" <<'PY'
+import json, sys
+out = sys.argv[1]
+p50 = lambda f: json.load(open(f))["targets"][0]["p50_us"]
+rtt = (p50(out + "/a-ping-before.json") + p50(out + "/a-ping-after.json")) / 2
+res = {(r["dataset"], r["system"]): r for r in json.load(open(out + "/a-c3.json"))["results"]}
+print(f"goal (a): round trip p50 {rtt:.0f} us (storage 1, mean of before/after)")
+for ds in ("small", "split"):
+    rem, scan = res.get((ds, "remote")), res.get((ds, "scan"))
+    if not rem or not scan or rem["failed"] or scan["failed"]:
+        continue
+    rem_rtt = rem["median_ns_per_op"] / 1e3 / rtt
+    floor_us = scan["trace"]["critical_round_trips"] * rtt
+    ratio = scan["median_ns_per_op"] / 1e3 / floor_us
+    note = " (goal <= 4)" if ds == "small" else ""
+    note2 = " (goal <= 1.2)" if ds == "small" else ""
+    print(f"  {ds}: remote {rem['median_ns_per_op']/1e6:.2f} ms = {rem_rtt:.1f} RTT{note}; "
+          f"scan {scan['median_ns_per_op']/1e6:.1f} ms vs floor "
+          f"{scan['trace']['critical_round_trips']} RTT = {floor_us/1e3:.1f} ms: {ratio:.2f}x{note2}")
+PY
+}
+
 if [[ " $parts " == *" a "* ]]; then
   d="$out/c3"
   up_dirs+=("$d")
   "$rl" cluster up --dir "$d" --storage 1 --delay-us 250 --no-sync
   db="cluster:$d/reclayer.cluster"
   "$rl" ping --db "$db" -n 200 | tee "$out/a-ping.txt"
+  "$rl" ping --db "$db" --to storage:1 -n 500 --json >"$out/a-ping-before.json"
   bench "$db" a-c3
+  "$rl" ping --db "$db" --to storage:1 -n 500 --json >"$out/a-ping-after.json"
   "$rl" cluster down --dir "$d"
+  goals_a "$out" | tee "$out/a-goals.txt"
 fi
 
 if [[ " $parts " == *" b "* ]]; then
