@@ -106,6 +106,13 @@ step('read version and snapshot', async () => {
   assert.strictEqual((await t.snapshot().get('counter')).toString(), '8');
 });
 
+step('watches: unsupported_operation (2108), as documented', async () => {
+  let code = 0;
+  const w = await db.doTransaction(async tn => tn.watch('counter'));
+  try { await w.promise; } catch (e) { code = e.code; }
+  assert.strictEqual(code, 2108);
+});
+
 (async () => {
   let failed = 0;
   for (const [name, fn] of steps) {
