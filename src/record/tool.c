@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "order.pb-c.h"
 #include "record/record_int.h"
 #include "record/tool.h"
@@ -291,7 +292,7 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
     rl__buf_release(&e);
     if (rc != RL_OK || len < b.len || memcmp(key, b.data, b.len) != 0) {
         rl__buf_release(&b);
-        return rc != RL_OK ? rc : RL_E_CORRUPT_DATA;
+        return rc != RL_OK ? rc : RL_CORRUPT(RL_E_CORRUPT_DATA);
     }
     rl_tuple_iter it;
     rl_tuple_elem el[64];
@@ -304,7 +305,7 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
     int appended = x->n_fields;
     for (int j = 0; j < rt->n_pk; j++) {
         int pos = x->pk_pos[j] >= 0 ? x->pk_pos[j] : appended++;
-        if (pos >= n) return RL_E_CORRUPT_DATA;
+        if (pos >= n) return RL_CORRUPT(RL_E_CORRUPT_DATA);
         rl__buf_append(out, el[pos].raw, el[pos].raw_len);
     }
     return rl__buf_error(out);
