@@ -248,6 +248,13 @@ int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx) {
     return rc;
 }
 
+/* ---- Tests: the sequencer's clock (kv_int.h) ------------------------------------------------ */
+
+int rl__db_set_clock(rl_db *db, uint64_t (*fn)(void *ud), void *ud) {
+    if (!db->be->vt->set_clock) return RL_E_UNSUPPORTED_OPERATION;
+    return db->be->vt->set_clock(db->be, fn, ud);
+}
+
 /* ---- The upper layers' per-database slot and locality figures (kv_stats.h) ------------------ */
 
 rl_db *rl__txn_db(const rl_txn *t) { return t->db; }

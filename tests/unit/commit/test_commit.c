@@ -4,6 +4,7 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/clock.h"
@@ -33,6 +34,10 @@ typedef struct {
     int in_apply;       /* an apply is blocked at the gate */
     uint64_t sync_sleep_us;
 } rec_sink;
+
+/* A hand-advanced clock for the sequencer (rl__committer_set_clock): ud is an _Atomic uint64_t
+ * of nanoseconds. */
+static uint64_t test_clock(void *ud) { return atomic_load((_Atomic uint64_t *)ud); }
 
 static int rec_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) {
     rec_sink *s = ctx;
@@ -522,12 +527,19 @@ TEST(commit_3_11_too_old) {
     rl_committer *c;
     rl_committer_options o = {1000, 0};
     ASSERT_OK(rl__committer_new(&o, sink_of(&s), 0, &c));
+    _Atomic uint64_t now = 1000000000; /* the sequencer's clock: advanced by hand, never slept */
+    rl__committer_set_clock(c, test_clock, &now);
     rl_mutation m = set_mut("a", "1");
     rl_keyrange ra = kr("a", "a\x01");
     rl_commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &r1));
     rl_version rv = r1.commit_version;
-    rl__clock_sleep_us(5000); /* >= 5,000 versions later */
+    /* Inside the window: not too old. */
+    now += 500000; /* 500 versions */
+    rl_commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    ASSERT_OK(rl__committer_commit(c, &young));
+    ASSERT_EQ(young.commit_version, 500); /* the clock, not the wall: 0 + 500 us of versions */
+    now += 5000000; /* 5,000 versions later: rv fell out of the 1,000-version window */
     rl_commit_request old = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &old), RL_E_TRANSACTION_TOO_OLD);
     ASSERT_TRUE(rl__committer_oldest_version(c) > rv);
