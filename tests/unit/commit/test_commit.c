@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "commit/commit.h"
@@ -215,18 +216,25 @@ static void *commit_thread(void *p) {
 }
 
 static void wait_queued(rl_committer *c, uint64_t n) {
+    uint64_t t0 = rl__clock_mono_ns();
     for (;;) {
         rl_committer_stats st;
         rl__committer_get_stats(c, &st);
         if (st.queued >= n) return;
+        if (rl__clock_mono_ns() - t0 > 10000000000ull) fail_msg("%llu requests never queued", (unsigned long long)n);
         rl__clock_sleep_us(200);
     }
 }
 
 static void wait_in_apply(rec_sink *s) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
     pthread_mutex_lock(&s->mu);
-    while (!s->in_apply) pthread_cond_wait(&s->cv, &s->mu);
+    while (!s->in_apply && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0) {}
+    int in = s->in_apply;
     pthread_mutex_unlock(&s->mu);
+    if (!in) fail_msg("no apply reached the gate");
 }
 
 static void open_gate(rec_sink *s) {
