@@ -45,6 +45,25 @@ static rl_store *new_store(rl_db *db, const rl_metadata *md, const uint8_t *p, s
     return s;
 }
 
+/* A mem: database, the Order metadata and an open store at P1. */
+typedef struct {
+    rl_db *db;
+    rl_metadata *md;
+    rl_store *s;
+} fixture;
+
+static void fx_open(fixture *f) {
+    f->db = open_mem();
+    ASSERT_OK(rl__order_metadata(&f->md));
+    f->s = new_store(f->db, f->md, P1, sizeof P1);
+}
+
+static void fx_close(fixture *f) {
+    rl_store_free(f->s);
+    rl_metadata_free(f->md);
+    rl_db_close(f->db);
+}
+
 static int commit_free(rl_txn *t) {
     rl_future *f = rl_txn_commit(t);
     int rc = rl_future_wait(f);
@@ -89,10 +108,11 @@ TEST(err_1_1_metadata) {
  * scan flags) still replaces it, so a message is never left over from an older failure; an
  * expected outcome (not_found) is not a failure. */
 TEST(err_1_2_store) {
-    rl_db *db = open_mem();
-    rl_metadata *md;
-    ASSERT_OK(rl__order_metadata(&md));
-    rl_store *s = new_store(db, md, P1, sizeof P1);
+    fixture f;
+    fx_open(&f);
+    rl_db *db = f.db;
+    rl_metadata *md = f.md;
+    rl_store *s = f.s;
     rl_store *s2 = new_store(db, md, P2, sizeof P2);
     ASSERT_STR_EQ(rl_store_errmsg(s), "");
     rl_txn *t;
@@ -135,9 +155,7 @@ TEST(err_1_2_store) {
     ASSERT_OK(commit_free(t));
     ASSERT_STR_EQ(rl_store_errmsg(NULL), "");
     rl_store_free(s2);
-    rl_store_free(s);
-    rl_metadata_free(md);
-    rl_db_close(db);
+    fx_close(&f);
 }
 
 /* err-1.3: before a handle exists. rl_store_new leaves its detail on the metadata and no store;
@@ -153,17 +171,17 @@ static void *other_open(void *ud) {
 }
 
 TEST(err_1_3_before_a_handle) {
-    rl_db *db = open_mem();
-    rl_metadata *md;
-    ASSERT_OK(rl__order_metadata(&md));
-    rl_store *s = (rl_store *)&s; /* must become NULL */
+    fixture f;
+    fx_open(&f);
+    rl_db *db = f.db;
+    rl_metadata *md = f.md;
+    rl_store *s = f.s, *none = (rl_store *)&none; /* none must become NULL */
     static const uint8_t junk[] = {0x15};
-    ASSERT_RC(rl_store_new(md, junk, sizeof junk, 0, &s), RL_E_INVALID_ARGUMENT);
-    ASSERT_NULL(s);
+    ASSERT_RC(rl_store_new(md, junk, sizeof junk, 0, &none), RL_E_INVALID_ARGUMENT);
+    ASSERT_NULL(none);
     ASSERT_TRUE(strstr(rl_metadata_errmsg(md), "store prefix is not a packed tuple") != NULL);
-    ASSERT_RC(rl_store_new(md, P1, sizeof P1, 0x80, &s), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl_store_new(md, P1, sizeof P1, 0x80, &none), RL_E_INVALID_ARGUMENT);
     ASSERT_TRUE(strstr(rl_metadata_errmsg(md), "unknown flags") != NULL);
-    s = new_store(db, md, P1, sizeof P1);
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(db, &t));
     rl_cursor *c = (rl_cursor *)&c;
@@ -197,19 +215,17 @@ TEST(err_1_3_before_a_handle) {
     rl_db *db2 = open_mem();
     ASSERT_STR_EQ(rl_last_error_detail(), "");
     rl_db_close(db2);
-    rl_store_free(s);
-    rl_metadata_free(md);
-    rl_db_close(db);
+    fx_close(&f);
 }
 
 /* err-1.4: the cursor's message: an orphan index entry fails the cursor with a detail naming the
  * entry; the error is sticky and so is the message (a second call does not replace it with a
  * generic one); the store's message is not touched by the cursor's failure. */
 TEST(err_1_4_cursor) {
-    rl_db *db = open_mem();
-    rl_metadata *md;
-    ASSERT_OK(rl__order_metadata(&md));
-    rl_store *s = new_store(db, md, P1, sizeof P1);
+    fixture f;
+    fx_open(&f);
+    rl_db *db = f.db;
+    rl_store *s = f.s;
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(db, &t));
     Reclayer__Order o = order(7, 42);
@@ -245,9 +261,7 @@ TEST(err_1_4_cursor) {
     rl_cursor_free(c);
     ASSERT_STR_EQ(rl_cursor_errmsg(NULL), "");
     rl_txn_free(t);
-    rl_store_free(s);
-    rl_metadata_free(md);
-    rl_db_close(db);
+    fx_close(&f);
 }
 
 /* err-1.5: a store shared by threads (record.h allows it): every thread's failures write the one
@@ -275,10 +289,10 @@ static void *fail_loop(void *ud) {
 }
 
 TEST(err_1_5_shared_store) {
-    rl_db *db = open_mem();
-    rl_metadata *md;
-    ASSERT_OK(rl__order_metadata(&md));
-    rl_store *s = new_store(db, md, P1, sizeof P1);
+    fixture f;
+    fx_open(&f);
+    rl_db *db = f.db;
+    rl_store *s = f.s;
     pthread_t th[4];
     thr a[4];
     for (int i = 0; i < 4; i++) {
@@ -294,9 +308,7 @@ TEST(err_1_5_shared_store) {
     const char *m = rl_store_errmsg(s);
     if (strcmp(m, "primary key is not a packed tuple") != 0 && strcmp(m, scan_msg) != 0)
         fail_msg("the message is neither failure's: %s", m);
-    rl_store_free(s);
-    rl_metadata_free(md);
-    rl_db_close(db);
+    fx_close(&f);
 }
 
 RL_TEST_MAIN(T(err_1_1_metadata), T(err_1_2_store), T(err_1_3_before_a_handle), T(err_1_4_cursor),
