@@ -8,7 +8,7 @@
 
 void rl__errdetail_init(rl__errdetail *d, pthread_mutex_t *mu) {
     d->mu = mu;
-    d->n_set = 0;
+    atomic_init(&d->n_set, 0);
     d->msg[0] = 0;
 }
 
@@ -16,7 +16,7 @@ void rl__errdetail_vset(rl__errdetail *d, const char *fmt, va_list ap) {
     if (!d) return;
     if (d->mu) pthread_mutex_lock(d->mu);
     vsnprintf(d->msg, sizeof d->msg, fmt, ap);
-    d->n_set++;
+    atomic_fetch_add_explicit(&d->n_set, 1, memory_order_relaxed);
     if (d->mu) pthread_mutex_unlock(d->mu);
 }
 
@@ -32,11 +32,7 @@ void rl__errdetail_copy(rl__errdetail *d, const char *msg) { rl__errdetail_set(d
 const char *rl__errdetail_get(const rl__errdetail *d) { return d ? d->msg : ""; }
 
 unsigned rl__errdetail_mark(const rl__errdetail *d) {
-    if (!d) return 0;
-    if (d->mu) pthread_mutex_lock(d->mu);
-    unsigned n = d->n_set;
-    if (d->mu) pthread_mutex_unlock(d->mu);
-    return n;
+    return d ? atomic_load_explicit(&((rl__errdetail *)d)->n_set, memory_order_relaxed) : 0;
 }
 
 int rl__errdetail_finish(rl__errdetail *d, unsigned mark, int rc, const char *what) {

@@ -24,12 +24,14 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 
 #define RL__ERRDETAIL_CAP 1024
 
 typedef struct {
     pthread_mutex_t *mu;         /* borrowed; NULL when one thread at a time uses the handle */
-    unsigned n_set;              /* how many times the message was set (rl__errdetail_mark) */
+    atomic_uint n_set;           /* how many times the message was set (rl__errdetail_mark):
+                                  * read without the mutex, so a call that succeeds takes no lock */
     char msg[RL__ERRDETAIL_CAP]; /* NUL-terminated; "" until a call fails */
 } rl__errdetail;
 
@@ -42,7 +44,8 @@ void rl__errdetail_vset(rl__errdetail *d, const char *fmt, va_list ap) __attribu
 void rl__errdetail_copy(rl__errdetail *d, const char *msg);
 /* The message: borrowed from d (rule 2); "" for NULL. */
 const char *rl__errdetail_get(const rl__errdetail *d);
-/* A mark to pass to rl__errdetail_finish: taken when a public call starts. */
+/* A mark to pass to rl__errdetail_finish: taken when a public call starts (no lock; one atomic
+ * load). */
 unsigned rl__errdetail_mark(const rl__errdetail *d);
 /* End a public call (rule 1): when rc is a failure and the call set no message since mark, set
  * "<what>: <rl_error_message(rc)>". Returns rc. */
