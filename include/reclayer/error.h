@@ -12,7 +12,22 @@
  *   3800–3999  reclayer: tools (rl, rlkvd, rlbench).
  *
  * "Expected outcomes" (RL_NOT_FOUND, RL_ALREADY_EXISTS) are codes too; callers must not log them
- * as failures.
+ * as failures. *
+ * Error details. Beyond its code, a failure leaves a detail message (file names, offsets, the
+ * field or key at fault) on the handle the call was made on, read with that handle's errmsg
+ * function: rl_metadata_errmsg(md), rl_store_errmsg(s), rl_cursor_errmsg(c). The same rules hold
+ * for every handle:
+ *   - Every failed call on a handle sets its message; a call that succeeds or returns an expected
+ *     outcome leaves it as it was, and so does any call on another handle.
+ *   - The string is owned by the handle and stays valid until the next call on that handle (the
+ *     pointer until the handle is freed). Copy it to keep it.
+ *   - Before a handle exists: a call that creates a handle and fails leaves its detail on the
+ *     parent handle it was given — rl_store_new's on the metadata, rl_cursor_open's on the store.
+ *     rl_db_open has no parent: its detail is per thread, rl_last_error_detail() (kv.h), valid
+ *     until the thread's next rl_db_open.
+ *   - Handles shared by threads (a built metadata, an open store) serialise the writes of their
+ *     message; read the detail of a call from the thread that made it, before another thread's
+ *     call on the handle can fail (otherwise the message may be that other call's).
  */
 #ifndef RECLAYER_ERROR_H
 #define RECLAYER_ERROR_H

@@ -262,7 +262,8 @@ typedef struct {
  * [0, RL_QUERY_MAX_SKIP], negative limits, bounds that are not packed tuples, bounds naming more
  * columns than the index entry has (eq values plus one for low/high), unknown fetch method or orphan behaviour),
  * RL_E_CONTINUATION_INVALID (with a detail),
- * RL_E_OUT_OF_MEMORY. The detail of a failed open is rl_record_errmsg() of this thread. */
+ * RL_E_OUT_OF_MEMORY. The detail of a failed open is on the store: rl_store_errmsg(s) (there is no
+ * cursor to hold it; reclayer/error.h). */
 RL_API int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name,
                           const rl_query_options *opts, rl_cursor **out);
 
@@ -299,7 +300,9 @@ RL_API const char *rl_cursor_explain(const rl_cursor *c);
  * cursor's error (0 if none). */
 RL_API int rl_cursor_error_cause(const rl_cursor *c);
 
-/* rl_cursor_errmsg — a detail of the cursor's last error ("" if none); owned by c. */
+/* rl_cursor_errmsg — the detail of the cursor's last failed call ("" if none has failed); owned by
+ * c, valid until the next call on c. Errors are sticky, so after a failure it stays that
+ * failure's. */
 RL_API const char *rl_cursor_errmsg(const rl_cursor *c);
 
 /* rl_cursor_free — free the cursor and its pending reads. NULL is a no-op. */

@@ -28,7 +28,8 @@
  * used by one thread at a time (kv.h).
  *
  * Errors: the codes of reclayer/error.h. The record layer's own are RL_E_RECORD_* (3500–3506);
- * rl_record_errmsg() gives a thread-local detail message for the last failure of a store call.
+ * rl_store_errmsg(s) gives the detail message of the last failed call on the store s, and
+ * rl_metadata_errmsg(md) that of the metadata (the rules are in reclayer/error.h).
  */
 #ifndef RECLAYER_RECORD_H
 #define RECLAYER_RECORD_H
@@ -88,8 +89,8 @@ RL_API int rl_metadata_version(const rl_metadata *md);
  * with a detail otherwise. */
 RL_API int rl_metadata_build(rl_metadata *md);
 
-/* rl_metadata_errmsg — the detail of the last failed call on md ("" if none); owned by md, valid
- * until the next call on it. */
+/* rl_metadata_errmsg — the detail of the last failed call on md, or of a failed rl_store_new
+ * given md ("" if none has failed); owned by md, valid until the next call on it (error.h). */
 RL_API const char *rl_metadata_errmsg(const rl_metadata *md);
 
 /* ---- Stores ------------------------------------------------------------------------------ */
@@ -120,7 +121,7 @@ RL_API void rl_record_release(rl_record *r);
  * flags: RL_STORE_* bits, used if the store is created. Unknown bits: RL_E_INVALID_ARGUMENT.
  * The handle is not usable until rl_store_open succeeds. [out] out: free with rl_store_free.
  * Errors: RL_E_INVALID_ARGUMENT (metadata not built, prefix not a valid tuple or empty, bad
- * flags), RL_E_OUT_OF_MEMORY. */
+ * flags), RL_E_OUT_OF_MEMORY; the detail is on md (rl_metadata_errmsg), there being no store. */
 RL_API int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len,
                         uint32_t flags, rl_store **out);
 RL_API void rl_store_free(rl_store *s);
@@ -197,9 +198,11 @@ RL_API int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_l
  * errors of rl_store_load. Never reads outside the given arrays. */
 RL_API int rl_store_decode_record(const rl_store *s, const rl_keyvalue *kvs, int n, rl_record *out);
 
-/* rl_record_errmsg — detail of the last failed store call in this thread ("" if none). Static
- * thread-local storage, valid until the next store call in this thread. */
-RL_API const char *rl_record_errmsg(void);
+/* rl_store_errmsg — the detail of the last failed call on s ("" if none has failed): every
+ * rl_store_* call above that fails, rl_store_check, rl_store_inject_defect and a failed
+ * rl_cursor_open on s. Owned by s, valid until the next call on s; a success leaves it. When
+ * threads share s, read it from the thread whose call failed (reclayer/error.h). "" for NULL. */
+RL_API const char *rl_store_errmsg(const rl_store *s);
 
 /* ---- Integrity checker ------------------------------------------------------------------- */
 

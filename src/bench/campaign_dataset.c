@@ -61,12 +61,12 @@ int rl__camp_load(const char *url, const char *store, const rl_camp_protocol *p,
     uint8_t *pad = make_pad(padding, &rc);
     if (rc) goto fail;
     if ((rc = rl__tool_open(&t, url, store, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, 0))) {
-        rl__buf_printf(msg, "cannot open %s: %s", url, rl_record_errmsg());
+        rl__buf_printf(msg, "cannot open %s: %s", url, rl__tool_errmsg(&t));
         goto fail;
     }
     rc = save_range(&t, 1, p->records, p->data_seed, pad, padding);
     if (rc) rl__buf_printf(msg, "loading %d Orders into %s %s: %s %s", p->records, url, store, rl_error_name(rc),
-                           rl_record_errmsg());
+                           rl_store_errmsg(t.s));
     rl__tool_close(&t);
 fail:
     rl__free(pad);
@@ -82,7 +82,7 @@ static int check_store(rl__tool *t, json_t *out, int *out_ok, json_t *kinds, rl_
     int rc;
     memset(&rep, 0, sizeof rep);
     if ((rc = rl_txn_begin(t->db, &txn)) || (rc = rl_store_check(t->s, txn, &rep))) {
-        rl__buf_printf(msg, "the integrity checker failed: %s %s", rl_error_name(rc), rl_record_errmsg());
+        rl__buf_printf(msg, "the integrity checker failed: %s %s", rl_error_name(rc), rl_store_errmsg(t->s));
         goto done;
     }
     json_t *defects = json_array();
@@ -108,7 +108,7 @@ int rl__camp_integrity(const char *url, const char *store, json_t **out, rl_buf 
     int ok = 0, rc;
     *out = NULL;
     if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl_record_errmsg());
+        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
         return rc;
     }
     json_t *o = json_pack("{s:s, s:s}", "url", url, "store", store);
@@ -161,7 +161,7 @@ int rl__camp_defect_controls(const char *url, const rl_camp_protocol *p, json_t 
         snprintf(store, sizeof store, "[\"bench\",\"control\",\"%s\"]", controls[i].name);
         if ((rc = rl__tool_open(&t, url, store,
                                 RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS | RL_STORE_ALLOW_DEFECTS, 0))) {
-            rl__buf_printf(msg, "defect control %s: cannot open %s: %s", controls[i].name, url, rl_record_errmsg());
+            rl__buf_printf(msg, "defect control %s: cannot open %s: %s", controls[i].name, url, rl__tool_errmsg(&t));
             goto done;
         }
         json_t *before = json_object(), *after = json_object(), *found = json_array();
@@ -170,7 +170,7 @@ int rl__camp_defect_controls(const char *url, const rl_camp_protocol *p, json_t 
             !(rc = check_store(&t, before, &clean, NULL, msg)) && !(rc = rl_db_run(t.db, inject_fn, &ic)))
             rc = check_store(&t, after, &ok_after, found, msg);
         if (rc && !msg->len)
-            rl__buf_printf(msg, "defect control %s: %s %s", controls[i].name, rl_error_name(rc), rl_record_errmsg());
+            rl__buf_printf(msg, "defect control %s: %s %s", controls[i].name, rl_error_name(rc), rl_store_errmsg(t.s));
         rl__tool_close(&t);
         int has = 0;
         for (size_t j = 0; j < json_array_size(found); j++)
@@ -216,7 +216,7 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
     int rc;
     memset(&page, 0, sizeof page);
     if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl_record_errmsg());
+        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
         return rc;
     }
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
@@ -238,7 +238,7 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
     do {
         if ((rc = rl_txn_begin(t.db, &txn)) ||
             (rc = rl_store_scan(t.s, txn, NULL, 0, NULL, 0, RL_SNAPSHOT, 50, cont, cont_len, &page))) {
-            rl__buf_printf(msg, "reading %s %s: %s %s", url, store, rl_error_name(rc), rl_record_errmsg());
+            rl__buf_printf(msg, "reading %s %s: %s %s", url, store, rl_error_name(rc), rl_store_errmsg(t.s));
             goto done;
         }
         for (int i = 0; i < page.n; i++) {
@@ -290,7 +290,7 @@ int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl
     int rc, more = 1;
     *out = NULL;
     if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl_record_errmsg());
+        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
         return rc;
     }
     rl_slice pre = rl_store_prefix(t.s);

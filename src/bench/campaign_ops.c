@@ -78,7 +78,7 @@ int rl__camp_conn_open(rl_camp_conn *c, const char *url, const char *store, cons
     int rc;
     memset(c, 0, sizeof *c);
     if ((rc = rl__tool_open(&c->t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl_record_errmsg());
+        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&c->t));
         return rc;
     }
     c->embedded = !strncmp(url, "file:", 5) || !strncmp(url, "mem:", 4);
@@ -137,7 +137,7 @@ static int rl_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int de
     qo.pipeline_depth = depth;
     if ((rc = rl_txn_begin(c->t.db, &t))) goto done;
     if ((rc = rl_cursor_open(c->t.s, t, "price_idx", &qo, &cur))) {
-        rl__buf_printf(msg, "%s: %s", rl_error_name(rc), rl_record_errmsg());
+        rl__buf_printf(msg, "%s: %s", rl_error_name(rc), rl_store_errmsg(c->t.s));
         goto done;
     }
     while ((rc = rl_cursor_next(cur, &row)) == RL_OK && row) {

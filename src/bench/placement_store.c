@@ -144,7 +144,7 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
     if (rc != RL_OK) {
-        rl__buf_printf(msg, "%s", rl_record_errmsg());
+        rl__buf_printf(msg, "%s", rl__tool_errmsg(&t));
         return rc;
     }
     snap_ctx c;
@@ -158,7 +158,7 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
     rl_keyvalue *kks = NULL, *skv = NULL;
     rc = rl__tool_placement_ranges(t.s, index, &c.rec_b, &c.rec_e, &c.idx_b, &c.idx_e);
     if (rc != RL_OK) {
-        rl__buf_printf(msg, "%s", rl_record_errmsg());
+        rl__buf_printf(msg, "%s", rl_store_errmsg(t.s));
         goto out;
     }
     if ((rc = rl_db_run(t.db, snap_fn, &c)) != RL_OK) {
@@ -241,7 +241,7 @@ int rl__tool_placement_place(const char *url, const char *store, const char *ind
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
     if (rc != RL_OK) {
-        rl__buf_printf(msg, "%s", rl_record_errmsg());
+        rl__buf_printf(msg, "%s", rl__tool_errmsg(&t));
         return rc;
     }
     rl_buf ib, ie;
@@ -253,7 +253,7 @@ int rl__tool_placement_place(const char *url, const char *store, const char *ind
     size_t *soff = NULL, ns = 0;
     rl__buf_init(&starts);
     if ((rc = rl__tool_placement_ranges(t.s, index, &c.b, &c.e, &ib, &ie)) != RL_OK) {
-        rl__buf_printf(msg, "%s", rl_record_errmsg());
+        rl__buf_printf(msg, "%s", rl_store_errmsg(t.s));
         goto out;
     }
     /* 1. The index to its team. */

@@ -23,16 +23,27 @@
 
 /* ---- Sequencer -------------------------------------------------------------------------- */
 
+/* A monotonic clock in nanoseconds (never goes backwards), for the sequencer. ud is the
+ * installer's. The default, when none is installed, is rl__clock_mono_ns. Tests install one
+ * they advance by hand, so version distances ("5 seconds" of MVCC window) need no sleeping. */
+typedef uint64_t (*rl_seq_clock_fn)(void *ud);
+
 typedef struct {
     rl_version last;       /* last version issued */
     rl_version base;       /* version at base_mono_ns */
-    uint64_t base_mono_ns; /* monotonic clock reading when base was taken */
+    uint64_t base_mono_ns; /* clock reading when base was taken */
+    rl_seq_clock_fn clock; /* NULL: rl__clock_mono_ns (the real clock, no indirection) */
+    void *clock_ud;
 } rl_sequencer;
 
-/* Start after `recovered` (the last version known durable). */
+/* Start after `recovered` (the last version known durable), on the real clock. */
 void rl__sequencer_init(rl_sequencer *s, rl_version recovered);
 /* The next commit version: > every version issued before. Not thread-safe (callers lock). */
 rl_version rl__sequencer_next(rl_sequencer *s);
+/* rl__sequencer_set_clock — read time from fn(ud) from now on (fn NULL: the real clock again).
+ * Versions keep increasing across the switch: the next one is > every version issued, and later
+ * ones advance by the new clock's microseconds. Not thread-safe (as rl__sequencer_next). */
+void rl__sequencer_set_clock(rl_sequencer *s, rl_seq_clock_fn fn, void *ud);
 
 /* ---- Resolver --------------------------------------------------------------------------- */
 
@@ -128,6 +139,11 @@ typedef void (*rl_commit_done_fn)(rl_commit_request *req, void *ud);
  * [any thread] */
 int rl__committer_submit(rl_committer *c, rl_commit_request *req, rl_commit_done_fn done, void *ud);
 
+/* rl__committer_set_clock — the sequencer of c reads fn(ud) instead of the monotonic clock (NULL:
+ * the real one again; rl__sequencer_set_clock). For tests. Call it while no commit is in progress
+ * on c (before the first, or between commits of one thread); fn is called by whichever thread
+ * leads a batch and must stay callable until rl__committer_free or the next call. */
+void rl__committer_set_clock(rl_committer *c, rl_seq_clock_fn fn, void *ud);
 /* rl__committer_set_max_batch_bytes — bound a batch's mutation bytes (every mutation's len1 +
  * len2 + 9, its size in a log record of storage/wal.h): a batch takes queued requests while their
  * sum stays <= bytes (but always at least one request). 0, the default, means no bound. A server

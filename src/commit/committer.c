@@ -501,6 +501,14 @@ int rl__committer_submit(rl_committer *c, rl_commit_request *req, rl_commit_done
     return RL_OK;
 }
 
+/* The sequencer is the leader's; with no commit in progress (the caller's promise) no leader
+ * exists, and the next one takes mu before it leads, so setting it under mu is safe. */
+void rl__committer_set_clock(rl_committer *c, rl_seq_clock_fn fn, void *ud) {
+    pthread_mutex_lock(&c->mu);
+    rl__sequencer_set_clock(&c->seq, fn, ud);
+    pthread_mutex_unlock(&c->mu);
+}
+
 void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes) {
     pthread_mutex_lock(&c->mu);
     c->max_batch_bytes = bytes;

@@ -237,6 +237,10 @@ typedef struct {
      * read of key[0..key_len) goes and the round trip measured to those servers. Thread-safe,
      * never blocks on the network, never fails (unknown figures stay 0). */
     void (*locality)(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out);
+    /* Optional (NULL: the backend's versions come from elsewhere, e.g. a cluster's sequencer;
+     * appended): make the backend's sequencer read fn(ud) instead of the monotonic clock, for
+     * tests (rl__db_set_clock, kv_int.h). RL_OK. */
+    int (*set_clock)(rl_kv_backend *b, uint64_t (*fn)(void *ud), void *ud);
 } rl_kv_backend_vtable;
 
 /* Every backend struct begins with this header. */

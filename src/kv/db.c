@@ -7,7 +7,8 @@
  * (fdb/; "fdb:" alone: FoundationDB's default cluster file); anything else is RL_E_BAD_URL. A DIR that
  * does not exist is RL_E_FILE_NOT_FOUND, one that is not a directory RL_E_INVALID_ARGUMENT, one
  * that cannot be examined RL_E_IO_ERROR (with strerror in the detail). The detail of the last failure of
- * rl_db_open in a thread is kept in a thread-local buffer (rl_last_error_detail).
+ * rl_db_open in a thread is kept in a thread-local rl__errdetail (rl_last_error_detail): rl_db_open
+ * has no handle to leave it on (the rule for every other call is in reclayer/error.h).
  * "file:DIR?engine=NAME&checkpoint_bytes=N" (also inside defer:) names the storage engine,
  * memory or ssd, and the checkpoint (ssd: flush) threshold (rl__kv_file_url); a '?' followed
  * by neither option is part of DIR.
@@ -21,12 +22,13 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/errdetail.h"
 #include "kv/cluster/cluster.h"
 #include "kv/fdb/fdb.h"
 #include "kv/kv_int.h"
 #include "kv/kv_stats.h"
 
-static _Thread_local char last_detail[1024];
+static _Thread_local rl__errdetail last_detail; /* zeroed: "" and no mutex */
 
 int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
                     rl_db_options *out_opts, rl_buf *errmsg) {
@@ -79,11 +81,11 @@ static void set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static void set_detail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_detail, sizeof last_detail, fmt, ap);
+    rl__errdetail_vset(&last_detail, fmt, ap);
     va_end(ap);
 }
 
-const char *rl_last_error_detail(void) { return last_detail; }
+const char *rl_last_error_detail(void) { return rl__errdetail_get(&last_detail); }
 
 void rl_free(void *p) { rl__free(p); }
 
@@ -95,7 +97,7 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     char *fdir = NULL; /* file:: the directory without its ?engine= */
     rl_buf msg;
     rl__buf_init(&msg);
-    last_detail[0] = 0;
+    rl__errdetail_init(&last_detail, NULL); /* valid until the next rl_db_open (kv.h) */
     if (!out) return RL_E_INVALID_ARGUMENT;
     *out = NULL;
     if (!url) {
@@ -244,6 +246,13 @@ int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx) {
     }
     rl_txn_free(txn);
     return rc;
+}
+
+/* ---- Tests: the sequencer's clock (kv_int.h) ------------------------------------------------ */
+
+int rl__db_set_clock(rl_db *db, uint64_t (*fn)(void *ud), void *ud) {
+    if (!db->be->vt->set_clock) return RL_E_UNSUPPORTED_OPERATION;
+    return db->be->vt->set_clock(db->be, fn, ud);
 }
 
 /* ---- The upper layers' per-database slot and locality figures (kv_stats.h) ------------------ */

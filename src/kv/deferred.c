@@ -224,6 +224,12 @@ static void def_close(rl_kv_backend *b) {
     rl__free(d);
 }
 
+/* The clock is the inner backend's (commits run there, on the worker, one at a time). */
+static int def_set_clock(rl_kv_backend *b, uint64_t (*fn)(void *ud), void *ud) {
+    deferred *d = (deferred *)b;
+    return d->in->vt->set_clock ? d->in->vt->set_clock(d->in, fn, ud) : RL_E_UNSUPPORTED_OPERATION;
+}
+
 static const rl_kv_backend_vtable deferred_vt = {
     .name = "deferred",
     .completes_inline = 0,
@@ -232,6 +238,7 @@ static const rl_kv_backend_vtable deferred_vt = {
     .read = def_read,
     .commit = def_commit,
     .status_json = def_status_json,
+    .set_clock = def_set_clock,
 };
 
 int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out,

@@ -207,6 +207,11 @@ static int emb_status_json(rl_kv_backend *b, rl_buf *out) {
     return rl__buf_error(out);
 }
 
+static int emb_set_clock(rl_kv_backend *b, uint64_t (*fn)(void *ud), void *ud) {
+    rl__committer_set_clock(((embedded *)b)->cm, fn, ud);
+    return RL_OK;
+}
+
 static const rl_kv_backend_vtable embedded_vt = {
     .name = "embedded",
     .completes_inline = 1,
@@ -215,6 +220,7 @@ static const rl_kv_backend_vtable embedded_vt = {
     .read = emb_read,
     .commit = emb_commit,
     .status_json = emb_status_json,
+    .set_clock = emb_set_clock,
 };
 
 /* Open the storage engine (recovering it for file:) and a committer over it. On failure nothing

@@ -37,6 +37,14 @@ struct rl_db {
     void (*slot_fini)(void *p);
 };
 
+/* rl__db_set_clock — tests only: the database's sequencer reads fn(ud) (a monotonic clock in
+ * nanoseconds) instead of the real clock, so a test advances commit versions (and with them the
+ * MVCC window) without sleeping; fn NULL restores the real clock. Versions keep increasing across
+ * the switch. Call it while no commit is in flight on db; fn must stay callable until rl_db_close
+ * or the next call. RL_OK, or RL_E_UNSUPPORTED_OPERATION for backends whose versions come from
+ * elsewhere (cluster:, fdb:). */
+int rl__db_set_clock(rl_db *db, uint64_t (*fn)(void *ud), void *ud);
+
 /* ---- Futures ----------------------------------------------------------------------------- */
 
 typedef enum {

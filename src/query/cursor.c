@@ -240,7 +240,8 @@ struct rl_cursor {
     int done;
     rl_no_next_reason reason;
     int err, cause;
-    char errmsg[512];
+    rl__errdetail detail;     /* rl_cursor_errmsg (base/errdetail.h) */
+    unsigned row_mark;        /* rl__errdetail_mark(&detail) when the current entry's fetch began */
     rl_buf cont;
     rl_query_counters k;
     /* Tracing (invariant 7). */
@@ -328,11 +329,11 @@ static void set_msg(rl_cursor *c, const char *fmt, ...) __attribute__((format(pr
 static void set_msg(rl_cursor *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
+    rl__errdetail_vset(&c->detail, fmt, ap);
     va_end(ap);
 }
 
-/* The printable tuple form of key (or its hex if it is not a tuple) into c->errmsg's tail. */
+/* The printable tuple form of key (or its hex if it is not a tuple) into out. */
 static void print_key(const uint8_t *key, size_t len, rl_buf *out) {
     if (rl__tuple_print(key, len, out) != RL_OK) {
         rl__buf_reset(out);
@@ -1176,13 +1177,13 @@ static int page_begin(rl_cursor *c) {
  * Opening
  * ========================================================================================== */
 
-static int check_tuple(const void *p, size_t n, const char *what) {
+static int check_tuple(const void *p, size_t n, const char *what, rl__errdetail *err) {
     if (!p && n) goto bad;
     if (!p) return RL_OK;
     if (rl__tuple_validate(p, n, NULL) != RL_OK) goto bad;
     return RL_OK;
 bad:
-    rl__record_set_errmsg("query bound %s is not a packed tuple", what);
+    rl__errdetail_set(err, "query bound %s is not a packed tuple", what);
     return RL_E_INVALID_ARGUMENT;
 }
 
@@ -1254,7 +1255,7 @@ static int adopt_continuation(rl_cursor *c, const rl_query_options *o) {
     const char *why;
     int rc = rl__qcont_decode(o->continuation, o->continuation_len, c->hash, &has_key, &suf, &suf_len, &why);
     if (rc) {
-        rl__record_set_errmsg("%s", why);
+        rl__errdetail_set(rl__store_err(c->s), "%s", why);
         return rc;
     }
     c->skip = 0; /* skip applies to the first page only */
@@ -1264,7 +1265,7 @@ static int adopt_continuation(rl_cursor *c, const rl_query_options *o) {
     if ((rc = rl__buf_error(&c->last_key))) return rc;
     if (rl__bytes_cmp(c->last_key.data, c->last_key.len, c->range_b.data, c->range_b.len) < 0 ||
         rl__bytes_cmp(c->last_key.data, c->last_key.len, c->range_e.data, c->range_e.len) >= 0) {
-        rl__record_set_errmsg("continuation key lies outside the scan's bounds");
+        rl__errdetail_set(rl__store_err(c->s), "continuation key lies outside the scan's bounds");
         return RL_E_CONTINUATION_INVALID;
     }
     c->has_last = 1;
@@ -1278,8 +1279,9 @@ static void add_alloc_delta(rl_cursor *c, const rl_alloc_stats *before) {
     c->k.alloc_bytes += now.bytes - before->bytes;
 }
 
-int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts,
-                   rl_cursor **out) {
+/* rl_cursor_open's work; its details go on the store (err: rl__store_err(s), or NULL). */
+static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts,
+                       rl_cursor **out, rl__errdetail *err) {
     rl_alloc_stats before;
     rl_query_options o;
     rl_cursor *c = NULL;
@@ -1289,7 +1291,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     memset(&o, 0, sizeof o);
     if (opts) {
         if (opts->size < sizeof o) {
-            rl__record_set_errmsg("rl_query_options.size must be sizeof(rl_query_options)");
+            rl__errdetail_set(err, "rl_query_options.size must be sizeof(rl_query_options)");
             return RL_E_INVALID_ARGUMENT;
         }
         o = *opts;
@@ -1300,28 +1302,29 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
         o.pipeline_depth < 0 || o.index_batch < 0 || (unsigned)o.orphans > RL_ORPHAN_RETURN ||
         (unsigned)o.fetch > RL_FETCH_ADAPTIVE || (!o.continuation && o.continuation_len) ||
         (unsigned)o.secondary_strategy > RL_SECONDARY_GROUPED) {
-        rl__record_set_errmsg("query options out of range");
+        rl__errdetail_set(err, "query options out of range");
         return RL_E_INVALID_ARGUMENT;
     }
     if (o.skip > RL_QUERY_MAX_SKIP) {
         /* The skip becomes a key-selector offset of 1 + skip (forward) or 1 - skip (reverse),
          * an int: anything larger would wrap. */
-        rl__record_set_errmsg("skip %d is out of range [0, %d]", o.skip, RL_QUERY_MAX_SKIP);
+        rl__errdetail_set(err, "skip %d is out of range [0, %d]", o.skip, RL_QUERY_MAX_SKIP);
         return RL_E_INVALID_ARGUMENT;
     }
-    if ((rc = check_tuple(o.eq, o.eq_len, "eq")) || (rc = check_tuple(o.low, o.low_len, "low")) ||
-        (rc = check_tuple(o.high, o.high_len, "high")))
+    if ((rc = check_tuple(o.eq, o.eq_len, "eq", err)) || (rc = check_tuple(o.low, o.low_len, "low", err)) ||
+        (rc = check_tuple(o.high, o.high_len, "high", err)))
         return rc;
     rl__index_layout lay;
     if ((rc = rl__md_index_layout(rl_store_metadata(s), index_name, &lay))) {
-        if (rc == RL_E_INDEX_UNKNOWN) rl__record_set_errmsg("no index named %s in the metadata", index_name);
-        else rl__record_set_errmsg("index %s has too many columns", index_name);
+        if (rc == RL_E_INDEX_UNKNOWN) rl__errdetail_set(err, "no index named %s in the metadata", index_name);
+        else rl__errdetail_set(err, "index %s has too many columns", index_name);
         return rc;
     }
     c = rl__calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
     c->s = s;
     c->txn = txn;
+    rl__errdetail_init(&c->detail, NULL);
     c->ix = lay;
     c->o = o;
     c->skip = o.skip;
@@ -1350,7 +1353,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     c->n_pk = c->ix.n_pk;
     c->n_entry = c->ix.n_fields;
     if (c->ix.n_fields + c->n_pk > MAX_ENTRY_COLS) {
-        rl__record_set_errmsg("index %s has too many columns", index_name);
+        rl__errdetail_set(err, "index %s has too many columns", index_name);
         rc = RL_E_UNSUPPORTED_OPERATION;
         goto fail;
     }
@@ -1361,11 +1364,11 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     size_t n_eq = 0;
     if (o.eq) (void)rl__tuple_validate(o.eq, o.eq_len, &n_eq);
     if (n_eq + (o.low || o.high ? 1 : 0) > (size_t)c->n_entry) {
-        rl__record_set_errmsg("the bounds name %zu columns (%zu eq values%s) but index %s has %d "
-                              "(%d indexed values, then the primary key)",
-                              n_eq + (o.low || o.high ? 1 : 0), n_eq,
-                              o.low || o.high ? " and a low/high bound" : "", index_name,
-                              c->n_entry, c->ix.n_fields);
+        rl__errdetail_set(err, "the bounds name %zu columns (%zu eq values%s) but index %s has %d "
+                          "(%d indexed values, then the primary key)",
+                          n_eq + (o.low || o.high ? 1 : 0), n_eq,
+                          o.low || o.high ? " and a low/high bound" : "", index_name,
+                          c->n_entry, c->ix.n_fields);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
@@ -1404,8 +1407,17 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
     *out = c;
     return RL_OK;
 fail:
+    if (c && rl__errdetail_get(&c->detail)[0]) rl__errdetail_copy(err, rl__errdetail_get(&c->detail));
     rl_cursor_free(c);
     return rc;
+}
+
+int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts,
+                   rl_cursor **out) {
+    /* No cursor yet: the detail of a failure goes on the store (errdetail.h, rule 3). */
+    rl__errdetail *err = s ? rl__store_err(s) : NULL;
+    unsigned mark = rl__errdetail_mark(err);
+    return rl__errdetail_finish(err, mark, cursor_open(s, txn, index_name, opts, out, err), "rl_cursor_open");
 }
 
 void rl_cursor_free(rl_cursor *c) {
@@ -1467,7 +1479,9 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
     for (int i = 0; i < c->rn; i++) *out_bytes += (int64_t)c->rkvs[i].key_len + c->rkvs[i].value_len;
     if (c->rn > 0) c->page_kvs += (uint64_t)c->rn, c->page_recs++;
     memset(&c->rec, 0, sizeof c->rec);
-    rc = rl__decoder_decode(&c->dec, c->s, c->cur_pk.data, c->cur_pk.len, c->rkvs, c->rn, &c->rec);
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
+    rc = rl__decoder_decode(&c->dec, c->s, c->cur_pk.data, c->cur_pk.len, c->rkvs, c->rn, &c->rec, &why);
     /* The decoded record does not point into the key-values: let go of a held load. */
     rl_future_free(c->hold);
     c->hold = NULL;
@@ -1478,7 +1492,7 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
         rl_buf k;
         rl__buf_init(&k);
         print_key(c->cur_key.data, c->cur_key.len, &k);
-        set_msg(c, "record of index entry %s: %s", k.data, rl_record_errmsg());
+        set_msg(c, "record of index entry %s: %s", k.data, why.msg[0] ? why.msg : rl_error_message(rc));
         rl__buf_release(&k);
         return rc;
     }
@@ -1512,7 +1526,7 @@ static int source_failed(rl_cursor *c, int rc) {
     }
     c->cause = rc;
     if (c->fell_back) {
-        if (!c->errmsg[0]) set_msg(c, "fallback scan failed: %s", rl_error_name(rc));
+        if (rl__errdetail_mark(&c->detail) == c->row_mark) set_msg(c, "fallback scan failed: %s", rl_error_name(rc));
         rc = RL_E_FALLBACK_FAILED;
     }
     c->err = rc;
@@ -1538,7 +1552,7 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
             if (c->o.time_limit_ms > 0 && now_ns(c) - c->t0_ns >= (uint64_t)c->o.time_limit_ms * 1000000u)
                 return end_with(c, RL_NO_NEXT_TIME_LIMIT_REACHED);
         }
-        c->errmsg[0] = 0;
+        c->row_mark = rl__errdetail_mark(&c->detail);
         rc = fetch_entry(c, &has, &found, &bytes);
         if (rc == RL_OK && has && !found) {
             c->k.orphans++;
@@ -1587,12 +1601,14 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
 int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
     rl_alloc_stats before;
     rl_alloc_get_stats(&before);
+    if (c->err) return c->err; /* sticky: the detail stays the first failure's */
+    unsigned mark = rl__errdetail_mark(&c->detail);
     if (c->adaptive) c->in_t0 = rl__clock_mono_ns(), c->in_call = 1;
     int rc = next_row(c, out);
     if (c->adaptive && c->page_on) c->page_ns += rl__clock_mono_ns() - c->in_t0;
     c->in_call = 0;
     add_alloc_delta(c, &before);
-    return rc;
+    return rl__errdetail_finish(&c->detail, mark, rc, "rl_cursor_next");
 }
 
 rl_no_next_reason rl_cursor_no_next_reason(const rl_cursor *c) { return c->done ? c->reason : RL_NO_NEXT_NONE; }
@@ -1625,7 +1641,7 @@ void rl_cursor_get_trace(rl_cursor *c, const rl_query_trace_event **out, size_t 
 
 int rl_cursor_error_cause(const rl_cursor *c) { return c->cause ? c->cause : c->err; }
 
-const char *rl_cursor_errmsg(const rl_cursor *c) { return c->errmsg; }
+const char *rl_cursor_errmsg(const rl_cursor *c) { return c ? rl__errdetail_get(&c->detail) : ""; }
 
 const char *rl_fetch_method_name(rl_fetch_method m) {
     switch (m) {

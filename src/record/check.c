@@ -86,6 +86,7 @@ typedef struct {
     int cap;
     key_set pks;      /* primary keys of assembled records */
     key_set expected; /* index keys the records should have */
+    rl__errdetail why; /* the detail of a record that does not parse or index (a defect's text) */
 } check_ctx;
 
 /* Add a defect: kind and message are static text; the key is printed after the store prefix. */
@@ -137,13 +138,13 @@ static int record_cb(void *ud, const rl__unsplit_event *ev) {
                           ev->detail);
     c->r->records++;
     rl_record rec;
-    int rc = rl__record_from_event(c->s, ev, &rec);
+    int rc = rl__record_from_event(c->s, ev, &rec, &c->why);
     if (rc == RL_E_OUT_OF_MEMORY) return rc;
-    if (rc) return add_defect(c, "unparsable-record", ev->key, ev->key_len, "Record does not parse", rl_record_errmsg());
+    if (rc) return add_defect(c, "unparsable-record", ev->key, ev->key_len, "Record does not parse", c->why.msg);
     if ((rc = set_add(&c->pks, ev->pk, ev->pk_len))) goto done;
     rl__index_keys ik;
     rl__buf_init(&ik.bytes);
-    rc = rl__store_index_keys(c->s, rl__md_type_of(c->s->md, rec.type), rec.msg, &ik);
+    rc = rl__store_index_keys(c->s, rl__md_type_of(c->s->md, rec.type), rec.msg, &ik, &c->why);
     if (rc == RL_OK) {
         size_t off = 0;
         for (int i = 0; i < ik.n && !rc; i++) {
@@ -151,7 +152,7 @@ static int record_cb(void *ud, const rl__unsplit_event *ev) {
             off += ik.lens[i];
         }
     } else if (rc != RL_E_OUT_OF_MEMORY) {
-        rc = add_defect(c, "unparsable-record", ev->key, ev->key_len, "Record cannot be indexed", rl_record_errmsg());
+        rc = add_defect(c, "unparsable-record", ev->key, ev->key_len, "Record cannot be indexed", c->why.msg);
     }
     rl__buf_release(&ik.bytes);
 done:
@@ -230,7 +231,7 @@ static int index_cb(void *ud, const rl__unsplit_event *ev) {
     return check_index_entry(ud, ev->key, ev->key_len);
 }
 
-int rl_store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
+static int store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
     int rc;
     check_ctx c;
     rl_buf b, e;
@@ -241,6 +242,7 @@ int rl_store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
     memset(&c, 0, sizeof c);
     c.s = s;
     c.r = out;
+    rl__errdetail_init(&c.why, NULL);
     memset(&w, 0, sizeof w);
     w.c = &c;
     set_init(&c.pks);
@@ -296,6 +298,11 @@ fail:
     return rc;
 }
 
+int rl_store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
+    unsigned mark = rl__errdetail_mark(&s->err);
+    return rl__errdetail_finish(&s->err, mark, store_check(s, txn, out), "rl_store_check");
+}
+
 void rl_check_report_release(rl_check_report *r) {
     if (!r) return;
     for (int i = 0; i < r->n_defects; i++) rl__free(r->defects[i].key);
@@ -315,8 +322,8 @@ void rl_check_report_print(const rl_check_report *r, void *file) {
  * Deliberate defects
  * ========================================================================================== */
 
-int rl_store_inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind,
-                           int flags) {
+static int inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind,
+                         int flags) {
     int rc;
     rl_record rec = {0};
     rl_buf k, b, e;
@@ -325,7 +332,7 @@ int rl_store_inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_l
     rl__buf_init(&b);
     rl__buf_init(&e);
     if (!(s->flags & RL_STORE_ALLOW_DEFECTS) && !(flags & RL_DEFECT_FORCE)) {
-        rl__record_set_errmsg("the store was not created with allow-defects; use force to corrupt it anyway");
+        rl__errdetail_set(&s->err, "the store was not created with allow-defects; use force to corrupt it anyway");
         rc = RL_E_CLIENT_INVALID_OPERATION;
         goto fail;
     }
@@ -368,4 +375,11 @@ fail:
     rl__buf_release(&b);
     rl__buf_release(&e);
     return rc;
+}
+
+int rl_store_inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind,
+                           int flags) {
+    unsigned mark = rl__errdetail_mark(&s->err);
+    return rl__errdetail_finish(&s->err, mark, inject_defect(s, txn, pk, pk_len, kind, flags),
+                                "rl_store_inject_defect");
 }

@@ -407,7 +407,7 @@ static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
 }
 
 int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
-                       const rl_keyvalue *kvs, int n, rl_record *out) {
+                       const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err) {
     memset(out, 0, sizeof *out);
     rl_record_release(&d->slow);
     scratch_reset(d);
@@ -417,7 +417,7 @@ int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
         return rc;
     }
     memset(out, 0, sizeof *out);
-    if ((rc = rl_store_decode_record(s, kvs, n, &d->slow))) return rc;
+    if ((rc = rl__store_decode(s, kvs, n, &d->slow, err))) return rc;
     *out = d->slow;
     return RL_OK;
 }

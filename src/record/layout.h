@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "reclayer/record.h"
 
 /* Keyspace ids (first tuple element after the store prefix). */
@@ -59,8 +60,14 @@ int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layou
 void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b);
 void rl__store_records_prefix(const rl_store *s, rl_buf *b);
 
-/* Set the thread-local detail message (rl_record_errmsg). */
-void rl__record_set_errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* rl__store_err — the store's detail message (rl_store_errmsg), for the calls that fail on it
+ * and for rl_cursor_open's failures: the one mutable part of a const store (its writes are
+ * serialised by the store's mutex; base/errdetail.h). */
+rl__errdetail *rl__store_err(const rl_store *s);
+
+/* rl__store_decode — rl_store_decode_record with its detail message in err (NULL: none) instead
+ * of the store's: for decoders that keep the detail on their own handle (the query cursor). */
+int rl__store_decode(const rl_store *s, const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err);
 
 /* ---- Reusable record decoding for scans (decoder.c) -------------------------------------- */
 
@@ -98,8 +105,8 @@ void rl__decoder_recycle(rl__record_decoder *d);
  * range in ascending key order. [out] out: filled on RL_OK and BORROWED from d — valid until the
  * next decode or release of d; never pass it to rl_record_release (zero it instead). Returns
  * RL_OK, RL_E_NOT_FOUND, RL_E_OUT_OF_MEMORY, or the corruption errors of rl_store_decode_record
- * (with its detail message). Never reads outside the given arrays. */
+ * (with its detail message in err, which may be NULL). Never reads outside the given arrays. */
 int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
-                       const rl_keyvalue *kvs, int n, rl_record *out);
+                       const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err);
 
 #endif

@@ -32,14 +32,23 @@ static int md_fail(rl_metadata *md, const char *fmt, ...) __attribute__((format(
 static int md_fail(rl_metadata *md, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(md->errmsg, sizeof md->errmsg, fmt, ap);
+    rl__errdetail_vset(&md->err, fmt, ap);
     va_end(ap);
     return RL_E_RECORD_METADATA_INVALID;
 }
 
+/* Record that an allocation failed (every failure leaves a message: errdetail.h, rule 1). */
+static int md_oom(rl_metadata *md) {
+    rl__errdetail_set(&md->err, "out of memory");
+    return RL_E_OUT_OF_MEMORY;
+}
+
 int rl_metadata_new(rl_metadata **out) {
     *out = rl__calloc(1, sizeof **out);
-    return *out ? RL_OK : RL_E_OUT_OF_MEMORY;
+    if (!*out) return RL_E_OUT_OF_MEMORY;
+    pthread_mutex_init(&(*out)->err_mu, NULL);
+    rl__errdetail_init(&(*out)->err, &(*out)->err_mu);
+    return RL_OK;
 }
 
 void rl_metadata_free(rl_metadata *md) {
@@ -53,10 +62,11 @@ void rl_metadata_free(rl_metadata *md) {
     }
     rl__free(md->types);
     rl__free(md->indexes);
+    pthread_mutex_destroy(&md->err_mu);
     rl__free(md);
 }
 
-const char *rl_metadata_errmsg(const rl_metadata *md) { return md ? md->errmsg : ""; }
+const char *rl_metadata_errmsg(const rl_metadata *md) { return md ? rl__errdetail_get(&md->err) : ""; }
 void rl_metadata_set_version(rl_metadata *md, int version) { md->version = version; }
 int rl_metadata_version(const rl_metadata *md) { return md->version; }
 
@@ -124,14 +134,13 @@ int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc
                          const char *const *pk_fields, int n_pk) {
     int rc = RL_OK;
     const ProtobufCFieldDescriptor **pk = NULL;
-    md->errmsg[0] = 0;
     if (md->built) return md_fail(md, "metadata is already built");
     if (!desc || desc->magic != PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC)
         return md_fail(md, "record type: not a protobuf-c message descriptor");
     if (n_pk <= 0 || !pk_fields) return md_fail(md, "record type %s has no primary key", desc->name);
     if (rl__md_type_of(md, desc) >= 0) return md_fail(md, "record type %s added twice", desc->name);
     pk = rl__calloc((size_t)n_pk, sizeof *pk);
-    if (!pk) return RL_E_OUT_OF_MEMORY;
+    if (!pk) return md_oom(md);
     for (int i = 0; i < n_pk; i++) {
         pk[i] = key_field(md, desc, pk_fields[i], "primary key", &rc);
         if (!pk[i]) goto fail;
@@ -143,7 +152,7 @@ int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc
     }
     rl__rtype *types = rl__realloc(md->types, (size_t)(md->n_types + 1) * sizeof *types);
     if (!types) {
-        rc = RL_E_OUT_OF_MEMORY;
+        rc = md_oom(md);
         goto fail;
     }
     md->types = types;
@@ -159,7 +168,6 @@ int rl_metadata_add_value_index(rl_metadata *md, const char *type_name, const ch
                                 const char *const *fields, int n_fields, const char *subspace_key) {
     int rc = RL_OK;
     rl__index ix = {0};
-    md->errmsg[0] = 0;
     if (md->built) return md_fail(md, "metadata is already built");
     if (!index_name || !*index_name) return md_fail(md, "index has no name");
     int t = type_name ? type_named(md, type_name) : -1;
@@ -181,7 +189,7 @@ int rl_metadata_add_value_index(rl_metadata *md, const char *type_name, const ch
     ix.name = rl__strdup(index_name);
     ix.subspace_key = rl__strdup(sk);
     if (!ix.fields || !ix.pk_pos || !ix.name || !ix.subspace_key) {
-        rc = RL_E_OUT_OF_MEMORY;
+        rc = md_oom(md);
         goto fail;
     }
     for (int i = 0; i < n_fields; i++) {
@@ -200,7 +208,7 @@ int rl_metadata_add_value_index(rl_metadata *md, const char *type_name, const ch
     }
     rl__index *arr = rl__realloc(md->indexes, (size_t)(md->n_indexes + 1) * sizeof *arr);
     if (!arr) {
-        rc = RL_E_OUT_OF_MEMORY;
+        rc = md_oom(md);
         goto fail;
     }
     md->indexes = arr;
@@ -215,7 +223,6 @@ fail:
 }
 
 int rl_metadata_build(rl_metadata *md) {
-    md->errmsg[0] = 0;
     if (md->built) return RL_OK;
     if (md->n_types == 0) return md_fail(md, "metadata has no record types");
     md->built = 1;
@@ -294,14 +301,15 @@ void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg,
     }
 }
 
-int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk) {
+int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk,
+                   rl__errdetail *err) {
     const rl__rtype *rt = &md->types[t];
     for (int i = 0; i < rt->n_pk; i++) {
         int present;
         rl__md_pack_field(pk, msg, rt->pk[i], &present);
         if (!present) {
-            rl__record_set_errmsg("record of type %s has no value for primary-key field '%s'",
-                                  rt->desc->name, rt->pk[i]->name);
+            rl__errdetail_set(err, "record of type %s has no value for primary-key field '%s'",
+                              rt->desc->name, rt->pk[i]->name);
             return RL_E_RECORD_PK_MISSING;
         }
     }
@@ -309,7 +317,7 @@ int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl
 }
 
 int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg,
-                            rl_tuple_packer *pk) {
+                            rl_tuple_packer *pk, rl__errdetail *err) {
     const rl__index *x = &md->indexes[ix];
     const rl__rtype *rt = &md->types[x->type];
     for (int i = 0; i < x->n_fields; i++) {
@@ -328,7 +336,7 @@ int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessag
     }
     return RL_OK;
 missing:
-    rl__record_set_errmsg("record of type %s has no value for a primary-key field", rt->desc->name);
+    rl__errdetail_set(err, "record of type %s has no value for a primary-key field", rt->desc->name);
     return RL_E_RECORD_PK_MISSING;
 }
 

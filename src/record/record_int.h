@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "reclayer/record.h"
 #include "record/layout.h"
 #include "tuple/tuple.h"
@@ -44,7 +45,8 @@ struct rl_metadata {
     int n_indexes;
     int version;
     int built;
-    char errmsg[256];
+    pthread_mutex_t err_mu; /* serialises writes of err (a built metadata is shared by threads) */
+    rl__errdetail err;      /* rl_metadata_errmsg; also rl_store_new's failures (errdetail.h) */
 };
 
 /* Find a record type by descriptor (pointer or full name); -1 if absent. */
@@ -56,13 +58,15 @@ int rl__md_index_named(const rl_metadata *md, const char *name);
  * is set (proto2 presence; proto3 scalars are always present). When absent nothing is packed. */
 void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg,
                        const ProtobufCFieldDescriptor *fd, int *out_present);
-/* Append the primary-key tuple of msg (of type t) to pk. RL_OK, RL_E_RECORD_PK_MISSING. */
-int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk);
+/* Append the primary-key tuple of msg (of type t) to pk. RL_OK, RL_E_RECORD_PK_MISSING (the
+ * detail in err, which may be NULL). */
+int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk,
+                   rl__errdetail *err);
 /* Append the index entry tuple (values..., pk columns not among them...) of msg for index ix
  * (msg must be of the index's type). Absent indexed values are packed as null; a missing
- * primary-key field is RL_E_RECORD_PK_MISSING. */
+ * primary-key field is RL_E_RECORD_PK_MISSING (the detail in err, which may be NULL). */
 int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg,
-                            rl_tuple_packer *pk);
+                            rl_tuple_packer *pk, rl__errdetail *err);
 
 /* The protobuf-c allocator over rl__malloc/rl__free. */
 extern ProtobufCAllocator rl__record_allocator;
@@ -164,6 +168,10 @@ struct rl_store {
     uint32_t flags;           /* RL_STORE_* */
     int is_open;
     atomic_uint user_version; /* local part of record versions (unique within a transaction) */
+    pthread_mutex_t err_mu;   /* serialises writes of err (an open store is shared by threads) */
+    rl__errdetail err;        /* rl_store_errmsg: the last failed call on the store, and
+                               * rl_cursor_open's failures (errdetail.h); written through
+                               * rl__store_err even when the store is const */
 };
 
 /* Index keys of one record: concatenated in bytes, lengths in lens. */
@@ -174,8 +182,9 @@ typedef struct {
 } rl__index_keys;
 
 /* Build the full index-entry keys of msg (type t) into ik (its bytes initialised by the caller).
- * RL_OK, RL_E_KEY_TOO_LARGE, RL_E_RECORD_PK_MISSING, RL_E_OUT_OF_MEMORY. */
-int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik);
+ * RL_OK, RL_E_KEY_TOO_LARGE, RL_E_RECORD_PK_MISSING (detail in err), RL_E_OUT_OF_MEMORY. */
+int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik,
+                         rl__errdetail *err);
 /* Reset b and e to the begin and end of the records range of pk: R+pk+0x00 .. R+pk+0xff. */
 void rl__store_record_range(const rl_store *s, const uint8_t *pk, size_t pk_len, rl_buf *b, rl_buf *e);
 /* Feed every key-value of [b, e) (flags: RL_REVERSE, RL_SNAPSHOT) to u, starting with the
@@ -192,10 +201,12 @@ int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk
 
 /* Append prefix + pack(kid) to b (after resetting it) and return a packer positioned after. */
 void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk);
-/* Turn an unsplitter's defect into RL_E_RECORD_SPLIT_CORRUPT with a detail message. */
-int rl__record_defect_error(const rl__unsplit_event *ev);
-/* Fill rl_record from an assembled record event (parse, copy pk). RL_OK or parse errors. */
-int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out);
+/* Turn an unsplitter's defect into RL_E_RECORD_SPLIT_CORRUPT with a detail message in err. */
+int rl__record_defect_error(const rl__unsplit_event *ev, rl__errdetail *err);
+/* Fill rl_record from an assembled record event (parse, copy pk). RL_OK or parse errors (detail
+ * in err, which may be NULL). */
+int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out,
+                          rl__errdetail *err);
 
 /* protobuf_c_message_unpack for flat messages, or NULL ("not handled here", never an error):
  * handles inputs whose every field is known to desc, appears at most once, is a singular

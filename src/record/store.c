@@ -28,23 +28,16 @@
 
 #define STOP_CODE 1 /* returned by callbacks to stop an unsplitter early; not an error code */
 
-static _Thread_local char tl_errmsg[512];
+rl__errdetail *rl__store_err(const rl_store *s) { return (rl__errdetail *)&s->err; }
 
-void rl__record_set_errmsg(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tl_errmsg, sizeof tl_errmsg, fmt, ap);
-    va_end(ap);
-}
+const char *rl_store_errmsg(const rl_store *s) { return s ? rl__errdetail_get(&s->err) : ""; }
 
-const char *rl_record_errmsg(void) { return tl_errmsg; }
-
-int rl__record_defect_error(const rl__unsplit_event *ev) {
+int rl__record_defect_error(const rl__unsplit_event *ev, rl__errdetail *err) {
     rl_buf k;
     rl__buf_init(&k);
     rl__tuple_print(ev->key, ev->key_len, &k);
-    rl__record_set_errmsg("%s%s%s at key %s", rl__unsplit_kind_message(ev->kind), *ev->detail ? ": " : "",
-                          ev->detail, k.data);
+    rl__errdetail_set(err, "%s%s%s at key %s", rl__unsplit_kind_message(ev->kind), *ev->detail ? ": " : "",
+                      ev->detail, k.data);
     rl__buf_release(&k);
     return RL_CORRUPT(RL_E_RECORD_SPLIT_CORRUPT);
 }
@@ -76,16 +69,29 @@ int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len, u
                  rl_store **out) {
     rl_store *s = NULL;
     size_t n = 0;
+    /* No store yet: the detail goes on the metadata (the parent; errdetail.h, rule 3). */
+    rl__errdetail *err = md ? (rl__errdetail *)&md->err : NULL;
     *out = NULL;
-    if (!md || !md->built || !prefix || prefix_len == 0) return RL_E_INVALID_ARGUMENT;
-    if (flags & ~(uint32_t)(RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS | RL_STORE_ALLOW_DEFECTS))
+    if (!md || !md->built || !prefix || prefix_len == 0) {
+        rl__errdetail_set(err, "rl_store_new: %s", !md || !md->built ? "the metadata is not built"
+                                                                     : "the store prefix is empty");
         return RL_E_INVALID_ARGUMENT;
+    }
+    if (flags & ~(uint32_t)(RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS | RL_STORE_ALLOW_DEFECTS)) {
+        rl__errdetail_set(err, "rl_store_new: unknown flags 0x%x", (unsigned)flags);
+        return RL_E_INVALID_ARGUMENT;
+    }
     if (rl__tuple_validate(prefix, prefix_len, &n) != RL_OK || n == 0) {
-        rl__record_set_errmsg("store prefix is not a packed tuple");
+        rl__errdetail_set(err, "store prefix is not a packed tuple");
         return RL_E_INVALID_ARGUMENT;
     }
     s = rl__calloc(1, sizeof *s);
-    if (!s) return RL_E_OUT_OF_MEMORY;
+    if (!s) {
+        rl__errdetail_set(err, "rl_store_new: out of memory");
+        return RL_E_OUT_OF_MEMORY;
+    }
+    pthread_mutex_init(&s->err_mu, NULL);
+    rl__errdetail_init(&s->err, &s->err_mu);
     s->md = md;
     s->flags = flags;
     s->prefix = rl__memdup(prefix, prefix_len);
@@ -97,6 +103,7 @@ int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len, u
     if (!s->prefix || rl__buf_error(&b)) {
         rl__buf_release(&b);
         rl_store_free(s);
+        rl__errdetail_set(err, "rl_store_new: out of memory");
         return RL_E_OUT_OF_MEMORY;
     }
     s->rec_prefix = rl__buf_detach(&b, &s->rec_prefix_len);
@@ -109,6 +116,7 @@ void rl_store_free(rl_store *s) {
     if (!s) return;
     rl__free(s->prefix);
     rl__free(s->rec_prefix);
+    pthread_mutex_destroy(&s->err_mu);
     rl__free(s);
 }
 
@@ -116,7 +124,7 @@ uint32_t rl_store_flags(const rl_store *s) { return s->flags; }
 rl_slice rl_store_prefix(const rl_store *s) { return (rl_slice){s->prefix, s->prefix_len}; }
 const rl_metadata *rl_store_metadata(const rl_store *s) { return s->md; }
 
-int rl_store_open(rl_store *s, rl_txn *txn) {
+static int store_open(rl_store *s, rl_txn *txn) {
     int rc, present = 0, vlen = 0;
     const uint8_t *v = NULL;
     rl_buf key, val;
@@ -146,19 +154,19 @@ int rl_store_open(rl_store *s, rl_txn *txn) {
     }
     h = reclayer__store_header__unpack(&rl__record_allocator, (size_t)vlen, v);
     if (!h) {
-        rl__record_set_errmsg("store header at (0,) does not parse");
+        rl__errdetail_set(&s->err, "store header at (0,) does not parse");
         rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
         goto fail;
     }
     if (h->format_version > RL_STORE_FORMAT_VERSION) {
-        rl__record_set_errmsg("store format version %d is newer than this library's %d", h->format_version,
-                              RL_STORE_FORMAT_VERSION);
+        rl__errdetail_set(&s->err, "store format version %d is newer than this library's %d", h->format_version,
+                          RL_STORE_FORMAT_VERSION);
         rc = RL_E_STORE_METADATA_MISMATCH;
         goto fail;
     }
     if (h->meta_data_version != s->md->version) {
-        rl__record_set_errmsg("store has metadata version %d, the metadata given is version %d",
-                              h->meta_data_version, s->md->version);
+        rl__errdetail_set(&s->err, "store has metadata version %d, the metadata given is version %d",
+                          h->meta_data_version, s->md->version);
         rc = RL_E_STORE_METADATA_MISMATCH;
         goto fail;
     }
@@ -175,6 +183,16 @@ fail:
     rl__buf_release(&val);
     return rc;
 }
+
+/* Every public call on a store ends here: a failure that set no detail still leaves one
+ * (errdetail.h, rule 1). */
+#define STORE_CALL(s, what, call)                                                                  \
+    do {                                                                                           \
+        unsigned mark_ = rl__errdetail_mark(&(s)->err);                                            \
+        return rl__errdetail_finish(rl__store_err(s), mark_, (call), (what));                      \
+    } while (0)
+
+int rl_store_open(rl_store *s, rl_txn *txn) { STORE_CALL(s, "rl_store_open", store_open(s, txn)); }
 
 /* ============================================================================================
  * Records from key-values
@@ -195,7 +213,8 @@ void rl_record_page_release(rl_record_page *p) {
     memset(p, 0, sizeof *p);
 }
 
-int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out) {
+int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out,
+                          rl__errdetail *d) {
     int t, rc;
     rl_buf err;
     memset(out, 0, sizeof *out);
@@ -205,7 +224,7 @@ int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_rec
         rl_buf k;
         rl__buf_init(&k);
         rl__tuple_print(ev->pk, ev->pk_len, &k);
-        rl__record_set_errmsg("record %s: %s", k.data, err.data);
+        rl__errdetail_set(d, "record %s: %s", k.data, err.data);
         rl__buf_release(&k);
         rl__buf_release(&err);
         return rc;
@@ -233,17 +252,18 @@ typedef struct {
     int parse;         /* 0: only note that a record exists */
     int found;
     rl_record *out;
+    rl__errdetail *err; /* where a defect's detail goes (NULL: nowhere) */
 } one_ctx;
 
 static int one_cb(void *ud, const rl__unsplit_event *ev) {
     one_ctx *c = ud;
     if (c->pk && (ev->pk_len != c->pk_len || !ev->pk || memcmp(ev->pk, c->pk, c->pk_len) != 0))
         return RL_OK; /* a longer primary key that extends ours: not this record */
-    if (ev->kind != RL__EV_RECORD) return rl__record_defect_error(ev);
+    if (ev->kind != RL__EV_RECORD) return rl__record_defect_error(ev, c->err);
     if (c->found) return RL_OK;
     c->found = 1;
     if (!c->parse) return RL_OK;
-    return rl__record_from_event(c->s, ev, c->out);
+    return rl__record_from_event(c->s, ev, c->out, c->err);
 }
 
 /* Begin and end keys of the records range of pk: R + pk + 0x00 .. R + pk + 0xff. */
@@ -299,7 +319,7 @@ int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk
     int rc;
     rl_buf b, e;
     rl__unsplitter u;
-    one_ctx c = {s, pk, pk_len, parse, 0, out};
+    one_ctx c = {s, pk, pk_len, parse, 0, out, &s->err};
     if (out) memset(out, 0, sizeof *out);
     rl__buf_init(&b);
     rl__buf_init(&e);
@@ -320,18 +340,18 @@ done:
     return rc;
 }
 
-/* Check that pk is one complete packed tuple. */
-static int check_pk(const void *pk, size_t pk_len) {
+/* Check that pk is one complete packed tuple (the detail on s). */
+static int check_pk(rl_store *s, const void *pk, size_t pk_len) {
     size_t n = 0;
     if (!pk || pk_len == 0 || rl__tuple_validate(pk, pk_len, &n) != RL_OK || n == 0) {
-        rl__record_set_errmsg("primary key is not a packed tuple");
+        rl__errdetail_set(&s->err, "primary key is not a packed tuple");
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
 }
 
-int rl_store_load(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_record *out) {
-    int rc = check_pk(pk, pk_len);
+static int store_load(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_record *out) {
+    int rc = check_pk(s, pk, pk_len);
     if (rc) {
         memset(out, 0, sizeof *out);
         return rc;
@@ -339,13 +359,21 @@ int rl_store_load(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_re
     return rl__store_read_record(s, txn, pk, pk_len, 1, NULL, out);
 }
 
-int rl_store_exists(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len) {
-    int rc = check_pk(pk, pk_len);
+int rl_store_load(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_record *out) {
+    STORE_CALL(s, "rl_store_load", store_load(s, txn, pk, pk_len, out));
+}
+
+static int store_exists(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len) {
+    int rc = check_pk(s, pk, pk_len);
     if (rc) return rc;
     return rl__store_read_record(s, txn, pk, pk_len, 0, NULL, NULL);
 }
 
-int rl_store_load_many(rl_store *s, rl_txn *txn, const rl_slice *pks, int n, rl_record *out) {
+int rl_store_exists(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len) {
+    STORE_CALL(s, "rl_store_exists", store_exists(s, txn, pk, pk_len));
+}
+
+static int store_load_many(rl_store *s, rl_txn *txn, const rl_slice *pks, int n, rl_record *out) {
     int rc = RL_OK, i;
     rl_future **fs = NULL;
     rl_buf b, e;
@@ -356,7 +384,7 @@ int rl_store_load_many(rl_store *s, rl_txn *txn, const rl_slice *pks, int n, rl_
     fs = rl__calloc((size_t)n, sizeof *fs);
     if (!fs) return RL_E_OUT_OF_MEMORY;
     for (i = 0; i < n; i++) {
-        if ((rc = check_pk(pks[i].data, pks[i].len))) goto fail;
+        if ((rc = check_pk(s, pks[i].data, pks[i].len))) goto fail;
         rl__store_record_range(s, pks[i].data, pks[i].len, &b, &e);
         if ((rc = rl__buf_error(&b)) || (rc = rl__buf_error(&e))) goto fail;
         fs[i] = read_page(txn, &b, &e, 0, 0);
@@ -378,10 +406,14 @@ fail:
     return rc;
 }
 
-int rl_store_decode_record(const rl_store *s, const rl_keyvalue *kvs, int n, rl_record *out) {
+int rl_store_load_many(rl_store *s, rl_txn *txn, const rl_slice *pks, int n, rl_record *out) {
+    STORE_CALL(s, "rl_store_load_many", store_load_many(s, txn, pks, n, out));
+}
+
+int rl__store_decode(const rl_store *s, const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err) {
     int rc = RL_OK;
     rl__unsplitter u;
-    one_ctx c = {s, NULL, 0, 1, 0, out};
+    one_ctx c = {s, NULL, 0, 1, 0, out, err};
     memset(out, 0, sizeof *out);
     rl__unsplitter_init(&u, s->rec_prefix, s->rec_prefix_len, 0);
     for (int i = 0; i < n && !rc; i++)
@@ -393,13 +425,18 @@ int rl_store_decode_record(const rl_store *s, const rl_keyvalue *kvs, int n, rl_
     return rc;
 }
 
+int rl_store_decode_record(const rl_store *s, const rl_keyvalue *kvs, int n, rl_record *out) {
+    STORE_CALL(s, "rl_store_decode_record", rl__store_decode(s, kvs, n, out, rl__store_err(s)));
+}
+
 /* ============================================================================================
  * Writes
  * ========================================================================================== */
 
 /* Build the index keys of msg (type t) into ik. RL_OK, RL_E_KEY_TOO_LARGE, RL_E_RECORD_PK_MISSING,
  * RL_E_OUT_OF_MEMORY. */
-int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik) {
+int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik,
+                         rl__errdetail *err) {
     rl_buf k;
     rl_tuple_packer pk;
     int rc = RL_OK;
@@ -410,16 +447,16 @@ int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, 
         if (x->type != t) continue;
         if (ik->n == (int)(sizeof ik->lens / sizeof ik->lens[0])) {
             rc = RL_E_UNSUPPORTED_OPERATION;
-            rl__record_set_errmsg("more than 64 indexes on one record type");
+            rl__errdetail_set(err, "more than 64 indexes on one record type");
             goto done;
         }
         rl__store_key(s, RL__KS_INDEX, &k, &pk);
         rl__tuple_pack_string(&pk, x->subspace_key, strlen(x->subspace_key));
-        if ((rc = rl__md_pack_index_entry(s->md, i, msg, &pk))) goto done;
+        if ((rc = rl__md_pack_index_entry(s->md, i, msg, &pk, err))) goto done;
         if ((rc = rl__buf_error(&k))) goto done;
         if (k.len > RL_KEY_SIZE_LIMIT) {
-            rl__record_set_errmsg("index entry of %s is %zu bytes, over the key limit of %d", x->name, k.len,
-                                  RL_KEY_SIZE_LIMIT);
+            rl__errdetail_set(err, "index entry of %s is %zu bytes, over the key limit of %d", x->name, k.len,
+                              RL_KEY_SIZE_LIMIT);
             rc = RL_E_KEY_TOO_LARGE;
             goto done;
         }
@@ -463,13 +500,13 @@ static int clear_old_indexes(rl_store *s, rl_txn *txn, const rl_record *old) {
     rl__index_keys ik;
     rl__buf_init(&ik.bytes);
     int t = rl__md_type_of(s->md, old->type);
-    int rc = t < 0 ? RL_OK : rl__store_index_keys(s, t, old->msg, &ik);
+    int rc = t < 0 ? RL_OK : rl__store_index_keys(s, t, old->msg, &ik, &s->err);
     if (!rc) rc = apply_index_keys(txn, &ik, 0);
     rl__buf_release(&ik.bytes);
     return rc;
 }
 
-int rl_store_save(rl_store *s, rl_txn *txn, const ProtobufCMessage *msg, int *out_existed) {
+static int store_save(rl_store *s, rl_txn *txn, const ProtobufCMessage *msg, int *out_existed) {
     int rc, t, existed = 0;
     rl_buf pkb, val, key, b, e;
     rl_tuple_packer pk;
@@ -483,28 +520,28 @@ int rl_store_save(rl_store *s, rl_txn *txn, const ProtobufCMessage *msg, int *ou
     rl__buf_init(&ik.bytes);
     if (out_existed) *out_existed = 0;
     if (!msg || (t = rl__md_type_of(s->md, msg->descriptor)) < 0) {
-        rl__record_set_errmsg("record type %s is not in the metadata",
-                              msg && msg->descriptor ? msg->descriptor->name : "(none)");
+        rl__errdetail_set(&s->err, "record type %s is not in the metadata",
+                          msg && msg->descriptor ? msg->descriptor->name : "(none)");
         rc = RL_E_RECORD_TYPE_UNKNOWN;
         goto fail;
     }
     /* Everything that can be refused is checked before the first write (invariant 2). */
     rl__tuple_packer_init(&pk, &pkb);
-    if ((rc = rl__md_pack_pk(s->md, t, msg, &pk)) || (rc = rl__buf_error(&pkb))) goto fail;
+    if ((rc = rl__md_pack_pk(s->md, t, msg, &pk, &s->err)) || (rc = rl__buf_error(&pkb))) goto fail;
     if (s->rec_prefix_len + pkb.len + 10 > RL_KEY_SIZE_LIMIT) {
-        rl__record_set_errmsg("record key of %zu bytes is over the key limit of %d", s->rec_prefix_len + pkb.len,
-                              RL_KEY_SIZE_LIMIT);
+        rl__errdetail_set(&s->err, "record key of %zu bytes is over the key limit of %d",
+                          s->rec_prefix_len + pkb.len, RL_KEY_SIZE_LIMIT);
         rc = RL_E_KEY_TOO_LARGE;
         goto fail;
     }
     if ((rc = rl__record_serialize(s->md, t, msg, &val))) goto fail;
     if (val.len > RL_RECORD_SPLIT_SIZE && !(s->flags & RL_STORE_SPLIT_LONG_RECORDS)) {
-        rl__record_set_errmsg("Record is too long to be stored in a single value (%zu bytes); consider "
-                              "split_long_records", val.len);
+        rl__errdetail_set(&s->err, "Record is too long to be stored in a single value (%zu bytes); consider "
+                          "split_long_records", val.len);
         rc = RL_E_RECORD_TOO_LARGE;
         goto fail;
     }
-    if ((rc = rl__store_index_keys(s, t, msg, &ik))) goto fail;
+    if ((rc = rl__store_index_keys(s, t, msg, &ik, &s->err))) goto fail;
     /* The old version (invariant 1). */
     rc = rl__store_read_record(s, txn, pkb.data, pkb.len, 1, NULL, &old);
     if (rc == RL_OK) {
@@ -563,13 +600,17 @@ fail:
     return rc;
 }
 
-int rl_store_delete(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len) {
+int rl_store_save(rl_store *s, rl_txn *txn, const ProtobufCMessage *msg, int *out_existed) {
+    STORE_CALL(s, "rl_store_save", store_save(s, txn, msg, out_existed));
+}
+
+static int store_delete(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len) {
     int rc;
     rl_record old = {0};
     rl_buf b, e;
     rl__buf_init(&b);
     rl__buf_init(&e);
-    if ((rc = check_pk(pk, pk_len))) goto fail;
+    if ((rc = check_pk(s, pk, pk_len))) goto fail;
     if ((rc = rl__store_read_record(s, txn, pk, pk_len, 1, NULL, &old))) goto fail;
     if ((rc = clear_old_indexes(s, txn, &old))) goto fail;
     rl__store_record_range(s, pk, pk_len, &b, &e);
@@ -583,7 +624,11 @@ fail:
     return rc;
 }
 
-int rl_store_count(rl_store *s, rl_txn *txn, int64_t *out) {
+int rl_store_delete(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len) {
+    STORE_CALL(s, "rl_store_delete", store_delete(s, txn, pk, pk_len));
+}
+
+static int store_count(rl_store *s, rl_txn *txn, int64_t *out) {
     int rc, present = 0, vlen = 0;
     const uint8_t *v = NULL;
     rl_buf k;
@@ -606,6 +651,10 @@ fail:
     return rc;
 }
 
+int rl_store_count(rl_store *s, rl_txn *txn, int64_t *out) {
+    STORE_CALL(s, "rl_store_count", store_count(s, txn, out));
+}
+
 /* ============================================================================================
  * Scans
  * ========================================================================================== */
@@ -619,7 +668,7 @@ typedef struct {
 
 static int scan_cb(void *ud, const rl__unsplit_event *ev) {
     scan_ctx *c = ud;
-    if (ev->kind != RL__EV_RECORD) return rl__record_defect_error(ev);
+    if (ev->kind != RL__EV_RECORD) return rl__record_defect_error(ev, rl__store_err(c->s));
     if (c->page->n == c->cap) {
         int cap = c->cap ? c->cap * 2 : 16;
         rl_record *nr = rl__realloc(c->page->records, (size_t)cap * sizeof *nr);
@@ -627,15 +676,15 @@ static int scan_cb(void *ud, const rl__unsplit_event *ev) {
         c->page->records = nr;
         c->cap = cap;
     }
-    int rc = rl__record_from_event(c->s, ev, &c->page->records[c->page->n]);
+    int rc = rl__record_from_event(c->s, ev, &c->page->records[c->page->n], rl__store_err(c->s));
     if (rc) return rc;
     c->page->n++;
     return (c->limit > 0 && c->page->n >= c->limit) ? STOP_CODE : RL_OK;
 }
 
-int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high,
-                  size_t high_len, int flags, int limit, const void *continuation,
-                  size_t continuation_len, rl_record_page *out) {
+static int store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high,
+                      size_t high_len, int flags, int limit, const void *continuation,
+                      size_t continuation_len, rl_record_page *out) {
     int rc = RL_OK;
     rl_buf b, e;
     rl__unsplitter u;
@@ -661,7 +710,7 @@ int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, con
         rl__buf_init(&ck);
         rl__buf_append(&ck, s->rec_prefix, s->rec_prefix_len);
         rl__buf_append(&ck, continuation, continuation_len);
-        int ok = check_pk(continuation, continuation_len) == RL_OK && !rl__buf_error(&ck) &&
+        int ok = check_pk(s, continuation, continuation_len) == RL_OK && !rl__buf_error(&ck) &&
                  rl__bytes_cmp(ck.data, ck.len, b.data, b.len) >= 0 &&
                  rl__bytes_cmp(ck.data, ck.len, e.data, e.len) < 0;
         if (ok) {
@@ -676,7 +725,7 @@ int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, con
         }
         rl__buf_release(&ck);
         if (!ok) {
-            rl__record_set_errmsg("continuation is not a primary key inside the scan's bounds");
+            rl__errdetail_set(&s->err, "continuation is not a primary key inside the scan's bounds");
             rc = RL_E_CONTINUATION_INVALID;
             goto fail;
         }
@@ -706,4 +755,11 @@ fail:
     rl__buf_release(&b);
     rl__buf_release(&e);
     return rc;
+}
+
+int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high,
+                  size_t high_len, int flags, int limit, const void *continuation,
+                  size_t continuation_len, rl_record_page *out) {
+    STORE_CALL(s, "rl_store_scan",
+               store_scan(s, txn, low, low_len, high, high_len, flags, limit, continuation, continuation_len, out));
 }

@@ -12,17 +12,18 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "order.pb-c.h"
 #include "record/record_int.h"
 #include "record/tool.h"
 
-int rl__tool_store_prefix(const char *json, rl_buf *out) {
+int rl__tool_store_prefix(const char *json, rl_buf *out, rl__errdetail *err) {
     json_error_t jerr;
     json_t *a = json_loads(json, 0, &jerr);
     int rc = RL_OK;
     rl_tuple_packer pk;
     if (!a || !json_is_array(a) || json_array_size(a) == 0) {
-        rl__record_set_errmsg("--store must be a non-empty JSON array of strings and integers, e.g. '[\"bench\",\"orders\"]'");
+        rl__errdetail_set(err, "--store must be a non-empty JSON array of strings and integers, e.g. '[\"bench\",\"orders\"]'");
         rc = RL_E_INVALID_ARGUMENT;
         goto done;
     }
@@ -34,7 +35,7 @@ int rl__tool_store_prefix(const char *json, rl_buf *out) {
         } else if (json_is_integer(e)) {
             rl__tuple_pack_int(&pk, (int64_t)json_integer_value(e));
         } else {
-            rl__record_set_errmsg("--store element %zu is neither a string nor an integer", i);
+            rl__errdetail_set(err, "--store element %zu is neither a string nor an integer", i);
             rc = RL_E_INVALID_ARGUMENT;
             goto done;
         }
@@ -75,26 +76,33 @@ int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t
     int must_exist = (open_flags & (RL__TOOL_MUST_EXIST | RL__TOOL_READ_ONLY)) != 0;
     rl_buf prefix;
     memset(t, 0, sizeof *t);
+    rl__errdetail_init(&t->err, NULL);
     rl__buf_init(&prefix);
-    rl__record_set_errmsg("%s", "");
-    if ((rc = rl__tool_store_prefix(store_json ? store_json : RL__TOOL_DEFAULT_STORE, &prefix))) goto fail;
+    if ((rc = rl__tool_store_prefix(store_json ? store_json : RL__TOOL_DEFAULT_STORE, &prefix, &t->err))) goto fail;
     rl_db_options dbo;
     memset(&dbo, 0, sizeof dbo);
     dbo.size = sizeof dbo;
     dbo.read_only = (open_flags & RL__TOOL_READ_ONLY) != 0;
     if ((rc = rl_db_open(url, &dbo, &t->db))) {
-        rl__record_set_errmsg("cannot open database %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
+        rl__errdetail_set(&t->err, "cannot open database %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
         goto fail;
     }
-    if ((rc = rl__order_metadata(&t->md))) goto fail;
-    if ((rc = rl_store_new(t->md, prefix.data, prefix.len, create_flags, &t->s))) goto fail;
+    if ((rc = rl__order_metadata(&t->md))) {
+        rl__errdetail_set(&t->err, "cannot build the Order metadata: %s", rl_error_message(rc));
+        goto fail;
+    }
+    if ((rc = rl_store_new(t->md, prefix.data, prefix.len, create_flags, &t->s))) {
+        rl__errdetail_copy(&t->err, rl_metadata_errmsg(t->md));
+        goto fail;
+    }
     open_ctx c = {t->s, must_exist, 0};
     if ((rc = rl_db_run(t->db, open_fn, &c))) {
-        if (!*rl_record_errmsg()) rl__record_set_errmsg("cannot open the store: %s", rl_error_message(rc));
+        if (rl_store_errmsg(t->s)[0]) rl__errdetail_copy(&t->err, rl_store_errmsg(t->s));
+        else rl__errdetail_set(&t->err, "cannot open the store: %s", rl_error_message(rc));
         goto fail;
     }
     if (!c.exists && must_exist) {
-        rl__record_set_errmsg("no record store at %s (run `rl load` first)", store_json ? store_json : RL__TOOL_DEFAULT_STORE);
+        rl__errdetail_set(&t->err, "no record store at %s (run `rl load` first)", store_json ? store_json : RL__TOOL_DEFAULT_STORE);
         rc = RL_E_NOT_FOUND;
         goto fail;
     }
@@ -110,7 +118,9 @@ void rl__tool_close(rl__tool *t) {
     rl_store_free(t->s);
     rl_metadata_free(t->md);
     rl_db_close(t->db);
-    memset(t, 0, sizeof *t);
+    t->s = NULL;
+    t->md = NULL;
+    t->db = NULL; /* t->err stays: it says why rl__tool_open failed */
 }
 
 static uint64_t splitmix(uint64_t *s) {
@@ -251,7 +261,7 @@ int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_
                               rl_buf *idx_b, rl_buf *idx_e) {
     int ix = index ? rl__md_index_named(s->md, index) : -1;
     if (ix < 0) {
-        rl__record_set_errmsg("the store has no index named %s", index ? index : "(none)");
+        rl__errdetail_set(rl__store_err(s), "the store has no index named %s", index ? index : "(none)");
         return RL_E_NOT_FOUND;
     }
     rl_tuple_packer pk;
@@ -282,7 +292,7 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
     rl__buf_release(&e);
     if (rc != RL_OK || len < b.len || memcmp(key, b.data, b.len) != 0) {
         rl__buf_release(&b);
-        return rc != RL_OK ? rc : RL_E_CORRUPT_DATA;
+        return rc != RL_OK ? rc : RL_CORRUPT(RL_E_CORRUPT_DATA);
     }
     rl_tuple_iter it;
     rl_tuple_elem el[64];
@@ -295,7 +305,7 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
     int appended = x->n_fields;
     for (int j = 0; j < rt->n_pk; j++) {
         int pos = x->pk_pos[j] >= 0 ? x->pk_pos[j] : appended++;
-        if (pos >= n) return RL_E_CORRUPT_DATA;
+        if (pos >= n) return RL_CORRUPT(RL_E_CORRUPT_DATA);
         rl__buf_append(out, el[pos].raw, el[pos].raw_len);
     }
     return rl__buf_error(out);

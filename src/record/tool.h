@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "reclayer/record.h"
 
 /* rl__order_metadata — the benchmark's metadata, built: type reclayer.Order (proto/order.proto)
@@ -45,14 +46,19 @@ typedef struct {
     rl_db *db;
     rl_metadata *md;
     rl_store *s;
+    rl__errdetail err; /* why rl__tool_open failed (rl__tool_errmsg); kept by rl__tool_close */
 } rl__tool;
 
+/* rl__tool_errmsg — the detail of rl__tool_open's failure ("" if none); owned by t. Failures of
+ * the store calls made afterwards are on the store (rl_store_errmsg(t->s)). */
+static inline const char *rl__tool_errmsg(const rl__tool *t) { return rl__errdetail_get(&t->err); }
+
 /* Pack a --store JSON array (strings and integers) as a tuple, appended to out. RL_OK or
- * RL_E_INVALID_ARGUMENT (detail in rl_record_errmsg). */
-int rl__tool_store_prefix(const char *json, rl_buf *out);
+ * RL_E_INVALID_ARGUMENT (the detail in err, which may be NULL). */
+int rl__tool_store_prefix(const char *json, rl_buf *out, rl__errdetail *err);
 /* Open url, the Order metadata and the store at store_json (NULL: the default) in one
  * transaction; create_flags apply if the store is created. open_flags: RL__TOOL_*. On failure t
- * is closed and rl_record_errmsg says why (RL_E_NOT_FOUND: no store there, with
+ * is closed and rl__tool_errmsg(t) says why (RL_E_NOT_FOUND: no store there, with
  * RL__TOOL_MUST_EXIST). t owns what it opened until rl__tool_close. */
 int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags);
 /* Close what rl__tool_open opened; t may be zeroed (a no-op). */
@@ -73,7 +79,7 @@ int rl__tool_record_json(const rl_record *r, rl_buf *out);
 
 /* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
  * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
- * RL_E_NOT_FOUND (no such index: rl_record_errmsg says so), RL_E_OUT_OF_MEMORY. */
+ * RL_E_NOT_FOUND (no such index: rl_store_errmsg(s) says so), RL_E_OUT_OF_MEMORY. */
 int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
                               rl_buf *idx_b, rl_buf *idx_e);
 /* The first key of the record an entry key of index `index` points to: the store's records

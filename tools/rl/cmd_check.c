@@ -42,7 +42,7 @@ int rl_cmd_check(int argc, char **argv) {
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
     if (rc) {
-        fprintf(stderr, "rl check: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
+        fprintf(stderr, "rl check: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
         return 1;
     }
     rl_check_report r = {0};

@@ -47,7 +47,7 @@ int rl_cmd_get(int argc, char **argv) {
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
     if (rc) {
-        fprintf(stderr, "rl get: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
+        fprintf(stderr, "rl get: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
         return 1;
     }
     rl_buf k, out;
@@ -62,7 +62,7 @@ int rl_cmd_get(int argc, char **argv) {
     if (!rc) rc = rl__tool_record_json(&r, &out);
     if (!rc) printf("%s\n", (const char *)out.data);
     else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl get: no record with order_id %lld\n", (long long)id);
-    else fprintf(stderr, "rl get: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_record_errmsg());
+    else fprintf(stderr, "rl get: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_store_errmsg(t.s));
     rl_record_release(&r);
     rl__buf_release(&k);
     rl__buf_release(&out);

@@ -64,7 +64,7 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_MUST_EXIST);
     if (rc) {
-        fprintf(stderr, "rl inject-defect: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
+        fprintf(stderr, "rl inject-defect: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
         return 1;
     }
     rl_buf kb;
@@ -75,11 +75,11 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     inject_ctx c = {t.s, kb.data, kb.len, k, flags};
     rc = rl_db_run(t.db, inject_fn, &c);
     if (rc == RL_E_CLIENT_INVALID_OPERATION)
-        fprintf(stderr, "rl inject-defect: refused: %s\n", rl_record_errmsg());
+        fprintf(stderr, "rl inject-defect: refused: %s\n", rl_store_errmsg(t.s));
     else if (rc == RL_E_NOT_FOUND)
         fprintf(stderr, "rl inject-defect: no record with order_id %lld\n", (long long)id);
     else if (rc)
-        fprintf(stderr, "rl inject-defect: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_record_errmsg());
+        fprintf(stderr, "rl inject-defect: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_store_errmsg(t.s));
     else
         printf("injected %s into order_id %lld\n", kind, (long long)id);
     rl__buf_release(&kb);

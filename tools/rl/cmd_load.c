@@ -62,7 +62,7 @@ int rl_cmd_load(int argc, char **argv) {
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, flags, 0);
     if (rc) {
-        fprintf(stderr, "rl load: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
+        fprintf(stderr, "rl load: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
         return 1;
     }
     batch b = {t.s, 1, 0, seed, NULL, (size_t)padding};
@@ -93,6 +93,8 @@ int rl_cmd_load(int argc, char **argv) {
     }
     if (tty) fprintf(stderr, "\n");
     free(b.pad);
+    char why[RL__ERRDETAIL_CAP]; /* the store's detail outlives the store */
+    snprintf(why, sizeof why, "%s", rl_store_errmsg(t.s));
     rl__tool_close(&t);
     if (rc == RL_E_TRANSACTION_TOO_LARGE) {
         fprintf(stderr, "rl load: %s: an Order with %lld bytes of padding does not fit one transaction with this "
@@ -102,7 +104,7 @@ int rl_cmd_load(int argc, char **argv) {
     }
     if (rc) {
         fprintf(stderr, "rl load: %s: %s %s (%lld records loaded before the failing batch)\n", rl_error_name(rc),
-                rl_error_message(rc), rl_record_errmsg(), (long long)(b.first - 1));
+                rl_error_message(rc), why, (long long)(b.first - 1));
         return 1;
     }
     printf("loaded %lld records\n", (long long)count);

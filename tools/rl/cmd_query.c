@@ -279,12 +279,12 @@ int rl_cmd_query(int argc, char **argv) {
         rl_cursor *c = NULL;
         const rl_query_row *row;
         if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-            fprintf(stderr, "rl query: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
+            fprintf(stderr, "rl query: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
             goto done;
         }
         rc = rl_txn_begin(t.db, &txn);
         if (!rc && (rc = rl_cursor_open(t.s, txn, index, &o, &c)))
-            fprintf(stderr, "rl query: %s: %s\n", rl_error_name(rc), rl_record_errmsg());
+            fprintf(stderr, "rl query: %s: %s\n", rl_error_name(rc), rl_store_errmsg(t.s));
         while (!rc && (rc = rl_cursor_next(c, &row)) == RL_OK && row) {
             rl__buf_reset(&out);
             if (row->record) {

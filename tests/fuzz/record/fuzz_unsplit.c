@@ -16,7 +16,7 @@ static int on_event(void *ud, const rl__unsplit_event *ev) {
     const rl_store *s = ud;
     if (ev->kind != RL__EV_RECORD) return RL_OK;
     rl_record r;
-    if (rl__record_from_event(s, ev, &r) == RL_OK) rl_record_release(&r);
+    if (rl__record_from_event(s, ev, &r, NULL) == RL_OK) rl_record_release(&r);
     return RL_OK;
 }
 

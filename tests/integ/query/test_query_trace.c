@@ -45,7 +45,7 @@
 static void split_key(int ks, char *out, size_t cap) {
     rl_buf b;
     rl__buf_init(&b);
-    ASSERT_OK(rl__tool_store_prefix("[\"bench\",\"orders\"]", &b));
+    ASSERT_OK(rl__tool_store_prefix("[\"bench\",\"orders\"]", &b, NULL));
     rl_tuple_packer p;
     rl__tuple_packer_init(&p, &b);
     rl__tuple_pack_int(&p, ks);

@@ -4,7 +4,9 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "commit/commit.h"
@@ -33,6 +35,10 @@ typedef struct {
     int in_apply;       /* an apply is blocked at the gate */
     uint64_t sync_sleep_us;
 } rec_sink;
+
+/* A hand-advanced clock for the sequencer (rl__committer_set_clock): ud is an _Atomic uint64_t
+ * of nanoseconds. */
+static uint64_t test_clock(void *ud) { return atomic_load((_Atomic uint64_t *)ud); }
 
 static int rec_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) {
     rec_sink *s = ctx;
@@ -210,18 +216,25 @@ static void *commit_thread(void *p) {
 }
 
 static void wait_queued(rl_committer *c, uint64_t n) {
+    uint64_t t0 = rl__clock_mono_ns();
     for (;;) {
         rl_committer_stats st;
         rl__committer_get_stats(c, &st);
         if (st.queued >= n) return;
+        if (rl__clock_mono_ns() - t0 > 10000000000ull) fail_msg("%llu requests never queued", (unsigned long long)n);
         rl__clock_sleep_us(200);
     }
 }
 
 static void wait_in_apply(rec_sink *s) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
     pthread_mutex_lock(&s->mu);
-    while (!s->in_apply) pthread_cond_wait(&s->cv, &s->mu);
+    while (!s->in_apply && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0) {}
+    int in = s->in_apply;
     pthread_mutex_unlock(&s->mu);
+    if (!in) fail_msg("no apply reached the gate");
 }
 
 static void open_gate(rec_sink *s) {
@@ -522,12 +535,19 @@ TEST(commit_3_11_too_old) {
     rl_committer *c;
     rl_committer_options o = {1000, 0};
     ASSERT_OK(rl__committer_new(&o, sink_of(&s), 0, &c));
+    _Atomic uint64_t now = 1000000000; /* the sequencer's clock: advanced by hand, never slept */
+    rl__committer_set_clock(c, test_clock, &now);
     rl_mutation m = set_mut("a", "1");
     rl_keyrange ra = kr("a", "a\x01");
     rl_commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &r1));
     rl_version rv = r1.commit_version;
-    rl__clock_sleep_us(5000); /* >= 5,000 versions later */
+    /* Inside the window: not too old. */
+    now += 500000; /* 500 versions */
+    rl_commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    ASSERT_OK(rl__committer_commit(c, &young));
+    ASSERT_EQ(young.commit_version, 500); /* the clock, not the wall: 0 + 500 us of versions */
+    now += 5000000; /* 5,000 versions later: rv fell out of the 1,000-version window */
     rl_commit_request old = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &old), RL_E_TRANSACTION_TOO_OLD);
     ASSERT_TRUE(rl__committer_oldest_version(c) > rv);

@@ -1,12 +1,15 @@
 /* test_commit_async.c — the committer's asynchronous API (rl__committer_submit), commit-4.x:
  * done callbacks on the committer's own thread, group commit while a sync runs, the byte bound,
  * read-only requests, conflicts inside a batch, blocking commits beside submits, sink failures
- * and free with requests queued. The sink records each apply and can sleep in sync. */
+ * and free with requests queued. The sink records each apply, can sleep in sync, and can hold
+ * its first sync until the test opens a gate (so "requests that arrive while a sync runs" is
+ * arranged, not hoped for from a sleep). */
 #include "test.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "commit/commit.h"
@@ -19,6 +22,10 @@ typedef struct {
     size_t syncs;
     uint64_t sync_sleep_us;
     int fail_sync_at;        /* 1-based sync that fails with RL_E_IO_ERROR; 0: never */
+    pthread_cond_t cv;       /* the gate's (with mu) */
+    int gate;                /* 1: the first sync waits for gate_open (gate_wait_held, gate_release) */
+    int gate_held;           /* the first sync is waiting at the gate */
+    int gate_open;
 } sink_rec;
 
 static int rec_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) {
@@ -38,6 +45,16 @@ static int rec_sync(void *ctx) {
     sink_rec *s = ctx;
     if (s->sync_sleep_us) rl__clock_sleep_us(s->sync_sleep_us);
     pthread_mutex_lock(&s->mu);
+    if (s->gate && !s->gate_held) {
+        /* Held until the test opens the gate (at most 30 s, then the sync goes on: the test's
+         * own wait fails first). */
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 30;
+        s->gate_held = 1;
+        pthread_cond_broadcast(&s->cv);
+        while (!s->gate_open && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0) {}
+    }
     int fail = s->fail_sync_at && (int)++s->syncs == s->fail_sync_at;
     if (!s->fail_sync_at) s->syncs++;
     pthread_mutex_unlock(&s->mu);
@@ -47,6 +64,7 @@ static int rec_sync(void *ctx) {
 static rl_log_sink sink_of(sink_rec *s) {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     rl_log_sink k = {s, rec_apply, rec_sync};
     return k;
 }
@@ -92,6 +110,26 @@ static void on_done(rl_commit_request *req, void *ud) {
 }
 
 /* Wait (bounded: 10 s) until every job of js[0..n) is done. */
+/* Wait (at most 10 s) until the first sync is held at the gate: its batch is syncing. */
+static void gate_wait_held(sink_rec *s) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
+    pthread_mutex_lock(&s->mu);
+    while (!s->gate_held && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0) {}
+    int held = s->gate_held;
+    pthread_mutex_unlock(&s->mu);
+    if (!held) fail_msg("the first sync never started");
+}
+
+/* Let the held sync finish. */
+static void gate_release(sink_rec *s) {
+    pthread_mutex_lock(&s->mu);
+    s->gate_open = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void wait_jobs(job *js, int n) {
     uint64_t t0 = rl__clock_mono_ns();
     for (int i = 0; i < n; i++)
@@ -144,18 +182,19 @@ TEST(commit_4_2_group_commit_and_byte_bound) {
     sink_rec s;
     rl_committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
-    s.sync_sleep_us = 50000;
+    s.gate = 1;
     enum { N = 40 };
     job js[N + 1];
     job_init(&js[0], "first", NULL, 0);
     ASSERT_OK(rl__committer_submit(c, &js[0].req, on_done, &js[0]));
-    rl__clock_sleep_us(10000); /* the first batch is syncing now */
+    gate_wait_held(&s); /* the first batch is syncing now */
     for (int i = 1; i <= N; i++) {
         char k[16];
         snprintf(k, sizeof k, "g%02d", i);
         job_init(&js[i], k, NULL, 0);
         ASSERT_OK(rl__committer_submit(c, &js[i].req, on_done, &js[i]));
     }
+    gate_release(&s);
     wait_jobs(js, N + 1);
     ASSERT_EQ(s.applies, 2);
     ASSERT_EQ(s.batch_muts[0], 1);
@@ -167,16 +206,17 @@ TEST(commit_4_2_group_commit_and_byte_bound) {
      * takes two per batch. */
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     rl__committer_set_max_batch_bytes(c, 30);
-    s.sync_sleep_us = 20000;
+    s.gate = 1;
     job_init(&js[0], "first", NULL, 0); /* alone in its batch anyway */
     ASSERT_OK(rl__committer_submit(c, &js[0].req, on_done, &js[0]));
-    rl__clock_sleep_us(5000);
+    gate_wait_held(&s);
     for (int i = 1; i <= 6; i++) {
         char k[16];
         snprintf(k, sizeof k, "g%02d", i);
         job_init(&js[i], k, NULL, 0);
         ASSERT_OK(rl__committer_submit(c, &js[i].req, on_done, &js[i]));
     }
+    gate_release(&s);
     wait_jobs(js, 7);
     ASSERT_EQ(s.applies, 4);
     for (size_t b = 1; b < 4; b++) ASSERT_EQ(s.batch_muts[b], 2);
@@ -190,11 +230,11 @@ TEST(commit_4_3_read_only_conflicts_future) {
     sink_rec s;
     rl_committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 50, &c));
-    s.sync_sleep_us = 30000;
+    s.gate = 1;
     job ro, a, b, blocker, fut;
     job_init(&blocker, "z", NULL, 50);
     ASSERT_OK(rl__committer_submit(c, &blocker.req, on_done, &blocker));
-    rl__clock_sleep_us(5000);
+    gate_wait_held(&s); /* a, b, fut and ro arrive while the blocker's batch syncs */
     job_init(&a, "x", NULL, 50);      /* writes x */
     job_init(&b, "y", "x", 50);       /* read x at 50: conflicts with a in the same batch */
     job_init(&fut, "w", "w", 1u << 30);
@@ -205,6 +245,7 @@ TEST(commit_4_3_read_only_conflicts_future) {
     ASSERT_OK(rl__committer_submit(c, &b.req, on_done, &b));
     ASSERT_OK(rl__committer_submit(c, &fut.req, on_done, &fut));
     ASSERT_OK(rl__committer_submit(c, &ro.req, on_done, &ro));
+    gate_release(&s);
     wait_jobs(&blocker, 1);
     wait_jobs(&a, 1);
     wait_jobs(&b, 1);

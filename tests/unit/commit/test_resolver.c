@@ -33,6 +33,34 @@ TEST(commit_1_1_sequencer_monotonic) {
     }
 }
 
+/* A hand-advanced clock: ud is a uint64_t of nanoseconds. */
+static uint64_t test_clock(void *ud) { return *(const uint64_t *)ud; }
+
+/* commit-1.3: an injected clock (rl__sequencer_set_clock) drives the versions exactly, with no
+ * sleeping: one version per microsecond it advances, last + 1 when it stands still, still
+ * increasing across the switch to it and back to the real clock. */
+TEST(commit_1_3_sequencer_injected_clock) {
+    rl_sequencer s;
+    rl__sequencer_init(&s, 1000);
+    rl_version a = rl__sequencer_next(&s);
+    uint64_t now = 77;
+    rl__sequencer_set_clock(&s, test_clock, &now);
+    rl_version b = rl__sequencer_next(&s);
+    ASSERT_EQ(b, a + 1); /* the clock stood still since the switch */
+    now += 5000000000ull; /* 5 s */
+    rl_version c = rl__sequencer_next(&s);
+    ASSERT_EQ(c, a + 5000000);
+    ASSERT_EQ(rl__sequencer_next(&s), c + 1);
+    now += 999; /* less than a microsecond: no clock advance */
+    ASSERT_EQ(rl__sequencer_next(&s), c + 2);
+    now += 1001; /* 2 us after c: c + 2 is issued already, so last + 1 */
+    ASSERT_EQ(rl__sequencer_next(&s), c + 3);
+    now += 10000;
+    ASSERT_EQ(rl__sequencer_next(&s), c + 12);
+    rl__sequencer_set_clock(&s, NULL, NULL);
+    ASSERT_TRUE(rl__sequencer_next(&s) > c + 12);
+}
+
 /* commit-1.2: a restarted sequencer (init from the last version issued) keeps increasing. */
 TEST(commit_1_2_sequencer_restart) {
     rl_sequencer s;
@@ -262,7 +290,7 @@ TEST(commit_2_5_resolver_forgets_old_writes) {
     rl__resolver_free(r);
 }
 
-RL_TEST_MAIN(T(commit_1_1_sequencer_monotonic), T(commit_1_2_sequencer_restart),
+RL_TEST_MAIN(T(commit_1_1_sequencer_monotonic), T(commit_1_3_sequencer_injected_clock), T(commit_1_2_sequencer_restart),
              T(commit_2_1_resolver_point_edges), T(commit_2_2_resolver_range_edges),
              T(commit_2_3_resolver_window_too_old), T(commit_2_4_resolver_random_model),
              T(commit_2_5_resolver_forgets_old_writes))

@@ -432,7 +432,7 @@ TEST(query_2_6_continuations_refused) {
     /* Other bounds, other direction, other index. */
     o.low_exclusive = 1;
     ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_CONTINUATION_INVALID);
-    if (!strstr(rl_record_errmsg(), "another scan")) fail_msg("detail: %s", rl_record_errmsg());
+    if (!strstr(rl_store_errmsg(e.s), "another scan")) fail_msg("detail: %s", rl_store_errmsg(e.s));
     o.low_exclusive = 0;
     o.reverse = 1;
     ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_CONTINUATION_INVALID);
@@ -614,7 +614,7 @@ TEST(query_2_9_skip_edge_and_bounds_count) {
     rl_cursor_free(c);
     o.eq_len = n3; /* three values, two columns */
     ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr(rl_record_errmsg(), "columns") != NULL);
+    ASSERT_TRUE(strstr(rl_store_errmsg(e.s), "columns") != NULL);
     o.eq_len = n2, o.low = lo, o.low_len = lol; /* two eq values and a bound: three */
     ASSERT_RC(rl_cursor_open(e.s, t, "price_idx", &o, &c), RL_E_INVALID_ARGUMENT);
     o.eq_len = n1; /* one eq value and a bound: two, allowed */

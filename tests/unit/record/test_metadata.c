@@ -112,7 +112,7 @@ static void entry_of(rl_metadata *md, const char *field, const ProtobufCMessage 
     rl_tuple_packer pk;
     rl__buf_reset(out);
     rl__tuple_packer_init(&pk, out);
-    ASSERT_OK(rl__md_pack_index_entry(md, rl__md_index_named(md, field), msg, &pk));
+    ASSERT_OK(rl__md_pack_index_entry(md, rl__md_index_named(md, field), msg, &pk, NULL));
     ASSERT_OK(rl__buf_error(out));
 }
 
@@ -188,11 +188,13 @@ TEST(record_1_4_absent_fields) {
     rl_tuple_packer pk;
     rl__buf_reset(&got);
     rl__tuple_packer_init(&pk, &got);
-    ASSERT_RC(rl__md_pack_pk(md, 0, &m.base, &pk), RL_E_RECORD_PK_MISSING);
-    ASSERT_TRUE(strstr(rl_record_errmsg(), "'id'") != NULL);
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
+    ASSERT_RC(rl__md_pack_pk(md, 0, &m.base, &pk, &why), RL_E_RECORD_PK_MISSING);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "'id'") != NULL);
     rl__buf_reset(&got);
     rl__tuple_packer_init(&pk, &got);
-    ASSERT_RC(rl__md_pack_index_entry(md, 0, &m.base, &pk), RL_E_RECORD_PK_MISSING);
+    ASSERT_RC(rl__md_pack_index_entry(md, 0, &m.base, &pk, NULL), RL_E_RECORD_PK_MISSING);
     rl__buf_release(&got);
     rl_metadata_free(md);
 }
@@ -257,7 +259,7 @@ TEST(record_1_6_pk_positions) {
     rl_tuple_packer tp;
     rl__buf_init(&got);
     rl__tuple_packer_init(&tp, &got);
-    ASSERT_OK(rl__md_pack_index_entry(md, 0, &c.base, &tp));
+    ASSERT_OK(rl__md_pack_index_entry(md, 0, &c.base, &tp, NULL));
     uint8_t want[32];
     size_t n = enc_str(want, 0x02, "eu", 2);
     n += enc_int(want + n, -3);
@@ -266,7 +268,7 @@ TEST(record_1_6_pk_positions) {
     /* Primary key (region, seq). */
     rl__buf_reset(&got);
     rl__tuple_packer_init(&tp, &got);
-    ASSERT_OK(rl__md_pack_pk(md, 0, &c.base, &tp));
+    ASSERT_OK(rl__md_pack_pk(md, 0, &c.base, &tp, NULL));
     n = enc_str(want, 0x02, "eu", 2);
     n += enc_int(want + n, 5);
     ASSERT_MEM_EQ(got.data, got.len, want, n);

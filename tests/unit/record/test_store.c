@@ -483,7 +483,7 @@ TEST(record_3_4_split_boundaries) {
     ASSERT_OK(rl_store_open(s, t));
     Reclayer__Order o = sized_order(md, 5, 100001, pad);
     ASSERT_RC(rl_store_save(s, t, &o.base, NULL), RL_E_RECORD_TOO_LARGE);
-    ASSERT_TRUE(strstr(rl_record_errmsg(), "split_long_records") != NULL);
+    ASSERT_TRUE(strstr(rl_store_errmsg(s), "split_long_records") != NULL);
     o = sized_order(md, 5, 100000, pad);
     ASSERT_OK(rl_store_save(s, t, &o.base, NULL));
     commit(t);
@@ -716,7 +716,7 @@ TEST(record_3_9_bad_input) {
     Reclayer__Order o = RECLAYER__ORDER__INIT;
     o.has_price = 1, o.price = 5;
     ASSERT_RC(rl_store_save(s, t, &o.base, NULL), RL_E_RECORD_PK_MISSING);
-    ASSERT_TRUE(strstr(rl_record_errmsg(), "order_id") != NULL);
+    ASSERT_TRUE(strstr(rl_store_errmsg(s), "order_id") != NULL);
     /* Not a packed tuple as a primary key. */
     rl_record r;
     ASSERT_RC(rl_store_load(s, t, "\x15", 1, &r), RL_E_INVALID_ARGUMENT);
@@ -732,7 +732,7 @@ TEST(record_3_9_bad_input) {
     ASSERT_NULL(r.msg);
     ASSERT_RC(rl_store_load(s, t, pk, pk_int(pk, 6), &r), RL_E_RECORD_TYPE_UNKNOWN);
     ASSERT_RC(rl_store_load(s, t, pk, pk_int(pk, 7), &r), RL_E_RECORD_SPLIT_CORRUPT);
-    ASSERT_TRUE(strstr(rl_record_errmsg(), "Found split record without start") != NULL);
+    ASSERT_TRUE(strstr(rl_store_errmsg(s), "Found split record without start") != NULL);
     /* Saving over a corrupt record refuses (it cannot know the old index entries). */
     Reclayer__Order o5 = order(5, 1);
     ASSERT_RC(rl_store_save(s, t, &o5.base, NULL), RL_E_RECORD_PARSE_FAILED);
