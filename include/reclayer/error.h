@@ -12,7 +12,8 @@
  *   3800–3999  reclayer: tools (rl, rlkvd, rlbench).
  *
  * "Expected outcomes" (RL_NOT_FOUND, RL_ALREADY_EXISTS) are codes too; callers must not log them
- * as failures. *
+ * as failures.
+ *
  * Error details. Beyond its code, a failure leaves a detail message (file names, offsets, the
  * field or key at fault) on the handle the call was made on, read with that handle's errmsg
  * function: rl_metadata_errmsg(md), rl_store_errmsg(s), rl_cursor_errmsg(c). The same rules hold
