@@ -91,3 +91,10 @@ foreach(mod kv record query)
       SKIP_RETURN_CODE 77 ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
   endforeach()
 endforeach()
+
+# `rlbench campaign` on the fdb topology (tests/integ/bench/test_campaign_fdb.c) loads the library
+# through RL_FDB_LIBRARY in its workers: build it first.
+if(TARGET integ_bench_test_campaign_fdb)
+  add_dependencies(integ_bench_test_campaign_fdb fdb_c)
+  set_property(TEST integ_bench_test_campaign_fdb APPEND PROPERTY LABELS "cluster;fdb")
+endif()
