@@ -141,6 +141,8 @@ static int load(rl_buf *errmsg) {
     SYM(a.future_get_value, "fdb_future_get_value");
     SYM(a.future_get_keyvalue_array, "fdb_future_get_keyvalue_array");
     SYM(a.future_get_mappedkeyvalue_array, "fdb_future_get_mappedkeyvalue_array");
+    SYM(a.transaction_get_addresses_for_key, "fdb_transaction_get_addresses_for_key");
+    SYM(a.future_get_string_array, "fdb_future_get_string_array");
     int max = max_version();
     if (max < RL_FDB_API_MIN) {
         if (errmsg)

@@ -133,6 +133,9 @@ typedef struct {
     fdb_error_t (*future_get_keyvalue_array)(FDBFuture *, const FDBKeyValue **, int *, fdb_bool_t *);
     fdb_error_t (*future_get_mappedkeyvalue_array)(FDBFuture *, const FDBMappedKeyValue **, int *,
                                                    fdb_bool_t *);
+    /* Locality (fdb_backend.c, rl_kv_locality): the storage servers of a key, "IP:PORT" strings. */
+    FDBFuture *(*transaction_get_addresses_for_key)(FDBTransaction *, const uint8_t *, int);
+    fdb_error_t (*future_get_string_array)(FDBFuture *, const char ***, int *);
 } rl_fdb_api;
 
 /* fdb_client.c: the process's client (loaded, API version selected, network thread running),
