@@ -523,7 +523,8 @@ FDBC_API FDBFuture *fdb_transaction_watch(FDBTransaction *tr, const uint8_t *key
  * always networked, so no answer of its would fit). */
 FDBC_API FDBFuture *fdb_transaction_get_addresses_for_key(FDBTransaction *tr, const uint8_t *key,
                                                           int key_length) {
-    if (!tr || key_length < 0 || (!key && key_length)) return fdbc_future_error(FK_STRINGS, FDBC_E_CLIENT_INVALID_OPERATION);
+    if (!tr || key_length < 0 || (!key && key_length))
+        return fdbc_future_error(FK_STRINGS, FDBC_E_CLIENT_INVALID_OPERATION);
     if (!tr->d->is_cluster) return fdbc_future_error(FK_STRINGS, FDBC_E_UNSUPPORTED_OPERATION);
     size_t pl = sizeof FDBC_KEYSERVERS - 1, kl = (size_t)key_length;
     uint8_t *end = malloc(pl + kl + 1);

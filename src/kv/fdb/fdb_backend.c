@@ -64,7 +64,8 @@
  *      outcome networked (FoundationDB is). The team of a key is the last answer for that key, else
  *      for the cached key sharing the longest prefix with it (shards are ranges), its
  *      "IP:PORT" strings interned as ids 1, 2, ...; a key with no exact answer starts one lookup
- *      in the background (one at a time, at most one per LOC_REFRESH_NS). The round trip is an
+ *      in the background (one at a time, at most one per LOC_REFRESH_NS, each given up after
+ *      LOC_TIMEOUT_MS so that close never waits longer for it). The round trip is an
  *      EWMA (weight RTT_ALPHA) of this backend's own reads' latency — point reads, get_key and
  *      range rounds of at most RTT_MAX_BYTES, from the call to FoundationDB to its callback — the
  *      same for every team (the C API does not say which server answered): a read's latency,
@@ -92,6 +93,7 @@ enum { LOC_UNKNOWN = 0, LOC_NETWORKED = 1, LOC_LOCAL = 2 };
 #define LOC_PROBE_WAIT_S 2          /* open waits this long for the first answer */
 #define RTT_ALPHA 0.125             /* the EWMA's weight, as the cluster client's */
 #define RTT_MAX_BYTES 16384         /* reads returning more are not round-trip samples */
+#define LOC_TIMEOUT_MS 5000         /* a lookup gives up after this (close waits for it) */
 
 /* One answer of get_addresses_for_key. */
 typedef struct {
@@ -409,6 +411,9 @@ static void loc_lookup(fdbbe *be, const uint8_t *key, uint32_t len) {
     loc_ctx *x = rl__calloc(1, sizeof *x + len + 1);
     int rc = x ? a->database_create_transaction(be->db, &x->tr) : RL_E_OUT_OF_MEMORY;
     if (rc == 0) {
+        uint8_t ms[8];
+        for (int i = 0; i < 8; i++) ms[i] = (uint8_t)((uint64_t)LOC_TIMEOUT_MS >> (8 * i)); /* little-endian */
+        (void)a->transaction_set_option(x->tr, RL_FDB_TR_TIMEOUT, ms, 8); /* advisory: a bound, not needed */
         x->be = be;
         x->key_len = len;
         if (len) memcpy(x->key, key, len);

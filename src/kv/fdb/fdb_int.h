@@ -86,6 +86,7 @@ enum {
     RL_FDB_TR_READ_YOUR_WRITES_DISABLE = 51,
     RL_FDB_TR_ACCESS_SYSTEM_KEYS = 301,
     RL_FDB_TR_READ_SYSTEM_KEYS = 302,
+    RL_FDB_TR_TIMEOUT = 500, /* Int parameter: milliseconds */
 };
 
 /* The API versions the backend accepts: the highest the library offers, capped at 730. */

@@ -68,7 +68,8 @@ static void expect_addresses(FDBTransaction *tr, const char *key, size_t key_len
     ASSERT_OK(cl.api.future_get_string_array(f, &strs, &n));
     char want[64];
     snprintf(want, sizeof want, "127.0.0.1:%d", want_port);
-    if (n != 1 || strcmp(strs[0], want)) fail_msg("key '%.*s': %d addresses, first '%s', want '%s'", (int)key_len, key, n, n > 0 ? strs[0] : "", want);
+    if (n != 1 || strcmp(strs[0], want))
+        fail_msg("key '%.*s': %d addresses, first '%s', want '%s'", (int)key_len, key, n, n > 0 ? strs[0] : "", want);
     cl.api.future_destroy(f);
 }
 
