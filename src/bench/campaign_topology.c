@@ -34,6 +34,7 @@
 #include "bench/campaign_proc.h"
 #include "bench/placement_store.h"
 #include "kv/cluster/cluster.h"
+#include "kv/fdb/fdb.h"
 #include "net/proto.h"
 #include "server/cluster_admin.h"
 
@@ -408,21 +409,17 @@ static int fdb_clear(rl_camp_topo *tp, rl_buf *msg) {
     return rc;
 }
 
-/* Available when the database opens; a client library that cannot be loaded (file_not_found: not
- * installed, or RL_FDB_LIBRARY wrong; unsupported_operation: too old) makes it not available with
- * the backend's message, which names what to install. Other failures are up's to report. */
+/* Available when FoundationDB's client library loads (the fdb: backend's loader: RL_FDB_LIBRARY or
+ * libfdb_c.so, API version 710 or later); one that cannot be loaded makes the topology not
+ * available with the loader's message, which names what to install. A database that does not
+ * open (a wrong cluster file, a cluster that is down) is up's failure, reported as such. */
 static int fdb_available(const rl_camp_topology *t, rl_buf *why) {
-    rl_db *db = NULL;
-    rl_db_options o;
-    memset(&o, 0, sizeof o);
-    o.read_only = 1;
-    int rc = rl_db_open(t->url, &o, &db);
-    rl_db_close(db);
-    if (rc == RL_E_FILE_NOT_FOUND || rc == RL_E_UNSUPPORTED_OPERATION) {
-        rl__buf_printf(why, "%s: %s", t->url, rl_last_error_detail());
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
-    return RL_OK;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int rc = rl__kv_fdb_load(&msg);
+    if (rc) rl__buf_printf(why, "%s: %s", t->url, rl__camp_str(&msg));
+    rl__buf_release(&msg);
+    return rc ? RL_E_UNSUPPORTED_OPERATION : RL_OK;
 }
 
 /* Both stores in the one database under ("bench", NAME, VARIANT), the defect controls beside them,

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kv/fdb/fdb.h"
 #include "kv/fdb/fdb_int.h"
 #include "reclayer/error.h"
 
@@ -210,4 +211,9 @@ int rl__fdb_client(const rl_fdb_api **out, rl_buf *errmsg) {
     pthread_mutex_unlock(&g.mu);
     if (rc == RL_OK) *out = &g.api;
     return rc;
+}
+
+int rl__kv_fdb_load(rl_buf *errmsg) {
+    const rl_fdb_api *api;
+    return rl__fdb_client(&api, errmsg);
 }

@@ -18,6 +18,10 @@
  *   campaign_5_2  fdb: over an embedded file: database: the same checks (RL_FDBC_URL=file:DIR)
  *   campaign_5_3  the protocol: an fdb topology needs an fdb: url, takes no delay and no cluster
  *                 field, other kinds take no url; printing and parsing give it back
+ *   campaign_5_4  no client library (RL_FDB_LIBRARY names none): the topology is not available,
+ *                 with the loader's reason naming FoundationDB's client package (exit 0, nothing
+ *                 run); a cluster file that does not exist: the topology failed (exit 1, a
+ *                 "topology" failure naming it)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -298,4 +302,56 @@ TEST(campaign_5_3_fdb_protocol) {
     rl__buf_release(&msg);
 }
 
-RL_TEST_MAIN(T(campaign_5_3_fdb_protocol), T(campaign_5_1_fdb_over_cluster), T(campaign_5_2_fdb_over_embedded))
+/* Run a one-topology protocol on url; *out_r: results.json (the caller's). Returns the exit code. */
+static int run_small(const char *dir, const char *url, json_t **out_r) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f,
+            "{\"name\": \"tiny-fdb-bad\", \"dataset\": {\"records\": 10},\n"
+            " \"topologies\": [{\"name\": \"fdbtopo\", \"kind\": \"fdb\", \"url\": \"%s\"}],\n"
+            " \"cases\": [\"small-rows10-forward\"], \"arms\": [\"ordinary\"],\n"
+            " \"design\": {\"blocks\": 1, \"repeats\": 1, \"seconds\": 0.01, \"warmup_seconds\": 0},\n"
+            " \"statistics\": {\"resamples\": 10}}\n",
+            url);
+    fclose(f);
+    char *out = NULL, *err = NULL;
+    int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
+    snprintf(path, sizeof path, "%s/o/results.json", dir);
+    *out_r = json_load_file(path, 0, NULL);
+    if (!*out_r) fail_msg("no results.json (exit %d): %s", rc, err);
+    free(out);
+    free(err);
+    return rc;
+}
+
+TEST(campaign_5_4_fdb_unavailable_and_failed) {
+    char *dir = rl_test_tmpdir("campaign-fdb-bad");
+    json_t *r = NULL;
+    unsetenv("RL_FDBC_URL");
+    setenv("RL_FDB_LIBRARY", "/nonexistent/dir/libfdb_c.so", 1);
+    ASSERT_EQ(run_small(dir, "fdb:", &r), 0);
+    json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
+    ASSERT_STR_EQ(jstr(t, "status"), "not_available");
+    ASSERT_NOT_NULL(strstr(jstr(t, "reason"), "/nonexistent/dir/libfdb_c.so"));
+    ASSERT_NOT_NULL(strstr(jstr(t, "reason"), "FoundationDB's client package"));
+    ASSERT_EQ(json_array_size(json_object_get(r, "samples")), 0);
+    json_decref(r);
+    rl_test_rmtree(dir);
+    free(dir);
+    dir = rl_test_tmpdir("campaign-fdb-bad");
+    setenv("RL_FDB_LIBRARY", lib_path(), 1);
+    ASSERT_EQ(run_small(dir, "fdb:/nonexistent/dir/fdb.cluster", &r), 1);
+    t = json_array_get(json_object_get(r, "topologies"), 0);
+    ASSERT_STR_EQ(jstr(t, "status"), "failed");
+    json_t *fl = json_array_get(json_object_get(r, "failures"), 0);
+    ASSERT_STR_EQ(jstr(fl, "what"), "topology");
+    ASSERT_NOT_NULL(strstr(jstr(fl, "detail"), "/nonexistent/dir/fdb.cluster"));
+    json_decref(r);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+RL_TEST_MAIN(T(campaign_5_3_fdb_protocol), T(campaign_5_1_fdb_over_cluster), T(campaign_5_2_fdb_over_embedded),
+             T(campaign_5_4_fdb_unavailable_and_failed))
