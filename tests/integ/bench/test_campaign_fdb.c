@@ -2,12 +2,12 @@
  * existing database through the fdb: backend, with RL_FDB_LIBRARY pointing at reclayer's own
  * build/fdb/libfdb_c.so — over a one-server local cluster (the library opens the cluster file
  * given in the fdb: URL, as FoundationDB's would) and over an embedded file: database
- * (RL_FDBC_URL). Tiny protocol: 100 records, two cases, ordinary, remote, adaptive and sqlite,
+ * (RL_FDBC_URL). Tiny protocol: 40 records, two cases, ordinary, remote, adaptive and sqlite,
  * 2 blocks x 1 repeat of 0.05 s; a few seconds each.
  *
  *   campaign_5_1  fdb: over a one-server cluster: the topology ran (kind fdb, the backend's status
  *                 recorded: library, API version 730, the cluster file), both datasets loaded and
- *                 checked (integrity_ok, 100 records), the defect controls failed the checker as
+ *                 checked (integrity_ok, 40 records), the defect controls failed the checker as
  *                 expected, ordinary/remote/adaptive available and their rows agreeing, sqlite not
  *                 available with its reason; a sample for every (case, arm, block) with every per-op
  *                 figure; around every case the RTT probe not applicable (no ping through FoundationDB's
@@ -107,13 +107,13 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
     FILE *f = fopen(path, "w");
     ASSERT_NOT_NULL(f);
     fprintf(f,
-            "{\"name\": \"tiny-fdb\", \"dataset\": {\"records\": 100},\n"
+            "{\"name\": \"tiny-fdb\", \"dataset\": {\"records\": 40},\n"
             " \"topologies\": [{\"name\": \"fdbtopo\", \"kind\": \"fdb\", \"url\": \"%s\"}],\n"
             " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
             " \"arms\": [\"ordinary\", \"remote\", \"adaptive\", \"sqlite\"],\n"
             " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
             " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
-            " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 50}}\n",
+            " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 20}}\n",
             fdb_url);
     fclose(f);
     setenv("RL_FDB_LIBRARY", lib_path(), 1);
@@ -144,7 +144,7 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
     json_array_foreach(json_object_get(t, "datasets"), i, x) {
         ASSERT_STR_EQ(jstr(x, "url"), fdb_url);
         ASSERT_TRUE(json_is_true(json_object_get(x, "integrity_ok")));
-        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(x, "integrity"), "records")), 100);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(x, "integrity"), "records")), 40);
         ASSERT_NOT_NULL(strstr(jstr(x, "store"), "\"fdbtopo\""));
     }
     ASSERT_TRUE(json_is_true(json_object_get(t, "defect_controls_passed")));
@@ -196,7 +196,7 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
             json_t *p = json_object_get(ch, probes[j]), *rl = json_object_get(p, "read_latency");
             ASSERT_TRUE(json_is_false(json_object_get(p, "applicable")));
             ASSERT_NOT_NULL(strstr(jstr(p, "reason"), "no ping"));
-            ASSERT_EQ(json_integer_value(json_object_get(rl, "reads")), 50);
+            ASSERT_EQ(json_integer_value(json_object_get(rl, "reads")), 20);
             double mn = json_number_value(json_object_get(rl, "min_us")), p50 = json_number_value(json_object_get(rl, "p50_us"));
             double p99 = json_number_value(json_object_get(rl, "p99_us")), mx = json_number_value(json_object_get(rl, "max_us"));
             ASSERT_TRUE(mn > 0 && mn <= p50 && p50 <= p99 && p99 <= mx);
@@ -204,7 +204,7 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
         ASSERT_TRUE(json_is_true(json_object_get(ch, "receipts_equal")));
         json_t *rb = json_object_get(ch, "receipt_before");
         ASSERT_STR_EQ(jstr(rb, "kind"), "layout");
-        ASSERT_EQ(json_integer_value(json_object_get(rb, "index_entries")), 100);
+        ASSERT_EQ(json_integer_value(json_object_get(rb, "index_entries")), 40);
         ASSERT_TRUE(json_is_false(json_object_get(json_object_get(rb, "placement"), "applicable")));
         ASSERT_TRUE(json_is_true(json_object_get(ch, "worker_rows_match")));
         ASSERT_EQ(json_array_size(json_object_get(x, "processes")), 6);
