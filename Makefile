@@ -28,6 +28,7 @@ help:
 
 deps:
 	@bash scripts/install-deps.sh
+	@bash scripts/install-node-binding.sh
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DRL_WERROR=$(WERROR) $(CMAKE_FLAGS)

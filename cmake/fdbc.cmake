@@ -91,6 +91,7 @@ foreach(mod kv record query)
       SKIP_RETURN_CODE 77 ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
   endforeach()
 endforeach()
+include(cmake/fdbc-node.cmake)
 
 # `rlbench campaign` on the fdb topology (tests/integ/bench/test_campaign_fdb.c) loads the library
 # through RL_FDB_LIBRARY in its workers: build it first.

@@ -188,8 +188,8 @@ static int convert(FDBFuture *f, rl_future *in) {
                 rowp->value = m[i].kvs[j].value;
                 rowp->value_length = (int)m[i].kvs[j].value_len;
             }
-            o->buffer[FDBC_MKV_MORE] = m[i].more ? 1 : 0;
-            o->buffer[FDBC_MKV_VARIANT] = 1;
+            o->buffer[RL_FDB_MKV_MORE] = m[i].more ? 1 : 0;
+            o->buffer[RL_FDB_MKV_VARIANT] = 1;
         }
         f->conv = out;
         f->count = n;

@@ -4,18 +4,9 @@
  * documentation for API versions 710-730 (every function used here has the same signature in all
  * of them); no FoundationDB header is included or copied.
  *
- *   FDBKey          packed to 4   12 bytes   0 key, 8 key_length
- *   FDBKeyValue     packed to 4   24 bytes   0 key, 8 key_length, 12 value, 20 value_length
- *   FDBKeySelector                20 bytes   0 key, 12 orEqual, 16 offset
- *   FDBGetRangeReqAndResult       56 bytes   0 begin, 20 end, 40 data, 48 m_size, 52 m_capacity
- *   FDBMappedKeyValue            112 bytes   0 key, 12 value, 24 getRange, 80 buffer[32]
- *
- * FDBMappedKeyValue's last 32 bytes are opaque in FoundationDB's header: they are the rest of the
- * C++ MappedKeyValueRef the struct mirrors byte for byte. For a range result (the only kind the C
- * view can show) the secondary range's `more` flag is the bool at offset 80 (buffer[0]) and the
- * std::variant's index is the byte at offset 104 (buffer[24], 1 = range). The backend reads them
- * defensively (fdb_backend.c, docs/design-fdb.md): a value other than 0/1, or another index,
- * means "not known".
+ * The types and struct layouts (and the offsets of FDBMappedKeyValue's opaque bytes the backend
+ * reads, defensively: fdb_backend.c, docs/design-fdb.md) are base/fdb_api.h's, shared with
+ * src/fdbc and the tests.
  */
 #ifndef RL_KV_FDB_INT_H
 #define RL_KV_FDB_INT_H
@@ -24,57 +15,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
-
-typedef struct FDB_future FDBFuture;
-typedef struct FDB_database FDBDatabase;
-typedef struct FDB_transaction FDBTransaction;
-typedef int fdb_error_t;
-typedef int fdb_bool_t;
-typedef void (*FDBCallback)(FDBFuture *f, void *param);
-
-#pragma pack(push, 4)
-typedef struct {
-    const uint8_t *key;
-    int key_length;
-} FDBKey;
-typedef struct {
-    const uint8_t *key;
-    int key_length;
-    const uint8_t *value;
-    int value_length;
-} FDBKeyValue;
-#pragma pack(pop)
-
-typedef struct {
-    FDBKey key;
-    fdb_bool_t orEqual;
-    int offset;
-} FDBKeySelector;
-
-typedef struct {
-    FDBKeySelector begin;
-    FDBKeySelector end;
-    FDBKeyValue *data;
-    int m_size, m_capacity;
-} FDBGetRangeReqAndResult;
-
-typedef struct {
-    FDBKey key;
-    FDBKey value;
-    FDBGetRangeReqAndResult getRange;
-    unsigned char buffer[32];
-} FDBMappedKeyValue;
-
-_Static_assert(sizeof(FDBKeyValue) == 24 && offsetof(FDBKeyValue, value) == 12, "FDBKeyValue");
-_Static_assert(sizeof(FDBKeySelector) == 20, "FDBKeySelector");
-_Static_assert(sizeof(FDBGetRangeReqAndResult) == 56 && offsetof(FDBGetRangeReqAndResult, data) == 40,
-               "FDBGetRangeReqAndResult");
-_Static_assert(sizeof(FDBMappedKeyValue) == 112 && offsetof(FDBMappedKeyValue, getRange) == 24 &&
-                   offsetof(FDBMappedKeyValue, buffer) == 80,
-               "FDBMappedKeyValue");
-
-#define RL_FDB_MKV_MORE 0     /* buffer offset of the secondary range's more flag */
-#define RL_FDB_MKV_VARIANT 24 /* buffer offset of the variant index (1: range result) */
+#include "base/fdb_api.h"
 
 /* Numbers (fdb.options). */
 enum {

@@ -2,7 +2,9 @@
  * from FoundationDB's API documentation (api-c.html: types, struct layouts, the functions of API
  * version 730, option / error / mutation numbers) and independent of src/fdbc: the tests that
  * include it (test_fdbc_*.c) load a libfdb_c.so with dlopen and call it only through this table,
- * as a binding would. No reclayer header is needed to use it.
+ * as a binding would. The types and struct layouts are src/base/fdb_api.h's (standalone, shared
+ * with the library and the fdb: backend; test_fdbc_abi.c checks them against the documented
+ * sizes and offsets); no other reclayer header is needed to use it.
  *
  * fdbt_load(path) fills the table with dlsym; every function listed must be exported (a binding
  * that resolves all symbols at load time, as FoundationDB's Java binding does, needs that).
@@ -16,47 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef struct FDB_future FDBFuture;
-typedef struct FDB_database FDBDatabase;
-typedef struct FDB_transaction FDBTransaction;
-typedef struct FDB_tenant FDBTenant;
-typedef int fdb_error_t;
-typedef int fdb_bool_t;
-
-#pragma pack(push, 4)
-typedef struct {
-    const uint8_t *key;
-    int key_length;
-} FDBKey;
-typedef struct {
-    const uint8_t *key;
-    int key_length;
-    const uint8_t *value;
-    int value_length;
-} FDBKeyValue;
-#pragma pack(pop)
-
-typedef struct {
-    FDBKey key;
-    fdb_bool_t orEqual;
-    int offset;
-} FDBKeySelector;
-
-typedef struct {
-    FDBKeySelector begin;
-    FDBKeySelector end;
-    FDBKeyValue *data;
-    int m_size, m_capacity;
-} FDBGetRangeReqAndResult;
-
-typedef struct {
-    FDBKey key;
-    FDBKey value;
-    FDBGetRangeReqAndResult getRange;
-    unsigned char buffer[32];
-} FDBMappedKeyValue;
-
-typedef void (*FDBCallback)(FDBFuture *f, void *param);
+#include "base/fdb_api.h" /* the types and layouts (standalone: <stddef.h>, <stdint.h>) */
 
 /* Numbers from FoundationDB's documentation. */
 enum {
