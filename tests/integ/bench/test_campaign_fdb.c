@@ -8,14 +8,16 @@
  *   campaign_5_1  fdb: over a one-server cluster: the topology ran (kind fdb, the backend's status
  *                 recorded: library, API version 730, the cluster file), both datasets loaded and
  *                 checked (integrity_ok, 40 records), the defect controls failed the checker as
- *                 expected, ordinary/remote/adaptive available and their rows agreeing, sqlite not
+ *                 expected, the backend networked (locality), ordinary/remote/adaptive available and
+ *                 their rows agreeing, sqlite not
  *                 available with its reason; a sample for every (case, arm, block) with every per-op
  *                 figure; around every case the RTT probe not applicable (no ping through FoundationDB's
  *                 C API) carrying a point-read latency (min <= p50 <= p99 <= max), the receipts equal
  *                 with the placement part not applicable; the restoration not applicable; report.md
  *                 says n/a; afterwards the campaign's ranges are empty and a key of the user's
  *                 outside them is untouched, and a stale key inside them (planted before) is gone
- *   campaign_5_2  fdb: over an embedded file: database: the same checks (RL_FDBC_URL=file:DIR)
+ *   campaign_5_2  fdb: over an embedded file: database: the same checks (RL_FDBC_URL=file:DIR),
+ *                 the backend local
  *   campaign_5_3  the protocol: an fdb topology needs an fdb: url, takes no delay and no cluster
  *                 field, other kinds take no url; printing and parsing give it back
  *   campaign_5_4  no client library (RL_FDB_LIBRARY names none): the topology is not available,
@@ -137,6 +139,10 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
     ASSERT_EQ(json_integer_value(json_object_get(be, "api_version")), 730);
     if (want_cluster_file) ASSERT_STR_EQ(jstr(be, "cluster_file"), want_cluster_file);
     else ASSERT_TRUE(json_is_null(json_object_get(be, "cluster_file")));
+    /* Locality (ADAPTIVE's priors): networked over the cluster, local over file:. */
+    json_t *loc = json_object_get(be, "locality");
+    ASSERT_TRUE(json_is_boolean(json_object_get(loc, "networked")));
+    ASSERT_EQ(json_is_true(json_object_get(loc, "networked")), want_cluster_file != NULL);
     /* The data: loaded through fdb:, checked, the defect controls failing the checker. */
     size_t i;
     json_t *x;
