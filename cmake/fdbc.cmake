@@ -92,3 +92,10 @@ foreach(mod kv record query)
   endforeach()
 endforeach()
 include(cmake/fdbc-node.cmake)
+
+# `rlbench campaign` on the fdb topology (tests/integ/bench/test_campaign_fdb.c) loads the library
+# through RL_FDB_LIBRARY in its workers: build it first.
+if(TARGET integ_bench_test_campaign_fdb)
+  add_dependencies(integ_bench_test_campaign_fdb fdb_c)
+  set_property(TEST integ_bench_test_campaign_fdb APPEND PROPERTY LABELS "cluster;fdb")
+endif()

@@ -122,13 +122,19 @@ void rl__camp_arm_order(int block, const rl_camp_arm *arms, int n, rl_camp_arm *
 
 /* ---- The protocol ---------------------------------------------------------------------------- */
 
-typedef enum { RL_CAMP_EMBEDDED = 0, RL_CAMP_SINGLE = 1, RL_CAMP_MULTI = 2 } rl_camp_topo_kind;
+typedef enum { RL_CAMP_EMBEDDED = 0, RL_CAMP_SINGLE = 1, RL_CAMP_MULTI = 2, RL_CAMP_FDB = 3 } rl_camp_topo_kind;
+
+#define RL_CAMP_URL_MAX 1024 /* bytes of an fdb topology's url, NUL included */
 
 /* One topology. The cluster fields are what the single and multi kinds use (campaign_topology.c);
- * embedded requires delay_us == 0 and ignores them. multi needs storage_servers divisible by hosts. */
+ * embedded requires delay_us == 0 and ignores them. multi needs storage_servers divisible by hosts.
+ * fdb runs against an existing database named by url ("fdb:CLUSTER_FILE", FoundationDB's client
+ * library from RL_FDB_LIBRARY as for any fdb: URL); it requires delay_us == 0 (the campaign does
+ * not control that network) and takes none of the cluster fields. */
 typedef struct {
     char name[RL_CAMP_NAME_MAX];
     rl_camp_topo_kind kind;
+    char url[RL_CAMP_URL_MAX]; /* fdb: the database, "fdb:" or "fdb:FILE"; "" for the other kinds */
     int delay_us;        /* injected one-way delay per direction between hosts and between the
                           * client and the servers, in µs (the added round trip is twice this),
                           * 0..1,000,000 */
@@ -189,7 +195,7 @@ void rl__camp_protocol_builtin(int quick, rl_camp_protocol *out);
 /* rl__camp_protocol_parse — parse and check a protocol's JSON text (every field named in
  * campaign_protocol.c's table; unknown fields are refused, missing ones take the full protocol's
  * defaults). RL_OK, or RL_E_INVALID_ARGUMENT with msg naming the field: "blocks: 0 is out of range
- * [1, 100]", "topologies[1].kind: 'foo' is not one of embedded, single, multi", "cases[3]:
+ * [1, 100]", "topologies[1].kind: 'foo' is not one of embedded, single, multi, fdb", "cases[3]:
  * 'small-rows5-forward': ROWS must be limit1, rows10 or rows1000", "unknown field 'blokcs'". */
 int rl__camp_protocol_parse(const char *text, size_t len, rl_camp_protocol *out, rl_buf *msg);
 

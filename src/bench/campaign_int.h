@@ -5,8 +5,9 @@
  * Topologies (campaign_topology.c) sit behind rl_camp_topo_ops so the runner never asks which kind
  * it drives. embedded is available; single is available with or without an injected delay (a
  * local cluster through src/server/cluster_admin.h, the delay on the client's links); multi is a
- * cluster on several hosts with teams placed by src/bench/placement_store.h. What each hook does
- * is written above it.
+ * cluster on several hosts with teams placed by src/bench/placement_store.h; fdb is an existing
+ * database through the fdb: backend (FoundationDB's client library). What each hook does is
+ * written above it.
  */
 #ifndef RL_BENCH_CAMPAIGN_INT_H
 #define RL_BENCH_CAMPAIGN_INT_H
@@ -135,13 +136,15 @@ struct rl_camp_topo {
     char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];       /* loading, checks, placement, receipts */
     char query_url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX + 32]; /* the rows check and the workers: url plus,
                                                          * on a cluster, ?secondary=STRATEGY */
-    char store[RL_CAMP_VARIANTS][64];
+    char store[RL_CAMP_VARIANTS][192]; /* the store's tuple path as JSON */
     char sqlite[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* "" when the topology has no SQLite peer */
     char control_url[RL_CAMP_PATH_MAX];             /* the scratch database of the defect controls */
     int pids[RL_CAMP_MAX_OWNED_PIDS];
     int n_pids;
     int loaded[RL_CAMP_VARIANTS]; /* set by the runner before `place`: the variants loaded */
     char placed_text[256];        /* multi: the teams `place` used, e.g. "index {1,3}, records {5,2} {4,6}" */
+    json_t *info;                 /* set by `up` or NULL (fdb: the backend's status): recorded in the
+                                   * topology's results as "backend" and released by the runner */
 };
 
 /* The hooks of kind k (never NULL). */

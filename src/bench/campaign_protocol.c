@@ -12,7 +12,8 @@
  *       {"name": "embedded", "kind": "embedded", "delay_us": 0},
  *       {"name": "single", "kind": "single", "delay_us": 250, "jitter_us": 0,
  *        "storage_servers": 1, "hosts": 1, "replication": 1, "placement": "colocated",
- *        "secondary_reads": "individual", "engine": "memory"}, ...],
+ *        "secondary_reads": "individual", "engine": "memory"}, ...,
+ *       {"name": "fdb", "kind": "fdb", "url": "fdb:/etc/foundationdb/fdb.cluster"}],
  *     "cases": ["small-limit1-forward", ...],
  *     "arms": ["ordinary", "remote", "adaptive", "sqlite"],
  *     "design": {"blocks": 6, "repeats": 3, "seconds": 3, "warmup_seconds": 0.5,
@@ -42,7 +43,7 @@ static const char *const metric_names[RL_CAMP_METRICS] = {
     "requests_per_op",     "round_trips_per_op",   "kv_bytes_per_op",      "index_entries_per_op",
     "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op", "net_bytes_received_per_op"};
 static const char *const variant_names[RL_CAMP_VARIANTS] = {"small", "split"};
-static const char *const kind_names[] = {"embedded", "single", "multi"};
+static const char *const kind_names[] = {"embedded", "single", "multi", "fdb"};
 
 const char *rl__camp_arm_name(rl_camp_arm a) { return (unsigned)a < RL_CAMP_ARM_KINDS ? arm_names[a] : "unknown"; }
 const char *rl__camp_metric_name(rl_camp_metric m) {
@@ -116,7 +117,7 @@ static void set_topology(rl_camp_topology *t, const char *name, rl_camp_topo_kin
     snprintf(t->name, sizeof t->name, "%s", name);
     t->kind = kind;
     t->delay_us = delay_us;
-    if (kind == RL_CAMP_EMBEDDED) return;
+    if (kind == RL_CAMP_EMBEDDED || kind == RL_CAMP_FDB) return; /* fdb: its url is the parser's */
     strcpy(t->secondary, "individual");
     strcpy(t->engine, "memory");
     if (kind == RL_CAMP_SINGLE) {
@@ -277,8 +278,8 @@ static int get_string(json_t *obj, const char *path, const char *key, char *out,
 
 static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
     static const char *const keys[] = {"name", "kind", "delay_us", "jitter_us", "storage_servers", "hosts",
-                                       "replication", "placement", "secondary_reads", "engine", NULL};
-    static const char *const kinds[] = {"embedded", "single", "multi", NULL};
+                                       "replication", "placement", "secondary_reads", "engine", "url", NULL};
+    static const char *const kinds[] = {"embedded", "single", "multi", "fdb", NULL};
     static const char *const placements[] = {"colocated", "disjoint", NULL};
     static const char *const secondaries[] = {"individual", "grouped", NULL};
     static const char *const engines[] = {"memory", "ssd", NULL};
@@ -291,19 +292,38 @@ static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
         return RL_E_INVALID_ARGUMENT;
     }
     if ((rc = get_choice(o, path, "kind", kinds, kind, sizeof kind, msg))) return rc;
-    rl_camp_topo_kind k = !strcmp(kind, "embedded") ? RL_CAMP_EMBEDDED : !strcmp(kind, "single") ? RL_CAMP_SINGLE
-                                                                                               : RL_CAMP_MULTI;
-    set_topology(t, "x", k, k == RL_CAMP_EMBEDDED ? 0 : 250);
+    rl_camp_topo_kind k = !strcmp(kind, "embedded") ? RL_CAMP_EMBEDDED
+                          : !strcmp(kind, "single") ? RL_CAMP_SINGLE
+                          : !strcmp(kind, "multi")  ? RL_CAMP_MULTI
+                                                    : RL_CAMP_FDB;
+    set_topology(t, "x", k, k == RL_CAMP_EMBEDDED || k == RL_CAMP_FDB ? 0 : 250);
     if ((rc = get_string(o, path, "name", t->name, sizeof t->name, msg))) return rc;
     if ((rc = get_int(o, path, "delay_us", 0, 1000000, &t->delay_us, msg))) return rc;
-    if (k == RL_CAMP_EMBEDDED) {
-        for (int j = 3; keys[j]; j++)
+    if (k != RL_CAMP_FDB && json_object_get(o, "url")) {
+        rl__buf_printf(msg, "%s.url: only for fdb topologies (the others start their own database)", path);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (k == RL_CAMP_EMBEDDED || k == RL_CAMP_FDB) {
+        for (int j = 3; strcmp(keys[j], "url"); j++)
             if (json_object_get(o, keys[j])) {
                 rl__buf_printf(msg, "%s.%s: only for single and multi topologies", path, keys[j]);
                 return RL_E_INVALID_ARGUMENT;
             }
         if (t->delay_us) {
-            rl__buf_printf(msg, "%s.delay_us: an embedded topology has no network (must be 0)", path);
+            rl__buf_printf(msg, "%s.delay_us: %s (must be 0)", path,
+                           k == RL_CAMP_FDB ? "the campaign injects no delay into a database it did not start"
+                                            : "an embedded topology has no network");
+            return RL_E_INVALID_ARGUMENT;
+        }
+        if (k == RL_CAMP_EMBEDDED) return RL_OK;
+        /* fdb: the database to run against, an fdb: URL (FoundationDB's cluster file). */
+        if (!json_object_get(o, "url")) {
+            rl__buf_printf(msg, "%s: an fdb topology needs a url (fdb:PATH/fdb.cluster)", path);
+            return RL_E_INVALID_ARGUMENT;
+        }
+        if ((rc = get_string(o, path, "url", t->url, sizeof t->url, msg))) return rc;
+        if (strncmp(t->url, "fdb:", 4)) {
+            rl__buf_printf(msg, "%s.url: '%.64s' is not an fdb: URL (fdb:PATH/fdb.cluster)", path, t->url);
             return RL_E_INVALID_ARGUMENT;
         }
         return RL_OK;
@@ -502,7 +522,10 @@ int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *b) {
         rl__buf_append_str(b, "    {\"name\": ");
         put_str(b, t->name);
         rl__buf_printf(b, ", \"kind\": \"%s\", \"delay_us\": %d", kind_names[t->kind], t->delay_us);
-        if (t->kind != RL_CAMP_EMBEDDED)
+        if (t->kind == RL_CAMP_FDB) {
+            rl__buf_append_str(b, ", \"url\": ");
+            put_str(b, t->url);
+        } else if (t->kind != RL_CAMP_EMBEDDED)
             rl__buf_printf(b, ", \"jitter_us\": %d, \"storage_servers\": %d, \"hosts\": %d, \"replication\": %d,"
                               " \"placement\": \"%s\", \"secondary_reads\": \"%s\", \"engine\": \"%s\"",
                            t->jitter_us, t->storage_servers, t->hosts, t->replication, t->placement, t->secondary,

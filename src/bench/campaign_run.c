@@ -585,71 +585,80 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
     return ok && passed;
 }
 
-/* The rows check: every arm once per case; fills runs[case][arm] and hash[case]. */
+/* The rows check: every arm once per case; fills runs[case][arm] and hash[case]. One variant's
+ * store is open at a time (its cases run, then it is closed): over fdb: on an embedded database,
+ * reclayer's libfdb_c.so opens the one directory per database handle, and a directory takes one
+ * writer. */
 static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_CAMP_ARM_KINDS], char (*hash)[17]) {
     const rl_camp_protocol *p = c->p;
-    rl_camp_conn conn[RL_CAMP_VARIANTS];
-    int opened[RL_CAMP_VARIANTS] = {0}, avail[RL_CAMP_ARM_KINDS] = {0};
+    rl_camp_conn conn;
+    int avail[RL_CAMP_ARM_KINDS] = {0};
     char why[RL_CAMP_ARM_KINDS][256];
     rl_buf msg;
+    json_t **per_case = rl__calloc((size_t)p->n_cases, sizeof *per_case);
     rl__buf_init(&msg);
-    memset(conn, 0, sizeof conn);
     memset(why, 0, sizeof why);
     for (int i = 0; i < p->n_arms; i++) avail[p->arms[i]] = 1;
-    for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
-        int used = 0;
-        for (int k = 0; k < p->n_cases; k++) used |= p->cases[k].variant == (rl_camp_variant)v;
-        if (!used) continue;
-        rl__buf_reset(&msg);
-        const char *sq = avail[RL_CAMP_SQLITE] && tp->sqlite[v][0] ? tp->sqlite[v] : NULL;
-        if (rl__camp_conn_open(&conn[v], tp->query_url[v], tp->store[v], sq, &msg))
-            add_failure(c, 1, "rows", tp->t->name, NULL, "%s", msg.data);
-        else
-            opened[v] = 1;
-    }
     if (avail[RL_CAMP_SQLITE] && !tp->sqlite[0][0]) {
         avail[RL_CAMP_SQLITE] = 0;
         snprintf(why[RL_CAMP_SQLITE], sizeof why[0], "the SQLite peer runs on embedded topologies only");
     }
-    json_t *rows = json_array();
-    for (int k = 0; k < p->n_cases; k++) {
-        const rl_camp_case *kc = &p->cases[k];
-        json_t *per = json_object();
-        int agree = 1, first = -1;
-        for (int i = 0; i < p->n_arms; i++) {
-            rl_camp_arm a = p->arms[i];
-            rl_camp_sums s;
-            memset(&s, 0, sizeof s);
-            runs[k][a] = 0;
-            if (!avail[a] || !opened[kc->variant]) continue;
-            rl__buf_reset(&msg);
-            int rc = rl__camp_op(&conn[kc->variant], kc, a, p->pipeline_depth, &s, &msg);
-            if (rc == RL_E_UNSUPPORTED_OPERATION) {
-                avail[a] = 0;
-                snprintf(why[a], sizeof why[a], "%s", msg.data);
-                continue;
+    for (int v = 0; per_case && v < RL_CAMP_VARIANTS; v++) {
+        int used = 0, opened = 0;
+        for (int k = 0; k < p->n_cases; k++) used |= p->cases[k].variant == (rl_camp_variant)v;
+        if (!used) continue;
+        rl__buf_reset(&msg);
+        const char *sq = avail[RL_CAMP_SQLITE] && tp->sqlite[v][0] ? tp->sqlite[v] : NULL;
+        memset(&conn, 0, sizeof conn);
+        if (rl__camp_conn_open(&conn, tp->query_url[v], tp->store[v], sq, &msg))
+            add_failure(c, 1, "rows", tp->t->name, NULL, "%s", msg.data);
+        else
+            opened = 1;
+        for (int k = 0; k < p->n_cases; k++) {
+            const rl_camp_case *kc = &p->cases[k];
+            if (kc->variant != (rl_camp_variant)v) continue;
+            json_t *per = json_object();
+            int agree = 1, first = -1;
+            for (int i = 0; i < p->n_arms; i++) {
+                rl_camp_arm a = p->arms[i];
+                rl_camp_sums s;
+                memset(&s, 0, sizeof s);
+                runs[k][a] = 0;
+                if (!avail[a] || !opened) continue;
+                rl__buf_reset(&msg);
+                int rc = rl__camp_op(&conn, kc, a, p->pipeline_depth, &s, &msg);
+                if (rc == RL_E_UNSUPPORTED_OPERATION) {
+                    avail[a] = 0;
+                    snprintf(why[a], sizeof why[a], "%s", msg.data);
+                    continue;
+                }
+                if (rc) {
+                    add_failure(c, 1, "rows", tp->t->name, kc->name, "%s: %s", rl__camp_arm_name(a), msg.data);
+                    continue;
+                }
+                char h[17];
+                snprintf(h, sizeof h, "%016llx", (unsigned long long)s.hash);
+                json_object_set_new(per, rl__camp_arm_name(a),
+                                    json_pack("{s:I, s:s}", "rows", (json_int_t)s.last_rows, "hash", h));
+                if (first < 0) {
+                    first = a;
+                    memcpy(hash[k], h, sizeof h);
+                } else if (strcmp(h, hash[k])) {
+                    agree = 0;
+                }
+                runs[k][a] = 1;
             }
-            if (rc) {
-                add_failure(c, 1, "rows", tp->t->name, kc->name, "%s: %s", rl__camp_arm_name(a), msg.data);
-                continue;
+            if (!agree) {
+                add_failure(c, 1, "rows", tp->t->name, kc->name, "the arms returned different rows");
+                memset(runs[k], 0, sizeof runs[k]);
             }
-            char h[17];
-            snprintf(h, sizeof h, "%016llx", (unsigned long long)s.hash);
-            json_object_set_new(per, rl__camp_arm_name(a), json_pack("{s:I, s:s}", "rows", (json_int_t)s.last_rows, "hash", h));
-            if (first < 0) {
-                first = a;
-                memcpy(hash[k], h, sizeof h);
-            } else if (strcmp(h, hash[k])) {
-                agree = 0;
-            }
-            runs[k][a] = 1;
+            per_case[k] = json_pack("{s:s, s:b, s:o}", "case", kc->name, "agree", agree, "arms", per);
         }
-        if (!agree) {
-            add_failure(c, 1, "rows", tp->t->name, kc->name, "the arms returned different rows");
-            memset(runs[k], 0, sizeof runs[k]);
-        }
-        json_array_append_new(rows, json_pack("{s:s, s:b, s:o}", "case", kc->name, "agree", agree, "arms", per));
+        if (opened) rl__camp_conn_close(&conn);
     }
+    json_t *rows = json_array();
+    for (int k = 0; per_case && k < p->n_cases; k++)
+        if (per_case[k]) json_array_append_new(rows, per_case[k]);
     json_t *arms = json_array();
     for (int i = 0; i < p->n_arms; i++) {
         rl_camp_arm a = p->arms[i];
@@ -660,8 +669,8 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
     }
     json_object_set_new(tj, "arms", arms);
     json_object_set_new(tj, "rows_check", rows);
-    for (int v = 0; v < RL_CAMP_VARIANTS; v++)
-        if (opened[v]) rl__camp_conn_close(&conn[v]);
+    if (!per_case) add_failure(c, 1, "rows", tp->t->name, NULL, "out of memory");
+    rl__free(per_case);
     rl__buf_release(&msg);
 }
 
@@ -700,6 +709,7 @@ static int run_topology(run_ctx *c, int ti) {
     for (int i = 0; i < tp.n_pids; i++) json_array_append_new(pids, json_integer(tp.pids[i]));
     json_object_set_new(tj, "server_pids", pids);
     json_object_set_new(tj, "query_url", json_string(tp.query_url[0]));
+    if (tp.info) json_object_set(tj, "backend", tp.info);
     if (!prepare_data(c, &tp, tj, need)) {
         json_object_set_new(tj, "status", json_string("checks_failed"));
         progress(c, "%s: the data failed a check: no case of this topology is timed", t->name);
@@ -732,6 +742,7 @@ down:
         if (rl__bench_scratch_remove(tp.dir, m, sizeof m)) progress(c, "%s", m);
     }
 done:
+    json_decref(tp.info);
     rl__free(runs);
     rl__free(hash);
     rl__buf_release(&msg);

@@ -34,12 +34,13 @@
 #include "bench/campaign_proc.h"
 #include "bench/placement_store.h"
 #include "kv/cluster/cluster.h"
+#include "kv/fdb/fdb.h"
 #include "net/proto.h"
 #include "server/cluster_admin.h"
 
-static const char *const kind_names[] = {"embedded", "single", "multi"};
+static const char *const kind_names[] = {"embedded", "single", "multi", "fdb"};
 
-const char *rl__camp_topo_kind_name(rl_camp_topo_kind k) { return (unsigned)k < 3 ? kind_names[k] : "unknown"; }
+const char *rl__camp_topo_kind_name(rl_camp_topo_kind k) { return (unsigned)k < 4 ? kind_names[k] : "unknown"; }
 
 /* mkdir path (0700); an existing directory is fine. */
 static int make_dir(const char *path, rl_buf *msg) {
@@ -357,11 +358,188 @@ static void cl_down(rl_camp_topo *tp) {
     rl__buf_release(&msg);
 }
 
+/* ---- fdb (an existing database through fdb:) --------------------------------------------------- */
+
+/* The tuple prefixes the campaign owns in an fdb database: ("bench", NAME), holding the topology's
+ * two stores, and ("bench", "control"), the defect controls' scratch stores (rl__camp_defect_controls
+ * names them). Packed into out[0] and out[1] (reset first). */
+static int fdb_prefixes(const rl_camp_topo *tp, rl_buf out[2]) {
+    json_t *a = json_pack("[s, s]", "bench", tp->t->name), *b = json_pack("[s, s]", "bench", "control");
+    char *ja = a ? json_dumps(a, JSON_COMPACT) : NULL, *jb = b ? json_dumps(b, JSON_COMPACT) : NULL;
+    int rc = ja && jb ? RL_OK : RL_E_OUT_OF_MEMORY;
+    rl__buf_reset(&out[0]);
+    rl__buf_reset(&out[1]);
+    if (!rc) rc = rl__tool_store_prefix(ja, &out[0]);
+    if (!rc) rc = rl__tool_store_prefix(jb, &out[1]);
+    free(ja);
+    free(jb);
+    json_decref(a);
+    json_decref(b);
+    return rc;
+}
+
+static int clear_fn(rl_txn *txn, void *ud) {
+    rl_buf *pre = ud, end;
+    int rc = RL_OK;
+    for (int i = 0; i < 2 && !rc; i++) {
+        rl__buf_init(&end);
+        rl__buf_append(&end, pre[i].data, pre[i].len);
+        rl__buf_append_byte(&end, 0xff);
+        rc = rl__buf_error(&end);
+        if (!rc) rc = rl_txn_clear_range(txn, pre[i].data, pre[i].len, end.data, end.len);
+        rl__buf_release(&end);
+    }
+    return rc;
+}
+
+/* Clear the campaign's ranges (fdb_prefixes) in the topology's database, in one transaction. */
+static int fdb_clear(rl_camp_topo *tp, rl_buf *msg) {
+    rl_buf pre[2];
+    rl_db *db = NULL;
+    rl__buf_init(&pre[0]);
+    rl__buf_init(&pre[1]);
+    int rc = fdb_prefixes(tp, pre);
+    if (!rc && !(rc = rl_db_open(tp->url[0], NULL, &db))) rc = rl_db_run(db, clear_fn, pre);
+    if (rc)
+        rl__buf_printf(msg, "clearing the campaign's ranges (\"bench\", \"%s\") and (\"bench\", \"control\") of %s: %s %s",
+                       tp->t->name, tp->url[0], rl_error_name(rc), rl_last_error_detail());
+    rl_db_close(db);
+    rl__buf_release(&pre[0]);
+    rl__buf_release(&pre[1]);
+    return rc;
+}
+
+/* Available when FoundationDB's client library loads (the fdb: backend's loader: RL_FDB_LIBRARY or
+ * libfdb_c.so, API version 710 or later); one that cannot be loaded makes the topology not
+ * available with the loader's message, which names what to install. A database that does not
+ * open (a wrong cluster file, a cluster that is down) is up's failure, reported as such. */
+static int fdb_available(const rl_camp_topology *t, rl_buf *why) {
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int rc = rl__kv_fdb_load(&msg);
+    if (rc) rl__buf_printf(why, "%s: %s", t->url, rl__camp_str(&msg));
+    rl__buf_release(&msg);
+    return rc ? RL_E_UNSUPPORTED_OPERATION : RL_OK;
+}
+
+/* Both stores in the one database under ("bench", NAME, VARIANT), the defect controls beside them,
+ * no SQLite peer, no processes of the campaign's own. The campaign's ranges are cleared first: a
+ * previous run's data (or defects) never leaks into this one. tp->info: the backend's status
+ * (FoundationDB's library, client and API version, cluster file). */
+static int fdb_up(rl_camp_topo *tp, rl_buf *msg) {
+    int rc;
+    if ((rc = make_dir(tp->dir, msg))) return rc;
+    for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
+        json_t *a = json_pack("[s, s, s]", "bench", tp->t->name, rl__camp_variant_name((rl_camp_variant)v));
+        char *j = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        if (!j) return RL_E_OUT_OF_MEMORY;
+        snprintf(tp->store[v], sizeof tp->store[v], "%s", j);
+        free(j);
+        snprintf(tp->url[v], sizeof tp->url[v], "%s", tp->t->url);
+        snprintf(tp->query_url[v], sizeof tp->query_url[v], "%s", tp->t->url);
+        tp->sqlite[v][0] = 0;
+    }
+    snprintf(tp->control_url, sizeof tp->control_url, "%s", tp->t->url);
+    tp->n_pids = 0;
+    if ((rc = fdb_clear(tp, msg))) return rc;
+    rl_db *db = NULL;
+    char *st = NULL;
+    if (!(rc = rl_db_open(tp->url[0], NULL, &db)) && !(rc = rl_db_status_json(db, &st))) tp->info = json_loads(st, 0, NULL);
+    rl_free(st);
+    rl_db_close(db);
+    if (rc) rl__buf_printf(msg, "%s: status: %s %s", tp->url[0], rl_error_name(rc), rl_last_error_detail());
+    return rc;
+}
+
+static int fdb_place(rl_camp_topo *tp, rl_buf *msg) {
+    (void)tp, (void)msg;
+    return RL_OK; /* FoundationDB places (and moves) its shards itself */
+}
+
+/* What fdb: can measure: FoundationDB's C API has no ping, so the RTT probe is not applicable. The
+ * probe records instead, as "read_latency", the latency of `pings` point reads of absent keys at
+ * one read version (a storage server's round trip plus its work and the client library's), which
+ * is what a read costs there — not a network round trip. */
+static int fdb_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+    rl_db *db = NULL;
+    rl_txn *txn = NULL;
+    rl_buf pre[2], key;
+    uint64_t *ns = rl__calloc((size_t)pings, sizeof *ns);
+    int rc;
+    *out = NULL;
+    rl__buf_init(&pre[0]);
+    rl__buf_init(&pre[1]);
+    rl__buf_init(&key);
+    if (!ns) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto done;
+    }
+    if ((rc = fdb_prefixes(tp, pre)) || (rc = rl_db_open(tp->url[0], NULL, &db)) || (rc = rl_txn_begin(db, &txn)))
+        goto done;
+    for (int i = -1; i < pings; i++) { /* i = -1: the read version and the first read, not counted */
+        rl__buf_reset(&key);
+        rl__buf_append(&key, pre[0].data, pre[0].len);
+        rl__buf_printf(&key, "\xfeprobe-%d", i + 1); /* after every tuple element: never a key of a store */
+        if ((rc = rl__buf_error(&key))) goto done;
+        uint64_t t0 = rl__clock_mono_ns();
+        rl_future *f = rl_txn_get(txn, key.data, key.len, RL_SNAPSHOT);
+        rc = rl_future_wait(f);
+        uint64_t t1 = rl__clock_mono_ns();
+        rl_future_free(f);
+        if (rc) goto done;
+        if (i >= 0) ns[i] = t1 - t0;
+    }
+    qsort(ns, (size_t)pings, sizeof *ns, cmp_u64);
+    *out = json_pack("{s:b, s:s, s:{s:s, s:i, s:f, s:f, s:f, s:f}}", "applicable", 0, "reason",
+                     "fdb: FoundationDB's C API has no ping; read_latency is a point read's latency, not a round trip",
+                     "read_latency", "what", "point reads of absent keys at one read version", "reads", pings,
+                     "min_us", (double)ns[0] / 1e3, "p50_us", (double)ns[(pings - 1) / 2] / 1e3, "p99_us",
+                     (double)ns[(size_t)((double)(pings - 1) * 0.99)] / 1e3, "max_us", (double)ns[pings - 1] / 1e3);
+    if (!*out) rc = RL_E_OUT_OF_MEMORY;
+done:
+    if (rc) rl__buf_printf(msg, "read probe on %s: %s %s", tp->url[0], rl_error_name(rc), rl_last_error_detail());
+    rl_txn_free(txn);
+    rl_db_close(db);
+    rl__buf_release(&pre[0]);
+    rl__buf_release(&pre[1]);
+    rl__buf_release(&key);
+    rl__free(ns);
+    return rc;
+}
+
+/* The store's layout read through fdb: (the data did not change); no placement part: FoundationDB
+ * keeps its shard map to itself (and moves shards on its own). */
+static int fdb_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg) {
+    int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
+    if (!rc)
+        json_object_set_new(*out, "placement",
+                            not_applicable("fdb: FoundationDB places its shards itself; no shard map through its C API"));
+    return rc;
+}
+
+static int fdb_restore(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+    (void)tp, (void)pings, (void)msg;
+    *out = not_applicable("fdb: no delay was injected (the campaign does not control that network)");
+    return RL_OK;
+}
+
+/* The campaign's ranges are cleared again unless keep_data; the database itself is the user's. */
+static void fdb_down(rl_camp_topo *tp) {
+    rl_buf msg;
+    if (tp->p->keep_data) return;
+    rl__buf_init(&msg);
+    (void)fdb_clear(tp, &msg); /* nothing to do on failure: the next run clears them first */
+    rl__buf_release(&msg);
+}
+
 static const rl_camp_topo_ops embedded_ops = {"embedded", emb_available, emb_up, emb_place, emb_rtt,
                                               emb_receipt, emb_restore, emb_down};
 static const rl_camp_topo_ops single_ops = {"single", cl_available, cl_up, cl_place, cl_rtt, cl_receipt, cl_restore, cl_down};
 static const rl_camp_topo_ops multi_ops = {"multi", cl_available, cl_up, cl_place, cl_rtt, cl_receipt, cl_restore, cl_down};
 
+static const rl_camp_topo_ops fdb_ops = {"fdb", fdb_available, fdb_up, fdb_place, fdb_rtt, fdb_receipt, fdb_restore, fdb_down};
+
 const rl_camp_topo_ops *rl__camp_topo_ops(rl_camp_topo_kind k) {
-    return k == RL_CAMP_SINGLE ? &single_ops : k == RL_CAMP_MULTI ? &multi_ops : &embedded_ops;
+    return k == RL_CAMP_SINGLE ? &single_ops : k == RL_CAMP_MULTI ? &multi_ops : k == RL_CAMP_FDB ? &fdb_ops : &embedded_ops;
 }

@@ -54,6 +54,7 @@ static fdb_error_t open_url(const char *url, FDBDatabase **out) {
         return fdbc_err(rc);
     }
     pthread_mutex_init(&d->mu, NULL);
+    d->is_cluster = !strncmp(url, "cluster:", 8);
     d->refs = 1;
     d->def_retry_limit = -1;
     *out = d;

@@ -148,6 +148,11 @@ struct FDB_future {
     void *cb_param;
     fdbc_task task;           /* posts the callback to the network thread */
     rl_future *inner;         /* owned; results below may point into it */
+    rl_future *inner2;        /* FK_STRINGS: the second read (the server list), owned */
+    int inner2_cb_done;       /* its callback ran or will never run (under mu) */
+    int parts;                /* FK_STRINGS: bit 0 inner, bit 1 inner2 completed (under mu) */
+    rl_txn *aux_txn;          /* FK_STRINGS: the transaction of the two reads, owned */
+    FDBDatabase *aux_db;      /* ... and one reference to its database */
     FDBTransaction *tr;       /* on_error: the transaction it retries (borrowed, see transaction.c) */
     int on_error_code;        /* on_error: the code the user passed */
     int on_error_sub;         /* on_error: the code handed to rl_txn_on_error */
@@ -171,11 +176,18 @@ FDBFuture *fdbc_future_error(int kind, int err);
 FDBFuture *fdbc_future_attach(FDBFuture *f, rl_future *inner);
 /* Complete a pending future with err (results already set). Runs or posts its callback. */
 void fdbc_future_complete(FDBFuture *f, int err);
+/* get_addresses_for_key: attach to the pending FK_STRINGS future f the read of the key's shard map
+ * entry (ks: "\xff/keyServers/" at or before the key, one row) and of the server list (sl), both
+ * on aux, a transaction of database d that f owns from now on with one reference of d taken here;
+ * f completes when both did, with the team's addresses (future.c: addresses_convert). Returns f.
+ * On failure f completes with the error. */
+FDBFuture *fdbc_future_attach_addresses(FDBFuture *f, rl_future *ks, rl_future *sl, rl_txn *aux, FDBDatabase *d);
 
 /* ---- Databases and transactions (database.c, transaction.c) ------------------------------ */
 
 struct FDB_database {
     rl_db *db;                /* owned */
+    int is_cluster;           /* a cluster: URL (get_addresses_for_key has storage servers to name) */
     pthread_mutex_t mu;
     int refs;                 /* under mu: the user's handle + one per transaction */
     /* Transaction defaults (database options 500-503). */
@@ -185,6 +197,12 @@ struct FDB_database {
     int64_t def_size_limit;
     int has_defaults;         /* one of them was set */
 };
+
+/* reclayer's shard map in the system keyspace (docs/design.md §8.3): "\xff/keyServers/BEGIN" ->
+ * tuple of the team's server ids, "\xff/serverList/" + 4-byte big-endian id -> (address, port,
+ * host). get_addresses_for_key reads them. */
+#define FDBC_KEYSERVERS "\xff/keyServers/"
+#define FDBC_SERVERLIST "\xff/serverList/"
 
 /* Drop one reference to d (closes the rl_db after the last). */
 void fdbc_database_unref(FDBDatabase *d);

@@ -25,7 +25,14 @@
  *      only by release_memory or destroy, after which no getter hands them out.
  *   5. No lock is held while calling the user's callback or rl_future_free (which waits for a
  *      callback of the inner future running on another thread, and that callback takes mu).
+ *   6. get_addresses_for_key's future (FK_STRINGS) has two inner futures, the key's shard map
+ *      entry and the server list, read on a transaction of its own (aux_txn, holding a reference
+ *      to the database so that it outlives the user's transaction). Each inner counts in refs as
+ *      `inner` does (inner_cb_done, inner2_cb_done); the future is ready when both completed (or
+ *      at the first error) with the addresses copied out (conv), and aux_txn is freed with the
+ *      inner futures by release_memory or destroy, on the caller's thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -193,12 +200,16 @@ static int convert(FDBFuture *f, rl_future *in) {
     return FDBC_E_INTERNAL_ERROR;
 }
 
+static int addresses_part(FDBFuture *f, rl_future *in, int bit, int here);
+
 /* The inner future completed (any thread, or inline inside rl_future_set_callback). */
 static void on_inner(rl_future *in, void *ud) {
     FDBFuture *f = ud;
     int here = fdbc_callbacks_anywhere(), run_now = 0;
     pthread_mutex_lock(&f->mu);
-    if (!f->ready && f->inner == in) {
+    if (f->kind == FK_STRINGS) {
+        run_now = addresses_part(f, in, 1, here);
+    } else if (!f->ready && f->inner == in) {
         int err = convert(f, in);
         if (f->on_error_sub && err == f->on_error_sub) err = f->on_error_code;
         run_now = mark_ready_here(f, err, here);
@@ -228,16 +239,176 @@ FDBFuture *fdbc_future_attach(FDBFuture *f, rl_future *inner) {
     return f;
 }
 
-/* Take the inner future out of f and free it; account for its callback (invariant 2). */
-static void drop_inner(FDBFuture *f, rl_future *in) {
+/* Free in, taken out of f as its inner (which 1) or inner2 (which 2); account for its callback
+ * (invariant 2). */
+static void drop_inner_at(FDBFuture *f, rl_future *in, int which) {
     if (!in) return;
     rl_future_free(in); /* cancels it; waits for its callback if that is running elsewhere */
     pthread_mutex_lock(&f->mu);
-    if (!f->inner_cb_done) {
-        f->inner_cb_done = 1;
+    int *done = which == 2 ? &f->inner2_cb_done : &f->inner_cb_done;
+    if (!*done) {
+        *done = 1;
         f->refs--;
     }
     pthread_mutex_unlock(&f->mu);
+}
+
+static void drop_inner(FDBFuture *f, rl_future *in) { drop_inner_at(f, in, 1); }
+
+/* Free get_addresses_for_key's transaction and its database reference (invariant 6), once its
+ * inner futures are freed. Caller's thread, no lock held. */
+static void drop_aux(FDBFuture *f) {
+    pthread_mutex_lock(&f->mu);
+    rl_txn *aux = f->aux_txn;
+    FDBDatabase *d = f->aux_db;
+    f->aux_txn = NULL;
+    f->aux_db = NULL;
+    pthread_mutex_unlock(&f->mu);
+    rl_txn_free(aux);
+    if (d) fdbc_database_unref(d);
+}
+
+/* ---- get_addresses_for_key (invariant 6) ------------------------------------------------- */
+
+#define SERVERLIST_LEN (sizeof FDBC_SERVERLIST - 1)
+#define MAX_TEAM 16
+
+/* FoundationDB's tuple encoding, the two element types the shard map's values use: a
+ * non-negative integer (0x14 zero, 0x14 + n: n bytes big-endian) and a string (0x02 ... 0x00, a
+ * 0x00 inside escaped as 0x00 0xff). Each decodes the element at *pos of v[0..len) and advances
+ * *pos; 0, or -1 when it is malformed or of another type. */
+static int tuple_uint(const uint8_t *v, int len, int *pos, uint64_t *out) {
+    if (*pos >= len) return -1;
+    int n = v[*pos] - 0x14;
+    if (n < 0 || n > 8 || *pos + 1 + n > len) return -1;
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x = x << 8 | v[*pos + 1 + i];
+    *pos += 1 + n;
+    *out = x;
+    return 0;
+}
+
+static int tuple_string(const uint8_t *v, int len, int *pos, char *out, size_t cap) {
+    if (*pos >= len || v[*pos] != 0x02) return -1;
+    size_t n = 0;
+    for (int i = *pos + 1; i < len; i++) {
+        if (v[i] == 0x00) {
+            if (i + 1 < len && v[i + 1] == 0xff) {
+                i++;
+            } else {
+                out[n] = 0;
+                *pos = i + 1;
+                return 0;
+            }
+        }
+        if (n + 1 >= cap) return -1;
+        out[n++] = (char)v[i];
+    }
+    return -1;
+}
+
+/* The addresses of the key's team, "IP:PORT" as FoundationDB gives them, from the shard map entry
+ * (at most one row: "\xff/keyServers/BEGIN" -> tuple of server ids) and the server list
+ * ("\xff/serverList/" + 4-byte big-endian id -> (address, port, host)), into f->conv (an array of
+ * count pointers followed by the strings). A server missing from the list is left out; no entry
+ * (no shard map: not a cluster) gives none. Returns the code the future completes with. Under
+ * f->mu, both inner futures complete. */
+static int addresses_convert(FDBFuture *f) {
+    const rl_keyvalue *ks, *sl;
+    int n_ks, n_sl, more, rc;
+    if ((rc = rl_future_get_keyvalue_array(f->inner, &ks, &n_ks, &more)) ||
+        (rc = rl_future_get_keyvalue_array(f->inner2, &sl, &n_sl, &more)))
+        return fdbc_err(rc);
+    uint64_t team[MAX_TEAM];
+    int n_team = 0, pos = 0;
+    if (n_ks > 0) {
+        const uint8_t *v = ks[0].value;
+        int len = (int)ks[0].value_len;
+        while (pos < len && n_team < MAX_TEAM)
+            if (tuple_uint(v, len, &pos, &team[n_team++])) return FDBC_E_INTERNAL_ERROR; /* not reclayer's map */
+    }
+    char addr[MAX_TEAM][64];
+    int n = 0;
+    size_t bytes = 0;
+    for (int t = 0; t < n_team; t++)
+        for (int i = 0; i < n_sl; i++) {
+            const uint8_t *k = sl[i].key + SERVERLIST_LEN;
+            if (sl[i].key_len != SERVERLIST_LEN + 4 ||
+                ((uint64_t)k[0] << 24 | (uint64_t)k[1] << 16 | (uint64_t)k[2] << 8 | k[3]) != team[t])
+                continue;
+            char ip[48];
+            uint64_t port;
+            int p = 0;
+            if (tuple_string(sl[i].value, (int)sl[i].value_len, &p, ip, sizeof ip) ||
+                tuple_uint(sl[i].value, (int)sl[i].value_len, &p, &port) || port > 65535)
+                return FDBC_E_INTERNAL_ERROR;
+            snprintf(addr[n], sizeof addr[n], "%s:%u", ip, (unsigned)port);
+            bytes += strlen(addr[n]) + 1;
+            n++;
+            break;
+        }
+    char **out = malloc((size_t)n * sizeof *out + bytes + 1);
+    if (!out) return FDBC_E_LARGE_ALLOC_FAILED;
+    char *p = (char *)(out + n);
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(addr[i]) + 1;
+        memcpy(p, addr[i], l);
+        out[i] = p;
+        p += l;
+    }
+    f->conv = out;
+    f->count = n;
+    return 0;
+}
+
+/* One of the two reads completed (bit 1: the shard map entry, 2: the server list): the first
+ * error completes f, the second success converts. Returns mark_ready_here's. Under f->mu. */
+static int addresses_part(FDBFuture *f, rl_future *in, int bit, int here) {
+    if (f->ready || (bit == 1 ? f->inner : f->inner2) != in) return 0;
+    int rc = rl_future_get_error(in);
+    if (rc) return mark_ready_here(f, fdbc_err(rc), here);
+    f->parts |= bit;
+    if (f->parts != 3) return 0;
+    return mark_ready_here(f, addresses_convert(f), here);
+}
+
+/* The server list's read completed (the shard map entry's is on_inner). */
+static void on_inner2(rl_future *in, void *ud) {
+    FDBFuture *f = ud;
+    int here = fdbc_callbacks_anywhere();
+    pthread_mutex_lock(&f->mu);
+    int run_now = addresses_part(f, in, 2, here);
+    f->inner2_cb_done = 1;
+    int last = --f->refs == 0;
+    pthread_mutex_unlock(&f->mu);
+    if (run_now) run_task(&f->task);
+    else if (last) future_free(f);
+}
+
+FDBFuture *fdbc_future_attach_addresses(FDBFuture *f, rl_future *ks, rl_future *sl, rl_txn *aux, FDBDatabase *d) {
+    pthread_mutex_lock(&d->mu);
+    d->refs++;
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_lock(&f->mu);
+    f->aux_txn = aux;
+    f->aux_db = d;
+    f->inner = ks;
+    f->inner2 = sl;
+    f->refs += 2;
+    f->inner_cb_done = 0;
+    f->inner2_cb_done = 0;
+    pthread_mutex_unlock(&f->mu);
+    for (int which = 1; which <= 2; which++) {
+        int rc = rl_future_set_callback(which == 1 ? ks : sl, which == 1 ? on_inner : on_inner2, f);
+        if (rc) { /* that callback will never run */
+            pthread_mutex_lock(&f->mu);
+            *(which == 1 ? &f->inner_cb_done : &f->inner2_cb_done) = 1;
+            f->refs--;
+            if (!f->ready) mark_ready(f, fdbc_err(rc));
+            pthread_mutex_unlock(&f->mu);
+        }
+    }
+    return f;
 }
 
 /* ---- The public functions ---------------------------------------------------------------- */
@@ -251,11 +422,12 @@ FDBC_API void fdb_future_cancel(FDBFuture *f) {
         pthread_mutex_unlock(&f->mu);
         return;
     }
-    rl_future *in = f->inner;
-    f->inner = NULL;
+    rl_future *in = f->inner, *in2 = f->inner2;
+    f->inner = f->inner2 = NULL;
     mark_ready(f, FDBC_E_OPERATION_CANCELLED);
     pthread_mutex_unlock(&f->mu);
     drop_inner(f, in);
+    drop_inner_at(f, in2, 2);
 }
 
 /* Release the result's memory; the error stays readable, getters return future_released. */
@@ -267,12 +439,14 @@ FDBC_API void fdb_future_release_memory(FDBFuture *f) {
         return;
     }
     f->released = 1;
-    rl_future *in = f->inner;
-    f->inner = NULL;
+    rl_future *in = f->inner, *in2 = f->inner2;
+    f->inner = f->inner2 = NULL;
     free(f->conv);
     f->conv = NULL;
     pthread_mutex_unlock(&f->mu);
     drop_inner(f, in);
+    drop_inner_at(f, in2, 2);
+    drop_aux(f);
 }
 
 /* Destroy (exactly once per future): cancels a pending one; its callback never runs after this
@@ -282,8 +456,8 @@ FDBC_API void fdb_future_destroy(FDBFuture *f) {
     pthread_mutex_lock(&f->mu);
     f->destroyed = 1;
     f->cb = NULL;
-    rl_future *in = f->inner;
-    f->inner = NULL;
+    rl_future *in = f->inner, *in2 = f->inner2;
+    f->inner = f->inner2 = NULL;
     if (!f->ready) {
         f->ready = 1;
         f->err = FDBC_E_OPERATION_CANCELLED;
@@ -291,6 +465,8 @@ FDBC_API void fdb_future_destroy(FDBFuture *f) {
     }
     pthread_mutex_unlock(&f->mu);
     drop_inner(f, in);
+    drop_inner_at(f, in2, 2);
+    drop_aux(f);
     unref(f);
 }
 
@@ -449,11 +625,17 @@ FDBC_API fdb_error_t fdb_future_get_key_array(FDBFuture *f, const FDBKey **out, 
     return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
 }
 
+/* get_addresses_for_key's strings: borrowed from the future until it is destroyed or its memory
+ * released. */
 FDBC_API fdb_error_t fdb_future_get_string_array(FDBFuture *f, const char ***out, int *out_count) {
-    (void)out;
-    (void)out_count;
+    static const char *no_strings[1];
     int rc = check(f, FK_STRINGS);
-    return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
+    if (rc == 0 && (!out || !out_count)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) {
+        *out = f->conv ? (const char **)f->conv : no_strings;
+        *out_count = f->count;
+    }
+    return rc;
 }
 
 FDBC_API fdb_error_t fdb_future_get_keyrange_array(FDBFuture *f, const FDBKeyRange **out,

@@ -513,10 +513,46 @@ FDBC_API FDBFuture *fdb_transaction_watch(FDBTransaction *tr, const uint8_t *key
     return fdbc_future_error(FK_NONE, FDBC_E_UNSUPPORTED_OPERATION);
 }
 
+/* The storage servers holding key, as "IP:PORT" strings (fdb_future_get_string_array). Over a
+ * cluster: the team of the key's shard in the shard map ("\xff/keyServers/" at or before the key,
+ * whose value lists the team's ids) and each member's address from the server list, both read on
+ * a transaction of the future's own at a fresh read version (FoundationDB reads the location at
+ * the transaction's; the user's transaction gains no read or conflict range either way). A key in
+ * the system keyspace gives the coordinator's address (it serves "\xff"). Over an embedded
+ * database there is no storage server to name: unsupported_operation (a FoundationDB client is
+ * always networked, so no answer of its would fit). */
 FDBC_API FDBFuture *fdb_transaction_get_addresses_for_key(FDBTransaction *tr, const uint8_t *key,
                                                           int key_length) {
-    (void)tr, (void)key, (void)key_length;
-    return fdbc_future_error(FK_STRINGS, FDBC_E_UNSUPPORTED_OPERATION);
+    if (!tr || key_length < 0 || (!key && key_length))
+        return fdbc_future_error(FK_STRINGS, FDBC_E_CLIENT_INVALID_OPERATION);
+    if (!tr->d->is_cluster) return fdbc_future_error(FK_STRINGS, FDBC_E_UNSUPPORTED_OPERATION);
+    size_t pl = sizeof FDBC_KEYSERVERS - 1, kl = (size_t)key_length;
+    uint8_t *end = malloc(pl + kl + 1);
+    FDBFuture *f = fdbc_future_new(FK_STRINGS);
+    rl_txn *aux = NULL;
+    int rc = end && f ? rl_txn_begin(tr->d->db, &aux) : RL_E_OUT_OF_MEMORY;
+    if (!rc) rc = rl_txn_set_option(aux, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 1);
+    if (rc) {
+        free(end);
+        rl_txn_free(aux);
+        if (f) {
+            fdbc_future_complete(f, fdbc_err(rc));
+            return f;
+        }
+        return fdbc_future_error(FK_STRINGS, fdbc_err(rc));
+    }
+    /* The last boundary at or before the key: a reverse read of [prefix, prefix + key + "\x00"). */
+    memcpy(end, FDBC_KEYSERVERS, pl);
+    if (kl) memcpy(end + pl, key, kl);
+    end[pl + kl] = 0;
+    rl_future *ks = rl_txn_get_range(aux, RL_FIRST_GREATER_OR_EQUAL(FDBC_KEYSERVERS, pl),
+                                     RL_FIRST_GREATER_OR_EQUAL(end, pl + kl + 1), 1, 0, RL_STREAMING_EXACT, 1,
+                                     RL_SNAPSHOT | RL_REVERSE);
+    rl_future *sl = rl_txn_get_range(aux, RL_FIRST_GREATER_OR_EQUAL(FDBC_SERVERLIST, sizeof FDBC_SERVERLIST - 1),
+                                     RL_FIRST_GREATER_OR_EQUAL("\xff/serverList0", sizeof FDBC_SERVERLIST - 1), 0, 0,
+                                     RL_STREAMING_WANT_ALL, 1, RL_SNAPSHOT);
+    free(end);
+    return fdbc_future_attach_addresses(f, ks, sl, aux, tr->d);
 }
 
 FDBC_API FDBFuture *fdb_transaction_get_estimated_range_size_bytes(FDBTransaction *tr,

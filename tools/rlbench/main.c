@@ -189,8 +189,13 @@ static int cmd_campaign(int argc, char **argv) {
                    "plots/ (SVG and PNG, gnuplot) and manifest.json, prints the main table; progress and the\n"
                    "time left go to stderr. Without --protocol, the built-in full protocol runs (--quick: the\n"
                    "quick one). A single topology runs on a local rlkvd cluster, with its injected delay on\n"
-                   "the client's links (removed and probed again at the end); the multi topology is reported\n"
-                   "as not available until replication teams and placement land.",
+                   "the client's links (removed and probed again at the end); a multi topology on a local\n"
+                   "cluster of several hosts (127.0.0.H) with replication teams, the index and the records\n"
+                   "placed on teams disjoint or colocated, the delay between hosts and to the client. An fdb\n"
+                   "topology ({\"kind\": \"fdb\", \"url\": \"fdb:PATH/fdb.cluster\"}) runs the arms against an\n"
+                   "existing FoundationDB database (the client library from RL_FDB_LIBRARY, default\n"
+                   "libfdb_c.so): the campaign loads and checks its data under (\"bench\", NAME), clears it\n"
+                   "afterwards, and records the RTT probe and the placement receipt as n/a there.",
         .epilog = "Exit codes: 0 every check passed and every process ran (contaminated cases are labelled,\n"
                   "not failures), 1 a check or a process failed or the output could not be written (the\n"
                   "outputs say which), 2 usage or a bad protocol.",

@@ -18,4 +18,10 @@
 int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
                     rl_buf *errmsg);
 
+/* rl__kv_fdb_load — load FoundationDB's client library and start its network as the first fdb:
+ * open does, without opening a database: can this process use fdb: at all (`rlbench campaign`'s
+ * fdb topology asks). RL_OK, or the loader's error (as rl__kv_fdb_open's) with its message, which
+ * names what to install, appended to errmsg. Thread-safe. */
+int rl__kv_fdb_load(rl_buf *errmsg);
+
 #endif

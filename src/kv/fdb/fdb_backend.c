@@ -56,6 +56,20 @@
  *      still reads the database. A request counts until its done has returned. A close called
  *      from inside a completion of this backend (a callback that closes the database) cannot
  *      wait for it: the backend is then left allocated, like one FoundationDB never answers.
+ *   9. Locality (rl_kv_locality, for ADAPTIVE) comes from what the client library says and what
+ *      this backend measures, never from a wait on the network: open asks
+ *      fdb_transaction_get_addresses_for_key("") and waits for the answer at most
+ *      LOC_PROBE_WAIT_S; unsupported_operation (reclayer's libfdb_c.so over an embedded
+ *      database) makes the backend local (every figure 0, as the embedded backends), any other
+ *      outcome networked (FoundationDB is). The team of a key is the last answer for that key, else
+ *      for the cached key sharing the longest prefix with it (shards are ranges), its
+ *      "IP:PORT" strings interned as ids 1, 2, ...; a key with no exact answer starts one lookup
+ *      in the background (one at a time, at most one per LOC_REFRESH_NS, each given up after
+ *      LOC_TIMEOUT_MS so that close never waits longer for it). The round trip is an
+ *      EWMA (weight RTT_ALPHA) of this backend's own reads' latency — point reads, get_key and
+ *      range rounds of at most RTT_MAX_BYTES, from the call to FoundationDB to its callback — the
+ *      same for every team (the C API does not say which server answered): a read's latency,
+ *      server work included, not a network ping.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -64,12 +78,32 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "kv/fdb/fdb.h"
 #include "kv/fdb/fdb_int.h"
 #include "storage/mapped.h"
 
 enum { K_READ = 0, K_MAPPED = 1, K_COMMIT = 2, N_KINDS = 3 };
 enum { ACTIVE_MAX = 16, IDLE_MAX = 32, MAPPED_USES_MAX = 64 };
+
+/* Locality (invariant 9). */
+enum { LOC_ENTRIES = 32, LOC_KEY_MAX = 256, LOC_ADDRS = 64 };
+enum { LOC_UNKNOWN = 0, LOC_NETWORKED = 1, LOC_LOCAL = 2 };
+#define LOC_REFRESH_NS 100000000ull /* at most one background lookup per 100 ms */
+#define LOC_PROBE_WAIT_S 2          /* open waits this long for the first answer */
+#define RTT_ALPHA 0.125             /* the EWMA's weight, as the cluster client's */
+#define RTT_MAX_BYTES 16384         /* reads returning more are not round-trip samples */
+#define LOC_TIMEOUT_MS 5000         /* a lookup gives up after this (close waits for it) */
+
+/* One answer of get_addresses_for_key. */
+typedef struct {
+    uint8_t key[LOC_KEY_MAX];
+    uint32_t key_len;    /* bytes kept (at most LOC_KEY_MAX) */
+    int whole;           /* key_len is the whole key (an exact match is possible) */
+    uint32_t team[RL_KV_LOCALITY_MAX_TEAM]; /* interned address ids (1-based) */
+    uint32_t n_team;
+    uint64_t used;       /* loc_tick when last used (LRU) */
+} loc_entry;
 
 /* A pooled FoundationDB transaction (invariant 3). */
 typedef struct slot {
@@ -99,6 +133,19 @@ typedef struct {
     int n_idle[N_KINDS];
     atomic_int inflight; /* operations started and not yet done (invariant 8) */
     pthread_cond_t idle_cv;
+    /* Locality (invariant 9), under loc_mu. */
+    pthread_mutex_t loc_mu;
+    pthread_cond_t loc_cv;   /* a lookup answered */
+    int loc_kind;            /* LOC_*: what the library's answers say */
+    int loc_busy;            /* a lookup is in flight */
+    uint64_t loc_last_ns;    /* when the last lookup started */
+    uint64_t loc_tick;
+    loc_entry loc[LOC_ENTRIES];
+    int n_loc;
+    char *addrs[LOC_ADDRS];  /* interned "IP:PORT" strings; id = index + 1 (heap) */
+    int n_addrs;
+    uint64_t rtt_ns;         /* EWMA of reads' latency, ns (0: no sample yet) */
+    uint32_t rtt_n;          /* samples behind it */
 } fdbbe;
 
 /* Operations in flight (invariant 8): counted from the start call until done returned. The
@@ -281,6 +328,147 @@ static void slot_release(fdbbe *be, slot *s) {
     slot_destroy(be, drop);
 }
 
+/* ---- Locality (invariant 9) --------------------------------------------------------------- */
+
+/* One round-trip sample of ns. */
+static void rtt_note(fdbbe *be, uint64_t ns) {
+    pthread_mutex_lock(&be->loc_mu);
+    be->rtt_ns = be->rtt_n == 0 ? ns : (uint64_t)((1 - RTT_ALPHA) * (double)be->rtt_ns + RTT_ALPHA * (double)ns);
+    if (be->rtt_n < UINT32_MAX) be->rtt_n++;
+    pthread_mutex_unlock(&be->loc_mu);
+}
+
+/* The id of address s (interned on first sight; 0 when the table is full). Under loc_mu. */
+static uint32_t addr_id(fdbbe *be, const char *s) {
+    for (int i = 0; i < be->n_addrs; i++)
+        if (!strcmp(be->addrs[i], s)) return (uint32_t)i + 1;
+    if (be->n_addrs >= LOC_ADDRS) return 0;
+    char *c = rl__strdup(s);
+    if (!c) return 0;
+    be->addrs[be->n_addrs++] = c;
+    return (uint32_t)be->n_addrs;
+}
+
+/* Take a lookup's outcome: rc (FoundationDB's code) and, when 0, the n addresses of key's team. */
+static void loc_record(fdbbe *be, const uint8_t *key, uint32_t len, int rc, const char **strs, int n) {
+    pthread_mutex_lock(&be->loc_mu);
+    be->loc_busy = 0;
+    if (rc == 2108) be->loc_kind = LOC_LOCAL; /* unsupported_operation: no storage server to name */
+    else if (be->loc_kind == LOC_UNKNOWN) be->loc_kind = LOC_NETWORKED;
+    if (rc == 0) {
+        loc_entry *e = NULL;
+        uint32_t kept = len < LOC_KEY_MAX ? len : LOC_KEY_MAX;
+        for (int i = 0; i < be->n_loc && !e; i++)
+            if (be->loc[i].whole && be->loc[i].key_len == len && len <= LOC_KEY_MAX &&
+                !memcmp(be->loc[i].key, key, len))
+                e = &be->loc[i];
+        if (!e && be->n_loc < LOC_ENTRIES) e = &be->loc[be->n_loc++];
+        if (!e) { /* the least recently used */
+            e = &be->loc[0];
+            for (int i = 1; i < LOC_ENTRIES; i++)
+                if (be->loc[i].used < e->used) e = &be->loc[i];
+        }
+        if (kept) memcpy(e->key, key, kept);
+        e->key_len = kept;
+        e->whole = kept == len;
+        e->n_team = 0;
+        for (int i = 0; i < n && e->n_team < RL_KV_LOCALITY_MAX_TEAM; i++) {
+            uint32_t id = strs[i] ? addr_id(be, strs[i]) : 0;
+            if (id) e->team[e->n_team++] = id;
+        }
+        e->used = ++be->loc_tick;
+    }
+    pthread_cond_broadcast(&be->loc_cv);
+    pthread_mutex_unlock(&be->loc_mu);
+}
+
+typedef struct {
+    fdbbe *be;
+    FDBTransaction *tr;
+    uint32_t key_len;
+    uint8_t key[]; /* the key looked up */
+} loc_ctx;
+
+static void on_loc(FDBFuture *f, void *ud) {
+    loc_ctx *x = ud;
+    fdbbe *be = x->be;
+    const rl_fdb_api *a = be->api;
+    const char **strs = NULL;
+    int n = 0, rc = a->future_get_error(f);
+    if (rc == 0) rc = a->future_get_string_array(f, &strs, &n);
+    loc_record(be, x->key, x->key_len, rc, strs, n);
+    a->future_destroy(f);
+    a->transaction_destroy(x->tr);
+    rl__free(x);
+    op_end(be);
+}
+
+/* Ask the library where key is (the caller set loc_busy). Counts as an operation in flight
+ * (invariant 8); the answer goes to loc_record, on FoundationDB's thread or inline. */
+static void loc_lookup(fdbbe *be, const uint8_t *key, uint32_t len) {
+    const rl_fdb_api *a = be->api;
+    op_begin(be);
+    loc_ctx *x = rl__calloc(1, sizeof *x + len + 1);
+    int rc = x ? a->database_create_transaction(be->db, &x->tr) : RL_E_OUT_OF_MEMORY;
+    if (rc == 0) {
+        uint8_t ms[8];
+        for (int i = 0; i < 8; i++) ms[i] = (uint8_t)((uint64_t)LOC_TIMEOUT_MS >> (8 * i)); /* little-endian */
+        (void)a->transaction_set_option(x->tr, RL_FDB_TR_TIMEOUT, ms, 8); /* advisory: a bound, not needed */
+        x->be = be;
+        x->key_len = len;
+        if (len) memcpy(x->key, key, len);
+        FDBFuture *f = a->transaction_get_addresses_for_key(x->tr, key, (int)len);
+        rc = a->future_set_callback(f, on_loc, x);
+        if (rc == 0) return;
+        a->future_destroy(f);
+        a->transaction_destroy(x->tr);
+    }
+    rl__free(x);
+    loc_record(be, key, len, rc, NULL, 0);
+    op_end(be);
+}
+
+static uint32_t common_prefix(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
+    uint32_t n = al < bl ? al : bl, i = 0;
+    while (i < n && a[i] == b[i]) i++;
+    return i;
+}
+
+/* backend.h's locality (invariant 9): never waits for the network, never fails. */
+static void be_locality(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out) {
+    fdbbe *be = (fdbbe *)b;
+    int issue = 0, exact = 0;
+    uint64_t now = rl__clock_mono_ns();
+    pthread_mutex_lock(&be->loc_mu);
+    if (be->loc_kind == LOC_LOCAL) {
+        pthread_mutex_unlock(&be->loc_mu);
+        return;
+    }
+    out->networked = 1;
+    out->rtt_ns = (double)be->rtt_ns;
+    out->rtt_samples = be->rtt_n;
+    loc_entry *best = NULL;
+    uint32_t best_cp = 0;
+    for (int i = 0; i < be->n_loc && !exact; i++) {
+        loc_entry *e = &be->loc[i];
+        uint32_t cp = common_prefix(e->key, e->key_len, key, key_len);
+        exact = e->whole && e->key_len == key_len && cp == key_len;
+        if (exact || !best || cp > best_cp || (cp == best_cp && e->used > best->used)) best = e, best_cp = cp;
+    }
+    if (best) {
+        out->n_team = best->n_team;
+        memcpy(out->team, best->team, best->n_team * sizeof *best->team);
+        best->used = ++be->loc_tick;
+    }
+    if (!exact && !be->loc_busy && now - be->loc_last_ns >= LOC_REFRESH_NS) {
+        be->loc_busy = 1;
+        be->loc_last_ns = now;
+        issue = 1;
+    }
+    pthread_mutex_unlock(&be->loc_mu);
+    if (issue) loc_lookup(be, key, key_len);
+}
+
 /* ---- Read version ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -357,6 +545,7 @@ typedef struct {
     rl_keyvalue *kvs;     /* rows so far (arena) */
     rl_mapped_keyvalue *mkvs;
     int n, cap;
+    uint64_t t0;          /* when this round was issued (round-trip samples, invariant 9) */
 } rd_ctx;
 
 /* 1 if a range bound given as s resolves without reading: offset 1 (invariant 4). */
@@ -486,6 +675,7 @@ static void read_process(rd_ctx *x) {
     rl_kv_read *r = x->r;
     rl_arena *ar = r->arena;
     int rc = atomic_load(&x->err);
+    uint64_t dt = rl__clock_mono_ns() - x->t0; /* this round's latency (invariant 9) */
     if (rc) {
         read_finish(x, rc);
         return;
@@ -496,6 +686,7 @@ static void read_process(rd_ctx *x) {
         const uint8_t *v = NULL;
         int vl = 0;
         rc = a->future_get_value(x->f[0], &present, &v, &vl);
+        if (rc == 0 && vl <= RTT_MAX_BYTES) rtt_note(be, dt);
         if (rc == 0) {
             r->present = present != 0;
             r->value = present ? dup(ar, v, vl) : NULL;
@@ -508,6 +699,7 @@ static void read_process(rd_ctx *x) {
         const uint8_t *k;
         int kl;
         rc = a->future_get_key(x->f[0], &k, &kl);
+        if (rc == 0) rtt_note(be, dt);
         if (rc == 0) {
             r->rbegin = dup(ar, k, kl);
             r->rbegin_len = (uint32_t)kl;
@@ -545,6 +737,9 @@ static void read_process(rd_ctx *x) {
             const FDBKeyValue *kv;
             if ((rc = a->future_get_keyvalue_array(x->f[0], &kv, &n, &more))) break;
             if ((rc = grow(x, n, sizeof(rl_keyvalue))) || (rc = copy_rows(ar, kv, n, x->kvs + x->n))) break;
+            long bytes = 0;
+            for (int i = 0; i < n; i++) bytes += (long)kv[i].key_length + kv[i].value_length;
+            if (bytes <= RTT_MAX_BYTES) rtt_note(be, dt);
             x->n += n;
             if (n) last = x->kvs[x->n - 1].key, last_len = (int)x->kvs[x->n - 1].key_len;
         } else {
@@ -597,6 +792,7 @@ static void read_issue(rd_ctx *x) {
     const rl_fdb_api *a = x->be->api;
     rl_kv_read *r = x->r;
     FDBTransaction *tr = x->s->tr;
+    x->t0 = rl__clock_mono_ns();
     int mode = (r->limit > 0 || r->target_bytes > 0) ? RL_FDB_STREAMING_EXACT : RL_FDB_STREAMING_WANT_ALL;
     int tb = r->target_bytes > 0x7fffffffL ? 0x7fffffff : (int)r->target_bytes;
     int nf = 0;
@@ -914,8 +1110,15 @@ static int be_status_json(rl_kv_backend *b, rl_buf *out) {
     else rl__buf_printf(out, ", \"read_version\": null, \"read_version_error\": %d", rv_rc);
     /* FoundationDB does not count keys cheaply: "keys" is null (as a cluster's unknown count). */
     rl__buf_printf(out, ", \"keys\": null, \"pooled_transactions\": {\"active\": %d, \"idle\": %d}, "
-                   "\"read_only\": %s}",
+                   "\"read_only\": %s",
                    active, idle, be->read_only ? "true" : "false");
+    /* Locality (invariant 9): what get_addresses_for_key said, the servers seen, the read EWMA. */
+    pthread_mutex_lock(&be->loc_mu);
+    rl__buf_printf(out, ", \"locality\": {\"networked\": %s, \"servers_seen\": %d, \"cached_keys\": %d, "
+                   "\"read_rtt_ewma_us\": %.1f, \"read_rtt_samples\": %u}}",
+                   be->loc_kind == LOC_LOCAL ? "false" : be->loc_kind == LOC_NETWORKED ? "true" : "null",
+                   be->n_addrs, be->n_loc, (double)be->rtt_ns / 1e3, be->rtt_n);
+    pthread_mutex_unlock(&be->loc_mu);
     return rl__buf_error(out);
 }
 
@@ -943,6 +1146,9 @@ static void be_close(rl_kv_backend *b) {
         }
     }
     be->api->database_destroy(be->db);
+    for (int i = 0; i < be->n_addrs; i++) rl__free(be->addrs[i]);
+    pthread_cond_destroy(&be->loc_cv);
+    pthread_mutex_destroy(&be->loc_mu);
     pthread_cond_destroy(&be->idle_cv);
     pthread_mutex_destroy(&be->mu);
     rl__free(be->cluster_file);
@@ -957,6 +1163,7 @@ static const rl_kv_backend_vtable fdb_vt = {
     .read = be_read,
     .commit = be_commit,
     .status_json = be_status_json,
+    .locality = be_locality,
 };
 
 int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
@@ -1002,6 +1209,19 @@ int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_b
     }
     pthread_mutex_init(&be->mu, NULL);
     pthread_cond_init(&be->idle_cv, NULL);
+    pthread_mutex_init(&be->loc_mu, NULL);
+    pthread_cond_init(&be->loc_cv, NULL);
+    /* Invariant 9: is there a storage server to name? Asked once, waited for a little. */
+    be->loc_busy = 1;
+    be->loc_last_ns = rl__clock_mono_ns();
+    loc_lookup(be, (const uint8_t *)"", 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += LOC_PROBE_WAIT_S;
+    pthread_mutex_lock(&be->loc_mu);
+    int wr = 0;
+    while (be->loc_busy && wr == 0) wr = pthread_cond_timedwait(&be->loc_cv, &be->loc_mu, &ts);
+    pthread_mutex_unlock(&be->loc_mu);
     *out = &be->base;
     return RL_OK;
 }

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kv/fdb/fdb.h"
 #include "kv/fdb/fdb_int.h"
 #include "reclayer/error.h"
 
@@ -141,6 +142,8 @@ static int load(rl_buf *errmsg) {
     SYM(a.future_get_value, "fdb_future_get_value");
     SYM(a.future_get_keyvalue_array, "fdb_future_get_keyvalue_array");
     SYM(a.future_get_mappedkeyvalue_array, "fdb_future_get_mappedkeyvalue_array");
+    SYM(a.transaction_get_addresses_for_key, "fdb_transaction_get_addresses_for_key");
+    SYM(a.future_get_string_array, "fdb_future_get_string_array");
     int max = max_version();
     if (max < RL_FDB_API_MIN) {
         if (errmsg)
@@ -208,4 +211,9 @@ int rl__fdb_client(const rl_fdb_api **out, rl_buf *errmsg) {
     pthread_mutex_unlock(&g.mu);
     if (rc == RL_OK) *out = &g.api;
     return rc;
+}
+
+int rl__kv_fdb_load(rl_buf *errmsg) {
+    const rl_fdb_api *api;
+    return rl__fdb_client(&api, errmsg);
 }

@@ -27,6 +27,7 @@ enum {
     RL_FDB_TR_READ_YOUR_WRITES_DISABLE = 51,
     RL_FDB_TR_ACCESS_SYSTEM_KEYS = 301,
     RL_FDB_TR_READ_SYSTEM_KEYS = 302,
+    RL_FDB_TR_TIMEOUT = 500, /* Int parameter: milliseconds */
 };
 
 /* The API versions the backend accepts: the highest the library offers, capped at 730. */
@@ -74,6 +75,9 @@ typedef struct {
     fdb_error_t (*future_get_keyvalue_array)(FDBFuture *, const FDBKeyValue **, int *, fdb_bool_t *);
     fdb_error_t (*future_get_mappedkeyvalue_array)(FDBFuture *, const FDBMappedKeyValue **, int *,
                                                    fdb_bool_t *);
+    /* Locality (fdb_backend.c, rl_kv_locality): the storage servers of a key, "IP:PORT" strings. */
+    FDBFuture *(*transaction_get_addresses_for_key)(FDBTransaction *, const uint8_t *, int);
+    fdb_error_t (*future_get_string_array)(FDBFuture *, const char ***, int *);
 } rl_fdb_api;
 
 /* fdb_client.c: the process's client (loaded, API version selected, network thread running),

@@ -103,6 +103,7 @@ typedef struct {
     fdb_error_t (*future_get_mappedkeyvalue_array)(FDBFuture *, const FDBMappedKeyValue **, int *,
                                                    fdb_bool_t *);
     fdb_error_t (*future_get_string_array)(FDBFuture *, const char ***, int *);
+    FDBFuture *(*transaction_get_addresses_for_key)(FDBTransaction *, const uint8_t *, int);
 } fdbt_api;
 
 /* Every function of FoundationDB's 730 C API (what a binding may resolve at load time). */
@@ -205,6 +206,7 @@ static inline int fdbt_load(fdbt_api *a, const char *path) {
     FDBT_SYM(a, future_get_keyvalue_array);
     FDBT_SYM(a, future_get_mappedkeyvalue_array);
     FDBT_SYM(a, future_get_string_array);
+    FDBT_SYM(a, transaction_get_addresses_for_key);
     return 0;
 }
 

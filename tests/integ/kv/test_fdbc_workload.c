@@ -461,15 +461,16 @@ static void on_ready(FDBFuture *f, void *ud) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Wait until n callbacks fired, 10 s at most (a deadline: every callback's broadcast wakes the
+ * wait, so counting wake-ups instead gave up early on a loaded machine, with callbacks still to
+ * come into s). */
 static void wait_fired(cb_state *s, int n) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; s->fired < n && i < 100; i++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000;
-        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-    }
+    int rc = 0;
+    while (s->fired < n && rc == 0) rc = pthread_cond_timedwait(&s->cv, &s->mu, &dl);
     pthread_mutex_unlock(&s->mu);
     if (s->fired < n) fail_msg("%d of %d callbacks fired within 10 s", s->fired, n);
 }
