@@ -369,8 +369,8 @@ static int fdb_prefixes(const rl_camp_topo *tp, rl_buf out[2]) {
     int rc = ja && jb ? RL_OK : RL_E_OUT_OF_MEMORY;
     rl__buf_reset(&out[0]);
     rl__buf_reset(&out[1]);
-    if (!rc) rc = rl__tool_store_prefix(ja, &out[0]);
-    if (!rc) rc = rl__tool_store_prefix(jb, &out[1]);
+    if (!rc) rc = rl__tool_store_prefix(ja, &out[0], NULL);
+    if (!rc) rc = rl__tool_store_prefix(jb, &out[1], NULL);
     free(ja);
     free(jb);
     json_decref(a);
