@@ -42,7 +42,9 @@
  *      A cancelled operation whose request is outstanding ends when the request completes.
  *   2. With an asynchronous backend every step runs under t->mu (so a step never races the
  *      user's writes, a reset or another completion); the lock is never held while a future
- *      completes (user callbacks may call into the transaction).
+ *      completes (user callbacks may call into the transaction), nor during a read's backend
+ *      call (its inputs are the operation's own: invariant 4), only during a commit's (which
+ *      borrows the transaction's mutations and ranges).
  *   3. A backend request completes either inside the call that starts it or later; op->io says
  *      which (an atomic hand-off), so an inline completion continues the loop of the driver that
  *      issued it instead of recursing, and a late one drives the operation itself.
@@ -911,18 +913,24 @@ static void op_drive(txn_op *op, int locked) {
         if (st == STEP_DONE) break;
         __atomic_store_n(&op->io, IO_ISSUING, __ATOMIC_RELAXED);
         if (st == STEP_READ) {
+            /* The request's inputs are the operation's own (invariant 4), so the backend call
+             * runs without t->mu (invariant 2): completions of the transaction's other reads on
+             * the backend's thread never wait for this one's planning, routing and sending. */
             op->r.done = on_read_done;
             op->r.ud = op;
+            rl__txn_unlock(t);
             be->vt->read(be, &op->r);
-        } else {
-            op->c.done = on_commit_done;
-            op->c.ud = op;
-            be->vt->commit(be, &op->c);
-        }
-        if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) == IO_DONE) {
-            if (op->kind != OP_COMMIT) add_stats(op);
+            if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) != IO_DONE) return;
+            rl__txn_lock(t);
+            add_stats(op);
             continue;
         }
+        /* A commit borrows the transaction's mutations and conflict ranges during the call:
+         * under t->mu. */
+        op->c.done = on_commit_done;
+        op->c.ud = op;
+        be->vt->commit(be, &op->c);
+        if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) == IO_DONE) continue;
         rl__txn_unlock(t);
         return;
     }
@@ -941,6 +949,10 @@ static void op_drive(txn_op *op, int locked) {
         commit = t->commit_waiting;
         t->commit_waiting = NULL;
     }
+    /* The operation's reference to t (invariant 1), dropped under the lock already held; a
+     * waiting commit holds its own, so `last` is 0 when there is one. t is not touched after
+     * the unlock but to destroy it. */
+    int last = rl__txn_unref_locked(t);
     if (commit) {
         commit->state = ST_RUNNING;
         op_drive(commit, 1); /* releases the lock */
@@ -949,7 +961,7 @@ static void op_drive(txn_op *op, int locked) {
     }
     if (vs) rl__future_complete(vs, vs_err);
     rl__future_complete_unref(op->f, rc); /* the operation's reference (invariant 1) */
-    rl__txn_unref(t);
+    if (last) rl__txn_destroy(t);
 }
 
 /* ---- Starting and cancelling -------------------------------------------------------------- */
