@@ -237,6 +237,12 @@ typedef struct {
      * read of key[0..key_len) goes and the round trip measured to those servers. Thread-safe,
      * never blocks on the network, never fails (unknown figures stay 0). */
     void (*locality)(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out);
+    /* Optional, only with completes_inline (NULL otherwise; appended): a point read of
+     * key[0..key_len) at version, done before it returns — what read() does for RL_KV_GET, without
+     * the request block and its done callback (the transaction layer's cheapest read). Results
+     * in arena, outputs and errors as rl_kv_read's. */
+    int (*get_now)(rl_kv_backend *b, rl_version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
+                   int *out_present, const uint8_t **out_value, uint32_t *out_value_len);
 } rl_kv_backend_vtable;
 
 /* Every backend struct begins with this header. */

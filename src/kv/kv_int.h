@@ -89,6 +89,10 @@ rl_future *rl__future_error(int kind, int err);
 /* Mark f ready with err (RL_OK: the result fields are filled) and run its callbacks (not when
  * the user already freed it). Idempotent: a second completion is ignored. */
 void rl__future_complete(rl_future *f, int err);
+/* Complete f, which no other thread can have seen yet (created by this thread and not handed
+ * out: so no waiter, no callback, no other reference), without its lock: the embedded backend's
+ * reads complete before the call that made the future returns. */
+void rl__future_complete_unseen(rl_future *f, int err);
 /* Complete f (as rl__future_complete) and drop one reference in one step (future.c says why). */
 void rl__future_complete_unref(rl_future *f, int err);
 /* Take / drop a reference (refs above). The last drop recycles or frees the future. */

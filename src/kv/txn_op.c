@@ -1193,7 +1193,7 @@ rl_future *rl_txn_get_read_version(rl_txn *t) {
     if (!rc && !op) rc = RL_E_OUT_OF_MEMORY;
     if (rc) {
         rl__txn_unlock(t);
-        rl__future_complete(f, rc);
+        rl__future_complete_unseen(f, rc);
         return f;
     }
     op_start(op);
@@ -1234,22 +1234,31 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
         if (!p && rl__wmap_in_clear(&t->wm, key, (uint32_t)key_len)) goto now;
     }
     if (!t->is_async && t->has_rv) {
-        /* The inline fast path, by hand for the most frequent read (step_get's work). */
-        rl_kv_read r;
-        r.op = RL_KV_GET;
-        r.version = t->rv;
-        r.key = (const uint8_t *)key;
-        r.key_len = (uint32_t)key_len;
-        r.arena = &f->arena;
-        r.present = 0;
-        r.value = NULL;
-        r.value_len = 0;
-        r.done = inline_done;
-        r.ud = &rc;
-        t->db->be->vt->read(t->db->be, &r);
-        int present = r.present;
-        const uint8_t *v = r.value;
-        uint32_t vl = r.value_len;
+        /* The inline fast path, by hand for the most frequent read (step_get's work): the
+         * backend's get_now when it has one (no request block, no done callback). */
+        rl_kv_backend *be = t->db->be;
+        int present = 0;
+        const uint8_t *v = NULL;
+        uint32_t vl = 0;
+        if (be->vt->get_now) {
+            rc = be->vt->get_now(be, t->rv, (const uint8_t *)key, (uint32_t)key_len, &f->arena, &present, &v, &vl);
+        } else {
+            rl_kv_read r;
+            r.op = RL_KV_GET;
+            r.version = t->rv;
+            r.key = (const uint8_t *)key;
+            r.key_len = (uint32_t)key_len;
+            r.arena = &f->arena;
+            r.present = 0;
+            r.value = NULL;
+            r.value_len = 0;
+            r.done = inline_done;
+            r.ud = &rc;
+            be->vt->read(be, &r);
+            present = r.present;
+            v = r.value;
+            vl = r.value_len;
+        }
         if (rc == RL_OK && p) rc = rl__wmap_resolve(p, present, v, vl, &f->arena, &present, &v, &vl);
         if (rc == RL_OK && !(flags & RL_SNAPSHOT))
             rc = rl__txn_read_conflict_key(t, (const uint8_t *)key, (uint32_t)key_len);
@@ -1280,9 +1289,9 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     op->pt = p;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 
@@ -1322,9 +1331,9 @@ rl_future *rl_txn_get_key(rl_txn *t, rl_key_selector sel, int flags) {
     if (!op->direct && (rc = view_writes(op, (const uint8_t *)"", 0, NULL, 0))) goto now;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 
@@ -1428,9 +1437,9 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
         goto now;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 
@@ -1482,9 +1491,9 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
     op->sec_strategy = sec;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 

@@ -87,9 +87,10 @@ typedef struct out_frame {
 
 /* Small frames (requests, short replies) are recycled per connection instead of going back to
  * malloc: a burst of queued requests then costs no allocation per frame, and the frame freed by
- * the loop thread is not a cross-thread free. */
-#define SPARE_CAP 240
-#define SPARE_MAX 64
+ * the loop thread is not a cross-thread free. A connection keeps at most SPARE_MAX of them
+ * (about 95 KB) once a burst of that many frames was queued on it at once. */
+#define SPARE_CAP 96
+#define SPARE_MAX 512
 
 struct rl_conn {
     rl__io io;      /* RL__IO_CONN; first member (epoll data.ptr) */
