@@ -711,10 +711,7 @@ static uint64_t attempt_timeout(const creq *q) {
 /* Encode q's request into b. */
 static int encode(creq *q, rl_buf *b) {
     switch (q->kind) {
-    case RL_CREQ_READ: /* a point get (the commonest) skips the codec's table lookup */
-        if (q->plan.req.type == RL_MSG_GET && q->plan.req.flags == 0)
-            return rl__msg_get_req_encode(b, &q->plan.req.u.get_req, NULL);
-        return rl__msg_encode(b, &q->plan.req, NULL);
+    case RL_CREQ_READ: return rl__cplan_encode(&q->plan, b); /* a point get by hand */
     case RL_CREQ_GRV: {
         rl_msg_get_read_version_req m = {0};
         return rl__msg_get_read_version_req_encode(b, &m, NULL);

@@ -607,3 +607,15 @@ int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send) {
     if (status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
     return page_take(p, items, n, more, rt, rtl, out_send);
 }
+
+int rl__cplan_encode(const rl_cplan *p, rl_buf *b) {
+    const rl_msg_get_req *g = &p->req.u.get_req;
+    if (p->req.type != RL_MSG_GET || p->req.flags != 0 || g->key_len > RL_PROTO_MAX_KEY || (!g->key && g->key_len))
+        return rl__msg_encode(b, &p->req, NULL);
+    uint8_t h[12];
+    for (int i = 0; i < 8; i++) h[i] = (uint8_t)(g->version >> (8 * i)); /* u64, little-endian */
+    for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(g->key_len >> (8 * i)); /* u32 length */
+    rl__buf_append(b, h, sizeof h);
+    if (g->key_len) rl__buf_append(b, g->key, g->key_len);
+    return rl__buf_error(b);
+}

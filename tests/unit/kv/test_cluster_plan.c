@@ -990,6 +990,48 @@ TEST(cluster_plan_1_6_bad_replies) {
     rl__arena_release(&a);
 }
 
+/* A plan's request encodes to the codec's bytes: GETs (written by hand) of random keys and
+ * versions, the empty key, the longest key the protocol carries; a key one byte longer is
+ * refused as the codec refuses it; other requests go through the codec. */
+TEST(cluster_plan_1_7_encode) {
+    srand((unsigned)rl_test_seed()); /* printed */
+    static uint8_t key[RL_PROTO_MAX_KEY + 1];
+    for (size_t i = 0; i < sizeof key; i++) key[i] = (uint8_t)rand();
+    rl_buf a, b;
+    rl__buf_init(&a);
+    rl__buf_init(&b);
+    rl_cplan p;
+    for (int i = 0; i < 1002; i++) {
+        memset(&p, 0, sizeof p);
+        p.req.type = RL_MSG_GET;
+        uint32_t kl = i == 1000 ? 0 : i == 1001 ? RL_PROTO_MAX_KEY : (uint32_t)(rand() % 64);
+        p.req.u.get_req.version = ((uint64_t)rand() << 40) ^ ((uint64_t)rand() << 20) ^ (uint64_t)rand();
+        p.req.u.get_req.key = kl ? key + (i % 7) : NULL;
+        p.req.u.get_req.key_len = kl;
+        rl__buf_reset(&a);
+        rl__buf_reset(&b);
+        ASSERT_OK(rl__cplan_encode(&p, &a));
+        ASSERT_OK(rl__msg_encode(&b, &p.req, NULL));
+        ASSERT_MEM_EQ(a.data, a.len, b.data, b.len);
+    }
+    p.req.u.get_req.key = key;
+    p.req.u.get_req.key_len = RL_PROTO_MAX_KEY + 1;
+    rl__buf_reset(&a);
+    ASSERT_EQ(rl__cplan_encode(&p, &a), rl__msg_encode(&b, &p.req, NULL));
+    ASSERT_NE(rl__cplan_encode(&p, &a), RL_OK);
+    memset(&p, 0, sizeof p);
+    p.req.type = RL_MSG_GET_KEY;
+    p.req.u.get_key_req.version = 7;
+    p.req.u.get_key_req.sel = (rl_key_selector){key, 5, 1, 3};
+    rl__buf_reset(&a);
+    rl__buf_reset(&b);
+    ASSERT_OK(rl__cplan_encode(&p, &a));
+    ASSERT_OK(rl__msg_encode(&b, &p.req, NULL));
+    ASSERT_MEM_EQ(a.data, a.len, b.data, b.len);
+    rl__buf_release(&a);
+    rl__buf_release(&b);
+}
+
 RL_TEST_MAIN(T(cluster_plan_1_1_locmap), T(cluster_plan_1_2_random_reads), T(cluster_plan_1_3_random_mapped),
              T(cluster_plan_1_4_paging_and_probe), T(cluster_plan_1_5_selector_steps),
-             T(cluster_plan_1_6_bad_replies))
+             T(cluster_plan_1_6_bad_replies), T(cluster_plan_1_7_encode))
