@@ -1591,10 +1591,8 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
             note_reply(q, q->conn, h, RL_E_OUT_OF_MEMORY, NULL);
             return RL_E_OUT_OF_MEMORY;
         }
-        if (h->type == RL_MSG_GET && h->flags == RL_FRAME_REPLY) { /* the commonest: no table lookup */
-            m.type = h->type;
-            m.flags = h->flags;
-            rc = rl__msg_get_reply_decode(copy, h->payload_len, r->arena, &m.u.get_reply, &why);
+        if (h->type == RL_MSG_GET && h->flags == RL_FRAME_REPLY) { /* the commonest: by hand */
+            rc = rl__cplan_decode_get_reply(copy, h->payload_len, r->arena, &m, &why);
         } else {
             rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why);
         }

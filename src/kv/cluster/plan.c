@@ -619,3 +619,20 @@ int rl__cplan_encode(const rl_cplan *p, rl_buf *b) {
     if (g->key_len) rl__buf_append(b, g->key, g->key_len);
     return rl__buf_error(b);
 }
+
+int rl__cplan_decode_get_reply(const uint8_t *payload, size_t len, rl_arena *a, rl_msg *m, rl_proto_why *why) {
+    if (payload && len >= 5) {
+        uint32_t n = (uint32_t)payload[1] | (uint32_t)payload[2] << 8 | (uint32_t)payload[3] << 16 |
+                     (uint32_t)payload[4] << 24;
+        if (payload[0] <= 1 && n <= RL_PROTO_MAX_VALUE && n == len - 5 && (payload[0] == 1 || n == 0)) {
+            m->type = RL_MSG_GET;
+            m->flags = RL_FRAME_REPLY;
+            m->u.get_reply.present = payload[0];
+            m->u.get_reply.value = payload + 5;
+            m->u.get_reply.value_len = n;
+            if (why) why->text[0] = 0;
+            return RL_OK;
+        }
+    }
+    return rl__msg_decode(RL_MSG_GET, RL_FRAME_REPLY, payload, len, a, m, why);
+}

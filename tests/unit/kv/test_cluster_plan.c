@@ -1032,6 +1032,48 @@ TEST(cluster_plan_1_7_encode) {
     rl__buf_release(&b);
 }
 
+/* GET replies decoded by hand give what the codec gives — the outcome and, on success, every
+ * field — for well-formed replies (present or not, empty or not) and random, mostly malformed,
+ * payloads (bad present byte, lengths that do not match, trailing bytes, a value when absent). */
+TEST(cluster_plan_1_8_decode_get_reply) {
+    srand((unsigned)rl_test_seed()); /* printed */
+    rl_arena a;
+    rl__arena_init(&a, 4096);
+    uint8_t buf[64];
+    int ok = 0;
+    for (int i = 0; i < 20000; i++) {
+        size_t len;
+        if (i % 2 == 0) { /* well-formed, then perhaps one byte changed or the length cut */
+            uint32_t n = (uint32_t)(rand() % 40);
+            buf[0] = (uint8_t)(n > 0 || rand() % 2);
+            if (!buf[0]) n = 0;
+            for (int k = 0; k < 4; k++) buf[1 + k] = (uint8_t)(n >> (8 * k));
+            for (uint32_t k = 0; k < n; k++) buf[5 + k] = (uint8_t)rand();
+            len = 5 + n;
+            if (rand() % 4 == 0) buf[rand() % len] ^= (uint8_t)(1 + rand() % 255);
+            if (rand() % 4 == 0) len = (size_t)rand() % (len + 2);
+        } else {
+            len = (size_t)(rand() % 12);
+            for (size_t k = 0; k < len; k++) buf[k] = (uint8_t)(rand() % 3 == 0 ? rand() : rand() % 3);
+        }
+        rl_msg x, y;
+        rl_proto_why wx, wy;
+        memset(&x, 0, sizeof x);
+        int rx = rl__cplan_decode_get_reply(buf, len, &a, &x, &wx);
+        int ry = rl__msg_decode(RL_MSG_GET, RL_FRAME_REPLY, buf, len, &a, &y, &wy);
+        ASSERT_EQ(rx, ry);
+        if (ry != RL_OK) continue;
+        ok++;
+        ASSERT_EQ(x.type, y.type);
+        ASSERT_EQ(x.flags, y.flags);
+        ASSERT_EQ(x.u.get_reply.present, y.u.get_reply.present);
+        ASSERT_MEM_EQ(x.u.get_reply.value, x.u.get_reply.value_len, y.u.get_reply.value, y.u.get_reply.value_len);
+    }
+    ASSERT_TRUE(ok > 1000 && ok < 19000); /* both kinds were tried */
+    rl__arena_release(&a);
+}
+
 RL_TEST_MAIN(T(cluster_plan_1_1_locmap), T(cluster_plan_1_2_random_reads), T(cluster_plan_1_3_random_mapped),
              T(cluster_plan_1_4_paging_and_probe), T(cluster_plan_1_5_selector_steps),
-             T(cluster_plan_1_6_bad_replies), T(cluster_plan_1_7_encode))
+             T(cluster_plan_1_6_bad_replies), T(cluster_plan_1_7_encode),
+             T(cluster_plan_1_8_decode_get_reply))
