@@ -44,6 +44,7 @@
  *   7. Receive memory follows the bytes that arrived (reader.h invariant 2).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,6 +132,8 @@ struct rl_conn {
     int n_spares;
     uint64_t queued_frames, queued_bytes, queued_bytes_max;
     int epollout_armed;
+    int writing;              /* 1 while the loop writes the queue without the lock: the
+                                 counters do not include that write yet (settled_lock) */
     int wake_pending;
     int close_posted;
     uint32_t delay_us, jitter_us;
@@ -916,10 +919,12 @@ static int write_due_locked(rl_conn *c, int *out_blocked) {
          * behind them (no direct write while the queue is non-empty: invariant 2), only the
          * loop thread — this one — takes frames off the head or closes the fd (do_close), and
          * a sender only appends at the tail. */
+        c->writing = 1;
         pthread_mutex_unlock(&c->send_lock);
         ssize_t n = send_iov(c->fd, iov, niov);
         int e = n < 0 ? errno : 0;
         pthread_mutex_lock(&c->send_lock);
+        c->writing = 0; /* the accounting below is done before the lock goes again */
         if (n < 0) {
             if (e == EAGAIN || e == EWOULDBLOCK) {
                 *out_blocked = 1;
@@ -1188,9 +1193,20 @@ int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64
  * Statistics, and the loop's teardown
  * ========================================================================================== */
 
+/* Take the send lock once no write of the loop's is between its sendmsg and its accounting, so
+ * the counters read include every frame the peer may already have (what they always meant). */
+static void settled_lock(rl_conn *c) {
+    pthread_mutex_lock(&c->send_lock);
+    while (c->writing) {
+        pthread_mutex_unlock(&c->send_lock);
+        sched_yield();
+        pthread_mutex_lock(&c->send_lock);
+    }
+}
+
 void rl__conn_get_stats(rl_conn *c, rl_conn_stats *out) {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&c->send_lock);
+    settled_lock(c);
     out->frames_sent = c->frames_sent;
     out->bytes_sent = c->bytes_sent;
     out->frames_direct = c->frames_direct;
@@ -1211,7 +1227,7 @@ void rl__conn_get_stats(rl_conn *c, rl_conn_stats *out) {
 }
 
 void rl__conn_get_lateness(rl_conn *c, rl_lat_hist *out, unsigned flags) {
-    pthread_mutex_lock(&c->send_lock);
+    settled_lock(c);
     *out = c->late;
     if (flags & RL_STATS_RESET) rl__lat_hist_reset(&c->late);
     pthread_mutex_unlock(&c->send_lock);
