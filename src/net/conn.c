@@ -1063,7 +1063,6 @@ static void enqueue_locked(rl_conn *c, out_frame *f) {
  * call — queue the frame and let the loop thread's next pass flush the queue. */
 static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len,
                       uint8_t *owned, int queue_only) {
-    uint64_t t_call = rl__clock_mono_ns();
     int rc;
     if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || (len && !payload)) {
         rl__net_errmsg_set("rl__conn_send: bad connection, flags 0x%x or length %zu", (unsigned)flags, len);
@@ -1120,7 +1119,7 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
         goto fail;
     }
     if (delayed) {
-        uint64_t rel = t_call + (uint64_t)c->delay_us * 1000u;
+        uint64_t rel = rl__clock_mono_ns() + (uint64_t)c->delay_us * 1000u; /* the clock only when delayed */
         if (c->jitter_us) rel += next_rand(&c->rng) % ((uint64_t)c->jitter_us * 1000u + 1);
         if (rel < c->last_release_ns) rel = c->last_release_ns;
         c->last_release_ns = rel;

@@ -612,11 +612,16 @@ int rl__cplan_encode(const rl_cplan *p, rl_buf *b) {
     const rl_msg_get_req *g = &p->req.u.get_req;
     if (p->req.type != RL_MSG_GET || p->req.flags != 0 || g->key_len > RL_PROTO_MAX_KEY || (!g->key && g->key_len))
         return rl__msg_encode(b, &p->req, NULL);
-    uint8_t h[12];
+    uint8_t h[12 + 116]; /* a short key goes out in one append with the header */
     for (int i = 0; i < 8; i++) h[i] = (uint8_t)(g->version >> (8 * i)); /* u64, little-endian */
     for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(g->key_len >> (8 * i)); /* u32 length */
-    rl__buf_append(b, h, sizeof h);
-    if (g->key_len) rl__buf_append(b, g->key, g->key_len);
+    if (g->key_len <= sizeof h - 12) {
+        if (g->key_len) memcpy(h + 12, g->key, g->key_len);
+        rl__buf_append(b, h, 12 + (size_t)g->key_len);
+    } else {
+        rl__buf_append(b, h, 12);
+        rl__buf_append(b, g->key, g->key_len);
+    }
     return rl__buf_error(b);
 }
 
