@@ -241,6 +241,12 @@ typedef struct {
      * appended): make the backend's sequencer read fn(ud) instead of the monotonic clock, for
      * tests (rl__db_set_clock, kv_int.h). RL_OK. */
     int (*set_clock)(rl_kv_backend *b, uint64_t (*fn)(void *ud), void *ud);
+    /* Optional, only with completes_inline (NULL otherwise; appended): a point read of
+     * key[0..key_len) at version, done before it returns — what read() does for RL_KV_GET, without
+     * the request block and its done callback (the transaction layer's cheapest read). Results
+     * in arena, outputs and errors as rl_kv_read's. */
+    int (*get_now)(rl_kv_backend *b, rl_version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
+                   int *out_present, const uint8_t **out_value, uint32_t *out_value_len);
 } rl_kv_backend_vtable;
 
 /* Every backend struct begins with this header. */

@@ -126,6 +126,11 @@ static void emb_read(rl_kv_backend *b, rl_kv_read *r) {
     r->done(r, emb_read_now((embedded *)b, r));
 }
 
+static int emb_get_now(rl_kv_backend *b, rl_version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
+                       int *out_present, const uint8_t **out_value, uint32_t *out_value_len) {
+    return rl__storage_get(((embedded *)b)->st, version, key, key_len, arena, out_present, out_value, out_value_len);
+}
+
 static void emb_commit(rl_kv_backend *b, rl_kv_commit *c) {
     embedded *e = (embedded *)b;
     if (e->read_only && (c->n_muts || c->n_writes)) { /* invariant 4 */
@@ -221,6 +226,7 @@ static const rl_kv_backend_vtable embedded_vt = {
     .commit = emb_commit,
     .status_json = emb_status_json,
     .set_clock = emb_set_clock,
+    .get_now = emb_get_now,
 };
 
 /* Open the storage engine (recovering it for file:) and a committer over it. On failure nothing

@@ -141,7 +141,7 @@ rl_future *rl__future_new(int kind) {
 
 rl_future *rl__future_error(int kind, int err) {
     rl_future *f = rl__future_new(kind);
-    if (!f->is_static) rl__future_complete(f, err);
+    rl__future_complete_unseen(f, err);
     return f;
 }
 
@@ -189,6 +189,12 @@ static void complete(rl_future *f, int err, int drop_ref) {
 void rl__future_complete_unref(rl_future *f, int err) { complete(f, err, 1); }
 
 void rl__future_complete(rl_future *f, int err) { complete(f, err, 0); }
+
+void rl__future_complete_unseen(rl_future *f, int err) {
+    if (f->is_static) return;
+    f->error = err;
+    __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE); /* invariant 5: the release publishes it */
+}
 
 int rl_future_wait(rl_future *f) {
     if (!f) return RL_E_INVALID_ARGUMENT;

@@ -97,6 +97,10 @@ rl_future *rl__future_error(int kind, int err);
 /* Mark f ready with err (RL_OK: the result fields are filled) and run its callbacks (not when
  * the user already freed it). Idempotent: a second completion is ignored. */
 void rl__future_complete(rl_future *f, int err);
+/* Complete f, which no other thread can have seen yet (created by this thread and not handed
+ * out: so no waiter, no callback, no other reference), without its lock: the embedded backend's
+ * reads complete before the call that made the future returns. */
+void rl__future_complete_unseen(rl_future *f, int err);
 /* Complete f (as rl__future_complete) and drop one reference in one step (future.c says why). */
 void rl__future_complete_unref(rl_future *f, int err);
 /* Take / drop a reference (refs above). The last drop recycles or frees the future. */
@@ -240,6 +244,11 @@ static inline void rl__txn_unlock(rl_txn *t) {
 
 /* txn.c: drop a reference taken for an operation (frees the transaction after the last). */
 void rl__txn_unref(rl_txn *t);
+/* txn.c: the same with t->mu held (one lock round trip less on a completion): returns 1 when it
+ * was the last reference; the caller then calls rl__txn_destroy once it has released t->mu and
+ * never touches t otherwise. 0 (and nothing to do) for an inline backend's transaction. */
+int rl__txn_unref_locked(rl_txn *t);
+void rl__txn_destroy(rl_txn *t);
 /* txn.c: the common precondition of every operation (cancelled, timed out, committing). */
 int rl__txn_check_usable(rl_txn *t);
 /* txn.c: append [b, e) (copied) to the read conflict ranges, counting its size; nothing when it

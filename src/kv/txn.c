@@ -224,6 +224,10 @@ void rl__txn_unref(rl_txn *t) {
     if (last) destroy(t);
 }
 
+int rl__txn_unref_locked(rl_txn *t) { return t->is_async && --t->refs == 0; }
+
+void rl__txn_destroy(rl_txn *t) { destroy(t); }
+
 void rl_txn_free(rl_txn *t) {
     if (!t) return;
     int err = 0;

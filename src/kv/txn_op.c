@@ -42,7 +42,9 @@
  *      A cancelled operation whose request is outstanding ends when the request completes.
  *   2. With an asynchronous backend every step runs under t->mu (so a step never races the
  *      user's writes, a reset or another completion); the lock is never held while a future
- *      completes (user callbacks may call into the transaction).
+ *      completes (user callbacks may call into the transaction), nor during a read's backend
+ *      call (its inputs are the operation's own: invariant 4), only during a commit's (which
+ *      borrows the transaction's mutations and ranges).
  *   3. A backend request completes either inside the call that starts it or later; op->io says
  *      which (an atomic hand-off), so an inline completion continues the loop of the driver that
  *      issued it instead of recursing, and a late one drives the operation itself.
@@ -911,18 +913,24 @@ static void op_drive(txn_op *op, int locked) {
         if (st == STEP_DONE) break;
         __atomic_store_n(&op->io, IO_ISSUING, __ATOMIC_RELAXED);
         if (st == STEP_READ) {
+            /* The request's inputs are the operation's own (invariant 4), so the backend call
+             * runs without t->mu (invariant 2): completions of the transaction's other reads on
+             * the backend's thread never wait for this one's planning, routing and sending. */
             op->r.done = on_read_done;
             op->r.ud = op;
+            rl__txn_unlock(t);
             be->vt->read(be, &op->r);
-        } else {
-            op->c.done = on_commit_done;
-            op->c.ud = op;
-            be->vt->commit(be, &op->c);
-        }
-        if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) == IO_DONE) {
-            if (op->kind != OP_COMMIT) add_stats(op);
+            if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) != IO_DONE) return;
+            rl__txn_lock(t);
+            add_stats(op);
             continue;
         }
+        /* A commit borrows the transaction's mutations and conflict ranges during the call:
+         * under t->mu. */
+        op->c.done = on_commit_done;
+        op->c.ud = op;
+        be->vt->commit(be, &op->c);
+        if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) == IO_DONE) continue;
         rl__txn_unlock(t);
         return;
     }
@@ -941,6 +949,10 @@ static void op_drive(txn_op *op, int locked) {
         commit = t->commit_waiting;
         t->commit_waiting = NULL;
     }
+    /* The operation's reference to t (invariant 1), dropped under the lock already held; a
+     * waiting commit holds its own, so `last` is 0 when there is one. t is not touched after
+     * the unlock but to destroy it. */
+    int last = rl__txn_unref_locked(t);
     if (commit) {
         commit->state = ST_RUNNING;
         op_drive(commit, 1); /* releases the lock */
@@ -949,7 +961,7 @@ static void op_drive(txn_op *op, int locked) {
     }
     if (vs) rl__future_complete(vs, vs_err);
     rl__future_complete_unref(op->f, rc); /* the operation's reference (invariant 1) */
-    rl__txn_unref(t);
+    if (last) rl__txn_destroy(t);
 }
 
 /* ---- Starting and cancelling -------------------------------------------------------------- */
@@ -1181,7 +1193,7 @@ rl_future *rl_txn_get_read_version(rl_txn *t) {
     if (!rc && !op) rc = RL_E_OUT_OF_MEMORY;
     if (rc) {
         rl__txn_unlock(t);
-        rl__future_complete(f, rc);
+        rl__future_complete_unseen(f, rc);
         return f;
     }
     op_start(op);
@@ -1222,22 +1234,31 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
         if (!p && rl__wmap_in_clear(&t->wm, key, (uint32_t)key_len)) goto now;
     }
     if (!t->is_async && t->has_rv) {
-        /* The inline fast path, by hand for the most frequent read (step_get's work). */
-        rl_kv_read r;
-        r.op = RL_KV_GET;
-        r.version = t->rv;
-        r.key = (const uint8_t *)key;
-        r.key_len = (uint32_t)key_len;
-        r.arena = &f->arena;
-        r.present = 0;
-        r.value = NULL;
-        r.value_len = 0;
-        r.done = inline_done;
-        r.ud = &rc;
-        t->db->be->vt->read(t->db->be, &r);
-        int present = r.present;
-        const uint8_t *v = r.value;
-        uint32_t vl = r.value_len;
+        /* The inline fast path, by hand for the most frequent read (step_get's work): the
+         * backend's get_now when it has one (no request block, no done callback). */
+        rl_kv_backend *be = t->db->be;
+        int present = 0;
+        const uint8_t *v = NULL;
+        uint32_t vl = 0;
+        if (be->vt->get_now) {
+            rc = be->vt->get_now(be, t->rv, (const uint8_t *)key, (uint32_t)key_len, &f->arena, &present, &v, &vl);
+        } else {
+            rl_kv_read r;
+            r.op = RL_KV_GET;
+            r.version = t->rv;
+            r.key = (const uint8_t *)key;
+            r.key_len = (uint32_t)key_len;
+            r.arena = &f->arena;
+            r.present = 0;
+            r.value = NULL;
+            r.value_len = 0;
+            r.done = inline_done;
+            r.ud = &rc;
+            be->vt->read(be, &r);
+            present = r.present;
+            v = r.value;
+            vl = r.value_len;
+        }
         if (rc == RL_OK && p) rc = rl__wmap_resolve(p, present, v, vl, &f->arena, &present, &v, &vl);
         if (rc == RL_OK && !(flags & RL_SNAPSHOT))
             rc = rl__txn_read_conflict_key(t, (const uint8_t *)key, (uint32_t)key_len);
@@ -1268,9 +1289,9 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     op->pt = p;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 
@@ -1310,9 +1331,9 @@ rl_future *rl_txn_get_key(rl_txn *t, rl_key_selector sel, int flags) {
     if (!op->direct && (rc = view_writes(op, (const uint8_t *)"", 0, NULL, 0))) goto now;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 
@@ -1416,9 +1437,9 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
         goto now;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 
@@ -1470,9 +1491,9 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
     op->sec_strategy = sec;
     op_start(op);
     return f;
-now:
+now: /* f is not handed out yet: no one else can see it */
     rl__txn_unlock(t);
-    rl__future_complete(f, rc);
+    rl__future_complete_unseen(f, rc);
     return f;
 }
 

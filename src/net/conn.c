@@ -44,6 +44,7 @@
  *   7. Receive memory follows the bytes that arrived (reader.h invariant 2).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,25 +63,35 @@
 #define RD_BUDGET (4u << 20)    /* bytes read from one connection per readiness event */
 #define ACCEPT_BATCH 64         /* connections accepted per readiness event */
 #define ACCEPT_PAUSE_NS 100000000u /* listener pause after fd exhaustion (100 ms) */
-#define MAX_IOV 64
+#define MAX_IOV 256 /* iovecs per sendmsg: a burst of small frames goes in few calls */
 #define MAX_DELAY_US 10000000u
 #define IN_EVENTS (EPOLLIN | EPOLLRDHUP)
 
 enum { ST_CONNECTING, ST_OPEN, ST_FLUSHING, ST_CLOSING, ST_CLOSED };
 
 /* A frame in the send queue: one allocation holding the header and (unless owns_payload) the
- * payload copy. */
+ * payload copy — then header and payload lie together in data[], so the frame is one iovec of
+ * a batched write. */
 typedef struct out_frame {
     struct out_frame *next;
     uint64_t release_ns; /* write no earlier than this monotonic time (0: as soon as possible) */
     size_t len;          /* header + payload bytes */
     size_t off;          /* bytes already written (only the queue head may have off > 0) */
-    uint8_t *payload;    /* the payload: data[] or a buffer taken from rl__conn_send_buf */
+    uint8_t *payload;    /* the payload: data[] + header or a buffer taken from rl__conn_send_buf */
     int owns_payload;    /* 1: payload is a separate allocation, freed with the frame */
     int is_delayed;      /* 1: sent under a delay; lateness recorded when its first byte goes */
+    int spare;           /* 1: data[] holds a header and SPARE_CAP payload bytes: reusable
+                            through c->spares */
     uint8_t hdr[RL_FRAME_HEADER_LEN];
     uint8_t data[];
 } out_frame;
+
+/* Small frames (requests, short replies) are recycled per connection instead of going back to
+ * malloc: a burst of queued requests then costs no allocation per frame, and the frame freed by
+ * the loop thread is not a cross-thread free. A connection keeps at most SPARE_MAX of them
+ * (about 95 KB) once a burst of that many frames was queued on it at once. */
+#define SPARE_CAP 96
+#define SPARE_MAX 512
 
 struct rl_conn {
     rl__io io;      /* RL__IO_CONN; first member (epoll data.ptr) */
@@ -117,8 +128,12 @@ struct rl_conn {
     /* Send side: under send_lock. */
     pthread_mutex_t send_lock;
     out_frame *q_head, *q_tail;
+    out_frame *spares;        /* written frames kept for reuse (next-linked), at most SPARE_MAX */
+    int n_spares;
     uint64_t queued_frames, queued_bytes, queued_bytes_max;
     int epollout_armed;
+    int writing;              /* 1 while the loop writes the queue without the lock: the
+                                 counters do not include that write yet (settled_lock) */
     int wake_pending;
     int close_posted;
     uint32_t delay_us, jitter_us;
@@ -178,9 +193,25 @@ static void free_frame(out_frame *f) {
     rl__free(f);
 }
 
+/* A written frame: kept for reuse when it is a small one and there is room, else freed. Send
+ * lock held. */
+static void retire_frame_locked(rl_conn *c, out_frame *f) {
+    if (f->spare && c->n_spares < SPARE_MAX) {
+        f->next = c->spares;
+        c->spares = f;
+        c->n_spares++;
+        return;
+    }
+    free_frame(f);
+}
+
 /* Free everything of c (the last reference is gone; any thread). */
 static void conn_free(rl_conn *c) {
     for (out_frame *f = c->q_head, *next; f; f = next) {
+        next = f->next;
+        free_frame(f);
+    }
+    for (out_frame *f = c->spares, *next; f; f = next) {
         next = f->next;
         free_frame(f);
     }
@@ -836,6 +867,11 @@ static void set_out_interest_locked(rl_conn *c, int want) {
 
 /* Append the unwritten part of f (header rest, payload rest) to iov[*niov..]: at most 2 entries. */
 static void iov_of(out_frame *f, struct iovec *iov, int *niov) {
+    if (!f->owns_payload) { /* header and payload together in data[] */
+        iov[*niov].iov_base = f->data + f->off;
+        iov[(*niov)++].iov_len = f->len - f->off;
+        return;
+    }
     size_t plen = f->len - RL_FRAME_HEADER_LEN;
     if (f->off < RL_FRAME_HEADER_LEN) {
         iov[*niov].iov_base = f->hdr + f->off;
@@ -878,13 +914,23 @@ static int write_due_locked(rl_conn *c, int *out_blocked) {
             offered += f->len - f->off;
         }
         if (niov == 0) return 0;
+        /* The write itself runs without the lock, so a sender on another thread never waits
+         * for it: the frames offered stay at the head of the queue meanwhile, senders queue
+         * behind them (no direct write while the queue is non-empty: invariant 2), only the
+         * loop thread — this one — takes frames off the head or closes the fd (do_close), and
+         * a sender only appends at the tail. */
+        c->writing = 1;
+        pthread_mutex_unlock(&c->send_lock);
         ssize_t n = send_iov(c->fd, iov, niov);
+        int e = n < 0 ? errno : 0;
+        pthread_mutex_lock(&c->send_lock);
+        c->writing = 0; /* the accounting below is done before the lock goes again */
         if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (e == EAGAIN || e == EWOULDBLOCK) {
                 *out_blocked = 1;
                 return 0;
             }
-            return errno;
+            return e;
         }
         size_t left = (size_t)n;
         while (left && c->q_head) {
@@ -903,12 +949,14 @@ static int write_due_locked(rl_conn *c, int *out_blocked) {
             c->queued_frames--;
             c->frames_sent++;
             c->bytes_sent += f->len;
-            free_frame(f);
+            retire_frame_locked(c, f);
         }
         if ((size_t)n < offered) {
             *out_blocked = 1;
             return 0;
         }
+        int st = state_of(c); /* a close requested while the lock was dropped: stop writing */
+        if (st != ST_OPEN && st != ST_FLUSHING) return 0;
     }
 }
 
@@ -965,11 +1013,21 @@ static void wake_post_fn(rl_loop *loop, void *ud) {
 }
 
 /* A queue entry for a frame: the payload copied inline, or `owned` adopted (not on failure: then
- * the caller still owns it). NULL when out of memory. */
-static out_frame *make_frame(const uint8_t hdr[RL_FRAME_HEADER_LEN], const void *payload, size_t len,
+ * the caller still owns it); a small copied frame comes from c's spares when there is one. NULL
+ * when out of memory. Send lock held. */
+static out_frame *make_frame(rl_conn *c, const uint8_t hdr[RL_FRAME_HEADER_LEN], const void *payload, size_t len,
                              uint8_t *owned) {
-    out_frame *f = rl__malloc(sizeof *f + (owned ? 0 : len));
-    if (!f) return NULL;
+    int small = !owned && len <= SPARE_CAP;
+    out_frame *f;
+    if (small && c->spares) {
+        f = c->spares;
+        c->spares = f->next;
+        c->n_spares--;
+    } else {
+        f = rl__malloc(sizeof *f + (owned ? 0 : RL_FRAME_HEADER_LEN + (small ? SPARE_CAP : len)));
+        if (!f) return NULL;
+    }
+    f->spare = small;
     f->next = NULL;
     f->release_ns = 0;
     f->len = RL_FRAME_HEADER_LEN + len;
@@ -980,9 +1038,10 @@ static out_frame *make_frame(const uint8_t hdr[RL_FRAME_HEADER_LEN], const void 
         f->payload = owned;
         f->owns_payload = 1;
     } else {
-        f->payload = f->data;
+        memcpy(f->data, hdr, RL_FRAME_HEADER_LEN);
+        f->payload = f->data + RL_FRAME_HEADER_LEN;
         f->owns_payload = 0;
-        if (len) memcpy(f->data, payload, len);
+        if (len) memcpy(f->payload, payload, len);
     }
     return f;
 }
@@ -1004,7 +1063,6 @@ static void enqueue_locked(rl_conn *c, out_frame *f) {
  * call — queue the frame and let the loop thread's next pass flush the queue. */
 static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len,
                       uint8_t *owned, int queue_only) {
-    uint64_t t_call = rl__clock_mono_ns();
     int rc;
     if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || (len && !payload)) {
         rl__net_errmsg_set("rl__conn_send: bad connection, flags 0x%x or length %zu", (unsigned)flags, len);
@@ -1042,7 +1100,7 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
             goto fail;
         }
         size_t written = n > 0 ? (size_t)n : 0;
-        out_frame *f = make_frame(hdr, payload, len, owned);
+        out_frame *f = make_frame(c, hdr, payload, len, owned);
         if (!f) {
             if (written) /* half a frame is on the wire: the stream cannot continue */
                 request_close_locked(c, ST_CLOSING, RL_E_OUT_OF_MEMORY, 0, "out of memory queueing a frame");
@@ -1055,13 +1113,13 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
         pthread_mutex_unlock(&c->send_lock);
         return RL_OK;
     }
-    out_frame *f = make_frame(hdr, payload, len, owned);
+    out_frame *f = make_frame(c, hdr, payload, len, owned);
     if (!f) {
         rc = RL_E_OUT_OF_MEMORY;
         goto fail;
     }
     if (delayed) {
-        uint64_t rel = t_call + (uint64_t)c->delay_us * 1000u;
+        uint64_t rel = rl__clock_mono_ns() + (uint64_t)c->delay_us * 1000u; /* the clock only when delayed */
         if (c->jitter_us) rel += next_rand(&c->rng) % ((uint64_t)c->jitter_us * 1000u + 1);
         if (rel < c->last_release_ns) rel = c->last_release_ns;
         c->last_release_ns = rel;
@@ -1134,9 +1192,20 @@ int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64
  * Statistics, and the loop's teardown
  * ========================================================================================== */
 
+/* Take the send lock once no write of the loop's is between its sendmsg and its accounting, so
+ * the counters read include every frame the peer may already have (what they always meant). */
+static void settled_lock(rl_conn *c) {
+    pthread_mutex_lock(&c->send_lock);
+    while (c->writing) {
+        pthread_mutex_unlock(&c->send_lock);
+        sched_yield();
+        pthread_mutex_lock(&c->send_lock);
+    }
+}
+
 void rl__conn_get_stats(rl_conn *c, rl_conn_stats *out) {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&c->send_lock);
+    settled_lock(c);
     out->frames_sent = c->frames_sent;
     out->bytes_sent = c->bytes_sent;
     out->frames_direct = c->frames_direct;
@@ -1157,7 +1226,7 @@ void rl__conn_get_stats(rl_conn *c, rl_conn_stats *out) {
 }
 
 void rl__conn_get_lateness(rl_conn *c, rl_lat_hist *out, unsigned flags) {
-    pthread_mutex_lock(&c->send_lock);
+    settled_lock(c);
     *out = c->late;
     if (flags & RL_STATS_RESET) rl__lat_hist_reset(&c->late);
     pthread_mutex_unlock(&c->send_lock);

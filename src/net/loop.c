@@ -40,7 +40,10 @@
  *   1. Loop-context structures (timer heap, registries, pending lists, margin) are touched only by
  *      the thread inside rl__loop_run / rl__loop_free, or the owner while no thread runs it.
  *   2. post_head..post_tail is a FIFO under post_lock; has_posts is 1 whenever it is non-empty; the
- *      eventfd is written whenever a post makes it non-empty, so a sleeping loop always wakes.
+ *      eventfd is written whenever a post makes it non-empty while the loop thread waits for events
+ *      (`waiting`), so a sleeping loop always wakes; a running loop looks at has_posts before it
+ *      waits again (both sides store their flag, then load the other's, sequentially consistent),
+ *      so a burst of posts to a busy loop costs no system call.
  *   3. heap[0..heap_len) is a min-heap of live slot indices by (deadline, seq); slot.heap_pos is
  *      its index; free slots have heap_pos == UINT32_MAX and sit on the free list.
  *   4. A timer id is gen << 32 | (slot + 1); gen changes whenever a slot is freed, so a stale id
@@ -243,9 +246,9 @@ void rl__loop_post_node(rl_loop *loop, rl__post_node *node) {
     else
         loop->post_head = node;
     loop->post_tail = node;
-    atomic_store_explicit(&loop->has_posts, 1, memory_order_release);
+    atomic_store(&loop->has_posts, 1); /* seq_cst: before the load of waiting (invariant 2) */
     pthread_mutex_unlock(&loop->post_lock);
-    if (was_empty) wake(loop);
+    if (was_empty && atomic_load(&loop->waiting)) wake(loop);
 }
 
 int rl__loop_post(rl_loop *loop, rl_loop_fn fn, void *ud) {
@@ -509,8 +512,8 @@ static int spin_until(rl_loop *loop, struct epoll_event *ev, int max, uint64_t d
 }
 
 /* Wait for events or the next timer, whichever first. Returns the events in ev. */
-static int wait_events(rl_loop *loop, struct epoll_event *ev, int max) {
-    if (atomic_load_explicit(&loop->has_posts, memory_order_acquire)) {
+static int wait_events_inner(rl_loop *loop, struct epoll_event *ev, int max) {
+    if (atomic_load(&loop->has_posts)) {
         int n = epoll_wait(loop->epfd, ev, max, 0);
         return n < 0 ? 0 : n;
     }
@@ -537,6 +540,14 @@ static int wait_events(rl_loop *loop, struct epoll_event *ev, int max) {
         return n;
     }
     return spin_until(loop, ev, max, deadline);
+}
+
+/* wait_events_inner with `waiting` set around it (invariant 2). */
+static int wait_events(rl_loop *loop, struct epoll_event *ev, int max) {
+    atomic_store(&loop->waiting, 1); /* seq_cst: before the load of has_posts (invariant 2) */
+    int n = wait_events_inner(loop, ev, max);
+    atomic_store_explicit(&loop->waiting, 0, memory_order_relaxed);
+    return n;
 }
 
 /* Hand each event to its object; closes requested by a handler are done right after it. */

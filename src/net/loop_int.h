@@ -52,6 +52,8 @@ struct rl_loop {
     rl__post_node *post_head;    /* FIFO of posts */
     rl__post_node *post_tail;
     atomic_int has_posts;        /* 1 when post_head may be non-NULL (skip the lock when 0) */
+    atomic_int waiting;          /* 1 while the loop thread waits for events (wait_events):
+                                    only then does a post need the eventfd (loop.c invariant 2) */
     atomic_int stop_requested;   /* counts stops not yet consumed by rl__loop_run */
     atomic_int running;          /* 1 while a thread is inside rl__loop_run */
     atomic_int closing;          /* 1 while rl__loop_free closes everything */

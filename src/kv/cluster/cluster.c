@@ -554,7 +554,7 @@ static void cconn_dead(cconn *cc, int err, const char *why) {
 }
 
 /* Register q in cc's pending table, encode its request and send it (any thread). cc is open. */
-static void send_on(cconn *cc, creq *q);
+static void send_on(cconn *cc, creq *q, uint64_t now);
 static void ensure_hedge_tick(cluster *cl);
 
 static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud);
@@ -629,21 +629,30 @@ static void on_connect(rl_conn *conn, int err, void *ud) {
     for (creq *q = list, *nx; q; q = nx) {
         nx = q->next;
         q->next = NULL;
-        send_on(cc, q);
+        send_on(cc, q, now_ns());
     }
 }
 
 /* The connection to ip:port, with a reference for the caller (cconn_unref); connecting it when
  * there is none. NULL on OOM. */
-static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t server_id) {
-    pthread_mutex_lock(&cl->mu);
+/* The listed connection to ip:port with a reference for the caller, or NULL. Under cl->mu. */
+static cconn *find_conn_locked(cluster *cl, const char *ip, uint16_t port) {
     for (size_t i = 0; i < cl->n_conns; i++) {
         cconn *cc = cl->conns[i];
         if (cc->port == port && !strcmp(cc->ip, ip)) {
             atomic_fetch_add(&cc->refs, 1);
-            pthread_mutex_unlock(&cl->mu);
             return cc;
         }
+    }
+    return NULL;
+}
+
+static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t server_id) {
+    pthread_mutex_lock(&cl->mu);
+    cconn *found = find_conn_locked(cl, ip, port);
+    if (found) {
+        pthread_mutex_unlock(&cl->mu);
+        return found;
     }
     if (cl->n_conns == cl->cap_conns) {
         size_t nc = cl->cap_conns ? cl->cap_conns * 2 : 8;
@@ -702,7 +711,7 @@ static uint64_t attempt_timeout(const creq *q) {
 /* Encode q's request into b. */
 static int encode(creq *q, rl_buf *b) {
     switch (q->kind) {
-    case RL_CREQ_READ: return rl__msg_encode(b, &q->plan.req, NULL);
+    case RL_CREQ_READ: return rl__cplan_encode(&q->plan, b); /* a point get by hand */
     case RL_CREQ_GRV: {
         rl_msg_get_read_version_req m = {0};
         return rl__msg_get_read_version_req_encode(b, &m, NULL);
@@ -862,7 +871,8 @@ static void note_failed(creq *q, int err) {
     if (q_stats(q) && q_tracing(q) && q->tr_start_ns) (void)trace_event(q, req_type(q), err, 0);
 }
 
-static void send_on(cconn *cc, creq *q) {
+/* Send q's request on cc (now: the clock read by the caller, the attempt's send time). */
+static void send_on(cconn *cc, creq *q, uint64_t now) {
     cluster *cl = q->cl;
     rl_buf *b = NULL;
     cpayload *pl = NULL; /* a commit's payload, referenced for the send (the reply may free q) */
@@ -921,7 +931,7 @@ static void send_on(cconn *cc, creq *q) {
             st->coord_bytes_sent += fb;
         }
         if (q_tracing(q)) {
-            q->tr_start_ns = now_ns();
+            q->tr_start_ns = now;
             q->tr_bytes_sent = fb;
             q->tr_sid = cc->server_id;
             memcpy(q->tr_ip, cc->ip, sizeof q->tr_ip);
@@ -930,7 +940,7 @@ static void send_on(cconn *cc, creq *q) {
     }
     int busy = cc->pending.n > 0; /* requests already in flight here: batch (below) */
     if (q->kind == RL_CREQ_READ) {
-        q->rtt_t0 = now_ns();
+        q->rtt_t0 = now;
         q->rtt_idle = !busy;
     }
     /* A plain read of a team: the hedge timer must look at it once it is in the table (and q
@@ -945,7 +955,7 @@ static void send_on(cconn *cc, creq *q) {
     q->where = W_PENDING;
     q->conn = cc;
     q->id = id;
-    q->sent_ns = now_ns();
+    q->sent_ns = now;
     q->deadline_ns = q->sent_ns + attempt_timeout(q);
     if (q->kind == RL_CREQ_COMMIT) q->sent = 1; /* before the send: a close may take q at once */
     rl_conn *conn = cc->conn;
@@ -976,10 +986,14 @@ static void send_on(cconn *cc, creq *q) {
 }
 
 /* Where q goes: the coordinator for everything but reads (and status / pings to a storage
- * server), which go where the location cache says. Returns 0 with the address filled; 1 when q
- * went to wait for a map refresh or to a retry; -1 when q was finished. */
-static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) {
+ * server), which go where the location cache says. Returns 0 with the address filled, and
+ * *out_cc the open-or-connecting connection to it when there is one (with a reference; NULL:
+ * the caller gets one) — the map, the avoided servers and the connection table are all looked
+ * at under one hold of cl->mu; 1 when q went to wait for a map refresh or to a retry; -1 when q
+ * was finished. now: the caller's clock. */
+static int target_of(creq *q, uint64_t now, char ip[16], uint16_t *port, uint32_t *server_id, cconn **out_cc) {
     cluster *cl = q->cl;
+    *out_cc = NULL;
     int by_id = (q->kind == RL_CREQ_PING || q->kind == RL_CREQ_STATUS) && q->ping_server != 0;
     if (q->kind != RL_CREQ_READ && !by_id) {
         memcpy(ip, cl->cf.ip, 16);
@@ -989,45 +1003,40 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
     }
     uint32_t avoid[AVOID_MAX];
     pthread_mutex_lock(&cl->mu);
-    rl_locmap *m = cl->map;
-    rl__locmap_ref(m);
-    int n_avoid = by_id ? 0 : avoid_list_locked(cl, now_ns(), avoid);
-    pthread_mutex_unlock(&cl->mu);
+    rl_locmap *m = cl->map; /* alive while cl->mu is held: map_done swaps it under the lock */
     if (!m) {
+        pthread_mutex_unlock(&cl->mu);
         want_map(cl, q);
         return 1;
     }
-    int sidx;
+    int n_avoid = by_id || cl->n_avoid == 0 ? 0 : avoid_list_locked(cl, now, avoid);
+    int sidx, refresh = 0;
     if (by_id) {
         sidx = rl__locmap_server(m, q->ping_server);
         if (sidx < 0) {
-            rl__locmap_unref(m);
+            pthread_mutex_unlock(&cl->mu);
             finish(q, RL_E_INVALID_ARGUMENT);
             return -1;
         }
     } else {
         int si = rl__locmap_find(m, q->plan.route_key, q->plan.route_key_len, q->plan.route_backward);
-        sidx = si < 0 ? -1 : rl__locmap_pick_avoid(m, &m->shards[si], q->salt, avoid, n_avoid);
-        if (si >= 0) {
-            q->team_size = m->shards[si].n_team;
-            /* A member down in this map is looked at again (at most every 500 ms), so a
-             * restarted server gets its share of the reads back once the coordinator sees it. */
-            for (uint32_t j = 0; j < m->shards[si].n_team; j++) {
-                int mi = m->shards[si].team_idx[j];
-                if (mi >= 0 && !m->servers[mi].healthy) {
-                    maybe_refresh(cl);
-                    break;
-                }
-            }
-        }
         if (si < 0) { /* cannot happen with a valid map (locmap invariant 1) */
-            rl__locmap_unref(m);
+            pthread_mutex_unlock(&cl->mu);
             finish(q, RL_E_KEY_OUTSIDE_LEGAL_RANGE);
             return -1;
         }
+        sidx = rl__locmap_pick_avoid(m, &m->shards[si], q->salt, avoid, n_avoid);
+        q->team_size = m->shards[si].n_team;
+        /* A member down in this map is looked at again (at most every 500 ms), so a restarted
+         * server gets its share of the reads back once the coordinator sees it. */
+        for (uint32_t j = 0; j < m->shards[si].n_team && !refresh; j++) {
+            int mi = m->shards[si].team_idx[j];
+            if (mi >= 0 && !m->servers[mi].healthy) refresh = 1;
+        }
         if (sidx < 0) { /* no member in the server list (not registered yet?): refresh and
                          * retry with backoff, bounded by the retry window like a lost server */
-            rl__locmap_unref(m);
+            pthread_mutex_unlock(&cl->mu);
+            if (refresh) maybe_refresh(cl);
             want_map(cl, NULL);
             fail_any(q, RL_E_CONNECTION_FAILED);
             return 1;
@@ -1037,9 +1046,10 @@ static int target_of(creq *q, char ip[16], uint16_t *port, uint32_t *server_id) 
     memcpy(ip, s->address, 16);
     *port = s->port;
     *server_id = s->id;
-    int unhealthy = !s->healthy;
-    rl__locmap_unref(m);
-    if (unhealthy) maybe_refresh(cl); /* the best member is down in this map: is it back? */
+    if (!s->healthy) refresh = 1; /* the best member is down in this map: is it back? */
+    *out_cc = find_conn_locked(cl, ip, *port);
+    pthread_mutex_unlock(&cl->mu);
+    if (refresh) maybe_refresh(cl);
     return 0;
 }
 
@@ -1055,14 +1065,16 @@ static void send_attempt(creq *q) {
     }
     /* While the client sends, the map (and with it the cluster's injected delay, which
      * `rl cluster delay` changes at run time) is refetched at most every DELAY_REFRESH_NS. */
-    if (q->kind != RL_CREQ_MAP && now_ns() - atomic_load(&cl->map_fetch_ns) >= DELAY_REFRESH_NS) want_map(cl, NULL);
-    if (target_of(q, ip, &port, &sid)) return;
-    cconn *cc = get_conn(cl, ip, port, sid);
+    uint64_t now = now_ns(), fetched = atomic_load(&cl->map_fetch_ns);
+    if (q->kind != RL_CREQ_MAP && now > fetched && now - fetched >= DELAY_REFRESH_NS) want_map(cl, NULL);
+    cconn *cc;
+    if (target_of(q, now, ip, &port, &sid, &cc)) return;
+    if (!cc) cc = get_conn(cl, ip, port, sid);
     if (!cc) {
         finish(q, RL_E_OUT_OF_MEMORY);
         return;
     }
-    send_on(cc, q);
+    send_on(cc, q, now);
     cconn_unref(cc);
 }
 
@@ -1579,7 +1591,11 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
             note_reply(q, q->conn, h, RL_E_OUT_OF_MEMORY, NULL);
             return RL_E_OUT_OF_MEMORY;
         }
-        rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why);
+        if (h->type == RL_MSG_GET && h->flags == RL_FRAME_REPLY) { /* the commonest: by hand */
+            rc = rl__cplan_decode_get_reply(copy, h->payload_len, r->arena, &m, &why);
+        } else {
+            rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why);
+        }
         note_reply(q, q->conn, h, rc ? RL_E_MALFORMED_FRAME : 0,
                    rc == RL_OK && h->type == RL_MSG_GET_MAPPED_RANGE ? &m.u.get_mapped_range_reply.stats : NULL);
         if (rc) goto bad;
