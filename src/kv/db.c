@@ -250,6 +250,13 @@ int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx) {
 
 rl_db *rl__txn_db(const rl_txn *t) { return t->db; }
 
+void rl__txn_rv_wait(rl_txn *t, uint64_t *out_asked_ns, uint64_t *out_ready_ns) {
+    /* Ready before asked: a reader that sees ready != 0 also sees the asked time it goes with
+     * (both are stored release; a reset zeroes asked first, then ready: see txn.c). */
+    *out_ready_ns = __atomic_load_n(&t->rv_ready_ns, __ATOMIC_ACQUIRE);
+    *out_asked_ns = __atomic_load_n(&t->rv_asked_ns, __ATOMIC_ACQUIRE);
+}
+
 void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(void *p)) {
     pthread_mutex_lock(&db->mu);
     if (!db->slot) {

@@ -266,9 +266,14 @@ struct rl_cursor {
     int64_t page_recv;        /* entries its reads received */
     int64_t page_consumed0, page_bytes0; /* c->consumed / bytes_scanned at its start */
     uint64_t page_kvs, page_recs; /* record key-values and records decoded in it */
-    uint64_t page_ns;         /* time spent inside rl_cursor_next on it */
-    uint64_t in_t0;           /* rl__clock_mono_ns() when the current call (or page) started */
+    uint64_t page_ns;         /* time spent inside rl_cursor_next on it, less the read-version
+                               * wait (page_add) */
+    uint64_t page_wait_ns;    /* ... the read-version wait taken out of it */
+    uint64_t in_t0;           /* rl__clock_mono_ns() when the current call (or page) started;
+                               * valid while in_call and page_on */
     int in_call;              /* inside rl_cursor_next (its time counts) */
+    int ad_rv_done;           /* the transaction's read-version wait is behind every page now
+                               * (or there is none to take out: a local backend) */
     rl__adaptive_decision ad_dec; /* the running page's decision */
     uint64_t cur_local, cur_remote; /* the page's mapped entries read locally / elsewhere */
     uint64_t ad_key;          /* rl__hash64 of ixprefix: its ad_scan entry */
@@ -1047,14 +1052,19 @@ static int remote_specific(int rc) {
 static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     rl_db *db = rl__txn_db(c->txn);
     rl_kv_locality li, lr;
-    const rl_buf *ik = c->has_last ? &c->last_key : &c->range_b;
-    rl__db_locality(db, ik->data, ik->len, &li);
-    /* The records' servers: those of the last record read, else of the records' first key. */
-    rl__buf_reset(&c->tb);
-    rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
-    rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
-    if (rl__buf_error(&c->tb)) memset(&lr, 0, sizeof lr);
-    else rl__db_locality(db, c->tb.data, c->tb.len, &lr);
+    if (!c->ad->networked) { /* a local backend's figures are all zero (kv_stats.h) */
+        memset(&li, 0, sizeof li);
+        lr = li;
+    } else {
+        const rl_buf *ik = c->has_last ? &c->last_key : &c->range_b;
+        rl__db_locality(db, ik->data, ik->len, &li);
+        /* The records' servers: those of the last record read, else of the records' first key. */
+        rl__buf_reset(&c->tb);
+        rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
+        rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
+        if (rl__buf_error(&c->tb)) memset(&lr, 0, sizeof lr);
+        else rl__db_locality(db, c->tb.data, c->tb.len, &lr);
+    }
     ad_scan *sc = ad_scan_of(c->ad, c->ad_key);
     memset(in, 0, sizeof *in);
     in->rows = (double)rows;
@@ -1095,15 +1105,36 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
 
 /* End the running page: its time so far, and (unless it failed, ran in the test mode or
  * switched methods) the model's observation of it and the database's learned sizes. */
+/* Add the page's time from c->in_t0 to t (inside rl_cursor_next) to c->page_ns, less its overlap
+ * with the transaction's wait for its read version (kv_stats.h rl__txn_rv_wait): the first page's
+ * first read waits for it whatever the method, and on a cluster it is a round trip of its own —
+ * as much as a short page's work, and as noisy. Measured by the transaction layer, not modelled;
+ * once the version has arrived before a call's end no later call can overlap it, so the loads
+ * stop (ad_rv_done; set at open for a local backend, whose version is known at once). */
+static void page_add(rl_cursor *c, uint64_t t) {
+    uint64_t span = t > c->in_t0 ? t - c->in_t0 : 0, kept = span;
+    if (!c->ad_rv_done) {
+        uint64_t asked, ready;
+        rl__txn_rv_wait(c->txn, &asked, &ready);
+        kept = rl__adaptive_less_wait(c->in_t0, t, asked, ready);
+        if ((ready && ready <= t) || (!asked && c->consumed > 0)) c->ad_rv_done = 1;
+    }
+    c->page_ns += kept;
+    c->page_wait_ns += span - kept;
+    c->in_t0 = t;
+}
+
 static void page_end(rl_cursor *c) {
     if (!c->page_on) return;
+    if (c->in_call) page_add(c, rl__clock_mono_ns());
     c->page_on = 0;
-    if (c->in_call) {
-        uint64_t t = rl__clock_mono_ns();
-        c->page_ns += t - c->in_t0;
-        c->in_t0 = t;
-    }
     int64_t rows = c->consumed - c->page_consumed0;
+    if (c->o.explain && rows > 0 && c->explain.len && c->explain.data[c->explain.len - 1] == '\n') {
+        /* The page's own line (the last one) ends with what was observed. */
+        rl__buf_truncate(&c->explain, c->explain.len - 1);
+        rl__buf_printf(&c->explain, "; observed %.1f µs (read-version wait %.1f µs taken out)\n",
+                       (double)c->page_ns / 1e3, (double)c->page_wait_ns / 1e3);
+    }
     if (rows <= 0 || c->err || c->ad_test_alt || c->ad_dec.in.rows < 0) return;
     rl__adaptive_decision d = c->ad_dec;
     double bpr = (double)(c->bytes_scanned - c->page_bytes0) / (double)rows;
@@ -1163,8 +1194,8 @@ static int page_begin(rl_cursor *c) {
     c->page_consumed0 = c->consumed;
     c->page_bytes0 = c->bytes_scanned;
     c->page_kvs = c->page_recs = 0;
-    c->page_ns = 0;
-    c->in_t0 = rl__clock_mono_ns();
+    c->page_ns = c->page_wait_ns = 0;
+    c->in_t0 = rl__clock_mono_ns(); /* the page's time starts after its decision */
     c->cur_local = c->cur_remote = 0;
     int iteration = c->iteration > 0 ? c->iteration : 1; /* ITERATOR's growth goes on */
     int rc = src_start(c, c->ad_dec.method == RL__ADAPTIVE_RF ? SRC_REMOTE : SRC_SCAN);
@@ -1391,6 +1422,7 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
             rc = RL_E_OUT_OF_MEMORY;
             goto fail;
         }
+        c->ad_rv_done = !c->ad->networked; /* a local backend never waits for a version */
         const char *t = getenv(AD_TEST_ENV); /* "alternate" or "alternate:N" (tests only) */
         if (t && !strncmp(t, "alternate", 9)) {
             c->ad_test_alt = 1;
@@ -1587,10 +1619,17 @@ static int next_row(rl_cursor *c, const rl_query_row **out) {
 int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
     rl_alloc_stats before;
     rl_alloc_get_stats(&before);
-    if (c->adaptive) c->in_t0 = rl__clock_mono_ns(), c->in_call = 1;
+    if (c->adaptive) {
+        /* A running page's time starts now; otherwise page_begin starts the next page's clock
+         * after its decision (or the call only ends the cursor): one clock read saved. */
+        if (c->page_on) c->in_t0 = rl__clock_mono_ns();
+        c->in_call = 1;
+    }
     int rc = next_row(c, out);
-    if (c->adaptive && c->page_on) c->page_ns += rl__clock_mono_ns() - c->in_t0;
-    c->in_call = 0;
+    if (c->adaptive) {
+        if (c->page_on) page_add(c, rl__clock_mono_ns());
+        c->in_call = 0;
+    }
     add_alloc_delta(c, &before);
     return rc;
 }
