@@ -258,13 +258,15 @@ void rl__txn_rv_wait(rl_txn *t, uint64_t *out_asked_ns, uint64_t *out_ready_ns) 
 }
 
 void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(void *p)) {
+    void *q = __atomic_load_n(&db->slot, __ATOMIC_ACQUIRE); /* set once: no lock after that */
+    if (q) return q;
     pthread_mutex_lock(&db->mu);
     if (!db->slot) {
         void *p = rl__calloc(1, size ? size : 1);
         if (p) {
             if (init) init(p);
-            db->slot = p;
             db->slot_fini = fini;
+            __atomic_store_n(&db->slot, p, __ATOMIC_RELEASE);
         }
     }
     void *p = db->slot;

@@ -144,16 +144,40 @@ static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
 static ad_state *ad_state_of(rl_db *db) {
     ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, ad_state_fini);
     if (!a) return NULL;
+    if (__atomic_load_n(&a->costs_set, __ATOMIC_ACQUIRE)) return a; /* networked is set before */
     pthread_mutex_lock(&a->mu);
     if (!a->costs_set) {
         rl_kv_locality l;
         rl__db_locality(db, (const uint8_t *)"", 0, &l);
         if (!l.networked) a->m.costs = rl__adaptive_embedded_costs();
         a->networked = l.networked;
-        a->costs_set = 1;
+        __atomic_store_n(&a->costs_set, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&a->mu);
     return a;
+}
+
+/* The test mode (query_int.h rl__query_adaptive_test): 0 off, N > 0 alternate with pages of N.
+ * -1 until the first ADAPTIVE cursor reads AD_TEST_ENV (once per process: a getenv per cursor
+ * was 1.3 % of a limit-1 query). */
+static int ad_test_rows_g = -1;
+
+static int ad_test_mode(void) {
+    int v = __atomic_load_n(&ad_test_rows_g, __ATOMIC_ACQUIRE);
+    if (v >= 0) return v;
+    const char *t = getenv(AD_TEST_ENV); /* "alternate" or "alternate:N" (tests only) */
+    v = 0;
+    if (t && !strncmp(t, "alternate", 9)) {
+        v = t[9] == ':' ? atoi(t + 10) : 3;
+        if (v < 1) v = 3;
+    }
+    int unset = -1; /* a concurrent rl__query_adaptive_test wins */
+    __atomic_compare_exchange_n(&ad_test_rows_g, &unset, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ad_test_rows_g, __ATOMIC_ACQUIRE);
+}
+
+void rl__query_adaptive_test(int alternate_rows) {
+    __atomic_store_n(&ad_test_rows_g, alternate_rows > 0 ? alternate_rows : 0, __ATOMIC_RELEASE);
 }
 
 int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *ud), void *ud) {
@@ -1423,11 +1447,10 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
             goto fail;
         }
         c->ad_rv_done = !c->ad->networked; /* a local backend never waits for a version */
-        const char *t = getenv(AD_TEST_ENV); /* "alternate" or "alternate:N" (tests only) */
-        if (t && !strncmp(t, "alternate", 9)) {
+        int alt = ad_test_mode();
+        if (alt > 0) {
             c->ad_test_alt = 1;
-            c->ad_test_rows = t[9] == ':' ? atoi(t + 10) : 3;
-            if (c->ad_test_rows < 1) c->ad_test_rows = 3;
+            c->ad_test_rows = alt;
         }
     } else if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) {
         goto fail;
