@@ -134,6 +134,32 @@ static double factor_of(const rl__adaptive_model *m, int cls, int method) {
     return 1.0;
 }
 
+static int same_inputs(const rl__adaptive_inputs *a, const rl__adaptive_inputs *b) {
+    return a->rows == b->rows && a->bytes_per_row == b->bytes_per_row && a->kvs_per_record == b->kvs_per_record &&
+           a->pipeline_depth == b->pipeline_depth && a->index_page_rows == b->index_page_rows &&
+           a->mapped_page_bytes == b->mapped_page_bytes && a->rtt_index_ns == b->rtt_index_ns &&
+           a->rtt_records_ns == b->rtt_records_ns && a->rtt_s2s_ns == b->rtt_s2s_ns &&
+           a->frac_remote == b->frac_remote && a->strategy == b->strategy && a->s2s_batch == b->s2s_batch;
+}
+
+void rl__adaptive_raw(rl__adaptive_model *m, const rl__adaptive_inputs *in, double out[2]) {
+    for (int i = 0; i < m->memo_n; i++) {
+        if (same_inputs(&m->memo_in[i], in)) {
+            out[0] = m->memo_raw[i][0];
+            out[1] = m->memo_raw[i][1];
+            return;
+        }
+    }
+    out[0] = rl__adaptive_estimate(&m->costs, in, RL__ADAPTIVE_SF);
+    out[1] = rl__adaptive_estimate(&m->costs, in, RL__ADAPTIVE_RF);
+    int i = m->memo_next;
+    m->memo_in[i] = *in;
+    m->memo_raw[i][0] = out[0];
+    m->memo_raw[i][1] = out[1];
+    m->memo_next = 1 - i;
+    if (m->memo_n < 2) m->memo_n++;
+}
+
 void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double f) {
     if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES || (method != 0 && method != 1) || !(f > 0)) return;
     rl__adaptive_class *c = &m->cls[cls];
@@ -149,8 +175,8 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     out->in = *in;
     int cls = rl__adaptive_size_class(in->rows, in->bytes_per_row);
     out->size_class = cls;
+    rl__adaptive_raw(m, in, out->raw_ns);
     for (int k = 0; k < 2; k++) {
-        out->raw_ns[k] = rl__adaptive_estimate(&m->costs, in, k);
         out->factor[k] = factor_of(m, cls, k);
         out->est_ns[k] = out->raw_ns[k] * out->factor[k];
     }

@@ -153,6 +153,13 @@ typedef struct {
     rl__adaptive_costs costs;
     rl__adaptive_class cls[RL__ADAPTIVE_ALL_CLASSES]; /* [byte class * CLASSES + row class] */
     uint64_t decisions, explorations;
+    /* The raw estimates of the last two distinct inputs (rl__adaptive_raw): a stream of alike
+     * short queries (embedded: the same inputs every time) decides and observes without the
+     * model's arithmetic. Replaced round-robin; valid while n > i (set memo_n to 0 after
+     * changing costs). */
+    rl__adaptive_inputs memo_in[2];
+    double memo_raw[2][2];
+    int memo_n, memo_next;
 } rl__adaptive_model;
 
 /* One decision, with everything needed to explain it. */
@@ -181,6 +188,11 @@ void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs);
  * without calibration. Out-of-range inputs are clamped (rows < 0 to 0, depth < 1 to 1, fractions
  * to [0, 1], ...), so the result is always finite and >= 0. */
 double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inputs *in, int method);
+
+/* rl__adaptive_raw — out[method] = rl__adaptive_estimate(&m->costs, in, method) for both
+ * methods, from m's memo of the last two inputs when in equals one of them (field by field),
+ * else computed and remembered. Same thread rules as the model. */
+void rl__adaptive_raw(rl__adaptive_model *m, const rl__adaptive_inputs *in, double out[2]);
 
 /* rl__adaptive_set_factor — set method's calibration factor in size class cls to f (> 0) as if
  * observed once (tests: a deliberately wrong calibration). Out-of-range arguments do nothing. */

@@ -1165,8 +1165,10 @@ static void page_end(rl_cursor *c) {
     d.in.rows = (double)rows;
     if (bpr > 0) d.in.bytes_per_row = bpr;
     d.size_class = rl__adaptive_size_class((double)rows, d.in.bytes_per_row);
-    d.raw_ns[d.method] = rl__adaptive_estimate(&c->ad->m.costs, &d.in, d.method);
     pthread_mutex_lock(&c->ad->mu);
+    double raw[2];
+    rl__adaptive_raw(&c->ad->m, &d.in, raw);
+    d.raw_ns[d.method] = raw[d.method];
     rl__adaptive_observe(&c->ad->m, &d, (double)c->page_ns);
     ad_scan *a = ad_scan_of(c->ad, c->ad_key);
     a->bytes_per_row = a->bytes_per_row > 0 ? (1 - AD_EWMA) * a->bytes_per_row + AD_EWMA * bpr : bpr;
