@@ -65,6 +65,32 @@ uint64_t rl__adaptive_less_wait(uint64_t t0, uint64_t t1, uint64_t asked, uint64
     return e > b ? span - (e - b) : span;
 }
 
+/* The calibration's log and exp without libm's calls (one of each per observation): the
+ * exponent from the bits, then a short series. Relative error below 1e-9 over the factors'
+ * range (tests adaptive-3.3); x of rl__adaptive_log must be > 0 and finite (the callers clamp). */
+double rl__adaptive_log(double x) {
+    union { double d; uint64_t u; } v = {x};
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull; /* m in [1, 2) */
+    double m = v.d;
+    if (m > 1.4142135623730951) m *= 0.5, e++;                    /* m in (0.707, 1.414] */
+    double t = (m - 1) / (m + 1), t2 = t * t;                      /* |t| <= 0.172 */
+    double p = t * (2 + t2 * (2.0 / 3 + t2 * (2.0 / 5 + t2 * (2.0 / 7 + t2 * (2.0 / 9 + t2 * (2.0 / 11))))));
+    return p + e * 0.6931471805599453;
+}
+
+double rl__adaptive_exp(double x) {
+    if (!(x > -700)) x = -700; /* also NaN */
+    if (x > 700) x = 700;
+    double n = (double)(int64_t)(x * 1.4426950408889634 + (x >= 0 ? 0.5 : -0.5));
+    double r = x - n * 0.6931471805599453;                         /* |r| <= 0.35 */
+    double p = 1 + r * (1 + r * (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720 +
+                   r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r / 3628800)))))))));
+    union { double d; uint64_t u; } v;
+    v.u = (uint64_t)((int64_t)n + 1023) << 52;
+    return p * v.d;
+}
+
 static double clampd(double v, double lo, double hi) {
     if (!(v >= lo)) return lo; /* also NaN */
     return v > hi ? hi : v;
@@ -171,8 +197,8 @@ void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double 
 }
 
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out) {
-    memset(out, 0, sizeof *out);
-    out->in = *in;
+    out->in = *in; /* every field of *out is set below */
+    out->explored = 0;
     int cls = rl__adaptive_size_class(in->rows, in->bytes_per_row);
     out->size_class = cls;
     rl__adaptive_raw(m, in, out->raw_ns);
@@ -210,7 +236,7 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     int cls = d->size_class;
     if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES) return;
     rl__adaptive_class *c = &m->cls[cls];
-    double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
+    double x = rl__adaptive_log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
     /* A first observation of a class at most 2x slower than the prior (borrowed or 1) replaces
      * it outright; a slower one, and later ones,
@@ -250,7 +276,7 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     double lf = c->log_factor[k];
     for (int i = 0; i < c->win_n[k]; i++)
         if (c->win[k][i] < lf) lf = c->win[k][i];
-    c->factor[k] = exp(lf);
+    c->factor[k] = rl__adaptive_exp(lf);
     /* Did this page cost its method the lead, at the decision's estimates? Then run it once
      * more soon (adaptive.h: the recheck). Not when the inputs moved the lead: only the factor
      * changed here. */

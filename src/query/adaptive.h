@@ -219,6 +219,11 @@ void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out);
  * of it. t1 < t0 gives 0. */
 uint64_t rl__adaptive_less_wait(uint64_t t0, uint64_t t1, uint64_t asked, uint64_t ready);
 
+/* rl__adaptive_log, rl__adaptive_exp — log and exp of the calibration (relative error < 1e-9;
+ * log's x > 0 and finite; exp's x is clamped to [-700, 700]). Pure. */
+double rl__adaptive_log(double x);
+double rl__adaptive_exp(double x);
+
 /* rl__adaptive_class_of — the row class of a page of rows entries (0..RL__ADAPTIVE_CLASSES-1). */
 int rl__adaptive_class_of(double rows);
 

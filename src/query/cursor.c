@@ -58,7 +58,7 @@
  *      small first page starts them sooner).
  */
 #include <inttypes.h>
-#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,9 +104,9 @@ typedef struct {
 } ad_scan;
 
 /* The ADAPTIVE method's state per database (rl__db_slot): the model and what earlier pages
- * taught per index, guarded by mu (decisions and observations of concurrent cursors). */
+ * taught per index, guarded by lock (ad_lock: decisions and observations of concurrent cursors). */
 typedef struct {
-    pthread_mutex_t mu;
+    int lock;              /* 1 while held (ad_lock) */
     rl__adaptive_model m;
     ad_scan scans[AD_SCANS];
     uint64_t tick;
@@ -116,13 +116,22 @@ typedef struct {
 
 static void ad_state_init(void *p) {
     ad_state *a = p;
-    pthread_mutex_init(&a->mu, NULL);
+    a->lock = 0;
     rl__adaptive_init(&a->m, NULL);
 }
 
-static void ad_state_fini(void *p) { pthread_mutex_destroy(&((ad_state *)p)->mu); }
+/* The state's lock: a spinlock that yields the CPU after 64 tries. It is held for well under a
+ * microsecond (a decision, an observation, a table lookup), twice per page; a pthread mutex pair
+ * was ~55 instructions each time, 0.5 % of a limit-1 query on embedded (docs/benchmarks.md). */
+static void ad_lock(ad_state *a) {
+    for (int n = 0; __atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE); n++) {
+        if (n >= 64) sched_yield();
+    }
+}
 
-/* The entry of the index with key k (found, or the least recently used one reset). Under mu. */
+static void ad_unlock(ad_state *a) { __atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE); }
+
+/* The entry of the index with key k (found, or the least recently used one reset). Under ad_lock. */
 static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
     ad_scan *lru = &a->scans[0];
     a->tick++;
@@ -142,10 +151,10 @@ static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
 /* The database's state (created at its first ADAPTIVE cursor, with the priors of its kind of
  * backend: rl__adaptive_embedded_costs when it is not networked). NULL on out of memory. */
 static ad_state *ad_state_of(rl_db *db) {
-    ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, ad_state_fini);
+    ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, NULL);
     if (!a) return NULL;
     if (__atomic_load_n(&a->costs_set, __ATOMIC_ACQUIRE)) return a; /* networked is set before */
-    pthread_mutex_lock(&a->mu);
+    ad_lock(a);
     if (!a->costs_set) {
         rl_kv_locality l;
         rl__db_locality(db, (const uint8_t *)"", 0, &l);
@@ -153,7 +162,7 @@ static ad_state *ad_state_of(rl_db *db) {
         a->networked = l.networked;
         __atomic_store_n(&a->costs_set, 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&a->mu);
+    ad_unlock(a);
     return a;
 }
 
@@ -183,9 +192,9 @@ void rl__query_adaptive_test(int alternate_rows) {
 int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *ud), void *ud) {
     ad_state *a = ad_state_of(db);
     if (!a) return RL_E_OUT_OF_MEMORY;
-    pthread_mutex_lock(&a->mu);
+    ad_lock(a);
     fn(&a->m, ud);
-    pthread_mutex_unlock(&a->mu);
+    ad_unlock(a);
     return RL_OK;
 }
 
@@ -1072,7 +1081,7 @@ static int remote_specific(int rc) {
 }
 
 /* The model's inputs for a page of rows entries, from what the cursor, the database's state and
- * the client's locality figures say (docs/design.md §7, ADAPTIVE). Called under c->ad->mu. */
+ * the client's locality figures say (docs/design.md §7, ADAPTIVE). Called under ad_lock(c->ad). */
 static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     rl_db *db = rl__txn_db(c->txn);
     rl_kv_locality li, lr;
@@ -1127,8 +1136,6 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     in->s2s_batch = li.s2s_batch > 0 ? li.s2s_batch : 10;
 }
 
-/* End the running page: its time so far, and (unless it failed, ran in the test mode or
- * switched methods) the model's observation of it and the database's learned sizes. */
 /* Add the page's time from c->in_t0 to t (inside rl_cursor_next) to c->page_ns, less its overlap
  * with the transaction's wait for its read version (kv_stats.h rl__txn_rv_wait): the first page's
  * first read waits for it whatever the method, and on a cluster it is a round trip of its own —
@@ -1148,6 +1155,8 @@ static void page_add(rl_cursor *c, uint64_t t) {
     c->in_t0 = t;
 }
 
+/* End the running page: its time so far, and (unless it failed, ran in the test mode or
+ * switched methods) the model's observation of it and the database's learned sizes. */
 static void page_end(rl_cursor *c) {
     if (!c->page_on) return;
     if (c->in_call) page_add(c, rl__clock_mono_ns());
@@ -1160,28 +1169,28 @@ static void page_end(rl_cursor *c) {
                        (double)c->page_ns / 1e3, (double)c->page_wait_ns / 1e3);
     }
     if (rows <= 0 || c->err || c->ad_test_alt || c->ad_dec.in.rows < 0) return;
-    rl__adaptive_decision d = c->ad_dec;
+    rl__adaptive_decision *d = &c->ad_dec; /* the page is over: observed in place */
     double bpr = (double)(c->bytes_scanned - c->page_bytes0) / (double)rows;
-    d.in.rows = (double)rows;
-    if (bpr > 0) d.in.bytes_per_row = bpr;
-    d.size_class = rl__adaptive_size_class((double)rows, d.in.bytes_per_row);
-    pthread_mutex_lock(&c->ad->mu);
+    d->in.rows = (double)rows;
+    if (bpr > 0) d->in.bytes_per_row = bpr;
+    d->size_class = rl__adaptive_size_class((double)rows, d->in.bytes_per_row);
+    ad_lock(c->ad);
     double raw[2];
-    rl__adaptive_raw(&c->ad->m, &d.in, raw);
-    d.raw_ns[d.method] = raw[d.method];
-    rl__adaptive_observe(&c->ad->m, &d, (double)c->page_ns);
+    rl__adaptive_raw(&c->ad->m, &d->in, raw);
+    d->raw_ns[d->method] = raw[d->method];
+    rl__adaptive_observe(&c->ad->m, d, (double)c->page_ns);
     ad_scan *a = ad_scan_of(c->ad, c->ad_key);
     a->bytes_per_row = a->bytes_per_row > 0 ? (1 - AD_EWMA) * a->bytes_per_row + AD_EWMA * bpr : bpr;
     if (c->page_recs > 0) {
         double k = (double)c->page_kvs / (double)c->page_recs;
         a->kvs_per_record = a->kvs_per_record > 0 ? (1 - AD_EWMA) * a->kvs_per_record + AD_EWMA * k : k;
     }
-    if (d.method == RL__ADAPTIVE_RF && c->cur_local + c->cur_remote > 0) {
+    if (d->method == RL__ADAPTIVE_RF && c->cur_local + c->cur_remote > 0) {
         double f = (double)c->cur_remote / (double)(c->cur_local + c->cur_remote);
         a->frac_remote = a->have_frac ? (1 - AD_EWMA) * a->frac_remote + AD_EWMA * f : f;
         a->have_frac = 1;
     }
-    pthread_mutex_unlock(&c->ad->mu);
+    ad_unlock(c->ad);
 }
 
 /* Start the next page: decide its method (rl__adaptive_decide under the database's lock), count
@@ -1191,10 +1200,10 @@ static int page_begin(rl_cursor *c) {
     if (c->o.limit > 0 && c->o.limit - c->rows < rows) rows = c->o.limit - c->rows;
     if (rows < 1) rows = 1;
     rl__adaptive_inputs in;
-    pthread_mutex_lock(&c->ad->mu);
+    ad_lock(c->ad);
     page_inputs(c, rows, &in);
     rl__adaptive_decide(&c->ad->m, &in, &c->ad_dec);
-    pthread_mutex_unlock(&c->ad->mu);
+    ad_unlock(c->ad);
     const char *why = NULL;
     if (c->ad_sf_only) {
         c->ad_dec.method = RL__ADAPTIVE_SF;

@@ -15,6 +15,8 @@
  *                 except for bounded explorations (and rechecks after a burst of slow pages, the
  *                 pages' own noise); the model fed the raw times (wait included) is printed
  *                 beside it for comparison
+ *   adaptive-3.3  the calibration's own log and exp (no libm call per observation) agree with
+ *                 libm's to 1e-9 over the factors' range
  */
 #include <math.h>
 #include <stdlib.h>
@@ -151,4 +153,23 @@ TEST(adaptive_3_2_converges_without_the_wait) {
     ASSERT_TRUE(spent_taken / best_total <= 1.04);
 }
 
-RL_TEST_MAIN(T(adaptive_3_1_less_wait), T(adaptive_3_2_converges_without_the_wait))
+/* adaptive-3.3: the calibration's own log and exp agree with libm's over the factors' range. */
+TEST(adaptive_3_3_log_exp) {
+    double worst = 0;
+    for (double x = 1e-6; x < 1e6; x *= 1.0137) {
+        double e = fabs(rl__adaptive_log(x) - log(x)) / fmax(1e-3, fabs(log(x)));
+        if (e > worst) worst = e;
+        ASSERT_TRUE(e < 1e-9);
+    }
+    for (double x = -30; x < 30; x += 0.00731) {
+        double e = fabs(rl__adaptive_exp(x) / exp(x) - 1);
+        if (e > worst) worst = e;
+        ASSERT_TRUE(e < 1e-9);
+    }
+    ASSERT_TRUE(fabs(rl__adaptive_log(1.0)) < 1e-15);
+    ASSERT_TRUE(rl__adaptive_exp(0.0) == 1.0);
+    ASSERT_TRUE(rl__adaptive_exp(NAN) > 0 && rl__adaptive_exp(1e9) > 1e300);
+    printf("worst relative error %.3g\n", worst);
+}
+
+RL_TEST_MAIN(T(adaptive_3_1_less_wait), T(adaptive_3_2_converges_without_the_wait), T(adaptive_3_3_log_exp))
