@@ -259,14 +259,23 @@ int rl__db_set_clock(rl_db *db, uint64_t (*fn)(void *ud), void *ud) {
 
 rl_db *rl__txn_db(const rl_txn *t) { return t->db; }
 
+void rl__txn_rv_wait(rl_txn *t, uint64_t *out_asked_ns, uint64_t *out_ready_ns) {
+    /* Ready before asked: a reader that sees ready != 0 also sees the asked time it goes with
+     * (both are stored release; a reset zeroes asked first, then ready: see txn.c). */
+    *out_ready_ns = __atomic_load_n(&t->rv_ready_ns, __ATOMIC_ACQUIRE);
+    *out_asked_ns = __atomic_load_n(&t->rv_asked_ns, __ATOMIC_ACQUIRE);
+}
+
 void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(void *p)) {
+    void *q = __atomic_load_n(&db->slot, __ATOMIC_ACQUIRE); /* set once: no lock after that */
+    if (q) return q;
     pthread_mutex_lock(&db->mu);
     if (!db->slot) {
         void *p = rl__calloc(1, size ? size : 1);
         if (p) {
             if (init) init(p);
-            db->slot = p;
             db->slot_fini = fini;
+            __atomic_store_n(&db->slot, p, __ATOMIC_RELEASE);
         }
     }
     void *p = db->slot;

@@ -232,6 +232,10 @@ struct rl_txn {
     uint64_t start_ns;       /* timeout clock start */
     int64_t retries;
     int64_t backoff_ms;
+    /* The read version's wait (kv_stats.h rl__txn_rv_wait), asynchronous backends only:
+     * rl__clock_mono_ns() when the request for it was sent and when it arrived (0: not asked /
+     * not arrived). Atomic (read by the query cursor's thread); zeroed by every reset. */
+    uint64_t rv_asked_ns, rv_ready_ns;
 };
 
 /* Lock / unlock t->mu when the backend is asynchronous (no-ops otherwise). */

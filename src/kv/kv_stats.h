@@ -18,6 +18,13 @@
 /* rl__txn_db — the database of t (borrowed: it outlives t). */
 rl_db *rl__txn_db(const rl_txn *t);
 
+/* rl__txn_rv_wait — when t asked for its read version and when it arrived, in rl__clock_mono_ns()
+ * time (asked 0: t did not wait for one since its last reset — it was set, or the backend is
+ * synchronous (embedded), where the version is known at once; ready 0: not arrived yet). The
+ * ADAPTIVE fetch method subtracts the part of that wait that falls inside a page's time: both
+ * methods pay it. Thread-safe, never blocks; the figures may change under a concurrent reset. */
+void rl__txn_rv_wait(rl_txn *t, uint64_t *out_asked_ns, uint64_t *out_ready_ns);
+
 /* rl__db_slot — the upper layers' one per-database slot (the query layer keeps the ADAPTIVE
  * method's model there): size bytes, zeroed, passed to init (may be NULL) the first time it is
  * asked for, and to fini (may be NULL) then freed by rl_db_close. Later calls return the same

@@ -191,6 +191,8 @@ static rl_future *reset_state(rl_txn *t, int *out_err) {
     t->has_rv = 0;
     t->rv = 0;
     t->grv = NULL; /* a request in flight is of the old generation: its answer is dropped */
+    __atomic_store_n(&t->rv_asked_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->rv_ready_ns, 0, __ATOMIC_RELAXED);
     t->commit_waiting = NULL;
     t->cancelled = 0;
     t->committing = 0;

@@ -56,6 +56,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "kv/kv_int.h"
 
 #define SERIAL_BYTES 80000
@@ -1037,6 +1038,8 @@ static void op_start(txn_op *op) {
         q->g.trace = __atomic_load_n(&t->trace_on, __ATOMIC_RELAXED) > 0;
         t->grv = q;
         t->refs++;
+        __atomic_store_n(&t->rv_ready_ns, 0, __ATOMIC_RELAXED); /* kv_stats.h rl__txn_rv_wait */
+        __atomic_store_n(&t->rv_asked_ns, rl__clock_mono_ns(), __ATOMIC_RELEASE);
         rl__txn_unlock(t);
         be->vt->get_read_version(be, &q->g);
         return;
@@ -1058,6 +1061,7 @@ void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v, const rl_k
     if (err == RL_OK) {
         t->rv = v;
         t->has_rv = 1;
+        if (async) __atomic_store_n(&t->rv_ready_ns, rl__clock_mono_ns(), __ATOMIC_RELEASE);
     }
     /* One waiter at a time, leaving the rest in the list: a callback that resets the
      * transaction while one runs cancels them (and starts a new generation). */

@@ -56,6 +56,41 @@ int rl__adaptive_size_class(double rows, double bytes_per_row) {
     return b * RL__ADAPTIVE_CLASSES + rl__adaptive_class_of(rows);
 }
 
+uint64_t rl__adaptive_less_wait(uint64_t t0, uint64_t t1, uint64_t asked, uint64_t ready) {
+    if (t1 <= t0) return 0;
+    uint64_t span = t1 - t0;
+    if (!asked) return span;
+    uint64_t b = asked > t0 ? asked : t0;
+    uint64_t e = ready && ready < t1 ? ready : t1;
+    return e > b ? span - (e - b) : span;
+}
+
+/* The calibration's log and exp without libm's calls (one of each per observation): the
+ * exponent from the bits, then a short series. Relative error below 1e-9 over the factors'
+ * range (tests adaptive-3.3); x of rl__adaptive_log must be > 0 and finite (the callers clamp). */
+double rl__adaptive_log(double x) {
+    union { double d; uint64_t u; } v = {x};
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull; /* m in [1, 2) */
+    double m = v.d;
+    if (m > 1.4142135623730951) m *= 0.5, e++;                    /* m in (0.707, 1.414] */
+    double t = (m - 1) / (m + 1), t2 = t * t;                      /* |t| <= 0.172 */
+    double p = t * (2 + t2 * (2.0 / 3 + t2 * (2.0 / 5 + t2 * (2.0 / 7 + t2 * (2.0 / 9 + t2 * (2.0 / 11))))));
+    return p + e * 0.6931471805599453;
+}
+
+double rl__adaptive_exp(double x) {
+    if (!(x > -700)) x = -700; /* also NaN */
+    if (x > 700) x = 700;
+    double n = (double)(int64_t)(x * 1.4426950408889634 + (x >= 0 ? 0.5 : -0.5));
+    double r = x - n * 0.6931471805599453;                         /* |r| <= 0.35 */
+    double p = 1 + r * (1 + r * (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720 +
+                   r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r / 3628800)))))))));
+    union { double d; uint64_t u; } v;
+    v.u = (uint64_t)((int64_t)n + 1023) << 52;
+    return p * v.d;
+}
+
 static double clampd(double v, double lo, double hi) {
     if (!(v >= lo)) return lo; /* also NaN */
     return v > hi ? hi : v;
@@ -65,42 +100,52 @@ static double nonneg(double v) {
     return clampd(v, 0.0, 1e18);
 }
 
+/* ceil of x >= 0 without libm's call (x is never NaN here: the callers' inputs are clamped);
+ * from 2^52 on every double is an integer. */
+static inline double ceil_pos(double x) {
+    if (!(x < 4503599627370496.0)) return x;
+    double t = (double)(int64_t)x;
+    return t < x ? t + 1 : t;
+}
+
 double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inputs *in, int method) {
+    /* Called three times per page (two decisions, one observation): plain arithmetic, no libm. */
     double rows = nonneg(in->rows);
     double bytes = rows * nonneg(in->bytes_per_row);
-    double rtt_i = nonneg(in->rtt_index_ns), rtt_r = nonneg(in->rtt_records_ns),
-           rtt_s = nonneg(in->rtt_s2s_ns);
+    double rtt_i = nonneg(in->rtt_index_ns);
     if (method == RL__ADAPTIVE_SF) {
         double depth = in->pipeline_depth >= 1 ? in->pipeline_depth : 1;
         double page_rows = in->index_page_rows >= 1 ? in->index_page_rows : 1;
-        double kvs = in->kvs_per_record >= 1 ? in->kvs_per_record : 1;
-        double index_pages = fmax(1.0, ceil(rows / page_rows));
-        double load_rounds = ceil(rows / depth);
-        /* A split record is one range read: its extra key-values cost bytes, not requests. */
-        (void)kvs;
-        return index_pages * rtt_i + load_rounds * rtt_r + rows * nonneg(c->client_per_record) +
-               bytes * nonneg(c->client_per_byte);
+        double index_pages = ceil_pos(rows / page_rows);
+        if (index_pages < 1) index_pages = 1;
+        double load_rounds = ceil_pos(rows / depth);
+        /* A split record is one range read: its extra key-values (kvs_per_record) cost bytes,
+         * not requests. */
+        return index_pages * rtt_i + load_rounds * nonneg(in->rtt_records_ns) +
+               rows * nonneg(c->client_per_record) + bytes * nonneg(c->client_per_byte);
     }
     double page_bytes = in->mapped_page_bytes > 0 ? in->mapped_page_bytes : 8.0 * 1024 * 1024;
-    double pages = fmax(1.0, ceil(bytes / page_bytes));
+    double pages = ceil_pos(bytes / page_bytes);
+    if (pages < 1) pages = 1;
     double remote = rows * clampd(in->frac_remote, 0.0, 1.0);
-    double rounds = 0;
+    double t = pages * rtt_i + rows * nonneg(c->server_per_entry) +
+               bytes * (nonneg(c->server_per_byte) + nonneg(c->client_per_byte));
     if (remote > 0) {
+        double rounds;
         if (in->strategy == RL__ADAPTIVE_GROUPED) {
             rounds = pages;
         } else {
             double batch = in->s2s_batch >= 1 ? in->s2s_batch : 10;
-            rounds = ceil(remote / batch);
+            rounds = ceil_pos(remote / batch);
         }
+        t += rounds * nonneg(in->rtt_s2s_ns) + remote * nonneg(c->server_per_remote);
     }
-    return pages * rtt_i + rounds * rtt_s + rows * nonneg(c->server_per_entry) +
-           remote * nonneg(c->server_per_remote) +
-           bytes * (nonneg(c->server_per_byte) + nonneg(c->client_per_byte));
+    return t;
 }
 
 static double factor_of(const rl__adaptive_model *m, int cls, int method) {
     const rl__adaptive_class *k = &m->cls[cls];
-    if (k->observed[method]) return exp(k->log_factor[method]);
+    if (k->observed[method]) return k->factor[method];
     /* Unobserved in this class: borrow the nearest observed row class's factor of the same byte
      * class (the same machine and network make neighbouring sizes err alike), else 1. Never
      * across byte classes: small and split records err differently (a small-record factor made
@@ -109,19 +154,55 @@ static double factor_of(const rl__adaptive_model *m, int cls, int method) {
     const rl__adaptive_class *row = &m->cls[b0 * RL__ADAPTIVE_CLASSES];
     for (int d = 1; d < RL__ADAPTIVE_CLASSES; d++) {
         int lo = r0 - d, hi = r0 + d;
-        if (lo >= 0 && row[lo].observed[method]) return exp(row[lo].log_factor[method]);
-        if (hi < RL__ADAPTIVE_CLASSES && row[hi].observed[method]) return exp(row[hi].log_factor[method]);
+        if (lo >= 0 && row[lo].observed[method]) return row[lo].factor[method];
+        if (hi < RL__ADAPTIVE_CLASSES && row[hi].observed[method]) return row[hi].factor[method];
     }
     return 1.0;
 }
 
+static int same_inputs(const rl__adaptive_inputs *a, const rl__adaptive_inputs *b) {
+    return a->rows == b->rows && a->bytes_per_row == b->bytes_per_row && a->kvs_per_record == b->kvs_per_record &&
+           a->pipeline_depth == b->pipeline_depth && a->index_page_rows == b->index_page_rows &&
+           a->mapped_page_bytes == b->mapped_page_bytes && a->rtt_index_ns == b->rtt_index_ns &&
+           a->rtt_records_ns == b->rtt_records_ns && a->rtt_s2s_ns == b->rtt_s2s_ns &&
+           a->frac_remote == b->frac_remote && a->strategy == b->strategy && a->s2s_batch == b->s2s_batch;
+}
+
+void rl__adaptive_raw(rl__adaptive_model *m, const rl__adaptive_inputs *in, double out[2]) {
+    for (int i = 0; i < m->memo_n; i++) {
+        if (same_inputs(&m->memo_in[i], in)) {
+            out[0] = m->memo_raw[i][0];
+            out[1] = m->memo_raw[i][1];
+            return;
+        }
+    }
+    out[0] = rl__adaptive_estimate(&m->costs, in, RL__ADAPTIVE_SF);
+    out[1] = rl__adaptive_estimate(&m->costs, in, RL__ADAPTIVE_RF);
+    int i = m->memo_next;
+    m->memo_in[i] = *in;
+    m->memo_raw[i][0] = out[0];
+    m->memo_raw[i][1] = out[1];
+    m->memo_next = 1 - i;
+    if (m->memo_n < 2) m->memo_n++;
+}
+
+void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double f) {
+    if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES || (method != 0 && method != 1) || !(f > 0)) return;
+    rl__adaptive_class *c = &m->cls[cls];
+    f = clampd(f, RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX);
+    c->log_factor[method] = log(f);
+    c->factor[method] = f;
+    c->win_n[method] = c->win_pos[method] = 0; /* no observation: the mean alone */
+    if (!c->observed[method]) c->observed[method] = 1;
+}
+
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out) {
-    memset(out, 0, sizeof *out);
-    out->in = *in;
+    out->in = *in; /* every field of *out is set below */
+    out->explored = 0;
     int cls = rl__adaptive_size_class(in->rows, in->bytes_per_row);
     out->size_class = cls;
+    rl__adaptive_raw(m, in, out->raw_ns);
     for (int k = 0; k < 2; k++) {
-        out->raw_ns[k] = rl__adaptive_estimate(&m->costs, in, k);
         out->factor[k] = factor_of(m, cls, k);
         out->est_ns[k] = out->raw_ns[k] * out->factor[k];
     }
@@ -130,14 +211,20 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     rl__adaptive_class *c = &m->cls[cls];
     c->decisions++;
     m->decisions++;
-    int within = out->est_ns[other] <= RL__ADAPTIVE_EXPLORE_MAX * out->est_ns[best];
+    /* A method with fewer than WINDOW observations here has an estimate still warming up (one
+     * cold or disturbed page can be most of it): explored under the probe's wider bound. */
+    double bound = c->win_n[other] < RL__ADAPTIVE_WINDOW ? RL__ADAPTIVE_PROBE_MAX : RL__ADAPTIVE_EXPLORE_MAX;
+    int within = out->est_ns[other] <= bound * out->est_ns[best];
+    /* The recheck of a method that lost the lead by its own observation (adaptive.h). */
+    int recheck = c->recheck && --c->recheck == 0 && c->recheck_method == other &&
+                  out->est_ns[other] <= RL__ADAPTIVE_RECHECK_MAX * out->est_ns[best];
     int due = c->decisions % RL__ADAPTIVE_EXPLORE_EVERY == 0 || (c->observed[other] == 0 && c->observed[best] > 0);
     /* The long-period probe: a method past the exploration bound (a stale or cold-start
      * estimate) is still tried now and then, when it is estimated at most PROBE_MAX slower. */
     int probe = c->decisions % RL__ADAPTIVE_PROBE_EVERY == 0 &&
                 out->est_ns[other] <= RL__ADAPTIVE_PROBE_MAX * out->est_ns[best];
     out->method = best;
-    if ((within && due) || probe) {
+    if ((within && due) || probe || recheck) {
         out->method = other;
         out->explored = 1;
         m->explorations++;
@@ -149,7 +236,7 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     int cls = d->size_class;
     if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES) return;
     rl__adaptive_class *c = &m->cls[cls];
-    double x = log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
+    double x = rl__adaptive_log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
     /* A first observation of a class at most 2x slower than the prior (borrowed or 1) replaces
      * it outright; a slower one, and later ones,
@@ -181,6 +268,33 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
         c->log_factor[k] += RL__ADAPTIVE_ALPHA * dev;
     } else {
         c->log_factor[k] = x;
+    }
+    /* The window of the last observations; the decisions' factor (adaptive.h). */
+    c->win[k][c->win_pos[k]] = x;
+    c->win_pos[k] = (uint8_t)((c->win_pos[k] + 1) % RL__ADAPTIVE_WINDOW);
+    if (c->win_n[k] < RL__ADAPTIVE_WINDOW) c->win_n[k]++;
+    double lf = c->log_factor[k];
+    for (int i = 0; i < c->win_n[k]; i++)
+        if (c->win[k][i] < lf) lf = c->win[k][i];
+    c->factor[k] = rl__adaptive_exp(lf);
+    /* Did this page cost its method the lead, at the decision's estimates? Then run it once
+     * more soon (adaptive.h: the recheck). Not when the inputs moved the lead: only the factor
+     * changed here. */
+    int o = 1 - k;
+    double other_est = d->raw_ns[o] * (d->factor[o] > 0 ? d->factor[o] : 1);
+    int behind = d->raw_ns[k] * c->factor[k] > other_est && other_est > 0;
+    if (d->raw_ns[k] * d->factor[k] <= other_est && behind) {
+        c->recheck = c->recheck_gap = RL__ADAPTIVE_RECHECK_AFTER;
+        c->recheck_method = (uint8_t)k;
+    } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap &&
+               c->recheck_gap < RL__ADAPTIVE_EXPLORE_EVERY / 2 && c->factor[k] <= d->factor[k]) {
+        /* A recheck (or exploration) that found it still behind, yet no slower than estimated:
+         * once more, twice as late (a burst of slow pages can outlast one recheck). One slower
+         * than estimated confirms the change: no more. */
+        c->recheck_gap = (uint8_t)(c->recheck_gap * 2);
+        c->recheck = c->recheck_gap;
+    } else if (c->recheck_method == k) {
+        c->recheck_gap = 0; /* ahead again, or the change confirmed */
     }
     if (c->observed[k] < UINT32_MAX) c->observed[k]++;
 }

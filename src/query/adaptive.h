@@ -43,11 +43,35 @@
  * the exploration bound. ALPHA 0.3 rather than 0.5: on a loaded
  * machine short pages vary by 2x, and 0.5 flipped the choice of 10-row queries back and forth.
  *
+ * The factor a decision uses is the smaller of that mean and the least of the class's last
+ * RL__ADAPTIVE_WINDOW observations of the method (both as log(observed / estimated)): page times
+ * are noisy upwards only (another process, a queue somewhere adds time, nothing takes it away),
+ * so the least of the last few is the page undisturbed, and the mean alone, raised by a run of
+ * slow pages of the better method, made the worse one look cheaper (a simulated loaded machine —
+ * a fifth of the pages 1.2-4x slower — chose wrong 5-10 % of the time at a true 1.25x; tests
+ * adaptive-3.2). A real slowdown is counted once the whole window shows it and the mean has
+ * risen (a few pages); a speedup at once; the mean's bounds still guard the cold start (the
+ * window's one slow first page is not the smaller).
+ *
  * Exploration: every RL__ADAPTIVE_EXPLORE_EVERY-th decision of a size class runs the other method
- * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's, and a
+ * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's (PROBE_MAX
+ * while that method has fewer than WINDOW observations in the class: at most WINDOW such pages
+ * per class and method, once), and a
  * size class whose other method was never observed explores it once under the same bound; so
  * exploration costs at most (EXPLORE_MAX - 1) / EXPLORE_EVERY of the chosen time in the long run
- * (2.5 % with the defaults), plus at most one bounded probe per size class. And every
+ * (2.5 % with the defaults), plus at most one bounded probe per size class. When the lead
+ * changes in a class because of an observation (the page's method, the cheaper at its decision's
+ * estimates, is not any more once its factor moved; a change of inputs does not count), the
+ * method that lost it is run once more RL__ADAPTIVE_RECHECK_AFTER decisions later when it is
+ * estimated at most RL__ADAPTIVE_RECHECK_MAX times slower: the change is often a burst of slow pages of the better
+ * method (another process), whose factor would otherwise stay high until the next exploration —
+ * 20 pages of the worse method, or 500 when the burst put it past EXPLORE_MAX. A recheck that
+ * finds it still behind but not slower than its estimate (its factor did not rise: the burst
+ * outlasted one page) is repeated twice as late (after 2, 4, 8, 16 decisions); one that found it
+ * slower than estimated confirms the change and ends the rechecks. So a change of lead costs at
+ * most 4 rechecks, each estimated at most RECHECK_MAX times the chosen page, and a real change
+ * usually one (a stale estimate can be further off: the one after a deliberately wrong prior
+ * cost 30x in integ_query_test_adaptive_cluster). And every
  * RL__ADAPTIVE_PROBE_EVERY-th decision of a class runs the other method when it is estimated at
  * most RL__ADAPTIVE_PROBE_MAX times slower (a method past the exploration bound because of a
  * stale estimate is not lost for good): at most (PROBE_MAX - 1) / PROBE_EVERY more (0.6 %).
@@ -65,8 +89,11 @@
                                          * more (small and split records calibrate apart) */
 #define RL__ADAPTIVE_ALL_CLASSES (RL__ADAPTIVE_CLASSES * RL__ADAPTIVE_BYTE_CLASSES)
 #define RL__ADAPTIVE_ALPHA 0.3          /* weight of a new observation in the log factor */
+#define RL__ADAPTIVE_WINDOW 4           /* observations per class and method whose least counts */
 #define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
 #define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
+#define RL__ADAPTIVE_RECHECK_AFTER 2   /* decisions after a change of lead before a recheck */
+#define RL__ADAPTIVE_RECHECK_MAX 4.0   /* recheck only a method estimated at most this much slower */
 #define RL__ADAPTIVE_PROBE_EVERY 500    /* decisions of a class between long-period probes */
 #define RL__ADAPTIVE_PROBE_MAX 4.0      /* probe only a method estimated at most this much slower */
 #define RL__ADAPTIVE_DEV_UP 0.6931471805599453   /* ln 2: the largest upward deviation counted */
@@ -107,15 +134,32 @@ typedef struct {
 
 typedef struct {
     double log_factor[2];     /* per method: mean log(observed / estimated) */
+    double factor[2];         /* exp(min(log_factor, least of win)): the factor decisions use,
+                               * kept by rl__adaptive_observe so that a decision computes no exp
+                               * (set it with rl__adaptive_set_factor) */
+    double win[2][RL__ADAPTIVE_WINDOW]; /* per method: the last observations' log(obs / est) */
+    uint8_t win_n[2], win_pos[2];       /* ... how many (up to WINDOW), the next slot */
     uint32_t observed[2];     /* observations per method */
     uint32_t decisions;       /* decisions made in this class */
     uint8_t surprised[2];     /* per method: its last observation was > 2x its estimate */
+    uint8_t recheck;          /* decisions left until recheck_method, which lost the lead by
+                               * its own last observation, is run again (0: none pending) */
+    uint8_t recheck_method;
+    uint8_t recheck_gap;      /* the delay of the last recheck (doubles while it finds the
+                               * method still behind, up to EXPLORE_EVERY / 2) */
 } rl__adaptive_class;
 
 typedef struct {
     rl__adaptive_costs costs;
     rl__adaptive_class cls[RL__ADAPTIVE_ALL_CLASSES]; /* [byte class * CLASSES + row class] */
     uint64_t decisions, explorations;
+    /* The raw estimates of the last two distinct inputs (rl__adaptive_raw): a stream of alike
+     * short queries (embedded: the same inputs every time) decides and observes without the
+     * model's arithmetic. Replaced round-robin; valid while n > i (set memo_n to 0 after
+     * changing costs). */
+    rl__adaptive_inputs memo_in[2];
+    double memo_raw[2][2];
+    int memo_n, memo_next;
 } rl__adaptive_model;
 
 /* One decision, with everything needed to explain it. */
@@ -145,6 +189,15 @@ void rl__adaptive_init(rl__adaptive_model *m, const rl__adaptive_costs *costs);
  * to [0, 1], ...), so the result is always finite and >= 0. */
 double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inputs *in, int method);
 
+/* rl__adaptive_raw — out[method] = rl__adaptive_estimate(&m->costs, in, method) for both
+ * methods, from m's memo of the last two inputs when in equals one of them (field by field),
+ * else computed and remembered. Same thread rules as the model. */
+void rl__adaptive_raw(rl__adaptive_model *m, const rl__adaptive_inputs *in, double out[2]);
+
+/* rl__adaptive_set_factor — set method's calibration factor in size class cls to f (> 0) as if
+ * observed once (tests: a deliberately wrong calibration). Out-of-range arguments do nothing. */
+void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double f);
+
 /* rl__adaptive_decide — choose the method for a page: the smaller calibrated estimate, or the other
  * one when the exploration rule (file comment) says so. Counts the decision in m. *out gets the
  * decision and its explanation. */
@@ -157,6 +210,19 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
 /* rl__adaptive_explain — append one line explaining d to out: the inputs, both estimates (raw,
  * factor, calibrated, in µs), the choice and why. Errors stay in out. */
 void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out);
+
+/* rl__adaptive_less_wait — the time of [t0, t1) (ns, any one clock) outside the wait
+ * [asked, ready) for the transaction's read version: (t1 - t0) less their overlap. asked 0: no
+ * wait; ready 0: still waiting at t1 (the overlap runs to t1). Both methods pay that wait on the
+ * first page that reads (its first read waits for the version), so the cursor observes a page's
+ * time without it (measured by the transaction layer: kv_stats.h rl__txn_rv_wait), not a model
+ * of it. t1 < t0 gives 0. */
+uint64_t rl__adaptive_less_wait(uint64_t t0, uint64_t t1, uint64_t asked, uint64_t ready);
+
+/* rl__adaptive_log, rl__adaptive_exp — log and exp of the calibration (relative error < 1e-9;
+ * log's x > 0 and finite; exp's x is clamped to [-700, 700]). Pure. */
+double rl__adaptive_log(double x);
+double rl__adaptive_exp(double x);
 
 /* rl__adaptive_class_of — the row class of a page of rows entries (0..RL__ADAPTIVE_CLASSES-1). */
 int rl__adaptive_class_of(double rows);

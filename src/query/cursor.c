@@ -58,7 +58,7 @@
  *      small first page starts them sooner).
  */
 #include <inttypes.h>
-#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,9 +104,9 @@ typedef struct {
 } ad_scan;
 
 /* The ADAPTIVE method's state per database (rl__db_slot): the model and what earlier pages
- * taught per index, guarded by mu (decisions and observations of concurrent cursors). */
+ * taught per index, guarded by lock (ad_lock: decisions and observations of concurrent cursors). */
 typedef struct {
-    pthread_mutex_t mu;
+    int lock;              /* 1 while held (ad_lock) */
     rl__adaptive_model m;
     ad_scan scans[AD_SCANS];
     uint64_t tick;
@@ -116,13 +116,22 @@ typedef struct {
 
 static void ad_state_init(void *p) {
     ad_state *a = p;
-    pthread_mutex_init(&a->mu, NULL);
+    a->lock = 0;
     rl__adaptive_init(&a->m, NULL);
 }
 
-static void ad_state_fini(void *p) { pthread_mutex_destroy(&((ad_state *)p)->mu); }
+/* The state's lock: a spinlock that yields the CPU after 64 tries. It is held for well under a
+ * microsecond (a decision, an observation, a table lookup), twice per page; a pthread mutex pair
+ * was ~55 instructions each time, 0.5 % of a limit-1 query on embedded (docs/benchmarks.md). */
+static void ad_lock(ad_state *a) {
+    for (int n = 0; __atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE); n++) {
+        if (n >= 64) sched_yield();
+    }
+}
 
-/* The entry of the index with key k (found, or the least recently used one reset). Under mu. */
+static void ad_unlock(ad_state *a) { __atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE); }
+
+/* The entry of the index with key k (found, or the least recently used one reset). Under ad_lock. */
 static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
     ad_scan *lru = &a->scans[0];
     a->tick++;
@@ -142,26 +151,50 @@ static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
 /* The database's state (created at its first ADAPTIVE cursor, with the priors of its kind of
  * backend: rl__adaptive_embedded_costs when it is not networked). NULL on out of memory. */
 static ad_state *ad_state_of(rl_db *db) {
-    ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, ad_state_fini);
+    ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, NULL);
     if (!a) return NULL;
-    pthread_mutex_lock(&a->mu);
+    if (__atomic_load_n(&a->costs_set, __ATOMIC_ACQUIRE)) return a; /* networked is set before */
+    ad_lock(a);
     if (!a->costs_set) {
         rl_kv_locality l;
         rl__db_locality(db, (const uint8_t *)"", 0, &l);
         if (!l.networked) a->m.costs = rl__adaptive_embedded_costs();
         a->networked = l.networked;
-        a->costs_set = 1;
+        __atomic_store_n(&a->costs_set, 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&a->mu);
+    ad_unlock(a);
     return a;
+}
+
+/* The test mode (query_int.h rl__query_adaptive_test): 0 off, N > 0 alternate with pages of N.
+ * -1 until the first ADAPTIVE cursor reads AD_TEST_ENV (once per process: a getenv per cursor
+ * was 1.3 % of a limit-1 query). */
+static int ad_test_rows_g = -1;
+
+static int ad_test_mode(void) {
+    int v = __atomic_load_n(&ad_test_rows_g, __ATOMIC_ACQUIRE);
+    if (v >= 0) return v;
+    const char *t = getenv(AD_TEST_ENV); /* "alternate" or "alternate:N" (tests only) */
+    v = 0;
+    if (t && !strncmp(t, "alternate", 9)) {
+        v = t[9] == ':' ? atoi(t + 10) : 3;
+        if (v < 1) v = 3;
+    }
+    int unset = -1; /* a concurrent rl__query_adaptive_test wins */
+    __atomic_compare_exchange_n(&ad_test_rows_g, &unset, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ad_test_rows_g, __ATOMIC_ACQUIRE);
+}
+
+void rl__query_adaptive_test(int alternate_rows) {
+    __atomic_store_n(&ad_test_rows_g, alternate_rows > 0 ? alternate_rows : 0, __ATOMIC_RELEASE);
 }
 
 int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *ud), void *ud) {
     ad_state *a = ad_state_of(db);
     if (!a) return RL_E_OUT_OF_MEMORY;
-    pthread_mutex_lock(&a->mu);
+    ad_lock(a);
     fn(&a->m, ud);
-    pthread_mutex_unlock(&a->mu);
+    ad_unlock(a);
     return RL_OK;
 }
 
@@ -267,9 +300,14 @@ struct rl_cursor {
     int64_t page_recv;        /* entries its reads received */
     int64_t page_consumed0, page_bytes0; /* c->consumed / bytes_scanned at its start */
     uint64_t page_kvs, page_recs; /* record key-values and records decoded in it */
-    uint64_t page_ns;         /* time spent inside rl_cursor_next on it */
-    uint64_t in_t0;           /* rl__clock_mono_ns() when the current call (or page) started */
+    uint64_t page_ns;         /* time spent inside rl_cursor_next on it, less the read-version
+                               * wait (page_add) */
+    uint64_t page_wait_ns;    /* ... the read-version wait taken out of it */
+    uint64_t in_t0;           /* rl__clock_mono_ns() when the current call (or page) started;
+                               * valid while in_call and page_on */
     int in_call;              /* inside rl_cursor_next (its time counts) */
+    int ad_rv_done;           /* the transaction's read-version wait is behind every page now
+                               * (or there is none to take out: a local backend) */
     rl__adaptive_decision ad_dec; /* the running page's decision */
     uint64_t cur_local, cur_remote; /* the page's mapped entries read locally / elsewhere */
     uint64_t ad_key;          /* rl__hash64 of ixprefix: its ad_scan entry */
@@ -1044,18 +1082,23 @@ static int remote_specific(int rc) {
 }
 
 /* The model's inputs for a page of rows entries, from what the cursor, the database's state and
- * the client's locality figures say (docs/design.md §7, ADAPTIVE). Called under c->ad->mu. */
+ * the client's locality figures say (docs/design.md §7, ADAPTIVE). Called under ad_lock(c->ad). */
 static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     rl_db *db = rl__txn_db(c->txn);
     rl_kv_locality li, lr;
-    const rl_buf *ik = c->has_last ? &c->last_key : &c->range_b;
-    rl__db_locality(db, ik->data, ik->len, &li);
-    /* The records' servers: those of the last record read, else of the records' first key. */
-    rl__buf_reset(&c->tb);
-    rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
-    rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
-    if (rl__buf_error(&c->tb)) memset(&lr, 0, sizeof lr);
-    else rl__db_locality(db, c->tb.data, c->tb.len, &lr);
+    if (!c->ad->networked) { /* a local backend's figures are all zero (kv_stats.h) */
+        memset(&li, 0, sizeof li);
+        lr = li;
+    } else {
+        const rl_buf *ik = c->has_last ? &c->last_key : &c->range_b;
+        rl__db_locality(db, ik->data, ik->len, &li);
+        /* The records' servers: those of the last record read, else of the records' first key. */
+        rl__buf_reset(&c->tb);
+        rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
+        rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
+        if (rl__buf_error(&c->tb)) memset(&lr, 0, sizeof lr);
+        else rl__db_locality(db, c->tb.data, c->tb.len, &lr);
+    }
     ad_scan *sc = ad_scan_of(c->ad, c->ad_key);
     memset(in, 0, sizeof *in);
     in->rows = (double)rows;
@@ -1094,38 +1137,61 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     in->s2s_batch = li.s2s_batch > 0 ? li.s2s_batch : 10;
 }
 
+/* Add the page's time from c->in_t0 to t (inside rl_cursor_next) to c->page_ns, less its overlap
+ * with the transaction's wait for its read version (kv_stats.h rl__txn_rv_wait): the first page's
+ * first read waits for it whatever the method, and on a cluster it is a round trip of its own —
+ * as much as a short page's work, and as noisy. Measured by the transaction layer, not modelled;
+ * once the version has arrived before a call's end no later call can overlap it, so the loads
+ * stop (ad_rv_done; set at open for a local backend, whose version is known at once). */
+static void page_add(rl_cursor *c, uint64_t t) {
+    uint64_t span = t > c->in_t0 ? t - c->in_t0 : 0, kept = span;
+    if (!c->ad_rv_done) {
+        uint64_t asked, ready;
+        rl__txn_rv_wait(c->txn, &asked, &ready);
+        kept = rl__adaptive_less_wait(c->in_t0, t, asked, ready);
+        if ((ready && ready <= t) || (!asked && c->consumed > 0)) c->ad_rv_done = 1;
+    }
+    c->page_ns += kept;
+    c->page_wait_ns += span - kept;
+    c->in_t0 = t;
+}
+
 /* End the running page: its time so far, and (unless it failed, ran in the test mode or
  * switched methods) the model's observation of it and the database's learned sizes. */
 static void page_end(rl_cursor *c) {
     if (!c->page_on) return;
+    if (c->in_call) page_add(c, rl__clock_mono_ns());
     c->page_on = 0;
-    if (c->in_call) {
-        uint64_t t = rl__clock_mono_ns();
-        c->page_ns += t - c->in_t0;
-        c->in_t0 = t;
-    }
     int64_t rows = c->consumed - c->page_consumed0;
+    if (c->o.explain && rows > 0 && c->explain.len && c->explain.data[c->explain.len - 1] == '\n') {
+        /* The page's own line (the last one) ends with what was observed. */
+        rl__buf_truncate(&c->explain, c->explain.len - 1);
+        rl__buf_printf(&c->explain, "; observed %.1f µs (read-version wait %.1f µs taken out)\n",
+                       (double)c->page_ns / 1e3, (double)c->page_wait_ns / 1e3);
+    }
     if (rows <= 0 || c->err || c->ad_test_alt || c->ad_dec.in.rows < 0) return;
-    rl__adaptive_decision d = c->ad_dec;
+    rl__adaptive_decision *d = &c->ad_dec; /* the page is over: observed in place */
     double bpr = (double)(c->bytes_scanned - c->page_bytes0) / (double)rows;
-    d.in.rows = (double)rows;
-    if (bpr > 0) d.in.bytes_per_row = bpr;
-    d.size_class = rl__adaptive_size_class((double)rows, d.in.bytes_per_row);
-    d.raw_ns[d.method] = rl__adaptive_estimate(&c->ad->m.costs, &d.in, d.method);
-    pthread_mutex_lock(&c->ad->mu);
-    rl__adaptive_observe(&c->ad->m, &d, (double)c->page_ns);
+    d->in.rows = (double)rows;
+    if (bpr > 0) d->in.bytes_per_row = bpr;
+    d->size_class = rl__adaptive_size_class((double)rows, d->in.bytes_per_row);
+    ad_lock(c->ad);
+    double raw[2];
+    rl__adaptive_raw(&c->ad->m, &d->in, raw);
+    d->raw_ns[d->method] = raw[d->method];
+    rl__adaptive_observe(&c->ad->m, d, (double)c->page_ns);
     ad_scan *a = ad_scan_of(c->ad, c->ad_key);
     a->bytes_per_row = a->bytes_per_row > 0 ? (1 - AD_EWMA) * a->bytes_per_row + AD_EWMA * bpr : bpr;
     if (c->page_recs > 0) {
         double k = (double)c->page_kvs / (double)c->page_recs;
         a->kvs_per_record = a->kvs_per_record > 0 ? (1 - AD_EWMA) * a->kvs_per_record + AD_EWMA * k : k;
     }
-    if (d.method == RL__ADAPTIVE_RF && c->cur_local + c->cur_remote > 0) {
+    if (d->method == RL__ADAPTIVE_RF && c->cur_local + c->cur_remote > 0) {
         double f = (double)c->cur_remote / (double)(c->cur_local + c->cur_remote);
         a->frac_remote = a->have_frac ? (1 - AD_EWMA) * a->frac_remote + AD_EWMA * f : f;
         a->have_frac = 1;
     }
-    pthread_mutex_unlock(&c->ad->mu);
+    ad_unlock(c->ad);
 }
 
 /* Start the next page: decide its method (rl__adaptive_decide under the database's lock), count
@@ -1135,10 +1201,10 @@ static int page_begin(rl_cursor *c) {
     if (c->o.limit > 0 && c->o.limit - c->rows < rows) rows = c->o.limit - c->rows;
     if (rows < 1) rows = 1;
     rl__adaptive_inputs in;
-    pthread_mutex_lock(&c->ad->mu);
+    ad_lock(c->ad);
     page_inputs(c, rows, &in);
     rl__adaptive_decide(&c->ad->m, &in, &c->ad_dec);
-    pthread_mutex_unlock(&c->ad->mu);
+    ad_unlock(c->ad);
     const char *why = NULL;
     if (c->ad_sf_only) {
         c->ad_dec.method = RL__ADAPTIVE_SF;
@@ -1164,8 +1230,8 @@ static int page_begin(rl_cursor *c) {
     c->page_consumed0 = c->consumed;
     c->page_bytes0 = c->bytes_scanned;
     c->page_kvs = c->page_recs = 0;
-    c->page_ns = 0;
-    c->in_t0 = rl__clock_mono_ns();
+    c->page_ns = c->page_wait_ns = 0;
+    c->in_t0 = rl__clock_mono_ns(); /* the page's time starts after its decision */
     c->cur_local = c->cur_remote = 0;
     int iteration = c->iteration > 0 ? c->iteration : 1; /* ITERATOR's growth goes on */
     int rc = src_start(c, c->ad_dec.method == RL__ADAPTIVE_RF ? SRC_REMOTE : SRC_SCAN);
@@ -1394,11 +1460,11 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
             rc = RL_E_OUT_OF_MEMORY;
             goto fail;
         }
-        const char *t = getenv(AD_TEST_ENV); /* "alternate" or "alternate:N" (tests only) */
-        if (t && !strncmp(t, "alternate", 9)) {
+        c->ad_rv_done = !c->ad->networked; /* a local backend never waits for a version */
+        int alt = ad_test_mode();
+        if (alt > 0) {
             c->ad_test_alt = 1;
-            c->ad_test_rows = t[9] == ':' ? atoi(t + 10) : 3;
-            if (c->ad_test_rows < 1) c->ad_test_rows = 3;
+            c->ad_test_rows = alt;
         }
     } else if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) {
         goto fail;
@@ -1603,10 +1669,17 @@ int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
     rl_alloc_get_stats(&before);
     if (c->err) return c->err; /* sticky: the detail stays the first failure's */
     unsigned mark = rl__errdetail_mark(&c->detail);
-    if (c->adaptive) c->in_t0 = rl__clock_mono_ns(), c->in_call = 1;
+    if (c->adaptive) {
+        /* A running page's time starts now; otherwise page_begin starts the next page's clock
+         * after its decision (or the call only ends the cursor): one clock read saved. */
+        if (c->page_on) c->in_t0 = rl__clock_mono_ns();
+        c->in_call = 1;
+    }
     int rc = next_row(c, out);
-    if (c->adaptive && c->page_on) c->page_ns += rl__clock_mono_ns() - c->in_t0;
-    c->in_call = 0;
+    if (c->adaptive) {
+        if (c->page_on) page_add(c, rl__clock_mono_ns());
+        c->in_call = 0;
+    }
     add_alloc_delta(c, &before);
     return rl__errdetail_finish(&c->detail, mark, rc, "rl_cursor_next");
 }

@@ -54,4 +54,11 @@ int rl__qcont_decode(const uint8_t *p, size_t len, uint64_t h, int *out_has_key,
  * RL_E_OUT_OF_MEMORY. */
 int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *ud), void *ud);
 
+/* rl__query_adaptive_test — tests only: from now on every ADAPTIVE cursor opened in this process
+ * runs pages of alternate_rows entries alternating USE_REMOTE_FETCH and SCAN_AND_FETCH, without
+ * observing them (docs/design.md §7, test mode); 0 (or less) turns it off. Overrides the
+ * RL_QUERY_ADAPTIVE_TEST environment variable, which is read once, at the first ADAPTIVE cursor.
+ * Thread-safe. */
+void rl__query_adaptive_test(int alternate_rows);
+
 #endif

@@ -19,6 +19,11 @@
  *   adaptive-2.3  `rl query --fetch adaptive --explain --stats` on the cluster: every line
  *                 parses, one explain line per page counted by the stats' "adaptive" object, the
  *                 pages after the first show the measured round trip
+ *   adaptive-2.4  the read-version wait is taken out of the first page's observed time (issue 11:
+ *                 both methods pay it): a limit-1 query in a fresh transaction reports a wait of
+ *                 at least one delayed round trip, and its observed time plus that wait is within
+ *                 the call's wall time; a second query in the same transaction (the version is
+ *                 known) reports no wait
  */
 #include <math.h>
 #include <stdlib.h>
@@ -102,10 +107,8 @@ static int scan(rl__tool *t, rl_fetch_method m, rl_query_counters *out_k, uint64
 static void seed_wrong(rl__adaptive_model *m, void *ud) {
     (void)ud;
     for (int k = 0; k < RL__ADAPTIVE_ALL_CLASSES; k++) {
-        m->cls[k].log_factor[RL__ADAPTIVE_SF] = log(0.01);
-        m->cls[k].observed[RL__ADAPTIVE_SF] = 1;
-        m->cls[k].log_factor[RL__ADAPTIVE_RF] = 0;
-        m->cls[k].observed[RL__ADAPTIVE_RF] = 1;
+        rl__adaptive_set_factor(m, k, RL__ADAPTIVE_SF, 0.01);
+        rl__adaptive_set_factor(m, k, RL__ADAPTIVE_RF, 1);
     }
 }
 
@@ -212,6 +215,51 @@ TEST(adaptive_2_3_explain_cli) {
     free(out);
 }
 
+/* A limit-1 ADAPTIVE query in txn with explain: *out_wait_us and *out_obs_us from its one line,
+ * *out_wall_us the wall time of its first rl_cursor_next. */
+static void limit1(rl__tool *t, rl_txn *txn, double *out_wait_us, double *out_obs_us, double *out_wall_us) {
+    rl_query_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.fetch = RL_FETCH_ADAPTIVE;
+    o.explain = 1;
+    o.limit = 1;
+    rl_cursor *c;
+    const rl_query_row *row;
+    ASSERT_OK(rl_cursor_open(t->s, txn, "price_idx", &o, &c));
+    uint64_t t0 = rl__clock_mono_ns();
+    ASSERT_OK(rl_cursor_next(c, &row));
+    *out_wall_us = (double)(rl__clock_mono_ns() - t0) / 1e3;
+    ASSERT_NOT_NULL(row);
+    const char *ex = rl_cursor_explain(c), *o1 = strstr(ex, "; observed "), *w = strstr(ex, "(read-version wait ");
+    printf("%s", ex);
+    ASSERT_NOT_NULL(o1);
+    ASSERT_NOT_NULL(w);
+    *out_obs_us = atof(o1 + strlen("; observed "));
+    *out_wait_us = atof(w + strlen("(read-version wait "));
+    rl_cursor_free(c);
+}
+
+TEST(adaptive_2_4_read_version_wait_taken_out) {
+    if (!cluster()) skip();
+    rl__tool t;
+    ASSERT_OK(rl__tool_open(&t, cl.url, NULL, 0, RL__TOOL_READ_ONLY));
+    rl_txn *txn;
+    ASSERT_OK(rl_txn_begin(t.db, &txn));
+    double wait, obs, wall;
+    limit1(&t, txn, &wait, &obs, &wall);
+    printf("fresh transaction: wait %.1f us, observed %.1f us, call %.1f us\n", wait, obs, wall);
+    ASSERT_TRUE(wait >= 2 * DELAY_US * 0.9); /* a round trip to the coordinator, delayed */
+    ASSERT_TRUE(obs > 0);
+    ASSERT_TRUE(obs + wait <= wall + 1.0);   /* parts of the call (µs, printed with 0.1 µs) */
+    limit1(&t, txn, &wait, &obs, &wall);
+    printf("same transaction: wait %.1f us, observed %.1f us, call %.1f us\n", wait, obs, wall);
+    ASSERT_TRUE(wait == 0);
+    ASSERT_TRUE(obs > 0 && obs <= wall + 1.0);
+    rl_txn_free(txn);
+    rl__tool_close(&t);
+}
+
 static int teardown(void **state) {
     (void)state;
     if (started) rl_test_cluster_stop(&cl);
@@ -220,7 +268,7 @@ static int teardown(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(adaptive_2_1_rtt_measured), T(adaptive_2_2_wrong_prior_corrected),
-                                       T(adaptive_2_3_explain_cli)};
+                                       T(adaptive_2_3_explain_cli), T(adaptive_2_4_read_version_wait_taken_out)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, teardown);
 }

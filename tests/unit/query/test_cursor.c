@@ -6,6 +6,7 @@
  * Test IDs: query_2_*. Seeded by rl_test_seed() (printed).
  */
 #include "qtest.h"
+#include "query/query_int.h"
 #include "reclayer/alloc.h"
 
 static const rl_fetch_method METHODS[] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
@@ -234,7 +235,7 @@ TEST(query_2_3_fallback_before_any_row) {
         rl_cursor_free(c);
         /* ADAPTIVE in the test mode (one page of 100 entries: a remote one): the page meets the
          * write (2039) and is resumed with SCAN_AND_FETCH; no error, every row. */
-        setenv("RL_QUERY_ADAPTIVE_TEST", "alternate:100", 1);
+        rl__query_adaptive_test(100); /* RL_QUERY_ADAPTIVE_TEST=alternate:100 */
         for (int skip = 0; skip <= 4; skip += 4) {
             o.fetch = RL_FETCH_ADAPTIVE;
             o.skip = skip;
@@ -249,7 +250,7 @@ TEST(query_2_3_fallback_before_any_row) {
             ASSERT_EQ(k.pages_scan_and_fetch, 1);
             rl_cursor_free(c);
         }
-        unsetenv("RL_QUERY_ADAPTIVE_TEST");
+        rl__query_adaptive_test(0);
         rl_txn_free(t);
     }
     qt_close(&e);

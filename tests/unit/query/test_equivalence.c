@@ -9,6 +9,7 @@
  * Test IDs: query_1_*. Seeded by rl_test_seed() (printed; replay with RL_SEED=N).
  */
 #include "qtest.h"
+#include "query/query_int.h"
 
 static const rl_fetch_method METHODS[] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
                                           RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK, RL_FETCH_ADAPTIVE};
@@ -196,10 +197,8 @@ TEST(query_1_6_adaptive_alternating) {
     static const int sizes[] = {1, 2, 3, 5, 17};
     uint64_t rs = rl_test_seed() ^ 0x616c74;
     for (int i = 0; i < 5; i++) {
-        char env[32];
         g_alternate = sizes[i];
-        snprintf(env, sizeof env, "alternate:%d", g_alternate);
-        setenv("RL_QUERY_ADAPTIVE_TEST", env, 1);
+        rl__query_adaptive_test(g_alternate); /* RL_QUERY_ADAPTIVE_TEST=alternate:N */
         qt_env e;
         char tag[16];
         snprintf(tag, sizeof tag, "q16%d", i);
@@ -212,7 +211,7 @@ TEST(query_1_6_adaptive_alternating) {
         }
         qt_close(&e);
     }
-    unsetenv("RL_QUERY_ADAPTIVE_TEST");
+    rl__query_adaptive_test(0);
     g_alternate = 0;
 }
 

@@ -1,0 +1,175 @@
+/* test_adaptive_wait.c — the ADAPTIVE method observes a page's time without the wait for the
+ * transaction's read version (issue 11: both methods pay it, so it tells the model nothing and
+ * its noise flips short queries' choice). Pure: rl__adaptive_less_wait on synthetic timelines, and
+ * the model (src/query/adaptive.h) fed the same noisy pages with the wait in and taken out.
+ *
+ *   adaptive-3.1  rl__adaptive_less_wait: the time of a call outside the wait, for a wait before,
+ *                 after, around, inside or across the call, one still running (ready 0), none
+ *                 (asked 0); summed over the calls of a page it is the page less the wait's part
+ *                 in it, whatever the cut into calls
+ *   adaptive-3.2  a stream of limit-1 queries on a synthetic cluster whose first page pays a
+ *                 read-version wait of one round trip with heavy upward noise (another process,
+ *                 a queue at the coordinator): the model fed each page's timeline through
+ *                 rl__adaptive_less_wait makes exactly the decisions of a model fed the pages'
+ *                 own times (no wait at all), settles on the truly cheaper method and keeps to it
+ *                 except for bounded explorations (and rechecks after a burst of slow pages, the
+ *                 pages' own noise); the model fed the raw times (wait included) is printed
+ *                 beside it for comparison
+ *   adaptive-3.3  the calibration's own log and exp (no libm call per observation) agree with
+ *                 libm's to 1e-9 over the factors' range
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+#include "query/adaptive.h"
+
+#define US 1000.0
+
+/* adaptive-3.1 */
+TEST(adaptive_3_1_less_wait) {
+    /* No wait: the whole call. */
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 0, 0), 100);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 0, 150), 100); /* asked 0: nothing to take out */
+    /* A wait that ended before the call, or starts after it. */
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 10, 90), 100);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 10, 100), 100);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 200, 300), 100);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 250, 0), 100);
+    /* Inside, across the start, across the end, around. */
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 120, 170), 50);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 50, 130), 70);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 180, 260), 80);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 50, 260), 0);
+    /* Still waiting at the call's end: the wait runs to it. */
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 140, 0), 40);
+    ASSERT_EQ(rl__adaptive_less_wait(100, 200, 90, 0), 0);
+    /* An empty or inverted call. */
+    ASSERT_EQ(rl__adaptive_less_wait(200, 200, 0, 0), 0);
+    ASSERT_EQ(rl__adaptive_less_wait(300, 200, 0, 0), 0);
+    /* Over a page's calls (the cursor sums them; between calls the caller's time is not the
+     * page's): random cuts of [0, 10000) into calls with gaps, a random wait. */
+    uint64_t rs = rl_test_seed();
+    for (int it = 0; it < 2000; it++) {
+        uint64_t asked = 1 + rl_test_rand_below(&rs, 12000), /* 0 would be "no wait" */ ready = asked + 1 + rl_test_rand_below(&rs, 6000);
+        uint64_t t = 0, sum = 0, want = 0;
+        while (t < 10000) {
+            uint64_t t0 = t, t1 = t0 + 1 + rl_test_rand_below(&rs, 3000);
+            if (t1 > 10000) t1 = 10000;
+            /* The call's view of the wait: not arrived yet when ready is after its end. */
+            uint64_t seen_ready = ready <= t1 ? ready : 0, seen_asked = asked < t1 ? asked : 0;
+            sum += rl__adaptive_less_wait(t0, t1, seen_asked, seen_ready);
+            for (uint64_t x = t0; x < t1; x++) want += !(x >= asked && x < ready);
+            t = t1 + rl_test_rand_below(&rs, 500); /* the caller's time between calls */
+        }
+        if (sum != want) fail_msg("wait [%llu, %llu): %llu outside it, want %llu", (unsigned long long)asked,
+                                  (unsigned long long)ready, (unsigned long long)sum, (unsigned long long)want);
+    }
+}
+
+/* A limit-1 page on one server at a 0.55 ms round trip, as rl__adaptive_inputs. */
+static rl__adaptive_inputs limit1_page(void) {
+    rl__adaptive_inputs in = {
+        .rows = 1,
+        .bytes_per_row = 60,
+        .kvs_per_record = 1,
+        .pipeline_depth = 10,
+        .index_page_rows = 1,
+        .mapped_page_bytes = 1 << 20,
+        .rtt_index_ns = 550 * US,
+        .rtt_records_ns = 550 * US,
+        .rtt_s2s_ns = 550 * US,
+        .frac_remote = 0,
+        .strategy = RL__ADAPTIVE_GROUPED,
+        .s2s_batch = 10,
+    };
+    return in;
+}
+
+/* Upward-only noise of a loaded machine: most pages within 5 %, some 1.2-2x, a few 2-4x. */
+static double noise(uint64_t *rs) {
+    uint64_t r = rl_test_rand_below(rs, 100);
+    if (r < 80) return 1.0 + (double)rl_test_rand_below(rs, 50) / 1000.0;
+    if (r < 95) return 1.2 + (double)rl_test_rand_below(rs, 800) / 1000.0;
+    return 2.0 + (double)rl_test_rand_below(rs, 2000) / 1000.0;
+}
+
+/* adaptive-3.2 */
+TEST(adaptive_3_2_converges_without_the_wait) {
+    /* The synthetic truth: both methods' own page work is off the model by a factor (the model
+     * is a model), remote fetch 1.25x cheaper — close, as short queries' methods are; the read
+     * version costs one round trip, its noise heavier than the pages' (a queue at the
+     * coordinator, another process). */
+    const double work[2] = {1.4 * 1100 * US, 1.12 * 1100 * US}; /* SF, RF */
+    const int best = RL__ADAPTIVE_RF;
+    rl__adaptive_model taken_out, none, raw;
+    rl__adaptive_init(&taken_out, NULL);
+    rl__adaptive_init(&none, NULL);
+    rl__adaptive_init(&raw, NULL);
+    uint64_t rs = rl_test_seed();
+    int n = 2000, warm = 40, wrong_taken = 0, wrong_raw = 0, explored_taken = 0, differ = 0;
+    double spent_taken = 0, spent_raw = 0, best_total = 0;
+    for (int q = 0; q < n; q++) {
+        rl__adaptive_inputs in = limit1_page();
+        rl__adaptive_decision dt, dn, dr;
+        rl__adaptive_decide(&taken_out, &in, &dt);
+        rl__adaptive_decide(&none, &in, &dn);
+        rl__adaptive_decide(&raw, &in, &dr);
+        differ += dt.method != dn.method;
+        /* The page's timeline (ns from the page's start): its first read waits for the read
+         * version, asked at 2 µs and arriving one noisy round trip later; then the method's own
+         * work, with the page's noise. One call for the whole page (limit 1). */
+        double w = 550 * US * noise(&rs) * noise(&rs);
+        uint64_t asked = 2000, ready = asked + (uint64_t)w;
+        double nz = noise(&rs), own_t = work[dt.method] * nz, own_r = work[dr.method] * nz;
+        uint64_t end_t = ready + (uint64_t)own_t, end_r = ready + (uint64_t)own_r;
+        double obs_t = (double)rl__adaptive_less_wait(0, end_t, asked, ready);
+        ASSERT_TRUE(fabs(obs_t - (double)((uint64_t)own_t + asked)) < 1.0); /* the work, exactly */
+        rl__adaptive_observe(&taken_out, &dt, obs_t);
+        rl__adaptive_observe(&none, &dn, (double)((uint64_t)own_t + asked)); /* the same page, no wait */
+        rl__adaptive_observe(&raw, &dr, (double)end_r);
+        if (q >= warm) {
+            wrong_taken += dt.method != best && !dt.explored;
+            wrong_raw += dr.method != best && !dr.explored;
+            explored_taken += dt.explored;
+            spent_taken += own_t + w;
+            spent_raw += own_r + w;
+            best_total += work[best] * nz + w; /* the same page with the best method */
+        }
+    }
+    int m = n - warm;
+    printf("after %d queries: wait taken out: %d wrong choices, %d explorations, time %.4f of always-best; "
+           "wait included: %d wrong choices, time %.4f\n",
+           warm, wrong_taken, explored_taken, spent_taken / best_total, wrong_raw, spent_raw / best_total);
+    ASSERT_EQ(differ, 0);                     /* taking the wait out = never having had it */
+    /* Settled on the cheaper method: typically under 1 % of the pages wrong; a rare burst of 6+
+     * slow pages of it in a row (about one seed in 60) leaves it past the exploration bound until
+     * a probe, up to ~15 % wrong at a 1.25x difference — bounded in time all the same. */
+    ASSERT_TRUE(wrong_taken <= m / 5);
+    /* Explorations: the periodic ones, the probes, and rechecks after a burst cost a method the
+     * lead (at most 4 per change of lead; a few changes in 2,000 noisy pages). */
+    ASSERT_TRUE(explored_taken <= m / RL__ADAPTIVE_EXPLORE_EVERY + m / RL__ADAPTIVE_PROBE_EVERY + m / 100);
+    ASSERT_TRUE(spent_taken / best_total <= 1.04);
+}
+
+/* adaptive-3.3: the calibration's own log and exp agree with libm's over the factors' range. */
+TEST(adaptive_3_3_log_exp) {
+    double worst = 0;
+    for (double x = 1e-6; x < 1e6; x *= 1.0137) {
+        double e = fabs(rl__adaptive_log(x) - log(x)) / fmax(1e-3, fabs(log(x)));
+        if (e > worst) worst = e;
+        ASSERT_TRUE(e < 1e-9);
+    }
+    for (double x = -30; x < 30; x += 0.00731) {
+        double e = fabs(rl__adaptive_exp(x) / exp(x) - 1);
+        if (e > worst) worst = e;
+        ASSERT_TRUE(e < 1e-9);
+    }
+    ASSERT_TRUE(fabs(rl__adaptive_log(1.0)) < 1e-15);
+    ASSERT_TRUE(rl__adaptive_exp(0.0) == 1.0);
+    ASSERT_TRUE(rl__adaptive_exp(NAN) > 0 && rl__adaptive_exp(1e9) > 1e300);
+    printf("worst relative error %.3g\n", worst);
+}
+
+RL_TEST_MAIN(T(adaptive_3_1_less_wait), T(adaptive_3_2_converges_without_the_wait), T(adaptive_3_3_log_exp))
