@@ -31,7 +31,10 @@
  * entry one walk of the key (and one of the value, if referenced) both validates the whole tuple
  * (an error anywhere is RL_E_KEY_NOT_TUPLE / RL_E_VALUE_NOT_TUPLE, as with FoundationDB's full
  * unpack) and records the spans of the elements the placeholders need (find_spans); P's exact
- * size is then known before it is written. Placeholder indexes >= MAX_SPANS (32) take the
+ * size is then known before it is written. The walk measures the common elements itself
+ * (integers, byte strings and ASCII strings: quick_elem_end, accepting exactly what the tuple
+ * decoder accepts; test mapped_1_15) and asks rl__tuple_iter_next for any other element, well
+ * formed or not. Placeholder indexes >= MAX_SPANS (32) take the
  * general path (validate, then rl__tuple_get per placeholder); both give identical bytes and
  * errors (test mapped_1_13).
  * Within one mapped read every index key lies in [begin, end), so all of them start with the
@@ -284,19 +287,62 @@ fail:
 
 int rl__mapper_is_range(const rl_mapper *m) { return m ? m->is_range : 0; }
 
+/* The end of the top-level tuple element at p (p < end) when it is one of the common kinds —
+ * an integer of 0..8 bytes (codes 0x0c..0x1c), a byte string or an ASCII string without an
+ * escaped NUL — and well formed, exactly as rl__tuple_iter_next would accept it; NULL for every
+ * other element, well formed or not (the caller then asks rl__tuple_iter_next, which decides
+ * and names the error). Index keys are made of such elements, and rl__tuple_iter_next's general
+ * decoding (the value, the element struct) was most of what building P cost. */
+static inline const uint8_t *quick_elem_end(const uint8_t *p, const uint8_t *end) {
+    uint8_t c = p[0];
+    if (c >= 0x0c && c <= 0x1c) {
+        if (c == 0x14) return p + 1;
+        size_t n = c > 0x14 ? (size_t)(c - 0x14) : (size_t)(0x14 - c);
+        if ((size_t)(end - p) - 1 < n || p[1] == (c < 0x14 ? 0xff : 0x00)) return NULL;
+        return p + 1 + n; /* minimal (no leading zero magnitude byte), not truncated */
+    }
+    if (c == 0x01 || c == 0x02) {
+        for (const uint8_t *q = p + 1; q < end; q++) {
+            if (*q == 0) return q + 1 < end && q[1] == 0xff ? NULL : q + 1;
+            if (*q >= 0x80 && c == 0x02) return NULL; /* UTF-8 beyond ASCII: the decoder checks */
+        }
+        return NULL; /* unterminated */
+    }
+    return NULL;
+}
+
+/* The next top-level element of the walk at *pp (< end): its bytes in *raw / *raw_len, *pp
+ * past it. RL_OK, RL_E_NOT_FOUND at the end, or rl__tuple_iter_next's decoding error. */
+static inline int walk_next(const uint8_t **pp, const uint8_t *end, const uint8_t **raw,
+                            size_t *raw_len) {
+    const uint8_t *p = *pp, *z;
+    if (p >= end) return RL_E_NOT_FOUND;
+    if (!(z = quick_elem_end(p, end))) {
+        rl_tuple_iter it;
+        rl_tuple_elem e;
+        rl__tuple_iter_init(&it, p, (size_t)(end - p)); /* top level: the state is the position */
+        int rc = rl__tuple_iter_next(&it, &e);
+        if (rc != RL_OK) return rc;
+        z = p + e.raw_len;
+    }
+    *raw = p;
+    *raw_len = (size_t)(z - p);
+    *pp = z;
+    return RL_OK;
+}
+
 /* Walk the whole tuple data[0..len) once (so that any encoding error anywhere is found, as
  * rl__tuple_validate would) and record the spans of its first `want` elements (want <=
  * MAX_SPANS). RL_OK, or the decoding error. */
 static int span_walk(const void *data, size_t len, size_t want, elem_spans *out) {
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    const uint8_t *p = data, *end = p + len, *raw;
+    size_t raw_len;
     int rc;
     out->n = 0;
-    rl__tuple_iter_init(&it, data, len);
-    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+    while ((rc = walk_next(&p, end, &raw, &raw_len)) == RL_OK) {
         if (out->n < want) {
-            out->raw[out->n] = e.raw;
-            out->raw_len[out->n] = e.raw_len;
+            out->raw[out->n] = raw;
+            out->raw_len[out->n] = raw_len;
             out->n++;
         }
     }
@@ -321,9 +367,8 @@ typedef struct {
  * starts with the km->shared bytes the memo's key started with. */
 static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_spans *out,
                          key_memo *km) {
-    rl_tuple_iter it;
-    rl_tuple_elem e;
-    size_t skip = 0, count = 0, resume = 0;
+    const uint8_t *p, *end = data + len, *raw;
+    size_t skip = 0, count = 0, resume = 0, raw_len;
     int rc;
     if (!km) return span_walk(data, len, want, out);
     out->n = 0;
@@ -335,16 +380,16 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
         out->n = km->n;
         skip = km->resume;
     }
-    rl__tuple_iter_init(&it, data + skip, len - skip);
-    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+    p = data + skip;
+    while ((rc = walk_next(&p, end, &raw, &raw_len)) == RL_OK) {
         if (out->n < want) {
-            out->raw[out->n] = e.raw;
-            out->raw_len[out->n] = e.raw_len;
+            out->raw[out->n] = raw;
+            out->raw_len[out->n] = raw_len;
             out->n++;
         }
-        if (!km->set && (size_t)(e.raw - data) + e.raw_len < km->shared) {
+        if (!km->set && (size_t)(raw - data) + raw_len < km->shared) {
             count++;
-            resume = (size_t)(e.raw - data) + e.raw_len;
+            resume = (size_t)(raw - data) + raw_len;
         }
     }
     if (rc != RL_E_NOT_FOUND) return rc;
