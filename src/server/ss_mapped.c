@@ -11,7 +11,8 @@
  *             1. split every item into pieces, one per shard its keys touch (a point read is one
  *                piece; a prefix range inside one shard is one piece), under map_mu: a piece
  *                inside a range this server owns is local, any other goes to a member of the
- *                team the shard map names for it;
+ *                team the shard map names for it (an item wholly inside a range this server
+ *                holds — the usual case — is not split at all: item_local);
  *             2. hand the items wholly inside this server's shards back to mapped.c (read_here:
  *                it reads them under one engine read lock per batch, as without a hook), and
  *                read the local pieces of items that cross shards;
@@ -652,6 +653,23 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
     } while (1);
 }
 
+/* 1 if item it lies wholly inside one range this server holds at the read's version (what
+ * split_item would make one local piece of): the range the previous item fell in (*kp) is tried
+ * first, so a page of secondaries in one shard costs two key comparisons each and no piece.
+ * Caller holds map_mu. Owned ranges are disjoint (ss_int.h), so the range found is the one
+ * rl__ss_own_find would return. */
+static int item_local(const rl_ss *ss, const rl_secondary_item *it, rl_version v, int *kp) {
+    int k = *kp;
+    if (k < 0 || (uint32_t)k >= ss->n_own ||
+        rl__bytes_cmp(it->begin, it->begin_len, ss->own[k].begin, ss->own[k].begin_len) < 0 ||
+        rl__bytes_cmp(it->begin, it->begin_len, ss->own[k].end, ss->own[k].end_len) >= 0) {
+        if ((k = rl__ss_own_find(ss, it->begin, it->begin_len, 0)) < 0) return 0;
+        *kp = k;
+    }
+    if (rl__ss_own_version(ss, k, v) != RL_OK) return 0; /* moving: split_item decides */
+    return !it->is_range || rl__bytes_cmp(it->end, it->end_len, ss->own[k].end, ss->own[k].end_len) <= 0;
+}
+
 /* Read a local piece at the engine version v. */
 static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *it, ss_piece *p,
                              rl_arena *a) {
@@ -943,8 +961,14 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
             pthread_mutex_lock(&ss->map_mu);
         }
     }
+    int k_last = -1;
     for (int i = 0; i < n && rc == RL_OK; i++) {
         first[i] = ps.n;
+        if (item_local(ss, &items[i], c->version, &k_last)) {
+            items[i].read_here = 1; /* no piece: mapped.c reads it (below: count 0, local) */
+            count[i] = 0;
+            continue;
+        }
         rc = split_item(c, &items[i], i, &ps, a);
         count[i] = ps.n - first[i];
     }
