@@ -1660,6 +1660,8 @@ static uint32_t leaf_bound_from(const bt_leaf *l, uint32_t from, const uint8_t *
     return lo;
 }
 
+#define SHORT_RANGE 4 /* rows a forward range read takes in its one-pass form (below) */
+
 /* Range reads copy rows window by window: pass 1 walks up to a window of rows counting them and
  * their bytes (prefetching rows PREFETCH_AHEAD positions ahead), then the result array grows
  * once (to at least the rows so far) and one arena allocation takes all the window's keys and
@@ -1697,6 +1699,59 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
     const void *bk = reverse ? begin : end;
     size_t bkl = reverse ? begin_len : end_len;
     cursor c = reverse ? cur_before(st, seek(st, end, end_len, 0)) : seek(st, begin, begin_len, 0);
+    if (!reverse) {
+        /* A short forward range (a mapped read's secondary: usually one row) in one pass: each
+         * row is compared with end directly, and the rows and bytes take one allocation. More
+         * than SHORT_RANGE rows in range (or 2 x SHORT_RANGE rows walked, some invisible at v):
+         * the window loop below reads the range from c. */
+        const bt_row *sr[SHORT_RANGE];
+        const st_ver *se[SHORT_RANGE];
+        int sn = 0, smore = 0, fits = 0, walked = 0;
+        long sbytes = 0;
+        for (cursor y = c;; cur_next(&y)) {
+            if (!y.l || row_cmp(cur_row(y), end, end_len) >= 0) {
+                fits = 1;
+                break;
+            }
+            if (++walked > 2 * SHORT_RANGE) break; /* rows invisible at v: the loop below */
+            const bt_row *r = cur_row(y);
+            const st_ver *e = visible(r, v);
+            if (!e) continue;
+            if ((limit && sn >= limit) || (target_bytes && sbytes >= target_bytes)) {
+                smore = fits = 1; /* as the window loop: more only when a row is left out */
+                break;
+            }
+            if (sn == SHORT_RANGE) break;
+            sr[sn] = r;
+            se[sn] = e;
+            sn++;
+            sbytes += (long)r->klen + (long)e->len;
+        }
+        if (fits) {
+            if (sn) {
+                rl_keyvalue *kv = rl__arena_alloc(a, (size_t)sn * sizeof *kv + (size_t)sbytes);
+                if (!kv) {
+                    rc = RL_E_OUT_OF_MEMORY;
+                    goto out;
+                }
+                uint8_t *p = (uint8_t *)(kv + sn);
+                for (int i = 0; i < sn; i++) {
+                    memcpy(p, sr[i]->key, sr[i]->klen);
+                    kv[i].key = p;
+                    kv[i].key_len = sr[i]->klen;
+                    p += sr[i]->klen;
+                    if (se[i]->len) memcpy(p, se[i]->data, se[i]->len);
+                    kv[i].value = p;
+                    kv[i].value_len = se[i]->len;
+                    p += se[i]->len;
+                }
+                *out_kvs = kv;
+            }
+            *out_n = sn;
+            *out_more = smore;
+            goto out;
+        }
+    }
     while (c.l && !done) {
         /* Pass 1: count the window's rows and bytes. */
         cursor w0 = c;
