@@ -773,7 +773,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             rc = RL_E_OUT_OF_MEMORY;
             goto fail;
         }
-        memset(ents, 0, (size_t)n_idx * sizeof *ents);
+        /* Not zeroed: every field of an entry that is returned is written (the index, the
+         * bounds by secondary_bounds, the rows by read_local or from the hook's item). */
         if (fn) {
             size_t n_items = (size_t)(opt.batch < n_idx ? opt.batch : n_idx);
             items = rl__arena_alloc(a, n_items * sizeof *items);
