@@ -42,9 +42,12 @@
  * leading elements of the first key walked that end strictly before that many bytes (the byte
  * after an element is shared too: a string's or nested tuple's end is decided by looking one
  * byte past its terminator) parse identically in every key: the same bytes, the same
- * validation outcome, the same spans. A key_memo records them once; later keys take their
- * spans from the memo (re-based on the key) and walk only the rest (the subspace's strings are
- * the costly part of the walk). Test mapped_1_14 compares with the plain walk.
+ * validation outcome, the same spans. So does one ending exactly at that many bytes in every key
+ * whose next byte is not 0xff (or that ends there): such keys use the memo with it (a subspace
+ * prefix's last string, e.g. the index name, is not walked per key), others walk in full. A
+ * key_memo records them once; later keys take their spans from the memo (re-based on the key)
+ * and walk only the rest (the subspace's strings are the costly part of the walk). Test
+ * mapped_2_14 compares with the plain walk.
  *
  * ---- The mapped read and its accounting ------------------------------------------------------
  *
@@ -355,8 +358,12 @@ static int span_walk(const void *data, size_t len, size_t want, elem_spans *out)
 typedef struct {
     size_t shared; /* every key of the read starts with the same `shared` bytes */
     int set;
-    size_t count;  /* elements ending before byte `shared` (of the key the memo was taken from) */
+    size_t count;  /* elements ending at or before byte `shared` (of the key the memo was taken
+                      from) */
     size_t resume; /* where element `count` starts */
+    int edge;      /* the last of them ends exactly at `shared`: a string's or nested tuple's end
+                      is decided by the byte after its 0x00 (0xff continues it), so the memo
+                      serves only keys whose byte `shared` is not 0xff (or that end there) */
     size_t n;      /* spans recorded among them: min(count, want) */
     size_t off[MAX_SPANS], len[MAX_SPANS];
 } key_memo;
@@ -372,6 +379,8 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
     int rc;
     if (!km) return span_walk(data, len, want, out);
     out->n = 0;
+    if (km->set && km->edge && len > km->shared && data[km->shared] == 0xff)
+        return span_walk(data, len, want, out); /* the memo's last element may not end here */
     if (km->set) {
         for (size_t i = 0; i < km->n; i++) {
             out->raw[i] = data + km->off[i];
@@ -387,7 +396,7 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
             out->raw_len[out->n] = raw_len;
             out->n++;
         }
-        if (!km->set && (size_t)(raw - data) + raw_len < km->shared) {
+        if (!km->set && (size_t)(raw - data) + raw_len <= km->shared) {
             count++;
             resume = (size_t)(raw - data) + raw_len;
         }
@@ -397,6 +406,7 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
         km->set = 1;
         km->count = count;
         km->resume = resume;
+        km->edge = count > 0 && resume == km->shared;
         km->n = count < out->n ? count : out->n;
         for (size_t i = 0; i < km->n; i++) {
             km->off[i] = (size_t)(out->raw[i] - data);
@@ -788,6 +798,7 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
     /* 2–3. Map in batches against the byte budget. Every index key starts with the bytes
      * begin and end share (see the key memo in the file header). */
     km.set = 0;
+    km.edge = 0;
     km.shared = 0;
     {
         const uint8_t *b = begin, *e = end;
