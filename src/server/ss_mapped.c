@@ -655,7 +655,7 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
 
 /* 1 if item it lies wholly inside one range this server holds at the read's version (what
  * split_item would make one local piece of): the range the previous item fell in (*kp) is tried
- * first, so a page of secondaries in one shard costs two key comparisons each and no piece.
+ * first, so a page of secondaries in one shard costs three key comparisons each and no piece.
  * Caller holds map_mu. Owned ranges are disjoint (ss_int.h), so the range found is the one
  * rl__ss_own_find would return. */
 static int item_local(const rl_ss *ss, const rl_secondary_item *it, rl_version v, int *kp) {
