@@ -568,6 +568,12 @@ int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl_msg_get_mapped_r
                                           rl_proto_why *why);
 int rl__msg_get_mapped_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                           rl_msg_get_mapped_range_reply *out, rl_proto_why *why);
+/* The same codec with the entries taken field by field (the generic walk) instead of the fast
+ * paths (proto.c): identical bytes, structs and errors; for tests that compare the two. */
+int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m,
+                                               rl_proto_why *why);
+int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
+                                               rl_msg_get_mapped_range_reply *out, rl_proto_why *why);
 
 /* One read of a GET_MULTI request. */
 typedef struct {

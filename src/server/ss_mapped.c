@@ -11,7 +11,8 @@
  *             1. split every item into pieces, one per shard its keys touch (a point read is one
  *                piece; a prefix range inside one shard is one piece), under map_mu: a piece
  *                inside a range this server owns is local, any other goes to a member of the
- *                team the shard map names for it;
+ *                team the shard map names for it (an item wholly inside a range this server
+ *                holds — the usual case — is not split at all: item_local);
  *             2. hand the items wholly inside this server's shards back to mapped.c (read_here:
  *                it reads them under one engine read lock per batch, as without a hook), and
  *                read the local pieces of items that cross shards;
@@ -652,6 +653,23 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
     } while (1);
 }
 
+/* 1 if item it lies wholly inside one range this server holds at the read's version (what
+ * split_item would make one local piece of): the range the previous item fell in (*kp) is tried
+ * first, so a page of secondaries in one shard costs three key comparisons each and no piece.
+ * Caller holds map_mu. Owned ranges are disjoint (ss_int.h), so the range found is the one
+ * rl__ss_own_find would return. */
+static int item_local(const rl_ss *ss, const rl_secondary_item *it, rl_version v, int *kp) {
+    int k = *kp;
+    if (k < 0 || (uint32_t)k >= ss->n_own ||
+        rl__bytes_cmp(it->begin, it->begin_len, ss->own[k].begin, ss->own[k].begin_len) < 0 ||
+        rl__bytes_cmp(it->begin, it->begin_len, ss->own[k].end, ss->own[k].end_len) >= 0) {
+        if ((k = rl__ss_own_find(ss, it->begin, it->begin_len, 0)) < 0) return 0;
+        *kp = k;
+    }
+    if (rl__ss_own_version(ss, k, v) != RL_OK) return 0; /* moving: split_item decides */
+    return !it->is_range || rl__bytes_cmp(it->end, it->end_len, ss->own[k].end, ss->own[k].end_len) <= 0;
+}
+
 /* Read a local piece at the engine version v. */
 static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *it, ss_piece *p,
                              rl_arena *a) {
@@ -943,8 +961,14 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
             pthread_mutex_lock(&ss->map_mu);
         }
     }
+    int k_last = -1;
     for (int i = 0; i < n && rc == RL_OK; i++) {
         first[i] = ps.n;
+        if (item_local(ss, &items[i], c->version, &k_last)) {
+            items[i].read_here = 1; /* no piece: mapped.c reads it (below: count 0, local) */
+            count[i] = 0;
+            continue;
+        }
         rc = split_item(c, &items[i], i, &ps, a);
         count[i] = ps.n - first[i];
     }
@@ -1012,6 +1036,30 @@ static void job_free(ss_job *j) {
     rl__free(j->shard.begin);
     rl__free(j->shard.end);
     rl__free(j);
+}
+
+/* Encode the mapped reply m into out and send it on conn from this worker thread (a direct
+ * write: a queued send, rl__ss_send_msg's, would wait for the loop thread to wake up and copy
+ * the ~226 KB of a 1,000-row reply into its queue first). The frame is queued only when the
+ * socket does not take it all, or the connection is delayed (netem). A reply the codec refuses
+ * (a bug) is logged and answered with internal_error, as rl__ss_send_msg does. */
+static void send_mapped_reply(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *out) {
+    rl_proto_why why;
+    rl__buf_reset(out);
+    int rc = rl__msg_encode(out, m, &why);
+    if (rc == RL_OK && out->len > RL_NET_MAX_PAYLOAD) rc = RL_E_INVALID_ARGUMENT;
+    if (rc != RL_OK) {
+        rl__log(RL_LOG_ERROR, "storage server: cannot encode a GET_MAPPED_RANGE reply for %s: %s (%s)",
+                rl__conn_peer(conn), rl_error_name(rc), rc == RL_E_INVALID_ARGUMENT ? why.text : "");
+        rl__ss_send_error(conn, RL_MSG_GET_MAPPED_RANGE, id, RL_E_INTERNAL_ERROR,
+                          "the server could not encode its GET_MAPPED_RANGE reply");
+    } else {
+        rl__conn_send(conn, m->type, m->flags, id, out->data, out->len);
+    }
+    if (out->cap > (4u << 20)) { /* do not keep a huge buffer around */
+        rl__buf_release(out);
+        rl__buf_init(out);
+    }
 }
 
 /* Run one mapped read and send its reply. */
@@ -1131,7 +1179,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     atomic_fetch_add(&ss->n_sec_remote, c.remote);
     atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);
     atomic_fetch_add(&ss->n_s2s_round_trips, c.s2s_round_trips);
-    rl__ss_send_msg(j->conn, j->id, &m, out);
+    send_mapped_reply(j->conn, j->id, &m, out);
 }
 
 static void *worker_main(void *arg) {

@@ -31,7 +31,10 @@
  * entry one walk of the key (and one of the value, if referenced) both validates the whole tuple
  * (an error anywhere is RL_E_KEY_NOT_TUPLE / RL_E_VALUE_NOT_TUPLE, as with FoundationDB's full
  * unpack) and records the spans of the elements the placeholders need (find_spans); P's exact
- * size is then known before it is written. Placeholder indexes >= MAX_SPANS (32) take the
+ * size is then known before it is written. The walk measures the common elements itself
+ * (integers, byte strings and ASCII strings: quick_elem_end, accepting exactly what the tuple
+ * decoder accepts; test mapped_1_15) and asks rl__tuple_iter_next for any other element, well
+ * formed or not. Placeholder indexes >= MAX_SPANS (32) take the
  * general path (validate, then rl__tuple_get per placeholder); both give identical bytes and
  * errors (test mapped_1_13).
  * Within one mapped read every index key lies in [begin, end), so all of them start with the
@@ -39,9 +42,12 @@
  * leading elements of the first key walked that end strictly before that many bytes (the byte
  * after an element is shared too: a string's or nested tuple's end is decided by looking one
  * byte past its terminator) parse identically in every key: the same bytes, the same
- * validation outcome, the same spans. A key_memo records them once; later keys take their
- * spans from the memo (re-based on the key) and walk only the rest (the subspace's strings are
- * the costly part of the walk). Test mapped_1_14 compares with the plain walk.
+ * validation outcome, the same spans. So does one ending exactly at that many bytes in every key
+ * whose next byte is not 0xff (or that ends there): such keys use the memo with it (a subspace
+ * prefix's last string, e.g. the index name, is not walked per key), others walk in full. A
+ * key_memo records them once; later keys take their spans from the memo (re-based on the key)
+ * and walk only the rest (the subspace's strings are the costly part of the walk). Test
+ * mapped_2_14 compares with the plain walk.
  *
  * ---- The mapped read and its accounting ------------------------------------------------------
  *
@@ -284,19 +290,62 @@ fail:
 
 int rl__mapper_is_range(const rl_mapper *m) { return m ? m->is_range : 0; }
 
+/* The end of the top-level tuple element at p (p < end) when it is one of the common kinds —
+ * an integer of 0..8 bytes (codes 0x0c..0x1c), a byte string or an ASCII string without an
+ * escaped NUL — and well formed, exactly as rl__tuple_iter_next would accept it; NULL for every
+ * other element, well formed or not (the caller then asks rl__tuple_iter_next, which decides
+ * and names the error). Index keys are made of such elements, and rl__tuple_iter_next's general
+ * decoding (the value, the element struct) was most of what building P cost. */
+static inline const uint8_t *quick_elem_end(const uint8_t *p, const uint8_t *end) {
+    uint8_t c = p[0];
+    if (c >= 0x0c && c <= 0x1c) {
+        if (c == 0x14) return p + 1;
+        size_t n = c > 0x14 ? (size_t)(c - 0x14) : (size_t)(0x14 - c);
+        if ((size_t)(end - p) - 1 < n || p[1] == (c < 0x14 ? 0xff : 0x00)) return NULL;
+        return p + 1 + n; /* minimal (no leading zero magnitude byte), not truncated */
+    }
+    if (c == 0x01 || c == 0x02) {
+        for (const uint8_t *q = p + 1; q < end; q++) {
+            if (*q == 0) return q + 1 < end && q[1] == 0xff ? NULL : q + 1;
+            if (*q >= 0x80 && c == 0x02) return NULL; /* UTF-8 beyond ASCII: the decoder checks */
+        }
+        return NULL; /* unterminated */
+    }
+    return NULL;
+}
+
+/* The next top-level element of the walk at *pp (< end): its bytes in *raw / *raw_len, *pp
+ * past it. RL_OK, RL_E_NOT_FOUND at the end, or rl__tuple_iter_next's decoding error. */
+static inline int walk_next(const uint8_t **pp, const uint8_t *end, const uint8_t **raw,
+                            size_t *raw_len) {
+    const uint8_t *p = *pp, *z;
+    if (p >= end) return RL_E_NOT_FOUND;
+    if (!(z = quick_elem_end(p, end))) {
+        rl_tuple_iter it;
+        rl_tuple_elem e;
+        rl__tuple_iter_init(&it, p, (size_t)(end - p)); /* top level: the state is the position */
+        int rc = rl__tuple_iter_next(&it, &e);
+        if (rc != RL_OK) return rc;
+        z = p + e.raw_len;
+    }
+    *raw = p;
+    *raw_len = (size_t)(z - p);
+    *pp = z;
+    return RL_OK;
+}
+
 /* Walk the whole tuple data[0..len) once (so that any encoding error anywhere is found, as
  * rl__tuple_validate would) and record the spans of its first `want` elements (want <=
  * MAX_SPANS). RL_OK, or the decoding error. */
 static int span_walk(const void *data, size_t len, size_t want, elem_spans *out) {
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    const uint8_t *p = data, *end = p + len, *raw;
+    size_t raw_len;
     int rc;
     out->n = 0;
-    rl__tuple_iter_init(&it, data, len);
-    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+    while ((rc = walk_next(&p, end, &raw, &raw_len)) == RL_OK) {
         if (out->n < want) {
-            out->raw[out->n] = e.raw;
-            out->raw_len[out->n] = e.raw_len;
+            out->raw[out->n] = raw;
+            out->raw_len[out->n] = raw_len;
             out->n++;
         }
     }
@@ -309,8 +358,12 @@ static int span_walk(const void *data, size_t len, size_t want, elem_spans *out)
 typedef struct {
     size_t shared; /* every key of the read starts with the same `shared` bytes */
     int set;
-    size_t count;  /* elements ending before byte `shared` (of the key the memo was taken from) */
+    size_t count;  /* elements ending at or before byte `shared` (of the key the memo was taken
+                      from) */
     size_t resume; /* where element `count` starts */
+    int edge;      /* the last of them ends exactly at `shared`: a string's or nested tuple's end
+                      is decided by the byte after its 0x00 (0xff continues it), so the memo
+                      serves only keys whose byte `shared` is not 0xff (or that end there) */
     size_t n;      /* spans recorded among them: min(count, want) */
     size_t off[MAX_SPANS], len[MAX_SPANS];
 } key_memo;
@@ -321,12 +374,13 @@ typedef struct {
  * starts with the km->shared bytes the memo's key started with. */
 static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_spans *out,
                          key_memo *km) {
-    rl_tuple_iter it;
-    rl_tuple_elem e;
-    size_t skip = 0, count = 0, resume = 0;
+    const uint8_t *p, *end = data + len, *raw;
+    size_t skip = 0, count = 0, resume = 0, raw_len;
     int rc;
     if (!km) return span_walk(data, len, want, out);
     out->n = 0;
+    if (km->set && km->edge && len > km->shared && data[km->shared] == 0xff)
+        return span_walk(data, len, want, out); /* the memo's last element may not end here */
     if (km->set) {
         for (size_t i = 0; i < km->n; i++) {
             out->raw[i] = data + km->off[i];
@@ -335,16 +389,16 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
         out->n = km->n;
         skip = km->resume;
     }
-    rl__tuple_iter_init(&it, data + skip, len - skip);
-    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
+    p = data + skip;
+    while ((rc = walk_next(&p, end, &raw, &raw_len)) == RL_OK) {
         if (out->n < want) {
-            out->raw[out->n] = e.raw;
-            out->raw_len[out->n] = e.raw_len;
+            out->raw[out->n] = raw;
+            out->raw_len[out->n] = raw_len;
             out->n++;
         }
-        if (!km->set && (size_t)(e.raw - data) + e.raw_len < km->shared) {
+        if (!km->set && (size_t)(raw - data) + raw_len <= km->shared) {
             count++;
-            resume = (size_t)(e.raw - data) + e.raw_len;
+            resume = (size_t)(raw - data) + raw_len;
         }
     }
     if (rc != RL_E_NOT_FOUND) return rc;
@@ -352,6 +406,7 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
         km->set = 1;
         km->count = count;
         km->resume = resume;
+        km->edge = count > 0 && resume == km->shared;
         km->n = count < out->n ? count : out->n;
         for (size_t i = 0; i < km->n; i++) {
             km->off[i] = (size_t)(out->raw[i] - data);
@@ -728,7 +783,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             rc = RL_E_OUT_OF_MEMORY;
             goto fail;
         }
-        memset(ents, 0, (size_t)n_idx * sizeof *ents);
+        /* Not zeroed: every field of an entry that is returned is written (the index, the
+         * bounds by secondary_bounds, the rows by read_local or from the hook's item). */
         if (fn) {
             size_t n_items = (size_t)(opt.batch < n_idx ? opt.batch : n_idx);
             items = rl__arena_alloc(a, n_items * sizeof *items);
@@ -742,6 +798,7 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
     /* 2–3. Map in batches against the byte budget. Every index key starts with the bytes
      * begin and end share (see the key memo in the file header). */
     km.set = 0;
+    km.edge = 0;
     km.shared = 0;
     {
         const uint8_t *b = begin, *e = end;

@@ -162,13 +162,22 @@ static void hremove(rl_storage *st, const bt_row *r) {
  * any longer key it prefixes unless the rest is zeros, and then the prefixes are equal); only
  * equal prefixes need the bytes. */
 static inline uint64_t key_prefix(const uint8_t *k, size_t kl) {
-    uint64_t p = 0;
     if (kl >= 8) {
+        uint64_t p;
         memcpy(&p, k, 8);
         return __builtin_bswap64(p);
     }
-    for (size_t i = 0; i < kl; i++) p |= (uint64_t)k[i] << (56 - 8 * i);
-    return p;
+    if (kl >= 4) { /* two overlapping 4-byte loads: bytes 0..3 and kl-4..kl-1 (the same bytes
+                    * where they overlap), no byte loop (keys after a node's prefix are short) */
+        uint32_t hi, lo;
+        memcpy(&hi, k, 4);
+        memcpy(&lo, k + kl - 4, 4);
+        return (uint64_t)__builtin_bswap32(hi) << 32 | (uint64_t)__builtin_bswap32(lo) << (64 - 8 * kl);
+    }
+    if (kl == 0) return 0;
+    /* 1..3 bytes: the first, middle and last (repeats OR the same byte into the same place). */
+    return (uint64_t)k[0] << 56 | (uint64_t)k[kl / 2] << (56 - 8 * (kl / 2)) |
+           (uint64_t)k[kl - 1] << (56 - 8 * (kl - 1));
 }
 
 /* Compare key a (prefix ap) with key k (prefix kp): the prefixes decide unless equal. */
@@ -1614,6 +1623,45 @@ static uint32_t leaf_bound(const bt_leaf *l, const void *k, size_t kl, int rever
     return leaf_search(l, k, kl, 0);
 }
 
+/* Forward: the index of the first row of l >= k at or after row `from` (every row before it is
+ * below k), l->n if the whole leaf is below k — leaf_bound's answer. When the range ends in this
+ * leaf the search gallops from `from` (rows from, from + 1, from + 3, ... then a binary search
+ * of the last step), so a range of a row or two (a mapped read's secondary) costs about three
+ * comparisons of cached prefixes instead of a search of the whole leaf. */
+static uint32_t leaf_bound_from(const bt_leaf *l, uint32_t from, const uint8_t *k, size_t kl) {
+    const bt_row *edge = l->rows[l->n - 1];
+    if (rl__bytes_cmp(edge->key, edge->klen, k, kl) < 0) return l->n;
+    uint32_t off = l->off;
+    int side = prefix_side(l->pfx, off, k, kl);
+    if (side) return side < 0 ? 0 : l->n; /* as leaf_search (side > 0 cannot happen here) */
+    const uint8_t *ks = off ? k + off : k;
+    size_t ksl = kl - off;
+    uint64_t kp = key_prefix(ks, ksl);
+    uint32_t lo = from, hi = l->n - 1, step = 1; /* rows[hi] >= k (the edge) */
+#define ROW_BELOW(i) (pcmp(l->kpre[i], l->rows[i]->key + off, l->rows[i]->klen - off, kp, ks, ksl) < 0)
+    while (lo < hi) {
+        uint32_t probe = lo + step - 1;
+        if (probe >= hi) break;
+        if (!ROW_BELOW(probe)) {
+            hi = probe;
+            break;
+        }
+        lo = probe + 1;
+        step *= 2;
+    }
+    while (lo < hi) { /* the answer is in [lo, hi] */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ROW_BELOW(mid))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+#undef ROW_BELOW
+    return lo;
+}
+
+#define SHORT_RANGE 4 /* rows a forward range read takes in its one-pass form (below) */
+
 /* Range reads copy rows window by window: pass 1 walks up to a window of rows counting them and
  * their bytes (prefetching rows PREFETCH_AHEAD positions ahead), then the result array grows
  * once (to at least the rows so far) and one arena allocation takes all the window's keys and
@@ -1651,6 +1699,59 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
     const void *bk = reverse ? begin : end;
     size_t bkl = reverse ? begin_len : end_len;
     cursor c = reverse ? cur_before(st, seek(st, end, end_len, 0)) : seek(st, begin, begin_len, 0);
+    if (!reverse) {
+        /* A short forward range (a mapped read's secondary: usually one row) in one pass: each
+         * row is compared with end directly, and the rows and bytes take one allocation. More
+         * than SHORT_RANGE rows in range (or 2 x SHORT_RANGE rows walked, some invisible at v):
+         * the window loop below reads the range from c. */
+        const bt_row *sr[SHORT_RANGE];
+        const st_ver *se[SHORT_RANGE];
+        int sn = 0, smore = 0, fits = 0, walked = 0;
+        long sbytes = 0;
+        for (cursor y = c;; cur_next(&y)) {
+            if (!y.l || row_cmp(cur_row(y), end, end_len) >= 0) {
+                fits = 1;
+                break;
+            }
+            if (++walked > 2 * SHORT_RANGE) break; /* rows invisible at v: the loop below */
+            const bt_row *r = cur_row(y);
+            const st_ver *e = visible(r, v);
+            if (!e) continue;
+            if ((limit && sn >= limit) || (target_bytes && sbytes >= target_bytes)) {
+                smore = fits = 1; /* as the window loop: more only when a row is left out */
+                break;
+            }
+            if (sn == SHORT_RANGE) break;
+            sr[sn] = r;
+            se[sn] = e;
+            sn++;
+            sbytes += (long)r->klen + (long)e->len;
+        }
+        if (fits) {
+            if (sn) {
+                rl_keyvalue *kv = rl__arena_alloc(a, (size_t)sn * sizeof *kv + (size_t)sbytes);
+                if (!kv) {
+                    rc = RL_E_OUT_OF_MEMORY;
+                    goto out;
+                }
+                uint8_t *p = (uint8_t *)(kv + sn);
+                for (int i = 0; i < sn; i++) {
+                    memcpy(p, sr[i]->key, sr[i]->klen);
+                    kv[i].key = p;
+                    kv[i].key_len = sr[i]->klen;
+                    p += sr[i]->klen;
+                    if (se[i]->len) memcpy(p, se[i]->data, se[i]->len);
+                    kv[i].value = p;
+                    kv[i].value_len = se[i]->len;
+                    p += se[i]->len;
+                }
+                *out_kvs = kv;
+            }
+            *out_n = sn;
+            *out_more = smore;
+            goto out;
+        }
+    }
     while (c.l && !done) {
         /* Pass 1: count the window's rows and bytes. */
         cursor w0 = c;
@@ -1659,7 +1760,7 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
         while (wn < window) {
             if (c.l != bl) {
                 bl = c.l;
-                bound = leaf_bound(bl, bk, bkl, reverse);
+                bound = reverse ? leaf_bound(bl, bk, bkl, 1) : leaf_bound_from(bl, c.i, bk, bkl);
             }
             if (!reverse ? c.i >= bound : c.i < bound) {
                 done = 1;
@@ -1699,19 +1800,22 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
         }
         if (wn == 0) continue;
         /* Room for the rows, then pass 2: copy them. */
+        uint8_t *p = NULL;
         if (n + wn > cap) {
             int ncap = cap * 2 > n + wn ? cap * 2 : n + wn;
-            rl_keyvalue *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk);
+            /* The first window's rows and bytes in one allocation (a short range's only one). */
+            size_t extra = cap == 0 ? wbytes : 0;
+            rl_keyvalue *nk = rl__arena_alloc(a, (size_t)ncap * sizeof *nk + extra);
             if (!nk) {
                 rc = RL_E_OUT_OF_MEMORY;
                 goto out;
             }
             if (n) memcpy(nk, kvs, (size_t)n * sizeof *nk);
+            if (extra) p = (uint8_t *)(nk + ncap);
             kvs = nk;
             cap = ncap;
         }
-        uint8_t *p = rl__arena_alloc(a, wbytes);
-        if (!p) {
+        if (!p && !(p = rl__arena_alloc(a, wbytes))) {
             rc = RL_E_OUT_OF_MEMORY;
             goto out;
         }

@@ -1879,10 +1879,168 @@ TEST(net_4_9_encoder_null_pointers) {
     rl__arena_release(&a);
 }
 
+/* ---- net_5: the mapped reply's fast entry paths against the field-by-field walk ---------- */
+
+/* A random GET_MAPPED_RANGE reply of n entries (valid): point and range entries, 0..3 rows, empty
+ * strings with and without a pointer, lengths up to 40 (and now and then a limit-sized one). */
+static void random_mapped_reply(rl_arena *a, uint64_t *rng, uint32_t n, rl_msg *m) {
+    memset(m, 0, sizeof *m);
+    m->type = RL_MSG_GET_MAPPED_RANGE;
+    m->flags = R;
+    rl_msg_get_mapped_range_reply *g = &m->u.get_mapped_range_reply;
+#define RSTR(ptr, len, max)                                                                        \
+    do {                                                                                           \
+        uint32_t l_ = (uint32_t)rl_test_rand_below(rng, 41);                                      \
+        if (rl_test_rand_below(rng, 200) == 0) l_ = (max);                                         \
+        (len) = l_;                                                                                \
+        (ptr) = l_ || rl_test_rand_below(rng, 2) ? fill(a, l_, (uint8_t)rl_test_rand(rng)) : NULL; \
+    } while (0)
+    rl_mapped_keyvalue *e = n ? alloc0(a, n * sizeof *e) : NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        RSTR(e[i].index.key, e[i].index.key_len, RL_PROTO_MAX_KEY);
+        RSTR(e[i].index.value, e[i].index.value_len, RL_PROTO_MAX_VALUE);
+        e[i].is_range = (int)rl_test_rand_below(rng, 2);
+        RSTR(e[i].begin, e[i].begin_len, RL_PROTO_MAX_KEY);
+        RSTR(e[i].end, e[i].end_len, RL_PROTO_MAX_KEY);
+        e[i].n_kvs = (int)rl_test_rand_below(rng, e[i].is_range ? 4 : 2);
+        rl_keyvalue *kv = e[i].n_kvs ? alloc0(a, (size_t)e[i].n_kvs * sizeof *kv) : NULL;
+        for (int j = 0; j < e[i].n_kvs; j++) {
+            RSTR(kv[j].key, kv[j].key_len, RL_PROTO_MAX_KEY);
+            RSTR(kv[j].value, kv[j].value_len, RL_PROTO_MAX_VALUE);
+        }
+        e[i].kvs = kv;
+        e[i].more = (int)rl_test_rand_below(rng, 2);
+        e[i].served_locally = (int)rl_test_rand_below(rng, 2);
+    }
+#undef RSTR
+    g->entries = e;
+    g->n_entries = n;
+    g->more = (uint8_t)rl_test_rand_below(rng, 2);
+    g->resolved_begin = (const uint8_t *)"a";
+    g->resolved_begin_len = 1;
+    g->stats.secondaries_local = (uint32_t)rl_test_rand(rng);
+}
+
+/* Decode p both ways and require the same outcome: rc, reason, and (on RL_OK) the same struct —
+ * every field, every pointer (they point into p). */
+static void same_decode(const uint8_t *p, size_t len, const char *what) {
+    rl_arena a1, a2;
+    rl__arena_init(&a1, 0);
+    rl__arena_init(&a2, 0);
+    rl_msg_get_mapped_range_reply x, y;
+    rl_proto_why w1, w2;
+    int r1 = rl__msg_get_mapped_range_reply_decode(p, len, &a1, &x, &w1);
+    int r2 = rl__msg_get_mapped_range_reply_decode_walk(p, len, &a2, &y, &w2);
+    if (r1 != r2) fail_msg("%s: fast decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2), w2.text);
+    if (r1 != RL_OK) {
+        if (strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    } else {
+        ASSERT_EQ(x.n_entries, y.n_entries);
+        for (uint32_t i = 0; i < x.n_entries; i++) {
+            const rl_mapped_keyvalue *e = &x.entries[i], *f = &y.entries[i];
+            if (e->index.key != f->index.key || e->index.key_len != f->index.key_len ||
+                e->index.value != f->index.value || e->index.value_len != f->index.value_len ||
+                e->is_range != f->is_range || e->begin != f->begin || e->begin_len != f->begin_len ||
+                e->end != f->end || e->end_len != f->end_len || e->n_kvs != f->n_kvs ||
+                e->more != f->more || e->served_locally != f->served_locally || (!e->kvs) != (!f->kvs))
+                fail_msg("%s: entry %u differs", what, i);
+            for (int j = 0; j < e->n_kvs; j++)
+                if (e->kvs[j].key != f->kvs[j].key || e->kvs[j].key_len != f->kvs[j].key_len ||
+                    e->kvs[j].value != f->kvs[j].value || e->kvs[j].value_len != f->kvs[j].value_len)
+                    fail_msg("%s: entry %u row %d differs", what, i, j);
+        }
+        ASSERT_EQ(x.more, y.more);
+        ASSERT_TRUE(x.resolved_begin == y.resolved_begin && x.resolved_begin_len == y.resolved_begin_len);
+        ASSERT_EQ(x.stats.secondaries_local, y.stats.secondaries_local);
+    }
+    rl__arena_release(&a1);
+    rl__arena_release(&a2);
+}
+
+/* Encode m both ways: the same rc, reason and bytes; the buffer (holding a prefix) untouched on
+ * failure. */
+static void same_encode(const rl_msg *m, const char *what, rl_buf *b1) {
+    rl_buf b2;
+    rl__buf_init(&b2);
+    rl__buf_reset(b1);
+    rl__buf_append(b1, "pre", 3);
+    rl__buf_append(&b2, "pre", 3);
+    rl_proto_why w1, w2;
+    int r1 = rl__msg_get_mapped_range_reply_encode(b1, &m->u.get_mapped_range_reply, &w1);
+    int r2 = rl__msg_get_mapped_range_reply_encode_walk(&b2, &m->u.get_mapped_range_reply, &w2);
+    if (r1 != r2) fail_msg("%s: fast encode %s, walk %s", what, rl_error_name(r1), rl_error_name(r2));
+    if (r1 != RL_OK && strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    if (b1->len != b2.len || memcmp(b1->data, b2.data, b1->len) != 0 || b1->data[b1->len] != 0)
+        fail_msg("%s: the encodings differ (%zu vs %zu bytes)", what, b1->len, b2.len);
+    if (r1 != RL_OK) ASSERT_EQ(b1->len, 3);
+    rl__buf_release(&b2);
+}
+
+/* net_5_1: random valid replies encode to the walk's bytes and decode to its structs; every
+ * broken rule of an entry fails the same way; cut and damaged encodings decode (or fail, with
+ * the same reason) as the walk does. */
+TEST(net_5_1_mapped_fast_paths) {
+    uint64_t rng = rl_test_seed();
+    rl_arena a;
+    rl_buf b, d;
+    rl__arena_init(&a, 0);
+    rl__buf_init(&b);
+    rl__buf_init(&d);
+    char what[96];
+    for (int iter = 0; iter < 1000; iter++) {
+        rl_msg m;
+        rl__arena_reset(&a);
+        uint32_t n = (uint32_t)rl_test_rand_below(&rng, iter % 10 == 0 ? 200 : 6);
+        random_mapped_reply(&a, &rng, n, &m);
+        snprintf(what, sizeof what, "iter %d (%u entries)", iter, n);
+        same_encode(&m, what, &b);
+        const uint8_t *enc = b.data + 3;
+        size_t len = b.len - 3;
+        same_decode(enc, len, what);
+        /* Cut (at every length for small replies, else at random ones) and damaged. */
+        for (size_t cut = 0; cut < len; cut += len < 300 ? 1 : 1 + (size_t)rl_test_rand_below(&rng, 197)) {
+            snprintf(what, sizeof what, "iter %d cut at %zu of %zu", iter, cut, len);
+            same_decode(enc, cut, what);
+        }
+        for (int k = 0; k < 20; k++) {
+            rl__buf_reset(&d);
+            rl__buf_append(&d, enc, len);
+            damage(&d, &rng);
+            snprintf(what, sizeof what, "iter %d damage %d", iter, k);
+            same_decode(d.data, d.len, what);
+        }
+        /* One rule of one entry broken (the encoders refuse it with the walk's reason). */
+        if (n == 0) continue;
+        rl_mapped_keyvalue *e = (rl_mapped_keyvalue *)&m.u.get_mapped_range_reply.entries[rl_test_rand_below(&rng, n)];
+        switch (rl_test_rand_below(&rng, 10)) {
+        case 0: e->index.key_len = RL_PROTO_MAX_KEY + 1; break;
+        case 1: e->index.value = NULL, e->index.value_len = 1; break;
+        case 2: e->is_range = 2; break;
+        case 3: e->begin_len = RL_PROTO_MAX_KEY + 1; break;
+        case 4: e->end = NULL, e->end_len = 3; break;
+        case 5: e->n_kvs = -1; break;
+        case 6: e->kvs = NULL, e->n_kvs = 1; break;
+        case 7: { /* rows the walk reads before it refuses their count */
+            rl_keyvalue *kv = alloc0(&a, 2 * sizeof *kv);
+            kv[0] = kv_of(LIT("k"), LIT("v")), kv[1] = kv_of(LIT("l"), LIT(""));
+            e->is_range = 0, e->kvs = kv, e->n_kvs = 2;
+            break;
+        }
+        case 8: e->more = -1; break;
+        default: e->served_locally = 5; break;
+        }
+        snprintf(what, sizeof what, "iter %d broken", iter);
+        same_encode(&m, what, &b);
+    }
+    rl__buf_release(&b);
+    rl__buf_release(&d);
+    rl__arena_release(&a);
+}
+
 RL_TEST_MAIN(T(net_1_1_type_names), T(net_2_1_round_trip_typical), T(net_2_2_round_trip_empty),
              T(net_2_3_round_trip_max), T(net_2_4_golden_bytes), T(net_2_5_frame_encode),
              T(net_3_1_truncation), T(net_3_2_random_damage), T(net_3_3_huge_counts),
              T(net_4_1_length_limits), T(net_4_2_commit_size_limit),
              T(net_4_3_enums_and_integers), T(net_4_4_structure_rules), T(net_4_5_peek_check),
              T(net_4_6_handshake_versions), T(net_4_7_dispatch), T(net_4_8_out_of_memory),
-             T(net_4_9_encoder_null_pointers))
+             T(net_4_9_encoder_null_pointers), T(net_5_1_mapped_fast_paths))

@@ -487,6 +487,96 @@ TEST(mapped_1_13_one_walk_construct_vs_reference) {
     for (int i = 0; i < 8; i++) rl__buf_release(&lits[i]);
 }
 
+/* mapped-1.15: the key walk's quick element kinds (integers of up to 8 bytes, byte strings and
+ * ASCII strings, mapped.c quick_elem_end) at their edges, against the same reference: keys made
+ * of integer codes 0x0b..0x1d followed by 0..10 bytes (leading 0x00 / 0xff: not minimal),
+ * strings with escaped NULs, bytes >= 0x80 (valid and invalid UTF-8, surrogates), unterminated
+ * ones, nulls and other codes, so that every element is accepted or refused exactly as
+ * rl__tuple_iter_next does. Prints its seed. */
+TEST(mapped_1_15_quick_elements_vs_reference) {
+    uint64_t seed = rl_test_seed(), rs = seed | 1;
+    static const uint8_t str_bytes[] = {0x00, 0xff, 'a', 'z', 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe2,
+                                        0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x98, 0x80, 0xf4, 0x90, 0xc0};
+    rl_buf k, mp, got, want, lits[8];
+    rl__buf_init(&k);
+    rl__buf_init(&mp);
+    rl__buf_init(&got);
+    rl__buf_init(&want);
+    for (int i = 0; i < 8; i++) rl__buf_init(&lits[i]);
+    int seen_ok = 0, seen_err = 0;
+    for (int iter = 0; iter < 30000; iter++) {
+        rl__buf_reset(&k);
+        int n_frag = 1 + (int)(rnd13(&rs) % 5);
+        for (int f = 0; f < n_frag; f++) {
+            unsigned r = (unsigned)(rnd13(&rs) % 10);
+            if (r < 4) { /* an integer code and 0..10 bytes */
+                rl__buf_append_byte(&k, (uint8_t)(0x0b + rnd13(&rs) % 19));
+                int n = (int)(rnd13(&rs) % 11);
+                for (int j = 0; j < n; j++) {
+                    unsigned b = (unsigned)(rnd13(&rs) % 4);
+                    rl__buf_append_byte(&k, j == 0 && b == 0 ? 0x00 : j == 0 && b == 1 ? 0xff : (uint8_t)rnd13(&rs));
+                }
+            } else if (r < 8) { /* a string, mostly terminated */
+                rl__buf_append_byte(&k, rnd13(&rs) % 2 ? 0x01 : 0x02);
+                int n = (int)(rnd13(&rs) % 7);
+                for (int j = 0; j < n; j++)
+                    rl__buf_append_byte(&k, rnd13(&rs) % 3 ? 'a' + (uint8_t)(rnd13(&rs) % 26)
+                                                          : str_bytes[rnd13(&rs) % sizeof str_bytes]);
+                if (rnd13(&rs) % 8) rl__buf_append_byte(&k, 0x00);
+            } else if (r == 8) {
+                rl__buf_append_byte(&k, 0x00);
+            } else { /* any other code, with a few bytes */
+                rl__buf_append_byte(&k, (uint8_t)rnd13(&rs));
+                for (int j = (int)(rnd13(&rs) % 5); j > 0; j--) rl__buf_append_byte(&k, (uint8_t)rnd13(&rs));
+            }
+        }
+        if (rnd13(&rs) % 10 == 0 && k.len) rl__buf_truncate(&k, (size_t)(rnd13(&rs) % k.len));
+        /* A mapper of 1..3 key placeholders (and a literal). */
+        int kind[8];
+        size_t idx[8];
+        int n_el = 1 + (int)(rnd13(&rs) % 3);
+        rl_tuple_packer pk;
+        rl__buf_reset(&mp);
+        rl__tuple_packer_init(&pk, &mp);
+        for (int i = 0; i < n_el; i++) {
+            char t[32];
+            rl__buf_reset(&lits[i]);
+            if (i == 0 && rnd13(&rs) % 2) {
+                rl_tuple_packer lp;
+                rl__tuple_packer_init(&lp, &lits[i]);
+                rl__tuple_pack_string(&lp, "lit", 3);
+                rl__buf_append(&mp, lits[i].data, lits[i].len);
+                kind[i] = 0;
+                continue;
+            }
+            kind[i] = 1;
+            idx[i] = (size_t)(rnd13(&rs) % 6);
+            int len = snprintf(t, sizeof t, "{K[%zu]}", idx[i]);
+            rl__tuple_pack_string(&pk, t, (size_t)len);
+        }
+        rl__buf_reset(&want);
+        rl__buf_append(&want, "pre", 3);
+        int wrc = reference_p(kind, idx, lits, n_el, &k, &k, &want);
+        if (wrc != RL_OK) rl__buf_truncate(&want, 3);
+        rl__buf_reset(&got);
+        rl__buf_append(&got, "pre", 3);
+        int grc = map_one(mp.data, mp.len, k.data, k.len, "", 0, &got);
+        if (grc != wrc)
+            fprintf(stderr, "iter %d: got %s want %s (seed %llu)\n", iter, rl_error_name(grc),
+                    rl_error_name(wrc), (unsigned long long)seed);
+        ASSERT_RC(grc, wrc);
+        ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
+        seen_ok += wrc == RL_OK;
+        seen_err += wrc == RL_E_KEY_NOT_TUPLE;
+    }
+    ASSERT_TRUE(seen_ok > 1000 && seen_err > 1000);
+    rl__buf_release(&k);
+    rl__buf_release(&mp);
+    rl__buf_release(&got);
+    rl__buf_release(&want);
+    for (int i = 0; i < 8; i++) rl__buf_release(&lits[i]);
+}
+
 /* ==== mapped-2: mapped reads over a storage engine =========================================== */
 
 /* The model: records of a store under prefix ("st",), keyspace 1, with a VALUE index "idx" on
@@ -1763,7 +1853,7 @@ RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
              T(mapped_1_7_literal_only_ignores_key_value), T(mapped_1_8_embedded_placeholder_is_literal),
              T(mapped_1_9_non_strings_verbatim), T(mapped_1_10_raw_splicing),
              T(mapped_1_11_mapper_owns_its_bytes), T(mapped_1_12_allocation_failures),
-             T(mapped_1_13_one_walk_construct_vs_reference),
+             T(mapped_1_13_one_walk_construct_vs_reference), T(mapped_1_15_quick_elements_vs_reference),
              T(mapped_2_1_range_mode), T(mapped_2_2_point_mode),
              T(mapped_2_3_reverse), T(mapped_2_4_secondary_limits), T(mapped_2_5_row_limits),
              T(mapped_2_6_byte_budget), T(mapped_2_7_mvcc), T(mapped_2_8_secondary_fn),

@@ -449,5 +449,87 @@ TEST(storage_6_2_random_vs_model) { random_vs_model(0); }
 /* The same against keys with long shared prefixes (invariant 12's caches and their upkeep). */
 TEST(storage_6_3_shared_prefix_keys_vs_model) { random_vs_model(1); }
 
+/* storage-6.4: forward range reads whose bounds are arbitrary byte strings (not keys) —
+ * prefix ranges [P, strinc(P)), [P, P + "\0") and random ends, as a mapped read's secondaries
+ * are — against a sorted model, over keys of a small alphabet (long shared prefixes, short
+ * tails, equal cached prefixes), with limits. Covers leaf_bound_from's gallop at every
+ * position of a leaf. Prints its seed. */
+static int cmp_str(const void *x, const void *y) {
+    const char *const *a = x, *const *b = y;
+    return rl__bytes_cmp((const uint8_t *)*a, strlen(*a), (const uint8_t *)*b, strlen(*b));
+}
+
+TEST(storage_6_4_prefix_ranges_vs_model) {
+    uint64_t seed = rl_test_seed(), rng = seed | 1;
+    enum { N = 3000 };
+    static char pool[N][16];
+    const char *ks[N];
+    rl_storage *st = open_mem(0);
+    rl_arena a;
+    rl__arena_init(&a, 0);
+    int n = 0;
+    static rl_mutation m[N];
+    for (int i = 0; i < N; i++) {
+        int len = 1 + (int)(rnd(&rng) % 12);
+        for (int j = 0; j < len; j++) pool[i][j] = "abc\x01\x7f\xfe"[rnd(&rng) % (j < 4 ? 2 : 6)];
+        pool[i][len] = 0;
+        m[i] = (rl_mutation){RL_MUT_SET, (const uint8_t *)pool[i], (uint32_t)len, (const uint8_t *)"v", 1};
+    }
+    ASSERT_OK(rl__storage_apply(st, 1, m, N));
+    /* The model: the distinct keys, sorted. */
+    for (int i = 0; i < N; i++) ks[i] = pool[i];
+    qsort(ks, N, sizeof ks[0], cmp_str);
+    for (int i = 0; i < N; i++)
+        if (n == 0 || strcmp(ks[n - 1], ks[i]) != 0) ks[n++] = ks[i];
+    for (int q = 0; q < 20000; q++) {
+        uint8_t b[20], e[20];
+        size_t bl, el;
+        const char *base = ks[rnd(&rng) % (uint64_t)n];
+        bl = strlen(base);
+        if (rnd(&rng) % 3 == 0 && bl > 1) bl = 1 + (size_t)(rnd(&rng) % (bl - 1)); /* a prefix of a key */
+        memcpy(b, base, bl);
+        unsigned how = (unsigned)(rnd(&rng) % 3);
+        if (how == 0) { /* strinc(P) */
+            el = bl;
+            memcpy(e, b, el);
+            while (el > 0 && e[el - 1] == 0xff) el--;
+            if (el == 0) continue;
+            e[el - 1]++;
+        } else if (how == 1) { /* P + "\0" */
+            memcpy(e, b, bl);
+            e[bl] = 0;
+            el = bl + 1;
+        } else { /* any end at or after P */
+            const char *o = ks[rnd(&rng) % (uint64_t)n];
+            el = strlen(o);
+            memcpy(e, o, el);
+            if (rl__bytes_cmp(e, el, b, bl) < 0) continue;
+        }
+        int limit = rnd(&rng) % 4 == 0 ? 1 + (int)(rnd(&rng) % 5) : 0;
+        rl_keyvalue *kvs;
+        int got, more;
+        ASSERT_OK(rl__storage_get_range(st, 1, b, bl, e, el, limit, 0, 0, &a, &kvs, &got, &more));
+        int want = 0, want_more = 0;
+        for (int i = 0; i < n; i++) {
+            size_t kl = strlen(ks[i]);
+            if (rl__bytes_cmp((const uint8_t *)ks[i], kl, b, bl) < 0) continue;
+            if (rl__bytes_cmp((const uint8_t *)ks[i], kl, e, el) >= 0) break;
+            if (limit && want == limit) {
+                want_more = 1;
+                break;
+            }
+            if (want >= got) fail_msg("query %d: %d rows, expected more (seed %llu)", q, got, (unsigned long long)seed);
+            ASSERT_MEM_EQ(kvs[want].key, kvs[want].key_len, ks[i], kl);
+            want++;
+        }
+        if (got != want || more != want_more)
+            fail_msg("query %d: %d rows (more %d), expected %d (more %d) (seed %llu)", q, got, more, want,
+                     want_more, (unsigned long long)seed);
+        rl__arena_reset(&a);
+    }
+    rl__arena_release(&a);
+    rl__storage_close(st);
+}
+
 RL_TEST_MAIN(T(storage_6_1_ascending_splits_and_emptied_leaves), T(storage_6_2_random_vs_model),
-             T(storage_6_3_shared_prefix_keys_vs_model))
+             T(storage_6_3_shared_prefix_keys_vs_model), T(storage_6_4_prefix_ranges_vs_model))
