@@ -608,37 +608,33 @@ static int entry_pk(rl_cursor *c, const uint8_t *key, size_t len) {
     return rl__buf_error(&c->cur_pk);
 }
 
+/* drain_range's context: the cursor, its list, and whether page 0's figures were taken. */
+typedef struct {
+    rl_cursor *c;
+    kvlist *l;
+    int first_taken;
+} drain_ctx;
+
+static int drain_wait(void *ud, rl_future *f, int page) {
+    drain_ctx *d = ud;
+    if (page == 0 && d->first_taken) return rl_future_wait(f);
+    if (page > 0) d->c->k.reads_range++;
+    return wait_read(d->c, f, d->c->depth); /* issued at the current depth (nothing ran since) */
+}
+
+static int drain_kv(void *ud, const rl_keyvalue *kv) {
+    drain_ctx *d = ud;
+    d->c->k.kv_bytes_received += kv->key_len + kv->value_len;
+    return kvl_add(d->l, kv);
+}
+
 /* Read the rest of a range whose first page was the future f (taken, freed here): every
- * key-value of [begin, end) goes to l. begin is updated as pages are read. first_taken: the
- * caller already took f's figures (wait_read); otherwise f was issued at the current depth. */
-static int drain_range(rl_cursor *c, rl_future *f, int first_taken, rl_buf *begin, const uint8_t *end,
-                       size_t end_len, kvlist *l) {
-    int rc, n, more, iteration = 1;
-    const rl_keyvalue *kvs;
-    uint64_t d0 = c->depth;
-    for (;;) {
-        rc = first_taken ? rl_future_wait(f) : wait_read(c, f, d0);
-        first_taken = 0;
-        if (rc || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) break;
-        for (int i = 0; i < n && !rc; i++) {
-            c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
-            rc = kvl_add(l, &kvs[i]);
-        }
-        if (rc || !more || n == 0) break;
-        rl__buf_reset(begin);
-        rl__buf_append(begin, kvs[n - 1].key, kvs[n - 1].key_len);
-        rl__buf_append_byte(begin, 0x00);
-        rl_future_free(f);
-        f = NULL;
-        if ((rc = rl__buf_error(begin))) break;
-        c->k.reads_range++;
-        d0 = c->depth;
-        f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(begin->data, begin->len),
-                             RL_FIRST_GREATER_OR_EQUAL(end, end_len), 0, 0, RL_STREAMING_ITERATOR,
-                             ++iteration, 0);
-    }
-    rl_future_free(f);
-    return rc;
+ * key-value of [begin, end) goes to l. begin is updated as pages are read (rl__range_drain).
+ * first_taken: the caller already took f's figures (wait_read); otherwise f was issued at the
+ * current depth. */
+static int drain_range(rl_cursor *c, rl_future *f, int first_taken, rl_buf *begin, rl_buf *end, kvlist *l) {
+    drain_ctx d = {c, l, first_taken};
+    return rl__range_drain(c->txn, begin, end, 0, 1, f, drain_wait, drain_kv, &d);
 }
 
 /* ============================================================================================
@@ -920,7 +916,7 @@ static int scan_next(rl_cursor *c, int *out_has) {
         return rc;
     }
     kvl_reset(&c->kvs);
-    if ((rc = drain_range(c, lf, 1, &c->tb, c->te.data, c->te.len, &c->kvs))) return rc;
+    if ((rc = drain_range(c, lf, 1, &c->tb, &c->te, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
     c->rn = c->kvs.n;
@@ -1009,7 +1005,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
     kvl_reset(&c->kvs);
     for (int j = 0; j < m->n_kvs; j++)
         if ((rc = kvl_add(&c->kvs, &m->kvs[j]))) return rc;
-    rl_buf *b = &c->tb;
+    rl_buf *b = &c->tb, *en = &c->te;
     rl__buf_reset(b);
     if (m->n_kvs > 0) {
         rl__buf_append(b, m->kvs[m->n_kvs - 1].key, m->kvs[m->n_kvs - 1].key_len);
@@ -1017,13 +1013,15 @@ static int remote_next(rl_cursor *c, int *out_has) {
     } else {
         rl__buf_append(b, m->begin, m->begin_len);
     }
-    if ((rc = rl__buf_error(b))) return rc;
+    rl__buf_reset(en);
+    rl__buf_append(en, m->end, m->end_len);
+    if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
     c->k.secondary_completions++;
     c->k.reads_range++;
     rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
-                                    RL_FIRST_GREATER_OR_EQUAL(m->end, m->end_len), 0, 0,
+                                    RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0,
                                     RL_STREAMING_WANT_ALL, 0, 0);
-    if ((rc = drain_range(c, f, 0, b, m->end, m->end_len, &c->kvs))) return rc;
+    if ((rc = drain_range(c, f, 0, b, en, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
     c->rn = c->kvs.n;
