@@ -219,7 +219,7 @@ struct rl_cursor {
     rl_future *pf;            /* SRC_SCAN: the next index page, requested ahead (or NULL) */
     uint64_t pf_d0, mf_d0;    /* critical depth when pf / mf was issued (invariant 7) */
     rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
-    rl_buf lb, le;            /* begin / end keys of record loads: empty, or start with recprefix */
+    rl_buf lb, le;            /* begin / end keys of record loads (rl__store_record_range) */
     rl_future *mf;            /* SRC_REMOTE: the current page */
     rl_future *mf_next;       /* SRC_REMOTE: the next page, asked for when mf arrived (or NULL) */
     uint64_t mf_next_d0;      /* critical depth when mf_next was issued (invariant 7) */
@@ -708,9 +708,8 @@ static rl_key_selector sel_e(const rl_cursor *c) {
 /* Issue the load of one record: a range read of (1, pk...) = [R+pk+0x00, R+pk+0xff), WANT_ALL,
  * serializable (Java's loadWithSplit). The entry's primary key is located in qbytes: when its
  * columns are adjacent and in order in the entry (the usual (values..., pk...)), it is the slice
- * of the queued key itself; otherwise it is assembled after the queued keys. c->lb and c->le
- * are empty until the cursor's first load, then keep R as their first bytes (only R + pk + one
- * byte is ever written after it), so one truncate replaces the rebuild. */
+ * of the queued key itself; otherwise it is assembled after the queued keys. The bounds are built
+ * in c->lb and c->le (rl__store_record_range), which keep their memory from load to load. */
 static int issue_load(rl_cursor *c, qent *e) {
     const uint8_t *raw[MAX_ENTRY_COLS];
     size_t raw_len[MAX_ENTRY_COLS];
@@ -733,18 +732,7 @@ static int issue_load(rl_cursor *c, qent *e) {
     e->pk_len = pk_len;
     const uint8_t *pk = c->qbytes.data + e->pk_off;
     rl_buf *b = &c->lb, *en = &c->le;
-    if (b->len < c->recprefix.len || en->len < c->recprefix.len) { /* the cursor's first load */
-        rl__buf_reset(b);
-        rl__buf_append(b, c->recprefix.data, c->recprefix.len);
-        rl__buf_reset(en);
-        rl__buf_append(en, c->recprefix.data, c->recprefix.len);
-    }
-    rl__buf_truncate(b, c->recprefix.len);
-    rl__buf_append(b, pk, pk_len);
-    rl__buf_append_byte(b, 0x00);
-    rl__buf_truncate(en, c->recprefix.len);
-    rl__buf_append(en, pk, pk_len);
-    rl__buf_append_byte(en, 0xff);
+    rl__store_record_range(c->s, pk, pk_len, b, en);
     if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
     c->k.reads_range++;
     c->k.record_loads++;
@@ -904,13 +892,7 @@ static int scan_next(rl_cursor *c, int *out_has) {
         return RL_OK;
     }
     /* Rebuild the range bounds for paging (the load's begin is advanced by drain_range). */
-    rl__buf_reset(&c->tb);
-    rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
-    rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
-    rl__buf_reset(&c->te);
-    rl__buf_append(&c->te, c->tb.data, c->tb.len);
-    rl__buf_append_byte(&c->tb, 0x00);
-    rl__buf_append_byte(&c->te, 0xff);
+    rl__store_record_range(c->s, c->cur_pk.data, c->cur_pk.len, &c->tb, &c->te);
     if ((rc = rl__buf_error(&c->tb)) || (rc = rl__buf_error(&c->te))) {
         rl_future_free(lf);
         return rc;

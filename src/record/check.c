@@ -250,10 +250,7 @@ int rl_store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
     rl__buf_init(&w.pk);
     /* Pass 1: records. */
     rl__unsplitter_init(&u, s->rec_prefix, s->rec_prefix_len, 0);
-    rl__buf_append(&b, s->rec_prefix, s->rec_prefix_len);
-    rl__buf_append_byte(&b, 0x00);
-    rl__buf_append(&e, s->rec_prefix, s->rec_prefix_len);
-    rl__buf_append_byte(&e, 0xff);
+    rl__store_record_range(s, NULL, 0, &b, &e); /* every record: R+0x00 .. R+0xff */
     if ((rc = rl__buf_error(&b)) || (rc = rl__buf_error(&e))) goto fail;
     rc = rl__store_drain(txn, &b, &e, RL_SNAPSHOT,
                          rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len),

@@ -53,6 +53,10 @@ int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layou
  * (rl__buf_error). */
 void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b);
 void rl__store_records_prefix(const rl_store *s, rl_buf *b);
+/* rl__store_record_range — reset b and e to the begin and end of the records range of pk (a
+ * packed primary key, pk_len bytes; NULL, 0: every record): R+pk+0x00 .. R+pk+0xff, R the
+ * records prefix. pk must not point into b or e. Errors stay in b and e (rl__buf_error). */
+void rl__store_record_range(const rl_store *s, const uint8_t *pk, size_t pk_len, rl_buf *b, rl_buf *e);
 
 /* rl__range_drain — read every key-value of the range [b, e) whose first page is the issued
  * future f (taken: freed here, whatever happens), handing each to kv(ud, kv) in the order read
