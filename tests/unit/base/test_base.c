@@ -141,7 +141,7 @@ TEST(base_4_1_alloc_counters_and_failure) {
     rl__free(d);
 }
 
-/* base-5.1: printable escapes round-trip; hex parsing refuses junk. */
+/* base-5.1: printable escapes round-trip (a bad escape's offset reported); hex parsing refuses junk. */
 TEST(base_5_1_bytes) {
     rl_buf b, c;
     rl__buf_init(&b);
@@ -152,6 +152,13 @@ TEST(base_5_1_bytes) {
     ASSERT_MEM_EQ(c.data, c.len, "a\\\x00\xff" "z", 5);
     rl__buf_reset(&c);
     ASSERT_RC(rl__bytes_unprintable(&c, "\\x0"), RL_E_INVALID_ARGUMENT);
+    rl__buf_reset(&c);
+    size_t at = 99; /* the offset of the bad escape's backslash; the bytes before it kept */
+    ASSERT_RC(rl__bytes_unprintable_at(&c, "ab\\\\c\\q", &at), RL_E_INVALID_ARGUMENT);
+    ASSERT_EQ(at, 5);
+    ASSERT_MEM_EQ(c.data, c.len, "ab\\c", 4);
+    ASSERT_EQ(rl__hex_digit('F'), 15);
+    ASSERT_EQ(rl__hex_digit('g'), -1);
     rl__buf_reset(&c);
     ASSERT_RC(rl__bytes_from_hex(&c, "abc", 3), RL_E_INVALID_ARGUMENT);
     rl__buf_reset(&c);
