@@ -86,13 +86,7 @@ int rl__txn_check_usable(rl_txn *t) {
  * static). Counts its size. */
 static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32_t bl,
                            const uint8_t *ec, uint32_t el) {
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 16;
-        rl_keyrange *nv = rl__realloc(l->v, nc * sizeof *nv);
-        if (!nv) return RL_E_OUT_OF_MEMORY;
-        l->v = nv;
-        l->cap = nc;
-    }
+    if (RL_GROW(l->v, l->cap, l->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     l->v[l->n].begin = bc;
     l->v[l->n].begin_len = bl;
     l->v[l->n].end = ec;
@@ -314,13 +308,7 @@ void rl_txn_set_read_version(rl_txn *t, int64_t v) {
 
 /* Room for one more mutation. */
 static int reserve_mut(rl_txn *t) {
-    if (t->n_muts < t->cap_muts) return RL_OK;
-    size_t nc = t->cap_muts ? t->cap_muts * 2 : 32;
-    rl_mutation *nm = rl__realloc(t->muts, nc * sizeof *nm);
-    if (!nm) return RL_E_OUT_OF_MEMORY;
-    t->muts = nm;
-    t->cap_muts = nc;
-    return RL_OK;
+    return RL_GROW(t->muts, t->cap_muts, t->n_muts + 1, 32);
 }
 
 /* Log a mutation (copies in the txn arena). */

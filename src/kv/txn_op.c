@@ -70,7 +70,8 @@ enum { STEP_DONE = 0, STEP_READ, STEP_COMMIT, STEP_PARK };
 
 typedef struct {
     rl_keyvalue *v; /* heap */
-    int n, cap;
+    int n;
+    size_t cap;
 } kvvec;
 
 typedef struct {
@@ -211,13 +212,7 @@ static int copy_sel(const rl_txn *t, const rl_key_selector *in, rl_arena *a, rl_
 }
 
 static int kvvec_push(kvvec *x, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl) {
-    if (x->n == x->cap) {
-        int nc = x->cap ? x->cap * 2 : 16;
-        rl_keyvalue *nv = rl__realloc(x->v, (size_t)nc * sizeof *nv);
-        if (!nv) return RL_E_OUT_OF_MEMORY;
-        x->v = nv;
-        x->cap = nc;
-    }
+    if (RL_GROW(x->v, x->cap, (size_t)x->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     x->v[x->n].key = k;
     x->v[x->n].key_len = kl;
     x->v[x->n].value = v;

@@ -365,15 +365,9 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
     }
     size_t poff = c->tr_np, np = e->n_peers;
     if (np > 0 && c->tr_np + np > c->tr_pcap) {
-        size_t cap = c->tr_pcap ? c->tr_pcap * 2 : 64;
-        while (cap < c->tr_np + np) cap *= 2;
-        rl_query_s2s_peer *v = rl__realloc(c->tr_peers, cap * sizeof *v);
-        if (!v) {
+        if (RL_GROW(c->tr_peers, c->tr_pcap, c->tr_np + np, 64)) {
             c->tr_oom = 1;
             np = 0;
-        } else {
-            c->tr_peers = v;
-            c->tr_pcap = cap;
         }
     }
     for (size_t j = 0; j < np; j++) {

@@ -46,13 +46,7 @@ static void set_release(key_set *k) {
 }
 
 static int set_add(key_set *k, const uint8_t *p, size_t len) {
-    if (k->n + 1 >= k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 64;
-        size_t *no = rl__realloc(k->offs, cap * sizeof *no);
-        if (!no) return RL_E_OUT_OF_MEMORY;
-        k->offs = no;
-        k->cap = cap;
-    }
+    if (RL_GROW(k->offs, k->cap, k->n + 2, 64)) return RL_E_OUT_OF_MEMORY; /* + the end offset */
     k->offs[k->n++] = k->bytes.len;
     rl__buf_append(&k->bytes, p, len);
     return rl__buf_error(&k->bytes);
@@ -83,7 +77,7 @@ static key_ref *set_find(key_set *k, const uint8_t *p, size_t len) {
 typedef struct {
     rl_store *s;
     rl_check_report *r;
-    int cap;
+    size_t cap;       /* r->defects allocated */
     key_set pks;      /* primary keys of assembled records */
     key_set expected; /* index keys the records should have */
 } check_ctx;
@@ -92,13 +86,7 @@ typedef struct {
 static int add_defect(check_ctx *c, const char *kind, const uint8_t *key, size_t klen, const char *message,
                       const char *detail) {
     rl_check_report *r = c->r;
-    if (r->n_defects == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 16;
-        rl_defect *nd = rl__realloc(r->defects, (size_t)cap * sizeof *nd);
-        if (!nd) return RL_E_OUT_OF_MEMORY;
-        r->defects = nd;
-        c->cap = cap;
-    }
+    if (RL_GROW(r->defects, c->cap, (size_t)r->n_defects + 1, 16)) return RL_E_OUT_OF_MEMORY;
     rl_buf k;
     rl__buf_init(&k);
     size_t pl = c->s->prefix_len;

@@ -633,20 +633,14 @@ fail:
 typedef struct {
     const rl_store *s;
     rl_record_page *page;
-    int cap;
+    size_t cap; /* page->records allocated */
     int limit;
 } scan_ctx;
 
 static int scan_cb(void *ud, const rl__unsplit_event *ev) {
     scan_ctx *c = ud;
     if (ev->kind != RL__EV_RECORD) return rl__record_defect_error(ev);
-    if (c->page->n == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 16;
-        rl_record *nr = rl__realloc(c->page->records, (size_t)cap * sizeof *nr);
-        if (!nr) return RL_E_OUT_OF_MEMORY;
-        c->page->records = nr;
-        c->cap = cap;
-    }
+    if (RL_GROW(c->page->records, c->cap, (size_t)c->page->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     int rc = rl__record_from_event(c->s, ev, &c->page->records[c->page->n]);
     if (rc) return rc;
     c->page->n++;

@@ -84,6 +84,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sync.h"
 #include "kv/cluster/cluster.h"
 #include "kv/kv_int.h"
 #include "kv/cluster/clusterfile.h"
@@ -486,11 +487,7 @@ static int attempt_ended(creq *q, cconn *cc, uint64_t id, int ok) {
         pthread_mutex_unlock(&oc->mu);
         q->conn = cc;
         q->id = id;
-        if (was_hedge) {
-            pthread_mutex_lock(&cl->mu);
-            cl->n_hedge_wins++;
-            pthread_mutex_unlock(&cl->mu);
-        }
+        if (was_hedge) rl__locked_add_u64(&cl->mu, &cl->n_hedge_wins, 1);
         return 0;
     }
     if (!was_hedge) { /* the hedge becomes the attempt */
@@ -645,15 +642,9 @@ static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t serv
             return cc;
         }
     }
-    if (cl->n_conns == cl->cap_conns) {
-        size_t nc = cl->cap_conns ? cl->cap_conns * 2 : 8;
-        cconn **nv = rl__realloc(cl->conns, nc * sizeof *nv);
-        if (!nv) {
-            pthread_mutex_unlock(&cl->mu);
-            return NULL;
-        }
-        cl->conns = nv;
-        cl->cap_conns = nc;
+    if (RL_GROW(cl->conns, cl->cap_conns, cl->n_conns + 1, 8)) {
+        pthread_mutex_unlock(&cl->mu);
+        return NULL;
     }
     cconn *cc = rl__calloc(1, sizeof *cc);
     if (!cc) {
@@ -1130,9 +1121,7 @@ static void sweep(cluster *cl) {
     for (creq *q = late, *nx; q; q = nx) {
         nx = q->next;
         q->next = NULL;
-        pthread_mutex_lock(&cl->mu);
-        cl->n_timeouts++;
-        pthread_mutex_unlock(&cl->mu);
+        rl__locked_add_u64(&cl->mu, &cl->n_timeouts, 1);
         rl__log(RL_LOG_WARN, "cluster client: %s request timed out", rl__msg_type_name(req_type(q)));
         fail_attempt(q, RL_E_TIMED_OUT);
     }
@@ -1232,9 +1221,7 @@ static void hedge_send(cluster *cl, creq *q, cconn *pc) {
     pthread_mutex_unlock(&hc->mu);
     q->r->stats.requests++; /* in parallel with the attempt: no round trip of its own */
     q->r->stats.bytes_sent += RL_FRAME_HEADER_LEN + b->len;
-    pthread_mutex_lock(&cl->mu);
-    cl->n_hedges++;
-    pthread_mutex_unlock(&cl->mu);
+    rl__locked_add_u64(&cl->mu, &cl->n_hedges, 1);
     uint16_t type = req_type(q);
     int rc = busy ? rl__conn_send_queued(conn, type, 0, id, b->data, b->len) : rl__conn_send(conn, type, 0, id, b->data, b->len);
     if (rc != RL_OK) {
@@ -1408,9 +1395,7 @@ static void error_reply(creq *q, int code) {
     if (rl__cluster_failover_now(q->kind, code, 1, q->team_size, q->failover_tries + 1)) {
         /* That member is behind (catching up?): another one of the team may not be. */
         q->failover_tries++;
-        pthread_mutex_lock(&cl->mu);
-        cl->n_failovers++;
-        pthread_mutex_unlock(&cl->mu);
+        rl__locked_add_u64(&cl->mu, &cl->n_failovers, 1);
         q->salt++;
         send_attempt(q);
         return;
@@ -1420,9 +1405,7 @@ static void error_reply(creq *q, int code) {
         finish(q, d.err);
         return;
     }
-    pthread_mutex_lock(&cl->mu);
-    cl->n_wrong_shard++;
-    pthread_mutex_unlock(&cl->mu);
+    rl__locked_add_u64(&cl->mu, &cl->n_wrong_shard, 1);
     q->salt++;
     retry_later(q, d.delay_ns, AFTER_REFRESH);
 }
@@ -1683,9 +1666,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         q->where = W_NONE;
     }
     if (!q) { /* its attempt timed out (or the id is junk): nothing waits for it */
-        pthread_mutex_lock(&cl->mu);
-        cl->n_late_replies++;
-        pthread_mutex_unlock(&cl->mu);
+        rl__locked_add_u64(&cl->mu, &cl->n_late_replies, 1);
         return;
     }
     if (h->type != req_type(q)) {
