@@ -1081,19 +1081,34 @@ static void ensure_tick(cluster *cl) {
     else if (rl__loop_post(cl->loop, arm_tick_fn, cl) != RL_OK) atomic_store(&cl->tick_armed, 0);
 }
 
-/* Take the requests of every connection whose attempt deadline passed. */
-static void sweep(cluster *cl) {
-    uint64_t now = now_ns();
+/* Every connection of cl with a reference for the caller (cconn_unref each), in stack
+ * (CONNS_STACK entries) or, for more, a heap array (free it with conns_free): returns the array
+ * and *n its length (0 when the heap array could not be allocated). Takes cl->mu. */
+#define CONNS_STACK 64
+static cconn **conns_take(cluster *cl, cconn **stack, size_t *n) {
     pthread_mutex_lock(&cl->mu);
-    size_t n = cl->n_conns;
-    cconn *stack[64];
-    cconn **cs = n <= 64 ? stack : rl__malloc(n * sizeof *cs);
-    if (!cs) n = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t k = cl->n_conns;
+    cconn **cs = k <= CONNS_STACK ? stack : rl__malloc(k * sizeof *cs);
+    if (!cs) cs = stack, k = 0;
+    for (size_t i = 0; i < k; i++) {
         cs[i] = cl->conns[i];
         atomic_fetch_add(&cs[i]->refs, 1);
     }
     pthread_mutex_unlock(&cl->mu);
+    *n = k;
+    return cs;
+}
+
+static void conns_free(cconn **cs, cconn **stack) {
+    if (cs != stack) rl__free(cs);
+}
+
+/* Take the requests of every connection whose attempt deadline passed. */
+static void sweep(cluster *cl) {
+    uint64_t now = now_ns();
+    size_t n;
+    cconn *stack[CONNS_STACK];
+    cconn **cs = conns_take(cl, stack, &n);
     creq *late = NULL;
     for (size_t i = 0; i < n; i++) {
         cconn *cc = cs[i];
@@ -1117,7 +1132,7 @@ static void sweep(cluster *cl) {
         pthread_mutex_unlock(&cc->mu);
         cconn_unref(cc);
     }
-    if (cs != stack) rl__free(cs);
+    conns_free(cs, stack);
     for (creq *q = late, *nx; q; q = nx) {
         nx = q->next;
         q->next = NULL;
@@ -1262,16 +1277,9 @@ static int hedge_scan(cluster *cl) {
     int nc = 0;
     cl->hedge_seen_gen = atomic_load(&cl->hedge_gen);
     uint64_t now = now_ns(), next = UINT64_MAX;
-    pthread_mutex_lock(&cl->mu);
-    size_t n = cl->n_conns;
-    cconn *stack[64];
-    cconn **cs = n <= 64 ? stack : rl__malloc(n * sizeof *cs);
-    if (!cs) n = 0;
-    for (size_t i = 0; i < n; i++) {
-        cs[i] = cl->conns[i];
-        atomic_fetch_add(&cs[i]->refs, 1);
-    }
-    pthread_mutex_unlock(&cl->mu);
+    size_t n;
+    cconn *stack[CONNS_STACK];
+    cconn **cs = conns_take(cl, stack, &n);
     int room = RL_CLUSTER_HEDGE_MAX_OUT - atomic_load(&cl->hedges_out);
     for (size_t i = 0; i < n; i++) {
         cconn *cc = cs[i];
@@ -1299,7 +1307,7 @@ static int hedge_scan(cluster *cl) {
         pthread_mutex_unlock(&cc->mu);
         cconn_unref(cc);
     }
-    if (cs != stack) rl__free(cs);
+    conns_free(cs, stack);
     for (int i = 0; i < nc; i++) {
         hedge_send(cl, cand[i].q, cand[i].cc);
         cconn_unref(cand[i].cc);
