@@ -64,15 +64,6 @@ static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
     }
 }
 
-/* k + "\x00" in arena a (NULL on OOM). */
-static uint8_t *key_after(rl_arena *a, const uint8_t *k, uint32_t kl) {
-    uint8_t *p = rl__arena_alloc(a, (size_t)kl + 1);
-    if (!p) return NULL;
-    if (kl) memcpy(p, k, kl);
-    p[kl] = 0;
-    return p;
-}
-
 int rl__txn_check_usable(rl_txn *t) {
     if (t->cancelled) return RL_E_TRANSACTION_CANCELLED;
     if (t->committing) return RL_E_USED_DURING_COMMIT;
@@ -101,7 +92,7 @@ static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32
 static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e,
                      uint32_t el) {
     if (el == bl + 1 && e[bl] == 0 && (bl == 0 || !memcmp(b, e, bl))) {
-        uint8_t *c = key_after(&t->arena, b, bl);
+        uint8_t *c = rl__arena_key_after(&t->arena, b, bl);
         if (!c) return RL_E_OUT_OF_MEMORY;
         return range_add_owned(t, l, c, bl, c, el);
     }
@@ -114,7 +105,7 @@ static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, 
 }
 
 int rl__txn_read_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
-    uint8_t *e = key_after(&t->arena, k, kl); /* one copy serves both ends: [k, k + "\x00") */
+    uint8_t *e = rl__arena_key_after(&t->arena, k, kl); /* one copy serves both ends: [k, k + "\x00") */
     if (!e) return RL_E_OUT_OF_MEMORY;
     return range_add_owned(t, &t->reads, e, kl, e, kl + 1);
 }
@@ -350,7 +341,7 @@ static int check_write(rl_txn *t, const void *key, size_t key_len, size_t value_
 
 /* Add the write conflict range of one key. */
 static int write_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
-    uint8_t *e = key_after(&t->arena, k, kl);
+    uint8_t *e = rl__arena_key_after(&t->arena, k, kl);
     if (!e) return RL_E_OUT_OF_MEMORY;
     return range_add_owned(t, &t->writes, e, kl, e, kl + 1);
 }
