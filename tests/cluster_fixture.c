@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "reclayer/kv.h"
 #include "test.h"
 
@@ -278,4 +280,25 @@ int rl_test_cluster_backend_ready(const char *url, char *why, size_t cap) {
     }
     snprintf(why, cap, "rl_db_open(%s): %s: %s", url, rl_error_name(rc), rl_last_error_detail());
     return 0;
+}
+
+long long rl_test_status_num(uint16_t port, const char *field) {
+    rl_admin_conn *a = NULL;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    long long v = -1;
+    if (rl__admin_conn_open(port, 2000, &a, &msg) == RL_OK) {
+        rl_msg req, rep;
+        memset(&req, 0, sizeof req);
+        req.type = RL_MSG_STATUS;
+        if (rl__admin_conn_call(a, &req, &rep, 2000, &msg) == RL_OK) {
+            json_error_t je;
+            json_t *j = json_loadb((const char *)rep.u.status_reply.json, rep.u.status_reply.json_len, 0, &je);
+            if (j) v = (long long)json_integer_value(json_object_get(j, field));
+            json_decref(j);
+        }
+    }
+    rl__admin_conn_close(a);
+    rl__buf_release(&msg);
+    return v;
 }

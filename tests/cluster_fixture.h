@@ -67,4 +67,9 @@ void rl_test_cluster_stop(rl_test_cluster *c);
  * with the reason in why (cap bytes). Opens and closes url once. */
 int rl_test_cluster_backend_ready(const char *url, char *why, size_t cap);
 
+/* rl_test_status_num — the integer field `field` of the STATUS reply (JSON) of the process on
+ * 127.0.0.1:port: -1 when it does not answer (2 s to connect, 2 s for the reply), 0 when the
+ * reply has no such integer. */
+long long rl_test_status_num(uint16_t port, const char *field);
+
 #endif

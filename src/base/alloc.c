@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reclayer/error.h"
+
 #define HDR 16
 
 static void *default_hook(void *ud, void *ptr, size_t old_size, size_t new_size) {
@@ -88,4 +90,21 @@ void *rl__memdup(const void *p, size_t n) {
     void *q = rl__malloc(n);
     if (q && n) memcpy(q, p, n);
     return q;
+}
+
+int rl__grow(void *pp, size_t *cap, size_t need, size_t elem, size_t min_cap) {
+    if (need <= *cap) return RL_OK;
+    size_t n = *cap > SIZE_MAX / 2 ? need : *cap * 2;
+    if (n < need) n = need;
+    if (n < min_cap) n = min_cap;
+    if (elem && n > SIZE_MAX / elem) return RL_E_OUT_OF_MEMORY;
+    /* The array's pointer is read and written as bytes: pp may point at any object pointer type
+     * (all have void *'s representation on the platforms POSIX describes). */
+    void *p;
+    memcpy(&p, pp, sizeof p);
+    void *np = rl__realloc(p, n * elem);
+    if (!np) return RL_E_OUT_OF_MEMORY;
+    memcpy(pp, &np, sizeof np);
+    *cap = n;
+    return RL_OK;
 }

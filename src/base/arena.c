@@ -92,6 +92,15 @@ void *rl__arena_memdup(rl_arena *a, const void *p, size_t n) {
     return q;
 }
 
+uint8_t *rl__arena_key_after(rl_arena *a, const void *k, size_t n) {
+    if (n == SIZE_MAX) return NULL;
+    uint8_t *p = rl__arena_alloc(a, n + 1);
+    if (!p) return NULL;
+    if (n) memcpy(p, k, n);
+    p[n] = 0;
+    return p;
+}
+
 size_t rl__arena_capacity(const rl_arena *a) {
     size_t n = 0;
     for (const rl_arena_block *b = a->head; b; b = b->next) n += b->cap;

@@ -13,6 +13,7 @@
 #define RL_BASE_ARENA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct rl_arena_block rl_arena_block;
 
@@ -28,6 +29,9 @@ void rl__arena_reset(rl_arena *a);
 void *rl__arena_alloc(rl_arena *a, size_t n);
 /* Copy n bytes into the arena (NULL on failure; a valid pointer for n == 0). */
 void *rl__arena_memdup(rl_arena *a, const void *p, size_t n);
+/* The key right after k[0..n) in key order, k + "\x00", copied into the arena (n + 1 bytes;
+ * NULL on failure). */
+uint8_t *rl__arena_key_after(rl_arena *a, const void *k, size_t n);
 /* Payload bytes held in the arena's blocks (used or not): what a cache that keeps the arena
  * retains. Walks the block chain (one block right after a reset). */
 size_t rl__arena_capacity(const rl_arena *a);

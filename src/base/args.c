@@ -9,6 +9,7 @@
  *      '?', so a message is always one short line.
  */
 #include "base/args.h"
+#include "base/bytes.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -156,52 +157,33 @@ int rl__args_double(const char *s, double min, double max, double *out, char *ms
     return RL_OK;
 }
 
-static int hexval(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 int rl__args_unescape(const char *s, rl_buf *out, char *msg, size_t cap) {
-    for (size_t i = 0; s[i];) {
-        if (s[i] != '\\') {
-            rl__buf_append_byte(out, (uint8_t)s[i++]);
-            continue;
-        }
-        if (s[i + 1] == '\\') {
-            rl__buf_append_byte(out, '\\');
-            i += 2;
-        } else if (s[i + 1] == 'x' && s[i + 2] && hexval(s[i + 2]) >= 0 && s[i + 3] && hexval(s[i + 3]) >= 0) {
-            rl__buf_append_byte(out, (uint8_t)(hexval(s[i + 2]) * 16 + hexval(s[i + 3])));
-            i += 4;
-        } else {
-            /* Show the escape as far as it goes: the backslash and up to 3 more bytes. */
-            char q[QUOTE_MAX + 8], raw[5], esc[8];
-            size_t n = 1;
-            raw[0] = '\\';
-            while (n < 4 && s[i + n] && (n < 2 || s[i + 1] == 'x')) {
-                raw[n] = s[i + n];
-                n++;
-            }
-            raw[n] = 0;
-            if (!s[i + 1])
-                set_msg(msg, cap, "'%s': a lone backslash at offset %zu ends it (use \\\\ for a backslash)",
-                        shown(s, q, sizeof q), i);
-            else
-                set_msg(msg, cap, "'%s': bad escape '%s' at offset %zu (use \\\\ or \\xNN with two hex digits)",
-                        shown(s, q, sizeof q), shown(raw, esc, sizeof esc), i);
-            return RL_E_INVALID_ARGUMENT;
-        }
+    size_t i = 0;
+    int rc = rl__bytes_unprintable_at(out, s, &i);
+    if (rc != RL_E_INVALID_ARGUMENT) return rc;
+    /* Show the escape as far as it goes: the backslash and up to 3 more bytes. */
+    char q[QUOTE_MAX + 8], raw[5], esc[8];
+    size_t n = 1;
+    raw[0] = '\\';
+    while (n < 4 && s[i + n] && (n < 2 || s[i + 1] == 'x')) {
+        raw[n] = s[i + n];
+        n++;
     }
-    return rl__buf_error(out);
+    raw[n] = 0;
+    if (!s[i + 1])
+        set_msg(msg, cap, "'%s': a lone backslash at offset %zu ends it (use \\\\ for a backslash)",
+                shown(s, q, sizeof q), i);
+    else
+        set_msg(msg, cap, "'%s': bad escape '%s' at offset %zu (use \\\\ or \\xNN with two hex digits)",
+                shown(s, q, sizeof q), shown(raw, esc, sizeof esc), i);
+    return rc;
 }
 
 int rl__args_unhex(const char *s, rl_buf *out, char *msg, size_t cap) {
     char q[QUOTE_MAX + 8];
     size_t n = strlen(s);
     for (size_t i = 0; i < n; i++) {
-        if (hexval(s[i]) < 0) {
+        if (rl__hex_digit(s[i]) < 0) {
             unsigned char c = (unsigned char)s[i];
             if (c >= 0x20 && c < 0x7f)
                 set_msg(msg, cap, "'%s' is not hex: '%c' at offset %zu", shown(s, q, sizeof q), c, i);
@@ -214,8 +196,7 @@ int rl__args_unhex(const char *s, rl_buf *out, char *msg, size_t cap) {
         set_msg(msg, cap, "'%s' has an odd number of hex digits (%zu)", shown(s, q, sizeof q), n);
         return RL_E_INVALID_ARGUMENT;
     }
-    for (size_t i = 0; i < n; i += 2) rl__buf_append_byte(out, (uint8_t)(hexval(s[i]) * 16 + hexval(s[i + 1])));
-    return rl__buf_error(out);
+    return rl__bytes_from_hex(out, s, n);
 }
 
 /* ---- Ranges and help text ------------------------------------------------------------------ */

@@ -18,36 +18,40 @@ void rl__bytes_printable(rl_buf *out, const void *p, size_t n) {
     }
 }
 
-static int hexval(int c) {
+int rl__hex_digit(int c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
 
-int rl__bytes_unprintable(rl_buf *out, const char *s) {
-    while (*s) {
-        if (*s != '\\') {
-            rl__buf_append_byte(out, (uint8_t)*s++);
+int rl__bytes_unprintable_at(rl_buf *out, const char *s, size_t *bad_at) {
+    for (size_t i = 0; s[i];) {
+        if (s[i] != '\\') {
+            rl__buf_append_byte(out, (uint8_t)s[i++]);
             continue;
         }
-        if (s[1] == '\\') {
+        if (s[i + 1] == '\\') {
             rl__buf_append_byte(out, '\\');
-            s += 2;
-        } else if (s[1] == 'x' && s[2] && s[3] && hexval(s[2]) >= 0 && hexval(s[3]) >= 0) {
-            rl__buf_append_byte(out, (uint8_t)(hexval(s[2]) * 16 + hexval(s[3])));
-            s += 4;
+            i += 2;
+        } else if (s[i + 1] == 'x' && s[i + 2] && s[i + 3] && rl__hex_digit(s[i + 2]) >= 0 &&
+                   rl__hex_digit(s[i + 3]) >= 0) {
+            rl__buf_append_byte(out, (uint8_t)(rl__hex_digit(s[i + 2]) * 16 + rl__hex_digit(s[i + 3])));
+            i += 4;
         } else {
+            if (bad_at) *bad_at = i;
             return RL_E_INVALID_ARGUMENT;
         }
     }
     return rl__buf_error(out);
 }
 
+int rl__bytes_unprintable(rl_buf *out, const char *s) { return rl__bytes_unprintable_at(out, s, NULL); }
+
 int rl__bytes_from_hex(rl_buf *out, const char *s, size_t n) {
     if (n % 2) return RL_E_INVALID_ARGUMENT;
     for (size_t i = 0; i < n; i += 2) {
-        int h = hexval(s[i]), l = hexval(s[i + 1]);
+        int h = rl__hex_digit(s[i]), l = rl__hex_digit(s[i + 1]);
         if (h < 0 || l < 0) return RL_E_INVALID_ARGUMENT;
         rl__buf_append_byte(out, (uint8_t)(h * 16 + l));
     }

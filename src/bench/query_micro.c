@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "bench/campaign_int.h"
 #include "order.pb-c.h"
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
@@ -68,43 +69,12 @@ typedef struct {
 static volatile uint64_t sink;
 
 /* ---- SQLite's allocations ----------------------------------------------------------------
- * SQLite's allocator is process-global, so its counting wrapper is too (the one piece of global
- * state here). It is installed once, before SQLite initialises; if SQLite was initialised
- * already, sqlite3_config refuses and SQLite's allocations are reported as n/a. */
-
-static sqlite3_mem_methods sq_base;
-static uint64_t sq_allocs, sq_bytes;
-static int sq_counting = -1; /* -1: not tried; 0: not installed; 1: counting */
-
-static void *sq_malloc(int n) {
-    sq_allocs++;
-    sq_bytes += (uint64_t)(n > 0 ? n : 0);
-    return sq_base.xMalloc(n);
-}
-static void sq_free(void *p) { sq_base.xFree(p); }
-static void *sq_realloc(void *p, int n) {
-    sq_allocs++;
-    sq_bytes += (uint64_t)(n > 0 ? n : 0);
-    return sq_base.xRealloc(p, n);
-}
-static int sq_size(void *p) { return sq_base.xSize(p); }
-static int sq_roundup(int n) { return sq_base.xRoundup(n); }
-static int sq_init(void *ud) {
-    (void)ud;
-    return sq_base.xInit(sq_base.pAppData);
-}
-static void sq_shutdown(void *ud) {
-    (void)ud;
-    sq_base.xShutdown(sq_base.pAppData);
-}
-
-static void sq_install_counting(void) {
-    static sqlite3_mem_methods wrap = {sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup,
-                                       sq_init,   sq_shutdown, NULL};
-    if (sq_counting >= 0) return;
-    sq_counting = sqlite3_config(SQLITE_CONFIG_GETMALLOC, &sq_base) == SQLITE_OK &&
-                  sqlite3_config(SQLITE_CONFIG_MALLOC, &wrap) == SQLITE_OK;
-}
+ * SQLite's allocator is process-global, so its counting wrapper is too: the campaign's
+ * (rl__camp_sqlite_count_install, campaign_ops.c), one per process whichever part installs it.
+ * It is installed once, before SQLite initialises; if SQLite was initialised already,
+ * sqlite3_config refuses and SQLite's allocations are reported as n/a. sq_counting: -1 until
+ * tried, then 1 when counting, 0 when refused. */
+static int sq_counting = -1;
 
 /* ---- Loading ----------------------------------------------------------------------------- */
 
@@ -336,13 +306,13 @@ static int run_op(dataset *d, int sys, int limit, int reverse, uint64_t *out_row
 /* Run the case for about `seconds` (at least 3 ops) and add one round to res. */
 static int measure(dataset *d, int sys, int limit, int reverse, double seconds, result *res) {
     uint64_t budget = (uint64_t)(seconds * 1e9), ops = 0, rows = 0, n, h;
-    uint64_t sa0 = sq_allocs, sb0 = sq_bytes;
+    uint64_t sa0, sb0;
     rl_alloc_stats a0, a1;
     /* One op outside the clock, so the round starts warm. */
     int rc = run_op(d, sys, limit, reverse, &n, &h);
     if (rc) return rc;
     rl_alloc_get_stats(&a0);
-    sa0 = sq_allocs, sb0 = sq_bytes;
+    rl__camp_sqlite_counts(&sa0, &sb0);
     uint64_t t0 = rl__clock_mono_ns(), t1;
     do {
         if ((rc = run_op(d, sys, limit, reverse, &n, &h))) return rc;
@@ -351,12 +321,14 @@ static int measure(dataset *d, int sys, int limit, int reverse, double seconds, 
         t1 = rl__clock_mono_ns();
     } while (t1 - t0 < budget || ops < 3);
     rl_alloc_get_stats(&a1);
+    uint64_t sa1, sb1;
+    rl__camp_sqlite_counts(&sa1, &sb1);
     if (res->n >= MAX_ROUNDS) return RL_OK;
     int i = res->n++;
     res->ns[i] = (double)(t1 - t0) / (double)ops;
     if (sys == S_SQLITE) {
-        res->allocs[i] = sq_counting == 1 ? (double)(sq_allocs - sa0) / (double)ops : -1;
-        res->bytes[i] = sq_counting == 1 ? (double)(sq_bytes - sb0) / (double)ops : -1;
+        res->allocs[i] = sq_counting == 1 ? (double)(sa1 - sa0) / (double)ops : -1;
+        res->bytes[i] = sq_counting == 1 ? (double)(sb1 - sb0) / (double)ops : -1;
     } else {
         res->allocs[i] = (double)(a1.allocs - a0.allocs) / (double)ops;
         res->bytes[i] = (double)(a1.bytes - a0.bytes) / (double)ops;
@@ -469,7 +441,7 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
         rl__free(res);
         return rc;
     }
-    sq_install_counting();
+    sq_counting = rl__camp_sqlite_count_install();
     /* Select the cases; a dataset is loaded only if one of its cases is selected. */
     int need[D_COUNT] = {0, 0};
     for (int d = 0; d < D_COUNT; d++)

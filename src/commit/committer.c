@@ -70,6 +70,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
+#include "base/sync.h"
 #include "storage/wal.h"
 
 #define CM_DEFAULT_BATCH 256
@@ -516,17 +517,11 @@ void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes) {
 }
 
 rl_version rl__committer_read_version(rl_committer *c) {
-    pthread_mutex_lock(&c->mu);
-    rl_version v = c->durable;
-    pthread_mutex_unlock(&c->mu);
-    return v;
+    return rl__locked_u64(&c->mu, &c->durable);
 }
 
 rl_version rl__committer_oldest_version(rl_committer *c) {
-    pthread_mutex_lock(&c->mu);
-    rl_version v = c->oldest;
-    pthread_mutex_unlock(&c->mu);
-    return v;
+    return rl__locked_u64(&c->mu, &c->oldest);
 }
 
 void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out) {

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sync.h"
 #include "fdbc/fdbc.h"
 
 typedef struct hook {
@@ -57,19 +58,13 @@ static struct {
 } net = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 int fdbc_api_version(void) {
-    pthread_mutex_lock(&net.mu);
-    int v = net.api_version;
-    pthread_mutex_unlock(&net.mu);
-    return v;
+    return rl__locked_int(&net.mu, &net.api_version);
 }
 
 int fdbc_callbacks_anywhere(void) { return atomic_load_explicit(&net.callbacks_anywhere, memory_order_relaxed); }
 
 int fdbc_network_is_setup(void) {
-    pthread_mutex_lock(&net.mu);
-    int s = net.setup;
-    pthread_mutex_unlock(&net.mu);
-    return s;
+    return rl__locked_int(&net.mu, &net.setup);
 }
 
 int fdbc_on_network_thread(void) {

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/sync.h"
 #include "kv/kv_int.h"
 #include "kv/kv_stats.h"
 #include "net/proto.h"
@@ -209,10 +210,7 @@ int rl_future_wait(rl_future *f) {
 int rl_future_is_ready(rl_future *f) {
     if (!f) return 0;
     if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return 1;
-    pthread_mutex_lock(&f->mu);
-    int r = f->ready;
-    pthread_mutex_unlock(&f->mu);
-    return r;
+    return rl__locked_int(&f->mu, &f->ready);
 }
 
 int rl_future_get_error(rl_future *f) {

@@ -92,13 +92,7 @@ static rl_wm_point *point_at(rl_wmap *w, const uint8_t *k, uint32_t kl, int *out
         *out_is_new = 0;
         return &w->pts[i];
     }
-    if (w->n_pts == w->cap_pts) {
-        size_t nc = w->cap_pts ? w->cap_pts * 2 : 16;
-        rl_wm_point *np = rl__realloc(w->pts, nc * sizeof *np);
-        if (!np) return NULL;
-        w->pts = np;
-        w->cap_pts = nc;
-    }
+    if (RL_GROW(w->pts, w->cap_pts, w->n_pts + 1, 16)) return NULL;
     uint8_t *kc = rl__arena_memdup(w->arena, k, kl);
     if (!kc) return NULL;
     memmove(&w->pts[i + 1], &w->pts[i], (w->n_pts - i) * sizeof *w->pts);
@@ -165,13 +159,7 @@ int rl__wmap_clear_range(rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_
         if (!ne) return RL_E_OUT_OF_MEMORY;
     }
     if (j == i) {
-        if (w->n_clears == w->cap_clears) {
-            size_t nc = w->cap_clears ? w->cap_clears * 2 : 8;
-            rl_wm_range *nr = rl__realloc(w->clears, nc * sizeof *nr);
-            if (!nr) return RL_E_OUT_OF_MEMORY;
-            w->clears = nr;
-            w->cap_clears = nc;
-        }
+        if (RL_GROW(w->clears, w->cap_clears, w->n_clears + 1, 8)) return RL_E_OUT_OF_MEMORY;
         memmove(&w->clears[i + 1], &w->clears[i], (w->n_clears - i) * sizeof *w->clears);
         w->n_clears++;
     } else if (j > i + 1) {

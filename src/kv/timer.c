@@ -109,16 +109,7 @@ int rl__kv_timer_add(uint64_t deadline_ns, void (*fn)(void *ud), void *ud) {
         }
         started = 1;
     }
-    if (n_heap == cap_heap) {
-        size_t nc = cap_heap ? cap_heap * 2 : 16;
-        timer_ent *nh = rl__realloc(heap, nc * sizeof *nh);
-        if (!nh) {
-            rc = RL_E_OUT_OF_MEMORY;
-            goto out;
-        }
-        heap = nh;
-        cap_heap = nc;
-    }
+    if ((rc = RL_GROW(heap, cap_heap, n_heap + 1, 16))) goto out;
     heap[n_heap] = (timer_ent){deadline_ns, next_seq++, fn, ud};
     sift_up(n_heap++);
     pthread_cond_signal(&cv);

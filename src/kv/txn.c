@@ -64,15 +64,6 @@ static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
     }
 }
 
-/* k + "\x00" in arena a (NULL on OOM). */
-static uint8_t *key_after(rl_arena *a, const uint8_t *k, uint32_t kl) {
-    uint8_t *p = rl__arena_alloc(a, (size_t)kl + 1);
-    if (!p) return NULL;
-    if (kl) memcpy(p, k, kl);
-    p[kl] = 0;
-    return p;
-}
-
 int rl__txn_check_usable(rl_txn *t) {
     if (t->cancelled) return RL_E_TRANSACTION_CANCELLED;
     if (t->committing) return RL_E_USED_DURING_COMMIT;
@@ -86,13 +77,7 @@ int rl__txn_check_usable(rl_txn *t) {
  * static). Counts its size. */
 static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32_t bl,
                            const uint8_t *ec, uint32_t el) {
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 16;
-        rl_keyrange *nv = rl__realloc(l->v, nc * sizeof *nv);
-        if (!nv) return RL_E_OUT_OF_MEMORY;
-        l->v = nv;
-        l->cap = nc;
-    }
+    if (RL_GROW(l->v, l->cap, l->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     l->v[l->n].begin = bc;
     l->v[l->n].begin_len = bl;
     l->v[l->n].end = ec;
@@ -107,7 +92,7 @@ static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32
 static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e,
                      uint32_t el) {
     if (el == bl + 1 && e[bl] == 0 && (bl == 0 || !memcmp(b, e, bl))) {
-        uint8_t *c = key_after(&t->arena, b, bl);
+        uint8_t *c = rl__arena_key_after(&t->arena, b, bl);
         if (!c) return RL_E_OUT_OF_MEMORY;
         return range_add_owned(t, l, c, bl, c, el);
     }
@@ -120,7 +105,7 @@ static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, 
 }
 
 int rl__txn_read_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
-    uint8_t *e = key_after(&t->arena, k, kl); /* one copy serves both ends: [k, k + "\x00") */
+    uint8_t *e = rl__arena_key_after(&t->arena, k, kl); /* one copy serves both ends: [k, k + "\x00") */
     if (!e) return RL_E_OUT_OF_MEMORY;
     return range_add_owned(t, &t->reads, e, kl, e, kl + 1);
 }
@@ -320,13 +305,7 @@ void rl_txn_set_read_version(rl_txn *t, int64_t v) {
 
 /* Room for one more mutation. */
 static int reserve_mut(rl_txn *t) {
-    if (t->n_muts < t->cap_muts) return RL_OK;
-    size_t nc = t->cap_muts ? t->cap_muts * 2 : 32;
-    rl_mutation *nm = rl__realloc(t->muts, nc * sizeof *nm);
-    if (!nm) return RL_E_OUT_OF_MEMORY;
-    t->muts = nm;
-    t->cap_muts = nc;
-    return RL_OK;
+    return RL_GROW(t->muts, t->cap_muts, t->n_muts + 1, 32);
 }
 
 /* Log a mutation (copies in the txn arena). */
@@ -368,7 +347,7 @@ static int check_write(rl_txn *t, const void *key, size_t key_len, size_t value_
 
 /* Add the write conflict range of one key. */
 static int write_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl) {
-    uint8_t *e = key_after(&t->arena, k, kl);
+    uint8_t *e = rl__arena_key_after(&t->arena, k, kl);
     if (!e) return RL_E_OUT_OF_MEMORY;
     return range_add_owned(t, &t->writes, e, kl, e, kl + 1);
 }

@@ -73,7 +73,8 @@ enum { STEP_DONE = 0, STEP_READ, STEP_COMMIT, STEP_PARK };
 
 typedef struct {
     rl_keyvalue *v; /* heap */
-    int n, cap;
+    int n;
+    size_t cap;
 } kvvec;
 
 typedef struct {
@@ -143,14 +144,6 @@ static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
     return rl__bytes_cmp(a, al, b, bl);
 }
 
-static uint8_t *key_after(rl_arena *a, const uint8_t *k, uint32_t kl) {
-    uint8_t *p = rl__arena_alloc(a, (size_t)kl + 1);
-    if (!p) return NULL;
-    if (kl) memcpy(p, k, kl);
-    p[kl] = 0;
-    return p;
-}
-
 static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
     if (t->access_system_keys) *k = key_ffff, *kl = 2;
     else *k = key_ff, *kl = 1;
@@ -181,7 +174,7 @@ static const uint8_t *sel_anchor(const rl_txn *t, const rl_key_selector *sel, rl
         *out_len = sel->key_len;
         return sel->key;
     }
-    const uint8_t *an = key_after(a, sel->key, sel->key_len);
+    const uint8_t *an = rl__arena_key_after(a, sel->key, sel->key_len);
     if (!an) return NULL;
     *out_len = sel->key_len + 1;
     if (past_max(t, an, *out_len, 0)) {
@@ -214,13 +207,7 @@ static int copy_sel(const rl_txn *t, const rl_key_selector *in, rl_arena *a, rl_
 }
 
 static int kvvec_push(kvvec *x, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl) {
-    if (x->n == x->cap) {
-        int nc = x->cap ? x->cap * 2 : 16;
-        rl_keyvalue *nv = rl__realloc(x->v, (size_t)nc * sizeof *nv);
-        if (!nv) return RL_E_OUT_OF_MEMORY;
-        x->v = nv;
-        x->cap = nc;
-    }
+    if (RL_GROW(x->v, x->cap, (size_t)x->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     x->v[x->n].key = k;
     x->v[x->n].key_len = kl;
     x->v[x->n].value = v;
@@ -372,7 +359,7 @@ static int mr_merge(txn_op *op, mrange *m, int *out_again) {
     if (smore && n > 0) {
         const rl_keyvalue *last = &rows[n - 1];
         if (!m->reverse) {
-            we = key_after(a, last->key, last->key_len);
+            we = rl__arena_key_after(a, last->key, last->key_len);
             if (!we) return RL_E_OUT_OF_MEMORY;
             wel = last->key_len + 1;
         } else {
@@ -475,7 +462,7 @@ static int msel_finish(txn_op *op, msel *s) {
         if (m->out.n == s->sel.offset) {
             s->key = m->out.v[m->out.n - 1].key;
             s->key_len = m->out.v[m->out.n - 1].key_len;
-            s->hi = key_after(a, s->key, s->key_len);
+            s->hi = rl__arena_key_after(a, s->key, s->key_len);
             s->hi_len = s->key_len + 1;
             if (!s->hi) rc = RL_E_OUT_OF_MEMORY;
         } else {
@@ -509,7 +496,7 @@ static void backend_span(txn_op *op, const rl_key_selector *sel, const uint8_t *
     } else if (sel->offset >= 1) {
         *lo = an, *lol = anl;
         if (kcmp(key, kl, op->mk, op->mk_len) < 0) {
-            *hi = key_after(&op->f->arena, key, kl);
+            *hi = rl__arena_key_after(&op->f->arena, key, kl);
             *hil = kl + 1;
             if (!*hi) *out_oom = 1;
         } else {
@@ -528,7 +515,7 @@ static int range_conflict(rl_txn *t, txn_op *op, const uint8_t *clo, uint32_t cl
                           const uint8_t *chi, uint32_t chil, const rl_keyvalue *last, int more) {
     if (more && last) {
         if (!op->reverse) {
-            uint8_t *e = key_after(&op->f->arena, last->key, last->key_len);
+            uint8_t *e = rl__arena_key_after(&op->f->arena, last->key, last->key_len);
             return e ? rl__txn_read_conflict(t, clo, clol, e, last->key_len + 1) : RL_E_OUT_OF_MEMORY;
         }
         return rl__txn_read_conflict(t, last->key, last->key_len, chi, chil);
@@ -773,7 +760,7 @@ static int step_mapped(txn_op *op) {
         const rl_mapped_keyvalue *m = &ents[i];
         if (m->is_range && m->more && m->n_kvs > 0) {
             const rl_keyvalue *last = &m->kvs[m->n_kvs - 1];
-            uint8_t *e = key_after(&f->arena, last->key, last->key_len);
+            uint8_t *e = rl__arena_key_after(&f->arena, last->key, last->key_len);
             rc = e ? rl__txn_read_conflict(t, m->begin, m->begin_len, e, last->key_len + 1)
                    : RL_E_OUT_OF_MEMORY;
         } else {
@@ -1406,7 +1393,7 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
         if (rc == RL_OK && !(flags & RL_SNAPSHOT)) {
             const rl_keyvalue *last = r.n > 0 ? &r.kvs[r.n - 1] : NULL;
             if (r.more && last && !r.reverse) {
-                uint8_t *e = key_after(&f->arena, last->key, last->key_len);
+                uint8_t *e = rl__arena_key_after(&f->arena, last->key, last->key_len);
                 rc = e ? rl__txn_read_conflict(t, r.begin.key, r.begin.key_len, e, last->key_len + 1)
                        : RL_E_OUT_OF_MEMORY;
             } else if (r.more && last) {

@@ -162,6 +162,14 @@ int rl__msg_type_known(int type);
 /* Each struct lists its fields in wire order. Byte strings are (pointer, length) pairs: the
  * pointer may be NULL only when the length is 0. Counts are element counts. */
 
+/* RL_PROTO_CODECS(name) declares rl__msg_<name>_encode and rl__msg_<name>_decode (the contract
+ * at the top of this file) for the struct rl_msg_<name>; proto.c defines them from its payload
+ * table (RL_PROTO_PAYLOADS). */
+#define RL_PROTO_CODECS(name)                                                                  \
+    int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why);      \
+    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a,              \
+                                rl_msg_##name *out, rl_proto_why *why)
+
 /* A payload without fields (STATUS request, POP reply): len must be 0. */
 typedef struct {
     uint8_t unused_; /* C has no empty structs; not encoded */
@@ -645,10 +653,7 @@ typedef struct {
     const uint8_t *key;
     uint32_t key_len;
 } rl_msg_split_shard_req;
-int rl__msg_split_shard_req_encode(rl_buf *out, const rl_msg_split_shard_req *m,
-                                   rl_proto_why *why);
-int rl__msg_split_shard_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                   rl_msg_split_shard_req *out, rl_proto_why *why);
+RL_PROTO_CODECS(split_shard_req);
 
 /* SPLIT_SHARD reply: the version the map holds the boundary at (the split's commit version, or
  * the durable version when key already was a boundary: split 0). */
@@ -656,10 +661,7 @@ typedef struct {
     rl_version version;
     uint8_t split; /* 1 a boundary was added, 0 it was one already */
 } rl_msg_split_shard_reply;
-int rl__msg_split_shard_reply_encode(rl_buf *out, const rl_msg_split_shard_reply *m,
-                                     rl_proto_why *why);
-int rl__msg_split_shard_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                     rl_msg_split_shard_reply *out, rl_proto_why *why);
+RL_PROTO_CODECS(split_shard_reply);
 
 /* ASSIGN_SHARD request (type 31, admin tool -> coordinator): make [begin, end) whole shards and
  * move them to team. The reply comes when every shard of the range is on the team (or with an
@@ -670,10 +672,7 @@ typedef struct {
     uint32_t n_team;
     uint32_t timeout_ms;  /* 0: the coordinator's default (60 s) */
 } rl_msg_assign_shard_req;
-int rl__msg_assign_shard_req_encode(rl_buf *out, const rl_msg_assign_shard_req *m,
-                                    rl_proto_why *why);
-int rl__msg_assign_shard_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                    rl_msg_assign_shard_req *out, rl_proto_why *why);
+RL_PROTO_CODECS(assign_shard_req);
 
 /* ASSIGN_SHARD reply. */
 typedef struct {
@@ -681,10 +680,7 @@ typedef struct {
                            had to move) */
     uint32_t moved;     /* shards whose team changed */
 } rl_msg_assign_shard_reply;
-int rl__msg_assign_shard_reply_encode(rl_buf *out, const rl_msg_assign_shard_reply *m,
-                                      rl_proto_why *why);
-int rl__msg_assign_shard_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                      rl_msg_assign_shard_reply *out, rl_proto_why *why);
+RL_PROTO_CODECS(assign_shard_reply);
 
 /* MOVE_SHARD request (type 32, storage -> coordinator, "fetch complete"): the storage server holds
  * range (assigned to it by a PEEK change) completely and durably from version on. */
@@ -693,16 +689,11 @@ typedef struct {
     rl_keyrange range; /* begin < end */
     rl_version version;
 } rl_msg_move_shard_req;
-int rl__msg_move_shard_req_encode(rl_buf *out, const rl_msg_move_shard_req *m, rl_proto_why *why);
-int rl__msg_move_shard_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                  rl_msg_move_shard_req *out, rl_proto_why *why);
+RL_PROTO_CODECS(move_shard_req);
 
 /* MOVE_SHARD reply: empty. */
 typedef rl_msg_empty rl_msg_move_shard_reply;
-int rl__msg_move_shard_reply_encode(rl_buf *out, const rl_msg_move_shard_reply *m,
-                                    rl_proto_why *why);
-int rl__msg_move_shard_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                    rl_msg_move_shard_reply *out, rl_proto_why *why);
+RL_PROTO_CODECS(move_shard_reply);
 
 /* ---- Any message ------------------------------------------------------------------------- */
 

@@ -252,7 +252,7 @@ struct rl_cursor {
     rl_future *pf;            /* SRC_SCAN: the next index page, requested ahead (or NULL) */
     uint64_t pf_d0, mf_d0;    /* critical depth when pf / mf was issued (invariant 7) */
     rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
-    rl_buf lb, le;            /* begin / end keys of record loads: empty, or start with recprefix */
+    rl_buf lb, le;            /* begin / end keys of record loads (rl__store_record_range) */
     rl_future *mf;            /* SRC_REMOTE: the current page */
     rl_future *mf_next;       /* SRC_REMOTE: the next page, asked for when mf arrived (or NULL) */
     uint64_t mf_next_d0;      /* critical depth when mf_next was issued (invariant 7) */
@@ -404,15 +404,9 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
     }
     size_t poff = c->tr_np, np = e->n_peers;
     if (np > 0 && c->tr_np + np > c->tr_pcap) {
-        size_t cap = c->tr_pcap ? c->tr_pcap * 2 : 64;
-        while (cap < c->tr_np + np) cap *= 2;
-        rl_query_s2s_peer *v = rl__realloc(c->tr_peers, cap * sizeof *v);
-        if (!v) {
+        if (RL_GROW(c->tr_peers, c->tr_pcap, c->tr_np + np, 64)) {
             c->tr_oom = 1;
             np = 0;
-        } else {
-            c->tr_peers = v;
-            c->tr_pcap = cap;
         }
     }
     for (size_t j = 0; j < np; j++) {
@@ -647,37 +641,33 @@ static int entry_pk(rl_cursor *c, const uint8_t *key, size_t len) {
     return rl__buf_error(&c->cur_pk);
 }
 
+/* drain_range's context: the cursor, its list, and whether page 0's figures were taken. */
+typedef struct {
+    rl_cursor *c;
+    kvlist *l;
+    int first_taken;
+} drain_ctx;
+
+static int drain_wait(void *ud, rl_future *f, int page) {
+    drain_ctx *d = ud;
+    if (page == 0 && d->first_taken) return rl_future_wait(f);
+    if (page > 0) d->c->k.reads_range++;
+    return wait_read(d->c, f, d->c->depth); /* issued at the current depth (nothing ran since) */
+}
+
+static int drain_kv(void *ud, const rl_keyvalue *kv) {
+    drain_ctx *d = ud;
+    d->c->k.kv_bytes_received += kv->key_len + kv->value_len;
+    return kvl_add(d->l, kv);
+}
+
 /* Read the rest of a range whose first page was the future f (taken, freed here): every
- * key-value of [begin, end) goes to l. begin is updated as pages are read. first_taken: the
- * caller already took f's figures (wait_read); otherwise f was issued at the current depth. */
-static int drain_range(rl_cursor *c, rl_future *f, int first_taken, rl_buf *begin, const uint8_t *end,
-                       size_t end_len, kvlist *l) {
-    int rc, n, more, iteration = 1;
-    const rl_keyvalue *kvs;
-    uint64_t d0 = c->depth;
-    for (;;) {
-        rc = first_taken ? rl_future_wait(f) : wait_read(c, f, d0);
-        first_taken = 0;
-        if (rc || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) break;
-        for (int i = 0; i < n && !rc; i++) {
-            c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
-            rc = kvl_add(l, &kvs[i]);
-        }
-        if (rc || !more || n == 0) break;
-        rl__buf_reset(begin);
-        rl__buf_append(begin, kvs[n - 1].key, kvs[n - 1].key_len);
-        rl__buf_append_byte(begin, 0x00);
-        rl_future_free(f);
-        f = NULL;
-        if ((rc = rl__buf_error(begin))) break;
-        c->k.reads_range++;
-        d0 = c->depth;
-        f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(begin->data, begin->len),
-                             RL_FIRST_GREATER_OR_EQUAL(end, end_len), 0, 0, RL_STREAMING_ITERATOR,
-                             ++iteration, 0);
-    }
-    rl_future_free(f);
-    return rc;
+ * key-value of [begin, end) goes to l. begin is updated as pages are read (rl__range_drain).
+ * first_taken: the caller already took f's figures (wait_read); otherwise f was issued at the
+ * current depth. */
+static int drain_range(rl_cursor *c, rl_future *f, int first_taken, rl_buf *begin, rl_buf *end, kvlist *l) {
+    drain_ctx d = {c, l, first_taken};
+    return rl__range_drain(c->txn, begin, end, 0, 1, f, drain_wait, drain_kv, &d);
 }
 
 /* ============================================================================================
@@ -751,9 +741,8 @@ static rl_key_selector sel_e(const rl_cursor *c) {
 /* Issue the load of one record: a range read of (1, pk...) = [R+pk+0x00, R+pk+0xff), WANT_ALL,
  * serializable (Java's loadWithSplit). The entry's primary key is located in qbytes: when its
  * columns are adjacent and in order in the entry (the usual (values..., pk...)), it is the slice
- * of the queued key itself; otherwise it is assembled after the queued keys. c->lb and c->le
- * are empty until the cursor's first load, then keep R as their first bytes (only R + pk + one
- * byte is ever written after it), so one truncate replaces the rebuild. */
+ * of the queued key itself; otherwise it is assembled after the queued keys. The bounds are built
+ * in c->lb and c->le (rl__store_record_range), which keep their memory from load to load. */
 static int issue_load(rl_cursor *c, qent *e) {
     const uint8_t *raw[MAX_ENTRY_COLS];
     size_t raw_len[MAX_ENTRY_COLS];
@@ -776,18 +765,7 @@ static int issue_load(rl_cursor *c, qent *e) {
     e->pk_len = pk_len;
     const uint8_t *pk = c->qbytes.data + e->pk_off;
     rl_buf *b = &c->lb, *en = &c->le;
-    if (b->len < c->recprefix.len || en->len < c->recprefix.len) { /* the cursor's first load */
-        rl__buf_reset(b);
-        rl__buf_append(b, c->recprefix.data, c->recprefix.len);
-        rl__buf_reset(en);
-        rl__buf_append(en, c->recprefix.data, c->recprefix.len);
-    }
-    rl__buf_truncate(b, c->recprefix.len);
-    rl__buf_append(b, pk, pk_len);
-    rl__buf_append_byte(b, 0x00);
-    rl__buf_truncate(en, c->recprefix.len);
-    rl__buf_append(en, pk, pk_len);
-    rl__buf_append_byte(en, 0xff);
+    rl__store_record_range(c->s, pk, pk_len, b, en);
     if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
     c->k.reads_range++;
     c->k.record_loads++;
@@ -947,19 +925,13 @@ static int scan_next(rl_cursor *c, int *out_has) {
         return RL_OK;
     }
     /* Rebuild the range bounds for paging (the load's begin is advanced by drain_range). */
-    rl__buf_reset(&c->tb);
-    rl__buf_append(&c->tb, c->recprefix.data, c->recprefix.len);
-    rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
-    rl__buf_reset(&c->te);
-    rl__buf_append(&c->te, c->tb.data, c->tb.len);
-    rl__buf_append_byte(&c->tb, 0x00);
-    rl__buf_append_byte(&c->te, 0xff);
+    rl__store_record_range(c->s, c->cur_pk.data, c->cur_pk.len, &c->tb, &c->te);
     if ((rc = rl__buf_error(&c->tb)) || (rc = rl__buf_error(&c->te))) {
         rl_future_free(lf);
         return rc;
     }
     kvl_reset(&c->kvs);
-    if ((rc = drain_range(c, lf, 1, &c->tb, c->te.data, c->te.len, &c->kvs))) return rc;
+    if ((rc = drain_range(c, lf, 1, &c->tb, &c->te, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
     c->rn = c->kvs.n;
@@ -1048,7 +1020,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
     kvl_reset(&c->kvs);
     for (int j = 0; j < m->n_kvs; j++)
         if ((rc = kvl_add(&c->kvs, &m->kvs[j]))) return rc;
-    rl_buf *b = &c->tb;
+    rl_buf *b = &c->tb, *en = &c->te;
     rl__buf_reset(b);
     if (m->n_kvs > 0) {
         rl__buf_append(b, m->kvs[m->n_kvs - 1].key, m->kvs[m->n_kvs - 1].key_len);
@@ -1056,13 +1028,15 @@ static int remote_next(rl_cursor *c, int *out_has) {
     } else {
         rl__buf_append(b, m->begin, m->begin_len);
     }
-    if ((rc = rl__buf_error(b))) return rc;
+    rl__buf_reset(en);
+    rl__buf_append(en, m->end, m->end_len);
+    if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
     c->k.secondary_completions++;
     c->k.reads_range++;
     rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
-                                    RL_FIRST_GREATER_OR_EQUAL(m->end, m->end_len), 0, 0,
+                                    RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0,
                                     RL_STREAMING_WANT_ALL, 0, 0);
-    if ((rc = drain_range(c, f, 0, b, m->end, m->end_len, &c->kvs))) return rc;
+    if ((rc = drain_range(c, f, 0, b, en, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
     c->rn = c->kvs.n;

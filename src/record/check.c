@@ -46,13 +46,7 @@ static void set_release(key_set *k) {
 }
 
 static int set_add(key_set *k, const uint8_t *p, size_t len) {
-    if (k->n + 1 >= k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 64;
-        size_t *no = rl__realloc(k->offs, cap * sizeof *no);
-        if (!no) return RL_E_OUT_OF_MEMORY;
-        k->offs = no;
-        k->cap = cap;
-    }
+    if (RL_GROW(k->offs, k->cap, k->n + 2, 64)) return RL_E_OUT_OF_MEMORY; /* + the end offset */
     k->offs[k->n++] = k->bytes.len;
     rl__buf_append(&k->bytes, p, len);
     return rl__buf_error(&k->bytes);
@@ -83,7 +77,7 @@ static key_ref *set_find(key_set *k, const uint8_t *p, size_t len) {
 typedef struct {
     rl_store *s;
     rl_check_report *r;
-    int cap;
+    size_t cap;       /* r->defects allocated */
     key_set pks;      /* primary keys of assembled records */
     key_set expected; /* index keys the records should have */
     rl__errdetail why; /* the detail of a record that does not parse or index (a defect's text) */
@@ -93,13 +87,7 @@ typedef struct {
 static int add_defect(check_ctx *c, const char *kind, const uint8_t *key, size_t klen, const char *message,
                       const char *detail) {
     rl_check_report *r = c->r;
-    if (r->n_defects == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 16;
-        rl_defect *nd = rl__realloc(r->defects, (size_t)cap * sizeof *nd);
-        if (!nd) return RL_E_OUT_OF_MEMORY;
-        r->defects = nd;
-        c->cap = cap;
-    }
+    if (RL_GROW(r->defects, c->cap, (size_t)r->n_defects + 1, 16)) return RL_E_OUT_OF_MEMORY;
     rl_buf k;
     rl__buf_init(&k);
     size_t pl = c->s->prefix_len;
@@ -252,10 +240,7 @@ static int store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
     rl__buf_init(&w.pk);
     /* Pass 1: records. */
     rl__unsplitter_init(&u, s->rec_prefix, s->rec_prefix_len, 0);
-    rl__buf_append(&b, s->rec_prefix, s->rec_prefix_len);
-    rl__buf_append_byte(&b, 0x00);
-    rl__buf_append(&e, s->rec_prefix, s->rec_prefix_len);
-    rl__buf_append_byte(&e, 0xff);
+    rl__store_record_range(s, NULL, 0, &b, &e); /* every record: R+0x00 .. R+0xff */
     if ((rc = rl__buf_error(&b)) || (rc = rl__buf_error(&e))) goto fail;
     rc = rl__store_drain(txn, &b, &e, RL_SNAPSHOT,
                          rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len),

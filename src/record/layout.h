@@ -30,11 +30,6 @@ enum {
 #define RL__SUFFIX_UNSPLIT 0
 #define RL__SUFFIX_FIRST_CHUNK 1
 
-/* Record key suffixes (Java's SplitHelper). */
-#define RL__SUFFIX_VERSION (-1)
-#define RL__SUFFIX_UNSPLIT 0
-#define RL__SUFFIX_FIRST_CHUNK 1
-
 /* ---- Index layout ------------------------------------------------------------------------ */
 
 #define RL__INDEX_MAX_COLS 64 /* indexed fields + primary-key columns of one entry, at most */
@@ -59,6 +54,24 @@ int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layou
  * (rl__buf_error). */
 void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b);
 void rl__store_records_prefix(const rl_store *s, rl_buf *b);
+/* rl__store_record_range — reset b and e to the begin and end of the records range of pk (a
+ * packed primary key, pk_len bytes; NULL, 0: every record): R+pk+0x00 .. R+pk+0xff, R the
+ * records prefix. pk must not point into b or e. Errors stay in b and e (rl__buf_error). */
+void rl__store_record_range(const rl_store *s, const uint8_t *pk, size_t pk_len, rl_buf *b, rl_buf *e);
+
+/* rl__range_drain — read every key-value of the range [b, e) whose first page is the issued
+ * future f (taken: freed here, whatever happens), handing each to kv(ud, kv) in the order read
+ * (kv's pointers are valid only during the call; a nonzero return stops the drain and is
+ * returned). While the page read says `more`, the next page is read from past its last key: b
+ * becomes that key + 0x00 (e becomes that key with RL_REVERSE), so b and e (owned by the
+ * caller) are updated as pages are read; the next pages use RL_STREAMING_ITERATOR, iterations
+ * iteration+1, iteration+2, ... (iteration: the first page's), and flags (RL_REVERSE,
+ * RL_SNAPSHOT). wait(ud, f, page) waits for page number `page` (0: f) and returns its error;
+ * NULL waits with rl_future_wait. Returns RL_OK, a transaction or allocation error, or kv's
+ * code. */
+int rl__range_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, int iteration, rl_future *f,
+                    int (*wait)(void *ud, rl_future *f, int page), int (*kv)(void *ud, const rl_keyvalue *kv),
+                    void *ud);
 
 /* rl__store_err — the store's detail message (rl_store_errmsg), for the calls that fail on it
  * and for rl_cursor_open's failures: the one mutable part of a const store (its writes are

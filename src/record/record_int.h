@@ -185,8 +185,6 @@ typedef struct {
  * RL_OK, RL_E_KEY_TOO_LARGE, RL_E_RECORD_PK_MISSING (detail in err), RL_E_OUT_OF_MEMORY. */
 int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik,
                          rl__errdetail *err);
-/* Reset b and e to the begin and end of the records range of pk: R+pk+0x00 .. R+pk+0xff. */
-void rl__store_record_range(const rl_store *s, const uint8_t *pk, size_t pk_len, rl_buf *b, rl_buf *e);
 /* Feed every key-value of [b, e) (flags: RL_REVERSE, RL_SNAPSHOT) to u, starting with the
  * already-issued future f of its first page (taken; freed here), paging until the range is
  * exhausted, then finish u. b and e are updated as pages are read. Returns RL_OK, a transaction

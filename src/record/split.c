@@ -225,13 +225,7 @@ int rl__unsplitter_feed(rl__unsplitter *u, const uint8_t *key, size_t klen, cons
         rl__buf_append(&u->pk, rest, pk_len);
         u->has_group = 1;
     }
-    if (u->n_parts == u->cap_parts) {
-        size_t cap = u->cap_parts ? u->cap_parts * 2 : 8;
-        rl__split_part *np = rl__realloc(u->parts, cap * sizeof *np);
-        if (!np) return RL_E_OUT_OF_MEMORY;
-        u->parts = np;
-        u->cap_parts = cap;
-    }
+    if (RL_GROW(u->parts, u->cap_parts, u->n_parts + 1, 8)) return RL_E_OUT_OF_MEMORY;
     rl__split_part *p = &u->parts[u->n_parts++];
     memset(p, 0, sizeof *p);
     if (last.type != RL_TT_INT || !last.fits_i64) {

@@ -282,18 +282,17 @@ static rl_future *read_page(rl_txn *txn, const rl_buf *b, const rl_buf *e, int f
                             0, 0, iteration ? RL_STREAMING_ITERATOR : RL_STREAMING_WANT_ALL, iteration, flags);
 }
 
-/* Feed the whole range [b, e) to u, starting from the already-issued future f (taken). Pages
- * until the range is exhausted, then finishes the unsplitter. */
-int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, rl__unsplitter *u,
-                       rl__unsplit_fn fn, void *ud) {
-    int rc, n, more, iteration = 1;
+int rl__range_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, int iteration, rl_future *f,
+                    int (*wait)(void *ud, rl_future *f, int page), int (*kv)(void *ud, const rl_keyvalue *kv),
+                    void *ud) {
+    int rc, n, more;
     const rl_keyvalue *kvs;
-    for (;;) {
-        if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) goto fail;
-        for (int i = 0; i < n; i++)
-            if ((rc = rl__unsplitter_feed(u, kvs[i].key, kvs[i].key_len, kvs[i].value, kvs[i].value_len, fn, ud)))
-                goto fail;
-        if (!more || n == 0) break;
+    for (int page = 0;; page++) {
+        if ((rc = wait ? wait(ud, f, page) : rl_future_wait(f)) ||
+            (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more)))
+            break;
+        for (int i = 0; i < n && !rc; i++) rc = kv(ud, &kvs[i]);
+        if (rc || !more || n == 0) break;
         if (flags & RL_REVERSE) {
             rl__buf_reset(e);
             rl__buf_append(e, kvs[n - 1].key, kvs[n - 1].key_len);
@@ -303,13 +302,34 @@ int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, 
             rl__buf_append_byte(b, 0x00);
         }
         rl_future_free(f);
-        if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(e))) return rc;
-        f = read_page(txn, b, e, flags, iteration++);
+        f = NULL;
+        if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(e))) break;
+        f = rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
+                             RL_FIRST_GREATER_OR_EQUAL(e->data, e->len), 0, 0, RL_STREAMING_ITERATOR,
+                             ++iteration, flags);
     }
-    rc = rl__unsplitter_finish(u, fn, ud);
-fail:
     rl_future_free(f);
     return rc;
+}
+
+typedef struct {
+    rl__unsplitter *u;
+    rl__unsplit_fn fn;
+    void *ud;
+} drain_ctx;
+
+static int drain_kv(void *ud, const rl_keyvalue *kv) {
+    drain_ctx *d = ud;
+    return rl__unsplitter_feed(d->u, kv->key, kv->key_len, kv->value, kv->value_len, d->fn, d->ud);
+}
+
+/* Feed the whole range [b, e) to u, starting from the already-issued future f (taken), then
+ * finish the unsplitter. */
+int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, rl__unsplitter *u,
+                       rl__unsplit_fn fn, void *ud) {
+    drain_ctx d = {u, fn, ud};
+    int rc = rl__range_drain(txn, b, e, flags, 0, f, NULL, drain_kv, &d);
+    return rc ? rc : rl__unsplitter_finish(u, fn, ud);
 }
 
 /* Read and assemble the record pk (strict). parse: 0 to only learn whether it exists.
@@ -662,20 +682,14 @@ int rl_store_count(rl_store *s, rl_txn *txn, int64_t *out) {
 typedef struct {
     const rl_store *s;
     rl_record_page *page;
-    int cap;
+    size_t cap; /* page->records allocated */
     int limit;
 } scan_ctx;
 
 static int scan_cb(void *ud, const rl__unsplit_event *ev) {
     scan_ctx *c = ud;
     if (ev->kind != RL__EV_RECORD) return rl__record_defect_error(ev, rl__store_err(c->s));
-    if (c->page->n == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 16;
-        rl_record *nr = rl__realloc(c->page->records, (size_t)cap * sizeof *nr);
-        if (!nr) return RL_E_OUT_OF_MEMORY;
-        c->page->records = nr;
-        c->cap = cap;
-    }
+    if (RL_GROW(c->page->records, c->cap, (size_t)c->page->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     int rc = rl__record_from_event(c->s, ev, &c->page->records[c->page->n], rl__store_err(c->s));
     if (rc) return rc;
     c->page->n++;

@@ -20,6 +20,16 @@ int rl__order_metadata(rl_metadata **out);
 
 #define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"
 
+/* The --db and --store options of the record commands (rl_arg entries of base/args.h; ptr: the
+ * const char ** the parser fills), one definition so every command says the same. */
+#define RL__TOOL_OPT_DB(ptr)                                                                   \
+    {.name = "db", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "URL",                     \
+     .flags = RL_ARG_REQUIRED, .help = "the database: mem:, file:DIR or cluster:FILE"}
+#define RL__TOOL_OPT_STORE(ptr)                                                                \
+    {.name = "store", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "PREFIX",               \
+     .flags = RL_ARG_NO_DEFAULT,                                                               \
+     .help = "the store's prefix, a JSON array (default '" RL__TOOL_DEFAULT_STORE "')"}
+
 /* The limits of `rl load` (rlbench query uses the padding limit too).
  * RL__TOOL_COUNT_MAX: --count, order_ids 1..N; 100 million Orders of ~60 bytes are ~6 GB of
  * records plus the index, about what the embedded memory engine can hold on a large machine.

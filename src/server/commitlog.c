@@ -55,6 +55,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/sync.h"
 #include "reclayer/error.h"
 #include "storage/os.h"
 #include "storage/storage.h"
@@ -280,15 +281,10 @@ static int list_segments(rl_commitlog *log, rl_version **out, size_t *out_n, rl_
     while ((de = readdir(d)) != NULL) {
         rl_version b;
         if (!parse_segment_name(de->d_name, &b)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            rl_version *nv = rl__realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                closedir(d);
-                rl__free(v);
-                return RL_E_OUT_OF_MEMORY;
-            }
-            v = nv;
+        if (RL_GROW(v, cap, n + 1, 16)) {
+            closedir(d);
+            rl__free(v);
+            return RL_E_OUT_OF_MEMORY;
         }
         v[n++] = b;
     }
@@ -440,13 +436,7 @@ int rl__commitlog_append(rl_commitlog *log, rl_version v, const rl_mutation *mut
     pthread_mutex_unlock(&log->mu);
     if (poisoned) return poisoned;
     if (v <= appended) return RL_E_VERSION_INVALID;
-    if (log->n_pend == log->cap_pend) {
-        size_t cap = log->cap_pend ? log->cap_pend * 2 : 16;
-        cl_pending *p = rl__realloc(log->pend, cap * sizeof *p);
-        if (!p) return RL_E_OUT_OF_MEMORY;
-        log->pend = p;
-        log->cap_pend = cap;
-    }
+    if (RL_GROW(log->pend, log->cap_pend, log->n_pend + 1, 16)) return RL_E_OUT_OF_MEMORY;
     size_t mark = log->pending.len;
     int rc = rl__wal_encode(&log->pending, v, muts, n);
     if (rc != RL_OK) {
@@ -571,10 +561,7 @@ int rl__commitlog_sync(rl_commitlog *log) {
 
 /* See commitlog.h. */
 rl_version rl__commitlog_durable_version(rl_commitlog *log) {
-    pthread_mutex_lock(&log->mu);
-    rl_version v = log->durable;
-    pthread_mutex_unlock(&log->mu);
-    return v;
+    return rl__locked_u64(&log->mu, &log->durable);
 }
 
 /* See commitlog.h. */

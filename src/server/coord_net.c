@@ -270,13 +270,7 @@ typedef struct {
 /* Append one mutation to the peek's array (index-based: the array may move). */
 static int peek_push(peek_state *s, const rl_mutation *m) {
     rl_coordinator *co = s->co;
-    if (s->nm == co->pk_cap_muts) {
-        size_t cap = co->pk_cap_muts ? co->pk_cap_muts * 2 : 256;
-        rl_mutation *a = rl__realloc(co->pk_muts, cap * sizeof *a);
-        if (!a) return RL_E_OUT_OF_MEMORY;
-        co->pk_muts = a;
-        co->pk_cap_muts = cap;
-    }
+    if (RL_GROW(co->pk_muts, co->pk_cap_muts, s->nm + 1, 256)) return RL_E_OUT_OF_MEMORY;
     co->pk_muts[s->nm++] = *m;
     s->bytes += 9 + (uint64_t)m->len1 + m->len2;
     return RL_OK;
@@ -337,15 +331,9 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
         }
     }
     if (s->nm > start) {
-        if (s->nv == co->pk_cap_versions) {
-            size_t cap = co->pk_cap_versions ? co->pk_cap_versions * 2 : 64;
-            rl_msg_peek_version *a = rl__realloc(co->pk_versions, cap * sizeof *a);
-            if (!a) {
-                s->rc = RL_E_OUT_OF_MEMORY;
-                return 1;
-            }
-            co->pk_versions = a;
-            co->pk_cap_versions = cap;
+        if (RL_GROW(co->pk_versions, co->pk_cap_versions, s->nv + 1, 64)) {
+            s->rc = RL_E_OUT_OF_MEMORY;
+            return 1;
         }
         rl_msg_peek_version *v = &co->pk_versions[s->nv++];
         v->version = rec->version;

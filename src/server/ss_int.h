@@ -353,6 +353,9 @@ uint8_t *rl__ss_memdup(const void *p, size_t len);
 void rl__ss_ranges_free(ss_range *r, uint32_t n);
 /* Apply the current delay to conn (a new connection to a peer on another host). [loop] */
 void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn);
+/* Fill m (zeroed first) with the HELLO request this server opens its connections with (role
+ * storage, its id and host label; the label is borrowed from ss). Pure. */
+void rl__ss_hello(const rl_ss *ss, rl_msg *m);
 /* A delayed connection closed: keep its frames' lateness for STATUS. [loop] */
 void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn);
 /* Append the status JSON. [loop] */

@@ -302,14 +302,7 @@ static void on_peer_connect(rl_conn *conn, int err, void *ud) {
     rl__conn_set_callbacks(conn, on_peer_frame, on_peer_close, p);
     if (p->delayed) rl__ss_delay_conn(ss, conn); /* before the HELLO: the first frame */
     rl_msg m;
-    memset(&m, 0, sizeof m);
-    m.type = RL_MSG_HELLO;
-    m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
-    m.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
-    m.u.hello_req.role = RL_ROLE_STORAGE;
-    m.u.hello_req.id = ss->o.id;
-    m.u.hello_req.host = (const uint8_t *)ss->host;
-    m.u.hello_req.host_len = (uint32_t)strlen(ss->host);
+    rl__ss_hello(ss, &m);
     rl_buf b;
     rl__buf_init(&b);
     if (rl__msg_encode(&b, &m, NULL) == RL_OK)

@@ -174,13 +174,7 @@ static void on_src_close(rl_conn *conn, int err, void *ud) {
 
 /* Copy a key range part [b, e) of mutation m into f's buffer at version v. */
 static int keep(ss_fetch *f, rl_version v, const rl_mutation *m) {
-    if (f->n_buf == f->cap_buf) {
-        size_t cap = f->cap_buf ? f->cap_buf * 2 : 64;
-        buffered *a = rl__realloc(f->buf, cap * sizeof *a);
-        if (!a) return RL_E_OUT_OF_MEMORY;
-        f->buf = a;
-        f->cap_buf = cap;
-    }
+    if (RL_GROW(f->buf, f->cap_buf, f->n_buf + 1, 64)) return RL_E_OUT_OF_MEMORY;
     rl_mutation c = *m;
     c.p1 = adup(&f->arena, m->p1, m->len1);
     c.p2 = adup(&f->arena, m->p2, m->len2);
@@ -232,16 +226,7 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
     }
     const rl_msg_get_range_reply *g = &m.u.get_range_reply;
     for (uint32_t i = 0; i < g->n_kvs && rc == RL_OK; i++) {
-        if (f->n_rows == f->cap_rows) {
-            size_t cap = f->cap_rows ? f->cap_rows * 2 : 256;
-            rl_mutation *r = rl__realloc(f->rows, cap * sizeof *r);
-            if (!r) {
-                rc = RL_E_OUT_OF_MEMORY;
-                break;
-            }
-            f->rows = r;
-            f->cap_rows = cap;
-        }
+        if ((rc = RL_GROW(f->rows, f->cap_rows, f->n_rows + 1, 256))) break;
         const rl_keyvalue *kv = &g->kvs[i];
         uint8_t *k = adup(&f->arena, kv->key, kv->key_len);
         uint8_t *v = adup(&f->arena, kv->value, kv->value_len);
@@ -315,14 +300,7 @@ static void on_src_connect(rl_conn *conn, int err, void *ud) {
     f->conn = conn;
     rl__conn_set_callbacks(conn, on_src_frame, on_src_close, f);
     rl_msg m;
-    memset(&m, 0, sizeof m);
-    m.type = RL_MSG_HELLO;
-    m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
-    m.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
-    m.u.hello_req.role = RL_ROLE_STORAGE;
-    m.u.hello_req.id = ss->o.id;
-    m.u.hello_req.host = (const uint8_t *)ss->host;
-    m.u.hello_req.host_len = (uint32_t)strlen(ss->host);
+    rl__ss_hello(ss, &m);
     rl_buf b;
     rl__buf_init(&b);
     if (rl__msg_encode(&b, &m, NULL) == RL_OK) rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);

@@ -515,14 +515,7 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
                                                           strlen(ss->coord_host), RL_ROLE_COORDINATOR);
     if (ss->co_delayed) rl__ss_delay_conn(ss, conn);
     rl_msg m;
-    memset(&m, 0, sizeof m);
-    m.type = RL_MSG_HELLO;
-    m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
-    m.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
-    m.u.hello_req.role = RL_ROLE_STORAGE;
-    m.u.hello_req.id = ss->o.id;
-    m.u.hello_req.host = (const uint8_t *)ss->host;
-    m.u.hello_req.host_len = (uint32_t)strlen(ss->host);
+    rl__ss_hello(ss, &m);
     rl__ss_co_send(ss, &m, NULL);
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_REGISTER_STORAGE;

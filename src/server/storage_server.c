@@ -208,6 +208,17 @@ void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn) {
     if (ss->delay_us || ss->jitter_us) (void)rl__netem_set(conn, ss->delay_us, ss->jitter_us, ss->delay_salt++);
 }
 
+void rl__ss_hello(const rl_ss *ss, rl_msg *m) {
+    memset(m, 0, sizeof *m);
+    m->type = RL_MSG_HELLO;
+    m->u.hello_req.magic = RL_PROTOCOL_MAGIC;
+    m->u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
+    m->u.hello_req.role = RL_ROLE_STORAGE;
+    m->u.hello_req.id = ss->o.id;
+    m->u.hello_req.host = (const uint8_t *)ss->host;
+    m->u.hello_req.host_len = (uint32_t)strlen(ss->host);
+}
+
 void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn) {
     rl_lat_hist h;
     rl__conn_get_lateness(conn, &h, 0);

@@ -24,6 +24,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/sync.h"
 #include "reclayer/error.h"
 
 static atomic_int armed;
@@ -63,10 +64,7 @@ long rl__os_fault_count(rl_os_kind kind) {
 }
 
 int rl__os_fault_fired(void) {
-    pthread_mutex_lock(&mu);
-    int f = f_fired;
-    pthread_mutex_unlock(&mu);
-    return f;
+    return rl__locked_int(&mu, &f_fired);
 }
 
 /* Count one call of `kind` and decide whether it fails. Returns 0 (go ahead) or the errno to

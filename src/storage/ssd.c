@@ -267,13 +267,7 @@ static int load_group(rl_base_cur *c, const uint8_t *pfx) {
             rl__log(RL_LOG_ERROR, "storage: ssd %s: malformed long-key entry", s->path);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
         }
-        if (c->gn == c->gcap) {
-            size_t nc = c->gcap ? c->gcap * 2 : 16;
-            grp_ent *x = rl__realloc(c->g, nc * sizeof *x);
-            if (!x) return RL_E_OUT_OF_MEMORY;
-            c->g = x;
-            c->gcap = nc;
-        }
+        if (RL_GROW(c->g, c->gcap, c->gn + 1, 16)) return RL_E_OUT_OF_MEMORY;
         grp_ent *g = &c->g[c->gn++];
         g->koff = (uint32_t)c->gkeys.len;
         g->kl = RL_SSD_SHORT + sl;

@@ -1007,13 +1007,7 @@ void rl__storage_map_evict(rl_storage *st) {
             if (r->in_dirty || r->chain->older || r->chain->v > st->oldest ||
                 r->chain->v > st->base_version)
                 continue;
-            if (n == cap) {
-                size_t nc = cap ? cap * 2 : 1024;
-                bt_row **x = rl__realloc(list, nc * sizeof *x);
-                if (!x) goto remove;
-                list = x;
-                cap = nc;
-            }
+            if (RL_GROW(list, cap, n + 1, 1024)) goto remove;
             list[n++] = r;
         }
 remove:

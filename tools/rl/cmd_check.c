@@ -27,10 +27,8 @@ int rl_cmd_check(int argc, char **argv) {
     const char *url = NULL, *store = NULL;
     int code;
     const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem:, file:DIR or cluster:FILE"},
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
-         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        RL__TOOL_OPT_DB(&url),
+        RL__TOOL_OPT_STORE(&store),
         {0}};
     const rl_args_cmd cmd = {
         .name = "rl check",

@@ -32,10 +32,8 @@ int rl_cmd_get(int argc, char **argv) {
     int64_t id = 0;
     int code;
     const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem:, file:DIR or cluster:FILE"},
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
-         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        RL__TOOL_OPT_DB(&url),
+        RL__TOOL_OPT_STORE(&store),
         {.name = "pk", .kind = RL_ARG_INT64, .dest = &id, .metavar = "ID", .flags = RL_ARG_REQUIRED,
          .help = "the order_id"},
         {0}};

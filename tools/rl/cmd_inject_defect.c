@@ -38,10 +38,8 @@ int rl_cmd_inject_defect(int argc, char **argv) {
                                           {"version-key", RL_DEFECT_VERSION_KEY},
                                           {NULL, 0}};
     const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem:, file:DIR or cluster:FILE"},
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
-         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        RL__TOOL_OPT_DB(&url),
+        RL__TOOL_OPT_STORE(&store),
         {.name = "pk", .kind = RL_ARG_INT64, .dest = &id, .metavar = "ID", .flags = RL_ARG_REQUIRED,
          .help = "the order_id of the record to corrupt"},
         {.name = "kind", .kind = RL_ARG_ENUM, .dest = &k, .metavar = "KIND", .flags = RL_ARG_REQUIRED,

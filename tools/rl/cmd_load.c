@@ -35,8 +35,7 @@ int rl_cmd_load(int argc, char **argv) {
     uint64_t seed = 1;
     int allow_defects = 0, code;
     const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem:, file:DIR or cluster:FILE"},
+        RL__TOOL_OPT_DB(&url),
         {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
          .help = "the store's prefix, a JSON array of strings and integers (default '[\"bench\",\"orders\"]')"},
         {.name = "count", .kind = RL_ARG_INT64, .dest = &count, .metavar = "N", .flags = RL_ARG_REQUIRED,

@@ -109,8 +109,7 @@ int rl_cmd_placement(int argc, char **argv) {
          .help = "the storage servers to hold the range"},
         {0}};
     const rl_arg place_opts[] = {
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
-         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        RL__TOOL_OPT_STORE(&store),
         {.name = "index", .kind = RL_ARG_STRING, .dest = &index, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
          .help = "the index (the Order store has price_idx)"},
         {.name = "index-team", .kind = RL_ARG_STRING, .dest = &index_team, .metavar = "ID,ID",
@@ -119,8 +118,7 @@ int rl_cmd_placement(int argc, char **argv) {
          .flags = RL_ARG_REQUIRED, .help = "the records' teams: the records split evenly into one range per team"},
         {0}};
     const rl_arg show_opts[] = {
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
-         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        RL__TOOL_OPT_STORE(&store),
         {.name = "index", .kind = RL_ARG_STRING, .dest = &index, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
          .help = "the index (the Order store has price_idx)"},
         {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json,

@@ -173,10 +173,8 @@ int rl_cmd_query(int argc, char **argv) {
     static const rl_arg_choice orphan_modes[] = {
         {"error", RL_ORPHAN_ERROR}, {"skip", RL_ORPHAN_SKIP}, {"return", RL_ORPHAN_RETURN}, {NULL, 0}};
     const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database: mem:, file:DIR or cluster:FILE"},
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
-         .help = "the store's prefix, a JSON array (default '[\"bench\",\"orders\"]')"},
+        RL__TOOL_OPT_DB(&url),
+        RL__TOOL_OPT_STORE(&store),
         {.name = "index", .kind = RL_ARG_STRING, .dest = &index, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
          .help = "the index to scan (the Order store has price_idx)"},
         {.name = "eq", .kind = RL_ARG_STRING, .dest = eqv, .metavar = "V", .flags = RL_ARG_MULTI,

@@ -84,6 +84,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sync.h"
 #include "kv/cluster/cluster.h"
 #include "kv/kv_int.h"
 #include "kv/cluster/clusterfile.h"
@@ -486,11 +487,7 @@ static int attempt_ended(creq *q, cconn *cc, uint64_t id, int ok) {
         pthread_mutex_unlock(&oc->mu);
         q->conn = cc;
         q->id = id;
-        if (was_hedge) {
-            pthread_mutex_lock(&cl->mu);
-            cl->n_hedge_wins++;
-            pthread_mutex_unlock(&cl->mu);
-        }
+        if (was_hedge) rl__locked_add_u64(&cl->mu, &cl->n_hedge_wins, 1);
         return 0;
     }
     if (!was_hedge) { /* the hedge becomes the attempt */
@@ -633,8 +630,6 @@ static void on_connect(rl_conn *conn, int err, void *ud) {
     }
 }
 
-/* The connection to ip:port, with a reference for the caller (cconn_unref); connecting it when
- * there is none. NULL on OOM. */
 /* The listed connection to ip:port with a reference for the caller, or NULL. Under cl->mu. */
 static cconn *find_conn_locked(cluster *cl, const char *ip, uint16_t port) {
     for (size_t i = 0; i < cl->n_conns; i++) {
@@ -647,6 +642,8 @@ static cconn *find_conn_locked(cluster *cl, const char *ip, uint16_t port) {
     return NULL;
 }
 
+/* The connection to ip:port, with a reference for the caller (cconn_unref); connecting it when
+ * there is none. NULL on OOM. */
 static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t server_id) {
     pthread_mutex_lock(&cl->mu);
     cconn *found = find_conn_locked(cl, ip, port);
@@ -654,15 +651,9 @@ static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t serv
         pthread_mutex_unlock(&cl->mu);
         return found;
     }
-    if (cl->n_conns == cl->cap_conns) {
-        size_t nc = cl->cap_conns ? cl->cap_conns * 2 : 8;
-        cconn **nv = rl__realloc(cl->conns, nc * sizeof *nv);
-        if (!nv) {
-            pthread_mutex_unlock(&cl->mu);
-            return NULL;
-        }
-        cl->conns = nv;
-        cl->cap_conns = nc;
+    if (RL_GROW(cl->conns, cl->cap_conns, cl->n_conns + 1, 8)) {
+        pthread_mutex_unlock(&cl->mu);
+        return NULL;
     }
     cconn *cc = rl__calloc(1, sizeof *cc);
     if (!cc) {
@@ -1102,19 +1093,34 @@ static void ensure_tick(cluster *cl) {
     else if (rl__loop_post(cl->loop, arm_tick_fn, cl) != RL_OK) atomic_store(&cl->tick_armed, 0);
 }
 
-/* Take the requests of every connection whose attempt deadline passed. */
-static void sweep(cluster *cl) {
-    uint64_t now = now_ns();
+/* Every connection of cl with a reference for the caller (cconn_unref each), in stack
+ * (CONNS_STACK entries) or, for more, a heap array (free it with conns_free): returns the array
+ * and *n its length (0 when the heap array could not be allocated). Takes cl->mu. */
+#define CONNS_STACK 64
+static cconn **conns_take(cluster *cl, cconn **stack, size_t *n) {
     pthread_mutex_lock(&cl->mu);
-    size_t n = cl->n_conns;
-    cconn *stack[64];
-    cconn **cs = n <= 64 ? stack : rl__malloc(n * sizeof *cs);
-    if (!cs) n = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t k = cl->n_conns;
+    cconn **cs = k <= CONNS_STACK ? stack : rl__malloc(k * sizeof *cs);
+    if (!cs) cs = stack, k = 0;
+    for (size_t i = 0; i < k; i++) {
         cs[i] = cl->conns[i];
         atomic_fetch_add(&cs[i]->refs, 1);
     }
     pthread_mutex_unlock(&cl->mu);
+    *n = k;
+    return cs;
+}
+
+static void conns_free(cconn **cs, cconn **stack) {
+    if (cs != stack) rl__free(cs);
+}
+
+/* Take the requests of every connection whose attempt deadline passed. */
+static void sweep(cluster *cl) {
+    uint64_t now = now_ns();
+    size_t n;
+    cconn *stack[CONNS_STACK];
+    cconn **cs = conns_take(cl, stack, &n);
     creq *late = NULL;
     for (size_t i = 0; i < n; i++) {
         cconn *cc = cs[i];
@@ -1138,13 +1144,11 @@ static void sweep(cluster *cl) {
         pthread_mutex_unlock(&cc->mu);
         cconn_unref(cc);
     }
-    if (cs != stack) rl__free(cs);
+    conns_free(cs, stack);
     for (creq *q = late, *nx; q; q = nx) {
         nx = q->next;
         q->next = NULL;
-        pthread_mutex_lock(&cl->mu);
-        cl->n_timeouts++;
-        pthread_mutex_unlock(&cl->mu);
+        rl__locked_add_u64(&cl->mu, &cl->n_timeouts, 1);
         rl__log(RL_LOG_WARN, "cluster client: %s request timed out", rl__msg_type_name(req_type(q)));
         fail_attempt(q, RL_E_TIMED_OUT);
     }
@@ -1244,9 +1248,7 @@ static void hedge_send(cluster *cl, creq *q, cconn *pc) {
     pthread_mutex_unlock(&hc->mu);
     q->r->stats.requests++; /* in parallel with the attempt: no round trip of its own */
     q->r->stats.bytes_sent += RL_FRAME_HEADER_LEN + b->len;
-    pthread_mutex_lock(&cl->mu);
-    cl->n_hedges++;
-    pthread_mutex_unlock(&cl->mu);
+    rl__locked_add_u64(&cl->mu, &cl->n_hedges, 1);
     uint16_t type = req_type(q);
     int rc = busy ? rl__conn_send_queued(conn, type, 0, id, b->data, b->len) : rl__conn_send(conn, type, 0, id, b->data, b->len);
     if (rc != RL_OK) {
@@ -1287,16 +1289,9 @@ static int hedge_scan(cluster *cl) {
     int nc = 0;
     cl->hedge_seen_gen = atomic_load(&cl->hedge_gen);
     uint64_t now = now_ns(), next = UINT64_MAX;
-    pthread_mutex_lock(&cl->mu);
-    size_t n = cl->n_conns;
-    cconn *stack[64];
-    cconn **cs = n <= 64 ? stack : rl__malloc(n * sizeof *cs);
-    if (!cs) n = 0;
-    for (size_t i = 0; i < n; i++) {
-        cs[i] = cl->conns[i];
-        atomic_fetch_add(&cs[i]->refs, 1);
-    }
-    pthread_mutex_unlock(&cl->mu);
+    size_t n;
+    cconn *stack[CONNS_STACK];
+    cconn **cs = conns_take(cl, stack, &n);
     int room = RL_CLUSTER_HEDGE_MAX_OUT - atomic_load(&cl->hedges_out);
     for (size_t i = 0; i < n; i++) {
         cconn *cc = cs[i];
@@ -1324,7 +1319,7 @@ static int hedge_scan(cluster *cl) {
         pthread_mutex_unlock(&cc->mu);
         cconn_unref(cc);
     }
-    if (cs != stack) rl__free(cs);
+    conns_free(cs, stack);
     for (int i = 0; i < nc; i++) {
         hedge_send(cl, cand[i].q, cand[i].cc);
         cconn_unref(cand[i].cc);
@@ -1420,9 +1415,7 @@ static void error_reply(creq *q, int code) {
     if (rl__cluster_failover_now(q->kind, code, 1, q->team_size, q->failover_tries + 1)) {
         /* That member is behind (catching up?): another one of the team may not be. */
         q->failover_tries++;
-        pthread_mutex_lock(&cl->mu);
-        cl->n_failovers++;
-        pthread_mutex_unlock(&cl->mu);
+        rl__locked_add_u64(&cl->mu, &cl->n_failovers, 1);
         q->salt++;
         send_attempt(q);
         return;
@@ -1432,9 +1425,7 @@ static void error_reply(creq *q, int code) {
         finish(q, d.err);
         return;
     }
-    pthread_mutex_lock(&cl->mu);
-    cl->n_wrong_shard++;
-    pthread_mutex_unlock(&cl->mu);
+    rl__locked_add_u64(&cl->mu, &cl->n_wrong_shard, 1);
     q->salt++;
     retry_later(q, d.delay_ns, AFTER_REFRESH);
 }
@@ -1699,9 +1690,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         q->where = W_NONE;
     }
     if (!q) { /* its attempt timed out (or the id is junk): nothing waits for it */
-        pthread_mutex_lock(&cl->mu);
-        cl->n_late_replies++;
-        pthread_mutex_unlock(&cl->mu);
+        rl__locked_add_u64(&cl->mu, &cl->n_late_replies, 1);
         return;
     }
     if (h->type != req_type(q)) {

@@ -72,14 +72,6 @@ static const uint8_t *anchor_of(rl_arena *a, const rl_key_selector *s, uint32_t 
     return x;
 }
 
-static const uint8_t *key_after(rl_arena *a, const uint8_t *k, uint32_t kl) {
-    uint8_t *x = rl__arena_alloc(a, (size_t)kl + 1);
-    if (!x) return NULL;
-    if (kl) memcpy(x, k, kl);
-    x[kl] = 0;
-    return x;
-}
-
 static rl_key_selector fge(const uint8_t *k, uint32_t kl) {
     rl_key_selector s = {k ? k : (const uint8_t *)"", kl, 0, 1};
     return s;
@@ -263,7 +255,7 @@ static int on_count_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out
     if (g->more) {
         if (g->n_kvs == 0) return RL_E_MALFORMED_FRAME;
         const rl_keyvalue *last = &g->kvs[g->n_kvs - 1];
-        p->count_from = key_after(p->r->arena, last->key, last->key_len);
+        p->count_from = rl__arena_key_after(p->r->arena, last->key, last->key_len);
         if (!p->count_from) return RL_E_OUT_OF_MEMORY;
         p->count_from_len = last->key_len + 1;
         return count_send(p, out_send);
@@ -437,7 +429,7 @@ static int page_take(rl_cplan *p, const void *items, uint32_t n, int more, const
         p->bytes += charge(p, items, n);
         const rl_keyvalue *last = item_kv(p, items, n - 1);
         if (!r->reverse) {
-            p->cb = key_after(r->arena, last->key, last->key_len);
+            p->cb = rl__arena_key_after(r->arena, last->key, last->key_len);
             if (!p->cb) return RL_E_OUT_OF_MEMORY;
             p->cbl = last->key_len + 1;
         } else {

@@ -18,8 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cluster_fixture.h"
 #include "test.h"
 
@@ -126,27 +124,6 @@ static void mark(const rl_keyvalue *kv, void *ud) {
     if (i > s->max) s->max = i;
 }
 
-static long long status_num(uint16_t port, const char *field) {
-    rl_admin_conn *a = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
-    long long v = -1;
-    if (rl__admin_conn_open(port, 2000, &a, &msg) == RL_OK) {
-        rl_msg req, rep;
-        memset(&req, 0, sizeof req);
-        req.type = RL_MSG_STATUS;
-        if (rl__admin_conn_call(a, &req, &rep, 2000, &msg) == RL_OK) {
-            json_error_t je;
-            json_t *j = json_loadb((const char *)rep.u.status_reply.json, rep.u.status_reply.json_len, 0, &je);
-            if (j) v = (long long)json_integer_value(json_object_get(j, field));
-            json_decref(j);
-        }
-    }
-    rl__admin_conn_close(a);
-    rl__buf_release(&msg);
-    return v;
-}
-
 /* kill-1.1: kill -9 rounds; every acknowledged commit survives whole. */
 TEST(kill_1_1_acknowledged_commits_survive) {
     const char *rounds_env = getenv("RL_KILL_ROUNDS");
@@ -230,17 +207,17 @@ TEST(kill_1_1_acknowledged_commits_survive) {
     rl__buf_init(&msg);
     for (uint32_t i = 0; i < 3; i++) ASSERT_OK(rl__cluster_pid(c.dir, i, &pid, &ports[i], &msg));
     rl__buf_release(&msg);
-    long long durable = status_num(ports[0], "durable_version");
+    long long durable = rl_test_status_num(ports[0], "durable_version");
     ASSERT_TRUE(durable > 0);
     for (uint32_t i = 1; i < 3; i++) {
         long long applied = -1;
         for (int w = 0; w < 1000; w++) {
-            applied = status_num(ports[i], "applied_version");
-            long long known = status_num(ports[i], "known_version");
+            applied = rl_test_status_num(ports[i], "applied_version");
+            long long known = rl_test_status_num(ports[i], "known_version");
             if (applied >= durable || known >= durable) break;
             usleep(10000);
         }
-        long long known = status_num(ports[i], "known_version");
+        long long known = rl_test_status_num(ports[i], "known_version");
         if (applied < durable && known < durable)
             fail_msg("storage %u: applied %lld, known %lld, behind the coordinator's durable version %lld", i, applied, known,
                      durable);

@@ -38,25 +38,40 @@ static const char *jstr(json_t *o, const char *k) {
     return s ? s : "";
 }
 
-TEST(campaign_4_1_single_topology) {
-    char *dir = rl_test_tmpdir("campaign-cluster"), path[600];
+/* Write protocol (JSON text) to DIR/p.json, run `rlbench campaign` on it into DIR/o (with
+ * RL_CAMPAIGN_TEST_BREAK_RECEIPT=break_case when break_case is not NULL), check that it exits
+ * with want_exit, and return DIR/o/results.json (the caller json_decrefs it). */
+static json_t *run_campaign(const char *dir, const char *protocol, int want_exit, const char *break_case) {
+    char path[600];
     snprintf(path, sizeof path, "%s/p.json", dir);
     FILE *f = fopen(path, "w");
     ASSERT_NOT_NULL(f);
-    fprintf(f, "{\"name\": \"tiny-single\", \"dataset\": {\"records\": 100},\n"
-               " \"topologies\": [{\"name\": \"single-0\", \"kind\": \"single\", \"delay_us\": 0},\n"
-               "                {\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 1000}],\n"
-               " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
-               " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
-               " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
-               " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 100}}\n");
+    fputs(protocol, f);
     fclose(f);
     char *out, *err;
+    if (break_case) setenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT", break_case, 1);
     int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
-    if (rc != 0) fail_msg("exit %d: %s", rc, err);
+    if (break_case) unsetenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT");
+    if (rc != want_exit) fail_msg("exit %d (want %d): %s", rc, want_exit, err);
+    free(out);
+    free(err);
     snprintf(path, sizeof path, "%s/o/results.json", dir);
     json_t *r = json_load_file(path, 0, NULL);
     ASSERT_NOT_NULL(r);
+    return r;
+}
+
+TEST(campaign_4_1_single_topology) {
+    char *dir = rl_test_tmpdir("campaign-cluster");
+    json_t *r = run_campaign(dir,
+                             "{\"name\": \"tiny-single\", \"dataset\": {\"records\": 100},\n"
+                             " \"topologies\": [{\"name\": \"single-0\", \"kind\": \"single\", \"delay_us\": 0},\n"
+                             "                {\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 1000}],\n"
+                             " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
+                             " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
+                             " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
+                             " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 100}}\n",
+                             0, NULL);
     ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
     json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
     ASSERT_STR_EQ(jstr(t, "status"), "ran");
@@ -149,33 +164,21 @@ TEST(campaign_4_1_single_topology) {
     ASSERT_EQ(json_integer_value(json_object_get(rest, "removed_delay_us")), 1000);
     ASSERT_TRUE(json_number_value(json_object_get(rest, "p50_us")) < 2000.0);
     json_decref(r);
-    free(out);
-    free(err);
     rl_test_rmtree(dir);
     free(dir);
 }
 
 TEST(campaign_4_2_cluster_receipt_differs) {
-    char *dir = rl_test_tmpdir("campaign-cluster-receipt"), path[600];
-    snprintf(path, sizeof path, "%s/p.json", dir);
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fprintf(f, "{\"name\": \"tiny-receipt\", \"dataset\": {\"records\": 50},\n"
-               " \"topologies\": [{\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 500}],\n"
-               " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
-               " \"arms\": [\"ordinary\", \"remote\"],\n"
-               " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
-               " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
-               " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 20}}\n");
-    fclose(f);
-    char *out, *err;
-    setenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT", "split-limit1-reverse", 1);
-    int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
-    unsetenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT");
-    ASSERT_EQ(rc, 1);
-    snprintf(path, sizeof path, "%s/o/results.json", dir);
-    json_t *r = json_load_file(path, 0, NULL);
-    ASSERT_NOT_NULL(r);
+    char *dir = rl_test_tmpdir("campaign-cluster-receipt");
+    json_t *r = run_campaign(dir,
+                             "{\"name\": \"tiny-receipt\", \"dataset\": {\"records\": 50},\n"
+                             " \"topologies\": [{\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 500}],\n"
+                             " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
+                             " \"arms\": [\"ordinary\", \"remote\"],\n"
+                             " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
+                             " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+                             " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 20}}\n",
+                             1, "split-limit1-reverse");
     ASSERT_TRUE(json_is_false(json_object_get(r, "ok")));
     size_t i;
     json_t *x;
@@ -195,8 +198,6 @@ TEST(campaign_4_2_cluster_receipt_differs) {
     ASSERT_EQ(equal, 1);
     ASSERT_EQ(reported, 1);
     json_decref(r);
-    free(out);
-    free(err);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -208,28 +209,20 @@ static double frac(json_t *kc, const char *which) {
 }
 
 TEST(campaign_4_3_multi_topology) {
-    char *dir = rl_test_tmpdir("campaign-multi"), path[600];
-    snprintf(path, sizeof path, "%s/p.json", dir);
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fprintf(f, "{\"name\": \"tiny-multi\", \"dataset\": {\"records\": 60},\n"
-               " \"topologies\": [{\"name\": \"multi\", \"kind\": \"multi\", \"delay_us\": 500, \"storage_servers\": 6,\n"
-               "                  \"hosts\": 3, \"replication\": 2, \"placement\": \"disjoint\"},\n"
-               "                {\"name\": \"multi-co\", \"kind\": \"multi\", \"delay_us\": 0, \"storage_servers\": 2,\n"
-               "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\",\n"
-               "                  \"secondary_reads\": \"grouped\"}],\n"
-               " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
-               " \"arms\": [\"ordinary\", \"remote\"],\n"
-               " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
-               " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
-               " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n");
-    fclose(f);
-    char *out, *err;
-    int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
-    if (rc != 0) fail_msg("exit %d: %s", rc, err);
-    snprintf(path, sizeof path, "%s/o/results.json", dir);
-    json_t *r = json_load_file(path, 0, NULL);
-    ASSERT_NOT_NULL(r);
+    char *dir = rl_test_tmpdir("campaign-multi");
+    json_t *r = run_campaign(dir,
+                             "{\"name\": \"tiny-multi\", \"dataset\": {\"records\": 60},\n"
+                             " \"topologies\": [{\"name\": \"multi\", \"kind\": \"multi\", \"delay_us\": 500, \"storage_servers\": 6,\n"
+                             "                  \"hosts\": 3, \"replication\": 2, \"placement\": \"disjoint\"},\n"
+                             "                {\"name\": \"multi-co\", \"kind\": \"multi\", \"delay_us\": 0, \"storage_servers\": 2,\n"
+                             "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\",\n"
+                             "                  \"secondary_reads\": \"grouped\"}],\n"
+                             " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
+                             " \"arms\": [\"ordinary\", \"remote\"],\n"
+                             " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
+                             " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+                             " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n",
+                             0, NULL);
     ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
     json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
     ASSERT_STR_EQ(jstr(t, "status"), "ran");
@@ -270,8 +263,6 @@ TEST(campaign_4_3_multi_topology) {
     ASSERT_EQ(n_multi, 2);
     ASSERT_EQ(n_co, 2);
     json_decref(r);
-    free(out);
-    free(err);
     rl_test_rmtree(dir);
     free(dir);
 }

@@ -29,8 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "reclayer/kv.h"
 #include "test.h"
+#include "tuple/tuple.h"
 
 #define CP_MAX 8
 
@@ -261,6 +263,34 @@ static inline void cp_start(cp_cluster *c, int n_storage, const char *const *spl
 static inline void cp_restart(cp_cluster *c, int i) {
     if (c->pid[i]) cp_kill(c, i, SIGTERM);
     cp_spawn(c, i, c->port[i]);
+}
+
+/* cp_mapped_setup — the mapped read of the Orders-like data the cluster client tests load: index
+ * entries (prefix..., idx, ...) whose records are (prefix..., rec, id, ...), the id the key_pos-th
+ * element of the entry (0-based). Initialises and fills mapper = pack(prefix..., rec,
+ * "{K[key_pos]}", "{...}") and the range b = pack(prefix..., idx) .. e = b + 0xff. prefix: one
+ * tuple element put first, or NULL. The caller releases the three buffers. */
+static inline void cp_mapped_setup(const char *prefix, const char *rec, const char *idx, int key_pos, rl_buf *mapper,
+                                   rl_buf *b, rl_buf *e) {
+    char k[16];
+    snprintf(k, sizeof k, "{K[%d]}", key_pos);
+    rl__buf_init(mapper);
+    rl__buf_init(b);
+    rl__buf_init(e);
+    rl_tuple_packer pk;
+    rl__tuple_packer_init(&pk, mapper);
+    if (prefix) rl__tuple_pack_string(&pk, prefix, strlen(prefix));
+    rl__tuple_pack_string(&pk, rec, strlen(rec));
+    rl__tuple_pack_string(&pk, k, strlen(k));
+    rl__tuple_pack_string(&pk, "{...}", 5);
+    rl__tuple_packer_init(&pk, b);
+    if (prefix) rl__tuple_pack_string(&pk, prefix, strlen(prefix));
+    rl__tuple_pack_string(&pk, idx, strlen(idx));
+    rl__buf_append(e, b->data, b->len);
+    rl__buf_append_byte(e, 0xff);
+    ASSERT_OK(rl__buf_error(mapper));
+    ASSERT_OK(rl__buf_error(b));
+    ASSERT_OK(rl__buf_error(e));
 }
 
 #endif

@@ -221,20 +221,7 @@ TEST(cluster_bench_1_3_mapped_1000) {
     load_orders(db, 1000);
     load_orders(mem, 1000);
     rl_buf mapper, b, e;
-    rl__buf_init(&mapper);
-    rl__buf_init(&b);
-    rl__buf_init(&e);
-    rl_tuple_packer pk;
-    rl__tuple_packer_init(&pk, &mapper);
-    rl__tuple_pack_string(&pk, "o", 1);
-    rl__tuple_pack_string(&pk, "r", 1);
-    rl__tuple_pack_string(&pk, "{K[3]}", 6);
-    rl__tuple_pack_string(&pk, "{...}", 5);
-    rl__tuple_packer_init(&pk, &b);
-    rl__tuple_pack_string(&pk, "o", 1);
-    rl__tuple_pack_string(&pk, "i", 1);
-    rl__buf_append(&e, b.data, b.len);
-    rl__buf_append_byte(&e, 0xff);
+    cp_mapped_setup("o", "r", "i", 3, &mapper, &b, &e);
     int n = 300 * scale();
     uint64_t *cl = calloc((size_t)n, sizeof *cl), *em = calloc((size_t)n, sizeof *em), *ping = calloc((size_t)n, sizeof *ping);
     /* A fresh transaction now and then keeps the conflict ranges (1,001 per read) in check. */

@@ -234,19 +234,7 @@ TEST(cluster_client_1_2_mapped) {
     load_orders(db, 60);
     load_orders(mem, 60);
     rl_buf mapper, b, e;
-    rl__buf_init(&mapper);
-    rl__buf_init(&b);
-    rl__buf_init(&e);
-    rl_tuple_packer pk;
-    rl__tuple_packer_init(&pk, &mapper);
-    rl__tuple_pack_string(&pk, "r", 1);
-    rl__tuple_pack_string(&pk, "{K[2]}", 6);
-    rl__tuple_pack_string(&pk, "{...}", 5);
-    rl__tuple_packer_init(&pk, &b);
-    rl__tuple_pack_string(&pk, "i", 1);
-    rl__tuple_packer_init(&pk, &e);
-    rl__tuple_pack_string(&pk, "i", 1);
-    rl__buf_append_byte(&e, 0xff);
+    cp_mapped_setup(NULL, "r", "i", 2, &mapper, &b, &e);
     for (int rev = 0; rev < 2; rev++) {
         for (int limit = 0; limit <= 25; limit += 5) {
             rl_future *fs[2];

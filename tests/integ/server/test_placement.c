@@ -595,30 +595,56 @@ static int rcheck_fn(rl_txn *t, void *ud) {
     return rc;
 }
 
-TEST(placement_2_3_coordinator_restart) {
-    rl_test_cluster c;
-    int rc = start(&c, 2);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
-    ASSERT_OK(rc);
-    rl_db *db;
-    ASSERT_OK(rl_db_open(c.url, NULL, &db));
-    ASSERT_OK(run(db, rfill_fn, NULL));
-    /* The destination is frozen: the move starts (its record is committed) and cannot finish. */
-    int dest = rl_test_cluster_pid(&c, 2);
-    ASSERT_TRUE(dest > 0);
-    ASSERT_EQ(kill(dest, SIGSTOP), 0);
-    rl_buf msg;
-    rl__buf_init(&msg);
-    uint32_t t2[] = {2};
-    rc = rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 1500, NULL, NULL, &msg);
-    printf("assign with the destination stopped: %s (%s)\n", rl_error_name(rc), msg.len ? (char *)msg.data : "");
-    ASSERT_RC(rc, RL_E_TIMED_OUT);
-    ASSERT_TRUE(strstr((char *)msg.data, "destinations 2") != NULL);
+/* Every row r/000..r/049 reads back with its value; moving >= 0: that many move records in
+ * \xff/moveKeys/ (moving < 0: not checked). */
+static void expect_rows(rl_db *db, int moving) {
     rcheck_t rcx;
     ASSERT_OK(run(db, rcheck_fn, &rcx));
     ASSERT_EQ(rcx.n, 50);
     ASSERT_EQ(rcx.bad, 0);
-    ASSERT_EQ(rcx.moving, 1); /* the durable move record */
+    if (moving >= 0) ASSERT_EQ(rcx.moving, moving);
+}
+
+/* A 2-server cluster (the test is skipped when the roles are not built) with r/000..r/049 on
+ * storage 1, *db open on it, and storage 2, the destination of the moves, stopped (SIGSTOP):
+ * returns its pid. */
+static int start_with_frozen_destination(rl_test_cluster *c, rl_db **db) {
+    int rc = start(c, 2);
+    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
+    ASSERT_OK(rc);
+    ASSERT_OK(rl_db_open(c->url, NULL, db));
+    ASSERT_OK(run(*db, rfill_fn, NULL));
+    int dest = rl_test_cluster_pid(c, 2);
+    ASSERT_TRUE(dest > 0);
+    ASSERT_EQ(kill(dest, SIGSTOP), 0);
+    return dest;
+}
+
+/* The first line of storage 2's DIR/moved-in (the range it holds and since when) starts with
+ * want. */
+static void expect_moved_in(const rl_test_cluster *c, const char *want) {
+    char path[4400], line[512] = "";
+    snprintf(path, sizeof path, "%s/storage-2/moved-in", c->dir);
+    FILE *mf = fopen(path, "r");
+    ASSERT_NOT_NULL(mf);
+    ASSERT_NOT_NULL(fgets(line, sizeof line, mf));
+    fclose(mf);
+    if (strncmp(line, want, strlen(want)) != 0) fail_msg("moved-in is '%s', want '%s...'", line, want);
+}
+
+TEST(placement_2_3_coordinator_restart) {
+    rl_test_cluster c;
+    rl_db *db;
+    /* The destination is frozen: the move starts (its record is committed) and cannot finish. */
+    int dest = start_with_frozen_destination(&c, &db);
+    rl_buf msg;
+    rl__buf_init(&msg);
+    uint32_t t2[] = {2};
+    int rc = rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 1500, NULL, NULL, &msg);
+    printf("assign with the destination stopped: %s (%s)\n", rl_error_name(rc), msg.len ? (char *)msg.data : "");
+    ASSERT_RC(rc, RL_E_TIMED_OUT);
+    ASSERT_TRUE(strstr((char *)msg.data, "destinations 2") != NULL);
+    expect_rows(db, 1); /* the durable move record */
     /* Kill the coordinator while the move is in flight; it comes back (not healthy while the
      * destination is stopped), then the destination resumes. */
     rl__buf_reset(&msg);
@@ -634,31 +660,17 @@ TEST(placement_2_3_coordinator_restart) {
     char team[64];
     team_of(db, "r/000", team, sizeof team, NULL);
     ASSERT_STR_EQ(team, "2");
-    ASSERT_OK(run(db, rcheck_fn, &rcx));
-    ASSERT_EQ(rcx.n, 50);
-    ASSERT_EQ(rcx.bad, 0);
-    ASSERT_EQ(rcx.moving, 0);
+    expect_rows(db, 0);
     /* After the move: a restart keeps the new map and the data. */
     ASSERT_EQ(rl_test_cluster_restart(&c, 0, 1), 0);
     team_of(db, "r/049", team, sizeof team, NULL);
     ASSERT_STR_EQ(team, "2");
-    ASSERT_OK(run(db, rcheck_fn, &rcx));
-    ASSERT_EQ(rcx.n, 50);
-    ASSERT_EQ(rcx.bad, 0);
+    expect_rows(db, -1);
     /* The destination recorded the range and the version it holds it from (DIR/moved-in), and a
      * crash of it keeps both the data and that version (its STATUS shows "since"). */
-    char path[4400];
-    snprintf(path, sizeof path, "%s/storage-2/moved-in", c.dir);
-    FILE *mf = fopen(path, "r");
-    ASSERT_NOT_NULL(mf);
-    char line[512] = "";
-    ASSERT_NOT_NULL(fgets(line, sizeof line, mf));
-    fclose(mf);
-    ASSERT_TRUE(strncmp(line, "x722f x7230 ", 12) == 0); /* "r/" .. "r0" */
+    expect_moved_in(&c, "x722f x7230 "); /* "r/" .. "r0" */
     ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0);
-    ASSERT_OK(run(db, rcheck_fn, &rcx));
-    ASSERT_EQ(rcx.n, 50);
-    ASSERT_EQ(rcx.bad, 0);
+    expect_rows(db, -1);
     char *out = NULL;
     ASSERT_EQ(rl_test_run("rl", &out, NULL, "cluster status --dir '%s' --json", c.dir), 0);
     ASSERT_TRUE(strstr(out, "\"since\":") != NULL);
@@ -674,15 +686,8 @@ TEST(placement_2_3_coordinator_restart) {
  * again at its registration's version, and the move finishes with every row. */
 TEST(placement_2_5_destination_restart) {
     rl_test_cluster c;
-    int rc = start(&c, 2);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
-    ASSERT_OK(rc);
     rl_db *db;
-    ASSERT_OK(rl_db_open(c.url, NULL, &db));
-    ASSERT_OK(run(db, rfill_fn, NULL));
-    int dest = rl_test_cluster_pid(&c, 2);
-    ASSERT_TRUE(dest > 0);
-    ASSERT_EQ(kill(dest, SIGSTOP), 0);
+    (void)start_with_frozen_destination(&c, &db);
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t2[] = {2};
@@ -700,23 +705,11 @@ TEST(placement_2_5_destination_restart) {
     ASSERT_STR_EQ(team, "2");
     team_of(db, "r0", team, sizeof team, NULL);
     ASSERT_STR_EQ(team, "1");
-    rcheck_t rcx;
-    ASSERT_OK(run(db, rcheck_fn, &rcx));
-    ASSERT_EQ(rcx.n, 50);
-    ASSERT_EQ(rcx.bad, 0);
-    ASSERT_EQ(rcx.moving, 0);
+    expect_rows(db, 0);
     /* The moved range begins at "": its record has an empty begin key. */
-    char path[4400], line[512] = "";
-    snprintf(path, sizeof path, "%s/storage-2/moved-in", c.dir);
-    FILE *mf = fopen(path, "r");
-    ASSERT_NOT_NULL(mf);
-    ASSERT_NOT_NULL(fgets(line, sizeof line, mf));
-    fclose(mf);
-    ASSERT_TRUE(strncmp(line, "x x7230 ", 8) == 0);
+    expect_moved_in(&c, "x x7230 ");
     ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0);
-    ASSERT_OK(run(db, rcheck_fn, &rcx));
-    ASSERT_EQ(rcx.n, 50);
-    ASSERT_EQ(rcx.bad, 0);
+    expect_rows(db, -1);
     rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&c);
@@ -775,10 +768,7 @@ TEST(placement_2_6_source_drops_rows) {
     ASSERT_TRUE(dropped);
     ASSERT_EQ(json_integer_value(json_object_get(st, "keys")), 1); /* only "a" is left */
     json_decref(st);
-    rcheck_t rcx;
-    ASSERT_OK(run(db, rcheck_fn, &rcx));
-    ASSERT_EQ(rcx.n, 50);
-    ASSERT_EQ(rcx.bad, 0);
+    expect_rows(db, -1);
     rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&c);

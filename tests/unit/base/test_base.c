@@ -141,7 +141,38 @@ TEST(base_4_1_alloc_counters_and_failure) {
     rl__free(d);
 }
 
-/* base-5.1: printable escapes round-trip; hex parsing refuses junk. */
+/* base-4.2: rl__grow / RL_GROW: the minimum first, then doubling or the need if larger, nothing
+ * when there is room; on an injected failure or a size overflow the array and capacity stay. */
+TEST(base_4_2_grow) {
+    int *a = NULL;
+    size_t cap = 0;
+    ASSERT_OK(RL_GROW(a, cap, 1, 16));
+    ASSERT_NOT_NULL(a);
+    ASSERT_EQ(cap, 16);
+    for (int i = 0; i < 16; i++) a[i] = i;
+    int *before = a;
+    ASSERT_OK(RL_GROW(a, cap, 16, 16)); /* room already */
+    ASSERT_TRUE(a == before);
+    ASSERT_EQ(cap, 16);
+    ASSERT_OK(RL_GROW(a, cap, 17, 16));
+    ASSERT_EQ(cap, 32);
+    ASSERT_OK(RL_GROW(a, cap, 100, 16));
+    ASSERT_EQ(cap, 100);
+    for (int i = 0; i < 16; i++) ASSERT_EQ(a[i], i);
+    before = a;
+    rl_alloc_fail_after(0);
+    ASSERT_RC(RL_GROW(a, cap, 101, 16), RL_E_OUT_OF_MEMORY);
+    rl_alloc_fail_after(-1);
+    ASSERT_TRUE(a == before);
+    ASSERT_EQ(cap, 100);
+    ASSERT_RC(RL_GROW(a, cap, SIZE_MAX / 2, 16), RL_E_OUT_OF_MEMORY);
+    ASSERT_TRUE(a == before);
+    ASSERT_EQ(cap, 100);
+    ASSERT_EQ(a[15], 15);
+    rl__free(a);
+}
+
+/* base-5.1: printable escapes round-trip (a bad escape's offset reported); hex parsing refuses junk. */
 TEST(base_5_1_bytes) {
     rl_buf b, c;
     rl__buf_init(&b);
@@ -152,6 +183,13 @@ TEST(base_5_1_bytes) {
     ASSERT_MEM_EQ(c.data, c.len, "a\\\x00\xff" "z", 5);
     rl__buf_reset(&c);
     ASSERT_RC(rl__bytes_unprintable(&c, "\\x0"), RL_E_INVALID_ARGUMENT);
+    rl__buf_reset(&c);
+    size_t at = 99; /* the offset of the bad escape's backslash; the bytes before it kept */
+    ASSERT_RC(rl__bytes_unprintable_at(&c, "ab\\\\c\\q", &at), RL_E_INVALID_ARGUMENT);
+    ASSERT_EQ(at, 5);
+    ASSERT_MEM_EQ(c.data, c.len, "ab\\c", 4);
+    ASSERT_EQ(rl__hex_digit('F'), 15);
+    ASSERT_EQ(rl__hex_digit('g'), -1);
     rl__buf_reset(&c);
     ASSERT_RC(rl__bytes_from_hex(&c, "abc", 3), RL_E_INVALID_ARGUMENT);
     rl__buf_reset(&c);
@@ -177,4 +215,4 @@ TEST(base_6_1_clock) {
 
 RL_TEST_MAIN(T(base_1_1_error_table_distinct), T(base_1_2_fdb_numbers), T(base_2_1_buf),
              T(base_2_2_buf_oom_sticky), T(base_3_1_arena), T(base_4_1_alloc_counters_and_failure),
-             T(base_5_1_bytes), T(base_6_1_clock))
+             T(base_4_2_grow), T(base_5_1_bytes), T(base_6_1_clock))

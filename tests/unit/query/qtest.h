@@ -271,4 +271,18 @@ __attribute__((unused)) static void qt_check_row(const rl_query_row *row, const 
     ASSERT_TRUE(row->record->has_version);
 }
 
+/* Read every row of c, checking each against the model: the rows must be want[*got],
+ * want[*got + 1], ... (at most n_want in all; one more fails the test). *got counts the rows
+ * read. Returns the cursor's final code (RL_OK at the end, or its error). */
+__attribute__((unused)) static int qt_drain(rl_cursor *c, const qt_rec *const *want, int n_want, int *got) {
+    const rl_query_row *row;
+    int rc;
+    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
+        if (*got >= n_want) fail_msg("more rows than the model's %d", n_want);
+        qt_check_row(row, want[*got]);
+        (*got)++;
+    }
+    return rc;
+}
+
 #endif

@@ -21,18 +21,6 @@ static rl_query_options base_opts(rl_fetch_method m, int reverse) {
     return o;
 }
 
-/* Drain c into the model check starting at want[*got]; returns the cursor's final rc. */
-static int drain(rl_cursor *c, const qt_rec *const *want, int n_want, int *got) {
-    const rl_query_row *row;
-    int rc;
-    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
-        if (*got >= n_want) fail_msg("more rows than the model's %d", n_want);
-        qt_check_row(row, want[*got]);
-        (*got)++;
-    }
-    return rc;
-}
-
 static uint8_t *copy_cont(rl_cursor *c, size_t *len) {
     const uint8_t *p;
     ASSERT_OK(rl_cursor_continuation(c, &p, len));
@@ -63,7 +51,7 @@ TEST(query_2_1_skip_pushdown) {
                 rl_txn *t = qt_begin(&e);
                 rl_cursor *c;
                 ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-                ASSERT_OK(drain(c, want, n_want, &got));
+                ASSERT_OK(qt_drain(c, want, n_want, &got));
                 ASSERT_EQ(got, n_want);
                 rl_query_counters k;
                 rl_cursor_get_counters(c, &k);
@@ -113,7 +101,7 @@ static void limit_case(qt_env *e, rl_fetch_method m, int rev, void (*set)(rl_que
         rl_cursor *c;
         ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
         int before = got;
-        ASSERT_OK(drain(c, want, n_want, &got));
+        ASSERT_OK(qt_drain(c, want, n_want, &got));
         rl_no_next_reason why = rl_cursor_no_next_reason(c);
         if (why != RL_NO_NEXT_SOURCE_EXHAUSTED) {
             ASSERT_EQ(why, reason);
@@ -218,7 +206,7 @@ TEST(query_2_3_fallback_before_any_row) {
         rl_cursor_free(c);
         o.fetch = RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK;
         ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-        ASSERT_OK(drain(c, want, n_want, &got));
+        ASSERT_OK(qt_drain(c, want, n_want, &got));
         ASSERT_EQ(got, n_want);
         rl_query_counters k;
         rl_cursor_get_counters(c, &k);
@@ -230,7 +218,7 @@ TEST(query_2_3_fallback_before_any_row) {
         o.skip = 4;
         got = 0;
         ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-        ASSERT_OK(drain(c, want + 4, n_want - 4, &got));
+        ASSERT_OK(qt_drain(c, want + 4, n_want - 4, &got));
         ASSERT_EQ(got, n_want - 4);
         rl_cursor_free(c);
         /* ADAPTIVE in the test mode (one page of 100 entries: a remote one): the page meets the
@@ -241,7 +229,7 @@ TEST(query_2_3_fallback_before_any_row) {
             o.skip = skip;
             got = 0;
             ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-            ASSERT_OK(drain(c, want + skip, n_want - skip, &got));
+            ASSERT_OK(qt_drain(c, want + skip, n_want - skip, &got));
             ASSERT_EQ(got, n_want - skip);
             rl_cursor_get_counters(c, &k);
             ASSERT_EQ(k.fallbacks, 1);
@@ -283,7 +271,7 @@ TEST(query_2_4_fallback_after_rows) {
                 qt_check_row(row, want[got++]);
             }
             touch_record(&e, t, want[7]->id); /* read by the third request (rows 6..8) */
-            int rc = drain(c, want, n_want, &got);
+            int rc = qt_drain(c, want, n_want, &got);
             rl_query_counters k;
             rl_cursor_get_counters(c, &k);
             if (METHODS[mi] == RL_FETCH_USE_REMOTE_FETCH) {
@@ -330,7 +318,7 @@ TEST(query_2_5_orphans) {
             rl_query_options o = base_opts(METHODS[mi], rev);
             o.orphans = RL_ORPHAN_RETURN;
             ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-            ASSERT_OK(drain(c, want, n_want, &got));
+            ASSERT_OK(qt_drain(c, want, n_want, &got));
             ASSERT_EQ(got, n_want);
             rl_query_counters k;
             rl_cursor_get_counters(c, &k);
@@ -345,14 +333,14 @@ TEST(query_2_5_orphans) {
             o.orphans = RL_ORPHAN_SKIP;
             got = 0;
             ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-            ASSERT_OK(drain(c, kept, nk, &got));
+            ASSERT_OK(qt_drain(c, kept, nk, &got));
             ASSERT_EQ(got, nk);
             rl_cursor_free(c);
             /* ERROR: the rows before it, then the error naming the entry. */
             o.orphans = RL_ORPHAN_ERROR;
             got = 0;
             ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-            int rc = drain(c, want, pos, &got);
+            int rc = qt_drain(c, want, pos, &got);
             ASSERT_EQ(got, pos);
             const rl_query_row *row;
             if (METHODS[mi] == RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK) {

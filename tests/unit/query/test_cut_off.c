@@ -39,14 +39,7 @@ static rl_query_counters run_pages(qt_env *e, rl_fetch_method m, int reverse, in
         rl_txn *t = qt_begin(e);
         rl_cursor *c;
         ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
-        const rl_query_row *row;
-        int rc;
-        while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
-            if (got >= n_want) fail_msg("more rows than the model's %d", n_want);
-            qt_check_row(row, want[got]);
-            got++;
-        }
-        ASSERT_OK(rc);
+        ASSERT_OK(qt_drain(c, want, n_want, &got));
         rl_query_counters k;
         rl_cursor_get_counters(c, &k);
         sum.records_returned += k.records_returned;

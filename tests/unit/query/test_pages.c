@@ -18,18 +18,13 @@ static uint64_t run(qt_env *e, rl_query_options o, int limit) {
     qt_query q = {0};
     q.reverse = o.reverse;
     const qt_rec *want[QT_MAX];
-    int n_want = qt_model(e, &q, want), got = 0, rc;
+    int n_want = qt_model(e, &q, want), got = 0;
     if (limit > 0 && limit < n_want) n_want = limit;
     o.fetch = RL_FETCH_USE_REMOTE_FETCH;
     rl_txn *t = qt_begin(e);
     rl_cursor *c;
     ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
-    const rl_query_row *row;
-    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
-        if (got >= n_want) fail_msg("more rows than the model's %d", n_want);
-        qt_check_row(row, want[got++]);
-    }
-    ASSERT_OK(rc);
+    ASSERT_OK(qt_drain(c, want, n_want, &got));
     ASSERT_EQ(got, n_want);
     rl_query_counters k;
     rl_cursor_get_counters(c, &k);
@@ -105,13 +100,8 @@ TEST(query_14_2_exact_pages_with_orphans) {
     rl_txn *t = qt_begin(&e);
     rl_cursor *c;
     ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
-    const rl_query_row *row;
-    int got = 0, rc;
-    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
-        if (got >= limit) fail_msg("more rows than the limit %d", limit);
-        qt_check_row(row, want[got++]);
-    }
-    ASSERT_OK(rc);
+    int got = 0;
+    ASSERT_OK(qt_drain(c, want, limit, &got)); /* at most the limit */
     ASSERT_EQ(got, limit);
     rl_query_counters k;
     rl_cursor_get_counters(c, &k);

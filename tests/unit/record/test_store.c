@@ -4,7 +4,7 @@
  * boundaries, record versions against the commits' versionstamps, exact counts under concurrent
  * transactions, scans with limits and continuations, size limits and bad input.
  *
- * Test IDs: record_3_*.
+ * Test IDs: record_3_* (record_3_11: rl__range_drain, the paging loop shared with the cursor).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -809,7 +809,99 @@ TEST(record_3_10_load_many) {
     rl_db_close(db);
 }
 
+/* rl__range_drain (record/layout.h), shared by the store and the query cursor: every key of a
+ * range paged past a first page cut by its row limit, in either direction, with the bounds
+ * advanced and the iterations counted up; a callback's stop code ends it. */
+typedef struct {
+    int n, pages, stop_at, bad_order;
+    char prev[16];
+    int reverse;
+} drain_seen;
+
+static int drain_t_wait(void *ud, rl_future *f, int page) {
+    drain_seen *d = ud;
+    if (page != d->pages) d->bad_order = 1;
+    d->pages++;
+    return rl_future_wait(f);
+}
+
+static int drain_t_kv(void *ud, const rl_keyvalue *kv) {
+    drain_seen *d = ud;
+    char k[16] = {0};
+    memcpy(k, kv->key, kv->key_len < 15 ? kv->key_len : 15);
+    if (d->n > 0 && (d->reverse ? strcmp(k, d->prev) >= 0 : strcmp(k, d->prev) <= 0)) d->bad_order = 1;
+    memcpy(d->prev, k, sizeof k);
+    if (++d->n == d->stop_at) return 12345;
+    return 0;
+}
+
+TEST(record_3_11_range_drain) {
+    rl_db *db = open_db();
+    enum { N = 300 };
+    char val[200];
+    memset(val, 'v', sizeof val);
+    rl_txn *t = begin(db);
+    for (int i = 0; i < N; i++) {
+        char k[16];
+        int kl = snprintf(k, sizeof k, "d%04d", i);
+        ASSERT_OK(rl_txn_set(t, k, (size_t)kl, val, sizeof val));
+    }
+    rl_future *f = rl_txn_commit(t);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    rl_txn_free(t);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        for (int stop = 0; stop < 2; stop++) {
+            rl_buf b, e;
+            rl__buf_init(&b);
+            rl__buf_init(&e);
+            rl__buf_append(&b, "d", 1);
+            rl__buf_append(&e, "e", 1);
+            drain_seen d = {.stop_at = stop ? 250 : 0, .reverse = reverse};
+            t = begin(db);
+            int flags = reverse ? RL_REVERSE : 0;
+            f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len),
+                                 7, 0, RL_STREAMING_WANT_ALL, 0, flags);
+            int rc = rl__range_drain(t, &b, &e, flags, 0, f, drain_t_wait, drain_t_kv, &d);
+            ASSERT_EQ(rc, stop ? 12345 : RL_OK);
+            ASSERT_EQ(d.n, stop ? 250 : N);
+            ASSERT_FALSE(d.bad_order);
+            /* A first page of 7 rows, then ITERATOR pages of 4 KiB and more (~19 rows first). */
+            ASSERT_TRUE(d.pages >= 3);
+            ASSERT_STR_EQ(d.prev, stop ? (reverse ? "d0050" : "d0249") : (reverse ? "d0000" : "d0299"));
+            /* The moving bound was advanced past page 0 (7 rows); the other one kept. */
+            if (reverse) {
+                ASSERT_EQ(b.len, 1);
+                ASSERT_TRUE(e.len == 5 && memcmp(e.data, "d0293", 5) <= 0 && memcmp(e.data, d.prev, 5) > 0);
+            } else {
+                ASSERT_EQ(e.len, 1);
+                ASSERT_TRUE(b.len == 6 && b.data[5] == 0 && memcmp(b.data, "d0006", 5) >= 0 && memcmp(b.data, d.prev, 5) < 0);
+            }
+            rl_txn_free(t);
+            rl__buf_release(&b);
+            rl__buf_release(&e);
+        }
+    }
+    /* With the NULL wait (rl_future_wait) and a read that fails: its error comes back. */
+    t = begin(db);
+    rl_buf b, e;
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    rl__buf_append(&b, "e", 1);
+    rl__buf_append(&e, "d", 1);
+    f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len), -1, 0,
+                         RL_STREAMING_WANT_ALL, 0, 0);
+    drain_seen d = {0};
+    ASSERT_EQ(rl__range_drain(t, &b, &e, 0, 0, f, NULL, drain_t_kv, &d), RL_E_RANGE_LIMITS_INVALID);
+    ASSERT_EQ(d.n, 0);
+    rl_txn_free(t);
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    rl_db_close(db);
+}
+
 RL_TEST_MAIN(T(record_3_1_roundtrip_all_types), T(record_3_2_layout), T(record_3_3_replace_keeps_indexes_exact),
              T(record_3_4_split_boundaries), T(record_3_5_versions_follow_commit_order),
              T(record_3_6_concurrent_counts), T(record_3_7_scan_limits_continuations),
-             T(record_3_8_size_limits_write_nothing), T(record_3_9_bad_input), T(record_3_10_load_many))
+             T(record_3_8_size_limits_write_nothing), T(record_3_9_bad_input), T(record_3_10_load_many),
+             T(record_3_11_range_drain))
