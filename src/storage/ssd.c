@@ -704,6 +704,9 @@ static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, 
     return *rc == RL_OK ? WALK_MOVED : WALK_STOP;
 }
 
+/* The engine's base_range (engine.h): a range of the base alone, by walk_page where the walk is
+ * on and the row is one it reads, else by the cursor functions. Rows copied into a; errors are
+ * the cursor's (LMDB's, mapped by mdb_fail) and RL_E_OUT_OF_MEMORY. */
 static int ssd_base_range(rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e,
                           uint32_t el, int limit, long target_bytes, int reverse, rl_arena *a,
                           rl_keyvalue **out_kvs, int *out_n, int *out_more) {
