@@ -71,6 +71,12 @@ typedef struct rl_engine_ops {
     /* 1 and the current row, or 0 when the cursor is past either end. */
     int (*cur_get)(rl_base_cur *c, const uint8_t **k, uint32_t *kl, const uint8_t **v,
                    uint32_t *vl);
+    /* Optional (NULL: storage.c walks a cursor): a range read of the base alone, for a range
+     * the map has no row in — rl__storage_get_range's contract for [b, e) (limit, target_bytes,
+     * reverse, the rows and *out_more), the rows copied into arena a. */
+    int (*base_range)(struct rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e,
+                      uint32_t el, int limit, long target_bytes, int reverse, rl_arena *a,
+                      rl_keyvalue **out_kvs, int *out_n, int *out_more);
 } rl_engine_ops;
 
 extern const rl_engine_ops rl__engine_memory; /* durable.c */

@@ -50,6 +50,8 @@
 #include <inttypes.h>
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,7 @@
 #include "base/log.h"
 #include "reclayer/error.h"
 #include "storage/engine.h"
+#include "storage/ssd.h"
 #include "storage/storage_int.h"
 #include "storage/wal.h"
 
@@ -83,6 +86,9 @@ typedef struct {
     struct rl_base_cur *pool[SSD_POOL]; /* idle cursors, each with its read transaction */
     int npool;
     uint64_t gen;   /* bumped by every flush (engine lock held exclusively) */
+    unsigned psize; /* LMDB's page size */
+    atomic_int walk; /* range reads walk LMDB's leaf pages (see "range reads off ...") */
+    atomic_uint_fast64_t walked; /* leaf pages walked (rl__ssd_page_walk) */
     rl_buf kbuf; /* the flush's encoded key and long-key value */
 } ssd_env;
 
@@ -496,6 +502,256 @@ static int ssd_cur_get(rl_base_cur *c, const uint8_t **k, uint32_t *kl, const ui
     return 0;
 }
 
+/* ---- range reads off LMDB's leaf pages --------------------------------------------------- *
+ * A range the window has no row in (the usual case for data older than the window: storage.c
+ * calls base_range then) is read here. LMDB's cursor costs about 140 instructions a row
+ * (MDB_NEXT); instead the rows of each leaf page are read straight off the page, and the cursor
+ * only moves from page to page: MDB_SET on the page's last key (first, backward), which LMDB
+ * answers from the cursor's current page, then MDB_NEXT (MDB_PREV) onto the next page. The end
+ * key is compared only on a page whose last key (first, backward) is not inside the range, and
+ * key and value, which are adjacent in LMDB's node as in the result, are copied in one memcpy.
+ *
+ * The page layout is LMDB's file format (mdb.c of 0.9: MDB_page, a 16-byte header with flags
+ * at 10, lower at 12 and upper at 14, then lower-16 bytes of u16 node offsets; MDB_node, u16
+ * data size low and high halves, u16 flags, u16 key size, the key, the value), stable across
+ * 0.9 since the file format is. Every page is checked before it is read: it must be a plain
+ * leaf page and hold the node LMDB's cursor returned, with the same key and value pointers and
+ * sizes; a page that does not turns the walk off for the environment (logged) and the cursor
+ * functions above read everything from then on. Every node is bounds-checked within its page.
+ * Rows the walk does not read itself (long keys and their groups, values on overflow pages)
+ * go through the cursor functions one row at a time. Pointers into the page are only used
+ * while the read transaction is open, like the cursor's. RL_SSD_PAGE_WALK=0 in the
+ * environment turns the walk off at open (tests and benchmarks compare the two). */
+
+#define LP_HDR 16u
+#define LP_LEAF 0x02u
+#define LP_TYPES 0x6fu /* P_BRANCH | P_LEAF | P_OVERFLOW | P_META | P_LEAF2 | P_SUBP */
+#define LN_HDR 8u
+
+static inline unsigned lp_u16(const uint8_t *p) {
+    uint16_t x;
+    memcpy(&x, p, 2);
+    return x;
+}
+
+typedef struct {
+    const uint8_t *pg; /* the page */
+    unsigned n;        /* its nodes */
+} lpage;
+
+typedef struct {
+    const uint8_t *key; /* the encoded key (0x00 K for a short key) */
+    uint32_t ks, ds;    /* key and data sizes */
+    const uint8_t *data;
+    int simple;         /* a short key with its value on the page */
+} lnode;
+
+/* Node i of p (i < p->n), bounds-checked: 0 if it does not fit in the page. */
+static inline int lp_node(const ssd_env *s, const lpage *p, unsigned i, lnode *out) {
+    unsigned off = lp_u16(p->pg + LP_HDR + 2 * i);
+    if (off < LP_HDR + 2 * p->n || off + LN_HDR > s->psize) return 0;
+    const uint8_t *nd = p->pg + off;
+    unsigned flags = lp_u16(nd + 4);
+    out->ks = lp_u16(nd + 6);
+    out->ds = (uint32_t)lp_u16(nd) | (uint32_t)lp_u16(nd + 2) << 16;
+    out->key = nd + LN_HDR;
+    out->data = out->key + out->ks;
+    size_t dsz = flags & 0x01 /* F_BIGDATA: a page number */ ? sizeof(uint64_t) : out->ds;
+    if ((size_t)off + LN_HDR + out->ks + dsz > s->psize) return 0;
+    out->simple = flags == 0 && out->ks >= 1 && out->ks <= 1 + RL_SSD_SHORT;
+    return 1;
+}
+
+/* The leaf page of the cursor's current entry (POS_SHORT) and its index there: 1; 2 when the
+ * entry is not one the walk reads (its value on an overflow page); 0 when the page does not
+ * look like LMDB 0.9's leaf page holding that entry (the caller turns the walk off). last: try
+ * the page's last node first (else its first: where MDB_NEXT / MDB_PREV land on a page). */
+static int lp_find(const ssd_env *s, const rl_base_cur *c, int last, lpage *p, unsigned *idx) {
+    const uint8_t *k = c->k.mv_data;
+    p->pg = (const uint8_t *)((uintptr_t)k & ~(uintptr_t)(s->psize - 1));
+    if (k - p->pg < (ptrdiff_t)(LP_HDR + LN_HDR)) return 0;
+    unsigned flags = lp_u16(p->pg + 10), lower = lp_u16(p->pg + 12), upper = lp_u16(p->pg + 14);
+    if ((flags & LP_TYPES) != LP_LEAF || lower < LP_HDR || lower > upper || upper > s->psize)
+        return 0;
+    p->n = (lower - LP_HDR) / 2;
+    if (p->n == 0) return 0;
+    unsigned want = (unsigned)(k - p->pg) - LN_HDR, i = last ? p->n - 1 : 0;
+    if (lp_u16(p->pg + LP_HDR + 2 * i) != want)
+        for (i = 0; i < p->n && lp_u16(p->pg + LP_HDR + 2 * i) != want; i++) {
+        }
+    lnode nd;
+    if (i == p->n || !lp_node(s, p, i, &nd) || nd.ks != c->k.mv_size) return 0;
+    if (lp_u16(p->pg + want + 4) & 0x01) return 2; /* F_BIGDATA */
+    if (!nd.simple || nd.data != c->v.mv_data || nd.ds != c->v.mv_size) return 0;
+    *idx = i;
+    return 1;
+}
+
+/* The rows of a range read, copied into the arena (the layout of storage.c's range reads:
+ * key and value adjacent, in chunks of 512 bytes doubling up to 16 KiB). */
+typedef struct {
+    rl_arena *a;
+    rl_keyvalue *kvs;
+    int n, cap, limit;
+    long bytes, target;
+    uint8_t *chunk;
+    size_t room, chunk_size;
+    uint64_t pages; /* leaf pages walked */
+} rows_out;
+
+static inline int rows_full(const rows_out *o) {
+    return (o->limit && o->n >= o->limit) || (o->target && o->bytes >= o->target);
+}
+
+/* Append a row of key kl and value vl bytes: *dst is where to copy them (key then value; NULL
+ * for an empty row at the start). 0 when out of memory. */
+static inline int rows_add(rows_out *o, uint32_t kl, uint32_t vl, uint8_t **dst) {
+    if (o->n == o->cap) {
+        int ncap = o->cap * 4;
+        rl_keyvalue *nk = rl__arena_alloc(o->a, (size_t)ncap * sizeof *nk);
+        if (!nk) return 0;
+        memcpy(nk, o->kvs, (size_t)o->n * sizeof *nk);
+        o->kvs = nk;
+        o->cap = ncap;
+    }
+    size_t need = (size_t)kl + vl;
+    if (need > o->room) {
+        size_t room = need > o->chunk_size ? need : o->chunk_size;
+        if (o->chunk_size < 16384) o->chunk_size *= 2;
+        if (!(o->chunk = rl__arena_alloc(o->a, room))) return 0;
+        o->room = room;
+    }
+    uint8_t *p = *dst = o->chunk;
+    o->chunk += need;
+    o->room -= need;
+    o->kvs[o->n].key = p;
+    o->kvs[o->n].key_len = kl;
+    o->kvs[o->n].value = p + kl;
+    o->kvs[o->n].value_len = vl;
+    o->n++;
+    o->bytes += (long)need;
+    return 1;
+}
+
+enum { WALK_STOP, WALK_MOVED, WALK_SLOW };
+
+/* Put the LMDB cursor on node nd of the current page (MDB_SET: LMDB finds it on the cursor's
+ * page without a search) and step past it in the walk's direction. */
+static int walk_step_past(rl_base_cur *c, const lnode *nd, int reverse) {
+    MDB_val k = {nd->ks, (void *)nd->key}, v;
+    int e = mdb_cursor_get(c->c, &k, &v, MDB_SET);
+    if (e) return mdb_fail(c->s, "cursor", e == MDB_NOTFOUND ? MDB_CORRUPTED : e);
+    return reverse ? ssd_cur_prev(c) : ssd_cur_next(c);
+}
+
+/* Read the rows of the cursor's page from its entry (POS_SHORT) on, in the walk's direction,
+ * into o, bounded by [b, e). WALK_STOP: the range ended (*more: a row was left over) or *rc
+ * failed; WALK_MOVED: the cursor moved past the rows read (to the next page, or to a row the
+ * walk does not read); WALK_SLOW: the cursor's entry is for ssd_cur_get (not one to walk). */
+static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, uint32_t bl,
+                     const uint8_t *e, uint32_t el, int reverse, int *more, int *rc) {
+    lpage p;
+    unsigned i;
+    *rc = RL_OK;
+    int f = lp_find(s, c, reverse, &p, &i);
+    if (f == 2) return WALK_SLOW;
+    if (f == 0) {
+        rl__log(RL_LOG_WARN,
+                "storage: ssd %s: an LMDB leaf page is not laid out as expected; range reads use "
+                "the cursor from now on",
+                s->path);
+        atomic_store_explicit(&s->walk, 0, memory_order_relaxed);
+        return WALK_SLOW;
+    }
+    o->pages++;
+    /* Compare with the bound only on a page that reaches it. */
+    lnode nd;
+    int check = 1;
+    if (lp_node(s, &p, reverse ? 0 : p.n - 1, &nd) && nd.simple)
+        check = reverse ? rl__bytes_cmp(nd.key + 1, nd.ks - 1, b, bl) < 0
+                        : rl__bytes_cmp(nd.key + 1, nd.ks - 1, e, el) >= 0;
+    lnode prev = {0};
+    for (unsigned j = i; j < p.n; j = reverse ? j - 1 : j + 1) { /* j wraps past 0 backward */
+        if (!lp_node(s, &p, j, &nd) || !nd.simple) {
+            /* Not a row to read here (or not one that fits the page: LMDB judges): the cursor
+             * goes past the last row read, onto it, and ssd_cur_get reads it. */
+            *rc = walk_step_past(c, &prev, reverse);
+            return *rc == RL_OK ? WALK_MOVED : WALK_STOP;
+        }
+        uint32_t kl = nd.ks - 1;
+        if (check && (reverse ? rl__bytes_cmp(nd.key + 1, kl, b, bl) < 0
+                              : rl__bytes_cmp(nd.key + 1, kl, e, el) >= 0))
+            return WALK_STOP;
+        if (rows_full(o)) {
+            *more = 1;
+            return WALK_STOP;
+        }
+        uint8_t *dst;
+        if (!rows_add(o, kl, nd.ds, &dst)) {
+            *rc = RL_E_OUT_OF_MEMORY;
+            return WALK_STOP;
+        }
+        if (kl + nd.ds) memcpy(dst, nd.key + 1, (size_t)kl + nd.ds);
+        prev = nd;
+    }
+    *rc = walk_step_past(c, &prev, reverse);
+    return *rc == RL_OK ? WALK_MOVED : WALK_STOP;
+}
+
+/* The engine's base_range (engine.h): a range of the base alone, by walk_page where the walk is
+ * on and the row is one it reads, else by the cursor functions. Rows copied into a; errors are
+ * the cursor's (LMDB's, mapped by mdb_fail) and RL_E_OUT_OF_MEMORY. */
+static int ssd_base_range(rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e,
+                          uint32_t el, int limit, long target_bytes, int reverse, rl_arena *a,
+                          rl_keyvalue **out_kvs, int *out_n, int *out_more) {
+    ssd_env *s = ssd_of(st);
+    base_cur *c;
+    int more = 0, rc = cur_take(s, &c);
+    if (rc != RL_OK) return rc;
+    /* Room for the rows up front: the limit when it is at most 1,024, else 64, growing 4x (a
+     * mapped read's secondaries, limited to 2,000 rows, are usually one row each). */
+    rows_out o = {a, NULL, 0, limit > 0 && limit <= 1024 ? limit : 64, limit, 0, target_bytes,
+                  NULL, 0, 512, 0};
+    if (!(o.kvs = rl__arena_alloc(a, (size_t)o.cap * sizeof *o.kvs))) rc = RL_E_OUT_OF_MEMORY;
+    if (rc == RL_OK) rc = reverse ? ssd_cur_seek_lt(c, e, el, 0) : ssd_cur_seek_ge(c, b, bl, 0);
+    while (rc == RL_OK) {
+        if (c->pos == POS_SHORT && atomic_load_explicit(&s->walk, memory_order_relaxed)) {
+            int w = walk_page(s, c, &o, b, bl, e, el, reverse, &more, &rc);
+            if (w == WALK_STOP) break;
+            if (w == WALK_MOVED) continue;
+        }
+        const uint8_t *k, *v;
+        uint32_t kl, vl;
+        if (!ssd_cur_get(c, &k, &kl, &v, &vl)) break;
+        if (reverse ? rl__bytes_cmp(k, kl, b, bl) < 0 : rl__bytes_cmp(k, kl, e, el) >= 0) break;
+        if (rows_full(&o)) {
+            more = 1;
+            break;
+        }
+        uint8_t *dst;
+        if (!rows_add(&o, kl, vl, &dst)) {
+            rc = RL_E_OUT_OF_MEMORY;
+            break;
+        }
+        if (kl) memcpy(dst, k, kl);
+        if (vl) memcpy(dst + kl, v, vl);
+        rc = reverse ? ssd_cur_prev(c) : ssd_cur_next(c);
+    }
+    cur_give(s, c);
+    if (o.pages) atomic_fetch_add_explicit(&s->walked, o.pages, memory_order_relaxed);
+    if (rc != RL_OK) return rc;
+    *out_kvs = o.kvs;
+    *out_n = o.n;
+    *out_more = more;
+    return RL_OK;
+}
+
+int rl__ssd_page_walk(rl_storage *st, uint64_t *pages) {
+    ssd_env *s = st && st->eng == &rl__engine_ssd ? ssd_of(st) : NULL;
+    if (pages) *pages = s ? atomic_load(&s->walked) : 0;
+    return s ? atomic_load(&s->walk) : 0;
+}
+
 /* ---- meta -------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -590,6 +846,20 @@ static int ssd_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
         if ((e != ENOMEM && e != EINVAL) || size <= (4ull << 30)) break; /* EINVAL: valgrind */
         mdb_env_close(s->env);
         s->env = NULL;
+    }
+    if (e == 0) {
+        MDB_stat ms;
+        const char *w = getenv("RL_SSD_PAGE_WALK");
+        long os_page = sysconf(_SC_PAGESIZE);
+        e = mdb_env_stat(s->env, &ms);
+        s->psize = e == 0 ? ms.ms_psize : 0;
+        /* The walk finds a node's page by rounding its address down to the page size: only when
+         * LMDB's pages are the OS's (the map starts on an OS page); little-endian node fields. */
+        int le = 1;
+        atomic_init(&s->walk, e == 0 && os_page > 0 && s->psize == (unsigned)os_page &&
+                                  (s->psize & (s->psize - 1)) == 0 && *(const char *)&le == 1 &&
+                                  !(w && strcmp(w, "0") == 0));
+        atomic_init(&s->walked, 0);
     }
     if (e != 0) {
         rc = mdb_fail(s, "open", e);
@@ -753,4 +1023,5 @@ const rl_engine_ops rl__engine_ssd = {
     .cur_next = ssd_cur_next,
     .cur_prev = ssd_cur_prev,
     .cur_get = ssd_cur_get,
+    .base_range = ssd_base_range,
 };

@@ -1335,6 +1335,14 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
                         int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
                         int *out_more) {
     mcur m;
+    if (st->eng->base_range) { /* the engine reads a range the map has no row in itself */
+        cursor t = reverse ? cur_before(st, seek(st, end, end_len, 0))
+                           : seek(st, begin, begin_len, 0);
+        if (!t.l || (reverse ? row_cmp(cur_row(t), begin, begin_len) < 0
+                             : row_cmp(cur_row(t), end, end_len) >= 0))
+            return st->eng->base_range(st, begin, (uint32_t)begin_len, end, (uint32_t)end_len,
+                                       limit, target_bytes, reverse, a, out_kvs, out_n, out_more);
+    }
     int rc = m_open(&m, st, v, reverse), n = 0, cap = 0, more = 0, got;
     long bytes = 0;
     rl_keyvalue *kvs = NULL;
