@@ -7,6 +7,7 @@
 #   make asan    the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   make fuzz    build the libFuzzer targets (clang, build-fuzz/) and run each FUZZ_SECONDS seconds
 #   make demo    the main job (see README)
+#   make format  rewrite the C sources with clang-format 14 (.clang-format; ctest format_check checks)
 #   make clean   remove the build directories
 #   make install install build/fdb/libfdb_c.so (FoundationDB's C API over reclayer) in PREFIX/lib
 
@@ -19,12 +20,12 @@ WERROR     ?= $(if $(CI),ON,OFF)
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build check test test-all asan fuzz demo clean help install
+.PHONY: all deps build check test test-all asan fuzz demo clean help install format
 
 all: build
 
 help:
-	@sed -n '3,12p' Makefile
+	@sed -n '3,13p' Makefile
 
 deps:
 	@bash scripts/install-deps.sh
@@ -66,3 +67,6 @@ clean:
 # libfdb_c.so (cmake/fdbc.cmake) into $(PREFIX)/lib; run ldconfig afterwards for a system prefix.
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+format:
+	find src include tools tests -name '*.[ch]' -not -path '*/node_modules/*' | xargs clang-format-14 -i

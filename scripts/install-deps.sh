@@ -14,6 +14,7 @@ PKGS=(
   libjansson-dev                    # JSON (tools, test vectors, benchmark results)
   libsqlite3-dev                    # the SQLite peer baseline
   gnuplot-nox                       # benchmark plots
+  clang-format-14                   # the formatter check (scripts/check-format.sh)
 )
 
 missing=()
