@@ -213,10 +213,8 @@ int rl_test_cluster_pid(rl_test_cluster *c, uint32_t id) {
 int rl_test_cluster_restart(rl_test_cluster *c, uint32_t id, int hard) {
     char *out = NULL;
     char which[32];
-    if (id == 0)
-        snprintf(which, sizeof which, "--coordinator");
-    else
-        snprintf(which, sizeof which, "--storage %u", id);
+    if (id == 0) snprintf(which, sizeof which, "--coordinator");
+    else snprintf(which, sizeof which, "--storage %u", id);
     int rc = rl_test_rl(&out, "cluster restart --dir '%s' %s%s", c->dir, which, hard ? " --kill" : "");
     if (rc != 0) printf("rl cluster restart %s failed (exit %d):\n%s\n", which, rc, out ? out : "");
     free(out);
@@ -263,10 +261,8 @@ void rl_test_cluster_stop(rl_test_cluster *c) {
     /* c->dir is BASE/c: remove BASE. */
     char *slash = strrchr(c->dir, '/');
     if (slash) *slash = 0;
-    if (keep_env && *keep_env == '1')
-        printf("cluster directory kept: %s/c\n", c->dir);
-    else
-        rl_test_rmtree(c->dir);
+    if (keep_env && *keep_env == '1') printf("cluster directory kept: %s/c\n", c->dir);
+    else rl_test_rmtree(c->dir);
     free(c->dir);
     c->dir = NULL;
 }

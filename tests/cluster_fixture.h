@@ -35,13 +35,13 @@
 #define RL_TEST_SKIP_CODE 77 /* ctest SKIP_RETURN_CODE of the cluster runs */
 
 typedef struct {
-    char *dir;                /* the cluster's directory (heap), NULL when not started */
-    char file[4200];          /* DIR/reclayer.cluster */
-    char url[4300];           /* "cluster:" + file */
+    char *dir;       /* the cluster's directory (heap), NULL when not started */
+    char file[4200]; /* DIR/reclayer.cluster */
+    char url[4300];  /* "cluster:" + file */
     int n_storage;
-    int guardian_pid;         /* the guardian process */
-    int guardian_fd;          /* the write end of its pipe */
-    int slot;                 /* index in the fixture's table of running clusters */
+    int guardian_pid; /* the guardian process */
+    int guardian_fd;  /* the write end of its pipe */
+    int slot;         /* index in the fixture's table of running clusters */
 } rl_test_cluster;
 
 /* rl_test_cluster_start — start a cluster (o: as rl__cluster_up; flags gets

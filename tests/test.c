@@ -22,8 +22,7 @@ const char *rl_test_group_name(const char *argv0) {
 uint64_t rl_test_seed(void) {
     const char *e = getenv("RL_SEED");
     uint64_t seed;
-    if (e && *e)
-        seed = strtoull(e, NULL, 10);
+    if (e && *e) seed = strtoull(e, NULL, 10);
     else {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -137,18 +136,14 @@ static char *read_all(FILE *f) {
 /* Run prog with args; stderr merged into stdout (err_path NULL) or written to err_path. */
 static int run_prog(const char *prog, const char *args, const char *err_path, char **out) {
     char cmd[RL_TEST_ARGS_MAX + 4096 + 64];
-    if (err_path)
-        snprintf(cmd, sizeof cmd, "%s %s 2>'%s'", rl_test_bin(prog), args, err_path);
-    else
-        snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin(prog), args);
+    if (err_path) snprintf(cmd, sizeof cmd, "%s %s 2>'%s'", rl_test_bin(prog), args, err_path);
+    else snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin(prog), args);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     char *buf = read_all(p);
     int st = pclose(p);
-    if (out)
-        *out = buf;
-    else
-        free(buf);
+    if (out) *out = buf;
+    else free(buf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -187,10 +182,8 @@ int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) 
     char *e = read_all(f);
     fclose(f);
     remove(path);
-    if (err)
-        *err = e;
-    else
-        free(e);
+    if (err) *err = e;
+    else free(e);
     return rc;
 }
 

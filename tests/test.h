@@ -28,18 +28,18 @@
 
 #define TEST(name) static void name(void **state_unused_##name __attribute__((unused)))
 
-#define ASSERT_OK(expr)                                                                            \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
+#define ASSERT_OK(expr)                                                                                         \
+    do {                                                                                                        \
+        int rc_ = (expr);                                                                                       \
         if (rc_ != 0) fail_msg("%s returned %d %s: %s", #expr, rc_, rl_error_name(rc_), rl_error_message(rc_)); \
     } while (0)
 
-#define ASSERT_RC(expr, code)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr), want_ = (code);                                                          \
-        if (rc_ != want_)                                                                          \
-            fail_msg("%s returned %d %s, expected %d %s", #expr, rc_, rl_error_name(rc_), want_,   \
-                     rl_error_name(want_));                                                        \
+#define ASSERT_RC(expr, code)                                                                    \
+    do {                                                                                         \
+        int rc_ = (expr), want_ = (code);                                                        \
+        if (rc_ != want_)                                                                        \
+            fail_msg("%s returned %d %s, expected %d %s", #expr, rc_, rl_error_name(rc_), want_, \
+                     rl_error_name(want_));                                                      \
     } while (0)
 
 #define ASSERT_EQ(a, b) assert_int_equal((a), (b))
@@ -49,19 +49,19 @@
 #define ASSERT_NULL(x) assert_null(x)
 #define ASSERT_NOT_NULL(x) assert_non_null(x)
 #define ASSERT_STR_EQ(a, b) assert_string_equal((a), (b))
-#define ASSERT_MEM_EQ(a, alen, b, blen)                                                            \
-    do {                                                                                           \
-        size_t al_ = (alen), bl_ = (blen);                                                         \
-        if (al_ != bl_) fail_msg("length %zu != %zu", al_, bl_);                                   \
-        if (al_) assert_memory_equal((a), (b), al_);                                               \
+#define ASSERT_MEM_EQ(a, alen, b, blen)                          \
+    do {                                                         \
+        size_t al_ = (alen), bl_ = (blen);                       \
+        if (al_ != bl_) fail_msg("length %zu != %zu", al_, bl_); \
+        if (al_) assert_memory_equal((a), (b), al_);             \
     } while (0)
 
 #define T(name) cmocka_unit_test(name)
-#define RL_TEST_MAIN(...)                                                                          \
-    int main(int argc, char **argv) {                                                              \
-        const struct CMUnitTest tests_[] = {__VA_ARGS__};                                          \
-        rl_test_init(argc, argv);                                                                  \
-        return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests_, NULL, NULL);       \
+#define RL_TEST_MAIN(...)                                                                    \
+    int main(int argc, char **argv) {                                                        \
+        const struct CMUnitTest tests_[] = {__VA_ARGS__};                                    \
+        rl_test_init(argc, argv);                                                            \
+        return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests_, NULL, NULL); \
     }
 
 /* Parse argv (argv[1]: a cmocka name filter, e.g. "tuple-1*") and set up logging. */

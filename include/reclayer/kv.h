@@ -88,11 +88,11 @@ typedef enum { RL_CONFLICT_READ = 0, RL_CONFLICT_WRITE = 1 } rl_conflict_type;
 
 /* Transaction options (rl_txn_set_option). */
 typedef enum {
-    RL_TXN_OPT_TIMEOUT_MS = 500,       /* value: ms from rl_txn_begin / rl_txn_reset (not
+    RL_TXN_OPT_TIMEOUT_MS = 500,  /* value: ms from rl_txn_begin / rl_txn_reset (not
                                           restarted by rl_txn_on_error, as FoundationDB); 0 = none */
-    RL_TXN_OPT_RETRY_LIMIT = 501,      /* value: retries by on_error, -1 = unlimited */
+    RL_TXN_OPT_RETRY_LIMIT = 501, /* value: retries by on_error, -1 = unlimited */
     RL_TXN_OPT_MAX_RETRY_DELAY_MS = 502,
-    RL_TXN_OPT_SIZE_LIMIT = 503,       /* value: bytes, at most RL_TXN_SIZE_LIMIT */
+    RL_TXN_OPT_SIZE_LIMIT = 503,         /* value: bytes, at most RL_TXN_SIZE_LIMIT */
     RL_TXN_OPT_ACCESS_SYSTEM_KEYS = 301, /* value ignored: allow writes to \xff keys */
     RL_TXN_OPT_READ_YOUR_WRITES_DISABLE = 51,
     RL_TXN_OPT_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE = 30, /* value ignored: the next successful
@@ -125,16 +125,16 @@ typedef struct {
 
 /* One entry of a mapped range result (DESIGN §3): the index entry and its secondary read. */
 typedef struct {
-    rl_keyvalue index;          /* index key and value: always present */
-    int is_range;               /* 1: prefix range [begin, end) ("{...}" mapper); 0: point read */
-    const uint8_t *begin;       /* secondary range begin (point: the key read) */
+    rl_keyvalue index;    /* index key and value: always present */
+    int is_range;         /* 1: prefix range [begin, end) ("{...}" mapper); 0: point read */
+    const uint8_t *begin; /* secondary range begin (point: the key read) */
     uint32_t begin_len;
-    const uint8_t *end;         /* secondary range end (point: the key + "\x00") */
+    const uint8_t *end; /* secondary range end (point: the key + "\x00") */
     uint32_t end_len;
-    const rl_keyvalue *kvs;     /* secondary key-values in ascending order (point: 0 or 1) */
+    const rl_keyvalue *kvs; /* secondary key-values in ascending order (point: 0 or 1) */
     int n_kvs;
-    int more;                   /* the secondary read was cut off by its per-entry limits */
-    int served_locally;         /* 1: read by the storage server holding the index entry, 0: by
+    int more;           /* the secondary read was cut off by its per-entry limits */
+    int served_locally; /* 1: read by the storage server holding the index entry, 0: by
                                  * another one, -1: not known (fdb:: FoundationDB does not say) */
 } rl_mapped_keyvalue;
 
@@ -240,19 +240,17 @@ RL_API rl_future *rl_txn_get_key(rl_txn *txn, rl_key_selector sel, int flags);
  * limit: rows (0 = unlimited); target_bytes (0 = unlimited); mode and iteration as FoundationDB
  * (mode sets the byte target when target_bytes is 0; EXACT needs a limit). `more` says whether the
  * range has rows beyond those returned. */
-RL_API rl_future *rl_txn_get_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end,
-                                   int limit, int target_bytes, rl_streaming_mode mode,
-                                   int iteration, int flags);
+RL_API rl_future *rl_txn_get_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end, int limit, int target_bytes,
+                                   rl_streaming_mode mode, int iteration, int flags);
 /* rl_txn_get_mapped_range — FoundationDB's getMappedRange with reclayer's result struct
  * (rl_future_get_mapped_keyvalue_array). Requires serializable reads (RL_SNAPSHOT is refused
  * with RL_E_UNSUPPORTED_OPERATION, as in FoundationDB); a transaction that already wrote inside
  * the primary range or any secondary read fails with get_mapped_range_reads_your_writes (2039).
  * Adds read conflict ranges for the primary range and every secondary read. flags: RL_REVERSE,
  * and at most one of RL_MAPPED_INDIVIDUAL / RL_MAPPED_GROUPED (both: RL_E_INVALID_ARGUMENT). */
-RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end,
-                                          const void *mapper, size_t mapper_len, int limit,
-                                          int target_bytes, rl_streaming_mode mode, int iteration,
-                                          int flags);
+RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end, const void *mapper,
+                                          size_t mapper_len, int limit, int target_bytes, rl_streaming_mode mode,
+                                          int iteration, int flags);
 
 /* Writes. RL_OK, or: RL_E_KEY_TOO_LARGE, RL_E_VALUE_TOO_LARGE, RL_E_SYSTEM_KEY_WRITE (a \xff key
  * without RL_TXN_OPT_ACCESS_SYSTEM_KEYS), RL_E_KEY_OUTSIDE_LEGAL_RANGE (a key, or a clear range's
@@ -263,10 +261,10 @@ RL_API int rl_txn_clear(rl_txn *txn, const void *key, size_t key_len);
 RL_API int rl_txn_clear_range(rl_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len);
 /* rl_txn_atomic_op — an atomic operation; for SET_VERSIONSTAMPED_KEY/VALUE the key/param ends
  * with the 4-byte little-endian offset of the 10-byte placeholder. */
-RL_API int rl_txn_atomic_op(rl_txn *txn, const void *key, size_t key_len, const void *param,
-                            size_t param_len, rl_atomic_op op);
-RL_API int rl_txn_add_conflict_range(rl_txn *txn, const void *begin, size_t begin_len,
-                                     const void *end, size_t end_len, rl_conflict_type type);
+RL_API int rl_txn_atomic_op(rl_txn *txn, const void *key, size_t key_len, const void *param, size_t param_len,
+                            rl_atomic_op op);
+RL_API int rl_txn_add_conflict_range(rl_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                                     rl_conflict_type type);
 
 /* rl_txn_commit — commit (future with no value; its error is the outcome): RL_OK once the commit
  * is durable; not_committed (1020) on a conflict; transaction_too_old (1007); commit_unknown_result
@@ -311,8 +309,8 @@ RL_API int rl_future_get_int64(rl_future *f, int64_t *out);
 RL_API int rl_future_get_value(rl_future *f, int *out_present, const uint8_t **out_value, int *out_len);
 RL_API int rl_future_get_key(rl_future *f, const uint8_t **out_key, int *out_len);
 RL_API int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int *out_count, int *out_more);
-RL_API int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out,
-                                               int *out_count, int *out_more);
+RL_API int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out, int *out_count,
+                                               int *out_more);
 /* rl_future_free — release a future and everything borrowed from it. A pending future is
  * cancelled: its callbacks never run and its operation's late completion is dropped. If one of its
  * callbacks is running on another thread, waits until it returns; a callback may free its own

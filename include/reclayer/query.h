@@ -107,42 +107,42 @@ typedef enum {
  * you need; zero means "default" or "none" everywhere. Pointers are borrowed during
  * rl_cursor_open only (the cursor copies what it keeps). */
 typedef struct {
-    uint32_t size;                /* sizeof(rl_query_options) */
+    uint32_t size; /* sizeof(rl_query_options) */
     /* Bounds on the index values, each a packed tuple. */
-    const void *eq;               /* equality prefix: the first values (NULL/0: none) */
+    const void *eq; /* equality prefix: the first values (NULL/0: none) */
     size_t eq_len;
-    const void *low;              /* low bound on the values after eq (NULL: open) */
+    const void *low; /* low bound on the values after eq (NULL: open) */
     size_t low_len;
-    int low_exclusive;            /* 0: values >= low; 1: values > low */
-    const void *high;             /* high bound on the values after eq (NULL: open) */
+    int low_exclusive; /* 0: values >= low; 1: values > low */
+    const void *high;  /* high bound on the values after eq (NULL: open) */
     size_t high_len;
-    int high_exclusive;           /* 0: values <= high; 1: values < high */
-    int reverse;                  /* 1: descending index order */
-    int snapshot;                 /* 1: snapshot reads of the index (records are always loaded
+    int high_exclusive;         /* 0: values <= high; 1: values < high */
+    int reverse;                /* 1: descending index order */
+    int snapshot;               /* 1: snapshot reads of the index (records are always loaded
                                    * serializably; remote fetch then fails: unsupported_operation) */
-    rl_fetch_method fetch;        /* default RL_FETCH_SCAN_AND_FETCH */
-    rl_orphan_behavior orphans;   /* default RL_ORPHAN_ERROR */
-    int skip;                     /* entries to skip before the first row (first page only);
+    rl_fetch_method fetch;      /* default RL_FETCH_SCAN_AND_FETCH */
+    rl_orphan_behavior orphans; /* default RL_ORPHAN_ERROR */
+    int skip;                   /* entries to skip before the first row (first page only);
                                    * at most RL_QUERY_MAX_SKIP */
-    int limit;                    /* returned rows (0: unlimited) */
-    int scan_limit;               /* index entries scanned (0: unlimited) */
-    int64_t byte_limit;           /* bytes scanned: index key-values + record key-values (0: none) */
-    int64_t time_limit_ms;        /* from rl_cursor_open (0: none) */
-    int pipeline_depth;           /* SCAN_AND_FETCH record loads outstanding (0: 10) */
-    int index_batch;              /* index entries per read request at most (0: streaming mode) */
-    const void *continuation;     /* from an earlier cursor of the same scan (NULL/0: start) */
+    int limit;                  /* returned rows (0: unlimited) */
+    int scan_limit;             /* index entries scanned (0: unlimited) */
+    int64_t byte_limit;         /* bytes scanned: index key-values + record key-values (0: none) */
+    int64_t time_limit_ms;      /* from rl_cursor_open (0: none) */
+    int pipeline_depth;         /* SCAN_AND_FETCH record loads outstanding (0: 10) */
+    int index_batch;            /* index entries per read request at most (0: streaming mode) */
+    const void *continuation;   /* from an earlier cursor of the same scan (NULL/0: start) */
     size_t continuation_len;
     /* The clock of the time limit, for tests: nanoseconds, monotonic (NULL: the system's). */
     uint64_t (*clock_ns)(void *ud);
     void *clock_ud;
-    int trace;                    /* 1: record the timeline of the query's requests
+    int trace; /* 1: record the timeline of the query's requests
                                    * (rl_cursor_get_trace); 0: none (costs nothing) */
     /* Remote fetch on a cluster: how the storage server holding an index page reads the records
      * other servers hold (rl_secondary_strategy: 0 the database's default, RL_SECONDARY_INDIVIDUAL
      * or RL_SECONDARY_GROUPED; passed as RL_MAPPED_* flags of each mapped read). Ignored by
      * other backends and fetch methods. Read only when size covers it. */
     int secondary_strategy;
-    int explain;                  /* ADAPTIVE: 1 keeps one line per page explaining its method
+    int explain; /* ADAPTIVE: 1 keeps one line per page explaining its method
                                    * (rl_cursor_explain); 0: none */
 } rl_query_options;
 
@@ -167,78 +167,78 @@ typedef struct {
     uint64_t fallbacks;             /* 1 if the cursor fell back to SCAN_AND_FETCH */
     int fallback_error;             /* the remote-fetch error that caused it (0: none) */
     /* SCAN_AND_FETCH's pipeline (it runs across index pages): */
-    uint64_t max_loads_in_flight;   /* most record loads outstanding when one was taken */
-    uint64_t pipeline_stalls;       /* loads taken with fewer than pipeline_depth outstanding
+    uint64_t max_loads_in_flight; /* most record loads outstanding when one was taken */
+    uint64_t pipeline_stalls;     /* loads taken with fewer than pipeline_depth outstanding
                                      * although the scan had more entries to load */
-    uint64_t secondary_unknown;     /* mapped entries whose backend cannot tell where the record
+    uint64_t secondary_unknown;   /* mapped entries whose backend cannot tell where the record
                                      * was read (fdb:: FoundationDB does not report it) */
     /* ---- Tracing (DESIGN §5; docs/design.md §7 "Tracing counters"). The requests behind the
      * reads whose results the cursor took (and reads it dropped complete); every network figure
      * is 0 on the embedded backends (mem:, file:, defer:). Bytes are whole frames, headers
      * included. ---- */
-    uint64_t requests;                   /* client requests sent (to storage and coordinator) */
-    uint64_t requests_get;               /* ... by type: GET */
-    uint64_t requests_get_key;           /* GET_KEY (selector resolution steps) */
-    uint64_t requests_get_range;         /* GET_RANGE (index pages, record loads, probes) */
-    uint64_t requests_get_mapped_range;  /* GET_MAPPED_RANGE */
-    uint64_t requests_get_read_version;  /* GET_READ_VERSION the query's first read waited for */
-    uint64_t requests_get_multi;         /* storage->storage GET_MULTI its mapped reads caused */
-    uint64_t requests_client_storage;    /* by link: client -> storage server */
-    uint64_t requests_client_coordinator;/* client -> coordinator (read version, system keys) */
-    uint64_t requests_storage_storage;   /* storage -> storage (= requests_get_multi) */
-    uint64_t bytes_sent_client_storage;  /* bytes each way per link */
+    uint64_t requests;                    /* client requests sent (to storage and coordinator) */
+    uint64_t requests_get;                /* ... by type: GET */
+    uint64_t requests_get_key;            /* GET_KEY (selector resolution steps) */
+    uint64_t requests_get_range;          /* GET_RANGE (index pages, record loads, probes) */
+    uint64_t requests_get_mapped_range;   /* GET_MAPPED_RANGE */
+    uint64_t requests_get_read_version;   /* GET_READ_VERSION the query's first read waited for */
+    uint64_t requests_get_multi;          /* storage->storage GET_MULTI its mapped reads caused */
+    uint64_t requests_client_storage;     /* by link: client -> storage server */
+    uint64_t requests_client_coordinator; /* client -> coordinator (read version, system keys) */
+    uint64_t requests_storage_storage;    /* storage -> storage (= requests_get_multi) */
+    uint64_t bytes_sent_client_storage;   /* bytes each way per link */
     uint64_t bytes_received_client_storage;
     uint64_t bytes_sent_client_coordinator;
     uint64_t bytes_received_client_coordinator;
-    uint64_t bytes_sent_storage_storage; /* GET_MULTI requests the servers sent ... */
+    uint64_t bytes_sent_storage_storage;     /* GET_MULTI requests the servers sent ... */
     uint64_t bytes_received_storage_storage; /* ... and their replies */
-    uint64_t round_trips;                /* client round trips, summed over reads (each read's
+    uint64_t round_trips;                    /* client round trips, summed over reads (each read's
                                           * sequential requests, plus the read version) */
-    uint64_t s2s_round_trips;            /* the servers' storage->storage round trips, summed */
-    uint64_t s2s_peers_max;              /* most peers one mapped request read from */
-    uint64_t critical_round_trips;       /* round trips on the critical path: the longest chain
+    uint64_t s2s_round_trips;                /* the servers' storage->storage round trips, summed */
+    uint64_t s2s_peers_max;                  /* most peers one mapped request read from */
+    uint64_t critical_round_trips;           /* round trips on the critical path: the longest chain
                                           * of reads each issued after the cursor took the result
                                           * of the one before, each read counting its sequential
                                           * round trips, the read version it waited for and its
                                           * servers' s2s round trips (docs/design.md §7) */
-    uint64_t waits;                      /* times the cursor blocked on a read still in flight */
+    uint64_t waits;                          /* times the cursor blocked on a read still in flight */
     /* ---- ADAPTIVE (0 for the fixed methods): the method of each page it started. ---- */
-    uint64_t pages_scan_and_fetch;       /* pages run with SCAN_AND_FETCH */
-    uint64_t pages_remote_fetch;         /* pages run with USE_REMOTE_FETCH */
-    uint64_t adaptive_explorations;      /* pages whose method was the estimated-slower one,
+    uint64_t pages_scan_and_fetch;  /* pages run with SCAN_AND_FETCH */
+    uint64_t pages_remote_fetch;    /* pages run with USE_REMOTE_FETCH */
+    uint64_t adaptive_explorations; /* pages whose method was the estimated-slower one,
                                           * run to keep its calibration fresh */
 } rl_query_counters;
 
 /* What the storage server of a traced mapped read sent one of its peers. */
 typedef struct {
-    uint32_t server_id;         /* the peer storage server */
-    uint32_t requests;          /* GET_MULTI requests sent to it */
-    uint32_t items;             /* the reads they carried */
-    uint64_t bytes_sent;        /* their request frames */
-    uint64_t bytes_received;    /* their reply frames */
+    uint32_t server_id;      /* the peer storage server */
+    uint32_t requests;       /* GET_MULTI requests sent to it */
+    uint32_t items;          /* the reads they carried */
+    uint64_t bytes_sent;     /* their request frames */
+    uint64_t bytes_received; /* their reply frames */
 } rl_query_s2s_peer;
 
 /* One request of a traced query (rl_query_options.trace): every attempt sent; one that got no
  * reply (a lost connection, a timeout: the backend retried it) has error = the transport error
  * (connection_failed, ...) and bytes_received 0. */
 typedef struct {
-    int64_t start_ns;           /* sent, nanoseconds after rl_cursor_open */
-    int64_t latency_ns;         /* until its reply was taken on the client's network thread */
-    const char *type;           /* "get", "get_key", "get_range", "get_mapped_range",
+    int64_t start_ns;   /* sent, nanoseconds after rl_cursor_open */
+    int64_t latency_ns; /* until its reply was taken on the client's network thread */
+    const char *type;   /* "get", "get_key", "get_range", "get_mapped_range",
                                  * "get_read_version", "other": static strings */
-    const char *link;           /* "client-storage" or "client-coordinator" */
-    uint32_t server_id;         /* 0: the coordinator */
-    char address[16];           /* dotted IPv4 */
+    const char *link;   /* "client-storage" or "client-coordinator" */
+    uint32_t server_id; /* 0: the coordinator */
+    char address[16];   /* dotted IPv4 */
     uint16_t port;
-    char host[32];              /* the server's host label ("" when unknown) */
-    uint64_t bytes_sent;        /* request frame */
-    uint64_t bytes_received;    /* reply frame */
-    int error;                  /* the error reply's code (0: a reply) */
+    char host[32];           /* the server's host label ("" when unknown) */
+    uint64_t bytes_sent;     /* request frame */
+    uint64_t bytes_received; /* reply frame */
+    int error;               /* the error reply's code (0: a reply) */
     /* get_mapped_range: what the storage server reported for it (0 otherwise). */
     uint32_t secondaries_local, secondaries_remote;
     uint32_t s2s_requests, s2s_round_trips, s2s_peers;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
-    int64_t server_ns;          /* the server's time on it */
+    int64_t server_ns;                    /* the server's time on it */
     const rl_query_s2s_peer *s2s_by_peer; /* per peer (at most 64, first-use order); borrowed
                                            * like the event */
     size_t n_s2s_by_peer;
@@ -246,13 +246,13 @@ typedef struct {
 
 /* One row. Every pointer is borrowed from the cursor and valid until the next call on it. */
 typedef struct {
-    const uint8_t *index_key;  /* the whole index entry key */
+    const uint8_t *index_key; /* the whole index entry key */
     size_t index_key_len;
-    const uint8_t *entry;      /* the entry tuple after the index subspace: values..., pk... */
+    const uint8_t *entry; /* the entry tuple after the index subspace: values..., pk... */
     size_t entry_len;
-    const uint8_t *pk;         /* the record's packed primary key */
+    const uint8_t *pk; /* the record's packed primary key */
     size_t pk_len;
-    const rl_record *record;   /* NULL for an orphan under RL_ORPHAN_RETURN */
+    const rl_record *record; /* NULL for an orphan under RL_ORPHAN_RETURN */
 } rl_query_row;
 
 /* rl_cursor_open — start a scan of index index_name of store s in txn.
@@ -264,8 +264,8 @@ typedef struct {
  * RL_E_CONTINUATION_INVALID (with a detail),
  * RL_E_OUT_OF_MEMORY. The detail of a failed open is on the store: rl_store_errmsg(s) (there is no
  * cursor to hold it; reclayer/error.h). */
-RL_API int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name,
-                          const rl_query_options *opts, rl_cursor **out);
+RL_API int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts,
+                          rl_cursor **out);
 
 /* rl_cursor_next — the next row.
  * [out] out: the row (borrowed, valid until the next call on c), or NULL when the cursor ended;

@@ -65,8 +65,8 @@ RL_API void rl_metadata_free(rl_metadata *md);
  * Errors: RL_E_RECORD_METADATA_INVALID with a detail (rl_metadata_errmsg) naming the problem:
  * no primary key, an unknown field, a repeated or nested-message field in the key, a type added
  * twice, metadata already built; RL_E_OUT_OF_MEMORY. A failed call changes nothing. */
-RL_API int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc,
-                                const char *const *pk_fields, int n_pk);
+RL_API int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc, const char *const *pk_fields,
+                                int n_pk);
 
 /* rl_metadata_add_value_index — add a VALUE index on fields of a record type.
  * [in] type_name: the type's full protobuf name ("reclayer.Order") or short name ("Order").
@@ -75,9 +75,8 @@ RL_API int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescripto
  * All strings are copied. Errors: RL_E_RECORD_METADATA_INVALID (unknown type or field, repeated or
  * nested-message field, duplicate index name or subspace key, no fields, already built) with a
  * detail; RL_E_OUT_OF_MEMORY. A failed call changes nothing. */
-RL_API int rl_metadata_add_value_index(rl_metadata *md, const char *type_name,
-                                       const char *index_name, const char *const *fields,
-                                       int n_fields, const char *subspace_key);
+RL_API int rl_metadata_add_value_index(rl_metadata *md, const char *type_name, const char *index_name,
+                                       const char *const *fields, int n_fields, const char *subspace_key);
 
 /* rl_metadata_set_version — the metadata version recorded in (and checked against) store
  * headers. */
@@ -107,10 +106,10 @@ typedef struct {
     ProtobufCMessage *msg;                  /* the decoded record (owned) */
     uint8_t *pk;                            /* packed primary-key tuple (owned) */
     size_t pk_len;
-    int has_version;                        /* a version key was present */
-    uint8_t version[12];                    /* 10-byte global (commit version, batch order) + 2-byte local */
-    size_t stored_len;                      /* bytes of the stored union encoding */
-    int n_chunks;                           /* 0: stored whole at suffix 0; n: split in n chunks */
+    int has_version;     /* a version key was present */
+    uint8_t version[12]; /* 10-byte global (commit version, batch order) + 2-byte local */
+    size_t stored_len;   /* bytes of the stored union encoding */
+    int n_chunks;        /* 0: stored whole at suffix 0; n: split in n chunks */
 } rl_record;
 
 /* rl_record_release — free the contents of r and zero it. NULL and zeroed records are fine. */
@@ -122,8 +121,7 @@ RL_API void rl_record_release(rl_record *r);
  * The handle is not usable until rl_store_open succeeds. [out] out: free with rl_store_free.
  * Errors: RL_E_INVALID_ARGUMENT (metadata not built, prefix not a valid tuple or empty, bad
  * flags), RL_E_OUT_OF_MEMORY; the detail is on md (rl_metadata_errmsg), there being no store. */
-RL_API int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len,
-                        uint32_t flags, rl_store **out);
+RL_API int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len, uint32_t flags, rl_store **out);
 RL_API void rl_store_free(rl_store *s);
 
 /* rl_store_open — read the store header at (0,) in txn. Absent: write a new header (format
@@ -174,9 +172,9 @@ RL_API int rl_store_count(rl_store *s, rl_txn *txn, int64_t *out);
 
 /* One page of a record scan. Caller-owned: zero it; rl_record_page_release frees it. */
 typedef struct {
-    rl_record *records;      /* n records in scan order (owned) */
+    rl_record *records; /* n records in scan order (owned) */
     int n;
-    uint8_t *continuation;   /* NULL/0 when the range is exhausted; else pass to the next call */
+    uint8_t *continuation; /* NULL/0 when the range is exhausted; else pass to the next call */
     size_t continuation_len;
 } rl_record_page;
 RL_API void rl_record_page_release(rl_record_page *p);
@@ -188,9 +186,8 @@ RL_API void rl_record_page_release(rl_record_page *p);
  * [out] out: the page (release with rl_record_page_release).
  * Errors: RL_E_CONTINUATION_INVALID (not a primary key inside the bounds),
  * RL_E_RECORD_SPLIT_CORRUPT, RL_E_RECORD_PARSE_FAILED, transaction errors. */
-RL_API int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len,
-                         const void *high, size_t high_len, int flags, int limit,
-                         const void *continuation, size_t continuation_len, rl_record_page *out);
+RL_API int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high, size_t high_len,
+                         int flags, int limit, const void *continuation, size_t continuation_len, rl_record_page *out);
 
 /* rl_store_decode_record — assemble one record from the key-values of its record range (the
  * version key and chunks of one primary key, ascending, e.g. a mapped-range secondary result).
@@ -250,7 +247,7 @@ typedef enum {
  * RL_E_CLIENT_INVALID_OPERATION unless the store allows defects or force is RL_DEFECT_FORCE.
  * RL_E_NOT_FOUND if there is no such record. */
 #define RL_DEFECT_FORCE 0x1
-RL_API int rl_store_inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len,
-                                  rl_defect_kind kind, int flags);
+RL_API int rl_store_inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind,
+                                  int flags);
 
 #endif

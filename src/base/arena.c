@@ -71,8 +71,7 @@ void *rl__arena_alloc(rl_arena *a, size_t n) {
          * stays within what a reset keeps): the last block of a cycle is then the largest and
          * holds the whole cycle, so after a reset the same workload fits in the kept block. */
         size_t cap = need > a->block_size ? need : a->block_size;
-        if (a->used <= ARENA_KEEP_MAX && need <= ARENA_KEEP_MAX - a->used && a->used + need > cap)
-            cap = a->used + need;
+        if (a->used <= ARENA_KEEP_MAX && need <= ARENA_KEEP_MAX - a->used && a->used + need > cap) cap = a->used + need;
         rl_arena_block *nb = rl__malloc(sizeof *nb + cap);
         if (!nb) return NULL;
         nb->cap = cap;

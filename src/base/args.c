@@ -23,11 +23,11 @@
 
 #include "reclayer/error.h"
 
-#define QUOTE_MAX 48    /* bytes of a value shown in a message */
-#define HELP_WIDTH 100  /* help lines wrap here */
-#define HELP_COL 26     /* option help text starts here */
-#define MAX_ARGS 64     /* options per table (for the repeat check) */
-#define NBSP '\x01'     /* a space help text never breaks at ("--name VALUE" in a usage line) */
+#define QUOTE_MAX 48   /* bytes of a value shown in a message */
+#define HELP_WIDTH 100 /* help lines wrap here */
+#define HELP_COL 26    /* option help text starts here */
+#define MAX_ARGS 64    /* options per table (for the repeat check) */
+#define NBSP '\x01'    /* a space help text never breaks at ("--name VALUE" in a usage line) */
 
 /* ---- Messages ---------------------------------------------------------------------------- */
 
@@ -140,10 +140,8 @@ static int non_finite_word(const char *s) {
 int rl__args_double(const char *s, double min, double max, double *out, char *msg, size_t cap) {
     char q[QUOTE_MAX + 8];
     if (!s || !decimal_syntax(s)) {
-        if (s && non_finite_word(s))
-            set_msg(msg, cap, "'%s' is not a finite number", shown(s, q, sizeof q));
-        else
-            set_msg(msg, cap, "'%s' is not a number", shown(s ? s : "", q, sizeof q));
+        if (s && non_finite_word(s)) set_msg(msg, cap, "'%s' is not a finite number", shown(s, q, sizeof q));
+        else set_msg(msg, cap, "'%s' is not a number", shown(s ? s : "", q, sizeof q));
         return RL_E_INVALID_ARGUMENT;
     }
     errno = 0;
@@ -187,8 +185,7 @@ int rl__args_unhex(const char *s, rl_buf *out, char *msg, size_t cap) {
             unsigned char c = (unsigned char)s[i];
             if (c >= 0x20 && c < 0x7f)
                 set_msg(msg, cap, "'%s' is not hex: '%c' at offset %zu", shown(s, q, sizeof q), c, i);
-            else
-                set_msg(msg, cap, "'%s' is not hex: byte 0x%02x at offset %zu", shown(s, q, sizeof q), c, i);
+            else set_msg(msg, cap, "'%s' is not hex: byte 0x%02x at offset %zu", shown(s, q, sizeof q), c, i);
             return RL_E_INVALID_ARGUMENT;
         }
     }
@@ -424,7 +421,7 @@ typedef struct {
     const rl_args_cmd *cur;  /* root, or the subcommand once its word was seen */
     FILE *out, *err;
     unsigned char seen_root[MAX_ARGS], seen_sub[MAX_ARGS];
-    int npos;                /* positionals of cur stored so far */
+    int npos; /* positionals of cur stored so far */
 } pstate;
 
 static int usage(pstate *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -543,8 +540,8 @@ static int option(pstate *ps, int argc, char **argv, int *i) {
         if (ps->cur == ps->root && ps->root->subs)
             for (int s = 0; ps->root->subs[s]; s++)
                 if (find_opt(ps->root->subs[s]->opts, a, n) >= 0)
-                    return usage(ps, "option %s belongs after the command word (%s %s ... %s)", label,
-                                 ps->root->name, sub_word(ps->root->subs[s]), label);
+                    return usage(ps, "option %s belongs after the command word (%s %s ... %s)", label, ps->root->name,
+                                 sub_word(ps->root->subs[s]), label);
         return usage(ps, "unknown option %s", shown(label, q, sizeof q));
     }
     const rl_arg *o = &t[k];

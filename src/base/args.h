@@ -78,12 +78,13 @@ typedef enum {
 } rl_arg_kind;
 
 /* Flags of an rl_arg. */
-#define RL_ARG_REQUIRED 0x1   /* option: must be given (positionals are required by default) */
-#define RL_ARG_OPTIONAL 0x2   /* positional: may be left out; only trailing positionals */
-#define RL_ARG_MULTI 0x4      /* STRING: may be given up to max_count times; dest is a
+#define RL_ARG_REQUIRED 0x1 /* option: must be given (positionals are required by default) */
+#define RL_ARG_OPTIONAL 0x2 /* positional: may be left out; only trailing positionals */
+#define RL_ARG_MULTI \
+    0x4                        /* STRING: may be given up to max_count times; dest is a
                                * const char *[max_count], *count the number stored. A MULTI
                                * positional must be the last and takes every remaining word. */
-#define RL_ARG_NONEMPTY 0x8   /* STRING: the empty string is refused */
+#define RL_ARG_NONEMPTY 0x8    /* STRING: the empty string is refused */
 #define RL_ARG_NO_DEFAULT 0x10 /* help shows no default (the initial *dest is not meaningful) */
 
 /* One named value of an RL_ARG_ENUM. Tables end with {NULL, 0}. */
@@ -97,7 +98,7 @@ typedef struct {
  * == 0) means the whole range of the type (every finite double). The initial value of *dest is
  * the default, and help shows it (unless RL_ARG_REQUIRED or RL_ARG_NO_DEFAULT). */
 typedef struct {
-    const char *name;             /* option: long name without "--"; positional: its metavar */
+    const char *name; /* option: long name without "--"; positional: its metavar */
     rl_arg_kind kind;
     void *dest;                   /* where the value goes; type per kind (never NULL) */
     const char *metavar;          /* option: its value's name in help ("N", "URL"); NULL: from
@@ -135,8 +136,7 @@ struct rl_args_cmd {
 int rl__args_parse(const rl_args_cmd *cmd, int argc, char **argv, int *out_code);
 
 /* rl__args_parse_to — rl__args_parse printing the help to out and errors to err (for tests). */
-int rl__args_parse_to(const rl_args_cmd *cmd, int argc, char **argv, FILE *out, FILE *err,
-                      int *out_code);
+int rl__args_parse_to(const rl_args_cmd *cmd, int argc, char **argv, FILE *out, FILE *err, int *out_code);
 
 /* rl__args_help — print the generated help of cmd to f: the usage line, the summary, the
  * subcommands, the positionals and options (each with its range, choices and default), then the

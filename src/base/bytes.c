@@ -9,12 +9,9 @@ void rl__bytes_printable(rl_buf *out, const void *p, size_t n) {
     const uint8_t *s = p;
     for (size_t i = 0; i < n; i++) {
         uint8_t c = s[i];
-        if (c == '\\')
-            rl__buf_append(out, "\\\\", 2);
-        else if (c >= 32 && c < 127)
-            rl__buf_append_byte(out, c);
-        else
-            rl__buf_printf(out, "\\x%02x", c);
+        if (c == '\\') rl__buf_append(out, "\\\\", 2);
+        else if (c >= 32 && c < 127) rl__buf_append_byte(out, c);
+        else rl__buf_printf(out, "\\x%02x", c);
     }
 }
 

@@ -19,6 +19,5 @@ uint64_t rl__clock_wall_us(void) {
 
 void rl__clock_sleep_us(uint64_t us) {
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }

@@ -91,8 +91,8 @@ typedef struct {
 /* The argument of fdb_transaction_read_blob_granules (passed by value). */
 typedef struct {
     void *userContext;
-    int64_t (*start_load_f)(const char *filename, int filenameLength, int64_t offset,
-                            int64_t length, int64_t fullFileLength, void *context);
+    int64_t (*start_load_f)(const char *filename, int filenameLength, int64_t offset, int64_t length,
+                            int64_t fullFileLength, void *context);
     uint8_t *(*get_load_f)(int64_t loadId, void *context);
     void (*free_load_f)(int64_t loadId, void *context);
     fdb_bool_t debugNoMaterialize;
@@ -108,13 +108,11 @@ _Static_assert(sizeof(FDBKeySelector) == 20 && offsetof(FDBKeySelector, orEqual)
                    offsetof(FDBKeySelector, offset) == 16,
                "FDBKeySelector");
 _Static_assert(sizeof(FDBGetRangeReqAndResult) == 56 && offsetof(FDBGetRangeReqAndResult, end) == 20 &&
-                   offsetof(FDBGetRangeReqAndResult, data) == 40 &&
-                   offsetof(FDBGetRangeReqAndResult, m_size) == 48 &&
+                   offsetof(FDBGetRangeReqAndResult, data) == 40 && offsetof(FDBGetRangeReqAndResult, m_size) == 48 &&
                    offsetof(FDBGetRangeReqAndResult, m_capacity) == 52,
                "FDBGetRangeReqAndResult");
 _Static_assert(sizeof(FDBMappedKeyValue) == 112 && offsetof(FDBMappedKeyValue, value) == 12 &&
-                   offsetof(FDBMappedKeyValue, getRange) == 24 &&
-                   offsetof(FDBMappedKeyValue, buffer) == 80,
+                   offsetof(FDBMappedKeyValue, getRange) == 24 && offsetof(FDBMappedKeyValue, buffer) == 80,
                "FDBMappedKeyValue");
 _Static_assert(sizeof(FDBKeyRange) == 24 && offsetof(FDBKeyRange, end_key) == 12, "FDBKeyRange");
 

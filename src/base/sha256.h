@@ -21,10 +21,10 @@
 
 /* The running state of one digest. Caller-owned; initialise with rl__sha256_init. */
 typedef struct {
-    uint32_t h[8];     /* chaining value */
-    uint64_t len;      /* bytes hashed so far */
-    uint8_t buf[64];   /* a partial block */
-    size_t buf_len;    /* bytes in buf, < 64 */
+    uint32_t h[8];   /* chaining value */
+    uint64_t len;    /* bytes hashed so far */
+    uint8_t buf[64]; /* a partial block */
+    size_t buf_len;  /* bytes in buf, < 64 */
 } rl_sha256_ctx;
 
 /* Start a digest. */

@@ -85,21 +85,21 @@ typedef struct {
 /* The per-op figures of one repeat. The order is the order of results.json's fields and of the
  * report's tables. */
 typedef enum {
-    RL_CAMP_M_NS = 0,           /* ns_per_op: wall time of one query (transaction included) */
-    RL_CAMP_M_BYTES,            /* bytes_per_op: bytes allocated (rl_alloc counters; SQLite's own
+    RL_CAMP_M_NS = 0,          /* ns_per_op: wall time of one query (transaction included) */
+    RL_CAMP_M_BYTES,           /* bytes_per_op: bytes allocated (rl_alloc counters; SQLite's own
                                  * allocator counted by a wrapper) */
-    RL_CAMP_M_ALLOCS,           /* allocs_per_op */
-    RL_CAMP_M_ROWS,             /* rows_per_op: rows returned */
-    RL_CAMP_M_REQUESTS,         /* requests_per_op: client requests over the network
+    RL_CAMP_M_ALLOCS,          /* allocs_per_op */
+    RL_CAMP_M_ROWS,            /* rows_per_op: rows returned */
+    RL_CAMP_M_REQUESTS,        /* requests_per_op: client requests over the network
                                  * (rl_query_counters.requests; 0 on embedded) */
-    RL_CAMP_M_ROUND_TRIPS,      /* round_trips_per_op: round trips on the critical path
+    RL_CAMP_M_ROUND_TRIPS,     /* round_trips_per_op: round trips on the critical path
                                  * (rl_query_counters.critical_round_trips; 0 on embedded) */
-    RL_CAMP_M_KV_BYTES,         /* kv_bytes_per_op: key+value bytes received by the client */
-    RL_CAMP_M_INDEX_ENTRIES,    /* index_entries_per_op */
-    RL_CAMP_M_CLIENT_READS,     /* client_reads_per_op: gets + range reads + mapped reads issued */
-    RL_CAMP_M_MAPPED_REQUESTS,  /* mapped_requests_per_op */
-    RL_CAMP_M_RECORD_LOADS,     /* record_loads_per_op: records the client loaded itself */
-    RL_CAMP_M_NET_BYTES,        /* net_bytes_received_per_op: reply bytes the client received over
+    RL_CAMP_M_KV_BYTES,        /* kv_bytes_per_op: key+value bytes received by the client */
+    RL_CAMP_M_INDEX_ENTRIES,   /* index_entries_per_op */
+    RL_CAMP_M_CLIENT_READS,    /* client_reads_per_op: gets + range reads + mapped reads issued */
+    RL_CAMP_M_MAPPED_REQUESTS, /* mapped_requests_per_op */
+    RL_CAMP_M_RECORD_LOADS,    /* record_loads_per_op: records the client loaded itself */
+    RL_CAMP_M_NET_BYTES,       /* net_bytes_received_per_op: reply bytes the client received over
                                  * the network (frames, from storage and coordinator; 0 embedded) */
     RL_CAMP_METRICS
 } rl_camp_metric;
@@ -135,27 +135,27 @@ typedef struct {
     char name[RL_CAMP_NAME_MAX];
     rl_camp_topo_kind kind;
     char url[RL_CAMP_URL_MAX]; /* fdb: the database, "fdb:" or "fdb:FILE"; "" for the other kinds */
-    int delay_us;        /* injected one-way delay per direction between hosts and between the
+    int delay_us;              /* injected one-way delay per direction between hosts and between the
                           * client and the servers, in µs (the added round trip is twice this),
                           * 0..1,000,000 */
-    int jitter_us;       /* 0..delay_us */
-    int storage_servers; /* single: 1; multi: >= 2 * replication for disjoint teams */
-    int hosts;           /* host labels the storage servers are spread over (multi: 3) */
-    int replication;     /* team size: 1 single, 2 double, 3 triple */
-    char placement[16];  /* "colocated" (index and records on one team) or "disjoint" (the index
+    int jitter_us;             /* 0..delay_us */
+    int storage_servers;       /* single: 1; multi: >= 2 * replication for disjoint teams */
+    int hosts;                 /* host labels the storage servers are spread over (multi: 3) */
+    int replication;           /* team size: 1 single, 2 double, 3 triple */
+    char placement[16];        /* "colocated" (index and records on one team) or "disjoint" (the index
                           * shard and the record shards on teams that share no storage server) */
-    char secondary[16];  /* mapped-range secondary reads that leave the server: "individual"
+    char secondary[16];        /* mapped-range secondary reads that leave the server: "individual"
                           * (FoundationDB's) or "grouped" (DESIGN §3) */
-    char engine[16];     /* storage engine of the servers: "memory" or "ssd" */
+    char engine[16];           /* storage engine of the servers: "memory" or "ssd" */
 } rl_camp_topology;
 
 typedef struct {
     char name[RL_CAMP_NAME_MAX];
     char description[256];
     /* Dataset */
-    int records;            /* Orders per variant, 1..RL_CAMP_MAX_RECORDS (default 1,000) */
-    uint64_t data_seed;     /* the Orders' prices (rl__tool_save_orders) */
-    int split_padding;      /* bytes of padding of the split variant (default 100,000) */
+    int records;        /* Orders per variant, 1..RL_CAMP_MAX_RECORDS (default 1,000) */
+    uint64_t data_seed; /* the Orders' prices (rl__tool_save_orders) */
+    int split_padding;  /* bytes of padding of the split variant (default 100,000) */
     /* What runs */
     rl_camp_topology topologies[RL_CAMP_MAX_TOPOLOGIES];
     int n_topologies;
@@ -165,24 +165,24 @@ typedef struct {
                                          * need not be: ratios need ordinary (and remote for
                                          * adaptive) in the list */
     int n_arms;
-    int blocks;             /* 1..RL_CAMP_MAX_BLOCKS */
-    int repeats;            /* 1..RL_CAMP_MAX_REPEATS */
-    double seconds;         /* timed loop of one repeat, 0.001..3600 */
-    double warmup_seconds;  /* untimed loop before the first repeat, 0..3600 (at least one op) */
-    int pipeline_depth;     /* SCAN_AND_FETCH loads in flight, 1..1000 (default 10) */
+    int blocks;            /* 1..RL_CAMP_MAX_BLOCKS */
+    int repeats;           /* 1..RL_CAMP_MAX_REPEATS */
+    double seconds;        /* timed loop of one repeat, 0.001..3600 */
+    double warmup_seconds; /* untimed loop before the first repeat, 0..3600 (at least one op) */
+    int pipeline_depth;    /* SCAN_AND_FETCH loads in flight, 1..1000 (default 10) */
     /* Statistics */
-    int resamples;          /* bootstrap resamples, 1..1,000,000 */
+    int resamples; /* bootstrap resamples, 1..1,000,000 */
     uint64_t bootstrap_seed;
-    double level;           /* nominal coverage of the interval, (0, 1) (0.95) */
+    double level; /* nominal coverage of the interval, (0, 1) (0.95) */
     /* Checks */
     double contamination_threshold; /* a case is contaminated when the CPU other processes used
                                      * during it exceeds this fraction of the machine's capacity
                                      * (cores x wall time), 0..1 */
-    int rtt_pings;          /* pings of each RTT probe (cluster topologies), 1..10,000 */
+    int rtt_pings;                  /* pings of each RTT probe (cluster topologies), 1..10,000 */
     double process_timeout_seconds; /* a worker still running after this is killed (by its pid)
                                      * and recorded as failed; 0: 60 + 3 x (warmup + repeats x
                                      * seconds) */
-    int keep_data;          /* 1: keep DIR/data after the run (default: removed) */
+    int keep_data;                  /* 1: keep DIR/data after the run (default: removed) */
 } rl_camp_protocol;
 
 /* rl__camp_protocol_builtin — the built-in protocol: quick = 0 the full campaign (topologies
@@ -214,18 +214,18 @@ typedef struct {
     const char *protocol_text;        /* the exact bytes the SHA-256 is taken of (the file as read,
                                        * or the canonical print of a built-in one); borrowed */
     size_t protocol_len;
-    const char *protocol_source;      /* "FILE" or "built-in quick" / "built-in full" */
-    const char *out_dir;              /* created; must be absent or an empty directory */
-    const char *self_exe;             /* the rlbench to run workers with (NULL: /proc/self/exe) */
-    int argc;                         /* the command line, for the manifest */
+    const char *protocol_source; /* "FILE" or "built-in quick" / "built-in full" */
+    const char *out_dir;         /* created; must be absent or an empty directory */
+    const char *self_exe;        /* the rlbench to run workers with (NULL: /proc/self/exe) */
+    int argc;                    /* the command line, for the manifest */
     char **argv;
-    FILE *out;                        /* the main table at the end (stdout); NULL: none */
-    FILE *progress;                   /* progress and the time left (stderr); NULL: none */
+    FILE *out;      /* the main table at the end (stdout); NULL: none */
+    FILE *progress; /* progress and the time left (stderr); NULL: none */
     /* Test hooks (tests/integ/bench/test_campaign.c; rlbench sets them from the environment
      * variables RL_CAMPAIGN_TEST_BREAK_RECEIPT and RL_CAMPAIGN_TEST_FAIL_WORKER): */
-    const char *test_break_receipt;   /* case name: its "after" receipt is altered, so the
+    const char *test_break_receipt; /* case name: its "after" receipt is altered, so the
                                        * comparison fails (a failed check must be reported) */
-    const char *test_fail_worker;     /* "CASE/ARM/BLOCK": that worker is given a bad argument and
+    const char *test_fail_worker;   /* "CASE/ARM/BLOCK": that worker is given a bad argument and
                                        * fails (a failed process must be reported) */
 } rl_camp_run_options;
 
@@ -241,9 +241,9 @@ int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg);
 /* ---- The worker ------------------------------------------------------------------------------ */
 
 typedef struct {
-    const char *url;        /* the database (file:DIR, cluster:FILE) */
-    const char *store;      /* the store's prefix as a JSON array (rl __tool_store_prefix) */
-    const char *sqlite;     /* the SQLite peer's database file (the sqlite arm) */
+    const char *url;    /* the database (file:DIR, cluster:FILE) */
+    const char *store;  /* the store's prefix as a JSON array (rl __tool_store_prefix) */
+    const char *sqlite; /* the SQLite peer's database file (the sqlite arm) */
     const char *case_name;
     rl_camp_arm arm;
     int repeats;

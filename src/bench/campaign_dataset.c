@@ -65,8 +65,9 @@ int rl__camp_load(const char *url, const char *store, const rl_camp_protocol *p,
         goto fail;
     }
     rc = save_range(&t, 1, p->records, p->data_seed, pad, padding);
-    if (rc) rl__buf_printf(msg, "loading %d Orders into %s %s: %s %s", p->records, url, store, rl_error_name(rc),
-                           rl_store_errmsg(t.s));
+    if (rc)
+        rl__buf_printf(msg, "loading %d Orders into %s %s: %s %s", p->records, url, store, rl_error_name(rc),
+                       rl_store_errmsg(t.s));
     rl__tool_close(&t);
 fail:
     rl__free(pad);
@@ -182,7 +183,7 @@ int rl__camp_defect_controls(const char *url, const rl_camp_protocol *p, json_t 
                            "records", n, "clean_before", clean, "integrity_ok_after", ok_after, "found", found,
                            "expected", controls[i].name, "passed", passed, "defects_after",
                            json_incref(json_object_get(after, "defects") ? json_object_get(after, "defects")
-                                                                          : json_array())));
+                                                                         : json_array())));
         json_decref(before);
         json_decref(after);
         if (rc) goto done;
@@ -224,9 +225,10 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
         rc = RL_E_IO_ERROR;
         goto done;
     }
-    if ((rc = sq_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                          "CREATE TABLE orders(order_id INTEGER PRIMARY KEY, price INTEGER, padding BLOB,"
-                          " customer TEXT, quantity INTEGER); CREATE INDEX price_idx ON orders(price); BEGIN",
+    if ((rc = sq_exec(db,
+                      "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                      "CREATE TABLE orders(order_id INTEGER PRIMARY KEY, price INTEGER, padding BLOB,"
+                      " customer TEXT, quantity INTEGER); CREATE INDEX price_idx ON orders(price); BEGIN",
                       msg)))
         goto done;
     if (sqlite3_prepare_v2(db, "INSERT INTO orders VALUES(?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK) {
@@ -304,8 +306,8 @@ int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl
     while (more) {
         const rl_keyvalue *kvs;
         int n;
-        rl_key_selector b = first ? RL_FIRST_GREATER_OR_EQUAL(begin.data, begin.len)
-                                  : RL_FIRST_GREATER_THAN(begin.data, begin.len);
+        rl_key_selector b =
+            first ? RL_FIRST_GREATER_OR_EQUAL(begin.data, begin.len) : RL_FIRST_GREATER_THAN(begin.data, begin.len);
         f = rl_txn_get_range(txn, b, RL_FIRST_GREATER_OR_EQUAL(end.data, end.len), 200, 0, RL_STREAMING_ITERATOR, 1,
                              RL_SNAPSHOT);
         if ((rc = rl_future_wait(f)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) goto done;
@@ -353,9 +355,9 @@ done:
 static int hash_system_range(rl_txn *txn, const char *begin, const char *end, uint64_t *n, uint64_t *h) {
     const rl_keyvalue *kvs;
     int count, more, rc;
-    rl_future *f = rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(begin, strlen(begin)),
-                                    RL_FIRST_GREATER_OR_EQUAL(end, strlen(end)), 0, 0, RL_STREAMING_WANT_ALL, 1,
-                                    RL_SNAPSHOT);
+    rl_future *f =
+        rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(begin, strlen(begin)),
+                         RL_FIRST_GREATER_OR_EQUAL(end, strlen(end)), 0, 0, RL_STREAMING_WANT_ALL, 1, RL_SNAPSHOT);
     if (!(rc = rl_future_wait(f)) && !(rc = rl_future_get_keyvalue_array(f, &kvs, &count, &more)))
         for (int i = 0; i < count; i++) {
             (*n)++;

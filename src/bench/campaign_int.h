@@ -27,11 +27,11 @@ static inline const char *rl__camp_str(const rl_buf *b) { return (const char *)b
 
 /* An open connection to the data of one variant. Zero it before rl__camp_conn_open. */
 typedef struct {
-    rl__tool t;              /* the database (read-only), the Order metadata and the store */
-    sqlite3 *sq;             /* the SQLite peer (NULL unless opened) */
-    sqlite3_stmt *sel[2];    /* ORDER BY price, order_id ASC / DESC, LIMIT ? OFFSET ? */
+    rl__tool t;           /* the database (read-only), the Order metadata and the store */
+    sqlite3 *sq;          /* the SQLite peer (NULL unless opened) */
+    sqlite3_stmt *sel[2]; /* ORDER BY price, order_id ASC / DESC, LIMIT ? OFFSET ? */
     sqlite3_stmt *begin, *commit;
-    int embedded;            /* the database is in this process (file:, mem:): no requests */
+    int embedded; /* the database is in this process (file:, mem:): no requests */
 } rl_camp_conn;
 
 /* Open url/store read-only, and the SQLite peer at sqlite_path when it is not NULL. On failure c
@@ -44,10 +44,10 @@ typedef struct {
     uint64_t ops;
     uint64_t rows, index_entries, client_reads, mapped_requests, record_loads, kv_bytes;
     uint64_t requests, round_trips, net_bytes_received;
-    int net_uncounted;       /* requests and round trips are not known (a networked backend whose
+    int net_uncounted;  /* requests and round trips are not known (a networked backend whose
                               * counters the query layer does not carry yet): report them as null */
-    uint64_t hash;           /* the rows (order_ids in order) of the last op, folded */
-    uint64_t last_rows;      /* rows of the last op */
+    uint64_t hash;      /* the rows (order_ids in order) of the last op, folded */
+    uint64_t last_rows; /* rows of the last op */
 } rl_camp_sums;
 
 /* Run the case once with the arm (SQLite or a fetch method), reading every field of every row,
@@ -129,16 +129,16 @@ typedef struct {
 } rl_camp_topo_ops;
 
 struct rl_camp_topo {
-    const rl_camp_topology *t;   /* the protocol's (borrowed) */
-    const rl_camp_protocol *p;   /* borrowed */
+    const rl_camp_topology *t; /* the protocol's (borrowed) */
+    const rl_camp_protocol *p; /* borrowed */
     const rl_camp_topo_ops *ops;
-    char dir[RL_CAMP_DIR_MAX];   /* DIR/data/NAME: everything the topology writes */
-    char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];       /* loading, checks, placement, receipts */
+    char dir[RL_CAMP_DIR_MAX];                               /* DIR/data/NAME: everything the topology writes */
+    char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];            /* loading, checks, placement, receipts */
     char query_url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX + 32]; /* the rows check and the workers: url plus,
                                                          * on a cluster, ?secondary=STRATEGY */
-    char store[RL_CAMP_VARIANTS][192]; /* the store's tuple path as JSON */
-    char sqlite[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX]; /* "" when the topology has no SQLite peer */
-    char control_url[RL_CAMP_PATH_MAX];             /* the scratch database of the defect controls */
+    char store[RL_CAMP_VARIANTS][192];                       /* the store's tuple path as JSON */
+    char sqlite[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];         /* "" when the topology has no SQLite peer */
+    char control_url[RL_CAMP_PATH_MAX];                      /* the scratch database of the defect controls */
     int pids[RL_CAMP_MAX_OWNED_PIDS];
     int n_pids;
     int loaded[RL_CAMP_VARIANTS]; /* set by the runner before `place`: the variants loaded */

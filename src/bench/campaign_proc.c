@@ -142,7 +142,8 @@ void rl__camp_cpu_snapshot(const int *pids, int n, rl_camp_cpu *out) {
     memset(out, 0, sizeof *out);
     out->ok = 1;
     FILE *f = fopen("/proc/stat", "r");
-    if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &u, &ni, &sy, &id, &io, &irq, &sirq, &steal) != 8)
+    if (!f ||
+        fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &u, &ni, &sy, &id, &io, &irq, &sirq, &steal) != 8)
         out->ok = 0;
     if (f) fclose(f);
     out->busy = u + ni + sy + irq + sirq + steal;

@@ -15,13 +15,13 @@
 
 /* How a child ended. Caller-owned; rl__camp_child_release frees the buffers. */
 typedef struct {
-    int pid;         /* the child's pid (0 if fork failed) */
-    int exit_code;   /* its exit status, or -1 when it was signalled or not started */
-    int signal;      /* the signal that ended it (0: none) */
-    int timed_out;   /* 1: still running at the deadline, killed */
-    double wall_s;   /* from fork to reaping */
-    rl_buf out;      /* its stdout */
-    rl_buf err;      /* its stderr (the last 64 KiB) */
+    int pid;       /* the child's pid (0 if fork failed) */
+    int exit_code; /* its exit status, or -1 when it was signalled or not started */
+    int signal;    /* the signal that ended it (0: none) */
+    int timed_out; /* 1: still running at the deadline, killed */
+    double wall_s; /* from fork to reaping */
+    rl_buf out;    /* its stdout */
+    rl_buf err;    /* its stderr (the last 64 KiB) */
 } rl_camp_child;
 
 /* rl__camp_child_run — run argv[0] (a path, or a name looked up in PATH) with argv, stdin from
@@ -48,11 +48,11 @@ void rl__camp_cpu_snapshot(const int *pids, int n, rl_camp_cpu *out);
 
 /* What the machine did between two snapshots. */
 typedef struct {
-    int ok;             /* both snapshots were complete */
-    double wall_s;      /* b - a, monotonic */
-    double busy_s;      /* CPU seconds used on the machine (all cores) */
-    double campaign_s;  /* ... by the campaign's processes */
-    double other_s;     /* ... by everything else: busy - campaign, at least 0 */
+    int ok;                /* both snapshots were complete */
+    double wall_s;         /* b - a, monotonic */
+    double busy_s;         /* CPU seconds used on the machine (all cores) */
+    double campaign_s;     /* ... by the campaign's processes */
+    double other_s;        /* ... by everything else: busy - campaign, at least 0 */
     double other_fraction; /* other_s / (cores x wall_s): the share of the machine's capacity */
     int cores;
 } rl_camp_cpu_use;

@@ -39,8 +39,8 @@
 
 static const char *const arm_names[RL_CAMP_ARM_KINDS] = {"ordinary", "remote", "adaptive", "sqlite"};
 static const char *const metric_names[RL_CAMP_METRICS] = {
-    "ns_per_op",           "bytes_per_op",         "allocs_per_op",        "rows_per_op",
-    "requests_per_op",     "round_trips_per_op",   "kv_bytes_per_op",      "index_entries_per_op",
+    "ns_per_op",           "bytes_per_op",           "allocs_per_op",       "rows_per_op",
+    "requests_per_op",     "round_trips_per_op",     "kv_bytes_per_op",     "index_entries_per_op",
     "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op", "net_bytes_received_per_op"};
 static const char *const variant_names[RL_CAMP_VARIANTS] = {"small", "split"};
 static const char *const kind_names[] = {"embedded", "single", "multi", "fdb"};
@@ -131,10 +131,10 @@ static void set_topology(rl_camp_topology *t, const char *name, rl_camp_topo_kin
 
 void rl__camp_protocol_builtin(int quick, rl_camp_protocol *p) {
     static const char *const cases[16] = {
-        "small-limit1-forward",  "small-limit1-reverse",  "small-rows10-forward",  "small-rows10-reverse",
-        "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward", "split-limit1-reverse",
-        "split-rows10-forward",  "split-rows10-reverse",  "split-rows1000-forward", "split-rows1000-reverse",
-        "skip3-rows10-forward",  "skip3-rows10-reverse",  "skip3-rows1000-forward", "skip3-rows1000-reverse"};
+        "small-limit1-forward",   "small-limit1-reverse",   "small-rows10-forward",   "small-rows10-reverse",
+        "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward",   "split-limit1-reverse",
+        "split-rows10-forward",   "split-rows10-reverse",   "split-rows1000-forward", "split-rows1000-reverse",
+        "skip3-rows10-forward",   "skip3-rows10-reverse",   "skip3-rows1000-forward", "skip3-rows1000-reverse"};
     rl_buf ignore;
     memset(p, 0, sizeof *p);
     rl__buf_init(&ignore);
@@ -227,8 +227,8 @@ static int get_u64(json_t *obj, const char *path, const char *key, uint64_t *out
 }
 
 /* A number field in [min, max] (open at either end when the matching flag is set). */
-static int get_double(json_t *obj, const char *path, const char *key, double min, double max, int open_lo,
-                      int open_hi, double *out, rl_buf *msg) {
+static int get_double(json_t *obj, const char *path, const char *key, double min, double max, int open_lo, int open_hi,
+                      double *out, rl_buf *msg) {
     json_t *v = json_object_get(obj, key);
     if (!v) return RL_OK;
     if (!json_is_number(v)) {
@@ -246,8 +246,8 @@ static int get_double(json_t *obj, const char *path, const char *key, double min
 }
 
 /* A string field that must be one of choices (NULL-terminated), copied into out (cap bytes). */
-static int get_choice(json_t *obj, const char *path, const char *key, const char *const *choices, char *out,
-                      size_t cap, rl_buf *msg) {
+static int get_choice(json_t *obj, const char *path, const char *key, const char *const *choices, char *out, size_t cap,
+                      rl_buf *msg) {
     json_t *v = json_object_get(obj, key);
     if (!v) return RL_OK;
     if (json_is_string(v))
@@ -277,8 +277,9 @@ static int get_string(json_t *obj, const char *path, const char *key, char *out,
 }
 
 static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
-    static const char *const keys[] = {"name", "kind", "delay_us", "jitter_us", "storage_servers", "hosts",
-                                       "replication", "placement", "secondary_reads", "engine", "url", NULL};
+    static const char *const keys[] = {"name",  "kind",        "delay_us",  "jitter_us",       "storage_servers",
+                                       "hosts", "replication", "placement", "secondary_reads", "engine",
+                                       "url",   NULL};
     static const char *const kinds[] = {"embedded", "single", "multi", "fdb", NULL};
     static const char *const placements[] = {"colocated", "disjoint", NULL};
     static const char *const secondaries[] = {"individual", "grouped", NULL};
@@ -341,8 +342,8 @@ static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
         return RL_E_INVALID_ARGUMENT;
     }
     if (t->replication > t->storage_servers || t->hosts > t->storage_servers) {
-        rl__buf_printf(msg, "%s: replication %d and hosts %d must not exceed storage_servers %d", path,
-                       t->replication, t->hosts, t->storage_servers);
+        rl__buf_printf(msg, "%s: replication %d and hosts %d must not exceed storage_servers %d", path, t->replication,
+                       t->hosts, t->storage_servers);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!strcmp(t->placement, "disjoint") && t->storage_servers < 2 * t->replication) {
@@ -354,11 +355,11 @@ static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
 }
 
 static int parse_doc(json_t *root, rl_camp_protocol *p, rl_buf *msg) {
-    static const char *const top[] = {"name", "description", "dataset", "topologies", "cases", "arms", "design",
-                                      "statistics", "checks", "keep_data", NULL};
+    static const char *const top[] = {"name",   "description", "dataset", "topologies", "cases", "arms",
+                                      "design", "statistics",  "checks",  "keep_data",  NULL};
     static const char *const ds[] = {"records", "seed", "split_padding", NULL};
-    static const char *const dz[] = {"blocks", "repeats", "seconds", "warmup_seconds", "pipeline_depth",
-                                     "process_timeout_seconds", NULL};
+    static const char *const dz[] = {
+        "blocks", "repeats", "seconds", "warmup_seconds", "pipeline_depth", "process_timeout_seconds", NULL};
     static const char *const st[] = {"resamples", "seed", "level", NULL};
     static const char *const ck[] = {"contamination_threshold", "rtt_pings", NULL};
     json_t *v;
@@ -451,8 +452,7 @@ static int parse_doc(json_t *root, rl_camp_protocol *p, rl_buf *msg) {
             (rc = get_double(v, "design", "seconds", 0.001, 3600, 0, 0, &p->seconds, msg)) ||
             (rc = get_double(v, "design", "warmup_seconds", 0, 3600, 0, 0, &p->warmup_seconds, msg)) ||
             (rc = get_int(v, "design", "pipeline_depth", 1, 1000, &p->pipeline_depth, msg)) ||
-            (rc = get_double(v, "design", "process_timeout_seconds", 0, 86400, 0, 0, &p->process_timeout_seconds,
-                             msg)))
+            (rc = get_double(v, "design", "process_timeout_seconds", 0, 86400, 0, 0, &p->process_timeout_seconds, msg)))
             return rc;
     }
     if ((v = json_object_get(root, "statistics"))) {
@@ -526,8 +526,9 @@ int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *b) {
             rl__buf_append_str(b, ", \"url\": ");
             put_str(b, t->url);
         } else if (t->kind != RL_CAMP_EMBEDDED)
-            rl__buf_printf(b, ", \"jitter_us\": %d, \"storage_servers\": %d, \"hosts\": %d, \"replication\": %d,"
-                              " \"placement\": \"%s\", \"secondary_reads\": \"%s\", \"engine\": \"%s\"",
+            rl__buf_printf(b,
+                           ", \"jitter_us\": %d, \"storage_servers\": %d, \"hosts\": %d, \"replication\": %d,"
+                           " \"placement\": \"%s\", \"secondary_reads\": \"%s\", \"engine\": \"%s\"",
                            t->jitter_us, t->storage_servers, t->hosts, t->replication, t->placement, t->secondary,
                            t->engine);
         rl__buf_printf(b, "}%s\n", i + 1 < p->n_topologies ? "," : "");
@@ -539,8 +540,9 @@ int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *b) {
     }
     rl__buf_append_str(b, "\n  ],\n  \"arms\": [");
     for (int i = 0; i < p->n_arms; i++) rl__buf_printf(b, "%s\"%s\"", i ? ", " : "", arm_names[p->arms[i]]);
-    rl__buf_printf(b, "],\n  \"design\": {\"blocks\": %d, \"repeats\": %d, \"seconds\": %.15g, \"warmup_seconds\": %.15g,"
-                      " \"pipeline_depth\": %d, \"process_timeout_seconds\": %.15g},\n",
+    rl__buf_printf(b,
+                   "],\n  \"design\": {\"blocks\": %d, \"repeats\": %d, \"seconds\": %.15g, \"warmup_seconds\": %.15g,"
+                   " \"pipeline_depth\": %d, \"process_timeout_seconds\": %.15g},\n",
                    p->blocks, p->repeats, p->seconds, p->warmup_seconds, p->pipeline_depth, p->process_timeout_seconds);
     rl__buf_printf(b, "  \"statistics\": {\"resamples\": %d, \"seed\": %llu, \"level\": %.15g},\n", p->resamples,
                    (unsigned long long)p->bootstrap_seed, p->level);

@@ -38,9 +38,9 @@
 
 /* The figures of one worker process. */
 typedef struct {
-    int ok;                                           /* every repeat arrived and the process exited 0 */
-    int n;                                            /* repeats parsed */
-    double v[RL_CAMP_MAX_REPEATS][RL_CAMP_METRICS];   /* NaN: not measured (SQLite's allocations
+    int ok;                                         /* every repeat arrived and the process exited 0 */
+    int n;                                          /* repeats parsed */
+    double v[RL_CAMP_MAX_REPEATS][RL_CAMP_METRICS]; /* NaN: not measured (SQLite's allocations
                                                        * when its allocator could not be wrapped) */
 } proc_result;
 
@@ -49,8 +49,8 @@ typedef struct {
     const char *name;
     rl_camp_arm arm;
     rl_camp_arm base;
-    int best;          /* baseline is min(ordinary, remote) per block and metric */
-    int all_metrics;   /* 0: time, bytes, allocations and rows only (the SQLite peer) */
+    int best;        /* baseline is min(ordinary, remote) per block and metric */
+    int all_metrics; /* 0: time, bytes, allocations and rows only (the SQLite peer) */
 } comparison;
 
 static const comparison comparisons[3] = {
@@ -65,9 +65,9 @@ typedef struct {
     char self[RL_CAMP_PATH_MAX];
     json_t *root, *topos, *cases, *samples, *summary, *arm_summary, *failures;
     int failed_checks, failed_procs;
-    int total, done, seq;   /* processes planned (estimate), run, sequence number */
-    double t0, proc_s;      /* start; seconds spent in workers */
-    double t_first;         /* when the first worker started (0: none yet): the rate of the ETA */
+    int total, done, seq; /* processes planned (estimate), run, sequence number */
+    double t0, proc_s;    /* start; seconds spent in workers */
+    double t_first;       /* when the first worker started (0: none yet): the rate of the ETA */
     FILE *progress;
 } run_ctx;
 
@@ -101,10 +101,10 @@ static void progress(run_ctx *c, const char *fmt, ...) {
 }
 
 /* Record a failure (what: "integrity", "defect-control", "receipt", "rows", "process", "load", ...). */
-static void add_failure(run_ctx *c, int is_check, const char *what, const char *topo, const char *kase,
-                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void add_failure(run_ctx *c, int is_check, const char *what, const char *topo, const char *kase,
-                        const char *fmt, ...) {
+static void add_failure(run_ctx *c, int is_check, const char *what, const char *topo, const char *kase, const char *fmt,
+                        ...) __attribute__((format(printf, 6, 7)));
+static void add_failure(run_ctx *c, int is_check, const char *what, const char *topo, const char *kase, const char *fmt,
+                        ...) {
     char detail[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -247,7 +247,8 @@ static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, r
             }
             json_decref(o);
         }
-        if (!err.len && ch.timed_out) rl__buf_printf(&err, "still running after %.0f s: killed", rl__camp_process_timeout(p));
+        if (!err.len && ch.timed_out)
+            rl__buf_printf(&err, "still running after %.0f s: killed", rl__camp_process_timeout(p));
         if (!err.len && ch.exit_code != 0)
             rl__buf_printf(&err, "exit code %d (signal %d): %.500s", ch.exit_code, ch.signal, ch.err.data);
         if (!err.len && (r->n != p->repeats || !done))
@@ -255,9 +256,10 @@ static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, r
     }
     r->ok = !err.len;
     /* Hash check input: the rows hash of every repeat is compared by the caller from samples. */
-    json_t *proc = json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:b, s:b}", "block", block + 1, "arm",
-                             rl__camp_arm_name(arm), "position", pos + 1, "seq", seq, "exit_code", rc ? -1 : ch.exit_code,
-                             "wall_seconds", rc ? 0.0 : ch.wall_s, "timed_out", rc ? 0 : ch.timed_out, "ok", r->ok);
+    json_t *proc =
+        json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:b, s:b}", "block", block + 1, "arm", rl__camp_arm_name(arm),
+                  "position", pos + 1, "seq", seq, "exit_code", rc ? -1 : ch.exit_code, "wall_seconds",
+                  rc ? 0.0 : ch.wall_s, "timed_out", rc ? 0 : ch.timed_out, "ok", r->ok);
     json_object_set_new(proc, "open_seconds", jnum(open_s));
     json_object_set_new(proc, "other_cpu_fraction", use.ok ? jnum(use.other_fraction) : json_null());
     json_object_set_new(proc, "error", err.len ? json_string(rl__camp_str(&err)) : json_null());
@@ -392,7 +394,8 @@ static json_t *probe_rtt(run_ctx *c, rl_camp_topo *tp, const char *kase) {
         add_failure(c, 1, "rtt", tp->t->name, kase, "%s", msg.data);
         o = json_pack("{s:b, s:s}", "applicable", 1, "error", rl__camp_str(&msg));
     } else if (json_is_false(json_object_get(o, "shows_delay"))) {
-        add_failure(c, 1, "rtt", tp->t->name, kase, "the RTT probe does not show the injected delay: p50 %.1f us < %.1f us",
+        add_failure(c, 1, "rtt", tp->t->name, kase,
+                    "the RTT probe does not show the injected delay: p50 %.1f us < %.1f us",
                     json_number_value(json_object_get(o, "p50_us")),
                     json_number_value(json_object_get(o, "expected_min_p50_us")));
     }
@@ -471,11 +474,12 @@ static int run_case(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, const i
     json_object_set_new(checks, "receipt_after", ra);
     json_object_set_new(checks, "receipts_equal", json_boolean(equal));
     if (!equal) add_failure(c, 1, "receipt", tp->t->name, k->name, "the placement receipts before and after differ");
-    const char *label = !use.ok ? "unverifiable" : use.other_fraction > p->contamination_threshold ? "contaminated" : "clean";
+    const char *label = !use.ok                                           ? "unverifiable"
+                        : use.other_fraction > p->contamination_threshold ? "contaminated"
+                                                                          : "clean";
     json_t *cpu = json_pack("{s:b, s:f, s:f, s:f, s:f, s:i, s:f, s:s}", "ok", use.ok, "wall_seconds", use.wall_s,
-                            "busy_cpu_seconds", use.busy_s, "campaign_cpu_seconds", use.campaign_s,
-                            "other_cpu_seconds", use.other_s, "cores", use.cores, "threshold",
-                            p->contamination_threshold, "label", label);
+                            "busy_cpu_seconds", use.busy_s, "campaign_cpu_seconds", use.campaign_s, "other_cpu_seconds",
+                            use.other_s, "cores", use.cores, "threshold", p->contamination_threshold, "label", label);
     json_object_set_new(cpu, "other_fraction", use.ok ? jnum(use.other_fraction) : json_null());
     json_object_set_new(checks, "cpu", cpu);
     /* Every repeat of every worker must have returned the rows of the rows check. */
@@ -490,7 +494,8 @@ static int run_case(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, const i
         if (!h || strcmp(h, rows_hash)) consistent = 0;
     }
     json_object_set_new(checks, "worker_rows_match", json_boolean(consistent));
-    if (!consistent) add_failure(c, 1, "rows", tp->t->name, k->name, "a worker returned other rows than the rows check");
+    if (!consistent)
+        add_failure(c, 1, "rows", tp->t->name, k->name, "a worker returned other rows than the rows check");
     json_object_set_new(kc, "label", json_string(label));
     json_object_set_new(kc, "checks", checks);
     json_object_set_new(kc, "processes", procs);
@@ -539,7 +544,8 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
             json_object_set(d, "integrity", chk);
             if (!iok) {
                 add_failure(c, 1, "integrity", tp->t->name, NULL, "%s: integrity_ok = false (%zu defects)",
-                            rl__camp_variant_name((rl_camp_variant)v), json_array_size(json_object_get(chk, "defects")));
+                            rl__camp_variant_name((rl_camp_variant)v),
+                            json_array_size(json_object_get(chk, "defects")));
                 ok = 0;
             }
             progress(c, "%s: %s: integrity_ok = %s (%lld records, %lld index entries)", tp->t->name,
@@ -567,8 +573,8 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
             ok = 0;
         } else if (tp->placed_text[0]) {
             progress(c, "%s: placed (%s) in %.1f s", tp->t->name, tp->placed_text, now_s() - t0);
-            json_object_set_new(tj, "placement", json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds",
-                                                           now_s() - t0));
+            json_object_set_new(tj, "placement",
+                                json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds", now_s() - t0));
         }
     }
     json_t *controls = NULL;
@@ -612,8 +618,7 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
         memset(&conn, 0, sizeof conn);
         if (rl__camp_conn_open(&conn, tp->query_url[v], tp->store[v], sq, &msg))
             add_failure(c, 1, "rows", tp->t->name, NULL, "%s", msg.data);
-        else
-            opened = 1;
+        else opened = 1;
         for (int k = 0; k < p->n_cases; k++) {
             const rl_camp_case *kc = &p->cases[k];
             if (kc->variant != (rl_camp_variant)v) continue;

@@ -284,9 +284,9 @@ static int cl_probe(rl_camp_topo *tp, int pings, int expect_delay_us, json_t **o
         qsort(ns + n - (size_t)pings, (size_t)pings, sizeof *ns, cmp_u64);
         const uint64_t *mine = ns + n - (size_t)pings;
         uint64_t p50 = mine[(size_t)(pings - 1) / 2];
-        json_array_append_new(targets, json_pack("{s:s, s:i, s:f, s:f}", "role", id ? "storage" : "coordinator", "id",
-                                                 (int)id, "min_us", (double)mine[0] / 1e3, "p50_us",
-                                                 (double)p50 / 1e3));
+        json_array_append_new(targets,
+                              json_pack("{s:s, s:i, s:f, s:f}", "role", id ? "storage" : "coordinator", "id", (int)id,
+                                        "min_us", (double)mine[0] / 1e3, "p50_us", (double)p50 / 1e3));
     }
     qsort(ns, n, sizeof *ns, cmp_u64);
     double p50_us = (double)ns[n / 2] / 1e3;
@@ -401,7 +401,8 @@ static int fdb_clear(rl_camp_topo *tp, rl_buf *msg) {
     int rc = fdb_prefixes(tp, pre);
     if (!rc && !(rc = rl_db_open(tp->url[0], NULL, &db))) rc = rl_db_run(db, clear_fn, pre);
     if (rc)
-        rl__buf_printf(msg, "clearing the campaign's ranges (\"bench\", \"%s\") and (\"bench\", \"control\") of %s: %s %s",
+        rl__buf_printf(msg,
+                       "clearing the campaign's ranges (\"bench\", \"%s\") and (\"bench\", \"control\") of %s: %s %s",
                        tp->t->name, tp->url[0], rl_error_name(rc), rl_last_error_detail());
     rl_db_close(db);
     rl__buf_release(&pre[0]);
@@ -445,7 +446,8 @@ static int fdb_up(rl_camp_topo *tp, rl_buf *msg) {
     if ((rc = fdb_clear(tp, msg))) return rc;
     rl_db *db = NULL;
     char *st = NULL;
-    if (!(rc = rl_db_open(tp->url[0], NULL, &db)) && !(rc = rl_db_status_json(db, &st))) tp->info = json_loads(st, 0, NULL);
+    if (!(rc = rl_db_open(tp->url[0], NULL, &db)) && !(rc = rl_db_status_json(db, &st)))
+        tp->info = json_loads(st, 0, NULL);
     rl_free(st);
     rl_db_close(db);
     if (rc) rl__buf_printf(msg, "%s: status: %s %s", tp->url[0], rl_error_name(rc), rl_last_error_detail());
@@ -493,8 +495,8 @@ static int fdb_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     qsort(ns, (size_t)pings, sizeof *ns, cmp_u64);
     *out = json_pack("{s:b, s:s, s:{s:s, s:i, s:f, s:f, s:f, s:f}}", "applicable", 0, "reason",
                      "fdb: FoundationDB's C API has no ping; read_latency is a point read's latency, not a round trip",
-                     "read_latency", "what", "point reads of absent keys at one read version", "reads", pings,
-                     "min_us", (double)ns[0] / 1e3, "p50_us", (double)ns[(pings - 1) / 2] / 1e3, "p99_us",
+                     "read_latency", "what", "point reads of absent keys at one read version", "reads", pings, "min_us",
+                     (double)ns[0] / 1e3, "p50_us", (double)ns[(pings - 1) / 2] / 1e3, "p99_us",
                      (double)ns[(size_t)((double)(pings - 1) * 0.99)] / 1e3, "max_us", (double)ns[pings - 1] / 1e3);
     if (!*out) rc = RL_E_OUT_OF_MEMORY;
 done:
@@ -513,8 +515,9 @@ done:
 static int fdb_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg) {
     int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
     if (!rc)
-        json_object_set_new(*out, "placement",
-                            not_applicable("fdb: FoundationDB places its shards itself; no shard map through its C API"));
+        json_object_set_new(
+            *out, "placement",
+            not_applicable("fdb: FoundationDB places its shards itself; no shard map through its C API"));
     return rc;
 }
 
@@ -533,13 +536,19 @@ static void fdb_down(rl_camp_topo *tp) {
     rl__buf_release(&msg);
 }
 
-static const rl_camp_topo_ops embedded_ops = {"embedded", emb_available, emb_up, emb_place, emb_rtt,
-                                              emb_receipt, emb_restore, emb_down};
-static const rl_camp_topo_ops single_ops = {"single", cl_available, cl_up, cl_place, cl_rtt, cl_receipt, cl_restore, cl_down};
-static const rl_camp_topo_ops multi_ops = {"multi", cl_available, cl_up, cl_place, cl_rtt, cl_receipt, cl_restore, cl_down};
+static const rl_camp_topo_ops embedded_ops = {"embedded", emb_available, emb_up,      emb_place,
+                                              emb_rtt,    emb_receipt,   emb_restore, emb_down};
+static const rl_camp_topo_ops single_ops = {"single", cl_available, cl_up,      cl_place,
+                                            cl_rtt,   cl_receipt,   cl_restore, cl_down};
+static const rl_camp_topo_ops multi_ops = {"multi", cl_available, cl_up,      cl_place,
+                                           cl_rtt,  cl_receipt,   cl_restore, cl_down};
 
-static const rl_camp_topo_ops fdb_ops = {"fdb", fdb_available, fdb_up, fdb_place, fdb_rtt, fdb_receipt, fdb_restore, fdb_down};
+static const rl_camp_topo_ops fdb_ops = {"fdb",   fdb_available, fdb_up,      fdb_place,
+                                         fdb_rtt, fdb_receipt,   fdb_restore, fdb_down};
 
 const rl_camp_topo_ops *rl__camp_topo_ops(rl_camp_topo_kind k) {
-    return k == RL_CAMP_SINGLE ? &single_ops : k == RL_CAMP_MULTI ? &multi_ops : k == RL_CAMP_FDB ? &fdb_ops : &embedded_ops;
+    return k == RL_CAMP_SINGLE  ? &single_ops
+           : k == RL_CAMP_MULTI ? &multi_ops
+           : k == RL_CAMP_FDB   ? &fdb_ops
+                                : &embedded_ops;
 }

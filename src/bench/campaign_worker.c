@@ -24,7 +24,8 @@ static void print_line(FILE *out, json_t *o) {
 }
 
 static void print_error(FILE *out, int rc, const rl_buf *msg) {
-    print_line(out, json_pack("{s:s, s:s}", "error", rl_error_name(rc), "message", msg->len ? rl__camp_str(msg) : rl_error_message(rc)));
+    print_line(out, json_pack("{s:s, s:s}", "error", rl_error_name(rc), "message",
+                              msg->len ? rl__camp_str(msg) : rl_error_message(rc)));
 }
 
 int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
@@ -86,10 +87,11 @@ int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
         v[RL_CAMP_M_NET_BYTES] = s.net_uncounted ? NAN : (double)s.net_bytes_received / ops;
         char hash[17];
         snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s.hash);
-        json_t *line = json_pack("{s:i, s:I, s:f}", "repeat", r + 1, "ops", (json_int_t)s.ops, "seconds",
-                                 (double)(t1 - t0) / 1e9);
+        json_t *line =
+            json_pack("{s:i, s:I, s:f}", "repeat", r + 1, "ops", (json_int_t)s.ops, "seconds", (double)(t1 - t0) / 1e9);
         for (int m = 0; m < RL_CAMP_METRICS; m++)
-            json_object_set_new(line, rl__camp_metric_name((rl_camp_metric)m), isnan(v[m]) ? json_null() : json_real(v[m]));
+            json_object_set_new(line, rl__camp_metric_name((rl_camp_metric)m),
+                                isnan(v[m]) ? json_null() : json_real(v[m]));
         json_object_set_new(line, "rows_hash", json_string(hash));
         json_object_set_new(line, "last_rows", json_integer((json_int_t)s.last_rows));
         print_line(out, line);

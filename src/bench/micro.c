@@ -41,9 +41,9 @@ struct sys {
     double samples[W_COUNT][RL__MICRO_REPEATS_MAX]; /* ns/op per round */
     double allocs[W_COUNT][RL__MICRO_REPEATS_MAX];  /* allocations per op per round */
     int n_samples[W_COUNT];
-    int failed;  /* set once a setup or a workload failed; the system runs nothing more */
-    int err;     /* its error */
-    int err_w;   /* where: -1 setup, else the workload */
+    int failed;     /* set once a setup or a workload failed; the system runs nothing more */
+    int err;        /* its error */
+    int err_w;      /* where: -1 setup, else the workload */
     uint64_t check; /* sum over every byte read (see touch): every system reads what it returns */
 };
 
@@ -216,25 +216,23 @@ static int rl_op(sys *s, int w, uint64_t *rng) {
         record_key(&r->k1, start);
         record_key(&r->k2, start + RANGE_ROWS);
         rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(r->k1.data, r->k1.len),
-                                        RL_FIRST_GREATER_OR_EQUAL(r->k2.data, r->k2.len), RANGE_ROWS,
-                                        0, RL_STREAMING_WANT_ALL, 0, 0);
+                                        RL_FIRST_GREATER_OR_EQUAL(r->k2.data, r->k2.len), RANGE_ROWS, 0,
+                                        RL_STREAMING_WANT_ALL, 0, 0);
         rc = rl_future_wait(f);
         const rl_keyvalue *kvs;
         int n = 0, more = 0;
         if (rc == RL_OK) rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more);
         if (rc == RL_OK && n != RANGE_ROWS) rc = RL_E_INTERNAL_ERROR;
         for (int i = 0; rc == RL_OK && i < n; i++)
-            s->check += touch(kvs[i].key, (size_t)kvs[i].key_len) +
-                        touch(kvs[i].value, (size_t)kvs[i].value_len);
+            s->check += touch(kvs[i].key, (size_t)kvs[i].key_len) + touch(kvs[i].value, (size_t)kvs[i].value_len);
         rl_future_free(f);
     } else if (w == W_MAPPED) {
         int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
         index_prefix(&r->k1, start);
         index_prefix(&r->k2, start + RANGE_ROWS);
-        rl_future *f = rl_txn_get_mapped_range(
-            t, RL_FIRST_GREATER_OR_EQUAL(r->k1.data, r->k1.len),
-            RL_FIRST_GREATER_OR_EQUAL(r->k2.data, r->k2.len), r->mapper.data, r->mapper.len,
-            RANGE_ROWS, 0, RL_STREAMING_WANT_ALL, 0, 0);
+        rl_future *f = rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(r->k1.data, r->k1.len),
+                                               RL_FIRST_GREATER_OR_EQUAL(r->k2.data, r->k2.len), r->mapper.data,
+                                               r->mapper.len, RANGE_ROWS, 0, RL_STREAMING_WANT_ALL, 0, 0);
         rc = rl_future_wait(f);
         const rl_mapped_keyvalue *m;
         int n = 0, more = 0;
@@ -334,10 +332,8 @@ static int lm_op(sys *s, int w, uint64_t *rng) {
         for (int i = 0; i < POINT_BATCH && rc == RL_OK; i++) {
             record_key(&l->k1, (int64_t)(rnd(rng) % (uint64_t)s->keys));
             MDB_val k = {l->k1.len, l->k1.data}, d;
-            if (mdb_get(t, l->dbi, &k, &d))
-                rc = RL_E_INTERNAL_ERROR;
-            else
-                s->check += touch(d.mv_data, d.mv_size);
+            if (mdb_get(t, l->dbi, &k, &d)) rc = RL_E_INTERNAL_ERROR;
+            else s->check += touch(d.mv_data, d.mv_size);
         }
     } else {
         MDB_cursor *c;
@@ -346,10 +342,8 @@ static int lm_op(sys *s, int w, uint64_t *rng) {
             return RL_E_IO_ERROR;
         }
         int64_t start = (int64_t)(rnd(rng) % (uint64_t)(s->keys - RANGE_ROWS));
-        if (w == W_RANGE)
-            record_key(&l->k1, start);
-        else
-            index_prefix(&l->k1, start);
+        if (w == W_RANGE) record_key(&l->k1, start);
+        else index_prefix(&l->k1, start);
         MDB_val k = {l->k1.len, l->k1.data}, d;
         int n = 0;
         int e = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
@@ -367,8 +361,7 @@ static int lm_op(sys *s, int w, uint64_t *rng) {
                     rc = RL_E_INTERNAL_ERROR;
                     break;
                 }
-                s->check += touch(k.mv_data, k.mv_size) + touch(rk.mv_data, rk.mv_size) +
-                            touch(rd.mv_data, rd.mv_size);
+                s->check += touch(k.mv_data, k.mv_size) + touch(rk.mv_data, rk.mv_size) + touch(rd.mv_data, rd.mv_size);
             } else {
                 s->check += touch(k.mv_data, k.mv_size) + touch(d.mv_data, d.mv_size);
             }
@@ -444,10 +437,10 @@ static int sq_setup(sys *s, const rl_micro_options *o) {
     sqlite3_finalize(ino);
     if (rc) return rc;
     if (sqlite3_prepare_v2(q->db, "SELECT v FROM kv WHERE k=?", -1, &q->get, NULL) ||
-        sqlite3_prepare_v2(q->db, "SELECT k, v FROM kv WHERE k>=? AND k<? ORDER BY k LIMIT 1000", -1,
-                           &q->range, NULL) ||
-        sqlite3_prepare_v2(q->db, "SELECT pk, v FROM orders WHERE price>=? ORDER BY price LIMIT 1000",
-                           -1, &q->mapped, NULL) ||
+        sqlite3_prepare_v2(q->db, "SELECT k, v FROM kv WHERE k>=? AND k<? ORDER BY k LIMIT 1000", -1, &q->range,
+                           NULL) ||
+        sqlite3_prepare_v2(q->db, "SELECT pk, v FROM orders WHERE price>=? ORDER BY price LIMIT 1000", -1, &q->mapped,
+                           NULL) ||
         sqlite3_prepare_v2(q->db, "INSERT OR REPLACE INTO kv VALUES(?,?)", -1, &q->put, NULL) ||
         sqlite3_prepare_v2(q->db, "BEGIN", -1, &q->begin, NULL) ||
         sqlite3_prepare_v2(q->db, "COMMIT", -1, &q->commit, NULL))
@@ -624,9 +617,9 @@ static void print_cell(FILE *out, const sys *s, int w) {
 /* Print "label = a/b" or "label = n/a" when either has no result. */
 static void print_ratio(FILE *out, const char *label, const sys *a, const sys *b, int w) {
     if (has_result(a, w) && has_result(b, w))
-        fprintf(out, "  %s = %.2f", label, median(a->samples[w], a->n_samples[w]) / median(b->samples[w], b->n_samples[w]));
-    else
-        fprintf(out, "  %s = n/a", label);
+        fprintf(out, "  %s = %.2f", label,
+                median(a->samples[w], a->n_samples[w]) / median(b->samples[w], b->n_samples[w]));
+    else fprintf(out, "  %s = n/a", label);
 }
 
 int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
@@ -661,7 +654,7 @@ int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
         systems[i].value_len = o->value_len;
         fprintf(stderr, "micro: loading %d records into %s\n", o->keys, systems[i].name);
         int e = o->fail_setup && !strcmp(o->fail_setup, systems[i].name) ? RL_E_IO_ERROR
-                                                                          : systems[i].setup(&systems[i], &oo);
+                                                                         : systems[i].setup(&systems[i], &oo);
         if (e) {
             set_failed(&systems[i], e, -1);
             rc = rc ? rc : e;
@@ -686,7 +679,9 @@ int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
     fprintf(out, "\n%-12s %-10s", "workload", "unit");
     for (int i = 0; i < ns; i++) fprintf(out, " %14s", systems[i].name);
     fprintf(out, "   ratios (median of rounds)\n");
-    if (json) rl__buf_printf(json, "{\"keys\":%d,\"value_len\":%d,\"seconds\":%g,\"repeats\":%d,\"results\":[", o->keys, o->value_len, o->seconds, repeats);
+    if (json)
+        rl__buf_printf(json, "{\"keys\":%d,\"value_len\":%d,\"seconds\":%g,\"repeats\":%d,\"results\":[", o->keys,
+                       o->value_len, o->seconds, repeats);
     int first = 1;
     for (int w = 0; w < W_COUNT; w++) {
         if (o->only && strcmp(o->only, wnames[w])) continue;
@@ -696,15 +691,15 @@ int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
             if (json) {
                 const sys *x = &systems[i];
                 int bad = x->failed && x->err_w <= w;
-                rl__buf_printf(json, "%s{\"workload\":\"%s\",\"system\":\"%s\",\"ns_per_op\":[", first ? "" : ",", wnames[w], x->name);
+                rl__buf_printf(json, "%s{\"workload\":\"%s\",\"system\":\"%s\",\"ns_per_op\":[", first ? "" : ",",
+                               wnames[w], x->name);
                 first = 0;
                 for (int k = 0; k < x->n_samples[w]; k++)
                     rl__buf_printf(json, "%s%.1f", k ? "," : "", x->samples[w][k]);
                 if (has_result(x, w))
-                    rl__buf_printf(json, "],\"median_ns_per_op\":%.1f,\"allocs_per_op\":%.3f", median(x->samples[w], x->n_samples[w]),
-                                   median(x->allocs[w], x->n_samples[w]));
-                else
-                    rl__buf_append_str(json, "],\"median_ns_per_op\":null,\"allocs_per_op\":null");
+                    rl__buf_printf(json, "],\"median_ns_per_op\":%.1f,\"allocs_per_op\":%.3f",
+                                   median(x->samples[w], x->n_samples[w]), median(x->allocs[w], x->n_samples[w]));
+                else rl__buf_append_str(json, "],\"median_ns_per_op\":null,\"allocs_per_op\":null");
                 if (bad) rl__buf_printf(json, ",\"failed\":true,\"error\":\"%s\"}", rl_error_name(x->err));
                 else rl__buf_append_str(json, ",\"failed\":false}");
             }

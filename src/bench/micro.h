@@ -29,12 +29,12 @@
 #include "base/buf.h"
 
 /* The ranges of the options (rlbench micro shows them in its help). */
-#define RL__MICRO_KEYS_MIN 2000       /* range1000/mapped1000 read 1,000 rows from a random start */
+#define RL__MICRO_KEYS_MIN 2000 /* range1000/mapped1000 read 1,000 rows from a random start */
 #define RL__MICRO_KEYS_MAX 10000000
 #define RL__MICRO_VALUE_LEN_MAX 100000 /* RL_VALUE_SIZE_LIMIT: the largest value reclayer stores */
 #define RL__MICRO_SECONDS_MIN 0.001
 #define RL__MICRO_SECONDS_MAX 3600.0
-#define RL__MICRO_REPEATS_MAX 64       /* rounds kept per system and workload */
+#define RL__MICRO_REPEATS_MAX 64 /* rounds kept per system and workload */
 
 typedef struct {
     int keys;         /* records in the dataset (default 100,000), RL__MICRO_KEYS_MIN..MAX */

@@ -46,16 +46,14 @@ static int rows_add(rows_t *r, const uint8_t *k, size_t kl, const uint8_t *v, si
 }
 
 /* Read every row of [b, e) in txn into r. */
-static int read_all(rl_txn *txn, const uint8_t *b, size_t bl, const uint8_t *e, size_t el,
-                    rows_t *r) {
+static int read_all(rl_txn *txn, const uint8_t *b, size_t bl, const uint8_t *e, size_t el, rows_t *r) {
     rl_buf cur;
     rl__buf_init(&cur);
     rl__buf_append(&cur, b, bl);
     int rc = rl__buf_error(&cur);
     for (int it = 1; rc == RL_OK; it++) {
         rl_future *f = rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(cur.data, cur.len),
-                                        RL_FIRST_GREATER_OR_EQUAL(e, el), 0, 0,
-                                        RL_STREAMING_WANT_ALL, it, 0);
+                                        RL_FIRST_GREATER_OR_EQUAL(e, el), 0, 0, RL_STREAMING_WANT_ALL, it, 0);
         const rl_keyvalue *kvs;
         int n = 0, more = 0;
         rc = rl_future_wait(f);
@@ -89,9 +87,9 @@ typedef struct {
     const char *index;
     rl_buf rec_b, rec_e, idx_b, idx_e;
     rows_t ks, sl, idx;
-    rl_buf rec_keys;     /* record keys of the index entries, concatenated */
+    rl_buf rec_keys; /* record keys of the index entries, concatenated */
     int64_t read_version;
-    int with_index;      /* read the index entries (show) */
+    int with_index; /* read the index entries (show) */
 } snap_ctx;
 
 /* One transaction (one read version): the shard map rows and the index entries. */
@@ -138,8 +136,7 @@ static void snap_release(snap_ctx *c) {
 }
 
 /* See placement_store.h. */
-int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out,
-                            rl_buf *msg) {
+int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out, rl_buf *msg) {
     *out = NULL;
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
@@ -162,8 +159,8 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
         goto out;
     }
     if ((rc = rl_db_run(t.db, snap_fn, &c)) != RL_OK) {
-        rl__buf_printf(msg, "reading the shard map and the index failed: %s %s",
-                       rl_error_name(rc), rl_last_error_detail());
+        rl__buf_printf(msg, "reading the shard map and the index failed: %s %s", rl_error_name(rc),
+                       rl_last_error_detail());
         goto out;
     }
     kks = rows_kvs(&c.ks);
@@ -181,8 +178,7 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
     size_t np = 0;
     for (size_t i = 0; roff && i < c.idx.n; i++) {
         const size_t *o = &c.idx.off[i * 4];
-        if (rl__tool_index_entry_record(t.s, index, c.idx.bytes.data + o[0], o[1], &one) != RL_OK)
-            continue;
+        if (rl__tool_index_entry_record(t.s, index, c.idx.bytes.data + o[0], o[1], &one) != RL_OK) continue;
         roff[np * 2] = c.rec_keys.len;
         roff[np * 2 + 1] = one.len;
         rl__buf_append(&c.rec_keys, one.data, one.len);
@@ -202,10 +198,9 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
     }
     rl__free(roff);
     qsort(pairs, np, sizeof *pairs, cmp_pair);
-    json_t *r = rl__pl_receipt(&m, c.idx_b.data, c.idx_b.len, c.idx_e.data, c.idx_e.len,
-                               c.rec_b.data, c.rec_b.len, c.rec_e.data, c.rec_e.len, pairs, np);
-    json_t *o = r ? json_pack("{s:o,s:I}", "receipt", r, "read_version", (json_int_t)c.read_version)
-                  : NULL;
+    json_t *r = rl__pl_receipt(&m, c.idx_b.data, c.idx_b.len, c.idx_e.data, c.idx_e.len, c.rec_b.data, c.rec_b.len,
+                               c.rec_e.data, c.rec_e.len, pairs, np);
+    json_t *o = r ? json_pack("{s:o,s:I}", "receipt", r, "read_version", (json_int_t)c.read_version) : NULL;
     if (!o) {
         rc = RL_E_OUT_OF_MEMORY;
         goto out;
@@ -234,9 +229,8 @@ static int recs_fn(rl_txn *txn, void *ud) {
 }
 
 /* See placement_store.h. */
-int rl__tool_placement_place(const char *url, const char *store, const char *index,
-                             const uint32_t *index_team, uint32_t n_index_team,
-                             const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
+int rl__tool_placement_place(const char *url, const char *store, const char *index, const uint32_t *index_team,
+                             uint32_t n_index_team, const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
                              uint32_t n_rec_teams, int timeout_ms, rl_buf *msg) {
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
@@ -257,8 +251,7 @@ int rl__tool_placement_place(const char *url, const char *store, const char *ind
         goto out;
     }
     /* 1. The index to its team. */
-    if ((rc = rl__placement_assign(url, ib.data, ib.len,
-                                   ie.data, ie.len, index_team, n_index_team, timeout_ms, NULL,
+    if ((rc = rl__placement_assign(url, ib.data, ib.len, ie.data, ie.len, index_team, n_index_team, timeout_ms, NULL,
                                    NULL, msg)) != RL_OK)
         goto out;
     /* 2. The records, split evenly by record into one contiguous range per team. */
@@ -283,9 +276,7 @@ int rl__tool_placement_place(const char *url, const char *store, const char *ind
             last = body;
             body = (size_t)(el.raw - k) + el.raw_len;
         }
-        if (ns && soff[(ns - 1) * 2 + 1] == last &&
-            memcmp(starts.data + soff[(ns - 1) * 2], k, last) == 0)
-            continue;
+        if (ns && soff[(ns - 1) * 2 + 1] == last && memcmp(starts.data + soff[(ns - 1) * 2], k, last) == 0) continue;
         soff[ns * 2] = starts.len;
         soff[ns * 2 + 1] = last;
         rl__buf_append(&starts, k, last);
@@ -303,8 +294,7 @@ int rl__tool_placement_place(const char *url, const char *store, const char *ind
         size_t bl = j == 0 ? c.b.len : soff[points[j - 1] * 2 + 1];
         const uint8_t *e = j == np ? c.e.data : starts.data + soff[points[j] * 2];
         size_t el = j == np ? c.e.len : soff[points[j] * 2 + 1];
-        rc = rl__placement_assign(url, b, bl, e, el, rec_teams[j], n_rec_team[j], timeout_ms, NULL,
-                                  NULL, msg);
+        rc = rl__placement_assign(url, b, bl, e, el, rec_teams[j], n_rec_team[j], timeout_ms, NULL, NULL, msg);
     }
     rl__free(points);
 out:

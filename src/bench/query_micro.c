@@ -60,8 +60,8 @@ typedef struct {
     int n;
     double rows; /* rows per op */
     int selected, failed;
-    int err; /* the error when failed */
-    int has_k;            /* o->stats: k holds one untimed op's counters */
+    int err;   /* the error when failed */
+    int has_k; /* o->stats: k holds one untimed op's counters */
     rl_query_counters k;
 } result;
 
@@ -86,8 +86,7 @@ typedef struct {
 } load_batch;
 
 /* Fill o with record id (customer points into buf, 32 bytes). */
-static void make_order(Reclayer__Order *o, int id, int records, char *buf, const uint8_t *pad,
-                       size_t pad_len) {
+static void make_order(Reclayer__Order *o, int id, int records, char *buf, const uint8_t *pad, size_t pad_len) {
     Reclayer__Order init = RECLAYER__ORDER__INIT;
     *o = init;
     o->has_order_id = 1, o->order_id = id;
@@ -117,8 +116,7 @@ static int sq_exec(sqlite3 *db, const char *sql) {
 /* Load `records` Orders with `padding` bytes of padding into a new mem: store and a new
  * in-memory SQLite database. On failure d holds what was opened (dataset_release frees it). */
 static int dataset_load(dataset *d, rl_db *shared, const char *name, int records, int padding) {
-    static const uint8_t prefix[] = {0x02, 'b', 'e', 'n', 'c', 'h', 0x00,
-                                     0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00};
+    static const uint8_t prefix[] = {0x02, 'b', 'e', 'n', 'c', 'h', 0x00, 0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00};
     uint8_t pfx[64];
     size_t pfx_len = sizeof prefix;
     uint8_t *pad = NULL;
@@ -139,8 +137,7 @@ static int dataset_load(dataset *d, rl_db *shared, const char *name, int records
         goto done;
     }
     if ((rc = rl__order_metadata(&d->md)) ||
-        (rc = rl_store_new(d->md, pfx, pfx_len, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS,
-                           &d->st)))
+        (rc = rl_store_new(d->md, pfx, pfx_len, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, &d->st)))
         goto done;
     if ((rc = rl_txn_begin(d->db, &t))) goto done;
     if (shared) { /* start from an empty store: an earlier run's rows would change the answers */
@@ -164,8 +161,8 @@ static int dataset_load(dataset *d, rl_db *shared, const char *name, int records
     int per = 4000000 / (padding + 200);
     per = per < 1 ? 1 : per > 500 ? 500 : per;
     for (int first = 1; first <= records; first += per) {
-        load_batch b = {d->st, first, records - first + 1 < per ? records - first + 1 : per, records,
-                        pad, (size_t)padding};
+        load_batch b = {d->st,   first, records - first + 1 < per ? records - first + 1 : per,
+                        records, pad,   (size_t)padding};
         if ((rc = rl_db_run(d->db, load_fn, &b))) goto done;
     }
     /* SQLite: the same rows. */
@@ -199,10 +196,14 @@ static int dataset_load(dataset *d, rl_db *shared, const char *name, int records
         }
     }
     if ((rc = sq_exec(d->sq, "COMMIT; ANALYZE"))) goto done;
-    if (sqlite3_prepare_v2(d->sq, "SELECT order_id, price, padding, customer, quantity FROM orders"
-                                  " ORDER BY price LIMIT ?", -1, &d->sel[0], NULL) ||
-        sqlite3_prepare_v2(d->sq, "SELECT order_id, price, padding, customer, quantity FROM orders"
-                                  " ORDER BY price DESC LIMIT ?", -1, &d->sel[1], NULL) ||
+    if (sqlite3_prepare_v2(d->sq,
+                           "SELECT order_id, price, padding, customer, quantity FROM orders"
+                           " ORDER BY price LIMIT ?",
+                           -1, &d->sel[0], NULL) ||
+        sqlite3_prepare_v2(d->sq,
+                           "SELECT order_id, price, padding, customer, quantity FROM orders"
+                           " ORDER BY price DESC LIMIT ?",
+                           -1, &d->sel[1], NULL) ||
         sqlite3_prepare_v2(d->sq, "BEGIN", -1, &d->begin, NULL) ||
         sqlite3_prepare_v2(d->sq, "COMMIT", -1, &d->commit, NULL)) {
         rc = RL_E_IO_ERROR;
@@ -234,8 +235,8 @@ static uint64_t fold(uint64_t h, int64_t id) { return (h ^ (uint64_t)id) * 0x100
 
 /* One reclayer op: the query with fetch method m, reading every field of every record.
  * [out] out_rows: rows returned; out_hash: fold of their order_ids. */
-static int rl_op(dataset *d, rl_fetch_method m, int limit, int reverse, uint64_t *out_rows,
-                 uint64_t *out_hash, rl_query_counters *out_k) {
+static int rl_op(dataset *d, rl_fetch_method m, int limit, int reverse, uint64_t *out_rows, uint64_t *out_hash,
+                 rl_query_counters *out_k) {
     rl_txn *t = NULL;
     rl_cursor *c = NULL;
     rl_query_options qo;
@@ -365,8 +366,8 @@ static int check_group(dataset *d, int limit, int reverse, const char *group, re
             return rc;
         }
         if (n != n0 || h != h0) {
-            fprintf(stderr, "query: %s/%s returned %llu rows, not SQLite's %llu rows (or another order)\n",
-                    group, snames[s], (unsigned long long)n, (unsigned long long)n0);
+            fprintf(stderr, "query: %s/%s returned %llu rows, not SQLite's %llu rows (or another order)\n", group,
+                    snames[s], (unsigned long long)n, (unsigned long long)n0);
             return RL_E_INTERNAL_ERROR;
         }
     }
@@ -456,8 +457,8 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
     for (int d = 0; d < D_COUNT && rc == RL_OK; d++) {
         if (!need[d]) continue;
         int pad = d == D_SPLIT ? o->padding : 0;
-        fprintf(stderr, "query: loading %d %s Orders (padding %d) into %s and SQLite\n", o->records,
-                dnames[d], pad, o->db ? o->db : "mem:");
+        fprintf(stderr, "query: loading %d %s Orders (padding %d) into %s and SQLite\n", o->records, dnames[d], pad,
+                o->db ? o->db : "mem:");
         if ((rc = dataset_load(&ds[d], shared, dnames[d], o->records, pad))) {
             fprintf(stderr, "query: loading %s failed: %s\n", dnames[d], rl_error_name(rc));
             for (int r = 0; r < R_COUNT; r++)
@@ -502,15 +503,17 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
         }
     }
     /* The table: medians of the rounds. */
-    fprintf(out, "\nquery micro-benchmark: %d Orders per dataset, split padding %d B, %d rounds x %.2f s, "
-                 "median of rounds; SQLite allocations %s\n",
+    fprintf(out,
+            "\nquery micro-benchmark: %d Orders per dataset, split padding %d B, %d rounds x %.2f s, "
+            "median of rounds; SQLite allocations %s\n",
             o->records, o->padding, repeats, o->seconds,
             sq_counting == 1 ? "counted by a wrapper of its allocator (lookaside not counted)" : "n/a");
-    fprintf(out, "%-7s %-9s %-8s %-16s %12s %10s %12s %8s %9s %9s\n", "dataset", "rows", "dir", "system",
-            "ns/op", "allocs/op", "B/op", "rows/op", "ns/row", "x sqlite");
+    fprintf(out, "%-7s %-9s %-8s %-16s %12s %10s %12s %8s %9s %9s\n", "dataset", "rows", "dir", "system", "ns/op",
+            "allocs/op", "B/op", "rows/op", "ns/row", "x sqlite");
     if (json)
-        rl__buf_printf(json, "{\"records\":%d,\"padding\":%d,\"seconds\":%g,\"repeats\":%d,"
-                             "\"sqlite_allocs_counted\":%s,\"results\":[",
+        rl__buf_printf(json,
+                       "{\"records\":%d,\"padding\":%d,\"seconds\":%g,\"repeats\":%d,"
+                       "\"sqlite_allocs_counted\":%s,\"results\":[",
                        o->records, o->padding, o->seconds, repeats, sq_counting == 1 ? "true" : "false");
     int first = 1;
     for (int d = 0; d < D_COUNT; d++)
@@ -524,11 +527,13 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                     if (!x->selected) continue;
                     fprintf(out, "%-7s %-9s %-8s %-16s", dnames[d], rnames[r], dirnames[dir], snames[s]);
                     if (x->failed || !x->n) {
-                        if (x->failed) fprintf(out, " %12s  %s (%s)\n", "failed", rl_error_name(x->err), rl_error_message(x->err));
+                        if (x->failed)
+                            fprintf(out, " %12s  %s (%s)\n", "failed", rl_error_name(x->err), rl_error_message(x->err));
                         else fprintf(out, " %12s  (an earlier case failed)\n", "not run");
                         if (json) {
-                            rl__buf_printf(json, "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
-                                                 "\"system\":\"%s\",\"failed\":%s,\"error\":",
+                            rl__buf_printf(json,
+                                           "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
+                                           "\"system\":\"%s\",\"failed\":%s,\"error\":",
                                            first ? "" : ",", dnames[d], rnames[r], dirnames[dir], snames[s],
                                            x->failed ? "true" : "false");
                             if (x->failed) rl__buf_printf(json, "\"%s\"}", rl_error_name(x->err));
@@ -545,8 +550,9 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                     if (sq_ok) fprintf(out, " %9.2f\n", ns / sq_ns);
                     else fprintf(out, " %9s\n", "n/a");
                     if (json) {
-                        rl__buf_printf(json, "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
-                                             "\"system\":\"%s\",\"failed\":false,\"rows_per_op\":%.1f,\"ns_per_op\":[",
+                        rl__buf_printf(json,
+                                       "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
+                                       "\"system\":\"%s\",\"failed\":false,\"rows_per_op\":%.1f,\"ns_per_op\":[",
                                        first ? "" : ",", dnames[d], rnames[r], dirnames[dir], snames[s], x->rows);
                         first = 0;
                         for (int k = 0; k < x->n; k++) rl__buf_printf(json, "%s%.1f", k ? "," : "", x->ns[k]);
@@ -556,24 +562,23 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                         if (sq_ok) rl__buf_printf(json, ",\"ratio_to_sqlite\":%.3f", ns / sq_ns);
                         else rl__buf_append_str(json, ",\"ratio_to_sqlite\":null");
                         if (x->has_k)
-                            rl__buf_printf(json, ",\"trace\":{\"requests\":%llu,\"requests_client_storage\":%llu,"
-                                                 "\"requests_client_coordinator\":%llu,\"requests_storage_storage\":%llu,"
-                                                 "\"round_trips\":%llu,\"critical_round_trips\":%llu,"
-                                                 "\"s2s_round_trips\":%llu,\"bytes_sent\":%llu,\"bytes_received\":%llu,"
-                                                 "\"bytes_storage_storage\":%llu}",
-                                           (unsigned long long)x->k.requests,
-                                           (unsigned long long)x->k.requests_client_storage,
-                                           (unsigned long long)x->k.requests_client_coordinator,
-                                           (unsigned long long)x->k.requests_storage_storage,
-                                           (unsigned long long)x->k.round_trips,
-                                           (unsigned long long)x->k.critical_round_trips,
-                                           (unsigned long long)x->k.s2s_round_trips,
-                                           (unsigned long long)(x->k.bytes_sent_client_storage +
-                                                                x->k.bytes_sent_client_coordinator),
-                                           (unsigned long long)(x->k.bytes_received_client_storage +
-                                                                x->k.bytes_received_client_coordinator),
-                                           (unsigned long long)(x->k.bytes_sent_storage_storage +
-                                                                x->k.bytes_received_storage_storage));
+                            rl__buf_printf(
+                                json,
+                                ",\"trace\":{\"requests\":%llu,\"requests_client_storage\":%llu,"
+                                "\"requests_client_coordinator\":%llu,\"requests_storage_storage\":%llu,"
+                                "\"round_trips\":%llu,\"critical_round_trips\":%llu,"
+                                "\"s2s_round_trips\":%llu,\"bytes_sent\":%llu,\"bytes_received\":%llu,"
+                                "\"bytes_storage_storage\":%llu}",
+                                (unsigned long long)x->k.requests, (unsigned long long)x->k.requests_client_storage,
+                                (unsigned long long)x->k.requests_client_coordinator,
+                                (unsigned long long)x->k.requests_storage_storage, (unsigned long long)x->k.round_trips,
+                                (unsigned long long)x->k.critical_round_trips, (unsigned long long)x->k.s2s_round_trips,
+                                (unsigned long long)(x->k.bytes_sent_client_storage +
+                                                     x->k.bytes_sent_client_coordinator),
+                                (unsigned long long)(x->k.bytes_received_client_storage +
+                                                     x->k.bytes_received_client_coordinator),
+                                (unsigned long long)(x->k.bytes_sent_storage_storage +
+                                                     x->k.bytes_received_storage_storage));
                         rl__buf_append_str(json, "}");
                     }
                 }
@@ -582,8 +587,8 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
      * (rows1000 minus rows10, per extra row) matches the per-row figure at 10 rows. */
     fprintf(out, "\nallocations per returned row (allocs/op / rows/op; marginal = extra allocs per extra row "
                  "from rows10 to rows1000)\n");
-    fprintf(out, "%-7s %-8s %-16s %10s %10s %10s %10s\n", "dataset", "dir", "system", "limit1", "rows10",
-            "rows1000", "marginal");
+    fprintf(out, "%-7s %-8s %-16s %10s %10s %10s %10s\n", "dataset", "dir", "system", "limit1", "rows10", "rows1000",
+            "marginal");
     for (int d = 0; d < D_COUNT; d++)
         for (int dir = 0; dir < 2; dir++)
             for (int s = 0; s < S_COUNT; s++) {
@@ -602,8 +607,7 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                 for (int r = 0; r < R_COUNT; r++) print_count(out, per[r], 10);
                 if (al[R_ROWS10] >= 0 && al[R_ROWS1000] >= 0 && rows[R_ROWS1000] > rows[R_ROWS10])
                     print_count(out, (al[R_ROWS1000] - al[R_ROWS10]) / (rows[R_ROWS1000] - rows[R_ROWS10]), 10);
-                else
-                    fprintf(out, " %10s", "-");
+                else fprintf(out, " %10s", "-");
                 fprintf(out, "\n");
             }
     if (o->stats) {
@@ -621,16 +625,18 @@ int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf
                         const result *x = &res[d][r][dir][s];
                         if (!x->has_k) continue;
                         const rl_query_counters *k = &x->k;
-                        fprintf(out, "%-7s %-9s %-8s %-16s %8llu %8llu %6llu %7llu %8llu %8llu %7llu %10llu %10llu %10llu\n",
-                                dnames[d], rnames[r], dirnames[dir], snames[s], (unsigned long long)k->requests,
-                                (unsigned long long)k->requests_client_storage,
-                                (unsigned long long)k->requests_client_coordinator,
-                                (unsigned long long)k->requests_storage_storage, (unsigned long long)k->round_trips,
-                                (unsigned long long)k->critical_round_trips, (unsigned long long)k->s2s_round_trips,
-                                (unsigned long long)(k->bytes_sent_client_storage + k->bytes_sent_client_coordinator),
-                                (unsigned long long)(k->bytes_received_client_storage +
-                                                     k->bytes_received_client_coordinator),
-                                (unsigned long long)(k->bytes_sent_storage_storage + k->bytes_received_storage_storage));
+                        fprintf(
+                            out,
+                            "%-7s %-9s %-8s %-16s %8llu %8llu %6llu %7llu %8llu %8llu %7llu %10llu %10llu %10llu\n",
+                            dnames[d], rnames[r], dirnames[dir], snames[s], (unsigned long long)k->requests,
+                            (unsigned long long)k->requests_client_storage,
+                            (unsigned long long)k->requests_client_coordinator,
+                            (unsigned long long)k->requests_storage_storage, (unsigned long long)k->round_trips,
+                            (unsigned long long)k->critical_round_trips, (unsigned long long)k->s2s_round_trips,
+                            (unsigned long long)(k->bytes_sent_client_storage + k->bytes_sent_client_coordinator),
+                            (unsigned long long)(k->bytes_received_client_storage +
+                                                 k->bytes_received_client_coordinator),
+                            (unsigned long long)(k->bytes_sent_storage_storage + k->bytes_received_storage_storage));
                     }
     }
     if (json) rl__buf_append_str(json, "]}");

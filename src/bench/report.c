@@ -27,8 +27,8 @@ static json_t *find_summary(json_t *r, const char *topo, const char *kase, const
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(r, "summary"), i, s) {
-        if (!strcmp(jstr(s, "topology"), topo) && !strcmp(jstr(s, "case"), kase) && !strcmp(jstr(s, "comparison"), cmp) &&
-            !strcmp(jstr(s, "metric"), metric))
+        if (!strcmp(jstr(s, "topology"), topo) && !strcmp(jstr(s, "case"), kase) &&
+            !strcmp(jstr(s, "comparison"), cmp) && !strcmp(jstr(s, "metric"), metric))
             return s;
     }
     return NULL;
@@ -111,18 +111,16 @@ static void put_ratio(rl_buf *b, json_t *s) {
     const char *st = jstr(s, "status");
     if (!strcmp(st, "ok"))
         rl__buf_printf(b, "%.3f [%.3f, %.3f]", jnumv(s, "ratio"), jnumv(s, "ci_low"), jnumv(s, "ci_high"));
-    else if (!strcmp(st, "zero_zero"))
-        rl__buf_append_str(b, "n/a (0 in both)");
-    else
-        rl__buf_append_str(b, "n/a");
+    else if (!strcmp(st, "zero_zero")) rl__buf_append_str(b, "n/a (0 in both)");
+    else rl__buf_append_str(b, "n/a");
 }
 
 /* ---- Tables ------------------------------------------------------------------------------------ */
 
-static const char *const metrics_all[] = {"ns_per_op", "bytes_per_op", "allocs_per_op", "rows_per_op",
+static const char *const metrics_all[] = {"ns_per_op",       "bytes_per_op",       "allocs_per_op",   "rows_per_op",
                                           "requests_per_op", "round_trips_per_op", "kv_bytes_per_op", NULL};
-static const char *const metric_titles[] = {"time/op", "B/op", "allocs/op", "rows/op", "requests/op",
-                                            "round trips/op", "KV bytes/op", NULL};
+static const char *const metric_titles[] = {"time/op",     "B/op",           "allocs/op",   "rows/op",
+                                            "requests/op", "round trips/op", "KV bytes/op", NULL};
 
 static int topo_ran(json_t *t) { return !strcmp(jstr(t, "status"), "ran"); }
 
@@ -190,7 +188,8 @@ void rl__camp_report_main_table(json_t *r, rl_buf *b) {
             rl__buf_printf(b, "| %s | %s | ", k, jstr(kc, "label"));
             put_ratio(b, find_summary(r, topo, k, "remote/ordinary", "ns_per_op"));
             if (ad) rl__buf_append_str(b, " | "), put_ratio(b, find_summary(r, topo, k, "adaptive/best", "ns_per_op"));
-            if (sq) rl__buf_append_str(b, " | "), put_ratio(b, find_summary(r, topo, k, "sqlite/ordinary", "ns_per_op"));
+            if (sq)
+                rl__buf_append_str(b, " | "), put_ratio(b, find_summary(r, topo, k, "sqlite/ordinary", "ns_per_op"));
             const char *arms[4] = {"ordinary", "remote", ad ? "adaptive" : NULL, sq ? "sqlite" : NULL};
             for (int a = 0; a < 4; a++) {
                 if (!arms[a]) continue;
@@ -205,11 +204,25 @@ void rl__camp_report_main_table(json_t *r, rl_buf *b) {
 
 /* Absolute values: median of block medians [min, max of all repeats] per arm. */
 static void absolute_table(rl_buf *b, json_t *r, const char *topo) {
-    static const char *const ms[] = {"ns_per_op", "bytes_per_op", "allocs_per_op", "rows_per_op", "index_entries_per_op",
-                                     "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op",
-                                     "kv_bytes_per_op", NULL};
-    static const char *const titles[] = {"time/op", "B/op", "allocs/op", "rows/op", "index entries/op",
-                                         "client reads/op", "mapped requests/op", "record loads/op", "KV bytes/op"};
+    static const char *const ms[] = {"ns_per_op",
+                                     "bytes_per_op",
+                                     "allocs_per_op",
+                                     "rows_per_op",
+                                     "index_entries_per_op",
+                                     "client_reads_per_op",
+                                     "mapped_requests_per_op",
+                                     "record_loads_per_op",
+                                     "kv_bytes_per_op",
+                                     NULL};
+    static const char *const titles[] = {"time/op",
+                                         "B/op",
+                                         "allocs/op",
+                                         "rows/op",
+                                         "index entries/op",
+                                         "client reads/op",
+                                         "mapped requests/op",
+                                         "record loads/op",
+                                         "KV bytes/op"};
     json_t *p = json_object_get(r, "protocol");
     size_t i, j;
     json_t *kname, *aname;
@@ -269,13 +282,13 @@ static void checks_table(rl_buf *b, json_t *r, const char *topo) {
         put_rtt(b, json_object_get(ch, "rtt_before"));
         rl__buf_append_str(b, " | ");
         put_rtt(b, json_object_get(ch, "rtt_after"));
-        rl__buf_printf(b, " | %s | %s | ", json_is_true(json_object_get(ch, "receipts_equal")) ? "yes" : "**NO (failed)**",
+        rl__buf_printf(b, " | %s | %s | ",
+                       json_is_true(json_object_get(ch, "receipts_equal")) ? "yes" : "**NO (failed)**",
                        json_is_true(json_object_get(ch, "worker_rows_match")) ? "yes" : "**NO (failed)**");
         if (json_is_true(json_object_get(cpu, "ok")))
             rl__buf_printf(b, "%.1f%% (%.2f CPU s in %.1f s)", 100 * jnumv(cpu, "other_fraction"),
                            jnumv(cpu, "other_cpu_seconds"), jnumv(cpu, "wall_seconds"));
-        else
-            rl__buf_append_str(b, "unverifiable");
+        else rl__buf_append_str(b, "unverifiable");
         rl__buf_printf(b, " | %s | %zu/%zu |\n", jstr(kc, "label"), ok, n);
     }
 }
@@ -384,11 +397,13 @@ static void dataset_section(rl_buf *b, json_t *t) {
                           "| defect | integrity_ok before | integrity_ok after | defects found | passed |\n"
                           "|---|---|---|---|---|\n");
     json_array_foreach(json_object_get(t, "defect_controls"), i, d) {
-        rl__buf_printf(b, "| %s | %s | %s | ", jstr(d, "defect"), json_is_true(json_object_get(d, "clean_before")) ? "true" : "false",
+        rl__buf_printf(b, "| %s | %s | %s | ", jstr(d, "defect"),
+                       json_is_true(json_object_get(d, "clean_before")) ? "true" : "false",
                        json_is_true(json_object_get(d, "integrity_ok_after")) ? "true" : "false");
         size_t j;
         json_t *f;
-        json_array_foreach(json_object_get(d, "found"), j, f) rl__buf_printf(b, "%s%s", j ? ", " : "", json_string_value(f));
+        json_array_foreach(json_object_get(d, "found"), j, f)
+            rl__buf_printf(b, "%s%s", j ? ", " : "", json_string_value(f));
         rl__buf_printf(b, " | %s |\n", json_is_true(json_object_get(d, "passed")) ? "yes" : "**NO**");
     }
     rl__buf_append_str(b, "\nArms: ");
@@ -399,8 +414,9 @@ static void dataset_section(rl_buf *b, json_t *t) {
     }
     size_t agree = 0, n = json_array_size(json_object_get(t, "rows_check"));
     json_array_foreach(json_object_get(t, "rows_check"), i, d) agree += json_is_true(json_object_get(d, "agree"));
-    rl__buf_printf(b, ".\n\nRows check: the available arms returned the same rows in the same order in %zu of %zu "
-                      "cases (each arm run once per case before timing; every timed repeat is checked against it too).\n",
+    rl__buf_printf(b,
+                   ".\n\nRows check: the available arms returned the same rows in the same order in %zu of %zu "
+                   "cases (each arm run once per case before timing; every timed repeat is checked against it too).\n",
                    agree, n);
 }
 
@@ -416,8 +432,7 @@ static void put_plots(rl_buf *b, json_t *r, const char *topo) {
         any = 1;
     }
     if (any) rl__buf_append_str(b, "\n");
-    else if (json_object_get(pl, "error"))
-        rl__buf_printf(b, "\nPlots were not drawn: %s\n", jstr(pl, "error"));
+    else if (json_object_get(pl, "error")) rl__buf_printf(b, "\nPlots were not drawn: %s\n", jstr(pl, "error"));
 }
 
 int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl_buf *msg) {
@@ -434,41 +449,47 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl_buf *msg) {
         n_cont += !strcmp(jstr(kc, "label"), "contaminated");
     }
     rl__buf_printf(&b, "# Campaign report: %s\n\n%s\n\n", jstr(r, "protocol_name"), jstr(p, "description"));
-    rl__buf_printf(&b, "Protocol `%s` (%s), SHA-256 `%s`. Started %s, finished %s (%.0f s). Raw samples, every check "
-                       "and the summary: `results.json`; machine, versions and binaries: `manifest.json`.\n\n",
-                   jstr(r, "protocol_name"), jstr(r, "protocol_source"), jstr(r, "protocol_sha256"), jstr(r, "started_utc"),
-                   jstr(r, "finished_utc"), jnumv(r, "wall_seconds"));
-    if (json_is_true(json_object_get(r, "ok")))
-        rl__buf_append_str(&b, "**Every check passed and every process ran.**");
+    rl__buf_printf(&b,
+                   "Protocol `%s` (%s), SHA-256 `%s`. Started %s, finished %s (%.0f s). Raw samples, every check "
+                   "and the summary: `results.json`; machine, versions and binaries: `manifest.json`.\n\n",
+                   jstr(r, "protocol_name"), jstr(r, "protocol_source"), jstr(r, "protocol_sha256"),
+                   jstr(r, "started_utc"), jstr(r, "finished_utc"), jnumv(r, "wall_seconds"));
+    if (json_is_true(json_object_get(r, "ok"))) rl__buf_append_str(&b, "**Every check passed and every process ran.**");
     else
         rl__buf_printf(&b, "**%lld checks failed and %lld processes failed** (see Failures at the end).",
                        (long long)json_integer_value(json_object_get(r, "failed_checks")),
                        (long long)json_integer_value(json_object_get(r, "failed_processes")));
     if (n_cont)
-        rl__buf_printf(&b, " **%zu of %zu cases are contaminated**: other processes used more than %.0f%% of the "
-                           "machine's CPU while they ran; their figures are kept and labelled, and should be read as noisy.",
-                       n_cont, n_cases, 100 * jnumv(ck, "contamination_threshold"));
+        rl__buf_printf(
+            &b,
+            " **%zu of %zu cases are contaminated**: other processes used more than %.0f%% of the "
+            "machine's CPU while they ran; their figures are kept and labelled, and should be read as noisy.",
+            n_cont, n_cases, 100 * jnumv(ck, "contamination_threshold"));
     rl__buf_append_str(&b, "\n\n## Design\n\n");
-    rl__buf_printf(&b, "- Dataset: %lld `Order` records per variant with the VALUE index `price_idx` (price 0..999 "
-                       "from seed %lld): `small` (one key-value per record) and `split` (%lld bytes of padding: two "
-                       "chunks per record); `skip3` cases query `small` and skip 3 entries (pushed down).\n",
+    rl__buf_printf(&b,
+                   "- Dataset: %lld `Order` records per variant with the VALUE index `price_idx` (price 0..999 "
+                   "from seed %lld): `small` (one key-value per record) and `split` (%lld bytes of padding: two "
+                   "chunks per record); `skip3` cases query `small` and skip 3 entries (pushed down).\n",
                    (long long)json_integer_value(json_object_get(ds, "records")),
                    (long long)json_integer_value(json_object_get(ds, "seed")),
                    (long long)json_integer_value(json_object_get(ds, "split_padding")));
-    rl__buf_printf(&b, "- %lld blocks × arms; the order of the arms alternates between blocks (as listed in even "
-                       "blocks, reversed in odd ones); every (block, case, arm) is a fresh process running %lld "
-                       "repeats of a %g s timed loop after a %g s warm-up; SCAN_AND_FETCH pipeline depth %lld.\n",
+    rl__buf_printf(&b,
+                   "- %lld blocks × arms; the order of the arms alternates between blocks (as listed in even "
+                   "blocks, reversed in odd ones); every (block, case, arm) is a fresh process running %lld "
+                   "repeats of a %g s timed loop after a %g s warm-up; SCAN_AND_FETCH pipeline depth %lld.\n",
                    (long long)json_integer_value(json_object_get(dz, "blocks")),
                    (long long)json_integer_value(json_object_get(dz, "repeats")), jnumv(dz, "seconds"),
                    jnumv(dz, "warmup_seconds"), (long long)json_integer_value(json_object_get(dz, "pipeline_depth")));
-    rl__buf_printf(&b, "- Per process the median of its repeats; per block the ratio of each arm to its baseline "
-                       "(remote/ordinary; adaptive/best = adaptive over the better of ordinary and remote in that block; "
-                       "sqlite/ordinary); per case the geometric mean of the block ratios with a nominal %.0f%% "
-                       "block-bootstrap percentile interval (%lld resamples, seed %lld). Lower is better.\n",
+    rl__buf_printf(&b,
+                   "- Per process the median of its repeats; per block the ratio of each arm to its baseline "
+                   "(remote/ordinary; adaptive/best = adaptive over the better of ordinary and remote in that block; "
+                   "sqlite/ordinary); per case the geometric mean of the block ratios with a nominal %.0f%% "
+                   "block-bootstrap percentile interval (%lld resamples, seed %lld). Lower is better.\n",
                    100 * jnumv(st, "level"), (long long)json_integer_value(json_object_get(st, "resamples")),
                    (long long)json_integer_value(json_object_get(st, "seed")));
-    rl__buf_printf(&b, "- Checks around every case: RTT probe before and after, placement receipts before and after "
-                       "(must be equal), CPU used by other processes (contaminated above %.0f%% of the machine).\n",
+    rl__buf_printf(&b,
+                   "- Checks around every case: RTT probe before and after, placement receipts before and after "
+                   "(must be equal), CPU used by other processes (contaminated above %.0f%% of the machine).\n",
                    100 * jnumv(ck, "contamination_threshold"));
     rl__buf_append_str(&b, "\n## Main table\n");
     rl__camp_report_main_table(r, &main);
@@ -500,7 +521,8 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl_buf *msg) {
         rl__buf_append_str(&b, "\nRestoration (after the last case, the delay removed): ");
         put_rtt(&b, json_object_get(t, "restoration"));
         json_t *rest = json_object_get(t, "restoration");
-        if (rest && !json_is_true(json_object_get(rest, "applicable"))) rl__buf_printf(&b, " (%s)", jstr(rest, "reason"));
+        if (rest && !json_is_true(json_object_get(rest, "applicable")))
+            rl__buf_printf(&b, " (%s)", jstr(rest, "reason"));
         rl__buf_append_str(&b, ".\n\n### What happened\n\n");
         sentences(&b, r, topo, jstr(t, "kind"));
         put_plots(&b, r, topo);

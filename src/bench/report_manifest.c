@@ -44,7 +44,8 @@ static int git(const char *dir, const char *a1, const char *a2, const char *a3, 
 static void add_binary(json_t *arr, const char *name, const char *path) {
     char hex[RL_SHA256_HEX_LEN + 1];
     if (access(path, X_OK) != 0) return;
-    if (rl__sha256_file(path, hex)) json_array_append_new(arr, json_pack("{s:s, s:s, s:n}", "name", name, "path", path, "sha256"));
+    if (rl__sha256_file(path, hex))
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:n}", "name", name, "path", path, "sha256"));
     else json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", name, "path", path, "sha256", hex));
 }
 
@@ -77,8 +78,9 @@ int rl__camp_manifest(const rl_camp_run_options *o, const char *self_exe, json_t
     add_binary(bins, "rlkvd", path);
     json_object_set_new(m, "binaries", bins);
     rl__camp_machine(&cpu, &kernel, &mem, &cores);
-    json_object_set_new(m, "machine", json_pack("{s:s, s:i, s:I, s:s}", "cpu_model", rl__camp_str(&cpu), "cores", cores,
-                                                "memory_bytes", (json_int_t)mem, "kernel", rl__camp_str(&kernel)));
+    json_object_set_new(m, "machine",
+                        json_pack("{s:s, s:i, s:I, s:s}", "cpu_model", rl__camp_str(&cpu), "cores", cores,
+                                  "memory_bytes", (json_int_t)mem, "kernel", rl__camp_str(&kernel)));
     char xxh[32];
     unsigned xv = XXH_versionNumber();
     snprintf(xxh, sizeof xxh, "%u.%u.%u", xv / 10000, xv / 100 % 100, xv % 100);

@@ -109,8 +109,8 @@ rl_stats_ratio_status rl__stats_ratio(double num, double den, double *out) {
 
 /* ---- The block bootstrap ----------------------------------------------------------------- */
 
-int rl__stats_bootstrap_geomean(const double *x, size_t n, int resamples, uint64_t seed, double level,
-                                double *out_low, double *out_high) {
+int rl__stats_bootstrap_geomean(const double *x, size_t n, int resamples, uint64_t seed, double level, double *out_low,
+                                double *out_high) {
     double *logs = NULL, *stat = NULL;
     rl_stats_rng r;
     int rc = RL_OK;
@@ -138,8 +138,8 @@ done:
     return rc;
 }
 
-int rl__stats_summarise(const double *num, const double *den, size_t n, int resamples, uint64_t seed,
-                        double level, double *block_ratios, rl_stats_summary *out) {
+int rl__stats_summarise(const double *num, const double *den, size_t n, int resamples, uint64_t seed, double level,
+                        double *block_ratios, rl_stats_summary *out) {
     double *r = NULL;
     size_t n_ok = 0, n_zz = 0;
     int rc = RL_OK;

@@ -77,14 +77,14 @@ rl_stats_ratio_status rl__stats_ratio(double num, double den, double *out);
  * the file comment specifies. [in] level: e.g. 0.95. [out] out_low, out_high.
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (n == 0, resamples < 1, level not in (0, 1), a value of x
  * <= 0 or not finite), RL_E_OUT_OF_MEMORY. With n == 1 the interval is [x[0], x[0]]. */
-int rl__stats_bootstrap_geomean(const double *x, size_t n, int resamples, uint64_t seed, double level,
-                                double *out_low, double *out_high);
+int rl__stats_bootstrap_geomean(const double *x, size_t n, int resamples, uint64_t seed, double level, double *out_low,
+                                double *out_high);
 
 /* The summary of one comparison (arm / baseline) of one metric over the blocks of a case. */
 typedef struct {
-    int n_blocks;   /* block ratios that entered the summary */
-    double ratio;   /* geometric mean of the block ratios (NaN: none) */
-    double ci_low;  /* the bootstrap interval (NaN: none) */
+    int n_blocks;  /* block ratios that entered the summary */
+    double ratio;  /* geometric mean of the block ratios (NaN: none) */
+    double ci_low; /* the bootstrap interval (NaN: none) */
     double ci_high;
     rl_stats_ratio_status status; /* OK; ZERO_ZERO when every block was 0/0; else UNDEFINED when
                                    * some block had no positive finite ratio or no block had any */
@@ -97,7 +97,7 @@ typedef struct {
  * and [ci_low, ci_high] = rl__stats_bootstrap_geomean. [out] block_ratios (n doubles, may be
  * NULL): each block's ratio or NaN. Returns RL_OK or RL_E_OUT_OF_MEMORY / RL_E_INVALID_ARGUMENT
  * from the bootstrap (bad resamples or level). */
-int rl__stats_summarise(const double *num, const double *den, size_t n, int resamples, uint64_t seed,
-                        double level, double *block_ratios, rl_stats_summary *out);
+int rl__stats_summarise(const double *num, const double *den, size_t n, int resamples, uint64_t seed, double level,
+                        double *block_ratios, rl_stats_summary *out);
 
 #endif

@@ -88,7 +88,7 @@ typedef struct {
     const rl_mutation *muts; /* may contain SET_VERSIONSTAMPED_KEY / _VALUE */
     size_t n_muts;
     /* Results. */
-    int result;               /* RL_OK, RL_E_NOT_COMMITTED, RL_E_TRANSACTION_TOO_OLD, … (the
+    int result;                /* RL_OK, RL_E_NOT_COMMITTED, RL_E_TRANSACTION_TOO_OLD, … (the
                                * full list is in the header of committer.c) */
     rl_version commit_version; /* the batch version; 0 if read-only or not committed */
     uint16_t batch_order;      /* index of the request in its batch */
@@ -102,8 +102,7 @@ typedef struct {
 } rl_committer_options;
 
 /* Create a committer over a sink; `recovered` is the sink's last durable version. */
-int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered,
-                      rl_committer **out);
+int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered, rl_committer **out);
 /* Free the committer: stops and joins its thread (rl__committer_submit started it) after the
  * thread has completed every request still queued. No rl__committer_commit or submit may be in
  * progress or follow. NULL is a no-op. */
@@ -170,7 +169,6 @@ void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out);
 /* Substitute a versionstamp (10 bytes: version BE, order BE) into a SET_VERSIONSTAMPED_KEY or
  * _VALUE parameter whose last 4 bytes are the little-endian offset; result appended to out.
  * RL_E_CLIENT_INVALID_OPERATION if the offset does not fit. */
-int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, uint16_t order,
-                                rl_buf *out);
+int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, uint16_t order, rl_buf *out);
 
 #endif

@@ -88,36 +88,36 @@ typedef struct cm_waiter {
 
 struct rl_committer {
     pthread_mutex_t mu;
-    pthread_cond_t cv;       /* broadcast when a batch finishes */
-    pthread_cond_t work_cv;  /* signalled when work arrives for the thread (monotonic clock) */
+    pthread_cond_t cv;      /* broadcast when a batch finishes */
+    pthread_cond_t work_cv; /* signalled when work arrives for the thread (monotonic clock) */
     rl_log_sink sink;
-    int max_batch;           /* 1..CM_MAX_BATCH */
+    int max_batch;            /* 1..CM_MAX_BATCH */
     uint64_t max_batch_bytes; /* 0: no bound; else a batch's mutation bytes stay <= this
                                  (always at least one request) */
     /* The committer thread (started by the first rl__committer_submit). Under mu. */
     pthread_t thread;
-    int has_thread;          /* 1 once started: only the thread leads batches */
-    int stopping;            /* rl__committer_free asked the thread to finish and exit */
+    int has_thread; /* 1 once started: only the thread leads batches */
+    int stopping;   /* rl__committer_free asked the thread to finish and exit */
     /* Under mu. */
-    cm_waiter *q_head;       /* FIFO of QUEUED waiters */
+    cm_waiter *q_head; /* FIFO of QUEUED waiters */
     cm_waiter *q_tail;
-    int leading;             /* a batch is running */
-    int poisoned;            /* a sink call failed: every commit fails */
-    int poison_rc;           /* the sink's error that poisoned it (RL_E_IO_ERROR, RL_E_NO_SPACE, …) */
-    rl_version durable;      /* newest synced batch version (the read version) */
-    rl_version oldest;       /* the resolver's oldest version after the last batch */
-    uint64_t queued;         /* waiters in the queue */
-    uint64_t batches;        /* batches that reached the sink successfully */
-    uint64_t committed;      /* requests committed */
-    uint64_t conflicts;      /* requests failed with RL_E_NOT_COMMITTED */
+    int leading;        /* a batch is running */
+    int poisoned;       /* a sink call failed: every commit fails */
+    int poison_rc;      /* the sink's error that poisoned it (RL_E_IO_ERROR, RL_E_NO_SPACE, …) */
+    rl_version durable; /* newest synced batch version (the read version) */
+    rl_version oldest;  /* the resolver's oldest version after the last batch */
+    uint64_t queued;    /* waiters in the queue */
+    uint64_t batches;   /* batches that reached the sink successfully */
+    uint64_t committed; /* requests committed */
+    uint64_t conflicts; /* requests failed with RL_E_NOT_COMMITTED */
     /* Leader only (leading == 1), no lock needed. */
     rl_sequencer seq;
     rl_resolver *res;
-    cm_waiter **batch;       /* max_batch slots */
-    rl_mutation *muts;       /* the batch's mutations, muts_cap slots */
+    cm_waiter **batch; /* max_batch slots */
+    rl_mutation *muts; /* the batch's mutations, muts_cap slots */
     size_t muts_cap;
-    rl_arena arena;          /* substituted versionstamp keys/values of the batch */
-    rl_buf scratch;          /* one substitution at a time */
+    rl_arena arena; /* substituted versionstamp keys/values of the batch */
+    rl_buf scratch; /* one substitution at a time */
 };
 
 /* ---- Versionstamps ------------------------------------------------------------------------- */
@@ -126,8 +126,7 @@ struct rl_committer {
  * versionstamp bytes written at the offset) is appended to out. Errors:
  * RL_E_CLIENT_INVALID_OPERATION (param shorter than 4 bytes or offset + 10 past the end of the
  * param without its offset bytes), RL_E_OUT_OF_MEMORY (out is then in its sticky error state). */
-int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, uint16_t order,
-                                rl_buf *out) {
+int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, uint16_t order, rl_buf *out) {
     if (len < 4) return RL_E_CLIENT_INVALID_OPERATION;
     size_t body = len - 4;
     const uint8_t *o = param + body;
@@ -145,13 +144,12 @@ int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, 
 /* A mutation type the committer accepts: every type storage logs, plus the versionstamped
  * operations it resolves itself. */
 static int mutation_type_known(uint8_t t) {
-    return rl__wal_type_ok(t) || t == RL_MUT_SET_VERSIONSTAMPED_KEY ||
-           t == RL_MUT_SET_VERSIONSTAMPED_VALUE;
+    return rl__wal_type_ok(t) || t == RL_MUT_SET_VERSIONSTAMPED_KEY || t == RL_MUT_SET_VERSIONSTAMPED_VALUE;
 }
 
 /* Substitute one versionstamp param into the batch arena: *out_p and *out_len get the copy. */
-static int stamp(rl_committer *c, const uint8_t *p, uint32_t len, rl_version v, uint16_t order,
-                 const uint8_t **out_p, uint32_t *out_len) {
+static int stamp(rl_committer *c, const uint8_t *p, uint32_t len, rl_version v, uint16_t order, const uint8_t **out_p,
+                 uint32_t *out_len) {
     rl__buf_reset(&c->scratch);
     int rc = rl__versionstamp_substitute(p, len, v, order, &c->scratch);
     if (rc != RL_OK) return rc;
@@ -164,8 +162,7 @@ static int stamp(rl_committer *c, const uint8_t *p, uint32_t len, rl_version v, 
 
 /* Append req's mutations (validated, versionstamps substituted) to c->muts[*nm..]. On error
  * *nm is unchanged (the request's partial mutations are dropped). */
-static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_version v,
-                           uint16_t order, size_t *nm) {
+static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_version v, uint16_t order, size_t *nm) {
     size_t need = *nm + req->n_muts;
     if (need > c->muts_cap) {
         size_t cap = c->muts_cap ? c->muts_cap : 64;
@@ -203,8 +200,8 @@ static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_ver
  * sink failed: poison; the batch's committed requests get RL_E_COMMIT_UNKNOWN_RESULT and
  * *out_sink_err is the sink's own error, which every later request gets). poisoned: 0, or the
  * error a poisoned committer returns. */
-static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known, int poisoned,
-                     rl_version *out_v, int *out_sink_err) {
+static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known, int poisoned, rl_version *out_v,
+                     int *out_sink_err) {
     if (poisoned) {
         for (int i = 0; i < n; i++) batch[i]->req->result = poisoned;
         return RL_E_NOT_FOUND;
@@ -356,8 +353,7 @@ static void *committer_thread(void *arg) {
 /* See commit.h. o may be NULL (defaults). The sink is copied; its ctx is borrowed for the
  * committer's life. Errors: RL_E_INVALID_ARGUMENT (missing sink functions, negative max_batch),
  * RL_E_OUT_OF_MEMORY. *out is set only on RL_OK. */
-int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered,
-                      rl_committer **out) {
+int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered, rl_committer **out) {
     rl_committer_options def = {0, 0};
     if (!o) o = &def;
     if (!sink.apply || !sink.sync || o->max_batch < 0) return RL_E_INVALID_ARGUMENT;
@@ -366,9 +362,7 @@ int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_versio
     if (!c) return RL_E_OUT_OF_MEMORY;
     int has_mu = 0, has_cv = 0;
     c->sink = sink;
-    c->max_batch = o->max_batch == 0 ? CM_DEFAULT_BATCH
-                   : o->max_batch > CM_MAX_BATCH ? CM_MAX_BATCH
-                                                 : o->max_batch;
+    c->max_batch = o->max_batch == 0 ? CM_DEFAULT_BATCH : o->max_batch > CM_MAX_BATCH ? CM_MAX_BATCH : o->max_batch;
     c->durable = recovered;
     rl__sequencer_init(&c->seq, recovered);
     rl__arena_init(&c->arena, 0);
@@ -428,17 +422,14 @@ void rl__committer_free(rl_committer *c) {
  * 9-byte header, as storage/wal.h encodes it and as a PEEK reply carries it). */
 static uint64_t mutation_bytes(const rl_commit_request *req) {
     uint64_t b = 0;
-    for (size_t i = 0; i < req->n_muts; i++)
-        b += (uint64_t)req->muts[i].len1 + req->muts[i].len2 + RL_WAL_MUT_HEADER;
+    for (size_t i = 0; i < req->n_muts; i++) b += (uint64_t)req->muts[i].len1 + req->muts[i].len2 + RL_WAL_MUT_HEADER;
     return b;
 }
 
 /* Append w to the queue (mutex held) and tell the thread, if there is one. */
 static void enqueue(rl_committer *c, cm_waiter *w) {
-    if (c->q_tail)
-        c->q_tail->next = w;
-    else
-        c->q_head = w;
+    if (c->q_tail) c->q_tail->next = w;
+    else c->q_head = w;
     c->q_tail = w;
     c->queued++;
     if (c->has_thread) pthread_cond_signal(&c->work_cv);
@@ -464,10 +455,8 @@ int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
     }
     enqueue(c, &w);
     while (!w.done) {
-        if (!c->leading && !c->has_thread)
-            lead_batch(c);
-        else
-            pthread_cond_wait(&c->cv, &c->mu);
+        if (!c->leading && !c->has_thread) lead_batch(c);
+        else pthread_cond_wait(&c->cv, &c->mu);
     }
     pthread_mutex_unlock(&c->mu);
     return req->result;
@@ -516,13 +505,9 @@ void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes) {
     pthread_mutex_unlock(&c->mu);
 }
 
-rl_version rl__committer_read_version(rl_committer *c) {
-    return rl__locked_u64(&c->mu, &c->durable);
-}
+rl_version rl__committer_read_version(rl_committer *c) { return rl__locked_u64(&c->mu, &c->durable); }
 
-rl_version rl__committer_oldest_version(rl_committer *c) {
-    return rl__locked_u64(&c->mu, &c->oldest);
-}
+rl_version rl__committer_oldest_version(rl_committer *c) { return rl__locked_u64(&c->mu, &c->oldest); }
 
 void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out) {
     pthread_mutex_lock(&c->mu);

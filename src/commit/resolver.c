@@ -45,22 +45,22 @@
 #define RS_MIN_COLLECT 64 /* never collect below this many boundaries */
 
 typedef struct rs_node {
-    rl_version v;            /* newest write version over [key, next key); 0 = none remembered */
-    uint32_t key_len;        /* bytes of key */
-    uint32_t level;          /* 1..RS_MAX_LEVEL: the number of forward pointers */
-    uint8_t *key;            /* key bytes, stored after next[level] in the same allocation */
-    struct rs_node *next[];  /* forward pointers, next[0] is the level-0 successor */
+    rl_version v;           /* newest write version over [key, next key); 0 = none remembered */
+    uint32_t key_len;       /* bytes of key */
+    uint32_t level;         /* 1..RS_MAX_LEVEL: the number of forward pointers */
+    uint8_t *key;           /* key bytes, stored after next[level] in the same allocation */
+    struct rs_node *next[]; /* forward pointers, next[0] is the level-0 successor */
 } rs_node;
 
 struct rl_resolver {
-    rs_node *head;            /* key "", level RS_MAX_LEVEL */
-    int level;                /* highest level in use, 1..RS_MAX_LEVEL */
-    size_t count;             /* boundaries, head included */
-    size_t collect_at;        /* collect when count exceeds this */
-    uint64_t window;          /* versions remembered behind newest */
-    rl_version newest;        /* newest version added */
-    rl_version floor;         /* reads below this are too old whatever the window */
-    uint64_t rng;             /* xorshift state for node levels */
+    rs_node *head;     /* key "", level RS_MAX_LEVEL */
+    int level;         /* highest level in use, 1..RS_MAX_LEVEL */
+    size_t count;      /* boundaries, head included */
+    size_t collect_at; /* collect when count exceeds this */
+    uint64_t window;   /* versions remembered behind newest */
+    rl_version newest; /* newest version added */
+    rl_version floor;  /* reads below this are too old whatever the window */
+    uint64_t rng;      /* xorshift state for node levels */
 };
 
 /* ---- Nodes ----------------------------------------------------------------------------------- */
@@ -220,9 +220,7 @@ rl_version rl__resolver_oldest(const rl_resolver *r) {
     return w > r->floor ? w : r->floor;
 }
 
-size_t rl__resolver_size(const rl_resolver *r) {
-    return r->count;
-}
+size_t rl__resolver_size(const rl_resolver *r) { return r->count; }
 
 /* See commit.h. Borrowed: reads, only during the call. */
 int rl__resolver_check(rl_resolver *r, rl_version read_version, const rl_keyrange *reads, size_t n) {

@@ -103,14 +103,16 @@ FDBC_API void fdb_database_destroy(FDBDatabase *d) {
     if (d) fdbc_database_unref(d);
 }
 
-FDBC_API fdb_error_t fdb_database_set_option(FDBDatabase *d, int option, const uint8_t *value,
-                                             int value_length) {
+FDBC_API fdb_error_t fdb_database_set_option(FDBDatabase *d, int option, const uint8_t *value, int value_length) {
     if (!d) return FDBC_E_CLIENT_INVALID_OPERATION;
     if (value_length < 0) return FDBC_E_INVALID_OPTION_VALUE;
     int64_t v = 0;
     int rc;
     switch (option) {
-    case 500: case 501: case 502: case 503: /* transaction_timeout, _retry_limit, ... */
+    case 500:
+    case 501:
+    case 502:
+    case 503: /* transaction_timeout, _retry_limit, ... */
         if ((rc = fdbc_int_param(value, value_length, &v))) return rc;
         if ((option == 500 && (v < 0 || v > 2147483647)) || (option == 501 && (v < -1 || v > 2147483647)) ||
             (option == 502 && (v < 0 || v > 2147483647)) || (option == 503 && (v < 32 || v > RL_TXN_SIZE_LIMIT)))
@@ -123,26 +125,30 @@ FDBC_API fdb_error_t fdb_database_set_option(FDBDatabase *d, int option, const u
         d->has_defaults = 1;
         pthread_mutex_unlock(&d->mu);
         return 0;
-    case 10: case 20: case 21: case 22:      /* location cache, max watches, machine/dc ids */
-    case 26:                                 /* snapshot_ryw_enable (the default) */
-    case 405:                                /* transaction_logging_max_field_length */
-    case 504: case 505:                      /* transaction_causal_read_risky, include_port */
-    case 506: case 507:                      /* transaction_automatic_idempotency, report_conflicting */
-    case 800: case 900:                      /* use_config_database, test_causal_read_risky */
-    case 1000:                               /* transaction_expensive_clear_cost_estimation */
-    case 1001: case 1002:                    /* authorization / tenant defaults */
-        return 0;
-    case 27:                                 /* snapshot_ryw_disable */
-    case 700:                                /* transaction_bypass_unreadable */
-        return FDBC_E_UNSUPPORTED_OPERATION;
+    case 10:
+    case 20:
+    case 21:
+    case 22:  /* location cache, max watches, machine/dc ids */
+    case 26:  /* snapshot_ryw_enable (the default) */
+    case 405: /* transaction_logging_max_field_length */
+    case 504:
+    case 505: /* transaction_causal_read_risky, include_port */
+    case 506:
+    case 507: /* transaction_automatic_idempotency, report_conflicting */
+    case 800:
+    case 900:  /* use_config_database, test_causal_read_risky */
+    case 1000: /* transaction_expensive_clear_cost_estimation */
+    case 1001:
+    case 1002: /* authorization / tenant defaults */ return 0;
+    case 27: /* snapshot_ryw_disable */
+    case 700: /* transaction_bypass_unreadable */ return FDBC_E_UNSUPPORTED_OPERATION;
     }
     return FDBC_E_INVALID_OPTION;
 }
 
 /* ---- Tenants and administration: not served by reclayer ---------------------------------- */
 
-FDBC_API fdb_error_t fdb_database_open_tenant(FDBDatabase *d, const uint8_t *name, int name_length,
-                                              FDBTenant **out) {
+FDBC_API fdb_error_t fdb_database_open_tenant(FDBDatabase *d, const uint8_t *name, int name_length, FDBTenant **out) {
     (void)d;
     (void)name;
     (void)name_length;
@@ -163,20 +169,19 @@ FDBC_API FDBFuture *fdb_tenant_get_id(FDBTenant *t) {
     return fdbc_future_error(FK_INT64, FDBC_E_UNSUPPORTED_OPERATION);
 }
 
-FDBC_API FDBFuture *fdb_database_reboot_worker(FDBDatabase *d, const uint8_t *address,
-                                               int address_length, fdb_bool_t check, int duration) {
+FDBC_API FDBFuture *fdb_database_reboot_worker(FDBDatabase *d, const uint8_t *address, int address_length,
+                                               fdb_bool_t check, int duration) {
     (void)d, (void)address, (void)address_length, (void)check, (void)duration;
     return fdbc_future_error(FK_INT64, FDBC_E_UNSUPPORTED_OPERATION);
 }
 
-FDBC_API FDBFuture *fdb_database_force_recovery_with_data_loss(FDBDatabase *d, const uint8_t *dcid,
-                                                               int dcid_length) {
+FDBC_API FDBFuture *fdb_database_force_recovery_with_data_loss(FDBDatabase *d, const uint8_t *dcid, int dcid_length) {
     (void)d, (void)dcid, (void)dcid_length;
     return fdbc_future_error(FK_NONE, FDBC_E_UNSUPPORTED_OPERATION);
 }
 
-FDBC_API FDBFuture *fdb_database_create_snapshot(FDBDatabase *d, const uint8_t *uid, int uid_length,
-                                                 const uint8_t *cmd, int cmd_length) {
+FDBC_API FDBFuture *fdb_database_create_snapshot(FDBDatabase *d, const uint8_t *uid, int uid_length, const uint8_t *cmd,
+                                                 int cmd_length) {
     (void)d, (void)uid, (void)uid_length, (void)cmd, (void)cmd_length;
     return fdbc_future_error(FK_NONE, FDBC_E_UNSUPPORTED_OPERATION);
 }

@@ -62,8 +62,7 @@ FDBC_API const char *fdb_get_error(fdb_error_t code) {
 int fdbc_pred(int predicate, int code) {
     switch (predicate) {
     case FDBC_PRED_RETRYABLE:
-        return fdbc_pred(FDBC_PRED_MAYBE_COMMITTED, code) ||
-               fdbc_pred(FDBC_PRED_RETRYABLE_NOT_COMMITTED, code);
+        return fdbc_pred(FDBC_PRED_MAYBE_COMMITTED, code) || fdbc_pred(FDBC_PRED_RETRYABLE_NOT_COMMITTED, code);
     case FDBC_PRED_MAYBE_COMMITTED:
         return code == 1021 /* commit_unknown_result */ || code == 1039 /* cluster_version_changed */;
     case FDBC_PRED_RETRYABLE_NOT_COMMITTED:
@@ -78,8 +77,7 @@ int fdbc_pred(int predicate, int code) {
         case 1051: /* batch_transaction_throttled */
         case 1037: /* process_behind */
         case 1213: /* tag_throttled */
-        case 1223: /* proxy_tag_throttled */
-            return 1;
+        case 1223: /* proxy_tag_throttled */ return 1;
         }
         return 0;
     }

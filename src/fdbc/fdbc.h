@@ -120,48 +120,48 @@ void fdbc_post(fdbc_task *t);
 /* ---- Futures (future.c) ------------------------------------------------------------------ */
 
 typedef enum {
-    FK_NONE = 0,   /* commit, on_error, watch: no value */
-    FK_INT64,      /* read version, approximate size */
-    FK_KEY,        /* get_key, versionstamp */
-    FK_VALUE,      /* get */
-    FK_KVS,        /* get_range */
-    FK_MAPPED,     /* get_mapped_range */
-    FK_STRINGS,    /* get_addresses_for_key */
-    FK_KEYS,       /* get_range_split_points */
-    FK_RANGES,     /* blob granule ranges */
-    FK_UINT64,     /* server protocol */
+    FK_NONE = 0, /* commit, on_error, watch: no value */
+    FK_INT64,    /* read version, approximate size */
+    FK_KEY,      /* get_key, versionstamp */
+    FK_VALUE,    /* get */
+    FK_KVS,      /* get_range */
+    FK_MAPPED,   /* get_mapped_range */
+    FK_STRINGS,  /* get_addresses_for_key */
+    FK_KEYS,     /* get_range_split_points */
+    FK_RANGES,   /* blob granule ranges */
+    FK_UINT64,   /* server protocol */
     FK_BOOL,
     FK_DOUBLE,
 } fdbc_kind;
 
 struct FDB_future {
-    int kind;                 /* fdbc_kind */
+    int kind; /* fdbc_kind */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int ready;                /* under mu; once 1 never changes */
-    int err;                  /* FoundationDB code; valid when ready */
-    int refs;                 /* under mu: the user's + the inner callback's + a posted task's */
-    int destroyed;            /* fdb_future_destroy was called (under mu) */
-    int released;             /* fdb_future_release_memory was called (under mu) */
-    int inner_cb_done;        /* the inner future's callback ran or will never run (under mu) */
-    FDBCallback cb;           /* set and not yet run (under mu) */
+    int ready;         /* under mu; once 1 never changes */
+    int err;           /* FoundationDB code; valid when ready */
+    int refs;          /* under mu: the user's + the inner callback's + a posted task's */
+    int destroyed;     /* fdb_future_destroy was called (under mu) */
+    int released;      /* fdb_future_release_memory was called (under mu) */
+    int inner_cb_done; /* the inner future's callback ran or will never run (under mu) */
+    FDBCallback cb;    /* set and not yet run (under mu) */
     void *cb_param;
-    fdbc_task task;           /* posts the callback to the network thread */
-    rl_future *inner;         /* owned; results below may point into it */
-    rl_future *inner2;        /* FK_STRINGS: the second read (the server list), owned */
-    int inner2_cb_done;       /* its callback ran or will never run (under mu) */
-    int parts;                /* FK_STRINGS: bit 0 inner, bit 1 inner2 completed (under mu) */
-    rl_txn *aux_txn;          /* FK_STRINGS: the transaction of the two reads, owned */
-    FDBDatabase *aux_db;      /* ... and one reference to its database */
-    FDBTransaction *tr;       /* on_error: the transaction it retries (borrowed, see transaction.c) */
-    int on_error_code;        /* on_error: the code the user passed */
-    int on_error_sub;         /* on_error: the code handed to rl_txn_on_error */
+    fdbc_task task;      /* posts the callback to the network thread */
+    rl_future *inner;    /* owned; results below may point into it */
+    rl_future *inner2;   /* FK_STRINGS: the second read (the server list), owned */
+    int inner2_cb_done;  /* its callback ran or will never run (under mu) */
+    int parts;           /* FK_STRINGS: bit 0 inner, bit 1 inner2 completed (under mu) */
+    rl_txn *aux_txn;     /* FK_STRINGS: the transaction of the two reads, owned */
+    FDBDatabase *aux_db; /* ... and one reference to its database */
+    FDBTransaction *tr;  /* on_error: the transaction it retries (borrowed, see transaction.c) */
+    int on_error_code;   /* on_error: the code the user passed */
+    int on_error_sub;    /* on_error: the code handed to rl_txn_on_error */
     /* Results (valid when ready and err == 0). */
     int64_t i64;
-    const uint8_t *bytes;     /* FK_KEY / FK_VALUE */
+    const uint8_t *bytes; /* FK_KEY / FK_VALUE */
     int len;
     int present;
-    void *conv;               /* heap block: FDBKeyValue[] or FDBMappedKeyValue[] + rows */
+    void *conv; /* heap block: FDBKeyValue[] or FDBMappedKeyValue[] + rows */
     int count;
     int more;
 };
@@ -186,16 +186,16 @@ FDBFuture *fdbc_future_attach_addresses(FDBFuture *f, rl_future *ks, rl_future *
 /* ---- Databases and transactions (database.c, transaction.c) ------------------------------ */
 
 struct FDB_database {
-    rl_db *db;                /* owned */
-    int is_cluster;           /* a cluster: URL (get_addresses_for_key has storage servers to name) */
+    rl_db *db;      /* owned */
+    int is_cluster; /* a cluster: URL (get_addresses_for_key has storage servers to name) */
     pthread_mutex_t mu;
-    int refs;                 /* under mu: the user's handle + one per transaction */
+    int refs; /* under mu: the user's handle + one per transaction */
     /* Transaction defaults (database options 500-503). */
     int64_t def_timeout_ms;
     int64_t def_retry_limit;
     int64_t def_max_retry_delay_ms;
     int64_t def_size_limit;
-    int has_defaults;         /* one of them was set */
+    int has_defaults; /* one of them was set */
 };
 
 /* reclayer's shard map in the system keyspace (docs/design.md §8.3): "\xff/keyServers/BEGIN" ->
@@ -211,18 +211,18 @@ void fdbc_database_unref(FDBDatabase *d);
 int fdbc_int_param(const uint8_t *value, int len, int64_t *out);
 
 struct FDB_transaction {
-    FDBDatabase *d;           /* one reference held */
-    rl_txn *txn;              /* owned */
-    pthread_mutex_t mu;       /* serialises every call on the transaction */
-    int deferred_err;         /* first error of a void call (set, clear, ...) since the last reset;
+    FDBDatabase *d;         /* one reference held */
+    rl_txn *txn;            /* owned */
+    pthread_mutex_t mu;     /* serialises every call on the transaction */
+    int deferred_err;       /* first error of a void call (set, clear, ...) since the last reset;
                                  commit and later reads fail with it, as FoundationDB's do */
-    int used;                 /* a read or read version was issued (set_read_version then fails) */
-    int has_rv;               /* a read version was set */
-    int sticky;               /* an option rl_txn_reset cannot undo was set (reset recreates) */
-    int access_system_keys;   /* ACCESS_SYSTEM_KEYS (read and write \xff) */
-    int read_system_keys;     /* READ_SYSTEM_KEYS only: \xff readable, not writable */
+    int used;               /* a read or read version was issued (set_read_version then fails) */
+    int has_rv;             /* a read version was set */
+    int sticky;             /* an option rl_txn_reset cannot undo was set (reset recreates) */
+    int access_system_keys; /* ACCESS_SYSTEM_KEYS (read and write \xff) */
+    int read_system_keys;   /* READ_SYSTEM_KEYS only: \xff readable, not writable */
     int ryw_disabled;
-    int64_t approx_size;      /* bytes of mutations and conflict ranges given (approximate) */
+    int64_t approx_size; /* bytes of mutations and conflict ranges given (approximate) */
 };
 
 #endif

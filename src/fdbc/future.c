@@ -130,14 +130,10 @@ static int convert(FDBFuture *f, rl_future *in) {
     int rc = rl_future_get_error(in);
     if (rc) return fdbc_err(rc);
     switch (f->kind) {
-    case FK_NONE:
-        return 0;
-    case FK_INT64:
-        return fdbc_err(rl_future_get_int64(in, &f->i64));
-    case FK_KEY:
-        return fdbc_err(rl_future_get_key(in, &f->bytes, &f->len));
-    case FK_VALUE:
-        return fdbc_err(rl_future_get_value(in, &f->present, &f->bytes, &f->len));
+    case FK_NONE: return 0;
+    case FK_INT64: return fdbc_err(rl_future_get_int64(in, &f->i64));
+    case FK_KEY: return fdbc_err(rl_future_get_key(in, &f->bytes, &f->len));
+    case FK_VALUE: return fdbc_err(rl_future_get_value(in, &f->present, &f->bytes, &f->len));
     case FK_KVS: {
         const rl_keyvalue *kvs;
         int n, more;
@@ -576,8 +572,8 @@ FDBC_API fdb_error_t fdb_future_get_key(FDBFuture *f, const uint8_t **out_key, i
     return rc;
 }
 
-FDBC_API fdb_error_t fdb_future_get_value(FDBFuture *f, fdb_bool_t *out_present,
-                                          const uint8_t **out_value, int *out_len) {
+FDBC_API fdb_error_t fdb_future_get_value(FDBFuture *f, fdb_bool_t *out_present, const uint8_t **out_value,
+                                          int *out_len) {
     int rc = check(f, FK_VALUE);
     if (rc == 0 && (!out_present || !out_value || !out_len)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
     if (rc == 0) {
@@ -590,8 +586,8 @@ FDBC_API fdb_error_t fdb_future_get_value(FDBFuture *f, fdb_bool_t *out_present,
     return rc;
 }
 
-FDBC_API fdb_error_t fdb_future_get_keyvalue_array(FDBFuture *f, const FDBKeyValue **out_kv,
-                                                   int *out_count, fdb_bool_t *out_more) {
+FDBC_API fdb_error_t fdb_future_get_keyvalue_array(FDBFuture *f, const FDBKeyValue **out_kv, int *out_count,
+                                                   fdb_bool_t *out_more) {
     int rc = check(f, FK_KVS);
     if (rc == 0 && (!out_kv || !out_count)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
     if (rc == 0) {
@@ -602,9 +598,8 @@ FDBC_API fdb_error_t fdb_future_get_keyvalue_array(FDBFuture *f, const FDBKeyVal
     return rc;
 }
 
-FDBC_API fdb_error_t fdb_future_get_mappedkeyvalue_array(FDBFuture *f,
-                                                         const FDBMappedKeyValue **out_kv,
-                                                         int *out_count, fdb_bool_t *out_more) {
+FDBC_API fdb_error_t fdb_future_get_mappedkeyvalue_array(FDBFuture *f, const FDBMappedKeyValue **out_kv, int *out_count,
+                                                         fdb_bool_t *out_more) {
     static const FDBMappedKeyValue no_entries[1];
     int rc = check(f, FK_MAPPED);
     if (rc == 0 && (!out_kv || !out_count)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
@@ -638,17 +633,14 @@ FDBC_API fdb_error_t fdb_future_get_string_array(FDBFuture *f, const char ***out
     return rc;
 }
 
-FDBC_API fdb_error_t fdb_future_get_keyrange_array(FDBFuture *f, const FDBKeyRange **out,
-                                                   int *out_count) {
+FDBC_API fdb_error_t fdb_future_get_keyrange_array(FDBFuture *f, const FDBKeyRange **out, int *out_count) {
     (void)out;
     (void)out_count;
     int rc = check(f, FK_RANGES);
     return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
 }
 
-FDBC_API fdb_error_t fdb_future_get_granule_summary_array(FDBFuture *f,
-                                                          const FDBGranuleSummary **out,
-                                                          int *out_count) {
+FDBC_API fdb_error_t fdb_future_get_granule_summary_array(FDBFuture *f, const FDBGranuleSummary **out, int *out_count) {
     (void)out;
     (void)out_count;
     int rc = check(f, FK_RANGES);

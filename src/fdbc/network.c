@@ -45,27 +45,23 @@ typedef struct hook {
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int api_version;     /* 0 until selected */
-    int setup;           /* fdb_setup_network succeeded */
-    int running;         /* fdb_run_network has been entered (stays 1 after it returns) */
-    int stop;            /* fdb_stop_network was called */
-    int finished;        /* fdb_run_network returned: nothing runs any more */
+    int api_version;                /* 0 until selected */
+    int setup;                      /* fdb_setup_network succeeded */
+    int running;                    /* fdb_run_network has been entered (stays 1 after it returns) */
+    int stop;                       /* fdb_stop_network was called */
+    int finished;                   /* fdb_run_network returned: nothing runs any more */
     _Atomic int callbacks_anywhere; /* CALLBACKS_ON_EXTERNAL_THREADS (61) was set (read on
                                        every completion: atomic, not under mu) */
-    pthread_t thread;    /* the thread in fdb_run_network, when running */
+    pthread_t thread;               /* the thread in fdb_run_network, when running */
     fdbc_task *head, *tail;
     hook *hooks;
 } net = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-int fdbc_api_version(void) {
-    return rl__locked_int(&net.mu, &net.api_version);
-}
+int fdbc_api_version(void) { return rl__locked_int(&net.mu, &net.api_version); }
 
 int fdbc_callbacks_anywhere(void) { return atomic_load_explicit(&net.callbacks_anywhere, memory_order_relaxed); }
 
-int fdbc_network_is_setup(void) {
-    return rl__locked_int(&net.mu, &net.setup);
-}
+int fdbc_network_is_setup(void) { return rl__locked_int(&net.mu, &net.setup); }
 
 int fdbc_on_network_thread(void) {
     pthread_mutex_lock(&net.mu);
@@ -123,21 +119,54 @@ FDBC_API fdb_error_t fdb_network_set_option(int option, const uint8_t *value, in
         return 0;
     }
     switch (option) {
-    case 10: case 20:                                       /* local_address, cluster_file */
-    case 30: case 31: case 32: case 33: case 34: case 35:   /* trace_* */
-    case 36: case 37: case 38: case 39:
-    case 40:                                                /* knob */
-    case 41: case 42: case 43: case 45: case 46: case 47:   /* TLS_* */
-    case 48: case 49: case 50: case 51:                     /* buggify_* */
-    case 52: case 53: case 54: case 55:                     /* TLS_ca_*, TLS_password, disable_tls */
-    case 60: case 62: case 63: case 64: case 65:            /* multi-version client */
-    case 66: case 67:
-    case 70: case 71:                                       /* statistics, run loop profiling */
-    case 80: case 81: case 82: case 83:                     /* client_buggify_* */
-    case 90:                                                /* distributed_client_tracer */
-    case 100: case 101: case 102:                           /* client_tmp_dir, ... */
-    case 1000: case 1001: case 1002: case 1003:             /* hidden: client versions */
-        return 0;
+    case 10:
+    case 20: /* local_address, cluster_file */
+    case 30:
+    case 31:
+    case 32:
+    case 33:
+    case 34:
+    case 35: /* trace_* */
+    case 36:
+    case 37:
+    case 38:
+    case 39:
+    case 40: /* knob */
+    case 41:
+    case 42:
+    case 43:
+    case 45:
+    case 46:
+    case 47: /* TLS_* */
+    case 48:
+    case 49:
+    case 50:
+    case 51: /* buggify_* */
+    case 52:
+    case 53:
+    case 54:
+    case 55: /* TLS_ca_*, TLS_password, disable_tls */
+    case 60:
+    case 62:
+    case 63:
+    case 64:
+    case 65: /* multi-version client */
+    case 66:
+    case 67:
+    case 70:
+    case 71: /* statistics, run loop profiling */
+    case 80:
+    case 81:
+    case 82:
+    case 83: /* client_buggify_* */
+    case 90: /* distributed_client_tracer */
+    case 100:
+    case 101:
+    case 102: /* client_tmp_dir, ... */
+    case 1000:
+    case 1001:
+    case 1002:
+    case 1003: /* hidden: client versions */ return 0;
     }
     return FDBC_E_INVALID_OPTION;
 }

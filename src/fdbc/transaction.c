@@ -42,8 +42,7 @@ static void apply_defaults(FDBTransaction *tr, int force) {
     FDBDatabase *d = tr->d;
     pthread_mutex_lock(&d->mu);
     int has = d->has_defaults;
-    int64_t to = d->def_timeout_ms, rl = d->def_retry_limit, md = d->def_max_retry_delay_ms,
-            sz = d->def_size_limit;
+    int64_t to = d->def_timeout_ms, rl = d->def_retry_limit, md = d->def_max_retry_delay_ms, sz = d->def_size_limit;
     pthread_mutex_unlock(&d->mu);
     if (!has && !force) return;
     rl_txn_set_option(tr->txn, RL_TXN_OPT_TIMEOUT_MS, to);
@@ -162,31 +161,49 @@ FDBC_API fdb_error_t fdb_transaction_set_option(FDBTransaction *tr, int option, 
         break;
     /* Accepted, no effect: hints, priorities, logging and tracing, tags, locks (a reclayer
      * database is never locked), proxies, GRV caching, authorization (no tenants). */
-    case 10: case 20: case 21: case 23:       /* causal_write_risky, causal_read_risky, ... */
-    case 40: case 50: case 52:                /* commit_on_first_proxy, check_writes, read_ahead */
-    case 110: case 120: case 130:             /* durability_* */
-    case 200: case 201: case 202:             /* priority_* */
-    case 300: case 303:                       /* initialize_new_database, raw_access */
-    case 400: case 401: case 402: case 403:   /* debug and logging */
-    case 404: case 405: case 406:
-    case 600:                                 /* snapshot_ryw_enable (the default) */
-    case 700: case 701: case 702:             /* lock_aware, used_during_commit_..., read_lock_aware */
-    case 710: case 711: case 713: case 720:   /* first_in_batch, provisional proxies, relaxed */
-    case 800: case 801:                       /* tag, auto_throttle_tag */
-    case 900: case 1000:                      /* span_parent, expensive_clear_cost_estimation */
-    case 1101: case 1102:                     /* use_grv_cache, skip_grv_cache */
-    case 2000:                                /* authorization_token */
-        break;
+    case 10:
+    case 20:
+    case 21:
+    case 23: /* causal_write_risky, causal_read_risky, ... */
+    case 40:
+    case 50:
+    case 52: /* commit_on_first_proxy, check_writes, read_ahead */
+    case 110:
+    case 120:
+    case 130: /* durability_* */
+    case 200:
+    case 201:
+    case 202: /* priority_* */
+    case 300:
+    case 303: /* initialize_new_database, raw_access */
+    case 400:
+    case 401:
+    case 402:
+    case 403: /* debug and logging */
+    case 404:
+    case 405:
+    case 406:
+    case 600: /* snapshot_ryw_enable (the default) */
+    case 700:
+    case 701:
+    case 702: /* lock_aware, used_during_commit_..., read_lock_aware */
+    case 710:
+    case 711:
+    case 713:
+    case 720: /* first_in_batch, provisional proxies, relaxed */
+    case 800:
+    case 801: /* tag, auto_throttle_tag */
+    case 900:
+    case 1000: /* span_parent, expensive_clear_cost_estimation */
+    case 1101:
+    case 1102: /* use_grv_cache, skip_grv_cache */
+    case 2000: /* authorization_token */ break;
     /* Documented, but their meaning cannot be honoured over reclayer. */
-    case 601:  /* snapshot_ryw_disable: reclayer's snapshot reads always see the writes */
-    case 712:  /* report_conflicting_keys: no \xff\xff/transaction/conflicting_keys/ */
-    case 714:  /* special_key_space_enable_writes: no special-key space */
-    case 1100: /* bypass_unreadable */
-        rc = FDBC_E_UNSUPPORTED_OPERATION;
-        break;
-    default:
-        rc = FDBC_E_INVALID_OPTION;
-        break;
+    case 601: /* snapshot_ryw_disable: reclayer's snapshot reads always see the writes */
+    case 712: /* report_conflicting_keys: no \xff\xff/transaction/conflicting_keys/ */
+    case 714: /* special_key_space_enable_writes: no special-key space */
+    case 1100: /* bypass_unreadable */ rc = FDBC_E_UNSUPPORTED_OPERATION; break;
+    default: rc = FDBC_E_INVALID_OPTION; break;
     }
 out:
     pthread_mutex_unlock(&tr->mu);
@@ -250,8 +267,7 @@ FDBC_API void fdb_transaction_set_read_version(FDBTransaction *tr, int64_t versi
     pthread_mutex_unlock(&tr->mu);
 }
 
-FDBC_API FDBFuture *fdb_transaction_get(FDBTransaction *tr, const uint8_t *key, int key_length,
-                                        fdb_bool_t snapshot) {
+FDBC_API FDBFuture *fdb_transaction_get(FDBTransaction *tr, const uint8_t *key, int key_length, fdb_bool_t snapshot) {
     if (!tr) return fdbc_future_error(FK_VALUE, FDBC_E_CLIENT_INVALID_OPERATION);
     if (bad_bytes(key, key_length)) return fdbc_future_error(FK_VALUE, FDBC_E_CLIENT_INVALID_OPERATION);
     FDBFuture *f = fdbc_future_new(FK_VALUE);
@@ -266,8 +282,8 @@ FDBC_API FDBFuture *fdb_transaction_get(FDBTransaction *tr, const uint8_t *key, 
     return finish_read(tr, f, rc, in);
 }
 
-FDBC_API FDBFuture *fdb_transaction_get_key(FDBTransaction *tr, const uint8_t *key, int key_length,
-                                            fdb_bool_t or_equal, int offset, fdb_bool_t snapshot) {
+FDBC_API FDBFuture *fdb_transaction_get_key(FDBTransaction *tr, const uint8_t *key, int key_length, fdb_bool_t or_equal,
+                                            int offset, fdb_bool_t snapshot) {
     if (!tr) return fdbc_future_error(FK_KEY, FDBC_E_CLIENT_INVALID_OPERATION);
     if (bad_bytes(key, key_length)) return fdbc_future_error(FK_KEY, FDBC_E_CLIENT_INVALID_OPERATION);
     FDBFuture *f = fdbc_future_new(FK_KEY);
@@ -289,14 +305,12 @@ static int range_limit(int *v) {
     return *v < 0 ? FDBC_E_RANGE_LIMITS_INVALID : 0;
 }
 
-FDBC_API FDBFuture *fdb_transaction_get_range(FDBTransaction *tr, const uint8_t *bk, int bkl,
-                                              fdb_bool_t b_or_equal, int b_offset,
-                                              const uint8_t *ek, int ekl, fdb_bool_t e_or_equal,
-                                              int e_offset, int limit, int target_bytes, int mode,
-                                              int iteration, fdb_bool_t snapshot, fdb_bool_t reverse) {
+FDBC_API FDBFuture *fdb_transaction_get_range(FDBTransaction *tr, const uint8_t *bk, int bkl, fdb_bool_t b_or_equal,
+                                              int b_offset, const uint8_t *ek, int ekl, fdb_bool_t e_or_equal,
+                                              int e_offset, int limit, int target_bytes, int mode, int iteration,
+                                              fdb_bool_t snapshot, fdb_bool_t reverse) {
     if (!tr) return fdbc_future_error(FK_KVS, FDBC_E_CLIENT_INVALID_OPERATION);
-    if (bad_bytes(bk, bkl) || bad_bytes(ek, ekl))
-        return fdbc_future_error(FK_KVS, FDBC_E_CLIENT_INVALID_OPERATION);
+    if (bad_bytes(bk, bkl) || bad_bytes(ek, ekl)) return fdbc_future_error(FK_KVS, FDBC_E_CLIENT_INVALID_OPERATION);
     int rc = range_limit(&limit);
     if (rc == 0) rc = range_limit(&target_bytes);
     if (rc) return fdbc_future_error(FK_KVS, rc);
@@ -315,11 +329,11 @@ FDBC_API FDBFuture *fdb_transaction_get_range(FDBTransaction *tr, const uint8_t 
     return finish_read(tr, f, rc, in);
 }
 
-FDBC_API FDBFuture *fdb_transaction_get_mapped_range(
-    FDBTransaction *tr, const uint8_t *bk, int bkl, fdb_bool_t b_or_equal, int b_offset,
-    const uint8_t *ek, int ekl, fdb_bool_t e_or_equal, int e_offset, const uint8_t *mapper,
-    int mapper_length, int limit, int target_bytes, int mode, int iteration, fdb_bool_t snapshot,
-    fdb_bool_t reverse) {
+FDBC_API FDBFuture *fdb_transaction_get_mapped_range(FDBTransaction *tr, const uint8_t *bk, int bkl,
+                                                     fdb_bool_t b_or_equal, int b_offset, const uint8_t *ek, int ekl,
+                                                     fdb_bool_t e_or_equal, int e_offset, const uint8_t *mapper,
+                                                     int mapper_length, int limit, int target_bytes, int mode,
+                                                     int iteration, fdb_bool_t snapshot, fdb_bool_t reverse) {
     if (!tr) return fdbc_future_error(FK_MAPPED, FDBC_E_CLIENT_INVALID_OPERATION);
     if (bad_bytes(bk, bkl) || bad_bytes(ek, ekl) || bad_bytes(mapper, mapper_length))
         return fdbc_future_error(FK_MAPPED, FDBC_E_CLIENT_INVALID_OPERATION);
@@ -334,9 +348,8 @@ FDBC_API FDBFuture *fdb_transaction_get_mapped_range(
     if (rc == 0 && f) {
         rl_key_selector b = {bk, (uint32_t)bkl, b_or_equal ? 1 : 0, b_offset};
         rl_key_selector e = {ek, (uint32_t)ekl, e_or_equal ? 1 : 0, e_offset};
-        in = rl_txn_get_mapped_range(tr->txn, b, e, mapper, (size_t)mapper_length, limit,
-                                     target_bytes, (rl_streaming_mode)mode, iteration,
-                                     reverse ? RL_REVERSE : 0);
+        in = rl_txn_get_mapped_range(tr->txn, b, e, mapper, (size_t)mapper_length, limit, target_bytes,
+                                     (rl_streaming_mode)mode, iteration, reverse ? RL_REVERSE : 0);
         tr->used = 1;
     }
     pthread_mutex_unlock(&tr->mu);
@@ -357,8 +370,8 @@ static int system_write_check(FDBTransaction *tr, const uint8_t *key, int len) {
     return 0;
 }
 
-FDBC_API void fdb_transaction_set(FDBTransaction *tr, const uint8_t *key, int key_length,
-                                  const uint8_t *value, int value_length) {
+FDBC_API void fdb_transaction_set(FDBTransaction *tr, const uint8_t *key, int key_length, const uint8_t *value,
+                                  int value_length) {
     if (!tr) return;
     pthread_mutex_lock(&tr->mu);
     int rc = bad_bytes(key, key_length) || bad_bytes(value, value_length) ? FDBC_E_CLIENT_INVALID_OPERATION : 0;
@@ -382,8 +395,7 @@ FDBC_API void fdb_transaction_clear(FDBTransaction *tr, const uint8_t *key, int 
     pthread_mutex_unlock(&tr->mu);
 }
 
-FDBC_API void fdb_transaction_clear_range(FDBTransaction *tr, const uint8_t *bk, int bkl,
-                                          const uint8_t *ek, int ekl) {
+FDBC_API void fdb_transaction_clear_range(FDBTransaction *tr, const uint8_t *bk, int bkl, const uint8_t *ek, int ekl) {
     if (!tr) return;
     pthread_mutex_lock(&tr->mu);
     int rc = bad_bytes(bk, bkl) || bad_bytes(ek, ekl) ? FDBC_E_CLIENT_INVALID_OPERATION : 0;
@@ -398,8 +410,8 @@ FDBC_API void fdb_transaction_clear_range(FDBTransaction *tr, const uint8_t *bk,
 
 /* Mutation types are FoundationDB's numbers, which rl_atomic_op shares; others (and the
  * deprecated aliases FoundationDB no longer accepts) are invalid_mutation_type, deferred. */
-FDBC_API void fdb_transaction_atomic_op(FDBTransaction *tr, const uint8_t *key, int key_length,
-                                        const uint8_t *param, int param_length, int operation_type) {
+FDBC_API void fdb_transaction_atomic_op(FDBTransaction *tr, const uint8_t *key, int key_length, const uint8_t *param,
+                                        int param_length, int operation_type) {
     if (!tr) return;
     pthread_mutex_lock(&tr->mu);
     int rc = bad_bytes(key, key_length) || bad_bytes(param, param_length) ? FDBC_E_CLIENT_INVALID_OPERATION : 0;
@@ -521,8 +533,7 @@ FDBC_API FDBFuture *fdb_transaction_watch(FDBTransaction *tr, const uint8_t *key
  * the system keyspace gives the coordinator's address (it serves "\xff"). Over an embedded
  * database there is no storage server to name: unsupported_operation (a FoundationDB client is
  * always networked, so no answer of its would fit). */
-FDBC_API FDBFuture *fdb_transaction_get_addresses_for_key(FDBTransaction *tr, const uint8_t *key,
-                                                          int key_length) {
+FDBC_API FDBFuture *fdb_transaction_get_addresses_for_key(FDBTransaction *tr, const uint8_t *key, int key_length) {
     if (!tr || key_length < 0 || (!key && key_length))
         return fdbc_future_error(FK_STRINGS, FDBC_E_CLIENT_INVALID_OPERATION);
     if (!tr->d->is_cluster) return fdbc_future_error(FK_STRINGS, FDBC_E_UNSUPPORTED_OPERATION);
@@ -555,16 +566,14 @@ FDBC_API FDBFuture *fdb_transaction_get_addresses_for_key(FDBTransaction *tr, co
     return fdbc_future_attach_addresses(f, ks, sl, aux, tr->d);
 }
 
-FDBC_API FDBFuture *fdb_transaction_get_estimated_range_size_bytes(FDBTransaction *tr,
-                                                                   const uint8_t *bk, int bkl,
+FDBC_API FDBFuture *fdb_transaction_get_estimated_range_size_bytes(FDBTransaction *tr, const uint8_t *bk, int bkl,
                                                                    const uint8_t *ek, int ekl) {
     (void)tr, (void)bk, (void)bkl, (void)ek, (void)ekl;
     return fdbc_future_error(FK_INT64, FDBC_E_UNSUPPORTED_OPERATION);
 }
 
-FDBC_API FDBFuture *fdb_transaction_get_range_split_points(FDBTransaction *tr, const uint8_t *bk,
-                                                           int bkl, const uint8_t *ek, int ekl,
-                                                           int64_t chunk_size) {
+FDBC_API FDBFuture *fdb_transaction_get_range_split_points(FDBTransaction *tr, const uint8_t *bk, int bkl,
+                                                           const uint8_t *ek, int ekl, int64_t chunk_size) {
     (void)tr, (void)bk, (void)bkl, (void)ek, (void)ekl, (void)chunk_size;
     return fdbc_future_error(FK_KEYS, FDBC_E_UNSUPPORTED_OPERATION);
 }

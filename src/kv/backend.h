@@ -74,17 +74,17 @@ typedef struct {
 typedef struct rl_kv_trace_event rl_kv_trace_event;
 struct rl_kv_trace_event {
     rl_kv_trace_event *next;
-    uint64_t start_ns;           /* the request was handed to its connection */
-    uint64_t end_ns;             /* its reply was taken by the network thread */
-    uint16_t type;               /* wire message type (net/proto.h RL_MSG_*) */
-    uint8_t link;                /* rl_kv_link */
-    int32_t err;                 /* the error reply's code, 0 for a reply */
-    uint32_t server_id;          /* 0: the coordinator */
-    char address[16];            /* dotted IPv4 */
+    uint64_t start_ns;  /* the request was handed to its connection */
+    uint64_t end_ns;    /* its reply was taken by the network thread */
+    uint16_t type;      /* wire message type (net/proto.h RL_MSG_*) */
+    uint8_t link;       /* rl_kv_link */
+    int32_t err;        /* the error reply's code, 0 for a reply */
+    uint32_t server_id; /* 0: the coordinator */
+    char address[16];   /* dotted IPv4 */
     uint16_t port;
-    char host[32];               /* the server's host label ("" if unknown) */
-    uint32_t bytes_sent;         /* the request frame, header included */
-    uint32_t bytes_received;     /* the reply frame, header included */
+    char host[32];           /* the server's host label ("" if unknown) */
+    uint32_t bytes_sent;     /* the request frame, header included */
+    uint32_t bytes_received; /* the reply frame, header included */
     /* GET_MAPPED_RANGE replies: the server's own counters (0 otherwise). */
     uint32_t secondaries_local, secondaries_remote;
     uint32_t s2s_requests, s2s_round_trips, s2s_peers;
@@ -107,53 +107,53 @@ typedef struct {
     uint32_t s2s_round_trips; /* ... of them one after another on the server's critical path */
     /* Appended for tracing (all are parts of the figures above). */
     uint32_t req_get, req_get_key, req_get_range, req_get_mapped; /* requests by message type */
-    uint32_t coord_requests;       /* requests to the coordinator (system keys; read versions) */
-    uint64_t coord_bytes_sent;     /* ... their bytes each way (the rest went to storage) */
+    uint32_t coord_requests;   /* requests to the coordinator (system keys; read versions) */
+    uint64_t coord_bytes_sent; /* ... their bytes each way (the rest went to storage) */
     uint64_t coord_bytes_received;
-    uint64_t s2s_bytes_sent;       /* mapped reads: GET_MULTI frames the servers sent / received */
+    uint64_t s2s_bytes_sent; /* mapped reads: GET_MULTI frames the servers sent / received */
     uint64_t s2s_bytes_received;
-    uint32_t s2s_peers;            /* mapped reads: the most peers one server read from */
-    uint32_t grv_requests;         /* read-version requests charged to this read (transaction
+    uint32_t s2s_peers;    /* mapped reads: the most peers one server read from */
+    uint32_t grv_requests; /* read-version requests charged to this read (transaction
                                     * layer: the first read that waited for one; its requests,
                                     * bytes and coord_* include it) */
-    uint32_t grv_waits;            /* 1: the read waited for a read version first (one round
+    uint32_t grv_waits;    /* 1: the read waited for a read version first (one round
                                     * trip before its own) */
 } rl_kv_read_stats;
 
 struct rl_kv_read {
     /* Inputs (set by the caller; see contract 3). */
-    int op;                      /* rl_kv_read_op */
+    int op; /* rl_kv_read_op */
     rl_version version;
-    const uint8_t *key;          /* RL_KV_GET */
+    const uint8_t *key; /* RL_KV_GET */
     uint32_t key_len;
-    rl_key_selector begin, end;  /* GET_KEY: begin only; ranges: both */
-    const uint8_t *max_key;      /* end of the readable keyspace: "\xff", or "\xff\xff" with
+    rl_key_selector begin, end; /* GET_KEY: begin only; ranges: both */
+    const uint8_t *max_key;     /* end of the readable keyspace: "\xff", or "\xff\xff" with
                                   * system keys. Selectors clamp to ["", max_key]. */
     uint32_t max_key_len;
-    int limit;                   /* ranges: rows (index entries); 0 = unlimited */
-    long target_bytes;           /* ranges: about this many bytes; 0 = unlimited */
+    int limit;         /* ranges: rows (index entries); 0 = unlimited */
+    long target_bytes; /* ranges: about this many bytes; 0 = unlimited */
     int reverse;
-    const uint8_t *mapper;       /* RL_KV_GET_MAPPED: the packed mapper tuple */
+    const uint8_t *mapper; /* RL_KV_GET_MAPPED: the packed mapper tuple */
     size_t mapper_len;
-    int secondary_strategy;      /* RL_KV_GET_MAPPED: rl_secondary_strategy (0: the database's);
+    int secondary_strategy; /* RL_KV_GET_MAPPED: rl_secondary_strategy (0: the database's);
                                   * only the cluster backend uses it */
-    rl_arena *arena;             /* results are allocated here */
+    rl_arena *arena;        /* results are allocated here */
     void (*done)(rl_kv_read *r, int err);
-    void *ud;                    /* the caller's */
+    void *ud; /* the caller's */
     /* Outputs (valid in done when err == RL_OK). */
-    int present;                 /* GET */
+    int present; /* GET */
     const uint8_t *value;
     uint32_t value_len;
-    const uint8_t *rbegin;       /* GET_KEY: the resolved key; ranges: the resolved begin */
+    const uint8_t *rbegin; /* GET_KEY: the resolved key; ranges: the resolved begin */
     uint32_t rbegin_len;
-    const uint8_t *rend;         /* ranges: the resolved end (exclusive) */
+    const uint8_t *rend; /* ranges: the resolved end (exclusive) */
     uint32_t rend_len;
-    rl_keyvalue *kvs;            /* GET_RANGE: n rows */
-    rl_mapped_keyvalue *mkvs;    /* GET_MAPPED: n entries */
+    rl_keyvalue *kvs;         /* GET_RANGE: n rows */
+    rl_mapped_keyvalue *mkvs; /* GET_MAPPED: n entries */
     int n;
-    int more;                    /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
+    int more; /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
     rl_kv_read_stats stats;
-    void *be_link;               /* the backend's own (queue link); untouched by the caller */
+    void *be_link; /* the backend's own (queue link); untouched by the caller */
     /* Tracing (appended): input `trace` 1 asks the backend to record an event per request
      * (zero cost when 0); outputs: the events, in the read's arena, oldest first. */
     int trace;
@@ -192,8 +192,8 @@ struct rl_kv_commit {
     void *ud;
     /* Outputs (err == RL_OK). */
     rl_version commit_version;
-    uint16_t batch_order;    /* the transaction's order within its commit batch */
-    void *be_link;           /* the backend's own */
+    uint16_t batch_order; /* the transaction's order within its commit batch */
+    void *be_link;        /* the backend's own */
 };
 
 /* ---- Locality (the ADAPTIVE fetch method's network inputs) ------------------------------- */
@@ -203,25 +203,25 @@ struct rl_kv_commit {
 /* Where a read of a key goes and what the client measured of the way there (rl__db_locality,
  * kv_stats.h). All zero for a local backend (embedded, deferred): no round trip, one server. */
 typedef struct {
-    int networked;          /* 1: the figures come from a networked backend's client */
-    uint32_t n_team;        /* servers holding the key's shard (reads rotate among them) */
+    int networked;                          /* 1: the figures come from a networked backend's client */
+    uint32_t n_team;                        /* servers holding the key's shard (reads rotate among them) */
     uint32_t team[RL_KV_LOCALITY_MAX_TEAM]; /* their ids (the first RL_KV_LOCALITY_MAX_TEAM) */
-    double rtt_ns;          /* mean over the team of each server's measured round trip: an EWMA
+    double rtt_ns;                          /* mean over the team of each server's measured round trip: an EWMA
                              * of its replies' latency (less the server's own time when it says;
                              * replies of at most 16 KiB),
                              * from requests sent while none other was in flight on the connection
                              * when there are such, else from all (0: nothing measured yet) */
-    uint32_t rtt_samples;   /* samples behind rtt_ns (summed over the team) */
-    int strategy;           /* mapped reads' secondary strategy: 1 individual, 2 grouped (0: the
+    uint32_t rtt_samples;                   /* samples behind rtt_ns (summed over the team) */
+    int strategy;                           /* mapped reads' secondary strategy: 1 individual, 2 grouped (0: the
                              * servers' default, or n/a) */
-    int s2s_batch;          /* its batch of secondary reads (0: the server's default) */
+    int s2s_batch;                          /* its batch of secondary reads (0: the server's default) */
 } rl_kv_locality;
 
 /* ---- The vtable -------------------------------------------------------------------------- */
 
 typedef struct {
-    const char *name;      /* "embedded", "deferred", "cluster", "fdb" */
-    int completes_inline;  /* 1: every done runs before the starting call returns, in the
+    const char *name;     /* "embedded", "deferred", "cluster", "fdb" */
+    int completes_inline; /* 1: every done runs before the starting call returns, in the
                             * calling thread (the transaction layer then takes no locks) */
     /* Release everything (contract 6). */
     void (*close)(rl_kv_backend *b);
@@ -258,8 +258,7 @@ struct rl_kv_backend {
 
 /* embedded.c: open "mem:" (dir == NULL) or "file:DIR". On failure a message is appended to
  * errmsg. Errors as rl__storage_open, plus RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backend **out,
-                         rl_buf *errmsg);
+int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg);
 
 /* deferred.c: the test backend "defer:URL" — the embedded backend for URL (mem: or file:DIR)
  * behind a worker thread that completes every operation later, in a shuffled order within a
@@ -270,9 +269,8 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
  * engine=ssd or checkpoint_bytes=N): *out_dir a heap copy of DIR (rl__free), *out_opts a copy of
  * opts (NULL: defaults; size = sizeof) with the URL's options applied. RL_E_BAD_URL (an option
  * not understood; errmsg says so), RL_E_OUT_OF_MEMORY. */
-int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
-                    rl_db_options *out_opts, rl_buf *errmsg);
-int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out,
-                         rl_buf *errmsg);
+int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir, rl_db_options *out_opts,
+                    rl_buf *errmsg);
+int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg);
 
 #endif

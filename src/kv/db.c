@@ -30,11 +30,10 @@
 
 static _Thread_local rl__errdetail last_detail; /* zeroed: "" and no mutex */
 
-int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
-                    rl_db_options *out_opts, rl_buf *errmsg) {
+int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir, rl_db_options *out_opts,
+                    rl_buf *errmsg) {
     const char *q = strchr(rest, '?');
-    while (q && strncmp(q, "?engine=", 8) && strncmp(q, "?checkpoint_bytes=", 18))
-        q = strchr(q + 1, '?');
+    while (q && strncmp(q, "?engine=", 8) && strncmp(q, "?checkpoint_bytes=", 18)) q = strchr(q + 1, '?');
     size_t dl = q ? (size_t)(q - rest) : strlen(rest);
     memset(out_opts, 0, sizeof *out_opts);
     if (opts) {
@@ -66,8 +65,10 @@ int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
         continue;
     bad:
         if (errmsg)
-            rl__buf_printf(errmsg, "file: option '%.*s' not understood (expected engine=memory, "
-                                   "engine=ssd or checkpoint_bytes=N)", (int)(n < 100 ? n : 100), p);
+            rl__buf_printf(errmsg,
+                           "file: option '%.*s' not understood (expected engine=memory, "
+                           "engine=ssd or checkpoint_bytes=N)",
+                           (int)(n < 100 ? n : 100), p);
         return RL_E_BAD_URL;
     }
     *out_dir = rl__malloc(dl + 1);
@@ -171,7 +172,8 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         rc = rl__kv_fdb_open(url + 4, opts, &db->be, &msg);
     } else {
         set_detail("database URL '%s' not understood (expected mem:, file:DIR, cluster:FILE or "
-                   "fdb:FILE)", url);
+                   "fdb:FILE)",
+                   url);
         rc = RL_E_BAD_URL;
         goto fail_db;
     }

@@ -27,7 +27,7 @@ enum { Q_READ = 1, Q_GRV, Q_COMMIT };
 
 typedef struct qitem {
     int kind;
-    void *req;           /* rl_kv_read / rl_kv_grv / commit_copy */
+    void *req; /* rl_kv_read / rl_kv_grv / commit_copy */
     struct qitem *next;
 } qitem;
 
@@ -157,8 +157,7 @@ static int copy_ranges(rl_arena *a, const rl_keyrange *in, size_t n, const rl_ke
     if (!v) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
         v[i] = in[i];
-        if (dup(a, in[i].begin, in[i].begin_len, &v[i].begin) ||
-            dup(a, in[i].end, in[i].end_len, &v[i].end))
+        if (dup(a, in[i].begin, in[i].begin_len, &v[i].begin) || dup(a, in[i].end, in[i].end_len, &v[i].end))
             return RL_E_OUT_OF_MEMORY;
     }
     *out = v;
@@ -241,8 +240,7 @@ static const rl_kv_backend_vtable deferred_vt = {
     .set_clock = def_set_clock,
 };
 
-int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out,
-                         rl_buf *errmsg) {
+int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
     char *dir = NULL;
     rl_db_options fo;
     if (!strcmp(inner_url, "mem:")) {

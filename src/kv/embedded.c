@@ -32,9 +32,9 @@ typedef struct {
     rl_storage *st;
     rl_committer *cm;
     int is_durable;
-    int read_only;             /* rl_db_options.read_only */
-    char *dir;                 /* heap copy or NULL */
-    int secondary_row_limit;   /* mapped-range secondary limits; 0 = storage's default */
+    int read_only;           /* rl_db_options.read_only */
+    char *dir;               /* heap copy or NULL */
+    int secondary_row_limit; /* mapped-range secondary limits; 0 = storage's default */
     long secondary_byte_limit;
 } embedded;
 
@@ -67,12 +67,11 @@ static int emb_read_now(embedded *e, rl_kv_read *r) {
     rl_range_bounds bd;
     switch (r->op) {
     case RL_KV_GET:
-        return rl__storage_get(e->st, r->version, r->key, r->key_len, r->arena, &r->present,
-                               &r->value, &r->value_len);
+        return rl__storage_get(e->st, r->version, r->key, r->key_len, r->arena, &r->present, &r->value, &r->value_len);
     case RL_KV_GET_KEY: {
         rl_select_result s;
-        rc = rl__storage_select(e->st, r->version, &r->begin, empty_key, 0, 1, r->max_key,
-                                r->max_key_len, 1, r->arena, &s);
+        rc = rl__storage_select(e->st, r->version, &r->begin, empty_key, 0, 1, r->max_key, r->max_key_len, 1, r->arena,
+                                &s);
         if (rc == RL_OK) r->rbegin = s.key, r->rbegin_len = s.key_len;
         return rc;
     }
@@ -82,18 +81,15 @@ static int emb_read_now(embedded *e, rl_kv_read *r) {
              * already within ["", max_key] (txn_op.c checks), so nothing to resolve or clip. */
             r->rbegin = r->begin.key, r->rbegin_len = r->begin.key_len;
             r->rend = r->end.key, r->rend_len = r->end.key_len;
-            return rl__storage_get_range(e->st, r->version, r->begin.key, r->begin.key_len,
-                                         r->end.key, r->end.key_len, r->limit, r->target_bytes,
-                                         r->reverse, r->arena, &r->kvs, &r->n, &r->more);
+            return rl__storage_get_range(e->st, r->version, r->begin.key, r->begin.key_len, r->end.key, r->end.key_len,
+                                         r->limit, r->target_bytes, r->reverse, r->arena, &r->kvs, &r->n, &r->more);
         }
         break;
-    case RL_KV_GET_MAPPED:
-        break;
-    default:
-        return RL_E_INTERNAL_ERROR;
+    case RL_KV_GET_MAPPED: break;
+    default: return RL_E_INTERNAL_ERROR;
     }
-    rc = rl__storage_range_bounds(e->st, r->version, &r->begin, &r->end, empty_key, 0, 1,
-                                  r->max_key, r->max_key_len, 1, r->reverse, r->arena, &bd);
+    rc = rl__storage_range_bounds(e->st, r->version, &r->begin, &r->end, empty_key, 0, 1, r->max_key, r->max_key_len, 1,
+                                  r->reverse, r->arena, &bd);
     if (rc) return rc;
     if (bd.unresolved) return RL_E_INTERNAL_ERROR; /* cannot happen within the whole keyspace */
     r->rbegin = bd.rbegin, r->rbegin_len = bd.rbegin_len;
@@ -103,9 +99,8 @@ static int emb_read_now(embedded *e, rl_kv_read *r) {
     int empty = rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) >= 0;
     if (r->op == RL_KV_GET_RANGE) {
         if (empty) return RL_OK;
-        return rl__storage_get_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend,
-                                     bd.cend_len, r->limit, r->target_bytes, r->reverse, r->arena,
-                                     &r->kvs, &r->n, &r->more);
+        return rl__storage_get_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, r->limit,
+                                     r->target_bytes, r->reverse, r->arena, &r->kvs, &r->n, &r->more);
     }
     rl_mapper *m = NULL;
     if ((rc = rl__mapper_parse(r->mapper, r->mapper_len, r->arena, &m))) return rc;
@@ -117,14 +112,11 @@ static int emb_read_now(embedded *e, rl_kv_read *r) {
     o.reverse = r->reverse;
     o.secondary_row_limit = e->secondary_row_limit;
     o.secondary_byte_limit = e->secondary_byte_limit;
-    return rl__storage_get_mapped_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend,
-                                        bd.cend_len, m, &o, NULL, NULL, r->arena, &r->mkvs, &r->n,
-                                        &r->more);
+    return rl__storage_get_mapped_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, m, &o, NULL,
+                                        NULL, r->arena, &r->mkvs, &r->n, &r->more);
 }
 
-static void emb_read(rl_kv_backend *b, rl_kv_read *r) {
-    r->done(r, emb_read_now((embedded *)b, r));
-}
+static void emb_read(rl_kv_backend *b, rl_kv_read *r) { r->done(r, emb_read_now((embedded *)b, r)); }
 
 static int emb_get_now(rl_kv_backend *b, rl_version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
                        int *out_present, const uint8_t **out_value, uint32_t *out_value_len) {
@@ -164,12 +156,9 @@ static void json_str(rl_buf *out, const char *s) {
     rl__buf_append(out, "\"", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            rl__buf_printf(out, "\\%c", c);
-        else if (c < 0x20)
-            rl__buf_printf(out, "\\u%04x", c);
-        else
-            rl__buf_append(out, s, 1);
+        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
+        else if (c < 0x20) rl__buf_printf(out, "\\u%04x", c);
+        else rl__buf_append(out, s, 1);
     }
     rl__buf_append(out, "\"", 1);
 }
@@ -189,23 +178,20 @@ static int emb_status_json(rl_kv_backend *b, rl_buf *out) {
                    "\"checkpoints\": %llu, \"read_only\": %s, ",
                    s.engine, (unsigned long long)s.window_rows, e->is_durable ? "true" : "false",
                    (unsigned long long)rl__committer_read_version(e->cm),
-                   (unsigned long long)rl__committer_oldest_version(e->cm),
-                   (unsigned long long)s.latest_version, (unsigned long long)s.durable_version,
-                   (unsigned long long)s.oldest_version, (unsigned long long)s.keys,
-                   (unsigned long long)s.bytes, (unsigned long long)s.log_bytes,
+                   (unsigned long long)rl__committer_oldest_version(e->cm), (unsigned long long)s.latest_version,
+                   (unsigned long long)s.durable_version, (unsigned long long)s.oldest_version,
+                   (unsigned long long)s.keys, (unsigned long long)s.bytes, (unsigned long long)s.log_bytes,
                    (unsigned long long)s.checkpoint_version, (unsigned long long)s.checkpoints,
                    e->read_only ? "true" : "false");
     /* What the last open's recovery found at the end of the log (docs/file-format.md,
      * Recovery): "log_tail" is clean, torn, bad_checksum or bad_record; when it is not clean,
      * the bytes from "offset" of "log" were moved to "moved_to" (null: left in place). */
-    rl__buf_printf(out, "\"recovery\": {\"log_tail\": \"%s\"",
-                   rl__storage_tail_name(s.recovery_tail));
+    rl__buf_printf(out, "\"recovery\": {\"log_tail\": \"%s\"", rl__storage_tail_name(s.recovery_tail));
     if (s.recovery_tail != RL_TAIL_CLEAN) {
         rl__buf_printf(out, ", \"log\": ");
         json_str(out, s.recovery_log);
         rl__buf_printf(out, ", \"offset\": %llu, \"bytes\": %llu, \"moved_to\": ",
-                       (unsigned long long)s.recovery_tail_offset,
-                       (unsigned long long)s.recovery_tail_bytes);
+                       (unsigned long long)s.recovery_tail_offset, (unsigned long long)s.recovery_tail_bytes);
         json_str(out, s.recovery_moved_to);
     }
     rl__buf_printf(out, "}}");
@@ -231,8 +217,7 @@ static const rl_kv_backend_vtable embedded_vt = {
 
 /* Open the storage engine (recovering it for file:) and a committer over it. On failure nothing
  * is left open and errmsg says why (the storage engine's message for files). */
-int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backend **out,
-                         rl_buf *errmsg) {
+int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
     int rc;
     embedded *e = rl__calloc(1, sizeof *e);
     if (!e) return RL_E_OUT_OF_MEMORY;
@@ -265,18 +250,12 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
             e->secondary_row_limit = opts->mapped_secondary_row_limit;
             e->secondary_byte_limit = opts->mapped_secondary_byte_limit;
         }
-        if (have >= offsetof(rl_db_options, read_only) + sizeof(int))
-            e->read_only = opts->read_only != 0;
+        if (have >= offsetof(rl_db_options, read_only) + sizeof(int)) e->read_only = opts->read_only != 0;
         if (have >= offsetof(rl_db_options, engine) + sizeof(int)) {
             switch (opts->engine) {
-            case RL_DB_ENGINE_DEFAULT:
-                break;
-            case RL_DB_ENGINE_MEMORY:
-                so.engine = RL_ENGINE_MEMORY;
-                break;
-            case RL_DB_ENGINE_SSD:
-                so.engine = RL_ENGINE_SSD;
-                break;
+            case RL_DB_ENGINE_DEFAULT: break;
+            case RL_DB_ENGINE_MEMORY: so.engine = RL_ENGINE_MEMORY; break;
+            case RL_DB_ENGINE_SSD: so.engine = RL_ENGINE_SSD; break;
             default:
                 rc = RL_E_INVALID_ARGUMENT;
                 if (errmsg) rl__buf_printf(errmsg, "unknown storage engine %d", opts->engine);

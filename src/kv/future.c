@@ -50,12 +50,12 @@ static rl_future oom_future = {
 
 /* ---- The per-thread cache of freed futures (invariant 6) --------------------------------- */
 
-enum { CACHE_MAX = 1024 }; /* a SCAN_AND_FETCH page or a burst of pipelined gets fits */
+enum { CACHE_MAX = 1024 };                /* a SCAN_AND_FETCH page or a burst of pipelined gets fits */
 #define CACHE_BYTES_MAX ((size_t)8 << 20) /* arena bytes the cached futures of a thread keep */
 
 static _Thread_local rl_future *cache[CACHE_MAX];
 static _Thread_local int n_cache;
-static _Thread_local size_t cache_bytes; /* sum of rl__arena_capacity over cache[0..n_cache) */
+static _Thread_local size_t cache_bytes;   /* sum of rl__arena_capacity over cache[0..n_cache) */
 static _Thread_local int cache_registered; /* the key below holds a value for this thread */
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
@@ -277,8 +277,7 @@ int rl_future_get_key(rl_future *f, const uint8_t **out_key, int *out_len) {
     return RL_OK;
 }
 
-int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int *out_count,
-                                 int *out_more) {
+int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int *out_count, int *out_more) {
     int rc = check(f, RL_FUT_KVS);
     if (rc) return rc;
     if (out_kvs) *out_kvs = f->kvs;
@@ -287,8 +286,7 @@ int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int 
     return RL_OK;
 }
 
-int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out,
-                                        int *out_count, int *out_more) {
+int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out, int *out_count, int *out_more) {
     int rc = check(f, RL_FUT_MAPPED);
     if (rc) return rc;
     if (out) *out = f->mkvs;

@@ -29,8 +29,8 @@
 /* ---- Database ---------------------------------------------------------------------------- */
 
 struct rl_db {
-    rl_kv_backend *be;      /* owned */
-    uint64_t seed;          /* backoff jitter state (guarded by mu) */
+    rl_kv_backend *be; /* owned */
+    uint64_t seed;     /* backoff jitter state (guarded by mu) */
     pthread_mutex_t mu;
     /* The upper layers' per-database slot (rl__db_slot): created once under mu, freed at close. */
     void *slot;
@@ -74,7 +74,7 @@ struct rl_future {
     rl_arena arena;      /* results live here */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    rl_future_cb *cbs;   /* callbacks waiting for ready (heap, n_cbs entries) */
+    rl_future_cb *cbs; /* callbacks waiting for ready (heap, n_cbs entries) */
     int n_cbs;
     /* Results (by kind). */
     int64_t i64;
@@ -85,8 +85,8 @@ struct rl_future {
     rl_mapped_keyvalue *mkvs;
     int count;
     int more;
-    rl_txn *vs_owner;    /* versionstamp future: the transaction that will complete it */
-    rl_kv_read_stats stats; /* what the backend reported for the read (summed over its requests) */
+    rl_txn *vs_owner;                           /* versionstamp future: the transaction that will complete it */
+    rl_kv_read_stats stats;                     /* what the backend reported for the read (summed over its requests) */
     rl_kv_trace_event *trace_head, *trace_tail; /* its requests' events (in arena), when traced */
 };
 
@@ -119,16 +119,16 @@ typedef enum {
 } rl_wm_kind;
 
 typedef struct rl_wm_op {
-    uint8_t type;            /* rl_mutation_type */
-    const uint8_t *operand;  /* in the txn arena */
+    uint8_t type;           /* rl_mutation_type */
+    const uint8_t *operand; /* in the txn arena */
     uint32_t len;
-    struct rl_wm_op *next;   /* application order */
+    struct rl_wm_op *next; /* application order */
 } rl_wm_op;
 
 typedef struct {
     const uint8_t *key; /* in the txn arena */
     uint32_t key_len;
-    int kind;           /* rl_wm_kind */
+    int kind; /* rl_wm_kind */
     const uint8_t *value;
     uint32_t value_len;
     rl_wm_op *ops, *ops_tail; /* WM_ATOMIC / WM_UNREADABLE */
@@ -146,7 +146,7 @@ typedef struct {
     size_t n_pts, cap_pts;
     rl_wm_range *clears; /* heap array, sorted, disjoint, non-adjacent-merged */
     size_t n_clears, cap_clears;
-    rl_arena *arena;  /* the transaction's arena (borrowed) */
+    rl_arena *arena; /* the transaction's arena (borrowed) */
 } rl_wmap;
 
 void rl__wmap_init(rl_wmap *w, rl_arena *a);
@@ -157,23 +157,20 @@ int rl__wmap_set(rl_wmap *w, const uint8_t *k, uint32_t kl, const uint8_t *v, ui
 int rl__wmap_clear(rl_wmap *w, const uint8_t *k, uint32_t kl);
 int rl__wmap_clear_range(rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
 /* Stack or apply an atomic op (type: rl_mutation_type, never SET_VERSIONSTAMPED_KEY). */
-int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *p,
-                    uint32_t pl);
+int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *p, uint32_t pl);
 /* Index of the first point with key >= k. */
 size_t rl__wmap_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl);
 /* 1 if k lies in a cleared range. */
 int rl__wmap_in_clear(const rl_wmap *w, const uint8_t *k, uint32_t kl);
 /* 1 if [b, e) contains a point entry or meets a cleared range. */
-int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                      uint32_t el);
+int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
 /* Copy the part of w that a read of [b, e) sees (e NULL: to the end) into arena a (ryw.c). */
-int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                        uint32_t el, rl_arena *a, rl_wmap *out);
+int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_arena *a,
+                        rl_wmap *out);
 /* The value of point p over a stored base (present/base): applies its ops. Result in arena a.
  * RL_E_ACCESSED_UNREADABLE for WM_UNREADABLE. */
-int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base,
-                     uint32_t base_len, rl_arena *a, int *out_present, const uint8_t **out_v,
-                     uint32_t *out_len);
+int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base, uint32_t base_len, rl_arena *a,
+                     int *out_present, const uint8_t **out_v, uint32_t *out_len);
 
 /* ---- Transactions ------------------------------------------------------------------------ */
 
@@ -187,49 +184,49 @@ typedef struct txn_grv txn_grv;
 
 struct rl_txn {
     rl_db *db;
-    int is_async;            /* the backend completes later (locks and copies are needed) */
-    pthread_mutex_t mu;      /* is_async: guards everything below */
-    int refs;                /* under mu: the user's handle + operations in flight */
-    int user_freed;          /* rl_txn_free was called */
-    uint64_t gen;            /* bumped by every reset: completions of an older generation are
+    int is_async;       /* the backend completes later (locks and copies are needed) */
+    pthread_mutex_t mu; /* is_async: guards everything below */
+    int refs;           /* under mu: the user's handle + operations in flight */
+    int user_freed;     /* rl_txn_free was called */
+    uint64_t gen;       /* bumped by every reset: completions of an older generation are
                               * cancelled and change nothing */
-    rl_arena arena;          /* write map keys/values, mutations, conflict ranges */
+    rl_arena arena;     /* write map keys/values, mutations, conflict ranges */
     rl_wmap wm;
-    rl_mutation *muts;       /* heap array, in order */
+    rl_mutation *muts; /* heap array, in order */
     size_t n_muts, cap_muts;
     rl_rangelist reads, writes;
-    size_t size;             /* bytes of mutations + conflict ranges */
+    size_t size; /* bytes of mutations + conflict ranges */
     /* Read version: known (has_rv), or being asked for (grv != NULL) with operations waiting. */
     int has_rv;
     rl_version rv;
-    txn_grv *grv;            /* the request in flight, or NULL */
-    txn_op *rv_waiters;      /* operations started before the read version was known (FIFO) */
+    txn_grv *grv;       /* the request in flight, or NULL */
+    txn_op *rv_waiters; /* operations started before the read version was known (FIFO) */
     txn_op *rv_waiters_tail;
-    txn_op *ops;             /* reads in flight (doubly linked), to cancel on reset/free */
+    txn_op *ops; /* reads in flight (doubly linked), to cancel on reset/free */
     int n_ops;
-    txn_op *commit_waiting;  /* a commit issued while reads were in flight: sent when the
+    txn_op *commit_waiting; /* a commit issued while reads were in flight: sent when the
                               * last one finishes (FoundationDB waits the same way) */
     int cancelled;
-    int committing;          /* a commit is running (threads misuse guard) */
-    int committed;           /* committed successfully: further use is an error until reset */
+    int committing;            /* a commit is running (threads misuse guard) */
+    int committed;             /* committed successfully: further use is an error until reset */
     int64_t committed_version; /* -1 until commit / read-only */
     uint8_t versionstamp[10];
-    int commit_error;        /* outcome of the last commit (for the versionstamp future) */
-    rl_future *vs_future;    /* pending versionstamp future (weak) */
-    int has_vs_key;          /* a SET_VERSIONSTAMPED_KEY is pending (ranges read unreadable) */
+    int commit_error;     /* outcome of the last commit (for the versionstamp future) */
+    rl_future *vs_future; /* pending versionstamp future (weak) */
+    int has_vs_key;       /* a SET_VERSIONSTAMPED_KEY is pending (ranges read unreadable) */
     /* Options (kept across reset). */
     int64_t timeout_ms;
-    int64_t retry_limit;     /* -1 unlimited */
+    int64_t retry_limit; /* -1 unlimited */
     int64_t max_retry_delay_ms;
     int64_t size_limit;
     int access_system_keys;
     int ryw_disabled;
-    int trace_on;            /* atomic: > 0 while a tracer (a query cursor) wants the backend's
+    int trace_on;          /* atomic: > 0 while a tracer (a query cursor) wants the backend's
                               * per-request events of this transaction's reads (kv_stats.h) */
-    int next_write_no_wcr;   /* NEXT_WRITE_NO_WRITE_CONFLICT_RANGE: the next write adds no write
+    int next_write_no_wcr; /* NEXT_WRITE_NO_WRITE_CONFLICT_RANGE: the next write adds no write
                               * conflict range (cleared by that write and by every reset) */
     /* Retry state (kept across on_error resets, cleared by rl_txn_reset). */
-    uint64_t start_ns;       /* timeout clock start */
+    uint64_t start_ns; /* timeout clock start */
     int64_t retries;
     int64_t backoff_ms;
     /* The read version's wait (kv_stats.h rl__txn_rv_wait), asynchronous backends only:

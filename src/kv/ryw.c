@@ -40,18 +40,14 @@ void rl__wmap_reset(rl_wmap *w) {
     w->n_clears = 0;
 }
 
-static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
-    return rl__bytes_cmp(a, al, b, bl);
-}
+static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) { return rl__bytes_cmp(a, al, b, bl); }
 
 size_t rl__wmap_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
     size_t lo = 0, hi = w->n_pts;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (kcmp(w->pts[mid].key, w->pts[mid].key_len, k, kl) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (kcmp(w->pts[mid].key, w->pts[mid].key_len, k, kl) < 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
@@ -61,10 +57,8 @@ static size_t clear_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
     size_t lo = 0, hi = w->n_clears;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (kcmp(w->clears[mid].end, w->clears[mid].end_len, k, kl) <= 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (kcmp(w->clears[mid].end, w->clears[mid].end_len, k, kl) <= 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
@@ -74,8 +68,7 @@ int rl__wmap_in_clear(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
     return i < w->n_clears && kcmp(w->clears[i].begin, w->clears[i].begin_len, k, kl) <= 0;
 }
 
-int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                      uint32_t el) {
+int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (kcmp(b, bl, e, el) >= 0) return 0;
     size_t i = rl__wmap_lower(w, b, bl);
     if (i < w->n_pts && kcmp(w->pts[i].key, w->pts[i].key_len, e, el) < 0) return 1;
@@ -180,8 +173,7 @@ int rl__wmap_clear_range(rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_
 }
 
 /* Apply one operation to a known value in place (result in the arena). */
-static int apply_known(rl_wmap *w, rl_wm_point *p, int base_present, int type, const uint8_t *op,
-                       uint32_t opl) {
+static int apply_known(rl_wmap *w, rl_wm_point *p, int base_present, int type, const uint8_t *op, uint32_t opl) {
     rl_buf out;
     rl__buf_init(&out);
     int present = 0;
@@ -207,8 +199,7 @@ static int apply_known(rl_wmap *w, rl_wm_point *p, int base_present, int type, c
     return rc;
 }
 
-int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *op,
-                    uint32_t opl) {
+int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *op, uint32_t opl) {
     uint8_t *oc = rl__arena_memdup(w->arena, op, opl);
     if (!oc) return RL_E_OUT_OF_MEMORY;
     int was_cleared = rl__wmap_in_clear(w, k, kl);
@@ -236,18 +227,15 @@ int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const u
     o->operand = oc;
     o->len = opl;
     o->next = NULL;
-    if (p->ops_tail)
-        p->ops_tail->next = o;
-    else
-        p->ops = o;
+    if (p->ops_tail) p->ops_tail->next = o;
+    else p->ops = o;
     p->ops_tail = o;
     return RL_OK;
 }
 
 /* The value of p over the stored (base_present, base). */
-int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base,
-                     uint32_t base_len, rl_arena *a, int *out_present, const uint8_t **out_v,
-                     uint32_t *out_len) {
+int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base, uint32_t base_len, rl_arena *a,
+                     int *out_present, const uint8_t **out_v, uint32_t *out_len) {
     switch (p->kind) {
     case WM_VALUE:
         *out_present = 1;
@@ -259,10 +247,8 @@ int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base
         *out_v = NULL;
         *out_len = 0;
         return RL_OK;
-    case WM_UNREADABLE:
-        return RL_E_ACCESSED_UNREADABLE;
-    default:
-        break;
+    case WM_UNREADABLE: return RL_E_ACCESSED_UNREADABLE;
+    default: break;
     }
     int present = base_present;
     rl_buf cur, next;
@@ -288,10 +274,8 @@ int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base
         *out_v = NULL;
         if (present) {
             uint8_t *v = rl__arena_memdup(a, cur.data, cur.len);
-            if (!v)
-                rc = RL_E_OUT_OF_MEMORY;
-            else
-                *out_v = v;
+            if (!v) rc = RL_E_OUT_OF_MEMORY;
+            else *out_v = v;
         }
     }
     rl__buf_release(&cur);
@@ -306,8 +290,8 @@ int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base
  * they live in the transaction's arena, which changes only by appending until the transaction
  * is reset (and a reset cancels every read that holds a copy). The copy's arrays live in a and
  * it has no arena of its own (read-only). RL_OK or RL_E_OUT_OF_MEMORY. */
-int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                        uint32_t el, rl_arena *a, rl_wmap *out) {
+int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_arena *a,
+                        rl_wmap *out) {
     memset(out, 0, sizeof *out);
     size_t pb = rl__wmap_lower(w, b, bl), pe = e ? rl__wmap_lower(w, e, el) : w->n_pts;
     if (pe > pb) {
@@ -331,8 +315,7 @@ int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const u
         out->n_pts = out->cap_pts = pe - pb;
     }
     size_t cb = clear_lower(w, b, bl), ce = cb;
-    while (ce < w->n_clears && (!e || kcmp(w->clears[ce].begin, w->clears[ce].begin_len, e, el) < 0))
-        ce++;
+    while (ce < w->n_clears && (!e || kcmp(w->clears[ce].begin, w->clears[ce].begin_len, e, el) < 0)) ce++;
     if (ce > cb) {
         rl_wm_range *cl = rl__arena_memdup(a, &w->clears[cb], (ce - cb) * sizeof *cl);
         if (!cl) return RL_E_OUT_OF_MEMORY;

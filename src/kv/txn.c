@@ -49,9 +49,7 @@ static const uint8_t key_ffff[] = {0xff, 0xff};
 
 /* ---- Small helpers ----------------------------------------------------------------------- */
 
-static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
-    return rl__bytes_cmp(a, al, b, bl);
-}
+static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) { return rl__bytes_cmp(a, al, b, bl); }
 
 /* The exclusive upper bound of readable keys. */
 static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
@@ -67,16 +65,14 @@ static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
 int rl__txn_check_usable(rl_txn *t) {
     if (t->cancelled) return RL_E_TRANSACTION_CANCELLED;
     if (t->committing) return RL_E_USED_DURING_COMMIT;
-    if (t->timeout_ms > 0 &&
-        rl__clock_mono_ns() - t->start_ns >= (uint64_t)t->timeout_ms * 1000000ull)
+    if (t->timeout_ms > 0 && rl__clock_mono_ns() - t->start_ns >= (uint64_t)t->timeout_ms * 1000000ull)
         return RL_E_TRANSACTION_TIMED_OUT;
     return RL_OK;
 }
 
 /* Append [b, e) to list l without copying: both must already live in the txn arena (or be
  * static). Counts its size. */
-static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32_t bl,
-                           const uint8_t *ec, uint32_t el) {
+static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32_t bl, const uint8_t *ec, uint32_t el) {
     if (RL_GROW(l->v, l->cap, l->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     l->v[l->n].begin = bc;
     l->v[l->n].begin_len = bl;
@@ -89,8 +85,7 @@ static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32
 
 /* Append a copy of [b, e) to list l (both keys in one txn arena allocation) and count its
  * size. When e starts with b (a single key: [k, k + "\x00")), one copy serves both ends. */
-static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                     uint32_t el) {
+static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (el == bl + 1 && e[bl] == 0 && (bl == 0 || !memcmp(b, e, bl))) {
         uint8_t *c = rl__arena_key_after(&t->arena, b, bl);
         if (!c) return RL_E_OUT_OF_MEMORY;
@@ -157,9 +152,7 @@ static rl_future *take_versionstamp(rl_txn *t, int err, int *out_err) {
     return f;
 }
 
-rl_future *rl__txn_take_versionstamp(rl_txn *t, int err, int *out_err) {
-    return take_versionstamp(t, err, out_err);
-}
+rl_future *rl__txn_take_versionstamp(rl_txn *t, int err, int *out_err) { return take_versionstamp(t, err, out_err); }
 
 /* Forget reads, writes and the read version (not options or retry state); cancel every read in
  * flight. Under t->mu; returns the versionstamp future to complete with *out_err (or NULL). */
@@ -271,12 +264,8 @@ static int set_option(rl_txn *t, rl_txn_option opt, int64_t value) {
         if (value < 32 || value > RL_TXN_SIZE_LIMIT) return RL_E_INVALID_OPTION_VALUE;
         t->size_limit = value;
         return RL_OK;
-    case RL_TXN_OPT_ACCESS_SYSTEM_KEYS:
-        t->access_system_keys = 1;
-        return RL_OK;
-    case RL_TXN_OPT_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE:
-        t->next_write_no_wcr = 1;
-        return RL_OK;
+    case RL_TXN_OPT_ACCESS_SYSTEM_KEYS: t->access_system_keys = 1; return RL_OK;
+    case RL_TXN_OPT_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE: t->next_write_no_wcr = 1; return RL_OK;
     case RL_TXN_OPT_READ_YOUR_WRITES_DISABLE:
         if (t->n_muts || t->reads.n || t->n_ops) return RL_E_CLIENT_INVALID_OPERATION;
         t->ryw_disabled = 1;
@@ -304,9 +293,7 @@ void rl_txn_set_read_version(rl_txn *t, int64_t v) {
 /* ---- Writes ------------------------------------------------------------------------------ */
 
 /* Room for one more mutation. */
-static int reserve_mut(rl_txn *t) {
-    return RL_GROW(t->muts, t->cap_muts, t->n_muts + 1, 32);
-}
+static int reserve_mut(rl_txn *t) { return RL_GROW(t->muts, t->cap_muts, t->n_muts + 1, 32); }
 
 /* Log a mutation (copies in the txn arena). */
 static int log_mut(rl_txn *t, int type, const void *p1, size_t l1, const void *p2, size_t l2) {
@@ -327,8 +314,7 @@ static int log_mut(rl_txn *t, int type, const void *p1, size_t l1, const void *p
 
 /* Validate a write of key (and value) before changing anything; `extra` is the bytes the write
  * will add to the transaction size. */
-static int check_write(rl_txn *t, const void *key, size_t key_len, size_t value_len, int has_value,
-                       size_t extra) {
+static int check_write(rl_txn *t, const void *key, size_t key_len, size_t value_len, int has_value, size_t extra) {
     int rc = rl__txn_check_usable(t);
     if (rc) return rc;
     if (t->committed) return RL_E_USED_DURING_COMMIT;
@@ -398,8 +384,7 @@ static int do_clear(rl_txn *t, const void *key, size_t key_len) {
     return undo(t, m, rc);
 }
 
-static int do_clear_range(rl_txn *t, const void *begin, size_t begin_len, const void *end,
-                       size_t end_len) {
+static int do_clear_range(rl_txn *t, const void *begin, size_t begin_len, const void *end, size_t end_len) {
     if (!t || (!begin && begin_len) || (!end && end_len)) return RL_E_INVALID_ARGUMENT;
     int rc = check_write(t, begin, begin_len, 0, 0, 2 * (begin_len + end_len));
     if (rc) return rc;
@@ -416,8 +401,7 @@ static int do_clear_range(rl_txn *t, const void *begin, size_t begin_len, const 
     rc = log_mut(t, RL_MUT_CLEAR_RANGE, begin, begin_len, end, end_len);
     if (rc == RL_OK && !t->next_write_no_wcr)
         rc = range_add(t, &t->writes, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
-    if (rc == RL_OK)
-        rc = rl__wmap_clear_range(&t->wm, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
+    if (rc == RL_OK) rc = rl__wmap_clear_range(&t->wm, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
     return undo(t, m, rc);
 }
 
@@ -425,29 +409,33 @@ static int do_clear_range(rl_txn *t, const void *begin, size_t begin_len, const 
  * before it; -1 otherwise. */
 static long vs_offset(const uint8_t *p, size_t n) {
     if (n < 4) return -1;
-    uint32_t off = (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 | (uint32_t)p[n - 2] << 16 |
-                   (uint32_t)p[n - 1] << 24;
+    uint32_t off = (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 | (uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24;
     if ((uint64_t)off + 10 > n - 4) return -1;
     return (long)off;
 }
 
-static int do_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *param,
-                     size_t param_len, rl_atomic_op op) {
+static int do_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *param, size_t param_len,
+                        rl_atomic_op op) {
     if (!t || (!param && param_len) || (!key && key_len)) return RL_E_INVALID_ARGUMENT;
     switch (op) {
-    case RL_ATOMIC_ADD: case RL_ATOMIC_BIT_AND: case RL_ATOMIC_BIT_OR: case RL_ATOMIC_BIT_XOR:
-    case RL_ATOMIC_APPEND_IF_FITS: case RL_ATOMIC_MAX: case RL_ATOMIC_MIN:
-    case RL_ATOMIC_SET_VERSIONSTAMPED_KEY: case RL_ATOMIC_SET_VERSIONSTAMPED_VALUE:
-    case RL_ATOMIC_BYTE_MIN: case RL_ATOMIC_BYTE_MAX: case RL_ATOMIC_COMPARE_AND_CLEAR:
-        break;
-    default:
-        return RL_E_INVALID_MUTATION_TYPE;
+    case RL_ATOMIC_ADD:
+    case RL_ATOMIC_BIT_AND:
+    case RL_ATOMIC_BIT_OR:
+    case RL_ATOMIC_BIT_XOR:
+    case RL_ATOMIC_APPEND_IF_FITS:
+    case RL_ATOMIC_MAX:
+    case RL_ATOMIC_MIN:
+    case RL_ATOMIC_SET_VERSIONSTAMPED_KEY:
+    case RL_ATOMIC_SET_VERSIONSTAMPED_VALUE:
+    case RL_ATOMIC_BYTE_MIN:
+    case RL_ATOMIC_BYTE_MAX:
+    case RL_ATOMIC_COMPARE_AND_CLEAR: break;
+    default: return RL_E_INVALID_MUTATION_TYPE;
     }
     int rc;
     if (op == RL_ATOMIC_SET_VERSIONSTAMPED_KEY) {
         /* The key is unknown until commit: it conflicts over every key it could become. */
-        rc = check_write(t, key, key_len >= 4 ? key_len - 4 : key_len, param_len, 1,
-                         3 * key_len + 1 + param_len);
+        rc = check_write(t, key, key_len >= 4 ? key_len - 4 : key_len, param_len, 1, 3 * key_len + 1 + param_len);
         if (rc) return rc;
         long off = vs_offset(key, key_len);
         if (off < 0) return RL_E_CLIENT_INVALID_OPERATION;
@@ -462,8 +450,7 @@ static int do_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *
         hi[kl] = 0;
         write_mark m = mark(t);
         rc = log_mut(t, RL_MUT_SET_VERSIONSTAMPED_KEY, key, key_len, param, param_len);
-        if (rc == RL_OK && !t->next_write_no_wcr)
-            rc = range_add(t, &t->writes, lo, (uint32_t)kl, hi, (uint32_t)kl + 1);
+        if (rc == RL_OK && !t->next_write_no_wcr) rc = range_add(t, &t->writes, lo, (uint32_t)kl, hi, (uint32_t)kl + 1);
         return undo(t, m, rc);
     }
     size_t vlen = param_len;
@@ -479,27 +466,24 @@ static int do_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *
     write_mark m = mark(t);
     rc = log_mut(t, (int)op, key, key_len, param, param_len);
     if (rc == RL_OK && !t->next_write_no_wcr) rc = write_conflict_key(t, key, (uint32_t)key_len);
-    if (rc == RL_OK)
-        rc = rl__wmap_atomic(&t->wm, key, (uint32_t)key_len, (int)op, param, (uint32_t)param_len);
+    if (rc == RL_OK) rc = rl__wmap_atomic(&t->wm, key, (uint32_t)key_len, (int)op, param, (uint32_t)param_len);
     return undo(t, m, rc);
 }
 
-static int do_add_conflict_range(rl_txn *t, const void *begin, size_t begin_len, const void *end,
-                              size_t end_len, rl_conflict_type type) {
+static int do_add_conflict_range(rl_txn *t, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                                 rl_conflict_type type) {
     if (!t || (!begin && begin_len) || (!end && end_len)) return RL_E_INVALID_ARGUMENT;
     if (type != RL_CONFLICT_READ && type != RL_CONFLICT_WRITE) return RL_E_INVALID_ARGUMENT;
     int rc = rl__txn_check_usable(t);
     if (rc) return rc;
-    if (begin_len > RL_KEY_SIZE_LIMIT + 1 || end_len > RL_KEY_SIZE_LIMIT + 1)
-        return RL_E_KEY_TOO_LARGE;
+    if (begin_len > RL_KEY_SIZE_LIMIT + 1 || end_len > RL_KEY_SIZE_LIMIT + 1) return RL_E_KEY_TOO_LARGE;
     int c = kcmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len);
     if (c > 0) return RL_E_INVERTED_RANGE;
     if (c == 0) return RL_OK;
     if (t->size + begin_len + end_len > (size_t)t->size_limit) return RL_E_TRANSACTION_TOO_LARGE;
-    return range_add(t, type == RL_CONFLICT_READ ? &t->reads : &t->writes, begin,
-                     (uint32_t)begin_len, end, (uint32_t)end_len);
+    return range_add(t, type == RL_CONFLICT_READ ? &t->reads : &t->writes, begin, (uint32_t)begin_len, end,
+                     (uint32_t)end_len);
 }
-
 
 /* ---- Writes: the public entry points (invariant 6: under t->mu when asynchronous) ---------- */
 
@@ -519,8 +503,7 @@ int rl_txn_clear(rl_txn *t, const void *key, size_t key_len) {
     return rc;
 }
 
-int rl_txn_clear_range(rl_txn *t, const void *begin, size_t begin_len, const void *end,
-                       size_t end_len) {
+int rl_txn_clear_range(rl_txn *t, const void *begin, size_t begin_len, const void *end, size_t end_len) {
     if (!t) return RL_E_INVALID_ARGUMENT;
     rl__txn_lock(t);
     int rc = do_clear_range(t, begin, begin_len, end, end_len);
@@ -528,8 +511,7 @@ int rl_txn_clear_range(rl_txn *t, const void *begin, size_t begin_len, const voi
     return rc;
 }
 
-int rl_txn_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *param,
-                     size_t param_len, rl_atomic_op op) {
+int rl_txn_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *param, size_t param_len, rl_atomic_op op) {
     if (!t) return RL_E_INVALID_ARGUMENT;
     rl__txn_lock(t);
     int rc = do_atomic_op(t, key, key_len, param, param_len, op);
@@ -537,8 +519,8 @@ int rl_txn_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *par
     return rc;
 }
 
-int rl_txn_add_conflict_range(rl_txn *t, const void *begin, size_t begin_len, const void *end,
-                              size_t end_len, rl_conflict_type type) {
+int rl_txn_add_conflict_range(rl_txn *t, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                              rl_conflict_type type) {
     if (!t) return RL_E_INVALID_ARGUMENT;
     rl__txn_lock(t);
     int rc = do_add_conflict_range(t, begin, begin_len, end, end_len, type);
@@ -603,8 +585,7 @@ rl_future *rl_txn_on_error(rl_txn *t, int error) {
     rl__txn_lock(t);
     int rc = RL_OK;
     if (t->retry_limit >= 0 && t->retries >= t->retry_limit) rc = error;
-    else if (t->timeout_ms > 0 &&
-             rl__clock_mono_ns() - t->start_ns >= (uint64_t)t->timeout_ms * 1000000ull)
+    else if (t->timeout_ms > 0 && rl__clock_mono_ns() - t->start_ns >= (uint64_t)t->timeout_ms * 1000000ull)
         rc = RL_E_TRANSACTION_TIMED_OUT;
     if (rc) {
         rl__txn_unlock(t);

@@ -89,7 +89,7 @@ typedef struct {
     uint32_t cbl, cel;
     int batch;
     long bytes;
-    int over;  /* the limit is reached: one more row only sets `more` */
+    int over; /* the limit is reached: one more row only sets `more` */
     int more;
     kvvec out;
 } mrange;
@@ -104,16 +104,16 @@ typedef struct {
 struct txn_op {
     rl_txn *t;
     rl_future *f;
-    uint64_t gen;           /* the transaction's generation at issue */
-    txn_op *next, *prev;    /* t->ops while RUNNING; t->rv_waiters (next) while WAITING_RV */
-    int kind;               /* OP_* */
-    int state;              /* ST_*, under t->mu */
-    int linked;             /* in t->ops (reads only; under t->mu) */
-    int io;                 /* IO_*, atomic (invariant 3) */
+    uint64_t gen;        /* the transaction's generation at issue */
+    txn_op *next, *prev; /* t->ops while RUNNING; t->rv_waiters (next) while WAITING_RV */
+    int kind;            /* OP_* */
+    int state;           /* ST_*, under t->mu */
+    int linked;          /* in t->ops (reads only; under t->mu) */
+    int io;              /* IO_*, atomic (invariant 3) */
     int io_err;
     int snapshot, reverse;
-    int stage;              /* of a merged read */
-    int direct;             /* the backend's result is the answer (no merge) */
+    int stage;  /* of a merged read */
+    int direct; /* the backend's result is the answer (no merge) */
     /* Inputs (copies in f->arena). */
     const uint8_t *key;
     uint32_t key_len;
@@ -122,27 +122,25 @@ struct txn_op {
     long target;
     const uint8_t *mapper;
     size_t mapper_len;
-    int sec_strategy;       /* OP_MAPPED: rl_secondary_strategy from the flags */
-    const uint8_t *mk;      /* the readable keyspace's end */
+    int sec_strategy;  /* OP_MAPPED: rl_secondary_strategy from the flags */
+    const uint8_t *mk; /* the readable keyspace's end */
     uint32_t mk_len;
     /* The write map as the read sees it (t->wm itself when the backend completes inline). */
     const rl_wmap *wm;
-    const rl_wm_point *pt;  /* OP_GET: the write map's point over an unknown stored value */
+    const rl_wm_point *pt; /* OP_GET: the write map's point over an unknown stored value */
     /* The request in flight. */
     rl_kv_read r;
     /* Not zeroed by op_new (each is set before use; mr.out.v is cleared there). */
     rl_wmap wm_copy;
     rl_wm_point pt_copy;
-    msel rs[2];             /* merged reads: the selectors being resolved */
-    mrange mr;              /* merged reads: the range being merged */
+    msel rs[2]; /* merged reads: the selectors being resolved */
+    mrange mr;  /* merged reads: the range being merged */
     rl_kv_commit c;
 };
 
 /* ---- Small helpers ----------------------------------------------------------------------- */
 
-static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
-    return rl__bytes_cmp(a, al, b, bl);
-}
+static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) { return rl__bytes_cmp(a, al, b, bl); }
 
 static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
     if (t->access_system_keys) *k = key_ffff, *kl = 2;
@@ -160,13 +158,10 @@ static int past_max(const rl_txn *t, const uint8_t *k, uint32_t kl, int or_equal
     return or_equal ? c >= 0 : c > 0;
 }
 
-static int check_flags(int flags, int allowed) {
-    return (flags & ~allowed) ? RL_E_INVALID_ARGUMENT : RL_OK;
-}
+static int check_flags(int flags, int allowed) { return (flags & ~allowed) ? RL_E_INVALID_ARGUMENT : RL_OK; }
 
 /* The anchor of sel (the first key >= it is offset 1), clamped to the max key, in arena a. */
-static const uint8_t *sel_anchor(const rl_txn *t, const rl_key_selector *sel, rl_arena *a,
-                                 uint32_t *out_len) {
+static const uint8_t *sel_anchor(const rl_txn *t, const rl_key_selector *sel, rl_arena *a, uint32_t *out_len) {
     const uint8_t *mk;
     uint32_t mkl;
     max_key(t, &mk, &mkl);
@@ -188,8 +183,7 @@ static const uint8_t *sel_anchor(const rl_txn *t, const rl_key_selector *sel, rl
  * key itself (the same selector). */
 static int copy_sel(const rl_txn *t, const rl_key_selector *in, rl_arena *a, rl_key_selector *out) {
     if (!in->key && in->key_len) return RL_E_INVALID_ARGUMENT;
-    if (past_max(t, in->key ? in->key : (const uint8_t *)"", in->key_len, 0))
-        return RL_E_KEY_OUTSIDE_LEGAL_RANGE;
+    if (past_max(t, in->key ? in->key : (const uint8_t *)"", in->key_len, 0)) return RL_E_KEY_OUTSIDE_LEGAL_RANGE;
     *out = *in;
     if (!in->key) out->key = (const uint8_t *)"";
     else if (t->is_async) /* invariant 4 (an inline read is over before the caller returns) */
@@ -217,8 +211,8 @@ static int kvvec_push(kvvec *x, const uint8_t *k, uint32_t kl, const uint8_t *v,
 }
 
 /* FoundationDB's limit rules: resolve mode and target bytes. */
-static int range_limits(int limit, int target_bytes, rl_streaming_mode mode, int iteration,
-                        int *out_limit, long *out_target) {
+static int range_limits(int limit, int target_bytes, rl_streaming_mode mode, int iteration, int *out_limit,
+                        long *out_target) {
     if (limit < 0 || target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
     long mode_bytes;
     switch (mode) {
@@ -305,8 +299,8 @@ static void add_stats(txn_op *op) {
 
 /* ---- Merged range: step by step --------------------------------------------------------- */
 
-static void mr_init(mrange *m, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el,
-                    int limit, long target, int reverse) {
+static void mr_init(mrange *m, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, int limit, long target,
+                    int reverse) {
     memset(m, 0, sizeof *m);
     m->b = m->cb = b, m->bl = m->cbl = bl;
     m->e = m->ce = e, m->el = m->cel = el;
@@ -317,8 +311,7 @@ static void mr_init(mrange *m, const uint8_t *b, uint32_t bl, const uint8_t *e, 
 }
 
 /* Offer one merged row; 1 when the read is over. */
-static int mr_offer(mrange *m, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl,
-                    int *rc) {
+static int mr_offer(mrange *m, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl, int *rc) {
     if (m->over) {
         m->more = 1;
         return 1;
@@ -326,8 +319,7 @@ static int mr_offer(mrange *m, const uint8_t *k, uint32_t kl, const uint8_t *v, 
     *rc = kvvec_push(&m->out, k, kl, v, vl);
     if (*rc) return 1;
     m->bytes += (long)kl + vl;
-    if ((m->limit > 0 && m->out.n >= m->limit) || (m->target > 0 && m->bytes >= m->target))
-        m->over = 1;
+    if ((m->limit > 0 && m->out.n >= m->limit) || (m->target > 0 && m->bytes >= m->target)) m->over = 1;
     return 0;
 }
 
@@ -486,9 +478,9 @@ static int msel_finish(txn_op *op, msel *s) {
 }
 
 /* The conflict span of a selector the backend resolved to key (rules of the file comment). */
-static void backend_span(txn_op *op, const rl_key_selector *sel, const uint8_t *key, uint32_t kl,
-                         const uint8_t *an, uint32_t anl, int for_range, const uint8_t **lo,
-                         uint32_t *lol, const uint8_t **hi, uint32_t *hil, int *out_oom) {
+static void backend_span(txn_op *op, const rl_key_selector *sel, const uint8_t *key, uint32_t kl, const uint8_t *an,
+                         uint32_t anl, int for_range, const uint8_t **lo, uint32_t *lol, const uint8_t **hi,
+                         uint32_t *hil, int *out_oom) {
     *out_oom = 0;
     if (for_range && sel->offset == 1) {
         *lo = *hi = an;
@@ -511,8 +503,8 @@ static void backend_span(txn_op *op, const rl_key_selector *sel, const uint8_t *
 /* ---- Conflict ranges of a completed range read (under t->mu) ----------------------------- */
 
 /* The primary range's conflict: [clo, chi) trimmed by a limit that cut the rows off. */
-static int range_conflict(rl_txn *t, txn_op *op, const uint8_t *clo, uint32_t clol,
-                          const uint8_t *chi, uint32_t chil, const rl_keyvalue *last, int more) {
+static int range_conflict(rl_txn *t, txn_op *op, const uint8_t *clo, uint32_t clol, const uint8_t *chi, uint32_t chil,
+                          const rl_keyvalue *last, int more) {
     if (more && last) {
         if (!op->reverse) {
             uint8_t *e = rl__arena_key_after(&op->f->arena, last->key, last->key_len);
@@ -524,8 +516,7 @@ static int range_conflict(rl_txn *t, txn_op *op, const uint8_t *clo, uint32_t cl
 }
 
 /* The conflict span of a range the backend resolved (direct path). */
-static int direct_span(txn_op *op, const uint8_t **clo, uint32_t *clol, const uint8_t **chi,
-                       uint32_t *chil) {
+static int direct_span(txn_op *op, const uint8_t **clo, uint32_t *clol, const uint8_t **chi, uint32_t *chil) {
     if (op->sb.offset == 1 && op->se.offset == 1 && !op->sb.or_equal && !op->se.or_equal) {
         /* firstGreaterOrEqual at both ends (scans, record loads): the span is the range. */
         *clo = op->r.rbegin, *clol = op->r.rbegin_len;
@@ -606,8 +597,7 @@ static int step_get_key(txn_op *op) {
             goto out;
         }
         s->key = op->r.rbegin, s->key_len = op->r.rbegin_len;
-        backend_span(op, &op->sb, s->key, s->key_len, an, anl, 0, &s->lo, &s->lo_len, &s->hi,
-                     &s->hi_len, &oom);
+        backend_span(op, &op->sb, s->key, s->key_len, an, anl, 0, &s->lo, &s->lo_len, &s->hi, &s->hi_len, &oom);
         if (oom) rc = RL_E_OUT_OF_MEMORY;
     } else {
         if ((rc = mr_merge(op, &op->mr, &again))) goto out;
@@ -628,12 +618,11 @@ out:
 
 /* Finish a range read: rows in kvs/n (kvs in f->arena, or copied there when heap), conflict
  * span [clo, chi). */
-static int range_finish(txn_op *op, rl_keyvalue *kvs, int n, int more, int copy,
-                        const uint8_t *clo, uint32_t clol, const uint8_t *chi, uint32_t chil) {
+static int range_finish(txn_op *op, rl_keyvalue *kvs, int n, int more, int copy, const uint8_t *clo, uint32_t clol,
+                        const uint8_t *chi, uint32_t chil) {
     rl_future *f = op->f;
     int rc = RL_OK;
-    if (!op->snapshot)
-        rc = range_conflict(op->t, op, clo, clol, chi, chil, n > 0 ? &kvs[n - 1] : NULL, more);
+    if (!op->snapshot) rc = range_conflict(op->t, op, clo, clol, chi, chil, n > 0 ? &kvs[n - 1] : NULL, more);
     if (rc == RL_OK && n > 0) {
         f->kvs = copy ? rl__arena_memdup(&f->arena, kvs, (size_t)n * sizeof *kvs) : kvs;
         if (!f->kvs) rc = RL_E_OUT_OF_MEMORY;
@@ -662,8 +651,7 @@ static int step_range(txn_op *op) {
             const uint8_t *clo, *chi;
             uint32_t clol, chil;
             rc = direct_span(op, &clo, &clol, &chi, &chil);
-            if (rc == RL_OK)
-                rc = range_finish(op, op->r.kvs, op->r.n, op->r.more, 0, clo, clol, chi, chil);
+            if (rc == RL_OK) rc = range_finish(op, op->r.kvs, op->r.n, op->r.more, 0, clo, clol, chi, chil);
         }
         op->io_err = rc;
         return STEP_DONE;
@@ -753,16 +741,14 @@ static int step_mapped(txn_op *op) {
         const uint8_t *clo, *chi;
         uint32_t clol, chil;
         rc = direct_span(op, &clo, &clol, &chi, &chil);
-        if (rc == RL_OK)
-            rc = range_conflict(t, op, clo, clol, chi, chil, n > 0 ? &ents[n - 1].index : NULL, more);
+        if (rc == RL_OK) rc = range_conflict(t, op, clo, clol, chi, chil, n > 0 ? &ents[n - 1].index : NULL, more);
     }
     for (int i = 0; rc == RL_OK && i < n; i++) {
         const rl_mapped_keyvalue *m = &ents[i];
         if (m->is_range && m->more && m->n_kvs > 0) {
             const rl_keyvalue *last = &m->kvs[m->n_kvs - 1];
             uint8_t *e = rl__arena_key_after(&f->arena, last->key, last->key_len);
-            rc = e ? rl__txn_read_conflict(t, m->begin, m->begin_len, e, last->key_len + 1)
-                   : RL_E_OUT_OF_MEMORY;
+            rc = e ? rl__txn_read_conflict(t, m->begin, m->begin_len, e, last->key_len + 1) : RL_E_OUT_OF_MEMORY;
         } else {
             rc = rl__txn_read_conflict(t, m->begin, m->begin_len, m->end, m->end_len);
         }
@@ -965,7 +951,7 @@ static void on_grv_done(rl_kv_grv *g, int err) {
     rl_txn *t = q->t;
     uint64_t gen = q->gen;
     rl_version v = g->version;
-    int heap = t->is_async; /* read before: rl__txn_rv_ready may free t */
+    int heap = t->is_async;              /* read before: rl__txn_rv_ready may free t */
     rl__txn_rv_ready(t, gen, err, v, g); /* charges g's stats and event to a waiting read */
     if (heap) rl__free(q);
 }
@@ -1299,9 +1285,7 @@ static int view_writes(txn_op *op, const uint8_t *b, uint32_t bl, const uint8_t 
     return rc;
 }
 
-static int has_writes(const rl_txn *t) {
-    return !t->ryw_disabled && (t->wm.n_pts > 0 || t->wm.n_clears > 0);
-}
+static int has_writes(const rl_txn *t) { return !t->ryw_disabled && (t->wm.n_pts > 0 || t->wm.n_clears > 0); }
 
 rl_future *rl_txn_get_key(rl_txn *t, rl_key_selector sel, int flags) {
     if (!t || (!sel.key && sel.key_len)) return rl__future_error(RL_FUT_KEY, RL_E_INVALID_ARGUMENT);
@@ -1329,14 +1313,12 @@ now: /* f is not handed out yet: no one else can see it */
 }
 
 /* The common part of get_range and get_mapped_range: inputs, limits, the direct decision. */
-static int range_setup(rl_txn *t, txn_op *op, const rl_key_selector *begin,
-                       const rl_key_selector *end, int limit, int target_bytes,
-                       rl_streaming_mode mode, int iteration, int flags, int may_merge) {
+static int range_setup(rl_txn *t, txn_op *op, const rl_key_selector *begin, const rl_key_selector *end, int limit,
+                       int target_bytes, rl_streaming_mode mode, int iteration, int flags, int may_merge) {
     int rc;
     rl_future *f = op->f;
     if ((rc = range_limits(limit, target_bytes, mode, iteration, &op->limit, &op->target))) return rc;
-    if ((rc = copy_sel(t, begin, &f->arena, &op->sb)) || (rc = copy_sel(t, end, &f->arena, &op->se)))
-        return rc;
+    if ((rc = copy_sel(t, begin, &f->arena, &op->sb)) || (rc = copy_sel(t, end, &f->arena, &op->se))) return rc;
     op->snapshot = (flags & RL_SNAPSHOT) != 0;
     op->reverse = (flags & RL_REVERSE) != 0;
     op->direct = 1;
@@ -1355,8 +1337,8 @@ static int range_setup(rl_txn *t, txn_op *op, const rl_key_selector *begin,
     return view_writes(op, (const uint8_t *)"", 0, NULL, 0);
 }
 
-rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector end, int limit,
-                            int target_bytes, rl_streaming_mode mode, int iteration, int flags) {
+rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector end, int limit, int target_bytes,
+                            rl_streaming_mode mode, int iteration, int flags) {
     if (!t) return rl__future_error(RL_FUT_KVS, RL_E_INVALID_ARGUMENT);
     int rc = check_flags(flags, RL_SNAPSHOT | RL_REVERSE);
     if (rc) return rl__future_error(RL_FUT_KVS, rc);
@@ -1365,8 +1347,8 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
     rl__txn_lock(t);
     txn_op *op = NULL;
     if ((rc = rl__txn_check_usable(t))) goto now;
-    if (!t->is_async && t->has_rv && begin.offset == 1 && end.offset == 1 && !begin.or_equal &&
-        !end.or_equal && !has_writes(t) && (begin.key || !begin.key_len) && (end.key || !end.key_len) &&
+    if (!t->is_async && t->has_rv && begin.offset == 1 && end.offset == 1 && !begin.or_equal && !end.or_equal &&
+        !has_writes(t) && (begin.key || !begin.key_len) && (end.key || !end.key_len) &&
         !past_max(t, begin.key, begin.key_len, 0) && !past_max(t, end.key, end.key_len, 0)) {
         /* The inline fast path by hand for firstGreaterOrEqual at both ends and nothing to merge
          * (index pages and record loads: step_range's direct work, the span being the range). */
@@ -1412,8 +1394,7 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
     if (!t->is_async && t->has_rv) {
         txn_op so;
         stack_op(&so, t, f, OP_RANGE);
-        if ((rc = range_setup(t, &so, &begin, &end, limit, target_bytes, mode, iteration, flags, 1)))
-            goto now;
+        if ((rc = range_setup(t, &so, &begin, &end, limit, target_bytes, mode, iteration, flags, 1))) goto now;
         if (so.direct) {
             run_inline(&so);
             rc = so.io_err;
@@ -1424,8 +1405,7 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
         rc = RL_E_OUT_OF_MEMORY;
         goto now;
     }
-    if ((rc = range_setup(t, op, &begin, &end, limit, target_bytes, mode, iteration, flags, 1)))
-        goto now;
+    if ((rc = range_setup(t, op, &begin, &end, limit, target_bytes, mode, iteration, flags, 1))) goto now;
     op_start(op);
     return f;
 now: /* f is not handed out yet: no one else can see it */
@@ -1434,17 +1414,17 @@ now: /* f is not handed out yet: no one else can see it */
     return f;
 }
 
-rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_selector end,
-                                   const void *mapper, size_t mapper_len, int limit,
-                                   int target_bytes, rl_streaming_mode mode, int iteration,
-                                   int flags) {
+rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_selector end, const void *mapper,
+                                   size_t mapper_len, int limit, int target_bytes, rl_streaming_mode mode,
+                                   int iteration, int flags) {
     if (!t || (!mapper && mapper_len)) return rl__future_error(RL_FUT_MAPPED, RL_E_INVALID_ARGUMENT);
     int rc = check_flags(flags, RL_SNAPSHOT | RL_REVERSE | RL_MAPPED_INDIVIDUAL | RL_MAPPED_GROUPED);
     if (rc) return rl__future_error(RL_FUT_MAPPED, rc);
     if ((flags & RL_MAPPED_INDIVIDUAL) && (flags & RL_MAPPED_GROUPED))
         return rl__future_error(RL_FUT_MAPPED, RL_E_INVALID_ARGUMENT);
-    int sec = flags & RL_MAPPED_GROUPED ? RL_SECONDARY_GROUPED
-              : flags & RL_MAPPED_INDIVIDUAL ? RL_SECONDARY_INDIVIDUAL : RL_SECONDARY_DEFAULT;
+    int sec = flags & RL_MAPPED_GROUPED      ? RL_SECONDARY_GROUPED
+              : flags & RL_MAPPED_INDIVIDUAL ? RL_SECONDARY_INDIVIDUAL
+                                             : RL_SECONDARY_DEFAULT;
     rl_future *f = rl__future_new(RL_FUT_MAPPED);
     if (f->is_static) return f;
     rl__txn_lock(t);
@@ -1457,8 +1437,7 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
     if (!t->is_async && t->has_rv) {
         txn_op so;
         stack_op(&so, t, f, OP_MAPPED);
-        if ((rc = range_setup(t, &so, &begin, &end, limit, target_bytes, mode, iteration, flags, 0)))
-            goto now;
+        if ((rc = range_setup(t, &so, &begin, &end, limit, target_bytes, mode, iteration, flags, 0))) goto now;
         so.mapper = mapper;
         so.mapper_len = mapper_len;
         so.sec_strategy = sec;
@@ -1471,8 +1450,7 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
         goto now;
     }
     /* Selectors resolve over committed data only (FoundationDB reads through at snapshot). */
-    if ((rc = range_setup(t, op, &begin, &end, limit, target_bytes, mode, iteration, flags, 0)))
-        goto now;
+    if ((rc = range_setup(t, op, &begin, &end, limit, target_bytes, mode, iteration, flags, 0))) goto now;
     op->mapper = t->is_async ? rl__arena_memdup(&f->arena, mapper, mapper_len) : mapper;
     if (!op->mapper && mapper_len) {
         rc = RL_E_OUT_OF_MEMORY;

@@ -60,10 +60,10 @@
 #include "net/reader.h"
 #include "reclayer/error.h"
 
-#define RD_BUDGET (4u << 20)    /* bytes read from one connection per readiness event */
-#define ACCEPT_BATCH 64         /* connections accepted per readiness event */
+#define RD_BUDGET (4u << 20)       /* bytes read from one connection per readiness event */
+#define ACCEPT_BATCH 64            /* connections accepted per readiness event */
 #define ACCEPT_PAUSE_NS 100000000u /* listener pause after fd exhaustion (100 ms) */
-#define MAX_IOV 256 /* iovecs per sendmsg: a burst of small frames goes in few calls */
+#define MAX_IOV 256                /* iovecs per sendmsg: a burst of small frames goes in few calls */
 #define MAX_DELAY_US 10000000u
 #define IN_EVENTS (EPOLLIN | EPOLLRDHUP)
 
@@ -94,12 +94,12 @@ typedef struct out_frame {
 #define SPARE_MAX 512
 
 struct rl_conn {
-    rl__io io;      /* RL__IO_CONN; first member (epoll data.ptr) */
-    rl_loop *loop;  /* valid while state != CLOSED */
+    rl__io io;     /* RL__IO_CONN; first member (epoll data.ptr) */
+    rl_loop *loop; /* valid while state != CLOSED */
     atomic_int refs;
     atomic_int state; /* ST_* */
     int fd;
-    char peer[32];  /* "127.0.0.1:PORT" of the remote end (the target while connecting) */
+    char peer[32]; /* "127.0.0.1:PORT" of the remote end (the target while connecting) */
     char local[32];
 
     /* Loop context. */
@@ -108,18 +108,18 @@ struct rl_conn {
     void *ud;
     rl_connect_fn on_connect; /* while CONNECTING */
     void *connect_ud;
-    int connect_state;        /* rl__net_connect_socket's result: 0 done, 1 in progress, or an error */
+    int connect_state; /* rl__net_connect_socket's result: 0 done, 1 in progress, or an error */
     int timeout_ms;
-    uint64_t connect_timer;   /* timer ids, 0 when none */
+    uint64_t connect_timer; /* timer ids, 0 when none */
     uint64_t flush_timer;
-    uint64_t release_timer;   /* releases the queue head (delay) */
+    uint64_t release_timer; /* releases the queue head (delay) */
     uint64_t release_timer_at;
     int in_epoll, in_list;
-    int close_done;           /* do_close / fail_connect ran */
-    int close_queued;         /* on loop->pending_close */
-    rl_conn *lprev, *lnext;   /* loop->conns */
-    rl_conn *close_next;      /* loop->pending_close */
-    rl_conn *zombie_next;     /* loop->zombies */
+    int close_done;         /* do_close / fail_connect ran */
+    int close_queued;       /* on loop->pending_close */
+    rl_conn *lprev, *lnext; /* loop->conns */
+    rl_conn *close_next;    /* loop->pending_close */
+    rl_conn *zombie_next;   /* loop->zombies */
     rl_frame_reader rd;
     rl__post_node reg_node;   /* connect registration */
     rl__post_node wake_node;  /* flush request from another thread (guarded by wake_pending) */
@@ -128,11 +128,11 @@ struct rl_conn {
     /* Send side: under send_lock. */
     pthread_mutex_t send_lock;
     out_frame *q_head, *q_tail;
-    out_frame *spares;        /* written frames kept for reuse (next-linked), at most SPARE_MAX */
+    out_frame *spares; /* written frames kept for reuse (next-linked), at most SPARE_MAX */
     int n_spares;
     uint64_t queued_frames, queued_bytes, queued_bytes_max;
     int epollout_armed;
-    int writing;              /* 1 while the loop writes the queue without the lock: the
+    int writing; /* 1 while the loop writes the queue without the lock: the
                                  counters do not include that write yet (settled_lock) */
     int wake_pending;
     int close_posted;
@@ -140,9 +140,9 @@ struct rl_conn {
     uint64_t rng;             /* jitter PRNG state (splitmix64) */
     uint64_t last_release_ns; /* release time of the last delayed frame */
     uint64_t frames_sent, bytes_sent, frames_direct, delayed_frames;
-    rl_lat_hist late;         /* lateness of delayed frames */
-    int close_err;            /* set when leaving OPEN */
-    int close_quiet;          /* 1: log the close at info (local close, clean EOF) */
+    rl_lat_hist late; /* lateness of delayed frames */
+    int close_err;    /* set when leaving OPEN */
+    int close_quiet;  /* 1: log the close at info (local close, clean EOF) */
     char close_reason[160];
 
     /* Receive counters: written by the loop thread, read by anyone. */
@@ -150,7 +150,7 @@ struct rl_conn {
 };
 
 struct rl_listener {
-    rl__io io;          /* RL__IO_LISTENER; first member */
+    rl__io io; /* RL__IO_LISTENER; first member */
     rl_loop *loop;
     int fd;
     uint16_t port;
@@ -248,10 +248,8 @@ static void list_add(rl_conn *c) {
 
 static void list_remove(rl_conn *c) {
     if (!c->in_list) return;
-    if (c->lprev)
-        c->lprev->lnext = c->lnext;
-    else
-        c->loop->conns = c->lnext;
+    if (c->lprev) c->lprev->lnext = c->lnext;
+    else c->loop->conns = c->lnext;
     if (c->lnext) c->lnext->lprev = c->lprev;
     c->lprev = c->lnext = NULL;
     c->in_list = 0;
@@ -339,8 +337,8 @@ static void do_close(rl_conn *c) {
     if (fd >= 0) close(fd);
     rl__frame_reader_release(&c->rd);
     atomic_store_explicit(&c->rx_cap, 0, memory_order_relaxed);
-    rl__log(quiet ? RL_LOG_INFO : RL_LOG_WARN, "net: connection %s (local %s) closed: %s (%s)", c->peer,
-            c->local, c->close_reason, rl_error_name(err));
+    rl__log(quiet ? RL_LOG_INFO : RL_LOG_WARN, "net: connection %s (local %s) closed: %s (%s)", c->peer, c->local,
+            c->close_reason, rl_error_name(err));
     rl_close_fn cb = c->on_close;
     void *ud = c->ud;
     c->on_frame = NULL;
@@ -542,8 +540,7 @@ static void connect_register(rl_loop *loop, void *ud) {
         fail_connect(c, RL_E_OUT_OF_MEMORY, "out of memory for the connect timer");
 }
 
-int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect,
-                void *ud) {
+int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud) {
     rl__net_errmsg_clear();
     if (!loop || !on_connect || timeout_ms <= 0) {
         rl__net_errmsg_set("rl__connect: needs a loop, a callback and a timeout > 0 (got %d ms)", timeout_ms);
@@ -581,10 +578,8 @@ int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl
 /* Unlink l from loop->listeners (loop context). */
 static void listener_unlink(rl_listener *l) {
     if (!l->in_list) return;
-    if (l->lprev)
-        l->lprev->lnext = l->lnext;
-    else
-        l->loop->listeners = l->lnext;
+    if (l->lprev) l->lprev->lnext = l->lnext;
+    else l->loop->listeners = l->lnext;
     if (l->lnext) l->lnext->lprev = l->lprev;
     l->in_list = 0;
 }
@@ -633,8 +628,7 @@ static void listener_close_fn(rl_loop *loop, void *ud) {
     do_listener_close(ud);
 }
 
-int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud,
-               rl_listener **out) {
+int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out) {
     rl__net_errmsg_clear();
     if (!loop || !on_accept || !out) {
         rl__net_errmsg_set("rl__listen: needs a loop, a callback and an out pointer");
@@ -706,8 +700,8 @@ void rl__listener_on_event(rl_listener *l, uint32_t events) {
             rl__log(RL_LOG_WARN, "net: accept on %s: %s; pausing the listener for 100 ms", l->addr, strerror(e));
             l->paused = 1;
             (void)rl__loop_ctl(loop, EPOLL_CTL_MOD, l->fd, 0, &l->io);
-            if (rl__loop_timer_add(loop, rl__clock_mono_ns() + ACCEPT_PAUSE_NS, listener_resume, l,
-                                   &l->pause_timer) != RL_OK)
+            if (rl__loop_timer_add(loop, rl__clock_mono_ns() + ACCEPT_PAUSE_NS, listener_resume, l, &l->pause_timer) !=
+                RL_OK)
                 listener_resume(loop, l);
             break;
         }
@@ -806,8 +800,7 @@ static void on_readable(rl_conn *c) {
         }
         if (n == 0) {
             size_t pending = rl__frame_reader_pending(&c->rd), flen = rl__frame_reader_frame_len(&c->rd);
-            if (pending == 0)
-                close_error(c, RL_E_CONNECTION_FAILED, 1, "peer closed the connection");
+            if (pending == 0) close_error(c, RL_E_CONNECTION_FAILED, 1, "peer closed the connection");
             else if (flen == 0) /* a truncated frame is a lost connection (what a crash looks like) */
                 close_error(c, RL_E_CONNECTION_FAILED, 0,
                             "peer closed in the middle of a frame header (%zu of %d bytes received)", pending,
@@ -820,8 +813,9 @@ static void on_readable(rl_conn *c) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         int e = errno;
-        close_error(c, rl__net_map_errno(e, RL_E_CONNECTION_FAILED) == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY
-                                                                                          : RL_E_CONNECTION_FAILED,
+        close_error(c,
+                    rl__net_map_errno(e, RL_E_CONNECTION_FAILED) == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY
+                                                                                       : RL_E_CONNECTION_FAILED,
                     0, "read: %s", strerror(e));
         return;
     }
@@ -837,8 +831,7 @@ void rl__conn_on_event(rl_conn *c, uint32_t events) {
     if (st != ST_OPEN && st != ST_FLUSHING) return;
     if (events & EPOLLOUT) flush(c);
     st = state_of(c);
-    if ((st == ST_OPEN || st == ST_FLUSHING) && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
-        on_readable(c);
+    if ((st == ST_OPEN || st == ST_FLUSHING) && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) on_readable(c);
 }
 
 /* ============================================================================================
@@ -858,8 +851,7 @@ static uint64_t next_rand(uint64_t *s) {
 static void set_out_interest_locked(rl_conn *c, int want) {
     if (c->epollout_armed == want) return;
     int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, IN_EVENTS | (want ? EPOLLOUT : 0), &c->io);
-    if (e == 0)
-        c->epollout_armed = want;
+    if (e == 0) c->epollout_armed = want;
     else if (want)
         request_close_locked(c, ST_CLOSING, rl__net_map_errno(e, RL_E_CONNECTION_FAILED), 0,
                              "cannot wait for the socket to drain: epoll_ctl: %s", strerror(e));
@@ -1048,10 +1040,8 @@ static out_frame *make_frame(rl_conn *c, const uint8_t hdr[RL_FRAME_HEADER_LEN],
 
 /* Append f to the send queue and count its unwritten bytes. Send lock held. */
 static void enqueue_locked(rl_conn *c, out_frame *f) {
-    if (c->q_tail)
-        c->q_tail->next = f;
-    else
-        c->q_head = f;
+    if (c->q_tail) c->q_tail->next = f;
+    else c->q_head = f;
     c->q_tail = f;
     c->queued_frames++;
     c->queued_bytes += f->len - f->off;

@@ -73,13 +73,13 @@
 #endif
 
 #define RL__MAX_EVENTS 64
-#define RL__SPIN_POLL_NS 4000u            /* poll the sockets this often while spinning */
-#define RL__MIN_SLEEP_NS 3000u            /* shorter sleeps are spun */
-#define RL__MARGIN_INIT_NS 100000u        /* margin until enough samples exist */
+#define RL__SPIN_POLL_NS 4000u     /* poll the sockets this often while spinning */
+#define RL__MIN_SLEEP_NS 3000u     /* shorter sleeps are spun */
+#define RL__MARGIN_INIT_NS 100000u /* margin until enough samples exist */
 #define RL__MARGIN_MIN_NS 20000u
 #define RL__MARGIN_MAX_NS 200000u
-#define RL__MARGIN_PAD_NS 10000u           /* at least this much above p99 */
-#define RL__MARGIN_EVERY 8u               /* recompute the margin every this many samples */
+#define RL__MARGIN_PAD_NS 10000u /* at least this much above p99 */
+#define RL__MARGIN_EVERY 8u      /* recompute the margin every this many samples */
 
 _Thread_local rl_loop *rl__tls_loop;
 
@@ -241,10 +241,8 @@ void rl__loop_post_node(rl_loop *loop, rl__post_node *node) {
     node->next = NULL;
     pthread_mutex_lock(&loop->post_lock);
     int was_empty = loop->post_head == NULL;
-    if (loop->post_tail)
-        loop->post_tail->next = node;
-    else
-        loop->post_head = node;
+    if (loop->post_tail) loop->post_tail->next = node;
+    else loop->post_head = node;
     loop->post_tail = node;
     atomic_store(&loop->has_posts, 1); /* seq_cst: before the load of waiting (invariant 2) */
     pthread_mutex_unlock(&loop->post_lock);
@@ -334,10 +332,8 @@ static void heap_remove(rl_loop *loop, uint32_t pos) {
     uint32_t last = loop->heap[--loop->heap_len];
     if (pos < loop->heap_len) {
         heap_set(loop, pos, last);
-        if (pos > 0 && slot_less(loop, last, loop->heap[(pos - 1) / 2]))
-            sift_up(loop, pos);
-        else
-            sift_down(loop, pos);
+        if (pos > 0 && slot_less(loop, last, loop->heap[(pos - 1) / 2])) sift_up(loop, pos);
+        else sift_down(loop, pos);
     }
     rl__timer_slot *s = &loop->slots[slot];
     s->heap_pos = UINT32_MAX;
@@ -454,8 +450,7 @@ static void sample_lateness(rl_loop *loop, uint64_t late_ns) {
 
 /* Block until an event or until the monotonic time `target` (> now). Returns the number of events
  * in ev (the timerfd's own event removed); *timed_out is 1 when the wait ended by its timeout. */
-static int sleep_until(rl_loop *loop, struct epoll_event *ev, int max, uint64_t target, uint64_t now,
-                       int *timed_out) {
+static int sleep_until(rl_loop *loop, struct epoll_event *ev, int max, uint64_t target, uint64_t now, int *timed_out) {
     *timed_out = 0;
     int n;
     if (loop->use_pwait2) {

@@ -126,8 +126,8 @@ typedef struct {
     uint64_t margin_ns;        /* the current sleep margin (see loop.c) */
     uint64_t wake_late_p50_ns; /* over the recent window of timed sleeps: how late they woke */
     uint64_t wake_late_p99_ns;
-    int uses_pwait2;           /* 1: epoll_pwait2 (ns timeouts); 0: timerfd fallback */
-    rl_lat_hist timer_late;    /* for every timer fired: fire time − deadline */
+    int uses_pwait2;        /* 1: epoll_pwait2 (ns timeouts); 0: timerfd fallback */
+    rl_lat_hist timer_late; /* for every timer fired: fire time − deadline */
 } rl_loop_stats;
 
 /* rl__loop_new — create a loop (epoll instance, wake-up eventfd; checks whether the kernel has
@@ -212,8 +212,7 @@ const char *rl__net_errmsg(void);
  * Binding happens in this call (errors: RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED, RL_E_OUT_OF_MEMORY,
  * RL_E_INVALID_ARGUMENT); accepting starts in the loop's next pass (posted when called from
  * another thread). SO_REUSEADDR is set; accepted sockets get TCP_NODELAY. [any] */
-int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud,
-               rl_listener **out);
+int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out);
 
 /* rl__listener_port — the bound port (host order). [any] */
 uint16_t rl__listener_port(const rl_listener *listener);
@@ -232,8 +231,7 @@ void rl__listener_close(rl_listener *listener);
  *                  RL_E_TIMED_OUT, or RL_E_OPERATION_CANCELLED (loop freed first).
  * Returns RL_OK, or RL_E_INVALID_ARGUMENT / RL_E_OUT_OF_MEMORY / RL_E_CONNECTION_FAILED (no socket
  * could be made), in which case on_connect is never called. [any] */
-int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect,
-                void *ud);
+int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud);
 
 /* ---------------------------------------------------------------------------------------------
  * Connections
@@ -266,8 +264,7 @@ int rl__conn_send(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, con
  * instead of one write each (send the first frame of a burst with rl__conn_send: the direct write
  * has the lowest latency). Frames keep the order of the send calls, mixed with rl__conn_send
  * (a direct write happens only while the queue is empty). Returns as rl__conn_send. [any] */
-int rl__conn_send_queued(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload,
-                         size_t len);
+int rl__conn_send_queued(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len);
 
 /* rl__conn_send_buf — as rl__conn_send, but takes payload's bytes (no copy when they must be
  * queued): on return, in every case, *payload is empty and re-initialised (rl__buf_init state) and
@@ -334,8 +331,8 @@ typedef struct {
     uint64_t rx_buffer_cap;    /* bytes allocated for the receive buffer now */
     uint32_t delay_us;         /* the current delay setting */
     uint32_t jitter_us;
-    uint64_t delayed_frames;   /* frames sent with a delay (the lateness samples) */
-    uint64_t late_min_ns;      /* lateness of delayed frames: first byte written − release time */
+    uint64_t delayed_frames; /* frames sent with a delay (the lateness samples) */
+    uint64_t late_min_ns;    /* lateness of delayed frames: first byte written − release time */
     uint64_t late_p50_ns;
     uint64_t late_p99_ns;
     uint64_t late_max_ns;

@@ -41,22 +41,22 @@ typedef struct {
 #define RL__LATE_RING 128 /* wake-up lateness samples kept for the margin */
 
 struct rl_loop {
-    int epfd;           /* the epoll instance */
-    int wakefd;         /* eventfd written by posts and stop */
-    int timerfd;        /* -1 unless sleeping through the timerfd fallback */
-    rl__io wake_io;     /* epoll handle of wakefd */
-    rl__io timer_io;    /* epoll handle of timerfd */
-    int use_pwait2;     /* 1: epoll_pwait2 is available and used */
+    int epfd;        /* the epoll instance */
+    int wakefd;      /* eventfd written by posts and stop */
+    int timerfd;     /* -1 unless sleeping through the timerfd fallback */
+    rl__io wake_io;  /* epoll handle of wakefd */
+    rl__io timer_io; /* epoll handle of timerfd */
+    int use_pwait2;  /* 1: epoll_pwait2 is available and used */
 
-    pthread_mutex_t post_lock;   /* guards post_head/post_tail */
-    rl__post_node *post_head;    /* FIFO of posts */
+    pthread_mutex_t post_lock; /* guards post_head/post_tail */
+    rl__post_node *post_head;  /* FIFO of posts */
     rl__post_node *post_tail;
-    atomic_int has_posts;        /* 1 when post_head may be non-NULL (skip the lock when 0) */
-    atomic_int waiting;          /* 1 while the loop thread waits for events (wait_events):
+    atomic_int has_posts;      /* 1 when post_head may be non-NULL (skip the lock when 0) */
+    atomic_int waiting;        /* 1 while the loop thread waits for events (wait_events):
                                     only then does a post need the eventfd (loop.c invariant 2) */
-    atomic_int stop_requested;   /* counts stops not yet consumed by rl__loop_run */
-    atomic_int running;          /* 1 while a thread is inside rl__loop_run */
-    atomic_int closing;          /* 1 while rl__loop_free closes everything */
+    atomic_int stop_requested; /* counts stops not yet consumed by rl__loop_run */
+    atomic_int running;        /* 1 while a thread is inside rl__loop_run */
+    atomic_int closing;        /* 1 while rl__loop_free closes everything */
 
     /* Timers (loop context only): a binary min-heap of slot indices ordered by (deadline, seq). */
     rl__timer_slot *slots;
@@ -67,12 +67,12 @@ struct rl_loop {
     uint64_t timer_seq;
 
     /* Timer precision (loop context only): see "Timer precision" in loop.c. */
-    uint64_t margin_ns;                   /* sleep until deadline - margin_ns, then spin */
+    uint64_t margin_ns;                    /* sleep until deadline - margin_ns, then spin */
     uint64_t margin_min_ns, margin_max_ns; /* its bounds (rl__loop_set_margin_bounds) */
-    uint64_t late_ring[RL__LATE_RING];    /* recent wake-up lateness samples (ns) */
-    uint32_t late_n;                      /* samples in the ring (<= RL__LATE_RING) */
-    uint32_t late_pos;                    /* next slot to overwrite */
-    uint32_t late_since_update;           /* samples since margin_ns was recomputed */
+    uint64_t late_ring[RL__LATE_RING];     /* recent wake-up lateness samples (ns) */
+    uint32_t late_n;                       /* samples in the ring (<= RL__LATE_RING) */
+    uint32_t late_pos;                     /* next slot to overwrite */
+    uint32_t late_since_update;            /* samples since margin_ns was recomputed */
 
     /* Registries (loop context only). */
     rl_conn *conns;              /* every registered connection (doubly linked, conn.c) */

@@ -17,8 +17,8 @@ int rl__netem_applies(const char *own, size_t own_len, const uint8_t *peer, size
 int rl__netem_check(uint32_t delay_us, uint32_t jitter_us, char *why, size_t cap) {
     if (delay_us <= RL_NETEM_MAX_US && jitter_us <= RL_NETEM_MAX_US) return RL_OK;
     if (why && cap)
-        snprintf(why, cap, "delay %" PRIu32 " us / jitter %" PRIu32 " us: each must be at most %u us (10 s)",
-                 delay_us, jitter_us, RL_NETEM_MAX_US);
+        snprintf(why, cap, "delay %" PRIu32 " us / jitter %" PRIu32 " us: each must be at most %u us (10 s)", delay_us,
+                 jitter_us, RL_NETEM_MAX_US);
     return RL_E_INVALID_ARGUMENT;
 }
 

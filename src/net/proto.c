@@ -38,24 +38,23 @@ _Static_assert(sizeof(int) == 4, "selector offsets and entry counts are int32 on
 #define NO_INDEX UINT32_MAX
 
 typedef struct {
-    int decoding;         /* 1: payload -> struct; 0: struct -> buffer */
-    const uint8_t *p;     /* decoding: next byte */
-    size_t left;          /* decoding: bytes left */
-    rl_arena *arena;      /* decoding: where arrays go (may be NULL) */
-    rl_buf *out;          /* encoding: where bytes go */
-    const char *msg;      /* "COMMIT request": the start of every reason */
+    int decoding;               /* 1: payload -> struct; 0: struct -> buffer */
+    const uint8_t *p;           /* decoding: next byte */
+    size_t left;                /* decoding: bytes left */
+    rl_arena *arena;            /* decoding: where arrays go (may be NULL) */
+    rl_buf *out;                /* encoding: where bytes go */
+    const char *msg;            /* "COMMIT request": the start of every reason */
     const char *path[IO_DEPTH]; /* enclosing arrays / structs, outermost first */
     uint32_t ix[IO_DEPTH];      /* their current element (NO_INDEX for a struct) */
     int depth;
-    int failed;      /* sticky: a rule failed, memory ran out or the version is foreign */
-    int rc;          /* the error to return once failed */
+    int failed;        /* sticky: a rule failed, memory ran out or the version is foreign */
+    int rc;            /* the error to return once failed */
     rl_proto_why *why; /* may be NULL */
     int no_fast;       /* 1: the mapped reply's entries take the io_entry walk (tests) */
 } io;
 
 /* Record the first failure: rc and, when the caller wants it, "MSG: path.field <problem>". */
-static void fail_rc(io *s, int rc, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static void fail_rc(io *s, int rc, const char *field, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void fail_rc(io *s, int rc, const char *field, const char *fmt, ...) {
     if (s->failed) return;
     s->failed = 1;
@@ -66,10 +65,8 @@ static void fail_rc(io *s, int rc, const char *field, const char *fmt, ...) {
     int k = snprintf(t, cap, "%s: ", s->msg);
     n = k > 0 ? (size_t)k : 0;
     for (int i = 0; i < s->depth && i < IO_DEPTH && n < cap; i++) {
-        if (s->ix[i] == NO_INDEX)
-            k = snprintf(t + n, cap - n, "%s.", s->path[i]);
-        else
-            k = snprintf(t + n, cap - n, "%s[%u].", s->path[i], s->ix[i]);
+        if (s->ix[i] == NO_INDEX) k = snprintf(t + n, cap - n, "%s.", s->path[i]);
+        else k = snprintf(t + n, cap - n, "%s[%u].", s->path[i], s->ix[i]);
         n += k > 0 ? (size_t)k : 0;
     }
     if (n < cap && field) {
@@ -254,8 +251,8 @@ static void io_count(io *s, uint32_t *n, size_t min_each, const char *field) {
     io_u32(s, n, field);
     if (s->failed || !s->decoding) return;
     if ((uint64_t)*n * min_each > s->left)
-        bad(s, field, "count %u needs at least %llu bytes, %zu left", *n,
-            (unsigned long long)((uint64_t)*n * min_each), s->left);
+        bad(s, field, "count %u needs at least %llu bytes, %zu left", *n, (unsigned long long)((uint64_t)*n * min_each),
+            s->left);
 }
 
 /* The array of n elements of size bytes: decoding allocates it from the arena (NULL for n == 0);
@@ -276,9 +273,7 @@ static void *io_array(io *s, const void *cur, uint32_t n, size_t size, const cha
     return q;
 }
 
-static int cmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
-    return rl__bytes_cmp(a, al, b, bl);
-}
+static int cmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) { return rl__bytes_cmp(a, al, b, bl); }
 
 /* ---- Composite fields -------------------------------------------------------------------- */
 
@@ -333,8 +328,7 @@ static void io_kvs(io *s, const rl_keyvalue **kvs, uint32_t *n, const char *name
 static void io_range(io *s, rl_keyrange *r) {
     io_bytes(s, &r->begin, &r->begin_len, RL_PROTO_MAX_KEY, "begin");
     io_bytes(s, &r->end, &r->end_len, RL_PROTO_MAX_KEY, "end");
-    if (!s->failed && cmp(r->begin, r->begin_len, r->end, r->end_len) > 0)
-        bad(s, NULL, "is inverted (begin > end)");
+    if (!s->failed && cmp(r->begin, r->begin_len, r->end, r->end_len) > 0) bad(s, NULL, "is inverted (begin > end)");
 }
 
 /* A range array. */
@@ -354,15 +348,22 @@ static void io_ranges(io *s, const rl_keyrange **rs, uint32_t *n, const char *na
 /* 1 if t is an rl_mutation_type; storage_only refuses the versionstamped ones. */
 static int mutation_type_ok(unsigned t, int storage_only) {
     switch (t) {
-    case RL_MUT_SET: case RL_MUT_CLEAR_RANGE: case RL_MUT_ADD: case RL_MUT_CLEAR:
-    case RL_MUT_BIT_AND: case RL_MUT_BIT_OR: case RL_MUT_BIT_XOR: case RL_MUT_APPEND_IF_FITS:
-    case RL_MUT_MAX: case RL_MUT_MIN: case RL_MUT_BYTE_MIN: case RL_MUT_BYTE_MAX:
-    case RL_MUT_COMPARE_AND_CLEAR:
-        return 1;
-    case RL_MUT_SET_VERSIONSTAMPED_KEY: case RL_MUT_SET_VERSIONSTAMPED_VALUE:
-        return !storage_only;
-    default:
-        return 0;
+    case RL_MUT_SET:
+    case RL_MUT_CLEAR_RANGE:
+    case RL_MUT_ADD:
+    case RL_MUT_CLEAR:
+    case RL_MUT_BIT_AND:
+    case RL_MUT_BIT_OR:
+    case RL_MUT_BIT_XOR:
+    case RL_MUT_APPEND_IF_FITS:
+    case RL_MUT_MAX:
+    case RL_MUT_MIN:
+    case RL_MUT_BYTE_MIN:
+    case RL_MUT_BYTE_MAX:
+    case RL_MUT_COMPARE_AND_CLEAR: return 1;
+    case RL_MUT_SET_VERSIONSTAMPED_KEY:
+    case RL_MUT_SET_VERSIONSTAMPED_VALUE: return !storage_only;
+    default: return 0;
     }
 }
 
@@ -372,10 +373,8 @@ static void io_mutation(io *s, rl_mutation *m, int storage_only) {
     if (s->failed) return;
     if (!mutation_type_ok(m->type, storage_only)) {
         if (mutation_type_ok(m->type, 0))
-            bad(s, "type", "is %u, a versionstamped mutation (never sent to storage)",
-                (unsigned)m->type);
-        else
-            bad(s, "type", "is %u, not a mutation type", (unsigned)m->type);
+            bad(s, "type", "is %u, a versionstamped mutation (never sent to storage)", (unsigned)m->type);
+        else bad(s, "type", "is %u, not a mutation type", (unsigned)m->type);
         return;
     }
     uint32_t max1 = m->type == RL_MUT_SET_VERSIONSTAMPED_KEY ? RL_PROTO_MAX_MUT_KEY : RL_PROTO_MAX_KEY;
@@ -389,8 +388,8 @@ static void io_mutation(io *s, rl_mutation *m, int storage_only) {
 }
 
 /* A mutation array; *total accumulates p1 + p2 bytes. */
-static void io_mutations(io *s, const rl_mutation **ms, uint32_t *n, int storage_only,
-                         uint64_t *total, const char *name) {
+static void io_mutations(io *s, const rl_mutation **ms, uint32_t *n, int storage_only, uint64_t *total,
+                         const char *name) {
     io_count(s, n, MIN_MUTATION, name);
     rl_mutation *v = io_array(s, *ms, *n, sizeof *v, name);
     if (s->failed) return;
@@ -439,31 +438,27 @@ static void x_empty(io *s, rl_msg_empty *m) {
 static void x_hello_req(io *s, rl_msg_hello_req *m) {
     io_u32(s, &m->magic, "magic");
     io_u32(s, &m->protocol_version, "protocol_version");
-    if (!s->failed && s->decoding &&
-        (m->magic != RL_PROTOCOL_MAGIC || m->protocol_version != RL_PROTOCOL_VERSION)) {
-        fail_rc(s, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, NULL,
-                "magic 0x%08x version %u, expected 0x%08x version %u", m->magic,
-                m->protocol_version, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
+    if (!s->failed && s->decoding && (m->magic != RL_PROTOCOL_MAGIC || m->protocol_version != RL_PROTOCOL_VERSION)) {
+        fail_rc(s, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, NULL, "magic 0x%08x version %u, expected 0x%08x version %u",
+                m->magic, m->protocol_version, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
         return;
     }
     io_enum8(s, &m->role, RL_ROLE_CLIENT, RL_ROLE_ADMIN, "role");
     io_u32(s, &m->id, "id");
-    if (!s->failed && m->role == RL_ROLE_CLIENT && m->id != 0)
-        bad(s, "id", "is %u for a client (must be 0)", m->id);
+    if (!s->failed && m->role == RL_ROLE_CLIENT && m->id != 0) bad(s, "id", "is %u for a client (must be 0)", m->id);
     io_bytes(s, &m->host, &m->host_len, RL_PROTO_MAX_STRING, "host");
 }
 
 static void x_hello_reply(io *s, rl_msg_hello_reply *m) {
     io_u32(s, &m->protocol_version, "protocol_version");
     if (!s->failed && s->decoding && m->protocol_version != RL_PROTOCOL_VERSION) {
-        fail_rc(s, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, NULL, "version %u, expected %u",
-                m->protocol_version, RL_PROTOCOL_VERSION);
+        fail_rc(s, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, NULL, "version %u, expected %u", m->protocol_version,
+                RL_PROTOCOL_VERSION);
         return;
     }
     io_enum8(s, &m->role, RL_ROLE_CLIENT, RL_ROLE_ADMIN, "role");
     io_u32(s, &m->id, "id");
-    if (!s->failed && m->role == RL_ROLE_CLIENT && m->id != 0)
-        bad(s, "id", "is %u for a client (must be 0)", m->id);
+    if (!s->failed && m->role == RL_ROLE_CLIENT && m->id != 0) bad(s, "id", "is %u for a client (must be 0)", m->id);
     io_bytes(s, &m->host, &m->host_len, RL_PROTO_MAX_STRING, "host");
 }
 
@@ -487,9 +482,7 @@ static void x_get_read_version_req(io *s, rl_msg_get_read_version_req *m) {
     if (!s->failed && m->flags != 0) bad(s, "flags", "has unknown bits 0x%x", m->flags);
 }
 
-static void x_get_read_version_reply(io *s, rl_msg_get_read_version_reply *m) {
-    io_u64(s, &m->version, "version");
-}
+static void x_get_read_version_reply(io *s, rl_msg_get_read_version_reply *m) { io_u64(s, &m->version, "version"); }
 
 static void x_commit_req(io *s, rl_msg_commit_req *m) {
     uint64_t total = 0;
@@ -502,8 +495,8 @@ static void x_commit_req(io *s, rl_msg_commit_req *m) {
         total += (uint64_t)m->writes[i].begin_len + m->writes[i].end_len;
     io_mutations(s, &m->muts, &m->n_muts, 0, &total, "mutations");
     if (!s->failed && total > RL_PROTO_MAX_COMMIT_BYTES)
-        bad(s, NULL, "holds %llu bytes of mutations and ranges, more than %u",
-            (unsigned long long)total, (unsigned)RL_PROTO_MAX_COMMIT_BYTES);
+        bad(s, NULL, "holds %llu bytes of mutations and ranges, more than %u", (unsigned long long)total,
+            (unsigned)RL_PROTO_MAX_COMMIT_BYTES);
 }
 
 static void x_commit_reply(io *s, rl_msg_commit_reply *m) {
@@ -513,9 +506,7 @@ static void x_commit_reply(io *s, rl_msg_commit_reply *m) {
     io_u16(s, &m->batch_order, "batch_order");
 }
 
-static void x_get_shard_map_req(io *s, rl_msg_get_shard_map_req *m) {
-    io_u64(s, &m->min_version, "min_version");
-}
+static void x_get_shard_map_req(io *s, rl_msg_get_shard_map_req *m) { io_u64(s, &m->min_version, "min_version"); }
 
 static void io_server(io *s, rl_msg_server *v) {
     io_u32(s, &v->id, "id");
@@ -603,10 +594,8 @@ static void x_register_storage_reply(io *s, rl_msg_register_storage_reply *m) {
     for (uint32_t i = 0; i < m->n_ranges && !s->failed; i++) {
         const rl_keyrange *r = &m->ranges[i];
         at(s, i);
-        if (cmp(r->begin, r->begin_len, r->end, r->end_len) == 0)
-            bad(s, NULL, "is empty");
-        else if (i > 0 && cmp(m->ranges[i - 1].end, m->ranges[i - 1].end_len, r->begin,
-                              r->begin_len) > 0)
+        if (cmp(r->begin, r->begin_len, r->end, r->end_len) == 0) bad(s, NULL, "is empty");
+        else if (i > 0 && cmp(m->ranges[i - 1].end, m->ranges[i - 1].end_len, r->begin, r->begin_len) > 0)
             bad(s, "begin", "is below the previous range's end (overlap or out of order)");
     }
     leave(s);
@@ -631,11 +620,11 @@ static void x_peek_reply(io *s, rl_msg_peek_reply *m) {
         io_u64(s, &pv[i].version, "version");
         if (s->failed) break;
         if (pv[i].version > m->end_version)
-            bad(s, "version", "is %llu, above end_version %llu",
-                (unsigned long long)pv[i].version, (unsigned long long)m->end_version);
+            bad(s, "version", "is %llu, above end_version %llu", (unsigned long long)pv[i].version,
+                (unsigned long long)m->end_version);
         else if (i > 0 && pv[i].version <= pv[i - 1].version)
-            bad(s, "version", "is %llu, not above the previous %llu",
-                (unsigned long long)pv[i].version, (unsigned long long)pv[i - 1].version);
+            bad(s, "version", "is %llu, not above the previous %llu", (unsigned long long)pv[i].version,
+                (unsigned long long)pv[i - 1].version);
         io_mutations(s, &pv[i].muts, &pv[i].n_muts, 1, &ignored, "mutations");
     }
     leave(s);
@@ -650,16 +639,15 @@ static void x_peek_reply(io *s, rl_msg_peek_reply *m) {
         io_u64(s, &ch[i].version, "version");
         if (s->failed) break;
         if (ch[i].version > m->end_version)
-            bad(s, "version", "is %llu, above end_version %llu",
-                (unsigned long long)ch[i].version, (unsigned long long)m->end_version);
+            bad(s, "version", "is %llu, above end_version %llu", (unsigned long long)ch[i].version,
+                (unsigned long long)m->end_version);
         else if (i > 0 && ch[i].version < ch[i - 1].version)
-            bad(s, "version", "is %llu, below the previous %llu",
-                (unsigned long long)ch[i].version, (unsigned long long)ch[i - 1].version);
+            bad(s, "version", "is %llu, below the previous %llu", (unsigned long long)ch[i].version,
+                (unsigned long long)ch[i - 1].version);
         io_enum8(s, &ch[i].kind, RL_SHARD_ASSIGN, RL_SHARD_REMOVE, "kind");
         enter(s, "range", NO_INDEX);
         io_range(s, &ch[i].range);
-        if (!s->failed && cmp(ch[i].range.begin, ch[i].range.begin_len, ch[i].range.end,
-                              ch[i].range.end_len) == 0)
+        if (!s->failed && cmp(ch[i].range.begin, ch[i].range.begin_len, ch[i].range.end, ch[i].range.end_len) == 0)
             bad(s, NULL, "is empty");
         leave(s);
     }
@@ -684,8 +672,7 @@ static void x_get_req(io *s, rl_msg_get_req *m) {
 static void x_get_reply(io *s, rl_msg_get_reply *m) {
     io_bool8(s, &m->present, "present");
     io_bytes(s, &m->value, &m->value_len, RL_PROTO_MAX_VALUE, "value");
-    if (!s->failed && !m->present && m->value_len)
-        bad(s, "value", "has %u bytes but present is 0", m->value_len);
+    if (!s->failed && !m->present && m->value_len) bad(s, "value", "has %u bytes but present is 0", m->value_len);
 }
 
 static void x_get_key_req(io *s, rl_msg_get_key_req *m) {
@@ -697,8 +684,8 @@ static void x_get_key_reply(io *s, rl_msg_get_key_reply *m) {
     io_bool8(s, &m->resolved, "resolved");
     io_selector(s, &m->sel, "sel");
     if (!s->failed && m->resolved && (m->sel.or_equal != 0 || m->sel.offset != 1))
-        bad(s, "sel", "is resolved but not firstGreaterOrEqual (or_equal %d, offset %d)",
-            m->sel.or_equal, m->sel.offset);
+        bad(s, "sel", "is resolved but not firstGreaterOrEqual (or_equal %d, offset %d)", m->sel.or_equal,
+            m->sel.offset);
 }
 
 static void x_get_range_req(io *s, rl_msg_get_range_req *m) {
@@ -712,9 +699,8 @@ static void x_get_range_req(io *s, rl_msg_get_range_req *m) {
 
 /* The tail GET_RANGE and GET_MAPPED_RANGE replies share: more, status, three keys, and the rule
  * that an unresolved selector comes with no rows. */
-static void io_range_tail(io *s, uint8_t *more, uint8_t *status, uint32_t n_rows,
-                          const uint8_t **rt, uint32_t *rt_len, const uint8_t **rb,
-                          uint32_t *rb_len, const uint8_t **re, uint32_t *re_len) {
+static void io_range_tail(io *s, uint8_t *more, uint8_t *status, uint32_t n_rows, const uint8_t **rt, uint32_t *rt_len,
+                          const uint8_t **rb, uint32_t *rb_len, const uint8_t **re, uint32_t *re_len) {
     io_bool8(s, more, "more");
     io_enum8(s, status, RL_RANGE_OK, RL_RANGE_SELECTOR_UNRESOLVED, "status");
     if (!s->failed && *status == RL_RANGE_SELECTOR_UNRESOLVED && (n_rows || *more))
@@ -726,9 +712,8 @@ static void io_range_tail(io *s, uint8_t *more, uint8_t *status, uint32_t n_rows
 
 static void x_get_range_reply(io *s, rl_msg_get_range_reply *m) {
     io_kvs(s, &m->kvs, &m->n_kvs, "kvs");
-    io_range_tail(s, &m->more, &m->status, m->n_kvs, &m->read_through, &m->read_through_len,
-                  &m->resolved_begin, &m->resolved_begin_len, &m->resolved_end,
-                  &m->resolved_end_len);
+    io_range_tail(s, &m->more, &m->status, m->n_kvs, &m->read_through, &m->read_through_len, &m->resolved_begin,
+                  &m->resolved_begin_len, &m->resolved_end, &m->resolved_end_len);
 }
 
 static void x_get_mapped_range_req(io *s, rl_msg_get_mapped_range_req *m) {
@@ -807,14 +792,13 @@ static int entries_encode_fast(io *s, const rl_mapped_keyvalue *ev, uint32_t n) 
         const rl_mapped_keyvalue *e = &ev[i];
         if (!bytes_ok(e->index.key, e->index.key_len, RL_PROTO_MAX_KEY) ||
             !bytes_ok(e->index.value, e->index.value_len, RL_PROTO_MAX_VALUE) ||
-            (e->is_range != 0 && e->is_range != 1) ||
-            !bytes_ok(e->begin, e->begin_len, RL_PROTO_MAX_KEY) ||
-            !bytes_ok(e->end, e->end_len, RL_PROTO_MAX_KEY) || e->n_kvs < 0 ||
-            (e->n_kvs && !e->kvs) || (!e->is_range && e->n_kvs > 1) ||
-            (e->more != 0 && e->more != 1) || (e->served_locally != 0 && e->served_locally != 1))
+            (e->is_range != 0 && e->is_range != 1) || !bytes_ok(e->begin, e->begin_len, RL_PROTO_MAX_KEY) ||
+            !bytes_ok(e->end, e->end_len, RL_PROTO_MAX_KEY) || e->n_kvs < 0 || (e->n_kvs && !e->kvs) ||
+            (!e->is_range && e->n_kvs > 1) || (e->more != 0 && e->more != 1) ||
+            (e->served_locally != 0 && e->served_locally != 1))
             return 0;
-        total += 4 + (size_t)e->index.key_len + 4 + (size_t)e->index.value_len + 1 + 4 +
-                 (size_t)e->begin_len + 4 + (size_t)e->end_len + 4 + 1 + 1;
+        total += 4 + (size_t)e->index.key_len + 4 + (size_t)e->index.value_len + 1 + 4 + (size_t)e->begin_len + 4 +
+                 (size_t)e->end_len + 4 + 1 + 1;
         for (int j = 0; j < e->n_kvs; j++) {
             const rl_keyvalue *kv = &e->kvs[j];
             if (!bytes_ok(kv->key, kv->key_len, RL_PROTO_MAX_KEY) ||
@@ -847,8 +831,7 @@ static int entries_encode_fast(io *s, const rl_mapped_keyvalue *ev, uint32_t n) 
 }
 
 /* Take a byte string as io_bytes decodes it; 0 when io_bytes would fail. */
-static inline int take_bytes(const uint8_t **pp, size_t *left, const uint8_t **b, uint32_t *len,
-                             uint32_t max) {
+static inline int take_bytes(const uint8_t **pp, size_t *left, const uint8_t **b, uint32_t *len, uint32_t max) {
     if (*left < 4) return 0;
     uint32_t n = get32(*pp);
     if (n > max || n > *left - 4) return 0;
@@ -884,8 +867,7 @@ static uint32_t entries_decode_fast(io *s, rl_mapped_keyvalue *ev, uint32_t n) {
         rl_keyvalue *kv = NULL;
         if (!take_bytes(&p, &left, &e->index.key, &e->index.key_len, RL_PROTO_MAX_KEY) ||
             !take_bytes(&p, &left, &e->index.value, &e->index.value_len, RL_PROTO_MAX_VALUE) ||
-            !take_bool(&p, &left, &e->is_range) ||
-            !take_bytes(&p, &left, &e->begin, &e->begin_len, RL_PROTO_MAX_KEY) ||
+            !take_bool(&p, &left, &e->is_range) || !take_bytes(&p, &left, &e->begin, &e->begin_len, RL_PROTO_MAX_KEY) ||
             !take_bytes(&p, &left, &e->end, &e->end_len, RL_PROTO_MAX_KEY) || left < 4)
             goto stop;
         nk = get32(p);
@@ -920,8 +902,9 @@ static void x_get_mapped_range_reply(io *s, rl_msg_get_mapped_range_reply *m) {
     /* The fast paths, then the walk for whatever they left (everything, or nothing). */
     uint32_t done = 0;
     if (!s->no_fast && m->n_entries)
-        done = s->decoding ? entries_decode_fast(s, ev, m->n_entries)
-                           : entries_encode_fast(s, ev, m->n_entries) ? m->n_entries : 0;
+        done = s->decoding                                ? entries_decode_fast(s, ev, m->n_entries)
+               : entries_encode_fast(s, ev, m->n_entries) ? m->n_entries
+                                                          : 0;
     enter(s, "entries", 0);
     for (uint32_t i = done; i < m->n_entries && !s->failed; i++) {
         at(s, i);
@@ -930,9 +913,8 @@ static void x_get_mapped_range_reply(io *s, rl_msg_get_mapped_range_reply *m) {
     leave(s);
     if (s->failed) return;
     if (s->decoding) m->entries = ev;
-    io_range_tail(s, &m->more, &m->status, m->n_entries, &m->read_through, &m->read_through_len,
-                  &m->resolved_begin, &m->resolved_begin_len, &m->resolved_end,
-                  &m->resolved_end_len);
+    io_range_tail(s, &m->more, &m->status, m->n_entries, &m->read_through, &m->read_through_len, &m->resolved_begin,
+                  &m->resolved_begin_len, &m->resolved_end, &m->resolved_end_len);
     enter(s, "stats", NO_INDEX);
     io_u32(s, &m->stats.secondaries_local, "secondaries_local");
     io_u32(s, &m->stats.secondaries_remote, "secondaries_remote");
@@ -971,8 +953,7 @@ static void x_get_multi_req(io *s, rl_msg_get_multi_req *m) {
         io_bool8(s, &it[i].is_range, "is_range");
         io_bytes(s, &it[i].begin, &it[i].begin_len, RL_PROTO_MAX_KEY, "begin");
         io_bytes(s, &it[i].end, &it[i].end_len, RL_PROTO_MAX_KEY, "end");
-        if (!s->failed && it[i].is_range &&
-            cmp(it[i].begin, it[i].begin_len, it[i].end, it[i].end_len) > 0)
+        if (!s->failed && it[i].is_range && cmp(it[i].begin, it[i].begin_len, it[i].end, it[i].end_len) > 0)
             bad(s, NULL, "is an inverted range (begin > end)");
         io_nonneg32(s, &it[i].row_limit, "row_limit");
         io_nonneg64(s, &it[i].byte_limit, "byte_limit");
@@ -1006,8 +987,7 @@ typedef void (*xfer_fn)(io *s, void *m);
 
 /* Encode m with x, appending to out; on failure truncate out back (invariant 1: m is only read,
  * so the const cast of the callers is safe). */
-static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl_proto_why *why,
-                           int no_fast) {
+static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl_proto_why *why, int no_fast) {
     io s;
     memset(&s, 0, sizeof s);
     s.no_fast = no_fast;
@@ -1021,8 +1001,7 @@ static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *
         return s.rc;
     }
     x(&s, (void *)m);
-    if (!s.failed && rl__buf_error(out) != RL_OK)
-        fail_rc(&s, RL_E_OUT_OF_MEMORY, NULL, "the buffer is out of memory");
+    if (!s.failed && rl__buf_error(out) != RL_OK) fail_rc(&s, RL_E_OUT_OF_MEMORY, NULL, "the buffer is out of memory");
     if (s.failed) {
         rl__buf_truncate(out, out->len < start ? out->len : start);
         return s.rc;
@@ -1083,8 +1062,8 @@ static void x_move_shard_req(io *s, rl_msg_move_shard_req *m) {
 }
 
 /* Decode payload[0..len) into m (size bytes, zeroed first and again on failure) with x. */
-static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a,
-                           void *m, size_t size, rl_proto_why *why, int no_fast) {
+static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a, void *m,
+                           size_t size, rl_proto_why *why, int no_fast) {
     io s;
     memset(&s, 0, sizeof s);
     s.no_fast = no_fast;
@@ -1110,79 +1089,78 @@ static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, s
     return RL_OK;
 }
 
-static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a,
-                      void *m, size_t size, rl_proto_why *why) {
+static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a, void *m, size_t size,
+                      rl_proto_why *why) {
     return run_decode_mode(msg, x, payload, len, a, m, size, why, 0);
 }
 
 /* Every payload: struct suffix, frame type, direction (0 request, 1 reply, 2 error reply), the
  * label its reasons start with. Generates the per-message functions and the dispatch table. */
-#define RL_PROTO_PAYLOADS(X)                                                                       \
-    X(hello_req, hello_req, RL_MSG_HELLO, 0, "HELLO request")                                      \
-    X(hello_reply, hello_reply, RL_MSG_HELLO, 1, "HELLO reply")                                    \
-    X(ping_req, ping_req, RL_MSG_PING, 0, "PING request")                                          \
-    X(ping_reply, ping_reply, RL_MSG_PING, 1, "PING reply")                                        \
-    X(error, error, 0, 2, "error reply")                                                           \
-    X(get_read_version_req, get_read_version_req, RL_MSG_GET_READ_VERSION, 0, "GET_READ_VERSION request") \
+#define RL_PROTO_PAYLOADS(X)                                                                                \
+    X(hello_req, hello_req, RL_MSG_HELLO, 0, "HELLO request")                                               \
+    X(hello_reply, hello_reply, RL_MSG_HELLO, 1, "HELLO reply")                                             \
+    X(ping_req, ping_req, RL_MSG_PING, 0, "PING request")                                                   \
+    X(ping_reply, ping_reply, RL_MSG_PING, 1, "PING reply")                                                 \
+    X(error, error, 0, 2, "error reply")                                                                    \
+    X(get_read_version_req, get_read_version_req, RL_MSG_GET_READ_VERSION, 0, "GET_READ_VERSION request")   \
     X(get_read_version_reply, get_read_version_reply, RL_MSG_GET_READ_VERSION, 1, "GET_READ_VERSION reply") \
-    X(commit_req, commit_req, RL_MSG_COMMIT, 0, "COMMIT request")                                  \
-    X(commit_reply, commit_reply, RL_MSG_COMMIT, 1, "COMMIT reply")                                \
-    X(get_shard_map_req, get_shard_map_req, RL_MSG_GET_SHARD_MAP, 0, "GET_SHARD_MAP request")      \
-    X(get_shard_map_reply, get_shard_map_reply, RL_MSG_GET_SHARD_MAP, 1, "GET_SHARD_MAP reply")    \
-    X(register_storage_req, register_storage_req, RL_MSG_REGISTER_STORAGE, 0, "REGISTER_STORAGE request") \
+    X(commit_req, commit_req, RL_MSG_COMMIT, 0, "COMMIT request")                                           \
+    X(commit_reply, commit_reply, RL_MSG_COMMIT, 1, "COMMIT reply")                                         \
+    X(get_shard_map_req, get_shard_map_req, RL_MSG_GET_SHARD_MAP, 0, "GET_SHARD_MAP request")               \
+    X(get_shard_map_reply, get_shard_map_reply, RL_MSG_GET_SHARD_MAP, 1, "GET_SHARD_MAP reply")             \
+    X(register_storage_req, register_storage_req, RL_MSG_REGISTER_STORAGE, 0, "REGISTER_STORAGE request")   \
     X(register_storage_reply, register_storage_reply, RL_MSG_REGISTER_STORAGE, 1, "REGISTER_STORAGE reply") \
-    X(peek_req, peek_req, RL_MSG_PEEK, 0, "PEEK request")                                          \
-    X(peek_reply, peek_reply, RL_MSG_PEEK, 1, "PEEK reply")                                        \
-    X(pop_req, pop_req, RL_MSG_POP, 0, "POP request")                                              \
-    X(pop_reply, empty, RL_MSG_POP, 1, "POP reply")                                                \
-    X(status_req, empty, RL_MSG_STATUS, 0, "STATUS request")                                       \
-    X(status_reply, status_reply, RL_MSG_STATUS, 1, "STATUS reply")                                \
-    X(get_req, get_req, RL_MSG_GET, 0, "GET request")                                              \
-    X(get_reply, get_reply, RL_MSG_GET, 1, "GET reply")                                            \
-    X(get_key_req, get_key_req, RL_MSG_GET_KEY, 0, "GET_KEY request")                              \
-    X(get_key_reply, get_key_reply, RL_MSG_GET_KEY, 1, "GET_KEY reply")                            \
-    X(get_range_req, get_range_req, RL_MSG_GET_RANGE, 0, "GET_RANGE request")                      \
-    X(get_range_reply, get_range_reply, RL_MSG_GET_RANGE, 1, "GET_RANGE reply")                    \
-    X(get_mapped_range_req, get_mapped_range_req, RL_MSG_GET_MAPPED_RANGE, 0, "GET_MAPPED_RANGE request") \
+    X(peek_req, peek_req, RL_MSG_PEEK, 0, "PEEK request")                                                   \
+    X(peek_reply, peek_reply, RL_MSG_PEEK, 1, "PEEK reply")                                                 \
+    X(pop_req, pop_req, RL_MSG_POP, 0, "POP request")                                                       \
+    X(pop_reply, empty, RL_MSG_POP, 1, "POP reply")                                                         \
+    X(status_req, empty, RL_MSG_STATUS, 0, "STATUS request")                                                \
+    X(status_reply, status_reply, RL_MSG_STATUS, 1, "STATUS reply")                                         \
+    X(get_req, get_req, RL_MSG_GET, 0, "GET request")                                                       \
+    X(get_reply, get_reply, RL_MSG_GET, 1, "GET reply")                                                     \
+    X(get_key_req, get_key_req, RL_MSG_GET_KEY, 0, "GET_KEY request")                                       \
+    X(get_key_reply, get_key_reply, RL_MSG_GET_KEY, 1, "GET_KEY reply")                                     \
+    X(get_range_req, get_range_req, RL_MSG_GET_RANGE, 0, "GET_RANGE request")                               \
+    X(get_range_reply, get_range_reply, RL_MSG_GET_RANGE, 1, "GET_RANGE reply")                             \
+    X(get_mapped_range_req, get_mapped_range_req, RL_MSG_GET_MAPPED_RANGE, 0, "GET_MAPPED_RANGE request")   \
     X(get_mapped_range_reply, get_mapped_range_reply, RL_MSG_GET_MAPPED_RANGE, 1, "GET_MAPPED_RANGE reply") \
-    X(get_multi_req, get_multi_req, RL_MSG_GET_MULTI, 0, "GET_MULTI request")                      \
-    X(get_multi_reply, get_multi_reply, RL_MSG_GET_MULTI, 1, "GET_MULTI reply")                    \
-    X(set_delay_req, set_delay_req, RL_MSG_SET_DELAY, 0, "SET_DELAY request")                      \
-    X(set_delay_reply, empty, RL_MSG_SET_DELAY, 1, "SET_DELAY reply") \
-    X(split_shard_req, split_shard_req, RL_MSG_SPLIT_SHARD, 0, "SPLIT_SHARD request")              \
-    X(split_shard_reply, split_shard_reply, RL_MSG_SPLIT_SHARD, 1, "SPLIT_SHARD reply")            \
-    X(assign_shard_req, assign_shard_req, RL_MSG_ASSIGN_SHARD, 0, "ASSIGN_SHARD request")          \
-    X(assign_shard_reply, assign_shard_reply, RL_MSG_ASSIGN_SHARD, 1, "ASSIGN_SHARD reply")        \
-    X(move_shard_req, move_shard_req, RL_MSG_MOVE_SHARD, 0, "MOVE_SHARD request")                  \
+    X(get_multi_req, get_multi_req, RL_MSG_GET_MULTI, 0, "GET_MULTI request")                               \
+    X(get_multi_reply, get_multi_reply, RL_MSG_GET_MULTI, 1, "GET_MULTI reply")                             \
+    X(set_delay_req, set_delay_req, RL_MSG_SET_DELAY, 0, "SET_DELAY request")                               \
+    X(set_delay_reply, empty, RL_MSG_SET_DELAY, 1, "SET_DELAY reply")                                       \
+    X(split_shard_req, split_shard_req, RL_MSG_SPLIT_SHARD, 0, "SPLIT_SHARD request")                       \
+    X(split_shard_reply, split_shard_reply, RL_MSG_SPLIT_SHARD, 1, "SPLIT_SHARD reply")                     \
+    X(assign_shard_req, assign_shard_req, RL_MSG_ASSIGN_SHARD, 0, "ASSIGN_SHARD request")                   \
+    X(assign_shard_reply, assign_shard_reply, RL_MSG_ASSIGN_SHARD, 1, "ASSIGN_SHARD reply")                 \
+    X(move_shard_req, move_shard_req, RL_MSG_MOVE_SHARD, 0, "MOVE_SHARD request")                           \
     X(move_shard_reply, empty, RL_MSG_MOVE_SHARD, 1, "MOVE_SHARD reply")
 
 /* Adapters from the typed transfer functions to xfer_fn (no function pointer casts). */
-#define X(name, xname, type, dir, label)                                                           \
+#define X(name, xname, type, dir, label) \
     static void xv_##name(io *s, void *m) { x_##xname(s, (rl_msg_##name *)m); }
 RL_PROTO_PAYLOADS(X)
 #undef X
 
 /* The public per-message functions. */
-#define X(name, xname, type, dir, label)                                                           \
-    int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why) {          \
-        return run_encode(label, xv_##name, out, m, why);                                          \
-    }                                                                                              \
-    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a,                   \
-                                rl_msg_##name *out, rl_proto_why *why) {                           \
-        return run_decode(label, xv_##name, payload, len, a, out, sizeof *out, why);               \
+#define X(name, xname, type, dir, label)                                                             \
+    int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why) {            \
+        return run_encode(label, xv_##name, out, m, why);                                            \
+    }                                                                                                \
+    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_##name *out, \
+                                rl_proto_why *why) {                                                 \
+        return run_decode(label, xv_##name, payload, len, a, out, sizeof *out, why);                 \
     }
 RL_PROTO_PAYLOADS(X)
 #undef X
 
-int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m,
-                                               rl_proto_why *why) {
+int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m, rl_proto_why *why) {
     return run_encode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, out, m, why, 1);
 }
 
 int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
                                                rl_msg_get_mapped_range_reply *out, rl_proto_why *why) {
-    return run_decode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, payload, len, a, out,
-                           sizeof *out, why, 1);
+    return run_decode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, payload, len, a, out, sizeof *out, why,
+                           1);
 }
 
 int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after, rl_proto_why *why) {
@@ -1193,8 +1171,8 @@ int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after, rl_pr
     s.why = why;
     if (why) why->text[0] = 0;
     if (r->end_version < after) {
-        bad(&s, "end_version", "is %llu, below the request's after_version %llu",
-            (unsigned long long)r->end_version, (unsigned long long)after);
+        bad(&s, "end_version", "is %llu, below the request's after_version %llu", (unsigned long long)r->end_version,
+            (unsigned long long)after);
     } else if (r->n_versions && r->versions[0].version <= after) {
         /* Versions increase, so the first is the only one to check. */
         enter(&s, "versions", 0);
@@ -1231,10 +1209,8 @@ const char *rl__msg_type_name(int type) {
     case RL_MSG_MOVE_SHARD: return "MOVE_SHARD";
     case RL_MSG_SET_DELAY: return "SET_DELAY";
     default:
-        if (type >= RL_MSG_RESERVED_ADMIN_FIRST && type <= RL_MSG_RESERVED_ADMIN_LAST)
-            return "ADMIN_RESERVED";
-        if (type >= RL_MSG_RESERVED_DELAY_FIRST && type <= RL_MSG_RESERVED_DELAY_LAST)
-            return "DELAY_RESERVED";
+        if (type >= RL_MSG_RESERVED_ADMIN_FIRST && type <= RL_MSG_RESERVED_ADMIN_LAST) return "ADMIN_RESERVED";
+        if (type >= RL_MSG_RESERVED_DELAY_FIRST && type <= RL_MSG_RESERVED_DELAY_LAST) return "DELAY_RESERVED";
         return "UNKNOWN";
     }
 }
@@ -1256,16 +1232,12 @@ static const payload_info PAYLOADS[] = {
 /* The payload of (type, flags), or NULL with the reason in *what. */
 static const payload_info *find_payload(uint16_t type, uint16_t flags, const char **what) {
     int dir;
-    if (flags == 0)
-        dir = 0;
-    else if (flags == RL_FRAME_REPLY)
-        dir = 1;
-    else if (flags == (RL_FRAME_REPLY | RL_FRAME_ERROR))
-        dir = 2;
+    if (flags == 0) dir = 0;
+    else if (flags == RL_FRAME_REPLY) dir = 1;
+    else if (flags == (RL_FRAME_REPLY | RL_FRAME_ERROR)) dir = 2;
     else {
-        *what = (flags & RL_FRAME_ERROR) && !(flags & RL_FRAME_REPLY)
-                    ? "flags: ERROR without REPLY"
-                    : "flags: unknown bits";
+        *what = (flags & RL_FRAME_ERROR) && !(flags & RL_FRAME_REPLY) ? "flags: ERROR without REPLY"
+                                                                      : "flags: unknown bits";
         return NULL;
     }
     for (size_t i = 0; i < sizeof PAYLOADS / sizeof PAYLOADS[0]; i++)
@@ -1280,8 +1252,8 @@ int rl__msg_type_known(int type) {
     return 0;
 }
 
-int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a,
-                   rl_msg *out, rl_proto_why *why) {
+int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
+                   rl_proto_why *why) {
     const char *what = NULL;
     const payload_info *pi = find_payload(type, flags, &what);
     memset(out, 0, sizeof *out);
@@ -1289,8 +1261,8 @@ int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t
     out->flags = flags;
     if (!pi) {
         if (why)
-            snprintf(why->text, sizeof why->text, "frame of type %u (%s), flags 0x%x: %s",
-                     (unsigned)type, rl__msg_type_name(type), (unsigned)flags, what);
+            snprintf(why->text, sizeof why->text, "frame of type %u (%s), flags 0x%x: %s", (unsigned)type,
+                     rl__msg_type_name(type), (unsigned)flags, what);
         return RL_E_MALFORMED_FRAME;
     }
     return run_decode(pi->label, pi->x, payload, len, a, &out->u, pi->size, why);
@@ -1301,8 +1273,8 @@ int rl__msg_encode(rl_buf *out, const rl_msg *m, rl_proto_why *why) {
     const payload_info *pi = find_payload(m->type, m->flags, &what);
     if (!pi) {
         if (why)
-            snprintf(why->text, sizeof why->text, "message of type %u (%s), flags 0x%x: %s",
-                     (unsigned)m->type, rl__msg_type_name(m->type), (unsigned)m->flags, what);
+            snprintf(why->text, sizeof why->text, "message of type %u (%s), flags 0x%x: %s", (unsigned)m->type,
+                     rl__msg_type_name(m->type), (unsigned)m->flags, what);
         return RL_E_INVALID_ARGUMENT;
     }
     return run_encode(pi->label, pi->x, out, &m->u, why);

@@ -71,16 +71,16 @@
 #define RL_PROTOCOL_VERSION 1u
 
 /* Maximum lengths of bytes fields (checked by encoders and decoders). */
-#define RL_PROTO_MAX_KEY (RL_KEY_SIZE_LIMIT + 1) /* 10,001: end keys such as key + "\x00" */
-#define RL_PROTO_MAX_VALUE RL_VALUE_SIZE_LIMIT   /* 100,000 */
-#define RL_PROTO_MAX_MUT_KEY (RL_PROTO_MAX_KEY + 4) /* SET_VERSIONSTAMPED_KEY p1: key + offset */
+#define RL_PROTO_MAX_KEY (RL_KEY_SIZE_LIMIT + 1)         /* 10,001: end keys such as key + "\x00" */
+#define RL_PROTO_MAX_VALUE RL_VALUE_SIZE_LIMIT           /* 100,000 */
+#define RL_PROTO_MAX_MUT_KEY (RL_PROTO_MAX_KEY + 4)      /* SET_VERSIONSTAMPED_KEY p1: key + offset */
 #define RL_PROTO_MAX_MUT_PARAM (RL_VALUE_SIZE_LIMIT + 4) /* mutation p2: value (+ 4-byte offset) */
 #define RL_PROTO_MAX_MAPPER 10000
-#define RL_PROTO_MAX_STRING 4096       /* host labels, addresses, error messages, ping payloads */
-#define RL_PROTO_MAX_JSON (16u << 20)  /* STATUS reply */
-#define RL_PROTO_MAX_TEAM 16           /* storage servers per shard */
-#define RL_PROTO_MAX_BATCH 10000       /* GET_MAPPED_RANGE batch */
-#define RL_PROTO_MAX_PEER_STATS 64     /* per-peer entries of a GET_MAPPED_RANGE reply's stats */
+#define RL_PROTO_MAX_STRING 4096      /* host labels, addresses, error messages, ping payloads */
+#define RL_PROTO_MAX_JSON (16u << 20) /* STATUS reply */
+#define RL_PROTO_MAX_TEAM 16          /* storage servers per shard */
+#define RL_PROTO_MAX_BATCH 10000      /* GET_MAPPED_RANGE batch */
+#define RL_PROTO_MAX_PEER_STATS 64    /* per-peer entries of a GET_MAPPED_RANGE reply's stats */
 /* A COMMIT's mutations (p1 + p2) plus its conflict ranges (begin + end), in bytes. */
 #define RL_PROTO_MAX_COMMIT_BYTES RL_TXN_SIZE_LIMIT
 
@@ -165,10 +165,9 @@ int rl__msg_type_known(int type);
 /* RL_PROTO_CODECS(name) declares rl__msg_<name>_encode and rl__msg_<name>_decode (the contract
  * at the top of this file) for the struct rl_msg_<name>; proto.c defines them from its payload
  * table (RL_PROTO_PAYLOADS). */
-#define RL_PROTO_CODECS(name)                                                                  \
-    int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why);      \
-    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a,              \
-                                rl_msg_##name *out, rl_proto_why *why)
+#define RL_PROTO_CODECS(name)                                                            \
+    int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why); \
+    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_##name *out, rl_proto_why *why)
 
 /* A payload without fields (STATUS request, POP reply): len must be 0. */
 typedef struct {
@@ -190,8 +189,7 @@ typedef struct {
     uint32_t host_len;
 } rl_msg_hello_req;
 int rl__msg_hello_req_encode(rl_buf *out, const rl_msg_hello_req *m, rl_proto_why *why);
-int rl__msg_hello_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_hello_req *out,
-                             rl_proto_why *why);
+int rl__msg_hello_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_hello_req *out, rl_proto_why *why);
 
 /* HELLO reply. A version other than RL_PROTOCOL_VERSION decodes as
  * RL_E_INCOMPATIBLE_PROTOCOL_VERSION (protocol_version set). */
@@ -203,8 +201,8 @@ typedef struct {
     uint32_t host_len;
 } rl_msg_hello_reply;
 int rl__msg_hello_reply_encode(rl_buf *out, const rl_msg_hello_reply *m, rl_proto_why *why);
-int rl__msg_hello_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                               rl_msg_hello_reply *out, rl_proto_why *why);
+int rl__msg_hello_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_hello_reply *out,
+                               rl_proto_why *why);
 
 /* PING request (type 2): the payload is echoed. */
 typedef struct {
@@ -212,18 +210,17 @@ typedef struct {
     uint32_t payload_len;
 } rl_msg_ping_req;
 int rl__msg_ping_req_encode(rl_buf *out, const rl_msg_ping_req *m, rl_proto_why *why);
-int rl__msg_ping_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_ping_req *out,
-                            rl_proto_why *why);
+int rl__msg_ping_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_ping_req *out, rl_proto_why *why);
 
 /* PING reply. */
 typedef struct {
-    const uint8_t *payload;  /* the request's, <= RL_PROTO_MAX_STRING */
+    const uint8_t *payload; /* the request's, <= RL_PROTO_MAX_STRING */
     uint32_t payload_len;
     uint64_t server_mono_ns; /* the replier's monotonic clock when it answered */
 } rl_msg_ping_reply;
 int rl__msg_ping_reply_encode(rl_buf *out, const rl_msg_ping_reply *m, rl_proto_why *why);
-int rl__msg_ping_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                              rl_msg_ping_reply *out, rl_proto_why *why);
+int rl__msg_ping_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_ping_reply *out,
+                              rl_proto_why *why);
 
 /* Error reply: the payload of any reply with flags RL_FRAME_REPLY | RL_FRAME_ERROR. */
 typedef struct {
@@ -232,15 +229,13 @@ typedef struct {
     uint32_t message_len;
 } rl_msg_error;
 int rl__msg_error_encode(rl_buf *out, const rl_msg_error *m, rl_proto_why *why);
-int rl__msg_error_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_error *out,
-                         rl_proto_why *why);
+int rl__msg_error_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_error *out, rl_proto_why *why);
 
 /* GET_READ_VERSION request (type 10). */
 typedef struct {
     uint32_t flags; /* none defined yet: must be 0 */
 } rl_msg_get_read_version_req;
-int rl__msg_get_read_version_req_encode(rl_buf *out, const rl_msg_get_read_version_req *m,
-                                        rl_proto_why *why);
+int rl__msg_get_read_version_req_encode(rl_buf *out, const rl_msg_get_read_version_req *m, rl_proto_why *why);
 int rl__msg_get_read_version_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                         rl_msg_get_read_version_req *out, rl_proto_why *why);
 
@@ -248,8 +243,7 @@ int rl__msg_get_read_version_req_decode(const uint8_t *payload, size_t len, rl_a
 typedef struct {
     rl_version version; /* the newest durable commit batch */
 } rl_msg_get_read_version_reply;
-int rl__msg_get_read_version_reply_encode(rl_buf *out, const rl_msg_get_read_version_reply *m,
-                                          rl_proto_why *why);
+int rl__msg_get_read_version_reply_encode(rl_buf *out, const rl_msg_get_read_version_reply *m, rl_proto_why *why);
 int rl__msg_get_read_version_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                           rl_msg_get_read_version_reply *out, rl_proto_why *why);
 
@@ -270,8 +264,8 @@ typedef struct {
     uint32_t n_muts;
 } rl_msg_commit_req;
 int rl__msg_commit_req_encode(rl_buf *out, const rl_msg_commit_req *m, rl_proto_why *why);
-int rl__msg_commit_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                              rl_msg_commit_req *out, rl_proto_why *why);
+int rl__msg_commit_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_commit_req *out,
+                              rl_proto_why *why);
 
 /* COMMIT reply: the committer's outcome (a conflict is a reply, not an error reply). */
 typedef struct {
@@ -280,17 +274,16 @@ typedef struct {
     uint16_t batch_order;      /* the transaction's order in its batch (versionstamps) */
 } rl_msg_commit_reply;
 int rl__msg_commit_reply_encode(rl_buf *out, const rl_msg_commit_reply *m, rl_proto_why *why);
-int rl__msg_commit_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                rl_msg_commit_reply *out, rl_proto_why *why);
+int rl__msg_commit_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_commit_reply *out,
+                                rl_proto_why *why);
 
 /* GET_SHARD_MAP request (type 12). */
 typedef struct {
     rl_version min_version; /* answer with a map at least this new; 0: any */
 } rl_msg_get_shard_map_req;
-int rl__msg_get_shard_map_req_encode(rl_buf *out, const rl_msg_get_shard_map_req *m,
+int rl__msg_get_shard_map_req_encode(rl_buf *out, const rl_msg_get_shard_map_req *m, rl_proto_why *why);
+int rl__msg_get_shard_map_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_shard_map_req *out,
                                      rl_proto_why *why);
-int rl__msg_get_shard_map_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                     rl_msg_get_shard_map_req *out, rl_proto_why *why);
 
 /* One process of the server list. */
 typedef struct {
@@ -299,7 +292,7 @@ typedef struct {
     const uint8_t *address; /* dotted IPv4 text ("127.0.0.1": four decimal parts 0-255, no
                                leading zeros), not NUL-terminated */
     uint32_t address_len;
-    uint16_t port;    /* not 0 */
+    uint16_t port;       /* not 0 */
     const uint8_t *host; /* host label, <= RL_PROTO_MAX_STRING */
     uint32_t host_len;
     uint8_t healthy; /* 0 or 1: the coordinator's view */
@@ -327,10 +320,9 @@ typedef struct {
                            servers keep it <= 10,000,000) — the client applies it to its links */
     uint32_t jitter_us; /* and its jitter, µs */
 } rl_msg_get_shard_map_reply;
-int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl_msg_get_shard_map_reply *m,
+int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl_msg_get_shard_map_reply *m, rl_proto_why *why);
+int rl__msg_get_shard_map_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_shard_map_reply *out,
                                        rl_proto_why *why);
-int rl__msg_get_shard_map_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                       rl_msg_get_shard_map_reply *out, rl_proto_why *why);
 
 /* REGISTER_STORAGE request (type 13): a storage server announces itself to the coordinator. */
 typedef struct {
@@ -342,8 +334,7 @@ typedef struct {
     uint32_t host_len;
     rl_version durable_version; /* the newest version its engine has durably */
 } rl_msg_register_storage_req;
-int rl__msg_register_storage_req_encode(rl_buf *out, const rl_msg_register_storage_req *m,
-                                        rl_proto_why *why);
+int rl__msg_register_storage_req_encode(rl_buf *out, const rl_msg_register_storage_req *m, rl_proto_why *why);
 int rl__msg_register_storage_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                         rl_msg_register_storage_req *out, rl_proto_why *why);
 
@@ -354,8 +345,7 @@ typedef struct {
                                   non-overlapping (adjacent allowed) */
     uint32_t n_ranges;
 } rl_msg_register_storage_reply;
-int rl__msg_register_storage_reply_encode(rl_buf *out, const rl_msg_register_storage_reply *m,
-                                          rl_proto_why *why);
+int rl__msg_register_storage_reply_encode(rl_buf *out, const rl_msg_register_storage_reply *m, rl_proto_why *why);
 int rl__msg_register_storage_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                           rl_msg_register_storage_reply *out, rl_proto_why *why);
 
@@ -367,8 +357,7 @@ typedef struct {
     uint32_t max_wait_ms;     /* hold the request this long when nothing is new; 0: answer now */
 } rl_msg_peek_req;
 int rl__msg_peek_req_encode(rl_buf *out, const rl_msg_peek_req *m, rl_proto_why *why);
-int rl__msg_peek_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_peek_req *out,
-                            rl_proto_why *why);
+int rl__msg_peek_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_peek_req *out, rl_proto_why *why);
 
 /* One version of a PEEK reply: its mutations for the server's shards (storage types only: no
  * versionstamped mutation reaches a storage server). */
@@ -397,13 +386,12 @@ typedef struct {
     uint32_t n_changes;
 } rl_msg_peek_reply;
 int rl__msg_peek_reply_encode(rl_buf *out, const rl_msg_peek_reply *m, rl_proto_why *why);
-int rl__msg_peek_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                              rl_msg_peek_reply *out, rl_proto_why *why);
+int rl__msg_peek_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_peek_reply *out,
+                              rl_proto_why *why);
 /* rl__msg_peek_reply_check — the rules of a PEEK reply that need its request: end_version >=
  * after_version, and every version and change version > after_version. [in] r: a decoded
  * reply. Returns RL_OK or RL_E_MALFORMED_FRAME (why says which). */
-int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after_version,
-                             rl_proto_why *why);
+int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after_version, rl_proto_why *why);
 
 /* POP request (type 15): the server has made everything <= durable_version durable; the log
  * may drop it once every server of its shards has. */
@@ -412,20 +400,18 @@ typedef struct {
     rl_version durable_version;
 } rl_msg_pop_req;
 int rl__msg_pop_req_encode(rl_buf *out, const rl_msg_pop_req *m, rl_proto_why *why);
-int rl__msg_pop_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_pop_req *out,
-                           rl_proto_why *why);
+int rl__msg_pop_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_pop_req *out, rl_proto_why *why);
 
 /* POP reply: empty. */
 typedef rl_msg_empty rl_msg_pop_reply;
 int rl__msg_pop_reply_encode(rl_buf *out, const rl_msg_pop_reply *m, rl_proto_why *why);
-int rl__msg_pop_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                             rl_msg_pop_reply *out, rl_proto_why *why);
+int rl__msg_pop_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_pop_reply *out, rl_proto_why *why);
 
 /* STATUS request (type 16): empty. */
 typedef rl_msg_empty rl_msg_status_req;
 int rl__msg_status_req_encode(rl_buf *out, const rl_msg_status_req *m, rl_proto_why *why);
-int rl__msg_status_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                              rl_msg_status_req *out, rl_proto_why *why);
+int rl__msg_status_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_status_req *out,
+                              rl_proto_why *why);
 
 /* STATUS reply. */
 typedef struct {
@@ -433,8 +419,8 @@ typedef struct {
     uint32_t json_len;
 } rl_msg_status_reply;
 int rl__msg_status_reply_encode(rl_buf *out, const rl_msg_status_reply *m, rl_proto_why *why);
-int rl__msg_status_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                rl_msg_status_reply *out, rl_proto_why *why);
+int rl__msg_status_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_status_reply *out,
+                                rl_proto_why *why);
 
 /* GET request (type 20). */
 typedef struct {
@@ -443,8 +429,7 @@ typedef struct {
     uint32_t key_len;
 } rl_msg_get_req;
 int rl__msg_get_req_encode(rl_buf *out, const rl_msg_get_req *m, rl_proto_why *why);
-int rl__msg_get_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_req *out,
-                           rl_proto_why *why);
+int rl__msg_get_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_req *out, rl_proto_why *why);
 
 /* GET reply. */
 typedef struct {
@@ -453,8 +438,7 @@ typedef struct {
     uint32_t value_len;
 } rl_msg_get_reply;
 int rl__msg_get_reply_encode(rl_buf *out, const rl_msg_get_reply *m, rl_proto_why *why);
-int rl__msg_get_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                             rl_msg_get_reply *out, rl_proto_why *why);
+int rl__msg_get_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_reply *out, rl_proto_why *why);
 
 /* GET_KEY request (type 21). Selector keys are <= RL_PROTO_MAX_KEY, or_equal is 0 or 1 and
  * offset is not INT32_MIN (in every message). */
@@ -463,18 +447,18 @@ typedef struct {
     rl_key_selector sel;
 } rl_msg_get_key_req;
 int rl__msg_get_key_req_encode(rl_buf *out, const rl_msg_get_key_req *m, rl_proto_why *why);
-int rl__msg_get_key_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                               rl_msg_get_key_req *out, rl_proto_why *why);
+int rl__msg_get_key_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_key_req *out,
+                               rl_proto_why *why);
 
 /* GET_KEY reply. */
 typedef struct {
-    uint8_t resolved;    /* 1: sel.key is the answer (or_equal 0, offset 1); 0: the selector
+    uint8_t resolved; /* 1: sel.key is the answer (or_equal 0, offset 1); 0: the selector
                             ran past this server's shard: continue with sel on the next one */
     rl_key_selector sel;
 } rl_msg_get_key_reply;
 int rl__msg_get_key_reply_encode(rl_buf *out, const rl_msg_get_key_reply *m, rl_proto_why *why);
-int rl__msg_get_key_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                 rl_msg_get_key_reply *out, rl_proto_why *why);
+int rl__msg_get_key_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_key_reply *out,
+                                 rl_proto_why *why);
 
 /* GET_RANGE request (type 22). */
 typedef struct {
@@ -486,8 +470,8 @@ typedef struct {
     uint8_t reverse;      /* 0 or 1 */
 } rl_msg_get_range_req;
 int rl__msg_get_range_req_encode(rl_buf *out, const rl_msg_get_range_req *m, rl_proto_why *why);
-int rl__msg_get_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                 rl_msg_get_range_req *out, rl_proto_why *why);
+int rl__msg_get_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_range_req *out,
+                                 rl_proto_why *why);
 
 /* GET_RANGE reply. With status RL_RANGE_SELECTOR_UNRESOLVED there are no rows and more is 0.
  * Keys <= RL_PROTO_MAX_KEY, values <= RL_PROTO_MAX_VALUE. The codec does not check row order
@@ -495,8 +479,8 @@ int rl__msg_get_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a
 typedef struct {
     const rl_keyvalue *kvs; /* in the request's direction */
     uint32_t n_kvs;
-    uint8_t more;   /* 0 or 1: rows remain in the range on this shard beyond those returned */
-    uint8_t status; /* rl_range_status */
+    uint8_t more;                /* 0 or 1: rows remain in the range on this shard beyond those returned */
+    uint8_t status;              /* rl_range_status */
     const uint8_t *read_through; /* empty, or the shard boundary where this server stopped
                                     because the range continues on another shard */
     uint32_t read_through_len;
@@ -505,10 +489,9 @@ typedef struct {
     const uint8_t *resolved_end;
     uint32_t resolved_end_len;
 } rl_msg_get_range_reply;
-int rl__msg_get_range_reply_encode(rl_buf *out, const rl_msg_get_range_reply *m,
+int rl__msg_get_range_reply_encode(rl_buf *out, const rl_msg_get_range_reply *m, rl_proto_why *why);
+int rl__msg_get_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_range_reply *out,
                                    rl_proto_why *why);
-int rl__msg_get_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                   rl_msg_get_range_reply *out, rl_proto_why *why);
 
 /* GET_MAPPED_RANGE request (type 23). */
 typedef struct {
@@ -525,8 +508,7 @@ typedef struct {
     uint8_t strategy;             /* rl_fetch_strategy */
     uint32_t batch;               /* secondaries per batch, <= RL_PROTO_MAX_BATCH; 0: default */
 } rl_msg_get_mapped_range_req;
-int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl_msg_get_mapped_range_req *m,
-                                        rl_proto_why *why);
+int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl_msg_get_mapped_range_req *m, rl_proto_why *why);
 int rl__msg_get_mapped_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                         rl_msg_get_mapped_range_req *out, rl_proto_why *why);
 
@@ -572,14 +554,12 @@ typedef struct {
     uint32_t resolved_end_len;
     rl_msg_mapped_stats stats;
 } rl_msg_get_mapped_range_reply;
-int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl_msg_get_mapped_range_reply *m,
-                                          rl_proto_why *why);
+int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl_msg_get_mapped_range_reply *m, rl_proto_why *why);
 int rl__msg_get_mapped_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
                                           rl_msg_get_mapped_range_reply *out, rl_proto_why *why);
 /* The same codec with the entries taken field by field (the generic walk) instead of the fast
  * paths (proto.c): identical bytes, structs and errors; for tests that compare the two. */
-int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m,
-                                               rl_proto_why *why);
+int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m, rl_proto_why *why);
 int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
                                                rl_msg_get_mapped_range_reply *out, rl_proto_why *why);
 
@@ -605,8 +585,8 @@ typedef struct {
                          * reach come back unread: no rows and more 1 (appended in issue 14) */
 } rl_msg_get_multi_req;
 int rl__msg_get_multi_req_encode(rl_buf *out, const rl_msg_get_multi_req *m, rl_proto_why *why);
-int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                 rl_msg_get_multi_req *out, rl_proto_why *why);
+int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_multi_req *out,
+                                 rl_proto_why *why);
 
 /* The result of one read item: an error (then no rows, more 0), or its rows. */
 typedef struct {
@@ -622,10 +602,9 @@ typedef struct {
     const rl_msg_read_result *results;
     uint32_t n_results;
 } rl_msg_get_multi_reply;
-int rl__msg_get_multi_reply_encode(rl_buf *out, const rl_msg_get_multi_reply *m,
+int rl__msg_get_multi_reply_encode(rl_buf *out, const rl_msg_get_multi_reply *m, rl_proto_why *why);
+int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_multi_reply *out,
                                    rl_proto_why *why);
-int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                   rl_msg_get_multi_reply *out, rl_proto_why *why);
 
 /* SET_DELAY request (type 40): the process's new injected delay, applied to every connection
  * whose peer has another host label (admin connections excepted) and to later ones. The codec
@@ -635,14 +614,14 @@ typedef struct {
     uint32_t jitter_us; /* uniform jitter added to each frame's delay, µs */
 } rl_msg_set_delay_req;
 int rl__msg_set_delay_req_encode(rl_buf *out, const rl_msg_set_delay_req *m, rl_proto_why *why);
-int rl__msg_set_delay_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                 rl_msg_set_delay_req *out, rl_proto_why *why);
+int rl__msg_set_delay_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_set_delay_req *out,
+                                 rl_proto_why *why);
 
 /* SET_DELAY reply: empty. */
 typedef rl_msg_empty rl_msg_set_delay_reply;
 int rl__msg_set_delay_reply_encode(rl_buf *out, const rl_msg_set_delay_reply *m, rl_proto_why *why);
-int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                   rl_msg_set_delay_reply *out, rl_proto_why *why);
+int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_set_delay_reply *out,
+                                   rl_proto_why *why);
 
 /* ---- Placement (admin, issue 14) --------------------------------------------------------- */
 
@@ -670,7 +649,7 @@ typedef struct {
     rl_keyrange range;    /* begin < end (checked by the codec); end <= "\xff" (by the server) */
     const uint32_t *team; /* storage ids, 1..RL_PROTO_MAX_TEAM, all different */
     uint32_t n_team;
-    uint32_t timeout_ms;  /* 0: the coordinator's default (60 s) */
+    uint32_t timeout_ms; /* 0: the coordinator's default (60 s) */
 } rl_msg_assign_shard_req;
 RL_PROTO_CODECS(assign_shard_req);
 
@@ -748,8 +727,8 @@ typedef struct {
  * 0, RL_FRAME_REPLY or RL_FRAME_REPLY | RL_FRAME_ERROR, and the type known
  * (rl__msg_type_known) unless the frame is an error reply (whose payload does not depend on the
  * type). Ownership, lifetimes and return codes as the per-message decoders. */
-int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a,
-                   rl_msg *out, rl_proto_why *why);
+int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
+                   rl_proto_why *why);
 /* rl__msg_encode — append the payload of m (the member of m->u that m->type and m->flags name).
  * Returns as the per-message encoders; RL_E_INVALID_ARGUMENT also for an unknown type or bad
  * flags. */

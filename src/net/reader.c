@@ -73,8 +73,7 @@ void rl__frame_reader_commit(rl_frame_reader *r, size_t n) {
     r->end += n;
 }
 
-int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload,
-                          int *out_ready) {
+int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload, int *out_ready) {
     *out_ready = 0;
     if (r->failed) return RL_E_MALFORMED_FRAME;
     size_t have = r->end - r->start;

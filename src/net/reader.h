@@ -29,9 +29,9 @@
 
 #include "net/frame.h"
 
-#define RL_FRAME_READER_CHUNK (64u * 1024)        /* the smallest buffer and read chunk */
+#define RL_FRAME_READER_CHUNK (64u * 1024)           /* the smallest buffer and read chunk */
 #define RL_FRAME_READER_MAX_AHEAD (8u * 1024 * 1024) /* the most allocated ahead of arrived bytes */
-#define RL_FRAME_READER_KEEP (1u * 1024 * 1024)   /* a buffer up to this size is kept when idle */
+#define RL_FRAME_READER_KEEP (1u * 1024 * 1024)      /* a buffer up to this size is kept when idle */
 
 typedef struct {
     uint8_t *data; /* NULL until the first rl__frame_reader_space */
@@ -61,8 +61,7 @@ void rl__frame_reader_commit(rl_frame_reader *r, size_t n);
  *                  (invariant 3); 0: more bytes are needed.
  * Returns RL_OK, or RL_E_MALFORMED_FRAME when the next header is invalid (unknown flag bits, a
  * payload over RL_NET_MAX_PAYLOAD): the connection must be closed; r->why says why. */
-int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload,
-                          int *out_ready);
+int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload, int *out_ready);
 
 /* Bytes received and not consumed (0 at a frame boundary). */
 size_t rl__frame_reader_pending(const rl_frame_reader *r);

@@ -128,10 +128,8 @@ int rl__net_connect_socket(const struct sockaddr_in *sa, int *out_fd, int *out_s
     int r;
     do r = connect(fd, (const struct sockaddr *)sa, sizeof *sa);
     while (r != 0 && errno == EINTR);
-    if (r == 0)
-        *out_state = 0;
-    else if (errno == EINPROGRESS)
-        *out_state = 1;
+    if (r == 0) *out_state = 0;
+    else if (errno == EINPROGRESS) *out_state = 1;
     else {
         rl__net_errmsg_set("connect %s: %s", addr, strerror(errno));
         *out_state = rl__net_map_errno(errno, RL_E_CONNECTION_FAILED);
@@ -151,8 +149,7 @@ int rl__net_accept(int lfd, int *out_fd, int *out_errno) {
         }
         *out_errno = errno;
         if (errno == EINTR) continue;
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            return RL_E_OPERATION_FAILED;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) return RL_E_OPERATION_FAILED;
         return RL_E_NOT_FOUND; /* EAGAIN, or a connection that died in the queue (ECONNABORTED …) */
     }
 }

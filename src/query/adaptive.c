@@ -69,12 +69,15 @@ uint64_t rl__adaptive_less_wait(uint64_t t0, uint64_t t1, uint64_t asked, uint64
  * exponent from the bits, then a short series. Relative error below 1e-9 over the factors'
  * range (tests adaptive-3.3); x of rl__adaptive_log must be > 0 and finite (the callers clamp). */
 double rl__adaptive_log(double x) {
-    union { double d; uint64_t u; } v = {x};
+    union {
+        double d;
+        uint64_t u;
+    } v = {x};
     int e = (int)((v.u >> 52) & 0x7ff) - 1023;
     v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull; /* m in [1, 2) */
     double m = v.d;
-    if (m > 1.4142135623730951) m *= 0.5, e++;                    /* m in (0.707, 1.414] */
-    double t = (m - 1) / (m + 1), t2 = t * t;                      /* |t| <= 0.172 */
+    if (m > 1.4142135623730951) m *= 0.5, e++; /* m in (0.707, 1.414] */
+    double t = (m - 1) / (m + 1), t2 = t * t;  /* |t| <= 0.172 */
     double p = t * (2 + t2 * (2.0 / 3 + t2 * (2.0 / 5 + t2 * (2.0 / 7 + t2 * (2.0 / 9 + t2 * (2.0 / 11))))));
     return p + e * 0.6931471805599453;
 }
@@ -83,10 +86,19 @@ double rl__adaptive_exp(double x) {
     if (!(x > -700)) x = -700; /* also NaN */
     if (x > 700) x = 700;
     double n = (double)(int64_t)(x * 1.4426950408889634 + (x >= 0 ? 0.5 : -0.5));
-    double r = x - n * 0.6931471805599453;                         /* |r| <= 0.35 */
-    double p = 1 + r * (1 + r * (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720 +
-                   r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r / 3628800)))))))));
-    union { double d; uint64_t u; } v;
+    double r = x - n * 0.6931471805599453; /* |r| <= 0.35 */
+    double p =
+        1 +
+        r * (1 + r * (1.0 / 2 +
+                      r * (1.0 / 6 +
+                           r * (1.0 / 24 +
+                                r * (1.0 / 120 +
+                                     r * (1.0 / 720 +
+                                          r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r / 3628800)))))))));
+    union {
+        double d;
+        uint64_t u;
+    } v;
     v.u = (uint64_t)((int64_t)n + 1023) << 52;
     return p * v.d;
 }
@@ -96,9 +108,7 @@ static double clampd(double v, double lo, double hi) {
     return v > hi ? hi : v;
 }
 
-static double nonneg(double v) {
-    return clampd(v, 0.0, 1e18);
-}
+static double nonneg(double v) { return clampd(v, 0.0, 1e18); }
 
 /* ceil of x >= 0 without libm's call (x is never NaN here: the callers' inputs are clamped);
  * from 2^52 on every double is an integer. */
@@ -121,8 +131,8 @@ double rl__adaptive_estimate(const rl__adaptive_costs *c, const rl__adaptive_inp
         double load_rounds = ceil_pos(rows / depth);
         /* A split record is one range read: its extra key-values (kvs_per_record) cost bytes,
          * not requests. */
-        return index_pages * rtt_i + load_rounds * nonneg(in->rtt_records_ns) +
-               rows * nonneg(c->client_per_record) + bytes * nonneg(c->client_per_byte);
+        return index_pages * rtt_i + load_rounds * nonneg(in->rtt_records_ns) + rows * nonneg(c->client_per_record) +
+               bytes * nonneg(c->client_per_byte);
     }
     double page_bytes = in->mapped_page_bytes > 0 ? in->mapped_page_bytes : 8.0 * 1024 * 1024;
     double pages = ceil_pos(bytes / page_bytes);
@@ -236,7 +246,8 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     int cls = d->size_class;
     if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES) return;
     rl__adaptive_class *c = &m->cls[cls];
-    double x = rl__adaptive_log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
+    double x =
+        rl__adaptive_log(clampd(observed_ns / d->raw_ns[d->method], RL__ADAPTIVE_FACTOR_MIN, RL__ADAPTIVE_FACTOR_MAX));
     int k = d->method;
     /* A first observation of a class at most 2x slower than the prior (borrowed or 1) replaces
      * it outright; a slower one, and later ones,
@@ -299,9 +310,7 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     if (c->observed[k] < UINT32_MAX) c->observed[k]++;
 }
 
-static const char *name_of(int method) {
-    return method == RL__ADAPTIVE_RF ? "USE_REMOTE_FETCH" : "SCAN_AND_FETCH";
-}
+static const char *name_of(int method) { return method == RL__ADAPTIVE_RF ? "USE_REMOTE_FETCH" : "SCAN_AND_FETCH"; }
 
 void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out) {
     const rl__adaptive_inputs *in = &d->in;
@@ -311,8 +320,8 @@ void rl__adaptive_explain(const rl__adaptive_decision *d, rl_buf *out) {
                    "SCAN_AND_FETCH %.1f µs x %.2f = %.1f µs, USE_REMOTE_FETCH %.1f µs x %.2f = %.1f µs "
                    "-> %s (%s)\n",
                    in->rows, d->size_class % RL__ADAPTIVE_CLASSES, d->size_class / RL__ADAPTIVE_CLASSES,
-                   in->bytes_per_row, in->kvs_per_record, in->rtt_index_ns / 1e3,
-                   in->rtt_records_ns / 1e3, in->rtt_s2s_ns / 1e3, 100.0 * clampd(in->frac_remote, 0, 1),
+                   in->bytes_per_row, in->kvs_per_record, in->rtt_index_ns / 1e3, in->rtt_records_ns / 1e3,
+                   in->rtt_s2s_ns / 1e3, 100.0 * clampd(in->frac_remote, 0, 1),
                    in->strategy == RL__ADAPTIVE_GROUPED ? "grouped" : "individual", in->pipeline_depth,
                    d->raw_ns[0] / 1e3, d->factor[0], d->est_ns[0] / 1e3, d->raw_ns[1] / 1e3, d->factor[1],
                    d->est_ns[1] / 1e3, name_of(d->method),

@@ -84,26 +84,28 @@
 
 #include "base/buf.h"
 
-#define RL__ADAPTIVE_CLASSES 12         /* row classes: rows 0-1, 2-3, 4-7, ..., >= 2048 */
-#define RL__ADAPTIVE_BYTE_CLASSES 4     /* byte classes: bytes per row < 1 KiB, < 16 KiB, < 256 KiB,
+#define RL__ADAPTIVE_CLASSES 12 /* row classes: rows 0-1, 2-3, 4-7, ..., >= 2048 */
+#define RL__ADAPTIVE_BYTE_CLASSES \
+    4 /* byte classes: bytes per row < 1 KiB, < 16 KiB, < 256 KiB,
                                          * more (small and split records calibrate apart) */
 #define RL__ADAPTIVE_ALL_CLASSES (RL__ADAPTIVE_CLASSES * RL__ADAPTIVE_BYTE_CLASSES)
-#define RL__ADAPTIVE_ALPHA 0.3          /* weight of a new observation in the log factor */
-#define RL__ADAPTIVE_WINDOW 4           /* observations per class and method whose least counts */
-#define RL__ADAPTIVE_EXPLORE_EVERY 20   /* decisions of a class between explorations */
-#define RL__ADAPTIVE_EXPLORE_MAX 1.5    /* explore only a method estimated at most this much slower */
-#define RL__ADAPTIVE_RECHECK_AFTER 2   /* decisions after a change of lead before a recheck */
-#define RL__ADAPTIVE_RECHECK_MAX 4.0   /* recheck only a method estimated at most this much slower */
-#define RL__ADAPTIVE_PROBE_EVERY 500    /* decisions of a class between long-period probes */
-#define RL__ADAPTIVE_PROBE_MAX 4.0      /* probe only a method estimated at most this much slower */
-#define RL__ADAPTIVE_DEV_UP 0.6931471805599453   /* ln 2: the largest upward deviation counted */
-#define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906 /* ln 4: the largest downward deviation counted */
+#define RL__ADAPTIVE_ALPHA 0.3                    /* weight of a new observation in the log factor */
+#define RL__ADAPTIVE_WINDOW 4                     /* observations per class and method whose least counts */
+#define RL__ADAPTIVE_EXPLORE_EVERY 20             /* decisions of a class between explorations */
+#define RL__ADAPTIVE_EXPLORE_MAX 1.5              /* explore only a method estimated at most this much slower */
+#define RL__ADAPTIVE_RECHECK_AFTER 2              /* decisions after a change of lead before a recheck */
+#define RL__ADAPTIVE_RECHECK_MAX 4.0              /* recheck only a method estimated at most this much slower */
+#define RL__ADAPTIVE_PROBE_EVERY 500              /* decisions of a class between long-period probes */
+#define RL__ADAPTIVE_PROBE_MAX 4.0                /* probe only a method estimated at most this much slower */
+#define RL__ADAPTIVE_DEV_UP 0.6931471805599453    /* ln 2: the largest upward deviation counted */
+#define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906  /* ln 4: the largest downward deviation counted */
 #define RL__ADAPTIVE_DEV_AGAIN 2.0794415416798357 /* ln 8: ... upward, for a repeated surprise */
-#define RL__ADAPTIVE_FACTOR_MIN 1e-4    /* calibration factors are clamped to [MIN, MAX] (wide:
+#define RL__ADAPTIVE_FACTOR_MIN \
+    1e-4 /* calibration factors are clamped to [MIN, MAX] (wide:
                                          * under valgrind or ASan pages take 50x the priors) */
 #define RL__ADAPTIVE_FACTOR_MAX 1e4
 
-enum { RL__ADAPTIVE_SF = 0, RL__ADAPTIVE_RF = 1 };            /* the two methods */
+enum { RL__ADAPTIVE_SF = 0, RL__ADAPTIVE_RF = 1 };              /* the two methods */
 enum { RL__ADAPTIVE_INDIVIDUAL = 1, RL__ADAPTIVE_GROUPED = 2 }; /* storage-to-storage strategy */
 
 /* What the client knows about the page it is about to read. */
@@ -133,19 +135,19 @@ typedef struct {
 } rl__adaptive_costs;
 
 typedef struct {
-    double log_factor[2];     /* per method: mean log(observed / estimated) */
-    double factor[2];         /* exp(min(log_factor, least of win)): the factor decisions use,
+    double log_factor[2];               /* per method: mean log(observed / estimated) */
+    double factor[2];                   /* exp(min(log_factor, least of win)): the factor decisions use,
                                * kept by rl__adaptive_observe so that a decision computes no exp
                                * (set it with rl__adaptive_set_factor) */
     double win[2][RL__ADAPTIVE_WINDOW]; /* per method: the last observations' log(obs / est) */
     uint8_t win_n[2], win_pos[2];       /* ... how many (up to WINDOW), the next slot */
-    uint32_t observed[2];     /* observations per method */
-    uint32_t decisions;       /* decisions made in this class */
-    uint8_t surprised[2];     /* per method: its last observation was > 2x its estimate */
-    uint8_t recheck;          /* decisions left until recheck_method, which lost the lead by
+    uint32_t observed[2];               /* observations per method */
+    uint32_t decisions;                 /* decisions made in this class */
+    uint8_t surprised[2];               /* per method: its last observation was > 2x its estimate */
+    uint8_t recheck;                    /* decisions left until recheck_method, which lost the lead by
                                * its own last observation, is run again (0: none pending) */
     uint8_t recheck_method;
-    uint8_t recheck_gap;      /* the delay of the last recheck (doubles while it finds the
+    uint8_t recheck_gap; /* the delay of the last recheck (doubles while it finds the
                                * method still behind, up to EXPLORE_EVERY / 2) */
 } rl__adaptive_class;
 
@@ -165,12 +167,12 @@ typedef struct {
 /* One decision, with everything needed to explain it. */
 typedef struct {
     rl__adaptive_inputs in;
-    int size_class;          /* rl__adaptive_size_class of the page */
-    double raw_ns[2];        /* the model's estimates */
-    double factor[2];        /* the calibration factors applied */
-    double est_ns[2];        /* raw * factor */
-    int method;              /* RL__ADAPTIVE_SF or RL__ADAPTIVE_RF */
-    int explored;            /* 1: chose the estimated-slower method to explore it */
+    int size_class;   /* rl__adaptive_size_class of the page */
+    double raw_ns[2]; /* the model's estimates */
+    double factor[2]; /* the calibration factors applied */
+    double est_ns[2]; /* raw * factor */
+    int method;       /* RL__ADAPTIVE_SF or RL__ADAPTIVE_RF */
+    int explored;     /* 1: chose the estimated-slower method to explore it */
 } rl__adaptive_decision;
 
 /* rl__adaptive_default_costs — the priors, measured on this project's machines (docs/design.md §7,

@@ -24,8 +24,7 @@ static uint32_t get_u32(const uint8_t *p) {
 
 static uint64_t get_u64(const uint8_t *p) { return (uint64_t)get_u32(p) << 32 | get_u32(p + 4); }
 
-uint64_t rl__qcont_scan_hash(const uint8_t *begin, size_t begin_len, const uint8_t *end,
-                             size_t end_len, int reverse) {
+uint64_t rl__qcont_scan_hash(const uint8_t *begin, size_t begin_len, const uint8_t *end, size_t end_len, int reverse) {
     /* Chain the parts through the seed so that (begin, end) boundaries cannot be confused. */
     uint64_t h = rl__hash64("reclayer-query-scan", 19, (uint64_t)begin_len);
     h = rl__hash64(begin, begin_len, h);
@@ -49,8 +48,8 @@ void rl__qcont_encode(uint64_t h, int has_key, const uint8_t *suffix, size_t suf
     rl__buf_append_u32be(out, rl__checksum32(out->data, out->len));
 }
 
-int rl__qcont_decode(const uint8_t *p, size_t len, uint64_t h, int *out_has_key,
-                     const uint8_t **out_suffix, size_t *out_suffix_len, const char **out_why) {
+int rl__qcont_decode(const uint8_t *p, size_t len, uint64_t h, int *out_has_key, const uint8_t **out_suffix,
+                     size_t *out_suffix_len, const char **out_why) {
     const char *why = NULL;
     uint32_t n;
     *out_has_key = 0;

@@ -106,12 +106,12 @@ typedef struct {
 /* The ADAPTIVE method's state per database (rl__db_slot): the model and what earlier pages
  * taught per index, guarded by lock (ad_lock: decisions and observations of concurrent cursors). */
 typedef struct {
-    int lock;              /* 1 while held (ad_lock) */
+    int lock; /* 1 while held (ad_lock) */
     rl__adaptive_model m;
     ad_scan scans[AD_SCANS];
     uint64_t tick;
-    int costs_set;         /* the priors were chosen for the backend (networked or not) */
-    int networked;         /* the backend is networked (rl_kv_locality.networked) */
+    int costs_set; /* the priors were chosen for the backend (networked or not) */
+    int networked; /* the backend is networked (rl_kv_locality.networked) */
 } ad_state;
 
 static void ad_state_init(void *p) {
@@ -211,11 +211,11 @@ typedef struct {
     size_t key_off; /* its index key: qbytes.data[key_off .. key_off + key_len) */
     size_t key_len;
     size_t pk_off, pk_len; /* its primary key in qbytes, set when the load is issued */
-    rl_future *f; /* the issued load of its record (NULL until issued) */
-    unsigned issued : 1; /* its load was issued (f), or issuing it failed (err) */
-    unsigned d0 : 31;    /* the critical depth when its load was issued (invariant 7; saturates;
+    rl_future *f;          /* the issued load of its record (NULL until issued) */
+    unsigned issued : 1;   /* its load was issued (f), or issuing it failed (err) */
+    unsigned d0 : 31;      /* the critical depth when its load was issued (invariant 7; saturates;
                           * a bit-field keeps qent at 48 bytes: the queue holds a page of them) */
-    int err;      /* why its load could not be issued: surfaces when it reaches the head */
+    int err;               /* why its load could not be issued: surfaces when it reaches the head */
 } qent;
 
 typedef enum { SRC_NONE = 0, SRC_SCAN, SRC_REMOTE } src_kind;
@@ -224,48 +224,48 @@ struct rl_cursor {
     rl_store *s;
     rl_txn *txn;
     rl__index_layout ix;
-    rl_query_options o;       /* copy; the borrowed pointers are cleared */
-    rl_buf ixprefix;          /* store prefix + (2, subspace_key) */
-    rl_buf recprefix;         /* store prefix + (1,) */
-    rl_buf range_b, range_e;  /* index keys selected by the bounds: [range_b, range_e) */
-    int is_empty;             /* range_b >= range_e */
-    uint64_t hash;            /* rl__qcont_scan_hash of the range and direction */
+    rl_query_options o;         /* copy; the borrowed pointers are cleared */
+    rl_buf ixprefix;            /* store prefix + (2, subspace_key) */
+    rl_buf recprefix;           /* store prefix + (1,) */
+    rl_buf range_b, range_e;    /* index keys selected by the bounds: [range_b, range_e) */
+    int is_empty;               /* range_b >= range_e */
+    uint64_t hash;              /* rl__qcont_scan_hash of the range and direction */
     int pk_pos[MAX_ENTRY_COLS]; /* per primary-key column: its position in the entry tuple */
-    int n_pk, n_entry;        /* primary-key columns; elements of an entry tuple */
-    rl_buf mapper;            /* the remote-fetch mapper */
-    int mapper_rc;            /* RL_OK, or why remote fetch cannot run on this store */
-    int skip;                 /* 0 when opened with a continuation */
-    int has_last;             /* invariant 1 */
+    int n_pk, n_entry;          /* primary-key columns; elements of an entry tuple */
+    rl_buf mapper;              /* the remote-fetch mapper */
+    int mapper_rc;              /* RL_OK, or why remote fetch cannot run on this store */
+    int skip;                   /* 0 when opened with a continuation */
+    int has_last;               /* invariant 1 */
     rl_buf last_key;
     /* The source. */
     src_kind src;
     int fell_back;
-    rl_buf sb, se;            /* current begin / end selector keys */
+    rl_buf sb, se; /* current begin / end selector keys */
     int sb_oreq, sb_off, se_oreq, se_off;
-    int iteration;            /* of the streaming mode, from 1 */
-    int exhausted;            /* the index range has no entries beyond those received */
-    qent *q;                  /* SRC_SCAN: entries received, not yet taken */
+    int iteration; /* of the streaming mode, from 1 */
+    int exhausted; /* the index range has no entries beyond those received */
+    qent *q;       /* SRC_SCAN: entries received, not yet taken */
     int qn, qcap, qhead;
-    int q_issued;             /* SRC_SCAN: entries of [qhead, qn) whose load is issued */
-    rl_buf qbytes;            /* SRC_SCAN: the index keys of the queued entries */
-    rl_buf qspare;            /* SRC_SCAN: qbytes' other half while the queue is compacted */
-    rl_future *pf;            /* SRC_SCAN: the next index page, requested ahead (or NULL) */
-    uint64_t pf_d0, mf_d0;    /* critical depth when pf / mf was issued (invariant 7) */
-    rl_buf tb, te;            /* scratch begin / end keys of completions (paged records) */
-    rl_buf lb, le;            /* begin / end keys of record loads (rl__store_record_range) */
-    rl_future *mf;            /* SRC_REMOTE: the current page */
-    rl_future *mf_next;       /* SRC_REMOTE: the next page, asked for when mf arrived (or NULL) */
-    uint64_t mf_next_d0;      /* critical depth when mf_next was issued (invariant 7) */
+    int q_issued;          /* SRC_SCAN: entries of [qhead, qn) whose load is issued */
+    rl_buf qbytes;         /* SRC_SCAN: the index keys of the queued entries */
+    rl_buf qspare;         /* SRC_SCAN: qbytes' other half while the queue is compacted */
+    rl_future *pf;         /* SRC_SCAN: the next index page, requested ahead (or NULL) */
+    uint64_t pf_d0, mf_d0; /* critical depth when pf / mf was issued (invariant 7) */
+    rl_buf tb, te;         /* scratch begin / end keys of completions (paged records) */
+    rl_buf lb, le;         /* begin / end keys of record loads (rl__store_record_range) */
+    rl_future *mf;         /* SRC_REMOTE: the current page */
+    rl_future *mf_next;    /* SRC_REMOTE: the next page, asked for when mf arrived (or NULL) */
+    uint64_t mf_next_d0;   /* critical depth when mf_next was issued (invariant 7) */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
     /* The entry being looked at. */
     rl_buf cur_key, cur_pk;
-    kvlist kvs;               /* the record's key-values when they had to be copied */
-    const rl_keyvalue *rkvs;  /* the record's key-values: into hold, mf or kvs.view */
+    kvlist kvs;              /* the record's key-values when they had to be copied */
+    const rl_keyvalue *rkvs; /* the record's key-values: into hold, mf or kvs.view */
     int rn;
-    rl_future *hold;          /* SRC_SCAN: the one-page load that rkvs points into */
-    rl__record_decoder dec;   /* decodes rec; reuses its memory across rows */
-    rl_record rec;            /* borrowed from dec: zero it, never rl_record_release it */
+    rl_future *hold;        /* SRC_SCAN: the one-page load that rkvs points into */
+    rl__record_decoder dec; /* decodes rec; reuses its memory across rows */
+    rl_record rec;          /* borrowed from dec: zero it, never rl_record_release it */
     rl_query_row row;
     /* State. */
     int64_t consumed, rows, bytes_scanned;
@@ -273,8 +273,8 @@ struct rl_cursor {
     int done;
     rl_no_next_reason reason;
     int err, cause;
-    rl__errdetail detail;     /* rl_cursor_errmsg (base/errdetail.h) */
-    unsigned row_mark;        /* rl__errdetail_mark(&detail) when the current entry's fetch began */
+    rl__errdetail detail; /* rl_cursor_errmsg (base/errdetail.h) */
+    unsigned row_mark;    /* rl__errdetail_mark(&detail) when the current entry's fetch began */
     rl_buf cont;
     rl_query_counters k;
     /* Tracing (invariant 7). */
@@ -286,32 +286,32 @@ struct rl_cursor {
     size_t tr_n, tr_cap;
     rl_query_s2s_peer *tr_peers; /* every event's per-peer stats */
     size_t tr_np, tr_pcap;
-    int tr_oom;               /* an event could not be kept (the counters stay exact) */
-    int tr_on;                /* rl__txn_trace(txn, 1) was called (free undoes it) */
+    int tr_oom; /* an event could not be kept (the counters stay exact) */
+    int tr_on;  /* rl__txn_trace(txn, 1) was called (free undoes it) */
     /* ADAPTIVE (the file comment's "ADAPTIVE pages"). */
-    int adaptive;             /* o.fetch == RL_FETCH_ADAPTIVE */
-    ad_state *ad;             /* the database's model */
-    int ad_sf_only;           /* remote fetch cannot run here (mapper, snapshot, a remote error) */
-    int ad_test_alt;          /* test knob (AD_TEST_ENV): alternate the method page by page */
-    int ad_test_rows;         /* ... with pages of this many entries */
-    int page_on;              /* a page is running */
-    int page_full;            /* its sources received page_quota entries */
-    int64_t page_quota;       /* entries the page may read */
-    int64_t page_recv;        /* entries its reads received */
+    int adaptive;                        /* o.fetch == RL_FETCH_ADAPTIVE */
+    ad_state *ad;                        /* the database's model */
+    int ad_sf_only;                      /* remote fetch cannot run here (mapper, snapshot, a remote error) */
+    int ad_test_alt;                     /* test knob (AD_TEST_ENV): alternate the method page by page */
+    int ad_test_rows;                    /* ... with pages of this many entries */
+    int page_on;                         /* a page is running */
+    int page_full;                       /* its sources received page_quota entries */
+    int64_t page_quota;                  /* entries the page may read */
+    int64_t page_recv;                   /* entries its reads received */
     int64_t page_consumed0, page_bytes0; /* c->consumed / bytes_scanned at its start */
-    uint64_t page_kvs, page_recs; /* record key-values and records decoded in it */
-    uint64_t page_ns;         /* time spent inside rl_cursor_next on it, less the read-version
+    uint64_t page_kvs, page_recs;        /* record key-values and records decoded in it */
+    uint64_t page_ns;                    /* time spent inside rl_cursor_next on it, less the read-version
                                * wait (page_add) */
-    uint64_t page_wait_ns;    /* ... the read-version wait taken out of it */
-    uint64_t in_t0;           /* rl__clock_mono_ns() when the current call (or page) started;
+    uint64_t page_wait_ns;               /* ... the read-version wait taken out of it */
+    uint64_t in_t0;                      /* rl__clock_mono_ns() when the current call (or page) started;
                                * valid while in_call and page_on */
-    int in_call;              /* inside rl_cursor_next (its time counts) */
-    int ad_rv_done;           /* the transaction's read-version wait is behind every page now
+    int in_call;                         /* inside rl_cursor_next (its time counts) */
+    int ad_rv_done;                      /* the transaction's read-version wait is behind every page now
                                * (or there is none to take out: a local backend) */
-    rl__adaptive_decision ad_dec; /* the running page's decision */
-    uint64_t cur_local, cur_remote; /* the page's mapped entries read locally / elsewhere */
-    uint64_t ad_key;          /* rl__hash64 of ixprefix: its ad_scan entry */
-    rl_buf explain;           /* o.explain: one line per page */
+    rl__adaptive_decision ad_dec;        /* the running page's decision */
+    uint64_t cur_local, cur_remote;      /* the page's mapped entries read locally / elsewhere */
+    uint64_t ad_key;                     /* rl__hash64 of ixprefix: its ad_scan entry */
+    rl_buf explain;                      /* o.explain: one line per page */
 };
 
 /* ============================================================================================
@@ -411,8 +411,8 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
     }
     for (size_t j = 0; j < np; j++) {
         const rl_kv_s2s_peer *p = &e->peers[j];
-        c->tr_peers[c->tr_np++] = (rl_query_s2s_peer){p->server_id, p->requests, p->items, p->bytes_sent,
-                                                      p->bytes_received};
+        c->tr_peers[c->tr_np++] =
+            (rl_query_s2s_peer){p->server_id, p->requests, p->items, p->bytes_sent, p->bytes_received};
     }
     rl_query_trace_event t;
     memset(&t, 0, sizeof t);
@@ -571,14 +571,10 @@ static rl_streaming_mode stream_mode(const rl_cursor *c) {
 /* The byte target of those WANT_ALL reads: AD_READ_BYTES (replies of several MB cost more than
  * proportionally: 8 MB mapped replies of split records took 3x the time of the same bytes in
  * 1 MB ones on a delayed link); 0 (the mode's) otherwise. */
-static int stream_bytes(const rl_cursor *c) {
-    return c->page_on && c->ad->networked ? AD_READ_BYTES : 0;
-}
+static int stream_bytes(const rl_cursor *c) { return c->page_on && c->ad->networked ? AD_READ_BYTES : 0; }
 
 /* ADAPTIVE: 1 when the page's reads received all its entries (its sources read no more). */
-static int page_done_reading(const rl_cursor *c) {
-    return c->page_on && c->page_recv >= c->page_quota;
-}
+static int page_done_reading(const rl_cursor *c) { return c->page_on && c->page_recv >= c->page_quota; }
 
 /* The next top-level element of it: its raw bytes in *raw / *raw_len. RL_OK, RL_E_NOT_FOUND at
  * the end, or a decoding error. Integers of up to 8 magnitude bytes (codes 0x0c..0x1c, what
@@ -606,8 +602,7 @@ static int next_raw(rl_tuple_iter *it, const uint8_t **raw, size_t *raw_len) {
 /* Split the index entry key[0..len) into the columns of (values..., primary key...): raw[i] /
  * raw_len[i] for each of its c->n_entry elements. RL_OK or RL_E_CORRUPT_DATA (with the detail
  * message) when it is not such an entry of this index. */
-static int split_entry(rl_cursor *c, const uint8_t *key, size_t len, const uint8_t **raw,
-                       size_t *raw_len) {
+static int split_entry(rl_cursor *c, const uint8_t *key, size_t len, const uint8_t **raw, size_t *raw_len) {
     rl_tuple_iter it;
     const uint8_t *r;
     size_t rl;
@@ -710,7 +705,7 @@ static int src_start(rl_cursor *c, src_kind k) {
         rl__buf_reset(b);
         rl__buf_append(b, c->last_key.data, c->last_key.len);
         if (c->o.reverse) c->se_oreq = 0, c->se_off = 1; /* end: firstGreaterOrEqual(last) */
-        else c->sb_oreq = 1, c->sb_off = 1;               /* begin: firstGreaterThan(last) */
+        else c->sb_oreq = 1, c->sb_off = 1;              /* begin: firstGreaterThan(last) */
     } else if (c->skip > 0) {
         if (c->o.reverse) c->se_off -= c->skip;
         else c->sb_off += c->skip;
@@ -751,8 +746,7 @@ static int issue_load(rl_cursor *c, qent *e) {
     int adjacent = 1;
     size_t pk_len = 0;
     for (int i = 0; i < c->n_pk; i++) {
-        if (i > 0 && raw[c->pk_pos[i]] != raw[c->pk_pos[i - 1]] + raw_len[c->pk_pos[i - 1]])
-            adjacent = 0;
+        if (i > 0 && raw[c->pk_pos[i]] != raw[c->pk_pos[i - 1]] + raw_len[c->pk_pos[i - 1]]) adjacent = 0;
         pk_len += raw_len[c->pk_pos[i]];
     }
     if (adjacent && c->n_pk > 0) {
@@ -800,8 +794,7 @@ static int take_page(rl_cursor *c) {
     const rl_keyvalue *kvs;
     rl_future *f = c->pf;
     c->pf = NULL;
-    if ((rc = wait_read(c, f, c->pf_d0)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more)))
-        goto done;
+    if ((rc = wait_read(c, f, c->pf_d0)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) goto done;
     /* Compact: the entries left move to the front, their bytes into qspare (then swapped). */
     int left = c->qn - c->qhead;
     rl__buf_reset(&c->qspare);
@@ -890,8 +883,7 @@ static int scan_next(rl_cursor *c, int *out_has) {
     }
     if (c->qhead == c->qn) return RL_OK; /* exhausted */
     if ((uint64_t)c->q_issued > c->k.max_loads_in_flight) c->k.max_loads_in_flight = (uint64_t)c->q_issued;
-    if (c->q_issued < depth && !(c->exhausted && !c->pf && c->q_issued == c->qn - c->qhead))
-        c->k.pipeline_stalls++;
+    if (c->q_issued < depth && !(c->exhausted && !c->pf && c->q_issued == c->qn - c->qhead)) c->k.pipeline_stalls++;
     qent *q = &c->q[c->qhead++];
     c->q_issued--;
     if (q->err) { /* its turn: say why now (the message of an earlier row was overwritten) */
@@ -970,9 +962,8 @@ static int remote_next(rl_cursor *c, int *out_has) {
                 mode = mapped_mode(c, 0, &lim);
                 bytes = mode == RL_STREAMING_ITERATOR ? 0 : MAPPED_PAGE_BYTES;
             }
-            c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
-                                            bytes, (rl_streaming_mode)mode, c->iteration++,
-                                            read_flags(c) | strategy_flags(c));
+            c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim, bytes,
+                                            (rl_streaming_mode)mode, c->iteration++, read_flags(c) | strategy_flags(c));
         }
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
@@ -1034,8 +1025,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
     c->k.secondary_completions++;
     c->k.reads_range++;
     rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
-                                    RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0,
-                                    RL_STREAMING_WANT_ALL, 0, 0);
+                                    RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
     if ((rc = drain_range(c, f, 0, b, en, &c->kvs))) return rc;
     kvl_view(&c->kvs);
     c->rkvs = c->kvs.view;
@@ -1044,16 +1034,13 @@ static int remote_next(rl_cursor *c, int *out_has) {
     return RL_OK;
 }
 
-
 /* ============================================================================================
  * ADAPTIVE pages
  * ========================================================================================== */
 
 /* Errors of a remote page that a SCAN_AND_FETCH page would not meet (the mapper's codes, remote
  * fetch refused): ADAPTIVE then runs SCAN_AND_FETCH for the rest of the cursor. */
-static int remote_specific(int rc) {
-    return (rc >= 2030 && rc <= 2043) || rc == RL_E_UNSUPPORTED_OPERATION;
-}
+static int remote_specific(int rc) { return (rc >= 2030 && rc <= 2043) || rc == RL_E_UNSUPPORTED_OPERATION; }
 
 /* The model's inputs for a page of rows entries, from what the cursor, the database's state and
  * the client's locality figures say (docs/design.md §7, ADAPTIVE). Called under ad_lock(c->ad). */
@@ -1185,8 +1172,8 @@ static int page_begin(rl_cursor *c) {
         c->ad_dec.explored = 0;
         why = "remote fetch cannot run here";
     } else if (c->ad_test_alt) {
-        c->ad_dec.method = (c->k.pages_scan_and_fetch + c->k.pages_remote_fetch) % 2 ? RL__ADAPTIVE_SF
-                                                                                    : RL__ADAPTIVE_RF;
+        c->ad_dec.method =
+            (c->k.pages_scan_and_fetch + c->k.pages_remote_fetch) % 2 ? RL__ADAPTIVE_SF : RL__ADAPTIVE_RF;
         c->ad_dec.explored = 0;
         why = "test mode: alternating";
     }
@@ -1282,8 +1269,7 @@ static int build_range(rl_cursor *c, const rl_query_options *o) {
     if (!rc) rc = rl__buf_error(&c->range_e);
     if (rc) return rc;
     c->is_empty = rl__bytes_cmp(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len) >= 0;
-    c->hash = rl__qcont_scan_hash(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len,
-                                  o->reverse != 0);
+    c->hash = rl__qcont_scan_hash(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len, o->reverse != 0);
     return RL_OK;
 }
 
@@ -1320,8 +1306,8 @@ static void add_alloc_delta(rl_cursor *c, const rl_alloc_stats *before) {
 }
 
 /* rl_cursor_open's work; its details go on the store (err: rl__store_err(s), or NULL). */
-static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts,
-                       rl_cursor **out, rl__errdetail *err) {
+static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts, rl_cursor **out,
+                       rl__errdetail *err) {
     rl_alloc_stats before;
     rl_query_options o;
     rl_cursor *c = NULL;
@@ -1397,18 +1383,17 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
         rc = RL_E_UNSUPPORTED_OPERATION;
         goto fail;
     }
-    for (int i = 0; i < c->n_pk; i++)
-        c->pk_pos[i] = c->ix.pk_pos[i] >= 0 ? c->ix.pk_pos[i] : c->n_entry++;
+    for (int i = 0; i < c->n_pk; i++) c->pk_pos[i] = c->ix.pk_pos[i] >= 0 ? c->ix.pk_pos[i] : c->n_entry++;
     /* Bounds name the entry's columns in order: eq values, then one column bounded by low/high.
      * More than the entry has could never match (the scan would silently return nothing). */
     size_t n_eq = 0;
     if (o.eq) (void)rl__tuple_validate(o.eq, o.eq_len, &n_eq);
     if (n_eq + (o.low || o.high ? 1 : 0) > (size_t)c->n_entry) {
-        rl__errdetail_set(err, "the bounds name %zu columns (%zu eq values%s) but index %s has %d "
+        rl__errdetail_set(err,
+                          "the bounds name %zu columns (%zu eq values%s) but index %s has %d "
                           "(%d indexed values, then the primary key)",
-                          n_eq + (o.low || o.high ? 1 : 0), n_eq,
-                          o.low || o.high ? " and a low/high bound" : "", index_name,
-                          c->n_entry, c->ix.n_fields);
+                          n_eq + (o.low || o.high ? 1 : 0), n_eq, o.low || o.high ? " and a low/high bound" : "",
+                          index_name, c->n_entry, c->ix.n_fields);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
@@ -1452,8 +1437,7 @@ fail:
     return rc;
 }
 
-int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts,
-                   rl_cursor **out) {
+int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_query_options *opts, rl_cursor **out) {
     /* No cursor yet: the detail of a failure goes on the store (errdetail.h, rule 3). */
     rl__errdetail *err = s ? rl__store_err(s) : NULL;
     unsigned mark = rl__errdetail_mark(err);

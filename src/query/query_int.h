@@ -34,8 +34,7 @@
 
 /* The hash binding a continuation to one scan: the range [begin, end) of index keys its bounds
  * select (which starts with the index subspace) and the direction. */
-uint64_t rl__qcont_scan_hash(const uint8_t *begin, size_t begin_len, const uint8_t *end,
-                             size_t end_len, int reverse);
+uint64_t rl__qcont_scan_hash(const uint8_t *begin, size_t begin_len, const uint8_t *end, size_t end_len, int reverse);
 
 /* Append the continuation for scan hash h to out (after resetting it). has_key 0: resume at the
  * scan's start (suffix ignored). Errors are sticky in out (RL_E_OUT_OF_MEMORY). */
@@ -46,8 +45,8 @@ void rl__qcont_encode(uint64_t h, int has_key, const uint8_t *suffix, size_t suf
  * RL_E_CONTINUATION_INVALID for anything else (bad magic, version, flags, length, checksum, or
  * another scan's hash), with a fixed reason in *out_why (static text; may be NULL). Never reads
  * outside p[0..len). */
-int rl__qcont_decode(const uint8_t *p, size_t len, uint64_t h, int *out_has_key,
-                     const uint8_t **out_suffix, size_t *out_suffix_len, const char **out_why);
+int rl__qcont_decode(const uint8_t *p, size_t len, uint64_t h, int *out_has_key, const uint8_t **out_suffix,
+                     size_t *out_suffix_len, const char **out_why);
 
 /* rl__query_adaptive_with — run fn(model, ud) under the lock of db's ADAPTIVE state (created if
  * need be), e.g. for a test to seed a wrong prior or read the calibration. RL_OK or

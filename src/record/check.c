@@ -77,9 +77,9 @@ static key_ref *set_find(key_set *k, const uint8_t *p, size_t len) {
 typedef struct {
     rl_store *s;
     rl_check_report *r;
-    size_t cap;       /* r->defects allocated */
-    key_set pks;      /* primary keys of assembled records */
-    key_set expected; /* index keys the records should have */
+    size_t cap;        /* r->defects allocated */
+    key_set pks;       /* primary keys of assembled records */
+    key_set expected;  /* index keys the records should have */
     rl__errdetail why; /* the detail of a record that does not parse or index (a defect's text) */
 } check_ctx;
 
@@ -215,9 +215,7 @@ static int check_index_entry(index_walk *w, const uint8_t *key, size_t klen) {
 /* Unsplitter callback stand-in for the index pass: the index range is paged with the same
  * drain helper, so every key arrives as a bad-key event (the index prefix is not the records
  * prefix) and is checked here. */
-static int index_cb(void *ud, const rl__unsplit_event *ev) {
-    return check_index_entry(ud, ev->key, ev->key_len);
-}
+static int index_cb(void *ud, const rl__unsplit_event *ev) { return check_index_entry(ud, ev->key, ev->key_len); }
 
 static int store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
     int rc;
@@ -307,8 +305,7 @@ void rl_check_report_print(const rl_check_report *r, void *file) {
  * Deliberate defects
  * ========================================================================================== */
 
-static int inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind,
-                         int flags) {
+static int inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind, int flags) {
     int rc;
     rl_record rec = {0};
     rl_buf k, b, e;
@@ -350,9 +347,7 @@ static int inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len
         }
         break;
     }
-    default:
-        rc = RL_E_INVALID_ARGUMENT;
-        break;
+    default: rc = RL_E_INVALID_ARGUMENT; break;
     }
 fail:
     rl_record_release(&rec);
@@ -362,8 +357,7 @@ fail:
     return rc;
 }
 
-int rl_store_inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind,
-                           int flags) {
+int rl_store_inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len, rl_defect_kind kind, int flags) {
     unsigned mark = rl__errdetail_mark(&s->err);
     return rl__errdetail_finish(&s->err, mark, inject_defect(s, txn, pk, pk_len, kind, flags),
                                 "rl_store_inject_defect");

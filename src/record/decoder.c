@@ -198,8 +198,8 @@ static inline int pb_varint5(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
     return rl__pb_varint(p, n, i, v, 5);
 }
 
-ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
-                                     ProtobufCAllocator *alloc, const uint8_t *p, size_t n) {
+ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                                     const uint8_t *p, size_t n) {
     uint64_t seen = 0;
     size_t i = 0;
     if (desc->n_fields > 64) return NULL;
@@ -216,8 +216,7 @@ ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
         if (f == desc->n_fields || (seen >> f) & 1) return NULL;
         seen |= (uint64_t)1 << f;
         const ProtobufCFieldDescriptor *fd = &desc->fields[f];
-        if (fd->label == PROTOBUF_C_LABEL_REPEATED || (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
-            return NULL;
+        if (fd->label == PROTOBUF_C_LABEL_REPEATED || (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) return NULL;
         void *dst = base + fd->offset;
         switch (fd->type) {
         case PROTOBUF_C_TYPE_INT32:
@@ -284,8 +283,7 @@ ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
         }
         default: return NULL; /* messages (and anything newer) */
         }
-        if (fd->label == PROTOBUF_C_LABEL_OPTIONAL && fd->quantifier_offset &&
-            fd->type != PROTOBUF_C_TYPE_STRING) {
+        if (fd->label == PROTOBUF_C_LABEL_OPTIONAL && fd->quantifier_offset && fd->type != PROTOBUF_C_TYPE_STRING) {
             protobuf_c_boolean t = 1;
             memcpy(base + fd->quantifier_offset, &t, sizeof t);
         }
@@ -298,13 +296,11 @@ ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
 /* The record union of stored bytes p[0..n) (as rl__record_parse_with reads it) unpacked by
  * rl__pb_unpack_flat: RL_OK with *out_type / *out_msg, or NOT_COMMON (anything it declines, so
  * the caller takes rl__record_parse_with, which decides every error). */
-static int parse_flat(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *pa,
-                      int *out_type, ProtobufCMessage **out_msg) {
+static int parse_flat(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *pa, int *out_type,
+                      ProtobufCMessage **out_msg) {
     size_t i = 0;
     uint64_t tag, len;
-    if (pb_varint(p, n, &i, &tag) || (tag & 7) != 2 || pb_varint(p, n, &i, &len) ||
-        len != n - i)
-        return NOT_COMMON;
+    if (pb_varint(p, n, &i, &tag) || (tag & 7) != 2 || pb_varint(p, n, &i, &len) || len != n - i) return NOT_COMMON;
     int t = -1;
     for (int k = 0; k < md->n_types; k++)
         if (md->types[k].union_field == tag >> 3) t = k;
@@ -320,8 +316,7 @@ static int parse_flat(const rl_metadata *md, const uint8_t *p, size_t n, Protobu
  * Returns 0 and sets *out, or -1. The suffixes the common layout uses (-1, 0 and 1..255) have
  * one- and two-byte encodings (0x13 0xfe, 0x14, 0x15 n with n != 0), recognised directly;
  * anything else takes the tuple decoder, which accepts exactly the same keys (test record_9_6). */
-static int suffix_of(const rl_store *s, const uint8_t *pk, size_t pk_len, const rl_keyvalue *kv,
-                     int64_t *out) {
+static int suffix_of(const rl_store *s, const uint8_t *pk, size_t pk_len, const rl_keyvalue *kv, int64_t *out) {
     size_t pre = s->rec_prefix_len;
     rl_tuple_iter it;
     rl_tuple_elem e;

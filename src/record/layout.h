@@ -39,8 +39,8 @@ enum {
 typedef struct {
     const char *name;
     const char *subspace_key;
-    int n_fields;                /* indexed values */
-    int n_pk;                    /* primary-key columns of the record type */
+    int n_fields;                   /* indexed values */
+    int n_pk;                       /* primary-key columns of the record type */
     int pk_pos[RL__INDEX_MAX_COLS]; /* per primary-key column: its position among the indexed
                                      * values, or -1 when it is appended after them */
 } rl__index_layout;
@@ -95,7 +95,7 @@ typedef struct rl__scratch_big rl__scratch_big;
  * rl_store_decode_record, so results and errors are exactly that function's.
  * Not thread-safe; one decoder per cursor. */
 typedef struct {
-    uint8_t *mem;          /* scratch block (owned), mem_cap bytes */
+    uint8_t *mem; /* scratch block (owned), mem_cap bytes */
     size_t mem_cap, mem_used;
     size_t want;           /* bytes the current record asked for (sizes the block next time) */
     rl__scratch_big *big;  /* overflow allocations of the current record (owned) */

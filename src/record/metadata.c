@@ -84,8 +84,8 @@ static const ProtobufCFieldDescriptor *key_field(rl_metadata *md, const Protobuf
         return NULL;
     }
     if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-        *rc = md_fail(md, "%s: field '%s' of %s is a nested message; only scalar fields can be key fields",
-                      what, name, desc->name);
+        *rc = md_fail(md, "%s: field '%s' of %s is a nested message; only scalar fields can be key fields", what, name,
+                      desc->name);
         return NULL;
     }
     return fd;
@@ -130,8 +130,8 @@ int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layou
     return RL_OK;
 }
 
-int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc,
-                         const char *const *pk_fields, int n_pk) {
+int rl_metadata_add_type(rl_metadata *md, const ProtobufCMessageDescriptor *desc, const char *const *pk_fields,
+                         int n_pk) {
     int rc = RL_OK;
     const ProtobufCFieldDescriptor **pk = NULL;
     if (md->built) return md_fail(md, "metadata is already built");
@@ -249,42 +249,26 @@ static int field_present(const ProtobufCMessage *msg, const ProtobufCFieldDescri
     return 1;
 }
 
-void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg,
-                       const ProtobufCFieldDescriptor *fd, int *out_present) {
+void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
+                       int *out_present) {
     const void *m = (const char *)msg + fd->offset;
     *out_present = field_present(msg, fd);
     if (!*out_present) return;
     switch (fd->type) {
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        rl__tuple_pack_int(pk, *(const int32_t *)m);
-        break;
-    case PROTOBUF_C_TYPE_ENUM:
-        rl__tuple_pack_int(pk, *(const int *)m);
-        break;
+    case PROTOBUF_C_TYPE_SFIXED32: rl__tuple_pack_int(pk, *(const int32_t *)m); break;
+    case PROTOBUF_C_TYPE_ENUM: rl__tuple_pack_int(pk, *(const int *)m); break;
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        rl__tuple_pack_int(pk, *(const int64_t *)m);
-        break;
+    case PROTOBUF_C_TYPE_SFIXED64: rl__tuple_pack_int(pk, *(const int64_t *)m); break;
     case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        rl__tuple_pack_uint(pk, *(const uint32_t *)m);
-        break;
+    case PROTOBUF_C_TYPE_FIXED32: rl__tuple_pack_uint(pk, *(const uint32_t *)m); break;
     case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        rl__tuple_pack_uint(pk, *(const uint64_t *)m);
-        break;
-    case PROTOBUF_C_TYPE_BOOL:
-        rl__tuple_pack_bool(pk, *(const protobuf_c_boolean *)m != 0);
-        break;
-    case PROTOBUF_C_TYPE_FLOAT:
-        rl__tuple_pack_float(pk, *(const float *)m);
-        break;
-    case PROTOBUF_C_TYPE_DOUBLE:
-        rl__tuple_pack_double(pk, *(const double *)m);
-        break;
+    case PROTOBUF_C_TYPE_FIXED64: rl__tuple_pack_uint(pk, *(const uint64_t *)m); break;
+    case PROTOBUF_C_TYPE_BOOL: rl__tuple_pack_bool(pk, *(const protobuf_c_boolean *)m != 0); break;
+    case PROTOBUF_C_TYPE_FLOAT: rl__tuple_pack_float(pk, *(const float *)m); break;
+    case PROTOBUF_C_TYPE_DOUBLE: rl__tuple_pack_double(pk, *(const double *)m); break;
     case PROTOBUF_C_TYPE_STRING: {
         const char *s = *(char *const *)m;
         rl__tuple_pack_string(pk, s, strlen(s));
@@ -295,29 +279,26 @@ void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg,
         rl__tuple_pack_bytes(pk, b->data, b->len);
         break;
     }
-    default: /* messages are refused by the builder (invariant 1) */
-        rl__tuple_pack_null(pk);
-        break;
+    default: /* messages are refused by the builder (invariant 1) */ rl__tuple_pack_null(pk); break;
     }
 }
 
-int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk,
-                   rl__errdetail *err) {
+int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk, rl__errdetail *err) {
     const rl__rtype *rt = &md->types[t];
     for (int i = 0; i < rt->n_pk; i++) {
         int present;
         rl__md_pack_field(pk, msg, rt->pk[i], &present);
         if (!present) {
-            rl__errdetail_set(err, "record of type %s has no value for primary-key field '%s'",
-                              rt->desc->name, rt->pk[i]->name);
+            rl__errdetail_set(err, "record of type %s has no value for primary-key field '%s'", rt->desc->name,
+                              rt->pk[i]->name);
             return RL_E_RECORD_PK_MISSING;
         }
     }
     return RL_OK;
 }
 
-int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg,
-                            rl_tuple_packer *pk, rl__errdetail *err) {
+int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg, rl_tuple_packer *pk,
+                            rl__errdetail *err) {
     const rl__index *x = &md->indexes[ix];
     const rl__rtype *rt = &md->types[x->type];
     for (int i = 0; i < x->n_fields; i++) {
@@ -368,13 +349,13 @@ int rl__record_serialize(const rl_metadata *md, int t, const ProtobufCMessage *m
     return rl__buf_error(out);
 }
 
-int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type,
-                     ProtobufCMessage **out_msg, rl_buf *errbuf) {
+int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type, ProtobufCMessage **out_msg,
+                     rl_buf *errbuf) {
     return rl__record_parse_with(md, p, n, &rl__record_allocator, out_type, out_msg, errbuf);
 }
 
-int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc,
-                          int *out_type, ProtobufCMessage **out_msg, rl_buf *errbuf) {
+int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc, int *out_type,
+                          ProtobufCMessage **out_msg, rl_buf *errbuf) {
     size_t i = 0;
     uint64_t tag, len;
     *out_msg = NULL;

@@ -30,9 +30,9 @@ typedef struct {
 } rl__rtype;
 
 typedef struct {
-    char *name;                             /* owned */
-    char *subspace_key;                     /* owned; the name unless given */
-    int type;                               /* index into rl_metadata.types */
+    char *name;                              /* owned */
+    char *subspace_key;                      /* owned; the name unless given */
+    int type;                                /* index into rl_metadata.types */
     const ProtobufCFieldDescriptor **fields; /* n_fields indexed fields (owned array) */
     int n_fields;
     int *pk_pos; /* per primary-key column: its position among fields, or -1 (appended) */
@@ -56,17 +56,16 @@ int rl__md_index_named(const rl_metadata *md, const char *name);
 
 /* Pack the value of field fd of msg as one tuple element. *out_present says whether the field
  * is set (proto2 presence; proto3 scalars are always present). When absent nothing is packed. */
-void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg,
-                       const ProtobufCFieldDescriptor *fd, int *out_present);
+void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
+                       int *out_present);
 /* Append the primary-key tuple of msg (of type t) to pk. RL_OK, RL_E_RECORD_PK_MISSING (the
  * detail in err, which may be NULL). */
-int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk,
-                   rl__errdetail *err);
+int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk, rl__errdetail *err);
 /* Append the index entry tuple (values..., pk columns not among them...) of msg for index ix
  * (msg must be of the index's type). Absent indexed values are packed as null; a missing
  * primary-key field is RL_E_RECORD_PK_MISSING (the detail in err, which may be NULL). */
-int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg,
-                            rl_tuple_packer *pk, rl__errdetail *err);
+int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg, rl_tuple_packer *pk,
+                            rl__errdetail *err);
 
 /* The protobuf-c allocator over rl__malloc/rl__free. */
 extern ProtobufCAllocator rl__record_allocator;
@@ -78,12 +77,12 @@ int rl__record_serialize(const rl_metadata *md, int t, const ProtobufCMessage *m
 /* Parse a stored record. [out] out_type, out_msg (free with protobuf_c_message_free_unpacked(msg,
  * &rl__record_allocator)). RL_E_RECORD_PARSE_FAILED (bad union framing or message bytes; detail in
  * errbuf if not NULL), RL_E_RECORD_TYPE_UNKNOWN (a union field of no type). */
-int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type,
-                     ProtobufCMessage **out_msg, rl_buf *errbuf);
+int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type, ProtobufCMessage **out_msg,
+                     rl_buf *errbuf);
 /* rl__record_parse with the message allocated by alloc (borrowed; the caller frees the message
  * with the same allocator, or not at all for a scratch allocator whose free is a no-op). */
-int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc,
-                          int *out_type, ProtobufCMessage **out_msg, rl_buf *errbuf);
+int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc, int *out_type,
+                          ProtobufCMessage **out_msg, rl_buf *errbuf);
 
 /* ---- Split records (split.c) ------------------------------------------------------------- */
 
@@ -92,14 +91,14 @@ int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, Pro
 int rl__split_chunks(size_t len);
 
 typedef enum {
-    RL__EV_RECORD = 0,        /* a whole record */
-    RL__EV_DELETE_CHUNK,      /* chunks without the first ("Found split record without start") */
-    RL__EV_SPLIT_ORDER,       /* a gap in the chunks ("Split record segments out of order") */
-    RL__EV_MULTIPLE_UNSPLIT,  /* suffix 0 beside chunks ("More than one unsplit value.") */
-    RL__EV_STRAY_SUFFIX,      /* a suffix that is not -1, 0 or >= 1 */
-    RL__EV_VERSION_KEY,       /* a version key without data */
-    RL__EV_BAD_VERSION,       /* a version value that is not tuple(versionstamp) */
-    RL__EV_BAD_KEY,           /* a key that is not (pk..., suffix) */
+    RL__EV_RECORD = 0,       /* a whole record */
+    RL__EV_DELETE_CHUNK,     /* chunks without the first ("Found split record without start") */
+    RL__EV_SPLIT_ORDER,      /* a gap in the chunks ("Split record segments out of order") */
+    RL__EV_MULTIPLE_UNSPLIT, /* suffix 0 beside chunks ("More than one unsplit value.") */
+    RL__EV_STRAY_SUFFIX,     /* a suffix that is not -1, 0 or >= 1 */
+    RL__EV_VERSION_KEY,      /* a version key without data */
+    RL__EV_BAD_VERSION,      /* a version value that is not tuple(versionstamp) */
+    RL__EV_BAD_KEY,          /* a key that is not (pk..., suffix) */
 } rl__unsplit_event_kind;
 
 /* The checker's kind name and the fixed message of an event kind. */
@@ -111,14 +110,14 @@ typedef struct {
     rl__unsplit_event_kind kind;
     const uint8_t *key; /* RL__EV_RECORD: the first data key; else the key at fault (full key) */
     size_t key_len;
-    const uint8_t *pk;  /* packed primary key (may be NULL for RL__EV_BAD_KEY) */
+    const uint8_t *pk; /* packed primary key (may be NULL for RL__EV_BAD_KEY) */
     size_t pk_len;
     const uint8_t *data; /* RL__EV_RECORD: the record's stored bytes */
     size_t data_len;
     int has_version;
     uint8_t version[12];
-    int n_chunks;        /* 0 = stored whole */
-    const char *detail;  /* extra text for defects (may be "") */
+    int n_chunks;       /* 0 = stored whole */
+    const char *detail; /* extra text for defects (may be "") */
 } rl__unsplit_event;
 
 /* Callback: return RL_OK to go on, anything else to stop (returned by feed/finish). */
@@ -127,7 +126,7 @@ typedef int (*rl__unsplit_fn)(void *ud, const rl__unsplit_event *ev);
 typedef struct {
     size_t koff, klen, voff, vlen; /* into the group's byte store */
     int64_t suffix;
-    int is_stray;                  /* the suffix is not a valid split number */
+    int is_stray; /* the suffix is not a valid split number */
     const char *stray_detail;
 } rl__split_part;
 
@@ -139,11 +138,11 @@ typedef struct {
     size_t prefix_len;
     int reverse;
     int has_group;
-    rl_buf pk;             /* the current group's primary key */
-    rl_buf bytes;          /* keys and values of the group's parts */
+    rl_buf pk;    /* the current group's primary key */
+    rl_buf bytes; /* keys and values of the group's parts */
     rl__split_part *parts;
     size_t n_parts, cap_parts;
-    rl_buf data;           /* assembled chunks */
+    rl_buf data; /* assembled chunks */
 } rl__unsplitter;
 
 void rl__unsplitter_init(rl__unsplitter *u, const uint8_t *prefix, size_t prefix_len, int reverse);
@@ -152,8 +151,8 @@ void rl__unsplitter_release(rl__unsplitter *u);
 void rl__unsplitter_reset(rl__unsplitter *u);
 /* Feed one key-value in scan order. Returns RL_OK, RL_E_OUT_OF_MEMORY, or the callback's stop
  * code. */
-int rl__unsplitter_feed(rl__unsplitter *u, const uint8_t *key, size_t klen, const uint8_t *value,
-                        size_t vlen, rl__unsplit_fn fn, void *ud);
+int rl__unsplitter_feed(rl__unsplitter *u, const uint8_t *key, size_t klen, const uint8_t *value, size_t vlen,
+                        rl__unsplit_fn fn, void *ud);
 /* End of the range: assemble the last group. */
 int rl__unsplitter_finish(rl__unsplitter *u, rl__unsplit_fn fn, void *ud);
 
@@ -161,11 +160,11 @@ int rl__unsplitter_finish(rl__unsplitter *u, rl__unsplit_fn fn, void *ud);
 
 struct rl_store {
     const rl_metadata *md;
-    uint8_t *prefix;          /* owned store prefix */
+    uint8_t *prefix; /* owned store prefix */
     size_t prefix_len;
-    uint8_t *rec_prefix;      /* owned: prefix + pack(1) */
+    uint8_t *rec_prefix; /* owned: prefix + pack(1) */
     size_t rec_prefix_len;
-    uint32_t flags;           /* RL_STORE_* */
+    uint32_t flags; /* RL_STORE_* */
     int is_open;
     atomic_uint user_version; /* local part of record versions (unique within a transaction) */
     pthread_mutex_t err_mu;   /* serialises writes of err (an open store is shared by threads) */
@@ -183,19 +182,18 @@ typedef struct {
 
 /* Build the full index-entry keys of msg (type t) into ik (its bytes initialised by the caller).
  * RL_OK, RL_E_KEY_TOO_LARGE, RL_E_RECORD_PK_MISSING (detail in err), RL_E_OUT_OF_MEMORY. */
-int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik,
-                         rl__errdetail *err);
+int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik, rl__errdetail *err);
 /* Feed every key-value of [b, e) (flags: RL_REVERSE, RL_SNAPSHOT) to u, starting with the
  * already-issued future f of its first page (taken; freed here), paging until the range is
  * exhausted, then finish u. b and e are updated as pages are read. Returns RL_OK, a transaction
  * error, or the callback's stop code. */
-int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, rl__unsplitter *u,
-                    rl__unsplit_fn fn, void *ud);
+int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, rl__unsplitter *u, rl__unsplit_fn fn,
+                    void *ud);
 /* Read the record pk strictly (any defect is RL_E_RECORD_SPLIT_CORRUPT). parse 0: only learn
  * whether it exists (out may be NULL). f0: an issued read of the first page, or NULL. Returns
  * RL_OK, RL_E_NOT_FOUND, corruption or transaction errors. */
-int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk_len, int parse,
-                          rl_future *f0, rl_record *out);
+int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk_len, int parse, rl_future *f0,
+                          rl_record *out);
 
 /* Append prefix + pack(kid) to b (after resetting it) and return a packer positioned after. */
 void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk);
@@ -203,8 +201,7 @@ void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *p
 int rl__record_defect_error(const rl__unsplit_event *ev, rl__errdetail *err);
 /* Fill rl_record from an assembled record event (parse, copy pk). RL_OK or parse errors (detail
  * in err, which may be NULL). */
-int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out,
-                          rl__errdetail *err);
+int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out, rl__errdetail *err);
 
 /* protobuf_c_message_unpack for flat messages, or NULL ("not handled here", never an error):
  * handles inputs whose every field is known to desc, appears at most once, is a singular
@@ -215,7 +212,7 @@ int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_rec
  * the message equals protobuf-c's (values, has_ flags, NUL-terminated string copies, bytes
  * copies; test record_9_7). Memory from alloc (message, strings, bytes); nothing is freed
  * on a NULL return (alloc's free is not called: for scratch allocators). */
-ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc,
-                                     ProtobufCAllocator *alloc, const uint8_t *p, size_t n);
+ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                                     const uint8_t *p, size_t n);
 
 #endif

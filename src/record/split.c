@@ -81,8 +81,8 @@ void rl__unsplitter_reset(rl__unsplitter *u) {
 }
 
 /* Report a defect of kind k at key[0..klen). */
-static int report(rl__unsplitter *u, rl__unsplit_event_kind k, const uint8_t *key, size_t klen,
-                  const char *detail, rl__unsplit_fn fn, void *ud) {
+static int report(rl__unsplitter *u, rl__unsplit_event_kind k, const uint8_t *key, size_t klen, const char *detail,
+                  rl__unsplit_fn fn, void *ud) {
     rl__unsplit_event ev = {0};
     ev.kind = k;
     ev.key = key;
@@ -190,8 +190,8 @@ done:
     return rc;
 }
 
-int rl__unsplitter_feed(rl__unsplitter *u, const uint8_t *key, size_t klen, const uint8_t *value,
-                        size_t vlen, rl__unsplit_fn fn, void *ud) {
+int rl__unsplitter_feed(rl__unsplitter *u, const uint8_t *key, size_t klen, const uint8_t *value, size_t vlen,
+                        rl__unsplit_fn fn, void *ud) {
     int rc;
     if (klen < u->prefix_len || memcmp(key, u->prefix, u->prefix_len) != 0) {
         rc = flush_group(u, fn, ud);
@@ -212,8 +212,8 @@ int rl__unsplitter_feed(rl__unsplitter *u, const uint8_t *key, size_t klen, cons
     if (rc != RL_E_NOT_FOUND || count < 2) {
         rc = flush_group(u, fn, ud);
         if (rc) return rc;
-        return report(u, RL__EV_BAD_KEY, key, klen,
-                      count < 2 ? "no primary key before the suffix" : "not a tuple", fn, ud);
+        return report(u, RL__EV_BAD_KEY, key, klen, count < 2 ? "no primary key before the suffix" : "not a tuple", fn,
+                      ud);
     }
     size_t pk_len = (size_t)(last.raw - rest);
     if (u->has_group && (pk_len != u->pk.len || memcmp(rest, u->pk.data, pk_len) != 0)) {

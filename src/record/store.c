@@ -36,8 +36,8 @@ int rl__record_defect_error(const rl__unsplit_event *ev, rl__errdetail *err) {
     rl_buf k;
     rl__buf_init(&k);
     rl__tuple_print(ev->key, ev->key_len, &k);
-    rl__errdetail_set(err, "%s%s%s at key %s", rl__unsplit_kind_message(ev->kind), *ev->detail ? ": " : "",
-                      ev->detail, k.data);
+    rl__errdetail_set(err, "%s%s%s at key %s", rl__unsplit_kind_message(ev->kind), *ev->detail ? ": " : "", ev->detail,
+                      k.data);
     rl__buf_release(&k);
     return RL_CORRUPT(RL_E_RECORD_SPLIT_CORRUPT);
 }
@@ -57,24 +57,21 @@ void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf 
     rl__tuple_pack_string(&pk, subspace_key, strlen(subspace_key));
 }
 
-void rl__store_records_prefix(const rl_store *s, rl_buf *b) {
-    rl__buf_append(b, s->rec_prefix, s->rec_prefix_len);
-}
+void rl__store_records_prefix(const rl_store *s, rl_buf *b) { rl__buf_append(b, s->rec_prefix, s->rec_prefix_len); }
 
 /* ============================================================================================
  * Handles and the header
  * ========================================================================================== */
 
-int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len, uint32_t flags,
-                 rl_store **out) {
+int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len, uint32_t flags, rl_store **out) {
     rl_store *s = NULL;
     size_t n = 0;
     /* No store yet: the detail goes on the metadata (the parent; errdetail.h, rule 3). */
     rl__errdetail *err = md ? (rl__errdetail *)&md->err : NULL;
     *out = NULL;
     if (!md || !md->built || !prefix || prefix_len == 0) {
-        rl__errdetail_set(err, "rl_store_new: %s", !md || !md->built ? "the metadata is not built"
-                                                                     : "the store prefix is empty");
+        rl__errdetail_set(err, "rl_store_new: %s",
+                          !md || !md->built ? "the metadata is not built" : "the store prefix is empty");
         return RL_E_INVALID_ARGUMENT;
     }
     if (flags & ~(uint32_t)(RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS | RL_STORE_ALLOW_DEFECTS)) {
@@ -186,10 +183,10 @@ fail:
 
 /* Every public call on a store ends here: a failure that set no detail still leaves one
  * (errdetail.h, rule 1). */
-#define STORE_CALL(s, what, call)                                                                  \
-    do {                                                                                           \
-        unsigned mark_ = rl__errdetail_mark(&(s)->err);                                            \
-        return rl__errdetail_finish(rl__store_err(s), mark_, (call), (what));                      \
+#define STORE_CALL(s, what, call)                                             \
+    do {                                                                      \
+        unsigned mark_ = rl__errdetail_mark(&(s)->err);                       \
+        return rl__errdetail_finish(rl__store_err(s), mark_, (call), (what)); \
     } while (0)
 
 int rl_store_open(rl_store *s, rl_txn *txn) { STORE_CALL(s, "rl_store_open", store_open(s, txn)); }
@@ -213,8 +210,7 @@ void rl_record_page_release(rl_record_page *p) {
     memset(p, 0, sizeof *p);
 }
 
-int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out,
-                          rl__errdetail *d) {
+int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out, rl__errdetail *d) {
     int t, rc;
     rl_buf err;
     memset(out, 0, sizeof *out);
@@ -249,7 +245,7 @@ typedef struct {
     const rl_store *s;
     const uint8_t *pk; /* the wanted primary key (NULL: the first record met) */
     size_t pk_len;
-    int parse;         /* 0: only note that a record exists */
+    int parse; /* 0: only note that a record exists */
     int found;
     rl_record *out;
     rl__errdetail *err; /* where a defect's detail goes (NULL: nowhere) */
@@ -305,8 +301,8 @@ int rl__range_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, int iteration,
         f = NULL;
         if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(e))) break;
         f = rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
-                             RL_FIRST_GREATER_OR_EQUAL(e->data, e->len), 0, 0, RL_STREAMING_ITERATOR,
-                             ++iteration, flags);
+                             RL_FIRST_GREATER_OR_EQUAL(e->data, e->len), 0, 0, RL_STREAMING_ITERATOR, ++iteration,
+                             flags);
     }
     rl_future_free(f);
     return rc;
@@ -325,8 +321,8 @@ static int drain_kv(void *ud, const rl_keyvalue *kv) {
 
 /* Feed the whole range [b, e) to u, starting from the already-issued future f (taken), then
  * finish the unsplitter. */
-int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, rl__unsplitter *u,
-                       rl__unsplit_fn fn, void *ud) {
+int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, rl__unsplitter *u, rl__unsplit_fn fn,
+                    void *ud) {
     drain_ctx d = {u, fn, ud};
     int rc = rl__range_drain(txn, b, e, flags, 0, f, NULL, drain_kv, &d);
     return rc ? rc : rl__unsplitter_finish(u, fn, ud);
@@ -334,8 +330,8 @@ int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, 
 
 /* Read and assemble the record pk (strict). parse: 0 to only learn whether it exists.
  * Returns RL_OK (out filled when parse), RL_E_NOT_FOUND, corruption or transaction errors. */
-int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk_len, int parse,
-                       rl_future *f0, rl_record *out) {
+int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk_len, int parse, rl_future *f0,
+                          rl_record *out) {
     int rc;
     rl_buf b, e;
     rl__unsplitter u;
@@ -549,15 +545,17 @@ static int store_save(rl_store *s, rl_txn *txn, const ProtobufCMessage *msg, int
     rl__tuple_packer_init(&pk, &pkb);
     if ((rc = rl__md_pack_pk(s->md, t, msg, &pk, &s->err)) || (rc = rl__buf_error(&pkb))) goto fail;
     if (s->rec_prefix_len + pkb.len + 10 > RL_KEY_SIZE_LIMIT) {
-        rl__errdetail_set(&s->err, "record key of %zu bytes is over the key limit of %d",
-                          s->rec_prefix_len + pkb.len, RL_KEY_SIZE_LIMIT);
+        rl__errdetail_set(&s->err, "record key of %zu bytes is over the key limit of %d", s->rec_prefix_len + pkb.len,
+                          RL_KEY_SIZE_LIMIT);
         rc = RL_E_KEY_TOO_LARGE;
         goto fail;
     }
     if ((rc = rl__record_serialize(s->md, t, msg, &val))) goto fail;
     if (val.len > RL_RECORD_SPLIT_SIZE && !(s->flags & RL_STORE_SPLIT_LONG_RECORDS)) {
-        rl__errdetail_set(&s->err, "Record is too long to be stored in a single value (%zu bytes); consider "
-                          "split_long_records", val.len);
+        rl__errdetail_set(&s->err,
+                          "Record is too long to be stored in a single value (%zu bytes); consider "
+                          "split_long_records",
+                          val.len);
         rc = RL_E_RECORD_TOO_LARGE;
         goto fail;
     }
@@ -696,9 +694,8 @@ static int scan_cb(void *ud, const rl__unsplit_event *ev) {
     return (c->limit > 0 && c->page->n >= c->limit) ? STOP_CODE : RL_OK;
 }
 
-static int store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high,
-                      size_t high_len, int flags, int limit, const void *continuation,
-                      size_t continuation_len, rl_record_page *out) {
+static int store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high, size_t high_len,
+                      int flags, int limit, const void *continuation, size_t continuation_len, rl_record_page *out) {
     int rc = RL_OK;
     rl_buf b, e;
     rl__unsplitter u;
@@ -748,9 +745,9 @@ static int store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len,
     if (rl__bytes_cmp(b.data, b.len, e.data, e.len) >= 0) goto fail; /* empty range */
     {
         /* Page through the range with ITERATOR mode so a limited scan reads little. */
-        rl_future *f = rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len),
-                                        RL_FIRST_GREATER_OR_EQUAL(e.data, e.len), 0, 0, RL_STREAMING_ITERATOR, 1,
-                                        flags);
+        rl_future *f =
+            rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len), 0,
+                             0, RL_STREAMING_ITERATOR, 1, flags);
         rc = rl__store_drain(txn, &b, &e, flags, f, &u, scan_cb, &c);
     }
     if (rc == STOP_CODE) {
@@ -771,9 +768,8 @@ fail:
     return rc;
 }
 
-int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high,
-                  size_t high_len, int flags, int limit, const void *continuation,
-                  size_t continuation_len, rl_record_page *out) {
+int rl_store_scan(rl_store *s, rl_txn *txn, const void *low, size_t low_len, const void *high, size_t high_len,
+                  int flags, int limit, const void *continuation, size_t continuation_len, rl_record_page *out) {
     STORE_CALL(s, "rl_store_scan",
                store_scan(s, txn, low, low_len, high, high_len, flags, limit, continuation, continuation_len, out));
 }

@@ -23,7 +23,8 @@ int rl__tool_store_prefix(const char *json, rl_buf *out, rl__errdetail *err) {
     int rc = RL_OK;
     rl_tuple_packer pk;
     if (!a || !json_is_array(a) || json_array_size(a) == 0) {
-        rl__errdetail_set(err, "--store must be a non-empty JSON array of strings and integers, e.g. '[\"bench\",\"orders\"]'");
+        rl__errdetail_set(
+            err, "--store must be a non-empty JSON array of strings and integers, e.g. '[\"bench\",\"orders\"]'");
         rc = RL_E_INVALID_ARGUMENT;
         goto done;
     }
@@ -102,7 +103,8 @@ int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t
         goto fail;
     }
     if (!c.exists && must_exist) {
-        rl__errdetail_set(&t->err, "no record store at %s (run `rl load` first)", store_json ? store_json : RL__TOOL_DEFAULT_STORE);
+        rl__errdetail_set(&t->err, "no record store at %s (run `rl load` first)",
+                          store_json ? store_json : RL__TOOL_DEFAULT_STORE);
         rc = RL_E_NOT_FOUND;
         goto fail;
     }
@@ -130,8 +132,8 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed,
-                         const uint8_t *pad, size_t pad_len) {
+int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed, const uint8_t *pad,
+                         size_t pad_len) {
     for (int64_t id = first; id < first + n; id++) {
         uint64_t st = seed ^ ((uint64_t)id * 0x2545f4914f6cdd1dull);
         char customer[32];
@@ -257,8 +259,8 @@ static void prefix_end(const rl_buf *b, rl_buf *e) {
     if (e->len && !rl__buf_error(e)) e->data[e->len - 1]++;
 }
 
-int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
-                              rl_buf *idx_b, rl_buf *idx_e) {
+int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e, rl_buf *idx_b,
+                              rl_buf *idx_e) {
     int ix = index ? rl__md_index_named(s->md, index) : -1;
     if (ix < 0) {
         rl__errdetail_set(rl__store_err(s), "the store has no index named %s", index ? index : "(none)");
@@ -275,8 +277,7 @@ int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_
                : RL_OK;
 }
 
-int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
-                                size_t len, rl_buf *out) {
+int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key, size_t len, rl_buf *out) {
     int ix = index ? rl__md_index_named(s->md, index) : -1;
     if (ix < 0) return RL_E_NOT_FOUND;
     const rl__index *x = &s->md->indexes[ix];

@@ -22,13 +22,16 @@ int rl__order_metadata(rl_metadata **out);
 
 /* The --db and --store options of the record commands (rl_arg entries of base/args.h; ptr: the
  * const char ** the parser fills), one definition so every command says the same. */
-#define RL__TOOL_OPT_DB(ptr)                                                                   \
-    {.name = "db", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "URL",                     \
-     .flags = RL_ARG_REQUIRED, .help = "the database: mem:, file:DIR or cluster:FILE"}
-#define RL__TOOL_OPT_STORE(ptr)                                                                \
-    {.name = "store", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "PREFIX",               \
-     .flags = RL_ARG_NO_DEFAULT,                                                               \
-     .help = "the store's prefix, a JSON array (default '" RL__TOOL_DEFAULT_STORE "')"}
+#define RL__TOOL_OPT_DB(ptr)                                                                            \
+    {                                                                                                   \
+        .name = "db", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "URL", .flags = RL_ARG_REQUIRED, \
+        .help = "the database: mem:, file:DIR or cluster:FILE"                                          \
+    }
+#define RL__TOOL_OPT_STORE(ptr)                                                                                 \
+    {                                                                                                           \
+        .name = "store", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT, \
+        .help = "the store's prefix, a JSON array (default '" RL__TOOL_DEFAULT_STORE "')"                       \
+    }
 
 /* The limits of `rl load` (rlbench query uses the padding limit too).
  * RL__TOOL_COUNT_MAX: --count, order_ids 1..N; 100 million Orders of ~60 bytes are ~6 GB of
@@ -48,7 +51,8 @@ int rl__order_metadata(rl_metadata **out);
 
 /* Flags of rl__tool_open. */
 #define RL__TOOL_MUST_EXIST 0x1 /* RL_E_NOT_FOUND instead of creating the store */
-#define RL__TOOL_READ_ONLY 0x2  /* open the database read-only (rl_db_options.read_only: no file
+#define RL__TOOL_READ_ONLY \
+    0x2 /* open the database read-only (rl_db_options.read_only: no file
                                  * is written); implies RL__TOOL_MUST_EXIST */
 
 /* An open database with the Order metadata and its store. */
@@ -77,8 +81,8 @@ void rl__tool_close(rl__tool *t);
  * from (seed, id) by splitmix64 (0..999), quantity 1..10, customer "customer-NNN" (id % 100),
  * and pad[0..pad_len) as padding when pad_len > 0 (pad borrowed). RL_OK or rl_store_save's
  * error. */
-int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed,
-                         const uint8_t *pad, size_t pad_len);
+int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed, const uint8_t *pad,
+                         size_t pad_len);
 /* Append the JSON object of a message's set scalar fields (bytes as hex, repeated fields as a
  * count), read through its descriptor. */
 int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out);
@@ -90,12 +94,11 @@ int rl__tool_record_json(const rl_record *r, rl_buf *out);
 /* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
  * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
  * RL_E_NOT_FOUND (no such index: rl_store_errmsg(s) says so), RL_E_OUT_OF_MEMORY. */
-int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e,
-                              rl_buf *idx_b, rl_buf *idx_e);
+int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e, rl_buf *idx_b,
+                              rl_buf *idx_e);
 /* The first key of the record an entry key of index `index` points to: the store's records
  * prefix + the primary key (rebuilt from the entry's values and appended columns), into out
  * (reset). RL_OK, RL_E_NOT_FOUND (no such index), RL_E_CORRUPT_DATA (not an entry of it). */
-int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key,
-                                size_t len, rl_buf *out);
+int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key, size_t len, rl_buf *out);
 
 #endif

@@ -211,15 +211,15 @@ static int proc_stat(int pid, uint64_t *out_start, char *out_state) {
 
 /* One recorded process. */
 typedef struct {
-    int is_coordinator;   /* 1: the coordinator (id 0); 0: a storage server */
-    uint32_t id;          /* 0 for the coordinator, 1..N */
-    int pid;              /* 0: never started */
-    uint16_t port;        /* its listening port (0 before the first start) */
-    uint64_t proc_start;  /* /proc/PID/stat start time of pid, clock ticks since boot */
-    int64_t start_time;   /* wall clock when started, seconds since the epoch */
-    int running;          /* 1 while recorded as running */
-    char ip[16];          /* the address it listens on (127.0.0.<h> with host addresses) */
-    char host[16];        /* its host label, "host<h>" */
+    int is_coordinator;  /* 1: the coordinator (id 0); 0: a storage server */
+    uint32_t id;         /* 0 for the coordinator, 1..N */
+    int pid;             /* 0: never started */
+    uint16_t port;       /* its listening port (0 before the first start) */
+    uint64_t proc_start; /* /proc/PID/stat start time of pid, clock ticks since boot */
+    int64_t start_time;  /* wall clock when started, seconds since the epoch */
+    int running;         /* 1 while recorded as running */
+    char ip[16];         /* the address it listens on (127.0.0.<h> with host addresses) */
+    char host[16];       /* its host label, "host<h>" */
 } cl_proc;
 
 /* What pids.json holds. */
@@ -229,9 +229,9 @@ typedef struct {
     int no_sync;
     int64_t window_versions;
     int n_hosts, storage_per_host, host_addresses, replication; /* as given to up (0: not given) */
-    uint32_t delay_us, jitter_us;         /* the injected delay now (up, then rl cluster delay) */
-    char engine[16];                      /* rl cluster up's --engine ("": what each dir holds) */
-    int n;                                /* processes: p[0] the coordinator, p[i] storage i */
+    uint32_t delay_us, jitter_us;                               /* the injected delay now (up, then rl cluster delay) */
+    char engine[16];                                            /* rl cluster up's --engine ("": what each dir holds) */
+    int n;                                                      /* processes: p[0] the coordinator, p[i] storage i */
     cl_proc p[RL_CLUSTER_MAX_STORAGE + 1];
 } cl_state;
 
@@ -271,10 +271,8 @@ static int proc_stop(const cl_proc *p, int hard) {
  * ------------------------------------------------------------------------------------------ */
 
 static void proc_name(const cl_proc *p, char *out, size_t cap) {
-    if (p->is_coordinator)
-        snprintf(out, cap, "coordinator");
-    else
-        snprintf(out, cap, "storage-%u", p->id);
+    if (p->is_coordinator) snprintf(out, cap, "coordinator");
+    else snprintf(out, cap, "storage-%u", p->id);
 }
 
 static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
@@ -530,10 +528,8 @@ int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
         rl__buf_printf(out, "%s{\"begin\": \"", i ? ", " : "");
         if (i > 0) rl__buf_append_hex(out, keys[i - 1].data, keys[i - 1].len);
         rl__buf_printf(out, "\", \"end\": \"");
-        if (i < nk)
-            rl__buf_append_hex(out, keys[i].data, keys[i].len);
-        else
-            rl__buf_printf(out, "ff");
+        if (i < nk) rl__buf_append_hex(out, keys[i].data, keys[i].len);
+        else rl__buf_printf(out, "ff");
         int team[RL_PROTO_MAX_TEAM];
         layout_team(o, n_storage, team_size, i, team);
         rl__buf_printf(out, "\", \"team\": [");
@@ -611,10 +607,8 @@ static int send_msg(rl_admin_conn *c, const rl_msg *m, uint64_t id, int64_t dead
     rl__buf_init(&f);
     rl_proto_why why;
     int rc = rl__msg_frame_encode(&f, id, m, &why);
-    if (rc)
-        rc = fail(msg, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), why.text);
-    else
-        rc = send_all(c->fd, (const uint8_t *)f.data, f.len, deadline, msg);
+    if (rc) rc = fail(msg, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), why.text);
+    else rc = send_all(c->fd, (const uint8_t *)f.data, f.len, deadline, msg);
     rl__buf_release(&f);
     return rc;
 }
@@ -710,12 +704,11 @@ int rl__admin_conn_call(rl_admin_conn *c, const rl_msg *req, rl_msg *reply, int 
         if (!(h.flags & RL_FRAME_REPLY)) continue; /* a request from the server: not for an admin */
         if (h.id != id) continue;                  /* a late reply to an earlier, timed-out call */
         if (h.type != req->type)
-            return fail(msg, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "reply of type %s to a %s",
-                        rl__msg_type_name(h.type), rl__msg_type_name(req->type));
+            return fail(msg, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "reply of type %s to a %s", rl__msg_type_name(h.type),
+                        rl__msg_type_name(req->type));
         if (h.flags & RL_FRAME_ERROR) {
-            rl__buf_printf(msg, "%s: %s (%d)%s%.*s", rl__msg_type_name(req->type),
-                           rl_error_name(reply->u.error.code), reply->u.error.code,
-                           reply->u.error.message_len ? ": " : "", (int)reply->u.error.message_len,
+            rl__buf_printf(msg, "%s: %s (%d)%s%.*s", rl__msg_type_name(req->type), rl_error_name(reply->u.error.code),
+                           reply->u.error.code, reply->u.error.message_len ? ": " : "", (int)reply->u.error.message_len,
                            (const char *)reply->u.error.message);
             return reply->u.error.code;
         }
@@ -751,10 +744,8 @@ static int status_of(rl_admin_conn *c, int timeout_ms, json_t **out, rl_buf *msg
 /* Find the rlkvd binary into out. */
 static int find_rlkvd(const char *given, char *out, rl_buf *msg) {
     const char *env = getenv("RL_RLKVD");
-    if (given && *given)
-        snprintf(out, PATH_CAP, "%s", given);
-    else if (env && *env)
-        snprintf(out, PATH_CAP, "%s", env);
+    if (given && *given) snprintf(out, PATH_CAP, "%s", given);
+    else if (env && *env) snprintf(out, PATH_CAP, "%s", env);
     else {
         char self[PATH_CAP];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -848,8 +839,9 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
         time_t t = time(NULL);
         struct tm tm;
         gmtime_r(&t, &tm);
-        int l = snprintf(line, sizeof line, "---- rl cluster: starting %s (listen %s) at %04d-%02d-%02dT%02d:%02d:%02dZ\n",
-                         name, listen, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        int l =
+            snprintf(line, sizeof line, "---- rl cluster: starting %s (listen %s) at %04d-%02d-%02dT%02d:%02d:%02dZ\n",
+                     name, listen, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
         if (l > 0) (void)!write(logfd, line, (size_t)l);
     }
     pid_t parent = getpid();
@@ -920,7 +912,8 @@ static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg)
             return RL_OK;
         }
         if (!proc_is_ours(p))
-            return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening; see %s", name, p->pid, logf);
+            return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening; see %s", name, p->pid,
+                        logf);
         if (now_ms() > deadline)
             return fail(msg, RL_E_TIMED_OUT, "%s (pid %d) wrote no port file %s in time; see %s", name, p->pid, portf,
                         logf);
@@ -930,8 +923,8 @@ static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg)
 
 /* Start p on listen_port and wait for its port file. A restart on a recorded port retries for a
  * while when the process exits at once (the port may still be held by the old socket). */
-static int start_proc(const char *dir, cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags,
-                      int64_t deadline, rl_buf *msg) {
+static int start_proc(const char *dir, cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags, int64_t deadline,
+                      rl_buf *msg) {
     for (int attempt = 0;; attempt++) {
         size_t mark = msg->len;
         int rc = spawn(dir, s, p, listen_port, flags, msg);
@@ -1006,8 +999,11 @@ static int commit_one(rl_admin_conn *c, int is_set, const char *k, size_t kl, co
     memcpy(kend, k, kl);
     kend[kl] = 0;
     rl_keyrange w = {(const uint8_t *)k, (uint32_t)kl, (const uint8_t *)kend, (uint32_t)kl + 1};
-    rl_mutation m = {.type = is_set ? RL_MUT_SET : RL_MUT_CLEAR, .p1 = (const uint8_t *)k, .len1 = (uint32_t)kl,
-                     .p2 = (const uint8_t *)v, .len2 = (uint32_t)vl};
+    rl_mutation m = {.type = is_set ? RL_MUT_SET : RL_MUT_CLEAR,
+                     .p1 = (const uint8_t *)k,
+                     .len1 = (uint32_t)kl,
+                     .p2 = (const uint8_t *)v,
+                     .len2 = (uint32_t)vl};
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_COMMIT;
     req.u.commit_req.read_version = rv;
@@ -1058,8 +1054,8 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
         }
         if (!conns[i]) {
             *culprit = i;
-            rc = rl__admin_conn_open_at(s->p[i].ip, s->p[i].port, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i],
-                                        msg);
+            rc =
+                rl__admin_conn_open_at(s->p[i].ip, s->p[i].port, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], msg);
             if (rc) {
                 char name[32];
                 proc_name(&s->p[i], name, sizeof name);
@@ -1074,8 +1070,10 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
     for (int i = 1; i < s->n; i++) {
         if (!coord_lists_healthy(cst, s->p[i].id)) {
             *culprit = i;
-            rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "the coordinator does not list storage server %u as registered and "
-                      "healthy yet", s->p[i].id);
+            rc = fail(msg, RL_E_SERVER_UNAVAILABLE,
+                      "the coordinator does not list storage server %u as registered and "
+                      "healthy yet",
+                      s->p[i].id);
             goto done;
         }
     }
@@ -1085,19 +1083,21 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
     int nl = snprintf(nonce, sizeof nonce, "%s-%lld", s->cluster_id, (long long)now_ms());
     if (nl < 0 || nl >= (int)sizeof nonce) nonce[0] = 0;
     rl_version v = 0, v2 = 0;
-    rc = commit_one(conns[0], 1, HEALTH_KEY, sizeof HEALTH_KEY - 1, nonce, strlen(nonce), left_ms(deadline, REQ_TIMEOUT_CAP_MS),
-                    &v, msg);
+    rc = commit_one(conns[0], 1, HEALTH_KEY, sizeof HEALTH_KEY - 1, nonce, strlen(nonce),
+                    left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v, msg);
     if (rc) goto broken0;
     int present = 0;
     rl_buf val;
     rl__buf_init(&val);
-    rc = get_one(conns[0], v, HEALTH_KEY, sizeof HEALTH_KEY - 1, &present, &val, left_ms(deadline, REQ_TIMEOUT_CAP_MS), msg);
+    rc = get_one(conns[0], v, HEALTH_KEY, sizeof HEALTH_KEY - 1, &present, &val, left_ms(deadline, REQ_TIMEOUT_CAP_MS),
+                 msg);
     if (rc == RL_OK && (!present || val.len != strlen(nonce) || memcmp(val.data, nonce, val.len)))
         rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "the coordinator did not read back the test commit at version %llu",
                   (unsigned long long)v);
     rl__buf_release(&val);
     if (rc) goto broken0;
-    rc = commit_one(conns[0], 0, HEALTH_KEY, sizeof HEALTH_KEY - 1, "", 0, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v2, msg);
+    rc = commit_one(conns[0], 0, HEALTH_KEY, sizeof HEALTH_KEY - 1, "", 0, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v2,
+                    msg);
     if (rc) goto broken0;
     /* Every storage server has caught up to the commit and serves a read at its version. */
     for (int i = 1; i < s->n; i++) {
@@ -1147,7 +1147,8 @@ static int wait_healthy(const char *dir, cl_state *s, int64_t deadline, rl_buf *
     for (;;) {
         size_t mark = msg->len;
         rc = probe(dir, s, conns, deadline, &culprit, msg);
-        if (rc == RL_OK || (rc == RL_E_SERVER_UNAVAILABLE && strstr((const char *)msg->data + mark, "has exited"))) break;
+        if (rc == RL_OK || (rc == RL_E_SERVER_UNAVAILABLE && strstr((const char *)msg->data + mark, "has exited")))
+            break;
         if (now_ms() >= deadline) {
             char why[1024];
             snprintf(why, sizeof why, "%s", (const char *)msg->data + mark);
@@ -1222,8 +1223,7 @@ int rl__cluster_topology(const rl_cluster_up_opts *o, rl_cluster_up_opts *out, r
         return fail(msg, RL_E_INVALID_ARGUMENT, "--hosts %d is out of range [1, %d]", o->n_hosts,
                     RL_CLUSTER_MAX_STORAGE);
     if (o->n_hosts == 0) {
-        if (o->storage_per_host)
-            return fail(msg, RL_E_INVALID_ARGUMENT, "--storage-per-host needs --hosts");
+        if (o->storage_per_host) return fail(msg, RL_E_INVALID_ARGUMENT, "--storage-per-host needs --hosts");
         if (o->host_addresses) return fail(msg, RL_E_INVALID_ARGUMENT, "--host-addresses needs --hosts");
     } else {
         int per = o->storage_per_host ? o->storage_per_host : 1;
@@ -1266,10 +1266,8 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     int rc = rl__cluster_topology(o_given, &topo, msg), lockfd = -1;
     cl_state *s = NULL;
     if (rc) goto out;
-    if (o->init_json)
-        rl__buf_append_str(&layout, o->init_json);
-    else
-        rc = rl__cluster_layout(o, &layout, msg);
+    if (o->init_json) rl__buf_append_str(&layout, o->init_json);
+    else rc = rl__cluster_layout(o, &layout, msg);
     if (rc == RL_OK && rl__buf_error(&layout)) rc = RL_E_OUT_OF_MEMORY;
     if (rc) goto out;
     int has = dir_has_entries(dir, msg);
@@ -1287,10 +1285,11 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
         rl__buf_release(&ignore);
         free(old);
         if (running)
-            rc = fail(msg, RL_E_ALREADY_EXISTS, "%s holds a running cluster (%d processes; rl cluster down --dir %s first)",
-                      dir, running, dir);
+            rc = fail(msg, RL_E_ALREADY_EXISTS,
+                      "%s holds a running cluster (%d processes; rl cluster down --dir %s first)", dir, running, dir);
         else
-            rc = fail(msg, RL_E_INVALID_ARGUMENT, "%s is not empty (rl cluster up needs a new or empty directory)", dir);
+            rc =
+                fail(msg, RL_E_INVALID_ARGUMENT, "%s is not empty (rl cluster up needs a new or empty directory)", dir);
         goto out;
     }
     s = calloc(1, sizeof *s);
@@ -1394,7 +1393,8 @@ int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeou
     }
     if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
     if (id >= (uint32_t)s->n) {
-        rc = fail(msg, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id, s->n - 1);
+        rc = fail(msg, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id,
+                  s->n - 1);
         goto out;
     }
     cl_proc *p = &s->p[id];
@@ -1497,8 +1497,11 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
                     coord_status = json_incref(st);
                 } else {
                     healthy = coord_status ? coord_lists_healthy(coord_status, p->id) : 0;
-                    if (!healthy) rl__buf_printf(&why, "%s", coord_status ? "the coordinator does not list it as "
-                                                          "registered and healthy" : "the coordinator is down");
+                    if (!healthy)
+                        rl__buf_printf(&why, "%s",
+                                       coord_status ? "the coordinator does not list it as "
+                                                      "registered and healthy"
+                                                    : "the coordinator is down");
                 }
             }
         } else {

@@ -59,8 +59,8 @@
 #include "base/buf.h"
 #include "net/proto.h"
 
-#define RL_CLUSTER_MAX_STORAGE 64   /* storage servers per local cluster */
-#define RL_CLUSTER_MAX_SHARDS 1024  /* user-keyspace shards in the initial layout */
+#define RL_CLUSTER_MAX_STORAGE 64  /* storage servers per local cluster */
+#define RL_CLUSTER_MAX_SHARDS 1024 /* user-keyspace shards in the initial layout */
 #define RL_CLUSTER_DEFAULT_TIMEOUT_MS 30000
 #define RL_CLUSTER_STOP_TIMEOUT_MS 10000 /* SIGTERM, then SIGKILL */
 
@@ -78,17 +78,17 @@ enum {
 };
 
 typedef struct {
-    int n_storage;              /* storage servers, 1..RL_CLUSTER_MAX_STORAGE */
-    int n_shards;               /* 0: one shard per storage server; else 1..255 shards split evenly
+    int n_storage;            /* storage servers, 1..RL_CLUSTER_MAX_STORAGE */
+    int n_shards;             /* 0: one shard per storage server; else 1..255 shards split evenly
                                  * by first byte (boundary i at byte 256*i/K); excludes split */
-    const char *const *split;   /* split keys in FoundationDB's printable form (\xNN), strictly
+    const char *const *split; /* split keys in FoundationDB's printable form (\xNN), strictly
                                  * increasing, non-empty, below \xff; NULL: use n_shards */
-    int n_split;                /* entries of split (< RL_CLUSTER_MAX_SHARDS) */
-    int no_sync;                /* pass --no-sync to every process (benchmarks only) */
-    int64_t window_versions;    /* pass --window-versions N (0: the servers' default) */
-    int timeout_ms;             /* health wait (0: RL_CLUSTER_DEFAULT_TIMEOUT_MS) */
-    const char *rlkvd;          /* path of rlkvd (NULL: see the file comment) */
-    unsigned flags;             /* RL_CLUSTER_* */
+    int n_split;              /* entries of split (< RL_CLUSTER_MAX_SHARDS) */
+    int no_sync;              /* pass --no-sync to every process (benchmarks only) */
+    int64_t window_versions;  /* pass --window-versions N (0: the servers' default) */
+    int timeout_ms;           /* health wait (0: RL_CLUSTER_DEFAULT_TIMEOUT_MS) */
+    const char *rlkvd;        /* path of rlkvd (NULL: see the file comment) */
+    unsigned flags;           /* RL_CLUSTER_* */
     /* Topology (issue 14). Hosts: with n_hosts H >= 1 and storage_per_host S >= 1 the cluster has
      * H * S storage servers (n_storage must be 0 or equal), server id i on host label
      * "host<h>" with h = (i - 1) / S + 1; the coordinator is on host1. n_hosts 0: every process on
@@ -177,8 +177,7 @@ int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_po
 /* rl__cluster_addr — the recorded address (out_ip, 16 bytes, NUL-terminated), port and host
  * label (out_host, 16 bytes) of process id (0: the coordinator); each out may be NULL.
  * RL_E_INVALID_ARGUMENT for an unknown id. */
-int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *out_port, char out_host[16],
-                     rl_buf *msg);
+int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *out_port, char out_host[16], rl_buf *msg);
 
 /* rl__cluster_delay — set the injected delay of the cluster in dir: record it in pids.json (so a
  * restarted process starts with it), then send SET_DELAY (delay_us, jitter_us) to every running

@@ -85,8 +85,8 @@ typedef struct cl_segment {
     uint64_t file_bytes;     /* bytes of the file (= bytes of its records) */
     cl_entry *entries;       /* records, oldest first */
     size_t n, cap;
-    cl_chunk *chunks;        /* the memory the entries point into */
-    char *path;              /* heap */
+    cl_chunk *chunks; /* the memory the entries point into */
+    char *path;       /* heap */
 } cl_segment;
 
 /* A record waiting in the pending buffer (offsets into log->pending). */
@@ -104,19 +104,19 @@ struct rl_commitlog {
     int lock_fd;
     pthread_mutex_t mu;
     /* Under mu. */
-    cl_segment *oldest;        /* list head; never NULL once open */
-    cl_segment *active;        /* list tail: the segment being written */
+    cl_segment *oldest; /* list head; never NULL once open */
+    cl_segment *active; /* list tail: the segment being written */
     uint64_t n_segments;
     uint64_t records;
     uint64_t bytes;
     uint64_t segments_deleted;
-    rl_version durable;        /* invariant 3 */
-    rl_version appended;       /* newest appended version (the writer sets it under mu) */
-    int poisoned;              /* invariant 5: 0 or the error */
+    rl_version durable;  /* invariant 3 */
+    rl_version appended; /* newest appended version (the writer sets it under mu) */
+    int poisoned;        /* invariant 5: 0 or the error */
     /* Writer only. */
-    int fd;                    /* the active segment, O_APPEND */
-    rl_buf pending;            /* encoded records not yet written */
-    cl_pending *pend;          /* their versions and offsets */
+    int fd;           /* the active segment, O_APPEND */
+    rl_buf pending;   /* encoded records not yet written */
+    cl_pending *pend; /* their versions and offsets */
     size_t n_pend, cap_pend;
     /* Recovery report (set by open, read-only afterwards). */
     int tail_kind;
@@ -135,9 +135,7 @@ static int sync_fd(const rl_commitlog *log, int fd, const char *path) {
     return rl__os_sync_fd(fd, log->no_sync, WHO, path);
 }
 
-static int sync_dir(const rl_commitlog *log) {
-    return rl__os_sync_dir(log->dir, log->no_sync, WHO);
-}
+static int sync_dir(const rl_commitlog *log) { return rl__os_sync_dir(log->dir, log->no_sync, WHO); }
 
 /* "DIR/seg-<base>.log" (heap), or NULL on OOM. */
 static char *segment_path(const rl_commitlog *log, rl_version base) {
@@ -148,8 +146,7 @@ static char *segment_path(const rl_commitlog *log, rl_version base) {
 
 /* 1 and *out_base if name is "seg-" + 16 lower-case hex digits + ".log", else 0. */
 static int parse_segment_name(const char *name, rl_version *out_base) {
-    if (strncmp(name, "seg-", 4) != 0 || strlen(name) != 4 + 16 + 4 || strcmp(name + 20, ".log"))
-        return 0;
+    if (strncmp(name, "seg-", 4) != 0 || strlen(name) != 4 + 16 + 4 || strcmp(name + 20, ".log")) return 0;
     rl_version b = 0;
     for (int i = 0; i < 16; i++) {
         char c = name[4 + i];
@@ -191,8 +188,7 @@ static int reserve_entries(cl_segment *s, size_t more) {
 
 /* The newest segment ends in n unreadable bytes at offset off (p points at them): record them
  * for the status, move them aside and cut the segment at off (synced). */
-static int discard_tail(rl_commitlog *log, const char *path, size_t off, const uint8_t *p,
-                        size_t n, rl_buf *errmsg) {
+static int discard_tail(rl_commitlog *log, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
     char *side = NULL;
     int rc;
     log->tail_kind = rl__wal_classify_tail(p, n);
@@ -211,8 +207,7 @@ static int discard_tail(rl_commitlog *log, const char *path, size_t off, const u
 
 /* Replay segment s (its file read whole into one chunk) after version *prev (invariant 1).
  * is_newest: a damaged tail may be discarded. Updates *prev to the segment's last version. */
-static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_version *prev,
-                          rl_buf *errmsg) {
+static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_version *prev, rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n = 0, off = 0;
     int rc = rl__os_read_file(s->path, &buf, &n);
@@ -228,8 +223,10 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
     c->data = buf;
     s->chunks = c;
     if (s->base < *prev) {
-        rl__os_errf(errmsg, "commit log segment %s corrupt: its base version %" PRIu64 " is below the "
-                     "last version %" PRIu64 " of the segment before it", s->path, s->base, *prev);
+        rl__os_errf(errmsg,
+                    "commit log segment %s corrupt: its base version %" PRIu64 " is below the "
+                    "last version %" PRIu64 " of the segment before it",
+                    s->path, s->base, *prev);
         return RL_CORRUPT(RL_E_LOG_CORRUPT);
     }
     rl_version last = s->base;
@@ -237,17 +234,18 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
         rl_wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
             if (!is_newest || rl__wal_valid_record_after(buf, n, off + 1)) {
-                rl__os_errf(errmsg, "commit log segment %s corrupt at byte offset %zu: a bad record %s",
-                     s->path, off, is_newest ? "followed by valid ones" : "in an older segment");
+                rl__os_errf(errmsg, "commit log segment %s corrupt at byte offset %zu: a bad record %s", s->path, off,
+                            is_newest ? "followed by valid ones" : "in an older segment");
                 return RL_CORRUPT(RL_E_LOG_CORRUPT);
             }
-            if ((rc = discard_tail(log, s->path, off, buf + off, n - off, errmsg)) != RL_OK)
-                return rc;
+            if ((rc = discard_tail(log, s->path, off, buf + off, n - off, errmsg)) != RL_OK) return rc;
             break;
         }
         if (r.version <= last) {
-            rl__os_errf(errmsg, "commit log segment %s corrupt at byte offset %zu: version %" PRIu64
-                         " does not follow %" PRIu64, s->path, off, r.version, last);
+            rl__os_errf(errmsg,
+                        "commit log segment %s corrupt at byte offset %zu: version %" PRIu64
+                        " does not follow %" PRIu64,
+                        s->path, off, r.version, last);
             return RL_CORRUPT(RL_E_LOG_CORRUPT);
         }
         if ((rc = reserve_entries(s, 1)) != RL_OK) return rc;
@@ -310,10 +308,8 @@ static int add_segment(rl_commitlog *log, rl_version base, cl_segment **out) {
         rl__free(s);
         return RL_E_OUT_OF_MEMORY;
     }
-    if (log->active)
-        log->active->next = s;
-    else
-        log->oldest = s;
+    if (log->active) log->active->next = s;
+    else log->oldest = s;
     log->active = s;
     log->n_segments++;
     *out = s;
@@ -324,8 +320,7 @@ static int add_segment(rl_commitlog *log, rl_version base, cl_segment **out) {
 static int take_lock(rl_commitlog *log, rl_buf *errmsg) {
     char path[CL_PATH_MAX];
     snprintf(path, sizeof path, "%s/LOCK", log->dir);
-    return rl__os_lock_file(path, 0, WHO,
-                            "another process (is another coordinator running on this directory?)",
+    return rl__os_lock_file(path, 0, WHO, "another process (is another coordinator running on this directory?)",
                             &log->lock_fd, errmsg);
 }
 
@@ -560,9 +555,7 @@ int rl__commitlog_sync(rl_commitlog *log) {
 /* ---- Reading and truncation -------------------------------------------------------------- */
 
 /* See commitlog.h. */
-rl_version rl__commitlog_durable_version(rl_commitlog *log) {
-    return rl__locked_u64(&log->mu, &log->durable);
-}
+rl_version rl__commitlog_durable_version(rl_commitlog *log) { return rl__locked_u64(&log->mu, &log->durable); }
 
 /* See commitlog.h. */
 rl_version rl__commitlog_base_version(rl_commitlog *log) {
@@ -577,10 +570,8 @@ static size_t first_after(const cl_segment *s, rl_version after) {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (s->entries[mid].version <= after)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (s->entries[mid].version <= after) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }

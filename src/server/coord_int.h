@@ -31,13 +31,14 @@
 #include "storage/storage.h"
 
 #define CO_MAX_TEAM RL_PROTO_MAX_TEAM
-#define CO_HEALTH_NS (2000000000ull)        /* healthy: peeked within the last 2 s */
-#define CO_PEEK_DEFAULT_BYTES (4u << 20)     /* PEEK max_bytes 0 */
-#define CO_PEEK_MAX_BYTES (8u << 20)         /* PEEK max_bytes is capped here */
-#define CO_BATCH_BYTES (48ull << 20)         /* a batch's mutation bytes: one version always
+#define CO_HEALTH_NS (2000000000ull)     /* healthy: peeked within the last 2 s */
+#define CO_PEEK_DEFAULT_BYTES (4u << 20) /* PEEK max_bytes 0 */
+#define CO_PEEK_MAX_BYTES (8u << 20)     /* PEEK max_bytes is capped here */
+#define CO_BATCH_BYTES \
+    (48ull << 20)                         /* a batch's mutation bytes: one version always
                                                 fits a log record and a PEEK reply (64 MiB) */
-#define CO_READ_MAX_BYTES (8l << 20)         /* GET_RANGE replies: about this many bytes */
-#define CO_HOUSEKEEPING_NS (100000000ull)    /* the 100 ms timer (completions, health) */
+#define CO_READ_MAX_BYTES (8l << 20)      /* GET_RANGE replies: about this many bytes */
+#define CO_HOUSEKEEPING_NS (100000000ull) /* the 100 ms timer (completions, health) */
 
 /* The system keyspace's prefixes (DESIGN §5 and the cluster contracts). */
 #define CO_KEYSERVERS "\xff/keyServers/"
@@ -51,7 +52,7 @@
 typedef struct {
     uint8_t *begin; /* heap */
     uint32_t begin_len;
-    uint8_t *end;   /* heap */
+    uint8_t *end; /* heap */
     uint32_t end_len;
     uint32_t team[CO_MAX_TEAM];
     uint32_t n_team;
@@ -64,7 +65,7 @@ typedef struct co_conn co_conn;
  * peeks after it. Keys are heap copies. */
 typedef struct {
     rl_version version;
-    uint8_t kind;          /* RL_SHARD_ASSIGN or RL_SHARD_REMOVE */
+    uint8_t kind; /* RL_SHARD_ASSIGN or RL_SHARD_REMOVE */
     uint8_t *begin, *end;
     uint32_t begin_len, end_len;
 } co_change;
@@ -82,50 +83,50 @@ typedef struct {
  * server list. */
 typedef struct {
     uint32_t id;
-    int has_address;        /* address/port/host known (registered now or in the server list) */
-    char address[16];       /* dotted IPv4, NUL-terminated */
+    int has_address;  /* address/port/host known (registered now or in the server list) */
+    char address[16]; /* dotted IPv4, NUL-terminated */
     uint16_t port;
-    uint8_t *host;          /* heap, host_len bytes (not NUL-terminated) */
+    uint8_t *host; /* heap, host_len bytes (not NUL-terminated) */
     uint32_t host_len;
-    int registered;         /* registered with this coordinator process */
-    int registering;        /* a REGISTER_STORAGE is being committed */
+    int registered;                /* registered with this coordinator process */
+    int registering;               /* a REGISTER_STORAGE is being committed */
     rl_version registered_durable; /* its durable version when it registered */
-    rl_version popped;      /* newest version it popped (0 until it pops) */
-    int owns_shard;         /* on some team: the log keeps versions until it popped them */
-    rl_keyrange *owned;     /* its shards' ranges, sorted (pointers into the shard map) */
+    rl_version popped;             /* newest version it popped (0 until it pops) */
+    int owns_shard;                /* on some team: the log keeps versions until it popped them */
+    rl_keyrange *owned;            /* its shards' ranges, sorted (pointers into the shard map) */
     uint32_t n_owned;
-    rl_keyrange *merged;    /* the same, adjacent ranges merged (for PEEK filtering) */
+    rl_keyrange *merged; /* the same, adjacent ranges merged (for PEEK filtering) */
     uint32_t n_merged;
-    rl_conn *peek_conn;     /* the connection of its latest PEEK (a reference), or NULL */
-    uint64_t last_peek_ns;  /* when that PEEK arrived */
-    uint32_t parked;        /* PEEKs of it parked now */
-    uint64_t peeks;         /* PEEK requests answered */
-    co_change *changes;     /* ownership changes to send (coord_move.c), version order */
+    rl_conn *peek_conn;    /* the connection of its latest PEEK (a reference), or NULL */
+    uint64_t last_peek_ns; /* when that PEEK arrived */
+    uint32_t parked;       /* PEEKs of it parked now */
+    uint64_t peeks;        /* PEEK requests answered */
+    co_change *changes;    /* ownership changes to send (coord_move.c), version order */
     uint32_t n_changes;
-    co_extra *extras;       /* extra PEEK ranges (coord_move.c) */
+    co_extra *extras; /* extra PEEK ranges (coord_move.c) */
     uint32_t n_extras;
 } co_server;
 
 /* A parked PEEK (long poll), on the coordinator's list until answered or its connection closes. */
 typedef struct co_peek {
     struct co_peek *prev, *next;
-    co_conn *cc;            /* its connection's state (the peek is dropped before cc is freed) */
+    co_conn *cc; /* its connection's state (the peek is dropped before cc is freed) */
     uint64_t req_id;
     co_server *srv;
     rl_version after;
     uint32_t max_bytes;
-    uint64_t timer_id;      /* its max_wait_ms timer */
+    uint64_t timer_id; /* its max_wait_ms timer */
 } co_peek;
 
 /* Per-connection state (loop thread), freed in on_close. */
 struct co_conn {
     rl_coordinator *co;
-    rl_conn *conn;          /* the owner's reference, released in on_close */
-    int hello;              /* HELLO received */
-    uint8_t role;           /* the peer's HELLO role and id */
+    rl_conn *conn; /* the owner's reference, released in on_close */
+    int hello;     /* HELLO received */
+    uint8_t role;  /* the peer's HELLO role and id */
     uint32_t id;
-    int delayed;            /* 1: the peer is on another host (netem.h): sends carry the delay */
-    co_conn *prev, *next;   /* the coordinator's list of connections */
+    int delayed;          /* 1: the peer is on another host (netem.h): sends carry the delay */
+    co_conn *prev, *next; /* the coordinator's list of connections */
 };
 
 enum { CO_OP_COMMIT = 1, CO_OP_REGISTER = 2, CO_OP_MOVE = 3 };
@@ -135,38 +136,38 @@ typedef struct co_admin co_admin;
 /* An asynchronous request: a client COMMIT or a REGISTER_STORAGE, from the frame to its reply.
  * Everything it needs after the frame callback lives here (the frame's payload is copied). */
 typedef struct co_op {
-    struct co_op *next;     /* the completion queue / the free pool */
+    struct co_op *next; /* the completion queue / the free pool */
     rl_coordinator *co;
-    int kind;               /* CO_OP_* */
-    rl_conn *conn;          /* a reference (the reply goes here; it may be closed by then) */
+    int kind;      /* CO_OP_* */
+    rl_conn *conn; /* a reference (the reply goes here; it may be closed by then) */
     uint64_t req_id;
-    rl_commit_request req;  /* what the committer sees */
-    rl_arena arena;         /* decoded arrays and built mutations */
-    uint8_t *payload;       /* the frame payload's copy (heap, payload_cap bytes) */
+    rl_commit_request req; /* what the committer sees */
+    rl_arena arena;        /* decoded arrays and built mutations */
+    uint8_t *payload;      /* the frame payload's copy (heap, payload_cap bytes) */
     size_t payload_cap;
-    co_server *srv;         /* CO_OP_REGISTER: the server, and what it registered */
+    co_server *srv; /* CO_OP_REGISTER: the server, and what it registered */
     rl_msg_register_storage_req reg;
-    int move_step;          /* CO_OP_MOVE: which placement transaction (coord_move.c) */
+    int move_step; /* CO_OP_MOVE: which placement transaction (coord_move.c) */
 } co_op;
 
 /* The coordinator's placement state (coord_move.c; loop thread only). One admin request
  * (SPLIT_SHARD / ASSIGN_SHARD) runs at a time, the others queue; an ASSIGN runs one shard move
  * at a time. */
 typedef struct {
-    co_admin *head, *tail;  /* queued requests; head is the running one */
-    int txn;                /* a placement transaction is being committed */
-    int barrier;            /* PEEKs answer versions <= barrier_version only (the move's
+    co_admin *head, *tail; /* queued requests; head is the running one */
+    int txn;               /* a placement transaction is being committed */
+    int barrier;           /* PEEKs answer versions <= barrier_version only (the move's
                                start or switch version is not yet installed here) */
     rl_version barrier_version;
     /* The shard move in flight (also resumed from \xff/moveKeys/ after a restart). */
     int active;
-    uint8_t *begin, *end;   /* heap */
+    uint8_t *begin, *end; /* heap */
     uint32_t begin_len, end_len;
     uint32_t dest[CO_MAX_TEAM], n_dest;
     uint32_t src[CO_MAX_TEAM], n_src;
     uint32_t pending[CO_MAX_TEAM], n_pending; /* destinations that have not reported complete */
     rl_version start_version;
-    int tick_busy;          /* an empty transaction to advance versions is in flight */
+    int tick_busy; /* an empty transaction to advance versions is in flight */
     uint64_t moves_done, splits_done;
 } co_placement;
 
@@ -181,14 +182,14 @@ struct rl_coordinator {
     uint64_t window_versions;
     /* Engines. */
     rl_commitlog *log;
-    rl_storage *sys;        /* the system keyspace ["\xff", "\xff\xff"), DIR/sys */
+    rl_storage *sys; /* the system keyspace ["\xff", "\xff\xff"), DIR/sys */
     rl_committer *cm;
     /* The commit sink (committer thread; see coordinator.c): the batch's system mutations. */
     struct {
-        rl_version v;           /* the batch in flight */
-        rl_mutation *sys;       /* its system-keyspace mutations, for sync */
+        rl_version v;     /* the batch in flight */
+        rl_mutation *sys; /* its system-keyspace mutations, for sync */
         size_t n_sys, cap_sys;
-        rl_mutation *split;     /* apply's scratch: every mutation, clear ranges split */
+        rl_mutation *split; /* apply's scratch: every mutation, clear ranges split */
         size_t cap_split;
     } sink;
     /* The completion queue (committer thread -> loop thread), under done_mu. */
@@ -199,26 +200,26 @@ struct rl_coordinator {
     rl_listener *listener;
     uint16_t port;
     uint64_t housekeeping_timer;
-    co_shard *shards;       /* the whole map, "" .. "\xff\xff" (the last is the system shard) */
+    co_shard *shards; /* the whole map, "" .. "\xff\xff" (the last is the system shard) */
     uint32_t n_shards;
-    co_server *servers;     /* storage servers, ids increasing */
+    co_server *servers; /* storage servers, ids increasing */
     uint32_t n_servers;
-    co_conn *conns;         /* open connections */
+    co_conn *conns; /* open connections */
     uint32_t n_conns;
-    co_peek *parked;        /* parked PEEKs */
-    rl_version notified;    /* the durable version parked peeks were last woken for */
-    co_op *pool;            /* free operations */
+    co_peek *parked;     /* parked PEEKs */
+    rl_version notified; /* the durable version parked peeks were last woken for */
+    co_op *pool;         /* free operations */
     uint32_t n_pool;
-    rl_arena scratch;       /* per request, reset after each */
-    rl_buf out;             /* reply encoding */
+    rl_arena scratch; /* per request, reset after each */
+    rl_buf out;       /* reply encoding */
     /* PEEK building (loop thread). */
     rl_msg_peek_version *pk_versions;
     size_t pk_cap_versions;
     rl_mutation *pk_muts;
     size_t pk_cap_muts;
-    co_placement mv;        /* placement (coord_move.c) */
+    co_placement mv; /* placement (coord_move.c) */
     /* Counters (loop thread). */
-    uint64_t commits;       /* client transactions committed */
+    uint64_t commits; /* client transactions committed */
     uint64_t commit_requests;
     uint64_t refused_system_writes;
     uint64_t protocol_errors; /* connections closed for bad input */
@@ -226,7 +227,7 @@ struct rl_coordinator {
     /* Injected delay (netem.h; loop thread): the current setting, applied to every delayed
      * connection, and the lateness of delayed frames on connections that have closed. */
     uint32_t delay_us, jitter_us;
-    uint64_t delay_salt;    /* jitter seeds: one per connection */
+    uint64_t delay_salt; /* jitter seeds: one per connection */
     rl_lat_hist closed_late;
 };
 
@@ -261,8 +262,7 @@ int rl__co_unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t ca
 #define CO_MOVEKEYS_LEN 11
 
 /* Handle an admin or storage placement request (types 30-32), decoded in m. [loop] */
-void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header *h,
-                         const rl_msg *m);
+void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, const rl_msg *m);
 /* A CO_OP_MOVE transaction is durable (or failed): install it, go on. [loop] */
 void rl__co_move_done(rl_coordinator *co, co_op *op);
 /* Load an in-flight move from \xff/moveKeys/ at open (resumed once its destinations register).
@@ -306,8 +306,8 @@ co_op *rl__co_op_get(rl_coordinator *co, size_t len);
 void rl__co_op_put(rl_coordinator *co, co_op *op);
 /* Reply helpers of coord_net.c (see send_msg there). [loop] */
 void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m);
-void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code,
-                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* Answer every parked PEEK that the current durable version (and cap) lets through. [loop] */
 void rl__co_wake_peeks(rl_coordinator *co);
 

@@ -55,8 +55,8 @@ static const uint8_t k_ff[1] = {0xff};
 /* A queued admin request (or a move resumed at open: conn NULL). */
 struct co_admin {
     co_admin *next;
-    uint16_t type;        /* RL_MSG_SPLIT_SHARD or RL_MSG_ASSIGN_SHARD */
-    rl_conn *conn;        /* a reference; NULL: nobody waits */
+    uint16_t type; /* RL_MSG_SPLIT_SHARD or RL_MSG_ASSIGN_SHARD */
+    rl_conn *conn; /* a reference; NULL: nobody waits */
     uint64_t req_id;
     uint8_t *begin, *end; /* heap; SPLIT: begin is the key */
     uint32_t begin_len, end_len;
@@ -64,7 +64,7 @@ struct co_admin {
     uint64_t deadline_ns;
     int replied;
     uint32_t moved;
-    rl_version version;   /* of the last transaction */
+    rl_version version; /* of the last transaction */
 };
 
 /* ---- Small helpers ------------------------------------------------------------------------- */
@@ -92,9 +92,7 @@ static int same_team(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t
 /* The index of the user shard holding key (key < "\xff"). */
 static uint32_t shard_of(const rl_coordinator *co, const uint8_t *k, uint32_t kl) {
     uint32_t i = 0;
-    while (i + 1 < co->n_shards &&
-           rl__bytes_cmp(co->shards[i].end, co->shards[i].end_len, k, kl) <= 0)
-        i++;
+    while (i + 1 < co->n_shards && rl__bytes_cmp(co->shards[i].end, co->shards[i].end_len, k, kl) <= 0) i++;
     return i;
 }
 
@@ -139,8 +137,8 @@ static void extra_free(co_extra *e) {
 }
 
 /* Add a change (kept in version order). */
-static int add_change(co_server *srv, rl_version v, uint8_t kind, const uint8_t *b, uint32_t bl,
-                      const uint8_t *e, uint32_t el) {
+static int add_change(co_server *srv, rl_version v, uint8_t kind, const uint8_t *b, uint32_t bl, const uint8_t *e,
+                      uint32_t el) {
     co_change *a = rl__realloc(srv->changes, (srv->n_changes + 1) * sizeof *a);
     if (!a) return RL_E_OUT_OF_MEMORY;
     srv->changes = a;
@@ -159,8 +157,8 @@ static int add_change(co_server *srv, rl_version v, uint8_t kind, const uint8_t 
     return RL_OK;
 }
 
-static int add_extra(co_server *srv, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el,
-                     rl_version from, rl_version to) {
+static int add_extra(co_server *srv, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_version from,
+                     rl_version to) {
     co_extra *a = rl__realloc(srv->extras, (srv->n_extras + 1) * sizeof *a);
     if (!a) return RL_E_OUT_OF_MEMORY;
     srv->extras = a;
@@ -174,8 +172,7 @@ static int add_extra(co_server *srv, const uint8_t *b, uint32_t bl, const uint8_
 }
 
 /* Drop srv's open-ended extra ranges equal to [b, e) (a destination after the switch). */
-static void drop_extras_of(co_server *srv, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                           uint32_t el) {
+static void drop_extras_of(co_server *srv, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < srv->n_extras; i++) {
         co_extra *x = &srv->extras[i];
@@ -266,8 +263,7 @@ static void admin_pop(rl_coordinator *co) {
 
 /* Submit a placement transaction: the mutations in op->arena, a write conflict range per key.
  * barrier: hold PEEKs at the current durable version until it is installed (invariant 1). */
-static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, int step,
-                  int barrier) {
+static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, int step, int barrier) {
     size_t nw = n ? n : 1;
     rl_keyrange *w = rl__arena_alloc(&op->arena, nw * sizeof *w);
     if (!w) return RL_E_OUT_OF_MEMORY;
@@ -305,8 +301,8 @@ static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, in
 }
 
 /* A SET in arena a of prefix + key -> value. */
-static int mk_set(rl_arena *a, const char *prefix, uint32_t pl, const uint8_t *k, uint32_t kl,
-                  const rl_buf *v, rl_mutation *out) {
+static int mk_set(rl_arena *a, const char *prefix, uint32_t pl, const uint8_t *k, uint32_t kl, const rl_buf *v,
+                  rl_mutation *out) {
     uint8_t *key = rl__arena_alloc(a, (size_t)pl + kl + 1);
     uint8_t *val = rl__arena_alloc(a, v->len + 1);
     if (!key || !val || rl__buf_error(v)) return RL_E_OUT_OF_MEMORY;
@@ -330,8 +326,7 @@ static co_op *new_op(rl_coordinator *co, size_t n, rl_mutation **muts) {
 }
 
 /* Commit boundaries at keys[0..nk) (those not boundaries yet). */
-static int submit_split(rl_coordinator *co, const uint8_t *const *keys, const uint32_t *lens,
-                        int nk) {
+static int submit_split(rl_coordinator *co, const uint8_t *const *keys, const uint32_t *lens, int nk) {
     rl_mutation *muts;
     co_op *op = new_op(co, (size_t)nk, &muts);
     if (!op) return RL_E_OUT_OF_MEMORY;
@@ -340,8 +335,7 @@ static int submit_split(rl_coordinator *co, const uint8_t *const *keys, const ui
     rl_buf v;
     rl__buf_init(&v);
     for (int i = 0; i < nk && rc == RL_OK; i++) {
-        if (is_boundary(co, keys[i], lens[i]) || rl__bytes_cmp(keys[i], lens[i], k_ff, 1) >= 0)
-            continue;
+        if (is_boundary(co, keys[i], lens[i]) || rl__bytes_cmp(keys[i], lens[i], k_ff, 1) >= 0) continue;
         if (i == 1 && n == 1 && rl__bytes_cmp(keys[0], lens[0], keys[1], lens[1]) == 0) continue;
         const co_shard *s = &co->shards[shard_of(co, keys[i], lens[i])];
         rl__buf_reset(&v);
@@ -404,8 +398,7 @@ static int submit_switch(rl_coordinator *co) {
     rl__co_pack_ids(&v, mv->dest, mv->n_dest);
     int rc = mk_set(&op->arena, CO_KEYSERVERS, CO_KEYSERVERS_LEN, mv->begin, mv->begin_len, &v, &muts[0]);
     rl__buf_reset(&v);
-    if (rc == RL_OK)
-        rc = mk_set(&op->arena, CO_MOVEKEYS, CO_MOVEKEYS_LEN, mv->begin, mv->begin_len, &v, &muts[1]);
+    if (rc == RL_OK) rc = mk_set(&op->arena, CO_MOVEKEYS, CO_MOVEKEYS_LEN, mv->begin, mv->begin_len, &v, &muts[1]);
     rl__buf_release(&v);
     if (rc == RL_OK) {
         muts[1].type = RL_MUT_CLEAR;
@@ -441,13 +434,11 @@ static void kick(rl_coordinator *co) {
             } else {
                 uint32_t s = shard_of(co, a->begin, a->begin_len);
                 while (s + 1 < co->n_shards &&
-                       rl__bytes_cmp(co->shards[s].begin, co->shards[s].begin_len, a->end,
-                                     a->end_len) < 0 &&
+                       rl__bytes_cmp(co->shards[s].begin, co->shards[s].begin_len, a->end, a->end_len) < 0 &&
                        same_team(co->shards[s].team, co->shards[s].n_team, a->team, a->n_team))
                     s++;
                 if (s + 1 >= co->n_shards ||
-                    rl__bytes_cmp(co->shards[s].begin, co->shards[s].begin_len, a->end,
-                                  a->end_len) >= 0) {
+                    rl__bytes_cmp(co->shards[s].begin, co->shards[s].begin_len, a->end, a->end_len) >= 0) {
                     admin_reply(co, a); /* every shard of the range is on the team */
                     admin_pop(co);
                     continue;
@@ -468,8 +459,10 @@ static void maybe_switch(rl_coordinator *co) {
     if (!mv->active || mv->txn || mv->n_pending) return;
     int rc = submit_switch(co);
     if (rc != RL_OK)
-        rl__log(RL_LOG_WARN, "coordinator: cannot submit a move's switch (%s); retrying at the "
-                             "next tick", rl_error_name(rc));
+        rl__log(RL_LOG_WARN,
+                "coordinator: cannot submit a move's switch (%s); retrying at the "
+                "next tick",
+                rl_error_name(rc));
 }
 
 /* See coord_int.h. */
@@ -500,16 +493,14 @@ void rl__co_move_done(rl_coordinator *co, co_op *op) {
     int orc = RL_OK;
     if (step == STEP_SPLIT) {
         for (size_t i = 0; i < op->req.n_muts && orc == RL_OK; i++)
-            orc = map_split(co, op->req.muts[i].p1 + CO_KEYSERVERS_LEN,
-                            op->req.muts[i].len1 - CO_KEYSERVERS_LEN);
+            orc = map_split(co, op->req.muts[i].p1 + CO_KEYSERVERS_LEN, op->req.muts[i].len1 - CO_KEYSERVERS_LEN);
         if (orc == RL_OK) orc = rl__co_compute_ownership(co);
         mv->splits_done += op->req.n_muts;
         if (a) {
             a->version = v;
             if (a->type == RL_MSG_SPLIT_SHARD) a->moved = (uint32_t)op->req.n_muts;
         }
-        rl__log(RL_LOG_INFO, "coordinator: %zu shard boundaries added at version %" PRIu64,
-                op->req.n_muts, v);
+        rl__log(RL_LOG_INFO, "coordinator: %zu shard boundaries added at version %" PRIu64, op->req.n_muts, v);
     } else if (step == STEP_START) {
         mv->active = 1;
         mv->start_version = v;
@@ -517,11 +508,12 @@ void rl__co_move_done(rl_coordinator *co, co_op *op) {
             co_server *srv = rl__co_server(co, mv->pending[i]);
             if (!srv) continue;
             orc = add_change(srv, v, RL_SHARD_ASSIGN, mv->begin, mv->begin_len, mv->end, mv->end_len);
-            if (orc == RL_OK)
-                orc = add_extra(srv, mv->begin, mv->begin_len, mv->end, mv->end_len, v, 0);
+            if (orc == RL_OK) orc = add_extra(srv, mv->begin, mv->begin_len, mv->end, mv->end_len, v, 0);
         }
-        rl__log(RL_LOG_INFO, "coordinator: move started at version %" PRIu64 " (%u destinations "
-                             "to fetch)", v, mv->n_pending);
+        rl__log(RL_LOG_INFO,
+                "coordinator: move started at version %" PRIu64 " (%u destinations "
+                "to fetch)",
+                v, mv->n_pending);
     } else if (step == STEP_SWITCH) {
         uint32_t s = shard_of(co, mv->begin, mv->begin_len);
         co_shard *sh = &co->shards[s];
@@ -533,9 +525,7 @@ void rl__co_move_done(rl_coordinator *co, co_op *op) {
             co_server *srv = rl__co_server(co, mv->src[i]);
             if (!srv) continue;
             orc = add_extra(srv, mv->begin, mv->begin_len, mv->end, mv->end_len, 0, v);
-            if (orc == RL_OK)
-                orc = add_change(srv, v, RL_SHARD_REMOVE, mv->begin, mv->begin_len, mv->end,
-                                 mv->end_len);
+            if (orc == RL_OK) orc = add_change(srv, v, RL_SHARD_REMOVE, mv->begin, mv->begin_len, mv->end, mv->end_len);
         }
         for (uint32_t i = 0; i < mv->n_dest; i++) {
             co_server *srv = rl__co_server(co, mv->dest[i]);
@@ -550,8 +540,7 @@ void rl__co_move_done(rl_coordinator *co, co_op *op) {
         rl__log(RL_LOG_INFO, "coordinator: move switched at version %" PRIu64, v);
     }
     if (orc != RL_OK) /* out of memory installing a durable change: the restart replays it */
-        rl__log(RL_LOG_ERROR, "coordinator: installing a placement change failed (%s)",
-                rl_error_name(orc));
+        rl__log(RL_LOG_ERROR, "coordinator: installing a placement change failed (%s)", rl_error_name(orc));
     mv->barrier = 0;
     rl__co_wake_peeks(co);
     if (step == STEP_START) maybe_switch(co);
@@ -561,9 +550,8 @@ void rl__co_move_done(rl_coordinator *co, co_op *op) {
 /* ---- Requests ------------------------------------------------------------------------------- */
 
 /* Queue an admin request (copies what it needs). */
-static void enqueue(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, const uint8_t *b,
-                    uint32_t bl, const uint8_t *e, uint32_t el, const uint32_t *team, uint32_t nt,
-                    uint32_t timeout_ms) {
+static void enqueue(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, const uint8_t *b, uint32_t bl,
+                    const uint8_t *e, uint32_t el, const uint32_t *team, uint32_t nt, uint32_t timeout_ms) {
     co_admin *a = rl__calloc(1, sizeof *a);
     if (a) {
         a->begin = dupk(b, bl);
@@ -582,12 +570,9 @@ static void enqueue(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, c
     a->end_len = el;
     if (nt) memcpy(a->team, team, nt * sizeof *team);
     a->n_team = nt;
-    a->deadline_ns = rl__clock_mono_ns() +
-                     (uint64_t)(timeout_ms ? timeout_ms : MV_DEFAULT_TIMEOUT_MS) * 1000000ull;
-    if (co->mv.tail)
-        co->mv.tail->next = a;
-    else
-        co->mv.head = a;
+    a->deadline_ns = rl__clock_mono_ns() + (uint64_t)(timeout_ms ? timeout_ms : MV_DEFAULT_TIMEOUT_MS) * 1000000ull;
+    if (co->mv.tail) co->mv.tail->next = a;
+    else co->mv.head = a;
     co->mv.tail = a;
     kick(co);
 }
@@ -596,8 +581,7 @@ static void enqueue(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, c
 static int user_key(const uint8_t *k, uint32_t kl) { return rl__bytes_cmp(k, kl, k_ff, 1) < 0; }
 
 /* See coord_int.h. */
-void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header *h,
-                         const rl_msg *m) {
+void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, const rl_msg *m) {
     if (h->type == RL_MSG_SPLIT_SHARD) {
         const rl_msg_split_shard_req *r = &m->u.split_shard_req;
         if (r->key_len == 0 || !user_key(r->key, r->key_len)) {
@@ -621,11 +605,12 @@ void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header 
             if (r->team[i] == 0 || !rl__co_server(co, r->team[i])) {
                 rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
                                   "ASSIGN_SHARD: storage id %u is not a storage server of this "
-                                  "cluster", r->team[i]);
+                                  "cluster",
+                                  r->team[i]);
                 return;
             }
-        enqueue(co, cc, h, r->range.begin, r->range.begin_len, r->range.end, r->range.end_len,
-                r->team, r->n_team, r->timeout_ms);
+        enqueue(co, cc, h, r->range.begin, r->range.begin_len, r->range.end, r->range.end_len, r->team, r->n_team,
+                r->timeout_ms);
         return;
     }
     /* MOVE_SHARD: a destination's fetch is complete. */
@@ -634,11 +619,11 @@ void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header 
     if (cc->role != RL_ROLE_STORAGE || cc->id != r->storage_id) {
         rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
                           "MOVE_SHARD for storage server %u on a connection whose HELLO said "
-                          "role %u id %u", r->storage_id, cc->role, cc->id);
+                          "role %u id %u",
+                          r->storage_id, cc->role, cc->id);
         return;
     }
-    int match = mv->active && rl__bytes_cmp(r->range.begin, r->range.begin_len, mv->begin,
-                                            mv->begin_len) == 0 &&
+    int match = mv->active && rl__bytes_cmp(r->range.begin, r->range.begin_len, mv->begin, mv->begin_len) == 0 &&
                 rl__bytes_cmp(r->range.end, r->range.end_len, mv->end, mv->end_len) == 0;
     uint32_t n = 0, found = 0;
     for (uint32_t i = 0; match && i < mv->n_pending; i++) {
@@ -649,9 +634,10 @@ void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header 
         mv->pending[n++] = mv->pending[i];
     }
     if (match) mv->n_pending = n;
-    rl__log(found ? RL_LOG_INFO : RL_LOG_DEBUG, "coordinator: storage server %u holds a moved "
-            "range from version %" PRIu64 "%s", r->storage_id, r->version,
-            found ? "" : " (not a pending destination of the move in flight: ignored)");
+    rl__log(found ? RL_LOG_INFO : RL_LOG_DEBUG,
+            "coordinator: storage server %u holds a moved "
+            "range from version %" PRIu64 "%s",
+            r->storage_id, r->version, found ? "" : " (not a pending destination of the move in flight: ignored)");
     rl_msg rep;
     memset(&rep, 0, sizeof rep);
     rl__co_send_reply(co, cc->conn, RL_MSG_MOVE_SHARD, h->id, &rep);
@@ -662,19 +648,18 @@ void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header 
 void rl__co_move_on_register(rl_coordinator *co, co_server *srv, rl_version cv) {
     co_placement *mv = &co->mv;
     server_reset(srv);
-    if (!mv->active || !has_id(mv->dest, mv->n_dest, srv->id) || has_id(mv->src, mv->n_src, srv->id))
-        return;
+    if (!mv->active || !has_id(mv->dest, mv->n_dest, srv->id) || has_id(mv->src, mv->n_src, srv->id)) return;
     if (!has_id(mv->pending, mv->n_pending, srv->id)) mv->pending[mv->n_pending++] = srv->id;
     if (add_change(srv, cv, RL_SHARD_ASSIGN, mv->begin, mv->begin_len, mv->end, mv->end_len) != RL_OK ||
         add_extra(srv, mv->begin, mv->begin_len, mv->end, mv->end_len, cv, 0) != RL_OK)
-        rl__log(RL_LOG_ERROR, "coordinator: out of memory assigning a moving range to storage "
-                              "server %u", srv->id);
+        rl__log(RL_LOG_ERROR,
+                "coordinator: out of memory assigning a moving range to storage "
+                "server %u",
+                srv->id);
 }
 
 /* See coord_int.h. */
-rl_version rl__co_peek_cap(const rl_coordinator *co) {
-    return co->mv.barrier ? co->mv.barrier_version : 0;
-}
+rl_version rl__co_peek_cap(const rl_coordinator *co) { return co->mv.barrier ? co->mv.barrier_version : 0; }
 
 /* See coord_int.h. */
 void rl__co_move_tick(rl_coordinator *co) {
@@ -683,8 +668,7 @@ void rl__co_move_tick(rl_coordinator *co) {
     co_admin *a = mv->head;
     if (a && !a->replied && a->conn && now > a->deadline_ns) {
         char what[400];
-        int k = snprintf(what, sizeof what, "%s did not finish in time; ",
-                         rl__msg_type_name(a->type));
+        int k = snprintf(what, sizeof what, "%s did not finish in time; ", rl__msg_type_name(a->type));
         if (mv->active) {
             k += snprintf(what + k, sizeof what - (size_t)k, "a move waits for destinations");
             for (uint32_t i = 0; i < mv->n_pending && k < 300; i++)
@@ -699,10 +683,8 @@ void rl__co_move_tick(rl_coordinator *co) {
     if (mv->active && mv->n_pending && !mv->tick_busy) {
         rl_mutation *muts;
         co_op *op = new_op(co, 0, &muts);
-        if (op && submit(co, op, muts, 0, STEP_TICK, 0) == RL_OK)
-            mv->tick_busy = 1;
-        else if (op)
-            rl__co_op_put(co, op);
+        if (op && submit(co, op, muts, 0, STEP_TICK, 0) == RL_OK) mv->tick_busy = 1;
+        else if (op) rl__co_op_put(co, op);
     }
     kick(co);
 }
@@ -717,9 +699,8 @@ int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg) {
     uint8_t end[CO_MOVEKEYS_LEN];
     memcpy(end, CO_MOVEKEYS, CO_MOVEKEYS_LEN);
     end[CO_MOVEKEYS_LEN - 1]++;
-    int rc = rl__storage_get_range(co->sys, rl__storage_latest_version(co->sys), CO_MOVEKEYS,
-                                   CO_MOVEKEYS_LEN, end, CO_MOVEKEYS_LEN, 0, 0, 0, &a, &kvs, &n,
-                                   &more);
+    int rc = rl__storage_get_range(co->sys, rl__storage_latest_version(co->sys), CO_MOVEKEYS, CO_MOVEKEYS_LEN, end,
+                                   CO_MOVEKEYS_LEN, 0, 0, 0, &a, &kvs, &n, &more);
     const char *why = NULL;
     rl_buf eb;
     rl__buf_init(&eb);
@@ -742,8 +723,8 @@ int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg) {
         rl__tuple_elem_unescape(&e, &eb);
         mv->n_dest = 0;
         int trc;
-        while ((trc = rl__tuple_iter_next(&it, &e)) == RL_OK && mv->n_dest < CO_MAX_TEAM &&
-               e.type == RL_TT_INT && e.fits_i64 && e.i > 0 && e.i <= (int64_t)UINT32_MAX)
+        while ((trc = rl__tuple_iter_next(&it, &e)) == RL_OK && mv->n_dest < CO_MAX_TEAM && e.type == RL_TT_INT &&
+               e.fits_i64 && e.i > 0 && e.i <= (int64_t)UINT32_MAX)
             mv->dest[mv->n_dest++] = (uint32_t)e.i;
         uint32_t s = shard_of(co, b, bl);
         const co_shard *sh = &co->shards[s];
@@ -781,8 +762,10 @@ int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg) {
         ad->n_team = mv->n_dest;
         ad->deadline_ns = UINT64_MAX;
         mv->head = mv->tail = ad;
-        rl__log(RL_LOG_INFO, "coordinator: resuming a shard move recorded in %s/sys (%u "
-                             "destinations to fetch once they register)", co->dir, mv->n_pending);
+        rl__log(RL_LOG_INFO,
+                "coordinator: resuming a shard move recorded in %s/sys (%u "
+                "destinations to fetch once they register)",
+                co->dir, mv->n_pending);
     }
     rl__buf_release(&eb);
     rl__arena_release(&a);
@@ -816,10 +799,9 @@ void rl__co_move_status(rl_coordinator *co, rl_buf *j) {
         rl__buf_printf(j, "\",\"end\":\"");
         rl__buf_append_hex(j, mv->end, mv->end_len);
         rl__buf_printf(j, "\",\"start_version\":%" PRIu64 ",\"pending\":[", mv->start_version);
-        for (uint32_t i = 0; i < mv->n_pending; i++)
-            rl__buf_printf(j, "%s%u", i ? "," : "", mv->pending[i]);
+        for (uint32_t i = 0; i < mv->n_pending; i++) rl__buf_printf(j, "%s%u", i ? "," : "", mv->pending[i]);
         rl__buf_printf(j, "]");
     }
-    rl__buf_printf(j, ",\"queued\":%u,\"moves\":%" PRIu64 ",\"splits\":%" PRIu64 "}", queued,
-                   mv->moves_done, mv->splits_done);
+    rl__buf_printf(j, ",\"queued\":%u,\"moves\":%" PRIu64 ",\"splits\":%" PRIu64 "}", queued, mv->moves_done,
+                   mv->splits_done);
 }

@@ -52,31 +52,31 @@
 static const uint8_t k_ff[1] = {0xff};
 static const uint8_t k_ffff[2] = {0xff, 0xff};
 
-#define CO_POOL_MAX 512              /* free operations kept */
-#define CO_POOL_KEEP_BYTES (1u << 20) /* ... only when their payload buffer and arena are this
+#define CO_POOL_MAX 512 /* free operations kept */
+#define CO_POOL_KEEP_BYTES \
+    (1u << 20)                       /* ... only when their payload buffer and arena are this
                                          small (a pooled op keeps both for reuse) */
-#define CO_PEEK_KEEP (1u << 16)       /* PEEK scratch arrays larger than this are freed after use */
-#define CO_SEND_BUF_MIN (256u << 10)  /* replies this large are handed over, not copied */
+#define CO_PEEK_KEEP (1u << 16)      /* PEEK scratch arrays larger than this are freed after use */
+#define CO_SEND_BUF_MIN (256u << 10) /* replies this large are handed over, not copied */
 
 /* ---- Sending ------------------------------------------------------------------------------ */
 
 /* Encode m (a reply of type `type`) into co->out and send it on conn. A failure to encode is a
  * bug of this file: it is logged and answered with internal_error. */
-static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id,
-                     rl_msg *m) {
+static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl_msg *m) {
     rl_proto_why why;
     m->type = type;
     m->flags = flags;
     rl__buf_reset(&co->out);
     int rc = rl__msg_encode(&co->out, m, &why);
     if (rc == RL_OK && co->out.len > RL_NET_MAX_PAYLOAD) {
-        snprintf(why.text, sizeof why.text, "%s reply of %zu bytes exceeds the frame limit",
-                 rl__msg_type_name(type), co->out.len);
+        snprintf(why.text, sizeof why.text, "%s reply of %zu bytes exceeds the frame limit", rl__msg_type_name(type),
+                 co->out.len);
         rc = RL_E_INTERNAL_ERROR;
     }
     if (rc != RL_OK) {
-        rl__log(RL_LOG_ERROR, "coordinator: cannot encode a %s reply to %s: %s (%s)",
-                rl__msg_type_name(type), rl__conn_peer(conn), rl_error_name(rc), why.text);
+        rl__log(RL_LOG_ERROR, "coordinator: cannot encode a %s reply to %s: %s (%s)", rl__msg_type_name(type),
+                rl__conn_peer(conn), rl_error_name(rc), why.text);
         if (flags & RL_FRAME_ERROR) return;
         rl_msg e;
         memset(&e, 0, sizeof e);
@@ -86,13 +86,11 @@ static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t 
         send_msg(co, conn, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, &e);
         return;
     }
-    if (co->out.len >= CO_SEND_BUF_MIN)
-        rc = rl__conn_send_buf(conn, type, flags, id, &co->out);
-    else
-        rc = rl__conn_send(conn, type, flags, id, co->out.data, co->out.len);
+    if (co->out.len >= CO_SEND_BUF_MIN) rc = rl__conn_send_buf(conn, type, flags, id, &co->out);
+    else rc = rl__conn_send(conn, type, flags, id, co->out.data, co->out.len);
     if (rc != RL_OK && rc != RL_E_CONNECTION_FAILED)
-        rl__log(RL_LOG_WARN, "coordinator: sending a %s reply to %s failed: %s",
-                rl__msg_type_name(type), rl__conn_peer(conn), rl_error_name(rc));
+        rl__log(RL_LOG_WARN, "coordinator: sending a %s reply to %s failed: %s", rl__msg_type_name(type),
+                rl__conn_peer(conn), rl_error_name(rc));
 }
 
 /* Send a reply (flags RL_FRAME_REPLY) of type with id; see send_msg. */
@@ -101,10 +99,9 @@ static void send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_
 }
 
 /* An error reply with code and a printf-formatted message (cut at the protocol's limit). */
-static void send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code,
-                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code,
-                       const char *fmt, ...) {
+static void send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
     char text[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -124,8 +121,7 @@ void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_
 }
 
 /* See coord_int.h. */
-void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code,
-                       const char *fmt, ...) {
+void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
     char text[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -143,10 +139,10 @@ static void bad_frame(co_conn *cc, const rl_frame_header *h, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    rl__log(RL_LOG_WARN, "coordinator: closing the connection from %s: %s (frame type %u %s, "
-                         "flags 0x%x, id %" PRIu64 ", %u payload bytes)",
-            rl__conn_peer(cc->conn), text, h->type, rl__msg_type_name(h->type), h->flags, h->id,
-            h->payload_len);
+    rl__log(RL_LOG_WARN,
+            "coordinator: closing the connection from %s: %s (frame type %u %s, "
+            "flags 0x%x, id %" PRIu64 ", %u payload bytes)",
+            rl__conn_peer(cc->conn), text, h->type, rl__msg_type_name(h->type), h->flags, h->id, h->payload_len);
     cc->co->protocol_errors++;
     rl__conn_close(cc->conn, 0);
 }
@@ -228,10 +224,8 @@ void rl__co_op_done(rl_commit_request *req, void *ud) {
     rl_coordinator *co = op->co;
     pthread_mutex_lock(&co->done_mu);
     int was_empty = co->done_head == NULL;
-    if (co->done_tail)
-        co->done_tail->next = op;
-    else
-        co->done_head = op;
+    if (co->done_tail) co->done_tail->next = op;
+    else co->done_head = op;
     co->done_tail = op;
     pthread_mutex_unlock(&co->done_mu);
     if (was_empty && co->loop && rl__loop_post(co->loop, flush_post, co) != RL_OK)
@@ -242,15 +236,12 @@ void rl__co_op_done(rl_commit_request *req, void *ud) {
 /* ---- PEEK -------------------------------------------------------------------------------- */
 
 /* The index of the first range of r[0..n) whose end > key (n if none). */
-static uint32_t first_range_ending_after(const rl_keyrange *r, uint32_t n, const uint8_t *k,
-                                         uint32_t kl) {
+static uint32_t first_range_ending_after(const rl_keyrange *r, uint32_t n, const uint8_t *k, uint32_t kl) {
     uint32_t lo = 0, hi = n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (rl__bytes_cmp(r[mid].end, r[mid].end_len, k, kl) <= 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (rl__bytes_cmp(r[mid].end, r[mid].end_len, k, kl) <= 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
@@ -258,12 +249,12 @@ static uint32_t first_range_ending_after(const rl_keyrange *r, uint32_t n, const
 typedef struct {
     rl_coordinator *co;
     const co_server *srv;
-    size_t nv, nm;       /* versions and mutations collected */
-    uint64_t bytes;      /* their encoded mutation bytes */
+    size_t nv, nm;  /* versions and mutations collected */
+    uint64_t bytes; /* their encoded mutation bytes */
     uint32_t max_bytes;
-    rl_version last;     /* the last version visited */
-    rl_version cap;      /* versions above it are not sent (0: none; rl__co_peek_cap) */
-    int stopped;         /* stopped at max_bytes or the cap */
+    rl_version last; /* the last version visited */
+    rl_version cap;  /* versions above it are not sent (0: none; rl__co_peek_cap) */
+    int stopped;     /* stopped at max_bytes or the cap */
     int rc;
 } peek_state;
 
@@ -309,8 +300,7 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
             rl_mutation c = m;
             if (rl__bytes_cmp(c.p1, c.len1, e->begin, e->begin_len) < 0) c.p1 = e->begin, c.len1 = e->begin_len;
             if (rl__bytes_cmp(c.p2, c.len2, e->end, e->end_len) > 0) c.p2 = e->end, c.len2 = e->end_len;
-            if (rl__bytes_cmp(c.p1, c.len1, c.p2, c.len2) < 0 && (s->rc = peek_push(s, &c)) != RL_OK)
-                return 1;
+            if (rl__bytes_cmp(c.p1, c.len1, c.p2, c.len2) < 0 && (s->rc = peek_push(s, &c)) != RL_OK) return 1;
         }
         if (m.type != RL_MUT_CLEAR_RANGE) {
             uint32_t i = first_range_ending_after(r, nr, m.p1, m.len1);
@@ -322,10 +312,8 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
         for (uint32_t i = first_range_ending_after(r, nr, m.p1, m.len1); i < nr; i++) {
             if (rl__bytes_cmp(r[i].begin, r[i].begin_len, m.p2, m.len2) >= 0) break;
             rl_mutation c = m;
-            if (rl__bytes_cmp(c.p1, c.len1, r[i].begin, r[i].begin_len) < 0)
-                c.p1 = r[i].begin, c.len1 = r[i].begin_len;
-            if (rl__bytes_cmp(c.p2, c.len2, r[i].end, r[i].end_len) > 0)
-                c.p2 = r[i].end, c.len2 = r[i].end_len;
+            if (rl__bytes_cmp(c.p1, c.len1, r[i].begin, r[i].begin_len) < 0) c.p1 = r[i].begin, c.len1 = r[i].begin_len;
+            if (rl__bytes_cmp(c.p2, c.len2, r[i].end, r[i].end_len) > 0) c.p2 = r[i].end, c.len2 = r[i].end_len;
             if (rl__bytes_cmp(c.p1, c.len1, c.p2, c.len2) >= 0) continue;
             if ((s->rc = peek_push(s, &c)) != RL_OK) return 1;
         }
@@ -349,15 +337,15 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
 }
 
 /* Answer a PEEK now: the versions after `after` that the log holds, filtered for srv. */
-static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_server *srv,
-                        rl_version after, uint32_t max_bytes) {
+static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_server *srv, rl_version after,
+                        uint32_t max_bytes) {
     peek_state s;
     memset(&s, 0, sizeof s);
     s.co = co;
     s.srv = srv;
-    s.max_bytes = max_bytes == 0 ? CO_PEEK_DEFAULT_BYTES
+    s.max_bytes = max_bytes == 0                  ? CO_PEEK_DEFAULT_BYTES
                   : max_bytes > CO_PEEK_MAX_BYTES ? CO_PEEK_MAX_BYTES
-                                                   : max_bytes;
+                                                  : max_bytes;
     s.cap = rl__co_peek_cap(co);
     rl__co_move_prune(srv, after);
     rl_version durable = 0;
@@ -365,14 +353,13 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     if (rc == RL_E_PROCESS_BEHIND) {
         send_error(co, conn, RL_MSG_PEEK, id, rc,
                    "the commit log no longer holds the versions after %" PRIu64 " (it was "
-                   "truncated through %" PRIu64 "): register again", after,
-                   rl__commitlog_base_version(co->log));
+                   "truncated through %" PRIu64 "): register again",
+                   after, rl__commitlog_base_version(co->log));
         return;
     }
     if (rc == RL_OK) rc = s.rc;
     if (rc != RL_OK) {
-        send_error(co, conn, RL_MSG_PEEK, id, rc, "reading the commit log failed: %s",
-                   rl_error_name(rc));
+        send_error(co, conn, RL_MSG_PEEK, id, rc, "reading the commit log failed: %s", rl_error_name(rc));
         return;
     }
     for (size_t i = 0; i < s.nv; i++)
@@ -385,15 +372,12 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     m.u.peek_reply.versions = co->pk_versions;
     m.u.peek_reply.n_versions = (uint32_t)s.nv;
     /* Ownership changes (coord_move.c) whose version this reply reaches. */
-    rl_msg_shard_change *ch = srv->n_changes
-                                  ? rl__arena_alloc(&co->scratch, srv->n_changes * sizeof *ch)
-                                  : NULL;
+    rl_msg_shard_change *ch = srv->n_changes ? rl__arena_alloc(&co->scratch, srv->n_changes * sizeof *ch) : NULL;
     uint32_t nch = 0;
     for (uint32_t i = 0; ch && i < srv->n_changes; i++) {
         const co_change *c = &srv->changes[i];
         if (c->version <= after || c->version > m.u.peek_reply.end_version) continue;
-        ch[nch++] = (rl_msg_shard_change){c->version, c->kind,
-                                          {c->begin, c->begin_len, c->end, c->end_len}};
+        ch[nch++] = (rl_msg_shard_change){c->version, c->kind, {c->begin, c->begin_len, c->end, c->end_len}};
     }
     m.u.peek_reply.changes = ch;
     m.u.peek_reply.n_changes = nch;
@@ -411,10 +395,8 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
 
 /* Take a parked peek off the coordinator's list (it is not freed here). */
 static void unpark(rl_coordinator *co, co_peek *pk) {
-    if (pk->prev)
-        pk->prev->next = pk->next;
-    else
-        co->parked = pk->next;
+    if (pk->prev) pk->prev->next = pk->next;
+    else co->parked = pk->next;
     if (pk->next) pk->next->prev = pk->prev;
     pk->srv->parked--;
 }
@@ -484,7 +466,8 @@ static co_server *storage_peer(co_conn *cc, const rl_frame_header *h, uint32_t i
     if (!srv || !srv->registered) {
         send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
                    "storage server %u has not registered with this coordinator "
-                   "(REGISTER_STORAGE first)", id);
+                   "(REGISTER_STORAGE first)",
+                   id);
         return NULL;
     }
     return srv;
@@ -545,8 +528,10 @@ static void handle_pop(co_conn *cc, const rl_frame_header *h, const rl_msg_pop_r
     uint64_t deleted = 0;
     rl__commitlog_truncate(co->log, min, &deleted);
     if (deleted)
-        rl__log(RL_LOG_INFO, "coordinator: truncated %" PRIu64 " commit log segments (every "
-                             "storage server popped %" PRIu64 ")", deleted, min);
+        rl__log(RL_LOG_INFO,
+                "coordinator: truncated %" PRIu64 " commit log segments (every "
+                "storage server popped %" PRIu64 ")",
+                deleted, min);
     rl_msg m;
     memset(&m, 0, sizeof m);
     send_reply(co, cc->conn, RL_MSG_POP, h->id, &m);
@@ -563,14 +548,11 @@ static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t
         return;
     }
     memcpy(op->payload, payload, h->payload_len);
-    int rc = rl__msg_register_storage_req_decode(op->payload, h->payload_len, &op->arena, &op->reg,
-                                                 &why);
+    int rc = rl__msg_register_storage_req_decode(op->payload, h->payload_len, &op->arena, &op->reg, &why);
     if (rc != RL_OK) {
         op_put(co, op);
-        if (rc == RL_E_MALFORMED_FRAME)
-            bad_frame(cc, h, "%s", why.text);
-        else
-            send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_name(rc));
+        if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", why.text);
+        else send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_name(rc));
         return;
     }
     const rl_msg_register_storage_req *r = &op->reg;
@@ -579,11 +561,13 @@ static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t
     if (cc->role != RL_ROLE_STORAGE || cc->id != r->id) {
         send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
                    "REGISTER_STORAGE for storage server %u on a connection whose HELLO said role "
-                   "%u id %u", r->id, cc->role, cc->id);
+                   "%u id %u",
+                   r->id, cc->role, cc->id);
     } else if (!srv) {
         send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
                    "storage server id %u is not in this cluster's layout (%u storage servers "
-                   "known; see STATUS)", r->id, co->n_servers);
+                   "known; see STATUS)",
+                   r->id, co->n_servers);
     } else if (srv->registering) {
         send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
                    "a registration of storage server %u is already being committed", r->id);
@@ -593,8 +577,7 @@ static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t
                    "truncated through version %" PRIu64 ": its data would have a hole",
                    r->id, r->durable_version, base);
     } else if ((rc = rl__co_build_register(co, op)) != RL_OK) {
-        send_error(co, cc->conn, h->type, h->id, rc, "cannot build the registration: %s",
-                   rl_error_name(rc));
+        send_error(co, cc->conn, h->type, h->id, rc, "cannot build the registration: %s", rl_error_name(rc));
     } else {
         op->kind = CO_OP_REGISTER;
         op->srv = srv;
@@ -607,8 +590,7 @@ static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t
         srv->registering = 1;
         if ((rc = rl__committer_submit(co->cm, &op->req, rl__co_op_done, op)) == RL_OK) return;
         srv->registering = 0;
-        send_error(co, cc->conn, h->type, h->id, rc, "cannot submit the registration: %s",
-                   rl_error_name(rc));
+        send_error(co, cc->conn, h->type, h->id, rc, "cannot submit the registration: %s", rl_error_name(rc));
     }
     op_put(co, op);
 }
@@ -637,9 +619,10 @@ static void finish_register(rl_coordinator *co, co_op *op) {
     srv->has_address = 1;
     srv->registered = 1;
     srv->registered_durable = r->durable_version;
-    rl__log(RL_LOG_INFO, "coordinator: storage server %u registered from %s:%u, durable at "
-                         "version %" PRIu64 ", %u shards", r->id, srv->address, srv->port,
-            r->durable_version, srv->n_owned);
+    rl__log(RL_LOG_INFO,
+            "coordinator: storage server %u registered from %s:%u, durable at "
+            "version %" PRIu64 ", %u shards",
+            r->id, srv->address, srv->port, r->durable_version, srv->n_owned);
     rl__co_move_on_register(co, srv, op->req.commit_version);
     rl_msg m;
     memset(&m, 0, sizeof m);
@@ -717,10 +700,8 @@ static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *
     int rc = rl__msg_commit_req_decode(op->payload, h->payload_len, &op->arena, &m, &why);
     if (rc != RL_OK) {
         op_put(co, op);
-        if (rc == RL_E_MALFORMED_FRAME)
-            bad_frame(cc, h, "%s", why.text);
-        else
-            reply_commit_now(co, cc->conn, h->id, rc);
+        if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", why.text);
+        else reply_commit_now(co, cc->conn, h->id, rc);
         return;
     }
     size_t bad = 0;
@@ -763,13 +744,13 @@ static int sys_version(rl_coordinator *co, rl_version v, rl_version *out) {
 }
 
 /* An error reply for a failed read, with the request's version. */
-static void read_error(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, int rc,
-                       rl_version v) {
+static void read_error(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, int rc, rl_version v) {
     if (rc == RL_E_FUTURE_VERSION || rc == RL_E_TRANSACTION_TOO_OLD)
-        send_error(co, cc->conn, h->type, h->id, rc, "version %" PRIu64 " (the coordinator is "
-                   "durable at %" PRIu64 ")", v, rl__co_durable(co));
-    else
-        send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_message(rc));
+        send_error(co, cc->conn, h->type, h->id, rc,
+                   "version %" PRIu64 " (the coordinator is "
+                   "durable at %" PRIu64 ")",
+                   v, rl__co_durable(co));
+    else send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_message(rc));
 }
 
 /* The error reply for a read outside the system keyspace. */
@@ -789,8 +770,7 @@ static void handle_get(co_conn *cc, const rl_frame_header *h, const rl_msg_get_r
     int rc = sys_version(co, g->version, &sv), present = 0;
     const uint8_t *val = NULL;
     uint32_t vl = 0;
-    if (rc == RL_OK)
-        rc = rl__storage_get(co->sys, sv, g->key, g->key_len, &co->scratch, &present, &val, &vl);
+    if (rc == RL_OK) rc = rl__storage_get(co->sys, sv, g->key, g->key_len, &co->scratch, &present, &val, &vl);
     if (rc != RL_OK) {
         read_error(co, cc, h, rc, g->version);
         return;
@@ -809,8 +789,7 @@ static void handle_get_key(co_conn *cc, const rl_frame_header *h, const rl_msg_g
     rl_version sv;
     rl_select_result r;
     int rc = sys_version(co, g->version, &sv);
-    if (rc == RL_OK)
-        rc = rl__storage_select(co->sys, sv, &g->sel, k_ff, 1, 0, k_ffff, 2, 1, &co->scratch, &r);
+    if (rc == RL_OK) rc = rl__storage_select(co->sys, sv, &g->sel, k_ff, 1, 0, k_ffff, 2, 1, &co->scratch, &r);
     if (rc == RL_E_WRONG_SHARD_SERVER) {
         wrong_shard(co, cc, h);
         return;
@@ -852,8 +831,8 @@ static void handle_get_range(co_conn *cc, const rl_frame_header *h, const rl_msg
     rl_range_bounds bd;
     int rc = sys_version(co, g->version, &sv);
     if (rc == RL_OK)
-        rc = rl__storage_range_bounds(co->sys, sv, &g->begin, &g->end, k_ff, 1, 0, k_ffff, 2, 1,
-                                      g->reverse, &co->scratch, &bd);
+        rc = rl__storage_range_bounds(co->sys, sv, &g->begin, &g->end, k_ff, 1, 0, k_ffff, 2, 1, g->reverse,
+                                      &co->scratch, &bd);
     if (rc != RL_OK) {
         read_error(co, cc, h, rc, g->version);
         return;
@@ -872,13 +851,12 @@ static void handle_get_range(co_conn *cc, const rl_frame_header *h, const rl_msg
     r->resolved_end_len = bd.rend_len;
     int more = 0;
     if (rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {
-        long target = g->target_bytes == 0 || g->target_bytes > CO_READ_MAX_BYTES
-                          ? CO_READ_MAX_BYTES
-                          : (long)g->target_bytes;
+        long target =
+            g->target_bytes == 0 || g->target_bytes > CO_READ_MAX_BYTES ? CO_READ_MAX_BYTES : (long)g->target_bytes;
         rl_keyvalue *kvs = NULL;
         int n = 0;
-        rc = rl__storage_get_range(co->sys, sv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len,
-                                   g->limit, target, g->reverse, &co->scratch, &kvs, &n, &more);
+        rc = rl__storage_get_range(co->sys, sv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, g->limit, target,
+                                   g->reverse, &co->scratch, &kvs, &n, &more);
         if (rc != RL_OK) {
             read_error(co, cc, h, rc, g->version);
             return;
@@ -908,19 +886,29 @@ static void handle_shard_map(co_conn *cc, const rl_frame_header *h) {
         return;
     }
     uint32_t n = 0;
-    sv[n++] = (rl_msg_server){0, RL_ROLE_COORDINATOR, (const uint8_t *)co->listen_ip,
-                              (uint32_t)strlen(co->listen_ip), co->port, (const uint8_t *)co->host,
-                              co->host_len, 1};
+    sv[n++] = (rl_msg_server){0,
+                              RL_ROLE_COORDINATOR,
+                              (const uint8_t *)co->listen_ip,
+                              (uint32_t)strlen(co->listen_ip),
+                              co->port,
+                              (const uint8_t *)co->host,
+                              co->host_len,
+                              1};
     for (uint32_t i = 0; i < co->n_servers; i++) {
         const co_server *s = &co->servers[i];
         if (!s->has_address) continue;
-        sv[n++] = (rl_msg_server){s->id, RL_ROLE_STORAGE, (const uint8_t *)s->address,
-                                  (uint32_t)strlen(s->address), s->port, s->host, s->host_len,
+        sv[n++] = (rl_msg_server){s->id,
+                                  RL_ROLE_STORAGE,
+                                  (const uint8_t *)s->address,
+                                  (uint32_t)strlen(s->address),
+                                  s->port,
+                                  s->host,
+                                  s->host_len,
                                   (uint8_t)rl__co_server_healthy(co, s, now)};
     }
     for (uint32_t i = 0; i < co->n_shards; i++)
-        sh[i] = (rl_msg_shard){co->shards[i].begin, co->shards[i].begin_len, co->shards[i].end,
-                               co->shards[i].end_len, co->shards[i].team, co->shards[i].n_team};
+        sh[i] = (rl_msg_shard){co->shards[i].begin,   co->shards[i].begin_len, co->shards[i].end,
+                               co->shards[i].end_len, co->shards[i].team,      co->shards[i].n_team};
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.u.get_shard_map_reply.version = rl__co_durable(co);
@@ -939,12 +927,9 @@ static void json_bytes(rl_buf *b, const uint8_t *p, size_t n) {
     rl__buf_append_byte(b, '"');
     for (size_t i = 0; i < n; i++) {
         uint8_t c = p[i];
-        if (c == '"' || c == '\\')
-            rl__buf_printf(b, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            rl__buf_printf(b, "\\u%04x", c);
-        else
-            rl__buf_append_byte(b, c);
+        if (c == '"' || c == '\\') rl__buf_printf(b, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f) rl__buf_printf(b, "\\u%04x", c);
+        else rl__buf_append_byte(b, c);
     }
     rl__buf_append_byte(b, '"');
 }
@@ -962,10 +947,8 @@ static void delay_lateness(rl_coordinator *co, rl_lat_hist *out) {
 }
 
 void rl__co_margin_for_delay(rl_coordinator *co) {
-    if (co->delay_us || co->jitter_us)
-        rl__loop_set_margin_bounds(co->loop, 20, 200);
-    else
-        rl__loop_set_margin_bounds(co->loop, 0, 0);
+    if (co->delay_us || co->jitter_us) rl__loop_set_margin_bounds(co->loop, 20, 200);
+    else rl__loop_set_margin_bounds(co->loop, 0, 0);
 }
 
 /* SET_DELAY: check the range, then give every delayed connection (and later ones) the new
@@ -987,8 +970,8 @@ static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg
     rl__co_margin_for_delay(co);
     for (co_conn *c = co->conns; c; c = c->next)
         if (c->delayed) (void)rl__netem_set(c->conn, co->delay_us, co->jitter_us, co->delay_salt++);
-    rl__log(RL_LOG_INFO, "coordinator: injected delay now %u us (jitter %u us), asked by %s", r->delay_us,
-            r->jitter_us, rl__conn_peer(cc->conn));
+    rl__log(RL_LOG_INFO, "coordinator: injected delay now %u us (jitter %u us), asked by %s", r->delay_us, r->jitter_us,
+            rl__conn_peer(cc->conn));
     rl_msg m;
     memset(&m, 0, sizeof m);
     send_reply(co, cc->conn, RL_MSG_SET_DELAY, h->id, &m);
@@ -1008,15 +991,13 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
     rl__buf_init(&j);
     rl__buf_printf(&j, "{\"role\":\"coordinator\",\"id\":0,\"host\":");
     json_bytes(&j, (const uint8_t *)co->host, co->host_len);
-    rl__buf_printf(&j, ",\"pid\":%ld,\"address\":\"%s\",\"port\":%u,\"committed_version\":%" PRIu64
-                       ",\"durable_version\":%" PRIu64 ",\"log_bytes\":%" PRIu64
-                       ",\"log_records\":%" PRIu64 ",\"log_segments\":%" PRIu64
-                       ",\"log_base_version\":%" PRIu64 ",\"log_poisoned\":%s"
-                       ",\"system_version\":%" PRIu64 ",\"system_keys\":%" PRIu64
-                       ",\"no_sync\":%s,\"uptime_s\":%.3f,",
-                   (long)getpid(), co->listen_ip, co->port, ls.appended_version,
-                   rl__co_durable(co), ls.bytes, ls.records, ls.segments, ls.base_version,
-                   ls.poisoned ? "true" : "false", ss.latest_version, ss.keys,
+    rl__buf_printf(&j,
+                   ",\"pid\":%ld,\"address\":\"%s\",\"port\":%u,\"committed_version\":%" PRIu64
+                   ",\"durable_version\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",\"log_records\":%" PRIu64
+                   ",\"log_segments\":%" PRIu64 ",\"log_base_version\":%" PRIu64 ",\"log_poisoned\":%s"
+                   ",\"system_version\":%" PRIu64 ",\"system_keys\":%" PRIu64 ",\"no_sync\":%s,\"uptime_s\":%.3f,",
+                   (long)getpid(), co->listen_ip, co->port, ls.appended_version, rl__co_durable(co), ls.bytes,
+                   ls.records, ls.segments, ls.base_version, ls.poisoned ? "true" : "false", ss.latest_version, ss.keys,
                    co->no_sync ? "true" : "false", (double)(now - co->start_ns) / 1e9);
     rl_lat_hist late;
     delay_lateness(co, &late);
@@ -1024,15 +1005,15 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
     rl__buf_printf(&j, ",\"servers\":[");
     for (uint32_t i = 0; i < co->n_servers; i++) {
         const co_server *s = &co->servers[i];
-        rl__buf_printf(&j, "%s{\"id\":%u,\"address\":\"%s\",\"port\":%u,\"host\":", i ? "," : "",
-                       s->id, s->has_address ? s->address : "", s->has_address ? s->port : 0);
+        rl__buf_printf(&j, "%s{\"id\":%u,\"address\":\"%s\",\"port\":%u,\"host\":", i ? "," : "", s->id,
+                       s->has_address ? s->address : "", s->has_address ? s->port : 0);
         json_bytes(&j, s->host, s->host_len);
-        rl__buf_printf(&j, ",\"healthy\":%s,\"registered\":%s,\"popped_version\":%" PRIu64
-                           ",\"registered_durable_version\":%" PRIu64 ",\"owns_shard\":%s"
-                           ",\"peeks\":%" PRIu64 "}",
-                       rl__co_server_healthy(co, s, now) ? "true" : "false",
-                       s->registered ? "true" : "false", s->popped, s->registered_durable,
-                       s->owns_shard ? "true" : "false", s->peeks);
+        rl__buf_printf(&j,
+                       ",\"healthy\":%s,\"registered\":%s,\"popped_version\":%" PRIu64
+                       ",\"registered_durable_version\":%" PRIu64 ",\"owns_shard\":%s"
+                       ",\"peeks\":%" PRIu64 "}",
+                       rl__co_server_healthy(co, s, now) ? "true" : "false", s->registered ? "true" : "false",
+                       s->popped, s->registered_durable, s->owns_shard ? "true" : "false", s->peeks);
     }
     rl__buf_printf(&j, "],\"shards\":[");
     for (uint32_t i = 0; i < co->n_shards; i++) {
@@ -1045,18 +1026,18 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
         for (uint32_t t = 0; t < s->n_team; t++) rl__buf_printf(&j, "%s%u", t ? "," : "", s->team[t]);
         rl__buf_printf(&j, "]}");
     }
-    rl__buf_printf(&j, "],\"commits\":%" PRIu64 ",\"conflicts\":%" PRIu64 ",\"batches\":%" PRIu64
-                       ",\"commit_requests\":%" PRIu64 ",\"refused_system_writes\":%" PRIu64
-                       ",\"connections\":%u,\"protocol_errors\":%" PRIu64 ",\"committer_poisoned\":%s"
-                       ",\"recovery\":{\"log_tail\":\"%s\"",
-                   co->commits, cs.conflicts, cs.batches, co->commit_requests,
-                   co->refused_system_writes, co->n_conns, co->protocol_errors,
-                   cs.poisoned ? "true" : "false", rl__storage_tail_name(ls.recovery_tail));
+    rl__buf_printf(&j,
+                   "],\"commits\":%" PRIu64 ",\"conflicts\":%" PRIu64 ",\"batches\":%" PRIu64
+                   ",\"commit_requests\":%" PRIu64 ",\"refused_system_writes\":%" PRIu64
+                   ",\"connections\":%u,\"protocol_errors\":%" PRIu64 ",\"committer_poisoned\":%s"
+                   ",\"recovery\":{\"log_tail\":\"%s\"",
+                   co->commits, cs.conflicts, cs.batches, co->commit_requests, co->refused_system_writes, co->n_conns,
+                   co->protocol_errors, cs.poisoned ? "true" : "false", rl__storage_tail_name(ls.recovery_tail));
     if (ls.recovery_tail != RL_TAIL_CLEAN) {
         rl__buf_printf(&j, ",\"segment\":");
         json_bytes(&j, (const uint8_t *)ls.recovery_segment, strlen(ls.recovery_segment));
-        rl__buf_printf(&j, ",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"moved_to\":",
-                       ls.recovery_tail_offset, ls.recovery_tail_bytes);
+        rl__buf_printf(&j, ",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"moved_to\":", ls.recovery_tail_offset,
+                       ls.recovery_tail_bytes);
         json_bytes(&j, (const uint8_t *)ls.recovery_moved_to, strlen(ls.recovery_moved_to));
     }
     rl__buf_printf(&j, "}");
@@ -1126,14 +1107,15 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
     rl_proto_why why;
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &co->scratch, &m, &why);
     if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && h->type == RL_MSG_HELLO) {
-        rl__log(RL_LOG_WARN, "coordinator: refusing the handshake of %s: magic 0x%08x protocol "
-                             "version %u (this coordinator speaks 0x%08x version %u)",
-                rl__conn_peer(cc->conn), m.u.hello_req.magic, m.u.hello_req.protocol_version,
-                RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
+        rl__log(RL_LOG_WARN,
+                "coordinator: refusing the handshake of %s: magic 0x%08x protocol "
+                "version %u (this coordinator speaks 0x%08x version %u)",
+                rl__conn_peer(cc->conn), m.u.hello_req.magic, m.u.hello_req.protocol_version, RL_PROTOCOL_MAGIC,
+                RL_PROTOCOL_VERSION);
         send_error(co, cc->conn, h->type, h->id, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
                    "this coordinator speaks protocol version %u (magic 0x%08x); the HELLO had "
-                   "magic 0x%08x version %u", RL_PROTOCOL_VERSION, RL_PROTOCOL_MAGIC,
-                   m.u.hello_req.magic, m.u.hello_req.protocol_version);
+                   "magic 0x%08x version %u",
+                   RL_PROTOCOL_VERSION, RL_PROTOCOL_MAGIC, m.u.hello_req.magic, m.u.hello_req.protocol_version);
         co->protocol_errors++;
         rl__conn_close(cc->conn, RL_CONN_CLOSE_FLUSH);
         return;
@@ -1147,9 +1129,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         return;
     }
     switch (h->type) {
-    case RL_MSG_HELLO:
-        handle_hello(cc, h, &m.u.hello_req);
-        break;
+    case RL_MSG_HELLO: handle_hello(cc, h, &m.u.hello_req); break;
     case RL_MSG_PING: {
         rl_msg r;
         memset(&r, 0, sizeof r);
@@ -1166,35 +1146,17 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         send_reply(co, cc->conn, RL_MSG_GET_READ_VERSION, h->id, &r);
         break;
     }
-    case RL_MSG_GET_SHARD_MAP:
-        handle_shard_map(cc, h);
-        break;
-    case RL_MSG_SET_DELAY:
-        handle_set_delay(cc, h, &m.u.set_delay_req);
-        break;
-    case RL_MSG_PEEK:
-        handle_peek(cc, h, &m.u.peek_req);
-        break;
-    case RL_MSG_POP:
-        handle_pop(cc, h, &m.u.pop_req);
-        break;
-    case RL_MSG_STATUS:
-        handle_status(cc, h);
-        break;
-    case RL_MSG_GET:
-        handle_get(cc, h, &m.u.get_req);
-        break;
-    case RL_MSG_GET_KEY:
-        handle_get_key(cc, h, &m.u.get_key_req);
-        break;
-    case RL_MSG_GET_RANGE:
-        handle_get_range(cc, h, &m.u.get_range_req);
-        break;
+    case RL_MSG_GET_SHARD_MAP: handle_shard_map(cc, h); break;
+    case RL_MSG_SET_DELAY: handle_set_delay(cc, h, &m.u.set_delay_req); break;
+    case RL_MSG_PEEK: handle_peek(cc, h, &m.u.peek_req); break;
+    case RL_MSG_POP: handle_pop(cc, h, &m.u.pop_req); break;
+    case RL_MSG_STATUS: handle_status(cc, h); break;
+    case RL_MSG_GET: handle_get(cc, h, &m.u.get_req); break;
+    case RL_MSG_GET_KEY: handle_get_key(cc, h, &m.u.get_key_req); break;
+    case RL_MSG_GET_RANGE: handle_get_range(cc, h, &m.u.get_range_req); break;
     case RL_MSG_SPLIT_SHARD:
     case RL_MSG_ASSIGN_SHARD:
-    case RL_MSG_MOVE_SHARD:
-        rl__co_move_request(co, cc, h, &m);
-        break;
+    case RL_MSG_MOVE_SHARD: rl__co_move_request(co, cc, h, &m); break;
     case RL_MSG_GET_MAPPED_RANGE:
     case RL_MSG_GET_MULTI:
         send_error(co, cc->conn, h->type, h->id, RL_E_UNSUPPORTED_OPERATION,
@@ -1222,10 +1184,8 @@ static void on_close(rl_conn *conn, int err, void *ud) {
             rl__conn_release(conn);
             co->servers[i].peek_conn = NULL;
         }
-    if (cc->prev)
-        cc->prev->next = cc->next;
-    else
-        co->conns = cc->next;
+    if (cc->prev) cc->prev->next = cc->next;
+    else co->conns = cc->next;
     if (cc->next) cc->next->prev = cc->prev;
     co->n_conns--;
     rl__conn_release(conn);

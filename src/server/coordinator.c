@@ -71,8 +71,8 @@ static const uint8_t k_ffff[2] = {0xff, 0xff};
 static int is_sys_key(const uint8_t *k, uint32_t len) { return len > 0 && k[0] == 0xff; }
 
 /* 1 if [b, e) meets [p, p + "last byte + 1") (the keys with prefix p). */
-static int range_meets_prefix(const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el,
-                              const char *p, uint32_t pl) {
+static int range_meets_prefix(const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, const char *p,
+                              uint32_t pl) {
     uint8_t pe[32];
     memcpy(pe, p, pl);
     pe[pl - 1]++;
@@ -87,12 +87,11 @@ static int key_has_prefix(const uint8_t *k, uint32_t kl, const char *p, uint32_t
 /* A SET_VERSIONSTAMPED_KEY parameter (key, 10 placeholder bytes at the offset, then the 4-byte
  * offset): 1 if the final key could have prefix p (the placeholder bytes could be anything but
  * the first, which is 0). */
-static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const char *p,
-                                       uint32_t pl) {
+static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const char *p, uint32_t pl) {
     if (len < 4) return 0;
     uint32_t body = len - 4;
-    uint32_t off = (uint32_t)param[body] | (uint32_t)param[body + 1] << 8 |
-                   (uint32_t)param[body + 2] << 16 | (uint32_t)param[body + 3] << 24;
+    uint32_t off = (uint32_t)param[body] | (uint32_t)param[body + 1] << 8 | (uint32_t)param[body + 2] << 16 |
+                   (uint32_t)param[body + 3] << 24;
     if (body < pl) return 0;
     for (uint32_t i = 0; i < pl; i++) {
         /* The stamp's first byte is the version's most significant, 0 below 2^56 (see
@@ -112,8 +111,8 @@ static int stamped_key_may_have_prefix(const uint8_t *param, uint32_t len, const
 static int stamped_key_outside(const uint8_t *param, uint32_t len) {
     if (len < 4) return 0;
     uint32_t body = len - 4;
-    uint32_t off = (uint32_t)param[body] | (uint32_t)param[body + 1] << 8 |
-                   (uint32_t)param[body + 2] << 16 | (uint32_t)param[body + 3] << 24;
+    uint32_t off = (uint32_t)param[body] | (uint32_t)param[body + 1] << 8 | (uint32_t)param[body + 2] << 16 |
+                   (uint32_t)param[body + 3] << 24;
     return off >= 2 && body >= 2 && param[0] == 0xff && param[1] == 0xff;
 }
 
@@ -124,12 +123,9 @@ int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index)
         const rl_mutation *m = &muts[i];
         int refused = 0, outside = 0;
         if (m->type == RL_MUT_CLEAR_RANGE) {
-            refused = range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_KEYSERVERS,
-                                         CO_KEYSERVERS_LEN) ||
-                      range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_SERVERLIST,
-                                         CO_SERVERLIST_LEN) ||
-                      range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_MOVEKEYS,
-                                         CO_MOVEKEYS_LEN);
+            refused = range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
+                      range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_SERVERLIST, CO_SERVERLIST_LEN) ||
+                      range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_MOVEKEYS, CO_MOVEKEYS_LEN);
             outside = rl__bytes_cmp(m->p2, m->len2, k_ffff, 2) > 0;
         } else if (m->type == RL_MUT_SET_VERSIONSTAMPED_KEY) {
             refused = stamped_key_may_have_prefix(m->p1, m->len1, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
@@ -175,8 +171,7 @@ static int sink_apply(void *ctx, rl_version v, const rl_mutation *muts, size_t n
     size_t ns = 0, nsys = 0;
     for (size_t i = 0; i < n; i++) {
         rl_mutation m = muts[i];
-        if (m.type == RL_MUT_CLEAR_RANGE && !is_sys_key(m.p1, m.len1) &&
-            rl__bytes_cmp(m.p2, m.len2, k_ff, 1) > 0) {
+        if (m.type == RL_MUT_CLEAR_RANGE && !is_sys_key(m.p1, m.len1) && rl__bytes_cmp(m.p2, m.len2, k_ff, 1) > 0) {
             rl_mutation lo = m, hi = m;
             lo.p2 = k_ff, lo.len2 = 1;
             hi.p1 = k_ff, hi.len1 = 1;
@@ -206,8 +201,9 @@ static int sink_sync(void *ctx) {
         rc = rl__storage_apply(co->sys, co->sink.v, co->sink.sys, n);
         if (rc == RL_OK) rc = rl__storage_sync(co->sys);
         if (rc != RL_OK)
-            rl__log(RL_LOG_ERROR, "coordinator: the system keyspace failed at version %" PRIu64
-                                  " (%s): the commit log holds the batch, a restart replays it",
+            rl__log(RL_LOG_ERROR,
+                    "coordinator: the system keyspace failed at version %" PRIu64
+                    " (%s): the commit log holds the batch, a restart replays it",
                     co->sink.v, rl_error_name(rc));
     }
     return rc;
@@ -254,13 +250,15 @@ static int replay_sys(rl_coordinator *co, rl_buf *errmsg) {
     if (rc == RL_OK) rc = r.rc;
     if (rc == RL_OK && r.applied) rc = rl__storage_sync(co->sys);
     if (rc != RL_OK) {
-        rl__buf_printf(errmsg, "replaying the commit log into the system keyspace %s/sys failed: %s",
-                       co->dir, rl_error_name(rc));
+        rl__buf_printf(errmsg, "replaying the commit log into the system keyspace %s/sys failed: %s", co->dir,
+                       rl_error_name(rc));
         return rc;
     }
     if (r.applied)
-        rl__log(RL_LOG_INFO, "coordinator: replayed %" PRIu64 " versions of system mutations "
-                             "from the commit log", r.applied);
+        rl__log(RL_LOG_INFO,
+                "coordinator: replayed %" PRIu64 " versions of system mutations "
+                "from the commit log",
+                r.applied);
     return RL_OK;
 }
 
@@ -269,8 +267,7 @@ static int replay_sys(rl_coordinator *co, rl_buf *errmsg) {
 /* Commit muts (SETs of system keys, built in a) through the committer and wait: the writes get
  * write conflict ranges, so a client transaction that read the keys conflicts. Blocking: used
  * before the loop runs (open). */
-static int commit_blocking(rl_coordinator *co, const rl_mutation *muts, size_t n, rl_arena *a,
-                           rl_buf *errmsg) {
+static int commit_blocking(rl_coordinator *co, const rl_mutation *muts, size_t n, rl_arena *a, rl_buf *errmsg) {
     rl_keyrange *w = rl__arena_alloc(a, n * sizeof *w + 1);
     if (!w) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
@@ -288,8 +285,7 @@ static int commit_blocking(rl_coordinator *co, const rl_mutation *muts, size_t n
     req.muts = muts;
     req.n_muts = n;
     int rc = rl__committer_commit(co->cm, &req);
-    if (rc != RL_OK)
-        rl__buf_printf(errmsg, "writing the system keyspace failed: %s", rl_error_name(rc));
+    if (rc != RL_OK) rl__buf_printf(errmsg, "writing the system keyspace failed: %s", rl_error_name(rc));
     return rc;
 }
 
@@ -307,16 +303,14 @@ static int printable(const uint8_t *p, uint32_t n) {
 }
 
 /* Append the packed server list value (address, port, host, role) to b. */
-static void serverlist_value(rl_buf *b, const char *address, uint16_t port, const uint8_t *host,
-                             uint32_t host_len, int role) {
+static void serverlist_value(rl_buf *b, const char *address, uint16_t port, const uint8_t *host, uint32_t host_len,
+                             int role) {
     rl_tuple_packer pk;
     rl__tuple_packer_init(&pk, b);
     rl__tuple_pack_string(&pk, address, strlen(address));
     rl__tuple_pack_int(&pk, port);
-    if (printable(host, host_len))
-        rl__tuple_pack_string(&pk, (const char *)host, host_len);
-    else
-        rl__tuple_pack_bytes(&pk, host, host_len);
+    if (printable(host, host_len)) rl__tuple_pack_string(&pk, (const char *)host, host_len);
+    else rl__tuple_pack_bytes(&pk, host, host_len);
     rl__tuple_pack_int(&pk, role);
 }
 
@@ -364,7 +358,7 @@ int rl__co_build_register(rl_coordinator *co, co_op *op) {
 typedef struct {
     uint32_t *storage; /* configured storage ids */
     uint32_t n_storage;
-    co_shard *shards;  /* user shards "" .. "\xff" */
+    co_shard *shards; /* user shards "" .. "\xff" */
     uint32_t n_shards;
 } co_layout;
 
@@ -409,10 +403,11 @@ static int layout_check(const co_layout *l, const char *what, rl_buf *errmsg) {
             rl__buf_printf(errmsg, "%s: shards[0].begin must be \"\"", what);
             return RL_E_INVALID_ARGUMENT;
         }
-        if (i > 0 && rl__bytes_cmp(s->begin, s->begin_len, l->shards[i - 1].end,
-                                   l->shards[i - 1].end_len) != 0) {
-            rl__buf_printf(errmsg, "%s: shards[%u].begin is not shards[%u].end (shards must be "
-                                   "sorted and contiguous)", what, i, i - 1);
+        if (i > 0 && rl__bytes_cmp(s->begin, s->begin_len, l->shards[i - 1].end, l->shards[i - 1].end_len) != 0) {
+            rl__buf_printf(errmsg,
+                           "%s: shards[%u].begin is not shards[%u].end (shards must be "
+                           "sorted and contiguous)",
+                           what, i, i - 1);
             return RL_E_INVALID_ARGUMENT;
         }
         if (rl__bytes_cmp(s->begin, s->begin_len, s->end, s->end_len) >= 0) {
@@ -420,33 +415,34 @@ static int layout_check(const co_layout *l, const char *what, rl_buf *errmsg) {
             return RL_E_INVALID_ARGUMENT;
         }
         if (rl__bytes_cmp(s->end, s->end_len, k_ff, 1) > 0) {
-            rl__buf_printf(errmsg, "%s: shards[%u].end is beyond \"ff\" (the system keyspace is "
-                                   "the coordinator's)", what, i);
+            rl__buf_printf(errmsg,
+                           "%s: shards[%u].end is beyond \"ff\" (the system keyspace is "
+                           "the coordinator's)",
+                           what, i);
             return RL_E_INVALID_ARGUMENT;
         }
         if (s->n_team == 0 || s->n_team > CO_MAX_TEAM) {
-            rl__buf_printf(errmsg, "%s: shards[%u].team must list 1 to %d storage ids", what, i,
-                           CO_MAX_TEAM);
+            rl__buf_printf(errmsg, "%s: shards[%u].team must list 1 to %d storage ids", what, i, CO_MAX_TEAM);
             return RL_E_INVALID_ARGUMENT;
         }
         for (uint32_t t = 0; t < s->n_team; t++) {
             int known = 0;
             for (uint32_t j = 0; j < l->n_storage; j++) known |= l->storage[j] == s->team[t];
             if (!known) {
-                rl__buf_printf(errmsg, "%s: shards[%u].team names storage id %u, which is not in "
-                                       "\"storage\"", what, i, s->team[t]);
+                rl__buf_printf(errmsg,
+                               "%s: shards[%u].team names storage id %u, which is not in "
+                               "\"storage\"",
+                               what, i, s->team[t]);
                 return RL_E_INVALID_ARGUMENT;
             }
             for (uint32_t u = 0; u < t; u++)
                 if (s->team[u] == s->team[t]) {
-                    rl__buf_printf(errmsg, "%s: shards[%u].team lists storage id %u twice", what,
-                                   i, s->team[t]);
+                    rl__buf_printf(errmsg, "%s: shards[%u].team lists storage id %u twice", what, i, s->team[t]);
                     return RL_E_INVALID_ARGUMENT;
                 }
         }
     }
-    if (rl__bytes_cmp(l->shards[l->n_shards - 1].end, l->shards[l->n_shards - 1].end_len, k_ff,
-                      1) != 0) {
+    if (rl__bytes_cmp(l->shards[l->n_shards - 1].end, l->shards[l->n_shards - 1].end_len, k_ff, 1) != 0) {
         rl__buf_printf(errmsg, "%s: the last shard must end at \"ff\"", what);
         return RL_E_INVALID_ARGUMENT;
     }
@@ -483,8 +479,7 @@ static int parse_init(const char *path, co_layout *l, rl_buf *errmsg) {
     memset(l, 0, sizeof *l);
     json_t *root = json_load_file(path, 0, &je);
     if (!root) {
-        rl__buf_printf(errmsg, "--init %s: %s (line %d, column %d)", path, je.text, je.line,
-                       je.column);
+        rl__buf_printf(errmsg, "--init %s: %s (line %d, column %d)", path, je.text, je.line, je.column);
         return RL_E_INVALID_ARGUMENT;
     }
     json_t *st = json_object_get(root, "storage"), *sh = json_object_get(root, "shards");
@@ -516,19 +511,25 @@ static int parse_init(const char *path, co_layout *l, rl_buf *errmsg) {
         l->n_shards++; /* layout_release frees what this shard got so far */
         if (!json_is_object(s) || json_hex(json_object_get(s, "begin"), &d->begin, &d->begin_len) ||
             json_hex(json_object_get(s, "end"), &d->end, &d->end_len)) {
-            rl__buf_printf(errmsg, "--init %s: shards[%zu] needs \"begin\" and \"end\" as hex "
-                                   "strings of keys (at most %d bytes)", path, i, RL_KEY_SIZE_LIMIT);
+            rl__buf_printf(errmsg,
+                           "--init %s: shards[%zu] needs \"begin\" and \"end\" as hex "
+                           "strings of keys (at most %d bytes)",
+                           path, i, RL_KEY_SIZE_LIMIT);
             goto out;
         }
         if (!json_is_array(team) || json_array_size(team) > CO_MAX_TEAM) {
-            rl__buf_printf(errmsg, "--init %s: shards[%zu].team must be an array of 1 to %d "
-                                   "storage ids", path, i, CO_MAX_TEAM);
+            rl__buf_printf(errmsg,
+                           "--init %s: shards[%zu].team must be an array of 1 to %d "
+                           "storage ids",
+                           path, i, CO_MAX_TEAM);
             goto out;
         }
         for (size_t t = 0; t < json_array_size(team); t++) {
             if (!json_id(json_array_get(team, t), &d->team[t])) {
-                rl__buf_printf(errmsg, "--init %s: shards[%zu].team[%zu] is not an id in "
-                                       "1..4294967295", path, i, t);
+                rl__buf_printf(errmsg,
+                               "--init %s: shards[%zu].team[%zu] is not an id in "
+                               "1..4294967295",
+                               path, i, t);
                 goto out;
             }
             d->n_team++;
@@ -548,8 +549,7 @@ static int default_layout(co_layout *l) {
     memset(l, 0, sizeof *l);
     l->storage = rl__calloc(1, sizeof *l->storage);
     l->shards = rl__calloc(1, sizeof *l->shards);
-    if (!l->storage || !l->shards || dup_bytes("", 0, &l->shards[0].begin) ||
-        dup_bytes(k_ff, 1, &l->shards[0].end)) {
+    if (!l->storage || !l->shards || dup_bytes("", 0, &l->shards[0].begin) || dup_bytes(k_ff, 1, &l->shards[0].end)) {
         layout_release(l);
         return RL_E_OUT_OF_MEMORY;
     }
@@ -608,14 +608,13 @@ out:
 }
 
 /* Read [prefix, prefix + 1) of the system keyspace at its latest version into a. */
-static int sys_scan(rl_coordinator *co, const char *prefix, uint32_t pl, rl_arena *a,
-                    rl_keyvalue **kvs, int *n) {
+static int sys_scan(rl_coordinator *co, const char *prefix, uint32_t pl, rl_arena *a, rl_keyvalue **kvs, int *n) {
     uint8_t end[32];
     memcpy(end, prefix, pl);
     end[pl - 1]++;
     int more = 0;
-    return rl__storage_get_range(co->sys, rl__storage_latest_version(co->sys), prefix, pl, end, pl,
-                                 0, 0, 0, a, kvs, n, &more);
+    return rl__storage_get_range(co->sys, rl__storage_latest_version(co->sys), prefix, pl, end, pl, 0, 0, 0, a, kvs, n,
+                                 &more);
 }
 
 /* See coord_int.h: a tuple of storage ids (integers 0..2^32-1) into ids[0..cap). */
@@ -657,12 +656,9 @@ co_server *rl__co_server(rl_coordinator *co, uint32_t id) {
     uint32_t lo = 0, hi = co->n_servers;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (co->servers[mid].id < id)
-            lo = mid + 1;
-        else if (co->servers[mid].id > id)
-            hi = mid;
-        else
-            return &co->servers[mid];
+        if (co->servers[mid].id < id) lo = mid + 1;
+        else if (co->servers[mid].id > id) hi = mid;
+        else return &co->servers[mid];
     }
     return NULL;
 }
@@ -703,8 +699,7 @@ static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
         s->begin_len = bl;
         s->end_len = el;
         co->n_shards++;
-        if (rl__co_unpack_ids(kvs[i].value, kvs[i].value_len, s->team, CO_MAX_TEAM, &s->n_team) ||
-            s->n_team == 0) {
+        if (rl__co_unpack_ids(kvs[i].value, kvs[i].value_len, s->team, CO_MAX_TEAM, &s->n_team) || s->n_team == 0) {
             why = "a team that is not a tuple of 1 to 16 ids";
             goto corrupt;
         }
@@ -747,11 +742,10 @@ static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
         if (id == 0) continue; /* the coordinator's own entry */
         rl_tuple_elem el[4];
         int ok = 1;
-        for (size_t j = 0; j < 4 && ok; j++)
-            ok = rl__tuple_get(kvs[i].value, kvs[i].value_len, j, &el[j]) == RL_OK;
+        for (size_t j = 0; j < 4 && ok; j++) ok = rl__tuple_get(kvs[i].value, kvs[i].value_len, j, &el[j]) == RL_OK;
         if (!ok || el[0].type != RL_TT_STRING || el[1].type != RL_TT_INT ||
-            (el[2].type != RL_TT_STRING && el[2].type != RL_TT_BYTES) ||
-            el[0].payload_len > 15 || el[0].has_escapes || el[1].i < 1 || el[1].i > 65535) {
+            (el[2].type != RL_TT_STRING && el[2].type != RL_TT_BYTES) || el[0].payload_len > 15 || el[0].has_escapes ||
+            el[1].i < 1 || el[1].i > 65535) {
             rl__log(RL_LOG_WARN, "coordinator: ignoring a malformed server list entry for id %u", id);
             continue;
         }
@@ -823,15 +817,13 @@ static int publish_self(rl_coordinator *co, rl_buf *errmsg) {
     rl__buf_init(&k);
     rl__buf_init(&v);
     serverlist_key(&k, 0);
-    serverlist_value(&v, co->listen_ip, co->port, (const uint8_t *)co->host, co->host_len,
-                     RL_ROLE_COORDINATOR);
+    serverlist_value(&v, co->listen_ip, co->port, (const uint8_t *)co->host, co->host_len, RL_ROLE_COORDINATOR);
     int present = 0, rc;
     const uint8_t *old = NULL;
     uint32_t old_len = 0;
     rc = rl__buf_error(&k) ? RL_E_OUT_OF_MEMORY : rl__buf_error(&v);
     if (rc == RL_OK)
-        rc = rl__storage_get(co->sys, rl__storage_latest_version(co->sys), k.data, k.len, &a,
-                             &present, &old, &old_len);
+        rc = rl__storage_get(co->sys, rl__storage_latest_version(co->sys), k.data, k.len, &a, &present, &old, &old_len);
     if (rc == RL_OK && !(present && rl__bytes_cmp(old, old_len, v.data, v.len) == 0)) {
         rl_mutation m;
         rc = make_set(&a, &k, &v, &m);
@@ -859,12 +851,9 @@ static int write_port_file(const char *path, uint16_t port, rl_buf *errmsg) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        dir[1] = 0;
-    else if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
+    if (slash == dir) dir[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         if (fsync(dfd) != 0) rl__log(RL_LOG_WARN, "coordinator: fsync %s: %s", dir, strerror(errno));
@@ -970,15 +959,13 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
     /* 3. The layout: recovered, or written now for a fresh directory. */
     rc = load_layout(co, errmsg);
     if (rc == RL_E_NOT_FOUND) {
-        if (o->init_file)
-            rc = parse_init(o->init_file, &lay, errmsg);
+        if (o->init_file) rc = parse_init(o->init_file, &lay, errmsg);
         else if ((rc = default_layout(&lay)) == RL_OK)
             rl__log(RL_LOG_INFO, "coordinator: no --init: one shard [\"\", \"\\xff\") on storage 1");
         if (rc == RL_OK) rc = write_layout(co, &lay, errmsg);
         if (rc == RL_OK) rc = load_layout(co, errmsg);
     } else if (rc == RL_OK && o->init_file) {
-        rl__log(RL_LOG_INFO, "coordinator: %s already holds a cluster; --init %s is not read",
-                co->dir, o->init_file);
+        rl__log(RL_LOG_INFO, "coordinator: %s already holds a cluster; --init %s is not read", co->dir, o->init_file);
     }
     if (rc != RL_OK) goto fail;
     if ((rc = rl__co_compute_ownership(co)) != RL_OK) goto fail;
@@ -994,8 +981,8 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
     rl__co_margin_for_delay(co);
     rc = rl__listen(co->loop, co->listen_ip, o->listen_port, rl__co_on_accept, co, &co->listener);
     if (rc != RL_OK) {
-        rl__buf_printf(errmsg, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port,
-                       rl_error_name(rc), rl__net_errmsg());
+        rl__buf_printf(errmsg, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port, rl_error_name(rc),
+                       rl__net_errmsg());
         goto fail;
     }
     co->port = rl__listener_port(co->listener);
@@ -1017,8 +1004,8 @@ fail_early:
 
 /* See coordinator.h: arms the housekeeping timer, then runs the loop on this thread. */
 int rl__coordinator_run(rl_coordinator *co) {
-    if (rl__loop_timer_add(co->loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping,
-                           co, &co->housekeeping_timer) != RL_OK)
+    if (rl__loop_timer_add(co->loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping, co,
+                           &co->housekeeping_timer) != RL_OK)
         co->housekeeping_timer = 0;
     return rl__loop_run(co->loop);
 }

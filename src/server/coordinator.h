@@ -25,18 +25,18 @@
 typedef struct rl_coordinator rl_coordinator;
 
 typedef struct {
-    const char *dir;             /* the coordinator's directory (created if missing) */
-    const char *listen_ip;       /* inside 127.0.0.0/8; NULL: "127.0.0.1" */
-    uint16_t listen_port;        /* 0: an ephemeral port */
-    const char *port_file;       /* NULL, or a file that gets "PORT\n" once listening */
-    const char *host;            /* host label; NULL: "host1" */
-    const char *init_file;       /* NULL, or the initial layout (JSON), read only on first start */
-    int no_sync;                 /* no fdatasync anywhere (benchmarks only) */
-    uint64_t window_versions;    /* MVCC and resolver window; 0 = 5,000,000 */
-    uint64_t segment_bytes;      /* commit log segment size; 0 = 8 MiB (tests use less) */
-    uint32_t delay_us;           /* injected one-way delay on connections to other hosts (netem.h);
+    const char *dir;          /* the coordinator's directory (created if missing) */
+    const char *listen_ip;    /* inside 127.0.0.0/8; NULL: "127.0.0.1" */
+    uint16_t listen_port;     /* 0: an ephemeral port */
+    const char *port_file;    /* NULL, or a file that gets "PORT\n" once listening */
+    const char *host;         /* host label; NULL: "host1" */
+    const char *init_file;    /* NULL, or the initial layout (JSON), read only on first start */
+    int no_sync;              /* no fdatasync anywhere (benchmarks only) */
+    uint64_t window_versions; /* MVCC and resolver window; 0 = 5,000,000 */
+    uint64_t segment_bytes;   /* commit log segment size; 0 = 8 MiB (tests use less) */
+    uint32_t delay_us;        /* injected one-way delay on connections to other hosts (netem.h);
                                     at most RL_NETEM_MAX_US; changed at run time by SET_DELAY */
-    uint32_t jitter_us;          /* its jitter (same bound) */
+    uint32_t jitter_us;       /* its jitter (same bound) */
 } rl_coordinator_options;
 
 /* rl__coordinator_open — recover and start a coordinator (it serves once rl__coordinator_run

@@ -27,7 +27,7 @@
 #include "server/coordinator.h"
 #include "server/server.h"
 
-static rl_coordinator *volatile g_served;    /* for the signal handler only */
+static rl_coordinator *volatile g_served;      /* for the signal handler only */
 static volatile sig_atomic_t g_stop_requested; /* a signal came before serving started */
 
 /* SIGTERM / SIGINT: stop serving (or, during startup, stop right after it). */
@@ -59,50 +59,81 @@ static int parse_listen(const char *s, char ip[16], uint16_t *port, char *msg, s
 
 /* See server.h: parse, install the signal handlers, open, serve, close; the exit code. */
 int rl__rlkvd_coordinator_main(int argc, char **argv) {
-    const char *dir = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1",
-               *init = NULL;
+    const char *dir = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1", *init = NULL;
     int no_sync = 0;
     uint64_t window = 5000000, segment_bytes = 8ull << 20, delay_us = 0, jitter_us = 0;
-    const rl_arg opts[] = {
-        {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
-         .help = "the coordinator's directory (commit log, system keyspace); created if missing",
-         .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
-        {.name = "listen", .kind = RL_ARG_STRING, .dest = &listen, .metavar = "IP:PORT",
-         .help = "address to listen on, inside 127.0.0.0/8; port 0 picks a free port",
-         .flags = RL_ARG_NONEMPTY},
-        {.name = "port-file", .kind = RL_ARG_STRING, .dest = &port_file, .metavar = "FILE",
-         .help = "write the port (\"PORT\\n\") here, atomically, once listening",
-         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
-        {.name = "host", .kind = RL_ARG_STRING, .dest = &host, .metavar = "LABEL",
-         .help = "the host label of this process (delay injection)", .flags = RL_ARG_NONEMPTY},
-        {.name = "init", .kind = RL_ARG_STRING, .dest = &init, .metavar = "FILE",
-         .help = "the initial layout (JSON: storage ids and shards), read on the first start only "
-                 "(default: one shard on storage server 1)",
-         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
-        {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync,
-         .help = "never fsync (benchmarks only: an acknowledged commit may be lost in a crash)"},
-        {.name = "window-versions", .kind = RL_ARG_UINT64, .dest = &window, .metavar = "N",
-         .help = "the MVCC and conflict window, in versions (1,000,000 per second)",
-         .umin = 1000, .umax = 1000000000000ull},
-        {.name = "log-segment-bytes", .kind = RL_ARG_UINT64, .dest = &segment_bytes, .metavar = "N",
-         .help = "start a new commit log segment once one holds this many bytes (truncation "
-                 "deletes whole segments; tests use small ones)",
-         .umin = 4096, .umax = 1ull << 40},
-        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N",
-         .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
-                 "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
-         .umin = 0, .umax = RL_NETEM_MAX_US},
-        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "N",
-         .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
-         .umin = 0, .umax = RL_NETEM_MAX_US},
-        {0}};
-    const rl_args_cmd cmd = {
-        .name = "rlkvd coordinator",
-        .summary = "Run the cluster's coordinator: read versions, commits (sequencer, resolver, "
-                   "group commit), the durable commit log that storage servers pull, the shard "
-                   "map and the server list (the system keyspace), and health. Stops cleanly on "
-                   "SIGTERM or SIGINT.",
-        .opts = opts};
+    const rl_arg opts[] = {{.name = "dir",
+                            .kind = RL_ARG_STRING,
+                            .dest = &dir,
+                            .metavar = "DIR",
+                            .help = "the coordinator's directory (commit log, system keyspace); created if missing",
+                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
+                           {.name = "listen",
+                            .kind = RL_ARG_STRING,
+                            .dest = &listen,
+                            .metavar = "IP:PORT",
+                            .help = "address to listen on, inside 127.0.0.0/8; port 0 picks a free port",
+                            .flags = RL_ARG_NONEMPTY},
+                           {.name = "port-file",
+                            .kind = RL_ARG_STRING,
+                            .dest = &port_file,
+                            .metavar = "FILE",
+                            .help = "write the port (\"PORT\\n\") here, atomically, once listening",
+                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+                           {.name = "host",
+                            .kind = RL_ARG_STRING,
+                            .dest = &host,
+                            .metavar = "LABEL",
+                            .help = "the host label of this process (delay injection)",
+                            .flags = RL_ARG_NONEMPTY},
+                           {.name = "init",
+                            .kind = RL_ARG_STRING,
+                            .dest = &init,
+                            .metavar = "FILE",
+                            .help = "the initial layout (JSON: storage ids and shards), read on the first start only "
+                                    "(default: one shard on storage server 1)",
+                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+                           {.name = "no-sync",
+                            .kind = RL_ARG_FLAG,
+                            .dest = &no_sync,
+                            .help = "never fsync (benchmarks only: an acknowledged commit may be lost in a crash)"},
+                           {.name = "window-versions",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &window,
+                            .metavar = "N",
+                            .help = "the MVCC and conflict window, in versions (1,000,000 per second)",
+                            .umin = 1000,
+                            .umax = 1000000000000ull},
+                           {.name = "log-segment-bytes",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &segment_bytes,
+                            .metavar = "N",
+                            .help = "start a new commit log segment once one holds this many bytes (truncation "
+                                    "deletes whole segments; tests use small ones)",
+                            .umin = 4096,
+                            .umax = 1ull << 40},
+                           {.name = "delay-us",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &delay_us,
+                            .metavar = "N",
+                            .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
+                                    "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
+                            .umin = 0,
+                            .umax = RL_NETEM_MAX_US},
+                           {.name = "jitter-us",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &jitter_us,
+                            .metavar = "N",
+                            .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
+                            .umin = 0,
+                            .umax = RL_NETEM_MAX_US},
+                           {0}};
+    const rl_args_cmd cmd = {.name = "rlkvd coordinator",
+                             .summary = "Run the cluster's coordinator: read versions, commits (sequencer, resolver, "
+                                        "group commit), the durable commit log that storage servers pull, the shard "
+                                        "map and the server list (the system keyspace), and health. Stops cleanly on "
+                                        "SIGTERM or SIGINT.",
+                             .opts = opts};
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     char ip[16], msg[256];
@@ -144,9 +175,8 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
         return 1;
     }
     rl__buf_release(&err);
-    fprintf(stderr, "rlkvd coordinator: serving %s on %s:%u (host %s, pid %ld)%s\n", dir, ip,
-            rl__coordinator_port(c), host, (long)getpid(),
-            no_sync ? "; --no-sync: commits are NOT fsynced (benchmarks only)" : "");
+    fprintf(stderr, "rlkvd coordinator: serving %s on %s:%u (host %s, pid %ld)%s\n", dir, ip, rl__coordinator_port(c),
+            host, (long)getpid(), no_sync ? "; --no-sync: commits are NOT fsynced (benchmarks only)" : "");
     g_served = c;
     if (g_stop_requested) rl__coordinator_stop(c); /* a signal during startup */
     rc = rl__coordinator_run(c);

@@ -27,10 +27,8 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
         return RL_E_INVALID_ARGUMENT;
     }
     const char *path = db;
-    if (!strncmp(db, "cluster:", 8))
-        path = db + 8;
-    else if (strchr(db, ':') && (!strncmp(db, "mem:", 4) || !strncmp(db, "file:", 5) ||
-                                 !strncmp(db, "fdb:", 4))) {
+    if (!strncmp(db, "cluster:", 8)) path = db + 8;
+    else if (strchr(db, ':') && (!strncmp(db, "mem:", 4) || !strncmp(db, "file:", 5) || !strncmp(db, "fdb:", 4))) {
         rl__buf_printf(msg, "placement needs a cluster (--db cluster:FILE), not %s", db);
         return RL_E_INVALID_ARGUMENT;
     }
@@ -54,8 +52,8 @@ static int open_admin(const char *db, int timeout_ms, rl_admin_conn **out, rl_bu
 
 /* Send req and wait for its reply, reconnecting after a lost connection until the deadline
  * (the requests are idempotent). */
-static int call_retry(const char *db, const rl_msg *req, rl_msg *reply, int timeout_ms,
-                      rl_admin_conn **conn, rl_buf *msg) {
+static int call_retry(const char *db, const rl_msg *req, rl_msg *reply, int timeout_ms, rl_admin_conn **conn,
+                      rl_buf *msg) {
     uint64_t deadline = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     int rc = RL_E_TIMED_OUT;
     for (int attempt = 0;; attempt++) {
@@ -77,16 +75,14 @@ static int call_retry(const char *db, const rl_msg *req, rl_msg *reply, int time
         struct timespec ts = {0, 100000000L};
         nanosleep(&ts, NULL);
     }
-    rl__buf_printf(msg, "%s: no answer from the coordinator in time",
-                   rl__msg_type_name(req->type));
+    rl__buf_printf(msg, "%s: no answer from the coordinator in time", rl__msg_type_name(req->type));
     return rc == RL_E_CONNECTION_FAILED ? RL_E_CONNECTION_FAILED : RL_E_TIMED_OUT;
 }
 
-int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int timeout_ms,
-                        rl_version *out_version, int *out_split, rl_buf *msg) {
+int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int timeout_ms, rl_version *out_version,
+                        int *out_split, rl_buf *msg) {
     static const uint8_t ff = 0xff;
-    if (key_len == 0 || rl__bytes_cmp(key, (uint32_t)key_len, &ff, 1) >= 0 ||
-        key_len > RL_PROTO_MAX_KEY) {
+    if (key_len == 0 || rl__bytes_cmp(key, (uint32_t)key_len, &ff, 1) >= 0 || key_len > RL_PROTO_MAX_KEY) {
         rl__buf_printf(msg, "the split key must be above \"\" and below \\xff");
         return RL_E_INVALID_ARGUMENT;
     }
@@ -106,9 +102,9 @@ int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int 
     return rc;
 }
 
-int rl__placement_assign(const char *db, const uint8_t *begin, size_t begin_len, const uint8_t *end,
-                         size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
-                         rl_version *out_version, uint32_t *out_moved, rl_buf *msg) {
+int rl__placement_assign(const char *db, const uint8_t *begin, size_t begin_len, const uint8_t *end, size_t end_len,
+                         const uint32_t *team, uint32_t n_team, int timeout_ms, rl_version *out_version,
+                         uint32_t *out_moved, rl_buf *msg) {
     static const uint8_t ff = 0xff;
     if (rl__bytes_cmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len) >= 0) {
         rl__buf_printf(msg, "--begin must be below --end");
@@ -166,8 +162,7 @@ static uint8_t *dup_bytes(const void *p, size_t n) {
     return q;
 }
 
-int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int n_sl,
-                     rl_pl_map *out, rl_buf *msg) {
+int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int n_sl, rl_pl_map *out, rl_buf *msg) {
     static const uint8_t ff = 0xff;
     memset(out, 0, sizeof *out);
     out->shards = rl__calloc((size_t)n_ks + 1, sizeof *out->shards);
@@ -208,8 +203,7 @@ int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int
         if (id == 0) continue; /* the coordinator */
         rl_tuple_elem e[3];
         int ok = 1;
-        for (size_t j = 0; j < 3 && ok; j++)
-            ok = rl__tuple_get(sl[i].value, sl[i].value_len, j, &e[j]) == RL_OK;
+        for (size_t j = 0; j < 3 && ok; j++) ok = rl__tuple_get(sl[i].value, sl[i].value_len, j, &e[j]) == RL_OK;
         if (!ok || e[0].type != RL_TT_STRING || e[0].payload_len > 15 || e[1].type != RL_TT_INT ||
             (e[2].type != RL_TT_STRING && e[2].type != RL_TT_BYTES))
             continue;
@@ -240,13 +234,10 @@ const rl_pl_shard *rl__pl_shard_of(const rl_pl_map *m, const uint8_t *key, size_
     uint32_t lo = 0, hi = m->n_shards;
     while (lo < hi) { /* the first shard whose end > key */
         uint32_t mid = lo + (hi - lo) / 2;
-        if (rl__bytes_cmp(m->shards[mid].end, m->shards[mid].end_len, key, (uint32_t)len) <= 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (rl__bytes_cmp(m->shards[mid].end, m->shards[mid].end_len, key, (uint32_t)len) <= 0) lo = mid + 1;
+        else hi = mid;
     }
-    if (lo >= m->n_shards ||
-        rl__bytes_cmp(m->shards[lo].begin, m->shards[lo].begin_len, key, (uint32_t)len) > 0)
+    if (lo >= m->n_shards || rl__bytes_cmp(m->shards[lo].begin, m->shards[lo].begin_len, key, (uint32_t)len) > 0)
         return NULL;
     return &m->shards[lo];
 }
@@ -280,8 +271,7 @@ static int hosts_disjoint(const rl_pl_map *m, const rl_pl_shard *a, const rl_pl_
     char x[32], y[32];
     for (uint32_t i = 0; i < a->n_team; i++)
         for (uint32_t j = 0; j < b->n_team; j++)
-            if (!strcmp(host_of(m, a->team[i], x, sizeof x), host_of(m, b->team[j], y, sizeof y)))
-                return 0;
+            if (!strcmp(host_of(m, a->team[i], x, sizeof x), host_of(m, b->team[j], y, sizeof y))) return 0;
     return 1;
 }
 
@@ -326,16 +316,16 @@ static json_t *team_json(const rl_pl_map *m, const rl_pl_shard *s) {
     json_t *t = json_array();
     for (uint32_t i = 0; t && i < s->n_team; i++) {
         const rl_pl_server *sv = rl__pl_server(m, s->team[i]);
-        json_array_append_new(t, json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)s->team[i],
-                                           "address", sv ? sv->address : "", "port",
-                                           sv ? (int)sv->port : 0, "host", sv ? sv->host : ""));
+        json_array_append_new(t, json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)s->team[i], "address",
+                                           sv ? sv->address : "", "port", sv ? (int)sv->port : 0, "host",
+                                           sv ? sv->host : ""));
     }
     return t;
 }
 
 /* The shards meeting [b, e), with the records counted per shard when pairs is not NULL. */
-static json_t *part_json(const rl_pl_map *m, const uint8_t *b, size_t bl, const uint8_t *e,
-                         size_t el, const rl_pl_pair *pairs, size_t n) {
+static json_t *part_json(const rl_pl_map *m, const uint8_t *b, size_t bl, const uint8_t *e, size_t el,
+                         const rl_pl_pair *pairs, size_t n) {
     json_t *o = json_object(), *arr = json_array();
     if (!o || !arr) {
         json_decref(o);
@@ -356,11 +346,11 @@ static json_t *part_json(const rl_pl_map *m, const uint8_t *b, size_t bl, const 
         json_object_set_new(j, "team", team_json(m, s));
         if (pairs) {
             uint64_t cnt = 0;
-            while (pi < n && rl__bytes_cmp(pairs[pi].record_key, (uint32_t)pairs[pi].record_len,
-                                           s->begin, s->begin_len) < 0)
+            while (pi < n &&
+                   rl__bytes_cmp(pairs[pi].record_key, (uint32_t)pairs[pi].record_len, s->begin, s->begin_len) < 0)
                 pi++;
-            while (pi < n && rl__bytes_cmp(pairs[pi].record_key, (uint32_t)pairs[pi].record_len,
-                                           s->end, s->end_len) < 0)
+            while (pi < n &&
+                   rl__bytes_cmp(pairs[pi].record_key, (uint32_t)pairs[pi].record_len, s->end, s->end_len) < 0)
                 pi++, cnt++;
             json_object_set_new(j, "records", json_integer((json_int_t)cnt));
         }
@@ -370,9 +360,9 @@ static json_t *part_json(const rl_pl_map *m, const uint8_t *b, size_t bl, const 
     return o;
 }
 
-json_t *rl__pl_receipt(const rl_pl_map *m, const uint8_t *idx_b, size_t idx_bl,
-                       const uint8_t *idx_e, size_t idx_el, const uint8_t *rec_b, size_t rec_bl,
-                       const uint8_t *rec_e, size_t rec_el, const rl_pl_pair *pairs, size_t n) {
+json_t *rl__pl_receipt(const rl_pl_map *m, const uint8_t *idx_b, size_t idx_bl, const uint8_t *idx_e, size_t idx_el,
+                       const uint8_t *rec_b, size_t rec_bl, const uint8_t *rec_e, size_t rec_el,
+                       const rl_pl_pair *pairs, size_t n) {
     rl_pl_fractions f;
     rl__pl_fractions(m, pairs, n, &f);
     json_t *o = json_object();
@@ -380,10 +370,9 @@ json_t *rl__pl_receipt(const rl_pl_map *m, const uint8_t *idx_b, size_t idx_bl,
     json_object_set_new(o, "index", part_json(m, idx_b, idx_bl, idx_e, idx_el, NULL, 0));
     json_object_set_new(o, "records", part_json(m, rec_b, rec_bl, rec_e, rec_el, pairs, n));
     json_object_set_new(o, "fractions",
-                        json_pack("{s:I,s:I,s:I,s:f,s:f}", "records", (json_int_t)f.records,
-                                  "server_disjoint", (json_int_t)f.server_disjoint,
-                                  "host_disjoint", (json_int_t)f.host_disjoint,
-                                  "server_disjoint_fraction", f.server_fraction,
-                                  "host_disjoint_fraction", f.host_fraction));
+                        json_pack("{s:I,s:I,s:I,s:f,s:f}", "records", (json_int_t)f.records, "server_disjoint",
+                                  (json_int_t)f.server_disjoint, "host_disjoint", (json_int_t)f.host_disjoint,
+                                  "server_disjoint_fraction", f.server_fraction, "host_disjoint_fraction",
+                                  f.host_fraction));
     return o;
 }

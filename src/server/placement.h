@@ -32,8 +32,8 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
  * version the boundary is in the map from; *out_split 1 if it was added, 0 if key already was a
  * boundary. Errors: RL_E_INVALID_ARGUMENT (key "" or at or above "\xff"), connection errors,
  * RL_E_TIMED_OUT. timeout_ms 0: RL_PLACEMENT_DEFAULT_TIMEOUT_MS. */
-int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int timeout_ms,
-                        rl_version *out_version, int *out_split, rl_buf *msg);
+int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int timeout_ms, rl_version *out_version,
+                        int *out_split, rl_buf *msg);
 
 /* rl__placement_assign — make [begin, end) whole shards and move them to team (ASSIGN_SHARD);
  * returns once every shard of the range is on the team. A lost coordinator connection (a
@@ -42,9 +42,9 @@ int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int 
  * be NULL). Errors: RL_E_INVALID_ARGUMENT (begin >= end, end beyond "\xff", an unknown or repeated
  * team id, a team of 0 or more than 16), RL_E_TIMED_OUT (msg names the pending destinations; the
  * move goes on), connection errors. */
-int rl__placement_assign(const char *db, const uint8_t *begin, size_t begin_len, const uint8_t *end,
-                         size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
-                         rl_version *out_version, uint32_t *out_moved, rl_buf *msg);
+int rl__placement_assign(const char *db, const uint8_t *begin, size_t begin_len, const uint8_t *end, size_t end_len,
+                         const uint32_t *team, uint32_t n_team, int timeout_ms, rl_version *out_version,
+                         uint32_t *out_moved, rl_buf *msg);
 
 /* ---- The shard map ------------------------------------------------------------------------ */
 
@@ -73,8 +73,8 @@ typedef struct {
 /* rl__pl_map_parse — the map from the rows of \xff/keyServers/ and \xff/serverList/ (as a read of
  * the system keyspace returns them, key order). *out is the caller's (rl__pl_map_free).
  * RL_OK, RL_E_CORRUPT_DATA (msg says what), RL_E_OUT_OF_MEMORY. */
-int rl__pl_map_parse(const rl_keyvalue *key_servers, int n_ks, const rl_keyvalue *server_list,
-                     int n_sl, rl_pl_map *out, rl_buf *msg);
+int rl__pl_map_parse(const rl_keyvalue *key_servers, int n_ks, const rl_keyvalue *server_list, int n_sl, rl_pl_map *out,
+                     rl_buf *msg);
 void rl__pl_map_free(rl_pl_map *m);
 /* The shard holding key (every key below "\xff" has one), or NULL. */
 const rl_pl_shard *rl__pl_shard_of(const rl_pl_map *m, const uint8_t *key, size_t len);
@@ -110,9 +110,9 @@ void rl__pl_fractions(const rl_pl_map *m, const rl_pl_pair *pairs, size_t n, rl_
  * "host"}]} for every shard meeting the range, in key order. Deterministic: the same map and
  * pairs give the same JSON (json_dumps with JSON_SORT_KEYS | JSON_COMPACT). pairs must be sorted
  * by record key for the per-shard counts. *out is the caller's (json_decref); NULL on OOM. */
-json_t *rl__pl_receipt(const rl_pl_map *m, const uint8_t *idx_b, size_t idx_bl,
-                       const uint8_t *idx_e, size_t idx_el, const uint8_t *rec_b, size_t rec_bl,
-                       const uint8_t *rec_e, size_t rec_el, const rl_pl_pair *pairs, size_t n);
+json_t *rl__pl_receipt(const rl_pl_map *m, const uint8_t *idx_b, size_t idx_bl, const uint8_t *idx_e, size_t idx_el,
+                       const uint8_t *rec_b, size_t rec_bl, const uint8_t *rec_e, size_t rec_el,
+                       const rl_pl_pair *pairs, size_t n);
 
 /* rl__pl_split_points — the record keys at which `keys` (n sorted record first-keys) divide into
  * k contiguous parts of nearly equal counts: points[i] = keys[(i + 1) * n / k] for i < k - 1

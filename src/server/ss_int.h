@@ -44,7 +44,7 @@
 #define SS_DEFAULT_SYNC_INTERVAL_MS 10
 #define SS_DEFAULT_MAP_REFRESH_MS 5000
 #define SS_DEFAULT_CONNECT_TIMEOUT_MS 1000
-#define SS_TICK_MS 100 /* the housekeeping timer: map refresh, s2s deadlines */
+#define SS_TICK_MS 100                /* the housekeeping timer: map refresh, s2s deadlines */
 #define SS_DEFAULT_CO_TIMEOUT_MS 5000 /* coordinator replies (ss_repl.c invariant 6) */
 
 /* Reply bounds (about 8 MiB of rows per range reply, 32 MiB per GET_MULTI reply; frames carry at
@@ -52,10 +52,10 @@
 #define SS_REPLY_BYTES (8L << 20)
 #define SS_MULTI_REPLY_BYTES (32L << 20)
 #define SS_MAPPED_SECONDARY_BUDGET (24L << 20) /* per batch of secondaries */
-#define SS_MAX_BATCH 100                          /* FoundationDB's BUGGIFY range tops at 100 */
+#define SS_MAX_BATCH 100                       /* FoundationDB's BUGGIFY range tops at 100 */
 #define SS_DEFAULT_BATCH 10
 #define SS_GROUPED_MAX_BATCH RL_PROTO_MAX_BATCH /* `grouped`: the whole page (at most this) */
-#define SS_MULTI_MIN_ITEMS 10 /* GET_MULTI reads at least this many items whatever max_bytes says */
+#define SS_MULTI_MIN_ITEMS 10                   /* GET_MULTI reads at least this many items whatever max_bytes says */
 /* The strategy of mapped reads that name none (RL_FETCH_DEFAULT): grouped, by measurement
  * (docs/design.md §8.4, docs/benchmarks.md "Secondary-read strategies"). */
 #define SS_DEFAULT_STRATEGY RL_FETCH_GROUPED
@@ -111,11 +111,11 @@ typedef struct ss_s2s_req ss_s2s_req;
 /* An accepted connection (a client or a peer storage server). Loop thread only. */
 struct ss_client {
     rl_ss *ss;
-    rl_conn *conn;   /* one reference, released when the client is freed */
-    int hello;       /* 1 once its HELLO was answered */
-    uint8_t role;    /* its HELLO's role */
+    rl_conn *conn; /* one reference, released when the client is freed */
+    int hello;     /* 1 once its HELLO was answered */
+    uint8_t role;  /* its HELLO's role */
     uint32_t peer_id;
-    int delayed;     /* 1: on another host (netem.h): replies carry the injected delay */
+    int delayed; /* 1: on another host (netem.h): replies carry the injected delay */
     ss_client *prev, *next;
 };
 
@@ -151,31 +151,31 @@ struct ss_peer {
     uint32_t id;
     char addr[16];
     uint16_t port;
-    rl_conn *conn;         /* NULL while not connected */
-    int connecting;        /* a connect is under way */
-    uint64_t gen;          /* connect generation (a late on_connect of an old one is dropped) */
-    ss_s2s_req *pending;   /* sent, awaiting their reply */
-    ss_s2s_req *waiting;   /* queued until the connection is up */
-    int delayed;           /* 1: on another host per the shard map (or not in it): delayed */
+    rl_conn *conn;       /* NULL while not connected */
+    int connecting;      /* a connect is under way */
+    uint64_t gen;        /* connect generation (a late on_connect of an old one is dropped) */
+    ss_s2s_req *pending; /* sent, awaiting their reply */
+    ss_s2s_req *waiting; /* queued until the connection is up */
+    int delayed;         /* 1: on another host per the shard map (or not in it): delayed */
     ss_peer *next;
 };
 
 /* One piece of a secondary read: the part of an item's keys inside one shard. */
 typedef struct {
-    int item;                /* index of its item in the batch */
+    int item; /* index of its item in the batch */
     int is_range;
-    const uint8_t *begin;    /* in the mapped read's arena (or the item's own keys) */
+    const uint8_t *begin; /* in the mapped read's arena (or the item's own keys) */
     uint32_t begin_len;
     const uint8_t *end;
     uint32_t end_len;
-    int local;               /* 1: read from this engine */
-    uint32_t owner;          /* remote: the server id to ask */
+    int local;      /* 1: read from this engine */
+    uint32_t owner; /* remote: the server id to ask */
     /* Result. */
     int error;
     rl_keyvalue *kvs;
     int n_kvs;
     int more;
-    int unread;              /* remote: the peer's reply budget did not reach it (no rows, more) */
+    int unread; /* remote: the peer's reply budget did not reach it (no rows, more) */
 } ss_piece;
 
 /* One GET_MULTI request of a batch. */
@@ -185,12 +185,12 @@ struct ss_s2s_req {
     uint32_t server;
     uint64_t req_id;
     uint64_t deadline_ns;
-    rl_buf payload;   /* the encoded GET_MULTI request */
-    int *pieces;      /* indexes into b->pieces, in the request's item order */
+    rl_buf payload; /* the encoded GET_MULTI request */
+    int *pieces;    /* indexes into b->pieces, in the request's item order */
     int n_pieces;
     uint32_t reply_bytes; /* its reply frame, header included (set before req_reply) */
-    int done;         /* finished (under the batch's mu) */
-    int sent;         /* sent by the worker itself (set before the loop sees the batch) */
+    int done;             /* finished (under the batch's mu) */
+    int sent;             /* sent by the worker itself (set before the loop sees the batch) */
 };
 
 /* The remote part of one batch of a mapped read: shared by the worker (which waits) and the
@@ -201,28 +201,28 @@ struct ss_batch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_int refs;
-    int outstanding;   /* requests not finished (under mu) */
-    int cancelled;     /* the worker gave up (under mu) */
+    int outstanding; /* requests not finished (under mu) */
+    int cancelled;   /* the worker gave up (under mu) */
     rl_ss *ss;
-    rl_arena *a;       /* the mapped read's arena */
+    rl_arena *a; /* the mapped read's arena */
     ss_piece *pieces;
     int n_pieces;
     ss_s2s_req *reqs;
     int n_reqs;
-    int error;         /* first transport error (under mu) */
+    int error; /* first transport error (under mu) */
     char errmsg[200];
     uint64_t bytes_received; /* reply frames taken while !cancelled (under mu) */
 };
 
 struct rl_ss {
-    rl_ss_options o;     /* strings point to the copies below */
+    rl_ss_options o; /* strings point to the copies below */
     char *dir, *host, *coord_ip, *listen_ip;
-    char *coord_host;    /* the coordinator's host label from the options, or NULL */
+    char *coord_host; /* the coordinator's host label from the options, or NULL */
     rl_storage *st;
     rl_loop *loop;
     rl_listener *lis;
     uint16_t port;
-    atomic_int fatal;    /* a fatal error (rl__ss_run returns it) */
+    atomic_int fatal; /* a fatal error (rl__ss_run returns it) */
     atomic_int stopping;
 
     /* Versions (invariant 3). */
@@ -233,17 +233,17 @@ struct rl_ss {
     pthread_mutex_t map_mu;
     ss_range *own;
     uint32_t n_own;
-    ss_map *map;         /* NULL until fetched */
+    ss_map *map; /* NULL until fetched */
 
     /* Inbound connections and parked reads (loop). */
     ss_client *clients;
     ss_parked *parked;
-    rl_arena req_arena;  /* decode arena of the request being handled (loop) */
-    rl_buf reply;        /* reply encoding buffer (loop) */
+    rl_arena req_arena; /* decode arena of the request being handled (loop) */
+    rl_buf reply;       /* reply encoding buffer (loop) */
 
     /* The coordinator connection (loop; ss_repl.c). */
     rl_conn *co;
-    int co_state;        /* SS_CO_* */
+    int co_state; /* SS_CO_* */
     uint64_t co_gen;
     uint64_t co_next_id;
     uint64_t co_reg_id, co_peek_id, co_map_id;
@@ -253,10 +253,10 @@ struct rl_ss {
     uint32_t co_backoff_ms;
     uint64_t co_retry_timer;
     uint64_t last_map_ns;
-    rl_arena co_arena;   /* decode arena of coordinator replies (loop) */
-    rl_buf co_buf;       /* encoding buffer of coordinator requests (loop) */
+    rl_arena co_arena; /* decode arena of coordinator replies (loop) */
+    rl_buf co_buf;     /* encoding buffer of coordinator requests (loop) */
     atomic_int map_refresh_wanted;
-    int map_incomplete;  /* loop: the map names a team member missing from its server list */
+    int map_incomplete; /* loop: the map names a team member missing from its server list */
     atomic_int registered;
     _Atomic uint64_t registrations;
 
@@ -265,13 +265,13 @@ struct rl_ss {
     int sync_started;
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cv;
-    int sync_want;       /* under sync_mu: a sync is requested */
-    int sync_quit;       /* under sync_mu */
-    rl_version sync_target; /* under sync_mu: what the requested sync covers */
-    int sync_rc;         /* under sync_mu: the last sync's result */
+    int sync_want;               /* under sync_mu: a sync is requested */
+    int sync_quit;               /* under sync_mu */
+    rl_version sync_target;      /* under sync_mu: what the requested sync covers */
+    int sync_rc;                 /* under sync_mu: the last sync's result */
     rl_version sync_done_target; /* under sync_mu: what it covered */
-    int sync_busy;       /* loop: a sync is requested or running */
-    uint64_t sync_timer; /* loop: a timer that will start the next sync */
+    int sync_busy;               /* loop: a sync is requested or running */
+    uint64_t sync_timer;         /* loop: a timer that will start the next sync */
     uint64_t last_sync_ns;
 
     /* Workers (ss_mapped.c). */
@@ -286,7 +286,7 @@ struct rl_ss {
     pthread_mutex_t peers_mu;
     ss_peer *peers;
     uint64_t s2s_next_id;
-    rl_arena s2s_arena;  /* decode arena of GET_MULTI replies (loop) */
+    rl_arena s2s_arena; /* decode arena of GET_MULTI replies (loop) */
     uint64_t tick_timer;
 
     /* Injected delay (netem.h; loop thread): the setting, applied to every delayed connection —
@@ -299,24 +299,24 @@ struct rl_ss {
     rl_lat_hist closed_late;
     /* Shard moves in (ss_move.c; loop thread). */
     ss_fetch *fetches;
-    ss_range *moved_in;  /* ranges moved in, with `since`, also in DIR/moved-in (a restart keeps
+    ss_range *moved_in; /* ranges moved in, with `since`, also in DIR/moved-in (a restart keeps
                             refusing reads below since); pruned once since leaves the window */
     uint32_t n_moved_in;
     int moved_in_loaded;
-    ss_range *drops;     /* ranges that moved away and left the window: their rows are cleared
+    ss_range *drops; /* ranges that moved away and left the window: their rows are cleared
                             at the next version this server applies */
     uint32_t n_drops;
     _Atomic uint64_t n_dropped;
     _Atomic uint64_t n_fetches_done, n_fetched_rows;
 
     /* Counters (invariant 4). */
-    _Atomic uint64_t n_reads, n_mapped, n_sec_local, n_sec_remote, n_s2s_requests,
-        n_s2s_round_trips, n_peeks, n_parked, n_future, n_mapped_ns;
+    _Atomic uint64_t n_reads, n_mapped, n_sec_local, n_sec_remote, n_s2s_requests, n_s2s_round_trips, n_peeks, n_parked,
+        n_future, n_mapped_ns;
     /* Tracing (STATUS): reads by type, GET_MULTI served for peers, storage-to-storage bytes of
      * this server's mapped reads; gauges: mapped reads queued for a worker / being run by one,
      * reads parked now (n_parked counts every park). */
-    _Atomic uint64_t n_gets, n_get_keys, n_get_ranges, n_get_multi_served, n_get_multi_items,
-        n_s2s_bytes_sent, n_s2s_bytes_received;
+    _Atomic uint64_t n_gets, n_get_keys, n_get_ranges, n_get_multi_served, n_get_multi_items, n_s2s_bytes_sent,
+        n_s2s_bytes_received;
     _Atomic int64_t mapped_queued, mapped_running, parked_now;
 };
 
@@ -417,11 +417,10 @@ uint32_t rl__ss_move_count(const rl_ss *ss);
 int rl__ss_workers_start(rl_ss *ss);
 void rl__ss_workers_stop(rl_ss *ss);
 /* Queue a mapped read (the frame's payload is copied). [loop] */
-int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload,
-                         size_t len, uint64_t t0_ns, int shard);
+int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
+                         int shard);
 /* Serve a GET_MULTI request (local reads only) on the loop thread. */
-void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r,
-                      rl_version readv);
+void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r, rl_version readv);
 /* Fail storage-to-storage requests whose deadline passed. [loop] */
 void rl__ss_s2s_tick(rl_ss *ss);
 /* A new shard map arrived: connect the peers whose requests waited for their address. [loop] */

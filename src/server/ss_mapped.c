@@ -202,8 +202,7 @@ static void fail_chain(ss_s2s_req *q, int code, const char *why) {
 static void peer_send_locked(ss_peer *p, ss_s2s_req *q, ss_s2s_req **failed) {
     q->next = p->pending;
     p->pending = q;
-    int rc = rl__conn_send(p->conn, RL_MSG_GET_MULTI, 0, q->req_id, q->payload.data,
-                           q->payload.len);
+    int rc = rl__conn_send(p->conn, RL_MSG_GET_MULTI, 0, q->req_id, q->payload.data, q->payload.len);
     if (rc != RL_OK && list_take(&p->pending, q->req_id)) {
         q->next = *failed;
         *failed = q;
@@ -214,8 +213,8 @@ static void on_peer_close(rl_conn *conn, int err, void *ud) {
     ss_peer *p = ud;
     char why[400];
     pthread_mutex_lock(&p->ss->peers_mu);
-    snprintf(why, sizeof why, "storage server %u (%s:%u): connection lost (%s: %s)", p->id,
-             p->addr, p->port, rl_error_name(err), rl__conn_close_reason(conn));
+    snprintf(why, sizeof why, "storage server %u (%s:%u): connection lost (%s: %s)", p->id, p->addr, p->port,
+             rl_error_name(err), rl__conn_close_reason(conn));
     ss_s2s_req *chain = NULL;
     if (p->conn == conn && p->delayed) rl__ss_delay_closed(p->ss, conn);
     if (p->conn == conn) {
@@ -227,34 +226,34 @@ static void on_peer_close(rl_conn *conn, int err, void *ud) {
     rl__conn_release(conn);
 }
 
-static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload,
-                          void *ud) {
+static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
     ss_peer *p = ud;
     rl_ss *ss = p->ss;
     rl_msg m;
     rl_proto_why why;
     if (!rl__conn_is_open(conn)) return;
-    if (!(h->flags & RL_FRAME_REPLY) ||
-        (h->type != RL_MSG_HELLO && h->type != RL_MSG_GET_MULTI)) {
-        rl__log(RL_LOG_WARN, "storage server %u: closing the connection to storage server %u "
-                "(%s): unexpected %s frame (flags %u)", ss->o.id, p->id, rl__conn_peer(conn),
-                rl__msg_type_name(h->type), h->flags);
+    if (!(h->flags & RL_FRAME_REPLY) || (h->type != RL_MSG_HELLO && h->type != RL_MSG_GET_MULTI)) {
+        rl__log(RL_LOG_WARN,
+                "storage server %u: closing the connection to storage server %u "
+                "(%s): unexpected %s frame (flags %u)",
+                ss->o.id, p->id, rl__conn_peer(conn), rl__msg_type_name(h->type), h->flags);
         rl__conn_close(conn, 0);
         return;
     }
     rl__arena_reset(&ss->s2s_arena);
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &ss->s2s_arena, &m, &why);
     if (rc != RL_OK) {
-        rl__log(RL_LOG_WARN, "storage server %u: closing the connection to storage server %u "
-                "(%s): %s", ss->o.id, p->id, rl__conn_peer(conn),
-                rc == RL_E_OUT_OF_MEMORY ? "out of memory" : why.text);
+        rl__log(RL_LOG_WARN,
+                "storage server %u: closing the connection to storage server %u "
+                "(%s): %s",
+                ss->o.id, p->id, rl__conn_peer(conn), rc == RL_E_OUT_OF_MEMORY ? "out of memory" : why.text);
         rl__conn_close(conn, 0);
         return;
     }
     if (h->type == RL_MSG_HELLO) {
         if (h->flags & RL_FRAME_ERROR) {
-            rl__log(RL_LOG_WARN, "storage server %u: storage server %u (%s) refused HELLO: %s",
-                    ss->o.id, p->id, rl__conn_peer(conn), rl_error_name(m.u.error.code));
+            rl__log(RL_LOG_WARN, "storage server %u: storage server %u (%s) refused HELLO: %s", ss->o.id, p->id,
+                    rl__conn_peer(conn), rl_error_name(m.u.error.code));
             rl__conn_close(conn, 0);
         }
         return;
@@ -269,8 +268,8 @@ static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t
         return;
     }
     if (m.u.get_multi_reply.n_results != (uint32_t)q->n_pieces) {
-        req_fail(q, RL_E_INTERNAL_ERROR, "storage server %u answered %u results for %d reads",
-                 p->id, m.u.get_multi_reply.n_results, q->n_pieces);
+        req_fail(q, RL_E_INTERNAL_ERROR, "storage server %u answered %u results for %d reads", p->id,
+                 m.u.get_multi_reply.n_results, q->n_pieces);
         return;
     }
     req_reply(q, &m.u.get_multi_reply, RL_OK);
@@ -283,8 +282,8 @@ static void on_peer_connect(rl_conn *conn, int err, void *ud) {
     char why[200];
     pthread_mutex_lock(&ss->peers_mu);
     p->connecting = 0;
-    snprintf(why, sizeof why, "storage server %u (%s:%u): cannot connect: %s", p->id, p->addr,
-             p->port, rl_error_name(err));
+    snprintf(why, sizeof why, "storage server %u (%s:%u): cannot connect: %s", p->id, p->addr, p->port,
+             rl_error_name(err));
     if (err != RL_OK || atomic_load(&ss->stopping)) {
         failed = peer_detach_all(p);
         pthread_mutex_unlock(&ss->peers_mu);
@@ -305,8 +304,7 @@ static void on_peer_connect(rl_conn *conn, int err, void *ud) {
     rl__ss_hello(ss, &m);
     rl_buf b;
     rl__buf_init(&b);
-    if (rl__msg_encode(&b, &m, NULL) == RL_OK)
-        rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);
+    if (rl__msg_encode(&b, &m, NULL) == RL_OK) rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);
     rl__buf_release(&b);
     /* The waiting requests, oldest first (the list is newest first). */
     ss_s2s_req *w = NULL;
@@ -393,10 +391,8 @@ static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
         p->waiting = q;
         if (!p->connecting) {
             const ss_server *sv = map_server(ss, q->server);
-            if (sv)
-                peer_connect_locked(ss, p, sv, &failed);
-            else /* not registered when the map was fetched: wait for a newer map */
-                rl__ss_want_map(ss);
+            if (sv) peer_connect_locked(ss, p, sv, &failed);
+            else /* not registered when the map was fetched: wait for a newer map */ rl__ss_want_map(ss);
         }
     }
     pthread_mutex_unlock(&ss->peers_mu);
@@ -508,7 +504,7 @@ typedef struct {
     uint64_t s2s_bytes_sent, s2s_bytes_received;
     rl_msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
     uint32_t n_peer_stats;
-    uint32_t n_peers;   /* distinct peers read from (all of them, beyond the table too) */
+    uint32_t n_peers;       /* distinct peers read from (all of them, beyond the table too) */
     uint32_t overflow[256]; /* ids of peers beyond the table, to count them once (bounded) */
     uint32_t n_overflow;
     char errmsg[256];
@@ -572,10 +568,8 @@ static int map_find(const ss_map *m, const uint8_t *k, uint32_t kl) {
     uint32_t lo = 0, hi = m->n_shards;
     while (lo < hi) { /* shards are sorted and contiguous: the last with begin <= k */
         uint32_t mid = (lo + hi) / 2;
-        if (rl__bytes_cmp(m->shards[mid].r.begin, m->shards[mid].r.begin_len, k, kl) <= 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (rl__bytes_cmp(m->shards[mid].r.begin, m->shards[mid].r.begin_len, k, kl) <= 0) lo = mid + 1;
+        else hi = mid;
     }
     if (lo == 0) return -1;
     const ss_shard *s = &m->shards[lo - 1];
@@ -610,13 +604,16 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
             if (s < 0 || !(p->owner = pick_owner(ss, &ss->map->shards[s]))) {
                 rl__ss_want_map(ss);
                 if (moved_out) { /* the map predates the move: the client retries shortly */
-                    snprintf(c->errmsg, sizeof c->errmsg, "storage server %u: a secondary's range "
-                             "moved away and its shard map is older than the move", ss->o.id);
+                    snprintf(c->errmsg, sizeof c->errmsg,
+                             "storage server %u: a secondary's range "
+                             "moved away and its shard map is older than the move",
+                             ss->o.id);
                     return RL_E_WRONG_SHARD_SERVER;
                 }
                 snprintf(c->errmsg, sizeof c->errmsg,
                          "storage server %u knows no storage server holding a secondary key "
-                         "(shard map %s)", ss->o.id, ss->map ? "has no owner" : "not fetched yet");
+                         "(shard map %s)",
+                         ss->o.id, ss->map ? "has no owner" : "not fetched yet");
                 rl__ss_want_map(ss);
                 return RL_E_SERVER_UNAVAILABLE;
             }
@@ -664,8 +661,7 @@ static int item_local(const rl_ss *ss, const rl_secondary_item *it, rl_version v
 }
 
 /* Read a local piece at the engine version v. */
-static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *it, ss_piece *p,
-                             rl_arena *a) {
+static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *it, ss_piece *p, rl_arena *a) {
     if (!p->is_range) {
         int present = 0;
         const uint8_t *val = NULL;
@@ -685,9 +681,8 @@ static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *i
         }
         return;
     }
-    p->error = rl__storage_get_range(ss->st, v, p->begin, p->begin_len, p->end, p->end_len,
-                                     it->row_limit, it->byte_limit, 0, a, &p->kvs, &p->n_kvs,
-                                     &p->more);
+    p->error = rl__storage_get_range(ss->st, v, p->begin, p->begin_len, p->end, p->end_len, it->row_limit,
+                                     it->byte_limit, 0, a, &p->kvs, &p->n_kvs, &p->more);
 }
 
 /* Encode request q's GET_MULTI (its pieces, at the request's version). */
@@ -815,7 +810,8 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
             rc = RL_E_TIMED_OUT;
             snprintf(c->errmsg, sizeof c->errmsg,
                      "storage server %u did not answer a storage-to-storage GET_MULTI from "
-                     "storage server %u within %d ms", late, ss->o.id, ss->o.s2s_timeout_ms);
+                     "storage server %u within %d ms",
+                     late, ss->o.id, ss->o.s2s_timeout_ms);
         }
     } else if (b->error) {
         rc = b->error;
@@ -903,8 +899,8 @@ static int take_item(mctx *c, rl_secondary_item *it, const ss_piece *ps, int cnt
  * the entry that brings the page's secondaries to SS_MAPPED_SECONDARY_BUDGET
  * (batch_secondary_bytes); the client's next page starts there. So a page costs one
  * storage-to-storage round trip and its reply's secondaries hold at most 24 MiB plus one entry. */
-static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps, const int *first,
-                         const int *count, rl_version v, rl_arena *a) {
+static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps, const int *first, const int *count,
+                         rl_version v, rl_arena *a) {
     int first_batch = c->batches++ == 0;
     for (int i = 0; i < n; i++)
         if (count[i] == 1 && ps->v[first[i]].local) items[i].read_here = 1;
@@ -975,8 +971,7 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
     for (int i = 0; i < n; i++)
         if (count[i] == 1 && ps.v[first[i]].local) items[i].read_here = 1;
     for (int i = 0; i < ps.n; i++)
-        if (ps.v[i].local && !items[ps.v[i].item].read_here)
-            read_local_piece(ss, v, &items[ps.v[i].item], &ps.v[i], a);
+        if (ps.v[i].local && !items[ps.v[i].item].read_here) read_local_piece(ss, v, &items[ps.v[i].item], &ps.v[i], a);
     if ((rc = run_remote(c, &ps, items, a)) != RL_OK) return rc;
     for (int i = 0; i < n; i++) {
         if (items[i].read_here) {
@@ -991,8 +986,8 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
 
 /* ==== mapped reads (workers) ================================================================ */
 
-int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload,
-                         size_t len, uint64_t t0_ns, int shard) {
+int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
+                         int shard) {
     ss_job *j = rl__malloc(sizeof *j + len);
     if (!j) return RL_E_OUT_OF_MEMORY;
     memset(j, 0, sizeof *j);
@@ -1013,10 +1008,8 @@ int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *p
     j->len = len;
     if (len) memcpy(j->payload, payload, len);
     pthread_mutex_lock(&ss->job_mu);
-    if (ss->jobs_tail)
-        ss->jobs_tail->next = j;
-    else
-        ss->jobs = j;
+    if (ss->jobs_tail) ss->jobs_tail->next = j;
+    else ss->jobs = j;
     ss->jobs_tail = j;
     atomic_fetch_add(&ss->mapped_queued, 1);
     pthread_cond_signal(&ss->job_cv);
@@ -1066,8 +1059,8 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
         return;
     }
     if ((rc = rl__ss_read_version(ss, r.version, &readv)) != RL_OK) {
-        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc,
-                          "version %" PRIu64 " at storage server %u", r.version, ss->o.id);
+        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "version %" PRIu64 " at storage server %u",
+                          r.version, ss->o.id);
         return;
     }
     rl_mapper *mp = NULL;
@@ -1078,12 +1071,11 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     const ss_range *sh = &j->shard;
     int hi_max = sh->end_len == 1 && sh->end[0] == 0xff;
     rl_range_bounds bd;
-    rc = rl__storage_range_bounds(ss->st, readv, &r.begin, &r.end, sh->begin, sh->begin_len,
-                                  sh->begin_len == 0, sh->end, sh->end_len, hi_max, r.reverse, a,
-                                  &bd);
+    rc = rl__storage_range_bounds(ss->st, readv, &r.begin, &r.end, sh->begin, sh->begin_len, sh->begin_len == 0,
+                                  sh->end, sh->end_len, hi_max, r.reverse, a, &bd);
     if (rc != RL_OK) {
-        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc,
-                          "resolving the selectors at version %" PRIu64, readv);
+        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "resolving the selectors at version %" PRIu64,
+                          readv);
         return;
     }
     rl_msg m;
@@ -1102,9 +1094,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
         rl_mapped_options o;
         memset(&o, 0, sizeof o);
         o.limit = r.limit;
-        o.target_bytes = r.target_bytes > 0 && r.target_bytes < SS_REPLY_BYTES
-                             ? (long)r.target_bytes
-                             : SS_REPLY_BYTES;
+        o.target_bytes = r.target_bytes > 0 && r.target_bytes < SS_REPLY_BYTES ? (long)r.target_bytes : SS_REPLY_BYTES;
         o.reverse = r.reverse;
         int batch = r.batch ? (int)r.batch : SS_DEFAULT_BATCH;
         if (c.strategy == RL_FETCH_GROUPED) batch = SS_GROUPED_MAX_BATCH; /* the whole page */
@@ -1115,10 +1105,8 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
             o.batch_step = SS_DEFAULT_BATCH;
             c.page_target = o.target_bytes;
         }
-        o.secondary_row_limit = r.secondary_row_limit ? r.secondary_row_limit
-                                                      : SS_DEFAULT_SECONDARY_ROWS;
-        long sb = r.secondary_byte_limit ? (long)r.secondary_byte_limit
-                                         : SS_DEFAULT_SECONDARY_BYTES;
+        o.secondary_row_limit = r.secondary_row_limit ? r.secondary_row_limit : SS_DEFAULT_SECONDARY_ROWS;
+        long sb = r.secondary_byte_limit ? (long)r.secondary_byte_limit : SS_DEFAULT_SECONDARY_BYTES;
         /* Per secondary: a share of the batch's budget (individual), or of ten entries'
          * (grouped, whose page ends at its byte budget: grouped_batch). */
         int shares = c.strategy == RL_FETCH_GROUPED ? SS_DEFAULT_BATCH : batch;
@@ -1126,9 +1114,8 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
         o.secondary_byte_limit = sb;
         rl_mapped_entry *ents = NULL;
         int n = 0, more = 0;
-        rc = rl__storage_get_mapped_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend,
-                                          bd.cend_len, mp, &o, mapped_hook, &c, a, &ents, &n,
-                                          &more);
+        rc = rl__storage_get_mapped_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, mp, &o,
+                                          mapped_hook, &c, a, &ents, &n, &more);
         if (rc != RL_OK) {
             rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "%s",
                               c.errmsg[0] ? c.errmsg : "the mapped read failed");
@@ -1194,8 +1181,7 @@ static void *worker_main(void *arg) {
         if (atomic_load(&ss->stopping))
             rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, RL_E_OPERATION_CANCELLED,
                               "storage server %u is stopping", ss->o.id);
-        else
-            run_job(ss, j, &a, &out);
+        else run_job(ss, j, &a, &out);
         job_free(j);
         atomic_fetch_sub(&ss->mapped_running, 1);
         rl__arena_reset(&a);
@@ -1233,8 +1219,7 @@ void rl__ss_workers_stop(rl_ss *ss) {
 
 /* ==== GET_MULTI (the serving side, loop thread) ============================================= */
 
-void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r,
-                      rl_version readv) {
+void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r, rl_version readv) {
     rl_arena *a = &ss->req_arena;
     rl_msg_read_result *res = rl__arena_alloc(a, (size_t)(r->n_items ? r->n_items : 1) * sizeof *res);
     if (!res) {
@@ -1255,8 +1240,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         }
         int k = rl__ss_own_find(ss, it->begin, it->begin_len, 0);
         if (k >= 0 && rl__ss_own_version(ss, k, r->version) != RL_OK) k = -1; /* moving */
-        if (k < 0 || (it->is_range && rl__bytes_cmp(it->end, it->end_len, ss->own[k].end,
-                                                    ss->own[k].end_len) > 0)) {
+        if (k < 0 || (it->is_range && rl__bytes_cmp(it->end, it->end_len, ss->own[k].end, ss->own[k].end_len) > 0)) {
             o->error = RL_E_WRONG_SHARD_SERVER;
             continue;
         }
@@ -1264,8 +1248,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
             int present = 0;
             const uint8_t *val = NULL;
             uint32_t vl = 0;
-            int rc = rl__storage_get(ss->st, readv, it->begin, it->begin_len, a, &present, &val,
-                                     &vl);
+            int rc = rl__storage_get(ss->st, readv, it->begin, it->begin_len, a, &present, &val, &vl);
             if (rc != RL_OK) {
                 o->error = rc;
                 continue;
@@ -1293,8 +1276,8 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         if (bl < 1) bl = 1;
         rl_keyvalue *kvs = NULL;
         int n = 0, more = 0;
-        int rc = rl__storage_get_range(ss->st, readv, it->begin, it->begin_len, it->end,
-                                       it->end_len, it->row_limit, bl, 0, a, &kvs, &n, &more);
+        int rc = rl__storage_get_range(ss->st, readv, it->begin, it->begin_len, it->end, it->end_len, it->row_limit, bl,
+                                       0, a, &kvs, &n, &more);
         if (rc != RL_OK) {
             o->error = rc;
             continue;

@@ -65,25 +65,25 @@ typedef struct {
 struct ss_fetch {
     ss_fetch *next;
     rl_ss *ss;
-    ss_range r;             /* heap keys */
-    rl_version assigned;    /* the change's version */
-    rl_version fv;          /* the fetch version F */
+    ss_range r;          /* heap keys */
+    rl_version assigned; /* the change's version */
+    rl_version fv;       /* the fetch version F */
     int state;
-    int dying;              /* freed by the connection's last callback (invariant 2) */
+    int dying; /* freed by the connection's last callback (invariant 2) */
     int connecting;
     rl_conn *conn;
     uint64_t req_id, next_id;
     uint64_t sent_ns;
-    uint64_t retry_ns;      /* WAIT_MAP / a failed source: try again after this */
-    uint32_t turn;          /* which source member to try */
+    uint64_t retry_ns; /* WAIT_MAP / a failed source: try again after this */
+    uint32_t turn;     /* which source member to try */
     uint32_t src_id;
-    rl_buf pos;             /* where the next page starts */
-    rl_arena arena;         /* rows and buffered mutations */
-    rl_mutation *rows;      /* SETs */
+    rl_buf pos;        /* where the next page starts */
+    rl_arena arena;    /* rows and buffered mutations */
+    rl_mutation *rows; /* SETs */
     size_t n_rows, cap_rows;
     buffered *buf;
     size_t n_buf, cap_buf;
-    rl_version complete;    /* C */
+    rl_version complete; /* C */
 };
 
 static void fetch_restart(ss_fetch *f, rl_version fv);
@@ -149,8 +149,7 @@ static void send_page(ss_fetch *f) {
     if (rc == RL_OK) rc = rl__conn_send(f->conn, RL_MSG_GET_RANGE, 0, f->req_id, b.data, b.len);
     rl__buf_release(&b);
     if (rc != RL_OK) {
-        rl__log(RL_LOG_WARN, "storage server %u: cannot send a fetch page request: %s", ss->o.id,
-                rl_error_name(rc));
+        rl__log(RL_LOG_WARN, "storage server %u: cannot send a fetch page request: %s", ss->o.id, rl_error_name(rc));
         fetch_disconnect(f);
     }
 }
@@ -183,8 +182,7 @@ static int keep(ss_fetch *f, rl_version v, const rl_mutation *m) {
     return RL_OK;
 }
 
-static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload,
-                         void *ud) {
+static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
     ss_fetch *f = ud;
     rl_ss *ss = f->ss;
     if (f->dying || !rl__conn_is_open(conn)) return;
@@ -194,10 +192,9 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
     rl_msg m;
     rl_proto_why why;
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &a, &m, &why);
-    if (rc != RL_OK || !(h->flags & RL_FRAME_REPLY) ||
-        (h->type != RL_MSG_GET_RANGE && h->type != RL_MSG_HELLO)) {
-        rl__log(RL_LOG_WARN, "storage server %u: closing the fetch connection to %u: %s",
-                ss->o.id, f->src_id, rc != RL_OK ? why.text : "an unexpected frame");
+    if (rc != RL_OK || !(h->flags & RL_FRAME_REPLY) || (h->type != RL_MSG_GET_RANGE && h->type != RL_MSG_HELLO)) {
+        rl__log(RL_LOG_WARN, "storage server %u: closing the fetch connection to %u: %s", ss->o.id, f->src_id,
+                rc != RL_OK ? why.text : "an unexpected frame");
         rl__arena_release(&a);
         fetch_disconnect(f);
         return;
@@ -210,8 +207,10 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
     f->req_id = 0;
     if (h->flags & RL_FRAME_ERROR) {
         int code = m.u.error.code;
-        rl__log(RL_LOG_INFO, "storage server %u: fetching a range at version %" PRIu64 " from "
-                "%u: %s", ss->o.id, f->fv, f->src_id, rl_error_name(code));
+        rl__log(RL_LOG_INFO,
+                "storage server %u: fetching a range at version %" PRIu64 " from "
+                "%u: %s",
+                ss->o.id, f->fv, f->src_id, rl_error_name(code));
         rl__arena_release(&a);
         if (code == RL_E_TRANSACTION_TOO_OLD) {
             fetch_restart(f, atomic_load(&ss->known)); /* a newer F, same source */
@@ -243,8 +242,7 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
     }
     atomic_fetch_add(&ss->n_fetched_rows, g->n_kvs);
     if (g->status != RL_RANGE_OK) {
-        rl__log(RL_LOG_WARN, "storage server %u: a fetch page was unresolved; asking again",
-                ss->o.id);
+        rl__log(RL_LOG_WARN, "storage server %u: a fetch page was unresolved; asking again", ss->o.id);
         rl__arena_release(&a);
         send_page(f);
         return;
@@ -271,9 +269,10 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
         return;
     }
     f->state = F_READY;
-    rl__log(RL_LOG_INFO, "storage server %u: fetched %zu rows of a moved range at version %" PRIu64
-            " from storage server %u (%zu later mutations kept)", ss->o.id, f->n_rows, f->fv,
-            f->src_id, f->n_buf);
+    rl__log(RL_LOG_INFO,
+            "storage server %u: fetched %zu rows of a moved range at version %" PRIu64
+            " from storage server %u (%zu later mutations kept)",
+            ss->o.id, f->n_rows, f->fv, f->src_id, f->n_buf);
     fetch_disconnect(f);
     rl__ss_move_after_peek(ss);
     rl__ss_maybe_sync(ss);
@@ -347,10 +346,8 @@ static void fetch_try(ss_fetch *f) {
     }
     const ss_shard *sh = NULL;
     for (uint32_t i = 0; i < map->n_shards; i++)
-        if (rl__bytes_cmp(map->shards[i].r.begin, map->shards[i].r.begin_len, f->r.begin,
-                          f->r.begin_len) <= 0 &&
-            rl__bytes_cmp(f->r.begin, f->r.begin_len, map->shards[i].r.end,
-                          map->shards[i].r.end_len) < 0)
+        if (rl__bytes_cmp(map->shards[i].r.begin, map->shards[i].r.begin_len, f->r.begin, f->r.begin_len) <= 0 &&
+            rl__bytes_cmp(f->r.begin, f->r.begin_len, map->shards[i].r.end, map->shards[i].r.end_len) < 0)
             sh = &map->shards[i];
     uint32_t cand[RL_PROTO_MAX_TEAM], n = 0;
     for (uint32_t t = 0; sh && t < sh->n_team; t++)
@@ -362,8 +359,7 @@ static void fetch_try(ss_fetch *f) {
             if (map->servers[j].id == id && map->servers[j].port) src = &map->servers[j];
     }
     if (!src) {
-        rl__log(RL_LOG_DEBUG, "storage server %u: no source for a moved range in the map yet",
-                ss->o.id);
+        rl__log(RL_LOG_DEBUG, "storage server %u: no source for a moved range in the map yet", ss->o.id);
         rl__ss_want_map(ss);
         f->retry_ns = rl__clock_mono_ns() + FETCH_RETRY_NS;
         return;
@@ -404,10 +400,9 @@ static int moved_write(rl_ss *ss) {
     }
     int rc = rl__buf_error(&b);
     int fd = rc == RL_OK ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    if (fd < 0 || (b.len && write(fd, b.data, b.len) != (ssize_t)b.len) ||
-        (!ss->o.no_sync && fsync(fd) != 0) || close(fd) != 0 || rename(tmp, path) != 0) {
-        rl__log(RL_LOG_ERROR, "storage server %u: cannot write %s: %s", ss->o.id, path,
-                strerror(errno));
+    if (fd < 0 || (b.len && write(fd, b.data, b.len) != (ssize_t)b.len) || (!ss->o.no_sync && fsync(fd) != 0) ||
+        close(fd) != 0 || rename(tmp, path) != 0) {
+        rl__log(RL_LOG_ERROR, "storage server %u: cannot write %s: %s", ss->o.id, path, strerror(errno));
         if (fd >= 0) close(fd);
         rc = RL_E_IO_ERROR;
     }
@@ -533,8 +528,10 @@ void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_versio
     rl__arena_init(&f->arena, 0);
     f->next = ss->fetches;
     ss->fetches = f;
-    rl__log(RL_LOG_INFO, "storage server %u: assigned a range at version %" PRIu64 "; fetching "
-            "it at %" PRIu64, ss->o.id, v, end);
+    rl__log(RL_LOG_INFO,
+            "storage server %u: assigned a range at version %" PRIu64 "; fetching "
+            "it at %" PRIu64,
+            ss->o.id, v, end);
     rl__ss_want_map(ss);
     fetch_try(f);
 }
@@ -569,8 +566,7 @@ void rl__ss_move_buffer(rl_ss *ss, const rl_msg_peek_version *pv) {
             if (m.type == RL_MUT_CLEAR_RANGE) {
                 if (rl__bytes_cmp(m.p1, m.len1, f->r.begin, f->r.begin_len) < 0)
                     m.p1 = f->r.begin, m.len1 = f->r.begin_len;
-                if (rl__bytes_cmp(m.p2, m.len2, f->r.end, f->r.end_len) > 0)
-                    m.p2 = f->r.end, m.len2 = f->r.end_len;
+                if (rl__bytes_cmp(m.p2, m.len2, f->r.end, f->r.end_len) > 0) m.p2 = f->r.end, m.len2 = f->r.end_len;
                 if (rl__bytes_cmp(m.p1, m.len1, m.p2, m.len2) < 0) rc = keep(f, pv->version, &m);
             } else if (rl__bytes_cmp(m.p1, m.len1, f->r.begin, f->r.begin_len) >= 0 &&
                        rl__bytes_cmp(m.p1, m.len1, f->r.end, f->r.end_len) < 0) {
@@ -600,8 +596,8 @@ int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t
     if (!all) return RL_E_OUT_OF_MEMORY;
     size_t k = 0;
     for (uint32_t i = 0; i < ss->n_drops; i++)
-        all[k++] = (rl_mutation){RL_MUT_CLEAR_RANGE, ss->drops[i].begin, ss->drops[i].begin_len,
-                                 ss->drops[i].end, ss->drops[i].end_len};
+        all[k++] = (rl_mutation){RL_MUT_CLEAR_RANGE, ss->drops[i].begin, ss->drops[i].begin_len, ss->drops[i].end,
+                                 ss->drops[i].end_len};
     for (ss_fetch *f = ss->fetches; f; f = f->next) {
         if (f->state != F_READY) continue;
         all[k++] = (rl_mutation){RL_MUT_CLEAR_RANGE, f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
@@ -615,8 +611,10 @@ int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t
     if (rc != RL_OK) return rc;
     if (ss->n_drops) {
         atomic_fetch_add(&ss->n_dropped, ss->n_drops);
-        rl__log(RL_LOG_INFO, "storage server %u: dropped the rows of %u moved-out ranges at "
-                "version %" PRIu64, ss->o.id, ss->n_drops, v);
+        rl__log(RL_LOG_INFO,
+                "storage server %u: dropped the rows of %u moved-out ranges at "
+                "version %" PRIu64,
+                ss->o.id, ss->n_drops, v);
         rl__ss_ranges_free(ss->drops, ss->n_drops);
         ss->drops = NULL;
         ss->n_drops = 0;
@@ -628,9 +626,10 @@ int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t
         if (atomic_load(&ss->fatal)) return RL_E_OUT_OF_MEMORY;
         f->complete = v;
         f->state = F_APPLIED;
-        rl__log(RL_LOG_INFO, "storage server %u: a moved range is applied at version %" PRIu64
-                " (%zu rows at %" PRIu64 ", %zu later mutations)", ss->o.id, v, f->n_rows, f->fv,
-                f->n_buf);
+        rl__log(RL_LOG_INFO,
+                "storage server %u: a moved range is applied at version %" PRIu64 " (%zu rows at %" PRIu64
+                ", %zu later mutations)",
+                ss->o.id, v, f->n_rows, f->fv, f->n_buf);
         rl__arena_reset(&f->arena);
         f->n_rows = f->n_buf = 0;
     }
@@ -669,8 +668,10 @@ void rl__ss_move_on_durable(rl_ss *ss) {
         m.u.move_shard_req.range = (rl_keyrange){f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
         m.u.move_shard_req.version = f->complete;
         if (rl__ss_co_send(ss, &m, NULL) != RL_OK)
-            rl__log(RL_LOG_WARN, "storage server %u: cannot report a moved range (the "
-                    "coordinator assigns it again after the reconnection)", ss->o.id);
+            rl__log(RL_LOG_WARN,
+                    "storage server %u: cannot report a moved range (the "
+                    "coordinator assigns it again after the reconnection)",
+                    ss->o.id);
         atomic_fetch_add(&ss->n_fetches_done, 1);
         fetch_drop(ss, f);
     }
@@ -702,8 +703,10 @@ void rl__ss_move_tick(rl_ss *ss) {
     uint64_t now = rl__clock_mono_ns();
     for (ss_fetch *f = ss->fetches; f; f = f->next) {
         if (f->state == F_FETCH && f->req_id && now - f->sent_ns > FETCH_TIMEOUT_NS) {
-            rl__log(RL_LOG_WARN, "storage server %u: storage server %u did not answer a fetch "
-                    "page in time; trying another member", ss->o.id, f->src_id);
+            rl__log(RL_LOG_WARN,
+                    "storage server %u: storage server %u did not answer a fetch "
+                    "page in time; trying another member",
+                    ss->o.id, f->src_id);
             fetch_disconnect(f);
         }
         fetch_try(f);

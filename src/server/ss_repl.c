@@ -109,8 +109,8 @@ int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id) {
     rl__buf_reset(&ss->co_buf);
     int rc = rl__msg_encode(&ss->co_buf, m, &why);
     if (rc != RL_OK) {
-        rl__log(RL_LOG_ERROR, "storage server %u: cannot encode %s for the coordinator: %s (%s)",
-                ss->o.id, rl__msg_type_name(m->type), rl_error_name(rc), why.text);
+        rl__log(RL_LOG_ERROR, "storage server %u: cannot encode %s for the coordinator: %s (%s)", ss->o.id,
+                rl__msg_type_name(m->type), rl_error_name(rc), why.text);
         return rc;
     }
     rc = rl__conn_send(ss->co, m->type, 0, id, ss->co_buf.data, ss->co_buf.len);
@@ -168,15 +168,15 @@ static void schedule_retry(rl_ss *ss) {
     uint32_t b = ss->co_backoff_ms ? ss->co_backoff_ms * 2 : 50;
     if (b > 1000) b = 1000;
     ss->co_backoff_ms = b;
-    if (rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + (uint64_t)b * 1000000u, on_retry, ss,
-                           &ss->co_retry_timer) != RL_OK)
+    if (rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + (uint64_t)b * 1000000u, on_retry, ss, &ss->co_retry_timer) !=
+        RL_OK)
         ss->co_retry_timer = 0;
 }
 
 /* Close the coordinator connection after a protocol error (on_co_close reconnects). */
 static void co_bad(rl_ss *ss, const char *what) {
-    rl__log(RL_LOG_WARN, "storage server %u: closing the coordinator connection (%s): %s",
-            ss->o.id, ss->co ? rl__conn_peer(ss->co) : "?", what);
+    rl__log(RL_LOG_WARN, "storage server %u: closing the coordinator connection (%s): %s", ss->o.id,
+            ss->co ? rl__conn_peer(ss->co) : "?", what);
     if (ss->co) rl__conn_close(ss->co, 0);
 }
 
@@ -186,8 +186,8 @@ static void on_co_close(rl_conn *conn, int err, void *ud) {
     if (ss->co == conn) {
         if (!atomic_load(&ss->stopping))
             rl__log(atomic_load(&ss->registered) ? RL_LOG_WARN : RL_LOG_INFO,
-                    "storage server %u: lost the coordinator connection (%s: %s); reconnecting",
-                    ss->o.id, rl_error_name(err), rl__conn_close_reason(conn));
+                    "storage server %u: lost the coordinator connection (%s: %s); reconnecting", ss->o.id,
+                    rl_error_name(err), rl__conn_close_reason(conn));
         ss->co = NULL;
         ss->co_state = SS_CO_DOWN;
         ss->co_peek_id = ss->co_reg_id = ss->co_map_id = 0;
@@ -228,17 +228,19 @@ static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
     rl_version known = atomic_load(&ss->known);
     if (r->start_version > known) {
         /* The coordinator says nothing of this server's shards lies in (known, start]. */
-        rl__log(RL_LOG_INFO, "storage server %u: the coordinator starts it at version %" PRIu64
-                " (it knew %" PRIu64 ")", ss->o.id, r->start_version, known);
+        rl__log(RL_LOG_INFO,
+                "storage server %u: the coordinator starts it at version %" PRIu64 " (it knew %" PRIu64 ")", ss->o.id,
+                r->start_version, known);
         atomic_store(&ss->known, r->start_version);
     }
     ss->co_state = SS_CO_READY;
     ss->co_backoff_ms = 0;
     atomic_store(&ss->registered, 1);
     atomic_fetch_add(&ss->registrations, 1);
-    rl__log(RL_LOG_INFO, "storage server %u: registered with the coordinator %s:%u (%u ranges, "
-            "start version %" PRIu64 ", applied %" PRIu64 ")", ss->o.id, ss->coord_ip,
-            ss->o.coordinator_port, n, r->start_version, (uint64_t)atomic_load(&ss->applied));
+    rl__log(RL_LOG_INFO,
+            "storage server %u: registered with the coordinator %s:%u (%u ranges, "
+            "start version %" PRIu64 ", applied %" PRIu64 ")",
+            ss->o.id, ss->coord_ip, ss->o.coordinator_port, n, r->start_version, (uint64_t)atomic_load(&ss->applied));
     send_map_request(ss);
     send_peek(ss);
     if (atomic_load(&ss->durable) > 0) send_pop(ss);
@@ -308,8 +310,7 @@ void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since) {
         return;
     }
     uint32_t n = 0, i = 0;
-    for (; i < ss->n_own && rl__bytes_cmp(ss->own[i].begin, ss->own[i].begin_len, k->begin,
-                                          k->begin_len) < 0; i++)
+    for (; i < ss->n_own && rl__bytes_cmp(ss->own[i].begin, ss->own[i].begin_len, k->begin, k->begin_len) < 0; i++)
         nw[n++] = ss->own[i];
     nw[n].begin = rl__ss_memdup(k->begin, k->begin_len);
     nw[n].begin_len = k->begin_len;
@@ -360,14 +361,12 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
                 c->kind == RL_SHARD_ASSIGN ? "assigned" : "removed", c->version);
         /* A moved-in range is fetched first (ss_move.c); a moved-out one is refused from the
          * change's version on and still served below it. */
-        if (c->kind == RL_SHARD_ASSIGN)
-            rl__ss_move_assign(ss, &c->range, c->version, r->end_version);
-        else
-            rl__ss_move_remove(ss, &c->range, c->version);
+        if (c->kind == RL_SHARD_ASSIGN) rl__ss_move_assign(ss, &c->range, c->version, r->end_version);
+        else rl__ss_move_remove(ss, &c->range, c->version);
         if (atomic_load(&ss->fatal)) return;
     }
     if (r->end_version > atomic_load(&ss->known)) atomic_store(&ss->known, r->end_version);
-    if (r->n_changes) { /* the map changed with them: mapped reads need the new one */
+    if (r->n_changes) {      /* the map changed with them: mapped reads need the new one */
         rl__ss_want_map(ss); /* again after a request already in flight */
         send_map_request(ss);
     }
@@ -383,8 +382,10 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
 static void on_map(rl_ss *ss, const rl_msg_get_shard_map_reply *r) {
     ss_map *m = map_copy(r, ss->host);
     if (!m) {
-        rl__log(RL_LOG_WARN, "storage server %u: cannot keep the shard map (out of memory or a "
-                "bad address); retrying later", ss->o.id);
+        rl__log(RL_LOG_WARN,
+                "storage server %u: cannot keep the shard map (out of memory or a "
+                "bad address); retrying later",
+                ss->o.id);
         return;
     }
     /* Servers register one by one: a map fetched early may name team members it has no
@@ -412,8 +413,7 @@ static void on_peek_retry(rl_loop *loop, void *ud) {
     send_peek(ud);
 }
 
-static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload,
-                        void *ud) {
+static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
     rl_ss *ss = ud;
     rl_msg m;
     rl_proto_why why;
@@ -427,9 +427,8 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
     rl__arena_reset(&ss->co_arena);
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &ss->co_arena, &m, &why);
     if (rc != RL_OK) {
-        co_bad(ss, rc == RL_E_MALFORMED_FRAME || rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION
-                       ? why.text
-                       : rl_error_name(rc));
+        co_bad(ss,
+               rc == RL_E_MALFORMED_FRAME || rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? why.text : rl_error_name(rc));
         return;
     }
     if (h->flags & RL_FRAME_ERROR) {
@@ -441,8 +440,7 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
         } else if (h->type == RL_MSG_PEEK && h->id == ss->co_peek_id) {
             rl__log(RL_LOG_WARN, "storage server %u: %s; peeking again in 100 ms", ss->o.id, what);
             ss->co_peek_id = 0;
-            rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + 100000000u, on_peek_retry, ss,
-                               NULL);
+            rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + 100000000u, on_peek_retry, ss, NULL);
         } else {
             if (h->type == RL_MSG_GET_SHARD_MAP && h->id == ss->co_map_id) ss->co_map_id = 0;
             rl__log(RL_LOG_WARN, "storage server %u: %s", ss->o.id, what);
@@ -457,8 +455,9 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
         }
         /* The coordinator's label is known now: on the same host, stop delaying (the frames
          * already queued keep their release times). */
-        if (!ss->coord_host && ss->co_delayed && !rl__netem_applies(ss->host, strlen(ss->host), m.u.hello_reply.host,
-                                                 m.u.hello_reply.host_len, m.u.hello_reply.role)) {
+        if (!ss->coord_host && ss->co_delayed &&
+            !rl__netem_applies(ss->host, strlen(ss->host), m.u.hello_reply.host, m.u.hello_reply.host_len,
+                               m.u.hello_reply.role)) {
             ss->co_delayed = 0;
             if (ss->delay_us || ss->jitter_us) (void)rl__conn_set_delay(conn, 0, 0, 0);
         }
@@ -480,8 +479,7 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
         on_map(ss, &m.u.get_shard_map_reply);
         break;
     case RL_MSG_POP:
-    case RL_MSG_MOVE_SHARD:
-        break;
+    case RL_MSG_MOVE_SHARD: break;
     default:
         snprintf(what, sizeof what, "an unexpected %s reply", rl__msg_type_name(h->type));
         co_bad(ss, what);
@@ -492,8 +490,8 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
 static void on_co_connect(rl_conn *conn, int err, void *ud) {
     rl_ss *ss = ud;
     if (err != RL_OK) {
-        rl__log(RL_LOG_DEBUG, "storage server %u: cannot reach the coordinator %s:%u: %s",
-                ss->o.id, ss->coord_ip, ss->o.coordinator_port, rl_error_name(err));
+        rl__log(RL_LOG_DEBUG, "storage server %u: cannot reach the coordinator %s:%u: %s", ss->o.id, ss->coord_ip,
+                ss->o.coordinator_port, rl_error_name(err));
         ss->co_state = SS_CO_DOWN;
         schedule_retry(ss);
         return;
@@ -532,11 +530,10 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
 static void co_connect(rl_ss *ss) {
     if (atomic_load(&ss->stopping) || ss->co_state != SS_CO_DOWN) return;
     ss->co_state = SS_CO_CONNECTING;
-    int rc = rl__connect(ss->loop, ss->coord_ip, ss->o.coordinator_port, ss->o.connect_timeout_ms,
-                         on_co_connect, ss);
+    int rc = rl__connect(ss->loop, ss->coord_ip, ss->o.coordinator_port, ss->o.connect_timeout_ms, on_co_connect, ss);
     if (rc != RL_OK) {
-        rl__log(RL_LOG_WARN, "storage server %u: cannot connect to %s:%u: %s (%s)", ss->o.id,
-                ss->coord_ip, ss->o.coordinator_port, rl_error_name(rc), rl__net_errmsg());
+        rl__log(RL_LOG_WARN, "storage server %u: cannot connect to %s:%u: %s (%s)", ss->o.id, ss->coord_ip,
+                ss->o.coordinator_port, rl_error_name(rc), rl__net_errmsg());
         ss->co_state = SS_CO_DOWN;
         schedule_retry(ss);
     }
@@ -611,15 +608,13 @@ void rl__ss_maybe_sync(rl_ss *ss) { maybe_sync(ss); }
 
 /* Start a background sync if something known is not durable (invariant 4). */
 static void maybe_sync(rl_ss *ss) {
-    if (ss->sync_busy || ss->sync_timer || atomic_load(&ss->stopping) || atomic_load(&ss->fatal))
-        return;
+    if (ss->sync_busy || ss->sync_timer || atomic_load(&ss->stopping) || atomic_load(&ss->fatal)) return;
     rl_version known = atomic_load(&ss->known);
     if (known <= atomic_load(&ss->durable)) return;
     uint64_t now = rl__clock_mono_ns();
     uint64_t due = ss->last_sync_ns + (uint64_t)ss->o.sync_interval_ms * 1000000u;
     if (ss->last_sync_ns && now < due) {
-        if (rl__loop_timer_add(ss->loop, due, on_sync_timer, ss, &ss->sync_timer) != RL_OK)
-            ss->sync_timer = 0;
+        if (rl__loop_timer_add(ss->loop, due, on_sync_timer, ss, &ss->sync_timer) != RL_OK) ss->sync_timer = 0;
         return;
     }
     if (known > atomic_load(&ss->applied)) {
@@ -648,8 +643,7 @@ static void on_tick(rl_loop *loop, void *ud) {
     rl__ss_repl_tick(ss);
     rl__ss_s2s_tick(ss);
     rl__ss_move_tick(ss);
-    rl__loop_timer_add(loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick, ss,
-                       &ss->tick_timer);
+    rl__loop_timer_add(loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick, ss, &ss->tick_timer);
 }
 
 void rl__ss_repl_tick(rl_ss *ss) {
@@ -661,19 +655,16 @@ void rl__ss_repl_tick(rl_ss *ss) {
         return;
     }
     if (ss->co_state != SS_CO_READY) return;
-    if (ss->co_peek_id &&
-        now - ss->co_peek_sent_ns > limit + (uint64_t)ss->o.peek_wait_ms * 1000000u) {
+    if (ss->co_peek_id && now - ss->co_peek_sent_ns > limit + (uint64_t)ss->o.peek_wait_ms * 1000000u) {
         co_bad(ss, "no PEEK reply within max_wait_ms plus the reply timeout");
         return;
     }
     if (ss->co_map_id && now - ss->last_map_ns > limit) ss->co_map_id = 0;
     uint64_t period = ss->map_incomplete ? 200000000u : (uint64_t)ss->o.map_refresh_ms * 1000000u;
-    if (atomic_load(&ss->map_refresh_wanted) || now - ss->last_map_ns >= period)
-        send_map_request(ss);
+    if (atomic_load(&ss->map_refresh_wanted) || now - ss->last_map_ns >= period) send_map_request(ss);
 }
 
 void rl__ss_repl_start(rl_ss *ss) {
     co_connect(ss);
-    rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick,
-                       ss, &ss->tick_timer);
+    rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick, ss, &ss->tick_timer);
 }

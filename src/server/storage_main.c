@@ -29,8 +29,7 @@
 
 /* Parse "IP:PORT" (dotted IPv4, port in [min_port, 65535]) into ip (NUL-terminated, 16 bytes)
  * and *port. Returns 0 or -1 with a reason in msg. */
-static int parse_addr(const char *s, int min_port, char ip[16], uint16_t *port, char *msg,
-                      size_t cap) {
+static int parse_addr(const char *s, int min_port, char ip[16], uint16_t *port, char *msg, size_t cap) {
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s) {
         snprintf(msg, cap, "'%s' is not IP:PORT", s);
@@ -45,8 +44,7 @@ static int parse_addr(const char *s, int min_port, char ip[16], uint16_t *port, 
     ip[n] = 0;
     int dots = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ip[i] == '.')
-            dots++;
+        if (ip[i] == '.') dots++;
         else if (ip[i] < '0' || ip[i] > '9') {
             snprintf(msg, cap, "'%s': the address is not dotted IPv4", s);
             return -1;
@@ -94,8 +92,7 @@ typedef struct {
 static void *signal_main(void *arg) {
     sig_ctx *c = arg;
     int sig = 0;
-    while (sigwait(&c->set, &sig) != 0) {
-    }
+    while (sigwait(&c->set, &sig) != 0) {}
     if (sig == SIGUSR2) return NULL; /* the main thread's own wake-up at exit */
     rl__log(RL_LOG_INFO, "rlkvd storage: signal %d: stopping", sig);
     rl__ss_stop(c->ss);
@@ -103,53 +100,97 @@ static void *signal_main(void *arg) {
 }
 
 int rl__rlkvd_storage_main(int argc, char **argv) {
-    const char *dir = NULL, *coord = NULL, *listen = "127.0.0.1:0", *port_file = NULL,
-               *host = "host1", *coord_host = NULL;
+    const char *dir = NULL, *coord = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1",
+               *coord_host = NULL;
     int64_t id = 0;
     int no_sync = 0;
     uint64_t window = 5000000, delay_us = 0, jitter_us = 0;
     const char *engine = NULL;
-    const rl_arg opts[] = {
-        {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR",
-         .help = "the storage engine's directory (created if missing)",
-         .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
-        {.name = "id", .kind = RL_ARG_INT64, .dest = &id, .metavar = "N",
-         .help = "this storage server's id", .flags = RL_ARG_REQUIRED, .min = 1,
-         .max = 1000000},
-        {.name = "coordinator", .kind = RL_ARG_STRING, .dest = &coord, .metavar = "IP:PORT",
-         .help = "the coordinator's address", .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
-        {.name = "listen", .kind = RL_ARG_STRING, .dest = &listen, .metavar = "IP:PORT",
-         .help = "where to listen (127.0.0.0/8 only; port 0: any free port)"},
-        {.name = "port-file", .kind = RL_ARG_STRING, .dest = &port_file, .metavar = "FILE",
-         .help = "write the bound port here once listening", .flags = RL_ARG_NONEMPTY},
-        {.name = "host", .kind = RL_ARG_STRING, .dest = &host, .metavar = "LABEL",
-         .help = "host label (delay injection)", .flags = RL_ARG_NONEMPTY},
-        {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync,
-         .help = "do not fsync (benchmarks only: a crash may lose acknowledged data)"},
-        {.name = "window-versions", .kind = RL_ARG_UINT64, .dest = &window, .metavar = "N",
-         .help = "MVCC window in versions", .umin = 1000, .umax = 1000000000000ull},
-        {.name = "coordinator-host", .kind = RL_ARG_STRING, .dest = &coord_host, .metavar = "LABEL",
-         .help = "the coordinator's host label, when known (delay injection: no delay to it when it is "
-                 "this host's; unknown, it is delayed until its HELLO reply names its host)",
-         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
-        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N",
-         .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
-                 "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
-         .umin = 0, .umax = RL_NETEM_MAX_US},
-        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "N",
-         .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
-         .umin = 0, .umax = RL_NETEM_MAX_US},
-        {.name = "engine", .kind = RL_ARG_STRING, .dest = &engine, .metavar = "NAME",
-         .help = "storage engine of a new directory, memory or ssd (default: what DIR holds, "
-                 "memory if new)", .flags = RL_ARG_NONEMPTY},
-        {0}};
-    const rl_args_cmd cmd = {
-        .name = "rlkvd storage",
-        .summary = "Run a storage server: it holds shards, pulls their mutations from the "
-                   "coordinator's log, serves reads at a version and mapped reads (with "
-                   "storage-to-storage reads for secondaries held elsewhere). Stops cleanly on "
-                   "SIGTERM or SIGINT.",
-        .opts = opts};
+    const rl_arg opts[] = {{.name = "dir",
+                            .kind = RL_ARG_STRING,
+                            .dest = &dir,
+                            .metavar = "DIR",
+                            .help = "the storage engine's directory (created if missing)",
+                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
+                           {.name = "id",
+                            .kind = RL_ARG_INT64,
+                            .dest = &id,
+                            .metavar = "N",
+                            .help = "this storage server's id",
+                            .flags = RL_ARG_REQUIRED,
+                            .min = 1,
+                            .max = 1000000},
+                           {.name = "coordinator",
+                            .kind = RL_ARG_STRING,
+                            .dest = &coord,
+                            .metavar = "IP:PORT",
+                            .help = "the coordinator's address",
+                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
+                           {.name = "listen",
+                            .kind = RL_ARG_STRING,
+                            .dest = &listen,
+                            .metavar = "IP:PORT",
+                            .help = "where to listen (127.0.0.0/8 only; port 0: any free port)"},
+                           {.name = "port-file",
+                            .kind = RL_ARG_STRING,
+                            .dest = &port_file,
+                            .metavar = "FILE",
+                            .help = "write the bound port here once listening",
+                            .flags = RL_ARG_NONEMPTY},
+                           {.name = "host",
+                            .kind = RL_ARG_STRING,
+                            .dest = &host,
+                            .metavar = "LABEL",
+                            .help = "host label (delay injection)",
+                            .flags = RL_ARG_NONEMPTY},
+                           {.name = "no-sync",
+                            .kind = RL_ARG_FLAG,
+                            .dest = &no_sync,
+                            .help = "do not fsync (benchmarks only: a crash may lose acknowledged data)"},
+                           {.name = "window-versions",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &window,
+                            .metavar = "N",
+                            .help = "MVCC window in versions",
+                            .umin = 1000,
+                            .umax = 1000000000000ull},
+                           {.name = "coordinator-host",
+                            .kind = RL_ARG_STRING,
+                            .dest = &coord_host,
+                            .metavar = "LABEL",
+                            .help =
+                                "the coordinator's host label, when known (delay injection: no delay to it when it is "
+                                "this host's; unknown, it is delayed until its HELLO reply names its host)",
+                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+                           {.name = "delay-us",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &delay_us,
+                            .metavar = "N",
+                            .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
+                                    "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
+                            .umin = 0,
+                            .umax = RL_NETEM_MAX_US},
+                           {.name = "jitter-us",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &jitter_us,
+                            .metavar = "N",
+                            .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
+                            .umin = 0,
+                            .umax = RL_NETEM_MAX_US},
+                           {.name = "engine",
+                            .kind = RL_ARG_STRING,
+                            .dest = &engine,
+                            .metavar = "NAME",
+                            .help = "storage engine of a new directory, memory or ssd (default: what DIR holds, "
+                                    "memory if new)",
+                            .flags = RL_ARG_NONEMPTY},
+                           {0}};
+    const rl_args_cmd cmd = {.name = "rlkvd storage",
+                             .summary = "Run a storage server: it holds shards, pulls their mutations from the "
+                                        "coordinator's log, serves reads at a version and mapped reads (with "
+                                        "storage-to-storage reads for secondaries held elsewhere). Stops cleanly on "
+                                        "SIGTERM or SIGINT.",
+                             .opts = opts};
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
 

@@ -87,26 +87,26 @@ int rl__ss_own_version(const rl_ss *ss, int i, rl_version v) {
 
 /* Send the error of a read at version v in owned range i that its version rule refuses (1), or
  * nothing (0). */
-static int refuse_version(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, int i,
-                          rl_version v) {
+static int refuse_version(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, int i, rl_version v) {
     int rc = rl__ss_own_version(ss, i, v);
     if (rc == RL_OK) return 0;
     if (rc == RL_E_WRONG_SHARD_SERVER)
-        rl__ss_send_error(cl->conn, type, id, rc, "storage server %u no longer holds the range "
-                          "at version %" PRIu64 " (it moved away at %" PRIu64 ")", ss->o.id, v,
-                          ss->own[i].until);
+        rl__ss_send_error(cl->conn, type, id, rc,
+                          "storage server %u no longer holds the range "
+                          "at version %" PRIu64 " (it moved away at %" PRIu64 ")",
+                          ss->o.id, v, ss->own[i].until);
     else
-        rl__ss_send_error(cl->conn, type, id, rc, "storage server %u holds the range from "
-                          "version %" PRIu64 " on (it moved here), not at %" PRIu64, ss->o.id,
-                          ss->own[i].since, v);
+        rl__ss_send_error(cl->conn, type, id, rc,
+                          "storage server %u holds the range from "
+                          "version %" PRIu64 " on (it moved here), not at %" PRIu64,
+                          ss->o.id, ss->own[i].since, v);
     return 1;
 }
 
 void rl__ss_fatal(rl_ss *ss, int rc, const char *what) {
     int expected = 0;
     if (atomic_compare_exchange_strong(&ss->fatal, &expected, rc ? rc : RL_E_INTERNAL_ERROR))
-        rl__log(RL_LOG_ERROR, "storage server %u: fatal: %s: %s (%d); stopping", ss->o.id, what,
-                rl_error_name(rc), rc);
+        rl__log(RL_LOG_ERROR, "storage server %u: fatal: %s: %s (%d); stopping", ss->o.id, what, rl_error_name(rc), rc);
     rl__loop_stop(ss->loop);
 }
 
@@ -116,11 +116,12 @@ int rl__ss_send_msg(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *buf) {
     int rc = rl__msg_encode(buf, m, &why);
     if (rc == RL_OK && buf->len > RL_NET_MAX_PAYLOAD) rc = RL_E_INVALID_ARGUMENT;
     if (rc != RL_OK) {
-        rl__log(RL_LOG_ERROR, "storage server: cannot encode a %s reply for %s: %s (%s)",
-                rl__msg_type_name(m->type), rl__conn_peer(conn), rl_error_name(rc),
-                rc == RL_E_INVALID_ARGUMENT ? why.text : "");
-        rl__ss_send_error(conn, m->type, id, RL_E_INTERNAL_ERROR, "the server could not encode "
-                          "its %s reply", rl__msg_type_name(m->type));
+        rl__log(RL_LOG_ERROR, "storage server: cannot encode a %s reply for %s: %s (%s)", rl__msg_type_name(m->type),
+                rl__conn_peer(conn), rl_error_name(rc), rc == RL_E_INVALID_ARGUMENT ? why.text : "");
+        rl__ss_send_error(conn, m->type, id, RL_E_INTERNAL_ERROR,
+                          "the server could not encode "
+                          "its %s reply",
+                          rl__msg_type_name(m->type));
         return rc;
     }
     /* Queued: the loop thread writes every reply of a pass in a few sendmsg calls (a pipelined
@@ -160,16 +161,14 @@ void rl__ss_send_error(rl_conn *conn, uint16_t type, uint64_t id, int code, cons
 }
 
 /* Log why conn is closed (with its peer) and close it. */
-static void close_bad(rl_conn *conn, unsigned flags, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void close_bad(rl_conn *conn, unsigned flags, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void close_bad(rl_conn *conn, unsigned flags, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    rl__log(RL_LOG_WARN, "storage server: closing connection from %s: %s", rl__conn_peer(conn),
-            msg);
+    rl__log(RL_LOG_WARN, "storage server: closing connection from %s: %s", rl__conn_peer(conn), msg);
     rl__conn_close(conn, flags);
 }
 
@@ -194,12 +193,9 @@ static void json_str(rl_buf *out, const char *s) {
     rl__buf_append(out, "\"", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            rl__buf_printf(out, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            rl__buf_printf(out, "\\u%04x", c);
-        else
-            rl__buf_append(out, s, 1);
+        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f) rl__buf_printf(out, "\\u%04x", c);
+        else rl__buf_append(out, s, 1);
     }
     rl__buf_append(out, "\"", 1);
 }
@@ -251,8 +247,8 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
     rl__buf_printf(out,
                    ",\"pid\":%ld,\"applied_version\":%" PRIu64 ",\"known_version\":%" PRIu64
                    ",\"durable_version\":%" PRIu64 ",\"shards\":[",
-                   (long)getpid(), (uint64_t)atomic_load(&ss->applied),
-                   (uint64_t)atomic_load(&ss->known), (uint64_t)atomic_load(&ss->durable));
+                   (long)getpid(), (uint64_t)atomic_load(&ss->applied), (uint64_t)atomic_load(&ss->known),
+                   (uint64_t)atomic_load(&ss->durable));
     for (uint32_t i = 0; i < ss->n_own; i++) {
         rl__buf_append_str(out, i ? ",{\"begin\":" : "{\"begin\":");
         json_hex(out, ss->own[i].begin, ss->own[i].begin_len);
@@ -264,50 +260,41 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
     }
     rl__buf_printf(out,
                    "],\"keys\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"mapped_reads\":%" PRIu64
-                   ",\"secondaries_local\":%" PRIu64 ",\"secondaries_remote\":%" PRIu64
-                   ",\"s2s_requests\":%" PRIu64 ",\"s2s_round_trips\":%" PRIu64
-                   ",\"mapped_server_ns\":%" PRIu64
-                   ",\"popped_version\":%" PRIu64 ",\"registered\":%s,\"peeks\":%" PRIu64
-                   ",\"parked_reads\":%" PRIu64 ",\"future_version_errors\":%" PRIu64
-                   ",\"address\":",
-                   s.keys, (uint64_t)atomic_load(&ss->n_reads),
-                   (uint64_t)atomic_load(&ss->n_mapped), (uint64_t)atomic_load(&ss->n_sec_local),
-                   (uint64_t)atomic_load(&ss->n_sec_remote),
-                   (uint64_t)atomic_load(&ss->n_s2s_requests),
-                   (uint64_t)atomic_load(&ss->n_s2s_round_trips),
+                   ",\"secondaries_local\":%" PRIu64 ",\"secondaries_remote\":%" PRIu64 ",\"s2s_requests\":%" PRIu64
+                   ",\"s2s_round_trips\":%" PRIu64 ",\"mapped_server_ns\":%" PRIu64 ",\"popped_version\":%" PRIu64
+                   ",\"registered\":%s,\"peeks\":%" PRIu64 ",\"parked_reads\":%" PRIu64
+                   ",\"future_version_errors\":%" PRIu64 ",\"address\":",
+                   s.keys, (uint64_t)atomic_load(&ss->n_reads), (uint64_t)atomic_load(&ss->n_mapped),
+                   (uint64_t)atomic_load(&ss->n_sec_local), (uint64_t)atomic_load(&ss->n_sec_remote),
+                   (uint64_t)atomic_load(&ss->n_s2s_requests), (uint64_t)atomic_load(&ss->n_s2s_round_trips),
                    (uint64_t)atomic_load(&ss->n_mapped_ns), (uint64_t)atomic_load(&ss->popped),
-                   atomic_load(&ss->registered) ? "true" : "false",
-                   (uint64_t)atomic_load(&ss->n_peeks), (uint64_t)atomic_load(&ss->n_parked),
-                   (uint64_t)atomic_load(&ss->n_future));
+                   atomic_load(&ss->registered) ? "true" : "false", (uint64_t)atomic_load(&ss->n_peeks),
+                   (uint64_t)atomic_load(&ss->n_parked), (uint64_t)atomic_load(&ss->n_future));
     json_str(out, ss->listen_ip);
-    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64
-                        ",\"engine\":\"%s\"", ss->port, ss->o.no_sync ? "true" : "false",
-                   ss->o.window_versions, s.engine ? s.engine : "memory");
+    rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64 ",\"engine\":\"%s\"", ss->port,
+                   ss->o.no_sync ? "true" : "false", ss->o.window_versions, s.engine ? s.engine : "memory");
     /* Tracing counters (docs/protocol.md §9): reads by type, GET_MULTI served for peers, the
      * storage-to-storage bytes of this server's mapped reads, and the gauges. */
     rl__buf_printf(out,
                    ",\"gets\":%" PRIu64 ",\"get_keys\":%" PRIu64 ",\"get_ranges\":%" PRIu64
                    ",\"get_multi_served\":%" PRIu64 ",\"get_multi_items_served\":%" PRIu64
-                   ",\"s2s_bytes_sent\":%" PRIu64 ",\"s2s_bytes_received\":%" PRIu64
-                   ",\"mapped_queued\":%" PRId64 ",\"mapped_running\":%" PRId64
-                   ",\"mapped_workers\":%d,\"parked_now\":%" PRId64,
+                   ",\"s2s_bytes_sent\":%" PRIu64 ",\"s2s_bytes_received\":%" PRIu64 ",\"mapped_queued\":%" PRId64
+                   ",\"mapped_running\":%" PRId64 ",\"mapped_workers\":%d,\"parked_now\":%" PRId64,
                    (uint64_t)atomic_load(&ss->n_gets), (uint64_t)atomic_load(&ss->n_get_keys),
-                   (uint64_t)atomic_load(&ss->n_get_ranges),
-                   (uint64_t)atomic_load(&ss->n_get_multi_served),
-                   (uint64_t)atomic_load(&ss->n_get_multi_items),
-                   (uint64_t)atomic_load(&ss->n_s2s_bytes_sent),
-                   (uint64_t)atomic_load(&ss->n_s2s_bytes_received),
-                   (int64_t)atomic_load(&ss->mapped_queued), (int64_t)atomic_load(&ss->mapped_running),
-                   ss->o.workers, (int64_t)atomic_load(&ss->parked_now));
+                   (uint64_t)atomic_load(&ss->n_get_ranges), (uint64_t)atomic_load(&ss->n_get_multi_served),
+                   (uint64_t)atomic_load(&ss->n_get_multi_items), (uint64_t)atomic_load(&ss->n_s2s_bytes_sent),
+                   (uint64_t)atomic_load(&ss->n_s2s_bytes_received), (int64_t)atomic_load(&ss->mapped_queued),
+                   (int64_t)atomic_load(&ss->mapped_running), ss->o.workers, (int64_t)atomic_load(&ss->parked_now));
     rl_lat_hist late;
     delay_sweep(ss, 0, &late);
     rl__buf_append_str(out, ",");
     rl__netem_status_json(out, ss->delay_us, ss->jitter_us, &late);
     uint32_t fetching = rl__ss_move_count(ss);
-    rl__buf_printf(out, ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
-                        ",\"dropped_ranges\":%" PRIu64 "}",
-                   (uint64_t)atomic_load(&ss->n_fetches_done), (uint64_t)atomic_load(&ss->n_fetched_rows),
-                   fetching, (uint64_t)atomic_load(&ss->n_dropped));
+    rl__buf_printf(out,
+                   ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
+                   ",\"dropped_ranges\":%" PRIu64 "}",
+                   (uint64_t)atomic_load(&ss->n_fetches_done), (uint64_t)atomic_load(&ss->n_fetched_rows), fetching,
+                   (uint64_t)atomic_load(&ss->n_dropped));
 }
 
 void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
@@ -341,14 +328,12 @@ void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
 
 /* ==== parked reads ========================================================================== */
 
-static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload,
-                     size_t len, uint64_t t0_ns, int may_park);
+static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
+                     uint64_t t0_ns, int may_park);
 
 static void parked_unlink(rl_ss *ss, ss_parked *p) {
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        ss->parked = p->next;
+    if (p->prev) p->prev->next = p->next;
+    else ss->parked = p->next;
     if (p->next) p->next->prev = p->prev;
     p->prev = p->next = NULL;
     atomic_fetch_sub(&ss->parked_now, 1);
@@ -364,14 +349,13 @@ static void on_park_deadline(rl_loop *loop, void *ud) {
     rl__ss_send_error(p->cl->conn, p->type, p->id, RL_E_FUTURE_VERSION,
                       "version %" PRIu64 " is not known to storage server %u after %d ms "
                       "(known %" PRIu64 ")",
-                      p->version, ss->o.id, ss->o.future_wait_ms,
-                      (uint64_t)atomic_load(&ss->known));
+                      p->version, ss->o.id, ss->o.future_wait_ms, (uint64_t)atomic_load(&ss->known));
     rl__free(p);
 }
 
 /* Park a request at version v (its payload copied). */
-static void park(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, rl_version v,
-                 const uint8_t *payload, size_t len, uint64_t t0_ns) {
+static void park(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, rl_version v, const uint8_t *payload, size_t len,
+                 uint64_t t0_ns) {
     ss_parked *p = rl__malloc(sizeof *p + len);
     if (!p) {
         rl__ss_send_error(cl->conn, type, id, RL_E_OUT_OF_MEMORY, "cannot park the read");
@@ -449,27 +433,24 @@ static const uint8_t *sel_anchor(const rl_key_selector *s, rl_arena *a, uint32_t
 static int is_ff(const uint8_t *k, uint32_t n) { return n == 1 && k[0] == 0xff; }
 
 /* Reply to a GET. */
-static void do_get(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_req *r,
-                   rl_version readv) {
+static void do_get(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_req *r, rl_version readv) {
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET;
     m.flags = RL_FRAME_REPLY;
     int oi = rl__ss_own_find(ss, r->key, r->key_len, 0);
     if (oi < 0) {
-        rl__ss_send_error(cl->conn, RL_MSG_GET, id, RL_E_WRONG_SHARD_SERVER,
-                          "storage server %u does not hold the key", ss->o.id);
+        rl__ss_send_error(cl->conn, RL_MSG_GET, id, RL_E_WRONG_SHARD_SERVER, "storage server %u does not hold the key",
+                          ss->o.id);
         return;
     }
     if (refuse_version(ss, cl, RL_MSG_GET, id, oi, r->version)) return;
     int present = 0;
     const uint8_t *val = NULL;
     uint32_t vl = 0;
-    int rc = rl__storage_get(ss->st, readv, r->key, r->key_len, &ss->req_arena, &present, &val,
-                             &vl);
+    int rc = rl__storage_get(ss->st, readv, r->key, r->key_len, &ss->req_arena, &present, &val, &vl);
     if (rc != RL_OK) {
-        rl__ss_send_error(cl->conn, RL_MSG_GET, id, rc, "read at version %" PRIu64 " failed",
-                          readv);
+        rl__ss_send_error(cl->conn, RL_MSG_GET, id, rc, "read at version %" PRIu64 " failed", readv);
         return;
     }
     m.u.get_reply.present = present ? 1 : 0;
@@ -479,8 +460,7 @@ static void do_get(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_req *
 }
 
 /* Reply to a GET_KEY (invariant 4). */
-static void do_get_key(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_key_req *r,
-                       rl_version readv) {
+static void do_get_key(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_key_req *r, rl_version readv) {
     uint32_t al;
     const uint8_t *an = sel_anchor(&r->sel, &ss->req_arena, &al);
     if (!an) {
@@ -498,12 +478,10 @@ static void do_get_key(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_k
     if (refuse_version(ss, cl, RL_MSG_GET_KEY, id, i, r->version)) return;
     const ss_range *sh = &ss->own[i];
     rl_select_result s;
-    int rc = rl__storage_select(ss->st, readv, &r->sel, sh->begin, sh->begin_len,
-                                sh->begin_len == 0, sh->end, sh->end_len,
-                                is_ff(sh->end, sh->end_len), &ss->req_arena, &s);
+    int rc = rl__storage_select(ss->st, readv, &r->sel, sh->begin, sh->begin_len, sh->begin_len == 0, sh->end,
+                                sh->end_len, is_ff(sh->end, sh->end_len), &ss->req_arena, &s);
     if (rc != RL_OK) {
-        rl__ss_send_error(cl->conn, RL_MSG_GET_KEY, id, rc, "selector at version %" PRIu64
-                          " failed", readv);
+        rl__ss_send_error(cl->conn, RL_MSG_GET_KEY, id, rc, "selector at version %" PRIu64 " failed", readv);
         return;
     }
     rl_msg m;
@@ -519,8 +497,8 @@ static void do_get_key(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_k
 }
 
 /* The owned range a range read runs in (invariant 4), or -1. */
-static int range_shard(rl_ss *ss, const rl_key_selector *begin, const rl_key_selector *end,
-                       int reverse, rl_arena *a, int *out_oom) {
+static int range_shard(rl_ss *ss, const rl_key_selector *begin, const rl_key_selector *end, int reverse, rl_arena *a,
+                       int *out_oom) {
     uint32_t al;
     const uint8_t *an = sel_anchor(reverse ? end : begin, a, &al);
     *out_oom = an == NULL;
@@ -529,13 +507,11 @@ static int range_shard(rl_ss *ss, const rl_key_selector *begin, const rl_key_sel
 }
 
 /* Reply to a GET_RANGE. */
-static void do_get_range(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_range_req *r,
-                         rl_version readv) {
+static void do_get_range(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_range_req *r, rl_version readv) {
     int oom = 0;
     int i = range_shard(ss, &r->begin, &r->end, r->reverse, &ss->req_arena, &oom);
     if (i < 0) {
-        rl__ss_send_error(cl->conn, RL_MSG_GET_RANGE, id,
-                          oom ? RL_E_OUT_OF_MEMORY : RL_E_WRONG_SHARD_SERVER,
+        rl__ss_send_error(cl->conn, RL_MSG_GET_RANGE, id, oom ? RL_E_OUT_OF_MEMORY : RL_E_WRONG_SHARD_SERVER,
                           "storage server %u does not hold the range's %s anchor", ss->o.id,
                           r->reverse ? "end" : "begin");
         return;
@@ -544,9 +520,8 @@ static void do_get_range(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get
     const ss_range *sh = &ss->own[i];
     int hi_max = is_ff(sh->end, sh->end_len);
     rl_range_bounds bd;
-    int rc = rl__storage_range_bounds(ss->st, readv, &r->begin, &r->end, sh->begin,
-                                      sh->begin_len, sh->begin_len == 0, sh->end, sh->end_len,
-                                      hi_max, r->reverse, &ss->req_arena, &bd);
+    int rc = rl__storage_range_bounds(ss->st, readv, &r->begin, &r->end, sh->begin, sh->begin_len, sh->begin_len == 0,
+                                      sh->end, sh->end_len, hi_max, r->reverse, &ss->req_arena, &bd);
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_RANGE;
@@ -560,15 +535,12 @@ static void do_get_range(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get
     rl_keyvalue *kvs = NULL;
     int n = 0, more = 0;
     if (rc == RL_OK && rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {
-        long target = r->target_bytes > 0 && r->target_bytes < SS_REPLY_BYTES
-                          ? (long)r->target_bytes
-                          : SS_REPLY_BYTES;
-        rc = rl__storage_get_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len,
-                                   r->limit, target, r->reverse, &ss->req_arena, &kvs, &n, &more);
+        long target = r->target_bytes > 0 && r->target_bytes < SS_REPLY_BYTES ? (long)r->target_bytes : SS_REPLY_BYTES;
+        rc = rl__storage_get_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, r->limit, target,
+                                   r->reverse, &ss->req_arena, &kvs, &n, &more);
     }
     if (rc != RL_OK) {
-        rl__ss_send_error(cl->conn, RL_MSG_GET_RANGE, id, rc,
-                          "range read at version %" PRIu64 " failed", readv);
+        rl__ss_send_error(cl->conn, RL_MSG_GET_RANGE, id, rc, "range read at version %" PRIu64 " failed", readv);
         return;
     }
     g->kvs = kvs;
@@ -601,8 +573,8 @@ static rl_version msg_version(const rl_msg *m, int *has) {
 
 /* Handle one request of an accepted connection (after HELLO). may_park: a read at a version not
  * known yet waits (0 when re-dispatched from the parked list, whose versions are known now). */
-static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload,
-                     size_t len, uint64_t t0_ns, int may_park) {
+static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
+                     uint64_t t0_ns, int may_park) {
     rl_msg m;
     rl_proto_why why;
     rl__arena_reset(&ss->req_arena);
@@ -626,10 +598,8 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
         if (rc != RL_OK) {
             if (rc == RL_E_FUTURE_VERSION) atomic_fetch_add(&ss->n_future, 1);
             rl__ss_send_error(cl->conn, type, id, rc,
-                              "version %" PRIu64 " at storage server %u (known %" PRIu64
-                              ", window %" PRIu64 ")",
-                              v, ss->o.id, (uint64_t)atomic_load(&ss->known),
-                              ss->o.window_versions);
+                              "version %" PRIu64 " at storage server %u (known %" PRIu64 ", window %" PRIu64 ")", v,
+                              ss->o.id, (uint64_t)atomic_load(&ss->known), ss->o.window_versions);
             return;
         }
     }
@@ -655,10 +625,8 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
         r.flags = RL_FRAME_REPLY;
         r.u.status_reply.json = js.data;
         r.u.status_reply.json_len = (uint32_t)js.len;
-        if (rl__buf_error(&js))
-            rl__ss_send_error(cl->conn, type, id, RL_E_OUT_OF_MEMORY, "status: out of memory");
-        else
-            rl__ss_send_msg(cl->conn, id, &r, &ss->reply);
+        if (rl__buf_error(&js)) rl__ss_send_error(cl->conn, type, id, RL_E_OUT_OF_MEMORY, "status: out of memory");
+        else rl__ss_send_msg(cl->conn, id, &r, &ss->reply);
         rl__buf_release(&js);
         break;
     }
@@ -721,16 +689,14 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
         if (refuse_version(ss, cl, type, id, i, r->version)) break;
         atomic_fetch_add(&ss->n_mapped, 1);
         rc = rl__ss_mapped_submit(ss, cl, id, payload, len, t0_ns, i);
-        if (rc != RL_OK)
-            rl__ss_send_error(cl->conn, type, id, rc, "cannot queue the mapped read");
+        if (rc != RL_OK) rl__ss_send_error(cl->conn, type, id, rc, "cannot queue the mapped read");
         break;
     }
     default:
         /* A valid message this role does not answer (COMMIT, PEEK, …): say so, then close. */
-        rl__ss_send_error(cl->conn, type, id, RL_E_PROTOCOL_UNEXPECTED_MESSAGE,
-                          "a storage server does not answer %s", rl__msg_type_name(type));
-        close_bad(cl->conn, RL_CONN_CLOSE_FLUSH, "%s request sent to a storage server",
-                  rl__msg_type_name(type));
+        rl__ss_send_error(cl->conn, type, id, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "a storage server does not answer %s",
+                          rl__msg_type_name(type));
+        close_bad(cl->conn, RL_CONN_CLOSE_FLUSH, "%s request sent to a storage server", rl__msg_type_name(type));
         break;
     }
 }
@@ -743,18 +709,15 @@ static void on_client_close(rl_conn *conn, int err, void *ud) {
     rl_ss *ss = cl->ss;
     if (cl->delayed) rl__ss_delay_closed(ss, conn);
     drop_parked_of(ss, cl);
-    if (cl->prev)
-        cl->prev->next = cl->next;
-    else
-        ss->clients = cl->next;
+    if (cl->prev) cl->prev->next = cl->next;
+    else ss->clients = cl->next;
     if (cl->next) cl->next->prev = cl->prev;
     rl__conn_release(cl->conn);
     rl__free(cl);
 }
 
 /* The HELLO of an accepted connection. */
-static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload,
-                         size_t len) {
+static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len) {
     rl_msg_hello_req h;
     rl_proto_why why;
     int rc = rl__msg_hello_req_decode(payload, len, NULL, &h, &why);
@@ -788,20 +751,20 @@ static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *p
     rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
 }
 
-static void on_client_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload,
-                            void *ud) {
+static void on_client_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
     ss_client *cl = ud;
     rl_ss *ss = cl->ss;
     if (!rl__conn_is_open(conn)) return;
     if (h->flags != 0) {
-        close_bad(conn, 0, "unexpected %s frame (flags %u): this connection carries requests "
-                  "only", rl__msg_type_name(h->type), h->flags);
+        close_bad(conn, 0,
+                  "unexpected %s frame (flags %u): this connection carries requests "
+                  "only",
+                  rl__msg_type_name(h->type), h->flags);
         return;
     }
     if (!cl->hello) {
         if (h->type != RL_MSG_HELLO) {
-            close_bad(conn, 0, "first frame is %s (type %u), not HELLO",
-                      rl__msg_type_name(h->type), h->type);
+            close_bad(conn, 0, "first frame is %s (type %u), not HELLO", rl__msg_type_name(h->type), h->type);
             return;
         }
         client_hello(ss, cl, h->id, payload, h->payload_len);
@@ -856,8 +819,7 @@ static void errf(rl_buf *errmsg, const char *fmt, ...) {
 
 int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     int rc;
-    if (!o || !out || !o->dir || !o->dir[0] || o->id == 0 || !o->coordinator_ip ||
-        o->coordinator_port == 0) {
+    if (!o || !out || !o->dir || !o->dir[0] || o->id == 0 || !o->coordinator_ip || o->coordinator_port == 0) {
         errf(errmsg, "storage server: --dir, --id (>= 1) and --coordinator are required");
         return RL_E_INVALID_ARGUMENT;
     }
@@ -894,8 +856,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
         goto fail;
     }
     if (strlen(ss->host) > RL_PROTO_MAX_STRING) {
-        errf(errmsg, "storage server: the host label is longer than %d bytes",
-             RL_PROTO_MAX_STRING);
+        errf(errmsg, "storage server: the host label is longer than %d bytes", RL_PROTO_MAX_STRING);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
@@ -922,7 +883,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     }
     rl_storage_options so;
     memset(&so, 0, sizeof so);
-    so.engine = !o->engine                  ? RL_ENGINE_AUTO
+    so.engine = !o->engine                     ? RL_ENGINE_AUTO
                 : !strcmp(o->engine, "ssd")    ? RL_ENGINE_SSD
                 : !strcmp(o->engine, "memory") ? RL_ENGINE_MEMORY
                                                : -1;
@@ -936,8 +897,8 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     so.window_versions = ss->o.window_versions;
     so.checkpoint_log_bytes = o->checkpoint_log_bytes;
     if ((rc = rl__storage_open(&so, &ss->st, errmsg)) != RL_OK) {
-        errf(errmsg, "%sstorage server: cannot open the engine in %s: %s",
-             errmsg && errmsg->len ? "; " : "", ss->dir, rl_error_name(rc));
+        errf(errmsg, "%sstorage server: cannot open the engine in %s: %s", errmsg && errmsg->len ? "; " : "", ss->dir,
+             rl_error_name(rc));
         goto fail;
     }
     rl_storage_status s;
@@ -946,10 +907,9 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     atomic_store(&ss->known, s.latest_version);
     atomic_store(&ss->durable, s.durable_version);
     if (s.recovery_tail != RL_TAIL_CLEAN)
-        rl__log(RL_LOG_WARN, "storage server %u: recovery cut a %s log tail of %" PRIu64
-                " bytes from %s (moved to %s)", o->id, rl__storage_tail_name(s.recovery_tail),
-                s.recovery_tail_bytes, s.recovery_log ? s.recovery_log : "?",
-                s.recovery_moved_to ? s.recovery_moved_to : "(left in place)");
+        rl__log(RL_LOG_WARN, "storage server %u: recovery cut a %s log tail of %" PRIu64 " bytes from %s (moved to %s)",
+                o->id, rl__storage_tail_name(s.recovery_tail), s.recovery_tail_bytes,
+                s.recovery_log ? s.recovery_log : "?", s.recovery_moved_to ? s.recovery_moved_to : "(left in place)");
 
     if ((rc = rl__loop_new(0, &ss->loop)) != RL_OK) {
         errf(errmsg, "storage server: cannot create the event loop: %s", rl__net_errmsg());
@@ -957,15 +917,15 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     }
     rc = rl__listen(ss->loop, ss->listen_ip, o->listen_port, on_accept, ss, &ss->lis);
     if (rc != RL_OK) {
-        errf(errmsg, "storage server: cannot listen on %s:%u: %s (%s)", ss->listen_ip,
-             o->listen_port, rl_error_name(rc), rl__net_errmsg());
+        errf(errmsg, "storage server: cannot listen on %s:%u: %s (%s)", ss->listen_ip, o->listen_port,
+             rl_error_name(rc), rl__net_errmsg());
         goto fail;
     }
     ss->port = rl__listener_port(ss->lis);
     if ((rc = rl__ss_sync_start(ss)) != RL_OK) goto fail;
     if ((rc = rl__ss_workers_start(ss)) != RL_OK) goto fail;
-    rl__log(RL_LOG_INFO, "storage server %u: %s:%u, dir %s, version %" PRIu64 "%s", o->id,
-            ss->listen_ip, ss->port, ss->dir, s.latest_version, o->no_sync ? ", no sync" : "");
+    rl__log(RL_LOG_INFO, "storage server %u: %s:%u, dir %s, version %" PRIu64 "%s", o->id, ss->listen_ip, ss->port,
+            ss->dir, s.latest_version, o->no_sync ? ", no sync" : "");
     *out = ss;
     return RL_OK;
 fail:
@@ -1011,7 +971,7 @@ void rl__ss_free(rl_ss *ss) {
             rl__free(p);
         }
         rl__ss_peers_free(ss);
-        rl__ss_move_free(ss); /* fetch connections close in rl__loop_free */
+        rl__ss_move_free(ss);    /* fetch connections close in rl__loop_free */
         rl__loop_free(ss->loop); /* closes clients (on_client_close frees them) and the
                                     coordinator connection */
         ss->loop = NULL;

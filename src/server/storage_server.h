@@ -35,31 +35,31 @@ typedef struct rl_ss rl_ss;
 /* Options of a storage server. Strings are copied by rl__ss_new. Knobs left at 0 take their
  * default; they exist for tests (the command line sets only the documented options). */
 typedef struct {
-    const char *dir;            /* required: the engine's directory (created if missing) */
-    uint32_t id;                /* required: the server id, >= 1 */
-    const char *coordinator_ip; /* required: dotted IPv4 inside 127.0.0.0/8 */
-    uint16_t coordinator_port;  /* required, not 0 */
-    const char *listen_ip;      /* NULL: "127.0.0.1" */
-    uint16_t listen_port;       /* 0: an ephemeral port */
-    const char *host;           /* host label; NULL: "host1" */
-    int no_sync;                /* skip fsync (benchmarks only) */
-    uint64_t window_versions;   /* MVCC window; 0: the engine's default (5,000,000) */
+    const char *dir;               /* required: the engine's directory (created if missing) */
+    uint32_t id;                   /* required: the server id, >= 1 */
+    const char *coordinator_ip;    /* required: dotted IPv4 inside 127.0.0.0/8 */
+    uint16_t coordinator_port;     /* required, not 0 */
+    const char *listen_ip;         /* NULL: "127.0.0.1" */
+    uint16_t listen_port;          /* 0: an ephemeral port */
+    const char *host;              /* host label; NULL: "host1" */
+    int no_sync;                   /* skip fsync (benchmarks only) */
+    uint64_t window_versions;      /* MVCC window; 0: the engine's default (5,000,000) */
     uint64_t checkpoint_log_bytes; /* engine checkpoint threshold; 0: the engine's default */
-    uint32_t delay_us;          /* injected one-way delay on connections to other hosts (netem.h),
+    uint32_t delay_us;             /* injected one-way delay on connections to other hosts (netem.h),
                                    at most RL_NETEM_MAX_US; changed at run time by SET_DELAY */
-    uint32_t jitter_us;         /* its jitter (same bound) */
-    const char *coordinator_host; /* the coordinator's host label if known (rl cluster passes it);
+    uint32_t jitter_us;            /* its jitter (same bound) */
+    const char *coordinator_host;  /* the coordinator's host label if known (rl cluster passes it);
                                      NULL: learnt from its HELLO reply, delayed until then */
-    const char *engine;         /* "memory" or "ssd"; NULL: what dir holds (memory if new) */
+    const char *engine;            /* "memory" or "ssd"; NULL: what dir holds (memory if new) */
     /* Knobs. */
-    int workers;          /* mapped-read worker threads; 0: 3 (at most 16) */
-    int future_wait_ms;   /* how long a read at a version not yet known waits; 0: 1000 */
-    int s2s_timeout_ms;   /* how long a storage-to-storage read may take; 0: 2000 */
-    int peek_wait_ms;     /* PEEK's max_wait_ms; 0: 500 */
-    int sync_interval_ms; /* at most one engine sync per this many ms; 0: 10 */
-    int map_refresh_ms;   /* GET_SHARD_MAP refresh period; 0: 5000 */
+    int workers;            /* mapped-read worker threads; 0: 3 (at most 16) */
+    int future_wait_ms;     /* how long a read at a version not yet known waits; 0: 1000 */
+    int s2s_timeout_ms;     /* how long a storage-to-storage read may take; 0: 2000 */
+    int peek_wait_ms;       /* PEEK's max_wait_ms; 0: 500 */
+    int sync_interval_ms;   /* at most one engine sync per this many ms; 0: 10 */
+    int map_refresh_ms;     /* GET_SHARD_MAP refresh period; 0: 5000 */
     int connect_timeout_ms; /* coordinator and peer connects; 0: 1000 */
-    int co_timeout_ms;    /* a coordinator reply (REGISTER_STORAGE, PEEK beyond its max wait)
+    int co_timeout_ms;      /* a coordinator reply (REGISTER_STORAGE, PEEK beyond its max wait)
                              later than this drops the connection; 0: 5000 */
 } rl_ss_options;
 
@@ -94,10 +94,10 @@ typedef struct {
     uint64_t known_version;   /* every mutation of its shards up to here is applied */
     uint64_t durable_version; /* newest version the engine has synced */
     uint64_t popped_version;  /* newest POP sent */
-    uint64_t reads, mapped_reads, secondaries_local, secondaries_remote, s2s_requests,
-        s2s_round_trips, peeks, parked_reads, future_version_errors;
-    int registered;           /* 1 while registered with the coordinator */
-    uint64_t registrations;   /* successful REGISTER_STORAGE replies since start */
+    uint64_t reads, mapped_reads, secondaries_local, secondaries_remote, s2s_requests, s2s_round_trips, peeks,
+        parked_reads, future_version_errors;
+    int registered;         /* 1 while registered with the coordinator */
+    uint64_t registrations; /* successful REGISTER_STORAGE replies since start */
     /* Tracing: reads served by type, GET_MULTI requests (and their items) served for peers,
      * storage-to-storage bytes of this server's mapped reads (frames with headers); gauges:
      * mapped reads waiting for a worker, being run, reads parked now. */

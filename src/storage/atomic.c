@@ -38,8 +38,8 @@ static int cmp_le(const uint8_t *old, size_t old_len, const uint8_t *op, size_t 
     return 0;
 }
 
-int rl__atomic_apply(int type, int present, const uint8_t *old, size_t old_len,
-                     const uint8_t *operand, size_t operand_len, rl_buf *out, int *out_present) {
+int rl__atomic_apply(int type, int present, const uint8_t *old, size_t old_len, const uint8_t *operand,
+                     size_t operand_len, rl_buf *out, int *out_present) {
     size_t i;
     rl__buf_reset(out);
     *out_present = 1;
@@ -60,37 +60,30 @@ int rl__atomic_apply(int type, int present, const uint8_t *old, size_t old_len,
         } else {
             for (i = 0; i < operand_len; i++) {
                 uint8_t a = i < old_len ? old[i] : 0;
-                rl__buf_append_byte(out, type == RL_MUT_BIT_OR ? (uint8_t)(a | operand[i])
-                                                               : (uint8_t)(a ^ operand[i]));
+                rl__buf_append_byte(out, type == RL_MUT_BIT_OR ? (uint8_t)(a | operand[i]) : (uint8_t)(a ^ operand[i]));
             }
         }
         break;
     case RL_MUT_BIT_AND:
         if (!present || operand_len == 0) goto operand;
         if (rl__buf_reserve(out, operand_len) != RL_OK) return RL_E_OUT_OF_MEMORY;
-        for (i = 0; i < operand_len; i++)
-            rl__buf_append_byte(out, (uint8_t)((i < old_len ? old[i] : 0) & operand[i]));
+        for (i = 0; i < operand_len; i++) rl__buf_append_byte(out, (uint8_t)((i < old_len ? old[i] : 0) & operand[i]));
         break;
     case RL_MUT_MAX:
         if (old_len == 0 || operand_len == 0) goto operand;
-        if (cmp_le(old, old_len, operand, operand_len) > 0)
-            put_resized(out, old, old_len, operand_len);
-        else
-            goto operand;
+        if (cmp_le(old, old_len, operand, operand_len) > 0) put_resized(out, old, old_len, operand_len);
+        else goto operand;
         break;
     case RL_MUT_MIN:
         if (!present || operand_len == 0) goto operand;
-        if (cmp_le(old, old_len, operand, operand_len) < 0)
-            put_resized(out, old, old_len, operand_len);
-        else
-            goto operand;
+        if (cmp_le(old, old_len, operand, operand_len) < 0) put_resized(out, old, old_len, operand_len);
+        else goto operand;
         break;
     case RL_MUT_BYTE_MIN:
     case RL_MUT_BYTE_MAX: {
         if (!present) goto operand;
         int c = rl__bytes_cmp(old, old_len, operand, operand_len);
-        if ((type == RL_MUT_BYTE_MIN && c < 0) || (type == RL_MUT_BYTE_MAX && c > 0))
-            goto old_value;
+        if ((type == RL_MUT_BYTE_MIN && c < 0) || (type == RL_MUT_BYTE_MAX && c > 0)) goto old_value;
         goto operand;
     }
     case RL_MUT_APPEND_IF_FITS:
@@ -109,8 +102,7 @@ int rl__atomic_apply(int type, int present, const uint8_t *old, size_t old_len,
             break;
         }
         goto old_value;
-    default:
-        return RL_E_INVALID_MUTATION_TYPE;
+    default: return RL_E_INVALID_MUTATION_TYPE;
     }
     return rl__buf_error(out);
 operand:

@@ -138,8 +138,7 @@ static int sync_fd(const rl_storage *st, int fd, const char *path) {
 static int sync_dir(const rl_storage *st) { return rl__os_sync_dir(st->f.dir, st->f.no_sync, WHO); }
 
 /* Path "dir/name" into out (a fixed buffer of size PATH_MAX-ish). */
-static void path_of(const rl_storage *st, char *out, size_t cap, const char *prefix, uint64_t seq,
-                    const char *suffix) {
+static void path_of(const rl_storage *st, char *out, size_t cap, const char *prefix, uint64_t seq, const char *suffix) {
     snprintf(out, cap, "%s/%s%016" PRIx64 "%s", st->f.dir, prefix, seq, suffix);
 }
 
@@ -223,16 +222,11 @@ fail:
 
 const char *rl__storage_tail_name(int kind) {
     switch (kind) {
-    case RL_TAIL_CLEAN:
-        return "clean";
-    case RL_TAIL_TORN:
-        return "torn";
-    case RL_TAIL_BAD_CHECKSUM:
-        return "bad_checksum";
-    case RL_TAIL_BAD_RECORD:
-        return "bad_record";
-    default:
-        return "unknown";
+    case RL_TAIL_CLEAN: return "clean";
+    case RL_TAIL_TORN: return "torn";
+    case RL_TAIL_BAD_CHECKSUM: return "bad_checksum";
+    case RL_TAIL_BAD_RECORD: return "bad_record";
+    default: return "unknown";
     }
 }
 
@@ -241,8 +235,7 @@ const char *rl__storage_tail_name(int kind) {
  * off (rl__wal_cut_tail), so that new records follow the last good one. Read-only leaves the
  * file as it is. Returns RL_OK, or the error of a failed save or truncate (errmsg says which;
  * the log then still holds every byte, or the side file does). */
-static int discard_tail(rl_storage *st, const char *path, size_t off, const uint8_t *p, size_t n,
-                        rl_buf *errmsg) {
+static int discard_tail(rl_storage *st, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
     char *side = NULL;
     int rc;
     st->f.tail_kind = rl__wal_classify_tail(p, n);
@@ -283,8 +276,7 @@ static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl
         rl_wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
             if (rl__wal_valid_record_after(buf, n, off + 1)) {
-                rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: bad record followed by valid ones",
-                     path, off);
+                rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: bad record followed by valid ones", path, off);
                 rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
                 goto out;
             }
@@ -296,8 +288,8 @@ static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl
             continue;
         }
         if (r.version <= st->latest) {
-            rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: version %" PRIu64
-                         " does not follow %" PRIu64, path, off, r.version, st->latest);
+            rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: version %" PRIu64 " does not follow %" PRIu64, path,
+                        off, r.version, st->latest);
             rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
             goto out;
         }
@@ -332,12 +324,9 @@ enum { NAME_OTHER = 0, NAME_CKPT, NAME_CKPT_TMP, NAME_LOG };
 static int name_kind(const char *name, uint64_t *seq) {
     const char *h;
     int is_ckpt = strncmp(name, "ckpt-", 5) == 0;
-    if (is_ckpt)
-        h = name + 5;
-    else if (strncmp(name, "log-", 4) == 0)
-        h = name + 4;
-    else
-        return NAME_OTHER;
+    if (is_ckpt) h = name + 5;
+    else if (strncmp(name, "log-", 4) == 0) h = name + 4;
+    else return NAME_OTHER;
     for (int i = 0; i < 16; i++)
         if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f'))) return NAME_OTHER;
     *seq = strtoull(h, NULL, 16);
@@ -377,14 +366,14 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
         if (kind == NAME_CKPT && seq < out->best && (!out->has_prev || seq > out->prev)) {
             out->prev = seq;
             out->has_prev = 1;
-        } else if (kind == NAME_LOG && seq > out->best &&
-                   (!out->has_orphan_log || seq < out->orphan_log)) {
+        } else if (kind == NAME_LOG && seq > out->best && (!out->has_orphan_log || seq < out->orphan_log)) {
             out->orphan_log = seq;
             out->has_orphan_log = 1;
         } else if (kind == NAME_CKPT_TMP && seq != out->best + 1) {
-            rl__log(RL_LOG_WARN, "storage: %s/%s is not the checkpoint in progress after "
-                                 "ckpt-%016" PRIx64 "; left in place", st->f.dir, de->d_name,
-                    out->best);
+            rl__log(RL_LOG_WARN,
+                    "storage: %s/%s is not the checkpoint in progress after "
+                    "ckpt-%016" PRIx64 "; left in place",
+                    st->f.dir, de->d_name, out->best);
         }
     }
     closedir(d);
@@ -396,8 +385,7 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
 static int take_lock(rl_storage *st, rl_buf *errmsg) {
     char path[4096];
     snprintf(path, sizeof path, "%s/LOCK", st->f.dir);
-    return rl__os_lock_file(path, st->read_only, WHO,
-                            st->read_only ? "another handle that writes" : "another handle",
+    return rl__os_lock_file(path, st->read_only, WHO, st->read_only ? "another handle that writes" : "another handle",
                             &st->f.lock_fd, errmsg);
 }
 
@@ -411,7 +399,7 @@ int rl__logdir_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
     if (stat(o->dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         rc = stat(o->dir, &sb) != 0 ? rl__os_map_errno(errno) : RL_E_INVALID_ARGUMENT;
         rl__os_errf(errmsg, "storage directory %s: %s", o->dir,
-             rc == RL_E_FILE_NOT_FOUND ? "does not exist" : "not a directory");
+                    rc == RL_E_FILE_NOT_FOUND ? "does not exist" : "not a directory");
         return rc;
     }
     return take_lock(st, errmsg);
@@ -456,8 +444,7 @@ static int read_engine_file(const char *dir, char *name, size_t cap) {
     return 1;
 }
 
-int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **out,
-                           rl_buf *errmsg) {
+int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **out, rl_buf *errmsg) {
     char name[64], path[4200];
     const rl_engine_ops *want = o->engine == RL_ENGINE_SSD      ? &rl__engine_ssd
                                 : o->engine == RL_ENGINE_MEMORY ? &rl__engine_memory
@@ -469,10 +456,8 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
         return rl__os_map_errno(errno);
     }
     if (r == 1) {
-        if (strcmp(name, "ssd") == 0)
-            have = &rl__engine_ssd;
-        else if (strcmp(name, "memory") == 0)
-            have = &rl__engine_memory;
+        if (strcmp(name, "ssd") == 0) have = &rl__engine_ssd;
+        else if (strcmp(name, "memory") == 0) have = &rl__engine_memory;
         else {
             rl__os_errf(errmsg, "%s/ENGINE names an unknown storage engine \"%s\"", o->dir, name);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
@@ -481,8 +466,10 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
         snprintf(path, sizeof path, "%s/data.mdb", o->dir);
         struct stat sb;
         if (stat(path, &sb) == 0) {
-            rl__os_errf(errmsg, "%s has an LMDB file (data.mdb) but no ENGINE file: restore ENGINE "
-                         "(\"ssd\") or move data.mdb out of the directory", o->dir);
+            rl__os_errf(errmsg,
+                        "%s has an LMDB file (data.mdb) but no ENGINE file: restore ENGINE "
+                        "(\"ssd\") or move data.mdb out of the directory",
+                        o->dir);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
         }
         /* Files of the memory engine (or none: a new database, which gets what was asked). */
@@ -496,9 +483,10 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
         }
     }
     if (have && want && have != want) {
-        rl__os_errf(errmsg, "%s holds a database of the %s engine; it cannot be opened with the %s "
-                     "engine (omit the engine, or ask for %s)", o->dir, have->name, want->name,
-             have->name);
+        rl__os_errf(errmsg,
+                    "%s holds a database of the %s engine; it cannot be opened with the %s "
+                    "engine (omit the engine, or ask for %s)",
+                    o->dir, have->name, want->name, have->name);
         return RL_E_INVALID_ARGUMENT;
     }
     *out = have ? have : want ? want : &rl__engine_memory;
@@ -539,13 +527,13 @@ static int memory_open(rl_storage *st, const rl_storage_options *o, rl_buf *errm
      *    not there: refuse rather than open an older (or the empty) state. */
     if ((rc = scan_dir(st, &sc, errmsg)) != RL_OK) return rc;
     if (sc.has_orphan_log) {
-        rl__os_errf(errmsg, "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
-                     " holds the commits after it and cannot be replayed without it (newest "
-                     "checkpoint present: ", st->f.dir, sc.orphan_log, st->f.dir, sc.orphan_log);
-        if (sc.has_ckpt)
-            rl__os_errf(errmsg, "ckpt-%016" PRIx64 ")", sc.best);
-        else
-            rl__os_errf(errmsg, "none)");
+        rl__os_errf(errmsg,
+                    "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
+                    " holds the commits after it and cannot be replayed without it (newest "
+                    "checkpoint present: ",
+                    st->f.dir, sc.orphan_log, st->f.dir, sc.orphan_log);
+        if (sc.has_ckpt) rl__os_errf(errmsg, "ckpt-%016" PRIx64 ")", sc.best);
+        else rl__os_errf(errmsg, "none)");
         rl__os_errf(errmsg, "; no file was changed");
         return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT);
     }
@@ -558,10 +546,14 @@ static int memory_open(rl_storage *st, const rl_storage_options *o, rl_buf *errm
             if (rc == RL_E_CHECKPOINT_CORRUPT) {
                 rl__os_errf(errmsg, "; no file was changed");
                 if (sc.has_prev)
-                    rl__os_errf(errmsg, " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
-                                 "never falls back to an older checkpoint)", sc.prev);
-                rl__os_errf(errmsg, "; if this file is not a checkpoint of this database, move it out "
-                             "of %s and open again", st->f.dir);
+                    rl__os_errf(errmsg,
+                                " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
+                                "never falls back to an older checkpoint)",
+                                sc.prev);
+                rl__os_errf(errmsg,
+                            "; if this file is not a checkpoint of this database, move it out "
+                            "of %s and open again",
+                            st->f.dir);
             }
             return rc;
         }
@@ -649,8 +641,7 @@ static int memory_sync(rl_storage *st) {
     return RL_OK;
 }
 
-int rl__memory_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd,
-                                   uint64_t *out_seq) {
+int rl__memory_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd, uint64_t *out_seq) {
     int rc;
     *out_fd = -1;
     *out_seq = st->f.seq;

@@ -44,8 +44,7 @@ typedef struct rl_engine_ops {
     /* The sync in three steps (storage.c, rl__storage_sync): begin and end under the lock,
      * sync_fd without it. begin returns the version covered and a descriptor to fsync (-1: none
      * needed, published already); end closes it and publishes or poisons. */
-    int (*sync_begin)(struct rl_storage *st, rl_version *out_target, int *out_fd,
-                      uint64_t *out_seq);
+    int (*sync_begin)(struct rl_storage *st, rl_version *out_target, int *out_fd, uint64_t *out_seq);
     int (*sync_fd)(struct rl_storage *st, int fd, uint64_t seq);
     int (*sync_end)(struct rl_storage *st, rl_version target, int fd, int sync_rc);
     /* Checkpoint (memory) or flush to the base (ssd) now, then start a new log. */
@@ -56,8 +55,8 @@ typedef struct rl_engine_ops {
     /* ---- the base: NULL for engines without one (memory) ---------------------------------- */
     /* Point read of the base (the state at st->base_version). The value is copied into arena a
      * when a is not NULL, else into buf (reset first; valid until buf changes). */
-    int (*base_get)(struct rl_storage *st, const uint8_t *k, uint32_t kl, rl_arena *a,
-                    rl_buf *buf, int *out_present, const uint8_t **out_val, uint32_t *out_len);
+    int (*base_get)(struct rl_storage *st, const uint8_t *k, uint32_t kl, rl_arena *a, rl_buf *buf, int *out_present,
+                    const uint8_t **out_val, uint32_t *out_len);
     /* A cursor; *out NULL on error. Pointers returned by cur_get stay valid until the cursor
      * moves or closes. cur_close(NULL) is a no-op. */
     int (*cur_open)(struct rl_storage *st, rl_base_cur **out);
@@ -69,14 +68,12 @@ typedef struct rl_engine_ops {
     int (*cur_next)(rl_base_cur *c);
     int (*cur_prev)(rl_base_cur *c);
     /* 1 and the current row, or 0 when the cursor is past either end. */
-    int (*cur_get)(rl_base_cur *c, const uint8_t **k, uint32_t *kl, const uint8_t **v,
-                   uint32_t *vl);
+    int (*cur_get)(rl_base_cur *c, const uint8_t **k, uint32_t *kl, const uint8_t **v, uint32_t *vl);
     /* Optional (NULL: storage.c walks a cursor): a range read of the base alone, for a range
      * the map has no row in — rl__storage_get_range's contract for [b, e) (limit, target_bytes,
      * reverse, the rows and *out_more), the rows copied into arena a. */
-    int (*base_range)(struct rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                      uint32_t el, int limit, long target_bytes, int reverse, rl_arena *a,
-                      rl_keyvalue **out_kvs, int *out_n, int *out_more);
+    int (*base_range)(struct rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, int limit,
+                      long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n, int *out_more);
 } rl_engine_ops;
 
 extern const rl_engine_ops rl__engine_memory; /* durable.c */
@@ -86,16 +83,13 @@ extern const rl_engine_ops rl__engine_ssd;    /* ssd.c */
 
 /* The latest state, in key order: cb for every present key (value bytes valid during the call
  * only). Stops at and returns the first non-RL_OK result of cb. */
-typedef int (*rl_map_each_cb)(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v,
-                              uint32_t vl);
+typedef int (*rl_map_each_cb)(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl);
 int rl__storage_map_each(struct rl_storage *st, rl_map_each_cb cb, void *ctx);
 
 /* The rows changed after version `since` (head version > since), in key order: cb gets the
  * latest state (v NULL and is_clear 1 for a deleted key). Stops at the first error of cb. */
-typedef int (*rl_map_changed_cb)(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v,
-                                 uint32_t vl, int is_clear);
-int rl__storage_map_changed(struct rl_storage *st, rl_version since, rl_map_changed_cb cb,
-                            void *ctx);
+typedef int (*rl_map_changed_cb)(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl, int is_clear);
+int rl__storage_map_changed(struct rl_storage *st, rl_version since, rl_map_changed_cb cb, void *ctx);
 
 /* Before the base moves to the latest version (a flush): every row changed since the base's
  * version whose chain has no entry at or below the oldest readable version gets one there that
@@ -135,8 +129,7 @@ int rl__logdir_record_engine(struct rl_storage *st, const char *name, rl_buf *er
 int rl__logdir_poison(struct rl_storage *st, int rc);
 /* The memory engine's steps that ssd shares as they are. */
 int rl__memory_log(struct rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
-int rl__memory_sync_begin(struct rl_storage *st, rl_version *out_target, int *out_fd,
-                          uint64_t *out_seq);
+int rl__memory_sync_begin(struct rl_storage *st, rl_version *out_target, int *out_fd, uint64_t *out_seq);
 int rl__memory_sync_fd(struct rl_storage *st, int fd, uint64_t seq);
 int rl__memory_sync_end(struct rl_storage *st, rl_version target, int fd, int sync_rc);
 void rl__memory_status(struct rl_storage *st, rl_storage_status *out);

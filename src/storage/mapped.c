@@ -118,12 +118,12 @@ typedef struct {
 struct rl_mapper {
     mapper_seg *segs; /* n_segs segments, in order (in the arena) */
     size_t n_segs;
-    int is_range;   /* the mapper ended with "{...}" */
-    int uses_key;   /* some segment is SEG_KEY: the key must parse as a tuple */
-    int uses_value; /* some segment is SEG_VALUE */
-    size_t max_key; /* uses_key: the largest SEG_KEY index */
+    int is_range;     /* the mapper ended with "{...}" */
+    int uses_key;     /* some segment is SEG_KEY: the key must parse as a tuple */
+    int uses_value;   /* some segment is SEG_VALUE */
+    size_t max_key;   /* uses_key: the largest SEG_KEY index */
     size_t max_value; /* uses_value: the largest SEG_VALUE index */
-    size_t lit_len; /* bytes of all literal segments together */
+    size_t lit_len;   /* bytes of all literal segments together */
 };
 
 /* Element spans found by one walk of an index key or value (span_walk): raw[i], raw_len[i] for
@@ -170,7 +170,8 @@ static int parse_index(const uint8_t *s, size_t n, size_t *out) {
 /* Move the pending literal bytes lit[0..len) into a new SEG_LITERAL segment in arena a, then
  * empty lit. No-op when lit is empty. RL_OK or RL_E_OUT_OF_MEMORY. */
 static int flush_literal(rl_mapper *m, rl_buf *lit, rl_arena *a) {
-    if (rl__buf_error(lit)) return RL_E_OUT_OF_MEMORY; /* before the length: a failed append
+    if (rl__buf_error(lit))
+        return RL_E_OUT_OF_MEMORY; /* before the length: a failed append
                                                           leaves it 0 */
     if (lit->len == 0) return RL_OK;
     uint8_t *p = rl__arena_memdup(a, lit->data, lit->len);
@@ -243,8 +244,8 @@ int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl_mapper **ou
             unescape_pair(str.data, &nl, '}');
             rl__tuple_packer_init(&pk, &lit);
             rl__tuple_pack_bytes(&pk, str.data, nl);
-        } else if (n >= 5 && s[0] == '{' && (s[1] == 'K' || s[1] == 'V') && s[2] == '[' &&
-                   s[n - 2] == ']' && s[n - 1] == '}') {
+        } else if (n >= 5 && s[0] == '{' && (s[1] == 'K' || s[1] == 'V') && s[2] == '[' && s[n - 2] == ']' &&
+                   s[n - 1] == '}') {
             /* 2. A placeholder. */
             size_t idx;
             rc = parse_index(s + 3, n - 5, &idx);
@@ -316,8 +317,7 @@ static inline const uint8_t *quick_elem_end(const uint8_t *p, const uint8_t *end
 
 /* The next top-level element of the walk at *pp (< end): its bytes in *raw / *raw_len, *pp
  * past it. RL_OK, RL_E_NOT_FOUND at the end, or rl__tuple_iter_next's decoding error. */
-static inline int walk_next(const uint8_t **pp, const uint8_t *end, const uint8_t **raw,
-                            size_t *raw_len) {
+static inline int walk_next(const uint8_t **pp, const uint8_t *end, const uint8_t **raw, size_t *raw_len) {
     const uint8_t *p = *pp, *z;
     if (p >= end) return RL_E_NOT_FOUND;
     if (!(z = quick_elem_end(p, end))) {
@@ -372,8 +372,7 @@ typedef struct {
  * first km->count elements come from it and the walk starts at km->resume; otherwise a full
  * walk that, on success, sets km. Same result and errors as span_walk for every key that
  * starts with the km->shared bytes the memo's key started with. */
-static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_spans *out,
-                         key_memo *km) {
+static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_spans *out, key_memo *km) {
     const uint8_t *p, *end = data + len, *raw;
     size_t skip = 0, count = 0, resume = 0, raw_len;
     int rc;
@@ -421,15 +420,12 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
  * per placeholder. On RL_OK *out_len is P's length. Errors as rl__mapper_construct, in its
  * order: the key not a tuple, the value not a tuple, then the first placeholder (in mapper
  * order) whose index is past the end. Only for mappers whose indexes are < MAX_SPANS. */
-static int find_spans(const rl_mapper *m, const void *key, size_t key_len, const void *value,
-                      size_t value_len, key_memo *km, elem_spans *ks, elem_spans *vs,
-                      size_t *out_len) {
+static int find_spans(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+                      key_memo *km, elem_spans *ks, elem_spans *vs, size_t *out_len) {
     size_t len = m->lit_len;
     ks->n = vs->n = 0;
-    if (m->uses_key && span_walk_key(key, key_len, m->max_key + 1, ks, km) != RL_OK)
-        return RL_E_KEY_NOT_TUPLE;
-    if (m->uses_value && span_walk(value, value_len, m->max_value + 1, vs) != RL_OK)
-        return RL_E_VALUE_NOT_TUPLE;
+    if (m->uses_key && span_walk_key(key, key_len, m->max_key + 1, ks, km) != RL_OK) return RL_E_KEY_NOT_TUPLE;
+    if (m->uses_value && span_walk(value, value_len, m->max_value + 1, vs) != RL_OK) return RL_E_VALUE_NOT_TUPLE;
     for (size_t i = 0; i < m->n_segs; i++) {
         const mapper_seg *sg = &m->segs[i];
         const elem_spans *sp = sg->kind == SEG_KEY ? ks : vs;
@@ -442,8 +438,7 @@ static int find_spans(const rl_mapper *m, const void *key, size_t key_len, const
 }
 
 /* Write P (out_len bytes from find_spans) to dst. */
-static void write_p(const rl_mapper *m, const elem_spans *ks, const elem_spans *vs,
-                    uint8_t *dst) {
+static void write_p(const rl_mapper *m, const elem_spans *ks, const elem_spans *vs, uint8_t *dst) {
     for (size_t i = 0; i < m->n_segs; i++) {
         const mapper_seg *sg = &m->segs[i];
         const uint8_t *src;
@@ -463,18 +458,16 @@ static void write_p(const rl_mapper *m, const elem_spans *ks, const elem_spans *
 
 /* 1 if the span fast path covers m (every placeholder index < MAX_SPANS). */
 static int spans_fit(const rl_mapper *m) {
-    return (!m->uses_key || m->max_key < MAX_SPANS) &&
-           (!m->uses_value || m->max_value < MAX_SPANS);
+    return (!m->uses_key || m->max_key < MAX_SPANS) && (!m->uses_value || m->max_value < MAX_SPANS);
 }
 
 /* The general path: validate, then one rl__tuple_get per placeholder (any index). */
-static int construct_general(const rl_mapper *m, const void *key, size_t key_len,
-                             const void *value, size_t value_len, rl_buf *out) {
+static int construct_general(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+                             rl_buf *out) {
     size_t start = out->len;
     int rc = RL_OK;
     if (m->uses_key && rl__tuple_validate(key, key_len, NULL) != RL_OK) return RL_E_KEY_NOT_TUPLE;
-    if (m->uses_value && rl__tuple_validate(value, value_len, NULL) != RL_OK)
-        return RL_E_VALUE_NOT_TUPLE;
+    if (m->uses_value && rl__tuple_validate(value, value_len, NULL) != RL_OK) return RL_E_VALUE_NOT_TUPLE;
 
     for (size_t i = 0; i < m->n_segs; i++) {
         const mapper_seg *sg = &m->segs[i];
@@ -483,10 +476,8 @@ static int construct_general(const rl_mapper *m, const void *key, size_t key_len
             rl__buf_append(out, sg->lit, sg->lit_len);
             continue;
         }
-        if (sg->kind == SEG_KEY)
-            rc = rl__tuple_get(key, key_len, sg->index, &e);
-        else
-            rc = rl__tuple_get(value, value_len, sg->index, &e);
+        if (sg->kind == SEG_KEY) rc = rl__tuple_get(key, key_len, sg->index, &e);
+        else rc = rl__tuple_get(value, value_len, sg->index, &e);
         if (rc == RL_E_NOT_FOUND) {
             rc = RL_E_MAPPER_BAD_INDEX;
             goto fail;
@@ -514,8 +505,8 @@ fail:
  * construct_general. Both give the same bytes and errors (test mapped_1_13). Errors:
  * RL_E_MAPPER_BAD_INDEX (index past the end), RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE,
  * RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value,
-                         size_t value_len, rl_buf *out) {
+int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+                         rl_buf *out) {
     elem_spans ks, vs;
     size_t len;
     int rc;
@@ -530,10 +521,8 @@ int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, co
     for (size_t i = 0; i < m->n_segs; i++) {
         const mapper_seg *sg = &m->segs[i];
         const elem_spans *sp = sg->kind == SEG_KEY ? &ks : &vs;
-        if (sg->kind == SEG_LITERAL)
-            rl__buf_append(out, sg->lit, sg->lit_len);
-        else
-            rl__buf_append(out, sp->raw[sg->index], sp->raw_len[sg->index]);
+        if (sg->kind == SEG_LITERAL) rl__buf_append(out, sg->lit, sg->lit_len);
+        else rl__buf_append(out, sp->raw[sg->index], sp->raw_len[sg->index]);
     }
     return RL_OK; /* the appends fit in what was reserved */
 }
@@ -542,9 +531,8 @@ int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, co
  * P, then room for the secondary's end key (strinc(P) or P + "\0", secondary_bounds). On RL_OK
  * *out_p holds P (*out_len bytes). scratch is used only by the general path; km (the read's
  * key memo, or NULL) only by the span path. Errors as rl__mapper_construct. */
-static int construct_in_arena(const rl_mapper *m, const void *key, size_t key_len,
-                              const void *value, size_t value_len, key_memo *km, rl_arena *a,
-                              rl_buf *scratch, uint8_t **out_p, size_t *out_len) {
+static int construct_in_arena(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+                              key_memo *km, rl_arena *a, rl_buf *scratch, uint8_t **out_p, size_t *out_len) {
     elem_spans ks, vs;
     const uint8_t *src;
     size_t len;
@@ -579,8 +567,8 @@ static int construct_in_arena(const rl_mapper *m, const void *key, size_t key_le
 /* ==== The mapped read ======================================================================= */
 
 enum {
-    DEFAULT_BATCH = 10,              /* MAX_PARALLEL_QUICK_GET_VALUE */
-    DEFAULT_SECONDARY_ROWS = 2000,   /* QUICK_GET_KEY_VALUES_LIMIT */
+    DEFAULT_BATCH = 10,            /* MAX_PARALLEL_QUICK_GET_VALUE */
+    DEFAULT_SECONDARY_ROWS = 2000, /* QUICK_GET_KEY_VALUES_LIMIT */
 };
 #define DEFAULT_SECONDARY_BYTES 10000000L /* QUICK_GET_KEY_VALUES_LIMIT_BYTES */
 #define INDEX_BYTE_FRACTION 0.2           /* FRACTION_INDEX_BYTELIMIT_PREFETCH */
@@ -621,21 +609,18 @@ static int secondary_bounds(int is_range, uint8_t *p, size_t n, rl_mapped_entry 
 /* Read *ent's secondary (bounds set by secondary_bounds) from the same engine at version v; the
  * caller holds the engine's read lock. Results are copied into a. Errors: those of the storage
  * read, RL_E_OUT_OF_MEMORY. */
-static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_limit, rl_arena *a,
-                      rl_mapped_entry *ent) {
+static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_limit, rl_arena *a, rl_mapped_entry *ent) {
     rl_keyvalue *kvs = NULL;
     int n_kvs = 0, more = 0, rc;
     if (ent->is_range) {
-        rc = rl__storage_get_range_nolock(st, v, ent->begin, ent->begin_len, ent->end,
-                                          ent->end_len, row_limit, byte_limit, 0, a, &kvs, &n_kvs,
-                                          &more);
+        rc = rl__storage_get_range_nolock(st, v, ent->begin, ent->begin_len, ent->end, ent->end_len, row_limit,
+                                          byte_limit, 0, a, &kvs, &n_kvs, &more);
         if (rc != RL_OK) return rc;
     } else {
         int present = 0;
         const uint8_t *val = NULL;
         uint32_t val_len = 0;
-        rc = rl__storage_get_nolock(st, v, ent->begin, ent->begin_len, a, &present, &val,
-                                    &val_len);
+        rc = rl__storage_get_nolock(st, v, ent->begin, ent->begin_len, a, &present, &val, &val_len);
         if (rc != RL_OK) return rc;
         if (present) {
             kvs = rl__arena_alloc(a, sizeof *kvs);
@@ -659,10 +644,9 @@ static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_lim
  * from st under one read lock. The first item error in order fails the batch; a hook that
  * breaks the output contract (negative count, rows without a pointer, a point read with more
  * than one row) is RL_E_INTERNAL_ERROR. */
-static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl_version v,
-                      int row_limit, long byte_limit, long budget, long target_left, int step,
-                      rl_secondary_item *items, rl_mapped_entry *ents, int n, rl_arena *a,
-                      int *out_read) {
+static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl_version v, int row_limit,
+                      long byte_limit, long budget, long target_left, int step, rl_secondary_item *items,
+                      rl_mapped_entry *ents, int n, rl_arena *a, int *out_read) {
     int rc, here = 0;
     *out_read = n;
     for (int i = 0; i < n; i++) {
@@ -726,10 +710,9 @@ static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl
  * RL_E_RANGE_LIMITS_INVALID (a negative limit), those of the index and secondary reads
  * (RL_E_TRANSACTION_TOO_OLD, RL_E_FUTURE_VERSION, ...), of building P (RL_E_MAPPER_BAD_INDEX,
  * RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE) and RL_E_OUT_OF_MEMORY. */
-int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
-                                 const void *end, size_t end_len, const rl_mapper *m,
-                                 const rl_mapped_options *o, rl_secondary_batch_fn fn,
-                                 void *fn_ctx, rl_arena *a, rl_mapped_entry **out, int *out_n,
+int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+                                 size_t end_len, const rl_mapper *m, const rl_mapped_options *o,
+                                 rl_secondary_batch_fn fn, void *fn_ctx, rl_arena *a, rl_mapped_entry **out, int *out_n,
                                  int *out_more) {
     rl_mapped_options opt;
     size_t block_size0;
@@ -747,10 +730,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
     if (out_more) *out_more = 0;
     if (!st || !m || !a || !out || !out_n || !out_more) return RL_E_INVALID_ARGUMENT;
     if ((!begin && begin_len) || (!end && end_len)) return RL_E_INVALID_ARGUMENT;
-    if (o)
-        opt = *o;
-    else
-        memset(&opt, 0, sizeof opt);
+    if (o) opt = *o;
+    else memset(&opt, 0, sizeof opt);
     if (opt.limit < 0 || opt.target_bytes < 0 || opt.batch < 0 || opt.secondary_row_limit < 0 ||
         opt.secondary_byte_limit < 0)
         return RL_E_RANGE_LIMITS_INVALID;
@@ -769,9 +750,8 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
     rl__buf_init(&p);
     rl__storage_read_lock(st);
     locked = 1;
-    rc = rl__storage_get_range_nolock(st, v, begin ? begin : "", begin_len, end ? end : "",
-                                      end_len, opt.limit, index_bytes, opt.reverse, a, &idx,
-                                      &n_idx, &scan_more);
+    rc = rl__storage_get_range_nolock(st, v, begin ? begin : "", begin_len, end ? end : "", end_len, opt.limit,
+                                      index_bytes, opt.reverse, a, &idx, &n_idx, &scan_more);
     if (fn) {
         rl__storage_read_unlock(st);
         locked = 0;
@@ -817,22 +797,21 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             uint8_t *pk;
             size_t pk_len;
             ent->index = idx[i];
-            rc = construct_in_arena(m, idx[i].key, idx[i].key_len, idx[i].value,
-                                    idx[i].value_len, &km, a, &p, &pk, &pk_len);
+            rc = construct_in_arena(m, idx[i].key, idx[i].key_len, idx[i].value, idx[i].value_len, &km, a, &p, &pk,
+                                    &pk_len);
             if (rc != RL_OK) goto fail;
             rc = secondary_bounds(m->is_range, pk, pk_len, ent);
             if (rc != RL_OK) goto fail;
             if (!fn) {
-                rc = read_local(st, v, m->is_range ? opt.secondary_row_limit : 1,
-                                opt.secondary_byte_limit, a, ent);
+                rc = read_local(st, v, m->is_range ? opt.secondary_row_limit : 1, opt.secondary_byte_limit, a, ent);
                 if (rc != RL_OK) goto fail;
             }
         }
         if (fn) {
             int got = 0;
             rc = read_batch(st, fn, fn_ctx, v, opt.secondary_row_limit, opt.secondary_byte_limit,
-                            opt.batch_secondary_bytes, opt.target_bytes > 0 ? remaining : LONG_MAX,
-                            opt.batch_step, items, &ents[mapped], stop - mapped, a, &got);
+                            opt.batch_secondary_bytes, opt.target_bytes > 0 ? remaining : LONG_MAX, opt.batch_step,
+                            items, &ents[mapped], stop - mapped, a, &got);
             if (rc != RL_OK) goto fail;
             if (got == 0 && mapped == 0) {
                 rc = RL_E_INTERNAL_ERROR; /* no progress (mapped.h: unread) */

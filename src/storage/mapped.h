@@ -32,8 +32,8 @@ int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl_mapper **ou
 int rl__mapper_is_range(const rl_mapper *m);
 /* Build the secondary key P for one index entry, appended to out. Errors: RL_E_MAPPER_BAD_INDEX
  * (index past the end), RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE. */
-int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value,
-                         size_t value_len, rl_buf *out);
+int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+                         rl_buf *out);
 
 /* One mapped entry: the public rl_mapped_keyvalue (index key-value and its secondary read). All
  * pointers live in the arena given to the read. */
@@ -61,26 +61,26 @@ typedef struct {
  * fills the outputs. */
 typedef struct {
     /* Inputs. */
-    int is_range;          /* 1: the prefix range [begin, end); 0: a point read of begin */
-    const uint8_t *begin;  /* the secondary key P (range: the range's begin) */
+    int is_range;         /* 1: the prefix range [begin, end); 0: a point read of begin */
+    const uint8_t *begin; /* the secondary key P (range: the range's begin) */
     uint32_t begin_len;
-    const uint8_t *end;    /* range: strinc(P) ("\xff" for an empty P); point: P + "\x00" */
+    const uint8_t *end; /* range: strinc(P) ("\xff" for an empty P); point: P + "\x00" */
     uint32_t end_len;
-    int row_limit;         /* rows at most (> 0; a point read: 1) */
-    long byte_limit;       /* about this many key + value bytes (> 0; the row that crosses it is
+    int row_limit;   /* rows at most (> 0; a point read: 1) */
+    long byte_limit; /* about this many key + value bytes (> 0; the row that crosses it is
                               included, as rl__storage_get_range) */
     /* Outputs (zeroed by mapped.c before the call). */
-    rl_keyvalue *kvs;        /* the rows in ascending key order, copied into the arena given to
+    rl_keyvalue *kvs; /* the rows in ascending key order, copied into the arena given to
                               the hook (point: at most one, whose key equals begin) */
     int n_kvs;
-    int more;              /* 1: rows remain that the limits cut off (range reads only) */
-    int served_locally;    /* 1: read from this engine / server's own shards */
-    int error;             /* RL_OK, or this item's error: fails the whole mapped read */
-    int read_here;         /* 1: the hook did not read it; mapped.c reads it from the engine it
+    int more;           /* 1: rows remain that the limits cut off (range reads only) */
+    int served_locally; /* 1: read from this engine / server's own shards */
+    int error;          /* RL_OK, or this item's error: fails the whole mapped read */
+    int read_here;      /* 1: the hook did not read it; mapped.c reads it from the engine it
                               was given, at v, after the hook returns (all of a batch's such
                               items under one read lock), and sets served_locally; the other
                               outputs are then ignored */
-    int unread;            /* 1: the hook did not read it and the mapped read's page ends before
+    int unread;         /* 1: the hook did not read it and the mapped read's page ends before
                               it (the reply's byte budget is spent): mapped.c returns the entries
                               before the first unread item, with more; what follows it is ignored.
                               The first item of a mapped read's first batch must not be unread
@@ -96,8 +96,7 @@ typedef struct {
  * RL_OK, or an error that fails the whole mapped read; an item's error does too (the first in item
  * order is returned). NULL as the hook means "read from the same engine". Used by the storage
  * server (src/server), whose records may live on other storage servers. */
-typedef int (*rl_secondary_batch_fn)(void *ctx, rl_version v, rl_secondary_item *items, int n,
-                                     rl_arena *a);
+typedef int (*rl_secondary_batch_fn)(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a);
 
 /* Mapped range read of the index range [begin, end) at version v. Row limit counts index
  * entries; the byte budget covers index entries and secondaries (FoundationDB's accounting,
@@ -109,9 +108,9 @@ typedef int (*rl_secondary_batch_fn)(void *ctx, rl_version v, rl_secondary_item 
  * batch hook for the secondaries (rl_secondary_batch_fn). An error from any secondary read, or
  * from building a secondary key, fails the whole call (outputs empty). Also
  * RL_E_RANGE_LIMITS_INVALID for a negative limit and RL_E_INVALID_ARGUMENT for NULL handles. */
-int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
-                                 const void *end, size_t end_len, const rl_mapper *m,
-                                 const rl_mapped_options *o, rl_secondary_batch_fn fn, void *fn_ctx,
-                                 rl_arena *a, rl_mapped_entry **out, int *out_n, int *out_more);
+int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+                                 size_t end_len, const rl_mapper *m, const rl_mapped_options *o,
+                                 rl_secondary_batch_fn fn, void *fn_ctx, rl_arena *a, rl_mapped_entry **out, int *out_n,
+                                 int *out_more);
 
 #endif

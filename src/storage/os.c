@@ -30,7 +30,7 @@
 static atomic_int armed;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static rl_os_kind f_kind;
-static long f_left;  /* calls of f_kind to let through before the failure; < 0: never fail */
+static long f_left; /* calls of f_kind to let through before the failure; < 0: never fail */
 static int f_errno;
 static int f_flags;
 static int f_fired;
@@ -63,9 +63,7 @@ long rl__os_fault_count(rl_os_kind kind) {
     return n;
 }
 
-int rl__os_fault_fired(void) {
-    return rl__locked_int(&mu, &f_fired);
-}
+int rl__os_fault_fired(void) { return rl__locked_int(&mu, &f_fired); }
 
 /* Count one call of `kind` and decide whether it fails. Returns 0 (go ahead) or the errno to
  * fail with; *out_torn is set to 1 when a write should tear first. Only called when armed. */
@@ -86,9 +84,8 @@ static int inject(rl_os_kind kind, int *out_torn) {
     return err;
 }
 
-#define FAULT(kind, torn)                                                                          \
-    (__builtin_expect(atomic_load_explicit(&armed, memory_order_relaxed), 0) ? inject(kind, torn)  \
-                                                                             : 0)
+#define FAULT(kind, torn) \
+    (__builtin_expect(atomic_load_explicit(&armed, memory_order_relaxed), 0) ? inject(kind, torn) : 0)
 
 int rl__os_open(const char *path, int flags, mode_t mode) {
     int err = FAULT(RL_OS_OPEN, NULL);
@@ -179,15 +176,11 @@ int rl__os_mkdir(const char *path, mode_t mode) {
 
 int rl__os_map_errno(int e) {
     switch (e) {
-    case ENOENT:
-        return RL_E_FILE_NOT_FOUND;
+    case ENOENT: return RL_E_FILE_NOT_FOUND;
     case ENOSPC:
-    case EDQUOT:
-        return RL_E_NO_SPACE;
-    case ENOMEM:
-        return RL_E_OUT_OF_MEMORY;
-    default:
-        return RL_E_IO_ERROR;
+    case EDQUOT: return RL_E_NO_SPACE;
+    case ENOMEM: return RL_E_OUT_OF_MEMORY;
+    default: return RL_E_IO_ERROR;
     }
 }
 
@@ -271,12 +264,10 @@ fail:
     return rc;
 }
 
-int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder,
-                     int *out_fd, rl_buf *errmsg) {
+int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder, int *out_fd, rl_buf *errmsg) {
     int fd = -1, rc;
     if (shared) fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0 && (!shared || errno == ENOENT))
-        fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 && (!shared || errno == ENOENT)) fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     *out_fd = fd;
     if (fd < 0) {
         rc = rl__os_io_fail(who, "open", path);

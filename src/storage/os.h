@@ -101,7 +101,6 @@ int rl__os_read_file(const char *path, uint8_t **out, size_t *out_len);
  * which the caller closes): the mapped error of the open (logged; errmsg "cannot open PATH:
  * ..."), RL_E_DATABASE_LOCKED_BY_PROCESS when someone holds it (errmsg "PATH is locked by
  * HOLDER"), or the mapped error of flock. */
-int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder,
-                     int *out_fd, rl_buf *errmsg);
+int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder, int *out_fd, rl_buf *errmsg);
 
 #endif

@@ -37,10 +37,9 @@ static const uint8_t *anchor(const rl_key_selector *sel, rl_arena *a, uint32_t *
 }
 
 /* Resolve one bound (rules 1, 2). *out_unresolved = 1 when it cannot be resolved here. */
-static int resolve_bound(rl_storage *st, rl_version v, const rl_key_selector *sel,
-                         const uint8_t *lo, uint32_t lol, int lo_is_min, const uint8_t *hi,
-                         uint32_t hil, int hi_is_max, rl_arena *a, const uint8_t **out,
-                         uint32_t *out_len, int *out_unresolved) {
+static int resolve_bound(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lol,
+                         int lo_is_min, const uint8_t *hi, uint32_t hil, int hi_is_max, rl_arena *a,
+                         const uint8_t **out, uint32_t *out_len, int *out_unresolved) {
     *out_unresolved = 0;
     if (sel->offset == 1) {
         *out = anchor(sel, a, out_len);
@@ -58,17 +57,16 @@ static int resolve_bound(rl_storage *st, rl_version v, const rl_key_selector *se
     return RL_OK;
 }
 
-int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector *begin,
-                             const rl_key_selector *end, const uint8_t *lo, uint32_t lo_len,
-                             int lo_is_min, const uint8_t *hi, uint32_t hi_len, int hi_is_max,
-                             int reverse, rl_arena *a, rl_range_bounds *out) {
+int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector *begin, const rl_key_selector *end,
+                             const uint8_t *lo, uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
+                             int hi_is_max, int reverse, rl_arena *a, rl_range_bounds *out) {
     memset(out, 0, sizeof *out);
     int ub = 0, ue = 0;
-    int rc = resolve_bound(st, v, begin, lo, lo_len, lo_is_min, hi, hi_len, hi_is_max, a,
-                           &out->rbegin, &out->rbegin_len, &ub);
+    int rc = resolve_bound(st, v, begin, lo, lo_len, lo_is_min, hi, hi_len, hi_is_max, a, &out->rbegin,
+                           &out->rbegin_len, &ub);
     if (rc == RL_OK)
-        rc = resolve_bound(st, v, end, lo, lo_len, lo_is_min, hi, hi_len, hi_is_max, a, &out->rend,
-                           &out->rend_len, &ue);
+        rc =
+            resolve_bound(st, v, end, lo, lo_len, lo_is_min, hi, hi_len, hi_is_max, a, &out->rend, &out->rend_len, &ue);
     if (rc) return rc;
     if (ub || ue) {
         out->unresolved = 1;
@@ -86,7 +84,6 @@ int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector
         if (!reverse) out->read_through = 1;
     }
     /* An empty resolved range reads nothing and goes nowhere else. */
-    if (rl__bytes_cmp(out->rbegin, out->rbegin_len, out->rend, out->rend_len) >= 0)
-        out->read_through = 0;
+    if (rl__bytes_cmp(out->rbegin, out->rbegin_len, out->rend, out->rend_len) >= 0) out->read_through = 0;
     return RL_OK;
 }

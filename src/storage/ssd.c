@@ -68,10 +68,10 @@
 #include "storage/storage_int.h"
 #include "storage/wal.h"
 
-#define RL_SSD_SHORT 480u                 /* longest key stored as it is */
+#define RL_SSD_SHORT 480u                      /* longest key stored as it is */
 #define RL_SSD_LONG_KEY (1 + RL_SSD_SHORT + 8) /* LMDB key of a long key */
-#define SSD_MAP_SIZE (1ull << 40)         /* 1 TiB of address space (the file grows as needed) */
-#define SSD_POOL 32                       /* idle read cursors kept for reuse */
+#define SSD_MAP_SIZE (1ull << 40)              /* 1 TiB of address space (the file grows as needed) */
+#define SSD_POOL 32                            /* idle read cursors kept for reuse */
 #define SSD_META_FORMAT 1u
 #define DEFAULT_FLUSH_BYTES (16ull << 20) /* flush every 16 MiB of log (docs/benchmarks.md) */
 #define PENDING_FLUSH (1u << 20)
@@ -85,11 +85,11 @@ typedef struct {
     pthread_mutex_t pool_mu;
     struct rl_base_cur *pool[SSD_POOL]; /* idle cursors, each with its read transaction */
     int npool;
-    uint64_t gen;   /* bumped by every flush (engine lock held exclusively) */
-    unsigned psize; /* LMDB's page size */
-    atomic_int walk; /* range reads walk LMDB's leaf pages (see "range reads off ...") */
+    uint64_t gen;                /* bumped by every flush (engine lock held exclusively) */
+    unsigned psize;              /* LMDB's page size */
+    atomic_int walk;             /* range reads walk LMDB's leaf pages (see "range reads off ...") */
     atomic_uint_fast64_t walked; /* leaf pages walked (rl__ssd_page_walk) */
-    rl_buf kbuf; /* the flush's encoded key and long-key value */
+    rl_buf kbuf;                 /* the flush's encoded key and long-key value */
 } ssd_env;
 
 static ssd_env *ssd_of(rl_storage *st) { return st->eng_priv; }
@@ -101,20 +101,15 @@ static int mdb_fail(ssd_env *s, const char *op, int e) {
     switch (e) {
     case MDB_MAP_FULL:
     case ENOSPC:
-    case EDQUOT:
-        return RL_E_NO_SPACE;
-    case ENOMEM:
-        return RL_E_OUT_OF_MEMORY;
+    case EDQUOT: return RL_E_NO_SPACE;
+    case ENOMEM: return RL_E_OUT_OF_MEMORY;
     case MDB_CORRUPTED:
     case MDB_PAGE_NOTFOUND:
     case MDB_INVALID:
     case MDB_VERSION_MISMATCH:
-    case MDB_BAD_TXN:
-        return RL_CORRUPT(RL_E_CORRUPT_DATA);
-    case ENOENT:
-        return RL_E_FILE_NOT_FOUND;
-    default:
-        return RL_E_IO_ERROR;
+    case MDB_BAD_TXN: return RL_CORRUPT(RL_E_CORRUPT_DATA);
+    case ENOENT: return RL_E_FILE_NOT_FOUND;
+    default: return RL_E_IO_ERROR;
     }
 }
 
@@ -136,8 +131,7 @@ static size_t enc_key(const uint8_t *k, uint32_t kl, uint8_t *out) {
 static int is_long(const MDB_val *k) { return k->mv_size == RL_SSD_LONG_KEY; }
 
 /* A long entry's value: u32 LE suffix length, the suffix, the value. 0 if malformed. */
-static int long_split(const MDB_val *v, const uint8_t **suf, uint32_t *sl, const uint8_t **val,
-                      uint32_t *vl) {
+static int long_split(const MDB_val *v, const uint8_t **suf, uint32_t *sl, const uint8_t **val, uint32_t *vl) {
     if (v->mv_size < 4) return 0;
     const uint8_t *p = v->mv_data;
     uint32_t n = rl__le32(p);
@@ -166,8 +160,8 @@ static MDB_txn *cur_txn(base_cur *c);
 /* ---- point reads ------------------------------------------------------------------------- */
 
 /* Look k up in txn: *present, and the value's bytes (pointing into the map). */
-static int lookup(ssd_env *s, MDB_txn *t, const uint8_t *k, uint32_t kl, int *present,
-                  const uint8_t **val, uint32_t *vl) {
+static int lookup(ssd_env *s, MDB_txn *t, const uint8_t *k, uint32_t kl, int *present, const uint8_t **val,
+                  uint32_t *vl) {
     uint8_t ek[RL_SSD_LONG_KEY];
     MDB_val key = {enc_key(k, kl, ek), ek}, v;
     *present = 0;
@@ -190,8 +184,8 @@ static int lookup(ssd_env *s, MDB_txn *t, const uint8_t *k, uint32_t kl, int *pr
     return RL_OK;
 }
 
-static int ssd_base_get(rl_storage *st, const uint8_t *k, uint32_t kl, rl_arena *a, rl_buf *buf,
-                        int *out_present, const uint8_t **out_val, uint32_t *out_len) {
+static int ssd_base_get(rl_storage *st, const uint8_t *k, uint32_t kl, rl_arena *a, rl_buf *buf, int *out_present,
+                        const uint8_t **out_val, uint32_t *out_len) {
     ssd_env *s = ssd_of(st);
     base_cur *c;
     const uint8_t *v = NULL;
@@ -234,14 +228,14 @@ struct rl_base_cur {
     ssd_env *s;
     MDB_txn *txn;
     MDB_cursor *c;
-    int pos;           /* POS_*: before the first row, past the last, at a short or group row */
-    MDB_val k, v;      /* POS_SHORT: the entry */
-    rl_buf gkeys;      /* POS_GROUP: the group's full keys */
-    grp_ent *g;        /* POS_GROUP: the group sorted by key */
+    int pos;      /* POS_*: before the first row, past the last, at a short or group row */
+    MDB_val k, v; /* POS_SHORT: the entry */
+    rl_buf gkeys; /* POS_GROUP: the group's full keys */
+    grp_ent *g;   /* POS_GROUP: the group sorted by key */
     size_t gn, gcap, gi;
     uint8_t gp[1 + RL_SSD_SHORT]; /* the group's encoded prefix 0x00 P */
-    int gafter;        /* the LMDB cursor is at the entry after the group (else past the end) */
-    uint64_t gen;      /* the flush generation txn was (re)started in */
+    int gafter;                   /* the LMDB cursor is at the entry after the group (else past the end) */
+    uint64_t gen;                 /* the flush generation txn was (re)started in */
 };
 
 static const rl_buf *g_keys_for_sort;
@@ -333,10 +327,8 @@ static int leave_group(rl_base_cur *c, int forward) {
     k.mv_size = RL_SSD_LONG_KEY;
     k.mv_data = ek;
     e = mdb_cursor_get(c->c, &k, &v, MDB_SET_RANGE);
-    if (e == 0)
-        e = mdb_cursor_get(c->c, &k, &v, MDB_PREV);
-    else if (e == MDB_NOTFOUND)
-        e = mdb_cursor_get(c->c, &k, &v, MDB_LAST);
+    if (e == 0) e = mdb_cursor_get(c->c, &k, &v, MDB_PREV);
+    else if (e == MDB_NOTFOUND) e = mdb_cursor_get(c->c, &k, &v, MDB_LAST);
     return land(c, e, &k, &v, 0);
 }
 
@@ -440,11 +432,8 @@ static int ssd_cur_next(rl_base_cur *c) {
     MDB_val k, v;
     int e;
     switch (c->pos) {
-    case POS_END:
-        return RL_OK;
-    case POS_BEGIN:
-        e = mdb_cursor_get(c->c, &k, &v, MDB_FIRST);
-        return land(c, e, &k, &v, 1);
+    case POS_END: return RL_OK;
+    case POS_BEGIN: e = mdb_cursor_get(c->c, &k, &v, MDB_FIRST); return land(c, e, &k, &v, 1);
     case POS_SHORT:
         e = mdb_cursor_get(c->c, &k, &v, MDB_NEXT);
         if (e == 0 && !is_long(&k)) { /* the usual step: short key to short key */
@@ -463,14 +452,9 @@ static int ssd_cur_prev(rl_base_cur *c) {
     MDB_val k, v;
     int e;
     switch (c->pos) {
-    case POS_BEGIN:
-        return RL_OK;
-    case POS_END:
-        e = mdb_cursor_get(c->c, &k, &v, MDB_LAST);
-        return land(c, e, &k, &v, 0);
-    case POS_SHORT:
-        e = mdb_cursor_get(c->c, &k, &v, MDB_PREV);
-        return land(c, e, &k, &v, 0);
+    case POS_BEGIN: return RL_OK;
+    case POS_END: e = mdb_cursor_get(c->c, &k, &v, MDB_LAST); return land(c, e, &k, &v, 0);
+    case POS_SHORT: e = mdb_cursor_get(c->c, &k, &v, MDB_PREV); return land(c, e, &k, &v, 0);
     default:
         if (c->gi > 0) {
             c->gi--;
@@ -485,8 +469,7 @@ static int ssd_cur_seek_lt(rl_base_cur *c, const uint8_t *k, uint32_t kl, int or
     return rc == RL_OK ? ssd_cur_prev(c) : rc;
 }
 
-static int ssd_cur_get(rl_base_cur *c, const uint8_t **k, uint32_t *kl, const uint8_t **v,
-                       uint32_t *vl) {
+static int ssd_cur_get(rl_base_cur *c, const uint8_t **k, uint32_t *kl, const uint8_t **v, uint32_t *vl) {
     if (c->pos == POS_SHORT) {
         cur_key(c, k, kl);
         *v = c->v.mv_data;
@@ -543,7 +526,7 @@ typedef struct {
     const uint8_t *key; /* the encoded key (0x00 K for a short key) */
     uint32_t ks, ds;    /* key and data sizes */
     const uint8_t *data;
-    int simple;         /* a short key with its value on the page */
+    int simple; /* a short key with its value on the page */
 } lnode;
 
 /* Node i of p (i < p->n), bounds-checked: 0 if it does not fit in the page. */
@@ -571,14 +554,12 @@ static int lp_find(const ssd_env *s, const rl_base_cur *c, int last, lpage *p, u
     p->pg = (const uint8_t *)((uintptr_t)k & ~(uintptr_t)(s->psize - 1));
     if (k - p->pg < (ptrdiff_t)(LP_HDR + LN_HDR)) return 0;
     unsigned flags = lp_u16(p->pg + 10), lower = lp_u16(p->pg + 12), upper = lp_u16(p->pg + 14);
-    if ((flags & LP_TYPES) != LP_LEAF || lower < LP_HDR || lower > upper || upper > s->psize)
-        return 0;
+    if ((flags & LP_TYPES) != LP_LEAF || lower < LP_HDR || lower > upper || upper > s->psize) return 0;
     p->n = (lower - LP_HDR) / 2;
     if (p->n == 0) return 0;
     unsigned want = (unsigned)(k - p->pg) - LN_HDR, i = last ? p->n - 1 : 0;
     if (lp_u16(p->pg + LP_HDR + 2 * i) != want)
-        for (i = 0; i < p->n && lp_u16(p->pg + LP_HDR + 2 * i) != want; i++) {
-        }
+        for (i = 0; i < p->n && lp_u16(p->pg + LP_HDR + 2 * i) != want; i++) {}
     lnode nd;
     if (i == p->n || !lp_node(s, p, i, &nd) || nd.ks != c->k.mv_size) return 0;
     if (lp_u16(p->pg + want + 4) & 0x01) return 2; /* F_BIGDATA */
@@ -648,8 +629,8 @@ static int walk_step_past(rl_base_cur *c, const lnode *nd, int reverse) {
  * into o, bounded by [b, e). WALK_STOP: the range ended (*more: a row was left over) or *rc
  * failed; WALK_MOVED: the cursor moved past the rows read (to the next page, or to a row the
  * walk does not read); WALK_SLOW: the cursor's entry is for ssd_cur_get (not one to walk). */
-static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, uint32_t bl,
-                     const uint8_t *e, uint32_t el, int reverse, int *more, int *rc) {
+static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, uint32_t bl, const uint8_t *e,
+                     uint32_t el, int reverse, int *more, int *rc) {
     lpage p;
     unsigned i;
     *rc = RL_OK;
@@ -679,8 +660,7 @@ static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, 
             return *rc == RL_OK ? WALK_MOVED : WALK_STOP;
         }
         uint32_t kl = nd.ks - 1;
-        if (check && (reverse ? rl__bytes_cmp(nd.key + 1, kl, b, bl) < 0
-                              : rl__bytes_cmp(nd.key + 1, kl, e, el) >= 0))
+        if (check && (reverse ? rl__bytes_cmp(nd.key + 1, kl, b, bl) < 0 : rl__bytes_cmp(nd.key + 1, kl, e, el) >= 0))
             return WALK_STOP;
         if (rows_full(o)) {
             *more = 1;
@@ -701,17 +681,16 @@ static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, 
 /* The engine's base_range (engine.h): a range of the base alone, by walk_page where the walk is
  * on and the row is one it reads, else by the cursor functions. Rows copied into a; errors are
  * the cursor's (LMDB's, mapped by mdb_fail) and RL_E_OUT_OF_MEMORY. */
-static int ssd_base_range(rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e,
-                          uint32_t el, int limit, long target_bytes, int reverse, rl_arena *a,
-                          rl_keyvalue **out_kvs, int *out_n, int *out_more) {
+static int ssd_base_range(rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, int limit,
+                          long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
+                          int *out_more) {
     ssd_env *s = ssd_of(st);
     base_cur *c;
     int more = 0, rc = cur_take(s, &c);
     if (rc != RL_OK) return rc;
     /* Room for the rows up front: the limit when it is at most 1,024, else 64, growing 4x (a
      * mapped read's secondaries, limited to 2,000 rows, are usually one row each). */
-    rows_out o = {a, NULL, 0, limit > 0 && limit <= 1024 ? limit : 64, limit, 0, target_bytes,
-                  NULL, 0, 512, 0};
+    rows_out o = {a, NULL, 0, limit > 0 && limit <= 1024 ? limit : 64, limit, 0, target_bytes, NULL, 0, 512, 0};
     if (!(o.kvs = rl__arena_alloc(a, (size_t)o.cap * sizeof *o.kvs))) rc = RL_E_OUT_OF_MEMORY;
     if (rc == RL_OK) rc = reverse ? ssd_cur_seek_lt(c, e, el, 0) : ssd_cur_seek_ge(c, b, bl, 0);
     while (rc == RL_OK) {
@@ -770,9 +749,7 @@ static int meta_read(ssd_env *s, ssd_meta *m, int *found, rl_buf *errmsg) {
     if (e == 0) {
         const uint8_t *p = v.mv_data;
         if (v.mv_size != 36 || rl__le32(p) != SSD_META_FORMAT) {
-            if (errmsg)
-                rl__buf_printf(errmsg, "%s: the meta record is malformed or of an unknown format",
-                               s->path);
+            if (errmsg) rl__buf_printf(errmsg, "%s: the meta record is malformed or of an unknown format", s->path);
             rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
         } else {
             m->version = rl__le64(p + 4);
@@ -832,8 +809,7 @@ static int ssd_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
     if (st->f.no_sync) flags |= MDB_NOSYNC;
     if (st->read_only && access(s->path, F_OK) != 0) {
         /* A read-only open of a database never flushed: the log holds everything. */
-        if (errmsg)
-            rl__buf_printf(errmsg, "%s does not exist yet: open the database once to write", s->path);
+        if (errmsg) rl__buf_printf(errmsg, "%s does not exist yet: open the database once to write", s->path);
         return RL_E_FILE_NOT_FOUND;
     }
     /* The map is address space only (the file grows as needed); where 1 TiB cannot be mapped
@@ -869,8 +845,7 @@ static int ssd_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
         return rc;
     }
     MDB_txn *t;
-    if ((e = mdb_txn_begin(s->env, NULL, st->read_only ? MDB_RDONLY : 0, &t)) != 0)
-        return mdb_fail(s, "begin", e);
+    if ((e = mdb_txn_begin(s->env, NULL, st->read_only ? MDB_RDONLY : 0, &t)) != 0) return mdb_fail(s, "begin", e);
     unsigned dflags = st->read_only ? 0 : MDB_CREATE;
     e = mdb_dbi_open(t, "data", dflags, &s->data);
     if (e == 0) e = mdb_dbi_open(t, "meta", dflags, &s->meta);
@@ -882,8 +857,7 @@ static int ssd_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
     if (e) {
         mdb_txn_abort(t);
         rc = mdb_fail(s, "dbi open", e);
-        if (errmsg) rl__buf_printf(errmsg, "cannot open the databases of %s: %s", s->path,
-                                   mdb_strerror(e));
+        if (errmsg) rl__buf_printf(errmsg, "cannot open the databases of %s: %s", s->path, mdb_strerror(e));
         return rc;
     }
     if ((e = mdb_txn_commit(t)) != 0) return mdb_fail(s, "commit", e);
@@ -910,8 +884,7 @@ typedef struct {
     int collision;
 } flush_ctx;
 
-static int flush_row(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl,
-                     int is_clear) {
+static int flush_row(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl, int is_clear) {
     flush_ctx *f = ctx;
     uint8_t ek[RL_SSD_LONG_KEY];
     MDB_val key = {enc_key(k, kl, ek), ek}, val;
@@ -966,12 +939,10 @@ static int ssd_flush(rl_storage *st) {
     int rc, e;
     if (st->poisoned) return st->poisoned;
     if (st->latest == st->base_version && st->f.log_bytes + st->f.pending.len == 0) return RL_OK;
-    if ((rc = rl__storage_map_pin(st)) != RL_OK)
-        return rc == RL_E_OUT_OF_MEMORY ? rc : rl__logdir_poison(st, rc);
+    if ((rc = rl__storage_map_pin(st)) != RL_OK) return rc == RL_E_OUT_OF_MEMORY ? rc : rl__logdir_poison(st, rc);
     MDB_txn *t;
     s->gen++; /* idle read transactions are renewed before their next use */
-    if ((e = mdb_txn_begin(s->env, NULL, 0, &t)) != 0)
-        return rl__logdir_poison(st, mdb_fail(s, "begin", e));
+    if ((e = mdb_txn_begin(s->env, NULL, 0, &t)) != 0) return rl__logdir_poison(st, mdb_fail(s, "begin", e));
     flush_ctx f = {s, t, 0, 0};
     rc = rl__storage_map_changed(st, st->base_version, flush_row, &f);
     if (rc == RL_OK) {
@@ -981,9 +952,7 @@ static int ssd_flush(rl_storage *st) {
     if (rc != RL_OK) {
         mdb_txn_abort(t);
         if (f.mdb_err) rc = mdb_fail(s, "write", f.mdb_err);
-        if (f.collision)
-            rl__log(RL_LOG_ERROR, "storage: ssd %s: two long keys share a prefix and a hash",
-                    s->path);
+        if (f.collision) rl__log(RL_LOG_ERROR, "storage: ssd %s: two long keys share a prefix and a hash", s->path);
         return rl__logdir_poison(st, rc);
     }
     if ((e = mdb_txn_commit(t)) != 0) return rl__logdir_poison(st, mdb_fail(s, "commit", e));

@@ -112,8 +112,7 @@ static bt_row *hfind(const rl_storage *st, const uint8_t *k, size_t kl) {
     size_t mask = st->hcap - 1;
     for (size_t i = h & mask; st->htab[i].r; i = (i + 1) & mask) {
         const bt_row *r = st->htab[i].r;
-        if (st->htab[i].h == h && r->klen == kl && (kl == 0 || memcmp(r->key, k, kl) == 0))
-            return st->htab[i].r;
+        if (st->htab[i].h == h && r->klen == kl && (kl == 0 || memcmp(r->key, k, kl) == 0)) return st->htab[i].r;
     }
     return NULL;
 }
@@ -181,8 +180,7 @@ static inline uint64_t key_prefix(const uint8_t *k, size_t kl) {
 }
 
 /* Compare key a (prefix ap) with key k (prefix kp): the prefixes decide unless equal. */
-static inline int pcmp(uint64_t ap, const uint8_t *a, size_t al, uint64_t kp, const uint8_t *k,
-                       size_t kl) {
+static inline int pcmp(uint64_t ap, const uint8_t *a, size_t al, uint64_t kp, const uint8_t *k, size_t kl) {
     if (ap != kp) return ap < kp ? -1 : 1;
     return rl__bytes_cmp(a, al, k, kl);
 }
@@ -206,9 +204,7 @@ static inline int prefix_side(const uint8_t *pfx, uint32_t off, const uint8_t *k
     return kl < off ? -1 : 0;
 }
 
-static int row_cmp(const bt_row *r, const uint8_t *k, size_t kl) {
-    return rl__bytes_cmp(r->key, r->klen, k, kl);
-}
+static int row_cmp(const bt_row *r, const uint8_t *k, size_t kl) { return rl__bytes_cmp(r->key, r->klen, k, kl); }
 
 /* The version allocated inside row r (after its key, 8-byte aligned): every row is created with
  * its first value there, so a key written once (a loaded dataset) costs one allocation and one
@@ -243,8 +239,7 @@ static void chain_free(const bt_row *r, st_ver *e) {
 
 /* A new row for key k whose only version is (v, val). NULL on OOM. The caller owns it until it
  * is linked into the tree. */
-static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val,
-                       uint32_t vl) {
+static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val, uint32_t vl) {
     size_t keyend = sizeof(bt_row) + kl;
     bt_row *r = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(st_ver) + vl);
     if (!r) return NULL;
@@ -304,10 +299,8 @@ static inline uint32_t inner_pick(const bt_inner *in, const uint8_t *k, size_t k
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         const bt_sep *s = in->sep[mid];
-        if (pcmp(in->kpre[mid], s->key + off, s->klen - off, kp, ks, ksl) <= 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (pcmp(in->kpre[mid], s->key + off, s->klen - off, kp, ks, ksl) <= 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo - 1;
 }
@@ -327,10 +320,8 @@ static inline uint32_t leaf_search(const bt_leaf *l, const uint8_t *k, size_t kl
         uint32_t mid = (lo + hi) / 2;
         const bt_row *r = l->rows[mid];
         int c = pcmp(l->kpre[mid], r->key + off, r->klen - off, kp, ks, ksl);
-        if (c < 0 || (strict && c == 0))
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (c < 0 || (strict && c == 0)) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
@@ -413,8 +404,7 @@ static void leaf_reprefix(bt_leaf *l) {
         memcpy(l->pfx, a->key, off);
     }
     l->off = off;
-    for (uint32_t i = 0; i < l->n; i++)
-        l->kpre[i] = key_prefix(l->rows[i]->key + off, l->rows[i]->klen - off);
+    for (uint32_t i = 0; i < l->n; i++) l->kpre[i] = key_prefix(l->rows[i]->key + off, l->rows[i]->klen - off);
 }
 
 /* The same for an inner node's separators 1..n-1. */
@@ -427,8 +417,7 @@ static void inner_reprefix(bt_inner *in) {
     }
     in->off = off;
     in->kpre[0] = 0;
-    for (uint32_t j = 1; j < in->n; j++)
-        in->kpre[j] = key_prefix(in->sep[j]->key + off, in->sep[j]->klen - off);
+    for (uint32_t j = 1; j < in->n; j++) in->kpre[j] = key_prefix(in->sep[j]->key + off, in->sep[j]->klen - off);
 }
 
 /* 1 if key k starts with the shared prefix pfx[0..off). */
@@ -443,10 +432,8 @@ static void leaf_put(bt_leaf *l, uint32_t pos, bt_row *r) {
     memmove(&l->kpre[pos + 1], &l->kpre[pos], (l->n - pos) * sizeof l->kpre[0]);
     l->rows[pos] = r;
     l->n++;
-    if (has_prefix(l->pfx, l->off, r->key, r->klen))
-        l->kpre[pos] = key_prefix(r->key + l->off, r->klen - l->off);
-    else
-        leaf_reprefix(l);
+    if (has_prefix(l->pfx, l->off, r->key, r->klen)) l->kpre[pos] = key_prefix(r->key + l->off, r->klen - l->off);
+    else leaf_reprefix(l);
 }
 
 /* Insert child c with lower bound s at index j >= 1 of in (room required); keeps invariant 12. */
@@ -459,8 +446,7 @@ static void inner_put(bt_inner *in, uint32_t j, bt_sep *s, void *c) {
     in->n++;
     if (in->n >= 3 && has_prefix(in->pfx, in->off, s->key, s->klen))
         in->kpre[j] = key_prefix(s->key + in->off, s->klen - in->off);
-    else
-        inner_reprefix(in);
+    else inner_reprefix(in);
 }
 
 /* Link row r (its key not in the tree) into the tree, splitting the leaf and as many ancestors
@@ -494,18 +480,14 @@ static int bt_insert(rl_storage *st, bt_row *r) {
     memcpy(nl->rows, &l->rows[mid], nl->n * sizeof nl->rows[0]);
     l->n = mid;
     nl->off = 0; /* the halves get their own prefixes below */
-    if (pos <= mid && !append)
-        leaf_put(l, pos, r);
-    else
-        leaf_put(nl, pos - mid, r);
+    if (pos <= mid && !append) leaf_put(l, pos, r);
+    else leaf_put(nl, pos - mid, r);
     leaf_reprefix(l);
     leaf_reprefix(nl);
     nl->prev = l;
     nl->next = l->next;
-    if (l->next)
-        l->next->prev = nl;
-    else
-        st->last = nl;
+    if (l->next) l->next->prev = nl;
+    else st->last = nl;
     l->next = nl;
     /* Up the path: insert (sep, child) at idx + 1; a full node splits at BT_FAN / 2 and
      * promotes its separator there. */
@@ -527,10 +509,8 @@ static int bt_insert(rl_storage *st, bt_row *r) {
         ri->sep[0] = NULL;
         inner_reprefix(in);
         inner_reprefix(ri);
-        if (j <= h)
-            inner_put(in, j, sep, child);
-        else
-            inner_put(ri, j - h, sep, child);
+        if (j <= h) inner_put(in, j, sep, child);
+        else inner_put(ri, j - h, sep, child);
         sep = up;
         child = ri;
     }
@@ -555,14 +535,10 @@ fail:
 /* ---- B+tree: remove ---------------------------------------------------------------------- */
 
 static void leaf_unlink(rl_storage *st, bt_leaf *l) {
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        st->first = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
-    else
-        st->last = l->prev;
+    if (l->prev) l->prev->next = l->next;
+    else st->first = l->next;
+    if (l->next) l->next->prev = l->prev;
+    else st->last = l->prev;
     rl__free(l);
 }
 
@@ -661,8 +637,7 @@ static int dirty_push(rl_storage *st, bt_row *r) {
         size_t cap = st->dirty_cap ? st->dirty_cap * 2 : 256;
         bt_row **d = rl__malloc(cap * sizeof *d);
         if (!d) return RL_E_OUT_OF_MEMORY;
-        for (size_t i = 0; i < st->dirty_n; i++)
-            d[i] = st->dirty[(st->dirty_head + i) % st->dirty_cap];
+        for (size_t i = 0; i < st->dirty_n; i++) d[i] = st->dirty[(st->dirty_head + i) % st->dirty_cap];
         rl__free(st->dirty);
         st->dirty = d;
         st->dirty_cap = cap;
@@ -726,8 +701,8 @@ void rl__storage_collect(rl_storage *st) {
 
 /* Link a new row for key k with one version (v, val) into the hash and the tree. The key must
  * be absent. RL_E_OUT_OF_MEMORY leaves both unchanged. */
-static int row_insert_out(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v,
-                          const uint8_t *val, uint32_t vl, bt_row **out) {
+static int row_insert_out(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val, uint32_t vl,
+                          bt_row **out) {
     if (hreserve(st) != RL_OK) return RL_E_OUT_OF_MEMORY;
     bt_row *r = row_new(k, kl, v, val, vl);
     if (out) *out = r;
@@ -743,17 +718,15 @@ static int row_insert_out(rl_storage *st, const uint8_t *k, uint32_t kl, rl_vers
     return RL_OK;
 }
 
-static int row_insert(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v,
-                      const uint8_t *val, uint32_t vl) {
+static int row_insert(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val, uint32_t vl) {
     return row_insert_out(st, k, kl, v, val, vl, NULL);
 }
 
 /* A new row for key k, which is not in the map but may be in the base (base_present, its value
  * base_len bytes): one entry at v, a value or (is_clear) a tombstone. Keeps the live counts of
  * the whole state. */
-static int row_over_base(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
-                         const uint8_t *val, uint32_t vl, int is_clear, int base_present,
-                         uint32_t base_len) {
+static int row_over_base(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl,
+                         int is_clear, int base_present, uint32_t base_len) {
     bt_row *r = NULL;
     int rc = row_insert_out(st, k, kl, v, is_clear ? NULL : val, is_clear ? 0 : vl, &r);
     if (rc != RL_OK) return rc;
@@ -772,8 +745,7 @@ static int row_over_base(rl_storage *st, rl_version v, const uint8_t *k, uint32_
 }
 
 /* Point read of the base for a writer (value in st->base_buf). */
-static int base_lookup(rl_storage *st, const uint8_t *k, uint32_t kl, int *present,
-                       const uint8_t **val, uint32_t *vl) {
+static int base_lookup(rl_storage *st, const uint8_t *k, uint32_t kl, int *present, const uint8_t **val, uint32_t *vl) {
     *present = 0;
     *val = NULL;
     *vl = 0;
@@ -782,8 +754,8 @@ static int base_lookup(rl_storage *st, const uint8_t *k, uint32_t kl, int *prese
 }
 
 /* Write a value (or a tombstone when is_clear) for key k at version v. */
-static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
-                     const uint8_t *val, uint32_t vl, int is_clear) {
+static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl,
+                     int is_clear) {
     bt_row *r = hfind(st, k, kl);
     if (!r && st->has_base) {
         int bp;
@@ -824,8 +796,7 @@ static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl
     return RL_OK;
 }
 
-static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t bl,
-                       const uint8_t *e, uint32_t el) {
+static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (rl__bytes_cmp(b, bl, e, el) >= 0) return RL_OK;
     if (st->has_base) {
         /* Base rule B2: every base key of the range not in the map gets a tombstone row. */
@@ -834,8 +805,7 @@ static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t 
         uint32_t kl, vl;
         int rc = st->eng->cur_open(st, &bc);
         if (rc == RL_OK) rc = st->eng->cur_seek_ge(bc, b, bl, 0);
-        while (rc == RL_OK && st->eng->cur_get(bc, &k, &kl, &val, &vl) &&
-               rl__bytes_cmp(k, kl, e, el) < 0) {
+        while (rc == RL_OK && st->eng->cur_get(bc, &k, &kl, &val, &vl) && rl__bytes_cmp(k, kl, e, el) < 0) {
             if (!hfind(st, k, kl)) rc = row_over_base(st, v, k, kl, NULL, 0, 1, 1, vl);
             if (rc == RL_OK) rc = st->eng->cur_next(bc);
         }
@@ -869,28 +839,19 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
     for (size_t i = 0; i < n && rc == RL_OK; i++) {
         const rl_mutation *m = &muts[i];
         switch (m->type) {
-        case RL_MUT_SET:
-            rc = write_key(st, v, m->p1, m->len1, m->p2, m->len2, 0);
-            break;
-        case RL_MUT_CLEAR:
-            rc = write_key(st, v, m->p1, m->len1, NULL, 0, 1);
-            break;
-        case RL_MUT_CLEAR_RANGE:
-            rc = clear_range(st, v, m->p1, m->len1, m->p2, m->len2);
-            break;
+        case RL_MUT_SET: rc = write_key(st, v, m->p1, m->len1, m->p2, m->len2, 0); break;
+        case RL_MUT_CLEAR: rc = write_key(st, v, m->p1, m->len1, NULL, 0, 1); break;
+        case RL_MUT_CLEAR_RANGE: rc = clear_range(st, v, m->p1, m->len1, m->p2, m->len2); break;
         default: {
             bt_row *x = hfind(st, m->p1, m->len1);
             const st_ver *old = x ? visible(x, v) : NULL;
             int present, bp = 0;
             const uint8_t *ov = old ? old->data : NULL;
             uint32_t ol = old ? old->len : 0;
-            if (!x && st->has_base && (rc = base_lookup(st, m->p1, m->len1, &bp, &ov, &ol)) != RL_OK)
-                break;
-            rc = rl__atomic_apply(m->type, old != NULL || bp, ov, ol, m->p2, m->len2, &st->scratch,
-                                  &present);
+            if (!x && st->has_base && (rc = base_lookup(st, m->p1, m->len1, &bp, &ov, &ol)) != RL_OK) break;
+            rc = rl__atomic_apply(m->type, old != NULL || bp, ov, ol, m->p2, m->len2, &st->scratch, &present);
             if (rc == RL_OK)
-                rc = write_key(st, v, m->p1, m->len1, st->scratch.data, (uint32_t)st->scratch.len,
-                               !present);
+                rc = write_key(st, v, m->p1, m->len1, st->scratch.data, (uint32_t)st->scratch.len, !present);
             break;
         }
         }
@@ -905,8 +866,7 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
     return rc;
 }
 
-int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
-                         const uint8_t *val, uint32_t vl) {
+int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl) {
     const bt_leaf *l = st->last;
     if (l->n && row_cmp(l->rows[l->n - 1], k, kl) >= 0)
         return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT); /* keys must arrive strictly ascending */
@@ -1004,9 +964,7 @@ void rl__storage_map_evict(rl_storage *st) {
     for (bt_leaf *l = st->first; l; l = l->next)
         for (uint32_t i = 0; i < l->n; i++) {
             bt_row *r = l->rows[i];
-            if (r->in_dirty || r->chain->older || r->chain->v > st->oldest ||
-                r->chain->v > st->base_version)
-                continue;
+            if (r->in_dirty || r->chain->older || r->chain->v > st->oldest || r->chain->v > st->base_version) continue;
             if (RL_GROW(list, cap, n + 1, 1024)) goto remove;
             list[n++] = r;
         }
@@ -1054,8 +1012,7 @@ int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *e
         memset(&def, 0, sizeof def);
         opts = &def;
     }
-    if (!out || (opts->engine != RL_ENGINE_MEMORY && opts->engine != RL_ENGINE_SSD &&
-                 opts->engine != RL_ENGINE_AUTO))
+    if (!out || (opts->engine != RL_ENGINE_MEMORY && opts->engine != RL_ENGINE_SSD && opts->engine != RL_ENGINE_AUTO))
         return RL_E_INVALID_ARGUMENT;
     const rl_engine_ops *eng = NULL;
     if (opts->dir && (rc = rl__logdir_pick_engine(opts, &eng, errmsg)) != RL_OK) return rc;
@@ -1139,9 +1096,7 @@ int rl__storage_sync(rl_storage *st) {
 
 int rl__storage_checkpoint(rl_storage *st) {
     pthread_rwlock_wrlock(&st->lock);
-    int rc = st->read_only ? RL_E_READ_ONLY_DATABASE
-             : st->eng     ? st->eng->checkpoint(st)
-                           : RL_OK;
+    int rc = st->read_only ? RL_E_READ_ONLY_DATABASE : st->eng ? st->eng->checkpoint(st) : RL_OK;
     pthread_rwlock_unlock(&st->lock);
     return rc;
 }
@@ -1188,17 +1143,16 @@ void rl__storage_read_lock(rl_storage *st) { pthread_rwlock_rdlock(&st->lock); }
 
 void rl__storage_read_unlock(rl_storage *st) { pthread_rwlock_unlock(&st->lock); }
 
-int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a,
-                    int *out_present, const uint8_t **out_value, uint32_t *out_len) {
+int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
+                    const uint8_t **out_value, uint32_t *out_len) {
     pthread_rwlock_rdlock(&st->lock);
     int rc = rl__storage_get_nolock(st, v, key, key_len, a, out_present, out_value, out_len);
     pthread_rwlock_unlock(&st->lock);
     return rc;
 }
 
-int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len,
-                           rl_arena *a, int *out_present, const uint8_t **out_value,
-                           uint32_t *out_len) {
+int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
+                           const uint8_t **out_value, uint32_t *out_len) {
     int rc;
     *out_present = 0;
     *out_value = NULL;
@@ -1207,8 +1161,7 @@ int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t
     bt_row *n = hfind(st, key, key_len);
     if (st->has_base && (!n || !entry_at(n, v))) {
         /* Rule B1: no entry at or below v in the window: the base answers. */
-        rc = st->eng->base_get(st, key, (uint32_t)key_len, a, NULL, out_present, out_value,
-                               out_len);
+        rc = st->eng->base_get(st, key, (uint32_t)key_len, a, NULL, out_present, out_value, out_len);
         goto out;
     }
     if (n) {
@@ -1240,8 +1193,8 @@ typedef struct {
     rl_storage *st;
     rl_version v;
     int reverse;
-    cursor t;        /* the map's position */
-    rl_base_cur *b;  /* the base's position */
+    cursor t;         /* the map's position */
+    rl_base_cur *b;   /* the base's position */
     int adv_t, adv_b; /* moves owed from the last row returned */
 } mcur;
 
@@ -1274,16 +1227,13 @@ static int m_seek_before(mcur *m, const uint8_t *k, size_t kl, int or_equal) {
 
 /* The next row visible at v: 1 with its key and value (valid until the next call), 0 at the
  * end, or an error code (negative is never used: errors are > 1, RL_E_*). *out_rc is set. */
-static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val, uint32_t *vl,
-                  int *out_rc) {
+static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val, uint32_t *vl, int *out_rc) {
     const rl_engine_ops *eo = m->st->eng;
     *out_rc = RL_OK;
     for (;;) {
         if (m->adv_t && m->t.l) {
-            if (m->reverse)
-                cur_prev(&m->t);
-            else
-                cur_next(&m->t);
+            if (m->reverse) cur_prev(&m->t);
+            else cur_next(&m->t);
         }
         if (m->adv_b) {
             int rc = m->reverse ? eo->cur_prev(m->b) : eo->cur_next(m->b);
@@ -1300,10 +1250,8 @@ static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val,
         if (!r && !hb) return 0;
         /* c < 0: the map's row comes first in the walk's direction; > 0: the base's. */
         int c;
-        if (!r)
-            c = 1;
-        else if (!hb)
-            c = -1;
+        if (!r) c = 1;
+        else if (!hb) c = -1;
         else {
             c = rl__bytes_cmp(r->key, r->klen, bk, bkl);
             if (m->reverse) c = -c;
@@ -1330,18 +1278,15 @@ static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val,
 }
 
 /* rl__storage_get_range_nolock over the window and the base. */
-static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
-                        const void *end, size_t end_len, int limit, long target_bytes,
-                        int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
-                        int *out_more) {
+static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+                        size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
+                        int *out_n, int *out_more) {
     mcur m;
     if (st->eng->base_range) { /* the engine reads a range the map has no row in itself */
-        cursor t = reverse ? cur_before(st, seek(st, end, end_len, 0))
-                           : seek(st, begin, begin_len, 0);
-        if (!t.l || (reverse ? row_cmp(cur_row(t), begin, begin_len) < 0
-                             : row_cmp(cur_row(t), end, end_len) >= 0))
-            return st->eng->base_range(st, begin, (uint32_t)begin_len, end, (uint32_t)end_len,
-                                       limit, target_bytes, reverse, a, out_kvs, out_n, out_more);
+        cursor t = reverse ? cur_before(st, seek(st, end, end_len, 0)) : seek(st, begin, begin_len, 0);
+        if (!t.l || (reverse ? row_cmp(cur_row(t), begin, begin_len) < 0 : row_cmp(cur_row(t), end, end_len) >= 0))
+            return st->eng->base_range(st, begin, (uint32_t)begin_len, end, (uint32_t)end_len, limit, target_bytes,
+                                       reverse, a, out_kvs, out_n, out_more);
     }
     int rc = m_open(&m, st, v, reverse), n = 0, cap = 0, more = 0, got;
     long bytes = 0;
@@ -1350,12 +1295,11 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
     uint32_t kl, vl;
     uint8_t *chunk = NULL; /* rows are copied into arena chunks, 512 B doubling up to 16 KiB */
     size_t room = 0, chunk_size = 512;
-    if (rc == RL_OK)
-        rc = reverse ? m_seek_before(&m, end, end_len, 0) : m_seek(&m, begin, begin_len, 0);
+    if (rc == RL_OK) rc = reverse ? m_seek_before(&m, end, end_len, 0) : m_seek(&m, begin, begin_len, 0);
     /* No row of the map in the range (the usual case for data older than the window): walk the
      * base alone. */
-    int base_only = !m.t.l || (reverse ? row_cmp(cur_row(m.t), begin, begin_len) < 0
-                                       : row_cmp(cur_row(m.t), end, end_len) >= 0);
+    int base_only =
+        !m.t.l || (reverse ? row_cmp(cur_row(m.t), begin, begin_len) < 0 : row_cmp(cur_row(m.t), end, end_len) >= 0);
     const rl_engine_ops *eo = st->eng;
     /* Room for the rows up front: the limit when it is at most 1,024, else 64, growing 4x (a
      * mapped read's secondaries, limited to 2,000 rows, are usually one row each). */
@@ -1363,12 +1307,9 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
         cap = limit > 0 && limit <= 1024 ? limit : 64;
         if (!(kvs = rl__arena_alloc(a, (size_t)cap * sizeof *kvs))) rc = RL_E_OUT_OF_MEMORY;
     }
-    while (rc == RL_OK &&
-           (base_only ? (got = eo->cur_get(m.b, &k, &kl, &val, &vl)) == 1
-                      : (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1)) {
-        if (reverse ? rl__bytes_cmp(k, kl, begin, begin_len) < 0
-                    : rl__bytes_cmp(k, kl, end, end_len) >= 0)
-            break;
+    while (rc == RL_OK && (base_only ? (got = eo->cur_get(m.b, &k, &kl, &val, &vl)) == 1
+                                     : (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1)) {
+        if (reverse ? rl__bytes_cmp(k, kl, begin, begin_len) < 0 : rl__bytes_cmp(k, kl, end, end_len) >= 0) break;
         if ((limit && n >= limit) || (target_bytes && bytes >= target_bytes)) {
             more = 1;
             break;
@@ -1418,9 +1359,9 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
  * / hi are not NULL: forward from the first key >= the anchor (> with or_equal) counting offset
  * visible keys, backward from the last key < the anchor (<= with or_equal) counting 1 - offset.
  * *found = 1 with the key copied into a, or 0 with *steps_left what remained at the bound. */
-static int select_merged(rl_storage *st, rl_version v, const rl_key_selector *sel,
-                         const uint8_t *lo, uint32_t lo_len, const uint8_t *hi, uint32_t hi_len, rl_arena *a,
-                         int *found, const uint8_t **out_key, uint32_t *out_len, long *steps_left) {
+static int select_merged(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
+                         const uint8_t *hi, uint32_t hi_len, rl_arena *a, int *found, const uint8_t **out_key,
+                         uint32_t *out_len, long *steps_left) {
     mcur m;
     const uint8_t *sk = sel->key ? sel->key : (const uint8_t *)"";
     int fwd = sel->offset >= 1, rc = m_open(&m, st, v, !fwd), got;
@@ -1429,8 +1370,7 @@ static int select_merged(rl_storage *st, rl_version v, const rl_key_selector *se
     uint32_t kl, vl;
     *found = 0;
     if (rc == RL_OK)
-        rc = fwd ? m_seek(&m, sk, sel->key_len, sel->or_equal)
-                 : m_seek_before(&m, sk, sel->key_len, sel->or_equal);
+        rc = fwd ? m_seek(&m, sk, sel->key_len, sel->or_equal) : m_seek_before(&m, sk, sel->key_len, sel->or_equal);
     while (rc == RL_OK && (got = m_next(&m, &k, &kl, &val, &vl, &rc)) == 1) {
         if (fwd && hi && rl__bytes_cmp(k, kl, hi, hi_len) >= 0) break;
         if (!fwd && lo && rl__bytes_cmp(k, kl, lo, lo_len) < 0) break;
@@ -1451,8 +1391,8 @@ static int select_merged(rl_storage *st, rl_version v, const rl_key_selector *se
     return rc;
 }
 
-int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a,
-                        const uint8_t **out_key, uint32_t *out_len) {
+int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a, const uint8_t **out_key,
+                        uint32_t *out_len) {
     int rc;
     const uint8_t *k = NULL;
     uint32_t kl = 0;
@@ -1515,9 +1455,9 @@ out:
  * visible rows from the first key >= the anchor up to hi, backward from the last key < the anchor
  * down to lo; what is left of the offset when a bound is reached becomes the selector to continue
  * with (or, at the keyspace's own ends, the clamped result). No row values are copied. */
-int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo,
-                       uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
-                       int hi_is_max, rl_arena *a, rl_select_result *out) {
+int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
+                       int lo_is_min, const uint8_t *hi, uint32_t hi_len, int hi_is_max, rl_arena *a,
+                       rl_select_result *out) {
     int rc;
     const uint8_t *k = NULL;
     uint32_t kl = 0;
@@ -1653,10 +1593,8 @@ static uint32_t leaf_bound_from(const bt_leaf *l, uint32_t from, const uint8_t *
     }
     while (lo < hi) { /* the answer is in [lo, hi] */
         uint32_t mid = lo + (hi - lo) / 2;
-        if (ROW_BELOW(mid))
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (ROW_BELOW(mid)) lo = mid + 1;
+        else hi = mid;
     }
 #undef ROW_BELOW
     return lo;
@@ -1669,21 +1607,19 @@ static uint32_t leaf_bound_from(const bt_leaf *l, uint32_t from, const uint8_t *
  * once (to at least the rows so far) and one arena allocation takes all the window's keys and
  * values, which pass 2 copies while the rows are still in cache. Windows double in size. The
  * end of the range is found once per leaf (leaf_bound), not per row. */
-int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
-                          const void *end, size_t end_len, int limit, long target_bytes,
-                          int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
-                          int *out_more) {
+int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+                          size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
+                          int *out_n, int *out_more) {
     pthread_rwlock_rdlock(&st->lock);
-    int rc = rl__storage_get_range_nolock(st, v, begin, begin_len, end, end_len, limit,
-                                          target_bytes, reverse, a, out_kvs, out_n, out_more);
+    int rc = rl__storage_get_range_nolock(st, v, begin, begin_len, end, end_len, limit, target_bytes, reverse, a,
+                                          out_kvs, out_n, out_more);
     pthread_rwlock_unlock(&st->lock);
     return rc;
 }
 
-int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin,
-                                 size_t begin_len, const void *end, size_t end_len, int limit,
-                                 long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
-                                 int *out_n, int *out_more) {
+int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+                                 size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a,
+                                 rl_keyvalue **out_kvs, int *out_n, int *out_more) {
     int rc, n = 0, cap = 0, more = 0, done = 0, window = RANGE_WINDOW;
     long bytes = 0;
     rl_keyvalue *kvs = NULL;
@@ -1696,8 +1632,8 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
     if ((rc = check_version(st, v)) != RL_OK) goto out;
     if (rl__bytes_cmp(begin, begin_len, end, end_len) >= 0) goto out;
     if (st->has_base)
-        return range_merged(st, v, begin, begin_len, end, end_len, limit, target_bytes, reverse, a,
-                            out_kvs, out_n, out_more);
+        return range_merged(st, v, begin, begin_len, end, end_len, limit, target_bytes, reverse, a, out_kvs, out_n,
+                            out_more);
     const void *bk = reverse ? begin : end;
     size_t bkl = reverse ? begin_len : end_len;
     cursor c = reverse ? cur_before(st, seek(st, end, end_len, 0)) : seek(st, begin, begin_len, 0);
@@ -1769,13 +1705,11 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
                 break;
             }
             if (!reverse) {
-                if (c.i + PREFETCH_AHEAD < c.l->n)
-                    prefetch_row(c.l->rows[c.i + PREFETCH_AHEAD]);
+                if (c.i + PREFETCH_AHEAD < c.l->n) prefetch_row(c.l->rows[c.i + PREFETCH_AHEAD]);
                 else if (c.l->next && c.i + PREFETCH_AHEAD - c.l->n < c.l->next->n)
                     prefetch_row(c.l->next->rows[c.i + PREFETCH_AHEAD - c.l->n]);
             } else {
-                if (c.i >= PREFETCH_AHEAD)
-                    prefetch_row(c.l->rows[c.i - PREFETCH_AHEAD]);
+                if (c.i >= PREFETCH_AHEAD) prefetch_row(c.l->rows[c.i - PREFETCH_AHEAD]);
                 else if (c.l->prev && c.l->prev->n + c.i >= PREFETCH_AHEAD)
                     prefetch_row(c.l->prev->rows[c.l->prev->n + c.i - PREFETCH_AHEAD]);
             }
@@ -1791,10 +1725,8 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
                 wbytes += (size_t)r->klen + e->len;
                 bytes += (long)r->klen + (long)e->len;
             }
-            if (!reverse)
-                cur_next(&c);
-            else
-                cur_prev(&c);
+            if (!reverse) cur_next(&c);
+            else cur_prev(&c);
             if (!c.l) {
                 done = 1;
                 break;
@@ -1824,10 +1756,8 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
         for (cursor y = w0; wn > 0;) {
             const bt_row *r = cur_row(y);
             const st_ver *e = visible(r, v);
-            if (!reverse)
-                cur_next(&y);
-            else
-                cur_prev(&y);
+            if (!reverse) cur_next(&y);
+            else cur_prev(&y);
             if (!e) continue;
             memcpy(p, r->key, r->klen);
             kvs[n].key = p;

@@ -63,17 +63,17 @@ typedef struct {
 typedef struct rl_storage rl_storage;
 
 typedef struct {
-    const char *engine;         /* "memory" or "ssd" (static text) */
-    rl_version latest_version;  /* newest applied version */
-    rl_version durable_version; /* newest version known durable */
-    rl_version oldest_version;  /* oldest readable version */
-    uint64_t keys;              /* live keys at latest_version */
-    uint64_t bytes;             /* key + value bytes at latest_version */
-    uint64_t log_bytes;         /* bytes in the current log file */
+    const char *engine;            /* "memory" or "ssd" (static text) */
+    rl_version latest_version;     /* newest applied version */
+    rl_version durable_version;    /* newest version known durable */
+    rl_version oldest_version;     /* oldest readable version */
+    uint64_t keys;                 /* live keys at latest_version */
+    uint64_t bytes;                /* key + value bytes at latest_version */
+    uint64_t log_bytes;            /* bytes in the current log file */
     rl_version checkpoint_version; /* version of the last checkpoint (ssd: flush; 0 if none) */
-    uint64_t checkpoints;       /* checkpoints (ssd: flushes to LMDB) written since open */
-    uint64_t window_rows;       /* rows held in memory (ssd: the window above LMDB) */
-    int read_only;              /* 1 if opened read-only */
+    uint64_t checkpoints;          /* checkpoints (ssd: flushes to LMDB) written since open */
+    uint64_t window_rows;          /* rows held in memory (ssd: the window above LMDB) */
+    int read_only;                 /* 1 if opened read-only */
     /* What the open's recovery found at the end of the log (rl_tail_kind). When it is not
      * RL_TAIL_CLEAN, the log ended in recovery_tail_bytes unreadable bytes from byte offset
      * recovery_tail_offset of recovery_log, which were moved to recovery_moved_to (NULL when
@@ -132,21 +132,21 @@ rl_version rl__storage_oldest_version(rl_storage *st);
 /* Point read at version v. On RL_OK, *out_present says whether the key exists and, if so,
  * *out_value / *out_len hold a copy in arena a. Errors: RL_E_TRANSACTION_TOO_OLD,
  * RL_E_FUTURE_VERSION, RL_E_OUT_OF_MEMORY. */
-int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a,
-                    int *out_present, const uint8_t **out_value, uint32_t *out_len);
+int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
+                    const uint8_t **out_value, uint32_t *out_len);
 
 /* Resolve a key selector at version v. The result is clamped to [min_key, max_key] where
  * min_key is "" and max_key is "\xff\xff" (FoundationDB's rule for the resolved key of a
  * selector that runs off either end). The key is copied into a. */
-int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a,
-                        const uint8_t **out_key, uint32_t *out_len);
+int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a, const uint8_t **out_key,
+                        uint32_t *out_len);
 
 /* The outcome of resolving a selector within bounds (rl__storage_select). */
 typedef struct {
-    int resolved;        /* 1: key is the selector's key; 0: the walk reached a bound first */
-    const uint8_t *key;  /* resolved: the key (in [lo, hi]); else the bound reached (lo or hi) */
+    int resolved;       /* 1: key is the selector's key; 0: the walk reached a bound first */
+    const uint8_t *key; /* resolved: the key (in [lo, hi]); else the bound reached (lo or hi) */
     uint32_t key_len;
-    int offset;          /* !resolved: continue with {key, or_equal 0, offset} on the shard
+    int offset; /* !resolved: continue with {key, or_equal 0, offset} on the shard
                           * beyond the bound (offset >= 1 forward past hi, <= 0 backward from
                           * lo); resolved: 1 */
 } rl_select_result;
@@ -158,46 +158,44 @@ typedef struct {
  * off the front is ""), and otherwise an unresolved result with the selector to continue with.
  * The selector's anchor (its key) must lie in [lo, hi] (not at hi with or_equal): else
  * RL_E_WRONG_SHARD_SERVER. The key is copied into a. Other errors as rl__storage_get. */
-int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo,
-                       uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
-                       int hi_is_max, rl_arena *a, rl_select_result *out);
+int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
+                       int lo_is_min, const uint8_t *hi, uint32_t hi_len, int hi_is_max, rl_arena *a,
+                       rl_select_result *out);
 
 /* The bounds of a range read given as selectors, resolved within [lo, hi) (select.c states the
  * rules). Every pointer lives in arena a or is lo / hi. */
 typedef struct {
-    int unresolved;          /* a selector could not be resolved within [lo, hi): nothing else set */
-    const uint8_t *rbegin;   /* the resolved range [rbegin, rend) (may be empty or inverted) */
+    int unresolved;        /* a selector could not be resolved within [lo, hi): nothing else set */
+    const uint8_t *rbegin; /* the resolved range [rbegin, rend) (may be empty or inverted) */
     uint32_t rbegin_len;
     const uint8_t *rend;
     uint32_t rend_len;
-    const uint8_t *cbegin;   /* [cbegin, cend): the resolved range clipped to [lo, hi) */
+    const uint8_t *cbegin; /* [cbegin, cend): the resolved range clipped to [lo, hi) */
     uint32_t cbegin_len;
     const uint8_t *cend;
     uint32_t cend_len;
-    int read_through;        /* the range continues past the interval in the scan's direction */
+    int read_through; /* the range continues past the interval in the scan's direction */
 } rl_range_bounds;
 
 /* Resolve begin and end within [lo, hi) (lo_is_min / hi_is_max as for rl__storage_select) and
  * clip. Errors: RL_E_OUT_OF_MEMORY and those of rl__storage_select other than
  * RL_E_WRONG_SHARD_SERVER (an anchor outside the interval makes the bounds unresolved). */
-int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector *begin,
-                             const rl_key_selector *end, const uint8_t *lo, uint32_t lo_len,
-                             int lo_is_min, const uint8_t *hi, uint32_t hi_len, int hi_is_max,
-                             int reverse, rl_arena *a, rl_range_bounds *out);
+int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector *begin, const rl_key_selector *end,
+                             const uint8_t *lo, uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
+                             int hi_is_max, int reverse, rl_arena *a, rl_range_bounds *out);
 
 /* Range read of [begin, end) at version v: at most limit rows (0 = unlimited) and about
  * target_bytes of keys+values (0 = unlimited; the row that crosses the target is included), in
  * key order or reverse. Rows are copied into a; *out_more is 1 if rows remain in the range.
  * Errors as rl__storage_get. */
-int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len,
-                          const void *end, size_t end_len, int limit, long target_bytes,
-                          int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
-                          int *out_more);
+int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+                          size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
+                          int *out_n, int *out_more);
 
 /* Apply one atomic operation to an existing value (present = 0 when the key is absent),
  * FoundationDB's semantics. Writes the result into out; *out_present = 0 means the key is
  * cleared (COMPARE_AND_CLEAR). Pure function, shared with the read-your-writes layer. */
-int rl__atomic_apply(int type, int present, const uint8_t *old, size_t old_len,
-                     const uint8_t *operand, size_t operand_len, rl_buf *out, int *out_present);
+int rl__atomic_apply(int type, int present, const uint8_t *old, size_t old_len, const uint8_t *operand,
+                     size_t operand_len, rl_buf *out, int *out_present);
 
 #endif

@@ -13,10 +13,10 @@
 #include "base/buf.h"
 #include "storage/storage.h"
 
-#define BT_LEAF 64     /* rows per leaf (a leaf is about 1 KiB) */
-#define BT_FAN 64      /* children per inner node */
+#define BT_LEAF 64      /* rows per leaf (a leaf is about 1 KiB) */
+#define BT_FAN 64       /* children per inner node */
 #define BT_MAX_DEPTH 16 /* inner levels; reaching it takes about 32^16 inserts */
-#define BT_PFX 48      /* longest common key prefix a node keeps (its kpre start after it) */
+#define BT_PFX 48       /* longest common key prefix a node keeps (its kpre start after it) */
 
 /* One version of a key: a value or a tombstone. Chains run newest first. */
 typedef struct st_ver {
@@ -31,10 +31,10 @@ typedef struct st_ver {
  * them, the version the row was created with (storage.c, invariant 8). Rows never move: the
  * hash index, the GC ring and the leaves point at them. */
 typedef struct bt_row {
-    st_ver *chain;   /* newest version first; never NULL for a row in the tree */
-    uint32_t klen;   /* key bytes */
+    st_ver *chain;    /* newest version first; never NULL for a row in the tree */
+    uint32_t klen;    /* key bytes */
     uint8_t in_dirty; /* 1 while queued for GC */
-    uint8_t key[];   /* klen bytes, then the inline version */
+    uint8_t key[];    /* klen bytes, then the inline version */
 } bt_row;
 
 /* A leaf: a run of consecutive rows in key order, with their key prefixes in a parallel array
@@ -61,12 +61,12 @@ typedef struct bt_sep {
  * the bound comes from the ancestors). Separators 1..n-1 start with pfx[0..off); kpre[j]
  * caches the 8 bytes of sep[j] after that prefix. */
 typedef struct bt_inner {
-    uint32_t n;              /* children, 1..BT_FAN (>= 2 at the root) */
-    uint32_t off;            /* bytes of the separators' shared prefix, 0..BT_PFX */
-    uint8_t pfx[BT_PFX];     /* the shared prefix (off bytes used) */
-    uint64_t kpre[BT_FAN];   /* kpre[j] for j >= 1: key_prefix(sep[j]->key + off, ...) */
+    uint32_t n;            /* children, 1..BT_FAN (>= 2 at the root) */
+    uint32_t off;          /* bytes of the separators' shared prefix, 0..BT_PFX */
+    uint8_t pfx[BT_PFX];   /* the shared prefix (off bytes used) */
+    uint64_t kpre[BT_FAN]; /* kpre[j] for j >= 1: key_prefix(sep[j]->key + off, ...) */
     bt_sep *sep[BT_FAN];
-    void *child[BT_FAN];     /* bt_inner one level up from the leaves, bt_leaf at the last */
+    void *child[BT_FAN]; /* bt_inner one level up from the leaves, bt_leaf at the last */
 } bt_inner;
 
 /* A slot of the point-read hash: h is the key's hash with bit 0 set; r NULL when empty. */
@@ -79,57 +79,57 @@ typedef struct st_hslot {
  * the write-ahead log, what recovery found at its end) plus the memory engine's checkpoint
  * counters. Only the engines (durable.c, ssd.c) read or write it. */
 typedef struct {
-    char *dir;             /* owned copy of the directory */
-    int lock_fd, log_fd;   /* -1 when closed */
-    uint64_t seq;          /* sequence of the current checkpoint (ssd: flush) / log pair */
-    uint64_t log_bytes;    /* bytes written to the current log file */
-    rl_buf pending;        /* encoded records not yet written */
+    char *dir;           /* owned copy of the directory */
+    int lock_fd, log_fd; /* -1 when closed */
+    uint64_t seq;        /* sequence of the current checkpoint (ssd: flush) / log pair */
+    uint64_t log_bytes;  /* bytes written to the current log file */
+    rl_buf pending;      /* encoded records not yet written */
     int no_sync;
     uint64_t checkpoint_log_bytes;
     rl_version ckpt_version; /* version of the last checkpoint (ssd: of the last flush) */
-    uint64_t checkpoints;  /* checkpoints (ssd: flushes) since open */
-    int replaying;         /* recovery: apply without logging */
+    uint64_t checkpoints;    /* checkpoints (ssd: flushes) since open */
+    int replaying;           /* recovery: apply without logging */
     /* What recovery found at the end of the log (rl_storage_status.recovery_*). */
-    int tail_kind;         /* rl_tail_kind */
-    uint64_t tail_offset;  /* byte offset of the discarded bytes in tail_log */
-    uint64_t tail_bytes;   /* bytes discarded (0 when clean) */
-    char *tail_log;        /* heap: the log's path; NULL when clean */
-    char *tail_moved_to;   /* heap: the side file holding them; NULL when clean or read-only */
+    int tail_kind;        /* rl_tail_kind */
+    uint64_t tail_offset; /* byte offset of the discarded bytes in tail_log */
+    uint64_t tail_bytes;  /* bytes discarded (0 when clean) */
+    char *tail_log;       /* heap: the log's path; NULL when clean */
+    char *tail_moved_to;  /* heap: the side file holding them; NULL when clean or read-only */
 } rl_logdir;
 
 struct rl_storage {
-    pthread_rwlock_t lock; /* readers shared; apply/collect/checkpoint exclusive; sync takes it
+    pthread_rwlock_t lock;   /* readers shared; apply/collect/checkpoint exclusive; sync takes it
                               exclusively only to write the log and to publish (see sync_mu) */
     pthread_mutex_t sync_mu; /* serialises rl__storage_sync calls: one fsync at a time, so a
                                 failed fsync poisons the engine before any later sync can
                                 publish a durable version (storage.c, rl__storage_sync) */
-    void *root;            /* a bt_leaf when depth == 0, else a bt_inner */
-    int depth;             /* inner levels above the leaves, 0..BT_MAX_DEPTH */
-    bt_leaf *first, *last; /* ends of the leaf list (the root leaf when depth == 0) */
-    rl_version latest;     /* newest applied version */
-    rl_version oldest;     /* oldest readable version (monotonic) */
-    rl_version durable;    /* newest version known durable */
-    uint64_t window;       /* MVCC window in versions */
-    uint64_t live_keys;    /* keys present at latest */
-    uint64_t live_bytes;   /* key + value bytes present at latest */
-    struct st_hslot *htab; /* open-addressing hash of every row (point reads) */
-    size_t hcap, hcount;   /* hcap a power of two (or 0), hcount <= hcap / 2 */
-    bt_row **dirty;        /* ring of rows with history or a tombstone (the GC queue) */
+    void *root;              /* a bt_leaf when depth == 0, else a bt_inner */
+    int depth;               /* inner levels above the leaves, 0..BT_MAX_DEPTH */
+    bt_leaf *first, *last;   /* ends of the leaf list (the root leaf when depth == 0) */
+    rl_version latest;       /* newest applied version */
+    rl_version oldest;       /* oldest readable version (monotonic) */
+    rl_version durable;      /* newest version known durable */
+    uint64_t window;         /* MVCC window in versions */
+    uint64_t live_keys;      /* keys present at latest */
+    uint64_t live_bytes;     /* key + value bytes present at latest */
+    struct st_hslot *htab;   /* open-addressing hash of every row (point reads) */
+    size_t hcap, hcount;     /* hcap a power of two (or 0), hcount <= hcap / 2 */
+    bt_row **dirty;          /* ring of rows with history or a tombstone (the GC queue) */
     size_t dirty_head, dirty_n, dirty_cap;
-    uint64_t touched;      /* rows changed by the current apply (GC budget) */
-    rl_buf scratch;        /* atomic op results */
-    rl_buf base_buf;       /* a writer's base reads (has_base) */
-    int poisoned;          /* RL_OK, or the error that stopped writes for good */
+    uint64_t touched; /* rows changed by the current apply (GC budget) */
+    rl_buf scratch;   /* atomic op results */
+    rl_buf base_buf;  /* a writer's base reads (has_base) */
+    int poisoned;     /* RL_OK, or the error that stopped writes for good */
 
     /* The durable engine (NULL without a directory: "mem:", nothing touches the disk). The map
      * calls it only through eng (engine.h); eng_priv and f belong to the engine. */
     const struct rl_engine_ops *eng;
-    void *eng_priv;        /* the engine's own state (ssd: the LMDB environment) */
-    int has_base;          /* 1: keys not in the map may hold a value below the window
+    void *eng_priv;          /* the engine's own state (ssd: the LMDB environment) */
+    int has_base;            /* 1: keys not in the map may hold a value below the window
                               (eng->base_*); the map then keeps the rules of storage.c, "Base" */
     rl_version base_version; /* has_base: the base holds the state at this version */
-    int read_only;         /* opened read-only: apply and checkpoint refused, no file touched */
-    rl_logdir f;           /* the log directory's files (engine state; durable.c and ssd.c) */
+    int read_only;           /* opened read-only: apply and checkpoint refused, no file touched */
+    rl_logdir f;             /* the log directory's files (engine state; durable.c and ssd.c) */
 };
 
 /* storage.c */
@@ -138,21 +138,18 @@ void rl__storage_map_release(rl_storage *st);
 /* Apply one version to the map (no logging, lock held). */
 int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
 /* Append a key at the end of the map with one version (checkpoint load; keys ascending). */
-int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl,
-                         const uint8_t *val, uint32_t vl);
+int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl);
 /* Reads under a read lock the caller already holds (rl__storage_read_lock): a mapped read takes
  * the lock once for its index scan and all its secondaries. Never call them without the lock,
  * and never take the lock twice in one thread (a waiting writer would deadlock it). Same
  * contracts as rl__storage_get / rl__storage_get_range otherwise. */
 void rl__storage_read_lock(rl_storage *st);
 void rl__storage_read_unlock(rl_storage *st);
-int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len,
-                           rl_arena *a, int *out_present, const uint8_t **out_value,
-                           uint32_t *out_len);
-int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin,
-                                 size_t begin_len, const void *end, size_t end_len, int limit,
-                                 long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
-                                 int *out_n, int *out_more);
+int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
+                           const uint8_t **out_value, uint32_t *out_len);
+int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+                                 size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a,
+                                 rl_keyvalue **out_kvs, int *out_n, int *out_more);
 #include "storage/engine.h"
 
 #endif

@@ -32,10 +32,8 @@ int rl__wal_type_ok(int type) {
     case RL_MUT_MIN:
     case RL_MUT_BYTE_MIN:
     case RL_MUT_BYTE_MAX:
-    case RL_MUT_COMPARE_AND_CLEAR:
-        return 1;
-    default:
-        return 0;
+    case RL_MUT_COMPARE_AND_CLEAR: return 1;
+    default: return 0;
     }
 }
 
@@ -46,8 +44,7 @@ int rl__wal_encode(rl_buf *out, rl_version v, const rl_mutation *muts, size_t n)
     uint8_t hdr[RL_WAL_HEADER];
     for (size_t i = 0; i < n; i++) {
         if (!rl__wal_type_ok(muts[i].type)) return RL_E_INVALID_MUTATION_TYPE;
-        if (muts[i].len1 > RL_WAL_MAX_PARAM || muts[i].len2 > RL_WAL_MAX_PARAM)
-            return RL_E_TRANSACTION_TOO_LARGE;
+        if (muts[i].len1 > RL_WAL_MAX_PARAM || muts[i].len2 > RL_WAL_MAX_PARAM) return RL_E_TRANSACTION_TOO_LARGE;
         payload += RL_WAL_MUT_HEADER + (uint64_t)muts[i].len1 + muts[i].len2;
     }
     if (payload > RL_WAL_MAX_PAYLOAD || n > UINT32_MAX) return RL_E_TRANSACTION_TOO_LARGE;
@@ -68,8 +65,7 @@ int rl__wal_encode(rl_buf *out, rl_version v, const rl_mutation *muts, size_t n)
         if (muts[i].len2) rl__buf_append(out, muts[i].p2, muts[i].len2);
     }
     if (rl__buf_error(out) != RL_OK) return RL_E_OUT_OF_MEMORY;
-    rl__put_le32(out->data + start + 4,
-                 rl__checksum32(out->data + start + 8, out->len - start - 8));
+    rl__put_le32(out->data + start + 4, rl__checksum32(out->data + start + 8, out->len - start - 8));
     return RL_OK;
 }
 
@@ -89,8 +85,7 @@ int rl__wal_decode(const uint8_t *p, size_t n, rl_wal_record *out) {
         out->incomplete = 1;
         return RL_E_LOG_CORRUPT;
     }
-    if (rl__checksum32(p + 8, (size_t)RL_WAL_HEADER - 8 + len) != rl__le32(p + 4))
-        return RL_E_LOG_CORRUPT;
+    if (rl__checksum32(p + 8, (size_t)RL_WAL_HEADER - 8 + len) != rl__le32(p + 4)) return RL_E_LOG_CORRUPT;
     uint32_t count = rl__le32(p + 12);
     const uint8_t *q = p + RL_WAL_HEADER, *end = q + len;
     for (uint32_t i = 0; i < count; i++) {
@@ -152,27 +147,22 @@ int rl__wal_classify_tail(const uint8_t *p, size_t n) {
 
 const char *rl__wal_tail_words(int kind) {
     switch (kind) {
-    case RL_TAIL_TORN:
-        return "torn (short record)";
-    case RL_TAIL_BAD_CHECKSUM:
-        return "a complete record with bad checksum";
-    default:
-        return "not a record (bad magic, length or payload)";
+    case RL_TAIL_TORN: return "torn (short record)";
+    case RL_TAIL_BAD_CHECKSUM: return "a complete record with bad checksum";
+    default: return "not a record (bad magic, length or payload)";
     }
 }
 
 /* Save p[0..n) to a new side file of path (see rl__wal_cut_tail). On failure the partial side
  * file is removed again, errmsg says why and *out_side stays NULL. */
-static int save_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p,
-                     size_t n, char **out_side, rl_buf *errmsg) {
+static int save_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
+                     rl_buf *errmsg) {
     char side[4300];
     int fd = -1, rc, created = 0;
     *out_side = NULL;
     for (int i = 0; i < 1000; i++) {
-        if (i == 0)
-            snprintf(side, sizeof side, "%s.discarded-%zu", path, off);
-        else
-            snprintf(side, sizeof side, "%s.discarded-%zu.%d", path, off, i);
+        if (i == 0) snprintf(side, sizeof side, "%s.discarded-%zu", path, off);
+        else snprintf(side, sizeof side, "%s.discarded-%zu.%d", path, off, i);
         fd = rl__os_open(side, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0 || errno != EEXIST) break;
     }
@@ -192,31 +182,30 @@ static int save_tail(const rl_wal_file *f, const char *path, size_t off, const u
     }
     return RL_OK;
 fail:
-    rl__os_errf(errmsg, "cannot truncate %s %s at byte offset %zu: saving the %zu discarded bytes "
-                        "to %s failed (%s); no file was changed",
+    rl__os_errf(errmsg,
+                "cannot truncate %s %s at byte offset %zu: saving the %zu discarded bytes "
+                "to %s failed (%s); no file was changed",
                 f->what, path, off, n, side, rl_error_name(rc));
     if (fd >= 0) close(fd);
     if (created && rl__os_unlink(side) != 0) rl__os_io_fail(f->who, "unlink", side);
     return rc;
 }
 
-int rl__wal_cut_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p,
-                     size_t n, char **out_side, rl_buf *errmsg) {
+int rl__wal_cut_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
+                     rl_buf *errmsg) {
     char *side = NULL;
     int rc, fd;
     *out_side = NULL;
     if ((rc = save_tail(f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
     fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        rc = rl__os_io_fail(f->who, "open", path);
-    else if (rl__os_ftruncate(fd, (off_t)off) != 0)
-        rc = rl__os_io_fail(f->who, "ftruncate", path);
-    else
-        rc = rl__os_sync_fd(fd, f->no_sync, f->who, path);
+    if (fd < 0) rc = rl__os_io_fail(f->who, "open", path);
+    else if (rl__os_ftruncate(fd, (off_t)off) != 0) rc = rl__os_io_fail(f->who, "ftruncate", path);
+    else rc = rl__os_sync_fd(fd, f->no_sync, f->who, path);
     if (fd >= 0) close(fd);
     if (rc != RL_OK) {
-        rl__os_errf(errmsg, "cannot truncate %s %s at byte offset %zu: %s (the discarded bytes "
-                            "are saved in %s)",
+        rl__os_errf(errmsg,
+                    "cannot truncate %s %s at byte offset %zu: %s (the discarded bytes "
+                    "are saved in %s)",
                     f->what, path, off, rl_error_name(rc), side);
         rl__free(side);
         return rc;

@@ -41,11 +41,11 @@
 /* A decoded record. payload points into the decoder's input and lives as long as it. */
 typedef struct {
     rl_version version;
-    uint32_t count;          /* mutations in payload */
-    const uint8_t *payload;  /* count encoded mutations */
+    uint32_t count;         /* mutations in payload */
+    const uint8_t *payload; /* count encoded mutations */
     uint32_t payload_len;
-    size_t record_len;       /* header + payload: where the next record starts */
-    int incomplete;          /* set on RL_E_LOG_CORRUPT when the input ends before the record */
+    size_t record_len; /* header + payload: where the next record starts */
+    int incomplete;    /* set on RL_E_LOG_CORRUPT when the input ends before the record */
 } rl_wal_record;
 
 /* Cursor over the mutations of a decoded (hence validated) record. */
@@ -100,16 +100,14 @@ typedef struct {
  * *out_side is NULL): a failed save (the partial side file is removed again; no file changed),
  * or a failed truncate (the bytes are saved in the side file, which the message names);
  * RL_E_OUT_OF_MEMORY. Every file call goes through os.h. */
-int rl__wal_cut_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p,
-                     size_t n, char **out_side, rl_buf *errmsg);
+int rl__wal_cut_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
+                     rl_buf *errmsg);
 
 /* Little-endian helpers shared by the storage files. */
 static inline uint32_t rl__le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static inline uint64_t rl__le64(const uint8_t *p) {
-    return (uint64_t)rl__le32(p) | (uint64_t)rl__le32(p + 4) << 32;
-}
+static inline uint64_t rl__le64(const uint8_t *p) { return (uint64_t)rl__le32(p) | (uint64_t)rl__le32(p + 4) << 32; }
 static inline void rl__put_le32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);

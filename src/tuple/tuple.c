@@ -80,8 +80,7 @@ static int utf8_valid(const uint8_t *s, size_t n) {
 /* Find the end of an escaped byte string starting at p (just after its type code): the first
  * 0x00 not followed by 0xff. Sets *out_end to that terminator and *out_has_escapes.
  * RL_OK or RL_E_TUPLE_TRUNCATED. */
-static int scan_string(const uint8_t *p, const uint8_t *end, const uint8_t **out_end,
-                       int *out_has_escapes) {
+static int scan_string(const uint8_t *p, const uint8_t *end, const uint8_t **out_end, int *out_has_escapes) {
     int esc = 0;
     for (;;) {
         const uint8_t *z = memchr(p, 0, (size_t)(end - p));
@@ -107,8 +106,7 @@ static uint64_t load_be(const uint8_t *p, size_t n) {
 /* Decode one element that is not a nested tuple and not a null (the callers handle 0x00 and
  * 0x05 because their meaning depends on nesting). p points at the type code, p < end.
  * Fills *e (already zeroed) and sets *out_next past the element. RL_OK or a decoding error. */
-static int decode_scalar(const uint8_t *p, const uint8_t *end, rl_tuple_elem *e,
-                         const uint8_t **out_next) {
+static int decode_scalar(const uint8_t *p, const uint8_t *end, rl_tuple_elem *e, const uint8_t **out_next) {
     uint8_t code = p[0];
     const uint8_t *q = p + 1;
     size_t avail = (size_t)(end - q);
@@ -223,8 +221,7 @@ static int decode_scalar(const uint8_t *p, const uint8_t *end, rl_tuple_elem *e,
         e->payload_len = 12;
         *out_next = q + 12;
         return RL_OK;
-    default:
-        return RL_E_TUPLE_UNSUPPORTED_TYPE;
+    default: return RL_E_TUPLE_UNSUPPORTED_TYPE;
     }
 }
 
@@ -355,7 +352,7 @@ void rl__tuple_elem_unescape(const rl_tuple_elem *e, rl_buf *out) {
             break;
         }
         rl__buf_append(out, p, (size_t)(z - p) + 1); /* the bytes and the NUL */
-        p = z + 2;                                    /* skip the 0xff */
+        p = z + 2;                                   /* skip the 0xff */
     }
 }
 
@@ -374,15 +371,11 @@ void rl__tuple_packer_init(rl_tuple_packer *pk, rl_buf *out) {
     pk->out = out;
 }
 
-int rl__tuple_packer_error(const rl_tuple_packer *pk) {
-    return pk->err ? pk->err : rl__buf_error(pk->out);
-}
+int rl__tuple_packer_error(const rl_tuple_packer *pk) { return pk->err ? pk->err : rl__buf_error(pk->out); }
 
 void rl__tuple_pack_null(rl_tuple_packer *pk) {
-    if (pk->depth > 0)
-        rl__buf_append(pk->out, "\x00\xff", 2);
-    else
-        rl__buf_append_byte(pk->out, 0x00);
+    if (pk->depth > 0) rl__buf_append(pk->out, "\x00\xff", 2);
+    else rl__buf_append_byte(pk->out, 0x00);
 }
 
 /* Append code, p[0..n) with each 0x00 escaped as 0x00 0xff, and the 0x00 terminator. */
@@ -402,9 +395,7 @@ static void pack_escaped(rl_tuple_packer *pk, uint8_t code, const uint8_t *p, si
     rl__buf_append_byte(pk->out, 0x00);
 }
 
-void rl__tuple_pack_bytes(rl_tuple_packer *pk, const void *p, size_t n) {
-    pack_escaped(pk, 0x01, p, n);
-}
+void rl__tuple_pack_bytes(rl_tuple_packer *pk, const void *p, size_t n) { pack_escaped(pk, 0x01, p, n); }
 
 void rl__tuple_pack_string(rl_tuple_packer *pk, const char *s, size_t n) {
     pack_escaped(pk, 0x02, (const uint8_t *)s, n);
@@ -420,8 +411,7 @@ void rl__tuple_pack_bigint(rl_tuple_packer *pk, int negative, const uint8_t *mag
         if (!pk->err) pk->err = RL_E_TUPLE_VALUE_OVERFLOW;
         return;
     }
-    if (n <= 8)
-        rl__buf_append_byte(pk->out, (uint8_t)(negative ? 0x14 - n : 0x14 + n));
+    if (n <= 8) rl__buf_append_byte(pk->out, (uint8_t)(negative ? 0x14 - n : 0x14 + n));
     else {
         rl__buf_append_byte(pk->out, negative ? 0x0b : 0x1d);
         rl__buf_append_byte(pk->out, (uint8_t)(negative ? ~n : n));
@@ -459,9 +449,7 @@ void rl__tuple_pack_double(rl_tuple_packer *pk, double v) {
     rl__buf_append_u64be(pk->out, bits);
 }
 
-void rl__tuple_pack_bool(rl_tuple_packer *pk, int v) {
-    rl__buf_append_byte(pk->out, v ? 0x27 : 0x26);
-}
+void rl__tuple_pack_bool(rl_tuple_packer *pk, int v) { rl__buf_append_byte(pk->out, v ? 0x27 : 0x26); }
 
 void rl__tuple_pack_uuid(rl_tuple_packer *pk, const uint8_t uuid[16]) {
     rl__buf_append_byte(pk->out, 0x30);
@@ -602,10 +590,8 @@ int rl__tuple_mag_to_dec(int negative, const uint8_t *mag, size_t n, rl_buf *out
     for (size_t k = ng; k-- > 0;) {
         uint32_t g;
         memcpy(&g, (uint8_t *)groups + k * sizeof(uint32_t), sizeof g);
-        if (k == ng - 1)
-            rl__buf_printf(out, "%u", (unsigned)g);
-        else
-            rl__buf_printf(out, "%09u", (unsigned)g);
+        if (k == ng - 1) rl__buf_printf(out, "%u", (unsigned)g);
+        else rl__buf_printf(out, "%09u", (unsigned)g);
     }
     rl__free(w);
     return rl__buf_error(out);
@@ -696,9 +682,7 @@ static int print_tuple(rl_tuple_iter *it, rl_buf *out) {
     while ((rc = rl__tuple_iter_next(it, &e)) == RL_OK) {
         if (count++) rl__buf_append_str(out, ", ");
         switch (e.type) {
-        case RL_TT_NULL:
-            rl__buf_append_str(out, "None");
-            break;
+        case RL_TT_NULL: rl__buf_append_str(out, "None"); break;
         case RL_TT_BYTES:
         case RL_TT_STRING:
             rl__buf_reset(&tmp);
@@ -730,12 +714,8 @@ static int print_tuple(rl_tuple_iter *it, rl_buf *out) {
             print_real(out, e.d, 1);
             rl__buf_append_byte(out, ')');
             break;
-        case RL_TT_DOUBLE:
-            print_real(out, e.d, 0);
-            break;
-        case RL_TT_BOOL:
-            rl__buf_append_str(out, e.b ? "True" : "False");
-            break;
+        case RL_TT_DOUBLE: print_real(out, e.d, 0); break;
+        case RL_TT_BOOL: rl__buf_append_str(out, e.b ? "True" : "False"); break;
         case RL_TT_UUID: {
             const uint8_t *u = e.uuid;
             rl__buf_append_str(out, "UUID(\"");
@@ -753,8 +733,7 @@ static int print_tuple(rl_tuple_iter *it, rl_buf *out) {
         }
         case RL_TT_VERSIONSTAMP: {
             const uint8_t *v = e.versionstamp;
-            static const uint8_t ff[10] = {0xff, 0xff, 0xff, 0xff, 0xff,
-                                           0xff, 0xff, 0xff, 0xff, 0xff};
+            static const uint8_t ff[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
             rl__buf_append_str(out, "Versionstamp(");
             if (!memcmp(v, ff, 10)) {
                 rl__buf_append_str(out, "<incomplete>");

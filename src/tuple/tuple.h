@@ -54,13 +54,13 @@ typedef struct {
      * and uint64 values above INT64_MAX) read it with rl__tuple_elem_bigint. */
     int fits_i64;
     int64_t i;
-    int is_negative;    /* RL_TT_INT: sign, valid whatever fits_i64 says */
-    double d;           /* RL_TT_DOUBLE, and RL_TT_FLOAT widened */
-    float f;            /* RL_TT_FLOAT */
-    int b;              /* RL_TT_BOOL */
+    int is_negative;             /* RL_TT_INT: sign, valid whatever fits_i64 says */
+    double d;                    /* RL_TT_DOUBLE, and RL_TT_FLOAT widened */
+    float f;                     /* RL_TT_FLOAT */
+    int b;                       /* RL_TT_BOOL */
     const uint8_t *uuid;         /* RL_TT_UUID: 16 bytes */
     const uint8_t *versionstamp; /* RL_TT_VERSIONSTAMP: 12 bytes (10 global + 2 user) */
-    int depth;          /* RL_TT_NESTED: this tuple's nesting depth (1 inside the top level) */
+    int depth;                   /* RL_TT_NESTED: this tuple's nesting depth (1 inside the top level) */
 } rl_tuple_elem;
 
 typedef struct {
@@ -97,10 +97,10 @@ void rl__tuple_elem_bigint(const rl_tuple_elem *e, int *out_negative, rl_buf *ma
  * Errors (OOM) are sticky in the buffer; check rl__buf_error(out) once at the end. */
 typedef struct {
     rl_buf *out;
-    int depth;                  /* nesting depth: 0 at top level */
+    int depth;                   /* nesting depth: 0 at top level */
     size_t incomplete_vs_offset; /* offset in out of the first byte of the 10-byte placeholder */
-    int n_incomplete;           /* incomplete versionstamps packed so far */
-    int err;                    /* sticky non-OOM error (an integer longer than 255 bytes) */
+    int n_incomplete;            /* incomplete versionstamps packed so far */
+    int err;                     /* sticky non-OOM error (an integer longer than 255 bytes) */
 } rl_tuple_packer;
 
 void rl__tuple_packer_init(rl_tuple_packer *pk, rl_buf *out);

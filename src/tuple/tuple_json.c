@@ -29,12 +29,8 @@ static int elems_to_json(rl_tuple_iter *it, json_t *arr, rl_buf *tmp) {
     while ((rc = rl__tuple_iter_next(it, &e)) == RL_OK) {
         json_t *o = NULL;
         switch (e.type) {
-        case RL_TT_NULL:
-            o = json_pack("{s:b}", "null", 1);
-            break;
-        case RL_TT_BOOL:
-            o = json_pack("{s:b}", "bool", e.b);
-            break;
+        case RL_TT_NULL: o = json_pack("{s:b}", "null", 1); break;
+        case RL_TT_BOOL: o = json_pack("{s:b}", "bool", e.b); break;
         case RL_TT_BYTES:
         case RL_TT_STRING:
             rl__buf_reset(tmp);
@@ -99,12 +95,8 @@ static int elems_to_json(rl_tuple_iter *it, json_t *arr, rl_buf *tmp) {
             o = hex_obj(e.type == RL_TT_FLOAT ? "float" : "double", bits, n, tmp);
             break;
         }
-        case RL_TT_UUID:
-            o = hex_obj("uuid", e.uuid, 16, tmp);
-            break;
-        case RL_TT_VERSIONSTAMP:
-            o = hex_obj("versionstamp", e.versionstamp, 12, tmp);
-            break;
+        case RL_TT_UUID: o = hex_obj("uuid", e.uuid, 16, tmp); break;
+        case RL_TT_VERSIONSTAMP: o = hex_obj("versionstamp", e.versionstamp, 12, tmp); break;
         }
         if (!o || json_array_append_new(arr, o)) return RL_E_OUT_OF_MEMORY;
     }
@@ -185,8 +177,7 @@ static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp) {
         int flip_all = (b[0] & 0x80) != 0;
         rl__buf_append_byte(pk->out, is_float ? 0x20 : 0x21);
         if (!flip_all) b[0] ^= 0x80;
-        for (size_t i = 0; i < tmp->len; i++)
-            rl__buf_append_byte(pk->out, flip_all ? (uint8_t)~b[i] : b[i]);
+        for (size_t i = 0; i < tmp->len; i++) rl__buf_append_byte(pk->out, flip_all ? (uint8_t)~b[i] : b[i]);
     } else if (!strcmp(key, "uuid")) {
         if ((rc = hex_value(v, 16, tmp))) return rc;
         rl__tuple_pack_uuid(pk, tmp->data);
@@ -195,8 +186,7 @@ static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp) {
         if ((rc = hex_value(v, 12, tmp))) return rc;
         if (!memcmp(tmp->data, ff, 10))
             rl__tuple_pack_incomplete_versionstamp(pk, (uint16_t)((tmp->data[10] << 8) | tmp->data[11]));
-        else
-            rl__tuple_pack_versionstamp(pk, tmp->data);
+        else rl__tuple_pack_versionstamp(pk, tmp->data);
     } else if (!strcmp(key, "tuple")) {
         if (pk->depth >= RL_TUPLE_MAX_DEPTH) {
             rl__tuple_set_error_detail("tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)", RL_TUPLE_MAX_DEPTH);
@@ -208,7 +198,8 @@ static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp) {
         rl__tuple_pack_nested_end(pk);
     } else {
         rl__tuple_set_error_detail("unknown element kind \"%.40s\" (null, bool, int, bytes, string, float, double, "
-                                   "uuid, versionstamp, tuple)", key);
+                                   "uuid, versionstamp, tuple)",
+                                   key);
         return RL_E_INVALID_ARGUMENT;
     }
     return rl__tuple_packer_error(pk);

@@ -66,9 +66,7 @@ static int run_file(const char *path, long *count) {
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int run_path(const char *path, long *count) {
     struct stat st;
@@ -121,8 +119,7 @@ int main(int argc, char **argv) {
     }
     for (; i < argc; i++)
         if (run_path(argv[i], &files)) return 2;
-    printf("replay: %ld corpus inputs; %ld random inputs, seed %llu\n", files, n_random,
-           (unsigned long long)seed);
+    printf("replay: %ld corpus inputs; %ld random inputs, seed %llu\n", files, n_random, (unsigned long long)seed);
     fflush(stdout);
     uint64_t x = seed | 1;
     static uint8_t buf[1024];

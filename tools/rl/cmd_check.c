@@ -26,16 +26,13 @@ static int check_fn(rl_txn *txn, void *ud) {
 int rl_cmd_check(int argc, char **argv) {
     const char *url = NULL, *store = NULL;
     int code;
-    const rl_arg opts[] = {
-        RL__TOOL_OPT_DB(&url),
-        RL__TOOL_OPT_STORE(&store),
-        {0}};
-    const rl_args_cmd cmd = {
-        .name = "rl check",
-        .summary = "Walk a record store and list every defect (split records, stray keys, version keys,\n"
-                   "unparsable records, orphan, stale and missing index entries).",
-        .epilog = "Exit codes: 0 no defect, 1 defects or failure, 2 usage.",
-        .opts = opts};
+    const rl_arg opts[] = {RL__TOOL_OPT_DB(&url), RL__TOOL_OPT_STORE(&store), {0}};
+    const rl_args_cmd cmd = {.name = "rl check",
+                             .summary =
+                                 "Walk a record store and list every defect (split records, stray keys, version keys,\n"
+                                 "unparsable records, orphan, stale and missing index entries).",
+                             .epilog = "Exit codes: 0 no defect, 1 defects or failure, 2 usage.",
+                             .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);

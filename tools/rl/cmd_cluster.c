@@ -32,7 +32,8 @@ enum { C_UP, C_STATUS, C_DOWN, C_RESTART, C_DELAY };
 #define SPLIT_MAX (RL_CLUSTER_MAX_SHARDS - 1)
 
 static int failed(const char *what, int rc, const rl_buf *msg) {
-    fprintf(stderr, "rl cluster %s: %s (%d): %s\n", what, rl_error_name(rc), rc, msg->len ? (const char *)msg->data : rl_error_message(rc));
+    fprintf(stderr, "rl cluster %s: %s (%d): %s\n", what, rl_error_name(rc), rc,
+            msg->len ? (const char *)msg->data : rl_error_message(rc));
     return 1;
 }
 
@@ -80,10 +81,8 @@ static void print_status(json_t *root) {
         const char *host = json_string_value(json_object_get(p, "host"));
         snprintf(addr, sizeof addr, "%s:%lld", ip ? ip : "?", num(p, "port"));
         char delay[32];
-        if (num(p, "jitter_us"))
-            snprintf(delay, sizeof delay, "%lld+-%lld", num(p, "delay_us"), num(p, "jitter_us"));
-        else
-            snprintf(delay, sizeof delay, "%lld", num(p, "delay_us"));
+        if (num(p, "jitter_us")) snprintf(delay, sizeof delay, "%lld+-%lld", num(p, "delay_us"), num(p, "jitter_us"));
+        else snprintf(delay, sizeof delay, "%lld", num(p, "delay_us"));
         int alive = json_is_true(json_object_get(p, "alive")), healthy = json_is_true(json_object_get(p, "healthy"));
         printf("%-12s %3lld  %-6s %-16s %-11s %8lld  %-5s  %-8s  ", role, num(p, "id"), host ? host : "?", addr, delay,
                num(p, "pid"), alive ? "yes" : "no", healthy ? "healthy" : "DOWN");
@@ -114,92 +113,178 @@ int rl_cmd_cluster(int argc, char **argv) {
     int engine = 1;
     int64_t window = 0;
     double timeout_s = RL_CLUSTER_DEFAULT_TIMEOUT_MS / 1000.0;
-    const rl_arg opts[] = {
-        {.name = "dir", .kind = RL_ARG_STRING, .dest = &dir, .metavar = "DIR", .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
-         .help = "the cluster's directory (data, logs, pids.json, reclayer.cluster)"},
-        {0}};
+    const rl_arg opts[] = {{.name = "dir",
+                            .kind = RL_ARG_STRING,
+                            .dest = &dir,
+                            .metavar = "DIR",
+                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
+                            .help = "the cluster's directory (data, logs, pids.json, reclayer.cluster)"},
+                           {0}};
     const rl_arg up_opts[] = {
-        {.name = "storage", .kind = RL_ARG_INT, .dest = &n_storage, .metavar = "N", .flags = RL_ARG_NO_DEFAULT,
-         .min = 1, .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers to start (ids 1..N), all on host1"},
-        {.name = "hosts", .kind = RL_ARG_INT, .dest = &n_hosts, .metavar = "H", .flags = RL_ARG_NO_DEFAULT, .min = 1,
+        {.name = "storage",
+         .kind = RL_ARG_INT,
+         .dest = &n_storage,
+         .metavar = "N",
+         .flags = RL_ARG_NO_DEFAULT,
+         .min = 1,
+         .max = RL_CLUSTER_MAX_STORAGE,
+         .help = "storage servers to start (ids 1..N), all on host1"},
+        {.name = "hosts",
+         .kind = RL_ARG_INT,
+         .dest = &n_hosts,
+         .metavar = "H",
+         .flags = RL_ARG_NO_DEFAULT,
+         .min = 1,
          .max = RL_CLUSTER_MAX_STORAGE,
          .help = "hosts (labels host1..hostH); storage server i is on host (i-1)/S+1, the coordinator on host1"},
-        {.name = "storage-per-host", .kind = RL_ARG_INT, .dest = &per_host, .metavar = "S", .flags = RL_ARG_NO_DEFAULT,
-         .min = 1, .max = RL_CLUSTER_MAX_STORAGE, .help = "storage servers per host (with --hosts; default 1)"},
-        {.name = "host-addresses", .kind = RL_ARG_FLAG, .dest = &host_addresses,
+        {.name = "storage-per-host",
+         .kind = RL_ARG_INT,
+         .dest = &per_host,
+         .metavar = "S",
+         .flags = RL_ARG_NO_DEFAULT,
+         .min = 1,
+         .max = RL_CLUSTER_MAX_STORAGE,
+         .help = "storage servers per host (with --hosts; default 1)"},
+        {.name = "host-addresses",
+         .kind = RL_ARG_FLAG,
+         .dest = &host_addresses,
          .help = "host h listens on 127.0.0.h instead of every process on 127.0.0.1 (with --hosts)"},
-        {.name = "replication", .kind = RL_ARG_ENUM, .dest = &replication, .choices = repl_choices,
+        {.name = "replication",
+         .kind = RL_ARG_ENUM,
+         .dest = &replication,
+         .choices = repl_choices,
          .help = "storage servers per shard's team, on distinct hosts when possible"},
-        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N", .umin = 0,
+        {.name = "delay-us",
+         .kind = RL_ARG_UINT64,
+         .dest = &delay_us,
+         .metavar = "N",
+         .umin = 0,
          .umax = RL_NETEM_MAX_US,
          .help = "injected one-way delay in µs on every message between different hosts, the client included "
                  "(the round trip gains 2N)"},
-        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "J", .umin = 0,
-         .umax = RL_NETEM_MAX_US, .help = "a uniform jitter in [0, J] µs on each delayed message (never reorders)"},
-        {.name = "shards", .kind = RL_ARG_INT, .dest = &shards, .metavar = "K", .min = 0, .max = 255,
+        {.name = "jitter-us",
+         .kind = RL_ARG_UINT64,
+         .dest = &jitter_us,
+         .metavar = "J",
+         .umin = 0,
+         .umax = RL_NETEM_MAX_US,
+         .help = "a uniform jitter in [0, J] µs on each delayed message (never reorders)"},
+        {.name = "shards",
+         .kind = RL_ARG_INT,
+         .dest = &shards,
+         .metavar = "K",
+         .min = 0,
+         .max = 255,
          .help = "split the user keyspace evenly by first byte into K shards, round-robin over the servers (0: one "
                  "per server)"},
-        {.name = "split", .kind = RL_ARG_STRING, .dest = &split, .metavar = "KEY,...", .flags = RL_ARG_NONEMPTY,
+        {.name = "split",
+         .kind = RL_ARG_STRING,
+         .dest = &split,
+         .metavar = "KEY,...",
+         .flags = RL_ARG_NONEMPTY,
          .help = "split the user keyspace at these keys instead (FoundationDB's printable form, \\xNN; \\x2c for a "
                  "comma), strictly increasing; shards go round-robin to the servers"},
-        {.name = "engine", .kind = RL_ARG_ENUM, .dest = &engine, .choices = engine_choices,
+        {.name = "engine",
+         .kind = RL_ARG_ENUM,
+         .dest = &engine,
+         .choices = engine_choices,
          .help = "the storage servers' engine (docs/design.md §4): memory, or ssd (LMDB below the MVCC window)"},
-        {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync,
+        {.name = "no-sync",
+         .kind = RL_ARG_FLAG,
+         .dest = &no_sync,
          .help = "run every process without fsync (benchmarks only: a crash may lose acknowledged commits)"},
-        {.name = "window-versions", .kind = RL_ARG_INT64, .dest = &window, .metavar = "N", .min = 0,
-         .max = INT64_C(1000000000000), .help = "the servers' MVCC window in versions (0: their default, 5 s)"},
-        {.name = "timeout", .kind = RL_ARG_DOUBLE, .dest = &timeout_s, .metavar = "S", .dmin = 0.1, .dmax = 3600,
+        {.name = "window-versions",
+         .kind = RL_ARG_INT64,
+         .dest = &window,
+         .metavar = "N",
+         .min = 0,
+         .max = INT64_C(1000000000000),
+         .help = "the servers' MVCC window in versions (0: their default, 5 s)"},
+        {.name = "timeout",
+         .kind = RL_ARG_DOUBLE,
+         .dest = &timeout_s,
+         .metavar = "S",
+         .dmin = 0.1,
+         .dmax = 3600,
          .help = "seconds to wait until healthy; then stop everything and fail"},
         {0}};
     const rl_arg status_opts[] = {
         {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json, .help = "print the status as JSON"}, {0}};
     int restart_id = 0;
     const rl_arg restart_opts[] = {
-        {.name = "storage", .kind = RL_ARG_INT, .dest = &restart_id, .metavar = "ID", .min = 1,
-         .max = RL_CLUSTER_MAX_STORAGE, .flags = RL_ARG_NO_DEFAULT, .help = "restart storage server ID"},
+        {.name = "storage",
+         .kind = RL_ARG_INT,
+         .dest = &restart_id,
+         .metavar = "ID",
+         .min = 1,
+         .max = RL_CLUSTER_MAX_STORAGE,
+         .flags = RL_ARG_NO_DEFAULT,
+         .help = "restart storage server ID"},
         {.name = "coordinator", .kind = RL_ARG_FLAG, .dest = &coordinator, .help = "restart the coordinator"},
-        {.name = "kill", .kind = RL_ARG_FLAG, .dest = &hard, .help = "stop it with SIGKILL (a crash) instead of SIGTERM"},
-        {.name = "timeout", .kind = RL_ARG_DOUBLE, .dest = &timeout_s, .metavar = "S", .dmin = 0.1, .dmax = 3600,
+        {.name = "kill",
+         .kind = RL_ARG_FLAG,
+         .dest = &hard,
+         .help = "stop it with SIGKILL (a crash) instead of SIGTERM"},
+        {.name = "timeout",
+         .kind = RL_ARG_DOUBLE,
+         .dest = &timeout_s,
+         .metavar = "S",
+         .dmin = 0.1,
+         .dmax = 3600,
          .help = "seconds to wait until the cluster is healthy again"},
         {0}};
     const rl_args_cmd up = {.name = "rl cluster up",
                             .brief = "create DIR and start a coordinator and N storage servers; print the cluster file",
-                            .summary = "Creates DIR (absent or empty), writes DIR/init.json (the shard layout), starts\n"
-                                       "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (with --hosts H\n"
-                                       "--storage-per-host S: H x S servers labelled host1..hostH, host h on 127.0.0.h\n"
-                                       "with --host-addresses; --delay-us between hosts; ports chosen by the\n"
-                                       "kernel), waits until every server is registered and healthy and a test\n"
-                                       "commit works, then writes DIR/reclayer.cluster and DIR/pids.json and prints\n"
-                                       "the cluster file's path (use it as --db cluster:PATH).",
+                            .summary =
+                                "Creates DIR (absent or empty), writes DIR/init.json (the shard layout), starts\n"
+                                "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (with --hosts H\n"
+                                "--storage-per-host S: H x S servers labelled host1..hostH, host h on 127.0.0.h\n"
+                                "with --host-addresses; --delay-us between hosts; ports chosen by the\n"
+                                "kernel), waits until every server is registered and healthy and a test\n"
+                                "commit works, then writes DIR/reclayer.cluster and DIR/pids.json and prints\n"
+                                "the cluster file's path (use it as --db cluster:PATH).",
                             .opts = up_opts};
     const rl_args_cmd status = {.name = "rl cluster status",
                                 .brief = "show every process: role, id, host, address, delay, pid, alive, versions, "
                                          "shards, health (exit 1 if something is down)",
                                 .opts = status_opts};
     const rl_args_cmd down = {.name = "rl cluster down",
-                              .brief = "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
+                              .brief =
+                                  "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
     const rl_args_cmd restart = {.name = "rl cluster restart",
                                  .brief = "stop one process and start it again on the same port; wait until healthy",
                                  .opts = restart_opts};
-    const rl_arg delay_opts[] = {
-        {.name = "delay-us", .kind = RL_ARG_UINT64, .dest = &delay_us, .metavar = "N", .flags = RL_ARG_REQUIRED,
-         .umin = 0, .umax = RL_NETEM_MAX_US, .help = "the new one-way delay in µs between different hosts (0: none)"},
-        {.name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &jitter_us, .metavar = "J", .umin = 0,
-         .umax = RL_NETEM_MAX_US, .help = "the new jitter in µs"},
-        {0}};
+    const rl_arg delay_opts[] = {{.name = "delay-us",
+                                  .kind = RL_ARG_UINT64,
+                                  .dest = &delay_us,
+                                  .metavar = "N",
+                                  .flags = RL_ARG_REQUIRED,
+                                  .umin = 0,
+                                  .umax = RL_NETEM_MAX_US,
+                                  .help = "the new one-way delay in µs between different hosts (0: none)"},
+                                 {.name = "jitter-us",
+                                  .kind = RL_ARG_UINT64,
+                                  .dest = &jitter_us,
+                                  .metavar = "J",
+                                  .umin = 0,
+                                  .umax = RL_NETEM_MAX_US,
+                                  .help = "the new jitter in µs"},
+                                 {0}};
     const rl_args_cmd delay = {.name = "rl cluster delay",
                                .brief = "change the injected delay of a running cluster (every process, the "
                                         "coordinator last; clients follow within about a second)",
-                               .summary = "Records the delay in DIR/pids.json (a restarted process starts with it) and\n"
-                                          "sends SET_DELAY to every process, storage servers first and the coordinator\n"
-                                          "last. Clients take the new delay from the coordinator's shard map, which they\n"
-                                          "fetch again at most every second while they send requests.",
+                               .summary =
+                                   "Records the delay in DIR/pids.json (a restarted process starts with it) and\n"
+                                   "sends SET_DELAY to every process, storage servers first and the coordinator\n"
+                                   "last. Clients take the new delay from the coordinator's shard map, which they\n"
+                                   "fetch again at most every second while they send requests.",
                                .opts = delay_opts};
     const rl_args_cmd *subs[] = {&up, &status, &down, &restart, &delay, NULL};
     const rl_args_cmd cmd = {
         .name = "rl cluster",
         .summary = "Run a local reclayer cluster: one coordinator and N storage servers on 127.0.0.0/8\n"
-                   "(one address per host with --host-addresses), under one directory (data in DIR/coordinator and DIR/storage-ID, logs in DIR/logs/).",
+                   "(one address per host with --host-addresses), under one directory (data in DIR/coordinator and "
+                   "DIR/storage-ID, logs in DIR/logs/).",
         .epilog = "Processes are only ever signalled by the pid recorded in DIR/pids.json, after checking\n"
                   "that the pid still belongs to the process that was started (its start time).\n"
                   "Exit codes: 0 success, 1 failure, 2 usage.",
@@ -336,8 +421,7 @@ int rl_cmd_cluster(int argc, char **argv) {
                (unsigned long long)jitter_us, set, set == 1 ? "" : "es");
         break;
     }
-    default:
-        exit_code = 2;
+    default: exit_code = 2;
     }
     rl__buf_release(&msg);
     return exit_code;

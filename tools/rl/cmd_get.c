@@ -31,12 +31,15 @@ int rl_cmd_get(int argc, char **argv) {
     const char *url = NULL, *store = NULL;
     int64_t id = 0;
     int code;
-    const rl_arg opts[] = {
-        RL__TOOL_OPT_DB(&url),
-        RL__TOOL_OPT_STORE(&store),
-        {.name = "pk", .kind = RL_ARG_INT64, .dest = &id, .metavar = "ID", .flags = RL_ARG_REQUIRED,
-         .help = "the order_id"},
-        {0}};
+    const rl_arg opts[] = {RL__TOOL_OPT_DB(&url),
+                           RL__TOOL_OPT_STORE(&store),
+                           {.name = "pk",
+                            .kind = RL_ARG_INT64,
+                            .dest = &id,
+                            .metavar = "ID",
+                            .flags = RL_ARG_REQUIRED,
+                            .help = "the order_id"},
+                           {0}};
     const rl_args_cmd cmd = {.name = "rl get",
                              .summary = "Print the Order with order_id ID as JSON, with its record version.",
                              .epilog = "Exit codes: 0 found, 1 not found or failure, 2 usage.",

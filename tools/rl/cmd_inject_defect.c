@@ -40,18 +40,29 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     const rl_arg opts[] = {
         RL__TOOL_OPT_DB(&url),
         RL__TOOL_OPT_STORE(&store),
-        {.name = "pk", .kind = RL_ARG_INT64, .dest = &id, .metavar = "ID", .flags = RL_ARG_REQUIRED,
+        {.name = "pk",
+         .kind = RL_ARG_INT64,
+         .dest = &id,
+         .metavar = "ID",
+         .flags = RL_ARG_REQUIRED,
          .help = "the order_id of the record to corrupt"},
-        {.name = "kind", .kind = RL_ARG_ENUM, .dest = &k, .metavar = "KIND", .flags = RL_ARG_REQUIRED,
+        {.name = "kind",
+         .kind = RL_ARG_ENUM,
+         .dest = &k,
+         .metavar = "KIND",
+         .flags = RL_ARG_REQUIRED,
          .choices = kinds,
          .help = "delete-chunk clears the first chunk, stray-suffix adds (1, ID, \"stray\"), version-key "
                  "leaves only the version key"},
-        {.name = "force", .kind = RL_ARG_FLAG, .dest = &force,
+        {.name = "force",
+         .kind = RL_ARG_FLAG,
+         .dest = &force,
          .help = "also for stores not loaded with --allow-defects"},
         {0}};
     const rl_args_cmd cmd = {.name = "rl inject-defect",
-                             .summary = "Corrupt the Order with order_id ID on purpose, to test `rl check`. Only for stores\n"
-                                        "loaded with --allow-defects, unless --force.",
+                             .summary =
+                                 "Corrupt the Order with order_id ID on purpose, to test `rl check`. Only for stores\n"
+                                 "loaded with --allow-defects, unless --force.",
                              .epilog = "Exit codes: 0 done, 1 refused or failure, 2 usage.",
                              .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
@@ -72,14 +83,11 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     rl__tuple_pack_int(&tp, id);
     inject_ctx c = {t.s, kb.data, kb.len, k, flags};
     rc = rl_db_run(t.db, inject_fn, &c);
-    if (rc == RL_E_CLIENT_INVALID_OPERATION)
-        fprintf(stderr, "rl inject-defect: refused: %s\n", rl_store_errmsg(t.s));
-    else if (rc == RL_E_NOT_FOUND)
-        fprintf(stderr, "rl inject-defect: no record with order_id %lld\n", (long long)id);
+    if (rc == RL_E_CLIENT_INVALID_OPERATION) fprintf(stderr, "rl inject-defect: refused: %s\n", rl_store_errmsg(t.s));
+    else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl inject-defect: no record with order_id %lld\n", (long long)id);
     else if (rc)
         fprintf(stderr, "rl inject-defect: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_store_errmsg(t.s));
-    else
-        printf("injected %s into order_id %lld\n", kind, (long long)id);
+    else printf("injected %s into order_id %lld\n", kind, (long long)id);
     rl__buf_release(&kb);
     rl__tool_close(&t);
     return rc ? 1 : 0;

@@ -105,54 +105,79 @@ int rl_cmd_kv(int argc, char **argv) {
     if (!url || !*url) url = "mem:";
     const char *a1 = NULL, *a2 = NULL;
     int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
-    static const rl_arg_choice forms[] = {
-        {"first_greater_or_equal", F_FGE}, {"fge", F_FGE}, {"first_greater_than", F_FGT}, {"fgt", F_FGT},
-        {"last_less_or_equal", F_LLE},     {"lle", F_LLE}, {"last_less_than", F_LLT},     {"llt", F_LLT},
-        {NULL, 0}};
+    static const rl_arg_choice forms[] = {{"first_greater_or_equal", F_FGE},
+                                          {"fge", F_FGE},
+                                          {"first_greater_than", F_FGT},
+                                          {"fgt", F_FGT},
+                                          {"last_less_or_equal", F_LLE},
+                                          {"lle", F_LLE},
+                                          {"last_less_than", F_LLT},
+                                          {"llt", F_LLT},
+                                          {NULL, 0}};
     const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_NO_DEFAULT,
+        {.name = "db",
+         .kind = RL_ARG_STRING,
+         .dest = &url,
+         .metavar = "URL",
+         .flags = RL_ARG_NO_DEFAULT,
          .help = "mem: (default; empty, in memory), file:DIR (durable, DIR must exist), cluster:FILE, fdb:FILE; "
                  "the RL_DB environment variable sets the default"},
-        {.name = "tuple", .kind = RL_ARG_FLAG, .dest = &o.tuple,
+        {.name = "tuple",
+         .kind = RL_ARG_FLAG,
+         .dest = &o.tuple,
          .help = "KEY, BEGIN and END are JSON tuple arrays, e.g. '[{\"string\":\"a\"},{\"int\":\"1\"}]' (see "
                  "`rl tuple --help`); keys are printed the same way when they decode"},
-        {.name = "system", .kind = RL_ARG_FLAG, .dest = &o.system,
+        {.name = "system",
+         .kind = RL_ARG_FLAG,
+         .dest = &o.system,
          .help = "allow keys beginning with \\xff (the system keyspace)"},
         {0}};
     const rl_arg key_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"}, {0}};
-    const rl_arg set_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"},
-                              {.name = "VALUE", .kind = RL_ARG_STRING, .dest = &a2, .help = "the value (printable form)"},
-                              {0}};
+    const rl_arg set_pos[] = {
+        {.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"},
+        {.name = "VALUE", .kind = RL_ARG_STRING, .dest = &a2, .help = "the value (printable form)"},
+        {0}};
     const rl_arg range_pos[] = {{.name = "BEGIN", .kind = RL_ARG_STRING, .dest = &a1, .help = "the first key"},
                                 {.name = "END", .kind = RL_ARG_STRING, .dest = &a2, .help = "the key after the last"},
                                 {0}};
     const rl_arg range_opts[] = {
-        {.name = "limit", .kind = RL_ARG_INT, .dest = &limit, .min = 0, .max = 1000000000,
+        {.name = "limit",
+         .kind = RL_ARG_INT,
+         .dest = &limit,
+         .min = 0,
+         .max = 1000000000,
          .help = "at most N rows (0: all)"},
         {.name = "reverse", .kind = RL_ARG_FLAG, .dest = &reverse, .help = "in descending key order"},
         {0}};
     const rl_arg getkey_pos[] = {
         {.name = "FORM", .kind = RL_ARG_ENUM, .dest = &form, .choices = forms, .help = "the selector's form"},
         {.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "its key"},
-        {.name = "OFFSET", .kind = RL_ARG_INT, .dest = &offset, .flags = RL_ARG_OPTIONAL, .min = -1000000,
-         .max = 1000000, .help = "moves further (default 0)"},
+        {.name = "OFFSET",
+         .kind = RL_ARG_INT,
+         .dest = &offset,
+         .flags = RL_ARG_OPTIONAL,
+         .min = -1000000,
+         .max = 1000000,
+         .help = "moves further (default 0)"},
         {0}};
-    const rl_args_cmd get = {.name = "rl kv get", .brief = "print the value of KEY (exit 1 if it is not set)",
-                             .pos = key_pos};
+    const rl_args_cmd get = {
+        .name = "rl kv get", .brief = "print the value of KEY (exit 1 if it is not set)", .pos = key_pos};
     const rl_args_cmd set = {.name = "rl kv set", .brief = "set KEY to VALUE", .pos = set_pos};
     const rl_args_cmd clear = {.name = "rl kv clear", .brief = "clear KEY", .pos = key_pos};
-    const rl_args_cmd clearrange = {.name = "rl kv clearrange", .brief = "clear every key in [BEGIN, END)",
-                                    .pos = range_pos};
+    const rl_args_cmd clearrange = {
+        .name = "rl kv clearrange", .brief = "clear every key in [BEGIN, END)", .pos = range_pos};
     const rl_args_cmd range = {.name = "rl kv range",
                                .brief = "print the keys and values in [BEGIN, END), one per line as KEY<TAB>VALUE",
-                               .opts = range_opts, .pos = range_pos};
+                               .opts = range_opts,
+                               .pos = range_pos};
     const rl_args_cmd getkey = {.name = "rl kv getkey",
                                 .brief = "resolve a key selector and print the key; FORM is first_greater_or_equal "
                                          "(fge), first_greater_than (fgt), last_less_or_equal (lle) or last_less_than "
                                          "(llt); OFFSET moves further",
                                 .pos = getkey_pos};
     const rl_args_cmd status = {.name = "rl kv status",
-                                .brief = "print the database status as JSON (versions, sizes, log and checkpoint state)"};
+                                .brief =
+                                    "print the database status as JSON (versions, sizes, log and checkpoint state)"};
     const rl_args_cmd *subs[] = {&get, &set, &clear, &clearrange, &range, &getkey, &status, NULL};
     const rl_args_cmd cmd = {
         .name = "rl kv",
@@ -172,8 +197,10 @@ int rl_cmd_kv(int argc, char **argv) {
     int rc = RL_OK, exit_code = 0;
     rl_db *db = NULL;
     rl_txn *t = NULL;
-    if (a1) rc = parse_arg(sub, &o, 1, which == C_GET || which == C_CLEAR || which == C_GETKEY || which == C_SET
-                                        ? "KEY" : "BEGIN", a1, &k1);
+    if (a1)
+        rc = parse_arg(sub, &o, 1,
+                       which == C_GET || which == C_CLEAR || which == C_GETKEY || which == C_SET ? "KEY" : "BEGIN", a1,
+                       &k1);
     if (!rc && a2) rc = parse_arg(sub, &o, which != C_SET, which == C_SET ? "VALUE" : "END", a2, &k2);
     if (rc) {
         exit_code = RL_ARGS_USAGE;
@@ -186,8 +213,7 @@ int rl_cmd_kv(int argc, char **argv) {
     dbo.read_only = which == C_GET || which == C_RANGE || which == C_GETKEY || which == C_STATUS;
     rc = rl_db_open(url, &dbo, &db);
     if (rc) {
-        fprintf(stderr, "rl kv: cannot open %s: %s (%d): %s\n", url, rl_error_name(rc), rc,
-                rl_last_error_detail());
+        fprintf(stderr, "rl kv: cannot open %s: %s (%d): %s\n", url, rl_error_name(rc), rc, rl_last_error_detail());
         exit_code = 1;
         goto done;
     }
@@ -225,17 +251,14 @@ int rl_cmd_kv(int argc, char **argv) {
         }
         rl_future_free(f);
     } else if (which == C_SET || which == C_CLEAR || which == C_CLEARRANGE) {
-        if (which == C_SET)
-            rc = rl_txn_set(t, k1.data, k1.len, k2.data, k2.len);
-        else if (which == C_CLEAR)
-            rc = rl_txn_clear(t, k1.data, k1.len);
-        else
-            rc = rl_txn_clear_range(t, k1.data, k1.len, k2.data, k2.len);
+        if (which == C_SET) rc = rl_txn_set(t, k1.data, k1.len, k2.data, k2.len);
+        else if (which == C_CLEAR) rc = rl_txn_clear(t, k1.data, k1.len);
+        else rc = rl_txn_clear_range(t, k1.data, k1.len, k2.data, k2.len);
         exit_code = rc ? fail(rc, sub->name + 6) : commit(t);
     } else if (which == C_RANGE) {
-        rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len),
-                                        RL_FIRST_GREATER_OR_EQUAL(k2.data, k2.len), (int)limit, 0,
-                                        RL_STREAMING_WANT_ALL, 0, reverse ? RL_REVERSE : 0);
+        rl_future *f =
+            rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len), RL_FIRST_GREATER_OR_EQUAL(k2.data, k2.len),
+                             (int)limit, 0, RL_STREAMING_WANT_ALL, 0, reverse ? RL_REVERSE : 0);
         const rl_keyvalue *kvs;
         int n = 0, more = 0;
         rc = rl_future_wait(f);

@@ -36,16 +36,32 @@ int rl_cmd_load(int argc, char **argv) {
     int allow_defects = 0, code;
     const rl_arg opts[] = {
         RL__TOOL_OPT_DB(&url),
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &store, .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT,
+        {.name = "store",
+         .kind = RL_ARG_STRING,
+         .dest = &store,
+         .metavar = "PREFIX",
+         .flags = RL_ARG_NO_DEFAULT,
          .help = "the store's prefix, a JSON array of strings and integers (default '[\"bench\",\"orders\"]')"},
-        {.name = "count", .kind = RL_ARG_INT64, .dest = &count, .metavar = "N", .flags = RL_ARG_REQUIRED,
-         .min = 0, .max = RL__TOOL_COUNT_MAX, .help = "Orders to load: order_id 1..N"},
-        {.name = "padding", .kind = RL_ARG_INT64, .dest = &padding, .metavar = "BYTES", .min = 0,
+        {.name = "count",
+         .kind = RL_ARG_INT64,
+         .dest = &count,
+         .metavar = "N",
+         .flags = RL_ARG_REQUIRED,
+         .min = 0,
+         .max = RL__TOOL_COUNT_MAX,
+         .help = "Orders to load: order_id 1..N"},
+        {.name = "padding",
+         .kind = RL_ARG_INT64,
+         .dest = &padding,
+         .metavar = "BYTES",
+         .min = 0,
          .max = RL__TOOL_PADDING_MAX,
          .help = "bytes of padding per record (over 100,000 makes split records; the maximum is the largest that "
                  "fits one transaction)"},
         {.name = "seed", .kind = RL_ARG_UINT64, .dest = &seed, .metavar = "S", .help = "seed of the prices"},
-        {.name = "allow-defects", .kind = RL_ARG_FLAG, .dest = &allow_defects,
+        {.name = "allow-defects",
+         .kind = RL_ARG_FLAG,
+         .dest = &allow_defects,
          .help = "mark a new store so that `rl inject-defect` may corrupt it"},
         {0}};
     const rl_args_cmd cmd = {
@@ -96,8 +112,9 @@ int rl_cmd_load(int argc, char **argv) {
     snprintf(why, sizeof why, "%s", rl_store_errmsg(t.s));
     rl__tool_close(&t);
     if (rc == RL_E_TRANSACTION_TOO_LARGE) {
-        fprintf(stderr, "rl load: %s: an Order with %lld bytes of padding does not fit one transaction with this "
-                        "store prefix (order_id %lld; %lld records loaded before it)\n",
+        fprintf(stderr,
+                "rl load: %s: an Order with %lld bytes of padding does not fit one transaction with this "
+                "store prefix (order_id %lld; %lld records loaded before it)\n",
                 rl_error_name(rc), (long long)padding, (long long)b.first, (long long)(b.first - 1));
         return 1;
     }

@@ -26,11 +26,24 @@ int rl_cmd_ping(int argc, char **argv) {
     const char *url = NULL, *to = "all";
     int n = 100, as_json = 0, code;
     const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
+        {.name = "db",
+         .kind = RL_ARG_STRING,
+         .dest = &url,
+         .metavar = "URL",
+         .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
          .help = "the database: cluster:FILE (a cluster file, e.g. DIR/reclayer.cluster of rl cluster up)"},
-        {.name = "to", .kind = RL_ARG_STRING, .dest = &to, .metavar = "TARGET", .flags = RL_ARG_NONEMPTY,
+        {.name = "to",
+         .kind = RL_ARG_STRING,
+         .dest = &to,
+         .metavar = "TARGET",
+         .flags = RL_ARG_NONEMPTY,
          .help = "coordinator, storage:ID or all (every process of the shard map's server list)"},
-        {.name = "n", .kind = RL_ARG_INT, .dest = &n, .metavar = "N", .min = 1, .max = RL_KV_PING_MAX,
+        {.name = "n",
+         .kind = RL_ARG_INT,
+         .dest = &n,
+         .metavar = "N",
+         .min = 1,
+         .max = RL_KV_PING_MAX,
          .help = "round trips per target"},
         {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json, .help = "print the figures as JSON"},
         {0}};
@@ -49,8 +62,10 @@ int rl_cmd_ping(int argc, char **argv) {
     free(av);
     if (stop) return code;
     if (strncmp(url, "cluster:", 8) != 0)
-        return rl__args_usage_error(&cmd, "--db %s: rl ping measures a cluster (cluster:FILE); mem: and file: "
-                                          "databases have no network to measure", url);
+        return rl__args_usage_error(&cmd,
+                                    "--db %s: rl ping measures a cluster (cluster:FILE); mem: and file: "
+                                    "databases have no network to measure",
+                                    url);
     uint32_t ids[PING_MAX_TARGETS];
     int n_ids = 0, want_all = 0;
     if (!strcmp(to, "coordinator")) {
@@ -115,8 +130,7 @@ int rl_cmd_ping(int argc, char **argv) {
                            (double)st.p99_ns / 1e3, (double)st.max_ns / 1e3, (double)st.mean_ns / 1e3);
         else
             printf("%-12s %4u %10.1f %10.1f %10.1f %10.1f %10.1f\n", role, ids[i], (double)st.min_ns / 1e3,
-                   (double)st.p50_ns / 1e3, (double)st.p99_ns / 1e3, (double)st.max_ns / 1e3,
-                   (double)st.mean_ns / 1e3);
+                   (double)st.p50_ns / 1e3, (double)st.p99_ns / 1e3, (double)st.max_ns / 1e3, (double)st.mean_ns / 1e3);
     }
     if (as_json) {
         rl__buf_printf(&out, "]}");

@@ -75,11 +75,10 @@ static void print_part(const char *title, json_t *part) {
                json_string_value(json_object_get(sh, "end")));
         size_t j;
         json_t *m;
-        json_array_foreach(json_object_get(sh, "team"), j, m)
-            printf(" %lld@%s:%lld(%s)", (long long)json_integer_value(json_object_get(m, "id")),
-                   json_string_value(json_object_get(m, "address")),
-                   (long long)json_integer_value(json_object_get(m, "port")),
-                   json_string_value(json_object_get(m, "host")));
+        json_array_foreach(json_object_get(sh, "team"), j, m) printf(
+            " %lld@%s:%lld(%s)", (long long)json_integer_value(json_object_get(m, "id")),
+            json_string_value(json_object_get(m, "address")), (long long)json_integer_value(json_object_get(m, "port")),
+            json_string_value(json_object_get(m, "host")));
         if (json_object_get(sh, "records"))
             printf("  records %lld", (long long)json_integer_value(json_object_get(sh, "records")));
         printf("\n");
@@ -87,41 +86,79 @@ static void print_part(const char *title, json_t *part) {
 }
 
 int rl_cmd_placement(int argc, char **argv) {
-    const char *url = NULL, *key = NULL, *begin = NULL, *end = NULL, *team = NULL, *store = NULL,
-               *index = NULL, *index_team = NULL, *records_team = NULL;
+    const char *url = NULL, *key = NULL, *begin = NULL, *end = NULL, *team = NULL, *store = NULL, *index = NULL,
+               *index_team = NULL, *records_team = NULL;
     int which = -1, code, as_json = 0;
     double timeout_s = RL_PLACEMENT_DEFAULT_TIMEOUT_MS / 1000.0;
-    const rl_arg opts[] = {
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL", .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
-         .help = "the cluster: cluster:FILE"},
-        {.name = "timeout", .kind = RL_ARG_DOUBLE, .dest = &timeout_s, .metavar = "S", .dmin = 0.1, .dmax = 3600,
-         .help = "seconds to wait for each split or move"},
-        {0}};
-    const rl_arg split_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &key,
+    const rl_arg opts[] = {{.name = "db",
+                            .kind = RL_ARG_STRING,
+                            .dest = &url,
+                            .metavar = "URL",
+                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
+                            .help = "the cluster: cluster:FILE"},
+                           {.name = "timeout",
+                            .kind = RL_ARG_DOUBLE,
+                            .dest = &timeout_s,
+                            .metavar = "S",
+                            .dmin = 0.1,
+                            .dmax = 3600,
+                            .help = "seconds to wait for each split or move"},
+                           {0}};
+    const rl_arg split_pos[] = {{.name = "KEY",
+                                 .kind = RL_ARG_STRING,
+                                 .dest = &key,
                                  .help = "split the shard holding KEY at KEY (printable form)"},
                                 {0}};
-    const rl_arg assign_opts[] = {
-        {.name = "begin", .kind = RL_ARG_STRING, .dest = &begin, .metavar = "K", .flags = RL_ARG_REQUIRED,
-         .help = "the range's first key (printable form)"},
-        {.name = "end", .kind = RL_ARG_STRING, .dest = &end, .metavar = "K", .flags = RL_ARG_REQUIRED,
-         .help = "the key after the range (printable form; at most \\xff)"},
-        {.name = "team", .kind = RL_ARG_STRING, .dest = &team, .metavar = "ID,ID", .flags = RL_ARG_REQUIRED,
-         .help = "the storage servers to hold the range"},
-        {0}};
-    const rl_arg place_opts[] = {
-        RL__TOOL_OPT_STORE(&store),
-        {.name = "index", .kind = RL_ARG_STRING, .dest = &index, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
-         .help = "the index (the Order store has price_idx)"},
-        {.name = "index-team", .kind = RL_ARG_STRING, .dest = &index_team, .metavar = "ID,ID",
-         .flags = RL_ARG_REQUIRED, .help = "the team of the index's entries"},
-        {.name = "records-team", .kind = RL_ARG_STRING, .dest = &records_team, .metavar = "ID,ID[;ID,ID...]",
-         .flags = RL_ARG_REQUIRED, .help = "the records' teams: the records split evenly into one range per team"},
-        {0}};
+    const rl_arg assign_opts[] = {{.name = "begin",
+                                   .kind = RL_ARG_STRING,
+                                   .dest = &begin,
+                                   .metavar = "K",
+                                   .flags = RL_ARG_REQUIRED,
+                                   .help = "the range's first key (printable form)"},
+                                  {.name = "end",
+                                   .kind = RL_ARG_STRING,
+                                   .dest = &end,
+                                   .metavar = "K",
+                                   .flags = RL_ARG_REQUIRED,
+                                   .help = "the key after the range (printable form; at most \\xff)"},
+                                  {.name = "team",
+                                   .kind = RL_ARG_STRING,
+                                   .dest = &team,
+                                   .metavar = "ID,ID",
+                                   .flags = RL_ARG_REQUIRED,
+                                   .help = "the storage servers to hold the range"},
+                                  {0}};
+    const rl_arg place_opts[] = {RL__TOOL_OPT_STORE(&store),
+                                 {.name = "index",
+                                  .kind = RL_ARG_STRING,
+                                  .dest = &index,
+                                  .metavar = "NAME",
+                                  .flags = RL_ARG_REQUIRED,
+                                  .help = "the index (the Order store has price_idx)"},
+                                 {.name = "index-team",
+                                  .kind = RL_ARG_STRING,
+                                  .dest = &index_team,
+                                  .metavar = "ID,ID",
+                                  .flags = RL_ARG_REQUIRED,
+                                  .help = "the team of the index's entries"},
+                                 {.name = "records-team",
+                                  .kind = RL_ARG_STRING,
+                                  .dest = &records_team,
+                                  .metavar = "ID,ID[;ID,ID...]",
+                                  .flags = RL_ARG_REQUIRED,
+                                  .help = "the records' teams: the records split evenly into one range per team"},
+                                 {0}};
     const rl_arg show_opts[] = {
         RL__TOOL_OPT_STORE(&store),
-        {.name = "index", .kind = RL_ARG_STRING, .dest = &index, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
+        {.name = "index",
+         .kind = RL_ARG_STRING,
+         .dest = &index,
+         .metavar = "NAME",
+         .flags = RL_ARG_REQUIRED,
          .help = "the index (the Order store has price_idx)"},
-        {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json,
+        {.name = "json",
+         .kind = RL_ARG_FLAG,
+         .dest = &as_json,
          .help = "print the placement receipt as JSON (the \"receipt\" member is deterministic)"},
         {0}};
     const rl_args_cmd split = {.name = "rl placement split",
@@ -137,15 +174,15 @@ int rl_cmd_placement(int argc, char **argv) {
                               .brief = "print the index and record shards, their teams and the disjoint fractions",
                               .opts = show_opts};
     const rl_args_cmd *subs[] = {&split, &assign, &place, &show, NULL};
-    const rl_args_cmd cmd = {
-        .name = "rl placement",
-        .summary = "Explicit, deterministic placement on a cluster: splits and moves go through the\n"
-                   "coordinator (the shard map in the system keyspace changes at a version; data moves\n"
-                   "before ownership switches, so reads and writes keep working).",
-        .epilog = "Exit codes: 0 success, 1 failure, 2 usage.",
-        .opts = opts,
-        .subs = subs,
-        .sub_dest = &which};
+    const rl_args_cmd cmd = {.name = "rl placement",
+                             .summary =
+                                 "Explicit, deterministic placement on a cluster: splits and moves go through the\n"
+                                 "coordinator (the shard map in the system keyspace changes at a version; data moves\n"
+                                 "before ownership switches, so reads and writes keep working).",
+                             .epilog = "Exit codes: 0 success, 1 failure, 2 usage.",
+                             .opts = opts,
+                             .subs = subs,
+                             .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     int timeout_ms = (int)(timeout_s * 1000.0);
     rl_buf msg, kb, eb;
@@ -180,14 +217,13 @@ int rl_cmd_placement(int argc, char **argv) {
         }
         rl_version v = 0;
         uint32_t moved = 0;
-        rc = rl__placement_assign(url, kb.data, kb.len, eb.data, eb.len, ids, n, timeout_ms, &v,
-                                  &moved, &msg);
+        rc = rl__placement_assign(url, kb.data, kb.len, eb.data, eb.len, ids, n, timeout_ms, &v, &moved, &msg);
         if (rc) {
             exit_code = failed("assign", rc, &msg);
             break;
         }
-        printf("%u shard%s moved; the range is on the team from version %llu\n", moved,
-               moved == 1 ? "" : "s", (unsigned long long)v);
+        printf("%u shard%s moved; the range is on the team from version %llu\n", moved, moved == 1 ? "" : "s",
+               (unsigned long long)v);
         break;
     }
     case P_PLACE: {
@@ -224,8 +260,7 @@ int rl_cmd_placement(int argc, char **argv) {
             exit_code = failed("place", rc, &msg);
             break;
         }
-        printf("placed the index on one team and the records on %u team%s\n", n_teams,
-               n_teams == 1 ? "" : "s");
+        printf("placed the index on one team and the records on %u team%s\n", n_teams, n_teams == 1 ? "" : "s");
         break;
     }
     case P_SHOW: {
@@ -256,8 +291,7 @@ int rl_cmd_placement(int argc, char **argv) {
         json_decref(o);
         break;
     }
-    default:
-        exit_code = 2;
+    default: exit_code = 2;
     }
     rl__buf_release(&msg);
     rl__buf_release(&kb);

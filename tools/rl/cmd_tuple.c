@@ -81,8 +81,8 @@ static int do_encode(const char *text) {
     rl__buf_init(&out);
     rl__buf_init(&hex);
     if (!j) {
-        fprintf(stderr, "rl tuple encode: %s: bad JSON: %s (column %d)\n",
-                rl_error_name(RL_E_INVALID_ARGUMENT), err.text, err.column);
+        fprintf(stderr, "rl tuple encode: %s: bad JSON: %s (column %d)\n", rl_error_name(RL_E_INVALID_ARGUMENT),
+                err.text, err.column);
         goto done;
     }
     if (!json_is_array(j)) {
@@ -112,9 +112,11 @@ done:
 int rl_cmd_tuple(int argc, char **argv) {
     const char *hex = NULL, *json = NULL;
     int which = -1, code;
-    const rl_arg hex_pos[] = {{.name = "HEX", .kind = RL_ARG_STRING, .dest = &hex, .help = "a tuple's encoding as hex digits"},
-                              {0}};
-    const rl_arg json_pos[] = {{.name = "JSON", .kind = RL_ARG_STRING, .dest = &json,
+    const rl_arg hex_pos[] = {
+        {.name = "HEX", .kind = RL_ARG_STRING, .dest = &hex, .help = "a tuple's encoding as hex digits"}, {0}};
+    const rl_arg json_pos[] = {{.name = "JSON",
+                                .kind = RL_ARG_STRING,
+                                .dest = &json,
                                 .help = "a JSON array of elements, e.g. '[{\"int\":\"1\"},{\"string\":\"a\"}]'"},
                                {0}};
     const rl_args_cmd decode = {
@@ -127,13 +129,15 @@ int rl_cmd_tuple(int argc, char **argv) {
         .pos = hex_pos};
     const rl_args_cmd encode = {.name = "rl tuple encode",
                                 .brief = "the reverse: print the encoding of such an array as lower-case hex",
-                                .summary = "Print the encoding of a JSON array of elements (see `rl tuple decode --help`) as\n"
-                                           "lower-case hex.",
+                                .summary =
+                                    "Print the encoding of a JSON array of elements (see `rl tuple decode --help`) as\n"
+                                    "lower-case hex.",
                                 .pos = json_pos};
-    const rl_args_cmd print = {.name = "rl tuple print",
-                               .brief = "print the tuple in FoundationDB's Python-like form, e.g. (1, \"a\", b\"\\x00\", None)",
-                               .summary = "Print the tuple in FoundationDB's Python-like human form.",
-                               .pos = hex_pos};
+    const rl_args_cmd print = {
+        .name = "rl tuple print",
+        .brief = "print the tuple in FoundationDB's Python-like form, e.g. (1, \"a\", b\"\\x00\", None)",
+        .summary = "Print the tuple in FoundationDB's Python-like human form.",
+        .pos = hex_pos};
     const rl_args_cmd *subs[] = {&decode, &encode, &print, NULL};
     const rl_args_cmd cmd = {
         .name = "rl tuple",

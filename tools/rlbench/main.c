@@ -43,40 +43,73 @@ static int write_json(const char *cmd, const char *path, FILE *f, const rl_buf *
 }
 
 static int cmd_micro(int argc, char **argv) {
-    rl_micro_options o = {.keys = 100000, .value_len = 100, .seconds = 0.5, .repeats = 5,
-                          .seed = (unsigned long long)time(NULL)};
+    rl_micro_options o = {
+        .keys = 100000, .value_len = 100, .seconds = 0.5, .repeats = 5, .seed = (unsigned long long)time(NULL)};
     const char *json_path = NULL;
     uint64_t seed = o.seed;
     int code;
     char msg[512];
-    const rl_arg opts[] = {
-        {.name = "keys", .kind = RL_ARG_INT, .dest = &o.keys, .min = RL__MICRO_KEYS_MIN, .max = RL__MICRO_KEYS_MAX,
-         .help = "records in the dataset"},
-        {.name = "value-len", .kind = RL_ARG_INT, .dest = &o.value_len, .metavar = "B", .min = 1,
-         .max = RL__MICRO_VALUE_LEN_MAX, .help = "bytes per value"},
-        {.name = "seconds", .kind = RL_ARG_DOUBLE, .dest = &o.seconds, .metavar = "S", .dmin = RL__MICRO_SECONDS_MIN,
-         .dmax = RL__MICRO_SECONDS_MAX, .help = "per system per round"},
-        {.name = "repeats", .kind = RL_ARG_INT, .dest = &o.repeats, .metavar = "R", .min = 1,
-         .max = RL__MICRO_REPEATS_MAX, .help = "rounds (the table shows their median)"},
-        {.name = "dir", .kind = RL_ARG_STRING, .dest = &o.dir, .metavar = "DIR", .flags = RL_ARG_NONEMPTY,
-         .help = "an existing directory to make the scratch directory in (default $TMPDIR or /tmp)"},
-        {.name = "only", .kind = RL_ARG_STRING, .dest = &o.only, .metavar = "WORKLOAD",
-         .help = "run one workload: point, range1000, mapped1000 or commit100"},
-        {.name = "json", .kind = RL_ARG_STRING, .dest = &json_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
-         .help = "also write the results as JSON to FILE (created before the run)"},
-        {.name = "seed", .kind = RL_ARG_UINT64, .dest = &seed, .metavar = "N", .flags = RL_ARG_NO_DEFAULT,
-         .help = "the random seed (default: from the clock; printed)"},
-        {0}};
-    const rl_args_cmd cmd = {
-        .name = "rlbench micro",
-        .summary = "Runs the same work on reclayer (mem:, file: and file:?engine=ssd), LMDB and SQLite:\n"
-                   "point (random reads in one transaction), range1000, mapped1000 (1,000 index entries\n"
-                   "joined to their records) and commit100 (100 small writes, durable commit).\n"
-                   "Each round runs every system for S seconds, alternating the order; the table shows\n"
-                   "the median of R rounds. The durable systems write into a new directory\n"
-                   "rlbench-micro-XXXXXX inside DIR, removed at the end (also after a failure).",
-        .epilog = "Exit codes: 0 done, 1 a system or the JSON file failed, 2 usage.",
-        .opts = opts};
+    const rl_arg opts[] = {{.name = "keys",
+                            .kind = RL_ARG_INT,
+                            .dest = &o.keys,
+                            .min = RL__MICRO_KEYS_MIN,
+                            .max = RL__MICRO_KEYS_MAX,
+                            .help = "records in the dataset"},
+                           {.name = "value-len",
+                            .kind = RL_ARG_INT,
+                            .dest = &o.value_len,
+                            .metavar = "B",
+                            .min = 1,
+                            .max = RL__MICRO_VALUE_LEN_MAX,
+                            .help = "bytes per value"},
+                           {.name = "seconds",
+                            .kind = RL_ARG_DOUBLE,
+                            .dest = &o.seconds,
+                            .metavar = "S",
+                            .dmin = RL__MICRO_SECONDS_MIN,
+                            .dmax = RL__MICRO_SECONDS_MAX,
+                            .help = "per system per round"},
+                           {.name = "repeats",
+                            .kind = RL_ARG_INT,
+                            .dest = &o.repeats,
+                            .metavar = "R",
+                            .min = 1,
+                            .max = RL__MICRO_REPEATS_MAX,
+                            .help = "rounds (the table shows their median)"},
+                           {.name = "dir",
+                            .kind = RL_ARG_STRING,
+                            .dest = &o.dir,
+                            .metavar = "DIR",
+                            .flags = RL_ARG_NONEMPTY,
+                            .help = "an existing directory to make the scratch directory in (default $TMPDIR or /tmp)"},
+                           {.name = "only",
+                            .kind = RL_ARG_STRING,
+                            .dest = &o.only,
+                            .metavar = "WORKLOAD",
+                            .help = "run one workload: point, range1000, mapped1000 or commit100"},
+                           {.name = "json",
+                            .kind = RL_ARG_STRING,
+                            .dest = &json_path,
+                            .metavar = "FILE",
+                            .flags = RL_ARG_NONEMPTY,
+                            .help = "also write the results as JSON to FILE (created before the run)"},
+                           {.name = "seed",
+                            .kind = RL_ARG_UINT64,
+                            .dest = &seed,
+                            .metavar = "N",
+                            .flags = RL_ARG_NO_DEFAULT,
+                            .help = "the random seed (default: from the clock; printed)"},
+                           {0}};
+    const rl_args_cmd cmd = {.name = "rlbench micro",
+                             .summary =
+                                 "Runs the same work on reclayer (mem:, file: and file:?engine=ssd), LMDB and SQLite:\n"
+                                 "point (random reads in one transaction), range1000, mapped1000 (1,000 index entries\n"
+                                 "joined to their records) and commit100 (100 small writes, durable commit).\n"
+                                 "Each round runs every system for S seconds, alternating the order; the table shows\n"
+                                 "the median of R rounds. The durable systems write into a new directory\n"
+                                 "rlbench-micro-XXXXXX inside DIR, removed at the end (also after a failure).",
+                             .epilog = "Exit codes: 0 done, 1 a system or the JSON file failed, 2 usage.",
+                             .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     o.seed = seed;
     if (rl__bench_micro_check(&o, msg, sizeof msg)) return rl__args_usage_error(&cmd, "%s", msg);
@@ -93,31 +126,68 @@ static int cmd_micro(int argc, char **argv) {
 
 static int cmd_query(int argc, char **argv) {
     rl_query_micro_options o = {.records = 1000, .padding = 100000, .seconds = 0.3, .repeats = 5};
-    static const rl_arg_choice secondaries[] = {
-        {"default", RL_SECONDARY_DEFAULT}, {"individual", RL_SECONDARY_INDIVIDUAL}, {"grouped", RL_SECONDARY_GROUPED}, {NULL, 0}};
+    static const rl_arg_choice secondaries[] = {{"default", RL_SECONDARY_DEFAULT},
+                                                {"individual", RL_SECONDARY_INDIVIDUAL},
+                                                {"grouped", RL_SECONDARY_GROUPED},
+                                                {NULL, 0}};
     const char *json_path = NULL;
     int code;
     char msg[512];
     const rl_arg opts[] = {
-        {.name = "records", .kind = RL_ARG_INT, .dest = &o.records, .min = 1, .max = RL__QUERY_MICRO_RECORDS_MAX,
+        {.name = "records",
+         .kind = RL_ARG_INT,
+         .dest = &o.records,
+         .min = 1,
+         .max = RL__QUERY_MICRO_RECORDS_MAX,
          .help = "Orders per dataset"},
-        {.name = "padding", .kind = RL_ARG_INT, .dest = &o.padding, .metavar = "B", .min = 0,
-         .max = RL__TOOL_PADDING_MAX, .help = "bytes of padding of the split dataset's records"},
-        {.name = "seconds", .kind = RL_ARG_DOUBLE, .dest = &o.seconds, .metavar = "S",
-         .dmin = RL__QUERY_MICRO_SECONDS_MIN, .dmax = RL__QUERY_MICRO_SECONDS_MAX, .help = "per system per round"},
-        {.name = "repeats", .kind = RL_ARG_INT, .dest = &o.repeats, .metavar = "R", .min = 1,
-         .max = RL__QUERY_MICRO_REPEATS_MAX, .help = "rounds (the table shows their median)"},
-        {.name = "only", .kind = RL_ARG_STRING, .dest = &o.only, .metavar = "CASE",
+        {.name = "padding",
+         .kind = RL_ARG_INT,
+         .dest = &o.padding,
+         .metavar = "B",
+         .min = 0,
+         .max = RL__TOOL_PADDING_MAX,
+         .help = "bytes of padding of the split dataset's records"},
+        {.name = "seconds",
+         .kind = RL_ARG_DOUBLE,
+         .dest = &o.seconds,
+         .metavar = "S",
+         .dmin = RL__QUERY_MICRO_SECONDS_MIN,
+         .dmax = RL__QUERY_MICRO_SECONDS_MAX,
+         .help = "per system per round"},
+        {.name = "repeats",
+         .kind = RL_ARG_INT,
+         .dest = &o.repeats,
+         .metavar = "R",
+         .min = 1,
+         .max = RL__QUERY_MICRO_REPEATS_MAX,
+         .help = "rounds (the table shows their median)"},
+        {.name = "only",
+         .kind = RL_ARG_STRING,
+         .dest = &o.only,
+         .metavar = "CASE",
          .help = "run the cases whose name dataset/rows/direction/system contains CASE"},
-        {.name = "db", .kind = RL_ARG_STRING, .dest = &o.db, .metavar = "URL", .flags = RL_ARG_NONEMPTY,
+        {.name = "db",
+         .kind = RL_ARG_STRING,
+         .dest = &o.db,
+         .metavar = "URL",
+         .flags = RL_ARG_NONEMPTY,
          .help = "run the reclayer cases on this database (e.g. cluster:DIR/reclayer.cluster; its "
                  "(\"bench\",\"orders\",DATASET) stores are cleared and loaded) instead of a fresh mem:"},
-        {.name = "json", .kind = RL_ARG_STRING, .dest = &json_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
+        {.name = "json",
+         .kind = RL_ARG_STRING,
+         .dest = &json_path,
+         .metavar = "FILE",
+         .flags = RL_ARG_NONEMPTY,
          .help = "also write the results as JSON to FILE (created before the run)"},
-        {.name = "stats", .kind = RL_ARG_FLAG, .dest = &o.stats,
+        {.name = "stats",
+         .kind = RL_ARG_FLAG,
+         .dest = &o.stats,
          .help = "also print each case's trace summary (requests per link, round trips, critical round "
                  "trips, bytes) from one untimed op after its rounds"},
-        {.name = "secondary", .kind = RL_ARG_ENUM, .dest = &o.secondary, .metavar = "STRATEGY",
+        {.name = "secondary",
+         .kind = RL_ARG_ENUM,
+         .dest = &o.secondary,
+         .metavar = "STRATEGY",
          .choices = secondaries,
          .help = "remote cases on a cluster: how storage servers read records other servers hold "
                  "(individual: batches of 10 reads; grouped: one multi-read per server per page)"},
@@ -169,15 +239,27 @@ static int read_file(const char *cmd, const char *path, rl_buf *out) {
 static int cmd_campaign(int argc, char **argv) {
     const char *protocol_path = NULL, *out_dir = NULL;
     int quick = 0, print = 0, code;
-    const rl_arg opts[] = {
-        {.name = "protocol", .kind = RL_ARG_STRING, .dest = &protocol_path, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
-         .help = "the protocol (JSON) declaring the whole campaign"},
-        {.name = "quick", .kind = RL_ARG_FLAG, .dest = &quick, .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
-        {.name = "out", .kind = RL_ARG_STRING, .dest = &out_dir, .metavar = "DIR", .flags = RL_ARG_NONEMPTY,
-         .help = "a new or empty directory for results.json, report.md, plots/, manifest.json"},
-        {.name = "print-protocol", .kind = RL_ARG_FLAG, .dest = &print,
-         .help = "print the built-in protocol (full, or the quick one with --quick) and exit"},
-        {0}};
+    const rl_arg opts[] = {{.name = "protocol",
+                            .kind = RL_ARG_STRING,
+                            .dest = &protocol_path,
+                            .metavar = "FILE",
+                            .flags = RL_ARG_NONEMPTY,
+                            .help = "the protocol (JSON) declaring the whole campaign"},
+                           {.name = "quick",
+                            .kind = RL_ARG_FLAG,
+                            .dest = &quick,
+                            .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
+                           {.name = "out",
+                            .kind = RL_ARG_STRING,
+                            .dest = &out_dir,
+                            .metavar = "DIR",
+                            .flags = RL_ARG_NONEMPTY,
+                            .help = "a new or empty directory for results.json, report.md, plots/, manifest.json"},
+                           {.name = "print-protocol",
+                            .kind = RL_ARG_FLAG,
+                            .dest = &print,
+                            .help = "print the built-in protocol (full, or the quick one with --quick) and exit"},
+                           {0}};
     const rl_args_cmd cmd = {
         .name = "rlbench campaign",
         .summary = "The reference reports' benchmark campaign: a protocol declares topologies, dataset, cases,\n"
@@ -202,7 +284,8 @@ static int cmd_campaign(int argc, char **argv) {
         .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     if (protocol_path && quick) return rl__args_usage_error(&cmd, "--protocol and --quick exclude each other");
-    if (print && protocol_path) return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol: not with --protocol");
+    if (print && protocol_path)
+        return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol: not with --protocol");
     if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
     rl_camp_protocol p;
     rl_buf text, msg;
@@ -234,7 +317,9 @@ static int cmd_campaign(int argc, char **argv) {
     rl_camp_run_options o = {.protocol = &p,
                              .protocol_text = (const char *)text.data,
                              .protocol_len = text.len,
-                             .protocol_source = protocol_path ? protocol_path : quick ? "built-in quick" : "built-in full",
+                             .protocol_source = protocol_path ? protocol_path
+                                                : quick       ? "built-in quick"
+                                                              : "built-in full",
                              .out_dir = out_dir,
                              .argc = argc,
                              .argv = argv,
@@ -254,32 +339,67 @@ done:
 }
 
 static int cmd_campaign_worker(int argc, char **argv) {
-    static const rl_arg_choice arms[] = {{"ordinary", RL_CAMP_ORDINARY}, {"remote", RL_CAMP_REMOTE},
-                                         {"adaptive", RL_CAMP_ADAPTIVE}, {"sqlite", RL_CAMP_SQLITE}, {NULL, 0}};
+    static const rl_arg_choice arms[] = {{"ordinary", RL_CAMP_ORDINARY},
+                                         {"remote", RL_CAMP_REMOTE},
+                                         {"adaptive", RL_CAMP_ADAPTIVE},
+                                         {"sqlite", RL_CAMP_SQLITE},
+                                         {NULL, 0}};
     rl_camp_worker_options o = {.repeats = 1, .seconds = 0.1, .warmup_seconds = 0, .pipeline_depth = 10};
     int arm = RL_CAMP_ORDINARY, code;
-    const rl_arg opts[] = {
-        {.name = "url", .kind = RL_ARG_STRING, .dest = &o.url, .metavar = "URL", .flags = RL_ARG_REQUIRED,
-         .help = "the database"},
-        {.name = "store", .kind = RL_ARG_STRING, .dest = &o.store, .metavar = "JSON", .flags = RL_ARG_REQUIRED,
-         .help = "the store's prefix as a JSON array"},
-        {.name = "case", .kind = RL_ARG_STRING, .dest = &o.case_name, .metavar = "NAME", .flags = RL_ARG_REQUIRED,
-         .help = "VARIANT-ROWS-DIRECTION"},
-        {.name = "arm", .kind = RL_ARG_ENUM, .dest = &arm, .choices = arms, .help = "the arm"},
-        {.name = "sqlite", .kind = RL_ARG_STRING, .dest = &o.sqlite, .metavar = "FILE", .flags = RL_ARG_NONEMPTY,
-         .help = "the SQLite peer (sqlite arm)"},
-        {.name = "repeats", .kind = RL_ARG_INT, .dest = &o.repeats, .min = 1, .max = RL_CAMP_MAX_REPEATS,
-         .help = "timed loops"},
-        {.name = "seconds", .kind = RL_ARG_DOUBLE, .dest = &o.seconds, .dmin = 0.001, .dmax = 3600,
-         .help = "per timed loop"},
-        {.name = "warmup", .kind = RL_ARG_DOUBLE, .dest = &o.warmup_seconds, .dmin = 0, .dmax = 3600,
-         .help = "untimed loop first (at least one op)"},
-        {.name = "pipeline-depth", .kind = RL_ARG_INT, .dest = &o.pipeline_depth, .min = 1, .max = 1000,
-         .help = "SCAN_AND_FETCH loads in flight"},
-        {0}};
+    const rl_arg opts[] = {{.name = "url",
+                            .kind = RL_ARG_STRING,
+                            .dest = &o.url,
+                            .metavar = "URL",
+                            .flags = RL_ARG_REQUIRED,
+                            .help = "the database"},
+                           {.name = "store",
+                            .kind = RL_ARG_STRING,
+                            .dest = &o.store,
+                            .metavar = "JSON",
+                            .flags = RL_ARG_REQUIRED,
+                            .help = "the store's prefix as a JSON array"},
+                           {.name = "case",
+                            .kind = RL_ARG_STRING,
+                            .dest = &o.case_name,
+                            .metavar = "NAME",
+                            .flags = RL_ARG_REQUIRED,
+                            .help = "VARIANT-ROWS-DIRECTION"},
+                           {.name = "arm", .kind = RL_ARG_ENUM, .dest = &arm, .choices = arms, .help = "the arm"},
+                           {.name = "sqlite",
+                            .kind = RL_ARG_STRING,
+                            .dest = &o.sqlite,
+                            .metavar = "FILE",
+                            .flags = RL_ARG_NONEMPTY,
+                            .help = "the SQLite peer (sqlite arm)"},
+                           {.name = "repeats",
+                            .kind = RL_ARG_INT,
+                            .dest = &o.repeats,
+                            .min = 1,
+                            .max = RL_CAMP_MAX_REPEATS,
+                            .help = "timed loops"},
+                           {.name = "seconds",
+                            .kind = RL_ARG_DOUBLE,
+                            .dest = &o.seconds,
+                            .dmin = 0.001,
+                            .dmax = 3600,
+                            .help = "per timed loop"},
+                           {.name = "warmup",
+                            .kind = RL_ARG_DOUBLE,
+                            .dest = &o.warmup_seconds,
+                            .dmin = 0,
+                            .dmax = 3600,
+                            .help = "untimed loop first (at least one op)"},
+                           {.name = "pipeline-depth",
+                            .kind = RL_ARG_INT,
+                            .dest = &o.pipeline_depth,
+                            .min = 1,
+                            .max = 1000,
+                            .help = "SCAN_AND_FETCH loads in flight"},
+                           {0}};
     const rl_args_cmd cmd = {.name = "rlbench campaign-worker",
-                             .summary = "One (block, case, arm) process of `rlbench campaign` (which runs it): one JSON\n"
-                                        "line of per-op figures per repeat on stdout.",
+                             .summary =
+                                 "One (block, case, arm) process of `rlbench campaign` (which runs it): one JSON\n"
+                                 "line of per-op figures per repeat on stdout.",
                              .epilog = "Exit codes: 0 done, 1 failed (a JSON error line says why), 2 usage.",
                              .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;

@@ -95,12 +95,13 @@
 #include "net/netem.h"
 #include "net/proto.h"
 
-#define TICK_NS 50000000ull         /* timeout sweep period while requests are outstanding */
+#define TICK_NS 50000000ull             /* timeout sweep period while requests are outstanding */
 #define REFRESH_MIN_GAP_NS 500000000ull /* storage-failure map refreshes at most this often */
-#define DELAY_REFRESH_NS 1000000000ull /* while sending, refetch the map (and the cluster's injected
+#define DELAY_REFRESH_NS \
+    1000000000ull /* while sending, refetch the map (and the cluster's injected
                                            delay) at most this often */
 #define CLIENT_HOST "client"
-#define AVOID_MAX 16                /* storage servers avoided at once (the oldest mark goes) */
+#define AVOID_MAX 16 /* storage servers avoided at once (the oldest mark goes) */
 
 typedef struct cluster cluster;
 typedef struct cconn cconn;
@@ -117,10 +118,10 @@ enum { AFTER_SEND = 0, AFTER_REFRESH = 1 };
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int refs;      /* under mu */
-    int done;      /* under mu */
+    int refs; /* under mu */
+    int done; /* under mu */
     int err;
-    rl_buf out;    /* STATUS: the JSON */
+    rl_buf out;         /* STATUS: the JSON */
     rl_version version; /* GRV: the read version */
     uint64_t t_done_ns;
 } waiter;
@@ -139,7 +140,7 @@ static void pl_unref(cpayload *pl) {
 }
 
 struct creq {
-    int kind;               /* rl_creq_kind */
+    int kind; /* rl_creq_kind */
     cluster *cl;
     int where;              /* W_*: invariant 1 */
     cconn *conn;            /* W_WAITING / W_PENDING */
@@ -159,21 +160,21 @@ struct creq {
     atomic_int hedged;      /* READ: 1 while a hedge is out too (invariant 7), 2 while armed */
     cconn *hconn;           /* hedged: the hedge's connection, request id, send time, deadline */
     uint64_t hid, hsent_ns, hdeadline_ns;
-    int failover_tries;     /* READ: immediate moves to another member in this step */
-    int sent;               /* COMMIT: may have reached the coordinator */
+    int failover_tries; /* READ: immediate moves to another member in this step */
+    int sent;           /* COMMIT: may have reached the coordinator */
     /* By kind. */
-    rl_kv_read *r;          /* READ; the plan below */
+    rl_kv_read *r; /* READ; the plan below */
     rl_cplan plan;
-    rl_kv_grv *g;           /* GRV */
-    rl_kv_commit *c;        /* COMMIT */
-    cpayload *pl;           /* COMMIT: the encoded request (inputs are borrowed only at start) */
-    waiter *w;              /* STATUS, PING */
-    uint32_t ping_server;   /* STATUS, PING: the server asked (0: the coordinator) */
-    rl_locmap *newmap;      /* MAP: the map its reply built (given to map_done) */
+    rl_kv_grv *g;         /* GRV */
+    rl_kv_commit *c;      /* COMMIT */
+    cpayload *pl;         /* COMMIT: the encoded request (inputs are borrowed only at start) */
+    waiter *w;            /* STATUS, PING */
+    uint32_t ping_server; /* STATUS, PING: the server asked (0: the coordinator) */
+    rl_locmap *newmap;    /* MAP: the map its reply built (given to map_done) */
     /* Tracing of the attempt in flight (a read or read version whose caller asked for it). */
-    uint64_t tr_start_ns;   /* 0: no traced attempt outstanding */
+    uint64_t tr_start_ns; /* 0: no traced attempt outstanding */
     uint32_t tr_bytes_sent;
-    uint32_t tr_sid;        /* where it went */
+    uint32_t tr_sid; /* where it went */
     char tr_ip[16];
     uint16_t tr_port;
     /* The round-trip sample of the attempt in flight (reads): when it was sent, and whether no
@@ -186,14 +187,14 @@ struct cconn {
     cluster *cl;
     char ip[16];
     uint16_t port;
-    uint32_t server_id;     /* for the status view */
-    atomic_int refs;        /* cl->conns + holders; the last drop frees */
+    uint32_t server_id; /* for the status view */
+    atomic_int refs;    /* cl->conns + holders; the last drop frees */
     pthread_mutex_t mu;
-    int state;              /* C_*, under mu */
-    rl_conn *conn;          /* once connected (invariant 5) */
+    int state;     /* C_*, under mu */
+    rl_conn *conn; /* once connected (invariant 5) */
     uint64_t hello_id;
-    int hello_ok;           /* loop thread */
-    ptable pending;         /* under mu */
+    int hello_ok;                           /* loop thread */
+    ptable pending;                         /* under mu */
     uint64_t rtt[RL_CLUSTER_HEDGE_SAMPLES]; /* under mu: the last plain reads' round trips */
     int n_rtt, rtt_pos;
     creq *wait_head, *wait_tail; /* under mu */
@@ -203,7 +204,7 @@ struct cconn {
      * and over all; written by the network thread only, read by anyone (atomics). */
     atomic_uint_fast64_t rtt_idle_ns, rtt_all_ns;
     atomic_uint n_rtt_idle, n_rtt_all;
-    int delayed;            /* loop thread: the server is on another host (netem.h): our sends
+    int delayed; /* loop thread: the server is on another host (netem.h): our sends
                                carry the cluster's injected delay */
 };
 
@@ -211,8 +212,8 @@ struct cconn {
 #define RTT_MAX_REPLY 16384 /* replies larger than this are not round-trip samples */
 
 struct cluster {
-    rl_kv_backend base;     /* must be first */
-    char *path;             /* the cluster file */
+    rl_kv_backend base; /* must be first */
+    char *path;         /* the cluster file */
     rl_cluster_file cf;
     rl_loop *loop;
     pthread_t thread;
@@ -221,31 +222,31 @@ struct cluster {
     int read_only;
     rl_cplan_options popt;
     atomic_uint_fast64_t next_id;
-    atomic_uint rr;         /* salt source */
+    atomic_uint rr; /* salt source */
     atomic_long outstanding;
     atomic_int tick_armed;
-    atomic_int has_teams;   /* the map has a user shard served by more than one member */
-    atomic_int hedge_armed; /* the hedge timer is armed or about to be (see hedge_rearm) */
-    atomic_uint hedge_gen;  /* bumped by every hedgeable read started */
+    atomic_int has_teams;    /* the map has a user shard served by more than one member */
+    atomic_int hedge_armed;  /* the hedge timer is armed or about to be (see hedge_rearm) */
+    atomic_uint hedge_gen;   /* bumped by every hedgeable read started */
     unsigned hedge_seen_gen; /* network thread: hedge_gen at the last scan */
-    uint64_t hedge_timer;   /* network thread: the timer's id (0: none) */
-    atomic_int hedges_out;  /* hedged reads now (at most RL_CLUSTER_HEDGE_MAX_OUT) */
-    int hedge_on;           /* 0: RL_CLUSTER_HEDGE=0 in the environment at open (benchmarks) */
-    pthread_mutex_t mu;     /* guards everything below */
-    pthread_cond_t map_cv;  /* map_gen changed */
+    uint64_t hedge_timer;    /* network thread: the timer's id (0: none) */
+    atomic_int hedges_out;   /* hedged reads now (at most RL_CLUSTER_HEDGE_MAX_OUT) */
+    int hedge_on;            /* 0: RL_CLUSTER_HEDGE=0 in the environment at open (benchmarks) */
+    pthread_mutex_t mu;      /* guards everything below */
+    pthread_cond_t map_cv;   /* map_gen changed */
     rl_locmap *map;
-    uint64_t map_gen;       /* map fetches finished (ok or not) */
+    uint64_t map_gen; /* map fetches finished (ok or not) */
     int map_last_err;
     int map_inflight;
-    creq map_req;           /* the one map fetch (when map_inflight) */
-    creq *map_waiters;      /* W_MAPWAIT, singly linked by next */
+    creq map_req;      /* the one map fetch (when map_inflight) */
+    creq *map_waiters; /* W_MAPWAIT, singly linked by next */
     uint64_t last_refresh_ns;
     atomic_uint_fast64_t map_fetch_ns; /* when the last map fetch started (the 1 s refresh) */
-    uint32_t delay_us, jitter_us; /* the cluster's injected delay, from the last map */
-    uint64_t delay_salt;    /* jitter seeds, one per connection */
+    uint32_t delay_us, jitter_us;      /* the cluster's injected delay, from the last map */
+    uint64_t delay_salt;               /* jitter seeds, one per connection */
     cconn **conns;
     size_t n_conns, cap_conns;
-    creq *internal;         /* status / ping requests alive (freed at close if left) */
+    creq *internal; /* status / ping requests alive (freed at close if left) */
     /* Storage servers reads steer clear of (a lost or refused connection), until until_ns or
      * until a connection to them opens again: rl__locmap_pick_avoid. */
     struct {
@@ -254,8 +255,8 @@ struct cluster {
     } avoid[AVOID_MAX];
     int n_avoid;
     /* Counters (status view). */
-    uint64_t n_requests, n_retries, n_wrong_shard, n_timeouts, n_connects, n_refreshes,
-        n_late_replies, n_lost_connections, n_failovers, n_hedges, n_hedge_wins;
+    uint64_t n_requests, n_retries, n_wrong_shard, n_timeouts, n_connects, n_refreshes, n_late_replies,
+        n_lost_connections, n_failovers, n_hedges, n_hedge_wins;
 };
 
 static const rl_kv_backend_vtable cluster_vt;
@@ -275,12 +276,11 @@ static uint64_t backoff_ns(int n) {
     return d > RL_CLUSTER_BACKOFF_MAX_NS ? RL_CLUSTER_BACKOFF_MAX_NS : d;
 }
 
-rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns,
-                                   uint64_t now, int attempts, int wrong_shard) {
+rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns, uint64_t now,
+                                   int attempts, int wrong_shard) {
     rl_cretry d = {RL_CRETRY_FAIL, err, 0};
     if (is_reply) {
-        if (err == RL_E_WRONG_SHARD_SERVER && kind == RL_CREQ_READ &&
-            wrong_shard <= RL_CLUSTER_WRONG_SHARD_RETRIES) {
+        if (err == RL_E_WRONG_SHARD_SERVER && kind == RL_CREQ_READ && wrong_shard <= RL_CLUSTER_WRONG_SHARD_RETRIES) {
             d.action = RL_CRETRY_REFRESH;
             d.delay_ns = wrong_shard <= 1 ? 0 : backoff_ns(wrong_shard - 1);
         }
@@ -290,8 +290,7 @@ rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, ui
         d.err = RL_E_COMMIT_UNKNOWN_RESULT;
         return d;
     }
-    if (err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION || err == RL_E_OUT_OF_MEMORY ||
-        err == RL_E_OPERATION_CANCELLED)
+    if (err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION || err == RL_E_OUT_OF_MEMORY || err == RL_E_OPERATION_CANCELLED)
         return d;
     if (now >= since_ns && now - since_ns >= RL_CLUSTER_RETRY_WINDOW_NS) {
         d.err = RL_E_CONNECTION_FAILED;
@@ -540,8 +539,8 @@ static void cconn_dead(cconn *cc, int err, const char *why) {
     creq *list = cconn_drain_locked(cc);
     pthread_mutex_unlock(&cc->mu);
     if (was != C_CLOSED && !atomic_load(&cl->closing))
-        rl__log(RL_LOG_INFO, "cluster client: connection to %s:%u (server %u) %s: %s", cc->ip, cc->port,
-                cc->server_id, was == C_OPEN ? "lost" : "failed", why);
+        rl__log(RL_LOG_INFO, "cluster client: connection to %s:%u (server %u) %s: %s", cc->ip, cc->port, cc->server_id,
+                was == C_OPEN ? "lost" : "failed", why);
     pthread_mutex_lock(&cl->mu);
     if (was == C_OPEN) cl->n_lost_connections++;
     if (cc->server_id != 0) avoid_mark_locked(cl, cc->server_id, now_ns()); /* reads go elsewhere */
@@ -1132,7 +1131,7 @@ static void sweep(cluster *cl) {
             if (sq && (sh && s->id == sq->hid && cc == sq->hconn ? sq->hdeadline_ns : sq->deadline_ns) <= now) {
                 creq *q = sq;
                 uint64_t sid = s->id;
-                pt_remove_at(&cc->pending, j); /* j now holds the next slot's entry, if any */
+                pt_remove_at(&cc->pending, j);                    /* j now holds the next slot's entry, if any */
                 if (sh && attempt_ended(q, cc, sid, 0)) continue; /* the other attempt goes on */
                 q->where = W_NONE;
                 q->next = late;
@@ -1250,7 +1249,8 @@ static void hedge_send(cluster *cl, creq *q, cconn *pc) {
     q->r->stats.bytes_sent += RL_FRAME_HEADER_LEN + b->len;
     rl__locked_add_u64(&cl->mu, &cl->n_hedges, 1);
     uint16_t type = req_type(q);
-    int rc = busy ? rl__conn_send_queued(conn, type, 0, id, b->data, b->len) : rl__conn_send(conn, type, 0, id, b->data, b->len);
+    int rc = busy ? rl__conn_send_queued(conn, type, 0, id, b->data, b->len)
+                  : rl__conn_send(conn, type, 0, id, b->data, b->len);
     if (rc != RL_OK) {
         pthread_mutex_lock(&hc->mu);
         creq *back = pt_take(&hc->pending, id);
@@ -1273,7 +1273,8 @@ static void hedge_rearm(cluster *cl) {
     /* Reads keep starting while it looks: a few rounds, then the timer in a tick. */
     for (int round = 0; round < 4; round++)
         if (!hedge_scan(cl)) return;
-    if (rl__loop_timer_add(cl->loop, now_ns() + RL_CLUSTER_HEDGE_TICK_NS, hedge_timer_fn, cl, &cl->hedge_timer) != RL_OK) {
+    if (rl__loop_timer_add(cl->loop, now_ns() + RL_CLUSTER_HEDGE_TICK_NS, hedge_timer_fn, cl, &cl->hedge_timer) !=
+        RL_OK) {
         cl->hedge_timer = 0;
         atomic_store(&cl->hedge_armed, 0);
     }
@@ -1387,8 +1388,8 @@ static void fail_attempt(creq *q, int err) {
     uint64_t now = now_ns();
     if (!q->fail_since_ns) q->fail_since_ns = now;
     q->attempts++;
-    rl_cretry d = rl__cluster_retry_decide(q->kind, err, 0, q->sent, q->fail_since_ns, now, q->attempts,
-                                           q->wrong_shard);
+    rl_cretry d =
+        rl__cluster_retry_decide(q->kind, err, 0, q->sent, q->fail_since_ns, now, q->attempts, q->wrong_shard);
     if (d.action == RL_CRETRY_FAIL) {
         if (d.err == RL_E_CONNECTION_FAILED)
             rl__log(RL_LOG_WARN, "cluster client: %s: no server reachable for %.1f s, giving up",
@@ -1694,8 +1695,8 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         return;
     }
     if (h->type != req_type(q)) {
-        rl__log(RL_LOG_WARN, "cluster client: %s:%u answered a %s request with a %s reply; closing", cc->ip,
-                cc->port, rl__msg_type_name(req_type(q)), rl__msg_type_name(h->type));
+        rl__log(RL_LOG_WARN, "cluster client: %s:%u answered a %s request with a %s reply; closing", cc->ip, cc->port,
+                rl__msg_type_name(req_type(q)), rl__msg_type_name(h->type));
         rl__conn_close(conn, 0);
         fail_attempt(q, RL_E_CONNECTION_FAILED);
         return;
@@ -1704,8 +1705,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         rl_msg_error e;
         rl_proto_why why;
         if (rl__msg_error_decode(payload, h->payload_len, NULL, &e, &why) != RL_OK) {
-            rl__log(RL_LOG_WARN, "cluster client: bad error reply from %s:%u: %s; closing", cc->ip, cc->port,
-                    why.text);
+            rl__log(RL_LOG_WARN, "cluster client: bad error reply from %s:%u: %s; closing", cc->ip, cc->port, why.text);
             rl__conn_close(conn, 0);
             finish(q, RL_E_MALFORMED_FRAME);
             return;
@@ -1767,8 +1767,8 @@ static void finish(creq *q, int err) {
         q->newmap = NULL;
         atomic_fetch_sub(&cl->outstanding, 1);
         if (err && err != RL_E_OPERATION_CANCELLED)
-            rl__log(RL_LOG_WARN, "cluster client: cannot fetch the shard map from %s:%u: %s", cl->cf.ip,
-                    cl->cf.port, rl_error_name(err));
+            rl__log(RL_LOG_WARN, "cluster client: cannot fetch the shard map from %s:%u: %s", cl->cf.ip, cl->cf.port,
+                    rl_error_name(err));
         map_done(cl, m, err);
         return;
     }
@@ -1925,10 +1925,11 @@ static void json_str(rl_buf *out, const char *s) {
 /* The client's own view: connections, the location cache, counters. */
 static void client_view(cluster *cl, rl_buf *out) {
     pthread_mutex_lock(&cl->mu);
-    rl__buf_printf(out, "\"client\": {\"outstanding\": %ld, \"requests_retried\": %llu, "
-                        "\"wrong_shard_retries\": %llu, \"timeouts\": %llu, \"connects\": %llu, "
-                        "\"lost_connections\": %llu, \"map_refreshes\": %llu, \"late_replies\": %llu, "
-                        "\"failovers\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, \"connections\": [",
+    rl__buf_printf(out,
+                   "\"client\": {\"outstanding\": %ld, \"requests_retried\": %llu, "
+                   "\"wrong_shard_retries\": %llu, \"timeouts\": %llu, \"connects\": %llu, "
+                   "\"lost_connections\": %llu, \"map_refreshes\": %llu, \"late_replies\": %llu, "
+                   "\"failovers\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, \"connections\": [",
                    (long)atomic_load(&cl->outstanding), (unsigned long long)cl->n_retries,
                    (unsigned long long)cl->n_wrong_shard, (unsigned long long)cl->n_timeouts,
                    (unsigned long long)cl->n_connects, (unsigned long long)cl->n_lost_connections,
@@ -1952,8 +1953,10 @@ static void client_view(cluster *cl, rl_buf *out) {
                        "\"jitter_us\": %u, \"delayed_frames\": %llu, \"late_p50_ns\": %llu, "
                        "\"late_p99_ns\": %llu, \"late_max_ns\": %llu}",
                        i ? ", " : "", cc->ip, cc->port, cc->server_id,
-                       st == C_OPEN ? "open" : st == C_CONNECTING ? "connecting" : "closed", pend,
-                       (unsigned long long)s.frames_sent, (unsigned long long)s.bytes_sent,
+                       st == C_OPEN         ? "open"
+                       : st == C_CONNECTING ? "connecting"
+                                            : "closed",
+                       pend, (unsigned long long)s.frames_sent, (unsigned long long)s.bytes_sent,
                        (unsigned long long)s.frames_received, (unsigned long long)s.bytes_received, s.delay_us,
                        s.jitter_us, (unsigned long long)s.delayed_frames, (unsigned long long)s.late_p50_ns,
                        (unsigned long long)s.late_p99_ns, (unsigned long long)s.late_max_ns);
@@ -1966,9 +1969,9 @@ static void client_view(cluster *cl, rl_buf *out) {
         rl__buf_printf(out, "{\"version\": %llu, \"servers\": [", (unsigned long long)m->version);
         for (uint32_t i = 0; i < m->n_servers; i++) {
             const rl_loc_server *s = &m->servers[i];
-            rl__buf_printf(out, "%s{\"id\": %u, \"role\": \"%s\", \"address\": \"%s\", \"port\": %u, \"host\": ",
-                           i ? ", " : "", s->id, s->role == RL_ROLE_COORDINATOR ? "coordinator" : "storage",
-                           s->address, s->port);
+            rl__buf_printf(
+                out, "%s{\"id\": %u, \"role\": \"%s\", \"address\": \"%s\", \"port\": %u, \"host\": ", i ? ", " : "",
+                s->id, s->role == RL_ROLE_COORDINATOR ? "coordinator" : "storage", s->address, s->port);
             json_str(out, s->host);
             rl__buf_printf(out, ", \"healthy\": %s}", s->healthy ? "true" : "false");
         }
@@ -2248,8 +2251,7 @@ static const rl_kv_backend_vtable cluster_vt = {
 
 /* ---- Open --------------------------------------------------------------------------------------- */
 
-int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
-                        rl_buf *errmsg) {
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
     int rc;
     if (!cluster_file || !*cluster_file || !out) {
         if (errmsg) rl__buf_printf(errmsg, "cluster: needs the path of a cluster file (cluster:FILE)");
@@ -2305,7 +2307,8 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         else if (!strcmp(v, "default")) strategy = RL_SECONDARY_DEFAULT;
         else {
             rc = RL_E_BAD_URL;
-            if (errmsg) rl__buf_printf(errmsg, "cluster:%s: secondary must be individual, grouped or default", cluster_file);
+            if (errmsg)
+                rl__buf_printf(errmsg, "cluster:%s: secondary must be individual, grouped or default", cluster_file);
             goto fail;
         }
         *q = 0; /* the file's path */

@@ -13,15 +13,15 @@
 #include "kv/backend.h"
 
 /* Timing of the client (ns unless named otherwise). */
-#define RL_CLUSTER_CONNECT_TIMEOUT_MS 1000            /* one TCP connect (loopback) */
-#define RL_CLUSTER_RETRY_WINDOW_NS 5000000000ull      /* retry a lost server this long, then 1026 */
-#define RL_CLUSTER_READ_TIMEOUT_NS 5000000000ull      /* one read / GRV / map attempt without reply */
-#define RL_CLUSTER_MAPPED_TIMEOUT_NS 10000000000ull   /* one mapped read attempt (s2s reads) */
-#define RL_CLUSTER_COMMIT_TIMEOUT_NS 10000000000ull   /* a commit without reply: 1021 */
-#define RL_CLUSTER_BACKOFF_MIN_NS 5000000ull          /* first retry delay, doubling ... */
-#define RL_CLUSTER_BACKOFF_MAX_NS 250000000ull        /* ... up to this */
-#define RL_CLUSTER_WRONG_SHARD_RETRIES 8              /* 1001 replies per step before giving up */
-#define RL_CLUSTER_STATUS_TIMEOUT_MS 6000             /* status_json's wait for the coordinator */
+#define RL_CLUSTER_CONNECT_TIMEOUT_MS 1000          /* one TCP connect (loopback) */
+#define RL_CLUSTER_RETRY_WINDOW_NS 5000000000ull    /* retry a lost server this long, then 1026 */
+#define RL_CLUSTER_READ_TIMEOUT_NS 5000000000ull    /* one read / GRV / map attempt without reply */
+#define RL_CLUSTER_MAPPED_TIMEOUT_NS 10000000000ull /* one mapped read attempt (s2s reads) */
+#define RL_CLUSTER_COMMIT_TIMEOUT_NS 10000000000ull /* a commit without reply: 1021 */
+#define RL_CLUSTER_BACKOFF_MIN_NS 5000000ull        /* first retry delay, doubling ... */
+#define RL_CLUSTER_BACKOFF_MAX_NS 250000000ull      /* ... up to this */
+#define RL_CLUSTER_WRONG_SHARD_RETRIES 8            /* 1001 replies per step before giving up */
+#define RL_CLUSTER_STATUS_TIMEOUT_MS 6000           /* status_json's wait for the coordinator */
 
 /* rl__kv_cluster_open — open the backend for the cluster file at path: read it
  * (clusterfile.h), start the network thread, connect to the coordinator and fetch the shard map
@@ -33,8 +33,7 @@
  * file), RL_E_CONNECTION_FAILED (no coordinator within the window), RL_E_MALFORMED_FRAME (its
  * map was unusable), RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY, RL_E_OPERATION_FAILED (no
  * thread or event loop). [any] */
-int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
-                        rl_buf *errmsg);
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg);
 
 /* rl__kv_cluster_ping — one PING round trip to server id (0: the coordinator) on the client's
  * own connection, issued and waited for exactly as a read is (the calling thread sends, the
@@ -47,8 +46,8 @@ int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns);
 /* Round-trip figures of n pings to one server (rl__kv_cluster_ping, one after another). */
 #define RL_KV_PING_MAX 1000000
 typedef struct {
-    uint32_t server_id; /* the server pinged (0: the coordinator) */
-    int n;              /* pings measured (0 on error) */
+    uint32_t server_id;                               /* the server pinged (0: the coordinator) */
+    int n;                                            /* pings measured (0 on error) */
     uint64_t min_ns, p50_ns, p99_ns, max_ns, mean_ns; /* of the n round trips (nearest rank) */
 } rl_kv_ping_stats;
 
@@ -86,11 +85,12 @@ int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out
  * sent to another member too; the first reply wins and the other is dropped (counted as a late
  * reply). Commits, read versions, the map and mapped reads (their servers wait for other servers:
  * a point read's p50 does not predict them) are never hedged. */
-#define RL_CLUSTER_HEDGE_FACTOR 4            /* threshold: this many times the server's p50 ... */
-#define RL_CLUSTER_HEDGE_MIN_NS 2000000ull   /* ... and at least this */
-#define RL_CLUSTER_HEDGE_SAMPLES 16          /* round trips kept per connection for its p50 */
-#define RL_CLUSTER_HEDGE_MAX_OUT 32          /* hedges in flight at once per client, at most */
-#define RL_CLUSTER_HEDGE_TICK_NS 1000000ull  /* the hedge timer fires no sooner than a tenth of this
+#define RL_CLUSTER_HEDGE_FACTOR 4          /* threshold: this many times the server's p50 ... */
+#define RL_CLUSTER_HEDGE_MIN_NS 2000000ull /* ... and at least this */
+#define RL_CLUSTER_HEDGE_SAMPLES 16        /* round trips kept per connection for its p50 */
+#define RL_CLUSTER_HEDGE_MAX_OUT 32        /* hedges in flight at once per client, at most */
+#define RL_CLUSTER_HEDGE_TICK_NS \
+    1000000ull /* the hedge timer fires no sooner than a tenth of this
                                               * after it looked (a burst's reads are taken together) */
 /* RL_CLUSTER_HEDGE=0 in the environment when a database is opened turns hedging off for it (to
  * measure what it costs). */
@@ -134,8 +134,8 @@ typedef struct {
  * sent is commit_unknown_result (1021); a foreign protocol fails at once; otherwise the request
  * is sent again with backoff (RL_CLUSTER_BACKOFF_MIN_NS doubling to _MAX_NS) until
  * RL_CLUSTER_RETRY_WINDOW_NS after the first failure, then connection_failed (1026). */
-rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns,
-                                   uint64_t now_ns, int attempts, int wrong_shard);
+rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns, uint64_t now_ns,
+                                   int attempts, int wrong_shard);
 
 /* rl__cluster_failover_now — whether a read's failed attempt goes to another member of its
  * team at once, without the backoff of rl__cluster_retry_decide: a read (kind RL_CREQ_READ)

@@ -78,8 +78,7 @@ int rl__cluster_file_parse(const char *text, size_t len, rl_cluster_file *out, r
     if (ipl >= sizeof out->ip) return bad(errmsg, "the coordinator IP is not dotted IPv4");
     memcpy(out->ip, addr, ipl);
     out->ip[ipl] = 0;
-    if (!rl__ip_is_loopback(out->ip))
-        return bad(errmsg, "the coordinator IP must be dotted IPv4 inside 127.0.0.0/8");
+    if (!rl__ip_is_loopback(out->ip)) return bad(errmsg, "the coordinator IP must be dotted IPv4 inside 127.0.0.0/8");
     unsigned long port = 0;
     const char *q = pc + 1;
     if (q == le) return bad(errmsg, "the port is missing");

@@ -20,7 +20,7 @@
 typedef struct {
     char description[RL_CLUSTER_FIELD_MAX + 1];
     char id[RL_CLUSTER_FIELD_MAX + 1];
-    char ip[16];   /* dotted IPv4, NUL-terminated */
+    char ip[16]; /* dotted IPv4, NUL-terminated */
     uint16_t port;
 } rl_cluster_file;
 

@@ -28,12 +28,12 @@
 
 /* One process of the map. */
 typedef struct {
-    uint32_t id;       /* 0: the coordinator; 1..N: storage servers */
-    uint8_t role;      /* RL_ROLE_COORDINATOR or RL_ROLE_STORAGE */
-    char address[16];  /* dotted IPv4, NUL-terminated */
+    uint32_t id;      /* 0: the coordinator; 1..N: storage servers */
+    uint8_t role;     /* RL_ROLE_COORDINATOR or RL_ROLE_STORAGE */
+    char address[16]; /* dotted IPv4, NUL-terminated */
     uint16_t port;
-    const char *host;  /* host label, NUL-terminated, in the snapshot's arena */
-    int healthy;       /* the coordinator's view when the map was fetched */
+    const char *host; /* host label, NUL-terminated, in the snapshot's arena */
+    int healthy;      /* the coordinator's view when the map was fetched */
 } rl_loc_server;
 
 /* One shard [begin, end) and the servers that hold it. */
@@ -42,20 +42,20 @@ typedef struct {
     uint32_t begin_len;
     const uint8_t *end;
     uint32_t end_len;
-    uint32_t n_team;                /* 1..RL_PROTO_MAX_TEAM */
+    uint32_t n_team; /* 1..RL_PROTO_MAX_TEAM */
     uint32_t team_id[RL_PROTO_MAX_TEAM];
     int team_idx[RL_PROTO_MAX_TEAM]; /* index into servers, or -1 (invariant 2) */
 } rl_loc_shard;
 
 typedef struct rl_locmap {
-    int refs;            /* atomic */
-    rl_version version;  /* the map's version (GET_SHARD_MAP reply) */
-    rl_arena arena;      /* everything below */
+    int refs;           /* atomic */
+    rl_version version; /* the map's version (GET_SHARD_MAP reply) */
+    rl_arena arena;     /* everything below */
     rl_loc_server *servers;
     uint32_t n_servers;
     rl_loc_shard *shards;
     uint32_t n_shards;
-    uint32_t delay_us;   /* the cluster's injected delay (GET_SHARD_MAP reply; set by the client,
+    uint32_t delay_us; /* the cluster's injected delay (GET_SHARD_MAP reply; set by the client,
                             not by rl__locmap_new) */
     uint32_t jitter_us;
 } rl_locmap;
@@ -92,8 +92,7 @@ int rl__locmap_pick(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt);
  * team keeps being served while any member works, and a team whose members all failed still
  * gets an attempt (on the best of them). Returns an index into m->servers or -1 (no member is in
  * the server list). Pure. */
-int rl__locmap_pick_avoid(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt, const uint32_t *avoid,
-                          int n_avoid);
+int rl__locmap_pick_avoid(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt, const uint32_t *avoid, int n_avoid);
 
 /* rl__locmap_server — the index of server id in m->servers, or -1. */
 int rl__locmap_server(const rl_locmap *m, uint32_t id);

@@ -50,9 +50,7 @@ static const uint8_t key_ff[1] = {0xff};
 
 /* ---- Small helpers ----------------------------------------------------------------------- */
 
-static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) {
-    return rl__bytes_cmp(a, al, b, bl);
-}
+static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) { return rl__bytes_cmp(a, al, b, bl); }
 
 static int is_mapped(const rl_cplan *p) { return p->r->op == RL_KV_GET_MAPPED; }
 
@@ -278,8 +276,7 @@ static int on_count_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out
 /* ---- Range pages ----------------------------------------------------------------------------- */
 
 /* Fill the range or mapped request over selectors b, e with what is left of the limits. */
-static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector e, int32_t limit,
-                      int64_t target) {
+static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector e, int32_t limit, int64_t target) {
     rl_kv_read *r = p->r;
     memset(&p->req, 0, sizeof p->req);
     p->req.type = (uint16_t)type;
@@ -315,9 +312,7 @@ static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector 
     }
 }
 
-static int32_t limit_left(const rl_cplan *p) {
-    return p->r->limit > 0 ? (int32_t)(p->r->limit - p->rows) : 0;
-}
+static int32_t limit_left(const rl_cplan *p) { return p->r->limit > 0 ? (int32_t)(p->r->limit - p->rows) : 0; }
 
 static int64_t target_left(const rl_cplan *p) {
     return p->r->target_bytes > 0 ? (int64_t)(p->r->target_bytes - p->bytes) : 0;
@@ -327,8 +322,8 @@ static int64_t target_left(const rl_cplan *p) {
 static int page_send(rl_cplan *p, int *out_send) {
     if (kcmp(p->cb, p->cbl, p->ce, p->cel) >= 0) return finish_range(p, 0, out_send);
     p->phase = PH_PAGE;
-    range_req(p, is_mapped(p) ? RL_MSG_GET_MAPPED_RANGE : RL_MSG_GET_RANGE, fge(p->cb, p->cbl),
-              fge(p->ce, p->cel), limit_left(p), target_left(p));
+    range_req(p, is_mapped(p) ? RL_MSG_GET_MAPPED_RANGE : RL_MSG_GET_RANGE, fge(p->cb, p->cbl), fge(p->ce, p->cel),
+              limit_left(p), target_left(p));
     if (p->r->reverse) return route(p, p->ce, p->cel, 1, out_send);
     return route(p, p->cb, p->cbl, 0, out_send);
 }
@@ -346,8 +341,8 @@ static int probe_send(rl_cplan *p, int *out_send) {
  * strictly past the request's route key (start: the server's shard holds it forward, the keys
  * below it in reverse, so its boundary is beyond) and not before the rows it returned
  * (invariant 2). Returns 1 when the boundary ends the part. */
-static int advance_to(rl_cplan *p, const uint8_t *start, uint32_t startl, const uint8_t *rt,
-                      uint32_t rtl, int *out_bad) {
+static int advance_to(rl_cplan *p, const uint8_t *start, uint32_t startl, const uint8_t *rt, uint32_t rtl,
+                      int *out_bad) {
     *out_bad = 0;
     if (!p->r->reverse) {
         if (kcmp(rt, rtl, start, startl) <= 0 || kcmp(rt, rtl, p->cb, p->cbl) < 0) {
@@ -407,13 +402,13 @@ static long charge(const rl_cplan *p, const void *items, uint32_t n) {
 }
 
 /* Take one page (PH_FIRST or PH_PAGE) and decide what follows (the file comment's page logic). */
-static int page_take(rl_cplan *p, const void *items, uint32_t n, int more, const uint8_t *rt,
-                     uint32_t rtl, int *out_send) {
+static int page_take(rl_cplan *p, const void *items, uint32_t n, int more, const uint8_t *rt, uint32_t rtl,
+                     int *out_send) {
     rl_kv_read *r = p->r;
     int rc = page_check(p, items, n);
     if (rc) return rc;
     if (more && n == 0) return RL_E_MALFORMED_FRAME; /* would never make progress */
-    const uint8_t *start = p->route_key; /* the request's: its shard holds it (or the keys below) */
+    const uint8_t *start = p->route_key;             /* the request's: its shard holds it (or the keys below) */
     uint32_t startl = p->route_key_len;
     if (n > 0) {
         rl_cplan_page *g = rl__arena_alloc(r->arena, sizeof *g);
@@ -480,9 +475,9 @@ static int fallback(rl_cplan *p, int *out_send) {
     return sel_step(p, out_send);
 }
 
-static int on_first_reply(rl_cplan *p, const void *items, uint32_t n, int more, int status,
-                          const uint8_t *rt, uint32_t rtl, const uint8_t *rb, uint32_t rbl,
-                          const uint8_t *re, uint32_t rel, int *out_send) {
+static int on_first_reply(rl_cplan *p, const void *items, uint32_t n, int more, int status, const uint8_t *rt,
+                          uint32_t rtl, const uint8_t *rb, uint32_t rbl, const uint8_t *re, uint32_t rel,
+                          int *out_send) {
     if (status == RL_RANGE_SELECTOR_UNRESOLVED) {
         if (n || more) return RL_E_MALFORMED_FRAME;
         return fallback(p, out_send);
@@ -546,8 +541,8 @@ int rl__cplan_start(rl_cplan *p, rl_kv_read *r, const rl_cplan_options *o, int *
         return fallback(p, out_send); /* invariant 6; and anchors at the keyspace's end */
     }
     p->phase = PH_FIRST;
-    range_req(p, is_mapped(p) ? RL_MSG_GET_MAPPED_RANGE : RL_MSG_GET_RANGE, r->begin, r->end,
-              r->limit, r->target_bytes);
+    range_req(p, is_mapped(p) ? RL_MSG_GET_MAPPED_RANGE : RL_MSG_GET_RANGE, r->begin, r->end, r->limit,
+              r->target_bytes);
     if (r->reverse) return route(p, ae, ael, 1, out_send);
     return route(p, ab, abl, 0, out_send);
 }
@@ -594,8 +589,7 @@ int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send) {
         r->stats.s2s_bytes_received += g->stats.s2s_bytes_received;
         if (g->stats.s2s_peers > r->stats.s2s_peers) r->stats.s2s_peers = g->stats.s2s_peers;
     }
-    if (p->phase == PH_FIRST)
-        return on_first_reply(p, items, n, more, status, rt, rtl, rb, rbl, re, rel, out_send);
+    if (p->phase == PH_FIRST) return on_first_reply(p, items, n, more, status, rt, rtl, rb, rbl, re, rel, out_send);
     if (status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
     return page_take(p, items, n, more, rt, rtl, out_send);
 }
@@ -605,7 +599,7 @@ int rl__cplan_encode(const rl_cplan *p, rl_buf *b) {
     if (p->req.type != RL_MSG_GET || p->req.flags != 0 || g->key_len > RL_PROTO_MAX_KEY || (!g->key && g->key_len))
         return rl__msg_encode(b, &p->req, NULL);
     uint8_t h[12 + 116]; /* a short key goes out in one append with the header */
-    for (int i = 0; i < 8; i++) h[i] = (uint8_t)(g->version >> (8 * i)); /* u64, little-endian */
+    for (int i = 0; i < 8; i++) h[i] = (uint8_t)(g->version >> (8 * i));     /* u64, little-endian */
     for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(g->key_len >> (8 * i)); /* u32 length */
     if (g->key_len <= sizeof h - 12) {
         if (g->key_len) memcpy(h + 12, g->key, g->key_len);
@@ -619,8 +613,8 @@ int rl__cplan_encode(const rl_cplan *p, rl_buf *b) {
 
 int rl__cplan_decode_get_reply(const uint8_t *payload, size_t len, rl_arena *a, rl_msg *m, rl_proto_why *why) {
     if (payload && len >= 5) {
-        uint32_t n = (uint32_t)payload[1] | (uint32_t)payload[2] << 8 | (uint32_t)payload[3] << 16 |
-                     (uint32_t)payload[4] << 24;
+        uint32_t n =
+            (uint32_t)payload[1] | (uint32_t)payload[2] << 8 | (uint32_t)payload[3] << 16 | (uint32_t)payload[4] << 24;
         if (payload[0] <= 1 && n <= RL_PROTO_MAX_VALUE && n == len - 5 && (payload[0] == 1 || n == 0)) {
             m->type = RL_MSG_GET;
             m->flags = RL_FRAME_REPLY;

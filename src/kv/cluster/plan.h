@@ -70,10 +70,10 @@ typedef struct rl_cplan_page rl_cplan_page;
 /* The planner's state for one read (caller-owned; usually in r->arena). */
 typedef struct {
     /* The next request (valid after a call that set *out_send; invariant 4). */
-    rl_msg req;                 /* type and u.<type>_req; flags 0 */
-    const uint8_t *route_key;   /* locate the shard by this key ... */
+    rl_msg req;               /* type and u.<type>_req; flags 0 */
+    const uint8_t *route_key; /* locate the shard by this key ... */
     uint32_t route_key_len;
-    int route_backward;         /* ... 1: the shard holding the keys just below it */
+    int route_backward; /* ... 1: the shard holding the keys just below it */
     /* Private. */
     rl_kv_read *r;
     rl_cplan_options o;
@@ -84,9 +84,9 @@ typedef struct {
     long count_want, count_got; /* counting keys below "\xff" (invariant 6) */
     const uint8_t *count_from;
     uint32_t count_from_len;
-    const uint8_t *rb, *re;     /* the resolved range */
+    const uint8_t *rb, *re; /* the resolved range */
     uint32_t rbl, rel;
-    const uint8_t *cb, *ce;     /* the part not read yet (pages) or probed (probe) */
+    const uint8_t *cb, *ce; /* the part not read yet (pages) or probed (probe) */
     uint32_t cbl, cel;
     int rows;                   /* rows (entries) so far */
     long bytes;                 /* bytes charged so far (invariant 5) */

@@ -98,34 +98,34 @@ enum { LOC_UNKNOWN = 0, LOC_NETWORKED = 1, LOC_LOCAL = 2 };
 /* One answer of get_addresses_for_key. */
 typedef struct {
     uint8_t key[LOC_KEY_MAX];
-    uint32_t key_len;    /* bytes kept (at most LOC_KEY_MAX) */
-    int whole;           /* key_len is the whole key (an exact match is possible) */
+    uint32_t key_len;                       /* bytes kept (at most LOC_KEY_MAX) */
+    int whole;                              /* key_len is the whole key (an exact match is possible) */
     uint32_t team[RL_KV_LOCALITY_MAX_TEAM]; /* interned address ids (1-based) */
     uint32_t n_team;
-    uint64_t used;       /* loc_tick when last used (LRU) */
+    uint64_t used; /* loc_tick when last used (LRU) */
 } loc_entry;
 
 /* A pooled FoundationDB transaction (invariant 3). */
 typedef struct slot {
     FDBTransaction *tr;
-    int kind;            /* K_* */
-    int sys;             /* READ_SYSTEM_KEYS set (reads of "\xff" keys) */
-    rl_version version;  /* the read version set on tr; valid when has_version */
+    int kind;           /* K_* */
+    int sys;            /* READ_SYSTEM_KEYS set (reads of "\xff" keys) */
+    rl_version version; /* the read version set on tr; valid when has_version */
     int has_version;
-    int refs;            /* reads in flight (under be->mu) */
-    uint32_t uses;       /* reads issued since the last reset */
-    int active;          /* in be->active (under be->mu) */
-    int dirty;           /* must be reset before it serves something else */
-    struct slot *next;   /* idle list */
+    int refs;          /* reads in flight (under be->mu) */
+    uint32_t uses;     /* reads issued since the last reset */
+    int active;        /* in be->active (under be->mu) */
+    int dirty;         /* must be reset before it serves something else */
+    struct slot *next; /* idle list */
 } slot;
 
 typedef struct {
-    rl_kv_backend base;  /* must be first */
+    rl_kv_backend base; /* must be first */
     const rl_fdb_api *api;
     FDBDatabase *db;
-    char *cluster_file;  /* heap copy; NULL: FoundationDB's default */
+    char *cluster_file; /* heap copy; NULL: FoundationDB's default */
     int read_only;
-    int secondary_row_limit;   /* bounded fan-out of mapped reads (rl_db_options; invariant 7) */
+    int secondary_row_limit; /* bounded fan-out of mapped reads (rl_db_options; invariant 7) */
     long secondary_byte_limit;
     pthread_mutex_t mu;
     slot *active[ACTIVE_MAX];
@@ -135,17 +135,17 @@ typedef struct {
     pthread_cond_t idle_cv;
     /* Locality (invariant 9), under loc_mu. */
     pthread_mutex_t loc_mu;
-    pthread_cond_t loc_cv;   /* a lookup answered */
-    int loc_kind;            /* LOC_*: what the library's answers say */
-    int loc_busy;            /* a lookup is in flight */
-    uint64_t loc_last_ns;    /* when the last lookup started */
+    pthread_cond_t loc_cv; /* a lookup answered */
+    int loc_kind;          /* LOC_*: what the library's answers say */
+    int loc_busy;          /* a lookup is in flight */
+    uint64_t loc_last_ns;  /* when the last lookup started */
     uint64_t loc_tick;
     loc_entry loc[LOC_ENTRIES];
     int n_loc;
-    char *addrs[LOC_ADDRS];  /* interned "IP:PORT" strings; id = index + 1 (heap) */
+    char *addrs[LOC_ADDRS]; /* interned "IP:PORT" strings; id = index + 1 (heap) */
     int n_addrs;
-    uint64_t rtt_ns;         /* EWMA of reads' latency, ns (0: no sample yet) */
-    uint32_t rtt_n;          /* samples behind it */
+    uint64_t rtt_ns; /* EWMA of reads' latency, ns (0: no sample yet) */
+    uint32_t rtt_n;  /* samples behind it */
 } fdbbe;
 
 /* Operations in flight (invariant 8): counted from the start call until done returned. The
@@ -204,8 +204,7 @@ static int slot_prepare(fdbbe *be, slot *s, int kind, int sys) {
     s->uses = 0;
     int rc = 0;
     if (kind == K_READ) rc = a->transaction_set_option(s->tr, RL_FDB_TR_READ_YOUR_WRITES_DISABLE, NULL, 0);
-    if (rc == 0 && sys && kind != K_COMMIT)
-        rc = a->transaction_set_option(s->tr, RL_FDB_TR_READ_SYSTEM_KEYS, NULL, 0);
+    if (rc == 0 && sys && kind != K_COMMIT) rc = a->transaction_set_option(s->tr, RL_FDB_TR_READ_SYSTEM_KEYS, NULL, 0);
     return rc;
 }
 
@@ -251,8 +250,7 @@ static slot *activate(fdbbe *be, slot *s) {
     }
     if (free_i < 0) { /* evict the unused slot with the oldest version */
         for (int i = 0; i < ACTIVE_MAX; i++)
-            if (be->active[i]->refs == 0 &&
-                (free_i < 0 || be->active[i]->version < be->active[free_i]->version))
+            if (be->active[i]->refs == 0 && (free_i < 0 || be->active[i]->version < be->active[free_i]->version))
                 free_i = i;
         if (free_i < 0) return NULL; /* all busy: s stays private */
         slot *old = be->active[free_i];
@@ -279,8 +277,7 @@ static int slot_for_read(fdbbe *be, int kind, int sys, rl_version v, slot **out)
     pthread_mutex_lock(&be->mu);
     for (int i = 0; i < ACTIVE_MAX; i++) {
         slot *s = be->active[i];
-        if (s && s->kind == kind && s->sys == sys && s->has_version && s->version == v &&
-            s->uses < max_uses) {
+        if (s && s->kind == kind && s->sys == sys && s->has_version && s->version == v && s->uses < max_uses) {
             s->refs++;
             s->uses++;
             pthread_mutex_unlock(&be->mu);
@@ -533,11 +530,11 @@ typedef struct {
     fdbbe *be;
     rl_kv_read *r;
     slot *s;
-    FDBFuture *f[3];      /* 0: the read, 1 / 2: get_key of the begin / end selector */
-    atomic_int pending;   /* callbacks still to come this round (+1 while registering) */
-    atomic_int err;       /* the first error of the round */
+    FDBFuture *f[3];    /* 0: the read, 1 / 2: get_key of the begin / end selector */
+    atomic_int pending; /* callbacks still to come this round (+1 while registering) */
+    atomic_int err;     /* the first error of the round */
     int round;
-    int is_point;         /* mapped: a point-mode mapper sent with "{...}" appended */
+    int is_point; /* mapped: a point-mode mapper sent with "{...}" appended */
     const uint8_t *mapper;
     int mapper_len;
     rl_key_selector b, e; /* this round's selectors */
@@ -545,7 +542,7 @@ typedef struct {
     rl_keyvalue *kvs;     /* rows so far (arena) */
     rl_mapped_keyvalue *mkvs;
     int n, cap;
-    uint64_t t0;          /* when this round was issued (round-trip samples, invariant 9) */
+    uint64_t t0; /* when this round was issued (round-trip samples, invariant 9) */
 } rd_ctx;
 
 /* 1 if a range bound given as s resolves without reading: offset 1 (invariant 4). */
@@ -655,8 +652,7 @@ static int convert_entry(rd_ctx *x, const FDBMappedKeyValue *e, rl_mapped_keyval
         end[p->key_length] = 0;
         m->end = end;
         m->end_len = (uint32_t)p->key_length + 1;
-        if (n > 0 && rl__bytes_cmp(g->data[0].key, (size_t)g->data[0].key_length, p->key,
-                                   (size_t)p->key_length) == 0) {
+        if (n > 0 && rl__bytes_cmp(g->data[0].key, (size_t)g->data[0].key_length, p->key, (size_t)p->key_length) == 0) {
             rl_keyvalue *kv = rl__arena_alloc(a, sizeof *kv);
             if (!kv || copy_rows(a, g->data, 1, kv)) return RL_E_OUT_OF_MEMORY;
             m->kvs = kv;
@@ -771,8 +767,7 @@ static void read_process(rd_ctx *x) {
         else r->mkvs = x->mkvs;
         break;
     }
-    default:
-        rc = RL_E_INTERNAL_ERROR;
+    default: rc = RL_E_INTERNAL_ERROR;
     }
     read_finish(x, rc);
 }
@@ -797,32 +792,29 @@ static void read_issue(rd_ctx *x) {
     int tb = r->target_bytes > 0x7fffffffL ? 0x7fffffff : (int)r->target_bytes;
     int nf = 0;
     switch (r->op) {
-    case RL_KV_GET:
-        x->f[nf++] = a->transaction_get(tr, r->key, (int)r->key_len, 1);
-        break;
+    case RL_KV_GET: x->f[nf++] = a->transaction_get(tr, r->key, (int)r->key_len, 1); break;
     case RL_KV_GET_KEY:
-        x->f[nf++] = a->transaction_get_key(tr, r->begin.key, (int)r->begin.key_len, r->begin.or_equal,
-                                            r->begin.offset, 1);
+        x->f[nf++] =
+            a->transaction_get_key(tr, r->begin.key, (int)r->begin.key_len, r->begin.or_equal, r->begin.offset, 1);
         break;
     case RL_KV_GET_RANGE:
     case RL_KV_GET_MAPPED:
         if (r->op == RL_KV_GET_RANGE)
-            x->f[0] = a->transaction_get_range(tr, x->b.key, (int)x->b.key_len, x->b.or_equal, x->b.offset,
-                                               x->e.key, (int)x->e.key_len, x->e.or_equal, x->e.offset,
-                                               r->limit, tb, mode, 0, 1, r->reverse);
+            x->f[0] = a->transaction_get_range(tr, x->b.key, (int)x->b.key_len, x->b.or_equal, x->b.offset, x->e.key,
+                                               (int)x->e.key_len, x->e.or_equal, x->e.offset, r->limit, tb, mode, 0, 1,
+                                               r->reverse);
         else
-            x->f[0] = a->transaction_get_mapped_range(tr, x->b.key, (int)x->b.key_len, x->b.or_equal,
-                                                      x->b.offset, x->e.key, (int)x->e.key_len,
-                                                      x->e.or_equal, x->e.offset, x->mapper, x->mapper_len,
-                                                      r->limit, tb, mode, 0, 0, r->reverse);
+            x->f[0] = a->transaction_get_mapped_range(tr, x->b.key, (int)x->b.key_len, x->b.or_equal, x->b.offset,
+                                                      x->e.key, (int)x->e.key_len, x->e.or_equal, x->e.offset,
+                                                      x->mapper, x->mapper_len, r->limit, tb, mode, 0, 0, r->reverse);
         nf = 1;
         if (x->round == 0) {
             if (!trivial(&r->begin))
                 x->f[1] = a->transaction_get_key(tr, r->begin.key, (int)r->begin.key_len, r->begin.or_equal,
                                                  r->begin.offset, 1);
             if (!trivial(&r->end))
-                x->f[2] = a->transaction_get_key(tr, r->end.key, (int)r->end.key_len, r->end.or_equal,
-                                                 r->end.offset, 1);
+                x->f[2] =
+                    a->transaction_get_key(tr, r->end.key, (int)r->end.key_len, r->end.or_equal, r->end.offset, 1);
             nf = 3;
         }
         break;
@@ -948,9 +940,7 @@ static void on_commit(FDBFuture *f, void *ud) {
 }
 
 /* 1 if a key (or a range end, is_end) lies in the system keyspace. */
-static int sys_key(const uint8_t *k, uint32_t n, int is_end) {
-    return n > (uint32_t)(is_end ? 1 : 0) && k[0] == 0xff;
-}
+static int sys_key(const uint8_t *k, uint32_t n, int is_end) { return n > (uint32_t)(is_end ? 1 : 0) && k[0] == 0xff; }
 
 static void be_commit(rl_kv_backend *b, rl_kv_commit *c) {
     fdbbe *be = (fdbbe *)b;
@@ -981,7 +971,8 @@ static void be_commit(rl_kv_backend *b, rl_kv_commit *c) {
     for (size_t i = 0; i < c->n_reads && !sys; i++)
         sys = sys_key(c->reads[i].begin, c->reads[i].begin_len, 0) || sys_key(c->reads[i].end, c->reads[i].end_len, 1);
     for (size_t i = 0; i < c->n_writes && !sys; i++)
-        sys = sys_key(c->writes[i].begin, c->writes[i].begin_len, 0) || sys_key(c->writes[i].end, c->writes[i].end_len, 1);
+        sys = sys_key(c->writes[i].begin, c->writes[i].begin_len, 0) ||
+              sys_key(c->writes[i].end, c->writes[i].end_len, 1);
     if (sys) rc = a->transaction_set_option(tr, RL_FDB_TR_ACCESS_SYSTEM_KEYS, NULL, 0);
     a->transaction_set_read_version(tr, (int64_t)c->read_version);
     for (size_t i = 0; rc == 0 && i < c->n_reads; i++)
@@ -1001,8 +992,8 @@ static void be_commit(rl_kv_backend *b, rl_kv_commit *c) {
         }
     }
     for (size_t i = 0; rc == 0 && i < c->n_writes; i++)
-        rc = a->transaction_add_conflict_range(tr, c->writes[i].begin, (int)c->writes[i].begin_len,
-                                               c->writes[i].end, (int)c->writes[i].end_len, RL_FDB_CONFLICT_WRITE);
+        rc = a->transaction_add_conflict_range(tr, c->writes[i].begin, (int)c->writes[i].begin_len, c->writes[i].end,
+                                               (int)c->writes[i].end_len, RL_FDB_CONFLICT_WRITE);
     if (rc) {
         commit_finish(x, rc);
         return;
@@ -1109,14 +1100,18 @@ static int be_status_json(rl_kv_backend *b, rl_buf *out) {
     if (rv_rc == 0) rl__buf_printf(out, ", \"read_version\": %lld", (long long)rv);
     else rl__buf_printf(out, ", \"read_version\": null, \"read_version_error\": %d", rv_rc);
     /* FoundationDB does not count keys cheaply: "keys" is null (as a cluster's unknown count). */
-    rl__buf_printf(out, ", \"keys\": null, \"pooled_transactions\": {\"active\": %d, \"idle\": %d}, "
+    rl__buf_printf(out,
+                   ", \"keys\": null, \"pooled_transactions\": {\"active\": %d, \"idle\": %d}, "
                    "\"read_only\": %s",
                    active, idle, be->read_only ? "true" : "false");
     /* Locality (invariant 9): what get_addresses_for_key said, the servers seen, the read EWMA. */
     pthread_mutex_lock(&be->loc_mu);
-    rl__buf_printf(out, ", \"locality\": {\"networked\": %s, \"servers_seen\": %d, \"cached_keys\": %d, "
+    rl__buf_printf(out,
+                   ", \"locality\": {\"networked\": %s, \"servers_seen\": %d, \"cached_keys\": %d, "
                    "\"read_rtt_ewma_us\": %.1f, \"read_rtt_samples\": %u}}",
-                   be->loc_kind == LOC_LOCAL ? "false" : be->loc_kind == LOC_NETWORKED ? "true" : "null",
+                   be->loc_kind == LOC_LOCAL       ? "false"
+                   : be->loc_kind == LOC_NETWORKED ? "true"
+                                                   : "null",
                    be->n_addrs, be->n_loc, (double)be->rtt_ns / 1e3, be->rtt_n);
     pthread_mutex_unlock(&be->loc_mu);
     return rl__buf_error(out);
@@ -1166,8 +1161,7 @@ static const rl_kv_backend_vtable fdb_vt = {
     .locality = be_locality,
 };
 
-int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out,
-                    rl_buf *errmsg) {
+int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
     const rl_fdb_api *api;
     int rc = rl__fdb_client(&api, errmsg);
     if (rc) return rc;

@@ -33,20 +33,20 @@
 #include "kv/fdb/fdb_int.h"
 #include "reclayer/error.h"
 
-#define INSTALL_HINT                                                                               \
-    "install FoundationDB's client package (foundationdb-clients, 7.1 or later) or set "         \
+#define INSTALL_HINT                                                                     \
+    "install FoundationDB's client package (foundationdb-clients, 7.1 or later) or set " \
     "RL_FDB_LIBRARY to the path of a libfdb_c.so"
 
 static struct {
     pthread_mutex_t mu;
-    int ready;             /* 1: g.api is complete and the network runs */
+    int ready; /* 1: g.api is complete and the network runs */
     void *lib;
     rl_fdb_api api;
     fdb_error_t (*run_network)(void);
     fdb_error_t (*stop_network)(void);
     pthread_t net;
-    int has_net;           /* we started the network thread */
-    int net_done;          /* fdb_run_network returned (under mu) */
+    int has_net;  /* we started the network thread */
+    int net_done; /* fdb_run_network returned (under mu) */
     pthread_cond_t net_cv;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .net_cv = PTHREAD_COND_INITIALIZER};
 
@@ -79,13 +79,13 @@ static void stop_at_exit(void) {
     if (done) pthread_join(g.net, NULL);
 }
 
-#define SYM(field, name)                                                                           \
-    do {                                                                                           \
-        *(void **)&(field) = dlsym(lib, name);                                                     \
-        if (!(field)) {                                                                            \
-            missing = name;                                                                        \
-            goto fail;                                                                             \
-        }                                                                                          \
+#define SYM(field, name)                       \
+    do {                                       \
+        *(void **)&(field) = dlsym(lib, name); \
+        if (!(field)) {                        \
+            missing = name;                    \
+            goto fail;                         \
+        }                                      \
     } while (0)
 
 /* Load, select the API version and start the network. Under g.mu. */
@@ -96,8 +96,8 @@ static int load(rl_buf *errmsg) {
     if (!lib) {
         const char *why = dlerror();
         if (errmsg)
-            rl__buf_printf(errmsg, "cannot load FoundationDB's client library %s (%s): " INSTALL_HINT,
-                           path, why ? why : "unknown reason");
+            rl__buf_printf(errmsg, "cannot load FoundationDB's client library %s (%s): " INSTALL_HINT, path,
+                           why ? why : "unknown reason");
         return RL_E_FILE_NOT_FOUND;
     }
     rl_fdb_api a;
@@ -147,8 +147,8 @@ static int load(rl_buf *errmsg) {
     int max = max_version();
     if (max < RL_FDB_API_MIN) {
         if (errmsg)
-            rl__buf_printf(errmsg, "%s offers FoundationDB API version %d, older than %d (7.1): " INSTALL_HINT,
-                           path, max, RL_FDB_API_MIN);
+            rl__buf_printf(errmsg, "%s offers FoundationDB API version %d, older than %d (7.1): " INSTALL_HINT, path,
+                           max, RL_FDB_API_MIN);
         dlclose(lib);
         return RL_E_UNSUPPORTED_OPERATION;
     }
@@ -160,8 +160,7 @@ static int load(rl_buf *errmsg) {
     if (rc) {
         if (errmsg)
             rl__buf_printf(errmsg, "%s: selecting API version %d failed: %d %s%s", path, a.api_version, rc,
-                           a.get_error(rc),
-                           rc == 2201 ? " (another part of this process already selected one)" : "");
+                           a.get_error(rc), rc == 2201 ? " (another part of this process already selected one)" : "");
         return rc;
     }
     /* CALLBACKS_ON_EXTERNAL_THREADS (61): the backend's callbacks are thread-agnostic, so a
@@ -186,7 +185,8 @@ static int load(rl_buf *errmsg) {
     return RL_OK;
 fail:
     if (errmsg)
-        rl__buf_printf(errmsg, "%s lacks %s: not a FoundationDB client library of API version %d or later (" INSTALL_HINT ")",
+        rl__buf_printf(errmsg,
+                       "%s lacks %s: not a FoundationDB client library of API version %d or later (" INSTALL_HINT ")",
                        path, missing, RL_FDB_API_MIN);
     dlclose(lib);
     return RL_E_UNSUPPORTED_OPERATION;

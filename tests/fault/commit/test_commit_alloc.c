@@ -120,8 +120,8 @@ static int count_prefix(rl_storage *st, const char *b, const char *e) {
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs;
     int n, more;
-    ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), b, strlen(b), e, strlen(e),
-                                    0, 0, 0, &a, &kvs, &n, &more));
+    ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), b, strlen(b), e, strlen(e), 0, 0, 0, &a, &kvs,
+                                    &n, &more));
     rl__arena_release(&a);
     return n;
 }
@@ -170,8 +170,7 @@ static int one_run(long n, long *oom, long *io) {
         int r = w[i].req.result;
         if (r != RL_OK && r != RL_E_OUT_OF_MEMORY && r != RL_E_COMMIT_UNKNOWN_RESULT)
             fail_msg("N=%ld: request %d returned %s", n, i, rl_error_name(r));
-        if (r == RL_E_COMMIT_UNKNOWN_RESULT && !s.poisoned)
-            fail_msg("N=%ld: commit_unknown_result without poison", n);
+        if (r == RL_E_COMMIT_UNKNOWN_RESULT && !s.poisoned) fail_msg("N=%ld: commit_unknown_result without poison", n);
         if (r == RL_E_OUT_OF_MEMORY) (*oom)++;
         if (r == RL_E_COMMIT_UNKNOWN_RESULT) (*io)++;
         ok += r == RL_OK;
@@ -184,12 +183,11 @@ static int one_run(long n, long *oom, long *io) {
             snprintf(b, sizeof b, "r%d-", i);
             snprintf(en, sizeof en, "r%d.", i);
             if (count_prefix(e.st, b, en) != 2 * want)
-                fail_msg("N=%ld: request %d (%s) has %d keys", n, i,
-                         rl_error_name(w[i].req.result), count_prefix(e.st, b, en));
+                fail_msg("N=%ld: request %d (%s) has %d keys", n, i, rl_error_name(w[i].req.result),
+                         count_prefix(e.st, b, en));
             snprintf(b, sizeof b, "vs%d", i);
             snprintf(en, sizeof en, "vs%d\xff", i);
-            if (count_prefix(e.st, b, en) != want)
-                fail_msg("N=%ld: request %d versionstamped key count wrong", n, i);
+            if (count_prefix(e.st, b, en) != want) fail_msg("N=%ld: request %d versionstamped key count wrong", n, i);
         }
         ASSERT_EQ(counter(e.st), (uint64_t)(ok + 1)); /* + the blocker */
         /* Usable: a new commit goes through. */
@@ -210,7 +208,8 @@ TEST(commit_alloc_1_1_batch) {
         if (!one_run(n, &oom, &io)) break;
     }
     printf("%ld runs: %ld requests failed with out_of_memory, %ld with commit_unknown_result "
-           "(sink failed, committer poisoned)\n", runs, oom, io);
+           "(sink failed, committer poisoned)\n",
+           runs, oom, io);
     ASSERT_TRUE(runs > 5 && runs < 400);
     ASSERT_TRUE(oom > 0);
 }

@@ -34,8 +34,8 @@ static int session(rl_db *db) {
         rl_future_free(f);
     }
     if (rc == RL_OK) {
-        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("key", 3), RL_FIRST_GREATER_OR_EQUAL("kez", 3),
-                             7, 0, RL_STREAMING_WANT_ALL, 0, RL_REVERSE);
+        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("key", 3), RL_FIRST_GREATER_OR_EQUAL("kez", 3), 7, 0,
+                             RL_STREAMING_WANT_ALL, 0, RL_REVERSE);
         rc = ok_or_oom(rl_future_wait(f));
         rl_future_free(f);
     }

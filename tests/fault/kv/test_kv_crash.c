@@ -48,8 +48,7 @@ static int verify(const char *url, int acked) {
     if (rc) fail_msg("reopen: %s %s", rl_error_name(rc), rl_last_error_detail());
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(db, &t));
-    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("g/", 2),
-                                    RL_FIRST_GREATER_OR_EQUAL("g0", 2), 0, 0,
+    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("g/", 2), RL_FIRST_GREATER_OR_EQUAL("g0", 2), 0, 0,
                                     RL_STREAMING_WANT_ALL, 0, 0);
     const rl_keyvalue *kvs;
     int n, more;

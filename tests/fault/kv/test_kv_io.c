@@ -75,8 +75,7 @@ static int check_whole(rl_db *db, int acked, const char *what, long n) {
         int kl = snprintf(k, sizeof k, "k%02d", i);
         ASSERT_OK(kvt_get(t, k, (size_t)kl, 0, &present, buf, sizeof buf, &len));
         if (present != (i <= c))
-            fail_msg("%s N=%ld: k%02d %s but count is %d", what, n, i,
-                     present ? "present" : "absent", c);
+            fail_msg("%s N=%ld: k%02d %s but count is %d", what, n, i, present ? "present" : "absent", c);
     }
     rl_txn_free(t);
     return c;
@@ -134,9 +133,7 @@ static int on_ssd(void) {
 
 /* The ssd engine writes fewer log bytes (a flush to LMDB drops the records not yet written, and
  * LMDB's own writes are outside storage/os.h), so fewer runs meet a write failure. */
-TEST(kv_io_1_1_write) {
-    ASSERT_TRUE(sweep("write EIO", RL_OS_WRITE, EIO, 0) >= (on_ssd() ? COMMITS / 2 : COMMITS));
-}
+TEST(kv_io_1_1_write) { ASSERT_TRUE(sweep("write EIO", RL_OS_WRITE, EIO, 0) >= (on_ssd() ? COMMITS / 2 : COMMITS)); }
 TEST(kv_io_1_2_write_torn_enospc) {
     ASSERT_TRUE(sweep("write torn ENOSPC", RL_OS_WRITE, ENOSPC, RL_OS_FAULT_TORN) >=
                 (on_ssd() ? COMMITS / 2 : COMMITS));
@@ -150,5 +147,4 @@ TEST(kv_io_1_4_rename) {
     ASSERT_TRUE(sweep("rename EIO", RL_OS_RENAME, EIO, 0) >= want);
 }
 
-RL_TEST_MAIN(T(kv_io_1_1_write), T(kv_io_1_2_write_torn_enospc), T(kv_io_1_3_fsync),
-             T(kv_io_1_4_rename))
+RL_TEST_MAIN(T(kv_io_1_1_write), T(kv_io_1_2_write_torn_enospc), T(kv_io_1_3_fsync), T(kv_io_1_4_rename))

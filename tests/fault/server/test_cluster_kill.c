@@ -163,8 +163,10 @@ TEST(kill_1_1_acknowledged_commits_survive) {
         rc = rl_test_cluster_restart(&c, victim, 1);
         ASSERT_EQ(rc, 0);
         printf("round %d: killed %s (pid %d), healthy again after %lld ms\n", r + 1,
-               victim == 0 ? "the coordinator" : victim == 1 ? "storage 1" : "storage 2", pid,
-               (long long)(mono_ms() - tk));
+               victim == 0   ? "the coordinator"
+               : victim == 1 ? "storage 1"
+                             : "storage 2",
+               pid, (long long)(mono_ms() - tk));
     }
     /* Let the client commit a little after the last restart, then stop it. */
     usleep(300000);
@@ -192,10 +194,12 @@ TEST(kill_1_1_acknowledged_commits_survive) {
     scan(db, "a/", "a0", mark, &s);
     scan(db, "z/", "z0", mark, &s);
     for (int i = 0; i < acked; i++)
-        if (s.seen[acks[i]] != 3) fail_msg("acknowledged commit %d: a/ %s, z/ %s", acks[i], s.seen[acks[i]] & 1 ? "present" : "MISSING",
-                                           s.seen[acks[i]] & 2 ? "present" : "MISSING");
+        if (s.seen[acks[i]] != 3)
+            fail_msg("acknowledged commit %d: a/ %s, z/ %s", acks[i], s.seen[acks[i]] & 1 ? "present" : "MISSING",
+                     s.seen[acks[i]] & 2 ? "present" : "MISSING");
     for (int i = 1; i <= s.max; i++)
-        if (s.seen[i] == 1 || s.seen[i] == 2) fail_msg("commit %d is half applied (only %s/)", i, s.seen[i] == 1 ? "a" : "z");
+        if (s.seen[i] == 1 || s.seen[i] == 2)
+            fail_msg("commit %d is half applied (only %s/)", i, s.seen[i] == 1 ? "a" : "z");
     /* At most one transaction beyond the acknowledged ones can be there (one not acknowledged when
      * the client stopped, or one whose acknowledgement was lost with a connection). */
     ASSERT_TRUE(s.max <= max_acked + 1);
@@ -219,8 +223,8 @@ TEST(kill_1_1_acknowledged_commits_survive) {
         }
         long long known = rl_test_status_num(ports[i], "known_version");
         if (applied < durable && known < durable)
-            fail_msg("storage %u: applied %lld, known %lld, behind the coordinator's durable version %lld", i, applied, known,
-                     durable);
+            fail_msg("storage %u: applied %lld, known %lld, behind the coordinator's durable version %lld", i, applied,
+                     known, durable);
     }
     free(s.seen);
     free(acks);

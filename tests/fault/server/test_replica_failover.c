@@ -46,9 +46,7 @@ static uint16_t port_of(rl_test_cluster *c, uint32_t id) {
     return port;
 }
 
-static void key_of(int k, char *out, size_t cap) {
-    snprintf(out, cap, "%c/%02d", k < NKEYS ? 'a' : 'z', k % NKEYS);
-}
+static void key_of(int k, char *out, size_t cap) { snprintf(out, cap, "%c/%02d", k < NKEYS ? 'a' : 'z', k % NKEYS); }
 
 /* ---- The workload ------------------------------------------------------------------------------ */
 
@@ -56,7 +54,7 @@ typedef struct {
     rl_db *db;
     uint64_t rng;
     atomic_int stop;
-    int model[2 * NKEYS];       /* the last acknowledged value (0: never written) */
+    int model[2 * NKEYS]; /* the last acknowledged value (0: never written) */
     atomic_long reads, commits, read_errors, commit_errors, wrong_values;
     atomic_long max_read_ms;
     char first_error[256];
@@ -94,7 +92,8 @@ static int read_prefix(workload *w, int half) {
     rl_txn *t = NULL;
     int rc = rl_txn_begin(w->db, &t);
     if (rc) return rc;
-    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(b, 2), RL_FIRST_GREATER_OR_EQUAL(e, 2), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(b, 2), RL_FIRST_GREATER_OR_EQUAL(e, 2), 0, 0,
+                                    RL_STREAMING_WANT_ALL, 0, 0);
     rc = rl_future_wait(f);
     const rl_keyvalue *kvs = NULL;
     int n = 0, more = 0;

@@ -42,9 +42,7 @@ static void dump_at(rl_storage *st, rl_version v, rl_buf *out) {
 
 static void dump(rl_storage *st, rl_buf *out) { dump_at(st, rl__storage_latest_version(st), out); }
 
-static int same(const rl_buf *a, const rl_buf *b) {
-    return a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
-}
+static int same(const rl_buf *a, const rl_buf *b) { return a->len == b->len && memcmp(a->data, b->data, a->len) == 0; }
 
 static int ok_or_oom(int rc, const char *what, long n) {
     if (rc != RL_OK && rc != RL_E_OUT_OF_MEMORY)
@@ -74,7 +72,8 @@ static void base_version(rl_storage *st, rl_version v) {
 static int mixed_version(rl_storage *st, rl_version v) {
     static const uint8_t one[8] = {1, 0, 0, 0, 0, 0, 0, 0};
     static const uint8_t big[8] = {0xff, 0xff, 0, 0, 0, 0, 0, 0x7f};
-#define M(t, k, val, vl) (rl_mutation){(t), (const uint8_t *)(k), (uint32_t)strlen(k), (const uint8_t *)(val), (uint32_t)(vl)}
+#define M(t, k, val, vl) \
+    (rl_mutation){(t), (const uint8_t *)(k), (uint32_t)strlen(k), (const uint8_t *)(val), (uint32_t)(vl)}
     rl_mutation m[] = {
         M(RL_MUT_SET, "new-a", "fresh", 5),
         M(RL_MUT_SET, "k010", "overwritten", 11),
@@ -251,7 +250,8 @@ static void apply_sweep(int durable) {
         rl__buf_release(&final);
     }
     printf("apply (%s): %ld allocations, %ld applies failed (none published), %ld poisoned the "
-           "engine\n", durable ? "file" : "mem", count, failed, poisoned);
+           "engine\n",
+           durable ? "file" : "mem", count, failed, poisoned);
     ASSERT_TRUE(failed > 0);
     rl__buf_release(&before);
     rl__buf_release(&after);
@@ -353,6 +353,5 @@ TEST(storage_alloc_3_2_automatic_checkpoint) {
     ASSERT_TRUE(failed_ckpt > 0);
 }
 
-RL_TEST_MAIN(T(storage_alloc_1_1_recovery), T(storage_alloc_2_1_apply_file),
-             T(storage_alloc_2_2_apply_mem), T(storage_alloc_3_1_checkpoint),
-             T(storage_alloc_3_2_automatic_checkpoint))
+RL_TEST_MAIN(T(storage_alloc_1_1_recovery), T(storage_alloc_2_1_apply_file), T(storage_alloc_2_2_apply_mem),
+             T(storage_alloc_3_1_checkpoint), T(storage_alloc_3_2_automatic_checkpoint))

@@ -35,8 +35,7 @@ static void child(const char *dir, int wfd) {
             {RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)val, (uint32_t)vl},
             {RL_MUT_SET, (const uint8_t *)"b", 1, (const uint8_t *)val, (uint32_t)vl},
             {RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8},
-            {v % 3 ? RL_MUT_SET : RL_MUT_CLEAR, (const uint8_t *)x, 3, (const uint8_t *)val,
-             v % 3 ? (uint32_t)vl : 0},
+            {v % 3 ? RL_MUT_SET : RL_MUT_CLEAR, (const uint8_t *)x, 3, (const uint8_t *)val, v % 3 ? (uint32_t)vl : 0},
             {RL_MUT_SET, (const uint8_t *)"c", 1, (const uint8_t *)val, (uint32_t)vl},
             {RL_MUT_SET, (const uint8_t *)"d", 1, (const uint8_t *)val, (uint32_t)vl},
         };
@@ -87,8 +86,8 @@ TEST(storage_crash_1_kill9) {
         ASSERT_OK(open_dir(dir, &st));
         rl_version latest = rl__storage_latest_version(st);
         if (latest < acked)
-            fail_msg("round %d: acknowledged %llu but recovered %llu", round,
-                     (unsigned long long)acked, (unsigned long long)latest);
+            fail_msg("round %d: acknowledged %llu but recovered %llu", round, (unsigned long long)acked,
+                     (unsigned long long)latest);
         rl_arena a;
         rl__arena_init(&a, 0);
         if (latest > 0) {
@@ -111,10 +110,8 @@ TEST(storage_crash_1_kill9) {
             char x[8];
             snprintf(x, sizeof x, "x%02d", (int)(latest % 40));
             const char *xv = get(st, x, &a, &len);
-            if (latest % 3)
-                ASSERT_MEM_EQ(xv, len, want, (size_t)wl);
-            else
-                ASSERT_NULL(xv);
+            if (latest % 3) ASSERT_MEM_EQ(xv, len, want, (size_t)wl);
+            else ASSERT_NULL(xv);
         }
         rl__arena_release(&a);
         acked = latest;

@@ -59,10 +59,8 @@ static int apply_version(rl_storage *st, rl_version v) {
     for (int i = 0; i < 4; i++)
         m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)keys[i], 1, (const uint8_t *)val, (uint32_t)vl};
     m[n++] = (rl_mutation){RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
-    if (v % 3)
-        m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)x, 2, (const uint8_t *)val, (uint32_t)vl};
-    else
-        m[n++] = (rl_mutation){RL_MUT_CLEAR, (const uint8_t *)x, 2, NULL, 0};
+    if (v % 3) m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)x, 2, (const uint8_t *)val, (uint32_t)vl};
+    else m[n++] = (rl_mutation){RL_MUT_CLEAR, (const uint8_t *)x, 2, NULL, 0};
     m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)y, 3, (const uint8_t *)"tmp", 3};
     if (v % 4 == 0) m[n++] = (rl_mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)"y", 1, (const uint8_t *)"z", 1};
     return rl__storage_apply(st, v, m, n);
@@ -120,8 +118,8 @@ static void dump(rl_storage *st, rl_buf *out) {
     rl_keyvalue *kvs;
     int n, more;
     rl__buf_reset(out);
-    ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff", 1, 0, 0, 0,
-                                    &a, &kvs, &n, &more));
+    ASSERT_OK(
+        rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more));
     for (int i = 0; i < n; i++) {
         rl__buf_append_u32be(out, kvs[i].key_len);
         rl__buf_append(out, kvs[i].key, kvs[i].key_len);
@@ -139,8 +137,7 @@ static void check_state(rl_storage *st, const char *what, long n) {
     dump(st, &got);
     model_at(v, &want);
     if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0)
-        fail_msg("%s (N=%ld): state at version %llu differs from the model", what, n,
-                 (unsigned long long)v);
+        fail_msg("%s (N=%ld): state at version %llu differs from the model", what, n, (unsigned long long)v);
     rl__buf_release(&got);
     rl__buf_release(&want);
 }
@@ -250,8 +247,8 @@ static long sweep(const fault_kind *fk) {
         if (fired) {
             fired_runs++;
             if (r.first_rc != fk->want)
-                fail_msg("%s N=%ld: first failure %s, expected %s", fk->name, n,
-                         rl_error_name(r.first_rc), rl_error_name(fk->want));
+                fail_msg("%s N=%ld: first failure %s, expected %s", fk->name, n, rl_error_name(r.first_rc),
+                         rl_error_name(fk->want));
             if (!logged) fail_msg("%s N=%ld: the failed call was not logged", fk->name, n);
         } else {
             ASSERT_OK(r.first_rc);
@@ -260,9 +257,8 @@ static long sweep(const fault_kind *fk) {
         ASSERT_OK(open_dir(dir, &st));
         rl_version rec = rl__storage_latest_version(st);
         if (rec < r.acked || rec > r.applied)
-            fail_msg("%s N=%ld: recovered version %llu, acknowledged %llu, applied %llu", fk->name,
-                     n, (unsigned long long)rec, (unsigned long long)r.acked,
-                     (unsigned long long)r.applied);
+            fail_msg("%s N=%ld: recovered version %llu, acknowledged %llu, applied %llu", fk->name, n,
+                     (unsigned long long)rec, (unsigned long long)r.acked, (unsigned long long)r.applied);
         check_state(st, "recovered", n);
         /* The recovered engine takes writes again. */
         ASSERT_OK(apply_version(st, rec + 1));
@@ -409,8 +405,7 @@ TEST(storage_io_2_2_recovery_read_fails) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(storage_io_1_1_model_self_check), T(storage_io_1_2_write_fails),
-             T(storage_io_1_3_write_torn), T(storage_io_1_4_write_enospc),
-             T(storage_io_1_5_fsync_fails), T(storage_io_1_6_rename_fails),
+RL_TEST_MAIN(T(storage_io_1_1_model_self_check), T(storage_io_1_2_write_fails), T(storage_io_1_3_write_torn),
+             T(storage_io_1_4_write_enospc), T(storage_io_1_5_fsync_fails), T(storage_io_1_6_rename_fails),
              T(storage_io_1_7_open_fails), T(storage_io_2_1_recovery_truncate_fails),
              T(storage_io_2_2_recovery_read_fails))

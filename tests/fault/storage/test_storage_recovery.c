@@ -41,9 +41,7 @@ static int open_opts(const char *dir, int read_only, rl_storage **st, rl_buf *er
     return rl__storage_open(&o, st, err);
 }
 
-static int open_dir(const char *dir, rl_storage **st, rl_buf *err) {
-    return open_opts(dir, 0, st, err);
-}
+static int open_dir(const char *dir, rl_storage **st, rl_buf *err) { return open_opts(dir, 0, st, err); }
 
 /* Version v sets k<v % 50> and "last" to a value naming v, and ADDs 1 to "count". */
 static void put_version(rl_storage *st, rl_version v) {
@@ -66,8 +64,8 @@ static void dump(rl_storage *st, rl_buf *out) {
     int n, more;
     rl__buf_reset(out);
     rl__buf_append_u64be(out, rl__storage_latest_version(st));
-    ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff", 1, 0, 0, 0,
-                                    &a, &kvs, &n, &more));
+    ASSERT_OK(
+        rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more));
     for (int i = 0; i < n; i++) {
         rl__buf_append_u32be(out, kvs[i].key_len);
         rl__buf_append(out, kvs[i].key, kvs[i].key_len);
@@ -119,9 +117,7 @@ static void spit(const char *path, const void *p, size_t len) {
     fclose(f);
 }
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Every entry of dir (name, size, bytes), sorted by name, serialized into out. */
 static void snapshot(const char *dir, rl_buf *out) {
@@ -233,8 +229,8 @@ static int record_offsets(const uint8_t *p, size_t n, size_t *offs, int cap) {
     size_t off = 0;
     while (off + 24 <= n && k < cap - 1) {
         offs[k++] = off;
-        uint32_t len = (uint32_t)p[off + 8] | (uint32_t)p[off + 9] << 8 |
-                       (uint32_t)p[off + 10] << 16 | (uint32_t)p[off + 11] << 24;
+        uint32_t len = (uint32_t)p[off + 8] | (uint32_t)p[off + 9] << 8 | (uint32_t)p[off + 10] << 16 |
+                       (uint32_t)p[off + 11] << 24;
         off += 24 + len;
     }
     offs[k] = off;
@@ -464,8 +460,7 @@ TEST(recovery_2_3_log0_needs_no_checkpoint) {
 /* Damage the last record of log-1 of a fresh make_db: flip one byte in its payload (bad
  * checksum) or cut its last `cut` bytes (torn). Returns the record's offset; *out_bytes gets
  * the damaged tail as it is on disk (heap) and *out_len its length. */
-static size_t damage_last_record(const char *dir, int flip, size_t cut, uint8_t **out_bytes,
-                                 size_t *out_len) {
+static size_t damage_last_record(const char *dir, int flip, size_t cut, uint8_t **out_bytes, size_t *out_len) {
     size_t n, offs[64];
     uint8_t *p = slurp(LOG(dir, 1), &n);
     int k = record_offsets(p, n, offs, 64);
@@ -485,8 +480,8 @@ static size_t damage_last_record(const char *dir, int flip, size_t cut, uint8_t 
 /* Open after damage_last_record: succeeds at version 19; the log is truncated at the record;
  * the side file named in the warning holds the damaged bytes exactly; the warning says `kind`
  * and the status reports `want_tail`. */
-static void check_tail_recovery(const char *dir, size_t off, const uint8_t *tail, size_t tail_len,
-                                const char *kind, int want_tail, const char *side) {
+static void check_tail_recovery(const char *dir, size_t off, const uint8_t *tail, size_t tail_len, const char *kind,
+                                int want_tail, const char *side) {
     capture cap;
     rl_buf err;
     rl__buf_init(&err);
@@ -536,8 +531,7 @@ TEST(recovery_3_1_bad_checksum_tail_moved_aside) {
     size_t tail_len, off = damage_last_record(dir, 1, 0, &tail, &tail_len);
     char side[4200];
     snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
-    check_tail_recovery(dir, off, tail, tail_len, "complete record with bad checksum",
-                        RL_TAIL_BAD_CHECKSUM, side);
+    check_tail_recovery(dir, off, tail, tail_len, "complete record with bad checksum", RL_TAIL_BAD_CHECKSUM, side);
     rl__free(tail);
     rl_test_rmtree(dir);
     free(dir);
@@ -663,8 +657,7 @@ TEST(recovery_3_4_saving_the_tail_fails) {
         if (!strstr((const char *)err.data, side)) fail_msg("message: %s", (const char *)err.data);
         ASSERT_EQ(file_size(LOG(dir, 1)), full);
         ASSERT_FALSE(exists(side));
-        check_tail_recovery(dir, off, tail, tail_len, "complete record with bad checksum",
-                            RL_TAIL_BAD_CHECKSUM, side);
+        check_tail_recovery(dir, off, tail, tail_len, "complete record with bad checksum", RL_TAIL_BAD_CHECKSUM, side);
         rl__free(tail);
         rl__buf_release(&err);
         rl_test_rmtree(dir);
@@ -746,8 +739,7 @@ TEST(recovery_4_1_read_only_changes_nothing) {
     capture_begin(&cap, dir);
     ASSERT_OK(open_opts(dir, 1, &st, NULL));
     char *warn = capture_end(&cap);
-    if (!strstr(warn, "torn (short record)") || !strstr(warn, LOG(dir, 1)))
-        fail_msg("warning: %s", warn);
+    if (!strstr(warn, "torn (short record)") || !strstr(warn, LOG(dir, 1))) fail_msg("warning: %s", warn);
     free(warn);
     dump(st, &got);
     ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
@@ -843,12 +835,10 @@ TEST(recovery_4_4_read_only_mem) {
     rl__storage_close(st);
 }
 
-RL_TEST_MAIN(T(recovery_1_1_junk_newer_checkpoint),
-             T(recovery_1_2_leftovers_kept_until_next_checkpoint),
+RL_TEST_MAIN(T(recovery_1_1_junk_newer_checkpoint), T(recovery_1_2_leftovers_kept_until_next_checkpoint),
              T(recovery_1_3_tmp_removed_after_verification), T(recovery_2_1_missing_checkpoint),
              T(recovery_2_2_missing_newer_checkpoint), T(recovery_2_3_log0_needs_no_checkpoint),
              T(recovery_3_1_bad_checksum_tail_moved_aside), T(recovery_3_2_torn_tail_moved_aside),
              T(recovery_3_3_side_file_never_overwritten), T(recovery_3_4_saving_the_tail_fails),
-             T(recovery_3_5_zeros_after_last_record),
-             T(recovery_4_1_read_only_changes_nothing), T(recovery_4_2_read_only_creates_only_lock),
-             T(recovery_4_3_read_only_lock), T(recovery_4_4_read_only_mem))
+             T(recovery_3_5_zeros_after_last_record), T(recovery_4_1_read_only_changes_nothing),
+             T(recovery_4_2_read_only_creates_only_lock), T(recovery_4_3_read_only_lock), T(recovery_4_4_read_only_mem))

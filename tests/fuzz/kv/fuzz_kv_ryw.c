@@ -38,10 +38,9 @@ static void check(int rc) {
 }
 
 /* Range [b, e) agrees with point gets. */
-static void cross_check(rl_txn *t, const uint8_t *b, size_t bl, const uint8_t *e, size_t el,
-                        int limit, int flags) {
-    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(b, bl), RL_FIRST_GREATER_OR_EQUAL(e, el),
-                                    limit, 0, RL_STREAMING_WANT_ALL, 0, flags);
+static void cross_check(rl_txn *t, const uint8_t *b, size_t bl, const uint8_t *e, size_t el, int limit, int flags) {
+    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(b, bl), RL_FIRST_GREATER_OR_EQUAL(e, el), limit, 0,
+                                    RL_STREAMING_WANT_ALL, 0, flags);
     const rl_keyvalue *kvs;
     int n, more;
     int rc = rl_future_wait(f);
@@ -58,8 +57,7 @@ static void cross_check(rl_txn *t, const uint8_t *b, size_t bl, const uint8_t *e
             int present, vl;
             const uint8_t *v;
             if (rl_future_wait(g) == RL_OK && rl_future_get_value(g, &present, &v, &vl) == RL_OK) {
-                if (!present || (uint32_t)vl != kvs[i].value_len ||
-                    (vl && memcmp(v, kvs[i].value, (size_t)vl)))
+                if (!present || (uint32_t)vl != kvs[i].value_len || (vl && memcmp(v, kvs[i].value, (size_t)vl)))
                     abort();
             }
             rl_future_free(g);
@@ -91,10 +89,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             check(rl_txn_clear_range(t, k1, l1, k2, l2));
             break;
         case 3: {
-            static const rl_atomic_op ops[] = {RL_ATOMIC_ADD, RL_ATOMIC_BIT_AND, RL_ATOMIC_BIT_OR,
-                                               RL_ATOMIC_BIT_XOR, RL_ATOMIC_APPEND_IF_FITS,
-                                               RL_ATOMIC_MAX, RL_ATOMIC_MIN, RL_ATOMIC_BYTE_MIN,
-                                               RL_ATOMIC_BYTE_MAX, RL_ATOMIC_COMPARE_AND_CLEAR,
+            static const rl_atomic_op ops[] = {RL_ATOMIC_ADD,
+                                               RL_ATOMIC_BIT_AND,
+                                               RL_ATOMIC_BIT_OR,
+                                               RL_ATOMIC_BIT_XOR,
+                                               RL_ATOMIC_APPEND_IF_FITS,
+                                               RL_ATOMIC_MAX,
+                                               RL_ATOMIC_MIN,
+                                               RL_ATOMIC_BYTE_MIN,
+                                               RL_ATOMIC_BYTE_MAX,
+                                               RL_ATOMIC_COMPARE_AND_CLEAR,
                                                RL_ATOMIC_SET_VERSIONSTAMPED_VALUE};
             vl = next() % 8;
             for (size_t i = 0; i < vl; i++) v[i] = (uint8_t)next();

@@ -21,9 +21,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static size_t bound_for(size_t pending) {
-    size_t ahead = pending < RL_FRAME_READER_CHUNK ? RL_FRAME_READER_CHUNK
+    size_t ahead = pending < RL_FRAME_READER_CHUNK       ? RL_FRAME_READER_CHUNK
                    : pending > RL_FRAME_READER_MAX_AHEAD ? RL_FRAME_READER_MAX_AHEAD
-                                                          : pending;
+                                                         : pending;
     size_t lim = pending + ahead;
     return lim > RL_FRAME_READER_KEEP ? lim : RL_FRAME_READER_KEEP;
 }
@@ -76,8 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* What the parse says comes after the frames delivered. */
     if (n - moff >= RL_FRAME_HEADER_LEN) {
         rl_frame_header mh;
-        if (rl__frame_header_decode(s + moff, &mh) != 0)
-            m_malformed = 1;
+        if (rl__frame_header_decode(s + moff, &mh) != 0) m_malformed = 1;
         else if (n - moff - RL_FRAME_HEADER_LEN >= mh.payload_len)
             abort(); /* a complete valid frame was not delivered */
     }

@@ -111,13 +111,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (c0 != RL_OK && c0 != RL_E_MALFORMED_FRAME) abort();
             if (m.u.peek_reply.n_versions && c1 != RL_E_MALFORMED_FRAME) abort();
             if (m.u.peek_reply.end_version < UINT64_MAX &&
-                rl__msg_peek_reply_check(&m.u.peek_reply, m.u.peek_reply.end_version + 1, &why) !=
-                    RL_E_MALFORMED_FRAME)
+                rl__msg_peek_reply_check(&m.u.peek_reply, m.u.peek_reply.end_version + 1, &why) != RL_E_MALFORMED_FRAME)
                 abort();
         }
     } else {
-        if (rc != RL_E_MALFORMED_FRAME &&
-            !(rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && type == RL_MSG_HELLO && flags != (RL_FRAME_REPLY | RL_FRAME_ERROR)))
+        if (rc != RL_E_MALFORMED_FRAME && !(rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && type == RL_MSG_HELLO &&
+                                            flags != (RL_FRAME_REPLY | RL_FRAME_ERROR)))
             abort();
         if (why.text[0] == 0) abort();
     }
@@ -137,8 +136,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (x->index.key != y->index.key || x->index.key_len != y->index.key_len ||
                     x->index.value != y->index.value || x->index.value_len != y->index.value_len ||
                     x->is_range != y->is_range || x->begin != y->begin || x->begin_len != y->begin_len ||
-                    x->end != y->end || x->end_len != y->end_len || x->n_kvs != y->n_kvs ||
-                    x->more != y->more || x->served_locally != y->served_locally)
+                    x->end != y->end || x->end_len != y->end_len || x->n_kvs != y->n_kvs || x->more != y->more ||
+                    x->served_locally != y->served_locally)
                     abort();
                 for (int j = 0; j < x->n_kvs; j++)
                     if (x->kvs[j].key != y->kvs[j].key || x->kvs[j].key_len != y->kvs[j].key_len ||

@@ -52,8 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (la != lb) abort();
         uint8_t *pa = malloc(la ? la : 1), *pb = malloc(lb ? lb : 1);
         if (!pa || !pb) abort();
-        if (protobuf_c_message_pack(f, pa) != la || protobuf_c_message_pack(r, pb) != lb ||
-            memcmp(pa, pb, la) != 0)
+        if (protobuf_c_message_pack(f, pa) != la || protobuf_c_message_pack(r, pb) != lb || memcmp(pa, pb, la) != 0)
             abort();
         free(pa);
         free(pb);

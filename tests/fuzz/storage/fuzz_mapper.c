@@ -38,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rl__buf_init(&out);
     rc = rl__mapper_parse(mp, ml, &a, &m);
     if (rc != RL_OK) {
-        if (rc != RL_E_MAPPER_NOT_TUPLE && rc != RL_E_MAPPER_BAD_INDEX &&
-            rc != RL_E_MAPPER_BAD_RANGE_DESCRIPTOR && rc != RL_E_OUT_OF_MEMORY)
+        if (rc != RL_E_MAPPER_NOT_TUPLE && rc != RL_E_MAPPER_BAD_INDEX && rc != RL_E_MAPPER_BAD_RANGE_DESCRIPTOR &&
+            rc != RL_E_OUT_OF_MEMORY)
             abort();
         goto done;
     }
@@ -47,8 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rc = rl__mapper_construct(m, kp, kl, vp, vl, &out);
     if (rc == RL_OK) {
         if (rl__tuple_validate(out.data, out.len, NULL) != RL_OK) abort();
-    } else if (rc != RL_E_MAPPER_BAD_INDEX && rc != RL_E_KEY_NOT_TUPLE &&
-               rc != RL_E_VALUE_NOT_TUPLE && rc != RL_E_OUT_OF_MEMORY) {
+    } else if (rc != RL_E_MAPPER_BAD_INDEX && rc != RL_E_KEY_NOT_TUPLE && rc != RL_E_VALUE_NOT_TUPLE &&
+               rc != RL_E_OUT_OF_MEMORY) {
         abort();
     } else if (out.len != 0) {
         abort(); /* nothing left behind on error */

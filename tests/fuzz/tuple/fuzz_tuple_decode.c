@@ -56,8 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rl__buf_release(&txt);
     if (jrc != rc || prc != rc) abort();
     if (rc != RL_OK) {
-        if (rc != RL_E_TUPLE_TRUNCATED && rc != RL_E_TUPLE_MALFORMED && rc != RL_E_TUPLE_UNSUPPORTED_TYPE)
-            abort();
+        if (rc != RL_E_TUPLE_TRUNCATED && rc != RL_E_TUPLE_MALFORMED && rc != RL_E_TUPLE_UNSUPPORTED_TYPE) abort();
         return 0;
     }
     if (json_array_size(j) != count) abort();

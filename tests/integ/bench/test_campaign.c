@@ -39,25 +39,25 @@
 #include "base/sha256.h"
 #include "test.h"
 
-#define TINY                                                                                                  \
-    "{\"name\": \"tiny\", \"dataset\": {\"records\": 100},\n"                                                 \
-    " \"topologies\": [{\"name\": \"embedded\", \"kind\": \"embedded\"}, {\"name\": \"uneven\", \"kind\": "  \
-    "\"multi\", \"storage_servers\": 5, \"hosts\": 3, \"replication\": 2}],\n"                                                                                         \
-    " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"                                     \
-    " \"arms\": [%s],\n"                                                                       \
-    " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"            \
-    " \"statistics\": {\"resamples\": 2000, \"seed\": 391706},\n"                                             \
+#define TINY                                                                                                \
+    "{\"name\": \"tiny\", \"dataset\": {\"records\": 100},\n"                                               \
+    " \"topologies\": [{\"name\": \"embedded\", \"kind\": \"embedded\"}, {\"name\": \"uneven\", \"kind\": " \
+    "\"multi\", \"storage_servers\": 5, \"hosts\": 3, \"replication\": 2}],\n"                              \
+    " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"                                   \
+    " \"arms\": [%s],\n"                                                                                    \
+    " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"          \
+    " \"statistics\": {\"resamples\": 2000, \"seed\": 391706},\n"                                           \
     " \"checks\": {\"contamination_threshold\": %s}}\n"
 
-static const char *const metrics[] = {"ns_per_op", "bytes_per_op", "allocs_per_op", "rows_per_op", "requests_per_op",
-                                      "round_trips_per_op", "kv_bytes_per_op", "index_entries_per_op",
-                                      "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op",
-                                      "net_bytes_received_per_op"};
+static const char *const metrics[] = {
+    "ns_per_op",           "bytes_per_op",           "allocs_per_op",       "rows_per_op",
+    "requests_per_op",     "round_trips_per_op",     "kv_bytes_per_op",     "index_entries_per_op",
+    "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op", "net_bytes_received_per_op"};
 #define N_METRICS 12
 
 typedef struct {
-    char *dir;      /* the test's temporary directory (heap) */
-    char out[400];  /* --out */
+    char *dir;     /* the test's temporary directory (heap) */
+    char out[400]; /* --out */
     char proto[400];
     int exit_code;
     char *stdout_text, *stderr_text;
@@ -194,7 +194,8 @@ TEST(campaign_1_1_results_complete) {
         int found = 0;
         size_t j;
         json_t *k;
-        json_array_foreach(json_object_get(d, "found"), j, k) found |= !strcmp(json_string_value(k), jstr(d, "expected"));
+        json_array_foreach(json_object_get(d, "found"), j, k) found |=
+            !strcmp(json_string_value(k), jstr(d, "expected"));
         ASSERT_TRUE(found);
     }
     /* Arms: every one available (adaptive since issue 11). */
@@ -218,7 +219,8 @@ TEST(campaign_1_1_results_complete) {
                     ASSERT_TRUE(json_integer_value(json_object_get(s, "ops")) >= 1);
                     for (int m = 0; m < N_METRICS; m++) {
                         json_t *v = json_object_get(s, metrics[m]);
-                        if (!json_is_number(v)) fail_msg("%s %s block %d: %s missing", cases[k], arms_run[a], b, metrics[m]);
+                        if (!json_is_number(v))
+                            fail_msg("%s %s block %d: %s missing", cases[k], arms_run[a], b, metrics[m]);
                     }
                     ASSERT_TRUE(json_number_value(json_object_get(s, "ns_per_op")) > 0);
                     ASSERT_TRUE(json_number_value(json_object_get(s, "rows_per_op")) == (k == 0 ? 10 : 1));
@@ -408,7 +410,8 @@ TEST(campaign_1_3_arms_alternate) {
         int last_seq = 0;
         const char *want[2][3] = {{"ordinary", "remote", "sqlite"}, {"sqlite", "remote", "ordinary"}};
         json_array_foreach(json_object_get(c, "processes"), i, p) {
-            int b = (int)json_integer_value(json_object_get(p, "block")), pos = (int)json_integer_value(json_object_get(p, "position"));
+            int b = (int)json_integer_value(json_object_get(p, "block")),
+                pos = (int)json_integer_value(json_object_get(p, "position"));
             int seq = (int)json_integer_value(json_object_get(p, "seq"));
             ASSERT_TRUE(seq > last_seq); /* listed in the order they ran */
             last_seq = seq;
@@ -421,9 +424,14 @@ TEST(campaign_1_3_arms_alternate) {
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(r->results, "samples"), i, s) {
-        int b = (int)json_integer_value(json_object_get(s, "block")), pos = (int)json_integer_value(json_object_get(s, "position"));
-        const char *want = b == 1 ? (pos == 1 ? "ordinary" : pos == 2 ? "remote" : "sqlite")
-                                  : (pos == 1 ? "sqlite" : pos == 2 ? "remote" : "ordinary");
+        int b = (int)json_integer_value(json_object_get(s, "block")),
+            pos = (int)json_integer_value(json_object_get(s, "position"));
+        const char *want = b == 1 ? (pos == 1   ? "ordinary"
+                                     : pos == 2 ? "remote"
+                                                : "sqlite")
+                                  : (pos == 1   ? "sqlite"
+                                     : pos == 2 ? "remote"
+                                                : "ordinary");
         ASSERT_STR_EQ(jstr(s, "arm"), want);
     }
 }
@@ -527,11 +535,12 @@ TEST(campaign_2_3_failed_process_reported) {
     }
     ASSERT_EQ(failed, 1);
     int named = 0;
-    json_array_foreach(json_object_get(r->results, "failures"), i, f) named += !strcmp(jstr(f, "what"), "process") &&
-                                                                              !strcmp(jstr(f, "case"), "small-rows10-forward");
+    json_array_foreach(json_object_get(r->results, "failures"), i, f) named +=
+        !strcmp(jstr(f, "what"), "process") && !strcmp(jstr(f, "case"), "small-rows10-forward");
     ASSERT_EQ(named, 1);
     json_array_foreach(json_object_get(r->results, "summary"), i, s) {
-        if (strcmp(jstr(s, "case"), "small-rows10-forward") || strcmp(jstr(s, "comparison"), "remote/ordinary")) continue;
+        if (strcmp(jstr(s, "case"), "small-rows10-forward") || strcmp(jstr(s, "comparison"), "remote/ordinary"))
+            continue;
         ASSERT_EQ(json_integer_value(json_object_get(s, "n_blocks")), 1);
     }
     ASSERT_EQ(json_integer_value(json_object_get(r->results, "failed_processes")), 1);
@@ -553,7 +562,8 @@ TEST(campaign_3_1_command_line) {
     ASSERT_EQ(json_array_size(json_object_get(p, "topologies")), 2); /* embedded, single 250 us */
     ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(p, "topologies"), 1), "kind")),
                   "single");
-    ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(p, "topologies"), 1), "delay_us")), 250);
+    ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(p, "topologies"), 1), "delay_us")),
+              250);
     json_decref(p);
     free(out), free(err);
     char *dir = rl_test_tmpdir("campaign-cli"), cmd[1200];
@@ -591,12 +601,10 @@ static int teardown(void **state) {
 }
 
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        T(campaign_1_1_results_complete),      T(campaign_1_2_summary_recomputed),
-        T(campaign_1_3_arms_alternate),        T(campaign_1_4_adaptive_arm),
-        T(campaign_2_1_contaminated_labelled),
-        T(campaign_2_2_failed_receipt_reported), T(campaign_2_3_failed_process_reported),
-        T(campaign_3_1_command_line)};
+    const struct CMUnitTest tests[] = {T(campaign_1_1_results_complete),        T(campaign_1_2_summary_recomputed),
+                                       T(campaign_1_3_arms_alternate),          T(campaign_1_4_adaptive_arm),
+                                       T(campaign_2_1_contaminated_labelled),   T(campaign_2_2_failed_receipt_reported),
+                                       T(campaign_2_3_failed_process_reported), T(campaign_3_1_command_line)};
     rl_test_init(argc, argv);
     int rc = cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, teardown);
     return rc;

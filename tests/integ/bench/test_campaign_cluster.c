@@ -63,15 +63,16 @@ static json_t *run_campaign(const char *dir, const char *protocol, int want_exit
 
 TEST(campaign_4_1_single_topology) {
     char *dir = rl_test_tmpdir("campaign-cluster");
-    json_t *r = run_campaign(dir,
-                             "{\"name\": \"tiny-single\", \"dataset\": {\"records\": 100},\n"
-                             " \"topologies\": [{\"name\": \"single-0\", \"kind\": \"single\", \"delay_us\": 0},\n"
-                             "                {\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 1000}],\n"
-                             " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
-                             " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
-                             " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
-                             " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 100}}\n",
-                             0, NULL);
+    json_t *r =
+        run_campaign(dir,
+                     "{\"name\": \"tiny-single\", \"dataset\": {\"records\": 100},\n"
+                     " \"topologies\": [{\"name\": \"single-0\", \"kind\": \"single\", \"delay_us\": 0},\n"
+                     "                {\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 1000}],\n"
+                     " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
+                     " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
+                     " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
+                     " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 100}}\n",
+                     0, NULL);
     ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
     json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
     ASSERT_STR_EQ(jstr(t, "status"), "ran");
@@ -108,7 +109,8 @@ TEST(campaign_4_1_single_topology) {
             if (strstr(buf, "rlkvd") && strstr(buf, dir)) fail_msg("server %d is still running", (int)pid);
         }
     }
-    ASSERT_EQ(json_array_size(json_object_get(r, "samples")), 2 * 2 * 2 * 3); /* topologies x cases x blocks x (ordinary, remote, adaptive) */
+    ASSERT_EQ(json_array_size(json_object_get(r, "samples")),
+              2 * 2 * 2 * 3); /* topologies x cases x blocks x (ordinary, remote, adaptive) */
     /* Requests, round trips and network bytes are counted through the cluster (the sqlite arm
      * does not run on it): every query sends at least its read version and one read. */
     json_array_foreach(json_object_get(r, "samples"), i, x) {
@@ -121,12 +123,15 @@ TEST(campaign_4_1_single_topology) {
         json_t *ch = json_object_get(x, "checks"), *rtt = json_object_get(ch, "rtt_before");
         ASSERT_TRUE(json_is_true(json_object_get(rtt, "applicable")));
         ASSERT_EQ(json_integer_value(json_object_get(rtt, "pings")), 200);
-        double mn = json_number_value(json_object_get(rtt, "min_us")), p50 = json_number_value(json_object_get(rtt, "p50_us"));
-        double p99 = json_number_value(json_object_get(rtt, "p99_us")), mx = json_number_value(json_object_get(rtt, "max_us"));
+        double mn = json_number_value(json_object_get(rtt, "min_us")),
+               p50 = json_number_value(json_object_get(rtt, "p50_us"));
+        double p99 = json_number_value(json_object_get(rtt, "p99_us")),
+               mx = json_number_value(json_object_get(rtt, "max_us"));
         ASSERT_TRUE(mn > 0 && mn <= p50 && p50 <= p99 && p99 <= mx);
         ASSERT_TRUE(json_is_true(json_object_get(json_object_get(ch, "rtt_after"), "applicable")));
         ASSERT_TRUE(json_is_true(json_object_get(ch, "receipts_equal")));
-        ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(ch, "receipt_before"), "shard_map_entries")) >= 1);
+        ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(ch, "receipt_before"), "shard_map_entries")) >=
+                    1);
     }
     /* The delay: shown by every probe while injected, gone after the restoration. */
     int n_delayed = 0;
@@ -170,23 +175,26 @@ TEST(campaign_4_1_single_topology) {
 
 TEST(campaign_4_2_cluster_receipt_differs) {
     char *dir = rl_test_tmpdir("campaign-cluster-receipt");
-    json_t *r = run_campaign(dir,
-                             "{\"name\": \"tiny-receipt\", \"dataset\": {\"records\": 50},\n"
-                             " \"topologies\": [{\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 500}],\n"
-                             " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
-                             " \"arms\": [\"ordinary\", \"remote\"],\n"
-                             " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
-                             " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
-                             " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 20}}\n",
-                             1, "split-limit1-reverse");
+    json_t *r =
+        run_campaign(dir,
+                     "{\"name\": \"tiny-receipt\", \"dataset\": {\"records\": 50},\n"
+                     " \"topologies\": [{\"name\": \"single-d\", \"kind\": \"single\", \"delay_us\": 500}],\n"
+                     " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"
+                     " \"arms\": [\"ordinary\", \"remote\"],\n"
+                     " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
+                     " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+                     " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 20}}\n",
+                     1, "split-limit1-reverse");
     ASSERT_TRUE(json_is_false(json_object_get(r, "ok")));
     size_t i;
     json_t *x;
     int broken = 0, equal = 0, reported = 0;
     json_array_foreach(json_object_get(r, "cases"), i, x) {
         json_t *ch = json_object_get(x, "checks");
-        ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(ch, "receipt_before"), "shard_map_entries")) >= 1);
-        if (!strcmp(jstr(x, "case"), "split-limit1-reverse")) broken += json_is_false(json_object_get(ch, "receipts_equal"));
+        ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(ch, "receipt_before"), "shard_map_entries")) >=
+                    1);
+        if (!strcmp(jstr(x, "case"), "split-limit1-reverse"))
+            broken += json_is_false(json_object_get(ch, "receipts_equal"));
         else equal += json_is_true(json_object_get(ch, "receipts_equal"));
     }
     json_array_foreach(json_object_get(r, "failures"), i, x) {
@@ -210,19 +218,20 @@ static double frac(json_t *kc, const char *which) {
 
 TEST(campaign_4_3_multi_topology) {
     char *dir = rl_test_tmpdir("campaign-multi");
-    json_t *r = run_campaign(dir,
-                             "{\"name\": \"tiny-multi\", \"dataset\": {\"records\": 60},\n"
-                             " \"topologies\": [{\"name\": \"multi\", \"kind\": \"multi\", \"delay_us\": 500, \"storage_servers\": 6,\n"
-                             "                  \"hosts\": 3, \"replication\": 2, \"placement\": \"disjoint\"},\n"
-                             "                {\"name\": \"multi-co\", \"kind\": \"multi\", \"delay_us\": 0, \"storage_servers\": 2,\n"
-                             "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\",\n"
-                             "                  \"secondary_reads\": \"grouped\"}],\n"
-                             " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
-                             " \"arms\": [\"ordinary\", \"remote\"],\n"
-                             " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
-                             " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
-                             " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n",
-                             0, NULL);
+    json_t *r = run_campaign(
+        dir,
+        "{\"name\": \"tiny-multi\", \"dataset\": {\"records\": 60},\n"
+        " \"topologies\": [{\"name\": \"multi\", \"kind\": \"multi\", \"delay_us\": 500, \"storage_servers\": 6,\n"
+        "                  \"hosts\": 3, \"replication\": 2, \"placement\": \"disjoint\"},\n"
+        "                {\"name\": \"multi-co\", \"kind\": \"multi\", \"delay_us\": 0, \"storage_servers\": 2,\n"
+        "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\",\n"
+        "                  \"secondary_reads\": \"grouped\"}],\n"
+        " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
+        " \"arms\": [\"ordinary\", \"remote\"],\n"
+        " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
+        " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+        " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n",
+        0, NULL);
     ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
     json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
     ASSERT_STR_EQ(jstr(t, "status"), "ran");

@@ -44,7 +44,12 @@ static const char *lib_path(void) { return RL_BIN_DIR "/fdb/libfdb_c.so"; }
 
 /* The tuple ("bench", "fdbtopo") packed by hand (0x02 string ... 0x00), the campaign's range for a
  * topology of that name, and a key of the user's outside every campaign range. */
-static const char bench_topo[] = "\x02" "bench" "\x00" "\x02" "fdbtopo" "\x00";
+static const char bench_topo[] = "\x02"
+                                 "bench"
+                                 "\x00"
+                                 "\x02"
+                                 "fdbtopo"
+                                 "\x00";
 #define BENCH_TOPO_LEN (sizeof bench_topo - 1)
 static const char user_key[] = "user/kept";
 
@@ -76,9 +81,16 @@ static void check_after(const char *inner) {
     const uint8_t *v;
     ASSERT_OK(rl_db_open(inner, NULL, &db));
     ASSERT_OK(rl_txn_begin(db, &txn));
-    rl_future *f = rl_txn_get_range(txn, RL_FIRST_GREATER_OR_EQUAL("\x02" "bench" "\x00", 7),
-                                    RL_FIRST_GREATER_OR_EQUAL("\x02" "bench" "\x00\xff", 8), 0, 0, RL_STREAMING_WANT_ALL,
-                                    0, RL_SNAPSHOT);
+    rl_future *f = rl_txn_get_range(txn,
+                                    RL_FIRST_GREATER_OR_EQUAL("\x02"
+                                                              "bench"
+                                                              "\x00",
+                                                              7),
+                                    RL_FIRST_GREATER_OR_EQUAL("\x02"
+                                                              "bench"
+                                                              "\x00\xff",
+                                                              8),
+                                    0, 0, RL_STREAMING_WANT_ALL, 0, RL_SNAPSHOT);
     ASSERT_OK(rl_future_wait(f));
     ASSERT_OK(rl_future_get_keyvalue_array(f, &kvs, &n, &more));
     if (n) fail_msg("%d keys left under (\"bench\",) after the run", n);
@@ -94,10 +106,10 @@ static void check_after(const char *inner) {
     rl_db_close(db);
 }
 
-static const char *const metrics[] = {"ns_per_op", "bytes_per_op", "allocs_per_op", "rows_per_op", "requests_per_op",
-                                      "round_trips_per_op", "kv_bytes_per_op", "index_entries_per_op",
-                                      "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op",
-                                      "net_bytes_received_per_op"};
+static const char *const metrics[] = {
+    "ns_per_op",           "bytes_per_op",           "allocs_per_op",       "rows_per_op",
+    "requests_per_op",     "round_trips_per_op",     "kv_bytes_per_op",     "index_entries_per_op",
+    "client_reads_per_op", "mapped_requests_per_op", "record_loads_per_op", "net_bytes_received_per_op"};
 static const char *const cases[2] = {"small-rows10-forward", "split-limit1-reverse"};
 static const char *const arms_run[3] = {"ordinary", "remote", "adaptive"};
 
@@ -203,8 +215,10 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
             ASSERT_TRUE(json_is_false(json_object_get(p, "applicable")));
             ASSERT_NOT_NULL(strstr(jstr(p, "reason"), "no ping"));
             ASSERT_EQ(json_integer_value(json_object_get(rl, "reads")), 20);
-            double mn = json_number_value(json_object_get(rl, "min_us")), p50 = json_number_value(json_object_get(rl, "p50_us"));
-            double p99 = json_number_value(json_object_get(rl, "p99_us")), mx = json_number_value(json_object_get(rl, "max_us"));
+            double mn = json_number_value(json_object_get(rl, "min_us")),
+                   p50 = json_number_value(json_object_get(rl, "p50_us"));
+            double p99 = json_number_value(json_object_get(rl, "p99_us")),
+                   mx = json_number_value(json_object_get(rl, "max_us"));
             ASSERT_TRUE(mn > 0 && mn <= p50 && p50 <= p99 && p99 <= mx);
         }
         ASSERT_TRUE(json_is_true(json_object_get(ch, "receipts_equal")));
@@ -274,7 +288,8 @@ TEST(campaign_5_3_fdb_protocol) {
          "topologies[0].storage_servers: only for single and multi"},
         {"{\"topologies\": [{\"name\": \"s\", \"kind\": \"single\", \"url\": \"fdb:\"}]}",
          "topologies[0].url: only for fdb topologies"},
-        {"{\"topologies\": [{\"name\": \"f\", \"kind\": \"fdb\", \"url\": 3}]}", "topologies[0].url: must be a non-empty string"},
+        {"{\"topologies\": [{\"name\": \"f\", \"kind\": \"fdb\", \"url\": 3}]}",
+         "topologies[0].url: must be a non-empty string"},
         {"{\"topologies\": [{\"name\": \"e\", \"kind\": \"cloud\"}]}",
          "topologies[0].kind: 'cloud' is not one of embedded, single, multi, fdb"},
     };
@@ -284,7 +299,8 @@ TEST(campaign_5_3_fdb_protocol) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         rl__buf_reset(&msg);
         ASSERT_RC(rl__camp_protocol_parse(bad[i].text, strlen(bad[i].text), &p, &msg), RL_E_INVALID_ARGUMENT);
-        if (!strstr((const char *)msg.data, bad[i].want)) fail_msg("%s: got '%s', want '%s'", bad[i].text, msg.data, bad[i].want);
+        if (!strstr((const char *)msg.data, bad[i].want))
+            fail_msg("%s: got '%s', want '%s'", bad[i].text, msg.data, bad[i].want);
     }
     const char *good = "{\"topologies\": [{\"name\": \"e\", \"kind\": \"embedded\"},"
                        " {\"name\": \"f\", \"kind\": \"fdb\", \"url\": \"fdb:/etc/foundationdb/fdb.cluster\"}]}";

@@ -31,10 +31,8 @@ static char *receipt(const char *url, json_t **whole) {
     if (rc != RL_OK) fail_msg("show: %s: %s", rl_error_name(rc), msg.len ? (char *)msg.data : "");
     rl__buf_release(&msg);
     char *s = json_dumps(json_object_get(o, "receipt"), JSON_SORT_KEYS | JSON_COMPACT);
-    if (whole)
-        *whole = o;
-    else
-        json_decref(o);
+    if (whole) *whole = o;
+    else json_decref(o);
     return s;
 }
 
@@ -100,8 +98,9 @@ TEST(placement_3_1_place_show_receipts) {
     ASSERT_TRUE(json_integer_value(json_object_get(w2, "read_version")) >=
                 json_integer_value(json_object_get(w1, "read_version")));
     ASSERT_TRUE(fraction(w1, "server_disjoint_fraction") == 0.0);
-    ASSERT_EQ(json_integer_value(json_object_get(json_object_get(json_object_get(w1, "receipt"), "fractions"), "records")),
-              N_ORDERS);
+    ASSERT_EQ(
+        json_integer_value(json_object_get(json_object_get(json_object_get(w1, "receipt"), "fractions"), "records")),
+        N_ORDERS);
     /* 2. Disjoint teams: the index on 1, the records split over 2 and 3. */
     rl_buf msg;
     rl__buf_init(&msg);
@@ -122,13 +121,14 @@ TEST(placement_3_1_place_show_receipts) {
     json_int_t n1 = json_integer_value(json_object_get(json_array_get(shards, 1), "records"));
     ASSERT_EQ(n0, N_ORDERS / 2);
     ASSERT_EQ(n1, N_ORDERS / 2);
-    ASSERT_EQ(json_integer_value(json_object_get(
-                  json_array_get(json_object_get(json_array_get(shards, 1), "team"), 0), "id")),
+    ASSERT_EQ(json_integer_value(
+                  json_object_get(json_array_get(json_object_get(json_array_get(shards, 1), "team"), 0), "id")),
               3);
     json_t *ish = json_object_get(json_object_get(json_object_get(w3, "receipt"), "index"), "shards");
     ASSERT_EQ(json_array_size(ish), 1);
-    ASSERT_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(json_array_get(ish, 0), "team"), 0), "id")),
-              1);
+    ASSERT_EQ(
+        json_integer_value(json_object_get(json_array_get(json_object_get(json_array_get(ish, 0), "team"), 0), "id")),
+        1);
     ASSERT_EQ(remote_rows(c.url), N_ORDERS);
     load_ctx lc = {t.s, 0};
     ASSERT_OK(rl_db_run(t.db, load_fn, &lc));

@@ -92,15 +92,17 @@ TEST(cli_2_2_json_checked_first) {
                        "micro " TINY " --json /nonexistent/x.json");
     ASSERT_TRUE(strstr(err, "loading") == NULL); /* failed before the benchmark */
     free(err);
-    err = expect(1, "rlbench query: cannot create /nonexistent/x.json: No such file or directory",
-                 "query --records 10 --seconds 0.001 --repeats 1 --only small/limit1/forward/scan --json /nonexistent/x.json");
+    err = expect(
+        1, "rlbench query: cannot create /nonexistent/x.json: No such file or directory",
+        "query --records 10 --seconds 0.001 --repeats 1 --only small/limit1/forward/scan --json /nonexistent/x.json");
     ASSERT_TRUE(strstr(err, "loading") == NULL);
     free(err);
 }
 
 TEST(cli_2_3_only_checked) {
     free(expect(2, "rlbench micro: --only: 'bogus' is not a workload (point, range1000, mapped1000, commit100)",
-                "micro " "--keys 2000 --only bogus"));
+                "micro "
+                "--keys 2000 --only bogus"));
     free(expect(2, "rlbench query: --only: no case name contains 'bogus'", "query --only bogus"));
     char *err = expect(2, "small|split", "query --only bogus");
     ASSERT_TRUE(strstr(err, "scan|remote|remote-fallback|adaptive|sqlite") != NULL);
@@ -117,7 +119,8 @@ TEST(cli_2_4_no_scratch_left) {
     snprintf(path, sizeof path, "%s/lmdb", d); /* a name the benchmark uses: must not be touched */
     ASSERT_EQ(mkdir(path, 0755), 0);
     char args[4400], *err;
-    snprintf(args, sizeof args, "micro --keys 2000 --seconds 0.001 --repeats 1 --only commit100 --dir %s --json %s/r.json", d, d);
+    snprintf(args, sizeof args,
+             "micro --keys 2000 --seconds 0.001 --repeats 1 --only commit100 --dir %s --json %s/r.json", d, d);
     err = expect(0, "(removed at the end)", args);
     free(err);
     ASSERT_EQ(dir_entries(d), 3); /* keep.txt, lmdb/ (still empty), r.json */
@@ -152,8 +155,14 @@ TEST(cli_2_4_no_scratch_left) {
 TEST(cli_2_5_failed_system_reported) {
     char *d = rl_test_tmpdir("cli25"), *text = NULL;
     size_t len = 0;
-    rl_micro_options o = {.keys = 2000, .value_len = 16, .seconds = 0.001, .repeats = 1, .dir = d,
-                          .only = "range1000", .seed = 1, .fail_setup = "lmdb"};
+    rl_micro_options o = {.keys = 2000,
+                          .value_len = 16,
+                          .seconds = 0.001,
+                          .repeats = 1,
+                          .dir = d,
+                          .only = "range1000",
+                          .seed = 1,
+                          .fail_setup = "lmdb"};
     rl_buf json;
     rl__buf_init(&json);
     FILE *out = open_memstream(&text, &len);
@@ -201,7 +210,8 @@ TEST(cli_2_5_failed_system_reported) {
 TEST(cli_2_6_query_tiny_run) {
     char *d = rl_test_tmpdir("cli26"), args[4400], *out;
     snprintf(args, sizeof args,
-             "query --records 20 --padding 0 --seconds 0.001 --repeats 1 --only small/limit1/forward --json %s/q.json", d);
+             "query --records 20 --padding 0 --seconds 0.001 --repeats 1 --only small/limit1/forward --json %s/q.json",
+             d);
     ASSERT_EQ(rl_test_rlbench(&out, "%s", args), 0);
     ASSERT_TRUE(strstr(out, "small   limit1    forward  sqlite") != NULL);
     free(out);
@@ -265,7 +275,7 @@ TEST(cli_2_7_scratch_remove_stays_inside) {
     ASSERT_EQ(symlink(outside, path), 0);
     ASSERT_OK(rl__bench_scratch_remove(s, msg, sizeof msg));
     ASSERT_EQ(dir_entries(base), 0);
-    ASSERT_EQ(dir_entries(outside), 1); /* the link's target is untouched */
+    ASSERT_EQ(dir_entries(outside), 1);                      /* the link's target is untouched */
     ASSERT_OK(rl__bench_scratch_remove(s, msg, sizeof msg)); /* gone already: fine */
     rl__buf_reset(&p);
     ASSERT_RC(rl__bench_scratch_create("/nonexistent/rl", "micro", &p, msg, sizeof msg), RL_E_FILE_NOT_FOUND);

@@ -37,18 +37,18 @@
 #define CP_MAX 8
 
 typedef struct {
-    char dir[512];         /* the cluster's directory */
-    char file[600];        /* DIR/reclayer.cluster */
-    char url[620];         /* cluster:FILE */
+    char dir[512];  /* the cluster's directory */
+    char file[600]; /* DIR/reclayer.cluster */
+    char url[620];  /* cluster:FILE */
     int n_storage;
     int no_sync;
-    pid_t pid[CP_MAX];     /* [0] coordinator, [1..n] storage servers; 0: not running */
+    pid_t pid[CP_MAX]; /* [0] coordinator, [1..n] storage servers; 0: not running */
     int port[CP_MAX];
 } cp_cluster;
 
 #define CP_LIVE 16
 static volatile pid_t cp_all_pids[CP_LIVE * CP_MAX]; /* for the signal handler */
-static cp_cluster *cp_live[CP_LIVE]; /* clusters running (static storage: tests declare theirs
+static cp_cluster *cp_live[CP_LIVE];                 /* clusters running (static storage: tests declare theirs
                                        * static, so a failed assertion leaves them valid) */
 static int cp_hooks_set;
 
@@ -222,8 +222,7 @@ static inline void cp_start(cp_cluster *c, int n_storage, const char *const *spl
         fprintf(f, "\", \"end\": \"");
         if (k < n_split)
             for (const char *p = split[k]; *p; p++) fprintf(f, "%02x", (unsigned char)*p);
-        else
-            fprintf(f, "ff");
+        else fprintf(f, "ff");
         fprintf(f, "\", \"team\": [%d]}", k % n_storage + 1);
     }
     fprintf(f, "]}\n");

@@ -71,12 +71,11 @@ typedef struct {
     FDBFuture *(*transaction_get_read_version)(FDBTransaction *);
     FDBFuture *(*transaction_get)(FDBTransaction *, const uint8_t *, int, fdb_bool_t);
     FDBFuture *(*transaction_get_key)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, fdb_bool_t);
-    FDBFuture *(*transaction_get_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int,
-                                        const uint8_t *, int, fdb_bool_t, int, int, int, int, int,
-                                        fdb_bool_t, fdb_bool_t);
-    FDBFuture *(*transaction_get_mapped_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int,
-                                               const uint8_t *, int, fdb_bool_t, int, const uint8_t *,
-                                               int, int, int, int, int, fdb_bool_t, fdb_bool_t);
+    FDBFuture *(*transaction_get_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *, int,
+                                        fdb_bool_t, int, int, int, int, int, fdb_bool_t, fdb_bool_t);
+    FDBFuture *(*transaction_get_mapped_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *,
+                                               int, fdb_bool_t, int, const uint8_t *, int, int, int, int, int,
+                                               fdb_bool_t, fdb_bool_t);
     void (*transaction_set)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int);
     void (*transaction_clear)(FDBTransaction *, const uint8_t *, int);
     void (*transaction_clear_range)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int);
@@ -86,8 +85,7 @@ typedef struct {
     FDBFuture *(*transaction_get_versionstamp)(FDBTransaction *);
     FDBFuture *(*transaction_get_approximate_size)(FDBTransaction *);
     FDBFuture *(*transaction_on_error)(FDBTransaction *, fdb_error_t);
-    fdb_error_t (*transaction_add_conflict_range)(FDBTransaction *, const uint8_t *, int,
-                                                  const uint8_t *, int, int);
+    fdb_error_t (*transaction_add_conflict_range)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int);
     FDBFuture *(*transaction_watch)(FDBTransaction *, const uint8_t *, int);
     void (*future_cancel)(FDBFuture *);
     void (*future_release_memory)(FDBFuture *);
@@ -100,54 +98,107 @@ typedef struct {
     fdb_error_t (*future_get_key)(FDBFuture *, const uint8_t **, int *);
     fdb_error_t (*future_get_value)(FDBFuture *, fdb_bool_t *, const uint8_t **, int *);
     fdb_error_t (*future_get_keyvalue_array)(FDBFuture *, const FDBKeyValue **, int *, fdb_bool_t *);
-    fdb_error_t (*future_get_mappedkeyvalue_array)(FDBFuture *, const FDBMappedKeyValue **, int *,
-                                                   fdb_bool_t *);
+    fdb_error_t (*future_get_mappedkeyvalue_array)(FDBFuture *, const FDBMappedKeyValue **, int *, fdb_bool_t *);
     fdb_error_t (*future_get_string_array)(FDBFuture *, const char ***, int *);
     FDBFuture *(*transaction_get_addresses_for_key)(FDBTransaction *, const uint8_t *, int);
 } fdbt_api;
 
 /* Every function of FoundationDB's 730 C API (what a binding may resolve at load time). */
-static const char *const fdbt_all_symbols[] = {
-    "fdb_get_error", "fdb_error_predicate", "fdb_network_set_option", "fdb_setup_network",
-    "fdb_run_network", "fdb_stop_network", "fdb_add_network_thread_completion_hook",
-    "fdb_future_cancel", "fdb_future_release_memory", "fdb_future_destroy",
-    "fdb_future_block_until_ready", "fdb_future_is_ready", "fdb_future_set_callback",
-    "fdb_future_get_error", "fdb_future_get_bool", "fdb_future_get_int64", "fdb_future_get_uint64",
-    "fdb_future_get_double", "fdb_future_get_key", "fdb_future_get_value",
-    "fdb_future_get_keyvalue_array", "fdb_future_get_mappedkeyvalue_array", "fdb_future_get_key_array",
-    "fdb_future_get_string_array", "fdb_future_get_keyrange_array",
-    "fdb_future_get_granule_summary_array", "fdb_result_destroy", "fdb_result_get_keyvalue_array",
-    "fdb_create_database", "fdb_create_database_from_connection_string", "fdb_database_destroy",
-    "fdb_database_set_option", "fdb_database_open_tenant", "fdb_database_create_transaction",
-    "fdb_database_reboot_worker", "fdb_database_force_recovery_with_data_loss",
-    "fdb_database_create_snapshot", "fdb_database_get_main_thread_busyness",
-    "fdb_database_get_server_protocol", "fdb_database_purge_blob_granules",
-    "fdb_database_wait_purge_granules_complete", "fdb_database_blobbify_range",
-    "fdb_database_unblobbify_range", "fdb_database_list_blobbified_ranges",
-    "fdb_database_verify_blob_range", "fdb_tenant_create_transaction", "fdb_tenant_purge_blob_granules",
-    "fdb_tenant_wait_purge_granules_complete", "fdb_tenant_blobbify_range", "fdb_tenant_unblobbify_range",
-    "fdb_tenant_list_blobbified_ranges", "fdb_tenant_verify_blob_range", "fdb_tenant_get_id",
-    "fdb_tenant_destroy", "fdb_transaction_destroy", "fdb_transaction_cancel",
-    "fdb_transaction_set_option", "fdb_transaction_set_read_version", "fdb_transaction_get_read_version",
-    "fdb_transaction_get", "fdb_transaction_get_key", "fdb_transaction_get_addresses_for_key",
-    "fdb_transaction_get_range", "fdb_transaction_get_mapped_range", "fdb_transaction_set",
-    "fdb_transaction_atomic_op", "fdb_transaction_clear", "fdb_transaction_clear_range",
-    "fdb_transaction_watch", "fdb_transaction_commit", "fdb_transaction_get_committed_version",
-    "fdb_transaction_get_tag_throttled_duration", "fdb_transaction_get_total_cost",
-    "fdb_transaction_get_approximate_size", "fdb_transaction_get_versionstamp",
-    "fdb_transaction_on_error", "fdb_transaction_reset", "fdb_transaction_add_conflict_range",
-    "fdb_transaction_get_estimated_range_size_bytes", "fdb_transaction_get_range_split_points",
-    "fdb_transaction_get_blob_granule_ranges", "fdb_transaction_read_blob_granules",
-    "fdb_transaction_summarize_blob_granules", "fdb_select_api_version_impl",
-    "fdb_get_max_api_version", "fdb_get_client_version", NULL};
+static const char *const fdbt_all_symbols[] = {"fdb_get_error",
+                                               "fdb_error_predicate",
+                                               "fdb_network_set_option",
+                                               "fdb_setup_network",
+                                               "fdb_run_network",
+                                               "fdb_stop_network",
+                                               "fdb_add_network_thread_completion_hook",
+                                               "fdb_future_cancel",
+                                               "fdb_future_release_memory",
+                                               "fdb_future_destroy",
+                                               "fdb_future_block_until_ready",
+                                               "fdb_future_is_ready",
+                                               "fdb_future_set_callback",
+                                               "fdb_future_get_error",
+                                               "fdb_future_get_bool",
+                                               "fdb_future_get_int64",
+                                               "fdb_future_get_uint64",
+                                               "fdb_future_get_double",
+                                               "fdb_future_get_key",
+                                               "fdb_future_get_value",
+                                               "fdb_future_get_keyvalue_array",
+                                               "fdb_future_get_mappedkeyvalue_array",
+                                               "fdb_future_get_key_array",
+                                               "fdb_future_get_string_array",
+                                               "fdb_future_get_keyrange_array",
+                                               "fdb_future_get_granule_summary_array",
+                                               "fdb_result_destroy",
+                                               "fdb_result_get_keyvalue_array",
+                                               "fdb_create_database",
+                                               "fdb_create_database_from_connection_string",
+                                               "fdb_database_destroy",
+                                               "fdb_database_set_option",
+                                               "fdb_database_open_tenant",
+                                               "fdb_database_create_transaction",
+                                               "fdb_database_reboot_worker",
+                                               "fdb_database_force_recovery_with_data_loss",
+                                               "fdb_database_create_snapshot",
+                                               "fdb_database_get_main_thread_busyness",
+                                               "fdb_database_get_server_protocol",
+                                               "fdb_database_purge_blob_granules",
+                                               "fdb_database_wait_purge_granules_complete",
+                                               "fdb_database_blobbify_range",
+                                               "fdb_database_unblobbify_range",
+                                               "fdb_database_list_blobbified_ranges",
+                                               "fdb_database_verify_blob_range",
+                                               "fdb_tenant_create_transaction",
+                                               "fdb_tenant_purge_blob_granules",
+                                               "fdb_tenant_wait_purge_granules_complete",
+                                               "fdb_tenant_blobbify_range",
+                                               "fdb_tenant_unblobbify_range",
+                                               "fdb_tenant_list_blobbified_ranges",
+                                               "fdb_tenant_verify_blob_range",
+                                               "fdb_tenant_get_id",
+                                               "fdb_tenant_destroy",
+                                               "fdb_transaction_destroy",
+                                               "fdb_transaction_cancel",
+                                               "fdb_transaction_set_option",
+                                               "fdb_transaction_set_read_version",
+                                               "fdb_transaction_get_read_version",
+                                               "fdb_transaction_get",
+                                               "fdb_transaction_get_key",
+                                               "fdb_transaction_get_addresses_for_key",
+                                               "fdb_transaction_get_range",
+                                               "fdb_transaction_get_mapped_range",
+                                               "fdb_transaction_set",
+                                               "fdb_transaction_atomic_op",
+                                               "fdb_transaction_clear",
+                                               "fdb_transaction_clear_range",
+                                               "fdb_transaction_watch",
+                                               "fdb_transaction_commit",
+                                               "fdb_transaction_get_committed_version",
+                                               "fdb_transaction_get_tag_throttled_duration",
+                                               "fdb_transaction_get_total_cost",
+                                               "fdb_transaction_get_approximate_size",
+                                               "fdb_transaction_get_versionstamp",
+                                               "fdb_transaction_on_error",
+                                               "fdb_transaction_reset",
+                                               "fdb_transaction_add_conflict_range",
+                                               "fdb_transaction_get_estimated_range_size_bytes",
+                                               "fdb_transaction_get_range_split_points",
+                                               "fdb_transaction_get_blob_granule_ranges",
+                                               "fdb_transaction_read_blob_granules",
+                                               "fdb_transaction_summarize_blob_granules",
+                                               "fdb_select_api_version_impl",
+                                               "fdb_get_max_api_version",
+                                               "fdb_get_client_version",
+                                               NULL};
 
-#define FDBT_SYM(a, name)                                                                          \
-    do {                                                                                           \
-        *(void **)&(a)->name = dlsym((a)->lib, "fdb_" #name);                                     \
-        if (!(a)->name) {                                                                          \
-            fprintf(stderr, "missing symbol fdb_%s\n", #name);                                     \
-            return -1;                                                                             \
-        }                                                                                          \
+#define FDBT_SYM(a, name)                                      \
+    do {                                                       \
+        *(void **)&(a)->name = dlsym((a)->lib, "fdb_" #name);  \
+        if (!(a)->name) {                                      \
+            fprintf(stderr, "missing symbol fdb_%s\n", #name); \
+            return -1;                                         \
+        }                                                      \
     } while (0)
 
 /* Load the library at path into a (RTLD_NOW | RTLD_LOCAL, as bindings do). 0 or -1. */
@@ -275,8 +326,8 @@ static inline fdb_error_t fdbt_wait_destroy(fdbt_client *c, FDBFuture *f) {
 
 /* Commit with the standard retry loop around fn (FoundationDB's documented loop). */
 static inline fdb_error_t fdbt_run(fdbt_client *c, FDBDatabase *db,
-                                   fdb_error_t (*fn)(fdbt_client *c, FDBTransaction *tr, void *ud),
-                                   void *ud, int *out_retries) {
+                                   fdb_error_t (*fn)(fdbt_client *c, FDBTransaction *tr, void *ud), void *ud,
+                                   int *out_retries) {
     FDBTransaction *tr;
     fdb_error_t rc = c->api.database_create_transaction(db, &tr);
     if (rc) return rc;

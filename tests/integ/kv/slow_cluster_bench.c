@@ -112,8 +112,8 @@ TEST(cluster_bench_1_1_get_vs_ping) {
         get[i] = timed_get(t, i % 1000);
     }
     stats sp = summarize(ping, n), sg = summarize(get, n);
-    printf("bench-1.1 ping (client connection to storage 1): p50 %.1f us, p10 %.1f, p90 %.1f, mean %.1f (n %d)\n", sp.p50,
-           sp.p10, sp.p90, sp.mean, n);
+    printf("bench-1.1 ping (client connection to storage 1): p50 %.1f us, p10 %.1f, p90 %.1f, mean %.1f (n %d)\n",
+           sp.p50, sp.p10, sp.p90, sp.mean, n);
     printf("bench-1.1 point get:                              p50 %.1f us, p10 %.1f, p90 %.1f, mean %.1f\n", sg.p50,
            sg.p10, sg.p90, sg.mean);
     printf("bench-1.1 get / ping: p50 %.2fx, mean %.2fx (goal <= 2x)\n", sg.p50 / sp.p50, sg.mean / sp.mean);
@@ -142,8 +142,10 @@ TEST(cluster_bench_1_1_get_vs_ping) {
         one[r] = timed_get(t, r % 1000);
     }
     getrusage(RUSAGE_SELF, &ru1);
-    double cpu_user = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1e6 + (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec);
-    double cpu_sys = (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e6 + (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+    double cpu_user = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1e6 +
+                      (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec);
+    double cpu_sys = (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e6 +
+                     (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
     stats sb = summarize(batch, rounds), so = summarize(one, rounds), si = summarize(issue, rounds);
     printf("bench-1.2 1,000 gets at once: p50 %.1f us (%.2f us per get), p10 %.1f, p90 %.1f (rounds %d)\n", sb.p50,
            sb.p50 / 1000, sb.p10, sb.p90, rounds);
@@ -223,7 +225,8 @@ TEST(cluster_bench_1_3_mapped_1000) {
     rl_buf mapper, b, e;
     cp_mapped_setup("o", "r", "i", 3, &mapper, &b, &e);
     int n = 300 * scale();
-    uint64_t *cl = calloc((size_t)n, sizeof *cl), *em = calloc((size_t)n, sizeof *em), *ping = calloc((size_t)n, sizeof *ping);
+    uint64_t *cl = calloc((size_t)n, sizeof *cl), *em = calloc((size_t)n, sizeof *em),
+             *ping = calloc((size_t)n, sizeof *ping);
     /* A fresh transaction now and then keeps the conflict ranges (1,001 per read) in check. */
     rl_txn *tc = NULL, *tm = NULL;
     for (int i = -20; i < n; i++) {
@@ -238,7 +241,8 @@ TEST(cluster_bench_1_3_mapped_1000) {
         if (i >= 0) cl[i] = a, em[i] = x, ping[i] = p;
     }
     stats sc = summarize(cl, n), se = summarize(em, n), sp = summarize(ping, n);
-    printf("bench-1.3 mapped 1,000 on the cluster: p50 %.1f us, p10 %.1f, p90 %.1f (n %d)\n", sc.p50, sc.p10, sc.p90, n);
+    printf("bench-1.3 mapped 1,000 on the cluster: p50 %.1f us, p10 %.1f, p90 %.1f (n %d)\n", sc.p50, sc.p10, sc.p90,
+           n);
     printf("bench-1.3 mapped 1,000 embedded (mem:): p50 %.1f us; ping p50 %.1f us\n", se.p50, sp.p50);
     printf("bench-1.3 cluster / (embedded + 2 RTT): %.2fx (goal <= 1.5x)\n", sc.p50 / (se.p50 + 2 * sp.p50));
     rl_txn_free(tc);

@@ -90,8 +90,7 @@ TEST(cluster_client_1_1_reads) {
     for (int rev = 0; rev < 2; rev++) {
         for (int limit = 0; limit <= 27; limit++) {
             rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("\xff", 1),
-                                            limit, 0, RL_STREAMING_WANT_ALL, 0,
-                                            rev ? RL_REVERSE : 0);
+                                            limit, 0, RL_STREAMING_WANT_ALL, 0, rev ? RL_REVERSE : 0);
             ASSERT_OK(rl_future_wait(f));
             const rl_keyvalue *kv;
             int n, more;
@@ -123,8 +122,9 @@ TEST(cluster_client_1_1_reads) {
         rl_future_free(f);
     }
     /* A skip pushed into a range across the boundary: [fge(j) + 3, fge(q) + 2) = [m, s). */
-    rl_future *f = rl_txn_get_range(t, (rl_key_selector){(const uint8_t *)"j", 1, 0, 4},
-                                    (rl_key_selector){(const uint8_t *)"q", 1, 0, 3}, 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+    rl_future *f =
+        rl_txn_get_range(t, (rl_key_selector){(const uint8_t *)"j", 1, 0, 4},
+                         (rl_key_selector){(const uint8_t *)"q", 1, 0, 3}, 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
     ASSERT_OK(rl_future_wait(f));
     const rl_keyvalue *kv;
     int n, more;
@@ -137,8 +137,8 @@ TEST(cluster_client_1_1_reads) {
     rl_txn *s;
     ASSERT_OK(rl_txn_begin(db, &s));
     ASSERT_OK(rl_txn_set_option(s, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 0));
-    f = rl_txn_get_range(s, RL_FIRST_GREATER_OR_EQUAL("\xff/keyServers/", 14), RL_FIRST_GREATER_OR_EQUAL("\xff/keyServers0", 14),
-                         0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+    f = rl_txn_get_range(s, RL_FIRST_GREATER_OR_EQUAL("\xff/keyServers/", 14),
+                         RL_FIRST_GREATER_OR_EQUAL("\xff/keyServers0", 14), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
     ASSERT_OK(rl_future_wait(f));
     ASSERT_OK(rl_future_get_keyvalue_array(f, &kv, &n, &more));
     ASSERT_TRUE(n >= 2); /* "" and "m" at least (and the system shard) */
@@ -576,8 +576,8 @@ TEST(cluster_client_1_6_bad_peers) {
         char want[64];
         snprintf(want, sizeof want, "127.0.0.1:%d", fk.port);
         ASSERT_NOT_NULL(strstr(rl_last_error_detail(), want));
-        printf("mode %d: open failed after %.2f s (%d connections accepted): %s\n", mode, took, atomic_load(&fk.accepted),
-               rl_last_error_detail());
+        printf("mode %d: open failed after %.2f s (%d connections accepted): %s\n", mode, took,
+               atomic_load(&fk.accepted), rl_last_error_detail());
         ASSERT_TRUE(took < 12.0);
         if (mode >= 0) {
             atomic_store(&fk.stop, 1);

@@ -46,8 +46,9 @@ static int session(const char *url, int write) {
         rl_future_free(f);
     }
     if (rc == RL_OK) { /* the fallback: the end selector is resolved on the other server */
-        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("a", 1), (rl_key_selector){(const uint8_t *)"akey011", 7, 0, 6},
-                             0, 0, RL_STREAMING_WANT_ALL, 0, RL_SNAPSHOT);
+        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("a", 1),
+                             (rl_key_selector){(const uint8_t *)"akey011", 7, 0, 6}, 0, 0, RL_STREAMING_WANT_ALL, 0,
+                             RL_SNAPSHOT);
         rc = ok_or_oom(rl_future_wait(f));
         rl_future_free(f);
     }

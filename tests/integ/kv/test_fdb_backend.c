@@ -123,8 +123,8 @@ TEST(fdb_be_1_3) {
         if (range) ml += tup_str(m + ml, "{...}");
         rl_txn *t;
         ASSERT_OK(rl_txn_begin(db, &t));
-        rl_future *f = rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b, bl), RL_FIRST_GREATER_OR_EQUAL(e, bl),
-                                               m, ml, 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+        rl_future *f = rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b, bl), RL_FIRST_GREATER_OR_EQUAL(e, bl), m,
+                                               ml, 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
         ASSERT_OK(rl_future_wait(f));
         const rl_mapped_keyvalue *mk;
         int n, more;
@@ -184,8 +184,8 @@ TEST(fdb_be_1_4) {
         rl_future_free(fs[i]);
     }
     ASSERT_EQ(atomic_load(&c.fired), N);
-    printf("%d of %d callbacks ran on another thread (FoundationDB's network thread)\n",
-           atomic_load(&c.other_thread), N);
+    printf("%d of %d callbacks ran on another thread (FoundationDB's network thread)\n", atomic_load(&c.other_thread),
+           N);
     ASSERT_TRUE(atomic_load(&c.other_thread) > 0);
     char *js = NULL;
     ASSERT_OK(rl_db_status_json(db, &js));

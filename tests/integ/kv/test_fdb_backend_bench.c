@@ -92,8 +92,8 @@ static double run(sys *s, int w, double seconds, uint64_t max_ops) {
     ASSERT_OK(rl_txn_begin(s->db, &t));
     uint64_t t0 = rl__clock_mono_ns(), end = t0 + (uint64_t)(seconds * 1e9), ops = 0;
     static const uint8_t ib[] = {0x02, 'i', 0x00}, ie[] = {0x02, 'i', 0x01};
-    static const uint8_t mapper[] = {0x02, 'r', 0x00, 0x02, '{', 'K', '[', '1', ']', '}', 0x00,
-                                     0x02, '{', '.', '.', '.', '}', 0x00};
+    static const uint8_t mapper[] = {0x02, 'r',  0x00, 0x02, '{', 'K', '[', '1', ']',
+                                     '}',  0x00, 0x02, '{',  '.', '.', '.', '}', 0x00};
     do {
         for (int rep = 0; rep < 16; rep++, ops++) {
             rl_future *f = NULL;
@@ -165,8 +165,8 @@ TEST(fdb_bench_1_1) {
     load(direct.db);
     if (strncmp(url, "mem:", 4) == 0) load(fdb.db); /* another store; a cluster is shared */
     static const char *names[] = {"point get", "range 1,000 rows", "commit (1 write)", "mapped 1,000 entries"};
-    printf("fdb: over reclayer's libfdb_c.so against the direct path, database %s, %.2f s x %d rounds\n", url,
-           seconds, rounds);
+    printf("fdb: over reclayer's libfdb_c.so against the direct path, database %s, %.2f s x %d rounds\n", url, seconds,
+           rounds);
     printf("%-22s %14s %14s %8s\n", "workload", "direct ns/op", "fdb: ns/op", "ratio");
     for (int w = 0; w < 4; w++) {
         /* Both paths read the same things for the same random sequence. */

@@ -119,9 +119,8 @@ TEST(fdbc_abi_1_3) {
     ASSERT_OK(fdbt_run(&cl, db, put3, NULL, NULL));
     FDBTransaction *tr;
     ASSERT_OK(cl.api.database_create_transaction(db, &tr));
-    FDBFuture *f = cl.api.transaction_get_range(tr, (const uint8_t *)"abi/", 4, 0, 1,
-                                                (const uint8_t *)"abi0", 4, 0, 1, 0, 0,
-                                                FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0);
+    FDBFuture *f = cl.api.transaction_get_range(tr, (const uint8_t *)"abi/", 4, 0, 1, (const uint8_t *)"abi0", 4, 0, 1,
+                                                0, 0, FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0);
     ASSERT_OK(fdbt_wait(&cl, f));
     const FDBKeyValue *kv;
     int n;
@@ -203,8 +202,8 @@ TEST(fdbc_abi_1_4) {
     ml += tup_str(m + ml, "{...}");
     FDBTransaction *tr;
     ASSERT_OK(cl.api.database_create_transaction(db, &tr));
-    FDBFuture *f = cl.api.transaction_get_mapped_range(tr, b, (int)bl, 0, 1, e, (int)bl, 0, 1, m, (int)ml,
-                                                       0, 0, FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0);
+    FDBFuture *f = cl.api.transaction_get_mapped_range(tr, b, (int)bl, 0, 1, e, (int)bl, 0, 1, m, (int)ml, 0, 0,
+                                                       FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0);
     ASSERT_OK(fdbt_wait(&cl, f));
     const FDBMappedKeyValue *mkv;
     int n;
@@ -229,8 +228,7 @@ TEST(fdbc_abi_1_4) {
         for (int j = 0; j < 2; j++) {
             char v[16];
             int vl = snprintf(v, sizeof v, "v%d.%d", i + 1, j);
-            ASSERT_MEM_EQ(mkv[i].getRange.data[j].value, (size_t)mkv[i].getRange.data[j].value_length, v,
-                          (size_t)vl);
+            ASSERT_MEM_EQ(mkv[i].getRange.data[j].value, (size_t)mkv[i].getRange.data[j].value_length, v, (size_t)vl);
         }
         ASSERT_EQ(mkv[i].buffer[0], 0);  /* the secondary range's more */
         ASSERT_EQ(mkv[i].buffer[24], 1); /* variant index: a range result */

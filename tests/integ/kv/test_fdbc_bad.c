@@ -92,13 +92,13 @@ TEST(fdbc_bad_1_2) {
     ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get(tr, (const uint8_t *)"k", -1, 0)), 2000);
     ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get(tr, NULL, 5, 0)), 2000);
     ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get_key(tr, NULL, 3, 0, 1, 0)), 2000);
-    ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get_range(tr, K("a"), 0, 1, (const uint8_t *)"b", -4, 0, 1,
-                                                                  0, 0, FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0)),
+    ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get_range(tr, K("a"), 0, 1, (const uint8_t *)"b", -4, 0, 1, 0,
+                                                                  0, FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0)),
               2000);
-    ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get_mapped_range(tr, K("a"), 0, 1, K("b"), 0, 1,
-                                                                         (const uint8_t *)"m", -1, 0, 0,
-                                                                         FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0)),
-              2000);
+    ASSERT_EQ(
+        fdbt_wait_destroy(&cl, cl.api.transaction_get_mapped_range(tr, K("a"), 0, 1, K("b"), 0, 1, (const uint8_t *)"m",
+                                                                   -1, 0, 0, FDB_STREAMING_MODE_WANT_ALL, 0, 0, 0)),
+        2000);
     ASSERT_EQ(cl.api.transaction_add_conflict_range(tr, (const uint8_t *)"a", -1, K("b"), 0), 2000);
     /* The empty key is a key: NULL with length 0 is fine. */
     ASSERT_OK(fdbt_wait_destroy(&cl, cl.api.transaction_get(tr, NULL, 0, 0)));

@@ -68,8 +68,7 @@ TEST(fdbc_1_1) {
 }
 
 /* Read key and return its value in buf (NUL-terminated; "" when absent, *present 0). */
-static fdb_error_t get_str(FDBTransaction *tr, const char *key, int snapshot, char *buf, size_t cap,
-                           int *present) {
+static fdb_error_t get_str(FDBTransaction *tr, const char *key, int snapshot, char *buf, size_t cap, int *present) {
     FDBFuture *f = cl.api.transaction_get(tr, K(key), snapshot);
     fdb_error_t rc = fdbt_wait(&cl, f);
     buf[0] = 0;
@@ -208,7 +207,8 @@ TEST(fdbc_1_3) {
         cl.api.transaction_reset(a);
         cl.api.transaction_reset(b);
         ASSERT_OK(get_str(a, "c/x", 0, buf, sizeof buf, &present));
-        if (round == 0) ASSERT_OK(cl.api.transaction_set_option(b, FDB_TR_OPTION_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE, NULL, 0));
+        if (round == 0)
+            ASSERT_OK(cl.api.transaction_set_option(b, FDB_TR_OPTION_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE, NULL, 0));
         cl.api.transaction_set(b, K("c/x"), K("b2"));
         ASSERT_OK(fdbt_wait_destroy(&cl, cl.api.transaction_commit(b)));
         cl.api.transaction_set(a, K("c/z"), K("a"));
@@ -396,8 +396,8 @@ TEST(fdbc_1_6) {
     FDBTransaction *tr;
     ASSERT_OK(cl.api.database_create_transaction(db, &tr));
     for (int reverse = 0; reverse <= 1; reverse++) {
-        FDBFuture *f = cl.api.transaction_get_mapped_range(tr, b, (int)bl, 0, 1, e, (int)bl, 0, 1, m, (int)ml,
-                                                           7, 0, FDB_STREAMING_MODE_EXACT, 0, 0, reverse);
+        FDBFuture *f = cl.api.transaction_get_mapped_range(tr, b, (int)bl, 0, 1, e, (int)bl, 0, 1, m, (int)ml, 7, 0,
+                                                           FDB_STREAMING_MODE_EXACT, 0, 0, reverse);
         ASSERT_OK(fdbt_wait(&cl, f));
         const FDBMappedKeyValue *mkv;
         int n;
@@ -411,8 +411,7 @@ TEST(fdbc_1_6) {
             ASSERT_EQ(mkv[i].getRange.m_size, 1 + pk % 3);
             char v[16];
             int vl = snprintf(v, sizeof v, "r%d/1", pk);
-            ASSERT_MEM_EQ(mkv[i].getRange.data[0].value, (size_t)mkv[i].getRange.data[0].value_length, v,
-                          (size_t)vl);
+            ASSERT_MEM_EQ(mkv[i].getRange.data[0].value, (size_t)mkv[i].getRange.data[0].value_length, v, (size_t)vl);
         }
         cl.api.future_destroy(f);
     }
@@ -519,7 +518,8 @@ TEST(fdbc_1_8) {
     ASSERT_STR_EQ(cl.api.get_error(0), "Success");
     ASSERT_STR_EQ(cl.api.get_error(2203), "API version not supported");
     ASSERT_NOT_NULL(cl.api.get_error(123456));
-    int maybe[] = {1021, 1039}, retry[] = {1020, 1007, 1009, 1037, 1038, 1213}, no[] = {1001, 1025, 1031, 2000, 2101, 0};
+    int maybe[] = {1021, 1039}, retry[] = {1020, 1007, 1009, 1037, 1038, 1213},
+        no[] = {1001, 1025, 1031, 2000, 2101, 0};
     for (size_t i = 0; i < 2; i++) {
         ASSERT_TRUE(cl.api.error_predicate(FDB_ERROR_PREDICATE_MAYBE_COMMITTED, maybe[i]));
         ASSERT_TRUE(cl.api.error_predicate(FDB_ERROR_PREDICATE_RETRYABLE, maybe[i]));
@@ -564,9 +564,8 @@ static int teardown(void **state) {
 }
 
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {T(fdbc_1_1), T(fdbc_1_2), T(fdbc_1_3), T(fdbc_1_4),
-                                       T(fdbc_1_5), T(fdbc_1_6), T(fdbc_1_7), T(fdbc_1_8),
-                                       T(fdbc_1_9)};
+    const struct CMUnitTest tests[] = {T(fdbc_1_1), T(fdbc_1_2), T(fdbc_1_3), T(fdbc_1_4), T(fdbc_1_5),
+                                       T(fdbc_1_6), T(fdbc_1_7), T(fdbc_1_8), T(fdbc_1_9)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, teardown);
 }

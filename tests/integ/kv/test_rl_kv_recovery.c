@@ -82,9 +82,7 @@ static char *fresh_db(const char *tag) {
 }
 
 /* `ls` of dir: sorted names, space-separated, into out (at most cap bytes). */
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static void ls(const char *dir, char *out, size_t cap) {
     char *names[64];
     int n = 0;
@@ -116,8 +114,8 @@ static size_t last_record(const uint8_t *p, size_t n) {
     size_t off = 0, last = 0;
     while (off + 24 <= n) {
         last = off;
-        uint32_t len = (uint32_t)p[off + 8] | (uint32_t)p[off + 9] << 8 |
-                       (uint32_t)p[off + 10] << 16 | (uint32_t)p[off + 11] << 24;
+        uint32_t len = (uint32_t)p[off + 8] | (uint32_t)p[off + 9] << 8 | (uint32_t)p[off + 10] << 16 |
+                       (uint32_t)p[off + 11] << 24;
         off += 24 + len;
     }
     ASSERT_EQ(off, n);
@@ -138,8 +136,7 @@ TEST(kv_11_1_junk_newer_checkpoint) {
     int rc = rl_test_rl(&out, "kv --db file:%s status", dir);
     ls(dir, names, sizeof names);
     if (rc == 0) fail_msg("status of a directory with a junk checkpoint exited 0: %s", out);
-    if (!strstr(out, "ckpt-00000000000000ff"))
-        fail_msg("the error does not name the file: %s", out);
+    if (!strstr(out, "ckpt-00000000000000ff")) fail_msg("the error does not name the file: %s", out);
     free(out);
     ASSERT_STR_EQ(names, before);
     ASSERT_EQ(size_of(dir, ckpt1), c1);
@@ -181,8 +178,7 @@ TEST(kv_11_2_missing_checkpoint) {
  * `rl kv status`, and check that it opens, that the output says `kind` and names the log, that
  * the status reports `tail`, and that every damaged byte is still on disk: in the log at its
  * offset, or in a side file named in the output. */
-static void damaged_tail(const char *tag, int flip, size_t cut, const char *kind,
-                         const char *tail) {
+static void damaged_tail(const char *tag, int flip, size_t cut, const char *kind, const char *tail) {
     char *dir = fresh_db(tag), *out = NULL;
     size_t n;
     uint8_t *b = slurp(dir, log1, &n);
@@ -224,19 +220,15 @@ TEST(kv_11_3_bad_checksum_last_record) {
     damaged_tail("rlrec-badsum", 1, 0, "complete record with bad checksum", "bad_checksum");
 }
 
-TEST(kv_11_4_torn_last_record) {
-    damaged_tail("rlrec-torn", 0, 5, "torn (short record)", "torn");
-}
+TEST(kv_11_4_torn_last_record) { damaged_tail("rlrec-torn", 0, 5, "torn (short record)", "torn"); }
 
 /* ---- kv-11.5: read-only through the public API ------------------------------------------- */
 
 static int commit_set(rl_db *db, const char *key, int conflict_only) {
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(db, &t));
-    if (conflict_only)
-        ASSERT_OK(rl_txn_add_conflict_range(t, key, strlen(key), "z", 1, RL_CONFLICT_WRITE));
-    else
-        ASSERT_OK(rl_txn_set(t, key, strlen(key), "v", 1));
+    if (conflict_only) ASSERT_OK(rl_txn_add_conflict_range(t, key, strlen(key), "z", 1, RL_CONFLICT_WRITE));
+    else ASSERT_OK(rl_txn_set(t, key, strlen(key), "v", 1));
     rl_future *f = rl_txn_commit(t);
     int rc = rl_future_wait(f);
     if (rc == RL_OK) rc = rl_future_get_error(f);
@@ -311,10 +303,8 @@ static int cleanup(void **state) {
 }
 
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {T(kv_11_1_junk_newer_checkpoint),
-                                       T(kv_11_2_missing_checkpoint),
-                                       T(kv_11_3_bad_checksum_last_record),
-                                       T(kv_11_4_torn_last_record),
+    const struct CMUnitTest tests[] = {T(kv_11_1_junk_newer_checkpoint), T(kv_11_2_missing_checkpoint),
+                                       T(kv_11_3_bad_checksum_last_record), T(kv_11_4_torn_last_record),
                                        T(kv_11_5_read_only_database)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, cleanup);

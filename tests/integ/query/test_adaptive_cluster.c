@@ -89,7 +89,9 @@ static int scan(rl__tool *t, rl_fetch_method m, rl_query_counters *out_k, uint64
     rl__buf_init(&last);
     while (rl_cursor_next(c, &row) == RL_OK && row) {
         ASSERT_NOT_NULL(row->record);
-        if (n > 0) ASSERT_TRUE(memcmp(last.data, row->index_key, last.len < row->index_key_len ? last.len : row->index_key_len) <= 0);
+        if (n > 0)
+            ASSERT_TRUE(
+                memcmp(last.data, row->index_key, last.len < row->index_key_len ? last.len : row->index_key_len) <= 0);
         rl__buf_reset(&last);
         rl__buf_append(&last, row->index_key, row->index_key_len);
         n++;
@@ -251,7 +253,7 @@ TEST(adaptive_2_4_read_version_wait_taken_out) {
     printf("fresh transaction: wait %.1f us, observed %.1f us, call %.1f us\n", wait, obs, wall);
     ASSERT_TRUE(wait >= 2 * DELAY_US * 0.9); /* a round trip to the coordinator, delayed */
     ASSERT_TRUE(obs > 0);
-    ASSERT_TRUE(obs + wait <= wall + 1.0);   /* parts of the call (µs, printed with 0.1 µs) */
+    ASSERT_TRUE(obs + wait <= wall + 1.0); /* parts of the call (µs, printed with 0.1 µs) */
     limit1(&t, txn, &wait, &obs, &wall);
     printf("same transaction: wait %.1f us, observed %.1f us, call %.1f us\n", wait, obs, wall);
     ASSERT_TRUE(wait == 0);

@@ -70,9 +70,9 @@ typedef struct {
     uint64_t ev_s2s_requests, ev_s2s_bytes;
     size_t n_events;
     int n_mapped_events, rows;
-    uint32_t servers_seen; /* bit per server id of the events */
+    uint32_t servers_seen;               /* bit per server id of the events */
     uint32_t page_servers, load_servers; /* SCAN_AND_FETCH: servers of index pages / of loads */
-    rl_query_s2s_peer peer[4]; /* the mapped events' per-peer stats, summed by server id (< 4) */
+    rl_query_s2s_peer peer[4];           /* the mapped events' per-peer stats, summed by server id (< 4) */
     uint64_t n_peer_entries;
 } run;
 
@@ -417,12 +417,11 @@ TEST(trace_1_3_embedded_zero) {
         ASSERT_EQ(r.n_events, 0);
         uint64_t net = k->requests + k->requests_get + k->requests_get_key + k->requests_get_range +
                        k->requests_get_mapped_range + k->requests_get_read_version + k->requests_get_multi +
-                       k->requests_client_storage + k->requests_client_coordinator +
-                       k->requests_storage_storage + k->bytes_sent_client_storage +
-                       k->bytes_received_client_storage + k->bytes_sent_client_coordinator +
-                       k->bytes_received_client_coordinator + k->bytes_sent_storage_storage +
-                       k->bytes_received_storage_storage + k->round_trips + k->s2s_round_trips +
-                       k->s2s_peers_max + k->critical_round_trips + k->waits;
+                       k->requests_client_storage + k->requests_client_coordinator + k->requests_storage_storage +
+                       k->bytes_sent_client_storage + k->bytes_received_client_storage +
+                       k->bytes_sent_client_coordinator + k->bytes_received_client_coordinator +
+                       k->bytes_sent_storage_storage + k->bytes_received_storage_storage + k->round_trips +
+                       k->s2s_round_trips + k->s2s_peers_max + k->critical_round_trips + k->waits;
         ASSERT_EQ(net, 0);
         ASSERT_TRUE(k->kv_bytes_received > 0);
     }
@@ -447,9 +446,9 @@ TEST(trace_1_4_cli) {
     const char *fetch[] = {"remote", "scan"};
     for (int f = 0; f < 2; f++) {
         char *out;
-        ASSERT_EQ(rl_test_rl(&out, "query --db %s --index price_idx --fetch %s --limit 20 --stats --trace", c.url,
-                             fetch[f]),
-                  0);
+        ASSERT_EQ(
+            rl_test_rl(&out, "query --db %s --index price_idx --fetch %s --limit 20 --stats --trace", c.url, fetch[f]),
+            0);
         int rows = 0, traces = 0, stats = 0;
         uint64_t sent = 0, recv = 0;
         double last_start = -1;
@@ -481,7 +480,8 @@ TEST(trace_1_4_cli) {
                 ASSERT_EQ(jpath(net, "requests", "total", NULL), (uint64_t)traces);
                 ASSERT_EQ(jpath(net, "requests", "by_link", "client_coordinator"), 1);
                 ASSERT_EQ(jpath(net, "requests", "by_type", "get_read_version"), 1);
-                ASSERT_EQ(jpath(net, "bytes", "client_storage", "sent") + jpath(net, "bytes", "client_coordinator", "sent"),
+                ASSERT_EQ(jpath(net, "bytes", "client_storage", "sent") +
+                              jpath(net, "bytes", "client_coordinator", "sent"),
                           sent);
                 ASSERT_EQ(jpath(net, "bytes", "client_storage", "received") +
                               jpath(net, "bytes", "client_coordinator", "received"),

@@ -86,7 +86,7 @@ static void check_cases(const char *dir, const char *extra) {
     struct {
         long long lo, hi;
         int rev, skip, limit;
-    } cases[] = {{-1, -1, 0, 0, 0}, {-1, -1, 1, 0, 0},   {-1, -1, 0, 3, 5}, {-1, -1, 1, 3, 5},
+    } cases[] = {{-1, -1, 0, 0, 0},  {-1, -1, 1, 0, 0},  {-1, -1, 0, 3, 5}, {-1, -1, 1, 3, 5},
                  {mid, -1, 0, 0, 0}, {-1, mid, 1, 1, 0}, {0, mid, 0, 2, 4}, {mid, mid, 0, 0, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int f = 0; f < 3; f++) {
@@ -134,9 +134,11 @@ TEST(query_3_2_split_and_paging) {
         char copt[600] = "";
         long long ids[N];
         if (cont[0]) snprintf(copt, sizeof copt, "--continuation %s", cont);
-        ASSERT_EQ(rl_test_rl(&out, "query --db file:%s %s --index price_idx --reverse --skip 2 --limit 5 --fetch %s --stats %s",
-                      dir, st, FETCH[pages % 3], copt),
-                  0);
+        ASSERT_EQ(
+            rl_test_rl(&out,
+                       "query --db file:%s %s --index price_idx --reverse --skip 2 --limit 5 --fetch %s --stats %s",
+                       dir, st, FETCH[pages % 3], copt),
+            0);
         int n = parse(out, ids, cont, sizeof cont, reason);
         free(out);
         for (int i = 0; i < n; i++) got[ng++] = ids[i];

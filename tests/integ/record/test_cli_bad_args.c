@@ -20,10 +20,10 @@
 
 /* Kinds of numeric argument, deciding which bad values apply. */
 enum {
-    K_NONNEG,  /* integer with a range starting at 0 or above: "-1" is bad */
-    K_SIGNED,  /* integer whose range takes negatives (--pk, OFFSET): "-1" is valid */
+    K_NONNEG,   /* integer with a range starting at 0 or above: "-1" is bad */
+    K_SIGNED,   /* integer whose range takes negatives (--pk, OFFSET): "-1" is valid */
     K_UNSIGNED, /* uint64 */
-    K_DOUBLE,  /* finite number in a positive range */
+    K_DOUBLE,   /* finite number in a positive range */
 };
 
 typedef struct {
@@ -80,10 +80,10 @@ static const struct {
     {"rlbench", "query --only small/limit1 --json /nonexistent/rl-bad-args.json"},
 };
 
-static const char *bad_common[] = {"abc", "12abc", "", " 7", "7 ", "0x10", "1.5", "1e3", "nan", "+-1",
-                                   "99999999999999999999"};
-static const char *bad_double[] = {"abc", "1.5x", "", " 1", "0x1p3", "1e999", "-1", "0", "nan", "NaN", "-nan",
-                                   "inf", "-inf", "Infinity"};
+static const char *bad_common[] = {
+    "abc", "12abc", "", " 7", "7 ", "0x10", "1.5", "1e3", "nan", "+-1", "99999999999999999999"};
+static const char *bad_double[] = {"abc", "1.5x", "",    " 1",   "0x1p3", "1e999", "-1",
+                                   "0",   "nan",  "NaN", "-nan", "inf",   "-inf",  "Infinity"};
 
 static char dbdir[4096];
 static int runs;
@@ -165,7 +165,8 @@ TEST(cli_4_1_bad_numbers_everywhere) {
             for (int form = 0; form < (eq_too ? 2 : 1); form++) {
                 if (positional) {
                     /* "--" keeps "-1"-like values positional, as a user would write them */
-                    snprintf(words, sizeof words, "%s %s%s", base, vals[v][0] == '-' && vals[v][1] == '-' ? "-- " : "", q);
+                    snprintf(words, sizeof words, "%s %s%s", base, vals[v][0] == '-' && vals[v][1] == '-' ? "-- " : "",
+                             q);
                 } else if (form == 0) {
                     /* "--opt VALUE" cannot take a value beginning with "--": that is a missing value */
                     if (vals[v][0] == '-' && vals[v][1] == '-') continue;

@@ -71,7 +71,8 @@ TEST(cli_1_1_load_and_get_numbers_checked) {
     /* Nothing was opened: the directory is still empty (no LOCK, no log). */
     ASSERT_EQ(dir_entries(dir), 0);
     snprintf(args, sizeof args, "get --db file:%s --pk 99999999999999999999", dir);
-    expect_usage("rl get: --pk: 99999999999999999999 is out of range [-9223372036854775808, 9223372036854775807]", args);
+    expect_usage("rl get: --pk: 99999999999999999999 is out of range [-9223372036854775808, 9223372036854775807]",
+                 args);
     snprintf(args, sizeof args, "get --db file:%s --pk 3x", dir);
     expect_usage("--pk: '3x' is not an integer", args);
     ASSERT_EQ(dir_entries(dir), 0);

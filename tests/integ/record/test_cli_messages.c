@@ -51,8 +51,14 @@ TEST(cli_3_1_database_urls) {
 }
 
 TEST(cli_3_2_db_without_value) {
-    const char *cmds[] = {"load --count 1 --db", "get --pk 1 --db", "check --db", "inject-defect --pk 1 --kind stray-suffix --db",
-                          "query --index price_idx --db", "kv --db", "kv status --db", "kv --db --tuple status"};
+    const char *cmds[] = {"load --count 1 --db",
+                          "get --pk 1 --db",
+                          "check --db",
+                          "inject-defect --pk 1 --kind stray-suffix --db",
+                          "query --index price_idx --db",
+                          "kv --db",
+                          "kv status --db",
+                          "kv --db --tuple status"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) expect(2, "option --db needs a value", "%s", cmds[i]);
     expect(2, "rl load: option --db needs a value", "load --db --count 5");
 }
@@ -61,7 +67,8 @@ TEST(cli_3_3_tuple_hex_messages) {
     expect(1, "'zz' is not hex: 'z' at offset 0", "tuple decode zz");
     expect(1, "'15g1' is not hex: 'g' at offset 2", "tuple print 15g1");
     expect(1, "'150' has an odd number of hex digits (3)", "tuple decode 150");
-    expect(2, "rl query: --continuation: 'xyz' is not hex: 'x' at offset 0", "query --db mem: --index price_idx --continuation xyz");
+    expect(2, "rl query: --continuation: 'xyz' is not hex: 'x' at offset 0",
+           "query --db mem: --index price_idx --continuation xyz");
 }
 
 TEST(cli_3_4_nesting_limit_named) {
@@ -82,9 +89,11 @@ TEST(cli_3_4_nesting_limit_named) {
             expect(0, NULL, "tuple print %s", hex);
             expect(0, NULL, "tuple encode '%s'", json);
         } else {
-            expect(1, "tuple_malformed: Encoded tuple is malformed: tuples nest at most 1000 levels deep", "tuple decode %s", hex);
+            expect(1, "tuple_malformed: Encoded tuple is malformed: tuples nest at most 1000 levels deep",
+                   "tuple decode %s", hex);
             expect(1, "tuples nest at most 1000 levels deep", "tuple print %s", hex);
-            expect(1, "invalid_argument: Invalid argument: tuples nest at most 1000 levels deep", "tuple encode '%s'", json);
+            expect(1, "invalid_argument: Invalid argument: tuples nest at most 1000 levels deep", "tuple encode '%s'",
+                   json);
         }
     }
     /* Other encode errors say what is wrong too. */

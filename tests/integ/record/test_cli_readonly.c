@@ -55,8 +55,12 @@ TEST(cli_5_1_read_only_commands_change_nothing) {
     const struct {
         const char *cmd, *args;
         int code;
-    } cmds[] = {{"kv", "status", 0},          {"kv", "get x", 1},          {"kv", "range '' '\\xff'", 0},
-                {"kv", "getkey fge a", 0},    {"check", "", 0},            {"get", "--pk 1", 0},
+    } cmds[] = {{"kv", "status", 0},
+                {"kv", "get x", 1},
+                {"kv", "range '' '\\xff'", 0},
+                {"kv", "getkey fge a", 0},
+                {"check", "", 0},
+                {"get", "--pk 1", 0},
                 {"query", "--index price_idx --limit 2", 0}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         int rc = rl_test_rl(&out, "%s --db file:%s %s", cmds[i].cmd, dir, cmds[i].args);

@@ -245,7 +245,10 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     rl__buf_reset(&b);
     hello(&b, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
     /* GET: version, then a key length of 1000 with 3 bytes behind it. */
-    frame(&b, RL_MSG_GET, 0, 2, "\x01\x00\x00\x00\x00\x00\x00\x00\xe8\x03\x00\x00" "abc", 15);
+    frame(&b, RL_MSG_GET, 0, 2,
+          "\x01\x00\x00\x00\x00\x00\x00\x00\xe8\x03\x00\x00"
+          "abc",
+          15);
     session(e, id, port, "GET with a key longer than its payload", &b, 1, 0);
     rl__buf_reset(&b);
     hello(&b, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
@@ -290,8 +293,8 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
             uint32_t len = (uint32_t)rl_test_rand_below(rs, sizeof pl);
             for (uint32_t i = 0; i < len; i++) pl[i] = (uint8_t)rl_test_rand(rs);
             static const uint16_t flags[] = {0, 0, 0, 1, 3, 2};
-            frame(&b, types[rl_test_rand_below(rs, sizeof types / sizeof types[0])],
-                  flags[rl_test_rand_below(rs, 6)], rl_test_rand(rs), pl, len);
+            frame(&b, types[rl_test_rand_below(rs, sizeof types / sizeof types[0])], flags[rl_test_rand_below(rs, 6)],
+                  rl_test_rand(rs), pl, len);
         }
         session(e, id, port, "random frames", &b, 0, 0);
     }

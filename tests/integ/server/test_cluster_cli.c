@@ -33,9 +33,7 @@ static json_t *status_json(const char *dir, int *exit_code) {
     return j;
 }
 
-static json_t *proc_of(json_t *st, int id) {
-    return json_array_get(json_object_get(st, "processes"), (size_t)id);
-}
+static json_t *proc_of(json_t *st, int id) { return json_array_get(json_object_get(st, "processes"), (size_t)id); }
 
 static int pid_gone(int pid) {
     int s;
@@ -115,7 +113,8 @@ TEST(cluster_3_1_cli_life_cycle) {
         free(out);
         char *scan = NULL, *remote = NULL;
         ASSERT_EQ(rl_test_run("rl", &scan, NULL, "query --db '%s' --index price_idx --limit 20 --fetch scan", url), 0);
-        ASSERT_EQ(rl_test_run("rl", &remote, NULL, "query --db '%s' --index price_idx --limit 20 --fetch remote", url), 0);
+        ASSERT_EQ(rl_test_run("rl", &remote, NULL, "query --db '%s' --index price_idx --limit 20 --fetch remote", url),
+                  0);
         ASSERT_STR_EQ(scan, remote);
         ASSERT_NOT_NULL(strstr(scan, "order_id"));
         free(scan), free(remote);
@@ -226,7 +225,8 @@ TEST(cluster_3_3_guardian) {
         rl_test_cluster c;
         if (rl_test_cluster_start(&c, &o) != RL_OK) _exit(3);
         char line[4400];
-        int n = snprintf(line, sizeof line, "%d %d %s\n", rl_test_cluster_pid(&c, 0), rl_test_cluster_pid(&c, 1), c.dir);
+        int n =
+            snprintf(line, sizeof line, "%d %d %s\n", rl_test_cluster_pid(&c, 0), rl_test_cluster_pid(&c, 1), c.dir);
         (void)!write(pfd[1], line, (size_t)n);
         pause();
         _exit(0);

@@ -28,8 +28,8 @@
 #include "test.h"
 #include "tuple/tuple.h"
 
-#define NP 3 /* client processes */
-#define NT 3 /* threads per process */
+#define NP 3  /* client processes */
+#define NT 3  /* threads per process */
 #define NK 16 /* keys per thread */
 
 typedef struct {
@@ -40,7 +40,7 @@ typedef struct {
     char model[NK][48]; /* "" = absent */
     int64_t writes;     /* committed write transactions */
     int gen;
-    char err[512];      /* the first failure */
+    char err[512]; /* the first failure */
     int n_mapped, n_cross, n_reads, n_commits, n_unknown;
 } thr;
 
@@ -54,10 +54,10 @@ static void key3(rl_buf *b, const char *tag, int p, int t, int k) {
     if (k >= 0) rl__tuple_pack_int(&pk, k);
 }
 
-#define CHECK(th, cond, ...)                                                                       \
-    do {                                                                                           \
-        if (!(cond) && !(th)->err[0]) snprintf((th)->err, sizeof (th)->err, __VA_ARGS__);          \
-        if ((th)->err[0]) return -1;                                                               \
+#define CHECK(th, cond, ...)                                                             \
+    do {                                                                                 \
+        if (!(cond) && !(th)->err[0]) snprintf((th)->err, sizeof(th)->err, __VA_ARGS__); \
+        if ((th)->err[0]) return -1;                                                     \
     } while (0)
 
 static int64_t read_counter(rl_db *db, const rl_buf *k, int *rc_out) {
@@ -111,8 +111,7 @@ static int op_write(thr *th, int all) {
             touch[k] = 1;
             if (rl_test_rand_below(&th->rs, 4) != 0)
                 snprintf(vals[k], sizeof vals[k], "g%d.%d.%d.%d", th->gen, th->p, th->t, k);
-            else
-                vals[k][0] = 0;
+            else vals[k][0] = 0;
         }
     }
     rl_txn *t;
@@ -123,15 +122,11 @@ static int op_write(thr *th, int all) {
     for (int k = 0; k < NK; k++) {
         if (!touch[k]) continue;
         key3(&kb, "cc", th->p, th->t, k);
-        if (vals[k][0])
-            rl_txn_set(t, kb.data, kb.len, vals[k], strlen(vals[k]));
-        else
-            rl_txn_clear(t, kb.data, kb.len);
+        if (vals[k][0]) rl_txn_set(t, kb.data, kb.len, vals[k], strlen(vals[k]));
+        else rl_txn_clear(t, kb.data, kb.len);
         key3(&kb, "ci", th->p, th->t, k);
-        if (vals[k][0])
-            rl_txn_set(t, kb.data, kb.len, "", 0);
-        else
-            rl_txn_clear(t, kb.data, kb.len);
+        if (vals[k][0]) rl_txn_set(t, kb.data, kb.len, "", 0);
+        else rl_txn_clear(t, kb.data, kb.len);
     }
     key3(&kb, "cn", th->p, th->t, -1);
     rl_txn_atomic_op(t, kb.data, kb.len, one, 8, RL_ATOMIC_ADD);
@@ -173,13 +168,14 @@ static int op_write(thr *th, int all) {
 }
 
 /* Range [prefix, prefix + \xff) of one transaction; all rows (paging on more). */
-static int read_prefix(rl_txn *t, const rl_buf *prefix, int flags, rl_keyvalue *out, char (*vals)[48], uint8_t (*keys)[64],
-                       int cap, int *n_out) {
+static int read_prefix(rl_txn *t, const rl_buf *prefix, int flags, rl_keyvalue *out, char (*vals)[48],
+                       uint8_t (*keys)[64], int cap, int *n_out) {
     uint8_t end[64];
     memcpy(end, prefix->data, prefix->len);
     end[prefix->len] = 0xff;
-    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(prefix->data, prefix->len),
-                                    RL_FIRST_GREATER_OR_EQUAL(end, prefix->len + 1), 0, 0, RL_STREAMING_WANT_ALL, 0, flags);
+    rl_future *f =
+        rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(prefix->data, prefix->len),
+                         RL_FIRST_GREATER_OR_EQUAL(end, prefix->len + 1), 0, 0, RL_STREAMING_WANT_ALL, 0, flags);
     int rc = rl_future_wait(f);
     if (rc) {
         rl_future_free(f);
@@ -243,8 +239,8 @@ static int op_verify_own(thr *th) {
     CHECK(th, nr == want && ni == want, "range: %d records and %d index entries, model %d", nr, ni, want);
     for (int i = 0; i < nr; i++) {
         int kk = key_k(&rk[i]);
-        CHECK(th, kk >= 0 && kk < NK && !strcmp(rv[i], th->model[kk]), "range row k=%d '%.47s', model '%.47s'", kk, rv[i],
-              kk >= 0 && kk < NK ? th->model[kk] : "?");
+        CHECK(th, kk >= 0 && kk < NK && !strcmp(rv[i], th->model[kk]), "range row k=%d '%.47s', model '%.47s'", kk,
+              rv[i], kk >= 0 && kk < NK ? th->model[kk] : "?");
         CHECK(th, key_k(&ik[i]) == kk, "index entry %d is k=%d, record k=%d", i, key_k(&ik[i]), kk);
     }
     return 0;
@@ -278,7 +274,8 @@ static int op_mapped(thr *th) {
     for (int i = 0; !rc && i < n; i++) {
         int kk = key_k(&m[i].index);
         char got[48] = "";
-        if (m[i].n_kvs == 1) snprintf(got, sizeof got, "%.*s", (int)m[i].kvs[0].value_len, (const char *)m[i].kvs[0].value);
+        if (m[i].n_kvs == 1)
+            snprintf(got, sizeof got, "%.*s", (int)m[i].kvs[0].value_len, (const char *)m[i].kvs[0].value);
         if (kk < 0 || kk >= NK || m[i].n_kvs != 1 || strcmp(got, th->model[kk])) bad = i;
         seen_remote += !m[i].served_locally;
     }
@@ -318,8 +315,8 @@ static int op_cross(thr *th) {
     CHECK(th, nr == ni, "thread (%d, %d) seen half-applied: %d records, %d index entries", p, tt, nr, ni);
     int gen = -1;
     for (int i = 0; i < nr; i++) {
-        CHECK(th, key_k(&rk[i]) == key_k(&ik[i]), "thread (%d, %d): record k=%d beside index k=%d", p, tt, key_k(&rk[i]),
-              key_k(&ik[i]));
+        CHECK(th, key_k(&rk[i]) == key_k(&ik[i]), "thread (%d, %d): record k=%d beside index k=%d", p, tt,
+              key_k(&rk[i]), key_k(&ik[i]));
         /* Values name their writer: (p, tt). */
         char who[16];
         snprintf(who, sizeof who, ".%d.%d", p, tt);
@@ -333,16 +330,11 @@ static void *thread_main(void *arg) {
     thr *th = arg;
     for (int i = 0; i < th->ops && !th->err[0]; i++) {
         uint64_t r = rl_test_rand_below(&th->rs, 100);
-        if (r < 35)
-            op_write(th, 0);
-        else if (r < 45)
-            op_write(th, 1);
-        else if (r < 65)
-            op_verify_own(th);
-        else if (r < 85)
-            op_mapped(th);
-        else
-            op_cross(th);
+        if (r < 35) op_write(th, 0);
+        else if (r < 45) op_write(th, 1);
+        else if (r < 65) op_verify_own(th);
+        else if (r < 85) op_mapped(th);
+        else op_cross(th);
     }
     if (!th->err[0]) op_verify_own(th);
     if (!th->err[0]) {
@@ -353,8 +345,8 @@ static void *thread_main(void *arg) {
         int64_t c = read_counter(th->db, &kb, &rc);
         rl__buf_release(&kb);
         if (rc || c != th->writes)
-            snprintf(th->err, sizeof th->err, "counter %lld (%s), committed writes %lld", (long long)c, rl_error_name(rc),
-                     (long long)th->writes);
+            snprintf(th->err, sizeof th->err, "counter %lld (%s), committed writes %lld", (long long)c,
+                     rl_error_name(rc), (long long)th->writes);
     }
     return NULL;
 }

@@ -92,9 +92,8 @@ typedef struct {
     uint16_t port;
 } coord;
 
-static const char *k_init =
-    "{\"storage\": [1, 2], \"shards\": [{\"begin\": \"\", \"end\": \"6d\", \"team\": [1]}, "
-    "{\"begin\": \"6d\", \"end\": \"ff\", \"team\": [2]}]}";
+static const char *k_init = "{\"storage\": [1, 2], \"shards\": [{\"begin\": \"\", \"end\": \"6d\", \"team\": [1]}, "
+                            "{\"begin\": \"6d\", \"end\": \"ff\", \"team\": [2]}]}";
 
 /* Start `rlkvd coordinator` (extra: more arguments, NULL-terminated) and wait for its port
  * file (10 s). Returns its exit code instead when it exits first (*c->pid is then 0). */
@@ -341,8 +340,7 @@ static void tconn_hello(tconn *t, uint8_t role, uint32_t id) {
     rl_frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
-    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id,
-                                       (const uint8_t *)"hostT", 5};
+    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"hostT", 5};
     tconn_call(t, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
     ASSERT_EQ(r.u.hello_reply.role, RL_ROLE_COORDINATOR);
@@ -407,19 +405,16 @@ static rl_msg_commit_reply txn_commit(tconn *t, txn *x) {
     rl_frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_COMMIT;
-    m.u.commit_req = (rl_msg_commit_req){x->rv, x->reads, x->n_reads, x->writes, x->n_writes,
-                                         x->muts, x->n_muts};
+    m.u.commit_req = (rl_msg_commit_req){x->rv, x->reads, x->n_reads, x->writes, x->n_writes, x->muts, x->n_muts};
     tconn_call(t, &m, &h, &r);
     if (h.flags != RL_FRAME_REPLY)
-        fail_msg("COMMIT got an error reply %d: %.*s", r.u.error.code, (int)r.u.error.message_len,
-                 r.u.error.message);
+        fail_msg("COMMIT got an error reply %d: %.*s", r.u.error.code, (int)r.u.error.message_len, r.u.error.message);
     rl__arena_release(&x->a);
     return r.u.commit_reply;
 }
 
 /* GET key at version v: returns 1 and the value (copied, NUL-terminated, free()) if present. */
-static int get_at(tconn *t, rl_version v, const char *k, size_t kl, char **out, uint32_t *out_len,
-                  int *out_err) {
+static int get_at(tconn *t, rl_version v, const char *k, size_t kl, char **out, uint32_t *out_len, int *out_err) {
     rl_msg m, r;
     rl_frame_header h;
     memset(&m, 0, sizeof m);
@@ -615,7 +610,9 @@ static void *c12_thread(void *p) {
             a->ok[i] = 1;
             a->versions[i] = cr.commit_version;
             a->orders[i] = cr.batch_order;
-            if (cr.commit_version <= rv) snprintf(a->fail, sizeof a->fail, "version %llu <= read version", (unsigned long long)cr.commit_version);
+            if (cr.commit_version <= rv)
+                snprintf(a->fail, sizeof a->fail, "version %llu <= read version",
+                         (unsigned long long)cr.commit_version);
         } else if (cr.result == RL_E_NOT_COMMITTED) {
             a->conflicts++;
         } else {
@@ -695,16 +692,16 @@ TEST(coord_1_2_concurrent_commits) {
 
 /* Play storage server id: HELLO as storage, REGISTER_STORAGE with its durable version. Returns
  * the reply's start version; *out_err the error code of an error reply (else 0). */
-static rl_version register_storage(tconn *t, uint16_t port, uint32_t id, rl_version durable,
-                                   int *out_err, char *msg, size_t cap) {
+static rl_version register_storage(tconn *t, uint16_t port, uint32_t id, rl_version durable, int *out_err, char *msg,
+                                   size_t cap) {
     tconn_open(t, port);
     tconn_hello(t, RL_ROLE_STORAGE, id);
     rl_msg m, r;
     rl_frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_REGISTER_STORAGE;
-    m.u.register_storage_req = (rl_msg_register_storage_req){id, (const uint8_t *)"127.0.0.1", 9,
-                                                             (uint16_t)(40000 + id), (const uint8_t *)"hostS", 5, durable};
+    m.u.register_storage_req = (rl_msg_register_storage_req){
+        id, (const uint8_t *)"127.0.0.1", 9, (uint16_t)(40000 + id), (const uint8_t *)"hostS", 5, durable};
     tconn_call(t, &m, &h, &r);
     *out_err = h.flags & RL_FRAME_ERROR ? r.u.error.code : 0;
     if (*out_err) {
@@ -788,8 +785,8 @@ static void pop(tconn *t, uint32_t id, rl_version v) {
 
 /* ---- coord-1.3 -------------------------------------------------------------------------------- */
 
-static rl_msg_get_range_reply get_range(tconn *t, rl_version v, rl_key_selector b, rl_key_selector e,
-                                        int limit, int reverse, int *out_err) {
+static rl_msg_get_range_reply get_range(tconn *t, rl_version v, rl_key_selector b, rl_key_selector e, int limit,
+                                        int reverse, int *out_err) {
     rl_msg m, r;
     rl_frame_header h;
     memset(&m, 0, sizeof m);
@@ -845,13 +842,17 @@ TEST(coord_1_3_system_keyspace) {
         txn_set(&x, "\xff/ok", 4, "x", 1); /* the whole transaction is refused */
         txn_mut(&x, refused[i].type, refused[i].p1, refused[i].l1, refused[i].p2, refused[i].l2);
         cr = txn_commit(&t, &x);
-        if (cr.result != refused[i].want) fail_msg("refused[%zu]: result %d, expected %d", i, cr.result, refused[i].want);
+        if (cr.result != refused[i].want)
+            fail_msg("refused[%zu]: result %d, expected %d", i, cr.result, refused[i].want);
         ASSERT_EQ(cr.commit_version, 0);
     }
     ASSERT_FALSE(get_at(&t, grv(&t), "\xff/ok", 4, NULL, NULL, NULL));
     /* A versionstamp right after "\xff" is a legal system key: the version's first byte is 0. */
     txn_init(&x, v);
-    txn_mut(&x, RL_MUT_SET_VERSIONSTAMPED_KEY, "\xff" "0123456789\x01\0\0\0", 15, "stamped", 7);
+    txn_mut(&x, RL_MUT_SET_VERSIONSTAMPED_KEY,
+            "\xff"
+            "0123456789\x01\0\0\0",
+            15, "stamped", 7);
     cr = txn_commit(&t, &x);
     ASSERT_OK(cr.result);
     {
@@ -918,11 +919,10 @@ TEST(coord_1_3_system_keyspace) {
         size_t kl;
         int offset;
     } gk[] = {
-        {SEL("\xff/t/a", 0, 1), 1, "\xff/t/a", 5, 1},
-        {SEL("\xff/t/a", 1, 1), 1, "\xff/t/b", 5, 1},
-        {SEL("\xff/t/c", 0, 0), 1, "\xff/t/b", 5, 1},  /* lastLessThan(\xff/t/c) */
-        {SEL("\xff", 0, 0), 0, "\xff", 1, 0},          /* runs off the shard's front */
-        {SEL("\xff/t/z", 0, 5), 1, "\xff\xff", 2, 1},  /* runs off the keyspace: clamped */
+        {SEL("\xff/t/a", 0, 1), 1, "\xff/t/a", 5, 1}, {SEL("\xff/t/a", 1, 1), 1, "\xff/t/b", 5, 1},
+        {SEL("\xff/t/c", 0, 0), 1, "\xff/t/b", 5, 1}, /* lastLessThan(\xff/t/c) */
+        {SEL("\xff", 0, 0), 0, "\xff", 1, 0},         /* runs off the shard's front */
+        {SEL("\xff/t/z", 0, 5), 1, "\xff\xff", 2, 1}, /* runs off the keyspace: clamped */
     };
     for (size_t i = 0; i < sizeof gk / sizeof gk[0]; i++) {
         memset(&m, 0, sizeof m);
@@ -1262,7 +1262,7 @@ TEST(coord_1_6_bad_input) {
         uint16_t type, flags;
         uint32_t len; /* payload length claimed */
         const char *payload;
-        size_t plen;  /* payload bytes actually sent */
+        size_t plen; /* payload bytes actually sent */
     } cases[] = {
         {"request before HELLO", 0, RL_MSG_GET_READ_VERSION, 0, 4, "\0\0\0\0", 4},
         {"unknown flags", 0, RL_MSG_HELLO, 0x10, 0, "", 0},
@@ -1339,8 +1339,8 @@ enum { BENCH_CONNS = 100, BENCH_THREADS = 4, BENCH_KEYS = 10 };
 
 typedef struct {
     uint16_t port;
-    int first;          /* connection index of the thread's first connection */
-    int n;              /* connections it drives */
+    int first; /* connection index of the thread's first connection */
+    int n;     /* connections it drives */
     double seconds;
     uint64_t commits, conflicts, other;
     char fail[256];
@@ -1385,13 +1385,13 @@ static void *bench_thread(void *p) {
                 rl_keyrange w[BENCH_KEYS];
                 char keys[BENCH_KEYS][32], ends[BENCH_KEYS][33];
                 for (int k = 0; k < BENCH_KEYS; k++) {
-                    int kl = snprintf(keys[k], 32, "bench/%03d/%08llu/%d", a->first + i,
-                                      (unsigned long long)seq[i], k);
+                    int kl = snprintf(keys[k], 32, "bench/%03d/%08llu/%d", a->first + i, (unsigned long long)seq[i], k);
                     memcpy(ends[k], keys[k], (size_t)kl + 1);
                     ends[k][kl] = 0;
                     mu[k] = (rl_mutation){RL_MUT_SET, (const uint8_t *)keys[k], (uint32_t)kl,
                                           (const uint8_t *)"value-0123456789", 16};
-                    w[k] = (rl_keyrange){(const uint8_t *)keys[k], (uint32_t)kl, (const uint8_t *)ends[k], (uint32_t)kl + 1};
+                    w[k] = (rl_keyrange){(const uint8_t *)keys[k], (uint32_t)kl, (const uint8_t *)ends[k],
+                                         (uint32_t)kl + 1};
                 }
                 seq[i]++;
                 memset(&m, 0, sizeof m);
@@ -1402,12 +1402,9 @@ static void *bench_thread(void *p) {
             } else {
                 int res = rep.u.commit_reply.result;
                 if (h.flags & RL_FRAME_ERROR) res = rep.u.error.code;
-                if (res == RL_OK)
-                    a->commits++;
-                else if (res == RL_E_NOT_COMMITTED)
-                    a->conflicts++;
-                else
-                    a->other++;
+                if (res == RL_OK) a->commits++;
+                else if (res == RL_E_NOT_COMMITTED) a->conflicts++;
+                else a->other++;
                 if (rl__clock_mono_ns() >= end) {
                     close(t[i].fd);
                     t[i].fd = -1;
@@ -1468,9 +1465,9 @@ TEST(coord_1_7_commit_throughput) {
     printf("commit throughput (%s, %d connections, GRV + COMMIT of %d keys each): %.0f "
            "commits/s, %.0f writes/s over %.2f s; %llu commits in %lld batches (%.1f per batch); "
            "conflicts %llu, other errors %llu\n",
-           no_sync ? "--no-sync" : "fsync on", BENCH_CONNS, BENCH_KEYS, (double)commits / el, (double)commits * BENCH_KEYS / el, el,
-           (unsigned long long)commits, (long long)batches, batches ? (double)commits / (double)batches : 0.0,
-           (unsigned long long)conflicts, (unsigned long long)other);
+           no_sync ? "--no-sync" : "fsync on", BENCH_CONNS, BENCH_KEYS, (double)commits / el,
+           (double)commits * BENCH_KEYS / el, el, (unsigned long long)commits, (long long)batches,
+           batches ? (double)commits / (double)batches : 0.0, (unsigned long long)conflicts, (unsigned long long)other);
     ASSERT_EQ(conflicts, 0);
     ASSERT_EQ(other, 0);
     ASSERT_TRUE(commits > 0);
@@ -1502,10 +1499,8 @@ static void *emb_thread(void *p) {
             rl_txn_set(t, key, (size_t)kl, "value-0123456789", 16);
         }
         rl_future *f = rl_txn_commit(t);
-        if (rl_future_wait(f) == RL_OK)
-            a->commits++;
-        else
-            a->fail = 1;
+        if (rl_future_wait(f) == RL_OK) a->commits++;
+        else a->fail = 1;
         rl_future_free(f);
         rl_txn_free(t);
     }
@@ -1538,14 +1533,13 @@ TEST(coord_1_8_embedded_file_baseline) {
     }
     double el = (double)(rl__clock_mono_ns() - t0) / 1e9;
     printf("embedded file: (fsync on, %d threads, a transaction of %d keys each): %.0f commits/s, "
-           "%.0f writes/s over %.2f s\n", BENCH_CONNS, BENCH_KEYS, (double)commits / el,
-           (double)commits * BENCH_KEYS / el, el);
+           "%.0f writes/s over %.2f s\n",
+           BENCH_CONNS, BENCH_KEYS, (double)commits / el, (double)commits * BENCH_KEYS / el, el);
     rl_db_close(db);
     rl_test_rmtree(dir);
     free(dir);
 }
 
-RL_TEST_MAIN(T(coord_1_1_start_status_shard_map), T(coord_1_2_concurrent_commits),
-             T(coord_1_3_system_keyspace), T(coord_1_4_peek_pop_health),
-             T(coord_1_5_restart_after_kill9), T(coord_1_6_bad_input),
+RL_TEST_MAIN(T(coord_1_1_start_status_shard_map), T(coord_1_2_concurrent_commits), T(coord_1_3_system_keyspace),
+             T(coord_1_4_peek_pop_health), T(coord_1_5_restart_after_kill9), T(coord_1_6_bad_input),
              T(coord_1_7_commit_throughput), T(coord_1_8_embedded_file_baseline))

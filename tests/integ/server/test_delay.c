@@ -42,9 +42,7 @@ static int start(const rl_cluster_up_opts *o) {
  * test checks p50 < 200 µs); the tail only has to be bounded — on a 2-core machine running ctest
  * -j2, a loop thread preempted for a few hundred µs makes the second-latest of 200 frames late
  * whatever the load average says (it failed at 434 µs with a 200 µs bound in a quiet CI run). */
-static uint64_t late_bound_ns(void) {
-    return 20000000;
-}
+static uint64_t late_bound_ns(void) { return 20000000; }
 
 static json_t *cluster_status(void) {
     json_t *st = NULL;
@@ -89,7 +87,8 @@ static int raw_open(const char *ip, uint16_t port, uint8_t role, uint32_t id, co
     ASSERT_TRUE(fd >= 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
     ASSERT_EQ(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) fail_msg("connect to %s:%u: %s", ip, port, strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+        fail_msg("connect to %s:%u: %s", ip, port, strerror(errno));
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     rl_msg m;
@@ -203,8 +202,8 @@ TEST(delay_1_1_per_message) {
         ASSERT_NOT_NULL(s);
         ASSERT_EQ(jint(s, "delay_us"), 1000);
         ASSERT_EQ(jint(s, "jitter_us"), 0);
-        printf("process %d: %lld delayed frames, lateness p50 %lld p99 %lld max %lld ns\n", id, jint(s, "delayed_frames"),
-               jint(s, "late_p50_ns"), jint(s, "late_p99_ns"), jint(s, "late_max_ns"));
+        printf("process %d: %lld delayed frames, lateness p50 %lld p99 %lld max %lld ns\n", id,
+               jint(s, "delayed_frames"), jint(s, "late_p50_ns"), jint(s, "late_p99_ns"), jint(s, "late_max_ns"));
         ASSERT_TRUE(jint(s, "delayed_frames") >= 200); /* the ping replies at least */
         ASSERT_TRUE(jint(s, "late_p99_ns") >= jint(s, "late_p50_ns"));
         ASSERT_TRUE(jint(s, "late_p50_ns") < 200000);
@@ -305,8 +304,9 @@ static double until_rtt(rl_db *db, int want_slow, uint64_t threshold_ns) {
         int ok = want_slow ? ps.min_ns >= threshold_ns : ps.min_ns < threshold_ns;
         double el = (double)(rl__clock_mono_ns() - t0) / 1e9;
         if (ok) return el;
-        if (el > 5.0) fail_msg("the round trip did not become %s %.0f us within 5 s (min %.1f us)",
-                               want_slow ? ">=" : "<", threshold_ns / 1e3, ps.min_ns / 1e3);
+        if (el > 5.0)
+            fail_msg("the round trip did not become %s %.0f us within 5 s (min %.1f us)", want_slow ? ">=" : "<",
+                     threshold_ns / 1e3, ps.min_ns / 1e3);
         rl__clock_sleep_us(50000);
     }
 }
@@ -398,10 +398,8 @@ TEST(delay_1_4_hosts) {
         /* Before any client: a server on host1 has sent nothing delayed (its only link is to the
          * coordinator on its own host; the health checks are admin connections), one on host2 or
          * host3 has (PEEK, POP to the coordinator on host1). */
-        if (h == 1)
-            ASSERT_EQ(jint(proc_status(st, id), "delayed_frames"), 0);
-        else
-            ASSERT_TRUE(jint(proc_status(st, id), "delayed_frames") > 0);
+        if (h == 1) ASSERT_EQ(jint(proc_status(st, id), "delayed_frames"), 0);
+        else ASSERT_TRUE(jint(proc_status(st, id), "delayed_frames") > 0);
         /* The coordinator's server list (what the shard map carries) has the registered address. */
         json_t *sv = json_array_get(json_object_get(coord, "servers"), (size_t)id - 1);
         ASSERT_EQ(jint(sv, "id"), id);
@@ -534,8 +532,10 @@ TEST(delay_1_5_bad_input) {
     ASSERT_EQ(rl_test_run("rl", NULL, &out, "ping --db mem:"), 2);
     ASSERT_NOT_NULL(strstr(out, "cluster:"));
     free(out);
-    ASSERT_EQ(rl_test_run("rlkvd", NULL, &out, "storage --dir /nonexistent/x --id 1 --coordinator 127.0.0.1:1 "
-                                               "--delay-us 10000001"), 2);
+    ASSERT_EQ(rl_test_run("rlkvd", NULL, &out,
+                          "storage --dir /nonexistent/x --id 1 --coordinator 127.0.0.1:1 "
+                          "--delay-us 10000001"),
+              2);
     free(out);
     ASSERT_EQ(rl_test_run("rlkvd", NULL, &out, "coordinator --dir /nonexistent/x --jitter-us 99999999999"), 2);
     free(out);
@@ -607,5 +607,5 @@ TEST(delay_1_5_bad_input) {
     rl_test_cluster_stop(&g_c);
 }
 
-RL_TEST_MAIN(T(delay_1_1_per_message), T(delay_1_2_jitter_keeps_order), T(delay_1_3_set_delay_live),
-             T(delay_1_4_hosts), T(delay_1_5_bad_input))
+RL_TEST_MAIN(T(delay_1_1_per_message), T(delay_1_2_jitter_keeps_order), T(delay_1_3_set_delay_live), T(delay_1_4_hosts),
+             T(delay_1_5_bad_input))

@@ -69,8 +69,8 @@ typedef struct {
     rl_pl_map m;
 } map_ctx;
 
-static int read_rows(rl_txn *t, const char *b, size_t bl, const char *e, size_t el, rl_buf *keys,
-                     rl_keyvalue **out, int *n) {
+static int read_rows(rl_txn *t, const char *b, size_t bl, const char *e, size_t el, rl_buf *keys, rl_keyvalue **out,
+                     int *n) {
     /* Copies: offsets into keys first (it grows), pointers at the end. */
     size_t *off = NULL, cap = 0;
     int total = 0, rc = RL_OK, more = 1;
@@ -147,7 +147,8 @@ static void team_of(rl_db *db, const char *key, char *out, size_t cap, int *boun
         size_t k = 0;
         for (uint32_t i = 0; i < s->n_team; i++)
             k += (size_t)snprintf(out + k, cap - k, "%s%u", i ? "," : "", s->team[i]);
-        if (boundary) *boundary = rl__bytes_cmp(s->begin, s->begin_len, (const uint8_t *)key, (uint32_t)strlen(key)) == 0;
+        if (boundary)
+            *boundary = rl__bytes_cmp(s->begin, s->begin_len, (const uint8_t *)key, (uint32_t)strlen(key)) == 0;
     }
     rl__pl_map_free(&c.m);
 }
@@ -308,10 +309,8 @@ static void *writer(void *arg) {
             for (int j = 0; j < n; j++) {
                 wkey(k, keys[j]);
                 snprintf(v, sizeof v, "%u", vals[j]);
-                if (pres[j])
-                    rl_txn_set(t, k, strlen(k), v, strlen(v));
-                else
-                    rl_txn_clear(t, k, strlen(k));
+                if (pres[j]) rl_txn_set(t, k, strlen(k), v, strlen(v));
+                else rl_txn_clear(t, k, strlen(k));
             }
             rl_future *f = rl_txn_commit(t);
             int rc = rl_future_wait(f);
@@ -440,14 +439,14 @@ static int check_once(wl_t *w, uint64_t *rs) {
             uint32_t want = 0;
             int present = model_at(w, id, (rl_version)rv, &want);
             char got[16] = "";
-            if (seen[id])
-                snprintf(got, sizeof got, "%.*s", (int)kv[row_of[id]].value_len, kv[row_of[id]].value);
+            if (seen[id]) snprintf(got, sizeof got, "%.*s", (int)kv[row_of[id]].value_len, kv[row_of[id]].value);
             char ws[16];
             snprintf(ws, sizeof ws, "%u", want);
             if (present != seen[id] || (present && strcmp(got, ws))) {
-                snprintf(w->err, sizeof w->err, "reader: key w/%05d at version %lld: read %s%s, the model "
-                         "says %s%s", id, (long long)rv, seen[id] ? "" : "nothing", got,
-                         present ? "" : "absent", present ? ws : "");
+                snprintf(w->err, sizeof w->err,
+                         "reader: key w/%05d at version %lld: read %s%s, the model "
+                         "says %s%s",
+                         id, (long long)rv, seen[id] ? "" : "nothing", got, present ? "" : "absent", present ? ws : "");
                 atomic_store(&w->stop, 1);
             }
         }
@@ -457,8 +456,8 @@ static int check_once(wl_t *w, uint64_t *rs) {
             char ws[16];
             snprintf(ws, sizeof ws, "%u", want);
             if (present != ppresent[j] || (present && strcmp(ws, pval[j]))) {
-                snprintf(w->err, sizeof w->err, "reader: GET w/%05d at version %lld: %s, the model says %s",
-                         pk[j], (long long)rv, ppresent[j] ? pval[j] : "absent", present ? ws : "absent");
+                snprintf(w->err, sizeof w->err, "reader: GET w/%05d at version %lld: %s, the model says %s", pk[j],
+                         (long long)rv, ppresent[j] ? pval[j] : "absent", present ? ws : "absent");
                 atomic_store(&w->stop, 1);
             }
         }
@@ -489,11 +488,11 @@ static void assign(rl_test_cluster *c, const char *b, const char *e, const uint3
     uint32_t moved = 0;
     rl_version v = 0;
     uint64_t t0 = now_ns();
-    int rc = rl__placement_assign(c->url, (const uint8_t *)b, strlen(b), (const uint8_t *)e, strlen(e), team, n,
-                                  20000, &v, &moved, &msg);
+    int rc = rl__placement_assign(c->url, (const uint8_t *)b, strlen(b), (const uint8_t *)e, strlen(e), team, n, 20000,
+                                  &v, &moved, &msg);
     printf("assign [%s, %s) to %u%s: %s, %u shards moved at version %llu in %.1f ms %s\n", b, e, team[0],
-           n > 1 ? ",..." : "", rl_error_name(rc), moved, (unsigned long long)v,
-           (double)(now_ns() - t0) / 1e6, msg.len ? (char *)msg.data : "");
+           n > 1 ? ",..." : "", rl_error_name(rc), moved, (unsigned long long)v, (double)(now_ns() - t0) / 1e6,
+           msg.len ? (char *)msg.data : "");
     ASSERT_OK(rc);
     rl__buf_release(&msg);
 }
@@ -640,7 +639,8 @@ TEST(placement_2_3_coordinator_restart) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t2[] = {2};
-    int rc = rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 1500, NULL, NULL, &msg);
+    int rc =
+        rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 1500, NULL, NULL, &msg);
     printf("assign with the destination stopped: %s (%s)\n", rl_error_name(rc), msg.len ? (char *)msg.data : "");
     ASSERT_RC(rc, RL_E_TIMED_OUT);
     ASSERT_TRUE(strstr((char *)msg.data, "destinations 2") != NULL);
@@ -655,8 +655,8 @@ TEST(placement_2_3_coordinator_restart) {
     ASSERT_OK(rl__cluster_wait_healthy(c.dir, 20000, &msg));
     /* The resumed move finishes: the same request now returns once it is done. */
     rl__buf_reset(&msg);
-    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
-                                   NULL, &msg));
+    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL,
+                                   &msg));
     char team[64];
     team_of(db, "r/000", team, sizeof team, NULL);
     ASSERT_STR_EQ(team, "2");
@@ -691,13 +691,13 @@ TEST(placement_2_5_destination_restart) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t2[] = {2};
-    ASSERT_RC(rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 1000, NULL, NULL,
-                                   &msg),
-              RL_E_TIMED_OUT);
+    ASSERT_RC(
+        rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 1000, NULL, NULL, &msg),
+        RL_E_TIMED_OUT);
     ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0); /* SIGKILL (it is stopped), then start */
     rl__buf_reset(&msg);
-    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL,
-                                   &msg));
+    ASSERT_OK(
+        rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL, &msg));
     char team[64];
     team_of(db, "", team, sizeof team, NULL);
     ASSERT_STR_EQ(team, "2");
@@ -754,8 +754,8 @@ TEST(placement_2_6_source_drops_rows) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t2[] = {2};
-    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
-                                   NULL, &msg));
+    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL,
+                                   &msg));
     json_t *st = NULL;
     int dropped = 0;
     for (int i = 0; i < 100 && !dropped; i++) { /* versions move with commits only */
@@ -784,9 +784,9 @@ TEST(placement_2_4_bad_input) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t9[] = {9}, t1[] = {1};
-    ASSERT_RC(rl__placement_assign(c.url, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, t9, 1, 5000, NULL, NULL,
-                                   &msg),
-              RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(
+        rl__placement_assign(c.url, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, t9, 1, 5000, NULL, NULL, &msg),
+        RL_E_INVALID_ARGUMENT);
     ASSERT_TRUE(strstr((char *)msg.data, "9") != NULL);
     /* The coordinator's own checks, past the library's: a raw admin connection. */
     char ip[16];

@@ -31,7 +31,7 @@ static rl_test_cluster g_cluster; /* static: the exit hook stops it after a fail
 typedef struct {
     int present[MAXPK + 1]; /* the index entry exists */
     int price[MAXPK + 1];
-    int nsub[MAXPK + 1];    /* record keys */
+    int nsub[MAXPK + 1]; /* record keys */
 } model;
 
 static void pack_index(rl_buf *b, int price, int pk) {
@@ -105,8 +105,9 @@ static rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target, int f
     rl__tuple_pack_string(&p, "i", 1);
     rl__tuple_pack_int(&p, hi);
     mapper(&mp);
-    rl_future *f = rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len),
-                                           mp.data, mp.len, limit, target, RL_STREAMING_WANT_ALL, 0, flags);
+    rl_future *f =
+        rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len),
+                                mp.data, mp.len, limit, target, RL_STREAMING_WANT_ALL, 0, flags);
     rl__buf_release(&b);
     rl__buf_release(&e);
     rl__buf_release(&mp);
@@ -220,8 +221,8 @@ TEST(strategies_1_1_identical) {
         for (int k = 0; k < 3; k++) rl_future_free(fs[k]);
         rl_txn_free(t);
     }
-    printf("%d rounds (%d with their s2s round trips checked): %d entries remote, %d local, %d cut off (more)\n", ROUNDS,
-           checked_rt, remote_seen, local_seen, more_seen);
+    printf("%d rounds (%d with their s2s round trips checked): %d entries remote, %d local, %d cut off (more)\n",
+           ROUNDS, checked_rt, remote_seen, local_seen, more_seen);
     ASSERT_TRUE(remote_seen > 0 && local_seen > 0 && checked_rt > 0);
     rl_db_close(db2);
     rl_db_close(db);
@@ -261,9 +262,17 @@ TEST(strategies_1_2_database_default) {
     rl_future_free(f);
     rl_txn_free(t);
     rl_db_close(db);
-    struct { const char *suffix; int flags; uint32_t want; } cases[] = {
-        {"?secondary=grouped", 0, 1}, {"?secondary=individual", 0, 10}, {"?secondary=grouped", RL_MAPPED_INDIVIDUAL, 10},
-        {"?secondary=individual", RL_MAPPED_GROUPED, 1}, {"", 0, 1}, {"?secondary=default", RL_MAPPED_INDIVIDUAL, 10},
+    struct {
+        const char *suffix;
+        int flags;
+        uint32_t want;
+    } cases[] = {
+        {"?secondary=grouped", 0, 1},
+        {"?secondary=individual", 0, 10},
+        {"?secondary=grouped", RL_MAPPED_INDIVIDUAL, 10},
+        {"?secondary=individual", RL_MAPPED_GROUPED, 1},
+        {"", 0, 1},
+        {"?secondary=default", RL_MAPPED_INDIVIDUAL, 10},
     };
     char url[4400];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

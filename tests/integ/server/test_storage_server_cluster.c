@@ -140,7 +140,8 @@ static void wait_known(uint16_t port, int64_t v) {
         json_decref(j);
         sst_client_close(&c);
         if (registered && known >= v) return;
-        if (sst_now_ms() > end) fail_msg("storage server on port %u: known %lld, waiting for %lld", port, (long long)known, (long long)v);
+        if (sst_now_ms() > end)
+            fail_msg("storage server on port %u: known %lld, waiting for %lld", port, (long long)known, (long long)v);
         rl__clock_sleep_us(20000);
     }
 }
@@ -200,7 +201,8 @@ static void check_mapped(cp_cluster *c, model *md, int64_t v, int reverse) {
     o.reverse = reverse;
     rl_mapped_entry *ents;
     int n, more;
-    ASSERT_OK(rl__storage_get_mapped_range(md->ref, (rl_version)v, "\x15\x02", 2, "\x15\x03", 2, m, &o, NULL, NULL, &a, &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(md->ref, (rl_version)v, "\x15\x02", 2, "\x15\x03", 2, m, &o, NULL, NULL, &a,
+                                           &ents, &n, &more));
     ASSERT_EQ(g->n_entries, (uint32_t)n);
     ASSERT_TRUE(n > 0);
     uint32_t remote = 0;

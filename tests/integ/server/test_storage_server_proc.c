@@ -40,8 +40,8 @@ static void proc_start(proc *p, const char *dir, uint32_t id, uint16_t coord_por
         if (fd >= 0) dup2(fd, 2);
         int nul = open("/dev/null", O_RDWR);
         if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
-        execl(rl_test_bin("rlkvd"), "rlkvd", "storage", "--dir", p->dir, "--id", idbuf,
-              "--coordinator", coord, "--port-file", p->port_file, (char *)NULL);
+        execl(rl_test_bin("rlkvd"), "rlkvd", "storage", "--dir", p->dir, "--id", idbuf, "--coordinator", coord,
+              "--port-file", p->port_file, (char *)NULL);
         _exit(127);
     }
     p->pid = pid;
@@ -153,8 +153,8 @@ static void check_all(uint16_t port, rl_version known) {
             int want = model_value(k, g_vers[i].v);
             int got = present ? (val.len == 1 ? val.data[0] : 1000 + (int)val.len) : -1;
             if (got != want)
-                fail_msg("k%d at version %llu: got %d, the model says %d", k,
-                         (unsigned long long)g_vers[i].v, got, want);
+                fail_msg("k%d at version %llu: got %d, the model says %d", k, (unsigned long long)g_vers[i].v, got,
+                         want);
         }
     rl__buf_release(&val);
     sst_client_close(&c);
@@ -167,8 +167,8 @@ TEST(ssp_1_1_command_line) {
     ASSERT_NOT_NULL(strstr(out, "--coordinator"));
     free(out), free(err);
     const char *bad[] = {
-        "storage",                                              /* nothing */
-        "storage --dir /tmp/x --id 1",                          /* no coordinator */
+        "storage",                                               /* nothing */
+        "storage --dir /tmp/x --id 1",                           /* no coordinator */
         "storage --dir /tmp/x --id 0 --coordinator 127.0.0.1:1", /* id 0 */
         "storage --dir /tmp/x --id 1 --coordinator 127.0.0.1",   /* no port */
         "storage --dir /tmp/x --id 1 --coordinator 127.0.0.1:0", /* port 0 */
@@ -185,7 +185,8 @@ TEST(ssp_1_1_command_line) {
     /* Listening outside 127.0.0.0/8 is refused (exit 1, reason logged). */
     char *dir = rl_test_tmpdir("ssp");
     ASSERT_EQ(rl_test_run("rlkvd", &out, &err,
-                          "storage --dir %s/d --id 1 --coordinator 127.0.0.1:5 --listen 10.0.0.1:0", dir), 1);
+                          "storage --dir %s/d --id 1 --coordinator 127.0.0.1:5 --listen 10.0.0.1:0", dir),
+              1);
     ASSERT_NOT_NULL(strstr(err, "listen"));
     free(out), free(err);
     rl_test_rmtree(dir);

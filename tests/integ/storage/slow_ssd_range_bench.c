@@ -35,8 +35,11 @@ TEST(ssd_bench_1_1_range_vs_lmdb) {
     for (int b = 0; b < 1000; b++) {
         for (int j = 0; j < 100; j++) {
             int kl = snprintf(keys[j], sizeof keys[j], "\x15\x01k%08d", b * 100 + j);
-            mu[j] = (rl_mutation){.type = RL_MUT_SET, .p1 = (const uint8_t *)keys[j],
-                                  .len1 = (uint32_t)kl, .p2 = (const uint8_t *)v, .len2 = 100};
+            mu[j] = (rl_mutation){.type = RL_MUT_SET,
+                                  .p1 = (const uint8_t *)keys[j],
+                                  .len1 = (uint32_t)kl,
+                                  .p2 = (const uint8_t *)v,
+                                  .len2 = 100};
         }
         ASSERT_OK(rl__storage_apply(st, (rl_version)b + 1, mu, 100));
     }
@@ -51,8 +54,7 @@ TEST(ssd_bench_1_1_range_vs_lmdb) {
         int bl = snprintf(b, sizeof b, "\x15\x01k%08d", (r * 397) % 99000);
         rl_keyvalue *kv;
         int n, more;
-        ASSERT_OK(rl__storage_get_range(st, 2000, b, (size_t)bl, "\x16", 1, 1000, 0, 0, &a, &kv, &n,
-                                        &more));
+        ASSERT_OK(rl__storage_get_range(st, 2000, b, (size_t)bl, "\x16", 1, 1000, 0, 0, &a, &kv, &n, &more));
         ASSERT_EQ(n, 1000);
         for (int i = 0; i < n; i++) sum_ssd += kv[i].key[kv[i].key_len - 1] + kv[i].value[50];
         rl__arena_reset(&a);
@@ -79,8 +81,7 @@ TEST(ssd_bench_1_1_range_vs_lmdb) {
         MDB_val k = {(size_t)bl, b}, val;
         int rc = mdb_cursor_get(c, &k, &val, MDB_SET_RANGE);
         for (int i = 0; i < 1000 && rc == 0; i++) {
-            sum_lmdb += ((const uint8_t *)k.mv_data)[k.mv_size - 1] +
-                        ((const uint8_t *)val.mv_data)[50];
+            sum_lmdb += ((const uint8_t *)k.mv_data)[k.mv_size - 1] + ((const uint8_t *)val.mv_data)[50];
             rc = mdb_cursor_get(c, &k, &val, MDB_NEXT);
         }
         mdb_cursor_close(c);
@@ -90,8 +91,8 @@ TEST(ssd_bench_1_1_range_vs_lmdb) {
     mdb_env_close(env);
     ASSERT_EQ(sum_ssd, sum_lmdb);
     double ns_ssd = (double)(t1 - t0) / ranges, ns_lmdb = (double)(t3 - t2) / ranges;
-    printf("1,000-row range: ssd %.0f ns, raw LMDB %.0f ns, ratio %.2f (%d ranges)\n", ns_ssd,
-           ns_lmdb, ns_ssd / ns_lmdb, ranges);
+    printf("1,000-row range: ssd %.0f ns, raw LMDB %.0f ns, ratio %.2f (%d ranges)\n", ns_ssd, ns_lmdb,
+           ns_ssd / ns_lmdb, ranges);
     rl__arena_release(&a);
     rl_test_rmtree(dir);
     free(dir);

@@ -61,7 +61,7 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
     rl_storage *st = NULL;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
     uint8_t *vals = malloc((size_t)BATCH * VAL);
-    char (*keys)[24] = malloc(2 * BATCH * sizeof *keys);
+    char(*keys)[24] = malloc(2 * BATCH * sizeof *keys);
     rl_mutation mu[2 * BATCH];
     long rss_early = -1;
     rl_version v = 0;
@@ -70,8 +70,11 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
         for (uint64_t j = i; j < i + BATCH && j < rows; j++, n++) {
             int kl = snprintf(keys[n], sizeof keys[n], "row/%012llu", (unsigned long long)j);
             fill_value(vals + (size_t)n * VAL, j);
-            mu[n] = (rl_mutation){.type = RL_MUT_SET, .p1 = (const uint8_t *)keys[n],
-                                  .len1 = (uint32_t)kl, .p2 = vals + (size_t)n * VAL, .len2 = VAL};
+            mu[n] = (rl_mutation){.type = RL_MUT_SET,
+                                  .p1 = (const uint8_t *)keys[n],
+                                  .len1 = (uint32_t)kl,
+                                  .p2 = vals + (size_t)n * VAL,
+                                  .len2 = VAL};
         }
         /* An index entry per row at a pseudo-random place (like a price index): flushes touch
          * index pages all over LMDB's tree, not only its right edge. */
@@ -79,8 +82,11 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
             uint64_t id = i + (uint64_t)j;
             int kl = snprintf(keys[BATCH + j], sizeof keys[0], "idx/%03llu/%012llu",
                               (unsigned long long)(id * 7919 % 1000), (unsigned long long)id);
-            mu[n + j] = (rl_mutation){.type = RL_MUT_SET, .p1 = (const uint8_t *)keys[BATCH + j],
-                                      .len1 = (uint32_t)kl, .p2 = (const uint8_t *)"", .len2 = 0};
+            mu[n + j] = (rl_mutation){.type = RL_MUT_SET,
+                                      .p1 = (const uint8_t *)keys[BATCH + j],
+                                      .len1 = (uint32_t)kl,
+                                      .p2 = (const uint8_t *)"",
+                                      .len2 = 0};
         }
         ASSERT_OK(rl__storage_apply(st, ++v, mu, (size_t)(2 * n)));
         if (i / BATCH % 16 == 0) ASSERT_OK(rl__storage_sync(st));
@@ -92,9 +98,8 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
     rl__storage_get_status(st, &s);
     printf("%llu rows (%llu MiB): RssAnon %ld KiB after 1/8, %ld KiB at the end (growth %ld KiB); "
            "%llu flushes, %llu rows in the window\n",
-           (unsigned long long)rows, (unsigned long long)mb, rss_early, rss_end,
-           rss_end - rss_early, (unsigned long long)s.checkpoints,
-           (unsigned long long)s.window_rows);
+           (unsigned long long)rows, (unsigned long long)mb, rss_early, rss_end, rss_end - rss_early,
+           (unsigned long long)s.checkpoints, (unsigned long long)s.window_rows);
     ASSERT_EQ(s.keys, 2 * rows);
     ASSERT_TRUE(s.window_rows < rows / 4);
     if (!RL_ASAN && rss_early > 0) ASSERT_TRUE(rss_end - rss_early < 32 * 1024);

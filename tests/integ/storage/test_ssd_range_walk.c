@@ -61,16 +61,13 @@ static size_t make_val(int i, int r, uint8_t *out) {
     return n;
 }
 
-static void cmp_range(rl_storage *a, rl_storage *b, const uint8_t *bk, size_t bl,
-                      const uint8_t *ek, size_t el, int limit, long target, int reverse,
-                      rl_arena *ar, uint64_t seed) {
+static void cmp_range(rl_storage *a, rl_storage *b, const uint8_t *bk, size_t bl, const uint8_t *ek, size_t el,
+                      int limit, long target, int reverse, rl_arena *ar, uint64_t seed) {
     rl_keyvalue *ka, *kb;
     int na, nb, ma, mb;
     rl_version v = rl__storage_latest_version(a);
-    ASSERT_OK(rl__storage_get_range(a, v, bk, bl, ek, el, limit, target, reverse, ar, &ka, &na,
-                                    &ma));
-    ASSERT_OK(rl__storage_get_range(b, v, bk, bl, ek, el, limit, target, reverse, ar, &kb, &nb,
-                                    &mb));
+    ASSERT_OK(rl__storage_get_range(a, v, bk, bl, ek, el, limit, target, reverse, ar, &ka, &na, &ma));
+    ASSERT_OK(rl__storage_get_range(b, v, bk, bl, ek, el, limit, target, reverse, ar, &kb, &nb, &mb));
     if (na != nb || ma != mb)
         fail_msg("seed %llu: range [%zu bytes, %zu bytes) limit %d target %ld reverse %d: ssd %d "
                  "rows more %d, model %d more %d",
@@ -79,8 +76,7 @@ static void cmp_range(rl_storage *a, rl_storage *b, const uint8_t *bk, size_t bl
         if (rl__bytes_cmp(ka[i].key, ka[i].key_len, kb[i].key, kb[i].key_len) != 0 ||
             ka[i].value_len != kb[i].value_len ||
             (ka[i].value_len && memcmp(ka[i].value, kb[i].value, ka[i].value_len) != 0))
-            fail_msg("seed %llu: range row %d of %d differs (reverse %d)", (unsigned long long)seed,
-                     i, na, reverse);
+            fail_msg("seed %llu: range row %d of %d differs (reverse %d)", (unsigned long long)seed, i, na, reverse);
 }
 
 /* A bound: a key of the key space, a prefix of one (between keys), or the ends. */
@@ -93,7 +89,7 @@ static size_t make_bound(uint64_t *rs, uint8_t *out) {
     }
     size_t n = make_key((int)rl_test_rand_below(rs, NKEYS), out);
     if (kind == 2 && n > 2) n -= 1 + rl_test_rand_below(rs, n - 1); /* a prefix: between keys */
-    if (kind == 3) out[n++] = 0;                                  /* just after the key */
+    if (kind == 3) out[n++] = 0;                                    /* just after the key */
     return n;
 }
 
@@ -124,8 +120,7 @@ static void random_ranges(rl_storage *s, rl_storage *m, uint64_t *rs, int n, uin
 
 /* Apply round r to both stores: every key whose index is in [lo, hi) with step `step` is set
  * (or cleared when clear_mod divides i + r). */
-static void apply_round(rl_storage *s, rl_storage *m, rl_version v, int lo, int hi, int step,
-                        int r, int clear_mod) {
+static void apply_round(rl_storage *s, rl_storage *m, rl_version v, int lo, int hi, int step, int r, int clear_mod) {
     enum { BATCH = 200 };
     rl_mutation mu[BATCH];
     uint8_t *buf = malloc((size_t)BATCH * (MAXK + MAXV));

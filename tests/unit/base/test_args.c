@@ -53,7 +53,8 @@ static result run(const rl_args_cmd *cmd, ...) {
 
 /* The parse of r must have failed with exit 2, stderr containing want and the --help hint. */
 static void check_usage(result *r, const char *want) {
-    if (!r->stop || r->code != 2) fail_msg("expected a usage error, got stop=%d code=%d err=%s", r->stop, r->code, r->err);
+    if (!r->stop || r->code != 2)
+        fail_msg("expected a usage error, got stop=%d code=%d err=%s", r->stop, r->code, r->err);
     if (!strstr(r->err, want)) fail_msg("stderr '%s' lacks '%s'", r->err, want);
     if (!strstr(r->err, "--help' for usage")) fail_msg("no hint in '%s'", r->err);
     if (*r->out) fail_msg("stdout not empty after an error: %s", r->out);
@@ -100,15 +101,25 @@ static const rl_arg opts[] = {
     {.name = "int", .kind = RL_ARG_INT, .dest = &v_int, .help = "an int", .min = -5, .max = 7},
     {.name = "seed", .kind = RL_ARG_UINT64, .dest = &v_seed, .help = "the seed"},
     {.name = "small", .kind = RL_ARG_UINT64, .dest = &v_small, .help = "small", .umin = 2, .umax = 9},
-    {.name = "seconds", .kind = RL_ARG_DOUBLE, .dest = &v_sec, .metavar = "S", .help = "time",
-     .dmin = 0.001, .dmax = 3600},
+    {.name = "seconds",
+     .kind = RL_ARG_DOUBLE,
+     .dest = &v_sec,
+     .metavar = "S",
+     .help = "time",
+     .dmin = 0.001,
+     .dmax = 3600},
     {.name = "flag", .kind = RL_ARG_FLAG, .dest = &v_flag, .help = "a flag"},
     {.name = "kind", .kind = RL_ARG_ENUM, .dest = &v_kind, .help = "the kind", .choices = kinds},
     {.name = "name", .kind = RL_ARG_STRING, .dest = &v_name, .metavar = "NAME", .help = "a name"},
-    {.name = "dir", .kind = RL_ARG_STRING, .dest = &v_dir, .metavar = "DIR", .help = "a dir",
-     .flags = RL_ARG_NONEMPTY},
-    {.name = "eq", .kind = RL_ARG_STRING, .dest = v_multi, .metavar = "V", .help = "values",
-     .flags = RL_ARG_MULTI, .max_count = 3, .count = &n_multi},
+    {.name = "dir", .kind = RL_ARG_STRING, .dest = &v_dir, .metavar = "DIR", .help = "a dir", .flags = RL_ARG_NONEMPTY},
+    {.name = "eq",
+     .kind = RL_ARG_STRING,
+     .dest = v_multi,
+     .metavar = "V",
+     .help = "values",
+     .flags = RL_ARG_MULTI,
+     .max_count = 3,
+     .count = &n_multi},
     {0}};
 
 static const rl_args_cmd cmd = {.name = "t all", .summary = "Every kind.", .opts = opts};
@@ -155,7 +166,8 @@ TEST(args_1_2_int_and_uint64_edges) {
     ASSERT_TRUE(v_seed == UINT64_MAX);
     GO(&cmd, "t", "--seed", "0");
     ASSERT_TRUE(v_seed == 0);
-    USAGE("--seed: 18446744073709551616 is out of range [0, 18446744073709551615]", &cmd, "t", "--seed", "18446744073709551616");
+    USAGE("--seed: 18446744073709551616 is out of range [0, 18446744073709551615]", &cmd, "t", "--seed",
+          "18446744073709551616");
     USAGE("--seed: -1 is out of range", &cmd, "t", "--seed", "-1");
     GO(&cmd, "t", "--small", "2");
     GO(&cmd, "t", "--small", "9");
@@ -276,8 +288,13 @@ TEST(args_1_8_positionals) {
     const rl_arg pos[] = {
         {.name = "KEY", .kind = RL_ARG_STRING, .dest = &key, .help = "the key"},
         {.name = "OFFSET", .kind = RL_ARG_INT, .dest = &off, .help = "moves", .min = -100, .max = 100},
-        {.name = "REST", .kind = RL_ARG_STRING, .dest = rest, .help = "more", .flags = RL_ARG_MULTI | RL_ARG_OPTIONAL,
-         .max_count = 4, .count = &n_rest},
+        {.name = "REST",
+         .kind = RL_ARG_STRING,
+         .dest = rest,
+         .help = "more",
+         .flags = RL_ARG_MULTI | RL_ARG_OPTIONAL,
+         .max_count = 4,
+         .count = &n_rest},
         {0}};
     const rl_arg o[] = {{.name = "flag", .kind = RL_ARG_FLAG, .dest = &v_flag, .help = "f"}, {0}};
     const rl_args_cmd c = {.name = "t pos", .opts = o, .pos = pos};
@@ -308,7 +325,11 @@ TEST(args_1_8_positionals) {
 /* args-1.9: required options; help text with every range, choice, default and "required". */
 TEST(args_1_9_required_and_help) {
     const char *db = NULL;
-    const rl_arg o[] = {{.name = "db", .kind = RL_ARG_STRING, .dest = &db, .metavar = "URL", .help = "the database",
+    const rl_arg o[] = {{.name = "db",
+                         .kind = RL_ARG_STRING,
+                         .dest = &db,
+                         .metavar = "URL",
+                         .help = "the database",
                          .flags = RL_ARG_REQUIRED},
                         {0}};
     const rl_args_cmd c = {.name = "t req", .opts = o};
@@ -329,11 +350,23 @@ TEST(args_1_9_required_and_help) {
     r = run(&cmd, "t", "-h", NULL);
     ASSERT_TRUE(r.stop);
     ASSERT_EQ(r.code, 0);
-    const char *want[] = {"usage: t all", "Every kind.", "--count N", "integer in [0, 100000000], default 10",
-                          "[-9223372036854775808, 9223372036854775807]", "integer in [-5, 7], default 0",
-                          "[0, 18446744073709551615], default 1", "integer in [2, 9]", "--seconds S",
-                          "number in [0.001, 3600], default 0.5", "--flag", "one of alpha, beta, gamma-ray; default alpha",
-                          "--name NAME", "--dir DIR", "not empty", "may be given up to 3 times", "--help, -h"};
+    const char *want[] = {"usage: t all",
+                          "Every kind.",
+                          "--count N",
+                          "integer in [0, 100000000], default 10",
+                          "[-9223372036854775808, 9223372036854775807]",
+                          "integer in [-5, 7], default 0",
+                          "[0, 18446744073709551615], default 1",
+                          "integer in [2, 9]",
+                          "--seconds S",
+                          "number in [0.001, 3600], default 0.5",
+                          "--flag",
+                          "one of alpha, beta, gamma-ray; default alpha",
+                          "--name NAME",
+                          "--dir DIR",
+                          "not empty",
+                          "may be given up to 3 times",
+                          "--help, -h"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(r.out, want[i])) fail_msg("help lacks '%s':\n%s", want[i], r.out);
     /* Every line fits the width. */
@@ -451,7 +484,7 @@ TEST(args_1_12_unescape_unhex) {
     rl__buf_release(&b);
 }
 
-RL_TEST_MAIN(T(args_1_1_int64_edges), T(args_1_2_int_and_uint64_edges), T(args_1_3_integer_junk),
-             T(args_1_4_double), T(args_1_5_forms_and_empty), T(args_1_6_unknown_missing_repeated),
-             T(args_1_7_enum), T(args_1_8_positionals), T(args_1_9_required_and_help),
-             T(args_1_10_subcommands), T(args_1_11_value_parsers), T(args_1_12_unescape_unhex))
+RL_TEST_MAIN(T(args_1_1_int64_edges), T(args_1_2_int_and_uint64_edges), T(args_1_3_integer_junk), T(args_1_4_double),
+             T(args_1_5_forms_and_empty), T(args_1_6_unknown_missing_repeated), T(args_1_7_enum),
+             T(args_1_8_positionals), T(args_1_9_required_and_help), T(args_1_10_subcommands),
+             T(args_1_11_value_parsers), T(args_1_12_unescape_unhex))

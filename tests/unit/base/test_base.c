@@ -33,14 +33,27 @@ TEST(base_1_2_fdb_numbers) {
         int code;
         const char *name;
     } want[] = {
-        {1001, "wrong_shard_server"}, {1007, "transaction_too_old"}, {1009, "future_version"},
-        {1020, "not_committed"}, {1021, "commit_unknown_result"}, {1031, "transaction_timed_out"},
-        {2000, "client_invalid_operation"}, {2030, "mapper_bad_index"}, {2031, "mapper_no_such_key"},
-        {2032, "mapper_bad_range_decriptor"}, {2033, "quick_get_key_values_has_more"},
-        {2034, "quick_get_value_miss"}, {2035, "quick_get_key_values_miss"},
-        {2038, "get_mapped_key_values_has_more"}, {2039, "get_mapped_range_reads_your_writes"},
-        {2041, "key_not_tuple"}, {2042, "value_not_tuple"}, {2043, "mapper_not_tuple"},
-        {2101, "transaction_too_large"}, {2102, "key_too_large"}, {2103, "value_too_large"},
+        {1001, "wrong_shard_server"},
+        {1007, "transaction_too_old"},
+        {1009, "future_version"},
+        {1020, "not_committed"},
+        {1021, "commit_unknown_result"},
+        {1031, "transaction_timed_out"},
+        {2000, "client_invalid_operation"},
+        {2030, "mapper_bad_index"},
+        {2031, "mapper_no_such_key"},
+        {2032, "mapper_bad_range_decriptor"},
+        {2033, "quick_get_key_values_has_more"},
+        {2034, "quick_get_value_miss"},
+        {2035, "quick_get_key_values_miss"},
+        {2038, "get_mapped_key_values_has_more"},
+        {2039, "get_mapped_range_reads_your_writes"},
+        {2041, "key_not_tuple"},
+        {2042, "value_not_tuple"},
+        {2043, "mapper_not_tuple"},
+        {2101, "transaction_too_large"},
+        {2102, "key_too_large"},
+        {2103, "value_too_large"},
         {2108, "unsupported_operation"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -70,7 +83,10 @@ TEST(base_2_1_buf) {
     rl__buf_reset(&b);
     rl__buf_append_u32be(&b, 0x01020304);
     rl__buf_append_hex(&b, "\xab\x01", 2);
-    ASSERT_MEM_EQ(b.data, b.len, "\x01\x02\x03\x04" "ab01", 8);
+    ASSERT_MEM_EQ(b.data, b.len,
+                  "\x01\x02\x03\x04"
+                  "ab01",
+                  8);
     size_t n;
     uint8_t *p = rl__buf_detach(&b, &n);
     ASSERT_EQ(n, 8);
@@ -177,10 +193,16 @@ TEST(base_5_1_bytes) {
     rl_buf b, c;
     rl__buf_init(&b);
     rl__buf_init(&c);
-    rl__bytes_printable(&b, "a\\\x00\xff" "z", 5);
+    rl__bytes_printable(&b,
+                        "a\\\x00\xff"
+                        "z",
+                        5);
     ASSERT_STR_EQ((char *)b.data, "a\\\\\\x00\\xffz");
     ASSERT_OK(rl__bytes_unprintable(&c, (char *)b.data));
-    ASSERT_MEM_EQ(c.data, c.len, "a\\\x00\xff" "z", 5);
+    ASSERT_MEM_EQ(c.data, c.len,
+                  "a\\\x00\xff"
+                  "z",
+                  5);
     rl__buf_reset(&c);
     ASSERT_RC(rl__bytes_unprintable(&c, "\\x0"), RL_E_INVALID_ARGUMENT);
     rl__buf_reset(&c);
@@ -213,6 +235,6 @@ TEST(base_6_1_clock) {
     ASSERT_TRUE(rl__clock_wall_us() > 1600000000ull * 1000000ull);
 }
 
-RL_TEST_MAIN(T(base_1_1_error_table_distinct), T(base_1_2_fdb_numbers), T(base_2_1_buf),
-             T(base_2_2_buf_oom_sticky), T(base_3_1_arena), T(base_4_1_alloc_counters_and_failure),
-             T(base_4_2_grow), T(base_5_1_bytes), T(base_6_1_clock))
+RL_TEST_MAIN(T(base_1_1_error_table_distinct), T(base_1_2_fdb_numbers), T(base_2_1_buf), T(base_2_2_buf_oom_sticky),
+             T(base_3_1_arena), T(base_4_1_alloc_counters_and_failure), T(base_4_2_grow), T(base_5_1_bytes),
+             T(base_6_1_clock))

@@ -108,8 +108,10 @@ TEST(campaign_proto_1_2_errors) {
          "topologies[0].placement: 'random' is not one of colocated, disjoint"},
         {"{\"topologies\": [{\"name\": \"e\", \"kind\": \"embedded\"}, {\"name\": \"e\", \"kind\": \"embedded\"}]}",
          "topologies[1]: the name 'e' is given twice"},
-        {"{\"cases\": [\"small-rows5-forward\"]}", "cases[0]: 'small-rows5-forward': ROWS must be limit1, rows10 or rows1000"},
-        {"{\"cases\": [\"small-rows10-forward\", \"small-rows10-forward\"]}", "cases[1]: 'small-rows10-forward' is given twice"},
+        {"{\"cases\": [\"small-rows5-forward\"]}",
+         "cases[0]: 'small-rows5-forward': ROWS must be limit1, rows10 or rows1000"},
+        {"{\"cases\": [\"small-rows10-forward\", \"small-rows10-forward\"]}",
+         "cases[1]: 'small-rows10-forward' is given twice"},
         {"{\"cases\": [7]}", "cases[0]: must be a string"},
         {"{\"arms\": [\"remote\"]}", "list ordinary"},
         {"{\"arms\": [\"ordinary\", \"adaptive\"]}", "list ordinary, and remote with adaptive"},
@@ -148,8 +150,14 @@ TEST(campaign_proto_1_3_cases) {
     ASSERT_EQ(c.variant, RL_CAMP_SPLIT);
     ASSERT_EQ(c.limit, 1000);
     ASSERT_EQ(c.reverse, 1);
-    const char *badnames[] = {"", "small", "small-rows10", "small-rows10-forward-x", "tiny-rows10-forward",
-                              "small-rows10-sideways", "small-rows100-forward", "-rows10-forward"};
+    const char *badnames[] = {"",
+                              "small",
+                              "small-rows10",
+                              "small-rows10-forward-x",
+                              "tiny-rows10-forward",
+                              "small-rows10-sideways",
+                              "small-rows100-forward",
+                              "-rows10-forward"};
     for (size_t i = 0; i < sizeof badnames / sizeof badnames[0]; i++) {
         rl__buf_reset(&msg);
         ASSERT_RC(rl__camp_case_parse(badnames[i], &c, &msg), RL_E_INVALID_ARGUMENT);
@@ -159,7 +167,8 @@ TEST(campaign_proto_1_3_cases) {
 }
 
 TEST(campaign_proto_1_4_arm_order) {
-    rl_camp_arm two[2] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE}, three[3] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE, RL_CAMP_SQLITE};
+    rl_camp_arm two[2] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE},
+                three[3] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE, RL_CAMP_SQLITE};
     rl_camp_arm out[3];
     for (int b = 0; b < 6; b++) {
         rl__camp_arm_order(b, two, 2, out);

@@ -23,11 +23,11 @@
 #include "bench/stats.h"
 #include "test.h"
 
-#define NEAR(a, b, tol)                                                                            \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (!(fabs(a_ - b_) <= (tol) * (fabs(b_) > 1 ? fabs(b_) : 1)))                              \
-            fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);                                    \
+#define NEAR(a, b, tol)                                                \
+    do {                                                               \
+        double a_ = (a), b_ = (b);                                     \
+        if (!(fabs(a_ - b_) <= (tol) * (fabs(b_) > 1 ? fabs(b_) : 1))) \
+            fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);        \
     } while (0)
 
 TEST(stats_1_1_prng) {

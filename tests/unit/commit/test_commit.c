@@ -29,10 +29,10 @@ typedef struct {
     size_t n, cap;
     rl_version applies[4096]; /* version of each apply */
     size_t n_apply, n_sync;
-    int fail_apply_at;  /* 1-based apply number that fails with RL_E_IO_ERROR; 0 = never */
-    int fail_sync_at;   /* same for sync */
-    int gate_closed;    /* apply blocks while set */
-    int in_apply;       /* an apply is blocked at the gate */
+    int fail_apply_at; /* 1-based apply number that fails with RL_E_IO_ERROR; 0 = never */
+    int fail_sync_at;  /* same for sync */
+    int gate_closed;   /* apply blocks while set */
+    int in_apply;      /* an apply is blocked at the gate */
     uint64_t sync_sleep_us;
 } rec_sink;
 
@@ -103,8 +103,7 @@ static rl_keyrange kr(const char *b, const char *e) {
 }
 
 static rl_mutation set_mut(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v,
-                     (uint32_t)strlen(v)};
+    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
 
@@ -186,8 +185,10 @@ TEST(commit_3_3_write_skew_sequential) {
     rl_version rv = rl__committer_read_version(c);
     rl_keyrange reads[2] = {kr("x", "x\x01"), kr("y", "y\x01")};
     rl_mutation mx = set_mut("x", "from-t1"), my = set_mut("y", "from-t2");
-    rl_commit_request t1 = {.read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[0], .n_writes = 1, .muts = &mx, .n_muts = 1};
-    rl_commit_request t2 = {.read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[1], .n_writes = 1, .muts = &my, .n_muts = 1};
+    rl_commit_request t1 = {
+        .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[0], .n_writes = 1, .muts = &mx, .n_muts = 1};
+    rl_commit_request t2 = {
+        .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[1], .n_writes = 1, .muts = &my, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &t1));
     ASSERT_RC(rl__committer_commit(c, &t2), RL_E_NOT_COMMITTED);
     /* Retried at the new read version, it commits. */
@@ -256,8 +257,10 @@ TEST(commit_3_4_write_skew_same_batch) {
     rl_keyrange wz = kr("z", "z\x01");
     rl_mutation mz = set_mut("z", "0"), mx = set_mut("x", "1"), my = set_mut("y", "2");
     rl_commit_request t0 = {.read_version = rv, .writes = &wz, .n_writes = 1, .muts = &mz, .n_muts = 1};
-    rl_commit_request t1 = {.read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[0], .n_writes = 1, .muts = &mx, .n_muts = 1};
-    rl_commit_request t2 = {.read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[1], .n_writes = 1, .muts = &my, .n_muts = 1};
+    rl_commit_request t1 = {
+        .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[0], .n_writes = 1, .muts = &mx, .n_muts = 1};
+    rl_commit_request t2 = {
+        .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[1], .n_writes = 1, .muts = &my, .n_muts = 1};
     commit_arg a0 = {c, &t0}, a1 = {c, &t1}, a2 = {c, &t2};
     pthread_t th0, th1, th2;
     s.gate_closed = 1;
@@ -306,7 +309,13 @@ static void *worker_main(void *p) {
         uint8_t val[16] = {'v', 's', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0};
         rl_mutation m = {RL_MUT_SET_VERSIONSTAMPED_VALUE, (const uint8_t *)key, (uint32_t)strlen(key), val, 16};
         rl_keyrange r = {(const uint8_t *)key, (uint32_t)strlen(key), (const uint8_t *)key, (uint32_t)strlen(key) + 1};
-        rl_commit_request req = {.read_version = rl__committer_read_version(w->c), .reads = &r, .n_reads = 1, .writes = &r, .n_writes = 1, .muts = &m, .n_muts = 1};
+        rl_commit_request req = {.read_version = rl__committer_read_version(w->c),
+                                 .reads = &r,
+                                 .n_reads = 1,
+                                 .writes = &r,
+                                 .n_writes = 1,
+                                 .muts = &m,
+                                 .n_muts = 1};
         w->results[i] = rl__committer_commit(w->c, &req);
         w->versions[i] = req.commit_version;
         w->orders[i] = req.batch_order;
@@ -437,7 +446,13 @@ TEST(commit_3_7_versionstamp_commit) {
     ASSERT_RC(rl__committer_commit(c, &req), RL_E_CLIENT_INVALID_OPERATION);
     ASSERT_EQ(s.n, 1); /* neither mutation of the failed request reached the sink */
     /* Its write range was not remembered either: a read of [k, l) at the good version commits. */
-    rl_commit_request after = {.read_version = good.commit_version, .reads = &wr, .n_reads = 1, .writes = &wr, .n_writes = 1, .muts = &mk, .n_muts = 1};
+    rl_commit_request after = {.read_version = good.commit_version,
+                               .reads = &wr,
+                               .n_reads = 1,
+                               .writes = &wr,
+                               .n_writes = 1,
+                               .muts = &mk,
+                               .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &after));
     ASSERT_EQ(s.n, 2);
     /* An unknown mutation type and an inverted clear are refused per request. */
@@ -459,10 +474,8 @@ TEST(commit_3_7_versionstamp_commit) {
 static void poison_case(int fail_apply) {
     rec_sink s;
     rec_init(&s);
-    if (fail_apply)
-        s.fail_apply_at = 2;
-    else
-        s.fail_sync_at = 2;
+    if (fail_apply) s.fail_apply_at = 2;
+    else s.fail_sync_at = 2;
     rl_committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     rl_mutation m = set_mut("a", "1");
@@ -487,13 +500,9 @@ static void poison_case(int fail_apply) {
     rec_release(&s);
 }
 
-TEST(commit_3_8_sink_apply_failure_poisons) {
-    poison_case(1);
-}
+TEST(commit_3_8_sink_apply_failure_poisons) { poison_case(1); }
 
-TEST(commit_3_9_sink_sync_failure_poisons) {
-    poison_case(0);
-}
+TEST(commit_3_9_sink_sync_failure_poisons) { poison_case(0); }
 
 /* commit-3.10: a sink failure fails every request of its batch, including queued ones. */
 TEST(commit_3_10_sink_failure_fails_whole_batch) {
@@ -503,8 +512,7 @@ TEST(commit_3_10_sink_failure_fails_whole_batch) {
     rl_committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     rl_mutation ma = set_mut("a", "1"), mb = set_mut("b", "1"), mc = set_mut("c", "1");
-    rl_commit_request t0 = {.muts = &ma, .n_muts = 1}, t1 = {.muts = &mb, .n_muts = 1},
-                      t2 = {.muts = &mc, .n_muts = 1};
+    rl_commit_request t0 = {.muts = &ma, .n_muts = 1}, t1 = {.muts = &mb, .n_muts = 1}, t2 = {.muts = &mc, .n_muts = 1};
     commit_arg a0 = {c, &t0}, a1 = {c, &t1}, a2 = {c, &t2};
     pthread_t th0, th1, th2;
     s.gate_closed = 1;
@@ -547,7 +555,7 @@ TEST(commit_3_11_too_old) {
     rl_commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &young));
     ASSERT_EQ(young.commit_version, 500); /* the clock, not the wall: 0 + 500 us of versions */
-    now += 5000000; /* 5,000 versions later: rv fell out of the 1,000-version window */
+    now += 5000000;                       /* 5,000 versions later: rv fell out of the 1,000-version window */
     rl_commit_request old = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &old), RL_E_TRANSACTION_TOO_OLD);
     ASSERT_TRUE(rl__committer_oldest_version(c) > rv);
@@ -571,9 +579,8 @@ TEST(commit_3_12_bad_options) {
     rec_release(&s);
 }
 
-RL_TEST_MAIN(T(commit_3_1_single_commit), T(commit_3_2_read_only),
-             T(commit_3_3_write_skew_sequential), T(commit_3_4_write_skew_same_batch),
-             T(commit_3_5_batching_threads), T(commit_3_6_versionstamp_substitute),
+RL_TEST_MAIN(T(commit_3_1_single_commit), T(commit_3_2_read_only), T(commit_3_3_write_skew_sequential),
+             T(commit_3_4_write_skew_same_batch), T(commit_3_5_batching_threads), T(commit_3_6_versionstamp_substitute),
              T(commit_3_7_versionstamp_commit), T(commit_3_8_sink_apply_failure_poisons),
              T(commit_3_9_sink_sync_failure_poisons), T(commit_3_10_sink_failure_fails_whole_batch),
              T(commit_3_11_too_old), T(commit_3_12_bad_options))

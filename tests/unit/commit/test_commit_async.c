@@ -21,10 +21,10 @@ typedef struct {
     rl_version versions[1024];
     size_t syncs;
     uint64_t sync_sleep_us;
-    int fail_sync_at;        /* 1-based sync that fails with RL_E_IO_ERROR; 0: never */
-    pthread_cond_t cv;       /* the gate's (with mu) */
-    int gate;                /* 1: the first sync waits for gate_open (gate_wait_held, gate_release) */
-    int gate_held;           /* the first sync is waiting at the gate */
+    int fail_sync_at;  /* 1-based sync that fails with RL_E_IO_ERROR; 0: never */
+    pthread_cond_t cv; /* the gate's (with mu) */
+    int gate;          /* 1: the first sync waits for gate_open (gate_wait_held, gate_release) */
+    int gate_held;     /* the first sync is waiting at the gate */
     int gate_open;
 } sink_rec;
 
@@ -75,8 +75,8 @@ typedef struct {
     char k[16], kend[17], r[16], rend[17];
     rl_mutation m;
     rl_keyrange w, rd;
-    atomic_int done;     /* times done was called */
-    pthread_t thread;    /* where done ran */
+    atomic_int done;  /* times done was called */
+    pthread_t thread; /* where done ran */
 } job;
 
 static void job_init(job *j, const char *key, const char *read_key, rl_version rv) {
@@ -234,9 +234,9 @@ TEST(commit_4_3_read_only_conflicts_future) {
     job ro, a, b, blocker, fut;
     job_init(&blocker, "z", NULL, 50);
     ASSERT_OK(rl__committer_submit(c, &blocker.req, on_done, &blocker));
-    gate_wait_held(&s); /* a, b, fut and ro arrive while the blocker's batch syncs */
-    job_init(&a, "x", NULL, 50);      /* writes x */
-    job_init(&b, "y", "x", 50);       /* read x at 50: conflicts with a in the same batch */
+    gate_wait_held(&s);          /* a, b, fut and ro arrive while the blocker's batch syncs */
+    job_init(&a, "x", NULL, 50); /* writes x */
+    job_init(&b, "y", "x", 50);  /* read x at 50: conflicts with a in the same batch */
     job_init(&fut, "w", "w", 1u << 30);
     job_init(&ro, "r", "r", 50);
     ro.req.n_muts = 0;

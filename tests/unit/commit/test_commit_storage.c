@@ -8,13 +8,9 @@
 #include "base/arena.h"
 #include "commit/commit.h"
 
-static int st_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) {
-    return rl__storage_apply(ctx, v, m, n);
-}
+static int st_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) { return rl__storage_apply(ctx, v, m, n); }
 
-static int st_sync(void *ctx) {
-    return rl__storage_sync(ctx);
-}
+static int st_sync(void *ctx) { return rl__storage_sync(ctx); }
 
 typedef struct {
     rl_storage *st;
@@ -36,8 +32,7 @@ static void env_close(env *e) {
 }
 
 static rl_mutation set_mut(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v,
-                     (uint32_t)strlen(v)};
+    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
 
@@ -112,7 +107,8 @@ static void *inc_main(void *p) {
             }
             snprintf(buf, sizeof buf, "%u", n + 1);
             rl_mutation m = {RL_MUT_SET, (const uint8_t *)key, 7, (const uint8_t *)buf, (uint32_t)strlen(buf)};
-            rl_commit_request req = {.read_version = rv, .reads = &kr, .n_reads = 1, .writes = &kr, .n_writes = 1, .muts = &m, .n_muts = 1};
+            rl_commit_request req = {
+                .read_version = rv, .reads = &kr, .n_reads = 1, .writes = &kr, .n_writes = 1, .muts = &m, .n_muts = 1};
             int rc = rl__committer_commit(x->e->c, &req);
             if (rc == RL_OK) break;
             if (rc != RL_E_NOT_COMMITTED) {
@@ -165,7 +161,8 @@ static void *add_main(void *p) {
     rl_mutation m = {RL_MUT_ADD, (const uint8_t *)"sum", 3, one, 8};
     rl_keyrange kr = {(const uint8_t *)"sum", 3, (const uint8_t *)"sum\0", 4};
     for (int i = 0; i < INCS; i++) {
-        rl_commit_request req = {.read_version = rl__committer_read_version(e->c), .writes = &kr, .n_writes = 1, .muts = &m, .n_muts = 1};
+        rl_commit_request req = {
+            .read_version = rl__committer_read_version(e->c), .writes = &kr, .n_writes = 1, .muts = &m, .n_muts = 1};
         if (rl__committer_commit(e->c, &req) != RL_OK) return (void *)1;
     }
     return NULL;
@@ -196,5 +193,4 @@ TEST(commit_4_3_atomic_adds) {
     env_close(&e);
 }
 
-RL_TEST_MAIN(T(commit_4_1_storage_sink_reads), T(commit_4_2_no_lost_updates),
-             T(commit_4_3_atomic_adds))
+RL_TEST_MAIN(T(commit_4_1_storage_sink_reads), T(commit_4_2_no_lost_updates), T(commit_4_3_atomic_adds))

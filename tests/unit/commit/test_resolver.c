@@ -46,7 +46,7 @@ TEST(commit_1_3_sequencer_injected_clock) {
     uint64_t now = 77;
     rl__sequencer_set_clock(&s, test_clock, &now);
     rl_version b = rl__sequencer_next(&s);
-    ASSERT_EQ(b, a + 1); /* the clock stood still since the switch */
+    ASSERT_EQ(b, a + 1);  /* the clock stood still since the switch */
     now += 5000000000ull; /* 5 s */
     rl_version c = rl__sequencer_next(&s);
     ASSERT_EQ(c, a + 5000000);

@@ -52,8 +52,8 @@ static inline int kvt_commit(rl_txn *t) {
 }
 
 /* get: returns the future's error; *present and up to cap bytes of the value in buf. */
-static inline int kvt_get(rl_txn *t, const char *k, size_t kl, int flags, int *present,
-                          char *buf, size_t cap, int *len) {
+static inline int kvt_get(rl_txn *t, const char *k, size_t kl, int flags, int *present, char *buf, size_t cap,
+                          int *len) {
     rl_future *f = rl_txn_get(t, k, kl, flags);
     int rc = rl_future_wait(f);
     if (rc == RL_OK) {

@@ -36,8 +36,8 @@ typedef struct {
     rl_locmap *map;
     rl_version v;
     uint64_t rng;
-    int cap;            /* rows per reply at most (0: no cap) */
-    int wrong_shard;    /* 1001 answers (must stay 0: the planner routes right) */
+    int cap;         /* rows per reply at most (0: no cap) */
+    int wrong_shard; /* 1001 answers (must stay 0: the planner routes right) */
     int requests;
 } fx;
 
@@ -212,8 +212,8 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
             break;
         }
         rl_mapper *m = NULL;
-        if (mapped && (rc = rl__mapper_parse(req->u.get_mapped_range_req.mapper,
-                                             req->u.get_mapped_range_req.mapper_len, &a, &m)))
+        if (mapped &&
+            (rc = rl__mapper_parse(req->u.get_mapped_range_req.mapper, req->u.get_mapped_range_req.mapper_len, &a, &m)))
             break;
         rl_range_bounds bd;
         rc = rl__storage_range_bounds(x->st, v, b, e, lo, lol, lo_min, hi, hil, hi_max, reverse, &a, &bd);
@@ -244,8 +244,8 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
                     o.secondary_row_limit = req->u.get_mapped_range_req.secondary_row_limit;
                     o.secondary_byte_limit = (long)req->u.get_mapped_range_req.secondary_byte_limit;
                     rl_mapped_entry *ents = NULL;
-                    rc = rl__storage_get_mapped_range(x->st, v, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, m,
-                                                      &o, NULL, NULL, &a, &ents, &n, &more);
+                    rc = rl__storage_get_mapped_range(x->st, v, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, m, &o,
+                                                      NULL, NULL, &a, &ents, &n, &more);
                     mr.entries = ents;
                 }
                 if (rc) break;
@@ -366,7 +366,8 @@ static void dump(const fx *x, const rl_kv_read *r) {
     printf("    or_equal %d offset %d\n", r->begin.or_equal, r->begin.offset);
     dump_key("end", r->end.key, r->end.key_len);
     printf("    or_equal %d offset %d\n", r->end.or_equal, r->end.offset);
-    for (uint32_t i = 0; i < x->map->n_shards; i++) dump_key("shard begin", x->map->shards[i].begin, x->map->shards[i].begin_len);
+    for (uint32_t i = 0; i < x->map->n_shards; i++)
+        dump_key("shard begin", x->map->shards[i].begin, x->map->shards[i].begin_len);
 }
 
 /* Run one read both ways and compare. */
@@ -496,7 +497,7 @@ TEST(cluster_plan_1_1_locmap) {
     ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, av1, 1), 2);
     ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 1, av1, 1), 2);
     x.map->servers[2].healthy = 0;
-    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, av1, 1), 2); /* unhealthy beats avoided */
+    ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, av1, 1), 2);  /* unhealthy beats avoided */
     ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 0, av12, 2), 1); /* both avoided: the healthy one */
     ASSERT_EQ(rl__locmap_pick_avoid(m, &s, 1, av12, 2), 1);
     x.map->servers[1].healthy = 0;
@@ -920,7 +921,8 @@ TEST(cluster_plan_1_6_bad_replies) {
     rl_cplan p;
     int send;
     rl_msg m;
-    rl_keyvalue rows[2] = {{(const uint8_t *)"d", 1, (const uint8_t *)"", 0}, {(const uint8_t *)"c", 1, (const uint8_t *)"", 0}};
+    rl_keyvalue rows[2] = {{(const uint8_t *)"d", 1, (const uint8_t *)"", 0},
+                           {(const uint8_t *)"c", 1, (const uint8_t *)"", 0}};
     /* Out of order. */
     ASSERT_OK(rl__cplan_start(&p, &r, NULL, &send));
     ASSERT_EQ(send, 1);
@@ -1075,6 +1077,5 @@ TEST(cluster_plan_1_8_decode_get_reply) {
 }
 
 RL_TEST_MAIN(T(cluster_plan_1_1_locmap), T(cluster_plan_1_2_random_reads), T(cluster_plan_1_3_random_mapped),
-             T(cluster_plan_1_4_paging_and_probe), T(cluster_plan_1_5_selector_steps),
-             T(cluster_plan_1_6_bad_replies), T(cluster_plan_1_7_encode),
-             T(cluster_plan_1_8_decode_get_reply))
+             T(cluster_plan_1_4_paging_and_probe), T(cluster_plan_1_5_selector_steps), T(cluster_plan_1_6_bad_replies),
+             T(cluster_plan_1_7_encode), T(cluster_plan_1_8_decode_get_reply))

@@ -16,8 +16,8 @@ TEST(cluster_retry_1_1_transport) {
         uint64_t since = 100 * S;
         uint64_t want = RL_CLUSTER_BACKOFF_MIN_NS;
         for (int a = 1; a <= 12; a++) {
-            rl_cretry d = rl__cluster_retry_decide(kinds[k], RL_E_CONNECTION_FAILED, 0, 0, since, since + (uint64_t)a * 1000,
-                                                   a, 0);
+            rl_cretry d = rl__cluster_retry_decide(kinds[k], RL_E_CONNECTION_FAILED, 0, 0, since,
+                                                   since + (uint64_t)a * 1000, a, 0);
             ASSERT_EQ(d.action, RL_CRETRY_BACKOFF);
             ASSERT_EQ(d.delay_ns, want);
             want = want * 2 > RL_CLUSTER_BACKOFF_MAX_NS ? RL_CLUSTER_BACKOFF_MAX_NS : want * 2;
@@ -114,10 +114,11 @@ TEST(cluster_retry_1_6_hedge_threshold) {
     ASSERT_EQ(rl__cluster_hedge_threshold(small, 3), RL_CLUSTER_HEDGE_MIN_NS); /* 4 x 50 us < 2 ms */
     uint64_t big[5] = {9000000, 1000000, 3000000, 2000000, 100};
     ASSERT_EQ(rl__cluster_hedge_threshold(big, 5), 4 * 2000000ull); /* median 2 ms */
-    ASSERT_EQ(big[0], 9000000ull); /* not sorted in place */
+    ASSERT_EQ(big[0], 9000000ull);                                  /* not sorted in place */
     uint64_t many[RL_CLUSTER_HEDGE_SAMPLES + 4];
     for (int i = 0; i < RL_CLUSTER_HEDGE_SAMPLES + 4; i++) many[i] = i < RL_CLUSTER_HEDGE_SAMPLES ? 1000000 : 1;
     ASSERT_EQ(rl__cluster_hedge_threshold(many, RL_CLUSTER_HEDGE_SAMPLES + 4), 4000000ull);
 }
 
-RL_TEST_MAIN(T(cluster_retry_1_6_hedge_threshold), T(cluster_retry_1_5_failover), T(cluster_retry_1_1_transport), T(cluster_retry_1_2_commit), T(cluster_retry_1_3_error_replies))
+RL_TEST_MAIN(T(cluster_retry_1_6_hedge_threshold), T(cluster_retry_1_5_failover), T(cluster_retry_1_1_transport),
+             T(cluster_retry_1_2_commit), T(cluster_retry_1_3_error_replies))

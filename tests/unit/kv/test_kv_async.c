@@ -62,8 +62,7 @@ TEST(kv_12_1_many_in_flight) {
             char k2[16];
             key_of(i + 10 < N ? i + 10 : N, k2);
             r[i / 10] = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k, strlen(k)),
-                                         RL_FIRST_GREATER_OR_EQUAL(k2, strlen(k2)), 0, 0,
-                                         RL_STREAMING_WANT_ALL, 0, 0);
+                                         RL_FIRST_GREATER_OR_EQUAL(k2, strlen(k2)), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
         }
     }
     /* Wait in reverse order: completions come in whatever order the backend chose. */
@@ -135,7 +134,8 @@ TEST(kv_12_2_freed_while_pending) {
     rl_txn_free(t);
     kvt_close(&e);
     printf("futures freed while pending with a callback: %d; callbacks that ran (started before "
-           "the free): %d\n", registered, cb_calls);
+           "the free): %d\n",
+           registered, cb_calls);
     ASSERT_EQ(cb_late, 0);
     ASSERT_TRUE(cb_calls <= registered);
 }
@@ -284,9 +284,9 @@ TEST(kv_12_6_on_error_later) {
     ASSERT_OK(rl_future_wait(f));
     uint64_t waited = rl__clock_mono_ns() - t0;
     rl_future_free(f);
-    printf("on_error: returned after %llu us, ready after %llu us\n",
-           (unsigned long long)(issued / 1000), (unsigned long long)(waited / 1000));
-    ASSERT_FALSE(ready_at_once);       /* the backoff (>= 40 ms here) runs after the call */
+    printf("on_error: returned after %llu us, ready after %llu us\n", (unsigned long long)(issued / 1000),
+           (unsigned long long)(waited / 1000));
+    ASSERT_FALSE(ready_at_once);        /* the backoff (>= 40 ms here) runs after the call */
     ASSERT_TRUE(waited >= 40000000ull); /* half of the 80 ms backoff at least */
     /* The transaction was reset at once and works during the backoff. */
     ASSERT_OK(rl_txn_set(t, "k", 1, "v", 1));
@@ -299,6 +299,5 @@ TEST(kv_12_6_on_error_later) {
     kvt_close(&e);
 }
 
-RL_TEST_MAIN(T(kv_12_1_many_in_flight), T(kv_12_2_freed_while_pending),
-             T(kv_12_3_reset_free_cancel_in_flight), T(kv_12_4_callbacks),
-             T(kv_12_5_commit_waits_for_reads), T(kv_12_6_on_error_later))
+RL_TEST_MAIN(T(kv_12_1_many_in_flight), T(kv_12_2_freed_while_pending), T(kv_12_3_reset_free_cancel_in_flight),
+             T(kv_12_4_callbacks), T(kv_12_5_commit_waits_for_reads), T(kv_12_6_on_error_later))

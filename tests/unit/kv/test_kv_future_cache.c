@@ -67,9 +67,8 @@ TEST(kv_11_1_big_reads_reuse_future_arenas) {
             rl_future_free(f);
             char ke[24];
             snprintf(ke, sizeof ke, "%s\x01", k);
-            f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k, strlen(k)),
-                                 RL_FIRST_GREATER_OR_EQUAL(ke, strlen(ke)), 0, 0,
-                                 RL_STREAMING_WANT_ALL, 0, 0);
+            f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k, strlen(k)), RL_FIRST_GREATER_OR_EQUAL(ke, strlen(ke)),
+                                 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
             const rl_keyvalue *kvs;
             int n, more;
             ASSERT_OK(rl_future_wait(f));

@@ -67,7 +67,10 @@ static void load(rl_db *db) {
     tup k;
     tup_init(&k);
     tup_s(&k, "bad");
-    rl__buf_append(&k.b, "\x02" "a", 2); /* an unterminated string */
+    rl__buf_append(&k.b,
+                   "\x02"
+                   "a",
+                   2); /* an unterminated string */
     ASSERT_OK(rl_txn_set(t, k.b.data, k.b.len, "\x15\x01", 2));
     tup_free(&k);
     tup_init(&k);
@@ -94,10 +97,8 @@ static void mapper(rl_buf *out, const char *const *els, int n) {
     rl__buf_init(out);
     rl__tuple_packer_init(&pk, out);
     for (int i = 0; i < n; i++) {
-        if (els[i][0] == '#')
-            rl__tuple_pack_int(&pk, atoi(els[i] + 1));
-        else
-            rl__tuple_pack_string(&pk, els[i], strlen(els[i]));
+        if (els[i][0] == '#') rl__tuple_pack_int(&pk, atoi(els[i] + 1));
+        else rl__tuple_pack_string(&pk, els[i], strlen(els[i]));
     }
 }
 
@@ -107,10 +108,8 @@ static rl_future *mapped(rl_txn *t, const char *index, const rl_buf *m, int limi
     rl__buf_init(&e);
     prefix_range(index, &b, &e);
     rl_future *f = rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len),
-                                           RL_FIRST_GREATER_OR_EQUAL(e.data, e.len), m->data,
-                                           m->len, limit, 0,
-                                           limit ? RL_STREAMING_EXACT : RL_STREAMING_WANT_ALL, 0,
-                                           flags);
+                                           RL_FIRST_GREATER_OR_EQUAL(e.data, e.len), m->data, m->len, limit, 0,
+                                           limit ? RL_STREAMING_EXACT : RL_STREAMING_WANT_ALL, 0, flags);
     rl__buf_release(&b);
     rl__buf_release(&e);
     return f;
@@ -281,10 +280,8 @@ TEST(kv_7_3_mapped_conflicts) {
         ASSERT_OK(rl_txn_set(u, k.b.data, k.b.len, "x", 1));
         tup_free(&k);
         ASSERT_OK(kvt_commit(u));
-        if (pass == 1)
-            ASSERT_OK(kvt_commit(t));
-        else
-            ASSERT_RC(kvt_commit(t), RL_E_NOT_COMMITTED);
+        if (pass == 1) ASSERT_OK(kvt_commit(t));
+        else ASSERT_RC(kvt_commit(t), RL_E_NOT_COMMITTED);
     }
     /* 2039: a write inside a secondary range, inside the index range; a write elsewhere is fine. */
     for (int pass = 0; pass < 3; pass++) {
@@ -302,10 +299,8 @@ TEST(kv_7_3_mapped_conflicts) {
         ASSERT_OK(rl_txn_set(t, k.b.data, k.b.len, "w", 1));
         tup_free(&k);
         rl_future *f = mapped(t, "idx", &m, 0, 0);
-        if (pass < 2)
-            ASSERT_RC(rl_future_wait(f), RL_E_GET_MAPPED_RANGE_READS_YOUR_WRITES);
-        else
-            ASSERT_OK(rl_future_wait(f));
+        if (pass < 2) ASSERT_RC(rl_future_wait(f), RL_E_GET_MAPPED_RANGE_READS_YOUR_WRITES);
+        else ASSERT_OK(rl_future_wait(f));
         rl_future_free(f);
     }
     /* A clear range over a record also counts. */
@@ -371,10 +366,8 @@ TEST(kv_7_4_mapped_secondary_more) {
         ASSERT_OK(rl_txn_set(u, k.b.data, k.b.len, "x", 1));
         tup_free(&k);
         ASSERT_OK(kvt_commit(u));
-        if (pass == 0)
-            ASSERT_OK(kvt_commit(t));
-        else
-            ASSERT_RC(kvt_commit(t), RL_E_NOT_COMMITTED);
+        if (pass == 0) ASSERT_OK(kvt_commit(t));
+        else ASSERT_RC(kvt_commit(t), RL_E_NOT_COMMITTED);
     }
     rl__buf_release(&m);
     rl_txn_free(t);

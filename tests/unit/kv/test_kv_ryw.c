@@ -96,18 +96,16 @@ static void check_get_key(rl_txn *t, const model *m, const msel *s, int flags) {
         wl = 3;
     }
     if (kl != wl || (wl && memcmp(k, wk, (size_t)wl)))
-        fail_msg("get_key(%.*s, or_equal %d, offset %d) = '%.*s', model '%.*s'", s->key_len,
-                 s->key, s->or_equal, s->offset, kl, k, wl, wk);
+        fail_msg("get_key(%.*s, or_equal %d, offset %d) = '%.*s', model '%.*s'", s->key_len, s->key, s->or_equal,
+                 s->offset, kl, k, wl, wk);
     rl_future_free(f);
 }
 
 /* Compare get_range with the model. */
-static void check_range(rl_txn *t, const model *m, const msel *b, const msel *e, int limit,
-                        int reverse, int flags) {
+static void check_range(rl_txn *t, const model *m, const msel *b, const msel *e, int limit, int reverse, int flags) {
     rl_key_selector bs = {(const uint8_t *)b->key, (uint32_t)b->key_len, b->or_equal, b->offset};
     rl_key_selector es = {(const uint8_t *)e->key, (uint32_t)e->key_len, e->or_equal, e->offset};
-    rl_future *f = rl_txn_get_range(t, bs, es, limit, 0, RL_STREAMING_WANT_ALL, 0,
-                                    flags | (reverse ? RL_REVERSE : 0));
+    rl_future *f = rl_txn_get_range(t, bs, es, limit, 0, RL_STREAMING_WANT_ALL, 0, flags | (reverse ? RL_REVERSE : 0));
     ASSERT_OK(rl_future_wait(f));
     const rl_keyvalue *kvs;
     int n, more;
@@ -120,9 +118,9 @@ static void check_range(rl_txn *t, const model *m, const msel *b, const msel *e,
     int want_n = limit && nr > limit ? limit : nr;
     int want_more = nr > want_n;
     if (n != want_n || more != want_more)
-        fail_msg("range [%.*s %d %d, %.*s %d %d) limit %d rev %d: %d rows more %d, model %d more %d",
-                 b->key_len, b->key, b->or_equal, b->offset, e->key_len, e->key, e->or_equal,
-                 e->offset, limit, reverse, n, more, want_n, want_more);
+        fail_msg("range [%.*s %d %d, %.*s %d %d) limit %d rev %d: %d rows more %d, model %d more %d", b->key_len,
+                 b->key, b->or_equal, b->offset, e->key_len, e->key, e->or_equal, e->offset, limit, reverse, n, more,
+                 want_n, want_more);
     for (int i = 0; i < n; i++) {
         int mi = reverse ? rows[nr - 1 - i] : rows[i];
         char k[8];
@@ -162,7 +160,8 @@ TEST(kv_3_1_ryw_random) {
             key_name(i, k);
             int flags = rl_test_rand_below(&rs, 4) == 0 ? RL_SNAPSHOT : 0;
             switch (rl_test_rand_below(&rs, 11)) {
-            case 0: case 1: { /* set */
+            case 0:
+            case 1: { /* set */
                 uint8_t v[MAXV];
                 int vl = (int)rl_test_rand_below(&rs, 9);
                 for (int j = 0; j < vl; j++) v[j] = (uint8_t)rl_test_rand(&rs);
@@ -206,9 +205,7 @@ TEST(kv_3_1_ryw_random) {
                 m.present[i] = 1;
                 break;
             }
-            case 6: /* get */
-                check_get(t, &m, i, flags);
-                break;
+            case 6: /* get */ check_get(t, &m, i, flags); break;
             case 7: { /* get_key */
                 msel s;
                 rand_sel(&rs, &s);
@@ -255,7 +252,8 @@ TEST(kv_3_2_atomic_ryw) {
     kvt_expect(t, "c", NULL, 0);
     ASSERT_OK(rl_txn_atomic_op(t, "m", 1, "\x09", 1, RL_ATOMIC_MAX));
     kvt_expect(t, "m", "\x09", 0);
-    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("", 0), RL_FIRST_GREATER_OR_EQUAL("z", 1), 0, 0, RL_STREAMING_WANT_ALL, 0, RL_REVERSE);
+    rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("", 0), RL_FIRST_GREATER_OR_EQUAL("z", 1), 0, 0,
+                                    RL_STREAMING_WANT_ALL, 0, RL_REVERSE);
     const rl_keyvalue *kvs;
     int n, more;
     ASSERT_OK(rl_future_wait(f));
@@ -294,7 +292,7 @@ TEST(kv_4_1_selector_edges) {
     } cases[] = {
         {RL_FIRST_GREATER_OR_EQUAL("", 0), "", 0},
         {RL_FIRST_GREATER_THAN("", 0), "a", 1},
-        {RL_LAST_LESS_THAN("", 0), "", 0},          /* runs off the front */
+        {RL_LAST_LESS_THAN("", 0), "", 0}, /* runs off the front */
         {RL_LAST_LESS_OR_EQUAL("", 0), "", 0},
         {RL_LAST_LESS_OR_EQUAL("a", 1), "a", 1},
         {RL_LAST_LESS_THAN("a", 1), "", 0},
@@ -313,8 +311,7 @@ TEST(kv_4_1_selector_edges) {
         int kl;
         (void)rl_future_wait(f); /* futures may complete later (RL_TEST_URL=defer:, cluster:) */
         ASSERT_OK(rl_future_get_key(f, &k, &kl));
-        if (kl != cases[i].want_len || memcmp(k, cases[i].want, (size_t)kl))
-            fail_msg("case %zu: got '%.*s'", i, kl, k);
+        if (kl != cases[i].want_len || memcmp(k, cases[i].want, (size_t)kl)) fail_msg("case %zu: got '%.*s'", i, kl, k);
         rl_future_free(f);
     }
     /* With system keys the end of the keyspace is \xff\xff. */
@@ -352,58 +349,53 @@ TEST(kv_4_2_range_limits) {
         int iteration, flags;
         int want_n, want_more;
     } cases[] = {
-        {0, 0, RL_STREAMING_WANT_ALL, 0, 0, 50, 0},
-        {10, 0, RL_STREAMING_WANT_ALL, 0, 0, 10, 1},
-        {50, 0, RL_STREAMING_EXACT, 0, 0, 50, 0},
-        {49, 0, RL_STREAMING_EXACT, 0, RL_REVERSE, 49, 1},
-        {0, 300, RL_STREAMING_WANT_ALL, 0, 0, 3, 1},    /* the crossing row is included */
-        {0, 206, RL_STREAMING_WANT_ALL, 0, 0, 2, 1},
-        {0, 0, RL_STREAMING_SMALL, 0, 0, 3, 1},         /* 256 bytes */
-        {0, 0, RL_STREAMING_MEDIUM, 0, 0, 10, 1},       /* 1000 bytes */
-        {0, 0, RL_STREAMING_LARGE, 0, RL_REVERSE, 40, 1}, /* 4096 bytes */
-        {0, 0, RL_STREAMING_SERIAL, 0, 0, 50, 0},
-        {0, 0, RL_STREAMING_ITERATOR, 1, 0, 40, 1},
-        {5, 0, RL_STREAMING_SMALL, 0, 0, 3, 1},
-        {2, 0, RL_STREAMING_SMALL, 0, 0, 2, 1},
+        {0, 0, RL_STREAMING_WANT_ALL, 0, 0, 50, 0},       {10, 0, RL_STREAMING_WANT_ALL, 0, 0, 10, 1},
+        {50, 0, RL_STREAMING_EXACT, 0, 0, 50, 0},         {49, 0, RL_STREAMING_EXACT, 0, RL_REVERSE, 49, 1},
+        {0, 300, RL_STREAMING_WANT_ALL, 0, 0, 3, 1}, /* the crossing row is included */
+        {0, 206, RL_STREAMING_WANT_ALL, 0, 0, 2, 1},      {0, 0, RL_STREAMING_SMALL, 0, 0, 3, 1}, /* 256 bytes */
+        {0, 0, RL_STREAMING_MEDIUM, 0, 0, 10, 1},                                                 /* 1000 bytes */
+        {0, 0, RL_STREAMING_LARGE, 0, RL_REVERSE, 40, 1},                                         /* 4096 bytes */
+        {0, 0, RL_STREAMING_SERIAL, 0, 0, 50, 0},         {0, 0, RL_STREAMING_ITERATOR, 1, 0, 40, 1},
+        {5, 0, RL_STREAMING_SMALL, 0, 0, 3, 1},           {2, 0, RL_STREAMING_SMALL, 0, 0, 2, 1},
     };
     /* Pass 0 reads the snapshot; pass 1 the same rows merged with uncommitted writes (rows
      * rewritten with values of the same size, a cleared range re-set), the same answers. */
     for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (pass == 1 && i == 0) {
-            ASSERT_OK(rl_txn_clear_range(t, "r10", 3, "r20", 3));
-            for (int j = 0; j < 50; j += 3) {
-                char k[16];
-                snprintf(k, sizeof k, "r%02d", j);
-                ASSERT_OK(rl_txn_set(t, k, 3, v, sizeof v));
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (pass == 1 && i == 0) {
+                ASSERT_OK(rl_txn_clear_range(t, "r10", 3, "r20", 3));
+                for (int j = 0; j < 50; j += 3) {
+                    char k[16];
+                    snprintf(k, sizeof k, "r%02d", j);
+                    ASSERT_OK(rl_txn_set(t, k, 3, v, sizeof v));
+                }
+                for (int j = 10; j < 20; j++) {
+                    char k[16];
+                    snprintf(k, sizeof k, "r%02d", j);
+                    ASSERT_OK(rl_txn_set(t, k, 3, v, sizeof v));
+                }
             }
-            for (int j = 10; j < 20; j++) {
+            rl_future *f = rl_txn_get_range(t, b, en, cases[i].limit, cases[i].target, cases[i].mode,
+                                            cases[i].iteration, cases[i].flags);
+            const rl_keyvalue *kvs;
+            int n, more;
+            (void)rl_future_wait(f); /* futures may complete later (RL_TEST_URL=defer:, cluster:) */
+            ASSERT_OK(rl_future_get_keyvalue_array(f, &kvs, &n, &more));
+            if (n != cases[i].want_n || more != cases[i].want_more)
+                fail_msg("pass %d case %zu: %d rows more %d, expected %d more %d", pass, i, n, more, cases[i].want_n,
+                         cases[i].want_more);
+            for (int j = 0; j < n; j++) {
                 char k[16];
-                snprintf(k, sizeof k, "r%02d", j);
-                ASSERT_OK(rl_txn_set(t, k, 3, v, sizeof v));
+                int idx = (cases[i].flags & RL_REVERSE) ? 49 - j : j;
+                snprintf(k, sizeof k, "r%02d", idx);
+                ASSERT_MEM_EQ(kvs[j].key, kvs[j].key_len, k, 3);
             }
+            if (n) {
+                const char *first = (cases[i].flags & RL_REVERSE) ? "r49" : "r00";
+                ASSERT_MEM_EQ(kvs[0].key, kvs[0].key_len, first, 3);
+            }
+            rl_future_free(f);
         }
-        rl_future *f = rl_txn_get_range(t, b, en, cases[i].limit, cases[i].target, cases[i].mode,
-                                        cases[i].iteration, cases[i].flags);
-        const rl_keyvalue *kvs;
-        int n, more;
-        (void)rl_future_wait(f); /* futures may complete later (RL_TEST_URL=defer:, cluster:) */
-        ASSERT_OK(rl_future_get_keyvalue_array(f, &kvs, &n, &more));
-        if (n != cases[i].want_n || more != cases[i].want_more)
-            fail_msg("pass %d case %zu: %d rows more %d, expected %d more %d", pass, i, n, more,
-                     cases[i].want_n, cases[i].want_more);
-        for (int j = 0; j < n; j++) {
-            char k[16];
-            int idx = (cases[i].flags & RL_REVERSE) ? 49 - j : j;
-            snprintf(k, sizeof k, "r%02d", idx);
-            ASSERT_MEM_EQ(kvs[j].key, kvs[j].key_len, k, 3);
-        }
-        if (n) {
-            const char *first = (cases[i].flags & RL_REVERSE) ? "r49" : "r00";
-            ASSERT_MEM_EQ(kvs[0].key, kvs[0].key_len, first, 3);
-        }
-        rl_future_free(f);
-    }
     struct {
         int limit, target;
         rl_streaming_mode mode;
@@ -416,14 +408,12 @@ TEST(kv_4_2_range_limits) {
         {0, 0, (rl_streaming_mode)42, 0, RL_E_CLIENT_INVALID_OPERATION},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rl_future *f = rl_txn_get_range(t, b, en, bad[i].limit, bad[i].target, bad[i].mode,
-                                        bad[i].iteration, 0);
+        rl_future *f = rl_txn_get_range(t, b, en, bad[i].limit, bad[i].target, bad[i].mode, bad[i].iteration, 0);
         ASSERT_RC(rl_future_wait(f), bad[i].want);
         rl_future_free(f);
     }
     /* Selectors beyond the user keyspace. */
-    rl_future *f = rl_txn_get_range(t, b, RL_FIRST_GREATER_OR_EQUAL("\xff\x00", 2), 0, 0,
-                                    RL_STREAMING_WANT_ALL, 0, 0);
+    rl_future *f = rl_txn_get_range(t, b, RL_FIRST_GREATER_OR_EQUAL("\xff\x00", 2), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
     ASSERT_RC(rl_future_wait(f), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
     rl_future_free(f);
     /* Inverted selectors give an empty range. */
@@ -449,8 +439,7 @@ TEST(kv_4_3_range_conflicts) {
     for (int pass = 0; pass < 4; pass++) {
         int reverse = pass & 1, touch_inside = pass >> 1;
         rl_txn_reset(t);
-        rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("a", 1),
-                                        RL_FIRST_GREATER_OR_EQUAL("e", 1), 2, 0,
+        rl_future *f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("e", 1), 2, 0,
                                         RL_STREAMING_EXACT, 0, reverse ? RL_REVERSE : 0);
         ASSERT_OK(rl_future_wait(f));
         rl_future_free(f);
@@ -459,10 +448,8 @@ TEST(kv_4_3_range_conflicts) {
         const char *k = touch_inside ? (reverse ? "c" : "b") : (reverse ? "b" : "c");
         kvt_put(e.db, k, "new", NULL);
         int rc = kvt_commit(t);
-        if (touch_inside)
-            ASSERT_RC(rc, RL_E_NOT_COMMITTED);
-        else
-            ASSERT_OK(rc);
+        if (touch_inside) ASSERT_RC(rc, RL_E_NOT_COMMITTED);
+        else ASSERT_OK(rc);
     }
     /* get_key conflicts between the anchor and the result. */
     rl_txn_reset(t);
@@ -508,8 +495,7 @@ TEST(kv_4_4_offset_one_selectors_conflicts) {
         memcpy(ae, keys[ei], ael);
         if (bo) ab[abl++] = 0;
         if (eo) ae[ael++] = 0;
-        int illegal = bcmp_keys(keys[bi], lens[bi], "\xff", 1) > 0 ||
-                      bcmp_keys(keys[ei], lens[ei], "\xff", 1) > 0;
+        int illegal = bcmp_keys(keys[bi], lens[bi], "\xff", 1) > 0 || bcmp_keys(keys[ei], lens[ei], "\xff", 1) > 0;
         if (bcmp_keys(ab, abl, "\xff", 1) > 0) abl = 1;
         if (bcmp_keys(ae, ael, "\xff", 1) > 0) ael = 1;
         rl_txn_reset(t);
@@ -526,10 +512,8 @@ TEST(kv_4_4_offset_one_selectors_conflicts) {
         uint32_t pl = (uint32_t)strlen(probe[pi]);
         int inside = bcmp_keys(ab, abl, probe[pi], pl) <= 0 && bcmp_keys(probe[pi], pl, ae, ael) < 0;
         rc = kvt_commit(t);
-        if (inside)
-            ASSERT_RC(rc, RL_E_NOT_COMMITTED);
-        else
-            ASSERT_OK(rc);
+        if (inside) ASSERT_RC(rc, RL_E_NOT_COMMITTED);
+        else ASSERT_OK(rc);
     }
     rl_txn_free(t);
     kvt_close(&e);
@@ -591,12 +575,10 @@ TEST(kv_5_1_versionstamps) {
     ASSERT_OK(rl_txn_begin(e.db, &t));
     ASSERT_RC(rl_txn_atomic_op(t, "ab\x09\x00\x00\x00", 6, "v", 1, RL_ATOMIC_SET_VERSIONSTAMPED_KEY),
               RL_E_CLIENT_INVALID_OPERATION);
-    ASSERT_RC(rl_txn_atomic_op(t, "k", 1, "v", 1, RL_ATOMIC_SET_VERSIONSTAMPED_VALUE),
-              RL_E_CLIENT_INVALID_OPERATION);
+    ASSERT_RC(rl_txn_atomic_op(t, "k", 1, "v", 1, RL_ATOMIC_SET_VERSIONSTAMPED_VALUE), RL_E_CLIENT_INVALID_OPERATION);
     rl_txn_free(t);
     kvt_close(&e);
 }
 
-RL_TEST_MAIN(T(kv_3_1_ryw_random), T(kv_3_2_atomic_ryw), T(kv_4_1_selector_edges),
-             T(kv_4_2_range_limits), T(kv_4_3_range_conflicts),
-             T(kv_4_4_offset_one_selectors_conflicts), T(kv_5_1_versionstamps))
+RL_TEST_MAIN(T(kv_3_1_ryw_random), T(kv_3_2_atomic_ryw), T(kv_4_1_selector_edges), T(kv_4_2_range_limits),
+             T(kv_4_3_range_conflicts), T(kv_4_4_offset_one_selectors_conflicts), T(kv_5_1_versionstamps))

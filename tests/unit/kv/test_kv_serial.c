@@ -15,13 +15,13 @@ typedef enum { OP_GET, OP_SNAP_GET, OP_RANGE, OP_SET, OP_CLEAR } op_kind;
 typedef struct {
     int kind;
     int key;
-    int val;                /* OP_SET: value written; OP_GET: value read (-1 absent) */
-    int range_vals[NKEYS];  /* OP_RANGE: value per key (-1 absent) */
+    int val;               /* OP_SET: value written; OP_GET: value read (-1 absent) */
+    int range_vals[NKEYS]; /* OP_RANGE: value per key (-1 absent) */
 } op;
 
 typedef struct {
-    int64_t rv, cv;         /* cv: -1 read-only */
-    int order;              /* batch order from the versionstamp */
+    int64_t rv, cv; /* cv: -1 read-only */
+    int order;      /* batch order from the versionstamp */
     int n_ops;
     op ops[MAXOPS];
 } txn_log;
@@ -93,8 +93,7 @@ TEST(kv_6_1_serializability) {
             case OP_SNAP_GET: o->val = read_val(sl->t, o->key, RL_SNAPSHOT); break;
             case OP_RANGE: {
                 rl_future *f = rl_txn_get_range(sl->t, RL_FIRST_GREATER_OR_EQUAL("s", 1),
-                                                RL_FIRST_GREATER_OR_EQUAL("t", 1), 0, 0,
-                                                RL_STREAMING_WANT_ALL, 0, 0);
+                                                RL_FIRST_GREATER_OR_EQUAL("t", 1), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
                 const rl_keyvalue *kvs;
                 int n, more;
                 (void)rl_future_wait(f); /* futures may complete later (RL_TEST_URL=defer:, cluster:) */
@@ -160,29 +159,25 @@ TEST(kv_6_1_serializability) {
          * Every read must match the snapshot; serializable (non-snapshot) reads also the serial
          * order, which is what conflict detection guarantees. */
         state_at(logs, n_logs, logs[i].rv, -1, st);
-        if (logs[i].cv >= 0)
-            state_at(logs, n_logs, 0, i, ser);
-        else
-            memcpy(ser, st, sizeof st);
+        if (logs[i].cv >= 0) state_at(logs, n_logs, 0, i, ser);
+        else memcpy(ser, st, sizeof st);
         for (int j = 0; j < logs[i].n_ops; j++) {
             const op *o = &logs[i].ops[j];
             switch (o->kind) {
             case OP_GET:
             case OP_SNAP_GET:
                 if (o->val != st[o->key])
-                    fail_msg("txn rv %lld cv %lld op %d: read s%d = %d, snapshot model %d",
-                             (long long)logs[i].rv, (long long)logs[i].cv, j, o->key, o->val,
-                             st[o->key]);
+                    fail_msg("txn rv %lld cv %lld op %d: read s%d = %d, snapshot model %d", (long long)logs[i].rv,
+                             (long long)logs[i].cv, j, o->key, o->val, st[o->key]);
                 if (o->kind == OP_GET && o->val != ser[o->key])
-                    fail_msg("txn rv %lld cv %lld op %d: read s%d = %d, serial model %d",
-                             (long long)logs[i].rv, (long long)logs[i].cv, j, o->key, o->val,
-                             ser[o->key]);
+                    fail_msg("txn rv %lld cv %lld op %d: read s%d = %d, serial model %d", (long long)logs[i].rv,
+                             (long long)logs[i].cv, j, o->key, o->val, ser[o->key]);
                 break;
             case OP_RANGE:
                 for (int k = 0; k < NKEYS; k++)
                     if (o->range_vals[k] != st[k] || o->range_vals[k] != ser[k])
-                        fail_msg("txn rv %lld op %d: range s%d = %d, models %d / %d",
-                                 (long long)logs[i].rv, j, k, o->range_vals[k], st[k], ser[k]);
+                        fail_msg("txn rv %lld op %d: range s%d = %d, models %d / %d", (long long)logs[i].rv, j, k,
+                                 o->range_vals[k], st[k], ser[k]);
                 break;
             case OP_SET: st[o->key] = ser[o->key] = o->val; break;
             case OP_CLEAR: st[o->key] = ser[o->key] = -1; break;
@@ -221,8 +216,7 @@ TEST(kv_6_1_serializability) {
                      "transaction committed after its read version wrote a key it read",
                      (long long)aborted[a].rv, read_mask);
     }
-    printf("write transactions committed %d, aborted %d (each with a conflicting commit)\n", writers,
-           n_aborted);
+    printf("write transactions committed %d, aborted %d (each with a conflicting commit)\n", writers, n_aborted);
     ASSERT_TRUE(writers > 0 && writers >= (writers + n_aborted) / 4); /* about half, measured */
     free(aborted);
     free(logs);

@@ -98,14 +98,13 @@ TEST(kv_1_4_legal_range_edges) {
     static const struct {
         const char *k;
         size_t kl;
-        int sys;         /* ACCESS_SYSTEM_KEYS */
-        int get_ok;      /* rl_txn_get legal */
-        int sel_ok;      /* as a firstGreaterOrEqual selector */
+        int sys;    /* ACCESS_SYSTEM_KEYS */
+        int get_ok; /* rl_txn_get legal */
+        int sel_ok; /* as a firstGreaterOrEqual selector */
     } cases[] = {
-        {"", 0, 0, 1, 1},           {"\xfe", 1, 0, 1, 1},      {"\xfe\xff\xff", 3, 0, 1, 1},
-        {"\xff", 1, 0, 0, 1},       {"\xff\x00", 2, 0, 0, 0},  {"\xff\xff", 2, 0, 0, 0},
-        {"\xff", 1, 1, 1, 1},       {"\xff\xfe", 2, 1, 1, 1},  {"\xff\xff", 2, 1, 0, 1},
-        {"\xff\xff\x00", 3, 1, 0, 0}, {"\xfe", 1, 1, 1, 1},
+        {"", 0, 0, 1, 1},         {"\xfe", 1, 0, 1, 1},         {"\xfe\xff\xff", 3, 0, 1, 1}, {"\xff", 1, 0, 0, 1},
+        {"\xff\x00", 2, 0, 0, 0}, {"\xff\xff", 2, 0, 0, 0},     {"\xff", 1, 1, 1, 1},         {"\xff\xfe", 2, 1, 1, 1},
+        {"\xff\xff", 2, 1, 0, 1}, {"\xff\xff\x00", 3, 1, 0, 0}, {"\xfe", 1, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rl_txn *t;
@@ -118,16 +117,15 @@ TEST(kv_1_4_legal_range_edges) {
          * ("\xfe\xff" when the bound is below it). */
         const char *mk = cases[i].sys ? "\xff\xff" : "\xff";
         f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(cases[i].k, cases[i].kl),
-                             RL_FIRST_GREATER_OR_EQUAL(mk, strlen(mk)), 0, 0,
-                             RL_STREAMING_WANT_ALL, 0, 0);
+                             RL_FIRST_GREATER_OR_EQUAL(mk, strlen(mk)), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
         int rc = rl_future_wait(f);
         ASSERT_RC(rc, cases[i].sel_ok ? RL_OK : RL_E_KEY_OUTSIDE_LEGAL_RANGE);
         if (rc == RL_OK) {
             const rl_keyvalue *kv;
             int n = 0, more = 0;
             ASSERT_OK(rl_future_get_keyvalue_array(f, &kv, &n, &more));
-            int want = (lex_cmp("", 0, cases[i].k, cases[i].kl) >= 0) +
-                       (lex_cmp("\xfe\xff", 2, cases[i].k, cases[i].kl) >= 0);
+            int want =
+                (lex_cmp("", 0, cases[i].k, cases[i].kl) >= 0) + (lex_cmp("\xfe\xff", 2, cases[i].k, cases[i].kl) >= 0);
             /* A cluster's system keyspace holds its shard map and server list (FoundationDB's
              * \xff/keyServers/ and \xff/serverList/): count the user keys only there. */
             int user = 0;
@@ -136,8 +134,7 @@ TEST(kv_1_4_legal_range_edges) {
         }
         rl_future_free(f);
         /* firstGreaterThan of the same key as the end: legal iff the key is. */
-        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("", 0),
-                             RL_FIRST_GREATER_THAN(cases[i].k, cases[i].kl), 0, 0,
+        f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL("", 0), RL_FIRST_GREATER_THAN(cases[i].k, cases[i].kl), 0, 0,
                              RL_STREAMING_WANT_ALL, 0, 0);
         ASSERT_RC(rl_future_wait(f), cases[i].sel_ok ? RL_OK : RL_E_KEY_OUTSIDE_LEGAL_RANGE);
         rl_future_free(f);
@@ -188,8 +185,7 @@ TEST(kv_1_3_limits) {
      * and reads all refuse it the same way, so nothing unreadable is ever committed. */
     ASSERT_RC(rl_txn_set(t, "\xff\xff/foo", 6, "x", 1), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
     ASSERT_RC(rl_txn_clear(t, "\xff\xff/foo", 6), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
-    ASSERT_RC(rl_txn_atomic_op(t, "\xff\xff", 2, "\x01", 1, RL_ATOMIC_ADD),
-              RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    ASSERT_RC(rl_txn_atomic_op(t, "\xff\xff", 2, "\x01", 1, RL_ATOMIC_ADD), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
     ASSERT_RC(rl_txn_clear_range(t, "\xff/", 2, "\xff\xff/", 3), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
     ASSERT_OK(rl_txn_clear_range(t, "\xff/y", 3, "\xff\xff", 2));
     f = rl_txn_get(t, "\xff\xff/foo", 6, 0);
@@ -270,7 +266,8 @@ TEST(kv_2_2_no_conflict_cases) {
     /* snapshot read + write elsewhere */
     rl_txn_reset(t1);
     kvt_expect(t1, "x", "1", RL_SNAPSHOT);
-    rl_future *rf = rl_txn_get_range(t1, RL_FIRST_GREATER_OR_EQUAL("", 0), RL_FIRST_GREATER_OR_EQUAL("\xff", 1), 0, 0, RL_STREAMING_WANT_ALL, 0, RL_SNAPSHOT);
+    rl_future *rf = rl_txn_get_range(t1, RL_FIRST_GREATER_OR_EQUAL("", 0), RL_FIRST_GREATER_OR_EQUAL("\xff", 1), 0, 0,
+                                     RL_STREAMING_WANT_ALL, 0, RL_SNAPSHOT);
     ASSERT_OK(rl_future_wait(rf));
     rl_future_free(rf);
     ASSERT_OK(rl_txn_set(t1, "z", 1, "z", 1));
@@ -346,8 +343,9 @@ TEST(kv_2_4_too_old) {
         /* On a cluster the MVCC window is the servers' (rlkvd --window-versions), not a db option. */
         const char *w = getenv("RL_TEST_CLUSTER_WINDOW_VERSIONS");
         if (!w || strcmp(w, "20000") != 0) {
-            printf("kv-2.4 skipped: it needs a 20 ms MVCC window, and on a cluster the window is the servers' "
-                   "(ctest runs it as unit_kv_test_kv_txn_cluster_window, on a cluster with --window-versions 20000)\n");
+            printf(
+                "kv-2.4 skipped: it needs a 20 ms MVCC window, and on a cluster the window is the servers' "
+                "(ctest runs it as unit_kv_test_kv_txn_cluster_window, on a cluster with --window-versions 20000)\n");
             skip();
         }
     }
@@ -554,7 +552,6 @@ TEST(kv_2_8_increment_race) {
     kvt_close(&e);
 }
 
-RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_1_4_legal_range_edges), T(kv_2_1_write_skew),
-             T(kv_2_2_no_conflict_cases), T(kv_2_3_explicit_conflicts), T(kv_2_4_too_old),
-             T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset),
-             T(kv_2_8_increment_race))
+RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_1_4_legal_range_edges),
+             T(kv_2_1_write_skew), T(kv_2_2_no_conflict_cases), T(kv_2_3_explicit_conflicts), T(kv_2_4_too_old),
+             T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset), T(kv_2_8_increment_race))

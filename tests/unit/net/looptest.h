@@ -28,12 +28,12 @@
 /* Checks in callbacks that run on a loop thread cannot use cmocka's asserts (they longjmp into the
  * test's thread); they count failures here and the test asserts the count is 0. */
 static atomic_int lt_bg_errors;
-#define LT_BG_CHECK(cond)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: background check failed: %s\n", __FILE__, __LINE__, #cond);    \
-            atomic_fetch_add(&lt_bg_errors, 1);                                                    \
-        }                                                                                          \
+#define LT_BG_CHECK(cond)                                                                       \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "%s:%d: background check failed: %s\n", __FILE__, __LINE__, #cond); \
+            atomic_fetch_add(&lt_bg_errors, 1);                                                 \
+        }                                                                                       \
     } while (0)
 #define LT_ASSERT_NO_BG_ERRORS() ASSERT_EQ(atomic_load(&lt_bg_errors), 0)
 
@@ -138,9 +138,9 @@ typedef struct {
 /* Per-connection state for a recording or echoing peer. Created on the loop thread. */
 typedef struct lt_peer {
     rl_conn *conn;
-    int echo;                /* 1: echo every frame back (flags |= RL_FRAME_REPLY) */
+    int echo; /* 1: echo every frame back (flags |= RL_FRAME_REPLY) */
     pthread_mutex_t mu;
-    lt_frame *frames;        /* recorded frames (when record is set) */
+    lt_frame *frames; /* recorded frames (when record is set) */
     size_t nframes, cap;
     int record;
     long close_after;        /* > 0: rl__conn_close after this many frames (from on_frame) */

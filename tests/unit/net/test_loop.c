@@ -139,7 +139,7 @@ static void tm_cb(rl_loop *loop, void *ud) {
     (void)loop;
     tm_entry *e = ud;
     e->fired_ns = rl__clock_mono_ns();
-    e->order = tm_order++; /* loop thread only */
+    e->order = tm_order++;          /* loop thread only */
     atomic_fetch_add(&tm_fired, 1); /* published after the writes above */
 }
 
@@ -705,7 +705,8 @@ static void dummy_connect(rl_conn *c, int err, void *ud) {
 TEST(loop_2_6_non_loopback_refused) {
     lt_loop l;
     lt_loop_start(&l, 0);
-    const char *bad[] = {"10.0.0.1", "0.0.0.0", "192.168.1.1", "128.0.0.1", "localhost", "::1", "127.0.0.1.5", "", NULL};
+    const char *bad[] = {"10.0.0.1",    "0.0.0.0", "192.168.1.1", "128.0.0.1", "localhost", "::1",
+                         "127.0.0.1.5", "",        NULL};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rl_listener *ls = (rl_listener *)0x1;
         ASSERT_RC(rl__listen(l.loop, bad[i], 0, dummy_accept, NULL, &ls), RL_E_INVALID_ARGUMENT);
@@ -714,7 +715,8 @@ TEST(loop_2_6_non_loopback_refused) {
         ASSERT_RC(rl__connect(l.loop, bad[i], 80, 1000, dummy_connect, NULL), RL_E_INVALID_ARGUMENT);
         ASSERT_NOT_NULL(strstr(rl__net_errmsg(), "127.0.0.0/8"));
     }
-    printf("loop_2_6: e.g. \"%s\"\n", (rl__connect(l.loop, "10.0.0.1", 80, 1000, dummy_connect, NULL), rl__net_errmsg()));
+    printf("loop_2_6: e.g. \"%s\"\n",
+           (rl__connect(l.loop, "10.0.0.1", 80, 1000, dummy_connect, NULL), rl__net_errmsg()));
     ASSERT_RC(rl__connect(l.loop, "127.0.0.1", 80, 0, dummy_connect, NULL), RL_E_INVALID_ARGUMENT);
     ASSERT_RC(rl__connect(l.loop, "127.0.0.1", 0, 1000, dummy_connect, NULL), RL_E_INVALID_ARGUMENT);
     /* 127.0.0.2 is loopback too. */
@@ -1144,10 +1146,10 @@ TEST(loop_3_3_trickle_does_not_preallocate) {
 
 RL_TEST_MAIN(T(loop_1_1_posts_fifo_from_threads), T(loop_1_2_stop_and_run_rules), T(loop_1_3_timer_order_and_cancel),
              T(loop_1_4_timer_precision_pwait2), T(loop_1_5_timer_precision_timerfd), T(loop_1_6_idle_uses_no_cpu),
-             T(loop_1_7_free_runs_pending_posts), T(loop_1_8_margin_bounds), T(loop_2_1_echo_sizes), T(loop_2_2_pipelined_both_ways),
-             T(loop_2_3_four_threads_one_connection), T(loop_2_4_send_buf_and_bad_arguments),
-             T(loop_2_5_connect_refused), T(loop_2_6_non_loopback_refused), T(loop_2_7_address_in_use),
-             T(loop_2_8_connect_timeout), T(loop_2_9_close_while_sending), T(loop_2_10_close_inside_on_frame),
-             T(loop_2_11_close_flush_and_drop), T(loop_2_12_free_closes_everything),
+             T(loop_1_7_free_runs_pending_posts), T(loop_1_8_margin_bounds), T(loop_2_1_echo_sizes),
+             T(loop_2_2_pipelined_both_ways), T(loop_2_3_four_threads_one_connection),
+             T(loop_2_4_send_buf_and_bad_arguments), T(loop_2_5_connect_refused), T(loop_2_6_non_loopback_refused),
+             T(loop_2_7_address_in_use), T(loop_2_8_connect_timeout), T(loop_2_9_close_while_sending),
+             T(loop_2_10_close_inside_on_frame), T(loop_2_11_close_flush_and_drop), T(loop_2_12_free_closes_everything),
              T(loop_3_1_garbage_oversized_bad_flag), T(loop_3_2_truncated_then_eof),
              T(loop_3_3_trickle_does_not_preallocate))

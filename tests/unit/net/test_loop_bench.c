@@ -193,8 +193,7 @@ static void bench_loop_case(const char *name, int n, int mode /* 0 cv, 1 spin, 2
                 ASSERT_TRUE(atomic_load(&b->replies) >= want);
             } else {
                 uint64_t end = t0 + 10000000000ull;
-                while (atomic_load(&b->replies) < want && rl__clock_mono_ns() < end) {
-                }
+                while (atomic_load(&b->replies) < want && rl__clock_mono_ns() < end) {}
                 ASSERT_TRUE(atomic_load(&b->replies) >= want);
             }
             if (i >= 0) b->rtt[i] = rl__clock_mono_ns() - t0;

@@ -269,8 +269,8 @@ TEST(loop_4_4_delay_both_directions_rtt) {
     rl__conn_get_stats(e.sp->conn, &b);
     printf("loop_4_4 250us each way: RTT min %.1f p50 %.1f p99 %.1f max %.1f us; lateness p50/p99 client "
            "%.1f/%.1f server %.1f/%.1f us\n",
-           rtt[0] / 1e3, lt_pct(rtt, 200, 0.5) / 1e3, lt_pct(rtt, 200, 0.99) / 1e3, rtt[199] / 1e3,
-           a.late_p50_ns / 1e3, a.late_p99_ns / 1e3, b.late_p50_ns / 1e3, b.late_p99_ns / 1e3);
+           rtt[0] / 1e3, lt_pct(rtt, 200, 0.5) / 1e3, lt_pct(rtt, 200, 0.99) / 1e3, rtt[199] / 1e3, a.late_p50_ns / 1e3,
+           a.late_p99_ns / 1e3, b.late_p50_ns / 1e3, b.late_p99_ns / 1e3);
     ASSERT_EQ(b.delayed_frames, 200);
     dl_finish(&e);
 }

@@ -87,9 +87,9 @@ static size_t model_parse(const stream *s, size_t *offsets, size_t max, int *out
 }
 
 static size_t bound_for(size_t pending) {
-    size_t ahead = pending < RL_FRAME_READER_CHUNK ? RL_FRAME_READER_CHUNK
+    size_t ahead = pending < RL_FRAME_READER_CHUNK       ? RL_FRAME_READER_CHUNK
                    : pending > RL_FRAME_READER_MAX_AHEAD ? RL_FRAME_READER_MAX_AHEAD
-                                                          : pending;
+                                                         : pending;
     size_t lim = pending + ahead;
     return lim > RL_FRAME_READER_KEEP ? lim : RL_FRAME_READER_KEEP;
 }
@@ -111,7 +111,8 @@ static int feed_and_check(const stream *s, uint64_t *seed, int piece_mode) {
         ASSERT_OK(rl__frame_reader_space(&r, &p, &room));
         ASSERT_TRUE(room >= 1);
         size_t pending = rl__frame_reader_pending(&r);
-        if (r.cap > bound_for(pending)) fail_msg("cap %zu > bound %zu for %zu pending", r.cap, bound_for(pending), pending);
+        if (r.cap > bound_for(pending))
+            fail_msg("cap %zu > bound %zu for %zu pending", r.cap, bound_for(pending), pending);
         size_t want;
         switch (piece_mode) {
         case 0: want = 1 + rl_test_rand_below(seed, 8); break;
@@ -249,7 +250,8 @@ TEST(loop_5_3_reader_trickle_bound) {
         }
     }
     printf("loop_5_3: %zu bytes of a 64 MiB frame trickled in; the buffer was never more than %zu bytes ahead "
-           "of the data\n", stop, max_over);
+           "of the data\n",
+           stop, max_over);
     ASSERT_TRUE(max_over <= RL_FRAME_READER_MAX_AHEAD + RL_FRAME_READER_CHUNK);
     /* After the big frame, the buffer shrinks back. */
     uint8_t *p;
@@ -403,8 +405,8 @@ TEST(loop_5_5_socket_random_streams) {
     pthread_mutex_unlock(&s.mu);
     ASSERT_TRUE(lt_wait_count(&gp->frame_count, 40, LT_WAIT_MS));
     ASSERT_FALSE(atomic_load(&gp->closed));
-    printf("loop_5_5: 40 random streams: %d malformed, %d EOF; the good connection got all 40 frames\n",
-           outcomes[1], outcomes[0]);
+    printf("loop_5_5: 40 random streams: %d malformed, %d EOF; the good connection got all 40 frames\n", outcomes[1],
+           outcomes[0]);
     lt_loop_finish(&cli);
     lt_loop_finish(&srv);
     lt_peer_free(good);
@@ -413,8 +415,8 @@ TEST(loop_5_5_socket_random_streams) {
 }
 
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {T(loop_5_1_reader_valid_streams), T(loop_5_2_reader_corrupted_streams),
-                                       T(loop_5_3_reader_trickle_bound), T(loop_5_4_reader_out_of_memory),
+    const struct CMUnitTest tests[] = {T(loop_5_1_reader_valid_streams),  T(loop_5_2_reader_corrupted_streams),
+                                       T(loop_5_3_reader_trickle_bound),  T(loop_5_4_reader_out_of_memory),
                                        T(loop_5_5_socket_random_streams), T(loop_5_6_reader_space_without_draining)};
     rl_test_init(argc, argv);
     rl__log_set_level(RL_LOG_ERROR); /* 40 malformed connections would print 40 warnings */

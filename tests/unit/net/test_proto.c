@@ -147,19 +147,20 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         if (mx) m->u.ping_req.payload = S, m->u.ping_req.payload_len = RL_PROTO_MAX_STRING;
         break;
     case 3:
-        if (ty) SET(m->u.ping_reply.payload, m->u.ping_reply.payload_len, "ping"), m->u.ping_reply.server_mono_ns = 123456789;
-        if (mx) m->u.ping_reply.payload = S, m->u.ping_reply.payload_len = RL_PROTO_MAX_STRING, m->u.ping_reply.server_mono_ns = UINT64_MAX;
+        if (ty)
+            SET(m->u.ping_reply.payload, m->u.ping_reply.payload_len, "ping"),
+                m->u.ping_reply.server_mono_ns = 123456789;
+        if (mx)
+            m->u.ping_reply.payload = S, m->u.ping_reply.payload_len = RL_PROTO_MAX_STRING,
+            m->u.ping_reply.server_mono_ns = UINT64_MAX;
         break;
     case 4:
         m->u.error.code = ty ? RL_E_WRONG_SHARD_SERVER : mx ? INT32_MAX : 1;
         if (ty) SET(m->u.error.message, m->u.error.message_len, "wrong shard");
         if (mx) m->u.error.message = S, m->u.error.message_len = RL_PROTO_MAX_STRING;
         break;
-    case 5:
-        break;
-    case 6:
-        m->u.get_read_version_reply.version = ty ? 1000 : mx ? UINT64_MAX : 0;
-        break;
+    case 5: break;
+    case 6: m->u.get_read_version_reply.version = ty ? 1000 : mx ? UINT64_MAX : 0; break;
     case 7: { /* commit_req */
         rl_msg_commit_req *c = &m->u.commit_req;
         if (ty) {
@@ -182,8 +183,8 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             rl_keyrange *r = alloc0(a, sizeof *r);
             r[0] = range_of(K1, KMAX, K2, KMAX);
             rl_mutation *mu = alloc0(a, 3 * sizeof *mu);
-            mu[0] = mut_of(RL_MUT_SET_VERSIONSTAMPED_KEY, fill(a, RL_PROTO_MAX_MUT_KEY, 'k'),
-                           RL_PROTO_MAX_MUT_KEY, VV, RL_PROTO_MAX_MUT_PARAM);
+            mu[0] = mut_of(RL_MUT_SET_VERSIONSTAMPED_KEY, fill(a, RL_PROTO_MAX_MUT_KEY, 'k'), RL_PROTO_MAX_MUT_KEY, VV,
+                           RL_PROTO_MAX_MUT_PARAM);
             mu[1] = mut_of(RL_MUT_SET_VERSIONSTAMPED_VALUE, K1, KMAX, VV, RL_PROTO_MAX_MUT_PARAM);
             mu[2] = mut_of(RL_MUT_CLEAR_RANGE, K1, KMAX, K1, KMAX);
             c->read_version = UINT64_MAX;
@@ -195,11 +196,11 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
     }
     case 8:
         if (ty) m->u.commit_reply.commit_version = 1234, m->u.commit_reply.batch_order = 3;
-        if (mx) m->u.commit_reply.result = INT32_MAX, m->u.commit_reply.commit_version = UINT64_MAX, m->u.commit_reply.batch_order = UINT16_MAX;
+        if (mx)
+            m->u.commit_reply.result = INT32_MAX, m->u.commit_reply.commit_version = UINT64_MAX,
+            m->u.commit_reply.batch_order = UINT16_MAX;
         break;
-    case 9:
-        m->u.get_shard_map_req.min_version = ty ? 77 : mx ? UINT64_MAX : 0;
-        break;
+    case 9: m->u.get_shard_map_req.min_version = ty ? 77 : mx ? UINT64_MAX : 0; break;
     case 10: { /* get_shard_map_reply */
         rl_msg_get_shard_map_reply *g = &m->u.get_shard_map_reply;
         if (ty) {
@@ -219,7 +220,8 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         }
         if (mx) {
             rl_msg_server *sv = alloc0(a, sizeof *sv);
-            sv[0] = (rl_msg_server){UINT32_MAX, RL_ROLE_STORAGE, LIT("255.255.255.255"), 65535, S, RL_PROTO_MAX_STRING, 1};
+            sv[0] =
+                (rl_msg_server){UINT32_MAX, RL_ROLE_STORAGE, LIT("255.255.255.255"), 65535, S, RL_PROTO_MAX_STRING, 1};
             uint32_t *team = alloc0(a, RL_PROTO_MAX_TEAM * sizeof *team);
             for (int i = 0; i < RL_PROTO_MAX_TEAM; i++) team[i] = (uint32_t)(100 - i);
             rl_msg_shard *sh = alloc0(a, 2 * sizeof *sh);
@@ -234,11 +236,13 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
     }
     case 11: { /* register_storage_req */
         rl_msg_register_storage_req *r = &m->u.register_storage_req;
-        if (ty) r->id = 5, SET(r->address, r->address_len, "127.0.0.1"), r->port = 4501,
-                SET(r->host, r->host_len, "h1"), r->durable_version = 42;
+        if (ty)
+            r->id = 5, SET(r->address, r->address_len, "127.0.0.1"), r->port = 4501, SET(r->host, r->host_len, "h1"),
+            r->durable_version = 42;
         if (!ty && !mx) SET(r->address, r->address_len, "0.0.0.0"), r->port = 1;
-        if (mx) r->id = UINT32_MAX, SET(r->address, r->address_len, "255.255.255.255"), r->port = 65535,
-                r->host = S, r->host_len = RL_PROTO_MAX_STRING, r->durable_version = UINT64_MAX;
+        if (mx)
+            r->id = UINT32_MAX, SET(r->address, r->address_len, "255.255.255.255"), r->port = 65535, r->host = S,
+            r->host_len = RL_PROTO_MAX_STRING, r->durable_version = UINT64_MAX;
         break;
     }
     case 12: { /* register_storage_reply */
@@ -260,7 +264,9 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
     case 13: {
         rl_msg_peek_req *p = &m->u.peek_req;
         if (ty) p->storage_id = 5, p->after_version = 100, p->max_bytes = 1u << 20, p->max_wait_ms = 500;
-        if (mx) p->storage_id = UINT32_MAX, p->after_version = UINT64_MAX, p->max_bytes = UINT32_MAX, p->max_wait_ms = UINT32_MAX;
+        if (mx)
+            p->storage_id = UINT32_MAX, p->after_version = UINT64_MAX, p->max_bytes = UINT32_MAX,
+            p->max_wait_ms = UINT32_MAX;
         break;
     }
     case 14: { /* peek_reply */
@@ -301,11 +307,11 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         if (mx) m->u.pop_req.storage_id = UINT32_MAX, m->u.pop_req.durable_version = UINT64_MAX;
         break;
     case 16:
-    case 17:
-        break;
+    case 17: break;
     case 18:
         if (ty) SET(m->u.status_reply.json, m->u.status_reply.json_len, "{\"ok\":true}");
-        if (mx) m->u.status_reply.json = fill(a, RL_PROTO_MAX_JSON, ' '), m->u.status_reply.json_len = RL_PROTO_MAX_JSON;
+        if (mx)
+            m->u.status_reply.json = fill(a, RL_PROTO_MAX_JSON, ' '), m->u.status_reply.json_len = RL_PROTO_MAX_JSON;
         break;
     case 19:
         if (ty) m->u.get_req.version = 10, SET(m->u.get_req.key, m->u.get_req.key_len, "key");
@@ -327,12 +333,13 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     case 23: { /* get_range_req */
         rl_msg_get_range_req *g = &m->u.get_range_req;
-        if (ty) g->version = 10, g->begin = RL_FIRST_GREATER_OR_EQUAL("a", 1),
-                g->end = RL_FIRST_GREATER_OR_EQUAL("b", 1), g->limit = 100, g->target_bytes = 1 << 20,
-                g->reverse = 1;
-        if (mx) g->version = UINT64_MAX, g->begin = sel_of(K1, KMAX, 1, INT32_MAX),
-                g->end = sel_of(K2, KMAX, 0, INT32_MIN + 1), g->limit = INT32_MAX,
-                g->target_bytes = INT64_MAX, g->reverse = 1;
+        if (ty)
+            g->version = 10, g->begin = RL_FIRST_GREATER_OR_EQUAL("a", 1), g->end = RL_FIRST_GREATER_OR_EQUAL("b", 1),
+            g->limit = 100, g->target_bytes = 1 << 20, g->reverse = 1;
+        if (mx)
+            g->version = UINT64_MAX, g->begin = sel_of(K1, KMAX, 1, INT32_MAX),
+            g->end = sel_of(K2, KMAX, 0, INT32_MIN + 1), g->limit = INT32_MAX, g->target_bytes = INT64_MAX,
+            g->reverse = 1;
         break;
     }
     case 24: { /* get_range_reply */
@@ -360,15 +367,16 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
     }
     case 25: { /* get_mapped_range_req */
         rl_msg_get_mapped_range_req *g = &m->u.get_mapped_range_req;
-        if (ty) g->version = 10, g->begin = RL_FIRST_GREATER_OR_EQUAL("i/", 2),
-                g->end = RL_FIRST_GREATER_OR_EQUAL("i0", 2), SET(g->mapper, g->mapper_len, "\x02r\0\x02{K[1]}\0"),
-                g->limit = 10, g->target_bytes = 0, g->reverse = 0, g->secondary_row_limit = 2000,
-                g->secondary_byte_limit = 10000000, g->strategy = RL_FETCH_GROUPED, g->batch = 10;
-        if (mx) g->version = UINT64_MAX, g->begin = sel_of(K1, KMAX, 1, INT32_MAX),
-                g->end = sel_of(K2, KMAX, 1, INT32_MAX), g->mapper = VV,
-                g->mapper_len = RL_PROTO_MAX_MAPPER, g->limit = INT32_MAX, g->target_bytes = INT64_MAX,
-                g->reverse = 1, g->secondary_row_limit = INT32_MAX, g->secondary_byte_limit = INT64_MAX,
-                g->strategy = RL_FETCH_INDIVIDUAL, g->batch = RL_PROTO_MAX_BATCH;
+        if (ty)
+            g->version = 10, g->begin = RL_FIRST_GREATER_OR_EQUAL("i/", 2), g->end = RL_FIRST_GREATER_OR_EQUAL("i0", 2),
+            SET(g->mapper, g->mapper_len, "\x02r\0\x02{K[1]}\0"), g->limit = 10, g->target_bytes = 0, g->reverse = 0,
+            g->secondary_row_limit = 2000, g->secondary_byte_limit = 10000000, g->strategy = RL_FETCH_GROUPED,
+            g->batch = 10;
+        if (mx)
+            g->version = UINT64_MAX, g->begin = sel_of(K1, KMAX, 1, INT32_MAX), g->end = sel_of(K2, KMAX, 1, INT32_MAX),
+            g->mapper = VV, g->mapper_len = RL_PROTO_MAX_MAPPER, g->limit = INT32_MAX, g->target_bytes = INT64_MAX,
+            g->reverse = 1, g->secondary_row_limit = INT32_MAX, g->secondary_byte_limit = INT64_MAX,
+            g->strategy = RL_FETCH_INDIVIDUAL, g->batch = RL_PROTO_MAX_BATCH;
         break;
     }
     case 26: { /* get_mapped_range_reply */
@@ -402,8 +410,10 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             rl_msg_s2s_peer *ps = alloc0(a, RL_PROTO_MAX_PEER_STATS * sizeof *ps);
             for (uint32_t i = 0; i < RL_PROTO_MAX_PEER_STATS; i++)
                 ps[i] = (rl_msg_s2s_peer){UINT32_MAX - i, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX};
-            g->stats = (rl_msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX,
-                                             UINT64_MAX, UINT64_MAX, UINT32_MAX, RL_PROTO_MAX_PEER_STATS, ps};
+            g->stats = (rl_msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX,
+                                             UINT32_MAX, UINT64_MAX, UINT64_MAX,
+                                             UINT64_MAX, UINT32_MAX, RL_PROTO_MAX_PEER_STATS,
+                                             ps};
         }
         break;
     }
@@ -448,8 +458,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         if (ty) m->u.set_delay_req.delay_us = 250, m->u.set_delay_req.jitter_us = 5;
         if (mx) m->u.set_delay_req.delay_us = UINT32_MAX, m->u.set_delay_req.jitter_us = UINT32_MAX;
         break;
-    case 30: /* set_delay_reply: empty */
-        break;
+    case 30: /* set_delay_reply: empty */ break;
     case 31: /* split_shard_req */
         if (ty) SET(m->u.split_shard_req.key, m->u.split_shard_req.key_len, "r/500");
         if (mx) m->u.split_shard_req.key = K1, m->u.split_shard_req.key_len = KMAX;
@@ -464,8 +473,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         for (uint32_t i = 0; i < RL_PROTO_MAX_TEAM; i++) team[i] = mx ? UINT32_MAX - i : i + 1;
         g->team = team;
         g->n_team = mx ? RL_PROTO_MAX_TEAM : ty ? 2 : 1;
-        g->range = ty ? range_of(LIT("a"), LIT("b")) : mx ? range_of(K1, KMAX, K2, KMAX)
-                      : range_of(LIT(""), LIT("\0"));
+        g->range = ty ? range_of(LIT("a"), LIT("b")) : mx ? range_of(K1, KMAX, K2, KMAX) : range_of(LIT(""), LIT("\0"));
         g->timeout_ms = mx ? UINT32_MAX : ty ? 30000 : 0;
         break;
     }
@@ -475,16 +483,13 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     case 35: { /* move_shard_req */
         rl_msg_move_shard_req *g = &m->u.move_shard_req;
-        g->range = ty ? range_of(LIT("a"), LIT("b")) : mx ? range_of(K1, KMAX, K2, KMAX)
-                      : range_of(LIT(""), LIT("\0"));
+        g->range = ty ? range_of(LIT("a"), LIT("b")) : mx ? range_of(K1, KMAX, K2, KMAX) : range_of(LIT(""), LIT("\0"));
         if (ty) g->storage_id = 4, g->version = 99;
         if (mx) g->storage_id = UINT32_MAX, g->version = UINT64_MAX;
         break;
     }
-    case 36: /* move_shard_reply */
-        break;
-    default:
-        fail_msg("no sample for kind %d", k);
+    case 36: /* move_shard_reply */ break;
+    default: fail_msg("no sample for kind %d", k);
     }
 }
 
@@ -536,8 +541,8 @@ static void twmuts(rl_buf *b, const rl_mutation *m, uint32_t n) {
         twb(b, m[i].p2, m[i].len2);
     }
 }
-static void twtail(rl_buf *b, uint8_t more, uint8_t status, const uint8_t *rt, uint32_t rtl,
-                   const uint8_t *rb, uint32_t rbl, const uint8_t *re, uint32_t rel) {
+static void twtail(rl_buf *b, uint8_t more, uint8_t status, const uint8_t *rt, uint32_t rtl, const uint8_t *rb,
+                   uint32_t rbl, const uint8_t *re, uint32_t rel) {
     tw8(b, more);
     tw8(b, status);
     twb(b, rt, rtl);
@@ -567,19 +572,13 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         tw32(b, x->protocol_version), tw8(b, x->role), tw32(b, x->id), twb(b, x->host, x->host_len);
         break;
     }
-    case RL_MSG_PING * 2:
-        twb(b, m->u.ping_req.payload, m->u.ping_req.payload_len);
-        break;
+    case RL_MSG_PING * 2: twb(b, m->u.ping_req.payload, m->u.ping_req.payload_len); break;
     case RL_MSG_PING * 2 + 1:
         twb(b, m->u.ping_reply.payload, m->u.ping_reply.payload_len);
         tw64(b, m->u.ping_reply.server_mono_ns);
         break;
-    case RL_MSG_GET_READ_VERSION * 2:
-        tw32(b, m->u.get_read_version_req.flags);
-        break;
-    case RL_MSG_GET_READ_VERSION * 2 + 1:
-        tw64(b, m->u.get_read_version_reply.version);
-        break;
+    case RL_MSG_GET_READ_VERSION * 2: tw32(b, m->u.get_read_version_req.flags); break;
+    case RL_MSG_GET_READ_VERSION * 2 + 1: tw64(b, m->u.get_read_version_reply.version); break;
     case RL_MSG_COMMIT * 2: {
         const rl_msg_commit_req *x = u;
         tw64(b, x->read_version);
@@ -593,9 +592,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         tw32(b, (uint32_t)x->result), tw64(b, x->commit_version), tw16(b, x->batch_order);
         break;
     }
-    case RL_MSG_GET_SHARD_MAP * 2:
-        tw64(b, m->u.get_shard_map_req.min_version);
-        break;
+    case RL_MSG_GET_SHARD_MAP * 2: tw64(b, m->u.get_shard_map_req.min_version); break;
     case RL_MSG_GET_SHARD_MAP * 2 + 1: {
         const rl_msg_get_shard_map_reply *x = u;
         tw64(b, x->version);
@@ -640,27 +637,16 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
             tw64(b, x->changes[i].version), tw8(b, x->changes[i].kind), twrange(b, x->changes[i].range);
         break;
     }
-    case RL_MSG_POP * 2:
-        tw32(b, m->u.pop_req.storage_id), tw64(b, m->u.pop_req.durable_version);
-        break;
+    case RL_MSG_POP * 2: tw32(b, m->u.pop_req.storage_id), tw64(b, m->u.pop_req.durable_version); break;
     case RL_MSG_POP * 2 + 1:
-    case RL_MSG_STATUS * 2:
-        break;
-    case RL_MSG_STATUS * 2 + 1:
-        twb(b, m->u.status_reply.json, m->u.status_reply.json_len);
-        break;
-    case RL_MSG_GET * 2:
-        tw64(b, m->u.get_req.version), twb(b, m->u.get_req.key, m->u.get_req.key_len);
-        break;
+    case RL_MSG_STATUS * 2: break;
+    case RL_MSG_STATUS * 2 + 1: twb(b, m->u.status_reply.json, m->u.status_reply.json_len); break;
+    case RL_MSG_GET * 2: tw64(b, m->u.get_req.version), twb(b, m->u.get_req.key, m->u.get_req.key_len); break;
     case RL_MSG_GET * 2 + 1:
         tw8(b, m->u.get_reply.present), twb(b, m->u.get_reply.value, m->u.get_reply.value_len);
         break;
-    case RL_MSG_GET_KEY * 2:
-        tw64(b, m->u.get_key_req.version), twsel(b, m->u.get_key_req.sel);
-        break;
-    case RL_MSG_GET_KEY * 2 + 1:
-        tw8(b, m->u.get_key_reply.resolved), twsel(b, m->u.get_key_reply.sel);
-        break;
+    case RL_MSG_GET_KEY * 2: tw64(b, m->u.get_key_req.version), twsel(b, m->u.get_key_req.sel); break;
+    case RL_MSG_GET_KEY * 2 + 1: tw8(b, m->u.get_key_reply.resolved), twsel(b, m->u.get_key_reply.sel); break;
     case RL_MSG_GET_RANGE * 2: {
         const rl_msg_get_range_req *x = u;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), tw32(b, (uint32_t)x->limit);
@@ -670,8 +656,8 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
     case RL_MSG_GET_RANGE * 2 + 1: {
         const rl_msg_get_range_reply *x = u;
         twkvs(b, x->kvs, x->n_kvs);
-        twtail(b, x->more, x->status, x->read_through, x->read_through_len, x->resolved_begin,
-               x->resolved_begin_len, x->resolved_end, x->resolved_end_len);
+        twtail(b, x->more, x->status, x->read_through, x->read_through_len, x->resolved_begin, x->resolved_begin_len,
+               x->resolved_end, x->resolved_end_len);
         break;
     }
     case RL_MSG_GET_MAPPED_RANGE * 2: {
@@ -691,8 +677,8 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
             twb(b, e->end, e->end_len), twkvs(b, e->kvs, (uint32_t)e->n_kvs);
             tw8(b, (uint8_t)e->more), tw8(b, (uint8_t)e->served_locally);
         }
-        twtail(b, x->more, x->status, x->read_through, x->read_through_len, x->resolved_begin,
-               x->resolved_begin_len, x->resolved_end, x->resolved_end_len);
+        twtail(b, x->more, x->status, x->read_through, x->read_through_len, x->resolved_begin, x->resolved_begin_len,
+               x->resolved_end, x->resolved_end_len);
         tw32(b, x->stats.secondaries_local), tw32(b, x->stats.secondaries_remote);
         tw32(b, x->stats.s2s_requests), tw32(b, x->stats.s2s_round_trips), tw64(b, x->stats.server_ns);
         tw64(b, x->stats.s2s_bytes_sent), tw64(b, x->stats.s2s_bytes_received), tw32(b, x->stats.s2s_peers);
@@ -715,9 +701,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         tw64(b, x->max_bytes);
         break;
     }
-    case RL_MSG_SPLIT_SHARD * 2:
-        twb(b, m->u.split_shard_req.key, m->u.split_shard_req.key_len);
-        break;
+    case RL_MSG_SPLIT_SHARD * 2: twb(b, m->u.split_shard_req.key, m->u.split_shard_req.key_len); break;
     case RL_MSG_SPLIT_SHARD * 2 + 1:
         tw64(b, m->u.split_shard_reply.version), tw8(b, m->u.split_shard_reply.split);
         break;
@@ -735,8 +719,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         tw32(b, m->u.move_shard_req.storage_id), twrange(b, m->u.move_shard_req.range);
         tw64(b, m->u.move_shard_req.version);
         break;
-    case RL_MSG_MOVE_SHARD * 2 + 1:
-        break;
+    case RL_MSG_MOVE_SHARD * 2 + 1: break;
     case RL_MSG_GET_MULTI * 2 + 1: {
         const rl_msg_get_multi_reply *x = u;
         tw32(b, x->n_results);
@@ -746,13 +729,9 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         }
         break;
     }
-    case RL_MSG_SET_DELAY * 2:
-        tw32(b, m->u.set_delay_req.delay_us), tw32(b, m->u.set_delay_req.jitter_us);
-        break;
-    case RL_MSG_SET_DELAY * 2 + 1:
-        break;
-    default:
-        fail_msg("tw_msg: no layout for type %u flags %u", m->type, m->flags);
+    case RL_MSG_SET_DELAY * 2: tw32(b, m->u.set_delay_req.delay_us), tw32(b, m->u.set_delay_req.jitter_us); break;
+    case RL_MSG_SET_DELAY * 2 + 1: break;
+    default: fail_msg("tw_msg: no layout for type %u flags %u", m->type, m->flags);
     }
 }
 
@@ -771,12 +750,10 @@ static void expect_good(const rl_msg *m) {
     rl__arena_init(&a, 0);
     tw_msg(&want, m);
     int rc = rl__msg_encode(&enc, m, &why);
-    if (rc != RL_OK)
-        fail_msg("encode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), why.text);
+    if (rc != RL_OK) fail_msg("encode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), why.text);
     ASSERT_MEM_EQ(enc.data, enc.len, want.data, want.len);
     rc = rl__msg_decode(m->type, m->flags, enc.data, enc.len, &a, &d, &why);
-    if (rc != RL_OK)
-        fail_msg("decode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), why.text);
+    if (rc != RL_OK) fail_msg("decode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), why.text);
     ASSERT_EQ(d.type, m->type);
     ASSERT_EQ(d.flags, m->flags);
     ASSERT_OK(rl__msg_encode(&again, &d, NULL));
@@ -800,25 +777,22 @@ static void expect_bad_rc(const rl_msg *m, const char *field, int want_rc) {
     rl__buf_append(&enc, "pre", 3);
     int rc = rl__msg_encode(&enc, m, &why);
     if (want_rc == RL_E_MALFORMED_FRAME) {
-        if (rc != RL_E_INVALID_ARGUMENT)
-            fail_msg("encode of a bad %s returned %s", field, rl_error_name(rc));
+        if (rc != RL_E_INVALID_ARGUMENT) fail_msg("encode of a bad %s returned %s", field, rl_error_name(rc));
         ASSERT_MEM_EQ(enc.data, enc.len, "pre", 3);
         if (!strstr(why.text, field)) fail_msg("encode reason '%s' does not name '%s'", why.text, field);
     }
     tw_msg(&raw, m);
     rc = rl__msg_decode(m->type, m->flags, raw.data, raw.len, &a, &d, &why);
     if (rc != want_rc)
-        fail_msg("decode of a bad %s returned %s, expected %s (%s)", field, rl_error_name(rc),
-                 rl_error_name(want_rc), why.text);
+        fail_msg("decode of a bad %s returned %s, expected %s (%s)", field, rl_error_name(rc), rl_error_name(want_rc),
+                 why.text);
     if (!strstr(why.text, field)) fail_msg("decode reason '%s' does not name '%s'", why.text, field);
     rl__buf_release(&enc);
     rl__buf_release(&raw);
     rl__arena_release(&a);
 }
 
-static void expect_bad(const rl_msg *m, const char *field) {
-    expect_bad_rc(m, field, RL_E_MALFORMED_FRAME);
-}
+static void expect_bad(const rl_msg *m, const char *field) { expect_bad_rc(m, field, RL_E_MALFORMED_FRAME); }
 
 /* Encode m into b (which is reset first). */
 static void encode_into(rl_buf *b, const rl_msg *m) {
@@ -1014,11 +988,11 @@ TEST(net_2_4_golden_bytes) {
     m.u.commit_req = (rl_msg_commit_req){0x10, &r, 1, NULL, 0, &mu, 1};
     encode_into(&b, &m);
     ASSERT_MEM_EQ(b.data, b.len,
-                  "\x10\0\0\0\0\0\0\0"     /* read_version */
-                  "\x01\0\0\0"             /* 1 read range */
-                  "\x01\0\0\0a\x01\0\0\0b" /* [a, b) */
-                  "\0\0\0\0"               /* 0 write ranges */
-                  "\x01\0\0\0"             /* 1 mutation */
+                  "\x10\0\0\0\0\0\0\0"        /* read_version */
+                  "\x01\0\0\0"                /* 1 read range */
+                  "\x01\0\0\0a\x01\0\0\0b"    /* [a, b) */
+                  "\0\0\0\0"                  /* 0 write ranges */
+                  "\x01\0\0\0"                /* 1 mutation */
                   "\0\x01\0\0\0k\x01\0\0\0v", /* SET k v */
                   41);
 
@@ -1124,8 +1098,8 @@ TEST(net_3_1_truncation) {
 /* Damage b in place: 1-3 random edits (bit flip, byte set, insert, delete, a u32 overwritten
  * with an interesting value). */
 static void damage(rl_buf *b, uint64_t *rng) {
-    static const uint32_t interesting[] = {0, 1, 2, 0x7f, 0xff, 0x100, 10001, 10002, 100000,
-                                           100001, 0x7fffffff, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    static const uint32_t interesting[] = {0,     1,      2,      0x7f,       0xff,        0x100,       10001,
+                                           10002, 100000, 100001, 0x7fffffff, 0x80000000u, 0xfffffffeu, 0xffffffffu};
     int edits = 1 + (int)rl_test_rand_below(rng, 3);
     for (int e = 0; e < edits; e++) {
         size_t n = b->len;
@@ -1182,8 +1156,8 @@ TEST(net_3_2_random_damage) {
             int erc = rl__msg_encode(&again, &d, &why);
             if (erc != RL_OK) fail_msg("iter %d %s: decoded but does not encode: %s", iter, KINDS[k].name, why.text);
             if (again.len != b.len || memcmp(again.data, copy, b.len) != 0)
-                fail_msg("iter %d %s: decoded but re-encodes differently (%zu vs %zu bytes)", iter,
-                         KINDS[k].name, again.len, b.len);
+                fail_msg("iter %d %s: decoded but re-encodes differently (%zu vs %zu bytes)", iter, KINDS[k].name,
+                         again.len, b.len);
         } else {
             refused++;
             if (!(rc == RL_E_MALFORMED_FRAME || (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && m.type == RL_MSG_HELLO)))
@@ -1225,18 +1199,12 @@ TEST(net_3_3_huge_counts) {
         size_t prefix;
         const char *field;
     } cases[] = {
-        {RL_MSG_COMMIT, 0, 8, "reads"},
-        {RL_MSG_COMMIT, 0, 12, "writes"},
-        {RL_MSG_COMMIT, 0, 16, "mutations"},
-        {RL_MSG_GET_SHARD_MAP, R, 8, "servers"},
-        {RL_MSG_GET_SHARD_MAP, R, 12, "shards"},
-        {RL_MSG_REGISTER_STORAGE, R, 8, "ranges"},
-        {RL_MSG_PEEK, R, 8, "versions"},
-        {RL_MSG_PEEK, R, 12, "changes"},
-        {RL_MSG_GET_RANGE, R, 0, "kvs"},
-        {RL_MSG_GET_MAPPED_RANGE, R, 0, "entries"},
-        {RL_MSG_GET_MULTI, 0, 8, "items"},
-        {RL_MSG_GET_MULTI, R, 0, "results"},
+        {RL_MSG_COMMIT, 0, 8, "reads"},          {RL_MSG_COMMIT, 0, 12, "writes"},
+        {RL_MSG_COMMIT, 0, 16, "mutations"},     {RL_MSG_GET_SHARD_MAP, R, 8, "servers"},
+        {RL_MSG_GET_SHARD_MAP, R, 12, "shards"}, {RL_MSG_REGISTER_STORAGE, R, 8, "ranges"},
+        {RL_MSG_PEEK, R, 8, "versions"},         {RL_MSG_PEEK, R, 12, "changes"},
+        {RL_MSG_GET_RANGE, R, 0, "kvs"},         {RL_MSG_GET_MAPPED_RANGE, R, 0, "entries"},
+        {RL_MSG_GET_MULTI, 0, 8, "items"},       {RL_MSG_GET_MULTI, R, 0, "results"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint8_t p[64];
@@ -1264,18 +1232,18 @@ TEST(net_3_3_huge_counts) {
     {
         uint8_t p[64];
         memset(p, 0, sizeof p);
-        p[0] = 1;                       /* one entry */
+        p[0] = 1;                           /* one entry */
         memset(p + 4 + 8 + 1 + 8, 0xff, 4); /* after index kv, is_range, begin, end: n_kvs */
         int rc;
         ASSERT_TRUE(decode_bytes(RL_MSG_GET_MAPPED_RANGE, R, p, 64, &rc) < 16384);
         ASSERT_RC(rc, RL_E_MALFORMED_FRAME);
         memset(p, 0, sizeof p);
-        p[8] = 1;                   /* one version */
+        p[8] = 1;                    /* one version */
         memset(p + 12 + 8, 0xff, 4); /* its n_muts */
         ASSERT_TRUE(decode_bytes(RL_MSG_PEEK, R, p, 64, &rc) < 16384);
         ASSERT_RC(rc, RL_E_MALFORMED_FRAME);
         memset(p, 0, sizeof p);
-        p[0] = 1;                  /* one result */
+        p[0] = 1;                   /* one result */
         memset(p + 4 + 4, 0xff, 4); /* its n_kvs */
         ASSERT_TRUE(decode_bytes(RL_MSG_GET_MULTI, R, p, 64, &rc) < 16384);
         ASSERT_RC(rc, RL_E_MALFORMED_FRAME);
@@ -1287,11 +1255,11 @@ TEST(net_3_3_huge_counts) {
         uint16_t type, flags;
         size_t prefix, min_each;
     } dense[] = {
-        {RL_MSG_GET_RANGE, R, 0, 8},          /* empty kvs */
-        {RL_MSG_COMMIT, 0, 16, 9},            /* 0 reads, 0 writes, SET "" "" */
-        {RL_MSG_GET_MULTI, R, 0, 9},          /* results without rows */
-        {RL_MSG_GET_MAPPED_RANGE, R, 0, 23},  /* empty point entries */
-        {RL_MSG_REGISTER_STORAGE, R, 8, 8},   /* "" .. "" ranges are empty: refused later */
+        {RL_MSG_GET_RANGE, R, 0, 8},         /* empty kvs */
+        {RL_MSG_COMMIT, 0, 16, 9},           /* 0 reads, 0 writes, SET "" "" */
+        {RL_MSG_GET_MULTI, R, 0, 9},         /* results without rows */
+        {RL_MSG_GET_MAPPED_RANGE, R, 0, 23}, /* empty point entries */
+        {RL_MSG_REGISTER_STORAGE, R, 8, 8},  /* "" .. "" ranges are empty: refused later */
     };
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         memset(p, 0, LEN + 64);
@@ -1303,13 +1271,11 @@ TEST(net_3_3_huge_counts) {
         size_t len = dense[i].prefix + 4 + (size_t)n * dense[i].min_each + tail;
         int rc;
         uint64_t bytes = decode_bytes(dense[i].type, dense[i].flags, p, len, &rc);
-        if (dense[i].type == RL_MSG_REGISTER_STORAGE)
-            ASSERT_RC(rc, RL_E_MALFORMED_FRAME);
-        else
-            ASSERT_OK(rc);
+        if (dense[i].type == RL_MSG_REGISTER_STORAGE) ASSERT_RC(rc, RL_E_MALFORMED_FRAME);
+        else ASSERT_OK(rc);
         if (bytes > len * 5 + 65536)
-            fail_msg("type %u: %llu bytes allocated for a %zu-byte payload", dense[i].type,
-                     (unsigned long long)bytes, len);
+            fail_msg("type %u: %llu bytes allocated for a %zu-byte payload", dense[i].type, (unsigned long long)bytes,
+                     len);
     }
     free(p);
 }
@@ -1329,14 +1295,14 @@ TEST(net_4_1_length_limits) {
     rl__arena_init(&a, 0);
     const uint8_t *big = fill(&a, RL_PROTO_MAX_JSON + 1, 'x');
     rl_msg m;
-#define AT_LIMIT(type, flags, ptr, len, limit, field)                                              \
-    do {                                                                                           \
-        typical(&a, type, flags, &m);                                                              \
-        ptr = big, len = (limit);                                                                  \
-        expect_good(&m);                                                                           \
-        typical(&a, type, flags, &m);                                                              \
-        ptr = big, len = (limit) + 1;                                                              \
-        expect_bad(&m, field);                                                                     \
+#define AT_LIMIT(type, flags, ptr, len, limit, field) \
+    do {                                              \
+        typical(&a, type, flags, &m);                 \
+        ptr = big, len = (limit);                     \
+        expect_good(&m);                              \
+        typical(&a, type, flags, &m);                 \
+        ptr = big, len = (limit) + 1;                 \
+        expect_bad(&m, field);                        \
     } while (0)
     AT_LIMIT(RL_MSG_HELLO, 0, m.u.hello_req.host, m.u.hello_req.host_len, 4096, "host");
     AT_LIMIT(RL_MSG_HELLO, R, m.u.hello_reply.host, m.u.hello_reply.host_len, 4096, "host");
@@ -1350,38 +1316,50 @@ TEST(net_4_1_length_limits) {
     AT_LIMIT(RL_MSG_GET_KEY, R, m.u.get_key_reply.sel.key, m.u.get_key_reply.sel.key_len, 10001, "sel.key");
     AT_LIMIT(RL_MSG_GET_RANGE, 0, m.u.get_range_req.begin.key, m.u.get_range_req.begin.key_len, 10001, "begin.key");
     AT_LIMIT(RL_MSG_GET_RANGE, 0, m.u.get_range_req.end.key, m.u.get_range_req.end.key_len, 10001, "end.key");
-    AT_LIMIT(RL_MSG_GET_RANGE, R, m.u.get_range_reply.read_through, m.u.get_range_reply.read_through_len, 10001, "read_through");
-    AT_LIMIT(RL_MSG_GET_RANGE, R, m.u.get_range_reply.resolved_begin, m.u.get_range_reply.resolved_begin_len, 10001, "resolved_begin");
-    AT_LIMIT(RL_MSG_GET_RANGE, R, m.u.get_range_reply.resolved_end, m.u.get_range_reply.resolved_end_len, 10001, "resolved_end");
-    AT_LIMIT(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.mapper, m.u.get_mapped_range_req.mapper_len, 10000, "mapper");
-    AT_LIMIT(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.read_through, m.u.get_mapped_range_reply.read_through_len, 10001, "read_through");
-    AT_LIMIT(RL_MSG_REGISTER_STORAGE, 0, m.u.register_storage_req.host, m.u.register_storage_req.host_len, 4096, "host");
+    AT_LIMIT(RL_MSG_GET_RANGE, R, m.u.get_range_reply.read_through, m.u.get_range_reply.read_through_len, 10001,
+             "read_through");
+    AT_LIMIT(RL_MSG_GET_RANGE, R, m.u.get_range_reply.resolved_begin, m.u.get_range_reply.resolved_begin_len, 10001,
+             "resolved_begin");
+    AT_LIMIT(RL_MSG_GET_RANGE, R, m.u.get_range_reply.resolved_end, m.u.get_range_reply.resolved_end_len, 10001,
+             "resolved_end");
+    AT_LIMIT(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.mapper, m.u.get_mapped_range_req.mapper_len, 10000,
+             "mapper");
+    AT_LIMIT(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.read_through,
+             m.u.get_mapped_range_reply.read_through_len, 10001, "read_through");
+    AT_LIMIT(RL_MSG_REGISTER_STORAGE, 0, m.u.register_storage_req.host, m.u.register_storage_req.host_len, 4096,
+             "host");
 
     /* Inside arrays: the element's fields (the samples' arrays live in the arena: patch them). */
-#define AT_LIMIT_ARR(type, flags, arr_t, arr, idx, ptr, len, limit, field)                         \
-    do {                                                                                           \
-        for (int over = 0; over <= 1; over++) {                                                    \
-            typical(&a, type, flags, &m);                                                          \
-            arr_t *x_ = (arr_t *)(arr);                                                            \
-            x_[idx].ptr = big, x_[idx].len = (limit) + (uint32_t)over;                              \
-            if (over)                                                                              \
-                expect_bad(&m, field);                                                             \
-            else                                                                                   \
-                expect_good(&m);                                                                   \
-        }                                                                                          \
+#define AT_LIMIT_ARR(type, flags, arr_t, arr, idx, ptr, len, limit, field) \
+    do {                                                                   \
+        for (int over = 0; over <= 1; over++) {                            \
+            typical(&a, type, flags, &m);                                  \
+            arr_t *x_ = (arr_t *)(arr);                                    \
+            x_[idx].ptr = big, x_[idx].len = (limit) + (uint32_t)over;     \
+            if (over) expect_bad(&m, field);                               \
+            else expect_good(&m);                                          \
+        }                                                                  \
     } while (0)
     /* Range ends (the samples' range ends sort after any run of 'x' begins? keep begin <= end:
      * patch the end of [a, b) to 'x'... which is > "a"). */
     AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl_keyrange, m.u.commit_req.reads, 0, end, end_len, 10001, "reads[0].end");
     AT_LIMIT_ARR(RL_MSG_GET_RANGE, R, rl_keyvalue, m.u.get_range_reply.kvs, 1, key, key_len, 10001, "kvs[1].key");
-    AT_LIMIT_ARR(RL_MSG_GET_RANGE, R, rl_keyvalue, m.u.get_range_reply.kvs, 2, value, value_len, 100000, "kvs[2].value");
-    AT_LIMIT_ARR(RL_MSG_GET_MULTI, R, rl_keyvalue, m.u.get_multi_reply.results[0].kvs, 0, value, value_len, 100000, "results[0].kvs[0].value");
-    AT_LIMIT_ARR(RL_MSG_GET_MAPPED_RANGE, R, rl_keyvalue, m.u.get_mapped_range_reply.entries[0].kvs, 1, key, key_len, 10001, "entries[0].kvs[1].key");
-    AT_LIMIT_ARR(RL_MSG_GET_MAPPED_RANGE, R, rl_mapped_keyvalue, m.u.get_mapped_range_reply.entries, 2, index.value, index.value_len, 100000, "entries[2].index.value");
-    AT_LIMIT_ARR(RL_MSG_GET_MAPPED_RANGE, R, rl_mapped_keyvalue, m.u.get_mapped_range_reply.entries, 1, end, end_len, 10001, "entries[1].end");
-    AT_LIMIT_ARR(RL_MSG_GET_SHARD_MAP, R, rl_msg_server, m.u.get_shard_map_reply.servers, 2, host, host_len, 4096, "servers[2].host");
-    AT_LIMIT_ARR(RL_MSG_GET_MULTI, 0, rl_msg_read_item, m.u.get_multi_req.items, 1, end, end_len, 10001, "items[1].end");
-    AT_LIMIT_ARR(RL_MSG_PEEK, R, rl_mutation, m.u.peek_reply.versions[0].muts, 0, p2, len2, 100004, "versions[0].mutations[0].p2");
+    AT_LIMIT_ARR(RL_MSG_GET_RANGE, R, rl_keyvalue, m.u.get_range_reply.kvs, 2, value, value_len, 100000,
+                 "kvs[2].value");
+    AT_LIMIT_ARR(RL_MSG_GET_MULTI, R, rl_keyvalue, m.u.get_multi_reply.results[0].kvs, 0, value, value_len, 100000,
+                 "results[0].kvs[0].value");
+    AT_LIMIT_ARR(RL_MSG_GET_MAPPED_RANGE, R, rl_keyvalue, m.u.get_mapped_range_reply.entries[0].kvs, 1, key, key_len,
+                 10001, "entries[0].kvs[1].key");
+    AT_LIMIT_ARR(RL_MSG_GET_MAPPED_RANGE, R, rl_mapped_keyvalue, m.u.get_mapped_range_reply.entries, 2, index.value,
+                 index.value_len, 100000, "entries[2].index.value");
+    AT_LIMIT_ARR(RL_MSG_GET_MAPPED_RANGE, R, rl_mapped_keyvalue, m.u.get_mapped_range_reply.entries, 1, end, end_len,
+                 10001, "entries[1].end");
+    AT_LIMIT_ARR(RL_MSG_GET_SHARD_MAP, R, rl_msg_server, m.u.get_shard_map_reply.servers, 2, host, host_len, 4096,
+                 "servers[2].host");
+    AT_LIMIT_ARR(RL_MSG_GET_MULTI, 0, rl_msg_read_item, m.u.get_multi_req.items, 1, end, end_len, 10001,
+                 "items[1].end");
+    AT_LIMIT_ARR(RL_MSG_PEEK, R, rl_mutation, m.u.peek_reply.versions[0].muts, 0, p2, len2, 100004,
+                 "versions[0].mutations[0].p2");
 
     /* Mutation parameters by type: p1 10,001 (10,005 for SET_VERSIONSTAMPED_KEY), p2 100,004
      * (CLEAR_RANGE: a key, 10,001; CLEAR: nothing). */
@@ -1446,17 +1424,17 @@ TEST(net_4_3_enums_and_integers) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_msg m;
-#define BAD(type, flags, stmt, field)                                                              \
-    do {                                                                                           \
-        typical(&a, type, flags, &m);                                                              \
-        stmt;                                                                                      \
-        expect_bad(&m, field);                                                                     \
+#define BAD(type, flags, stmt, field) \
+    do {                              \
+        typical(&a, type, flags, &m); \
+        stmt;                         \
+        expect_bad(&m, field);        \
     } while (0)
-#define GOOD(type, flags, stmt)                                                                    \
-    do {                                                                                           \
-        typical(&a, type, flags, &m);                                                              \
-        stmt;                                                                                      \
-        expect_good(&m);                                                                           \
+#define GOOD(type, flags, stmt)       \
+    do {                              \
+        typical(&a, type, flags, &m); \
+        stmt;                         \
+        expect_good(&m);              \
     } while (0)
     BAD(RL_MSG_HELLO, 0, m.u.hello_req.role = 4, "role");
     GOOD(RL_MSG_HELLO, 0, m.u.hello_req.role = RL_ROLE_ADMIN);
@@ -1492,8 +1470,11 @@ TEST(net_4_3_enums_and_integers) {
     BAD(RL_MSG_GET_RANGE, R, m.u.get_range_reply.more = 2, "more");
     BAD(RL_MSG_GET_RANGE, R, m.u.get_range_reply.status = 2, "status");
     BAD(RL_MSG_GET_RANGE, R, m.u.get_range_reply.status = RL_RANGE_SELECTOR_UNRESOLVED, "status");
-    BAD(RL_MSG_GET_RANGE, R, (m.u.get_range_reply.status = RL_RANGE_SELECTOR_UNRESOLVED, m.u.get_range_reply.n_kvs = 0), "status");
-    GOOD(RL_MSG_GET_RANGE, R, (m.u.get_range_reply.status = RL_RANGE_SELECTOR_UNRESOLVED, m.u.get_range_reply.n_kvs = 0, m.u.get_range_reply.more = 0));
+    BAD(RL_MSG_GET_RANGE, R, (m.u.get_range_reply.status = RL_RANGE_SELECTOR_UNRESOLVED, m.u.get_range_reply.n_kvs = 0),
+        "status");
+    GOOD(RL_MSG_GET_RANGE, R,
+         (m.u.get_range_reply.status = RL_RANGE_SELECTOR_UNRESOLVED, m.u.get_range_reply.n_kvs = 0,
+          m.u.get_range_reply.more = 0));
     BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.strategy = 3, "strategy");
     GOOD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.strategy = RL_FETCH_DEFAULT);
     BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.batch = RL_PROTO_MAX_BATCH + 1, "batch");
@@ -1503,11 +1484,15 @@ TEST(net_4_3_enums_and_integers) {
     BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.reverse = 7, "reverse");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.status = 5, "status");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.status = 1, "status");
-    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 2, "entries[0].is_range");
-    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[1].more = 2, "entries[1].more");
-    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[2].served_locally = 3, "entries[2].served_locally");
+    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 2,
+        "entries[0].is_range");
+    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[1].more = 2,
+        "entries[1].more");
+    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[2].served_locally = 3,
+        "entries[2].served_locally");
     /* A point entry has at most one row. */
-    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 0, "entries[0].kvs");
+    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 0,
+        "entries[0].kvs");
     BAD(RL_MSG_GET_MULTI, 0, ((rl_msg_read_item *)m.u.get_multi_req.items)[0].is_range = 2, "items[0].is_range");
     BAD(RL_MSG_GET_MULTI, 0, ((rl_msg_read_item *)m.u.get_multi_req.items)[0].row_limit = -1, "items[0].row_limit");
     BAD(RL_MSG_GET_MULTI, 0, ((rl_msg_read_item *)m.u.get_multi_req.items)[1].byte_limit = -1, "items[1].byte_limit");
@@ -1517,9 +1502,12 @@ TEST(net_4_3_enums_and_integers) {
     BAD(RL_MSG_GET_MULTI, R, (((rl_msg_read_result *)m.u.get_multi_reply.results)[1].more = 1), "results[1].error");
     BAD(RL_MSG_PEEK, R, ((rl_msg_shard_change *)m.u.peek_reply.changes)[0].kind = 0, "changes[0].kind");
     BAD(RL_MSG_PEEK, R, ((rl_msg_shard_change *)m.u.peek_reply.changes)[1].kind = 3, "changes[1].kind");
-    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[0].role = RL_ROLE_CLIENT, "servers[0].role");
-    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[1].role = RL_ROLE_ADMIN, "servers[1].role");
-    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[1].healthy = 2, "servers[1].healthy");
+    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[0].role = RL_ROLE_CLIENT,
+        "servers[0].role");
+    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[1].role = RL_ROLE_ADMIN,
+        "servers[1].role");
+    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[1].healthy = 2,
+        "servers[1].healthy");
     BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[2].port = 0, "servers[2].port");
     BAD(RL_MSG_REGISTER_STORAGE, 0, m.u.register_storage_req.port = 0, "port");
     /* Mutation types: every rl_mutation_type in COMMIT; nothing else; no versionstamps in PEEK. */
@@ -1529,21 +1517,15 @@ TEST(net_4_3_enums_and_integers) {
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= known[i] == t;
         typical(&a, RL_MSG_COMMIT, 0, &m);
         rl_mutation *mu = (rl_mutation *)m.u.commit_req.muts;
-        mu[0] = mut_of(t, LIT("k"), t == RL_MUT_CLEAR ? NULL : (const uint8_t *)"z",
-                       t == RL_MUT_CLEAR ? 0 : 1);
-        if (ok)
-            expect_good(&m);
-        else
-            expect_bad(&m, "mutations[0].type");
+        mu[0] = mut_of(t, LIT("k"), t == RL_MUT_CLEAR ? NULL : (const uint8_t *)"z", t == RL_MUT_CLEAR ? 0 : 1);
+        if (ok) expect_good(&m);
+        else expect_bad(&m, "mutations[0].type");
         typical(&a, RL_MSG_PEEK, R, &m);
         rl_msg_peek_version *pv = (rl_msg_peek_version *)m.u.peek_reply.versions;
         mu = (rl_mutation *)pv[2].muts;
-        mu[0] = mut_of(t, LIT("k"), t == RL_MUT_CLEAR ? NULL : (const uint8_t *)"z",
-                       t == RL_MUT_CLEAR ? 0 : 1);
-        if (ok && t != RL_MUT_SET_VERSIONSTAMPED_KEY && t != RL_MUT_SET_VERSIONSTAMPED_VALUE)
-            expect_good(&m);
-        else
-            expect_bad(&m, "versions[2].mutations[0].type");
+        mu[0] = mut_of(t, LIT("k"), t == RL_MUT_CLEAR ? NULL : (const uint8_t *)"z", t == RL_MUT_CLEAR ? 0 : 1);
+        if (ok && t != RL_MUT_SET_VERSIONSTAMPED_KEY && t != RL_MUT_SET_VERSIONSTAMPED_VALUE) expect_good(&m);
+        else expect_bad(&m, "versions[2].mutations[0].type");
     }
     rl__arena_release(&a);
 #undef BAD
@@ -1635,9 +1617,9 @@ TEST(net_4_4_structure_rules) {
 
     /* Addresses. */
     static const char *good_addr[] = {"0.0.0.0", "127.0.0.1", "255.255.255.255", "10.20.30.40", "1.0.10.100"};
-    static const char *bad_addr[] = {"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "01.2.3.4", "1.2.3.4 ",
-                                     " 1.2.3.4", "1..3.4", "1.2.3.", "a.b.c.d", "1.2.3.4:5", "1000.1.1.1",
-                                     "1.2.3.-4", "localhost", "::1", "1.2.3.4\n"};
+    static const char *bad_addr[] = {"",         "1.2.3",     "1.2.3.4.5", "256.1.1.1", "01.2.3.4",  "1.2.3.4 ",
+                                     " 1.2.3.4", "1..3.4",    "1.2.3.",    "a.b.c.d",   "1.2.3.4:5", "1000.1.1.1",
+                                     "1.2.3.-4", "localhost", "::1",       "1.2.3.4\n"};
     for (size_t i = 0; i < sizeof good_addr / sizeof good_addr[0]; i++) {
         typical(&a, RL_MSG_REGISTER_STORAGE, 0, &m);
         m.u.register_storage_req.address = (const uint8_t *)good_addr[i];
@@ -1890,7 +1872,7 @@ static void random_mapped_reply(rl_arena *a, uint64_t *rng, uint32_t n, rl_msg *
     rl_msg_get_mapped_range_reply *g = &m->u.get_mapped_range_reply;
 #define RSTR(ptr, len, max)                                                                        \
     do {                                                                                           \
-        uint32_t l_ = (uint32_t)rl_test_rand_below(rng, 41);                                      \
+        uint32_t l_ = (uint32_t)rl_test_rand_below(rng, 41);                                       \
         if (rl_test_rand_below(rng, 200) == 0) l_ = (max);                                         \
         (len) = l_;                                                                                \
         (ptr) = l_ || rl_test_rand_below(rng, 2) ? fill(a, l_, (uint8_t)rl_test_rand(rng)) : NULL; \
@@ -1941,8 +1923,8 @@ static void same_decode(const uint8_t *p, size_t len, const char *what) {
             if (e->index.key != f->index.key || e->index.key_len != f->index.key_len ||
                 e->index.value != f->index.value || e->index.value_len != f->index.value_len ||
                 e->is_range != f->is_range || e->begin != f->begin || e->begin_len != f->begin_len ||
-                e->end != f->end || e->end_len != f->end_len || e->n_kvs != f->n_kvs ||
-                e->more != f->more || e->served_locally != f->served_locally || (!e->kvs) != (!f->kvs))
+                e->end != f->end || e->end_len != f->end_len || e->n_kvs != f->n_kvs || e->more != f->more ||
+                e->served_locally != f->served_locally || (!e->kvs) != (!f->kvs))
                 fail_msg("%s: entry %u differs", what, i);
             for (int j = 0; j < e->n_kvs; j++)
                 if (e->kvs[j].key != f->kvs[j].key || e->kvs[j].key_len != f->kvs[j].key_len ||
@@ -1969,7 +1951,8 @@ static void same_encode(const rl_msg *m, const char *what, rl_buf *b1) {
     int r1 = rl__msg_get_mapped_range_reply_encode(b1, &m->u.get_mapped_range_reply, &w1);
     int r2 = rl__msg_get_mapped_range_reply_encode_walk(&b2, &m->u.get_mapped_range_reply, &w2);
     if (r1 != r2) fail_msg("%s: fast encode %s, walk %s", what, rl_error_name(r1), rl_error_name(r2));
-    if (r1 != RL_OK && strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    if (r1 != RL_OK && strcmp(w1.text, w2.text) != 0)
+        fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
     if (b1->len != b2.len || memcmp(b1->data, b2.data, b1->len) != 0 || b1->data[b1->len] != 0)
         fail_msg("%s: the encodings differ (%zu vs %zu bytes)", what, b1->len, b2.len);
     if (r1 != RL_OK) ASSERT_EQ(b1->len, 3);
@@ -2038,9 +2021,8 @@ TEST(net_5_1_mapped_fast_paths) {
 }
 
 RL_TEST_MAIN(T(net_1_1_type_names), T(net_2_1_round_trip_typical), T(net_2_2_round_trip_empty),
-             T(net_2_3_round_trip_max), T(net_2_4_golden_bytes), T(net_2_5_frame_encode),
-             T(net_3_1_truncation), T(net_3_2_random_damage), T(net_3_3_huge_counts),
-             T(net_4_1_length_limits), T(net_4_2_commit_size_limit),
+             T(net_2_3_round_trip_max), T(net_2_4_golden_bytes), T(net_2_5_frame_encode), T(net_3_1_truncation),
+             T(net_3_2_random_damage), T(net_3_3_huge_counts), T(net_4_1_length_limits), T(net_4_2_commit_size_limit),
              T(net_4_3_enums_and_integers), T(net_4_4_structure_rules), T(net_4_5_peek_check),
              T(net_4_6_handshake_versions), T(net_4_7_dispatch), T(net_4_8_out_of_memory),
              T(net_4_9_encoder_null_pointers), T(net_5_1_mapped_fast_paths))

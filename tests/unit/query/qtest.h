@@ -24,9 +24,9 @@ static const uint8_t QP[] = {0x02, 'q', 't', 'e', 's', 't', 0x00, 0x02, 'o', 'r'
 typedef struct {
     int64_t id;
     int64_t price;
-    int cust;      /* customer "c<cust>" */
-    size_t pad;    /* padding bytes (> 100,000: a split record) */
-    int present;   /* the record exists (an orphan's record is removed) */
+    int cust;    /* customer "c<cust>" */
+    size_t pad;  /* padding bytes (> 100,000: a split record) */
+    int present; /* the record exists (an orphan's record is removed) */
 } qt_rec;
 
 typedef struct {
@@ -153,8 +153,8 @@ __attribute__((unused)) static void qt_orphan(qt_env *e, int i) {
 /* ---- The model ------------------------------------------------------------------------- */
 
 typedef struct {
-    int index;                 /* 0: price_idx, 1: cust_price */
-    int has_eq;                /* cust_price: customer == eq_cust */
+    int index;  /* 0: price_idx, 1: cust_price */
+    int has_eq; /* cust_price: customer == eq_cust */
     int eq_cust;
     int has_low, low_excl;
     int64_t low;
@@ -164,7 +164,9 @@ typedef struct {
     int skip;
 } qt_query;
 
-__attribute__((unused)) static const char *qt_index_name(const qt_query *q) { return q->index ? "cust_price" : "price_idx"; }
+__attribute__((unused)) static const char *qt_index_name(const qt_query *q) {
+    return q->index ? "cust_price" : "price_idx";
+}
 
 /* Sort key comparison: index values then primary key. */
 __attribute__((unused)) static int qt_cmp(const qt_rec *a, const qt_rec *b, int index) {

@@ -35,8 +35,11 @@ static rl__adaptive_inputs page(double rows, double bytes_per_row, double frac_r
 
 /* adaptive-1.1: the estimates are the documented formulas. */
 TEST(adaptive_1_1_formulas) {
-    rl__adaptive_costs c = {.client_per_record = 8000, .client_per_byte = 0.5, .server_per_entry = 700,
-                            .server_per_remote = 2000, .server_per_byte = 1};
+    rl__adaptive_costs c = {.client_per_record = 8000,
+                            .client_per_byte = 0.5,
+                            .server_per_entry = 700,
+                            .server_per_remote = 2000,
+                            .server_per_byte = 1};
     rl__adaptive_inputs in = page(1000, 100, 0.5, RL__ADAPTIVE_INDIVIDUAL);
     double sf = 1 * 500 * US + 100 * 500 * US + 1000 * 8000 + 1000 * 100 * 0.5;
     double rf = 1 * 500 * US + 50 * 500 * US + 1000 * 700 + 500 * 2000 + 1000 * 100 * (1 + 0.5);
@@ -50,8 +53,8 @@ TEST(adaptive_1_1_formulas) {
     rf = 12 * 500 * US + 1000 * 700 + 1000 * 100000 * 1.5;
     ASSERT_TRUE(NEAR(rl__adaptive_estimate(&c, &in, RL__ADAPTIVE_RF), rf));
     /* Garbage is clamped to something finite and non-negative. */
-    rl__adaptive_inputs bad = {.rows = -5, .bytes_per_row = NAN, .pipeline_depth = -1, .frac_remote = 7,
-                               .rtt_index_ns = -1, .s2s_batch = 0};
+    rl__adaptive_inputs bad = {
+        .rows = -5, .bytes_per_row = NAN, .pipeline_depth = -1, .frac_remote = 7, .rtt_index_ns = -1, .s2s_batch = 0};
     for (int k = 0; k < 2; k++) {
         double e = rl__adaptive_estimate(&c, &bad, k);
         ASSERT_TRUE(isfinite(e) && e >= 0);
@@ -125,8 +128,7 @@ TEST(adaptive_1_3_calibration_converges) {
         if (first_right >= 0 && d.method != best && !d.explored) wrong_after++;
         rl__adaptive_observe(&m, &d, truth(&in, d.method));
     }
-    printf("first right decision at page %d, wrong non-exploring decisions after it %d\n", first_right,
-           wrong_after);
+    printf("first right decision at page %d, wrong non-exploring decisions after it %d\n", first_right, wrong_after);
     ASSERT_TRUE(first_right >= 1 && first_right <= 3);
     ASSERT_EQ(wrong_after, 0);
     /* The chosen method's calibrated estimate now matches the truth closely (the synthetic truth

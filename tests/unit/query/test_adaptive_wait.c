@@ -52,7 +52,8 @@ TEST(adaptive_3_1_less_wait) {
      * page's): random cuts of [0, 10000) into calls with gaps, a random wait. */
     uint64_t rs = rl_test_seed();
     for (int it = 0; it < 2000; it++) {
-        uint64_t asked = 1 + rl_test_rand_below(&rs, 12000), /* 0 would be "no wait" */ ready = asked + 1 + rl_test_rand_below(&rs, 6000);
+        uint64_t asked = 1 + rl_test_rand_below(&rs, 12000),
+                 /* 0 would be "no wait" */ ready = asked + 1 + rl_test_rand_below(&rs, 6000);
         uint64_t t = 0, sum = 0, want = 0;
         while (t < 10000) {
             uint64_t t0 = t, t1 = t0 + 1 + rl_test_rand_below(&rs, 3000);
@@ -63,8 +64,9 @@ TEST(adaptive_3_1_less_wait) {
             for (uint64_t x = t0; x < t1; x++) want += !(x >= asked && x < ready);
             t = t1 + rl_test_rand_below(&rs, 500); /* the caller's time between calls */
         }
-        if (sum != want) fail_msg("wait [%llu, %llu): %llu outside it, want %llu", (unsigned long long)asked,
-                                  (unsigned long long)ready, (unsigned long long)sum, (unsigned long long)want);
+        if (sum != want)
+            fail_msg("wait [%llu, %llu): %llu outside it, want %llu", (unsigned long long)asked,
+                     (unsigned long long)ready, (unsigned long long)sum, (unsigned long long)want);
     }
 }
 
@@ -142,7 +144,7 @@ TEST(adaptive_3_2_converges_without_the_wait) {
     printf("after %d queries: wait taken out: %d wrong choices, %d explorations, time %.4f of always-best; "
            "wait included: %d wrong choices, time %.4f\n",
            warm, wrong_taken, explored_taken, spent_taken / best_total, wrong_raw, spent_raw / best_total);
-    ASSERT_EQ(differ, 0);                     /* taking the wait out = never having had it */
+    ASSERT_EQ(differ, 0); /* taking the wait out = never having had it */
     /* Settled on the cheaper method: typically under 1 % of the pages wrong; a rare burst of 6+
      * slow pages of it in a row (about one seed in 60) leaves it past the exploration bound until
      * a probe, up to ~15 % wrong at a 1.25x difference — bounded in time all the same. */

@@ -615,5 +615,4 @@ TEST(query_2_9_skip_edge_and_bounds_count) {
 
 RL_TEST_MAIN(T(query_2_1_skip_pushdown), T(query_2_2_limits), T(query_2_3_fallback_before_any_row),
              T(query_2_4_fallback_after_rows), T(query_2_5_orphans), T(query_2_6_continuations_refused),
-             T(query_2_7_options), T(query_2_8_out_of_memory),
-             T(query_2_9_skip_edge_and_bounds_count))
+             T(query_2_7_options), T(query_2_8_out_of_memory), T(query_2_9_skip_edge_and_bounds_count))

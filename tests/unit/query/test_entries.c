@@ -104,8 +104,7 @@ TEST(query_5_1_entry_split_matches_tuple_decoder) {
                 rows++;
             } else if (rc != RL_E_CORRUPT_DATA) {
                 fail_msg("entry of %zu elements (valid tuple: %d): %s, want corrupt_data", count,
-                         rl__tuple_validate(key.data + ix.len, key.len - ix.len, NULL) == RL_OK,
-                         rl_error_name(rc));
+                         rl__tuple_validate(key.data + ix.len, key.len - ix.len, NULL) == RL_OK, rl_error_name(rc));
             } else {
                 corrupt++;
             }

@@ -66,7 +66,8 @@ static int run_paged(qt_env *e, uint64_t *rs, const qt_query *q, int switch_meth
         for (;;) {
             ASSERT_OK(rl_cursor_next(c, &row));
             if (!row) break;
-            if (got >= n_want) fail_msg("page %d (%s): more rows than the model's %d", pages, rl_fetch_method_name(m), n_want);
+            if (got >= n_want)
+                fail_msg("page %d (%s): more rows than the model's %d", pages, rl_fetch_method_name(m), n_want);
             qt_check_row(row, want[got]);
             got++, page_rows++;
         }
@@ -215,5 +216,5 @@ TEST(query_1_6_adaptive_alternating) {
     g_alternate = 0;
 }
 
-RL_TEST_MAIN(T(query_1_1_small_duplicates), T(query_1_2_small_distinct), T(query_1_3_split_records),
-             T(query_1_4_tiny), T(query_1_5_methods_agree), T(query_1_6_adaptive_alternating))
+RL_TEST_MAIN(T(query_1_1_small_duplicates), T(query_1_2_small_distinct), T(query_1_3_split_records), T(query_1_4_tiny),
+             T(query_1_5_methods_agree), T(query_1_6_adaptive_alternating))

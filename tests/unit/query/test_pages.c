@@ -67,8 +67,9 @@ TEST(query_14_1_mapped_page_sizing) {
         o = opts(rev);
         o.byte_limit = 1 << 30; /* never reached: only the page sizing differs */
         uint64_t it = run(&e, o, 0);
-        if (it < 4) fail_msg("reverse %d: a byte limit took %llu mapped requests (ITERATOR: want >= 4)", rev,
-                             (unsigned long long)it);
+        if (it < 4)
+            fail_msg("reverse %d: a byte limit took %llu mapped requests (ITERATOR: want >= 4)", rev,
+                     (unsigned long long)it);
         o = opts(rev);
         o.index_batch = 7;
         o.limit = 100;
@@ -107,7 +108,8 @@ TEST(query_14_2_exact_pages_with_orphans) {
     rl_cursor_get_counters(c, &k);
     /* The first page (limit entries) holds about a third orphans, so more pages follow, each
      * asking only for what is left: the entries read never exceed the limit plus the orphans. */
-    if (k.reads_mapped_range < 2) fail_msg("%llu mapped requests (want >= 2)", (unsigned long long)k.reads_mapped_range);
+    if (k.reads_mapped_range < 2)
+        fail_msg("%llu mapped requests (want >= 2)", (unsigned long long)k.reads_mapped_range);
     if (k.index_entries_read > (uint64_t)(limit + k.orphans))
         fail_msg("%llu index entries read for %d rows and %llu orphans", (unsigned long long)k.index_entries_read,
                  limit, (unsigned long long)k.orphans);

@@ -39,8 +39,8 @@ TEST(query_7_1_pipeline_across_pages) {
             rl_query_counters k;
             rl_cursor_get_counters(c, &k);
             if (k.pipeline_stalls != 0)
-                fail_msg("depth %d reverse %d: %llu loads taken with fewer than %d outstanding",
-                         depths[di], rev, (unsigned long long)k.pipeline_stalls, depths[di]);
+                fail_msg("depth %d reverse %d: %llu loads taken with fewer than %d outstanding", depths[di], rev,
+                         (unsigned long long)k.pipeline_stalls, depths[di]);
             ASSERT_EQ(k.max_loads_in_flight, (uint64_t)(depths[di] < n_want ? depths[di] : n_want));
             ASSERT_TRUE(k.reads_range >= (uint64_t)(n_want / 7)); /* many index pages */
             rl_cursor_free(c);
@@ -97,8 +97,7 @@ TEST(query_7_2_corrupt_entry_at_the_head) {
                 while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) got++;
                 if (got != 20 || rc != RL_E_CORRUPT_DATA)
                     fail_msg("%s depth %d batch %d: %d rows then %s (want 20 then corrupt_data)",
-                             rl_fetch_method_name(methods[mi]), depths[di], batch, got,
-                             rl_error_name(rc));
+                             rl_fetch_method_name(methods[mi]), depths[di], batch, got, rl_error_name(rc));
                 ASSERT_TRUE(strstr(rl_cursor_errmsg(c), "index entry") != NULL);
                 rl_cursor_free(c);
                 rl_txn_free(t);

@@ -99,8 +99,8 @@ TEST(query_4_1_split_steady_state_reuses_memory) {
                 rl_alloc_get_stats(&a1);
                 uint64_t per_query = (a1.bytes - a0.bytes) / 3;
                 if (per_query > 64 * 1024)
-                    fail_msg("method %d reverse %d limit %d: %llu bytes allocated per query", mi, rev,
-                             LIMITS[li], (unsigned long long)per_query);
+                    fail_msg("method %d reverse %d limit %d: %llu bytes allocated per query", mi, rev, LIMITS[li],
+                             (unsigned long long)per_query);
             }
         }
     }

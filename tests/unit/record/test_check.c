@@ -46,7 +46,7 @@ static void commit(rl_txn *t) {
 /* A store with 8 orders: ids 0..7, price 10*id; ids 3 and 5 are split (250,000 bytes). */
 static void setup(fixture *fx, uint32_t flags) {
     ASSERT_OK(rl_test_db_open(rl_test_url(), NULL, &fx->db));
-    {   /* Start empty whatever the backend (a file: database outlives a test). */
+    { /* Start empty whatever the backend (a file: database outlives a test). */
         rl_txn *t0 = begin(fx->db);
         ASSERT_OK(rl_txn_clear_range(t0, "", 0, "\xff", 1));
         commit(t0);
@@ -214,7 +214,7 @@ TEST(record_4_5_split_order_and_multiple_unsplit) {
     fixture fx;
     setup(&fx, RL_STORE_SPLIT_LONG_RECORDS);
     uint8_t k[64];
-    raw_clear(&fx, k, rec_key(k, 3, 2));      /* gap: chunks 1, 3 */
+    raw_clear(&fx, k, rec_key(k, 3, 2));       /* gap: chunks 1, 3 */
     raw_set(&fx, k, rec_key(k, 5, 0), "x", 1); /* suffix 0 beside chunks 1..3 */
     rl_check_report r;
     check(&fx, &r);
@@ -250,8 +250,8 @@ TEST(record_4_7_index_defects) {
     fixture fx;
     setup(&fx, RL_STORE_SPLIT_LONG_RECORDS);
     uint8_t k[64];
-    raw_clear(&fx, k, idx_key(k, 20, 2));   /* record 2 misses its entry */
-    raw_set(&fx, k, idx_key(k, 99, 4), "", 0); /* record 4 does not produce this one */
+    raw_clear(&fx, k, idx_key(k, 20, 2));       /* record 2 misses its entry */
+    raw_set(&fx, k, idx_key(k, 99, 4), "", 0);  /* record 4 does not produce this one */
     raw_set(&fx, k, idx_key(k, 77, 77), "", 0); /* no record 77 */
     rl_check_report r;
     check(&fx, &r);
@@ -286,5 +286,5 @@ TEST(record_4_8_inject_needs_permission) {
 }
 
 RL_TEST_MAIN(T(record_4_1_clean_store), T(record_4_2_delete_chunk), T(record_4_3_stray_suffix),
-             T(record_4_4_version_key), T(record_4_5_split_order_and_multiple_unsplit),
-             T(record_4_6_unparsable_record), T(record_4_7_index_defects), T(record_4_8_inject_needs_permission))
+             T(record_4_4_version_key), T(record_4_5_split_order_and_multiple_unsplit), T(record_4_6_unparsable_record),
+             T(record_4_7_index_defects), T(record_4_8_inject_needs_permission))

@@ -42,8 +42,8 @@ typedef struct {
     int n;
 } layout;
 
-static void lay_add(layout *l, const rl_store *s, const uint8_t *pk, size_t pk_len,
-                    const uint8_t *suffix, size_t suffix_len, const uint8_t *v, size_t vlen) {
+static void lay_add(layout *l, const rl_store *s, const uint8_t *pk, size_t pk_len, const uint8_t *suffix,
+                    size_t suffix_len, const uint8_t *v, size_t vlen) {
     ASSERT_TRUE(l->n < MAX_KV);
     uint8_t *k = l->keys[l->n];
     memcpy(k, s->rec_prefix, s->rec_prefix_len);
@@ -55,8 +55,8 @@ static void lay_add(layout *l, const rl_store *s, const uint8_t *pk, size_t pk_l
     l->n++;
 }
 
-static void lay_add_int(layout *l, const rl_store *s, const uint8_t *pk, size_t pk_len, int64_t sfx,
-                        const uint8_t *v, size_t vlen) {
+static void lay_add_int(layout *l, const rl_store *s, const uint8_t *pk, size_t pk_len, int64_t sfx, const uint8_t *v,
+                        size_t vlen) {
     uint8_t e[10];
     lay_add(l, s, pk, pk_len, e, enc_int(e, sfx), v, vlen);
 }
@@ -68,8 +68,8 @@ static void lay_free(layout *l) {
 
 /* The valid layout of an Order with `padding` bytes: optional version, then suffix 0 or the
  * 100,000-byte chunks. */
-static void lay_order(layout *l, const rl_store *s, int64_t id, size_t padding, int with_version,
-                      uint8_t *pk, size_t *pk_len) {
+static void lay_order(layout *l, const rl_store *s, int64_t id, size_t padding, int with_version, uint8_t *pk,
+                      size_t *pk_len) {
     Reclayer__Order o = RECLAYER__ORDER__INIT;
     uint8_t *pad = malloc(padding ? padding : 1);
     for (size_t i = 0; i < padding; i++) pad[i] = (uint8_t)(i * 7 + (size_t)id);
@@ -118,8 +118,7 @@ static void same_record(const rl_record *a, const rl_record *b) {
 }
 
 /* Decode l with the decoder and with the strict decoder: same code, same detail, same record. */
-static int check_same(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
-                      const layout *l) {
+static int check_same(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len, const layout *l) {
     rl_record strict = {0}, fast;
     char msg[1024];
     rl__errdetail why;
@@ -206,11 +205,8 @@ TEST(record_9_2_defects_match_strict) {
         case 5: /* a version key alone */
             lay_add_int(&l, s, pk, pk_len, -1, base.kv[0].value, base.kv[0].value_len);
             break;
-        case 6: /* nothing at all */
-            break;
-        case 7: /* record bytes that do not parse */
-            lay_add_int(&l, s, pk, pk_len, 0, junk, sizeof junk);
-            break;
+        case 6: /* nothing at all */ break;
+        case 7: /* record bytes that do not parse */ lay_add_int(&l, s, pk, pk_len, 0, junk, sizeof junk); break;
         case 8: /* a union field of no type */
             lay_add_int(&l, s, pk, pk_len, 0, other_union, sizeof other_union);
             break;
@@ -272,8 +268,7 @@ TEST(record_9_3_random_mutations_match_strict) {
                 break;
             case 1: /* change its suffix (the last key byte); an earlier mutation may have
                      * truncated the key to nothing */
-                if (l.kv[i].key_len)
-                    l.keys[i][l.kv[i].key_len - 1] ^= (uint8_t)(1 + rl_test_rand_below(&st, 3));
+                if (l.kv[i].key_len) l.keys[i][l.kv[i].key_len - 1] ^= (uint8_t)(1 + rl_test_rand_below(&st, 3));
                 break;
             case 2: /* flip a value byte */
                 if (l.kv[i].value_len) l.vals[i][rl_test_rand_below(&st, l.kv[i].value_len)] ^= 0x41;
@@ -386,9 +381,17 @@ TEST(record_9_6_suffix_bytes_match_strict) {
     static const struct {
         uint8_t b[3];
         size_t n;
-    } near[] = {{{0x15, 0x00}, 2}, {{0x13, 0xff}, 2}, {{0x14, 0x00}, 2}, {{0x15}, 1},
-                {{0x13}, 1},       {{0x16, 0x00, 0x01}, 3}, {{0x12, 0xff, 0xfe}, 3},
-                {{0x15, 0x01, 0x14}, 3}, {{0x13, 0xfe, 0x00}, 3}, {{0x0c}, 1}, {{0x1c}, 1}};
+    } near[] = {{{0x15, 0x00}, 2},
+                {{0x13, 0xff}, 2},
+                {{0x14, 0x00}, 2},
+                {{0x15}, 1},
+                {{0x13}, 1},
+                {{0x16, 0x00, 0x01}, 3},
+                {{0x12, 0xff, 0xfe}, 3},
+                {{0x15, 0x01, 0x14}, 3},
+                {{0x13, 0xfe, 0x00}, 3},
+                {{0x0c}, 1},
+                {{0x1c}, 1}};
     uint64_t seed = rl_test_seed(), st = seed;
     rl_metadata *md;
     rl_store *s;
@@ -500,22 +503,27 @@ static size_t rand_field(uint64_t *rs, const ProtobufCMessageDescriptor *desc, u
     if (rl_test_rand_below(rs, 25) == 0) id = 40 + (uint32_t)rl_test_rand_below(rs, 5);
     int wt;
     switch (desc->fields[f].type) {
-    case PROTOBUF_C_TYPE_FIXED32: case PROTOBUF_C_TYPE_SFIXED32: case PROTOBUF_C_TYPE_FLOAT: wt = 5; break;
-    case PROTOBUF_C_TYPE_FIXED64: case PROTOBUF_C_TYPE_SFIXED64: case PROTOBUF_C_TYPE_DOUBLE: wt = 1; break;
-    case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_BYTES: case PROTOBUF_C_TYPE_MESSAGE: wt = 2; break;
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT: wt = 5; break;
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: wt = 1; break;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES:
+    case PROTOBUF_C_TYPE_MESSAGE: wt = 2; break;
     default: wt = 0;
     }
     if (rl_test_rand_below(rs, 30) == 0) wt = (int)rl_test_rand_below(rs, 6);
     if (rl_test_rand_below(rs, 30) == 0) /* a tag in 5..10 bytes (protobuf-c reads up to 5) */
         n += put_var_padded(o + n, ((uint64_t)id << 3) | (uint64_t)wt, 5 + rl_test_rand_below(rs, 6));
-    else
-        n += put_var(o + n, ((uint64_t)id << 3) | (uint64_t)wt);
+    else n += put_var(o + n, ((uint64_t)id << 3) | (uint64_t)wt);
     switch (wt) {
     case 0: {
         uint64_t v;
         switch (rl_test_rand_below(rs, 5)) {
         case 0: v = rl_test_rand_below(rs, 128); break;
-        case 1: v = (uint64_t)-(int64_t)rl_test_rand_below(rs, 1000); break;
+        case 1: v = (uint64_t) - (int64_t)rl_test_rand_below(rs, 1000); break;
         case 2: v = rl_test_rand_below(rs, 1ull << 40) << rl_test_rand_below(rs, 24); break;
         case 3: v = 0; break;
         default: v = rl_test_rand_below(rs, 300) + 0xffffff00ull;
@@ -540,11 +548,10 @@ static size_t rand_field(uint64_t *rs, const ProtobufCMessageDescriptor *desc, u
         size_t len = rl_test_rand_below(rs, 4) ? rl_test_rand_below(rs, 12) : 0;
         if (rl_test_rand_below(rs, 20) == 0) /* a length prefix in 4..10 bytes */
             n += put_var_padded(o + n, len, 4 + rl_test_rand_below(rs, 7));
-        else
-            n += put_var(o + n, len);
+        else n += put_var(o + n, len);
         for (size_t k = 0; k < len; k++)
-            o[n++] = (uint8_t)(rl_test_rand_below(rs, 4) ? 'a' + rl_test_rand_below(rs, 26)
-                                                          : rl_test_rand_below(rs, 256));
+            o[n++] =
+                (uint8_t)(rl_test_rand_below(rs, 4) ? 'a' + rl_test_rand_below(rs, 26) : rl_test_rand_below(rs, 256));
         break;
     }
     default: break; /* groups / reserved wire types: no payload */
@@ -557,8 +564,7 @@ static size_t rand_field(uint64_t *rs, const ProtobufCMessageDescriptor *desc, u
  * and a repeated field) and Order; and it accepts most well-formed inputs. */
 TEST(record_9_7_flat_unpack_matches_protobuf_c) {
     uint64_t rs = rl_test_seed();
-    const ProtobufCMessageDescriptor *descs[2] = {&reclayer__test__all_types__descriptor,
-                                                  &reclayer__order__descriptor};
+    const ProtobufCMessageDescriptor *descs[2] = {&reclayer__test__all_types__descriptor, &reclayer__order__descriptor};
     uint8_t in[2048], pa[4096], pb[4096];
     blocks bl = {{0}, 0};
     ProtobufCAllocator al = {blk_alloc, blk_free, &bl};
@@ -569,7 +575,8 @@ TEST(record_9_7_flat_unpack_matches_protobuf_c) {
         int nf = (int)rl_test_rand_below(&rs, 8);
         for (int k = 0; k < nf; k++) n += rand_field(&rs, desc, in + n);
         if (n && rl_test_rand_below(&rs, 20) == 0) n = rl_test_rand_below(&rs, n); /* truncate */
-        if (n && rl_test_rand_below(&rs, 20) == 0) in[rl_test_rand_below(&rs, n)] ^= (uint8_t)(1u << rl_test_rand_below(&rs, 8));
+        if (n && rl_test_rand_below(&rs, 20) == 0)
+            in[rl_test_rand_below(&rs, n)] ^= (uint8_t)(1u << rl_test_rand_below(&rs, 8));
         ProtobufCMessage *r = protobuf_c_message_unpack(desc, NULL, n, in);
         ProtobufCMessage *f = rl__pb_unpack_flat(desc, &al, in, n);
         if (f) {
@@ -587,8 +594,7 @@ TEST(record_9_7_flat_unpack_matches_protobuf_c) {
         if (r) protobuf_c_message_free_unpacked(r, NULL);
         blk_drop(&bl);
     }
-    fprintf(stderr, "handled %d, declined (protobuf-c accepts) %d, both refuse %d\n", handled,
-            declined_ok, both_fail);
+    fprintf(stderr, "handled %d, declined (protobuf-c accepts) %d, both refuse %d\n", handled, declined_ok, both_fail);
     ASSERT_TRUE(handled > 10000);
     ASSERT_TRUE(declined_ok > 500);
     ASSERT_TRUE(both_fail > 500);
@@ -607,9 +613,9 @@ TEST(record_9_8_varint_acceptance) {
         {{0x00}, 1, 10, 1, 0},
         {{0x7f}, 1, 1, 1, 127},
         {{0x80, 0x01}, 2, 10, 1, 128},
-        {{0x80, 0x01}, 2, 1, 0, 0},            /* longer than max */
-        {{0x80}, 1, 10, 0, 0},                  /* truncated */
-        {{0}, 0, 10, 0, 0},                     /* empty */
+        {{0x80, 0x01}, 2, 1, 0, 0}, /* longer than max */
+        {{0x80}, 1, 10, 0, 0},      /* truncated */
+        {{0}, 0, 10, 0, 0},         /* empty */
         {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10, 10, 1, UINT64_MAX},
         {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 10, 10, 0, 0}, /* bit 64 */
         {{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 11, 10, 0, 0},

@@ -133,7 +133,7 @@ TEST(record_1_3_field_tuples) {
     m.has_f_bool = 1, m.f_bool = 1;
     m.has_f_double = 1, m.f_double = 1.5;
     m.has_f_float = 1, m.f_float = -1.5f;
-    m.f_string = "a\0b";  /* strlen stops at the NUL: "a" */
+    m.f_string = "a\0b"; /* strlen stops at the NUL: "a" */
     static uint8_t raw[] = {0x00, 0x01};
     m.has_f_bytes = 1, m.f_bytes.data = raw, m.f_bytes.len = 2;
     m.has_f_enum = 1, m.f_enum = RECLAYER__TEST__COLOR__BLUE;
@@ -388,7 +388,7 @@ static void expect_kinds(const kvlist *l, const int *want, int n) {
 }
 
 TEST(record_2_3_unsplit_defects) {
-    {   /* First chunk missing. */
+    { /* First chunk missing. */
         kvlist l = {0};
         kv_add(&l, 1, 2, NULL, "b", 1);
         kv_add(&l, 1, 3, NULL, "c", 1);
@@ -396,7 +396,7 @@ TEST(record_2_3_unsplit_defects) {
         expect_kinds(&l, want, 1);
         ASSERT_STR_EQ(rl__unsplit_kind_message(RL__EV_DELETE_CHUNK), "Found split record without start");
     }
-    {   /* A gap. */
+    { /* A gap. */
         kvlist l = {0};
         kv_add(&l, 1, 1, NULL, "a", 1);
         kv_add(&l, 1, 3, NULL, "c", 1);
@@ -414,7 +414,7 @@ TEST(record_2_3_unsplit_defects) {
         ASSERT_EQ(e.kinds[1], RL__EV_SPLIT_ORDER);
         ASSERT_STR_EQ(rl__unsplit_kind_message(RL__EV_SPLIT_ORDER), "Split record segments out of order");
     }
-    {   /* Unsplit value beside chunks. */
+    { /* Unsplit value beside chunks. */
         kvlist l = {0};
         kv_add(&l, 1, 0, NULL, "x", 1);
         kv_add(&l, 1, 1, NULL, "a", 1);
@@ -422,13 +422,13 @@ TEST(record_2_3_unsplit_defects) {
         expect_kinds(&l, want, 1);
         ASSERT_STR_EQ(rl__unsplit_kind_message(RL__EV_MULTIPLE_UNSPLIT), "More than one unsplit value.");
     }
-    {   /* Version key alone. */
+    { /* Version key alone. */
         kvlist l = {0};
         kv_add(&l, 1, -1, NULL, VS, 13);
         int want[] = {RL__EV_VERSION_KEY};
         expect_kinds(&l, want, 1);
     }
-    {   /* Stray suffixes (a string, and an integer below -1) do not hide the record. */
+    { /* Stray suffixes (a string, and an integer below -1) do not hide the record. */
         kvlist l = {0};
         kv_add(&l, 1, -2, NULL, "?", 1);
         kv_add(&l, 1, 0, NULL, "rec", 3);
@@ -436,14 +436,14 @@ TEST(record_2_3_unsplit_defects) {
         int want[] = {RL__EV_STRAY_SUFFIX, RL__EV_STRAY_SUFFIX, RL__EV_RECORD};
         expect_kinds(&l, want, 3);
     }
-    {   /* A bad version value, then the record. */
+    { /* A bad version value, then the record. */
         kvlist l = {0};
         kv_add(&l, 1, -1, NULL, "bad", 3);
         kv_add(&l, 1, 0, NULL, "rec", 3);
         int want[] = {RL__EV_BAD_VERSION, RL__EV_RECORD};
         expect_kinds(&l, want, 2);
     }
-    {   /* Keys that are not (pk, suffix): only one element, not a tuple, another prefix. */
+    { /* Keys that are not (pk, suffix): only one element, not a tuple, another prefix. */
         rl__unsplitter u;
         events e = {0};
         rl__unsplitter_init(&u, R, sizeof R, 0);

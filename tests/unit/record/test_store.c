@@ -636,8 +636,8 @@ TEST(record_3_7_scan_limits_continuations) {
             for (int page = 0; page < 10; page++) {
                 rl_record_page pg;
                 rl_txn *t = begin(db);
-                ASSERT_OK(rl_store_scan(s, t, lo, lon, hi, hin, rev ? RL_REVERSE : 0, limit, contn ? cont : NULL,
-                                        contn, &pg));
+                ASSERT_OK(rl_store_scan(s, t, lo, lon, hi, hin, rev ? RL_REVERSE : 0, limit, contn ? cont : NULL, contn,
+                                        &pg));
                 rl_txn_free(t);
                 for (int i = 0; i < pg.n; i++) {
                     int want = rev ? 22 - seen : 5 + seen;
@@ -688,7 +688,7 @@ TEST(record_3_8_size_limits_write_nothing) {
     c.note = "n";
     rl_txn *t = begin(db);
     ASSERT_RC(rl_store_save(s, t, &c.base, NULL), RL_E_KEY_TOO_LARGE);
-    big[9950] = 0; /* record key fits, index entry (note + pk) does not */
+    big[9950] = 0;       /* record key fits, index entry (note + pk) does not */
     c.note = big + 9000; /* 950 bytes */
     c.region = big;
     ASSERT_RC(rl_store_save(s, t, &c.base, NULL), RL_E_KEY_TOO_LARGE);
@@ -875,7 +875,8 @@ TEST(record_3_11_range_drain) {
                 ASSERT_TRUE(e.len == 5 && memcmp(e.data, "d0293", 5) <= 0 && memcmp(e.data, d.prev, 5) > 0);
             } else {
                 ASSERT_EQ(e.len, 1);
-                ASSERT_TRUE(b.len == 6 && b.data[5] == 0 && memcmp(b.data, "d0006", 5) >= 0 && memcmp(b.data, d.prev, 5) < 0);
+                ASSERT_TRUE(b.len == 6 && b.data[5] == 0 && memcmp(b.data, "d0006", 5) >= 0 &&
+                            memcmp(b.data, d.prev, 5) < 0);
             }
             rl_txn_free(t);
             rl__buf_release(&b);

@@ -38,9 +38,8 @@ static void summary(const char *what, uint64_t *v, size_t n) {
     qsort(v, n, sizeof *v, cmp_u64);
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += (double)v[i];
-    printf("  %-44s n=%-6zu mean %8.1f us  p50 %8.1f  p99 %8.1f  max %8.1f\n", what, n,
-           sum / (double)n / 1e3, (double)v[n / 2] / 1e3, (double)v[n * 99 / 100] / 1e3,
-           (double)v[n - 1] / 1e3);
+    printf("  %-44s n=%-6zu mean %8.1f us  p50 %8.1f  p99 %8.1f  max %8.1f\n", what, n, sum / (double)n / 1e3,
+           (double)v[n / 2] / 1e3, (double)v[n * 99 / 100] / 1e3, (double)v[n - 1] / 1e3);
 }
 
 typedef struct {
@@ -95,7 +94,8 @@ static void build(void) {
         pack3(&K[2 * i], 1, i, 0);
         for (int j = 0; j < 100; j++) rl__buf_append_byte(&V[2 * i], (uint8_t)('a' + j % 26));
         pack3(&K[2 * i + 1], 2, (i * 37) % 997, i);
-        M[2 * i] = (rl_mutation){RL_MUT_SET, K[2 * i].data, (uint32_t)K[2 * i].len, V[2 * i].data, (uint32_t)V[2 * i].len};
+        M[2 * i] =
+            (rl_mutation){RL_MUT_SET, K[2 * i].data, (uint32_t)K[2 * i].len, V[2 * i].data, (uint32_t)V[2 * i].len};
         M[2 * i + 1] = (rl_mutation){RL_MUT_SET, K[2 * i + 1].data, (uint32_t)K[2 * i + 1].len, (const uint8_t *)"", 0};
     }
 }
@@ -173,7 +173,8 @@ TEST(ssb_1_1_one_server) {
         rl__arena_reset(&a);
         uint64_t t0 = rl__clock_mono_ns();
         ASSERT_OK(rl__mapper_parse(MAPPER, sizeof MAPPER - 1, &a, &mp));
-        ASSERT_OK(rl__storage_get_mapped_range(loc, 10, "\x15\x02", 2, "\x15\x03", 2, mp, NULL, NULL, NULL, &a, &ents, &ne, &more));
+        ASSERT_OK(rl__storage_get_mapped_range(loc, 10, "\x15\x02", 2, "\x15\x03", 2, mp, NULL, NULL, NULL, &a, &ents,
+                                               &ne, &more));
         e[i] = rl__clock_mono_ns() - t0;
         ASSERT_EQ(ne, N);
     }
@@ -207,25 +208,25 @@ TEST(ssb_1_3_two_servers) {
     srv s1, s2;
     srv_start(&s1, 1, f1.port);
     srv_start(&s2, 2, f2.port);
-    rl_msg_server svs[2] = {{1, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(s1.ss), (const uint8_t *)"h1", 2, 1},
-                            {2, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(s2.ss), (const uint8_t *)"h2", 2, 1}};
+    rl_msg_server svs[2] = {
+        {1, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(s1.ss), (const uint8_t *)"h1", 2, 1},
+        {2, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(s2.ss), (const uint8_t *)"h2", 2, 1}};
     uint32_t t1[1] = {1}, t2[1] = {2};
     rl_msg_shard shs[3] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len, t1, 1},
                            {split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2, t2, 1},
                            {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1, t1, 1}};
     rl_msg_get_shard_map_reply map = {1, svs, 2, shs, 3, 0, 0};
     f1.map = map, f2.map = map;
-    rl_keyrange r1[] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len}, {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1}};
+    rl_keyrange r1[] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len},
+                        {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1}};
     rl_keyrange r2[] = {{split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2}};
     static rl_mutation m1[2 * N], m2[2 * N];
     int n1 = 0, n2 = 0;
     for (int i = 0; i < 2 * N; i++) {
         int on2 = rl__bytes_cmp(M[i].p1, M[i].len1, split.data, split.len) >= 0 &&
                   rl__bytes_cmp(M[i].p1, M[i].len1, "\x15\x02", 2) < 0;
-        if (on2)
-            m2[n2++] = M[i];
-        else
-            m1[n1++] = M[i];
+        if (on2) m2[n2++] = M[i];
+        else m1[n1++] = M[i];
     }
     sst_fc_accept_register(&f1, 0, r1, 2);
     sst_fc_accept_register(&f2, 0, r2, 1);
@@ -245,8 +246,8 @@ TEST(ssb_1_3_two_servers) {
             for (int i = 0; i < reps; i++) w[i] = mapped_call(&c, stg, lims[li], &st);
             char what[128];
             snprintf(what, sizeof what, "%4d entries %-10s req %3u rt %3u remote %3u", lims[li],
-                     stg == RL_FETCH_INDIVIDUAL ? "individual" : "grouped", st.s2s_requests,
-                     st.s2s_round_trips, st.secondaries_remote);
+                     stg == RL_FETCH_INDIVIDUAL ? "individual" : "grouped", st.s2s_requests, st.s2s_round_trips,
+                     st.secondaries_remote);
             summary(what, w, (size_t)reps);
         }
     free(w);
@@ -330,8 +331,8 @@ TEST(ssb_1_4_readers_during_sync) {
     printf("ssb-1.4 readers during syncs (reader %s):\n", fifo ? "SCHED_FIFO" : "normal priority");
     summary("rl__storage_sync (fsync without the lock)", d, ns);
     printf("  %zu syncs, %.1f ms in sync; %llu reads, %zu over 200 us, %zu of them during a sync, "
-           "%.1f ms stalled in all\n", ns, (double)in_sync / 1e6, (unsigned long long)g_reads,
-           g_nslow, overlapping, (double)stalled / 1e6);
+           "%.1f ms stalled in all\n",
+           ns, (double)in_sync / 1e6, (unsigned long long)g_reads, g_nslow, overlapping, (double)stalled / 1e6);
     rl__storage_close(g_st);
     rl_test_rmtree(dir);
     free(dir), free(s0), free(s1), free(d);
@@ -346,8 +347,7 @@ static int bench_init(void **state) {
 }
 
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {T(ssb_1_1_one_server), T(ssb_1_3_two_servers),
-                                       T(ssb_1_4_readers_during_sync)};
+    const struct CMUnitTest tests[] = {T(ssb_1_1_one_server), T(ssb_1_3_two_servers), T(ssb_1_4_readers_during_sync)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, bench_init, NULL);
 }

@@ -159,8 +159,7 @@ static inline void sst_send_hello(int fd, uint8_t role, uint32_t id) {
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
-    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id,
-                                       (const uint8_t *)"test", 4};
+    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"test", 4};
     sst_send(fd, 1, &m);
 }
 
@@ -169,8 +168,8 @@ static inline void sst_send_hello(int fd, uint8_t role, uint32_t id) {
 typedef struct {
     int fd;
     uint64_t next_id;
-    rl_arena a;  /* decoded replies (reset by each call) */
-    rl_buf pl;   /* the last reply's payload */
+    rl_arena a; /* decoded replies (reset by each call) */
+    rl_buf pl;  /* the last reply's payload */
 } sst_client;
 
 /* Connect and shake hands as `role` (a HELLO reply must come back). */
@@ -228,8 +227,7 @@ static inline rl_msg sst_req(uint16_t type) {
 }
 
 /* GET key at v: returns 0 (present/absent in *present, value in *val), or the error code. */
-static inline int sst_get(sst_client *c, rl_version v, const char *key, size_t kl, int *present,
-                          rl_buf *val) {
+static inline int sst_get(sst_client *c, rl_version v, const char *key, size_t kl, int *present, rl_buf *val) {
     rl_msg q = sst_req(RL_MSG_GET), r;
     q.u.get_req.version = v;
     q.u.get_req.key = (const uint8_t *)key;
@@ -256,8 +254,8 @@ typedef struct {
     rl_version last_pop; /* the newest POP received */
     int pops, maps, hellos;
     rl_msg_get_shard_map_reply map; /* answered to GET_SHARD_MAP (the test owns the arrays) */
-    uint32_t storage_id;  /* the HELLO's id */
-    rl_version reg_durable; /* the last REGISTER_STORAGE's durable version */
+    uint32_t storage_id;            /* the HELLO's id */
+    rl_version reg_durable;         /* the last REGISTER_STORAGE's durable version */
     uint64_t reg_id;
     uint16_t reg_port;
 } sst_fc;
@@ -303,7 +301,8 @@ static inline int sst_fc_wait(sst_fc *f, uint16_t type, int timeout_ms) {
         rl_proto_why why;
         int rc = rl__msg_decode(f->h.type, f->h.flags, f->pl.data, f->pl.len, &f->a, &f->m, &why);
         if (rc != RL_OK) fail_msg("the storage server sent a frame that does not decode: %s", why.text);
-        if (f->h.flags != 0) fail_msg("the storage server sent a reply frame (%s) to the coordinator", rl__msg_type_name(f->h.type));
+        if (f->h.flags != 0)
+            fail_msg("the storage server sent a reply frame (%s) to the coordinator", rl__msg_type_name(f->h.type));
         if (type && f->h.type == type) return 1;
         rl_msg rep;
         memset(&rep, 0, sizeof rep);
@@ -311,8 +310,8 @@ static inline int sst_fc_wait(sst_fc *f, uint16_t type, int timeout_ms) {
         case RL_MSG_HELLO:
             f->hellos++;
             f->storage_id = f->m.u.hello_req.id;
-            rep.u.hello_reply = (rl_msg_hello_reply){RL_PROTOCOL_VERSION, RL_ROLE_COORDINATOR, 0,
-                                                     (const uint8_t *)"host1", 5};
+            rep.u.hello_reply =
+                (rl_msg_hello_reply){RL_PROTOCOL_VERSION, RL_ROLE_COORDINATOR, 0, (const uint8_t *)"host1", 5};
             sst_fc_reply(f, RL_MSG_HELLO, f->h.id, &rep);
             break;
         case RL_MSG_POP:
@@ -328,15 +327,16 @@ static inline int sst_fc_wait(sst_fc *f, uint16_t type, int timeout_ms) {
             break;
         default:
             if (!type) return 1;
-            fail_msg("the storage server sent %s while the test waited for %s", rl__msg_type_name(f->h.type), rl__msg_type_name(type));
+            fail_msg("the storage server sent %s while the test waited for %s", rl__msg_type_name(f->h.type),
+                     rl__msg_type_name(type));
         }
     }
 }
 
 /* Accept the storage server's connection and register it: HELLO, REGISTER_STORAGE answered with
  * start_version and the ranges; then the first PEEK is awaited (left in f->m for the test). */
-static inline void sst_fc_accept_register(sst_fc *f, rl_version start_version,
-                                          const rl_keyrange *ranges, uint32_t n_ranges) {
+static inline void sst_fc_accept_register(sst_fc *f, rl_version start_version, const rl_keyrange *ranges,
+                                          uint32_t n_ranges) {
     f->fd = sst_accept(f->lfd, SS_T_WAIT_MS);
     ASSERT_TRUE(f->fd >= 0);
     ASSERT_EQ(sst_fc_wait(f, RL_MSG_REGISTER_STORAGE, SS_T_WAIT_MS), 1);
@@ -354,8 +354,7 @@ static inline void sst_fc_accept_register(sst_fc *f, rl_version start_version,
 
 /* Answer the PEEK in f->m with these versions and end_version, then wait for the next PEEK
  * (left in f->m). */
-static inline void sst_fc_peek_reply(sst_fc *f, const rl_msg_peek_version *vs, uint32_t n,
-                                     rl_version end_version) {
+static inline void sst_fc_peek_reply(sst_fc *f, const rl_msg_peek_version *vs, uint32_t n, rl_version end_version) {
     ASSERT_EQ(f->h.type, RL_MSG_PEEK);
     rl_msg rep;
     memset(&rep, 0, sizeof rep);
@@ -384,8 +383,7 @@ static inline void sst_fc_wait_pop(sst_fc *f, rl_version v) {
 /* ---- building mutations ---- */
 
 static inline rl_mutation sst_set(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v,
-                     (uint32_t)strlen(v)};
+    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
 

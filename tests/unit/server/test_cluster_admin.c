@@ -34,7 +34,8 @@ TEST(cluster_1_1_layout) {
     rl__buf_init(&out);
     rl__buf_init(&msg);
     ASSERT_OK(layout(1, 0, NULL, 0, &out, &msg));
-    ASSERT_STR_EQ((char *)out.data, "{\"storage\": [1], \"shards\": [{\"begin\": \"\", \"end\": \"ff\", \"team\": [1]}]}\n");
+    ASSERT_STR_EQ((char *)out.data,
+                  "{\"storage\": [1], \"shards\": [{\"begin\": \"\", \"end\": \"ff\", \"team\": [1]}]}\n");
     ASSERT_OK(layout(3, 4, NULL, 0, &out, &msg));
     ASSERT_STR_EQ((char *)out.data,
                   "{\"storage\": [1, 2, 3], \"shards\": [{\"begin\": \"\", \"end\": \"40\", \"team\": [1]}, "
@@ -110,9 +111,11 @@ TEST(cluster_1_5_layout_teams) {
     rl__buf_init(&out2);
     rl__buf_init(&msg);
     static int teams[256][RL_PROTO_MAX_TEAM];
-    struct { int hosts, per, n, r, shards; } cases[] = {
-        {0, 0, 2, 2, 0},  {0, 0, 4, 2, 0},  {0, 0, 3, 3, 12}, {3, 3, 0, 2, 0},  {3, 3, 0, 3, 27},
-        {3, 1, 0, 2, 9},  {2, 2, 0, 3, 8},  {3, 3, 9, 2, 100}, {4, 2, 0, 2, 255}, {0, 0, 5, 1, 0},
+    struct {
+        int hosts, per, n, r, shards;
+    } cases[] = {
+        {0, 0, 2, 2, 0}, {0, 0, 4, 2, 0}, {0, 0, 3, 3, 12},  {3, 3, 0, 2, 0},   {3, 3, 0, 3, 27},
+        {3, 1, 0, 2, 9}, {2, 2, 0, 3, 8}, {3, 3, 9, 2, 100}, {4, 2, 0, 2, 255}, {0, 0, 5, 1, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         rl_cluster_up_opts o;
@@ -162,7 +165,7 @@ TEST(cluster_1_5_layout_teams) {
             if (member[id] > mmax) mmax = member[id];
         }
         ASSERT_TRUE(pmax - pmin <= 1);
-        ASSERT_TRUE(mmax - mmin <= r); /* a partial last round of shards */
+        ASSERT_TRUE(mmax - mmin <= r);         /* a partial last round of shards */
         if (k % n == 0) ASSERT_EQ(mmax, mmin); /* whole rounds: every server equally loaded */
     }
     /* Double replication, 2 servers, one host: both servers hold both shards. */
@@ -406,5 +409,5 @@ TEST(cluster_1_4_recycled_pid_is_not_ours) {
     free(base);
 }
 
-RL_TEST_MAIN(T(cluster_1_1_layout), T(cluster_1_5_layout_teams), T(cluster_1_2_unhealthy_start_stops_everything), T(cluster_1_3_process_exits),
-             T(cluster_1_4_recycled_pid_is_not_ours))
+RL_TEST_MAIN(T(cluster_1_1_layout), T(cluster_1_5_layout_teams), T(cluster_1_2_unhealthy_start_stops_everything),
+             T(cluster_1_3_process_exits), T(cluster_1_4_recycled_pid_is_not_ours))

@@ -52,15 +52,13 @@ static void gen_version(rl_version v, gen_rec *g) {
         memset(g->val + vl, 'a' + (int)(v % 26), 300);
         vl += 300;
     }
-    g->m[g->n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)g->k, (uint32_t)kl,
-                                 (const uint8_t *)g->val, (uint32_t)vl};
+    g->m[g->n++] =
+        (rl_mutation){RL_MUT_SET, (const uint8_t *)g->k, (uint32_t)kl, (const uint8_t *)g->val, (uint32_t)vl};
     if (v % 2)
-        g->m[g->n++] = (rl_mutation){RL_MUT_ADD, (const uint8_t *)"count", 5,
-                                     (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
+        g->m[g->n++] = (rl_mutation){RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
     if (v % 4 == 0) {
         int cl = snprintf(g->c, sizeof g->c, "c%llu", (unsigned long long)v);
-        g->m[g->n++] = (rl_mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)g->c, (uint32_t)cl,
-                                     (const uint8_t *)"d", 1};
+        g->m[g->n++] = (rl_mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)g->c, (uint32_t)cl, (const uint8_t *)"d", 1};
     }
 }
 
@@ -239,8 +237,7 @@ TEST(commitlog_1_2_reads_versions_lock) {
     for (rl_version v = 10; v <= 100; v += 10) ASSERT_OK(append_version(log, v));
     ASSERT_RC(append_version(log, 100), RL_E_VERSION_INVALID);
     ASSERT_RC(append_version(log, 5), RL_E_VERSION_INVALID);
-    rl_mutation vs = {RL_MUT_SET_VERSIONSTAMPED_KEY, (const uint8_t *)"k\0\0\0\0", 5,
-                      (const uint8_t *)"v", 1};
+    rl_mutation vs = {RL_MUT_SET_VERSIONSTAMPED_KEY, (const uint8_t *)"k\0\0\0\0", 5, (const uint8_t *)"v", 1};
     ASSERT_RC(rl__commitlog_append(log, 200, &vs, 1), RL_E_INVALID_MUTATION_TYPE);
     ASSERT_OK(rl__commitlog_sync(log));
     visit_log vl;
@@ -281,8 +278,7 @@ static void write_versions(const char *dir, rl_version n) {
 }
 
 /* Reopen after damaging the last record; expect it cut and moved aside as `kind`. */
-static void check_tail_cut(const char *dir, size_t cut_at, size_t file_len, int kind,
-                           const uint8_t *orig) {
+static void check_tail_cut(const char *dir, size_t cut_at, size_t file_len, int kind, const uint8_t *orig) {
     rl_commitlog *log;
     rl_buf err;
     rl__buf_init(&err);
@@ -403,8 +399,7 @@ TEST(commitlog_1_6_segments_truncation) {
     ASSERT_OK(rl__commitlog_sync(log));
     rl_commitlog_status st;
     rl__commitlog_get_status(log, &st);
-    printf("segments = %llu, bytes = %llu\n", (unsigned long long)st.segments,
-           (unsigned long long)st.bytes);
+    printf("segments = %llu, bytes = %llu\n", (unsigned long long)st.segments, (unsigned long long)st.bytes);
     ASSERT_TRUE(st.segments >= 5);
     ASSERT_EQ((int)st.segments, count_files(dir, "seg-"));
     expect_versions(log, 0, 1, 300);
@@ -414,8 +409,7 @@ TEST(commitlog_1_6_segments_truncation) {
     ASSERT_OK(rl__commitlog_truncate(log, 150, &deleted));
     ASSERT_TRUE(deleted >= 1);
     rl_version base = rl__commitlog_base_version(log);
-    printf("deleted %llu segments, base = %llu\n", (unsigned long long)deleted,
-           (unsigned long long)base);
+    printf("deleted %llu segments, base = %llu\n", (unsigned long long)deleted, (unsigned long long)base);
     ASSERT_TRUE(base > 0 && base <= 150);
     expect_versions(log, base, base + 1, 300);
     visit_log vl;
@@ -513,9 +507,8 @@ static void fault_sweep(rl_os_kind kind, int err, int flags, const char *name) {
         ASSERT_OK(open_log(dir, 3000, &log, NULL));
         rl_version got = rl__commitlog_durable_version(log);
         if (got < acked || got > last_ok_append)
-            fail_msg("%s n=%ld: acknowledged %llu, appended %llu, recovered %llu", name, n,
-                     (unsigned long long)acked, (unsigned long long)last_ok_append,
-                     (unsigned long long)got);
+            fail_msg("%s n=%ld: acknowledged %llu, appended %llu, recovered %llu", name, n, (unsigned long long)acked,
+                     (unsigned long long)last_ok_append, (unsigned long long)got);
         expect_versions(log, 0, 1, got);
         ASSERT_OK(append_version(log, got + 1));
         ASSERT_OK(rl__commitlog_sync(log));
@@ -596,15 +589,15 @@ TEST(commitlog_1_8_crash_loop) {
         tails += st.recovery_tail != RL_TAIL_CLEAN;
         rl_version got = rl__commitlog_durable_version(log), base = st.base_version;
         if (got < acked)
-            fail_msg("round %d: acknowledged %llu but recovered %llu", round,
-                     (unsigned long long)acked, (unsigned long long)got);
+            fail_msg("round %d: acknowledged %llu but recovered %llu", round, (unsigned long long)acked,
+                     (unsigned long long)got);
         ASSERT_TRUE(base <= acked || acked == 0 || base <= got);
         expect_versions(log, base, base + 1, got);
         acked = got;
         rl__commitlog_close(log);
     }
-    printf("crash rounds = %d, damaged tails moved aside = %d, last version = %llu\n", rounds,
-           tails, (unsigned long long)acked);
+    printf("crash rounds = %d, damaged tails moved aside = %d, last version = %llu\n", rounds, tails,
+           (unsigned long long)acked);
     ASSERT_TRUE(acked > 0);
     rm_logdir(dir);
 }
@@ -659,8 +652,7 @@ TEST(commitlog_1_9_open_mkdir_read_fail) {
     rm_logdir(dir);
 }
 
-RL_TEST_MAIN(T(commitlog_1_1_append_sync_reopen), T(commitlog_1_2_reads_versions_lock),
-             T(commitlog_1_3_torn_tail), T(commitlog_1_4_bad_checksum_tail),
-             T(commitlog_1_5_corruption_in_the_middle), T(commitlog_1_6_segments_truncation),
-             T(commitlog_1_7_injected_failures), T(commitlog_1_8_crash_loop),
+RL_TEST_MAIN(T(commitlog_1_1_append_sync_reopen), T(commitlog_1_2_reads_versions_lock), T(commitlog_1_3_torn_tail),
+             T(commitlog_1_4_bad_checksum_tail), T(commitlog_1_5_corruption_in_the_middle),
+             T(commitlog_1_6_segments_truncation), T(commitlog_1_7_injected_failures), T(commitlog_1_8_crash_loop),
              T(commitlog_1_9_open_mkdir_read_fail))

@@ -117,8 +117,8 @@ static void cli_open(cli *c, uint16_t port) {
     rl_frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
-    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, RL_ROLE_CLIENT, 0,
-                                       (const uint8_t *)"t", 1};
+    m.u.hello_req =
+        (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, RL_ROLE_CLIENT, 0, (const uint8_t *)"t", 1};
     call(c, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
 }
@@ -240,5 +240,5 @@ TEST(coord_io_1_4_system_fsync_fails) { scenario("coio14", RL_OS_FSYNC, 1, 0, 1)
  * (its torn record is moved aside). */
 TEST(coord_io_1_3_log_write_torn) { scenario("coio13", RL_OS_WRITE, 0, RL_OS_FAULT_TORN, 0); }
 
-RL_TEST_MAIN(T(coord_io_1_1_log_fsync_fails), T(coord_io_1_2_system_write_torn),
-             T(coord_io_1_3_log_write_torn), T(coord_io_1_4_system_fsync_fails))
+RL_TEST_MAIN(T(coord_io_1_1_log_fsync_fails), T(coord_io_1_2_system_write_torn), T(coord_io_1_3_log_write_torn),
+             T(coord_io_1_4_system_fsync_fails))

@@ -94,7 +94,7 @@ TEST(placement_1_1_fractions_random) {
         random_map(&rs, &m, n_srv, 1 + (uint32_t)rl_test_rand_below(&rs, 5));
         size_t n = (size_t)rl_test_rand_below(&rs, 200);
         rl_pl_pair *pairs = calloc(n + 1, sizeof *pairs);
-        uint8_t (*keys)[4] = calloc(n + 1, sizeof *keys);
+        uint8_t(*keys)[4] = calloc(n + 1, sizeof *keys);
         uint64_t sd = 0, hd = 0;
         for (size_t i = 0; i < n; i++) {
             keys[i][0] = (uint8_t)rl_test_rand_below(&rs, 255);
@@ -161,18 +161,18 @@ TEST(placement_1_2_fixed_and_receipt) {
     two_shards(&m, t1, 1, t3, 2);
     rl__pl_fractions(&m, &p, 1, &f);
     ASSERT_TRUE(f.server_fraction == 1.0 && f.host_fraction == 1.0);
-    json_t *r1 = rl__pl_receipt(&m, (const uint8_t *)"m", 1, (const uint8_t *)"n", 1,
-                                (const uint8_t *)"", 0, (const uint8_t *)"m", 1, &p, 1);
-    json_t *r2 = rl__pl_receipt(&m, (const uint8_t *)"m", 1, (const uint8_t *)"n", 1,
-                                (const uint8_t *)"", 0, (const uint8_t *)"m", 1, &p, 1);
+    json_t *r1 = rl__pl_receipt(&m, (const uint8_t *)"m", 1, (const uint8_t *)"n", 1, (const uint8_t *)"", 0,
+                                (const uint8_t *)"m", 1, &p, 1);
+    json_t *r2 = rl__pl_receipt(&m, (const uint8_t *)"m", 1, (const uint8_t *)"n", 1, (const uint8_t *)"", 0,
+                                (const uint8_t *)"m", 1, &p, 1);
     char *s1 = json_dumps(r1, JSON_SORT_KEYS | JSON_COMPACT), *s2 = json_dumps(r2, JSON_SORT_KEYS | JSON_COMPACT);
     ASSERT_STR_EQ(s1, s2);
     ASSERT_TRUE(strstr(s1, "\"records\":1") != NULL);
     ASSERT_TRUE(strstr(s1, "\"host\":\"h2\"") != NULL);
     rl__pl_map_free(&m);
     two_shards(&m, t1, 1, t2, 1);
-    json_t *r3 = rl__pl_receipt(&m, (const uint8_t *)"m", 1, (const uint8_t *)"n", 1,
-                                (const uint8_t *)"", 0, (const uint8_t *)"m", 1, &p, 1);
+    json_t *r3 = rl__pl_receipt(&m, (const uint8_t *)"m", 1, (const uint8_t *)"n", 1, (const uint8_t *)"", 0,
+                                (const uint8_t *)"m", 1, &p, 1);
     char *s3 = json_dumps(r3, JSON_SORT_KEYS | JSON_COMPACT);
     ASSERT_TRUE(strcmp(s1, s3) != 0);
     free(s1), free(s2), free(s3);
@@ -247,21 +247,21 @@ TEST(placement_1_5_bad_input) {
               RL_E_INVALID_ARGUMENT);
     ASSERT_RC(rl__placement_split("cluster:/nonexistent", (const uint8_t *)"\xff\x01", 2, 100, NULL, NULL, &msg),
               RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"b", 1, (const uint8_t *)"a", 1, team, 1, 100,
-                                   NULL, NULL, &msg),
-              RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"a", 1, team, 1, 100,
-                                   NULL, NULL, &msg),
-              RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"\xff\x00", 2, team, 1,
-                                   100, NULL, NULL, &msg),
-              RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 2, 100,
-                                   NULL, NULL, &msg),
-              RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("mem:", (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 1, 100, NULL,
+    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"b", 1, (const uint8_t *)"a", 1, team, 1, 100, NULL,
                                    NULL, &msg),
               RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"a", 1, team, 1, 100, NULL,
+                                   NULL, &msg),
+              RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"\xff\x00", 2, team, 1, 100,
+                                   NULL, NULL, &msg),
+              RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 2, 100, NULL,
+                                   NULL, &msg),
+              RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(
+        rl__placement_assign("mem:", (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 1, 100, NULL, NULL, &msg),
+        RL_E_INVALID_ARGUMENT);
     rl__buf_release(&msg);
 }
 

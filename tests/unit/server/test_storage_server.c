@@ -27,13 +27,10 @@ static void *srv_main(void *arg) {
 }
 
 /* Start a storage server (id, coordinator port; o may override knobs) on its own thread. */
-static void srv_start(srv *s, uint32_t id, uint16_t coord_port, const rl_ss_options *o,
-                      const char *dir) {
+static void srv_start(srv *s, uint32_t id, uint16_t coord_port, const rl_ss_options *o, const char *dir) {
     rl_ss_options opt;
-    if (o)
-        opt = *o;
-    else
-        memset(&opt, 0, sizeof opt);
+    if (o) opt = *o;
+    else memset(&opt, 0, sizeof opt);
     memset(s, 0, sizeof *s);
     s->dir = dir ? strdup(dir) : rl_test_tmpdir("ss");
     opt.dir = s->dir;
@@ -238,8 +235,8 @@ TEST(ss_1_3_silent_coordinator) {
 }
 
 /* Range read helper: returns 0 or the error; fills *out. */
-static int range(sst_client *c, rl_version v, rl_key_selector b, rl_key_selector e, int limit,
-                 int reverse, rl_msg *out) {
+static int range(sst_client *c, rl_version v, rl_key_selector b, rl_key_selector e, int limit, int reverse,
+                 rl_msg *out) {
     rl_msg q = sst_req(RL_MSG_GET_RANGE);
     q.u.get_range_req.version = v;
     q.u.get_range_req.begin = b;
@@ -297,12 +294,14 @@ TEST(ss_2_1_shards_and_selectors) {
     ASSERT_EQ(r.u.get_range_reply.more, 1);
     ASSERT_EQ(r.u.get_range_reply.read_through_len, 0);
     /* Forward [a, z) sent to server 2: the begin anchor is not its. */
-    ASSERT_EQ(range(&c2, 5, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("z", 1), 0, 0, &r), RL_E_WRONG_SHARD_SERVER);
+    ASSERT_EQ(range(&c2, 5, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("z", 1), 0, 0, &r),
+              RL_E_WRONG_SHARD_SERVER);
     /* Reverse [a, z) goes to the shard below z (server 2): y x, read_through m. */
     ASSERT_EQ(range(&c2, 5, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("z", 1), 0, 1, &r), 0);
     expect_keys(&r.u.get_range_reply, "yx");
     ASSERT_MEM_EQ(r.u.get_range_reply.read_through, r.u.get_range_reply.read_through_len, "m", 1);
-    ASSERT_EQ(range(&c1, 5, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("z", 1), 0, 1, &r), RL_E_WRONG_SHARD_SERVER);
+    ASSERT_EQ(range(&c1, 5, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("z", 1), 0, 1, &r),
+              RL_E_WRONG_SHARD_SERVER);
     /* Reverse [a, m) on server 1: c b a, the shard starts at "": nothing below. */
     ASSERT_EQ(range(&c1, 5, RL_FIRST_GREATER_OR_EQUAL("a", 1), RL_FIRST_GREATER_OR_EQUAL("m", 1), 0, 1, &r), 0);
     expect_keys(&r.u.get_range_reply, "cba");
@@ -409,8 +408,11 @@ TEST(ss_3_1_bad_input) {
         int expect_error_reply = 0;
         switch (k) {
         case 0: sst_write_all(fd, "this is not a frame at all, just text....", 40); break;
-        case 1: q = sst_req(RL_MSG_PING); sst_send(fd, 1, &q); break; /* before HELLO */
-        case 2: { /* wrong magic */
+        case 1:
+            q = sst_req(RL_MSG_PING);
+            sst_send(fd, 1, &q);
+            break; /* before HELLO */
+        case 2: {  /* wrong magic */
             q = sst_req(RL_MSG_HELLO);
             q.u.hello_req = (rl_msg_hello_req){0x12345678, RL_PROTOCOL_VERSION, 0, 0, NULL, 0};
             sst_send(fd, 1, &q);
@@ -424,11 +426,38 @@ TEST(ss_3_1_bad_input) {
             expect_error_reply = RL_E_INCOMPATIBLE_PROTOCOL_VERSION;
             break;
         }
-        case 4: sst_send_hello(fd, 0, 0); h.type = 77; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
-        case 5: sst_send_hello(fd, 0, 0); h.type = RL_MSG_RESERVED_ADMIN_FIRST + 3; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
-        case 6: sst_send_hello(fd, 0, 0); h.type = RL_MSG_GET; h.flags = RL_FRAME_REPLY; h.payload_len = 0; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
-        case 7: sst_send_hello(fd, 0, 0); h.type = RL_MSG_GET; h.payload_len = 3; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); sst_write_all(fd, "abc", 3); break;
-        case 8: sst_send_hello(fd, 0, 0); sst_send_hello(fd, 0, 0); break;
+        case 4:
+            sst_send_hello(fd, 0, 0);
+            h.type = 77;
+            rl__frame_header_encode(&h, hdr);
+            sst_write_all(fd, hdr, sizeof hdr);
+            break;
+        case 5:
+            sst_send_hello(fd, 0, 0);
+            h.type = RL_MSG_RESERVED_ADMIN_FIRST + 3;
+            rl__frame_header_encode(&h, hdr);
+            sst_write_all(fd, hdr, sizeof hdr);
+            break;
+        case 6:
+            sst_send_hello(fd, 0, 0);
+            h.type = RL_MSG_GET;
+            h.flags = RL_FRAME_REPLY;
+            h.payload_len = 0;
+            rl__frame_header_encode(&h, hdr);
+            sst_write_all(fd, hdr, sizeof hdr);
+            break;
+        case 7:
+            sst_send_hello(fd, 0, 0);
+            h.type = RL_MSG_GET;
+            h.payload_len = 3;
+            rl__frame_header_encode(&h, hdr);
+            sst_write_all(fd, hdr, sizeof hdr);
+            sst_write_all(fd, "abc", 3);
+            break;
+        case 8:
+            sst_send_hello(fd, 0, 0);
+            sst_send_hello(fd, 0, 0);
+            break;
         case 9: { /* a coordinator-only request: error reply, then close */
             sst_send_hello(fd, 0, 0);
             q = sst_req(RL_MSG_GET_READ_VERSION);
@@ -436,7 +465,13 @@ TEST(ss_3_1_bad_input) {
             expect_error_reply = RL_E_PROTOCOL_UNEXPECTED_MESSAGE;
             break;
         }
-        case 10: sst_send_hello(fd, 0, 0); h.type = RL_MSG_GET; h.payload_len = RL_NET_MAX_PAYLOAD + 1; rl__frame_header_encode(&h, hdr); sst_write_all(fd, hdr, sizeof hdr); break;
+        case 10:
+            sst_send_hello(fd, 0, 0);
+            h.type = RL_MSG_GET;
+            h.payload_len = RL_NET_MAX_PAYLOAD + 1;
+            rl__frame_header_encode(&h, hdr);
+            sst_write_all(fd, hdr, sizeof hdr);
+            break;
         }
         if (expect_error_reply) {
             rl_buf pl;
@@ -538,6 +573,5 @@ TEST(ss_3_2_status_ping) {
     sst_fc_release(&fc);
 }
 
-RL_TEST_MAIN(T(ss_1_1_versions), T(ss_1_2_reconnect), T(ss_1_3_silent_coordinator),
-             T(ss_2_1_shards_and_selectors),
+RL_TEST_MAIN(T(ss_1_1_versions), T(ss_1_2_reconnect), T(ss_1_3_silent_coordinator), T(ss_2_1_shards_and_selectors),
              T(ss_3_1_bad_input), T(ss_3_2_status_ping))

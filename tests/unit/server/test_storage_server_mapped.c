@@ -110,8 +110,7 @@ static void dataset_build(dataset *d) {
         d->n++;
     }
     for (int i = 0; i < d->n; i++)
-        d->m[i] = (rl_mutation){RL_MUT_SET, d->k[i].data, (uint32_t)d->k[i].len, d->v[i].data,
-                                (uint32_t)d->v[i].len};
+        d->m[i] = (rl_mutation){RL_MUT_SET, d->k[i].data, (uint32_t)d->k[i].len, d->v[i].data, (uint32_t)d->v[i].len};
 }
 
 static void dataset_release(dataset *d) {
@@ -158,12 +157,12 @@ static void cluster2_up_map(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms
     srv_start(&c->s1, 1, c->f1.port, s2s_timeout_ms);
     if (!fake_port2) srv_start(&c->s2, 2, c->f2.port, s2s_timeout_ms);
     uint16_t p2 = fake_port2 ? fake_port2 : rl__ss_port(c->s2.ss);
-    c->servers[0] = (rl_msg_server){0, RL_ROLE_COORDINATOR, (const uint8_t *)"127.0.0.1", 9,
-                                    c->f1.port, (const uint8_t *)"host1", 5, 1};
-    c->servers[1] = (rl_msg_server){1, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9,
-                                    rl__ss_port(c->s1.ss), (const uint8_t *)"host1", 5, 1};
-    c->servers[2] = (rl_msg_server){2, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, p2,
-                                    (const uint8_t *)"host2", 5, 1};
+    c->servers[0] = (rl_msg_server){
+        0, RL_ROLE_COORDINATOR, (const uint8_t *)"127.0.0.1", 9, c->f1.port, (const uint8_t *)"host1", 5, 1};
+    c->servers[1] = (rl_msg_server){
+        1, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(c->s1.ss), (const uint8_t *)"host1", 5, 1};
+    c->servers[2] =
+        (rl_msg_server){2, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, p2, (const uint8_t *)"host2", 5, 1};
     c->team0[0] = 0, c->team1[0] = 1, c->team2[0] = 2;
     c->shards[0] = (rl_msg_shard){(const uint8_t *)"", 0, g_split.data, (uint32_t)g_split.len, c->team1, 1};
     c->shards[1] = (rl_msg_shard){g_split.data, (uint32_t)g_split.len, (const uint8_t *)"\xff", 1, c->team2, 1};
@@ -222,8 +221,8 @@ static int64_t entry_pk(const rl_mapped_keyvalue *e) {
 
 /* One mapped read through server 1 vs the local reference; checks rows, served_locally and the
  * stats of the strategy. */
-static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t mapper_len,
-                         int limit, int reverse, int strategy, uint32_t batch) {
+static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t mapper_len, int limit, int reverse,
+                         int strategy, uint32_t batch) {
     rl_buf b, e;
     rl__buf_init(&b);
     rl__buf_init(&e);
@@ -260,8 +259,8 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
     o.batch = (int)batch;
     rl_mapped_entry *ents = NULL;
     int n = 0, more = 0;
-    ASSERT_OK(rl__storage_get_mapped_range(c->local, 10, b.data, b.len, e.data, e.len, m, &o, NULL,
-                                           NULL, &a, &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(c->local, 10, b.data, b.len, e.data, e.len, m, &o, NULL, NULL, &a, &ents, &n,
+                                           &more));
     ASSERT_EQ(mr->n_entries, (uint32_t)n);
     ASSERT_TRUE(n > 0);
     ASSERT_EQ(mr->more, more);
@@ -288,11 +287,10 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
         /* A range secondary of record 50 straddles the boundary (read remotely, in part);
          * a point read of (st, 1, 50, 0) is local. */
         int want_local = pk < SPLIT_PK || (pk == SPLIT_PK && !x->is_range);
-        if (x->served_locally != want_local) fail_msg("entry %d (pk %lld): served_locally %d", i, (long long)pk, x->served_locally);
-        if (want_local)
-            local++;
-        else
-            remote++, remote_items++, in_batch_remote = 1;
+        if (x->served_locally != want_local)
+            fail_msg("entry %d (pk %lld): served_locally %d", i, (long long)pk, x->served_locally);
+        if (want_local) local++;
+        else remote++, remote_items++, in_batch_remote = 1;
         if ((i + 1) % bsz == 0 || i == n - 1) {
             batches_remote += (uint32_t)in_batch_remote;
             in_batch_remote = 0;
@@ -301,10 +299,8 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
     ASSERT_EQ(mr->stats.secondaries_local, local);
     ASSERT_EQ(mr->stats.secondaries_remote, remote);
     ASSERT_EQ(mr->stats.s2s_round_trips, batches_remote);
-    if (grouped)
-        ASSERT_EQ(mr->stats.s2s_requests, batches_remote); /* one owner: one request per batch */
-    else
-        ASSERT_EQ(mr->stats.s2s_requests, remote_items);
+    if (grouped) ASSERT_EQ(mr->stats.s2s_requests, batches_remote); /* one owner: one request per batch */
+    else ASSERT_EQ(mr->stats.s2s_requests, remote_items);
     ASSERT_TRUE(mr->stats.server_ns > 0);
     /* The s2s bytes: every GET_MULTI frame each way (at least a header and an item / a result),
      * and the one peer. */
@@ -396,8 +392,7 @@ TEST(ssm_1_2_concurrent) {
     for (int i = 0; i < NC; i++) sst_client_open(&cl[i], rl__ss_port(c.s1.ss), RL_ROLE_CLIENT, 0);
     for (int round = 0; round < 5; round++)
         for (int i = 0; i < NC; i++)
-            check_mapped(&c, &cl[i], MAPPER_RANGE, sizeof MAPPER_RANGE - 1, 0, (round + i) % 2,
-                         RL_FETCH_INDIVIDUAL, 0);
+            check_mapped(&c, &cl[i], MAPPER_RANGE, sizeof MAPPER_RANGE - 1, 0, (round + i) % 2, RL_FETCH_INDIVIDUAL, 0);
     for (int i = 0; i < NC; i++) sst_client_close(&cl[i]);
     cluster2_down(&c, 0);
 }
@@ -482,5 +477,4 @@ TEST(ssm_1_4_map_without_peer) {
     cluster2_down(&c, 0);
 }
 
-RL_TEST_MAIN(T(ssm_1_1_two_servers), T(ssm_1_2_concurrent), T(ssm_1_3_silent_peer),
-             T(ssm_1_4_map_without_peer))
+RL_TEST_MAIN(T(ssm_1_1_two_servers), T(ssm_1_2_concurrent), T(ssm_1_3_silent_peer), T(ssm_1_4_map_without_peer))

@@ -36,8 +36,7 @@ static void tup_b(tup *t, const char *s) { rl__tuple_pack_bytes(&t->pk, s, strle
 
 /* Parse mapper bytes m[0..n), construct P for (key, value); returns the construct/parse rc and
  * leaves P in out. */
-static int map_one(const void *m, size_t n, const void *k, size_t kl, const void *v, size_t vl,
-                   rl_buf *out) {
+static int map_one(const void *m, size_t n, const void *k, size_t kl, const void *v, size_t vl, rl_buf *out) {
     rl_arena a;
     rl_mapper *mp = NULL;
     int rc;
@@ -65,10 +64,14 @@ static int parse_rc(const void *m, size_t n) {
 
 /* mapped-1.1: a mapper that is not a tuple is mapper_not_tuple (2043). */
 TEST(mapped_1_1_not_tuple) {
-    ASSERT_RC(parse_rc(LIT("\x02" "abc")), RL_E_MAPPER_NOT_TUPLE);   /* no terminator */
-    ASSERT_RC(parse_rc(LIT("\xff")), RL_E_MAPPER_NOT_TUPLE);          /* unknown type code */
-    ASSERT_RC(parse_rc(LIT("\x15")), RL_E_MAPPER_NOT_TUPLE);          /* truncated int */
-    ASSERT_RC(parse_rc(LIT("\x05\x01" "a")), RL_E_MAPPER_NOT_TUPLE);  /* open nested tuple */
+    ASSERT_RC(parse_rc(LIT("\x02"
+                           "abc")),
+              RL_E_MAPPER_NOT_TUPLE);                        /* no terminator */
+    ASSERT_RC(parse_rc(LIT("\xff")), RL_E_MAPPER_NOT_TUPLE); /* unknown type code */
+    ASSERT_RC(parse_rc(LIT("\x15")), RL_E_MAPPER_NOT_TUPLE); /* truncated int */
+    ASSERT_RC(parse_rc(LIT("\x05\x01"
+                           "a")),
+              RL_E_MAPPER_NOT_TUPLE); /* open nested tuple */
     ASSERT_EQ(RL_E_MAPPER_NOT_TUPLE, 2043);
     /* The empty tuple is a valid mapper: P is empty, a point read. */
     rl_arena a;
@@ -87,9 +90,8 @@ TEST(mapped_1_1_not_tuple) {
 /* mapped-1.2: malformed placeholder indexes are mapper_bad_index (2030) at parse time — strict,
  * unlike FoundationDB's stoi. Strings of either type. */
 TEST(mapped_1_2_bad_index_parse) {
-    static const char *bad[] = {"{K[1x]}", "{K[]}",    "{K[-1]}",      "{V[a]}",
-                                "{K[ 1]}", "{V[+1]}",  "{K[1 ]}",      "{K[0x1]}",
-                                "{K[99999999999]}", "{V[2147483648]}", "{K[1.0]}"};
+    static const char *bad[] = {"{K[1x]}", "{K[]}",    "{K[-1]}",          "{V[a]}",          "{K[ 1]}", "{V[+1]}",
+                                "{K[1 ]}", "{K[0x1]}", "{K[99999999999]}", "{V[2147483648]}", "{K[1.0]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tup t;
         tup_init(&t);
@@ -111,18 +113,15 @@ TEST(mapped_1_3_bad_index_out_of_range) {
     /* key ("a", 1, 2): three elements. */
     static const uint8_t key[] = {0x02, 'a', 0x00, 0x15, 0x01, 0x15, 0x02};
     static const uint8_t val[] = {0x15, 0x07};
-    ASSERT_RC(map_one(LIT("\x02{K[3]}\x00"), key, sizeof key, val, sizeof val, &out),
-              RL_E_MAPPER_BAD_INDEX);
+    ASSERT_RC(map_one(LIT("\x02{K[3]}\x00"), key, sizeof key, val, sizeof val, &out), RL_E_MAPPER_BAD_INDEX);
     ASSERT_EQ(out.len, 0); /* nothing left behind on error */
-    ASSERT_RC(map_one(LIT("\x02{V[1]}\x00"), key, sizeof key, val, sizeof val, &out),
-              RL_E_MAPPER_BAD_INDEX);
+    ASSERT_RC(map_one(LIT("\x02{V[1]}\x00"), key, sizeof key, val, sizeof val, &out), RL_E_MAPPER_BAD_INDEX);
     ASSERT_RC(map_one(LIT("\x02{V[0]}\x00"), key, sizeof key, "", 0, &out), RL_E_MAPPER_BAD_INDEX);
     /* The last valid index works; output keeps what was there before. */
     rl__buf_append(&out, "pre", 3);
     ASSERT_OK(map_one(LIT("\x02{K[2]}\x00"), key, sizeof key, val, sizeof val, &out));
     ASSERT_MEM_EQ(out.data, out.len, "pre\x15\x02", 5);
-    ASSERT_RC(map_one(LIT("\x01x\x00\x02{K[9]}\x00"), key, sizeof key, val, sizeof val, &out),
-              RL_E_MAPPER_BAD_INDEX);
+    ASSERT_RC(map_one(LIT("\x01x\x00\x02{K[9]}\x00"), key, sizeof key, val, sizeof val, &out), RL_E_MAPPER_BAD_INDEX);
     ASSERT_MEM_EQ(out.data, out.len, "pre\x15\x02", 5);
     rl__buf_release(&out);
 }
@@ -163,11 +162,18 @@ TEST(mapped_1_5_key_value_not_tuple) {
     rl__buf_init(&out);
     static const uint8_t good[] = {0x02, 'a', 0x00};
     ASSERT_RC(map_one(LIT("\x02{K[0]}\x00"), "\xff", 1, good, 3, &out), RL_E_KEY_NOT_TUPLE);
-    ASSERT_RC(map_one(LIT("\x02{K[0]}\x00"), "\x02" "ab", 3, good, 3, &out), RL_E_KEY_NOT_TUPLE);
+    ASSERT_RC(map_one(LIT("\x02{K[0]}\x00"),
+                      "\x02"
+                      "ab",
+                      3, good, 3, &out),
+              RL_E_KEY_NOT_TUPLE);
     ASSERT_RC(map_one(LIT("\x02{V[0]}\x00"), good, 3, "\xff", 1, &out), RL_E_VALUE_NOT_TUPLE);
     /* The first invalid tuple anywhere in the key fails even if the referenced element is
      * before it (FoundationDB unpacks the whole key). */
-    ASSERT_RC(map_one(LIT("\x02{K[0]}\x00"), "\x02" "a\x00\xff", 4, good, 3, &out),
+    ASSERT_RC(map_one(LIT("\x02{K[0]}\x00"),
+                      "\x02"
+                      "a\x00\xff",
+                      4, good, 3, &out),
               RL_E_KEY_NOT_TUPLE);
     ASSERT_EQ(out.len, 0);
     /* Only the value is referenced: a bad key is fine. */
@@ -196,8 +202,13 @@ TEST(mapped_1_6_escapes) {
     ASSERT_MEM_EQ(out.data, out.len, "\x01{K[1]}\x00", 8);
     rl__buf_reset(&out);
     /* Only "}}": still escaped; "}}}" -> "}}" (non-overlapping, left to right). */
-    ASSERT_OK(map_one(LIT("\x02" "a}}}\x00"), "", 0, "", 0, &out));
-    ASSERT_MEM_EQ(out.data, out.len, "\x01" "a}}\x00", 5);
+    ASSERT_OK(map_one(LIT("\x02"
+                          "a}}}\x00"),
+                      "", 0, "", 0, &out));
+    ASSERT_MEM_EQ(out.data, out.len,
+                  "\x01"
+                  "a}}\x00",
+                  5);
     rl__buf_reset(&out);
     /* "{{...}}" is a literal "{...}", not the range marker, and need not be last. */
     rl_arena a;
@@ -219,15 +230,21 @@ TEST(mapped_1_6_escapes) {
 TEST(mapped_1_7_literal_only_ignores_key_value) {
     rl_buf out;
     rl__buf_init(&out);
-    ASSERT_OK(map_one(LIT("\x02" "a\x00\x15\x01\x01" "b\x00"), "\xff", 1, "\xff", 1, &out));
-    ASSERT_MEM_EQ(out.data, out.len, "\x02" "a\x00\x15\x01\x01" "b\x00", 8);
+    ASSERT_OK(map_one(LIT("\x02"
+                          "a\x00\x15\x01\x01"
+                          "b\x00"),
+                      "\xff", 1, "\xff", 1, &out));
+    ASSERT_MEM_EQ(out.data, out.len,
+                  "\x02"
+                  "a\x00\x15\x01\x01"
+                  "b\x00",
+                  8);
     rl__buf_release(&out);
 }
 
 /* mapped-1.8: "abc{K[1]}" and other near-placeholders are literals copied raw (type kept). */
 TEST(mapped_1_8_embedded_placeholder_is_literal) {
-    static const char *lits[] = {"abc{K[1]}", "{K[1]}x", "{X[1]}", "{K(1)}", "{K[1]", "K[1]}",
-                                 "{k[1]}"};
+    static const char *lits[] = {"abc{K[1]}", "{K[1]}x", "{X[1]}", "{K(1)}", "{K[1]", "K[1]}", "{k[1]}"};
     for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++) {
         rl_buf want, out;
         rl__buf_init(&want);
@@ -246,14 +263,14 @@ TEST(mapped_1_8_embedded_placeholder_is_literal) {
  * look like placeholders (nested tuples are not inspected). */
 TEST(mapped_1_9_non_strings_verbatim) {
     static const uint8_t m[] = {
-        0x15, 0x2a,                                     /* 42 */
-        0x13, 0xfe,                                     /* -1 */
-        0x00,                                           /* null */
-        0x27,                                           /* true */
-        0x05, 0x02, '{', 'K', '[', '0', ']', '}', 0x00, 0x00, 0xff, 0x00, /* ("{K[0]}", None) */
-        0x21, 0xbf, 0xf0, 0, 0, 0, 0, 0, 0,             /* double 1.0 */
-        0x30, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, /* UUID */
-        0x33, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 1,      /* versionstamp */
+        0x15, 0x2a,                                                                            /* 42 */
+        0x13, 0xfe,                                                                            /* -1 */
+        0x00,                                                                                  /* null */
+        0x27,                                                                                  /* true */
+        0x05, 0x02, '{',  'K', '[', '0', ']', '}', 0x00, 0x00, 0xff, 0x00,                     /* ("{K[0]}", None) */
+        0x21, 0xbf, 0xf0, 0,   0,   0,   0,   0,   0,                                          /* double 1.0 */
+        0x30, 1,    2,    3,   4,   5,   6,   7,   8,    9,    10,   11,   12, 13, 14, 15, 16, /* UUID */
+        0x33, 1,    2,    3,   4,   5,   6,   7,   8,    9,    10,   0,    1,                  /* versionstamp */
     };
     rl_buf out;
     rl__buf_init(&out);
@@ -267,12 +284,12 @@ TEST(mapped_1_9_non_strings_verbatim) {
  * key (subspace prefix included). */
 TEST(mapped_1_10_raw_splicing) {
     /* key: ("st", "idx", 42, b"pk\x00", (1, None), None) */
-    static const uint8_t key[] = {0x02, 's', 't', 0x00,           /* 0 "st" */
-                                  0x02, 'i', 'd', 'x', 0x00,      /* 1 "idx" */
-                                  0x15, 0x2a,                     /* 2 42 */
-                                  0x01, 'p', 'k', 0x00, 0xff, 0x00, /* 3 b"pk\0" */
+    static const uint8_t key[] = {0x02, 's',  't',  0x00,             /* 0 "st" */
+                                  0x02, 'i',  'd',  'x',  0x00,       /* 1 "idx" */
+                                  0x15, 0x2a,                         /* 2 42 */
+                                  0x01, 'p',  'k',  0x00, 0xff, 0x00, /* 3 b"pk\0" */
                                   0x05, 0x15, 0x01, 0x00, 0xff, 0x00, /* 4 (1, None) */
-                                  0x00};                          /* 5 None */
+                                  0x00};                              /* 5 None */
     /* value: (-300, "v") */
     static const uint8_t val[] = {0x12, 0xfe, 0xd3, 0x02, 'v', 0x00};
     /* mapper: ("{K[0]}", 1, "{K[3]}", "{K[2]}", "{V[1]}", "{V[0]}", "{K[4]}", "{K[5]}") */
@@ -282,13 +299,8 @@ TEST(mapped_1_10_raw_splicing) {
     rl__buf_append(&m, LIT("\x02{K[0]}\x00\x15\x01\x02{K[3]}\x00\x01{K[2]}\x00"));
     rl__buf_append(&m, LIT("\x02{V[1]}\x00\x02{V[0]}\x00\x02{K[4]}\x00\x02{K[5]}\x00"));
     ASSERT_OK(map_one(m.data, m.len, key, sizeof key, val, sizeof val, &out));
-    static const uint8_t want[] = {0x02, 's', 't', 0x00, 0x15, 0x01,
-                                   0x01, 'p', 'k', 0x00, 0xff, 0x00,
-                                   0x15, 0x2a,
-                                   0x02, 'v', 0x00,
-                                   0x12, 0xfe, 0xd3,
-                                   0x05, 0x15, 0x01, 0x00, 0xff, 0x00,
-                                   0x00};
+    static const uint8_t want[] = {0x02, 's', 't',  0x00, 0x15, 0x01, 0x01, 'p',  'k',  0x00, 0xff, 0x00, 0x15, 0x2a,
+                                   0x02, 'v', 0x00, 0x12, 0xfe, 0xd3, 0x05, 0x15, 0x01, 0x00, 0xff, 0x00, 0x00};
     ASSERT_MEM_EQ(out.data, out.len, want, sizeof want);
     /* The same placeholder twice. */
     rl__buf_reset(&out);
@@ -318,8 +330,8 @@ TEST(mapped_1_11_mapper_owns_its_bytes) {
  * crash, a leak or a wrong result); once enough allocations succeed, the result is right. */
 TEST(mapped_1_12_allocation_failures) {
     static const uint8_t key[] = {0x02, 's', 't', 0x00, 0x15, 0x2a, 0x01, 'p', 'k', 0x00};
-    static const uint8_t want[] = {0x02, 's', 't', 0x00, 0x15, 0x01, 0x01, 'p', 'k', 0x00,
-                                   0x01, '{', 'x', '}', 0x00, 0x15, 0x2a};
+    static const uint8_t want[] = {0x02, 's',  't', 0x00, 0x15, 0x01, 0x01, 'p', 'k',
+                                   0x00, 0x01, '{', 'x',  '}',  0x00, 0x15, 0x2a};
     int ok_seen = 0;
     for (long n = 0; n < 200 && !ok_seen; n++) {
         rl_arena a;
@@ -329,8 +341,7 @@ TEST(mapped_1_12_allocation_failures) {
         rl__arena_init(&a, 64);
         rl__buf_init(&out);
         rl_alloc_fail_after(n);
-        rc = rl__mapper_parse(LIT("\x02st\x00\x15\x01\x02{K[2]}\x00\x02{{x}}\x00\x02{K[1]}\x00"),
-                              &a, &m);
+        rc = rl__mapper_parse(LIT("\x02st\x00\x15\x01\x02{K[2]}\x00\x02{{x}}\x00\x02{K[1]}\x00"), &a, &m);
         if (rc == RL_OK) rc = rl__mapper_construct(m, key, sizeof key, "", 0, &out);
         rl_alloc_fail_after(-1);
         if (rc == RL_OK) {
@@ -394,8 +405,8 @@ static void random_tuple(uint64_t *rs, rl_buf *b) {
 }
 
 /* The reference: what FoundationDB's constructMappedKey does, from the tuple primitives. */
-static int reference_p(const int *kind, const size_t *idx, const rl_buf *lits, int n_el,
-                       const rl_buf *k, const rl_buf *v, rl_buf *out) {
+static int reference_p(const int *kind, const size_t *idx, const rl_buf *lits, int n_el, const rl_buf *k,
+                       const rl_buf *v, rl_buf *out) {
     int uses_k = 0, uses_v = 0;
     for (int i = 0; i < n_el; i++) {
         uses_k |= kind[i] == 1;
@@ -443,10 +454,8 @@ TEST(mapped_1_13_one_walk_construct_vs_reference) {
             unsigned r = (unsigned)(rnd13(&rs) % 5);
             if (r < 2) {
                 kind[i] = 0;
-                if (r == 0)
-                    rl__tuple_pack_int(&lp, (int64_t)(rnd13(&rs) % 300));
-                else
-                    rl__tuple_pack_string(&lp, "lit", 3);
+                if (r == 0) rl__tuple_pack_int(&lp, (int64_t)(rnd13(&rs) % 300));
+                else rl__tuple_pack_string(&lp, "lit", 3);
                 rl__buf_append(&mp, lits[i].data, lits[i].len);
             } else {
                 kind[i] = r == 4 ? 2 : 1;
@@ -466,8 +475,8 @@ TEST(mapped_1_13_one_walk_construct_vs_reference) {
         rl__buf_append(&got, "pre", 3);
         int grc = map_one(mp.data, mp.len, k.data, k.len, v.data, v.len, &got);
         if (grc != wrc)
-            fprintf(stderr, "iter %d: got %s want %s (seed %llu)\n", iter, rl_error_name(grc),
-                    rl_error_name(wrc), (unsigned long long)seed);
+            fprintf(stderr, "iter %d: got %s want %s (seed %llu)\n", iter, rl_error_name(grc), rl_error_name(wrc),
+                    (unsigned long long)seed);
         ASSERT_RC(grc, wrc);
         ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
         seen_ok += wrc == RL_OK;
@@ -495,7 +504,7 @@ TEST(mapped_1_13_one_walk_construct_vs_reference) {
  * rl__tuple_iter_next does. Prints its seed. */
 TEST(mapped_1_15_quick_elements_vs_reference) {
     uint64_t seed = rl_test_seed(), rs = seed | 1;
-    static const uint8_t str_bytes[] = {0x00, 0xff, 'a', 'z', 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe2,
+    static const uint8_t str_bytes[] = {0x00, 0xff, 'a',  'z',  0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe2,
                                         0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x98, 0x80, 0xf4, 0x90, 0xc0};
     rl_buf k, mp, got, want, lits[8];
     rl__buf_init(&k);
@@ -521,7 +530,7 @@ TEST(mapped_1_15_quick_elements_vs_reference) {
                 int n = (int)(rnd13(&rs) % 7);
                 for (int j = 0; j < n; j++)
                     rl__buf_append_byte(&k, rnd13(&rs) % 3 ? 'a' + (uint8_t)(rnd13(&rs) % 26)
-                                                          : str_bytes[rnd13(&rs) % sizeof str_bytes]);
+                                                           : str_bytes[rnd13(&rs) % sizeof str_bytes]);
                 if (rnd13(&rs) % 8) rl__buf_append_byte(&k, 0x00);
             } else if (r == 8) {
                 rl__buf_append_byte(&k, 0x00);
@@ -562,8 +571,8 @@ TEST(mapped_1_15_quick_elements_vs_reference) {
         rl__buf_append(&got, "pre", 3);
         int grc = map_one(mp.data, mp.len, k.data, k.len, "", 0, &got);
         if (grc != wrc)
-            fprintf(stderr, "iter %d: got %s want %s (seed %llu)\n", iter, rl_error_name(grc),
-                    rl_error_name(wrc), (unsigned long long)seed);
+            fprintf(stderr, "iter %d: got %s want %s (seed %llu)\n", iter, rl_error_name(grc), rl_error_name(wrc),
+                    (unsigned long long)seed);
         ASSERT_RC(grc, wrc);
         ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
         seen_ok += wrc == RL_OK;
@@ -628,8 +637,7 @@ static int record_suffixes(const mrec *r, int64_t *out) {
     int n = 0;
     if (!r->has_record) return 0;
     if (r->has_version) out[n++] = -1;
-    if (r->chunks == 0)
-        out[n++] = 0;
+    if (r->chunks == 0) out[n++] = 0;
     else
         for (int i = 1; i <= r->chunks; i++) out[n++] = i;
     return n;
@@ -835,9 +843,9 @@ static void check_entry(const rl_mapped_entry *e, const mrec *r, int is_range, i
  * prices, negative and large primary keys. Written at version 10. */
 static void fixed_model(model *md) {
     static const mrec rs[] = {
-        {1, 50, 0, 1, 1, 0},   {2, 20, 2, 1, 1, 0},  {3, 20, 0, 0, 1, 0},  {4, 70, 3, 0, 1, 0},
-        {5, 10, 0, 1, 0, 0},   {6, 90, 0, 0, 1, 0},  {7, 30, 5, 1, 1, 0},  {-8, 30, 0, 1, 1, 0},
-        {300, 40, 1, 0, 1, 0}, {10, -5, 0, 0, 1, 0}, {11, 60, 0, 1, 0, 0}, {70000, 60, 2, 1, 1, 0},
+        {1, 50, 0, 1, 1, 0},    {2, 20, 2, 1, 1, 0},  {3, 20, 0, 0, 1, 0},  {4, 70, 3, 0, 1, 0},
+        {5, 10, 0, 1, 0, 0},    {6, 90, 0, 0, 1, 0},  {7, 30, 5, 1, 1, 0},  {-8, 30, 0, 1, 1, 0},
+        {300, 40, 1, 0, 1, 0},  {10, -5, 0, 0, 1, 0}, {11, 60, 0, 1, 0, 0}, {70000, 60, 2, 1, 1, 0},
         {-256, 25, 2, 1, 1, 0}, /* P ends in 0xff: strinc drops it */
     };
     md->n = (int)(sizeof rs / sizeof rs[0]);
@@ -864,8 +872,8 @@ static rl_storage *load_model(const model *md, rl_version v) {
 }
 
 /* Run one mapped read over the whole index range and check every entry against the model. */
-static void run_full(rl_storage *st, rl_version v, const model *md, const rl_mapper *m,
-                     const rl_mapped_options *o, int row_cap) {
+static void run_full(rl_storage *st, rl_version v, const model *md, const rl_mapper *m, const rl_mapped_options *o,
+                     int row_cap) {
     rl_arena a;
     rl_buf b, e;
     rl_mapped_entry *ents = NULL;
@@ -875,8 +883,8 @@ static void run_full(rl_storage *st, rl_version v, const model *md, const rl_map
     rl__buf_init(&b);
     rl__buf_init(&e);
     index_range(&b, &e);
-    ASSERT_OK(rl__storage_get_mapped_range(st, v, b.data, b.len, e.data, e.len, m, o, NULL, NULL,
-                                           &a, &ents, &n, &more));
+    ASSERT_OK(
+        rl__storage_get_mapped_range(st, v, b.data, b.len, e.data, e.len, m, o, NULL, NULL, &a, &ents, &n, &more));
     int nm = model_order(md, o ? o->reverse : 0, ord);
     ASSERT_EQ(n, nm);
     ASSERT_EQ(more, 0);
@@ -958,8 +966,8 @@ TEST(mapped_2_4_secondary_limits) {
     index_range(&b, &e);
     memset(&o, 0, sizeof o);
     o.secondary_byte_limit = 1;
-    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, mapper_range(&a),
-                                           &o, NULL, NULL, &a, &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, mapper_range(&a), &o, NULL, NULL, &a,
+                                           &ents, &n, &more));
     ASSERT_EQ(n, model_order(&md, 0, ord));
     for (int i = 0; i < n; i++) {
         int64_t suf[MAXREC];
@@ -1005,8 +1013,7 @@ static long model_cost(const mrec *r, int is_range, int row_cap, long *out_index
  * (computed from the model): the index scan takes rows up to the row limit and until its
  * key+value bytes reach target*0.2 (the crossing row included); then batches of `batch` start
  * while the full target is not exhausted. */
-static int expected_page(const mrec *ord, int total, int got, const rl_mapped_options *o,
-                         int is_range) {
+static int expected_page(const mrec *ord, int total, int got, const rl_mapped_options *o, int is_range) {
     int batch = o->batch ? o->batch : 10, row_cap = o->secondary_row_limit ? o->secondary_row_limit : 2000;
     long ib = 0, sum = 0, cost[MAXREC], ik;
     int k = 0, m = 0;
@@ -1032,8 +1039,7 @@ static int expected_page(const mrec *ord, int total, int got, const rl_mapped_op
 /* Read the whole index range in pages with options o (row limit / byte budget), resuming after
  * the last returned entry; check the concatenation equals the model, and the budget rule of
  * each page. Returns the number of pages. */
-static int run_paged(rl_storage *st, rl_version v, const model *md, const rl_mapper *m,
-                     const rl_mapped_options *o) {
+static int run_paged(rl_storage *st, rl_version v, const model *md, const rl_mapper *m, const rl_mapped_options *o) {
     rl_buf b, e;
     mrec ord[MAXREC];
     int total = model_order(md, o->reverse, ord), got = 0, pages = 0;
@@ -1045,8 +1051,8 @@ static int run_paged(rl_storage *st, rl_version v, const model *md, const rl_map
         rl_mapped_entry *ents = NULL;
         int n = -1, more = -1;
         rl__arena_init(&a, 0);
-        ASSERT_OK(rl__storage_get_mapped_range(st, v, b.data, b.len, e.data, e.len, m, o, NULL,
-                                               NULL, &a, &ents, &n, &more));
+        ASSERT_OK(
+            rl__storage_get_mapped_range(st, v, b.data, b.len, e.data, e.len, m, o, NULL, NULL, &a, &ents, &n, &more));
         pages++;
         ASSERT_TRUE(pages <= total + 1);
         ASSERT_TRUE(got + n <= total);
@@ -1174,8 +1180,8 @@ TEST(mapped_2_7_mvcc) {
     rl__buf_init(&b);
     rl__buf_init(&e);
     index_range(&b, &e);
-    ASSERT_RC(rl__storage_get_mapped_range(st, 21, b.data, b.len, e.data, e.len, mapper_range(&a),
-                                           NULL, NULL, NULL, &a, &ents, &n, &more),
+    ASSERT_RC(rl__storage_get_mapped_range(st, 21, b.data, b.len, e.data, e.len, mapper_range(&a), NULL, NULL, NULL, &a,
+                                           &ents, &n, &more),
               RL_E_FUTURE_VERSION);
     ASSERT_EQ(n, 0);
     rl__buf_release(&b);
@@ -1211,9 +1217,8 @@ static int remote_read(void *ctx, rl_version v, rl_secondary_item *items, int n,
             ASSERT_EQ(it->end[it->begin_len], 0);
             ASSERT_EQ(it->row_limit, 1);
         }
-        int rcode = rl__storage_get_range(rc->remote, v, it->begin, it->begin_len, it->end,
-                                          it->end_len, it->row_limit, it->byte_limit, 0, a,
-                                          &it->kvs, &it->n_kvs, &it->more);
+        int rcode = rl__storage_get_range(rc->remote, v, it->begin, it->begin_len, it->end, it->end_len, it->row_limit,
+                                          it->byte_limit, 0, a, &it->kvs, &it->n_kvs, &it->more);
         if (rcode != RL_OK) return rcode;
     }
     return RL_OK;
@@ -1257,8 +1262,8 @@ TEST(mapped_2_8_secondary_fn) {
         int n = 0, more = 0;
         mrec ord[MAXREC];
         const rl_mapper *m = mode ? mapper_point(&a) : mapper_range(&a);
-        ASSERT_OK(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m,
-                                               NULL, remote_read, &rc, &a, &ents, &n, &more));
+        ASSERT_OK(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m, NULL, remote_read, &rc,
+                                               &a, &ents, &n, &more));
         ASSERT_EQ(n, model_order(&md, 0, ord));
         ASSERT_EQ(rc.calls, n);
         ASSERT_EQ(mode ? rc.points : rc.ranges, n);
@@ -1271,16 +1276,16 @@ TEST(mapped_2_8_secondary_fn) {
             check_entry(&copy, &ord[i], !mode, 2000);
         }
         /* Without the fn the index engine finds no records. */
-        ASSERT_OK(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m,
-                                               NULL, NULL, NULL, &a, &ents, &n, &more));
+        ASSERT_OK(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m, NULL, NULL, NULL, &a,
+                                               &ents, &n, &more));
         for (int i = 0; i < n; i++) {
             ASSERT_EQ(ents[i].n_kvs, 0);
             ASSERT_EQ(ents[i].served_locally, 1);
         }
         /* A failing secondary read (the 5th) fails the whole call. */
         remote_ctx bad = {records, 0, 5, 0, 0, 0, 0};
-        ASSERT_RC(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m,
-                                               NULL, remote_read, &bad, &a, &ents, &n, &more),
+        ASSERT_RC(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m, NULL, remote_read, &bad,
+                                               &a, &ents, &n, &more),
                   RL_E_TIMED_OUT);
         ASSERT_EQ(n, 0);
         ASSERT_EQ(bad.calls, 5);
@@ -1309,9 +1314,8 @@ static int half_here(void *ctx, rl_version v, rl_secondary_item *items, int n, r
             continue;
         }
         it->served_locally = 0;
-        int rc = rl__storage_get_range(hc->st, v, it->begin, it->begin_len, it->end, it->end_len,
-                                       it->row_limit, it->byte_limit, 0, a, &it->kvs, &it->n_kvs,
-                                       &it->more);
+        int rc = rl__storage_get_range(hc->st, v, it->begin, it->begin_len, it->end, it->end_len, it->row_limit,
+                                       it->byte_limit, 0, a, &it->kvs, &it->n_kvs, &it->more);
         if (rc != RL_OK) return rc;
     }
     return RL_OK;
@@ -1340,11 +1344,11 @@ TEST(mapped_2_15_hook_read_here) {
             o.secondary_row_limit = 1 + lim;
             rl_mapped_entry *x = NULL, *y = NULL;
             int nx = 0, ny = 0, mx = 0, my = 0;
-            ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o,
-                                                   NULL, NULL, &a, &x, &nx, &mx));
+            ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, NULL, NULL, &a, &x, &nx,
+                                                   &mx));
             here_ctx hc = {0, st};
-            ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o,
-                                                   half_here, &hc, &a, &y, &ny, &my));
+            ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, half_here, &hc, &a, &y,
+                                                   &ny, &my));
             ASSERT_TRUE(nx > 0);
             ASSERT_EQ(nx, ny);
             ASSERT_EQ(mx, my);
@@ -1415,26 +1419,31 @@ TEST(mapped_2_16_hook_page_end) {
     /* Unread at 4 of a whole-page batch: 4 entries, more. */
     o.batch = 1000;
     unread_ctx uc = {st, 4, 0};
-    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my));
+    ASSERT_OK(
+        rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my));
     ASSERT_EQ(ny, 4);
     ASSERT_EQ(my, 1);
     for (int i = 0; i < ny; i++) ASSERT_EQ(x[i].n_kvs, y[i].n_kvs);
     uc = (unread_ctx){st, 0, 0};
-    ASSERT_RC(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my),
-              RL_E_INTERNAL_ERROR);
+    ASSERT_RC(
+        rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my),
+        RL_E_INTERNAL_ERROR);
     /* batch_step: the same entries as batches of that size, for several targets. */
     for (long target = 1; target < 4000; target = target * 3 + 1) {
         rl_mapped_options r;
         memset(&r, 0, sizeof r);
         r.batch = 3;
         r.target_bytes = target;
-        ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &r, NULL, NULL, &a, &x, &nx, &mx));
+        ASSERT_OK(
+            rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &r, NULL, NULL, &a, &x, &nx, &mx));
         rl_mapped_options g = r;
         g.batch = 1000;
         g.batch_step = 3;
         uc = (unread_ctx){st, -1, 0};
-        ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &g, unread_hook, &uc, &a, &y, &ny, &my));
-        if (nx != ny || mx != my) fail_msg("target %ld: %d entries (more %d) against batches' %d (more %d)", target, ny, my, nx, mx);
+        ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &g, unread_hook, &uc, &a, &y,
+                                               &ny, &my));
+        if (nx != ny || mx != my)
+            fail_msg("target %ld: %d entries (more %d) against batches' %d (more %d)", target, ny, my, nx, mx);
     }
     /* batch_secondary_bytes: the batch ends after the entry whose secondaries reach it. */
     memset(&o, 0, sizeof o);
@@ -1451,7 +1460,8 @@ TEST(mapped_2_16_hook_page_end) {
     o.batch = 1000;
     o.batch_secondary_bytes = 20;
     uc = (unread_ctx){st, -1, 0};
-    ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my));
+    ASSERT_OK(
+        rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, unread_hook, &uc, &a, &y, &ny, &my));
     ASSERT_EQ(ny, want);
     ASSERT_EQ(my, want < nx);
     rl__buf_release(&b);
@@ -1484,33 +1494,29 @@ TEST(mapped_2_9_mapper_errors_in_read) {
     mb_apply(&g_mb, st, 5);
 
     ASSERT_OK(rl__mapper_parse(LIT("\x02r\x00\x02{K[0]}\x00"), &a, &m));
-    ASSERT_OK(rl__storage_get_mapped_range(st, 5, "\x15\x01", 2, "\x15\x02", 2, m, NULL, NULL,
-                                           NULL, &a, &ents, &n, &more));
+    ASSERT_OK(
+        rl__storage_get_mapped_range(st, 5, "\x15\x01", 2, "\x15\x02", 2, m, NULL, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 1);
-    ASSERT_RC(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, NULL, NULL, NULL, &a, &ents,
-                                           &n, &more),
+    ASSERT_RC(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, NULL, NULL, NULL, &a, &ents, &n, &more),
               RL_E_KEY_NOT_TUPLE);
     ASSERT_EQ(n, 0);
     ASSERT_OK(rl__mapper_parse(LIT("\x02r\x00\x02{V[0]}\x00"), &a, &m));
-    ASSERT_RC(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, NULL, NULL, NULL, &a, &ents,
-                                           &n, &more),
+    ASSERT_RC(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, NULL, NULL, NULL, &a, &ents, &n, &more),
               RL_E_VALUE_NOT_TUPLE);
     ASSERT_OK(rl__mapper_parse(LIT("\x02r\x00\x02{K[1]}\x00"), &a, &m));
-    ASSERT_RC(rl__storage_get_mapped_range(st, 5, "\x15\x01", 2, "\x15\x02", 2, m, NULL, NULL,
-                                           NULL, &a, &ents, &n, &more),
-              RL_E_MAPPER_BAD_INDEX);
+    ASSERT_RC(
+        rl__storage_get_mapped_range(st, 5, "\x15\x01", 2, "\x15\x02", 2, m, NULL, NULL, NULL, &a, &ents, &n, &more),
+        RL_E_MAPPER_BAD_INDEX);
     /* A literal-only mapper maps the bad entries fine: P = ("r"), missing. */
     ASSERT_OK(rl__mapper_parse(LIT("\x02r\x00"), &a, &m));
-    ASSERT_OK(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, NULL, NULL, NULL, &a, &ents,
-                                           &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, NULL, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 2);
     ASSERT_EQ(ents[1].n_kvs, 0);
     ASSERT_MEM_EQ(ents[1].begin, ents[1].begin_len, "\x02r\x00", 3);
     /* Negative limits are refused. */
     rl_mapped_options o = {0};
     o.limit = -1;
-    ASSERT_RC(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, &o, NULL, NULL, &a, &ents,
-                                           &n, &more),
+    ASSERT_RC(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, &o, NULL, NULL, &a, &ents, &n, &more),
               RL_E_RANGE_LIMITS_INVALID);
     rl__buf_release(&k);
     rl__buf_release(&v);
@@ -1534,9 +1540,8 @@ TEST(mapped_2_11_range_includes_prefix_key) {
     static const struct {
         const char *k;
         size_t n;
-    } keys[] = {{"\x02q\xff", 3},         {"\x02r", 2},         {"\x02r\x00", 3},
-                {"\x02r\x00\x15\x01", 5}, {"\x02r\x00\xff\xff", 5}, {"\x02r\x01", 3},
-                {"\x15\x01", 2}};
+    } keys[] = {{"\x02q\xff", 3},         {"\x02r", 2},     {"\x02r\x00", 3}, {"\x02r\x00\x15\x01", 5},
+                {"\x02r\x00\xff\xff", 5}, {"\x02r\x01", 3}, {"\x15\x01", 2}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         rl__buf_reset(&k);
         rl__buf_reset(&v);
@@ -1547,8 +1552,7 @@ TEST(mapped_2_11_range_includes_prefix_key) {
     mb_apply(&g_mb, st, 3);
     /* Index: the single key (1); mapper ("r", "{...}"): P = 02 72 00. */
     ASSERT_OK(rl__mapper_parse(LIT("\x02r\x00\x02{...}\x00"), &a, &m));
-    ASSERT_OK(rl__storage_get_mapped_range(st, 3, "\x15", 1, "\x16", 1, m, NULL, NULL, NULL, &a,
-                                           &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(st, 3, "\x15", 1, "\x16", 1, m, NULL, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 1);
     ASSERT_EQ(more, 0);
     ASSERT_MEM_EQ(ents[0].begin, ents[0].begin_len, "\x02r\x00", 3);
@@ -1598,33 +1602,29 @@ TEST(mapped_2_12_budget_boundary_and_empty_prefix) {
     const long c0 = 2 + 5 + 1000; /* index key + record key + record value */
     o.batch = 1;
     o.target_bytes = c0;
-    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a,
-                                           &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 1);
     ASSERT_EQ(more, 1);
     ASSERT_EQ(ents[0].n_kvs, 1);
     o.target_bytes = c0 + 1;
-    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a,
-                                           &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 2);
     ASSERT_EQ(more, 1);
     o.target_bytes = 2 * c0 + 1;
-    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a,
-                                           &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 3);
     ASSERT_EQ(more, 0);
     /* Batch 2 with target c0: the first batch maps two entries (overshoot), then stops. */
     o.batch = 2;
     o.target_bytes = c0;
-    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a,
-                                           &ents, &n, &more));
+    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15", 1, "\x16", 1, m, &o, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 2);
     ASSERT_EQ(more, 1);
 
     /* Empty P, range mode: every key below \xff, the index entries included. */
     ASSERT_OK(rl__mapper_parse(LIT("\x02{...}\x00"), &a, &m));
-    ASSERT_OK(rl__storage_get_mapped_range(st, 4, "\x15\x02", 2, "\x15\x03", 2, m, NULL, NULL,
-                                           NULL, &a, &ents, &n, &more));
+    ASSERT_OK(
+        rl__storage_get_mapped_range(st, 4, "\x15\x02", 2, "\x15\x03", 2, m, NULL, NULL, NULL, &a, &ents, &n, &more));
     ASSERT_EQ(n, 1);
     ASSERT_EQ(ents[0].begin_len, 0);
     ASSERT_MEM_EQ(ents[0].end, ents[0].end_len, "\xff", 1);
@@ -1657,8 +1657,8 @@ TEST(mapped_2_13_allocation_failures) {
         rl__arena_init(&ma, 0);
         rl_mapper *m = mapper_range(&ma);
         rl_alloc_fail_after(n);
-        rc = rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, NULL, NULL,
-                                          NULL, &a, &ents, &cnt, &more);
+        rc = rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, NULL, NULL, NULL, &a, &ents, &cnt,
+                                          &more);
         rl_alloc_fail_after(-1);
         if (rc == RL_OK) {
             ASSERT_EQ(cnt, model_order(&md, 0, ord));
@@ -1702,8 +1702,7 @@ TEST(mapped_2_10_randomized) {
         o.batch = (int)rl_test_rand_below(&rs, 12);
         o.reverse = (int)rl_test_rand_below(&rs, 2);
         o.secondary_row_limit = (int)rl_test_rand_below(&rs, 8);
-        run_paged(st, 100, &md, rl_test_rand_below(&rs, 2) ? mapper_range(&a) : mapper_point(&a),
-                  &o);
+        run_paged(st, 100, &md, rl_test_rand_below(&rs, 2) ? mapper_range(&a) : mapper_point(&a), &o);
         rl__arena_release(&a);
         rl__storage_close(st);
     }
@@ -1721,12 +1720,35 @@ TEST(mapped_2_14_shared_prefix_memo) {
         const char *b;
         size_t n;
     } pal[] = {
-        {"\x02" "ab\x00", 4},           {"\x02" "ab\x00\xff\x00", 6}, {"\x02" "ab\x00\xff" "c\x00", 7},
-        {"\x02" "a\x00", 3},            {"\x01\x00", 2},             {"\x05\x15\x01\x00", 4},
-        {"\x05\x00\xff\x00", 4},        {"\x05\x02x\x00\x00", 5},    {"\x15\x01", 2},
-        {"\x15\x02", 2},                {"\x16\x01\x00", 3},         {"\x00", 1},
-        {"\x02" "ab", 3},               {"\x99", 1},                 {"\x15", 1},
-        {"\x02" "ab\x00\xff", 5},
+        {"\x02"
+         "ab\x00",
+         4},
+        {"\x02"
+         "ab\x00\xff\x00",
+         6},
+        {"\x02"
+         "ab\x00\xff"
+         "c\x00",
+         7},
+        {"\x02"
+         "a\x00",
+         3},
+        {"\x01\x00", 2},
+        {"\x05\x15\x01\x00", 4},
+        {"\x05\x00\xff\x00", 4},
+        {"\x05\x02x\x00\x00", 5},
+        {"\x15\x01", 2},
+        {"\x15\x02", 2},
+        {"\x16\x01\x00", 3},
+        {"\x00", 1},
+        {"\x02"
+         "ab",
+         3},
+        {"\x99", 1},
+        {"\x15", 1},
+        {"\x02"
+         "ab\x00\xff",
+         5},
     };
     const size_t npal = sizeof pal / sizeof pal[0];
     uint64_t seed = rl_test_seed(), rs = seed | 1;
@@ -1749,8 +1771,8 @@ TEST(mapped_2_14_shared_prefix_memo) {
             int ne = 1 + (int)rl_test_rand_below(&rs, 4);
             for (int j = 0; j < ne; j++) {
                 /* Mostly valid elements; invalid ones now and then. */
-                size_t x = rl_test_rand_below(&rs, 10) ? rl_test_rand_below(&rs, 12)
-                                                       : rl_test_rand_below(&rs, (uint64_t)npal);
+                size_t x =
+                    rl_test_rand_below(&rs, 10) ? rl_test_rand_below(&rs, 12) : rl_test_rand_below(&rs, (uint64_t)npal);
                 rl__buf_append(&keys[i], pal[x].b, pal[x].n);
             }
             rl__buf_reset(&v);
@@ -1798,30 +1820,28 @@ TEST(mapped_2_14_shared_prefix_memo) {
             rl__arena_init(&ga, 0);
             rl_keyvalue *kvs = NULL;
             int nk = 0, more = 0;
-            ASSERT_OK(rl__storage_get_range(st, 5, bb.data, bb.len, eb.data, eb.len, 0, 0, reverse,
-                                            &ra, &kvs, &nk, &more));
+            ASSERT_OK(
+                rl__storage_get_range(st, 5, bb.data, bb.len, eb.data, eb.len, 0, 0, reverse, &ra, &kvs, &nk, &more));
             int wrc = RL_OK;
             size_t shared = 0;
-            while (shared < bb.len && shared < eb.len && bb.data[shared] == eb.data[shared])
-                shared++;
+            while (shared < bb.len && shared < eb.len && bb.data[shared] == eb.data[shared]) shared++;
             if (shared > 4 && nk > 1) seen_long_shared++;
             rl_mapped_entry *ents = NULL;
             int n = 0;
             int grc = rl__storage_get_mapped_range(st, 5, bb.data, bb.len, eb.data, eb.len, m,
-                                                   &(rl_mapped_options){.reverse = reverse}, NULL,
-                                                   NULL, &ga, &ents, &n, &more);
+                                                   &(rl_mapped_options){.reverse = reverse}, NULL, NULL, &ga, &ents, &n,
+                                                   &more);
             for (int i = 0; i < nk && wrc == RL_OK; i++) {
                 rl__buf_reset(&k);
-                wrc = rl__mapper_construct(m, kvs[i].key, kvs[i].key_len, kvs[i].value,
-                                           kvs[i].value_len, &k);
+                wrc = rl__mapper_construct(m, kvs[i].key, kvs[i].key_len, kvs[i].value, kvs[i].value_len, &k);
                 if (wrc == RL_OK && grc == RL_OK) {
                     ASSERT_TRUE(i < n);
                     ASSERT_MEM_EQ(ents[i].begin, ents[i].begin_len, k.data, k.len);
                 }
             }
             if (grc != wrc)
-                fprintf(stderr, "round %d q %d: got %s want %s (seed %llu)\n", round, q,
-                        rl_error_name(grc), rl_error_name(wrc), (unsigned long long)seed);
+                fprintf(stderr, "round %d q %d: got %s want %s (seed %llu)\n", round, q, rl_error_name(grc),
+                        rl_error_name(wrc), (unsigned long long)seed);
             ASSERT_RC(grc, wrc);
             if (grc == RL_OK) {
                 ASSERT_EQ(n, nk);
@@ -1847,17 +1867,14 @@ TEST(mapped_2_14_shared_prefix_memo) {
     rl__buf_release(&mp);
 }
 
-RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse),
-             T(mapped_1_3_bad_index_out_of_range), T(mapped_1_4_range_descriptor),
-             T(mapped_1_5_key_value_not_tuple), T(mapped_1_6_escapes),
+RL_TEST_MAIN(T(mapped_1_1_not_tuple), T(mapped_1_2_bad_index_parse), T(mapped_1_3_bad_index_out_of_range),
+             T(mapped_1_4_range_descriptor), T(mapped_1_5_key_value_not_tuple), T(mapped_1_6_escapes),
              T(mapped_1_7_literal_only_ignores_key_value), T(mapped_1_8_embedded_placeholder_is_literal),
-             T(mapped_1_9_non_strings_verbatim), T(mapped_1_10_raw_splicing),
-             T(mapped_1_11_mapper_owns_its_bytes), T(mapped_1_12_allocation_failures),
-             T(mapped_1_13_one_walk_construct_vs_reference), T(mapped_1_15_quick_elements_vs_reference),
-             T(mapped_2_1_range_mode), T(mapped_2_2_point_mode),
-             T(mapped_2_3_reverse), T(mapped_2_4_secondary_limits), T(mapped_2_5_row_limits),
-             T(mapped_2_6_byte_budget), T(mapped_2_7_mvcc), T(mapped_2_8_secondary_fn),
-             T(mapped_2_9_mapper_errors_in_read), T(mapped_2_10_randomized),
-             T(mapped_2_11_range_includes_prefix_key), T(mapped_2_12_budget_boundary_and_empty_prefix),
-             T(mapped_2_13_allocation_failures), T(mapped_2_14_shared_prefix_memo),
-             T(mapped_2_15_hook_read_here), T(mapped_2_16_hook_page_end))
+             T(mapped_1_9_non_strings_verbatim), T(mapped_1_10_raw_splicing), T(mapped_1_11_mapper_owns_its_bytes),
+             T(mapped_1_12_allocation_failures), T(mapped_1_13_one_walk_construct_vs_reference),
+             T(mapped_1_15_quick_elements_vs_reference), T(mapped_2_1_range_mode), T(mapped_2_2_point_mode),
+             T(mapped_2_3_reverse), T(mapped_2_4_secondary_limits), T(mapped_2_5_row_limits), T(mapped_2_6_byte_budget),
+             T(mapped_2_7_mvcc), T(mapped_2_8_secondary_fn), T(mapped_2_9_mapper_errors_in_read),
+             T(mapped_2_10_randomized), T(mapped_2_11_range_includes_prefix_key),
+             T(mapped_2_12_budget_boundary_and_empty_prefix), T(mapped_2_13_allocation_failures),
+             T(mapped_2_14_shared_prefix_memo), T(mapped_2_15_hook_read_here), T(mapped_2_16_hook_page_end))

@@ -19,8 +19,7 @@ static rl_storage *open_mem(uint64_t window) {
 }
 
 static rl_mutation mset(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v,
-                     (uint32_t)strlen(v)};
+    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
 static rl_mutation mclear(const char *k) {
@@ -109,25 +108,20 @@ TEST(storage_1_3_window) {
     int present;
     const uint8_t *val;
     uint32_t len;
-    ASSERT_RC(rl__storage_get(st, 399, "k", 1, &a, &present, &val, &len),
-              RL_E_TRANSACTION_TOO_OLD);
+    ASSERT_RC(rl__storage_get(st, 399, "k", 1, &a, &present, &val, &len), RL_E_TRANSACTION_TOO_OLD);
     rl__storage_collect(st);
     for (rl_version v = 400; v <= 500; v++) {
         char want[16];
         snprintf(want, sizeof want, "%llu", (unsigned long long)v);
         ASSERT_STR_EQ(get_str(st, v, "k", &a), want);
         const char *t = get_str(st, v, "t", &a);
-        if (v % 7 == 0)
-            ASSERT_NULL(t);
-        else
-            ASSERT_STR_EQ(t, want);
+        if (v % 7 == 0) ASSERT_NULL(t);
+        else ASSERT_STR_EQ(t, want);
     }
     rl_keyvalue *kvs;
     int n, more;
-    ASSERT_RC(rl__storage_get_range(st, 1, "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more),
-              RL_E_TRANSACTION_TOO_OLD);
-    ASSERT_RC(rl__storage_get_range(st, 501, "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more),
-              RL_E_FUTURE_VERSION);
+    ASSERT_RC(rl__storage_get_range(st, 1, "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more), RL_E_TRANSACTION_TOO_OLD);
+    ASSERT_RC(rl__storage_get_range(st, 501, "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more), RL_E_FUTURE_VERSION);
     rl__arena_release(&a);
     rl__storage_close(st);
 }
@@ -215,9 +209,7 @@ static const snap *model_at(const model *m, rl_version v) {
     return s;
 }
 
-static int key_cmp_bytes(int i, const uint8_t *k, size_t kl) {
-    return rl__bytes_cmp(keys[i], (size_t)klen[i], k, kl);
-}
+static int key_cmp_bytes(int i, const uint8_t *k, size_t kl) { return rl__bytes_cmp(keys[i], (size_t)klen[i], k, kl); }
 
 static void check_range(rl_storage *st, const snap *s, rl_version v, uint64_t *rng, rl_arena *a) {
     uint8_t b[4], e[4];
@@ -236,8 +228,7 @@ static void check_range(rl_storage *st, const snap *s, rl_version v, uint64_t *r
     int reverse = (int)rl_test_rand_below(rng, 2);
     rl_keyvalue *kvs;
     int n, more;
-    ASSERT_OK(rl__storage_get_range(st, v, b, (size_t)bl, e, (size_t)el, limit, target, reverse, a,
-                                    &kvs, &n, &more));
+    ASSERT_OK(rl__storage_get_range(st, v, b, (size_t)bl, e, (size_t)el, limit, target, reverse, a, &kvs, &n, &more));
     /* Model rows in order. */
     int rows[NK], nr = 0;
     for (int j = 0; j < NK; j++) {
@@ -260,11 +251,10 @@ static void check_range(rl_storage *st, const snap *s, rl_version v, uint64_t *r
     }
 }
 
-static void check_selector(rl_storage *st, const snap *s, rl_version v, uint64_t *rng,
-                           rl_arena *a) {
+static void check_selector(rl_storage *st, const snap *s, rl_version v, uint64_t *rng, rl_arena *a) {
     int ki = (int)rl_test_rand_below(rng, NK);
     rl_key_selector sel = {keys[ki], (uint32_t)klen[ki], (int)rl_test_rand_below(rng, 2),
-                       (int)rl_test_rand_below(rng, 9) - 4};
+                           (int)rl_test_rand_below(rng, 9) - 4};
     if (rl_test_rand_below(rng, 4) == 0) sel.key_len = (uint32_t)rl_test_rand_below(rng, (uint64_t)klen[ki] + 1);
     /* Model: index of the last present key < (<=) sel.key among present keys, plus offset. */
     int present[NK], np = 0, base = -1;
@@ -310,9 +300,9 @@ TEST(storage_2_1_model) {
     rl__arena_init(&a, 0);
     rl_buf res;
     rl__buf_init(&res);
-    static const int atomics[] = {RL_MUT_ADD, RL_MUT_BIT_AND, RL_MUT_BIT_OR, RL_MUT_BIT_XOR,
-                                  RL_MUT_APPEND_IF_FITS, RL_MUT_MAX, RL_MUT_MIN, RL_MUT_BYTE_MIN,
-                                  RL_MUT_BYTE_MAX, RL_MUT_COMPARE_AND_CLEAR};
+    static const int atomics[] = {
+        RL_MUT_ADD, RL_MUT_BIT_AND, RL_MUT_BIT_OR,   RL_MUT_BIT_XOR,  RL_MUT_APPEND_IF_FITS,
+        RL_MUT_MAX, RL_MUT_MIN,     RL_MUT_BYTE_MIN, RL_MUT_BYTE_MAX, RL_MUT_COMPARE_AND_CLEAR};
     rl_version v = 0;
     for (int step = 0; step < 2000; step++) {
         v += 1 + rl_test_rand_below(&rng, 3);
@@ -355,8 +345,7 @@ TEST(storage_2_1_model) {
                 }
                 int present;
                 ASSERT_OK(rl__atomic_apply(mu->type, cur.len[ki] >= 0, cur.val[ki],
-                                           cur.len[ki] < 0 ? 0 : (size_t)cur.len[ki], vals[j], vl,
-                                           &res, &present));
+                                           cur.len[ki] < 0 ? 0 : (size_t)cur.len[ki], vals[j], vl, &res, &present));
                 cur.len[ki] = present ? (int16_t)res.len : -1;
                 if (present) memcpy(cur.val[ki], res.data, res.len);
             }
@@ -480,14 +469,13 @@ TEST(storage_3_1_atomic_table) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const atomic_case *c = &cases[i];
         int present = -1;
-        ASSERT_OK(rl__atomic_apply(c->type, c->present, (const uint8_t *)c->old, c->old_len,
-                                   (const uint8_t *)c->op, c->op_len, &out, &present));
+        ASSERT_OK(rl__atomic_apply(c->type, c->present, (const uint8_t *)c->old, c->old_len, (const uint8_t *)c->op,
+                                   c->op_len, &out, &present));
         if (present != c->want_present) fail_msg("case %zu: present %d", i, present);
         if (present) ASSERT_MEM_EQ(out.data, out.len, c->want, c->want_len);
     }
     int present;
-    ASSERT_RC(rl__atomic_apply(RL_MUT_SET_VERSIONSTAMPED_KEY, 0, NULL, 0, (const uint8_t *)"x", 1,
-                               &out, &present),
+    ASSERT_RC(rl__atomic_apply(RL_MUT_SET_VERSIONSTAMPED_KEY, 0, NULL, 0, (const uint8_t *)"x", 1, &out, &present),
               RL_E_INVALID_MUTATION_TYPE);
     rl__buf_release(&out);
 }
@@ -497,11 +485,9 @@ TEST(storage_3_2_append_limit) {
     rl__buf_init(&out);
     uint8_t *big = rl__calloc(1, 100000);
     int present;
-    ASSERT_OK(rl__atomic_apply(RL_MUT_APPEND_IF_FITS, 1, big, 99998, (const uint8_t *)"xy", 2, &out,
-                               &present));
+    ASSERT_OK(rl__atomic_apply(RL_MUT_APPEND_IF_FITS, 1, big, 99998, (const uint8_t *)"xy", 2, &out, &present));
     ASSERT_EQ(out.len, 100000);
-    ASSERT_OK(rl__atomic_apply(RL_MUT_APPEND_IF_FITS, 1, big, 99999, (const uint8_t *)"xy", 2, &out,
-                               &present));
+    ASSERT_OK(rl__atomic_apply(RL_MUT_APPEND_IF_FITS, 1, big, 99999, (const uint8_t *)"xy", 2, &out, &present));
     ASSERT_EQ(out.len, 99999);
     rl__free(big);
     rl__buf_release(&out);
@@ -531,8 +517,7 @@ TEST(storage_3_3_atomic_in_storage) {
 
 /* ---- storage-4: key selectors ------------------------------------------------------------ */
 
-static void expect_key(rl_storage *st, rl_version v, rl_key_selector sel, const char *want,
-                       size_t wl) {
+static void expect_key(rl_storage *st, rl_version v, rl_key_selector sel, const char *want, size_t wl) {
     rl_arena a;
     rl__arena_init(&a, 0);
     const uint8_t *k;
@@ -607,8 +592,7 @@ TEST(storage_4_2_range_limits) {
     ASSERT_EQ(more, 0);
     ASSERT_OK(rl__storage_get_range(st, 1, "c", 1, "a", 1, 0, 0, 0, &a, &kvs, &n, &more));
     ASSERT_EQ(n, 0);
-    ASSERT_RC(rl__storage_get_range(st, 1, "", 0, "\xff", 1, -1, 0, 0, &a, &kvs, &n, &more),
-              RL_E_RANGE_LIMITS_INVALID);
+    ASSERT_RC(rl__storage_get_range(st, 1, "", 0, "\xff", 1, -1, 0, 0, &a, &kvs, &n, &more), RL_E_RANGE_LIMITS_INVALID);
     rl__arena_release(&a);
     rl__storage_close(st);
 }
@@ -632,11 +616,9 @@ static void *reader(void *arg) {
         rl_version v = rl__storage_latest_version(c->st);
         rl_keyvalue *kvs;
         int n, more;
-        if (rl__storage_get_range(c->st, v, "a", 1, "c", 1, 0, 0, (int)(reads & 1), &a, &kvs,
-                                  &n, &more) != RL_OK) {
+        if (rl__storage_get_range(c->st, v, "a", 1, "c", 1, 0, 0, (int)(reads & 1), &a, &kvs, &n, &more) != RL_OK) {
             c->bad++;
-        } else if (v > 0 && (n != 2 || kvs[0].value_len != 8 ||
-                             memcmp(kvs[0].value, kvs[1].value, 8) != 0)) {
+        } else if (v > 0 && (n != 2 || kvs[0].value_len != 8 || memcmp(kvs[0].value, kvs[1].value, 8) != 0)) {
             c->bad++;
         }
         reads++;

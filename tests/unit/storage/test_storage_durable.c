@@ -26,8 +26,8 @@ static void dump(rl_storage *st, rl_buf *out) {
     int n, more;
     rl__buf_reset(out);
     rl__buf_append_u64be(out, rl__storage_latest_version(st));
-    ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff\xff\xff", 3, 0,
-                                    0, 0, &a, &kvs, &n, &more));
+    ASSERT_OK(rl__storage_get_range(st, rl__storage_latest_version(st), "", 0, "\xff\xff\xff", 3, 0, 0, 0, &a, &kvs, &n,
+                                    &more));
     for (int i = 0; i < n; i++) {
         rl__buf_append_u32be(out, kvs[i].key_len);
         rl__buf_append(out, kvs[i].key, kvs[i].key_len);
@@ -376,5 +376,5 @@ TEST(durable_3_3_poisoned) {
 }
 
 RL_TEST_MAIN(T(durable_1_1_reopen_equals), T(durable_1_2_checkpoints), T(durable_2_1_torn_tail),
-             T(durable_2_2_corrupt_middle_record), T(durable_2_3_corrupt_checkpoint),
-             T(durable_3_1_locked), T(durable_3_2_missing_dir), T(durable_3_3_poisoned))
+             T(durable_2_2_corrupt_middle_record), T(durable_2_3_corrupt_checkpoint), T(durable_3_1_locked),
+             T(durable_3_2_missing_dir), T(durable_3_3_poisoned))

@@ -69,53 +69,50 @@ static size_t make_key(uint64_t i, int long_keys, uint8_t *out) {
         memset(out + 600 + t, 'z', extra);
         return 600 + t + extra;
     }
-    default:
-        return n;
+    default: return n;
     }
 }
 
 #define NKEYS 300
 #define MAXK 4000
 
-static void cmp_get(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k, size_t kl,
-                    rl_arena *ar) {
+static void cmp_get(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k, size_t kl, rl_arena *ar) {
     int pa, pb;
     const uint8_t *va, *vb;
     uint32_t la, lb;
     ASSERT_OK(rl__storage_get(a, v, k, kl, ar, &pa, &va, &la));
     ASSERT_OK(rl__storage_get(b, v, k, kl, ar, &pb, &vb, &lb));
     if (pa != pb || (pa && (la != lb || memcmp(va, vb, la) != 0)))
-        fail_msg("get at %llu of key %.20s (%zu bytes): ssd present %d, model %d",
-                 (unsigned long long)v, (const char *)k, kl, pa, pb);
+        fail_msg("get at %llu of key %.20s (%zu bytes): ssd present %d, model %d", (unsigned long long)v,
+                 (const char *)k, kl, pa, pb);
 }
 
-static void cmp_range(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *bk, size_t bl,
-                      const uint8_t *ek, size_t el, int limit, int reverse, rl_arena *ar) {
+static void cmp_range(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *bk, size_t bl, const uint8_t *ek,
+                      size_t el, int limit, int reverse, rl_arena *ar) {
     rl_keyvalue *ka, *kb;
     int na, nb, ma, mb;
     ASSERT_OK(rl__storage_get_range(a, v, bk, bl, ek, el, limit, 0, reverse, ar, &ka, &na, &ma));
     ASSERT_OK(rl__storage_get_range(b, v, bk, bl, ek, el, limit, 0, reverse, ar, &kb, &nb, &mb));
     if (na != nb || ma != mb)
-        fail_msg("range at %llu (limit %d, reverse %d): ssd %d rows more %d, model %d more %d",
-                 (unsigned long long)v, limit, reverse, na, ma, nb, mb);
+        fail_msg("range at %llu (limit %d, reverse %d): ssd %d rows more %d, model %d more %d", (unsigned long long)v,
+                 limit, reverse, na, ma, nb, mb);
     for (int i = 0; i < na; i++) {
         if (rl__bytes_cmp(ka[i].key, ka[i].key_len, kb[i].key, kb[i].key_len) != 0 ||
-            ka[i].value_len != kb[i].value_len ||
-            memcmp(ka[i].value, kb[i].value, ka[i].value_len) != 0)
+            ka[i].value_len != kb[i].value_len || memcmp(ka[i].value, kb[i].value, ka[i].value_len) != 0)
             fail_msg("range at %llu row %d differs", (unsigned long long)v, i);
     }
 }
 
-static void cmp_key(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k, size_t kl,
-                    int or_equal, int offset, rl_arena *ar) {
+static void cmp_key(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k, size_t kl, int or_equal, int offset,
+                    rl_arena *ar) {
     rl_key_selector sel = {k, (uint32_t)kl, or_equal, offset};
     const uint8_t *ka, *kb;
     uint32_t la, lb;
     ASSERT_OK(rl__storage_get_key(a, v, &sel, ar, &ka, &la));
     ASSERT_OK(rl__storage_get_key(b, v, &sel, ar, &kb, &lb));
     if (rl__bytes_cmp(ka, la, kb, lb) != 0)
-        fail_msg("get_key at %llu (or_equal %d offset %d) differs: %u vs %u bytes",
-                 (unsigned long long)v, or_equal, offset, la, lb);
+        fail_msg("get_key at %llu (or_equal %d offset %d) differs: %u vs %u bytes", (unsigned long long)v, or_equal,
+                 offset, la, lb);
 }
 
 static void random_vs_memory(int long_keys, int rounds) {
@@ -145,8 +142,7 @@ static void random_vs_memory(int long_keys, int rounds) {
             mu[i].len1 = (uint32_t)kl;
             if (op < 14) {
                 mu[i].type = RL_MUT_SET;
-                size_t vl = (size_t)snprintf((char *)kb[i] + MAXK, 64, "v%llu.%d",
-                                             (unsigned long long)v + 1, i);
+                size_t vl = (size_t)snprintf((char *)kb[i] + MAXK, 64, "v%llu.%d", (unsigned long long)v + 1, i);
                 mu[i].p2 = kb[i] + MAXK;
                 mu[i].len2 = (uint32_t)vl;
             } else if (op < 16) {
@@ -206,8 +202,8 @@ static void random_vs_memory(int long_keys, int rounds) {
     ASSERT_EQ(ss.bytes, ms.bytes);
     flushes += ss.checkpoints;
     ASSERT_TRUE(flushes > 5); /* flushes happened */
-    printf("flushes %llu, rows in the window %llu of %llu keys\n", (unsigned long long)flushes, (unsigned long long)ss.window_rows,
-           (unsigned long long)ss.keys);
+    printf("flushes %llu, rows in the window %llu of %llu keys\n", (unsigned long long)flushes,
+           (unsigned long long)ss.window_rows, (unsigned long long)ss.keys);
     ASSERT_OK(rl__storage_sync(s));
     rl__storage_close(s);
     s = open_ssd(dir, window, 4096);
@@ -234,8 +230,7 @@ TEST(ssd_2_1_long_keys_vs_memory) { random_vs_memory(1, 1500); }
 TEST(ssd_1_2_engine_recorded) {
     char *dir = rl_test_tmpdir("ssd-eng");
     rl_storage *st = open_ssd(dir, 0, 0);
-    rl_mutation mu = {.type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1,
-                      .p2 = (const uint8_t *)"1", .len2 = 1};
+    rl_mutation mu = {.type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1, .p2 = (const uint8_t *)"1", .len2 = 1};
     ASSERT_OK(rl__storage_apply(st, 5, &mu, 1));
     ASSERT_OK(rl__storage_sync(st));
     rl__storage_close(st);
@@ -277,8 +272,7 @@ TEST(ssd_1_2_engine_recorded) {
 TEST(ssd_4_1_corrupt_names_file) {
     char *dir = rl_test_tmpdir("ssd-corrupt");
     rl_storage *st = open_ssd(dir, 0, 0);
-    rl_mutation mu = {.type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1,
-                      .p2 = (const uint8_t *)"1", .len2 = 1};
+    rl_mutation mu = {.type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1, .p2 = (const uint8_t *)"1", .len2 = 1};
     ASSERT_OK(rl__storage_apply(st, 5, &mu, 1));
     ASSERT_OK(rl__storage_checkpoint(st)); /* flush: the row is in LMDB */
     rl__storage_close(st);
@@ -330,15 +324,13 @@ static void *reader(void *arg) {
         if (rc == RL_E_TRANSACTION_TOO_OLD) continue;
         if (rc != RL_OK || (v > 0 && n != NK)) atomic_store(&c->bad, 1);
         for (int i = 1; i < n; i++)
-            if (kv[i].value_len != kv[0].value_len ||
-                memcmp(kv[i].value, kv[0].value, kv[0].value_len) != 0)
+            if (kv[i].value_len != kv[0].value_len || memcmp(kv[i].value, kv[0].value, kv[0].value_len) != 0)
                 atomic_store(&c->bad, 2);
         int present;
         const uint8_t *val;
         uint32_t len;
         rc = rl__storage_get(c->st, v, "k07", 3, &a, &present, &val, &len);
-        if (rc == RL_OK && n == NK && (!present || len != kv[0].value_len ||
-                                       memcmp(val, kv[0].value, len) != 0))
+        if (rc == RL_OK && n == NK && (!present || len != kv[0].value_len || memcmp(val, kv[0].value, len) != 0))
             atomic_store(&c->bad, 3);
         atomic_fetch_add(&c->reads, 1);
         rl__arena_reset(&a);
@@ -357,8 +349,8 @@ TEST(ssd_4_2_reads_during_flushes) {
     /* Version 1 so readers always find NK keys. */
     for (int i = 0; i < NK; i++) {
         snprintf(keys[i], sizeof keys[i], "k%02d", i);
-        mu[i] = (rl_mutation){.type = RL_MUT_SET, .p1 = (const uint8_t *)keys[i], .len1 = 3,
-                              .p2 = (const uint8_t *)val, .len2 = 0};
+        mu[i] = (rl_mutation){
+            .type = RL_MUT_SET, .p1 = (const uint8_t *)keys[i], .len1 = 3, .p2 = (const uint8_t *)val, .len2 = 0};
     }
     snprintf(val, sizeof val, "v%016llu", 1ull);
     for (int i = 0; i < NK; i++) mu[i].len2 = 17;
@@ -374,8 +366,8 @@ TEST(ssd_4_2_reads_during_flushes) {
     for (int i = 0; i < READERS; i++) pthread_join(th[i], NULL);
     rl_storage_status s;
     rl__storage_get_status(c.st, &s);
-    printf("%llu versions, %ld reads, %llu flushes\n", (unsigned long long)v,
-           (long)atomic_load(&c.reads), (unsigned long long)s.checkpoints);
+    printf("%llu versions, %ld reads, %llu flushes\n", (unsigned long long)v, (long)atomic_load(&c.reads),
+           (unsigned long long)s.checkpoints);
     ASSERT_EQ(atomic_load(&c.bad), 0);
     ASSERT_TRUE(s.checkpoints > 10);
     ASSERT_TRUE(atomic_load(&c.reads) > 10);
@@ -384,6 +376,5 @@ TEST(ssd_4_2_reads_during_flushes) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(ssd_1_1_random_vs_memory), T(ssd_1_2_engine_recorded),
-             T(ssd_2_1_long_keys_vs_memory), T(ssd_4_1_corrupt_names_file),
-             T(ssd_4_2_reads_during_flushes))
+RL_TEST_MAIN(T(ssd_1_1_random_vs_memory), T(ssd_1_2_engine_recorded), T(ssd_2_1_long_keys_vs_memory),
+             T(ssd_4_1_corrupt_names_file), T(ssd_4_2_reads_during_flushes))

@@ -36,8 +36,7 @@ typedef struct {
 } walk;
 
 /* Check the subtree x at height h (0 = leaf) holds keys in [lo, hi) (NULL: unbounded). */
-static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi, int is_root,
-                       walk *w) {
+static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi, int is_root, walk *w) {
     if (h == 0) {
         const bt_leaf *l = x;
         ASSERT_TRUE(l->n <= BT_LEAF);
@@ -50,8 +49,7 @@ static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi,
             ASSERT_TRUE(memcmp(r->key, l->pfx, l->off) == 0);
             ASSERT_TRUE(l->kpre[i] == prefix_of(r->key + l->off, r->klen - l->off));
             ASSERT_NOT_NULL(r->chain);
-            for (const st_ver *e = r->chain; e->older; e = e->older)
-                ASSERT_TRUE(e->v > e->older->v);
+            for (const st_ver *e = r->chain; e->older; e = e->older) ASSERT_TRUE(e->v > e->older->v);
             if (i) ASSERT_TRUE(rl__bytes_cmp(l->rows[i - 1]->key, l->rows[i - 1]->klen, r->key, r->klen) < 0);
             if (lo) ASSERT_TRUE(rl__bytes_cmp(r->key, r->klen, lo->key, lo->klen) >= 0);
             if (hi) ASSERT_TRUE(rl__bytes_cmp(r->key, r->klen, hi->key, hi->klen) < 0);
@@ -71,11 +69,12 @@ static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi,
         ASSERT_TRUE(in->off <= BT_PFX && s->klen >= in->off);
         ASSERT_TRUE(memcmp(s->key, in->pfx, in->off) == 0);
         ASSERT_TRUE(in->kpre[j] == prefix_of(s->key + in->off, s->klen - in->off));
-        if (j > 1) ASSERT_TRUE(rl__bytes_cmp(in->sep[j - 1]->key, in->sep[j - 1]->klen, in->sep[j]->key, in->sep[j]->klen) < 0);
+        if (j > 1)
+            ASSERT_TRUE(rl__bytes_cmp(in->sep[j - 1]->key, in->sep[j - 1]->klen, in->sep[j]->key, in->sep[j]->klen) <
+                        0);
     }
     for (uint32_t j = 0; j < in->n; j++)
-        check_node(in->child[j], h - 1, j ? in->sep[j] : lo, j + 1 < in->n ? in->sep[j + 1] : hi, 0,
-                   w);
+        check_node(in->child[j], h - 1, j ? in->sep[j] : lo, j + 1 < in->n ? in->sep[j + 1] : hi, 0, w);
 }
 
 /* Verify invariants 1-3 of storage.c; returns the number of rows (live or not). */
@@ -127,8 +126,13 @@ static int mkey_cmp(const void *a, const void *b) {
  * some a prefix of others, some that differ from the rest inside the first bytes, so that
  * nodes form with long shared prefixes and inserts at their edges break them. */
 static const char *const PREFIXES[] = {
-    "\x02" "bench\x00\x02" "orders\x00\x15\x01",
-    "\x02" "bench\x00\x02" "orders\x00\x15\x02\x02" "price_idx\x00",
+    "\x02"
+    "bench\x00\x02"
+    "orders\x00\x15\x01",
+    "\x02"
+    "bench\x00\x02"
+    "orders\x00\x15\x02\x02"
+    "price_idx\x00",
     "LLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLL", /* 60 > BT_PFX */
     "LLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLL",              /* 47 */
 };
@@ -146,19 +150,14 @@ static void make_keys(int shape) {
                 keys[i].klen = (uint32_t)pl; /* the bare prefix of its group */
                 continue;
             }
-            if (i % 13 == 0)
-                pl = 1; /* a short key that differs in the shared bytes */
-            else if (i % 4 == 0 && i % 3 == 0)
-                k[pl - 1] = (char)(3 + i % 5); /* differs in the prefix's last byte */
+            if (i % 13 == 0) pl = 1; /* a short key that differs in the shared bytes */
+            else if (i % 4 == 0 && i % 3 == 0) k[pl - 1] = (char)(3 + i % 5); /* differs in the prefix's last byte */
             keys[i].klen = (uint32_t)(pl + (size_t)snprintf(k + pl, sizeof keys[i].key - pl, "%d", i));
             continue;
         }
-        if (i % 3 == 0)
-            snprintf(keys[i].key, sizeof keys[i].key, "k%d", i);
-        else if (i % 3 == 1)
-            snprintf(keys[i].key, sizeof keys[i].key, "samepref%06d", i);
-        else
-            snprintf(keys[i].key, sizeof keys[i].key, "k%d\x01z", i);
+        if (i % 3 == 0) snprintf(keys[i].key, sizeof keys[i].key, "k%d", i);
+        else if (i % 3 == 1) snprintf(keys[i].key, sizeof keys[i].key, "samepref%06d", i);
+        else snprintf(keys[i].key, sizeof keys[i].key, "k%d\x01z", i);
         keys[i].klen = (uint32_t)strlen(keys[i].key);
     }
     qsort(keys, NKEYS, sizeof *keys, mkey_cmp);
@@ -212,12 +211,11 @@ static void check_get(rl_storage *st, rl_version v, int i, rl_arena *a) {
 }
 
 /* Range [keys[b], keys[e]) at v with a limit, either direction. */
-static void check_range(rl_storage *st, rl_version v, int b, int e, int limit, int reverse,
-                        rl_arena *a) {
+static void check_range(rl_storage *st, rl_version v, int b, int e, int limit, int reverse, rl_arena *a) {
     rl_keyvalue *kvs;
     int n, more;
-    ASSERT_OK(rl__storage_get_range(st, v, keys[b].key, keys[b].klen, keys[e].key, keys[e].klen,
-                                    limit, 0, reverse, a, &kvs, &n, &more));
+    ASSERT_OK(rl__storage_get_range(st, v, keys[b].key, keys[b].klen, keys[e].key, keys[e].klen, limit, 0, reverse, a,
+                                    &kvs, &n, &more));
     int got = 0, exp_more = 0;
     for (int k = 0; k < e - b; k++) {
         int i = reverse ? e - 1 - k : b + k;
@@ -239,8 +237,7 @@ static void check_range(rl_storage *st, rl_version v, int b, int e, int limit, i
 }
 
 /* Selector (keys[i], or_equal, offset) at v against the model. */
-static void check_selector(rl_storage *st, rl_version v, int i, int or_equal, int offset,
-                           rl_arena *a) {
+static void check_selector(rl_storage *st, rl_version v, int i, int or_equal, int offset, rl_arena *a) {
     rl_key_selector sel = {(const uint8_t *)keys[i].key, (int)keys[i].klen, or_equal, offset};
     const uint8_t *k;
     uint32_t kl;
@@ -274,8 +271,7 @@ static void check_selector(rl_storage *st, rl_version v, int i, int or_equal, in
 
 static rl_mutation set_of(int i, int val, char *buf) {
     int bl = snprintf(buf, 32, "v%d", val);
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)keys[i].key, keys[i].klen, (const uint8_t *)buf,
-                     (uint32_t)bl};
+    rl_mutation m = {RL_MUT_SET, (const uint8_t *)keys[i].key, keys[i].klen, (const uint8_t *)buf, (uint32_t)bl};
     return m;
 }
 
@@ -412,13 +408,12 @@ static void random_vs_model(int shape) {
             int limit = rnd(&rng) % 3 ? (int)(rnd(&rng) % 150) : 0;
             check_range(st, rv, b, e, limit, (int)(rnd(&rng) & 1), &a);
             check_get(st, rv, (int)(rnd(&rng) % NKEYS), &a);
-            check_selector(st, rv, (int)(rnd(&rng) % NKEYS), (int)(rnd(&rng) & 1),
-                           (int)(rnd(&rng) % 9) - 4, &a);
+            check_selector(st, rv, (int)(rnd(&rng) % NKEYS), (int)(rnd(&rng) & 1), (int)(rnd(&rng) % 9) - 4, &a);
         }
         rl__arena_reset(&a);
     }
-    ASSERT_RC(rl__storage_get_range(st, rl__storage_oldest_version(st) - 1, "", 0, "\xff", 1, 0,
-                                    0, 0, &a, &(rl_keyvalue *){NULL}, &(int){0}, &(int){0}),
+    ASSERT_RC(rl__storage_get_range(st, rl__storage_oldest_version(st) - 1, "", 0, "\xff", 1, 0, 0, 0, &a,
+                                    &(rl_keyvalue *){NULL}, &(int){0}, &(int){0}),
               RL_E_TRANSACTION_TOO_OLD);
     /* GC shrinks history: after a full collect past the window every chain is one entry
      * (no tombstones remain) and the row count equals the live keys. */
@@ -523,8 +518,8 @@ TEST(storage_6_4_prefix_ranges_vs_model) {
             want++;
         }
         if (got != want || more != want_more)
-            fail_msg("query %d: %d rows (more %d), expected %d (more %d) (seed %llu)", q, got, more, want,
-                     want_more, (unsigned long long)seed);
+            fail_msg("query %d: %d rows (more %d), expected %d (more %d) (seed %llu)", q, got, more, want, want_more,
+                     (unsigned long long)seed);
         rl__arena_reset(&a);
     }
     rl__arena_release(&a);

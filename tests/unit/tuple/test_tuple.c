@@ -120,8 +120,7 @@ static void check_decode_line(json_t *o, size_t lineno) {
         n_invalid++;
         if (rc == RL_OK) fail_msg("decode.jsonl:%zu: %s accepted", lineno, packed);
         ASSERT_NULL(got);
-        ASSERT_TRUE(rc == RL_E_TUPLE_TRUNCATED || rc == RL_E_TUPLE_MALFORMED ||
-                    rc == RL_E_TUPLE_UNSUPPORTED_TYPE);
+        ASSERT_TRUE(rc == RL_E_TUPLE_TRUNCATED || rc == RL_E_TUPLE_MALFORMED || rc == RL_E_TUPLE_UNSUPPORTED_TYPE);
         ASSERT_EQ(vrc, rc);
         rl__buf_reset(&re);
         ASSERT_EQ(rl__tuple_print(exact, in.len, &re), rc);
@@ -160,8 +159,8 @@ static int validate_hex(const char *hex) {
 TEST(tuple_2_1_refusals) {
     ASSERT_OK(validate_hex(""));
     ASSERT_OK(validate_hex("1501"));
-    ASSERT_RC(validate_hex("1500"), RL_E_TUPLE_MALFORMED);       /* leading zero */
-    ASSERT_RC(validate_hex("13ff"), RL_E_TUPLE_MALFORMED);       /* negative zero */
+    ASSERT_RC(validate_hex("1500"), RL_E_TUPLE_MALFORMED); /* leading zero */
+    ASSERT_RC(validate_hex("13ff"), RL_E_TUPLE_MALFORMED); /* negative zero */
     ASSERT_RC(validate_hex("1d0801"), RL_E_TUPLE_TRUNCATED);
     ASSERT_RC(validate_hex("1d080102030405060708"), RL_E_TUPLE_MALFORMED); /* short: use 0x1c */
     ASSERT_RC(validate_hex("1d09000102030405060708"), RL_E_TUPLE_MALFORMED);
@@ -172,8 +171,8 @@ TEST(tuple_2_1_refusals) {
     ASSERT_RC(validate_hex("0161"), RL_E_TUPLE_TRUNCATED);
     ASSERT_RC(validate_hex("016100"), RL_OK);
     ASSERT_RC(validate_hex("0200ff"), RL_E_TUPLE_TRUNCATED);
-    ASSERT_RC(validate_hex("02c000"), RL_E_TUPLE_MALFORMED);     /* overlong UTF-8 */
-    ASSERT_RC(validate_hex("02eda08000"), RL_E_TUPLE_MALFORMED); /* surrogate */
+    ASSERT_RC(validate_hex("02c000"), RL_E_TUPLE_MALFORMED);       /* overlong UTF-8 */
+    ASSERT_RC(validate_hex("02eda08000"), RL_E_TUPLE_MALFORMED);   /* surrogate */
     ASSERT_RC(validate_hex("02f490808000"), RL_E_TUPLE_MALFORMED); /* > U+10FFFF */
     ASSERT_OK(validate_hex("02f09f988000"));
     ASSERT_RC(validate_hex("05"), RL_E_TUPLE_TRUNCATED);
@@ -185,8 +184,8 @@ TEST(tuple_2_1_refusals) {
     ASSERT_RC(validate_hex("30"), RL_E_TUPLE_TRUNCATED);
     ASSERT_RC(validate_hex("33ffffffffffffffffffffff"), RL_E_TUPLE_TRUNCATED);
     for (int c = 0; c < 256; c++) {
-        int known = c == 0 || c == 1 || c == 2 || c == 5 || (c >= 0x0b && c <= 0x1d) ||
-                    c == 0x20 || c == 0x21 || c == 0x26 || c == 0x27 || c == 0x30 || c == 0x33;
+        int known = c == 0 || c == 1 || c == 2 || c == 5 || (c >= 0x0b && c <= 0x1d) || c == 0x20 || c == 0x21 ||
+                    c == 0x26 || c == 0x27 || c == 0x30 || c == 0x33;
         uint8_t b = (uint8_t)c;
         int rc = rl__tuple_validate(&b, 1, NULL);
         if (!known) ASSERT_RC(rc, RL_E_TUPLE_UNSUPPORTED_TYPE);
@@ -202,7 +201,12 @@ TEST(tuple_2_2_iterate) {
     rl__buf_init(&b);
     rl__buf_init(&u);
     /* (1, b"a\0b", ("x", None), -1, None) then a bad byte */
-    hex_to(&b, "1501016100ff620005027800" "00ff" "00" "00" "13fe" "ee");
+    hex_to(&b, "1501016100ff620005027800"
+               "00ff"
+               "00"
+               "00"
+               "13fe"
+               "ee");
     rl__tuple_iter_init(&it, b.data, b.len);
     ASSERT_OK(rl__tuple_iter_next(&it, &e));
     ASSERT_EQ(e.type, RL_TT_INT);
@@ -324,13 +328,13 @@ TEST(tuple_3_1_packers) {
     rl_buf b;
     rl_tuple_packer pk;
     rl__buf_init(&b);
-#define CASE(stmt, want)                                                                           \
-    do {                                                                                           \
-        rl__buf_reset(&b);                                                                         \
-        rl__tuple_packer_init(&pk, &b);                                                            \
-        stmt;                                                                                      \
-        ASSERT_OK(rl__tuple_packer_error(&pk));                                                    \
-        assert_hex(&b, want);                                                                      \
+#define CASE(stmt, want)                        \
+    do {                                        \
+        rl__buf_reset(&b);                      \
+        rl__tuple_packer_init(&pk, &b);         \
+        stmt;                                   \
+        ASSERT_OK(rl__tuple_packer_error(&pk)); \
+        assert_hex(&b, want);                   \
     } while (0)
     CASE(rl__tuple_pack_null(&pk), "00");
     CASE(rl__tuple_pack_bytes(&pk, "a\0b", 3), "016100ff6200");
@@ -346,23 +350,21 @@ TEST(tuple_3_1_packers) {
     CASE(rl__tuple_pack_int(&pk, INT64_MAX), "1c7fffffffffffffff");
     CASE(rl__tuple_pack_uint(&pk, UINT64_MAX), "1cffffffffffffffff");
     CASE(rl__tuple_pack_bigint(&pk, 1, (const uint8_t *)"\0\0", 2), "14");
-    CASE(rl__tuple_pack_bigint(&pk, 0, (const uint8_t *)"\x01\0\0\0\0\0\0\0\0", 9),
-         "1d09010000000000000000");
-    CASE(rl__tuple_pack_bigint(&pk, 1, (const uint8_t *)"\x01\0\0\0\0\0\0\0\0", 9),
-         "0bf6feffffffffffffffff");
+    CASE(rl__tuple_pack_bigint(&pk, 0, (const uint8_t *)"\x01\0\0\0\0\0\0\0\0", 9), "1d09010000000000000000");
+    CASE(rl__tuple_pack_bigint(&pk, 1, (const uint8_t *)"\x01\0\0\0\0\0\0\0\0", 9), "0bf6feffffffffffffffff");
     CASE(rl__tuple_pack_float(&pk, 1.0f), "20bf800000");
     CASE(rl__tuple_pack_float(&pk, -1.0f), "20407fffff");
     CASE(rl__tuple_pack_double(&pk, 0.0), "218000000000000000");
     CASE(rl__tuple_pack_double(&pk, -0.0), "217fffffffffffffff");
     CASE(rl__tuple_pack_bool(&pk, 0), "26");
     CASE(rl__tuple_pack_bool(&pk, 7), "27");
-    CASE(rl__tuple_pack_uuid(&pk, (const uint8_t *)"0123456789abcdef"),
-         "3030313233343536373839616263646566");
-    CASE(rl__tuple_pack_versionstamp(&pk, (const uint8_t *)"\1\2\3\4\5\6\7\x08\x09\x0a\0\x05"),
-         "33010203040506070809" "0a0005");
+    CASE(rl__tuple_pack_uuid(&pk, (const uint8_t *)"0123456789abcdef"), "3030313233343536373839616263646566");
+    CASE(rl__tuple_pack_versionstamp(&pk, (const uint8_t *)"\1\2\3\4\5\6\7\x08\x09\x0a\0\x05"), "33010203040506070809"
+                                                                                                "0a0005");
     CASE((rl__tuple_pack_nested_begin(&pk), rl__tuple_pack_null(&pk), rl__tuple_pack_int(&pk, 1),
           rl__tuple_pack_nested_end(&pk), rl__tuple_pack_null(&pk)),
-         "0500ff150100" "00");
+         "0500ff150100"
+         "00");
 #undef CASE
     /* An over-long integer is a sticky error and appends nothing. */
     uint8_t big[256];
@@ -385,7 +387,10 @@ TEST(tuple_3_2_pack_raw) {
     rl_tuple_elem e, n;
     rl__buf_init(&in);
     rl__buf_init(&out);
-    hex_to(&in, "00" "0500ff1501" "00" "02610000"); /* (None, (None, 1), "a", None) */
+    hex_to(&in, "00"
+                "0500ff1501"
+                "00"
+                "02610000"); /* (None, (None, 1), "a", None) */
     rl__tuple_packer_init(&pk, &out);
     rl__tuple_iter_init(&it, in.data, in.len);
     rl__tuple_pack_nested_begin(&pk);
@@ -401,7 +406,13 @@ TEST(tuple_3_2_pack_raw) {
     rl__tuple_pack_nested_end(&pk);
     ASSERT_OK(rl__tuple_packer_error(&pk));
     /* ((None, (None, 1)), None, 1, ("a", None)) */
-    assert_hex(&out, "0500ff0500ff150100" "00" "00" "1501" "05026100" "00ff" "00");
+    assert_hex(&out, "0500ff0500ff150100"
+                     "00"
+                     "00"
+                     "1501"
+                     "05026100"
+                     "00ff"
+                     "00");
     ASSERT_OK(rl__tuple_validate(out.data, out.len, NULL));
     rl__buf_release(&in);
     rl__buf_release(&out);
@@ -443,23 +454,36 @@ TEST(tuple_4_2_subspace) {
     rl__buf_init(&key);
     rl__buf_init(&b);
     rl__buf_init(&e);
-    ASSERT_OK(rl__subspace_init(&sub, "\x02" "app\x00" "\x15\x02", 7));
+    ASSERT_OK(rl__subspace_init(&sub,
+                                "\x02"
+                                "app\x00"
+                                "\x15\x02",
+                                7));
     rl__buf_append_str(&key, "junk");
     rl__subspace_pack_begin(&sub, &key, &pk);
     rl__tuple_pack_int(&pk, 42);
     rl__tuple_pack_string(&pk, "x", 1);
     ASSERT_OK(rl__tuple_packer_error(&pk));
-    assert_hex(&key, "0261707000150215" "2a" "027800");
+    assert_hex(&key, "0261707000150215"
+                     "2a"
+                     "027800");
     ASSERT_TRUE(rl__subspace_contains(&sub, key.data, key.len));
     ASSERT_FALSE(rl__subspace_contains(&sub, key.data, 6));
-    ASSERT_FALSE(rl__subspace_contains(&sub, "\x02" "apq", 4));
+    ASSERT_FALSE(rl__subspace_contains(&sub,
+                                       "\x02"
+                                       "apq",
+                                       4));
     ASSERT_OK(rl__subspace_unpack(&sub, key.data, key.len, &it));
     ASSERT_OK(rl__tuple_iter_next(&it, &el));
     ASSERT_EQ(el.i, 42);
     ASSERT_OK(rl__tuple_iter_next(&it, &el));
     ASSERT_EQ(el.type, RL_TT_STRING);
     ASSERT_RC(rl__tuple_iter_next(&it, &el), RL_E_NOT_FOUND);
-    ASSERT_RC(rl__subspace_unpack(&sub, "\x02" "apq", 4, &it), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__subspace_unpack(&sub,
+                                  "\x02"
+                                  "apq",
+                                  4, &it),
+              RL_E_INVALID_ARGUMENT);
     rl__subspace_range(&sub, &b, &e);
     ASSERT_TRUE(rl__bytes_cmp(b.data, b.len, key.data, key.len) < 0);
     ASSERT_TRUE(rl__bytes_cmp(key.data, key.len, e.data, e.len) < 0);
@@ -497,7 +521,12 @@ TEST(tuple_5_1_versionstamp_suffix) {
     rl__tuple_pack_nested_end(&pk);
     ASSERT_OK(rl__tuple_versionstamp_suffix(&pk));
     /* pfx(3) 02 61 00 (3) 05 (1) 33 (1) -> placeholder at 8 */
-    assert_hex(&b, "706678" "026100" "05" "33ffffffffffffffffffff0102" "00" "08000000");
+    assert_hex(&b, "706678"
+                   "026100"
+                   "05"
+                   "33ffffffffffffffffffff0102"
+                   "00"
+                   "08000000");
     ASSERT_OK(rl__tuple_get(b.data + 3, b.len - 3 - 4, 1, &e));
     ASSERT_EQ(e.type, RL_TT_NESTED);
     /* two */
@@ -539,18 +568,36 @@ static void assert_print(const char *hex, const char *want) {
 TEST(tuple_6_1_print) {
     assert_print("", "()");
     assert_print("1501", "(1,)");
-    assert_print("1501" "026100" "0100ff00" "00", "(1, \"a\", b\"\\x00\", None)");
-    assert_print("0500ff" "0500" "00" "26" "27", "((None, ()), False, True)");
+    assert_print("1501"
+                 "026100"
+                 "0100ff00"
+                 "00",
+                 "(1, \"a\", b\"\\x00\", None)");
+    assert_print("0500ff"
+                 "0500"
+                 "00"
+                 "26"
+                 "27",
+                 "((None, ()), False, True)");
     assert_print("1d09010000000000000000", "(18446744073709551616,)");
     assert_print("0bf6feffffffffffffffff", "(-18446744073709551616,)");
     assert_print("1cffffffffffffffff", "(18446744073709551615,)");
     assert_print("13fe", "(-1,)");
-    assert_print("21bff8000000000000" "217fffffffffffffff" "20bf800000", "(1.5, -0.0, float(1.0))");
-    assert_print("21fff0000000000000" "21000fffffffffffff" "21fff8000000000000", "(inf, -inf, nan)");
+    assert_print("21bff8000000000000"
+                 "217fffffffffffffff"
+                 "20bf800000",
+                 "(1.5, -0.0, float(1.0))");
+    assert_print("21fff0000000000000"
+                 "21000fffffffffffff"
+                 "21fff8000000000000",
+                 "(inf, -inf, nan)");
     assert_print("21bfb999999999999a", "(0.1,)");
-    assert_print("01225c7fe900" "02225c0ac3a900", "(b\"\\\"\\\\\\x7f\\xe9\", \"\\\"\\\\\\x0a\xc3\xa9\")");
+    assert_print("01225c7fe900"
+                 "02225c0ac3a900",
+                 "(b\"\\\"\\\\\\x7f\\xe9\", \"\\\"\\\\\\x0a\xc3\xa9\")");
     assert_print("3000112233445566778899aabbccddeeff", "(UUID(\"00112233-4455-6677-8899-aabbccddeeff\"),)");
-    assert_print("33000000000000000001000002" "33ffffffffffffffffffff0007",
+    assert_print("33000000000000000001000002"
+                 "33ffffffffffffffffffff0007",
                  "(Versionstamp(\"00000000000000000100\", 2), Versionstamp(<incomplete>, 7))");
 }
 
@@ -606,11 +653,24 @@ TEST(tuple_6_2_decimal) {
 /* tuple-6.3: JSON input errors are refused with invalid_argument / value_overflow. */
 TEST(tuple_6_3_json_errors) {
     static const char *bad[] = {
-        "{}", "[1]", "[{}]", "[{\"int\":1}]", "[{\"int\":\"1.5\"}]", "[{\"bytes\":\"0\"}]",
-        "[{\"bytes\":\"zz\"}]", "[{\"float\":\"00\"}]", "[{\"double\":\"3ff0\"}]",
-        "[{\"uuid\":\"00\"}]", "[{\"versionstamp\":\"00\"}]", "[{\"tuple\":1}]",
-        "[{\"null\":false}]", "[{\"bool\":1}]", "[{\"string\":2}]", "[{\"int\":\"1\",\"bool\":true}]",
-        "[{\"what\":1}]", "[{\"tuple\":[{\"tuple\":[1]}]}]",
+        "{}",
+        "[1]",
+        "[{}]",
+        "[{\"int\":1}]",
+        "[{\"int\":\"1.5\"}]",
+        "[{\"bytes\":\"0\"}]",
+        "[{\"bytes\":\"zz\"}]",
+        "[{\"float\":\"00\"}]",
+        "[{\"double\":\"3ff0\"}]",
+        "[{\"uuid\":\"00\"}]",
+        "[{\"versionstamp\":\"00\"}]",
+        "[{\"tuple\":1}]",
+        "[{\"null\":false}]",
+        "[{\"bool\":1}]",
+        "[{\"string\":2}]",
+        "[{\"int\":\"1\",\"bool\":true}]",
+        "[{\"what\":1}]",
+        "[{\"tuple\":[{\"tuple\":[1]}]}]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *j = json_loads(bad[i], JSON_DECODE_ANY, NULL);
@@ -622,7 +682,15 @@ TEST(tuple_6_3_json_errors) {
         rl__buf_release(&b);
         json_decref(j);
     }
-    json_t *j = json_pack("[{s:s}]", "int", "1" "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000");
+    json_t *j = json_pack(
+        "[{s:s}]", "int",
+        "1"
+        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+        "000000000000000000000000000000000000000000000000000000000000000000000");
     rl_buf b;
     rl__buf_init(&b);
     ASSERT_RC(rl__tuple_from_json(j, &b), RL_E_TUPLE_VALUE_OVERFLOW);
@@ -630,8 +698,7 @@ TEST(tuple_6_3_json_errors) {
     json_decref(j);
 }
 
-RL_TEST_MAIN(T(tuple_1_1_encode_vectors), T(tuple_1_2_decode_vectors), T(tuple_2_1_refusals),
-             T(tuple_2_2_iterate), T(tuple_2_3_int_edges), T(tuple_2_4_depth_limit),
-             T(tuple_3_1_packers), T(tuple_3_2_pack_raw), T(tuple_4_1_strinc_range),
-             T(tuple_4_2_subspace), T(tuple_5_1_versionstamp_suffix), T(tuple_6_1_print),
+RL_TEST_MAIN(T(tuple_1_1_encode_vectors), T(tuple_1_2_decode_vectors), T(tuple_2_1_refusals), T(tuple_2_2_iterate),
+             T(tuple_2_3_int_edges), T(tuple_2_4_depth_limit), T(tuple_3_1_packers), T(tuple_3_2_pack_raw),
+             T(tuple_4_1_strinc_range), T(tuple_4_2_subspace), T(tuple_5_1_versionstamp_suffix), T(tuple_6_1_print),
              T(tuple_6_2_decimal), T(tuple_6_3_json_errors))

@@ -14,9 +14,14 @@
 #include "tuple/tuple_json.h"
 
 /* (1, "a\0b", (None, b"\xff"), -18446744073709551616, 1.5, True, UUID, Versionstamp) */
-static const char *sample_hex =
-    "1501" "026100ff6200" "0500ff01ff0000" "0bf6feffffffffffffffff" "21bff8000000000000" "27"
-    "3000112233445566778899aabbccddeeff" "33000000000000000001000002";
+static const char *sample_hex = "1501"
+                                "026100ff6200"
+                                "0500ff01ff0000"
+                                "0bf6feffffffffffffffff"
+                                "21bff8000000000000"
+                                "27"
+                                "3000112233445566778899aabbccddeeff"
+                                "33000000000000000001000002";
 
 static void sample(rl_buf *b) {
     rl__buf_init(b);
@@ -37,8 +42,7 @@ TEST(tuple_9_1_iterate_allocates_nothing) {
     while (rl__tuple_iter_next(&it, &e) == RL_OK)
         if (e.type == RL_TT_NESTED) {
             rl__tuple_iter_init_nested(&sub, &e);
-            while (rl__tuple_iter_next(&sub, &n) == RL_OK) {
-            }
+            while (rl__tuple_iter_next(&sub, &n) == RL_OK) {}
         }
     rl_alloc_get_stats(&st);
     ASSERT_EQ(st.allocs, 0);

@@ -38,12 +38,9 @@ static json_t *hex_elem(const char *key, uint64_t *st, size_t n) {
 /* A random element in the JSON model form; depth bounds nesting. */
 static json_t *rand_elem(uint64_t *st, int depth) {
     switch (rl_test_rand_below(st, depth > 0 ? 11 : 10)) {
-    case 0:
-        return json_pack("{s:b}", "null", 1);
-    case 1:
-        return json_pack("{s:b}", "bool", (int)rl_test_rand_below(st, 2));
-    case 2:
-        return hex_elem("bytes", st, rl_test_rand_below(st, 6));
+    case 0: return json_pack("{s:b}", "null", 1);
+    case 1: return json_pack("{s:b}", "bool", (int)rl_test_rand_below(st, 2));
+    case 2: return hex_elem("bytes", st, rl_test_rand_below(st, 6));
     case 3: {
         static const char *parts[] = {"a", "", "\xc3\xa9", "\xf0\x9f\x98\x80", "z"};
         char s[32];
@@ -71,14 +68,10 @@ static json_t *rand_elem(uint64_t *st, int depth) {
         rl__buf_release(&d);
         return o;
     }
-    case 5:
-        return hex_elem("float", st, 4);
-    case 6:
-        return hex_elem("double", st, 8);
-    case 7:
-        return hex_elem("uuid", st, 16);
-    case 8:
-        return hex_elem("versionstamp", st, 12);
+    case 5: return hex_elem("float", st, 4);
+    case 6: return hex_elem("double", st, 8);
+    case 7: return hex_elem("uuid", st, 16);
+    case 8: return hex_elem("versionstamp", st, 12);
     case 9: {
         char buf[24];
         snprintf(buf, sizeof buf, "%lld", (long long)(int64_t)rl_test_rand(st) >> rl_test_rand_below(st, 64));
@@ -150,10 +143,8 @@ static int int_cmp(const int_case *a, const int_case *b) {
     if (as != bs) return as < bs ? -1 : 1;
     if (as == 0) return 0;
     int mc; /* magnitude compare */
-    if (a->n != b->n)
-        mc = a->n < b->n ? -1 : 1;
-    else
-        mc = sgn(memcmp(a->mag, b->mag, a->n));
+    if (a->n != b->n) mc = a->n < b->n ? -1 : 1;
+    else mc = sgn(memcmp(a->mag, b->mag, a->n));
     return as > 0 ? mc : -mc;
 }
 
@@ -249,8 +240,8 @@ TEST(tuple_7_3_float_order) {
     enum { N = 300 };
     static double v[N];
     static uint8_t enc_d[N][9], enc_f[N][5];
-    static const double specials[] = {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, -NAN,
-                                      5e-324, -5e-324, 1e308, -1e308, 1.5, -1.5};
+    static const double specials[] = {0.0,  -0.0,   1.0,     -1.0,  INFINITY, -INFINITY, NAN,
+                                      -NAN, 5e-324, -5e-324, 1e308, -1e308,   1.5,       -1.5};
     size_t ns = sizeof specials / sizeof specials[0];
     for (int i = 0; i < N; i++) {
         if ((size_t)i < ns) {
@@ -324,10 +315,8 @@ TEST(tuple_7_4_string_order) {
             rl__buf_init(&b);
             rl__buf_init(&u);
             rl__tuple_packer_init(&pk, &b);
-            if (kind)
-                rl__tuple_pack_string(&pk, (const char *)raw[i], rlen[i]);
-            else
-                rl__tuple_pack_bytes(&pk, raw[i], rlen[i]);
+            if (kind) rl__tuple_pack_string(&pk, (const char *)raw[i], rlen[i]);
+            else rl__tuple_pack_bytes(&pk, raw[i], rlen[i]);
             memcpy(enc[i], b.data, b.len);
             elen[i] = b.len;
             ASSERT_OK(rl__tuple_get(b.data, b.len, 0, &e));
@@ -370,14 +359,10 @@ static int mtuple_cmp(const mtuple *a, const mtuple *b);
 static int melem_cmp(const melem *a, const melem *b) {
     if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
     switch (a->kind) {
-    case 1:
-        return sgn(rl__bytes_cmp(mstrings[a->sidx], mstrlen[a->sidx], mstrings[b->sidx], mstrlen[b->sidx]));
-    case 5:
-        return mtuple_cmp(a->sub, b->sub);
-    case 20:
-        return a->ival < b->ival ? -1 : a->ival > b->ival;
-    default:
-        return 0;
+    case 1: return sgn(rl__bytes_cmp(mstrings[a->sidx], mstrlen[a->sidx], mstrings[b->sidx], mstrlen[b->sidx]));
+    case 5: return mtuple_cmp(a->sub, b->sub);
+    case 20: return a->ival < b->ival ? -1 : a->ival > b->ival;
+    default: return 0;
     }
 }
 
@@ -466,5 +451,5 @@ TEST(tuple_7_5_nested_order) {
     for (int i = 0; i < N; i++) rl__buf_release(&enc[i]);
 }
 
-RL_TEST_MAIN(T(tuple_7_1_roundtrip), T(tuple_7_2_int_order), T(tuple_7_3_float_order),
-             T(tuple_7_4_string_order), T(tuple_7_5_nested_order))
+RL_TEST_MAIN(T(tuple_7_1_roundtrip), T(tuple_7_2_int_order), T(tuple_7_3_float_order), T(tuple_7_4_string_order),
+             T(tuple_7_5_nested_order))
