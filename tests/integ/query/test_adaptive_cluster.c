@@ -172,7 +172,15 @@ TEST(adaptive_2_2_wrong_prior_corrected) {
     /* The next query starts where the model is now. */
     ASSERT_EQ(scan(&t, RL_FETCH_ADAPTIVE, &k, &ns, &ex), N);
     ASSERT_TRUE(strstr(ex, "-> USE_REMOTE_FETCH") != NULL);
-    ASSERT_TRUE(strncmp(strstr(ex, "-> ") + 3, "USE_REMOTE_FETCH", 16) == 0);
+    /* Its first page is remote fetch, unless that decision is a bounded exploration or recheck
+     * of the other method (seen under ASan, where remote pages are slow to decode). */
+    const char *first = strstr(ex, "-> ") + 3, *eol = strchr(first, '\n');
+    if (strncmp(first, "USE_REMOTE_FETCH", 16) != 0) {
+        size_t len = eol ? (size_t)(eol - first) : strlen(first);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), first);
+        if (!strstr(line, "exploring")) fail_msg("the next query's first page is not remote fetch:\n%s", ex);
+    }
     free(ex);
     rl__tool_close(&t);
 }
