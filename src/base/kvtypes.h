@@ -33,6 +33,29 @@ typedef enum {
     RL_MUT_COMPARE_AND_CLEAR = 20,
 } rl_mutation_type;
 
+/* rl__mutation_type_ok — 1 if t is an rl_mutation_type; storage_only refuses the versionstamped
+ * ones (which never reach storage: the commit path turns them into RL_MUT_SET). */
+static inline int rl__mutation_type_ok(unsigned t, int storage_only) {
+    switch (t) {
+    case RL_MUT_SET:
+    case RL_MUT_CLEAR_RANGE:
+    case RL_MUT_ADD:
+    case RL_MUT_CLEAR:
+    case RL_MUT_BIT_AND:
+    case RL_MUT_BIT_OR:
+    case RL_MUT_BIT_XOR:
+    case RL_MUT_APPEND_IF_FITS:
+    case RL_MUT_MAX:
+    case RL_MUT_MIN:
+    case RL_MUT_BYTE_MIN:
+    case RL_MUT_BYTE_MAX:
+    case RL_MUT_COMPARE_AND_CLEAR: return 1;
+    case RL_MUT_SET_VERSIONSTAMPED_KEY:
+    case RL_MUT_SET_VERSIONSTAMPED_VALUE: return !storage_only;
+    default: return 0;
+    }
+}
+
 /* One mutation; the bytes are borrowed from whoever built it (a transaction's arena, a decoded
  * frame, a log record). */
 typedef struct {

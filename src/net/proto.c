@@ -345,34 +345,12 @@ static void io_ranges(io *s, const rl_keyrange **rs, uint32_t *n, const char *na
     if (s->decoding) *rs = v;
 }
 
-/* 1 if t is an rl_mutation_type; storage_only refuses the versionstamped ones. */
-static int mutation_type_ok(unsigned t, int storage_only) {
-    switch (t) {
-    case RL_MUT_SET:
-    case RL_MUT_CLEAR_RANGE:
-    case RL_MUT_ADD:
-    case RL_MUT_CLEAR:
-    case RL_MUT_BIT_AND:
-    case RL_MUT_BIT_OR:
-    case RL_MUT_BIT_XOR:
-    case RL_MUT_APPEND_IF_FITS:
-    case RL_MUT_MAX:
-    case RL_MUT_MIN:
-    case RL_MUT_BYTE_MIN:
-    case RL_MUT_BYTE_MAX:
-    case RL_MUT_COMPARE_AND_CLEAR: return 1;
-    case RL_MUT_SET_VERSIONSTAMPED_KEY:
-    case RL_MUT_SET_VERSIONSTAMPED_VALUE: return !storage_only;
-    default: return 0;
-    }
-}
-
 /* mutation: u8 type, bytes p1, bytes p2, with the per-type limits of proto.h (COMMIT). */
 static void io_mutation(io *s, rl_mutation *m, int storage_only) {
     io_u8(s, &m->type, "type");
     if (s->failed) return;
-    if (!mutation_type_ok(m->type, storage_only)) {
-        if (mutation_type_ok(m->type, 0))
+    if (!rl__mutation_type_ok(m->type, storage_only)) {
+        if (rl__mutation_type_ok(m->type, 0))
             bad(s, "type", "is %u, a versionstamped mutation (never sent to storage)", (unsigned)m->type);
         else bad(s, "type", "is %u, not a mutation type", (unsigned)m->type);
         return;

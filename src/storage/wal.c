@@ -18,24 +18,7 @@
 #include "reclayer/error.h"
 #include "storage/os.h"
 
-int rl__wal_type_ok(int type) {
-    switch (type) {
-    case RL_MUT_SET:
-    case RL_MUT_CLEAR_RANGE:
-    case RL_MUT_ADD:
-    case RL_MUT_CLEAR:
-    case RL_MUT_BIT_AND:
-    case RL_MUT_BIT_OR:
-    case RL_MUT_BIT_XOR:
-    case RL_MUT_APPEND_IF_FITS:
-    case RL_MUT_MAX:
-    case RL_MUT_MIN:
-    case RL_MUT_BYTE_MIN:
-    case RL_MUT_BYTE_MAX:
-    case RL_MUT_COMPARE_AND_CLEAR: return 1;
-    default: return 0;
-    }
-}
+int rl__wal_type_ok(int type) { return type >= 0 && rl__mutation_type_ok((unsigned)type, 1); }
 
 /* Encode: header placeholder, mutations, then patch length and checksum in place. */
 int rl__wal_encode(rl_buf *out, rl_version v, const rl_mutation *muts, size_t n) {
