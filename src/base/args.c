@@ -11,6 +11,7 @@
 #include "base/args.h"
 #include "base/bytes.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <float.h>
@@ -108,6 +109,34 @@ int rl__args_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *out, ch
         return RL_E_INVALID_ARGUMENT;
     }
     *out = m;
+    return RL_OK;
+}
+
+int rl__args_ip_port(const char *s, int min_port, char ip[16], uint16_t *port, char *msg, size_t cap) {
+    char q[QUOTE_MAX + 8], why[128];
+    const char *colon = s ? strrchr(s, ':') : NULL;
+    if (!colon || colon == s) {
+        set_msg(msg, cap, "'%s' is not IP:PORT (e.g. 127.0.0.1:0)", shown(s ? s : "", q, sizeof q));
+        return RL_E_INVALID_ARGUMENT;
+    }
+    size_t n = (size_t)(colon - s);
+    char a[16];
+    struct in_addr ia;
+    if (n < sizeof a) {
+        memcpy(a, s, n);
+        a[n] = 0;
+    }
+    if (n >= sizeof a || inet_pton(AF_INET, a, &ia) != 1) {
+        set_msg(msg, cap, "'%s': the address is not dotted IPv4", shown(s, q, sizeof q));
+        return RL_E_INVALID_ARGUMENT;
+    }
+    uint64_t p;
+    if (rl__args_uint64(colon + 1, (uint64_t)(min_port < 0 ? 0 : min_port), 65535, &p, why, sizeof why) != RL_OK) {
+        set_msg(msg, cap, "'%s': port %s", shown(s, q, sizeof q), why);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    memcpy(ip, a, n + 1);
+    *port = (uint16_t)p;
     return RL_OK;
 }
 

@@ -155,6 +155,13 @@ int rl__args_int64(const char *s, int64_t min, int64_t max, int64_t *out, char *
 int rl__args_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *msg, size_t cap);
 int rl__args_double(const char *s, double min, double max, double *out, char *msg, size_t cap);
 
+/* rl__args_ip_port — parse "IP:PORT" (dotted IPv4, port in [min_port, 65535]) into ip
+ * (NUL-terminated) and *port, e.g. "127.0.0.1:0". Whether the address may be used (127.0.0.0/8
+ * only) is the caller's check. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in msg ("'x' is
+ * not IP:PORT (e.g. 127.0.0.1:0)", "'x:1': the address is not dotted IPv4", "'...:70000': port
+ * 70000 is out of range [0, 65535]"). */
+int rl__args_ip_port(const char *s, int min_port, char ip[16], uint16_t *port, char *msg, size_t cap);
+
 /* rl__args_unescape — parse FoundationDB's printable form (printable bytes as they are, "\\\\"
  * for a backslash, "\\xNN" for any byte, either case) of s, appending the bytes to out. On a bad
  * escape: RL_E_INVALID_ARGUMENT and msg says which escape at which byte offset of s, e.g.

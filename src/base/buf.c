@@ -101,6 +101,17 @@ void rl__buf_append_hex(rl_buf *b, const void *p, size_t n) {
     b->data[b->len] = 0;
 }
 
+void rl__buf_append_json_str(rl_buf *b, const char *s, size_t n) {
+    rl__buf_append_byte(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') rl__buf_printf(b, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f) rl__buf_printf(b, "\\u%04x", c);
+        else rl__buf_append_byte(b, c);
+    }
+    rl__buf_append_byte(b, '"');
+}
+
 void rl__buf_truncate(rl_buf *b, size_t len) {
     if (len >= b->len) return;
     b->len = len;

@@ -41,6 +41,10 @@ void rl__buf_append_u32be(rl_buf *b, uint32_t v);
 void rl__buf_append_u64be(rl_buf *b, uint64_t v);
 /* Append lower-case hex of p[0..n). */
 void rl__buf_append_hex(rl_buf *b, const void *p, size_t n);
+/* Append s[0..n) as a JSON string literal: quotes around it, '"' and '\\' backslash-escaped,
+ * bytes below 0x20 and 0x7f as \u00XX, every other byte as it is (UTF-8 text stays itself;
+ * bytes that are not UTF-8 give a literal that is not either). */
+void rl__buf_append_json_str(rl_buf *b, const char *s, size_t n);
 /* Shorten to len (len <= b->len). */
 void rl__buf_truncate(rl_buf *b, size_t len);
 /* RL_OK, or RL_E_OUT_OF_MEMORY if any append failed since init/reset. */

@@ -146,21 +146,10 @@ static void emb_commit(rl_kv_backend *b, rl_kv_commit *c) {
     c->done(c, rc);
 }
 
-/* Append s to out as a JSON string (quotes, backslashes and control bytes escaped; other bytes
- * copied, so a path that is not UTF-8 gives a string that is not either). NULL gives null. */
+/* Append s to out as a JSON string (rl__buf_append_json_str); NULL gives null. */
 static void json_str(rl_buf *out, const char *s) {
-    if (!s) {
-        rl__buf_append(out, "null", 4);
-        return;
-    }
-    rl__buf_append(out, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
-        else if (c < 0x20) rl__buf_printf(out, "\\u%04x", c);
-        else rl__buf_append(out, s, 1);
-    }
-    rl__buf_append(out, "\"", 1);
+    if (s) rl__buf_append_json_str(out, s, strlen(s));
+    else rl__buf_append(out, "null", 4);
 }
 
 /* Status: versions from the committer and the storage engine, sizes, log and checkpoints. */

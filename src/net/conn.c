@@ -540,23 +540,23 @@ static void connect_register(rl_loop *loop, void *ud) {
         fail_connect(c, RL_E_OUT_OF_MEMORY, "out of memory for the connect timer");
 }
 
-int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud) {
-    rl__net_errmsg_clear();
+int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud,
+                rl__errdetail *d) {
     if (!loop || !on_connect || timeout_ms <= 0) {
-        rl__net_errmsg_set("rl__connect: needs a loop, a callback and a timeout > 0 (got %d ms)", timeout_ms);
+        rl__errdetail_set(d, "rl__connect: needs a loop, a callback and a timeout > 0 (got %d ms)", timeout_ms);
         return RL_E_INVALID_ARGUMENT;
     }
     struct sockaddr_in sa;
-    int rc = rl__net_loopback_addr(ip, port, &sa);
+    int rc = rl__net_loopback_addr(ip, port, &sa, d);
     if (rc) return rc;
     if (port == 0) {
-        rl__net_errmsg_set("rl__connect: port 0");
+        rl__errdetail_set(d, "rl__connect: port 0");
         return RL_E_INVALID_ARGUMENT;
     }
     rl_conn *c = conn_new(loop);
     if (!c) return RL_E_OUT_OF_MEMORY;
     rl__net_format_addr(&sa, c->peer, sizeof c->peer);
-    rc = rl__net_connect_socket(&sa, &c->fd, &c->connect_state);
+    rc = rl__net_connect_socket(&sa, &c->fd, &c->connect_state, d);
     if (rc) {
         conn_free(c);
         return rc;
@@ -628,18 +628,18 @@ static void listener_close_fn(rl_loop *loop, void *ud) {
     do_listener_close(ud);
 }
 
-int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out) {
-    rl__net_errmsg_clear();
+int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out,
+               rl__errdetail *d) {
     if (!loop || !on_accept || !out) {
-        rl__net_errmsg_set("rl__listen: needs a loop, a callback and an out pointer");
+        rl__errdetail_set(d, "rl__listen: needs a loop, a callback and an out pointer");
         return RL_E_INVALID_ARGUMENT;
     }
     struct sockaddr_in sa;
-    int rc = rl__net_loopback_addr(ip, port, &sa);
+    int rc = rl__net_loopback_addr(ip, port, &sa, d);
     if (rc) return rc;
     int fd;
     uint16_t bound;
-    rc = rl__net_listen_socket(&sa, &fd, &bound);
+    rc = rl__net_listen_socket(&sa, &fd, &bound, d);
     if (rc) return rc;
     rl_listener *l = rl__calloc(1, sizeof *l);
     if (!l) {
@@ -1055,7 +1055,6 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
                       uint8_t *owned, int queue_only) {
     int rc;
     if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || (len && !payload)) {
-        rl__net_errmsg_set("rl__conn_send: bad connection, flags 0x%x or length %zu", (unsigned)flags, len);
         rl__free(owned);
         return RL_E_INVALID_ARGUMENT;
     }
@@ -1065,7 +1064,6 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
     int kick = 0;
     pthread_mutex_lock(&c->send_lock);
     if (state_of(c) != ST_OPEN) {
-        rl__net_errmsg_set("connection %s is closed or closing", c->peer);
         rc = RL_E_CONNECTION_FAILED;
         goto fail;
     }
@@ -1085,7 +1083,6 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
             int e = errno;
             request_close_locked(c, ST_CLOSING, RL_E_CONNECTION_FAILED, 0, "write: %s", strerror(e));
-            rl__net_errmsg_set("write to %s: %s", c->peer, strerror(e));
             rc = RL_E_CONNECTION_FAILED;
             goto fail;
         }
@@ -1161,8 +1158,6 @@ int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl
 
 int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64_t seed) {
     if (!c || delay_us > MAX_DELAY_US || jitter_us > MAX_DELAY_US) {
-        rl__net_errmsg_set("rl__conn_set_delay: delay %u us / jitter %u us (at most %u each)", delay_us, jitter_us,
-                           MAX_DELAY_US);
         return RL_E_INVALID_ARGUMENT;
     }
     int rc = RL_OK;

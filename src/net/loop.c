@@ -118,10 +118,9 @@ int rl__loop_ctl(rl_loop *loop, int op, int fd, uint32_t events, rl__io *io) {
  * Creation and destruction
  * ========================================================================================== */
 
-int rl__loop_new(unsigned flags, rl_loop **out) {
-    rl__net_errmsg_clear();
+int rl__loop_new(unsigned flags, rl_loop **out, rl__errdetail *d) {
     if (!out || (flags & ~(unsigned)RL_LOOP_KNOWN_FLAGS)) {
-        rl__net_errmsg_set("rl__loop_new: unknown flags 0x%x or no out pointer", flags);
+        rl__errdetail_set(d, "rl__loop_new: unknown flags 0x%x or no out pointer", flags);
         return RL_E_INVALID_ARGUMENT;
     }
     int rc;
@@ -141,13 +140,13 @@ int rl__loop_new(unsigned flags, rl_loop **out) {
     locks = 2;
     loop->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (loop->epfd < 0) {
-        rl__net_errmsg_set("epoll_create1: %s", strerror(errno));
+        rl__errdetail_set(d, "epoll_create1: %s", strerror(errno));
         rc = rl__net_map_errno(errno, RL_E_OPERATION_FAILED);
         goto fail;
     }
     loop->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (loop->wakefd < 0) {
-        rl__net_errmsg_set("eventfd: %s", strerror(errno));
+        rl__errdetail_set(d, "eventfd: %s", strerror(errno));
         rc = rl__net_map_errno(errno, RL_E_OPERATION_FAILED);
         goto fail;
     }
@@ -155,7 +154,7 @@ int rl__loop_new(unsigned flags, rl_loop **out) {
     loop->timer_io.kind = RL__IO_TIMERFD;
     int e = rl__loop_ctl(loop, EPOLL_CTL_ADD, loop->wakefd, EPOLLIN, &loop->wake_io);
     if (e) {
-        rl__net_errmsg_set("epoll_ctl(eventfd): %s", strerror(e));
+        rl__errdetail_set(d, "epoll_ctl(eventfd): %s", strerror(e));
         rc = rl__net_map_errno(e, RL_E_OPERATION_FAILED);
         goto fail;
     }
@@ -166,13 +165,13 @@ int rl__loop_new(unsigned flags, rl_loop **out) {
     if (!loop->use_pwait2) {
         loop->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         if (loop->timerfd < 0) {
-            rl__net_errmsg_set("timerfd_create: %s", strerror(errno));
+            rl__errdetail_set(d, "timerfd_create: %s", strerror(errno));
             rc = rl__net_map_errno(errno, RL_E_OPERATION_FAILED);
             goto fail;
         }
         e = rl__loop_ctl(loop, EPOLL_CTL_ADD, loop->timerfd, EPOLLIN, &loop->timer_io);
         if (e) {
-            rl__net_errmsg_set("epoll_ctl(timerfd): %s", strerror(e));
+            rl__errdetail_set(d, "epoll_ctl(timerfd): %s", strerror(e));
             rc = rl__net_map_errno(e, RL_E_OPERATION_FAILED);
             goto fail;
         }

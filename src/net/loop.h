@@ -52,8 +52,10 @@
  * RL_E_CONNECTION_FAILED (refused, reset, peer gone, send on a closed connection), RL_E_TIMED_OUT
  * (connect timeout), RL_E_MALFORMED_FRAME, RL_E_OPERATION_CANCELLED (loop freed),
  * RL_E_CLIENT_INVALID_OPERATION (a [loop] function called from the wrong thread),
- * RL_E_OPERATION_FAILED (an OS resource could not be created). A detail message of the last error
- * returned on the calling thread is in rl__net_errmsg().
+ * RL_E_OPERATION_FAILED (an OS resource could not be created). The calls that can say more than
+ * their code (rl__loop_new, rl__listen, rl__connect) take the caller's rl__errdetail
+ * (base/errdetail.h) or NULL: a failure with more to say sets it ("address 10.0.0.1 is outside
+ * 127.0.0.0/8 …", "bind 127.0.0.1:5000: Address already in use"); a success leaves it alone.
  */
 #ifndef RL_NET_LOOP_H
 #define RL_NET_LOOP_H
@@ -62,6 +64,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "net/frame.h"
 
 typedef struct rl_loop rl_loop;
@@ -135,7 +138,7 @@ typedef struct {
  * [in] flags  0 or RL_LOOP_FORCE_TIMERFD; other bits are RL_E_INVALID_ARGUMENT.
  * [out] out   the loop, owned by the caller (rl__loop_free). Untouched on error.
  * Returns RL_OK, RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY or RL_E_OPERATION_FAILED. [any] */
-int rl__loop_new(unsigned flags, rl_loop **out);
+int rl__loop_new(unsigned flags, rl_loop **out, rl__errdetail *detail);
 
 /* rl__loop_free — close everything and free the loop (NULL is a no-op). Order: posts still queued
  * are run (FIFO, on this thread, rl__loop_is_closing() true) so their ud can be released; then
@@ -195,11 +198,6 @@ int rl__loop_set_margin_bounds(rl_loop *loop, uint32_t min_us, uint32_t max_us);
  * except in loop context). [any] */
 void rl__loop_get_stats(rl_loop *loop, rl_loop_stats *out);
 
-/* rl__net_errmsg — a detail message for the last error returned by a function of this header on
- * the calling thread ("address 10.0.0.1 is outside 127.0.0.0/8 …"); "" if none. Thread-local
- * storage, valid until the thread's next call into this module. [any] */
-const char *rl__net_errmsg(void);
-
 /* ---------------------------------------------------------------------------------------------
  * Listening and connecting (IPv4 loopback only: 127.0.0.0/8)
  * ------------------------------------------------------------------------------------------ */
@@ -212,7 +210,8 @@ const char *rl__net_errmsg(void);
  * Binding happens in this call (errors: RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED, RL_E_OUT_OF_MEMORY,
  * RL_E_INVALID_ARGUMENT); accepting starts in the loop's next pass (posted when called from
  * another thread). SO_REUSEADDR is set; accepted sockets get TCP_NODELAY. [any] */
-int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out);
+int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out,
+               rl__errdetail *detail);
 
 /* rl__listener_port — the bound port (host order). [any] */
 uint16_t rl__listener_port(const rl_listener *listener);
@@ -231,7 +230,8 @@ void rl__listener_close(rl_listener *listener);
  *                  RL_E_TIMED_OUT, or RL_E_OPERATION_CANCELLED (loop freed first).
  * Returns RL_OK, or RL_E_INVALID_ARGUMENT / RL_E_OUT_OF_MEMORY / RL_E_CONNECTION_FAILED (no socket
  * could be made), in which case on_connect is never called. [any] */
-int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud);
+int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud,
+                rl__errdetail *detail);
 
 /* ---------------------------------------------------------------------------------------------
  * Connections

@@ -117,22 +117,20 @@ void rl__net_close_all(rl_loop *loop);
 int rl__net_has_objects(rl_loop *loop);
 
 /* sock.c: socket helpers (the one place for socket #ifdefs). */
-void rl__net_errmsg_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void rl__net_errmsg_clear(void);
-/* Parse ip (dotted IPv4 inside 127.0.0.0/8) and port into *out; RL_E_INVALID_ARGUMENT with a
- * detail message otherwise. */
-int rl__net_loopback_addr(const char *ip, uint16_t port, struct sockaddr_in *out);
+/* Parse ip (dotted IPv4 inside 127.0.0.0/8) and port into *out; RL_E_INVALID_ARGUMENT with the
+ * reason in d otherwise. In these helpers d is NULL or where a failure's detail goes. */
+int rl__net_loopback_addr(const char *ip, uint16_t port, struct sockaddr_in *out, rl__errdetail *d);
 /* "A.B.C.D:PORT" into buf (at least 24 bytes). */
 void rl__net_format_addr(const struct sockaddr_in *sa, char *buf, size_t cap);
 /* Map an errno of a socket call to an error code (dflt for anything without a better match). */
 int rl__net_map_errno(int e, int dflt);
 /* A listening socket bound to *sa (non-blocking, close-on-exec, SO_REUSEADDR); the bound port
  * in *out_port. Returns RL_OK, RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED or RL_E_OUT_OF_MEMORY. */
-int rl__net_listen_socket(const struct sockaddr_in *sa, int *out_fd, uint16_t *out_port);
+int rl__net_listen_socket(const struct sockaddr_in *sa, int *out_fd, uint16_t *out_port, rl__errdetail *d);
 /* Start a non-blocking connect to *sa. *out_fd is the socket (TCP_NODELAY set) and *out_state
  * 0: connected at once, 1: in progress, or an error code (refused, …) with the socket still open.
  * Returns RL_OK, or an error when no socket could be made (then no fd). */
-int rl__net_connect_socket(const struct sockaddr_in *sa, int *out_fd, int *out_state);
+int rl__net_connect_socket(const struct sockaddr_in *sa, int *out_fd, int *out_state, rl__errdetail *d);
 /* Accept one connection: RL_OK with *out_fd (non-blocking, TCP_NODELAY), RL_E_NOT_FOUND when none
  * is waiting (or a transient error), RL_E_OPERATION_FAILED on fd exhaustion (*out_errno set). */
 int rl__net_accept(int lfd, int *out_fd, int *out_errno);

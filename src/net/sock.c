@@ -19,27 +19,14 @@
 #include "net/loop_int.h"
 #include "reclayer/error.h"
 
-static _Thread_local char net_errmsg[256];
-
-void rl__net_errmsg_set(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(net_errmsg, sizeof net_errmsg, fmt, ap);
-    va_end(ap);
-}
-
-void rl__net_errmsg_clear(void) { net_errmsg[0] = 0; }
-
-const char *rl__net_errmsg(void) { return net_errmsg; }
-
-int rl__net_loopback_addr(const char *ip, uint16_t port, struct sockaddr_in *out) {
+int rl__net_loopback_addr(const char *ip, uint16_t port, struct sockaddr_in *out, rl__errdetail *d) {
     struct in_addr a;
     if (!ip || inet_pton(AF_INET, ip, &a) != 1) {
-        rl__net_errmsg_set("address %s is not a dotted IPv4 address (loopback 127.0.0.0/8 only)", ip ? ip : "(null)");
+        rl__errdetail_set(d, "address %s is not a dotted IPv4 address (loopback 127.0.0.0/8 only)", ip ? ip : "(null)");
         return RL_E_INVALID_ARGUMENT;
     }
     if ((ntohl(a.s_addr) >> 24) != 127) {
-        rl__net_errmsg_set("address %s is outside 127.0.0.0/8: servers and clients use loopback only", ip);
+        rl__errdetail_set(d, "address %s is outside 127.0.0.0/8: servers and clients use loopback only", ip);
         return RL_E_INVALID_ARGUMENT;
     }
     memset(out, 0, sizeof *out);
@@ -77,34 +64,34 @@ static int set_nodelay(int fd) {
     return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-int rl__net_listen_socket(const struct sockaddr_in *sa, int *out_fd, uint16_t *out_port) {
+int rl__net_listen_socket(const struct sockaddr_in *sa, int *out_fd, uint16_t *out_port, rl__errdetail *d) {
     char addr[32];
     rl__net_format_addr(sa, addr, sizeof addr);
     int rc, one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        rl__net_errmsg_set("socket for %s: %s", addr, strerror(errno));
+        rl__errdetail_set(d, "socket for %s: %s", addr, strerror(errno));
         return rl__net_map_errno(errno, RL_E_BIND_FAILED);
     }
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
-        rl__net_errmsg_set("SO_REUSEADDR on %s: %s", addr, strerror(errno));
+        rl__errdetail_set(d, "SO_REUSEADDR on %s: %s", addr, strerror(errno));
         rc = RL_E_BIND_FAILED;
         goto fail;
     }
     if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) != 0) {
-        rl__net_errmsg_set("bind %s: %s", addr, strerror(errno));
+        rl__errdetail_set(d, "bind %s: %s", addr, strerror(errno));
         rc = rl__net_map_errno(errno, RL_E_BIND_FAILED);
         goto fail;
     }
     if (listen(fd, SOMAXCONN) != 0) {
-        rl__net_errmsg_set("listen %s: %s", addr, strerror(errno));
+        rl__errdetail_set(d, "listen %s: %s", addr, strerror(errno));
         rc = rl__net_map_errno(errno, RL_E_BIND_FAILED);
         goto fail;
     }
     struct sockaddr_in bound;
     socklen_t blen = sizeof bound;
     if (getsockname(fd, (struct sockaddr *)&bound, &blen) != 0) {
-        rl__net_errmsg_set("getsockname %s: %s", addr, strerror(errno));
+        rl__errdetail_set(d, "getsockname %s: %s", addr, strerror(errno));
         rc = RL_E_BIND_FAILED;
         goto fail;
     }
@@ -116,12 +103,12 @@ fail:
     return rc;
 }
 
-int rl__net_connect_socket(const struct sockaddr_in *sa, int *out_fd, int *out_state) {
+int rl__net_connect_socket(const struct sockaddr_in *sa, int *out_fd, int *out_state, rl__errdetail *d) {
     char addr[32];
     rl__net_format_addr(sa, addr, sizeof addr);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        rl__net_errmsg_set("socket for %s: %s", addr, strerror(errno));
+        rl__errdetail_set(d, "socket for %s: %s", addr, strerror(errno));
         return rl__net_map_errno(errno, RL_E_CONNECTION_FAILED);
     }
     (void)set_nodelay(fd); /* set before connecting; a failure only costs latency */
@@ -131,7 +118,7 @@ int rl__net_connect_socket(const struct sockaddr_in *sa, int *out_fd, int *out_s
     if (r == 0) *out_state = 0;
     else if (errno == EINPROGRESS) *out_state = 1;
     else {
-        rl__net_errmsg_set("connect %s: %s", addr, strerror(errno));
+        rl__errdetail_set(d, "connect %s: %s", addr, strerror(errno));
         *out_state = rl__net_map_errno(errno, RL_E_CONNECTION_FAILED);
         if (*out_state == RL_E_TIMED_OUT) *out_state = RL_E_CONNECTION_FAILED;
     }

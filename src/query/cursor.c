@@ -373,7 +373,7 @@ static void set_msg(rl_cursor *c, const char *fmt, ...) {
 
 /* The printable tuple form of key (or its hex if it is not a tuple) into out. */
 static void print_key(const uint8_t *key, size_t len, rl_buf *out) {
-    if (rl__tuple_print(key, len, out) != RL_OK) {
+    if (rl__tuple_print(key, len, out, NULL) != RL_OK) {
         rl__buf_reset(out);
         rl__buf_append_str(out, "x'");
         rl__buf_append_hex(out, key, len);

@@ -92,7 +92,7 @@ static int add_defect(check_ctx *c, const char *kind, const uint8_t *key, size_t
     rl__buf_init(&k);
     size_t pl = c->s->prefix_len;
     if (klen >= pl && !memcmp(key, c->s->prefix, pl)) {
-        if (rl__tuple_print(key + pl, klen - pl, &k) != RL_OK) {
+        if (rl__tuple_print(key + pl, klen - pl, &k, NULL) != RL_OK) {
             rl__buf_reset(&k);
             rl__bytes_printable(&k, key + pl, klen - pl);
         }

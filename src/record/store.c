@@ -35,7 +35,7 @@ const char *rl_store_errmsg(const rl_store *s) { return s ? rl__errdetail_get(&s
 int rl__record_defect_error(const rl__unsplit_event *ev, rl__errdetail *err) {
     rl_buf k;
     rl__buf_init(&k);
-    rl__tuple_print(ev->key, ev->key_len, &k);
+    rl__tuple_print(ev->key, ev->key_len, &k, NULL);
     rl__errdetail_set(err, "%s%s%s at key %s", rl__unsplit_kind_message(ev->kind), *ev->detail ? ": " : "", ev->detail,
                       k.data);
     rl__buf_release(&k);
@@ -219,7 +219,7 @@ int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_rec
     if (rc) {
         rl_buf k;
         rl__buf_init(&k);
-        rl__tuple_print(ev->pk, ev->pk_len, &k);
+        rl__tuple_print(ev->pk, ev->pk_len, &k, NULL);
         rl__errdetail_set(d, "record %s: %s", k.data, err.data);
         rl__buf_release(&k);
         rl__buf_release(&err);

@@ -150,18 +150,6 @@ int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uin
     return RL_OK;
 }
 
-/* Append s as a JSON string literal. */
-static void json_str(rl_buf *out, const char *s, size_t n) {
-    rl__buf_append_byte(out, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
-        else if (c < 0x20) rl__buf_printf(out, "\\u%04x", c);
-        else rl__buf_append_byte(out, c);
-    }
-    rl__buf_append_byte(out, '"');
-}
-
 int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out) {
     const ProtobufCMessageDescriptor *d = m->descriptor;
     int first = 1;
@@ -173,7 +161,7 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out) {
                 size_t n = *(const size_t *)((const char *)m + fd->quantifier_offset);
                 if (!first) rl__buf_append_byte(out, ',');
                 first = 0;
-                json_str(out, fd->name, strlen(fd->name));
+                rl__buf_append_json_str(out, fd->name, strlen(fd->name));
                 rl__buf_printf(out, ":{\"repeated\":%zu}", n);
             }
             continue;
@@ -189,7 +177,7 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out) {
         if (!present) continue;
         if (!first) rl__buf_append_byte(out, ',');
         first = 0;
-        json_str(out, fd->name, strlen(fd->name));
+        rl__buf_append_json_str(out, fd->name, strlen(fd->name));
         rl__buf_append_byte(out, ':');
         const void *v = (const char *)m + fd->offset;
         switch (fd->type) {
@@ -209,7 +197,7 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out) {
         case PROTOBUF_C_TYPE_DOUBLE: rl__buf_printf(out, "%.17g", *(const double *)v); break;
         case PROTOBUF_C_TYPE_STRING: {
             const char *s = *(char *const *)v;
-            json_str(out, s, strlen(s));
+            rl__buf_append_json_str(out, s, strlen(s));
             break;
         }
         case PROTOBUF_C_TYPE_BYTES: {
@@ -228,12 +216,12 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out) {
 
 int rl__tool_record_json(const rl_record *r, rl_buf *out) {
     rl__buf_append_str(out, "{\"type\":");
-    json_str(out, r->type->name, strlen(r->type->name));
+    rl__buf_append_json_str(out, r->type->name, strlen(r->type->name));
     rl__buf_append_str(out, ",\"pk\":");
     rl_buf pk;
     rl__buf_init(&pk);
-    rl__tuple_print(r->pk, r->pk_len, &pk);
-    json_str(out, (const char *)pk.data, pk.len);
+    rl__tuple_print(r->pk, r->pk_len, &pk, NULL);
+    rl__buf_append_json_str(out, (const char *)pk.data, pk.len);
     rl__buf_release(&pk);
     rl__buf_append_str(out, ",\"version\":");
     if (r->has_version) {

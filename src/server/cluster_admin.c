@@ -51,6 +51,7 @@
 #include "base/clock.h"
 #include "kv/cluster/clusterfile.h"
 #include "net/netem.h"
+#include "storage/os.h"
 
 #define PATH_CAP 4096
 #define HEALTH_KEY "\xff/rlcluster/health"
@@ -80,10 +81,7 @@ static int os_error(rl_buf *msg, int err, const char *fmt, ...) {
     rl__buf_vprintf(msg, fmt, ap);
     va_end(ap);
     rl__buf_printf(msg, ": %s", strerror(err));
-    if (err == ENOENT) return RL_E_FILE_NOT_FOUND;
-    if (err == ENOMEM) return RL_E_OUT_OF_MEMORY;
-    if (err == ENOSPC) return RL_E_NO_SPACE;
-    return RL_E_IO_ERROR;
+    return rl__os_map_errno(err);
 }
 
 static int fail(rl_buf *msg, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -115,65 +113,6 @@ static int make_dir(const char *path, rl_buf *msg) {
         return fail(msg, RL_E_INVALID_ARGUMENT, "%s exists and is not a directory", path);
     }
     return os_error(msg, errno, "cannot create directory %s", path);
-}
-
-/* Write data to path atomically: path.tmp, fsync, rename, fsync of the directory. */
-static int write_file_atomic(const char *path, const void *data_, size_t len, rl_buf *msg) {
-    const char *data = data_;
-    char tmp[PATH_CAP + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return os_error(msg, errno, "cannot create %s", tmp);
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            return os_error(msg, e, "cannot write %s", tmp);
-        }
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return os_error(msg, e, "cannot sync %s", tmp);
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) return os_error(msg, errno, "cannot rename %s to %s", tmp, path);
-    char d[PATH_CAP];
-    snprintf(d, sizeof d, "%s", path);
-    char *slash = strrchr(d, '/');
-    if (slash) {
-        *slash = 0;
-        int dfd = open(d[0] ? d : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-    }
-    return RL_OK;
-}
-
-/* Read a whole small file into out (NUL-terminated). RL_E_FILE_NOT_FOUND if absent. */
-static int read_file(const char *path, rl_buf *out, rl_buf *msg) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return os_error(msg, errno, "cannot open %s", path);
-    char chunk[8192];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            return os_error(msg, e, "cannot read %s", path);
-        }
-        if (r == 0) break;
-        rl__buf_append(out, chunk, (size_t)r);
-    }
-    close(fd);
-    return rl__buf_error(out) ? RL_E_OUT_OF_MEMORY : RL_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -266,6 +205,19 @@ static int proc_stop(const cl_proc *p, int hard) {
     return signalled;
 }
 
+/* A new JSON object with what pids.json and the status say of every process: role, id, pid,
+ * address, host, port. Under OOM jansson returns NULL and its setters ignore NULL. */
+static json_t *proc_json(const cl_proc *p) {
+    json_t *o = json_object();
+    json_object_set_new(o, "role", json_string(p->is_coordinator ? "coordinator" : "storage"));
+    json_object_set_new(o, "id", json_integer(p->id));
+    json_object_set_new(o, "pid", json_integer(p->pid));
+    json_object_set_new(o, "address", json_string(p->ip));
+    json_object_set_new(o, "host", json_string(p->host));
+    json_object_set_new(o, "port", json_integer(p->port));
+    return o;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * pids.json
  * ------------------------------------------------------------------------------------------ */
@@ -295,13 +247,7 @@ static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
     json_object_set_new(root, "jitter_us", json_integer(s->jitter_us));
     for (int i = 0; i < s->n; i++) {
         const cl_proc *p = &s->p[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "role", json_string(p->is_coordinator ? "coordinator" : "storage"));
-        json_object_set_new(o, "id", json_integer(p->id));
-        json_object_set_new(o, "pid", json_integer(p->pid));
-        json_object_set_new(o, "address", json_string(p->ip));
-        json_object_set_new(o, "host", json_string(p->host));
-        json_object_set_new(o, "port", json_integer(p->port));
+        json_t *o = proc_json(p);
         json_object_set_new(o, "start_time", json_integer(p->start_time));
         json_object_set_new(o, "proc_start_ticks", json_integer((json_int_t)p->proc_start));
         json_object_set_new(o, "running", json_boolean(p->running));
@@ -320,7 +266,7 @@ static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
     rl__buf_append(&b, text, len);
     rl__buf_append_byte(&b, '\n');
     free(text);
-    rc = rl__buf_error(&b) ? RL_E_OUT_OF_MEMORY : write_file_atomic(path, b.data, b.len, msg);
+    rc = rl__buf_error(&b) ? RL_E_OUT_OF_MEMORY : rl__os_write_file_atomic(path, b.data, b.len, 0, "rl cluster", msg);
     rl__buf_release(&b);
     return rc;
 }
@@ -894,19 +840,19 @@ static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg)
     path_of(portf, dir, "run/%s.port", name);
     path_of(logf, dir, "logs/%s.log", name);
     for (;;) {
-        rl_buf b, ignore;
-        rl__buf_init(&b);
-        rl__buf_init(&ignore);
-        int rc = read_file(portf, &b, &ignore);
+        uint8_t *text = NULL;
+        size_t len = 0;
+        int rc = rl__os_read_file(portf, &text, &len);
         unsigned long port = 0;
         int ok = 0;
-        if (rc == RL_OK && b.len >= 2 && b.data[b.len - 1] == '\n') {
-            char *end = NULL;
-            port = strtoul((const char *)b.data, &end, 10);
+        if (rc == RL_OK && len >= 2 && len < 16 && text[len - 1] == '\n') {
+            char digits[16], *end = NULL;
+            memcpy(digits, text, len);
+            digits[len] = 0;
+            port = strtoul(digits, &end, 10);
             ok = end && *end == '\n' && port > 0 && port < 65536;
         }
-        rl__buf_release(&b);
-        rl__buf_release(&ignore);
+        rl__free(text);
         if (ok) {
             p->port = (uint16_t)port;
             return RL_OK;
@@ -1309,7 +1255,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
         goto out;
     }
     path_of(path, dir, "init.json");
-    if ((rc = write_file_atomic(path, layout.data, layout.len, msg))) goto out;
+    if ((rc = rl__os_write_file_atomic(path, layout.data, layout.len, 0, "rl cluster", msg))) goto out;
     random_id(s->cluster_id, sizeof s->cluster_id);
     s->no_sync = o->no_sync;
     s->window_versions = o->window_versions;
@@ -1345,7 +1291,8 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
         rl__buf_init(&text);
         rl__cluster_file_format(&cf, &text);
         path_of(path, dir, "reclayer.cluster");
-        rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY : write_file_atomic(path, text.data, text.len, msg);
+        rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY
+                                  : rl__os_write_file_atomic(path, text.data, text.len, 0, "rl cluster", msg);
         rl__buf_release(&text);
     }
     if (rc) {
@@ -1471,13 +1418,7 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
         cl_proc *p = &s->p[i];
         char name[32];
         proc_name(p, name, sizeof name);
-        json_t *o = json_object();
-        json_object_set_new(o, "role", json_string(p->is_coordinator ? "coordinator" : "storage"));
-        json_object_set_new(o, "id", json_integer(p->id));
-        json_object_set_new(o, "address", json_string(p->ip));
-        json_object_set_new(o, "host", json_string(p->host));
-        json_object_set_new(o, "port", json_integer(p->port));
-        json_object_set_new(o, "pid", json_integer(p->pid));
+        json_t *o = proc_json(p);
         path_of(path, dir, "logs/%s.log", name);
         json_object_set_new(o, "log", json_string(path));
         int alive = proc_is_ours(p);

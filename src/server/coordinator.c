@@ -60,6 +60,7 @@
 #include "base/log.h"
 #include "reclayer/error.h"
 #include "net/netem.h"
+#include "storage/os.h"
 #include "tuple/tuple.h"
 
 static const uint8_t k_ff[1] = {0xff};
@@ -835,34 +836,11 @@ static int publish_self(rl_coordinator *co, rl_buf *errmsg) {
     return rc;
 }
 
-/* Write "PORT\n" to path atomically: path.tmp, fsync, rename, fsync the directory. */
+/* Write "PORT\n" to path atomically (rl__os_write_file_atomic). */
 static int write_port_file(const char *path, uint16_t port, rl_buf *errmsg) {
-    char tmp[4200], text[16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char text[16];
     int len = snprintf(text, sizeof text, "%u\n", port);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) goto fail;
-    if (write(fd, text, (size_t)len) != len || fsync(fd) != 0) {
-        close(fd);
-        goto fail;
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) goto fail;
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) dir[1] = 0;
-    else if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        if (fsync(dfd) != 0) rl__log(RL_LOG_WARN, "coordinator: fsync %s: %s", dir, strerror(errno));
-        close(dfd);
-    }
-    return RL_OK;
-fail:
-    rl__buf_printf(errmsg, "cannot write the port file %s: %s", path, strerror(errno));
-    return RL_E_IO_ERROR;
+    return rl__os_write_file_atomic(path, text, (size_t)len, 0, "coordinator", errmsg);
 }
 
 /* mkdir path unless it is a directory already. */
@@ -972,17 +950,19 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
     if ((rc = rl__co_move_load(co, errmsg)) != RL_OK) goto fail;
 
     /* 4. Listen, publish our own address, write the port file. */
-    if ((rc = rl__loop_new(0, &co->loop)) != RL_OK) {
-        rl__buf_printf(errmsg, "cannot create the event loop: %s", rl__net_errmsg());
+    rl__errdetail nd;
+    rl__errdetail_init(&nd, NULL);
+    if ((rc = rl__loop_new(0, &co->loop, &nd)) != RL_OK) {
+        rl__buf_printf(errmsg, "cannot create the event loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
     /* Its timers (PEEK long polls, housekeeping) need no microsecond precision: never spin —
      * unless a delay is injected, whose release timers do (rl__co_margin_for_delay). */
     rl__co_margin_for_delay(co);
-    rc = rl__listen(co->loop, co->listen_ip, o->listen_port, rl__co_on_accept, co, &co->listener);
+    rc = rl__listen(co->loop, co->listen_ip, o->listen_port, rl__co_on_accept, co, &co->listener, &nd);
     if (rc != RL_OK) {
         rl__buf_printf(errmsg, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port, rl_error_name(rc),
-                       rl__net_errmsg());
+                       rl__errdetail_get(&nd));
         goto fail;
     }
     co->port = rl__listener_port(co->listener);

@@ -23,7 +23,6 @@
 #include "base/args.h"
 #include "base/log.h"
 #include "reclayer/error.h"
-#include "net/netem.h"
 #include "server/coordinator.h"
 #include "server/server.h"
 
@@ -38,54 +37,18 @@ static void on_signal(int sig) {
     if (c) rl__coordinator_stop(c);
 }
 
-/* Split "IP:PORT" into ip (NUL-terminated, at most 15 characters) and port. */
-static int parse_listen(const char *s, char ip[16], uint16_t *port, char *msg, size_t cap) {
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || (size_t)(colon - s) > 15) {
-        snprintf(msg, cap, "'%s' is not IP:PORT (e.g. 127.0.0.1:0)", s);
-        return RL_E_INVALID_ARGUMENT;
-    }
-    memcpy(ip, s, (size_t)(colon - s));
-    ip[colon - s] = 0;
-    uint64_t p;
-    char why[128];
-    if (rl__args_uint64(colon + 1, 0, 65535, &p, why, sizeof why) != RL_OK) {
-        snprintf(msg, cap, "port of '%s': %s", s, why);
-        return RL_E_INVALID_ARGUMENT;
-    }
-    *port = (uint16_t)p;
-    return RL_OK;
-}
-
 /* See server.h: parse, install the signal handlers, open, serve, close; the exit code. */
 int rl__rlkvd_coordinator_main(int argc, char **argv) {
-    const char *dir = NULL, *listen = "127.0.0.1:0", *port_file = NULL, *host = "host1", *init = NULL;
-    int no_sync = 0;
-    uint64_t window = 5000000, segment_bytes = 8ull << 20, delay_us = 0, jitter_us = 0;
+    const char *dir = NULL, *init = NULL;
+    rl__rlkvd_opts c = RL__RLKVD_OPTS_INIT;
+    uint64_t segment_bytes = 8ull << 20;
     const rl_arg opts[] = {{.name = "dir",
                             .kind = RL_ARG_STRING,
                             .dest = &dir,
                             .metavar = "DIR",
                             .help = "the coordinator's directory (commit log, system keyspace); created if missing",
                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
-                           {.name = "listen",
-                            .kind = RL_ARG_STRING,
-                            .dest = &listen,
-                            .metavar = "IP:PORT",
-                            .help = "address to listen on, inside 127.0.0.0/8; port 0 picks a free port",
-                            .flags = RL_ARG_NONEMPTY},
-                           {.name = "port-file",
-                            .kind = RL_ARG_STRING,
-                            .dest = &port_file,
-                            .metavar = "FILE",
-                            .help = "write the port (\"PORT\\n\") here, atomically, once listening",
-                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
-                           {.name = "host",
-                            .kind = RL_ARG_STRING,
-                            .dest = &host,
-                            .metavar = "LABEL",
-                            .help = "the host label of this process (delay injection)",
-                            .flags = RL_ARG_NONEMPTY},
+                           RL__RLKVD_COMMON_OPTS(&c),
                            {.name = "init",
                             .kind = RL_ARG_STRING,
                             .dest = &init,
@@ -93,17 +56,6 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
                             .help = "the initial layout (JSON: storage ids and shards), read on the first start only "
                                     "(default: one shard on storage server 1)",
                             .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
-                           {.name = "no-sync",
-                            .kind = RL_ARG_FLAG,
-                            .dest = &no_sync,
-                            .help = "never fsync (benchmarks only: an acknowledged commit may be lost in a crash)"},
-                           {.name = "window-versions",
-                            .kind = RL_ARG_UINT64,
-                            .dest = &window,
-                            .metavar = "N",
-                            .help = "the MVCC and conflict window, in versions (1,000,000 per second)",
-                            .umin = 1000,
-                            .umax = 1000000000000ull},
                            {.name = "log-segment-bytes",
                             .kind = RL_ARG_UINT64,
                             .dest = &segment_bytes,
@@ -112,21 +64,6 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
                                     "deletes whole segments; tests use small ones)",
                             .umin = 4096,
                             .umax = 1ull << 40},
-                           {.name = "delay-us",
-                            .kind = RL_ARG_UINT64,
-                            .dest = &delay_us,
-                            .metavar = "N",
-                            .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "
-                                    "admin tools); at most 10,000,000; changed at run time by SET_DELAY",
-                            .umin = 0,
-                            .umax = RL_NETEM_MAX_US},
-                           {.name = "jitter-us",
-                            .kind = RL_ARG_UINT64,
-                            .dest = &jitter_us,
-                            .metavar = "N",
-                            .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)",
-                            .umin = 0,
-                            .umax = RL_NETEM_MAX_US},
                            {0}};
     const rl_args_cmd cmd = {.name = "rlkvd coordinator",
                              .summary = "Run the cluster's coordinator: read versions, commits (sequencer, resolver, "
@@ -138,7 +75,7 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     char ip[16], msg[256];
     uint16_t port = 0;
-    if (parse_listen(listen, ip, &port, msg, sizeof msg) != RL_OK)
+    if (rl__args_ip_port(c.listen, 0, ip, &port, msg, sizeof msg) != RL_OK)
         return rl__args_usage_error(&cmd, "--listen: %s", msg);
     if (!getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
 
@@ -156,18 +93,18 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     o.dir = dir;
     o.listen_ip = ip;
     o.listen_port = port;
-    o.port_file = port_file;
-    o.host = host;
+    o.port_file = c.port_file;
+    o.host = c.host;
     o.init_file = init;
-    o.no_sync = no_sync;
-    o.window_versions = window;
+    o.no_sync = c.no_sync;
+    o.window_versions = c.window;
     o.segment_bytes = segment_bytes;
-    o.delay_us = (uint32_t)delay_us;
-    o.jitter_us = (uint32_t)jitter_us;
+    o.delay_us = (uint32_t)c.delay_us;
+    o.jitter_us = (uint32_t)c.jitter_us;
     rl_buf err;
     rl__buf_init(&err);
-    rl_coordinator *c = NULL;
-    int rc = rl__coordinator_open(&o, &c, &err);
+    rl_coordinator *co = NULL;
+    int rc = rl__coordinator_open(&o, &co, &err);
     if (rc != RL_OK) {
         fprintf(stderr, "rlkvd coordinator: cannot start: %s (%s)\n",
                 err.len ? (const char *)err.data : rl_error_message(rc), rl_error_name(rc));
@@ -175,13 +112,13 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
         return 1;
     }
     rl__buf_release(&err);
-    fprintf(stderr, "rlkvd coordinator: serving %s on %s:%u (host %s, pid %ld)%s\n", dir, ip, rl__coordinator_port(c),
-            host, (long)getpid(), no_sync ? "; --no-sync: commits are NOT fsynced (benchmarks only)" : "");
-    g_served = c;
-    if (g_stop_requested) rl__coordinator_stop(c); /* a signal during startup */
-    rc = rl__coordinator_run(c);
+    fprintf(stderr, "rlkvd coordinator: serving %s on %s:%u (host %s, pid %ld)%s\n", dir, ip, rl__coordinator_port(co),
+            c.host, (long)getpid(), c.no_sync ? "; --no-sync: commits are NOT fsynced (benchmarks only)" : "");
+    g_served = co;
+    if (g_stop_requested) rl__coordinator_stop(co); /* a signal during startup */
+    rc = rl__coordinator_run(co);
     g_served = NULL;
     fprintf(stderr, "rlkvd coordinator: stopping (%s)\n", rc == RL_OK ? "signal" : rl_error_name(rc));
-    rl__coordinator_close(c);
+    rl__coordinator_close(co);
     return rc == RL_OK ? 0 : 1;
 }

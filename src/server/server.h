@@ -5,6 +5,70 @@
 #ifndef RL_SERVER_SERVER_H
 #define RL_SERVER_SERVER_H
 
+#include <stdint.h>
+
+#include "base/args.h"
+#include "net/netem.h"
+
+/* The options both roles take, parsed into one struct from one table (RL__RLKVD_COMMON_OPTS),
+ * so their names, ranges and help cannot drift apart. */
+typedef struct {
+    const char *listen;    /* "IP:PORT" inside 127.0.0.0/8; port 0 picks a free port */
+    const char *port_file; /* where to write the bound port; NULL: nowhere */
+    const char *host;      /* the host label (delay injection) */
+    int no_sync;           /* never fsync (benchmarks only) */
+    uint64_t window;       /* the MVCC window, in versions */
+    uint64_t delay_us, jitter_us;
+} rl__rlkvd_opts;
+
+#define RL__RLKVD_OPTS_INIT \
+    { .listen = "127.0.0.1:0", .host = "host1", .window = 5000000 }
+
+/* The rl_arg entries of rl__rlkvd_opts *c (a table's other entries come before or after). */
+#define RL__RLKVD_COMMON_OPTS(c)                                                                         \
+    {.name = "listen",                                                                                   \
+     .kind = RL_ARG_STRING,                                                                              \
+     .dest = &(c)->listen,                                                                               \
+     .metavar = "IP:PORT",                                                                               \
+     .help = "address to listen on, inside 127.0.0.0/8; port 0 picks a free port",                       \
+     .flags = RL_ARG_NONEMPTY},                                                                          \
+        {.name = "port-file",                                                                            \
+         .kind = RL_ARG_STRING,                                                                          \
+         .dest = &(c)->port_file,                                                                        \
+         .metavar = "FILE",                                                                              \
+         .help = "write the port (\"PORT\\n\") here, atomically, once listening",                        \
+         .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},                                                  \
+        {.name = "host",                                                                                 \
+         .kind = RL_ARG_STRING,                                                                          \
+         .dest = &(c)->host,                                                                             \
+         .metavar = "LABEL",                                                                             \
+         .help = "the host label of this process (delay injection)",                                     \
+         .flags = RL_ARG_NONEMPTY},                                                                      \
+        {.name = "no-sync",                                                                              \
+         .kind = RL_ARG_FLAG,                                                                            \
+         .dest = &(c)->no_sync,                                                                          \
+         .help = "never fsync (benchmarks only: an acknowledged commit may be lost in a crash)"},        \
+        {.name = "window-versions",                                                                      \
+         .kind = RL_ARG_UINT64,                                                                          \
+         .dest = &(c)->window,                                                                           \
+         .metavar = "N",                                                                                 \
+         .help = "the MVCC and conflict window, in versions (1,000,000 per second)",                     \
+         .umin = 1000,                                                                                   \
+         .umax = 1000000000000ull},                                                                      \
+        {.name = "delay-us",                                                                             \
+         .kind = RL_ARG_UINT64,                                                                          \
+         .dest = &(c)->delay_us,                                                                         \
+         .metavar = "N",                                                                                 \
+         .help = "injected one-way delay, in µs, on what this process sends to other hosts (not to "    \
+                 "admin tools); at most 10,000,000; changed at run time by SET_DELAY",                   \
+         .umin = 0,                                                                                      \
+         .umax = RL_NETEM_MAX_US},                                                                       \
+    {                                                                                                    \
+        .name = "jitter-us", .kind = RL_ARG_UINT64, .dest = &(c)->jitter_us, .metavar = "N",             \
+        .help = "a uniform jitter in [0, N] µs added to each delayed frame (never reorders)", .umin = 0, \
+        .umax = RL_NETEM_MAX_US                                                                          \
+    }
+
 int rl__rlkvd_coordinator_main(int argc, char **argv);
 int rl__rlkvd_storage_main(int argc, char **argv);
 

@@ -356,6 +356,9 @@ void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn);
 /* Fill m (zeroed first) with the HELLO request this server opens its connections with (role
  * storage, its id and host label; the label is borrowed from ss). Pure. */
 void rl__ss_hello(const rl_ss *ss, rl_msg *m);
+/* Send that HELLO on conn (a new connection to a peer storage server). If encoding fails (out
+ * of memory only), nothing is sent. [loop] */
+void rl__ss_send_hello(const rl_ss *ss, rl_conn *conn);
 /* A delayed connection closed: keep its frames' lateness for STATUS. [loop] */
 void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn);
 /* Append the status JSON. [loop] */

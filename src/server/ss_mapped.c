@@ -300,12 +300,7 @@ static void on_peer_connect(rl_conn *conn, int err, void *ud) {
     p->conn = conn;
     rl__conn_set_callbacks(conn, on_peer_frame, on_peer_close, p);
     if (p->delayed) rl__ss_delay_conn(ss, conn); /* before the HELLO: the first frame */
-    rl_msg m;
-    rl__ss_hello(ss, &m);
-    rl_buf b;
-    rl__buf_init(&b);
-    if (rl__msg_encode(&b, &m, NULL) == RL_OK) rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);
-    rl__buf_release(&b);
+    rl__ss_send_hello(ss, conn);
     /* The waiting requests, oldest first (the list is newest first). */
     ss_s2s_req *w = NULL;
     chain_add(&w, p->waiting);
@@ -342,7 +337,7 @@ static void peer_connect_locked(rl_ss *ss, ss_peer *p, const ss_server *sv, ss_s
     p->port = sv->port;
     p->delayed = !sv->same_host;
     p->connecting = 1;
-    int rc = rl__connect(ss->loop, p->addr, p->port, ss->o.connect_timeout_ms, on_peer_connect, p);
+    int rc = rl__connect(ss->loop, p->addr, p->port, ss->o.connect_timeout_ms, on_peer_connect, p, NULL);
     if (rc != RL_OK) {
         p->connecting = 0;
         chain_add(failed, peer_detach_all(p));
@@ -470,7 +465,11 @@ void rl__ss_s2s_tick(rl_ss *ss) {
         }
     }
     pthread_mutex_unlock(&ss->peers_mu);
-    fail_chain(expired, RL_E_TIMED_OUT, "a storage server did not answer in time");
+    for (ss_s2s_req *n; expired; expired = n) {
+        n = expired->next;
+        expired->next = NULL;
+        req_fail(expired, RL_E_TIMED_OUT, "storage server %u did not answer in time", expired->server);
+    }
 }
 
 void rl__ss_peers_free(rl_ss *ss) {

@@ -50,6 +50,7 @@
 #include "base/log.h"
 #include "reclayer/error.h"
 #include "server/ss_int.h"
+#include "storage/os.h"
 
 #define FETCH_PAGE_BYTES (1L << 20)
 #define FETCH_TIMEOUT_NS (5000000000ull)
@@ -298,12 +299,7 @@ static void on_src_connect(rl_conn *conn, int err, void *ud) {
     }
     f->conn = conn;
     rl__conn_set_callbacks(conn, on_src_frame, on_src_close, f);
-    rl_msg m;
-    rl__ss_hello(ss, &m);
-    rl_buf b;
-    rl__buf_init(&b);
-    if (rl__msg_encode(&b, &m, NULL) == RL_OK) rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);
-    rl__buf_release(&b);
+    rl__ss_send_hello(ss, conn);
     send_page(f);
 }
 
@@ -368,7 +364,7 @@ static void fetch_try(ss_fetch *f) {
     f->state = F_FETCH;
     f->connecting = 1;
     if (f->fv == 0) fetch_restart(f, f->assigned);
-    int rc = rl__connect(ss->loop, src->addr, src->port, ss->o.connect_timeout_ms, on_src_connect, f);
+    int rc = rl__connect(ss->loop, src->addr, src->port, ss->o.connect_timeout_ms, on_src_connect, f, NULL);
     if (rc != RL_OK) {
         f->connecting = 0;
         f->state = F_WAIT_MAP;
@@ -383,10 +379,10 @@ static void moved_path(const rl_ss *ss, char *p, size_t cap, const char *suffix)
     snprintf(p, cap, "%s/moved-in%s", ss->dir, suffix);
 }
 
-/* Rewrite DIR/moved-in from ss->moved_in. RL_OK or RL_E_IO_ERROR (logged). */
+/* Rewrite DIR/moved-in from ss->moved_in (rl__os_write_file_atomic). RL_OK or the mapped error
+ * (logged). */
 static int moved_write(rl_ss *ss) {
-    char tmp[4200], path[4200];
-    moved_path(ss, tmp, sizeof tmp, ".tmp");
+    char path[4200];
     moved_path(ss, path, sizeof path, "");
     rl_buf b;
     rl__buf_init(&b);
@@ -399,13 +395,7 @@ static int moved_write(rl_ss *ss) {
         rl__buf_printf(&b, " %" PRIu64 "\n", r->since);
     }
     int rc = rl__buf_error(&b);
-    int fd = rc == RL_OK ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    if (fd < 0 || (b.len && write(fd, b.data, b.len) != (ssize_t)b.len) || (!ss->o.no_sync && fsync(fd) != 0) ||
-        close(fd) != 0 || rename(tmp, path) != 0) {
-        rl__log(RL_LOG_ERROR, "storage server %u: cannot write %s: %s", ss->o.id, path, strerror(errno));
-        if (fd >= 0) close(fd);
-        rc = RL_E_IO_ERROR;
-    }
+    if (rc == RL_OK) rc = rl__os_write_file_atomic(path, b.data, b.len, ss->o.no_sync, "storage server", NULL);
     rl__buf_release(&b);
     return rc;
 }

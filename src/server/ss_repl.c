@@ -530,10 +530,13 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
 static void co_connect(rl_ss *ss) {
     if (atomic_load(&ss->stopping) || ss->co_state != SS_CO_DOWN) return;
     ss->co_state = SS_CO_CONNECTING;
-    int rc = rl__connect(ss->loop, ss->coord_ip, ss->o.coordinator_port, ss->o.connect_timeout_ms, on_co_connect, ss);
+    rl__errdetail nd;
+    rl__errdetail_init(&nd, NULL);
+    int rc =
+        rl__connect(ss->loop, ss->coord_ip, ss->o.coordinator_port, ss->o.connect_timeout_ms, on_co_connect, ss, &nd);
     if (rc != RL_OK) {
         rl__log(RL_LOG_WARN, "storage server %u: cannot connect to %s:%u: %s (%s)", ss->o.id, ss->coord_ip,
-                ss->o.coordinator_port, rl_error_name(rc), rl__net_errmsg());
+                ss->o.coordinator_port, rl_error_name(rc), rl__errdetail_get(&nd));
         ss->co_state = SS_CO_DOWN;
         schedule_retry(ss);
     }

@@ -189,17 +189,6 @@ static void json_hex(rl_buf *out, const uint8_t *p, uint32_t n) {
     rl__buf_append(out, "\"", 1);
 }
 
-static void json_str(rl_buf *out, const char *s) {
-    rl__buf_append(out, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f) rl__buf_printf(out, "\\u%04x", c);
-        else rl__buf_append(out, s, 1);
-    }
-    rl__buf_append(out, "\"", 1);
-}
-
 void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn) {
     if (ss->delay_us || ss->jitter_us) (void)rl__netem_set(conn, ss->delay_us, ss->jitter_us, ss->delay_salt++);
 }
@@ -213,6 +202,15 @@ void rl__ss_hello(const rl_ss *ss, rl_msg *m) {
     m->u.hello_req.id = ss->o.id;
     m->u.hello_req.host = (const uint8_t *)ss->host;
     m->u.hello_req.host_len = (uint32_t)strlen(ss->host);
+}
+
+void rl__ss_send_hello(const rl_ss *ss, rl_conn *conn) {
+    rl_msg m;
+    rl__ss_hello(ss, &m);
+    rl_buf b;
+    rl__buf_init(&b);
+    if (rl__msg_encode(&b, &m, NULL) == RL_OK) rl__conn_send(conn, RL_MSG_HELLO, 0, 0, b.data, b.len);
+    rl__buf_release(&b);
 }
 
 void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn) {
@@ -243,7 +241,7 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
     memset(&s, 0, sizeof s);
     rl__storage_get_status(ss->st, &s);
     rl__buf_printf(out, "{\"role\":\"storage\",\"id\":%u,\"host\":", ss->o.id);
-    json_str(out, ss->host);
+    rl__buf_append_json_str(out, ss->host, strlen(ss->host));
     rl__buf_printf(out,
                    ",\"pid\":%ld,\"applied_version\":%" PRIu64 ",\"known_version\":%" PRIu64
                    ",\"durable_version\":%" PRIu64 ",\"shards\":[",
@@ -270,7 +268,7 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_mapped_ns), (uint64_t)atomic_load(&ss->popped),
                    atomic_load(&ss->registered) ? "true" : "false", (uint64_t)atomic_load(&ss->n_peeks),
                    (uint64_t)atomic_load(&ss->n_parked), (uint64_t)atomic_load(&ss->n_future));
-    json_str(out, ss->listen_ip);
+    rl__buf_append_json_str(out, ss->listen_ip, strlen(ss->listen_ip));
     rl__buf_printf(out, ",\"port\":%u,\"no_sync\":%s,\"window_versions\":%" PRIu64 ",\"engine\":\"%s\"", ss->port,
                    ss->o.no_sync ? "true" : "false", ss->o.window_versions, s.engine ? s.engine : "memory");
     /* Tracing counters (docs/protocol.md §9): reads by type, GET_MULTI served for peers, the
@@ -911,14 +909,16 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
                 o->id, rl__storage_tail_name(s.recovery_tail), s.recovery_tail_bytes,
                 s.recovery_log ? s.recovery_log : "?", s.recovery_moved_to ? s.recovery_moved_to : "(left in place)");
 
-    if ((rc = rl__loop_new(0, &ss->loop)) != RL_OK) {
-        errf(errmsg, "storage server: cannot create the event loop: %s", rl__net_errmsg());
+    rl__errdetail nd;
+    rl__errdetail_init(&nd, NULL);
+    if ((rc = rl__loop_new(0, &ss->loop, &nd)) != RL_OK) {
+        errf(errmsg, "storage server: cannot create the event loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
-    rc = rl__listen(ss->loop, ss->listen_ip, o->listen_port, on_accept, ss, &ss->lis);
+    rc = rl__listen(ss->loop, ss->listen_ip, o->listen_port, on_accept, ss, &ss->lis, &nd);
     if (rc != RL_OK) {
         errf(errmsg, "storage server: cannot listen on %s:%u: %s (%s)", ss->listen_ip, o->listen_port,
-             rl_error_name(rc), rl__net_errmsg());
+             rl_error_name(rc), rl__errdetail_get(&nd));
         goto fail;
     }
     ss->port = rl__listener_port(ss->lis);

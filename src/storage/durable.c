@@ -494,24 +494,12 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
 }
 
 int rl__logdir_record_engine(rl_storage *st, const char *name, rl_buf *errmsg) {
-    char path[4200], tmp[4300], cur[64];
+    char path[4200], cur[64], line[80];
     int r = read_engine_file(st->f.dir, cur, sizeof cur);
     if (r == 1) return RL_OK;
     snprintf(path, sizeof path, "%s/ENGINE", st->f.dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc;
-    if (fd < 0) {
-        rc = io_fail("open", tmp);
-        rl__os_errf(errmsg, "cannot create %s: %s", tmp, strerror(errno));
-        return rc;
-    }
-    char line[80];
     int n = snprintf(line, sizeof line, "%s\n", name);
-    rc = write_all(fd, (const uint8_t *)line, (size_t)n, tmp);
-    if (rc == RL_OK) rc = sync_fd(st, fd, tmp);
-    close(fd);
-    if (rc == RL_OK && rl__os_rename(tmp, path) != 0) rc = io_fail("rename", tmp);
-    if (rc == RL_OK) rc = sync_dir(st);
+    int rc = rl__os_write_file_atomic(path, line, (size_t)n, st->f.no_sync, WHO, NULL);
     if (rc != RL_OK) rl__os_errf(errmsg, "cannot record the engine in %s: %s", path, rl_error_name(rc));
     return rc;
 }

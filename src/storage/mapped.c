@@ -704,6 +704,17 @@ static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl
     return rc;
 }
 
+/* The bytes entries ents[from..to) count against target_bytes (step 2 of the file header): each
+ * one's index key and value and every key and value of its secondaries. */
+static long entries_cost(const rl_mapped_entry *ents, int from, int to) {
+    long cost = 0;
+    for (int i = from; i < to; i++) {
+        cost += (long)ents[i].index.key_len + (long)ents[i].index.value_len;
+        for (int j = 0; j < ents[i].n_kvs; j++) cost += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
+    }
+    return cost;
+}
+
 /* The mapped read (see mapped.h and the file header for the accounting). On RL_OK *out holds
  * *out_n entries in index-scan order, all in arena a. On error the outputs are empty/zero and
  * whatever was allocated stays in a (released with it). Errors: RL_E_INVALID_ARGUMENT,
@@ -819,22 +830,12 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
             }
             if (got < stop - mapped) { /* the page ends here: entries [mapped + got, ...) left */
                 stop = mapped + got;
-                for (int i = mapped; i < stop; i++) {
-                    long cost = (long)ents[i].index.key_len + (long)ents[i].index.value_len;
-                    for (int j = 0; j < ents[i].n_kvs; j++)
-                        cost += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
-                    remaining -= cost;
-                }
+                remaining -= entries_cost(ents, mapped, stop);
                 mapped = stop;
                 break;
             }
         }
-        for (int i = mapped; i < stop; i++) {
-            long cost = (long)ents[i].index.key_len + (long)ents[i].index.value_len;
-            for (int j = 0; j < ents[i].n_kvs; j++)
-                cost += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
-            remaining -= cost;
-        }
+        remaining -= entries_cost(ents, mapped, stop);
         mapped = stop;
     }
     if (locked) rl__storage_read_unlock(st);

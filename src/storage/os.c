@@ -228,6 +228,41 @@ int rl__os_sync_dir(const char *dir, int no_sync, const char *who) {
     return rc;
 }
 
+int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int no_sync, const char *who,
+                             rl_buf *errmsg) {
+    char tmp[4104], dir[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof dir) {
+        rl__os_errf(errmsg, "cannot write %.64s...: the path is longer than %zu bytes", path, sizeof dir - 1);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc, fd = rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = rl__os_io_fail(who, "open", tmp);
+        goto fail;
+    }
+    rc = rl__os_write_all(fd, data, len, who, tmp);
+    if (rc == RL_OK) rc = rl__os_sync_fd(fd, no_sync, who, tmp);
+    close(fd);
+    if (rc == RL_OK && rl__os_rename(tmp, path) != 0) rc = rl__os_io_fail(who, "rename", tmp);
+    if (rc != RL_OK) {
+        int e = errno;
+        (void)rl__os_unlink(tmp);
+        errno = e;
+        goto fail;
+    }
+    memcpy(dir, path, n + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if ((rc = rl__os_sync_dir(dir, no_sync, who)) == RL_OK) return RL_OK;
+fail:
+    rl__os_errf(errmsg, "cannot write %s: %s", path, strerror(errno));
+    return rc;
+}
+
 int rl__os_read_file(const char *path, uint8_t **out, size_t *out_len) {
     int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0), rc = RL_OK;
     uint8_t *buf = NULL;

@@ -89,6 +89,13 @@ int rl__os_sync_fd(int fd, int no_sync, const char *who, const char *path);
 /* fsync directory dir (names created or removed in it become durable) unless no_sync. RL_OK
  * or the mapped error of the open or the fsync (logged). */
 int rl__os_sync_dir(const char *dir, int no_sync, const char *who);
+/* Replace the small file at path with data[0..len) so that a crash leaves the old contents or
+ * the new, never a mix: write path.tmp, fdatasync it (unless no_sync), rename it over path,
+ * fsync the directory (unless no_sync). RL_OK, or the mapped error of the failed call (logged),
+ * with "cannot write PATH: <strerror>" appended to errmsg (may be NULL); path.tmp is then removed.
+ * RL_E_INVALID_ARGUMENT (nothing done) if path is longer than 4,095 bytes. */
+int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int no_sync, const char *who,
+                             rl_buf *errmsg);
 /* Read the whole file at path into a new heap buffer (*out, rl__free; at least 1 byte is
  * allocated, so *out is not NULL on RL_OK even for an empty file). Errors (nothing allocated,
  * nothing logged): the mapped errno of open/fstat/read, RL_E_IO_ERROR when the file shrank

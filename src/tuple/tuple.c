@@ -28,17 +28,14 @@
 #include "base/alloc.h"
 #include "reclayer/error.h"
 
-/* The detail of the last failure (rl__tuple_error_detail): thread-local, so the codec stays free
- * of handles; written only on error paths. */
-static _Thread_local char error_detail[160];
+/* scan_nested's private result for the nesting limit; rl__tuple_iter_next reports it as
+ * RL_E_TUPLE_MALFORMED with it->too_deep set. */
+enum { SCAN_TOO_DEEP = -1 };
 
-const char *rl__tuple_error_detail(void) { return error_detail; }
+#define TOO_DEEP_DETAIL "tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)"
 
-void rl__tuple_set_error_detail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(error_detail, sizeof error_detail, fmt, ap);
-    va_end(ap);
+void rl__tuple_detail(rl__errdetail *d, const rl_tuple_iter *it, int rc) {
+    if (rc && it->too_deep) rl__errdetail_set(d, TOO_DEEP_DETAIL, RL_TUPLE_MAX_DEPTH);
 }
 
 /* ============================================================================================
@@ -227,7 +224,8 @@ static int decode_scalar(const uint8_t *p, const uint8_t *end, rl_tuple_elem *e,
 
 /* Find the extent of a nested tuple whose content starts at p (just after its 0x05), validating
  * every element inside, without recursion. depth0 is the nesting depth of that tuple (1 for a
- * tuple inside a top-level one). Sets *out_end to its terminating 0x00. RL_OK or an error. */
+ * tuple inside a top-level one). Sets *out_end to its terminating 0x00. RL_OK, SCAN_TOO_DEEP when
+ * tuples nest deeper than RL_TUPLE_MAX_DEPTH, or a decoding error. */
 static int scan_nested(const uint8_t *p, const uint8_t *end, int depth0, const uint8_t **out_end) {
     int depth = 1;
     rl_tuple_elem tmp;
@@ -257,14 +255,14 @@ static int scan_nested(const uint8_t *p, const uint8_t *end, int depth0, const u
         if (rc) return rc;
     }
 too_deep:
-    rl__tuple_set_error_detail("tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)", RL_TUPLE_MAX_DEPTH);
-    return RL_E_TUPLE_MALFORMED;
+    return SCAN_TOO_DEEP;
 }
 
 void rl__tuple_iter_init(rl_tuple_iter *it, const void *data, size_t len) {
     it->p = data;
     it->end = it->p + len;
     it->nested = 0;
+    it->too_deep = 0;
 }
 
 void rl__tuple_iter_init_nested(rl_tuple_iter *it, const rl_tuple_elem *nested) {
@@ -272,6 +270,7 @@ void rl__tuple_iter_init_nested(rl_tuple_iter *it, const rl_tuple_elem *nested) 
     it->end = it->p + nested->payload_len;
     /* The depth rides in the flag (>= 1) so that deeper tuples stay bounded. */
     it->nested = nested->depth > 0 ? nested->depth : 1;
+    it->too_deep = 0;
 }
 
 /* Decode the element at it->p; see tuple.h. */
@@ -297,6 +296,10 @@ int rl__tuple_iter_next(rl_tuple_iter *it, rl_tuple_elem *out) {
         const uint8_t *z;
         int depth = it->nested + 1;
         rc = scan_nested(p + 1, end, depth, &z);
+        if (rc == SCAN_TOO_DEEP) {
+            it->too_deep = 1;
+            return RL_E_TUPLE_MALFORMED;
+        }
         if (rc) return rc;
         out->type = RL_TT_NESTED;
         out->payload = p + 1;
@@ -756,9 +759,10 @@ fail:
     return rc;
 }
 
-int rl__tuple_print(const void *data, size_t len, rl_buf *out) {
+int rl__tuple_print(const void *data, size_t len, rl_buf *out, rl__errdetail *detail) {
     rl_tuple_iter it;
-    error_detail[0] = 0;
     rl__tuple_iter_init(&it, data, len);
-    return print_tuple(&it, out);
+    int rc = print_tuple(&it, out);
+    rl__tuple_detail(detail, &it, rc);
+    return rc;
 }

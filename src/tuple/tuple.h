@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* The deepest nesting the decoder accepts (see rule 4 above). */
 #define RL_TUPLE_MAX_DEPTH 1000
@@ -68,6 +69,8 @@ typedef struct {
     const uint8_t *end; /* one past the last byte */
     int nested;         /* 0 at top level; else the depth of the nested tuple iterated (then
                            0x00 0xff is null) */
+    int too_deep;       /* set when rl__tuple_iter_next failed because a nested tuple passes
+                           RL_TUPLE_MAX_DEPTH (RL_E_TUPLE_MALFORMED; see rl__tuple_detail) */
 } rl_tuple_iter;
 
 /* Iterate the elements of a top-level tuple encoding data[0..len). data is borrowed. */
@@ -184,16 +187,18 @@ int rl__tuple_dec_to_mag(const char *s, size_t n, int *out_negative, rl_buf *mag
  *                                           '\' escaped, the rest \xNN)
  *   UUID("01234567-89ab-cdef-0123-456789abcdef")
  *   Versionstamp("0123456789abcdef0123", 7)     10-byte transaction version (hex), user version
- *   Versionstamp(<incomplete>, 7)               when the 10 bytes are all 0xff */
-int rl__tuple_print(const void *data, size_t len, rl_buf *out);
+ *   Versionstamp(<incomplete>, 7)               when the 10 bytes are all 0xff
+ * detail: NULL, or where a failure's detail goes ("Error details" below). */
+int rl__tuple_print(const void *data, size_t len, rl_buf *out, rl__errdetail *detail);
 
-/* rl__tuple_error_detail — what the code alone does not say about the last failure of
- * rl__tuple_print, rl__tuple_to_json or rl__tuple_pack_json / rl__tuple_from_json in this thread
- * (e.g. "tuples nest at most 1000 levels deep (RL_TUPLE_MAX_DEPTH)"); "" when there is nothing to
- * add. Those calls clear it first. Thread-local static storage, valid until the next of them in
- * the thread; never NULL. (Other decoding calls may set it but do not clear it.) */
-const char *rl__tuple_error_detail(void);
-/* Set the detail (printf format) — for tuple.c and tuple_json.c. */
-void rl__tuple_set_error_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Error details. The codec has no handle, so the calls whose failures have more to say than
+ * their code (rl__tuple_print, rl__tuple_to_json, rl__tuple_from_json, rl__tuple_pack_json)
+ * take the caller's rl__errdetail (base/errdetail.h), or NULL: a failure with a detail sets it
+ * (e.g. "tuples nest at most 1000 levels deep (RL_TUPLE_MAX_DEPTH)"), a failure without one and
+ * a success leave it as it was.
+ *
+ * rl__tuple_detail — for those calls: after rc failed on iterator it, set d's message when the
+ * iterator knows more (the nesting limit). d NULL, rc RL_OK and no detail are no-ops. */
+void rl__tuple_detail(rl__errdetail *d, const rl_tuple_iter *it, int rc);
 
 #endif

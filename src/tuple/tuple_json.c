@@ -103,18 +103,18 @@ static int elems_to_json(rl_tuple_iter *it, json_t *arr, rl_buf *tmp) {
     return rc == RL_E_NOT_FOUND ? RL_OK : rc;
 }
 
-int rl__tuple_to_json(const void *data, size_t len, json_t **out) {
+int rl__tuple_to_json(const void *data, size_t len, json_t **out, rl__errdetail *detail) {
     rl_tuple_iter it;
     rl_buf tmp;
     int rc;
     json_t *arr = json_array();
     *out = NULL;
-    rl__tuple_set_error_detail("%s", "");
     if (!arr) return RL_E_OUT_OF_MEMORY;
     rl__buf_init(&tmp);
     rl__tuple_iter_init(&it, data, len);
     rc = elems_to_json(&it, arr, &tmp);
     rl__buf_release(&tmp);
+    rl__tuple_detail(detail, &it, rc);
     if (rc) goto fail;
     *out = arr;
     return RL_OK;
@@ -136,15 +136,15 @@ static int hex_value(const json_t *v, size_t want, rl_buf *tmp) {
     return RL_OK;
 }
 
-static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp);
+static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp, rl__errdetail *d);
 
-/* Pack one element object {"kind": value}. */
-static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp) {
+/* Pack one element object {"kind": value}. d: NULL or where a failure's detail goes. */
+static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp, rl__errdetail *d) {
     const char *key;
     json_t *v;
     int rc;
     if (!json_is_object(o) || json_object_size(o) != 1) {
-        rl__tuple_set_error_detail("an element must be an object with one key, e.g. {\"int\":\"1\"}");
+        rl__errdetail_set(d, "an element must be an object with one key, e.g. {\"int\":\"1\"}");
         return RL_E_INVALID_ARGUMENT;
     }
     void *iter = json_object_iter((json_t *)o);
@@ -189,47 +189,47 @@ static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp) {
         else rl__tuple_pack_versionstamp(pk, tmp->data);
     } else if (!strcmp(key, "tuple")) {
         if (pk->depth >= RL_TUPLE_MAX_DEPTH) {
-            rl__tuple_set_error_detail("tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)", RL_TUPLE_MAX_DEPTH);
+            rl__errdetail_set(d, "tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)", RL_TUPLE_MAX_DEPTH);
             return RL_E_INVALID_ARGUMENT;
         }
         if (!json_is_array(v)) return RL_E_INVALID_ARGUMENT;
         rl__tuple_pack_nested_begin(pk);
-        if ((rc = pack_elems(pk, v, tmp))) return rc;
+        if ((rc = pack_elems(pk, v, tmp, d))) return rc;
         rl__tuple_pack_nested_end(pk);
     } else {
-        rl__tuple_set_error_detail("unknown element kind \"%.40s\" (null, bool, int, bytes, string, float, double, "
-                                   "uuid, versionstamp, tuple)",
-                                   key);
+        rl__errdetail_set(d,
+                          "unknown element kind \"%.40s\" (null, bool, int, bytes, string, float, double, "
+                          "uuid, versionstamp, tuple)",
+                          key);
         return RL_E_INVALID_ARGUMENT;
     }
     return rl__tuple_packer_error(pk);
 }
 
-static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp) {
+static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp, rl__errdetail *d) {
     size_t i;
     json_t *o;
     int rc;
     json_array_foreach(arr, i, o) {
-        if ((rc = pack_elem(pk, o, tmp))) return rc;
+        if ((rc = pack_elem(pk, o, tmp, d))) return rc;
     }
     return RL_OK;
 }
 
-int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr) {
+int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr, rl__errdetail *detail) {
     rl_buf tmp;
     int rc;
-    rl__tuple_set_error_detail("%s", "");
     if (!json_is_array(arr)) return RL_E_INVALID_ARGUMENT;
     rl__buf_init(&tmp);
-    rc = pack_elems(pk, arr, &tmp);
+    rc = pack_elems(pk, arr, &tmp, detail);
     if (!rc) rc = rl__buf_error(&tmp);
     rl__buf_release(&tmp);
     if (!rc) rc = rl__tuple_packer_error(pk);
     return rc;
 }
 
-int rl__tuple_from_json(const json_t *arr, rl_buf *out) {
+int rl__tuple_from_json(const json_t *arr, rl_buf *out, rl__errdetail *detail) {
     rl_tuple_packer pk;
     rl__tuple_packer_init(&pk, out);
-    return rl__tuple_pack_json(&pk, arr);
+    return rl__tuple_pack_json(&pk, arr, detail);
 }

@@ -20,17 +20,19 @@
 #include "tuple/tuple.h"
 
 /* Decode the tuple data[0..len) into a new JSON array (*out, a new reference the caller
- * json_decref()s; NULL on error). RL_OK, a decoding error, or RL_E_OUT_OF_MEMORY. */
-int rl__tuple_to_json(const void *data, size_t len, json_t **out);
+ * json_decref()s; NULL on error). RL_OK, a decoding error, or RL_E_OUT_OF_MEMORY.
+ *
+ * detail, in all three: NULL, or where a failure's detail goes (tuple.h, "Error details"). */
+int rl__tuple_to_json(const void *data, size_t len, json_t **out, rl__errdetail *detail);
 
 /* Encode the JSON array arr (borrowed) as a tuple appended to out. A versionstamp whose first 10
  * bytes are all 0xff is packed as an incomplete one (same bytes, counted by the packer).
  * RL_E_INVALID_ARGUMENT if arr is not an array of elements in the form above (wrong key, hex of
  * the wrong length, bad decimal ...), RL_E_TUPLE_VALUE_OVERFLOW for an integer longer than 255
  * bytes, RL_E_OUT_OF_MEMORY. out may hold a partial encoding after an error. */
-int rl__tuple_from_json(const json_t *arr, rl_buf *out);
+int rl__tuple_from_json(const json_t *arr, rl_buf *out, rl__errdetail *detail);
 
 /* Encode into an existing packer (at its current depth), for callers building a larger key. */
-int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr);
+int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr, rl__errdetail *detail);
 
 #endif

@@ -44,10 +44,12 @@ static int parse_arg(const rl_args_cmd *cmd, const kv_opts *o, int is_key, const
     json_error_t jerr;
     json_t *j = json_loads(s, 0, &jerr);
     if (!j) return rl__args_usage_error(cmd, "%s: not JSON: %s (column %d)", what, jerr.text, jerr.column);
-    int rc = rl__tuple_from_json(j, out);
+    rl__errdetail detail;
+    rl__errdetail_init(&detail, NULL);
+    int rc = rl__tuple_from_json(j, out, &detail);
     json_decref(j);
     if (rc) {
-        const char *d = rl__tuple_error_detail();
+        const char *d = rl__errdetail_get(&detail);
         return rl__args_usage_error(cmd, "%s: not a JSON tuple array (see `rl tuple --help`): %s%s%s", what,
                                     rl_error_name(rc), *d ? ": " : "", d);
     }
@@ -57,7 +59,7 @@ static int parse_arg(const rl_args_cmd *cmd, const kv_opts *o, int is_key, const
 static void print_key(const kv_opts *o, const uint8_t *k, size_t n) {
     if (o->tuple) {
         json_t *j = NULL;
-        if (rl__tuple_to_json(k, n, &j) == RL_OK && j) {
+        if (rl__tuple_to_json(k, n, &j, NULL) == RL_OK && j) {
             char *s = json_dumps(j, JSON_COMPACT);
             if (s) fputs(s, stdout);
             free(s);

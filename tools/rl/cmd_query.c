@@ -343,7 +343,7 @@ int rl_cmd_query(int argc, char **argv) {
                 rl__buf_append_str(&out, "{\"orphan\": true, \"pk\": ");
                 rl_buf p;
                 rl__buf_init(&p);
-                rl__tuple_print(row->pk, row->pk_len, &p);
+                rl__tuple_print(row->pk, row->pk_len, &p, NULL);
                 rl__buf_append_str(&out, "\"");
                 for (size_t i = 0; i < p.len; i++) {
                     if (p.data[i] == '"' || p.data[i] == '\\') rl__buf_append_byte(&out, '\\');

@@ -21,10 +21,10 @@
 #include "tuple/tuple.h"
 #include "tuple/tuple_json.h"
 
-/* Report rc on stderr (with the tuple layer's detail when it has one, e.g. the nesting limit)
- * and return the exit code for invalid input. */
-static int fail(const char *what, int rc) {
-    const char *d = rl__tuple_error_detail();
+/* Report rc on stderr (with the tuple layer's detail when it has one, e.g. the nesting limit;
+ * detail may be NULL) and return the exit code for invalid input. */
+static int fail(const char *what, int rc, const rl__errdetail *detail) {
+    const char *d = rl__errdetail_get(detail);
     fprintf(stderr, "rl tuple %s: %s: %s%s%s\n", what, rl_error_name(rc), rl_error_message(rc), *d ? ": " : "", d);
     return 1;
 }
@@ -35,6 +35,8 @@ static int do_decode(const char *hex, int as_json) {
     char *s = NULL;
     int rc, code = 1;
     const char *what = as_json ? "decode" : "print";
+    rl__errdetail detail;
+    rl__errdetail_init(&detail, NULL);
     rl__buf_init(&in);
     rl__buf_init(&out);
     char msg[256];
@@ -45,21 +47,21 @@ static int do_decode(const char *hex, int as_json) {
         goto done;
     }
     if (as_json) {
-        rc = rl__tuple_to_json(in.data, in.len, &j);
+        rc = rl__tuple_to_json(in.data, in.len, &j, &detail);
         if (rc) {
-            code = fail(what, rc);
+            code = fail(what, rc, &detail);
             goto done;
         }
         s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
         if (!s) {
-            code = fail(what, RL_E_OUT_OF_MEMORY);
+            code = fail(what, RL_E_OUT_OF_MEMORY, NULL);
             goto done;
         }
         printf("%s\n", s);
     } else {
-        rc = rl__tuple_print(in.data, in.len, &out);
+        rc = rl__tuple_print(in.data, in.len, &out, &detail);
         if (rc) {
-            code = fail(what, rc);
+            code = fail(what, rc, &detail);
             goto done;
         }
         printf("%s\n", (const char *)out.data);
@@ -78,6 +80,8 @@ static int do_encode(const char *text) {
     rl_buf out, hex;
     int rc, code = 1;
     json_t *j = json_loads(text, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+    rl__errdetail detail;
+    rl__errdetail_init(&detail, NULL);
     rl__buf_init(&out);
     rl__buf_init(&hex);
     if (!j) {
@@ -90,14 +94,14 @@ static int do_encode(const char *text) {
                 rl_error_name(RL_E_INVALID_ARGUMENT));
         goto done;
     }
-    rc = rl__tuple_from_json(j, &out);
+    rc = rl__tuple_from_json(j, &out, &detail);
     if (rc) {
-        code = fail("encode", rc);
+        code = fail("encode", rc, &detail);
         goto done;
     }
     rl__buf_append_hex(&hex, out.data, out.len);
     if ((rc = rl__buf_error(&hex))) {
-        code = fail("encode", rc);
+        code = fail("encode", rc, NULL);
         goto done;
     }
     printf("%s\n", (const char *)hex.data);

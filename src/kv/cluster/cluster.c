@@ -668,12 +668,14 @@ static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t serv
     cc->state = C_CONNECTING;
     cl->conns[cl->n_conns++] = cc;
     pthread_mutex_unlock(&cl->mu);
-    int rc = rl__connect(cl->loop, ip, port, RL_CLUSTER_CONNECT_TIMEOUT_MS, on_connect, cc);
+    rl__errdetail nd;
+    rl__errdetail_init(&nd, NULL);
+    int rc = rl__connect(cl->loop, ip, port, RL_CLUSTER_CONNECT_TIMEOUT_MS, on_connect, cc, &nd);
     if (rc) { /* on_connect will not run: nothing waits on cc yet (the caller adds itself) */
         pthread_mutex_lock(&cc->mu);
         cc->state = C_CLOSED;
         pthread_mutex_unlock(&cc->mu);
-        rl__log(RL_LOG_INFO, "cluster client: cannot connect to %s:%u: %s", ip, port, rl__net_errmsg());
+        rl__log(RL_LOG_INFO, "cluster client: cannot connect to %s:%u: %s", ip, port, rl__errdetail_get(&nd));
         cconn_unlist(cc);
     }
     return cc;
@@ -1911,17 +1913,6 @@ static int run_internal(cluster *cl, int kind, uint32_t server, int timeout_ms, 
     return w ? waiter_wait(w, timeout_ms) : RL_E_OUT_OF_MEMORY;
 }
 
-static void json_str(rl_buf *out, const char *s) {
-    rl__buf_append(out, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') rl__buf_printf(out, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f) rl__buf_printf(out, "\\u%04x", c);
-        else rl__buf_append(out, s, 1);
-    }
-    rl__buf_append(out, "\"", 1);
-}
-
 /* The client's own view: connections, the location cache, counters. */
 static void client_view(cluster *cl, rl_buf *out) {
     pthread_mutex_lock(&cl->mu);
@@ -1972,7 +1963,7 @@ static void client_view(cluster *cl, rl_buf *out) {
             rl__buf_printf(
                 out, "%s{\"id\": %u, \"role\": \"%s\", \"address\": \"%s\", \"port\": %u, \"host\": ", i ? ", " : "",
                 s->id, s->role == RL_ROLE_COORDINATOR ? "coordinator" : "storage", s->address, s->port);
-            json_str(out, s->host);
+            rl__buf_append_json_str(out, s->host, strlen(s->host));
             rl__buf_printf(out, ", \"healthy\": %s}", s->healthy ? "true" : "false");
         }
         rl__buf_printf(out, "], \"shards\": [");
@@ -2032,7 +2023,7 @@ static int cl_status_json(rl_kv_backend *b, rl_buf *out) {
     for (int i = 0; i < n_ids; i++) rs[i] = ws[i] ? waiter_wait(ws[i], WAIT_LEFT_MS()) : RL_E_CLIENT_INVALID_OPERATION;
 #undef WAIT_LEFT_MS
     rl__buf_printf(out, "{\"backend\": \"cluster\", \"cluster_file\": ");
-    json_str(out, cl->path);
+    rl__buf_append_json_str(out, cl->path, strlen(cl->path));
     rl__buf_printf(out, ", \"coordinator\": \"%s:%u\", \"read_only\": %s, ", cl->cf.ip, cl->cf.port,
                    cl->read_only ? "true" : "false");
     if (rg == RL_OK) rl__buf_printf(out, "\"read_version\": %llu, ", (unsigned long long)wg->version);
@@ -2318,8 +2309,10 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
                                                               : RL_FETCH_DEFAULT;
     cl->popt.batch = 0;
     if ((rc = rl__cluster_file_read(cl->path, &cl->cf, errmsg))) goto fail;
-    if ((rc = rl__loop_new(0, &cl->loop))) {
-        if (errmsg) rl__buf_printf(errmsg, "cannot create the network loop: %s", rl__net_errmsg());
+    rl__errdetail nd;
+    rl__errdetail_init(&nd, NULL);
+    if ((rc = rl__loop_new(0, &cl->loop, &nd))) {
+        if (errmsg) rl__buf_printf(errmsg, "cannot create the network loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
     if (pthread_create(&cl->thread, NULL, net_main, cl)) {

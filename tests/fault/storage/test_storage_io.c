@@ -405,7 +405,74 @@ TEST(storage_io_2_2_recovery_read_fails) {
     free(dir);
 }
 
+/* rl__os_write_file_atomic (port files, ENGINE, moved-in, rl cluster's files): every call it
+ * makes fails in turn (open, write, fdatasync, rename, the directory's open and fsync). Each
+ * failure returns the mapped code with "cannot write PATH" in the message and leaves the old
+ * contents whole and no PATH.tmp behind, except a failed directory fsync, which comes after the
+ * rename (the new contents are then in place, not yet durable). Without faults it replaces the
+ * contents, an empty file included; a path too long is refused before any call. */
+TEST(storage_io_3_1_write_file_atomic) {
+    char *dir = rl_test_tmpdir("st-atomic");
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/f", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    ASSERT_OK(rl__os_write_file_atomic(path, "old\n", 4, 0, "test", NULL));
+    static const struct {
+        rl_os_kind kind;
+        long n;
+        int err, rc, after_rename;
+    } faults[] = {
+        {RL_OS_OPEN, 0, EACCES, RL_E_IO_ERROR, 0}, {RL_OS_WRITE, 0, ENOSPC, RL_E_NO_SPACE, 0},
+        {RL_OS_FSYNC, 0, EIO, RL_E_IO_ERROR, 0},   {RL_OS_RENAME, 0, EIO, RL_E_IO_ERROR, 0},
+        {RL_OS_OPEN, 1, EIO, RL_E_IO_ERROR, 1},    {RL_OS_FSYNC, 1, EIO, RL_E_IO_ERROR, 1},
+    };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        ASSERT_OK(rl__os_write_file_atomic(path, "old\n", 4, 0, "test", NULL));
+        rl_buf msg;
+        rl__buf_init(&msg);
+        rl__os_fault_arm(faults[i].kind, faults[i].n, faults[i].err, 0);
+        int rc = rl__os_write_file_atomic(path, "new contents\n", 13, 0, "test", &msg);
+        int fired = rl__os_fault_fired();
+        rl__os_fault_disarm();
+        if (!fired || rc != faults[i].rc) fail_msg("fault %zu: fired %d rc %s", i, fired, rl_error_name(rc));
+        ASSERT_NOT_NULL(strstr((const char *)msg.data, "cannot write "));
+        ASSERT_NOT_NULL(strstr((const char *)msg.data, path));
+        ASSERT_TRUE(access(tmp, F_OK) != 0);
+        uint8_t *got = NULL;
+        size_t len = 0;
+        ASSERT_OK(rl__os_read_file(path, &got, &len));
+        if (faults[i].after_rename) ASSERT_MEM_EQ(got, len, "new contents\n", 13);
+        else ASSERT_MEM_EQ(got, len, "old\n", 4);
+        rl__free(got);
+        rl__buf_release(&msg);
+    }
+    /* no_sync makes no fsync call at all. */
+    rl__os_fault_arm(RL_OS_FSYNC, 0, EIO, 0);
+    ASSERT_OK(rl__os_write_file_atomic(path, "", 0, 1, "test", NULL));
+    ASSERT_FALSE(rl__os_fault_fired());
+    rl__os_fault_disarm();
+    uint8_t *got = NULL;
+    size_t len = 1;
+    ASSERT_OK(rl__os_read_file(path, &got, &len));
+    ASSERT_EQ(len, 0);
+    rl__free(got);
+    char *long_path = rl__malloc(5000);
+    memset(long_path, 'a', 4999);
+    long_path[4999] = 0;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    rl__os_fault_arm(RL_OS_OPEN, -1, 0, 0);
+    ASSERT_RC(rl__os_write_file_atomic(long_path, "x", 1, 0, "test", &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_EQ(rl__os_fault_count(RL_OS_OPEN), 0);
+    rl__os_fault_disarm();
+    ASSERT_NOT_NULL(strstr((const char *)msg.data, "longer than"));
+    rl__buf_release(&msg);
+    rl__free(long_path);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
 RL_TEST_MAIN(T(storage_io_1_1_model_self_check), T(storage_io_1_2_write_fails), T(storage_io_1_3_write_torn),
              T(storage_io_1_4_write_enospc), T(storage_io_1_5_fsync_fails), T(storage_io_1_6_rename_fails),
              T(storage_io_1_7_open_fails), T(storage_io_2_1_recovery_truncate_fails),
-             T(storage_io_2_2_recovery_read_fails))
+             T(storage_io_2_2_recovery_read_fails), T(storage_io_3_1_write_file_atomic))

@@ -49,10 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t count = 0;
     int rc = rl__tuple_validate(data, size, &count);
     json_t *j = NULL;
-    int jrc = rl__tuple_to_json(data, size, &j);
+    int jrc = rl__tuple_to_json(data, size, &j, NULL);
     rl_buf txt;
     rl__buf_init(&txt);
-    int prc = rl__tuple_print(data, size, &txt);
+    int prc = rl__tuple_print(data, size, &txt, NULL);
     rl__buf_release(&txt);
     if (jrc != rc || prc != rc) abort();
     if (rc != RL_OK) {
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (out.len != size || memcmp(out.data, data, size)) abort();
 
     rl__buf_reset(&out);
-    if (rl__tuple_from_json(j, &out) != RL_OK) abort();
+    if (rl__tuple_from_json(j, &out, NULL) != RL_OK) abort();
     if (out.len != size || memcmp(out.data, data, size)) abort();
     rl__buf_release(&out);
     json_decref(j);

@@ -484,7 +484,45 @@ TEST(args_1_12_unescape_unhex) {
     rl__buf_release(&b);
 }
 
+/* args-1.13: IP:PORT, the one parser of rlkvd's --listen and --coordinator: the address and port
+ * on success, nothing written and a message naming the fault otherwise. */
+TEST(args_1_13_ip_port) {
+    char ip[16] = "unchanged", msg[256];
+    uint16_t port = 7;
+    ASSERT_OK(rl__args_ip_port("127.0.0.2:0", 0, ip, &port, msg, sizeof msg));
+    ASSERT_STR_EQ(ip, "127.0.0.2");
+    ASSERT_EQ(port, 0);
+    ASSERT_OK(rl__args_ip_port("255.255.255.255:65535", 1, ip, &port, msg, sizeof msg));
+    ASSERT_STR_EQ(ip, "255.255.255.255");
+    ASSERT_EQ(port, 65535);
+    snprintf(ip, sizeof ip, "unchanged");
+    port = 7;
+    static const struct {
+        const char *in;
+        int min_port;
+        const char *why;
+    } bad[] = {
+        {"127.0.0.1", 0, "'127.0.0.1' is not IP:PORT (e.g. 127.0.0.1:0)"},
+        {":5", 0, "':5' is not IP:PORT (e.g. 127.0.0.1:0)"},
+        {"", 0, "'' is not IP:PORT (e.g. 127.0.0.1:0)"},
+        {"localhost:5", 0, "'localhost:5': the address is not dotted IPv4"},
+        {"127.0.0.1.5:5", 0, "'127.0.0.1.5:5': the address is not dotted IPv4"},
+        {"1234567890123456:5", 0, "'1234567890123456:5': the address is not dotted IPv4"},
+        {"127.0.0:5", 0, "'127.0.0:5': the address is not dotted IPv4"},
+        {"127.0.0.1:70000", 0, "'127.0.0.1:70000': port 70000 is out of range [0, 65535]"},
+        {"127.0.0.1:0", 1, "'127.0.0.1:0': port 0 is out of range [1, 65535]"},
+        {"127.0.0.1:x", 0, "'127.0.0.1:x': port 'x' is not an integer"},
+        {"127.0.0.1:", 0, "'127.0.0.1:': port '' is not an integer"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_RC(rl__args_ip_port(bad[i].in, bad[i].min_port, ip, &port, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
+        ASSERT_STR_EQ(msg, bad[i].why);
+        ASSERT_STR_EQ(ip, "unchanged");
+        ASSERT_EQ(port, 7);
+    }
+}
+
 RL_TEST_MAIN(T(args_1_1_int64_edges), T(args_1_2_int_and_uint64_edges), T(args_1_3_integer_junk), T(args_1_4_double),
              T(args_1_5_forms_and_empty), T(args_1_6_unknown_missing_repeated), T(args_1_7_enum),
              T(args_1_8_positionals), T(args_1_9_required_and_help), T(args_1_10_subcommands),
-             T(args_1_11_value_parsers), T(args_1_12_unescape_unhex))
+             T(args_1_11_value_parsers), T(args_1_12_unescape_unhex), T(args_1_13_ip_port))

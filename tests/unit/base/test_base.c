@@ -95,6 +95,21 @@ TEST(base_2_1_buf) {
     rl__buf_release(&b);
 }
 
+/* base-2.3: a JSON string literal: quotes, '"' and '\\' escaped, control bytes and DEL as \u00XX,
+ * a NUL inside the length as \u0000, UTF-8 bytes as they are. */
+TEST(base_2_3_buf_json_str) {
+    rl_buf b;
+    rl__buf_init(&b);
+    static const char in[] = "a\"b\\c\n\x01\x7f\xc3\xa9\0z";
+    rl__buf_append_json_str(&b, in, sizeof in - 1);
+    ASSERT_OK(rl__buf_error(&b));
+    ASSERT_STR_EQ((const char *)b.data, "\"a\\\"b\\\\c\\u000a\\u0001\\u007f\xc3\xa9\\u0000z\"");
+    rl__buf_reset(&b);
+    rl__buf_append_json_str(&b, "", 0);
+    ASSERT_STR_EQ((const char *)b.data, "\"\"");
+    rl__buf_release(&b);
+}
+
 /* base-2.2: an allocation failure is sticky in rl_buf and reported once. */
 TEST(base_2_2_buf_oom_sticky) {
     rl_buf b;
@@ -236,5 +251,5 @@ TEST(base_6_1_clock) {
 }
 
 RL_TEST_MAIN(T(base_1_1_error_table_distinct), T(base_1_2_fdb_numbers), T(base_2_1_buf), T(base_2_2_buf_oom_sticky),
-             T(base_3_1_arena), T(base_4_1_alloc_counters_and_failure), T(base_4_2_grow), T(base_5_1_bytes),
-             T(base_6_1_clock))
+             T(base_2_3_buf_json_str), T(base_3_1_arena), T(base_4_1_alloc_counters_and_failure), T(base_4_2_grow),
+             T(base_5_1_bytes), T(base_6_1_clock))

@@ -59,7 +59,7 @@ static void lt_started(rl_loop *loop, void *ud) {
 /* Create a loop and run it on a new thread; returns once the loop is running. */
 static inline void lt_loop_start(lt_loop *l, unsigned flags) {
     memset(l, 0, sizeof *l);
-    ASSERT_OK(rl__loop_new(flags, &l->loop));
+    ASSERT_OK(rl__loop_new(flags, &l->loop, NULL));
     atomic_int started = 0;
     ASSERT_OK(rl__loop_post(l->loop, lt_started, &started));
     ASSERT_EQ(pthread_create(&l->thread, NULL, lt_loop_main, l), 0);
@@ -231,7 +231,7 @@ static inline void lt_server_start(lt_server *s, rl_loop *loop, int echo, int re
     pthread_mutex_init(&s->mu, NULL);
     s->echo = echo;
     s->record = record;
-    ASSERT_OK(rl__listen(loop, "127.0.0.1", 0, lt_on_accept, s, &s->listener));
+    ASSERT_OK(rl__listen(loop, "127.0.0.1", 0, lt_on_accept, s, &s->listener, NULL));
     s->port = rl__listener_port(s->listener);
     ASSERT_TRUE(s->port != 0);
 }
@@ -278,7 +278,7 @@ static inline lt_peer *lt_connect(rl_loop *loop, uint16_t port, int echo, int re
     lt_connect_ctx c;
     memset(&c, 0, sizeof c);
     c.peer = lt_peer_new(echo, record);
-    ASSERT_OK(rl__connect(loop, "127.0.0.1", port, 5000, lt_on_connect, &c));
+    ASSERT_OK(rl__connect(loop, "127.0.0.1", port, 5000, lt_on_connect, &c, NULL));
     ASSERT_TRUE(lt_wait_flag(&c.done, LT_WAIT_MS));
     ASSERT_OK(atomic_load(&c.err));
     return c.peer;
@@ -289,7 +289,7 @@ static inline int lt_connect_err(rl_loop *loop, const char *ip, uint16_t port, i
     lt_connect_ctx c;
     memset(&c, 0, sizeof c);
     c.peer = lt_peer_new(0, 0);
-    int rc = rl__connect(loop, ip, port, timeout_ms, lt_on_connect, &c);
+    int rc = rl__connect(loop, ip, port, timeout_ms, lt_on_connect, &c, NULL);
     if (rc == RL_OK) {
         ASSERT_TRUE(lt_wait_flag(&c.done, timeout_ms + LT_WAIT_MS));
         rc = atomic_load(&c.err);

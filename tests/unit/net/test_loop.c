@@ -52,7 +52,7 @@ TEST(loop_1_1_posts_fifo_from_threads) {
     atomic_store(&post_n, 0);
     lt_loop l;
     memset(&l, 0, sizeof l);
-    ASSERT_OK(rl__loop_new(0, &l.loop));
+    ASSERT_OK(rl__loop_new(0, &l.loop, NULL));
     ASSERT_OK(rl__loop_post(l.loop, post_then_post, (void *)(uintptr_t)0xA));
     ASSERT_OK(rl__loop_post(l.loop, post_record, (void *)(uintptr_t)0xB));
     ASSERT_EQ(pthread_create(&l.thread, NULL, lt_loop_main, &l), 0);
@@ -97,8 +97,8 @@ static void try_nested_run(rl_loop *loop, void *ud) {
  * refused; the loop runs again after a stop. */
 TEST(loop_1_2_stop_and_run_rules) {
     rl_loop *loop;
-    ASSERT_OK(rl__loop_new(0, &loop));
-    ASSERT_RC(rl__loop_new(0x80, &loop), RL_E_INVALID_ARGUMENT);
+    ASSERT_OK(rl__loop_new(0, &loop, NULL));
+    ASSERT_RC(rl__loop_new(0x80, &loop, NULL), RL_E_INVALID_ARGUMENT);
     rl__loop_stop(loop);
     uint64_t t0 = rl__clock_mono_ns();
     ASSERT_OK(rl__loop_run(loop));
@@ -353,7 +353,7 @@ static void free_post(rl_loop *loop, void *ud) {
  * rl__loop_is_closing() true; pending timers are dropped. */
 TEST(loop_1_7_free_runs_pending_posts) {
     rl_loop *loop;
-    ASSERT_OK(rl__loop_new(RL_LOOP_FORCE_TIMERFD, &loop));
+    ASSERT_OK(rl__loop_new(RL_LOOP_FORCE_TIMERFD, &loop, NULL));
     free_n = 0;
     for (int i = 1; i <= 3; i++) ASSERT_OK(rl__loop_post(loop, free_post, (void *)(uintptr_t)i));
     ASSERT_OK(rl__loop_timer_add(loop, 0, free_post, (void *)(uintptr_t)9, NULL)); /* owner context */
@@ -376,7 +376,7 @@ static void no_spin_setup(rl_loop *loop, void *ud) {
  * lateness, still never early); bad bounds and calls from other threads are refused. */
 TEST(loop_1_8_margin_bounds) {
     rl_loop *loop;
-    ASSERT_OK(rl__loop_new(0, &loop));
+    ASSERT_OK(rl__loop_new(0, &loop, NULL));
     ASSERT_RC(rl__loop_set_margin_bounds(loop, 50, 20), RL_E_INVALID_ARGUMENT);
     ASSERT_RC(rl__loop_set_margin_bounds(loop, 0, 10001), RL_E_INVALID_ARGUMENT);
     ASSERT_OK(rl__loop_set_margin_bounds(loop, 30, 60));
@@ -707,28 +707,34 @@ TEST(loop_2_6_non_loopback_refused) {
     lt_loop_start(&l, 0);
     const char *bad[] = {"10.0.0.1",    "0.0.0.0", "192.168.1.1", "128.0.0.1", "localhost", "::1",
                          "127.0.0.1.5", "",        NULL};
+    rl__errdetail d;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rl_listener *ls = (rl_listener *)0x1;
-        ASSERT_RC(rl__listen(l.loop, bad[i], 0, dummy_accept, NULL, &ls), RL_E_INVALID_ARGUMENT);
+        rl__errdetail_init(&d, NULL);
+        ASSERT_RC(rl__listen(l.loop, bad[i], 0, dummy_accept, NULL, &ls, &d), RL_E_INVALID_ARGUMENT);
         ASSERT_TRUE(ls == (rl_listener *)0x1);
-        ASSERT_NOT_NULL(strstr(rl__net_errmsg(), "127.0.0.0/8"));
-        ASSERT_RC(rl__connect(l.loop, bad[i], 80, 1000, dummy_connect, NULL), RL_E_INVALID_ARGUMENT);
-        ASSERT_NOT_NULL(strstr(rl__net_errmsg(), "127.0.0.0/8"));
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&d), "127.0.0.0/8"));
+        rl__errdetail_init(&d, NULL);
+        ASSERT_RC(rl__connect(l.loop, bad[i], 80, 1000, dummy_connect, NULL, &d), RL_E_INVALID_ARGUMENT);
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&d), "127.0.0.0/8"));
+        /* NULL: no detail wanted, same refusal */
+        ASSERT_RC(rl__connect(l.loop, bad[i], 80, 1000, dummy_connect, NULL, NULL), RL_E_INVALID_ARGUMENT);
     }
-    printf("loop_2_6: e.g. \"%s\"\n",
-           (rl__connect(l.loop, "10.0.0.1", 80, 1000, dummy_connect, NULL), rl__net_errmsg()));
-    ASSERT_RC(rl__connect(l.loop, "127.0.0.1", 80, 0, dummy_connect, NULL), RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__connect(l.loop, "127.0.0.1", 0, 1000, dummy_connect, NULL), RL_E_INVALID_ARGUMENT);
+    rl__errdetail_init(&d, NULL);
+    (void)rl__connect(l.loop, "10.0.0.1", 80, 1000, dummy_connect, NULL, &d);
+    printf("loop_2_6: e.g. \"%s\"\n", rl__errdetail_get(&d));
+    ASSERT_RC(rl__connect(l.loop, "127.0.0.1", 80, 0, dummy_connect, NULL, NULL), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__connect(l.loop, "127.0.0.1", 0, 1000, dummy_connect, NULL, NULL), RL_E_INVALID_ARGUMENT);
     /* 127.0.0.2 is loopback too. */
     lt_server s;
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.mu, NULL);
     s.echo = 1;
-    ASSERT_OK(rl__listen(l.loop, "127.0.0.2", 0, lt_on_accept, &s, &s.listener));
+    ASSERT_OK(rl__listen(l.loop, "127.0.0.2", 0, lt_on_accept, &s, &s.listener, NULL));
     lt_connect_ctx cc;
     memset(&cc, 0, sizeof cc);
     cc.peer = lt_peer_new(0, 1);
-    ASSERT_OK(rl__connect(l.loop, "127.0.0.2", rl__listener_port(s.listener), 2000, lt_on_connect, &cc));
+    ASSERT_OK(rl__connect(l.loop, "127.0.0.2", rl__listener_port(s.listener), 2000, lt_on_connect, &cc, NULL));
     ASSERT_TRUE(lt_wait_flag(&cc.done, LT_WAIT_MS));
     ASSERT_OK(atomic_load(&cc.err));
     ASSERT_OK(rl__conn_send(cc.peer->conn, 1, 0, 9, "x", 1));
@@ -747,14 +753,16 @@ TEST(loop_2_7_address_in_use) {
     lt_loop l;
     lt_loop_start(&l, 0);
     rl_listener *a, *b;
-    ASSERT_OK(rl__listen(l.loop, "127.0.0.1", 0, dummy_accept, NULL, &a));
+    ASSERT_OK(rl__listen(l.loop, "127.0.0.1", 0, dummy_accept, NULL, &a, NULL));
     uint16_t port = rl__listener_port(a);
-    ASSERT_RC(rl__listen(l.loop, "127.0.0.1", port, dummy_accept, NULL, &b), RL_E_ADDRESS_IN_USE);
-    ASSERT_TRUE(strlen(rl__net_errmsg()) > 0);
+    rl__errdetail d;
+    rl__errdetail_init(&d, NULL);
+    ASSERT_RC(rl__listen(l.loop, "127.0.0.1", port, dummy_accept, NULL, &b, &d), RL_E_ADDRESS_IN_USE);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&d), "bind 127.0.0.1:"));
     rl__listener_close(a); /* from another thread: posted */
     uint64_t end = rl__clock_mono_ns() + 5000000000ull;
     int rc;
-    while ((rc = rl__listen(l.loop, "127.0.0.1", port, dummy_accept, NULL, &b)) == RL_E_ADDRESS_IN_USE &&
+    while ((rc = rl__listen(l.loop, "127.0.0.1", port, dummy_accept, NULL, &b, NULL)) == RL_E_ADDRESS_IN_USE &&
            rl__clock_mono_ns() < end)
         rl__clock_sleep_us(1000);
     ASSERT_OK(rc);
@@ -954,7 +962,7 @@ TEST(loop_2_12_free_closes_everything) {
     ASSERT_OK(rl__conn_send(c->conn, 1, 0, 1, "queued", 6));
     lt_loop_join(&cli);
     /* Connect while the loop is stopped: the registration waits in the post queue. */
-    ASSERT_OK(rl__connect(cli.loop, "127.0.0.1", s.port, 1000, cancel_connect, NULL));
+    ASSERT_OK(rl__connect(cli.loop, "127.0.0.1", s.port, 1000, cancel_connect, NULL, NULL));
     rl__loop_free(cli.loop);
     ASSERT_EQ(atomic_load(&cancel_err), RL_E_OPERATION_CANCELLED);
     ASSERT_EQ(atomic_load(&c->close_calls), 1);

@@ -163,7 +163,7 @@ static void bench_loop_case(const char *name, int n, int mode /* 0 cv, 1 spin, 2
     bench_connect_ctx cc;
     memset(&cc, 0, sizeof cc);
     cc.b = b;
-    ASSERT_OK(rl__connect(cli.loop, "127.0.0.1", s.port, 5000, bench_on_connect, &cc));
+    ASSERT_OK(rl__connect(cli.loop, "127.0.0.1", s.port, 5000, bench_on_connect, &cc, NULL));
     ASSERT_TRUE(lt_wait_flag(&cc.done, LT_WAIT_MS));
     ASSERT_OK(atomic_load(&cc.err));
     b->conn = cc.conn;

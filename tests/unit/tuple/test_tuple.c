@@ -64,19 +64,19 @@ static void check_encode_line(json_t *o, size_t lineno) {
     rl__buf_init(&enc);
     rl__buf_init(&want);
     /* Encoding equals `packed`. */
-    ASSERT_OK(rl__tuple_from_json(tuple, &enc));
+    ASSERT_OK(rl__tuple_from_json(tuple, &enc, NULL));
     hex_to(&want, packed);
     if (enc.len != want.len || memcmp(enc.data, want.data, enc.len))
         fail_msg("encode.jsonl:%zu: encoding differs from %s", lineno, packed);
     /* Decoding gives back `tuple`. */
-    ASSERT_OK(rl__tuple_to_json(want.data, want.len, &back));
+    ASSERT_OK(rl__tuple_to_json(want.data, want.len, &back, NULL));
     if (!json_equal(back, tuple)) {
         char *s = json_dumps(back, JSON_COMPACT);
         fail_msg("encode.jsonl:%zu: decoded %s", lineno, s);
     }
     /* The human form renders every valid tuple. */
     rl__buf_reset(&enc);
-    ASSERT_OK(rl__tuple_print(want.data, want.len, &enc));
+    ASSERT_OK(rl__tuple_print(want.data, want.len, &enc, NULL));
     ASSERT_TRUE(enc.len >= 2 && enc.data[0] == '(' && enc.data[enc.len - 1] == ')');
     json_decref(back);
     rl__buf_release(&enc);
@@ -104,7 +104,7 @@ static void check_decode_line(json_t *o, size_t lineno) {
     /* Copy to an exact-size heap block so ASan catches any read past the end. */
     uint8_t *exact = malloc(in.len ? in.len : 1);
     memcpy(exact, in.data, in.len);
-    int rc = rl__tuple_to_json(exact, in.len, &got);
+    int rc = rl__tuple_to_json(exact, in.len, &got, NULL);
     int vrc = rl__tuple_validate(exact, in.len, &count);
     if (json_is_true(valid)) {
         n_valid++;
@@ -114,7 +114,7 @@ static void check_decode_line(json_t *o, size_t lineno) {
         if (!json_equal(got, json_object_get(o, "tuple")))
             fail_msg("decode.jsonl:%zu: %s decoded differently", lineno, packed);
         /* Valid encodings are canonical: they re-encode to the same bytes. */
-        ASSERT_OK(rl__tuple_from_json(got, &re));
+        ASSERT_OK(rl__tuple_from_json(got, &re, NULL));
         ASSERT_MEM_EQ(re.data, re.len, in.data, in.len);
     } else {
         n_invalid++;
@@ -123,7 +123,7 @@ static void check_decode_line(json_t *o, size_t lineno) {
         ASSERT_TRUE(rc == RL_E_TUPLE_TRUNCATED || rc == RL_E_TUPLE_MALFORMED || rc == RL_E_TUPLE_UNSUPPORTED_TYPE);
         ASSERT_EQ(vrc, rc);
         rl__buf_reset(&re);
-        ASSERT_EQ(rl__tuple_print(exact, in.len, &re), rc);
+        ASSERT_EQ(rl__tuple_print(exact, in.len, &re, NULL), rc);
     }
     json_decref(got);
     free(exact);
@@ -308,14 +308,51 @@ TEST(tuple_2_4_depth_limit) {
     for (int i = 0; i < RL_TUPLE_MAX_DEPTH; i++) rl__buf_append_byte(&b, 0x00);
     rl_buf out;
     rl__buf_init(&out);
-    ASSERT_OK(rl__tuple_print(b.data, b.len, &out));
+    ASSERT_OK(rl__tuple_print(b.data, b.len, &out, NULL));
     json_t *j = NULL;
-    ASSERT_OK(rl__tuple_to_json(b.data, b.len, &j));
+    ASSERT_OK(rl__tuple_to_json(b.data, b.len, &j, NULL));
     rl_buf re;
     rl__buf_init(&re);
-    ASSERT_OK(rl__tuple_from_json(j, &re));
+    ASSERT_OK(rl__tuple_from_json(j, &re, NULL));
     ASSERT_MEM_EQ(re.data, re.len, b.data, b.len);
     json_decref(j);
+    /* One level deeper: print and to_json fail with the nesting limit in the caller's detail;
+     * a detail given to a call that succeeds, or that fails for another reason, is left alone. */
+    rl__buf_reset(&b);
+    for (int i = 0; i <= RL_TUPLE_MAX_DEPTH; i++) rl__buf_append_byte(&b, 0x05);
+    for (int i = 0; i <= RL_TUPLE_MAX_DEPTH; i++) rl__buf_append_byte(&b, 0x00);
+    rl__errdetail d;
+    rl__errdetail_init(&d, NULL);
+    rl__buf_reset(&out);
+    ASSERT_RC(rl__tuple_print(b.data, b.len, &out, &d), RL_E_TUPLE_MALFORMED);
+    ASSERT_STR_EQ(rl__errdetail_get(&d), "tuples nest at most 1000 levels deep (RL_TUPLE_MAX_DEPTH)");
+    rl__errdetail_init(&d, NULL);
+    j = NULL;
+    ASSERT_RC(rl__tuple_to_json(b.data, b.len, &j, &d), RL_E_TUPLE_MALFORMED);
+    ASSERT_NULL(j);
+    ASSERT_STR_EQ(rl__errdetail_get(&d), "tuples nest at most 1000 levels deep (RL_TUPLE_MAX_DEPTH)");
+    ASSERT_RC(rl__tuple_print(b.data, b.len, &out, NULL), RL_E_TUPLE_MALFORMED); /* NULL: no detail */
+    rl__errdetail_init(&d, NULL);
+    static const uint8_t truncated[] = {0x05, 0x15};
+    ASSERT_RC(rl__tuple_print(truncated, sizeof truncated, &out, &d), RL_E_TUPLE_TRUNCATED);
+    ASSERT_STR_EQ(rl__errdetail_get(&d), "");
+    ASSERT_OK(rl__tuple_print(b.data + 1, b.len - 2, &out, &d));
+    ASSERT_STR_EQ(rl__errdetail_get(&d), "");
+    /* The JSON side: too deep, and an unknown element kind, each with its detail. */
+    json_t *deep = json_array(), *inner = deep;
+    for (int i = 0; i <= RL_TUPLE_MAX_DEPTH; i++) {
+        json_t *arr = json_array();
+        json_array_append_new(inner, json_pack("{s:o}", "tuple", arr));
+        inner = arr;
+    }
+    rl__buf_reset(&re);
+    ASSERT_RC(rl__tuple_from_json(deep, &re, &d), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&d), "tuples nest at most 1000 levels deep (RL_TUPLE_MAX_DEPTH)");
+    json_decref(deep);
+    json_t *odd = json_loads("[{\"integer\":\"1\"}]", 0, NULL);
+    ASSERT_RC(rl__tuple_from_json(odd, &re, &d), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&d), "unknown element kind \"integer\""));
+    json_decref(odd);
     rl__buf_release(&re);
     rl__buf_release(&out);
     rl__buf_release(&b);
@@ -558,7 +595,7 @@ static void assert_print(const char *hex, const char *want) {
     rl__buf_init(&b);
     rl__buf_init(&o);
     hex_to(&b, hex);
-    ASSERT_OK(rl__tuple_print(b.data, b.len, &o));
+    ASSERT_OK(rl__tuple_print(b.data, b.len, &o, NULL));
     if (strcmp((const char *)o.data, want)) fail_msg("%s printed %s, want %s", hex, (const char *)o.data, want);
     rl__buf_release(&b);
     rl__buf_release(&o);
@@ -677,7 +714,7 @@ TEST(tuple_6_3_json_errors) {
         rl_buf b;
         ASSERT_NOT_NULL(j);
         rl__buf_init(&b);
-        int rc = rl__tuple_from_json(j, &b);
+        int rc = rl__tuple_from_json(j, &b, NULL);
         if (rc != RL_E_INVALID_ARGUMENT) fail_msg("%s gave %s", bad[i], rl_error_name(rc));
         rl__buf_release(&b);
         json_decref(j);
@@ -693,7 +730,7 @@ TEST(tuple_6_3_json_errors) {
         "000000000000000000000000000000000000000000000000000000000000000000000");
     rl_buf b;
     rl__buf_init(&b);
-    ASSERT_RC(rl__tuple_from_json(j, &b), RL_E_TUPLE_VALUE_OVERFLOW);
+    ASSERT_RC(rl__tuple_from_json(j, &b, NULL), RL_E_TUPLE_VALUE_OVERFLOW);
     rl__buf_release(&b);
     json_decref(j);
 }

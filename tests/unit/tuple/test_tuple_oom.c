@@ -53,13 +53,13 @@ TEST(tuple_9_1_iterate_allocates_nothing) {
 /* Run one operation with the nth allocation failing; returns its rc and the output in out. */
 typedef int (*op_fn)(const rl_buf *in, rl_buf *out);
 
-static int op_print(const rl_buf *in, rl_buf *out) { return rl__tuple_print(in->data, in->len, out); }
+static int op_print(const rl_buf *in, rl_buf *out) { return rl__tuple_print(in->data, in->len, out, NULL); }
 
 static int op_json(const rl_buf *in, rl_buf *out) {
     json_t *j = NULL;
-    int rc = rl__tuple_to_json(in->data, in->len, &j);
+    int rc = rl__tuple_to_json(in->data, in->len, &j, NULL);
     if (rc) return rc;
-    rc = rl__tuple_from_json(j, out);
+    rc = rl__tuple_from_json(j, out, NULL);
     json_decref(j);
     return rc;
 }

@@ -97,21 +97,21 @@ TEST(tuple_7_1_roundtrip) {
         size_t k = rl_test_rand_below(&st, 6);
         for (size_t i = 0; i < k; i++) json_array_append_new(t, rand_elem(&st, 3));
         rl__buf_reset(&enc);
-        ASSERT_OK(rl__tuple_from_json(t, &enc));
+        ASSERT_OK(rl__tuple_from_json(t, &enc, NULL));
         size_t count = 0;
         ASSERT_OK(rl__tuple_validate(enc.data, enc.len, &count));
         ASSERT_EQ(count, k);
         json_t *back = NULL;
-        ASSERT_OK(rl__tuple_to_json(enc.data, enc.len, &back));
+        ASSERT_OK(rl__tuple_to_json(enc.data, enc.len, &back, NULL));
         if (!json_equal(back, t)) {
             char *a = json_dumps(t, JSON_COMPACT), *b = json_dumps(back, JSON_COMPACT);
             fail_msg("round trip: %s -> %s", a, b);
         }
         rl__buf_reset(&re);
-        ASSERT_OK(rl__tuple_from_json(back, &re));
+        ASSERT_OK(rl__tuple_from_json(back, &re, NULL));
         ASSERT_MEM_EQ(re.data, re.len, enc.data, enc.len);
         rl__buf_reset(&txt);
-        ASSERT_OK(rl__tuple_print(enc.data, enc.len, &txt));
+        ASSERT_OK(rl__tuple_print(enc.data, enc.len, &txt, NULL));
         /* Every proper prefix of a valid encoding is either valid (ends between elements) or
          * refused as truncated; never accepted with different content. */
         for (size_t cut = 0; cut < enc.len; cut++) {
