@@ -1095,6 +1095,10 @@ void rl__txn_cancel_ops(rl_txn *t, int err) {
         op->state = ST_CANCELLED;
         op->next = cancelled;
         cancelled = op;
+        /* Once the lock is released below, the request's completion may end op (op_drive sees
+         * ST_CANCELLED) and drop its future's last reference, which frees op with the future's
+         * arena: this reference keeps both until the loop below is done with them. */
+        rl__future_ref(op->f);
     }
     /* Operations waiting for the read version: they end now. */
     txn_op *w = t->rv_waiters;
@@ -1113,7 +1117,12 @@ void rl__txn_cancel_ops(rl_txn *t, int err) {
      * list the caller's unlock does not need; futures here are not touched by anyone else. */
     int async = t->is_async;
     if (async) pthread_mutex_unlock(&t->mu);
-    for (txn_op *op = cancelled; op; op = op->next) rl__future_complete(op->f, err);
+    for (txn_op *op = cancelled, *next; op; op = next) {
+        next = op->next;
+        rl_future *f = op->f;
+        rl__future_complete(f, err);
+        rl__future_unref(f); /* may free op */
+    }
     while (w) {
         txn_op *next = w->next;
         w->state = ST_DONE;
