@@ -151,9 +151,9 @@ struct rl_kv_read {
     rl_keyvalue *kvs;         /* GET_RANGE: n rows */
     rl_mapped_keyvalue *mkvs; /* GET_MAPPED: n entries */
     int n;
-    int more; /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
-    rl_kv_read_stats stats;
-    void *be_link; /* the backend's own (queue link); untouched by the caller */
+    int more;               /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
+    rl_kv_read_stats stats; /* zeroed by the caller before the call; the backend adds to it */
+    void *be_link;          /* the backend's own (queue link); untouched by the caller */
     /* Tracing (appended): input `trace` 1 asks the backend to record an event per request
      * (zero cost when 0); outputs: the events, in the read's arena, oldest first. */
     int trace;

@@ -132,7 +132,7 @@ rl_future *rl__future_new(int kind) {
         f = rl__calloc(1, sizeof *f);
         if (!f) return &oom_future;
         rl__arena_init(&f->arena, 1024);
-        pthread_mutex_init(&f->mu, NULL);
+        rl__mutex_init_adaptive(&f->mu);
         pthread_cond_init(&f->cv, NULL);
     }
     f->kind = kind;

@@ -39,6 +39,7 @@
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "base/sync.h"
 #include "kv/kv_int.h"
 
 #define DEFAULT_MAX_RETRY_DELAY_MS 1000
@@ -118,7 +119,7 @@ int rl_txn_begin(rl_db *db, rl_txn **out) {
     if (!t) return RL_E_OUT_OF_MEMORY;
     t->db = db;
     t->is_async = !db->be->vt->completes_inline;
-    pthread_mutex_init(&t->mu, NULL);
+    rl__mutex_init_adaptive(&t->mu);
     t->refs = 1;
     rl__arena_init(&t->arena, 4096);
     rl__wmap_init(&t->wm, &t->arena);

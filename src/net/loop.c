@@ -65,6 +65,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sync.h"
 #include "net/loop_int.h"
 #include "reclayer/error.h"
 
@@ -128,10 +129,7 @@ int rl__loop_new(unsigned flags, rl_loop **out, rl__errdetail *d) {
     if (!loop) return RL_E_OUT_OF_MEMORY;
     loop->epfd = loop->wakefd = loop->timerfd = -1;
     int locks = 0;
-    if (pthread_mutex_init(&loop->post_lock, NULL) != 0) {
-        rc = RL_E_OPERATION_FAILED;
-        goto fail;
-    }
+    rl__mutex_init_adaptive(&loop->post_lock);
     locks = 1;
     if (pthread_mutex_init(&loop->stats_lock, NULL) != 0) {
         rc = RL_E_OPERATION_FAILED;

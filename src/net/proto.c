@@ -1207,31 +1207,118 @@ static const payload_info PAYLOADS[] = {
 #undef X
 };
 
+/* PAYLOADS' positions by name (the switch below maps (type, direction) to them in O(1); two
+ * entries with one (type, direction) would be duplicate case labels: a compile error). */
+enum {
+#define X(name, xname, type, dir, label) PI_##name,
+    RL_PROTO_PAYLOADS(X)
+#undef X
+        PI_COUNT
+};
+
+/* The payload of (type, dir) for a request or reply direction (0, 1); NULL when none. */
+static const payload_info *payload_at(uint16_t type, int dir) {
+    switch ((uint32_t)type * 2u + (uint32_t)dir) {
+#define X(name, xname, type, dir, label) \
+    case (dir) == 2 ? 0xffffffffu - PI_##name: (uint32_t)(type) * 2u + (uint32_t)(dir) : return &PAYLOADS[PI_##name];
+        RL_PROTO_PAYLOADS(X)
+#undef X
+    default: return NULL;
+    }
+}
+
 /* The payload of (type, flags), or NULL with the reason in *what. */
 static const payload_info *find_payload(uint16_t type, uint16_t flags, const char **what) {
     int dir;
     if (flags == 0) dir = 0;
     else if (flags == RL_FRAME_REPLY) dir = 1;
-    else if (flags == (RL_FRAME_REPLY | RL_FRAME_ERROR)) dir = 2;
+    else if (flags == (RL_FRAME_REPLY | RL_FRAME_ERROR)) return &PAYLOADS[PI_error]; /* any type */
     else {
         *what = (flags & RL_FRAME_ERROR) && !(flags & RL_FRAME_REPLY) ? "flags: ERROR without REPLY"
                                                                       : "flags: unknown bits";
         return NULL;
     }
-    for (size_t i = 0; i < sizeof PAYLOADS / sizeof PAYLOADS[0]; i++)
-        if (PAYLOADS[i].dir == dir && (dir == 2 || PAYLOADS[i].type == type)) return &PAYLOADS[i];
-    *what = "type: not a message of this protocol version";
-    return NULL;
+    const payload_info *pi = payload_at(type, dir);
+    if (!pi) *what = "type: not a message of this protocol version";
+    return pi;
 }
 
 int rl__msg_type_known(int type) {
-    for (size_t i = 0; i < sizeof PAYLOADS / sizeof PAYLOADS[0]; i++)
-        if (PAYLOADS[i].dir != 2 && PAYLOADS[i].type == type) return 1;
+    return type >= 0 && type <= UINT16_MAX && (payload_at((uint16_t)type, 0) || payload_at((uint16_t)type, 1));
+}
+
+/* ---- Fast paths of the most frequent messages -------------------------------------------------
+ * A GET request and its reply (a pipelined client sends thousands a millisecond) are encoded and
+ * decoded by hand when they are well formed: the same bytes and structs as the generic walk
+ * (x_get_req, x_get_reply), which still handles everything else — so every malformed input gets
+ * the walk's error and reason. rl__msg_decode_walk / rl__msg_encode_walk skip the fast paths
+ * (tests compare the two). Each returns 1 when it did the work. */
+
+static int get_req_decode_fast(const uint8_t *p, size_t len, rl_msg_get_req *m) {
+    if (!p || len < 12) return 0;
+    uint32_t n = get32(p + 8);
+    if (n > RL_PROTO_MAX_KEY || n != len - 12) return 0;
+    m->version = (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+    m->key = p + 12;
+    m->key_len = n;
+    return 1;
+}
+
+static int get_reply_decode_fast(const uint8_t *p, size_t len, rl_msg_get_reply *m) {
+    if (!p || len < 5 || p[0] > 1) return 0;
+    uint32_t n = get32(p + 1);
+    if (n > RL_PROTO_MAX_VALUE || n != len - 5 || (p[0] == 0 && n != 0)) return 0;
+    m->present = p[0];
+    m->value = p + 5;
+    m->value_len = n;
+    return 1;
+}
+
+/* Append one header and body (the body may be NULL when n is 0); 0 (nothing appended) when the
+ * buffer runs out of memory: the walk then reports it. */
+static int append_fast(rl_buf *out, const uint8_t *h, size_t hn, const uint8_t *body, uint32_t n) {
+    size_t start = out->len;
+    rl__buf_append(out, h, hn);
+    if (n) rl__buf_append(out, body, n);
+    if (rl__buf_error(out) == RL_OK) return 1;
+    rl__buf_truncate(out, start);
     return 0;
 }
 
-int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
-                   rl_proto_why *why) {
+static int get_req_encode_fast(rl_buf *out, const rl_msg_get_req *m) {
+    if (m->key_len > RL_PROTO_MAX_KEY || (!m->key && m->key_len) || rl__buf_error(out) != RL_OK) return 0;
+    uint8_t h[12];
+    put32(h, (uint32_t)m->version);
+    put32(h + 4, (uint32_t)(m->version >> 32));
+    put32(h + 8, m->key_len);
+    return append_fast(out, h, sizeof h, m->key, m->key_len);
+}
+
+static int get_reply_encode_fast(rl_buf *out, const rl_msg_get_reply *m) {
+    if (m->present > 1 || m->value_len > RL_PROTO_MAX_VALUE || (!m->value && m->value_len) ||
+        (!m->present && m->value_len) || rl__buf_error(out) != RL_OK)
+        return 0;
+    uint8_t h[5] = {m->present};
+    put32(h + 1, m->value_len);
+    return append_fast(out, h, sizeof h, m->value, m->value_len);
+}
+
+static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
+                         rl_proto_why *why, int walk) {
+    if (!walk && type == RL_MSG_GET && (flags == 0 || flags == RL_FRAME_REPLY)) {
+        rl_msg_get_req q;
+        rl_msg_get_reply r;
+        int ok = flags == 0 ? get_req_decode_fast(payload, len, &q) : get_reply_decode_fast(payload, len, &r);
+        if (ok) {
+            memset(out, 0, sizeof *out);
+            out->type = type;
+            out->flags = flags;
+            if (flags == 0) out->u.get_req = q;
+            else out->u.get_reply = r;
+            if (why) why->text[0] = 0;
+            return RL_OK;
+        }
+    }
     const char *what = NULL;
     const payload_info *pi = find_payload(type, flags, &what);
     memset(out, 0, sizeof *out);
@@ -1246,7 +1333,23 @@ int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t
     return run_decode(pi->label, pi->x, payload, len, a, &out->u, pi->size, why);
 }
 
-int rl__msg_encode(rl_buf *out, const rl_msg *m, rl_proto_why *why) {
+int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
+                   rl_proto_why *why) {
+    return decode_common(type, flags, payload, len, a, out, why, 0);
+}
+
+int rl__msg_decode_walk(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
+                        rl_proto_why *why) {
+    return decode_common(type, flags, payload, len, a, out, why, 1);
+}
+
+static int encode_common(rl_buf *out, const rl_msg *m, rl_proto_why *why, int walk) {
+    if (!walk && m->type == RL_MSG_GET &&
+        (m->flags == 0 ? get_req_encode_fast(out, &m->u.get_req)
+                       : m->flags == RL_FRAME_REPLY && get_reply_encode_fast(out, &m->u.get_reply))) {
+        if (why) why->text[0] = 0;
+        return RL_OK;
+    }
     const char *what = NULL;
     const payload_info *pi = find_payload(m->type, m->flags, &what);
     if (!pi) {
@@ -1257,6 +1360,10 @@ int rl__msg_encode(rl_buf *out, const rl_msg *m, rl_proto_why *why) {
     }
     return run_encode(pi->label, pi->x, out, &m->u, why);
 }
+
+int rl__msg_encode(rl_buf *out, const rl_msg *m, rl_proto_why *why) { return encode_common(out, m, why, 0); }
+
+int rl__msg_encode_walk(rl_buf *out, const rl_msg *m, rl_proto_why *why) { return encode_common(out, m, why, 1); }
 
 int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl_msg *m, rl_proto_why *why) {
     size_t start = out->len;

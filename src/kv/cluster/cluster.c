@@ -73,6 +73,7 @@
  * most every 500 ms), so a team member the coordinator knows to be down is avoided.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,8 +164,7 @@ struct creq {
     int failover_tries; /* READ: immediate moves to another member in this step */
     int sent;           /* COMMIT: may have reached the coordinator */
     /* By kind. */
-    rl_kv_read *r; /* READ; the plan below */
-    rl_cplan plan;
+    rl_kv_read *r;        /* READ; its plan is the last member */
     rl_kv_grv *g;         /* GRV */
     rl_kv_commit *c;      /* COMMIT */
     cpayload *pl;         /* COMMIT: the encoded request (inputs are borrowed only at start) */
@@ -181,6 +181,7 @@ struct creq {
      * other request was in flight on its connection then (an unqueued sample). */
     uint64_t rtt_t0;
     int rtt_idle;
+    rl_cplan plan; /* READ (last: a read's creq is zeroed up to it, rl__cplan_start does the plan) */
 };
 
 struct cconn {
@@ -664,7 +665,7 @@ static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t serv
     cc->port = port;
     cc->server_id = server_id;
     atomic_init(&cc->refs, 2); /* the table's and the caller's */
-    pthread_mutex_init(&cc->mu, NULL);
+    rl__mutex_init_adaptive(&cc->mu);
     cc->state = C_CONNECTING;
     cl->conns[cl->n_conns++] = cc;
     pthread_mutex_unlock(&cl->mu);
@@ -1791,13 +1792,12 @@ static void finish(creq *q, int err) {
 
 static void cl_read(rl_kv_backend *b, rl_kv_read *r) {
     cluster *cl = (cluster *)b;
-    memset(&r->stats, 0, sizeof r->stats);
     creq *q = rl__arena_alloc(r->arena, sizeof *q);
     if (!q) {
         r->done(r, RL_E_OUT_OF_MEMORY);
         return;
     }
-    memset(q, 0, sizeof *q);
+    memset(q, 0, offsetof(creq, plan)); /* rl__cplan_start sets up the plan, the last member */
     q->kind = RL_CREQ_READ;
     q->cl = cl;
     q->r = r;
@@ -2255,7 +2255,7 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
     const char *hedge_env = getenv("RL_CLUSTER_HEDGE"); /* "0": no hedged reads (cluster.h) */
     cl->hedge_on = !(hedge_env && !strcmp(hedge_env, "0"));
     cl->base.vt = &cluster_vt;
-    pthread_mutex_init(&cl->mu, NULL);
+    rl__mutex_init_adaptive(&cl->mu);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

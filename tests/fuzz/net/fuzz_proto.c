@@ -15,7 +15,9 @@
  *     is allocated), and the arena's doubling blocks at most twice that;
  *   - a decoded PEEK reply can be checked against an after_version without faults;
  *   - a GET_MAPPED_RANGE reply decodes exactly as the field-by-field walk decodes it (the codec's
- *     fast entry paths, proto.c): the same result, reason, entries and re-encoding.
+ *     fast entry paths, proto.c): the same result, reason, entries and re-encoding;
+ *   - every payload decodes with rl__msg_decode exactly as with rl__msg_decode_walk (the hand-coded
+ *     GET request and reply), and re-encodes to the same bytes with rl__msg_encode_walk.
  * Seeds: tests/fuzz/corpus/fuzz_proto/, one valid encoding of each payload (named after it).
  */
 #include <stdlib.h>
@@ -119,6 +121,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                             flags != (RL_FRAME_REPLY | RL_FRAME_ERROR)))
             abort();
         if (why.text[0] == 0) abort();
+    }
+    if (type == RL_MSG_GET) { /* the fast paths of rl__msg_decode / rl__msg_encode against the walk */
+        rl_arena a3;
+        rl_msg w3;
+        rl_proto_why why3;
+        rl__arena_init(&a3, 0);
+        int rc3 = rl__msg_decode_walk(type, flags, len ? p : NULL, len, &a3, &w3, &why3);
+        if (rc3 != rc || (rc != RL_OK && strcmp(why.text, why3.text) != 0)) abort();
+        if (rc == RL_OK && flags == 0 &&
+            (m.u.get_req.version != w3.u.get_req.version || m.u.get_req.key != w3.u.get_req.key ||
+             m.u.get_req.key_len != w3.u.get_req.key_len))
+            abort();
+        if (rc == RL_OK && flags == RL_FRAME_REPLY &&
+            (m.u.get_reply.present != w3.u.get_reply.present || m.u.get_reply.value_len != w3.u.get_reply.value_len ||
+             (m.u.get_reply.value_len && m.u.get_reply.value != w3.u.get_reply.value)))
+            abort();
+        if (rc == RL_OK) {
+            rl_buf b3;
+            rl__buf_init(&b3);
+            if (rl__msg_encode_walk(&b3, &w3, NULL) != RL_OK || b3.len != len || (len && memcmp(b3.data, p, len) != 0))
+                abort();
+            rl__buf_release(&b3);
+        }
+        rl__arena_release(&a3);
     }
     if (type == RL_MSG_GET_MAPPED_RANGE && flags == RL_FRAME_REPLY) {
         rl_arena a2;

@@ -141,7 +141,10 @@ static inline void cp_spawn(cp_cluster *c, int i, int port) {
     mkdir(sub, 0755);
     unlink(portfile);
     char bin[600];
-    snprintf(bin, sizeof bin, "%s/rlkvd", RL_BIN_DIR);
+    /* RL_TEST_RLKVD: another rlkvd to start (a wrapper running it under a profiler, say). */
+    const char *alt = getenv("RL_TEST_RLKVD");
+    if (alt && *alt) snprintf(bin, sizeof bin, "%s", alt);
+    else snprintf(bin, sizeof bin, "%s/rlkvd", RL_BIN_DIR);
     const char *argv[24];
     int n = 0;
     argv[n++] = bin;

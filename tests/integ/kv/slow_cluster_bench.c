@@ -153,6 +153,9 @@ TEST(cluster_bench_1_1_get_vs_ping) {
     printf("bench-1.2 one get:            p50 %.1f us\n", so.p50);
     printf("bench-1.2 client CPU per get (both threads, the single gets included): user %.2f us, system %.2f us\n",
            cpu_user / (rounds * 1001.0), cpu_sys / (rounds * 1001.0));
+    printf(
+        "bench-1.2 client context switches per round (the 1,000 and the one get): voluntary %.1f, involuntary %.1f\n",
+        (double)(ru1.ru_nvcsw - ru0.ru_nvcsw) / rounds, (double)(ru1.ru_nivcsw - ru0.ru_nivcsw) / rounds);
     printf("bench-1.2 1,000 / 1: %.1fx (goal <= 10x)\n", sb.p50 / so.p50);
     free(fs);
     free(issue);

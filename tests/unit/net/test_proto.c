@@ -2020,9 +2020,142 @@ TEST(net_5_1_mapped_fast_paths) {
     rl__arena_release(&a);
 }
 
+/* Decode (type, flags, p) with rl__msg_decode and rl__msg_decode_walk: the same rc and reason, and
+ * on RL_OK the same GET struct (pointers into p included) and the walk's re-encoding of it. */
+static void same_get_decode(uint16_t flags, const uint8_t *p, size_t len, const char *what) {
+    rl_arena a1, a2;
+    rl__arena_init(&a1, 0);
+    rl__arena_init(&a2, 0);
+    rl_msg x, y;
+    rl_proto_why w1, w2;
+    int r1 = rl__msg_decode(RL_MSG_GET, flags, p, len, &a1, &x, &w1);
+    int r2 = rl__msg_decode_walk(RL_MSG_GET, flags, p, len, &a2, &y, &w2);
+    if (r1 != r2) fail_msg("%s: decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2), w2.text);
+    if (strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    if (memcmp(&x, &y, sizeof x) != 0) fail_msg("%s: the decoded messages differ", what);
+    rl__arena_release(&a1);
+    rl__arena_release(&a2);
+}
+
+/* Encode m with rl__msg_encode and rl__msg_encode_walk after a prefix: the same rc, reason and
+ * bytes (the prefix alone on failure). */
+static void same_get_encode(const rl_msg *m, const char *what) {
+    rl_buf b1, b2;
+    rl__buf_init(&b1);
+    rl__buf_init(&b2);
+    rl__buf_append(&b1, "pre", 3);
+    rl__buf_append(&b2, "pre", 3);
+    rl_proto_why w1, w2;
+    int r1 = rl__msg_encode(&b1, m, &w1);
+    int r2 = rl__msg_encode_walk(&b2, m, &w2);
+    if (r1 != r2) fail_msg("%s: encode %s, walk %s", what, rl_error_name(r1), rl_error_name(r2));
+    if (strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0 || b1.data[b1.len] != 0)
+        fail_msg("%s: the encodings differ (%zu vs %zu bytes)", what, b1.len, b2.len);
+    if (r1 != RL_OK) ASSERT_EQ(b1.len, 3);
+    rl__buf_release(&b1);
+    rl__buf_release(&b2);
+}
+
+/* net_5_2: the hand-coded GET request and reply (rl__msg_decode / rl__msg_encode's fast paths)
+ * against the generic walk: random valid messages (keys and values up to the limits), each broken
+ * rule, every cut and random damage give the same results, bytes and reasons; and the O(1) type
+ * lookup knows exactly the protocol's message types. */
+TEST(net_5_2_get_fast_paths) {
+    uint64_t rng = rl_test_seed();
+    static uint8_t big[RL_PROTO_MAX_VALUE + 2];
+    for (size_t i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 7);
+    char what[96];
+    rl_buf enc, d;
+    rl__buf_init(&enc);
+    rl__buf_init(&d);
+    for (int iter = 0; iter < 2000; iter++) {
+        rl_msg m;
+        memset(&m, 0, sizeof m);
+        m.type = RL_MSG_GET;
+        int reply = iter & 1;
+        m.flags = reply ? RL_FRAME_REPLY : 0;
+        uint32_t lim = reply ? RL_PROTO_MAX_VALUE : RL_PROTO_MAX_KEY;
+        uint32_t n = iter % 50 == 0 ? lim : (uint32_t)rl_test_rand_below(&rng, iter % 7 == 0 ? lim + 1 : 40);
+        if (reply) {
+            m.u.get_reply.present = (uint8_t)(n > 0 || rl_test_rand_below(&rng, 2));
+            m.u.get_reply.value = n || rl_test_rand_below(&rng, 2) ? big : NULL;
+            m.u.get_reply.value_len = n;
+        } else {
+            m.u.get_req.version = rl_test_rand(&rng);
+            m.u.get_req.key = n || rl_test_rand_below(&rng, 2) ? big : NULL;
+            m.u.get_req.key_len = n;
+        }
+        snprintf(what, sizeof what, "iter %d (%s, %u bytes)", iter, reply ? "reply" : "request", n);
+        same_get_encode(&m, what);
+        rl_proto_why why;
+        rl__buf_reset(&enc);
+        ASSERT_OK(rl__msg_encode_walk(&enc, &m, &why));
+        same_get_decode(m.flags, enc.data, enc.len, what);
+        for (size_t cut = 0; cut < enc.len; cut += enc.len < 64 ? 1 : 1 + (size_t)rl_test_rand_below(&rng, 997)) {
+            snprintf(what, sizeof what, "iter %d cut at %zu of %zu", iter, cut, enc.len);
+            same_get_decode(m.flags, cut ? enc.data : NULL, cut, what);
+        }
+        for (int k = 0; k < 10 && enc.len < 200; k++) {
+            rl__buf_reset(&d);
+            rl__buf_append(&d, enc.data, enc.len);
+            damage(&d, &rng);
+            snprintf(what, sizeof what, "iter %d damage %d", iter, k);
+            same_get_decode(m.flags, d.data, d.len, what);
+        }
+        /* One rule broken: both encoders refuse it with the same reason. */
+        switch (rl_test_rand_below(&rng, 4)) {
+        case 0:
+            if (reply) m.u.get_reply.value = big, m.u.get_reply.value_len = RL_PROTO_MAX_VALUE + 1;
+            else m.u.get_req.key = big, m.u.get_req.key_len = RL_PROTO_MAX_KEY + 1;
+            break;
+        case 1:
+            if (reply) m.u.get_reply.value = NULL, m.u.get_reply.value_len = 1;
+            else m.u.get_req.key = NULL, m.u.get_req.key_len = 1;
+            break;
+        case 2:
+            if (reply) m.u.get_reply.present = 2;
+            else m.flags = RL_FRAME_ERROR; /* ERROR without REPLY */
+            break;
+        default:
+            if (reply) m.u.get_reply.present = 0, m.u.get_reply.value = big, m.u.get_reply.value_len = 3;
+            else m.flags = 0x80; /* unknown bits */
+            break;
+        }
+        snprintf(what, sizeof what, "iter %d broken", iter);
+        same_get_encode(&m, what);
+    }
+    /* The types: exactly the protocol's (proto.h; update this list with it). */
+    static const int known[] = {RL_MSG_HELLO,
+                                RL_MSG_PING,
+                                RL_MSG_GET_READ_VERSION,
+                                RL_MSG_COMMIT,
+                                RL_MSG_GET_SHARD_MAP,
+                                RL_MSG_REGISTER_STORAGE,
+                                RL_MSG_PEEK,
+                                RL_MSG_POP,
+                                RL_MSG_STATUS,
+                                RL_MSG_GET,
+                                RL_MSG_GET_KEY,
+                                RL_MSG_GET_RANGE,
+                                RL_MSG_GET_MAPPED_RANGE,
+                                RL_MSG_GET_MULTI,
+                                RL_MSG_SPLIT_SHARD,
+                                RL_MSG_ASSIGN_SHARD,
+                                RL_MSG_MOVE_SHARD,
+                                RL_MSG_SET_DELAY};
+    for (int t = -2; t <= 70000; t++) {
+        int want = 0;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) want |= known[i] == t;
+        if (rl__msg_type_known(t) != want) fail_msg("type %d: known %d, want %d", t, rl__msg_type_known(t), want);
+    }
+    rl__buf_release(&enc);
+    rl__buf_release(&d);
+}
+
 RL_TEST_MAIN(T(net_1_1_type_names), T(net_2_1_round_trip_typical), T(net_2_2_round_trip_empty),
              T(net_2_3_round_trip_max), T(net_2_4_golden_bytes), T(net_2_5_frame_encode), T(net_3_1_truncation),
              T(net_3_2_random_damage), T(net_3_3_huge_counts), T(net_4_1_length_limits), T(net_4_2_commit_size_limit),
              T(net_4_3_enums_and_integers), T(net_4_4_structure_rules), T(net_4_5_peek_check),
              T(net_4_6_handshake_versions), T(net_4_7_dispatch), T(net_4_8_out_of_memory),
-             T(net_4_9_encoder_null_pointers), T(net_5_1_mapped_fast_paths))
+             T(net_4_9_encoder_null_pointers), T(net_5_1_mapped_fast_paths), T(net_5_2_get_fast_paths))
