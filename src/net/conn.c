@@ -1008,21 +1008,22 @@ static void wake_post_fn(rl_loop *loop, void *ud) {
  * the caller still owns it); a small copied frame comes from c's spares when there is one. NULL
  * when out of memory. Send lock held. */
 static out_frame *make_frame(rl_conn *c, const uint8_t hdr[RL_FRAME_HEADER_LEN], const void *payload, size_t len,
-                             uint8_t *owned) {
-    int small = !owned && len <= SPARE_CAP;
+                             const void *more, size_t more_len, uint8_t *owned) {
+    size_t total = len + more_len;
+    int small = !owned && total <= SPARE_CAP;
     out_frame *f;
     if (small && c->spares) {
         f = c->spares;
         c->spares = f->next;
         c->n_spares--;
     } else {
-        f = rl__malloc(sizeof *f + (owned ? 0 : RL_FRAME_HEADER_LEN + (small ? SPARE_CAP : len)));
+        f = rl__malloc(sizeof *f + (owned ? 0 : RL_FRAME_HEADER_LEN + (small ? SPARE_CAP : total)));
         if (!f) return NULL;
     }
     f->spare = small;
     f->next = NULL;
     f->release_ns = 0;
-    f->len = RL_FRAME_HEADER_LEN + len;
+    f->len = RL_FRAME_HEADER_LEN + total;
     f->off = 0;
     f->is_delayed = 0;
     memcpy(f->hdr, hdr, RL_FRAME_HEADER_LEN);
@@ -1034,6 +1035,7 @@ static out_frame *make_frame(rl_conn *c, const uint8_t hdr[RL_FRAME_HEADER_LEN],
         f->payload = f->data + RL_FRAME_HEADER_LEN;
         f->owns_payload = 0;
         if (len) memcpy(f->payload, payload, len);
+        if (more_len) memcpy(f->payload + len, more, more_len);
     }
     return f;
 }
@@ -1052,13 +1054,14 @@ static void enqueue_locked(rl_conn *c, out_frame *f) {
  * taken by this call in every case); queue_only (rl__conn_send_queued): never write from this
  * call — queue the frame and let the loop thread's next pass flush the queue. */
 static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len,
-                      uint8_t *owned, int queue_only) {
+                      const void *more, size_t more_len, uint8_t *owned, int queue_only) {
     int rc;
-    if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || (len && !payload)) {
+    if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || more_len > RL_NET_MAX_PAYLOAD - len ||
+        (len && !payload) || (more_len && !more)) {
         rl__free(owned);
         return RL_E_INVALID_ARGUMENT;
     }
-    rl_frame_header h = {(uint32_t)len, type, flags, id};
+    rl_frame_header h = {(uint32_t)(len + more_len), type, flags, id};
     uint8_t hdr[RL_FRAME_HEADER_LEN];
     rl__frame_header_encode(&h, hdr);
     int kick = 0;
@@ -1069,9 +1072,9 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
     }
     int delayed = c->delay_us || c->jitter_us;
     if (!delayed && !c->q_head && !queue_only) { /* direct: the calling thread writes */
-        struct iovec iov[2] = {{hdr, RL_FRAME_HEADER_LEN}, {(void *)payload, len}};
-        ssize_t n = send_iov(c->fd, iov, len ? 2 : 1);
-        size_t total = RL_FRAME_HEADER_LEN + len;
+        struct iovec iov[3] = {{hdr, RL_FRAME_HEADER_LEN}, {(void *)payload, len}, {(void *)more, more_len}};
+        ssize_t n = send_iov(c->fd, iov, more_len ? 3 : len ? 2 : 1);
+        size_t total = RL_FRAME_HEADER_LEN + len + more_len;
         if (n >= 0 && (size_t)n == total) {
             c->frames_sent++;
             c->frames_direct++;
@@ -1087,7 +1090,7 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
             goto fail;
         }
         size_t written = n > 0 ? (size_t)n : 0;
-        out_frame *f = make_frame(c, hdr, payload, len, owned);
+        out_frame *f = make_frame(c, hdr, payload, len, more, more_len, owned);
         if (!f) {
             if (written) /* half a frame is on the wire: the stream cannot continue */
                 request_close_locked(c, ST_CLOSING, RL_E_OUT_OF_MEMORY, 0, "out of memory queueing a frame");
@@ -1100,7 +1103,7 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
         pthread_mutex_unlock(&c->send_lock);
         return RL_OK;
     }
-    out_frame *f = make_frame(c, hdr, payload, len, owned);
+    out_frame *f = make_frame(c, hdr, payload, len, more, more_len, owned);
     if (!f) {
         rc = RL_E_OUT_OF_MEMORY;
         goto fail;
@@ -1137,11 +1140,16 @@ fail:
 }
 
 int rl__conn_send(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
-    return send_frame(c, type, flags, id, payload, len, NULL, 0);
+    return send_frame(c, type, flags, id, payload, len, NULL, 0, NULL, 0);
 }
 
 int rl__conn_send_queued(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
-    return send_frame(c, type, flags, id, payload, len, NULL, 1);
+    return send_frame(c, type, flags, id, payload, len, NULL, 0, NULL, 1);
+}
+
+int rl__conn_send2(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *head, size_t head_len,
+                   const void *body, size_t body_len, int queued) {
+    return send_frame(c, type, flags, id, head, head_len, body, body_len, NULL, queued != 0);
 }
 
 int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl_buf *payload) {
@@ -1152,8 +1160,8 @@ int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl
     }
     size_t len;
     uint8_t *bytes = rl__buf_detach(payload, &len);
-    if (!bytes) return send_frame(c, type, flags, id, NULL, 0, NULL, 0);
-    return send_frame(c, type, flags, id, bytes, len, bytes, 0);
+    if (!bytes) return send_frame(c, type, flags, id, NULL, 0, NULL, 0, NULL, 0);
+    return send_frame(c, type, flags, id, bytes, len, NULL, 0, bytes, 0);
 }
 
 int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64_t seed) {

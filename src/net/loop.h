@@ -266,6 +266,13 @@ int rl__conn_send(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, con
  * (a direct write happens only while the queue is empty). Returns as rl__conn_send. [any] */
 int rl__conn_send_queued(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len);
 
+/* rl__conn_send2 — one frame whose payload is head then body, gathered without an intermediate
+ * buffer (a hand-coded message: its fixed fields, then the key or value they describe); queued 0
+ * sends as rl__conn_send, 1 as rl__conn_send_queued. head_len + body_len <= RL_NET_MAX_PAYLOAD;
+ * either part may be NULL when its length is 0. Returns as rl__conn_send. [any] */
+int rl__conn_send2(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *head, size_t head_len,
+                   const void *body, size_t body_len, int queued);
+
 /* rl__conn_send_buf — as rl__conn_send, but takes payload's bytes (no copy when they must be
  * queued): on return, in every case, *payload is empty and re-initialised (rl__buf_init state) and
  * the bytes are the connection's (freed when written or when the connection closes). A buffer

@@ -1285,22 +1285,33 @@ static int append_fast(rl_buf *out, const uint8_t *h, size_t hn, const uint8_t *
     return 0;
 }
 
+int rl__msg_get_req_head(const rl_msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEAD]) {
+    if (m->key_len > RL_PROTO_MAX_KEY || (!m->key && m->key_len)) return 0;
+    put32(out, (uint32_t)m->version);
+    put32(out + 4, (uint32_t)(m->version >> 32));
+    put32(out + 8, m->key_len);
+    return 1;
+}
+
+int rl__msg_get_reply_head(const rl_msg_get_reply *m, uint8_t out[RL_MSG_GET_REPLY_HEAD]) {
+    if (m->present > 1 || m->value_len > RL_PROTO_MAX_VALUE || (!m->value && m->value_len) ||
+        (!m->present && m->value_len))
+        return 0;
+    out[0] = m->present;
+    put32(out + 1, m->value_len);
+    return 1;
+}
+
 static int get_req_encode_fast(rl_buf *out, const rl_msg_get_req *m) {
-    if (m->key_len > RL_PROTO_MAX_KEY || (!m->key && m->key_len) || rl__buf_error(out) != RL_OK) return 0;
-    uint8_t h[12];
-    put32(h, (uint32_t)m->version);
-    put32(h + 4, (uint32_t)(m->version >> 32));
-    put32(h + 8, m->key_len);
-    return append_fast(out, h, sizeof h, m->key, m->key_len);
+    uint8_t h[RL_MSG_GET_REQ_HEAD];
+    return rl__buf_error(out) == RL_OK && rl__msg_get_req_head(m, h) &&
+           append_fast(out, h, sizeof h, m->key, m->key_len);
 }
 
 static int get_reply_encode_fast(rl_buf *out, const rl_msg_get_reply *m) {
-    if (m->present > 1 || m->value_len > RL_PROTO_MAX_VALUE || (!m->value && m->value_len) ||
-        (!m->present && m->value_len) || rl__buf_error(out) != RL_OK)
-        return 0;
-    uint8_t h[5] = {m->present};
-    put32(h + 1, m->value_len);
-    return append_fast(out, h, sizeof h, m->value, m->value_len);
+    uint8_t h[RL_MSG_GET_REPLY_HEAD];
+    return rl__buf_error(out) == RL_OK && rl__msg_get_reply_head(m, h) &&
+           append_fast(out, h, sizeof h, m->value, m->value_len);
 }
 
 static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,

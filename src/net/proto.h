@@ -436,6 +436,16 @@ typedef struct {
     const uint8_t *value; /* <= RL_PROTO_MAX_VALUE; empty when absent */
     uint32_t value_len;
 } rl_msg_get_reply;
+
+/* The fixed fields that start a GET request's payload (version, key length) and a GET reply's
+ * (present, value length): the payload is this head followed by the key (the value). Each writes
+ * the head of a valid m and returns 1, or returns 0 (nothing written) when m breaks a rule — the
+ * caller then encodes m with rl__msg_encode, which names the rule. For senders that gather the
+ * head and the bytes into one frame without a buffer (rl__conn_send2). */
+#define RL_MSG_GET_REQ_HEAD 12
+#define RL_MSG_GET_REPLY_HEAD 5
+int rl__msg_get_req_head(const rl_msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEAD]);
+int rl__msg_get_reply_head(const rl_msg_get_reply *m, uint8_t out[RL_MSG_GET_REPLY_HEAD]);
 int rl__msg_get_reply_encode(rl_buf *out, const rl_msg_get_reply *m, rl_proto_why *why);
 int rl__msg_get_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_reply *out, rl_proto_why *why);
 

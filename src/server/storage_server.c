@@ -454,7 +454,11 @@ static void do_get(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_req *
     m.u.get_reply.present = present ? 1 : 0;
     m.u.get_reply.value = present ? val : NULL;
     m.u.get_reply.value_len = present ? vl : 0;
-    rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
+    uint8_t head[RL_MSG_GET_REPLY_HEAD]; /* queued, gathered: no encoding buffer (the common case) */
+    if (rl__msg_get_reply_head(&m.u.get_reply, head))
+        (void)rl__conn_send2(cl->conn, RL_MSG_GET, RL_FRAME_REPLY, id, head, sizeof head, m.u.get_reply.value,
+                             m.u.get_reply.value_len, 1);
+    else rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
 }
 
 /* Reply to a GET_KEY (invariant 4). */

@@ -704,7 +704,7 @@ static uint64_t attempt_timeout(const creq *q) {
 /* Encode q's request into b. */
 static int encode(creq *q, rl_buf *b) {
     switch (q->kind) {
-    case RL_CREQ_READ: return rl__cplan_encode(&q->plan, b); /* a point get by hand */
+    case RL_CREQ_READ: return rl__msg_encode(b, &q->plan.req, NULL);
     case RL_CREQ_GRV: {
         rl_msg_get_read_version_req m = {0};
         return rl__msg_get_read_version_req_encode(b, &m, NULL);
@@ -868,14 +868,21 @@ static void note_failed(creq *q, int err) {
 static void send_on(cconn *cc, creq *q, uint64_t now) {
     cluster *cl = q->cl;
     rl_buf *b = NULL;
-    cpayload *pl = NULL; /* a commit's payload, referenced for the send (the reply may free q) */
-    const void *data;
-    size_t len;
+    cpayload *pl = NULL;            /* a commit's payload, referenced for the send (the reply may free q) */
+    const void *data, *more = NULL; /* the payload: data, then more (a GET's key) */
+    size_t len, more_len = 0;
+    uint8_t head[RL_MSG_GET_REQ_HEAD];
     if (q->kind == RL_CREQ_COMMIT) {
         pl = q->pl;
         atomic_fetch_add(&pl->refs, 1);
         data = pl->b.data;
         len = pl->b.len;
+    } else if (q->kind == RL_CREQ_READ && q->plan.req.type == RL_MSG_GET && q->plan.req.flags == 0 &&
+               rl__msg_get_req_head(&q->plan.req.u.get_req, head)) { /* the commonest: no buffer */
+        data = head;
+        len = sizeof head;
+        more = q->plan.req.u.get_req.key;
+        more_len = q->plan.req.u.get_req.key_len;
     } else {
         b = enc_buf();
         int rc = b ? encode(q, b) : RL_E_OUT_OF_MEMORY;
@@ -908,7 +915,7 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
     rl_kv_read_stats *st = q_stats(q);
     if (st) { /* counted once per attempt actually sent (a request parked for a connect comes
                * back here), before it is sent: the reply may finish q at once */
-        uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + len);
+        uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + len + more_len);
         st->requests++;
         st->round_trips++;
         st->bytes_sent += fb;
@@ -956,7 +963,7 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
     /* The first request of a burst is written by this thread (the latency path); while others are
      * in flight, requests queue and the network thread writes them together (one wake-up, a few
      * sendmsg calls for many requests: what makes 1,000 gets at once cheap). */
-    int rc = busy ? rl__conn_send_queued(conn, type, 0, id, data, len) : rl__conn_send(conn, type, 0, id, data, len);
+    int rc = rl__conn_send2(conn, type, 0, id, data, len, more, more_len, busy);
     pl_unref(pl);
     if (rc == RL_OK) {
         if (watch) ensure_hedge_tick(cl); /* uses cl only */
@@ -1586,11 +1593,7 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
             note_reply(q, q->conn, h, RL_E_OUT_OF_MEMORY, NULL);
             return RL_E_OUT_OF_MEMORY;
         }
-        if (h->type == RL_MSG_GET && h->flags == RL_FRAME_REPLY) { /* the commonest: by hand */
-            rc = rl__cplan_decode_get_reply(copy, h->payload_len, r->arena, &m, &why);
-        } else {
-            rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why);
-        }
+        rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why); /* GET: by hand */
         note_reply(q, q->conn, h, rc ? RL_E_MALFORMED_FRAME : 0,
                    rc == RL_OK && h->type == RL_MSG_GET_MAPPED_RANGE ? &m.u.get_mapped_range_reply.stats : NULL);
         if (rc) goto bad;

@@ -593,37 +593,3 @@ int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send) {
     if (status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
     return page_take(p, items, n, more, rt, rtl, out_send);
 }
-
-int rl__cplan_encode(const rl_cplan *p, rl_buf *b) {
-    const rl_msg_get_req *g = &p->req.u.get_req;
-    if (p->req.type != RL_MSG_GET || p->req.flags != 0 || g->key_len > RL_PROTO_MAX_KEY || (!g->key && g->key_len))
-        return rl__msg_encode(b, &p->req, NULL);
-    uint8_t h[12 + 116]; /* a short key goes out in one append with the header */
-    for (int i = 0; i < 8; i++) h[i] = (uint8_t)(g->version >> (8 * i));     /* u64, little-endian */
-    for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(g->key_len >> (8 * i)); /* u32 length */
-    if (g->key_len <= sizeof h - 12) {
-        if (g->key_len) memcpy(h + 12, g->key, g->key_len);
-        rl__buf_append(b, h, 12 + (size_t)g->key_len);
-    } else {
-        rl__buf_append(b, h, 12);
-        rl__buf_append(b, g->key, g->key_len);
-    }
-    return rl__buf_error(b);
-}
-
-int rl__cplan_decode_get_reply(const uint8_t *payload, size_t len, rl_arena *a, rl_msg *m, rl_proto_why *why) {
-    if (payload && len >= 5) {
-        uint32_t n =
-            (uint32_t)payload[1] | (uint32_t)payload[2] << 8 | (uint32_t)payload[3] << 16 | (uint32_t)payload[4] << 24;
-        if (payload[0] <= 1 && n <= RL_PROTO_MAX_VALUE && n == len - 5 && (payload[0] == 1 || n == 0)) {
-            m->type = RL_MSG_GET;
-            m->flags = RL_FRAME_REPLY;
-            m->u.get_reply.present = payload[0];
-            m->u.get_reply.value = payload + 5;
-            m->u.get_reply.value_len = n;
-            if (why) why->text[0] = 0;
-            return RL_OK;
-        }
-    }
-    return rl__msg_decode(RL_MSG_GET, RL_FRAME_REPLY, payload, len, a, m, why);
-}

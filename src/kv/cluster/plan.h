@@ -107,16 +107,4 @@ int rl__cplan_start(rl_cplan *p, rl_kv_read *r, const rl_cplan_options *o, int *
  * type), RL_E_OUT_OF_MEMORY. Mapped replies add their s2s counters to r->stats. */
 int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send);
 
-/* rl__cplan_encode — append the payload of p->req to b: the same bytes as rl__msg_encode, a GET
- * written by hand (version, then the key's length and bytes: docs/protocol.md §5, §7 GET; the codec's
- * generic transfer costs about 300 instructions more for the commonest request), everything else
- * and every GET the codec would refuse by the codec. Returns as rl__msg_encode. */
-int rl__cplan_encode(const rl_cplan *p, rl_buf *b);
-
-/* rl__cplan_decode_get_reply — decode a GET reply's payload into *m as rl__msg_decode(RL_MSG_GET,
- * RL_FRAME_REPLY, ...) does: a well-formed one by hand (present 0 or 1, the value's length, no
- * trailing bytes, no value when absent; value points into payload), anything else by the codec,
- * for its error and message. Returns as rl__msg_decode. */
-int rl__cplan_decode_get_reply(const uint8_t *payload, size_t len, rl_arena *a, rl_msg *m, rl_proto_why *why);
-
 #endif

@@ -1,7 +1,8 @@
 /* test_loop_queued.c — loop_7_*: rl__conn_send_queued (src/net/loop.h), the send that never writes
  * from the calling thread: frames arrive whole and in the order of the send calls, mixed with
  * rl__conn_send from several threads and from the loop thread itself; a burst is written with far
- * fewer sendmsg calls than frames; sends on a closed connection fail. */
+ * fewer sendmsg calls than frames; sends on a closed connection fail; rl__conn_send2 gathers two
+ * parts into one frame. */
 #include "looptest.h"
 
 /* loop-7.1: 20,000 frames from one thread, alternating queued and direct sends in runs, arrive in
@@ -115,4 +116,43 @@ TEST(loop_7_2_threads_and_loop_thread) {
     LT_ASSERT_NO_BG_ERRORS();
 }
 
-RL_TEST_MAIN(T(loop_7_1_order_and_batching), T(loop_7_2_threads_and_loop_thread))
+/* loop-7.3: rl__conn_send2 gathers head and body into one frame — direct and queued, parts of
+ * 0 to 300 bytes (a spare frame's size and larger), NULL parts of length 0 — arriving in order as
+ * head then body; a payload over RL_NET_MAX_PAYLOAD in total, or a NULL part with a length, is
+ * refused and sends nothing. */
+TEST(loop_7_3_send2_gathers) {
+    lt_loop l;
+    lt_loop_start(&l, 0);
+    lt_server s;
+    lt_server_start(&s, l.loop, 0, 1);
+    lt_peer *c = lt_connect(l.loop, s.port, 0, 0);
+    lt_peer *srv = lt_server_peer(&s, 1);
+    static uint8_t bytes[600];
+    for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (uint8_t)(i * 13 + 1);
+    enum { N = 3000 };
+    for (int i = 0; i < N; i++) {
+        size_t hl = (size_t)(i * 7) % 301, bl = (size_t)(i * 11) % 299;
+        ASSERT_OK(rl__conn_send2(c->conn, 7, 0, (uint64_t)i + 1, hl ? bytes : NULL, hl, bl ? bytes + 300 : NULL, bl,
+                                 i % 5 != 0));
+    }
+    ASSERT_EQ(rl__conn_send2(c->conn, 7, 0, 1, bytes, 10, NULL, 1, 1), RL_E_INVALID_ARGUMENT);
+    ASSERT_EQ(rl__conn_send2(c->conn, 7, 0, 1, bytes, 1, bytes, RL_NET_MAX_PAYLOAD, 0), RL_E_INVALID_ARGUMENT);
+    ASSERT_TRUE(lt_wait_count(&srv->frame_count, N, LT_WAIT_MS));
+    pthread_mutex_lock(&srv->mu);
+    ASSERT_EQ(srv->frame_count, N);
+    uint8_t want[600];
+    for (int i = 0; i < N; i++) {
+        size_t hl = (size_t)(i * 7) % 301, bl = (size_t)(i * 11) % 299;
+        memcpy(want, bytes, hl);
+        memcpy(want + hl, bytes + 300, bl);
+        ASSERT_EQ(srv->frames[i].h.id, (uint64_t)i + 1);
+        ASSERT_MEM_EQ(srv->frames[i].payload, srv->frames[i].h.payload_len, want, hl + bl);
+    }
+    pthread_mutex_unlock(&srv->mu);
+    lt_loop_finish(&l);
+    lt_peer_free(c);
+    lt_server_free_peers(&s);
+    LT_ASSERT_NO_BG_ERRORS();
+}
+
+RL_TEST_MAIN(T(loop_7_1_order_and_batching), T(loop_7_2_threads_and_loop_thread), T(loop_7_3_send2_gathers))
