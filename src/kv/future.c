@@ -17,6 +17,15 @@
  *   5. `ready` is written (0 -> 1) only under mu, with a release store after the error and the
  *      results; readers that find it set with an acquire load may read them without the lock
  *      (the fast path of wait / get_error / is_ready, two lock round trips less per read).
+ *   5a. rl_future_wait sleeps on `ready` itself (a futex), not on cv under mu: it counts itself
+ *      in n_waiting, then sleeps while ready is 0; the completer stores ready, then wakes the
+ *      futex if n_waiting > 0 (both sequentially consistent, so one of the two sees the other:
+ *      no lost wake-up). The wake comes after the unlock and after the completer's reference is
+ *      gone, so f may be recycled by then: a wake of a recycled future's futex only makes its
+ *      waiters (if any) look at `ready` again. With cv and mu, a woken waiter found the mutex
+ *      still held by the completer and slept on it again, and its unlock then made a futile
+ *      futex wake (glibc leaves a mutex taken after a wait marked contended): four system calls
+ *      and two wake-ups where one wake does.
  *   6. Freed futures are recycled through a per-thread cache (at most CACHE_MAX): a read
  *      then costs no allocation in steady state. Each cached future keeps its arena's largest
  *      block (rl__arena_reset keeps one of at most 4 MiB), as long as the blocks kept by the
@@ -31,7 +40,12 @@
  *      freed future was already invalid. All memory still comes from the allocation hook, so
  *      rl_alloc_set_hook must be called before the first allocation (as for every other object).
  */
+#include <limits.h>
 #include <string.h>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/sync.h"
@@ -59,6 +73,12 @@ static _Thread_local size_t cache_bytes;   /* sum of rl__arena_capacity over cac
 static _Thread_local int cache_registered; /* the key below holds a value for this thread */
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+/* The futex of 5a (private to the process). A wait returns at once when *p is no longer 0, on
+ * a wake, or spuriously (EINTR): the caller looks at *p again. */
+static void futex_wait_while_zero(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0); }
+
+static void futex_wake_all(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
 
 /* Release a future for good (its arena, lock, condition variable and memory). */
 static void destroy(rl_future *f) {
@@ -157,10 +177,10 @@ static void complete(rl_future *f, int err, int drop_ref) {
     if (f->is_static) return;
     pthread_mutex_lock(&f->mu);
     rl_future_cb *cbs = NULL;
-    int n = 0;
+    int n = 0, wake = 0;
     if (!f->ready) {
         f->error = err;
-        __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&f->ready, 1, __ATOMIC_SEQ_CST); /* a release, and ordered before n_waiting's load */
         cbs = f->cbs;
         n = f->user_freed ? 0 : f->n_cbs;
         f->cbs = NULL;
@@ -169,10 +189,11 @@ static void complete(rl_future *f, int err, int drop_ref) {
             f->cb_running = 1;
             f->cb_thread = pthread_self();
         }
-        pthread_cond_broadcast(&f->cv);
+        wake = __atomic_load_n(&f->n_waiting, __ATOMIC_SEQ_CST) > 0; /* after the store: 5a */
     }
     int last = drop_ref && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0;
     pthread_mutex_unlock(&f->mu);
+    if (wake) futex_wake_all(&f->ready);
     if (n > 0) {
         for (int i = 0; i < n; i++) cbs[i].cb(f, cbs[i].ud);
         pthread_mutex_lock(&f->mu);
@@ -200,11 +221,10 @@ void rl__future_complete_unseen(rl_future *f, int err) {
 int rl_future_wait(rl_future *f) {
     if (!f) return RL_E_INVALID_ARGUMENT;
     if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return f->error;
-    pthread_mutex_lock(&f->mu);
-    while (!f->ready) pthread_cond_wait(&f->cv, &f->mu);
-    int err = f->error;
-    pthread_mutex_unlock(&f->mu);
-    return err;
+    __atomic_add_fetch(&f->n_waiting, 1, __ATOMIC_SEQ_CST); /* before the load of ready: 5a */
+    while (!__atomic_load_n(&f->ready, __ATOMIC_SEQ_CST)) futex_wait_while_zero(&f->ready);
+    __atomic_sub_fetch(&f->n_waiting, 1, __ATOMIC_RELAXED);
+    return f->error;
 }
 
 int rl_future_is_ready(rl_future *f) {

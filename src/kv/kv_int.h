@@ -64,13 +64,14 @@ typedef struct {
 struct rl_future {
     int kind;            /* rl_future_kind */
     int is_static;       /* the shared out-of-memory future: never freed */
-    int ready;           /* guarded by mu; once 1 never changes */
+    int ready;           /* written under mu; once 1 never changes; the futex rl_future_wait sleeps on */
     int error;           /* valid when ready */
     int refs;            /* atomic: 1 for the user's handle + 1 per backend operation in flight */
     int user_freed;      /* rl_future_free was called: no callback runs any more (under mu) */
     int cb_running;      /* callbacks are running (under mu): rl_future_free waits for them */
     pthread_t cb_thread; /* ... on this thread */
     int free_in_cb;      /* a callback freed its own future: the completer drops the reference */
+    int n_waiting;       /* atomic: threads in rl_future_wait's sleep (a futex on `ready`) */
     rl_arena arena;      /* results live here */
     pthread_mutex_t mu;
     pthread_cond_t cv;
