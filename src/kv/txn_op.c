@@ -1169,6 +1169,9 @@ static void stack_op(txn_op *op, rl_txn *t, rl_future *f, int kind) {
 
 /* ---- The API ------------------------------------------------------------------------------ */
 
+/* The write map can change what a read sees (read your writes on, and something written). */
+static int has_writes(const rl_txn *t) { return !t->ryw_disabled && (t->wm.n_pts > 0 || t->wm.n_clears > 0); }
+
 rl_future *rl_txn_get_read_version(rl_txn *t) {
     if (!t) return rl__future_error(RL_FUT_INT64, RL_E_INVALID_ARGUMENT);
     rl_future *f = rl__future_new(RL_FUT_INT64);
@@ -1200,7 +1203,7 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     }
     if (key_len > RL_KEY_SIZE_LIMIT) goto now; /* nothing can be stored there */
     const rl_wm_point *p = NULL;
-    if (!t->ryw_disabled) {
+    if (has_writes(t)) {
         size_t i = rl__wmap_lower(&t->wm, key, (uint32_t)key_len);
         if (i < t->wm.n_pts && kcmp(t->wm.pts[i].key, t->wm.pts[i].key_len, key, (uint32_t)key_len) == 0)
             p = &t->wm.pts[i];
@@ -1293,8 +1296,6 @@ static int view_writes(txn_op *op, const uint8_t *b, uint32_t bl, const uint8_t 
     op->wm = &op->wm_copy;
     return rc;
 }
-
-static int has_writes(const rl_txn *t) { return !t->ryw_disabled && (t->wm.n_pts > 0 || t->wm.n_clears > 0); }
 
 rl_future *rl_txn_get_key(rl_txn *t, rl_key_selector sel, int flags) {
     if (!t || (!sel.key && sel.key_len)) return rl__future_error(RL_FUT_KEY, RL_E_INVALID_ARGUMENT);

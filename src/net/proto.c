@@ -1317,15 +1317,12 @@ static int get_reply_encode_fast(rl_buf *out, const rl_msg_get_reply *m) {
 static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
                          rl_proto_why *why, int walk) {
     if (!walk && type == RL_MSG_GET && (flags == 0 || flags == RL_FRAME_REPLY)) {
-        rl_msg_get_req q;
-        rl_msg_get_reply r;
-        int ok = flags == 0 ? get_req_decode_fast(payload, len, &q) : get_reply_decode_fast(payload, len, &r);
-        if (ok) {
-            memset(out, 0, sizeof *out);
+        memset(out, 0, sizeof *out);
+        int ok = flags == 0 ? get_req_decode_fast(payload, len, &out->u.get_req)
+                            : get_reply_decode_fast(payload, len, &out->u.get_reply);
+        if (ok) { /* (a refused payload wrote nothing: the walk decodes it, for its error) */
             out->type = type;
             out->flags = flags;
-            if (flags == 0) out->u.get_req = q;
-            else out->u.get_reply = r;
             if (why) why->text[0] = 0;
             return RL_OK;
         }
