@@ -88,7 +88,7 @@
  * each page's observation calibrates the next decision (doubling pages would visit a fresh class
  * every time). */
 #define AD_PAGE_ROWS 1024
-#define AD_READ_BYTES (1 << 20) /* networked pages: bytes per read (stream_bytes) */
+#define AD_READ_BYTES (1 << 20) /* bytes per read of a page (stream_bytes; embedded: remote pages only) */
 #define AD_TEST_ENV "RL_QUERY_ADAPTIVE_TEST"
 #define AD_EWMA 0.25 /* weight of a page in the database's bytes-per-row and remote share */
 
@@ -571,10 +571,13 @@ static int strategy_flags(const rl_cursor *c) {
 /* The streaming mode of index and mapped reads: ITERATOR (small first reads, growing), except in
  * an ADAPTIVE page on a networked database, whose size is known: WANT_ALL with the page's limit
  * (read_limit), so a page is one read (one round trip) unless the servers' reply cap cuts it —
- * what the cost model assumes. Embedded, ADAPTIVE's pages read as the fixed method it picked:
- * SCAN_AND_FETCH's index pages ITERATOR, their iteration continuing across pages (page_begin);
- * remote pages as remote fetch sizes them (mapped_mode: EXACT with the page's entries, in
- * MAPPED_PAGE_BYTES reads), not ITERATOR's 7-8 reads per 1,000 small rows. */
+ * what the cost model assumes. Embedded, SCAN_AND_FETCH pages keep ITERATOR, their iteration
+ * continuing across pages (page_begin), as the fixed method reads; remote pages are EXACT with
+ * the page's entries (mapped_mode) in reads of at most AD_READ_BYTES: one read per 1,000 small
+ * rows, as remote fetch makes, where ITERATOR took 7-8 and 14 more allocations; and no 8 MiB
+ * result arenas for split records (the fixed method's MAPPED_PAGE_BYTES: above malloc's mmap
+ * threshold, fresh pages faulted in every read; an embedded remote page of 1,000 split rows
+ * took 2.3x SCAN_AND_FETCH's time with them, about the same with 1 MiB). */
 static rl_streaming_mode stream_mode(const rl_cursor *c) {
     return c->page_on && c->ad->networked ? RL_STREAMING_WANT_ALL : RL_STREAMING_ITERATOR;
 }
@@ -962,9 +965,10 @@ static int remote_next(rl_cursor *c, int *out_has) {
             c->k.mapped_range_requests++;
             c->mf_d0 = c->depth;
             /* An ADAPTIVE page on a networked database reads exactly the page it decided on
-             * (stream_mode); otherwise — embedded ADAPTIVE pages too, whose reads are then the
-             * fixed remote fetch's — the page is sized by what the query will read (mapped_mode,
-             * invariant 8; in an ADAPTIVE page read_limit stops at the page's entries). */
+             * (stream_mode); otherwise the page is sized by what the query will read (mapped_mode,
+             * invariant 8; in an ADAPTIVE page read_limit stops at the page's entries), and an
+             * embedded ADAPTIVE page's reads stop at AD_READ_BYTES, not MAPPED_PAGE_BYTES (see
+             * stream_mode). */
             int lim, mode;
             long bytes;
             if (c->page_on && c->ad->networked) {
@@ -973,7 +977,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
                 bytes = stream_bytes(c);
             } else {
                 mode = mapped_mode(c, 0, &lim);
-                bytes = mode == RL_STREAMING_ITERATOR ? 0 : MAPPED_PAGE_BYTES;
+                bytes = mode == RL_STREAMING_ITERATOR ? 0 : c->page_on ? AD_READ_BYTES : MAPPED_PAGE_BYTES;
             }
             c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim, bytes,
                                             (rl_streaming_mode)mode, c->iteration++, read_flags(c) | strategy_flags(c));
@@ -1081,7 +1085,7 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     in->kvs_per_record = sc->kvs_per_record >= 1 ? sc->kvs_per_record : 1;
     in->pipeline_depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
     in->index_page_rows = c->o.index_batch > 0 ? c->o.index_batch : (double)(rows > 0 ? rows : 1);
-    in->mapped_page_bytes = c->ad->networked ? AD_READ_BYTES : 8.0 * 1024 * 1024; /* stream_bytes */
+    in->mapped_page_bytes = AD_READ_BYTES; /* stream_bytes, remote_next */
     if (c->o.index_batch > 0 && c->o.index_batch * in->bytes_per_row < in->mapped_page_bytes)
         in->mapped_page_bytes = c->o.index_batch * in->bytes_per_row;
     in->rtt_index_ns = li.rtt_ns;
