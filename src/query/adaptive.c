@@ -228,7 +228,15 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     /* The recheck of a method that lost the lead by its own observation (adaptive.h). */
     int recheck = c->recheck && --c->recheck == 0 && c->recheck_method == other &&
                   out->est_ns[other] <= RL__ADAPTIVE_RECHECK_MAX * out->est_ns[best];
-    int due = c->decisions % RL__ADAPTIVE_EXPLORE_EVERY == 0 || (c->observed[other] == 0 && c->observed[best] > 0);
+    /* Periodic exploration, cost-bounded (adaptive.h): every EXPLORE_EVERY-th decision, or
+     * later when the other method is estimated so much slower that EXPLORE_EVERY would spend
+     * more than EXPLORE_BUDGET of the chosen time on it (not while its window warms up). */
+    uint32_t every = RL__ADAPTIVE_EXPLORE_EVERY;
+    double gap = out->est_ns[best] > 0 ? out->est_ns[other] / out->est_ns[best] - 1 : 0;
+    if (c->win_n[other] >= RL__ADAPTIVE_WINDOW && gap > RL__ADAPTIVE_EXPLORE_BUDGET * RL__ADAPTIVE_EXPLORE_EVERY)
+        every = (uint32_t)ceil(gap / RL__ADAPTIVE_EXPLORE_BUDGET - 1e-9);
+    if (c->since_explore < UINT32_MAX) c->since_explore++;
+    int due = c->since_explore >= every || (c->observed[other] == 0 && c->observed[best] > 0);
     /* The long-period probe: a method past the exploration bound (a stale or cold-start
      * estimate) is still tried now and then, when it is estimated at most PROBE_MAX slower. */
     int probe = c->decisions % RL__ADAPTIVE_PROBE_EVERY == 0 &&
@@ -237,6 +245,7 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     if ((within && due) || probe || recheck) {
         out->method = other;
         out->explored = 1;
+        c->since_explore = 0;
         m->explorations++;
     }
 }

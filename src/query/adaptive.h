@@ -53,13 +53,17 @@
  * risen (a few pages); a speedup at once; the mean's bounds still guard the cold start (the
  * window's one slow first page is not the smaller).
  *
- * Exploration: every RL__ADAPTIVE_EXPLORE_EVERY-th decision of a size class runs the other method
- * when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen one's (PROBE_MAX
- * while that method has fewer than WINDOW observations in the class: at most WINDOW such pages
- * per class and method, once), and a
- * size class whose other method was never observed explores it once under the same bound; so
- * exploration costs at most (EXPLORE_MAX - 1) / EXPLORE_EVERY of the chosen time in the long run
- * (2.5 % with the defaults), plus at most one bounded probe per size class. When the lead
+ * Exploration: the EXPLORE_EVERY-th decision of a size class since its last exploration runs the
+ * other method when its calibrated estimate is at most RL__ADAPTIVE_EXPLORE_MAX times the chosen
+ * one's (PROBE_MAX while that method has fewer than WINDOW observations in the class: at most
+ * WINDOW such pages per class and method, once), and a
+ * size class whose other method was never observed explores it once under the same bound. Once the
+ * window is full the period is cost-bounded: a method estimated g times slower (g - 1 > EXPLORE_EVERY
+ * x RL__ADAPTIVE_EXPLORE_BUDGET) waits ceil((g - 1) / EXPLORE_BUDGET) decisions (1.3x: 60, 1.5x:
+ * 100), so exploration costs at most EXPLORE_BUDGET (0.5 %) of the chosen time in the long run
+ * (it was (EXPLORE_MAX - 1) / EXPLORE_EVERY = 2.5 %: on embedded, where SCAN_AND_FETCH of 1,000
+ * small rows is 1.3x remote fetch, every 20th query explored it for 1.5 % more), plus the
+ * warm-up's bounded pages per size class. When the lead
  * changes in a class because of an observation (the page's method, the cheaper at its decision's
  * estimates, is not any more once its factor moved; a change of inputs does not count), the
  * method that lost it is run once more RL__ADAPTIVE_RECHECK_AFTER decisions later when it is
@@ -89,10 +93,13 @@
     4 /* byte classes: bytes per row < 1 KiB, < 16 KiB, < 256 KiB,
                                          * more (small and split records calibrate apart) */
 #define RL__ADAPTIVE_ALL_CLASSES (RL__ADAPTIVE_CLASSES * RL__ADAPTIVE_BYTE_CLASSES)
-#define RL__ADAPTIVE_ALPHA 0.3                    /* weight of a new observation in the log factor */
-#define RL__ADAPTIVE_WINDOW 4                     /* observations per class and method whose least counts */
-#define RL__ADAPTIVE_EXPLORE_EVERY 20             /* decisions of a class between explorations */
-#define RL__ADAPTIVE_EXPLORE_MAX 1.5              /* explore only a method estimated at most this much slower */
+#define RL__ADAPTIVE_ALPHA 0.3        /* weight of a new observation in the log factor */
+#define RL__ADAPTIVE_WINDOW 4         /* observations per class and method whose least counts */
+#define RL__ADAPTIVE_EXPLORE_EVERY 20 /* decisions of a class between explorations */
+#define RL__ADAPTIVE_EXPLORE_MAX 1.5  /* explore only a method estimated at most this much slower */
+#define RL__ADAPTIVE_EXPLORE_BUDGET \
+    0.005                                         /* ... and no more often than this share of the chosen time
+                                                   * allows (1.3x slower: every 60th decision) */
 #define RL__ADAPTIVE_RECHECK_AFTER 2              /* decisions after a change of lead before a recheck */
 #define RL__ADAPTIVE_RECHECK_MAX 4.0              /* recheck only a method estimated at most this much slower */
 #define RL__ADAPTIVE_PROBE_EVERY 500              /* decisions of a class between long-period probes */
@@ -143,6 +150,8 @@ typedef struct {
     uint8_t win_n[2], win_pos[2];       /* ... how many (up to WINDOW), the next slot */
     uint32_t observed[2];               /* observations per method */
     uint32_t decisions;                 /* decisions made in this class */
+    uint32_t since_explore;             /* decisions since the class's last exploration (periodic,
+                               * probe or recheck) */
     uint8_t surprised[2];               /* per method: its last observation was > 2x its estimate */
     uint8_t recheck;                    /* decisions left until recheck_method, which lost the lead by
                                * its own last observation, is run again (0: none pending) */

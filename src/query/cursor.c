@@ -88,7 +88,7 @@
  * each page's observation calibrates the next decision (doubling pages would visit a fresh class
  * every time). */
 #define AD_PAGE_ROWS 1024
-#define AD_READ_BYTES (1 << 20) /* networked pages: bytes per read (stream_bytes) */
+#define AD_READ_BYTES (1 << 20) /* bytes per read of a page (stream_bytes; embedded: remote pages only) */
 #define AD_TEST_ENV "RL_QUERY_ADAPTIVE_TEST"
 #define AD_EWMA 0.25 /* weight of a page in the database's bytes-per-row and remote share */
 
@@ -309,6 +309,16 @@ struct rl_cursor {
     int ad_rv_done;                      /* the transaction's read-version wait is behind every page now
                                * (or there is none to take out: a local backend) */
     rl__adaptive_decision ad_dec;        /* the running page's decision */
+    int ad_sampled;                      /* a local backend: a page's time is its span less the caller's
+                               * time between calls, estimated from sampled gaps (page_span) */
+    uint64_t page_t0;                    /* ad_sampled: rl__clock_mono_ns() at the page's start */
+    uint64_t gap_t;                      /* ad_sampled: when the last call returned, if the gap after it
+                               * is sampled (else 0) */
+    uint64_t gap_ns, gap_est_ns;         /* ad_sampled: the sampled gaps' time; the page's estimated
+                               * caller time (taken out of page_ns) */
+    uint32_t gap_n, gaps;                /* ad_sampled: gaps sampled / all gaps between the page's calls */
+    uint32_t gap_skip;                   /* ad_sampled: calls to return before the next sampled gap */
+    uint32_t gap_rng;                    /* ad_sampled: xorshift32 state choosing the sampled gaps */
     uint64_t cur_local, cur_remote;      /* the page's mapped entries read locally / elsewhere */
     uint64_t ad_key;                     /* rl__hash64 of ixprefix: its ad_scan entry */
     rl_buf explain;                      /* o.explain: one line per page */
@@ -561,9 +571,13 @@ static int strategy_flags(const rl_cursor *c) {
 /* The streaming mode of index and mapped reads: ITERATOR (small first reads, growing), except in
  * an ADAPTIVE page on a networked database, whose size is known: WANT_ALL with the page's limit
  * (read_limit), so a page is one read (one round trip) unless the servers' reply cap cuts it —
- * what the cost model assumes. Embedded, round trips cost nothing and one big read costs a big
- * result arena per page (malloc's mmap threshold: page faults), so ADAPTIVE keeps ITERATOR there,
- * its iteration continuing across pages (page_begin). */
+ * what the cost model assumes. Embedded, SCAN_AND_FETCH pages keep ITERATOR, their iteration
+ * continuing across pages (page_begin), as the fixed method reads; remote pages are EXACT with
+ * the page's entries (mapped_mode) in reads of at most AD_READ_BYTES: one read per 1,000 small
+ * rows, as remote fetch makes, where ITERATOR took 7-8 and 14 more allocations; and no 8 MiB
+ * result arenas for split records (the fixed method's MAPPED_PAGE_BYTES: above malloc's mmap
+ * threshold, fresh pages faulted in every read; an embedded remote page of 1,000 split rows
+ * took 2.3x SCAN_AND_FETCH's time with them, about the same with 1 MiB). */
 static rl_streaming_mode stream_mode(const rl_cursor *c) {
     return c->page_on && c->ad->networked ? RL_STREAMING_WANT_ALL : RL_STREAMING_ITERATOR;
 }
@@ -950,17 +964,20 @@ static int remote_next(rl_cursor *c, int *out_has) {
             c->k.reads_mapped_range++;
             c->k.mapped_range_requests++;
             c->mf_d0 = c->depth;
-            /* An ADAPTIVE page reads exactly the page it decided on (stream_mode); otherwise the
-             * page is sized by what the query will read (mapped_mode, invariant 8). */
+            /* An ADAPTIVE page on a networked database reads exactly the page it decided on
+             * (stream_mode); otherwise the page is sized by what the query will read (mapped_mode,
+             * invariant 8; in an ADAPTIVE page read_limit stops at the page's entries), and an
+             * embedded ADAPTIVE page's reads stop at AD_READ_BYTES, not MAPPED_PAGE_BYTES (see
+             * stream_mode). */
             int lim, mode;
             long bytes;
-            if (c->page_on) {
+            if (c->page_on && c->ad->networked) {
                 lim = read_limit(c);
                 mode = stream_mode(c);
                 bytes = stream_bytes(c);
             } else {
                 mode = mapped_mode(c, 0, &lim);
-                bytes = mode == RL_STREAMING_ITERATOR ? 0 : MAPPED_PAGE_BYTES;
+                bytes = mode == RL_STREAMING_ITERATOR ? 0 : c->page_on ? AD_READ_BYTES : MAPPED_PAGE_BYTES;
             }
             c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim, bytes,
                                             (rl_streaming_mode)mode, c->iteration++, read_flags(c) | strategy_flags(c));
@@ -1068,7 +1085,7 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     in->kvs_per_record = sc->kvs_per_record >= 1 ? sc->kvs_per_record : 1;
     in->pipeline_depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
     in->index_page_rows = c->o.index_batch > 0 ? c->o.index_batch : (double)(rows > 0 ? rows : 1);
-    in->mapped_page_bytes = c->ad->networked ? AD_READ_BYTES : 8.0 * 1024 * 1024; /* stream_bytes */
+    in->mapped_page_bytes = AD_READ_BYTES; /* stream_bytes, remote_next */
     if (c->o.index_batch > 0 && c->o.index_batch * in->bytes_per_row < in->mapped_page_bytes)
         in->mapped_page_bytes = c->o.index_batch * in->bytes_per_row;
     in->rtt_index_ns = li.rtt_ns;
@@ -1117,18 +1134,65 @@ static void page_add(rl_cursor *c, uint64_t t) {
     c->in_t0 = t;
 }
 
+/* A local backend's page timing (ad_sampled). Reading the clock at both ends of every
+ * rl_cursor_next call, as page_add's callers do, cost two clock reads per row: 30-70 ns each on
+ * this project's VMs, 10-20 % of a row of a 1,000-row page on embedded, where the row itself is
+ * 0.5-0.6 µs (docs/benchmarks.md, "The clock and the exploration on embedded"). There a page's
+ * time is its span, from after its decision to its end, less the caller's time between calls,
+ * estimated from a sample of those gaps: the first gap of each page and then one every 1-32 calls
+ * (xorshift32: no stride a caller's own period could alias with) are timed, and the page's gaps
+ * count as many times their mean. The reads, the loads and the decoding of every row stay inside
+ * the span whatever call they fall in; only the caller's time is estimated. A local backend has no
+ * read-version wait to take out (ad_rv_done is set at open). */
+static uint32_t gap_stride(rl_cursor *c) {
+    uint32_t x = c->gap_rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c->gap_rng = x;
+    return 1 + x % 32;
+}
+
+/* ad_sampled: the gap since the last call returned, now that the caller is back (t) or the page
+ * ends outside a call: counted, and timed when it was sampled. */
+static void gap_close(rl_cursor *c, uint64_t t) {
+    c->gaps++;
+    if (!c->gap_t) return;
+    c->gap_ns += t > c->gap_t ? t - c->gap_t : 0;
+    c->gap_n++;
+    c->gap_t = 0;
+}
+
+/* ad_sampled: c->page_ns at t = the page's span less its estimated caller time. */
+static void page_span(rl_cursor *c, uint64_t t) {
+    uint64_t span = t > c->page_t0 ? t - c->page_t0 : 0;
+    uint64_t caller = c->gap_n ? (uint64_t)((double)c->gap_ns * c->gaps / c->gap_n) : 0;
+    c->gap_est_ns = caller < span ? caller : span;
+    c->page_ns = span - c->gap_est_ns;
+}
+
 /* End the running page: its time so far, and (unless it failed, ran in the test mode or
  * switched methods) the model's observation of it and the database's learned sizes. */
 static void page_end(rl_cursor *c) {
     if (!c->page_on) return;
-    if (c->in_call) page_add(c, rl__clock_mono_ns());
+    if (c->ad_sampled) {
+        uint64_t t = rl__clock_mono_ns();
+        if (!c->in_call) gap_close(c, t); /* freed between calls: the caller had the last gap */
+        page_span(c, t);
+    } else if (c->in_call) {
+        page_add(c, rl__clock_mono_ns());
+    }
     c->page_on = 0;
     int64_t rows = c->consumed - c->page_consumed0;
     if (c->o.explain && rows > 0 && c->explain.len && c->explain.data[c->explain.len - 1] == '\n') {
         /* The page's own line (the last one) ends with what was observed. */
         rl__buf_truncate(&c->explain, c->explain.len - 1);
-        rl__buf_printf(&c->explain, "; observed %.1f µs (read-version wait %.1f µs taken out)\n",
-                       (double)c->page_ns / 1e3, (double)c->page_wait_ns / 1e3);
+        rl__buf_printf(&c->explain, "; observed %.1f µs (read-version wait %.1f µs taken out", (double)c->page_ns / 1e3,
+                       (double)c->page_wait_ns / 1e3);
+        if (c->ad_sampled)
+            rl__buf_printf(&c->explain, "; the caller's time between calls, %.1f µs, from %u of %u gaps timed",
+                           (double)c->gap_est_ns / 1e3, c->gap_n, c->gaps);
+        rl__buf_append_str(&c->explain, ")\n");
     }
     if (rows <= 0 || c->err || c->ad_test_alt || c->ad_dec.in.rows < 0) return;
     rl__adaptive_decision *d = &c->ad_dec; /* the page is over: observed in place */
@@ -1193,6 +1257,10 @@ static int page_begin(rl_cursor *c) {
     c->page_kvs = c->page_recs = 0;
     c->page_ns = c->page_wait_ns = 0;
     c->in_t0 = rl__clock_mono_ns(); /* the page's time starts after its decision */
+    c->page_t0 = c->in_t0;
+    c->gap_t = c->gap_ns = c->gap_est_ns = 0;
+    c->gap_n = c->gaps = 0;
+    c->gap_skip = 1; /* ad_sampled: the page's first gap is timed */
     c->cur_local = c->cur_remote = 0;
     int iteration = c->iteration > 0 ? c->iteration : 1; /* ITERATOR's growth goes on */
     int rc = src_start(c, c->ad_dec.method == RL__ADAPTIVE_RF ? SRC_REMOTE : SRC_SCAN);
@@ -1420,6 +1488,8 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
             goto fail;
         }
         c->ad_rv_done = !c->ad->networked; /* a local backend never waits for a version */
+        c->ad_sampled = !c->ad->networked; /* page_span */
+        c->gap_rng = (uint32_t)c->ad_key | 1;
         int alt = ad_test_mode();
         if (alt > 0) {
             c->ad_test_alt = 1;
@@ -1629,13 +1699,25 @@ int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
     unsigned mark = rl__errdetail_mark(&c->detail);
     if (c->adaptive) {
         /* A running page's time starts now; otherwise page_begin starts the next page's clock
-         * after its decision (or the call only ends the cursor): one clock read saved. */
-        if (c->page_on) c->in_t0 = rl__clock_mono_ns();
+         * after its decision (or the call only ends the cursor): one clock read saved. A local
+         * backend's page only closes the caller's gap, timed 1 time in 1-32 (page_span). */
+        if (c->ad_sampled) {
+            if (c->page_on) gap_close(c, c->gap_t ? rl__clock_mono_ns() : 0);
+        } else if (c->page_on) {
+            c->in_t0 = rl__clock_mono_ns();
+        }
         c->in_call = 1;
     }
     int rc = next_row(c, out);
     if (c->adaptive) {
-        if (c->page_on) page_add(c, rl__clock_mono_ns());
+        if (c->ad_sampled) {
+            if (c->page_on && --c->gap_skip == 0) {
+                c->gap_t = rl__clock_mono_ns();
+                c->gap_skip = gap_stride(c);
+            }
+        } else if (c->page_on) {
+            page_add(c, rl__clock_mono_ns());
+        }
         c->in_call = 0;
     }
     add_alloc_delta(c, &before);

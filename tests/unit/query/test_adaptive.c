@@ -1,7 +1,8 @@
 /* test_adaptive.c — the ADAPTIVE method's cost model (src/query/adaptive.h) on synthetic inputs
  * with known answers: the formulas, the decision in each regime of the reference reports (one
  * server at 0.5 ms, records on other servers with each strategy, split records, limit 1, skip 3),
- * calibration converging after a deliberately wrong prior, and exploration bounded in cost.
+ * calibration converging after a deliberately wrong prior, and exploration bounded in cost (and
+ * rarer the slower the other method is estimated: adaptive-1.6).
  * Pure: no database (adaptive-1.x).
  */
 #include <math.h>
@@ -195,5 +196,56 @@ TEST(adaptive_1_5_no_costly_exploration) {
     ASSERT_TRUE(m.explorations == 0);
 }
 
+/* adaptive-1.6: exploration is cost-bounded. On a stationary system where the other method is
+ * truly g times slower (embedded priors, 1,000 small rows, no round trips), once its window is
+ * full it is explored every max(EXPLORE_EVERY, ceil((g - 1) / EXPLORE_BUDGET)) decisions: so
+ * exploring costs at most EXPLORE_BUDGET of the always-best time, plus the long-period probes. At
+ * g = 1.3 (SCAN_AND_FETCH against remote fetch of 1,000 small rows on embedded) every 60th
+ * decision, where the fixed period of 20 spent 1.5 %. Deterministic: no noise, no seed. */
+TEST(adaptive_1_6_exploration_cost_bounded) {
+    const double gs[] = {1.05, 1.3, 1.45};
+    const int n = 6000, warm = 200;
+    for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+        double g = gs[gi];
+        rl__adaptive_costs costs = rl__adaptive_embedded_costs();
+        rl__adaptive_model m;
+        rl__adaptive_init(&m, &costs);
+        rl__adaptive_inputs in = page(1000, 60, 0, RL__ADAPTIVE_INDIVIDUAL);
+        in.rtt_index_ns = in.rtt_records_ns = in.rtt_s2s_ns = 0;
+        double t[2];
+        t[RL__ADAPTIVE_RF] = rl__adaptive_estimate(&costs, &in, RL__ADAPTIVE_RF);
+        t[RL__ADAPTIVE_SF] = g * t[RL__ADAPTIVE_RF]; /* the truth: remote fetch is the faster */
+        int explored = 0, periodic = 0, last = -1;
+        double spent = 0, best = 0;
+        for (int p = 0; p < n; p++) {
+            rl__adaptive_decision d;
+            rl__adaptive_decide(&m, &in, &d);
+            if (p >= warm) {
+                ASSERT_EQ(d.method == RL__ADAPTIVE_SF, d.explored); /* the choice is right */
+                spent += t[d.method];
+                best += t[RL__ADAPTIVE_RF];
+                if (d.explored) {
+                    explored++;
+                    periodic += (p + 1) % RL__ADAPTIVE_PROBE_EVERY != 0; /* not the probe */
+                    if (last >= 0 && (p + 1) % RL__ADAPTIVE_PROBE_EVERY != 0) ASSERT_TRUE(p - last >= 20);
+                    last = p;
+                }
+            }
+            rl__adaptive_observe(&m, &d, t[d.method]);
+        }
+        int every = g - 1 > RL__ADAPTIVE_EXPLORE_BUDGET * RL__ADAPTIVE_EXPLORE_EVERY
+                        ? (int)ceil((g - 1) / RL__ADAPTIVE_EXPLORE_BUDGET - 1e-9)
+                        : RL__ADAPTIVE_EXPLORE_EVERY;
+        printf("g %.2f: explored %d of %d pages (%d periodic, every %d); time %.4f of always-best\n", g, explored,
+               n - warm, periodic, every, spent / best);
+        /* (a probe restarts the period: up to one period fewer per probe) */
+        ASSERT_TRUE(periodic >= (n - warm) / every - n / RL__ADAPTIVE_PROBE_EVERY - 2);
+        ASSERT_TRUE(periodic <= (n - warm) / every + 1);
+        ASSERT_TRUE(explored <= periodic + n / RL__ADAPTIVE_PROBE_EVERY);
+        ASSERT_TRUE(spent / best <= 1 + RL__ADAPTIVE_EXPLORE_BUDGET + (g - 1) / RL__ADAPTIVE_PROBE_EVERY + 1e-6);
+    }
+}
+
 RL_TEST_MAIN(T(adaptive_1_1_formulas), T(adaptive_1_2_regimes), T(adaptive_1_3_calibration_converges),
-             T(adaptive_1_4_exploration_bounded), T(adaptive_1_5_no_costly_exploration))
+             T(adaptive_1_4_exploration_bounded), T(adaptive_1_5_no_costly_exploration),
+             T(adaptive_1_6_exploration_cost_bounded))

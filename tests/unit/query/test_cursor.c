@@ -613,6 +613,55 @@ TEST(query_2_9_skip_edge_and_bounds_count) {
     qt_close(&e);
 }
 
+/* query_2_10: ADAPTIVE on a local backend times a page as its span less the caller's time
+ * between calls, estimated from a sample of those gaps (cursor.c page_span), so it reads the
+ * clock for a few rows, not twice per row: a 200-row page counts its 200 gaps (one after each
+ * row) and times between 200 / 32 and a quarter of them; a 1-row page has none. The rows are
+ * the model's either way. A networked backend keeps timing every call (no such part). */
+TEST(query_2_10_adaptive_local_page_time) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "q210");
+    qt_load(&e, &rs, 200, 1000, 0);
+    const char *url = rl_test_url();
+    int local = !strncmp(url, "mem:", 4) || !strncmp(url, "defer:", 6) || !strncmp(url, "file:", 5);
+    for (int lim = 0; lim <= 1; lim++) {
+        qt_query q = {0};
+        const qt_rec *want[QT_MAX];
+        int n_want = qt_model(&e, &q, want), got = 0;
+        if (lim && n_want > lim) n_want = lim;
+        rl_query_options o = base_opts(RL_FETCH_ADAPTIVE, 0);
+        o.explain = 1;
+        o.limit = lim;
+        rl_txn *t = qt_begin(&e);
+        rl_cursor *c;
+        ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &o, &c));
+        ASSERT_OK(qt_drain(c, want, n_want, &got));
+        ASSERT_EQ(got, n_want);
+        const char *ex = rl_cursor_explain(c), *g = strstr(ex, "gaps timed");
+        printf("%s", ex);
+        ASSERT_NOT_NULL(strstr(ex, "; observed "));
+        if (local) ASSERT_NOT_NULL(g);
+        if (g) {
+            const char *f = strstr(ex, ", from ");
+            ASSERT_NOT_NULL(f);
+            unsigned timed = 0, gaps = 0;
+            ASSERT_EQ(sscanf(f, ", from %u of %u gaps timed", &timed, &gaps), 2);
+            if (lim == 1) {
+                ASSERT_EQ(gaps, 0); /* the page ended with its only row */
+                ASSERT_EQ(timed, 0);
+            } else {
+                ASSERT_EQ(gaps, 200);
+                ASSERT_TRUE(timed >= gaps / 32 && timed <= gaps / 4);
+            }
+        }
+        rl_cursor_free(c);
+        qt_commit(t);
+    }
+    qt_close(&e);
+}
+
 RL_TEST_MAIN(T(query_2_1_skip_pushdown), T(query_2_2_limits), T(query_2_3_fallback_before_any_row),
              T(query_2_4_fallback_after_rows), T(query_2_5_orphans), T(query_2_6_continuations_refused),
-             T(query_2_7_options), T(query_2_8_out_of_memory), T(query_2_9_skip_edge_and_bounds_count))
+             T(query_2_7_options), T(query_2_8_out_of_memory), T(query_2_9_skip_edge_and_bounds_count),
+             T(query_2_10_adaptive_local_page_time))

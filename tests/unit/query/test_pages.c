@@ -1,7 +1,8 @@
 /* test_pages.c — query_14: how USE_REMOTE_FETCH sizes its mapped pages (src/query/cursor.c
  * invariant 8): EXACT with the rows a return or scan limit allows, WANT_ALL for a full scan,
  * FoundationDB's growing ITERATOR pages only with index_batch or a byte or time limit, EXACT and
- * WANT_ALL pages of at most 8 MiB, the next of them asked for as soon as one arrives. The
+ * WANT_ALL pages of at most 8 MiB, the next of them asked for as soon as one arrives; and how an
+ * ADAPTIVE remote page reads (query_14_4). The
  * counters' reads_mapped_range counts the mapped requests; rows must equal the model's in both
  * directions whatever the page size. Runs on rl_test_url() (mem:, defer:, and the clusters, where
  * tests/cluster_splits.txt puts this store's index and records on different servers).
@@ -9,6 +10,7 @@
  * Test IDs: query_14_*. Seeded by rl_test_seed() (printed).
  */
 #include "qtest.h"
+#include "query/query_int.h"
 
 #define N_RECS 400
 
@@ -186,5 +188,58 @@ TEST(query_14_3_bounded_pages_read_ahead) {
     qt_close(&e);
 }
 
+/* ADAPTIVE in the test mode with pages of N_RECS entries (the first page of every cursor runs
+ * remote fetch): the rows of run()'s query, and its mapped requests. */
+static uint64_t run_adaptive(qt_env *e, rl_query_options o, int limit) {
+    qt_query q = {0};
+    q.reverse = o.reverse;
+    const qt_rec *want[QT_MAX];
+    int n_want = qt_model(e, &q, want), got = 0;
+    if (limit > 0 && limit < n_want) n_want = limit;
+    o.fetch = RL_FETCH_ADAPTIVE;
+    rl__query_adaptive_test(N_RECS);
+    rl_txn *t = qt_begin(e);
+    rl_cursor *c;
+    ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
+    ASSERT_OK(qt_drain(c, want, n_want, &got));
+    ASSERT_EQ(got, n_want);
+    rl_query_counters k;
+    rl_cursor_get_counters(c, &k);
+    ASSERT_EQ(k.pages_remote_fetch, 1);
+    rl_cursor_free(c);
+    rl_txn_free(t);
+    rl__query_adaptive_test(0);
+    return k.reads_mapped_range;
+}
+
+/* query_14_4: an ADAPTIVE remote page reads its entries in one mapped request when they are
+ * small (embedded: EXACT with the page's entries, as remote fetch reads them, not ITERATOR's
+ * growing pages; networked: WANT_ALL), and in reads of at most 1 MiB when they are not (40 split
+ * records of 150 KB: 4+ requests, where remote fetch's 8 MiB pages take fewer — 8 MiB result
+ * arenas made an embedded page 2x slower). */
+TEST(query_14_4_adaptive_remote_pages) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "qp4");
+    qt_load(&e, &rs, N_RECS, 2000, 0);
+    for (int rev = 0; rev < 2; rev++) {
+        rl_query_options o = opts(rev);
+        o.limit = N_RECS;
+        ASSERT_EQ(run_adaptive(&e, o, N_RECS), 1);
+        o = opts(rev);
+        ASSERT_EQ(run_adaptive(&e, o, 0), 1);
+    }
+    qt_close(&e);
+    qt_open(&e, "qp4s");
+    qt_load(&e, &rs, N_RECS, 2000, 40);
+    rl_query_options o = opts(0);
+    o.limit = N_RECS;
+    uint64_t ad = run_adaptive(&e, o, N_RECS), rf = run(&e, o, N_RECS);
+    printf("split records: ADAPTIVE %llu mapped requests, remote fetch %llu\n", (unsigned long long)ad,
+           (unsigned long long)rf);
+    ASSERT_TRUE(ad >= 4 && ad > rf);
+    qt_close(&e);
+}
+
 RL_TEST_MAIN(T(query_14_1_mapped_page_sizing), T(query_14_2_exact_pages_with_orphans),
-             T(query_14_3_bounded_pages_read_ahead))
+             T(query_14_3_bounded_pages_read_ahead), T(query_14_4_adaptive_remote_pages))
