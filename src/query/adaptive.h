@@ -104,6 +104,8 @@
 #define RL__ADAPTIVE_RECHECK_MAX 4.0              /* recheck only a method estimated at most this much slower */
 #define RL__ADAPTIVE_PROBE_EVERY 500              /* decisions of a class between long-period probes */
 #define RL__ADAPTIVE_PROBE_MAX 4.0                /* probe only a method estimated at most this much slower */
+#define RL__ADAPTIVE_OBSERVE_EVERY 8              /* a short page is observed one decision in this many */
+#define RL__ADAPTIVE_OBSERVE_ALL_NS 20000.0       /* ... a page estimated at this many ns or more, always */
 #define RL__ADAPTIVE_DEV_UP 0.6931471805599453    /* ln 2: the largest upward deviation counted */
 #define RL__ADAPTIVE_DEV_DOWN 1.3862943611198906  /* ln 4: the largest downward deviation counted */
 #define RL__ADAPTIVE_DEV_AGAIN 2.0794415416798357 /* ln 8: ... upward, for a repeated surprise */
@@ -182,6 +184,9 @@ typedef struct {
     double est_ns[2]; /* raw * factor */
     int method;       /* RL__ADAPTIVE_SF or RL__ADAPTIVE_RF */
     int explored;     /* 1: chose the estimated-slower method to explore it */
+    int observe;      /* 1: the page should be timed and observed (rl__adaptive_decide: the
+                       * observation rule); 0: a caller whose timing costs more than a
+                       * negligible share of a short page may leave it untimed */
 } rl__adaptive_decision;
 
 /* rl__adaptive_default_costs — the priors, measured on this project's machines (docs/design.md §7,
@@ -211,7 +216,11 @@ void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double 
 
 /* rl__adaptive_decide — choose the method for a page: the smaller calibrated estimate, or the other
  * one when the exploration rule (file comment) says so. Counts the decision in m. *out gets the
- * decision and its explanation. */
+ * decision and its explanation, and out->observe whether the page is worth observing: always when
+ * it explores, while the chosen method's window in the class is not full, when its estimate is at
+ * least RL__ADAPTIVE_OBSERVE_ALL_NS, and otherwise one decision of the class in
+ * RL__ADAPTIVE_OBSERVE_EVERY (on embedded, timing a 4 µs page and observing it was ~5 % of it; the
+ * calibration of a stream of alike short pages needs no more than a sample of them). */
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out);
 
 /* rl__adaptive_observe — the page of decision d took observed_ns with method d->method: update

@@ -311,6 +311,9 @@ struct rl_cursor {
     rl__adaptive_decision ad_dec;        /* the running page's decision */
     int ad_sampled;                      /* a local backend: a page's time is its span less the caller's
                                * time between calls, estimated from sampled gaps (page_span) */
+    int page_timed;                      /* the running page is timed and observed: always on a networked
+                               * backend; on a local one when its decision says so (ad_dec.observe)
+                               * or explain is on — an untimed page reads no clock */
     uint64_t page_t0;                    /* ad_sampled: rl__clock_mono_ns() at the page's start */
     uint64_t gap_t;                      /* ad_sampled: when the last call returned, if the gap after it
                                * is sampled (else 0) */
@@ -1175,6 +1178,10 @@ static void page_span(rl_cursor *c, uint64_t t) {
  * switched methods) the model's observation of it and the database's learned sizes. */
 static void page_end(rl_cursor *c) {
     if (!c->page_on) return;
+    if (!c->page_timed) { /* a short page left untimed (page_begin): nothing to observe */
+        c->page_on = 0;
+        return;
+    }
     if (c->ad_sampled) {
         uint64_t t = rl__clock_mono_ns();
         if (!c->in_call) gap_close(c, t); /* freed between calls: the caller had the last gap */
@@ -1256,7 +1263,11 @@ static int page_begin(rl_cursor *c) {
     c->page_bytes0 = c->bytes_scanned;
     c->page_kvs = c->page_recs = 0;
     c->page_ns = c->page_wait_ns = 0;
-    c->in_t0 = rl__clock_mono_ns(); /* the page's time starts after its decision */
+    /* A local backend times a page only when the model asks (rl__adaptive_decide's observe: its
+     * explorations, its warm-up, long pages and a sample of short ones; a test-mode page is not
+     * observed at all), or to explain it. */
+    c->page_timed = !c->ad_sampled || c->o.explain || (c->ad_dec.observe && !c->ad_test_alt);
+    c->in_t0 = c->page_timed ? rl__clock_mono_ns() : 0; /* the page's time starts after its decision */
     c->page_t0 = c->in_t0;
     c->gap_t = c->gap_ns = c->gap_est_ns = 0;
     c->gap_n = c->gaps = 0;
@@ -1702,7 +1713,7 @@ int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
          * after its decision (or the call only ends the cursor): one clock read saved. A local
          * backend's page only closes the caller's gap, timed 1 time in 1-32 (page_span). */
         if (c->ad_sampled) {
-            if (c->page_on) gap_close(c, c->gap_t ? rl__clock_mono_ns() : 0);
+            if (c->page_on && c->page_timed) gap_close(c, c->gap_t ? rl__clock_mono_ns() : 0);
         } else if (c->page_on) {
             c->in_t0 = rl__clock_mono_ns();
         }
@@ -1711,7 +1722,7 @@ int rl_cursor_next(rl_cursor *c, const rl_query_row **out) {
     int rc = next_row(c, out);
     if (c->adaptive) {
         if (c->ad_sampled) {
-            if (c->page_on && --c->gap_skip == 0) {
+            if (c->page_on && c->page_timed && --c->gap_skip == 0) {
                 c->gap_t = rl__clock_mono_ns();
                 c->gap_skip = gap_stride(c);
             }

@@ -246,6 +246,56 @@ TEST(adaptive_1_6_exploration_cost_bounded) {
     }
 }
 
+/* adaptive-1.7: the observation rule (rl__adaptive_decide's observe). A short page (embedded, one
+ * row: well under RL__ADAPTIVE_OBSERVE_ALL_NS) is observed while the chosen method's window
+ * warms up, whenever it explores, and otherwise one decision in RL__ADAPTIVE_OBSERVE_EVERY; a
+ * long page is always observed. With only the observed pages fed back (as the cursor does on a
+ * local backend), a wrong prior is still corrected within a few observations and the choice
+ * stays right. */
+TEST(adaptive_1_7_observation_sampled) {
+    rl__adaptive_costs wrong = rl__adaptive_embedded_costs();
+    wrong.server_per_entry /= 4; /* the prior: remote fetch looks 4x cheaper per entry */
+    rl__adaptive_model m;
+    rl__adaptive_init(&m, &wrong);
+    rl__adaptive_inputs in = page(1, 200, 0, RL__ADAPTIVE_INDIVIDUAL);
+    in.rtt_index_ns = in.rtt_records_ns = in.rtt_s2s_ns = 0;
+    rl__adaptive_costs truth_c = rl__adaptive_embedded_costs();
+    double t[2];
+    t[RL__ADAPTIVE_SF] = rl__adaptive_estimate(&truth_c, &in, RL__ADAPTIVE_SF);
+    t[RL__ADAPTIVE_RF] = 1.3 * t[RL__ADAPTIVE_SF]; /* the truth: SCAN_AND_FETCH is the faster */
+    ASSERT_TRUE(t[RL__ADAPTIVE_RF] < RL__ADAPTIVE_OBSERVE_ALL_NS);
+    const int n = 4000, warm = 100;
+    int observed = 0, explored = 0, wrong_choice = 0;
+    for (int p = 0; p < n; p++) {
+        rl__adaptive_decision d;
+        rl__adaptive_decide(&m, &in, &d);
+        if (d.explored) {
+            ASSERT_TRUE(d.observe); /* an exploration is never wasted */
+            explored++;
+        }
+        if (p >= warm && !d.explored && d.method != RL__ADAPTIVE_SF) wrong_choice++;
+        if (d.observe) {
+            observed++;
+            rl__adaptive_observe(&m, &d, t[d.method]);
+        }
+    }
+    printf("observed %d of %d short pages (%d explorations), %d wrong choices after %d\n", observed, n, explored,
+           wrong_choice, warm);
+    ASSERT_EQ(wrong_choice, 0);
+    ASSERT_TRUE(observed >= n / RL__ADAPTIVE_OBSERVE_EVERY);
+    ASSERT_TRUE(observed <= n / RL__ADAPTIVE_OBSERVE_EVERY + explored + 2 * RL__ADAPTIVE_WINDOW + 1);
+    /* A long page (1,000 split records: far above OBSERVE_ALL_NS) is observed every time. */
+    rl__adaptive_inputs big = page(1000, 100000, 0, RL__ADAPTIVE_INDIVIDUAL);
+    big.rtt_index_ns = big.rtt_records_ns = big.rtt_s2s_ns = 0;
+    for (int p = 0; p < 64; p++) {
+        rl__adaptive_decision d;
+        rl__adaptive_decide(&m, &big, &d);
+        ASSERT_TRUE(d.est_ns[d.method] >= RL__ADAPTIVE_OBSERVE_ALL_NS);
+        ASSERT_TRUE(d.observe);
+        rl__adaptive_observe(&m, &d, d.raw_ns[d.method]);
+    }
+}
+
 RL_TEST_MAIN(T(adaptive_1_1_formulas), T(adaptive_1_2_regimes), T(adaptive_1_3_calibration_converges),
              T(adaptive_1_4_exploration_bounded), T(adaptive_1_5_no_costly_exploration),
-             T(adaptive_1_6_exploration_cost_bounded))
+             T(adaptive_1_6_exploration_cost_bounded), T(adaptive_1_7_observation_sampled))
