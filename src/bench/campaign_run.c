@@ -772,6 +772,7 @@ int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg) {
     rl_buf self, ptext;
     char when[32], hex[RL_SHA256_HEX_LEN + 1], el[32];
     uint8_t digest[RL_SHA256_LEN];
+    json_t *man = NULL; /* the manifest, taken before the run (written at its end) */
     int rc;
     memset(&c, 0, sizeof c);
     rl__buf_init(&self);
@@ -801,6 +802,11 @@ int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg) {
     json_object_set_new(c.root, "summary", c.summary = json_array());
     json_object_set_new(c.root, "arm_summary", c.arm_summary = json_array());
     json_object_set_new(c.root, "failures", c.failures = json_array());
+    /* The manifest is taken now, before anything runs: the binaries' digests and the work tree's
+     * revision are those the run starts from (taken at the end, a commit or a rebuild during a
+     * long run was recorded as if the run had used it). */
+    if ((rc = rl__camp_manifest(o, c.self, &man, msg))) goto done;
+    json_object_set_new(man, "protocol_sha256", json_string(hex));
     c.t0 = now_s();
     rl_buf arms;
     rl__buf_init(&arms);
@@ -834,12 +840,7 @@ int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg) {
     rl__buf_release(&pmsg);
     int wrc = write_json(o->out_dir, "results.json", c.root, msg);
     if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, o->out, msg);
-    json_t *man = NULL;
-    if (!wrc && !(wrc = rl__camp_manifest(o, c.self, &man, msg))) {
-        json_object_set_new(man, "protocol_sha256", json_string(hex));
-        wrc = write_json(o->out_dir, "manifest.json", man, msg);
-    }
-    json_decref(man);
+    if (!wrc) wrc = write_json(o->out_dir, "manifest.json", man, msg);
     fmt_dur(now_s() - c.t0, el, sizeof el);
     progress(&c, "done in %s: %d processes, %d failed checks, %d failed processes; report %s/report.md", el, c.done,
              c.failed_checks, c.failed_procs, o->out_dir);
@@ -850,6 +851,7 @@ int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg) {
         rl__buf_printf(msg, "%d failed checks and %d failed processes (see %s/report.md)", c.failed_checks,
                        c.failed_procs, o->out_dir);
 done:
+    json_decref(man);
     json_decref(c.root);
     rl__buf_release(&self);
     rl__buf_release(&ptext);

@@ -8,7 +8,8 @@
  *
  * The git facts come from `git -C <the directory of rlbench>` (a build directory inside the work
  * tree): rev-parse HEAD and status --porcelain --untracked-files=no, each with a 20 s deadline.
- * Outside a work tree they are recorded as unknown.
+ * Outside a work tree they are recorded as unknown. The runner takes the manifest before the run
+ * starts (campaign_run.c), so the digests and the revision are those the run began with.
  */
 #include <libgen.h>
 #include <string.h>
