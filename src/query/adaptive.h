@@ -219,8 +219,9 @@ void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double 
  * decision and its explanation, and out->observe whether the page is worth observing: always when
  * it explores, while the chosen method's window in the class is not full, when its estimate is at
  * least RL__ADAPTIVE_OBSERVE_ALL_NS, and otherwise one decision of the class in
- * RL__ADAPTIVE_OBSERVE_EVERY (on embedded, timing a 4 µs page and observing it was ~5 % of it; the
- * calibration of a stream of alike short pages needs no more than a sample of them). */
+ * RL__ADAPTIVE_OBSERVE_EVERY (on embedded, timing a 2-4 µs page and observing it was 4-7 % of it:
+ * docs/design.md §7; the calibration of a stream of alike short pages needs no more than a sample of
+ * them). */
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out);
 
 /* rl__adaptive_observe — the page of decision d took observed_ns with method d->method: update
