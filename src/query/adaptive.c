@@ -251,6 +251,7 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     out->observe = out->explored || c->win_n[out->method] < RL__ADAPTIVE_WINDOW ||
                    out->est_ns[out->method] >= RL__ADAPTIVE_OBSERVE_ALL_NS ||
                    c->decisions % RL__ADAPTIVE_OBSERVE_EVERY == 0;
+    m->observe_asked += (uint64_t)out->observe;
 }
 
 void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns) {

@@ -166,6 +166,7 @@ typedef struct {
     rl__adaptive_costs costs;
     rl__adaptive_class cls[RL__ADAPTIVE_ALL_CLASSES]; /* [byte class * CLASSES + row class] */
     uint64_t decisions, explorations;
+    uint64_t observe_asked; /* decisions whose page the model asked to observe (out->observe) */
     /* The raw estimates of the last two distinct inputs (rl__adaptive_raw): a stream of alike
      * short queries (embedded: the same inputs every time) decides and observes without the
      * model's arithmetic. Replaced round-robin; valid while n > i (set memo_n to 0 after

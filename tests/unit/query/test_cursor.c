@@ -665,24 +665,25 @@ TEST(query_2_10_adaptive_local_page_time) {
 }
 
 typedef struct {
-    uint64_t decisions, explorations, observed;
+    uint64_t decisions, explorations, observed, asked;
 } model_counts;
 
 static void count_model(rl__adaptive_model *m, void *ud) {
     model_counts *k = ud;
     k->decisions = m->decisions;
     k->explorations = m->explorations;
+    k->asked = m->observe_asked;
     k->observed = 0;
     for (int i = 0; i < RL__ADAPTIVE_ALL_CLASSES; i++) k->observed += m->cls[i].observed[0] + m->cls[i].observed[1];
 }
 
-/* query_2_11: on a local backend a short ADAPTIVE page is timed and observed only when the model
- * asks (rl__adaptive_decide's observe: warm-up, explorations, pages estimated at
- * RL__ADAPTIVE_OBSERVE_ALL_NS or more, and one decision in RL__ADAPTIVE_OBSERVE_EVERY), so most
- * limit-1 queries read no clock for the method; a networked backend observes every page. The rows
- * are the model's either way. Whether the pages count as short is read from the model's own
- * estimate afterwards (a slow backend, defer: or a sanitizer build, calibrates a limit-1 page
- * above the bound, and then every page is observed, as it should be). */
+/* query_2_11: on a local backend an ADAPTIVE page is timed and observed exactly when the model asks
+ * (rl__adaptive_decide's observe: warm-up, explorations, pages estimated at
+ * RL__ADAPTIVE_OBSERVE_ALL_NS or more, and one decision in RL__ADAPTIVE_OBSERVE_EVERY; the rule
+ * itself is adaptive-1.7's), so most limit-1 queries read no clock for the method; a networked
+ * backend observes every page. The rows are the model's either way. How many pages the model asks
+ * for depends on how fast the backend is (defer: or a sanitizer build calibrate a limit-1 page near
+ * or above the bound), so the count is checked against what it asked, not against n / 8. */
 TEST(query_2_11_adaptive_short_pages_sampled) {
     qt_env e;
     uint64_t rs = rl_test_seed();
@@ -721,14 +722,19 @@ TEST(query_2_11_adaptive_short_pages_sampled) {
                    " observed; the chosen estimate now %.1f µs\n",
                    rl_test_url(), d, x, ob, chosen_us);
             ASSERT_EQ(d, (uint64_t)n);
+            uint64_t asked = k1.asked - k0.asked;
+            printf("the model asked for %" PRIu64 " observations\n", asked);
+            ASSERT_TRUE(asked <= (uint64_t)n);
             if (loc.networked) {
                 /* every page is timed; one whose whole time was the read-version wait (taken
                  * out) would observe 0 and be ignored by the model, hence not == n */
                 ASSERT_TRUE(ob >= (uint64_t)n - n / 10);
             } else {
-                ASSERT_TRUE(ob >= (uint64_t)n / RL__ADAPTIVE_OBSERVE_EVERY);
-                if (chosen_us * 1e3 < RL__ADAPTIVE_OBSERVE_ALL_NS / 2) /* short pages, clearly */
-                    ASSERT_TRUE(ob <= (uint64_t)n / RL__ADAPTIVE_OBSERVE_EVERY + x + 2 * RL__ADAPTIVE_WINDOW + 1);
+                ASSERT_TRUE(asked >= (uint64_t)n / RL__ADAPTIVE_OBSERVE_EVERY);
+                ASSERT_TRUE(ob <= asked);     /* no page it did not ask for */
+                ASSERT_TRUE(ob + 2 >= asked); /* (a page of 0 ns would be ignored) */
+                /* a fast backend (mem:, file: natively: ~1 µs a page) leaves most pages untimed */
+                if (chosen_us < 2.0) ASSERT_TRUE(asked < (uint64_t)n / 2);
             }
         }
         rl_cursor_free(c);
