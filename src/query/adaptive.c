@@ -248,10 +248,19 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
         c->since_explore = 0;
         m->explorations++;
     }
-    out->observe = out->explored || c->win_n[out->method] < RL__ADAPTIVE_WINDOW ||
+    out->observe = out->explored || c->recheck || c->win_n[out->method] < RL__ADAPTIVE_WINDOW ||
                    out->est_ns[out->method] >= RL__ADAPTIVE_OBSERVE_ALL_NS ||
                    c->decisions % RL__ADAPTIVE_OBSERVE_EVERY == 0;
     m->observe_asked += (uint64_t)out->observe;
+}
+
+/* Calibrate method k of class c to lx = log(observed / raw) of one page: mean and window. */
+static void set_level(rl__adaptive_class *c, int k, double lx) {
+    c->log_factor[k] = lx;
+    for (int i = 0; i < RL__ADAPTIVE_WINDOW; i++) c->win[k][i] = lx;
+    c->win_n[k] = RL__ADAPTIVE_WINDOW;
+    c->factor[k] = rl__adaptive_exp(lx);
+    c->surprised[k] = 0;
 }
 
 void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns) {
@@ -307,9 +316,21 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     int o = 1 - k;
     double other_est = d->raw_ns[o] * (d->factor[o] > 0 ? d->factor[o] : 1);
     int behind = d->raw_ns[k] * c->factor[k] > other_est && other_est > 0;
+    if (c->seq < UINT32_MAX) c->seq++;
     if (d->raw_ns[k] * d->factor[k] <= other_est && behind) {
         c->recheck = c->recheck_gap = RL__ADAPTIVE_RECHECK_AFTER;
         c->recheck_method = (uint8_t)k;
+        c->lost_seq = c->seq;
+    } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap && c->last_seq[o] > c->lost_seq &&
+               observed_ns <= d->raw_ns[o] * rl__adaptive_exp(c->last_x[o])) {
+        /* The spell rule (adaptive.h): no slower than the leader's page since the change, so the
+         * change came from a slowdown of both. Both methods are calibrated to their pages of the
+         * spell, mean and window alike: compared on the same footing while it lasts, and the
+         * first faster page after it lowers the factor of the method that ran it at once. */
+        set_level(c, o, c->last_x[o]);
+        set_level(c, k, x);
+        c->recheck_gap = 0;
+        m->spells++;
     } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap &&
                c->recheck_gap < RL__ADAPTIVE_EXPLORE_EVERY / 2 && c->factor[k] <= d->factor[k]) {
         /* A recheck (or exploration) that found it still behind, yet no slower than estimated:
@@ -317,9 +338,19 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
          * than estimated confirms the change: no more. */
         c->recheck_gap = (uint8_t)(c->recheck_gap * 2);
         c->recheck = c->recheck_gap;
+    } else if (d->raw_ns[k] * d->factor[k] > other_est && !behind && other_est > 0) {
+        /* This page won its method the lead (ending its own rechecks, if any): the other
+         * method's estimate may be from a spell that has ended (adaptive.h). Recheck it once,
+         * under the spell rule, without doubling. */
+        c->recheck = RL__ADAPTIVE_RECHECK_AFTER;
+        c->recheck_gap = RL__ADAPTIVE_EXPLORE_EVERY / 2;
+        c->recheck_method = (uint8_t)o;
+        c->lost_seq = c->seq;
     } else if (c->recheck_method == k) {
         c->recheck_gap = 0; /* ahead again, or the change confirmed */
     }
+    c->last_x[k] = x;
+    c->last_seq[k] = c->seq;
     if (c->observed[k] < UINT32_MAX) c->observed[k]++;
 }
 

@@ -72,7 +72,21 @@
  * 20 pages of the worse method, or 500 when the burst put it past EXPLORE_MAX. A recheck that
  * finds it still behind but not slower than its estimate (its factor did not rise: the burst
  * outlasted one page) is repeated twice as late (after 2, 4, 8, 16 decisions); one that found it
- * slower than estimated confirms the change and ends the rechecks. So a change of lead costs at
+ * slower than estimated confirms the change and ends the rechecks — unless it is no slower than
+ * the leader's own page observed since the change (the spell rule: a spell of the machine slows
+ * both methods alike, so the method that lost the lead to it is compared with the leader in the
+ * same spell, not with the leader's estimate from before it, which the spell never touched; when
+ * it is no slower there, the change is undone: both methods are calibrated to their pages of the
+ * spell, mean and window, so it leads again, the two compared on the same footing while the spell
+ * lasts, and the first faster page after it lowers its method's factor at once; counted in
+ * m->spells).
+ * Without it a spell of a few dozen 1,000-row pages filled the better method's window with slow
+ * pages, handed the lead to the other method, and the rechecks, slow in the same spell, confirmed
+ * it: 10 % of the pages of a simulated spell ran the slower method, and the pages after it too
+ * (adaptive-3.4). A page observed while a recheck is pending is always observed, so the leader's
+ * page between the change and the recheck is there to compare. When a page wins its method the
+ * lead instead (a speedup, often the first page after a spell), the method that lost it is
+ * rechecked once under the same rule: its estimate may be from the spell. So a change of lead costs at
  * most 4 rechecks, each estimated at most RECHECK_MAX times the chosen page, and a real change
  * usually one (a stale estimate can be further off: the one after a deliberately wrong prior
  * cost 30x in integ_query_test_adaptive_cluster). And every
@@ -156,16 +170,23 @@ typedef struct {
                                * probe or recheck) */
     uint8_t surprised[2];               /* per method: its last observation was > 2x its estimate */
     uint8_t recheck;                    /* decisions left until recheck_method, which lost the lead by
-                               * its own last observation, is run again (0: none pending) */
+                               * an observation (its own, or the other's speedup), is run again
+                               * (0: none pending) */
     uint8_t recheck_method;
-    uint8_t recheck_gap; /* the delay of the last recheck (doubles while it finds the
+    uint8_t recheck_gap;  /* the delay of the last recheck (doubles while it finds the
                                * method still behind, up to EXPLORE_EVERY / 2) */
+    uint32_t seq;         /* observations in this class (both methods) */
+    uint32_t last_seq[2]; /* per method: seq of its latest observation (0: none) */
+    uint32_t lost_seq;    /* seq of the observation that cost recheck_method the lead */
+    double last_x[2];     /* per method: its latest observation's log(observed / raw) */
 } rl__adaptive_class;
 
 typedef struct {
     rl__adaptive_costs costs;
     rl__adaptive_class cls[RL__ADAPTIVE_ALL_CLASSES]; /* [byte class * CLASSES + row class] */
     uint64_t decisions, explorations;
+    uint64_t spells;        /* changes of lead undone by a recheck that found the method that lost the
+                      * lead no slower than the leader's page since (a slowdown of both) */
     uint64_t observe_asked; /* decisions whose page the model asked to observe (out->observe) */
     /* The raw estimates of the last two distinct inputs (rl__adaptive_raw): a stream of alike
      * short queries (embedded: the same inputs every time) decides and observes without the
