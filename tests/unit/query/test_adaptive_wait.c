@@ -187,15 +187,21 @@ TEST(adaptive_3_3_log_exp) {
     printf("worst relative error %.3g\n", worst);
 }
 
+/* A 1,000-row page with every record on another server (grouped), on limit1_page's network. */
+static rl__adaptive_inputs rows1000_remote_page(void) {
+    rl__adaptive_inputs in = limit1_page();
+    in.rows = 1000;
+    in.index_page_rows = 1000;
+    in.frac_remote = 1;
+    return in;
+}
+
 /* adaptive-3.4 */
 TEST(adaptive_3_4_common_spells) {
     /* The multi topology's skip3-rows1000 case: one 1,000-row page a query, every record on
      * another server (grouped), SCAN_AND_FETCH 86 ms and remote fetch 70 ms — each off the
      * model's prior by its own factor. */
-    rl__adaptive_inputs in = limit1_page();
-    in.rows = 1000;
-    in.index_page_rows = 1000;
-    in.frac_remote = 1;
+    rl__adaptive_inputs in = rows1000_remote_page();
     const double work[2] = {86000 * US, 70000 * US}; /* SF, RF */
     const int best = RL__ADAPTIVE_RF;
     uint64_t rs = rl_test_seed();
@@ -255,10 +261,7 @@ TEST(adaptive_3_4_common_spells) {
 
 /* adaptive-3.5 */
 TEST(adaptive_3_5_real_change_after_a_spell) {
-    rl__adaptive_inputs in = limit1_page();
-    in.rows = 1000;
-    in.index_page_rows = 1000;
-    in.frac_remote = 1;
+    rl__adaptive_inputs in = rows1000_remote_page();
     uint64_t rs = rl_test_seed();
     /* 200 fresh models: 30 pages as before (SF 86 ms, RF 70 ms), a spell of 20 pages at 1.5x,
      * 30 pages as before, then RF becomes 100 ms for 300 pages (SF the cheaper by 1.16x). */
