@@ -238,9 +238,15 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     if (c->since_explore < UINT32_MAX) c->since_explore++;
     int due = c->since_explore >= every || (c->observed[other] == 0 && c->observed[best] > 0);
     /* The long-period probe: a method past the exploration bound (a stale or cold-start
-     * estimate) is still tried now and then, when it is estimated at most PROBE_MAX slower. */
-    int probe = c->decisions % RL__ADAPTIVE_PROBE_EVERY == 0 &&
-                out->est_ns[other] <= RL__ADAPTIVE_PROBE_MAX * out->est_ns[best];
+     * estimate) is still tried now and then: every PROBE_EVERY-th decision when it is estimated
+     * at most PROBE_MAX slower, proportionally less often beyond (adaptive.h). */
+    uint64_t period = RL__ADAPTIVE_PROBE_EVERY;
+    if (out->est_ns[other] > RL__ADAPTIVE_PROBE_MAX * out->est_ns[best]) {
+        double g = out->est_ns[best] > 0 ? out->est_ns[other] / out->est_ns[best] : 1e12;
+        double k = ceil_pos((g - 1) / (RL__ADAPTIVE_PROBE_MAX - 1));
+        period = k < 1e9 ? RL__ADAPTIVE_PROBE_EVERY * (uint64_t)k : RL__ADAPTIVE_PROBE_EVERY * (uint64_t)1000000000;
+    }
+    int probe = c->decisions % period == 0;
     out->method = best;
     if ((within && due) || probe || recheck) {
         out->method = other;
@@ -254,13 +260,25 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     m->observe_asked += (uint64_t)out->observe;
 }
 
-/* Calibrate method k of class c to lx = log(observed / raw) of one page: mean and window. */
-static void set_level(rl__adaptive_class *c, int k, double lx) {
+/* Calibrate method k of class c to lx = log(observed / raw) of one page: its mean, and its window
+ * as n observations of lx (n < WINDOW: an estimate still warming up, explored under PROBE_MAX). */
+static void set_level(rl__adaptive_class *c, int k, double lx, int n) {
     c->log_factor[k] = lx;
     for (int i = 0; i < RL__ADAPTIVE_WINDOW; i++) c->win[k][i] = lx;
-    c->win_n[k] = RL__ADAPTIVE_WINDOW;
+    c->win_n[k] = (uint8_t)n;
+    c->win_pos[k] = (uint8_t)(n % RL__ADAPTIVE_WINDOW);
     c->factor[k] = rl__adaptive_exp(lx);
     c->surprised[k] = 0;
+}
+
+/* The level the spell rule gives method k of class c for its page of the spell lx: at most
+ * DEV_UP above its mean, as any one page counts (adaptive.h). That page may be a hiccup, not the
+ * spell's level (a preemption makes a 5 µs page 100x slower); set as the whole window it put the
+ * method past every exploration bound for good (rl__adaptive_observe bounds the leader's further,
+ * to EXPLORE_MAX times the other method's estimate). */
+static double spell_level(const rl__adaptive_class *c, int k, double lx) {
+    double cap = c->log_factor[k] + RL__ADAPTIVE_DEV_UP;
+    return lx < cap ? lx : cap;
 }
 
 void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns) {
@@ -327,8 +345,14 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
          * change came from a slowdown of both. Both methods are calibrated to their pages of the
          * spell, mean and window alike: compared on the same footing while it lasts, and the
          * first faster page after it lowers the factor of the method that ran it at once. */
-        set_level(c, o, c->last_x[o]);
-        set_level(c, k, x);
+        double xk = spell_level(c, k, x), xo = spell_level(c, o, c->last_x[o]);
+        /* The leader's estimate at most EXPLORE_MAX times the other's, before the rule or
+         * after it, whichever is the lower: explored again at the usual rate. */
+        double lk = rl__adaptive_log(c->factor[k]);
+        double bound =
+            (lk < xk ? lk : xk) + RL__ADAPTIVE_LOG_EXPLORE_MAX + rl__adaptive_log(d->raw_ns[k] / d->raw_ns[o]);
+        set_level(c, o, xo < bound ? xo : bound, RL__ADAPTIVE_WINDOW);
+        set_level(c, k, xk, RL__ADAPTIVE_WINDOW);
         c->recheck_gap = 0;
         m->spells++;
     } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap &&

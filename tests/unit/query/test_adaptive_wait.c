@@ -30,6 +30,14 @@
  *                 probe 500 pages later. (Lowering the raised estimate back when the other
  *                 method's pages showed the spell over was tried: it changed nothing here and
  *                 doubled adaptive-3.4's wrong pages in spells, 2.8 % to 5.7 %.)
+ *   adaptive-3.6  embedded short pages (10 small rows, ~5 µs, remote fetch 1.07x cheaper) with
+ *                 what such pages meet: a hiccup now and then (an interrupt or a preemption makes
+ *                 one page 3-200x slower) and short slow spells. Observed as the cursor observes
+ *                 them (out->observe). No method is locked out: every process runs the cheaper
+ *                 method on nearly all its pages, with no run of the slower one longer than a
+ *                 few thousand pages (the embedded campaigns of 2026-12-06 had processes on
+ *                 SCAN_AND_FETCH for whole 1.5-3 s repeats: a hiccup taken as a spell's level
+ *                 put remote fetch past every exploration bound)
  */
 #include <math.h>
 #include <stdlib.h>
@@ -158,9 +166,12 @@ TEST(adaptive_3_2_converges_without_the_wait) {
            "wait included: %d wrong choices, time %.4f\n",
            warm, wrong_taken, explored_taken, spent_taken / best_total, wrong_raw, spent_raw / best_total);
     ASSERT_EQ(differ, 0); /* taking the wait out = never having had it */
-    /* Settled on the cheaper method: typically under 1 % of the pages wrong; a rare burst of 6+
-     * slow pages of it in a row (about one seed in 60) leaves it past the exploration bound until
-     * a probe, up to ~15 % wrong at a 1.25x difference — bounded in time all the same. */
+    /* Settled on the cheaper method: typically under 1 % of the pages wrong. A burst of slow
+     * pages can leave it past the exploration bound until a probe: before the spell rule's bounds
+     * (adaptive.h) the rule itself did so when the leader's page was a hiccup, 23-38 % wrong in 3
+     * seeds of 100 (19, 47, 89: this assertion failed); with them 1 seed in 400 still does (174:
+     * 22 %, a noisy page of the leader right after it regained the lead, the next probe 100
+     * decisions later, twice), the others at most 11 %. */
     ASSERT_TRUE(wrong_taken <= m / 5);
     /* Explorations: the periodic ones, the probes, and rechecks after a burst cost a method the
      * lead (at most 4 per change of lead; a few changes in 2,000 noisy pages). */
@@ -251,7 +262,9 @@ TEST(adaptive_3_4_common_spells) {
            spells_seen, wrong_in, in_spell, wrong_out, out_spell, explored, undone, spent / best_total, worst_proc);
     /* Without the spell rule (the model before it, over seeds 1-4): 10 % of the pages in spells
      * and 3.5-6.6 % after them wrong, 1.024-1.027 of always-best, single processes at 1.13-1.20.
-     * With it, over 31 seeds: 2.6-3.0 % and under 0.6 %, 1.0076-1.0086, processes at most 1.11. */
+     * With it, over 31 seeds: 2.6-3.0 % and under 0.6 %, 1.0076-1.0086, processes at most 1.11.
+     * With its bounds of 2026-12-06 (adaptive.h), over 150 seeds: at most 3.3 % and 0.72 %,
+     * 1.0074-1.0089, processes at most 1.144. */
     ASSERT_TRUE(spells_seen > procs / 2);   /* the simulation has spells to weather */
     ASSERT_TRUE(undone > 0);                /* ... and the rule met them */
     ASSERT_TRUE(wrong_in <= in_spell / 20); /* the cheaper method kept through them */
@@ -292,5 +305,77 @@ TEST(adaptive_3_5_real_change_after_a_spell) {
     ASSERT_TRUE(worst <= 28);
 }
 
+/* adaptive-3.6 */
+TEST(adaptive_3_6_hiccups_lock_nothing_out) {
+    /* small-rows10-reverse on embedded: SCAN_AND_FETCH 5.2 µs, remote fetch 4.85 µs a page. */
+    rl__adaptive_costs costs = rl__adaptive_embedded_costs();
+    rl__adaptive_inputs in = {
+        .rows = 10,
+        .bytes_per_row = 111,
+        .kvs_per_record = 1,
+        .pipeline_depth = 10,
+        .index_page_rows = 10,
+        .mapped_page_bytes = 1 << 20,
+        .strategy = RL__ADAPTIVE_GROUPED,
+        .s2s_batch = 10,
+    };
+    const double work[2] = {5.2 * US, 4.85 * US}; /* SF, RF */
+    const int best = RL__ADAPTIVE_RF;
+    uint64_t rs = rl_test_seed();
+    int procs = 24, pages = 200000, warm = 100;
+    long wrong = 0, counted = 0, hiccups = 0, spells = 0, longest = 0;
+    double spent = 0, best_total = 0, worst_proc = 0;
+    for (int p = 0; p < procs; p++) {
+        rl__adaptive_model m;
+        rl__adaptive_init(&m, &costs);
+        int spell_left = 0;
+        long run = 0;
+        double slow = 1, proc_spent = 0, proc_best = 0;
+        for (int q = 0; q < pages; q++) {
+            if (spell_left == 0 && rl_test_rand_below(&rs, 10000) < 2) { /* a spell: 20-400 pages */
+                spell_left = 20 + (int)rl_test_rand_below(&rs, 381);
+                slow = 1.5 + (double)rl_test_rand_below(&rs, 1500) / 1000.0;
+                spells++;
+            }
+            double s = spell_left > 0 ? slow : 1.0;
+            if (spell_left > 0) spell_left--;
+            if (rl_test_rand_below(&rs, 1000) < 5) { /* a hiccup: this page alone */
+                s *= 3.0 + (double)rl_test_rand_below(&rs, 197);
+                hiccups++;
+            }
+            rl__adaptive_decision d;
+            rl__adaptive_decide(&m, &in, &d);
+            double nz = 1.0 + (double)rl_test_rand_below(&rs, 80) / 1000.0; /* 0-8 % */
+            double t = work[d.method] * s * nz;
+            if (d.observe) rl__adaptive_observe(&m, &d, t);
+            if (q < warm) continue;
+            int w = d.method != best && !d.explored;
+            wrong += w;
+            counted++;
+            run = w ? run + 1 : 0;
+            if (run > longest) longest = run;
+            proc_spent += t;
+            proc_best += work[best] * s * nz;
+        }
+        spent += proc_spent;
+        best_total += proc_best;
+        if (proc_spent / proc_best > worst_proc) worst_proc = proc_spent / proc_best;
+    }
+    printf("%ld hiccups, %ld spells; wrong choices: %ld of %ld pages (%.2f %%), longest run %ld; time %.4f of "
+           "always-best, worst process %.4f\n",
+           hiccups, spells, wrong, counted, 100.0 * (double)wrong / (double)counted, longest, spent / best_total,
+           worst_proc);
+    /* Before the probe beyond PROBE_MAX and the spell rule's bound (seed 535880779019): 9.1 %
+     * wrong, a process on SCAN_AND_FETCH for all its 199,900 pages, 1.0094 of always-best, worst
+     * process 1.072. With them, over 40 seeds: 0.03-0.10 %, longest runs 69-1,500, 1.0034-1.0036,
+     * worst process at most 1.005. */
+    ASSERT_TRUE(hiccups > procs * 500 && spells > procs * 10); /* the simulation has them */
+    ASSERT_TRUE(wrong <= counted / 200);
+    ASSERT_TRUE(longest <= 5000);
+    ASSERT_TRUE(worst_proc <= 1.02);
+    ASSERT_TRUE(spent / best_total <= 1.01);
+}
+
 RL_TEST_MAIN(T(adaptive_3_1_less_wait), T(adaptive_3_2_converges_without_the_wait), T(adaptive_3_3_log_exp),
-             T(adaptive_3_4_common_spells), T(adaptive_3_5_real_change_after_a_spell))
+             T(adaptive_3_4_common_spells), T(adaptive_3_5_real_change_after_a_spell),
+             T(adaptive_3_6_hiccups_lock_nothing_out))
