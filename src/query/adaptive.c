@@ -244,7 +244,7 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     if (out->est_ns[other] > RL__ADAPTIVE_PROBE_MAX * out->est_ns[best]) {
         double g = out->est_ns[best] > 0 ? out->est_ns[other] / out->est_ns[best] : 1e12;
         double k = ceil_pos((g - 1) / (RL__ADAPTIVE_PROBE_MAX - 1));
-        period = k < 1e9 ? RL__ADAPTIVE_PROBE_EVERY * (uint64_t)k : RL__ADAPTIVE_PROBE_EVERY * (uint64_t)1000000000;
+        period *= (uint64_t)(k < 1e6 ? k : 1e6); /* at most 5e8: within the uint32_t decisions */
     }
     int probe = c->decisions % period == 0;
     out->method = best;
@@ -260,13 +260,11 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
     m->observe_asked += (uint64_t)out->observe;
 }
 
-/* Calibrate method k of class c to lx = log(observed / raw) of one page: its mean, and its window
- * as n observations of lx (n < WINDOW: an estimate still warming up, explored under PROBE_MAX). */
-static void set_level(rl__adaptive_class *c, int k, double lx, int n) {
+/* Calibrate method k of class c to lx = log(observed / raw) of one page: mean and window. */
+static void set_level(rl__adaptive_class *c, int k, double lx) {
     c->log_factor[k] = lx;
     for (int i = 0; i < RL__ADAPTIVE_WINDOW; i++) c->win[k][i] = lx;
-    c->win_n[k] = (uint8_t)n;
-    c->win_pos[k] = (uint8_t)(n % RL__ADAPTIVE_WINDOW);
+    c->win_n[k] = RL__ADAPTIVE_WINDOW;
     c->factor[k] = rl__adaptive_exp(lx);
     c->surprised[k] = 0;
 }
@@ -349,10 +347,9 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
         /* The leader's estimate at most EXPLORE_MAX times the other's, before the rule or
          * after it, whichever is the lower: explored again at the usual rate. */
         double lk = rl__adaptive_log(c->factor[k]);
-        double bound =
-            (lk < xk ? lk : xk) + RL__ADAPTIVE_LOG_EXPLORE_MAX + rl__adaptive_log(d->raw_ns[k] / d->raw_ns[o]);
-        set_level(c, o, xo < bound ? xo : bound, RL__ADAPTIVE_WINDOW);
-        set_level(c, k, xk, RL__ADAPTIVE_WINDOW);
+        double bound = (lk < xk ? lk : xk) + rl__adaptive_log(RL__ADAPTIVE_EXPLORE_MAX * d->raw_ns[k] / d->raw_ns[o]);
+        set_level(c, o, xo < bound ? xo : bound);
+        set_level(c, k, xk);
         c->recheck_gap = 0;
         m->spells++;
     } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap &&

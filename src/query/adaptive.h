@@ -116,11 +116,10 @@
     4 /* byte classes: bytes per row < 1 KiB, < 16 KiB, < 256 KiB,
                                          * more (small and split records calibrate apart) */
 #define RL__ADAPTIVE_ALL_CLASSES (RL__ADAPTIVE_CLASSES * RL__ADAPTIVE_BYTE_CLASSES)
-#define RL__ADAPTIVE_ALPHA 0.3                          /* weight of a new observation in the log factor */
-#define RL__ADAPTIVE_WINDOW 4                           /* observations per class and method whose least counts */
-#define RL__ADAPTIVE_EXPLORE_EVERY 20                   /* decisions of a class between explorations */
-#define RL__ADAPTIVE_EXPLORE_MAX 1.5                    /* explore only a method estimated at most this much slower */
-#define RL__ADAPTIVE_LOG_EXPLORE_MAX 0.4054651081081644 /* ln EXPLORE_MAX */
+#define RL__ADAPTIVE_ALPHA 0.3        /* weight of a new observation in the log factor */
+#define RL__ADAPTIVE_WINDOW 4         /* observations per class and method whose least counts */
+#define RL__ADAPTIVE_EXPLORE_EVERY 20 /* decisions of a class between explorations */
+#define RL__ADAPTIVE_EXPLORE_MAX 1.5  /* explore only a method estimated at most this much slower */
 #define RL__ADAPTIVE_EXPLORE_BUDGET \
     0.005                                      /* ... and no more often than this share of the chosen time
                                                    * allows (1.3x slower: every 60th decision) */

@@ -169,9 +169,9 @@ TEST(adaptive_3_2_converges_without_the_wait) {
     /* Settled on the cheaper method: typically under 1 % of the pages wrong. A burst of slow
      * pages can leave it past the exploration bound until a probe: before the spell rule's bounds
      * (adaptive.h) the rule itself did so when the leader's page was a hiccup, 23-38 % wrong in 3
-     * seeds of 100 (19, 47, 89: this assertion failed); with them 1 seed in 400 still does (174:
-     * 22 %, a noisy page of the leader right after it regained the lead, the next probe 100
-     * decisions later, twice), the others at most 11 %. */
+     * seeds of 100 (19, 47, 89: this assertion failed); with them 2 seeds in 400 still do (174,
+     * 257: 22 %, a noisy page of the leader right after it regained the lead, the next probe 100
+     * decisions later, again), the others at most 11 %. */
     ASSERT_TRUE(wrong_taken <= m / 5);
     /* Explorations: the periodic ones, the probes, and rechecks after a burst cost a method the
      * lead (at most 4 per change of lead; a few changes in 2,000 noisy pages). */
@@ -309,17 +309,11 @@ TEST(adaptive_3_5_real_change_after_a_spell) {
 TEST(adaptive_3_6_hiccups_lock_nothing_out) {
     /* small-rows10-reverse on embedded: SCAN_AND_FETCH 5.2 µs, remote fetch 4.85 µs a page. */
     rl__adaptive_costs costs = rl__adaptive_embedded_costs();
-    rl__adaptive_inputs in = {
-        .rows = 10,
-        .bytes_per_row = 111,
-        .kvs_per_record = 1,
-        .pipeline_depth = 10,
-        .index_page_rows = 10,
-        .mapped_page_bytes = 1 << 20,
-        .strategy = RL__ADAPTIVE_GROUPED,
-        .s2s_batch = 10,
-    };
-    const double work[2] = {5.2 * US, 4.85 * US}; /* SF, RF */
+    rl__adaptive_inputs in = limit1_page();
+    in.rows = in.index_page_rows = 10;
+    in.bytes_per_row = 111;
+    in.rtt_index_ns = in.rtt_records_ns = in.rtt_s2s_ns = 0; /* no network */
+    const double work[2] = {5.2 * US, 4.85 * US};            /* SF, RF */
     const int best = RL__ADAPTIVE_RF;
     uint64_t rs = rl_test_seed();
     int procs = 24, pages = 200000, warm = 100;
@@ -367,8 +361,8 @@ TEST(adaptive_3_6_hiccups_lock_nothing_out) {
            worst_proc);
     /* Before the probe beyond PROBE_MAX and the spell rule's bound (seed 535880779019): 9.1 %
      * wrong, a process on SCAN_AND_FETCH for all its 199,900 pages, 1.0094 of always-best, worst
-     * process 1.072. With them, over 40 seeds: 0.03-0.10 %, longest runs 69-1,500, 1.0034-1.0036,
-     * worst process at most 1.005. */
+     * process 1.072. With them, over 400 seeds: 0.02-0.08 %, longest runs 30-893, 1.0035-1.0036,
+     * worst process at most 1.0043. */
     ASSERT_TRUE(hiccups > procs * 500 && spells > procs * 10); /* the simulation has them */
     ASSERT_TRUE(wrong <= counted / 200);
     ASSERT_TRUE(longest <= 5000);
