@@ -206,6 +206,43 @@ void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double 
     if (!c->observed[method]) c->observed[method] = 1;
 }
 
+/* The exploration rule's bound for the other method of class c (adaptive.h): a method with fewer
+ * than WINDOW observations here has an estimate still warming up (one cold or disturbed page can
+ * be most of it), explored under the probe's wider bound. */
+static int explorable(const rl__adaptive_class *c, int other, const double est[2]) {
+    double bound = c->win_n[other] < RL__ADAPTIVE_WINDOW ? RL__ADAPTIVE_PROBE_MAX : RL__ADAPTIVE_EXPLORE_MAX;
+    return est[other] <= bound * est[1 - other];
+}
+
+/* Periodic exploration, cost-bounded (adaptive.h): every EXPLORE_EVERY-th decision, or later when
+ * the other method is estimated so much slower that EXPLORE_EVERY would spend more than
+ * EXPLORE_BUDGET of the chosen time on it (not while its window warms up). */
+static uint32_t explore_every(const rl__adaptive_class *c, int other, const double est[2]) {
+    double best = est[1 - other];
+    double gap = best > 0 ? est[other] / best - 1 : 0;
+    if (c->win_n[other] >= RL__ADAPTIVE_WINDOW && gap > RL__ADAPTIVE_EXPLORE_BUDGET * RL__ADAPTIVE_EXPLORE_EVERY)
+        return (uint32_t)ceil(gap / RL__ADAPTIVE_EXPLORE_BUDGET - 1e-9);
+    return RL__ADAPTIVE_EXPLORE_EVERY;
+}
+
+/* The long-period probe: a method past the exploration bound (a stale or cold-start estimate) is
+ * still tried now and then: every PROBE_EVERY-th decision when it is estimated at most PROBE_MAX
+ * slower, proportionally less often beyond (adaptive.h). */
+static uint64_t probe_period(int other, const double est[2]) {
+    uint64_t period = RL__ADAPTIVE_PROBE_EVERY;
+    double best = est[1 - other];
+    if (est[other] > RL__ADAPTIVE_PROBE_MAX * best) {
+        double g = best > 0 ? est[other] / best : 1e12;
+        double k = ceil_pos((g - 1) / (RL__ADAPTIVE_PROBE_MAX - 1));
+        period *= (uint64_t)(k < 1e6 ? k : 1e6); /* at most 5e8: within the uint32_t decisions */
+    }
+    return period;
+}
+
+static int leader(const double est[2]) {
+    return est[RL__ADAPTIVE_RF] < est[RL__ADAPTIVE_SF] ? RL__ADAPTIVE_RF : RL__ADAPTIVE_SF;
+}
+
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out) {
     out->in = *in; /* every field of *out is set below */
     out->explored = 0;
@@ -216,37 +253,19 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
         out->factor[k] = factor_of(m, cls, k);
         out->est_ns[k] = out->raw_ns[k] * out->factor[k];
     }
-    int best = out->est_ns[RL__ADAPTIVE_RF] < out->est_ns[RL__ADAPTIVE_SF] ? RL__ADAPTIVE_RF : RL__ADAPTIVE_SF;
+    int best = leader(out->est_ns);
     int other = 1 - best;
     rl__adaptive_class *c = &m->cls[cls];
     c->decisions++;
     m->decisions++;
-    /* A method with fewer than WINDOW observations here has an estimate still warming up (one
-     * cold or disturbed page can be most of it): explored under the probe's wider bound. */
-    double bound = c->win_n[other] < RL__ADAPTIVE_WINDOW ? RL__ADAPTIVE_PROBE_MAX : RL__ADAPTIVE_EXPLORE_MAX;
-    int within = out->est_ns[other] <= bound * out->est_ns[best];
+    int within = explorable(c, other, out->est_ns);
     /* The recheck of a method that lost the lead by its own observation (adaptive.h). */
     int recheck = c->recheck && --c->recheck == 0 && c->recheck_method == other &&
                   out->est_ns[other] <= RL__ADAPTIVE_RECHECK_MAX * out->est_ns[best];
-    /* Periodic exploration, cost-bounded (adaptive.h): every EXPLORE_EVERY-th decision, or
-     * later when the other method is estimated so much slower that EXPLORE_EVERY would spend
-     * more than EXPLORE_BUDGET of the chosen time on it (not while its window warms up). */
-    uint32_t every = RL__ADAPTIVE_EXPLORE_EVERY;
-    double gap = out->est_ns[best] > 0 ? out->est_ns[other] / out->est_ns[best] - 1 : 0;
-    if (c->win_n[other] >= RL__ADAPTIVE_WINDOW && gap > RL__ADAPTIVE_EXPLORE_BUDGET * RL__ADAPTIVE_EXPLORE_EVERY)
-        every = (uint32_t)ceil(gap / RL__ADAPTIVE_EXPLORE_BUDGET - 1e-9);
+    uint32_t every = explore_every(c, other, out->est_ns);
     if (c->since_explore < UINT32_MAX) c->since_explore++;
     int due = c->since_explore >= every || (c->observed[other] == 0 && c->observed[best] > 0);
-    /* The long-period probe: a method past the exploration bound (a stale or cold-start
-     * estimate) is still tried now and then: every PROBE_EVERY-th decision when it is estimated
-     * at most PROBE_MAX slower, proportionally less often beyond (adaptive.h). */
-    uint64_t period = RL__ADAPTIVE_PROBE_EVERY;
-    if (out->est_ns[other] > RL__ADAPTIVE_PROBE_MAX * out->est_ns[best]) {
-        double g = out->est_ns[best] > 0 ? out->est_ns[other] / out->est_ns[best] : 1e12;
-        double k = ceil_pos((g - 1) / (RL__ADAPTIVE_PROBE_MAX - 1));
-        period *= (uint64_t)(k < 1e6 ? k : 1e6); /* at most 5e8: within the uint32_t decisions */
-    }
-    int probe = c->decisions % period == 0;
+    int probe = c->decisions % probe_period(other, out->est_ns) == 0;
     out->method = best;
     if ((within && due) || probe || recheck) {
         out->method = other;
@@ -258,6 +277,47 @@ void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, r
                    out->est_ns[out->method] >= RL__ADAPTIVE_OBSERVE_ALL_NS ||
                    c->decisions % RL__ADAPTIVE_OBSERVE_EVERY == 0;
     m->observe_asked += (uint64_t)out->observe;
+}
+
+int rl__adaptive_lease_grant(const rl__adaptive_model *m, const rl__adaptive_decision *d, rl__adaptive_lease *l) {
+    int cls = d->size_class;
+    if (cls < 0 || cls >= RL__ADAPTIVE_ALL_CLASSES) return 0;
+    const rl__adaptive_class *c = &m->cls[cls];
+    int best = leader(d->est_ns), other = 1 - best;
+    /* A later decision explores or observes, whatever its number, when a recheck is pending, the
+     * leader's window is not full or its page is long; the other method's first observation is
+     * due at once when it is within the bound. */
+    if (c->recheck || c->win_n[best] < RL__ADAPTIVE_WINDOW || d->est_ns[best] >= RL__ADAPTIVE_OBSERVE_ALL_NS) return 0;
+    l->every = UINT32_MAX;
+    if (explorable(c, other, d->est_ns)) {
+        if (c->observed[other] == 0 && c->observed[best] > 0) return 0;
+        l->every = explore_every(c, other, d->est_ns);
+    }
+    /* The next multiples of the probe's and the observation's periods (not past the uint32_t
+     * count's wrap, where rl__adaptive_decide's next number is 0, a multiple of both). */
+    uint64_t from = c->decisions, p = probe_period(other, d->est_ns), o = RL__ADAPTIVE_OBSERVE_EVERY;
+    uint64_t until = (from / p + 1) * p, next_o = (from / o + 1) * o;
+    if (next_o < until) until = next_o;
+    if (until > (uint64_t)UINT32_MAX + 1) until = (uint64_t)UINT32_MAX + 1;
+    l->from = from;
+    l->until = until;
+    l->dec = *d;
+    l->dec.method = best;
+    l->dec.explored = 0;
+    l->dec.observe = 0;
+    return 1;
+}
+
+int rl__adaptive_lease_take(rl__adaptive_model *m, const rl__adaptive_lease *l, rl__adaptive_decision *out) {
+    rl__adaptive_class *c = &m->cls[l->dec.size_class];
+    uint64_t next = (uint64_t)c->decisions + 1;
+    uint32_t since = c->since_explore < UINT32_MAX ? c->since_explore + 1 : UINT32_MAX;
+    if (next <= l->from || next >= l->until || since >= l->every || c->recheck) return 0;
+    c->decisions++;
+    m->decisions++;
+    c->since_explore = since;
+    *out = l->dec;
+    return 1;
 }
 
 /* Calibrate method k of class c to lx = log(observed / raw) of one page: mean and window. */

@@ -255,6 +255,30 @@ void rl__adaptive_set_factor(rl__adaptive_model *m, int cls, int method, double 
  * them). */
 void rl__adaptive_decide(rl__adaptive_model *m, const rl__adaptive_inputs *in, rl__adaptive_decision *out);
 
+/* A decision's lease (rl__adaptive_lease_grant): the answer a later decision on the same inputs
+ * gives while the model has not changed since (rl__adaptive_lease_take). */
+typedef struct {
+    rl__adaptive_decision dec; /* the answer: the leader, neither explored nor observed */
+    uint64_t from, until;      /* the class's decision numbers in (from, until) are neither a
+                                * probe's nor an observation's */
+    uint32_t every;            /* ... while the class's since_explore stays below this */
+} rl__adaptive_lease;
+
+/* rl__adaptive_lease_grant — after rl__adaptive_decide gave d: 1 and *l set when later decisions
+ * of d's inputs would repeat its leader without exploring or observing for a while (the
+ * exploration, probe and observation rules, the pending recheck), else 0 (*l unspecified). On a
+ * local backend a limit-1 query is 2 µs and a decision's arithmetic 1-2 % of it; a stream of
+ * alike short queries is answered from the lease (docs/design.md §7). Reads m only. */
+int rl__adaptive_lease_grant(const rl__adaptive_model *m, const rl__adaptive_decision *d, rl__adaptive_lease *l);
+
+/* rl__adaptive_lease_take — decide from lease l, granted on m for inputs equal (field by field) to
+ * the ones about to be decided: 1, *out set and the decision counted in m exactly as
+ * rl__adaptive_decide would have (same method, counters and flags), or 0 when the lease no longer
+ * answers (the caller decides in full; m unchanged). The caller must drop l once anything changed
+ * m other than decisions (rl__adaptive_observe, rl__adaptive_set_factor, the costs): the lease
+ * does not see it. */
+int rl__adaptive_lease_take(rl__adaptive_model *m, const rl__adaptive_lease *l, rl__adaptive_decision *out);
+
 /* rl__adaptive_observe — the page of decision d took observed_ns with method d->method: update
  * that method's calibration factor in d's size class (observations <= 0 are ignored). */
 void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns);

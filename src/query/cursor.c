@@ -103,6 +103,18 @@ typedef struct {
     int have_frac;
 } ad_scan;
 
+/* A local backend's lease on the decision of a cursor's first page (ad_lease_take): page_inputs
+ * gives the same inputs to every first page of the same index, page size and options while the
+ * model and the index's ad_scan are unchanged (gen). */
+#define AD_LEASES 4
+typedef struct {
+    uint64_t gen; /* ad_state.gen at the grant (0: none) */
+    uint64_t key; /* ad_key */
+    int64_t rows;
+    int pipeline_depth, index_batch, strategy; /* the options page_inputs reads */
+    rl__adaptive_lease l;
+} ad_lease;
+
 /* The ADAPTIVE method's state per database (rl__db_slot): the model and what earlier pages
  * taught per index, guarded by lock (ad_lock: decisions and observations of concurrent cursors). */
 typedef struct {
@@ -110,6 +122,8 @@ typedef struct {
     rl__adaptive_model m;
     ad_scan scans[AD_SCANS];
     uint64_t tick;
+    uint64_t gen; /* bumped whenever m or scans change other than by a decision (ad_lease) */
+    ad_lease leases[AD_LEASES];
     int costs_set; /* the priors were chosen for the backend (networked or not) */
     int networked; /* the backend is networked (rl_kv_locality.networked) */
 } ad_state;
@@ -117,6 +131,7 @@ typedef struct {
 static void ad_state_init(void *p) {
     ad_state *a = p;
     a->lock = 0;
+    a->gen = 1; /* above every empty lease's 0 */
     rl__adaptive_init(&a->m, NULL);
 }
 
@@ -143,6 +158,7 @@ static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
         if (a->scans[i].used < lru->used) lru = &a->scans[i];
     }
     memset(lru, 0, sizeof *lru);
+    a->gen++; /* the replaced index's leases */
     lru->key = k;
     lru->used = a->tick;
     return lru;
@@ -160,6 +176,7 @@ static ad_state *ad_state_of(rl_db *db) {
         rl__db_locality(db, (const uint8_t *)"", 0, &l);
         if (!l.networked) a->m.costs = rl__adaptive_embedded_costs();
         a->networked = l.networked;
+        a->gen++;
         __atomic_store_n(&a->costs_set, 1, __ATOMIC_RELEASE);
     }
     ad_unlock(a);
@@ -194,6 +211,7 @@ int rl__query_adaptive_with(rl_db *db, void (*fn)(rl__adaptive_model *m, void *u
     if (!a) return RL_E_OUT_OF_MEMORY;
     ad_lock(a);
     fn(&a->m, ud);
+    a->gen++;
     ad_unlock(a);
     return RL_OK;
 }
@@ -1208,6 +1226,7 @@ static void page_end(rl_cursor *c) {
     if (bpr > 0) d->in.bytes_per_row = bpr;
     d->size_class = rl__adaptive_size_class((double)rows, d->in.bytes_per_row);
     ad_lock(c->ad);
+    c->ad->gen++;
     double raw[2];
     rl__adaptive_raw(&c->ad->m, &d->in, raw);
     d->raw_ns[d->method] = raw[d->method];
@@ -1226,16 +1245,44 @@ static void page_end(rl_cursor *c) {
     ad_unlock(c->ad);
 }
 
-/* Start the next page: decide its method (rl__adaptive_decide under the database's lock), count
- * and explain the decision, and start that method's source after the last consumed entry. */
+/* The lease slot of a first page of rows entries on a local backend, or NULL when page_inputs
+ * reads more than the slot's key (a networked backend's locality, a later page's own sizes). */
+static ad_lease *ad_lease_slot(rl_cursor *c, int64_t rows) {
+    if (c->ad->networked || c->consumed > 0 || c->cur_local + c->cur_remote > 0) return NULL;
+    return &c->ad->leases[(c->ad_key ^ (uint64_t)rows) % AD_LEASES];
+}
+
+/* Decide the page of rows entries (under ad_lock): from the lease of an alike first page when
+ * it still answers (rl__adaptive_lease_take: exactly rl__adaptive_decide's decision, without
+ * page_inputs and the model's arithmetic: 1-2 % of a limit-1 query on embedded), else in full,
+ * leaving a lease for the next alike page when the model grants one. */
+static void page_decide(rl_cursor *c, int64_t rows) {
+    ad_state *a = c->ad;
+    ad_lease *ls = ad_lease_slot(c, rows);
+    int same = ls && ls->gen == a->gen && ls->key == c->ad_key && ls->rows == rows &&
+               ls->pipeline_depth == c->o.pipeline_depth && ls->index_batch == c->o.index_batch &&
+               ls->strategy == (int)c->o.secondary_strategy;
+    if (same && rl__adaptive_lease_take(&a->m, &ls->l, &c->ad_dec)) return;
+    rl__adaptive_inputs in;
+    page_inputs(c, rows, &in);
+    rl__adaptive_decide(&a->m, &in, &c->ad_dec);
+    if (!ls) return;
+    ls->gen = rl__adaptive_lease_grant(&a->m, &c->ad_dec, &ls->l) ? a->gen : 0;
+    ls->key = c->ad_key;
+    ls->rows = rows;
+    ls->pipeline_depth = c->o.pipeline_depth;
+    ls->index_batch = c->o.index_batch;
+    ls->strategy = (int)c->o.secondary_strategy;
+}
+
+/* Start the next page: decide its method (page_decide under the database's lock), count and
+ * explain the decision, and start that method's source after the last consumed entry. */
 static int page_begin(rl_cursor *c) {
     int64_t rows = c->ad_test_rows > 0 ? c->ad_test_rows : AD_PAGE_ROWS;
     if (c->o.limit > 0 && c->o.limit - c->rows < rows) rows = c->o.limit - c->rows;
     if (rows < 1) rows = 1;
-    rl__adaptive_inputs in;
     ad_lock(c->ad);
-    page_inputs(c, rows, &in);
-    rl__adaptive_decide(&c->ad->m, &in, &c->ad_dec);
+    page_decide(c, rows);
     ad_unlock(c->ad);
     const char *why = NULL;
     if (c->ad_sf_only) {
