@@ -339,6 +339,13 @@ static double spell_level(const rl__adaptive_class *c, int k, double lx) {
     return lx < cap ? lx : cap;
 }
 
+/* This observation (c->seq) changed the lead: the methods' best pages are counted from it on,
+ * it included (rl__adaptive_observe). */
+static void lead_changed(rl__adaptive_class *c) {
+    c->lost_seq = c->seq;
+    c->best_x[0] = c->best_x[1] = HUGE_VAL;
+}
+
 void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d, double observed_ns) {
     if (!(observed_ns > 0) || !(d->raw_ns[d->method] > 0)) return;
     int cls = d->size_class;
@@ -396,20 +403,24 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     if (d->raw_ns[k] * d->factor[k] <= other_est && behind) {
         c->recheck = c->recheck_gap = RL__ADAPTIVE_RECHECK_AFTER;
         c->recheck_method = (uint8_t)k;
-        c->lost_seq = c->seq;
-    } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap && c->last_seq[o] > c->lost_seq &&
-               observed_ns <= d->raw_ns[o] * rl__adaptive_exp(c->last_x[o])) {
-        /* The spell rule (adaptive.h): no slower than the leader's page since the change, so the
-         * change came from a slowdown of both. Both methods are calibrated to their pages of the
+        lead_changed(c);
+    } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap && c->last_seq[o] >= c->lost_seq &&
+               observed_ns <= d->raw_ns[o] * rl__adaptive_exp(c->best_x[o])) {
+        /* The spell rule (adaptive.h): no slower than the leader's best page since the change
+         * (the page that changed it included), so the change came from a slowdown of both. Both methods are calibrated to their pages of the
          * spell, mean and window alike: compared on the same footing while it lasts, and the
          * first faster page after it lowers the factor of the method that ran it at once. */
-        double xk = spell_level(c, k, x), xo = spell_level(c, o, c->last_x[o]);
+        double xk = spell_level(c, k, x), xo = spell_level(c, o, c->best_x[o]);
         /* The leader's estimate at most EXPLORE_MAX times the other's, before the rule or
          * after it, whichever is the lower: explored again at the usual rate. */
         double lk = rl__adaptive_log(c->factor[k]);
         double bound = (lk < xk ? lk : xk) + rl__adaptive_log(RL__ADAPTIVE_EXPLORE_MAX * d->raw_ns[k] / d->raw_ns[o]);
         set_level(c, o, xo < bound ? xo : bound);
-        set_level(c, k, xk);
+        /* ... and the other at most EXPLORE_MAX times the leader's estimate before the rule:
+         * when the leader's level was capped below its page (spell_level) and its next page is
+         * back to that estimate, the other is still explored at the usual rate. */
+        double kb = rl__adaptive_log(RL__ADAPTIVE_EXPLORE_MAX * other_est / d->raw_ns[k]);
+        set_level(c, k, xk < kb ? xk : kb);
         c->recheck_gap = 0;
         m->spells++;
     } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap &&
@@ -426,11 +437,11 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
         c->recheck = RL__ADAPTIVE_RECHECK_AFTER;
         c->recheck_gap = RL__ADAPTIVE_EXPLORE_EVERY / 2;
         c->recheck_method = (uint8_t)o;
-        c->lost_seq = c->seq;
+        lead_changed(c);
     } else if (c->recheck_method == k) {
         c->recheck_gap = 0; /* ahead again, or the change confirmed */
     }
-    c->last_x[k] = x;
+    if (x < c->best_x[k]) c->best_x[k] = x;
     c->last_seq[k] = c->seq;
     if (c->observed[k] < UINT32_MAX) c->observed[k]++;
 }

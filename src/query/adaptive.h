@@ -73,7 +73,8 @@
  * finds it still behind but not slower than its estimate (its factor did not rise: the burst
  * outlasted one page) is repeated twice as late (after 2, 4, 8, 16 decisions); one that found it
  * slower than estimated confirms the change and ends the rechecks — unless it is no slower than
- * the leader's own page observed since the change (the spell rule: a spell of the machine slows
+ * the leader's own best page observed since the change, the page that made the change included
+ * (the spell rule: a spell of the machine slows
  * both methods alike, so the method that lost the lead to it is compared with the leader in the
  * same spell, not with the leader's estimate from before it, which the spell never touched; when
  * it is no slower there, the change is undone: both methods are calibrated to their pages of the
@@ -101,7 +102,14 @@
  * the lower), so the leader is explored again at the usual rate: its page of the spell may be a
  * hiccup (a preemption makes a 5 µs page 100x slower), and set as the whole window it put that
  * method past every bound until a probe, or for good (adaptive-3.2's seeds 19, 47 and 89 of 100
- * failed on it; adaptive-3.6).
+ * failed on it; adaptive-3.6). Likewise the method that lost the lead is set to at most
+ * EXPLORE_MAX times the leader's estimate before the rule: the leader's level capped below its
+ * spell page, its next normal page put it back, and the other, left at its own spell page, sat
+ * past EXPLORE_MAX until a probe 500 decisions on (adaptive-3.2 seed 257). And the leader's page
+ * compared is its best since the change, the one that changed it included: after a page won the
+ * leader the lead, one hiccup of it right after made the recheck of the other look like a spell
+ * of both and handed the lead back (seed 174; 35 wrong choices a seed on average over 400 seeds
+ * before these two, 6 after).
  */
 #ifndef RL_QUERY_ADAPTIVE_H
 #define RL_QUERY_ADAPTIVE_H
@@ -187,7 +195,8 @@ typedef struct {
     uint32_t seq;         /* observations in this class (both methods) */
     uint32_t last_seq[2]; /* per method: seq of its latest observation (0: none) */
     uint32_t lost_seq;    /* seq of the observation that cost recheck_method the lead */
-    double last_x[2];     /* per method: its latest observation's log(observed / raw) */
+    double best_x[2];     /* per method: the least log(observed / raw) of its observations since
+                           * the one at lost_seq, that one included */
 } rl__adaptive_class;
 
 typedef struct {

@@ -1255,7 +1255,9 @@ static ad_lease *ad_lease_slot(rl_cursor *c, int64_t rows) {
 /* Decide the page of rows entries (under ad_lock): from the lease of an alike first page when
  * it still answers (rl__adaptive_lease_take: exactly rl__adaptive_decide's decision, without
  * page_inputs and the model's arithmetic: 1-2 % of a limit-1 query on embedded), else in full,
- * leaving a lease for the next alike page when the model grants one. */
+ * leaving a lease for the next alike page when the model grants one. (A leased page does not
+ * touch its index's ad_scan entry; the observed pages, at least one in OBSERVE_EVERY, keep it
+ * recent.) */
 static void page_decide(rl_cursor *c, int64_t rows) {
     ad_state *a = c->ad;
     ad_lease *ls = ad_lease_slot(c, rows);
