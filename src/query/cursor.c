@@ -103,7 +103,7 @@ typedef struct {
     int have_frac;
 } ad_scan;
 
-/* A local backend's lease on the decision of a cursor's first page (ad_lease_take): page_inputs
+/* A local backend's lease on the decision of a cursor's first page (page_decide): page_inputs
  * gives the same inputs to every first page of the same index, page size and options while the
  * model and the index's ad_scan are unchanged (gen). */
 #define AD_LEASES 4
