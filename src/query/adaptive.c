@@ -407,9 +407,10 @@ void rl__adaptive_observe(rl__adaptive_model *m, const rl__adaptive_decision *d,
     } else if (d->explored && behind && c->recheck_method == k && c->recheck_gap && c->last_seq[o] >= c->lost_seq &&
                observed_ns <= d->raw_ns[o] * rl__adaptive_exp(c->best_x[o])) {
         /* The spell rule (adaptive.h): no slower than the leader's best page since the change
-         * (the page that changed it included), so the change came from a slowdown of both. Both methods are calibrated to their pages of the
-         * spell, mean and window alike: compared on the same footing while it lasts, and the
-         * first faster page after it lowers the factor of the method that ran it at once. */
+         * (the page that changed it included), so the change came from a slowdown of both. Both
+         * methods are calibrated to their pages of the spell, mean and window alike: compared on
+         * the same footing while it lasts, and the first faster page after it lowers the factor
+         * of the method that ran it at once. */
         double xk = spell_level(c, k, x), xo = spell_level(c, o, c->best_x[o]);
         /* The leader's estimate at most EXPLORE_MAX times the other's, before the rule or
          * after it, whichever is the lower: explored again at the usual rate. */
