@@ -12,6 +12,7 @@ PKGS=(
   libuv1-dev                        # event loop of rlkvd and the cluster client
   libprotobuf-c-dev protobuf-c-compiler  # records
   libjansson-dev                    # JSON (tools, test vectors, benchmark results)
+  libssl-dev                        # libcrypto: HMAC-SHA256 and nonces of the cluster handshake
   libsqlite3-dev                    # the SQLite peer baseline
   gnuplot-nox                       # benchmark plots
   clang-format-14                   # the formatter check (scripts/check-format.sh)

@@ -189,6 +189,14 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
     }
     snprintf(c->file, sizeof c->file, "%s/reclayer.cluster", c->dir);
     snprintf(c->url, sizeof c->url, "cluster:%s", c->file);
+    snprintf(c->key_file, sizeof c->key_file, "%s/%s", c->dir, RL_KEYFILE_NAME);
+    {
+        rl_buf kmsg;
+        rl__buf_init(&kmsg);
+        if (rl__keyfile_read(c->key_file, &c->key, &kmsg) != RL_OK)
+            printf("cannot read %s: %s\n", c->key_file, kmsg.data);
+        rl__buf_release(&kmsg);
+    }
     rl_test_cluster *copy = malloc(sizeof *copy);
     memcpy(copy, c, sizeof *copy);
     copy->dir = strdup(c->dir);
@@ -278,12 +286,12 @@ int rl_test_cluster_backend_ready(const char *url, char *why, size_t cap) {
     return 0;
 }
 
-long long rl_test_status_num(uint16_t port, const char *field) {
+long long rl_test_status_num(const rl_test_cluster *c, uint16_t port, const char *field) {
     rl_admin_conn *a = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
     long long v = -1;
-    if (rl__admin_conn_open(port, 2000, &a, &msg) == RL_OK) {
+    if (rl__admin_conn_open(port, &c->key.auth, 2000, &a, &msg) == RL_OK) {
         rl_msg req, rep;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_STATUS;

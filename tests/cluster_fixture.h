@@ -30,14 +30,17 @@
 #include <stdint.h>
 
 #include "server/cluster_admin.h"
+#include "server/keyfile.h"
 
 #define RL_TEST_CLUSTER_MAX_LIFE_S (4 * 3600)
 #define RL_TEST_SKIP_CODE 77 /* ctest SKIP_RETURN_CODE of the cluster runs */
 
 typedef struct {
-    char *dir;       /* the cluster's directory (heap), NULL when not started */
-    char file[4200]; /* DIR/reclayer.cluster */
-    char url[4300];  /* "cluster:" + file */
+    char *dir;           /* the cluster's directory (heap), NULL when not started */
+    char file[4200];     /* DIR/reclayer.cluster */
+    char url[4300];      /* "cluster:" + file */
+    char key_file[4200]; /* DIR/cluster.key */
+    rl_keyfile key;      /* its contents: the member credentials tests' admin connections use */
     int n_storage;
     int guardian_pid; /* the guardian process */
     int guardian_fd;  /* the write end of its pipe */
@@ -67,9 +70,9 @@ void rl_test_cluster_stop(rl_test_cluster *c);
  * with the reason in why (cap bytes). Opens and closes url once. */
 int rl_test_cluster_backend_ready(const char *url, char *why, size_t cap);
 
-/* rl_test_status_num — the integer field `field` of the STATUS reply (JSON) of the process on
- * 127.0.0.1:port: -1 when it does not answer (2 s to connect, 2 s for the reply), 0 when the
- * reply has no such integer. */
-long long rl_test_status_num(uint16_t port, const char *field);
+/* rl_test_status_num — the integer field `field` of the STATUS reply (JSON) of c's process on
+ * 127.0.0.1:port (an admin connection with c's key file): -1 when it does not answer (2 s to
+ * connect, 2 s for the reply), 0 when the reply has no such integer. */
+long long rl_test_status_num(const rl_test_cluster *c, uint16_t port, const char *field);
 
 #endif

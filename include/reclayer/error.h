@@ -5,8 +5,9 @@
  * retryable flags are generated from one list and cannot drift apart.
  *
  * Numbering (DESIGN §2):
- *   1000–2999  FoundationDB's own numbers, for the conditions FoundationDB has. The FoundationDB
- *              backend passes FoundationDB's codes through unchanged.
+ *   1000–2999  FoundationDB's own numbers, for the conditions FoundationDB has (and 4100, 6000–6005,
+ *              its internal and authorization errors). The FoundationDB backend passes
+ *              FoundationDB's codes through unchanged.
  *   3000–3499  reclayer: base, tuple, storage, commit, network and KV conditions FoundationDB lacks.
  *   3500–3799  reclayer: record layer and queries.
  *   3800–3999  reclayer: tools (rl, rlkvd, rlbench).
@@ -60,6 +61,7 @@
     X(GRV_PROXY_MEMORY_LIMIT_EXCEEDED, 1078, "grv_proxy_memory_limit_exceeded",                                        \
       "GetReadVersion proxy memory limit exceeded", 1)                                                                 \
     X(TAG_THROTTLED, 1213, "tag_throttled", "Transaction tag is being throttled", 1)                                   \
+    X(INVALID_CLUSTER_ID, 1217, "invalid_cluster_id", "Attempted to join cluster with a different cluster ID", 0)      \
     X(PROXY_TAG_THROTTLED, 1223, "proxy_tag_throttled", "Exceeded maximum proxy tag throttling duration", 1)           \
     X(TRANSACTION_THROTTLED_HOT_SHARD, 1235, "transaction_throttled_hot_shard",                                        \
       "Transaction throttled due to hot shard", 1)                                                                     \
@@ -108,6 +110,9 @@
     X(EXACT_MODE_WITHOUT_LIMITS, 2210, "exact_mode_without_limits",                                                    \
       "EXACT streaming mode requires limits, but none were given", 0)                                                  \
     X(INTERNAL_ERROR, 4100, "internal_error", "An internal error occurred", 0)                                         \
+    X(PERMISSION_DENIED, 6000, "permission_denied", "Client tried to access unauthorized data", 0)                     \
+    X(UNAUTHORIZED_ATTEMPT, 6001, "unauthorized_attempt",                                                              \
+      "A untrusted client tried to send a message to a private endpoint", 0)                                           \
     /* reclayer: base, tuple, storage, commit, network, KV. */                                                         \
     X(INVALID_ARGUMENT, 3000, "invalid_argument", "Invalid argument", 0)                                               \
     X(OUT_OF_MEMORY, 3001, "out_of_memory", "Out of memory", 0)                                                        \

@@ -231,8 +231,8 @@ static int cl_place(rl_camp_topo *tp, rl_buf *msg) {
     rl__buf_release(&txt);
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         if (!tp->loaded[v]) continue;
-        int rc = rl__tool_placement_place(tp->url[v], tp->store[v], "price_idx", index_team, (uint32_t)r, recp, n_rec,
-                                          (uint32_t)n, 0, msg);
+        int rc = rl__tool_placement_place(tp->url[v], NULL, tp->store[v], "price_idx", index_team, (uint32_t)r, recp,
+                                          n_rec, (uint32_t)n, 0, msg);
         if (rc) {
             rl__buf_printf(msg, " (placing %s: %s)", tp->store[v], tp->placed_text);
             return rc;

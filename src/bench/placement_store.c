@@ -229,9 +229,9 @@ static int recs_fn(rl_txn *txn, void *ud) {
 }
 
 /* See placement_store.h. */
-int rl__tool_placement_place(const char *url, const char *store, const char *index, const uint32_t *index_team,
-                             uint32_t n_index_team, const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
-                             uint32_t n_rec_teams, int timeout_ms, rl_buf *msg) {
+int rl__tool_placement_place(const char *url, const char *key_file, const char *store, const char *index,
+                             const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
+                             const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, rl_buf *msg) {
     rl__tool t;
     int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
     if (rc != RL_OK) {
@@ -251,8 +251,8 @@ int rl__tool_placement_place(const char *url, const char *store, const char *ind
         goto out;
     }
     /* 1. The index to its team. */
-    if ((rc = rl__placement_assign(url, ib.data, ib.len, ie.data, ie.len, index_team, n_index_team, timeout_ms, NULL,
-                                   NULL, msg)) != RL_OK)
+    if ((rc = rl__placement_assign(url, key_file, ib.data, ib.len, ie.data, ie.len, index_team, n_index_team,
+                                   timeout_ms, NULL, NULL, msg)) != RL_OK)
         goto out;
     /* 2. The records, split evenly by record into one contiguous range per team. */
     if ((rc = rl_db_run(t.db, recs_fn, &c)) != RL_OK) {
@@ -294,7 +294,8 @@ int rl__tool_placement_place(const char *url, const char *store, const char *ind
         size_t bl = j == 0 ? c.b.len : soff[points[j - 1] * 2 + 1];
         const uint8_t *e = j == np ? c.e.data : starts.data + soff[points[j] * 2];
         size_t el = j == np ? c.e.len : soff[points[j] * 2 + 1];
-        rc = rl__placement_assign(url, b, bl, e, el, rec_teams[j], n_rec_team[j], timeout_ms, NULL, NULL, msg);
+        rc =
+            rl__placement_assign(url, key_file, b, bl, e, el, rec_teams[j], n_rec_team[j], timeout_ms, NULL, NULL, msg);
     }
     rl__free(points);
 out:

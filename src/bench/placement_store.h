@@ -19,9 +19,10 @@
 int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out, rl_buf *msg);
 /* rl__tool_placement_place — rl placement place: move the index's entries to index_team, then the store's records, split
  * evenly by record into n_rec_teams contiguous ranges, range j to rec_teams[j] (each move waits
- * until done, timeout_ms each). Errors with a reason in msg. */
-int rl__tool_placement_place(const char *url, const char *store, const char *index, const uint32_t *index_team,
-                             uint32_t n_index_team, const uint32_t *const *rec_teams, const uint32_t *n_rec_team,
-                             uint32_t n_rec_teams, int timeout_ms, rl_buf *msg);
+ * until done, timeout_ms each). key_file: the cluster's key file, or NULL for the one beside the
+ * cluster file (rl__placement_assign). Errors with a reason in msg. */
+int rl__tool_placement_place(const char *url, const char *key_file, const char *store, const char *index,
+                             const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
+                             const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, rl_buf *msg);
 
 #endif

@@ -25,6 +25,25 @@
  *   FLUSHING → CLOSING               flush (drained), flush_timeout, request_close_locked
  *   CLOSING → CLOSED                 do_close, from handle_close_request at a safe point
  *
+ * THE HANDSHAKE (conn->hs, loop context; only on a loop with credentials, loop.h). The connection
+ * is OPEN at the socket level while it runs, but its owner does not know it yet: on_accept /
+ * on_connect are called when it completes, and a failure before that never reaches on_close (a
+ * connect's failure reaches on_connect(NULL, err) instead, from do_close).
+ *
+ *   accepted:  HS_ACCEPT ──AUTH request, proof good: AUTH reply, on_accept──▶ HS_DONE
+ *              (the AUTH_CHALLENGE went out at accept; a bad proof: error reply, flush, close)
+ *   connected: HS_CHALLENGE ──AUTH_CHALLENGE: send AUTH──▶ HS_REPLY ──AUTH reply, server's proof
+ *              good: on_connect(conn, RL_OK)──▶ HS_DONE (an error reply or a bad proof: close)
+ *
+ *   transition                       function
+ *   accept → HS_ACCEPT               start_accept_handshake (from rl__listener_on_event)
+ *   HS_ACCEPT → HS_DONE              hs_accept_frame → finish_accept
+ *   connected → HS_CHALLENGE         connected
+ *   HS_CHALLENGE → HS_REPLY          hs_challenge_frame
+ *   HS_REPLY → HS_DONE               hs_reply_frame → finish_connect
+ *   any HS_* → closed                close_error (bad frame, bad proof), hs_timeout / connect_timeout,
+ *                                    eviction (start_accept_handshake), the listener closing
+ *
  * INVARIANTS.
  *   1. Everything under "send side" in struct rl_conn is read and written only under send_lock;
  *      state changes only under send_lock. A thread that finds state == OPEN under the lock may use
@@ -42,6 +61,13 @@
  *   6. on_frame is called only in state OPEN, on the loop thread, and never after on_close; payloads
  *      point into the receive buffer, which is not moved or freed until the callback has returned.
  *   7. Receive memory follows the bytes that arrived (reader.h invariant 2).
+ *   8. Until the handshake is done (hs != HS_DONE) the reader refuses frames over
+ *      RL_NET_HANDSHAKE_MAX_PAYLOAD and no owner callback runs; the only frames sent are the
+ *      runtime's own (challenge, AUTH, error reply). A handshaking accepted connection is on its
+ *      listener's hs list, which the listener empties (closing them) before it goes away.
+ *   9. An accepted connection is read only while its send queue holds at most max_queued bytes
+ *      (rx_paused otherwise, EPOLLIN off): a peer that stops reading cannot make the server
+ *      queue without bound. Connects are never paused (two paused ends could wait on each other).
  */
 #include <errno.h>
 #include <sched.h>
@@ -57,7 +83,9 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/sync.h"
+#include "net/auth.h"
 #include "net/loop_int.h"
+#include "net/proto.h"
 #include "net/reader.h"
 #include "reclayer/error.h"
 
@@ -69,6 +97,7 @@
 #define IN_EVENTS (EPOLLIN | EPOLLRDHUP)
 
 enum { ST_CONNECTING, ST_OPEN, ST_FLUSHING, ST_CLOSING, ST_CLOSED };
+enum { HS_DONE = 0, HS_ACCEPT, HS_CHALLENGE, HS_REPLY };
 
 /* A frame in the send queue: one allocation holding the header and (unless owns_payload) the
  * payload copy — then header and payload lie together in data[], so the frame is one iovec of
@@ -118,11 +147,24 @@ struct rl_conn {
     uint64_t release_timer; /* releases the queue head (delay) */
     uint64_t release_timer_at;
     int in_epoll, in_list;
-    int close_done;         /* do_close / fail_connect ran */
-    int close_queued;       /* on loop->pending_close */
-    rl_conn *lprev, *lnext; /* loop->conns */
-    rl_conn *close_next;    /* loop->pending_close */
-    rl_conn *zombie_next;   /* loop->zombies */
+    /* The handshake and the limits (loop context). */
+    int hs;                            /* HS_*: HS_DONE once through it, or on a loop without it */
+    int auth_class;                    /* rl_auth_class established (rl__conn_auth_class) */
+    uint8_t snonce[RL_AUTH_NONCE_LEN]; /* the challenge's nonce */
+    uint8_t cnonce[RL_AUTH_NONCE_LEN]; /* the AUTH request's nonce */
+    uint64_t hs_timer;                 /* accepted: the handshake timeout */
+    rl_listener *hs_listener;          /* accepted and handshaking: its listener (invariant 8) */
+    rl_conn *hs_prev, *hs_next;        /* the listener's hs list, oldest first */
+    int is_accepted;                   /* counted in loop->n_accepted */
+    uint64_t max_queued;               /* accepted: the read pause threshold (invariant 9); 0: none */
+    int rx_paused;                     /* reading stopped until the queue drains (invariant 9) */
+    int rx_resume_posted;              /* resume_node is queued */
+    rl__post_node resume_node;         /* delivers what the reader holds after a pause */
+    int close_done;                    /* do_close / fail_connect ran */
+    int close_queued;                  /* on loop->pending_close */
+    rl_conn *lprev, *lnext;            /* loop->conns */
+    rl_conn *close_next;               /* loop->pending_close */
+    rl_conn *zombie_next;              /* loop->zombies */
     rl_frame_reader rd;
     rl__post_node reg_node;   /* connect registration */
     rl__post_node wake_node;  /* flush request from another thread (guarded by wake_pending) */
@@ -150,6 +192,7 @@ struct rl_conn {
 
     /* Receive counters: written by the loop thread, read by anyone. */
     atomic_uint_fast64_t frames_received, bytes_received, rx_cap;
+    atomic_uint_fast64_t queued_mirror; /* queued_bytes, for the read pause check without the lock */
 };
 
 struct rl_listener {
@@ -165,9 +208,15 @@ struct rl_listener {
     rl_listener *lprev, *lnext; /* loop->listeners */
     rl_listener *dead_next;     /* loop->dead_listeners */
     rl__post_node reg_node, close_node;
+    rl_conn *hs_head, *hs_tail; /* accepted connections in the handshake, oldest first */
+    uint32_t n_hs;              /* their number */
 };
 
 static void flush(rl_conn *c);
+static void hs_unlink(rl_conn *c);
+static void start_accept_handshake(rl_listener *l, rl_conn *c);
+static void resume_reading_locked(rl_conn *c);
+static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* ============================================================================================
  * Objects and references
@@ -234,6 +283,7 @@ static void set_state(rl_conn *c, int s) { atomic_store_explicit(&c->state, s, m
 const char *rl__conn_peer(const rl_conn *c) { return c->peer; }
 const char *rl__conn_local(const rl_conn *c) { return c->local; }
 int rl__conn_is_open(const rl_conn *c) { return c && state_of(c) == ST_OPEN; }
+int rl__conn_auth_class(const rl_conn *c) { return c ? c->auth_class : RL_AUTH_NONE; }
 const char *rl__conn_close_reason(const rl_conn *c) { return c->close_reason; }
 
 /* Link c into loop->conns / unlink it (loop context). */
@@ -324,13 +374,21 @@ static void do_close(rl_conn *c) {
     }
     c->q_head = c->q_tail = NULL;
     c->queued_frames = c->queued_bytes = 0;
+    atomic_store_explicit(&c->queued_mirror, 0, memory_order_relaxed);
     int fd = c->fd, err = c->close_err, quiet = c->close_quiet;
     c->fd = -1;
     pthread_mutex_unlock(&c->send_lock);
     if (c->release_timer) rl__loop_timer_cancel(loop, c->release_timer);
     if (c->flush_timer) rl__loop_timer_cancel(loop, c->flush_timer);
     if (c->connect_timer) rl__loop_timer_cancel(loop, c->connect_timer);
-    c->release_timer = c->flush_timer = c->connect_timer = 0;
+    if (c->hs_timer) rl__loop_timer_cancel(loop, c->hs_timer);
+    c->release_timer = c->flush_timer = c->connect_timer = c->hs_timer = 0;
+    hs_unlink(c);
+    if (c->is_accepted) {
+        c->is_accepted = 0;
+        loop->n_accepted--;
+        atomic_store_explicit(&loop->st_accepted_now, loop->n_accepted, memory_order_relaxed);
+    }
     if (c->in_epoll) (void)rl__loop_ctl(loop, EPOLL_CTL_DEL, fd, 0, &c->io);
     c->in_epoll = 0;
     list_remove(c);
@@ -343,6 +401,13 @@ static void do_close(rl_conn *c) {
     void *ud = c->ud;
     c->on_frame = NULL;
     c->on_close = NULL;
+    rl_connect_fn ccb = c->on_connect; /* a connect that ended in its handshake: its owner never had it */
+    c->on_connect = NULL;
+    if (ccb) {
+        make_zombie(c);
+        ccb(NULL, err != RL_OK ? err : RL_E_CONNECTION_FAILED, c->connect_ud);
+        return;
+    }
     if (cb) cb(c, err, ud);
     make_zombie(c);
 }
@@ -462,10 +527,15 @@ static void fail_connect(rl_conn *c, int err, const char *why) {
     if (cb) cb(NULL, err, c->connect_ud);
 }
 
-/* The connection is established (loop thread): OPEN, reading, the owner's reference, on_connect. */
+/* The connection is established (loop thread): OPEN, reading, then on_connect with the owner's
+ * reference — or, on a loop with credentials, the handshake first (HS_CHALLENGE: the connect
+ * timer keeps running until it is done). */
 static void connected(rl_conn *c) {
-    if (c->connect_timer) rl__loop_timer_cancel(c->loop, c->connect_timer);
-    c->connect_timer = 0;
+    int handshake = c->loop->has_auth;
+    if (c->connect_timer && !handshake) {
+        rl__loop_timer_cancel(c->loop, c->connect_timer);
+        c->connect_timer = 0;
+    }
     char peer[32];
     rl__net_sock_names(c->fd, c->local, peer, sizeof peer);
     if (peer[0]) memcpy(c->peer, peer, sizeof peer);
@@ -479,10 +549,15 @@ static void connected(rl_conn *c) {
     pthread_mutex_lock(&c->send_lock);
     set_state(c, ST_OPEN);
     pthread_mutex_unlock(&c->send_lock);
+    rl__log(RL_LOG_DEBUG, "net: connected %s -> %s", c->local, c->peer);
+    if (handshake) {
+        c->hs = HS_CHALLENGE; /* the server speaks first */
+        rl__frame_reader_set_max(&c->rd, RL_NET_HANDSHAKE_MAX_PAYLOAD);
+        return;
+    }
     rl__conn_retain(c); /* the owner's */
     rl_connect_fn cb = c->on_connect;
     c->on_connect = NULL;
-    rl__log(RL_LOG_DEBUG, "net: connected %s -> %s", c->local, c->peer);
     cb(c, RL_OK, c->connect_ud);
 }
 
@@ -495,6 +570,9 @@ static void connect_timeout(rl_loop *loop, void *ud) {
         char why[64];
         snprintf(why, sizeof why, "not established within %d ms", c->timeout_ms);
         fail_connect(c, RL_E_TIMED_OUT, why);
+    } else if (c->hs != HS_DONE) {
+        close_error(c, RL_E_TIMED_OUT, 0, "handshake not completed within %d ms (%s)", c->timeout_ms,
+                    c->hs == HS_CHALLENGE ? "no AUTH_CHALLENGE from the server" : "no AUTH reply from the server");
     }
 }
 
@@ -588,6 +666,11 @@ static void listener_unlink(rl_listener *l) {
 static void do_listener_close(rl_listener *l) {
     if (l->closed) return;
     l->closed = 1;
+    while (l->hs_head) { /* invariant 8: nothing may point at l once it is freed */
+        rl_conn *c = l->hs_head;
+        hs_unlink(c);
+        close_error(c, RL_E_OPERATION_CANCELLED, 1, "the listener closed during the handshake");
+    }
     if (l->pause_timer) rl__loop_timer_cancel(l->loop, l->pause_timer);
     l->pause_timer = 0;
     if (l->in_epoll) (void)rl__loop_ctl(l->loop, EPOLL_CTL_DEL, l->fd, 0, &l->io);
@@ -705,6 +788,17 @@ void rl__listener_on_event(rl_listener *l, uint32_t events) {
                 listener_resume(loop, l);
             break;
         }
+        if (loop->n_accepted >= loop->limits.max_conns) { /* refused at once: the kernel's queue stays short */
+            atomic_fetch_add_explicit(&loop->st_refused, 1, memory_order_relaxed);
+            uint64_t now = rl__clock_mono_ns();
+            if (now - loop->refuse_logged_ns >= 1000000000ull || !loop->refuse_logged_ns) {
+                loop->refuse_logged_ns = now;
+                rl__log(RL_LOG_WARN, "net: %s has %u connections open (the limit): refusing new ones", l->addr,
+                        loop->n_accepted);
+            }
+            close(fd);
+            continue;
+        }
         rl_conn *c = conn_new(loop);
         if (!c) {
             rl__log(RL_LOG_WARN, "net: accept on %s: out of memory; connection dropped", l->addr);
@@ -722,8 +816,16 @@ void rl__listener_on_event(rl_listener *l, uint32_t events) {
         c->in_epoll = 1;
         list_add(c);
         set_state(c, ST_OPEN);
-        rl__conn_retain(c); /* the callee's */
+        c->is_accepted = 1;
+        c->max_queued = loop->limits.max_queued_bytes;
+        loop->n_accepted++;
+        atomic_store_explicit(&loop->st_accepted_now, loop->n_accepted, memory_order_relaxed);
         rl__log(RL_LOG_DEBUG, "net: accepted %s on %s", c->peer, l->addr);
+        if (loop->has_auth) {
+            start_accept_handshake(l, c);
+            continue;
+        }
+        rl__conn_retain(c); /* the callee's */
         l->on_accept(l, c, l->ud);
     }
 }
@@ -743,7 +845,6 @@ int rl__conn_set_callbacks(rl_conn *c, rl_frame_fn on_frame, rl_close_fn on_clos
 }
 
 /* Close from the loop thread because of what the socket or the peer did. */
-static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) {
     char why[160];
     va_list ap;
@@ -755,14 +856,41 @@ static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) {
     pthread_mutex_unlock(&c->send_lock);
 }
 
-/* Hand out every complete frame. Returns 1 when the connection stops reading (closing, failed). */
+/* Stop reading c: its send queue is over max_queued (invariant 9). Loop thread. */
+static void pause_reading(rl_conn *c) {
+    pthread_mutex_lock(&c->send_lock);
+    int st = state_of(c);
+    if (!c->rx_paused && (st == ST_OPEN || st == ST_FLUSHING)) {
+        c->rx_paused = 1;
+        int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, c->epollout_armed ? EPOLLOUT : 0, &c->io);
+        if (e)
+            request_close_locked(c, ST_CLOSING, rl__net_map_errno(e, RL_E_CONNECTION_FAILED), 0,
+                                 "cannot pause reading: epoll_ctl: %s", strerror(e));
+        atomic_fetch_add_explicit(&c->loop->st_reads_paused, 1, memory_order_relaxed);
+        rl__log(RL_LOG_INFO,
+                "net: %s: %llu bytes queued for a peer that does not read them; not reading its requests "
+                "until they drain",
+                c->peer, (unsigned long long)c->queued_bytes);
+    }
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* Hand out every complete frame: to the handshake while it runs, then to on_frame. Returns 1 when
+ * the connection stops reading (closing, failed, or paused: invariant 9). */
+static void hs_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload);
 static int deliver(rl_conn *c) {
     for (;;) {
+        if (c->max_queued && atomic_load_explicit(&c->queued_mirror, memory_order_relaxed) > c->max_queued) {
+            pause_reading(c);
+            return 1;
+        }
         rl_frame_header h;
         const uint8_t *payload;
         int ready;
         if (rl__frame_reader_next(&c->rd, &h, &payload, &ready) != RL_OK) {
-            close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed frame: %s", c->rd.why);
+            if (c->hs != HS_DONE) atomic_fetch_add_explicit(&c->loop->st_hs_failed, 1, memory_order_relaxed);
+            close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed frame%s: %s",
+                        c->hs != HS_DONE ? " in the handshake" : "", c->rd.why);
             return 1;
         }
         if (!ready) return 0;
@@ -770,7 +898,8 @@ static int deliver(rl_conn *c) {
         int st = state_of(c);
         if (st == ST_FLUSHING) continue; /* closing after a flush: input is dropped */
         if (st != ST_OPEN) return 1;
-        if (c->on_frame) c->on_frame(c, &h, payload, c->ud);
+        if (c->hs != HS_DONE) hs_frame(c, &h, payload);
+        else if (c->on_frame) c->on_frame(c, &h, payload, c->ud);
         st = state_of(c);
         if (st != ST_OPEN && st != ST_FLUSHING) return 1;
     }
@@ -779,6 +908,7 @@ static int deliver(rl_conn *c) {
 /* Read what the socket has (up to RD_BUDGET per event, for fairness between connections), hand
  * out the frames, and turn EOF or an error into a close (loop thread, state OPEN or FLUSHING). */
 static void on_readable(rl_conn *c) {
+    if (c->rx_paused) return;
     size_t budget = RD_BUDGET;
     for (;;) {
         uint8_t *p;
@@ -850,7 +980,7 @@ static uint64_t next_rand(uint64_t *s) {
  * (invariant 3), so the connection is closed instead. Send lock held, state OPEN or FLUSHING. */
 static void set_out_interest_locked(rl_conn *c, int want) {
     if (c->epollout_armed == want) return;
-    int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, IN_EVENTS | (want ? EPOLLOUT : 0), &c->io);
+    int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, (c->rx_paused ? 0 : IN_EVENTS) | (want ? EPOLLOUT : 0), &c->io);
     if (e == 0) c->epollout_armed = want;
     else if (want)
         request_close_locked(c, ST_CLOSING, rl__net_map_errno(e, RL_E_CONNECTION_FAILED), 0,
@@ -935,6 +1065,7 @@ static int write_due_locked(rl_conn *c, int *out_blocked) {
             f->off += take;
             left -= take;
             c->queued_bytes -= take;
+            atomic_store_explicit(&c->queued_mirror, c->queued_bytes, memory_order_relaxed);
             if (f->off < f->len) break;
             c->q_head = f->next;
             if (!c->q_head) c->q_tail = NULL;
@@ -950,6 +1081,36 @@ static int write_due_locked(rl_conn *c, int *out_blocked) {
         int st = state_of(c); /* a close requested while the lock was dropped: stop writing */
         if (st != ST_OPEN && st != ST_FLUSHING) return 0;
     }
+}
+
+/* Deliver what the reader holds and read again after a pause (posted by resume_reading_locked:
+ * never inside flush, which may run inside on_frame). */
+static void resume_post_fn(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_conn *c = ud;
+    c->rx_resume_posted = 0;
+    int st = state_of(c);
+    if (!c->close_done && !c->rx_paused && (st == ST_OPEN || st == ST_FLUSHING) && !deliver(c)) on_readable(c);
+    rl__conn_release(c);
+}
+
+/* The queue drained below half of max_queued: read again (invariant 9). Send lock held, loop
+ * thread. */
+static void resume_reading_locked(rl_conn *c) {
+    c->rx_paused = 0;
+    int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, IN_EVENTS | (c->epollout_armed ? EPOLLOUT : 0), &c->io);
+    if (e) {
+        request_close_locked(c, ST_CLOSING, rl__net_map_errno(e, RL_E_CONNECTION_FAILED), 0,
+                             "cannot resume reading: epoll_ctl: %s", strerror(e));
+        return;
+    }
+    if (c->rx_resume_posted) return;
+    c->rx_resume_posted = 1;
+    rl__conn_retain(c);
+    c->resume_node.fn = resume_post_fn;
+    c->resume_node.ud = c;
+    c->resume_node.is_heap = 0;
+    rl__loop_post_node(c->loop, &c->resume_node);
 }
 
 /* The queue head's release time has come (timer callback). */
@@ -979,6 +1140,8 @@ static void flush(rl_conn *c) {
     set_out_interest_locked(c, blocked);
     uint64_t release_at = !blocked && c->q_head ? c->q_head->release_ns : 0;
     if (!c->q_head && st == ST_FLUSHING) request_close_locked(c, ST_CLOSING, RL_OK, 1, "closed locally (flushed)");
+    int resume = c->rx_paused && c->queued_bytes <= c->max_queued / 2 && state_of(c) == ST_OPEN;
+    if (resume) resume_reading_locked(c);
     pthread_mutex_unlock(&c->send_lock);
     if (c->release_timer && c->release_timer_at != release_at) {
         rl__loop_timer_cancel(c->loop, c->release_timer);
@@ -1047,6 +1210,7 @@ static void enqueue_locked(rl_conn *c, out_frame *f) {
     c->q_tail = f;
     c->queued_frames++;
     c->queued_bytes += f->len - f->off;
+    atomic_store_explicit(&c->queued_mirror, c->queued_bytes, memory_order_relaxed);
     if (c->queued_bytes > c->queued_bytes_max) c->queued_bytes_max = c->queued_bytes;
 }
 
@@ -1179,6 +1343,337 @@ int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64
     }
     pthread_mutex_unlock(&c->send_lock);
     return rc;
+}
+
+/* ============================================================================================
+ * The handshake (docs/protocol.md §2; the state diagram is in this file's header)
+ * ========================================================================================== */
+
+void rl__net_fill_limits(rl_net_limits *out, const rl_net_limits *given) {
+    rl_net_limits g = {0};
+    if (given) g = *given;
+    out->max_conns = g.max_conns ? g.max_conns : RL_NET_DEFAULT_MAX_CONNS;
+    out->max_handshakes = g.max_handshakes ? g.max_handshakes : RL_NET_DEFAULT_MAX_HANDSHAKES;
+    out->handshake_timeout_ms = g.handshake_timeout_ms ? g.handshake_timeout_ms : RL_NET_DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    out->max_queued_bytes = g.max_queued_bytes ? g.max_queued_bytes : RL_NET_DEFAULT_MAX_QUEUED_BYTES;
+}
+
+int rl__loop_set_auth(rl_loop *loop, const rl_net_auth *auth) {
+    if (!loop || !auth) return RL_E_INVALID_ARGUMENT;
+    if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
+    loop->auth = *auth;
+    loop->has_auth = 1;
+    return RL_OK;
+}
+
+int rl__loop_set_limits(rl_loop *loop, const rl_net_limits *limits) {
+    if (!loop) return RL_E_INVALID_ARGUMENT;
+    if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
+    rl__net_fill_limits(&loop->limits, limits);
+    for (rl_conn *c = loop->conns; c; c = c->lnext)
+        if (c->is_accepted) c->max_queued = loop->limits.max_queued_bytes;
+    return RL_OK;
+}
+
+void rl__loop_get_limits(rl_loop *loop, rl_net_limits *out) { *out = loop->limits; }
+
+void rl__loop_get_net_stats(rl_loop *loop, rl_net_stats *out) {
+    memset(out, 0, sizeof *out);
+#define G(f) atomic_load_explicit(&loop->f, memory_order_relaxed)
+    out->accepted_now = G(st_accepted_now);
+    out->handshaking_now = G(st_handshaking_now);
+    out->handshakes_ok = G(st_hs_ok);
+    out->handshakes_failed = G(st_hs_failed);
+    out->handshakes_timed_out = G(st_hs_timed_out);
+    out->handshakes_evicted = G(st_hs_evicted);
+    out->conns_refused = G(st_refused);
+    out->reads_paused = G(st_reads_paused);
+#undef G
+}
+
+void rl__net_status_json(rl_buf *j, rl_loop *loop) {
+    rl_net_stats st;
+    rl_net_limits lim;
+    rl__loop_get_net_stats(loop, &st);
+    rl__loop_get_limits(loop, &lim);
+    rl__buf_printf(j,
+                   ",\"net\":{\"authenticated\":%s,\"max_conns\":%u,\"max_handshakes\":%u,"
+                   "\"handshake_timeout_ms\":%u,\"max_queued_bytes\":%llu,\"accepted_now\":%llu,"
+                   "\"handshaking_now\":%llu,\"handshakes_ok\":%llu,\"handshakes_failed\":%llu,"
+                   "\"handshakes_timed_out\":%llu,\"handshakes_evicted\":%llu,\"conns_refused\":%llu,"
+                   "\"reads_paused\":%llu}",
+                   loop->has_auth ? "true" : "false", lim.max_conns, lim.max_handshakes, lim.handshake_timeout_ms,
+                   (unsigned long long)lim.max_queued_bytes, (unsigned long long)st.accepted_now,
+                   (unsigned long long)st.handshaking_now, (unsigned long long)st.handshakes_ok,
+                   (unsigned long long)st.handshakes_failed, (unsigned long long)st.handshakes_timed_out,
+                   (unsigned long long)st.handshakes_evicted, (unsigned long long)st.conns_refused,
+                   (unsigned long long)st.reads_paused);
+}
+
+/* Take c off its listener's hs list (a no-op when it is not on one). Loop context. */
+static void hs_unlink(rl_conn *c) {
+    rl_listener *l = c->hs_listener;
+    if (!l) return;
+    if (c->hs_prev) c->hs_prev->hs_next = c->hs_next;
+    else l->hs_head = c->hs_next;
+    if (c->hs_next) c->hs_next->hs_prev = c->hs_prev;
+    else l->hs_tail = c->hs_prev;
+    c->hs_prev = c->hs_next = NULL;
+    c->hs_listener = NULL;
+    l->n_hs--;
+    c->loop->n_handshakes--;
+    atomic_store_explicit(&c->loop->st_handshaking_now, c->loop->n_handshakes, memory_order_relaxed);
+}
+
+/* Send an error reply (type, id 0 or the frame's) with code and a message, then close after the
+ * flush: how the handshake refuses a peer that can be told why. */
+static void hs_refuse(rl_conn *c, uint16_t type, uint64_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void hs_refuse(rl_conn *c, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    atomic_fetch_add_explicit(&c->loop->st_hs_failed, 1, memory_order_relaxed);
+    rl_msg_error m = {code, (const uint8_t *)why, (uint32_t)strlen(why)};
+    rl_buf b;
+    rl__buf_init(&b);
+    if (rl__msg_error_encode(&b, &m, NULL) == RL_OK)
+        (void)send_frame(c, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, b.data, b.len, NULL, 0, NULL, 0);
+    rl__buf_release(&b);
+    pthread_mutex_lock(&c->send_lock);
+    if (state_of(c) == ST_OPEN) {
+        c->close_err = code; /* the flush keeps this reason and code */
+        snprintf(c->close_reason, sizeof c->close_reason, "handshake refused (%s): %s", rl_error_name(code), why);
+        c->close_quiet = 0;
+        set_state(c, c->q_head ? ST_FLUSHING : ST_CLOSING);
+        schedule_close_locked(c);
+    }
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* The accepted connection's handshake did not finish in time (timer callback). */
+static void hs_timeout(rl_loop *loop, void *ud) {
+    rl_conn *c = ud;
+    c->hs_timer = 0;
+    if (c->hs == HS_DONE) return;
+    atomic_fetch_add_explicit(&loop->st_hs_timed_out, 1, memory_order_relaxed);
+    hs_unlink(c);
+    close_error(c, RL_E_TIMED_OUT, 0, "handshake not completed within %u ms", loop->limits.handshake_timeout_ms);
+}
+
+/* An accepted connection on a loop with credentials: on l's hs list (evicting the oldest when
+ * full), frames limited to the handshake's size, the challenge sent, the timeout armed. */
+static void start_accept_handshake(rl_listener *l, rl_conn *c) {
+    rl_loop *loop = c->loop;
+    if (loop->n_handshakes >= loop->limits.max_handshakes && l->hs_head) {
+        rl_conn *old = l->hs_head;
+        hs_unlink(old);
+        atomic_fetch_add_explicit(&loop->st_hs_evicted, 1, memory_order_relaxed);
+        close_error(old, RL_E_TIMED_OUT, 0,
+                    "closed in the handshake: %u connections were in it (the limit), it was the oldest",
+                    loop->limits.max_handshakes);
+    }
+    c->hs = HS_ACCEPT;
+    c->hs_listener = l;
+    c->hs_prev = l->hs_tail;
+    if (l->hs_tail) l->hs_tail->hs_next = c;
+    else l->hs_head = c;
+    l->hs_tail = c;
+    l->n_hs++;
+    loop->n_handshakes++;
+    atomic_store_explicit(&loop->st_handshaking_now, loop->n_handshakes, memory_order_relaxed);
+    rl__frame_reader_set_max(&c->rd, RL_NET_HANDSHAKE_MAX_PAYLOAD);
+    rl_msg_auth_challenge ch;
+    memset(&ch, 0, sizeof ch);
+    ch.magic = RL_PROTOCOL_MAGIC;
+    ch.protocol_version = RL_PROTOCOL_VERSION;
+    rl_buf b;
+    rl__buf_init(&b);
+    int rc = rl__auth_random(c->snonce, sizeof c->snonce);
+    memcpy(ch.nonce, c->snonce, sizeof ch.nonce);
+    if (rc == RL_OK) rc = rl__msg_auth_challenge_encode(&b, &ch, NULL);
+    if (rc == RL_OK) rc = rl__conn_send(c, RL_MSG_AUTH_CHALLENGE, 0, 0, b.data, b.len);
+    rl__buf_release(&b);
+    if (rc == RL_OK) {
+        uint64_t at = rl__clock_mono_ns() + (uint64_t)loop->limits.handshake_timeout_ms * 1000000ull;
+        rc = rl__loop_timer_add(loop, at, hs_timeout, c, &c->hs_timer);
+    }
+    if (rc != RL_OK) {
+        hs_unlink(c);
+        close_error(c, rc, 0, "cannot start the handshake: %s", rl_error_name(rc));
+    }
+}
+
+/* The accepted side's handshake is through: reply with our proof, full frames from now on, the
+ * owner gets the connection (on_accept) and with it every frame after this one. */
+static void finish_accept(rl_conn *c, uint64_t id, int cls, const uint8_t proof[RL_AUTH_PROOF_LEN]) {
+    rl_listener *l = c->hs_listener;
+    rl_msg_auth_reply r;
+    memcpy(r.proof, proof, sizeof r.proof);
+    rl_buf b;
+    rl__buf_init(&b);
+    int rc = rl__msg_auth_reply_encode(&b, &r, NULL);
+    if (rc == RL_OK) rc = rl__conn_send(c, RL_MSG_AUTH, RL_FRAME_REPLY, id, b.data, b.len);
+    rl__buf_release(&b);
+    if (rc != RL_OK) {
+        close_error(c, rc, 0, "cannot answer the AUTH: %s", rl_error_name(rc));
+        return;
+    }
+    hs_unlink(c);
+    if (c->hs_timer) rl__loop_timer_cancel(c->loop, c->hs_timer);
+    c->hs_timer = 0;
+    c->hs = HS_DONE;
+    c->auth_class = cls;
+    rl__frame_reader_set_max(&c->rd, RL_NET_MAX_PAYLOAD);
+    atomic_fetch_add_explicit(&c->loop->st_hs_ok, 1, memory_order_relaxed);
+    rl__log(RL_LOG_DEBUG, "net: %s proved the %s key", c->peer, rl__auth_class_name(cls));
+    rl__conn_retain(c); /* the callee's */
+    l->on_accept(l, c, l->ud);
+}
+
+/* HS_ACCEPT: the connecting side's AUTH request. */
+static void hs_accept_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+    if (h->type != RL_MSG_AUTH || h->flags != 0) {
+        if (h->type == RL_MSG_HELLO && h->flags == 0) /* a peer of protocol version 1 */
+            hs_refuse(c, h->type, h->id, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
+                      "this server speaks protocol version %u: its first frame is AUTH_CHALLENGE, to be answered "
+                      "with AUTH before HELLO",
+                      RL_PROTOCOL_VERSION);
+        else {
+            atomic_fetch_add_explicit(&c->loop->st_hs_failed, 1, memory_order_relaxed);
+            close_error(c, RL_E_MALFORMED_FRAME, 0, "first frame is %s (type %u, flags 0x%x), not an AUTH request",
+                        rl__msg_type_name(h->type), h->type, h->flags);
+        }
+        return;
+    }
+    rl_msg_auth_req m;
+    rl_proto_why why;
+    int rc = rl__msg_auth_req_decode(payload, h->payload_len, NULL, &m, &why);
+    if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION) {
+        hs_refuse(c, h->type, h->id, rc,
+                  "this server speaks protocol version %u (magic 0x%08x); the AUTH had %u (0x%08x)",
+                  RL_PROTOCOL_VERSION, RL_PROTOCOL_MAGIC, m.protocol_version, m.magic);
+        return;
+    }
+    if (rc != RL_OK) {
+        atomic_fetch_add_explicit(&c->loop->st_hs_failed, 1, memory_order_relaxed);
+        close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed AUTH: %s", why.text);
+        return;
+    }
+    rc = rl__auth_verify(&c->loop->auth, m.auth_class, 'C', c->snonce, m.nonce, m.proof);
+    if (rc == RL_E_INVALID_CLUSTER_ID) {
+        hs_refuse(c, h->type, h->id, rc,
+                  "the client's proof does not match this cluster's name: its cluster file names another "
+                  "cluster (description:ID)");
+        return;
+    }
+    if (rc == RL_E_UNAUTHORIZED_ATTEMPT) {
+        hs_refuse(c, h->type, h->id, rc,
+                  "the peer claimed to be a member of this cluster, but its proof does not match the cluster's "
+                  "key file");
+        return;
+    }
+    uint8_t proof[RL_AUTH_PROOF_LEN];
+    if (rc == RL_OK) rc = rl__auth_proof(&c->loop->auth, m.auth_class, 'S', c->snonce, m.nonce, proof);
+    if (rc != RL_OK) {
+        hs_refuse(c, h->type, h->id, rc, "cannot check the AUTH: %s", rl_error_name(rc));
+        return;
+    }
+    finish_accept(c, h->id, m.auth_class, proof);
+}
+
+/* The connecting side's handshake is through: full frames, the owner's reference, on_connect. */
+static void finish_connect(rl_conn *c, int cls) {
+    if (c->connect_timer) rl__loop_timer_cancel(c->loop, c->connect_timer);
+    c->connect_timer = 0;
+    c->hs = HS_DONE;
+    c->auth_class = cls;
+    rl__frame_reader_set_max(&c->rd, RL_NET_MAX_PAYLOAD);
+    atomic_fetch_add_explicit(&c->loop->st_hs_ok, 1, memory_order_relaxed);
+    rl__conn_retain(c); /* the owner's */
+    rl_connect_fn cb = c->on_connect;
+    c->on_connect = NULL;
+    cb(c, RL_OK, c->connect_ud);
+}
+
+/* HS_CHALLENGE: the server's challenge; answer with our class, nonce and proof. */
+static void hs_challenge_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+    if (h->type != RL_MSG_AUTH_CHALLENGE || h->flags != 0) {
+        close_error(c, h->type == RL_MSG_HELLO ? RL_E_INCOMPATIBLE_PROTOCOL_VERSION : RL_E_MALFORMED_FRAME, 0,
+                    "the server's first frame is %s (type %u, flags 0x%x), not AUTH_CHALLENGE",
+                    rl__msg_type_name(h->type), h->type, h->flags);
+        return;
+    }
+    rl_msg_auth_challenge ch;
+    rl_proto_why why;
+    int rc = rl__msg_auth_challenge_decode(payload, h->payload_len, NULL, &ch, &why);
+    if (rc != RL_OK) {
+        close_error(c, rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? rc : RL_E_MALFORMED_FRAME, 0, "AUTH_CHALLENGE: %s",
+                    why.text);
+        return;
+    }
+    memcpy(c->snonce, ch.nonce, sizeof c->snonce);
+    rl_msg_auth_req m;
+    memset(&m, 0, sizeof m);
+    m.magic = RL_PROTOCOL_MAGIC;
+    m.protocol_version = RL_PROTOCOL_VERSION;
+    m.auth_class = (uint8_t)rl__auth_connect_class(&c->loop->auth);
+    rc = rl__auth_random(c->cnonce, sizeof c->cnonce);
+    memcpy(m.nonce, c->cnonce, sizeof m.nonce);
+    if (rc == RL_OK) rc = rl__auth_proof(&c->loop->auth, m.auth_class, 'C', c->snonce, c->cnonce, m.proof);
+    rl_buf b;
+    rl__buf_init(&b);
+    if (rc == RL_OK) rc = rl__msg_auth_req_encode(&b, &m, NULL);
+    if (rc == RL_OK) rc = rl__conn_send(c, RL_MSG_AUTH, 0, 0, b.data, b.len);
+    rl__buf_release(&b);
+    if (rc != RL_OK) {
+        close_error(c, rc, 0, "cannot answer the AUTH_CHALLENGE: %s", rl_error_name(rc));
+        return;
+    }
+    c->hs = HS_REPLY;
+}
+
+/* HS_REPLY: the server's AUTH reply (its proof) or its refusal. */
+static void hs_reply_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+    if (h->type != RL_MSG_AUTH || !(h->flags & RL_FRAME_REPLY)) {
+        close_error(c, RL_E_MALFORMED_FRAME, 0, "expected the AUTH reply, got %s (type %u, flags 0x%x)",
+                    rl__msg_type_name(h->type), h->type, h->flags);
+        return;
+    }
+    rl_msg msg;
+    rl_proto_why why;
+    int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, NULL, &msg, &why);
+    if (rc != RL_OK) {
+        close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed AUTH reply: %s", why.text);
+        return;
+    }
+    int cls = rl__auth_connect_class(&c->loop->auth);
+    if (h->flags & RL_FRAME_ERROR) {
+        int code = msg.u.error.code;
+        close_error(c, code, 0, "the server refused the handshake: %s (%d): %.*s", rl_error_name(code), code,
+                    (int)msg.u.error.message_len, (const char *)msg.u.error.message);
+        return;
+    }
+    rc = rl__auth_verify(&c->loop->auth, cls, 'S', c->snonce, c->cnonce, msg.u.auth_reply.proof);
+    if (rc != RL_OK) {
+        close_error(c, rc == RL_E_UNAUTHORIZED_ATTEMPT ? rc : RL_E_INVALID_CLUSTER_ID, 0,
+                    "the server did not prove it knows this cluster's %s (a process of another cluster on this "
+                    "address?)",
+                    cls == RL_AUTH_MEMBER ? "key file" : "name (description:ID)");
+        return;
+    }
+    finish_connect(c, cls);
+}
+
+static void hs_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+    switch (c->hs) {
+    case HS_ACCEPT: hs_accept_frame(c, h, payload); break;
+    case HS_CHALLENGE: hs_challenge_frame(c, h, payload); break;
+    case HS_REPLY: hs_reply_frame(c, h, payload); break;
+    default: break;
+    }
 }
 
 /* ============================================================================================

@@ -23,6 +23,11 @@
 /* The largest payload a frame may carry (64 MiB): replies are cut off well below it (servers
  * bound every reply's bytes and mark it `more`). */
 #define RL_NET_MAX_PAYLOAD (64u << 20)
+/* The largest payload either side may send before the handshake is done (docs/protocol.md §2): a
+ * HELLO-sized frame (the AUTH payloads are 24, 57 and 32 bytes; an error reply carries at most
+ * 4,096 bytes of message). A longer declared length closes the connection before anything is
+ * buffered. */
+#define RL_NET_HANDSHAKE_MAX_PAYLOAD 4200u
 
 enum {
     RL_FRAME_REPLY = 0x1, /* a reply to the request with the same id */

@@ -128,6 +128,7 @@ int rl__loop_new(unsigned flags, rl_loop **out, rl__errdetail *d) {
     rl_loop *loop = rl__calloc(1, sizeof *loop);
     if (!loop) return RL_E_OUT_OF_MEMORY;
     loop->epfd = loop->wakefd = loop->timerfd = -1;
+    rl__net_fill_limits(&loop->limits, NULL);
     int locks = 0;
     rl__mutex_init_adaptive(&loop->post_lock);
     locks = 1;

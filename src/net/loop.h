@@ -65,6 +65,7 @@
 
 #include "base/buf.h"
 #include "base/errdetail.h"
+#include "net/auth.h"
 #include "net/frame.h"
 
 typedef struct rl_loop rl_loop;
@@ -199,6 +200,76 @@ int rl__loop_set_margin_bounds(rl_loop *loop, uint32_t min_us, uint32_t max_us);
 void rl__loop_get_stats(rl_loop *loop, rl_loop_stats *out);
 
 /* ---------------------------------------------------------------------------------------------
+ * The handshake and the limits (docs/protocol.md §2, docs/design.md §8.2 "Access")
+ *
+ * A loop given credentials (rl__loop_set_auth) runs the AUTH handshake on every connection
+ * before the owner sees it: an accepted connection reaches on_accept, a connect reaches
+ * on_connect(conn, RL_OK), only once the peer has proved it knows the cluster's secrets (and, for
+ * a connect, the server has proved it too). Until then the connection belongs to the runtime:
+ * it accepts at most one frame of RL_NET_HANDSHAKE_MAX_PAYLOAD bytes (a longer declared length
+ * closes it before anything is buffered), and it is closed if the handshake is not done within
+ * the handshake timeout (accepted) or the connect's timeout_ms (connects). A connect whose
+ * handshake fails completes with on_connect(NULL, err): RL_E_INVALID_CLUSTER_ID (the server does
+ * not know our cluster name, or could not prove it knows it), RL_E_UNAUTHORIZED_ATTEMPT (we
+ * claimed membership and the server does not accept our member key),
+ * RL_E_INCOMPATIBLE_PROTOCOL_VERSION, RL_E_TIMED_OUT, RL_E_CONNECTION_FAILED. A loop without
+ * credentials runs no handshake (the runtime's own tests); the servers and the cluster client
+ * always set them.
+ * ------------------------------------------------------------------------------------------ */
+
+/* Limits of a loop's accepted connections (rl__loop_set_limits); 0 in a field means its default. */
+typedef struct {
+    uint32_t max_conns;            /* accepted connections open at once (handshaking or not), over all
+                                      the loop's listeners; one more is closed at once. Default 1,024 */
+    uint32_t max_handshakes;       /* accepted connections still in the handshake; one more makes the
+                                      oldest of them close. Default 64 */
+    uint32_t handshake_timeout_ms; /* an accepted connection not through the handshake by then is
+                                      closed. Default 5,000 */
+    uint64_t max_queued_bytes;     /* an accepted connection whose send queue holds more than this is
+                                      not read (no new requests) until the queue is below half of
+                                      it. Default 128 MiB (two largest frames) */
+} rl_net_limits;
+
+#define RL_NET_DEFAULT_MAX_CONNS 1024u
+#define RL_NET_DEFAULT_MAX_HANDSHAKES 64u
+#define RL_NET_DEFAULT_HANDSHAKE_TIMEOUT_MS 5000u
+#define RL_NET_DEFAULT_MAX_QUEUED_BYTES (128ull << 20)
+
+/* Counters of the handshake and the limits (rl__loop_get_net_stats). */
+typedef struct {
+    uint64_t accepted_now;         /* accepted connections open now (handshaking included) */
+    uint64_t handshaking_now;      /* of them, still in the handshake */
+    uint64_t handshakes_ok;        /* handshakes completed (accepted and connected) */
+    uint64_t handshakes_failed;    /* refused: a bad proof, a wrong first frame, a frame too long */
+    uint64_t handshakes_timed_out; /* accepted connections closed by the handshake timeout */
+    uint64_t handshakes_evicted;   /* closed to make room under max_handshakes */
+    uint64_t conns_refused;        /* accepted and closed at once: max_conns reached */
+    uint64_t reads_paused;         /* times a connection stopped being read (max_queued_bytes) */
+} rl_net_stats;
+
+/* rl__loop_set_auth — give the loop its process's credentials: from now on every connection it
+ * accepts or makes runs the handshake (see above). auth is copied. Call before the loop's first
+ * rl__listen / rl__connect. Returns RL_OK, RL_E_INVALID_ARGUMENT (NULL) or
+ * RL_E_CLIENT_INVALID_OPERATION (not loop context). [loop] */
+int rl__loop_set_auth(rl_loop *loop, const rl_net_auth *auth);
+
+/* rl__loop_set_limits — set the limits of the loop's accepted connections (0 fields: defaults).
+ * Applies to connections accepted from now on (max_conns, max_handshakes, the timeout) and to
+ * every accepted connection's next read (max_queued_bytes). Returns RL_OK or
+ * RL_E_CLIENT_INVALID_OPERATION. [loop] */
+int rl__loop_set_limits(rl_loop *loop, const rl_net_limits *limits);
+
+/* rl__loop_get_limits — the limits in force (defaults filled in). [any] */
+void rl__loop_get_limits(rl_loop *loop, rl_net_limits *out);
+
+/* rl__loop_get_net_stats — copy the handshake and limit counters (each read atomically). [any] */
+void rl__loop_get_net_stats(rl_loop *loop, rl_net_stats *out);
+
+/* rl__net_status_json — append ',"net":{…}' to j: the limits in force and rl_net_stats, for the
+ * servers' STATUS (docs/protocol.md §9). [any] */
+void rl__net_status_json(rl_buf *j, rl_loop *loop);
+
+/* ---------------------------------------------------------------------------------------------
  * Listening and connecting (IPv4 loopback only: 127.0.0.0/8)
  * ------------------------------------------------------------------------------------------ */
 
@@ -317,6 +388,11 @@ void rl__conn_release(rl_conn *conn);
  * as long as the connection object. [any] */
 const char *rl__conn_peer(const rl_conn *conn);
 const char *rl__conn_local(const rl_conn *conn);
+
+/* rl__conn_auth_class — the class the handshake established (rl_auth_class): for an accepted
+ * connection the class its peer proved, for a connect the class this side proved;
+ * RL_AUTH_NONE on a loop without credentials. [any] */
+int rl__conn_auth_class(const rl_conn *conn);
 
 /* rl__conn_is_open — 1 until a close is requested or happens, else 0. [any] */
 int rl__conn_is_open(const rl_conn *conn);

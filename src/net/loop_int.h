@@ -81,6 +81,16 @@ struct rl_loop {
     rl_conn *zombies;            /* closed this pass; the loop's reference is dropped at pass end */
     rl_listener *dead_listeners; /* closed this pass; freed at pass end */
 
+    /* The handshake and limits (conn.c). auth and limits are set in loop context before use. */
+    rl_net_auth auth;
+    int has_auth;              /* 1: every connection runs the handshake */
+    rl_net_limits limits;      /* defaults filled in */
+    uint32_t n_accepted;       /* accepted connections not yet closed (loop context) */
+    uint32_t n_handshakes;     /* of them, in the handshake (loop context) */
+    uint64_t refuse_logged_ns; /* when a refusal at max_conns was last logged (one line a second) */
+    atomic_uint_fast64_t st_accepted_now, st_handshaking_now, st_hs_ok, st_hs_failed, st_hs_timed_out, st_hs_evicted,
+        st_refused, st_reads_paused;
+
     /* Statistics: written by the loop thread, read by anyone. */
     atomic_uint_fast64_t st_iterations, st_sleeps, st_timers_fired, st_posts_run, st_spin_ns;
     atomic_uint_fast64_t st_margin_ns, st_wake_p50_ns, st_wake_p99_ns;
@@ -111,6 +121,8 @@ void rl__listener_on_event(rl_listener *listener, uint32_t events);
 void rl__net_process_pending(rl_loop *loop);
 /* Drop the loop's references to connections and listeners closed this pass. */
 void rl__net_release_zombies(rl_loop *loop);
+/* The limits of given with every 0 field replaced by its default (given NULL: all defaults). */
+void rl__net_fill_limits(rl_net_limits *out, const rl_net_limits *given);
 /* rl__loop_free: close every listener and connection with RL_E_OPERATION_CANCELLED. */
 void rl__net_close_all(rl_loop *loop);
 /* 1 if the loop still has registered connections or listeners. */

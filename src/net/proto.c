@@ -413,14 +413,32 @@ static void x_empty(io *s, rl_msg_empty *m) {
     (void)m;
 }
 
-static void x_hello_req(io *s, rl_msg_hello_req *m) {
-    io_u32(s, &m->magic, "magic");
-    io_u32(s, &m->protocol_version, "protocol_version");
-    if (!s->failed && s->decoding && (m->magic != RL_PROTOCOL_MAGIC || m->protocol_version != RL_PROTOCOL_VERSION)) {
+/* Magic and version of a handshake frame: a foreign pair fails with
+ * RL_E_INCOMPATIBLE_PROTOCOL_VERSION (decoding), the fields kept (run_decode_mode). */
+static void io_magic_version(io *s, uint32_t *magic, uint32_t *version) {
+    io_u32(s, magic, "magic");
+    io_u32(s, version, "protocol_version");
+    if (!s->failed && s->decoding && (*magic != RL_PROTOCOL_MAGIC || *version != RL_PROTOCOL_VERSION))
         fail_rc(s, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, NULL, "magic 0x%08x version %u, expected 0x%08x version %u",
-                m->magic, m->protocol_version, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
-        return;
-    }
+                *magic, *version, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
+}
+
+static void x_auth_challenge(io *s, rl_msg_auth_challenge *m) {
+    io_magic_version(s, &m->magic, &m->protocol_version);
+    xfer(s, m->nonce, sizeof m->nonce, "nonce");
+}
+
+static void x_auth_req(io *s, rl_msg_auth_req *m) {
+    io_magic_version(s, &m->magic, &m->protocol_version);
+    io_enum8(s, &m->auth_class, RL_AUTH_CLIENT, RL_AUTH_MEMBER, "auth_class");
+    xfer(s, m->nonce, sizeof m->nonce, "nonce");
+    xfer(s, m->proof, sizeof m->proof, "proof");
+}
+
+static void x_auth_reply(io *s, rl_msg_auth_reply *m) { xfer(s, m->proof, sizeof m->proof, "proof"); }
+
+static void x_hello_req(io *s, rl_msg_hello_req *m) {
+    io_magic_version(s, &m->magic, &m->protocol_version);
     io_enum8(s, &m->role, RL_ROLE_CLIENT, RL_ROLE_ADMIN, "role");
     io_u32(s, &m->id, "id");
     if (!s->failed && m->role == RL_ROLE_CLIENT && m->id != 0) bad(s, "id", "is %u for a client (must be 0)", m->id);
@@ -1060,7 +1078,7 @@ static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, s
     x(&s, m);
     if (!s.failed && s.left) bad(&s, NULL, "has %zu trailing bytes", s.left);
     if (s.failed) {
-        /* Keep the two header fields a foreign HELLO was refused for (proto.h). */
+        /* Keep the two fields a foreign HELLO, AUTH_CHALLENGE or AUTH was refused for (proto.h). */
         if (s.rc != RL_E_INCOMPATIBLE_PROTOCOL_VERSION) memset(m, 0, size);
         return s.rc;
     }
@@ -1075,6 +1093,9 @@ static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t
 /* Every payload: struct suffix, frame type, direction (0 request, 1 reply, 2 error reply), the
  * label its reasons start with. Generates the per-message functions and the dispatch table. */
 #define RL_PROTO_PAYLOADS(X)                                                                                \
+    X(auth_challenge, auth_challenge, RL_MSG_AUTH_CHALLENGE, 0, "AUTH_CHALLENGE")                           \
+    X(auth_req, auth_req, RL_MSG_AUTH, 0, "AUTH request")                                                   \
+    X(auth_reply, auth_reply, RL_MSG_AUTH, 1, "AUTH reply")                                                 \
     X(hello_req, hello_req, RL_MSG_HELLO, 0, "HELLO request")                                               \
     X(hello_reply, hello_reply, RL_MSG_HELLO, 1, "HELLO reply")                                             \
     X(ping_req, ping_req, RL_MSG_PING, 0, "PING request")                                                   \
@@ -1170,6 +1191,8 @@ const char *rl__msg_type_name(int type) {
     switch (type) {
     case RL_MSG_HELLO: return "HELLO";
     case RL_MSG_PING: return "PING";
+    case RL_MSG_AUTH_CHALLENGE: return "AUTH_CHALLENGE";
+    case RL_MSG_AUTH: return "AUTH";
     case RL_MSG_GET_READ_VERSION: return "GET_READ_VERSION";
     case RL_MSG_COMMIT: return "COMMIT";
     case RL_MSG_GET_SHARD_MAP: return "GET_SHARD_MAP";

@@ -44,12 +44,13 @@
  *                             rl_msg_<name> *out, rl_proto_why *why);
  *     Decode payload[0..len) into *out. [in] payload: may be NULL when len is 0; borrowed by
  *     *out (see above). [in] a: arrays of *out come from it; may be NULL for payloads without
- *     arrays. [out] out: filled on RL_OK, zeroed otherwise (but see rl_msg_hello_req). [out] why:
+ *     arrays. [out] out: filled on RL_OK, zeroed otherwise (but see rl_msg_hello_req: the
+ *     handshake messages keep magic and version when they are foreign). [out] why:
  *     may be NULL; on failure a message such as "COMMIT request: mutations[3].type is 99, not a
  *     mutation type". Returns RL_OK; RL_E_MALFORMED_FRAME (the receiver logs why and closes the
  *     connection); RL_E_OUT_OF_MEMORY (the arena failed); RL_E_INVALID_ARGUMENT (payload NULL with
- *     len > 0, or a NULL but needed). HELLO decoders also return
- *     RL_E_INCOMPATIBLE_PROTOCOL_VERSION (see rl_msg_hello_req).
+ *     len > 0, or a NULL but needed). The HELLO, AUTH_CHALLENGE and AUTH request decoders also
+ *     return RL_E_INCOMPATIBLE_PROTOCOL_VERSION (see rl_msg_hello_req).
  *
  * Thread rules: none; every function is reentrant.
  */
@@ -62,13 +63,14 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/kvtypes.h"
+#include "net/auth.h"
 #include "net/frame.h"
 #include "reclayer/kv.h"
 
 /* ---- Protocol constants ------------------------------------------------------------------ */
 
 #define RL_PROTOCOL_MAGIC 0x564B4C52u /* "RLKV" in wire order (52 4C 4B 56) */
-#define RL_PROTOCOL_VERSION 1u
+#define RL_PROTOCOL_VERSION 2u        /* 2: the AUTH handshake before HELLO */
 
 /* Maximum lengths of bytes fields (checked by encoders and decoders). */
 #define RL_PROTO_MAX_KEY (RL_KEY_SIZE_LIMIT + 1)         /* 10,001: end keys such as key + "\x00" */
@@ -88,6 +90,9 @@
 typedef enum {
     RL_MSG_HELLO = 1,
     RL_MSG_PING = 2,
+    /* The handshake (docs/protocol.md §2): before any other frame of a connection. */
+    RL_MSG_AUTH_CHALLENGE = 3,
+    RL_MSG_AUTH = 4,
     /* Coordinator. */
     RL_MSG_GET_READ_VERSION = 10,
     RL_MSG_COMMIT = 11,
@@ -173,7 +178,41 @@ typedef struct {
     uint8_t unused_; /* C has no empty structs; not encoded */
 } rl_msg_empty;
 
-/* HELLO request (type 1): the first frame on every connection, sent by the connecting side.
+/* AUTH_CHALLENGE (type 3): the accepting side's first frame (flags 0, id 0), sent as soon as it
+ * accepts; no reply — the connecting side answers with an AUTH request. A decoder that finds magic
+ * or version other than RL_PROTOCOL_MAGIC / RL_PROTOCOL_VERSION returns
+ * RL_E_INCOMPATIBLE_PROTOCOL_VERSION with both fields set, as HELLO's. */
+typedef struct {
+    uint32_t magic;                   /* RL_PROTOCOL_MAGIC */
+    uint32_t protocol_version;        /* RL_PROTOCOL_VERSION */
+    uint8_t nonce[RL_AUTH_NONCE_LEN]; /* fresh random bytes of the accepting side */
+} rl_msg_auth_challenge;
+int rl__msg_auth_challenge_encode(rl_buf *out, const rl_msg_auth_challenge *m, rl_proto_why *why);
+int rl__msg_auth_challenge_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_auth_challenge *out,
+                                  rl_proto_why *why);
+
+/* AUTH request (type 4): the connecting side's first frame (flags 0, id 0), after the challenge.
+ * Magic and version as AUTH_CHALLENGE's. */
+typedef struct {
+    uint32_t magic;                   /* RL_PROTOCOL_MAGIC */
+    uint32_t protocol_version;        /* RL_PROTOCOL_VERSION */
+    uint8_t auth_class;               /* rl_auth_class claimed: RL_AUTH_CLIENT or RL_AUTH_MEMBER */
+    uint8_t nonce[RL_AUTH_NONCE_LEN]; /* fresh random bytes of the connecting side */
+    uint8_t proof[RL_AUTH_PROOF_LEN]; /* rl__auth_proof(class, 'C', challenge nonce, nonce) */
+} rl_msg_auth_req;
+int rl__msg_auth_req_encode(rl_buf *out, const rl_msg_auth_req *m, rl_proto_why *why);
+int rl__msg_auth_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_auth_req *out, rl_proto_why *why);
+
+/* AUTH reply: the accepting side's proof (or an error reply: invalid_cluster_id,
+ * unauthorized_attempt, incompatible_protocol_version; then it closes). */
+typedef struct {
+    uint8_t proof[RL_AUTH_PROOF_LEN]; /* rl__auth_proof(class, 'S', challenge nonce, request nonce) */
+} rl_msg_auth_reply;
+int rl__msg_auth_reply_encode(rl_buf *out, const rl_msg_auth_reply *m, rl_proto_why *why);
+int rl__msg_auth_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_auth_reply *out,
+                              rl_proto_why *why);
+
+/* HELLO request (type 1): the first frame after the handshake, sent by the connecting side.
  * The first 8 bytes (magic, version) are fixed for every protocol version: a decoder that finds
  * them different from RL_PROTOCOL_MAGIC / RL_PROTOCOL_VERSION returns
  * RL_E_INCOMPATIBLE_PROTOCOL_VERSION with both fields set (and nothing else decoded), and the
@@ -690,6 +729,9 @@ typedef struct {
     uint16_t type;  /* rl_msg_type */
     uint16_t flags; /* 0 (request), RL_FRAME_REPLY, or RL_FRAME_REPLY | RL_FRAME_ERROR */
     union {
+        rl_msg_auth_challenge auth_challenge;
+        rl_msg_auth_req auth_req;
+        rl_msg_auth_reply auth_reply;
         rl_msg_hello_req hello_req;
         rl_msg_hello_reply hello_reply;
         rl_msg_ping_req ping_req;

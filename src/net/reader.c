@@ -11,6 +11,7 @@
 void rl__frame_reader_init(rl_frame_reader *r) {
     r->data = NULL;
     r->cap = r->start = r->end = 0;
+    r->max_payload = RL_NET_MAX_PAYLOAD;
     r->failed = 0;
     r->why[0] = 0;
 }
@@ -18,6 +19,10 @@ void rl__frame_reader_init(rl_frame_reader *r) {
 void rl__frame_reader_release(rl_frame_reader *r) {
     rl__free(r->data);
     rl__frame_reader_init(r);
+}
+
+void rl__frame_reader_set_max(rl_frame_reader *r, uint32_t max) {
+    r->max_payload = max < 1 ? 1 : max > RL_NET_MAX_PAYLOAD ? RL_NET_MAX_PAYLOAD : max;
 }
 
 size_t rl__frame_reader_pending(const rl_frame_reader *r) { return r->end - r->start; }
@@ -37,12 +42,18 @@ static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > h
 
 /* The capacity the buffer should have for `have` pending bytes whose first frame is `need` bytes
  * long (0: unknown yet), given the current capacity: enough for the frame and a read chunk, but
- * never beyond invariant 2's limit. */
-static size_t wanted_cap(size_t have, size_t need, size_t cap) {
+ * never beyond invariant 2's limit, nor beyond one frame of max_payload while that is small
+ * (invariant 5). */
+static size_t wanted_cap(size_t have, size_t need, size_t cap, uint32_t max_payload) {
     size_t want = need > RL_FRAME_READER_CHUNK ? need : RL_FRAME_READER_CHUNK;
     if (want <= have) want = have + 1; /* never below the pending bytes (a caller that did not drain) */
     if (cap < have + 4096 && want < have + RL_FRAME_READER_CHUNK) want = have + RL_FRAME_READER_CHUNK;
     size_t limit = have + clamp(have, RL_FRAME_READER_CHUNK, RL_FRAME_READER_MAX_AHEAD);
+    if (max_payload < RL_FRAME_READER_CHUNK) {
+        size_t small = RL_FRAME_HEADER_LEN + (size_t)max_payload;
+        if (small <= have) small = have + 1;
+        if (limit > small) limit = small;
+    }
     return want < limit ? want : limit;
 }
 
@@ -54,10 +65,11 @@ int rl__frame_reader_space(rl_frame_reader *r, uint8_t **out_ptr, size_t *out_le
         r->end = have;
     }
     size_t need = have >= RL_FRAME_HEADER_LEN ? RL_FRAME_HEADER_LEN + raw_len(r->data) : 0;
-    size_t cap = wanted_cap(have, need, r->cap);
+    size_t cap = wanted_cap(have, need, r->cap, r->max_payload);
     /* Grow to cap when short of it; shrink a large idle buffer back (hysteresis: keep up to
-     * RL_FRAME_READER_KEEP). */
-    if (cap > r->cap || (r->cap > RL_FRAME_READER_KEEP && r->cap > cap)) {
+     * RL_FRAME_READER_KEEP, or nothing beyond cap while frames are small: invariant 5). */
+    int small = r->max_payload < RL_FRAME_READER_CHUNK;
+    if (cap > r->cap || (r->cap > cap && (small || r->cap > RL_FRAME_READER_KEEP))) {
         uint8_t *p = rl__realloc(r->data, cap);
         if (!p) return RL_E_OUT_OF_MEMORY;
         r->data = p;
@@ -88,6 +100,12 @@ int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint
         else
             snprintf(r->why, sizeof r->why, "payload length %u exceeds the maximum %u (type %u)",
                      (unsigned)h.payload_len, (unsigned)RL_NET_MAX_PAYLOAD, (unsigned)h.type);
+        return RL_E_MALFORMED_FRAME;
+    }
+    if (h.payload_len > r->max_payload) {
+        r->failed = 1;
+        snprintf(r->why, sizeof r->why, "payload length %u exceeds the %u bytes allowed here (type %u)",
+                 (unsigned)h.payload_len, (unsigned)r->max_payload, (unsigned)h.type);
         return RL_E_MALFORMED_FRAME;
     }
     if (have - RL_FRAME_HEADER_LEN < h.payload_len) return RL_OK;

@@ -20,6 +20,10 @@
  *   3. A payload handed out by rl__frame_reader_next stays valid until the next
  *      rl__frame_reader_space or rl__frame_reader_release (next itself never moves memory).
  *   4. After RL_E_MALFORMED_FRAME the reader stays failed (sticky) and why[] says why.
+ *   5. A frame longer than max_payload is refused at its header, before any of its payload is
+ *      buffered, and the buffer never grows beyond RL_FRAME_HEADER_LEN + max_payload while
+ *      max_payload is below RL_FRAME_READER_CHUNK (a connection still in its handshake holds at
+ *      most one small frame: rl__frame_reader_set_max).
  */
 #ifndef RL_NET_READER_H
 #define RL_NET_READER_H
@@ -34,18 +38,24 @@
 #define RL_FRAME_READER_KEEP (1u * 1024 * 1024)      /* a buffer up to this size is kept when idle */
 
 typedef struct {
-    uint8_t *data; /* NULL until the first rl__frame_reader_space */
-    size_t cap;    /* bytes allocated at data */
-    size_t start;  /* first unconsumed byte */
-    size_t end;    /* one past the last received byte */
-    int failed;    /* sticky: a header was refused */
-    char why[128]; /* after a refusal: the reason, for the log line */
+    uint8_t *data;        /* NULL until the first rl__frame_reader_space */
+    size_t cap;           /* bytes allocated at data */
+    size_t start;         /* first unconsumed byte */
+    size_t end;           /* one past the last received byte */
+    uint32_t max_payload; /* frames declaring more are refused (invariant 5); RL_NET_MAX_PAYLOAD
+                             after init */
+    int failed;           /* sticky: a header was refused */
+    char why[128];        /* after a refusal: the reason, for the log line */
 } rl_frame_reader;
 
 /* Initialise r (no allocation). */
 void rl__frame_reader_init(rl_frame_reader *r);
-/* Free r's buffer; r is then as after init. */
+/* Free r's buffer; r is then as after init (max_payload too). */
 void rl__frame_reader_release(rl_frame_reader *r);
+/* Refuse frames whose payload exceeds max (1..RL_NET_MAX_PAYLOAD; clamped into it) from the next
+ * header on (invariant 5). A buffer larger than the new bound shrinks at the next
+ * rl__frame_reader_space that finds it idle. */
+void rl__frame_reader_set_max(rl_frame_reader *r, uint32_t max);
 
 /* rl__frame_reader_space — make room for more bytes (growing or shrinking the buffer per
  * invariant 2; may move the pending bytes) and return it: *out_ptr, *out_len >= 1.
@@ -60,7 +70,8 @@ void rl__frame_reader_commit(rl_frame_reader *r, size_t n);
  * [out] out_ready  1: *out_h and *out_payload (h.payload_len bytes, never NULL) hold a frame
  *                  (invariant 3); 0: more bytes are needed.
  * Returns RL_OK, or RL_E_MALFORMED_FRAME when the next header is invalid (unknown flag bits, a
- * payload over RL_NET_MAX_PAYLOAD): the connection must be closed; r->why says why. */
+ * payload over RL_NET_MAX_PAYLOAD or over max_payload): the connection must be closed; r->why
+ * says why. */
 int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload, int *out_ready);
 
 /* Bytes received and not consumed (0 at a frame boundary). */

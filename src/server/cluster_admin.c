@@ -50,6 +50,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "kv/cluster/clusterfile.h"
+#include "server/keyfile.h"
 #include "net/netem.h"
 #include "storage/os.h"
 
@@ -161,9 +162,11 @@ typedef struct {
     char host[16];       /* its host label, "host<h>" */
 } cl_proc;
 
-/* What pids.json holds. */
+/* What pids.json holds, and the cluster's key file (never in pids.json). */
 typedef struct {
-    char cluster_id[RL_CLUSTER_FIELD_MAX + 1];
+    rl_keyfile key;    /* DIR/cluster.key, read by state_load */
+    int key_rc;        /* RL_OK when key was read, else why not (key_msg) */
+    char key_msg[512]; /* the key file's error */
     char rlkvd[PATH_CAP];
     int no_sync;
     int64_t window_versions;
@@ -185,6 +188,13 @@ static int proc_is_ours(const cl_proc *p) {
     if (proc_stat(p->pid, &start, &state) != 0) return 0;
     if (state == 'Z' || state == 'X') return 0;
     return start == p->proc_start;
+}
+
+/* The cluster's credentials for an admin connection: RL_OK, or the key file's error (its reason
+ * in msg). */
+static int need_key(const cl_state *s, rl_buf *msg) {
+    if (s->key_rc == RL_OK) return RL_OK;
+    return fail(msg, s->key_rc, "%s", s->key_msg);
 }
 
 /* Signal p (after verifying it is ours) and wait up to timeout_ms for it to go. Returns 1 if it
@@ -235,7 +245,6 @@ static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
         return RL_E_OUT_OF_MEMORY;
     }
     json_object_set_new(root, "format", json_integer(1));
-    json_object_set_new(root, "cluster_id", json_string(s->cluster_id));
     json_object_set_new(root, "rlkvd", json_string(s->rlkvd));
     json_object_set_new(root, "no_sync", json_boolean(s->no_sync));
     json_object_set_new(root, "window_versions", json_integer(s->window_versions));
@@ -284,16 +293,21 @@ static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
         return fail(msg, RL_E_CORRUPT_DATA, "%s: %s (line %d)", path, je.text, je.line);
     }
     int rc = RL_OK;
-    const char *cid = json_string_value(json_object_get(root, "cluster_id"));
     const char *bin = json_string_value(json_object_get(root, "rlkvd"));
     json_t *arr = json_object_get(root, "processes");
-    if (!cid || !bin || !json_is_array(arr) || json_array_size(arr) < 2 ||
-        json_array_size(arr) > RL_CLUSTER_MAX_STORAGE + 1) {
+    if (!bin || !json_is_array(arr) || json_array_size(arr) < 2 || json_array_size(arr) > RL_CLUSTER_MAX_STORAGE + 1) {
         rc = fail(msg, RL_E_CORRUPT_DATA, "%s: not a pids file of rl cluster", path);
         goto done;
     }
-    snprintf(s->cluster_id, sizeof s->cluster_id, "%s", cid);
     snprintf(s->rlkvd, sizeof s->rlkvd, "%s", bin);
+    /* The secrets: needed to talk to the processes, not to stop them (need_key). */
+    char kpath[PATH_CAP];
+    rl_buf kmsg;
+    rl__buf_init(&kmsg);
+    s->key_rc = rl__keyfile_in_dir(dir, kpath, sizeof kpath);
+    if (s->key_rc == RL_OK) s->key_rc = rl__keyfile_read(kpath, &s->key, &kmsg);
+    snprintf(s->key_msg, sizeof s->key_msg, "%s", kmsg.len ? (const char *)kmsg.data : "no key file");
+    rl__buf_release(&kmsg);
     s->no_sync = json_is_true(json_object_get(root, "no_sync"));
     s->window_versions = json_integer_value(json_object_get(root, "window_versions"));
     s->n_hosts = (int)json_integer_value(json_object_get(root, "hosts"));
@@ -495,6 +509,7 @@ done:
 
 struct rl_admin_conn {
     int fd;
+    uint32_t max_payload; /* frames the server may send: small until the handshake is done */
     uint64_t next_id;
     rl_buf rx;      /* the last reply's payload */
     rl_arena arena; /* the last reply's arrays */
@@ -565,6 +580,9 @@ static int recv_msg(rl_admin_conn *c, rl_frame_header *h, rl_msg *out, int64_t d
     int rc = recv_all(c->fd, hb, sizeof hb, deadline, msg);
     if (rc) return rc;
     if (rl__frame_header_decode(hb, h) != 0) return fail(msg, RL_E_MALFORMED_FRAME, "bad frame header from the server");
+    if (h->payload_len > c->max_payload)
+        return fail(msg, RL_E_MALFORMED_FRAME, "a frame of %u bytes from the server during the handshake",
+                    (unsigned)h->payload_len);
     rl__buf_reset(&c->rx);
     if (rl__buf_reserve(&c->rx, h->payload_len + 1)) return RL_E_OUT_OF_MEMORY;
     rc = recv_all(c->fd, (uint8_t *)c->rx.data, h->payload_len, deadline, msg);
@@ -577,12 +595,48 @@ static int recv_msg(rl_admin_conn *c, rl_frame_header *h, rl_msg *out, int64_t d
     return RL_OK;
 }
 
-int rl__admin_conn_open(uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
-    return rl__admin_conn_open_at("127.0.0.1", port, timeout_ms, out, msg);
+int rl__admin_conn_open(uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
+    return rl__admin_conn_open_at("127.0.0.1", port, auth, timeout_ms, out, msg);
 }
 
-int rl__admin_conn_open_at(const char *ip, uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
+/* The handshake on a blocking connection (docs/protocol.md §2), as a member when auth has the
+ * member key, else as a client: the server's AUTH_CHALLENGE, our AUTH, the server's proof. */
+static int admin_handshake(rl_admin_conn *c, const rl_net_auth *auth, int64_t deadline, rl_buf *msg) {
+    rl_frame_header h;
+    rl_msg m;
+    int rc = recv_msg(c, &h, &m, deadline, msg);
+    if (rc) return rc;
+    if (h.type != RL_MSG_AUTH_CHALLENGE || h.flags != 0)
+        return fail(msg, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "the server's first frame is %s, not AUTH_CHALLENGE",
+                    rl__msg_type_name(h.type));
+    uint8_t snonce[RL_AUTH_NONCE_LEN];
+    memcpy(snonce, m.u.auth_challenge.nonce, sizeof snonce);
+    rl_msg req;
+    memset(&req, 0, sizeof req);
+    req.type = RL_MSG_AUTH;
+    rl_msg_auth_req *a = &req.u.auth_req;
+    a->magic = RL_PROTOCOL_MAGIC;
+    a->protocol_version = RL_PROTOCOL_VERSION;
+    a->auth_class = (uint8_t)rl__auth_connect_class(auth);
+    if ((rc = rl__auth_random(a->nonce, sizeof a->nonce)) == RL_OK)
+        rc = rl__auth_proof(auth, a->auth_class, 'C', snonce, a->nonce, a->proof);
+    if (rc) return fail(msg, rc, "cannot compute the handshake's proof");
+    uint8_t cnonce[RL_AUTH_NONCE_LEN];
+    memcpy(cnonce, a->nonce, sizeof cnonce);
+    rl_msg reply;
+    if ((rc = rl__admin_conn_call(c, &req, &reply, left_ms(deadline, 0), msg))) return rc;
+    rc = rl__auth_verify(auth, a->auth_class, 'S', snonce, cnonce, reply.u.auth_reply.proof);
+    if (rc)
+        return fail(msg, rc, "the server did not prove it knows this cluster's %s: another cluster on this address?",
+                    a->auth_class == RL_AUTH_MEMBER ? "key file" : "name");
+    c->max_payload = RL_NET_MAX_PAYLOAD;
+    return RL_OK;
+}
+
+int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out,
+                           rl_buf *msg) {
     *out = NULL;
+    if (!auth) return fail(msg, RL_E_INVALID_ARGUMENT, "an admin connection needs the cluster's key file");
     struct in_addr ia;
     if (!ip || inet_pton(AF_INET, ip, &ia) != 1 || (ntohl(ia.s_addr) >> 24) != 127)
         return fail(msg, RL_E_INVALID_ARGUMENT, "address '%s' is not dotted IPv4 inside 127.0.0.0/8", ip ? ip : "");
@@ -592,6 +646,7 @@ int rl__admin_conn_open_at(const char *ip, uint16_t port, int timeout_ms, rl_adm
     rl__buf_init(&c->rx);
     rl__arena_init(&c->arena, 4096);
     c->next_id = 1;
+    c->max_payload = RL_NET_HANDSHAKE_MAX_PAYLOAD;
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int rc = RL_OK;
     if (c->fd < 0) {
@@ -620,6 +675,7 @@ int rl__admin_conn_open_at(const char *ip, uint16_t port, int timeout_ms, rl_adm
             goto fail;
         }
     }
+    if ((rc = admin_handshake(c, auth, deadline, msg))) goto fail;
     rl_msg hello;
     memset(&hello, 0, sizeof hello);
     hello.type = RL_MSG_HELLO;
@@ -719,8 +775,9 @@ static int find_rlkvd(const char *given, char *out, rl_buf *msg) {
  * file (wait_port). */
 static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags, rl_buf *msg) {
     char name[32], data[PATH_CAP], portf[PATH_CAP], logf[PATH_CAP], init[PATH_CAP];
-    char listen[64], coord[64], idbuf[16], wv[32], dl[16], jt[16];
+    char listen[64], coord[64], idbuf[16], wv[32], dl[16], jt[16], keyf[PATH_CAP];
     proc_name(p, name, sizeof name);
+    path_of(keyf, dir, RL_KEYFILE_NAME);
     path_of(data, dir, "%s", name);
     path_of(portf, dir, "run/%s.port", name);
     path_of(logf, dir, "logs/%s.log", name);
@@ -737,6 +794,8 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
     argv[n++] = p->is_coordinator ? "coordinator" : "storage";
     argv[n++] = "--dir";
     argv[n++] = data;
+    argv[n++] = "--key-file"; /* a path: the secrets never appear in a command line (/proc/PID/cmdline) */
+    argv[n++] = keyf;
     if (p->is_coordinator) {
         argv[n++] = "--init";
         argv[n++] = init;
@@ -1000,8 +1059,10 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
         }
         if (!conns[i]) {
             *culprit = i;
-            rc =
-                rl__admin_conn_open_at(s->p[i].ip, s->p[i].port, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], msg);
+            rc = need_key(s, msg);
+            if (rc == RL_OK)
+                rc = rl__admin_conn_open_at(s->p[i].ip, s->p[i].port, &s->key.auth,
+                                            left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], msg);
             if (rc) {
                 char name[32];
                 proc_name(&s->p[i], name, sizeof name);
@@ -1026,7 +1087,7 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
     /* A test commit through the coordinator, read back at its version, then cleared. */
     *culprit = 0;
     char nonce[RL_CLUSTER_FIELD_MAX + 32];
-    int nl = snprintf(nonce, sizeof nonce, "%s-%lld", s->cluster_id, (long long)now_ms());
+    int nl = snprintf(nonce, sizeof nonce, "health-%ld-%lld", (long)getpid(), (long long)now_ms());
     if (nl < 0 || nl >= (int)sizeof nonce) nonce[0] = 0;
     rl_version v = 0, v2 = 0;
     rc = commit_one(conns[0], 1, HEALTH_KEY, sizeof HEALTH_KEY - 1, nonce, strlen(nonce),
@@ -1147,16 +1208,6 @@ static int dir_has_entries(const char *dir, rl_buf *msg) {
     return n > 0;
 }
 
-static void random_id(char *out, size_t cap) {
-    uint8_t r[8];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        uint64_t x = rl__clock_mono_ns() ^ ((uint64_t)getpid() << 32);
-        memcpy(r, &x, sizeof r);
-    }
-    size_t o = 0;
-    for (int i = 0; i < 8 && o + 2 < cap; i++) o += (size_t)snprintf(out + o, cap - o, "%02x", r[i]);
-}
-
 int rl__cluster_topology(const rl_cluster_up_opts *o, rl_cluster_up_opts *out, rl_buf *msg) {
     *out = *o;
     char why[160];
@@ -1245,7 +1296,14 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     }
     if ((rc = find_rlkvd(o->rlkvd, s->rlkvd, msg))) goto out;
     if ((rc = make_dir(dir, msg))) goto out;
+    /* The directory holds the cluster's secrets (the key file, the cluster file): owner only. */
+    if (chmod(dir, 0700) != 0) {
+        rc = os_error(msg, errno, "cannot make %s private (chmod 700)", dir);
+        goto out;
+    }
     char path[PATH_CAP];
+    path_of(path, dir, RL_KEYFILE_NAME);
+    if ((rc = rl__keyfile_create(path, "reclayer", &s->key, msg))) goto out;
     path_of(path, dir, "logs");
     if ((rc = make_dir(path, msg))) goto out;
     path_of(path, dir, "run");
@@ -1256,7 +1314,6 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     }
     path_of(path, dir, "init.json");
     if ((rc = rl__os_write_file_atomic(path, layout.data, layout.len, 0, "rl cluster", msg))) goto out;
-    random_id(s->cluster_id, sizeof s->cluster_id);
     s->no_sync = o->no_sync;
     s->window_versions = o->window_versions;
     s->n_hosts = o->n_hosts;
@@ -1283,8 +1340,9 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     if (rc == RL_OK) {
         rl_cluster_file cf;
         memset(&cf, 0, sizeof cf);
-        snprintf(cf.description, sizeof cf.description, "reclayer");
-        snprintf(cf.id, sizeof cf.id, "%s", s->cluster_id);
+        const char *colon = strchr(s->key.name, ':'); /* rl__keyfile_create wrote "reclayer:ID" */
+        snprintf(cf.description, sizeof cf.description, "%.*s", (int)(colon - s->key.name), s->key.name);
+        snprintf(cf.id, sizeof cf.id, "%s", colon + 1);
         snprintf(cf.ip, sizeof cf.ip, "%s", s->p[0].ip);
         cf.port = s->p[0].port;
         rl_buf text;
@@ -1292,7 +1350,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
         rl__cluster_file_format(&cf, &text);
         path_of(path, dir, "reclayer.cluster");
         rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY
-                                  : rl__os_write_file_atomic(path, text.data, text.len, 0, "rl cluster", msg);
+                                  : rl__os_write_file_private(path, text.data, text.len, "rl cluster", msg);
         rl__buf_release(&text);
     }
     if (rc) {
@@ -1409,7 +1467,8 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
     json_object_set_new(root, "dir", json_string(dir));
     path_of(path, dir, "reclayer.cluster");
     json_object_set_new(root, "cluster_file", json_string(path));
-    json_object_set_new(root, "cluster_id", json_string(s->cluster_id));
+    path_of(path, dir, RL_KEYFILE_NAME);
+    json_object_set_new(root, "key_file", json_string(path));
     json_object_set_new(root, "delay_us", json_integer(s->delay_us));
     json_object_set_new(root, "jitter_us", json_integer(s->jitter_us));
     json_t *coord_status = NULL;
@@ -1429,7 +1488,8 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
         int healthy = 0;
         if (alive && p->port) {
             rl_admin_conn *c = NULL;
-            int r = rl__admin_conn_open_at(p->ip, p->port, timeout_ms, &c, &why);
+            int r = need_key(s, &why);
+            if (r == RL_OK) r = rl__admin_conn_open_at(p->ip, p->port, &s->key.auth, timeout_ms, &c, &why);
             if (r == RL_OK) r = status_of(c, timeout_ms, &st, &why);
             rl__admin_conn_close(c);
             if (r == RL_OK) {
@@ -1483,9 +1543,10 @@ int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *ou
 }
 
 /* SET_DELAY to one process over an admin connection. */
-static int set_delay_one(const cl_proc *p, uint32_t delay_us, uint32_t jitter_us, rl_buf *msg) {
+static int set_delay_one(const cl_state *s, const cl_proc *p, uint32_t delay_us, uint32_t jitter_us, rl_buf *msg) {
     rl_admin_conn *c = NULL;
-    int rc = rl__admin_conn_open_at(p->ip, p->port, REQ_TIMEOUT_CAP_MS, &c, msg);
+    int rc = need_key(s, msg);
+    if (rc == RL_OK) rc = rl__admin_conn_open_at(p->ip, p->port, &s->key.auth, REQ_TIMEOUT_CAP_MS, &c, msg);
     if (rc == RL_OK) {
         rl_msg req, reply;
         memset(&req, 0, sizeof req);
@@ -1533,7 +1594,7 @@ int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, in
         size_t mark = msg->len;
         if (mark) rl__buf_printf(msg, "; ");
         rl__buf_printf(msg, "%s: ", name);
-        int r = set_delay_one(p, delay_us, jitter_us, msg);
+        int r = set_delay_one(s, p, delay_us, jitter_us, msg);
         if (r == RL_OK) {
             rl__buf_truncate(msg, mark);
             set++;

@@ -197,16 +197,20 @@ int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg);
 typedef struct rl_admin_conn rl_admin_conn;
 
 /* rl__admin_conn_open — connect to 127.0.0.1:port (rl__admin_conn_open_at for another address),
- * send HELLO (role admin, host "rl") and check
- * the reply, within timeout_ms. *out is the caller's (rl__admin_conn_close). RL_OK,
- * RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, RL_E_MALFORMED_FRAME,
- * RL_E_OUT_OF_MEMORY (reason in msg). */
-int rl__admin_conn_open(uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg);
+ * run the handshake with auth (docs/protocol.md §2: the server's challenge, our AUTH as a member
+ * of the cluster, the server's proof checked), then send HELLO (role admin, host "rl") and check
+ * the reply, within timeout_ms. auth must hold the member key (the cluster's key file,
+ * server/keyfile.h); it is borrowed for the call. *out is the caller's (rl__admin_conn_close).
+ * RL_OK, RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
+ * RL_E_INVALID_CLUSTER_ID / RL_E_UNAUTHORIZED_ATTEMPT (the server is not the key file's cluster,
+ * or refused our proof), RL_E_MALFORMED_FRAME, RL_E_OUT_OF_MEMORY (reason in msg). */
+int rl__admin_conn_open(uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out, rl_buf *msg);
 
 /* rl__admin_conn_open_at — as rl__admin_conn_open, to ip:port (dotted IPv4 inside 127.0.0.0/8,
  * e.g. the address pids.json records for a process on host 2: 127.0.0.2). Anything else is
  * RL_E_INVALID_ARGUMENT. */
-int rl__admin_conn_open_at(const char *ip, uint16_t port, int timeout_ms, rl_admin_conn **out, rl_buf *msg);
+int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out,
+                           rl_buf *msg);
 
 /* rl__admin_conn_call — send req (a request: req->flags 0) and wait up to timeout_ms for the reply
  * with its id, decoding it into *reply. The reply borrows the connection's buffers: valid until

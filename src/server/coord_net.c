@@ -957,8 +957,10 @@ static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg
     rl_coordinator *co = cc->co;
     char why[160];
     if (cc->role != RL_ROLE_ADMIN) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
-                   "SET_DELAY is an admin request (HELLO role 3); this connection's HELLO said role %u", cc->role);
+        send_error(co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
+                   "SET_DELAY is an admin request (HELLO role 3, with the cluster's key file); this connection's "
+                   "HELLO said role %u",
+                   cc->role);
         return;
     }
     if (rl__netem_check(r->delay_us, r->jitter_us, why, sizeof why) != RL_OK) {
@@ -1041,6 +1043,7 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
         json_bytes(&j, (const uint8_t *)ls.recovery_moved_to, strlen(ls.recovery_moved_to));
     }
     rl__buf_printf(&j, "}");
+    rl__net_status_json(&j, co->loop);
     rl__co_move_status(co, &j);
     rl__buf_printf(&j, "}");
     if (rl__buf_error(&j) != RL_OK) {
@@ -1061,6 +1064,18 @@ static void handle_hello(co_conn *cc, const rl_frame_header *h, const rl_msg_hel
     rl_coordinator *co = cc->co;
     if (cc->hello) {
         bad_frame(cc, h, "a second HELLO");
+        return;
+    }
+    if (hr->role != RL_ROLE_CLIENT && rl__conn_auth_class(cc->conn) != RL_AUTH_MEMBER) {
+        /* Serving as a storage server, the log, admin requests: the key file's secret only. */
+        rl__log(RL_LOG_WARN, "coordinator: %s asked for role %u with the client key only: refused",
+                rl__conn_peer(cc->conn), hr->role);
+        send_error(co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
+                   "role %u (storage server or admin) needs the cluster's key file; this connection proved only "
+                   "the cluster file",
+                   hr->role);
+        co->protocol_errors++;
+        rl__conn_close(cc->conn, RL_CONN_CLOSE_FLUSH);
         return;
     }
     cc->hello = 1;
@@ -1156,6 +1171,15 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
     case RL_MSG_GET_RANGE: handle_get_range(cc, h, &m.u.get_range_req); break;
     case RL_MSG_SPLIT_SHARD:
     case RL_MSG_ASSIGN_SHARD:
+        if (cc->role != RL_ROLE_ADMIN) {
+            send_error(co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
+                       "%s is an admin request (HELLO role 3, with the cluster's key file); this connection's "
+                       "HELLO said role %u",
+                       rl__msg_type_name(h->type), cc->role);
+            break;
+        }
+        rl__co_move_request(co, cc, h, &m);
+        break;
     case RL_MSG_MOVE_SHARD: rl__co_move_request(co, cc, h, &m); break;
     case RL_MSG_GET_MAPPED_RANGE:
     case RL_MSG_GET_MULTI:

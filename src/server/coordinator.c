@@ -870,6 +870,11 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
         rl__buf_release(&dummy);
         return RL_E_INVALID_ARGUMENT;
     }
+    if (!o->auth || !o->auth->has_member_key) {
+        rl__buf_printf(errmsg, "a coordinator needs the cluster's key file (--key-file)");
+        rl__buf_release(&dummy);
+        return RL_E_INVALID_ARGUMENT;
+    }
     int rc = RL_E_OUT_OF_MEMORY;
     co_layout lay;
     memset(&lay, 0, sizeof lay);
@@ -956,6 +961,10 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
         rl__buf_printf(errmsg, "cannot create the event loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
+    /* Every connection proves it knows the cluster's secrets before it is served (loop.h). */
+    if ((rc = rl__loop_set_auth(co->loop, o->auth)) != RL_OK ||
+        (rc = rl__loop_set_limits(co->loop, o->limits)) != RL_OK)
+        goto fail;
     /* Its timers (PEEK long polls, housekeeping) need no microsecond precision: never spin —
      * unless a delay is injected, whose release timers do (rl__co_margin_for_delay). */
     rl__co_margin_for_delay(co);

@@ -1,9 +1,10 @@
 /* coordinator_main.c — `rlkvd coordinator`: parse the options (src/base/args.h), open the
  * coordinator (src/server/coordinator.h), serve until SIGTERM or SIGINT, close.
  *
- *   rlkvd coordinator --dir DIR [--listen IP:PORT] [--port-file FILE] [--host LABEL]
+ *   rlkvd coordinator --dir DIR --key-file FILE [--listen IP:PORT] [--port-file FILE] [--host LABEL]
  *                     [--init FILE] [--no-sync] [--window-versions N] [--log-segment-bytes N]
- *                     [--delay-us N] [--jitter-us N]
+ *                     [--delay-us N] [--jitter-us N] [--max-connections N] [--max-handshakes N]
+ *                     [--handshake-timeout-ms MS] [--max-queued-bytes N]
  *
  * Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the coordinator cannot start or
  * fails, 2 for a usage error. Logs go to stderr (the launcher redirects them); the level is
@@ -78,6 +79,9 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     if (rl__args_ip_port(c.listen, 0, ip, &port, msg, sizeof msg) != RL_OK)
         return rl__args_usage_error(&cmd, "--listen: %s", msg);
     if (!getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
+    rl_keyfile kf;
+    rl_net_limits lim;
+    if (rl__rlkvd_credentials(&c, "rlkvd coordinator", &kf, &lim) != RL_OK) return 1;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -101,6 +105,8 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     o.segment_bytes = segment_bytes;
     o.delay_us = (uint32_t)c.delay_us;
     o.jitter_us = (uint32_t)c.jitter_us;
+    o.auth = &kf.auth;
+    o.limits = &lim;
     rl_buf err;
     rl__buf_init(&err);
     rl_coordinator *co = NULL;

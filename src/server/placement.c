@@ -14,6 +14,7 @@
 #include "kv/cluster/clusterfile.h"
 #include "reclayer/error.h"
 #include "server/cluster_admin.h"
+#include "server/keyfile.h"
 #include "tuple/tuple.h"
 
 #define KEYSERVERS_LEN 13 /* "\xff/keyServers/" */
@@ -40,20 +41,50 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
     return RL_OK;
 }
 
+static int call_retry_auth(const char *db, const rl_net_auth *auth, const rl_msg *req, rl_msg *reply, int timeout_ms,
+                           rl_admin_conn **conn, rl_buf *msg);
+
+/* The key file of db's cluster into *out: key_file, or cluster.key beside db's cluster file. */
+static int read_key(const char *db, const char *key_file, rl_keyfile *out, rl_buf *msg) {
+    char path[4096];
+    const char *cf = !strncmp(db, "cluster:", 8) ? db + 8 : db;
+    if (!key_file) {
+        if (rl__keyfile_next_to(cf, path, sizeof path) != RL_OK) {
+            rl__buf_printf(msg, "the cluster file's path is too long");
+            return RL_E_INVALID_ARGUMENT;
+        }
+        key_file = path;
+    }
+    return rl__keyfile_read(key_file, out, msg);
+}
+
 /* Open an admin connection to the coordinator of db. (The one call site of
  * rl__admin_conn_open: the address is the cluster file's, the port too.) */
-static int open_admin(const char *db, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
+static int open_admin(const char *db, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
     char ip[16];
     uint16_t port;
     int rc = rl__placement_coordinator(db, ip, &port, msg);
     if (rc != RL_OK) return rc;
-    return rl__admin_conn_open_at(ip, port, timeout_ms, out, msg);
+    return rl__admin_conn_open_at(ip, port, auth, timeout_ms, out, msg);
 }
 
 /* Send req and wait for its reply, reconnecting after a lost connection until the deadline
  * (the requests are idempotent). */
-static int call_retry(const char *db, const rl_msg *req, rl_msg *reply, int timeout_ms, rl_admin_conn **conn,
-                      rl_buf *msg) {
+static int call_retry(const char *db, const char *key_file, const rl_msg *req, rl_msg *reply, int timeout_ms,
+                      rl_admin_conn **conn, rl_buf *msg) {
+    char ip[16];
+    uint16_t port;
+    int rc = rl__placement_coordinator(db, ip, &port, msg); /* a URL of another kind: said before the key */
+    if (rc != RL_OK) return rc;
+    rl_keyfile kf;
+    if ((rc = read_key(db, key_file, &kf, msg)) != RL_OK) return rc;
+    rc = call_retry_auth(db, &kf.auth, req, reply, timeout_ms, conn, msg);
+    memset(&kf, 0, sizeof kf);
+    return rc;
+}
+
+static int call_retry_auth(const char *db, const rl_net_auth *auth, const rl_msg *req, rl_msg *reply, int timeout_ms,
+                           rl_admin_conn **conn, rl_buf *msg) {
     uint64_t deadline = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     int rc = RL_E_TIMED_OUT;
     for (int attempt = 0;; attempt++) {
@@ -61,7 +92,7 @@ static int call_retry(const char *db, const rl_msg *req, rl_msg *reply, int time
         if (now >= deadline) break;
         int left = (int)((deadline - now) / 1000000ull) + 1;
         size_t mark = msg->len;
-        if (!*conn && (rc = open_admin(db, left < 5000 ? left : 5000, conn, msg)) != RL_OK) {
+        if (!*conn && (rc = open_admin(db, auth, left < 5000 ? left : 5000, conn, msg)) != RL_OK) {
             if (rc != RL_E_CONNECTION_FAILED && rc != RL_E_TIMED_OUT) return rc;
         } else {
             rc = rl__admin_conn_call(*conn, req, reply, left, msg);
@@ -79,8 +110,8 @@ static int call_retry(const char *db, const rl_msg *req, rl_msg *reply, int time
     return rc == RL_E_CONNECTION_FAILED ? RL_E_CONNECTION_FAILED : RL_E_TIMED_OUT;
 }
 
-int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int timeout_ms, rl_version *out_version,
-                        int *out_split, rl_buf *msg) {
+int rl__placement_split(const char *db, const char *key_file, const uint8_t *key, size_t key_len, int timeout_ms,
+                        rl_version *out_version, int *out_split, rl_buf *msg) {
     static const uint8_t ff = 0xff;
     if (key_len == 0 || rl__bytes_cmp(key, (uint32_t)key_len, &ff, 1) >= 0 || key_len > RL_PROTO_MAX_KEY) {
         rl__buf_printf(msg, "the split key must be above \"\" and below \\xff");
@@ -93,7 +124,7 @@ int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int 
     req.u.split_shard_req.key = key;
     req.u.split_shard_req.key_len = (uint32_t)key_len;
     rl_admin_conn *c = NULL;
-    int rc = call_retry(db, &req, &rep, timeout_ms, &c, msg);
+    int rc = call_retry(db, key_file, &req, &rep, timeout_ms, &c, msg);
     if (rc == RL_OK) {
         if (out_version) *out_version = rep.u.split_shard_reply.version;
         if (out_split) *out_split = rep.u.split_shard_reply.split;
@@ -102,9 +133,9 @@ int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int 
     return rc;
 }
 
-int rl__placement_assign(const char *db, const uint8_t *begin, size_t begin_len, const uint8_t *end, size_t end_len,
-                         const uint32_t *team, uint32_t n_team, int timeout_ms, rl_version *out_version,
-                         uint32_t *out_moved, rl_buf *msg) {
+int rl__placement_assign(const char *db, const char *key_file, const uint8_t *begin, size_t begin_len,
+                         const uint8_t *end, size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
+                         rl_version *out_version, uint32_t *out_moved, rl_buf *msg) {
     static const uint8_t ff = 0xff;
     if (rl__bytes_cmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len) >= 0) {
         rl__buf_printf(msg, "--begin must be below --end");
@@ -134,7 +165,7 @@ int rl__placement_assign(const char *db, const uint8_t *begin, size_t begin_len,
     req.u.assign_shard_req.n_team = n_team;
     req.u.assign_shard_req.timeout_ms = (uint32_t)timeout_ms;
     rl_admin_conn *c = NULL;
-    int rc = call_retry(db, &req, &rep, timeout_ms + 2000, &c, msg);
+    int rc = call_retry(db, key_file, &req, &rep, timeout_ms + 2000, &c, msg);
     if (rc == RL_OK) {
         if (out_version) *out_version = rep.u.assign_shard_reply.version;
         if (out_moved) *out_moved = rep.u.assign_shard_reply.moved;

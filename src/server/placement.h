@@ -28,12 +28,16 @@
  * kind), or the cluster file's errors (RL_E_FILE_NOT_FOUND, RL_E_CONNECTION_STRING_INVALID). */
 int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_buf *msg);
 
-/* rl__placement_split — split the shard holding key at key (SPLIT_SHARD). *out_version: the
+/* The admin requests below need the cluster's key file (server/keyfile.h): key_file, or NULL for
+ * "cluster.key" in the cluster file's directory (where rl cluster up writes both). Its errors
+ * (RL_E_FILE_NOT_FOUND, RL_E_INVALID_ARGUMENT for an open mode, …) are returned as they are.
+ *
+ * rl__placement_split — split the shard holding key at key (SPLIT_SHARD). *out_version: the
  * version the boundary is in the map from; *out_split 1 if it was added, 0 if key already was a
  * boundary. Errors: RL_E_INVALID_ARGUMENT (key "" or at or above "\xff"), connection errors,
  * RL_E_TIMED_OUT. timeout_ms 0: RL_PLACEMENT_DEFAULT_TIMEOUT_MS. */
-int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int timeout_ms, rl_version *out_version,
-                        int *out_split, rl_buf *msg);
+int rl__placement_split(const char *db, const char *key_file, const uint8_t *key, size_t key_len, int timeout_ms,
+                        rl_version *out_version, int *out_split, rl_buf *msg);
 
 /* rl__placement_assign — make [begin, end) whole shards and move them to team (ASSIGN_SHARD);
  * returns once every shard of the range is on the team. A lost coordinator connection (a
@@ -42,9 +46,9 @@ int rl__placement_split(const char *db, const uint8_t *key, size_t key_len, int 
  * be NULL). Errors: RL_E_INVALID_ARGUMENT (begin >= end, end beyond "\xff", an unknown or repeated
  * team id, a team of 0 or more than 16), RL_E_TIMED_OUT (msg names the pending destinations; the
  * move goes on), connection errors. */
-int rl__placement_assign(const char *db, const uint8_t *begin, size_t begin_len, const uint8_t *end, size_t end_len,
-                         const uint32_t *team, uint32_t n_team, int timeout_ms, rl_version *out_version,
-                         uint32_t *out_moved, rl_buf *msg);
+int rl__placement_assign(const char *db, const char *key_file, const uint8_t *begin, size_t begin_len,
+                         const uint8_t *end, size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
+                         rl_version *out_version, uint32_t *out_moved, rl_buf *msg);
 
 /* ---- The shard map ------------------------------------------------------------------------ */
 

@@ -1,9 +1,10 @@
 /* storage_main.c — `rlkvd storage`: parse the options (src/base/args.h), create the storage
  * server (storage_server.h), write the port file, run until SIGTERM or SIGINT.
  *
- *   rlkvd storage --dir DIR --id N --coordinator IP:PORT [--listen IP:PORT] [--port-file FILE]
- *                 [--host LABEL] [--no-sync] [--window-versions N] [--delay-us N] [--jitter-us N]
- *                 [--coordinator-host LABEL] [--engine memory|ssd]
+ *   rlkvd storage --dir DIR --id N --coordinator IP:PORT --key-file FILE [--listen IP:PORT]
+ *                 [--port-file FILE] [--host LABEL] [--no-sync] [--window-versions N] [--delay-us N]
+ *                 [--jitter-us N] [--coordinator-host LABEL] [--engine memory|ssd] [--max-connections N]
+ *                 [--max-handshakes N] [--handshake-timeout-ms MS] [--max-queued-bytes N]
  *
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by a dedicated thread with
  * sigwait, which calls rl__ss_stop (a plain function call, no async-signal-safety needed);
@@ -107,6 +108,9 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     if (coord_host && strlen(coord_host) > 4096)
         return rl__args_usage_error(&cmd, "--coordinator-host: longer than 4096 bytes");
     if (rl__log_level() > RL_LOG_INFO && !getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
+    rl_keyfile kf;
+    rl_net_limits lim;
+    if (rl__rlkvd_credentials(&c, "rlkvd storage", &kf, &lim) != RL_OK) return 1;
 
     /* Signals: blocked here, so every thread created below inherits the mask. */
     sig_ctx sc;
@@ -132,6 +136,8 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     o.jitter_us = (uint32_t)c.jitter_us;
     o.coordinator_host = coord_host;
     o.engine = engine;
+    o.auth = &kf.auth;
+    o.limits = &lim;
     rl_buf err;
     rl__buf_init(&err);
     rl_ss *ss = NULL;

@@ -287,6 +287,7 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
     delay_sweep(ss, 0, &late);
     rl__buf_append_str(out, ",");
     rl__netem_status_json(out, ss->delay_us, ss->jitter_us, &late);
+    rl__net_status_json(out, ss->loop);
     uint32_t fetching = rl__ss_move_count(ss);
     rl__buf_printf(out,
                    ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
@@ -636,8 +637,9 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
         char dwhy[160];
         const rl_msg_set_delay_req *r = &m.u.set_delay_req;
         if (cl->role != RL_ROLE_ADMIN) {
-            rl__ss_send_error(cl->conn, type, id, RL_E_CLIENT_INVALID_OPERATION,
-                              "SET_DELAY is an admin request (HELLO role 3); this connection's HELLO said role %u",
+            rl__ss_send_error(cl->conn, type, id, RL_E_UNAUTHORIZED_ATTEMPT,
+                              "SET_DELAY is an admin request (HELLO role 3, with the cluster's key file); this "
+                              "connection's HELLO said role %u",
                               cl->role);
             break;
         }
@@ -735,6 +737,15 @@ static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *p
         close_bad(cl->conn, 0, "%s", why.text);
         return;
     }
+    if (h.role != RL_ROLE_CLIENT && rl__conn_auth_class(cl->conn) != RL_AUTH_MEMBER) {
+        rl__ss_send_error(cl->conn, RL_MSG_HELLO, id, RL_E_UNAUTHORIZED_ATTEMPT,
+                          "role %u (storage server or admin) needs the cluster's key file; this connection proved "
+                          "only the cluster file",
+                          h.role);
+        close_bad(cl->conn, RL_CONN_CLOSE_FLUSH, "HELLO with role %u from a connection with the client key only",
+                  h.role);
+        return;
+    }
     cl->hello = 1;
     cl->role = h.role;
     cl->peer_id = h.id;
@@ -823,6 +834,10 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
     int rc;
     if (!o || !out || !o->dir || !o->dir[0] || o->id == 0 || !o->coordinator_ip || o->coordinator_port == 0) {
         errf(errmsg, "storage server: --dir, --id (>= 1) and --coordinator are required");
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (!o->auth || !o->auth->has_member_key) {
+        errf(errmsg, "storage server: the cluster's key file (--key-file) is required");
         return RL_E_INVALID_ARGUMENT;
     }
     char dwhy[160];
@@ -919,6 +934,13 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
         errf(errmsg, "storage server: cannot create the event loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
+    /* Every connection, accepted or made (coordinator, peers, fetches), runs the handshake; this
+     * process proves membership (loop.h). The loop keeps its own copy of the credentials. */
+    if ((rc = rl__loop_set_auth(ss->loop, o->auth)) != RL_OK ||
+        (rc = rl__loop_set_limits(ss->loop, o->limits)) != RL_OK)
+        goto fail;
+    ss->o.auth = NULL;
+    ss->o.limits = NULL;
     rc = rl__listen(ss->loop, ss->listen_ip, o->listen_port, on_accept, ss, &ss->lis, &nd);
     if (rc != RL_OK) {
         errf(errmsg, "storage server: cannot listen on %s:%u: %s (%s)", ss->listen_ip, o->listen_port,

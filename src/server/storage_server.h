@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "net/loop.h"
 
 typedef struct rl_ss rl_ss;
 
@@ -51,6 +52,9 @@ typedef struct {
     const char *coordinator_host;  /* the coordinator's host label if known (rl cluster passes it);
                                      NULL: learnt from its HELLO reply, delayed until then */
     const char *engine;            /* "memory" or "ssd"; NULL: what dir holds (memory if new) */
+    const rl_net_auth *auth;       /* required: the cluster's credentials with the member key
+                                      (rl__keyfile_read); copied by rl__ss_new */
+    const rl_net_limits *limits;   /* NULL: the defaults of loop.h */
     /* Knobs. */
     int workers;            /* mapped-read worker threads; 0: 3 (at most 16) */
     int future_wait_ms;     /* how long a read at a version not yet known waits; 0: 1000 */
@@ -68,7 +72,7 @@ typedef struct {
  * [in] o       the options (borrowed for the call).
  * [out] out    the server, owned by the caller (rl__ss_free); untouched on error.
  * [out] errmsg may be NULL; on failure a message naming what failed is appended.
- * Returns RL_OK, RL_E_INVALID_ARGUMENT (a missing or bad option), the engine's open errors
+ * Returns RL_OK, RL_E_INVALID_ARGUMENT (a missing or bad option, no member key), the engine's open errors
  * (RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT, …), the listener's (RL_E_ADDRESS_IN_USE,
  * RL_E_BIND_FAILED), RL_E_IO_ERROR (the directory cannot be created), RL_E_OUT_OF_MEMORY. */
 int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg);

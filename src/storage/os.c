@@ -228,8 +228,10 @@ int rl__os_sync_dir(const char *dir, int no_sync, const char *who) {
     return rc;
 }
 
-int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int no_sync, const char *who,
-                             rl_buf *errmsg) {
+/* The atomic write of rl__os_write_file_atomic (mode 0644) and rl__os_write_file_private (mode
+ * 0600: the temporary file is created anew, O_EXCL, so it never inherits a stale file's mode). */
+static int write_atomic(const char *path, const void *data, size_t len, int private_mode, int no_sync, const char *who,
+                        rl_buf *errmsg) {
     char tmp[4104], dir[4096];
     size_t n = strlen(path);
     if (n >= sizeof dir) {
@@ -237,7 +239,9 @@ int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int
         return RL_E_INVALID_ARGUMENT;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int rc, fd = rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (private_mode) (void)rl__os_unlink(tmp);
+    int rc, fd = private_mode ? rl__os_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)
+                              : rl__os_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         rc = rl__os_io_fail(who, "open", tmp);
         goto fail;
@@ -261,6 +265,15 @@ int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int
 fail:
     rl__os_errf(errmsg, "cannot write %s: %s", path, strerror(errno));
     return rc;
+}
+
+int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int no_sync, const char *who,
+                             rl_buf *errmsg) {
+    return write_atomic(path, data, len, 0, no_sync, who, errmsg);
+}
+
+int rl__os_write_file_private(const char *path, const void *data, size_t len, const char *who, rl_buf *errmsg) {
+    return write_atomic(path, data, len, 1, 0, who, errmsg);
 }
 
 int rl__os_read_file(const char *path, uint8_t **out, size_t *out_len) {

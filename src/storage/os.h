@@ -96,6 +96,9 @@ int rl__os_sync_dir(const char *dir, int no_sync, const char *who);
  * RL_E_INVALID_ARGUMENT (nothing done) if path is longer than 4,095 bytes. */
 int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int no_sync, const char *who,
                              rl_buf *errmsg);
+/* As rl__os_write_file_atomic (always synced), but the file gets mode 0600 (owner only): for
+ * secrets (the cluster's key file, its cluster file). */
+int rl__os_write_file_private(const char *path, const void *data, size_t len, const char *who, rl_buf *errmsg);
 /* Read the whole file at path into a new heap buffer (*out, rl__free; at least 1 byte is
  * allocated, so *out is not NULL on RL_OK even for an empty file). Errors (nothing allocated,
  * nothing logged): the mapped errno of open/fstat/read, RL_E_IO_ERROR when the file shrank

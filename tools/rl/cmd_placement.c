@@ -87,7 +87,7 @@ static void print_part(const char *title, json_t *part) {
 
 int rl_cmd_placement(int argc, char **argv) {
     const char *url = NULL, *key = NULL, *begin = NULL, *end = NULL, *team = NULL, *store = NULL, *index = NULL,
-               *index_team = NULL, *records_team = NULL;
+               *index_team = NULL, *records_team = NULL, *key_file = NULL;
     int which = -1, code, as_json = 0;
     double timeout_s = RL_PLACEMENT_DEFAULT_TIMEOUT_MS / 1000.0;
     const rl_arg opts[] = {{.name = "db",
@@ -96,6 +96,13 @@ int rl_cmd_placement(int argc, char **argv) {
                             .metavar = "URL",
                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
                             .help = "the cluster: cluster:FILE"},
+                           {.name = "key-file",
+                            .kind = RL_ARG_STRING,
+                            .dest = &key_file,
+                            .metavar = "FILE",
+                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT,
+                            .help = "the cluster's key file, which splits and moves need (default: cluster.key beside "
+                                    "the cluster file, where rl cluster up writes it)"},
                            {.name = "timeout",
                             .kind = RL_ARG_DOUBLE,
                             .dest = &timeout_s,
@@ -199,7 +206,7 @@ int rl_cmd_placement(int argc, char **argv) {
         }
         rl_version v = 0;
         int did = 0;
-        rc = rl__placement_split(url, kb.data, kb.len, timeout_ms, &v, &did, &msg);
+        rc = rl__placement_split(url, key_file, kb.data, kb.len, timeout_ms, &v, &did, &msg);
         if (rc) {
             exit_code = failed("split", rc, &msg);
             break;
@@ -217,7 +224,8 @@ int rl_cmd_placement(int argc, char **argv) {
         }
         rl_version v = 0;
         uint32_t moved = 0;
-        rc = rl__placement_assign(url, kb.data, kb.len, eb.data, eb.len, ids, n, timeout_ms, &v, &moved, &msg);
+        rc =
+            rl__placement_assign(url, key_file, kb.data, kb.len, eb.data, eb.len, ids, n, timeout_ms, &v, &moved, &msg);
         if (rc) {
             exit_code = failed("assign", rc, &msg);
             break;
@@ -255,7 +263,7 @@ int rl_cmd_placement(int argc, char **argv) {
             exit_code = rl__args_usage_error(&place, "--records-team: %s", err);
             break;
         }
-        rc = rl__tool_placement_place(url, store, index, it, nit, rtp, nrt, n_teams, timeout_ms, &msg);
+        rc = rl__tool_placement_place(url, key_file, store, index, it, nit, rtp, nrt, n_teams, timeout_ms, &msg);
         if (rc) {
             exit_code = failed("place", rc, &msg);
             break;

@@ -277,6 +277,13 @@ static uint64_t backoff_ns(int n) {
     return d > RL_CLUSTER_BACKOFF_MAX_NS ? RL_CLUSTER_BACKOFF_MAX_NS : d;
 }
 
+/* 1 for a connection failure that no retry can mend: the servers speak another protocol version,
+ * or the handshake found that they are not this cluster file's cluster (loop.h). */
+static int refused_for_good(int err) {
+    return err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION || err == RL_E_INVALID_CLUSTER_ID ||
+           err == RL_E_UNAUTHORIZED_ATTEMPT;
+}
+
 rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns, uint64_t now,
                                    int attempts, int wrong_shard) {
     rl_cretry d = {RL_CRETRY_FAIL, err, 0};
@@ -291,8 +298,7 @@ rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, ui
         d.err = RL_E_COMMIT_UNKNOWN_RESULT;
         return d;
     }
-    if (err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION || err == RL_E_OUT_OF_MEMORY || err == RL_E_OPERATION_CANCELLED)
-        return d;
+    if (refused_for_good(err) || err == RL_E_OUT_OF_MEMORY || err == RL_E_OPERATION_CANCELLED) return d;
     if (now >= since_ns && now - since_ns >= RL_CLUSTER_RETRY_WINDOW_NS) {
         d.err = RL_E_CONNECTION_FAILED;
         return d;
@@ -305,7 +311,7 @@ rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, ui
 int rl__cluster_failover_now(int kind, int err, int is_reply, uint32_t team_size, int tries) {
     if (kind != RL_CREQ_READ || team_size < 2 || tries < 1 || (uint32_t)tries >= team_size) return 0;
     if (is_reply) return err == RL_E_FUTURE_VERSION;
-    return err != RL_E_OUT_OF_MEMORY && err != RL_E_OPERATION_CANCELLED && err != RL_E_INCOMPATIBLE_PROTOCOL_VERSION;
+    return err != RL_E_OUT_OF_MEMORY && err != RL_E_OPERATION_CANCELLED && !refused_for_good(err);
 }
 
 uint64_t rl__cluster_hedge_threshold(const uint64_t *rtt_ns, int n) {
@@ -547,7 +553,7 @@ static void cconn_dead(cconn *cc, int err, const char *why) {
     if (cc->server_id != 0) avoid_mark_locked(cl, cc->server_id, now_ns()); /* reads go elsewhere */
     pthread_mutex_unlock(&cl->mu);
     cconn_unlist(cc);
-    fail_list(list, err == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? err : RL_E_CONNECTION_FAILED);
+    fail_list(list, refused_for_good(err) ? err : RL_E_CONNECTION_FAILED);
 }
 
 /* Register q in cc's pending table, encode its request and send it (any thread). cc is open. */
@@ -2318,6 +2324,18 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         if (errmsg) rl__buf_printf(errmsg, "cannot create the network loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
+    /* The cluster file's name is the client's credential: every connection proves it, and the
+     * servers prove it back (loop.h), so a wrong file fails with invalid_cluster_id. */
+    {
+        char name[2 * RL_CLUSTER_FIELD_MAX + 2];
+        int n = snprintf(name, sizeof name, "%s:%s", cl->cf.description, cl->cf.id);
+        rl_net_auth auth;
+        if ((rc = rl__auth_init(&auth, name, (size_t)n, NULL, 0)) == RL_OK) rc = rl__loop_set_auth(cl->loop, &auth);
+        if (rc) {
+            if (errmsg) rl__buf_printf(errmsg, "cannot derive the cluster key from %s", cl->path);
+            goto fail;
+        }
+    }
     if (pthread_create(&cl->thread, NULL, net_main, cl)) {
         rc = RL_E_OPERATION_FAILED;
         if (errmsg) rl__buf_printf(errmsg, "cannot start the network thread");
@@ -2339,8 +2357,12 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
     pthread_mutex_unlock(&cl->mu);
     if (rc) {
         if (errmsg)
-            rl__buf_printf(errmsg, "cannot get the shard map from the coordinator %s:%u (cluster file %s): %s",
-                           cl->cf.ip, cl->cf.port, cluster_file, rl_error_name(rc));
+            rl__buf_printf(errmsg, "cannot get the shard map from the coordinator %s:%u (cluster file %s): %s%s",
+                           cl->cf.ip, cl->cf.port, cluster_file, rl_error_name(rc),
+                           rc == RL_E_INVALID_CLUSTER_ID
+                               ? " (the server there does not know this cluster file's description:ID: a cluster "
+                                 "file of another cluster, or an old one)"
+                               : "");
         if (rc == RL_E_TIMED_OUT) rc = RL_E_CONNECTION_FAILED;
         goto fail;
     }

@@ -211,17 +211,17 @@ TEST(kill_1_1_acknowledged_commits_survive) {
     rl__buf_init(&msg);
     for (uint32_t i = 0; i < 3; i++) ASSERT_OK(rl__cluster_pid(c.dir, i, &pid, &ports[i], &msg));
     rl__buf_release(&msg);
-    long long durable = rl_test_status_num(ports[0], "durable_version");
+    long long durable = rl_test_status_num(&c, ports[0], "durable_version");
     ASSERT_TRUE(durable > 0);
     for (uint32_t i = 1; i < 3; i++) {
         long long applied = -1;
         for (int w = 0; w < 1000; w++) {
-            applied = rl_test_status_num(ports[i], "applied_version");
-            long long known = rl_test_status_num(ports[i], "known_version");
+            applied = rl_test_status_num(&c, ports[i], "applied_version");
+            long long known = rl_test_status_num(&c, ports[i], "known_version");
             if (applied >= durable || known >= durable) break;
             usleep(10000);
         }
-        long long known = rl_test_status_num(ports[i], "known_version");
+        long long known = rl_test_status_num(&c, ports[i], "known_version");
         if (applied < durable && known < durable)
             fail_msg("storage %u: applied %lld, known %lld, behind the coordinator's durable version %lld", i, applied,
                      known, durable);

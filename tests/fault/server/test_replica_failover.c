@@ -186,11 +186,11 @@ static int start_double(rl_test_cluster *c) {
 
 /* Wait until storage id's known_version reaches the coordinator's durable version (10 s). */
 static void wait_caught_up(rl_test_cluster *c, uint32_t id) {
-    long long durable = rl_test_status_num(port_of(c, 0), "durable_version");
+    long long durable = rl_test_status_num(c, port_of(c, 0), "durable_version");
     ASSERT_TRUE(durable > 0);
     long long known = -1;
     for (int i = 0; i < 1000; i++) {
-        known = rl_test_status_num(port_of(c, id), "known_version");
+        known = rl_test_status_num(c, port_of(c, id), "known_version");
         if (known >= durable) break;
         usleep(10000);
     }
@@ -214,10 +214,10 @@ static void kill_and_restart(rl_test_cluster *c, workload *w, uint32_t id) {
     ASSERT_TRUE(during > 20); /* reads went on */
     /* It serves reads again (the client sees it healthy within a map refresh). */
     uint16_t port = port_of(c, id);
-    long long r0 = rl_test_status_num(port, "reads"), r1 = r0;
+    long long r0 = rl_test_status_num(c, port, "reads"), r1 = r0;
     for (int i = 0; i < 500 && r1 < r0 + 20; i++) {
         usleep(10000);
-        r1 = rl_test_status_num(port, "reads");
+        r1 = rl_test_status_num(c, port, "reads");
     }
     printf("storage %u served %lld reads after its restart\n", id, r1 - r0);
     ASSERT_TRUE(r1 >= r0 + 20);
@@ -280,14 +280,14 @@ TEST(replica_1_2_reads_spread) {
     rl_db *db = NULL;
     ASSERT_OK(rl_db_open(c->url, NULL, &db));
     long long r0[3], r1[3];
-    for (uint32_t id = 1; id <= 2; id++) r0[id] = rl_test_status_num(port_of(c, id), "reads");
+    for (uint32_t id = 1; id <= 2; id++) r0[id] = rl_test_status_num(c, port_of(c, id), "reads");
     int64_t t0 = mono_ms();
     for (int i = 0; i < 1000; i++) {
         int v;
         ASSERT_OK(read_key(db, i % NKEYS, &v));
     }
     printf("1,000 gets (one transaction each) in %lld ms\n", (long long)(mono_ms() - t0));
-    for (uint32_t id = 1; id <= 2; id++) r1[id] = rl_test_status_num(port_of(c, id), "reads");
+    for (uint32_t id = 1; id <= 2; id++) r1[id] = rl_test_status_num(c, port_of(c, id), "reads");
     long long d1 = r1[1] - r0[1], d2 = r1[2] - r0[2];
     printf("1,000 gets: storage 1 served %lld, storage 2 %lld\n", d1, d2);
     ASSERT_TRUE(d1 + d2 >= 1000);

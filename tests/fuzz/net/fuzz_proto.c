@@ -6,8 +6,8 @@
  * type and flags raw from bytes 1-4 (little-endian u16 each), so unknown types and bad flags
  * reach the dispatcher too. Checks, beyond "no crash, no
  * out-of-bounds read, no undefined behaviour":
- *   - the decoder returns RL_OK, RL_E_MALFORMED_FRAME, or (HELLO only)
- *     RL_E_INCOMPATIBLE_PROTOCOL_VERSION, and names the failure;
+ *   - the decoder returns RL_OK, RL_E_MALFORMED_FRAME, or (the HELLO, AUTH_CHALLENGE and AUTH
+ *     requests only) RL_E_INCOMPATIBLE_PROTOCOL_VERSION, and names the failure;
  *   - a decoded payload re-encodes to exactly the input (the decoder is canonical, and the
  *     encoder accepts everything the decoder does);
  *   - decoding allocates at most 10 x the payload length plus two arena blocks: arrays take at
@@ -72,6 +72,9 @@ static const struct {
     {RL_MSG_ASSIGN_SHARD, RL_FRAME_REPLY},
     {RL_MSG_MOVE_SHARD, 0},
     {RL_MSG_MOVE_SHARD, RL_FRAME_REPLY},
+    {RL_MSG_AUTH_CHALLENGE, 0},
+    {RL_MSG_AUTH, 0},
+    {RL_MSG_AUTH, RL_FRAME_REPLY},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -117,8 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
         }
     } else {
-        if (rc != RL_E_MALFORMED_FRAME && !(rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && type == RL_MSG_HELLO &&
-                                            flags != (RL_FRAME_REPLY | RL_FRAME_ERROR)))
+        int versioned = type == RL_MSG_HELLO || ((type == RL_MSG_AUTH_CHALLENGE || type == RL_MSG_AUTH) && flags == 0);
+        if (rc != RL_E_MALFORMED_FRAME &&
+            !(rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && versioned && flags != (RL_FRAME_REPLY | RL_FRAME_ERROR)))
             abort();
         if (why.text[0] == 0) abort();
     }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "net_fixture.h"
 #include "reclayer/kv.h"
 #include "test.h"
 #include "tuple/tuple.h"
@@ -37,9 +38,10 @@
 #define CP_MAX 8
 
 typedef struct {
-    char dir[512];  /* the cluster's directory */
-    char file[600]; /* DIR/reclayer.cluster */
-    char url[620];  /* cluster:FILE */
+    char dir[512];      /* the cluster's directory */
+    char file[600];     /* DIR/reclayer.cluster */
+    char url[620];      /* cluster:FILE */
+    char key_file[600]; /* DIR/cluster.key: the test cluster's (tests/net_fixture.h) */
     int n_storage;
     int no_sync;
     pid_t pid[CP_MAX]; /* [0] coordinator, [1..n] storage servers; 0: not running */
@@ -164,6 +166,8 @@ static inline void cp_spawn(cp_cluster *c, int i, int port) {
     argv[n++] = listen;
     argv[n++] = "--port-file";
     argv[n++] = portfile;
+    argv[n++] = "--key-file";
+    argv[n++] = c->key_file;
     if (c->no_sync) argv[n++] = "--no-sync";
     argv[n] = NULL;
     fflush(stdout);
@@ -211,6 +215,8 @@ static inline void cp_start(cp_cluster *c, int n_storage, const char *const *spl
         if (!cp_live[k] || cp_live[k] == c) slot = k;
     if (slot < 0) fail_msg("more than %d test clusters at once", CP_LIVE);
     cp_live[slot] = c;
+    snprintf(c->key_file, sizeof c->key_file, "%s/cluster.key", c->dir);
+    rl_test_write_keyfile(c->key_file);
     char path[700];
     snprintf(path, sizeof path, "%s/init.json", c->dir);
     FILE *f = fopen(path, "w");
@@ -236,7 +242,7 @@ static inline void cp_start(cp_cluster *c, int n_storage, const char *const *spl
     snprintf(c->url, sizeof c->url, "cluster:%s", c->file);
     f = fopen(c->file, "w");
     ASSERT_NOT_NULL(f);
-    fprintf(f, "# test cluster\nclienttest:t%d@127.0.0.1:%d\n", (int)getpid(), c->port[0]);
+    fprintf(f, "# test cluster\n%s@127.0.0.1:%d\n", rl_test_cluster_name(0), c->port[0]);
     fclose(f);
     /* Ready when every shard answers a read. */
     double t0 = cp_now();

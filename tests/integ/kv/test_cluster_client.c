@@ -5,6 +5,7 @@
  * and peers that speak nonsense. */
 #include <jansson.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -486,11 +487,18 @@ TEST(cluster_client_1_5_many_in_flight) {
     cp_stop(&c);
 }
 
-/* A fake coordinator that accepts connections and answers nonsense, mode by mode. */
+/* A fake coordinator that accepts connections and answers nonsense, mode by mode:
+ *   0  random bytes as its first frame;
+ *   1  a server of protocol version 1: it waits for a HELLO, then answers a HELLO reply and a
+ *      request frame (the client speaks first no more: the AUTH_CHALLENGE never comes);
+ *   2  silence;
+ *   3  an impostor: a good AUTH_CHALLENGE, then an AUTH reply whose proof is made with another
+ *      cluster's name (the client must refuse it: it reached the wrong cluster);
+ *   4  a version-1 server that speaks first: a HELLO reply as its first frame. */
 typedef struct {
     int fd;
     int port;
-    int mode; /* 0: random bytes; 1: a HELLO reply then a request frame; 2: silent */
+    int mode;
     atomic_int stop;
     atomic_int accepted;
 } fake;
@@ -507,20 +515,26 @@ static void *fake_main(void *ud) {
         if (s < 0) continue;
         atomic_fetch_add(&fk->accepted, 1);
         uint8_t buf[256];
-        (void)!read(s, buf, sizeof buf);
         if (fk->mode == 0) {
             for (int i = 0; i < 256; i++) buf[i] = (uint8_t)(i * 37 + 11);
-            (void)!write(s, buf, sizeof buf);
-        } else if (fk->mode == 1) {
+            (void)rl_test_raw_send(s, buf, sizeof buf);
+        } else if (fk->mode == 1 || fk->mode == 4) {
+            if (fk->mode == 1) {
+                struct pollfd pf = {s, POLLIN, 0};
+                if (poll(&pf, 1, 1500) == 1) (void)!read(s, buf, sizeof buf);
+            }
             uint8_t fr[64] = {0};
             /* HELLO reply: version 1, role coordinator, id 0, host "x" */
             uint8_t pl[] = {1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 'x'};
             fr[0] = sizeof pl, fr[4] = 1, fr[6] = 1;
-            for (int i = 0; i < 8; i++) fr[8 + i] = buf[8 + i]; /* echo the HELLO's id */
             memcpy(fr + 16, pl, sizeof pl);
-            (void)!write(s, fr, 16 + sizeof pl);
+            (void)rl_test_raw_send(s, fr, 16 + sizeof pl);
             uint8_t rq[16] = {0, 0, 0, 0, 2, 0, 0, 0, 9}; /* a PING request: clients take none */
-            (void)!write(s, rq, sizeof rq);
+            (void)rl_test_raw_send(s, rq, sizeof rq);
+        } else if (fk->mode == 3) {
+            rl_net_auth other;
+            rl_test_auth_member(&other, 1);
+            (void)rl_test_raw_serve_handshake(s, &other, 2000, NULL);
         }
         usleep(fk->mode == 2 ? 300000 : 10000);
         close(s);
@@ -531,7 +545,10 @@ static void *fake_main(void *ud) {
 /* cluster-client-1.6: bad cluster files and bad coordinators: a missing or malformed file is
  * refused at once naming the problem; nothing listening, random bytes, a request frame sent to
  * the client, or silence each close that connection, are retried, and the open fails with
- * connection_failed naming the address within the retry window — no crash, no hang. */
+ * connection_failed naming the address within the retry window — no crash, no hang. A server
+ * that cannot prove it knows the cluster file's name (an impostor) fails the open with
+ * invalid_cluster_id, and a server of protocol version 1 with incompatible_protocol_version, at
+ * once: no retry can mend those. */
 TEST(cluster_client_1_6_bad_peers) {
     cp_hooks();
     char *dir = rl_test_tmpdir("clbad");
@@ -548,7 +565,7 @@ TEST(cluster_client_1_6_bad_peers) {
     fprintf(f, "x:y@10.0.0.1:4500\n");
     fclose(f);
     ASSERT_RC(rl_db_open(url, NULL, &db), RL_E_CONNECTION_STRING_INVALID);
-    for (int mode = -1; mode < 3; mode++) {
+    for (int mode = -1; mode < 5; mode++) {
         fake fk;
         memset(&fk, 0, sizeof fk);
         fk.mode = mode;
@@ -568,17 +585,20 @@ TEST(cluster_client_1_6_bad_peers) {
         }
         /* mode -1: bound but not listening — connections are refused */
         f = fopen(path, "w");
-        fprintf(f, "bad:peer@127.0.0.1:%d\n", fk.port);
+        fprintf(f, "%s@127.0.0.1:%d\n", rl_test_cluster_name(0), fk.port);
         fclose(f);
         double t0 = cp_now();
-        ASSERT_RC(rl_db_open(url, NULL, &db), RL_E_CONNECTION_FAILED);
+        int want_rc = mode == 3   ? RL_E_INVALID_CLUSTER_ID
+                      : mode == 4 ? RL_E_INCOMPATIBLE_PROTOCOL_VERSION
+                                  : RL_E_CONNECTION_FAILED;
+        ASSERT_RC(rl_db_open(url, NULL, &db), want_rc);
         double took = cp_now() - t0;
         char want[64];
         snprintf(want, sizeof want, "127.0.0.1:%d", fk.port);
         ASSERT_NOT_NULL(strstr(rl_last_error_detail(), want));
         printf("mode %d: open failed after %.2f s (%d connections accepted): %s\n", mode, took,
                atomic_load(&fk.accepted), rl_last_error_detail());
-        ASSERT_TRUE(took < 12.0);
+        ASSERT_TRUE(took < (want_rc == RL_E_CONNECTION_FAILED ? 12.0 : 2.0));
         if (mode >= 0) {
             atomic_store(&fk.stop, 1);
             pthread_join(th, NULL);

@@ -10,6 +10,10 @@
  * without REPLY, an unknown or reserved type, a payload that does not decode, a first frame that
  * is not HELLO, a frame cut short by the end of the stream), the test also checks that the server
  * closed it; a wrong handshake must be answered with incompatible_protocol_version first.
+ *
+ * Each session first passes the AUTH handshake (docs/protocol.md §2) as a member of the cluster
+ * (tests/net_fixture.h), except the sessions that attack the handshake itself: bytes before it, a
+ * frame longer than a HELLO, a version-1 HELLO, a wrong or forged proof, another cluster's name.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -25,32 +29,14 @@
 #include "base/buf.h"
 #include "cluster_fixture.h"
 #include "net/frame.h"
+#include "net_fixture.h"
 #include "net/proto.h"
 #include "test.h"
 
-static int raw_connect(uint16_t port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_TRUE(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) fail_msg("connect to %u: %s", port, strerror(errno));
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
+static int raw_connect(uint16_t port) { return rl_test_raw_connect("127.0.0.1", port); }
 
-static void raw_send(int fd, const void *p, size_t n) {
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return; /* the server may already have closed: that is allowed */
-        }
-        b += w;
-        n -= (size_t)w;
-    }
-}
+/* The server may already have closed: that is allowed. */
+static void raw_send(int fd, const void *p, size_t n) { (void)rl_test_raw_send(fd, p, n); }
 
 static void frame(rl_buf *out, uint16_t type, uint16_t flags, uint64_t id, const void *payload, uint32_t len) {
     uint8_t h[RL_FRAME_HEADER_LEN];
@@ -128,7 +114,7 @@ static void good_client(bad_env *e, uint32_t id, uint16_t port, const char *what
     rl_admin_conn *a = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
-    int rc = rl__admin_conn_open(port, 3000, &a, &msg);
+    int rc = rl__admin_conn_open(port, &e->c.key.auth, 3000, &a, &msg);
     if (rc) fail_msg("after %s: a good connection to process %u fails: %s", what, id, (char *)msg.data);
     rl_msg req, rep;
     memset(&req, 0, sizeof req);
@@ -174,10 +160,12 @@ static void good_client(bad_env *e, uint32_t id, uint16_t port, const char *what
     e->checks++;
 }
 
-/* One session: send bytes (then shut down our write side), check the close rule. */
-static void session(bad_env *e, uint32_t id, uint16_t port, const char *what, const rl_buf *bytes, int must_close,
-                    int want_error) {
+/* One session: the handshake as a member (unless raw), then send bytes (then shut down our write
+ * side), check the close rule. */
+static void session_as(bad_env *e, uint32_t id, uint16_t port, const char *what, const rl_buf *bytes, int must_close,
+                       int want_error, int raw) {
     int fd = raw_connect(port);
+    if (!raw) ASSERT_OK(rl_test_raw_handshake(fd, &e->c.key.auth, RL_AUTH_MEMBER, 0, 5000));
     raw_send(fd, bytes->data, bytes->len);
     int closed;
     if (must_close) {
@@ -192,6 +180,91 @@ static void session(bad_env *e, uint32_t id, uint16_t port, const char *what, co
     good_client(e, id, port, what);
 }
 
+static void session(bad_env *e, uint32_t id, uint16_t port, const char *what, const rl_buf *bytes, int must_close,
+                    int want_error) {
+    session_as(e, id, port, what, bytes, must_close, want_error, 0);
+}
+
+/* The handshake attacked: every attempt is refused (the right error, or a close), and the server
+ * lives on. */
+static void attack_handshake(bad_env *e, uint32_t id, uint16_t port, uint64_t *rs) {
+    rl_buf b;
+    rl__buf_init(&b);
+    /* A version-1 client: HELLO first. */
+    hello(&b, RL_PROTOCOL_MAGIC, 1);
+    session_as(e, id, port, "a HELLO before the handshake", &b, 1, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, 1);
+    rl__buf_reset(&b);
+    frame(&b, RL_MSG_PING, 0, 1, "\x00\x00\x00\x00", 4);
+    session_as(e, id, port, "PING before the handshake", &b, 1, 0, 1);
+    /* A frame longer than a HELLO before the handshake: closed at its header. */
+    rl__buf_reset(&b);
+    {
+        uint8_t h[RL_FRAME_HEADER_LEN];
+        rl_frame_header fh = {
+            .payload_len = RL_NET_HANDSHAKE_MAX_PAYLOAD + 1, .type = RL_MSG_AUTH, .flags = 0, .id = 0};
+        rl__frame_header_encode(&fh, h);
+        rl__buf_append(&b, h, sizeof h);
+    }
+    session_as(e, id, port, "an AUTH longer than a HELLO", &b, 1, 0, 1);
+    for (int round = 0; round < 10; round++) {
+        rl__buf_reset(&b);
+        size_t n = 1 + rl_test_rand_below(rs, 200);
+        for (size_t i = 0; i < n; i++) rl__buf_append_byte(&b, (uint8_t)rl_test_rand(rs));
+        session_as(e, id, port, "random bytes before the handshake", &b, 0, 0, 1);
+    }
+    /* Proofs: a flipped bit, another cluster's name, a member claim with the client key only. */
+    rl_net_auth other, client;
+    rl_test_auth_member(&other, 1);
+    rl_test_auth_client(&client, 0);
+    memcpy(client.cluster_key, e->c.key.auth.cluster_key, sizeof client.cluster_key); /* this cluster's file */
+    struct {
+        const char *what;
+        const rl_net_auth *auth;
+        int cls;
+        unsigned flags;
+        int want;
+    } cases[] = {
+        {"a member proof with a flipped bit", &e->c.key.auth, RL_AUTH_MEMBER, RL_TEST_HS_BAD_PROOF,
+         RL_E_UNAUTHORIZED_ATTEMPT},
+        {"a client proof with a flipped bit", &e->c.key.auth, RL_AUTH_CLIENT, RL_TEST_HS_BAD_PROOF,
+         RL_E_INVALID_CLUSTER_ID},
+        {"another cluster's name", &other, RL_AUTH_CLIENT, 0, RL_E_INVALID_CLUSTER_ID},
+        {"another cluster's member key", &other, RL_AUTH_MEMBER, 0, RL_E_UNAUTHORIZED_ATTEMPT},
+        {"a member claim with the cluster file only", &client, RL_AUTH_MEMBER, 0, RL_E_UNAUTHORIZED_ATTEMPT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int fd = raw_connect(port);
+        int rc = rl_test_raw_handshake(fd, cases[i].auth, cases[i].cls, cases[i].flags, 5000);
+        if (rc != cases[i].want)
+            fail_msg("%s to process %u: %s, expected %s", cases[i].what, id, rl_error_name(rc),
+                     rl_error_name(cases[i].want));
+        if (!expect_closed(fd, 5000, 0)) fail_msg("%s to process %u: not closed after the refusal", cases[i].what, id);
+        close(fd);
+        good_client(e, id, port, cases[i].what);
+    }
+    /* The client key passes, but then asks for a member's role: refused at the HELLO. */
+    {
+        int fd = raw_connect(port);
+        ASSERT_OK(rl_test_raw_handshake(fd, &client, RL_AUTH_CLIENT, 0, 5000));
+        rl__buf_reset(&b);
+        rl_msg m;
+        memset(&m, 0, sizeof m);
+        m.type = RL_MSG_HELLO;
+        m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
+        m.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
+        m.u.hello_req.role = RL_ROLE_ADMIN;
+        m.u.hello_req.host = (const uint8_t *)"rl";
+        m.u.hello_req.host_len = 2;
+        ASSERT_OK(rl__msg_frame_encode(&b, 1, &m, NULL));
+        raw_send(fd, b.data, b.len);
+        if (!expect_closed(fd, 5000, RL_E_UNAUTHORIZED_ATTEMPT))
+            fail_msg("an admin HELLO with the client key to process %u: not closed", id);
+        close(fd);
+        good_client(e, id, port, "an admin HELLO with the client key");
+    }
+    rl__buf_release(&b);
+}
+
 static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     uint16_t port = 0;
     int pid = 0;
@@ -200,6 +273,7 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     rl__buf_init(&b);
     ASSERT_OK(rl__cluster_pid(e->c.dir, id, &pid, &port, &msg));
     printf("attacking process %u (pid %d, port %u)\n", id, pid, port);
+    attack_handshake(e, id, port, rs);
     /* A frame before the HELLO. */
     rl__buf_reset(&b);
     frame(&b, RL_MSG_PING, 0, 1, "\x00\x00\x00\x00", 4);
@@ -307,6 +381,7 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     rl__buf_reset(&b);
     hello(&b, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
     int fd = raw_connect(port);
+    ASSERT_OK(rl_test_raw_handshake(fd, &e->c.key.auth, RL_AUTH_MEMBER, 0, 5000));
     for (size_t i = 0; i < b.len; i++) {
         raw_send(fd, b.data + i, 1);
         usleep(1000);

@@ -48,6 +48,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "net/proto.h"
+#include "net_fixture.h"
 #include "reclayer/kv.h"
 #include "test.h"
 
@@ -87,7 +88,8 @@ typedef struct {
     char *base;     /* the test's directory */
     char dir[4200]; /* the coordinator's --dir */
     char port_file[4200];
-    char log[4200]; /* its stderr */
+    char log[4200];      /* its stderr */
+    char key_file[4200]; /* the test cluster's key file (tests/net_fixture.h) */
     pid_t pid;
     uint16_t port;
 } coord;
@@ -105,6 +107,8 @@ static int coord_start_args(coord *c, const char *const *extra) {
     fputs(k_init, f);
     fclose(f);
     unlink(c->port_file);
+    snprintf(c->key_file, sizeof c->key_file, "%s/cluster.key", c->base);
+    if (access(c->key_file, F_OK) != 0) rl_test_write_keyfile(c->key_file);
     const char *argv[32];
     int n = 0;
     argv[n++] = rl_test_bin("rlkvd");
@@ -117,6 +121,8 @@ static int coord_start_args(coord *c, const char *const *extra) {
     argv[n++] = init;
     argv[n++] = "--host";
     argv[n++] = "hostA";
+    argv[n++] = "--key-file";
+    argv[n++] = c->key_file;
     for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
     argv[n] = NULL;
     char *bin = strdup(argv[0]);
@@ -222,6 +228,14 @@ static int tconn_try_open(tconn *t, uint16_t port) {
     int one = 1;
     setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     t->next_id = 1;
+    /* The handshake, as a member of the test cluster (the coordinator's key file). */
+    rl_net_auth auth;
+    rl_test_auth_member(&auth, 0);
+    if (rl_test_raw_handshake(t->fd, &auth, RL_AUTH_MEMBER, 0, 5000) != RL_OK) {
+        close(t->fd);
+        t->fd = -1;
+        return -1;
+    }
     return 0;
 }
 
@@ -545,9 +559,16 @@ TEST(coord_1_1_start_status_shard_map) {
     ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator"), 2);
     ASSERT_NOT_NULL(strstr(err, "--dir"));
     free(out), free(err);
-    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator --dir %s --window-versions abc", c.dir), 2);
+    ASSERT_EQ(
+        rl_test_run("rlkvd", &out, &err, "coordinator --dir %s --key-file %s --window-versions abc", c.dir, c.key_file),
+        2);
     free(out), free(err);
-    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator --dir %s --listen 10.0.0.1:0", c.dir), 1);
+    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator --dir %s", c.dir), 2); /* no --key-file */
+    ASSERT_NOT_NULL(strstr(err, "--key-file"));
+    free(out), free(err);
+    ASSERT_EQ(
+        rl_test_run("rlkvd", &out, &err, "coordinator --dir %s --key-file %s --listen 10.0.0.1:0", c.dir, c.key_file),
+        1);
     free(out), free(err);
     char bad[4300], fresh[4300];
     snprintf(bad, sizeof bad, "%s/bad.json", c.base);
@@ -555,13 +576,14 @@ TEST(coord_1_1_start_status_shard_map) {
     FILE *f = fopen(bad, "w");
     fputs("{\"storage\": [1], \"shards\": [{\"begin\": \"\", \"end\": \"80\", \"team\": [1]}]}", f);
     fclose(f);
-    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator --dir %s --init %s", fresh, bad), 1);
+    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator --dir %s --key-file %s --init %s", fresh, c.key_file, bad),
+              1);
     printf("bad --init: %s", err);
     ASSERT_NOT_NULL(strstr(err, "last shard must end"));
     free(out), free(err);
     coord_start_args(&c, NULL);
     ASSERT_TRUE(c.pid > 0);
-    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator --dir %s", c.dir), 1);
+    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "coordinator --dir %s --key-file %s", c.dir, c.key_file), 1);
     ASSERT_NOT_NULL(strstr(err, "locked"));
     free(out), free(err);
     coord_done(&c);

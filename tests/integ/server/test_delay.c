@@ -23,6 +23,7 @@
 
 #include "base/clock.h"
 #include "cluster_fixture.h"
+#include "net_fixture.h"
 #include "kv/cluster/cluster.h"
 #include "kv/kv_int.h"
 #include "net/proto.h"
@@ -82,15 +83,9 @@ static void set_get(rl_db *db, const char *k, const char *v) {
 
 /* ---- A raw connection with a chosen HELLO (role, host label) ------------------------------ */
 
+/* After the handshake as a member of g_c (tests/net_fixture.h). */
 static int raw_open(const char *ip, uint16_t port, uint8_t role, uint32_t id, const char *host) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_TRUE(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    ASSERT_EQ(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
-        fail_msg("connect to %s:%u: %s", ip, port, strerror(errno));
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int fd = rl_test_raw_open(ip, port, &g_c.key.auth);
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
@@ -412,12 +407,13 @@ TEST(delay_1_4_hosts) {
         rl_buf m;
         rl__buf_init(&m);
         rl_admin_conn *a = NULL;
-        ASSERT_RC(rl__admin_conn_open_at("10.0.0.1", 4500, 100, &a, &m), RL_E_INVALID_ARGUMENT); /* loopback only */
+        ASSERT_RC(rl__admin_conn_open_at("10.0.0.1", 4500, &g_c.key.auth, 100, &a, &m),
+                  RL_E_INVALID_ARGUMENT); /* loopback only */
         ASSERT_NULL(a);
         char cip[16];
         uint16_t cport;
         ASSERT_OK(rl__cluster_addr(g_c.dir, 0, cip, &cport, NULL, &m));
-        ASSERT_OK(rl__admin_conn_open_at(cip, cport, 3000, &a, &m));
+        ASSERT_OK(rl__admin_conn_open_at(cip, cport, &g_c.key.auth, 3000, &a, &m));
         rl_msg req, reply;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_GET_SHARD_MAP;
@@ -554,7 +550,7 @@ TEST(delay_1_5_bad_input) {
         ASSERT_OK(rl__cluster_addr(g_c.dir, id, ip, &port, NULL, &msg));
         /* Above 10 s: an error reply, the connection stays usable. */
         rl_admin_conn *a = NULL;
-        ASSERT_OK(rl__admin_conn_open_at(ip, port, 3000, &a, &msg));
+        ASSERT_OK(rl__admin_conn_open_at(ip, port, &g_c.key.auth, 3000, &a, &msg));
         rl_msg req, reply;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_SET_DELAY;
@@ -583,7 +579,7 @@ TEST(delay_1_5_bad_input) {
             ASSERT_EQ(eh.flags, RL_FRAME_REPLY | RL_FRAME_ERROR);
             rl_msg em;
             ASSERT_OK(rl__msg_decode(eh.type, eh.flags, (const uint8_t *)epl.data, epl.len, NULL, &em, NULL));
-            ASSERT_EQ(em.u.error.code, RL_E_CLIENT_INVALID_OPERATION);
+            ASSERT_EQ(em.u.error.code, RL_E_UNAUTHORIZED_ATTEMPT);
             ASSERT_EQ(raw_min_rtt(cfd, 3) < 5000000, 1); /* still open, and not delayed 5 ms */
             rl__buf_release(&epl);
         }

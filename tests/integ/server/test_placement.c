@@ -212,10 +212,10 @@ TEST(placement_2_1_split) {
     rl__buf_init(&msg);
     rl_version v1 = 0, v2 = 0;
     int did = -1;
-    ASSERT_OK(rl__placement_split(c.url, (const uint8_t *)"s/050", 5, 10000, &v1, &did, &msg));
+    ASSERT_OK(rl__placement_split(c.url, NULL, (const uint8_t *)"s/050", 5, 10000, &v1, &did, &msg));
     ASSERT_EQ(did, 1);
     ASSERT_TRUE(v1 > 0);
-    ASSERT_OK(rl__placement_split(c.url, (const uint8_t *)"s/050", 5, 10000, &v2, &did, &msg));
+    ASSERT_OK(rl__placement_split(c.url, NULL, (const uint8_t *)"s/050", 5, 10000, &v2, &did, &msg));
     ASSERT_EQ(did, 0);
     ASSERT_TRUE(v2 >= v1);
     char team[64];
@@ -488,8 +488,8 @@ static void assign(rl_test_cluster *c, const char *b, const char *e, const uint3
     uint32_t moved = 0;
     rl_version v = 0;
     uint64_t t0 = now_ns();
-    int rc = rl__placement_assign(c->url, (const uint8_t *)b, strlen(b), (const uint8_t *)e, strlen(e), team, n, 20000,
-                                  &v, &moved, &msg);
+    int rc = rl__placement_assign(c->url, NULL, (const uint8_t *)b, strlen(b), (const uint8_t *)e, strlen(e), team, n,
+                                  20000, &v, &moved, &msg);
     printf("assign [%s, %s) to %u%s: %s, %u shards moved at version %llu in %.1f ms %s\n", b, e, team[0],
            n > 1 ? ",..." : "", rl_error_name(rc), moved, (unsigned long long)v, (double)(now_ns() - t0) / 1e6,
            msg.len ? (char *)msg.data : "");
@@ -639,8 +639,8 @@ TEST(placement_2_3_coordinator_restart) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t2[] = {2};
-    int rc =
-        rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 1500, NULL, NULL, &msg);
+    int rc = rl__placement_assign(c.url, NULL, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 1500, NULL,
+                                  NULL, &msg);
     printf("assign with the destination stopped: %s (%s)\n", rl_error_name(rc), msg.len ? (char *)msg.data : "");
     ASSERT_RC(rc, RL_E_TIMED_OUT);
     ASSERT_TRUE(strstr((char *)msg.data, "destinations 2") != NULL);
@@ -655,8 +655,8 @@ TEST(placement_2_3_coordinator_restart) {
     ASSERT_OK(rl__cluster_wait_healthy(c.dir, 20000, &msg));
     /* The resumed move finishes: the same request now returns once it is done. */
     rl__buf_reset(&msg);
-    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL,
-                                   &msg));
+    ASSERT_OK(rl__placement_assign(c.url, NULL, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
+                                   NULL, &msg));
     char team[64];
     team_of(db, "r/000", team, sizeof team, NULL);
     ASSERT_STR_EQ(team, "2");
@@ -691,13 +691,13 @@ TEST(placement_2_5_destination_restart) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t2[] = {2};
-    ASSERT_RC(
-        rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 1000, NULL, NULL, &msg),
-        RL_E_TIMED_OUT);
+    ASSERT_RC(rl__placement_assign(c.url, NULL, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 1000, NULL,
+                                   NULL, &msg),
+              RL_E_TIMED_OUT);
     ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0); /* SIGKILL (it is stopped), then start */
     rl__buf_reset(&msg);
-    ASSERT_OK(
-        rl__placement_assign(c.url, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL, &msg));
+    ASSERT_OK(rl__placement_assign(c.url, NULL, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
+                                   NULL, &msg));
     char team[64];
     team_of(db, "", team, sizeof team, NULL);
     ASSERT_STR_EQ(team, "2");
@@ -754,8 +754,8 @@ TEST(placement_2_6_source_drops_rows) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t2[] = {2};
-    ASSERT_OK(rl__placement_assign(c.url, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL, NULL,
-                                   &msg));
+    ASSERT_OK(rl__placement_assign(c.url, NULL, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
+                                   NULL, &msg));
     json_t *st = NULL;
     int dropped = 0;
     for (int i = 0; i < 100 && !dropped; i++) { /* versions move with commits only */
@@ -784,16 +784,16 @@ TEST(placement_2_4_bad_input) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t t9[] = {9}, t1[] = {1};
-    ASSERT_RC(
-        rl__placement_assign(c.url, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, t9, 1, 5000, NULL, NULL, &msg),
-        RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__placement_assign(c.url, NULL, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, t9, 1, 5000, NULL,
+                                   NULL, &msg),
+              RL_E_INVALID_ARGUMENT);
     ASSERT_TRUE(strstr((char *)msg.data, "9") != NULL);
     /* The coordinator's own checks, past the library's: a raw admin connection. */
     char ip[16];
     uint16_t port;
     ASSERT_OK(rl__placement_coordinator(c.url, ip, &port, &msg));
     rl_admin_conn *ac;
-    ASSERT_OK(rl__admin_conn_open(port, 5000, &ac, &msg));
+    ASSERT_OK(rl__admin_conn_open(port, &c.key.auth, 5000, &ac, &msg));
     rl_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_SPLIT_SHARD;

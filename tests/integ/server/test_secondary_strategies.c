@@ -276,7 +276,7 @@ TEST(strategies_1_2_database_default) {
     };
     char url[4400];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(url, sizeof url, "%s%s", c->url, cases[i].suffix);
+        snprintf(url, sizeof url, "%.4299s%s", c->url, cases[i].suffix);
         ASSERT_OK(rl_db_open(url, NULL, &db));
         ASSERT_OK(rl_txn_begin(db, &t));
         f = mapped(t, 0, 1000, 0, 0, cases[i].flags);
@@ -296,7 +296,7 @@ TEST(strategies_1_2_database_default) {
         rl_txn_free(t);
         rl_db_close(db);
     }
-    snprintf(url, sizeof url, "%s?secondary=fast", c->url);
+    snprintf(url, sizeof url, "%.4299s?secondary=fast", c->url);
     ASSERT_RC(rl_db_open(url, NULL, &db), RL_E_BAD_URL);
     rl_db_options dopt;
     memset(&dopt, 0, sizeof dopt);

@@ -30,7 +30,9 @@ static void proc_start(proc *p, const char *dir, uint32_t id, uint16_t coord_por
     snprintf(p->port_file, sizeof p->port_file, "%s/port", dir);
     snprintf(p->log, sizeof p->log, "%s/storage.log", dir);
     unlink(p->port_file);
-    char idbuf[16], coord[32];
+    char idbuf[16], coord[32], key_file[4200];
+    snprintf(key_file, sizeof key_file, "%s/cluster.key", dir);
+    if (access(key_file, F_OK) != 0) rl_test_write_keyfile(key_file);
     snprintf(idbuf, sizeof idbuf, "%u", id);
     snprintf(coord, sizeof coord, "127.0.0.1:%u", coord_port);
     pid_t pid = fork();
@@ -41,7 +43,7 @@ static void proc_start(proc *p, const char *dir, uint32_t id, uint16_t coord_por
         int nul = open("/dev/null", O_RDWR);
         if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
         execl(rl_test_bin("rlkvd"), "rlkvd", "storage", "--dir", p->dir, "--id", idbuf, "--coordinator", coord,
-              "--port-file", p->port_file, (char *)NULL);
+              "--port-file", p->port_file, "--key-file", key_file, (char *)NULL);
         _exit(127);
     }
     p->pid = pid;
@@ -184,10 +186,29 @@ TEST(ssp_1_1_command_line) {
     }
     /* Listening outside 127.0.0.0/8 is refused (exit 1, reason logged). */
     char *dir = rl_test_tmpdir("ssp");
+    char key_file[4200];
+    snprintf(key_file, sizeof key_file, "%s/cluster.key", dir);
+    rl_test_write_keyfile(key_file);
     ASSERT_EQ(rl_test_run("rlkvd", &out, &err,
-                          "storage --dir %s/d --id 1 --coordinator 127.0.0.1:5 --listen 10.0.0.1:0", dir),
+                          "storage --dir %s/d --id 1 --coordinator 127.0.0.1:5 --key-file %s --listen 10.0.0.1:0", dir,
+                          key_file),
               1);
     ASSERT_NOT_NULL(strstr(err, "listen"));
+    free(out), free(err);
+    /* The key file: required (usage), missing (1), open to others (1, the message says chmod). */
+    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "storage --dir %s/d --id 1 --coordinator 127.0.0.1:5", dir), 2);
+    ASSERT_NOT_NULL(strstr(err, "--key-file"));
+    free(out), free(err);
+    ASSERT_EQ(rl_test_run("rlkvd", &out, &err,
+                          "storage --dir %s/d --id 1 --coordinator 127.0.0.1:5 --key-file %s/nonexistent", dir, dir),
+              1);
+    ASSERT_NOT_NULL(strstr(err, "file_not_found"));
+    free(out), free(err);
+    ASSERT_EQ(chmod(key_file, 0644), 0);
+    ASSERT_EQ(rl_test_run("rlkvd", &out, &err, "storage --dir %s/d --id 1 --coordinator 127.0.0.1:5 --key-file %s", dir,
+                          key_file),
+              1);
+    ASSERT_NOT_NULL(strstr(err, "chmod 600"));
     free(out), free(err);
     rl_test_rmtree(dir);
     free(dir);

@@ -69,6 +69,9 @@ static const kind_info KINDS[] = {
     {RL_MSG_ASSIGN_SHARD, R, "assign_shard_reply"},
     {RL_MSG_MOVE_SHARD, 0, "move_shard_req"},
     {RL_MSG_MOVE_SHARD, R, "move_shard_reply"},
+    {RL_MSG_AUTH_CHALLENGE, 0, "auth_challenge"},
+    {RL_MSG_AUTH, 0, "auth_req"},
+    {RL_MSG_AUTH, R, "auth_reply"},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -489,6 +492,27 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 36: /* move_shard_reply */ break;
+    case 37: { /* auth_challenge: fixed-length fields; "empty" is all zeros */
+        rl_msg_auth_challenge *c = &m->u.auth_challenge;
+        c->magic = RL_PROTOCOL_MAGIC;
+        c->protocol_version = RL_PROTOCOL_VERSION;
+        if (ty) memcpy(c->nonce, "challenge-nonce!", 16);
+        if (mx) memset(c->nonce, 0xff, sizeof c->nonce);
+        break;
+    }
+    case 38: { /* auth_req */
+        rl_msg_auth_req *r = &m->u.auth_req;
+        r->magic = RL_PROTOCOL_MAGIC;
+        r->protocol_version = RL_PROTOCOL_VERSION;
+        r->auth_class = ty || mx ? RL_AUTH_MEMBER : RL_AUTH_CLIENT;
+        if (ty) memcpy(r->nonce, "client-nonce-01!", 16), memcpy(r->proof, "proof-0123456789abcdef0123456789", 32);
+        if (mx) memset(r->nonce, 0xff, sizeof r->nonce), memset(r->proof, 0xff, sizeof r->proof);
+        break;
+    }
+    case 39: /* auth_reply */
+        if (ty) memcpy(m->u.auth_reply.proof, "server-proof-0123456789abcdefghi", 32);
+        if (mx) memset(m->u.auth_reply.proof, 0xff, sizeof m->u.auth_reply.proof);
+        break;
     default: fail_msg("no sample for kind %d", k);
     }
 }
@@ -541,6 +565,8 @@ static void twmuts(rl_buf *b, const rl_mutation *m, uint32_t n) {
         twb(b, m[i].p2, m[i].len2);
     }
 }
+/* n raw bytes (the fixed-length fields: no length prefix). */
+static void twfixed(rl_buf *b, const uint8_t *p, size_t n) { rl__buf_append(b, p, n); }
 static void twtail(rl_buf *b, uint8_t more, uint8_t status, const uint8_t *rt, uint32_t rtl, const uint8_t *rb,
                    uint32_t rbl, const uint8_t *re, uint32_t rel) {
     tw8(b, more);
@@ -549,6 +575,12 @@ static void twtail(rl_buf *b, uint8_t more, uint8_t status, const uint8_t *rt, u
     twb(b, rb, rbl);
     twb(b, re, rel);
 }
+
+/* The handshake's fixed-length fields are the documented 16-byte nonces and 32-byte proofs. */
+_Static_assert(sizeof(((rl_msg_auth_challenge *)0)->nonce) == 16, "AUTH_CHALLENGE nonce: 16 bytes");
+_Static_assert(sizeof(((rl_msg_auth_req *)0)->nonce) == 16, "AUTH request nonce: 16 bytes");
+_Static_assert(sizeof(((rl_msg_auth_req *)0)->proof) == 32, "AUTH request proof: 32 bytes");
+_Static_assert(sizeof(((rl_msg_auth_reply *)0)->proof) == 32, "AUTH reply proof: 32 bytes");
 
 /* Append m's payload as docs/protocol.md lays it out, without validating anything. */
 static void tw_msg(rl_buf *b, const rl_msg *m) {
@@ -561,6 +593,18 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
     }
     int reply = m->flags == R;
     switch (m->type * 2 + reply) {
+    case RL_MSG_AUTH_CHALLENGE * 2: {
+        const rl_msg_auth_challenge *x = u;
+        tw32(b, x->magic), tw32(b, x->protocol_version), twfixed(b, x->nonce, 16);
+        break;
+    }
+    case RL_MSG_AUTH * 2: {
+        const rl_msg_auth_req *x = u;
+        tw32(b, x->magic), tw32(b, x->protocol_version), tw8(b, x->auth_class);
+        twfixed(b, x->nonce, 16), twfixed(b, x->proof, 32);
+        break;
+    }
+    case RL_MSG_AUTH * 2 + 1: twfixed(b, m->u.auth_reply.proof, 32); break;
     case RL_MSG_HELLO * 2: {
         const rl_msg_hello_req *x = u;
         tw32(b, x->magic), tw32(b, x->protocol_version), tw8(b, x->role), tw32(b, x->id);
@@ -824,10 +868,12 @@ TEST(net_1_1_type_names) {
             ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0);
         }
     }
-    ASSERT_EQ(known, 18);
+    ASSERT_EQ(known, 20);
     for (int k = 0; k < N_KINDS; k++) ASSERT_TRUE(rl__msg_type_known(KINDS[k].type));
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_GET_RANGE), "GET_RANGE");
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_HELLO), "HELLO");
+    ASSERT_STR_EQ(rl__msg_type_name(3), "AUTH_CHALLENGE");
+    ASSERT_STR_EQ(rl__msg_type_name(4), "AUTH");
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_GET_MAPPED_RANGE), "GET_MAPPED_RANGE");
     ASSERT_STR_EQ(rl__msg_type_name(30), "SPLIT_SHARD");
     ASSERT_STR_EQ(rl__msg_type_name(32), "MOVE_SHARD");
@@ -835,7 +881,8 @@ TEST(net_1_1_type_names) {
     ASSERT_STR_EQ(rl__msg_type_name(40), "SET_DELAY");
     ASSERT_STR_EQ(rl__msg_type_name(49), "DELAY_RESERVED");
     ASSERT_STR_EQ(rl__msg_type_name(0), "UNKNOWN");
-    ASSERT_STR_EQ(rl__msg_type_name(3), "UNKNOWN");
+    ASSERT_STR_EQ(rl__msg_type_name(5), "UNKNOWN");
+    ASSERT_STR_EQ(rl__msg_type_name(9), "UNKNOWN");
     ASSERT_STR_EQ(rl__msg_type_name(-1), "UNKNOWN");
     ASSERT_STR_EQ(rl__msg_type_name(50), "UNKNOWN");
 }
@@ -896,6 +943,35 @@ TEST(net_2_1_round_trip_typical) {
     ASSERT_OK(rl__msg_get_key_req_decode(b.data, b.len, NULL, &gk, NULL)); /* no arrays: no arena */
     ASSERT_EQ(gk.sel.or_equal, 1);
     ASSERT_EQ(gk.sel.offset, 1);
+
+    /* The handshake's payloads through their typed functions: fixed fields, no arena needed. */
+    sample(kind_of(RL_MSG_AUTH_CHALLENGE, 0), V_TYPICAL, &a, &m);
+    rl__buf_reset(&b);
+    ASSERT_OK(rl__msg_auth_challenge_encode(&b, &m.u.auth_challenge, NULL));
+    ASSERT_EQ(b.len, 24);
+    rl_msg_auth_challenge ac;
+    ASSERT_OK(rl__msg_auth_challenge_decode(b.data, b.len, NULL, &ac, NULL));
+    ASSERT_EQ(ac.magic, RL_PROTOCOL_MAGIC);
+    ASSERT_EQ(ac.protocol_version, RL_PROTOCOL_VERSION);
+    ASSERT_MEM_EQ(ac.nonce, 16, "challenge-nonce!", 16);
+    sample(kind_of(RL_MSG_AUTH, 0), V_TYPICAL, &a, &m);
+    rl__buf_reset(&b);
+    ASSERT_OK(rl__msg_auth_req_encode(&b, &m.u.auth_req, NULL));
+    ASSERT_EQ(b.len, 57);
+    rl_msg_auth_req ar;
+    ASSERT_OK(rl__msg_auth_req_decode(b.data, b.len, NULL, &ar, NULL));
+    ASSERT_EQ(ar.magic, RL_PROTOCOL_MAGIC);
+    ASSERT_EQ(ar.protocol_version, RL_PROTOCOL_VERSION);
+    ASSERT_EQ(ar.auth_class, RL_AUTH_MEMBER);
+    ASSERT_MEM_EQ(ar.nonce, 16, "client-nonce-01!", 16);
+    ASSERT_MEM_EQ(ar.proof, 32, "proof-0123456789abcdef0123456789", 32);
+    sample(kind_of(RL_MSG_AUTH, R), V_TYPICAL, &a, &m);
+    rl__buf_reset(&b);
+    ASSERT_OK(rl__msg_auth_reply_encode(&b, &m.u.auth_reply, NULL));
+    ASSERT_EQ(b.len, 32);
+    rl_msg_auth_reply ap;
+    ASSERT_OK(rl__msg_auth_reply_decode(b.data, b.len, NULL, &ap, NULL));
+    ASSERT_MEM_EQ(ap.proof, 32, "server-proof-0123456789abcdefghi", 32);
     rl__buf_release(&b);
     rl__arena_release(&a);
 }
@@ -949,7 +1025,54 @@ TEST(net_2_4_golden_bytes) {
     m.type = RL_MSG_HELLO;
     m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, RL_ROLE_STORAGE, 7, LIT("h1")};
     encode_into(&b, &m);
-    ASSERT_MEM_EQ(b.data, b.len, "RLKV\x01\0\0\0\x02\x07\0\0\0\x02\0\0\0h1", 19);
+    ASSERT_MEM_EQ(b.data, b.len, "RLKV\x02\0\0\0\x02\x07\0\0\0\x02\0\0\0h1", 19);
+
+    /* The handshake: AUTH_CHALLENGE (as the frame it travels in: flags 0, id 0), the AUTH request
+     * and its reply. Nonces and proofs are raw bytes, without a length. */
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_AUTH_CHALLENGE;
+    m.u.auth_challenge.magic = RL_PROTOCOL_MAGIC;
+    m.u.auth_challenge.protocol_version = RL_PROTOCOL_VERSION;
+    for (int i = 0; i < 16; i++) m.u.auth_challenge.nonce[i] = (uint8_t)i;
+    encode_into(&b, &m);
+    ASSERT_MEM_EQ(b.data, b.len,
+                  "RLKV\x02\0\0\0"                                                    /* magic, version */
+                  "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f", /* nonce */
+                  24);
+    rl__buf_reset(&b);
+    ASSERT_OK(rl__msg_frame_encode(&b, 0, &m, NULL));
+    ASSERT_MEM_EQ(b.data, b.len,
+                  "\x18\0\0\0\x03\0\0\0\0\0\0\0\0\0\0\0" /* 24 bytes, type 3, flags 0, id 0 */
+                  "RLKV\x02\0\0\0"
+                  "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f",
+                  40);
+
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_AUTH;
+    m.u.auth_req.magic = RL_PROTOCOL_MAGIC;
+    m.u.auth_req.protocol_version = RL_PROTOCOL_VERSION;
+    m.u.auth_req.auth_class = RL_AUTH_MEMBER;
+    for (int i = 0; i < 16; i++) m.u.auth_req.nonce[i] = (uint8_t)(0x10 + i);
+    for (int i = 0; i < 32; i++) m.u.auth_req.proof[i] = (uint8_t)(0xe0 + i);
+    encode_into(&b, &m);
+    ASSERT_MEM_EQ(b.data, b.len,
+                  "RLKV\x02\0\0\0"                                                   /* magic, version */
+                  "\x02"                                                             /* auth_class: member */
+                  "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f" /* nonce */
+                  "\xe0\xe1\xe2\xe3\xe4\xe5\xe6\xe7\xe8\xe9\xea\xeb\xec\xed\xee\xef" /* proof */
+                  "\xf0\xf1\xf2\xf3\xf4\xf5\xf6\xf7\xf8\xf9\xfa\xfb\xfc\xfd\xfe\xff",
+                  57);
+
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_AUTH;
+    m.flags = R;
+    memset(m.u.auth_reply.proof, 0x5a, 32);
+    m.u.auth_reply.proof[0] = 0x01, m.u.auth_reply.proof[31] = 0x80;
+    encode_into(&b, &m);
+    ASSERT_MEM_EQ(b.data, b.len,
+                  "\x01ZZZZZZZZZZZZZZZ"
+                  "ZZZZZZZZZZZZZZZ\x80",
+                  32);
 
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET;
@@ -1045,7 +1168,9 @@ TEST(net_2_5_frame_encode) {
     ASSERT_EQ(b.len, 1);
     ASSERT_TRUE(strstr(why.text, "exceeds") != NULL);
     /* Unknown types and bad flags are refused by the encoder too. */
-    m.type = 3;
+    m.type = 5;
+    ASSERT_RC(rl__msg_encode(&b, &m, NULL), RL_E_INVALID_ARGUMENT);
+    m.type = RL_MSG_AUTH_CHALLENGE; /* known, but a request only: no reply (m.flags is R) */
     ASSERT_RC(rl__msg_encode(&b, &m, NULL), RL_E_INVALID_ARGUMENT);
     m.type = RL_MSG_RESERVED_ADMIN_FIRST + 3; /* 33: reserved, not a message */
     ASSERT_RC(rl__msg_encode(&b, &m, NULL), RL_E_INVALID_ARGUMENT);
@@ -1126,8 +1251,9 @@ static void damage(rl_buf *b, uint64_t *rng) {
     }
 }
 
-/* net_3_2 (randomized, seeded): damaged encodings either fail as malformed (HELLO: or as
- * incompatible) or decode to a struct that re-encodes to exactly the damaged bytes. */
+/* net_3_2 (randomized, seeded): damaged encodings either fail as malformed (HELLO, AUTH_CHALLENGE
+ * and the AUTH request: or as incompatible) or decode to a struct that re-encodes to exactly the
+ * damaged bytes. */
 TEST(net_3_2_random_damage) {
     uint64_t rng = rl_test_seed();
     rl_arena a, d_arena;
@@ -1160,7 +1286,9 @@ TEST(net_3_2_random_damage) {
                          again.len, b.len);
         } else {
             refused++;
-            if (!(rc == RL_E_MALFORMED_FRAME || (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && m.type == RL_MSG_HELLO)))
+            int versioned =
+                m.type == RL_MSG_HELLO || m.type == RL_MSG_AUTH_CHALLENGE || (m.type == RL_MSG_AUTH && m.flags == 0);
+            if (!(rc == RL_E_MALFORMED_FRAME || (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && versioned)))
                 fail_msg("iter %d %s: %s", iter, KINDS[k].name, rl_error_name(rc));
             ASSERT_TRUE(why.text[0] != 0);
         }
@@ -1289,7 +1417,26 @@ static void typical(rl_arena *a, uint16_t type, uint16_t flags, rl_msg *m) {
     sample(k, V_TYPICAL, a, m);
 }
 
-/* net_4_1: every byte-string limit at the limit is accepted and one past it refused. */
+/* The first len bytes of p (decoded from an exact copy, so a read past them is caught by ASan) are
+ * refused as (type, flags): malformed, with a reason containing want. */
+static void expect_refused(uint16_t type, uint16_t flags, const uint8_t *p, size_t len, const char *want) {
+    uint8_t *c = malloc(len ? len : 1);
+    assert_non_null(c);
+    if (len) memcpy(c, p, len);
+    rl_arena a;
+    rl_msg d;
+    rl_proto_why why;
+    rl__arena_init(&a, 0);
+    int rc = rl__msg_decode(type, flags, len ? c : NULL, len, &a, &d, &why);
+    if (rc != RL_E_MALFORMED_FRAME || !strstr(why.text, want))
+        fail_msg("type %u flags %u, %zu bytes: %s '%s', expected malformed_frame '%s'", type, flags, len,
+                 rl_error_name(rc), why.text, want);
+    free(c);
+    rl__arena_release(&a);
+}
+
+/* net_4_1: every byte-string limit at the limit is accepted and one past it refused; the
+ * handshake's fixed-length fields take exactly their length. */
 TEST(net_4_1_length_limits) {
     rl_arena a;
     rl__arena_init(&a, 0);
@@ -1377,6 +1524,40 @@ TEST(net_4_1_length_limits) {
         mu[0].len2 = 100005;
         expect_bad(&m, "mutations[0].p2");
     }
+
+    /* The handshake's nonces (16 bytes) and proofs (32 bytes) have no length prefix: a payload one
+     * byte short of any of them is truncated there (the field named), one byte more is trailing. */
+    {
+        rl_buf b;
+        rl__buf_init(&b);
+        typical(&a, RL_MSG_AUTH_CHALLENGE, 0, &m);
+        encode_into(&b, &m);
+        ASSERT_EQ(b.len, 4 + 4 + 16);
+        for (size_t len = 8; len < 24; len++)
+            expect_refused(RL_MSG_AUTH_CHALLENGE, 0, b.data, len, "AUTH_CHALLENGE: nonce is truncated");
+        rl__buf_append_byte(&b, 0);
+        expect_refused(RL_MSG_AUTH_CHALLENGE, 0, b.data, b.len, "AUTH_CHALLENGE: has 1 trailing bytes");
+
+        typical(&a, RL_MSG_AUTH, 0, &m);
+        encode_into(&b, &m);
+        ASSERT_EQ(b.len, 4 + 4 + 1 + 16 + 32);
+        expect_refused(RL_MSG_AUTH, 0, b.data, 8, "AUTH request: auth_class is truncated");
+        for (size_t len = 9; len < 25; len++)
+            expect_refused(RL_MSG_AUTH, 0, b.data, len, "AUTH request: nonce is truncated");
+        for (size_t len = 25; len < 57; len++)
+            expect_refused(RL_MSG_AUTH, 0, b.data, len, "AUTH request: proof is truncated");
+        rl__buf_append(&b, "xy", 2);
+        expect_refused(RL_MSG_AUTH, 0, b.data, b.len, "AUTH request: has 2 trailing bytes");
+
+        typical(&a, RL_MSG_AUTH, R, &m);
+        encode_into(&b, &m);
+        ASSERT_EQ(b.len, 32);
+        for (size_t len = 0; len < 32; len++)
+            expect_refused(RL_MSG_AUTH, R, b.data, len, "AUTH reply: proof is truncated");
+        rl__buf_append_byte(&b, 0);
+        expect_refused(RL_MSG_AUTH, R, b.data, b.len, "AUTH reply: has 1 trailing bytes");
+        rl__buf_release(&b);
+    }
     rl__arena_release(&a);
 #undef AT_LIMIT
 #undef AT_LIMIT_ARR
@@ -1441,6 +1622,15 @@ TEST(net_4_3_enums_and_integers) {
     BAD(RL_MSG_HELLO, 0, (m.u.hello_req.role = RL_ROLE_CLIENT, m.u.hello_req.id = 5), "id");
     BAD(RL_MSG_HELLO, R, m.u.hello_reply.role = 9, "role");
     BAD(RL_MSG_HELLO, R, (m.u.hello_reply.role = RL_ROLE_CLIENT, m.u.hello_reply.id = 1), "id");
+    BAD(RL_MSG_AUTH, 0, m.u.auth_req.auth_class = RL_AUTH_NONE, "auth_class");
+    BAD(RL_MSG_AUTH, 0, m.u.auth_req.auth_class = 3, "auth_class");
+    BAD(RL_MSG_AUTH, 0, m.u.auth_req.auth_class = 255, "auth_class has unknown value 255");
+    GOOD(RL_MSG_AUTH, 0, m.u.auth_req.auth_class = RL_AUTH_CLIENT);
+    GOOD(RL_MSG_AUTH, 0, m.u.auth_req.auth_class = RL_AUTH_MEMBER);
+    /* Nonces and proofs are opaque bytes: any value goes. */
+    GOOD(RL_MSG_AUTH, 0, (memset(m.u.auth_req.nonce, 0, 16), memset(m.u.auth_req.proof, 0xff, 32)));
+    GOOD(RL_MSG_AUTH_CHALLENGE, 0, memset(m.u.auth_challenge.nonce, 0x80, 16));
+    GOOD(RL_MSG_AUTH, R, memset(m.u.auth_reply.proof, 0, 32));
     BAD(RL_MSG_GET, E, m.u.error.code = 0, "code");
     BAD(RL_MSG_GET, E, m.u.error.code = -1, "code");
     GOOD(RL_MSG_GET, E, m.u.error.code = 999999);
@@ -1712,11 +1902,13 @@ TEST(net_4_5_peek_check) {
 }
 
 /* net_4_6: the handshake: a foreign magic or version is incompatible_protocol_version, with the
- * received values kept for the log; encoders still write them (for tests of bad handshakes). */
+ * received values kept for the log (and nothing after them decoded); encoders still write them
+ * (for tests of bad handshakes). HELLO, AUTH_CHALLENGE and the AUTH request share the rule. */
 TEST(net_4_6_handshake_versions) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_msg m;
+    static const uint8_t zero[32];
     typical(&a, RL_MSG_HELLO, 0, &m);
     m.u.hello_req.magic = 0x12345678;
     expect_bad_rc(&m, "magic 0x12345678", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
@@ -1727,19 +1919,94 @@ TEST(net_4_6_handshake_versions) {
     ASSERT_RC(rl__msg_hello_req_decode(b.data, b.len, &a, &h, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     ASSERT_EQ(h.magic, 0x12345678);
     ASSERT_EQ(h.protocol_version, RL_PROTOCOL_VERSION);
+    ASSERT_TRUE(h.role == 0 && h.id == 0 && h.host == NULL && h.host_len == 0);
+    ASSERT_EQ(RL_PROTOCOL_VERSION, 2);
     typical(&a, RL_MSG_HELLO, 0, &m);
-    m.u.hello_req.protocol_version = 2;
-    expect_bad_rc(&m, "version 2", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    m.u.hello_req.protocol_version = 1; /* a peer of the protocol before the handshake */
+    expect_bad_rc(&m, "version 1", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    typical(&a, RL_MSG_HELLO, 0, &m);
+    m.u.hello_req.protocol_version = 3;
+    expect_bad_rc(&m, "version 3", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     /* Only the fixed 8 bytes matter: what follows a foreign version is not looked at. */
     rl__buf_reset(&b);
-    rl__buf_append(&b, "RLKV\x02\0\0\0garbage", 15);
+    rl__buf_append(&b, "RLKV\x01\0\0\0garbage", 15);
     ASSERT_RC(rl__msg_hello_req_decode(b.data, b.len, &a, &h, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
-    ASSERT_EQ(h.protocol_version, 2);
+    ASSERT_EQ(h.protocol_version, 1);
     /* Shorter than 8 bytes is malformed. */
     ASSERT_RC(rl__msg_hello_req_decode(b.data, 7, &a, &h, NULL), RL_E_MALFORMED_FRAME);
     typical(&a, RL_MSG_HELLO, R, &m);
     m.u.hello_reply.protocol_version = 0;
     expect_bad_rc(&m, "version 0", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    typical(&a, RL_MSG_HELLO, R, &m);
+    m.u.hello_reply.protocol_version = 1;
+    expect_bad_rc(&m, "version 1", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+
+    /* AUTH_CHALLENGE. */
+    typical(&a, RL_MSG_AUTH_CHALLENGE, 0, &m);
+    m.u.auth_challenge.magic = 0x12345678;
+    expect_bad_rc(&m, "magic 0x12345678", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    rl__buf_reset(&b);
+    ASSERT_OK(rl__msg_auth_challenge_encode(&b, &m.u.auth_challenge, NULL));
+    ASSERT_EQ(b.len, 24);
+    rl_msg_auth_challenge c;
+    ASSERT_RC(rl__msg_auth_challenge_decode(b.data, b.len, &a, &c, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    ASSERT_EQ(c.magic, 0x12345678);
+    ASSERT_EQ(c.protocol_version, RL_PROTOCOL_VERSION);
+    ASSERT_MEM_EQ(c.nonce, 16, zero, 16);
+    typical(&a, RL_MSG_AUTH_CHALLENGE, 0, &m);
+    m.u.auth_challenge.protocol_version = 1;
+    expect_bad_rc(&m, "version 1", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    typical(&a, RL_MSG_AUTH_CHALLENGE, 0, &m);
+    m.u.auth_challenge.protocol_version = 3;
+    expect_bad_rc(&m, "version 3", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    rl__buf_reset(&b);
+    rl__buf_append(&b, "RLKV\x01\0\0\0garbage", 15);
+    ASSERT_RC(rl__msg_auth_challenge_decode(b.data, b.len, &a, &c, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    ASSERT_EQ(c.magic, RL_PROTOCOL_MAGIC);
+    ASSERT_EQ(c.protocol_version, 1);
+    ASSERT_RC(rl__msg_auth_challenge_decode(b.data, 7, &a, &c, NULL), RL_E_MALFORMED_FRAME);
+    b.data[4] = 2; /* our version: then the short nonce is malformed */
+    ASSERT_RC(rl__msg_auth_challenge_decode(b.data, b.len, &a, &c, NULL), RL_E_MALFORMED_FRAME);
+
+    /* The AUTH request. */
+    typical(&a, RL_MSG_AUTH, 0, &m);
+    m.u.auth_req.magic = 0x12345678;
+    expect_bad_rc(&m, "magic 0x12345678", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    rl__buf_reset(&b);
+    ASSERT_OK(rl__msg_auth_req_encode(&b, &m.u.auth_req, NULL));
+    ASSERT_EQ(b.len, 57);
+    rl_msg_auth_req r;
+    ASSERT_RC(rl__msg_auth_req_decode(b.data, b.len, &a, &r, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    ASSERT_EQ(r.magic, 0x12345678);
+    ASSERT_EQ(r.protocol_version, RL_PROTOCOL_VERSION);
+    ASSERT_EQ(r.auth_class, 0);
+    ASSERT_MEM_EQ(r.nonce, 16, zero, 16);
+    ASSERT_MEM_EQ(r.proof, 32, zero, 32);
+    typical(&a, RL_MSG_AUTH, 0, &m);
+    m.u.auth_req.protocol_version = 1;
+    expect_bad_rc(&m, "version 1", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    typical(&a, RL_MSG_AUTH, 0, &m);
+    m.u.auth_req.protocol_version = 3;
+    expect_bad_rc(&m, "version 3", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    /* A foreign version goes before a bad auth_class (which is not looked at). */
+    typical(&a, RL_MSG_AUTH, 0, &m);
+    m.u.auth_req.protocol_version = 1, m.u.auth_req.auth_class = 9;
+    expect_bad_rc(&m, "version 1", RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    rl__buf_reset(&b);
+    rl__buf_append(&b, "RLKV\x01\0\0\0garbage", 15);
+    ASSERT_RC(rl__msg_auth_req_decode(b.data, b.len, &a, &r, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    ASSERT_EQ(r.protocol_version, 1);
+    ASSERT_RC(rl__msg_auth_req_decode(b.data, 7, &a, &r, NULL), RL_E_MALFORMED_FRAME);
+    b.data[4] = 2; /* our version: then 'g' is not an auth class */
+    ASSERT_RC(rl__msg_auth_req_decode(b.data, b.len, &a, &r, NULL), RL_E_MALFORMED_FRAME);
+
+    /* The AUTH reply has no magic or version: 32 bytes that look like a foreign header are a proof. */
+    rl__buf_reset(&b);
+    rl__buf_append(&b, "RLKV\x01\0\0\0", 8);
+    rl__buf_append(&b, zero, 24);
+    rl_msg d;
+    ASSERT_OK(rl__msg_decode(RL_MSG_AUTH, R, b.data, b.len, &a, &d, NULL));
+    ASSERT_MEM_EQ(d.u.auth_reply.proof, 32, b.data, 32);
     rl__buf_release(&b);
     rl__arena_release(&a);
 }
@@ -1751,8 +2018,17 @@ TEST(net_4_7_dispatch) {
     rl_msg d;
     rl_proto_why why;
     uint8_t p[16] = {0};
-    ASSERT_RC(rl__msg_decode(3, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_TRUE(strstr(why.text, "type 3") != NULL);
+    ASSERT_RC(rl__msg_decode(5, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
+    ASSERT_TRUE(strstr(why.text, "type 5") != NULL);
+    /* The handshake's types are known: AUTH_CHALLENGE as a request only, AUTH both ways. */
+    uint8_t z[32] = {0};
+    ASSERT_RC(rl__msg_decode(RL_MSG_AUTH_CHALLENGE, 0, z, 24, &a, &d, &why), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    ASSERT_RC(rl__msg_decode(RL_MSG_AUTH_CHALLENGE, R, z, 24, &a, &d, &why), RL_E_MALFORMED_FRAME);
+    ASSERT_TRUE(strstr(why.text, "type 3 (AUTH_CHALLENGE)") != NULL);
+    ASSERT_RC(rl__msg_decode(RL_MSG_AUTH, 0, z, 32, &a, &d, &why), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
+    ASSERT_OK(rl__msg_decode(RL_MSG_AUTH, R, z, 32, &a, &d, &why));
+    ASSERT_EQ(d.type, RL_MSG_AUTH);
+    ASSERT_EQ(d.flags, R);
     for (int t = 30; t <= 49; t++) {
         if (t == RL_MSG_SET_DELAY) continue; /* known since issue 14 */
         ASSERT_RC(rl__msg_decode((uint16_t)t, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
@@ -2134,24 +2410,11 @@ TEST(net_5_2_get_fast_paths) {
         same_get_encode(&m, what);
     }
     /* The types: exactly the protocol's (proto.h; update this list with it). */
-    static const int known[] = {RL_MSG_HELLO,
-                                RL_MSG_PING,
-                                RL_MSG_GET_READ_VERSION,
-                                RL_MSG_COMMIT,
-                                RL_MSG_GET_SHARD_MAP,
-                                RL_MSG_REGISTER_STORAGE,
-                                RL_MSG_PEEK,
-                                RL_MSG_POP,
-                                RL_MSG_STATUS,
-                                RL_MSG_GET,
-                                RL_MSG_GET_KEY,
-                                RL_MSG_GET_RANGE,
-                                RL_MSG_GET_MAPPED_RANGE,
-                                RL_MSG_GET_MULTI,
-                                RL_MSG_SPLIT_SHARD,
-                                RL_MSG_ASSIGN_SHARD,
-                                RL_MSG_MOVE_SHARD,
-                                RL_MSG_SET_DELAY};
+    static const int known[] = {
+        RL_MSG_HELLO,     RL_MSG_PING,          RL_MSG_AUTH_CHALLENGE,   RL_MSG_AUTH,       RL_MSG_GET_READ_VERSION,
+        RL_MSG_COMMIT,    RL_MSG_GET_SHARD_MAP, RL_MSG_REGISTER_STORAGE, RL_MSG_PEEK,       RL_MSG_POP,
+        RL_MSG_STATUS,    RL_MSG_GET,           RL_MSG_GET_KEY,          RL_MSG_GET_RANGE,  RL_MSG_GET_MAPPED_RANGE,
+        RL_MSG_GET_MULTI, RL_MSG_SPLIT_SHARD,   RL_MSG_ASSIGN_SHARD,     RL_MSG_MOVE_SHARD, RL_MSG_SET_DELAY};
     for (int t = -2; t <= 70000; t++) {
         int want = 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) want |= known[i] == t;

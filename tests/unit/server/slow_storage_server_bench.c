@@ -62,6 +62,7 @@ static void srv_start(srv *s, uint32_t id, uint16_t cport) {
     o.coordinator_ip = "127.0.0.1";
     o.coordinator_port = cport;
     o.no_sync = 1;
+    o.auth = sst_auth();
     ASSERT_OK(rl__ss_new(&o, &s->ss, NULL));
     ASSERT_EQ(pthread_create(&s->th, NULL, srv_main, s), 0);
 }

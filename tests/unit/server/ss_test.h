@@ -22,6 +22,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+
+#include "net_fixture.h"
 #include <unistd.h>
 
 #include "base/arena.h"
@@ -55,7 +57,17 @@ static inline int sst_listen(uint16_t *out_port) {
     return fd;
 }
 
-/* Accept one connection within timeout_ms (-1 on timeout). */
+/* The test cluster's member credentials (tests/net_fixture.h): the storage servers under test
+ * get them (sst_auth), and the fake peers below prove them in the handshake. */
+static inline const rl_net_auth *sst_auth(void) {
+    static rl_net_auth a;
+    static int done;
+    if (!done) rl_test_auth_member(&a, 0), done = 1;
+    return &a;
+}
+
+/* Accept one connection within timeout_ms and run the server side of the handshake on it (-1 on
+ * timeout; a failed handshake fails the test). */
 static inline int sst_accept(int lfd, int timeout_ms) {
     struct pollfd p = {lfd, POLLIN, 0};
     if (poll(&p, 1, timeout_ms) <= 0) return -1;
@@ -63,23 +75,13 @@ static inline int sst_accept(int lfd, int timeout_ms) {
     if (fd >= 0) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        ASSERT_OK(rl_test_raw_serve_handshake(fd, sst_auth(), timeout_ms, NULL));
     }
     return fd;
 }
 
-static inline int sst_connect(uint16_t port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_TRUE(fd >= 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = htons(port);
-    ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
+/* Connect to the server under test and pass the handshake as a member. */
+static inline int sst_connect(uint16_t port) { return rl_test_raw_open("127.0.0.1", port, sst_auth()); }
 
 static inline void sst_write_all(int fd, const void *p, size_t n) {
     const uint8_t *b = p;

@@ -22,6 +22,7 @@
 
 #include "base/clock.h"
 #include "net/proto.h"
+#include "net_fixture.h"
 #include "server/coordinator.h"
 #include "storage/os.h"
 #include "test.h"
@@ -45,6 +46,9 @@ static void start(running *r, const char *dir) {
     rl_coordinator_options o;
     memset(&o, 0, sizeof o);
     o.dir = r->dir;
+    rl_net_auth auth;
+    rl_test_auth_member(&auth, 0);
+    o.auth = &auth;
     rl_buf err;
     rl__buf_init(&err);
     int rc = rl__coordinator_open(&o, &r->co, &err);
@@ -107,12 +111,9 @@ static void call(cli *c, rl_msg *m, rl_frame_header *h, rl_msg *out) {
 static void cli_open(cli *c, uint16_t port) {
     memset(c, 0, sizeof *c);
     rl__arena_init(&c->a, 0);
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(connect(c->fd, (struct sockaddr *)&a, sizeof a), 0);
+    rl_net_auth auth;
+    rl_test_auth_client(&auth, 0);
+    c->fd = rl_test_raw_open("127.0.0.1", port, &auth);
     rl_msg m, r;
     rl_frame_header h;
     memset(&m, 0, sizeof m);

@@ -243,25 +243,25 @@ TEST(placement_1_5_bad_input) {
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t team[2] = {1, 1};
-    ASSERT_RC(rl__placement_split("cluster:/nonexistent", (const uint8_t *)"", 0, 100, NULL, NULL, &msg),
+    ASSERT_RC(rl__placement_split("cluster:/nonexistent", NULL, (const uint8_t *)"", 0, 100, NULL, NULL, &msg),
               RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_split("cluster:/nonexistent", (const uint8_t *)"\xff\x01", 2, 100, NULL, NULL, &msg),
+    ASSERT_RC(rl__placement_split("cluster:/nonexistent", NULL, (const uint8_t *)"\xff\x01", 2, 100, NULL, NULL, &msg),
               RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"b", 1, (const uint8_t *)"a", 1, team, 1, 100, NULL,
-                                   NULL, &msg),
-              RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"a", 1, team, 1, 100, NULL,
-                                   NULL, &msg),
-              RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"\xff\x00", 2, team, 1, 100,
+    ASSERT_RC(rl__placement_assign("cluster:/x", NULL, (const uint8_t *)"b", 1, (const uint8_t *)"a", 1, team, 1, 100,
                                    NULL, NULL, &msg),
               RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(rl__placement_assign("cluster:/x", (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 2, 100, NULL,
+    ASSERT_RC(rl__placement_assign("cluster:/x", NULL, (const uint8_t *)"a", 1, (const uint8_t *)"a", 1, team, 1, 100,
+                                   NULL, NULL, &msg),
+              RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__placement_assign("cluster:/x", NULL, (const uint8_t *)"a", 1, (const uint8_t *)"\xff\x00", 2, team, 1,
+                                   100, NULL, NULL, &msg),
+              RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__placement_assign("cluster:/x", NULL, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 2, 100,
+                                   NULL, NULL, &msg),
+              RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__placement_assign("mem:", NULL, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 1, 100, NULL,
                                    NULL, &msg),
               RL_E_INVALID_ARGUMENT);
-    ASSERT_RC(
-        rl__placement_assign("mem:", (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 1, 100, NULL, NULL, &msg),
-        RL_E_INVALID_ARGUMENT);
     rl__buf_release(&msg);
 }
 

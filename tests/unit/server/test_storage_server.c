@@ -38,6 +38,7 @@ static void srv_start(srv *s, uint32_t id, uint16_t coord_port, const rl_ss_opti
     opt.coordinator_ip = "127.0.0.1";
     opt.coordinator_port = coord_port;
     if (!opt.future_wait_ms) opt.future_wait_ms = 300;
+    opt.auth = sst_auth();
     rl_buf err;
     rl__buf_init(&err);
     int rc = rl__ss_new(&opt, &s->ss, &err);

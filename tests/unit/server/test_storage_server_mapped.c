@@ -40,6 +40,7 @@ static void srv_start(srv *s, uint32_t id, uint16_t coord_port, int s2s_timeout_
     o.future_wait_ms = 300;
     o.s2s_timeout_ms = s2s_timeout_ms;
     o.no_sync = 1;
+    o.auth = sst_auth();
     rl_buf err;
     rl__buf_init(&err);
     int rc = rl__ss_new(&o, &s->ss, &err);

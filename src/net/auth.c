@@ -1,0 +1,116 @@
+/* auth.c — key derivation, nonces and the handshake's proofs over OpenSSL's libcrypto (auth.h
+ * gives the model; docs/protocol.md §2 the messages that carry them).
+ *
+ *   cluster_key = HMAC-SHA256(key "reclayer cluster key 1", name)
+ *   member_key  = HMAC-SHA256(key secret, "reclayer member key 1" || name)
+ *   proof       = HMAC-SHA256(key of the class, "RLKV-AUTH-1" || dir || class || server nonce ||
+ *                             client nonce)
+ *
+ * The labels keep the three uses apart (a key is never an input of another use), dir keeps the
+ * two directions apart (a proof cannot be reflected back), and the class is inside the proof so a
+ * client proof can never pass as a member's even if the keys were equal.
+ */
+#include "net/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <string.h>
+
+#include "reclayer/error.h"
+
+#define CLUSTER_LABEL "reclayer cluster key 1"
+#define MEMBER_LABEL "reclayer member key 1"
+#define PROOF_LABEL "RLKV-AUTH-1"
+
+/* HMAC-SHA256 of the concatenation of up to three parts (NULL parts are skipped). */
+static int hmac3(const uint8_t *key, size_t key_len, const void *p1, size_t n1, const void *p2, size_t n2,
+                 const void *p3, size_t n3, uint8_t out[RL_AUTH_KEY_LEN]) {
+    uint8_t stack[512];
+    size_t n = n1 + n2 + n3;
+    if (n > sizeof stack) return RL_E_INVALID_ARGUMENT;
+    size_t off = 0;
+    if (n1) memcpy(stack + off, p1, n1), off += n1;
+    if (n2) memcpy(stack + off, p2, n2), off += n2;
+    if (n3) memcpy(stack + off, p3, n3), off += n3;
+    unsigned int out_len = 0;
+    unsigned char *r = HMAC(EVP_sha256(), key, (int)key_len, stack, n, out, &out_len);
+    OPENSSL_cleanse(stack, n);
+    return r && out_len == RL_AUTH_KEY_LEN ? RL_OK : RL_E_INTERNAL_ERROR;
+}
+
+int rl__auth_init(rl_net_auth *out, const char *name, size_t name_len, const uint8_t *secret, size_t secret_len) {
+    memset(out, 0, sizeof *out);
+    if (!name || name_len == 0 || name_len > 256) return RL_E_INVALID_ARGUMENT;
+    if (secret && secret_len != RL_AUTH_SECRET_LEN) return RL_E_INVALID_ARGUMENT;
+    int rc = hmac3((const uint8_t *)CLUSTER_LABEL, strlen(CLUSTER_LABEL), name, name_len, NULL, 0, NULL, 0,
+                   out->cluster_key);
+    if (rc == RL_OK && secret) {
+        rc = hmac3(secret, secret_len, MEMBER_LABEL, strlen(MEMBER_LABEL), name, name_len, NULL, 0, out->member_key);
+        out->has_member_key = rc == RL_OK;
+    }
+    if (rc != RL_OK) OPENSSL_cleanse(out, sizeof *out);
+    return rc;
+}
+
+int rl__auth_random(void *out, size_t n) {
+    if (n == 0) return RL_OK;
+    return RAND_bytes(out, (int)n) == 1 ? RL_OK : RL_E_INTERNAL_ERROR;
+}
+
+int rl__auth_random_id(char *out, size_t len) {
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    size_t i = 0;
+    while (i < len) {
+        uint8_t b[64];
+        if (rl__auth_random(b, sizeof b) != RL_OK) return RL_E_INTERNAL_ERROR;
+        /* 62 letters and digits: bytes >= 248 (4 x 62) are dropped so every character is equally
+         * likely. */
+        for (size_t j = 0; j < sizeof b && i < len; j++)
+            if (b[j] < 248) out[i++] = alphabet[b[j] % 62];
+    }
+    out[len] = 0;
+    return RL_OK;
+}
+
+int rl__auth_id_ok(const char *id, size_t len) {
+    if (len < RL_AUTH_ID_MIN) return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return 0;
+    }
+    return 1;
+}
+
+int rl__auth_proof(const rl_net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
+                   const uint8_t client_nonce[RL_AUTH_NONCE_LEN], uint8_t out[RL_AUTH_PROOF_LEN]) {
+    memset(out, 0, RL_AUTH_PROOF_LEN);
+    if ((cls != RL_AUTH_CLIENT && cls != RL_AUTH_MEMBER) || (dir != 'C' && dir != 'S')) return RL_E_INVALID_ARGUMENT;
+    if (cls == RL_AUTH_MEMBER && !a->has_member_key) return RL_E_UNAUTHORIZED_ATTEMPT;
+    const uint8_t *key = cls == RL_AUTH_MEMBER ? a->member_key : a->cluster_key;
+    uint8_t head[sizeof PROOF_LABEL - 1 + 2];
+    memcpy(head, PROOF_LABEL, sizeof PROOF_LABEL - 1);
+    head[sizeof head - 2] = (uint8_t)dir;
+    head[sizeof head - 1] = (uint8_t)cls;
+    return hmac3(key, RL_AUTH_KEY_LEN, head, sizeof head, server_nonce, RL_AUTH_NONCE_LEN, client_nonce,
+                 RL_AUTH_NONCE_LEN, out);
+}
+
+int rl__auth_verify(const rl_net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
+                    const uint8_t client_nonce[RL_AUTH_NONCE_LEN], const uint8_t proof[RL_AUTH_PROOF_LEN]) {
+    uint8_t want[RL_AUTH_PROOF_LEN];
+    int rc = rl__auth_proof(a, cls, dir, server_nonce, client_nonce, want);
+    if (rc == RL_OK && CRYPTO_memcmp(want, proof, RL_AUTH_PROOF_LEN) != 0)
+        rc = cls == RL_AUTH_MEMBER ? RL_E_UNAUTHORIZED_ATTEMPT : RL_E_INVALID_CLUSTER_ID;
+    OPENSSL_cleanse(want, sizeof want);
+    return rc;
+}
+
+const char *rl__auth_class_name(int cls) {
+    switch (cls) {
+    case RL_AUTH_CLIENT: return "client";
+    case RL_AUTH_MEMBER: return "member";
+    default: return "none";
+    }
+}

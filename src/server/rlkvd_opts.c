@@ -1,0 +1,22 @@
+/* rlkvd_opts.c — what both rlkvd roles do with the options they share (server.h,
+ * RL__RLKVD_COMMON_OPTS): read the cluster's key file and turn the limits into rl_net_limits. */
+#include <stdio.h>
+
+#include "reclayer/error.h"
+#include "server/keyfile.h"
+#include "server/server.h"
+
+int rl__rlkvd_credentials(const rl__rlkvd_opts *c, const char *who, rl_keyfile *out_kf, rl_net_limits *out_lim) {
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int rc = rl__keyfile_read(c->key_file, out_kf, &msg);
+    if (rc != RL_OK)
+        fprintf(stderr, "%s: cannot start: %s (%s)\n", who, msg.len ? (const char *)msg.data : rl_error_message(rc),
+                rl_error_name(rc));
+    rl__buf_release(&msg);
+    out_lim->max_conns = (uint32_t)c->max_conns;
+    out_lim->max_handshakes = (uint32_t)c->max_handshakes;
+    out_lim->handshake_timeout_ms = (uint32_t)c->handshake_timeout_ms;
+    out_lim->max_queued_bytes = c->max_queued_bytes;
+    return rc;
+}
