@@ -56,20 +56,24 @@ int rl__keyfile_create(const char *path, const char *description, rl_keyfile *ou
         return failf(msg, rc, "cannot derive the cluster's keys");
     rl_buf text;
     rl__buf_init(&text);
-    rl__buf_printf(&text,
-                   "# reclayer key file: this cluster's name and member secret. Keep it mode 0600: whoever\n"
-                   "# reads it can serve as a storage server, read and drop the commit log, and administer\n"
-                   "# the cluster. The cluster file (clients) holds only the name.\n"
-                   "cluster %s\nsecret ",
-                   k.name);
-    rl__buf_append_hex(&text, k.secret, sizeof k.secret);
-    rl__buf_append_str(&text, "\n");
+    rl__keyfile_format(&k, &text);
     rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY : rl__os_write_file_private(path, text.data, text.len, KF_WHO, msg);
     memset(text.data, 0, text.len);
     rl__buf_release(&text);
     if (rc == RL_OK && out) *out = k;
     memset(&k, 0, sizeof k);
     return rc;
+}
+
+void rl__keyfile_format(const rl_keyfile *k, rl_buf *out) {
+    rl__buf_printf(out,
+                   "# reclayer key file: this cluster's name and member secret. Keep it mode 0600: whoever\n"
+                   "# reads it can serve as a storage server, read and drop the commit log, and administer\n"
+                   "# the cluster. The cluster file (clients) holds only the name.\n"
+                   "cluster %s\nsecret ",
+                   k->name);
+    rl__buf_append_hex(out, k->secret, sizeof k->secret);
+    rl__buf_append_str(out, "\n");
 }
 
 /* Split off the next line of [*p, end): its start and length without the newline. 0 at the end. */
@@ -83,7 +87,7 @@ static int next_line(const char **p, const char *end, const char **line, size_t 
     return 1;
 }
 
-/* Parse the text of a key file into k. */
+/* Parse the text of a key file into k (keyfile.h: rl__keyfile_parse). */
 static int parse(const char *path, const char *text, size_t n, rl_keyfile *k, rl_buf *msg) {
     const char *p = text, *end = text + n, *line;
     size_t len;
@@ -127,6 +131,13 @@ static int parse(const char *path, const char *text, size_t n, rl_keyfile *k, rl
                      have_name ? "secret" : "cluster");
     int rc = rl__auth_init(&k->auth, k->name, strlen(k->name), k->secret, sizeof k->secret);
     return rc == RL_OK ? RL_OK : failf(msg, rc, "%s: cannot derive the cluster's keys", path);
+}
+
+int rl__keyfile_parse(const char *path, const char *text, size_t n, rl_keyfile *out, rl_buf *msg) {
+    memset(out, 0, sizeof *out);
+    int rc = parse(path, text, n, out, msg);
+    if (rc != RL_OK) memset(out, 0, sizeof *out);
+    return rc;
 }
 
 int rl__keyfile_read(const char *path, rl_keyfile *out, rl_buf *msg) {

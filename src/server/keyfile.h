@@ -48,6 +48,15 @@ int rl__keyfile_create(const char *path, const char *description, rl_keyfile *ou
  * RL_E_IO_ERROR; msg gets a one-line reason naming the file. */
 int rl__keyfile_read(const char *path, rl_keyfile *out, rl_buf *msg);
 
+/* rl__keyfile_parse — parse the text of a key file (n bytes, not NUL-terminated) into *out (zeroed
+ * on failure): the lines and checks of rl__keyfile_read without the file. path only names the
+ * file in messages. Pure but for libcrypto's HMAC. RL_OK, RL_E_INVALID_ARGUMENT,
+ * RL_E_INTERNAL_ERROR. */
+int rl__keyfile_parse(const char *path, const char *text, size_t n, rl_keyfile *out, rl_buf *msg);
+
+/* rl__keyfile_format — the text rl__keyfile_create writes for k's name and secret, into out. */
+void rl__keyfile_format(const rl_keyfile *k, rl_buf *out);
+
 /* rl__keyfile_in_dir — "DIR/cluster.key" into out (cap bytes). Returns RL_OK or
  * RL_E_INVALID_ARGUMENT (too long). */
 int rl__keyfile_in_dir(const char *dir, char *out, size_t cap);
