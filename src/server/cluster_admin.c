@@ -52,6 +52,7 @@
 #include "base/clock.h"
 #include "kv/cluster/clusterfile.h"
 #include "net/netem.h"
+#include "server/fatal.h"
 #include "storage/os.h"
 
 #define PATH_CAP 4096
@@ -858,9 +859,22 @@ static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg)
             p->port = (uint16_t)port;
             return RL_OK;
         }
-        if (!proc_is_ours(p))
-            return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening; see %s", name, p->pid,
-                        logf);
+        if (!proc_is_ours(p)) {
+            /* Why, when it recorded it (fatal.h): e.g. its port is taken, its directory unusable. */
+            char data[PATH_CAP];
+            json_t *fatal = NULL;
+            rl_buf ignore;
+            rl__buf_init(&ignore);
+            path_of(data, dir, "%s", name);
+            (void)rl__fatal_read(data, &fatal, &ignore);
+            rl__buf_release(&ignore);
+            const char *summary = json_string_value(json_object_get(fatal, "summary"));
+            int same = fatal && json_integer_value(json_object_get(fatal, "pid")) == p->pid;
+            rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening%s%s; see %s", name, p->pid,
+                      same && summary ? ": stopped on " : "", same && summary ? summary : "", logf);
+            json_decref(fatal);
+            return rc;
+        }
         if (now_ms() > deadline)
             return fail(msg, RL_E_TIMED_OUT, "%s (pid %d) wrote no port file %s in time; see %s", name, p->pid, portf,
                         logf);
@@ -1387,11 +1401,12 @@ int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, un
         cl_proc *p = &s->p[i];
         uint16_t port = p->port;
         rc = start_proc(dir, s, p, port, 0, deadline, msg);
-        if (rc == RL_OK && p->port != port) {
+        if (rc == RL_OK && p->port != port)
             rc = fail(msg, RL_E_INTERNAL_ERROR, "process %d came back on port %u instead of %u", i, p->port, port);
+        if (rc) { /* not left running unrecorded: one still starting at the deadline is stopped */
             proc_stop(p, 0);
+            p->running = 0;
         }
-        if (rc) p->running = 0;
     }
     rl_buf ignore;
     rl__buf_init(&ignore);
@@ -1496,6 +1511,22 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
             }
         } else {
             rl__buf_printf(&why, "%s", p->running ? "not running (the recorded pid is gone)" : "stopped");
+            /* Why it stopped, when it recorded a fatal error (fatal.h): a full disk, a failed
+             * start, ... A process that was killed (or stopped cleanly) has none. */
+            json_t *fatal = NULL;
+            rl_buf fmsg;
+            rl__buf_init(&fmsg);
+            path_of(path, dir, "%s", name);
+            int fr = rl__fatal_read(path, &fatal, &fmsg);
+            if (fatal) {
+                rl__buf_truncate(&why, 0);
+                rl__buf_printf(&why, "stopped on %s", json_string_value(json_object_get(fatal, "summary")));
+                json_object_set_new(o, "stopped_on", fatal);
+            } else if (fr) {
+                rl__buf_printf(&why, "; %s/%s unreadable: %s", name, RL_FATAL_FILE,
+                               fmsg.len ? (const char *)fmsg.data : rl_error_name(fr));
+            }
+            rl__buf_release(&fmsg);
         }
         json_object_set_new(o, "healthy", json_boolean(healthy));
         /* The process's own view of its delay when it answered, else what is recorded. */

@@ -12,6 +12,8 @@
  *                           process role, id, address, host label, pid, port, start times
  *   DIR/coordinator/        the coordinator's --dir (commit log, system keyspace)
  *   DIR/storage-ID/         storage server ID's --dir (its engine)
+ *   DIR/<role dir>/fatal.json  why the process stopped last, if it stopped on an error
+ *                           (src/server/fatal.h; `status` shows it)
  *   DIR/run/ROLE[-ID].port  the port files the processes write once listening
  *   DIR/logs/coordinator.log, DIR/logs/storage-ID.log   each process's stderr and stdout
  *   DIR/lock                flock()ed by every command that changes pids.json
@@ -172,7 +174,12 @@ int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg);
  *   {"dir": ..., "cluster_file": ..., "cluster_id", "delay_us", "jitter_us" (recorded), "ok": bool,
  *    "processes": [{"role", "id", "address", "host", "port", "pid", "log", "alive", "healthy",
  *    "delay_us", "jitter_us" (its STATUS's, else recorded), "status": <its STATUS reply or null>,
- *    "error": <why STATUS failed, when it did>}, ...]}
+ *    "error": <why STATUS failed, when it did>, "stopped_on": <for a process that is down and
+ *    recorded why it stopped (src/server/fatal.h): {"code", "name", "message", "what", "role",
+ *    "id", "pid", "time", "time_unix", "summary"}>}, ...]}
+ * A process that is down gets "error": "stopped on no_space (3005) at 2026-01-02T03:04:05Z:
+ * syncing the engine: No space left on device" when it recorded a fatal error, else "not running
+ * (the recorded pid is gone)" or "stopped" (a process killed, or stopped cleanly, records none).
  * healthy: the coordinator answered STATUS (coordinator) / the coordinator lists the server as
  * registered and healthy and it answered STATUS (storage). Returns RL_OK when every process is
  * alive and healthy, RL_E_SERVER_UNAVAILABLE when something is down (*out still filled), other

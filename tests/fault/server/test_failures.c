@@ -11,12 +11,18 @@
  *   fail-1.3  `rl kv get` and `rl load` against a killed storage server print the waiting report
  *             (which server, which request, since when) and exit 1 with transaction_timed_out
  *             (1031) after --timeout.
+ *   fail-1.4  a coordinator that cannot start (its port taken) records why in its fatal.json, and
+ *             `rl cluster status` shows it; a later successful start clears it. A process killed
+ *             with kill -9 records nothing. (A storage server on a full disk: test_disk_full.c.)
  *
  * Every process is started by the fixture (tests/cluster_fixture.h) and stopped by recorded pid
  * whatever happens; every wait polls a condition with a deadline.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +31,7 @@
 #include <jansson.h>
 
 #include "cluster_fixture.h"
+#include "server/fatal.h"
 #include "test.h"
 
 static int64_t mono_ms(void) {
@@ -334,4 +341,75 @@ TEST(fail_1_3_rl_waits_and_gives_up) {
     rl_test_cluster_stop(&c);
 }
 
-RL_TEST_MAIN(T(fail_1_1_restart_after_kills), T(fail_1_2_txn_timeout), T(fail_1_3_rl_waits_and_gives_up))
+/* fail-1.4: see the file comment. */
+TEST(fail_1_4_coordinator_records_why) {
+    rl_cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    rl_test_cluster c;
+    if (rl_test_cluster_start(&c, &o) != RL_OK) skip();
+    char ip[16];
+    uint16_t port = 0;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    ASSERT_OK(rl__cluster_addr(c.dir, 0, ip, &port, NULL, &msg));
+    kill9(&c, 1); /* killed: no record */
+    json_t *st = NULL;
+    ASSERT_EQ(cluster_ok(&c, &st), RL_E_SERVER_UNAVAILABLE);
+    ASSERT_NULL(json_object_get(json_array_get(json_object_get(st, "processes"), 1), "stopped_on"));
+    json_decref(st);
+    ASSERT_EQ(rl_test_cluster_restart_args(&c, "--storage 1", NULL), 0);
+    /* The coordinator's port taken while it is down: its start fails, and says why. */
+    kill9(&c, 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0); /* past TIME_WAIT */
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    ASSERT_EQ(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
+    int64_t deadline = mono_ms() + 10000; /* the old socket may linger a moment */
+    int bound = -1;
+    while ((bound = bind(fd, (struct sockaddr *)&sa, sizeof sa)) != 0 && mono_ms() < deadline) usleep(20000);
+    ASSERT_EQ(bound, 0);
+    ASSERT_EQ(listen(fd, 1), 0);
+    char *out = NULL;
+    int rc = rl_test_cluster_restart_args(&c, "--coordinator --timeout 20", &out);
+    printf("rl cluster restart --coordinator, port taken: exit %d\n%s", rc, out);
+    ASSERT_EQ(rc, 1); /* it tried 20 times, each start exiting at once, and says why */
+    ASSERT_NOT_NULL(strstr(out, "exited before listening: stopped on address_in_use (2105)"));
+    free(out);
+    deadline = mono_ms() + 15000; /* restart stops the last attempt if it was still starting */
+    while (rl_test_cluster_pid(&c, 0) != 0 && mono_ms() < deadline) usleep(20000);
+    ASSERT_EQ(rl_test_cluster_pid(&c, 0), 0);
+    ASSERT_EQ(cluster_ok(&c, &st), RL_E_SERVER_UNAVAILABLE);
+    json_t *p0 = json_array_get(json_object_get(st, "processes"), 0);
+    json_t *why = json_object_get(p0, "stopped_on");
+    ASSERT_TRUE(json_is_object(why));
+    ASSERT_STR_EQ(json_string_value(json_object_get(why, "name")), "address_in_use");
+    ASSERT_STR_EQ(json_string_value(json_object_get(why, "role")), "coordinator");
+    ASSERT_NOT_NULL(strstr(json_string_value(json_object_get(why, "what")), "starting: "));
+    ASSERT_NOT_NULL(strstr(json_string_value(json_object_get(p0, "error")), "stopped on address_in_use (2105) at "));
+    json_decref(st);
+    ASSERT_EQ(rl_test_rl(&out, "cluster status --dir '%s'", c.dir), 1);
+    printf("%s", out);
+    ASSERT_NOT_NULL(strstr(out, "stopped on address_in_use (2105)"));
+    free(out);
+    close(fd);
+    /* Started again: healthy, and the record is gone. */
+    ASSERT_EQ(rl_test_cluster_restart_args(&c, "--coordinator", NULL), 0);
+    ASSERT_OK(cluster_ok(&c, &st));
+    ASSERT_NULL(json_object_get(json_array_get(json_object_get(st, "processes"), 0), "stopped_on"));
+    json_decref(st);
+    json_t *rec = NULL;
+    char cdir[4300];
+    snprintf(cdir, sizeof cdir, "%s/coordinator", c.dir);
+    ASSERT_OK(rl__fatal_read(cdir, &rec, &msg));
+    ASSERT_NULL(rec);
+    rl__buf_release(&msg);
+    rl_test_cluster_stop(&c);
+}
+
+RL_TEST_MAIN(T(fail_1_1_restart_after_kills), T(fail_1_2_txn_timeout), T(fail_1_3_rl_waits_and_gives_up),
+             T(fail_1_4_coordinator_records_why))
