@@ -1366,9 +1366,10 @@ static void wgroup_add(wgroup *g, int *ng, int *n_other, uint32_t sid, const cha
 }
 
 /* Report (cl->report) every group of requests that has waited cl->report_ns or longer for a
- * server, one line each: "waiting 3.2 s (since 2026-01-02T10:11:12Z) for storage server 2 at
- * 127.0.0.1:4501 (host1): 1 GET request; last attempt: cannot connect: connection_failed,
- * retrying". At most one report every cl->report_ns. */
+ * server, one line each: "waiting 3.2 s (since 2026-01-02T10:11:12Z; its transaction began 8.1 s
+ * ago) for storage server 2 at 127.0.0.1:4501 (host1): 1 GET request; last attempt: cannot
+ * connect (connection_failed), retrying" (or "...; no reply yet"). At most one report every
+ * cl->report_ns. */
 static void report_waits(cluster *cl, uint64_t now) {
     if (now < cl->next_report_ns) return;
     wgroup g[REPORT_GROUPS];
@@ -1972,6 +1973,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         rl__log(RL_LOG_WARN, "cluster client: %s:%u answered a %s request with a %s reply; closing", cc->ip, cc->port,
                 rl__msg_type_name(req_type(q)), rl__msg_type_name(h->type));
         rl__conn_close(conn, 0);
+        snprintf(q->why, sizeof q->why, "a %s reply to it", rl__msg_type_name(h->type));
         fail_attempt(q, RL_E_CONNECTION_FAILED);
         return;
     }
