@@ -230,6 +230,15 @@ int rl_test_cluster_restart(rl_test_cluster *c, uint32_t id, int hard) {
     return rc;
 }
 
+int rl_test_cluster_restart_args(rl_test_cluster *c, const char *args, char **out) {
+    char *o = NULL;
+    int rc = rl_test_rl(&o, "cluster restart --dir '%s' %s", c->dir, args);
+    refresh_pids(c);
+    if (out) *out = o;
+    else free(o);
+    return rc;
+}
+
 /* Stop the cluster of slot (its copy) and free the copy. */
 static void stop_slot(int slot) {
     rl_test_cluster *copy = g_slots[slot];

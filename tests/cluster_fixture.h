@@ -59,6 +59,11 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o);
  * Returns the command's exit code (0 success); its output is printed on failure. */
 int rl_test_cluster_restart(rl_test_cluster *c, uint32_t id, int hard);
 
+/* rl_test_cluster_restart_args — `rl cluster restart --dir DIR ARGS` through the built rl (args:
+ * shell words, e.g. "--storage 2,3 --coordinator"); refreshes the signal handler's pids. Returns
+ * the command's exit code; *out (NULL: not wanted) gets its stdout and stderr, to free(). */
+int rl_test_cluster_restart_args(rl_test_cluster *c, const char *args, char **out);
+
 /* rl_test_cluster_pid — the live pid of process id (0: coordinator), 0 if it is not running. */
 int rl_test_cluster_pid(rl_test_cluster *c, uint32_t id);
 

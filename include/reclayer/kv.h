@@ -89,7 +89,13 @@ typedef enum { RL_CONFLICT_READ = 0, RL_CONFLICT_WRITE = 1 } rl_conflict_type;
 /* Transaction options (rl_txn_set_option). */
 typedef enum {
     RL_TXN_OPT_TIMEOUT_MS = 500,  /* value: ms from rl_txn_begin / rl_txn_reset (not
-                                          restarted by rl_txn_on_error, as FoundationDB); 0 = none */
+                                          restarted by rl_txn_on_error, as FoundationDB); 0 = none;
+                                          initially rl_db_options.transaction_timeout_ms. Once it
+                                          elapses every pending and later operation fails with
+                                          transaction_timed_out (1031, not retryable) until reset:
+                                          a read, read version or commit waiting on a server that
+                                          is down completes then (a commit may still have been
+                                          applied); see docs/design.md §8.5 */
     RL_TXN_OPT_RETRY_LIMIT = 501, /* value: retries by on_error, -1 = unlimited */
     RL_TXN_OPT_MAX_RETRY_DELAY_MS = 502,
     RL_TXN_OPT_SIZE_LIMIT = 503,         /* value: bytes, at most RL_TXN_SIZE_LIMIT */
@@ -166,6 +172,21 @@ typedef struct {
      * new directory with that engine and refuse (RL_E_INVALID_ARGUMENT, naming both) one that
      * holds the other. A URL's "?engine=NAME" overrides it. Read only when size covers it. */
     int engine;
+    /* Every transaction's timeout in ms, the initial value of its RL_TXN_OPT_TIMEOUT_MS
+     * (FoundationDB's transaction_timeout database option); 0: none (the default). Negative is
+     * RL_E_INVALID_ARGUMENT. Read only when size covers it. */
+    int64_t transaction_timeout_ms;
+    /* cluster: a report of the requests that wait for a server (docs/design.md §8.5, "Waiting
+     * for a server"). Once a request has waited wait_report_ms (0: never, the default), the
+     * database's network thread calls wait_report(line, wait_report_ud) with one line per server
+     * and kind of request — the server (role, id, address, host label), the request type, how
+     * many wait, since when, and why (no reply yet, or the last attempt's failure) — and again
+     * every wait_report_ms while requests wait. wait_report must not block nor call into the
+     * database; line is valid during the call. Other backends never call it. Read only when size
+     * covers it. */
+    int64_t wait_report_ms;
+    void (*wait_report)(const char *line, void *ud);
+    void *wait_report_ud;
 } rl_db_options;
 
 enum { RL_DB_ENGINE_DEFAULT = 0, RL_DB_ENGINE_MEMORY = 1, RL_DB_ENGINE_SSD = 2 };
@@ -196,8 +217,10 @@ RL_API void rl_free(void *p);
 
 /* rl_db_run — the retry loop: begin a transaction, call fn(txn, ctx), commit; on a retryable
  * error (fn's or commit's) wait with backoff (rl_txn_on_error) and run again. Returns RL_OK after a
- * successful commit, or the first non-retryable error (fn's error code as it returned it). fn must
- * be idempotent with respect to anything outside the transaction. */
+ * successful commit, or the first non-retryable error (fn's error code as it returned it) —
+ * transaction_timed_out (1031) once the database's transaction_timeout_ms (or a timeout fn set)
+ * has elapsed since the first attempt. fn must be idempotent with respect to anything outside the
+ * transaction. */
 RL_API int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx);
 
 /* ---- Transactions ------------------------------------------------------------------------ */
@@ -285,7 +308,9 @@ RL_API int rl_txn_get_committed_version(rl_txn *txn, int64_t *out);
 RL_API rl_future *rl_txn_get_versionstamp(rl_txn *txn);
 /* rl_txn_on_error — the retry step: for a retryable error, reset the transaction at once and
  * return a future that becomes ready after a backoff delay (wait for it, then run the transaction
- * again); otherwise return a future holding the error. Honours the retry limit and timeout. */
+ * again); otherwise return a future holding the error. Honours the retry limit and timeout: once
+ * the timeout has elapsed the future holds transaction_timed_out (1031), which is not retryable,
+ * so rl_db_run stops with it. */
 RL_API rl_future *rl_txn_on_error(rl_txn *txn, int error);
 
 /* ---- Futures ----------------------------------------------------------------------------- */

@@ -232,7 +232,7 @@ static int cl_place(rl_camp_topo *tp, rl_buf *msg) {
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         if (!tp->loaded[v]) continue;
         int rc = rl__tool_placement_place(tp->url[v], NULL, tp->store[v], "price_idx", index_team, (uint32_t)r, recp,
-                                          n_rec, (uint32_t)n, 0, msg);
+                                          n_rec, (uint32_t)n, 0, NULL, msg);
         if (rc) {
             rl__buf_printf(msg, " (placing %s: %s)", tp->store[v], tp->placed_text);
             return rc;
@@ -313,7 +313,7 @@ static int cl_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf 
     json_t *pl = NULL;
     int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
     if (!rc) rc = rl__camp_shard_receipt(tp->url[v], *out, msg);
-    if (!rc) rc = rl__tool_placement_show(tp->url[v], tp->store[v], "price_idx", &pl, msg);
+    if (!rc) rc = rl__tool_placement_show(tp->url[v], tp->store[v], "price_idx", NULL, &pl, msg);
     if (!rc) json_object_set(*out, "placement", json_object_get(pl, "receipt"));
     json_decref(pl);
     if (rc && *out) {

@@ -136,10 +136,11 @@ static void snap_release(snap_ctx *c) {
 }
 
 /* See placement_store.h. */
-int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out, rl_buf *msg) {
+int rl__tool_placement_show(const char *url, const char *store, const char *index, const rl__tool_wait *w, json_t **out,
+                            rl_buf *msg) {
     *out = NULL;
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
+    int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, w);
     if (rc != RL_OK) {
         rl__buf_printf(msg, "%s", rl__tool_errmsg(&t));
         return rc;
@@ -231,9 +232,10 @@ static int recs_fn(rl_txn *txn, void *ud) {
 /* See placement_store.h. */
 int rl__tool_placement_place(const char *url, const char *key_file, const char *store, const char *index,
                              const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
-                             const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, rl_buf *msg) {
+                             const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, const rl__tool_wait *w,
+                             rl_buf *msg) {
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
+    int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, w);
     if (rc != RL_OK) {
         rl__buf_printf(msg, "%s", rl__tool_errmsg(&t));
         return rc;

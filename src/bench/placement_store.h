@@ -12,17 +12,22 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "record/tool.h"
 
 /* rl__tool_placement_show — rl placement show: read the shard map, the server list and the entries of `index` of the
  * store at one read version and build {"receipt": rl__pl_receipt(...), "read_version": V} into
- * *out (the caller's, json_decref). Errors with a reason in msg. */
-int rl__tool_placement_show(const char *url, const char *store, const char *index, json_t **out, rl_buf *msg);
+ * *out (the caller's, json_decref). w (NULL: none): the transactions' timeout and wait report
+ * (rl__tool_open_with). Errors with a reason in msg. */
+int rl__tool_placement_show(const char *url, const char *store, const char *index, const rl__tool_wait *w, json_t **out,
+                            rl_buf *msg);
 /* rl__tool_placement_place — rl placement place: move the index's entries to index_team, then the store's records, split
  * evenly by record into n_rec_teams contiguous ranges, range j to rec_teams[j] (each move waits
  * until done, timeout_ms each). key_file: the cluster's key file, or NULL for the one beside the
- * cluster file (rl__placement_assign). Errors with a reason in msg. */
+ * cluster file (rl__placement_assign). w (NULL: none): the transactions' timeout and wait report
+ * (rl__tool_open_with). Errors with a reason in msg. */
 int rl__tool_placement_place(const char *url, const char *key_file, const char *store, const char *index,
                              const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
-                             const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, rl_buf *msg);
+                             const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, const rl__tool_wait *w,
+                             rl_buf *msg);
 
 #endif

@@ -27,6 +27,14 @@
  *      many operations may be outstanding at once (from one thread or many).
  *   6. close() is called once, after every operation has completed (rl_db_close's precondition:
  *      every transaction and future of the database is freed first).
+ *   7. Deadlines: a request block's deadline_ns (rl__clock_mono_ns(); 0: none) is its
+ *      transaction's timeout. An asynchronous backend completes an operation still pending at
+ *      its deadline with RL_E_TRANSACTION_TIMED_OUT soon after it (the cluster: within its sweep
+ *      period, wherever the request is — waiting for a reply, a connection, a retry or the shard
+ *      map; a commit may have been applied all the same), and never starts one past it. A
+ *      backend that completes inline may ignore it (the transaction layer refuses operations
+ *      past the timeout before they start). began_ns (0: unknown) is when the transaction began
+ *      (its timeout's start, kept across rl_txn_on_error): what a report of waits may show.
  */
 #ifndef RL_KV_BACKEND_H
 #define RL_KV_BACKEND_H
@@ -158,6 +166,8 @@ struct rl_kv_read {
      * (zero cost when 0); outputs: the events, in the read's arena, oldest first. */
     int trace;
     rl_kv_trace_event *trace_head, *trace_tail;
+    uint64_t deadline_ns; /* input (appended): contract 7 */
+    uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */
@@ -174,6 +184,8 @@ struct rl_kv_grv {
     int trace;
     int has_ev;
     rl_kv_trace_event ev;
+    uint64_t deadline_ns; /* input (appended): contract 7 */
+    uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
 };
 
 typedef struct rl_kv_commit rl_kv_commit;
@@ -194,6 +206,8 @@ struct rl_kv_commit {
     rl_version commit_version;
     uint16_t batch_order; /* the transaction's order within its commit batch */
     void *be_link;        /* the backend's own */
+    uint64_t deadline_ns; /* input (appended): contract 7 */
+    uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
 };
 
 /* ---- Locality (the ADAPTIVE fetch method's network inputs) ------------------------------- */

@@ -14,6 +14,7 @@
  * by neither option is part of DIR.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,16 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     }
     pthread_mutex_init(&db->mu, NULL);
     db->seed = rl__clock_mono_ns() ^ (uint64_t)(uintptr_t)db;
+    if (opts && (opts->size ? opts->size : sizeof *opts) >=
+                    offsetof(rl_db_options, transaction_timeout_ms) + sizeof opts->transaction_timeout_ms) {
+        if (opts->transaction_timeout_ms < 0) {
+            set_detail("rl_db_options.transaction_timeout_ms is %lld (ms: 0 for none, or more)",
+                       (long long)opts->transaction_timeout_ms);
+            rc = RL_E_INVALID_ARGUMENT;
+            goto fail_db;
+        }
+        db->txn_timeout_ms = opts->transaction_timeout_ms;
+    }
     if (!strncmp(url, "mem:", 4)) {
         if (url[4]) {
             set_detail("database URL '%.200s': mem: takes nothing after the colon (use mem: or file:DIR)", url);

@@ -14,6 +14,9 @@
  *      the start call); reads keep pointing at their caller's block, which lives until done.
  *   4. close() runs after every operation completed (backend.h contract 6); it stops and joins
  *      the worker.
+ *   5. An operation whose deadline (backend.h contract 7) has passed when the worker takes it
+ *      completes with transaction_timed_out without running; one that runs completes with its
+ *      outcome (it never waits long: the engine is in process).
  */
 #include <pthread.h>
 #include <string.h>
@@ -79,13 +82,27 @@ static void commit_inner_done(rl_kv_commit *c, int err) {
     o->done(o, err);
 }
 
+/* 1 when deadline (0: none) has passed (invariant 5). */
+static int past(uint64_t deadline) { return deadline && rl__clock_mono_ns() >= deadline; }
+
 static void run_item(deferred *d, qitem *it) {
     switch (it->kind) {
-    case Q_READ: d->in->vt->read(d->in, it->req); break;
-    case Q_GRV: d->in->vt->get_read_version(d->in, it->req); break;
+    case Q_READ: {
+        rl_kv_read *r = it->req;
+        if (past(r->deadline_ns)) r->done(r, RL_E_TRANSACTION_TIMED_OUT);
+        else d->in->vt->read(d->in, r);
+        break;
+    }
+    case Q_GRV: {
+        rl_kv_grv *g = it->req;
+        if (past(g->deadline_ns)) g->done(g, RL_E_TRANSACTION_TIMED_OUT);
+        else d->in->vt->get_read_version(d->in, g);
+        break;
+    }
     case Q_COMMIT: {
         commit_copy *cc = it->req;
-        d->in->vt->commit(d->in, &cc->inner);
+        if (past(cc->outer->deadline_ns)) commit_inner_done(&cc->inner, RL_E_TRANSACTION_TIMED_OUT);
+        else d->in->vt->commit(d->in, &cc->inner);
         break;
     }
     }

@@ -29,8 +29,10 @@
 /* ---- Database ---------------------------------------------------------------------------- */
 
 struct rl_db {
-    rl_kv_backend *be; /* owned */
-    uint64_t seed;     /* backoff jitter state (guarded by mu) */
+    rl_kv_backend *be;      /* owned */
+    uint64_t seed;          /* backoff jitter state (guarded by mu) */
+    int64_t txn_timeout_ms; /* rl_db_options.transaction_timeout_ms: every new transaction's
+                             * RL_TXN_OPT_TIMEOUT_MS (0: none); set at open, then read only */
     pthread_mutex_t mu;
     /* The upper layers' per-database slot (rl__db_slot): created once under mu, freed at close. */
     void *slot;
@@ -253,6 +255,9 @@ int rl__txn_unref_locked(rl_txn *t);
 void rl__txn_destroy(rl_txn *t);
 /* txn.c: the common precondition of every operation (cancelled, timed out, committing). */
 int rl__txn_check_usable(rl_txn *t);
+/* txn.c: the monotonic time (rl__clock_mono_ns) at which t's timeout elapses, 0 when it has
+ * none: what its backend requests carry as deadline_ns (backend.h contract 7). Under t->mu. */
+uint64_t rl__txn_deadline_ns(const rl_txn *t);
 /* txn.c: append [b, e) (copied) to the read conflict ranges, counting its size; nothing when it
  * is empty. Under t->mu. */
 int rl__txn_read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);

@@ -63,11 +63,26 @@ static void max_key(const rl_txn *t, const uint8_t **k, uint32_t *kl) {
     }
 }
 
+/* Timeouts above this many ms (about 31 years) count as this: the deadline stays far from
+ * overflowing the clock. */
+#define TIMEOUT_MS_CAP 1000000000000ll
+
+uint64_t rl__txn_deadline_ns(const rl_txn *t) {
+    if (t->timeout_ms <= 0) return 0;
+    int64_t ms = t->timeout_ms < TIMEOUT_MS_CAP ? t->timeout_ms : TIMEOUT_MS_CAP;
+    return t->start_ns + (uint64_t)ms * 1000000ull;
+}
+
+/* 1 once t's timeout has elapsed. */
+static int timed_out(const rl_txn *t) {
+    uint64_t dl = rl__txn_deadline_ns(t);
+    return dl && rl__clock_mono_ns() >= dl;
+}
+
 int rl__txn_check_usable(rl_txn *t) {
     if (t->cancelled) return RL_E_TRANSACTION_CANCELLED;
     if (t->committing) return RL_E_USED_DURING_COMMIT;
-    if (t->timeout_ms > 0 && rl__clock_mono_ns() - t->start_ns >= (uint64_t)t->timeout_ms * 1000000ull)
-        return RL_E_TRANSACTION_TIMED_OUT;
+    if (timed_out(t)) return RL_E_TRANSACTION_TIMED_OUT;
     return RL_OK;
 }
 
@@ -124,6 +139,7 @@ int rl_txn_begin(rl_db *db, rl_txn **out) {
     rl__arena_init(&t->arena, 4096);
     rl__wmap_init(&t->wm, &t->arena);
     t->retry_limit = -1;
+    t->timeout_ms = db->txn_timeout_ms; /* FoundationDB's transaction_timeout database option */
     t->max_retry_delay_ms = DEFAULT_MAX_RETRY_DELAY_MS;
     t->size_limit = RL_TXN_SIZE_LIMIT;
     t->committed_version = -1;
@@ -586,8 +602,7 @@ rl_future *rl_txn_on_error(rl_txn *t, int error) {
     rl__txn_lock(t);
     int rc = RL_OK;
     if (t->retry_limit >= 0 && t->retries >= t->retry_limit) rc = error;
-    else if (t->timeout_ms > 0 && rl__clock_mono_ns() - t->start_ns >= (uint64_t)t->timeout_ms * 1000000ull)
-        rc = RL_E_TRANSACTION_TIMED_OUT;
+    else if (timed_out(t)) rc = RL_E_TRANSACTION_TIMED_OUT;
     if (rc) {
         rl__txn_unlock(t);
         return rl__future_error(RL_FUT_NONE, rc);

@@ -258,6 +258,8 @@ static void req_init(txn_op *op, int rop) {
     memset(&r->stats, 0, sizeof r->stats);
     r->trace = __atomic_load_n(&op->t->trace_on, __ATOMIC_RELAXED) > 0;
     r->trace_head = r->trace_tail = NULL;
+    r->deadline_ns = rl__txn_deadline_ns(op->t); /* backend.h contract 7 */
+    r->began_ns = op->t->start_ns;
 }
 
 /* Add counters a onto s (every field: they are all sums, except s2s_peers, a maximum). */
@@ -780,8 +782,21 @@ static int step_commit(txn_op *op) {
             t->commit_waiting = op;
             return STEP_PARK;
         }
+        /* A commit that waited for reads (or for the read version) past the transaction's
+         * timeout is not sent: it fails as every operation does then. */
+        uint64_t dl = rl__txn_deadline_ns(t);
+        if (dl && rl__clock_mono_ns() >= dl) {
+            if (op->gen == t->gen) {
+                t->committing = 0;
+                t->commit_error = RL_E_TRANSACTION_TIMED_OUT;
+            }
+            op->io_err = RL_E_TRANSACTION_TIMED_OUT;
+            return STEP_DONE;
+        }
         op->stage = 1;
         memset(&op->c, 0, sizeof op->c);
+        op->c.deadline_ns = dl;
+        op->c.began_ns = t->start_ns;
         op->c.read_version = t->rv;
         op->c.reads = t->reads.v;
         op->c.n_reads = t->reads.n;
@@ -1009,6 +1024,8 @@ static void op_start(txn_op *op) {
         q->gen = t->gen;
         q->g.done = on_grv_done;
         q->g.trace = __atomic_load_n(&t->trace_on, __ATOMIC_RELAXED) > 0;
+        q->g.deadline_ns = rl__txn_deadline_ns(t); /* backend.h contract 7 */
+        q->g.began_ns = t->start_ns;
         t->grv = q;
         t->refs++;
         __atomic_store_n(&t->rv_ready_ns, 0, __ATOMIC_RELAXED); /* kv_stats.h rl__txn_rv_wait */

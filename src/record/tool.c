@@ -72,7 +72,29 @@ static int open_fn(rl_txn *txn, void *ud) {
     return rl_store_open(c->s, txn);
 }
 
+/* The wait report of the rl commands (rl__tool_db_options): one line on stderr. */
+static void report_wait(const char *line, void *ud) {
+    const rl__tool_wait *w = ud;
+    if (w->timeout_ms <= 0) fprintf(stderr, "%s: %s (no timeout: --timeout 0)\n", w->prog, line);
+    else
+        fprintf(stderr, "%s: %s (gives up %.1f s after the %s began: --timeout)\n", w->prog, line,
+                (double)w->timeout_ms / 1000.0, w->pings ? "ping" : "transaction");
+}
+
+void rl__tool_db_options(rl_db_options *o, const rl__tool_wait *w) {
+    if (!w) return;
+    o->transaction_timeout_ms = w->pings ? 0 : w->timeout_ms;
+    o->wait_report_ms = RL__TOOL_REPORT_MS;
+    o->wait_report = report_wait;
+    o->wait_report_ud = (void *)w;
+}
+
 int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags) {
+    return rl__tool_open_with(t, url, store_json, create_flags, open_flags, NULL);
+}
+
+int rl__tool_open_with(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags,
+                       const rl__tool_wait *w) {
     int rc;
     int must_exist = (open_flags & (RL__TOOL_MUST_EXIST | RL__TOOL_READ_ONLY)) != 0;
     rl_buf prefix;
@@ -84,6 +106,7 @@ int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t
     memset(&dbo, 0, sizeof dbo);
     dbo.size = sizeof dbo;
     dbo.read_only = (open_flags & RL__TOOL_READ_ONLY) != 0;
+    rl__tool_db_options(&dbo, w);
     if ((rc = rl_db_open(url, &dbo, &t->db))) {
         rl__errdetail_set(&t->err, "cannot open database %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
         goto fail;

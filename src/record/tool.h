@@ -49,6 +49,41 @@ int rl__order_metadata(rl_metadata **out);
 #define RL__TOOL_COUNT_MAX 100000000
 #define RL__TOOL_PADDING_MAX 9990000
 
+/* ---- Waiting for servers (issue 27; docs/design.md §8.5, "Waiting for a server") ----
+ * The rl commands that open a database report on stderr, after RL__TOOL_REPORT_MS, what a
+ * request waits for (cluster: databases: the server's role, id, address and host, the request
+ * type, since when, why), again every RL__TOOL_REPORT_MS while it waits, and give up once a
+ * transaction has run --timeout seconds (default RL__TOOL_DEFAULT_TIMEOUT_S; 0: never) with
+ * FoundationDB's transaction_timed_out (1031), printed with its code and name (exit 1). */
+#define RL__TOOL_DEFAULT_TIMEOUT_S 30
+#define RL__TOOL_REPORT_MS 3000
+
+typedef struct {
+    const char *prog;   /* the reports' prefix, e.g. "rl load" (borrowed) */
+    int64_t timeout_ms; /* every transaction's timeout (0: none) */
+    int pings;          /* 1 (rl ping): timeout_ms bounds each ping instead, and is not a
+                         * transaction timeout */
+} rl__tool_wait;
+
+/* The --timeout option of those commands (ptr: a double, seconds, initially
+ * RL__TOOL_DEFAULT_TIMEOUT_S). */
+#define RL__TOOL_OPT_TIMEOUT(ptr)                                                                                  \
+    {                                                                                                              \
+        .name = "timeout", .kind = RL_ARG_DOUBLE, .dest = (ptr), .metavar = "S", .dmin = 0, .dmax = 86400,         \
+        .help = "seconds a transaction may run (retries included) before the command gives up with "               \
+                "transaction_timed_out (1031); 0: never. A request that waits for a server is reported on stderr " \
+                "after 3 s"                                                                                        \
+    }
+
+/* rl__tool_wait_ms — --timeout's seconds as the milliseconds of rl__tool_wait.timeout_ms. */
+static inline int64_t rl__tool_wait_ms(double seconds) { return (int64_t)(seconds * 1000.0 + 0.5); }
+
+/* rl__tool_db_options — set o's transaction_timeout_ms and wait report for w (NULL: leave o as
+ * it is): the report prints "PROG: LINE" to stderr, with the timeout it will give up at. w is
+ * borrowed by the database opened with o: it must outlive it. o->size must cover the fields
+ * (sizeof). */
+void rl__tool_db_options(rl_db_options *o, const rl__tool_wait *w);
+
 /* Flags of rl__tool_open. */
 #define RL__TOOL_MUST_EXIST 0x1 /* RL_E_NOT_FOUND instead of creating the store */
 #define RL__TOOL_READ_ONLY \
@@ -75,6 +110,10 @@ int rl__tool_store_prefix(const char *json, rl_buf *out, rl__errdetail *err);
  * is closed and rl__tool_errmsg(t) says why (RL_E_NOT_FOUND: no store there, with
  * RL__TOOL_MUST_EXIST). t owns what it opened until rl__tool_close. */
 int rl__tool_open(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags);
+/* rl__tool_open_with — rl__tool_open with the timeout and wait report of w (rl__tool_db_options;
+ * NULL: none), which must outlive t's database (until rl__tool_close). */
+int rl__tool_open_with(rl__tool *t, const char *url, const char *store_json, uint32_t create_flags, unsigned open_flags,
+                       const rl__tool_wait *w);
 /* Close what rl__tool_open opened; t may be zeroed (a no-op). */
 void rl__tool_close(rl__tool *t);
 /* Save the Orders of `rl load` with order_id first .. first+n-1 into s within txn: price drawn

@@ -5,16 +5,17 @@
  *
  *     (absent/empty) --up--> RUNNING --down--> STOPPED --down--> STOPPED (idempotent)
  *                             |   ^
- *                      restart|   |healthy again
- *                             v   |
- *                          one process stopped and started again on its recorded port
+ *                      restart|   |the processes named, the coordinator and every other
+ *                             v   |process still running healthy again
+ *                          the processes named stopped and started again on their recorded ports
  *
  *   transition              function               pids.json
  *   up                      rl__cluster_up         written after the processes start, every
  *                                                  entry "running": true
  *   up fails                stop_all               entries "running": false
  *   down                    rl__cluster_down       entries "running": false
- *   restart                 rl__cluster_restart    the entry's pid and start times replaced
+ *   restart                 rl__cluster_restart_many  each named entry's pid and start times
+ *                                                  replaced
  *
  * The admin connection is a plain blocking socket with poll() deadlines (one request at a time is
  * all a command needs; the event loop of src/net/loop.h is for servers and the client backend).
@@ -52,6 +53,7 @@
 #include "kv/cluster/clusterfile.h"
 #include "server/keyfile.h"
 #include "net/netem.h"
+#include "server/fatal.h"
 #include "storage/os.h"
 
 #define PATH_CAP 4096
@@ -916,9 +918,22 @@ static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg)
             p->port = (uint16_t)port;
             return RL_OK;
         }
-        if (!proc_is_ours(p))
-            return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening; see %s", name, p->pid,
-                        logf);
+        if (!proc_is_ours(p)) {
+            /* Why, when it recorded it (fatal.h): e.g. its port is taken, its directory unusable. */
+            char data[PATH_CAP];
+            json_t *fatal = NULL;
+            rl_buf ignore;
+            rl__buf_init(&ignore);
+            path_of(data, dir, "%s", name);
+            (void)rl__fatal_read(data, &fatal, &ignore);
+            rl__buf_release(&ignore);
+            const char *summary = json_string_value(json_object_get(fatal, "summary"));
+            int same = fatal && json_integer_value(json_object_get(fatal, "pid")) == p->pid;
+            rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening%s%s; see %s", name, p->pid,
+                      same && summary ? ": stopped on " : "", same && summary ? summary : "", logf);
+            json_decref(fatal);
+            return rc;
+        }
         if (now_ms() > deadline)
             return fail(msg, RL_E_TIMED_OUT, "%s (pid %d) wrote no port file %s in time; see %s", name, p->pid, portf,
                         logf);
@@ -1043,14 +1058,18 @@ static int get_one(rl_admin_conn *c, rl_version v, const void *k, size_t kl, int
     return RL_OK;
 }
 
-/* One health probe. RL_OK when healthy; otherwise msg says what is missing (the caller retries
- * while time is left) and *culprit the index of the process it concerns (0: the coordinator).
- * conns[i] caches a connection to process i (reopened when broken). */
-static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t deadline, int *culprit, rl_buf *msg) {
+/* One health probe of the processes i with want[i] (want NULL: every process; the coordinator is
+ * always probed, since nothing is healthy without it). RL_OK when they are healthy; otherwise
+ * msg says what is missing (the caller retries while time is left) and *culprit the index of the
+ * process it concerns (0: the coordinator). conns[i] caches a connection to process i (reopened
+ * when broken). */
+static int probe(const char *dir, cl_state *s, const int *want, rl_admin_conn **conns, int64_t deadline, int *culprit,
+                 rl_buf *msg) {
     int rc = RL_OK;
     *culprit = 0;
     json_t *cst = NULL;
     for (int i = 0; i < s->n; i++) {
+        if (i > 0 && want && !want[i]) continue;
         if (!proc_is_ours(&s->p[i])) {
             char name[32], logf[PATH_CAP];
             proc_name(&s->p[i], name, sizeof name);
@@ -1075,6 +1094,7 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
     rc = status_of(conns[0], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &cst, msg);
     if (rc) goto broken0;
     for (int i = 1; i < s->n; i++) {
+        if (want && !want[i]) continue;
         if (!coord_lists_healthy(cst, s->p[i].id)) {
             *culprit = i;
             rc = fail(msg, RL_E_SERVER_UNAVAILABLE,
@@ -1108,6 +1128,7 @@ static int probe(const char *dir, cl_state *s, rl_admin_conn **conns, int64_t de
     if (rc) goto broken0;
     /* Every storage server has caught up to the commit and serves a read at its version. */
     for (int i = 1; i < s->n; i++) {
+        if (want && !want[i]) continue;
         json_t *sst = NULL;
         *culprit = i;
         rc = status_of(conns[i], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &sst, msg);
@@ -1147,13 +1168,14 @@ done:
     return rc;
 }
 
-/* Wait until s is healthy or deadline. */
-static int wait_healthy(const char *dir, cl_state *s, int64_t deadline, rl_buf *msg) {
+/* Wait until the processes of s with want[i] (NULL: all; the coordinator always) are healthy,
+ * or deadline. */
+static int wait_healthy(const char *dir, cl_state *s, const int *want, int64_t deadline, rl_buf *msg) {
     rl_admin_conn *conns[RL_CLUSTER_MAX_STORAGE + 1] = {0};
     int rc, culprit = 0;
     for (;;) {
         size_t mark = msg->len;
-        rc = probe(dir, s, conns, deadline, &culprit, msg);
+        rc = probe(dir, s, want, conns, deadline, &culprit, msg);
         if (rc == RL_OK || (rc == RL_E_SERVER_UNAVAILABLE && strstr((const char *)msg->data + mark, "has exited")))
             break;
         if (now_ms() >= deadline) {
@@ -1179,7 +1201,7 @@ int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg) {
     if (!s) return RL_E_OUT_OF_MEMORY;
     int rc = state_load(dir, s, msg);
     if (rc == RL_OK)
-        rc = wait_healthy(dir, s, now_ms() + (timeout_ms > 0 ? timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS), msg);
+        rc = wait_healthy(dir, s, NULL, now_ms() + (timeout_ms > 0 ? timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS), msg);
     free(s);
     return rc;
 }
@@ -1336,7 +1358,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     if (rc == RL_OK) rc = state_save(dir, s, msg);
     for (int i = 1; rc == RL_OK && i < s->n; i++) rc = wait_port(dir, &s->p[i], deadline, msg);
     if (rc == RL_OK) rc = state_save(dir, s, msg);
-    if (rc == RL_OK) rc = wait_healthy(dir, s, deadline, msg);
+    if (rc == RL_OK) rc = wait_healthy(dir, s, NULL, deadline, msg);
     if (rc == RL_OK) {
         rl_cluster_file cf;
         memset(&cf, 0, sizeof cf);
@@ -1388,8 +1410,23 @@ out:
 }
 
 int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl_buf *msg) {
+    return rl__cluster_restart_many(dir, &id, 1, flags, timeout_ms, msg);
+}
+
+/* The restart of several processes together (cluster_admin.h). The processes named are stopped
+ * (storage servers first, the coordinator last, as down does; one already gone is just started)
+ * and started again (the coordinator first: the storage servers connect to its recorded
+ * address), then the health wait covers the processes named, the coordinator and every other
+ * process that is still running. A process that is down and not named is not waited for (it
+ * would fail the wait at once: the bug of issue 27, where restarting one of several processes
+ * killed together always failed on another one); a note in msg names it. */
+int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, unsigned flags, int timeout_ms,
+                             rl_buf *msg) {
+    if (!ids || n_ids < 1 || n_ids > RL_CLUSTER_MAX_STORAGE + 1)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "restart needs 1 to %d processes", RL_CLUSTER_MAX_STORAGE + 1);
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
+    int named[RL_CLUSTER_MAX_STORAGE + 1] = {0}, want[RL_CLUSTER_MAX_STORAGE + 1] = {0};
     int lockfd = -1, rc = state_load(dir, s, msg); /* first without the lock: is there a cluster? */
     if (rc) goto out;
     if ((lockfd = lock_dir(dir, msg)) < 0) {
@@ -1397,31 +1434,58 @@ int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeou
         goto out;
     }
     if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
-    if (id >= (uint32_t)s->n) {
-        rc = fail(msg, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id,
-                  s->n - 1);
-        goto out;
+    for (int k = 0; k < n_ids; k++) {
+        uint32_t id = ids[k];
+        if (id >= (uint32_t)s->n) {
+            rc = fail(msg, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id,
+                      s->n - 1);
+            goto out;
+        }
+        if (named[id]) {
+            rc = fail(msg, RL_E_INVALID_ARGUMENT, "process %u is named twice", id);
+            goto out;
+        }
+        if (!s->p[id].port) {
+            rc = fail(msg, RL_E_INVALID_ARGUMENT, "process %u of %s has no recorded port", id, dir);
+            goto out;
+        }
+        named[id] = 1;
     }
-    cl_proc *p = &s->p[id];
-    if (!p->port) {
-        rc = fail(msg, RL_E_INVALID_ARGUMENT, "process %u of %s has no recorded port", id, dir);
-        goto out;
-    }
-    proc_stop(p, (flags & RL_CLUSTER_KILL) != 0);
+    for (int i = s->n - 1; i >= 0; i--)
+        if (named[i]) proc_stop(&s->p[i], (flags & RL_CLUSTER_KILL) != 0);
     int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS);
-    uint16_t port = p->port;
-    rc = start_proc(dir, s, p, port, 0, deadline, msg);
-    if (rc == RL_OK && p->port != port) {
-        rc = fail(msg, RL_E_INTERNAL_ERROR, "process %u came back on port %u instead of %u", id, p->port, port);
-        proc_stop(p, 0);
+    for (int i = 0; rc == RL_OK && i < s->n; i++) {
+        if (!named[i]) continue;
+        cl_proc *p = &s->p[i];
+        uint16_t port = p->port;
+        rc = start_proc(dir, s, p, port, 0, deadline, msg);
+        if (rc == RL_OK && p->port != port)
+            rc = fail(msg, RL_E_INTERNAL_ERROR, "process %d came back on port %u instead of %u", i, p->port, port);
+        if (rc) { /* not left running unrecorded: one still starting at the deadline is stopped */
+            proc_stop(p, 0);
+            p->running = 0;
+        }
     }
-    if (rc) p->running = 0;
     rl_buf ignore;
     rl__buf_init(&ignore);
     int src = state_save(dir, s, rc ? &ignore : msg);
     rl__buf_release(&ignore);
     if (rc == RL_OK) rc = src;
-    if (rc == RL_OK) rc = wait_healthy(dir, s, deadline, msg);
+    if (rc) goto out;
+    /* Who must be healthy: the processes named and every other one still running. */
+    int n_down = 0;
+    for (int i = 0; i < s->n; i++) {
+        want[i] = named[i] || proc_is_ours(&s->p[i]);
+        n_down += !want[i];
+    }
+    if ((rc = wait_healthy(dir, s, want, deadline, msg))) goto out;
+    for (int i = 0; i < s->n; i++) {
+        if (want[i]) continue;
+        char name[32];
+        proc_name(&s->p[i], name, sizeof name);
+        rl__buf_printf(msg, "%s%s", msg->len ? ", " : "note: not restarted and still down: ", name);
+    }
+    if (n_down) rl__buf_printf(msg, " (rl cluster status shows why; restart them too)");
 out:
     if (lockfd >= 0) close(lockfd);
     free(s);
@@ -1507,6 +1571,22 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
             }
         } else {
             rl__buf_printf(&why, "%s", p->running ? "not running (the recorded pid is gone)" : "stopped");
+            /* Why it stopped, when it recorded a fatal error (fatal.h): a full disk, a failed
+             * start, ... A process that was killed (or stopped cleanly) has none. */
+            json_t *fatal = NULL;
+            rl_buf fmsg;
+            rl__buf_init(&fmsg);
+            path_of(path, dir, "%s", name);
+            int fr = rl__fatal_read(path, &fatal, &fmsg);
+            if (fatal) {
+                rl__buf_truncate(&why, 0);
+                rl__buf_printf(&why, "stopped on %s", json_string_value(json_object_get(fatal, "summary")));
+                json_object_set_new(o, "stopped_on", fatal);
+            } else if (fr) {
+                rl__buf_printf(&why, "; %s/%s unreadable: %s", name, RL_FATAL_FILE,
+                               fmsg.len ? (const char *)fmsg.data : rl_error_name(fr));
+            }
+            rl__buf_release(&fmsg);
         }
         json_object_set_new(o, "healthy", json_boolean(healthy));
         /* The process's own view of its delay when it answered, else what is recorded. */

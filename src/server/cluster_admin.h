@@ -12,6 +12,8 @@
  *                           process role, id, address, host label, pid, port, start times
  *   DIR/coordinator/        the coordinator's --dir (commit log, system keyspace)
  *   DIR/storage-ID/         storage server ID's --dir (its engine)
+ *   DIR/<role dir>/fatal.json  why the process stopped last, if it stopped on an error
+ *                           (src/server/fatal.h; `status` shows it)
  *   DIR/run/ROLE[-ID].port  the port files the processes write once listening
  *   DIR/logs/coordinator.log, DIR/logs/storage-ID.log   each process's stderr and stdout
  *   DIR/lock                flock()ed by every command that changes pids.json
@@ -147,11 +149,21 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg);
  * *out_stopped (may be NULL) gets the number of processes signalled. */
 int rl__cluster_down(const char *dir, int *out_stopped, rl_buf *msg);
 
-/* rl__cluster_restart — stop process id (0: the coordinator, 1..N: a storage server) with
- * SIGTERM (or SIGKILL with RL_CLUSTER_KILL; a process already gone is simply started), start it
- * again with the same directory, options and port, wait until the cluster is healthy (timeout_ms,
- * 0: the default) and record its new pid. RL_E_INVALID_ARGUMENT for an unknown id. */
+/* rl__cluster_restart — rl__cluster_restart_many of the one process id. */
 int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl_buf *msg);
+
+/* rl__cluster_restart_many — restart the processes ids[0..n_ids) (0: the coordinator, 1..N:
+ * storage servers) together: stop each with SIGTERM (or SIGKILL with RL_CLUSTER_KILL; a process
+ * already gone is simply started), storage servers first; start each again with the same
+ * directory, options and port, the coordinator first; record the new pids; then wait
+ * (timeout_ms, 0: the default) until the processes named, the coordinator and every other
+ * process still running are healthy. A process that is down and not named is not waited for:
+ * on RL_OK msg holds a note naming it ("note: not restarted and still down: storage-3 ..."),
+ * and is otherwise empty. RL_E_INVALID_ARGUMENT for an unknown id, an id named twice or n_ids
+ * out of 1..RL_CLUSTER_MAX_STORAGE + 1; RL_E_SERVER_UNAVAILABLE when a process named (or the
+ * coordinator) exits; RL_E_TIMED_OUT when they are not healthy in time. */
+int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, unsigned flags, int timeout_ms,
+                             rl_buf *msg);
 
 /* rl__cluster_wait_healthy — wait until the cluster in dir is healthy (see the file comment), at
  * most timeout_ms (0: the default). RL_OK, RL_E_TIMED_OUT (msg says what was missing last),
@@ -162,7 +174,12 @@ int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg);
  *   {"dir": ..., "cluster_file": ..., "cluster_id", "delay_us", "jitter_us" (recorded), "ok": bool,
  *    "processes": [{"role", "id", "address", "host", "port", "pid", "log", "alive", "healthy",
  *    "delay_us", "jitter_us" (its STATUS's, else recorded), "status": <its STATUS reply or null>,
- *    "error": <why STATUS failed, when it did>}, ...]}
+ *    "error": <why STATUS failed, when it did>, "stopped_on": <for a process that is down and
+ *    recorded why it stopped (src/server/fatal.h): {"code", "name", "message", "what", "role",
+ *    "id", "pid", "time", "time_unix", "summary"}>}, ...]}
+ * A process that is down gets "error": "stopped on no_space (3005) at 2026-01-02T03:04:05Z:
+ * syncing the engine: No space left on device" when it recorded a fatal error, else "not running
+ * (the recorded pid is gone)" or "stopped" (a process killed, or stopped cleanly, records none).
  * healthy: the coordinator answered STATUS (coordinator) / the coordinator lists the server as
  * registered and healthy and it answered STATUS (storage). Returns RL_OK when every process is
  * alive and healthy, RL_E_SERVER_UNAVAILABLE when something is down (*out still filled), other

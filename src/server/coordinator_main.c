@@ -7,7 +7,9 @@
  *                     [--handshake-timeout-ms MS] [--max-queued-bytes N]
  *
  * Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when the coordinator cannot start or
- * fails, 2 for a usage error. Logs go to stderr (the launcher redirects them); the level is
+ * fails, 2 for a usage error. Why it stopped (src/server/fatal.h): a start that fails and a
+ * failure while serving are recorded in DIR/fatal.json before the exit; a successful start
+ * clears the record. Logs go to stderr (the launcher redirects them); the level is
  * info unless RL_LOG says otherwise.
  *
  * Signals: SIGTERM and SIGINT call rl__coordinator_stop from the handler (it only bumps an
@@ -25,6 +27,7 @@
 #include "base/log.h"
 #include "reclayer/error.h"
 #include "server/coordinator.h"
+#include "server/fatal.h"
 #include "server/server.h"
 
 static rl_coordinator *volatile g_served;      /* for the signal handler only */
@@ -110,13 +113,23 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     rl_buf err;
     rl__buf_init(&err);
     rl_coordinator *co = NULL;
+    rl_fatal_file ff;
+    rl__fatal_init(&ff);
     int rc = rl__coordinator_open(&o, &co, &err);
     if (rc != RL_OK) {
         fprintf(stderr, "rlkvd coordinator: cannot start: %s (%s)\n",
                 err.len ? (const char *)err.data : rl_error_message(rc), rl_error_name(rc));
+        char what[512];
+        snprintf(what, sizeof what, "starting: %s", err.len ? (const char *)err.data : "");
+        (void)rl__fatal_record(NULL, dir, "coordinator", 0, rc, what);
         rl__buf_release(&err);
         return 1;
     }
+    rl__buf_truncate(&err, 0);
+    /* Started: an older record goes, and the file stays open for one (fatal.h invariant 1). */
+    if (rl__fatal_reserve(&ff, dir, c.no_sync, &err) != RL_OK)
+        fprintf(stderr, "rlkvd coordinator: cannot reserve %s/%s: %s (a fatal error will not be recorded)\n", dir,
+                RL_FATAL_FILE, (const char *)err.data);
     rl__buf_release(&err);
     fprintf(stderr, "rlkvd coordinator: serving %s on %s:%u (host %s, pid %ld)%s\n", dir, ip, rl__coordinator_port(co),
             c.host, (long)getpid(), c.no_sync ? "; --no-sync: commits are NOT fsynced (benchmarks only)" : "");
@@ -125,6 +138,8 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     rc = rl__coordinator_run(co);
     g_served = NULL;
     fprintf(stderr, "rlkvd coordinator: stopping (%s)\n", rc == RL_OK ? "signal" : rl_error_name(rc));
+    if (rc != RL_OK) (void)rl__fatal_record(&ff, dir, "coordinator", 0, rc, "serving");
+    rl__fatal_release(&ff);
     rl__coordinator_close(co);
     return rc == RL_OK ? 0 : 1;
 }

@@ -224,6 +224,8 @@ struct rl_ss {
     uint16_t port;
     atomic_int fatal; /* a fatal error (rl__ss_run returns it) */
     atomic_int stopping;
+    char fatal_what[128];      /* what failed: written once by the first rl__ss_fatal ... */
+    atomic_int fatal_what_set; /* ... which then sets this (release; rl__ss_fatal_what) */
 
     /* Versions (invariant 3). */
     _Atomic rl_version applied, known;

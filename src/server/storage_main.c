@@ -9,7 +9,9 @@
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by a dedicated thread with
  * sigwait, which calls rl__ss_stop (a plain function call, no async-signal-safety needed);
  * SIGPIPE is ignored (a peer that vanished is a closed connection, not a dead process).
- * Exit codes: 0 clean stop, 1 failure, 2 usage.
+ * Why it stopped (src/server/fatal.h): a start that fails and a fatal error (a failed apply or
+ * sync: no_space, io_error, …) are recorded in DIR/fatal.json before the exit; a successful
+ * start clears the record. Exit codes: 0 clean stop, 1 failure, 2 usage.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "reclayer/error.h"
+#include "server/fatal.h"
 #include "server/server.h"
 #include "server/storage_server.h"
 #include "storage/os.h"
@@ -141,14 +144,27 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     rl_buf err;
     rl__buf_init(&err);
     rl_ss *ss = NULL;
+    rl_fatal_file ff;
+    rl__fatal_init(&ff);
     int rc = rl__ss_new(&o, &ss, &err);
     if (rc != RL_OK) {
         fprintf(stderr, "rlkvd storage: %s\n", err.len ? (const char *)err.data : rl_error_name(rc));
+        char what[512];
+        snprintf(what, sizeof what, "starting: %s", err.len ? (const char *)err.data : "");
+        (void)rl__fatal_record(NULL, dir, "storage", o.id, rc, what);
         rl__buf_release(&err);
         return 1;
     }
+    rl__buf_truncate(&err, 0);
+    /* Started: an older record of a fatal error goes (fatal.h invariant 2); the file stays open
+     * so that a fatal error on a full disk can still be recorded. */
+    if (rl__fatal_reserve(&ff, dir, c.no_sync, &err) != RL_OK)
+        rl__log(RL_LOG_WARN, "rlkvd storage %u: cannot reserve %s/%s: %s (a fatal error will not be recorded)", o.id,
+                dir, RL_FATAL_FILE, (const char *)err.data);
     rl__buf_release(&err);
     if (c.port_file && write_port_file(c.port_file, rl__ss_port(ss)) != 0) {
+        (void)rl__fatal_record(&ff, dir, "storage", o.id, RL_E_IO_ERROR, "writing the port file");
+        rl__fatal_release(&ff);
         rl__ss_free(ss);
         return 1;
     }
@@ -163,6 +179,8 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     /* Wake the signal thread if no signal came (a fatal error stopped the server). */
     pthread_kill(sig_thread, SIGUSR2);
     pthread_join(sig_thread, NULL);
+    if (rc != RL_OK) (void)rl__fatal_record(&ff, dir, "storage", o.id, rc, rl__ss_fatal_what(ss));
+    rl__fatal_release(&ff);
     rl__ss_free(ss);
     if (rc != RL_OK) {
         fprintf(stderr, "rlkvd storage %u: stopped on %s\n", o.id, rl_error_name(rc));

@@ -105,9 +105,16 @@ static int refuse_version(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, 
 
 void rl__ss_fatal(rl_ss *ss, int rc, const char *what) {
     int expected = 0;
-    if (atomic_compare_exchange_strong(&ss->fatal, &expected, rc ? rc : RL_E_INTERNAL_ERROR))
+    if (atomic_compare_exchange_strong(&ss->fatal, &expected, rc ? rc : RL_E_INTERNAL_ERROR)) {
+        snprintf(ss->fatal_what, sizeof ss->fatal_what, "%s", what);
+        atomic_store_explicit(&ss->fatal_what_set, 1, memory_order_release);
         rl__log(RL_LOG_ERROR, "storage server %u: fatal: %s: %s (%d); stopping", ss->o.id, what, rl_error_name(rc), rc);
+    }
     rl__loop_stop(ss->loop);
+}
+
+const char *rl__ss_fatal_what(const rl_ss *ss) {
+    return atomic_load_explicit(&ss->fatal_what_set, memory_order_acquire) ? ss->fatal_what : "";
 }
 
 int rl__ss_send_msg(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *buf) {

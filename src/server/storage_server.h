@@ -85,6 +85,11 @@ uint16_t rl__ss_port(const rl_ss *ss);
  * the loop failed. Call once. */
 int rl__ss_run(rl_ss *ss);
 
+/* rl__ss_fatal_what — after rl__ss_run returned a fatal error: what the server was doing when it
+ * failed ("syncing the engine", "applying version 42", …; "" if not known), for the record of
+ * src/server/fatal.h. Valid until rl__ss_free. [owner] */
+const char *rl__ss_fatal_what(const rl_ss *ss);
+
 /* rl__ss_stop — make rl__ss_run return soon. [any] */
 void rl__ss_stop(rl_ss *ss);
 

@@ -9,7 +9,7 @@
  *   rl cluster status --dir D [--json]
  *   rl cluster delay --dir D --delay-us N [--jitter-us J]
  *   rl cluster down --dir D
- *   rl cluster restart --dir D (--storage ID | --coordinator) [--kill] [--timeout S]
+ *   rl cluster restart --dir D [--storage ID[,ID...]]... [--coordinator] [--kill] [--timeout S]
  *
  * Exit codes: 0 success, 1 failure (the reason on stderr; for status: something is down),
  * 2 usage.
@@ -210,17 +210,21 @@ int rl_cmd_cluster(int argc, char **argv) {
         {0}};
     const rl_arg status_opts[] = {
         {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json, .help = "print the status as JSON"}, {0}};
-    int restart_id = 0;
+    const char *restart_ids[RL_CLUSTER_MAX_STORAGE];
+    int n_restart_ids = 0;
     const rl_arg restart_opts[] = {
         {.name = "storage",
-         .kind = RL_ARG_INT,
-         .dest = &restart_id,
-         .metavar = "ID",
-         .min = 1,
-         .max = RL_CLUSTER_MAX_STORAGE,
-         .flags = RL_ARG_NO_DEFAULT,
-         .help = "restart storage server ID"},
-        {.name = "coordinator", .kind = RL_ARG_FLAG, .dest = &coordinator, .help = "restart the coordinator"},
+         .kind = RL_ARG_STRING,
+         .dest = restart_ids,
+         .metavar = "ID[,ID...]",
+         .flags = RL_ARG_MULTI | RL_ARG_NONEMPTY,
+         .max_count = RL_CLUSTER_MAX_STORAGE,
+         .count = &n_restart_ids,
+         .help = "restart these storage servers (a comma list, or the option repeated)"},
+        {.name = "coordinator",
+         .kind = RL_ARG_FLAG,
+         .dest = &coordinator,
+         .help = "restart the coordinator (with --storage: all of them together, the coordinator first)"},
         {.name = "kill",
          .kind = RL_ARG_FLAG,
          .dest = &hard,
@@ -251,9 +255,14 @@ int rl_cmd_cluster(int argc, char **argv) {
     const rl_args_cmd down = {.name = "rl cluster down",
                               .brief =
                                   "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
-    const rl_args_cmd restart = {.name = "rl cluster restart",
-                                 .brief = "stop one process and start it again on the same port; wait until healthy",
-                                 .opts = restart_opts};
+    const rl_args_cmd restart = {
+        .name = "rl cluster restart",
+        .brief = "stop the processes named and start them again on their ports; wait until healthy",
+        .summary = "Stops each process named (SIGTERM, or SIGKILL with --kill; one already gone is just\n"
+                   "started), starts it again with its directory, options and port, and waits until the\n"
+                   "processes named, the coordinator and every other process still running are healthy.\n"
+                   "A process that is down and not named is left down, and a note on stderr names it.",
+        .opts = restart_opts};
     const rl_arg delay_opts[] = {{.name = "delay-us",
                                   .kind = RL_ARG_UINT64,
                                   .dest = &delay_us,
@@ -392,22 +401,47 @@ int rl_cmd_cluster(int argc, char **argv) {
         break;
     }
     case C_RESTART: {
-        if (coordinator == (restart_id != 0)) {
-            exit_code = rl__args_usage_error(&restart, "give exactly one of --storage ID and --coordinator");
+        uint32_t ids[RL_CLUSTER_MAX_STORAGE + 1];
+        int n_ids = 0;
+        if (coordinator) ids[n_ids++] = 0;
+        for (int i = 0; i < n_restart_ids && exit_code == 0; i++) {
+            /* Each --storage value is ID or a comma list of ids, every one parsed strictly. */
+            char item[32], why[128];
+            for (const char *p = restart_ids[i]; exit_code == 0;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+                int64_t v = 0;
+                if (len >= sizeof item)
+                    exit_code = rl__args_usage_error(&restart, "--storage: '%s' is not an id", item);
+                else if (rl__args_int64(item, 1, RL_CLUSTER_MAX_STORAGE, &v, why, sizeof why) != RL_OK)
+                    exit_code = rl__args_usage_error(&restart, "--storage: %s", why);
+                else if (n_ids == RL_CLUSTER_MAX_STORAGE + 1)
+                    exit_code = rl__args_usage_error(&restart, "--storage: too many ids");
+                else ids[n_ids++] = (uint32_t)v;
+                if (!comma) break;
+                p = comma + 1;
+            }
+        }
+        if (exit_code) break;
+        if (n_ids == 0) {
+            exit_code = rl__args_usage_error(&restart, "give --storage ID[,ID...] and/or --coordinator");
             break;
         }
-        rc = rl__cluster_restart(dir, coordinator ? 0u : (uint32_t)restart_id, hard ? RL_CLUSTER_KILL : 0, timeout_ms,
-                                 &msg);
+        rc = rl__cluster_restart_many(dir, ids, n_ids, hard ? RL_CLUSTER_KILL : 0, timeout_ms, &msg);
         if (rc) {
             exit_code = failed("restart", rc, &msg);
             break;
         }
-        int pid = 0;
-        uint16_t port = 0;
-        rl__buf_reset(&msg);
-        rl__cluster_pid(dir, coordinator ? 0u : (uint32_t)restart_id, &pid, &port, &msg);
-        printf("restarted %s%s%.0d: pid %d, port %u\n", coordinator ? "the coordinator" : "storage server",
-               coordinator ? "" : " ", coordinator ? 0 : restart_id, pid, port);
+        if (msg.len) fprintf(stderr, "rl cluster restart: %s\n", (const char *)msg.data);
+        for (int i = 0; i < n_ids; i++) {
+            int pid = 0;
+            uint16_t port = 0;
+            rl__buf_reset(&msg);
+            rl__cluster_pid(dir, ids[i], &pid, &port, &msg);
+            if (ids[i] == 0) printf("restarted the coordinator: pid %d, port %u\n", pid, port);
+            else printf("restarted storage server %u: pid %d, port %u\n", ids[i], pid, port);
+        }
         break;
     }
     case C_DELAY: {

@@ -1,9 +1,11 @@
 /* cmd_get.c — `rl get`: print one Order record as JSON, with its version.
  *
- *   rl get --db URL [--store PREFIX] --pk ID
+ *   rl get --db URL [--store PREFIX] --pk ID [--timeout S]
  *
  * Prints {"type", "pk", "version" (24 hex digits: 10-byte global + 2-byte local, or null),
  * "stored_bytes", "chunks", "record": {fields}} on one line. The database is opened read-only.
+ * A request waiting for a server is reported on stderr after 3 s, and the command gives up after
+ * --timeout seconds (default 30) with transaction_timed_out (record/tool.h, rl__tool_wait).
  * Exit codes: 0 found, 1 not found or failure, 2 usage.
  */
 #include <stdio.h>
@@ -31,8 +33,10 @@ int rl_cmd_get(int argc, char **argv) {
     const char *url = NULL, *store = NULL;
     int64_t id = 0;
     int code;
+    double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     const rl_arg opts[] = {RL__TOOL_OPT_DB(&url),
                            RL__TOOL_OPT_STORE(&store),
+                           RL__TOOL_OPT_TIMEOUT(&timeout_s),
                            {.name = "pk",
                             .kind = RL_ARG_INT64,
                             .dest = &id,
@@ -46,9 +50,10 @@ int rl_cmd_get(int argc, char **argv) {
                              .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY);
+    const rl__tool_wait w = {.prog = "rl get", .timeout_ms = rl__tool_wait_ms(timeout_s)};
+    int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, &w);
     if (rc) {
-        fprintf(stderr, "rl get: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
+        fprintf(stderr, "rl get: %s (%d): %s\n", rl_error_name(rc), rc, rl__tool_errmsg(&t));
         return 1;
     }
     rl_buf k, out;
@@ -63,7 +68,7 @@ int rl_cmd_get(int argc, char **argv) {
     if (!rc) rc = rl__tool_record_json(&r, &out);
     if (!rc) printf("%s\n", (const char *)out.data);
     else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl get: no record with order_id %lld\n", (long long)id);
-    else fprintf(stderr, "rl get: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_store_errmsg(t.s));
+    else fprintf(stderr, "rl get: %s (%d): %s %s\n", rl_error_name(rc), rc, rl_error_message(rc), rl_store_errmsg(t.s));
     rl_record_release(&r);
     rl__buf_release(&k);
     rl__buf_release(&out);

@@ -33,6 +33,7 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     const char *url = NULL, *store = NULL;
     int64_t id = 0;
     int k = 0, force = 0, code;
+    double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     static const rl_arg_choice kinds[] = {{"delete-chunk", RL_DEFECT_DELETE_CHUNK},
                                           {"stray-suffix", RL_DEFECT_STRAY_SUFFIX},
                                           {"version-key", RL_DEFECT_VERSION_KEY},
@@ -40,6 +41,7 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     const rl_arg opts[] = {
         RL__TOOL_OPT_DB(&url),
         RL__TOOL_OPT_STORE(&store),
+        RL__TOOL_OPT_TIMEOUT(&timeout_s),
         {.name = "pk",
          .kind = RL_ARG_INT64,
          .dest = &id,
@@ -71,9 +73,10 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     for (int i = 0; kinds[i].name; i++)
         if (kinds[i].value == k) kind = kinds[i].name;
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, 0, RL__TOOL_MUST_EXIST);
+    const rl__tool_wait w = {.prog = "rl inject-defect", .timeout_ms = rl__tool_wait_ms(timeout_s)};
+    int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_MUST_EXIST, &w);
     if (rc) {
-        fprintf(stderr, "rl inject-defect: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
+        fprintf(stderr, "rl inject-defect: %s (%d): %s\n", rl_error_name(rc), rc, rl__tool_errmsg(&t));
         return 1;
     }
     rl_buf kb;
@@ -86,7 +89,8 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     if (rc == RL_E_CLIENT_INVALID_OPERATION) fprintf(stderr, "rl inject-defect: refused: %s\n", rl_store_errmsg(t.s));
     else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl inject-defect: no record with order_id %lld\n", (long long)id);
     else if (rc)
-        fprintf(stderr, "rl inject-defect: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_store_errmsg(t.s));
+        fprintf(stderr, "rl inject-defect: %s (%d): %s %s\n", rl_error_name(rc), rc, rl_error_message(rc),
+                rl_store_errmsg(t.s));
     else printf("injected %s into order_id %lld\n", kind, (long long)id);
     rl__buf_release(&kb);
     rl__tool_close(&t);

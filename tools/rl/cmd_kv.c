@@ -1,6 +1,6 @@
 /* cmd_kv.c — `rl kv`: read and write raw keys of a database through the public KV API.
  *
- *   rl kv [--db URL] [--tuple] [--system] COMMAND ARGS...
+ *   rl kv [--db URL] [--tuple] [--system] [--timeout S] COMMAND ARGS...
  *     get KEY | set KEY VALUE | clear KEY | clearrange BEGIN END
  *     range BEGIN END [--limit N] [--reverse] | getkey FORM KEY [OFFSET] | status
  *
@@ -8,7 +8,9 @@
  * JSON tuple arrays (the form of `rl tuple`) and printed keys that decode as tuples are shown the
  * same way. Exit codes: 0 success, 1 an error (its name and message on stderr) or a key not
  * found, 2 usage. get, range, getkey and status open the database read-only (no file is
- * changed). All logic is in src/kv; this file parses arguments and prints.
+ * changed). A request waiting for a server is reported on stderr after 3 s, and the transaction
+ * gives up after --timeout seconds (default 30) with transaction_timed_out (record/tool.h,
+ * rl__tool_wait). All logic is in src/kv; this file parses arguments and prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "base/args.h"
 #include "base/buf.h"
 #include "base/bytes.h"
+#include "record/tool.h"
 #include "tuple/tuple.h"
 #include "reclayer/kv.h"
 #include "tuple/tuple_json.h"
@@ -87,17 +90,6 @@ static int fail(int rc, const char *what) {
     return 1;
 }
 
-static int commit(rl_txn *t) {
-    rl_future *f = rl_txn_commit(t);
-    int rc = rl_future_wait(f);
-    rl_future_free(f);
-    if (rc) return fail(rc, "commit");
-    int64_t v = -1;
-    rl_txn_get_committed_version(t, &v);
-    printf("committed at version %lld\n", (long long)v);
-    return 0;
-}
-
 enum { C_GET, C_SET, C_CLEAR, C_CLEARRANGE, C_RANGE, C_GETKEY, C_STATUS };
 enum { F_FGE, F_FGT, F_LLE, F_LLT };
 
@@ -107,6 +99,7 @@ int rl_cmd_kv(int argc, char **argv) {
     if (!url || !*url) url = "mem:";
     const char *a1 = NULL, *a2 = NULL;
     int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
+    double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     static const rl_arg_choice forms[] = {{"first_greater_or_equal", F_FGE},
                                           {"fge", F_FGE},
                                           {"first_greater_than", F_FGT},
@@ -133,6 +126,7 @@ int rl_cmd_kv(int argc, char **argv) {
          .kind = RL_ARG_FLAG,
          .dest = &o.system,
          .help = "allow keys beginning with \\xff (the system keyspace)"},
+        RL__TOOL_OPT_TIMEOUT(&timeout_s),
         {0}};
     const rl_arg key_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"}, {0}};
     const rl_arg set_pos[] = {
@@ -213,6 +207,8 @@ int rl_cmd_kv(int argc, char **argv) {
     memset(&dbo, 0, sizeof dbo);
     dbo.size = sizeof dbo;
     dbo.read_only = which == C_GET || which == C_RANGE || which == C_GETKEY || which == C_STATUS;
+    const rl__tool_wait w = {.prog = "rl kv", .timeout_ms = rl__tool_wait_ms(timeout_s)};
+    rl__tool_db_options(&dbo, &w);
     rc = rl_db_open(url, &dbo, &db);
     if (rc) {
         fprintf(stderr, "rl kv: cannot open %s: %s (%d): %s\n", url, rl_error_name(rc), rc, rl_last_error_detail());
@@ -236,11 +232,47 @@ int rl_cmd_kv(int argc, char **argv) {
         exit_code = fail(rc, "begin");
         goto done;
     }
+    /* One transaction, retried as rl_db_run retries (rl_txn_on_error: backoff, and
+     * transaction_timed_out once --timeout has passed); here rather than through rl_db_run so
+     * that the committed version can be printed. */
+    rl_future *f = NULL;
+    for (;;) {
+        rl_future_free(f);
+        f = NULL;
+        if (which == C_GET) {
+            f = rl_txn_get(t, k1.data, k1.len, 0);
+        } else if (which == C_SET || which == C_CLEAR || which == C_CLEARRANGE) {
+            if (which == C_SET) rc = rl_txn_set(t, k1.data, k1.len, k2.data, k2.len);
+            else if (which == C_CLEAR) rc = rl_txn_clear(t, k1.data, k1.len);
+            else rc = rl_txn_clear_range(t, k1.data, k1.len, k2.data, k2.len);
+            if (rc) break; /* a bad write: not retryable */
+            f = rl_txn_commit(t);
+        } else if (which == C_RANGE) {
+            f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len),
+                                 RL_FIRST_GREATER_OR_EQUAL(k2.data, k2.len), (int)limit, 0, RL_STREAMING_WANT_ALL, 0,
+                                 reverse ? RL_REVERSE : 0);
+        } else { /* getkey */
+            rl_key_selector sel;
+            if (form == F_FGE) sel = RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len);
+            else if (form == F_FGT) sel = RL_FIRST_GREATER_THAN(k1.data, k1.len);
+            else if (form == F_LLE) sel = RL_LAST_LESS_OR_EQUAL(k1.data, k1.len);
+            else sel = RL_LAST_LESS_THAN(k1.data, k1.len);
+            sel.offset += offset;
+            f = rl_txn_get_key(t, sel, 0);
+        }
+        rc = rl_future_wait(f);
+        if (rc == RL_OK) break;
+        rl_future *e = rl_txn_on_error(t, rc);
+        int rc2 = rl_future_wait(e);
+        rl_future_free(e);
+        if (rc2) {
+            rc = rc2;
+            break;
+        }
+    }
     if (which == C_GET) {
-        rl_future *f = rl_txn_get(t, k1.data, k1.len, 0);
         int present = 0, len = 0;
         const uint8_t *v = NULL;
-        rc = rl_future_wait(f);
         if (rc == RL_OK) rc = rl_future_get_value(f, &present, &v, &len);
         if (rc) {
             exit_code = fail(rc, "get");
@@ -251,19 +283,17 @@ int rl_cmd_kv(int argc, char **argv) {
             print_value(v, (size_t)len);
             putchar('\n');
         }
-        rl_future_free(f);
     } else if (which == C_SET || which == C_CLEAR || which == C_CLEARRANGE) {
-        if (which == C_SET) rc = rl_txn_set(t, k1.data, k1.len, k2.data, k2.len);
-        else if (which == C_CLEAR) rc = rl_txn_clear(t, k1.data, k1.len);
-        else rc = rl_txn_clear_range(t, k1.data, k1.len, k2.data, k2.len);
-        exit_code = rc ? fail(rc, sub->name + 6) : commit(t);
+        int64_t v = -1;
+        if (rc) {
+            exit_code = fail(rc, f ? "commit" : sub->name + 6);
+        } else {
+            rl_txn_get_committed_version(t, &v);
+            printf("committed at version %lld\n", (long long)v);
+        }
     } else if (which == C_RANGE) {
-        rl_future *f =
-            rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len), RL_FIRST_GREATER_OR_EQUAL(k2.data, k2.len),
-                             (int)limit, 0, RL_STREAMING_WANT_ALL, 0, reverse ? RL_REVERSE : 0);
         const rl_keyvalue *kvs;
         int n = 0, more = 0;
-        rc = rl_future_wait(f);
         if (rc == RL_OK) rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more);
         if (rc) {
             exit_code = fail(rc, "range");
@@ -276,18 +306,9 @@ int rl_cmd_kv(int argc, char **argv) {
             }
             if (more) fprintf(stderr, "(more rows beyond the limit)\n");
         }
-        rl_future_free(f);
-    } else { /* getkey */
-        rl_key_selector sel;
-        if (form == F_FGE) sel = RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len);
-        else if (form == F_FGT) sel = RL_FIRST_GREATER_THAN(k1.data, k1.len);
-        else if (form == F_LLE) sel = RL_LAST_LESS_OR_EQUAL(k1.data, k1.len);
-        else sel = RL_LAST_LESS_THAN(k1.data, k1.len);
-        sel.offset += offset;
-        rl_future *f = rl_txn_get_key(t, sel, 0);
+    } else {
         const uint8_t *k = NULL;
         int kl = 0;
-        rc = rl_future_wait(f);
         if (rc == RL_OK) rc = rl_future_get_key(f, &k, &kl);
         if (rc) {
             exit_code = fail(rc, "getkey");
@@ -295,8 +316,8 @@ int rl_cmd_kv(int argc, char **argv) {
             print_key(&o, k, (size_t)kl);
             putchar('\n');
         }
-        rl_future_free(f);
     }
+    rl_future_free(f);
 done:
     rl_txn_free(t);
     rl_db_close(db);

@@ -1,12 +1,15 @@
 /* cmd_load.c — `rl load`: load N Order records into a record store, in batched transactions.
  *
  *   rl load --db URL [--store PREFIX] --count N [--padding BYTES] [--seed S] [--allow-defects]
+ *           [--timeout S]
  *
  * Order ids are 1..N; prices are drawn from the seed (splitmix64, 0..999, duplicates allowed);
  * padding is BYTES bytes (over 100,000 makes split records). The store is created with split long
  * records and record versions (and allow-defects when asked) if it does not exist. A progress bar
  * goes to stderr when it is a terminal. The limits of N and BYTES are RL__TOOL_COUNT_MAX and
- * RL__TOOL_PADDING_MAX (record/tool.h says why). Exit codes: 0 done, 1 failure, 2 usage.
+ * RL__TOOL_PADDING_MAX (record/tool.h says why). A request waiting for a server is reported on
+ * stderr after 3 s, and a batch's transaction gives up after --timeout seconds (default 30) with
+ * transaction_timed_out (record/tool.h, rl__tool_wait). Exit codes: 0 done, 1 failure, 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,7 @@ int rl_cmd_load(int argc, char **argv) {
     int64_t count = 0, padding = 0;
     uint64_t seed = 1;
     int allow_defects = 0, code;
+    double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     const rl_arg opts[] = {
         RL__TOOL_OPT_DB(&url),
         {.name = "store",
@@ -63,6 +67,7 @@ int rl_cmd_load(int argc, char **argv) {
          .kind = RL_ARG_FLAG,
          .dest = &allow_defects,
          .help = "mark a new store so that `rl inject-defect` may corrupt it"},
+        RL__TOOL_OPT_TIMEOUT(&timeout_s),
         {0}};
     const rl_args_cmd cmd = {
         .name = "rl load",
@@ -75,9 +80,10 @@ int rl_cmd_load(int argc, char **argv) {
     uint32_t flags = RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS;
     if (allow_defects) flags |= RL_STORE_ALLOW_DEFECTS;
     rl__tool t;
-    int rc = rl__tool_open(&t, url, store, flags, 0);
+    const rl__tool_wait wait = {.prog = "rl load", .timeout_ms = rl__tool_wait_ms(timeout_s)};
+    int rc = rl__tool_open_with(&t, url, store, flags, 0, &wait);
     if (rc) {
-        fprintf(stderr, "rl load: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
+        fprintf(stderr, "rl load: %s (%d): %s\n", rl_error_name(rc), rc, rl__tool_errmsg(&t));
         return 1;
     }
     batch b = {t.s, 1, 0, seed, NULL, (size_t)padding};
@@ -119,8 +125,8 @@ int rl_cmd_load(int argc, char **argv) {
         return 1;
     }
     if (rc) {
-        fprintf(stderr, "rl load: %s: %s %s (%lld records loaded before the failing batch)\n", rl_error_name(rc),
-                rl_error_message(rc), why, (long long)(b.first - 1));
+        fprintf(stderr, "rl load: %s (%d): %s %s (%lld records loaded before the failing batch)\n", rl_error_name(rc),
+                rc, rl_error_message(rc), why, (long long)(b.first - 1));
         return 1;
     }
     printf("loaded %lld records\n", (long long)count);

@@ -1,15 +1,21 @@
 /* cmd_ping.c — `rl ping`: round trips to a cluster's processes through the client's own path (the
  * PING of docs/protocol.md on the cluster: backend's connection, so an injected delay is on it).
  *
- *   rl ping --db cluster:FILE [--to coordinator|storage:ID|all] [-n 100] [--json]   (-n = --n)
+ *   rl ping --db cluster:FILE [--to coordinator|storage:ID|all] [-n 100] [--json] [--timeout S]
+ *   (-n = --n)
  *
  * Prints, per target, min / p50 / p99 / max (and mean) of the n round trips in µs; --json prints
  * {"db", "delay_us", "jitter_us", "targets": [{"role", "id", "n", "min_us", "p50_us", "p99_us",
  * "max_us", "mean_us"}]} on one line. The pings go one after another (a round trip each), after
  * one unmeasured ping per target (the connection is opened by it). With `rl cluster up --delay-us
  * 250` a round trip to any process is about 0.5 ms plus loopback. A URL that is not cluster: is a
- * usage error. Exit codes: 0 ok, 1 failure, 2 usage.
+ * usage error. A ping waiting for its server is reported on stderr after 3 s (record/tool.h,
+ * rl__tool_wait); each ping waits at most --timeout seconds (default 30; 0: as long as the
+ * client retries) and then fails with timed_out (1004); a server that refuses connections fails
+ * sooner, after the client's 5 s retry window, with connection_failed (1026). Exit codes: 0 ok,
+ * 1 failure, 2 usage.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +23,7 @@
 #include "base/args.h"
 #include "base/buf.h"
 #include "kv/cluster/cluster.h"
+#include "record/tool.h"
 #include "reclayer/error.h"
 #include "reclayer/kv.h"
 
@@ -25,6 +32,7 @@
 int rl_cmd_ping(int argc, char **argv) {
     const char *url = NULL, *to = "all";
     int n = 100, as_json = 0, code;
+    double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     const rl_arg opts[] = {
         {.name = "db",
          .kind = RL_ARG_STRING,
@@ -46,6 +54,15 @@ int rl_cmd_ping(int argc, char **argv) {
          .max = RL_KV_PING_MAX,
          .help = "round trips per target"},
         {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json, .help = "print the figures as JSON"},
+        {.name = "timeout",
+         .kind = RL_ARG_DOUBLE,
+         .dest = &timeout_s,
+         .metavar = "S",
+         .dmin = 0,
+         .dmax = 86400,
+         .help = "seconds each ping waits for its reply before failing with timed_out (1004); 0: as long as the "
+                 "client retries (a server refusing connections fails after 5 s with connection_failed, 1026). A "
+                 "ping that waits is reported on stderr after 3 s"},
         {0}};
     const rl_args_cmd cmd = {.name = "rl ping",
                              .summary = "Measure round trips to a cluster's processes through the client's own\n"
@@ -83,6 +100,11 @@ int rl_cmd_ping(int argc, char **argv) {
     }
     rl_db_options o;
     memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    const rl__tool_wait w = {
+        .prog = "rl ping", .timeout_ms = rl__tool_wait_ms(timeout_s), .pings = 1}; /* the timeout bounds each ping */
+    rl__tool_db_options(&o, &w);
+    int timeout_ms = w.timeout_ms <= 0 || w.timeout_ms > INT_MAX ? INT_MAX : (int)w.timeout_ms;
     rl_db *db = NULL;
     int rc = rl_db_open(url, &o, &db);
     if (rc) {
@@ -114,8 +136,8 @@ int rl_cmd_ping(int argc, char **argv) {
     for (int i = 0; i < n_ids; i++) {
         uint64_t warm = 0;
         rl_kv_ping_stats st;
-        rc = rl__db_cluster_ping(db, ids[i], &warm); /* opens the connection: not measured */
-        if (rc == RL_OK) rc = rl__db_cluster_ping_stats(db, ids[i], n, &st);
+        rc = rl__db_cluster_ping_within(db, ids[i], timeout_ms, &warm); /* opens the connection: not measured */
+        if (rc == RL_OK) rc = rl__db_cluster_ping_stats_within(db, ids[i], n, timeout_ms, &st);
         const char *role = ids[i] ? "storage" : "coordinator";
         if (rc) {
             fprintf(stderr, "rl ping: %s %u: %s (%d): %s\n", role, ids[i], rl_error_name(rc), rc, rl_error_message(rc));

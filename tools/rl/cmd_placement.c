@@ -59,7 +59,7 @@ static int parse_team(const char *s, uint32_t *ids, uint32_t *n, char *err, size
 }
 
 static int failed(const char *what, int rc, const rl_buf *msg) {
-    fprintf(stderr, "rl placement %s: %s: %s\n", what, rl_error_name(rc),
+    fprintf(stderr, "rl placement %s: %s (%d): %s\n", what, rl_error_name(rc), rc,
             msg->len ? (const char *)msg->data : rl_error_message(rc));
     return 1;
 }
@@ -109,7 +109,9 @@ int rl_cmd_placement(int argc, char **argv) {
                             .metavar = "S",
                             .dmin = 0.1,
                             .dmax = 3600,
-                            .help = "seconds to wait for each split or move"},
+                            .help = "seconds to wait for each split or move, and (place, show) for each "
+                                    "transaction before giving up with transaction_timed_out (1031); a request that "
+                                    "waits for a server is reported on stderr after 3 s"},
                            {0}};
     const rl_arg split_pos[] = {{.name = "KEY",
                                  .kind = RL_ARG_STRING,
@@ -192,6 +194,7 @@ int rl_cmd_placement(int argc, char **argv) {
                              .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     int timeout_ms = (int)(timeout_s * 1000.0);
+    const rl__tool_wait wait = {.prog = "rl placement", .timeout_ms = rl__tool_wait_ms(timeout_s)};
     rl_buf msg, kb, eb;
     rl__buf_init(&msg);
     rl__buf_init(&kb);
@@ -263,7 +266,7 @@ int rl_cmd_placement(int argc, char **argv) {
             exit_code = rl__args_usage_error(&place, "--records-team: %s", err);
             break;
         }
-        rc = rl__tool_placement_place(url, key_file, store, index, it, nit, rtp, nrt, n_teams, timeout_ms, &msg);
+        rc = rl__tool_placement_place(url, key_file, store, index, it, nit, rtp, nrt, n_teams, timeout_ms, &wait, &msg);
         if (rc) {
             exit_code = failed("place", rc, &msg);
             break;
@@ -273,7 +276,7 @@ int rl_cmd_placement(int argc, char **argv) {
     }
     case P_SHOW: {
         json_t *o = NULL;
-        rc = rl__tool_placement_show(url, store, index, &o, &msg);
+        rc = rl__tool_placement_show(url, store, index, &wait, &o, &msg);
         if (rc) {
             exit_code = failed("show", rc, &msg);
             break;

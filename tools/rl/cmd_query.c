@@ -4,7 +4,7 @@
  *            [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]
  *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback|adaptive]
  *            [--secondary default|individual|grouped] [--orphans error|skip|return]
- *            [--continuation HEX] [--stats] [--trace] [--explain]
+ *            [--continuation HEX] [--stats] [--trace] [--explain] [--timeout S]
  *
  * Prints one JSON object per row (the record layer's record JSON; an orphan returned under
  * --orphans return prints {"orphan": true, "pk": ...}). With --stats, a last line
@@ -22,8 +22,10 @@
  * per page of the scan: {"explain": "page N: adaptive: <inputs>; <both estimates> -> <method>
  * (<why>)"} (rl_cursor_explain); the stats line's "adaptive" object counts the pages run with
  * each method and the explorations. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
- * strings. The scan runs in one read transaction on the database opened read-only. Exit codes:
- * 0 done, 1 failure, 2 usage.
+ * strings. The scan runs in one read transaction on the database opened read-only. A request
+ * waiting for a server is reported on stderr after 3 s, and the transaction gives up after
+ * --timeout seconds (default 30) with transaction_timed_out (record/tool.h, rl__tool_wait). Exit
+ * codes: 0 done, 1 failure, 2 usage.
  */
 #include <errno.h>
 #include <limits.h>
@@ -155,6 +157,7 @@ int rl_cmd_query(int argc, char **argv) {
     int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, explain = 0, rc = 0, status = 1, fetch, orphans,
         code, secondary = 0;
     char msg[256];
+    double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     rl_query_options o;
     rl_buf eq, lo, hi, cb, out;
     rl_tuple_packer pk;
@@ -176,6 +179,7 @@ int rl_cmd_query(int argc, char **argv) {
     const rl_arg opts[] = {
         RL__TOOL_OPT_DB(&url),
         RL__TOOL_OPT_STORE(&store),
+        RL__TOOL_OPT_TIMEOUT(&timeout_s),
         {.name = "index",
          .kind = RL_ARG_STRING,
          .dest = &index,
@@ -328,8 +332,9 @@ int rl_cmd_query(int argc, char **argv) {
         rl_txn *txn = NULL;
         rl_cursor *c = NULL;
         const rl_query_row *row;
-        if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-            fprintf(stderr, "rl query: %s: %s\n", rl_error_name(rc), rl__tool_errmsg(&t));
+        const rl__tool_wait w = {.prog = "rl query", .timeout_ms = rl__tool_wait_ms(timeout_s)};
+        if ((rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, &w))) {
+            fprintf(stderr, "rl query: %s (%d): %s\n", rl_error_name(rc), rc, rl__tool_errmsg(&t));
             goto done;
         }
         rc = rl_txn_begin(t.db, &txn);
@@ -356,11 +361,12 @@ int rl_cmd_query(int argc, char **argv) {
             if (!rc) printf("%s\n", (const char *)out.data);
         }
         if (c && rc) {
-            fprintf(stderr, "rl query: %s: %s %s\n", rl_error_name(rc), rl_error_message(rc), rl_cursor_errmsg(c));
+            fprintf(stderr, "rl query: %s (%d): %s %s\n", rl_error_name(rc), rc, rl_error_message(rc),
+                    rl_cursor_errmsg(c));
             if (rc == RL_E_FALLBACK_FAILED)
                 fprintf(stderr, "rl query: cause: %s\n", rl_error_name(rl_cursor_error_cause(c)));
         } else if (rc && c == NULL && txn == NULL) {
-            fprintf(stderr, "rl query: %s\n", rl_error_name(rc));
+            fprintf(stderr, "rl query: %s (%d)\n", rl_error_name(rc), rc);
         }
         if (!rc && explain) print_explain(c);
         if (!rc && trace) print_trace(c);

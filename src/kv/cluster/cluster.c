@@ -60,10 +60,26 @@
  *      attempt leaves q to the other one. An application thread whose send of an attempt failed
  *      finds it hedged (q->hedged is set under that attempt's connection mutex) and leaves it in
  *      its table for the network thread. So a hedged read is still continued exactly once.
+ *   8. Deadlines (backend.h contract 7): an operation with a deadline (q->op_deadline_ns, its
+ *      transaction's timeout) finishes with transaction_timed_out once it passes, wherever it
+ *      is: the sweep takes it out of a pending table, a connect queue or the map waiters (each
+ *      under its place's lock, so invariant 1 holds), a retry timer is never set past it, and
+ *      send_attempt and fail_attempt never start another attempt past it. The finishing itself
+ *      is fail_attempt's, on the network thread, like any other failure.
+ *   9. The wait report (rl_db_options.wait_report): a request whose attempt failed and that is
+ *      retried is linked in cl->stalled (under cl->mu) with a snapshot of what it waits for (the
+ *      st_* fields, written under cl->mu) until it gets a reply or finishes; requests waiting
+ *      for a reply are found in the pending tables. The sweep reads both and calls the report
+ *      on the network thread, at most every wait_report_ms; nothing on the request path.
  *
  * Replicas: reads rotate over a team's members, avoid members whose connection was just lost or
  * refused, move to the next member at once after a transport failure or future_version
  * (rl__cluster_failover_now), and plain reads slow to answer are hedged (invariant 7).
+ *
+ * Timeouts and reports: an operation past its transaction's deadline finishes with
+ * transaction_timed_out within a sweep period (invariant 8); requests that wait longer than
+ * rl_db_options.wait_report_ms for a server are reported, grouped by server, type and reason
+ * (invariant 9).
  *
  * Retries (rl__cluster_retry_decide): lost or refused connections and attempts without reply
  * are retried with backoff for RL_CLUSTER_RETRY_WINDOW_NS (reads, read versions, the map;
@@ -102,7 +118,9 @@
     1000000000ull /* while sending, refetch the map (and the cluster's injected
                                            delay) at most this often */
 #define CLIENT_HOST "client"
-#define AVOID_MAX 16 /* storage servers avoided at once (the oldest mark goes) */
+#define AVOID_MAX 16     /* storage servers avoided at once (the oldest mark goes) */
+#define WHY_CAP 48       /* the reason of a request's last failed attempt, for the wait report */
+#define REPORT_GROUPS 16 /* lines of one wait report at most (the rest are counted) */
 
 typedef struct cluster cluster;
 typedef struct cconn cconn;
@@ -181,6 +199,23 @@ struct creq {
      * other request was in flight on its connection then (an unqueued sample). */
     uint64_t rtt_t0;
     int rtt_idle;
+    /* Deadline (invariant 8) and what the wait report says of it (invariant 9). */
+    uint64_t op_deadline_ns; /* the operation's deadline (its transaction's timeout); 0: none */
+    uint64_t op_began_ns;    /* when its transaction began (0: unknown; the report shows it) */
+    uint64_t step_ns;        /* when the current step's first attempt was sent (0: not yet) */
+    uint32_t last_sid;       /* the server of the last attempt sent (or parked for a connect) */
+    char last_ip[16];
+    uint16_t last_port;
+    char why[WHY_CAP];   /* the last failed attempt's reason ("": its error's name) */
+    creq *snext, *sprev; /* cl->stalled links (under cl->mu) */
+    int stalled;         /* in cl->stalled (under cl->mu; read by the owner without it) */
+    uint16_t st_type;    /* the snapshot, under cl->mu: request type, server, reason, since */
+    uint32_t st_sid;
+    char st_ip[16];
+    uint16_t st_port;
+    int st_err;
+    char st_why[WHY_CAP];
+    uint64_t st_since_ns;
     rl_cplan plan; /* READ (last: a read's creq is zeroed up to it, rl__cplan_start does the plan) */
 };
 
@@ -233,8 +268,14 @@ struct cluster {
     uint64_t hedge_timer;    /* network thread: the timer's id (0: none) */
     atomic_int hedges_out;   /* hedged reads now (at most RL_CLUSTER_HEDGE_MAX_OUT) */
     int hedge_on;            /* 0: RL_CLUSTER_HEDGE=0 in the environment at open (benchmarks) */
-    pthread_mutex_t mu;      /* guards everything below */
-    pthread_cond_t map_cv;   /* map_gen changed */
+    /* The wait report (invariant 9): rl_db_options.wait_report_ms in ns (0: none), the callback,
+     * and when the next report may be made (network thread). */
+    uint64_t report_ns;
+    void (*report)(const char *line, void *ud);
+    void *report_ud;
+    uint64_t next_report_ns;
+    pthread_mutex_t mu;    /* guards everything below */
+    pthread_cond_t map_cv; /* map_gen changed */
     rl_locmap *map;
     uint64_t map_gen; /* map fetches finished (ok or not) */
     int map_last_err;
@@ -255,9 +296,10 @@ struct cluster {
         uint64_t until_ns;
     } avoid[AVOID_MAX];
     int n_avoid;
+    creq *stalled; /* requests retried after a failed attempt (invariant 9), linked by snext */
     /* Counters (status view). */
     uint64_t n_requests, n_retries, n_wrong_shard, n_timeouts, n_connects, n_refreshes, n_late_replies,
-        n_lost_connections, n_failovers, n_hedges, n_hedge_wins;
+        n_lost_connections, n_failovers, n_hedges, n_hedge_wins, n_deadlines;
 };
 
 static const rl_kv_backend_vtable cluster_vt;
@@ -358,6 +400,39 @@ static int avoid_list_locked(cluster *cl, uint64_t now, uint32_t *out) {
     for (int i = 0; i < cl->n_avoid; i++)
         if (cl->avoid[i].until_ns > now) out[n++] = cl->avoid[i].id;
     return n;
+}
+
+/* ---- The stalled requests (invariant 9; under cl->mu) ------------------------------------------ */
+
+/* q's attempt failed with err at now and q will be retried: link it (once) and take the snapshot
+ * the wait report reads. */
+static void stall_note_locked(cluster *cl, creq *q, uint16_t type, int err, uint64_t now) {
+    if (!q->stalled) {
+        q->stalled = 1;
+        q->sprev = NULL;
+        q->snext = cl->stalled;
+        if (cl->stalled) cl->stalled->sprev = q;
+        cl->stalled = q;
+    }
+    q->st_type = type;
+    q->st_sid = q->last_sid;
+    memcpy(q->st_ip, q->last_ip, sizeof q->st_ip);
+    q->st_port = q->last_port;
+    q->st_err = err;
+    memcpy(q->st_why, q->why, sizeof q->st_why);
+    q->st_since_ns = q->step_ns ? q->step_ns : q->fail_since_ns ? q->fail_since_ns : now;
+}
+
+/* q got a reply or finishes: it no longer waits (its owner calls this; cheap when not linked). */
+static void stall_clear(cluster *cl, creq *q) {
+    if (!q->stalled) return;
+    pthread_mutex_lock(&cl->mu);
+    if (q->sprev) q->sprev->snext = q->snext;
+    else cl->stalled = q->snext;
+    if (q->snext) q->snext->sprev = q->sprev;
+    q->snext = q->sprev = NULL;
+    q->stalled = 0;
+    pthread_mutex_unlock(&cl->mu);
 }
 
 /* ---- Encoding scratch (one buffer per thread, freed at thread exit) --------------------------- */
@@ -529,10 +604,13 @@ static creq *cconn_drain_locked(cconn *cc) {
     return list;
 }
 
-static void fail_list(creq *list, int err) {
+/* Fail every request of list (taken out of a connection, so each is ours) with err; why is the
+ * reason the wait report gives. */
+static void fail_list(creq *list, int err, const char *why) {
     for (creq *q = list, *nx; q; q = nx) {
         nx = q->next;
         q->next = NULL;
+        snprintf(q->why, sizeof q->why, "%s", why);
         fail_attempt(q, err);
     }
 }
@@ -553,7 +631,10 @@ static void cconn_dead(cconn *cc, int err, const char *why) {
     if (cc->server_id != 0) avoid_mark_locked(cl, cc->server_id, now_ns()); /* reads go elsewhere */
     pthread_mutex_unlock(&cl->mu);
     cconn_unlist(cc);
-    fail_list(list, refused_for_good(err) ? err : RL_E_CONNECTION_FAILED);
+    char reason[WHY_CAP];
+    if (was == C_OPEN) snprintf(reason, sizeof reason, "connection lost: %s", why);
+    else snprintf(reason, sizeof reason, "cannot connect");
+    fail_list(list, refused_for_good(err) ? err : RL_E_CONNECTION_FAILED, reason);
 }
 
 /* Register q in cc's pending table, encode its request and send it (any thread). cc is open. */
@@ -902,6 +983,11 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
     }
     uint64_t id = atomic_fetch_add(&cl->next_id, 1);
     uint16_t type = req_type(q);
+    /* The wait report's view (invariant 9): where the attempt goes, since when the step waits. */
+    q->last_sid = cc->server_id;
+    memcpy(q->last_ip, cc->ip, sizeof q->last_ip);
+    q->last_port = cc->port;
+    if (!q->step_ns) q->step_ns = now;
     pthread_mutex_lock(&cc->mu);
     if (cc->state != C_OPEN) {
         int closed = cc->state == C_CLOSED;
@@ -915,7 +1001,10 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
         }
         pthread_mutex_unlock(&cc->mu);
         pl_unref(pl);
-        if (closed) fail_any(q, RL_E_CONNECTION_FAILED);
+        if (closed) {
+            snprintf(q->why, sizeof q->why, "the connection closed");
+            fail_any(q, RL_E_CONNECTION_FAILED);
+        }
         return;
     }
     rl_kv_read_stats *st = q_stats(q);
@@ -988,7 +1077,10 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
         q->sent = 0;
     }
     pthread_mutex_unlock(&cc->mu);
-    if (back) fail_any(q, rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_CONNECTION_FAILED);
+    if (back) {
+        snprintf(q->why, sizeof q->why, "the send failed: %s", rl_error_name(rc));
+        fail_any(q, rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_CONNECTION_FAILED);
+    }
 }
 
 /* Where q goes: the coordinator for everything but reads (and status / pings to a storage
@@ -1044,6 +1136,7 @@ static int target_of(creq *q, uint64_t now, char ip[16], uint16_t *port, uint32_
             pthread_mutex_unlock(&cl->mu);
             if (refresh) maybe_refresh(cl);
             want_map(cl, NULL);
+            snprintf(q->why, sizeof q->why, "no member of the shard's team is registered");
             fail_any(q, RL_E_CONNECTION_FAILED);
             return 1;
         }
@@ -1072,6 +1165,10 @@ static void send_attempt(creq *q) {
     /* While the client sends, the map (and with it the cluster's injected delay, which
      * `rl cluster delay` changes at run time) is refetched at most every DELAY_REFRESH_NS. */
     uint64_t now = now_ns(), fetched = atomic_load(&cl->map_fetch_ns);
+    if (q->op_deadline_ns && now >= q->op_deadline_ns) { /* invariant 8: no attempt past it */
+        fail_any(q, RL_E_TRANSACTION_TIMED_OUT);
+        return;
+    }
     if (q->kind != RL_CREQ_MAP && now > fetched && now - fetched >= DELAY_REFRESH_NS) want_map(cl, NULL);
     cconn *cc;
     if (target_of(q, now, ip, &port, &sid, &cc)) return;
@@ -1130,13 +1227,18 @@ static void conns_free(cconn **cs, cconn **stack) {
     if (cs != stack) rl__free(cs);
 }
 
-/* Take the requests of every connection whose attempt deadline passed. */
+/* 1 when q's own deadline (invariant 8) has passed at now. */
+static int past_deadline(const creq *q, uint64_t now) { return q->op_deadline_ns && q->op_deadline_ns <= now; }
+
+/* Take the requests of every connection whose attempt deadline passed, and every request past
+ * its own deadline wherever it waits: a pending table, a connect queue, the map waiters
+ * (invariant 8). */
 static void sweep(cluster *cl) {
     uint64_t now = now_ns();
     size_t n;
     cconn *stack[CONNS_STACK];
     cconn **cs = conns_take(cl, stack, &n);
-    creq *late = NULL;
+    creq *late = NULL, *expired = NULL;
     for (size_t i = 0; i < n; i++) {
         cconn *cc = cs[i];
         pthread_mutex_lock(&cc->mu);
@@ -1144,41 +1246,199 @@ static void sweep(cluster *cl) {
             pslot *s = &cc->pending.v[j];
             creq *sq = s->id ? s->q : NULL;
             int sh = sq && atomic_load(&sq->hedged) == 1;
-            if (sq && (sh && s->id == sq->hid && cc == sq->hconn ? sq->hdeadline_ns : sq->deadline_ns) <= now) {
+            int op_late = sq && past_deadline(sq, now);
+            if (sq &&
+                (op_late || (sh && s->id == sq->hid && cc == sq->hconn ? sq->hdeadline_ns : sq->deadline_ns) <= now)) {
                 creq *q = sq;
                 uint64_t sid = s->id;
                 pt_remove_at(&cc->pending, j);                    /* j now holds the next slot's entry, if any */
                 if (sh && attempt_ended(q, cc, sid, 0)) continue; /* the other attempt goes on */
                 q->where = W_NONE;
-                q->next = late;
-                late = q;
+                if (op_late) {
+                    q->next = expired;
+                    expired = q;
+                } else {
+                    q->next = late;
+                    late = q;
+                }
                 continue;
             }
             j++;
+        }
+        for (creq *q = cc->wait_head, *prev = NULL, *nx; q; q = nx) { /* parked for the connect */
+            nx = q->next;
+            if (!past_deadline(q, now)) {
+                prev = q;
+                continue;
+            }
+            if (prev) prev->next = nx;
+            else cc->wait_head = nx;
+            if (cc->wait_tail == q) cc->wait_tail = prev;
+            q->where = W_NONE;
+            q->next = expired;
+            expired = q;
         }
         pthread_mutex_unlock(&cc->mu);
         cconn_unref(cc);
     }
     conns_free(cs, stack);
+    pthread_mutex_lock(&cl->mu);
+    for (creq **pp = &cl->map_waiters; *pp;) { /* waiting for the shard map */
+        creq *q = *pp;
+        if (!past_deadline(q, now)) {
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        q->where = W_NONE;
+        q->next = expired;
+        expired = q;
+    }
+    pthread_mutex_unlock(&cl->mu);
     for (creq *q = late, *nx; q; q = nx) {
         nx = q->next;
         q->next = NULL;
         rl__locked_add_u64(&cl->mu, &cl->n_timeouts, 1);
         rl__log(RL_LOG_WARN, "cluster client: %s request timed out", rl__msg_type_name(req_type(q)));
+        snprintf(q->why, sizeof q->why, "no reply within %llu s",
+                 (unsigned long long)(attempt_timeout(q) / 1000000000ull));
         fail_attempt(q, RL_E_TIMED_OUT);
     }
+    for (creq *q = expired, *nx; q; q = nx) { /* fail_attempt finishes them (invariant 8) */
+        nx = q->next;
+        q->next = NULL;
+        fail_attempt(q, RL_E_TRANSACTION_TIMED_OUT);
+    }
 }
+
+static void report_waits(cluster *cl, uint64_t now);
 
 static void tick_fn(rl_loop *loop, void *ud) {
     cluster *cl = ud;
     if (rl__loop_is_closing(loop)) return;
     sweep(cl);
+    if (cl->report_ns) report_waits(cl, now_ns());
     if (atomic_load(&cl->outstanding) > 0) {
         arm_tick(cl);
         return;
     }
     atomic_store(&cl->tick_armed, 0);
     if (atomic_load(&cl->outstanding) > 0 && !atomic_exchange(&cl->tick_armed, 1)) arm_tick(cl);
+}
+
+/* ---- The wait report (network thread; invariant 9) -------------------------------------------- */
+
+/* One line of the report: the requests of one type waiting for one server for one reason. */
+typedef struct {
+    uint32_t sid;
+    char ip[16];
+    uint16_t port;
+    uint16_t type;
+    int err; /* 0: waiting for its reply */
+    char why[WHY_CAP];
+    int n;
+    uint64_t since_ns; /* the oldest */
+    uint64_t began_ns; /* the oldest transaction's start (0: unknown) */
+} wgroup;
+
+/* Count one waiting request into g (*ng groups, REPORT_GROUPS at most); *n_other counts those
+ * that fit no group. */
+static void wgroup_add(wgroup *g, int *ng, int *n_other, uint32_t sid, const char *ip, uint16_t port, uint16_t type,
+                       int err, const char *why, uint64_t since_ns, uint64_t began_ns) {
+    for (int i = 0; i < *ng; i++) {
+        wgroup *x = &g[i];
+        if (x->sid == sid && x->port == port && x->type == type && x->err == err && !strcmp(x->ip, ip) &&
+            !strcmp(x->why, why)) {
+            x->n++;
+            if (since_ns < x->since_ns) x->since_ns = since_ns;
+            if (began_ns && (!x->began_ns || began_ns < x->began_ns)) x->began_ns = began_ns;
+            return;
+        }
+    }
+    if (*ng == REPORT_GROUPS) {
+        (*n_other)++;
+        return;
+    }
+    wgroup *x = &g[(*ng)++];
+    x->sid = sid;
+    snprintf(x->ip, sizeof x->ip, "%s", ip);
+    x->port = port;
+    x->type = type;
+    x->err = err;
+    snprintf(x->why, sizeof x->why, "%s", why);
+    x->n = 1;
+    x->since_ns = since_ns;
+    x->began_ns = began_ns;
+}
+
+/* Report (cl->report) every group of requests that has waited cl->report_ns or longer for a
+ * server, one line each: "waiting 3.2 s (since 2026-01-02T10:11:12Z; its transaction began 8.1 s
+ * ago) for storage server 2 at 127.0.0.1:4501 (host1): 1 GET request; last attempt: cannot
+ * connect (connection_failed), retrying" (or "...; no reply yet"). At most one report every
+ * cl->report_ns. */
+static void report_waits(cluster *cl, uint64_t now) {
+    if (now < cl->next_report_ns) return;
+    wgroup g[REPORT_GROUPS];
+    int ng = 0, n_other = 0;
+    /* Retried after a failed attempt: the snapshots of cl->stalled. */
+    pthread_mutex_lock(&cl->mu);
+    for (creq *q = cl->stalled; q; q = q->snext)
+        if (now >= q->st_since_ns && now - q->st_since_ns >= cl->report_ns)
+            wgroup_add(g, &ng, &n_other, q->st_sid, q->st_ip, q->st_port, q->st_type, q->st_err,
+                       q->st_why[0] ? q->st_why : rl_error_name(q->st_err), q->st_since_ns, q->op_began_ns);
+    pthread_mutex_unlock(&cl->mu);
+    /* Waiting for a reply (the attempt entries of the pending tables; a hedge is not counted). */
+    size_t n;
+    cconn *stack[CONNS_STACK];
+    cconn **cs = conns_take(cl, stack, &n);
+    for (size_t i = 0; i < n; i++) {
+        cconn *cc = cs[i];
+        pthread_mutex_lock(&cc->mu);
+        for (uint32_t j = 0; j < cc->pending.cap; j++) {
+            pslot *sl = &cc->pending.v[j];
+            creq *q = sl->id ? sl->q : NULL;
+            if (!q || q->fail_since_ns || !q->step_ns || q->id != sl->id || q->conn != cc) continue;
+            if (now < q->step_ns || now - q->step_ns < cl->report_ns) continue;
+            wgroup_add(g, &ng, &n_other, cc->server_id, cc->ip, cc->port, req_type(q), 0, "no reply yet", q->step_ns,
+                       q->op_began_ns);
+        }
+        pthread_mutex_unlock(&cc->mu);
+        cconn_unref(cc);
+    }
+    conns_free(cs, stack);
+    if (ng == 0) return; /* nothing has waited that long: look again at the next tick */
+    cl->next_report_ns = now + cl->report_ns;
+    time_t wall = time(NULL);
+    for (int i = 0; i < ng; i++) {
+        wgroup *x = &g[i];
+        char who[96], host[40] = "", line[512], at[32] = "?";
+        pthread_mutex_lock(&cl->mu);
+        rl_locmap *m = cl->map;
+        int si = m ? rl__locmap_server(m, x->sid) : -1;
+        if (si >= 0 && m->servers[si].host) snprintf(host, sizeof host, " (%s)", m->servers[si].host);
+        pthread_mutex_unlock(&cl->mu);
+        if (x->sid == 0) snprintf(who, sizeof who, "the coordinator at %s:%u%s", x->ip, x->port, host);
+        else snprintf(who, sizeof who, "storage server %u at %s:%u%s", x->sid, x->ip, x->port, host);
+        uint64_t waited = now - x->since_ns;
+        time_t since = wall - (time_t)(waited / 1000000000ull);
+        struct tm tm;
+        if (gmtime_r(&since, &tm)) strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        char began[64] = ""; /* the transaction's age, when it began before this wait (retries) */
+        if (x->began_ns && x->began_ns + 1000000000ull < x->since_ns)
+            snprintf(began, sizeof began, "; its transaction began %.1f s ago", (double)(now - x->began_ns) / 1e9);
+        char why[WHY_CAP + 64];
+        if (x->err) snprintf(why, sizeof why, "last attempt: %s (%s), retrying", x->why, rl_error_name(x->err));
+        else snprintf(why, sizeof why, "%s", x->why);
+        snprintf(line, sizeof line, "waiting %.1f s (since %s%s) for %s: %d %s request%s; %s", (double)waited / 1e9, at,
+                 began, who, x->n, rl__msg_type_name(x->type), x->n == 1 ? "" : "s", why);
+        cl->report(line, cl->report_ud);
+    }
+    if (n_other) {
+        char line[128];
+        snprintf(line, sizeof line, "waiting: %d more request%s for other servers or reasons", n_other,
+                 n_other == 1 ? "" : "s");
+        cl->report(line, cl->report_ud);
+    }
 }
 
 /* ---- The hedge timer (network thread; invariant 7) -------------------------------------------- */
@@ -1373,11 +1633,13 @@ static void retry_later(creq *q, uint64_t delay_ns, int then) {
         else send_attempt(q);
         return;
     }
-    /* A little jitter so clients retrying together spread out. */
-    uint64_t jit = (delay_ns / 8) * (atomic_fetch_add(&cl->rr, 1) % 8) / 8;
+    /* A little jitter so clients retrying together spread out; never past q's deadline
+     * (invariant 8: the timer then finds it expired). */
+    uint64_t jit = (delay_ns / 8) * (atomic_fetch_add(&cl->rr, 1) % 8) / 8, at = now_ns() + delay_ns + jit;
+    if (q->op_deadline_ns && at > q->op_deadline_ns) at = q->op_deadline_ns;
     q->where = W_TIMER;
     q->after_timer = then;
-    if (rl__loop_timer_add(cl->loop, now_ns() + delay_ns + jit, retry_timer_fn, q, &q->timer_id) != RL_OK) {
+    if (rl__loop_timer_add(cl->loop, at, retry_timer_fn, q, &q->timer_id) != RL_OK) {
         q->where = W_NONE;
         finish(q, RL_E_OUT_OF_MEMORY);
     }
@@ -1402,6 +1664,11 @@ static void fail_attempt(creq *q, int err) {
         return;
     }
     uint64_t now = now_ns();
+    if (past_deadline(q, now)) { /* invariant 8: the transaction's timeout ends it, whatever failed */
+        rl__locked_add_u64(&cl->mu, &cl->n_deadlines, 1);
+        finish(q, RL_E_TRANSACTION_TIMED_OUT);
+        return;
+    }
     if (!q->fail_since_ns) q->fail_since_ns = now;
     q->attempts++;
     rl_cretry d =
@@ -1419,6 +1686,7 @@ static void fail_attempt(creq *q, int err) {
     pthread_mutex_lock(&cl->mu);
     cl->n_retries++;
     cl->n_failovers += (uint64_t)now_other;
+    if (cl->report_ns) stall_note_locked(cl, q, req_type(q), err, now); /* invariant 9 */
     pthread_mutex_unlock(&cl->mu);
     q->salt++;
     if (q->kind == RL_CREQ_READ) maybe_refresh(cl);
@@ -1603,7 +1871,8 @@ static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload)
         note_reply(q, q->conn, h, rc ? RL_E_MALFORMED_FRAME : 0,
                    rc == RL_OK && h->type == RL_MSG_GET_MAPPED_RANGE ? &m.u.get_mapped_range_reply.stats : NULL);
         if (rc) goto bad;
-        q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0, q->failover_tries = 0;
+        q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0, q->failover_tries = 0, q->step_ns = 0;
+        stall_clear(q->cl, q); /* it got its reply: no longer waiting (invariant 9) */
         int more_to_send = 0;
         rc = rl__cplan_reply(&q->plan, &m, &more_to_send);
         if (rc == RL_E_MALFORMED_FRAME) {
@@ -1710,6 +1979,7 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         rl__log(RL_LOG_WARN, "cluster client: %s:%u answered a %s request with a %s reply; closing", cc->ip, cc->port,
                 rl__msg_type_name(req_type(q)), rl__msg_type_name(h->type));
         rl__conn_close(conn, 0);
+        snprintf(q->why, sizeof q->why, "a %s reply to it", rl__msg_type_name(h->type));
         fail_attempt(q, RL_E_CONNECTION_FAILED);
         return;
     }
@@ -1747,6 +2017,7 @@ static void internal_unlink(cluster *cl, creq *q) {
 
 static void finish(creq *q, int err) {
     cluster *cl = q->cl;
+    stall_clear(cl, q);
     switch (q->kind) {
     case RL_CREQ_READ: {
         rl_kv_read *r = q->r;
@@ -1810,6 +2081,8 @@ static void cl_read(rl_kv_backend *b, rl_kv_read *r) {
     q->kind = RL_CREQ_READ;
     q->cl = cl;
     q->r = r;
+    q->op_deadline_ns = r->deadline_ns;
+    q->op_began_ns = r->began_ns;
     q->salt = atomic_fetch_add(&cl->rr, 1);
     int send = 0;
     int rc = rl__cplan_start(&q->plan, r, &cl->popt, &send);
@@ -1832,6 +2105,8 @@ static void cl_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
     q->kind = RL_CREQ_GRV;
     q->cl = cl;
     q->g = g;
+    q->op_deadline_ns = g->deadline_ns;
+    q->op_began_ns = g->began_ns;
     atomic_fetch_add(&cl->outstanding, 1);
     ensure_tick(cl);
     send_attempt(q);
@@ -1855,6 +2130,8 @@ static void cl_commit(rl_kv_backend *b, rl_kv_commit *c) {
     q->kind = RL_CREQ_COMMIT;
     q->cl = cl;
     q->c = c;
+    q->op_deadline_ns = c->deadline_ns;
+    q->op_began_ns = c->began_ns;
     q->pl = rl__malloc(sizeof *q->pl);
     if (!q->pl) {
         rl__free(q);
@@ -1929,13 +2206,14 @@ static void client_view(cluster *cl, rl_buf *out) {
                    "\"client\": {\"outstanding\": %ld, \"requests_retried\": %llu, "
                    "\"wrong_shard_retries\": %llu, \"timeouts\": %llu, \"connects\": %llu, "
                    "\"lost_connections\": %llu, \"map_refreshes\": %llu, \"late_replies\": %llu, "
-                   "\"failovers\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, \"connections\": [",
+                   "\"failovers\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, \"transaction_timeouts\": %llu, "
+                   "\"connections\": [",
                    (long)atomic_load(&cl->outstanding), (unsigned long long)cl->n_retries,
                    (unsigned long long)cl->n_wrong_shard, (unsigned long long)cl->n_timeouts,
                    (unsigned long long)cl->n_connects, (unsigned long long)cl->n_lost_connections,
                    (unsigned long long)cl->n_refreshes, (unsigned long long)cl->n_late_replies,
                    (unsigned long long)cl->n_failovers, (unsigned long long)cl->n_hedges,
-                   (unsigned long long)cl->n_hedge_wins);
+                   (unsigned long long)cl->n_hedge_wins, (unsigned long long)cl->n_deadlines);
     for (size_t i = 0; i < cl->n_conns; i++) {
         cconn *cc = cl->conns[i];
         pthread_mutex_lock(&cc->mu);
@@ -2071,12 +2349,16 @@ static int cl_status_json(rl_kv_backend *b, rl_buf *out) {
 }
 
 int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns) {
-    if (!b || b->vt != &cluster_vt || !out_ns) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_ping_within(b, server_id, RL_CLUSTER_STATUS_TIMEOUT_MS, out_ns);
+}
+
+int rl__kv_cluster_ping_within(rl_kv_backend *b, uint32_t server_id, int timeout_ms, uint64_t *out_ns) {
+    if (!b || b->vt != &cluster_vt || !out_ns || timeout_ms < 0) return RL_E_INVALID_ARGUMENT;
     cluster *cl = (cluster *)b;
     if (rl__loop_in_loop_thread(cl->loop)) return RL_E_CLIENT_INVALID_OPERATION;
     uint64_t t0 = now_ns();
     waiter *w = NULL;
-    int rc = run_internal(cl, RL_CREQ_PING, server_id, RL_CLUSTER_STATUS_TIMEOUT_MS, &w);
+    int rc = run_internal(cl, RL_CREQ_PING, server_id, timeout_ms, &w);
     uint64_t t1 = now_ns();
     if (w) waiter_unref(w);
     *out_ns = t1 - t0;
@@ -2089,6 +2371,11 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv_ping_stats *out) {
+    return rl__kv_cluster_ping_stats_within(b, server_id, n, RL_CLUSTER_STATUS_TIMEOUT_MS, out);
+}
+
+int rl__kv_cluster_ping_stats_within(rl_kv_backend *b, uint32_t server_id, int n, int timeout_ms,
+                                     rl_kv_ping_stats *out) {
     if (!out) return RL_E_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
     out->server_id = server_id;
@@ -2098,7 +2385,7 @@ int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv
     int rc = RL_OK;
     uint64_t sum = 0;
     for (int i = 0; i < n && rc == RL_OK; i++) {
-        rc = rl__kv_cluster_ping(b, server_id, &ns[i]);
+        rc = rl__kv_cluster_ping_within(b, server_id, timeout_ms, &ns[i]);
         sum += ns[i];
     }
     if (rc == RL_OK) {
@@ -2148,6 +2435,16 @@ int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl_kv_ping_s
 int rl__db_cluster_ping(rl_db *db, uint32_t server_id, uint64_t *out_ns) {
     if (!db) return RL_E_INVALID_ARGUMENT;
     return rl__kv_cluster_ping(db->be, server_id, out_ns);
+}
+
+int rl__db_cluster_ping_within(rl_db *db, uint32_t server_id, int timeout_ms, uint64_t *out_ns) {
+    if (!db) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_ping_within(db->be, server_id, timeout_ms, out_ns);
+}
+
+int rl__db_cluster_ping_stats_within(rl_db *db, uint32_t server_id, int n, int timeout_ms, rl_kv_ping_stats *out) {
+    if (!db) return RL_E_INVALID_ARGUMENT;
+    return rl__kv_cluster_ping_stats_within(db->be, server_id, n, timeout_ms, out);
 }
 
 int rl__db_cluster_servers(rl_db *db, uint32_t *ids, int cap, int *out_n) {
@@ -2288,6 +2585,13 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
             cl->popt.secondary_byte_limit = opts->mapped_secondary_byte_limit;
         }
         if (have >= offsetof(rl_db_options, read_only) + sizeof(int)) cl->read_only = opts->read_only != 0;
+        if (have >= offsetof(rl_db_options, wait_report_ud) + sizeof(void *) && opts->wait_report &&
+            opts->wait_report_ms > 0) {
+            int64_t ms = opts->wait_report_ms < 86400000 ? opts->wait_report_ms : 86400000; /* a day at most */
+            cl->report_ns = (uint64_t)ms * 1000000ull;
+            cl->report = opts->wait_report;
+            cl->report_ud = opts->wait_report_ud;
+        }
         if (have >= offsetof(rl_db_options, mapped_secondary_strategy) + sizeof(int)) {
             int st = opts->mapped_secondary_strategy;
             if (st < RL_SECONDARY_DEFAULT || st > RL_SECONDARY_GROUPED) {

@@ -27,7 +27,10 @@
  * (clusterfile.h), start the network thread, connect to the coordinator and fetch the shard map
  * (retrying up to RL_CLUSTER_RETRY_WINDOW_NS). Options used: mapped_secondary_row_limit /
  * _byte_limit (sent with every mapped read), read_only (commits that write are refused with
- * RL_E_READ_ONLY_DATABASE); the others belong to the servers. [out] out: the backend (its
+ * RL_E_READ_ONLY_DATABASE), mapped_secondary_strategy, wait_report_ms / wait_report /
+ * wait_report_ud (the wait report, cluster.c invariant 9); the others belong to the servers or
+ * the transaction layer (transaction_timeout_ms reaches the backend as each request's
+ * deadline_ns, backend.h contract 7). [out] out: the backend (its
  * close() frees it). On failure a message naming the file or the address is appended to
  * errmsg. Errors: RL_E_FILE_NOT_FOUND / RL_E_IO_ERROR / RL_E_CONNECTION_STRING_INVALID (the
  * file), RL_E_CONNECTION_FAILED (no coordinator within the window), RL_E_MALFORMED_FRAME (its
@@ -42,6 +45,11 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
  * cluster backend, or an unknown id), RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT. [any thread but the
  * network thread] */
 int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns);
+/* rl__kv_cluster_ping_within — rl__kv_cluster_ping waiting at most timeout_ms (>= 0; the plain
+ * call waits RL_CLUSTER_STATUS_TIMEOUT_MS) for the reply: RL_E_TIMED_OUT after it. A server that
+ * refuses connections fails sooner, after the client's retry window, with
+ * RL_E_CONNECTION_FAILED. */
+int rl__kv_cluster_ping_within(rl_kv_backend *b, uint32_t server_id, int timeout_ms, uint64_t *out_ns);
 
 /* Round-trip figures of n pings to one server (rl__kv_cluster_ping, one after another). */
 #define RL_KV_PING_MAX 1000000
@@ -57,6 +65,10 @@ typedef struct {
  * RL_E_INVALID_ARGUMENT (n out of range), RL_E_OUT_OF_MEMORY. [any thread but the network
  * thread] */
 int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv_ping_stats *out);
+/* rl__kv_cluster_ping_stats_within — the same, each ping waiting at most timeout_ms
+ * (rl__kv_cluster_ping_within). */
+int rl__kv_cluster_ping_stats_within(rl_kv_backend *b, uint32_t server_id, int n, int timeout_ms,
+                                     rl_kv_ping_stats *out);
 
 /* rl__db_cluster_ping_stats — the same for an open rl_db (its backend must be cluster:, else
  * RL_E_INVALID_ARGUMENT). For callers above the kv layer (the campaign, rl ping). */
@@ -65,6 +77,10 @@ int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl_kv_ping_s
  * rl__kv_cluster_servers and rl__kv_cluster_delay for an open rl_db (the layers above kv and the
  * tools never reach into the rl_db). RL_E_INVALID_ARGUMENT for a NULL db or another backend. */
 int rl__db_cluster_ping(rl_db *db, uint32_t server_id, uint64_t *out_ns);
+/* rl__db_cluster_ping_within, rl__db_cluster_ping_stats_within — the _within calls for an open
+ * rl_db (rl ping --timeout). */
+int rl__db_cluster_ping_within(rl_db *db, uint32_t server_id, int timeout_ms, uint64_t *out_ns);
+int rl__db_cluster_ping_stats_within(rl_db *db, uint32_t server_id, int n, int timeout_ms, rl_kv_ping_stats *out);
 int rl__db_cluster_servers(rl_db *db, uint32_t *ids, int cap, int *out_n);
 int rl__db_cluster_delay(rl_db *db, uint32_t *out_delay_us, uint32_t *out_jitter_us);
 

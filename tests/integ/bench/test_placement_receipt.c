@@ -27,7 +27,7 @@ static char *receipt(const char *url, json_t **whole) {
     json_t *o = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
-    int rc = rl__tool_placement_show(url, NULL, "price_idx", &o, &msg);
+    int rc = rl__tool_placement_show(url, NULL, "price_idx", NULL, &o, &msg);
     if (rc != RL_OK) fail_msg("show: %s: %s", rl_error_name(rc), msg.len ? (char *)msg.data : "");
     rl__buf_release(&msg);
     char *s = json_dumps(json_object_get(o, "receipt"), JSON_SORT_KEYS | JSON_COMPACT);
@@ -107,7 +107,7 @@ TEST(placement_3_1_place_show_receipts) {
     uint32_t t1[] = {1}, t2[] = {2}, t3[] = {3};
     const uint32_t *teams[] = {t2, t3};
     uint32_t nteams[] = {1, 1};
-    rc = rl__tool_placement_place(c.url, NULL, NULL, "price_idx", t1, 1, teams, nteams, 2, 20000, &msg);
+    rc = rl__tool_placement_place(c.url, NULL, NULL, "price_idx", t1, 1, teams, nteams, 2, 20000, NULL, &msg);
     if (rc) fail_msg("place: %s: %s", rl_error_name(rc), (char *)msg.data);
     json_t *w3 = NULL;
     char *r3 = receipt(c.url, &w3);
@@ -148,7 +148,7 @@ TEST(placement_3_1_place_show_receipts) {
     rl__buf_reset(&msg);
     const uint32_t *same[] = {t2};
     uint32_t nsame[] = {1};
-    rc = rl__tool_placement_place(c.url, NULL, NULL, "price_idx", t2, 1, same, nsame, 1, 20000, &msg);
+    rc = rl__tool_placement_place(c.url, NULL, NULL, "price_idx", t2, 1, same, nsame, 1, 20000, NULL, &msg);
     if (rc) fail_msg("place: %s: %s", rl_error_name(rc), (char *)msg.data);
     json_t *w4 = NULL;
     char *r4 = receipt(c.url, &w4);

@@ -169,7 +169,11 @@ TEST(cluster_3_1_cli_life_cycle) {
     json_decref(st);
     /* Usage errors. */
     ASSERT_EQ(rl_test_run("rl", NULL, NULL, "cluster restart --dir '%s'", dir), 2);
-    ASSERT_EQ(rl_test_run("rl", NULL, NULL, "cluster restart --dir '%s' --storage 1 --coordinator", dir), 2);
+    ASSERT_EQ(rl_test_run("rl", NULL, NULL, "cluster restart --dir '%s' --storage 0", dir), 2);
+    ASSERT_EQ(rl_test_run("rl", NULL, NULL, "cluster restart --dir '%s' --storage 1,x", dir), 2);
+    ASSERT_EQ(rl_test_run("rl", NULL, &err, "cluster restart --dir '%s' --storage 1,1", dir), 1);
+    ASSERT_NOT_NULL(strstr(err, "named twice"));
+    free(err);
     ASSERT_EQ(rl_test_run("rl", NULL, &err, "cluster restart --dir '%s' --storage 9", dir), 1);
     ASSERT_NOT_NULL(strstr(err, "no storage server 9"));
     free(err);

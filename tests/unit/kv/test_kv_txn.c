@@ -419,6 +419,38 @@ TEST(kv_2_5_timeout) {
     kvt_close(&e);
 }
 
+/* kv-2.9: the database's transaction_timeout_ms (FoundationDB's transaction_timeout database
+ * option) is every new transaction's timeout; a transaction may set its own (0: none); a negative
+ * one is refused at open. */
+TEST(kv_2_9_database_timeout) {
+    rl_db_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.transaction_timeout_ms = -1;
+    rl_db *bad = NULL;
+    ASSERT_RC(rl_db_open("mem:", &o, &bad), RL_E_INVALID_ARGUMENT);
+    ASSERT_NULL(bad);
+    o.transaction_timeout_ms = 500;
+    kvt_env e;
+    kvt_open_opts(&e, &o);
+    rl_txn *t, *t2;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    ASSERT_OK(rl_txn_begin(e.db, &t2));
+    ASSERT_OK(rl_txn_set_option(t2, RL_TXN_OPT_TIMEOUT_MS, 0));
+    kvt_expect(t, "a", NULL, 0);
+    usleep(600000);
+    int present, len;
+    char buf[8];
+    ASSERT_RC(kvt_get(t, "a", 1, 0, &present, buf, sizeof buf, &len), RL_E_TRANSACTION_TIMED_OUT);
+    rl_future *f = rl_txn_on_error(t, RL_E_TRANSACTION_TIMED_OUT);
+    ASSERT_RC(rl_future_wait(f), RL_E_TRANSACTION_TIMED_OUT);
+    rl_future_free(f);
+    kvt_expect(t2, "a", NULL, 0); /* its own: none */
+    rl_txn_free(t);
+    rl_txn_free(t2);
+    kvt_close(&e);
+}
+
 /* kv-2.6: on_error: retryable vs not, the retry limit, backoff grows. */
 TEST(kv_2_6_on_error) {
     kvt_env e;
@@ -554,4 +586,5 @@ TEST(kv_2_8_increment_race) {
 
 RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_1_4_legal_range_edges),
              T(kv_2_1_write_skew), T(kv_2_2_no_conflict_cases), T(kv_2_3_explicit_conflicts), T(kv_2_4_too_old),
-             T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset), T(kv_2_8_increment_race))
+             T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset), T(kv_2_8_increment_race),
+             T(kv_2_9_database_timeout))
