@@ -982,11 +982,14 @@ fail_early:
     return rc;
 }
 
-/* See coordinator.h: arms the housekeeping timer, then runs the loop on this thread. */
+/* See coordinator.h: arms the housekeeping and version tick timers (the first tick is due an
+ * interval from now), then runs the loop on this thread. */
 int rl__coordinator_run(rl_coordinator *co) {
     if (rl__loop_timer_add(co->loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping, co,
                            &co->housekeeping_timer) != RL_OK)
         co->housekeeping_timer = 0;
+    co->last_version_ns = rl__clock_mono_ns();
+    rl__co_tick_check(co);
     return rl__loop_run(co->loop);
 }
 
