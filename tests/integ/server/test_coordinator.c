@@ -1569,15 +1569,15 @@ TEST(coord_1_9_idle_ticks) {
         known[i] = register_storage(&s[i], c.port, (uint32_t)i + 1, 0, &err, NULL, 0);
         ASSERT_EQ(err, 0);
     }
-    json_t *st = status(&cl);
-    ASSERT_EQ(json_integer_value(json_object_get(st, "tick_interval_us")), 5000);
-    json_decref(st);
     /* GET_READ_VERSION advances while nothing commits. */
     rl_version v0 = grv(&cl);
     rl__clock_sleep_us(100000);
     rl_version v1 = grv(&cl);
     printf("100 ms idle: the read version moved %lld versions\n", (long long)(v1 - v0));
     ASSERT_TRUE(v1 - v0 >= 50000);
+    json_t *st = status(&cl);
+    ASSERT_EQ(json_integer_value(json_object_get(st, "tick_interval_us")), 5000);
+    json_decref(st);
     /* Both servers peek (each PEEK is parked until a tick) and pop, for 700 ticks. */
     uint64_t t0 = rl__clock_mono_ns();
     json_int_t ticks = 0, max_segments = 0, max_records = 0;
