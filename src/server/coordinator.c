@@ -41,6 +41,12 @@
  *      splits, a move's start and switch), committed like any batch and installed in memory on
  *      the loop thread once durable; the server list changes with registrations, which are
  *      committed before they are answered.
+ *   5. Only durable, logged versions are handed out (GET_READ_VERSION is the committer's durable
+ *      version): storage servers learn versions only from the log. Versions still advance while
+ *      nothing commits: the loop thread's version tick (coord_net.c) commits an empty batch
+ *      through the same committer whenever none became durable for rl__co_tick_interval (500 ms,
+ *      at most a quarter of the window), so a read version is never older than about one
+ *      interval plus one fdatasync (docs/design.md §8.3, Durability, recovery and versions).
  */
 #include "server/coord_int.h"
 
