@@ -245,7 +245,11 @@ RL_API int rl_txn_set_option(rl_txn *txn, rl_txn_option opt, int64_t value);
 
 /* rl_txn_set_read_version — use version v instead of asking for one. */
 RL_API void rl_txn_set_read_version(rl_txn *txn, int64_t v);
-/* rl_txn_get_read_version — future of the read version (rl_future_get_int64). */
+/* rl_txn_get_read_version — future of the read version (rl_future_get_int64): a version that
+ * sees every commit acknowledged before it was asked for. Versions advance with time whether or
+ * not anything commits (docs/design.md §2), so a read version is inside the MVCC window however
+ * long the database was idle, and the one asked for after rl_txn_on_error or rl_txn_reset is
+ * fresh. */
 RL_API rl_future *rl_txn_get_read_version(rl_txn *txn);
 
 /* Reads. Each returns a future (never NULL; on OOM a future that holds RL_E_OUT_OF_MEMORY).

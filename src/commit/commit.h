@@ -1,8 +1,13 @@
 /* commit.h (internal) — the commit path: sequencer, resolver and the committer that batches
  * transactions, resolves them, stamps versionstamps and hands their mutations to a log sink.
  *
- * Versions (DESIGN §2): one sequencer issues them, about 1,000,000 per second of wall time
- * (version = max(last + 1, base + elapsed microseconds)), so "5 seconds" is a version distance.
+ * Versions (docs/design.md §2): one sequencer issues them, about 1,000,000 per second of wall
+ * time (version = max(last + 1, base + elapsed microseconds)), so "5 seconds" is a version
+ * distance. Versions must advance with time whether or not anything commits, or a read version
+ * handed out after an idle spell is already older than the window at the next commit: the
+ * embedded backend reserves its read versions from the sequencer
+ * (rl__committer_fresh_read_version), the coordinator commits an empty batch (a tick request,
+ * rl_commit_request.is_tick) whenever none became durable for a while (docs/design.md §5).
  *
  * Resolution (serializable optimistic concurrency): a transaction commits only if none of its
  * read conflict ranges intersects a write conflict range committed at a version greater than its
@@ -38,8 +43,14 @@ typedef struct {
 
 /* Start after `recovered` (the last version known durable), on the real clock. */
 void rl__sequencer_init(rl_sequencer *s, rl_version recovered);
-/* The next commit version: > every version issued before. Not thread-safe (callers lock). */
+/* The next commit version: > every version issued or reserved before. Not thread-safe (callers
+ * lock). */
 rl_version rl__sequencer_next(rl_sequencer *s);
+/* rl__sequencer_reserve — a read version that follows the clock: max(last, base + elapsed
+ * microseconds), which becomes the last version, so every later rl__sequencer_next is greater.
+ * Consumes nothing: calls within one microsecond share the version. Not thread-safe (callers
+ * lock, as for rl__sequencer_next). */
+rl_version rl__sequencer_reserve(rl_sequencer *s);
 /* rl__sequencer_set_clock — read time from fn(ud) from now on (fn NULL: the real clock again).
  * Versions keep increasing across the switch: the next one is > every version issued, and later
  * ones advance by the new clock's microseconds. Not thread-safe (as rl__sequencer_next). */
@@ -87,6 +98,11 @@ typedef struct {
     size_t n_writes;
     const rl_mutation *muts; /* may contain SET_VERSIONSTAMPED_KEY / _VALUE */
     size_t n_muts;
+    int is_tick; /* 1: a version tick — commit with a version even with no mutations, reads or
+                  * write ranges (otherwise such a request is read-only and gets none): its batch
+                  * reaches the sink, which logs and syncs it (an empty batch), so versions and
+                  * the durable version advance while nothing else commits. Its read_version
+                  * should be 0 (never too old, never a future version). */
     /* Results. */
     int result;                /* RL_OK, RL_E_NOT_COMMITTED, RL_E_TRANSACTION_TOO_OLD, … (the
                                * full list is in the header of committer.c) */
@@ -109,12 +125,12 @@ int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_versio
 void rl__committer_free(rl_committer *c);
 /* Commit one transaction, blocking until its batch is durable (or failed). Concurrent callers
  * are batched together (group commit: one version, one sync per batch). Returns req->result. A
- * read-only request (no mutations and no write ranges) commits at once without a version
- * (RL_OK, commit_version 0), as in FoundationDB. A read version newer than any version handed out
- * gives RL_E_FUTURE_VERSION. A sink failure gives the batch's requests
- * RL_E_COMMIT_UNKNOWN_RESULT (the log may or may not hold them) and poisons the committer: every
- * later commit fails with the sink's own error (RL_E_IO_ERROR, RL_E_NO_SPACE,
- * RL_E_OUT_OF_MEMORY …). */
+ * read-only request (no mutations and no write ranges, not a tick) commits at once without a
+ * version (RL_OK, commit_version 0), as in FoundationDB. A read version newer than any version
+ * handed out as a read version (rl__committer_read_ceiling) gives RL_E_FUTURE_VERSION. A sink
+ * failure gives the batch's requests RL_E_COMMIT_UNKNOWN_RESULT (the log may or may not hold
+ * them) and poisons the committer: every later commit fails with the sink's own error
+ * (RL_E_IO_ERROR, RL_E_NO_SPACE, RL_E_OUT_OF_MEMORY …). */
 int rl__committer_commit(rl_committer *c, rl_commit_request *req);
 /* Called when a request given to rl__committer_submit is done: req->result (and, on RL_OK,
  * commit_version and batch_order) is set. Runs on the committer's thread; it must not call
@@ -141,7 +157,8 @@ int rl__committer_submit(rl_committer *c, rl_commit_request *req, rl_commit_done
 /* rl__committer_set_clock — the sequencer of c reads fn(ud) instead of the monotonic clock (NULL:
  * the real one again; rl__sequencer_set_clock). For tests. Call it while no commit is in progress
  * on c (before the first, or between commits of one thread); fn is called by whichever thread
- * leads a batch and must stay callable until rl__committer_free or the next call. */
+ * leads a batch or reserves a read version (rl__committer_fresh_read_version) and must stay
+ * callable until rl__committer_free or the next call. */
 void rl__committer_set_clock(rl_committer *c, rl_seq_clock_fn fn, void *ud);
 /* rl__committer_set_max_batch_bytes — bound a batch's mutation bytes (every mutation's len1 +
  * len2 + 9, its size in a log record of storage/wal.h): a batch takes queued requests while their
@@ -150,8 +167,25 @@ void rl__committer_set_clock(rl_committer *c, rl_seq_clock_fn fn, void *ud);
  * first commit. */
 void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes);
 
-/* The newest version whose batch is durable: the read version handed to new transactions. */
+/* The newest version whose batch is durable: the read version the coordinator hands to new
+ * transactions (its storage servers learn versions only from the log, so it must never hand out
+ * a version that is not logged). [any thread] */
 rl_version rl__committer_read_version(rl_committer *c);
+/* rl__committer_fresh_read_version — a read version that follows the clock, for a committer
+ * whose sink is read in-process (the embedded backend's opt-in; never the coordinator's). With
+ * no batch running or queued and the committer not poisoned it reserves one from the sequencer
+ * (rl__sequencer_reserve, under the mutex this call takes anyway: one clock reading more than
+ * rl__committer_read_version): every later batch gets a greater version, so the snapshot at it
+ * equals the snapshot at the newest durable batch and is final, and it is never older than the
+ * window at the next commit however long nothing committed. Otherwise it returns the newest
+ * version handed out so far (>= the newest durable batch). Readers of the sink must serve a
+ * version v <= rl__committer_read_ceiling at min(v, what the sink holds). [any thread] */
+rl_version rl__committer_fresh_read_version(rl_committer *c);
+/* rl__committer_read_ceiling — the newest version handed out as a read version (reserved or
+ * durable; >= rl__committer_read_version): no batch will ever get a version at or below it that
+ * the sink does not hold already. Lock-free (an atomic load), so a reader may call it on every
+ * read of a version the sink does not hold yet. [any thread] */
+rl_version rl__committer_read_ceiling(rl_committer *c);
 /* The oldest read version the resolver still checks. */
 rl_version rl__committer_oldest_version(rl_committer *c);
 
@@ -160,6 +194,7 @@ typedef struct {
     uint64_t batches;   /* batches that reached the sink (one apply + one sync each) */
     uint64_t committed; /* requests committed with a version */
     uint64_t conflicts; /* requests failed with RL_E_NOT_COMMITTED */
+    uint64_t ticks;     /* tick requests committed (rl_commit_request.is_tick; not in committed) */
     uint64_t queued;    /* requests waiting for a batch right now (not the running batch) */
     int poisoned;       /* 1 once a sink call failed */
 } rl_committer_stats;

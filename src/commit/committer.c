@@ -18,6 +18,17 @@
  * them, and takes the next batch. A batch may also be bounded in mutation bytes
  * (rl__committer_set_max_batch_bytes) so that one version always fits a log record.
  *
+ * Read versions. rl__committer_read_version is the newest durable batch (durable). A committer
+ * whose sink is read in-process (the embedded backend) asks rl__committer_fresh_read_version
+ * instead: with no batch running or queued it reserves a version from the sequencer
+ * (rl__sequencer_reserve) under the mutex — the sequencer is otherwise the leader's, and with
+ * leading == 0 nobody else touches it — so read versions follow the clock and are never older
+ * than the window at the next commit, however long nothing committed (docs/design.md §5). The
+ * coordinator never reserves (its storage servers learn versions only from the log); it keeps
+ * versions moving with tick requests (is_tick): an empty batch that the sink logs and syncs.
+ * granted is the newest version handed out either way, and the future-version check and the
+ * sink's readers (rl__committer_read_ceiling) go by it.
+ *
  * The committer:
  *
  *                 commit() finds no leader                 sink apply/sync failed
@@ -33,6 +44,8 @@
  *     transition                         function              under the mutex
  *     ---------------------------------  --------------------  ---------------
  *     read-only request: DONE at once    rl__committer_commit  no (nothing shared)
+ *     IDLE: reserve a read version       rl__committer_fresh_read_version (yes; no batch
+ *                                        running or queued)
  *     enqueue: QUEUED                    rl__committer_commit  yes
  *     IDLE -> LEADING, QUEUED->IN_BATCH  lead_batch            yes
  *     resolve, stamp, apply, sync        run_batch             no (leader only)
@@ -42,8 +55,17 @@
  *
  * Invariants:
  *   1. At most one batch runs at a time (leading == 1); batches get strictly increasing versions.
- *   2. durable (the read version handed out) only advances after the sink's sync of the batch
+ *   2. durable (the coordinator's read version) only advances after the sink's sync of the batch
  *      that has that version returned success, so readers never see un-synced data.
+ *   2a. granted >= durable is the newest version handed out as a read version: a batch's version
+ *      once it is durable, or a version reserved from the sequencer while no batch ran, none was
+ *      queued and the committer was not poisoned. Every batch taken after a reservation gets a
+ *      greater version (sequencer invariant 1), so no version in (durable, granted] is ever
+ *      applied after granted was published: the snapshot at any v <= granted is the sink's at
+ *      min(v, what it holds), and final. Not reserving while poisoned keeps invariant 2: a failed
+ *      sync may have left a batch applied in the sink but not durable, which a reserved version
+ *      above it would expose. granted is written under the mutex (an atomic store) and read
+ *      without it (rl__committer_read_ceiling).
  *   3. Inside a batch, requests are resolved in queue order; a committed request's write ranges
  *      are added to the resolver at the batch version before the next request is checked, so they
  *      conflict with later requests of the same batch (whose read versions are all < the batch
@@ -54,13 +76,13 @@
  *
  * Results of a request: RL_OK (commit_version, batch_order set), RL_E_NOT_COMMITTED,
  * RL_E_TRANSACTION_TOO_OLD, RL_E_FUTURE_VERSION (read version newer than any version handed
- * out), RL_E_INVALID_MUTATION_TYPE, RL_E_INVERTED_RANGE (a clear-range with begin > end),
- * RL_E_CLIENT_INVALID_OPERATION (a versionstamp offset that does not fit), RL_E_OUT_OF_MEMORY,
- * RL_E_COMMIT_UNKNOWN_RESULT (1021) for the requests of a batch whose sink call failed: the log
- * may or may not hold the batch (a write that reached the disk before a failed fsync survives a
- * restart), exactly FoundationDB's "may or may not have committed"; the committer is then poisoned
- * and every later commit fails with the sink's own error (RL_E_IO_ERROR, RL_E_NO_SPACE,
- * RL_E_OUT_OF_MEMORY …): those certainly did not commit.
+ * out: granted), RL_E_INVALID_MUTATION_TYPE, RL_E_INVERTED_RANGE (a clear-range with
+ * begin > end), RL_E_CLIENT_INVALID_OPERATION (a versionstamp offset that does not fit),
+ * RL_E_OUT_OF_MEMORY, RL_E_COMMIT_UNKNOWN_RESULT (1021) for the requests of a batch whose sink
+ * call failed: the log may or may not hold the batch (a write that reached the disk before a
+ * failed fsync survives a restart), exactly FoundationDB's "may or may not have committed"; the
+ * committer is then poisoned and every later commit fails with the sink's own error
+ * (RL_E_IO_ERROR, RL_E_NO_SPACE, RL_E_OUT_OF_MEMORY …): those certainly did not commit.
  * A request that fails for its own reasons does not affect the others of its batch.
  */
 #include "commit/commit.h"
@@ -104,12 +126,15 @@ struct rl_committer {
     int leading;        /* a batch is running */
     int poisoned;       /* a sink call failed: every commit fails */
     int poison_rc;      /* the sink's error that poisoned it (RL_E_IO_ERROR, RL_E_NO_SPACE, …) */
-    rl_version durable; /* newest synced batch version (the read version) */
+    rl_version durable; /* newest synced batch version (the coordinator's read version) */
+    rl_version granted; /* newest version handed out as a read version, >= durable (invariant
+                           2a); stored atomically under mu, loaded without it */
     rl_version oldest;  /* the resolver's oldest version after the last batch */
     uint64_t queued;    /* waiters in the queue */
     uint64_t batches;   /* batches that reached the sink successfully */
     uint64_t committed; /* requests committed */
     uint64_t conflicts; /* requests failed with RL_E_NOT_COMMITTED */
+    uint64_t ticks;     /* tick requests committed */
     /* Leader only (leading == 1), no lock needed. */
     rl_sequencer seq;
     rl_resolver *res;
@@ -194,12 +219,12 @@ static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_ver
 }
 
 /* Run one batch of n waiters (invariants 1–5). known: the newest version handed out as a read
- * version; poisoned: the committer was poisoned when the batch was taken. Sets every request's
- * result. Returns RL_OK with *out_v the batch version when something committed and is durable,
- * RL_E_NOT_FOUND (expected: nothing committed, nothing new is readable), or RL_E_IO_ERROR (the
- * sink failed: poison; the batch's committed requests get RL_E_COMMIT_UNKNOWN_RESULT and
- * *out_sink_err is the sink's own error, which every later request gets). poisoned: 0, or the
- * error a poisoned committer returns. */
+ * version (granted); poisoned: the committer was poisoned when the batch was taken. Sets every
+ * request's result. Returns RL_OK with *out_v the batch version when something committed and is
+ * durable, RL_E_NOT_FOUND (expected: nothing committed, nothing new is readable), or
+ * RL_E_IO_ERROR (the sink failed: poison; the batch's committed requests get
+ * RL_E_COMMIT_UNKNOWN_RESULT and *out_sink_err is the sink's own error, which every later request
+ * gets). poisoned: 0, or the error a poisoned committer returns. */
 static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known, int poisoned, rl_version *out_v,
                      int *out_sink_err) {
     if (poisoned) {
@@ -249,8 +274,10 @@ static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known
     return RL_OK;
 }
 
-/* A request that commits without a batch: no mutations and no write ranges. */
-static int is_read_only(const rl_commit_request *req) { return req->n_muts == 0 && req->n_writes == 0; }
+/* A request that commits without a batch: no mutations and no write ranges, and not a tick. */
+static int is_read_only(const rl_commit_request *req) {
+    return req->n_muts == 0 && req->n_writes == 0 && !req->is_tick;
+}
 
 /* Called with the mutex held and no batch running: take a batch from the queue head (up to
  * max_batch requests and max_batch_bytes; read-only asynchronous requests are done at once
@@ -283,7 +310,7 @@ static void lead_batch(rl_committer *c) {
         c->leading = 0;
         goto callbacks;
     }
-    rl_version known = c->durable;
+    rl_version known = c->granted;
     int poisoned = c->poisoned ? c->poison_rc : 0;
     pthread_mutex_unlock(&c->mu);
 
@@ -295,6 +322,7 @@ static void lead_batch(rl_committer *c) {
     pthread_mutex_lock(&c->mu);
     if (rc == RL_OK) {
         c->durable = v;
+        __atomic_store_n(&c->granted, v, __ATOMIC_RELEASE); /* v > granted (invariant 2a) */
         c->batches++;
     }
     if (rc == RL_E_IO_ERROR) {
@@ -305,7 +333,8 @@ static void lead_batch(rl_committer *c) {
     for (int i = 0; i < n; i++) {
         cm_waiter *w = c->batch[i];
         int r = w->req->result;
-        if (r == RL_OK) c->committed++;
+        if (r == RL_OK && w->req->is_tick) c->ticks++;
+        else if (r == RL_OK) c->committed++;
         if (r == RL_E_NOT_COMMITTED) c->conflicts++;
         w->done = 1; /* a blocking waiter may return (and its waiter vanish) from here on */
         if (w->fn) {
@@ -364,6 +393,7 @@ int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_versio
     c->sink = sink;
     c->max_batch = o->max_batch == 0 ? CM_DEFAULT_BATCH : o->max_batch > CM_MAX_BATCH ? CM_MAX_BATCH : o->max_batch;
     c->durable = recovered;
+    c->granted = recovered;
     rl__sequencer_init(&c->seq, recovered);
     rl__arena_init(&c->arena, 0);
     rl__buf_init(&c->scratch);
@@ -437,13 +467,13 @@ static void enqueue(rl_committer *c, cm_waiter *w) {
 
 /* See commit.h and the file header. req is borrowed (with everything it points to) until the
  * call returns; its result fields are written. A read-only request (no mutations, no write
- * ranges) commits at once without a version, as in FoundationDB: result RL_OK, commit_version 0,
- * batch_order 0. */
+ * ranges, not a tick) commits at once without a version, as in FoundationDB: result RL_OK,
+ * commit_version 0, batch_order 0. */
 int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
     req->commit_version = 0;
     req->batch_order = 0;
     req->result = RL_OK;
-    if (req->n_muts == 0 && req->n_writes == 0) return RL_OK;
+    if (is_read_only(req)) return RL_OK;
 
     cm_waiter w = {req, NULL, 0, NULL, NULL, mutation_bytes(req)};
     pthread_mutex_lock(&c->mu);
@@ -507,6 +537,23 @@ void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes) {
 
 rl_version rl__committer_read_version(rl_committer *c) { return rl__locked_u64(&c->mu, &c->durable); }
 
+/* See commit.h and invariant 2a: reserve when idle, else the newest version handed out. The
+ * queue test matters only to blocking callers between a batch's broadcast and the next leader's
+ * wake-up; reserving then would be as correct, but the batch about to run advances durable
+ * anyway. */
+rl_version rl__committer_fresh_read_version(rl_committer *c) {
+    pthread_mutex_lock(&c->mu);
+    rl_version v = c->granted;
+    if (!c->leading && !c->q_head && !c->poisoned) {
+        v = rl__sequencer_reserve(&c->seq);
+        __atomic_store_n(&c->granted, v, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return v;
+}
+
+rl_version rl__committer_read_ceiling(rl_committer *c) { return __atomic_load_n(&c->granted, __ATOMIC_ACQUIRE); }
+
 rl_version rl__committer_oldest_version(rl_committer *c) { return rl__locked_u64(&c->mu, &c->oldest); }
 
 void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out) {
@@ -514,6 +561,7 @@ void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out) {
     out->batches = c->batches;
     out->committed = c->committed;
     out->conflicts = c->conflicts;
+    out->ticks = c->ticks;
     out->queued = c->queued;
     out->poisoned = c->poisoned;
     pthread_mutex_unlock(&c->mu);

@@ -176,7 +176,9 @@ typedef struct rl_kv_grv rl_kv_grv;
 struct rl_kv_grv {
     void (*done)(rl_kv_grv *g, int err);
     void *ud;
-    rl_version version; /* output: the newest committed (durable) version */
+    rl_version version; /* output: a version whose snapshot is final and holds every commit
+                         * acknowledged before the request (embedded: one that follows the
+                         * clock; cluster: the coordinator's durable version) */
     void *be_link;      /* the backend's own */
     /* Tracing (appended; the backend may leave them 0): counters of the request (requests,
      * round_trips, bytes, coord_*), and with `trace` 1 its event in `ev` (has_ev 1). */

@@ -9,8 +9,22 @@
  * Invariants:
  *   1. Reads go straight to the storage engine at the version the transaction chose; the
  *      storage engine locks internally, so no lock is taken here.
- *   2. The read version handed out is the committer's newest durable version, so a read version
- *      never exposes a commit that is not yet durable (an acknowledged commit survives kill -9).
+ *   2. The read version handed out is the committer's fresh read version
+ *      (rl__committer_fresh_read_version): with no batch running or queued, a version reserved
+ *      from the sequencer, which follows the clock; while a batch runs, the newest version
+ *      handed out so far. Either way it never exposes a commit that is not yet durable (an
+ *      acknowledged commit survives kill -9), and versions advance with time whether or not
+ *      anything commits, so a read version is inside the MVCC window at the next commit however
+ *      long the database was idle, and a retry after transaction_too_old gets a fresh one
+ *      (docs/design.md §5). The cost is one clock reading under the committer's mutex per read
+ *      version.
+ *   2a. A reserved version is usually above the storage engine's latest version, which advances
+ *      only when something commits. The engine serves a read at v <= the committer's read
+ *      ceiling (the newest version handed out; no batch will ever be applied at or below it
+ *      beyond what the engine holds) at min(v, latest) — the same data
+ *      (rl__storage_set_read_ceiling, installed at open), and still refuses a version above the
+ *      ceiling (a user's rl_txn_set_read_version into the future) with future_version. The
+ *      ceiling is one atomic load, asked only by reads above latest.
  *   3. The committer starts after the storage engine's recovered version.
  *   4. A read-only database (rl_db_options.read_only) refuses every commit that would write
  *      (mutations or write conflict ranges) here, before the committer: the committer never
@@ -54,9 +68,13 @@ static void emb_close(rl_kv_backend *b) {
 
 static void emb_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
     embedded *e = (embedded *)b;
-    g->version = rl__committer_read_version(e->cm);
+    g->version = rl__committer_fresh_read_version(e->cm); /* invariant 2 */
     g->done(g, RL_OK);
 }
+
+/* The storage engine's read ceiling (invariant 2a): the committer's newest handed-out read
+ * version. */
+static rl_version read_ceiling(void *ud) { return rl__committer_read_ceiling(ud); }
 
 static const uint8_t empty_key[1] = {0};
 
@@ -264,6 +282,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
         if (errmsg) rl__buf_printf(errmsg, "cannot start the committer: %s", rl_error_name(rc));
         goto fail;
     }
+    rl__storage_set_read_ceiling(e->st, read_ceiling, e->cm);
     *out = &e->base;
     return RL_OK;
 fail:

@@ -39,6 +39,10 @@
                                                 fits a log record and a PEEK reply (64 MiB) */
 #define CO_READ_MAX_BYTES (8l << 20)      /* GET_RANGE replies: about this many bytes */
 #define CO_HOUSEKEEPING_NS (100000000ull) /* the 100 ms timer (completions, health) */
+/* The version tick: an empty batch when none became durable for CO_TICK_NS (at most a quarter
+ * of the MVCC window; docs/design.md §8.3), never more often than every CO_TICK_MIN_NS. */
+#define CO_TICK_NS (500000000ull)
+#define CO_TICK_MIN_NS (1000000ull)
 
 /* The system keyspace's prefixes (DESIGN §5 and the cluster contracts). */
 #define CO_KEYSERVERS "\xff/keyServers/"
@@ -129,12 +133,13 @@ struct co_conn {
     co_conn *prev, *next; /* the coordinator's list of connections */
 };
 
-enum { CO_OP_COMMIT = 1, CO_OP_REGISTER = 2, CO_OP_MOVE = 3 };
+enum { CO_OP_COMMIT = 1, CO_OP_REGISTER = 2, CO_OP_MOVE = 3, CO_OP_TICK = 4 };
 
 typedef struct co_admin co_admin;
 
-/* An asynchronous request: a client COMMIT or a REGISTER_STORAGE, from the frame to its reply.
- * Everything it needs after the frame callback lives here (the frame's payload is copied). */
+/* An asynchronous request: a client COMMIT, a REGISTER_STORAGE, a placement transaction or a
+ * version tick, from the frame (or the timer) to its reply. Everything it needs after the frame
+ * callback lives here (the frame's payload is copied). */
 typedef struct co_op {
     struct co_op *next; /* the completion queue / the free pool */
     rl_coordinator *co;
@@ -167,7 +172,6 @@ typedef struct {
     uint32_t src[CO_MAX_TEAM], n_src;
     uint32_t pending[CO_MAX_TEAM], n_pending; /* destinations that have not reported complete */
     rl_version start_version;
-    int tick_busy; /* an empty transaction to advance versions is in flight */
     uint64_t moves_done, splits_done;
 } co_placement;
 
@@ -218,6 +222,16 @@ struct rl_coordinator {
     rl_mutation *pk_muts;
     size_t pk_cap_muts;
     co_placement mv; /* placement (coord_move.c) */
+    /* The version tick (coord_net.c; loop thread): an empty batch whenever none became durable
+     * for rl__co_tick_interval, so versions, read versions and storage servers' known versions
+     * advance on an idle cluster. */
+    uint64_t tick_timer;       /* the armed tick timer's id (0: none) */
+    uint64_t tick_deadline_ns; /* when it fires */
+    uint64_t last_version_ns;  /* when durable last advanced (by a batch other than a tick's) or
+                                  a tick was submitted: the next tick is due an interval later */
+    rl_version tick_version;   /* the commit version of the last tick that completed */
+    int tick_busy;             /* a tick is in the committer */
+    uint64_t ticks;            /* ticks committed */
     /* Counters (loop thread). */
     uint64_t commits; /* client transactions committed */
     uint64_t commit_requests;
@@ -296,6 +310,13 @@ void rl__co_op_done(rl_commit_request *req, void *ud);
 void rl__co_flush(rl_coordinator *co);
 /* The housekeeping timer (every CO_HOUSEKEEPING_NS). */
 void rl__co_housekeeping(rl_loop *loop, void *ud);
+/* The version tick's interval now: CO_TICK_NS, at most a quarter of the MVCC window, at most
+ * CO_HOUSEKEEPING_NS while a move waits for destinations, at least CO_TICK_MIN_NS. [loop] */
+uint64_t rl__co_tick_interval(const rl_coordinator *co);
+/* Submit a tick if none is in flight and nothing became durable for an interval, then arm the
+ * tick timer for the next check (sooner than the armed one, if the interval shrank). Called by
+ * the tick timer, the housekeeping timer and run. [loop] */
+void rl__co_tick_check(rl_coordinator *co);
 /* Drop every parked peek (close). [owner, loop stopped] */
 void rl__co_drop_parked(rl_coordinator *co);
 /* Free the pool of operations. */

@@ -27,9 +27,10 @@
  *      a change's version is always above the after_version of the PEEK that carries it.
  *   2. The shard map in memory changes only here, on the loop thread, after the transaction
  *      that wrote it to \xff/keyServers/ is durable; owned/merged ranges are recomputed then.
- *   3. While a move waits for destinations, an empty transaction every housekeeping tick keeps
- *      versions advancing (a destination applies its fetched data at a version it has not
- *      applied yet, which must come).
+ *   3. While a move waits for destinations, the coordinator's version tick runs every
+ *      housekeeping interval instead of its usual one (rl__co_tick_interval, coord_net.c): an
+ *      empty batch keeps versions advancing (a destination applies its fetched data at a version
+ *      it has not applied yet, which must come even on an idle cluster).
  *   4. A destination that registers again (restart, reconnection) is assigned the range again
  *      at its registration's version and must report again: its REGISTER reply holds the map's
  *      ranges only, so it dropped the range.
@@ -48,7 +49,7 @@
 
 #define MV_DEFAULT_TIMEOUT_MS 60000u
 
-enum { STEP_SPLIT = 1, STEP_START = 2, STEP_SWITCH = 3, STEP_TICK = 4 };
+enum { STEP_SPLIT = 1, STEP_START = 2, STEP_SWITCH = 3 };
 
 static const uint8_t k_ff[1] = {0xff};
 
@@ -261,11 +262,11 @@ static void admin_pop(rl_coordinator *co) {
 
 /* ---- Placement transactions ------------------------------------------------------------------- */
 
-/* Submit a placement transaction: the mutations in op->arena, a write conflict range per key.
- * barrier: hold PEEKs at the current durable version until it is installed (invariant 1). */
+/* Submit a placement transaction: the mutations in op->arena, a write conflict range per key
+ * (none: a tick request, so the transaction still gets a version). barrier: hold PEEKs at the
+ * current durable version until it is installed (invariant 1). */
 static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, int step, int barrier) {
-    size_t nw = n ? n : 1;
-    rl_keyrange *w = rl__arena_alloc(&op->arena, nw * sizeof *w);
+    rl_keyrange *w = rl__arena_alloc(&op->arena, (n ? n : 1) * sizeof *w);
     if (!w) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
         uint8_t *e = rl__arena_alloc(&op->arena, (size_t)muts[i].len1 + 1);
@@ -274,27 +275,24 @@ static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, in
         e[muts[i].len1] = 0;
         w[i] = (rl_keyrange){muts[i].p1, muts[i].len1, e, muts[i].len1 + 1};
     }
-    if (n == 0) { /* the tick: a write conflict range alone gets a version */
-        static const uint8_t tb[] = "\xff/moveKeys/\xff", te[] = "\xff/moveKeys/\xff\x00";
-        w[0] = (rl_keyrange){tb, sizeof tb - 1, te, sizeof te};
-    }
     memset(&op->req, 0, sizeof op->req);
     op->req.read_version = rl__co_durable(co);
     op->req.writes = w;
-    op->req.n_writes = nw;
+    op->req.n_writes = n;
     op->req.muts = muts;
     op->req.n_muts = n;
+    op->req.is_tick = n == 0;
     op->kind = CO_OP_MOVE;
     op->move_step = step;
     op->conn = NULL;
-    if (step != STEP_TICK) co->mv.txn = 1;
+    co->mv.txn = 1;
     if (barrier) {
         co->mv.barrier = 1;
         co->mv.barrier_version = rl__co_durable(co);
     }
     int rc = rl__committer_submit(co->cm, &op->req, rl__co_op_done, op);
     if (rc != RL_OK) {
-        if (step != STEP_TICK) co->mv.txn = 0;
+        co->mv.txn = 0;
         if (barrier) co->mv.barrier = 0;
     }
     return rc;
@@ -470,10 +468,6 @@ void rl__co_move_done(rl_coordinator *co, co_op *op) {
     co_placement *mv = &co->mv;
     int step = op->move_step, rc = op->req.result;
     rl_version v = op->req.commit_version;
-    if (step == STEP_TICK) {
-        mv->tick_busy = 0;
-        return;
-    }
     mv->txn = 0;
     co_admin *a = mv->head;
     if (rc != RL_OK) {
@@ -680,12 +674,6 @@ void rl__co_move_tick(rl_coordinator *co) {
         admin_fail(co, a, RL_E_TIMED_OUT, what);
     }
     if (mv->active && !mv->txn && mv->n_pending == 0) maybe_switch(co);
-    if (mv->active && mv->n_pending && !mv->tick_busy) {
-        rl_mutation *muts;
-        co_op *op = new_op(co, 0, &muts);
-        if (op && submit(co, op, muts, 0, STEP_TICK, 0) == RL_OK) mv->tick_busy = 1;
-        else if (op) rl__co_op_put(co, op);
-    }
     kick(co);
 }
 

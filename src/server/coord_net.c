@@ -33,6 +33,17 @@
  *
  * Parked peeks (co_peek) are answered by exactly one of: rl__co_flush (durable advanced),
  * their timer (max_wait_ms), or dropped when their connection closes.
+ *
+ * The version tick (docs/design.md §8.3, FoundationDB's MAX_COMMIT_BATCH_INTERVAL): when no
+ * batch became durable for an interval (rl__co_tick_interval: 500 ms, at most a quarter of the
+ * MVCC window, 100 ms while a move waits), the tick timer submits a tick request (CO_OP_TICK,
+ * rl_commit_request.is_tick) through the same committer: an empty batch that is logged and
+ * fdatasynced like any other, gets a version, wakes parked PEEKs, and so advances the durable
+ * version (GET_READ_VERSION) and the storage servers' known versions. Read versions are thus
+ * never older than about an interval plus one fdatasync, always well inside the window, however
+ * long nothing committed. Only durable, logged versions are ever handed out. Idle cost per
+ * interval: one 24-byte log record and one fdatasync here, and on every storage server one empty
+ * version applied and synced, then a POP.
  */
 #include "server/coord_int.h"
 
@@ -651,6 +662,12 @@ void rl__co_flush(rl_coordinator *co) {
             send_reply(co, op->conn, RL_MSG_COMMIT, op->req_id, &m);
         } else if (op->kind == CO_OP_MOVE) {
             rl__co_move_done(co, op); /* may answer parked peeks itself */
+        } else if (op->kind == CO_OP_TICK) {
+            co->tick_busy = 0;
+            if (op->req.result == RL_OK) {
+                co->ticks++;
+                co->tick_version = op->req.commit_version;
+            }
         } else {
             finish_register(co, op);
         }
@@ -661,18 +678,76 @@ void rl__co_flush(rl_coordinator *co) {
     rl_version d = rl__commitlog_durable_version(co->log);
     if (d > co->notified) {
         co->notified = d;
+        /* A batch of a tick's own leaves the tick's schedule as it was (it counts from the
+         * tick's submission); any other batch puts the next tick an interval away. */
+        if (d != co->tick_version) co->last_version_ns = rl__clock_mono_ns();
         wake_parked(co, d);
     }
 }
 
-/* See coord_int.h: flush (a failed post may have left completions queued) and re-arm. */
+/* See coord_int.h: flush (a failed post may have left completions queued), placement, the
+ * version tick (a move that started waiting shortens its interval), and re-arm. */
 void rl__co_housekeeping(rl_loop *loop, void *ud) {
     rl_coordinator *co = ud;
     rl__co_flush(co);
     rl__co_move_tick(co);
+    rl__co_tick_check(co);
     if (rl__loop_timer_add(loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping, co,
                            &co->housekeeping_timer) != RL_OK)
         co->housekeeping_timer = 0;
+}
+
+/* ---- The version tick ---------------------------------------------------------------------- */
+
+/* See coord_int.h. The window is in versions, about microseconds. */
+uint64_t rl__co_tick_interval(const rl_coordinator *co) {
+    uint64_t window = co->window_versions ? co->window_versions : 5000000;
+    uint64_t ns = window / 4 * 1000;
+    if (ns > CO_TICK_NS) ns = CO_TICK_NS;
+    if (co->mv.active && co->mv.n_pending && ns > CO_HOUSEKEEPING_NS) ns = CO_HOUSEKEEPING_NS;
+    if (ns < CO_TICK_MIN_NS) ns = CO_TICK_MIN_NS;
+    return ns;
+}
+
+/* Submit one tick: an empty batch through the committer (answered in rl__co_flush). A failure
+ * (out of memory) is retried at the next check. */
+static void submit_tick(rl_coordinator *co) {
+    co_op *op = op_get(co, 0);
+    if (!op) return;
+    memset(&op->req, 0, sizeof op->req);
+    op->req.is_tick = 1;
+    op->kind = CO_OP_TICK;
+    op->conn = NULL;
+    if (rl__committer_submit(co->cm, &op->req, rl__co_op_done, op) != RL_OK) {
+        op_put(co, op);
+        return;
+    }
+    co->tick_busy = 1;
+}
+
+/* The tick timer fired. */
+static void tick_timer_fired(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_coordinator *co = ud;
+    co->tick_timer = 0;
+    rl__co_tick_check(co);
+}
+
+/* See coord_int.h. A tick still in the committer (an fdatasync longer than the interval) is
+ * waited for: the check comes again an interval later. */
+void rl__co_tick_check(rl_coordinator *co) {
+    uint64_t now = rl__clock_mono_ns(), iv = rl__co_tick_interval(co);
+    if (!co->tick_busy && now - co->last_version_ns >= iv) {
+        submit_tick(co);
+        co->last_version_ns = now;
+    }
+    uint64_t due = co->last_version_ns + iv;
+    if (due <= now) due = now + iv;
+    if (co->tick_timer && co->tick_deadline_ns <= due) return; /* that one checks again */
+    if (co->tick_timer) rl__loop_timer_cancel(co->loop, co->tick_timer);
+    co->tick_timer = 0;
+    if (rl__loop_timer_add(co->loop, due, tick_timer_fired, co, &co->tick_timer) == RL_OK) co->tick_deadline_ns = due;
+    else co->tick_timer = 0; /* out of memory: the housekeeping timer checks again */
 }
 
 /* ---- COMMIT ------------------------------------------------------------------------------- */
@@ -1029,12 +1104,14 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
         rl__buf_printf(&j, "]}");
     }
     rl__buf_printf(&j,
-                   "],\"commits\":%" PRIu64 ",\"conflicts\":%" PRIu64 ",\"batches\":%" PRIu64
-                   ",\"commit_requests\":%" PRIu64 ",\"refused_system_writes\":%" PRIu64
-                   ",\"connections\":%u,\"protocol_errors\":%" PRIu64 ",\"committer_poisoned\":%s"
+                   "],\"commits\":%" PRIu64 ",\"conflicts\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"ticks\":%" PRIu64
+                   ",\"tick_interval_us\":%" PRIu64 ",\"commit_requests\":%" PRIu64
+                   ",\"refused_system_writes\":%" PRIu64 ",\"connections\":%u,\"protocol_errors\":%" PRIu64
+                   ",\"committer_poisoned\":%s"
                    ",\"recovery\":{\"log_tail\":\"%s\"",
-                   co->commits, cs.conflicts, cs.batches, co->commit_requests, co->refused_system_writes, co->n_conns,
-                   co->protocol_errors, cs.poisoned ? "true" : "false", rl__storage_tail_name(ls.recovery_tail));
+                   co->commits, cs.conflicts, cs.batches, co->ticks, rl__co_tick_interval(co) / 1000,
+                   co->commit_requests, co->refused_system_writes, co->n_conns, co->protocol_errors,
+                   cs.poisoned ? "true" : "false", rl__storage_tail_name(ls.recovery_tail));
     if (ls.recovery_tail != RL_TAIL_CLEAN) {
         rl__buf_printf(&j, ",\"segment\":");
         json_bytes(&j, (const uint8_t *)ls.recovery_segment, strlen(ls.recovery_segment));

@@ -41,6 +41,12 @@
  *      splits, a move's start and switch), committed like any batch and installed in memory on
  *      the loop thread once durable; the server list changes with registrations, which are
  *      committed before they are answered.
+ *   5. Only durable, logged versions are handed out (GET_READ_VERSION is the committer's durable
+ *      version): storage servers learn versions only from the log. Versions still advance while
+ *      nothing commits: the loop thread's version tick (coord_net.c) commits an empty batch
+ *      through the same committer whenever none became durable for rl__co_tick_interval (500 ms,
+ *      at most a quarter of the window), so a read version is never older than about one
+ *      interval plus one fdatasync (docs/design.md §8.3, Durability, recovery and versions).
  */
 #include "server/coord_int.h"
 
@@ -991,11 +997,14 @@ fail_early:
     return rc;
 }
 
-/* See coordinator.h: arms the housekeeping timer, then runs the loop on this thread. */
+/* See coordinator.h: arms the housekeeping and version tick timers (the first tick is due an
+ * interval from now), then runs the loop on this thread. */
 int rl__coordinator_run(rl_coordinator *co) {
     if (rl__loop_timer_add(co->loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping, co,
                            &co->housekeeping_timer) != RL_OK)
         co->housekeeping_timer = 0;
+    co->last_version_ns = rl__clock_mono_ns();
+    rl__co_tick_check(co);
     return rl__loop_run(co->loop);
 }
 

@@ -37,7 +37,10 @@
  *      Separators are owned copies, so freeing a row never leaves a dangling bound.
  *   3. Every row in the tree has a non-empty chain; versions in a chain strictly decrease.
  *   4. oldest <= latest; oldest never decreases; a read at V in [oldest, latest] returns, per
- *      key, the newest chain entry with version <= V (absent if none or a tombstone).
+ *      key, the newest chain entry with version <= V (absent if none or a tombstone). A read at
+ *      V > latest reads at latest when the owner's read ceiling covers V (nothing will ever be
+ *      applied in (latest, V]: storage.h, rl__storage_set_read_ceiling), decided in check_version
+ *      under the same read lock as the read; otherwise it is RL_E_FUTURE_VERSION.
  *   5. GC may only rewrite history at or below oldest: it keeps the newest entry <= oldest (and
  *      everything newer), and drops that entry too when it is a tombstone. So invariant 4 holds
  *      whether or not GC has run.
@@ -1133,9 +1136,20 @@ rl_version rl__storage_oldest_version(rl_storage *st) {
 /* ---- reads ------------------------------------------------------------------------------- */
 /* ---- reads ------------------------------------------------------------------------------- */
 
-static int check_version(const rl_storage *st, rl_version v) {
-    if (v < st->oldest) return RL_E_TRANSACTION_TOO_OLD;
-    if (v > st->latest) return RL_E_FUTURE_VERSION;
+void rl__storage_set_read_ceiling(rl_storage *st, rl_read_ceiling_fn fn, void *ud) {
+    st->ceiling = fn;
+    st->ceiling_ud = ud;
+}
+
+/* Check the read version *v (read lock held) and clamp it to latest when the read ceiling covers
+ * it (invariant 4). The ceiling is asked only for versions above latest, so a read at a version
+ * the engine holds costs two compares, as before. */
+static int check_version(const rl_storage *st, rl_version *v) {
+    if (*v < st->oldest) return RL_E_TRANSACTION_TOO_OLD;
+    if (*v > st->latest) {
+        if (!st->ceiling || *v > st->ceiling(st->ceiling_ud)) return RL_E_FUTURE_VERSION;
+        *v = st->latest;
+    }
     return RL_OK;
 }
 
@@ -1157,7 +1171,7 @@ int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t
     *out_present = 0;
     *out_value = NULL;
     *out_len = 0;
-    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    if ((rc = check_version(st, &v)) != RL_OK) goto out;
     bt_row *n = hfind(st, key, key_len);
     if (st->has_base && (!n || !entry_at(n, v))) {
         /* Rule B1: no entry at or below v in the window: the base answers. */
@@ -1399,7 +1413,7 @@ int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel
     *out_key = NULL;
     *out_len = 0;
     pthread_rwlock_rdlock(&st->lock);
-    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    if ((rc = check_version(st, &v)) != RL_OK) goto out;
     if (st->has_base) {
         int found;
         long left;
@@ -1477,7 +1491,7 @@ int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel,
     if (rl__bytes_cmp(an, anl, lo, lo_len) < 0 || rl__bytes_cmp(an, anl, hi, hi_len) > 0)
         return RL_E_WRONG_SHARD_SERVER;
     pthread_rwlock_rdlock(&st->lock);
-    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    if ((rc = check_version(st, &v)) != RL_OK) goto out;
     if (st->has_base) {
         int found;
         long left;
@@ -1629,7 +1643,7 @@ int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin
     *out_n = 0;
     *out_more = 0;
     if (limit < 0 || target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
-    if ((rc = check_version(st, v)) != RL_OK) goto out;
+    if ((rc = check_version(st, &v)) != RL_OK) goto out;
     if (rl__bytes_cmp(begin, begin_len, end, end_len) >= 0) goto out;
     if (st->has_base)
         return range_merged(st, v, begin, begin_len, end, end_len, limit, target_bytes, reverse, a, out_kvs, out_n,

@@ -7,7 +7,8 @@
  *   - The window: versions newer than (latest - window_versions) keep their history; anything
  *     older is collapsed to its latest value. A read below rl__storage_oldest_version fails with
  *     RL_E_TRANSACTION_TOO_OLD; a read above rl__storage_latest_version fails with
- *     RL_E_FUTURE_VERSION.
+ *     RL_E_FUTURE_VERSION, unless the owner installed a read ceiling that covers it
+ *     (rl__storage_set_read_ceiling): then it reads at the latest version.
  *   - Durability (the `memory` engine with a directory): rl__storage_apply appends the version's
  *     mutations to a checksummed write-ahead log; rl__storage_sync makes everything applied so far
  *     durable (one fsync covers many versions: group commit). Checkpoints are written every
@@ -128,6 +129,22 @@ void rl__storage_collect(rl_storage *st);
 void rl__storage_get_status(rl_storage *st, rl_storage_status *out);
 rl_version rl__storage_latest_version(rl_storage *st);
 rl_version rl__storage_oldest_version(rl_storage *st);
+
+/* The read ceiling's source (rl__storage_set_read_ceiling): a version through which nothing
+ * beyond what the engine holds will ever be applied. Called under the engine's read lock, only
+ * for reads above the latest version; it must be cheap and must not call into the engine. */
+typedef rl_version (*rl_read_ceiling_fn)(void *ud);
+
+/* rl__storage_set_read_ceiling — from now on a read at a version v above the latest applied
+ * version is served at the latest version when v <= fn(ud), and fails with RL_E_FUTURE_VERSION
+ * otherwise (fn NULL: always, the default). The owner promises that no version in
+ * (latest, fn(ud)] will ever be applied, so the data at v is the data at latest — the embedded
+ * backend passes its committer's newest handed-out read version (rl__committer_read_ceiling),
+ * which may be a version reserved while nothing committed. The check and the clamp happen under
+ * the read lock, together with the read, so an apply cannot slip in between. A storage server
+ * or the coordinator's system keyspace never sets one: they learn versions from the log.
+ * Call before the first read; ud must outlive every read. [owner] */
+void rl__storage_set_read_ceiling(rl_storage *st, rl_read_ceiling_fn fn, void *ud);
 
 /* Point read at version v. On RL_OK, *out_present says whether the key exists and, if so,
  * *out_value / *out_len hold a copy in arena a. Errors: RL_E_TRANSACTION_TOO_OLD,

@@ -121,6 +121,11 @@ struct rl_storage {
     rl_buf base_buf;  /* a writer's base reads (has_base) */
     int poisoned;     /* RL_OK, or the error that stopped writes for good */
 
+    /* The read ceiling (rl__storage_set_read_ceiling): NULL, or reads above latest and at or
+     * below ceiling(ceiling_ud) are served at latest. Set by the owner before the first read. */
+    rl_read_ceiling_fn ceiling;
+    void *ceiling_ud;
+
     /* The durable engine (NULL without a directory: "mem:", nothing touches the disk). The map
      * calls it only through eng (engine.h); eng_priv and f belong to the engine. */
     const struct rl_engine_ops *eng;

@@ -9,6 +9,14 @@
  *
  * Rounds: RL_KILL_ROUNDS (default 3, for CI); scripts/soak-cluster.sh runs many. The seed
  * (victims, delays) is printed; RL_SEED=N replays the schedule.
+ *
+ * Idle gaps (issue 27; scripts/soak-cluster.sh sets them): with RL_KILL_IDLE_MS=N every round
+ * ends with N ms in which nothing commits (the client process is stopped with SIGSTOP, then
+ * continued), longer than the servers' MVCC window (RL_KILL_WINDOW_VERSIONS, passed to every
+ * process; 0 or unset: their default). After each gap a read-then-write transaction of the test's
+ * own must commit within three attempts (at once, but for reconnecting to a process that was just
+ * restarted), and its read version must have advanced with the idle time: versions keep moving
+ * on an idle cluster, across kill -9 and restarts too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -124,10 +132,62 @@ static void mark(const rl_keyvalue *kv, void *ud) {
     if (i > s->max) s->max = i;
 }
 
+/* An idle gap of idle_ms (see the file comment) on db, with the client process stopped. */
+static void idle_gap(rl_db *db, pid_t client, int idle_ms, int round) {
+    ASSERT_EQ(kill(client, SIGSTOP), 0);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(db, &t));
+    ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_TIMEOUT_MS, 20000));
+    rl_future *f = rl_txn_get_read_version(t);
+    ASSERT_OK(rl_future_wait(f));
+    int64_t before;
+    ASSERT_OK(rl_future_get_int64(f, &before));
+    rl_future_free(f);
+    rl_txn_reset(t);
+    usleep((useconds_t)idle_ms * 1000); /* nothing commits: the condition under test */
+    int attempts = 0, rc;
+    int64_t rv = 0;
+    for (;;) {
+        attempts++;
+        f = rl_txn_get_read_version(t);
+        rc = rl_future_wait(f);
+        if (rc == RL_OK) rc = rl_future_get_int64(f, &rv);
+        rl_future_free(f);
+        if (rc == RL_OK) {
+            f = rl_txn_get(t, "idle", 4, 0);
+            rc = rl_future_wait(f);
+            rl_future_free(f);
+        }
+        if (rc == RL_OK) rc = rl_txn_set(t, "idle", 4, "x", 1);
+        if (rc == RL_OK) {
+            f = rl_txn_commit(t);
+            rc = rl_future_wait(f);
+            rl_future_free(f);
+        }
+        if (rc == RL_OK || attempts >= 3) break;
+        f = rl_txn_on_error(t, rc);
+        int rc2 = rl_future_wait(f);
+        rl_future_free(f);
+        if (rc2 != RL_OK) break;
+    }
+    rl_txn_free(t);
+    ASSERT_EQ(kill(client, SIGCONT), 0);
+    if (rc != RL_OK)
+        fail_msg("round %d: after %d ms idle the read-then-write failed %d times: %s", round, idle_ms, attempts,
+                 rl_error_name(rc));
+    printf("round %d: after %d ms idle the read version had moved %lld versions; %d attempt(s)\n", round, idle_ms,
+           (long long)(rv - before), attempts);
+    if (rv - before < (int64_t)idle_ms * 500)
+        fail_msg("round %d: %d ms idle moved the read version only %lld versions", round, idle_ms,
+                 (long long)(rv - before));
+}
+
 /* kill-1.1: kill -9 rounds; every acknowledged commit survives whole. */
 TEST(kill_1_1_acknowledged_commits_survive) {
     const char *rounds_env = getenv("RL_KILL_ROUNDS");
     int rounds = rounds_env && *rounds_env ? atoi(rounds_env) : 3;
+    const char *idle_env = getenv("RL_KILL_IDLE_MS"), *window_env = getenv("RL_KILL_WINDOW_VERSIONS");
+    int idle_ms = idle_env && *idle_env ? atoi(idle_env) : 0;
     rl_test_cluster c;
     const char *keys[] = {"m"};
     rl_cluster_up_opts o;
@@ -135,6 +195,7 @@ TEST(kill_1_1_acknowledged_commits_survive) {
     o.n_storage = 2;
     o.split = keys;
     o.n_split = 1;
+    o.window_versions = window_env && *window_env ? atoll(window_env) : 0;
     int rc = rl_test_cluster_start(&c, &o);
     if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
@@ -151,6 +212,8 @@ TEST(kill_1_1_acknowledged_commits_survive) {
     pid_t client = fork();
     if (client == 0) client_main(c.url, ack_path);
     ASSERT_TRUE(client > 0);
+    rl_db *idle_db = NULL;
+    if (idle_ms > 0) ASSERT_OK(rl_db_open(c.url, NULL, &idle_db));
     int64_t t0 = mono_ms();
     for (int r = 0; r < rounds; r++) {
         usleep((useconds_t)(100000 + rl_test_rand_below(&rs, 500000)));
@@ -167,7 +230,9 @@ TEST(kill_1_1_acknowledged_commits_survive) {
                : victim == 1 ? "storage 1"
                              : "storage 2",
                pid, (long long)(mono_ms() - tk));
+        if (idle_ms > 0) idle_gap(idle_db, client, idle_ms, r + 1);
     }
+    rl_db_close(idle_db);
     /* Let the client commit a little after the last restart, then stop it. */
     usleep(300000);
     kill(client, SIGTERM);

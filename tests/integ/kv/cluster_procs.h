@@ -44,7 +44,8 @@ typedef struct {
     char key_file[600]; /* DIR/cluster.key: the test cluster's (tests/net_fixture.h) */
     int n_storage;
     int no_sync;
-    pid_t pid[CP_MAX]; /* [0] coordinator, [1..n] storage servers; 0: not running */
+    long long window_versions; /* the servers' --window-versions (0: their default) */
+    pid_t pid[CP_MAX];         /* [0] coordinator, [1..n] storage servers; 0: not running */
     int port[CP_MAX];
 } cp_cluster;
 
@@ -169,6 +170,12 @@ static inline void cp_spawn(cp_cluster *c, int i, int port) {
     argv[n++] = "--key-file";
     argv[n++] = c->key_file;
     if (c->no_sync) argv[n++] = "--no-sync";
+    char window[32];
+    if (c->window_versions) {
+        snprintf(window, sizeof window, "%lld", c->window_versions);
+        argv[n++] = "--window-versions";
+        argv[n++] = window;
+    }
     argv[n] = NULL;
     fflush(stdout);
     fflush(stderr);
@@ -200,13 +207,16 @@ static inline void cp_spawn(cp_cluster *c, int i, int port) {
 }
 
 /* Start a cluster: n_storage servers; the user keyspace split at the n_split one-byte-or-more
- * keys of split (sorted), shard k on storage server (k % n_storage) + 1. Waits until a read of
- * every shard's first key works through the client (15 s). */
-static inline void cp_start(cp_cluster *c, int n_storage, const char *const *split, int n_split, int no_sync) {
+ * keys of split (sorted), shard k on storage server (k % n_storage) + 1; the servers' MVCC window
+ * window_versions (0: their default). Waits until a read of every shard's first key works
+ * through the client (15 s). */
+static inline void cp_start_window(cp_cluster *c, int n_storage, const char *const *split, int n_split, int no_sync,
+                                   long long window_versions) {
     cp_hooks();
     memset(c, 0, sizeof *c);
     c->n_storage = n_storage;
     c->no_sync = no_sync;
+    c->window_versions = window_versions;
     char *d = rl_test_tmpdir("clclient");
     snprintf(c->dir, sizeof c->dir, "%s", d);
     free(d);
@@ -265,6 +275,11 @@ static inline void cp_start(cp_cluster *c, int n_storage, const char *const *spl
         }
     }
     rl_db_close(db);
+}
+
+/* cp_start_window at the servers' default window. */
+static inline void cp_start(cp_cluster *c, int n_storage, const char *const *split, int n_split, int no_sync) {
+    cp_start_window(c, n_storage, split, n_split, no_sync, 0);
 }
 
 /* Restart process i on the port it had (so the cluster file and the map stay valid). */

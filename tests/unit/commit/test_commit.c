@@ -1,6 +1,6 @@
 /* test_commit.c — the committer (commit-3.x): group commit over a recording sink (a fixture for
  * the sink contract: it keeps a copy of every apply and counts syncs), write skew, batching with
- * threads, versionstamps and sink failures. */
+ * threads, versionstamps, sink failures, fresh read versions and tick requests. */
 #include "test.h"
 
 #include <pthread.h>
@@ -579,8 +579,105 @@ TEST(commit_3_12_bad_options) {
     rec_release(&s);
 }
 
+/* commit-3.13: fresh read versions (the embedded backend's, issue 27): with nothing committing,
+ * rl__committer_fresh_read_version follows the sequencer's clock instead of staying at the newest
+ * durable batch, so after an idle spell longer than the window a read-then-write transaction at
+ * it commits, and a transaction too old for the window gets a newer version when it asks again.
+ * Reserving consumes no version and no batch; a read version above every version handed out is
+ * still future_version; while a batch runs or once poisoned, nothing is reserved. */
+TEST(commit_3_13_fresh_read_version) {
+    rec_sink s;
+    rec_init(&s);
+    rl_committer *c;
+    rl_committer_options o = {1000, 0}; /* a window of 1,000 versions (1 ms) */
+    ASSERT_OK(rl__committer_new(&o, sink_of(&s), 0, &c));
+    _Atomic uint64_t now = 1000000000; /* the sequencer's clock: advanced by hand, never slept */
+    rl__committer_set_clock(c, test_clock, &now);
+    rl_mutation m = set_mut("a", "1");
+    rl_keyrange ra = kr("a", "a\x01");
+    rl_commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
+    ASSERT_OK(rl__committer_commit(c, &r1));
+    rl_version c1 = r1.commit_version;
+    ASSERT_EQ(rl__committer_fresh_read_version(c), c1); /* the clock has not moved: no newer version */
+    /* Idle for ten windows: the durable version stays, a fresh read version follows the clock. */
+    rl_version stale = rl__committer_read_version(c);
+    now += 10000000; /* 10,000 versions */
+    rl_version rv = rl__committer_fresh_read_version(c);
+    ASSERT_TRUE(rv >= c1 + 9999);
+    ASSERT_EQ(rl__committer_read_version(c), c1); /* nothing was committed or synced */
+    ASSERT_EQ(rl__committer_read_ceiling(c), rv);
+    ASSERT_EQ(rl__committer_fresh_read_version(c), rv); /* the same microsecond: shared, not consumed */
+    ASSERT_EQ(s.n_apply, 1);
+    ASSERT_EQ(s.n_sync, 1);
+    /* The stale read version is too old for a read-then-write transaction; the fresh one commits,
+     * above it. */
+    rl_commit_request old = {.read_version = stale, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    ASSERT_RC(rl__committer_commit(c, &old), RL_E_TRANSACTION_TOO_OLD);
+    rl_commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    ASSERT_OK(rl__committer_commit(c, &young));
+    ASSERT_TRUE(young.commit_version > rv);
+    ASSERT_EQ(rl__committer_read_version(c), young.commit_version);
+    ASSERT_EQ(rl__committer_read_ceiling(c), young.commit_version);
+    /* Above every version handed out: future_version, as before. */
+    rl_commit_request fut = {
+        .read_version = young.commit_version + 1, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    ASSERT_RC(rl__committer_commit(c, &fut), RL_E_FUTURE_VERSION);
+    /* While a batch runs, the newest version handed out, not a reservation (the clock moved). */
+    rl_version before = rl__committer_read_ceiling(c);
+    rl_commit_request t0 = {.read_version = 0, .muts = &m, .n_muts = 1};
+    commit_arg a0 = {c, &t0};
+    pthread_t th0;
+    s.gate_closed = 1;
+    ASSERT_EQ(pthread_create(&th0, NULL, commit_thread, &a0), 0);
+    wait_in_apply(&s);
+    now += 10000000;
+    ASSERT_EQ(rl__committer_fresh_read_version(c), before);
+    open_gate(&s);
+    pthread_join(th0, NULL);
+    ASSERT_EQ(t0.result, RL_OK);
+    ASSERT_EQ(rl__committer_read_ceiling(c), t0.commit_version);
+    /* Poisoned (a failed sync): nothing is reserved any more, however far the clock moves. */
+    s.fail_sync_at = (int)s.n_sync + 1;
+    rl_commit_request bad = {.read_version = 0, .muts = &m, .n_muts = 1};
+    ASSERT_RC(rl__committer_commit(c, &bad), RL_E_COMMIT_UNKNOWN_RESULT);
+    now += 10000000;
+    ASSERT_EQ(rl__committer_fresh_read_version(c), t0.commit_version);
+    rl__committer_free(c);
+    rec_release(&s);
+}
+
+/* commit-3.14: a tick request (is_tick; the coordinator's version tick) commits an empty batch:
+ * it gets a version, reaches the sink (one apply of no mutation, one sync) and advances the
+ * durable version, counted in ticks, not committed; the same request without is_tick is
+ * read-only and gets no version. */
+TEST(commit_3_14_tick) {
+    rec_sink s;
+    rec_init(&s);
+    rl_committer *c;
+    ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 100, &c));
+    rl_commit_request plain = {.read_version = 0};
+    ASSERT_OK(rl__committer_commit(c, &plain));
+    ASSERT_EQ(plain.commit_version, 0);
+    ASSERT_EQ(s.n_apply, 0);
+    rl_commit_request tick = {.read_version = 0, .is_tick = 1};
+    ASSERT_OK(rl__committer_commit(c, &tick));
+    ASSERT_TRUE(tick.commit_version > 100);
+    ASSERT_EQ(s.n_apply, 1);
+    ASSERT_EQ(s.n_sync, 1);
+    ASSERT_EQ(s.n, 0); /* no mutation */
+    ASSERT_EQ(s.applies[0], tick.commit_version);
+    ASSERT_EQ(rl__committer_read_version(c), tick.commit_version);
+    rl_committer_stats st;
+    rl__committer_get_stats(c, &st);
+    ASSERT_EQ(st.batches, 1);
+    ASSERT_EQ(st.ticks, 1);
+    ASSERT_EQ(st.committed, 0);
+    rl__committer_free(c);
+    rec_release(&s);
+}
+
 RL_TEST_MAIN(T(commit_3_1_single_commit), T(commit_3_2_read_only), T(commit_3_3_write_skew_sequential),
              T(commit_3_4_write_skew_same_batch), T(commit_3_5_batching_threads), T(commit_3_6_versionstamp_substitute),
              T(commit_3_7_versionstamp_commit), T(commit_3_8_sink_apply_failure_poisons),
              T(commit_3_9_sink_sync_failure_poisons), T(commit_3_10_sink_failure_fails_whole_batch),
-             T(commit_3_11_too_old), T(commit_3_12_bad_options))
+             T(commit_3_11_too_old), T(commit_3_12_bad_options), T(commit_3_13_fresh_read_version), T(commit_3_14_tick))

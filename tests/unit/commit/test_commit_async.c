@@ -1,9 +1,9 @@
 /* test_commit_async.c — the committer's asynchronous API (rl__committer_submit), commit-4.x:
  * done callbacks on the committer's own thread, group commit while a sync runs, the byte bound,
- * read-only requests, conflicts inside a batch, blocking commits beside submits, sink failures
- * and free with requests queued. The sink records each apply, can sleep in sync, and can hold
- * its first sync until the test opens a gate (so "requests that arrive while a sync runs" is
- * arranged, not hoped for from a sleep). */
+ * read-only requests, conflicts inside a batch, blocking commits beside submits, sink failures,
+ * free with requests queued, and tick requests. The sink records each apply, can sleep in sync,
+ * and can hold its first sync until the test opens a gate (so "requests that arrive while a sync
+ * runs" is arranged, not hoped for from a sleep). */
 #include "test.h"
 
 #include <pthread.h>
@@ -363,6 +363,55 @@ TEST(commit_4_6_free_completes_queue) {
     free(js);
 }
 
+/* commit-4.7: a submitted tick request (the coordinator's version tick) is done on the
+ * committer's thread with a version, as an empty batch: one apply of no mutation and one sync;
+ * a tick queued behind a batch shares the next batch with whatever else queued. */
+TEST(commit_4_7_tick) {
+    sink_rec s;
+    rl_committer *c;
+    ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 100, &c));
+    job tick;
+    memset(&tick, 0, sizeof tick);
+    tick.req.is_tick = 1;
+    ASSERT_OK(rl__committer_submit(c, &tick.req, on_done, &tick));
+    wait_jobs(&tick, 1);
+    ASSERT_OK(tick.req.result);
+    ASSERT_TRUE(tick.req.commit_version > 100);
+    ASSERT_FALSE(pthread_equal(tick.thread, pthread_self()));
+    pthread_mutex_lock(&s.mu);
+    ASSERT_EQ(s.applies, 1);
+    ASSERT_EQ(s.batch_muts[0], 0);
+    ASSERT_EQ(s.versions[0], tick.req.commit_version);
+    ASSERT_EQ(s.syncs, 1);
+    pthread_mutex_unlock(&s.mu);
+    ASSERT_EQ(rl__committer_read_version(c), tick.req.commit_version);
+    /* Behind a held sync: the next tick and a transaction form one batch. */
+    s.gate = 1;
+    job first, t2, tick2;
+    job_init(&first, "x", NULL, 0);
+    job_init(&t2, "y", NULL, 0);
+    memset(&tick2, 0, sizeof tick2);
+    tick2.req.is_tick = 1;
+    ASSERT_OK(rl__committer_submit(c, &first.req, on_done, &first));
+    gate_wait_held(&s);
+    ASSERT_OK(rl__committer_submit(c, &tick2.req, on_done, &tick2));
+    ASSERT_OK(rl__committer_submit(c, &t2.req, on_done, &t2));
+    gate_release(&s);
+    wait_jobs(&first, 1);
+    wait_jobs(&tick2, 1);
+    wait_jobs(&t2, 1);
+    ASSERT_OK(tick2.req.result);
+    ASSERT_OK(t2.req.result);
+    ASSERT_EQ(tick2.req.commit_version, t2.req.commit_version);
+    ASSERT_TRUE(tick2.req.commit_version > first.req.commit_version);
+    rl_committer_stats st;
+    rl__committer_get_stats(c, &st);
+    ASSERT_EQ(st.ticks, 2);
+    ASSERT_EQ(st.committed, 2);
+    ASSERT_EQ(st.batches, 3);
+    rl__committer_free(c);
+}
+
 RL_TEST_MAIN(T(commit_4_1_submit_done_on_committer_thread), T(commit_4_2_group_commit_and_byte_bound),
              T(commit_4_3_read_only_conflicts_future), T(commit_4_4_blocking_beside_submits),
-             T(commit_4_5_sink_failure_poisons), T(commit_4_6_free_completes_queue))
+             T(commit_4_5_sink_failure_poisons), T(commit_4_6_free_completes_queue), T(commit_4_7_tick))

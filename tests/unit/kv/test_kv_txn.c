@@ -1,10 +1,11 @@
 /* test_kv_txn.c — KV conformance, part 1: opening, writes and their limits, transactions and
- * conflicts, timeouts, the retry loop, cancel/reset (public API only, any backend by
- * RL_TEST_URL). */
+ * conflicts, timeouts, the retry loop, cancel/reset, versions that advance while idle (public
+ * API only, any backend by RL_TEST_URL). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kvtest.h"
 #include "kv/kv_int.h"
 
@@ -584,7 +585,132 @@ TEST(kv_2_8_increment_race) {
     kvt_close(&e);
 }
 
+/* kv-2.10 helpers. Read the key "idle" in t at its current read version and write it back, then
+ * commit, with the retry loop (rl_txn_on_error), at most max_attempts times; every retry after
+ * transaction_too_old must get a newer read version than the attempt it follows. *out_first_rv:
+ * the first attempt's read version. Returns the last outcome; *out_attempts the attempts made. */
+static int idle_read_write(rl_txn *t, int max_attempts, int *out_attempts, int64_t *out_first_rv) {
+    int64_t prev_rv = -1;
+    int prev_err = RL_OK, rc = RL_OK;
+    for (int attempt = 1; attempt <= max_attempts; attempt++) {
+        *out_attempts = attempt;
+        rl_future *f = rl_txn_get_read_version(t);
+        int64_t rv = 0;
+        rc = rl_future_wait(f);
+        if (rc == RL_OK) rc = rl_future_get_int64(f, &rv);
+        rl_future_free(f);
+        if (rc != RL_OK) return rc;
+        if (attempt == 1) *out_first_rv = rv;
+        if (prev_err == RL_E_TRANSACTION_TOO_OLD && rv <= prev_rv)
+            fail_msg("the retry after transaction_too_old got read version %lld, not newer than the failed "
+                     "attempt's %lld",
+                     (long long)rv, (long long)prev_rv);
+        int present = 0, len = 0;
+        char buf[16];
+        rc = kvt_get(t, "idle", 4, 0, &present, buf, sizeof buf, &len);
+        if (rc == RL_OK) rc = rl_txn_set(t, "idle", 4, "x", 1);
+        if (rc == RL_OK) rc = kvt_commit(t);
+        if (rc == RL_OK) return RL_OK;
+        printf("kv-2.10: attempt %d at read version %lld: %s\n", attempt, (long long)rv, rl_error_name(rc));
+        prev_rv = rv;
+        prev_err = rc;
+        f = rl_txn_on_error(t, rc);
+        int rc2 = rl_future_wait(f);
+        rl_future_free(f);
+        if (rc2 != RL_OK) return rc2;
+    }
+    return rc;
+}
+
+/* One idle spell of kv-2.10 on e: commit, take a read version in a transaction held open, stay idle
+ * (idle_us of the sequencer's clock: the test's, advanced by hand, when now is not NULL; else
+ * wall time), then a new read-then-write transaction commits in at most max_attempts attempts
+ * (1 on the test's clock: at once) at a read version that advanced with the idle time although
+ * nothing committed, and the held transaction, now too old, commits after retries whose read
+ * versions are newer each time. */
+static void idle_round(kvt_env *e, _Atomic uint64_t *now, uint64_t idle_us, int max_attempts) {
+    rl_txn *held, *t;
+    ASSERT_OK(rl_txn_begin(e->db, &held));
+    ASSERT_OK(rl_txn_begin(e->db, &t));
+    ASSERT_OK(rl_txn_set_option(held, RL_TXN_OPT_TIMEOUT_MS, 20000));
+    ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_TIMEOUT_MS, 20000));
+    ASSERT_OK(rl_txn_set(held, "idle", 4, "0", 1));
+    ASSERT_OK(kvt_commit(held));
+    int64_t cv;
+    ASSERT_OK(rl_txn_get_committed_version(held, &cv));
+    rl_txn_reset(held);
+    rl_future *f = rl_txn_get_read_version(held);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    /* The idle spell: the condition under test. */
+    if (now) *now += idle_us * 1000;
+    else rl__clock_sleep_us(idle_us);
+    int attempts = 0;
+    int64_t rv = 0;
+    ASSERT_OK(idle_read_write(t, max_attempts, &attempts, &rv));
+    printf("kv-2.10: idle %llu us: read version %lld is %lld versions after the last commit; %d attempt(s)\n",
+           (unsigned long long)idle_us, (long long)rv, (long long)(rv - cv), attempts);
+    if (rv - cv < (int64_t)idle_us / 2)
+        fail_msg("after %llu us without a commit the read version %lld is only %lld versions after the last "
+                 "commit %lld: versions do not advance while nothing commits",
+                 (unsigned long long)idle_us, (long long)rv, (long long)(rv - cv), (long long)cv);
+    int held_attempts = 0;
+    int64_t held_rv = 0;
+    ASSERT_OK(idle_read_write(held, max_attempts + 1, &held_attempts, &held_rv));
+    ASSERT_TRUE(held_attempts >= 2); /* its read version was older than the window */
+    rl_txn_free(held);
+    rl_txn_free(t);
+}
+
+/* kv-2.10: versions advance while nothing commits (issue 27): after an idle spell longer than the
+ * MVCC window a read-then-write transaction commits at once at a fresh read version, and a retry
+ * after transaction_too_old gets a newer read version. Embedded backends use a 20 ms window and
+ * the test's clock (one second of idle in no time, then 60 ms of wall time on the real clock);
+ * a cluster's window is its servers': a small one (rl_with_cluster --window-versions, ctest
+ * unit_kv_test_kv_txn_cluster_idle) is idled for 2.5 windows, the default 5 s one only when
+ * RL_TEST_IDLE_DEFAULT_WINDOW is set (ctest unit_kv_test_kv_txn_cluster_idle_default, labelled
+ * slow: 6 s of idle). */
+TEST(kv_2_10_idle) {
+    const char *url = rl_test_url();
+    if (rl_test_is_fdb(url)) {
+        printf("kv-2.10 skipped: an fdb: database's window cannot be shortened nor its clock set "
+               "(integ_kv_test_fdbc_idle tests libfdb_c.so)\n");
+        skip();
+    }
+    uint64_t idle_us = 0;
+    if (rl_test_is_cluster(url)) {
+        const char *w = getenv("RL_TEST_CLUSTER_WINDOW_VERSIONS");
+        uint64_t window = w ? strtoull(w, NULL, 10) : 0;
+        const char *dflt = getenv("RL_TEST_IDLE_DEFAULT_WINDOW");
+        if (window > 0 && window <= 1000000) {
+            idle_us = window * 5 / 2;
+        } else if (window == 0 && dflt && *dflt == '1') {
+            idle_us = 6000000;
+        } else {
+            printf("kv-2.10 skipped: it idles longer than the servers' MVCC window; ctest runs it as "
+                   "unit_kv_test_kv_txn_cluster_idle (--window-versions 200000) and "
+                   "unit_kv_test_kv_txn_cluster_idle_default (the default window, label slow)\n");
+            skip();
+        }
+    }
+    kvt_env e;
+    rl_db_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.window_versions = 20000; /* embedded: 20 ms of versions (a cluster's is its servers') */
+    kvt_open_opts(&e, &o);
+    _Atomic uint64_t now = 1000000000;
+    if (rl__db_set_clock(e.db, test_clock, &now) == RL_OK) {
+        idle_round(&e, &now, 1000000, 1);              /* 50 windows on the test's clock */
+        ASSERT_OK(rl__db_set_clock(e.db, NULL, NULL)); /* the monotonic clock again */
+        idle_round(&e, NULL, 60000, 3);                /* 3 windows of wall time */
+    } else {
+        idle_round(&e, NULL, idle_us, 3);
+    }
+    kvt_close(&e);
+}
+
 RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_1_4_legal_range_edges),
              T(kv_2_1_write_skew), T(kv_2_2_no_conflict_cases), T(kv_2_3_explicit_conflicts), T(kv_2_4_too_old),
              T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset), T(kv_2_8_increment_race),
-             T(kv_2_9_database_timeout))
+             T(kv_2_9_database_timeout), T(kv_2_10_idle))

@@ -1,8 +1,9 @@
 /* test_storage.c — the versioned map of the storage engine (in memory): reads at past versions
- * against a model, window errors, GC, atomic operations (FoundationDB's documented rules) and key
- * selector resolution.
+ * against a model, window errors, the read ceiling, GC, atomic operations (FoundationDB's
+ * documented rules) and key selector resolution.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/alloc.h"
@@ -149,6 +150,60 @@ TEST(storage_1_4_gc_drops_tombstones) {
     uint32_t kl;
     ASSERT_OK(rl__storage_get_key(st, 2099, &sel, &a, &key, &kl));
     ASSERT_MEM_EQ(key, kl, "\xff\xff", 2);
+    rl__arena_release(&a);
+    rl__storage_close(st);
+}
+
+/* The read ceiling of storage-1.5: ud is an _Atomic rl_version. */
+static rl_version ceiling_of(void *ud) { return atomic_load((_Atomic rl_version *)ud); }
+
+/* storage-1.5: the read ceiling (rl__storage_set_read_ceiling, the embedded backend's reserved
+ * read versions, issue 27): without one a read above the latest version is future_version; with
+ * one, a read at v in (latest, ceiling] is served at latest — points, ranges, selectors — and a
+ * read above the ceiling is still future_version; once something newer is applied, reads at v
+ * see exactly v's data again. */
+TEST(storage_1_5_read_ceiling) {
+    rl_storage *st = open_mem(100);
+    rl_arena a;
+    rl__arena_init(&a, 0);
+    rl_mutation m1[] = {mset("a", "1"), mset("b", "2")};
+    ASSERT_OK(rl__storage_apply(st, 10, m1, 2));
+    int present;
+    const uint8_t *val;
+    uint32_t len;
+    ASSERT_RC(rl__storage_get(st, 20, "a", 1, &a, &present, &val, &len), RL_E_FUTURE_VERSION);
+    _Atomic rl_version ceiling = 50;
+    rl__storage_set_read_ceiling(st, ceiling_of, &ceiling);
+    ASSERT_STR_EQ(get_str(st, 20, "a", &a), "1");
+    ASSERT_STR_EQ(get_str(st, 50, "b", &a), "2");
+    ASSERT_RC(rl__storage_get(st, 51, "a", 1, &a, &present, &val, &len), RL_E_FUTURE_VERSION);
+    rl_keyvalue *kvs;
+    int n, more;
+    ASSERT_OK(rl__storage_get_range(st, 30, "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more));
+    ASSERT_EQ(n, 2);
+    ASSERT_RC(rl__storage_get_range(st, 60, "", 0, "\xff", 1, 0, 0, 0, &a, &kvs, &n, &more), RL_E_FUTURE_VERSION);
+    const uint8_t *k;
+    uint32_t kl;
+    rl_key_selector sel = RL_FIRST_GREATER_THAN("a", 1);
+    ASSERT_OK(rl__storage_get_key(st, 40, &sel, &a, &k, &kl));
+    ASSERT_MEM_EQ(k, kl, "b", 1);
+    rl_select_result sr;
+    ASSERT_OK(rl__storage_select(st, 40, &sel, (const uint8_t *)"", 0, 1, (const uint8_t *)"\xff", 1, 1, &a, &sr));
+    ASSERT_TRUE(sr.resolved);
+    ASSERT_MEM_EQ(sr.key, sr.key_len, "b", 1);
+    ASSERT_RC(rl__storage_get_key(st, 51, &sel, &a, &k, &kl), RL_E_FUTURE_VERSION);
+    /* A newer version applied: reads below it are exact again, reads up to the ceiling see it. */
+    rl_mutation m2[] = {mset("a", "3")};
+    ASSERT_OK(rl__storage_apply(st, 40, m2, 1));
+    ASSERT_STR_EQ(get_str(st, 30, "a", &a), "1");
+    ASSERT_STR_EQ(get_str(st, 45, "a", &a), "3");
+    /* The window still counts from the latest version applied. */
+    ASSERT_OK(rl__storage_apply(st, 200, m2, 1));
+    atomic_store(&ceiling, 300);
+    ASSERT_STR_EQ(get_str(st, 250, "a", &a), "3");
+    ASSERT_RC(rl__storage_get(st, 99, "a", 1, &a, &present, &val, &len), RL_E_TRANSACTION_TOO_OLD);
+    rl__storage_set_read_ceiling(st, NULL, NULL);
+    ASSERT_RC(rl__storage_get(st, 250, "a", 1, &a, &present, &val, &len), RL_E_FUTURE_VERSION);
     rl__arena_release(&a);
     rl__storage_close(st);
 }
@@ -644,6 +699,6 @@ TEST(storage_5_1_concurrent_readers) {
 }
 
 RL_TEST_MAIN(T(storage_1_1_versions), T(storage_1_2_same_version), T(storage_1_3_window),
-             T(storage_1_4_gc_drops_tombstones), T(storage_2_1_model), T(storage_3_1_atomic_table),
-             T(storage_3_2_append_limit), T(storage_3_3_atomic_in_storage), T(storage_4_1_selectors),
-             T(storage_4_2_range_limits), T(storage_5_1_concurrent_readers))
+             T(storage_1_4_gc_drops_tombstones), T(storage_1_5_read_ceiling), T(storage_2_1_model),
+             T(storage_3_1_atomic_table), T(storage_3_2_append_limit), T(storage_3_3_atomic_in_storage),
+             T(storage_4_1_selectors), T(storage_4_2_range_limits), T(storage_5_1_concurrent_readers))
