@@ -18,6 +18,7 @@
 #include <openssl/rand.h>
 #include <string.h>
 
+#include "net/proto.h"
 #include "reclayer/error.h"
 
 #define CLUSTER_LABEL "reclayer cluster key 1"
@@ -113,4 +114,14 @@ const char *rl__auth_class_name(int cls) {
     case RL_AUTH_MEMBER: return "member";
     default: return "none";
     }
+}
+
+int rl__msg_auth_req_make(const rl_net_auth *a, const uint8_t snonce[RL_AUTH_NONCE_LEN], rl_msg_auth_req *out) {
+    memset(out, 0, sizeof *out);
+    out->magic = RL_PROTOCOL_MAGIC;
+    out->protocol_version = RL_PROTOCOL_VERSION;
+    out->auth_class = (uint8_t)rl__auth_connect_class(a);
+    int rc = rl__auth_random(out->nonce, sizeof out->nonce);
+    if (rc == RL_OK) rc = rl__auth_proof(a, out->auth_class, 'C', snonce, out->nonce, out->proof);
+    return rc;
 }

@@ -1616,13 +1616,8 @@ static void hs_challenge_frame(rl_conn *c, const rl_frame_header *h, const uint8
     }
     memcpy(c->snonce, ch.nonce, sizeof c->snonce);
     rl_msg_auth_req m;
-    memset(&m, 0, sizeof m);
-    m.magic = RL_PROTOCOL_MAGIC;
-    m.protocol_version = RL_PROTOCOL_VERSION;
-    m.auth_class = (uint8_t)rl__auth_connect_class(&c->loop->auth);
-    rc = rl__auth_random(c->cnonce, sizeof c->cnonce);
-    memcpy(m.nonce, c->cnonce, sizeof m.nonce);
-    if (rc == RL_OK) rc = rl__auth_proof(&c->loop->auth, m.auth_class, 'C', c->snonce, c->cnonce, m.proof);
+    rc = rl__msg_auth_req_make(&c->loop->auth, c->snonce, &m);
+    memcpy(c->cnonce, m.nonce, sizeof c->cnonce);
     rl_buf b;
     rl__buf_init(&b);
     if (rc == RL_OK) rc = rl__msg_auth_req_encode(&b, &m, NULL);

@@ -201,6 +201,11 @@ typedef struct {
     uint8_t proof[RL_AUTH_PROOF_LEN]; /* rl__auth_proof(class, 'C', challenge nonce, nonce) */
 } rl_msg_auth_req;
 int rl__msg_auth_req_encode(rl_buf *out, const rl_msg_auth_req *m, rl_proto_why *why);
+/* rl__msg_auth_req_make — the connecting side's AUTH answering a challenge with snonce: magic,
+ * version, the class a proves when it connects (rl__auth_connect_class), a fresh nonce and the
+ * proof (src/net/auth.c; not pure: it draws the nonce). RL_OK or rl__auth_random / rl__auth_proof's
+ * error (*out then unusable). */
+int rl__msg_auth_req_make(const rl_net_auth *a, const uint8_t snonce[RL_AUTH_NONCE_LEN], rl_msg_auth_req *out);
 int rl__msg_auth_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_auth_req *out, rl_proto_why *why);
 
 /* AUTH reply: the accepting side's proof (or an error reply: invalid_cluster_id,

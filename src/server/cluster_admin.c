@@ -617,12 +617,7 @@ static int admin_handshake(rl_admin_conn *c, const rl_net_auth *auth, int64_t de
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_AUTH;
     rl_msg_auth_req *a = &req.u.auth_req;
-    a->magic = RL_PROTOCOL_MAGIC;
-    a->protocol_version = RL_PROTOCOL_VERSION;
-    a->auth_class = (uint8_t)rl__auth_connect_class(auth);
-    if ((rc = rl__auth_random(a->nonce, sizeof a->nonce)) == RL_OK)
-        rc = rl__auth_proof(auth, a->auth_class, 'C', snonce, a->nonce, a->proof);
-    if (rc) return fail(msg, rc, "cannot compute the handshake's proof");
+    if ((rc = rl__msg_auth_req_make(auth, snonce, a))) return fail(msg, rc, "cannot compute the handshake's proof");
     uint8_t cnonce[RL_AUTH_NONCE_LEN];
     memcpy(cnonce, a->nonce, sizeof cnonce);
     rl_msg reply;
