@@ -1445,7 +1445,7 @@ static void hs_refuse(rl_conn *c, uint16_t type, uint64_t id, int code, const ch
     pthread_mutex_lock(&c->send_lock);
     if (state_of(c) == ST_OPEN) {
         c->close_err = code; /* the flush keeps this reason and code */
-        snprintf(c->close_reason, sizeof c->close_reason, "handshake refused (%s): %s", rl_error_name(code), why);
+        snprintf(c->close_reason, sizeof c->close_reason, "handshake refused (%s): %.110s", rl_error_name(code), why);
         c->close_quiet = 0;
         set_state(c, c->q_head ? ST_FLUSHING : ST_CLOSING);
         schedule_close_locked(c);
