@@ -1,5 +1,5 @@
 /* cluster_fixture.h — a local cluster for a test: started in a fresh temporary directory through
- * the library (src/server/cluster_admin.h), stopped whatever happens to the test.
+ * the library (src/app/cluster_admin.h), stopped whatever happens to the test.
  *
  *   rl_test_cluster c;
  *   rl_cluster_up_opts o = {.n_storage = 3, .split = keys, .n_split = 2};
@@ -29,7 +29,7 @@
 
 #include <stdint.h>
 
-#include "server/cluster_admin.h"
+#include "app/cluster_admin.h"
 #include "server/keyfile.h"
 
 #define RL_TEST_CLUSTER_MAX_LIFE_S (4 * 3600)

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "cluster_fixture.h"
 #include "test.h"
 

@@ -4,8 +4,8 @@
  *
  * Topologies (campaign_topology.c) sit behind rl_camp_topo_ops so the runner never asks which kind
  * it drives. embedded is available; single is available with or without an injected delay (a
- * local cluster through src/server/cluster_admin.h, the delay on the client's links); multi is a
- * cluster on several hosts with teams placed by src/bench/placement_store.h; fdb is an existing
+ * local cluster through src/app/cluster_admin.h, the delay on the client's links); multi is a
+ * cluster on several hosts with teams placed by src/app/placement_store.h; fdb is an existing
  * database through the fdb: backend (FoundationDB's client library). What each hook does is
  * written above it.
  */
@@ -18,7 +18,7 @@
 #include "bench/campaign.h"
 #include "reclayer/query.h"
 #include "record/layout.h"
-#include "record/tool.h"
+#include "app/tool.h"
 
 /* The text of an rl_buf (its bytes are uint8_t; they are text here). */
 static inline const char *rl__camp_str(const rl_buf *b) { return (const char *)b->data; }

@@ -5,7 +5,7 @@
  *   split.sqlite); the defect controls' scratch database in control/. No network: the RTT probe and
  *   the restoration are recorded as not applicable. The placement receipt is the layout of the
  *   case's store (rl__camp_layout_receipt).
- * single: a local cluster (rl__cluster_up of src/server/cluster_admin.h: one coordinator and the
+ * single: a local cluster (rl__cluster_up of src/app/cluster_admin.h: one coordinator and the
  *   protocol's storage servers on 127.0.0.1, in DIR/data/NAME/cluster, the processes dying with the
  *   campaign), both stores in it under ("bench", "small") and ("bench", "split"), no SQLite peer.
  *   The RTT probe is `pings` PINGs to every process through the client's connections (rl ping's
@@ -32,11 +32,11 @@
 #include "base/clock.h"
 #include "bench/campaign_int.h"
 #include "bench/campaign_proc.h"
-#include "bench/placement_store.h"
+#include "app/placement_store.h"
 #include "kv/cluster/cluster.h"
 #include "kv/fdb/fdb.h"
 #include "net/proto.h"
-#include "server/cluster_admin.h"
+#include "app/cluster_admin.h"
 
 static const char *const kind_names[] = {"embedded", "single", "multi", "fdb"};
 

@@ -18,7 +18,7 @@
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
 #include "reclayer/record.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "tuple/tuple.h"
 
 enum { R_LIMIT1, R_ROWS10, R_ROWS1000, R_COUNT };

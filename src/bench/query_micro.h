@@ -36,7 +36,7 @@
 #include "base/buf.h"
 
 /* The ranges of the options (rlbench query shows them in its help); padding is at most
- * RL__TOOL_PADDING_MAX (record/tool.h), the largest that fits one transaction. */
+ * RL__TOOL_PADDING_MAX (app/tool.h), the largest that fits one transaction. */
 #define RL__QUERY_MICRO_RECORDS_MAX 1000000
 #define RL__QUERY_MICRO_SECONDS_MIN 0.001
 #define RL__QUERY_MICRO_SECONDS_MAX 3600.0

@@ -12,9 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 #include "base/buf.h"
 #include "base/errdetail.h"
 #include "reclayer/record.h"
+#include "tuple/tuple.h"
 
 /* Keyspace ids (first tuple element after the store prefix). */
 enum {
@@ -48,6 +51,17 @@ typedef struct {
 /* rl__md_index_layout — the layout of index `name` of md into *out. RL_OK, RL_E_INDEX_UNKNOWN
  * (no such index), RL_E_UNSUPPORTED_OPERATION (more than RL__INDEX_MAX_COLS columns). Pure. */
 int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layout *out);
+
+/* rl__store_key — reset b to the store's prefix + pack(kid) and start *pk after it (a packer the
+ * caller may append further elements with). Errors stay in b. */
+void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk);
+
+/* rl__md_pack_field — pack the value of field fd of msg as one tuple element (the record layer's
+ * encoding of field values, docs/file-format.md "Field values"); *out_present says whether the
+ * field is set (proto2 presence; proto3 scalars are always present), and nothing is packed when
+ * it is not. */
+void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
+                       int *out_present);
 
 /* rl__store_index_prefix — append the store's prefix + pack(RL__KS_INDEX, subspace_key) to b;
  * rl__store_records_prefix — append prefix + pack(RL__KS_RECORD). Errors stay in b

@@ -3,7 +3,7 @@
  * over plain key-value arrays (split.c), so that each can be tested without a database.
  *
  * Private to src/record/: what the layers above need is in record/layout.h (the key layout, the
- * index layout, record decoding for scans) and record/tool.h (the commands of `rl` and the
+ * index layout, record decoding for scans) and app/tool.h (the commands of `rl` and the
  * benchmark's Order schema); the layer check (scripts/check-layers.sh) refuses this header
  * outside src/record/.
  */
@@ -54,10 +54,7 @@ int rl__md_type_of(const rl_metadata *md, const ProtobufCMessageDescriptor *desc
 /* Find an index by name; -1 if absent. */
 int rl__md_index_named(const rl_metadata *md, const char *name);
 
-/* Pack the value of field fd of msg as one tuple element. *out_present says whether the field
- * is set (proto2 presence; proto3 scalars are always present). When absent nothing is packed. */
-void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
-                       int *out_present);
+/* rl__md_pack_field: layout.h. */
 /* Append the primary-key tuple of msg (of type t) to pk. RL_OK, RL_E_RECORD_PK_MISSING (the
  * detail in err, which may be NULL). */
 int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk, rl__errdetail *err);
@@ -195,8 +192,7 @@ int rl__store_drain(rl_txn *txn, rl_buf *b, rl_buf *e, int flags, rl_future *f, 
 int rl__store_read_record(rl_store *s, rl_txn *txn, const uint8_t *pk, size_t pk_len, int parse, rl_future *f0,
                           rl_record *out);
 
-/* Append prefix + pack(kid) to b (after resetting it) and return a packer positioned after. */
-void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk);
+/* rl__store_key: layout.h. */
 /* Turn an unsplitter's defect into RL_E_RECORD_SPLIT_CORRUPT with a detail message in err. */
 int rl__record_defect_error(const rl__unsplit_event *ev, rl__errdetail *err);
 /* Fill rl_record from an assembled record event (parse, copy pk). RL_OK or parse errors (detail

@@ -5,14 +5,14 @@
  * Prints one line per defect ("defect KIND key=KEY MESSAGE"), the record and index-entry counts
  * and "integrity_ok = true|false". The database is opened read-only. A request waiting for a
  * server is reported on stderr after 3 s, and the command gives up after --timeout seconds
- * (default 30) with transaction_timed_out (record/tool.h, rl__tool_wait). Exit codes: 0 no defect,
+ * (default 30) with transaction_timed_out (app/tool.h, rl__tool_wait). Exit codes: 0 no defect,
  * 1 defects or failure, 2 usage.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "base/args.h"
-#include "record/tool.h"
+#include "app/args.h"
+#include "app/tool.h"
 
 typedef struct {
     rl_store *s;

@@ -1,6 +1,6 @@
 /* cmd_cluster.c — `rl cluster`: start, inspect, restart and stop a local cluster (one rlkvd
  * coordinator and N rlkvd storage servers on 127.0.0.0/8, with host labels and injected delay). A thin main over
- * src/server/cluster_admin.h, where the logic and its invariants live.
+ * src/app/cluster_admin.h, where the logic and its invariants live.
  *
  *   rl cluster up --dir D (--storage N | --hosts H [--storage-per-host S] [--host-addresses])
  *                 [--replication single|double|triple] [--delay-us N] [--jitter-us J]
@@ -20,12 +20,12 @@
 
 #include <jansson.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "reclayer/error.h"
 #include "net/netem.h"
-#include "server/cluster_admin.h"
+#include "app/cluster_admin.h"
 
 enum { C_UP, C_STATUS, C_DOWN, C_RESTART, C_DELAY };
 

@@ -5,15 +5,15 @@
  * Prints {"type", "pk", "version" (24 hex digits: 10-byte global + 2-byte local, or null),
  * "stored_bytes", "chunks", "record": {fields}} on one line. The database is opened read-only.
  * A request waiting for a server is reported on stderr after 3 s, and the command gives up after
- * --timeout seconds (default 30) with transaction_timed_out (record/tool.h, rl__tool_wait).
+ * --timeout seconds (default 30) with transaction_timed_out (app/tool.h, rl__tool_wait).
  * Exit codes: 0 found, 1 not found or failure, 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/args.h"
-#include "record/tool.h"
+#include "app/args.h"
+#include "app/tool.h"
 #include "tuple/tuple.h"
 
 typedef struct {

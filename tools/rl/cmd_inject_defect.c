@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/args.h"
-#include "record/tool.h"
+#include "app/args.h"
+#include "app/tool.h"
 #include "tuple/tuple.h"
 
 typedef struct {

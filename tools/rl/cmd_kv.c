@@ -9,7 +9,7 @@
  * same way. Exit codes: 0 success, 1 an error (its name and message on stderr) or a key not
  * found, 2 usage. get, range, getkey and status open the database read-only (no file is
  * changed). A request waiting for a server is reported on stderr after 3 s, and the transaction
- * gives up after --timeout seconds (default 30) with transaction_timed_out (record/tool.h,
+ * gives up after --timeout seconds (default 30) with transaction_timed_out (app/tool.h,
  * rl__tool_wait). All logic is in src/kv; this file parses arguments and prints.
  */
 #include <stdio.h>
@@ -19,10 +19,10 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
-#include "base/args.h"
+#include "app/args.h"
 #include "base/buf.h"
 #include "base/bytes.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "tuple/tuple.h"
 #include "reclayer/kv.h"
 #include "tuple/tuple_json.h"

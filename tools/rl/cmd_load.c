@@ -7,17 +7,17 @@
  * padding is BYTES bytes (over 100,000 makes split records). The store is created with split long
  * records and record versions (and allow-defects when asked) if it does not exist. A progress bar
  * goes to stderr when it is a terminal. The limits of N and BYTES are RL__TOOL_COUNT_MAX and
- * RL__TOOL_PADDING_MAX (record/tool.h says why). A request waiting for a server is reported on
+ * RL__TOOL_PADDING_MAX (app/tool.h says why). A request waiting for a server is reported on
  * stderr after 3 s, and a batch's transaction gives up after --timeout seconds (default 30) with
- * transaction_timed_out (record/tool.h, rl__tool_wait). Exit codes: 0 done, 1 failure, 2 usage.
+ * transaction_timed_out (app/tool.h, rl__tool_wait). Exit codes: 0 done, 1 failure, 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "base/args.h"
-#include "record/tool.h"
+#include "app/args.h"
+#include "app/tool.h"
 
 typedef struct {
     rl_store *s;

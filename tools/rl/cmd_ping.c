@@ -9,7 +9,7 @@
  * "max_us", "mean_us"}]} on one line. The pings go one after another (a round trip each), after
  * one unmeasured ping per target (the connection is opened by it). With `rl cluster up --delay-us
  * 250` a round trip to any process is about 0.5 ms plus loopback. A URL that is not cluster: is a
- * usage error. A ping waiting for its server is reported on stderr after 3 s (record/tool.h,
+ * usage error. A ping waiting for its server is reported on stderr after 3 s (app/tool.h,
  * rl__tool_wait); each ping waits at most --timeout seconds (default 30; 0: as long as the
  * client retries) and then fails with timed_out (1004); a server that refuses connections fails
  * sooner, after the client's 5 s retry window, with connection_failed (1026). Exit codes: 0 ok,
@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "base/buf.h"
 #include "kv/cluster/cluster.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "reclayer/error.h"
 #include "reclayer/kv.h"
 

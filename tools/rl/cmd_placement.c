@@ -6,19 +6,19 @@
  *                       --records-team ID,ID[;ID,ID...]
  *   rl placement show   --db URL [--store PREFIX] --index NAME [--json]
  *
- * Keys are in FoundationDB's printable form (\xNN, \\). The logic is in src/server/placement.c
- * and src/bench/placement_store.c; docs/design.md §8.6 describes it.
+ * Keys are in FoundationDB's printable form (\xNN, \\). The logic is in src/app/placement.c
+ * and src/app/placement_store.c; docs/design.md §8.6 describes it.
  * Exit codes: 0 success, 1 failure, 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "base/bytes.h"
-#include "bench/placement_store.h"
-#include "record/tool.h"
-#include "server/placement.h"
+#include "app/placement_store.h"
+#include "app/tool.h"
+#include "app/placement.h"
 
 enum { P_SPLIT = 0, P_ASSIGN = 1, P_PLACE = 2, P_SHOW = 3 };
 

@@ -24,7 +24,7 @@
  * each method and the explorations. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
  * strings. The scan runs in one read transaction on the database opened read-only. A request
  * waiting for a server is reported on stderr after 3 s, and the transaction gives up after
- * --timeout seconds (default 30) with transaction_timed_out (record/tool.h, rl__tool_wait). Exit
+ * --timeout seconds (default 30) with transaction_timed_out (app/tool.h, rl__tool_wait). Exit
  * codes: 0 done, 1 failure, 2 usage.
  */
 #include <errno.h>
@@ -33,9 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "reclayer/query.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "tuple/tuple.h"
 
 /* Pack V as an integer if it is [-]digits fitting int64, else as a string. */

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "reclayer/error.h"

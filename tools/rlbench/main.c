@@ -5,7 +5,7 @@
  *             statistics, report, plots, manifest
  *   campaign-worker  (not listed: the campaign runs it) one (block, case, arm) process
  *
- * Arguments go through the shared parser (base/args.h): every number is checked against the range
+ * Arguments go through the shared parser (app/args.h): every number is checked against the range
  * its help shows, and a usage error exits 2. A --json FILE is created before the benchmark runs
  * (a file that cannot be created fails at once, exit 1, naming it). The logic is in src/bench.
  * Exit codes: 0 done, 1 a failure (a system failed, the JSON file, the scratch directory), 2 usage.
@@ -16,12 +16,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "bench/campaign.h"
 #include "bench/micro.h"
 #include "bench/query_micro.h"
 #include "reclayer/error.h"
-#include "record/tool.h"
+#include "app/tool.h"
 
 /* Create path for the JSON report now, so that a bad path fails before the benchmark runs.
  * Returns the open file, or NULL after printing "CMD: cannot create PATH: <strerror>". */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/server.h"
+#include "app/rlkvd.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rlkvd ROLE [OPTIONS]\n\nreclayer's server.\n\nroles:\n"

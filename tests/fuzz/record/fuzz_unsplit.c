@@ -10,7 +10,7 @@
 
 #include "order.pb-c.h"
 #include "record/record_int.h"
-#include "record/tool.h"
+#include "app/tool.h"
 
 static int on_event(void *ud, const rl__unsplit_event *ev) {
     const rl_store *s = ud;

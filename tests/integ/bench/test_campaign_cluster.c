@@ -1,7 +1,7 @@
 /* test_campaign_cluster.c — `rlbench campaign` on the `single` topology, without and with an
  * injected delay: a local cluster (one coordinator, one storage server on 127.0.0.1) started by the
  * campaign itself
- * through src/server/cluster_admin.h, the dataset loaded through the cluster: client, and the
+ * through src/app/cluster_admin.h, the dataset loaded through the cluster: client, and the
  * cluster stopped at the end. Tiny protocol: 100 records, 2 blocks, 1 repeat of 0.05 s, two cases.
  *
  *   campaign_4_1  the single topology runs: integrity_ok and the defect controls on the cluster,

@@ -12,9 +12,9 @@
 #include <jansson.h>
 
 #include "cluster_fixture.h"
-#include "bench/placement_store.h"
-#include "record/tool.h"
-#include "server/placement.h"
+#include "app/placement_store.h"
+#include "app/tool.h"
+#include "app/placement.h"
 #include "test.h"
 #include "tuple/tuple.h"
 

@@ -36,7 +36,7 @@
 #include "kv/kv_stats.h"
 #include "query/query_int.h"
 #include "reclayer/query.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "test.h"
 
 #define N 7168 /* 7 pages of 1,024: one size class */

@@ -35,7 +35,7 @@
 #include "kv/kv_stats.h"
 #include "reclayer/query.h"
 #include "record/record_int.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "test.h"
 #include "tuple/tuple.h"
 

@@ -18,7 +18,7 @@
 
 #include "order.pb-c.h"
 #include "record/record_int.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "test.h"
 
 /* Number of entries of directory d other than . and .. */

@@ -13,7 +13,7 @@
 #include "order.pb-c.h"
 #include "reclayer/query.h"
 #include "reclayer/record.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "tuple/tuple.h"
 
 static const uint8_t P1[] = {0x02, 'e', 'r', 'r', '1', 0x00};

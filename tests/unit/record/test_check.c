@@ -10,7 +10,7 @@
 
 #include "order.pb-c.h"
 #include "record/record_int.h"
-#include "record/tool.h"
+#include "app/tool.h"
 
 static const uint8_t P[] = {0x02, 'c', 'h', 'k', 0x00};
 

@@ -17,7 +17,7 @@
 #include "reclayer/alloc.h"
 #include "record/pbwire.h"
 #include "record/record_int.h"
-#include "record/tool.h"
+#include "app/tool.h"
 
 /* ("test", "orders") by hand. */
 static const uint8_t P[] = {0x02, 't', 'e', 's', 't', 0x00, 0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00};

@@ -12,7 +12,7 @@
 #include "base/alloc.h"
 #include "order.pb-c.h"
 #include "record/record_int.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "record_test.pb-c.h"
 
 /* ---- Independent tuple encodings (the spec, by hand) ------------------------------------- */

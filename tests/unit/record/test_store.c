@@ -13,7 +13,7 @@
 
 #include "order.pb-c.h"
 #include "record/record_int.h"
-#include "record/tool.h"
+#include "app/tool.h"
 #include "record_store.pb-c.h"
 #include "record_test.pb-c.h"
 

@@ -8,7 +8,7 @@
  *   3. Values quoted in messages are shortened to QUOTE_MAX bytes and control bytes are shown as
  *      '?', so a message is always one short line.
  */
-#include "base/args.h"
+#include "app/args.h"
 #include "base/bytes.h"
 
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-/* storage_main.c — `rlkvd storage`: parse the options (src/base/args.h), create the storage
+/* storage_main.c — `rlkvd storage`: parse the options (src/app/args.h), create the storage
  * server (storage_server.h), write the port file, run until SIGTERM or SIGINT.
  *
  *   rlkvd storage --dir DIR --id N --coordinator IP:PORT --key-file FILE [--listen IP:PORT]
@@ -20,12 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "reclayer/error.h"
 #include "server/fatal.h"
-#include "server/server.h"
+#include "app/rlkvd.h"
 #include "server/storage_server.h"
 #include "storage/os.h"
 

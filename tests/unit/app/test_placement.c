@@ -1,4 +1,4 @@
-/* test_placement.c — the pure parts of src/server/placement.h: the disjoint fractions against an
+/* test_placement.c — the pure parts of src/app/placement.h: the disjoint fractions against an
  * independent computation on random placements (seeded: the seed is printed, RL_SEED=N replays),
  * the shard lookup, the map parser's refusals, the receipt's determinism and the even split of
  * records. The cluster side is tests/integ/server/test_placement.c.
@@ -9,7 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
-#include "server/placement.h"
+#include "app/placement.h"
 #include "test.h"
 #include "tuple/tuple.h"
 

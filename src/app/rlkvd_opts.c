@@ -1,10 +1,10 @@
-/* rlkvd_opts.c — what both rlkvd roles do with the options they share (server.h,
+/* rlkvd_opts.c — what both rlkvd roles do with the options they share (rlkvd.h,
  * RL__RLKVD_COMMON_OPTS): read the cluster's key file and turn the limits into rl_net_limits. */
 #include <stdio.h>
 
 #include "reclayer/error.h"
 #include "server/keyfile.h"
-#include "server/server.h"
+#include "app/rlkvd.h"
 
 int rl__rlkvd_credentials(const rl__rlkvd_opts *c, const char *who, rl_keyfile *out_kf, rl_net_limits *out_lim) {
     rl_buf msg;

@@ -2,7 +2,7 @@
  * to the coordinator, the shard map from the system keyspace, the disjoint fractions and the
  * placement receipt. See placement.h; docs/design.md §8.6.
  */
-#include "server/placement.h"
+#include "app/placement.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 #include "base/clock.h"
 #include "kv/cluster/clusterfile.h"
 #include "reclayer/error.h"
-#include "server/cluster_admin.h"
+#include "app/cluster_admin.h"
 #include "server/keyfile.h"
 #include "tuple/tuple.h"
 

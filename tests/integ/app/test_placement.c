@@ -29,7 +29,7 @@
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "cluster_fixture.h"
-#include "server/placement.h"
+#include "app/placement.h"
 #include "test.h"
 
 #define NKEYS 200

@@ -1,6 +1,6 @@
 /* placement_store.c — `rl placement place` and `show` over a record store (placement_store.h):
  * the record layer names the store's record and index ranges (rl__tool_placement_ranges) and
- * maps index entries to their records (rl__tool_index_entry_record); src/server/placement.h
+ * maps index entries to their records (rl__tool_index_entry_record); src/app/placement.h
  * moves shards and computes the fractions and the receipt. docs/design.md §8.6 (rl placement).
  * It lives in bench, the lowest layer that may use both the record layer and the server's.
  */
@@ -10,9 +10,9 @@
 
 #include "base/alloc.h"
 #include "base/bytes.h"
-#include "bench/placement_store.h"
-#include "record/tool.h"
-#include "server/placement.h"
+#include "app/placement_store.h"
+#include "app/tool.h"
+#include "app/placement.h"
 #include "tuple/tuple.h"
 
 /* Keys (and values) read from one range, copied. */

@@ -1,4 +1,4 @@
-/* test_args.c — the shared command-line parser (src/base/args.h): every value kind at the edges
+/* test_args.c — the shared command-line parser (src/app/args.h): every value kind at the edges
  * of its range and one past them, overflow, trailing junk, the empty string, NaN and infinities,
  * the "--opt=value" and "--opt value" forms, unknown options, missing values, repeated options,
  * required options, positionals (optional, counted, after "--", negative numbers), enums,
@@ -12,7 +12,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "base/buf.h"
 
 /* The outcome of one parse: whether it stopped, the exit code, what went to stdout and stderr. */

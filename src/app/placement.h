@@ -7,8 +7,8 @@
  * Errors: codes of include/reclayer/error.h with a one-line reason appended to msg.
  * Threads: every function blocks its caller and shares nothing; the pure ones are reentrant.
  */
-#ifndef RL_SERVER_PLACEMENT_H
-#define RL_SERVER_PLACEMENT_H
+#ifndef RL_APP_PLACEMENT_H
+#define RL_APP_PLACEMENT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -14,8 +14,8 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "order.pb-c.h"
-#include "record/record_int.h"
-#include "record/tool.h"
+#include "record/layout.h"
+#include "app/tool.h"
 
 int rl__tool_store_prefix(const char *json, rl_buf *out, rl__errdetail *err) {
     json_error_t jerr;
@@ -272,16 +272,16 @@ static void prefix_end(const rl_buf *b, rl_buf *e) {
 
 int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_b, rl_buf *rec_e, rl_buf *idx_b,
                               rl_buf *idx_e) {
-    int ix = index ? rl__md_index_named(s->md, index) : -1;
-    if (ix < 0) {
+    rl__index_layout lay;
+    if (!index || rl__md_index_layout(rl_store_metadata(s), index, &lay) != RL_OK) {
         rl__errdetail_set(rl__store_err(s), "the store has no index named %s", index ? index : "(none)");
         return RL_E_NOT_FOUND;
     }
-    rl_tuple_packer pk;
-    rl__store_key(s, 1, rec_b, &pk);
+    rl__buf_reset(rec_b);
+    rl__store_records_prefix(s, rec_b);
     prefix_end(rec_b, rec_e);
-    rl__store_key(s, 2, idx_b, &pk);
-    rl__tuple_pack_string(&pk, s->md->indexes[ix].subspace_key, strlen(s->md->indexes[ix].subspace_key));
+    rl__buf_reset(idx_b);
+    rl__store_index_prefix(s, lay.subspace_key, idx_b);
     prefix_end(idx_b, idx_e);
     return rl__buf_error(rec_b) || rl__buf_error(rec_e) || rl__buf_error(idx_b) || rl__buf_error(idx_e)
                ? RL_E_OUT_OF_MEMORY
@@ -289,10 +289,8 @@ int rl__tool_placement_ranges(const rl_store *s, const char *index, rl_buf *rec_
 }
 
 int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint8_t *key, size_t len, rl_buf *out) {
-    int ix = index ? rl__md_index_named(s->md, index) : -1;
-    if (ix < 0) return RL_E_NOT_FOUND;
-    const rl__index *x = &s->md->indexes[ix];
-    const rl__rtype *rt = &s->md->types[x->type];
+    rl__index_layout lay;
+    if (!index || rl__md_index_layout(rl_store_metadata(s), index, &lay) != RL_OK) return RL_E_NOT_FOUND;
     rl_buf rb, re, b, e;
     rl__buf_init(&rb);
     rl__buf_init(&re);
@@ -313,10 +311,10 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
     while (n < 64 && rl__tuple_iter_next(&it, &el[n]) == RL_OK) n++;
     rl__buf_release(&b);
     rl__buf_reset(out);
-    rl__buf_append(out, s->rec_prefix, s->rec_prefix_len);
-    int appended = x->n_fields;
-    for (int j = 0; j < rt->n_pk; j++) {
-        int pos = x->pk_pos[j] >= 0 ? x->pk_pos[j] : appended++;
+    rl__store_records_prefix(s, out);
+    int appended = lay.n_fields;
+    for (int j = 0; j < lay.n_pk; j++) {
+        int pos = lay.pk_pos[j] >= 0 ? lay.pk_pos[j] : appended++;
         if (pos >= n) return RL_CORRUPT(RL_E_CORRUPT_DATA);
         rl__buf_append(out, el[pos].raw, el[pos].raw_len);
     }

@@ -1,4 +1,4 @@
-/* coordinator_main.c — `rlkvd coordinator`: parse the options (src/base/args.h), open the
+/* coordinator_main.c — `rlkvd coordinator`: parse the options (src/app/args.h), open the
  * coordinator (src/server/coordinator.h), serve until SIGTERM or SIGINT, close.
  *
  *   rlkvd coordinator --dir DIR --key-file FILE [--listen IP:PORT] [--port-file FILE] [--host LABEL]
@@ -23,12 +23,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "base/log.h"
 #include "reclayer/error.h"
 #include "server/coordinator.h"
 #include "server/fatal.h"
-#include "server/server.h"
+#include "app/rlkvd.h"
 
 static rl_coordinator *volatile g_served;      /* for the signal handler only */
 static volatile sig_atomic_t g_stop_requested; /* a signal came before serving started */

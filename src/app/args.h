@@ -53,8 +53,8 @@
  * the command). Tables and the rl_args_cmd are the caller's and are only read.
  * Thread rules: none (no global state).
  */
-#ifndef RL_BASE_ARGS_H
-#define RL_BASE_ARGS_H
+#ifndef RL_APP_ARGS_H
+#define RL_APP_ARGS_H
 
 #include <stddef.h>
 #include <stdint.h>

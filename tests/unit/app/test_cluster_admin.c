@@ -1,4 +1,4 @@
-/* test_cluster_admin.c — the parts of src/server/cluster_admin.h that need no real rlkvd: the
+/* test_cluster_admin.c — the parts of src/app/cluster_admin.h that need no real rlkvd: the
  * initial layout, the refusals of rl__cluster_up, the process life cycle against a fake rlkvd (a
  * shell script that writes its port file and sleeps: the health wait times out, and everything
  * started must be stopped), and the pid checks (a pid whose start time differs from the recorded
@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "server/cluster_admin.h"
+#include "app/cluster_admin.h"
 #include "test.h"
 
 static int layout(int n, int k, const char *const *split, int ns, rl_buf *out, rl_buf *msg) {

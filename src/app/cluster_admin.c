@@ -20,7 +20,7 @@
  * The admin connection is a plain blocking socket with poll() deadlines (one request at a time is
  * all a command needs; the event loop of src/net/loop.h is for servers and the client backend).
  */
-#include "server/cluster_admin.h"
+#include "app/cluster_admin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
-#include "base/args.h"
+#include "app/args.h"
 #include "base/arena.h"
 #include "base/bytes.h"
 #include "base/clock.h"

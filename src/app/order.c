@@ -2,8 +2,8 @@
  * proto/order.proto, primary key order_id, VALUE index price_idx on price, metadata version 1.
  * Shared by the CLI (`rl load/get/check`), the benchmark and the tests. */
 #include "order.pb-c.h"
-#include "record/record_int.h"
-#include "record/tool.h"
+#include "reclayer/record.h"
+#include "app/tool.h"
 
 int rl__order_metadata(rl_metadata **out) {
     static const char *const pk[] = {"order_id"};

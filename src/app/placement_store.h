@@ -1,18 +1,18 @@
 /* placement_store.h (internal) — `rl placement place` and `show` over a record store (the
  * library part of tools/rl/cmd_placement.c, and what the campaign's placed topologies use): the
- * record layer names the store's record and index ranges (record/tool.h), src/server/placement.h
+ * record layer names the store's record and index ranges (app/tool.h), src/app/placement.h
  * moves shards and computes the fractions and the receipt. docs/design.md §8.6 (rl placement).
  * Both block their caller; errors are codes of reclayer/error.h with a reason appended to msg.
  */
-#ifndef RL_BENCH_PLACEMENT_STORE_H
-#define RL_BENCH_PLACEMENT_STORE_H
+#ifndef RL_APP_PLACEMENT_STORE_H
+#define RL_APP_PLACEMENT_STORE_H
 
 #include <stdint.h>
 
 #include <jansson.h>
 
 #include "base/buf.h"
-#include "record/tool.h"
+#include "app/tool.h"
 
 /* rl__tool_placement_show — rl placement show: read the shard map, the server list and the entries of `index` of the
  * store at one read version and build {"receipt": rl__pl_receipt(...), "read_version": V} into

@@ -1,13 +1,13 @@
-/* server.h (internal) — the entry points of rlkvd's roles (tools/rlkvd/main.c calls them).
- * Each parses its options with the shared parser (src/base/args.h), runs the role until SIGTERM
+/* rlkvd.h (internal) — the entry points of rlkvd's roles (tools/rlkvd/main.c calls them).
+ * Each parses its options with the shared parser (src/app/args.h), runs the role until SIGTERM
  * or SIGINT, and returns the process exit code (0 clean stop, 1 failure, 2 usage).
  * argv[0] is the role name. */
-#ifndef RL_SERVER_SERVER_H
-#define RL_SERVER_SERVER_H
+#ifndef RL_APP_RLKVD_H
+#define RL_APP_RLKVD_H
 
 #include <stdint.h>
 
-#include "base/args.h"
+#include "app/args.h"
 #include "net/loop.h"
 #include "net/netem.h"
 #include "server/keyfile.h"

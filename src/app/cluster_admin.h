@@ -50,8 +50,8 @@
  * Threads: the functions are not thread-safe with respect to one directory (DIR/lock serializes
  * processes, not threads); different directories are independent. They block the caller.
  */
-#ifndef RL_SERVER_CLUSTER_ADMIN_H
-#define RL_SERVER_CLUSTER_ADMIN_H
+#ifndef RL_APP_CLUSTER_ADMIN_H
+#define RL_APP_CLUSTER_ADMIN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * is the benchmark's, not part of the public API, so its metadata is built here
  * (rl__order_metadata, order.c).
  */
-#ifndef RL_RECORD_TOOL_H
-#define RL_RECORD_TOOL_H
+#ifndef RL_APP_TOOL_H
+#define RL_APP_TOOL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +20,7 @@ int rl__order_metadata(rl_metadata **out);
 
 #define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"
 
-/* The --db and --store options of the record commands (rl_arg entries of base/args.h; ptr: the
+/* The --db and --store options of the record commands (rl_arg entries of app/args.h; ptr: the
  * const char ** the parser fills), one definition so every command says the same. */
 #define RL__TOOL_OPT_DB(ptr)                                                                            \
     {                                                                                                   \
@@ -128,7 +128,7 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out);
 /* Append {"type", "pk", "version" (24 hex digits or null), "stored_bytes", "chunks", "record"}. */
 int rl__tool_record_json(const rl_record *r, rl_buf *out);
 
-/* ---- rl placement's ranges (tool.c; src/bench/placement_store.c uses them) ---- */
+/* ---- rl placement's ranges (tool.c; src/app/placement_store.c uses them) ---- */
 
 /* The key ranges `rl placement` places for store s: its records [(1,), (1,)+1) and the entries
  * of index `index` [(2, subspace_key), +1) (the store's prefix first). Reset and filled; RL_OK,
