@@ -604,19 +604,22 @@ int rl__memory_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t
 }
 
 /* After a version was applied and its record queued: checkpoint when the log is large, else
- * write the queue out when it is large. The version is applied whatever this returns; an error
- * here is an I/O error that poisoned the engine. A checkpoint that ran out of memory (nothing
- * poisoned, nothing changed on disk) is not an error of this apply: it is retried next time. */
-static int memory_checkpoint(rl_storage *st);
-
-static int memory_after_apply(rl_storage *st) {
+ * write the queue out when it is large (engine.h). The version is applied whatever this returns;
+ * an error here is an I/O error that poisoned the engine. A checkpoint that ran out of memory
+ * (nothing poisoned, nothing changed on disk) is not an error of this apply: it is retried next
+ * time. */
+int rl__logdir_after_apply(rl_storage *st, int (*checkpoint)(rl_storage *st)) {
     if (st->f.log_bytes + st->f.pending.len >= st->f.checkpoint_log_bytes) {
-        int rc = memory_checkpoint(st);
+        int rc = checkpoint(st);
         return rc == RL_E_OUT_OF_MEMORY && !st->poisoned ? RL_OK : rc;
     }
     if (st->f.pending.len >= PENDING_FLUSH) return rl__logdir_flush_pending(st);
     return RL_OK;
 }
+
+static int memory_checkpoint(rl_storage *st);
+
+static int memory_after_apply(rl_storage *st) { return rl__logdir_after_apply(st, memory_checkpoint); }
 
 static int memory_sync(rl_storage *st) {
     int rc;

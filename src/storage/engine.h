@@ -112,6 +112,11 @@ int rl__logdir_replay(struct rl_storage *st, uint64_t seq, rl_version skip_upto,
 int rl__logdir_open_log(struct rl_storage *st, uint64_t seq, rl_buf *errmsg);
 /* Write the pending records (no fsync); a failure poisons. */
 int rl__logdir_flush_pending(struct rl_storage *st);
+/* The after_apply policy both engines share: when the log (written and queued) reaches
+ * checkpoint_log_bytes, run checkpoint (the engine's: a memory checkpoint, an ssd flush; one that
+ * ran out of memory without poisoning is retried after a later apply, not an error of this one);
+ * else write the queue out once it holds 1 MiB. Returns RL_OK or the I/O error that poisoned. */
+int rl__logdir_after_apply(struct rl_storage *st, int (*checkpoint)(struct rl_storage *st));
 /* After the state up to the latest version is durable elsewhere (checkpoint next, or the base):
  * create log-next, switch to it, fsync the directory, delete the older logs and checkpoints. */
 int rl__logdir_switch(struct rl_storage *st, uint64_t next);

@@ -74,7 +74,6 @@
 #define SSD_POOL 32                            /* idle read cursors kept for reuse */
 #define SSD_META_FORMAT 1u
 #define DEFAULT_FLUSH_BYTES (16ull << 20) /* flush every 16 MiB of log (docs/benchmarks.md) */
-#define PENDING_FLUSH (1u << 20)
 
 struct rl_base_cur;
 
@@ -964,14 +963,7 @@ static int ssd_flush(rl_storage *st) {
     return RL_OK;
 }
 
-static int ssd_after_apply(rl_storage *st) {
-    if (st->f.log_bytes + st->f.pending.len >= st->f.checkpoint_log_bytes) {
-        int rc = ssd_flush(st);
-        return rc == RL_E_OUT_OF_MEMORY && !st->poisoned ? RL_OK : rc;
-    }
-    if (st->f.pending.len >= PENDING_FLUSH) return rl__logdir_flush_pending(st);
-    return RL_OK;
-}
+static int ssd_after_apply(rl_storage *st) { return rl__logdir_after_apply(st, ssd_flush); }
 
 const rl_engine_ops rl__engine_ssd = {
     .name = "ssd",

@@ -42,6 +42,28 @@ static int write_json(const char *cmd, const char *path, FILE *f, const rl_buf *
     return 0;
 }
 
+/* The options every timed-round command shares (micro, query): --seconds and --repeats into o's
+ * fields of those names, within the command's bounds, and --json into json_path. */
+#define ROUND_OPTS(o, json_path, seconds_min, seconds_max, repeats_max)                                           \
+    {.name = "seconds",                                                                                           \
+     .kind = RL_ARG_DOUBLE,                                                                                       \
+     .dest = &(o).seconds,                                                                                        \
+     .metavar = "S",                                                                                              \
+     .dmin = (seconds_min),                                                                                       \
+     .dmax = (seconds_max),                                                                                       \
+     .help = "per system per round"},                                                                             \
+        {.name = "repeats",                                                                                       \
+         .kind = RL_ARG_INT,                                                                                      \
+         .dest = &(o).repeats,                                                                                    \
+         .metavar = "R",                                                                                          \
+         .min = 1,                                                                                                \
+         .max = (repeats_max),                                                                                    \
+         .help = "rounds (the table shows their median)"},                                                        \
+    {                                                                                                             \
+        .name = "json", .kind = RL_ARG_STRING, .dest = &(json_path), .metavar = "FILE", .flags = RL_ARG_NONEMPTY, \
+        .help = "also write the results as JSON to FILE (created before the run)"                                 \
+    }
+
 static int cmd_micro(int argc, char **argv) {
     rl_micro_options o = {
         .keys = 100000, .value_len = 100, .seconds = 0.5, .repeats = 5, .seed = (unsigned long long)time(NULL)};
@@ -49,57 +71,39 @@ static int cmd_micro(int argc, char **argv) {
     uint64_t seed = o.seed;
     int code;
     char msg[512];
-    const rl_arg opts[] = {{.name = "keys",
-                            .kind = RL_ARG_INT,
-                            .dest = &o.keys,
-                            .min = RL__MICRO_KEYS_MIN,
-                            .max = RL__MICRO_KEYS_MAX,
-                            .help = "records in the dataset"},
-                           {.name = "value-len",
-                            .kind = RL_ARG_INT,
-                            .dest = &o.value_len,
-                            .metavar = "B",
-                            .min = 1,
-                            .max = RL__MICRO_VALUE_LEN_MAX,
-                            .help = "bytes per value"},
-                           {.name = "seconds",
-                            .kind = RL_ARG_DOUBLE,
-                            .dest = &o.seconds,
-                            .metavar = "S",
-                            .dmin = RL__MICRO_SECONDS_MIN,
-                            .dmax = RL__MICRO_SECONDS_MAX,
-                            .help = "per system per round"},
-                           {.name = "repeats",
-                            .kind = RL_ARG_INT,
-                            .dest = &o.repeats,
-                            .metavar = "R",
-                            .min = 1,
-                            .max = RL__MICRO_REPEATS_MAX,
-                            .help = "rounds (the table shows their median)"},
-                           {.name = "dir",
-                            .kind = RL_ARG_STRING,
-                            .dest = &o.dir,
-                            .metavar = "DIR",
-                            .flags = RL_ARG_NONEMPTY,
-                            .help = "an existing directory to make the scratch directory in (default $TMPDIR or /tmp)"},
-                           {.name = "only",
-                            .kind = RL_ARG_STRING,
-                            .dest = &o.only,
-                            .metavar = "WORKLOAD",
-                            .help = "run one workload: point, range1000, mapped1000 or commit100"},
-                           {.name = "json",
-                            .kind = RL_ARG_STRING,
-                            .dest = &json_path,
-                            .metavar = "FILE",
-                            .flags = RL_ARG_NONEMPTY,
-                            .help = "also write the results as JSON to FILE (created before the run)"},
-                           {.name = "seed",
-                            .kind = RL_ARG_UINT64,
-                            .dest = &seed,
-                            .metavar = "N",
-                            .flags = RL_ARG_NO_DEFAULT,
-                            .help = "the random seed (default: from the clock; printed)"},
-                           {0}};
+    const rl_arg opts[] = {
+        {.name = "keys",
+         .kind = RL_ARG_INT,
+         .dest = &o.keys,
+         .min = RL__MICRO_KEYS_MIN,
+         .max = RL__MICRO_KEYS_MAX,
+         .help = "records in the dataset"},
+        {.name = "value-len",
+         .kind = RL_ARG_INT,
+         .dest = &o.value_len,
+         .metavar = "B",
+         .min = 1,
+         .max = RL__MICRO_VALUE_LEN_MAX,
+         .help = "bytes per value"},
+        ROUND_OPTS(o, json_path, RL__MICRO_SECONDS_MIN, RL__MICRO_SECONDS_MAX, RL__MICRO_REPEATS_MAX),
+        {.name = "dir",
+         .kind = RL_ARG_STRING,
+         .dest = &o.dir,
+         .metavar = "DIR",
+         .flags = RL_ARG_NONEMPTY,
+         .help = "an existing directory to make the scratch directory in (default $TMPDIR or /tmp)"},
+        {.name = "only",
+         .kind = RL_ARG_STRING,
+         .dest = &o.only,
+         .metavar = "WORKLOAD",
+         .help = "run one workload: point, range1000, mapped1000 or commit100"},
+        {.name = "seed",
+         .kind = RL_ARG_UINT64,
+         .dest = &seed,
+         .metavar = "N",
+         .flags = RL_ARG_NO_DEFAULT,
+         .help = "the random seed (default: from the clock; printed)"},
+        {0}};
     const rl_args_cmd cmd = {.name = "rlbench micro",
                              .summary =
                                  "Runs the same work on reclayer (mem:, file: and file:?engine=ssd), LMDB and SQLite:\n"
@@ -147,20 +151,7 @@ static int cmd_query(int argc, char **argv) {
          .min = 0,
          .max = RL__TOOL_PADDING_MAX,
          .help = "bytes of padding of the split dataset's records"},
-        {.name = "seconds",
-         .kind = RL_ARG_DOUBLE,
-         .dest = &o.seconds,
-         .metavar = "S",
-         .dmin = RL__QUERY_MICRO_SECONDS_MIN,
-         .dmax = RL__QUERY_MICRO_SECONDS_MAX,
-         .help = "per system per round"},
-        {.name = "repeats",
-         .kind = RL_ARG_INT,
-         .dest = &o.repeats,
-         .metavar = "R",
-         .min = 1,
-         .max = RL__QUERY_MICRO_REPEATS_MAX,
-         .help = "rounds (the table shows their median)"},
+        ROUND_OPTS(o, json_path, RL__QUERY_MICRO_SECONDS_MIN, RL__QUERY_MICRO_SECONDS_MAX, RL__QUERY_MICRO_REPEATS_MAX),
         {.name = "only",
          .kind = RL_ARG_STRING,
          .dest = &o.only,
@@ -173,12 +164,6 @@ static int cmd_query(int argc, char **argv) {
          .flags = RL_ARG_NONEMPTY,
          .help = "run the reclayer cases on this database (e.g. cluster:DIR/reclayer.cluster; its "
                  "(\"bench\",\"orders\",DATASET) stores are cleared and loaded) instead of a fresh mem:"},
-        {.name = "json",
-         .kind = RL_ARG_STRING,
-         .dest = &json_path,
-         .metavar = "FILE",
-         .flags = RL_ARG_NONEMPTY,
-         .help = "also write the results as JSON to FILE (created before the run)"},
         {.name = "stats",
          .kind = RL_ARG_FLAG,
          .dest = &o.stats,
