@@ -120,4 +120,69 @@ _Static_assert(sizeof(FDBKeyRange) == 24 && offsetof(FDBKeyRange, end_key) == 12
 #define RL_FDB_MKV_MORE 0     /* the secondary range's `more` (a bool) */
 #define RL_FDB_MKV_VARIANT 24 /* the variant's index (1: a range result) */
 
+/* The functions of FoundationDB's C API that reclayer's two loaders resolve with dlsym — the fdb:
+ * backend (src/kv/fdb/fdb_int.h: rl_fdb_api) and the tests' binding (tests/integ/kv/fdbc_api.h:
+ * fdbt_api) — once: X(need, ret, name, params), where name is the function's without "fdb_",
+ * and need is 1 for the functions the backend cannot run without (a library lacking one is
+ * refused), 0 for those only the tests call (the backend leaves them NULL). */
+#define RL_FDB_FUNCTIONS(X)                                                                                            \
+    X(1, int, get_max_api_version, (void))                                                                             \
+    X(1, fdb_error_t, select_api_version_impl, (int, int))                                                             \
+    X(1, const char *, get_error, (fdb_error_t))                                                                       \
+    X(0, fdb_bool_t, error_predicate, (int, fdb_error_t))                                                              \
+    X(1, const char *, get_client_version, (void))                                                                     \
+    X(1, fdb_error_t, network_set_option, (int, const uint8_t *, int))                                                 \
+    X(1, fdb_error_t, setup_network, (void))                                                                           \
+    X(1, fdb_error_t, run_network, (void))                                                                             \
+    X(1, fdb_error_t, stop_network, (void))                                                                            \
+    X(0, fdb_error_t, add_network_thread_completion_hook, (void (*)(void *), void *))                                  \
+    X(1, fdb_error_t, create_database, (const char *, FDBDatabase **))                                                 \
+    X(1, void, database_destroy, (FDBDatabase *))                                                                      \
+    X(0, fdb_error_t, database_set_option, (FDBDatabase *, int, const uint8_t *, int))                                 \
+    X(1, fdb_error_t, database_create_transaction, (FDBDatabase *, FDBTransaction **))                                 \
+    X(0, fdb_error_t, database_open_tenant, (FDBDatabase *, const uint8_t *, int, FDBTenant **))                       \
+    X(1, void, transaction_destroy, (FDBTransaction *))                                                                \
+    X(0, void, transaction_cancel, (FDBTransaction *))                                                                 \
+    X(1, void, transaction_reset, (FDBTransaction *))                                                                  \
+    X(1, fdb_error_t, transaction_set_option, (FDBTransaction *, int, const uint8_t *, int))                           \
+    X(1, void, transaction_set_read_version, (FDBTransaction *, int64_t))                                              \
+    X(1, FDBFuture *, transaction_get_read_version, (FDBTransaction *))                                                \
+    X(1, FDBFuture *, transaction_get, (FDBTransaction *, const uint8_t *, int, fdb_bool_t))                           \
+    X(1, FDBFuture *, transaction_get_key, (FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, fdb_bool_t))      \
+    X(1, FDBFuture *, transaction_get_range,                                                                           \
+      (FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *, int, fdb_bool_t, int, int, int, int,  \
+       int, fdb_bool_t, fdb_bool_t))                                                                                   \
+    X(1, FDBFuture *, transaction_get_mapped_range,                                                                    \
+      (FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *, int, fdb_bool_t, int,                 \
+       const uint8_t *, int, int, int, int, int, fdb_bool_t, fdb_bool_t))                                              \
+    X(1, void, transaction_set, (FDBTransaction *, const uint8_t *, int, const uint8_t *, int))                        \
+    X(1, void, transaction_clear, (FDBTransaction *, const uint8_t *, int))                                            \
+    X(1, void, transaction_clear_range, (FDBTransaction *, const uint8_t *, int, const uint8_t *, int))                \
+    X(1, void, transaction_atomic_op, (FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int))             \
+    X(1, FDBFuture *, transaction_commit, (FDBTransaction *))                                                          \
+    X(1, fdb_error_t, transaction_get_committed_version, (FDBTransaction *, int64_t *))                                \
+    X(1, FDBFuture *, transaction_get_versionstamp, (FDBTransaction *))                                                \
+    X(0, FDBFuture *, transaction_get_approximate_size, (FDBTransaction *))                                            \
+    X(0, FDBFuture *, transaction_on_error, (FDBTransaction *, fdb_error_t))                                           \
+    X(1, fdb_error_t, transaction_add_conflict_range,                                                                  \
+      (FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int))                                             \
+    X(0, FDBFuture *, transaction_watch, (FDBTransaction *, const uint8_t *, int))                                     \
+    X(1, FDBFuture *, transaction_get_addresses_for_key, (FDBTransaction *, const uint8_t *, int))                     \
+    X(0, void, future_cancel, (FDBFuture *))                                                                           \
+    X(0, void, future_release_memory, (FDBFuture *))                                                                   \
+    X(1, void, future_destroy, (FDBFuture *))                                                                          \
+    X(0, fdb_error_t, future_block_until_ready, (FDBFuture *))                                                         \
+    X(0, fdb_bool_t, future_is_ready, (FDBFuture *))                                                                   \
+    X(1, fdb_error_t, future_set_callback, (FDBFuture *, FDBCallback, void *))                                         \
+    X(1, fdb_error_t, future_get_error, (FDBFuture *))                                                                 \
+    X(1, fdb_error_t, future_get_int64, (FDBFuture *, int64_t *))                                                      \
+    X(1, fdb_error_t, future_get_key, (FDBFuture *, const uint8_t **, int *))                                          \
+    X(1, fdb_error_t, future_get_value, (FDBFuture *, fdb_bool_t *, const uint8_t **, int *))                          \
+    X(1, fdb_error_t, future_get_keyvalue_array, (FDBFuture *, const FDBKeyValue **, int *, fdb_bool_t *))             \
+    X(1, fdb_error_t, future_get_mappedkeyvalue_array, (FDBFuture *, const FDBMappedKeyValue **, int *, fdb_bool_t *)) \
+    X(1, fdb_error_t, future_get_string_array, (FDBFuture *, const char ***, int *))
+
+/* The struct members of that table: one function pointer per entry. */
+#define RL__FDB_FN_MEMBER(need, ret, name, params) ret(*name) params;
+
 #endif

@@ -42,8 +42,6 @@ static struct {
     int ready; /* 1: g.api is complete and the network runs */
     void *lib;
     rl_fdb_api api;
-    fdb_error_t (*run_network)(void);
-    fdb_error_t (*stop_network)(void);
     pthread_t net;
     int has_net;  /* we started the network thread */
     int net_done; /* fdb_run_network returned (under mu) */
@@ -57,7 +55,7 @@ static const char *library_path(void) {
 
 static void *net_main(void *ud) {
     (void)ud;
-    g.run_network();
+    g.api.run_network();
     pthread_mutex_lock(&g.mu);
     g.net_done = 1;
     pthread_cond_broadcast(&g.net_cv);
@@ -67,7 +65,7 @@ static void *net_main(void *ud) {
 
 /* atexit: stop the network and wait for its thread, at most 5 s (invariant 4). */
 static void stop_at_exit(void) {
-    g.stop_network();
+    g.api.stop_network();
     pthread_mutex_lock(&g.mu);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -102,49 +100,11 @@ static int load(rl_buf *errmsg) {
     }
     rl_fdb_api a;
     memset(&a, 0, sizeof a);
-    int (*max_version)(void) = NULL;
-    fdb_error_t (*select_version)(int, int) = NULL;
-    fdb_error_t (*setup_network)(void) = NULL;
-    fdb_error_t (*network_set_option)(int, const uint8_t *, int) = NULL;
-    SYM(max_version, "fdb_get_max_api_version");
-    SYM(select_version, "fdb_select_api_version_impl");
-    SYM(setup_network, "fdb_setup_network");
-    SYM(network_set_option, "fdb_network_set_option");
-    SYM(g.run_network, "fdb_run_network");
-    SYM(g.stop_network, "fdb_stop_network");
-    SYM(a.get_error, "fdb_get_error");
-    SYM(a.get_client_version, "fdb_get_client_version");
-    SYM(a.create_database, "fdb_create_database");
-    SYM(a.database_destroy, "fdb_database_destroy");
-    SYM(a.database_create_transaction, "fdb_database_create_transaction");
-    SYM(a.transaction_destroy, "fdb_transaction_destroy");
-    SYM(a.transaction_reset, "fdb_transaction_reset");
-    SYM(a.transaction_set_option, "fdb_transaction_set_option");
-    SYM(a.transaction_set_read_version, "fdb_transaction_set_read_version");
-    SYM(a.transaction_get_read_version, "fdb_transaction_get_read_version");
-    SYM(a.transaction_get, "fdb_transaction_get");
-    SYM(a.transaction_get_key, "fdb_transaction_get_key");
-    SYM(a.transaction_get_range, "fdb_transaction_get_range");
-    SYM(a.transaction_get_mapped_range, "fdb_transaction_get_mapped_range");
-    SYM(a.transaction_set, "fdb_transaction_set");
-    SYM(a.transaction_clear, "fdb_transaction_clear");
-    SYM(a.transaction_clear_range, "fdb_transaction_clear_range");
-    SYM(a.transaction_atomic_op, "fdb_transaction_atomic_op");
-    SYM(a.transaction_add_conflict_range, "fdb_transaction_add_conflict_range");
-    SYM(a.transaction_commit, "fdb_transaction_commit");
-    SYM(a.transaction_get_committed_version, "fdb_transaction_get_committed_version");
-    SYM(a.transaction_get_versionstamp, "fdb_transaction_get_versionstamp");
-    SYM(a.future_destroy, "fdb_future_destroy");
-    SYM(a.future_set_callback, "fdb_future_set_callback");
-    SYM(a.future_get_error, "fdb_future_get_error");
-    SYM(a.future_get_int64, "fdb_future_get_int64");
-    SYM(a.future_get_key, "fdb_future_get_key");
-    SYM(a.future_get_value, "fdb_future_get_value");
-    SYM(a.future_get_keyvalue_array, "fdb_future_get_keyvalue_array");
-    SYM(a.future_get_mappedkeyvalue_array, "fdb_future_get_mappedkeyvalue_array");
-    SYM(a.transaction_get_addresses_for_key, "fdb_transaction_get_addresses_for_key");
-    SYM(a.future_get_string_array, "fdb_future_get_string_array");
-    int max = max_version();
+#define X(need, ret, name, params) \
+    if (need) SYM(a.name, "fdb_" #name);
+    RL_FDB_FUNCTIONS(X)
+#undef X
+    int max = a.get_max_api_version();
     if (max < RL_FDB_API_MIN) {
         if (errmsg)
             rl__buf_printf(errmsg, "%s offers FoundationDB API version %d, older than %d (7.1): " INSTALL_HINT, path,
@@ -156,7 +116,7 @@ static int load(rl_buf *errmsg) {
     snprintf(a.path, sizeof a.path, "%s", path);
     /* From here on the library stays loaded (invariant 2). */
     g.lib = lib;
-    int rc = select_version(a.api_version, a.api_version);
+    int rc = a.select_api_version_impl(a.api_version, a.api_version);
     if (rc) {
         if (errmsg)
             rl__buf_printf(errmsg, "%s: selecting API version %d failed: %d %s%s", path, a.api_version, rc,
@@ -166,12 +126,13 @@ static int load(rl_buf *errmsg) {
     /* CALLBACKS_ON_EXTERNAL_THREADS (61): the backend's callbacks are thread-agnostic, so a
      * client may call them on its own threads (reclayer's libfdb_c.so then skips a thread hop per
      * completion). Advisory: an error is ignored. */
-    (void)network_set_option(61, NULL, 0);
-    rc = setup_network();
+    (void)a.network_set_option(61, NULL, 0);
+    rc = a.setup_network();
     if (rc && rc != 2009) { /* network_already_setup: someone else in the process runs it */
         if (errmsg) rl__buf_printf(errmsg, "%s: fdb_setup_network failed: %d %s", path, rc, a.get_error(rc));
         return rc;
     }
+    g.api = a; /* before the network thread, which calls g.api.run_network */
     if (rc == 0) {
         if (pthread_create(&g.net, NULL, net_main, NULL) != 0) {
             if (errmsg) rl__buf_printf(errmsg, "cannot start FoundationDB's network thread");
@@ -180,7 +141,6 @@ static int load(rl_buf *errmsg) {
         g.has_net = 1;
         atexit(stop_at_exit);
     }
-    g.api = a;
     g.ready = 1;
     return RL_OK;
 fail:

@@ -34,46 +34,12 @@ enum {
 #define RL_FDB_API_MIN 710
 #define RL_FDB_API_MAX 730
 
-/* The client library's functions (fdb_client.c resolves every one or refuses the library). */
+/* The client library's functions (fdb_client.c resolves every one that base/fdb_api.h's table
+ * marks needed, or refuses the library; the others stay NULL). */
 typedef struct {
     int api_version; /* selected */
     char path[512];  /* what was loaded */
-    const char *(*get_error)(fdb_error_t);
-    const char *(*get_client_version)(void);
-    fdb_error_t (*create_database)(const char *, FDBDatabase **);
-    void (*database_destroy)(FDBDatabase *);
-    fdb_error_t (*database_create_transaction)(FDBDatabase *, FDBTransaction **);
-    void (*transaction_destroy)(FDBTransaction *);
-    void (*transaction_reset)(FDBTransaction *);
-    fdb_error_t (*transaction_set_option)(FDBTransaction *, int, const uint8_t *, int);
-    void (*transaction_set_read_version)(FDBTransaction *, int64_t);
-    FDBFuture *(*transaction_get_read_version)(FDBTransaction *);
-    FDBFuture *(*transaction_get)(FDBTransaction *, const uint8_t *, int, fdb_bool_t);
-    FDBFuture *(*transaction_get_key)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, fdb_bool_t);
-    FDBFuture *(*transaction_get_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *, int,
-                                        fdb_bool_t, int, int, int, int, int, fdb_bool_t, fdb_bool_t);
-    FDBFuture *(*transaction_get_mapped_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *,
-                                               int, fdb_bool_t, int, const uint8_t *, int, int, int, int, int,
-                                               fdb_bool_t, fdb_bool_t);
-    void (*transaction_set)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int);
-    void (*transaction_clear)(FDBTransaction *, const uint8_t *, int);
-    void (*transaction_clear_range)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int);
-    void (*transaction_atomic_op)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int);
-    fdb_error_t (*transaction_add_conflict_range)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int);
-    FDBFuture *(*transaction_commit)(FDBTransaction *);
-    fdb_error_t (*transaction_get_committed_version)(FDBTransaction *, int64_t *);
-    FDBFuture *(*transaction_get_versionstamp)(FDBTransaction *);
-    void (*future_destroy)(FDBFuture *);
-    fdb_error_t (*future_set_callback)(FDBFuture *, FDBCallback, void *);
-    fdb_error_t (*future_get_error)(FDBFuture *);
-    fdb_error_t (*future_get_int64)(FDBFuture *, int64_t *);
-    fdb_error_t (*future_get_key)(FDBFuture *, const uint8_t **, int *);
-    fdb_error_t (*future_get_value)(FDBFuture *, fdb_bool_t *, const uint8_t **, int *);
-    fdb_error_t (*future_get_keyvalue_array)(FDBFuture *, const FDBKeyValue **, int *, fdb_bool_t *);
-    fdb_error_t (*future_get_mappedkeyvalue_array)(FDBFuture *, const FDBMappedKeyValue **, int *, fdb_bool_t *);
-    /* Locality (fdb_backend.c, rl_kv_locality): the storage servers of a key, "IP:PORT" strings. */
-    FDBFuture *(*transaction_get_addresses_for_key)(FDBTransaction *, const uint8_t *, int);
-    fdb_error_t (*future_get_string_array)(FDBFuture *, const char ***, int *);
+    RL_FDB_FUNCTIONS(RL__FDB_FN_MEMBER)
 } rl_fdb_api;
 
 /* fdb_client.c: the process's client (loaded, API version selected, network thread running),

@@ -48,59 +48,7 @@ enum {
 
 typedef struct {
     void *lib;
-    int (*get_max_api_version)(void);
-    fdb_error_t (*select_api_version_impl)(int, int);
-    const char *(*get_error)(fdb_error_t);
-    fdb_bool_t (*error_predicate)(int, fdb_error_t);
-    const char *(*get_client_version)(void);
-    fdb_error_t (*network_set_option)(int, const uint8_t *, int);
-    fdb_error_t (*setup_network)(void);
-    fdb_error_t (*run_network)(void);
-    fdb_error_t (*stop_network)(void);
-    fdb_error_t (*add_network_thread_completion_hook)(void (*)(void *), void *);
-    fdb_error_t (*create_database)(const char *, FDBDatabase **);
-    void (*database_destroy)(FDBDatabase *);
-    fdb_error_t (*database_set_option)(FDBDatabase *, int, const uint8_t *, int);
-    fdb_error_t (*database_create_transaction)(FDBDatabase *, FDBTransaction **);
-    fdb_error_t (*database_open_tenant)(FDBDatabase *, const uint8_t *, int, FDBTenant **);
-    void (*transaction_destroy)(FDBTransaction *);
-    void (*transaction_cancel)(FDBTransaction *);
-    void (*transaction_reset)(FDBTransaction *);
-    fdb_error_t (*transaction_set_option)(FDBTransaction *, int, const uint8_t *, int);
-    void (*transaction_set_read_version)(FDBTransaction *, int64_t);
-    FDBFuture *(*transaction_get_read_version)(FDBTransaction *);
-    FDBFuture *(*transaction_get)(FDBTransaction *, const uint8_t *, int, fdb_bool_t);
-    FDBFuture *(*transaction_get_key)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, fdb_bool_t);
-    FDBFuture *(*transaction_get_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *, int,
-                                        fdb_bool_t, int, int, int, int, int, fdb_bool_t, fdb_bool_t);
-    FDBFuture *(*transaction_get_mapped_range)(FDBTransaction *, const uint8_t *, int, fdb_bool_t, int, const uint8_t *,
-                                               int, fdb_bool_t, int, const uint8_t *, int, int, int, int, int,
-                                               fdb_bool_t, fdb_bool_t);
-    void (*transaction_set)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int);
-    void (*transaction_clear)(FDBTransaction *, const uint8_t *, int);
-    void (*transaction_clear_range)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int);
-    void (*transaction_atomic_op)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int);
-    FDBFuture *(*transaction_commit)(FDBTransaction *);
-    fdb_error_t (*transaction_get_committed_version)(FDBTransaction *, int64_t *);
-    FDBFuture *(*transaction_get_versionstamp)(FDBTransaction *);
-    FDBFuture *(*transaction_get_approximate_size)(FDBTransaction *);
-    FDBFuture *(*transaction_on_error)(FDBTransaction *, fdb_error_t);
-    fdb_error_t (*transaction_add_conflict_range)(FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int);
-    FDBFuture *(*transaction_watch)(FDBTransaction *, const uint8_t *, int);
-    void (*future_cancel)(FDBFuture *);
-    void (*future_release_memory)(FDBFuture *);
-    void (*future_destroy)(FDBFuture *);
-    fdb_error_t (*future_block_until_ready)(FDBFuture *);
-    fdb_bool_t (*future_is_ready)(FDBFuture *);
-    fdb_error_t (*future_set_callback)(FDBFuture *, FDBCallback, void *);
-    fdb_error_t (*future_get_error)(FDBFuture *);
-    fdb_error_t (*future_get_int64)(FDBFuture *, int64_t *);
-    fdb_error_t (*future_get_key)(FDBFuture *, const uint8_t **, int *);
-    fdb_error_t (*future_get_value)(FDBFuture *, fdb_bool_t *, const uint8_t **, int *);
-    fdb_error_t (*future_get_keyvalue_array)(FDBFuture *, const FDBKeyValue **, int *, fdb_bool_t *);
-    fdb_error_t (*future_get_mappedkeyvalue_array)(FDBFuture *, const FDBMappedKeyValue **, int *, fdb_bool_t *);
-    fdb_error_t (*future_get_string_array)(FDBFuture *, const char ***, int *);
-    FDBFuture *(*transaction_get_addresses_for_key)(FDBTransaction *, const uint8_t *, int);
+    RL_FDB_FUNCTIONS(RL__FDB_FN_MEMBER) /* every function of base/fdb_api.h's table */
 } fdbt_api;
 
 /* Every function of FoundationDB's 730 C API (what a binding may resolve at load time). */
@@ -208,56 +156,9 @@ static inline int fdbt_load(fdbt_api *a, const char *path) {
         fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
         return -1;
     }
-    FDBT_SYM(a, get_max_api_version);
-    FDBT_SYM(a, select_api_version_impl);
-    FDBT_SYM(a, get_error);
-    FDBT_SYM(a, error_predicate);
-    FDBT_SYM(a, get_client_version);
-    FDBT_SYM(a, network_set_option);
-    FDBT_SYM(a, setup_network);
-    FDBT_SYM(a, run_network);
-    FDBT_SYM(a, stop_network);
-    FDBT_SYM(a, add_network_thread_completion_hook);
-    FDBT_SYM(a, create_database);
-    FDBT_SYM(a, database_destroy);
-    FDBT_SYM(a, database_set_option);
-    FDBT_SYM(a, database_create_transaction);
-    FDBT_SYM(a, database_open_tenant);
-    FDBT_SYM(a, transaction_destroy);
-    FDBT_SYM(a, transaction_cancel);
-    FDBT_SYM(a, transaction_reset);
-    FDBT_SYM(a, transaction_set_option);
-    FDBT_SYM(a, transaction_set_read_version);
-    FDBT_SYM(a, transaction_get_read_version);
-    FDBT_SYM(a, transaction_get);
-    FDBT_SYM(a, transaction_get_key);
-    FDBT_SYM(a, transaction_get_range);
-    FDBT_SYM(a, transaction_get_mapped_range);
-    FDBT_SYM(a, transaction_set);
-    FDBT_SYM(a, transaction_clear);
-    FDBT_SYM(a, transaction_clear_range);
-    FDBT_SYM(a, transaction_atomic_op);
-    FDBT_SYM(a, transaction_commit);
-    FDBT_SYM(a, transaction_get_committed_version);
-    FDBT_SYM(a, transaction_get_versionstamp);
-    FDBT_SYM(a, transaction_get_approximate_size);
-    FDBT_SYM(a, transaction_on_error);
-    FDBT_SYM(a, transaction_add_conflict_range);
-    FDBT_SYM(a, transaction_watch);
-    FDBT_SYM(a, future_cancel);
-    FDBT_SYM(a, future_release_memory);
-    FDBT_SYM(a, future_destroy);
-    FDBT_SYM(a, future_block_until_ready);
-    FDBT_SYM(a, future_is_ready);
-    FDBT_SYM(a, future_set_callback);
-    FDBT_SYM(a, future_get_error);
-    FDBT_SYM(a, future_get_int64);
-    FDBT_SYM(a, future_get_key);
-    FDBT_SYM(a, future_get_value);
-    FDBT_SYM(a, future_get_keyvalue_array);
-    FDBT_SYM(a, future_get_mappedkeyvalue_array);
-    FDBT_SYM(a, future_get_string_array);
-    FDBT_SYM(a, transaction_get_addresses_for_key);
+#define X(need, ret, name, params) FDBT_SYM(a, name);
+    RL_FDB_FUNCTIONS(X)
+#undef X
     return 0;
 }
 
