@@ -4,7 +4,7 @@
  * positive codes below. The table is an X-macro so that the enum, the names, the messages and the
  * retryable flags are generated from one list and cannot drift apart.
  *
- * Numbering (DESIGN §2):
+ * Numbering (docs/design.md §2):
  *   1000–2999  FoundationDB's own numbers, for the conditions FoundationDB has (and 4100, 6000–6005,
  *              its internal and authorization errors). The FoundationDB backend passes
  *              FoundationDB's codes through unchanged.

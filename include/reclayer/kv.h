@@ -6,10 +6,10 @@
  *   file:DIR?engine=ssd
  *                   the same with the storage engine named (memory or ssd; rl_db_options.engine);
  *                   "&checkpoint_bytes=N" (or alone) sets rl_db_options.checkpoint_log_bytes
- *   cluster:FILE    a cluster of rlkvd processes (a later issue)
- *   fdb:FILE        FoundationDB through libfdb_c (a later issue)
+ *   cluster:FILE    a cluster of rlkvd processes (rl cluster up writes FILE)
+ *   fdb:FILE        a FoundationDB cluster through its client library libfdb_c
  *
- * Transactions are serializable with optimistic concurrency (DESIGN §2): reads see a snapshot at
+ * Transactions are serializable with optimistic concurrency (docs/design.md §2): reads see a snapshot at
  * the read version plus the transaction's own writes; commit fails with not_committed (1020) if a
  * read conflict range intersects a write committed after the read version. Snapshot reads add no
  * read conflict range.
@@ -129,7 +129,7 @@ typedef struct {
 #define RL_LAST_LESS_OR_EQUAL(k, l) ((rl_key_selector){(const uint8_t *)(k), (uint32_t)(l), 1, 0})
 #define RL_LAST_LESS_THAN(k, l) ((rl_key_selector){(const uint8_t *)(k), (uint32_t)(l), 0, 0})
 
-/* One entry of a mapped range result (DESIGN §3): the index entry and its secondary read. */
+/* One entry of a mapped range result (docs/design.md §3): the index entry and its secondary read. */
 typedef struct {
     rl_keyvalue index;    /* index key and value: always present */
     int is_range;         /* 1: prefix range [begin, end) ("{...}" mapper); 0: point read */
@@ -151,7 +151,7 @@ typedef struct {
     uint64_t window_versions;      /* MVCC window in versions; 0 = 5,000,000 (5 s) */
     uint64_t checkpoint_log_bytes; /* file: checkpoint (ssd: flush to LMDB) every this many log
                                     * bytes; 0 = 64 MiB (ssd: 16 MiB) */
-    /* Bounded fan-out of mapped ranges (DESIGN §3): each secondary range read returns at most
+    /* Bounded fan-out of mapped ranges (docs/design.md §3): each secondary range read returns at most
      * this many rows / about this many bytes, and is marked `more` when cut off (the caller
      * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */
     int mapped_secondary_row_limit;

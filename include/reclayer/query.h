@@ -2,7 +2,7 @@
  *
  * A cursor (rl_cursor) scans one VALUE index of a store inside the caller's transaction and
  * yields rows: the index entry and the record it points to. It follows the Java Record Layer's
- * scan semantics (shared/reference/java-record-layer.md §1, §5, §6, DESIGN §7):
+ * scan semantics (the Java Record Layer's; docs/design.md §7):
  *
  *   - Bounds on the index values: an equality prefix (a packed tuple of the first values), then
  *     an inclusive or exclusive low and high on what follows (each a packed tuple, usually one
@@ -172,7 +172,7 @@ typedef struct {
                                      * although the scan had more entries to load */
     uint64_t secondary_unknown;   /* mapped entries whose backend cannot tell where the record
                                      * was read (fdb:: FoundationDB does not report it) */
-    /* ---- Tracing (DESIGN §5; docs/design.md §7 "Tracing counters"). The requests behind the
+    /* ---- Tracing (docs/design.md §7 "Tracing counters"). The requests behind the
      * reads whose results the cursor took (and reads it dropped complete); every network figure
      * is 0 on the embedded backends (mem:, file:, defer:). Bytes are whole frames, headers
      * included. ---- */

@@ -4,7 +4,7 @@
  * ProtobufCMessageDescriptor), a primary key per type (one or more top-level scalar fields) and
  * VALUE indexes (one or more top-level scalar fields each). A record store keeps records and their
  * index entries under a tuple-encoded key prefix, with the Java Record Layer's layout
- * (docs/file-format.md (Record store layout), DESIGN §6):
+ * (docs/file-format.md (Record store layout), docs/design.md §6):
  *
  *   (0,)                       store header (StoreHeader of proto/record_store.proto)
  *   (1, pk..., -1)             record version: tuple(versionstamp), when the store keeps versions

@@ -1413,7 +1413,7 @@ int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeou
  * and started again (the coordinator first: the storage servers connect to its recorded
  * address), then the health wait covers the processes named, the coordinator and every other
  * process that is still running. A process that is down and not named is not waited for (it
- * would fail the wait at once: the bug of issue 27, where restarting one of several processes
+ * would fail the wait at once: restarting one of several processes
  * killed together always failed on another one); a note in msg names it. */
 int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, unsigned flags, int timeout_ms,
                              rl_buf *msg) {

@@ -91,7 +91,7 @@ typedef struct {
     int timeout_ms;           /* health wait (0: RL_CLUSTER_DEFAULT_TIMEOUT_MS) */
     const char *rlkvd;        /* path of rlkvd (NULL: see the file comment) */
     unsigned flags;           /* RL_CLUSTER_* */
-    /* Topology (issue 14). Hosts: with n_hosts H >= 1 and storage_per_host S >= 1 the cluster has
+    /* Topology (docs/design.md §8.6). Hosts: with n_hosts H >= 1 and storage_per_host S >= 1 the cluster has
      * H * S storage servers (n_storage must be 0 or equal), server id i on host label
      * "host<h>" with h = (i - 1) / S + 1; the coordinator is on host1. n_hosts 0: every process on
      * host1, n_storage servers. host_addresses 1: host h listens on 127.0.0.<h> (host1 on

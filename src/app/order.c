@@ -1,4 +1,4 @@
-/* order.c — the benchmark's metadata (DESIGN §8): record type reclayer.Order of
+/* order.c — the benchmark's metadata (docs/design.md §8.7): record type reclayer.Order of
  * proto/order.proto, primary key order_id, VALUE index price_idx on price, metadata version 1.
  * Shared by the CLI (`rl load/get/check`), the benchmark and the tests. */
 #include "order.pb-c.h"

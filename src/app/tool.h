@@ -49,7 +49,7 @@ int rl__order_metadata(rl_metadata **out);
 #define RL__TOOL_COUNT_MAX 100000000
 #define RL__TOOL_PADDING_MAX 9990000
 
-/* ---- Waiting for servers (issue 27; docs/design.md §8.5, "Waiting for a server") ----
+/* ---- Waiting for servers (docs/design.md §8.5, "Waiting for a server") ----
  * The rl commands that open a database report on stderr, after RL__TOOL_REPORT_MS, what a
  * request waits for (cluster: databases: the server's role, id, address and host, the request
  * type, since when, why), again every RL__TOOL_REPORT_MS while it waits, and give up once a

@@ -59,7 +59,7 @@ typedef enum {
 
 typedef struct rl_kv_read rl_kv_read;
 
-/* Links a request can cross (the tracing of DESIGN §5). */
+/* Links a request can cross (the tracing of docs/design.md §7). */
 typedef enum {
     RL_KV_LINK_CLIENT_STORAGE = 1,     /* the client to a storage server */
     RL_KV_LINK_CLIENT_COORDINATOR = 2, /* the client to the coordinator (read versions, system keys) */

@@ -1,4 +1,4 @@
-/* adaptive.h (internal) — the cost model of the ADAPTIVE fetch method (issue 11): estimate what a
+/* adaptive.h (internal) — the cost model of the ADAPTIVE fetch method (docs/design.md §7): estimate what a
  * page of an index scan costs with SCAN_AND_FETCH and with USE_REMOTE_FETCH from what the client
  * knows or measures, pick the cheaper, calibrate the estimates from the observed time of each page,
  * explore the other method now and then at a bounded cost, and explain the choice.

@@ -1128,7 +1128,7 @@ static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
         in->frac_remote = (double)away / li.n_team;
     }
     /* The query's strategy, else the database's, else the servers' default (grouped since
-     * issue 14: docs/design.md §8.4). */
+     * docs/design.md §8.4). */
     int st = c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? 1
              : c->o.secondary_strategy == RL_SECONDARY_GROUPED  ? 2
                                                                 : li.strategy;

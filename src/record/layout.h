@@ -3,7 +3,7 @@
  * store's index and records prefixes, and the reusable record decoder that scans use. Everything
  * else about the record layer's internals stays in record_int.h (private to src/record/).
  *
- * Keyspace ids under a store's prefix (DESIGN §6, Java's FDBRecordStoreKeyspace): see RL__KS_*
+ * Keyspace ids under a store's prefix (docs/design.md §6, Java's FDBRecordStoreKeyspace): see RL__KS_*
  * below and docs/file-format.md (Record store layout).
  */
 #ifndef RL_RECORD_LAYOUT_H

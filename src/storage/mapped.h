@@ -2,8 +2,8 @@
  * engine: parse the mapper tuple, build each index entry's secondary key, read the index range
  * and join each entry to its secondary read at the same version.
  *
- * Mapper semantics follow FoundationDB exactly (shared/reference/fdb-mapped-range.md §2), with
- * the deliberate differences of DESIGN §3:
+ * Mapper semantics follow FoundationDB exactly (docs/design.md §3), with
+ * the deliberate differences of docs/design.md §3:
  *   - the mapper must be a tuple (else RL_E_MAPPER_NOT_TUPLE, 2043);
  *   - only byte/unicode string elements are inspected, other elements are literals;
  *   - an element containing "{{" or "}}" is a literal with them unescaped, re-emitted as bytes;

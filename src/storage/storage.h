@@ -1,7 +1,7 @@
 /* storage.h (internal) — the storage engine: a versioned ordered map (the MVCC window) over a
  * durable engine, with reads at a version.
  *
- * Model (DESIGN §4):
+ * Model (docs/design.md §4):
  *   - Versions are uint64, applied in strictly increasing order by one writer at a time
  *     (rl__storage_apply). A read at version V sees exactly the mutations of versions <= V.
  *   - The window: versions newer than (latest - window_versions) keep their history; anything

@@ -1,5 +1,5 @@
 /* cluster.c — the `cluster:FILE` backend: the client side of a cluster of rlkvd processes
- * (DESIGN §5, issue 15), behind the completion-based interface of backend.h.
+ * (docs/design.md §8.5), behind the completion-based interface of backend.h.
  *
  *   application threads                         network thread (one per rl_db, an rl_loop)
  *   -------------------                         ------------------------------------------

@@ -8,7 +8,7 @@
  * (locmap.h) and may resend any number of times (retries after a lost connection or a
  * wrong_shard_server reply) before handing the planner the reply.
  *
- * What it does, by operation (the contracts of issue 15, FoundationDB's client):
+ * What it does, by operation (FoundationDB's client; docs/design.md §8.5):
  *   GET       one GET to the shard holding the key.
  *   GET_KEY   a GET_KEY to the shard holding the selector's anchor (backward for offset <= 0);
  *             a reply that is not resolved carries the selector to continue with on the adjacent
