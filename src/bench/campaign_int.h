@@ -159,8 +159,8 @@ const char *rl__camp_topo_kind_name(rl_camp_topo_kind k);
 #define RL_CAMP_RESULTS_JSON_FLAGS (JSON_INDENT(1) | JSON_REAL_PRECISION(17))
 #define RL_CAMP_RESULTS_MAX (1 << 30)
 
-/* Write the results document to DIR/results.json.zst (one zstd frame of its JSON text printed with
- * RL_CAMP_RESULTS_JSON_FLAGS). Borrows results. RL_OK, RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY or
+/* Write the results document to DIR/results.json.zst (one zstd frame, with its size and checksum,
+ * of its JSON text printed with RL_CAMP_RESULTS_JSON_FLAGS). Borrows results. RL_OK, RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY or
  * RL_E_INTERNAL_ERROR, with the path in msg. */
 int rl__camp_results_write(const char *dir, json_t *results, rl_buf *msg);
 /* Read a run's results: path is a run's directory (its results.json.zst, else its results.json)

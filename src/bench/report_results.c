@@ -6,10 +6,11 @@
  * second, so a run's outputs can be kept in the tree (docs/campaigns/) whole.
  *
  * The file:
- *   1. One zstd frame (RFC 8878) that records its content size; its content is, byte for byte,
- *      what results.json was before compression existed: json_dumps of the results with
- *      RL_CAMP_RESULTS_JSON_FLAGS, no trailing newline. So `zstd -d results.json.zst` gives
- *      results.json, and tests compare the decompressed bytes with an uncompressed dump.
+ *   1. One zstd frame (RFC 8878) that records its content size and a checksum of it (XXH64, as the
+ *      zstd program writes by default); its content is, byte for byte, what results.json was
+ *      before compression existed: json_dumps of the results with RL_CAMP_RESULTS_JSON_FLAGS, no
+ *      trailing newline. So `zstd -d results.json.zst` gives results.json, and tests compare the
+ *      decompressed bytes with an uncompressed dump.
  *   2. Nothing else is written: there is no uncompressed copy beside it.
  *
  * Reading goes by content, not by name: a file that starts with zstd's magic number
@@ -133,8 +134,18 @@ int rl__camp_results_write(const char *dir, json_t *results, rl_buf *msg) {
         rc = RL_E_OUT_OF_MEMORY;
         goto done;
     }
-    /* One-shot compression records the content size in the frame header. */
-    size_t n = ZSTD_compress(z.data, bound, text.data, text.len, RESULTS_LEVEL);
+    /* One-shot compression records the content size in the frame header; the checksum (as the zstd
+     * program writes by default) lets a reader tell damaged data from other results. */
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    size_t n = c ? ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, RESULTS_LEVEL) : 0;
+    if (c && !ZSTD_isError(n)) n = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    if (c && !ZSTD_isError(n)) n = ZSTD_compress2(c, z.data, bound, text.data, text.len);
+    ZSTD_freeCCtx(c);
+    if (!c) {
+        rl__buf_printf(msg, "cannot write %s: out of memory", path);
+        rc = RL_E_OUT_OF_MEMORY;
+        goto done;
+    }
     if (ZSTD_isError(n)) {
         rl__buf_printf(msg, "cannot write %s: zstd: %s", path, ZSTD_getErrorName(n));
         rc = RL_E_INTERNAL_ERROR;

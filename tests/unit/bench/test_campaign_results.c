@@ -2,7 +2,7 @@
  * one zstd frame, read back compressed or not.
  *
  *   campaign_results_1_1  a written document: DIR/results.json.zst only, one frame recording its
- *                         size, decoding to exactly json_dumps with RL_CAMP_RESULTS_JSON_FLAGS (the
+ *                         size and checksum, decoding to exactly json_dumps with RL_CAMP_RESULTS_JSON_FLAGS (the
  *                         old results.json's bytes); reading it gives an equal document
  *   campaign_results_1_2  the reader's other forms: a plain results.json (by directory and by file),
  *                         zstd data without a recorded size in two frames (what the zstd program
@@ -93,6 +93,7 @@ TEST(campaign_results_1_1_written) {
     ASSERT_EQ(ZSTD_findFrameCompressedSize(z, zlen), zlen);
     unsigned long long n = ZSTD_getFrameContentSize(z, zlen);
     ASSERT_TRUE(n != ZSTD_CONTENTSIZE_UNKNOWN && n != ZSTD_CONTENTSIZE_ERROR);
+    ASSERT_TRUE(((const uint8_t *)z)[4] & 0x04); /* Frame_Header_Descriptor: Content_Checksum_flag */
     char *text = malloc((size_t)n);
     ASSERT_NOT_NULL(text);
     ASSERT_EQ(ZSTD_decompress(text, (size_t)n, z, zlen), (size_t)n);
