@@ -1,17 +1,53 @@
 #!/usr/bin/env python3
-# Takes a campaign's adaptive/best apart, per case, from its results.json (docs/benchmarks.md,
-# "The embedded misses taken apart"): the share of rows ADAPTIVE fetched with SCAN_AND_FETCH (its
+# Takes a campaign's adaptive/best apart, per case, from its results (docs/benchmarks.md, "ADAPTIVE
+# against the better fixed method"): the share of rows ADAPTIVE fetched with SCAN_AND_FETCH (its
 # record loads against the SCAN_AND_FETCH arm's), the ratio those shares alone give with the fixed
 # arms' own times ("choice": what ADAPTIVE would cost if deciding were free), and the rest
 # ("residual" = adaptive/best over choice: ADAPTIVE's own cost per query, and noise). Record loads
 # count chunks, so on split rows1000 the share and the choice do not mean that; read those rows apart.
 #
-# usage: scripts/adaptive-decompose.py RESULTS.json [EARLIER.json ...]
-#   prints a markdown table; each EARLIER results.json adds a column with its adaptive/best.
+# usage: scripts/adaptive-decompose.py RESULTS [EARLIER ...]
+#   RESULTS and EARLIER are a campaign's output directory (its results.json.zst, else its
+#   results.json) or a results file, zstd-compressed or not (told by its first bytes).
+#   Prints a markdown table; each EARLIER run adds a column with its adaptive/best.
 #   A ratio is bold where the issue's goal holds (mean <= 1.05, interval's upper end <= 1.10).
 import json
 import math
+import os
+import subprocess
 import sys
+
+ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'
+
+
+def unzstd(data):
+    """The decompressed bytes of zstd data (every frame, sized or not)."""
+    try:
+        import zstandard
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except ImportError:
+        pass
+    try:
+        from compression import zstd  # Python 3.14
+        return zstd.decompress(data)
+    except ImportError:
+        pass
+    try:
+        return subprocess.run(['zstd', '-dc'], input=data, stdout=subprocess.PIPE, check=True).stdout
+    except FileNotFoundError:
+        sys.exit('adaptive-decompose.py: reading .zst needs the zstd program or the zstandard module')
+
+
+def load_results(path):
+    """A campaign's results document from its directory or a results file, compressed or not."""
+    if os.path.isdir(path):
+        zst = os.path.join(path, 'results.json.zst')
+        path = zst if os.path.exists(zst) else os.path.join(path, 'results.json')
+    with open(path, 'rb') as f:
+        data = f.read()
+    if data.startswith(ZSTD_MAGIC):
+        data = unzstd(data)
+    return json.loads(data)
 
 
 def geomean(values):
@@ -34,9 +70,9 @@ def time_text(ns):
 
 def main(argv):
     if len(argv) < 2:
-        sys.exit('usage: adaptive-decompose.py RESULTS.json [EARLIER.json ...]')
-    results = json.load(open(argv[1]))
-    earlier = [summary(json.load(open(p))) for p in argv[2:]]
+        sys.exit('usage: adaptive-decompose.py RESULTS [EARLIER ...]')
+    results = load_results(argv[1])
+    earlier = [summary(load_results(p)) for p in argv[2:]]
     samples = {}
     for x in results['samples']:
         samples.setdefault((x['case'], x['arm'], x['block']), []).append(x)

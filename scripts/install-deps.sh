@@ -7,7 +7,8 @@ PKGS=(
   cmake make gcc pkg-config         # build
   clang libclang-rt-14-dev          # libFuzzer and sanitizer runtimes
   libcmocka-dev                     # unit tests
-  libxxhash-dev libzstd-dev         # checksums, compression
+  libxxhash-dev libzstd-dev         # checksums, compression (the campaign's results.json.zst)
+  zstd                              # reading results.json.zst by hand and in scripts/adaptive-decompose.py
   liblmdb-dev                       # the ssd storage engine and the LMDB baseline
   libuv1-dev                        # event loop of rlkvd and the cluster client
   libprotobuf-c-dev protobuf-c-compiler  # records

@@ -12,9 +12,10 @@
  *                        embedded placement receipt, the rows cross-check between arms
  *   campaign_worker.c    the worker process (`rlbench campaign-worker`): one (block, case, arm)
  *   campaign_proc.c      child processes with deadlines, /proc CPU accounting, machine facts
- *   campaign_run.c       the runner: the design loop, checks, progress, results.json, summary
+ *   campaign_run.c       the runner: the design loop, checks, progress, the summary
  *   report.c             report.md and the main table; report_plot.c the gnuplot plots;
- *   report_manifest.c    manifest.json
+ *   report_manifest.c    manifest.json; report_results.c results.json.zst (written compressed,
+ *                        read back compressed or not)
  *
  * The design (issue 9 item 4): for each topology, the dataset is loaded once and checked; then for
  * each case, for each block b = 0..B-1, each available arm runs in a fresh worker process, the arms
@@ -229,7 +230,7 @@ typedef struct {
                                        * fails (a failed process must be reported) */
 } rl_camp_run_options;
 
-/* rl__camp_run — run the campaign and write DIR/results.json, report.md, plots/, manifest.json
+/* rl__camp_run — run the campaign and write DIR/results.json.zst, report.md, plots/, manifest.json
  * (also after failures: whatever ran is written, with the failures named). Returns RL_OK when
  * every planned process ran and every check passed (contaminated cases and arms or topologies
  * that are not available yet do not count as failures), RL_E_INTEGRITY_DEFECTS when a check

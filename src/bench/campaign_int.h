@@ -151,7 +151,24 @@ struct rl_camp_topo {
 const rl_camp_topo_ops *rl__camp_topo_ops(rl_camp_topo_kind k);
 const char *rl__camp_topo_kind_name(rl_camp_topo_kind k);
 
-/* ---- Reports (report.c, report_plot.c, report_manifest.c) ------------------------------------ */
+/* ---- Reports (report.c, report_plot.c, report_manifest.c, report_results.c) ------------------ */
+
+/* The results file a run writes (DIR/results.json.zst: the JSON text below, zstd-compressed), how
+ * its JSON is printed, and the most a reader decompresses (report_results.c). */
+#define RL_CAMP_RESULTS_NAME "results.json.zst"
+#define RL_CAMP_RESULTS_JSON_FLAGS (JSON_INDENT(1) | JSON_REAL_PRECISION(17))
+#define RL_CAMP_RESULTS_MAX (1 << 30)
+
+/* Write the results document to DIR/results.json.zst (one zstd frame, with its size and checksum,
+ * of its JSON text printed with RL_CAMP_RESULTS_JSON_FLAGS). Borrows results. RL_OK, RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY or
+ * RL_E_INTERNAL_ERROR, with the path in msg. */
+int rl__camp_results_write(const char *dir, json_t *results, rl_buf *msg);
+/* Read a run's results: path is a run's directory (its results.json.zst, else its results.json)
+ * or a file, compressed or not (told by its first bytes). *out: the document (the caller's:
+ * json_decref), NULL on error. RL_OK, RL_E_FILE_NOT_FOUND, RL_E_IO_ERROR, RL_E_CORRUPT_DATA (not
+ * zstd nor JSON, a damaged or truncated frame, over RL_CAMP_RESULTS_MAX) or RL_E_OUT_OF_MEMORY,
+ * with the file and the reason in msg. */
+int rl__camp_results_load(const char *path, json_t **out, rl_buf *msg);
 
 /* Write DIR/report.md from the results document; print the main table to out (may be NULL). */
 int rl__camp_report_write(const char *dir, json_t *results, FILE *out, rl_buf *msg);

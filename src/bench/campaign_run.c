@@ -15,8 +15,8 @@
  *      CPU counters, the receipt and the RTT probe after; the receipts compared; the case labelled
  *      clean or contaminated; its summary.
  *   5. The restoration probe; `down`; DIR/data/NAME removed unless keep_data.
- *   6. plots/, results.json, report.md, manifest.json; the main table to o->out.
- * A failed check or process is recorded in results.json ("failures", and at its place) and in the
+ *   6. plots/, results.json.zst (report_results.c), report.md, manifest.json; the main table to o->out.
+ * A failed check or process is recorded in the results ("failures", and at its place) and in the
  * report, and makes the run's result an error; nothing that ran is dropped.
  */
 #include <dirent.h>
@@ -759,7 +759,7 @@ done:
 static int write_json(const char *dir, const char *name, json_t *doc, rl_buf *msg) {
     char path[RL_CAMP_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) != 0) {
+    if (json_dump_file(doc, path, RL_CAMP_RESULTS_JSON_FLAGS) != 0) {
         rl__buf_printf(msg, "cannot write %s", path);
         return RL_E_IO_ERROR;
     }
@@ -838,7 +838,7 @@ int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg) {
     rl__camp_plots(o->out_dir, c.root, &plots, &pmsg);
     json_object_set_new(c.root, "plots", plots ? plots : json_null());
     rl__buf_release(&pmsg);
-    int wrc = write_json(o->out_dir, "results.json", c.root, msg);
+    int wrc = rl__camp_results_write(o->out_dir, c.root, msg);
     if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, o->out, msg);
     if (!wrc) wrc = write_json(o->out_dir, "manifest.json", man, msg);
     fmt_dur(now_s() - c.t0, el, sizeof el);

@@ -451,7 +451,8 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl_buf *msg) {
     rl__buf_printf(&b, "# Campaign report: %s\n\n%s\n\n", jstr(r, "protocol_name"), jstr(p, "description"));
     rl__buf_printf(&b,
                    "Protocol `%s` (%s), SHA-256 `%s`. Started %s, finished %s (%.0f s). Raw samples, every check "
-                   "and the summary: `results.json`; machine, versions and binaries: `manifest.json`.\n\n",
+                   "and the summary: `results.json.zst` (zstd-compressed JSON); machine, versions and binaries: "
+                   "`manifest.json`.\n\n",
                    jstr(r, "protocol_name"), jstr(r, "protocol_source"), jstr(r, "protocol_sha256"),
                    jstr(r, "started_utc"), jstr(r, "finished_utc"), jnumv(r, "wall_seconds"));
     if (json_is_true(json_object_get(r, "ok"))) rl__buf_append_str(&b, "**Every check passed and every process ran.**");
@@ -549,7 +550,8 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl_buf *msg) {
     }
     if (out && !rc) {
         fprintf(out, "%s", main.data);
-        fprintf(out, "\nreport: %s/report.md\nresults: %s/results.json\nmanifest: %s/manifest.json\n", dir, dir, dir);
+        fprintf(out, "\nreport: %s/report.md\nresults: %s/" RL_CAMP_RESULTS_NAME "\nmanifest: %s/manifest.json\n", dir,
+                dir, dir);
         json_t *pl = json_object_get(r, "plots");
         json_array_foreach(json_object_get(pl, "files"), i, f) fprintf(out, "plot: %s/%s\n", dir, json_string_value(f));
         if (json_object_get(pl, "error")) fprintf(out, "plots not drawn: %s\n", jstr(pl, "error"));

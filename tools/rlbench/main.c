@@ -239,7 +239,7 @@ static int cmd_campaign(int argc, char **argv) {
                             .dest = &out_dir,
                             .metavar = "DIR",
                             .flags = RL_ARG_NONEMPTY,
-                            .help = "a new or empty directory for results.json, report.md, plots/, manifest.json"},
+                            .help = "a new or empty directory for results.json.zst, report.md, plots/, manifest.json"},
                            {.name = "print-protocol",
                             .kind = RL_ARG_FLAG,
                             .dest = &print,
@@ -252,10 +252,11 @@ static int cmd_campaign(int argc, char **argv) {
                    "anything is timed. The dataset is loaded once per topology and checked (integrity checker,\n"
                    "three defect controls); every (block, case, arm) runs in a fresh process, the order of arms\n"
                    "alternating between blocks; each case is surrounded by an RTT probe, placement receipts and\n"
-                   "CPU telemetry. Writes DIR/results.json (every raw sample, check and the summary), report.md,\n"
-                   "plots/ (SVG and PNG, gnuplot) and manifest.json, prints the main table; progress and the\n"
-                   "time left go to stderr. Without --protocol, the built-in full protocol runs (--quick: the\n"
-                   "quick one). A single topology runs on a local rlkvd cluster, with its injected delay on\n"
+                   "CPU telemetry. Writes DIR/results.json.zst (every raw sample, check and the summary, as JSON\n"
+                   "compressed with zstd: `zstd -d` gives results.json), report.md, plots/ (SVG and PNG,\n"
+                   "gnuplot) and manifest.json, prints the main table; progress and the time left go to\n"
+                   "stderr. Without --protocol, the built-in full protocol runs (--quick: the quick one). A single\n"
+                   "topology runs on a local rlkvd cluster, with its injected delay on\n"
                    "the client's links (removed and probed again at the end); a multi topology on a local\n"
                    "cluster of several hosts (127.0.0.H) with replication teams, the index and the records\n"
                    "placed on teams disjoint or colocated, the delay between hosts and to the client. An fdb\n"

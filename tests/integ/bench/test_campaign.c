@@ -4,19 +4,23 @@
  * one whose 5 storage servers do not spread over its 3 hosts (not available: the reason is reported).
  * Each run takes a few seconds (about 12 s under ASan).
  *
- *   campaign_1_1  results.json is complete: a sample for every (topology, case, available arm,
+ *   campaign_1_1  the results are complete: a sample for every (topology, case, available arm,
  *                 block, repeat) with every per-op figure; the uneven multi reported as
  *                 not available with a reason; the checks of every case (RTT slots, receipts equal, CPU
  *                 telemetry with a label), integrity_ok true, the three defect controls failing the
  *                 checker as expected, the rows check; report.md, the plots and manifest.json exist,
  *                 and the manifest's protocol SHA-256 is the protocol file's
+ *   campaign_1_5  the results are written compressed only (results.json.zst, no results.json): one
+ *                 zstd frame that decodes to exactly the JSON an uncompressed write prints, and the
+ *                 reader gives the same document from it and from that JSON written plainly
  *   campaign_1_2  the summary recomputed from the raw samples by this test, independently (medians,
  *                 block ratios, geometric means, and the bootstrap from its written specification:
  *                 splitmix64 + xoshiro256**, rejection draws, type-7 quantiles): equal
  *   campaign_1_3  the order of arms alternates between blocks (ordinary remote sqlite, then sqlite
  *                 remote ordinary), in the processes' sequence numbers and in the samples
  *   campaign_1_4  the adaptive arm: available, sampled in every block, its rows agree, and the
- *                 summary's adaptive/best ratio (per block against the better fixed arm) is there
+ *                 summary's adaptive/best ratio (per block against the better fixed arm) is there;
+ *                 scripts/adaptive-decompose.py reads the run's compressed results (with python3)
  *   campaign_2_1  a contaminated case is labelled: a busy thread in this (non-campaign) process during
  *                 the run, threshold 2 % — every case is "contaminated", its samples are kept, the
  *                 report says so
@@ -35,8 +39,10 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <zstd.h>
 
 #include "base/sha256.h"
+#include "bench/campaign_int.h"
 #include "test.h"
 
 #define TINY                                                                                                \
@@ -65,7 +71,9 @@ typedef struct {
     char *report;
 } run;
 
-static char *slurp(const char *path) {
+/* The bytes of the file at path, NUL-terminated (heap), and their count in *out_len; NULL if it
+ * cannot be opened. */
+static char *slurp_n(const char *path, size_t *out_len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -76,7 +84,13 @@ static char *slurp(const char *path) {
     ASSERT_EQ(fread(s, 1, (size_t)n, f), (size_t)n);
     s[n] = 0;
     fclose(f);
+    *out_len = (size_t)n;
     return s;
+}
+
+static char *slurp(const char *path) {
+    size_t n;
+    return slurp_n(path, &n);
 }
 
 static atomic_int spin_stop;
@@ -111,9 +125,11 @@ static void run_tiny_arms(run *r, const char *tag, const char *arms, const char 
         pthread_join(th, NULL);
     }
     json_error_t jerr;
-    snprintf(path, sizeof path, "%s/results.json", r->out);
-    r->results = json_load_file(path, 0, &jerr);
-    if (!r->results) fail_msg("results.json: %s (stderr: %s)", jerr.text, r->stderr_text);
+    rl_buf msg;
+    rl__buf_init(&msg);
+    if (rl__camp_results_load(r->out, &r->results, &msg))
+        fail_msg("results: %s (stderr: %s)", msg.data, r->stderr_text);
+    rl__buf_release(&msg);
     snprintf(path, sizeof path, "%s/manifest.json", r->out);
     r->manifest = json_load_file(path, 0, &jerr);
     ASSERT_NOT_NULL(r->manifest);
@@ -465,7 +481,77 @@ TEST(campaign_1_4_adaptive_arm) {
         n_best++;
     }
     ASSERT_EQ(n_best, 2);
+    /* scripts/adaptive-decompose.py reads the compressed results and takes both cases apart. */
+    if (access("/usr/bin/python3", X_OK) == 0) {
+        char cmd[1400], line[512];
+        rl_buf out;
+        rl__buf_init(&out);
+        snprintf(cmd, sizeof cmd, "python3 '%s/../../scripts/adaptive-decompose.py' '%s' 2>&1", RL_TEST_DATA_DIR,
+                 r.out);
+        FILE *p = popen(cmd, "r");
+        ASSERT_NOT_NULL(p);
+        while (fgets(line, sizeof line, p)) rl__buf_append_str(&out, line);
+        int st = pclose(p);
+        if (st != 0) fail_msg("%s: status %d: %s", cmd, st, out.data);
+        ASSERT_NOT_NULL(strstr((const char *)out.data, "| small-rows10-forward | "));
+        ASSERT_NOT_NULL(strstr((const char *)out.data, "| split-limit1-reverse | "));
+        ASSERT_NOT_NULL(strstr((const char *)out.data, "of 2 cases"));
+        rl__buf_release(&out);
+    } else {
+        printf("scripts/adaptive-decompose.py not run: no /usr/bin/python3\n");
+    }
     run_free(&r);
+}
+
+/* campaign_1_5: the results file of the normal run is compressed, and decodes to what an
+ * uncompressed write prints; the reader takes both forms to the same document. */
+TEST(campaign_1_5_results_compressed) {
+    run *r = normal();
+    char path[1200], plain[1000];
+    size_t zlen;
+    snprintf(path, sizeof path, "%s/results.json", r->out);
+    ASSERT_NE(access(path, F_OK), 0); /* no uncompressed copy */
+    snprintf(path, sizeof path, "%s/%s", r->out, RL_CAMP_RESULTS_NAME);
+    char *z = slurp_n(path, &zlen);
+    ASSERT_NOT_NULL(z);
+    /* One zstd frame recording its size, whose content is the JSON an uncompressed write prints. */
+    ASSERT_EQ(ZSTD_findFrameCompressedSize(z, zlen), zlen);
+    unsigned long long n = ZSTD_getFrameContentSize(z, zlen);
+    ASSERT_TRUE(n != ZSTD_CONTENTSIZE_UNKNOWN && n != ZSTD_CONTENTSIZE_ERROR);
+    char *text = malloc((size_t)n + 1);
+    ASSERT_NOT_NULL(text);
+    ASSERT_EQ(ZSTD_decompress(text, (size_t)n, z, zlen), (size_t)n);
+    text[n] = 0;
+    char *dumped = json_dumps(r->results, RL_CAMP_RESULTS_JSON_FLAGS);
+    ASSERT_NOT_NULL(dumped);
+    ASSERT_EQ(strlen(dumped), (size_t)n);
+    ASSERT_TRUE(!memcmp(dumped, text, (size_t)n));
+    ASSERT_TRUE(zlen * 4 < (size_t)n); /* it is worth it */
+    /* The same JSON written plainly (as before compression) reads to the same document, from the
+     * directory and from the file. */
+    snprintf(plain, sizeof plain, "%s/plain", r->dir);
+    ASSERT_EQ(mkdir(plain, 0755), 0);
+    snprintf(path, sizeof path, "%s/results.json", plain);
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    ASSERT_EQ(fwrite(text, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    rl_buf msg;
+    rl__buf_init(&msg);
+    const char *from[3] = {plain, path, NULL};
+    char zpath[1200];
+    snprintf(zpath, sizeof zpath, "%s/%s", r->out, RL_CAMP_RESULTS_NAME);
+    from[2] = zpath;
+    for (int i = 0; i < 3; i++) {
+        json_t *doc = NULL;
+        if (rl__camp_results_load(from[i], &doc, &msg)) fail_msg("%s: %s", from[i], msg.data);
+        ASSERT_TRUE(json_equal(doc, r->results));
+        json_decref(doc);
+    }
+    rl__buf_release(&msg);
+    free(dumped);
+    free(text);
+    free(z);
 }
 
 /* ---- Failures reported ---------------------------------------------------------------------- */
@@ -601,10 +687,15 @@ static int teardown(void **state) {
 }
 
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {T(campaign_1_1_results_complete),        T(campaign_1_2_summary_recomputed),
-                                       T(campaign_1_3_arms_alternate),          T(campaign_1_4_adaptive_arm),
-                                       T(campaign_2_1_contaminated_labelled),   T(campaign_2_2_failed_receipt_reported),
-                                       T(campaign_2_3_failed_process_reported), T(campaign_3_1_command_line)};
+    const struct CMUnitTest tests[] = {T(campaign_1_1_results_complete),
+                                       T(campaign_1_2_summary_recomputed),
+                                       T(campaign_1_3_arms_alternate),
+                                       T(campaign_1_4_adaptive_arm),
+                                       T(campaign_1_5_results_compressed),
+                                       T(campaign_2_1_contaminated_labelled),
+                                       T(campaign_2_2_failed_receipt_reported),
+                                       T(campaign_2_3_failed_process_reported),
+                                       T(campaign_3_1_command_line)};
     rl_test_init(argc, argv);
     int rc = cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, teardown);
     return rc;

@@ -31,6 +31,7 @@
 
 #include <jansson.h>
 
+#include "bench/campaign_int.h"
 #include "test.h"
 
 static const char *jstr(json_t *o, const char *k) {
@@ -40,7 +41,7 @@ static const char *jstr(json_t *o, const char *k) {
 
 /* Write protocol (JSON text) to DIR/p.json, run `rlbench campaign` on it into DIR/o (with
  * RL_CAMPAIGN_TEST_BREAK_RECEIPT=break_case when break_case is not NULL), check that it exits
- * with want_exit, and return DIR/o/results.json (the caller json_decrefs it). */
+ * with want_exit, and return the results DIR/o holds (results.json.zst; the caller json_decrefs it). */
 static json_t *run_campaign(const char *dir, const char *protocol, int want_exit, const char *break_case) {
     char path[600];
     snprintf(path, sizeof path, "%s/p.json", dir);
@@ -55,9 +56,12 @@ static json_t *run_campaign(const char *dir, const char *protocol, int want_exit
     if (rc != want_exit) fail_msg("exit %d (want %d): %s", rc, want_exit, err);
     free(out);
     free(err);
-    snprintf(path, sizeof path, "%s/o/results.json", dir);
-    json_t *r = json_load_file(path, 0, NULL);
-    ASSERT_NOT_NULL(r);
+    snprintf(path, sizeof path, "%s/o", dir);
+    json_t *r = NULL;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    if (rl__camp_results_load(path, &r, &msg)) fail_msg("results: %s", msg.data);
+    rl__buf_release(&msg);
     return r;
 }
 

@@ -30,7 +30,7 @@
 
 #include <jansson.h>
 
-#include "bench/campaign.h"
+#include "bench/campaign_int.h"
 #include "cluster_fixture.h"
 #include "reclayer/kv.h"
 #include "test.h"
@@ -113,7 +113,7 @@ static const char *const metrics[] = {
 static const char *const cases[2] = {"small-rows10-forward", "split-limit1-reverse"};
 static const char *const arms_run[3] = {"ordinary", "remote", "adaptive"};
 
-/* Run the tiny campaign on `fdb:URL_REST` and check results.json, report.md and the database. */
+/* Run the tiny campaign on `fdb:URL_REST` and check its results, report.md and the database. */
 static void run_on(const char *fdb_url, const char *inner, const char *want_cluster_file) {
     char *dir = rl_test_tmpdir("campaign-fdb"), path[1200];
     plant(inner);
@@ -134,9 +134,12 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
     char *out = NULL, *err = NULL;
     int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
     if (rc != 0) fail_msg("exit %d: %s", rc, err);
-    snprintf(path, sizeof path, "%s/o/results.json", dir);
-    json_t *r = json_load_file(path, 0, NULL);
-    ASSERT_NOT_NULL(r);
+    snprintf(path, sizeof path, "%s/o", dir);
+    json_t *r = NULL;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    if (rl__camp_results_load(path, &r, &msg)) fail_msg("results: %s", msg.data);
+    rl__buf_release(&msg);
     ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
     ASSERT_EQ(json_array_size(json_object_get(r, "failures")), 0);
     json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
@@ -324,7 +327,7 @@ TEST(campaign_5_3_fdb_protocol) {
     rl__buf_release(&msg);
 }
 
-/* Run a one-topology protocol on url; *out_r: results.json (the caller's). Returns the exit code. */
+/* Run a one-topology protocol on url; *out_r: its results (the caller's). Returns the exit code. */
 static int run_small(const char *dir, const char *url, json_t **out_r) {
     char path[1200];
     snprintf(path, sizeof path, "%s/p.json", dir);
@@ -340,9 +343,11 @@ static int run_small(const char *dir, const char *url, json_t **out_r) {
     fclose(f);
     char *out = NULL, *err = NULL;
     int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
-    snprintf(path, sizeof path, "%s/o/results.json", dir);
-    *out_r = json_load_file(path, 0, NULL);
-    if (!*out_r) fail_msg("no results.json (exit %d): %s", rc, err);
+    snprintf(path, sizeof path, "%s/o", dir);
+    rl_buf msg;
+    rl__buf_init(&msg);
+    if (rl__camp_results_load(path, out_r, &msg)) fail_msg("no results (exit %d): %s: %s", rc, msg.data, err);
+    rl__buf_release(&msg);
     free(out);
     free(err);
     return rc;

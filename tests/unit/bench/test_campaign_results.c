@@ -1,0 +1,190 @@
+/* test_campaign_results.c — the campaign's results file (src/bench/report_results.c): written as
+ * one zstd frame, read back compressed or not.
+ *
+ *   campaign_results_1_1  a written document: DIR/results.json.zst only, one frame recording its
+ *                         size and checksum, decoding to exactly json_dumps with RL_CAMP_RESULTS_JSON_FLAGS (the
+ *                         old results.json's bytes); reading it gives an equal document
+ *   campaign_results_1_2  the reader's other forms: a plain results.json (by directory and by file),
+ *                         zstd data without a recorded size in two frames (what the zstd program
+ *                         writes from a pipe, concatenated), and .zst preferred when both are there
+ *   campaign_results_1_3  errors: no results in a directory or no such file (file_not_found), a
+ *                         truncated frame, damaged zstd data and text that is not JSON
+ *                         (corrupt_data), each with the file named in the message
+ */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <zstd.h>
+
+#include "bench/campaign_int.h"
+#include "test.h"
+
+/* A document with what results hold: reals needing 17 digits, large integers, nulls, nesting,
+ * non-ASCII text, and enough repeated samples to compress. */
+static json_t *sample_doc(int tag) {
+    json_t *d = json_pack("{s:s, s:i, s:b, s:n, s:f, s:f, s:I, s:s}", "format", "reclayer-campaign-results/1", "tag",
+                          tag, "ok", 1, "nothing", "third", 0.1 + 0.2, "tiny", 1e-300, "big",
+                          (json_int_t)9007199254740993LL, "text", "µs \"quoted\" \\ tab\t");
+    json_t *samples = json_array();
+    for (int i = 0; i < 500; i++)
+        json_array_append_new(samples, json_pack("{s:s, s:s, s:i, s:f, s:f}", "case", "small-rows10-forward", "arm",
+                                                 i % 2 ? "remote" : "ordinary", "block", i / 2, "ns_per_op",
+                                                 1000.0 + i / 7.0, "rows_per_op", 10.0));
+    json_object_set_new(d, "samples", samples);
+    return d;
+}
+
+static void write_file(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    ASSERT_NOT_NULL(f);
+    ASSERT_EQ(fwrite(p, 1, n, f), n);
+    ASSERT_EQ(fclose(f), 0);
+}
+
+static void *read_file(const char *path, size_t *out_len) {
+    FILE *f = fopen(path, "rb");
+    ASSERT_NOT_NULL(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc((size_t)n + 1);
+    ASSERT_NOT_NULL(p);
+    ASSERT_EQ(fread(p, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *out_len = (size_t)n;
+    return p;
+}
+
+/* Load path and check it equals want. */
+static void load_equal(const char *path, json_t *want) {
+    rl_buf msg;
+    json_t *got = NULL;
+    rl__buf_init(&msg);
+    if (rl__camp_results_load(path, &got, &msg)) fail_msg("%s: %s", path, msg.data);
+    ASSERT_TRUE(json_equal(got, want));
+    json_decref(got);
+    rl__buf_release(&msg);
+}
+
+/* Load path, expecting the error code and a message naming what. */
+static void load_fails(const char *path, int code, const char *what) {
+    rl_buf msg;
+    json_t *got = (json_t *)1;
+    rl__buf_init(&msg);
+    ASSERT_RC(rl__camp_results_load(path, &got, &msg), code);
+    ASSERT_NULL(got);
+    if (!strstr((const char *)msg.data, what)) fail_msg("%s: '%s' does not say '%s'", path, msg.data, what);
+    rl__buf_release(&msg);
+}
+
+TEST(campaign_results_1_1_written) {
+    char *dir = rl_test_tmpdir("camp-results"), path[600];
+    json_t *doc = sample_doc(1);
+    rl_buf msg;
+    rl__buf_init(&msg);
+    ASSERT_OK(rl__camp_results_write(dir, doc, &msg));
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    ASSERT_NE(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/results.json.zst", dir);
+    size_t zlen;
+    void *z = read_file(path, &zlen);
+    ASSERT_EQ(ZSTD_findFrameCompressedSize(z, zlen), zlen);
+    unsigned long long n = ZSTD_getFrameContentSize(z, zlen);
+    ASSERT_TRUE(n != ZSTD_CONTENTSIZE_UNKNOWN && n != ZSTD_CONTENTSIZE_ERROR);
+    ASSERT_TRUE(((const uint8_t *)z)[4] & 0x04); /* Frame_Header_Descriptor: Content_Checksum_flag */
+    char *text = malloc((size_t)n);
+    ASSERT_NOT_NULL(text);
+    ASSERT_EQ(ZSTD_decompress(text, (size_t)n, z, zlen), (size_t)n);
+    char *want = json_dumps(doc, RL_CAMP_RESULTS_JSON_FLAGS);
+    ASSERT_MEM_EQ(text, (size_t)n, want, strlen(want));
+    ASSERT_TRUE(zlen * 4 < (size_t)n);
+    load_equal(dir, doc);
+    load_equal(path, doc);
+    free(want);
+    free(text);
+    free(z);
+    json_decref(doc);
+    rl__buf_release(&msg);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(campaign_results_1_2_forms) {
+    char *dir = rl_test_tmpdir("camp-results"), path[600];
+    json_t *doc = sample_doc(2), *other = sample_doc(3);
+    char *text = json_dumps(doc, RL_CAMP_RESULTS_JSON_FLAGS);
+    size_t len = strlen(text);
+    /* Plain results.json, by directory and by file. */
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    write_file(path, text, len);
+    load_equal(dir, doc);
+    load_equal(path, doc);
+    /* Two frames without a recorded size, as `cat a | zstd; cat b | zstd` would write. */
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    ASSERT_NOT_NULL(c);
+    ASSERT_FALSE(ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0)));
+    size_t cap = 2 * ZSTD_compressBound(len) + 64, zlen = 0;
+    uint8_t *z = malloc(cap);
+    ASSERT_NOT_NULL(z);
+    for (int part = 0; part < 2; part++) {
+        ZSTD_inBuffer in = {text + (part ? len / 2 : 0), part ? len - len / 2 : len / 2, 0};
+        ZSTD_outBuffer out = {z, cap, zlen};
+        size_t left;
+        do left = ZSTD_compressStream2(c, &out, &in, ZSTD_e_end);
+        while (left != 0 && !ZSTD_isError(left));
+        ASSERT_FALSE(ZSTD_isError(left));
+        zlen = out.pos;
+    }
+    ZSTD_freeCCtx(c);
+    ASSERT_EQ(ZSTD_getFrameContentSize(z, zlen), ZSTD_CONTENTSIZE_UNKNOWN);
+    snprintf(path, sizeof path, "%s/piped.zst", dir);
+    write_file(path, z, zlen);
+    load_equal(path, doc);
+    /* With both in the directory, results.json.zst is read. */
+    rl_buf msg;
+    rl__buf_init(&msg);
+    ASSERT_OK(rl__camp_results_write(dir, other, &msg));
+    load_equal(dir, other);
+    rl__buf_release(&msg);
+    free(z);
+    free(text);
+    json_decref(doc);
+    json_decref(other);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(campaign_results_1_3_errors) {
+    char *dir = rl_test_tmpdir("camp-results"), path[600];
+    json_t *doc = sample_doc(4);
+    rl_buf msg;
+    rl__buf_init(&msg);
+    load_fails(dir, RL_E_FILE_NOT_FOUND, "neither");
+    snprintf(path, sizeof path, "%s/no-such-file.json", dir);
+    load_fails(path, RL_E_FILE_NOT_FOUND, path);
+    /* A truncated frame. */
+    ASSERT_OK(rl__camp_results_write(dir, doc, &msg));
+    snprintf(path, sizeof path, "%s/results.json.zst", dir);
+    size_t zlen;
+    uint8_t *z = read_file(path, &zlen);
+    char cut[600];
+    snprintf(cut, sizeof cut, "%s/cut.zst", dir);
+    write_file(cut, z, zlen / 2);
+    load_fails(cut, RL_E_CORRUPT_DATA, "truncated");
+    /* Damaged data after the magic number. */
+    for (size_t i = 8; i < zlen; i++) z[i] ^= 0x5a;
+    write_file(cut, z, zlen);
+    load_fails(cut, RL_E_CORRUPT_DATA, cut);
+    /* Text that is not JSON. */
+    write_file(cut, "{\"samples\": [1, 2", 17);
+    load_fails(cut, RL_E_CORRUPT_DATA, "not JSON");
+    free(z);
+    json_decref(doc);
+    rl__buf_release(&msg);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+RL_TEST_MAIN(T(campaign_results_1_1_written), T(campaign_results_1_2_forms), T(campaign_results_1_3_errors))
