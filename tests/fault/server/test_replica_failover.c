@@ -170,7 +170,7 @@ static void *workload_main(void *ud) {
 
 static rl_test_cluster g_cluster; /* static: the exit hook stops it after a failed assertion */
 
-static int start_double(rl_test_cluster *c) {
+static void start_double(rl_test_cluster *c) {
     const char *keys[] = {"m"};
     rl_cluster_up_opts o;
     memset(&o, 0, sizeof o);
@@ -178,10 +178,7 @@ static int start_double(rl_test_cluster *c) {
     o.replication = 2;
     o.split = keys;
     o.n_split = 1;
-    int rc = rl_test_cluster_start(c, &o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) return rc;
-    ASSERT_OK(rc);
-    return RL_OK;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
 }
 
 /* Wait until storage id's known_version reaches the coordinator's durable version (10 s). */
@@ -228,7 +225,7 @@ static void kill_and_restart(rl_test_cluster *c, workload *w, uint32_t id) {
  * restarted member catches up and serves reads again. */
 TEST(replica_1_1_failover) {
     rl_test_cluster *c = &g_cluster;
-    if (start_double(c) == RL_E_UNSUPPORTED_OPERATION) skip();
+    start_double(c);
     static workload w;
     memset(&w, 0, sizeof w);
     w.rng = rl_test_seed();
@@ -276,7 +273,7 @@ TEST(replica_1_1_failover) {
  * read counters). */
 TEST(replica_1_2_reads_spread) {
     rl_test_cluster *c = &g_cluster;
-    if (start_double(c) == RL_E_UNSUPPORTED_OPERATION) skip();
+    start_double(c);
     rl_db *db = NULL;
     ASSERT_OK(rl_db_open(c->url, NULL, &db));
     long long r0[3], r1[3];
@@ -303,7 +300,7 @@ TEST(replica_1_2_reads_spread) {
  * half of them would wait for it), and the client reports hedges won by the other member. */
 TEST(replica_1_3_hedged_reads) {
     rl_test_cluster *c = &g_cluster;
-    if (start_double(c) == RL_E_UNSUPPORTED_OPERATION) skip();
+    start_double(c);
     rl_db *db = NULL;
     ASSERT_OK(rl_db_open(c->url, NULL, &db));
     for (int i = 0; i < 50; i++) { /* connections to both members, round trips measured */

@@ -50,15 +50,7 @@ static int start(rl_test_cluster *c, int n) {
     memset(&o, 0, sizeof o);
     o.n_storage = n;
     o.n_shards = 1; /* ["", "\xff") on storage server 1 */
-    int rc = rl_test_cluster_start(c, &o);
-    if (rc != RL_OK) return rc;
-    char why[512];
-    if (!rl_test_cluster_backend_ready(c->url, why, sizeof why)) {
-        printf("skipped: %s\n", why);
-        rl_test_cluster_stop(c);
-        return RL_E_UNSUPPORTED_OPERATION;
-    }
-    return RL_OK;
+    return rl_test_cluster_start(c, &o);
 }
 
 /* Run fn in transactions until it succeeds (retrying what on_error retries). */
@@ -203,7 +195,6 @@ static int scan_fn(rl_txn *t, void *ud) {
 TEST(placement_2_1_split) {
     rl_test_cluster c;
     int rc = start(&c, 2);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -500,7 +491,6 @@ static void assign(rl_test_cluster *c, const char *b, const char *e, const uint3
 TEST(placement_2_2_moves_under_load) {
     rl_test_cluster c;
     int rc = start(&c, 3);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     static wl_t w;
     memset(&w, 0, sizeof w);
@@ -609,7 +599,6 @@ static void expect_rows(rl_db *db, int moving) {
  * returns its pid. */
 static int start_with_frozen_destination(rl_test_cluster *c, rl_db **db) {
     int rc = start(c, 2);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     ASSERT_OK(rl_db_open(c->url, NULL, db));
     ASSERT_OK(run(*db, rfill_fn, NULL));
@@ -745,7 +734,6 @@ TEST(placement_2_6_source_drops_rows) {
     o.window_versions = 300000;
     rl_test_cluster c;
     int rc = rl_test_cluster_start(&c, &o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -779,7 +767,6 @@ TEST(placement_2_6_source_drops_rows) {
 TEST(placement_2_4_bad_input) {
     rl_test_cluster c;
     int rc = start(&c, 2);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     rl_buf msg;
     rl__buf_init(&msg);
