@@ -201,8 +201,11 @@ static void kill_and_restart(rl_test_cluster *c, workload *w, uint32_t id) {
     long reads0 = atomic_load(&w->reads);
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     for (int i = 0; i < 500 && rl_test_cluster_pid(c, id) != 0; i++) usleep(2000);
-    usleep(800000); /* the loop runs on the other member alone */
-    long during = atomic_load(&w->reads) - reads0;
+    /* The loop runs on the other member alone: at least 20 reads while this one is down (30 s at
+     * most; a wait for a count, not a sleep). */
+    long during = 0;
+    for (int64_t t1 = mono_ms(); (during = atomic_load(&w->reads) - reads0) <= 20 && mono_ms() - t1 < 30000;)
+        usleep(10000);
     int64_t t0 = mono_ms();
     ASSERT_EQ(rl_test_cluster_restart(c, id, 1), 0);
     wait_caught_up(c, id);
@@ -232,10 +235,11 @@ TEST(replica_1_1_failover) {
     ASSERT_OK(rl_db_open(c->url, NULL, &w.db));
     pthread_t th;
     ASSERT_EQ(pthread_create(&th, NULL, workload_main, &w), 0);
-    usleep(300000);
+    /* The loop runs (commits acknowledged, reads answered) before the first kill. */
+    for (int64_t t1 = mono_ms(); (atomic_load(&w.reads) < 20 || atomic_load(&w.commits) < 5) && mono_ms() - t1 < 30000;)
+        usleep(10000);
     kill_and_restart(c, &w, 1);
     kill_and_restart(c, &w, 2);
-    usleep(200000);
     atomic_store(&w.stop, 1);
     pthread_join(th, NULL);
     printf("%ld reads (%ld errors, %ld wrong values, slowest %ld ms), %ld commits (%ld errors)%s%s\n",

@@ -488,6 +488,19 @@ static void assign(rl_test_cluster *c, const char *b, const char *e, const uint3
     rl__buf_release(&msg);
 }
 
+/* Wait (30 s at most) until the workload has committed 6 more transactions and checked 3 more
+ * reads than now, or stopped on an error (w->err says which). */
+static void wl_progress(wl_t *w) {
+    long commits = atomic_load(&w->commits) + 6, reads = atomic_load(&w->reads_checked) + 3;
+    for (uint64_t t0 = now_ns();
+         !atomic_load(&w->stop) && (atomic_load(&w->commits) < commits || atomic_load(&w->reads_checked) < reads);) {
+        if (now_ns() - t0 > 30000000000ull)
+            fail_msg("the workload made no progress in 30 s: %ld commits, %ld checked reads", atomic_load(&w->commits),
+                     atomic_load(&w->reads_checked));
+        msleep(2);
+    }
+}
+
 TEST(placement_2_2_moves_under_load) {
     rl_test_cluster c;
     int rc = start(&c, 3);
@@ -500,15 +513,17 @@ TEST(placement_2_2_moves_under_load) {
     pthread_t wt, rt[2];
     pthread_create(&wt, NULL, writer, &w);
     for (int i = 0; i < 2; i++) pthread_create(&rt[i], NULL, reader, &w);
-    msleep(300);
     uint32_t t1[] = {1}, t2[] = {2}, t3[] = {3}, t12[] = {1, 2};
     (void)t1;
+    /* The workload makes progress before, between and after the moves (so each move runs under
+     * load and the totals asserted below are reached), counted rather than slept for. */
+    wl_progress(&w);
     if (!atomic_load(&w.stop)) assign(&c, "w/00050", "w/00150", t2, 1);
-    msleep(150);
+    wl_progress(&w);
     if (!atomic_load(&w.stop)) assign(&c, "w/", "w0", t3, 1); /* three shards, two source teams */
-    msleep(150);
+    wl_progress(&w);
     if (!atomic_load(&w.stop)) assign(&c, "w/00100", "w0", t12, 2); /* to a double team */
-    msleep(300);
+    wl_progress(&w);
     atomic_store(&w.stop, 1);
     pthread_join(wt, NULL);
     for (int i = 0; i < 2; i++) pthread_join(rt[i], NULL);
