@@ -2,8 +2,8 @@
 #
 #   make deps    install the Debian packages the project needs (scripts/install-deps.sh)
 #   make build   configure and build in build/
-#   make check   deps + build + the whole test suite through ctest
-#   make test    the quick suite (no slow tests), for the edit-compile-test loop
+#   make check   deps + build + the whole test suite through ctest (benchmarks aside: ctest -L bench)
+#   make test    the quick suite (no slow tests, no benchmarks), for the edit-compile-test loop
 #   make asan    the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   make fuzz    build the libFuzzer targets (clang, build-fuzz/) and run each FUZZ_SECONDS seconds
 #   make demo    the main job (see README)
@@ -39,10 +39,10 @@ build: $(BUILD)/CMakeCache.txt
 
 check: deps
 	$(MAKE) build
-	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure $(CTEST_ARGS)
+	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure -LE bench $(CTEST_ARGS)
 
 test: build
-	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure -LE slow $(CTEST_ARGS)
+	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure -LE 'slow|bench' $(CTEST_ARGS)
 
 test-all: check
 
@@ -50,7 +50,7 @@ asan: deps
 	cmake -S . -B build-asan -DRL_SANITIZE=ON -DRL_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest -j$(JOBS) --output-on-failure $(CTEST_ARGS)
+	  ctest -j$(JOBS) --output-on-failure -LE bench $(CTEST_ARGS)
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DRL_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)

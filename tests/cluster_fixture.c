@@ -102,13 +102,6 @@ static void print_logs(const char *dir) {
     pclose(p);
 }
 
-/* 1 if a log under dir says the role is a placeholder ("not built yet"). */
-static int roles_missing(const char *dir) {
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "grep -l 'not built yet' '%s'/logs/*.log >/dev/null 2>&1", dir);
-    return system(cmd) == 0;
-}
-
 int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
     memset(c, 0, sizeof *c);
     c->slot = -1;
@@ -162,15 +155,8 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
     rl__buf_init(&msg);
     int rc = rl__cluster_up(c->dir, &uo, &msg);
     if (rc) {
-        int missing = roles_missing(c->dir);
-        if (missing) {
-            printf("cluster: rlkvd's roles are not built yet (the coordinator and storage roles of issue 15): %s\n",
-                   msg.data);
-            rc = RL_E_UNSUPPORTED_OPERATION;
-        } else {
-            printf("cluster start failed: %s (%d): %s\n", rl_error_name(rc), rc, msg.data);
-            print_logs(c->dir);
-        }
+        printf("cluster start failed: %s (%d): %s\n", rl_error_name(rc), rc, msg.data);
+        print_logs(c->dir);
         rl__buf_release(&msg);
         rl_test_cluster_stop(c);
         rl_test_rmtree(base);
@@ -282,17 +268,6 @@ void rl_test_cluster_stop(rl_test_cluster *c) {
     else rl_test_rmtree(c->dir);
     free(c->dir);
     c->dir = NULL;
-}
-
-int rl_test_cluster_backend_ready(const char *url, char *why, size_t cap) {
-    rl_db *db = NULL;
-    int rc = rl_db_open(url, NULL, &db);
-    if (rc == RL_OK) {
-        rl_db_close(db);
-        return 1;
-    }
-    snprintf(why, cap, "rl_db_open(%s): %s: %s", url, rl_error_name(rc), rl_last_error_detail());
-    return 0;
 }
 
 long long rl_test_status_num(const rl_test_cluster *c, uint16_t port, const char *field) {

@@ -11,6 +11,8 @@
 
 void rl_test_init(int argc, char **argv) {
     if (argc > 1) cmocka_set_test_filter(argv[1]);
+    const char *skip = getenv("RL_TEST_SKIP");
+    if (skip && *skip) cmocka_set_skip_filter(skip);
     setvbuf(stdout, NULL, _IOLBF, 0);
 }
 

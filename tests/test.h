@@ -64,7 +64,9 @@
         return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests_, NULL, NULL); \
     }
 
-/* Parse argv (argv[1]: a cmocka name filter, e.g. "tuple-1*") and set up logging. */
+/* Parse argv (argv[1]: a cmocka name filter, e.g. "tuple-1*"), take RL_TEST_SKIP (a cmocka
+ * pattern of tests to leave out: ctest uses it to keep a benchmark of a test program out of the
+ * default run, see CMakeLists.txt) and set up logging. */
 void rl_test_init(int argc, char **argv);
 /* The group name printed by cmocka: the program's base name. Static storage. */
 const char *rl_test_group_name(const char *argv0);

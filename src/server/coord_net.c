@@ -1088,9 +1088,9 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
         rl__buf_printf(&j,
                        ",\"healthy\":%s,\"registered\":%s,\"popped_version\":%" PRIu64
                        ",\"registered_durable_version\":%" PRIu64 ",\"owns_shard\":%s"
-                       ",\"peeks\":%" PRIu64 "}",
+                       ",\"peeks\":%" PRIu64 ",\"parked\":%u}",
                        rl__co_server_healthy(co, s, now) ? "true" : "false", s->registered ? "true" : "false",
-                       s->popped, s->registered_durable, s->owns_shard ? "true" : "false", s->peeks);
+                       s->popped, s->registered_durable, s->owns_shard ? "true" : "false", s->peeks, s->parked);
     }
     rl__buf_printf(&j, "],\"shards\":[");
     for (uint32_t i = 0; i < co->n_shards; i++) {

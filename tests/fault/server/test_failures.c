@@ -112,7 +112,7 @@ TEST(fail_1_1_restart_after_kills) {
     memset(&o, 0, sizeof o);
     o.n_storage = 3;
     rl_test_cluster c;
-    if (rl_test_cluster_start(&c, &o) != RL_OK) skip();
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
     round_trip(&c);
     kill9(&c, 2);
     kill9(&c, 3);
@@ -220,7 +220,7 @@ TEST(fail_1_2_txn_timeout) {
     o.split = keys;
     o.n_split = 1;
     rl_test_cluster c;
-    if (rl_test_cluster_start(&c, &o) != RL_OK) skip();
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
     const int64_t tmo = 1500;
     rl_db *db = NULL;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
@@ -323,7 +323,7 @@ TEST(fail_1_3_rl_waits_and_gives_up) {
     o.split = keys;
     o.n_split = 1;
     rl_test_cluster c;
-    if (rl_test_cluster_start(&c, &o) != RL_OK) skip();
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
     char args[4600], waits[128], ip[16];
     uint16_t port = 0;
     rl_buf msg;
@@ -347,7 +347,7 @@ TEST(fail_1_4_coordinator_records_why) {
     memset(&o, 0, sizeof o);
     o.n_storage = 1;
     rl_test_cluster c;
-    if (rl_test_cluster_start(&c, &o) != RL_OK) skip();
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
     char ip[16];
     uint16_t port = 0;
     rl_buf msg;

@@ -259,7 +259,6 @@ TEST(campaign_5_1_fdb_over_cluster) {
     o.n_storage = 1;
     rl_test_cluster c;
     int rc = rl_test_cluster_start(&c, &o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     char url[4400];
     snprintf(url, sizeof url, "fdb:%s", c.file);

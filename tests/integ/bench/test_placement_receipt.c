@@ -83,7 +83,6 @@ TEST(placement_3_1_place_show_receipts) {
     o.n_shards = 1;
     rl_test_cluster c;
     int rc = rl_test_cluster_start(&c, &o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     rl__tool t;
     ASSERT_OK(rl__tool_open(&t, c.url, NULL, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, 0));

@@ -1,7 +1,7 @@
 /* slow_cluster_bench.c — cluster_bench_*: the cluster client's latency goals (issue 15), measured
- * against real rlkvd processes on this machine and printed (label slow: `ctest -L slow -R
- * cluster_bench`, or run the program). Nothing is asserted beyond the results being right: the
- * figures depend on the machine and its load; docs/design.md §8.5 records a run.
+ * against real rlkvd processes on this machine and printed (a benchmark, label bench: `ctest -L
+ * bench -R cluster_bench`, or run the program). Nothing is asserted beyond the results being
+ * right: the figures depend on the machine and its load; docs/design.md §8.5 records a run.
  *
  *   bench-1.1  a point get through the client vs a bare PING on the same connection (goal: get
  *              <= 2x ping), both issued by the calling thread and completed on the network thread;

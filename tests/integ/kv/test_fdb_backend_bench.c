@@ -8,7 +8,7 @@
  *
  * Environment:
  *   RL_FDB_BENCH_SECONDS  seconds per workload and path per round (default 0.05: a smoke run for
- *                         ctest; the figures in docs/benchmarks.md use 2)
+ *                         ctest -L bench; the figures in docs/benchmarks.md use 2)
  *   RL_FDB_BENCH_ROUNDS   rounds, alternating which path goes first (default 1; the figures use 5);
  *                         the median is shown
  *   RL_FDB_BENCH_URL      the database (default mem:, each path its own; cluster:FILE: both paths

@@ -281,7 +281,15 @@ TEST(fdbc_bad_1_5) {
     wait_count(&kept, N / 2);
     FDBFuture *last = cl.api.transaction_get(tr, K("d/last"), 1);
     ASSERT_OK(fdbt_wait_destroy(&cl, last));
-    sleep_ms(50);
+    /* A barrier, not a sleep: the deferred backend runs its queue a window at a time, in turn, and
+     * the network thread runs posted callbacks in order; so once the callback of a read issued
+     * after `last` completed has run, every earlier read has completed and any callback it posted
+     * (a destroyed future's must not be) has run. */
+    counts fence = {0};
+    FDBFuture *ff = cl.api.transaction_get(tr, K("d/fence"), 1);
+    ASSERT_OK(cl.api.future_set_callback(ff, count_cb, &fence));
+    wait_count(&fence, 1);
+    cl.api.future_destroy(ff);
     printf("%d futures destroyed while pending\n", pending_dropped);
     ASSERT_EQ(atomic_load(&dropped.fired), 0);
     ASSERT_EQ(atomic_load(&kept.errors[0]), N / 2);

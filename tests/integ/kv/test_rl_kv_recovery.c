@@ -7,13 +7,13 @@
  * discarded log tail is still on disk (in the log, or in the side file the warning names), and
  * the errors and warnings name the files.
  *
- *   kv-11.1  a junk file named like a newer checkpoint: refused naming it, all files kept, and
+ *   kv-13.1  a junk file named like a newer checkpoint: refused naming it, all files kept, and
  *            after removing it the database opens with all its keys
- *   kv-11.2  a missing checkpoint: refused naming it; log-1 kept
- *   kv-11.3  a flipped byte in the last, synced log record: opens, says "complete record with bad
+ *   kv-13.2  a missing checkpoint: refused naming it; log-1 kept
+ *   kv-13.3  a flipped byte in the last, synced log record: opens, says "complete record with bad
  *            checksum", keeps the bytes, the status reports bad_checksum
- *   kv-11.4  a torn (short) last record: the same with "torn (short record)" and torn
- *   kv-11.5  rl_db_options.read_only: commits with writes fail with read_only_database, reads
+ *   kv-13.4  a torn (short) last record: the same with "torn (short record)" and torn
+ *   kv-13.5  rl_db_options.read_only: commits with writes fail with read_only_database, reads
  *            work, no file changes; an options struct too old to have the field is writable
  */
 #include <dirent.h>
@@ -122,9 +122,9 @@ static size_t last_record(const uint8_t *p, size_t n) {
     return last;
 }
 
-/* ---- kv-11: recovery through `rl` -------------------------------------------------------- */
+/* ---- kv-13: recovery through `rl` -------------------------------------------------------- */
 
-TEST(kv_11_1_junk_newer_checkpoint) {
+TEST(kv_13_1_junk_newer_checkpoint) {
     char *dir = fresh_db("rlrec-junk"), *out = NULL, names[1024], before[1024];
     ASSERT_EQ(rl_test_rl(&out, "kv --db file:%s status", dir), 0);
     long long keys = json_num(out, "keys"), latest = json_num(out, "latest_version");
@@ -154,7 +154,7 @@ TEST(kv_11_1_junk_newer_checkpoint) {
     free(dir);
 }
 
-TEST(kv_11_2_missing_checkpoint) {
+TEST(kv_13_2_missing_checkpoint) {
     char *dir = fresh_db("rlrec-missing"), *out = NULL, names[1024], before[1024];
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", dir, ckpt1);
@@ -216,13 +216,13 @@ static void damaged_tail(const char *tag, int flip, size_t cut, const char *kind
     free((void *)dir);
 }
 
-TEST(kv_11_3_bad_checksum_last_record) {
+TEST(kv_13_3_bad_checksum_last_record) {
     damaged_tail("rlrec-badsum", 1, 0, "complete record with bad checksum", "bad_checksum");
 }
 
-TEST(kv_11_4_torn_last_record) { damaged_tail("rlrec-torn", 0, 5, "torn (short record)", "torn"); }
+TEST(kv_13_4_torn_last_record) { damaged_tail("rlrec-torn", 0, 5, "torn (short record)", "torn"); }
 
-/* ---- kv-11.5: read-only through the public API ------------------------------------------- */
+/* ---- kv-13.5: read-only through the public API ------------------------------------------- */
 
 static int commit_set(rl_db *db, const char *key, int conflict_only) {
     rl_txn *t;
@@ -237,7 +237,7 @@ static int commit_set(rl_db *db, const char *key, int conflict_only) {
     return rc;
 }
 
-TEST(kv_11_5_read_only_database) {
+TEST(kv_13_5_read_only_database) {
     char *dir = rl_test_tmpdir("rlrec-ro"), url[4200], before[1024], after[1024];
     snprintf(url, sizeof url, "file:%s", dir);
     rl_db *db;
@@ -303,9 +303,9 @@ static int cleanup(void **state) {
 }
 
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {T(kv_11_1_junk_newer_checkpoint), T(kv_11_2_missing_checkpoint),
-                                       T(kv_11_3_bad_checksum_last_record), T(kv_11_4_torn_last_record),
-                                       T(kv_11_5_read_only_database)};
+    const struct CMUnitTest tests[] = {T(kv_13_1_junk_newer_checkpoint), T(kv_13_2_missing_checkpoint),
+                                       T(kv_13_3_bad_checksum_last_record), T(kv_13_4_torn_last_record),
+                                       T(kv_13_5_read_only_database)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, cleanup);
 }

@@ -43,31 +43,19 @@
 #define DELAY_US 250
 
 static rl_test_cluster cl;
-static int started, skipped;
+static int started;
 
-/* The shared cluster: one storage server, the delay, N records. 0: skip (not built). */
-static int cluster(void) {
-    if (started) return 1;
-    if (skipped) return 0;
+/* The shared cluster: one storage server, the delay, N records (started by the first test that
+ * needs it). */
+static void cluster(void) {
+    if (started) return;
     rl_cluster_up_opts o = {.n_storage = 1, .delay_us = DELAY_US};
-    int rc = rl_test_cluster_start(&cl, &o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) {
-        skipped = 1;
-        return 0;
-    }
-    ASSERT_OK(rc);
-    char why[256];
-    if (!rl_test_cluster_backend_ready(cl.url, why, sizeof why)) {
-        rl_test_cluster_stop(&cl);
-        skipped = 1;
-        return 0;
-    }
+    ASSERT_OK(rl_test_cluster_start(&cl, &o));
     char *out;
-    rc = rl_test_rl(&out, "load --db %s --count %d --seed 7", cl.url, N);
+    int rc = rl_test_rl(&out, "load --db %s --count %d --seed 7", cl.url, N);
     if (rc) fail_msg("rl load failed (%d): %s", rc, out);
     free(out);
     started = 1;
-    return 1;
 }
 
 /* One whole scan of price_idx with method m; returns the rows, checks their order; *out_k gets
@@ -115,7 +103,7 @@ static void seed_wrong(rl__adaptive_model *m, void *ud) {
 }
 
 TEST(adaptive_2_1_rtt_measured) {
-    if (!cluster()) skip();
+    cluster();
     rl__tool t;
     ASSERT_OK(rl__tool_open(&t, cl.url, NULL, 0, RL__TOOL_READ_ONLY));
     rl_query_counters k;
@@ -135,7 +123,7 @@ TEST(adaptive_2_1_rtt_measured) {
 }
 
 TEST(adaptive_2_2_wrong_prior_corrected) {
-    if (!cluster()) skip();
+    cluster();
     rl__tool t;
     ASSERT_OK(rl__tool_open(&t, cl.url, NULL, 0, RL__TOOL_READ_ONLY));
     rl_query_counters k, ks;
@@ -192,7 +180,7 @@ TEST(adaptive_2_2_wrong_prior_corrected) {
 }
 
 TEST(adaptive_2_3_explain_cli) {
-    if (!cluster()) skip();
+    cluster();
     char *out;
     ASSERT_EQ(rl_test_rl(&out, "query --db %s --index price_idx --fetch adaptive --explain --stats", cl.url), 0);
     int rows = 0, explains = 0, stats = 0;
@@ -257,7 +245,7 @@ static void limit1(rl__tool *t, rl_txn *txn, double *out_wait_us, double *out_ob
 }
 
 TEST(adaptive_2_4_read_version_wait_taken_out) {
-    if (!cluster()) skip();
+    cluster();
     rl__tool t;
     ASSERT_OK(rl__tool_open(&t, cl.url, NULL, 0, RL__TOOL_READ_ONLY));
     rl_txn *txn;

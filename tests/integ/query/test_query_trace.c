@@ -181,22 +181,10 @@ static void print_run(const char *what, const run *r) {
            (unsigned long long)k->bytes_sent_storage_storage, (unsigned long long)k->bytes_received_storage_storage);
 }
 
-static int start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
-    int rc = rl_test_cluster_start(c, o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) return 0;
-    ASSERT_OK(rc);
-    char why[256];
-    if (!rl_test_cluster_backend_ready(c->url, why, sizeof why)) {
-        rl_test_cluster_stop(c);
-        return 0;
-    }
-    return 1;
-}
-
 TEST(trace_1_1_one_server) {
     static rl_test_cluster c;
     rl_cluster_up_opts o = {.n_storage = 1};
-    if (!start(&c, &o)) skip();
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
     load(c.url);
     /* A fresh database: its first read to the storage server waits for the connection, and is
      * still one request (counted when it is actually sent), its read version one more. */
@@ -337,7 +325,7 @@ TEST(trace_1_2_records_elsewhere) {
     split_key(2, k2, sizeof k2); /* the index and the rest: server 3 */
     const char *split[] = {k1, k2};
     rl_cluster_up_opts o = {.n_storage = 3, .split = split, .n_split = 2};
-    if (!start(&c, &o)) skip();
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
     load(c.url);
     rl__tool t;
     ASSERT_OK(rl__tool_open(&t, c.url, NULL, 0, RL__TOOL_READ_ONLY));
@@ -441,7 +429,7 @@ static uint64_t jpath(json_t *o, const char *a, const char *b, const char *c) {
 TEST(trace_1_4_cli) {
     static rl_test_cluster c;
     rl_cluster_up_opts o = {.n_storage = 1};
-    if (!start(&c, &o)) skip();
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
     load(c.url);
     const char *fetch[] = {"remote", "scan"};
     for (int f = 0; f < 2; f++) {

@@ -24,7 +24,10 @@
  *        replies, unknown and reserved types: each closes that connection only; the process
  *        stays up and keeps answering a good connection
  *   1.7  throughput: 100 connections, each a loop of GET_READ_VERSION + COMMIT of 10 keys
- *        (fsync on); prints commits/s and writes/s (RL_COORD_BENCH_SECONDS, default 2)
+ *        (fsync on): every commit succeeds (disjoint keys: no conflict, no other error); prints
+ *        commits/s and writes/s (RL_COORD_BENCH_SECONDS, default 0.5; the bench run 2)
+ *   1.8  the same workload on the embedded file: backend (100 threads), for the figures beside
+ *        1.7's: a benchmark, left out of the default run (ctest -L bench runs it, and 1.7 over 2 s)
  *   1.9  the version tick while idle: read versions advance, parked PEEKs are answered, the
  *        log is still truncated by POPs and stays bounded
  */
@@ -797,6 +800,23 @@ static void peek(tconn *t, uint32_t id, rl_version after, uint32_t wait_ms, peek
     peek_recv(t, rid, after, out);
 }
 
+/* Wait (10 s at most) until the coordinator reports a PEEK of storage server id parked (STATUS
+ * servers[].parked, asked on cl) — the PEEK sent on s is then known to be held, not merely on its
+ * way: 1. 0 when a reply to it arrived on s first (a version tick answered it; left unread). */
+static int wait_parked(tconn *cl, tconn *s, int id) {
+    uint64_t t0 = rl__clock_mono_ns();
+    for (;;) {
+        json_t *st = status(cl);
+        json_int_t parked = json_integer_value(json_object_get(status_server(st, id), "parked"));
+        json_decref(st);
+        if (parked > 0) return 1;
+        struct pollfd pf = {.fd = s->fd, .events = POLLIN};
+        if (poll(&pf, 1, 0) == 1) return 0;
+        if (rl__clock_mono_ns() - t0 > 10000000000ull) fail_msg("storage server %d: its PEEK never parked", id);
+        usleep(500);
+    }
+}
+
 static void pop(tconn *t, uint32_t id, rl_version v) {
     rl_msg m, r;
     rl_frame_header h;
@@ -1068,38 +1088,63 @@ TEST(coord_1_4_peek_pop_health) {
     ASSERT_STR_EQ(p2.p1[0][1], "m");
     ASSERT_STR_EQ(p2.p2[0][1], "zz");
 
-    /* Long poll: a PEEK with nothing new is held until a commit is durable. */
+    /* Long poll: a PEEK with nothing new is parked (STATUS says so) until a commit is durable, and
+     * the commit wakes it well before its max_wait (8 s): the reply carries the commit. A version
+     * tick (an empty batch 500 ms after the last one) answers a parked PEEK too, with no versions;
+     * when one came first (a stalled machine), the attempt is repeated. */
     uint64_t rid;
     rl_version after = pk.end;
+    int woken = 0;
+    for (int attempt = 1; attempt <= 5 && !woken; attempt++) {
+        peek_send(&s1, 1, after, 8000, &rid);
+        int parked = wait_parked(&cl, &s1, 1);
+        char key[16];
+        snprintf(key, sizeof key, "cherry%d", attempt);
+        txn_init(&x, grv(&cl));
+        txn_set(&x, key, strlen(key), "3", 1);
+        uint64_t t0 = rl__clock_mono_ns();
+        cr = txn_commit(&cl, &x);
+        ASSERT_OK(cr.result);
+        peek_recv(&s1, rid, after, &pk);
+        double woke_ms = (double)(rl__clock_mono_ns() - t0) / 1e6;
+        if (parked && pk.n == 1) {
+            printf("parked PEEK answered %.2f ms after the commit was sent\n", woke_ms);
+            ASSERT_TRUE(woke_ms < 4000); /* half its max_wait: woken by the commit, not timed out */
+            ASSERT_STR_EQ(pk.p1[0][0], key);
+            woken = 1;
+        } else {
+            /* A tick answered it before it was seen parked or before the commit: no versions, the
+             * commit not reached; the commit comes with the next PEEK. */
+            printf("attempt %d: a version tick answered the PEEK first; again\n", attempt);
+            ASSERT_EQ(pk.n, 0);
+            ASSERT_TRUE(pk.end < cr.commit_version);
+            peek(&s1, 1, pk.end, 8000, &pk);
+            ASSERT_EQ(pk.n, 1);
+            ASSERT_STR_EQ(pk.p1[0][0], key);
+        }
+        after = pk.end;
+    }
+    ASSERT_TRUE(woken);
+    /* A commit outside its ranges still ends the poll (end_version advances, no versions); a tick
+     * that came first ends it too, and the next PEEK then reaches the commit. */
     peek_send(&s1, 1, after, 8000, &rid);
-    usleep(100000);
-    txn_init(&x, grv(&cl));
-    txn_set(&x, "cherry", 6, "3", 1);
-    uint64_t t0 = rl__clock_mono_ns();
-    cr = txn_commit(&cl, &x);
-    ASSERT_OK(cr.result);
-    peek_recv(&s1, rid, after, &pk);
-    double woke_ms = (double)(rl__clock_mono_ns() - t0) / 1e6;
-    printf("parked PEEK answered %.2f ms after the commit was sent\n", woke_ms);
-    ASSERT_TRUE(woke_ms < 1000);
-    ASSERT_EQ(pk.n, 1);
-    ASSERT_STR_EQ(pk.p1[0][0], "cherry");
-    /* A commit outside its ranges still ends the poll (end_version advances, no versions). */
-    after = pk.end;
-    peek_send(&s1, 1, after, 8000, &rid);
-    usleep(50000);
+    (void)wait_parked(&cl, &s1, 1);
     txn_init(&x, grv(&cl));
     txn_set(&x, "xylophone", 9, "4", 1);
     cr = txn_commit(&cl, &x);
     uint64_t t_commit = rl__clock_mono_ns();
     peek_recv(&s1, rid, after, &pk);
+    for (int i = 0; i < 5 && pk.end < cr.commit_version; i++) {
+        ASSERT_EQ(pk.n, 0);
+        peek(&s1, 1, pk.end, 8000, &pk);
+    }
     ASSERT_EQ(pk.n, 0);
     ASSERT_TRUE(pk.end >= cr.commit_version);
     /* max_wait_ms honoured when nothing comes. The version tick (an empty batch 500 ms after the
      * last one) comes later than the 300 ms wait unless this machine stalled: then it ends the
      * poll instead, with no versions. */
     after = pk.end;
-    t0 = rl__clock_mono_ns();
+    uint64_t t0 = rl__clock_mono_ns();
     peek(&s1, 1, after, 300, &pk);
     double waited = (double)(rl__clock_mono_ns() - t0) / 1e6;
     printf("idle PEEK (max_wait_ms 300) answered after %.1f ms\n", waited);
@@ -1123,11 +1168,16 @@ TEST(coord_1_4_peek_pop_health) {
     ASSERT_EQ(r.u.get_shard_map_reply.servers[1].port, 40001);
     ASSERT_EQ(r.u.get_shard_map_reply.servers[1].healthy, 1);
     ASSERT_MEM_EQ(r.u.get_shard_map_reply.servers[2].host, r.u.get_shard_map_reply.servers[2].host_len, "hostS", 5);
+    /* Its peek connection closed, server 2 is unhealthy (as soon as the coordinator sees the close). */
     tconn_close(&s2);
-    usleep(100000);
-    st = status(&cl);
-    ASSERT_TRUE(json_is_false(json_object_get(status_server(st, 2), "healthy")));
-    json_decref(st);
+    int healthy = 1;
+    for (uint64_t t1 = rl__clock_mono_ns(); healthy && rl__clock_mono_ns() - t1 < 10000000000ull;) {
+        st = status(&cl);
+        healthy = !json_is_false(json_object_get(status_server(st, 2), "healthy"));
+        json_decref(st);
+        if (healthy) usleep(2000);
+    }
+    ASSERT_FALSE(healthy);
 
     /* Truncation: commits fill several small segments; once both servers popped past them the
      * log deletes them, and a server registering with an older durable version is refused. */
@@ -1461,8 +1511,8 @@ TEST(coord_1_7_commit_throughput) {
     const char *extra[] = {no_sync ? "--no-sync" : NULL, NULL};
     ASSERT_EQ(coord_start_args(&c, extra), 0);
     const char *env = getenv("RL_COORD_BENCH_SECONDS");
-    double seconds = env ? atof(env) : 2.0;
-    if (seconds <= 0) seconds = 2.0;
+    double seconds = env ? atof(env) : 0.5;
+    if (seconds <= 0) seconds = 0.5;
     pthread_t th[BENCH_THREADS];
     bench_arg args[BENCH_THREADS];
     uint64_t t0 = rl__clock_mono_ns();

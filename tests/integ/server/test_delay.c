@@ -31,12 +31,9 @@
 
 static rl_test_cluster g_c; /* static: the exit hook reads it after a failed assertion */
 
-static int start(const rl_cluster_up_opts *o) {
+static void start(const rl_cluster_up_opts *o) {
     memset(&g_c, 0, sizeof g_c);
-    int rc = rl_test_cluster_start(&g_c, o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) return 0;
-    ASSERT_OK(rc);
-    return 1;
+    ASSERT_OK(rl_test_cluster_start(&g_c, o));
 }
 
 /* The lateness bound for p99: 20 ms. The median is what the delay's precision is judged on (each
@@ -179,7 +176,7 @@ static uint64_t raw_min_rtt(int fd, int n) {
  * delayed went out on time: lateness >= 0 by construction, p50 below 200 µs, p99 below the bound. */
 TEST(delay_1_1_per_message) {
     rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1, .delay_us = 1000};
-    if (!start(&o)) skip();
+    start(&o);
     rl_db *db;
     ASSERT_OK(rl_db_open(g_c.url, NULL, &db));
     set_get(db, "delay-k", "v");
@@ -238,7 +235,7 @@ TEST(delay_1_1_per_message) {
  * delayed by 200-2,200 µs each and never overtake each other). */
 TEST(delay_1_2_jitter_keeps_order) {
     rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1, .delay_us = 200, .jitter_us = 2000};
-    if (!start(&o)) skip();
+    start(&o);
     char ip[16];
     uint16_t port;
     rl_buf msg;
@@ -311,7 +308,7 @@ static double until_rtt(rl_db *db, int want_slow, uint64_t threshold_ns) {
  * restores loopback figures (below the delay). The delay is recorded for restarts. */
 TEST(delay_1_3_set_delay_live) {
     rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1};
-    if (!start(&o)) skip();
+    start(&o);
     rl_db *db;
     ASSERT_OK(rl_db_open(g_c.url, NULL, &db));
     set_get(db, "k", "v");
@@ -374,7 +371,7 @@ TEST(delay_1_3_set_delay_live) {
  * the same host as a server gets undelayed replies while one on another host waits the delay. */
 TEST(delay_1_4_hosts) {
     rl_cluster_up_opts o = {.n_hosts = 3, .storage_per_host = 2, .host_addresses = 1, .no_sync = 1, .delay_us = 500};
-    if (!start(&o)) skip();
+    start(&o);
     json_t *st = cluster_status();
     json_t *procs = json_object_get(st, "processes");
     ASSERT_EQ(json_array_size(procs), 7);
@@ -540,7 +537,7 @@ TEST(delay_1_5_bad_input) {
     rl__buf_init(&msg);
     ASSERT_RC(rl__cluster_topology(&bad, &res, &msg), RL_E_INVALID_ARGUMENT);
     rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1};
-    if (!start(&o)) skip();
+    start(&o);
     ASSERT_RC(rl__cluster_delay(g_c.dir, 10000001, 0, NULL, &msg), RL_E_INVALID_ARGUMENT);
     ASSERT_EQ(rl_test_run("rl", NULL, &out, "cluster delay --dir '%s' --delay-us 10000001", g_c.dir), 2);
     free(out);

@@ -152,7 +152,6 @@ TEST(strategies_1_1_identical) {
     o.split = keys;
     o.n_split = 4;
     int rc = rl_test_cluster_start(c, &o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     rl_db *db = NULL, *db2 = NULL;
     ASSERT_OK(rl_db_open(c->url, NULL, &db));
@@ -242,7 +241,6 @@ TEST(strategies_1_2_database_default) {
     o.split = keys;
     o.n_split = 2;
     int rc = rl_test_cluster_start(c, &o);
-    if (rc == RL_E_UNSUPPORTED_OPERATION) skip();
     ASSERT_OK(rc);
     /* ("i", ...) on storage 2, ("r", ...) on storage 3: every record remote. */
     rl_db *db = NULL;

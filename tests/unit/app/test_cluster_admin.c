@@ -361,7 +361,16 @@ TEST(cluster_1_4_recycled_pid_is_not_ours) {
         _exit(127);
     }
     ASSERT_TRUE(victim > 0);
-    usleep(50000);
+    /* It is the unrelated process of the scenario once it runs sleep (10 s at most). */
+    char comm_path[64], comm[32] = "";
+    snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", (int)victim);
+    for (int i = 0; i < 1000 && strcmp(comm, "sleep\n") != 0; i++) {
+        FILE *cf = fopen(comm_path, "r");
+        if (!cf || !fgets(comm, sizeof comm, cf)) comm[0] = 0;
+        if (cf) fclose(cf);
+        if (strcmp(comm, "sleep\n") != 0) usleep(10000);
+    }
+    ASSERT_STR_EQ(comm, "sleep\n");
     /* Rewrite pids.json: the storage server's entry gets the victim's pid, a wrong start time, and
      * running = true. */
     char path[4300];

@@ -329,7 +329,8 @@ static void *worker_main(void *p) {
 TEST(commit_3_5_batching_threads) {
     rec_sink s;
     rec_init(&s);
-    s.sync_sleep_us = 300; /* a slow sync lets batches form */
+    s.sync_sleep_us = 300; /* a slow sync lets more batches form */
+    s.gate_closed = 1;     /* the first batch waits at the gate until others queued behind it */
     rl_committer *c;
     rl_committer_options o = {0, 64};
     ASSERT_OK(rl__committer_new(&o, sink_of(&s), 100, &c));
@@ -340,6 +341,9 @@ TEST(commit_3_5_batching_threads) {
         ws[i].id = i;
         ASSERT_EQ(pthread_create(&th[i], NULL, worker_main, &ws[i]), 0);
     }
+    wait_in_apply(&s);
+    wait_queued(c, 2); /* so the next batch holds at least two requests (arranged, not hoped for) */
+    open_gate(&s);
     for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
     ASSERT_EQ(s.n, NT * PER);
     ASSERT_EQ(s.n_apply, s.n_sync);

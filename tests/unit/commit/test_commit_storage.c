@@ -1,5 +1,5 @@
 /* test_commit_storage.c — the committer over the real storage engine (in memory, dir NULL) as its
- * sink (commit-4.x): what commits is readable at the committer's read version, versionstamps
+ * sink (commit-5.x): what commits is readable at the committer's read version, versionstamps
  * land in keys, and concurrent read-modify-write increments lose no update (serializability). */
 #include "test.h"
 
@@ -36,10 +36,10 @@ static rl_mutation set_mut(const char *k, const char *v) {
     return m;
 }
 
-/* commit-4.1: committed sets are readable at the committer's read version (and not before);
+/* commit-5.1: committed sets are readable at the committer's read version (and not before);
  * the read version is the storage engine's latest version; a versionstamped key lands with the
  * commit version in it. */
-TEST(commit_4_1_storage_sink_reads) {
+TEST(commit_5_1_storage_sink_reads) {
     env e;
     env_open(&e, 0);
     rl_arena a;
@@ -122,9 +122,9 @@ static void *inc_main(void *p) {
     return NULL;
 }
 
-/* commit-4.2: NT threads each increment one counter INCS times by read-modify-write: with
+/* commit-5.2: NT threads each increment one counter INCS times by read-modify-write: with
  * serializable commits the final value is exactly NT * INCS (a lost update would show). */
-TEST(commit_4_2_no_lost_updates) {
+TEST(commit_5_2_no_lost_updates) {
     env e;
     env_open(&e, 0);
     inc_arg args[NT];
@@ -154,7 +154,7 @@ TEST(commit_4_2_no_lost_updates) {
     env_close(&e);
 }
 
-/* commit-4.3: atomic ADDs from threads without reads never conflict and all count. */
+/* commit-5.3: atomic ADDs from threads without reads never conflict and all count. */
 static void *add_main(void *p) {
     env *e = p;
     uint8_t one[8] = {1};
@@ -168,7 +168,7 @@ static void *add_main(void *p) {
     return NULL;
 }
 
-TEST(commit_4_3_atomic_adds) {
+TEST(commit_5_3_atomic_adds) {
     env e;
     env_open(&e, 0);
     pthread_t th[NT];
@@ -193,4 +193,4 @@ TEST(commit_4_3_atomic_adds) {
     env_close(&e);
 }
 
-RL_TEST_MAIN(T(commit_4_1_storage_sink_reads), T(commit_4_2_no_lost_updates), T(commit_4_3_atomic_adds))
+RL_TEST_MAIN(T(commit_5_1_storage_sink_reads), T(commit_5_2_no_lost_updates), T(commit_5_3_atomic_adds))

@@ -127,6 +127,17 @@ static inline void lt_call(rl_loop *loop, rl_loop_fn fn, void *ud) {
     ASSERT_TRUE(lt_wait_flag(&c.done, LT_WAIT_MS));
 }
 
+static void lt_nop(rl_loop *loop, void *ud) {
+    (void)loop;
+    (void)ud;
+}
+
+/* A barrier instead of a sleep: post nothing-to-do to loop and wait until it has run. Posts run
+ * in order (FIFO across threads), so everything posted to loop before this call has run, and the
+ * loop thread has come round to its posts at least once since. Checks that something did NOT
+ * happen (a callback twice, a frame after a close) wait for this, not for time to pass. */
+static inline void lt_sync(rl_loop *loop) { lt_call(loop, lt_nop, NULL); }
+
 /* ---- recorded frames and connection events ---- */
 
 typedef struct {

@@ -5,6 +5,7 @@
  * Timing figures are printed, not asserted, beyond generous bounds (never early; p50 < 100 µs):
  * the machines are shared and noisy. Benchmarks live in test_loop_bench.c.
  */
+#include <poll.h>
 #include <sys/resource.h>
 
 #include "looptest.h"
@@ -70,7 +71,7 @@ TEST(loop_1_1_posts_fifo_from_threads) {
     }
     for (int i = 0; i < P_THREADS; i++) pthread_join(th[i], NULL);
     ASSERT_TRUE(lt_wait_count(&post_n, P_THREADS * P_PER, LT_WAIT_MS));
-    rl__clock_sleep_us(2000);
+    lt_sync(l.loop);
     ASSERT_EQ(atomic_load(&post_n), P_THREADS * P_PER); /* none twice */
     uint32_t next[P_THREADS + 1] = {0};
     for (long i = 0; i < P_THREADS * P_PER; i++) {
@@ -202,7 +203,7 @@ TEST(loop_1_3_timer_order_and_cancel) {
     uint64_t end = rl__clock_mono_ns() + 10000000000ull;
     while (atomic_load(&tm_fired) < live && rl__clock_mono_ns() < end) rl__clock_sleep_us(200);
     ASSERT_EQ(atomic_load(&tm_fired), live);
-    rl__clock_sleep_us(5000);
+    while (atomic_load(&tm_due_added) != 2 && rl__clock_mono_ns() < end) rl__clock_sleep_us(200);
     ASSERT_EQ(atomic_load(&tm_due_added), 2);
     /* Order: sort the fired ones by their firing order and check (deadline, index) increases. */
     int by_order[TM_N];
@@ -327,7 +328,7 @@ static uint64_t thread_cpu_ns(pthread_t t) {
 TEST(loop_1_6_idle_uses_no_cpu) {
     lt_loop l;
     lt_loop_start(&l, 0);
-    rl__clock_sleep_us(20000);
+    lt_sync(l.loop); /* past its start-up: blocked in epoll from here */
     uint64_t c0 = thread_cpu_ns(l.thread);
     rl__clock_sleep_us(200000);
     uint64_t c1 = thread_cpu_ns(l.thread);
@@ -788,7 +789,9 @@ TEST(loop_2_8_connect_timeout) {
         fill[nfill] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         connect(fill[nfill], (struct sockaddr *)&sa, sizeof sa);
     }
-    rl__clock_sleep_us(50000);
+    /* Full once the first is established (writable): a backlog of 0 holds one connection. */
+    struct pollfd pf = {.fd = fill[0], .events = POLLOUT};
+    ASSERT_EQ(poll(&pf, 1, LT_WAIT_MS), 1);
     lt_loop l;
     lt_loop_start(&l, 0);
     uint64_t t0 = rl__clock_mono_ns();
@@ -840,7 +843,14 @@ TEST(loop_2_9_close_while_sending) {
         rl__conn_retain(c->conn);
         ASSERT_EQ(pthread_create(&th[i], NULL, spam_main, &args[i]), 0);
     }
-    rl__clock_sleep_us(20000);
+    /* Close while every sender is sending (each has sent a frame), not after a hopeful sleep. */
+    for (uint64_t end = rl__clock_mono_ns() + 10000000000ull; rl__clock_mono_ns() < end;) {
+        int all = 1;
+        for (int i = 0; i < 4; i++) all &= atomic_load(&args[i].sent) > 0;
+        if (all) break;
+        rl__clock_sleep_us(100);
+    }
+    for (int i = 0; i < 4; i++) ASSERT_TRUE(atomic_load(&args[i].sent) > 0);
     rl__conn_close(c->conn, 0);
     rl__conn_close(c->conn, 0); /* twice: a no-op */
     for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
@@ -851,7 +861,8 @@ TEST(loop_2_9_close_while_sending) {
     }
     ASSERT_TRUE(lt_wait_flag(&c->closed, LT_WAIT_MS));
     ASSERT_TRUE(lt_wait_flag(&sp->closed, LT_WAIT_MS));
-    rl__clock_sleep_us(2000);
+    lt_sync(cli.loop);
+    lt_sync(srv.loop);
     ASSERT_EQ(atomic_load(&c->close_calls), 1);
     ASSERT_EQ(atomic_load(&c->close_err), RL_OK);
     ASSERT_STR_EQ(rl__conn_close_reason(c->conn), "closed locally");
@@ -890,7 +901,7 @@ TEST(loop_2_10_close_inside_on_frame) {
     rp->close_after = 3;
     lt_raw_write(raw, batch, sizeof batch); /* all ten frames in one write: one read on the server */
     ASSERT_TRUE(lt_wait_flag(&rp->closed, LT_WAIT_MS));
-    rl__clock_sleep_us(5000);
+    lt_sync(srv.loop);
     ASSERT_EQ(atomic_load(&rp->frame_count), 3);
     ASSERT_EQ(atomic_load(&rp->close_calls), 1);
     ASSERT_EQ(atomic_load(&rp->close_err), RL_OK);
@@ -1024,7 +1035,7 @@ static void bad_env_expect_closed(bad_env *e, int fd, lt_peer *p, int err, const
     ASSERT_TRUE(lt_wait_flag(&p->closed, LT_WAIT_MS));
     ASSERT_TRUE(lt_raw_sees_eof(fd));
     close(fd);
-    rl__clock_sleep_us(2000);
+    lt_sync(e->srv.loop);
     ASSERT_EQ(atomic_load(&p->close_calls), 1);
     ASSERT_RC(atomic_load(&p->close_err), err);
     const char *reason = rl__conn_close_reason(p->conn);

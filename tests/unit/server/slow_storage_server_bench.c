@@ -1,6 +1,6 @@
 /* slow_storage_server_bench.c — measurements of the storage server (printed, not asserted: wall
  * clock figures on a shared machine): run with RL_SS_BENCH=1 for the full counts, otherwise a
- * smoke run of a few seconds (ctest label slow). In-process servers over real loopback sockets
+ * smoke run of a few seconds (a benchmark: ctest label bench). In-process servers over real loopback sockets
  * with blocking test clients (ss_test.h), so the client machinery of the cluster: backend is not
  * in these figures.
  *

@@ -4,9 +4,12 @@
  *   1.1  a failed commit-log fdatasync: that batch is commit_unknown_result, every later commit
  *        fails with io_error, reads / GRV / STATUS keep working; after a restart everything
  *        acknowledged is there and new commits work again
- *   1.2  a failed fdatasync of the system keyspace (the log already has the batch): the batch is
- *        commit_unknown_result, and the restart replays it from the log into the system keyspace
+ *   1.2  a torn write of the system keyspace (the log already has the batch): the batch is
+ *        commit_unknown_result, the torn record is moved aside, and the restart replays the batch
+ *        from the log into the system keyspace
  *   1.3  a failed (torn) log write: the same guarantees, and the torn tail is moved aside
+ *   1.4  a failed fdatasync of the system keyspace (the log already has the batch): present after
+ *        the restart, from the system keyspace's own log or replayed from the commit log
  */
 #include <errno.h>
 #include <netinet/in.h>
