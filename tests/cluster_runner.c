@@ -1,10 +1,9 @@
 /* cluster_runner.c — `rl_with_cluster`: run one test program against a fresh local cluster.
  *
- *   rl_with_cluster [--storage N] [--shards K | --split KEY,... | --split-file FILE]
- *                   [--window-versions N] [--no-sync] [--hosts H] [--delay-us N] [--jitter-us J]
- *                   -- PROGRAM [ARGS...]
- * --hosts H puts the N storage servers on H hosts (N must be a multiple of H; host addresses on),
- * --delay-us / --jitter-us inject a delay between hosts and to the client (issue 14).
+ *   rl_with_cluster [rl cluster up's topology options] [--split-file FILE] -- PROGRAM [ARGS...]
+ * The topology options are rl cluster up's own (RL__CLUSTER_UP_OPTS, src/app/cluster_admin.h:
+ * --storage, --hosts, --storage-per-host, --host-addresses, --replication, --delay-us,
+ * --jitter-us, --shards, --split, --engine, --no-sync, --window-versions); --storage defaults to 1.
  *
  * --split-file: one split key per line (printable form), '#' comment lines and blank lines
  * skipped (tests/cluster_splits.txt).
@@ -49,67 +48,18 @@ static void print_server_logs(const rl_test_cluster *c) {
 }
 
 int main(int argc, char **argv) {
-    int n_storage = 1, shards = 0, no_sync = 0, n_hosts = 0;
-    int64_t window = 0, delay_us = 0, jitter_us = 0;
-    const char *split = NULL, *split_file = NULL, *engine = NULL;
+    rl__cluster_up_args ua = RL__CLUSTER_UP_ARGS_INIT;
+    const char *split_file = NULL;
     const char *prog[256];
     int n_prog = 0;
-    const rl_arg opts[] = {
-        {.name = "storage",
-         .kind = RL_ARG_INT,
-         .dest = &n_storage,
-         .metavar = "N",
-         .min = 1,
-         .max = RL_CLUSTER_MAX_STORAGE,
-         .help = "storage servers"},
-        {.name = "shards",
-         .kind = RL_ARG_INT,
-         .dest = &shards,
-         .metavar = "K",
-         .min = 0,
-         .max = 255,
-         .help = "even split by first byte"},
-        {.name = "split", .kind = RL_ARG_STRING, .dest = &split, .metavar = "KEY,...", .help = "split keys"},
-        {.name = "split-file",
-         .kind = RL_ARG_STRING,
-         .dest = &split_file,
-         .metavar = "FILE",
-         .help = "split keys, one per line"},
-        {.name = "window-versions",
-         .kind = RL_ARG_INT64,
-         .dest = &window,
-         .metavar = "N",
-         .min = 0,
-         .max = INT64_C(1000000000000),
-         .help = "the servers' MVCC window"},
-        {.name = "no-sync", .kind = RL_ARG_FLAG, .dest = &no_sync, .help = "no fsync"},
-        {.name = "hosts",
-         .kind = RL_ARG_INT,
-         .dest = &n_hosts,
-         .metavar = "H",
-         .min = 0,
-         .max = RL_CLUSTER_MAX_STORAGE,
-         .help = "hosts of the storage servers (with host addresses)"},
-        {.name = "delay-us",
-         .kind = RL_ARG_INT64,
-         .dest = &delay_us,
-         .metavar = "N",
-         .min = 0,
-         .max = 10000000,
-         .help = "injected one-way delay between hosts (the client included)"},
-        {.name = "jitter-us",
-         .kind = RL_ARG_INT64,
-         .dest = &jitter_us,
-         .metavar = "J",
-         .min = 0,
-         .max = 10000000,
-         .help = "its jitter"},
-        {.name = "engine",
-         .kind = RL_ARG_STRING,
-         .dest = &engine,
-         .metavar = "NAME",
-         .help = "the storage servers' engine (memory or ssd)"},
-        {0}};
+    const rl_arg opts[] = {RL__CLUSTER_UP_OPTS(&ua),
+                           {.name = "split-file",
+                            .kind = RL_ARG_STRING,
+                            .dest = &split_file,
+                            .metavar = "FILE",
+                            .flags = RL_ARG_NONEMPTY,
+                            .help = "split keys, one per line (printable form; '#' comments)"},
+                           {0}};
     const rl_arg pos[] = {{.name = "PROGRAM",
                            .kind = RL_ARG_STRING,
                            .dest = prog,
@@ -125,55 +75,38 @@ int main(int argc, char **argv) {
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *keys[RL_CLUSTER_MAX_SHARDS];
-    int nk = 0;
-    char *copy = NULL;
-    if (split) {
-        copy = strdup(split);
-        for (char *p = copy; nk < RL_CLUSTER_MAX_SHARDS - 1;) {
-            char *comma = strchr(p, ',');
-            if (comma) *comma = 0;
-            keys[nk++] = p;
-            if (!comma) break;
-            p = comma + 1;
-        }
-    } else if (split_file) {
+    const char *keys[RL_CLUSTER_MAX_SHARDS - 1];
+    char *copy = NULL, *file_text = NULL;
+    rl_cluster_up_opts o;
+    rl_buf msg;
+    rl__buf_init(&msg);
+    if (!ua.n_storage && !ua.n_hosts) ua.n_storage = 1;
+    if (split_file && ua.split) return rl__args_usage_error(&cmd, "--split and --split-file exclude each other");
+    int rc = rl__cluster_up_args_apply(&ua, keys, RL_CLUSTER_MAX_SHARDS - 1, &copy, &o, &msg);
+    if (rc) return rl__args_usage_error(&cmd, "%s", msg.data);
+    rl__buf_release(&msg);
+    const char *split = ua.split;
+    if (split_file) {
         FILE *f = fopen(split_file, "r");
         if (!f) {
             fprintf(stderr, "rl_with_cluster: cannot open %s: %s\n", split_file, strerror(errno));
             return 2;
         }
-        size_t cap = 1 << 20, len = fread(copy = malloc(cap), 1, cap - 1, f);
+        size_t cap = 1 << 20, len = fread(file_text = malloc(cap), 1, cap - 1, f);
         fclose(f);
-        copy[len] = 0;
-        for (char *line = strtok(copy, "\n"); line && nk < RL_CLUSTER_MAX_SHARDS - 1; line = strtok(NULL, "\n"))
+        file_text[len] = 0;
+        int nk = 0;
+        for (char *line = strtok(file_text, "\n"); line && nk < RL_CLUSTER_MAX_SHARDS - 1; line = strtok(NULL, "\n"))
             if (line[0] && line[0] != '#') keys[nk++] = line;
+        o.split = keys;
+        o.n_split = nk;
         split = split_file;
     }
-    rl_cluster_up_opts o;
-    memset(&o, 0, sizeof o);
-    o.n_storage = n_storage;
-    o.n_shards = shards;
-    o.split = keys;
-    o.n_split = nk;
-    o.no_sync = no_sync;
-    o.window_versions = window;
-    o.delay_us = (uint32_t)delay_us;
-    o.jitter_us = (uint32_t)jitter_us;
-    if (n_hosts > 0) {
-        if (n_storage % n_hosts) {
-            fprintf(stderr, "rl_with_cluster: --storage %d is not a multiple of --hosts %d\n", n_storage, n_hosts);
-            return 2;
-        }
-        o.n_hosts = n_hosts;
-        o.storage_per_host = n_storage / n_hosts;
-        o.host_addresses = 1;
-    }
-    o.engine = engine;
     o.timeout_ms = 60000;
     rl_test_cluster c;
-    int rc = rl_test_cluster_start(&c, &o);
+    rc = rl_test_cluster_start(&c, &o);
     free(copy);
+    free(file_text);
     if (rc) {
         printf("FAILED: the cluster for %s did not start (above: why)\n", prog[0]);
         return 1;
@@ -188,14 +121,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     rl_db_close(db);
-    printf("cluster: %d storage server%s, %s%s, url %s\n", n_storage, n_storage == 1 ? "" : "s",
+    printf("cluster: %d storage server%s, %s%s, url %s\n", c.n_storage, c.n_storage == 1 ? "" : "s",
            split ? "split at " : "default layout", split ? split : "", c.url);
-    if (n_hosts || delay_us || jitter_us)
-        printf("cluster: %d host%s, injected delay %lld us (jitter %lld us)\n", n_hosts ? n_hosts : 1,
-               n_hosts > 1 ? "s" : "", (long long)delay_us, (long long)jitter_us);
+    if (ua.n_hosts || ua.delay_us || ua.jitter_us)
+        printf("cluster: %d host%s, injected delay %llu us (jitter %llu us)\n", ua.n_hosts ? ua.n_hosts : 1,
+               ua.n_hosts > 1 ? "s" : "", (unsigned long long)ua.delay_us, (unsigned long long)ua.jitter_us);
     setenv("RL_TEST_URL", c.url, 1);
     char wbuf[32];
-    snprintf(wbuf, sizeof wbuf, "%lld", (long long)window);
+    snprintf(wbuf, sizeof wbuf, "%lld", (long long)ua.window);
     setenv("RL_TEST_CLUSTER_WINDOW_VERSIONS", wbuf, 1);
     char *slash = strrchr(c.file, '/');
     if (slash) {

@@ -1270,6 +1270,53 @@ static void place_proc(const rl_cluster_up_opts *t, cl_proc *p) {
     snprintf(p->ip, sizeof p->ip, "127.0.0.%u", t->host_addresses ? h : 1u);
 }
 
+const rl_arg_choice rl__cluster_replication_choices[] = {{"single", 1}, {"double", 2}, {"triple", 3}, {NULL, 0}};
+const rl_arg_choice rl__cluster_engine_choices[] = {{"memory", 1}, {"ssd", 2}, {NULL, 0}};
+
+int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, int cap, char **out_copy,
+                              rl_cluster_up_opts *o, rl_buf *msg) {
+    memset(o, 0, sizeof *o);
+    *out_copy = NULL;
+    int nk = 0;
+    if (a->split) {
+        if (a->shards) return fail(msg, RL_E_INVALID_ARGUMENT, "--shards and --split exclude each other");
+        char *copy = strdup(a->split);
+        if (!copy) return RL_E_OUT_OF_MEMORY;
+        *out_copy = copy;
+        for (char *p = copy;;) {
+            char *comma = strchr(p, ',');
+            if (comma) *comma = 0;
+            if (nk == cap) return fail(msg, RL_E_INVALID_ARGUMENT, "--split: at most %d keys", cap);
+            keys[nk++] = p;
+            if (!comma) break;
+            p = comma + 1;
+        }
+    }
+    if (!a->n_storage && !a->n_hosts)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "give --storage N or --hosts H [--storage-per-host S]");
+    o->n_storage = a->n_storage;
+    o->n_hosts = a->n_hosts;
+    o->storage_per_host = a->storage_per_host;
+    o->host_addresses = a->host_addresses;
+    o->replication = a->replication;
+    o->delay_us = (uint32_t)a->delay_us;
+    o->jitter_us = (uint32_t)a->jitter_us;
+    o->n_shards = a->shards;
+    o->split = nk ? keys : NULL;
+    o->n_split = nk;
+    o->no_sync = a->no_sync;
+    o->engine = a->engine == 2 ? "ssd" : NULL;
+    o->window_versions = a->window;
+    /* The layout now: a bad split key is a usage error, before anything is created. */
+    rl_buf layout;
+    rl__buf_init(&layout);
+    rl_cluster_up_opts topo;
+    int rc = rl__cluster_topology(o, &topo, msg);
+    if (rc == RL_OK) rc = rl__cluster_layout(&topo, &layout, msg);
+    rl__buf_release(&layout);
+    return rc;
+}
+
 int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *msg) {
     if (!dir || !*dir) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is empty");
     if (strlen(dir) > PATH_CAP - 256) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is too long");

@@ -58,7 +58,9 @@
 
 #include <jansson.h>
 
+#include "app/args.h"
 #include "base/buf.h"
+#include "net/netem.h"
 #include "net/proto.h"
 
 #define RL_CLUSTER_MAX_STORAGE 64  /* storage servers per local cluster */
@@ -112,6 +114,118 @@ typedef struct {
      * rl__cluster_layout's format); NULL: generated. For tests that need exact teams. */
     const char *init_json;
 } rl_cluster_up_opts;
+
+/* ---------------------------------------------------------------------------------------------
+ * The command-line options that shape a cluster (`rl cluster up` and the tests' rl_with_cluster
+ * share them, so their names, ranges and help cannot drift apart)
+ * ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int n_storage, n_hosts, storage_per_host, host_addresses;
+    int replication; /* 1 single, 2 double, 3 triple */
+    int shards;
+    const char *split; /* "KEY,KEY,..." (FoundationDB's printable form) or NULL */
+    int engine;        /* 1 memory, 2 ssd */
+    int no_sync;
+    int64_t window;
+    uint64_t delay_us, jitter_us;
+} rl__cluster_up_args;
+
+#define RL__CLUSTER_UP_ARGS_INIT \
+    { .replication = 1, .engine = 1 }
+
+/* The rl_arg choices of --replication and --engine (static tables). */
+extern const rl_arg_choice rl__cluster_replication_choices[];
+extern const rl_arg_choice rl__cluster_engine_choices[];
+
+/* The rl_arg entries of rl__cluster_up_args *a (a table's other entries come before or after). */
+#define RL__CLUSTER_UP_OPTS(a)                                                                                    \
+    {.name = "storage",                                                                                           \
+     .kind = RL_ARG_INT,                                                                                          \
+     .dest = &(a)->n_storage,                                                                                     \
+     .metavar = "N",                                                                                              \
+     .flags = RL_ARG_NO_DEFAULT,                                                                                  \
+     .min = 1,                                                                                                    \
+     .max = RL_CLUSTER_MAX_STORAGE,                                                                               \
+     .help = "storage servers to start (ids 1..N), all on host1"},                                                \
+        {.name = "hosts",                                                                                         \
+         .kind = RL_ARG_INT,                                                                                      \
+         .dest = &(a)->n_hosts,                                                                                   \
+         .metavar = "H",                                                                                          \
+         .flags = RL_ARG_NO_DEFAULT,                                                                              \
+         .min = 1,                                                                                                \
+         .max = RL_CLUSTER_MAX_STORAGE,                                                                           \
+         .help = "hosts (labels host1..hostH); storage server i is on host (i-1)/S+1, the coordinator on host1"}, \
+        {.name = "storage-per-host",                                                                              \
+         .kind = RL_ARG_INT,                                                                                      \
+         .dest = &(a)->storage_per_host,                                                                          \
+         .metavar = "S",                                                                                          \
+         .flags = RL_ARG_NO_DEFAULT,                                                                              \
+         .min = 1,                                                                                                \
+         .max = RL_CLUSTER_MAX_STORAGE,                                                                           \
+         .help = "storage servers per host (with --hosts; default 1)"},                                           \
+        {.name = "host-addresses",                                                                                \
+         .kind = RL_ARG_FLAG,                                                                                     \
+         .dest = &(a)->host_addresses,                                                                            \
+         .help = "host h listens on 127.0.0.h instead of every process on 127.0.0.1 (with --hosts)"},             \
+        {.name = "replication",                                                                                   \
+         .kind = RL_ARG_ENUM,                                                                                     \
+         .dest = &(a)->replication,                                                                               \
+         .choices = rl__cluster_replication_choices,                                                              \
+         .help = "storage servers per shard's team, on distinct hosts when possible"},                            \
+        {.name = "delay-us",                                                                                      \
+         .kind = RL_ARG_UINT64,                                                                                   \
+         .dest = &(a)->delay_us,                                                                                  \
+         .metavar = "N",                                                                                          \
+         .umin = 0,                                                                                               \
+         .umax = RL_NETEM_MAX_US,                                                                                 \
+         .help = "injected one-way delay in µs on every message between different hosts, the client included "   \
+                 "(the round trip gains 2N)"},                                                                    \
+        {.name = "jitter-us",                                                                                     \
+         .kind = RL_ARG_UINT64,                                                                                   \
+         .dest = &(a)->jitter_us,                                                                                 \
+         .metavar = "J",                                                                                          \
+         .umin = 0,                                                                                               \
+         .umax = RL_NETEM_MAX_US,                                                                                 \
+         .help = "a uniform jitter in [0, J] µs on each delayed message (never reorders)"},                       \
+        {.name = "shards",                                                                                        \
+         .kind = RL_ARG_INT,                                                                                      \
+         .dest = &(a)->shards,                                                                                    \
+         .metavar = "K",                                                                                          \
+         .min = 0,                                                                                                \
+         .max = 255,                                                                                              \
+         .help = "split the user keyspace evenly by first byte into K shards, round-robin over the servers "      \
+                 "(0: one per server)"},                                                                          \
+        {.name = "split",                                                                                         \
+         .kind = RL_ARG_STRING,                                                                                   \
+         .dest = &(a)->split,                                                                                     \
+         .metavar = "KEY,...",                                                                                    \
+         .flags = RL_ARG_NONEMPTY,                                                                                \
+         .help = "split the user keyspace at these keys instead (FoundationDB's printable form, \\xNN; \\x2c "    \
+                 "for a comma), strictly increasing; shards go round-robin to the servers"},                      \
+        {.name = "engine",                                                                                        \
+         .kind = RL_ARG_ENUM,                                                                                     \
+         .dest = &(a)->engine,                                                                                    \
+         .choices = rl__cluster_engine_choices,                                                                   \
+         .help = "the storage servers' engine (docs/design.md §4): memory, or ssd (LMDB below the MVCC window)"}, \
+        {.name = "no-sync",                                                                                       \
+         .kind = RL_ARG_FLAG,                                                                                     \
+         .dest = &(a)->no_sync,                                                                                   \
+         .help = "run every process without fsync (benchmarks only: a crash may lose acknowledged commits)"},     \
+    {                                                                                                             \
+        .name = "window-versions", .kind = RL_ARG_INT64, .dest = &(a)->window, .metavar = "N", .min = 0,          \
+        .max = INT64_C(1000000000000), .help = "the servers' MVCC window in versions (0: their default, 5 s)"     \
+    }
+
+/* rl__cluster_up_args_apply — turn parsed options a into *o (memset first). Split keys: when
+ * a->split is set, its comma-separated keys are cut into *out_copy (a heap copy, the caller's to
+ * free(), NULL otherwise) and pointed at by keys[0..cap) (o->split, o->n_split); split_file_keys
+ * (NULL, or n_file_keys keys of a file the caller read) is the alternative. Checks what the table
+ * cannot: --storage or --hosts given, --shards and --split together, more than cap keys; then the
+ * topology and the layout (a bad split key). Returns RL_OK, RL_E_INVALID_ARGUMENT (a usage error:
+ * msg says why) or RL_E_OUT_OF_MEMORY. */
+int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, int cap, char **out_copy,
+                              rl_cluster_up_opts *o, rl_buf *msg);
 
 /* rl__cluster_layout — the initial layout of rl__cluster_up as the JSON of the coordinator's
  * --init: {"storage": [1..n], "shards": [{"begin": hex, "end": hex, "team": [id, ...]}, ...]},

@@ -104,14 +104,9 @@ static void print_status(json_t *root) {
 }
 
 int rl_cmd_cluster(int argc, char **argv) {
-    const char *dir = NULL, *split = NULL;
-    int which = -1, code, n_storage = 0, shards = 0, no_sync = 0, as_json = 0, coordinator = 0, hard = 0;
-    int n_hosts = 0, per_host = 0, host_addresses = 0, replication = 1;
+    const char *dir = NULL;
+    int which = -1, code, as_json = 0, coordinator = 0, hard = 0;
     uint64_t delay_us = 0, jitter_us = 0;
-    static const rl_arg_choice repl_choices[] = {{"single", 1}, {"double", 2}, {"triple", 3}, {NULL, 0}};
-    static const rl_arg_choice engine_choices[] = {{"memory", 1}, {"ssd", 2}, {NULL, 0}};
-    int engine = 1;
-    int64_t window = 0;
     double timeout_s = RL_CLUSTER_DEFAULT_TIMEOUT_MS / 1000.0;
     const rl_arg opts[] = {{.name = "dir",
                             .kind = RL_ARG_STRING,
@@ -120,94 +115,16 @@ int rl_cmd_cluster(int argc, char **argv) {
                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
                             .help = "the cluster's directory (data, logs, pids.json, reclayer.cluster)"},
                            {0}};
-    const rl_arg up_opts[] = {
-        {.name = "storage",
-         .kind = RL_ARG_INT,
-         .dest = &n_storage,
-         .metavar = "N",
-         .flags = RL_ARG_NO_DEFAULT,
-         .min = 1,
-         .max = RL_CLUSTER_MAX_STORAGE,
-         .help = "storage servers to start (ids 1..N), all on host1"},
-        {.name = "hosts",
-         .kind = RL_ARG_INT,
-         .dest = &n_hosts,
-         .metavar = "H",
-         .flags = RL_ARG_NO_DEFAULT,
-         .min = 1,
-         .max = RL_CLUSTER_MAX_STORAGE,
-         .help = "hosts (labels host1..hostH); storage server i is on host (i-1)/S+1, the coordinator on host1"},
-        {.name = "storage-per-host",
-         .kind = RL_ARG_INT,
-         .dest = &per_host,
-         .metavar = "S",
-         .flags = RL_ARG_NO_DEFAULT,
-         .min = 1,
-         .max = RL_CLUSTER_MAX_STORAGE,
-         .help = "storage servers per host (with --hosts; default 1)"},
-        {.name = "host-addresses",
-         .kind = RL_ARG_FLAG,
-         .dest = &host_addresses,
-         .help = "host h listens on 127.0.0.h instead of every process on 127.0.0.1 (with --hosts)"},
-        {.name = "replication",
-         .kind = RL_ARG_ENUM,
-         .dest = &replication,
-         .choices = repl_choices,
-         .help = "storage servers per shard's team, on distinct hosts when possible"},
-        {.name = "delay-us",
-         .kind = RL_ARG_UINT64,
-         .dest = &delay_us,
-         .metavar = "N",
-         .umin = 0,
-         .umax = RL_NETEM_MAX_US,
-         .help = "injected one-way delay in µs on every message between different hosts, the client included "
-                 "(the round trip gains 2N)"},
-        {.name = "jitter-us",
-         .kind = RL_ARG_UINT64,
-         .dest = &jitter_us,
-         .metavar = "J",
-         .umin = 0,
-         .umax = RL_NETEM_MAX_US,
-         .help = "a uniform jitter in [0, J] µs on each delayed message (never reorders)"},
-        {.name = "shards",
-         .kind = RL_ARG_INT,
-         .dest = &shards,
-         .metavar = "K",
-         .min = 0,
-         .max = 255,
-         .help = "split the user keyspace evenly by first byte into K shards, round-robin over the servers (0: one "
-                 "per server)"},
-        {.name = "split",
-         .kind = RL_ARG_STRING,
-         .dest = &split,
-         .metavar = "KEY,...",
-         .flags = RL_ARG_NONEMPTY,
-         .help = "split the user keyspace at these keys instead (FoundationDB's printable form, \\xNN; \\x2c for a "
-                 "comma), strictly increasing; shards go round-robin to the servers"},
-        {.name = "engine",
-         .kind = RL_ARG_ENUM,
-         .dest = &engine,
-         .choices = engine_choices,
-         .help = "the storage servers' engine (docs/design.md §4): memory, or ssd (LMDB below the MVCC window)"},
-        {.name = "no-sync",
-         .kind = RL_ARG_FLAG,
-         .dest = &no_sync,
-         .help = "run every process without fsync (benchmarks only: a crash may lose acknowledged commits)"},
-        {.name = "window-versions",
-         .kind = RL_ARG_INT64,
-         .dest = &window,
-         .metavar = "N",
-         .min = 0,
-         .max = INT64_C(1000000000000),
-         .help = "the servers' MVCC window in versions (0: their default, 5 s)"},
-        {.name = "timeout",
-         .kind = RL_ARG_DOUBLE,
-         .dest = &timeout_s,
-         .metavar = "S",
-         .dmin = 0.1,
-         .dmax = 3600,
-         .help = "seconds to wait until healthy; then stop everything and fail"},
-        {0}};
+    rl__cluster_up_args ua = RL__CLUSTER_UP_ARGS_INIT;
+    const rl_arg up_opts[] = {RL__CLUSTER_UP_OPTS(&ua),
+                              {.name = "timeout",
+                               .kind = RL_ARG_DOUBLE,
+                               .dest = &timeout_s,
+                               .metavar = "S",
+                               .dmin = 0.1,
+                               .dmax = 3600,
+                               .help = "seconds to wait until healthy; then stop everything and fail"},
+                              {0}};
     const rl_arg status_opts[] = {
         {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json, .help = "print the status as JSON"}, {0}};
     const char *restart_ids[RL_CLUSTER_MAX_STORAGE];
@@ -308,58 +225,14 @@ int rl_cmd_cluster(int argc, char **argv) {
     switch (which) {
     case C_UP: {
         const char *keys[SPLIT_MAX];
-        int nk = 0;
         char *copy = NULL;
-        if (split) {
-            copy = strdup(split);
-            if (!copy) return failed("up", RL_E_OUT_OF_MEMORY, &msg);
-            for (char *p = copy;;) {
-                char *comma = strchr(p, ',');
-                if (comma) *comma = 0;
-                if (nk == SPLIT_MAX) {
-                    free(copy);
-                    return rl__args_usage_error(&up, "--split: at most %d keys", SPLIT_MAX);
-                }
-                keys[nk++] = p;
-                if (!comma) break;
-                p = comma + 1;
-            }
-            if (shards) {
-                free(copy);
-                return rl__args_usage_error(&up, "--shards and --split exclude each other");
-            }
-        }
         rl_cluster_up_opts o;
-        memset(&o, 0, sizeof o);
-        if (!n_storage && !n_hosts) {
-            free(copy);
-            exit_code = rl__args_usage_error(&up, "give --storage N or --hosts H [--storage-per-host S]");
-            break;
-        }
-        o.n_storage = n_storage;
-        o.n_hosts = n_hosts;
-        o.storage_per_host = per_host;
-        o.host_addresses = host_addresses;
-        o.replication = replication;
-        o.delay_us = (uint32_t)delay_us;
-        o.jitter_us = (uint32_t)jitter_us;
-        o.n_shards = shards;
-        o.split = keys;
-        o.n_split = nk;
-        o.no_sync = no_sync;
-        o.engine = engine == 2 ? "ssd" : NULL;
-        o.window_versions = window;
+        rc = rl__cluster_up_args_apply(&ua, keys, SPLIT_MAX, &copy, &o, &msg);
         o.timeout_ms = timeout_ms;
-        /* Check the layout first: a bad split key is a usage error, before anything is created. */
-        rl_buf layout;
-        rl__buf_init(&layout);
-        rl_cluster_up_opts topo;
-        rc = rl__cluster_topology(&o, &topo, &msg);
-        if (rc == RL_OK) rc = rl__cluster_layout(&topo, &layout, &msg);
-        rl__buf_release(&layout);
-        if (rc == RL_E_INVALID_ARGUMENT) {
-            exit_code = rl__args_usage_error(&up, "%s", msg.data);
+        if (rc) {
             free(copy);
+            exit_code =
+                rc == RL_E_INVALID_ARGUMENT ? rl__args_usage_error(&up, "%s", msg.data) : failed("up", rc, &msg);
             break;
         }
         rl__buf_reset(&msg);
