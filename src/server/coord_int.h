@@ -3,16 +3,15 @@
  *
  * The files: a core and its parts (docs/design.md §8.3). An arrow is "calls or includes".
  *
- *                               coord_life.c   open, run, stop, close; the housekeeping timer
- *                              /      |      \
- *   connections, the request  /       |       \  placement: SPLIT_SHARD, ASSIGN_SHARD,
- *   table, every handler but  coord_net.c ──▶ coord_move.c   MOVE_SHARD, moves, the PEEK
- *   placement's, parked PEEKs  \      |       /               barrier
- *                               coordinator.c + coord_int.h   the core: the state below,
- *                                                             recovery, the layout, the commit
- *                                                             sink, sending replies, operations
- *                                                             and their completions, the version
- *                                                             tick
+ *   coord_life.c          open, run, stop, close; the housekeeping timer (the only file that
+ *    │                    knows every part)
+ *    ├─▶ coord_net.c ─┐   connections, the request table (coord_requests.def), every handler
+ *    │                │   but placement's, parked PEEKs, STATUS
+ *    │                └─▶ coord_move.c   placement: SPLIT_SHARD, ASSIGN_SHARD, MOVE_SHARD, shard
+ *    │                                   moves, the PEEK barrier
+ *    └─▶ every one of them ─▶ coordinator.c + coord_int.h   the core: the state below, recovery,
+ *                             the layout, the commit sink, sending replies, operations and their
+ *                             completions, the version tick
  *
  *   - The core calls no part by name. What it needs of one is a hook in rl_coordinator, set by
  *     coord_life.c: wake_parked (coord_net.c answers parked PEEKs when the durable version or the
@@ -47,8 +46,12 @@
 #include "net/loop.h"
 #include "net/proto.h"
 #include "server/commitlog.h"
-#include "server/coordinator.h"
 #include "storage/storage.h"
+
+/* The coordinator and its options (coordinator.h, the role's face, names them too: C11 allows the
+ * same typedef twice; the parts need nothing else of it). */
+typedef struct rl_coordinator rl_coordinator;
+struct rl_coordinator_options;
 
 #define CO_MAX_TEAM RL_PROTO_MAX_TEAM
 #define CO_HEALTH_NS (2000000000ull)     /* healthy: peeked within the last 2 s */
@@ -280,7 +283,7 @@ struct rl_coordinator {
  * the layout (written first for a fresh directory), every server's owned ranges. RL_OK with *out;
  * RL_E_INVALID_ARGUMENT (o or out missing, no --dir or no member key), the file, log and engine
  * errors, RL_E_OUT_OF_MEMORY; errmsg (not NULL) says why. Nothing is left on failure. [owner] */
-int rl__co_new(const rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg);
+int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg);
 /* Once listening (co->port set): write the coordinator's own \xff/serverList/ entry if it changed,
  * then the port file if the options named one. [owner, before the loop runs] */
 int rl__co_publish(rl_coordinator *co, rl_buf *errmsg);

@@ -65,6 +65,8 @@
  * interval: one 24-byte log record and one fdatasync here, and on every storage server one empty
  * version applied and synced, then a POP.
  */
+#include "server/coordinator.h"
+
 #include "server/coord_int.h"
 
 #include <errno.h>
@@ -1129,7 +1131,7 @@ void rl__co_margin_for_delay(rl_coordinator *co) {
 /* See coord_int.h: the coordinator's state from o, then recovery — the directory, the commit log,
  * the system keyspace replayed from it, the committer after every version either has seen — and
  * the layout, written first for a fresh directory (steps 1-3 of rl__coordinator_open). */
-int rl__co_new(const rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg) {
+int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg) {
     char path[4200];
     if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) {
         rl__buf_printf(errmsg, "a coordinator needs --dir");
