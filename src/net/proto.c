@@ -1090,54 +1090,48 @@ static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t
     return run_decode_mode(msg, x, payload, len, a, m, size, why, 0);
 }
 
-/* Every payload: struct suffix, frame type, direction (0 request, 1 reply, 2 error reply), the
- * label its reasons start with. Generates the per-message functions and the dispatch table. */
-#define RL_PROTO_PAYLOADS(X)                                                                                \
-    X(auth_challenge, auth_challenge, RL_MSG_AUTH_CHALLENGE, 0, "AUTH_CHALLENGE")                           \
-    X(auth_req, auth_req, RL_MSG_AUTH, 0, "AUTH request")                                                   \
-    X(auth_reply, auth_reply, RL_MSG_AUTH, 1, "AUTH reply")                                                 \
-    X(hello_req, hello_req, RL_MSG_HELLO, 0, "HELLO request")                                               \
-    X(hello_reply, hello_reply, RL_MSG_HELLO, 1, "HELLO reply")                                             \
-    X(ping_req, ping_req, RL_MSG_PING, 0, "PING request")                                                   \
-    X(ping_reply, ping_reply, RL_MSG_PING, 1, "PING reply")                                                 \
-    X(error, error, 0, 2, "error reply")                                                                    \
-    X(get_read_version_req, get_read_version_req, RL_MSG_GET_READ_VERSION, 0, "GET_READ_VERSION request")   \
-    X(get_read_version_reply, get_read_version_reply, RL_MSG_GET_READ_VERSION, 1, "GET_READ_VERSION reply") \
-    X(commit_req, commit_req, RL_MSG_COMMIT, 0, "COMMIT request")                                           \
-    X(commit_reply, commit_reply, RL_MSG_COMMIT, 1, "COMMIT reply")                                         \
-    X(get_shard_map_req, get_shard_map_req, RL_MSG_GET_SHARD_MAP, 0, "GET_SHARD_MAP request")               \
-    X(get_shard_map_reply, get_shard_map_reply, RL_MSG_GET_SHARD_MAP, 1, "GET_SHARD_MAP reply")             \
-    X(register_storage_req, register_storage_req, RL_MSG_REGISTER_STORAGE, 0, "REGISTER_STORAGE request")   \
-    X(register_storage_reply, register_storage_reply, RL_MSG_REGISTER_STORAGE, 1, "REGISTER_STORAGE reply") \
-    X(peek_req, peek_req, RL_MSG_PEEK, 0, "PEEK request")                                                   \
-    X(peek_reply, peek_reply, RL_MSG_PEEK, 1, "PEEK reply")                                                 \
-    X(pop_req, pop_req, RL_MSG_POP, 0, "POP request")                                                       \
-    X(pop_reply, empty, RL_MSG_POP, 1, "POP reply")                                                         \
-    X(status_req, empty, RL_MSG_STATUS, 0, "STATUS request")                                                \
-    X(status_reply, status_reply, RL_MSG_STATUS, 1, "STATUS reply")                                         \
-    X(get_req, get_req, RL_MSG_GET, 0, "GET request")                                                       \
-    X(get_reply, get_reply, RL_MSG_GET, 1, "GET reply")                                                     \
-    X(get_key_req, get_key_req, RL_MSG_GET_KEY, 0, "GET_KEY request")                                       \
-    X(get_key_reply, get_key_reply, RL_MSG_GET_KEY, 1, "GET_KEY reply")                                     \
-    X(get_range_req, get_range_req, RL_MSG_GET_RANGE, 0, "GET_RANGE request")                               \
-    X(get_range_reply, get_range_reply, RL_MSG_GET_RANGE, 1, "GET_RANGE reply")                             \
-    X(get_mapped_range_req, get_mapped_range_req, RL_MSG_GET_MAPPED_RANGE, 0, "GET_MAPPED_RANGE request")   \
-    X(get_mapped_range_reply, get_mapped_range_reply, RL_MSG_GET_MAPPED_RANGE, 1, "GET_MAPPED_RANGE reply") \
-    X(get_multi_req, get_multi_req, RL_MSG_GET_MULTI, 0, "GET_MULTI request")                               \
-    X(get_multi_reply, get_multi_reply, RL_MSG_GET_MULTI, 1, "GET_MULTI reply")                             \
-    X(set_delay_req, set_delay_req, RL_MSG_SET_DELAY, 0, "SET_DELAY request")                               \
-    X(set_delay_reply, empty, RL_MSG_SET_DELAY, 1, "SET_DELAY reply")                                       \
-    X(split_shard_req, split_shard_req, RL_MSG_SPLIT_SHARD, 0, "SPLIT_SHARD request")                       \
-    X(split_shard_reply, split_shard_reply, RL_MSG_SPLIT_SHARD, 1, "SPLIT_SHARD reply")                     \
-    X(assign_shard_req, assign_shard_req, RL_MSG_ASSIGN_SHARD, 0, "ASSIGN_SHARD request")                   \
-    X(assign_shard_reply, assign_shard_reply, RL_MSG_ASSIGN_SHARD, 1, "ASSIGN_SHARD reply")                 \
-    X(move_shard_req, move_shard_req, RL_MSG_MOVE_SHARD, 0, "MOVE_SHARD request")                           \
-    X(move_shard_reply, empty, RL_MSG_MOVE_SHARD, 1, "MOVE_SHARD reply")
+/* ---- Message types -------------------------------------------------------------------------- */
 
+/* Every message's name and flags by type (a type given twice in messages.def is a duplicate
+ * initializer: -Werror=override-init). */
+static const struct {
+    const char *name; /* NULL: not a message */
+    unsigned flags;   /* RL_MSGF_* */
+} MESSAGES[RL_MSG_TYPE_LIMIT] = {
+#define RL_MSG(NAME, TYPE, FLAGS, REQ, REQ_X, REP, REP_X) [TYPE] = {#NAME, FLAGS},
+#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) [TYPE] = {#NAME, FLAGS},
+#include "net/messages.def"
+#undef RL_MSG
+#undef RL_MSG_ONE_WAY
+};
+
+const char *rl__msg_type_name(int type) {
+    if (type >= 0 && type < RL_MSG_TYPE_LIMIT && MESSAGES[type].name) return MESSAGES[type].name;
+    if (type >= RL_MSG_RESERVED_ADMIN_FIRST && type <= RL_MSG_RESERVED_ADMIN_LAST) return "ADMIN_RESERVED";
+    if (type >= RL_MSG_RESERVED_DELAY_FIRST && type <= RL_MSG_RESERVED_DELAY_LAST) return "DELAY_RESERVED";
+    return "UNKNOWN";
+}
+
+int rl__msg_type_known(int type) { return type >= 0 && type < RL_MSG_TYPE_LIMIT && MESSAGES[type].name != NULL; }
+
+unsigned rl__msg_type_flags(int type) { return rl__msg_type_known(type) ? MESSAGES[type].flags : 0; }
+
+/* ---- Payloads and dispatch ------------------------------------------------------------------- */
+
+/* Every payload, as X(struct suffix, transfer function suffix, frame type, direction (0 request,
+ * 1 reply, 2 error reply), the label its reasons start with): the error reply's, then those of
+ * messages.def — two per message, one for a one-way message. A site that lists them defines X,
+ * writes the error reply's row and includes messages.def, then undefines X. Generates the
+ * per-message functions and the dispatch table. */
+#define RL_MSG(NAME, TYPE, FLAGS, REQ, REQ_X, REP, REP_X) \
+    X(REQ, REQ_X, RL_MSG_##NAME, 0, #NAME " request")     \
+    X(REP, REP_X, RL_MSG_##NAME, 1, #NAME " reply")
+#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) X(REQ, REQ_X, RL_MSG_##NAME, 0, #NAME)
 /* Adapters from the typed transfer functions to xfer_fn (no function pointer casts). */
 #define X(name, xname, type, dir, label) \
     static void xv_##name(io *s, void *m) { x_##xname(s, (rl_msg_##name *)m); }
-RL_PROTO_PAYLOADS(X)
+X(error, error, 0, 2, "error reply")
+#include "net/messages.def"
 #undef X
 
 /* The public per-message functions. */
@@ -1149,7 +1143,8 @@ RL_PROTO_PAYLOADS(X)
                                 rl_proto_why *why) {                                                 \
         return run_decode(label, xv_##name, payload, len, a, out, sizeof *out, why);                 \
     }
-RL_PROTO_PAYLOADS(X)
+X(error, error, 0, 2, "error reply")
+#include "net/messages.def"
 #undef X
 
 int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m, rl_proto_why *why) {
@@ -1185,36 +1180,7 @@ int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after, rl_pr
     return s.failed ? s.rc : RL_OK;
 }
 
-/* ---- Message types and dispatch ---------------------------------------------------------- */
-
-const char *rl__msg_type_name(int type) {
-    switch (type) {
-    case RL_MSG_HELLO: return "HELLO";
-    case RL_MSG_PING: return "PING";
-    case RL_MSG_AUTH_CHALLENGE: return "AUTH_CHALLENGE";
-    case RL_MSG_AUTH: return "AUTH";
-    case RL_MSG_GET_READ_VERSION: return "GET_READ_VERSION";
-    case RL_MSG_COMMIT: return "COMMIT";
-    case RL_MSG_GET_SHARD_MAP: return "GET_SHARD_MAP";
-    case RL_MSG_REGISTER_STORAGE: return "REGISTER_STORAGE";
-    case RL_MSG_PEEK: return "PEEK";
-    case RL_MSG_POP: return "POP";
-    case RL_MSG_STATUS: return "STATUS";
-    case RL_MSG_GET: return "GET";
-    case RL_MSG_GET_KEY: return "GET_KEY";
-    case RL_MSG_GET_RANGE: return "GET_RANGE";
-    case RL_MSG_GET_MAPPED_RANGE: return "GET_MAPPED_RANGE";
-    case RL_MSG_GET_MULTI: return "GET_MULTI";
-    case RL_MSG_SPLIT_SHARD: return "SPLIT_SHARD";
-    case RL_MSG_ASSIGN_SHARD: return "ASSIGN_SHARD";
-    case RL_MSG_MOVE_SHARD: return "MOVE_SHARD";
-    case RL_MSG_SET_DELAY: return "SET_DELAY";
-    default:
-        if (type >= RL_MSG_RESERVED_ADMIN_FIRST && type <= RL_MSG_RESERVED_ADMIN_LAST) return "ADMIN_RESERVED";
-        if (type >= RL_MSG_RESERVED_DELAY_FIRST && type <= RL_MSG_RESERVED_DELAY_LAST) return "DELAY_RESERVED";
-        return "UNKNOWN";
-    }
-}
+/* The payload table: what rl__msg_decode and rl__msg_encode dispatch on. */
 
 typedef struct {
     uint16_t type;
@@ -1226,7 +1192,8 @@ typedef struct {
 
 static const payload_info PAYLOADS[] = {
 #define X(name, xname, type, dir, label) {type, dir, label, xv_##name, sizeof(rl_msg_##name)},
-    RL_PROTO_PAYLOADS(X)
+    X(error, error, 0, 2, "error reply")
+#include "net/messages.def"
 #undef X
 };
 
@@ -1234,7 +1201,8 @@ static const payload_info PAYLOADS[] = {
  * entries with one (type, direction) would be duplicate case labels: a compile error). */
 enum {
 #define X(name, xname, type, dir, label) PI_##name,
-    RL_PROTO_PAYLOADS(X)
+    X(error, error, 0, 2, "error reply")
+#include "net/messages.def"
 #undef X
         PI_COUNT
 };
@@ -1244,7 +1212,8 @@ static const payload_info *payload_at(uint16_t type, int dir) {
     switch ((uint32_t)type * 2u + (uint32_t)dir) {
 #define X(name, xname, type, dir, label) \
     case (dir) == 2 ? 0xffffffffu - PI_##name: (uint32_t)(type) * 2u + (uint32_t)(dir) : return &PAYLOADS[PI_##name];
-        RL_PROTO_PAYLOADS(X)
+        X(error, error, 0, 2, "error reply")
+#include "net/messages.def"
 #undef X
     default: return NULL;
     }
@@ -1266,9 +1235,8 @@ static const payload_info *find_payload(uint16_t type, uint16_t flags, const cha
     return pi;
 }
 
-int rl__msg_type_known(int type) {
-    return type >= 0 && type <= UINT16_MAX && (payload_at((uint16_t)type, 0) || payload_at((uint16_t)type, 1));
-}
+#undef RL_MSG
+#undef RL_MSG_ONE_WAY
 
 /* ---- Fast paths of the most frequent messages -------------------------------------------------
  * A GET request and its reply (a pipelined client sends thousands a millisecond) are encoded and

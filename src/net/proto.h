@@ -1,6 +1,7 @@
 /* proto.h (internal) — the message codecs of reclayer's wire protocol (docs/protocol.md): one C
  * struct per request and reply payload, an encoder and a decoder for each, and a dispatcher over
- * all of them.
+ * all of them. The messages themselves — number, name, payloads, flags — are listed once, in
+ * net/messages.def; the enum, the names, the union and the dispatch table are made from it.
  *
  * A frame (frame.h) is a 16-byte header — payload_len, type, flags, request id — and a payload.
  * This header defines the payloads. Encoding rules (all little-endian, no padding, no optional
@@ -86,34 +87,44 @@
 /* A COMMIT's mutations (p1 + p2) plus its conflict ranges (begin + end), in bytes. */
 #define RL_PROTO_MAX_COMMIT_BYTES RL_TXN_SIZE_LIMIT
 
-/* Message types: the frame's type field. Part of the protocol: never renumber. */
+/* What a message is (the FLAGS column of messages.def):
+ *   HANDSHAKE     the handshake's (docs/protocol.md §2): the connection runtime's, never a role's
+ *   COORD         the coordinator answers it
+ *   STORAGE       storage servers answer it
+ *   ADMIN         only on an admin connection (HELLO role 3): unauthorized_attempt (6001)
+ *                 otherwise, and the connection stays open
+ *   FROM_STORAGE  only from the storage server the request names (HELLO role 2 with that id):
+ *                 client_invalid_operation (2000) otherwise, and the connection stays open
+ *   READ          carries a read version (a storage server checks it before anything else) */
+#define RL_MSGF_HANDSHAKE 0x01
+#define RL_MSGF_COORD 0x02
+#define RL_MSGF_STORAGE 0x04
+#define RL_MSGF_ADMIN 0x08
+#define RL_MSGF_FROM_STORAGE 0x10
+#define RL_MSGF_READ 0x20
+
+/* Message types: the frame's type field, one per line of messages.def. Part of the protocol:
+ * never renumber. */
 typedef enum {
-    RL_MSG_HELLO = 1,
-    RL_MSG_PING = 2,
-    /* The handshake (docs/protocol.md §2): before any other frame of a connection. */
-    RL_MSG_AUTH_CHALLENGE = 3,
-    RL_MSG_AUTH = 4,
-    /* Coordinator. */
-    RL_MSG_GET_READ_VERSION = 10,
-    RL_MSG_COMMIT = 11,
-    RL_MSG_GET_SHARD_MAP = 12,
-    RL_MSG_REGISTER_STORAGE = 13,
-    RL_MSG_PEEK = 14,
-    RL_MSG_POP = 15,
-    RL_MSG_STATUS = 16,
-    /* Storage (the coordinator answers GET, GET_KEY and GET_RANGE for the system keyspace). */
-    RL_MSG_GET = 20,
-    RL_MSG_GET_KEY = 21,
-    RL_MSG_GET_RANGE = 22,
-    RL_MSG_GET_MAPPED_RANGE = 23,
-    RL_MSG_GET_MULTI = 24,
-    /* Placement admin operations (30-39) and delay settings (40-49), sent with an admin HELLO. */
-    RL_MSG_SPLIT_SHARD = 30,
-    RL_MSG_ASSIGN_SHARD = 31,
-    RL_MSG_MOVE_SHARD = 32,
-    RL_MSG_SET_DELAY = 40,
+#define RL_MSG(NAME, TYPE, FLAGS, REQ, REQ_X, REP, REP_X) RL_MSG_##NAME = (TYPE),
+#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) RL_MSG_##NAME = (TYPE),
+#include "net/messages.def"
+#undef RL_MSG
+#undef RL_MSG_ONE_WAY
 } rl_msg_type;
 
+/* Each message's flags as a constant, RL_MSGF_OF_<NAME> (for compile-time checks of the roles'
+ * tables). */
+enum {
+#define RL_MSG(NAME, TYPE, FLAGS, REQ, REQ_X, REP, REP_X) RL_MSGF_OF_##NAME = (FLAGS),
+#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) RL_MSGF_OF_##NAME = (FLAGS),
+#include "net/messages.def"
+#undef RL_MSG
+#undef RL_MSG_ONE_WAY
+};
+
+/* Every type number is below this (tables indexed by type have this many entries). */
+#define RL_MSG_TYPE_LIMIT 50
 #define RL_MSG_RESERVED_ADMIN_FIRST 30
 #define RL_MSG_RESERVED_ADMIN_LAST 39
 #define RL_MSG_RESERVED_DELAY_FIRST 40
@@ -161,6 +172,9 @@ const char *rl__msg_type_name(int type);
 /* rl__msg_type_known — 1 if type is a message of this protocol version (has codecs), else 0
  * (reserved types included). */
 int rl__msg_type_known(int type);
+/* rl__msg_type_flags — the RL_MSGF_* of a message of this protocol version; 0 for any other
+ * type. */
+unsigned rl__msg_type_flags(int type);
 
 /* ---- Payloads ---------------------------------------------------------------------------- */
 /* Each struct lists its fields in wire order. Byte strings are (pointer, length) pairs: the
@@ -168,7 +182,7 @@ int rl__msg_type_known(int type);
 
 /* RL_PROTO_CODECS(name) declares rl__msg_<name>_encode and rl__msg_<name>_decode (the contract
  * at the top of this file) for the struct rl_msg_<name>; proto.c defines them from its payload
- * table (RL_PROTO_PAYLOADS). */
+ * table (every payload of messages.def). */
 #define RL_PROTO_CODECS(name)                                                            \
     int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why); \
     int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_##name *out, rl_proto_why *why)
@@ -734,47 +748,15 @@ typedef struct {
     uint16_t type;  /* rl_msg_type */
     uint16_t flags; /* 0 (request), RL_FRAME_REPLY, or RL_FRAME_REPLY | RL_FRAME_ERROR */
     union {
-        rl_msg_auth_challenge auth_challenge;
-        rl_msg_auth_req auth_req;
-        rl_msg_auth_reply auth_reply;
-        rl_msg_hello_req hello_req;
-        rl_msg_hello_reply hello_reply;
-        rl_msg_ping_req ping_req;
-        rl_msg_ping_reply ping_reply;
         rl_msg_error error; /* any type, flags RL_FRAME_REPLY | RL_FRAME_ERROR */
-        rl_msg_get_read_version_req get_read_version_req;
-        rl_msg_get_read_version_reply get_read_version_reply;
-        rl_msg_commit_req commit_req;
-        rl_msg_commit_reply commit_reply;
-        rl_msg_get_shard_map_req get_shard_map_req;
-        rl_msg_get_shard_map_reply get_shard_map_reply;
-        rl_msg_register_storage_req register_storage_req;
-        rl_msg_register_storage_reply register_storage_reply;
-        rl_msg_peek_req peek_req;
-        rl_msg_peek_reply peek_reply;
-        rl_msg_pop_req pop_req;
-        rl_msg_pop_reply pop_reply;
-        rl_msg_status_req status_req;
-        rl_msg_status_reply status_reply;
-        rl_msg_get_req get_req;
-        rl_msg_get_reply get_reply;
-        rl_msg_get_key_req get_key_req;
-        rl_msg_get_key_reply get_key_reply;
-        rl_msg_get_range_req get_range_req;
-        rl_msg_get_range_reply get_range_reply;
-        rl_msg_get_mapped_range_req get_mapped_range_req;
-        rl_msg_get_mapped_range_reply get_mapped_range_reply;
-        rl_msg_get_multi_req get_multi_req;
-        rl_msg_get_multi_reply get_multi_reply;
-        rl_msg_set_delay_req set_delay_req;
-        rl_msg_set_delay_reply set_delay_reply;
-
-        rl_msg_split_shard_req split_shard_req;
-        rl_msg_split_shard_reply split_shard_reply;
-        rl_msg_assign_shard_req assign_shard_req;
-        rl_msg_assign_shard_reply assign_shard_reply;
-        rl_msg_move_shard_req move_shard_req;
-        rl_msg_move_shard_reply move_shard_reply;
+                            /* Then every payload of messages.def: u.<REQ> and u.<REP>. */
+#define RL_MSG(NAME, TYPE, FLAGS, REQ, REQ_X, REP, REP_X) \
+    rl_msg_##REQ REQ;                                     \
+    rl_msg_##REP REP;
+#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) rl_msg_##REQ REQ;
+#include "net/messages.def"
+#undef RL_MSG
+#undef RL_MSG_ONE_WAY
     } u;
 } rl_msg;
 

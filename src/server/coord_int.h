@@ -1,11 +1,30 @@
-/* coord_int.h (internal to src/server/coord*.c) — the coordinator's state, shared by
- * coordinator.c (recovery, layout, the system keyspace, the commit sink, life cycle) and
- * coord_net.c (connections and request handlers).
+/* coord_int.h (internal to src/server/coord*.c) — the coordinator's state and the functions its
+ * files share.
+ *
+ * The files: a core and its parts (docs/design.md §8.3). An arrow is "calls or includes".
+ *
+ *   coord_life.c          open, run, stop, close; the housekeeping timer (the only file that
+ *    │                    knows every part)
+ *    ├─▶ coord_net.c ─┐   connections, the request table (coord_requests.def), every handler
+ *    │                │   but placement's, parked PEEKs, STATUS
+ *    │                └─▶ coord_move.c   placement: SPLIT_SHARD, ASSIGN_SHARD, MOVE_SHARD, shard
+ *    │                                   moves, the PEEK barrier
+ *    └─▶ every one of them ─▶ coordinator.c + coord_int.h   the core: the state below, recovery,
+ *                             the layout, the commit sink, sending replies, operations and their
+ *                             completions, the version tick
+ *
+ *   - The core calls no part by name. What it needs of one is a hook in rl_coordinator, set by
+ *     coord_life.c: wake_parked (coord_net.c answers parked PEEKs when the durable version or the
+ *     PEEK cap moved) and each operation's finish (set by whoever submitted it).
+ *   - coord_net.c uses coord_move.c's interface (the placement handlers in its request table, the
+ *     PEEK cap and changes, a registration, STATUS); coord_move.c never calls coord_net.c: it
+ *     wakes parked PEEKs through the core (rl__co_wake_peeks).
+ *   - coord_life.c is the only file that knows every part; nothing of the role calls it.
  *
  * Ownership and threads (see coordinator.c's header for the whole picture):
  *   - LOOP THREAD ONLY: everything under "loop" below — connections, parked peeks, the server
- *     list and the shard map (static after open in this issue), the scratch arena and buffer,
- *     the free pool of operations.
+ *     list and the shard map (changed by registrations and placement, on the loop thread), the
+ *     scratch arena and buffer, the free pool of operations.
  *   - COMMITTER THREAD: the sink state ("sink" below), touched only by the sink callbacks
  *     (one batch at a time) and, before the committer thread exists, by open.
  *   - The completion queue ("done") is the hand-off from the committer thread to the loop: the
@@ -27,8 +46,12 @@
 #include "net/loop.h"
 #include "net/proto.h"
 #include "server/commitlog.h"
-#include "server/coordinator.h"
 #include "storage/storage.h"
+
+/* The coordinator and its options (coordinator.h, the role's face, names them too: C11 allows the
+ * same typedef twice; the parts need nothing else of it). */
+typedef struct rl_coordinator rl_coordinator;
+struct rl_coordinator_options;
 
 #define CO_MAX_TEAM RL_PROTO_MAX_TEAM
 #define CO_HEALTH_NS (2000000000ull)     /* healthy: peeked within the last 2 s */
@@ -133,9 +156,12 @@ struct co_conn {
     co_conn *prev, *next; /* the coordinator's list of connections */
 };
 
-enum { CO_OP_COMMIT = 1, CO_OP_REGISTER = 2, CO_OP_MOVE = 3, CO_OP_TICK = 4 };
-
 typedef struct co_admin co_admin;
+
+/* A request handler of the table (coord_requests.def): h is the frame, payload its payload (the
+ * frame reader's, valid for the call), m the decoded request (in co->scratch; NULL for a CO_RAW
+ * handler, which decodes its own copy). It answers, or queues something that will. [loop] */
+typedef void co_handler(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m);
 
 /* An asynchronous request: a client COMMIT, a REGISTER_STORAGE, a placement transaction or a
  * version tick, from the frame (or the timer) to its reply. Everything it needs after the frame
@@ -143,16 +169,18 @@ typedef struct co_admin co_admin;
 typedef struct co_op {
     struct co_op *next; /* the completion queue / the free pool */
     rl_coordinator *co;
-    int kind;      /* CO_OP_* */
+    /* The submitter's: run by rl__co_flush on the loop thread once the committer is done (the
+     * reply, the placement step, the tick's count); then the operation goes back to the pool. */
+    void (*finish)(rl_coordinator *co, struct co_op *op);
     rl_conn *conn; /* a reference (the reply goes here; it may be closed by then) */
     uint64_t req_id;
     rl_commit_request req; /* what the committer sees */
     rl_arena arena;        /* decoded arrays and built mutations */
     uint8_t *payload;      /* the frame payload's copy (heap, payload_cap bytes) */
     size_t payload_cap;
-    co_server *srv; /* CO_OP_REGISTER: the server, and what it registered */
+    co_server *srv; /* a registration: the server, and what it registered */
     rl_msg_register_storage_req reg;
-    int move_step; /* CO_OP_MOVE: which placement transaction (coord_move.c) */
+    int move_step; /* a placement transaction: which one (coord_move.c) */
 } co_op;
 
 /* The coordinator's placement state (coord_move.c; loop thread only). One admin request
@@ -222,7 +250,10 @@ struct rl_coordinator {
     rl_mutation *pk_muts;
     size_t pk_cap_muts;
     co_placement mv; /* placement (coord_move.c) */
-    /* The version tick (coord_net.c; loop thread): an empty batch whenever none became durable
+    /* The hook to coord_net.c (set by coord_life.c): answer every parked PEEK that durable (and
+     * the PEEK cap) lets through. Called by rl__co_flush and rl__co_wake_peeks. [loop] */
+    void (*wake_parked)(rl_coordinator *co, rl_version durable);
+    /* The version tick (coordinator.c; loop thread): an empty batch whenever none became durable
      * for rl__co_tick_interval, so versions, read versions and storage servers' known versions
      * advance on an idle cluster. */
     uint64_t tick_timer;       /* the armed tick timer's id (0: none) */
@@ -245,7 +276,21 @@ struct rl_coordinator {
     rl_lat_hist closed_late;
 };
 
-/* ---- coordinator.c ------------------------------------------------------------------------ */
+/* ---- coordinator.c: the core ------------------------------------------------------------- */
+
+/* Create the coordinator from o (validated and copied) and recover it: the directory, the commit
+ * log, the system keyspace replayed from it, the committer after every version either has seen,
+ * the layout (written first for a fresh directory), every server's owned ranges. RL_OK with *out;
+ * RL_E_INVALID_ARGUMENT (o or out missing, no --dir or no member key), the file, log and engine
+ * errors, RL_E_OUT_OF_MEMORY; errmsg (not NULL) says why. Nothing is left on failure. [owner] */
+int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg);
+/* Once listening (co->port set): write the coordinator's own \xff/serverList/ entry if it changed,
+ * then the port file if the options named one. [owner, before the loop runs] */
+int rl__co_publish(rl_coordinator *co, rl_buf *errmsg);
+/* Free the core: the committer (if still there), what a failed post left to flush, the pool of
+ * operations, the map, the engines, co itself. Last step of rl__coordinator_close; NULL is a
+ * no-op. [owner, loop freed] */
+void rl__co_free(rl_coordinator *co);
 
 /* The server with this id, or NULL. [loop] */
 co_server *rl__co_server(rl_coordinator *co, uint32_t id);
@@ -258,8 +303,8 @@ int rl__co_server_healthy(const rl_coordinator *co, const co_server *srv, uint64
 int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index);
 /* The newest durable version (the read version clients get). [any] */
 rl_version rl__co_durable(rl_coordinator *co);
-/* Fill a CO_OP_REGISTER operation's transaction (SET \xff/serverList/<id> with its conflict
- * range) from op->reg; everything is allocated in op->arena. RL_OK or RL_E_OUT_OF_MEMORY. */
+/* Fill a registration's transaction (SET \xff/serverList/<id> with its conflict range) from
+ * op->reg; everything is allocated in op->arena. RL_OK or RL_E_OUT_OF_MEMORY. */
 int rl__co_build_register(rl_coordinator *co, co_op *op);
 
 /* Recompute every server's owned and merged ranges from the shard map (after it changed).
@@ -270,14 +315,52 @@ int rl__co_compute_ownership(rl_coordinator *co);
 void rl__co_pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n);
 int rl__co_unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t cap, uint32_t *n);
 
+/* Encode m as a reply of type with id into co->out and send it on conn (a connection that closed
+ * meanwhile drops it). A reply the codec refuses is a bug: logged, and answered internal_error
+ * instead. [loop] */
+void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m);
+/* An error reply with code and a printf-formatted message (cut at 1,023 bytes). [loop] */
+void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* An operation with room for len payload bytes (pooled), or NULL; give it back with
+ * rl__co_op_put (drops its connection reference). Submit it with rl__co_op_done as the
+ * committer's callback and its finish set. [loop] */
+co_op *rl__co_op_get(rl_coordinator *co, size_t len);
+void rl__co_op_put(rl_coordinator *co, co_op *op);
+/* Free the pool of operations. */
+void rl__co_free_pool(rl_coordinator *co);
+/* The committer's done callback: queue the operation for the loop and post rl__co_flush when the
+ * queue was empty (a failed post is caught by the housekeeping timer). [committer thread] */
+void rl__co_op_done(rl_commit_request *req, void *ud);
+/* Run every finished operation's finish, then, if durable advanced, wake parked PEEKs (the
+ * wake_parked hook). [loop; also a posted function and the housekeeping timer's work] */
+void rl__co_flush(rl_coordinator *co);
+/* Answer every parked PEEK that the current durable version (and cap) lets through (the
+ * wake_parked hook): for coord_move.c when the PEEK barrier lifts. [loop] */
+void rl__co_wake_peeks(rl_coordinator *co);
+
+/* The version tick's interval now: CO_TICK_NS, at most a quarter of the MVCC window, at most
+ * CO_HOUSEKEEPING_NS while a move waits for destinations, at least CO_TICK_MIN_NS. [loop] */
+uint64_t rl__co_tick_interval(const rl_coordinator *co);
+/* Submit a tick if none is in flight and nothing became durable for an interval, then arm the
+ * tick timer for the next check (sooner than the armed one, if the interval shrank). Called by
+ * the tick timer, the housekeeping timer and run. [loop] */
+void rl__co_tick_check(rl_coordinator *co);
+/* Set the loop's sleep margin for the current delay: the default precise timers (20-200 µs of
+ * spinning, loop.h) while a delay or jitter is injected, none otherwise. [loop or owner] */
+void rl__co_margin_for_delay(rl_coordinator *co);
+
 /* ---- coord_move.c (placement: SPLIT_SHARD, ASSIGN_SHARD, MOVE_SHARD, moves) ----------------- */
 
 #define CO_MOVEKEYS "\xff/moveKeys/"
 #define CO_MOVEKEYS_LEN 11
 
-/* Handle an admin or storage placement request (types 30-32), decoded in m. [loop] */
-void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, const rl_msg *m);
-/* A CO_OP_MOVE transaction is durable (or failed): install it, go on. [loop] */
+/* The placement requests of the table (coord_requests.def): SPLIT_SHARD and ASSIGN_SHARD queue
+ * an admin request (answered when it is done), MOVE_SHARD records a destination's report. */
+co_handler rl__co_split_shard, rl__co_assign_shard, rl__co_move_shard;
+/* A placement transaction is durable (or failed): install it, go on (its operations' finish).
+ * [loop] */
 void rl__co_move_done(rl_coordinator *co, co_op *op);
 /* Load an in-flight move from \xff/moveKeys/ at open (resumed once its destinations register).
  * RL_OK, RL_E_OUT_OF_MEMORY or RL_E_CORRUPT_DATA (errmsg says why). [open] */
@@ -296,40 +379,14 @@ void rl__co_move_free(rl_coordinator *co);
 /* Append the placement part of STATUS (`,"placement":{...}`). [loop] */
 void rl__co_move_status(rl_coordinator *co, rl_buf *j);
 
-/* ---- coord_net.c -------------------------------------------------------------------------- */
+/* ---- coord_net.c (connections and requests) ------------------------------------------------ */
 
-/* Set the loop's sleep margin for the current delay: the default precise timers (20-200 µs of
- * spinning, loop.h) while a delay or jitter is injected, none otherwise. [loop or owner] */
-void rl__co_margin_for_delay(rl_coordinator *co);
-/* Accept connections on co->loop (called by open once listening). */
+/* Accept connections on co->loop (the listener's callback, coord_life.c). */
 void rl__co_on_accept(rl_listener *l, rl_conn *conn, void *ud);
-/* The committer's done callback for CO_OP_* operations (committer thread). */
-void rl__co_op_done(rl_commit_request *req, void *ud);
-/* Reply to every finished operation and wake parked peeks (loop thread; also a posted
- * function and the housekeeping timer's work). */
-void rl__co_flush(rl_coordinator *co);
-/* The housekeeping timer (every CO_HOUSEKEEPING_NS). */
-void rl__co_housekeeping(rl_loop *loop, void *ud);
-/* The version tick's interval now: CO_TICK_NS, at most a quarter of the MVCC window, at most
- * CO_HOUSEKEEPING_NS while a move waits for destinations, at least CO_TICK_MIN_NS. [loop] */
-uint64_t rl__co_tick_interval(const rl_coordinator *co);
-/* Submit a tick if none is in flight and nothing became durable for an interval, then arm the
- * tick timer for the next check (sooner than the armed one, if the interval shrank). Called by
- * the tick timer, the housekeeping timer and run. [loop] */
-void rl__co_tick_check(rl_coordinator *co);
+/* The wake_parked hook (coord_life.c sets it): answer every parked PEEK with something new —
+ * durable above its after_version, capped at the PEEK cap. [loop] */
+void rl__co_wake_parked(rl_coordinator *co, rl_version durable);
 /* Drop every parked peek (close). [owner, loop stopped] */
 void rl__co_drop_parked(rl_coordinator *co);
-/* Free the pool of operations. */
-void rl__co_free_pool(rl_coordinator *co);
-/* An operation with room for len payload bytes (pooled), or NULL; give it back with
- * rl__co_op_put (drops its connection reference). [loop] */
-co_op *rl__co_op_get(rl_coordinator *co, size_t len);
-void rl__co_op_put(rl_coordinator *co, co_op *op);
-/* Reply helpers of coord_net.c (see send_msg there). [loop] */
-void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m);
-void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-/* Answer every parked PEEK that the current durable version (and cap) lets through. [loop] */
-void rl__co_wake_peeks(rl_coordinator *co);
 
 #endif

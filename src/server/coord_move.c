@@ -1,6 +1,9 @@
 /* coord_move.c — the coordinator's placement: shard splits (SPLIT_SHARD), shard moves
  * (ASSIGN_SHARD) and destinations' "fetch complete" reports (MOVE_SHARD). docs/design.md §8.3
- * (Placement) is the design, docs/protocol.md §7/§9 the wire behaviour.
+ * (Placement) is the design, docs/protocol.md §7/§9 the wire behaviour. A part of the
+ * coordinator (coord_int.h, "The files"): it uses the core only — its transactions are
+ * operations whose finish is rl__co_move_done, and it answers parked PEEKs when the barrier
+ * lifts through rl__co_wake_peeks.
  *
  * Admin requests queue (mv.head) and run one at a time on the loop thread. An ASSIGN of
  * [begin, end) to team D:
@@ -28,7 +31,7 @@
  *   2. The shard map in memory changes only here, on the loop thread, after the transaction
  *      that wrote it to \xff/keyServers/ is durable; owned/merged ranges are recomputed then.
  *   3. While a move waits for destinations, the coordinator's version tick runs every
- *      housekeeping interval instead of its usual one (rl__co_tick_interval, coord_net.c): an
+ *      housekeeping interval instead of its usual one (rl__co_tick_interval, coordinator.c): an
  *      empty batch keeps versions advancing (a destination applies its fetched data at a version
  *      it has not applied yet, which must come even on an idle cluster).
  *   4. A destination that registers again (restart, reconnection) is assigned the range again
@@ -282,7 +285,7 @@ static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, in
     op->req.muts = muts;
     op->req.n_muts = n;
     op->req.is_tick = n == 0;
-    op->kind = CO_OP_MOVE;
+    op->finish = rl__co_move_done;
     op->move_step = step;
     op->conn = NULL;
     co->mv.txn = 1;
@@ -574,49 +577,50 @@ static void enqueue(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, c
 /* A key an admin request may name: below "\xff". */
 static int user_key(const uint8_t *k, uint32_t kl) { return rl__bytes_cmp(k, kl, k_ff, 1) < 0; }
 
-/* See coord_int.h. */
-void rl__co_move_request(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, const rl_msg *m) {
-    if (h->type == RL_MSG_SPLIT_SHARD) {
-        const rl_msg_split_shard_req *r = &m->u.split_shard_req;
-        if (r->key_len == 0 || !user_key(r->key, r->key_len)) {
-            rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
-                              "SPLIT_SHARD: the key must be above \"\" and below \\xff (the "
-                              "system keyspace is the coordinator's)");
-            return;
-        }
-        enqueue(co, cc, h, r->key, r->key_len, r->key, r->key_len, NULL, 0, 0);
+/* See coord_int.h: SPLIT_SHARD (an admin connection: on_frame checked). */
+void rl__co_split_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
+    rl_coordinator *co = cc->co;
+    const rl_msg_split_shard_req *r = &m->u.split_shard_req;
+    (void)payload;
+    if (r->key_len == 0 || !user_key(r->key, r->key_len)) {
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
+                          "SPLIT_SHARD: the key must be above \"\" and below \\xff (the "
+                          "system keyspace is the coordinator's)");
         return;
     }
-    if (h->type == RL_MSG_ASSIGN_SHARD) {
-        const rl_msg_assign_shard_req *r = &m->u.assign_shard_req;
-        if (rl__bytes_cmp(r->range.end, r->range.end_len, k_ff, 1) > 0) {
-            rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
-                              "ASSIGN_SHARD: the range must end at or below \\xff (the system "
-                              "keyspace is the coordinator's)");
-            return;
-        }
-        for (uint32_t i = 0; i < r->n_team; i++)
-            if (r->team[i] == 0 || !rl__co_server(co, r->team[i])) {
-                rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
-                                  "ASSIGN_SHARD: storage id %u is not a storage server of this "
-                                  "cluster",
-                                  r->team[i]);
-                return;
-            }
-        enqueue(co, cc, h, r->range.begin, r->range.begin_len, r->range.end, r->range.end_len, r->team, r->n_team,
-                r->timeout_ms);
+    enqueue(co, cc, h, r->key, r->key_len, r->key, r->key_len, NULL, 0, 0);
+}
+
+/* See coord_int.h: ASSIGN_SHARD (an admin connection: on_frame checked). */
+void rl__co_assign_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
+    rl_coordinator *co = cc->co;
+    const rl_msg_assign_shard_req *r = &m->u.assign_shard_req;
+    (void)payload;
+    if (rl__bytes_cmp(r->range.end, r->range.end_len, k_ff, 1) > 0) {
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
+                          "ASSIGN_SHARD: the range must end at or below \\xff (the system "
+                          "keyspace is the coordinator's)");
         return;
     }
-    /* MOVE_SHARD: a destination's fetch is complete. */
+    for (uint32_t i = 0; i < r->n_team; i++)
+        if (r->team[i] == 0 || !rl__co_server(co, r->team[i])) {
+            rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
+                              "ASSIGN_SHARD: storage id %u is not a storage server of this "
+                              "cluster",
+                              r->team[i]);
+            return;
+        }
+    enqueue(co, cc, h, r->range.begin, r->range.begin_len, r->range.end, r->range.end_len, r->team, r->n_team,
+            r->timeout_ms);
+}
+
+/* See coord_int.h: MOVE_SHARD, a destination's fetch is complete (from the storage server it
+ * names: on_frame checked). */
+void rl__co_move_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
+    rl_coordinator *co = cc->co;
     const rl_msg_move_shard_req *r = &m->u.move_shard_req;
     co_placement *mv = &co->mv;
-    if (cc->role != RL_ROLE_STORAGE || cc->id != r->storage_id) {
-        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
-                          "MOVE_SHARD for storage server %u on a connection whose HELLO said "
-                          "role %u id %u",
-                          r->storage_id, cc->role, cc->id);
-        return;
-    }
+    (void)payload;
     int match = mv->active && rl__bytes_cmp(r->range.begin, r->range.begin_len, mv->begin, mv->begin_len) == 0 &&
                 rl__bytes_cmp(r->range.end, r->range.end_len, mv->end, mv->end_len) == 0;
     uint32_t n = 0, found = 0;

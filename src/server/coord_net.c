@@ -1,54 +1,56 @@
-/* coord_net.c — the coordinator's connections and request handlers (docs/protocol.md §9).
+/* coord_net.c — the coordinator's connections and request handlers (docs/protocol.md §9): a part
+ * of the coordinator (coord_int.h, "The files").
  *
- * Every connection is served on the loop thread. A frame is handled in on_frame:
+ * Every connection is served on the loop thread. A frame is handled in on_frame, through the
+ * request table (coord_requests.def) and what net/messages.def says of each message:
  *
  *   flags != 0 (a reply or error reply)  -> protocol error: log, close the connection
  *   no HELLO yet and type != HELLO       -> protocol error
- *   HELLO (once)                         -> HELLO reply; a foreign magic/version gets an error
- *                                           reply incompatible_protocol_version, then close
+ *   CO_RAW (COMMIT)                      -> its handler, which decodes its own copy
  *   payload does not decode, unknown or
- *   reserved type                        -> protocol error (the decoder's reason is logged)
+ *   reserved type                        -> protocol error (the decoder's reason is logged); a
+ *                                           HELLO of a foreign magic/version gets an error reply
+ *                                           incompatible_protocol_version, then close
+ *   no line in the table                 -> storage servers' (RL_MSGF_STORAGE: GET_MAPPED_RANGE,
+ *                                           GET_MULTI): error reply unsupported_operation, kept
+ *                                           open; anything else (AUTH …): protocol error
+ *   RL_MSGF_ADMIN, not an admin HELLO    -> error reply unauthorized_attempt, kept open
+ *   RL_MSGF_FROM_STORAGE, not the HELLO
+ *   of the storage server it names       -> error reply client_invalid_operation, kept open
+ *   then the handler:
+ *   HELLO (once)                         -> HELLO reply (a second HELLO: protocol error)
  *   GET_READ_VERSION, GET_SHARD_MAP, STATUS, PING, GET, GET_KEY, GET_RANGE, SET_DELAY
  *                                        -> answered at once
  *   COMMIT, REGISTER_STORAGE             -> an operation (co_op) goes to the committer; its
- *                                           reply is sent by rl__co_flush when it is done
+ *                                           finish (commit_done, finish_register) replies when
+ *                                           rl__co_flush runs it
  *   PEEK                                 -> answered at once when the log holds versions after
  *                                           after_version (or max_wait_ms is 0), else parked
  *                                           until a batch is durable or max_wait_ms passes
  *   POP                                  -> recorded; the log is truncated when it can be
- *   SPLIT_SHARD, ASSIGN_SHARD            -> placement (coord_move.c): queued, answered when done
- *   MOVE_SHARD                           -> a move destination's "fetch complete": answered at once
- *   GET_MAPPED_RANGE, GET_MULTI          -> error reply unsupported_operation (storage only)
+ *   SPLIT_SHARD, ASSIGN_SHARD, MOVE_SHARD
+ *                                        -> placement (coord_move.c)
  * A protocol error closes only that connection (docs/protocol.md §8); it is counted in STATUS.
  *
  * Injected delay (netem.h): the HELLO tells whether the peer is on another host; if so the
  * connection gets the current delay before the HELLO reply, the first frame sent on it, and
  * every later SET_DELAY. Admin connections are never delayed.
  *
- * Operation life cycle (co_op):
+ * Operation life cycle (co_op, coordinator.c):
  *     FRAME --copy payload, decode, check--> SUBMITTED --committer done (committer thread)-->
- *     QUEUED (co->done_*) --rl__co_flush (loop)--> REPLIED --> back to the pool
+ *     QUEUED (co->done_*) --rl__co_flush (loop): its finish--> REPLIED --> back to the pool
  * An operation holds a reference to its connection; a reply to a connection that closed in
  * the meantime is dropped (rl__conn_send fails), never sent elsewhere.
  *
- * Parked peeks (co_peek) are answered by exactly one of: rl__co_flush (durable advanced),
- * their timer (max_wait_ms), or dropped when their connection closes.
- *
- * The version tick (docs/design.md §8.3, FoundationDB's MAX_COMMIT_BATCH_INTERVAL): when no
- * batch became durable for an interval (rl__co_tick_interval: 500 ms, at most a quarter of the
- * MVCC window, 100 ms while a move waits), the tick timer submits a tick request (CO_OP_TICK,
- * rl_commit_request.is_tick) through the same committer: an empty batch that is logged and
- * fdatasynced like any other, gets a version, wakes parked PEEKs, and so advances the durable
- * version (GET_READ_VERSION) and the storage servers' known versions. Read versions are thus
- * never older than about an interval plus one fdatasync, always well inside the window, however
- * long nothing committed. Only durable, logged versions are ever handed out. Idle cost per
- * interval: one 24-byte log record and one fdatasync here, and on every storage server one empty
- * version applied and synced, then a POP.
+ * Parked peeks (co_peek) are answered by exactly one of: rl__co_wake_parked (through the core's
+ * wake_parked hook: rl__co_flush when durable advanced, rl__co_wake_peeks when the PEEK barrier
+ * lifted), their timer (max_wait_ms), or dropped when their connection closes.
  */
 #include "server/coord_int.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,83 +65,7 @@
 static const uint8_t k_ff[1] = {0xff};
 static const uint8_t k_ffff[2] = {0xff, 0xff};
 
-#define CO_POOL_MAX 512 /* free operations kept */
-#define CO_POOL_KEEP_BYTES \
-    (1u << 20)                       /* ... only when their payload buffer and arena are this
-                                         small (a pooled op keeps both for reuse) */
-#define CO_PEEK_KEEP (1u << 16)      /* PEEK scratch arrays larger than this are freed after use */
-#define CO_SEND_BUF_MIN (256u << 10) /* replies this large are handed over, not copied */
-
-/* ---- Sending ------------------------------------------------------------------------------ */
-
-/* Encode m (a reply of type `type`) into co->out and send it on conn. A failure to encode is a
- * bug of this file: it is logged and answered with internal_error. */
-static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl_msg *m) {
-    rl_proto_why why;
-    m->type = type;
-    m->flags = flags;
-    rl__buf_reset(&co->out);
-    int rc = rl__msg_encode(&co->out, m, &why);
-    if (rc == RL_OK && co->out.len > RL_NET_MAX_PAYLOAD) {
-        snprintf(why.text, sizeof why.text, "%s reply of %zu bytes exceeds the frame limit", rl__msg_type_name(type),
-                 co->out.len);
-        rc = RL_E_INTERNAL_ERROR;
-    }
-    if (rc != RL_OK) {
-        rl__log(RL_LOG_ERROR, "coordinator: cannot encode a %s reply to %s: %s (%s)", rl__msg_type_name(type),
-                rl__conn_peer(conn), rl_error_name(rc), why.text);
-        if (flags & RL_FRAME_ERROR) return;
-        rl_msg e;
-        memset(&e, 0, sizeof e);
-        e.u.error.code = rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_INTERNAL_ERROR;
-        e.u.error.message = (const uint8_t *)why.text;
-        e.u.error.message_len = (uint32_t)strlen(why.text);
-        send_msg(co, conn, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, &e);
-        return;
-    }
-    if (co->out.len >= CO_SEND_BUF_MIN) rc = rl__conn_send_buf(conn, type, flags, id, &co->out);
-    else rc = rl__conn_send(conn, type, flags, id, co->out.data, co->out.len);
-    if (rc != RL_OK && rc != RL_E_CONNECTION_FAILED)
-        rl__log(RL_LOG_WARN, "coordinator: sending a %s reply to %s failed: %s", rl__msg_type_name(type),
-                rl__conn_peer(conn), rl_error_name(rc));
-}
-
-/* Send a reply (flags RL_FRAME_REPLY) of type with id; see send_msg. */
-static void send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m) {
-    send_msg(co, conn, type, RL_FRAME_REPLY, id, m);
-}
-
-/* An error reply with code and a printf-formatted message (cut at the protocol's limit). */
-static void send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static void send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    rl_msg e;
-    memset(&e, 0, sizeof e);
-    e.u.error.code = code;
-    e.u.error.message = (const uint8_t *)text;
-    e.u.error.message_len = (uint32_t)strlen(text);
-    send_msg(co, conn, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, &e);
-}
-
-/* See coord_int.h. */
-void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m) {
-    send_reply(co, conn, type, id, m);
-}
-
-/* See coord_int.h. */
-void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    send_error(co, conn, type, id, code, "%s", text);
-}
+#define CO_PEEK_KEEP (1u << 16) /* PEEK scratch arrays larger than this are freed after use */
 
 /* A protocol error: log it with the peer, the frame and why, and close this connection only. */
 static void bad_frame(co_conn *cc, const rl_frame_header *h, const char *fmt, ...)
@@ -156,92 +82,6 @@ static void bad_frame(co_conn *cc, const rl_frame_header *h, const char *fmt, ..
             rl__conn_peer(cc->conn), text, h->type, rl__msg_type_name(h->type), h->flags, h->id, h->payload_len);
     cc->co->protocol_errors++;
     rl__conn_close(cc->conn, 0);
-}
-
-/* ---- Operations (COMMIT, REGISTER_STORAGE) ------------------------------------------------ */
-
-/* An operation with room for a payload of len bytes (from the pool when possible). NULL: OOM. */
-static co_op *op_get(rl_coordinator *co, size_t len) {
-    co_op *op = co->pool;
-    if (op) {
-        co->pool = op->next;
-        co->n_pool--;
-    } else {
-        op = rl__calloc(1, sizeof *op);
-        if (!op) return NULL;
-        op->co = co;
-        rl__arena_init(&op->arena, 0);
-    }
-    op->next = NULL;
-    if (op->payload_cap < len) {
-        uint8_t *p = rl__realloc(op->payload, len ? len : 1);
-        if (!p) {
-            rl__arena_release(&op->arena);
-            rl__free(op->payload);
-            rl__free(op);
-            return NULL;
-        }
-        op->payload = p;
-        op->payload_cap = len;
-    }
-    return op;
-}
-
-/* Return op to the pool (or free it); drops its connection reference. */
-static void op_put(rl_coordinator *co, co_op *op) {
-    rl__conn_release(op->conn);
-    op->conn = NULL;
-    op->srv = NULL;
-    rl__arena_reset(&op->arena);
-    if (co->n_pool >= CO_POOL_MAX || op->payload_cap > CO_POOL_KEEP_BYTES ||
-        rl__arena_capacity(&op->arena) > CO_POOL_KEEP_BYTES) {
-        rl__arena_release(&op->arena);
-        rl__free(op->payload);
-        rl__free(op);
-        return;
-    }
-    op->next = co->pool;
-    co->pool = op;
-    co->n_pool++;
-}
-
-/* See coord_int.h. */
-co_op *rl__co_op_get(rl_coordinator *co, size_t len) { return op_get(co, len); }
-void rl__co_op_put(rl_coordinator *co, co_op *op) { op_put(co, op); }
-
-/* See coord_int.h. */
-void rl__co_free_pool(rl_coordinator *co) {
-    while (co->pool) {
-        co_op *op = co->pool;
-        co->pool = op->next;
-        rl__arena_release(&op->arena);
-        rl__free(op->payload);
-        rl__free(op);
-    }
-    co->n_pool = 0;
-}
-
-/* A posted flush (rl__co_op_done posts it when the completion queue was empty). */
-static void flush_post(rl_loop *loop, void *ud) {
-    (void)loop;
-    rl__co_flush(ud);
-}
-
-/* Committer thread: queue the finished operation for the loop; post a flush when the queue was
- * empty (a failed post is caught by the housekeeping timer). */
-void rl__co_op_done(rl_commit_request *req, void *ud) {
-    (void)req;
-    co_op *op = ud;
-    rl_coordinator *co = op->co;
-    pthread_mutex_lock(&co->done_mu);
-    int was_empty = co->done_head == NULL;
-    if (co->done_tail) co->done_tail->next = op;
-    else co->done_head = op;
-    co->done_tail = op;
-    pthread_mutex_unlock(&co->done_mu);
-    if (was_empty && co->loop && rl__loop_post(co->loop, flush_post, co) != RL_OK)
-        rl__log(RL_LOG_WARN, "coordinator: could not post commit replies (out of memory); the "
-                             "housekeeping timer sends them");
 }
 
 /* ---- PEEK -------------------------------------------------------------------------------- */
@@ -362,15 +202,15 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     rl_version durable = 0;
     int rc = rl__commitlog_read(co->log, after, peek_visit, &s, &durable);
     if (rc == RL_E_PROCESS_BEHIND) {
-        send_error(co, conn, RL_MSG_PEEK, id, rc,
-                   "the commit log no longer holds the versions after %" PRIu64 " (it was "
-                   "truncated through %" PRIu64 "): register again",
-                   after, rl__commitlog_base_version(co->log));
+        rl__co_send_error(co, conn, RL_MSG_PEEK, id, rc,
+                          "the commit log no longer holds the versions after %" PRIu64 " (it was "
+                          "truncated through %" PRIu64 "): register again",
+                          after, rl__commitlog_base_version(co->log));
         return;
     }
     if (rc == RL_OK) rc = s.rc;
     if (rc != RL_OK) {
-        send_error(co, conn, RL_MSG_PEEK, id, rc, "reading the commit log failed: %s", rl_error_name(rc));
+        rl__co_send_error(co, conn, RL_MSG_PEEK, id, rc, "reading the commit log failed: %s", rl_error_name(rc));
         return;
     }
     for (size_t i = 0; i < s.nv; i++)
@@ -393,7 +233,7 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     m.u.peek_reply.changes = ch;
     m.u.peek_reply.n_changes = nch;
     srv->peeks++;
-    send_reply(co, conn, RL_MSG_PEEK, id, &m);
+    rl__co_send_reply(co, conn, RL_MSG_PEEK, id, &m);
     if (co->pk_cap_muts > CO_PEEK_KEEP || co->pk_cap_versions > CO_PEEK_KEEP) {
         /* A catching-up server's large reply: do not keep its scratch for ever. */
         rl__free(co->pk_muts);
@@ -422,8 +262,9 @@ static void peek_timeout(rl_loop *loop, void *ud) {
     rl__free(pk);
 }
 
-/* Answer every parked peek that has something new (durable > its after_version). */
-static void wake_parked(rl_coordinator *co, rl_version durable) {
+/* Answer every parked peek that has something new (durable > its after_version, and below the
+ * PEEK cap). See coord_int.h (co->wake_parked: the core and coord_move.c call it through the core). */
+void rl__co_wake_parked(rl_coordinator *co, rl_version durable) {
     rl_version cap = rl__co_peek_cap(co);
     if (cap && durable > cap) durable = cap;
     co_peek *pk = co->parked;
@@ -437,13 +278,6 @@ static void wake_parked(rl_coordinator *co, rl_version durable) {
         }
         pk = next;
     }
-}
-
-/* See coord_int.h. */
-void rl__co_wake_peeks(rl_coordinator *co) {
-    rl_version d = rl__commitlog_durable_version(co->log);
-    co->notified = d;
-    wake_parked(co, d);
 }
 
 /* Drop the parked peeks of connection cc (all of them when cc is NULL), unanswered. */
@@ -463,31 +297,27 @@ static void drop_parked_of(rl_coordinator *co, co_conn *cc) {
 /* See coord_int.h. */
 void rl__co_drop_parked(rl_coordinator *co) { drop_parked_of(co, NULL); }
 
-/* The storage server a PEEK/POP names, if this connection may speak for it (its HELLO said
- * storage with that id, and it has registered); else an error reply and NULL. */
-static co_server *storage_peer(co_conn *cc, const rl_frame_header *h, uint32_t id) {
+/* The storage server a PEEK/POP names if it has registered (on_frame checked that this
+ * connection speaks for it: RL_MSGF_FROM_STORAGE); else an error reply and NULL. */
+static co_server *registered_server(co_conn *cc, const rl_frame_header *h, uint32_t id) {
     rl_coordinator *co = cc->co;
-    if (cc->role != RL_ROLE_STORAGE || cc->id != id) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
-                   "%s for storage server %u on a connection whose HELLO said role %u id %u",
-                   rl__msg_type_name(h->type), id, cc->role, cc->id);
-        return NULL;
-    }
     co_server *srv = rl__co_server(co, id);
     if (!srv || !srv->registered) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
-                   "storage server %u has not registered with this coordinator "
-                   "(REGISTER_STORAGE first)",
-                   id);
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
+                          "storage server %u has not registered with this coordinator "
+                          "(REGISTER_STORAGE first)",
+                          id);
         return NULL;
     }
     return srv;
 }
 
 /* PEEK: record the server's peek (health), then answer now or park (docs/protocol.md §9). */
-static void handle_peek(co_conn *cc, const rl_frame_header *h, const rl_msg_peek_req *p) {
+static void handle_peek(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
     rl_coordinator *co = cc->co;
-    co_server *srv = storage_peer(cc, h, p->storage_id);
+    const rl_msg_peek_req *p = &m->u.peek_req;
+    (void)payload;
+    co_server *srv = registered_server(cc, h, p->storage_id);
     if (!srv) return;
     if (srv->peek_conn != cc->conn) {
         rl__conn_release(srv->peek_conn);
@@ -503,7 +333,7 @@ static void handle_peek(co_conn *cc, const rl_frame_header *h, const rl_msg_peek
     }
     co_peek *pk = rl__calloc(1, sizeof *pk);
     if (!pk) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "cannot park the PEEK");
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "cannot park the PEEK");
         return;
     }
     pk->cc = cc;
@@ -514,7 +344,7 @@ static void handle_peek(co_conn *cc, const rl_frame_header *h, const rl_msg_peek
     uint64_t deadline = srv->last_peek_ns + (uint64_t)p->max_wait_ms * 1000000ull;
     if (rl__loop_timer_add(co->loop, deadline, peek_timeout, pk, &pk->timer_id) != RL_OK) {
         rl__free(pk);
-        send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "cannot park the PEEK");
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "cannot park the PEEK");
         return;
     }
     pk->next = co->parked;
@@ -524,9 +354,11 @@ static void handle_peek(co_conn *cc, const rl_frame_header *h, const rl_msg_peek
 }
 
 /* POP: raise the server's popped version and truncate what every shard owner popped. */
-static void handle_pop(co_conn *cc, const rl_frame_header *h, const rl_msg_pop_req *p) {
+static void handle_pop(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
     rl_coordinator *co = cc->co;
-    co_server *srv = storage_peer(cc, h, p->storage_id);
+    const rl_msg_pop_req *p = &m->u.pop_req;
+    (void)payload;
+    co_server *srv = registered_server(cc, h, p->storage_id);
     if (!srv) return;
     rl_version durable = rl__commitlog_durable_version(co->log);
     rl_version v = p->durable_version < durable ? p->durable_version : durable;
@@ -543,54 +375,55 @@ static void handle_pop(co_conn *cc, const rl_frame_header *h, const rl_msg_pop_r
                 "coordinator: truncated %" PRIu64 " commit log segments (every "
                 "storage server popped %" PRIu64 ")",
                 deleted, min);
-    rl_msg m;
-    memset(&m, 0, sizeof m);
-    send_reply(co, cc->conn, RL_MSG_POP, h->id, &m);
+    rl_msg rep;
+    memset(&rep, 0, sizeof rep);
+    rl__co_send_reply(co, cc->conn, RL_MSG_POP, h->id, &rep);
 }
 
 /* ---- REGISTER_STORAGE ---------------------------------------------------------------------- */
 
-static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t *payload) {
+static void finish_register(rl_coordinator *co, co_op *op);
+
+/* REGISTER_STORAGE (from the storage server it names: on_frame checked): the request is decoded
+ * again from the operation's own copy of the payload, which lives until the registration is
+ * committed; then the layout, a registration in flight and the log's base are checked. */
+static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
     rl_coordinator *co = cc->co;
     rl_proto_why why;
-    co_op *op = op_get(co, h->payload_len);
+    (void)m;
+    co_op *op = rl__co_op_get(co, h->payload_len);
     if (!op) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
         return;
     }
     memcpy(op->payload, payload, h->payload_len);
     int rc = rl__msg_register_storage_req_decode(op->payload, h->payload_len, &op->arena, &op->reg, &why);
     if (rc != RL_OK) {
-        op_put(co, op);
+        rl__co_op_put(co, op);
         if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", why.text);
-        else send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_name(rc));
+        else rl__co_send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_name(rc));
         return;
     }
     const rl_msg_register_storage_req *r = &op->reg;
     co_server *srv = r->id ? rl__co_server(co, r->id) : NULL;
     rl_version base = rl__commitlog_base_version(co->log);
-    if (cc->role != RL_ROLE_STORAGE || cc->id != r->id) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
-                   "REGISTER_STORAGE for storage server %u on a connection whose HELLO said role "
-                   "%u id %u",
-                   r->id, cc->role, cc->id);
-    } else if (!srv) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
-                   "storage server id %u is not in this cluster's layout (%u storage servers "
-                   "known; see STATUS)",
-                   r->id, co->n_servers);
+    if (!srv) {
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
+                          "storage server id %u is not in this cluster's layout (%u storage servers "
+                          "known; see STATUS)",
+                          r->id, co->n_servers);
     } else if (srv->registering) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
-                   "a registration of storage server %u is already being committed", r->id);
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
+                          "a registration of storage server %u is already being committed", r->id);
     } else if (srv->owns_shard && r->durable_version < base) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_PROCESS_BEHIND,
-                   "storage server %u is durable at version %" PRIu64 " but the commit log was "
-                   "truncated through version %" PRIu64 ": its data would have a hole",
-                   r->id, r->durable_version, base);
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_PROCESS_BEHIND,
+                          "storage server %u is durable at version %" PRIu64 " but the commit log was "
+                          "truncated through version %" PRIu64 ": its data would have a hole",
+                          r->id, r->durable_version, base);
     } else if ((rc = rl__co_build_register(co, op)) != RL_OK) {
-        send_error(co, cc->conn, h->type, h->id, rc, "cannot build the registration: %s", rl_error_name(rc));
+        rl__co_send_error(co, cc->conn, h->type, h->id, rc, "cannot build the registration: %s", rl_error_name(rc));
     } else {
-        op->kind = CO_OP_REGISTER;
+        op->finish = finish_register;
         op->srv = srv;
         op->req_id = h->id;
         rl__conn_retain(cc->conn);
@@ -601,19 +434,20 @@ static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t
         srv->registering = 1;
         if ((rc = rl__committer_submit(co->cm, &op->req, rl__co_op_done, op)) == RL_OK) return;
         srv->registering = 0;
-        send_error(co, cc->conn, h->type, h->id, rc, "cannot submit the registration: %s", rl_error_name(rc));
+        rl__co_send_error(co, cc->conn, h->type, h->id, rc, "cannot submit the registration: %s", rl_error_name(rc));
     }
-    op_put(co, op);
+    rl__co_op_put(co, op);
 }
 
-/* The loop's part of a finished REGISTER_STORAGE: record the server, answer it. */
+/* The loop's part of a finished REGISTER_STORAGE (its finish, run by rl__co_flush): record the
+ * server, answer it. */
 static void finish_register(rl_coordinator *co, co_op *op) {
     co_server *srv = op->srv;
     const rl_msg_register_storage_req *r = &op->reg;
     srv->registering = 0;
     if (op->req.result != RL_OK) {
-        send_error(co, op->conn, RL_MSG_REGISTER_STORAGE, op->req_id, op->req.result,
-                   "registering storage server %u failed: %s", r->id, rl_error_name(op->req.result));
+        rl__co_send_error(co, op->conn, RL_MSG_REGISTER_STORAGE, op->req_id, op->req.result,
+                          "registering storage server %u failed: %s", r->id, rl_error_name(op->req.result));
         return;
     }
     uint8_t *host = rl__malloc(r->host_len ? r->host_len : 1);
@@ -640,114 +474,7 @@ static void finish_register(rl_coordinator *co, co_op *op) {
     m.u.register_storage_reply.start_version = r->durable_version;
     m.u.register_storage_reply.ranges = srv->owned;
     m.u.register_storage_reply.n_ranges = srv->n_owned;
-    send_reply(co, op->conn, RL_MSG_REGISTER_STORAGE, op->req_id, &m);
-}
-
-/* See coord_int.h: replies in completion order, then parked peeks woken by the new durable
- * version. Runs on the loop thread (and once more by close after the loop is freed). */
-void rl__co_flush(rl_coordinator *co) {
-    pthread_mutex_lock(&co->done_mu);
-    co_op *op = co->done_head;
-    co->done_head = co->done_tail = NULL;
-    pthread_mutex_unlock(&co->done_mu);
-    while (op) {
-        co_op *next = op->next;
-        if (op->kind == CO_OP_COMMIT) {
-            rl_msg m;
-            memset(&m, 0, sizeof m);
-            m.u.commit_reply.result = op->req.result;
-            m.u.commit_reply.commit_version = op->req.result == RL_OK ? op->req.commit_version : 0;
-            m.u.commit_reply.batch_order = op->req.result == RL_OK ? op->req.batch_order : 0;
-            if (op->req.result == RL_OK && op->req.commit_version) co->commits++;
-            send_reply(co, op->conn, RL_MSG_COMMIT, op->req_id, &m);
-        } else if (op->kind == CO_OP_MOVE) {
-            rl__co_move_done(co, op); /* may answer parked peeks itself */
-        } else if (op->kind == CO_OP_TICK) {
-            co->tick_busy = 0;
-            if (op->req.result == RL_OK) {
-                co->ticks++;
-                co->tick_version = op->req.commit_version;
-            }
-        } else {
-            finish_register(co, op);
-        }
-        op_put(co, op);
-        op = next;
-    }
-    if (!co->log) return; /* closing after a failed open */
-    rl_version d = rl__commitlog_durable_version(co->log);
-    if (d > co->notified) {
-        co->notified = d;
-        /* A batch of a tick's own leaves the tick's schedule as it was (it counts from the
-         * tick's submission); any other batch puts the next tick an interval away. */
-        if (d != co->tick_version) co->last_version_ns = rl__clock_mono_ns();
-        wake_parked(co, d);
-    }
-}
-
-/* See coord_int.h: flush (a failed post may have left completions queued), placement, the
- * version tick (a move that started waiting shortens its interval), and re-arm. */
-void rl__co_housekeeping(rl_loop *loop, void *ud) {
-    rl_coordinator *co = ud;
-    rl__co_flush(co);
-    rl__co_move_tick(co);
-    rl__co_tick_check(co);
-    if (rl__loop_timer_add(loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping, co,
-                           &co->housekeeping_timer) != RL_OK)
-        co->housekeeping_timer = 0;
-}
-
-/* ---- The version tick ---------------------------------------------------------------------- */
-
-/* See coord_int.h. The window is in versions, about microseconds. */
-uint64_t rl__co_tick_interval(const rl_coordinator *co) {
-    uint64_t window = co->window_versions ? co->window_versions : 5000000;
-    uint64_t ns = window / 4 * 1000;
-    if (ns > CO_TICK_NS) ns = CO_TICK_NS;
-    if (co->mv.active && co->mv.n_pending && ns > CO_HOUSEKEEPING_NS) ns = CO_HOUSEKEEPING_NS;
-    if (ns < CO_TICK_MIN_NS) ns = CO_TICK_MIN_NS;
-    return ns;
-}
-
-/* Submit one tick: an empty batch through the committer (answered in rl__co_flush). A failure
- * (out of memory) is retried at the next check. */
-static void submit_tick(rl_coordinator *co) {
-    co_op *op = op_get(co, 0);
-    if (!op) return;
-    memset(&op->req, 0, sizeof op->req);
-    op->req.is_tick = 1;
-    op->kind = CO_OP_TICK;
-    op->conn = NULL;
-    if (rl__committer_submit(co->cm, &op->req, rl__co_op_done, op) != RL_OK) {
-        op_put(co, op);
-        return;
-    }
-    co->tick_busy = 1;
-}
-
-/* The tick timer fired. */
-static void tick_timer_fired(rl_loop *loop, void *ud) {
-    (void)loop;
-    rl_coordinator *co = ud;
-    co->tick_timer = 0;
-    rl__co_tick_check(co);
-}
-
-/* See coord_int.h. A tick still in the committer (an fdatasync longer than the interval) is
- * waited for: the check comes again an interval later. */
-void rl__co_tick_check(rl_coordinator *co) {
-    uint64_t now = rl__clock_mono_ns(), iv = rl__co_tick_interval(co);
-    if (!co->tick_busy && now - co->last_version_ns >= iv) {
-        submit_tick(co);
-        co->last_version_ns = now;
-    }
-    uint64_t due = co->last_version_ns + iv;
-    if (due <= now) due = now + iv;
-    if (co->tick_timer && co->tick_deadline_ns <= due) return; /* that one checks again */
-    if (co->tick_timer) rl__loop_timer_cancel(co->loop, co->tick_timer);
-    co->tick_timer = 0;
-    if (rl__loop_timer_add(co->loop, due, tick_timer_fired, co, &co->tick_timer) == RL_OK) co->tick_deadline_ns = due;
-    else co->tick_timer = 0; /* out of memory: the housekeeping timer checks again */
+    rl__co_send_reply(co, op->conn, RL_MSG_REGISTER_STORAGE, op->req_id, &m);
 }
 
 /* ---- COMMIT ------------------------------------------------------------------------------- */
@@ -756,17 +483,30 @@ static void reply_commit_now(rl_coordinator *co, rl_conn *conn, uint64_t id, int
     rl_msg m;
     memset(&m, 0, sizeof m);
     m.u.commit_reply.result = result;
-    send_reply(co, conn, RL_MSG_COMMIT, id, &m);
+    rl__co_send_reply(co, conn, RL_MSG_COMMIT, id, &m);
 }
 
-/* COMMIT: copy the payload into an operation, decode it there, check its system-key writes,
- * submit it; the reply comes from rl__co_flush (or now, for a refusal). */
-static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *payload) {
+/* A COMMIT's batch is durable (or failed): its reply (the operation's finish, run by
+ * rl__co_flush). */
+static void commit_done(rl_coordinator *co, co_op *op) {
+    rl_msg m;
+    memset(&m, 0, sizeof m);
+    m.u.commit_reply.result = op->req.result;
+    m.u.commit_reply.commit_version = op->req.result == RL_OK ? op->req.commit_version : 0;
+    m.u.commit_reply.batch_order = op->req.result == RL_OK ? op->req.batch_order : 0;
+    if (op->req.result == RL_OK && op->req.commit_version) co->commits++;
+    rl__co_send_reply(co, op->conn, RL_MSG_COMMIT, op->req_id, &m);
+}
+
+/* COMMIT (CO_RAW: m is NULL): copy the payload into an operation, decode it there, check its
+ * system-key writes, submit it; the reply comes from commit_done (or now, for a refusal). */
+static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *unused) {
     rl_coordinator *co = cc->co;
     rl_proto_why why;
     rl_msg_commit_req m;
+    (void)unused;
     co->commit_requests++;
-    co_op *op = op_get(co, h->payload_len);
+    co_op *op = rl__co_op_get(co, h->payload_len);
     if (!op) {
         reply_commit_now(co, cc->conn, h->id, RL_E_OUT_OF_MEMORY);
         return;
@@ -774,7 +514,7 @@ static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *
     if (h->payload_len) memcpy(op->payload, payload, h->payload_len);
     int rc = rl__msg_commit_req_decode(op->payload, h->payload_len, &op->arena, &m, &why);
     if (rc != RL_OK) {
-        op_put(co, op);
+        rl__co_op_put(co, op);
         if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", why.text);
         else reply_commit_now(co, cc->conn, h->id, rc);
         return;
@@ -782,7 +522,7 @@ static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *
     size_t bad = 0;
     if ((rc = rl__co_check_mutations(m.muts, m.n_muts, &bad)) != RL_OK) {
         if (rc == RL_E_SYSTEM_KEY_WRITE) co->refused_system_writes++;
-        op_put(co, op);
+        rl__co_op_put(co, op);
         reply_commit_now(co, cc->conn, h->id, rc);
         return;
     }
@@ -794,13 +534,13 @@ static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *
     op->req.n_writes = m.n_writes;
     op->req.muts = m.muts;
     op->req.n_muts = m.n_muts;
-    op->kind = CO_OP_COMMIT;
+    op->finish = commit_done;
     op->req_id = h->id;
     rl__conn_retain(cc->conn);
     op->conn = cc->conn;
     if ((rc = rl__committer_submit(co->cm, &op->req, rl__co_op_done, op)) != RL_OK) {
         reply_commit_now(co, cc->conn, h->id, rc);
-        op_put(co, op);
+        rl__co_op_put(co, op);
     }
 }
 
@@ -821,22 +561,24 @@ static int sys_version(rl_coordinator *co, rl_version v, rl_version *out) {
 /* An error reply for a failed read, with the request's version. */
 static void read_error(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, int rc, rl_version v) {
     if (rc == RL_E_FUTURE_VERSION || rc == RL_E_TRANSACTION_TOO_OLD)
-        send_error(co, cc->conn, h->type, h->id, rc,
-                   "version %" PRIu64 " (the coordinator is "
-                   "durable at %" PRIu64 ")",
-                   v, rl__co_durable(co));
-    else send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_message(rc));
+        rl__co_send_error(co, cc->conn, h->type, h->id, rc,
+                          "version %" PRIu64 " (the coordinator is "
+                          "durable at %" PRIu64 ")",
+                          v, rl__co_durable(co));
+    else rl__co_send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_message(rc));
 }
 
 /* The error reply for a read outside the system keyspace. */
 static void wrong_shard(rl_coordinator *co, co_conn *cc, const rl_frame_header *h) {
-    send_error(co, cc->conn, h->type, h->id, RL_E_WRONG_SHARD_SERVER,
-               "the coordinator holds only the system keyspace [\\xff, \\xff\\xff)");
+    rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_WRONG_SHARD_SERVER,
+                      "the coordinator holds only the system keyspace [\\xff, \\xff\\xff)");
 }
 
 /* GET of a system key at a version. */
-static void handle_get(co_conn *cc, const rl_frame_header *h, const rl_msg_get_req *g) {
+static void handle_get(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
     rl_coordinator *co = cc->co;
+    const rl_msg_get_req *g = &req->u.get_req;
+    (void)payload;
     if (rl__bytes_cmp(g->key, g->key_len, k_ff, 1) < 0 || rl__bytes_cmp(g->key, g->key_len, k_ffff, 2) >= 0) {
         wrong_shard(co, cc, h);
         return;
@@ -855,12 +597,14 @@ static void handle_get(co_conn *cc, const rl_frame_header *h, const rl_msg_get_r
     m.u.get_reply.present = (uint8_t)present;
     m.u.get_reply.value = present ? val : NULL;
     m.u.get_reply.value_len = present ? vl : 0;
-    send_reply(co, cc->conn, RL_MSG_GET, h->id, &m);
+    rl__co_send_reply(co, cc->conn, RL_MSG_GET, h->id, &m);
 }
 
 /* GET_KEY: resolve the selector within ["\xff", "\xff\xff") (unresolved below "\xff"). */
-static void handle_get_key(co_conn *cc, const rl_frame_header *h, const rl_msg_get_key_req *g) {
+static void handle_get_key(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
     rl_coordinator *co = cc->co;
+    const rl_msg_get_key_req *g = &req->u.get_key_req;
+    (void)payload;
     rl_version sv;
     rl_select_result r;
     int rc = sys_version(co, g->version, &sv);
@@ -880,7 +624,7 @@ static void handle_get_key(co_conn *cc, const rl_frame_header *h, const rl_msg_g
     m.u.get_key_reply.sel.key_len = r.key_len;
     m.u.get_key_reply.sel.or_equal = 0;
     m.u.get_key_reply.sel.offset = r.resolved ? 1 : r.offset;
-    send_reply(co, cc->conn, RL_MSG_GET_KEY, h->id, &m);
+    rl__co_send_reply(co, cc->conn, RL_MSG_GET_KEY, h->id, &m);
 }
 
 /* Whether a range read belongs to the system shard: forward reads go to the shard holding the
@@ -896,8 +640,10 @@ static int range_is_ours(const rl_msg_get_range_req *g) {
 
 /* GET_RANGE within the system shard: bounds resolved and clipped there, rows up to the limits
  * (and 8 MiB), read_through "\xff" when a reverse range goes on below it. */
-static void handle_get_range(co_conn *cc, const rl_frame_header *h, const rl_msg_get_range_req *g) {
+static void handle_get_range(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
     rl_coordinator *co = cc->co;
+    const rl_msg_get_range_req *g = &req->u.get_range_req;
+    (void)payload;
     if (!range_is_ours(g)) {
         wrong_shard(co, cc, h);
         return;
@@ -917,7 +663,7 @@ static void handle_get_range(co_conn *cc, const rl_frame_header *h, const rl_msg
     rl_msg_get_range_reply *r = &m.u.get_range_reply;
     if (bd.unresolved) {
         r->status = RL_RANGE_SELECTOR_UNRESOLVED;
-        send_reply(co, cc->conn, RL_MSG_GET_RANGE, h->id, &m);
+        rl__co_send_reply(co, cc->conn, RL_MSG_GET_RANGE, h->id, &m);
         return;
     }
     r->resolved_begin = bd.rbegin;
@@ -946,18 +692,21 @@ static void handle_get_range(co_conn *cc, const rl_frame_header *h, const rl_msg
         r->read_through = k_ff;
         r->read_through_len = 1;
     }
-    send_reply(co, cc->conn, RL_MSG_GET_RANGE, h->id, &m);
+    rl__co_send_reply(co, cc->conn, RL_MSG_GET_RANGE, h->id, &m);
 }
 
 /* ---- GET_SHARD_MAP, STATUS, HELLO, PING, GRV ---------------------------------------------- */
 
-static void handle_shard_map(co_conn *cc, const rl_frame_header *h) {
+/* GET_SHARD_MAP: the map now (min_version is not waited for: docs/protocol.md §9). */
+static void handle_shard_map(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
     rl_coordinator *co = cc->co;
+    (void)payload;
+    (void)req;
     uint64_t now = rl__clock_mono_ns();
     rl_msg_server *sv = rl__arena_alloc(&co->scratch, (co->n_servers + 1) * sizeof *sv);
     rl_msg_shard *sh = rl__arena_alloc(&co->scratch, (co->n_shards + 1) * sizeof *sh);
     if (!sv || !sh) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
         return;
     }
     uint32_t n = 0;
@@ -993,7 +742,7 @@ static void handle_shard_map(co_conn *cc, const rl_frame_header *h) {
     m.u.get_shard_map_reply.n_shards = co->n_shards;
     m.u.get_shard_map_reply.delay_us = co->delay_us; /* the client's links take the cluster's delay */
     m.u.get_shard_map_reply.jitter_us = co->jitter_us;
-    send_reply(co, cc->conn, RL_MSG_GET_SHARD_MAP, h->id, &m);
+    rl__co_send_reply(co, cc->conn, RL_MSG_GET_SHARD_MAP, h->id, &m);
 }
 
 /* Append p[0..n) as a JSON string: quote, backslash and control bytes escaped, bytes >= 0x80 as
@@ -1021,25 +770,15 @@ static void delay_lateness(rl_coordinator *co, rl_lat_hist *out) {
     }
 }
 
-void rl__co_margin_for_delay(rl_coordinator *co) {
-    if (co->delay_us || co->jitter_us) rl__loop_set_margin_bounds(co->loop, 20, 200);
-    else rl__loop_set_margin_bounds(co->loop, 0, 0);
-}
-
-/* SET_DELAY: check the range, then give every delayed connection (and later ones) the new
+/* SET_DELAY (an admin connection: on_frame checked): check the range, then give every delayed connection (and later ones) the new
  * setting. Frames already queued keep their release times (loop.h), so nothing is reordered. */
-static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg_set_delay_req *r) {
+static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
     rl_coordinator *co = cc->co;
+    const rl_msg_set_delay_req *r = &req->u.set_delay_req;
     char why[160];
-    if (cc->role != RL_ROLE_ADMIN) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
-                   "SET_DELAY is an admin request (HELLO role 3, with the cluster's key file); this connection's "
-                   "HELLO said role %u",
-                   cc->role);
-        return;
-    }
+    (void)payload;
     if (rl__netem_check(r->delay_us, r->jitter_us, why, sizeof why) != RL_OK) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", why);
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", why);
         return;
     }
     co->delay_us = r->delay_us;
@@ -1051,12 +790,14 @@ static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const rl_msg
             rl__conn_peer(cc->conn));
     rl_msg m;
     memset(&m, 0, sizeof m);
-    send_reply(co, cc->conn, RL_MSG_SET_DELAY, h->id, &m);
+    rl__co_send_reply(co, cc->conn, RL_MSG_SET_DELAY, h->id, &m);
 }
 
 /* STATUS: the contract's JSON and the coordinator's own counters (docs/protocol.md §9). */
-static void handle_status(co_conn *cc, const rl_frame_header *h) {
+static void handle_status(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
     rl_coordinator *co = cc->co;
+    (void)payload;
+    (void)req;
     uint64_t now = rl__clock_mono_ns();
     rl_commitlog_status ls;
     rl_committer_stats cs;
@@ -1124,21 +865,23 @@ static void handle_status(co_conn *cc, const rl_frame_header *h) {
     rl__co_move_status(co, &j);
     rl__buf_printf(&j, "}");
     if (rl__buf_error(&j) != RL_OK) {
-        send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
     } else {
         rl_msg m;
         memset(&m, 0, sizeof m);
         m.u.status_reply.json = j.data;
         m.u.status_reply.json_len = (uint32_t)j.len;
-        send_reply(co, cc->conn, RL_MSG_STATUS, h->id, &m);
+        rl__co_send_reply(co, cc->conn, RL_MSG_STATUS, h->id, &m);
     }
     rl__buf_release(&j);
 }
 
 /* HELLO: remember the peer's role and id, answer with ours; a second HELLO is a protocol
  * error. */
-static void handle_hello(co_conn *cc, const rl_frame_header *h, const rl_msg_hello_req *hr) {
+static void handle_hello(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
     rl_coordinator *co = cc->co;
+    const rl_msg_hello_req *hr = &req->u.hello_req;
+    (void)payload;
     if (cc->hello) {
         bad_frame(cc, h, "a second HELLO");
         return;
@@ -1147,10 +890,10 @@ static void handle_hello(co_conn *cc, const rl_frame_header *h, const rl_msg_hel
         /* Serving as a storage server, the log, admin requests: the key file's secret only. */
         rl__log(RL_LOG_WARN, "coordinator: %s asked for role %u with the client key only: refused",
                 rl__conn_peer(cc->conn), hr->role);
-        send_error(co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
-                   "role %u (storage server or admin) needs the cluster's key file; this connection proved only "
-                   "the cluster file",
-                   hr->role);
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
+                          "role %u (storage server or admin) needs the cluster's key file; this connection proved only "
+                          "the cluster file",
+                          hr->role);
         co->protocol_errors++;
         rl__conn_close(cc->conn, RL_CONN_CLOSE_FLUSH);
         return;
@@ -1169,11 +912,111 @@ static void handle_hello(co_conn *cc, const rl_frame_header *h, const rl_msg_hel
     m.u.hello_reply.id = 0;
     m.u.hello_reply.host = (const uint8_t *)co->host;
     m.u.hello_reply.host_len = co->host_len;
-    send_reply(co, cc->conn, RL_MSG_HELLO, h->id, &m);
+    rl__co_send_reply(co, cc->conn, RL_MSG_HELLO, h->id, &m);
+}
+
+/* ---- PING, GET_READ_VERSION ---------------------------------------------------------------- */
+
+/* PING: the payload back, with this process's monotonic clock. */
+static void handle_ping(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
+    rl_msg r;
+    (void)payload;
+    memset(&r, 0, sizeof r);
+    r.u.ping_reply.payload = req->u.ping_req.payload;
+    r.u.ping_reply.payload_len = req->u.ping_req.payload_len;
+    r.u.ping_reply.server_mono_ns = rl__clock_mono_ns();
+    rl__co_send_reply(cc->co, cc->conn, RL_MSG_PING, h->id, &r);
+}
+
+/* GET_READ_VERSION: the durable version. */
+static void handle_get_read_version(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
+    rl_msg r;
+    (void)payload;
+    (void)req;
+    memset(&r, 0, sizeof r);
+    r.u.get_read_version_reply.version = rl__co_durable(cc->co);
+    rl__co_send_reply(cc->co, cc->conn, RL_MSG_GET_READ_VERSION, h->id, &r);
+}
+
+/* ---- The request table --------------------------------------------------------------------- */
+
+enum { CO_DECODED = 0, CO_RAW = 1 };
+
+/* One line of coord_requests.def. */
+typedef struct {
+    co_handler *handler;  /* NULL: the coordinator does not answer the message */
+    uint8_t how;          /* CO_DECODED or CO_RAW */
+    unsigned flags;       /* the message's RL_MSGF_* */
+    size_t storage_id_at; /* RL_MSGF_FROM_STORAGE: the offset in rl_msg of the storage id */
+} co_request;
+
+/* What the coordinator answers, by message type. */
+static const co_request REQUESTS[RL_MSG_TYPE_LIMIT] = {
+#define CO_REQUEST(NAME, HANDLER, HOW) [RL_MSG_##NAME] = {HANDLER, HOW, RL_MSGF_OF_##NAME, 0},
+#define CO_STORAGE_REQUEST(NAME, HANDLER, ID) \
+    [RL_MSG_##NAME] = {HANDLER, CO_DECODED, RL_MSGF_OF_##NAME, offsetof(rl_msg, u.ID)},
+#include "server/coord_requests.def"
+#undef CO_REQUEST
+#undef CO_STORAGE_REQUEST
+};
+
+/* The table agrees with messages.def: every line is a coordinator message, FROM_STORAGE exactly
+ * where it says so (with a 4-byte id; never raw, whose request is not decoded here) ... */
+#define CO_REQUEST(NAME, HANDLER, HOW)                                                                    \
+    _Static_assert((RL_MSGF_OF_##NAME & (RL_MSGF_COORD | RL_MSGF_FROM_STORAGE)) == RL_MSGF_COORD,         \
+                   #NAME ": not a coordinator request in net/messages.def, or one from a storage server " \
+                         "(CO_STORAGE_REQUEST)");
+#define CO_STORAGE_REQUEST(NAME, HANDLER, ID)                                                      \
+    _Static_assert((RL_MSGF_OF_##NAME & (RL_MSGF_COORD | RL_MSGF_FROM_STORAGE)) ==                 \
+                       (RL_MSGF_COORD | RL_MSGF_FROM_STORAGE),                                     \
+                   #NAME ": not a coordinator request from a storage server in net/messages.def"); \
+    _Static_assert(sizeof(((rl_msg *)0)->u.ID) == sizeof(uint32_t), #NAME ": the storage id is a u32");
+#include "server/coord_requests.def"
+#undef CO_REQUEST
+#undef CO_STORAGE_REQUEST
+/* ... and every coordinator message has a line. */
+#define CO_REQUEST(NAME, HANDLER, HOW) +1
+#define CO_STORAGE_REQUEST(NAME, HANDLER, ID) +1
+#define RL_MSG(NAME, TYPE, FLAGS, REQ, REQ_X, REP, REP_X) +((FLAGS)&RL_MSGF_COORD ? 1 : 0)
+#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) +((FLAGS)&RL_MSGF_COORD ? 1 : 0)
+_Static_assert(0
+#include "server/coord_requests.def"
+                   == 0
+#include "net/messages.def"
+               ,
+               "a coordinator message of net/messages.def has no line in coord_requests.def");
+#undef CO_REQUEST
+#undef CO_STORAGE_REQUEST
+#undef RL_MSG
+#undef RL_MSG_ONE_WAY
+
+/* What messages.def says of a decoded request, checked before its handler: 1 if it may run,
+ * else 0 after an error reply (the connection stays open). */
+static int request_allowed(co_conn *cc, const rl_frame_header *h, const co_request *rq, const rl_msg *m) {
+    if ((rq->flags & RL_MSGF_ADMIN) && cc->role != RL_ROLE_ADMIN) {
+        rl__co_send_error(cc->co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
+                          "%s is an admin request (HELLO role 3, with the cluster's key file); this connection's "
+                          "HELLO said role %u",
+                          rl__msg_type_name(h->type), cc->role);
+        return 0;
+    }
+    if (rq->flags & RL_MSGF_FROM_STORAGE) {
+        uint32_t id;
+        memcpy(&id, (const uint8_t *)m + rq->storage_id_at, sizeof id);
+        if (cc->role != RL_ROLE_STORAGE || cc->id != id) {
+            rl__co_send_error(cc->co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
+                              "%s for storage server %u on a connection whose HELLO said role %u id %u",
+                              rl__msg_type_name(h->type), id, cc->role, cc->id);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* ---- Connections ------------------------------------------------------------------------- */
 
+/* A frame of an accepted connection: the framing rules (a request, HELLO first), then the
+ * request table (coord_requests.def): decode, the checks of messages.def, the handler. */
 static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
     co_conn *cc = ud;
     rl_coordinator *co = cc->co;
@@ -1187,12 +1030,9 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         bad_frame(cc, h, "a request before HELLO");
         return;
     }
-    if (cc->hello && h->type == RL_MSG_COMMIT) { /* decoded from its own copy */
-        handle_commit(cc, h, payload);
-        return;
-    }
-    if (cc->hello && h->type == RL_MSG_REGISTER_STORAGE) {
-        handle_register(cc, h, payload);
+    const co_request *rq = h->type < RL_MSG_TYPE_LIMIT ? &REQUESTS[h->type] : NULL;
+    if (rq && rq->how == CO_RAW) { /* decoded from its own copy (after HELLO: checked above) */
+        rq->handler(cc, h, payload, NULL);
         return;
     }
     rl_msg m;
@@ -1204,69 +1044,31 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
                 "version %u (this coordinator speaks 0x%08x version %u)",
                 rl__conn_peer(cc->conn), m.u.hello_req.magic, m.u.hello_req.protocol_version, RL_PROTOCOL_MAGIC,
                 RL_PROTOCOL_VERSION);
-        send_error(co, cc->conn, h->type, h->id, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
-                   "this coordinator speaks protocol version %u (magic 0x%08x); the HELLO had "
-                   "magic 0x%08x version %u",
-                   RL_PROTOCOL_VERSION, RL_PROTOCOL_MAGIC, m.u.hello_req.magic, m.u.hello_req.protocol_version);
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
+                          "this coordinator speaks protocol version %u (magic 0x%08x); the HELLO had "
+                          "magic 0x%08x version %u",
+                          RL_PROTOCOL_VERSION, RL_PROTOCOL_MAGIC, m.u.hello_req.magic, m.u.hello_req.protocol_version);
         co->protocol_errors++;
         rl__conn_close(cc->conn, RL_CONN_CLOSE_FLUSH);
         return;
     }
     if (rc == RL_E_OUT_OF_MEMORY) {
-        send_error(co, cc->conn, h->type, h->id, rc, "out of memory decoding the request");
+        rl__co_send_error(co, cc->conn, h->type, h->id, rc, "out of memory decoding the request");
         return;
     }
     if (rc != RL_OK) {
         bad_frame(cc, h, "%s", why.text);
         return;
     }
-    switch (h->type) {
-    case RL_MSG_HELLO: handle_hello(cc, h, &m.u.hello_req); break;
-    case RL_MSG_PING: {
-        rl_msg r;
-        memset(&r, 0, sizeof r);
-        r.u.ping_reply.payload = m.u.ping_req.payload;
-        r.u.ping_reply.payload_len = m.u.ping_req.payload_len;
-        r.u.ping_reply.server_mono_ns = rl__clock_mono_ns();
-        send_reply(co, cc->conn, RL_MSG_PING, h->id, &r);
-        break;
+    /* rl__msg_decode accepts only known types, so rq is set. */
+    if (!rq || !rq->handler) {
+        if (rl__msg_type_flags(h->type) & RL_MSGF_STORAGE)
+            rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_UNSUPPORTED_OPERATION,
+                              "%s is served by storage servers, not the coordinator", rl__msg_type_name(h->type));
+        else bad_frame(cc, h, "a message the coordinator does not serve");
+        return;
     }
-    case RL_MSG_GET_READ_VERSION: {
-        rl_msg r;
-        memset(&r, 0, sizeof r);
-        r.u.get_read_version_reply.version = rl__co_durable(co);
-        send_reply(co, cc->conn, RL_MSG_GET_READ_VERSION, h->id, &r);
-        break;
-    }
-    case RL_MSG_GET_SHARD_MAP: handle_shard_map(cc, h); break;
-    case RL_MSG_SET_DELAY: handle_set_delay(cc, h, &m.u.set_delay_req); break;
-    case RL_MSG_PEEK: handle_peek(cc, h, &m.u.peek_req); break;
-    case RL_MSG_POP: handle_pop(cc, h, &m.u.pop_req); break;
-    case RL_MSG_STATUS: handle_status(cc, h); break;
-    case RL_MSG_GET: handle_get(cc, h, &m.u.get_req); break;
-    case RL_MSG_GET_KEY: handle_get_key(cc, h, &m.u.get_key_req); break;
-    case RL_MSG_GET_RANGE: handle_get_range(cc, h, &m.u.get_range_req); break;
-    case RL_MSG_SPLIT_SHARD:
-    case RL_MSG_ASSIGN_SHARD:
-        if (cc->role != RL_ROLE_ADMIN) {
-            send_error(co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
-                       "%s is an admin request (HELLO role 3, with the cluster's key file); this connection's "
-                       "HELLO said role %u",
-                       rl__msg_type_name(h->type), cc->role);
-            break;
-        }
-        rl__co_move_request(co, cc, h, &m);
-        break;
-    case RL_MSG_MOVE_SHARD: rl__co_move_request(co, cc, h, &m); break;
-    case RL_MSG_GET_MAPPED_RANGE:
-    case RL_MSG_GET_MULTI:
-        send_error(co, cc->conn, h->type, h->id, RL_E_UNSUPPORTED_OPERATION,
-                   "%s is served by storage servers, not the coordinator", rl__msg_type_name(h->type));
-        break;
-    default: /* rl__msg_decode accepts only known types */
-        bad_frame(cc, h, "a message the coordinator does not serve");
-        break;
-    }
+    if (request_allowed(cc, h, rq, &m)) rq->handler(cc, h, payload, &m);
 }
 
 /* A connection closed: drop its parked peeks and its servers' health, free its state. */

@@ -1,6 +1,8 @@
-/* coordinator.c — the coordinator role of rlkvd: recovery, the cluster layout (shard map and
- * server list) in the system keyspace, the commit sink, and the life cycle. The request
- * handlers are in coord_net.c; docs/design.md §8.3 is the design.
+/* coordinator.c — the core of the coordinator role of rlkvd (coord_int.h, "The files"): its
+ * state, recovery, the cluster layout (shard map and server list) in the system keyspace, the
+ * commit sink, sending replies, the operations handed to the committer and their completions, and
+ * the version tick. The life cycle is coord_life.c, the connections and request handlers
+ * coord_net.c, placement coord_move.c; docs/design.md §8.3 is the design.
  *
  *   clients ──COMMIT──▶ loop thread ──submit──▶ committer thread (sequencer, resolver, batches)
  *                           ▲                        │ sink.apply: split, append to the log
@@ -43,17 +45,35 @@
  *      committed before they are answered.
  *   5. Only durable, logged versions are handed out (GET_READ_VERSION is the committer's durable
  *      version): storage servers learn versions only from the log. Versions still advance while
- *      nothing commits: the loop thread's version tick (coord_net.c) commits an empty batch
+ *      nothing commits: the loop thread's version tick (below) commits an empty batch
  *      through the same committer whenever none became durable for rl__co_tick_interval (500 ms,
  *      at most a quarter of the window), so a read version is never older than about one
  *      interval plus one fdatasync (docs/design.md §8.3, Durability, recovery and versions).
+ *   6. Every operation submitted to the committer (co_op: a client COMMIT, a registration, a
+ *      placement transaction, a tick) carries its submitter's finish; the committer's callback
+ *      queues it and rl__co_flush runs the finishes on the loop thread in completion order, then
+ *      wakes parked PEEKs through the wake_parked hook. The core never names a part.
+ *
+ * The version tick (docs/design.md §8.3, FoundationDB's MAX_COMMIT_BATCH_INTERVAL): when no
+ * batch became durable for an interval (rl__co_tick_interval: 500 ms, at most a quarter of the
+ * MVCC window, 100 ms while a move waits), the tick timer submits a tick request
+ * (rl_commit_request.is_tick) through the same committer: an empty batch that is logged and
+ * fdatasynced like any other, gets a version, wakes parked PEEKs, and so advances the durable
+ * version (GET_READ_VERSION) and the storage servers' known versions. Read versions are thus
+ * never older than about an interval plus one fdatasync, always well inside the window, however
+ * long nothing committed. Only durable, logged versions are ever handed out. Idle cost per
+ * interval: one 24-byte log record and one fdatasync here, and on every storage server one empty
+ * version applied and synced, then a POP.
  */
+#include "server/coordinator.h"
+
 #include "server/coord_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +91,12 @@
 
 static const uint8_t k_ff[1] = {0xff};
 static const uint8_t k_ffff[2] = {0xff, 0xff};
+
+#define CO_POOL_MAX 512 /* free operations kept ... */
+#define CO_POOL_KEEP_BYTES \
+    (1u << 20)                       /* ... only when their payload buffer and arena are this
+                                            small (a pooled op keeps both for reuse) */
+#define CO_SEND_BUF_MIN (256u << 10) /* replies this large are handed over, not copied */
 
 /* ---- Mutation checks and the keyspace split --------------------------------------------- */
 
@@ -864,21 +890,255 @@ static int ensure_dir(const char *path, rl_buf *errmsg) {
     return RL_OK;
 }
 
-/* ---- Life cycle ------------------------------------------------------------------------- */
+/* ---- Sending replies ---------------------------------------------------------------------- */
 
-int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg) {
+/* Encode m (a reply of type `type`) into co->out and send it on conn. A failure to encode is a
+ * bug of this file: it is logged and answered with internal_error. */
+static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl_msg *m) {
+    rl_proto_why why;
+    m->type = type;
+    m->flags = flags;
+    rl__buf_reset(&co->out);
+    int rc = rl__msg_encode(&co->out, m, &why);
+    if (rc == RL_OK && co->out.len > RL_NET_MAX_PAYLOAD) {
+        snprintf(why.text, sizeof why.text, "%s reply of %zu bytes exceeds the frame limit", rl__msg_type_name(type),
+                 co->out.len);
+        rc = RL_E_INTERNAL_ERROR;
+    }
+    if (rc != RL_OK) {
+        rl__log(RL_LOG_ERROR, "coordinator: cannot encode a %s reply to %s: %s (%s)", rl__msg_type_name(type),
+                rl__conn_peer(conn), rl_error_name(rc), why.text);
+        if (flags & RL_FRAME_ERROR) return;
+        rl_msg e;
+        memset(&e, 0, sizeof e);
+        e.u.error.code = rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_INTERNAL_ERROR;
+        e.u.error.message = (const uint8_t *)why.text;
+        e.u.error.message_len = (uint32_t)strlen(why.text);
+        send_msg(co, conn, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, &e);
+        return;
+    }
+    if (co->out.len >= CO_SEND_BUF_MIN) rc = rl__conn_send_buf(conn, type, flags, id, &co->out);
+    else rc = rl__conn_send(conn, type, flags, id, co->out.data, co->out.len);
+    if (rc != RL_OK && rc != RL_E_CONNECTION_FAILED)
+        rl__log(RL_LOG_WARN, "coordinator: sending a %s reply to %s failed: %s", rl__msg_type_name(type),
+                rl__conn_peer(conn), rl_error_name(rc));
+}
+
+/* See coord_int.h: a reply (flags RL_FRAME_REPLY) of type with id; see send_msg. */
+void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m) {
+    send_msg(co, conn, type, RL_FRAME_REPLY, id, m);
+}
+
+/* See coord_int.h: an error reply with code and a printf-formatted message (cut at 1,023 bytes). */
+void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    rl_msg e;
+    memset(&e, 0, sizeof e);
+    e.u.error.code = code;
+    e.u.error.message = (const uint8_t *)text;
+    e.u.error.message_len = (uint32_t)strlen(text);
+    send_msg(co, conn, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, &e);
+}
+
+/* ---- Operations: the committer's requests and their completions -------------------------- */
+
+/* See coord_int.h: from the pool when possible. */
+co_op *rl__co_op_get(rl_coordinator *co, size_t len) {
+    co_op *op = co->pool;
+    if (op) {
+        co->pool = op->next;
+        co->n_pool--;
+    } else {
+        op = rl__calloc(1, sizeof *op);
+        if (!op) return NULL;
+        op->co = co;
+        rl__arena_init(&op->arena, 0);
+    }
+    op->next = NULL;
+    if (op->payload_cap < len) {
+        uint8_t *p = rl__realloc(op->payload, len ? len : 1);
+        if (!p) {
+            rl__arena_release(&op->arena);
+            rl__free(op->payload);
+            rl__free(op);
+            return NULL;
+        }
+        op->payload = p;
+        op->payload_cap = len;
+    }
+    return op;
+}
+
+/* See coord_int.h: back to the pool (or freed); drops its connection reference. */
+void rl__co_op_put(rl_coordinator *co, co_op *op) {
+    rl__conn_release(op->conn);
+    op->conn = NULL;
+    op->srv = NULL;
+    rl__arena_reset(&op->arena);
+    if (co->n_pool >= CO_POOL_MAX || op->payload_cap > CO_POOL_KEEP_BYTES ||
+        rl__arena_capacity(&op->arena) > CO_POOL_KEEP_BYTES) {
+        rl__arena_release(&op->arena);
+        rl__free(op->payload);
+        rl__free(op);
+        return;
+    }
+    op->next = co->pool;
+    co->pool = op;
+    co->n_pool++;
+}
+
+/* See coord_int.h. */
+void rl__co_free_pool(rl_coordinator *co) {
+    while (co->pool) {
+        co_op *op = co->pool;
+        co->pool = op->next;
+        rl__arena_release(&op->arena);
+        rl__free(op->payload);
+        rl__free(op);
+    }
+    co->n_pool = 0;
+}
+
+/* A posted flush (rl__co_op_done posts it when the completion queue was empty). */
+static void flush_post(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl__co_flush(ud);
+}
+
+/* Committer thread: queue the finished operation for the loop; post a flush when the queue was
+ * empty (a failed post is caught by the housekeeping timer). */
+void rl__co_op_done(rl_commit_request *req, void *ud) {
+    (void)req;
+    co_op *op = ud;
+    rl_coordinator *co = op->co;
+    pthread_mutex_lock(&co->done_mu);
+    int was_empty = co->done_head == NULL;
+    if (co->done_tail) co->done_tail->next = op;
+    else co->done_head = op;
+    co->done_tail = op;
+    pthread_mutex_unlock(&co->done_mu);
+    if (was_empty && co->loop && rl__loop_post(co->loop, flush_post, co) != RL_OK)
+        rl__log(RL_LOG_WARN, "coordinator: could not post commit replies (out of memory); the "
+                             "housekeeping timer sends them");
+}
+
+/* See coord_int.h: each finished operation's finish in completion order, then parked PEEKs woken
+ * by the new durable version. Runs on the loop thread (and once more by close after the loop is
+ * freed). */
+void rl__co_flush(rl_coordinator *co) {
+    pthread_mutex_lock(&co->done_mu);
+    co_op *op = co->done_head;
+    co->done_head = co->done_tail = NULL;
+    pthread_mutex_unlock(&co->done_mu);
+    while (op) {
+        co_op *next = op->next;
+        op->finish(co, op); /* a placement transaction's may answer parked PEEKs itself */
+        rl__co_op_put(co, op);
+        op = next;
+    }
+    if (!co->log) return; /* closing after a failed open */
+    rl_version d = rl__commitlog_durable_version(co->log);
+    if (d > co->notified) {
+        co->notified = d;
+        /* A batch of a tick's own leaves the tick's schedule as it was (it counts from the
+         * tick's submission); any other batch puts the next tick an interval away. */
+        if (d != co->tick_version) co->last_version_ns = rl__clock_mono_ns();
+        if (co->wake_parked) co->wake_parked(co, d);
+    }
+}
+
+/* See coord_int.h. */
+void rl__co_wake_peeks(rl_coordinator *co) {
+    rl_version d = rl__commitlog_durable_version(co->log);
+    co->notified = d;
+    if (co->wake_parked) co->wake_parked(co, d);
+}
+
+/* ---- The version tick ---------------------------------------------------------------------- */
+
+/* See coord_int.h. The window is in versions, about microseconds. */
+uint64_t rl__co_tick_interval(const rl_coordinator *co) {
+    uint64_t window = co->window_versions ? co->window_versions : 5000000;
+    uint64_t ns = window / 4 * 1000;
+    if (ns > CO_TICK_NS) ns = CO_TICK_NS;
+    if (co->mv.active && co->mv.n_pending && ns > CO_HOUSEKEEPING_NS) ns = CO_HOUSEKEEPING_NS;
+    if (ns < CO_TICK_MIN_NS) ns = CO_TICK_MIN_NS;
+    return ns;
+}
+
+/* A tick's batch is durable (or failed): count it (its finish, run by rl__co_flush). */
+static void tick_done(rl_coordinator *co, co_op *op) {
+    co->tick_busy = 0;
+    if (op->req.result == RL_OK) {
+        co->ticks++;
+        co->tick_version = op->req.commit_version;
+    }
+}
+
+/* Submit one tick: an empty batch through the committer (finished by tick_done). A failure (out
+ * of memory) is retried at the next check. */
+static void submit_tick(rl_coordinator *co) {
+    co_op *op = rl__co_op_get(co, 0);
+    if (!op) return;
+    memset(&op->req, 0, sizeof op->req);
+    op->req.is_tick = 1;
+    op->finish = tick_done;
+    op->conn = NULL;
+    if (rl__committer_submit(co->cm, &op->req, rl__co_op_done, op) != RL_OK) {
+        rl__co_op_put(co, op);
+        return;
+    }
+    co->tick_busy = 1;
+}
+
+/* The tick timer fired. */
+static void tick_timer_fired(rl_loop *loop, void *ud) {
+    (void)loop;
+    rl_coordinator *co = ud;
+    co->tick_timer = 0;
+    rl__co_tick_check(co);
+}
+
+/* See coord_int.h. A tick still in the committer (an fdatasync longer than the interval) is
+ * waited for: the check comes again an interval later. */
+void rl__co_tick_check(rl_coordinator *co) {
+    uint64_t now = rl__clock_mono_ns(), iv = rl__co_tick_interval(co);
+    if (!co->tick_busy && now - co->last_version_ns >= iv) {
+        submit_tick(co);
+        co->last_version_ns = now;
+    }
+    uint64_t due = co->last_version_ns + iv;
+    if (due <= now) due = now + iv;
+    if (co->tick_timer && co->tick_deadline_ns <= due) return; /* that one checks again */
+    if (co->tick_timer) rl__loop_timer_cancel(co->loop, co->tick_timer);
+    co->tick_timer = 0;
+    if (rl__loop_timer_add(co->loop, due, tick_timer_fired, co, &co->tick_timer) == RL_OK) co->tick_deadline_ns = due;
+    else co->tick_timer = 0; /* out of memory: the housekeeping timer checks again */
+}
+
+/* See coord_int.h. */
+void rl__co_margin_for_delay(rl_coordinator *co) {
+    if (co->delay_us || co->jitter_us) rl__loop_set_margin_bounds(co->loop, 20, 200);
+    else rl__loop_set_margin_bounds(co->loop, 0, 0);
+}
+
+/* ---- Creating and freeing the core -------------------------------------------------------- */
+
+/* See coord_int.h: the coordinator's state from o, then recovery — the directory, the commit log,
+ * the system keyspace replayed from it, the committer after every version either has seen — and
+ * the layout, written first for a fresh directory (steps 1-3 of rl__coordinator_open). */
+int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg) {
     char path[4200];
-    rl_buf dummy;
-    rl__buf_init(&dummy);
-    if (!errmsg) errmsg = &dummy;
     if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) {
         rl__buf_printf(errmsg, "a coordinator needs --dir");
-        rl__buf_release(&dummy);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!o->auth || !o->auth->has_member_key) {
         rl__buf_printf(errmsg, "a coordinator needs the cluster's key file (--key-file)");
-        rl__buf_release(&dummy);
         return RL_E_INVALID_ARGUMENT;
     }
     int rc = RL_E_OUT_OF_MEMORY;
@@ -958,78 +1218,29 @@ int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, 
     }
     if (rc != RL_OK) goto fail;
     if ((rc = rl__co_compute_ownership(co)) != RL_OK) goto fail;
-    if ((rc = rl__co_move_load(co, errmsg)) != RL_OK) goto fail;
-
-    /* 4. Listen, publish our own address, write the port file. */
-    rl__errdetail nd;
-    rl__errdetail_init(&nd, NULL);
-    if ((rc = rl__loop_new(0, &co->loop, &nd)) != RL_OK) {
-        rl__buf_printf(errmsg, "cannot create the event loop: %s", rl__errdetail_get(&nd));
-        goto fail;
-    }
-    /* Every connection proves it knows the cluster's secrets before it is served (loop.h). */
-    if ((rc = rl__loop_set_auth(co->loop, o->auth)) != RL_OK ||
-        (rc = rl__loop_set_limits(co->loop, o->limits)) != RL_OK)
-        goto fail;
-    /* Its timers (PEEK long polls, housekeeping) need no microsecond precision: never spin —
-     * unless a delay is injected, whose release timers do (rl__co_margin_for_delay). */
-    rl__co_margin_for_delay(co);
-    rc = rl__listen(co->loop, co->listen_ip, o->listen_port, rl__co_on_accept, co, &co->listener, &nd);
-    if (rc != RL_OK) {
-        rl__buf_printf(errmsg, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port, rl_error_name(rc),
-                       rl__errdetail_get(&nd));
-        goto fail;
-    }
-    co->port = rl__listener_port(co->listener);
-    if ((rc = publish_self(co, errmsg)) != RL_OK) goto fail;
-    co->notified = rl__co_durable(co);
-    if (co->port_file && (rc = write_port_file(co->port_file, co->port, errmsg)) != RL_OK) goto fail;
     layout_release(&lay);
-    rl__buf_release(&dummy);
     *out = co;
     return RL_OK;
 fail:
     layout_release(&lay);
-    rl__coordinator_close(co);
+    rl__co_free(co);
 fail_early:
-    if (rc == RL_E_OUT_OF_MEMORY && errmsg->len == 0) rl__buf_printf(errmsg, "out of memory");
-    rl__buf_release(&dummy);
     return rc;
 }
 
-/* See coordinator.h: arms the housekeeping and version tick timers (the first tick is due an
- * interval from now), then runs the loop on this thread. */
-int rl__coordinator_run(rl_coordinator *co) {
-    if (rl__loop_timer_add(co->loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, rl__co_housekeeping, co,
-                           &co->housekeeping_timer) != RL_OK)
-        co->housekeeping_timer = 0;
-    co->last_version_ns = rl__clock_mono_ns();
-    rl__co_tick_check(co);
-    return rl__loop_run(co->loop);
+/* See coord_int.h. */
+int rl__co_publish(rl_coordinator *co, rl_buf *errmsg) {
+    int rc = publish_self(co, errmsg);
+    if (rc == RL_OK && co->port_file) rc = write_port_file(co->port_file, co->port, errmsg);
+    return rc;
 }
 
-/* See coordinator.h (rl__loop_stop only bumps an atomic and writes an eventfd). */
-void rl__coordinator_stop(rl_coordinator *co) {
-    if (co && co->loop) rl__loop_stop(co->loop);
-}
-
-/* See coordinator.h. */
-uint16_t rl__coordinator_port(const rl_coordinator *co) { return co->port; }
-
-/* See coordinator.h. Also used by a failed open on a partly built coordinator: every step
- * copes with what was never created. */
-void rl__coordinator_close(rl_coordinator *co) {
+/* See coord_int.h: what rl__coordinator_close leaves to the core, once the listener, the committer,
+ * the loop and the parts are gone. Copes with a partly built coordinator (a failed open). */
+void rl__co_free(rl_coordinator *co) {
     if (!co) return;
-    if (co->listener) rl__listener_close(co->listener);
-    co->listener = NULL;
-    /* The committer thread finishes what is queued; its completions are posted to the loop and
-     * run (replies sent where the connection still takes them) by rl__loop_free. */
-    rl__committer_free(co->cm);
+    rl__committer_free(co->cm); /* NULL unless open failed before the loop existed */
     co->cm = NULL;
-    rl__co_drop_parked(co);
-    rl__loop_free(co->loop);
-    rl__co_move_free(co);
-    co->loop = NULL;
     rl__co_flush(co); /* completions a failed post left behind */
     rl__co_free_pool(co);
     for (uint32_t i = 0; i < co->n_servers; i++) {

@@ -2,7 +2,8 @@
  * (sequencer, resolver, group commit over src/commit/), the durable commit log
  * (src/server/commitlog.h) that storage servers PEEK and POP, the shard map and the server list
  * in the system keyspace, and server health. docs/design.md §8.3 describes the design,
- * docs/protocol.md §9 what it answers.
+ * docs/protocol.md §9 what it answers. The functions below are coord_life.c's; the role's files
+ * and how they depend on each other are described in coord_int.h.
  *
  * Life cycle:
  *   rl__coordinator_open   recover DIR (commit log, system keyspace), lay out a fresh cluster
@@ -25,7 +26,7 @@
 
 typedef struct rl_coordinator rl_coordinator;
 
-typedef struct {
+typedef struct rl_coordinator_options {
     const char *dir;             /* the coordinator's directory (created if missing) */
     const char *listen_ip;       /* inside 127.0.0.0/8; NULL: "127.0.0.1" */
     uint16_t listen_port;        /* 0: an ephemeral port */

@@ -1,5 +1,23 @@
-/* ss_int.h (private to the storage server: storage_server.c, ss_repl.c, ss_mapped.c) — the
- * structures of `rlkvd storage` and the functions its files share.
+/* ss_int.h (private to the storage server: storage_server.c and ss_*.c) — the structures of
+ * `rlkvd storage` and the functions its files share.
+ *
+ * The files: a core and its parts (docs/design.md §8.4). An arrow is "calls or includes".
+ *
+ *   ss_life.c            new, run, free; sets the hooks (the only file that knows every part)
+ *    ├─▶ ss_serve.c ─┐   accepted connections, the request table (ss_requests.def), the reads
+ *    │               │   served on the loop thread, parked reads, STATUS
+ *    ├─▶ ss_repl.c ──┤   the coordinator connection, PEEK and apply, sync, POP, the shard map
+ *    │               ├─▶ ss_mapped.c   mapped reads on workers, GET_MULTI both ways, the peers
+ *    │               └─▶ ss_move.c     shard moves in and out: fetch, apply, report
+ *    └─▶ every one of them ─▶ storage_server.c + ss_int.h + ss_options.h   the core
+ *
+ *   - Every part uses the core; the core calls no part by name. Two hooks of rl_ss, set by
+ *     ss_life.c, carry what would run back: wake_parked (ss_repl.c, known advanced ->
+ *     ss_serve.c's parked reads) and maybe_sync (ss_move.c, a fetch wants a sync -> ss_repl.c).
+ *   - ss_serve.c uses ss_mapped.c (GET_MULTI, mapped reads, the peers' delay) and ss_move.c
+ *     (STATUS); ss_repl.c drives ss_move.c (PEEK changes, every version it applies) and tells
+ *     ss_mapped.c of a new map. ss_move.c and ss_mapped.c use the core only.
+ *   - ss_life.c is the only file that knows every part; nothing of the role calls it.
  *
  * Ownership of state by thread (the invariants every function here relies on):
  *   1. The loop thread owns the connection objects of clients and the coordinator, the parked
@@ -31,9 +49,12 @@
 #include "net/loop.h"
 #include "net/netem.h"
 #include "net/proto.h"
-#include "server/storage_server.h"
+#include "server/ss_options.h"
 #include "storage/mapped.h"
 #include "storage/storage.h"
+
+/* The storage server (storage_server.h names it too: C11 allows the same typedef twice). */
+typedef struct rl_ss rl_ss;
 
 /* Defaults of the knobs (rl_ss_options). */
 #define SS_DEFAULT_WORKERS 3
@@ -237,13 +258,18 @@ struct rl_ss {
     uint32_t n_own;
     ss_map *map; /* NULL until fetched */
 
-    /* Inbound connections and parked reads (loop). */
+    /* The hooks (ss_life.c sets them before the loop runs; the core calls them: ss_int.h, "The
+     * files"). [loop] */
+    void (*wake_parked)(rl_ss *ss); /* ss_serve.c: dispatch every parked read whose version is known */
+    void (*maybe_sync)(rl_ss *ss);  /* ss_repl.c: start a sync if something known is not durable */
+
+    /* Inbound connections and parked reads (loop; ss_serve.c). */
     ss_client *clients;
     ss_parked *parked;
     rl_arena req_arena; /* decode arena of the request being handled (loop) */
     rl_buf reply;       /* reply encoding buffer (loop) */
 
-    /* The coordinator connection (loop; ss_repl.c). */
+    /* The coordinator connection (loop; ss_repl.c, requests sent by rl__ss_co_send). */
     rl_conn *co;
     int co_state; /* SS_CO_* */
     uint64_t co_gen;
@@ -324,7 +350,7 @@ struct rl_ss {
 
 enum { SS_CO_DOWN = 0, SS_CO_CONNECTING = 1, SS_CO_HELLO = 2, SS_CO_READY = 3 };
 
-/* ---- storage_server.c ---- */
+/* ---- storage_server.c: the core ---- */
 
 /* Encode reply m (type, flags REPLY) into ss->reply and send it on conn with id. Logs and closes
  * conn when encoding fails (a bug: the server built a struct the codec refuses). [loop or
@@ -337,8 +363,6 @@ void rl__ss_send_error(rl_conn *conn, uint16_t type, uint64_t id, int code, cons
  * version to read at, RL_E_FUTURE_VERSION (v > known: the caller parks or fails), or
  * RL_E_TRANSACTION_TOO_OLD. [any] */
 int rl__ss_read_version(rl_ss *ss, rl_version v, rl_version *out_readv);
-/* Wake every parked read whose version is now known (dispatch them again). [loop] */
-void rl__ss_wake_parked(rl_ss *ss);
 /* A fatal error: log, remember, stop the loop. [any] */
 void rl__ss_fatal(rl_ss *ss, int rc, const char *what);
 /* Ownership lookups over `own` (caller holds map_mu, or is the loop thread). The index of the
@@ -349,10 +373,23 @@ int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below
  * range moved away at or before v) or RL_E_TRANSACTION_TOO_OLD (it moved in after v). [as
  * rl__ss_own_find] */
 int rl__ss_own_version(const rl_ss *ss, int i, rl_version v);
+/* Ownership edits (under map_mu inside): remove [k) from the owned ranges (splitting what it
+ * cuts); add it (what it overlaps is removed first) readable from `since` (0: always). A failure
+ * (out of memory) is fatal. [loop] */
+void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k);
+void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since);
 /* Copy a key into fresh heap memory (NULL on OOM; a valid pointer for len 0). */
 uint8_t *rl__ss_memdup(const void *p, size_t len);
 /* Free the keys of n ranges and the array. */
 void rl__ss_ranges_free(ss_range *r, uint32_t n);
+/* Free the map. */
+void rl__ss_map_free(ss_map *m);
+/* Ask for a GET_SHARD_MAP soon (e.g. a peer said wrong_shard_server): ss_repl.c's housekeeping
+ * sends it. [any] */
+void rl__ss_want_map(rl_ss *ss);
+/* Encode and send a request to the coordinator (*out_id may be NULL): RL_E_CONNECTION_FAILED
+ * while there is no connection. [loop] */
+int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id);
 /* Apply the current delay to conn (a new connection to a peer on another host). [loop] */
 void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn);
 /* Fill m (zeroed first) with the HELLO request this server opens its connections with (role
@@ -363,6 +400,19 @@ void rl__ss_hello(const rl_ss *ss, rl_msg *m);
 void rl__ss_send_hello(const rl_ss *ss, rl_conn *conn);
 /* A delayed connection closed: keep its frames' lateness for STATUS. [loop] */
 void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn);
+/* The hooks: dispatch every parked read whose version is now known (ss->wake_parked); start a
+ * sync if something known is not durable (ss->maybe_sync). [loop] */
+void rl__ss_wake_parked(rl_ss *ss);
+void rl__ss_maybe_sync(rl_ss *ss);
+
+/* ---- ss_serve.c (accepted connections, the request table, reads, parked reads, STATUS) ---- */
+
+/* Accept a connection (the listener's callback, ss_life.c). [loop] */
+void rl__ss_on_accept(rl_listener *lis, rl_conn *conn, void *ud);
+/* The wake_parked hook (ss_life.c sets it). [loop] */
+void rl__ss_serve_wake_parked(rl_ss *ss);
+/* Drop every parked read (rl__ss_free, before the loop closes their clients). [owner] */
+void rl__ss_serve_free_parked(rl_ss *ss);
 /* Append the status JSON. [loop] */
 void rl__ss_status(rl_ss *ss, rl_buf *out);
 
@@ -374,21 +424,11 @@ void rl__ss_repl_start(rl_ss *ss);
 int rl__ss_sync_start(rl_ss *ss);
 /* Stop and join the sync thread (rl__ss_free). */
 void rl__ss_sync_stop(rl_ss *ss);
-/* Ask for a GET_SHARD_MAP now (e.g. a peer said wrong_shard_server). [any] */
-void rl__ss_want_map(rl_ss *ss);
 /* Periodic housekeeping of the replication side. [loop] */
 void rl__ss_repl_tick(rl_ss *ss);
-/* Free the map. */
-void rl__ss_map_free(ss_map *m);
-/* Ownership edits (under map_mu inside): remove [k) from the owned ranges (splitting what it
- * cuts); add it (what it overlaps is removed first) readable from `since` (0: always). A failure
- * (out of memory) is fatal. [loop] */
-void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k);
-void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since);
-/* Encode and send a request to the coordinator (*out_id may be NULL). [loop] */
-int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id);
-/* Start a background sync if something known is not durable. [loop] */
-void rl__ss_maybe_sync(rl_ss *ss);
+/* The maybe_sync hook (ss_life.c sets it): start a background sync if something known is not
+ * durable. [loop] */
+void rl__ss_repl_maybe_sync(rl_ss *ss);
 
 /* ---- ss_move.c (shard moves in and out: fetch, apply, report) ---- */
 

@@ -1,11 +1,12 @@
 /* ss_mapped.c — the storage server's mapped reads and storage-to-storage reads: the worker pool
  * that runs GET_MAPPED_RANGE, the batch hook that reads each batch's secondaries locally or from
  * the storage servers that hold them (GET_MULTI over connections kept to the peers), and the
- * serving side of GET_MULTI.
+ * serving side of GET_MULTI. A part of the storage server (ss_int.h, "The files") that uses the
+ * core only: ss_serve.c hands it the requests, ss_repl.c tells it of a new map.
  *
  * A mapped read:
  *
- *   loop thread: version and shard checked (storage_server.c) ──▶ job queue
+ *   loop thread: version and shard checked (ss_serve.c) ──▶ job queue
  *   worker: decode, resolve the selectors within the shard, rl__storage_get_mapped_range with
  *           mapped_hook ──▶ for each batch:
  *             1. split every item into pieces, one per shard its keys touch (a point read is one

@@ -1,6 +1,8 @@
 /* ss_move.c — a storage server's side of shard moves (docs/design.md §8.4, Moves): fetching a
  * range the coordinator assigned to it, applying it after the log's later mutations, reporting
- * it complete (MOVE_SHARD), and refusing reads of a range that moved away. Loop thread only.
+ * it complete (MOVE_SHARD), and refusing reads of a range that moved away. Loop thread only. A
+ * part of the storage server (ss_int.h, "The files") that uses the core only: ss_repl.c hands it
+ * PEEK changes and every version to apply; it asks for a sync through the core's maybe_sync hook.
  *
  * A fetch, from the PEEK reply that carries the assign change for range R (ending at E):
  *

@@ -1,7 +1,11 @@
 /* ss_repl.c — the storage server's replication side: the coordinator connection (HELLO,
  * REGISTER_STORAGE, GET_SHARD_MAP), the PEEK long-poll loop that applies its shards' mutations,
  * the background sync and POP, and reconnection with backoff. Everything here runs on the loop
- * thread except sync_main (the sync thread).
+ * thread except sync_main (the sync thread). A part of the storage server (ss_int.h, "The
+ * files"): it drives ss_move.c (every version goes to the engine through rl__ss_move_apply, PEEK
+ * changes to rl__ss_move_assign / _remove) and tells ss_mapped.c of a new map; parked reads
+ * (ss_serve.c) are woken through the core's wake_parked hook; ss_move.c asks for a sync through
+ * the maybe_sync hook (rl__ss_repl_maybe_sync).
  *
  * State of the coordinator connection (ss->co_state):
  *
@@ -47,17 +51,6 @@ static void maybe_sync(rl_ss *ss);
 
 /* ==== the shard map ========================================================================= */
 
-void rl__ss_map_free(ss_map *m) {
-    if (!m) return;
-    for (uint32_t i = 0; i < m->n_shards; i++) {
-        rl__free(m->shards[i].r.begin);
-        rl__free(m->shards[i].r.end);
-    }
-    rl__free(m->shards);
-    rl__free(m->servers);
-    rl__free(m);
-}
-
 /* A heap copy of a decoded GET_SHARD_MAP reply (NULL on OOM or an address that does not fit). */
 static ss_map *map_copy(const rl_msg_get_shard_map_reply *r, const char *own_host) {
     ss_map *m = rl__calloc(1, sizeof *m);
@@ -97,26 +90,7 @@ fail:
     return NULL;
 }
 
-void rl__ss_want_map(rl_ss *ss) { atomic_store(&ss->map_refresh_wanted, 1); }
-
 /* ==== sending to the coordinator ============================================================ */
-
-/* Encode and send a request to the coordinator; *out_id (may be NULL) gets its id. */
-int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id) {
-    rl_proto_why why;
-    if (!ss->co) return RL_E_CONNECTION_FAILED;
-    uint64_t id = ++ss->co_next_id;
-    rl__buf_reset(&ss->co_buf);
-    int rc = rl__msg_encode(&ss->co_buf, m, &why);
-    if (rc != RL_OK) {
-        rl__log(RL_LOG_ERROR, "storage server %u: cannot encode %s for the coordinator: %s (%s)", ss->o.id,
-                rl__msg_type_name(m->type), rl_error_name(rc), why.text);
-        return rc;
-    }
-    rc = rl__conn_send(ss->co, m->type, 0, id, ss->co_buf.data, ss->co_buf.len);
-    if (out_id) *out_id = id;
-    return rc;
-}
 
 static void send_peek(rl_ss *ss) {
     if (ss->co_state != SS_CO_READY || ss->co_peek_id || atomic_load(&ss->stopping)) return;
@@ -246,92 +220,6 @@ static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
     if (atomic_load(&ss->durable) > 0) send_pop(ss);
     rl__ss_wake_parked(ss);
     maybe_sync(ss);
-}
-
-/* See ss_int.h: remove [b, e) from the owned ranges, splitting ranges it cuts (the pieces keep
- * their since/until). */
-void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k) {
-    ss_range *nw = rl__calloc((size_t)ss->n_own * 2 + 1, sizeof *nw);
-    uint32_t n = 0;
-    if (!nw) {
-        rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
-        return;
-    }
-    for (uint32_t i = 0; i < ss->n_own; i++) {
-        const ss_range *r = &ss->own[i];
-        /* The part below k->begin and the part above k->end survive. */
-        if (rl__bytes_cmp(r->begin, r->begin_len, k->begin, k->begin_len) < 0) {
-            const uint8_t *e = r->end;
-            uint32_t el = r->end_len;
-            if (rl__bytes_cmp(e, el, k->begin, k->begin_len) > 0) e = k->begin, el = k->begin_len;
-            nw[n].begin = rl__ss_memdup(r->begin, r->begin_len);
-            nw[n].begin_len = r->begin_len;
-            nw[n].end = rl__ss_memdup(e, el);
-            nw[n].end_len = el;
-            nw[n].since = r->since;
-            nw[n].until = r->until;
-            n++;
-        }
-        if (rl__bytes_cmp(r->end, r->end_len, k->end, k->end_len) > 0) {
-            const uint8_t *b = r->begin;
-            uint32_t bl = r->begin_len;
-            if (rl__bytes_cmp(b, bl, k->end, k->end_len) < 0) b = k->end, bl = k->end_len;
-            nw[n].begin = rl__ss_memdup(b, bl);
-            nw[n].begin_len = bl;
-            nw[n].end = rl__ss_memdup(r->end, r->end_len);
-            nw[n].end_len = r->end_len;
-            nw[n].since = r->since;
-            nw[n].until = r->until;
-            n++;
-        }
-    }
-    for (uint32_t i = 0; i < n; i++)
-        if (!nw[i].begin || !nw[i].end) {
-            rl__ss_ranges_free(nw, n);
-            rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
-            return;
-        }
-    pthread_mutex_lock(&ss->map_mu);
-    ss_range *old = ss->own;
-    uint32_t n_old = ss->n_own;
-    ss->own = nw;
-    ss->n_own = n;
-    pthread_mutex_unlock(&ss->map_mu);
-    rl__ss_ranges_free(old, n_old);
-}
-
-/* See ss_int.h: add [b, e) to the owned ranges (kept sorted; what it overlaps is removed first). */
-void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since) {
-    rl__ss_own_remove(ss, k);
-    if (atomic_load(&ss->fatal)) return;
-    ss_range *nw = rl__calloc((size_t)ss->n_own + 1, sizeof *nw);
-    if (!nw) {
-        rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
-        return;
-    }
-    uint32_t n = 0, i = 0;
-    for (; i < ss->n_own && rl__bytes_cmp(ss->own[i].begin, ss->own[i].begin_len, k->begin, k->begin_len) < 0; i++)
-        nw[n++] = ss->own[i];
-    nw[n].begin = rl__ss_memdup(k->begin, k->begin_len);
-    nw[n].begin_len = k->begin_len;
-    nw[n].end = rl__ss_memdup(k->end, k->end_len);
-    nw[n].end_len = k->end_len;
-    nw[n].since = since;
-    if (!nw[n].begin || !nw[n].end) {
-        rl__free(nw[n].begin);
-        rl__free(nw[n].end);
-        rl__free(nw);
-        rl__ss_fatal(ss, RL_E_OUT_OF_MEMORY, "ownership change");
-        return;
-    }
-    n++;
-    for (; i < ss->n_own; i++) nw[n++] = ss->own[i];
-    pthread_mutex_lock(&ss->map_mu);
-    ss_range *old = ss->own;
-    ss->own = nw;
-    ss->n_own = n;
-    pthread_mutex_unlock(&ss->map_mu);
-    rl__free(old); /* its keys moved into nw */
 }
 
 /* PEEK reply: apply every new version in order, then the ownership changes; known moves to
@@ -606,8 +494,8 @@ static void on_sync_timer(rl_loop *loop, void *ud) {
     maybe_sync(ss);
 }
 
-/* See ss_int.h. */
-void rl__ss_maybe_sync(rl_ss *ss) { maybe_sync(ss); }
+/* See ss_int.h: the maybe_sync hook (ss_life.c sets it), for ss_move.c. */
+void rl__ss_repl_maybe_sync(rl_ss *ss) { maybe_sync(ss); }
 
 /* Start a background sync if something known is not durable (invariant 4). */
 static void maybe_sync(rl_ss *ss) {

@@ -2,7 +2,9 @@
  * holds shards in its own durable engine, pulls their mutations from the coordinator's log
  * (PEEK / POP), serves reads at a version and mapped reads whose secondaries may live on other
  * storage servers (storage-to-storage GET_MULTI). docs/design.md §8.4 describes the
- * design; docs/protocol.md §9 the messages it answers.
+ * design; docs/protocol.md §9 the messages it answers. rl__ss_new, rl__ss_run and rl__ss_free are
+ * ss_life.c's, the rest storage_server.c's; the role's files and how they depend on each other
+ * are described in ss_int.h.
  *
  * Life cycle:
  *   rl__ss_new   open (recover) the engine in DIR, bind the listener (the port is known on
@@ -30,42 +32,11 @@
 
 #include "base/buf.h"
 #include "net/loop.h"
+#include "server/ss_options.h"
 
 typedef struct rl_ss rl_ss;
 
-/* Options of a storage server. Strings are copied by rl__ss_new. Knobs left at 0 take their
- * default; they exist for tests (the command line sets only the documented options). */
-typedef struct {
-    const char *dir;               /* required: the engine's directory (created if missing) */
-    uint32_t id;                   /* required: the server id, >= 1 */
-    const char *coordinator_ip;    /* required: dotted IPv4 inside 127.0.0.0/8 */
-    uint16_t coordinator_port;     /* required, not 0 */
-    const char *listen_ip;         /* NULL: "127.0.0.1" */
-    uint16_t listen_port;          /* 0: an ephemeral port */
-    const char *host;              /* host label; NULL: "host1" */
-    int no_sync;                   /* skip fsync (benchmarks only) */
-    uint64_t window_versions;      /* MVCC window; 0: the engine's default (5,000,000) */
-    uint64_t checkpoint_log_bytes; /* engine checkpoint threshold; 0: the engine's default */
-    uint32_t delay_us;             /* injected one-way delay on connections to other hosts (netem.h),
-                                   at most RL_NETEM_MAX_US; changed at run time by SET_DELAY */
-    uint32_t jitter_us;            /* its jitter (same bound) */
-    const char *coordinator_host;  /* the coordinator's host label if known (rl cluster passes it);
-                                     NULL: learnt from its HELLO reply, delayed until then */
-    const char *engine;            /* "memory" or "ssd"; NULL: what dir holds (memory if new) */
-    const rl_net_auth *auth;       /* required: the cluster's credentials with the member key
-                                      (rl__keyfile_read); copied by rl__ss_new */
-    const rl_net_limits *limits;   /* NULL: the defaults of loop.h */
-    /* Knobs. */
-    int workers;            /* mapped-read worker threads; 0: 3 (at most 16) */
-    int future_wait_ms;     /* how long a read at a version not yet known waits; 0: 1000 */
-    int s2s_timeout_ms;     /* how long a storage-to-storage read may take; 0: 2000 */
-    int peek_wait_ms;       /* PEEK's max_wait_ms; 0: 500 */
-    int sync_interval_ms;   /* at most one engine sync per this many ms; 0: 10 */
-    int map_refresh_ms;     /* GET_SHARD_MAP refresh period; 0: 5000 */
-    int connect_timeout_ms; /* coordinator and peer connects; 0: 1000 */
-    int co_timeout_ms;      /* a coordinator reply (REGISTER_STORAGE, PEEK beyond its max wait)
-                             later than this drops the connection; 0: 5000 */
-} rl_ss_options;
+/* rl_ss_options: server/ss_options.h. */
 
 /* rl__ss_new — create a storage server: open the engine in o->dir (recovering it), bind the
  * listener, start the threads.
