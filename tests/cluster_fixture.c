@@ -102,7 +102,7 @@ static void print_logs(const char *dir) {
     pclose(p);
 }
 
-int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
+int rl_test_cluster_start(rl_test_cluster *c, const rl__cluster_up_opts *o) {
     memset(c, 0, sizeof *c);
     c->slot = -1;
     c->guardian_fd = -1;
@@ -124,7 +124,7 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
     c->dir = malloc(bl + 3);
     memcpy(c->dir, base, bl);
     memcpy(c->dir + bl, "/c", 3);
-    rl_cluster_up_opts uo = *o;
+    rl__cluster_up_opts uo = *o;
     uo.flags |= RL_CLUSTER_DIE_WITH_PARENT;
     if (!uo.rlkvd) uo.rlkvd = rl_test_bin("rlkvd");
     /* The guardian first, so a test killed during the start is cleaned up too. */
@@ -167,7 +167,7 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o) {
     free(base);
     c->n_storage = o->n_storage;
     { /* with --hosts the count is hosts x storage per host (issue 14) */
-        rl_cluster_up_opts t;
+        rl__cluster_up_opts t;
         rl_buf ignore;
         rl__buf_init(&ignore);
         if (rl__cluster_topology(o, &t, &ignore) == RL_OK) c->n_storage = t.n_storage;
@@ -271,12 +271,12 @@ void rl_test_cluster_stop(rl_test_cluster *c) {
 }
 
 long long rl_test_status_num(const rl_test_cluster *c, uint16_t port, const char *field) {
-    rl_admin_conn *a = NULL;
+    rl__admin_conn *a = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
     long long v = -1;
     if (rl__admin_conn_open(port, &c->key.auth, 2000, &a, &msg) == RL_OK) {
-        rl_msg req, rep;
+        rl__msg req, rep;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_STATUS;
         if (rl__admin_conn_call(a, &req, &rep, 2000, &msg) == RL_OK) {

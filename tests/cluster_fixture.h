@@ -2,7 +2,7 @@
  * the library (src/app/cluster_admin.h), stopped whatever happens to the test.
  *
  *   rl_test_cluster c;
- *   rl_cluster_up_opts o = {.n_storage = 3, .split = keys, .n_split = 2};
+ *   rl__cluster_up_opts o = {.n_storage = 3, .split = keys, .n_split = 2};
  *   ASSERT_OK(rl_test_cluster_start(&c, &o));                 // a failure prints why
  *   ... rl_db_open(c.url, ...) ...
  *   rl_test_cluster_stop(&c);
@@ -42,7 +42,7 @@ typedef struct {
     char file[4200];     /* DIR/reclayer.cluster */
     char url[4300];      /* "cluster:" + file */
     char key_file[4200]; /* DIR/cluster.key */
-    rl_keyfile key;      /* its contents: the member credentials tests' admin connections use */
+    rl__keyfile key;     /* its contents: the member credentials tests' admin connections use */
     int n_storage;
     int guardian_pid; /* the guardian process */
     int guardian_fd;  /* the write end of its pipe */
@@ -54,7 +54,7 @@ typedef struct {
  * Returns RL_OK, or the error after printing why (and the log's last lines); *c is then not
  * started. A test fails on an error (ASSERT_OK): rlkvd and the cluster: backend are always built,
  * so a cluster that does not start is a defect, never a reason to skip. */
-int rl_test_cluster_start(rl_test_cluster *c, const rl_cluster_up_opts *o);
+int rl_test_cluster_start(rl_test_cluster *c, const rl__cluster_up_opts *o);
 
 /* rl_test_cluster_restart — `rl cluster restart` of process id (0: coordinator) through the
  * built rl (the tool end to end), with --kill when hard; refreshes the signal handler's pids.

@@ -52,32 +52,32 @@ int main(int argc, char **argv) {
     const char *split_file = NULL;
     const char *prog[256];
     int n_prog = 0;
-    const rl_arg opts[] = {RL__CLUSTER_UP_OPTS(&ua),
-                           {.name = "split-file",
+    const rl__arg opts[] = {RL__CLUSTER_UP_OPTS(&ua),
+                            {.name = "split-file",
+                             .kind = RL_ARG_STRING,
+                             .dest = &split_file,
+                             .metavar = "FILE",
+                             .flags = RL_ARG_NONEMPTY,
+                             .help = "split keys, one per line (printable form; '#' comments)"},
+                            {0}};
+    const rl__arg pos[] = {{.name = "PROGRAM",
                             .kind = RL_ARG_STRING,
-                            .dest = &split_file,
-                            .metavar = "FILE",
-                            .flags = RL_ARG_NONEMPTY,
-                            .help = "split keys, one per line (printable form; '#' comments)"},
+                            .dest = prog,
+                            .flags = RL_ARG_MULTI,
+                            .max_count = 255,
+                            .count = &n_prog,
+                            .help = "the test program and its arguments"},
                            {0}};
-    const rl_arg pos[] = {{.name = "PROGRAM",
-                           .kind = RL_ARG_STRING,
-                           .dest = prog,
-                           .flags = RL_ARG_MULTI,
-                           .max_count = 255,
-                           .count = &n_prog,
-                           .help = "the test program and its arguments"},
-                          {0}};
-    const rl_args_cmd cmd = {.name = "rl_with_cluster",
-                             .summary = "Run PROGRAM with RL_TEST_URL pointing at a fresh local cluster.",
-                             .opts = opts,
-                             .pos = pos};
+    const rl__args_cmd cmd = {.name = "rl_with_cluster",
+                              .summary = "Run PROGRAM with RL_TEST_URL pointing at a fresh local cluster.",
+                              .opts = opts,
+                              .pos = pos};
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *keys[RL_CLUSTER_MAX_SHARDS - 1];
     char *copy = NULL, *file_text = NULL;
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     rl_buf msg;
     rl__buf_init(&msg);
     if (!ua.n_storage && !ua.n_hosts) ua.n_storage = 1;

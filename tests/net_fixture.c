@@ -18,15 +18,15 @@
 #define TEST_NAME "test:TESTCLUSTER0123456789abcdefghijklmn"
 #define OTHER_NAME "test:OTHERCLUSTER0123456789abcdefghijklm"
 
-static void make(rl_net_auth *out, int other, int member) {
+static void make(rl__net_auth *out, int other, int member) {
     uint8_t secret[RL_AUTH_SECRET_LEN];
     memset(secret, other ? 0x5a : 0xa5, sizeof secret);
     const char *name = other ? OTHER_NAME : TEST_NAME;
     ASSERT_OK(rl__auth_init(out, name, strlen(name), member ? secret : NULL, member ? sizeof secret : 0));
 }
 
-void rl_test_auth_member(rl_net_auth *out, int other) { make(out, other, 1); }
-void rl_test_auth_client(rl_net_auth *out, int other) { make(out, other, 0); }
+void rl_test_auth_member(rl__net_auth *out, int other) { make(out, other, 1); }
+void rl_test_auth_client(rl__net_auth *out, int other) { make(out, other, 0); }
 const char *rl_test_cluster_name(int other) { return other ? OTHER_NAME : TEST_NAME; }
 
 void rl_test_write_keyfile(const char *path) {
@@ -87,7 +87,7 @@ static int recv_exact(int fd, uint8_t *p, size_t n, uint64_t deadline) {
     return RL_OK;
 }
 
-int rl_test_raw_recv_frame(int fd, rl_frame_header *h, uint8_t *payload, size_t cap, int timeout_ms) {
+int rl_test_raw_recv_frame(int fd, rl__frame_header *h, uint8_t *payload, size_t cap, int timeout_ms) {
     uint64_t deadline = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000u;
     uint8_t hb[RL_FRAME_HEADER_LEN];
     int rc = recv_exact(fd, hb, sizeof hb, deadline);
@@ -98,27 +98,27 @@ int rl_test_raw_recv_frame(int fd, rl_frame_header *h, uint8_t *payload, size_t 
     return recv_exact(fd, payload, h->payload_len, deadline);
 }
 
-int rl_test_raw_handshake(int fd, const rl_net_auth *auth, int cls, unsigned flags, int timeout_ms) {
-    rl_frame_header h;
+int rl_test_raw_handshake(int fd, const rl__net_auth *auth, int cls, unsigned flags, int timeout_ms) {
+    rl__frame_header h;
     uint8_t pl[RL_NET_HANDSHAKE_MAX_PAYLOAD];
     int rc = rl_test_raw_recv_frame(fd, &h, pl, sizeof pl, timeout_ms);
     if (rc) return rc;
-    rl_msg m;
+    rl__msg m;
     if (h.type != RL_MSG_AUTH_CHALLENGE || h.flags != 0) return RL_E_PROTOCOL_UNEXPECTED_MESSAGE;
     if ((rc = rl__msg_decode(h.type, h.flags, pl, h.payload_len, NULL, &m, NULL))) return rc;
     uint8_t snonce[RL_AUTH_NONCE_LEN];
     memcpy(snonce, m.u.auth_challenge.nonce, sizeof snonce);
-    rl_msg req;
+    rl__msg req;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_AUTH;
-    rl_msg_auth_req *a = &req.u.auth_req;
+    rl__msg_auth_req *a = &req.u.auth_req;
     a->magic = RL_PROTOCOL_MAGIC;
     a->protocol_version = RL_PROTOCOL_VERSION;
     a->auth_class = (uint8_t)cls;
     ASSERT_OK(rl__auth_random(a->nonce, sizeof a->nonce));
     /* A MEMBER claim without the member key: the best a stranger can do is sign with what it has. */
     int key_cls = cls == RL_AUTH_MEMBER && !auth->has_member_key ? RL_AUTH_CLIENT : cls;
-    rl_net_auth as = *auth;
+    rl__net_auth as = *auth;
     if (key_cls != cls) memcpy(as.member_key, as.cluster_key, sizeof as.member_key), as.has_member_key = 1;
     ASSERT_OK(rl__auth_proof(&as, cls, 'C', snonce, a->nonce, a->proof));
     if (flags & RL_TEST_HS_BAD_PROOF) a->proof[7] ^= 0x10;
@@ -130,7 +130,7 @@ int rl_test_raw_handshake(int fd, const rl_net_auth *auth, int cls, unsigned fla
     if (sent) return RL_E_CONNECTION_FAILED;
     if ((rc = rl_test_raw_recv_frame(fd, &h, pl, sizeof pl, timeout_ms))) return rc;
     if (h.type != RL_MSG_AUTH || !(h.flags & RL_FRAME_REPLY)) return RL_E_PROTOCOL_UNEXPECTED_MESSAGE;
-    rl_msg r;
+    rl__msg r;
     if ((rc = rl__msg_decode(h.type, h.flags, pl, h.payload_len, NULL, &r, NULL))) return rc;
     if (h.flags & RL_FRAME_ERROR) return r.u.error.code;
     return rl__auth_verify(&as, cls, 'S', snonce, a->nonce, r.u.auth_reply.proof) == RL_OK ? RL_OK
@@ -138,7 +138,7 @@ int rl_test_raw_handshake(int fd, const rl_net_auth *auth, int cls, unsigned fla
 }
 
 /* Send m as a frame with id; 0 or -1. */
-static int send_msg(int fd, uint64_t id, const rl_msg *m) {
+static int send_msg(int fd, uint64_t id, const rl__msg *m) {
     rl_buf b;
     rl__buf_init(&b);
     ASSERT_OK(rl__msg_frame_encode(&b, id, m, NULL));
@@ -147,24 +147,24 @@ static int send_msg(int fd, uint64_t id, const rl_msg *m) {
     return r;
 }
 
-int rl_test_raw_serve_handshake(int fd, const rl_net_auth *auth, int timeout_ms, int *out_class) {
-    rl_msg ch;
+int rl_test_raw_serve_handshake(int fd, const rl__net_auth *auth, int timeout_ms, int *out_class) {
+    rl__msg ch;
     memset(&ch, 0, sizeof ch);
     ch.type = RL_MSG_AUTH_CHALLENGE;
     ch.u.auth_challenge.magic = RL_PROTOCOL_MAGIC;
     ch.u.auth_challenge.protocol_version = RL_PROTOCOL_VERSION;
     ASSERT_OK(rl__auth_random(ch.u.auth_challenge.nonce, RL_AUTH_NONCE_LEN));
     if (send_msg(fd, 0, &ch)) return RL_E_CONNECTION_FAILED;
-    rl_frame_header h;
+    rl__frame_header h;
     uint8_t pl[RL_NET_HANDSHAKE_MAX_PAYLOAD];
     int rc = rl_test_raw_recv_frame(fd, &h, pl, sizeof pl, timeout_ms);
     if (rc) return rc;
     if (h.type != RL_MSG_AUTH || h.flags != 0) return RL_E_PROTOCOL_UNEXPECTED_MESSAGE;
-    rl_msg m;
+    rl__msg m;
     if ((rc = rl__msg_decode(h.type, h.flags, pl, h.payload_len, NULL, &m, NULL))) return rc;
-    const rl_msg_auth_req *a = &m.u.auth_req;
+    const rl__msg_auth_req *a = &m.u.auth_req;
     rc = rl__auth_verify(auth, a->auth_class, 'C', ch.u.auth_challenge.nonce, a->nonce, a->proof);
-    rl_msg r;
+    rl__msg r;
     memset(&r, 0, sizeof r);
     r.type = RL_MSG_AUTH;
     if (rc) {
@@ -180,7 +180,7 @@ int rl_test_raw_serve_handshake(int fd, const rl_net_auth *auth, int timeout_ms,
     return RL_OK;
 }
 
-int rl_test_raw_open(const char *ip, uint16_t port, const rl_net_auth *auth) {
+int rl_test_raw_open(const char *ip, uint16_t port, const rl__net_auth *auth) {
     int fd = rl_test_raw_connect(ip, port);
     ASSERT_OK(rl_test_raw_handshake(fd, auth, rl__auth_connect_class(auth), 0, 5000));
     return fd;

@@ -227,7 +227,7 @@ int rl__args_unhex(const char *s, rl_buf *out, char *msg, size_t cap) {
 
 /* ---- Ranges and help text ------------------------------------------------------------------ */
 
-static void int_range(const rl_arg *a, int64_t *lo, int64_t *hi) {
+static void int_range(const rl__arg *a, int64_t *lo, int64_t *hi) {
     if (a->min == 0 && a->max == 0) {
         *lo = a->kind == RL_ARG_INT ? INT_MIN : INT64_MIN;
         *hi = a->kind == RL_ARG_INT ? INT_MAX : INT64_MAX;
@@ -238,19 +238,19 @@ static void int_range(const rl_arg *a, int64_t *lo, int64_t *hi) {
     assert(a->kind != RL_ARG_INT || (*lo >= INT_MIN && *hi <= INT_MAX));
 }
 
-static void uint_range(const rl_arg *a, uint64_t *lo, uint64_t *hi) {
+static void uint_range(const rl__arg *a, uint64_t *lo, uint64_t *hi) {
     if (a->umin == 0 && a->umax == 0) *lo = 0, *hi = UINT64_MAX;
     else *lo = a->umin, *hi = a->umax;
     assert(*lo <= *hi);
 }
 
-static void double_range(const rl_arg *a, double *lo, double *hi) {
+static void double_range(const rl__arg *a, double *lo, double *hi) {
     if (a->dmin == 0 && a->dmax == 0) *lo = -DBL_MAX, *hi = DBL_MAX;
     else *lo = a->dmin, *hi = a->dmax;
     assert(*lo <= *hi);
 }
 
-static const char *default_metavar(const rl_arg *a) {
+static const char *default_metavar(const rl__arg *a) {
     switch (a->kind) {
     case RL_ARG_INT:
     case RL_ARG_INT64:
@@ -261,15 +261,15 @@ static const char *default_metavar(const rl_arg *a) {
     }
 }
 
-static const char *metavar(const rl_arg *a) { return a->metavar ? a->metavar : default_metavar(a); }
+static const char *metavar(const rl__arg *a) { return a->metavar ? a->metavar : default_metavar(a); }
 
 /* Append the choices of an enum as "a, b, c". */
-static void append_choices(rl_buf *b, const rl_arg_choice *c) {
+static void append_choices(rl_buf *b, const rl__arg_choice *c) {
     for (int i = 0; c && c[i].name; i++) rl__buf_printf(b, "%s%s", i ? ", " : "", c[i].name);
 }
 
 /* Append the generated part of an argument's help: kind and range, choices, default. */
-static void append_details(rl_buf *b, const rl_arg *a, int is_pos) {
+static void append_details(rl_buf *b, const rl__arg *a, int is_pos) {
     int show_default = !(a->flags & (RL_ARG_REQUIRED | RL_ARG_NO_DEFAULT | RL_ARG_MULTI)) && !is_pos;
     size_t start = b->len;
     rl__buf_append_str(b, " (");
@@ -366,7 +366,7 @@ static void print_row(FILE *f, const char *left, const char *text) {
     print_wrapped(f, text, HELP_COL, HELP_COL);
 }
 
-static void print_arg_rows(FILE *f, const rl_arg *t, int is_pos) {
+static void print_arg_rows(FILE *f, const rl__arg *t, int is_pos) {
     rl_buf left, text;
     rl__buf_init(&left);
     rl__buf_init(&text);
@@ -385,9 +385,9 @@ static void print_arg_rows(FILE *f, const rl_arg *t, int is_pos) {
 }
 
 /* Append the synopsis words of an option table and a positional table. */
-static void append_synopsis(rl_buf *b, const rl_arg *opts, const rl_arg *pos) {
+static void append_synopsis(rl_buf *b, const rl__arg *opts, const rl__arg *pos) {
     for (int i = 0; opts && opts[i].name; i++) {
-        const rl_arg *a = &opts[i];
+        const rl__arg *a = &opts[i];
         int req = a->flags & RL_ARG_REQUIRED;
         rl__buf_printf(b, " %s--%s", req ? "" : "[", a->name);
         if (a->kind != RL_ARG_FLAG) rl__buf_printf(b, "%c%s", NBSP, metavar(a));
@@ -395,7 +395,7 @@ static void append_synopsis(rl_buf *b, const rl_arg *opts, const rl_arg *pos) {
         if (a->flags & RL_ARG_MULTI) rl__buf_append_str(b, "...");
     }
     for (int i = 0; pos && pos[i].name; i++) {
-        const rl_arg *a = &pos[i];
+        const rl__arg *a = &pos[i];
         if (a->flags & RL_ARG_OPTIONAL) rl__buf_printf(b, " [%s]", a->name);
         else rl__buf_printf(b, " %s", a->name);
         if (a->flags & RL_ARG_MULTI) rl__buf_append_str(b, "...");
@@ -403,12 +403,12 @@ static void append_synopsis(rl_buf *b, const rl_arg *opts, const rl_arg *pos) {
 }
 
 /* The subcommand's word: its name after the parent's ("rl kv get" -> "get"). */
-static const char *sub_word(const rl_args_cmd *sub) {
+static const char *sub_word(const rl__args_cmd *sub) {
     const char *s = strrchr(sub->name, ' ');
     return s ? s + 1 : sub->name;
 }
 
-void rl__args_help(const rl_args_cmd *cmd, const rl_args_cmd *parent, FILE *f) {
+void rl__args_help(const rl__args_cmd *cmd, const rl__args_cmd *parent, FILE *f) {
     rl_buf syn;
     rl__buf_init(&syn);
     rl__buf_printf(&syn, "usage: %s", cmd->name);
@@ -446,8 +446,8 @@ void rl__args_help(const rl_args_cmd *cmd, const rl_args_cmd *parent, FILE *f) {
 /* ---- Parsing ----------------------------------------------------------------------------- */
 
 typedef struct {
-    const rl_args_cmd *root; /* the command parsed */
-    const rl_args_cmd *cur;  /* root, or the subcommand once its word was seen */
+    const rl__args_cmd *root; /* the command parsed */
+    const rl__args_cmd *cur;  /* root, or the subcommand once its word was seen */
     FILE *out, *err;
     unsigned char seen_root[MAX_ARGS], seen_sub[MAX_ARGS];
     int npos; /* positionals of cur stored so far */
@@ -464,7 +464,7 @@ static int usage(pstate *ps, const char *fmt, ...) {
     return RL_ARGS_USAGE;
 }
 
-int rl__args_usage_error(const rl_args_cmd *cmd, const char *fmt, ...) {
+int rl__args_usage_error(const rl__args_cmd *cmd, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "%s: ", cmd->name);
     va_start(ap, fmt);
@@ -474,7 +474,7 @@ int rl__args_usage_error(const rl_args_cmd *cmd, const char *fmt, ...) {
     return RL_ARGS_USAGE;
 }
 
-static int table_len(const rl_arg *t) {
+static int table_len(const rl__arg *t) {
     int n = 0;
     while (t && t[n].name) n++;
     assert(n <= MAX_ARGS);
@@ -482,13 +482,13 @@ static int table_len(const rl_arg *t) {
 }
 
 /* Reset the MULTI counters of a table. */
-static void reset_counts(const rl_arg *t) {
+static void reset_counts(const rl__arg *t) {
     for (int i = 0; t && t[i].name; i++)
         if ((t[i].flags & RL_ARG_MULTI) && t[i].count) *t[i].count = 0;
 }
 
 /* Check value v of argument a (label: "--name" or METAVAR) and store it. 0 or RL_ARGS_USAGE. */
-static int store(pstate *ps, const rl_arg *a, const char *label, const char *v) {
+static int store(pstate *ps, const rl__arg *a, const char *label, const char *v) {
     char msg[256], q[QUOTE_MAX + 8];
     switch (a->kind) {
     case RL_ARG_FLAG: *(int *)a->dest = 1; return 0;
@@ -545,7 +545,7 @@ static int store(pstate *ps, const rl_arg *a, const char *label, const char *v) 
 }
 
 /* Find option name[0..n) in table t; its index or -1. */
-static int find_opt(const rl_arg *t, const char *name, size_t n) {
+static int find_opt(const rl__arg *t, const char *name, size_t n) {
     for (int i = 0; t && t[i].name; i++)
         if (strlen(t[i].name) == n && !memcmp(t[i].name, name, n)) return i;
     return -1;
@@ -556,7 +556,7 @@ static int option(pstate *ps, int argc, char **argv, int *i) {
     const char *a = argv[*i] + 2, *eq = strchr(a, '=');
     size_t n = eq ? (size_t)(eq - a) : strlen(a);
     char q[QUOTE_MAX + 8], label[QUOTE_MAX + 8];
-    const rl_arg *t = ps->cur->opts;
+    const rl__arg *t = ps->cur->opts;
     unsigned char *seen = ps->cur == ps->root ? ps->seen_root : ps->seen_sub;
     int k = find_opt(t, a, n);
     if (k < 0 && ps->cur != ps->root) {
@@ -573,7 +573,7 @@ static int option(pstate *ps, int argc, char **argv, int *i) {
                                  sub_word(ps->root->subs[s]), label);
         return usage(ps, "unknown option %s", shown(label, q, sizeof q));
     }
-    const rl_arg *o = &t[k];
+    const rl__arg *o = &t[k];
     const char *v = NULL;
     if (o->kind == RL_ARG_FLAG) {
         if (eq) return usage(ps, "option %s takes no value", label);
@@ -609,10 +609,10 @@ static int positional(pstate *ps, const char *w) {
         rl__buf_release(&b);
         return rc;
     }
-    const rl_arg *pos = ps->cur->pos;
+    const rl__arg *pos = ps->cur->pos;
     int n = table_len(pos);
     if (ps->npos < n) {
-        const rl_arg *a = &pos[ps->npos];
+        const rl__arg *a = &pos[ps->npos];
         if (!(a->flags & RL_ARG_MULTI)) ps->npos++;
         return store(ps, a, a->name, w);
     }
@@ -629,13 +629,13 @@ static int finish(pstate *ps) {
         rl__buf_release(&b);
         return rc;
     }
-    const rl_arg *tabs[2] = {ps->root->opts, ps->cur != ps->root ? ps->cur->opts : NULL};
+    const rl__arg *tabs[2] = {ps->root->opts, ps->cur != ps->root ? ps->cur->opts : NULL};
     const unsigned char *seen[2] = {ps->seen_root, ps->seen_sub};
     for (int t = 0; t < 2; t++)
         for (int i = 0; tabs[t] && tabs[t][i].name; i++)
             if ((tabs[t][i].flags & RL_ARG_REQUIRED) && !seen[t][i])
                 return usage(ps, "option --%s is required", tabs[t][i].name);
-    const rl_arg *pos = ps->cur->pos;
+    const rl__arg *pos = ps->cur->pos;
     for (int i = ps->npos; pos && pos[i].name; i++) {
         if (pos[i].flags & RL_ARG_OPTIONAL) continue;
         if ((pos[i].flags & RL_ARG_MULTI) && *pos[i].count > 0) continue;
@@ -644,7 +644,7 @@ static int finish(pstate *ps) {
     return 0;
 }
 
-int rl__args_parse_to(const rl_args_cmd *cmd, int argc, char **argv, FILE *out, FILE *err, int *out_code) {
+int rl__args_parse_to(const rl__args_cmd *cmd, int argc, char **argv, FILE *out, FILE *err, int *out_code) {
     pstate ps;
     int only_pos = 0, rc = 0;
     memset(&ps, 0, sizeof ps);
@@ -677,6 +677,6 @@ int rl__args_parse_to(const rl_args_cmd *cmd, int argc, char **argv, FILE *out, 
     return 0;
 }
 
-int rl__args_parse(const rl_args_cmd *cmd, int argc, char **argv, int *out_code) {
+int rl__args_parse(const rl__args_cmd *cmd, int argc, char **argv, int *out_code) {
     return rl__args_parse_to(cmd, argc, argv, stdout, stderr, out_code);
 }

@@ -1,19 +1,19 @@
 /* args.h (internal) — the strict command-line parser shared by the tools (rl, rlbench, rlkvd).
  *
- * A command declares its arguments in a table (rl_arg: name, value kind, destination, range, a
+ * A command declares its arguments in a table (rl__arg: name, value kind, destination, range, a
  * help line) and calls rl__args_parse once; the parser checks every value fully, fills the
  * destinations, and prints the generated help or a usage error that names the argument. It lives
  * in the library so that unit tests reach it (tests/unit/base/test_args.c).
  *
  *   int64_t count = 0;
  *   const char *url = NULL;
- *   const rl_arg opts[] = {
+ *   const rl__arg opts[] = {
  *       {.name = "db", .kind = RL_ARG_STRING, .dest = &url, .metavar = "URL",
  *        .help = "the database", .flags = RL_ARG_REQUIRED},
  *       {.name = "count", .kind = RL_ARG_INT64, .dest = &count, .min = 0, .max = 100000000,
  *        .help = "records to load"},
  *       {0}};
- *   const rl_args_cmd cmd = {.name = "rl load", .summary = "Load records.", .opts = opts};
+ *   const rl__args_cmd cmd = {.name = "rl load", .summary = "Load records.", .opts = opts};
  *   int code;
  *   if (rl__args_parse(&cmd, argc, argv, &code)) return code;   // --help: 0, usage error: 2
  *
@@ -30,7 +30,7 @@
  *      trailing characters, no empty string), doubles in decimal or exponent notation (finite:
  *      "nan" and "inf" are refused); each must lie in the option's inclusive range, and a value
  *      that overflows the type is out of range. Every range appears in the help.
- *   6. A command with subcommands (rl_args_cmd.subs) takes the subcommand as its first positional
+ *   6. A command with subcommands (rl__args_cmd.subs) takes the subcommand as its first positional
  *      word; the parent's options are accepted before and after it, the subcommand's own options
  *      and positionals after it ("rl kv --db URL get KEY", "rl kv get KEY --db URL").
  *
@@ -50,7 +50,7 @@
  * The exit code of every usage error is 2 (RL_ARGS_USAGE).
  *
  * Ownership: the parser allocates nothing. String values point into argv (borrowed; argv outlives
- * the command). Tables and the rl_args_cmd are the caller's and are only read.
+ * the command). Tables and the rl__args_cmd are the caller's and are only read.
  * Thread rules: none (no global state).
  */
 #ifndef RL_APP_ARGS_H
@@ -75,9 +75,9 @@ typedef enum {
     RL_ARG_UINT64,   /* uint64_t: a non-negative integer in [umin, umax] */
     RL_ARG_DOUBLE,   /* double: a finite number in [dmin, dmax] */
     RL_ARG_ENUM,     /* int: the value of the choice named (choices) */
-} rl_arg_kind;
+} rl__arg_kind;
 
-/* Flags of an rl_arg. */
+/* Flags of an rl__arg. */
 #define RL_ARG_REQUIRED 0x1 /* option: must be given (positionals are required by default) */
 #define RL_ARG_OPTIONAL 0x2 /* positional: may be left out; only trailing positionals */
 #define RL_ARG_MULTI \
@@ -91,7 +91,7 @@ typedef enum {
 typedef struct {
     const char *name;
     int value;
-} rl_arg_choice;
+} rl__arg_choice;
 
 /* One option or positional argument. Tables end with an entry whose name is NULL ({0}).
  * Ranges are inclusive. A range left at zero (min == max == 0, umin == umax == 0, dmin == dmax
@@ -99,32 +99,32 @@ typedef struct {
  * the default, and help shows it (unless RL_ARG_REQUIRED or RL_ARG_NO_DEFAULT). */
 typedef struct {
     const char *name; /* option: long name without "--"; positional: its metavar */
-    rl_arg_kind kind;
-    void *dest;                   /* where the value goes; type per kind (never NULL) */
-    const char *metavar;          /* option: its value's name in help ("N", "URL"); NULL: from
+    rl__arg_kind kind;
+    void *dest;                    /* where the value goes; type per kind (never NULL) */
+    const char *metavar;           /* option: its value's name in help ("N", "URL"); NULL: from
                                    * the kind */
-    const char *help;             /* one line; the range, choices and default are appended */
-    unsigned flags;               /* RL_ARG_* */
-    int64_t min, max;             /* RL_ARG_INT, RL_ARG_INT64 */
-    uint64_t umin, umax;          /* RL_ARG_UINT64 */
-    double dmin, dmax;            /* RL_ARG_DOUBLE */
-    const rl_arg_choice *choices; /* RL_ARG_ENUM */
-    int max_count;                /* RL_ARG_MULTI: capacity of dest */
-    int *count;                   /* RL_ARG_MULTI: values stored (set to 0 by the parse) */
-} rl_arg;
+    const char *help;              /* one line; the range, choices and default are appended */
+    unsigned flags;                /* RL_ARG_* */
+    int64_t min, max;              /* RL_ARG_INT, RL_ARG_INT64 */
+    uint64_t umin, umax;           /* RL_ARG_UINT64 */
+    double dmin, dmax;             /* RL_ARG_DOUBLE */
+    const rl__arg_choice *choices; /* RL_ARG_ENUM */
+    int max_count;                 /* RL_ARG_MULTI: capacity of dest */
+    int *count;                    /* RL_ARG_MULTI: values stored (set to 0 by the parse) */
+} rl__arg;
 
-typedef struct rl_args_cmd rl_args_cmd;
+typedef struct rl__args_cmd rl__args_cmd;
 
 /* A command: its name, help text, option and positional tables, and maybe subcommands. */
-struct rl_args_cmd {
-    const char *name;               /* as typed, for messages and help: "rl load", "rl kv get" */
-    const char *brief;              /* one line, listed by a parent's help */
-    const char *summary;            /* help paragraphs after the usage line (may be NULL) */
-    const char *epilog;             /* help text after the options (may be NULL) */
-    const rl_arg *opts;             /* options (NULL: none) */
-    const rl_arg *pos;              /* positionals in order (NULL: none) */
-    const rl_args_cmd *const *subs; /* subcommands, NULL-terminated (NULL: none) */
-    int *sub_dest;                  /* with subs: the index of the subcommand chosen */
+struct rl__args_cmd {
+    const char *name;                /* as typed, for messages and help: "rl load", "rl kv get" */
+    const char *brief;               /* one line, listed by a parent's help */
+    const char *summary;             /* help paragraphs after the usage line (may be NULL) */
+    const char *epilog;              /* help text after the options (may be NULL) */
+    const rl__arg *opts;             /* options (NULL: none) */
+    const rl__arg *pos;              /* positionals in order (NULL: none) */
+    const rl__args_cmd *const *subs; /* subcommands, NULL-terminated (NULL: none) */
+    int *sub_dest;                   /* with subs: the index of the subcommand chosen */
 };
 
 /* rl__args_parse — parse argv[1..argc) (argv[0] is the command's own word) against cmd, storing
@@ -133,19 +133,19 @@ struct rl_args_cmd {
  * stdout, RL_ARGS_USAGE (2) after printing a usage error (see the file comment) to stderr.
  * Destinations of arguments not given keep their values; after a usage error some destinations
  * may have been written. */
-int rl__args_parse(const rl_args_cmd *cmd, int argc, char **argv, int *out_code);
+int rl__args_parse(const rl__args_cmd *cmd, int argc, char **argv, int *out_code);
 
 /* rl__args_parse_to — rl__args_parse printing the help to out and errors to err (for tests). */
-int rl__args_parse_to(const rl_args_cmd *cmd, int argc, char **argv, FILE *out, FILE *err, int *out_code);
+int rl__args_parse_to(const rl__args_cmd *cmd, int argc, char **argv, FILE *out, FILE *err, int *out_code);
 
 /* rl__args_help — print the generated help of cmd to f: the usage line, the summary, the
  * subcommands, the positionals and options (each with its range, choices and default), then the
  * epilog. For a subcommand, parent (may be NULL) adds the parent's options. */
-void rl__args_help(const rl_args_cmd *cmd, const rl_args_cmd *parent, FILE *f);
+void rl__args_help(const rl__args_cmd *cmd, const rl__args_cmd *parent, FILE *f);
 
 /* rl__args_usage_error — print "NAME: MESSAGE" and the --help hint to stderr, for the checks a
  * command makes after parsing (e.g. two options that exclude each other). Returns RL_ARGS_USAGE. */
-int rl__args_usage_error(const rl_args_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rl__args_usage_error(const rl__args_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- Value parsers (what the table kinds use), for values that are not options ------------
  * Each returns RL_OK, or RL_E_INVALID_ARGUMENT with a one-line reason in msg (cap bytes,

@@ -166,7 +166,7 @@ typedef struct {
 
 /* What pids.json holds, and the cluster's key file (never in pids.json). */
 typedef struct {
-    rl_keyfile key;    /* DIR/cluster.key, read by state_load */
+    rl__keyfile key;   /* DIR/cluster.key, read by state_load */
     int key_rc;        /* RL_OK when key was read, else why not (key_msg) */
     char key_msg[512]; /* the key file's error */
     char rlkvd[PATH_CAP];
@@ -386,7 +386,7 @@ static int lock_dir(const char *dir, rl_buf *msg) {
 
 /* The number of storage servers of o: n_storage, or n_hosts * storage_per_host when only the
  * hosts are given. -1 when both are given and disagree, or a count is negative. */
-static int layout_n_storage(const rl_cluster_up_opts *o) {
+static int layout_n_storage(const rl__cluster_up_opts *o) {
     if (o->n_hosts < 0 || o->storage_per_host < 0 || o->n_storage < 0) return -1;
     if (o->n_hosts > 0 && o->storage_per_host > 0) {
         long hs = (long)o->n_hosts * o->storage_per_host;
@@ -398,7 +398,7 @@ static int layout_n_storage(const rl_cluster_up_opts *o) {
 
 /* The host number (1-based) of storage server id of o (common rules: h = (id - 1) / S + 1 with
  * hosts; every server on host 1 without). */
-static int layout_host(const rl_cluster_up_opts *o, int id) {
+static int layout_host(const rl__cluster_up_opts *o, int id) {
     if (o->n_hosts > 0 && o->storage_per_host > 0) return (id - 1) / o->storage_per_host + 1;
     return 1;
 }
@@ -411,7 +411,7 @@ static int layout_host(const rl_cluster_up_opts *o, int id) {
  * order that are not in the team yet. So members sit on distinct hosts whenever there are at
  * least r hosts, every server is primary of about 1/n of the shards and second member of as
  * many, and the result is a pure function of (o's hosts, n, r, k). Requires 1 <= r <= n. */
-static void layout_team(const rl_cluster_up_opts *o, int n, int r, int k, int *team) {
+static void layout_team(const rl__cluster_up_opts *o, int n, int r, int k, int *team) {
     int p = k % n + 1, got = 0;
     team[got++] = p;
     int hosts = o->n_hosts > 0 && o->storage_per_host > 0 ? o->n_hosts : 1;
@@ -428,7 +428,7 @@ static void layout_team(const rl_cluster_up_opts *o, int n, int r, int k, int *t
     }
 }
 
-int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
+int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
     int n_storage = layout_n_storage(o);
     if (n_storage < 0)
         return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d does not match --hosts %d x --storage-per-host %d",
@@ -509,7 +509,7 @@ done:
  * The admin connection
  * ------------------------------------------------------------------------------------------ */
 
-struct rl_admin_conn {
+struct rl__admin_conn {
     int fd;
     uint32_t max_payload; /* frames the server may send: small until the handshake is done */
     uint64_t next_id;
@@ -565,10 +565,10 @@ static int recv_all(int fd, uint8_t *p, size_t n, int64_t deadline, rl_buf *msg)
 }
 
 /* Send one frame of m with id. */
-static int send_msg(rl_admin_conn *c, const rl_msg *m, uint64_t id, int64_t deadline, rl_buf *msg) {
+static int send_msg(rl__admin_conn *c, const rl__msg *m, uint64_t id, int64_t deadline, rl_buf *msg) {
     rl_buf f;
     rl__buf_init(&f);
-    rl_proto_why why;
+    rl__proto_why why;
     int rc = rl__msg_frame_encode(&f, id, m, &why);
     if (rc) rc = fail(msg, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), why.text);
     else rc = send_all(c->fd, (const uint8_t *)f.data, f.len, deadline, msg);
@@ -577,7 +577,7 @@ static int send_msg(rl_admin_conn *c, const rl_msg *m, uint64_t id, int64_t dead
 }
 
 /* Receive one frame into c->rx and decode it into *out. */
-static int recv_msg(rl_admin_conn *c, rl_frame_header *h, rl_msg *out, int64_t deadline, rl_buf *msg) {
+static int recv_msg(rl__admin_conn *c, rl__frame_header *h, rl__msg *out, int64_t deadline, rl_buf *msg) {
     uint8_t hb[RL_FRAME_HEADER_LEN];
     int rc = recv_all(c->fd, hb, sizeof hb, deadline, msg);
     if (rc) return rc;
@@ -591,21 +591,21 @@ static int recv_msg(rl_admin_conn *c, rl_frame_header *h, rl_msg *out, int64_t d
     if (rc) return rc;
     c->rx.len = h->payload_len;
     rl__arena_reset(&c->arena);
-    rl_proto_why why;
+    rl__proto_why why;
     rc = rl__msg_decode(h->type, h->flags, (const uint8_t *)c->rx.data, h->payload_len, &c->arena, out, &why);
     if (rc) return fail(msg, rc, "undecodable %s from the server: %s", rl__msg_type_name(h->type), why.text);
     return RL_OK;
 }
 
-int rl__admin_conn_open(uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
+int rl__admin_conn_open(uint16_t port, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out, rl_buf *msg) {
     return rl__admin_conn_open_at("127.0.0.1", port, auth, timeout_ms, out, msg);
 }
 
 /* The handshake on a blocking connection (docs/protocol.md §2), as a member when auth has the
  * member key, else as a client: the server's AUTH_CHALLENGE, our AUTH, the server's proof. */
-static int admin_handshake(rl_admin_conn *c, const rl_net_auth *auth, int64_t deadline, rl_buf *msg) {
-    rl_frame_header h;
-    rl_msg m;
+static int admin_handshake(rl__admin_conn *c, const rl__net_auth *auth, int64_t deadline, rl_buf *msg) {
+    rl__frame_header h;
+    rl__msg m;
     int rc = recv_msg(c, &h, &m, deadline, msg);
     if (rc) return rc;
     if (h.type != RL_MSG_AUTH_CHALLENGE || h.flags != 0)
@@ -613,14 +613,14 @@ static int admin_handshake(rl_admin_conn *c, const rl_net_auth *auth, int64_t de
                     rl__msg_type_name(h.type));
     uint8_t snonce[RL_AUTH_NONCE_LEN];
     memcpy(snonce, m.u.auth_challenge.nonce, sizeof snonce);
-    rl_msg req;
+    rl__msg req;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_AUTH;
-    rl_msg_auth_req *a = &req.u.auth_req;
+    rl__msg_auth_req *a = &req.u.auth_req;
     if ((rc = rl__msg_auth_req_make(auth, snonce, a))) return fail(msg, rc, "cannot compute the handshake's proof");
     uint8_t cnonce[RL_AUTH_NONCE_LEN];
     memcpy(cnonce, a->nonce, sizeof cnonce);
-    rl_msg reply;
+    rl__msg reply;
     if ((rc = rl__admin_conn_call(c, &req, &reply, left_ms(deadline, 0), msg))) return rc;
     rc = rl__auth_verify(auth, a->auth_class, 'S', snonce, cnonce, reply.u.auth_reply.proof);
     if (rc)
@@ -630,15 +630,15 @@ static int admin_handshake(rl_admin_conn *c, const rl_net_auth *auth, int64_t de
     return RL_OK;
 }
 
-int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out,
-                           rl_buf *msg) {
+int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl__net_auth *auth, int timeout_ms,
+                           rl__admin_conn **out, rl_buf *msg) {
     *out = NULL;
     if (!auth) return fail(msg, RL_E_INVALID_ARGUMENT, "an admin connection needs the cluster's key file");
     struct in_addr ia;
     if (!ip || inet_pton(AF_INET, ip, &ia) != 1 || (ntohl(ia.s_addr) >> 24) != 127)
         return fail(msg, RL_E_INVALID_ARGUMENT, "address '%s' is not dotted IPv4 inside 127.0.0.0/8", ip ? ip : "");
     int64_t deadline = now_ms() + timeout_ms;
-    rl_admin_conn *c = calloc(1, sizeof *c);
+    rl__admin_conn *c = calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
     rl__buf_init(&c->rx);
     rl__arena_init(&c->arena, 4096);
@@ -673,7 +673,7 @@ int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl_net_auth *aut
         }
     }
     if ((rc = admin_handshake(c, auth, deadline, msg))) goto fail;
-    rl_msg hello;
+    rl__msg hello;
     memset(&hello, 0, sizeof hello);
     hello.type = RL_MSG_HELLO;
     hello.u.hello_req.magic = RL_PROTOCOL_MAGIC;
@@ -681,7 +681,7 @@ int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl_net_auth *aut
     hello.u.hello_req.role = RL_ROLE_ADMIN;
     hello.u.hello_req.host = (const uint8_t *)"rl";
     hello.u.hello_req.host_len = 2;
-    rl_msg reply;
+    rl__msg reply;
     rc = rl__admin_conn_call(c, &hello, &reply, left_ms(deadline, 0), msg);
     if (rc) goto fail;
     *out = c;
@@ -691,13 +691,13 @@ fail:
     return rc;
 }
 
-int rl__admin_conn_call(rl_admin_conn *c, const rl_msg *req, rl_msg *reply, int timeout_ms, rl_buf *msg) {
+int rl__admin_conn_call(rl__admin_conn *c, const rl__msg *req, rl__msg *reply, int timeout_ms, rl_buf *msg) {
     int64_t deadline = now_ms() + timeout_ms;
     uint64_t id = c->next_id++;
     int rc = send_msg(c, req, id, deadline, msg);
     if (rc) return rc;
     for (;;) {
-        rl_frame_header h;
+        rl__frame_header h;
         rc = recv_msg(c, &h, reply, deadline, msg);
         if (rc) return rc;
         if (!(h.flags & RL_FRAME_REPLY)) continue; /* a request from the server: not for an admin */
@@ -715,7 +715,7 @@ int rl__admin_conn_call(rl_admin_conn *c, const rl_msg *req, rl_msg *reply, int 
     }
 }
 
-void rl__admin_conn_close(rl_admin_conn *c) {
+void rl__admin_conn_close(rl__admin_conn *c) {
     if (!c) return;
     if (c->fd >= 0) close(c->fd);
     rl__buf_release(&c->rx);
@@ -724,8 +724,8 @@ void rl__admin_conn_close(rl_admin_conn *c) {
 }
 
 /* STATUS of the server on port as parsed JSON (*out, json_decref). */
-static int status_of(rl_admin_conn *c, int timeout_ms, json_t **out, rl_buf *msg) {
-    rl_msg req, reply;
+static int status_of(rl__admin_conn *c, int timeout_ms, json_t **out, rl_buf *msg) {
+    rl__msg req, reply;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_STATUS;
     int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
@@ -1002,23 +1002,23 @@ static int first_owned_key(json_t *st, uint32_t id, rl_buf *out) {
 
 /* Commit mutation (SET k=v or CLEAR k) at a fresh read version; *out_version gets the commit
  * version. */
-static int commit_one(rl_admin_conn *c, int is_set, const char *k, size_t kl, const char *v, size_t vl, int timeout_ms,
-                      rl_version *out_version, rl_buf *msg) {
-    rl_msg req, reply;
+static int commit_one(rl__admin_conn *c, int is_set, const char *k, size_t kl, const char *v, size_t vl, int timeout_ms,
+                      rl__version *out_version, rl_buf *msg) {
+    rl__msg req, reply;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_GET_READ_VERSION;
     int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
     if (rc) return rc;
-    rl_version rv = reply.u.get_read_version_reply.version;
+    rl__version rv = reply.u.get_read_version_reply.version;
     char kend[64];
     memcpy(kend, k, kl);
     kend[kl] = 0;
-    rl_keyrange w = {(const uint8_t *)k, (uint32_t)kl, (const uint8_t *)kend, (uint32_t)kl + 1};
-    rl_mutation m = {.type = is_set ? RL_MUT_SET : RL_MUT_CLEAR,
-                     .p1 = (const uint8_t *)k,
-                     .len1 = (uint32_t)kl,
-                     .p2 = (const uint8_t *)v,
-                     .len2 = (uint32_t)vl};
+    rl__keyrange w = {(const uint8_t *)k, (uint32_t)kl, (const uint8_t *)kend, (uint32_t)kl + 1};
+    rl__mutation m = {.type = is_set ? RL_MUT_SET : RL_MUT_CLEAR,
+                      .p1 = (const uint8_t *)k,
+                      .len1 = (uint32_t)kl,
+                      .p2 = (const uint8_t *)v,
+                      .len2 = (uint32_t)vl};
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_COMMIT;
     req.u.commit_req.read_version = rv;
@@ -1035,9 +1035,9 @@ static int commit_one(rl_admin_conn *c, int is_set, const char *k, size_t kl, co
 }
 
 /* GET key at version v; *present and the value into val (may be NULL). */
-static int get_one(rl_admin_conn *c, rl_version v, const void *k, size_t kl, int *present, rl_buf *val, int timeout_ms,
-                   rl_buf *msg) {
-    rl_msg req, reply;
+static int get_one(rl__admin_conn *c, rl__version v, const void *k, size_t kl, int *present, rl_buf *val,
+                   int timeout_ms, rl_buf *msg) {
+    rl__msg req, reply;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_GET;
     req.u.get_req.version = v;
@@ -1058,7 +1058,7 @@ static int get_one(rl_admin_conn *c, rl_version v, const void *k, size_t kl, int
  * msg says what is missing (the caller retries while time is left) and *culprit the index of the
  * process it concerns (0: the coordinator). conns[i] caches a connection to process i (reopened
  * when broken). */
-static int probe(const char *dir, cl_state *s, const int *want, rl_admin_conn **conns, int64_t deadline, int *culprit,
+static int probe(const char *dir, cl_state *s, const int *want, rl__admin_conn **conns, int64_t deadline, int *culprit,
                  rl_buf *msg) {
     int rc = RL_OK;
     *culprit = 0;
@@ -1104,7 +1104,7 @@ static int probe(const char *dir, cl_state *s, const int *want, rl_admin_conn **
     char nonce[RL_CLUSTER_FIELD_MAX + 32];
     int nl = snprintf(nonce, sizeof nonce, "health-%ld-%lld", (long)getpid(), (long long)now_ms());
     if (nl < 0 || nl >= (int)sizeof nonce) nonce[0] = 0;
-    rl_version v = 0, v2 = 0;
+    rl__version v = 0, v2 = 0;
     rc = commit_one(conns[0], 1, HEALTH_KEY, sizeof HEALTH_KEY - 1, nonce, strlen(nonce),
                     left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v, msg);
     if (rc) goto broken0;
@@ -1134,7 +1134,7 @@ static int probe(const char *dir, cl_state *s, const int *want, rl_admin_conn **
         }
         json_int_t known = json_integer_value(json_object_get(sst, "known_version"));
         json_decref(sst);
-        if ((rl_version)known < v) {
+        if ((rl__version)known < v) {
             rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "storage server %u knows version %lld, not yet %llu", s->p[i].id,
                       (long long)known, (unsigned long long)v);
             goto done;
@@ -1166,7 +1166,7 @@ done:
 /* Wait until the processes of s with want[i] (NULL: all; the coordinator always) are healthy,
  * or deadline. */
 static int wait_healthy(const char *dir, cl_state *s, const int *want, int64_t deadline, rl_buf *msg) {
-    rl_admin_conn *conns[RL_CLUSTER_MAX_STORAGE + 1] = {0};
+    rl__admin_conn *conns[RL_CLUSTER_MAX_STORAGE + 1] = {0};
     int rc, culprit = 0;
     for (;;) {
         size_t mark = msg->len;
@@ -1225,7 +1225,7 @@ static int dir_has_entries(const char *dir, rl_buf *msg) {
     return n > 0;
 }
 
-int rl__cluster_topology(const rl_cluster_up_opts *o, rl_cluster_up_opts *out, rl_buf *msg) {
+int rl__cluster_topology(const rl__cluster_up_opts *o, rl__cluster_up_opts *out, rl_buf *msg) {
     *out = *o;
     char why[160];
     if (rl__netem_check(o->delay_us, o->jitter_us, why, sizeof why) != RL_OK)
@@ -1262,7 +1262,7 @@ int rl__cluster_topology(const rl_cluster_up_opts *o, rl_cluster_up_opts *out, r
 
 /* The host label and listening address of process i (0: the coordinator, on host1) of a cluster
  * with topology t (rl__cluster_topology's output). */
-static void place_proc(const rl_cluster_up_opts *t, cl_proc *p) {
+static void place_proc(const rl__cluster_up_opts *t, cl_proc *p) {
     unsigned h = 1;
     if (p->id > 0 && t->n_hosts > 0 && t->storage_per_host > 0) h = (p->id - 1) / (unsigned)t->storage_per_host + 1;
     h &= 0xff; /* at most RL_CLUSTER_MAX_STORAGE hosts */
@@ -1270,11 +1270,11 @@ static void place_proc(const rl_cluster_up_opts *t, cl_proc *p) {
     snprintf(p->ip, sizeof p->ip, "127.0.0.%u", t->host_addresses ? h : 1u);
 }
 
-const rl_arg_choice rl__cluster_replication_choices[] = {{"single", 1}, {"double", 2}, {"triple", 3}, {NULL, 0}};
-const rl_arg_choice rl__cluster_engine_choices[] = {{"memory", 1}, {"ssd", 2}, {NULL, 0}};
+const rl__arg_choice rl__cluster_replication_choices[] = {{"single", 1}, {"double", 2}, {"triple", 3}, {NULL, 0}};
+const rl__arg_choice rl__cluster_engine_choices[] = {{"memory", 1}, {"ssd", 2}, {NULL, 0}};
 
 int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, int cap, char **out_copy,
-                              rl_cluster_up_opts *o, rl_buf *msg) {
+                              rl__cluster_up_opts *o, rl_buf *msg) {
     memset(o, 0, sizeof *o);
     *out_copy = NULL;
     int nk = 0;
@@ -1310,20 +1310,20 @@ int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, i
     /* The layout now: a bad split key is a usage error, before anything is created. */
     rl_buf layout;
     rl__buf_init(&layout);
-    rl_cluster_up_opts topo;
+    rl__cluster_up_opts topo;
     int rc = rl__cluster_topology(o, &topo, msg);
     if (rc == RL_OK) rc = rl__cluster_layout(&topo, &layout, msg);
     rl__buf_release(&layout);
     return rc;
 }
 
-int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *msg) {
+int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o_given, rl_buf *msg) {
     if (!dir || !*dir) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is empty");
     if (strlen(dir) > PATH_CAP - 256) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is too long");
     rl_buf layout;
     rl__buf_init(&layout);
-    rl_cluster_up_opts topo;
-    const rl_cluster_up_opts *o = &topo;
+    rl__cluster_up_opts topo;
+    const rl__cluster_up_opts *o = &topo;
     int rc = rl__cluster_topology(o_given, &topo, msg), lockfd = -1;
     cl_state *s = NULL;
     if (rc) goto out;
@@ -1402,7 +1402,7 @@ int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o_given, rl_buf *m
     if (rc == RL_OK) rc = state_save(dir, s, msg);
     if (rc == RL_OK) rc = wait_healthy(dir, s, NULL, deadline, msg);
     if (rc == RL_OK) {
-        rl_cluster_file cf;
+        rl__cluster_file cf;
         memset(&cf, 0, sizeof cf);
         const char *colon = strchr(s->key.name, ':'); /* rl__keyfile_create wrote "reclayer:ID" */
         snprintf(cf.description, sizeof cf.description, "%.*s", (int)(colon - s->key.name), s->key.name);
@@ -1593,7 +1593,7 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
         rl__buf_init(&why);
         int healthy = 0;
         if (alive && p->port) {
-            rl_admin_conn *c = NULL;
+            rl__admin_conn *c = NULL;
             int r = need_key(s, &why);
             if (r == RL_OK) r = rl__admin_conn_open_at(p->ip, p->port, &s->key.auth, timeout_ms, &c, &why);
             if (r == RL_OK) r = status_of(c, timeout_ms, &st, &why);
@@ -1666,11 +1666,11 @@ int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *ou
 
 /* SET_DELAY to one process over an admin connection. */
 static int set_delay_one(const cl_state *s, const cl_proc *p, uint32_t delay_us, uint32_t jitter_us, rl_buf *msg) {
-    rl_admin_conn *c = NULL;
+    rl__admin_conn *c = NULL;
     int rc = need_key(s, msg);
     if (rc == RL_OK) rc = rl__admin_conn_open_at(p->ip, p->port, &s->key.auth, REQ_TIMEOUT_CAP_MS, &c, msg);
     if (rc == RL_OK) {
-        rl_msg req, reply;
+        rl__msg req, reply;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_SET_DELAY;
         req.u.set_delay_req.delay_us = delay_us;

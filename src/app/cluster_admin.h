@@ -68,7 +68,7 @@
 #define RL_CLUSTER_DEFAULT_TIMEOUT_MS 30000
 #define RL_CLUSTER_STOP_TIMEOUT_MS 10000 /* SIGTERM, then SIGKILL */
 
-/* rl_cluster_up_opts.flags */
+/* rl__cluster_up_opts.flags */
 enum {
     /* The processes get SIGKILL when the thread that started them exits (prctl PDEATHSIG): for
      * test fixtures, so a test killed outright leaves no server behind. Not for `rl cluster up`,
@@ -113,7 +113,7 @@ typedef struct {
     /* A complete layout to use instead of the generated one (the coordinator's --init JSON,
      * rl__cluster_layout's format); NULL: generated. For tests that need exact teams. */
     const char *init_json;
-} rl_cluster_up_opts;
+} rl__cluster_up_opts;
 
 /* ---------------------------------------------------------------------------------------------
  * The command-line options that shape a cluster (`rl cluster up` and the tests' rl_with_cluster
@@ -134,11 +134,11 @@ typedef struct {
 #define RL__CLUSTER_UP_ARGS_INIT \
     { .replication = 1, .engine = 1 }
 
-/* The rl_arg choices of --replication and --engine (static tables). */
-extern const rl_arg_choice rl__cluster_replication_choices[];
-extern const rl_arg_choice rl__cluster_engine_choices[];
+/* The rl__arg choices of --replication and --engine (static tables). */
+extern const rl__arg_choice rl__cluster_replication_choices[];
+extern const rl__arg_choice rl__cluster_engine_choices[];
 
-/* The rl_arg entries of rl__cluster_up_args *a (a table's other entries come before or after). */
+/* The rl__arg entries of rl__cluster_up_args *a (a table's other entries come before or after). */
 #define RL__CLUSTER_UP_OPTS(a)                                                                                    \
     {.name = "storage",                                                                                           \
      .kind = RL_ARG_INT,                                                                                          \
@@ -225,7 +225,7 @@ extern const rl_arg_choice rl__cluster_engine_choices[];
  * topology and the layout (a bad split key). Returns RL_OK, RL_E_INVALID_ARGUMENT (a usage error:
  * msg says why) or RL_E_OUT_OF_MEMORY. */
 int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, int cap, char **out_copy,
-                              rl_cluster_up_opts *o, rl_buf *msg);
+                              rl__cluster_up_opts *o, rl_buf *msg);
 
 /* rl__cluster_layout — the initial layout of rl__cluster_up as the JSON of the coordinator's
  * --init: {"storage": [1..n], "shards": [{"begin": hex, "end": hex, "team": [id, ...]}, ...]},
@@ -241,21 +241,21 @@ int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, i
  *         are read.
  * [out] out  the JSON text is appended (NUL-terminated). Pure.
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (reason in msg), RL_E_OUT_OF_MEMORY. */
-int rl__cluster_layout(const rl_cluster_up_opts *o, rl_buf *out, rl_buf *msg);
+int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl_buf *msg);
 
 /* rl__cluster_topology — check o's topology and resolve it into *out (a copy of o): with n_hosts
  * H >= 1, storage_per_host 0 becomes 1 and n_storage H x S (a given n_storage must equal it);
  * replication 0..3 and not above n_storage; delay and jitter at most RL_NETEM_MAX_US each;
  * storage_per_host and host_addresses only with hosts. Pure. RL_OK or RL_E_INVALID_ARGUMENT
  * (reason in msg). rl__cluster_up calls it first; rl__cluster_layout takes its output. */
-int rl__cluster_topology(const rl_cluster_up_opts *o, rl_cluster_up_opts *out, rl_buf *msg);
+int rl__cluster_topology(const rl__cluster_up_opts *o, rl__cluster_up_opts *out, rl_buf *msg);
 
 /* rl__cluster_up — create dir (absent or empty; a directory holding a running cluster is
  * RL_E_ALREADY_EXISTS, any other non-empty one RL_E_INVALID_ARGUMENT), write init.json, start the
  * coordinator then the storage servers, wait until healthy (o->timeout_ms), write pids.json and
  * reclayer.cluster. On failure everything started is stopped (pids.json records them stopped)
  * and msg names the log to read. [in] o: borrowed for the call. */
-int rl__cluster_up(const char *dir, const rl_cluster_up_opts *o, rl_buf *msg);
+int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o, rl_buf *msg);
 
 /* rl__cluster_down — stop every recorded process that is still ours (start time verified):
  * storage servers first, the coordinator last; SIGTERM, up to RL_CLUSTER_STOP_TIMEOUT_MS, then
@@ -325,7 +325,7 @@ int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg);
 
 /* ---- A blocking admin connection (HELLO as RL_ROLE_ADMIN, one request at a time) ----------- */
 
-typedef struct rl_admin_conn rl_admin_conn;
+typedef struct rl__admin_conn rl__admin_conn;
 
 /* rl__admin_conn_open — connect to 127.0.0.1:port (rl__admin_conn_open_at for another address),
  * run the handshake with auth (docs/protocol.md §2: the server's challenge, our AUTH as a member
@@ -335,22 +335,22 @@ typedef struct rl_admin_conn rl_admin_conn;
  * RL_OK, RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
  * RL_E_INVALID_CLUSTER_ID / RL_E_UNAUTHORIZED_ATTEMPT (the server is not the key file's cluster,
  * or refused our proof), RL_E_MALFORMED_FRAME, RL_E_OUT_OF_MEMORY (reason in msg). */
-int rl__admin_conn_open(uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out, rl_buf *msg);
+int rl__admin_conn_open(uint16_t port, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out, rl_buf *msg);
 
 /* rl__admin_conn_open_at — as rl__admin_conn_open, to ip:port (dotted IPv4 inside 127.0.0.0/8,
  * e.g. the address pids.json records for a process on host 2: 127.0.0.2). Anything else is
  * RL_E_INVALID_ARGUMENT. */
-int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out,
-                           rl_buf *msg);
+int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl__net_auth *auth, int timeout_ms,
+                           rl__admin_conn **out, rl_buf *msg);
 
 /* rl__admin_conn_call — send req (a request: req->flags 0) and wait up to timeout_ms for the reply
  * with its id, decoding it into *reply. The reply borrows the connection's buffers: valid until
  * the next call or the close. An error reply returns its code (its message in msg); a closed or
  * broken connection RL_E_CONNECTION_FAILED; an undecodable reply RL_E_MALFORMED_FRAME (the
  * connection is then unusable: close it). */
-int rl__admin_conn_call(rl_admin_conn *c, const rl_msg *req, rl_msg *reply, int timeout_ms, rl_buf *msg);
+int rl__admin_conn_call(rl__admin_conn *c, const rl__msg *req, rl__msg *reply, int timeout_ms, rl_buf *msg);
 
 /* rl__admin_conn_close — close and free (NULL is a no-op). */
-void rl__admin_conn_close(rl_admin_conn *c);
+void rl__admin_conn_close(rl__admin_conn *c);
 
 #endif

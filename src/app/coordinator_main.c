@@ -30,14 +30,14 @@
 #include "server/fatal.h"
 #include "app/rlkvd.h"
 
-static rl_coordinator *volatile g_served;      /* for the signal handler only */
+static rl__coordinator *volatile g_served;     /* for the signal handler only */
 static volatile sig_atomic_t g_stop_requested; /* a signal came before serving started */
 
 /* SIGTERM / SIGINT: stop serving (or, during startup, stop right after it). */
 static void on_signal(int sig) {
     (void)sig;
     g_stop_requested = 1;
-    rl_coordinator *c = g_served;
+    rl__coordinator *c = g_served;
     if (c) rl__coordinator_stop(c);
 }
 
@@ -46,35 +46,35 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     const char *dir = NULL, *init = NULL;
     rl__rlkvd_opts c = RL__RLKVD_OPTS_INIT;
     uint64_t segment_bytes = 8ull << 20;
-    const rl_arg opts[] = {{.name = "dir",
-                            .kind = RL_ARG_STRING,
-                            .dest = &dir,
-                            .metavar = "DIR",
-                            .help = "the coordinator's directory (commit log, system keyspace); created if missing",
-                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
-                           RL__RLKVD_COMMON_OPTS(&c),
-                           {.name = "init",
-                            .kind = RL_ARG_STRING,
-                            .dest = &init,
-                            .metavar = "FILE",
-                            .help = "the initial layout (JSON: storage ids and shards), read on the first start only "
-                                    "(default: one shard on storage server 1)",
-                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
-                           {.name = "log-segment-bytes",
-                            .kind = RL_ARG_UINT64,
-                            .dest = &segment_bytes,
-                            .metavar = "N",
-                            .help = "start a new commit log segment once one holds this many bytes (truncation "
-                                    "deletes whole segments; tests use small ones)",
-                            .umin = 4096,
-                            .umax = 1ull << 40},
-                           {0}};
-    const rl_args_cmd cmd = {.name = "rlkvd coordinator",
-                             .summary = "Run the cluster's coordinator: read versions, commits (sequencer, resolver, "
-                                        "group commit), the durable commit log that storage servers pull, the shard "
-                                        "map and the server list (the system keyspace), and health. Stops cleanly on "
-                                        "SIGTERM or SIGINT.",
-                             .opts = opts};
+    const rl__arg opts[] = {{.name = "dir",
+                             .kind = RL_ARG_STRING,
+                             .dest = &dir,
+                             .metavar = "DIR",
+                             .help = "the coordinator's directory (commit log, system keyspace); created if missing",
+                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
+                            RL__RLKVD_COMMON_OPTS(&c),
+                            {.name = "init",
+                             .kind = RL_ARG_STRING,
+                             .dest = &init,
+                             .metavar = "FILE",
+                             .help = "the initial layout (JSON: storage ids and shards), read on the first start only "
+                                     "(default: one shard on storage server 1)",
+                             .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+                            {.name = "log-segment-bytes",
+                             .kind = RL_ARG_UINT64,
+                             .dest = &segment_bytes,
+                             .metavar = "N",
+                             .help = "start a new commit log segment once one holds this many bytes (truncation "
+                                     "deletes whole segments; tests use small ones)",
+                             .umin = 4096,
+                             .umax = 1ull << 40},
+                            {0}};
+    const rl__args_cmd cmd = {.name = "rlkvd coordinator",
+                              .summary = "Run the cluster's coordinator: read versions, commits (sequencer, resolver, "
+                                         "group commit), the durable commit log that storage servers pull, the shard "
+                                         "map and the server list (the system keyspace), and health. Stops cleanly on "
+                                         "SIGTERM or SIGINT.",
+                              .opts = opts};
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     char ip[16], msg[256];
@@ -82,8 +82,8 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     if (rl__args_ip_port(c.listen, 0, ip, &port, msg, sizeof msg) != RL_OK)
         return rl__args_usage_error(&cmd, "--listen: %s", msg);
     if (!getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
-    rl_keyfile kf;
-    rl_net_limits lim;
+    rl__keyfile kf;
+    rl__net_limits lim;
     if (rl__rlkvd_credentials(&c, "rlkvd coordinator", &kf, &lim) != RL_OK) return 1;
 
     struct sigaction sa;
@@ -95,7 +95,7 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
-    rl_coordinator_options o;
+    rl__coordinator_options o;
     memset(&o, 0, sizeof o);
     o.dir = dir;
     o.listen_ip = ip;
@@ -112,8 +112,8 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     o.limits = &lim;
     rl_buf err;
     rl__buf_init(&err);
-    rl_coordinator *co = NULL;
-    rl_fatal_file ff;
+    rl__coordinator *co = NULL;
+    rl__fatal_file ff;
     rl__fatal_init(&ff);
     int rc = rl__coordinator_open(&o, &co, &err);
     if (rc != RL_OK) {

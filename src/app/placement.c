@@ -33,7 +33,7 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
         rl__buf_printf(msg, "placement needs a cluster (--db cluster:FILE), not %s", db);
         return RL_E_INVALID_ARGUMENT;
     }
-    rl_cluster_file cf;
+    rl__cluster_file cf;
     int rc = rl__cluster_file_read(path, &cf, msg);
     if (rc != RL_OK) return rc;
     memcpy(ip, cf.ip, sizeof cf.ip);
@@ -41,11 +41,11 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
     return RL_OK;
 }
 
-static int call_retry_auth(const char *db, const rl_net_auth *auth, const rl_msg *req, rl_msg *reply, int timeout_ms,
-                           rl_admin_conn **conn, rl_buf *msg);
+static int call_retry_auth(const char *db, const rl__net_auth *auth, const rl__msg *req, rl__msg *reply, int timeout_ms,
+                           rl__admin_conn **conn, rl_buf *msg);
 
 /* The key file of db's cluster into *out: key_file, or cluster.key beside db's cluster file. */
-static int read_key(const char *db, const char *key_file, rl_keyfile *out, rl_buf *msg) {
+static int read_key(const char *db, const char *key_file, rl__keyfile *out, rl_buf *msg) {
     char path[4096];
     const char *cf = !strncmp(db, "cluster:", 8) ? db + 8 : db;
     if (!key_file) {
@@ -60,7 +60,7 @@ static int read_key(const char *db, const char *key_file, rl_keyfile *out, rl_bu
 
 /* Open an admin connection to the coordinator of db. (The one call site of
  * rl__admin_conn_open: the address is the cluster file's, the port too.) */
-static int open_admin(const char *db, const rl_net_auth *auth, int timeout_ms, rl_admin_conn **out, rl_buf *msg) {
+static int open_admin(const char *db, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out, rl_buf *msg) {
     char ip[16];
     uint16_t port;
     int rc = rl__placement_coordinator(db, ip, &port, msg);
@@ -70,21 +70,21 @@ static int open_admin(const char *db, const rl_net_auth *auth, int timeout_ms, r
 
 /* Send req and wait for its reply, reconnecting after a lost connection until the deadline
  * (the requests are idempotent). */
-static int call_retry(const char *db, const char *key_file, const rl_msg *req, rl_msg *reply, int timeout_ms,
-                      rl_admin_conn **conn, rl_buf *msg) {
+static int call_retry(const char *db, const char *key_file, const rl__msg *req, rl__msg *reply, int timeout_ms,
+                      rl__admin_conn **conn, rl_buf *msg) {
     char ip[16];
     uint16_t port;
     int rc = rl__placement_coordinator(db, ip, &port, msg); /* a URL of another kind: said before the key */
     if (rc != RL_OK) return rc;
-    rl_keyfile kf;
+    rl__keyfile kf;
     if ((rc = read_key(db, key_file, &kf, msg)) != RL_OK) return rc;
     rc = call_retry_auth(db, &kf.auth, req, reply, timeout_ms, conn, msg);
     memset(&kf, 0, sizeof kf);
     return rc;
 }
 
-static int call_retry_auth(const char *db, const rl_net_auth *auth, const rl_msg *req, rl_msg *reply, int timeout_ms,
-                           rl_admin_conn **conn, rl_buf *msg) {
+static int call_retry_auth(const char *db, const rl__net_auth *auth, const rl__msg *req, rl__msg *reply, int timeout_ms,
+                           rl__admin_conn **conn, rl_buf *msg) {
     uint64_t deadline = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     int rc = RL_E_TIMED_OUT;
     for (int attempt = 0;; attempt++) {
@@ -111,19 +111,19 @@ static int call_retry_auth(const char *db, const rl_net_auth *auth, const rl_msg
 }
 
 int rl__placement_split(const char *db, const char *key_file, const uint8_t *key, size_t key_len, int timeout_ms,
-                        rl_version *out_version, int *out_split, rl_buf *msg) {
+                        rl__version *out_version, int *out_split, rl_buf *msg) {
     static const uint8_t ff = 0xff;
     if (key_len == 0 || rl__bytes_cmp(key, (uint32_t)key_len, &ff, 1) >= 0 || key_len > RL_PROTO_MAX_KEY) {
         rl__buf_printf(msg, "the split key must be above \"\" and below \\xff");
         return RL_E_INVALID_ARGUMENT;
     }
     if (timeout_ms <= 0) timeout_ms = RL_PLACEMENT_DEFAULT_TIMEOUT_MS;
-    rl_msg req, rep;
+    rl__msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_SPLIT_SHARD;
     req.u.split_shard_req.key = key;
     req.u.split_shard_req.key_len = (uint32_t)key_len;
-    rl_admin_conn *c = NULL;
+    rl__admin_conn *c = NULL;
     int rc = call_retry(db, key_file, &req, &rep, timeout_ms, &c, msg);
     if (rc == RL_OK) {
         if (out_version) *out_version = rep.u.split_shard_reply.version;
@@ -135,7 +135,7 @@ int rl__placement_split(const char *db, const char *key_file, const uint8_t *key
 
 int rl__placement_assign(const char *db, const char *key_file, const uint8_t *begin, size_t begin_len,
                          const uint8_t *end, size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
-                         rl_version *out_version, uint32_t *out_moved, rl_buf *msg) {
+                         rl__version *out_version, uint32_t *out_moved, rl_buf *msg) {
     static const uint8_t ff = 0xff;
     if (rl__bytes_cmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len) >= 0) {
         rl__buf_printf(msg, "--begin must be below --end");
@@ -157,14 +157,14 @@ int rl__placement_assign(const char *db, const char *key_file, const uint8_t *be
                 return RL_E_INVALID_ARGUMENT;
             }
     if (timeout_ms <= 0) timeout_ms = RL_PLACEMENT_DEFAULT_TIMEOUT_MS;
-    rl_msg req, rep;
+    rl__msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_ASSIGN_SHARD;
-    req.u.assign_shard_req.range = (rl_keyrange){begin, (uint32_t)begin_len, end, (uint32_t)end_len};
+    req.u.assign_shard_req.range = (rl__keyrange){begin, (uint32_t)begin_len, end, (uint32_t)end_len};
     req.u.assign_shard_req.team = team;
     req.u.assign_shard_req.n_team = n_team;
     req.u.assign_shard_req.timeout_ms = (uint32_t)timeout_ms;
-    rl_admin_conn *c = NULL;
+    rl__admin_conn *c = NULL;
     int rc = call_retry(db, key_file, &req, &rep, timeout_ms + 2000, &c, msg);
     if (rc == RL_OK) {
         if (out_version) *out_version = rep.u.assign_shard_reply.version;
@@ -176,7 +176,7 @@ int rl__placement_assign(const char *db, const char *key_file, const uint8_t *be
 
 /* ---- The shard map --------------------------------------------------------------------------- */
 
-void rl__pl_map_free(rl_pl_map *m) {
+void rl__pl_map_free(rl__pl_map *m) {
     if (!m) return;
     for (uint32_t i = 0; i < m->n_shards; i++) {
         rl__free(m->shards[i].begin);
@@ -193,7 +193,7 @@ static uint8_t *dup_bytes(const void *p, size_t n) {
     return q;
 }
 
-int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int n_sl, rl_pl_map *out, rl_buf *msg) {
+int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int n_sl, rl__pl_map *out, rl_buf *msg) {
     static const uint8_t ff = 0xff;
     memset(out, 0, sizeof *out);
     out->shards = rl__calloc((size_t)n_ks + 1, sizeof *out->shards);
@@ -208,14 +208,14 @@ int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int
         uint32_t el = 1;
         if (i + 1 < n_ks) e = ks[i + 1].key + KEYSERVERS_LEN, el = ks[i + 1].key_len - KEYSERVERS_LEN;
         if (rl__bytes_cmp(e, el, &ff, 1) > 0) e = &ff, el = 1;
-        rl_pl_shard *s = &out->shards[out->n_shards++];
+        rl__pl_shard *s = &out->shards[out->n_shards++];
         s->begin = dup_bytes(b, bl);
         s->end = dup_bytes(e, el);
         if (!s->begin || !s->end) goto oom;
         s->begin_len = bl;
         s->end_len = el;
-        rl_tuple_iter it;
-        rl_tuple_elem el2;
+        rl__tuple_iter it;
+        rl__tuple_elem el2;
         int rc;
         rl__tuple_iter_init(&it, ks[i].value, ks[i].value_len);
         while ((rc = rl__tuple_iter_next(&it, &el2)) == RL_OK) {
@@ -232,13 +232,13 @@ int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int
         const uint8_t *ik = sl[i].key + SERVERLIST_LEN;
         uint32_t id = (uint32_t)ik[0] << 24 | (uint32_t)ik[1] << 16 | (uint32_t)ik[2] << 8 | ik[3];
         if (id == 0) continue; /* the coordinator */
-        rl_tuple_elem e[3];
+        rl__tuple_elem e[3];
         int ok = 1;
         for (size_t j = 0; j < 3 && ok; j++) ok = rl__tuple_get(sl[i].value, sl[i].value_len, j, &e[j]) == RL_OK;
         if (!ok || e[0].type != RL_TT_STRING || e[0].payload_len > 15 || e[1].type != RL_TT_INT ||
             (e[2].type != RL_TT_STRING && e[2].type != RL_TT_BYTES))
             continue;
-        rl_pl_server *s = &out->servers[out->n_servers++];
+        rl__pl_server_entry *s = &out->servers[out->n_servers++];
         s->id = id;
         memcpy(s->address, e[0].payload, e[0].payload_len);
         s->port = (uint16_t)e[1].i;
@@ -261,7 +261,7 @@ oom:
     return RL_E_OUT_OF_MEMORY;
 }
 
-const rl_pl_shard *rl__pl_shard_of(const rl_pl_map *m, const uint8_t *key, size_t len) {
+const rl__pl_shard *rl__pl_shard_of(const rl__pl_map *m, const uint8_t *key, size_t len) {
     uint32_t lo = 0, hi = m->n_shards;
     while (lo < hi) { /* the first shard whose end > key */
         uint32_t mid = lo + (hi - lo) / 2;
@@ -273,7 +273,7 @@ const rl_pl_shard *rl__pl_shard_of(const rl_pl_map *m, const uint8_t *key, size_
     return &m->shards[lo];
 }
 
-const rl_pl_server *rl__pl_server(const rl_pl_map *m, uint32_t id) {
+const rl__pl_server_entry *rl__pl_server(const rl__pl_map *m, uint32_t id) {
     for (uint32_t i = 0; i < m->n_servers; i++)
         if (m->servers[i].id == id) return &m->servers[i];
     return NULL;
@@ -282,7 +282,7 @@ const rl_pl_server *rl__pl_server(const rl_pl_map *m, uint32_t id) {
 /* ---- Fractions ------------------------------------------------------------------------------- */
 
 /* 1 if teams a and b share no id. */
-static int ids_disjoint(const rl_pl_shard *a, const rl_pl_shard *b) {
+static int ids_disjoint(const rl__pl_shard *a, const rl__pl_shard *b) {
     for (uint32_t i = 0; i < a->n_team; i++)
         for (uint32_t j = 0; j < b->n_team; j++)
             if (a->team[i] == b->team[j]) return 0;
@@ -290,15 +290,15 @@ static int ids_disjoint(const rl_pl_shard *a, const rl_pl_shard *b) {
 }
 
 /* The host label of id ("id:N" for a server the list does not name) into buf. */
-static const char *host_of(const rl_pl_map *m, uint32_t id, char *buf, size_t cap) {
-    const rl_pl_server *s = rl__pl_server(m, id);
+static const char *host_of(const rl__pl_map *m, uint32_t id, char *buf, size_t cap) {
+    const rl__pl_server_entry *s = rl__pl_server(m, id);
     if (s && s->host[0]) return s->host;
     snprintf(buf, cap, "id:%u", id);
     return buf;
 }
 
 /* 1 if teams a and b share no host. */
-static int hosts_disjoint(const rl_pl_map *m, const rl_pl_shard *a, const rl_pl_shard *b) {
+static int hosts_disjoint(const rl__pl_map *m, const rl__pl_shard *a, const rl__pl_shard *b) {
     char x[32], y[32];
     for (uint32_t i = 0; i < a->n_team; i++)
         for (uint32_t j = 0; j < b->n_team; j++)
@@ -306,11 +306,11 @@ static int hosts_disjoint(const rl_pl_map *m, const rl_pl_shard *a, const rl_pl_
     return 1;
 }
 
-void rl__pl_fractions(const rl_pl_map *m, const rl_pl_pair *pairs, size_t n, rl_pl_fractions *out) {
+void rl__pl_fractions(const rl__pl_map *m, const rl__pl_pair *pairs, size_t n, rl__pl_fraction_counts *out) {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n; i++) {
-        const rl_pl_shard *r = rl__pl_shard_of(m, pairs[i].record_key, pairs[i].record_len);
-        const rl_pl_shard *x = rl__pl_shard_of(m, pairs[i].index_key, pairs[i].index_len);
+        const rl__pl_shard *r = rl__pl_shard_of(m, pairs[i].record_key, pairs[i].record_len);
+        const rl__pl_shard *x = rl__pl_shard_of(m, pairs[i].index_key, pairs[i].index_len);
         if (!r || !x) continue;
         out->records++;
         out->server_disjoint += (uint64_t)ids_disjoint(r, x);
@@ -343,10 +343,10 @@ static json_t *printable(const uint8_t *p, size_t n) {
     return s;
 }
 
-static json_t *team_json(const rl_pl_map *m, const rl_pl_shard *s) {
+static json_t *team_json(const rl__pl_map *m, const rl__pl_shard *s) {
     json_t *t = json_array();
     for (uint32_t i = 0; t && i < s->n_team; i++) {
-        const rl_pl_server *sv = rl__pl_server(m, s->team[i]);
+        const rl__pl_server_entry *sv = rl__pl_server(m, s->team[i]);
         json_array_append_new(t, json_pack("{s:I,s:s,s:i,s:s}", "id", (json_int_t)s->team[i], "address",
                                            sv ? sv->address : "", "port", sv ? (int)sv->port : 0, "host",
                                            sv ? sv->host : ""));
@@ -355,8 +355,8 @@ static json_t *team_json(const rl_pl_map *m, const rl_pl_shard *s) {
 }
 
 /* The shards meeting [b, e), with the records counted per shard when pairs is not NULL. */
-static json_t *part_json(const rl_pl_map *m, const uint8_t *b, size_t bl, const uint8_t *e, size_t el,
-                         const rl_pl_pair *pairs, size_t n) {
+static json_t *part_json(const rl__pl_map *m, const uint8_t *b, size_t bl, const uint8_t *e, size_t el,
+                         const rl__pl_pair *pairs, size_t n) {
     json_t *o = json_object(), *arr = json_array();
     if (!o || !arr) {
         json_decref(o);
@@ -367,7 +367,7 @@ static json_t *part_json(const rl_pl_map *m, const uint8_t *b, size_t bl, const 
     json_object_set_new(o, "end", printable(e, el));
     size_t pi = 0;
     for (uint32_t i = 0; i < m->n_shards; i++) {
-        const rl_pl_shard *s = &m->shards[i];
+        const rl__pl_shard *s = &m->shards[i];
         if (rl__bytes_cmp(s->end, s->end_len, b, (uint32_t)bl) <= 0 ||
             rl__bytes_cmp(s->begin, s->begin_len, e, (uint32_t)el) >= 0)
             continue;
@@ -391,10 +391,10 @@ static json_t *part_json(const rl_pl_map *m, const uint8_t *b, size_t bl, const 
     return o;
 }
 
-json_t *rl__pl_receipt(const rl_pl_map *m, const uint8_t *idx_b, size_t idx_bl, const uint8_t *idx_e, size_t idx_el,
+json_t *rl__pl_receipt(const rl__pl_map *m, const uint8_t *idx_b, size_t idx_bl, const uint8_t *idx_e, size_t idx_el,
                        const uint8_t *rec_b, size_t rec_bl, const uint8_t *rec_e, size_t rec_el,
-                       const rl_pl_pair *pairs, size_t n) {
-    rl_pl_fractions f;
+                       const rl__pl_pair *pairs, size_t n) {
+    rl__pl_fraction_counts f;
     rl__pl_fractions(m, pairs, n, &f);
     json_t *o = json_object();
     if (!o) return NULL;

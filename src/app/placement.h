@@ -37,7 +37,7 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
  * boundary. Errors: RL_E_INVALID_ARGUMENT (key "" or at or above "\xff"), connection errors,
  * RL_E_TIMED_OUT. timeout_ms 0: RL_PLACEMENT_DEFAULT_TIMEOUT_MS. */
 int rl__placement_split(const char *db, const char *key_file, const uint8_t *key, size_t key_len, int timeout_ms,
-                        rl_version *out_version, int *out_split, rl_buf *msg);
+                        rl__version *out_version, int *out_split, rl_buf *msg);
 
 /* rl__placement_assign — make [begin, end) whole shards and move them to team (ASSIGN_SHARD);
  * returns once every shard of the range is on the team. A lost coordinator connection (a
@@ -48,7 +48,7 @@ int rl__placement_split(const char *db, const char *key_file, const uint8_t *key
  * move goes on), connection errors. */
 int rl__placement_assign(const char *db, const char *key_file, const uint8_t *begin, size_t begin_len,
                          const uint8_t *end, size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
-                         rl_version *out_version, uint32_t *out_moved, rl_buf *msg);
+                         rl__version *out_version, uint32_t *out_moved, rl_buf *msg);
 
 /* ---- The shard map ------------------------------------------------------------------------ */
 
@@ -57,33 +57,33 @@ typedef struct {
     char address[16];
     uint16_t port;
     char host[RL_PROTO_MAX_STRING + 1]; /* NUL-terminated (a label with NUL bytes is cut) */
-} rl_pl_server;
+} rl__pl_server_entry;
 
 typedef struct {
     uint8_t *begin, *end; /* heap */
     uint32_t begin_len, end_len;
     uint32_t team[RL_PROTO_MAX_TEAM];
     uint32_t n_team;
-} rl_pl_shard;
+} rl__pl_shard;
 
 /* The user shards "" .. "\xff" (sorted, contiguous) and the storage servers, by id. */
 typedef struct {
-    rl_pl_server *servers;
+    rl__pl_server_entry *servers;
     uint32_t n_servers;
-    rl_pl_shard *shards;
+    rl__pl_shard *shards;
     uint32_t n_shards;
-} rl_pl_map;
+} rl__pl_map;
 
 /* rl__pl_map_parse — the map from the rows of \xff/keyServers/ and \xff/serverList/ (as a read of
  * the system keyspace returns them, key order). *out is the caller's (rl__pl_map_free).
  * RL_OK, RL_E_CORRUPT_DATA (msg says what), RL_E_OUT_OF_MEMORY. */
-int rl__pl_map_parse(const rl_keyvalue *key_servers, int n_ks, const rl_keyvalue *server_list, int n_sl, rl_pl_map *out,
-                     rl_buf *msg);
-void rl__pl_map_free(rl_pl_map *m);
+int rl__pl_map_parse(const rl_keyvalue *key_servers, int n_ks, const rl_keyvalue *server_list, int n_sl,
+                     rl__pl_map *out, rl_buf *msg);
+void rl__pl_map_free(rl__pl_map *m);
 /* The shard holding key (every key below "\xff" has one), or NULL. */
-const rl_pl_shard *rl__pl_shard_of(const rl_pl_map *m, const uint8_t *key, size_t len);
+const rl__pl_shard *rl__pl_shard_of(const rl__pl_map *m, const uint8_t *key, size_t len);
 /* The server with id, or NULL. */
-const rl_pl_server *rl__pl_server(const rl_pl_map *m, uint32_t id);
+const rl__pl_server_entry *rl__pl_server(const rl__pl_map *m, uint32_t id);
 
 /* ---- Fractions and the receipt -------------------------------------------------------------- */
 
@@ -93,7 +93,7 @@ typedef struct {
     size_t record_len;
     const uint8_t *index_key;
     size_t index_len;
-} rl_pl_pair;
+} rl__pl_pair;
 
 typedef struct {
     uint64_t records;         /* pairs counted */
@@ -101,12 +101,12 @@ typedef struct {
     uint64_t host_disjoint;   /* ... no host label */
     double server_fraction;   /* server_disjoint / records (0 when there are none) */
     double host_fraction;
-} rl_pl_fractions;
+} rl__pl_fraction_counts;
 
 /* rl__pl_fractions — count, for each pair, whether the team of the shard holding its record key
  * shares a storage server (and a host: the servers' host labels; a server missing from the list
  * counts as its own host "id:N") with the team of the shard holding its index key. Pure. */
-void rl__pl_fractions(const rl_pl_map *m, const rl_pl_pair *pairs, size_t n, rl_pl_fractions *out);
+void rl__pl_fractions(const rl__pl_map *m, const rl__pl_pair *pairs, size_t n, rl__pl_fraction_counts *out);
 
 /* rl__pl_receipt — the placement receipt: {"index": {"begin", "end", "shards": [...]},
  * "records": {"begin", "end", "shards": [{..., "records": n}]}, "fractions": {...}} with keys in
@@ -114,9 +114,9 @@ void rl__pl_fractions(const rl_pl_map *m, const rl_pl_pair *pairs, size_t n, rl_
  * "host"}]} for every shard meeting the range, in key order. Deterministic: the same map and
  * pairs give the same JSON (json_dumps with JSON_SORT_KEYS | JSON_COMPACT). pairs must be sorted
  * by record key for the per-shard counts. *out is the caller's (json_decref); NULL on OOM. */
-json_t *rl__pl_receipt(const rl_pl_map *m, const uint8_t *idx_b, size_t idx_bl, const uint8_t *idx_e, size_t idx_el,
+json_t *rl__pl_receipt(const rl__pl_map *m, const uint8_t *idx_b, size_t idx_bl, const uint8_t *idx_e, size_t idx_el,
                        const uint8_t *rec_b, size_t rec_bl, const uint8_t *rec_e, size_t rec_el,
-                       const rl_pl_pair *pairs, size_t n);
+                       const rl__pl_pair *pairs, size_t n);
 
 /* rl__pl_split_points — the record keys at which `keys` (n sorted record first-keys) divide into
  * k contiguous parts of nearly equal counts: points[i] = keys[(i + 1) * n / k] for i < k - 1

@@ -118,7 +118,7 @@ static int snap_fn(rl_txn *txn, void *ud) {
 }
 
 static int cmp_pair(const void *a, const void *b) {
-    const rl_pl_pair *x = a, *y = b;
+    const rl__pl_pair *x = a, *y = b;
     int c = rl__bytes_cmp(x->record_key, (uint32_t)x->record_len, y->record_key, (uint32_t)y->record_len);
     if (c) return c;
     return rl__bytes_cmp(x->index_key, (uint32_t)x->index_len, y->index_key, (uint32_t)y->index_len);
@@ -150,9 +150,9 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
     c.s = t.s;
     c.index = index;
     c.with_index = 1;
-    rl_pl_map m;
+    rl__pl_map m;
     memset(&m, 0, sizeof m);
-    rl_pl_pair *pairs = NULL;
+    rl__pl_pair *pairs = NULL;
     rl_keyvalue *kks = NULL, *skv = NULL;
     rc = rl__tool_placement_ranges(t.s, index, &c.rec_b, &c.rec_e, &c.idx_b, &c.idx_e);
     if (rc != RL_OK) {
@@ -270,8 +270,8 @@ int rl__tool_placement_place(const char *url, const char *key_file, const char *
         const uint8_t *k = c.rows.bytes.data + c.rows.off[i * 4];
         size_t kl = c.rows.off[i * 4 + 1];
         /* The record's first key: the key without its last tuple element (the split suffix). */
-        rl_tuple_iter it;
-        rl_tuple_elem el;
+        rl__tuple_iter it;
+        rl__tuple_elem el;
         size_t body = c.b.len, last = c.b.len;
         rl__tuple_iter_init(&it, k + c.b.len, kl - c.b.len);
         while (rl__tuple_iter_next(&it, &el) == RL_OK) {

@@ -22,7 +22,7 @@ typedef struct {
     uint64_t window;       /* the MVCC window, in versions */
     uint64_t delay_us, jitter_us;
     const char *key_file; /* the cluster's key file (server/keyfile.h): required */
-    uint64_t max_conns;   /* rl_net_limits (net/loop.h): 0 fields are never given (umin 1) */
+    uint64_t max_conns;   /* rl__net_limits (net/loop.h): 0 fields are never given (umin 1) */
     uint64_t max_handshakes;
     uint64_t handshake_timeout_ms;
     uint64_t max_queued_bytes;
@@ -35,7 +35,7 @@ typedef struct {
         .max_queued_bytes = RL_NET_DEFAULT_MAX_QUEUED_BYTES                                                           \
     }
 
-/* The rl_arg entries of rl__rlkvd_opts *c (a table's other entries come before or after). */
+/* The rl__arg entries of rl__rlkvd_opts *c (a table's other entries come before or after). */
 #define RL__RLKVD_COMMON_OPTS(c)                                                                         \
     {.name = "key-file",                                                                                 \
      .kind = RL_ARG_STRING,                                                                              \
@@ -117,7 +117,7 @@ typedef struct {
 
 /* rl__rlkvd_credentials — read c's key file into *out_kf (its reason printed to stderr, prefixed
  * with who, on failure) and c's limits into *out_lim. Returns rl__keyfile_read's code. */
-int rl__rlkvd_credentials(const rl__rlkvd_opts *c, const char *who, rl_keyfile *out_kf, rl_net_limits *out_lim);
+int rl__rlkvd_credentials(const rl__rlkvd_opts *c, const char *who, rl__keyfile *out_kf, rl__net_limits *out_lim);
 
 int rl__rlkvd_coordinator_main(int argc, char **argv);
 int rl__rlkvd_storage_main(int argc, char **argv);

@@ -1,12 +1,12 @@
 /* rlkvd_opts.c — what both rlkvd roles do with the options they share (rlkvd.h,
- * RL__RLKVD_COMMON_OPTS): read the cluster's key file and turn the limits into rl_net_limits. */
+ * RL__RLKVD_COMMON_OPTS): read the cluster's key file and turn the limits into rl__net_limits. */
 #include <stdio.h>
 
 #include "reclayer/error.h"
 #include "server/keyfile.h"
 #include "app/rlkvd.h"
 
-int rl__rlkvd_credentials(const rl__rlkvd_opts *c, const char *who, rl_keyfile *out_kf, rl_net_limits *out_lim) {
+int rl__rlkvd_credentials(const rl__rlkvd_opts *c, const char *who, rl__keyfile *out_kf, rl__net_limits *out_lim) {
     rl_buf msg;
     rl__buf_init(&msg);
     int rc = rl__keyfile_read(c->key_file, out_kf, &msg);

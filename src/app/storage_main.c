@@ -37,7 +37,7 @@ static int write_port_file(const char *path, uint16_t port) {
 }
 
 typedef struct {
-    rl_ss *ss;
+    rl__ss *ss;
     sigset_t set;
 } sig_ctx;
 
@@ -55,49 +55,49 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     const char *dir = NULL, *coord = NULL, *coord_host = NULL, *engine = NULL;
     int64_t id = 0;
     rl__rlkvd_opts c = RL__RLKVD_OPTS_INIT;
-    const rl_arg opts[] = {{.name = "dir",
-                            .kind = RL_ARG_STRING,
-                            .dest = &dir,
-                            .metavar = "DIR",
-                            .help = "the storage engine's directory (created if missing)",
-                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
-                           {.name = "id",
-                            .kind = RL_ARG_INT64,
-                            .dest = &id,
-                            .metavar = "N",
-                            .help = "this storage server's id",
-                            .flags = RL_ARG_REQUIRED,
-                            .min = 1,
-                            .max = 1000000},
-                           {.name = "coordinator",
-                            .kind = RL_ARG_STRING,
-                            .dest = &coord,
-                            .metavar = "IP:PORT",
-                            .help = "the coordinator's address",
-                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
-                           RL__RLKVD_COMMON_OPTS(&c),
-                           {.name = "coordinator-host",
-                            .kind = RL_ARG_STRING,
-                            .dest = &coord_host,
-                            .metavar = "LABEL",
-                            .help =
-                                "the coordinator's host label, when known (delay injection: no delay to it when it is "
-                                "this host's; unknown, it is delayed until its HELLO reply names its host)",
-                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
-                           {.name = "engine",
-                            .kind = RL_ARG_STRING,
-                            .dest = &engine,
-                            .metavar = "NAME",
-                            .help = "storage engine of a new directory, memory or ssd (default: what DIR holds, "
-                                    "memory if new)",
-                            .flags = RL_ARG_NONEMPTY},
-                           {0}};
-    const rl_args_cmd cmd = {.name = "rlkvd storage",
-                             .summary = "Run a storage server: it holds shards, pulls their mutations from the "
-                                        "coordinator's log, serves reads at a version and mapped reads (with "
-                                        "storage-to-storage reads for secondaries held elsewhere). Stops cleanly on "
-                                        "SIGTERM or SIGINT.",
-                             .opts = opts};
+    const rl__arg opts[] = {{.name = "dir",
+                             .kind = RL_ARG_STRING,
+                             .dest = &dir,
+                             .metavar = "DIR",
+                             .help = "the storage engine's directory (created if missing)",
+                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
+                            {.name = "id",
+                             .kind = RL_ARG_INT64,
+                             .dest = &id,
+                             .metavar = "N",
+                             .help = "this storage server's id",
+                             .flags = RL_ARG_REQUIRED,
+                             .min = 1,
+                             .max = 1000000},
+                            {.name = "coordinator",
+                             .kind = RL_ARG_STRING,
+                             .dest = &coord,
+                             .metavar = "IP:PORT",
+                             .help = "the coordinator's address",
+                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY},
+                            RL__RLKVD_COMMON_OPTS(&c),
+                            {.name = "coordinator-host",
+                             .kind = RL_ARG_STRING,
+                             .dest = &coord_host,
+                             .metavar = "LABEL",
+                             .help =
+                                 "the coordinator's host label, when known (delay injection: no delay to it when it is "
+                                 "this host's; unknown, it is delayed until its HELLO reply names its host)",
+                             .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT},
+                            {.name = "engine",
+                             .kind = RL_ARG_STRING,
+                             .dest = &engine,
+                             .metavar = "NAME",
+                             .help = "storage engine of a new directory, memory or ssd (default: what DIR holds, "
+                                     "memory if new)",
+                             .flags = RL_ARG_NONEMPTY},
+                            {0}};
+    const rl__args_cmd cmd = {.name = "rlkvd storage",
+                              .summary = "Run a storage server: it holds shards, pulls their mutations from the "
+                                         "coordinator's log, serves reads at a version and mapped reads (with "
+                                         "storage-to-storage reads for secondaries held elsewhere). Stops cleanly on "
+                                         "SIGTERM or SIGINT.",
+                              .opts = opts};
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
 
@@ -111,8 +111,8 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     if (coord_host && strlen(coord_host) > 4096)
         return rl__args_usage_error(&cmd, "--coordinator-host: longer than 4096 bytes");
     if (rl__log_level() > RL_LOG_INFO && !getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
-    rl_keyfile kf;
-    rl_net_limits lim;
+    rl__keyfile kf;
+    rl__net_limits lim;
     if (rl__rlkvd_credentials(&c, "rlkvd storage", &kf, &lim) != RL_OK) return 1;
 
     /* Signals: blocked here, so every thread created below inherits the mask. */
@@ -124,7 +124,7 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    rl_ss_options o;
+    rl__ss_options o;
     memset(&o, 0, sizeof o);
     o.dir = dir;
     o.id = (uint32_t)id;
@@ -143,8 +143,8 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     o.limits = &lim;
     rl_buf err;
     rl__buf_init(&err);
-    rl_ss *ss = NULL;
-    rl_fatal_file ff;
+    rl__ss *ss = NULL;
+    rl__fatal_file ff;
     rl__fatal_init(&ff);
     int rc = rl__ss_new(&o, &ss, &err);
     if (rc != RL_OK) {

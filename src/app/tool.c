@@ -21,7 +21,7 @@ int rl__tool_store_prefix(const char *json, rl_buf *out, rl__errdetail *err) {
     json_error_t jerr;
     json_t *a = json_loads(json, 0, &jerr);
     int rc = RL_OK;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     if (!a || !json_is_array(a) || json_array_size(a) == 0) {
         rl__errdetail_set(
             err, "--store must be a non-empty JSON array of strings and integers, e.g. '[\"bench\",\"orders\"]'");
@@ -56,7 +56,7 @@ typedef struct {
 static int open_fn(rl_txn *txn, void *ud) {
     open_ctx *c = ud;
     rl_buf k;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     int rc, present = 0, vlen;
     const uint8_t *v;
     rl__buf_init(&k);
@@ -191,7 +191,7 @@ int rl__tool_message_json(const ProtobufCMessage *m, rl_buf *out) {
         }
         /* Scalars through the tuple packer's presence rules: pack to learn presence. */
         rl_buf tmp;
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         int present;
         rl__buf_init(&tmp);
         rl__tuple_packer_init(&pk, &tmp);
@@ -304,8 +304,8 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
         rl__buf_release(&b);
         return rc != RL_OK ? rc : RL_CORRUPT(RL_E_CORRUPT_DATA);
     }
-    rl_tuple_iter it;
-    rl_tuple_elem el[64];
+    rl__tuple_iter it;
+    rl__tuple_elem el[64];
     int n = 0;
     rl__tuple_iter_init(&it, key + b.len, len - b.len);
     while (n < 64 && rl__tuple_iter_next(&it, &el[n]) == RL_OK) n++;

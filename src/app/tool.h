@@ -20,7 +20,7 @@ int rl__order_metadata(rl_metadata **out);
 
 #define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"
 
-/* The --db and --store options of the record commands (rl_arg entries of app/args.h; ptr: the
+/* The --db and --store options of the record commands (rl__arg entries of app/args.h; ptr: the
  * const char ** the parser fills), one definition so every command says the same. */
 #define RL__TOOL_OPT_DB(ptr)                                                                            \
     {                                                                                                   \

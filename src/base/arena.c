@@ -8,10 +8,10 @@
 /* The largest block a reset keeps for reuse. */
 #define ARENA_KEEP_MAX ((size_t)4 << 20)
 
-struct rl_arena_block {
-    rl_arena_block *next; /* older block */
-    size_t cap;           /* payload bytes */
-    size_t off;           /* bytes used in this block */
+struct rl__arena_block {
+    rl__arena_block *next; /* older block */
+    size_t cap;            /* payload bytes */
+    size_t off;            /* bytes used in this block */
     _Alignas(16) unsigned char mem[];
 };
 
@@ -22,9 +22,9 @@ void rl__arena_init(rl_arena *a, size_t block_size) {
 }
 
 void rl__arena_release(rl_arena *a) {
-    rl_arena_block *b = a->head;
+    rl__arena_block *b = a->head;
     while (b) {
-        rl_arena_block *n = b->next;
+        rl__arena_block *n = b->next;
         rl__free(b);
         b = n;
     }
@@ -38,11 +38,11 @@ void rl__arena_reset(rl_arena *a) {
      * If the cycle handed out more than that block holds (it spilled into several blocks),
      * replace them by one block of the cycle's total, so the next identical cycle fits at once
      * (one allocation; if it fails, the largest block is kept as before). */
-    rl_arena_block *b = a->head, *keep = NULL;
+    rl__arena_block *b = a->head, *keep = NULL;
     for (; b; b = b->next)
         if (b->cap <= ARENA_KEEP_MAX && (!keep || b->cap > keep->cap)) keep = b;
     if (a->head && a->head->next && a->used <= ARENA_KEEP_MAX && (!keep || keep->cap < a->used)) {
-        rl_arena_block *nb = rl__malloc(sizeof *nb + a->used);
+        rl__arena_block *nb = rl__malloc(sizeof *nb + a->used);
         if (nb) {
             nb->cap = a->used;
             keep = nb;
@@ -50,7 +50,7 @@ void rl__arena_reset(rl_arena *a) {
     }
     b = a->head;
     while (b) {
-        rl_arena_block *n = b->next;
+        rl__arena_block *n = b->next;
         if (b != keep) rl__free(b);
         b = n;
     }
@@ -65,14 +65,14 @@ void rl__arena_reset(rl_arena *a) {
 void *rl__arena_alloc(rl_arena *a, size_t n) {
     size_t need = (n + 15) & ~(size_t)15;
     if (need < n) return NULL;
-    rl_arena_block *b = a->head;
+    rl__arena_block *b = a->head;
     if (!b || b->cap - b->off < need) {
         /* A new block also has room for everything handed out since the reset (while that
          * stays within what a reset keeps): the last block of a cycle is then the largest and
          * holds the whole cycle, so after a reset the same workload fits in the kept block. */
         size_t cap = need > a->block_size ? need : a->block_size;
         if (a->used <= ARENA_KEEP_MAX && need <= ARENA_KEEP_MAX - a->used && a->used + need > cap) cap = a->used + need;
-        rl_arena_block *nb = rl__malloc(sizeof *nb + cap);
+        rl__arena_block *nb = rl__malloc(sizeof *nb + cap);
         if (!nb) return NULL;
         nb->cap = cap;
         nb->off = 0;
@@ -102,6 +102,6 @@ uint8_t *rl__arena_key_after(rl_arena *a, const void *k, size_t n) {
 
 size_t rl__arena_capacity(const rl_arena *a) {
     size_t n = 0;
-    for (const rl_arena_block *b = a->head; b; b = b->next) n += b->cap;
+    for (const rl__arena_block *b = a->head; b; b = b->next) n += b->cap;
     return n;
 }

@@ -15,12 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct rl_arena_block rl_arena_block;
+typedef struct rl__arena_block rl__arena_block;
 
 typedef struct {
-    rl_arena_block *head; /* current block; older blocks chain behind it */
-    size_t block_size;    /* default size of a new block, bytes */
-    size_t used;          /* total bytes handed out since the last reset */
+    rl__arena_block *head; /* current block; older blocks chain behind it */
+    size_t block_size;     /* default size of a new block, bytes */
+    size_t used;           /* total bytes handed out since the last reset */
 } rl_arena;
 
 void rl__arena_init(rl_arena *a, size_t block_size);

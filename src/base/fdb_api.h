@@ -121,7 +121,7 @@ _Static_assert(sizeof(FDBKeyRange) == 24 && offsetof(FDBKeyRange, end_key) == 12
 #define RL_FDB_MKV_VARIANT 24 /* the variant's index (1: a range result) */
 
 /* The functions of FoundationDB's C API that reclayer's two loaders resolve with dlsym — the fdb:
- * backend (src/kv/fdb/fdb_int.h: rl_fdb_api) and the tests' binding (tests/integ/kv/fdbc_api.h:
+ * backend (src/kv/fdb/fdb_int.h: rl__fdb_api) and the tests' binding (tests/integ/kv/fdbc_api.h:
  * fdbt_api) — once: X(need, ret, name, params), where name is the function's without "fdb_",
  * and need is 1 for the functions the backend cannot run without (a library lacking one is
  * refused), 0 for those only the tests call (the backend leaves them NULL). */

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-typedef uint64_t rl_version;
+typedef uint64_t rl__version;
 
 /* Mutation types: FoundationDB's MutationRef numbers, plus RL_MUT_CLEAR (3) for a single-key
  * clear. They are part of the log format (docs/file-format.md) and of the wire protocol
@@ -31,9 +31,9 @@ typedef enum {
     RL_MUT_BYTE_MIN = 16, /* lexicographic */
     RL_MUT_BYTE_MAX = 17,
     RL_MUT_COMPARE_AND_CLEAR = 20,
-} rl_mutation_type;
+} rl__mutation_type;
 
-/* rl__mutation_type_ok — 1 if t is an rl_mutation_type; storage_only refuses the versionstamped
+/* rl__mutation_type_ok — 1 if t is an rl__mutation_type; storage_only refuses the versionstamped
  * ones (which never reach storage: the commit path turns them into RL_MUT_SET). */
 static inline int rl__mutation_type_ok(unsigned t, int storage_only) {
     switch (t) {
@@ -59,12 +59,12 @@ static inline int rl__mutation_type_ok(unsigned t, int storage_only) {
 /* One mutation; the bytes are borrowed from whoever built it (a transaction's arena, a decoded
  * frame, a log record). */
 typedef struct {
-    uint8_t type; /* rl_mutation_type */
+    uint8_t type; /* rl__mutation_type */
     const uint8_t *p1;
     uint32_t len1;
     const uint8_t *p2;
     uint32_t len2;
-} rl_mutation;
+} rl__mutation;
 
 /* A key range [begin, end); bytes borrowed. */
 typedef struct {
@@ -72,6 +72,6 @@ typedef struct {
     uint32_t begin_len;
     const uint8_t *end;
     uint32_t end_len;
-} rl_keyrange;
+} rl__keyrange;
 
 #endif

@@ -43,7 +43,7 @@ static void compress(uint32_t h[8], const uint8_t *p) {
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
-void rl__sha256_init(rl_sha256_ctx *c) {
+void rl__sha256_init(rl__sha256_ctx *c) {
     static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(c->h, h0, sizeof h0);
@@ -51,7 +51,7 @@ void rl__sha256_init(rl_sha256_ctx *c) {
     c->buf_len = 0;
 }
 
-void rl__sha256_update(rl_sha256_ctx *c, const void *data, size_t n) {
+void rl__sha256_update(rl__sha256_ctx *c, const void *data, size_t n) {
     const uint8_t *p = data;
     c->len += n;
     if (c->buf_len) {
@@ -66,7 +66,7 @@ void rl__sha256_update(rl_sha256_ctx *c, const void *data, size_t n) {
     if (n) memcpy(c->buf, p, n), c->buf_len = n;
 }
 
-void rl__sha256_final(rl_sha256_ctx *c, uint8_t out[RL_SHA256_LEN]) {
+void rl__sha256_final(rl__sha256_ctx *c, uint8_t out[RL_SHA256_LEN]) {
     uint64_t bits = c->len * 8;
     uint8_t pad[72] = {0x80};
     size_t npad = (c->buf_len < 56 ? 56 : 120) - c->buf_len;
@@ -77,7 +77,7 @@ void rl__sha256_final(rl_sha256_ctx *c, uint8_t out[RL_SHA256_LEN]) {
 }
 
 void rl__sha256(const void *p, size_t n, uint8_t out[RL_SHA256_LEN]) {
-    rl_sha256_ctx c;
+    rl__sha256_ctx c;
     rl__sha256_init(&c);
     rl__sha256_update(&c, p, n);
     rl__sha256_final(&c, out);
@@ -91,7 +91,7 @@ void rl__sha256_hex(const uint8_t d[RL_SHA256_LEN], char hex[RL_SHA256_HEX_LEN +
 
 int rl__sha256_file(const char *path, char hex[RL_SHA256_HEX_LEN + 1]) {
     uint8_t buf[65536], d[RL_SHA256_LEN];
-    rl_sha256_ctx c;
+    rl__sha256_ctx c;
     size_t n;
     int rc = RL_OK;
     FILE *f = fopen(path, "rb");

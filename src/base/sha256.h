@@ -25,14 +25,14 @@ typedef struct {
     uint64_t len;    /* bytes hashed so far */
     uint8_t buf[64]; /* a partial block */
     size_t buf_len;  /* bytes in buf, < 64 */
-} rl_sha256_ctx;
+} rl__sha256_ctx;
 
 /* Start a digest. */
-void rl__sha256_init(rl_sha256_ctx *c);
+void rl__sha256_init(rl__sha256_ctx *c);
 /* Hash n more bytes of p (p may be NULL when n is 0). */
-void rl__sha256_update(rl_sha256_ctx *c, const void *p, size_t n);
+void rl__sha256_update(rl__sha256_ctx *c, const void *p, size_t n);
 /* Finish: write the 32-byte digest to out. c must be initialised again before reuse. */
-void rl__sha256_final(rl_sha256_ctx *c, uint8_t out[RL_SHA256_LEN]);
+void rl__sha256_final(rl__sha256_ctx *c, uint8_t out[RL_SHA256_LEN]);
 /* The digest of p[0..n) in one call. */
 void rl__sha256(const void *p, size_t n, uint8_t out[RL_SHA256_LEN]);
 /* The 64 lowercase hex digits of a digest, NUL-terminated, into hex (65 bytes). */

@@ -62,7 +62,7 @@
 
 /* Dataset variants: small (one key-value per record) and split (padding bytes each: with the
  * default 100,000 the record is stored in 2 chunks). skip3 cases query the small dataset. */
-typedef enum { RL_CAMP_SMALL = 0, RL_CAMP_SPLIT = 1, RL_CAMP_VARIANTS = 2 } rl_camp_variant;
+typedef enum { RL_CAMP_SMALL = 0, RL_CAMP_SPLIT = 1, RL_CAMP_VARIANTS = 2 } rl__camp_variant;
 
 /* The arms. The order of this enum is the order of their names in protocols and reports. */
 typedef enum {
@@ -71,17 +71,17 @@ typedef enum {
     RL_CAMP_ADAPTIVE = 2, /* ADAPTIVE (refused by the query layer until its issue: not available) */
     RL_CAMP_SQLITE = 3,   /* the SQLite peer, embedded topologies only */
     RL_CAMP_ARM_KINDS = 4
-} rl_camp_arm;
+} rl__camp_arm;
 
 /* One case, from its name: VARIANT-ROWS-DIRECTION with VARIANT small|split|skip3, ROWS
  * limit1|rows10|rows1000, DIRECTION forward|reverse ("small-rows10-reverse"). */
 typedef struct {
     char name[RL_CAMP_NAME_MAX];
-    rl_camp_variant variant; /* the dataset it queries */
-    int skip;                /* 3 for skip3, else 0 (pushed down into the index read) */
-    int limit;               /* 1, 10 or 1000 rows */
-    int reverse;             /* 1: descending price order */
-} rl_camp_case;
+    rl__camp_variant variant; /* the dataset it queries */
+    int skip;                 /* 3 for skip3, else 0 (pushed down into the index read) */
+    int limit;                /* 1, 10 or 1000 rows */
+    int reverse;              /* 1: descending price order */
+} rl__camp_case;
 
 /* The per-op figures of one repeat. The order is the order of results.json's fields and of the
  * report's tables. */
@@ -103,27 +103,27 @@ typedef enum {
     RL_CAMP_M_NET_BYTES,       /* net_bytes_received_per_op: reply bytes the client received over
                                  * the network (frames, from storage and coordinator; 0 embedded) */
     RL_CAMP_METRICS
-} rl_camp_metric;
+} rl__camp_metric;
 
 /* Names: "ordinary" ..., "ns_per_op" ..., "small" / "split". Static strings. */
-const char *rl__camp_arm_name(rl_camp_arm a);
-const char *rl__camp_metric_name(rl_camp_metric m);
-const char *rl__camp_variant_name(rl_camp_variant v);
+const char *rl__camp_arm_name(rl__camp_arm a);
+const char *rl__camp_metric_name(rl__camp_metric m);
+const char *rl__camp_variant_name(rl__camp_variant v);
 /* The arm or metric of a name, or -1. */
 int rl__camp_arm_of(const char *name);
 int rl__camp_metric_of(const char *name);
 
-/* rl__camp_case_parse — fill c from a case name (see rl_camp_case). RL_OK or RL_E_INVALID_ARGUMENT
+/* rl__camp_case_parse — fill c from a case name (see rl__camp_case). RL_OK or RL_E_INVALID_ARGUMENT
  * with the reason in msg. */
-int rl__camp_case_parse(const char *name, rl_camp_case *c, rl_buf *msg);
+int rl__camp_case_parse(const char *name, rl__camp_case *c, rl_buf *msg);
 
 /* rl__camp_arm_order — the order in which block `block` (from 0) runs the n arms given in
  * protocol order: as given in even blocks, reversed in odd blocks. [out] out: n arms. Pure. */
-void rl__camp_arm_order(int block, const rl_camp_arm *arms, int n, rl_camp_arm *out);
+void rl__camp_arm_order(int block, const rl__camp_arm *arms, int n, rl__camp_arm *out);
 
 /* ---- The protocol ---------------------------------------------------------------------------- */
 
-typedef enum { RL_CAMP_EMBEDDED = 0, RL_CAMP_SINGLE = 1, RL_CAMP_MULTI = 2, RL_CAMP_FDB = 3 } rl_camp_topo_kind;
+typedef enum { RL_CAMP_EMBEDDED = 0, RL_CAMP_SINGLE = 1, RL_CAMP_MULTI = 2, RL_CAMP_FDB = 3 } rl__camp_topo_kind;
 
 #define RL_CAMP_URL_MAX 1024 /* bytes of an fdb topology's url, NUL included */
 
@@ -134,7 +134,7 @@ typedef enum { RL_CAMP_EMBEDDED = 0, RL_CAMP_SINGLE = 1, RL_CAMP_MULTI = 2, RL_C
  * not control that network) and takes none of the cluster fields. */
 typedef struct {
     char name[RL_CAMP_NAME_MAX];
-    rl_camp_topo_kind kind;
+    rl__camp_topo_kind kind;
     char url[RL_CAMP_URL_MAX]; /* fdb: the database, "fdb:" or "fdb:FILE"; "" for the other kinds */
     int delay_us;              /* injected one-way delay per direction between hosts and between the
                           * client and the servers, in µs (the added round trip is twice this),
@@ -148,7 +148,7 @@ typedef struct {
     char secondary[16];        /* mapped-range secondary reads that leave the server: "individual"
                           * (FoundationDB's) or "grouped" (DESIGN §3) */
     char engine[16];           /* storage engine of the servers: "memory" or "ssd" */
-} rl_camp_topology;
+} rl__camp_topology;
 
 typedef struct {
     char name[RL_CAMP_NAME_MAX];
@@ -158,11 +158,11 @@ typedef struct {
     uint64_t data_seed; /* the Orders' prices (rl__tool_save_orders) */
     int split_padding;  /* bytes of padding of the split variant (default 100,000) */
     /* What runs */
-    rl_camp_topology topologies[RL_CAMP_MAX_TOPOLOGIES];
+    rl__camp_topology topologies[RL_CAMP_MAX_TOPOLOGIES];
     int n_topologies;
-    rl_camp_case cases[RL_CAMP_MAX_CASES];
+    rl__camp_case cases[RL_CAMP_MAX_CASES];
     int n_cases;
-    rl_camp_arm arms[RL_CAMP_MAX_ARMS]; /* distinct, in protocol order; ordinary always first
+    rl__camp_arm arms[RL_CAMP_MAX_ARMS]; /* distinct, in protocol order; ordinary always first
                                          * need not be: ratios need ordinary (and remote for
                                          * adaptive) in the list */
     int n_arms;
@@ -184,35 +184,35 @@ typedef struct {
                                      * and recorded as failed; 0: 60 + 3 x (warmup + repeats x
                                      * seconds) */
     int keep_data;                  /* 1: keep DIR/data after the run (default: removed) */
-} rl_camp_protocol;
+} rl__camp_protocol;
 
 /* rl__camp_protocol_builtin — the built-in protocol: quick = 0 the full campaign (topologies
  * embedded, single and multi at 250 µs one way; the reports' 16 cases; arms ordinary, remote,
  * adaptive, sqlite; 6 blocks, 3 repeats of 3 s; 20,000 resamples), quick = 1 the small one
  * (embedded only, the same cases and arms, 4 blocks, 3 repeats of 0.1 s, 2,000 resamples; about two
  * minutes on a 2-core machine). */
-void rl__camp_protocol_builtin(int quick, rl_camp_protocol *out);
+void rl__camp_protocol_builtin(int quick, rl__camp_protocol *out);
 
 /* rl__camp_protocol_parse — parse and check a protocol's JSON text (every field named in
  * campaign_protocol.c's table; unknown fields are refused, missing ones take the full protocol's
  * defaults). RL_OK, or RL_E_INVALID_ARGUMENT with msg naming the field: "blocks: 0 is out of range
  * [1, 100]", "topologies[1].kind: 'foo' is not one of embedded, single, multi, fdb", "cases[3]:
  * 'small-rows5-forward': ROWS must be limit1, rows10 or rows1000", "unknown field 'blokcs'". */
-int rl__camp_protocol_parse(const char *text, size_t len, rl_camp_protocol *out, rl_buf *msg);
+int rl__camp_protocol_parse(const char *text, size_t len, rl__camp_protocol *out, rl_buf *msg);
 
 /* rl__camp_protocol_print — the canonical JSON text of p (two-space indent, fields in table
  * order), ending in a newline, appended to out. Parsing it gives p back. RL_OK or
  * RL_E_OUT_OF_MEMORY. */
-int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *out);
+int rl__camp_protocol_print(const rl__camp_protocol *p, rl_buf *out);
 
 /* The process timeout of p in seconds (its own, or the default formula). */
-double rl__camp_process_timeout(const rl_camp_protocol *p);
+double rl__camp_process_timeout(const rl__camp_protocol *p);
 
 /* ---- The runner ------------------------------------------------------------------------------ */
 
 typedef struct {
-    const rl_camp_protocol *protocol; /* checked (parse or builtin); borrowed */
-    const char *protocol_text;        /* the exact bytes the SHA-256 is taken of (the file as read,
+    const rl__camp_protocol *protocol; /* checked (parse or builtin); borrowed */
+    const char *protocol_text;         /* the exact bytes the SHA-256 is taken of (the file as read,
                                        * or the canonical print of a built-in one); borrowed */
     size_t protocol_len;
     const char *protocol_source; /* "FILE" or "built-in quick" / "built-in full" */
@@ -228,7 +228,7 @@ typedef struct {
                                        * comparison fails (a failed check must be reported) */
     const char *test_fail_worker;   /* "CASE/ARM/BLOCK": that worker is given a bad argument and
                                        * fails (a failed process must be reported) */
-} rl_camp_run_options;
+} rl__camp_run_options;
 
 /* rl__camp_run — run the campaign and write DIR/results.json.zst, report.md, plots/, manifest.json
  * (also after failures: whatever ran is written, with the failures named). Returns RL_OK when
@@ -237,7 +237,7 @@ typedef struct {
  * failed (integrity, a defect control, a receipt comparison, the rows check), RL_E_OPERATION_FAILED
  * when a process failed, or the error that stopped the run early (out directory, out of memory),
  * with the reason in msg. */
-int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg);
+int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg);
 
 /* ---- The worker ------------------------------------------------------------------------------ */
 
@@ -246,18 +246,18 @@ typedef struct {
     const char *store;  /* the store's prefix as a JSON array (rl __tool_store_prefix) */
     const char *sqlite; /* the SQLite peer's database file (the sqlite arm) */
     const char *case_name;
-    rl_camp_arm arm;
+    rl__camp_arm arm;
     int repeats;
     double seconds;
     double warmup_seconds;
     int pipeline_depth;
-} rl_camp_worker_options;
+} rl__camp_worker_options;
 
 /* rl__camp_worker — run one (case, arm) process: open the database read-only, warm up, then print
  * one JSON line per repeat to out: {"repeat": i, "ops": n, "seconds": s, "<metric>": value, ...,
  * "rows_hash": "16 hex digits"} and at the end {"done": true, "open_seconds": s}. On failure one
  * line {"error": NAME, "message": TEXT}. Returns RL_OK, RL_E_UNSUPPORTED_OPERATION (the arm is
  * not available), or the failure's code. */
-int rl__camp_worker(const rl_camp_worker_options *o, FILE *out);
+int rl__camp_worker(const rl__camp_worker_options *o, FILE *out);
 
 #endif

@@ -55,7 +55,7 @@ static int save_range(rl__tool *t, int64_t first, int64_t n, uint64_t seed, cons
     return RL_OK;
 }
 
-int rl__camp_load(const char *url, const char *store, const rl_camp_protocol *p, int padding, rl_buf *msg) {
+int rl__camp_load(const char *url, const char *store, const rl__camp_protocol *p, int padding, rl_buf *msg) {
     rl__tool t;
     int rc;
     uint8_t *pad = make_pad(padding, &rc);
@@ -137,7 +137,7 @@ static int inject_fn(rl_txn *txn, void *ud) {
     return rl_store_inject_defect(c->s, txn, c->pk, c->pk_len, c->kind, RL_DEFECT_FORCE);
 }
 
-int rl__camp_defect_controls(const char *url, const rl_camp_protocol *p, json_t **out, int *out_passed, rl_buf *msg) {
+int rl__camp_defect_controls(const char *url, const rl__camp_protocol *p, json_t **out, int *out_passed, rl_buf *msg) {
     static const struct {
         const char *name;
         rl_defect_kind kind;
@@ -148,7 +148,7 @@ int rl__camp_defect_controls(const char *url, const rl_camp_protocol *p, json_t 
     uint8_t *pad = make_pad(p->split_padding, &rc);
     json_t *arr = json_array();
     rl_buf pk;
-    rl_tuple_packer tp;
+    rl__tuple_packer tp;
     rl__buf_init(&pk);
     rl__tuple_packer_init(&tp, &pk);
     rl__tuple_pack_int(&tp, n >= 3 ? 3 : 1);

@@ -2,7 +2,7 @@
  * connection to one case's data (the reclayer store and the SQLite peer), one query op with its
  * per-op figures, the dataset steps, and the topology hooks.
  *
- * Topologies (campaign_topology.c) sit behind rl_camp_topo_ops so the runner never asks which kind
+ * Topologies (campaign_topology.c) sit behind rl__camp_topo_vtable so the runner never asks which kind
  * it drives. embedded is available; single is available with or without an injected delay (a
  * local cluster through src/app/cluster_admin.h, the delay on the client's links); multi is a
  * cluster on several hosts with teams placed by src/app/placement_store.h; fdb is an existing
@@ -32,12 +32,12 @@ typedef struct {
     sqlite3_stmt *sel[2]; /* ORDER BY price, order_id ASC / DESC, LIMIT ? OFFSET ? */
     sqlite3_stmt *begin, *commit;
     int embedded; /* the database is in this process (file:, mem:): no requests */
-} rl_camp_conn;
+} rl__camp_conn;
 
 /* Open url/store read-only, and the SQLite peer at sqlite_path when it is not NULL. On failure c
  * is closed and msg says why. */
-int rl__camp_conn_open(rl_camp_conn *c, const char *url, const char *store, const char *sqlite_path, rl_buf *msg);
-void rl__camp_conn_close(rl_camp_conn *c);
+int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, const char *sqlite_path, rl_buf *msg);
+void rl__camp_conn_close(rl__camp_conn *c);
 
 /* Sums over the ops of a loop (per-op figures are these divided by ops). */
 typedef struct {
@@ -48,12 +48,12 @@ typedef struct {
                               * counters the query layer does not carry yet): report them as null */
     uint64_t hash;      /* the rows (order_ids in order) of the last op, folded */
     uint64_t last_rows; /* rows of the last op */
-} rl_camp_sums;
+} rl__camp_sums;
 
 /* Run the case once with the arm (SQLite or a fetch method), reading every field of every row,
  * adding to s. Returns RL_OK, RL_E_UNSUPPORTED_OPERATION (the arm is not available; the detail in
  * msg), or the query's error with its detail in msg. */
-int rl__camp_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int pipeline_depth, rl_camp_sums *s,
+int rl__camp_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int pipeline_depth, rl__camp_sums *s,
                 rl_buf *msg);
 
 /* SQLite's allocations (a counting wrapper installed before SQLite initialises; process-global,
@@ -65,7 +65,7 @@ void rl__camp_sqlite_counts(uint64_t *out_allocs, uint64_t *out_bytes);
 
 /* Load p->records Orders (padding bytes each, 0 for small) into store at url (created: split long
  * records, record versions, as `rl load`). RL_OK or the error with msg. */
-int rl__camp_load(const char *url, const char *store, const rl_camp_protocol *p, int padding, rl_buf *msg);
+int rl__camp_load(const char *url, const char *store, const rl__camp_protocol *p, int padding, rl_buf *msg);
 /* Run the integrity checker on url/store (read-only) into *out: {"url", "store", "records",
  * "index_entries", "integrity_ok", "defects": [{"kind", "key", "message"}]}. */
 int rl__camp_integrity(const char *url, const char *store, json_t **out, rl_buf *msg);
@@ -74,7 +74,7 @@ int rl__camp_integrity(const char *url, const char *store, json_t **out, rl_buf 
  * generator and seed), checked clean, then the defect injected and checked again. *out: an array
  * of {"defect", "clean_before", "integrity_ok_after", "found": [kinds], "expected", "passed"}.
  * *out_passed: every control was clean before and failed after with the expected kind. */
-int rl__camp_defect_controls(const char *url, const rl_camp_protocol *p, json_t **out, int *out_passed, rl_buf *msg);
+int rl__camp_defect_controls(const char *url, const rl__camp_protocol *p, json_t **out, int *out_passed, rl_buf *msg);
 /* Make the SQLite peer at path (created; must not exist) from every record of url/store, read back
  * through the store (so both hold the same records). */
 int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, rl_buf *msg);
@@ -93,7 +93,7 @@ int rl__camp_shard_receipt(const char *url, json_t *into, rl_buf *msg);
 #define RL_CAMP_DIR_MAX 1000  /* the topology's directory (the runner refuses longer --out paths) */
 #define RL_CAMP_MAX_OWNED_PIDS 80
 
-typedef struct rl_camp_topo rl_camp_topo;
+typedef struct rl__camp_topo rl__camp_topo;
 
 /* The hooks of one topology kind. Each returns RL_OK or an error with msg; json results are the
  * caller's (json_decref). */
@@ -101,37 +101,37 @@ typedef struct {
     const char *kind;
     /* Can this build run it? RL_OK, or RL_E_UNSUPPORTED_OPERATION with the reason in why.
      * cluster: RL_OK once rl__cluster_up and the placement admin operations exist. */
-    int (*available)(const rl_camp_topology *t, rl_buf *why);
+    int (*available)(const rl__camp_topology *t, rl_buf *why);
     /* Bring it up under tp->dir and fill tp->url/store/sqlite per variant and tp->pids (processes
      * of the campaign that are not reaped children: counted as the campaign's CPU).
      * cluster: rl__cluster_up (storage_servers, hosts, replication, engine, secondary_reads,
      * delay_us/jitter_us), one url "cluster:DIR/reclayer.cluster" for both variants, stores
      * ["bench","small"] / ["bench","split"], no SQLite peer; pids from pids.json. */
-    int (*up)(rl_camp_topo *tp, rl_buf *msg);
+    int (*up)(rl__camp_topo *tp, rl_buf *msg);
     /* After loading: place the stores (cluster: split shards at the index and records prefixes
      * and assign teams per the topology's placement, then wait for the moves). embedded: nothing. */
-    int (*place)(rl_camp_topo *tp, rl_buf *msg);
+    int (*place)(rl__camp_topo *tp, rl_buf *msg);
     /* The round trip now: {"applicable": bool, "pings", "min_us", "p50_us", "p99_us", "max_us"}
      * (embedded: applicable false with the reason). cluster: `pings` pings through rl ping's
      * library path to every storage server and the coordinator; with a delay also
      * "expected_min_p50_us" (2 x delay_us) and "shows_delay" (p50 >= it; false is a failed check). */
-    int (*rtt)(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg);
+    int (*rtt)(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg);
     /* The placement receipt of variant v's store (compared before and after every case).
      * embedded: rl__camp_layout_receipt. cluster: rl placement's receipt (shard boundaries, the
      * teams of the index and of the records, the server-disjoint fraction) at a read version. */
-    int (*receipt)(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg);
+    int (*receipt)(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg);
     /* After the last case: remove the injected delay and probe again (restoration), as rtt plus
      * "removed_delay_us", "processes_set" and "restored" (p50 < 2 x the removed delay; false is a
      * failed check). embedded, or no delay: applicable false. */
-    int (*restore)(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg);
+    int (*restore)(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg);
     /* Stop what up started (cluster: rl__cluster_down by the recorded pids). Never fails. */
-    void (*down)(rl_camp_topo *tp);
-} rl_camp_topo_ops;
+    void (*down)(rl__camp_topo *tp);
+} rl__camp_topo_vtable;
 
-struct rl_camp_topo {
-    const rl_camp_topology *t; /* the protocol's (borrowed) */
-    const rl_camp_protocol *p; /* borrowed */
-    const rl_camp_topo_ops *ops;
+struct rl__camp_topo {
+    const rl__camp_topology *t; /* the protocol's (borrowed) */
+    const rl__camp_protocol *p; /* borrowed */
+    const rl__camp_topo_vtable *ops;
     char dir[RL_CAMP_DIR_MAX];                               /* DIR/data/NAME: everything the topology writes */
     char url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX];            /* loading, checks, placement, receipts */
     char query_url[RL_CAMP_VARIANTS][RL_CAMP_PATH_MAX + 32]; /* the rows check and the workers: url plus,
@@ -148,8 +148,8 @@ struct rl_camp_topo {
 };
 
 /* The hooks of kind k (never NULL). */
-const rl_camp_topo_ops *rl__camp_topo_ops(rl_camp_topo_kind k);
-const char *rl__camp_topo_kind_name(rl_camp_topo_kind k);
+const rl__camp_topo_vtable *rl__camp_topo_ops(rl__camp_topo_kind k);
+const char *rl__camp_topo_kind_name(rl__camp_topo_kind k);
 
 /* ---- Reports (report.c, report_plot.c, report_manifest.c, report_results.c) ------------------ */
 
@@ -178,6 +178,6 @@ void rl__camp_report_main_table(json_t *results, rl_buf *b);
  * {"gnuplot": path or null, "png_terminal": "pngcairo"|"png"|null, "files": [...], "error"}. */
 int rl__camp_plots(const char *dir, json_t *results, json_t **out, rl_buf *msg);
 /* The manifest document (see report_manifest.c). */
-int rl__camp_manifest(const rl_camp_run_options *o, const char *self_exe, json_t **out, rl_buf *msg);
+int rl__camp_manifest(const rl__camp_run_options *o, const char *self_exe, json_t **out, rl_buf *msg);
 
 #endif

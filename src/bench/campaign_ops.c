@@ -61,7 +61,7 @@ void rl__camp_sqlite_counts(uint64_t *out_allocs, uint64_t *out_bytes) {
 
 /* ---- The connection ---------------------------------------------------------------------------- */
 
-void rl__camp_conn_close(rl_camp_conn *c) {
+void rl__camp_conn_close(rl__camp_conn *c) {
     for (int i = 0; i < 2; i++) sqlite3_finalize(c->sel[i]);
     sqlite3_finalize(c->begin);
     sqlite3_finalize(c->commit);
@@ -70,7 +70,7 @@ void rl__camp_conn_close(rl_camp_conn *c) {
     memset(c, 0, sizeof *c);
 }
 
-int rl__camp_conn_open(rl_camp_conn *c, const char *url, const char *store, const char *sqlite_path, rl_buf *msg) {
+int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, const char *sqlite_path, rl_buf *msg) {
     static const char *const sel[2] = {
         "SELECT order_id, price, padding, customer, quantity FROM orders ORDER BY price, order_id LIMIT ? OFFSET ?",
         "SELECT order_id, price, padding, customer, quantity FROM orders ORDER BY price DESC, order_id DESC"
@@ -111,7 +111,7 @@ static const rl_fetch_method methods[3] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE
  * critical path, and the reply bytes received. The embedded backends send none: 0 is the truth
  * there; cluster: fills them. This is the one place the campaign takes them from. Returns 1 (they
  * are known). */
-static int net_counters(const rl_camp_conn *c, const rl_query_counters *k, uint64_t *requests, uint64_t *round_trips,
+static int net_counters(const rl__camp_conn *c, const rl_query_counters *k, uint64_t *requests, uint64_t *round_trips,
                         uint64_t *bytes_received) {
     (void)c;
     *requests = k->requests;
@@ -120,7 +120,7 @@ static int net_counters(const rl_camp_conn *c, const rl_query_counters *k, uint6
     return 1;
 }
 
-static int rl_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int depth, rl_camp_sums *s, rl_buf *msg) {
+static int rl_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int depth, rl__camp_sums *s, rl_buf *msg) {
     rl_txn *t = NULL;
     rl_cursor *cur = NULL;
     rl_query_options qo;
@@ -174,7 +174,7 @@ done:
     return rc;
 }
 
-static int sq_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_sums *s, rl_buf *msg) {
+static int sq_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_sums *s, rl_buf *msg) {
     sqlite3_stmt *st = c->sel[k->reverse];
     uint64_t n = 0, h = 0xcbf29ce484222325ull, sum = 0;
     int rc = RL_OK, e = SQLITE_DONE;
@@ -214,7 +214,7 @@ static int sq_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_sums *s, rl_buf
     return RL_OK;
 }
 
-int rl__camp_op(rl_camp_conn *c, const rl_camp_case *k, rl_camp_arm arm, int depth, rl_camp_sums *s, rl_buf *msg) {
+int rl__camp_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int depth, rl__camp_sums *s, rl_buf *msg) {
     if (arm == RL_CAMP_SQLITE) return sq_op(c, k, s, msg);
     return rl_op(c, k, arm, depth, s, msg);
 }

@@ -25,7 +25,7 @@
 
 static double now_s(void) { return (double)rl__clock_mono_ns() / 1e9; }
 
-void rl__camp_child_release(rl_camp_child *c) {
+void rl__camp_child_release(rl__camp_child *c) {
     rl__buf_release(&c->out);
     rl__buf_release(&c->err);
 }
@@ -37,7 +37,7 @@ static void keep_tail(rl_buf *b) {
     rl__buf_truncate(b, ERR_KEEP);
 }
 
-int rl__camp_child_run(char *const argv[], double timeout_s, rl_camp_child *c, rl_buf *msg) {
+int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, rl_buf *msg) {
     int po[2] = {-1, -1}, pe[2] = {-1, -1}, status = 0;
     double t0 = now_s(), deadline = t0 + timeout_s;
     memset(c, 0, sizeof *c);
@@ -136,7 +136,7 @@ static uint64_t proc_ticks(const char *path, int with_children, int *ok) {
     return v[11] + v[12] + (with_children ? v[13] + v[14] : 0);
 }
 
-void rl__camp_cpu_snapshot(const int *pids, int n, rl_camp_cpu *out) {
+void rl__camp_cpu_snapshot(const int *pids, int n, rl__camp_cpu *out) {
     unsigned long long u = 0, ni = 0, sy = 0, id = 0, io = 0, irq = 0, sirq = 0, steal = 0;
     char path[64];
     memset(out, 0, sizeof *out);
@@ -156,7 +156,7 @@ void rl__camp_cpu_snapshot(const int *pids, int n, rl_camp_cpu *out) {
     if (!out->ok) out->busy = out->self = out->others_owned = 0;
 }
 
-void rl__camp_cpu_between(const rl_camp_cpu *a, const rl_camp_cpu *b, rl_camp_cpu_use *out) {
+void rl__camp_cpu_between(const rl__camp_cpu *a, const rl__camp_cpu *b, rl__camp_cpu_use *out) {
     long hz = sysconf(_SC_CLK_TCK);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     memset(out, 0, sizeof *out);

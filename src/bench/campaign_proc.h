@@ -22,15 +22,15 @@ typedef struct {
     double wall_s; /* from fork to reaping */
     rl_buf out;    /* its stdout */
     rl_buf err;    /* its stderr (the last 64 KiB) */
-} rl_camp_child;
+} rl__camp_child;
 
 /* rl__camp_child_run — run argv[0] (a path, or a name looked up in PATH) with argv, stdin from
  * /dev/null, capturing stdout and stderr, for at most timeout_s seconds. [out] c: initialised
  * here (release it in every case). Returns RL_OK when the child ran (whatever its exit code: read
  * c), RL_E_IO_ERROR when it could not be started (pipe or fork failed, msg says why; an exec
  * failure is exit code 127 with the reason on its stderr), RL_E_OUT_OF_MEMORY. */
-int rl__camp_child_run(char *const argv[], double timeout_s, rl_camp_child *c, rl_buf *msg);
-void rl__camp_child_release(rl_camp_child *c);
+int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, rl_buf *msg);
+void rl__camp_child_release(rl__camp_child *c);
 
 /* A snapshot of the CPU counters, in clock ticks (sysconf(_SC_CLK_TCK)). */
 typedef struct {
@@ -39,12 +39,12 @@ typedef struct {
     uint64_t self;         /* this process: utime+stime+cutime+cstime (reaped children included) */
     uint64_t others_owned; /* the campaign's other processes (servers it started): utime+stime */
     double mono_s;         /* monotonic clock, seconds */
-} rl_camp_cpu;
+} rl__camp_cpu;
 
 /* rl__camp_cpu_snapshot — read the counters now; pids[0..n) are the campaign's processes that are
  * not this process's reaped children (cluster servers). A pid that cannot be read counts 0 and
  * clears ok. Never fails otherwise. */
-void rl__camp_cpu_snapshot(const int *pids, int n, rl_camp_cpu *out);
+void rl__camp_cpu_snapshot(const int *pids, int n, rl__camp_cpu *out);
 
 /* What the machine did between two snapshots. */
 typedef struct {
@@ -55,10 +55,10 @@ typedef struct {
     double other_s;        /* ... by everything else: busy - campaign, at least 0 */
     double other_fraction; /* other_s / (cores x wall_s): the share of the machine's capacity */
     int cores;
-} rl_camp_cpu_use;
+} rl__camp_cpu_use;
 
 /* The use between a and b (b taken after a). Pure apart from reading the tick rate and cores. */
-void rl__camp_cpu_between(const rl_camp_cpu *a, const rl_camp_cpu *b, rl_camp_cpu_use *out);
+void rl__camp_cpu_between(const rl__camp_cpu *a, const rl__camp_cpu *b, rl__camp_cpu_use *out);
 
 /* Machine facts for the manifest, appended as strings to out (each may be "unknown"):
  * the CPU model (/proc/cpuinfo), the kernel (uname), the memory in bytes (/proc/meminfo). */

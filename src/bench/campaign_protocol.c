@@ -45,11 +45,11 @@ static const char *const metric_names[RL_CAMP_METRICS] = {
 static const char *const variant_names[RL_CAMP_VARIANTS] = {"small", "split"};
 static const char *const kind_names[] = {"embedded", "single", "multi", "fdb"};
 
-const char *rl__camp_arm_name(rl_camp_arm a) { return (unsigned)a < RL_CAMP_ARM_KINDS ? arm_names[a] : "unknown"; }
-const char *rl__camp_metric_name(rl_camp_metric m) {
+const char *rl__camp_arm_name(rl__camp_arm a) { return (unsigned)a < RL_CAMP_ARM_KINDS ? arm_names[a] : "unknown"; }
+const char *rl__camp_metric_name(rl__camp_metric m) {
     return (unsigned)m < RL_CAMP_METRICS ? metric_names[m] : "unknown";
 }
-const char *rl__camp_variant_name(rl_camp_variant v) {
+const char *rl__camp_variant_name(rl__camp_variant v) {
     return (unsigned)v < RL_CAMP_VARIANTS ? variant_names[v] : "unknown";
 }
 
@@ -65,7 +65,7 @@ int rl__camp_metric_of(const char *name) {
     return -1;
 }
 
-int rl__camp_case_parse(const char *name, rl_camp_case *c, rl_buf *msg) {
+int rl__camp_case_parse(const char *name, rl__camp_case *c, rl_buf *msg) {
     char v[16], r[16], d[16];
     const char *p1 = strchr(name, '-'), *p2 = p1 ? strchr(p1 + 1, '-') : NULL;
     memset(c, 0, sizeof *c);
@@ -101,18 +101,18 @@ int rl__camp_case_parse(const char *name, rl_camp_case *c, rl_buf *msg) {
     return RL_OK;
 }
 
-void rl__camp_arm_order(int block, const rl_camp_arm *arms, int n, rl_camp_arm *out) {
+void rl__camp_arm_order(int block, const rl__camp_arm *arms, int n, rl__camp_arm *out) {
     for (int i = 0; i < n; i++) out[i] = block % 2 ? arms[n - 1 - i] : arms[i];
 }
 
-double rl__camp_process_timeout(const rl_camp_protocol *p) {
+double rl__camp_process_timeout(const rl__camp_protocol *p) {
     if (p->process_timeout_seconds > 0) return p->process_timeout_seconds;
     return 60 + 3 * (p->warmup_seconds + p->repeats * p->seconds);
 }
 
 /* ---- Built-in protocols ------------------------------------------------------------------------ */
 
-static void set_topology(rl_camp_topology *t, const char *name, rl_camp_topo_kind kind, int delay_us) {
+static void set_topology(rl__camp_topology *t, const char *name, rl__camp_topo_kind kind, int delay_us) {
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->kind = kind;
@@ -129,7 +129,7 @@ static void set_topology(rl_camp_topology *t, const char *name, rl_camp_topo_kin
     }
 }
 
-void rl__camp_protocol_builtin(int quick, rl_camp_protocol *p) {
+void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
     static const char *const cases[16] = {
         "small-limit1-forward",   "small-limit1-reverse",   "small-rows10-forward",   "small-rows10-reverse",
         "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward",   "split-limit1-reverse",
@@ -152,7 +152,7 @@ void rl__camp_protocol_builtin(int quick, rl_camp_protocol *p) {
     set_topology(&p->topologies[p->n_topologies++], "single", RL_CAMP_SINGLE, 250);
     if (!quick) set_topology(&p->topologies[p->n_topologies++], "multi", RL_CAMP_MULTI, 250);
     for (int i = 0; i < 16; i++) rl__camp_case_parse(cases[i], &p->cases[p->n_cases++], &ignore);
-    for (int a = 0; a < RL_CAMP_ARM_KINDS; a++) p->arms[p->n_arms++] = (rl_camp_arm)a;
+    for (int a = 0; a < RL_CAMP_ARM_KINDS; a++) p->arms[p->n_arms++] = (rl__camp_arm)a;
     /* quick: 3 blocks since the adaptive arm is available (4 arms on embedded, 3 on single: 336
      * processes, about the 320 of 4 blocks without it, measured at 3 m 09 s) */
     p->blocks = quick ? 3 : 6;
@@ -276,7 +276,7 @@ static int get_string(json_t *obj, const char *path, const char *key, char *out,
     return RL_OK;
 }
 
-static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
+static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl_buf *msg) {
     static const char *const keys[] = {"name",  "kind",        "delay_us",  "jitter_us",       "storage_servers",
                                        "hosts", "replication", "placement", "secondary_reads", "engine",
                                        "url",   NULL};
@@ -293,10 +293,10 @@ static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
         return RL_E_INVALID_ARGUMENT;
     }
     if ((rc = get_choice(o, path, "kind", kinds, kind, sizeof kind, msg))) return rc;
-    rl_camp_topo_kind k = !strcmp(kind, "embedded") ? RL_CAMP_EMBEDDED
-                          : !strcmp(kind, "single") ? RL_CAMP_SINGLE
-                          : !strcmp(kind, "multi")  ? RL_CAMP_MULTI
-                                                    : RL_CAMP_FDB;
+    rl__camp_topo_kind k = !strcmp(kind, "embedded") ? RL_CAMP_EMBEDDED
+                           : !strcmp(kind, "single") ? RL_CAMP_SINGLE
+                           : !strcmp(kind, "multi")  ? RL_CAMP_MULTI
+                                                     : RL_CAMP_FDB;
     set_topology(t, "x", k, k == RL_CAMP_EMBEDDED || k == RL_CAMP_FDB ? 0 : 250);
     if ((rc = get_string(o, path, "name", t->name, sizeof t->name, msg))) return rc;
     if ((rc = get_int(o, path, "delay_us", 0, 1000000, &t->delay_us, msg))) return rc;
@@ -354,7 +354,7 @@ static int parse_topology(json_t *o, int i, rl_camp_topology *t, rl_buf *msg) {
     return RL_OK;
 }
 
-static int parse_doc(json_t *root, rl_camp_protocol *p, rl_buf *msg) {
+static int parse_doc(json_t *root, rl__camp_protocol *p, rl_buf *msg) {
     static const char *const top[] = {"name",   "description", "dataset", "topologies", "cases", "arms",
                                       "design", "statistics",  "checks",  "keep_data",  NULL};
     static const char *const ds[] = {"records", "seed", "split_padding", NULL};
@@ -435,7 +435,7 @@ static int parse_doc(json_t *root, rl_camp_protocol *p, rl_buf *msg) {
                     rl__buf_printf(msg, "arms[%d]: '%s' is given twice", i, arm_names[a]);
                     return RL_E_INVALID_ARGUMENT;
                 }
-            p->arms[i] = (rl_camp_arm)a;
+            p->arms[i] = (rl__camp_arm)a;
         }
     }
     int has[RL_CAMP_ARM_KINDS] = {0};
@@ -478,9 +478,9 @@ static int parse_doc(json_t *root, rl_camp_protocol *p, rl_buf *msg) {
     return RL_OK;
 }
 
-int rl__camp_protocol_parse(const char *text, size_t len, rl_camp_protocol *out, rl_buf *msg) {
+int rl__camp_protocol_parse(const char *text, size_t len, rl__camp_protocol *out, rl_buf *msg) {
     json_error_t jerr;
-    rl_camp_protocol p;
+    rl__camp_protocol p;
     int rc;
     rl__camp_protocol_builtin(0, &p);
     p.description[0] = 0; /* the full protocol's text would describe another campaign */
@@ -509,7 +509,7 @@ static void put_str(rl_buf *b, const char *s) {
     rl__buf_append_byte(b, '"');
 }
 
-int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *b) {
+int rl__camp_protocol_print(const rl__camp_protocol *p, rl_buf *b) {
     rl__buf_append_str(b, "{\n  \"name\": ");
     put_str(b, p->name);
     rl__buf_append_str(b, ",\n  \"description\": ");
@@ -518,7 +518,7 @@ int rl__camp_protocol_print(const rl_camp_protocol *p, rl_buf *b) {
                    (unsigned long long)p->data_seed, p->split_padding);
     rl__buf_append_str(b, "  \"topologies\": [\n");
     for (int i = 0; i < p->n_topologies; i++) {
-        const rl_camp_topology *t = &p->topologies[i];
+        const rl__camp_topology *t = &p->topologies[i];
         rl__buf_append_str(b, "    {\"name\": ");
         put_str(b, t->name);
         rl__buf_printf(b, ", \"kind\": \"%s\", \"delay_us\": %d", kind_names[t->kind], t->delay_us);

@@ -47,8 +47,8 @@ typedef struct {
 /* The comparisons of the summary: arm / baseline (best: the smaller of ordinary and remote). */
 typedef struct {
     const char *name;
-    rl_camp_arm arm;
-    rl_camp_arm base;
+    rl__camp_arm arm;
+    rl__camp_arm base;
     int best;        /* baseline is min(ordinary, remote) per block and metric */
     int all_metrics; /* 0: time, bytes, allocations and rows only (the SQLite peer) */
 } comparison;
@@ -60,8 +60,8 @@ static const comparison comparisons[3] = {
 };
 
 typedef struct {
-    const rl_camp_run_options *o;
-    const rl_camp_protocol *p;
+    const rl__camp_run_options *o;
+    const rl__camp_protocol *p;
     char self[RL_CAMP_PATH_MAX];
     json_t *root, *topos, *cases, *samples, *summary, *arm_summary, *failures;
     int failed_checks, failed_procs;
@@ -166,9 +166,9 @@ static int prepare_out(const char *dir, rl_buf *msg) {
 /* ---- Workers ----------------------------------------------------------------------------------- */
 
 /* Run one worker and parse its lines into r; append its samples and return its process record. */
-static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, rl_camp_arm arm, int block, int pos,
+static json_t *run_worker(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k, rl__camp_arm arm, int block, int pos,
                           proc_result *r) {
-    const rl_camp_protocol *p = c->p;
+    const rl__camp_protocol *p = c->p;
     char reps[16], secs[32], warm[32], depth[16], hook[128];
     const char *url = tp->query_url[k->variant];
     snprintf(hook, sizeof hook, "%s/%s/%d", k->name, rl__camp_arm_name(arm), block + 1);
@@ -192,9 +192,9 @@ static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, r
     if (arm == RL_CAMP_SQLITE) argv[n++] = "--sqlite", argv[n++] = tp->sqlite[k->variant];
     argv[n] = NULL;
 
-    rl_camp_child ch;
-    rl_camp_cpu a, b;
-    rl_camp_cpu_use use;
+    rl__camp_child ch;
+    rl__camp_cpu a, b;
+    rl__camp_cpu_use use;
     rl_buf msg, err;
     rl__buf_init(&msg);
     rl__buf_init(&err);
@@ -231,10 +231,10 @@ static json_t *run_worker(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, r
                 json_object_set(s, "seconds", json_object_get(o, "seconds"));
                 int complete = 1;
                 for (int m = 0; m < RL_CAMP_METRICS; m++) {
-                    json_t *v = json_object_get(o, rl__camp_metric_name((rl_camp_metric)m));
+                    json_t *v = json_object_get(o, rl__camp_metric_name((rl__camp_metric)m));
                     complete &= v != NULL && (json_is_number(v) || json_is_null(v));
                     r->v[r->n][m] = v && json_is_number(v) ? json_number_value(v) : NAN;
-                    json_object_set_new(s, rl__camp_metric_name((rl_camp_metric)m), jnum(r->v[r->n][m]));
+                    json_object_set_new(s, rl__camp_metric_name((rl__camp_metric)m), jnum(r->v[r->n][m]));
                 }
                 json_object_set(s, "rows_hash", json_object_get(o, "rows_hash"));
                 json_object_set(s, "last_rows", json_object_get(o, "last_rows"));
@@ -288,7 +288,7 @@ static double proc_median(const proc_result *r, int m) {
 }
 
 /* {"median", "min", "max", "n_samples"} of arm a for metric m over the blocks. */
-static json_t *arm_figures(const rl_camp_protocol *p, proc_result (*res)[RL_CAMP_ARM_KINDS], rl_camp_arm a, int m) {
+static json_t *arm_figures(const rl__camp_protocol *p, proc_result (*res)[RL_CAMP_ARM_KINDS], rl__camp_arm a, int m) {
     double med[RL_CAMP_MAX_BLOCKS], tmp[RL_CAMP_MAX_BLOCKS], lo = NAN, hi = NAN;
     int nb = 0, ns = 0;
     for (int b = 0; b < p->blocks; b++) {
@@ -312,20 +312,20 @@ static json_t *arm_figures(const rl_camp_protocol *p, proc_result (*res)[RL_CAMP
     return o;
 }
 
-static const char *status_name(rl_stats_ratio_status s) {
+static const char *status_name(rl__stats_ratio_status s) {
     return s == RL_STATS_RATIO_OK ? "ok" : s == RL_STATS_RATIO_ZERO_ZERO ? "zero_zero" : "undefined";
 }
 
 /* Append the case's summary entries (comparisons x metrics) and per-arm figures. */
-static int summarise_case(run_ctx *c, const rl_camp_topology *t, const rl_camp_case *k, const int *runs,
+static int summarise_case(run_ctx *c, const rl__camp_topology *t, const rl__camp_case *k, const int *runs,
                           proc_result (*res)[RL_CAMP_ARM_KINDS]) {
-    const rl_camp_protocol *p = c->p;
+    const rl__camp_protocol *p = c->p;
     for (int a = 0; a < RL_CAMP_ARM_KINDS; a++) {
         if (!runs[a]) continue;
         json_t *o = json_pack("{s:s, s:s, s:s}", "topology", t->name, "case", k->name, "arm", rl__camp_arm_name(a));
         json_t *ms = json_object();
         for (int m = 0; m < RL_CAMP_METRICS; m++)
-            json_object_set_new(ms, rl__camp_metric_name((rl_camp_metric)m), arm_figures(p, res, (rl_camp_arm)a, m));
+            json_object_set_new(ms, rl__camp_metric_name((rl__camp_metric)m), arm_figures(p, res, (rl__camp_arm)a, m));
         json_object_set_new(o, "metrics", ms);
         json_array_append_new(c->arm_summary, o);
     }
@@ -347,13 +347,13 @@ static int summarise_case(run_ctx *c, const rl_camp_topology *t, const rl_camp_c
                 }
                 blk[nb++] = b + 1;
             }
-            rl_stats_summary s;
+            rl__stats_summary s;
             int rc = rl__stats_summarise(num, den, (size_t)nb, p->resamples, p->bootstrap_seed, p->level, br, &s);
             if (rc) return rc;
             json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "topology", t->name, "case", k->name, "comparison",
                                   cmp->name, "arm", rl__camp_arm_name(cmp->arm), "baseline",
                                   cmp->best ? "best" : rl__camp_arm_name(cmp->base), "metric",
-                                  rl__camp_metric_name((rl_camp_metric)m));
+                                  rl__camp_metric_name((rl__camp_metric)m));
             json_object_set_new(o, "ratio", jnum(s.ratio));
             json_object_set_new(o, "ci_low", jnum(s.ci_low));
             json_object_set_new(o, "ci_high", jnum(s.ci_high));
@@ -385,7 +385,7 @@ static int summarise_case(run_ctx *c, const rl_camp_topology *t, const rl_camp_c
 
 /* Probe with hook fn (rtt or receipt) into a json value; a failed probe is recorded as an object
  * with "error". */
-static json_t *probe_rtt(run_ctx *c, rl_camp_topo *tp, const char *kase) {
+static json_t *probe_rtt(run_ctx *c, rl__camp_topo *tp, const char *kase) {
     json_t *o = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
@@ -403,7 +403,7 @@ static json_t *probe_rtt(run_ctx *c, rl_camp_topo *tp, const char *kase) {
     return o;
 }
 
-static json_t *probe_receipt(rl_camp_topo *tp, const rl_camp_case *k) {
+static json_t *probe_receipt(rl__camp_topo *tp, const rl__camp_case *k) {
     json_t *o = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
@@ -414,14 +414,14 @@ static json_t *probe_receipt(rl_camp_topo *tp, const rl_camp_case *k) {
 }
 
 /* The case's arms in protocol order that run (available and passed the rows check). */
-static int case_arms(const rl_camp_protocol *p, const int *runs, rl_camp_arm *out) {
+static int case_arms(const rl__camp_protocol *p, const int *runs, rl__camp_arm *out) {
     int n = 0;
     for (int i = 0; i < p->n_arms; i++)
         if (runs[p->arms[i]]) out[n++] = p->arms[i];
     return n;
 }
 
-static void print_eta(run_ctx *c, const char *topo, const rl_camp_case *k, int block, rl_camp_arm arm,
+static void print_eta(run_ctx *c, const char *topo, const rl__camp_case *k, int block, rl__camp_arm arm,
                       const proc_result *r) {
     char el[32], left[32];
     double elapsed = now_s() - c->t0;
@@ -439,12 +439,12 @@ static void print_eta(run_ctx *c, const char *topo, const rl_camp_case *k, int b
     fflush(c->progress);
 }
 
-static int run_case(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, const int *runs, const char *rows_hash) {
-    const rl_camp_protocol *p = c->p;
+static int run_case(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k, const int *runs, const char *rows_hash) {
+    const rl__camp_protocol *p = c->p;
     proc_result(*res)[RL_CAMP_ARM_KINDS] = rl__calloc((size_t)p->blocks, sizeof *res);
-    rl_camp_arm arms[RL_CAMP_MAX_ARMS], order[RL_CAMP_MAX_ARMS];
-    rl_camp_cpu a, b;
-    rl_camp_cpu_use use;
+    rl__camp_arm arms[RL_CAMP_MAX_ARMS], order[RL_CAMP_MAX_ARMS];
+    rl__camp_cpu a, b;
+    rl__camp_cpu_use use;
     int n_arms = case_arms(p, runs, arms), rc = RL_OK;
     if (!res) return RL_E_OUT_OF_MEMORY;
     json_t *kc = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s}", "topology", tp->t->name, "case", k->name, "variant",
@@ -513,8 +513,8 @@ static int run_case(run_ctx *c, rl_camp_topo *tp, const rl_camp_case *k, const i
 /* ---- One topology ------------------------------------------------------------------------------ */
 
 /* Load, check and prepare the datasets. Returns 1 when the data passed every check. */
-static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *need) {
-    const rl_camp_protocol *p = c->p;
+static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *need) {
+    const rl__camp_protocol *p = c->p;
     int ok = 1, has_sqlite = 0;
     rl_buf msg;
     rl__buf_init(&msg);
@@ -525,9 +525,9 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
         int padding = v == RL_CAMP_SPLIT ? p->split_padding : 0;
         double t0 = now_s();
         progress(c, "%s: loading %d %s Orders (padding %d) into %s", tp->t->name, p->records,
-                 rl__camp_variant_name((rl_camp_variant)v), padding, tp->url[v]);
+                 rl__camp_variant_name((rl__camp_variant)v), padding, tp->url[v]);
         rl__buf_reset(&msg);
-        json_t *d = json_pack("{s:s, s:s, s:s, s:i, s:i}", "variant", rl__camp_variant_name((rl_camp_variant)v), "url",
+        json_t *d = json_pack("{s:s, s:s, s:s, s:i, s:i}", "variant", rl__camp_variant_name((rl__camp_variant)v), "url",
                               tp->url[v], "store", tp->store[v], "records", p->records, "padding", padding);
         int rc = rl__camp_load(tp->url[v], tp->store[v], p, padding, &msg);
         json_object_set_new(d, "load_seconds", json_real(now_s() - t0));
@@ -544,12 +544,12 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
             json_object_set(d, "integrity", chk);
             if (!iok) {
                 add_failure(c, 1, "integrity", tp->t->name, NULL, "%s: integrity_ok = false (%zu defects)",
-                            rl__camp_variant_name((rl_camp_variant)v),
+                            rl__camp_variant_name((rl__camp_variant)v),
                             json_array_size(json_object_get(chk, "defects")));
                 ok = 0;
             }
             progress(c, "%s: %s: integrity_ok = %s (%lld records, %lld index entries)", tp->t->name,
-                     rl__camp_variant_name((rl_camp_variant)v), iok ? "true" : "false",
+                     rl__camp_variant_name((rl__camp_variant)v), iok ? "true" : "false",
                      (long long)json_integer_value(json_object_get(chk, "records")),
                      (long long)json_integer_value(json_object_get(chk, "index_entries")));
             json_decref(chk);
@@ -595,9 +595,9 @@ static int prepare_data(run_ctx *c, rl_camp_topo *tp, json_t *tj, const int *nee
  * store is open at a time (its cases run, then it is closed): over fdb: on an embedded database,
  * reclayer's libfdb_c.so opens the one directory per database handle, and a directory takes one
  * writer. */
-static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_CAMP_ARM_KINDS], char (*hash)[17]) {
-    const rl_camp_protocol *p = c->p;
-    rl_camp_conn conn;
+static void rows_check(run_ctx *c, rl__camp_topo *tp, json_t *tj, int (*runs)[RL_CAMP_ARM_KINDS], char (*hash)[17]) {
+    const rl__camp_protocol *p = c->p;
+    rl__camp_conn conn;
     int avail[RL_CAMP_ARM_KINDS] = {0};
     char why[RL_CAMP_ARM_KINDS][256];
     rl_buf msg;
@@ -611,7 +611,7 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
     }
     for (int v = 0; per_case && v < RL_CAMP_VARIANTS; v++) {
         int used = 0, opened = 0;
-        for (int k = 0; k < p->n_cases; k++) used |= p->cases[k].variant == (rl_camp_variant)v;
+        for (int k = 0; k < p->n_cases; k++) used |= p->cases[k].variant == (rl__camp_variant)v;
         if (!used) continue;
         rl__buf_reset(&msg);
         const char *sq = avail[RL_CAMP_SQLITE] && tp->sqlite[v][0] ? tp->sqlite[v] : NULL;
@@ -620,13 +620,13 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
             add_failure(c, 1, "rows", tp->t->name, NULL, "%s", msg.data);
         else opened = 1;
         for (int k = 0; k < p->n_cases; k++) {
-            const rl_camp_case *kc = &p->cases[k];
-            if (kc->variant != (rl_camp_variant)v) continue;
+            const rl__camp_case *kc = &p->cases[k];
+            if (kc->variant != (rl__camp_variant)v) continue;
             json_t *per = json_object();
             int agree = 1, first = -1;
             for (int i = 0; i < p->n_arms; i++) {
-                rl_camp_arm a = p->arms[i];
-                rl_camp_sums s;
+                rl__camp_arm a = p->arms[i];
+                rl__camp_sums s;
                 memset(&s, 0, sizeof s);
                 runs[k][a] = 0;
                 if (!avail[a] || !opened) continue;
@@ -666,7 +666,7 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
         if (per_case[k]) json_array_append_new(rows, per_case[k]);
     json_t *arms = json_array();
     for (int i = 0; i < p->n_arms; i++) {
-        rl_camp_arm a = p->arms[i];
+        rl__camp_arm a = p->arms[i];
         json_t *o = json_pack("{s:s, s:b}", "arm", rl__camp_arm_name(a), "available", avail[a]);
         if (!avail[a]) json_object_set_new(o, "reason", json_string(why[a][0] ? why[a] : "not available"));
         json_array_append_new(arms, o);
@@ -680,9 +680,9 @@ static void rows_check(run_ctx *c, rl_camp_topo *tp, json_t *tj, int (*runs)[RL_
 }
 
 static int run_topology(run_ctx *c, int ti) {
-    const rl_camp_protocol *p = c->p;
-    const rl_camp_topology *t = &p->topologies[ti];
-    rl_camp_topo tp;
+    const rl__camp_protocol *p = c->p;
+    const rl__camp_topology *t = &p->topologies[ti];
+    rl__camp_topo tp;
     rl_buf msg;
     int rc = RL_OK, need[RL_CAMP_VARIANTS] = {0};
     int(*runs)[RL_CAMP_ARM_KINDS] = rl__calloc((size_t)p->n_cases, sizeof *runs);
@@ -766,8 +766,8 @@ static int write_json(const char *dir, const char *name, json_t *doc, rl_buf *ms
     return RL_OK;
 }
 
-int rl__camp_run(const rl_camp_run_options *o, rl_buf *msg) {
-    const rl_camp_protocol *p = o->protocol;
+int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg) {
+    const rl__camp_protocol *p = o->protocol;
     run_ctx c;
     rl_buf self, ptext;
     char when[32], hex[RL_SHA256_HEX_LEN + 1], el[32];

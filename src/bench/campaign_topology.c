@@ -40,7 +40,7 @@
 
 static const char *const kind_names[] = {"embedded", "single", "multi", "fdb"};
 
-const char *rl__camp_topo_kind_name(rl_camp_topo_kind k) { return (unsigned)k < 4 ? kind_names[k] : "unknown"; }
+const char *rl__camp_topo_kind_name(rl__camp_topo_kind k) { return (unsigned)k < 4 ? kind_names[k] : "unknown"; }
 
 /* mkdir path (0700); an existing directory is fine. */
 static int make_dir(const char *path, rl_buf *msg) {
@@ -53,18 +53,18 @@ static json_t *not_applicable(const char *why) { return json_pack("{s:b, s:s}", 
 
 /* ---- embedded ---------------------------------------------------------------------------------- */
 
-static int emb_available(const rl_camp_topology *t, rl_buf *why) {
+static int emb_available(const rl__camp_topology *t, rl_buf *why) {
     (void)t;
     (void)why;
     return RL_OK;
 }
 
-static int emb_up(rl_camp_topo *tp, rl_buf *msg) {
+static int emb_up(rl__camp_topo *tp, rl_buf *msg) {
     char path[RL_CAMP_DIR_MAX + 32];
     int rc;
     if ((rc = make_dir(tp->dir, msg))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
-        const char *name = rl__camp_variant_name((rl_camp_variant)v);
+        const char *name = rl__camp_variant_name((rl__camp_variant)v);
         snprintf(path, sizeof path, "%s/%s", tp->dir, name);
         if ((rc = make_dir(path, msg))) return rc;
         snprintf(tp->url[v], sizeof tp->url[v], "file:%s", path);
@@ -79,36 +79,36 @@ static int emb_up(rl_camp_topo *tp, rl_buf *msg) {
     return RL_OK;
 }
 
-static int emb_place(rl_camp_topo *tp, rl_buf *msg) {
+static int emb_place(rl__camp_topo *tp, rl_buf *msg) {
     (void)tp;
     (void)msg;
     return RL_OK;
 }
 
-static int emb_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int emb_rtt(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     (void)tp, (void)pings, (void)msg;
     *out = not_applicable("embedded: no network between the client and the data");
     return RL_OK;
 }
 
-static int emb_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg) {
+static int emb_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg) {
     return rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
 }
 
-static int emb_restore(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int emb_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     (void)tp, (void)pings, (void)msg;
     *out = not_applicable("embedded: no injected delay to remove");
     return RL_OK;
 }
 
-static void emb_down(rl_camp_topo *tp) { (void)tp; }
+static void emb_down(rl__camp_topo *tp) { (void)tp; }
 
 /* ---- single, multi (the cluster) --------------------------------------------------------------- */
 
 /* The cluster's directory under the topology's. */
-static void cluster_dir(const rl_camp_topo *tp, char *out, size_t cap) { snprintf(out, cap, "%s/cluster", tp->dir); }
+static void cluster_dir(const rl__camp_topo *tp, char *out, size_t cap) { snprintf(out, cap, "%s/cluster", tp->dir); }
 
-static int cl_available(const rl_camp_topology *t, rl_buf *why) {
+static int cl_available(const rl__camp_topology *t, rl_buf *why) {
     rl_buf self;
     char path[RL_CAMP_PATH_MAX + 16];
     if (t->kind == RL_CAMP_MULTI && t->storage_servers % t->hosts) {
@@ -131,9 +131,9 @@ static int cl_available(const rl_camp_topology *t, rl_buf *why) {
     return rc;
 }
 
-static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
+static int cl_up(rl__camp_topo *tp, rl_buf *msg) {
     char dir[RL_CAMP_DIR_MAX + 16];
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     int rc;
     if ((rc = make_dir(tp->dir, msg))) return rc;
     cluster_dir(tp, dir, sizeof dir);
@@ -159,7 +159,7 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
         snprintf(tp->url[v], sizeof tp->url[v], "cluster:%s/reclayer.cluster", dir);
         /* the protocol's secondary_reads: the strategy of the mapped reads' remote secondaries */
         snprintf(tp->query_url[v], sizeof tp->query_url[v], "%s?secondary=%s", tp->url[v], tp->t->secondary);
-        snprintf(tp->store[v], sizeof tp->store[v], "[\"bench\",\"%s\"]", rl__camp_variant_name((rl_camp_variant)v));
+        snprintf(tp->store[v], sizeof tp->store[v], "[\"bench\",\"%s\"]", rl__camp_variant_name((rl__camp_variant)v));
         tp->sqlite[v][0] = 0; /* the SQLite peer is an embedded arm */
     }
     snprintf(tp->control_url, sizeof tp->control_url, "%s", tp->url[0]);
@@ -179,7 +179,7 @@ static int cl_up(rl_camp_topo *tp, rl_buf *msg) {
  * whenever H >= R; any remainder joins no team. colocated: one records team, the index's.
  * Pure; returns the number of record teams (at most RL_CAMP_MAX_TEAMS). */
 #define RL_CAMP_MAX_TEAMS 16
-static int multi_teams(const rl_camp_topology *t, uint32_t *index_team, uint32_t rec[][3]) {
+static int multi_teams(const rl__camp_topology *t, uint32_t *index_team, uint32_t rec[][3]) {
     int h_n = t->hosts, per = t->storage_servers / t->hosts, r = t->replication, n = 0;
     uint32_t rest[RL_CLUSTER_MAX_STORAGE];
     for (int j = 0; j < r; j++) index_team[j] = (uint32_t)((j % h_n) * per + j / h_n + 1);
@@ -209,7 +209,7 @@ static void team_text(rl_buf *b, const uint32_t *team, int n) {
 /* multi: per store, the index price_idx to the index team and the records split evenly over the
  * record teams (rl__tool_placement_place, which returns once every move is done). single: one
  * storage server holds every shard, nothing to place. */
-static int cl_place(rl_camp_topo *tp, rl_buf *msg) {
+static int cl_place(rl__camp_topo *tp, rl_buf *msg) {
     if (tp->t->kind == RL_CAMP_SINGLE) return RL_OK;
     uint32_t index_team[3], rec[RL_CAMP_MAX_TEAMS][3], n_rec[RL_CAMP_MAX_TEAMS];
     const uint32_t *recp[RL_CAMP_MAX_TEAMS];
@@ -251,7 +251,7 @@ static int cmp_u64(const void *a, const void *b) {
  * what `rl ping` measures). min/p50/p99/max over all of them, and per target. With
  * expect_delay_us > 0 the probe also says whether it shows that one-way delay: "shows_delay" is
  * p50 >= 2 x expect_delay_us (the runner records a failed check when it does not). */
-static int cl_probe(rl_camp_topo *tp, int pings, int expect_delay_us, json_t **out, rl_buf *msg) {
+static int cl_probe(rl__camp_topo *tp, int pings, int expect_delay_us, json_t **out, rl_buf *msg) {
     int n_proc = tp->t->storage_servers + 1, rc = RL_OK;
     uint64_t *ns = rl__calloc((size_t)pings * (size_t)n_proc, sizeof *ns);
     size_t n = 0;
@@ -309,7 +309,7 @@ done:
 /* The store's layout, the shard map's hash, and rl placement show's receipt ("placement": the
  * index and record shards with their teams, the server- and host-disjoint fractions; its
  * read_version left out, so an unchanged cluster gives an equal receipt). */
-static int cl_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg) {
+static int cl_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg) {
     json_t *pl = NULL;
     int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
     if (!rc) rc = rl__camp_shard_receipt(tp->url[v], *out, msg);
@@ -323,7 +323,7 @@ static int cl_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf 
     return rc;
 }
 
-static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int cl_rtt(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     return cl_probe(tp, pings, tp->t->delay_us, out, msg);
 }
 
@@ -331,7 +331,7 @@ static int cl_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
  * from the shard map at open) and probe again: "restored" is p50 below 2 x the delay that was
  * injected, i.e. the probe no longer shows it (the reports' restoration check). Without a delay
  * there is nothing to remove. */
-static int cl_restore(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int cl_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     char dir[RL_CAMP_DIR_MAX + 16];
     int set = 0, rc;
     *out = NULL;
@@ -349,7 +349,7 @@ static int cl_restore(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     return RL_OK;
 }
 
-static void cl_down(rl_camp_topo *tp) {
+static void cl_down(rl__camp_topo *tp) {
     char dir[RL_CAMP_DIR_MAX + 16];
     rl_buf msg;
     rl__buf_init(&msg);
@@ -363,7 +363,7 @@ static void cl_down(rl_camp_topo *tp) {
 /* The tuple prefixes the campaign owns in an fdb database: ("bench", NAME), holding the topology's
  * two stores, and ("bench", "control"), the defect controls' scratch stores (rl__camp_defect_controls
  * names them). Packed into out[0] and out[1] (reset first). */
-static int fdb_prefixes(const rl_camp_topo *tp, rl_buf out[2]) {
+static int fdb_prefixes(const rl__camp_topo *tp, rl_buf out[2]) {
     json_t *a = json_pack("[s, s]", "bench", tp->t->name), *b = json_pack("[s, s]", "bench", "control");
     char *ja = a ? json_dumps(a, JSON_COMPACT) : NULL, *jb = b ? json_dumps(b, JSON_COMPACT) : NULL;
     int rc = ja && jb ? RL_OK : RL_E_OUT_OF_MEMORY;
@@ -393,7 +393,7 @@ static int clear_fn(rl_txn *txn, void *ud) {
 }
 
 /* Clear the campaign's ranges (fdb_prefixes) in the topology's database, in one transaction. */
-static int fdb_clear(rl_camp_topo *tp, rl_buf *msg) {
+static int fdb_clear(rl__camp_topo *tp, rl_buf *msg) {
     rl_buf pre[2];
     rl_db *db = NULL;
     rl__buf_init(&pre[0]);
@@ -414,7 +414,7 @@ static int fdb_clear(rl_camp_topo *tp, rl_buf *msg) {
  * libfdb_c.so, API version 710 or later); one that cannot be loaded makes the topology not
  * available with the loader's message, which names what to install. A database that does not
  * open (a wrong cluster file, a cluster that is down) is up's failure, reported as such. */
-static int fdb_available(const rl_camp_topology *t, rl_buf *why) {
+static int fdb_available(const rl__camp_topology *t, rl_buf *why) {
     rl_buf msg;
     rl__buf_init(&msg);
     int rc = rl__kv_fdb_load(&msg);
@@ -427,11 +427,11 @@ static int fdb_available(const rl_camp_topology *t, rl_buf *why) {
  * no SQLite peer, no processes of the campaign's own. The campaign's ranges are cleared first: a
  * previous run's data (or defects) never leaks into this one. tp->info: the backend's status
  * (FoundationDB's library, client and API version, cluster file). */
-static int fdb_up(rl_camp_topo *tp, rl_buf *msg) {
+static int fdb_up(rl__camp_topo *tp, rl_buf *msg) {
     int rc;
     if ((rc = make_dir(tp->dir, msg))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
-        json_t *a = json_pack("[s, s, s]", "bench", tp->t->name, rl__camp_variant_name((rl_camp_variant)v));
+        json_t *a = json_pack("[s, s, s]", "bench", tp->t->name, rl__camp_variant_name((rl__camp_variant)v));
         char *j = a ? json_dumps(a, JSON_COMPACT) : NULL;
         json_decref(a);
         if (!j) return RL_E_OUT_OF_MEMORY;
@@ -454,7 +454,7 @@ static int fdb_up(rl_camp_topo *tp, rl_buf *msg) {
     return rc;
 }
 
-static int fdb_place(rl_camp_topo *tp, rl_buf *msg) {
+static int fdb_place(rl__camp_topo *tp, rl_buf *msg) {
     (void)tp, (void)msg;
     return RL_OK; /* FoundationDB places (and moves) its shards itself */
 }
@@ -463,7 +463,7 @@ static int fdb_place(rl_camp_topo *tp, rl_buf *msg) {
  * probe records instead, as "read_latency", the latency of `pings` point reads of absent keys at
  * one read version (a storage server's round trip plus its work and the client library's), which
  * is what a read costs there — not a network round trip. */
-static int fdb_rtt(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int fdb_rtt(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     rl_db *db = NULL;
     rl_txn *txn = NULL;
     rl_buf pre[2], key;
@@ -512,7 +512,7 @@ done:
 
 /* The store's layout read through fdb: (the data did not change); no placement part: FoundationDB
  * keeps its shard map to itself (and moves shards on its own). */
-static int fdb_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf *msg) {
+static int fdb_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg) {
     int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
     if (!rc)
         json_object_set_new(
@@ -521,14 +521,14 @@ static int fdb_receipt(rl_camp_topo *tp, rl_camp_variant v, json_t **out, rl_buf
     return rc;
 }
 
-static int fdb_restore(rl_camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int fdb_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
     (void)tp, (void)pings, (void)msg;
     *out = not_applicable("fdb: no delay was injected (the campaign does not control that network)");
     return RL_OK;
 }
 
 /* The campaign's ranges are cleared again unless keep_data; the database itself is the user's. */
-static void fdb_down(rl_camp_topo *tp) {
+static void fdb_down(rl__camp_topo *tp) {
     rl_buf msg;
     if (tp->p->keep_data) return;
     rl__buf_init(&msg);
@@ -536,17 +536,17 @@ static void fdb_down(rl_camp_topo *tp) {
     rl__buf_release(&msg);
 }
 
-static const rl_camp_topo_ops embedded_ops = {"embedded", emb_available, emb_up,      emb_place,
-                                              emb_rtt,    emb_receipt,   emb_restore, emb_down};
-static const rl_camp_topo_ops single_ops = {"single", cl_available, cl_up,      cl_place,
-                                            cl_rtt,   cl_receipt,   cl_restore, cl_down};
-static const rl_camp_topo_ops multi_ops = {"multi", cl_available, cl_up,      cl_place,
-                                           cl_rtt,  cl_receipt,   cl_restore, cl_down};
+static const rl__camp_topo_vtable embedded_ops = {"embedded", emb_available, emb_up,      emb_place,
+                                                  emb_rtt,    emb_receipt,   emb_restore, emb_down};
+static const rl__camp_topo_vtable single_ops = {"single", cl_available, cl_up,      cl_place,
+                                                cl_rtt,   cl_receipt,   cl_restore, cl_down};
+static const rl__camp_topo_vtable multi_ops = {"multi", cl_available, cl_up,      cl_place,
+                                               cl_rtt,  cl_receipt,   cl_restore, cl_down};
 
-static const rl_camp_topo_ops fdb_ops = {"fdb",   fdb_available, fdb_up,      fdb_place,
-                                         fdb_rtt, fdb_receipt,   fdb_restore, fdb_down};
+static const rl__camp_topo_vtable fdb_ops = {"fdb",   fdb_available, fdb_up,      fdb_place,
+                                             fdb_rtt, fdb_receipt,   fdb_restore, fdb_down};
 
-const rl_camp_topo_ops *rl__camp_topo_ops(rl_camp_topo_kind k) {
+const rl__camp_topo_vtable *rl__camp_topo_ops(rl__camp_topo_kind k) {
     return k == RL_CAMP_SINGLE  ? &single_ops
            : k == RL_CAMP_MULTI ? &multi_ops
            : k == RL_CAMP_FDB   ? &fdb_ops

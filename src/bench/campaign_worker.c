@@ -28,9 +28,9 @@ static void print_error(FILE *out, int rc, const rl_buf *msg) {
                               msg->len ? rl__camp_str(msg) : rl_error_message(rc)));
 }
 
-int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
-    rl_camp_case k;
-    rl_camp_conn c;
+int rl__camp_worker(const rl__camp_worker_options *o, FILE *out) {
+    rl__camp_case k;
+    rl__camp_conn c;
     rl_buf msg;
     int rc;
     memset(&c, 0, sizeof c);
@@ -46,7 +46,7 @@ int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
     if ((rc = rl__camp_conn_open(&c, o->url, o->store, o->arm == RL_CAMP_SQLITE ? o->sqlite : NULL, &msg))) goto fail;
     double open_s = (double)(rl__clock_mono_ns() - t_open) / 1e9;
     /* Warm-up: at least one op, untimed. */
-    rl_camp_sums w;
+    rl__camp_sums w;
     memset(&w, 0, sizeof w);
     uint64_t t0 = rl__clock_mono_ns(), budget = (uint64_t)(o->warmup_seconds * 1e9);
     do {
@@ -54,7 +54,7 @@ int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
     } while (rl__clock_mono_ns() - t0 < budget);
     budget = (uint64_t)(o->seconds * 1e9);
     for (int r = 0; r < o->repeats; r++) {
-        rl_camp_sums s;
+        rl__camp_sums s;
         rl_alloc_stats a0, a1;
         uint64_t sa0, sb0, sa1, sb1, t1 = 0;
         memset(&s, 0, sizeof s);
@@ -90,7 +90,7 @@ int rl__camp_worker(const rl_camp_worker_options *o, FILE *out) {
         json_t *line =
             json_pack("{s:i, s:I, s:f}", "repeat", r + 1, "ops", (json_int_t)s.ops, "seconds", (double)(t1 - t0) / 1e9);
         for (int m = 0; m < RL_CAMP_METRICS; m++)
-            json_object_set_new(line, rl__camp_metric_name((rl_camp_metric)m),
+            json_object_set_new(line, rl__camp_metric_name((rl__camp_metric)m),
                                 isnan(v[m]) ? json_null() : json_real(v[m]));
         json_object_set_new(line, "rows_hash", json_string(hash));
         json_object_set_new(line, "last_rows", json_integer((json_int_t)s.last_rows));

@@ -30,7 +30,7 @@ static const char *wunits[W_COUNT] = {"ns/read", "ns/range", "ns/op", "ns/commit
 typedef struct sys sys;
 struct sys {
     const char *name;
-    int (*setup)(sys *s, const rl_micro_options *o);
+    int (*setup)(sys *s, const rl__micro_options *o);
     int (*op)(sys *s, int w, uint64_t *rng);
     void (*teardown)(sys *s);
     void *h;  /* system handle */
@@ -75,7 +75,7 @@ static uint64_t rnd(uint64_t *s) {
 static int64_t price_of(int64_t pk, int keys) { return (pk * 7919) % keys; }
 
 static void record_key(rl_buf *b, int64_t pk) {
-    rl_tuple_packer pk_;
+    rl__tuple_packer pk_;
     rl__buf_reset(b);
     rl__tuple_packer_init(&pk_, b);
     rl__tuple_pack_string(&pk_, "r", 1);
@@ -84,7 +84,7 @@ static void record_key(rl_buf *b, int64_t pk) {
 }
 
 static void index_key(rl_buf *b, int64_t price, int64_t pk) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "i", 1);
@@ -93,7 +93,7 @@ static void index_key(rl_buf *b, int64_t price, int64_t pk) {
 }
 
 static void index_prefix(rl_buf *b, int64_t price) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "i", 1);
@@ -109,7 +109,7 @@ static void fill_value(uint8_t *v, int n, int64_t pk) {
 typedef struct {
     rl_db *db;
     rl_buf k1, k2, mapper;
-} rl_sys;
+} rl__sys;
 
 static int rl_load(rl_db *db, int keys, int vlen) {
     rl_buf k;
@@ -143,8 +143,8 @@ static int rl_load(rl_db *db, int keys, int vlen) {
     return rc;
 }
 
-static int rl_setup_url(sys *s, const rl_micro_options *o, const char *url) {
-    rl_sys *r = rl__calloc(1, sizeof *r);
+static int rl_setup_url(sys *s, const rl__micro_options *o, const char *url) {
+    rl__sys *r = rl__calloc(1, sizeof *r);
     if (!r) return RL_E_OUT_OF_MEMORY;
     rl__buf_init(&r->k1);
     rl__buf_init(&r->k2);
@@ -152,7 +152,7 @@ static int rl_setup_url(sys *s, const rl_micro_options *o, const char *url) {
     s->h = r;
     int rc = rl_db_open(url, NULL, &r->db);
     if (rc) return rc;
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__tuple_packer_init(&p, &r->mapper);
     rl__tuple_pack_string(&p, "r", 1);
     rl__tuple_pack_string(&p, "{K[2]}", 6);
@@ -160,9 +160,9 @@ static int rl_setup_url(sys *s, const rl_micro_options *o, const char *url) {
     return rl_load(r->db, o->keys, o->value_len);
 }
 
-static int rl_setup_mem(sys *s, const rl_micro_options *o) { return rl_setup_url(s, o, "mem:"); }
+static int rl_setup_mem(sys *s, const rl__micro_options *o) { return rl_setup_url(s, o, "mem:"); }
 
-static int rl_setup_file(sys *s, const rl_micro_options *o) {
+static int rl_setup_file(sys *s, const rl__micro_options *o) {
     snprintf(s->path, sizeof s->path, "%s/reclayer", o->dir);
     mkdir(s->path, 0755);
     char url[1100];
@@ -173,14 +173,14 @@ static int rl_setup_file(sys *s, const rl_micro_options *o) {
 /* reclayer on the ssd engine: loaded with a 1 MiB flush threshold, then closed and reopened
  * (with the default threshold), so the rows are read from LMDB (only the log after the last
  * flush is replayed into the window). */
-static int rl_setup_ssd(sys *s, const rl_micro_options *o) {
+static int rl_setup_ssd(sys *s, const rl__micro_options *o) {
     snprintf(s->path, sizeof s->path, "%s/reclayer-ssd", o->dir);
     mkdir(s->path, 0755);
     char url[1200];
     snprintf(url, sizeof url, "file:%s?engine=ssd&checkpoint_bytes=1048576", s->path);
     int rc = rl_setup_url(s, o, url);
     if (rc) return rc;
-    rl_sys *r = s->h;
+    rl__sys *r = s->h;
     rl_db_close(r->db);
     r->db = NULL;
     /* Reopened with the default flush threshold (64 MiB), as a database would run. */
@@ -195,7 +195,7 @@ static int wait_free(rl_future *f) {
 }
 
 static int rl_op(sys *s, int w, uint64_t *rng) {
-    rl_sys *r = s->h;
+    rl__sys *r = s->h;
     rl_txn *t = NULL;
     int rc = rl_txn_begin(r->db, &t);
     if (rc) return rc;
@@ -260,7 +260,7 @@ static int rl_op(sys *s, int w, uint64_t *rng) {
 }
 
 static void rl_teardown(sys *s) {
-    rl_sys *r = s->h;
+    rl__sys *r = s->h;
     if (!r) return;
     rl_db_close(r->db);
     rl__buf_release(&r->k1);
@@ -278,7 +278,7 @@ typedef struct {
     rl_buf k1, k2;
 } lm_sys;
 
-static int lm_setup(sys *s, const rl_micro_options *o) {
+static int lm_setup(sys *s, const rl__micro_options *o) {
     lm_sys *l = rl__calloc(1, sizeof *l);
     if (!l) return RL_E_OUT_OF_MEMORY;
     rl__buf_init(&l->k1);
@@ -350,7 +350,7 @@ static int lm_op(sys *s, int w, uint64_t *rng) {
         while (e == 0 && n < RANGE_ROWS) {
             if (w == W_MAPPED) {
                 /* Decode the primary key (element 2) and read its record. */
-                rl_tuple_elem el;
+                rl__tuple_elem el;
                 if (rl__tuple_get(k.mv_data, k.mv_size, 2, &el) || el.type != RL_TT_INT) {
                     rc = RL_E_INTERNAL_ERROR;
                     break;
@@ -397,7 +397,7 @@ static int sq_exec(sqlite3 *db, const char *sql) {
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? RL_OK : RL_E_IO_ERROR;
 }
 
-static int sq_setup(sys *s, const rl_micro_options *o) {
+static int sq_setup(sys *s, const rl__micro_options *o) {
     sq_sys *q = rl__calloc(1, sizeof *q);
     if (!q) return RL_E_OUT_OF_MEMORY;
     rl__buf_init(&q->k1);
@@ -563,7 +563,7 @@ static int measure(sys *s, int w, double seconds, uint64_t *rng) {
     return RL_OK;
 }
 
-int rl__bench_micro_check(const rl_micro_options *o, char *msg, size_t cap) {
+int rl__bench_micro_check(const rl__micro_options *o, char *msg, size_t cap) {
     if (o->keys < RL__MICRO_KEYS_MIN || o->keys > RL__MICRO_KEYS_MAX) {
         snprintf(msg, cap, "--keys: %d is out of range [%d, %d]", o->keys, RL__MICRO_KEYS_MIN, RL__MICRO_KEYS_MAX);
         return RL_E_INVALID_ARGUMENT;
@@ -622,7 +622,7 @@ static void print_ratio(FILE *out, const char *label, const sys *a, const sys *b
     else fprintf(out, "  %s = n/a", label);
 }
 
-int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
+int rl__bench_micro_run(const rl__micro_options *o, FILE *out, rl_buf *json) {
     sys systems[] = {
         {.name = "reclayer-mem", .setup = rl_setup_mem, .op = rl_op, .teardown = rl_teardown},
         {.name = "reclayer-file", .setup = rl_setup_file, .op = rl_op, .teardown = rl_teardown},
@@ -633,7 +633,7 @@ int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json) {
     const int ns = (int)(sizeof systems / sizeof systems[0]);
     char msg[512];
     rl_buf scratch;
-    rl_micro_options oo = *o;
+    rl__micro_options oo = *o;
     int rc = rl__bench_micro_check(o, msg, sizeof msg);
     if (rc) {
         fprintf(stderr, "micro: %s\n", msg);

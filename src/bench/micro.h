@@ -47,19 +47,19 @@ typedef struct {
     unsigned long long seed;
     const char *fail_setup; /* for tests: the system of this name fails its setup with io_error
                              * (NULL: none) */
-} rl_micro_options;
+} rl__micro_options;
 
 /* rl__bench_micro_check — check the options before a run: every field in its range, dir not
  * empty, only a workload name. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in msg (cap bytes),
  * naming the option as rlbench does ("--only: 'bogus' is not a workload (point, range1000,
  * mapped1000, commit100)"). */
-int rl__bench_micro_check(const rl_micro_options *o, char *msg, size_t cap);
+int rl__bench_micro_check(const rl__micro_options *o, char *msg, size_t cap);
 
 /* Run the micro-benchmark, printing a table to out and appending a JSON document to json (may be
  * NULL). The options are checked first (rl__bench_micro_check; its message goes to stderr).
  * Progress and the scratch directory's path go to stderr. Returns RL_OK, RL_E_INVALID_ARGUMENT,
  * the error of the scratch directory (rl__bench_scratch_create), or the first error of a system
  * (named on stderr and in the table). */
-int rl__bench_micro_run(const rl_micro_options *o, FILE *out, rl_buf *json);
+int rl__bench_micro_run(const rl__micro_options *o, FILE *out, rl_buf *json);
 
 #endif

@@ -382,7 +382,7 @@ static void print_count(FILE *out, double v, int width) {
     else fprintf(out, " %*.0f", width, v);
 }
 
-int rl__bench_query_micro_check(const rl_query_micro_options *o, char *msg, size_t cap) {
+int rl__bench_query_micro_check(const rl__query_micro_options *o, char *msg, size_t cap) {
     char name[128];
     if (o->records < 1 || o->records > RL__QUERY_MICRO_RECORDS_MAX) {
         snprintf(msg, cap, "--records: %d is out of range [1, %d]", o->records, RL__QUERY_MICRO_RECORDS_MAX);
@@ -423,7 +423,7 @@ static void fail_all(result *g, int n, int e) {
         if (g[s].selected && !g[s].failed) g[s].failed = 1, g[s].err = e;
 }
 
-int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf *json) {
+int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_buf *json) {
     char name[128], msg[512];
     int rc = rl__bench_query_micro_check(o, msg, sizeof msg);
     if (rc) {

@@ -58,18 +58,18 @@ typedef struct {
                        * round trips, bytes per op; all 0 on embedded) and in the JSON */
     int secondary;    /* rl_query_options.secondary_strategy of the remote cases (0: the
                        * database's; only a cluster uses it) */
-} rl_query_micro_options;
+} rl__query_micro_options;
 
 /* rl__bench_query_micro_check — check the options before a run: every field in its range and
  * `only` contained in some case name. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in msg (cap
  * bytes), naming the option as rlbench does; for --only it lists the names cases are made of. */
-int rl__bench_query_micro_check(const rl_query_micro_options *o, char *msg, size_t cap);
+int rl__bench_query_micro_check(const rl__query_micro_options *o, char *msg, size_t cap);
 
 /* Run the query micro-benchmark, printing a table to out and appending one JSON document to json
  * (may be NULL). The options are checked first (rl__bench_query_micro_check). Progress goes to
  * stderr. A case that fails is shown as "failed" with its error (its ratio "n/a"), cases after it
  * as "not run". Returns RL_OK, RL_E_INVALID_ARGUMENT, or the first error of a setup, a
  * cross-check (RL_E_INTERNAL_ERROR: a case returned other rows than SQLite) or an op. */
-int rl__bench_query_micro_run(const rl_query_micro_options *o, FILE *out, rl_buf *json);
+int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_buf *json);
 
 #endif

@@ -25,7 +25,7 @@
 /* Run git with args in dir; its stdout (trimmed) into out. RL_OK when it exited 0. */
 static int git(const char *dir, const char *a1, const char *a2, const char *a3, rl_buf *out) {
     char *argv[] = {"git", "-C", (char *)dir, (char *)a1, (char *)a2, (char *)a3, NULL};
-    rl_camp_child ch;
+    rl__camp_child ch;
     rl_buf msg;
     rl__buf_init(&msg);
     int rc = rl__camp_child_run(argv, 20, &ch, &msg);
@@ -50,7 +50,7 @@ static void add_binary(json_t *arr, const char *name, const char *path) {
     else json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", name, "path", path, "sha256", hex));
 }
 
-int rl__camp_manifest(const rl_camp_run_options *o, const char *self_exe, json_t **out, rl_buf *msg) {
+int rl__camp_manifest(const rl__camp_run_options *o, const char *self_exe, json_t **out, rl_buf *msg) {
     rl_buf ptext, cpu, kernel, rev, status;
     char dir[RL_CAMP_PATH_MAX], path[RL_CAMP_PATH_MAX + 16];
     uint64_t mem = 0;

@@ -53,7 +53,7 @@ static void put_num(FILE *f, json_t *v, double scale) {
 /* Run gnuplot on script; RL_OK when it exited 0. *out_missing: gnuplot was not found. */
 static int gnuplot(const char *script, int *out_missing, rl_buf *err) {
     char *argv[] = {"gnuplot", (char *)script, NULL};
-    rl_camp_child ch;
+    rl__camp_child ch;
     rl_buf msg;
     rl__buf_init(&msg);
     int rc = rl__camp_child_run(argv, 60, &ch, &msg);

@@ -21,14 +21,14 @@ uint64_t rl__stats_splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-void rl__stats_rng_seed(rl_stats_rng *r, uint64_t seed) {
+void rl__stats_rng_seed(rl__stats_rng *r, uint64_t seed) {
     uint64_t x = seed;
     for (int i = 0; i < 4; i++) r->s[i] = rl__stats_splitmix64(&x);
 }
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-uint64_t rl__stats_rng_next(rl_stats_rng *r) {
+uint64_t rl__stats_rng_next(rl__stats_rng *r) {
     uint64_t *s = r->s;
     uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
     s[2] ^= s[0];
@@ -40,7 +40,7 @@ uint64_t rl__stats_rng_next(rl_stats_rng *r) {
     return out;
 }
 
-uint64_t rl__stats_rng_below(rl_stats_rng *r, uint64_t n) {
+uint64_t rl__stats_rng_below(rl__stats_rng *r, uint64_t n) {
     uint64_t threshold = (0 - n) % n, x;
     do x = rl__stats_rng_next(r);
     while (x < threshold);
@@ -96,7 +96,7 @@ double rl__stats_geomean(const double *v, size_t n) {
 
 /* ---- Ratios ------------------------------------------------------------------------------ */
 
-rl_stats_ratio_status rl__stats_ratio(double num, double den, double *out) {
+rl__stats_ratio_status rl__stats_ratio(double num, double den, double *out) {
     *out = NAN;
     if (!isfinite(num) || !isfinite(den) || num < 0 || den < 0) return RL_STATS_RATIO_UNDEFINED;
     if (num == 0 && den == 0) return RL_STATS_RATIO_ZERO_ZERO;
@@ -112,7 +112,7 @@ rl_stats_ratio_status rl__stats_ratio(double num, double den, double *out) {
 int rl__stats_bootstrap_geomean(const double *x, size_t n, int resamples, uint64_t seed, double level, double *out_low,
                                 double *out_high) {
     double *logs = NULL, *stat = NULL;
-    rl_stats_rng r;
+    rl__stats_rng r;
     int rc = RL_OK;
     *out_low = *out_high = NAN;
     if (n == 0 || resamples < 1 || !(level > 0 && level < 1)) return RL_E_INVALID_ARGUMENT;
@@ -139,7 +139,7 @@ done:
 }
 
 int rl__stats_summarise(const double *num, const double *den, size_t n, int resamples, uint64_t seed, double level,
-                        double *block_ratios, rl_stats_summary *out) {
+                        double *block_ratios, rl__stats_summary *out) {
     double *r = NULL;
     size_t n_ok = 0, n_zz = 0;
     int rc = RL_OK;
@@ -149,7 +149,7 @@ int rl__stats_summarise(const double *num, const double *den, size_t n, int resa
     if (n == 0) return RL_OK;
     if (!(r = rl__malloc(n * sizeof *r))) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
-        rl_stats_ratio_status st = rl__stats_ratio(num[i], den[i], &r[i]);
+        rl__stats_ratio_status st = rl__stats_ratio(num[i], den[i], &r[i]);
         if (block_ratios) block_ratios[i] = r[i];
         n_ok += st == RL_STATS_RATIO_OK;
         n_zz += st == RL_STATS_RATIO_ZERO_ZERO;

@@ -32,14 +32,14 @@
 /* xoshiro256** state, seeded by splitmix64 (see the file comment). Caller-owned. */
 typedef struct {
     uint64_t s[4];
-} rl_stats_rng;
+} rl__stats_rng;
 
 /* Seed r from seed (any value, 0 included). */
-void rl__stats_rng_seed(rl_stats_rng *r, uint64_t seed);
+void rl__stats_rng_seed(rl__stats_rng *r, uint64_t seed);
 /* The next 64-bit output. */
-uint64_t rl__stats_rng_next(rl_stats_rng *r);
+uint64_t rl__stats_rng_next(rl__stats_rng *r);
 /* A uniform integer in [0, n) without bias; n >= 1 (n == 1 gives 0 and still draws once). */
-uint64_t rl__stats_rng_below(rl_stats_rng *r, uint64_t n);
+uint64_t rl__stats_rng_below(rl__stats_rng *r, uint64_t n);
 /* One splitmix64 step on *x (what seeds the state; exposed for tests). */
 uint64_t rl__stats_splitmix64(uint64_t *x);
 
@@ -65,10 +65,10 @@ typedef enum {
     RL_STATS_RATIO_ZERO_ZERO, /* both 0 (e.g. round trips on embedded): no ratio, *out NaN */
     RL_STATS_RATIO_UNDEFINED, /* den 0 with num > 0, num 0 with den > 0, a negative or non-finite
                                * input: no positive finite ratio, *out NaN */
-} rl_stats_ratio_status;
+} rl__stats_ratio_status;
 
 /* num / den with the zero cases named (a geometric mean needs positive ratios). */
-rl_stats_ratio_status rl__stats_ratio(double num, double den, double *out);
+rl__stats_ratio_status rl__stats_ratio(double num, double den, double *out);
 
 /* ---- The block bootstrap ----------------------------------------------------------------- */
 
@@ -86,9 +86,9 @@ typedef struct {
     double ratio;  /* geometric mean of the block ratios (NaN: none) */
     double ci_low; /* the bootstrap interval (NaN: none) */
     double ci_high;
-    rl_stats_ratio_status status; /* OK; ZERO_ZERO when every block was 0/0; else UNDEFINED when
+    rl__stats_ratio_status status; /* OK; ZERO_ZERO when every block was 0/0; else UNDEFINED when
                                    * some block had no positive finite ratio or no block had any */
-} rl_stats_summary;
+} rl__stats_summary;
 
 /* rl__stats_summarise — summarise n paired block values: block i contributes num[i] / den[i]
  * (rl__stats_ratio). If every block is 0/0 the status is ZERO_ZERO; if any block is UNDEFINED (or
@@ -98,6 +98,6 @@ typedef struct {
  * NULL): each block's ratio or NaN. Returns RL_OK or RL_E_OUT_OF_MEMORY / RL_E_INVALID_ARGUMENT
  * from the bootstrap (bad resamples or level). */
 int rl__stats_summarise(const double *num, const double *den, size_t n, int resamples, uint64_t seed, double level,
-                        double *block_ratios, rl_stats_summary *out);
+                        double *block_ratios, rl__stats_summary *out);
 
 #endif

@@ -99,7 +99,7 @@
 #define CM_MAX_BATCH 65536 /* batch_order is 16 bits */
 
 typedef struct cm_waiter {
-    rl_commit_request *req;
+    rl__commit_request *req;
     struct cm_waiter *next; /* queue link; after the batch, the list of callbacks to call */
     int done;               /* set by the leader under the mutex */
     rl_commit_done_fn fn;   /* asynchronous waiter (heap, freed after fn): called when done;
@@ -108,11 +108,11 @@ typedef struct cm_waiter {
     uint64_t bytes;         /* the request's mutation bytes (mutation_bytes), for the byte bound */
 } cm_waiter;
 
-struct rl_committer {
+struct rl__committer {
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* broadcast when a batch finishes */
     pthread_cond_t work_cv; /* signalled when work arrives for the thread (monotonic clock) */
-    rl_log_sink sink;
+    rl__log_sink sink;
     int max_batch;            /* 1..CM_MAX_BATCH */
     uint64_t max_batch_bytes; /* 0: no bound; else a batch's mutation bytes stay <= this
                                  (always at least one request) */
@@ -123,23 +123,23 @@ struct rl_committer {
     /* Under mu. */
     cm_waiter *q_head; /* FIFO of QUEUED waiters */
     cm_waiter *q_tail;
-    int leading;        /* a batch is running */
-    int poisoned;       /* a sink call failed: every commit fails */
-    int poison_rc;      /* the sink's error that poisoned it (RL_E_IO_ERROR, RL_E_NO_SPACE, …) */
-    rl_version durable; /* newest synced batch version (the coordinator's read version) */
-    rl_version granted; /* newest version handed out as a read version, >= durable (invariant
+    int leading;         /* a batch is running */
+    int poisoned;        /* a sink call failed: every commit fails */
+    int poison_rc;       /* the sink's error that poisoned it (RL_E_IO_ERROR, RL_E_NO_SPACE, …) */
+    rl__version durable; /* newest synced batch version (the coordinator's read version) */
+    rl__version granted; /* newest version handed out as a read version, >= durable (invariant
                            2a); stored atomically under mu, loaded without it */
-    rl_version oldest;  /* the resolver's oldest version after the last batch */
-    uint64_t queued;    /* waiters in the queue */
-    uint64_t batches;   /* batches that reached the sink successfully */
-    uint64_t committed; /* requests committed */
-    uint64_t conflicts; /* requests failed with RL_E_NOT_COMMITTED */
-    uint64_t ticks;     /* tick requests committed */
+    rl__version oldest;  /* the resolver's oldest version after the last batch */
+    uint64_t queued;     /* waiters in the queue */
+    uint64_t batches;    /* batches that reached the sink successfully */
+    uint64_t committed;  /* requests committed */
+    uint64_t conflicts;  /* requests failed with RL_E_NOT_COMMITTED */
+    uint64_t ticks;      /* tick requests committed */
     /* Leader only (leading == 1), no lock needed. */
-    rl_sequencer seq;
-    rl_resolver *res;
-    cm_waiter **batch; /* max_batch slots */
-    rl_mutation *muts; /* the batch's mutations, muts_cap slots */
+    rl__sequencer seq;
+    rl__resolver *res;
+    cm_waiter **batch;  /* max_batch slots */
+    rl__mutation *muts; /* the batch's mutations, muts_cap slots */
     size_t muts_cap;
     rl_arena arena; /* substituted versionstamp keys/values of the batch */
     rl_buf scratch; /* one substitution at a time */
@@ -151,7 +151,7 @@ struct rl_committer {
  * versionstamp bytes written at the offset) is appended to out. Errors:
  * RL_E_CLIENT_INVALID_OPERATION (param shorter than 4 bytes or offset + 10 past the end of the
  * param without its offset bytes), RL_E_OUT_OF_MEMORY (out is then in its sticky error state). */
-int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl_version v, uint16_t order, rl_buf *out) {
+int rl__versionstamp_substitute(const uint8_t *param, size_t len, rl__version v, uint16_t order, rl_buf *out) {
     if (len < 4) return RL_E_CLIENT_INVALID_OPERATION;
     size_t body = len - 4;
     const uint8_t *o = param + body;
@@ -173,7 +173,7 @@ static int mutation_type_known(uint8_t t) {
 }
 
 /* Substitute one versionstamp param into the batch arena: *out_p and *out_len get the copy. */
-static int stamp(rl_committer *c, const uint8_t *p, uint32_t len, rl_version v, uint16_t order, const uint8_t **out_p,
+static int stamp(rl__committer *c, const uint8_t *p, uint32_t len, rl__version v, uint16_t order, const uint8_t **out_p,
                  uint32_t *out_len) {
     rl__buf_reset(&c->scratch);
     int rc = rl__versionstamp_substitute(p, len, v, order, &c->scratch);
@@ -187,18 +187,18 @@ static int stamp(rl_committer *c, const uint8_t *p, uint32_t len, rl_version v, 
 
 /* Append req's mutations (validated, versionstamps substituted) to c->muts[*nm..]. On error
  * *nm is unchanged (the request's partial mutations are dropped). */
-static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_version v, uint16_t order, size_t *nm) {
+static int stage_mutations(rl__committer *c, const rl__commit_request *req, rl__version v, uint16_t order, size_t *nm) {
     size_t need = *nm + req->n_muts;
     if (need > c->muts_cap) {
         size_t cap = c->muts_cap ? c->muts_cap : 64;
         while (cap < need) cap *= 2;
-        rl_mutation *m = rl__realloc(c->muts, cap * sizeof *m);
+        rl__mutation *m = rl__realloc(c->muts, cap * sizeof *m);
         if (!m) return RL_E_OUT_OF_MEMORY;
         c->muts = m;
         c->muts_cap = cap;
     }
     for (size_t i = 0; i < req->n_muts; i++) {
-        rl_mutation m = req->muts[i];
+        rl__mutation m = req->muts[i];
         int rc = RL_OK;
         if (!mutation_type_known(m.type)) {
             rc = RL_E_INVALID_MUTATION_TYPE;
@@ -225,20 +225,20 @@ static int stage_mutations(rl_committer *c, const rl_commit_request *req, rl_ver
  * RL_E_IO_ERROR (the sink failed: poison; the batch's committed requests get
  * RL_E_COMMIT_UNKNOWN_RESULT and *out_sink_err is the sink's own error, which every later request
  * gets). poisoned: 0, or the error a poisoned committer returns. */
-static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known, int poisoned, rl_version *out_v,
+static int run_batch(rl__committer *c, cm_waiter **batch, int n, rl__version known, int poisoned, rl__version *out_v,
                      int *out_sink_err) {
     if (poisoned) {
         for (int i = 0; i < n; i++) batch[i]->req->result = poisoned;
         return RL_E_NOT_FOUND;
     }
-    rl_version v = rl__sequencer_next(&c->seq);
+    rl__version v = rl__sequencer_next(&c->seq);
     /* Advance the window to v first, so every request of the batch meets the same oldest. */
     rl__resolver_add(c->res, v, NULL, 0);
     rl__arena_reset(&c->arena);
     size_t nm = 0;
     int committed = 0;
     for (int i = 0; i < n; i++) {
-        rl_commit_request *req = batch[i]->req;
+        rl__commit_request *req = batch[i]->req;
         uint16_t order = (uint16_t)i;
         req->batch_order = order;
         int rc = RL_OK;
@@ -261,7 +261,7 @@ static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known
     if (rc == RL_OK) rc = c->sink.sync(c->sink.ctx);
     if (rc != RL_OK) {
         for (int i = 0; i < n; i++) {
-            rl_commit_request *req = batch[i]->req;
+            rl__commit_request *req = batch[i]->req;
             if (req->result == RL_OK) {
                 req->result = RL_E_COMMIT_UNKNOWN_RESULT;
                 req->commit_version = 0;
@@ -275,7 +275,7 @@ static int run_batch(rl_committer *c, cm_waiter **batch, int n, rl_version known
 }
 
 /* A request that commits without a batch: no mutations and no write ranges, and not a tick. */
-static int is_read_only(const rl_commit_request *req) {
+static int is_read_only(const rl__commit_request *req) {
     return req->n_muts == 0 && req->n_writes == 0 && !req->is_tick;
 }
 
@@ -284,7 +284,7 @@ static int is_read_only(const rl_commit_request *req) {
  * without a slot), run it without the mutex, then publish its outcome, wake every blocking
  * waiter and call the asynchronous waiters' callbacks (without the mutex, then free them).
  * Returns with the mutex held. */
-static void lead_batch(rl_committer *c) {
+static void lead_batch(rl__committer *c) {
     int n = 0;
     uint64_t bytes = 0;
     cm_waiter *fin = NULL, **fin_tail = &fin; /* asynchronous waiters to call back, in order */
@@ -310,14 +310,14 @@ static void lead_batch(rl_committer *c) {
         c->leading = 0;
         goto callbacks;
     }
-    rl_version known = c->granted;
+    rl__version known = c->granted;
     int poisoned = c->poisoned ? c->poison_rc : 0;
     pthread_mutex_unlock(&c->mu);
 
-    rl_version v = 0;
+    rl__version v = 0;
     int sink_err = RL_E_IO_ERROR;
     int rc = run_batch(c, c->batch, n, known, poisoned, &v, &sink_err);
-    rl_version oldest = rl__resolver_oldest(c->res);
+    rl__version oldest = rl__resolver_oldest(c->res);
 
     pthread_mutex_lock(&c->mu);
     if (rc == RL_OK) {
@@ -360,7 +360,7 @@ callbacks:
 /* The committer thread: lead a batch whenever requests are queued and none runs; exit once
  * stopping is set and the queue is empty. Waits are bounded (1 s) and re-check their condition. */
 static void *committer_thread(void *arg) {
-    rl_committer *c = arg;
+    rl__committer *c = arg;
     pthread_mutex_lock(&c->mu);
     for (;;) {
         if (c->q_head && !c->leading) {
@@ -382,12 +382,12 @@ static void *committer_thread(void *arg) {
 /* See commit.h. o may be NULL (defaults). The sink is copied; its ctx is borrowed for the
  * committer's life. Errors: RL_E_INVALID_ARGUMENT (missing sink functions, negative max_batch),
  * RL_E_OUT_OF_MEMORY. *out is set only on RL_OK. */
-int rl__committer_new(const rl_committer_options *o, rl_log_sink sink, rl_version recovered, rl_committer **out) {
-    rl_committer_options def = {0, 0};
+int rl__committer_new(const rl__committer_options *o, rl__log_sink sink, rl__version recovered, rl__committer **out) {
+    rl__committer_options def = {0, 0};
     if (!o) o = &def;
     if (!sink.apply || !sink.sync || o->max_batch < 0) return RL_E_INVALID_ARGUMENT;
     int rc = RL_E_OUT_OF_MEMORY;
-    rl_committer *c = rl__calloc(1, sizeof *c);
+    rl__committer *c = rl__calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
     int has_mu = 0, has_cv = 0;
     c->sink = sink;
@@ -429,7 +429,7 @@ fail:
 
 /* Free the committer (see commit.h): the thread, if started, first completes every queued
  * request, then exits and is joined. NULL is a no-op. The sink is not closed. */
-void rl__committer_free(rl_committer *c) {
+void rl__committer_free(rl__committer *c) {
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     int joined = c->has_thread;
@@ -450,14 +450,14 @@ void rl__committer_free(rl_committer *c) {
 
 /* The bytes a request adds to a batch: every mutation's log record size (len1 + len2 + its
  * 9-byte header, as storage/wal.h encodes it and as a PEEK reply carries it). */
-static uint64_t mutation_bytes(const rl_commit_request *req) {
+static uint64_t mutation_bytes(const rl__commit_request *req) {
     uint64_t b = 0;
     for (size_t i = 0; i < req->n_muts; i++) b += (uint64_t)req->muts[i].len1 + req->muts[i].len2 + RL_WAL_MUT_HEADER;
     return b;
 }
 
 /* Append w to the queue (mutex held) and tell the thread, if there is one. */
-static void enqueue(rl_committer *c, cm_waiter *w) {
+static void enqueue(rl__committer *c, cm_waiter *w) {
     if (c->q_tail) c->q_tail->next = w;
     else c->q_head = w;
     c->q_tail = w;
@@ -469,7 +469,7 @@ static void enqueue(rl_committer *c, cm_waiter *w) {
  * call returns; its result fields are written. A read-only request (no mutations, no write
  * ranges, not a tick) commits at once without a version, as in FoundationDB: result RL_OK,
  * commit_version 0, batch_order 0. */
-int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
+int rl__committer_commit(rl__committer *c, rl__commit_request *req) {
     req->commit_version = 0;
     req->batch_order = 0;
     req->result = RL_OK;
@@ -493,7 +493,7 @@ int rl__committer_commit(rl_committer *c, rl_commit_request *req) {
 }
 
 /* See commit.h. The waiter is heap-allocated here and freed by the thread after done. */
-int rl__committer_submit(rl_committer *c, rl_commit_request *req, rl_commit_done_fn done, void *ud) {
+int rl__committer_submit(rl__committer *c, rl__commit_request *req, rl_commit_done_fn done, void *ud) {
     if (!c || !req || !done) return RL_E_INVALID_ARGUMENT;
     req->commit_version = 0;
     req->batch_order = 0;
@@ -523,27 +523,27 @@ int rl__committer_submit(rl_committer *c, rl_commit_request *req, rl_commit_done
 
 /* The sequencer is the leader's; with no commit in progress (the caller's promise) no leader
  * exists, and the next one takes mu before it leads, so setting it under mu is safe. */
-void rl__committer_set_clock(rl_committer *c, rl_seq_clock_fn fn, void *ud) {
+void rl__committer_set_clock(rl__committer *c, rl_seq_clock_fn fn, void *ud) {
     pthread_mutex_lock(&c->mu);
     rl__sequencer_set_clock(&c->seq, fn, ud);
     pthread_mutex_unlock(&c->mu);
 }
 
-void rl__committer_set_max_batch_bytes(rl_committer *c, uint64_t bytes) {
+void rl__committer_set_max_batch_bytes(rl__committer *c, uint64_t bytes) {
     pthread_mutex_lock(&c->mu);
     c->max_batch_bytes = bytes;
     pthread_mutex_unlock(&c->mu);
 }
 
-rl_version rl__committer_read_version(rl_committer *c) { return rl__locked_u64(&c->mu, &c->durable); }
+rl__version rl__committer_read_version(rl__committer *c) { return rl__locked_u64(&c->mu, &c->durable); }
 
 /* See commit.h and invariant 2a: reserve when idle, else the newest version handed out. The
  * queue test matters only to blocking callers between a batch's broadcast and the next leader's
  * wake-up; reserving then would be as correct, but the batch about to run advances durable
  * anyway. */
-rl_version rl__committer_fresh_read_version(rl_committer *c) {
+rl__version rl__committer_fresh_read_version(rl__committer *c) {
     pthread_mutex_lock(&c->mu);
-    rl_version v = c->granted;
+    rl__version v = c->granted;
     if (!c->leading && !c->q_head && !c->poisoned) {
         v = rl__sequencer_reserve(&c->seq);
         __atomic_store_n(&c->granted, v, __ATOMIC_RELEASE);
@@ -552,11 +552,11 @@ rl_version rl__committer_fresh_read_version(rl_committer *c) {
     return v;
 }
 
-rl_version rl__committer_read_ceiling(rl_committer *c) { return __atomic_load_n(&c->granted, __ATOMIC_ACQUIRE); }
+rl__version rl__committer_read_ceiling(rl__committer *c) { return __atomic_load_n(&c->granted, __ATOMIC_ACQUIRE); }
 
-rl_version rl__committer_oldest_version(rl_committer *c) { return rl__locked_u64(&c->mu, &c->oldest); }
+rl__version rl__committer_oldest_version(rl__committer *c) { return rl__locked_u64(&c->mu, &c->oldest); }
 
-void rl__committer_get_stats(rl_committer *c, rl_committer_stats *out) {
+void rl__committer_get_stats(rl__committer *c, rl__committer_stats *out) {
     pthread_mutex_lock(&c->mu);
     out->batches = c->batches;
     out->committed = c->committed;

@@ -45,28 +45,28 @@
 #define RS_MIN_COLLECT 64 /* never collect below this many boundaries */
 
 typedef struct rs_node {
-    rl_version v;           /* newest write version over [key, next key); 0 = none remembered */
+    rl__version v;          /* newest write version over [key, next key); 0 = none remembered */
     uint32_t key_len;       /* bytes of key */
     uint32_t level;         /* 1..RS_MAX_LEVEL: the number of forward pointers */
     uint8_t *key;           /* key bytes, stored after next[level] in the same allocation */
     struct rs_node *next[]; /* forward pointers, next[0] is the level-0 successor */
 } rs_node;
 
-struct rl_resolver {
-    rs_node *head;     /* key "", level RS_MAX_LEVEL */
-    int level;         /* highest level in use, 1..RS_MAX_LEVEL */
-    size_t count;      /* boundaries, head included */
-    size_t collect_at; /* collect when count exceeds this */
-    uint64_t window;   /* versions remembered behind newest */
-    rl_version newest; /* newest version added */
-    rl_version floor;  /* reads below this are too old whatever the window */
-    uint64_t rng;      /* xorshift state for node levels */
+struct rl__resolver {
+    rs_node *head;      /* key "", level RS_MAX_LEVEL */
+    int level;          /* highest level in use, 1..RS_MAX_LEVEL */
+    size_t count;       /* boundaries, head included */
+    size_t collect_at;  /* collect when count exceeds this */
+    uint64_t window;    /* versions remembered behind newest */
+    rl__version newest; /* newest version added */
+    rl__version floor;  /* reads below this are too old whatever the window */
+    uint64_t rng;       /* xorshift state for node levels */
 };
 
 /* ---- Nodes ----------------------------------------------------------------------------------- */
 
 /* Allocate a node of the given level holding a copy of key. NULL on allocation failure. */
-static rs_node *node_new(int level, const uint8_t *key, uint32_t key_len, rl_version v) {
+static rs_node *node_new(int level, const uint8_t *key, uint32_t key_len, rl__version v) {
     size_t ptrs = (size_t)level * sizeof(rs_node *);
     rs_node *n = rl__malloc(sizeof(rs_node) + ptrs + key_len);
     if (!n) return NULL;
@@ -79,7 +79,7 @@ static rs_node *node_new(int level, const uint8_t *key, uint32_t key_len, rl_ver
     return n;
 }
 
-static int random_level(rl_resolver *r) {
+static int random_level(rl__resolver *r) {
     int level = 1;
     for (;;) {
         r->rng ^= r->rng << 13;
@@ -97,7 +97,7 @@ static int node_cmp(const rs_node *n, const uint8_t *key, uint32_t key_len) {
 
 /* The last node whose key is <= key (its floor: the node whose interval holds key). When pred is
  * not NULL it receives, per level, the last node at that level with key <= key. */
-static rs_node *find_floor(rl_resolver *r, const uint8_t *key, uint32_t key_len, rs_node **pred) {
+static rs_node *find_floor(rl__resolver *r, const uint8_t *key, uint32_t key_len, rs_node **pred) {
     rs_node *x = r->head;
     for (int l = r->level - 1; l >= 0; l--) {
         while (x->next[l] && node_cmp(x->next[l], key, key_len) <= 0) x = x->next[l];
@@ -110,7 +110,7 @@ static rs_node *find_floor(rl_resolver *r, const uint8_t *key, uint32_t key_len,
 
 /* The boundary node at exactly key, inserted (with its floor's version, which changes nothing)
  * if missing. NULL on allocation failure; the list is then unchanged. */
-static rs_node *ensure_boundary(rl_resolver *r, const uint8_t *key, uint32_t key_len) {
+static rs_node *ensure_boundary(rl__resolver *r, const uint8_t *key, uint32_t key_len) {
     rs_node *pred[RS_MAX_LEVEL];
     rs_node *f = find_floor(r, key, key_len, pred);
     if (node_cmp(f, key, key_len) == 0) return f;
@@ -127,7 +127,7 @@ static rs_node *ensure_boundary(rl_resolver *r, const uint8_t *key, uint32_t key
 }
 
 /* Overwrite [b, e) (b < e) with version v: invariant 3. */
-static int add_range(rl_resolver *r, rl_version v, const rl_keyrange *w) {
+static int add_range(rl__resolver *r, rl__version v, const rl__keyrange *w) {
     rs_node *ne = ensure_boundary(r, w->end, w->end_len);
     if (!ne) return RL_E_OUT_OF_MEMORY;
     rs_node *pred[RS_MAX_LEVEL];
@@ -152,8 +152,8 @@ static int add_range(rl_resolver *r, rl_version v, const rl_keyrange *w) {
 }
 
 /* Invariant 4: forget versions <= oldest and merge equal neighbours. */
-static void collect(rl_resolver *r) {
-    rl_version oldest = rl__resolver_oldest(r);
+static void collect(rl__resolver *r) {
+    rl__version oldest = rl__resolver_oldest(r);
     rs_node *last[RS_MAX_LEVEL];
     for (int l = 0; l < RS_MAX_LEVEL; l++) last[l] = r->head;
     if (r->head->v <= oldest) r->head->v = 0;
@@ -180,8 +180,8 @@ static void collect(rl_resolver *r) {
 
 /* Create an empty resolver remembering window_versions (0 = 5,000,000) behind the newest write.
  * *out is set only on RL_OK; free with rl__resolver_free. Errors: RL_E_OUT_OF_MEMORY. */
-int rl__resolver_new(uint64_t window_versions, rl_resolver **out) {
-    rl_resolver *r = rl__calloc(1, sizeof *r);
+int rl__resolver_new(uint64_t window_versions, rl__resolver **out) {
+    rl__resolver *r = rl__calloc(1, sizeof *r);
     if (!r) return RL_E_OUT_OF_MEMORY;
     r->head = node_new(RS_MAX_LEVEL, NULL, 0, 0);
     if (!r->head) {
@@ -198,7 +198,7 @@ int rl__resolver_new(uint64_t window_versions, rl_resolver **out) {
 }
 
 /* Free the resolver and every boundary. NULL is a no-op. */
-void rl__resolver_free(rl_resolver *r) {
+void rl__resolver_free(rl__resolver *r) {
     if (!r) return;
     rs_node *x = r->head;
     while (x) {
@@ -211,23 +211,23 @@ void rl__resolver_free(rl_resolver *r) {
 
 /* Reads below v are too old from now on (the resolver knows nothing committed before v, e.g.
  * after recovery at v). Never lowers the floor. */
-void rl__resolver_set_floor(rl_resolver *r, rl_version v) {
+void rl__resolver_set_floor(rl__resolver *r, rl__version v) {
     if (v > r->floor) r->floor = v;
 }
 
-rl_version rl__resolver_oldest(const rl_resolver *r) {
-    rl_version w = r->newest > r->window ? r->newest - r->window : 0;
+rl__version rl__resolver_oldest(const rl__resolver *r) {
+    rl__version w = r->newest > r->window ? r->newest - r->window : 0;
     return w > r->floor ? w : r->floor;
 }
 
-size_t rl__resolver_size(const rl_resolver *r) { return r->count; }
+size_t rl__resolver_size(const rl__resolver *r) { return r->count; }
 
 /* See commit.h. Borrowed: reads, only during the call. */
-int rl__resolver_check(rl_resolver *r, rl_version read_version, const rl_keyrange *reads, size_t n) {
+int rl__resolver_check(rl__resolver *r, rl__version read_version, const rl__keyrange *reads, size_t n) {
     if (n == 0) return RL_OK;
     if (read_version < rl__resolver_oldest(r)) return RL_E_TRANSACTION_TOO_OLD;
     for (size_t i = 0; i < n; i++) {
-        const rl_keyrange *k = &reads[i];
+        const rl__keyrange *k = &reads[i];
         if (rl__bytes_cmp(k->begin, k->begin_len, k->end, k->end_len) >= 0) continue;
         rs_node *x = find_floor(r, k->begin, k->begin_len, NULL);
         while (x && node_cmp(x, k->end, k->end_len) < 0) {
@@ -242,11 +242,11 @@ int rl__resolver_check(rl_resolver *r, rl_version read_version, const rl_keyrang
  * write as older than it is keeps the check conservative). Borrowed: writes, during the call
  * (keys are copied). On RL_E_OUT_OF_MEMORY some ranges may be remembered and others not; the
  * boundaries added meanwhile change no answer. */
-int rl__resolver_add(rl_resolver *r, rl_version v, const rl_keyrange *writes, size_t n) {
+int rl__resolver_add(rl__resolver *r, rl__version v, const rl__keyrange *writes, size_t n) {
     if (v < r->newest) v = r->newest;
     r->newest = v;
     for (size_t i = 0; i < n; i++) {
-        const rl_keyrange *w = &writes[i];
+        const rl__keyrange *w = &writes[i];
         if (rl__bytes_cmp(w->begin, w->begin_len, w->end, w->end_len) >= 0) continue;
         int rc = add_range(r, v, w);
         if (rc != RL_OK) return rc;

@@ -29,7 +29,7 @@
 #include "base/clock.h"
 
 /* Start a sequencer whose first version will be > recovered. s is caller-owned. */
-void rl__sequencer_init(rl_sequencer *s, rl_version recovered) {
+void rl__sequencer_init(rl__sequencer *s, rl__version recovered) {
     s->last = recovered;
     s->base = recovered;
     s->clock = NULL;
@@ -38,11 +38,11 @@ void rl__sequencer_init(rl_sequencer *s, rl_version recovered) {
 }
 
 /* The clock's reading: the real clock unless a test installed its own. */
-static uint64_t now_ns(const rl_sequencer *s) { return s->clock ? s->clock(s->clock_ud) : rl__clock_mono_ns(); }
+static uint64_t now_ns(const rl__sequencer *s) { return s->clock ? s->clock(s->clock_ud) : rl__clock_mono_ns(); }
 
 /* Switch clocks: rebase on the last version issued, so versions stay increasing (invariant 1)
  * and advance with the new clock from here (invariant 2). */
-void rl__sequencer_set_clock(rl_sequencer *s, rl_seq_clock_fn fn, void *ud) {
+void rl__sequencer_set_clock(rl__sequencer *s, rl_seq_clock_fn fn, void *ud) {
     s->clock = fn;
     s->clock_ud = ud;
     s->base = s->last;
@@ -50,15 +50,15 @@ void rl__sequencer_set_clock(rl_sequencer *s, rl_seq_clock_fn fn, void *ud) {
 }
 
 /* The version the clock gives now: base + elapsed microseconds (invariant 2). */
-static rl_version clock_version(const rl_sequencer *s) {
+static rl__version clock_version(const rl__sequencer *s) {
     uint64_t now = now_ns(s);
     uint64_t elapsed_us = now > s->base_mono_ns ? (now - s->base_mono_ns) / 1000 : 0;
     return s->base + elapsed_us;
 }
 
 /* The next commit version (invariants 1 and 2). Not thread-safe: the caller serialises. */
-rl_version rl__sequencer_next(rl_sequencer *s) {
-    rl_version v = clock_version(s);
+rl__version rl__sequencer_next(rl__sequencer *s) {
+    rl__version v = clock_version(s);
     if (v <= s->last) v = s->last + 1;
     s->last = v;
     return v;
@@ -66,8 +66,8 @@ rl_version rl__sequencer_next(rl_sequencer *s) {
 
 /* A read version that follows the clock (invariant 3): one clock reading, no version consumed.
  * Not thread-safe: the caller serialises it with rl__sequencer_next. */
-rl_version rl__sequencer_reserve(rl_sequencer *s) {
-    rl_version v = clock_version(s);
+rl__version rl__sequencer_reserve(rl__sequencer *s) {
+    rl__version v = clock_version(s);
     if (v < s->last) v = s->last;
     s->last = v;
     return v;

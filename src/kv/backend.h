@@ -8,8 +8,8 @@
  *      maps, read-your-writes, options or retries: all of that lives above it, once. It does
  *      resolve key selectors over committed data (so a selector with an offset — how a query's
  *      skip is pushed down — costs one request, resolved where the data is).
- *   2. Every operation is started by a call that takes a caller-owned request block (rl_kv_read,
- *      rl_kv_grv, rl_kv_commit) and completes it later by calling its `done` exactly once, with
+ *   2. Every operation is started by a call that takes a caller-owned request block (rl__kv_read,
+ *      rl__kv_grv, rl__kv_commit) and completes it later by calling its `done` exactly once, with
  *      RL_OK (outputs filled) or an error code. `done` may run before the starting call returns
  *      (the embedded backend always does: vt->completes_inline) or later on a backend thread
  *      (the cluster's network thread, the deferred backend's worker). The starting calls return
@@ -46,7 +46,7 @@
 #include "base/kvtypes.h"
 #include "reclayer/kv.h"
 
-typedef struct rl_kv_backend rl_kv_backend;
+typedef struct rl__kv_backend rl__kv_backend;
 
 /* ---- Reads ------------------------------------------------------------------------------- */
 
@@ -55,20 +55,20 @@ typedef enum {
     RL_KV_GET_KEY = 2,    /* resolve selector begin */
     RL_KV_GET_RANGE = 3,  /* rows between two selectors */
     RL_KV_GET_MAPPED = 4, /* mapped range between two selectors */
-} rl_kv_read_op;
+} rl__kv_read_op;
 
-typedef struct rl_kv_read rl_kv_read;
+typedef struct rl__kv_read rl__kv_read;
 
 /* Links a request can cross (the tracing of docs/design.md §7). */
 typedef enum {
     RL_KV_LINK_CLIENT_STORAGE = 1,     /* the client to a storage server */
     RL_KV_LINK_CLIENT_COORDINATOR = 2, /* the client to the coordinator (read versions, system keys) */
     RL_KV_LINK_STORAGE_STORAGE = 3,    /* a storage server to another (mapped reads' GET_MULTI) */
-} rl_kv_link;
+} rl__kv_link;
 
 /* One request of a read (or a read-version request) as the backend saw it, recorded only when
- * the read asked for it (rl_kv_read.trace). Allocated by the backend from the read's arena (a
- * read-version request's one event lives in the rl_kv_grv block) and linked in send order; the
+ * the read asked for it (rl__kv_read.trace). Allocated by the backend from the read's arena (a
+ * read-version request's one event lives in the rl__kv_grv block) and linked in send order; the
  * transaction layer moves the list to the future. Times are rl__clock_mono_ns(). Every attempt
  * sent has one: an attempt that got no reply (a lost connection, a timeout, a failed send: then
  * retried or failed) has err = the transport error and bytes_received 0. A read version keeps
@@ -77,15 +77,15 @@ typedef enum {
 typedef struct {
     uint32_t server_id, requests, items;
     uint64_t bytes_sent, bytes_received;
-} rl_kv_s2s_peer;
+} rl__kv_s2s_peer;
 
-typedef struct rl_kv_trace_event rl_kv_trace_event;
-struct rl_kv_trace_event {
-    rl_kv_trace_event *next;
+typedef struct rl__kv_trace_event rl__kv_trace_event;
+struct rl__kv_trace_event {
+    rl__kv_trace_event *next;
     uint64_t start_ns;  /* the request was handed to its connection */
     uint64_t end_ns;    /* its reply was taken by the network thread */
     uint16_t type;      /* wire message type (net/proto.h RL_MSG_*) */
-    uint8_t link;       /* rl_kv_link */
+    uint8_t link;       /* rl__kv_link */
     int32_t err;        /* the error reply's code, 0 for a reply */
     uint32_t server_id; /* 0: the coordinator */
     char address[16];   /* dotted IPv4 */
@@ -97,8 +97,8 @@ struct rl_kv_trace_event {
     uint32_t secondaries_local, secondaries_remote;
     uint32_t s2s_requests, s2s_round_trips, s2s_peers;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
-    uint64_t server_ns;          /* time the server spent on it */
-    const rl_kv_s2s_peer *peers; /* per peer (the server's first RL_PROTO_MAX_PEER_STATS), in the
+    uint64_t server_ns;           /* time the server spent on it */
+    const rl__kv_s2s_peer *peers; /* per peer (the server's first RL_PROTO_MAX_PEER_STATS), in the
                                   * read's arena */
     uint32_t n_peers;
 };
@@ -126,12 +126,12 @@ typedef struct {
                                     * bytes and coord_* include it) */
     uint32_t grv_waits;    /* 1: the read waited for a read version first (one round
                                     * trip before its own) */
-} rl_kv_read_stats;
+} rl__kv_read_stats;
 
-struct rl_kv_read {
+struct rl__kv_read {
     /* Inputs (set by the caller; see contract 3). */
-    int op; /* rl_kv_read_op */
-    rl_version version;
+    int op; /* rl__kv_read_op */
+    rl__version version;
     const uint8_t *key; /* RL_KV_GET */
     uint32_t key_len;
     rl_key_selector begin, end; /* GET_KEY: begin only; ranges: both */
@@ -146,7 +146,7 @@ struct rl_kv_read {
     int secondary_strategy; /* RL_KV_GET_MAPPED: rl_secondary_strategy (0: the database's);
                                   * only the cluster backend uses it */
     rl_arena *arena;        /* results are allocated here */
-    void (*done)(rl_kv_read *r, int err);
+    void (*done)(rl__kv_read *r, int err);
     void *ud; /* the caller's */
     /* Outputs (valid in done when err == RL_OK). */
     int present; /* GET */
@@ -159,53 +159,53 @@ struct rl_kv_read {
     rl_keyvalue *kvs;         /* GET_RANGE: n rows */
     rl_mapped_keyvalue *mkvs; /* GET_MAPPED: n entries */
     int n;
-    int more;               /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
-    rl_kv_read_stats stats; /* zeroed by the caller before the call; the backend adds to it */
-    void *be_link;          /* the backend's own (queue link); untouched by the caller */
+    int more;                /* ranges: rows (entries) remain in [rbegin, rend) beyond these */
+    rl__kv_read_stats stats; /* zeroed by the caller before the call; the backend adds to it */
+    void *be_link;           /* the backend's own (queue link); untouched by the caller */
     /* Tracing (appended): input `trace` 1 asks the backend to record an event per request
      * (zero cost when 0); outputs: the events, in the read's arena, oldest first. */
     int trace;
-    rl_kv_trace_event *trace_head, *trace_tail;
+    rl__kv_trace_event *trace_head, *trace_tail;
     uint64_t deadline_ns; /* input (appended): contract 7 */
     uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */
 
-typedef struct rl_kv_grv rl_kv_grv;
-struct rl_kv_grv {
-    void (*done)(rl_kv_grv *g, int err);
+typedef struct rl__kv_grv rl__kv_grv;
+struct rl__kv_grv {
+    void (*done)(rl__kv_grv *g, int err);
     void *ud;
-    rl_version version; /* output: a version whose snapshot is final and holds every commit
+    rl__version version; /* output: a version whose snapshot is final and holds every commit
                          * acknowledged before the request (embedded: one that follows the
                          * clock; cluster: the coordinator's durable version) */
-    void *be_link;      /* the backend's own */
+    void *be_link;       /* the backend's own */
     /* Tracing (appended; the backend may leave them 0): counters of the request (requests,
      * round_trips, bytes, coord_*), and with `trace` 1 its event in `ev` (has_ev 1). */
-    rl_kv_read_stats stats;
+    rl__kv_read_stats stats;
     int trace;
     int has_ev;
-    rl_kv_trace_event ev;
+    rl__kv_trace_event ev;
     uint64_t deadline_ns; /* input (appended): contract 7 */
     uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
 };
 
-typedef struct rl_kv_commit rl_kv_commit;
-struct rl_kv_commit {
+typedef struct rl__kv_commit rl__kv_commit;
+struct rl__kv_commit {
     /* Inputs: borrowed only during the start call — a backend that sends the commit later copies
      * (or encodes) them first, because a reset of the transaction may reuse their memory while the
      * commit is still in flight. The block itself stays valid until done. */
-    rl_version read_version;
-    const rl_keyrange *reads;
+    rl__version read_version;
+    const rl__keyrange *reads;
     size_t n_reads;
-    const rl_keyrange *writes;
+    const rl__keyrange *writes;
     size_t n_writes;
-    const rl_mutation *muts; /* may contain SET_VERSIONSTAMPED_KEY / _VALUE */
+    const rl__mutation *muts; /* may contain SET_VERSIONSTAMPED_KEY / _VALUE */
     size_t n_muts;
-    void (*done)(rl_kv_commit *c, int err);
+    void (*done)(rl__kv_commit *c, int err);
     void *ud;
     /* Outputs (err == RL_OK). */
-    rl_version commit_version;
+    rl__version commit_version;
     uint16_t batch_order; /* the transaction's order within its commit batch */
     void *be_link;        /* the backend's own */
     uint64_t deadline_ns; /* input (appended): contract 7 */
@@ -231,7 +231,7 @@ typedef struct {
     int strategy;                           /* mapped reads' secondary strategy: 1 individual, 2 grouped (0: the
                              * servers' default, or n/a) */
     int s2s_batch;                          /* its batch of secondary reads (0: the server's default) */
-} rl_kv_locality;
+} rl__kv_locality;
 
 /* ---- The vtable -------------------------------------------------------------------------- */
 
@@ -240,41 +240,41 @@ typedef struct {
     int completes_inline; /* 1: every done runs before the starting call returns, in the
                             * calling thread (the transaction layer then takes no locks) */
     /* Release everything (contract 6). */
-    void (*close)(rl_kv_backend *b);
+    void (*close)(rl__kv_backend *b);
     /* Start a read-version request. */
-    void (*get_read_version)(rl_kv_backend *b, rl_kv_grv *g);
-    /* Start a read (rl_kv_read.op says which). */
-    void (*read)(rl_kv_backend *b, rl_kv_read *r);
+    void (*get_read_version)(rl__kv_backend *b, rl__kv_grv *g);
+    /* Start a read (rl__kv_read.op says which). */
+    void (*read)(rl__kv_backend *b, rl__kv_read *r);
     /* Start a commit. The outcome codes are those of rl_txn_commit (kv.h). */
-    void (*commit)(rl_kv_backend *b, rl_kv_commit *c);
+    void (*commit)(rl__kv_backend *b, rl__kv_commit *c);
     /* Append a JSON object describing the backend to out (may block). */
-    int (*status_json)(rl_kv_backend *b, rl_buf *out);
+    int (*status_json)(rl__kv_backend *b, rl_buf *out);
     /* Optional (NULL: a local backend; appended): fill *out (zeroed by the caller) with where a
      * read of key[0..key_len) goes and the round trip measured to those servers. Thread-safe,
      * never blocks on the network, never fails (unknown figures stay 0). */
-    void (*locality)(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out);
+    void (*locality)(rl__kv_backend *b, const uint8_t *key, uint32_t key_len, rl__kv_locality *out);
     /* Optional (NULL: the backend's versions come from elsewhere, e.g. a cluster's sequencer;
      * appended): make the backend's sequencer read fn(ud) instead of the monotonic clock, for
      * tests (rl__db_set_clock, kv_int.h). RL_OK. */
-    int (*set_clock)(rl_kv_backend *b, uint64_t (*fn)(void *ud), void *ud);
+    int (*set_clock)(rl__kv_backend *b, uint64_t (*fn)(void *ud), void *ud);
     /* Optional, only with completes_inline (NULL otherwise; appended): a point read of
      * key[0..key_len) at version, done before it returns — what read() does for RL_KV_GET, without
      * the request block and its done callback (the transaction layer's cheapest read). Results
-     * in arena, outputs and errors as rl_kv_read's. */
-    int (*get_now)(rl_kv_backend *b, rl_version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
+     * in arena, outputs and errors as rl__kv_read's. */
+    int (*get_now)(rl__kv_backend *b, rl__version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
                    int *out_present, const uint8_t **out_value, uint32_t *out_value_len);
-} rl_kv_backend_vtable;
+} rl__kv_backend_vtable;
 
 /* Every backend struct begins with this header. */
-struct rl_kv_backend {
-    const rl_kv_backend_vtable *vt;
+struct rl__kv_backend {
+    const rl__kv_backend_vtable *vt;
 };
 
 /* ---- Constructors ------------------------------------------------------------------------ */
 
 /* embedded.c: open "mem:" (dir == NULL) or "file:DIR". On failure a message is appended to
  * errmsg. Errors as rl__storage_open, plus RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg);
+int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg);
 
 /* deferred.c: the test backend "defer:URL" — the embedded backend for URL (mem: or file:DIR)
  * behind a worker thread that completes every operation later, in a shuffled order within a
@@ -287,6 +287,6 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
  * not understood; errmsg says so), RL_E_OUT_OF_MEMORY. */
 int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir, rl_db_options *out_opts,
                     rl_buf *errmsg);
-int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg);
+int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg);
 
 #endif

@@ -296,7 +296,7 @@ void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(vo
     return p;
 }
 
-void rl__db_locality(rl_db *db, const uint8_t *key, size_t key_len, rl_kv_locality *out) {
+void rl__db_locality(rl_db *db, const uint8_t *key, size_t key_len, rl__kv_locality *out) {
     memset(out, 0, sizeof *out);
     if (db->be->vt->locality && key_len <= UINT32_MAX) db->be->vt->locality(db->be, key, (uint32_t)key_len, out);
 }

@@ -30,20 +30,20 @@ enum { Q_READ = 1, Q_GRV, Q_COMMIT };
 
 typedef struct qitem {
     int kind;
-    void *req; /* rl_kv_read / rl_kv_grv / commit_copy */
+    void *req; /* rl__kv_read / rl__kv_grv / commit_copy */
     struct qitem *next;
 } qitem;
 
 /* A commit with its own copy of the inputs (invariant 3). */
 typedef struct {
-    rl_kv_commit inner;  /* what the embedded backend runs */
-    rl_kv_commit *outer; /* the caller's block */
-    rl_arena arena;      /* the copied bytes */
+    rl__kv_commit inner;  /* what the embedded backend runs */
+    rl__kv_commit *outer; /* the caller's block */
+    rl_arena arena;       /* the copied bytes */
 } commit_copy;
 
 typedef struct {
-    rl_kv_backend base; /* must be first */
-    rl_kv_backend *in;  /* the embedded backend */
+    rl__kv_backend base; /* must be first */
+    rl__kv_backend *in;  /* the embedded backend */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     qitem *head, *tail; /* under mu */
@@ -70,9 +70,9 @@ static void enqueue(deferred *d, qitem *it) {
     pthread_mutex_unlock(&d->mu);
 }
 
-static void commit_inner_done(rl_kv_commit *c, int err) {
+static void commit_inner_done(rl__kv_commit *c, int err) {
     commit_copy *cc = c->ud;
-    rl_kv_commit *o = cc->outer;
+    rl__kv_commit *o = cc->outer;
     if (err == RL_OK) {
         o->commit_version = c->commit_version;
         o->batch_order = c->batch_order;
@@ -88,13 +88,13 @@ static int past(uint64_t deadline) { return deadline && rl__clock_mono_ns() >= d
 static void run_item(deferred *d, qitem *it) {
     switch (it->kind) {
     case Q_READ: {
-        rl_kv_read *r = it->req;
+        rl__kv_read *r = it->req;
         if (past(r->deadline_ns)) r->done(r, RL_E_TRANSACTION_TIMED_OUT);
         else d->in->vt->read(d->in, r);
         break;
     }
     case Q_GRV: {
-        rl_kv_grv *g = it->req;
+        rl__kv_grv *g = it->req;
         if (past(g->deadline_ns)) g->done(g, RL_E_TRANSACTION_TIMED_OUT);
         else d->in->vt->get_read_version(d->in, g);
         break;
@@ -150,18 +150,18 @@ static void push(deferred *d, int kind, void *req, void (*fail)(void *req, int e
 }
 
 static void fail_read(void *req, int err) {
-    rl_kv_read *r = req;
+    rl__kv_read *r = req;
     r->done(r, err);
 }
 
 static void fail_grv(void *req, int err) {
-    rl_kv_grv *g = req;
+    rl__kv_grv *g = req;
     g->done(g, err);
 }
 
-static void def_read(rl_kv_backend *b, rl_kv_read *r) { push((deferred *)b, Q_READ, r, fail_read); }
+static void def_read(rl__kv_backend *b, rl__kv_read *r) { push((deferred *)b, Q_READ, r, fail_read); }
 
-static void def_grv(rl_kv_backend *b, rl_kv_grv *g) { push((deferred *)b, Q_GRV, g, fail_grv); }
+static void def_grv(rl__kv_backend *b, rl__kv_grv *g) { push((deferred *)b, Q_GRV, g, fail_grv); }
 
 /* Copy [p, p + n) into arena a; *out NULL on OOM unless n == 0. */
 static int dup(rl_arena *a, const uint8_t *p, uint32_t n, const uint8_t **out) {
@@ -169,8 +169,8 @@ static int dup(rl_arena *a, const uint8_t *p, uint32_t n, const uint8_t **out) {
     return *out ? RL_OK : RL_E_OUT_OF_MEMORY;
 }
 
-static int copy_ranges(rl_arena *a, const rl_keyrange *in, size_t n, const rl_keyrange **out) {
-    rl_keyrange *v = rl__arena_alloc(a, n * sizeof *v + 1);
+static int copy_ranges(rl_arena *a, const rl__keyrange *in, size_t n, const rl__keyrange **out) {
+    rl__keyrange *v = rl__arena_alloc(a, n * sizeof *v + 1);
     if (!v) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
         v[i] = in[i];
@@ -181,7 +181,7 @@ static int copy_ranges(rl_arena *a, const rl_keyrange *in, size_t n, const rl_ke
     return RL_OK;
 }
 
-static void def_commit(rl_kv_backend *b, rl_kv_commit *c) {
+static void def_commit(rl__kv_backend *b, rl__kv_commit *c) {
     commit_copy *cc = rl__calloc(1, sizeof *cc);
     if (!cc) {
         c->done(c, RL_E_OUT_OF_MEMORY);
@@ -189,7 +189,7 @@ static void def_commit(rl_kv_backend *b, rl_kv_commit *c) {
     }
     rl__arena_init(&cc->arena, 4096);
     cc->outer = c;
-    rl_kv_commit *in = &cc->inner;
+    rl__kv_commit *in = &cc->inner;
     in->read_version = c->read_version;
     in->n_reads = c->n_reads;
     in->n_writes = c->n_writes;
@@ -198,7 +198,7 @@ static void def_commit(rl_kv_backend *b, rl_kv_commit *c) {
     in->ud = cc;
     int rc = copy_ranges(&cc->arena, c->reads, c->n_reads, &in->reads);
     if (rc == RL_OK) rc = copy_ranges(&cc->arena, c->writes, c->n_writes, &in->writes);
-    rl_mutation *m = rc ? NULL : rl__arena_alloc(&cc->arena, c->n_muts * sizeof *m + 1);
+    rl__mutation *m = rc ? NULL : rl__arena_alloc(&cc->arena, c->n_muts * sizeof *m + 1);
     if (rc == RL_OK && !m) rc = RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; rc == RL_OK && i < c->n_muts; i++) {
         m[i] = c->muts[i];
@@ -219,7 +219,7 @@ static void def_commit(rl_kv_backend *b, rl_kv_commit *c) {
     enqueue((deferred *)b, it);
 }
 
-static int def_status_json(rl_kv_backend *b, rl_buf *out) {
+static int def_status_json(rl__kv_backend *b, rl_buf *out) {
     deferred *d = (deferred *)b;
     rl__buf_append_str(out, "{\"backend\": \"deferred\", \"inner\": ");
     int rc = d->in->vt->status_json(d->in, out);
@@ -227,7 +227,7 @@ static int def_status_json(rl_kv_backend *b, rl_buf *out) {
     return rc ? rc : rl__buf_error(out);
 }
 
-static void def_close(rl_kv_backend *b) {
+static void def_close(rl__kv_backend *b) {
     deferred *d = (deferred *)b;
     pthread_mutex_lock(&d->mu);
     d->stop = 1;
@@ -241,12 +241,12 @@ static void def_close(rl_kv_backend *b) {
 }
 
 /* The clock is the inner backend's (commits run there, on the worker, one at a time). */
-static int def_set_clock(rl_kv_backend *b, uint64_t (*fn)(void *ud), void *ud) {
+static int def_set_clock(rl__kv_backend *b, uint64_t (*fn)(void *ud), void *ud) {
     deferred *d = (deferred *)b;
     return d->in->vt->set_clock ? d->in->vt->set_clock(d->in, fn, ud) : RL_E_UNSUPPORTED_OPERATION;
 }
 
-static const rl_kv_backend_vtable deferred_vt = {
+static const rl__kv_backend_vtable deferred_vt = {
     .name = "deferred",
     .completes_inline = 0,
     .close = def_close,
@@ -257,7 +257,7 @@ static const rl_kv_backend_vtable deferred_vt = {
     .set_clock = def_set_clock,
 };
 
-int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
+int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
     char *dir = NULL;
     rl_db_options fo;
     if (!strcmp(inner_url, "mem:")) {

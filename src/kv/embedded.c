@@ -42,9 +42,9 @@
 #include "storage/storage.h"
 
 typedef struct {
-    rl_kv_backend base; /* must be first */
-    rl_storage *st;
-    rl_committer *cm;
+    rl__kv_backend base; /* must be first */
+    rl__storage *st;
+    rl__committer *cm;
     int is_durable;
     int read_only;           /* rl_db_options.read_only */
     char *dir;               /* heap copy or NULL */
@@ -52,13 +52,13 @@ typedef struct {
     long secondary_byte_limit;
 } embedded;
 
-static int sink_apply(void *ctx, rl_version v, const rl_mutation *muts, size_t n) {
+static int sink_apply(void *ctx, rl__version v, const rl__mutation *muts, size_t n) {
     return rl__storage_apply(ctx, v, muts, n);
 }
 
 static int sink_sync(void *ctx) { return rl__storage_sync(ctx); }
 
-static void emb_close(rl_kv_backend *b) {
+static void emb_close(rl__kv_backend *b) {
     embedded *e = (embedded *)b;
     rl__committer_free(e->cm);
     rl__storage_close(e->st);
@@ -66,7 +66,7 @@ static void emb_close(rl_kv_backend *b) {
     rl__free(e);
 }
 
-static void emb_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
+static void emb_get_read_version(rl__kv_backend *b, rl__kv_grv *g) {
     embedded *e = (embedded *)b;
     g->version = rl__committer_fresh_read_version(e->cm); /* invariant 2 */
     g->done(g, RL_OK);
@@ -74,20 +74,20 @@ static void emb_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
 
 /* The storage engine's read ceiling (invariant 2a): the committer's newest handed-out read
  * version. */
-static rl_version read_ceiling(void *ud) { return rl__committer_read_ceiling(ud); }
+static rl__version read_ceiling(void *ud) { return rl__committer_read_ceiling(ud); }
 
 static const uint8_t empty_key[1] = {0};
 
 /* One read, at once (invariant 1). Selectors resolve within the whole readable keyspace
  * ["", max_key), so they always resolve (clamped at its ends). */
-static int emb_read_now(embedded *e, rl_kv_read *r) {
+static int emb_read_now(embedded *e, rl__kv_read *r) {
     int rc;
-    rl_range_bounds bd;
+    rl__range_bounds bd;
     switch (r->op) {
     case RL_KV_GET:
         return rl__storage_get(e->st, r->version, r->key, r->key_len, r->arena, &r->present, &r->value, &r->value_len);
     case RL_KV_GET_KEY: {
-        rl_select_result s;
+        rl__select_result s;
         rc = rl__storage_select(e->st, r->version, &r->begin, empty_key, 0, 1, r->max_key, r->max_key_len, 1, r->arena,
                                 &s);
         if (rc == RL_OK) r->rbegin = s.key, r->rbegin_len = s.key_len;
@@ -120,10 +120,10 @@ static int emb_read_now(embedded *e, rl_kv_read *r) {
         return rl__storage_get_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, r->limit,
                                      r->target_bytes, r->reverse, r->arena, &r->kvs, &r->n, &r->more);
     }
-    rl_mapper *m = NULL;
+    rl__mapper *m = NULL;
     if ((rc = rl__mapper_parse(r->mapper, r->mapper_len, r->arena, &m))) return rc;
     if (empty) return RL_OK;
-    rl_mapped_options o;
+    rl__mapped_options o;
     memset(&o, 0, sizeof o);
     o.limit = r->limit;
     o.target_bytes = r->target_bytes;
@@ -134,20 +134,20 @@ static int emb_read_now(embedded *e, rl_kv_read *r) {
                                         NULL, r->arena, &r->mkvs, &r->n, &r->more);
 }
 
-static void emb_read(rl_kv_backend *b, rl_kv_read *r) { r->done(r, emb_read_now((embedded *)b, r)); }
+static void emb_read(rl__kv_backend *b, rl__kv_read *r) { r->done(r, emb_read_now((embedded *)b, r)); }
 
-static int emb_get_now(rl_kv_backend *b, rl_version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
+static int emb_get_now(rl__kv_backend *b, rl__version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
                        int *out_present, const uint8_t **out_value, uint32_t *out_value_len) {
     return rl__storage_get(((embedded *)b)->st, version, key, key_len, arena, out_present, out_value, out_value_len);
 }
 
-static void emb_commit(rl_kv_backend *b, rl_kv_commit *c) {
+static void emb_commit(rl__kv_backend *b, rl__kv_commit *c) {
     embedded *e = (embedded *)b;
     if (e->read_only && (c->n_muts || c->n_writes)) { /* invariant 4 */
         c->done(c, RL_E_READ_ONLY_DATABASE);
         return;
     }
-    rl_commit_request req;
+    rl__commit_request req;
     memset(&req, 0, sizeof req);
     req.read_version = c->read_version;
     req.reads = c->reads;
@@ -171,9 +171,9 @@ static void json_str(rl_buf *out, const char *s) {
 }
 
 /* Status: versions from the committer and the storage engine, sizes, log and checkpoints. */
-static int emb_status_json(rl_kv_backend *b, rl_buf *out) {
+static int emb_status_json(rl__kv_backend *b, rl_buf *out) {
     embedded *e = (embedded *)b;
-    rl_storage_status s;
+    rl__storage_status s;
     memset(&s, 0, sizeof s);
     rl__storage_get_status(e->st, &s);
     rl__buf_printf(out,
@@ -205,12 +205,12 @@ static int emb_status_json(rl_kv_backend *b, rl_buf *out) {
     return rl__buf_error(out);
 }
 
-static int emb_set_clock(rl_kv_backend *b, uint64_t (*fn)(void *ud), void *ud) {
+static int emb_set_clock(rl__kv_backend *b, uint64_t (*fn)(void *ud), void *ud) {
     rl__committer_set_clock(((embedded *)b)->cm, fn, ud);
     return RL_OK;
 }
 
-static const rl_kv_backend_vtable embedded_vt = {
+static const rl__kv_backend_vtable embedded_vt = {
     .name = "embedded",
     .completes_inline = 1,
     .close = emb_close,
@@ -224,7 +224,7 @@ static const rl_kv_backend_vtable embedded_vt = {
 
 /* Open the storage engine (recovering it for file:) and a committer over it. On failure nothing
  * is left open and errmsg says why (the storage engine's message for files). */
-int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
+int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
     int rc;
     embedded *e = rl__calloc(1, sizeof *e);
     if (!e) return RL_E_OUT_OF_MEMORY;
@@ -237,7 +237,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
         }
         e->is_durable = 1;
     }
-    rl_storage_options so;
+    rl__storage_options so;
     memset(&so, 0, sizeof so);
     so.engine = dir ? RL_ENGINE_AUTO : RL_ENGINE_MEMORY;
     so.dir = e->dir;
@@ -273,10 +273,10 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl_kv_backe
     so.read_only = e->read_only;
     rc = rl__storage_open(&so, &e->st, errmsg);
     if (rc) goto fail;
-    rl_committer_options co;
+    rl__committer_options co;
     memset(&co, 0, sizeof co);
     co.window_versions = so.window_versions;
-    rl_log_sink sink = {e->st, sink_apply, sink_sync};
+    rl__log_sink sink = {e->st, sink_apply, sink_sync};
     rc = rl__committer_new(&co, sink, rl__storage_latest_version(e->st), &e->cm);
     if (rc) {
         if (errmsg) rl__buf_printf(errmsg, "cannot start the committer: %s", rl_error_name(rc));

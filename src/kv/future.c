@@ -176,7 +176,7 @@ rl_future *rl__future_error(int kind, int err) {
 static void complete(rl_future *f, int err, int drop_ref) {
     if (f->is_static) return;
     pthread_mutex_lock(&f->mu);
-    rl_future_cb *cbs = NULL;
+    rl__future_cb *cbs = NULL;
     int n = 0, wake = 0;
     if (!f->ready) {
         f->error = err;
@@ -248,7 +248,7 @@ int rl_future_set_callback(rl_future *f, void (*cb)(rl_future *f, void *ud), voi
     if (!f || !cb) return RL_E_INVALID_ARGUMENT;
     pthread_mutex_lock(&f->mu);
     if (!f->ready) {
-        rl_future_cb *n = rl__realloc(f->cbs, (size_t)(f->n_cbs + 1) * sizeof *n);
+        rl__future_cb *n = rl__realloc(f->cbs, (size_t)(f->n_cbs + 1) * sizeof *n);
         if (!n) {
             pthread_mutex_unlock(&f->mu);
             return RL_E_OUT_OF_MEMORY;
@@ -370,13 +370,13 @@ const char *rl__kv_trace_type_name(uint16_t type) {
     }
 }
 
-const rl_kv_read_stats *rl__future_read_stats(const rl_future *f) {
-    static const rl_kv_read_stats zero;
+const rl__kv_read_stats *rl__future_read_stats(const rl_future *f) {
+    static const rl__kv_read_stats zero;
     if (!f || !__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return &zero;
     return &f->stats;
 }
 
-const rl_kv_trace_event *rl__future_trace(const rl_future *f) {
+const rl__kv_trace_event *rl__future_trace(const rl_future *f) {
     if (!f || !__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return NULL;
     return f->trace_head;
 }

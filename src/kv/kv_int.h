@@ -29,7 +29,7 @@
 /* ---- Database ---------------------------------------------------------------------------- */
 
 struct rl_db {
-    rl_kv_backend *be;      /* owned */
+    rl__kv_backend *be;     /* owned */
     uint64_t seed;          /* backoff jitter state (guarded by mu) */
     int64_t txn_timeout_ms; /* rl_db_options.transaction_timeout_ms: every new transaction's
                              * RL_TXN_OPT_TIMEOUT_MS (0: none); set at open, then read only */
@@ -56,15 +56,15 @@ typedef enum {
     RL_FUT_KEY = 3,    /* get_key, versionstamp */
     RL_FUT_KVS = 4,    /* get_range */
     RL_FUT_MAPPED = 5, /* get_mapped_range */
-} rl_future_kind;
+} rl__future_kind;
 
 typedef struct {
     void (*cb)(rl_future *f, void *ud);
     void *ud;
-} rl_future_cb;
+} rl__future_cb;
 
 struct rl_future {
-    int kind;            /* rl_future_kind */
+    int kind;            /* rl__future_kind */
     int is_static;       /* the shared out-of-memory future: never freed */
     int ready;           /* written under mu; once 1 never changes; the futex rl_future_wait sleeps on */
     int error;           /* valid when ready */
@@ -77,7 +77,7 @@ struct rl_future {
     rl_arena arena;      /* results live here */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    rl_future_cb *cbs; /* callbacks waiting for ready (heap, n_cbs entries) */
+    rl__future_cb *cbs; /* callbacks waiting for ready (heap, n_cbs entries) */
     int n_cbs;
     /* Results (by kind). */
     int64_t i64;
@@ -88,9 +88,9 @@ struct rl_future {
     rl_mapped_keyvalue *mkvs;
     int count;
     int more;
-    rl_txn *vs_owner;                           /* versionstamp future: the transaction that will complete it */
-    rl_kv_read_stats stats;                     /* what the backend reported for the read (summed over its requests) */
-    rl_kv_trace_event *trace_head, *trace_tail; /* its requests' events (in arena), when traced */
+    rl_txn *vs_owner;                            /* versionstamp future: the transaction that will complete it */
+    rl__kv_read_stats stats;                     /* what the backend reported for the read (summed over its requests) */
+    rl__kv_trace_event *trace_head, *trace_tail; /* its requests' events (in arena), when traced */
 };
 
 /* A new pending future of the given kind, or the shared out-of-memory future (never NULL). */
@@ -119,68 +119,68 @@ typedef enum {
     WM_CLEARED = 1,    /* key known absent */
     WM_ATOMIC = 2,     /* atomic ops stacked on the unknown stored value */
     WM_UNREADABLE = 3, /* a versionstamped value (or ops on one): reads fail with 1036 */
-} rl_wm_kind;
+} rl__wm_kind;
 
-typedef struct rl_wm_op {
-    uint8_t type;           /* rl_mutation_type */
+typedef struct rl__wm_op {
+    uint8_t type;           /* rl__mutation_type */
     const uint8_t *operand; /* in the txn arena */
     uint32_t len;
-    struct rl_wm_op *next; /* application order */
-} rl_wm_op;
+    struct rl__wm_op *next; /* application order */
+} rl__wm_op;
 
 typedef struct {
     const uint8_t *key; /* in the txn arena */
     uint32_t key_len;
-    int kind; /* rl_wm_kind */
+    int kind; /* rl__wm_kind */
     const uint8_t *value;
     uint32_t value_len;
-    rl_wm_op *ops, *ops_tail; /* WM_ATOMIC / WM_UNREADABLE */
-} rl_wm_point;
+    rl__wm_op *ops, *ops_tail; /* WM_ATOMIC / WM_UNREADABLE */
+} rl__wm_point;
 
 typedef struct {
     const uint8_t *begin, *end; /* in the txn arena */
     uint32_t begin_len, end_len;
-} rl_wm_range;
+} rl__wm_range;
 
 /* The write map: point entries sorted by key, plus sorted disjoint cleared ranges. A point entry
  * overrides a cleared range; a key in a cleared range without a point entry is absent. */
 typedef struct {
-    rl_wm_point *pts; /* heap array, sorted, unique keys */
+    rl__wm_point *pts; /* heap array, sorted, unique keys */
     size_t n_pts, cap_pts;
-    rl_wm_range *clears; /* heap array, sorted, disjoint, non-adjacent-merged */
+    rl__wm_range *clears; /* heap array, sorted, disjoint, non-adjacent-merged */
     size_t n_clears, cap_clears;
     rl_arena *arena; /* the transaction's arena (borrowed) */
-} rl_wmap;
+} rl__wmap;
 
-void rl__wmap_init(rl_wmap *w, rl_arena *a);
-void rl__wmap_release(rl_wmap *w);
+void rl__wmap_init(rl__wmap *w, rl_arena *a);
+void rl__wmap_release(rl__wmap *w);
 /* Forget every entry (the arena is reset by the caller). */
-void rl__wmap_reset(rl_wmap *w);
-int rl__wmap_set(rl_wmap *w, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl);
-int rl__wmap_clear(rl_wmap *w, const uint8_t *k, uint32_t kl);
-int rl__wmap_clear_range(rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
-/* Stack or apply an atomic op (type: rl_mutation_type, never SET_VERSIONSTAMPED_KEY). */
-int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *p, uint32_t pl);
+void rl__wmap_reset(rl__wmap *w);
+int rl__wmap_set(rl__wmap *w, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl);
+int rl__wmap_clear(rl__wmap *w, const uint8_t *k, uint32_t kl);
+int rl__wmap_clear_range(rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
+/* Stack or apply an atomic op (type: rl__mutation_type, never SET_VERSIONSTAMPED_KEY). */
+int rl__wmap_atomic(rl__wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *p, uint32_t pl);
 /* Index of the first point with key >= k. */
-size_t rl__wmap_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl);
+size_t rl__wmap_lower(const rl__wmap *w, const uint8_t *k, uint32_t kl);
 /* 1 if k lies in a cleared range. */
-int rl__wmap_in_clear(const rl_wmap *w, const uint8_t *k, uint32_t kl);
+int rl__wmap_in_clear(const rl__wmap *w, const uint8_t *k, uint32_t kl);
 /* 1 if [b, e) contains a point entry or meets a cleared range. */
-int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
+int rl__wmap_overlaps(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
 /* Copy the part of w that a read of [b, e) sees (e NULL: to the end) into arena a (ryw.c). */
-int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_arena *a,
-                        rl_wmap *out);
+int rl__wmap_copy_slice(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_arena *a,
+                        rl__wmap *out);
 /* The value of point p over a stored base (present/base): applies its ops. Result in arena a.
  * RL_E_ACCESSED_UNREADABLE for WM_UNREADABLE. */
-int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base, uint32_t base_len, rl_arena *a,
+int rl__wmap_resolve(const rl__wm_point *p, int base_present, const uint8_t *base, uint32_t base_len, rl_arena *a,
                      int *out_present, const uint8_t **out_v, uint32_t *out_len);
 
 /* ---- Transactions ------------------------------------------------------------------------ */
 
 typedef struct {
-    rl_keyrange *v; /* heap array; bytes in the txn arena */
+    rl__keyrange *v; /* heap array; bytes in the txn arena */
     size_t n, cap;
-} rl_rangelist;
+} rl__rangelist;
 
 typedef struct txn_op txn_op;
 typedef struct txn_grv txn_grv;
@@ -194,14 +194,14 @@ struct rl_txn {
     uint64_t gen;       /* bumped by every reset: completions of an older generation are
                               * cancelled and change nothing */
     rl_arena arena;     /* write map keys/values, mutations, conflict ranges */
-    rl_wmap wm;
-    rl_mutation *muts; /* heap array, in order */
+    rl__wmap wm;
+    rl__mutation *muts; /* heap array, in order */
     size_t n_muts, cap_muts;
-    rl_rangelist reads, writes;
+    rl__rangelist reads, writes;
     size_t size; /* bytes of mutations + conflict ranges */
     /* Read version: known (has_rv), or being asked for (grv != NULL) with operations waiting. */
     int has_rv;
-    rl_version rv;
+    rl__version rv;
     txn_grv *grv;       /* the request in flight, or NULL */
     txn_op *rv_waiters; /* operations started before the read version was known (FIFO) */
     txn_op *rv_waiters_tail;
@@ -266,7 +266,7 @@ int rl__txn_read_conflict_key(rl_txn *t, const uint8_t *k, uint32_t kl);
 /* txn_read.c: the read version arrived (err RL_OK) or failed: start or fail the waiters.
  * g: the finished request (its stats and event are charged to the waiters' futures), or NULL.
  * Called without t->mu. */
-void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v, const rl_kv_grv *g);
+void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl__version v, const rl__kv_grv *g);
 /* txn_read.c: cancel every read in flight (their futures complete with err). Under t->mu. */
 void rl__txn_cancel_ops(rl_txn *t, int err);
 /* txn.c: detach the pending versionstamp future filled for err (the stamp when RL_OK); the

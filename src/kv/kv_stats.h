@@ -1,6 +1,6 @@
 /* kv_stats.h (internal) — what the layers above the transaction layer may read of a read's
  * network figures (and, for the ADAPTIVE fetch method, a database's locality figures and one
- * per-database slot): the backend's counters of a completed read (rl_kv_read_stats, summed over the
+ * per-database slot): the backend's counters of a completed read (rl__kv_read_stats, summed over the
  * read's requests) and, when the transaction is traced, the events of its requests. The query
  * cursor uses it for its tracing counters (rl_query_counters) and its timeline
  * (rl_cursor_get_trace); nothing here changes a read's result.
@@ -33,19 +33,19 @@ void rl__txn_rv_wait(rl_txn *t, uint64_t *out_asked_ns, uint64_t *out_ready_ns);
 void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(void *p));
 
 /* rl__db_locality — where a read of key[0..key_len) goes and the round trip the client measured
- * to those servers (backend.h: rl_kv_locality); all zero for a local backend (embedded: RTT 0,
+ * to those servers (backend.h: rl__kv_locality); all zero for a local backend (embedded: RTT 0,
  * everything on one server). Thread-safe; never blocks on the network. */
-void rl__db_locality(rl_db *db, const uint8_t *key, size_t key_len, rl_kv_locality *out);
+void rl__db_locality(rl_db *db, const uint8_t *key, size_t key_len, rl__kv_locality *out);
 
 /* rl__future_read_stats — the counters of the ready read future f (all zero for a future that
  * is not a read, failed before its first request, or is not ready). Borrowed from f: valid until
  * rl_future_free(f). */
-const rl_kv_read_stats *rl__future_read_stats(const rl_future *f);
+const rl__kv_read_stats *rl__future_read_stats(const rl_future *f);
 
 /* rl__future_trace — the first of f's request events, oldest first (follow ->next), or NULL
  * (not traced, or no request). Borrowed from f's arena: valid until rl_future_free(f). Only for
  * a ready future. */
-const rl_kv_trace_event *rl__future_trace(const rl_future *f);
+const rl__kv_trace_event *rl__future_trace(const rl_future *f);
 
 /* rl__kv_trace_type_name — the short name of a trace event's request type ("get", "get_key",
  * "get_range", "get_mapped_range", "get_read_version", else "other"): static text. */

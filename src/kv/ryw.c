@@ -1,7 +1,7 @@
 /* ryw.c — the write map of a transaction: what its uncommitted writes say about every key, so
  * reads can merge them with the snapshot (read-your-writes).
  *
- * Representation (kv_int.h rl_wmap):
+ * Representation (kv_int.h rl__wmap):
  *   - point entries, sorted by key, unique: WM_VALUE (known value), WM_CLEARED (known absent),
  *     WM_ATOMIC (atomic operations stacked on the unknown stored value), WM_UNREADABLE (a pending
  *     SET_VERSIONSTAMPED_VALUE, possibly with operations on top);
@@ -24,25 +24,25 @@
 #include "base/bytes.h"
 #include "kv/kv_int.h"
 
-void rl__wmap_init(rl_wmap *w, rl_arena *a) {
+void rl__wmap_init(rl__wmap *w, rl_arena *a) {
     memset(w, 0, sizeof *w);
     w->arena = a;
 }
 
-void rl__wmap_release(rl_wmap *w) {
+void rl__wmap_release(rl__wmap *w) {
     rl__free(w->pts);
     rl__free(w->clears);
     memset(w, 0, sizeof *w);
 }
 
-void rl__wmap_reset(rl_wmap *w) {
+void rl__wmap_reset(rl__wmap *w) {
     w->n_pts = 0;
     w->n_clears = 0;
 }
 
 static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) { return rl__bytes_cmp(a, al, b, bl); }
 
-size_t rl__wmap_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
+size_t rl__wmap_lower(const rl__wmap *w, const uint8_t *k, uint32_t kl) {
     size_t lo = 0, hi = w->n_pts;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -53,7 +53,7 @@ size_t rl__wmap_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
 }
 
 /* Index of the first cleared range whose end is > k. */
-static size_t clear_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
+static size_t clear_lower(const rl__wmap *w, const uint8_t *k, uint32_t kl) {
     size_t lo = 0, hi = w->n_clears;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -63,12 +63,12 @@ static size_t clear_lower(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
     return lo;
 }
 
-int rl__wmap_in_clear(const rl_wmap *w, const uint8_t *k, uint32_t kl) {
+int rl__wmap_in_clear(const rl__wmap *w, const uint8_t *k, uint32_t kl) {
     size_t i = clear_lower(w, k, kl);
     return i < w->n_clears && kcmp(w->clears[i].begin, w->clears[i].begin_len, k, kl) <= 0;
 }
 
-int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+int rl__wmap_overlaps(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (kcmp(b, bl, e, el) >= 0) return 0;
     size_t i = rl__wmap_lower(w, b, bl);
     if (i < w->n_pts && kcmp(w->pts[i].key, w->pts[i].key_len, e, el) < 0) return 1;
@@ -79,7 +79,7 @@ int rl__wmap_overlaps(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uin
 
 /* Find or insert the point entry for k (a fresh one has kind WM_ATOMIC with no ops and must be
  * set by the caller). *out_is_new says which. NULL on OOM. */
-static rl_wm_point *point_at(rl_wmap *w, const uint8_t *k, uint32_t kl, int *out_is_new) {
+static rl__wm_point *point_at(rl__wmap *w, const uint8_t *k, uint32_t kl, int *out_is_new) {
     size_t i = rl__wmap_lower(w, k, kl);
     if (i < w->n_pts && kcmp(w->pts[i].key, w->pts[i].key_len, k, kl) == 0) {
         *out_is_new = 0;
@@ -90,7 +90,7 @@ static rl_wm_point *point_at(rl_wmap *w, const uint8_t *k, uint32_t kl, int *out
     if (!kc) return NULL;
     memmove(&w->pts[i + 1], &w->pts[i], (w->n_pts - i) * sizeof *w->pts);
     w->n_pts++;
-    rl_wm_point *p = &w->pts[i];
+    rl__wm_point *p = &w->pts[i];
     memset(p, 0, sizeof *p);
     p->key = kc;
     p->key_len = kl;
@@ -99,11 +99,11 @@ static rl_wm_point *point_at(rl_wmap *w, const uint8_t *k, uint32_t kl, int *out
     return p;
 }
 
-int rl__wmap_set(rl_wmap *w, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl) {
+int rl__wmap_set(rl__wmap *w, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl) {
     uint8_t *vc = rl__arena_memdup(w->arena, v, vl);
     if (!vc) return RL_E_OUT_OF_MEMORY;
     int is_new;
-    rl_wm_point *p = point_at(w, k, kl, &is_new);
+    rl__wm_point *p = point_at(w, k, kl, &is_new);
     if (!p) return RL_E_OUT_OF_MEMORY;
     p->kind = WM_VALUE;
     p->value = vc;
@@ -112,9 +112,9 @@ int rl__wmap_set(rl_wmap *w, const uint8_t *k, uint32_t kl, const uint8_t *v, ui
     return RL_OK;
 }
 
-int rl__wmap_clear(rl_wmap *w, const uint8_t *k, uint32_t kl) {
+int rl__wmap_clear(rl__wmap *w, const uint8_t *k, uint32_t kl) {
     int is_new;
-    rl_wm_point *p = point_at(w, k, kl, &is_new);
+    rl__wm_point *p = point_at(w, k, kl, &is_new);
     if (!p) return RL_E_OUT_OF_MEMORY;
     p->kind = WM_CLEARED;
     p->value = NULL;
@@ -123,7 +123,7 @@ int rl__wmap_clear(rl_wmap *w, const uint8_t *k, uint32_t kl) {
     return RL_OK;
 }
 
-int rl__wmap_clear_range(rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+int rl__wmap_clear_range(rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (kcmp(b, bl, e, el) >= 0) return RL_OK;
     /* Merge with every range that overlaps or touches [b, e). */
     size_t i = 0;
@@ -173,7 +173,7 @@ int rl__wmap_clear_range(rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_
 }
 
 /* Apply one operation to a known value in place (result in the arena). */
-static int apply_known(rl_wmap *w, rl_wm_point *p, int base_present, int type, const uint8_t *op, uint32_t opl) {
+static int apply_known(rl__wmap *w, rl__wm_point *p, int base_present, int type, const uint8_t *op, uint32_t opl) {
     rl_buf out;
     rl__buf_init(&out);
     int present = 0;
@@ -199,12 +199,12 @@ static int apply_known(rl_wmap *w, rl_wm_point *p, int base_present, int type, c
     return rc;
 }
 
-int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *op, uint32_t opl) {
+int rl__wmap_atomic(rl__wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *op, uint32_t opl) {
     uint8_t *oc = rl__arena_memdup(w->arena, op, opl);
     if (!oc) return RL_E_OUT_OF_MEMORY;
     int was_cleared = rl__wmap_in_clear(w, k, kl);
     int is_new;
-    rl_wm_point *p = point_at(w, k, kl, &is_new);
+    rl__wm_point *p = point_at(w, k, kl, &is_new);
     if (!p) return RL_E_OUT_OF_MEMORY;
     if (type == RL_MUT_SET_VERSIONSTAMPED_VALUE) {
         p->kind = WM_UNREADABLE;
@@ -221,7 +221,7 @@ int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const u
         int rc = apply_known(w, p, p->kind == WM_VALUE, type, oc, opl);
         return rc;
     }
-    rl_wm_op *o = rl__arena_alloc(w->arena, sizeof *o);
+    rl__wm_op *o = rl__arena_alloc(w->arena, sizeof *o);
     if (!o) return RL_E_OUT_OF_MEMORY;
     o->type = (uint8_t)type;
     o->operand = oc;
@@ -234,7 +234,7 @@ int rl__wmap_atomic(rl_wmap *w, const uint8_t *k, uint32_t kl, int type, const u
 }
 
 /* The value of p over the stored (base_present, base). */
-int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base, uint32_t base_len, rl_arena *a,
+int rl__wmap_resolve(const rl__wm_point *p, int base_present, const uint8_t *base, uint32_t base_len, rl_arena *a,
                      int *out_present, const uint8_t **out_v, uint32_t *out_len) {
     switch (p->kind) {
     case WM_VALUE:
@@ -256,7 +256,7 @@ int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base
     rl__buf_init(&next);
     if (present) rl__buf_append(&cur, base, base_len);
     int rc = RL_OK;
-    for (const rl_wm_op *o = p->ops; o && rc == RL_OK; o = o->next) {
+    for (const rl__wm_op *o = p->ops; o && rc == RL_OK; o = o->next) {
         rl__buf_reset(&next);
         int np = 0;
         rc = rl__atomic_apply(o->type, present, cur.data, cur.len, o->operand, o->len, &next, &np);
@@ -290,19 +290,19 @@ int rl__wmap_resolve(const rl_wm_point *p, int base_present, const uint8_t *base
  * they live in the transaction's arena, which changes only by appending until the transaction
  * is reset (and a reset cancels every read that holds a copy). The copy's arrays live in a and
  * it has no arena of its own (read-only). RL_OK or RL_E_OUT_OF_MEMORY. */
-int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_arena *a,
-                        rl_wmap *out) {
+int rl__wmap_copy_slice(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_arena *a,
+                        rl__wmap *out) {
     memset(out, 0, sizeof *out);
     size_t pb = rl__wmap_lower(w, b, bl), pe = e ? rl__wmap_lower(w, e, el) : w->n_pts;
     if (pe > pb) {
-        rl_wm_point *pts = rl__arena_alloc(a, (pe - pb) * sizeof *pts);
+        rl__wm_point *pts = rl__arena_alloc(a, (pe - pb) * sizeof *pts);
         if (!pts) return RL_E_OUT_OF_MEMORY;
         for (size_t i = pb; i < pe; i++) {
-            rl_wm_point *p = &pts[i - pb];
+            rl__wm_point *p = &pts[i - pb];
             *p = w->pts[i];
             p->ops = p->ops_tail = NULL;
-            for (const rl_wm_op *o = w->pts[i].ops; o; o = o->next) {
-                rl_wm_op *c = rl__arena_alloc(a, sizeof *c);
+            for (const rl__wm_op *o = w->pts[i].ops; o; o = o->next) {
+                rl__wm_op *c = rl__arena_alloc(a, sizeof *c);
                 if (!c) return RL_E_OUT_OF_MEMORY;
                 *c = *o;
                 c->next = NULL;
@@ -317,7 +317,7 @@ int rl__wmap_copy_slice(const rl_wmap *w, const uint8_t *b, uint32_t bl, const u
     size_t cb = clear_lower(w, b, bl), ce = cb;
     while (ce < w->n_clears && (!e || kcmp(w->clears[ce].begin, w->clears[ce].begin_len, e, el) < 0)) ce++;
     if (ce > cb) {
-        rl_wm_range *cl = rl__arena_memdup(a, &w->clears[cb], (ce - cb) * sizeof *cl);
+        rl__wm_range *cl = rl__arena_memdup(a, &w->clears[cb], (ce - cb) * sizeof *cl);
         if (!cl) return RL_E_OUT_OF_MEMORY;
         out->clears = cl;
         out->n_clears = out->cap_clears = ce - cb;

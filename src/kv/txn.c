@@ -88,7 +88,8 @@ int rl__txn_check_usable(rl_txn *t) {
 
 /* Append [b, e) to list l without copying: both must already live in the txn arena (or be
  * static). Counts its size. */
-static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32_t bl, const uint8_t *ec, uint32_t el) {
+static int range_add_owned(rl_txn *t, rl__rangelist *l, const uint8_t *bc, uint32_t bl, const uint8_t *ec,
+                           uint32_t el) {
     if (RL_GROW(l->v, l->cap, l->n + 1, 16)) return RL_E_OUT_OF_MEMORY;
     l->v[l->n].begin = bc;
     l->v[l->n].begin_len = bl;
@@ -101,7 +102,7 @@ static int range_add_owned(rl_txn *t, rl_rangelist *l, const uint8_t *bc, uint32
 
 /* Append a copy of [b, e) to list l (both keys in one txn arena allocation) and count its
  * size. When e starts with b (a single key: [k, k + "\x00")), one copy serves both ends. */
-static int range_add(rl_txn *t, rl_rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+static int range_add(rl_txn *t, rl__rangelist *l, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (el == bl + 1 && e[bl] == 0 && (bl == 0 || !memcmp(b, e, bl))) {
         uint8_t *c = rl__arena_key_after(&t->arena, b, bl);
         if (!c) return RL_E_OUT_OF_MEMORY;
@@ -302,7 +303,7 @@ int rl_txn_set_option(rl_txn *t, rl_txn_option opt, int64_t value) {
 void rl_txn_set_read_version(rl_txn *t, int64_t v) {
     if (!t) return;
     rl__txn_lock(t);
-    t->rv = (rl_version)v;
+    t->rv = (rl__version)v;
     t->has_rv = 1;
     rl__txn_unlock(t);
 }
@@ -319,7 +320,7 @@ static int log_mut(rl_txn *t, int type, const void *p1, size_t l1, const void *p
     uint8_t *c1 = rl__arena_memdup(&t->arena, p1, l1);
     uint8_t *c2 = rl__arena_memdup(&t->arena, p2, l2);
     if (!c1 || !c2) return RL_E_OUT_OF_MEMORY;
-    rl_mutation *m = &t->muts[t->n_muts++];
+    rl__mutation *m = &t->muts[t->n_muts++];
     m->type = (uint8_t)type;
     m->p1 = c1;
     m->len1 = (uint32_t)l1;

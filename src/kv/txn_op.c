@@ -126,16 +126,16 @@ struct txn_op {
     const uint8_t *mk; /* the readable keyspace's end */
     uint32_t mk_len;
     /* The write map as the read sees it (t->wm itself when the backend completes inline). */
-    const rl_wmap *wm;
-    const rl_wm_point *pt; /* OP_GET: the write map's point over an unknown stored value */
+    const rl__wmap *wm;
+    const rl__wm_point *pt; /* OP_GET: the write map's point over an unknown stored value */
     /* The request in flight. */
-    rl_kv_read r;
+    rl__kv_read r;
     /* Not zeroed by op_new (each is set before use; mr.out.v is cleared there). */
-    rl_wmap wm_copy;
-    rl_wm_point pt_copy;
+    rl__wmap wm_copy;
+    rl__wm_point pt_copy;
     msel rs[2]; /* merged reads: the selectors being resolved */
     mrange mr;  /* merged reads: the range being merged */
-    rl_kv_commit c;
+    rl__kv_commit c;
 };
 
 /* ---- Small helpers ----------------------------------------------------------------------- */
@@ -243,7 +243,7 @@ static int range_limits(int limit, int target_bytes, rl_streaming_mode mode, int
 
 /* Set up op->r for a read. */
 static void req_init(txn_op *op, int rop) {
-    rl_kv_read *r = &op->r;
+    rl__kv_read *r = &op->r;
     r->op = rop;
     r->version = op->t->rv;
     r->key = NULL, r->key_len = 0;
@@ -263,7 +263,7 @@ static void req_init(txn_op *op, int rop) {
 }
 
 /* Add counters a onto s (every field: they are all sums, except s2s_peers, a maximum). */
-static void stats_add(rl_kv_read_stats *s, const rl_kv_read_stats *a) {
+static void stats_add(rl__kv_read_stats *s, const rl__kv_read_stats *a) {
     s->requests += a->requests;
     s->round_trips += a->round_trips;
     s->bytes_sent += a->bytes_sent;
@@ -285,7 +285,7 @@ static void stats_add(rl_kv_read_stats *s, const rl_kv_read_stats *a) {
 }
 
 /* Append one event list (in f's arena) to f's. */
-static void trace_move(rl_future *f, rl_kv_trace_event *head, rl_kv_trace_event *tail) {
+static void trace_move(rl_future *f, rl__kv_trace_event *head, rl__kv_trace_event *tail) {
     if (!head) return;
     if (f->trace_tail) f->trace_tail->next = head;
     else f->trace_head = head;
@@ -342,7 +342,7 @@ static void mr_request(txn_op *op, mrange *m) {
 /* Merge the rows of the batch just read (op->r) into m. *out_again: another batch is needed
  * (set up in op->r). */
 static int mr_merge(txn_op *op, mrange *m, int *out_again) {
-    const rl_wmap *wm = op->wm;
+    const rl__wmap *wm = op->wm;
     rl_arena *a = &op->f->arena;
     const rl_keyvalue *rows = op->r.kvs;
     int n = op->r.n, smore = op->r.more, rc = RL_OK;
@@ -365,7 +365,7 @@ static int mr_merge(txn_op *op, mrange *m, int *out_again) {
     int i = 0, over = 0;
     size_t j = 0, np = pe - pb;
     while (!over && (i < n || j < np)) {
-        const rl_wm_point *p = NULL;
+        const rl__wm_point *p = NULL;
         const rl_keyvalue *r = NULL;
         if (j < np) p = &wm->pts[m->reverse ? pe - 1 - j : pb + j];
         if (i < n) r = &rows[i];
@@ -757,7 +757,7 @@ static int step_mapped(txn_op *op) {
     }
     /* 2039: any of the ranges just added meets a write of this transaction. */
     for (size_t i = reads_before; rc == RL_OK && i < t->reads.n; i++) {
-        const rl_keyrange *r = &t->reads.v[i];
+        const rl__keyrange *r = &t->reads.v[i];
         if (rl__wmap_overlaps(&t->wm, r->begin, r->begin_len, r->end, r->end_len))
             rc = RL_E_GET_MAPPED_RANGE_READS_YOUR_WRITES;
     }
@@ -840,7 +840,7 @@ static int op_step(txn_op *op) {
 
 static void op_drive(txn_op *op, int locked);
 
-static void on_read_done(rl_kv_read *r, int err) {
+static void on_read_done(rl__kv_read *r, int err) {
     txn_op *op = r->ud;
     op->io_err = err;
     if (__atomic_exchange_n(&op->io, IO_DONE, __ATOMIC_ACQ_REL) == IO_ISSUING) return;
@@ -848,7 +848,7 @@ static void on_read_done(rl_kv_read *r, int err) {
     op_drive(op, 0);
 }
 
-static void on_commit_done(rl_kv_commit *c, int err) {
+static void on_commit_done(rl__kv_commit *c, int err) {
     txn_op *op = c->ud;
     op->io_err = err;
     if (__atomic_exchange_n(&op->io, IO_DONE, __ATOMIC_ACQ_REL) == IO_ISSUING) return;
@@ -886,7 +886,7 @@ static void op_end(txn_op *op) {
  * locked: the caller holds t->mu. Returns with t->mu released. */
 static void op_drive(txn_op *op, int locked) {
     rl_txn *t = op->t;
-    rl_kv_backend *be = t->db->be;
+    rl__kv_backend *be = t->db->be;
     if (!locked) rl__txn_lock(t);
     for (;;) {
         if (op->state == ST_CANCELLED) { /* its future was completed by the canceller */
@@ -956,16 +956,16 @@ static void op_drive(txn_op *op, int locked) {
 /* ---- Starting and cancelling -------------------------------------------------------------- */
 
 struct txn_grv {
-    rl_kv_grv g; /* first: the backend's done hands it back */
+    rl__kv_grv g; /* first: the backend's done hands it back */
     rl_txn *t;
     uint64_t gen;
 };
 
-static void on_grv_done(rl_kv_grv *g, int err) {
+static void on_grv_done(rl__kv_grv *g, int err) {
     txn_grv *q = (txn_grv *)g;
     rl_txn *t = q->t;
     uint64_t gen = q->gen;
-    rl_version v = g->version;
+    rl__version v = g->version;
     int heap = t->is_async;              /* read before: rl__txn_rv_ready may free t */
     rl__txn_rv_ready(t, gen, err, v, g); /* charges g's stats and event to a waiting read */
     if (heap) rl__free(q);
@@ -1001,7 +1001,7 @@ static void op_start(txn_op *op) {
             rl__txn_unlock(t);
             return;
         }
-        rl_kv_backend *be = t->db->be;
+        rl__kv_backend *be = t->db->be;
         if (!t->is_async) {
             txn_grv q;
             memset(&q, 0, sizeof q);
@@ -1039,7 +1039,7 @@ static void op_start(txn_op *op) {
     op_drive(op, 1);
 }
 
-void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v, const rl_kv_grv *g) {
+void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl__version v, const rl__kv_grv *g) {
     int async = t->is_async;
     rl__txn_lock(t);
     if (gen != t->gen || t->user_freed) { /* a reset came first: the waiters were cancelled */
@@ -1065,12 +1065,12 @@ void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl_version v, const rl_k
             w->f->stats.grv_waits = 1;
             if (!charged) {
                 charged = 1;
-                rl_kv_read_stats gs = g->stats;
+                rl__kv_read_stats gs = g->stats;
                 gs.grv_requests = gs.requests;
                 gs.round_trips = 0; /* grv_waits says it: round_trips stay the read's own */
                 stats_add(&w->f->stats, &gs);
                 if (g->has_ev) {
-                    rl_kv_trace_event *ev = rl__arena_alloc(&w->f->arena, sizeof *ev);
+                    rl__kv_trace_event *ev = rl__arena_alloc(&w->f->arena, sizeof *ev);
                     if (ev) {
                         *ev = g->ev;
                         ev->next = NULL;
@@ -1157,11 +1157,11 @@ void rl__txn_cancel_ops(rl_txn *t, int err) {
  * references, no driver (the embedded backend's cost stays what it was before completions were
  * asynchronous). */
 
-static void inline_done(rl_kv_read *r, int err) { *(int *)r->ud = err; }
+static void inline_done(rl__kv_read *r, int err) { *(int *)r->ud = err; }
 
 /* Run the one-request operation op (stage 0) to its end; its outcome is op->io_err. */
 static void run_inline(txn_op *op) {
-    rl_kv_backend *be = op->t->db->be;
+    rl__kv_backend *be = op->t->db->be;
     if (op_step(op) == STEP_READ) {
         op->r.done = inline_done;
         op->r.ud = &op->io_err;
@@ -1219,7 +1219,7 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
         goto now;
     }
     if (key_len > RL_KEY_SIZE_LIMIT) goto now; /* nothing can be stored there */
-    const rl_wm_point *p = NULL;
+    const rl__wm_point *p = NULL;
     if (has_writes(t)) {
         size_t i = rl__wmap_lower(&t->wm, key, (uint32_t)key_len);
         if (i < t->wm.n_pts && kcmp(t->wm.pts[i].key, t->wm.pts[i].key_len, key, (uint32_t)key_len) == 0)
@@ -1242,14 +1242,14 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     if (!t->is_async && t->has_rv) {
         /* The inline fast path, by hand for the most frequent read (step_get's work): the
          * backend's get_now when it has one (no request block, no done callback). */
-        rl_kv_backend *be = t->db->be;
+        rl__kv_backend *be = t->db->be;
         int present = 0;
         const uint8_t *v = NULL;
         uint32_t vl = 0;
         if (be->vt->get_now) {
             rc = be->vt->get_now(be, t->rv, (const uint8_t *)key, (uint32_t)key_len, &f->arena, &present, &v, &vl);
         } else {
-            rl_kv_read r;
+            rl__kv_read r;
             r.op = RL_KV_GET;
             r.version = t->rv;
             r.key = (const uint8_t *)key;
@@ -1284,7 +1284,7 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     op->key_len = (uint32_t)key_len;
     op->snapshot = (flags & RL_SNAPSHOT) != 0;
     if (p && t->is_async) { /* the atomic ops as they are now (the file comment) */
-        rl_wmap one = {0};
+        rl__wmap one = {0};
         if (rl__wmap_copy_slice(&t->wm, p->key, p->key_len, NULL, 0, &f->arena, &one) || one.n_pts == 0) {
             rc = RL_E_OUT_OF_MEMORY;
             goto now;
@@ -1382,7 +1382,7 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
         int lim;
         long tb;
         if ((rc = range_limits(limit, target_bytes, mode, iteration, &lim, &tb))) goto now;
-        rl_kv_read r;
+        rl__kv_read r;
         r.op = RL_KV_GET_RANGE;
         r.version = t->rv;
         r.begin = begin;

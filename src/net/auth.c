@@ -41,7 +41,7 @@ static int hmac3(const uint8_t *key, size_t key_len, const void *p1, size_t n1, 
     return r && out_len == RL_AUTH_KEY_LEN ? RL_OK : RL_E_INTERNAL_ERROR;
 }
 
-int rl__auth_init(rl_net_auth *out, const char *name, size_t name_len, const uint8_t *secret, size_t secret_len) {
+int rl__auth_init(rl__net_auth *out, const char *name, size_t name_len, const uint8_t *secret, size_t secret_len) {
     memset(out, 0, sizeof *out);
     if (!name || name_len == 0 || name_len > 256) return RL_E_INVALID_ARGUMENT;
     if (secret && secret_len != RL_AUTH_SECRET_LEN) return RL_E_INVALID_ARGUMENT;
@@ -84,7 +84,7 @@ int rl__auth_id_ok(const char *id, size_t len) {
     return 1;
 }
 
-int rl__auth_proof(const rl_net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
+int rl__auth_proof(const rl__net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
                    const uint8_t client_nonce[RL_AUTH_NONCE_LEN], uint8_t out[RL_AUTH_PROOF_LEN]) {
     memset(out, 0, RL_AUTH_PROOF_LEN);
     if ((cls != RL_AUTH_CLIENT && cls != RL_AUTH_MEMBER) || (dir != 'C' && dir != 'S')) return RL_E_INVALID_ARGUMENT;
@@ -98,7 +98,7 @@ int rl__auth_proof(const rl_net_auth *a, int cls, char dir, const uint8_t server
                  RL_AUTH_NONCE_LEN, out);
 }
 
-int rl__auth_verify(const rl_net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
+int rl__auth_verify(const rl__net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
                     const uint8_t client_nonce[RL_AUTH_NONCE_LEN], const uint8_t proof[RL_AUTH_PROOF_LEN]) {
     uint8_t want[RL_AUTH_PROOF_LEN];
     int rc = rl__auth_proof(a, cls, dir, server_nonce, client_nonce, want);
@@ -116,7 +116,7 @@ const char *rl__auth_class_name(int cls) {
     }
 }
 
-int rl__msg_auth_req_make(const rl_net_auth *a, const uint8_t snonce[RL_AUTH_NONCE_LEN], rl_msg_auth_req *out) {
+int rl__msg_auth_req_make(const rl__net_auth *a, const uint8_t snonce[RL_AUTH_NONCE_LEN], rl__msg_auth_req *out) {
     memset(out, 0, sizeof *out);
     out->magic = RL_PROTOCOL_MAGIC;
     out->protocol_version = RL_PROTOCOL_VERSION;

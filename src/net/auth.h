@@ -43,7 +43,7 @@ typedef enum {
     RL_AUTH_NONE = 0,   /* no handshake (a loop without credentials: the runtime's own tests) */
     RL_AUTH_CLIENT = 1, /* knows the cluster name */
     RL_AUTH_MEMBER = 2, /* knows the member secret too: a process of the cluster, or its operator */
-} rl_auth_class;
+} rl__auth_class;
 
 /* A process's credentials. Caller-owned value; copied by rl__loop_set_auth. */
 typedef struct {
@@ -51,7 +51,7 @@ typedef struct {
     uint8_t member_key[RL_AUTH_KEY_LEN];  /* from the member secret; zero unless has_member_key */
     int has_member_key;                   /* 1: this process proves RL_AUTH_MEMBER when it connects
                                              and can check members' proofs when it accepts */
-} rl_net_auth;
+} rl__net_auth;
 
 /* rl__auth_init — derive the keys.
  * [in] name        the cluster name "description:ID" (name_len bytes, not NUL-terminated needed).
@@ -59,7 +59,7 @@ typedef struct {
  * [out] out        filled on RL_OK; zeroed on failure.
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (an empty name, a secret of another length) or
  * RL_E_INTERNAL_ERROR (libcrypto failed). */
-int rl__auth_init(rl_net_auth *out, const char *name, size_t name_len, const uint8_t *secret, size_t secret_len);
+int rl__auth_init(rl__net_auth *out, const char *name, size_t name_len, const uint8_t *secret, size_t secret_len);
 
 /* rl__auth_random — fill out[0..n) with cryptographically strong random bytes (nonces, secrets,
  * cluster IDs). Returns RL_OK or RL_E_INTERNAL_ERROR (the generator failed). */
@@ -79,19 +79,19 @@ int rl__auth_id_ok(const char *id, size_t len);
  * or RL_AUTH_MEMBER (the class the connecting side claims; both sides use that class's key).
  * Returns RL_OK, RL_E_UNAUTHORIZED_ATTEMPT (cls is MEMBER and a has no member key; out zeroed),
  * RL_E_INVALID_ARGUMENT (another cls or dir) or RL_E_INTERNAL_ERROR. */
-int rl__auth_proof(const rl_net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
+int rl__auth_proof(const rl__net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
                    const uint8_t client_nonce[RL_AUTH_NONCE_LEN], uint8_t out[RL_AUTH_PROOF_LEN]);
 
 /* rl__auth_verify — check a peer's proof in constant time. Returns RL_OK when it matches; for a
  * mismatch RL_E_INVALID_CLUSTER_ID (cls CLIENT: the peer holds another cluster name) or
  * RL_E_UNAUTHORIZED_ATTEMPT (cls MEMBER: it does not hold this cluster's member secret); or as
  * rl__auth_proof. */
-int rl__auth_verify(const rl_net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
+int rl__auth_verify(const rl__net_auth *a, int cls, char dir, const uint8_t server_nonce[RL_AUTH_NONCE_LEN],
                     const uint8_t client_nonce[RL_AUTH_NONCE_LEN], const uint8_t proof[RL_AUTH_PROOF_LEN]);
 
 /* The class a process with credentials a proves when it connects: MEMBER if it has the member
  * key, else CLIENT. */
-static inline int rl__auth_connect_class(const rl_net_auth *a) {
+static inline int rl__auth_connect_class(const rl__net_auth *a) {
     return a->has_member_key ? RL_AUTH_MEMBER : RL_AUTH_CLIENT;
 }
 

@@ -45,7 +45,7 @@
  *                                    eviction (start_accept_handshake), the listener closing
  *
  * INVARIANTS.
- *   1. Everything under "send side" in struct rl_conn is read and written only under send_lock;
+ *   1. Everything under "send side" in struct rl__conn is read and written only under send_lock;
  *      state changes only under send_lock. A thread that finds state == OPEN under the lock may use
  *      fd and loop until it unlocks: do_close sets CLOSED under the lock before it closes the fd.
  *   2. Frames leave in queue order; the queue's head is the only frame that may be partly written.
@@ -125,9 +125,9 @@ typedef struct out_frame {
 #define SPARE_CAP 96
 #define SPARE_MAX 1024
 
-struct rl_conn {
-    rl__io io;     /* RL__IO_CONN; first member (epoll data.ptr) */
-    rl_loop *loop; /* valid while state != CLOSED */
+struct rl__conn {
+    rl__io io;      /* RL__IO_CONN; first member (epoll data.ptr) */
+    rl__loop *loop; /* valid while state != CLOSED */
     atomic_int refs;
     atomic_int state; /* ST_* */
     int fd;
@@ -149,12 +149,12 @@ struct rl_conn {
     int in_epoll, in_list;
     /* The handshake and the limits (loop context). */
     int hs;                            /* HS_*: HS_DONE once through it, or on a loop without it */
-    int auth_class;                    /* rl_auth_class established (rl__conn_auth_class) */
+    int auth_class;                    /* rl__auth_class established (rl__conn_auth_class) */
     uint8_t snonce[RL_AUTH_NONCE_LEN]; /* the challenge's nonce */
     uint8_t cnonce[RL_AUTH_NONCE_LEN]; /* the AUTH request's nonce */
     uint64_t hs_timer;                 /* accepted: the handshake timeout */
-    rl_listener *hs_listener;          /* accepted and handshaking: its listener (invariant 8) */
-    rl_conn *hs_prev, *hs_next;        /* the listener's hs list, oldest first */
+    rl__listener *hs_listener;         /* accepted and handshaking: its listener (invariant 8) */
+    rl__conn *hs_prev, *hs_next;       /* the listener's hs list, oldest first */
     int is_accepted;                   /* counted in loop->n_accepted */
     uint64_t max_queued;               /* accepted: the read pause threshold (invariant 9); 0: none */
     int rx_paused;                     /* reading stopped until the queue drains (invariant 9) */
@@ -162,10 +162,10 @@ struct rl_conn {
     rl__post_node resume_node;         /* delivers what the reader holds after a pause */
     int close_done;                    /* do_close / fail_connect ran */
     int close_queued;                  /* on loop->pending_close */
-    rl_conn *lprev, *lnext;            /* loop->conns */
-    rl_conn *close_next;               /* loop->pending_close */
-    rl_conn *zombie_next;              /* loop->zombies */
-    rl_frame_reader rd;
+    rl__conn *lprev, *lnext;           /* loop->conns */
+    rl__conn *close_next;              /* loop->pending_close */
+    rl__conn *zombie_next;             /* loop->zombies */
+    rl__frame_reader rd;
     rl__post_node reg_node;   /* connect registration */
     rl__post_node wake_node;  /* flush request from another thread (guarded by wake_pending) */
     rl__post_node close_node; /* close request from another thread (guarded by close_posted) */
@@ -185,9 +185,9 @@ struct rl_conn {
     uint64_t rng;             /* jitter PRNG state (splitmix64) */
     uint64_t last_release_ns; /* release time of the last delayed frame */
     uint64_t frames_sent, bytes_sent, frames_direct, delayed_frames;
-    rl_lat_hist late; /* lateness of delayed frames */
-    int close_err;    /* set when leaving OPEN */
-    int close_quiet;  /* 1: log the close at info (local close, clean EOF) */
+    rl__lat_hist late; /* lateness of delayed frames */
+    int close_err;     /* set when leaving OPEN */
+    int close_quiet;   /* 1: log the close at info (local close, clean EOF) */
     char close_reason[160];
 
     /* Receive counters: written by the loop thread, read by anyone. */
@@ -195,9 +195,9 @@ struct rl_conn {
     atomic_uint_fast64_t queued_mirror; /* queued_bytes, for the read pause check without the lock */
 };
 
-struct rl_listener {
+struct rl__listener {
     rl__io io; /* RL__IO_LISTENER; first member */
-    rl_loop *loop;
+    rl__loop *loop;
     int fd;
     uint16_t port;
     char addr[32];
@@ -205,26 +205,26 @@ struct rl_listener {
     void *ud;
     int in_epoll, in_list, closed, paused;
     uint64_t pause_timer;
-    rl_listener *lprev, *lnext; /* loop->listeners */
-    rl_listener *dead_next;     /* loop->dead_listeners */
+    rl__listener *lprev, *lnext; /* loop->listeners */
+    rl__listener *dead_next;     /* loop->dead_listeners */
     rl__post_node reg_node, close_node;
-    rl_conn *hs_head, *hs_tail; /* accepted connections in the handshake, oldest first */
-    uint32_t n_hs;              /* their number */
+    rl__conn *hs_head, *hs_tail; /* accepted connections in the handshake, oldest first */
+    uint32_t n_hs;               /* their number */
 };
 
-static void flush(rl_conn *c);
-static void hs_unlink(rl_conn *c);
-static void start_accept_handshake(rl_listener *l, rl_conn *c);
-static void resume_reading_locked(rl_conn *c);
-static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void flush(rl__conn *c);
+static void hs_unlink(rl__conn *c);
+static void start_accept_handshake(rl__listener *l, rl__conn *c);
+static void resume_reading_locked(rl__conn *c);
+static void close_error(rl__conn *c, int err, int quiet, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* ============================================================================================
  * Objects and references
  * ========================================================================================== */
 
 /* A fresh connection object in CONNECTING with the loop's reference; NULL when out of memory. */
-static rl_conn *conn_new(rl_loop *loop) {
-    rl_conn *c = rl__calloc(1, sizeof *c);
+static rl__conn *conn_new(rl__loop *loop) {
+    rl__conn *c = rl__calloc(1, sizeof *c);
     if (!c) return NULL;
     rl__mutex_init_adaptive(&c->send_lock);
     c->io.kind = RL__IO_CONN;
@@ -244,7 +244,7 @@ static void free_frame(out_frame *f) {
 
 /* A written frame: kept for reuse when it is a small one and there is room, else freed. Send
  * lock held. */
-static void retire_frame_locked(rl_conn *c, out_frame *f) {
+static void retire_frame_locked(rl__conn *c, out_frame *f) {
     if (f->spare && c->n_spares < SPARE_MAX) {
         f->next = c->spares;
         c->spares = f;
@@ -255,7 +255,7 @@ static void retire_frame_locked(rl_conn *c, out_frame *f) {
 }
 
 /* Free everything of c (the last reference is gone; any thread). */
-static void conn_free(rl_conn *c) {
+static void conn_free(rl__conn *c) {
     for (out_frame *f = c->q_head, *next; f; f = next) {
         next = f->next;
         free_frame(f);
@@ -270,25 +270,25 @@ static void conn_free(rl_conn *c) {
     rl__free(c);
 }
 
-void rl__conn_retain(rl_conn *c) { atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed); }
+void rl__conn_retain(rl__conn *c) { atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed); }
 
-void rl__conn_release(rl_conn *c) {
+void rl__conn_release(rl__conn *c) {
     if (!c) return;
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) conn_free(c);
 }
 
-static int state_of(const rl_conn *c) { return atomic_load_explicit(&((rl_conn *)c)->state, memory_order_acquire); }
-static void set_state(rl_conn *c, int s) { atomic_store_explicit(&c->state, s, memory_order_release); }
+static int state_of(const rl__conn *c) { return atomic_load_explicit(&((rl__conn *)c)->state, memory_order_acquire); }
+static void set_state(rl__conn *c, int s) { atomic_store_explicit(&c->state, s, memory_order_release); }
 
-const char *rl__conn_peer(const rl_conn *c) { return c->peer; }
-const char *rl__conn_local(const rl_conn *c) { return c->local; }
-int rl__conn_is_open(const rl_conn *c) { return c && state_of(c) == ST_OPEN; }
-int rl__conn_auth_class(const rl_conn *c) { return c ? c->auth_class : RL_AUTH_NONE; }
-const char *rl__conn_close_reason(const rl_conn *c) { return c->close_reason; }
+const char *rl__conn_peer(const rl__conn *c) { return c->peer; }
+const char *rl__conn_local(const rl__conn *c) { return c->local; }
+int rl__conn_is_open(const rl__conn *c) { return c && state_of(c) == ST_OPEN; }
+int rl__conn_auth_class(const rl__conn *c) { return c ? c->auth_class : RL_AUTH_NONE; }
+const char *rl__conn_close_reason(const rl__conn *c) { return c->close_reason; }
 
 /* Link c into loop->conns / unlink it (loop context). */
-static void list_add(rl_conn *c) {
-    rl_loop *loop = c->loop;
+static void list_add(rl__conn *c) {
+    rl__loop *loop = c->loop;
     c->lprev = NULL;
     c->lnext = loop->conns;
     if (loop->conns) loop->conns->lprev = c;
@@ -296,7 +296,7 @@ static void list_add(rl_conn *c) {
     c->in_list = 1;
 }
 
-static void list_remove(rl_conn *c) {
+static void list_remove(rl__conn *c) {
     if (!c->in_list) return;
     if (c->lprev) c->lprev->lnext = c->lnext;
     else c->loop->conns = c->lnext;
@@ -306,7 +306,7 @@ static void list_remove(rl_conn *c) {
 }
 
 /* The loop drops its reference at the end of this pass (invariant 5). */
-static void make_zombie(rl_conn *c) {
+static void make_zombie(rl__conn *c) {
     c->zombie_next = c->loop->zombies;
     c->loop->zombies = c;
 }
@@ -315,11 +315,11 @@ static void make_zombie(rl_conn *c) {
  * Closing
  * ========================================================================================== */
 
-static void close_post_fn(rl_loop *loop, void *ud);
+static void close_post_fn(rl__loop *loop, void *ud);
 
 /* Have the loop run handle_close_request for c at its next safe point. Send lock held. */
-static void schedule_close_locked(rl_conn *c) {
-    rl_loop *loop = c->loop;
+static void schedule_close_locked(rl__conn *c) {
+    rl__loop *loop = c->loop;
     if (rl__tls_loop == loop) {
         if (c->close_queued) return;
         c->close_queued = 1;
@@ -340,9 +340,9 @@ static void schedule_close_locked(rl_conn *c) {
 /* Move c to CLOSING (or FLUSHING when to == ST_FLUSHING and it is OPEN) with err and a reason, and
  * schedule the close. The first reason that leaves OPEN is kept, except that an error during a
  * flush replaces the flush's own. Send lock held. Returns 1 if the state changed. */
-static int request_close_locked(rl_conn *c, int to, int err, int quiet, const char *fmt, ...)
+static int request_close_locked(rl__conn *c, int to, int err, int quiet, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static int request_close_locked(rl_conn *c, int to, int err, int quiet, const char *fmt, ...) {
+static int request_close_locked(rl__conn *c, int to, int err, int quiet, const char *fmt, ...) {
     int st = state_of(c);
     if (st != ST_OPEN && st != ST_FLUSHING) return 0;
     if (st == ST_FLUSHING && to == ST_FLUSHING) return 0;
@@ -361,10 +361,10 @@ static int request_close_locked(rl_conn *c, int to, int err, int quiet, const ch
 
 /* The end of a connection (loop thread, at a safe point): CLOSED, queue dropped, fd closed, one
  * log line, on_close once, then the loop's reference goes at pass end. */
-static void do_close(rl_conn *c) {
+static void do_close(rl__conn *c) {
     if (c->close_done) return;
     c->close_done = 1;
-    rl_loop *loop = c->loop;
+    rl__loop *loop = c->loop;
     pthread_mutex_lock(&c->send_lock);
     if (c->close_reason[0] == 0) snprintf(c->close_reason, sizeof c->close_reason, "closed");
     set_state(c, ST_CLOSED);
@@ -413,9 +413,9 @@ static void do_close(rl_conn *c) {
 }
 
 /* RL_CONN_CLOSE_FLUSH did not drain in time: close anyway with RL_E_TIMED_OUT (timer callback). */
-static void flush_timeout_fn(rl_loop *loop, void *ud) {
+static void flush_timeout_fn(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_conn *c = ud;
+    rl__conn *c = ud;
     c->flush_timer = 0;
     pthread_mutex_lock(&c->send_lock);
     if (state_of(c) == ST_FLUSHING)
@@ -425,7 +425,7 @@ static void flush_timeout_fn(rl_loop *loop, void *ud) {
 }
 
 /* Act on a requested close (loop thread, safe point). */
-static void handle_close_request(rl_conn *c) {
+static void handle_close_request(rl__conn *c) {
     if (c->close_done) return;
     int st = state_of(c);
     if (st == ST_CLOSING) {
@@ -454,9 +454,9 @@ static void handle_close_request(rl_conn *c) {
 }
 
 /* A close requested from another thread (posted; holds a reference). */
-static void close_post_fn(rl_loop *loop, void *ud) {
+static void close_post_fn(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_conn *c = ud;
+    rl__conn *c = ud;
     pthread_mutex_lock(&c->send_lock);
     c->close_posted = 0;
     pthread_mutex_unlock(&c->send_lock);
@@ -464,9 +464,9 @@ static void close_post_fn(rl_loop *loop, void *ud) {
     rl__conn_release(c);
 }
 
-void rl__net_process_pending(rl_loop *loop) {
+void rl__net_process_pending(rl__loop *loop) {
     while (loop->pending_close) {
-        rl_conn *c = loop->pending_close;
+        rl__conn *c = loop->pending_close;
         loop->pending_close = c->close_next;
         c->close_next = NULL;
         c->close_queued = 0;
@@ -475,20 +475,20 @@ void rl__net_process_pending(rl_loop *loop) {
     }
 }
 
-void rl__net_release_zombies(rl_loop *loop) {
+void rl__net_release_zombies(rl__loop *loop) {
     while (loop->zombies) {
-        rl_conn *c = loop->zombies;
+        rl__conn *c = loop->zombies;
         loop->zombies = c->zombie_next;
         rl__conn_release(c);
     }
     while (loop->dead_listeners) {
-        rl_listener *l = loop->dead_listeners;
+        rl__listener *l = loop->dead_listeners;
         loop->dead_listeners = l->dead_next;
         rl__free(l);
     }
 }
 
-void rl__conn_close(rl_conn *c, unsigned flags) {
+void rl__conn_close(rl__conn *c, unsigned flags) {
     if (!c) return;
     pthread_mutex_lock(&c->send_lock);
     int st = state_of(c);
@@ -504,7 +504,7 @@ void rl__conn_close(rl_conn *c, unsigned flags) {
  * ========================================================================================== */
 
 /* A connect that ends without a connection (loop thread). on_connect(NULL, err) once. */
-static void fail_connect(rl_conn *c, int err, const char *why) {
+static void fail_connect(rl__conn *c, int err, const char *why) {
     if (c->close_done) return;
     c->close_done = 1;
     pthread_mutex_lock(&c->send_lock);
@@ -530,7 +530,7 @@ static void fail_connect(rl_conn *c, int err, const char *why) {
 /* The connection is established (loop thread): OPEN, reading, then on_connect with the owner's
  * reference — or, on a loop with credentials, the handshake first (HS_CHALLENGE: the connect
  * timer keeps running until it is done). */
-static void connected(rl_conn *c) {
+static void connected(rl__conn *c) {
     int handshake = c->loop->has_auth;
     if (c->connect_timer && !handshake) {
         rl__loop_timer_cancel(c->loop, c->connect_timer);
@@ -562,9 +562,9 @@ static void connected(rl_conn *c) {
 }
 
 /* The connect timeout fired (timer callback). */
-static void connect_timeout(rl_loop *loop, void *ud) {
+static void connect_timeout(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_conn *c = ud;
+    rl__conn *c = ud;
     c->connect_timer = 0;
     if (state_of(c) == ST_CONNECTING) {
         char why[64];
@@ -577,7 +577,7 @@ static void connect_timeout(rl_loop *loop, void *ud) {
 }
 
 /* The connecting socket became writable or failed: finish the connect either way (loop thread). */
-static void on_connect_event(rl_conn *c, uint32_t events) {
+static void on_connect_event(rl__conn *c, uint32_t events) {
     (void)events;
     int soerr = 0;
     socklen_t len = sizeof soerr;
@@ -592,8 +592,8 @@ static void on_connect_event(rl_conn *c, uint32_t events) {
 }
 
 /* The posted second half of rl__connect (loop thread). Holds the loop's reference. */
-static void connect_register(rl_loop *loop, void *ud) {
-    rl_conn *c = ud;
+static void connect_register(rl__loop *loop, void *ud) {
+    rl__conn *c = ud;
     if (atomic_load(&loop->closing)) {
         fail_connect(c, RL_E_OPERATION_CANCELLED, "the loop was freed");
         return;
@@ -618,7 +618,7 @@ static void connect_register(rl_loop *loop, void *ud) {
         fail_connect(c, RL_E_OUT_OF_MEMORY, "out of memory for the connect timer");
 }
 
-int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud,
+int rl__connect(rl__loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud,
                 rl__errdetail *d) {
     if (!loop || !on_connect || timeout_ms <= 0) {
         rl__errdetail_set(d, "rl__connect: needs a loop, a callback and a timeout > 0 (got %d ms)", timeout_ms);
@@ -631,7 +631,7 @@ int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl
         rl__errdetail_set(d, "rl__connect: port 0");
         return RL_E_INVALID_ARGUMENT;
     }
-    rl_conn *c = conn_new(loop);
+    rl__conn *c = conn_new(loop);
     if (!c) return RL_E_OUT_OF_MEMORY;
     rl__net_format_addr(&sa, c->peer, sizeof c->peer);
     rc = rl__net_connect_socket(&sa, &c->fd, &c->connect_state, d);
@@ -654,7 +654,7 @@ int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl
  * ========================================================================================== */
 
 /* Unlink l from loop->listeners (loop context). */
-static void listener_unlink(rl_listener *l) {
+static void listener_unlink(rl__listener *l) {
     if (!l->in_list) return;
     if (l->lprev) l->lprev->lnext = l->lnext;
     else l->loop->listeners = l->lnext;
@@ -663,11 +663,11 @@ static void listener_unlink(rl_listener *l) {
 }
 
 /* Close a listener (loop context): it is freed at the end of the pass. */
-static void do_listener_close(rl_listener *l) {
+static void do_listener_close(rl__listener *l) {
     if (l->closed) return;
     l->closed = 1;
     while (l->hs_head) { /* invariant 8: nothing may point at l once it is freed */
-        rl_conn *c = l->hs_head;
+        rl__conn *c = l->hs_head;
         hs_unlink(c);
         close_error(c, RL_E_OPERATION_CANCELLED, 1, "the listener closed during the handshake");
     }
@@ -688,8 +688,8 @@ static void do_listener_close(rl_listener *l) {
 
 /* Start watching a listener (loop context; posted by rl__listen from other threads). A listener
  * closed before this ran is freed here; one registered while the loop is being freed is closed. */
-static void listener_register(rl_loop *loop, void *ud) {
-    rl_listener *l = ud;
+static void listener_register(rl__loop *loop, void *ud) {
+    rl__listener *l = ud;
     if (l->closed) { /* closed before it was registered */
         rl__free(l);
         return;
@@ -706,12 +706,12 @@ static void listener_register(rl_loop *loop, void *ud) {
 }
 
 /* A close posted from another thread. Its registration, posted earlier, has run (posts are FIFO). */
-static void listener_close_fn(rl_loop *loop, void *ud) {
+static void listener_close_fn(rl__loop *loop, void *ud) {
     (void)loop;
     do_listener_close(ud);
 }
 
-int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out,
+int rl__listen(rl__loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl__listener **out,
                rl__errdetail *d) {
     if (!loop || !on_accept || !out) {
         rl__errdetail_set(d, "rl__listen: needs a loop, a callback and an out pointer");
@@ -724,7 +724,7 @@ int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_acc
     uint16_t bound;
     rc = rl__net_listen_socket(&sa, &fd, &bound, d);
     if (rc) return rc;
-    rl_listener *l = rl__calloc(1, sizeof *l);
+    rl__listener *l = rl__calloc(1, sizeof *l);
     if (!l) {
         close(fd);
         return RL_E_OUT_OF_MEMORY;
@@ -749,9 +749,9 @@ int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_acc
     return RL_OK;
 }
 
-uint16_t rl__listener_port(const rl_listener *l) { return l->port; }
+uint16_t rl__listener_port(const rl__listener *l) { return l->port; }
 
-void rl__listener_close(rl_listener *l) {
+void rl__listener_close(rl__listener *l) {
     if (!l) return;
     if (rl__tls_loop == l->loop) {
         do_listener_close(l);
@@ -764,17 +764,17 @@ void rl__listener_close(rl_listener *l) {
 }
 
 /* The pause after descriptor exhaustion is over: watch the listener again (timer callback). */
-static void listener_resume(rl_loop *loop, void *ud) {
-    rl_listener *l = ud;
+static void listener_resume(rl__loop *loop, void *ud) {
+    rl__listener *l = ud;
     l->pause_timer = 0;
     if (l->closed || !l->paused) return;
     l->paused = 0;
     (void)rl__loop_ctl(loop, EPOLL_CTL_MOD, l->fd, EPOLLIN, &l->io);
 }
 
-void rl__listener_on_event(rl_listener *l, uint32_t events) {
+void rl__listener_on_event(rl__listener *l, uint32_t events) {
     (void)events;
-    rl_loop *loop = l->loop;
+    rl__loop *loop = l->loop;
     for (int i = 0; i < ACCEPT_BATCH && !l->closed; i++) {
         int fd, e = 0;
         int rc = rl__net_accept(l->fd, &fd, &e);
@@ -799,7 +799,7 @@ void rl__listener_on_event(rl_listener *l, uint32_t events) {
             close(fd);
             continue;
         }
-        rl_conn *c = conn_new(loop);
+        rl__conn *c = conn_new(loop);
         if (!c) {
             rl__log(RL_LOG_WARN, "net: accept on %s: out of memory; connection dropped", l->addr);
             close(fd);
@@ -834,7 +834,7 @@ void rl__listener_on_event(rl_listener *l, uint32_t events) {
  * Reading
  * ========================================================================================== */
 
-int rl__conn_set_callbacks(rl_conn *c, rl_frame_fn on_frame, rl_close_fn on_close, void *ud) {
+int rl__conn_set_callbacks(rl__conn *c, rl_frame_fn on_frame, rl_close_fn on_close, void *ud) {
     if (!c) return RL_E_INVALID_ARGUMENT;
     if (state_of(c) == ST_CLOSED) return RL_OK; /* never called again; the loop may be gone */
     if (!rl__loop_context(c->loop)) return RL_E_CLIENT_INVALID_OPERATION;
@@ -845,7 +845,7 @@ int rl__conn_set_callbacks(rl_conn *c, rl_frame_fn on_frame, rl_close_fn on_clos
 }
 
 /* Close from the loop thread because of what the socket or the peer did. */
-static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) {
+static void close_error(rl__conn *c, int err, int quiet, const char *fmt, ...) {
     char why[160];
     va_list ap;
     va_start(ap, fmt);
@@ -857,7 +857,7 @@ static void close_error(rl_conn *c, int err, int quiet, const char *fmt, ...) {
 }
 
 /* Stop reading c: its send queue is over max_queued (invariant 9). Loop thread. */
-static void pause_reading(rl_conn *c) {
+static void pause_reading(rl__conn *c) {
     pthread_mutex_lock(&c->send_lock);
     int st = state_of(c);
     if (!c->rx_paused && (st == ST_OPEN || st == ST_FLUSHING)) {
@@ -877,14 +877,14 @@ static void pause_reading(rl_conn *c) {
 
 /* Hand out every complete frame: to the handshake while it runs, then to on_frame. Returns 1 when
  * the connection stops reading (closing, failed, or paused: invariant 9). */
-static void hs_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload);
-static int deliver(rl_conn *c) {
+static void hs_frame(rl__conn *c, const rl__frame_header *h, const uint8_t *payload);
+static int deliver(rl__conn *c) {
     for (;;) {
         if (c->max_queued && atomic_load_explicit(&c->queued_mirror, memory_order_relaxed) > c->max_queued) {
             pause_reading(c);
             return 1;
         }
-        rl_frame_header h;
+        rl__frame_header h;
         const uint8_t *payload;
         int ready;
         if (rl__frame_reader_next(&c->rd, &h, &payload, &ready) != RL_OK) {
@@ -907,7 +907,7 @@ static int deliver(rl_conn *c) {
 
 /* Read what the socket has (up to RD_BUDGET per event, for fairness between connections), hand
  * out the frames, and turn EOF or an error into a close (loop thread, state OPEN or FLUSHING). */
-static void on_readable(rl_conn *c) {
+static void on_readable(rl__conn *c) {
     if (c->rx_paused) return;
     size_t budget = RD_BUDGET;
     for (;;) {
@@ -951,7 +951,7 @@ static void on_readable(rl_conn *c) {
     }
 }
 
-void rl__conn_on_event(rl_conn *c, uint32_t events) {
+void rl__conn_on_event(rl__conn *c, uint32_t events) {
     if (c->close_done) return; /* closed earlier in this pass (a zombie) */
     int st = state_of(c);
     if (st == ST_CONNECTING) {
@@ -978,7 +978,7 @@ static uint64_t next_rand(uint64_t *s) {
 
 /* Arm or disarm EPOLLOUT to match `want`. If arming fails nothing would ever flush the queue
  * (invariant 3), so the connection is closed instead. Send lock held, state OPEN or FLUSHING. */
-static void set_out_interest_locked(rl_conn *c, int want) {
+static void set_out_interest_locked(rl__conn *c, int want) {
     if (c->epollout_armed == want) return;
     int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, (c->rx_paused ? 0 : IN_EVENTS) | (want ? EPOLLOUT : 0), &c->io);
     if (e == 0) c->epollout_armed = want;
@@ -1024,7 +1024,7 @@ static ssize_t send_iov(int fd, struct iovec *iov, int niov) {
 /* Write the due frames at the head of the queue (release <= now) in as few sendmsg calls as
  * possible. *out_blocked = 1 when the socket took less than offered. Returns 0, or the errno of a
  * failed write. Send lock held. */
-static int write_due_locked(rl_conn *c, int *out_blocked) {
+static int write_due_locked(rl__conn *c, int *out_blocked) {
     *out_blocked = 0;
     for (;;) {
         struct iovec iov[MAX_IOV];
@@ -1085,9 +1085,9 @@ static int write_due_locked(rl_conn *c, int *out_blocked) {
 
 /* Deliver what the reader holds and read again after a pause (posted by resume_reading_locked:
  * never inside flush, which may run inside on_frame). */
-static void resume_post_fn(rl_loop *loop, void *ud) {
+static void resume_post_fn(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_conn *c = ud;
+    rl__conn *c = ud;
     c->rx_resume_posted = 0;
     int st = state_of(c);
     if (!c->close_done && !c->rx_paused && (st == ST_OPEN || st == ST_FLUSHING) && !deliver(c)) on_readable(c);
@@ -1096,7 +1096,7 @@ static void resume_post_fn(rl_loop *loop, void *ud) {
 
 /* The queue drained below half of max_queued: read again (invariant 9). Send lock held, loop
  * thread. */
-static void resume_reading_locked(rl_conn *c) {
+static void resume_reading_locked(rl__conn *c) {
     c->rx_paused = 0;
     int e = rl__loop_ctl(c->loop, EPOLL_CTL_MOD, c->fd, IN_EVENTS | (c->epollout_armed ? EPOLLOUT : 0), &c->io);
     if (e) {
@@ -1114,16 +1114,16 @@ static void resume_reading_locked(rl_conn *c) {
 }
 
 /* The queue head's release time has come (timer callback). */
-static void release_timer_fn(rl_loop *loop, void *ud) {
+static void release_timer_fn(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_conn *c = ud;
+    rl__conn *c = ud;
     c->release_timer = 0;
     flush(c);
 }
 
 /* Flush the queue (loop thread): write what is due, then arm EPOLLOUT (socket full) or a release
  * timer (head not due yet) — invariant 3 — or finish a flushing close. */
-static void flush(rl_conn *c) {
+static void flush(rl__conn *c) {
     pthread_mutex_lock(&c->send_lock);
     int st = state_of(c);
     if (st != ST_OPEN && st != ST_FLUSHING) {
@@ -1157,9 +1157,9 @@ static void flush(rl_conn *c) {
 }
 
 /* A sender on another thread queued the first frame of an empty queue (posted; holds a reference). */
-static void wake_post_fn(rl_loop *loop, void *ud) {
+static void wake_post_fn(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_conn *c = ud;
+    rl__conn *c = ud;
     pthread_mutex_lock(&c->send_lock);
     c->wake_pending = 0;
     pthread_mutex_unlock(&c->send_lock);
@@ -1170,7 +1170,7 @@ static void wake_post_fn(rl_loop *loop, void *ud) {
 /* A queue entry for a frame: the payload copied inline, or `owned` adopted (not on failure: then
  * the caller still owns it); a small copied frame comes from c's spares when there is one. NULL
  * when out of memory. Send lock held. */
-static out_frame *make_frame(rl_conn *c, const uint8_t hdr[RL_FRAME_HEADER_LEN], const void *payload, size_t len,
+static out_frame *make_frame(rl__conn *c, const uint8_t hdr[RL_FRAME_HEADER_LEN], const void *payload, size_t len,
                              const void *more, size_t more_len, uint8_t *owned) {
     size_t total = len + more_len;
     int small = !owned && total <= SPARE_CAP;
@@ -1204,7 +1204,7 @@ static out_frame *make_frame(rl_conn *c, const uint8_t hdr[RL_FRAME_HEADER_LEN],
 }
 
 /* Append f to the send queue and count its unwritten bytes. Send lock held. */
-static void enqueue_locked(rl_conn *c, out_frame *f) {
+static void enqueue_locked(rl__conn *c, out_frame *f) {
     if (c->q_tail) c->q_tail->next = f;
     else c->q_head = f;
     c->q_tail = f;
@@ -1217,7 +1217,7 @@ static void enqueue_locked(rl_conn *c, out_frame *f) {
 /* The send path shared by rl__conn_send (owned == NULL) and rl__conn_send_buf (owned: the payload,
  * taken by this call in every case); queue_only (rl__conn_send_queued): never write from this
  * call — queue the frame and let the loop thread's next pass flush the queue. */
-static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len,
+static int send_frame(rl__conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len,
                       const void *more, size_t more_len, uint8_t *owned, int queue_only) {
     int rc;
     if (!c || (flags & ~RL_FRAME_KNOWN_FLAGS) || len > RL_NET_MAX_PAYLOAD || more_len > RL_NET_MAX_PAYLOAD - len ||
@@ -1225,7 +1225,7 @@ static int send_frame(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, co
         rl__free(owned);
         return RL_E_INVALID_ARGUMENT;
     }
-    rl_frame_header h = {(uint32_t)(len + more_len), type, flags, id};
+    rl__frame_header h = {(uint32_t)(len + more_len), type, flags, id};
     uint8_t hdr[RL_FRAME_HEADER_LEN];
     rl__frame_header_encode(&h, hdr);
     int kick = 0;
@@ -1303,20 +1303,20 @@ fail:
     return rc;
 }
 
-int rl__conn_send(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
+int rl__conn_send(rl__conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
     return send_frame(c, type, flags, id, payload, len, NULL, 0, NULL, 0);
 }
 
-int rl__conn_send_queued(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
+int rl__conn_send_queued(rl__conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len) {
     return send_frame(c, type, flags, id, payload, len, NULL, 0, NULL, 1);
 }
 
-int rl__conn_send2(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *head, size_t head_len,
+int rl__conn_send2(rl__conn *c, uint16_t type, uint16_t flags, uint64_t id, const void *head, size_t head_len,
                    const void *body, size_t body_len, int queued) {
     return send_frame(c, type, flags, id, head, head_len, body, body_len, NULL, queued != 0);
 }
 
-int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl_buf *payload) {
+int rl__conn_send_buf(rl__conn *c, uint16_t type, uint16_t flags, uint64_t id, rl_buf *payload) {
     if (!payload) return RL_E_INVALID_ARGUMENT;
     if (rl__buf_error(payload)) {
         rl__buf_release(payload);
@@ -1328,7 +1328,7 @@ int rl__conn_send_buf(rl_conn *c, uint16_t type, uint16_t flags, uint64_t id, rl
     return send_frame(c, type, flags, id, bytes, len, NULL, 0, bytes, 0);
 }
 
-int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64_t seed) {
+int rl__conn_set_delay(rl__conn *c, uint32_t delay_us, uint32_t jitter_us, uint64_t seed) {
     if (!c || delay_us > MAX_DELAY_US || jitter_us > MAX_DELAY_US) {
         return RL_E_INVALID_ARGUMENT;
     }
@@ -1349,8 +1349,8 @@ int rl__conn_set_delay(rl_conn *c, uint32_t delay_us, uint32_t jitter_us, uint64
  * The handshake (docs/protocol.md §2; the state diagram is in this file's header)
  * ========================================================================================== */
 
-void rl__net_fill_limits(rl_net_limits *out, const rl_net_limits *given) {
-    rl_net_limits g = {0};
+void rl__net_fill_limits(rl__net_limits *out, const rl__net_limits *given) {
+    rl__net_limits g = {0};
     if (given) g = *given;
     out->max_conns = g.max_conns ? g.max_conns : RL_NET_DEFAULT_MAX_CONNS;
     out->max_handshakes = g.max_handshakes ? g.max_handshakes : RL_NET_DEFAULT_MAX_HANDSHAKES;
@@ -1358,7 +1358,7 @@ void rl__net_fill_limits(rl_net_limits *out, const rl_net_limits *given) {
     out->max_queued_bytes = g.max_queued_bytes ? g.max_queued_bytes : RL_NET_DEFAULT_MAX_QUEUED_BYTES;
 }
 
-int rl__loop_set_auth(rl_loop *loop, const rl_net_auth *auth) {
+int rl__loop_set_auth(rl__loop *loop, const rl__net_auth *auth) {
     if (!loop || !auth) return RL_E_INVALID_ARGUMENT;
     if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
     loop->auth = *auth;
@@ -1366,18 +1366,18 @@ int rl__loop_set_auth(rl_loop *loop, const rl_net_auth *auth) {
     return RL_OK;
 }
 
-int rl__loop_set_limits(rl_loop *loop, const rl_net_limits *limits) {
+int rl__loop_set_limits(rl__loop *loop, const rl__net_limits *limits) {
     if (!loop) return RL_E_INVALID_ARGUMENT;
     if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
     rl__net_fill_limits(&loop->limits, limits);
-    for (rl_conn *c = loop->conns; c; c = c->lnext)
+    for (rl__conn *c = loop->conns; c; c = c->lnext)
         if (c->is_accepted) c->max_queued = loop->limits.max_queued_bytes;
     return RL_OK;
 }
 
-void rl__loop_get_limits(rl_loop *loop, rl_net_limits *out) { *out = loop->limits; }
+void rl__loop_get_limits(rl__loop *loop, rl__net_limits *out) { *out = loop->limits; }
 
-void rl__loop_get_net_stats(rl_loop *loop, rl_net_stats *out) {
+void rl__loop_get_net_stats(rl__loop *loop, rl__net_stats *out) {
     memset(out, 0, sizeof *out);
 #define G(f) atomic_load_explicit(&loop->f, memory_order_relaxed)
     out->accepted_now = G(st_accepted_now);
@@ -1391,9 +1391,9 @@ void rl__loop_get_net_stats(rl_loop *loop, rl_net_stats *out) {
 #undef G
 }
 
-void rl__net_status_json(rl_buf *j, rl_loop *loop) {
-    rl_net_stats st;
-    rl_net_limits lim;
+void rl__net_status_json(rl_buf *j, rl__loop *loop) {
+    rl__net_stats st;
+    rl__net_limits lim;
     rl__loop_get_net_stats(loop, &st);
     rl__loop_get_limits(loop, &lim);
     rl__buf_printf(j,
@@ -1411,8 +1411,8 @@ void rl__net_status_json(rl_buf *j, rl_loop *loop) {
 }
 
 /* Take c off its listener's hs list (a no-op when it is not on one). Loop context. */
-static void hs_unlink(rl_conn *c) {
-    rl_listener *l = c->hs_listener;
+static void hs_unlink(rl__conn *c) {
+    rl__listener *l = c->hs_listener;
     if (!l) return;
     if (c->hs_prev) c->hs_prev->hs_next = c->hs_next;
     else l->hs_head = c->hs_next;
@@ -1427,16 +1427,16 @@ static void hs_unlink(rl_conn *c) {
 
 /* Send an error reply (type, id 0 or the frame's) with code and a message, then close after the
  * flush: how the handshake refuses a peer that can be told why. */
-static void hs_refuse(rl_conn *c, uint16_t type, uint64_t id, int code, const char *fmt, ...)
+static void hs_refuse(rl__conn *c, uint16_t type, uint64_t id, int code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static void hs_refuse(rl_conn *c, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
+static void hs_refuse(rl__conn *c, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
     char why[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     atomic_fetch_add_explicit(&c->loop->st_hs_failed, 1, memory_order_relaxed);
-    rl_msg_error m = {code, (const uint8_t *)why, (uint32_t)strlen(why)};
+    rl__msg_error m = {code, (const uint8_t *)why, (uint32_t)strlen(why)};
     rl_buf b;
     rl__buf_init(&b);
     if (rl__msg_error_encode(&b, &m, NULL) == RL_OK)
@@ -1454,8 +1454,8 @@ static void hs_refuse(rl_conn *c, uint16_t type, uint64_t id, int code, const ch
 }
 
 /* The accepted connection's handshake did not finish in time (timer callback). */
-static void hs_timeout(rl_loop *loop, void *ud) {
-    rl_conn *c = ud;
+static void hs_timeout(rl__loop *loop, void *ud) {
+    rl__conn *c = ud;
     c->hs_timer = 0;
     if (c->hs == HS_DONE) return;
     atomic_fetch_add_explicit(&loop->st_hs_timed_out, 1, memory_order_relaxed);
@@ -1465,10 +1465,10 @@ static void hs_timeout(rl_loop *loop, void *ud) {
 
 /* An accepted connection on a loop with credentials: on l's hs list (evicting the oldest when
  * full), frames limited to the handshake's size, the challenge sent, the timeout armed. */
-static void start_accept_handshake(rl_listener *l, rl_conn *c) {
-    rl_loop *loop = c->loop;
+static void start_accept_handshake(rl__listener *l, rl__conn *c) {
+    rl__loop *loop = c->loop;
     if (loop->n_handshakes >= loop->limits.max_handshakes && l->hs_head) {
-        rl_conn *old = l->hs_head;
+        rl__conn *old = l->hs_head;
         hs_unlink(old);
         atomic_fetch_add_explicit(&loop->st_hs_evicted, 1, memory_order_relaxed);
         close_error(old, RL_E_TIMED_OUT, 0,
@@ -1485,7 +1485,7 @@ static void start_accept_handshake(rl_listener *l, rl_conn *c) {
     loop->n_handshakes++;
     atomic_store_explicit(&loop->st_handshaking_now, loop->n_handshakes, memory_order_relaxed);
     rl__frame_reader_set_max(&c->rd, RL_NET_HANDSHAKE_MAX_PAYLOAD);
-    rl_msg_auth_challenge ch;
+    rl__msg_auth_challenge ch;
     memset(&ch, 0, sizeof ch);
     ch.magic = RL_PROTOCOL_MAGIC;
     ch.protocol_version = RL_PROTOCOL_VERSION;
@@ -1508,9 +1508,9 @@ static void start_accept_handshake(rl_listener *l, rl_conn *c) {
 
 /* The accepted side's handshake is through: reply with our proof, full frames from now on, the
  * owner gets the connection (on_accept) and with it every frame after this one. */
-static void finish_accept(rl_conn *c, uint64_t id, int cls, const uint8_t proof[RL_AUTH_PROOF_LEN]) {
-    rl_listener *l = c->hs_listener;
-    rl_msg_auth_reply r;
+static void finish_accept(rl__conn *c, uint64_t id, int cls, const uint8_t proof[RL_AUTH_PROOF_LEN]) {
+    rl__listener *l = c->hs_listener;
+    rl__msg_auth_reply r;
     memcpy(r.proof, proof, sizeof r.proof);
     rl_buf b;
     rl__buf_init(&b);
@@ -1534,7 +1534,7 @@ static void finish_accept(rl_conn *c, uint64_t id, int cls, const uint8_t proof[
 }
 
 /* HS_ACCEPT: the connecting side's AUTH request. */
-static void hs_accept_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+static void hs_accept_frame(rl__conn *c, const rl__frame_header *h, const uint8_t *payload) {
     if (h->type != RL_MSG_AUTH || h->flags != 0) {
         if (h->type == RL_MSG_HELLO && h->flags == 0) /* a peer of protocol version 1 */
             hs_refuse(c, h->type, h->id, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
@@ -1548,8 +1548,8 @@ static void hs_accept_frame(rl_conn *c, const rl_frame_header *h, const uint8_t 
         }
         return;
     }
-    rl_msg_auth_req m;
-    rl_proto_why why;
+    rl__msg_auth_req m;
+    rl__proto_why why;
     int rc = rl__msg_auth_req_decode(payload, h->payload_len, NULL, &m, &why);
     if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION) {
         hs_refuse(c, h->type, h->id, rc,
@@ -1585,7 +1585,7 @@ static void hs_accept_frame(rl_conn *c, const rl_frame_header *h, const uint8_t 
 }
 
 /* The connecting side's handshake is through: full frames, the owner's reference, on_connect. */
-static void finish_connect(rl_conn *c, int cls) {
+static void finish_connect(rl__conn *c, int cls) {
     if (c->connect_timer) rl__loop_timer_cancel(c->loop, c->connect_timer);
     c->connect_timer = 0;
     c->hs = HS_DONE;
@@ -1599,15 +1599,15 @@ static void finish_connect(rl_conn *c, int cls) {
 }
 
 /* HS_CHALLENGE: the server's challenge; answer with our class, nonce and proof. */
-static void hs_challenge_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+static void hs_challenge_frame(rl__conn *c, const rl__frame_header *h, const uint8_t *payload) {
     if (h->type != RL_MSG_AUTH_CHALLENGE || h->flags != 0) {
         close_error(c, h->type == RL_MSG_HELLO ? RL_E_INCOMPATIBLE_PROTOCOL_VERSION : RL_E_MALFORMED_FRAME, 0,
                     "the server's first frame is %s (type %u, flags 0x%x), not AUTH_CHALLENGE",
                     rl__msg_type_name(h->type), h->type, h->flags);
         return;
     }
-    rl_msg_auth_challenge ch;
-    rl_proto_why why;
+    rl__msg_auth_challenge ch;
+    rl__proto_why why;
     int rc = rl__msg_auth_challenge_decode(payload, h->payload_len, NULL, &ch, &why);
     if (rc != RL_OK) {
         close_error(c, rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? rc : RL_E_MALFORMED_FRAME, 0, "AUTH_CHALLENGE: %s",
@@ -1615,7 +1615,7 @@ static void hs_challenge_frame(rl_conn *c, const rl_frame_header *h, const uint8
         return;
     }
     memcpy(c->snonce, ch.nonce, sizeof c->snonce);
-    rl_msg_auth_req m;
+    rl__msg_auth_req m;
     rc = rl__msg_auth_req_make(&c->loop->auth, c->snonce, &m);
     memcpy(c->cnonce, m.nonce, sizeof c->cnonce);
     rl_buf b;
@@ -1631,14 +1631,14 @@ static void hs_challenge_frame(rl_conn *c, const rl_frame_header *h, const uint8
 }
 
 /* HS_REPLY: the server's AUTH reply (its proof) or its refusal. */
-static void hs_reply_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+static void hs_reply_frame(rl__conn *c, const rl__frame_header *h, const uint8_t *payload) {
     if (h->type != RL_MSG_AUTH || !(h->flags & RL_FRAME_REPLY)) {
         close_error(c, RL_E_MALFORMED_FRAME, 0, "expected the AUTH reply, got %s (type %u, flags 0x%x)",
                     rl__msg_type_name(h->type), h->type, h->flags);
         return;
     }
-    rl_msg msg;
-    rl_proto_why why;
+    rl__msg msg;
+    rl__proto_why why;
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, NULL, &msg, &why);
     if (rc != RL_OK) {
         close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed AUTH reply: %s", why.text);
@@ -1662,7 +1662,7 @@ static void hs_reply_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *
     finish_connect(c, cls);
 }
 
-static void hs_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payload) {
+static void hs_frame(rl__conn *c, const rl__frame_header *h, const uint8_t *payload) {
     switch (c->hs) {
     case HS_ACCEPT: hs_accept_frame(c, h, payload); break;
     case HS_CHALLENGE: hs_challenge_frame(c, h, payload); break;
@@ -1677,7 +1677,7 @@ static void hs_frame(rl_conn *c, const rl_frame_header *h, const uint8_t *payloa
 
 /* Take the send lock once no write of the loop's is between its sendmsg and its accounting, so
  * the counters read include every frame the peer may already have (what they always meant). */
-static void settled_lock(rl_conn *c) {
+static void settled_lock(rl__conn *c) {
     pthread_mutex_lock(&c->send_lock);
     while (c->writing) {
         pthread_mutex_unlock(&c->send_lock);
@@ -1686,7 +1686,7 @@ static void settled_lock(rl_conn *c) {
     }
 }
 
-void rl__conn_get_stats(rl_conn *c, rl_conn_stats *out) {
+void rl__conn_get_stats(rl__conn *c, rl__conn_stats *out) {
     memset(out, 0, sizeof *out);
     settled_lock(c);
     out->frames_sent = c->frames_sent;
@@ -1708,17 +1708,17 @@ void rl__conn_get_stats(rl_conn *c, rl_conn_stats *out) {
     out->rx_buffer_cap = atomic_load_explicit(&c->rx_cap, memory_order_relaxed);
 }
 
-void rl__conn_get_lateness(rl_conn *c, rl_lat_hist *out, unsigned flags) {
+void rl__conn_get_lateness(rl__conn *c, rl__lat_hist *out, unsigned flags) {
     settled_lock(c);
     *out = c->late;
     if (flags & RL_STATS_RESET) rl__lat_hist_reset(&c->late);
     pthread_mutex_unlock(&c->send_lock);
 }
 
-void rl__net_close_all(rl_loop *loop) {
+void rl__net_close_all(rl__loop *loop) {
     while (loop->listeners) do_listener_close(loop->listeners);
     while (loop->conns) {
-        rl_conn *c = loop->conns;
+        rl__conn *c = loop->conns;
         if (state_of(c) == ST_CONNECTING) {
             fail_connect(c, RL_E_OPERATION_CANCELLED, "the loop was freed");
             continue;
@@ -1736,6 +1736,6 @@ void rl__net_close_all(rl_loop *loop) {
     }
 }
 
-int rl__net_has_objects(rl_loop *loop) {
+int rl__net_has_objects(rl__loop *loop) {
     return loop->conns || loop->listeners || loop->pending_close || loop->zombies || loop->dead_listeners;
 }

@@ -3,9 +3,9 @@
  *
  *   OFFSET SIZE DESCRIPTION
  *   0      4    payload_len: bytes after the header, little-endian, at most RL_NET_MAX_PAYLOAD
- *   4      2    type: the message type (rl_msg_type in proto.h), little-endian
+ *   4      2    type: the message type (rl__msg_type in proto.h), little-endian
  *   6      2    flags: RL_FRAME_REPLY (a reply to the request with the same id), RL_FRAME_ERROR
- *                 (an error reply: the payload is an rl_msg_error), other bits must be 0
+ *                 (an error reply: the payload is an rl__msg_error), other bits must be 0
  *   8      8    request id, little-endian: chosen by the sender of a request (unique among its
  *                 outstanding requests on the connection); a reply echoes it
  *   16     payload_len  the payload
@@ -31,7 +31,7 @@
 
 enum {
     RL_FRAME_REPLY = 0x1, /* a reply to the request with the same id */
-    RL_FRAME_ERROR = 0x2, /* an error reply (with RL_FRAME_REPLY): payload is rl_msg_error */
+    RL_FRAME_ERROR = 0x2, /* an error reply (with RL_FRAME_REPLY): payload is rl__msg_error */
 };
 #define RL_FRAME_KNOWN_FLAGS 0x3
 
@@ -40,10 +40,10 @@ typedef struct {
     uint16_t type;
     uint16_t flags;
     uint64_t id;
-} rl_frame_header;
+} rl__frame_header;
 
 /* Write h into out[0..16). */
-static inline void rl__frame_header_encode(const rl_frame_header *h, uint8_t out[RL_FRAME_HEADER_LEN]) {
+static inline void rl__frame_header_encode(const rl__frame_header *h, uint8_t out[RL_FRAME_HEADER_LEN]) {
     uint32_t l = h->payload_len;
     uint64_t id = h->id;
     out[0] = (uint8_t)l, out[1] = (uint8_t)(l >> 8), out[2] = (uint8_t)(l >> 16), out[3] = (uint8_t)(l >> 24);
@@ -54,7 +54,7 @@ static inline void rl__frame_header_encode(const rl_frame_header *h, uint8_t out
 
 /* Decode a header from in[0..16). Returns 0, or -1 when it is not valid (unknown flag bits or a
  * payload longer than RL_NET_MAX_PAYLOAD): the connection must then be closed. */
-static inline int rl__frame_header_decode(const uint8_t in[RL_FRAME_HEADER_LEN], rl_frame_header *h) {
+static inline int rl__frame_header_decode(const uint8_t in[RL_FRAME_HEADER_LEN], rl__frame_header *h) {
     h->payload_len = (uint32_t)in[0] | (uint32_t)in[1] << 8 | (uint32_t)in[2] << 16 | (uint32_t)in[3] << 24;
     h->type = (uint16_t)(in[4] | in[5] << 8);
     h->flags = (uint16_t)(in[6] | in[7] << 8);

@@ -1,4 +1,4 @@
-/* hist.c — rl_lat_hist, a fixed-size log-linear latency histogram (loop.h).
+/* hist.c — rl__lat_hist, a fixed-size log-linear latency histogram (loop.h).
  *
  * Bucket i < 32 holds exactly the value i (ns). Above, value v with e = floor(log2 v) (5 <= e <= 40)
  * goes to bucket 32 + (e - 5) * 16 + ((v >> (e - 4)) & 15): 16 buckets per power of two, each
@@ -27,9 +27,9 @@ static void bucket_range(unsigned i, uint64_t *lo, uint64_t *hi) {
     *hi = *lo + ((uint64_t)1 << (e - 4u)) - 1;
 }
 
-void rl__lat_hist_reset(rl_lat_hist *h) { memset(h, 0, sizeof *h); }
+void rl__lat_hist_reset(rl__lat_hist *h) { memset(h, 0, sizeof *h); }
 
-void rl__lat_hist_add(rl_lat_hist *h, uint64_t ns) {
+void rl__lat_hist_add(rl__lat_hist *h, uint64_t ns) {
     if (h->count == 0 || ns < h->min_ns) h->min_ns = ns;
     if (ns > h->max_ns) h->max_ns = ns;
     h->count++;
@@ -37,7 +37,7 @@ void rl__lat_hist_add(rl_lat_hist *h, uint64_t ns) {
     h->bucket[bucket_of(ns)]++;
 }
 
-uint64_t rl__lat_hist_quantile(const rl_lat_hist *h, double q) {
+uint64_t rl__lat_hist_quantile(const rl__lat_hist *h, double q) {
     if (h->count == 0) return 0;
     if (q <= 0) return h->min_ns;
     if (q >= 1) return h->max_ns;
@@ -59,7 +59,7 @@ uint64_t rl__lat_hist_quantile(const rl_lat_hist *h, double q) {
     return h->max_ns;
 }
 
-void rl__lat_hist_merge(rl_lat_hist *dst, const rl_lat_hist *src) {
+void rl__lat_hist_merge(rl__lat_hist *dst, const rl__lat_hist *src) {
     if (src->count == 0) return;
     if (dst->count == 0 || src->min_ns < dst->min_ns) dst->min_ns = src->min_ns;
     if (src->max_ns > dst->max_ns) dst->max_ns = src->max_ns;

@@ -82,7 +82,7 @@
 #define RL__MARGIN_PAD_NS 10000u /* at least this much above p99 */
 #define RL__MARGIN_EVERY 8u      /* recompute the margin every this many samples */
 
-_Thread_local rl_loop *rl__tls_loop;
+_Thread_local rl__loop *rl__tls_loop;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -107,7 +107,7 @@ static int pwait2(int epfd, struct epoll_event *ev, int max, uint64_t timeout_ns
     return (int)syscall(SYS_epoll_pwait2, epfd, ev, max, &ts, NULL, (size_t)0);
 }
 
-int rl__loop_ctl(rl_loop *loop, int op, int fd, uint32_t events, rl__io *io) {
+int rl__loop_ctl(rl__loop *loop, int op, int fd, uint32_t events, rl__io *io) {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = events;
@@ -119,13 +119,13 @@ int rl__loop_ctl(rl_loop *loop, int op, int fd, uint32_t events, rl__io *io) {
  * Creation and destruction
  * ========================================================================================== */
 
-int rl__loop_new(unsigned flags, rl_loop **out, rl__errdetail *d) {
+int rl__loop_new(unsigned flags, rl__loop **out, rl__errdetail *d) {
     if (!out || (flags & ~(unsigned)RL_LOOP_KNOWN_FLAGS)) {
         rl__errdetail_set(d, "rl__loop_new: unknown flags 0x%x or no out pointer", flags);
         return RL_E_INVALID_ARGUMENT;
     }
     int rc;
-    rl_loop *loop = rl__calloc(1, sizeof *loop);
+    rl__loop *loop = rl__calloc(1, sizeof *loop);
     if (!loop) return RL_E_OUT_OF_MEMORY;
     loop->epfd = loop->wakefd = loop->timerfd = -1;
     rl__net_fill_limits(&loop->limits, NULL);
@@ -191,11 +191,11 @@ fail:
     return rc;
 }
 
-static void run_posts(rl_loop *loop);
+static void run_posts(rl__loop *loop);
 
-void rl__loop_free(rl_loop *loop) {
+void rl__loop_free(rl__loop *loop) {
     if (!loop) return;
-    rl_loop *prev = rl__tls_loop;
+    rl__loop *prev = rl__tls_loop;
     rl__tls_loop = loop;
     atomic_store(&loop->closing, 1);
     /* Posts first (their ud may be released), then everything open; repeat while callbacks
@@ -218,16 +218,16 @@ void rl__loop_free(rl_loop *loop) {
     rl__tls_loop = prev;
 }
 
-int rl__loop_in_loop_thread(const rl_loop *loop) { return loop && rl__tls_loop == loop; }
+int rl__loop_in_loop_thread(const rl__loop *loop) { return loop && rl__tls_loop == loop; }
 
-int rl__loop_is_closing(const rl_loop *loop) { return atomic_load(&((rl_loop *)loop)->closing); }
+int rl__loop_is_closing(const rl__loop *loop) { return atomic_load(&((rl__loop *)loop)->closing); }
 
 /* ============================================================================================
  * Posts
  * ========================================================================================== */
 
 /* Make a sleeping loop return from epoll (eventfd write). [any] */
-static void wake(rl_loop *loop) {
+static void wake(rl__loop *loop) {
     uint64_t one = 1;
     ssize_t r;
     do r = write(loop->wakefd, &one, sizeof one);
@@ -235,7 +235,7 @@ static void wake(rl_loop *loop) {
     /* EAGAIN: the counter is saturated, so the loop is awake anyway. */
 }
 
-void rl__loop_post_node(rl_loop *loop, rl__post_node *node) {
+void rl__loop_post_node(rl__loop *loop, rl__post_node *node) {
     node->next = NULL;
     pthread_mutex_lock(&loop->post_lock);
     int was_empty = loop->post_head == NULL;
@@ -247,7 +247,7 @@ void rl__loop_post_node(rl_loop *loop, rl__post_node *node) {
     if (was_empty && atomic_load(&loop->waiting)) wake(loop);
 }
 
-int rl__loop_post(rl_loop *loop, rl_loop_fn fn, void *ud) {
+int rl__loop_post(rl__loop *loop, rl_loop_fn fn, void *ud) {
     if (!loop || !fn) return RL_E_INVALID_ARGUMENT;
     rl__post_node *n = rl__malloc(sizeof *n);
     if (!n) return RL_E_OUT_OF_MEMORY;
@@ -259,7 +259,7 @@ int rl__loop_post(rl_loop *loop, rl_loop_fn fn, void *ud) {
 }
 
 /* Run every post queued now (posts made by them run in a later pass). */
-static void run_posts(rl_loop *loop) {
+static void run_posts(rl__loop *loop) {
     if (!atomic_load_explicit(&loop->has_posts, memory_order_acquire)) return;
     pthread_mutex_lock(&loop->post_lock);
     rl__post_node *n = loop->post_head;
@@ -279,7 +279,7 @@ static void run_posts(rl_loop *loop) {
     stat_add(&loop->st_posts_run, count);
 }
 
-void rl__loop_stop(rl_loop *loop) {
+void rl__loop_stop(rl__loop *loop) {
     if (!loop) return;
     atomic_fetch_add(&loop->stop_requested, 1);
     wake(loop);
@@ -290,17 +290,17 @@ void rl__loop_stop(rl_loop *loop) {
  * ========================================================================================== */
 
 /* Heap order: (deadline, seq). */
-static int slot_less(const rl_loop *loop, uint32_t a, uint32_t b) {
+static int slot_less(const rl__loop *loop, uint32_t a, uint32_t b) {
     const rl__timer_slot *x = &loop->slots[a], *y = &loop->slots[b];
     return x->deadline < y->deadline || (x->deadline == y->deadline && x->seq < y->seq);
 }
 
-static void heap_set(rl_loop *loop, uint32_t pos, uint32_t slot) {
+static void heap_set(rl__loop *loop, uint32_t pos, uint32_t slot) {
     loop->heap[pos] = slot;
     loop->slots[slot].heap_pos = pos;
 }
 
-static void sift_up(rl_loop *loop, uint32_t pos) {
+static void sift_up(rl__loop *loop, uint32_t pos) {
     uint32_t slot = loop->heap[pos];
     while (pos > 0) {
         uint32_t parent = (pos - 1) / 2;
@@ -311,7 +311,7 @@ static void sift_up(rl_loop *loop, uint32_t pos) {
     heap_set(loop, pos, slot);
 }
 
-static void sift_down(rl_loop *loop, uint32_t pos) {
+static void sift_down(rl__loop *loop, uint32_t pos) {
     uint32_t slot = loop->heap[pos], n = loop->heap_len;
     for (;;) {
         uint32_t child = 2 * pos + 1;
@@ -325,7 +325,7 @@ static void sift_down(rl_loop *loop, uint32_t pos) {
 }
 
 /* Remove the heap entry at pos and put its slot back on the free list (gen changes). */
-static void heap_remove(rl_loop *loop, uint32_t pos) {
+static void heap_remove(rl__loop *loop, uint32_t pos) {
     uint32_t slot = loop->heap[pos];
     uint32_t last = loop->heap[--loop->heap_len];
     if (pos < loop->heap_len) {
@@ -342,7 +342,7 @@ static void heap_remove(rl_loop *loop, uint32_t pos) {
     loop->free_slot = slot + 1;
 }
 
-int rl__loop_timer_add(rl_loop *loop, uint64_t deadline_ns, rl_loop_fn cb, void *ud, uint64_t *out_id) {
+int rl__loop_timer_add(rl__loop *loop, uint64_t deadline_ns, rl_loop_fn cb, void *ud, uint64_t *out_id) {
     if (!loop || !cb) return RL_E_INVALID_ARGUMENT;
     if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
     if (loop->free_slot == 0) {
@@ -381,7 +381,7 @@ int rl__loop_timer_add(rl_loop *loop, uint64_t deadline_ns, rl_loop_fn cb, void 
     return RL_OK;
 }
 
-int rl__loop_timer_cancel(rl_loop *loop, uint64_t id) {
+int rl__loop_timer_cancel(rl__loop *loop, uint64_t id) {
     if (!loop) return RL_E_INVALID_ARGUMENT;
     if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
     uint32_t low = (uint32_t)id, gen = (uint32_t)(id >> 32);
@@ -393,7 +393,7 @@ int rl__loop_timer_cancel(rl_loop *loop, uint64_t id) {
 }
 
 /* Fire every timer due now that existed when the pass started, in (deadline, seq) order. */
-static void fire_timers(rl_loop *loop) {
+static void fire_timers(rl__loop *loop) {
     if (loop->heap_len == 0) return;
     uint64_t now = rl__clock_mono_ns();
     uint64_t limit = loop->timer_seq, fired = 0;
@@ -424,7 +424,7 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Record how late a timed sleep woke and, every RL__MARGIN_EVERY samples, recompute the margin. */
-static void sample_lateness(rl_loop *loop, uint64_t late_ns) {
+static void sample_lateness(rl__loop *loop, uint64_t late_ns) {
     loop->late_ring[loop->late_pos] = late_ns;
     loop->late_pos = (loop->late_pos + 1) % RL__LATE_RING;
     if (loop->late_n < RL__LATE_RING) loop->late_n++;
@@ -448,7 +448,7 @@ static void sample_lateness(rl_loop *loop, uint64_t late_ns) {
 
 /* Block until an event or until the monotonic time `target` (> now). Returns the number of events
  * in ev (the timerfd's own event removed); *timed_out is 1 when the wait ended by its timeout. */
-static int sleep_until(rl_loop *loop, struct epoll_event *ev, int max, uint64_t target, uint64_t now, int *timed_out) {
+static int sleep_until(rl__loop *loop, struct epoll_event *ev, int max, uint64_t target, uint64_t now, int *timed_out) {
     *timed_out = 0;
     int n;
     if (loop->use_pwait2) {
@@ -488,7 +488,7 @@ static int sleep_until(rl_loop *loop, struct epoll_event *ev, int max, uint64_t 
 
 /* Spin until the monotonic clock reaches deadline, polling epoll every RL__SPIN_POLL_NS. Returns
  * the events found (0 when the deadline came first). */
-static int spin_until(rl_loop *loop, struct epoll_event *ev, int max, uint64_t deadline) {
+static int spin_until(rl__loop *loop, struct epoll_event *ev, int max, uint64_t deadline) {
     uint64_t t0 = rl__clock_mono_ns(), last_poll = t0, t;
     int n = 0;
     while ((t = rl__clock_mono_ns()) < deadline) {
@@ -505,7 +505,7 @@ static int spin_until(rl_loop *loop, struct epoll_event *ev, int max, uint64_t d
 }
 
 /* Wait for events or the next timer, whichever first. Returns the events in ev. */
-static int wait_events_inner(rl_loop *loop, struct epoll_event *ev, int max) {
+static int wait_events_inner(rl__loop *loop, struct epoll_event *ev, int max) {
     if (atomic_load(&loop->has_posts)) {
         int n = epoll_wait(loop->epfd, ev, max, 0);
         return n < 0 ? 0 : n;
@@ -536,7 +536,7 @@ static int wait_events_inner(rl_loop *loop, struct epoll_event *ev, int max) {
 }
 
 /* wait_events_inner with `waiting` set around it (invariant 2). */
-static int wait_events(rl_loop *loop, struct epoll_event *ev, int max) {
+static int wait_events(rl__loop *loop, struct epoll_event *ev, int max) {
     atomic_store(&loop->waiting, 1); /* seq_cst: before the load of has_posts (invariant 2) */
     int n = wait_events_inner(loop, ev, max);
     atomic_store_explicit(&loop->waiting, 0, memory_order_relaxed);
@@ -544,7 +544,7 @@ static int wait_events(rl_loop *loop, struct epoll_event *ev, int max) {
 }
 
 /* Hand each event to its object; closes requested by a handler are done right after it. */
-static void dispatch(rl_loop *loop, struct epoll_event *ev, int n) {
+static void dispatch(rl__loop *loop, struct epoll_event *ev, int n) {
     for (int i = 0; i < n; i++) {
         rl__io *io = ev[i].data.ptr;
         switch (io->kind) {
@@ -560,20 +560,20 @@ static void dispatch(rl_loop *loop, struct epoll_event *ev, int n) {
             (void)r;
             break;
         }
-        case RL__IO_LISTENER: rl__listener_on_event((rl_listener *)io, ev[i].events); break;
-        case RL__IO_CONN: rl__conn_on_event((rl_conn *)io, ev[i].events); break;
+        case RL__IO_LISTENER: rl__listener_on_event((rl__listener *)io, ev[i].events); break;
+        case RL__IO_CONN: rl__conn_on_event((rl__conn *)io, ev[i].events); break;
         default: break;
         }
         rl__net_process_pending(loop);
     }
 }
 
-int rl__loop_run(rl_loop *loop) {
+int rl__loop_run(rl__loop *loop) {
     if (!loop) return RL_E_INVALID_ARGUMENT;
     if (rl__tls_loop == loop) return RL_E_CLIENT_INVALID_OPERATION;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&loop->running, &expected, 1)) return RL_E_CLIENT_INVALID_OPERATION;
-    rl_loop *prev = rl__tls_loop;
+    rl__loop *prev = rl__tls_loop;
     rl__tls_loop = loop;
     int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -597,7 +597,7 @@ int rl__loop_run(rl_loop *loop) {
     return RL_OK;
 }
 
-int rl__loop_set_margin_bounds(rl_loop *loop, uint32_t min_us, uint32_t max_us) {
+int rl__loop_set_margin_bounds(rl__loop *loop, uint32_t min_us, uint32_t max_us) {
     if (!loop || min_us > max_us || max_us > 10000u) return RL_E_INVALID_ARGUMENT;
     if (!rl__loop_context(loop)) return RL_E_CLIENT_INVALID_OPERATION;
     loop->margin_min_ns = (uint64_t)min_us * 1000u;
@@ -610,7 +610,7 @@ int rl__loop_set_margin_bounds(rl_loop *loop, uint32_t min_us, uint32_t max_us) 
     return RL_OK;
 }
 
-void rl__loop_get_stats(rl_loop *loop, rl_loop_stats *out) {
+void rl__loop_get_stats(rl__loop *loop, rl__loop_stats *out) {
     memset(out, 0, sizeof *out);
     out->iterations = stat_get(&loop->st_iterations);
     out->sleeps = stat_get(&loop->st_sleeps);

@@ -24,10 +24,10 @@
  * and never from inside the API call that registered them.
  *
  * LIFETIMES.
- *   - rl_loop: created by rl__loop_new, freed by rl__loop_free, which closes every listener and
+ *   - rl__loop: created by rl__loop_new, freed by rl__loop_free, which closes every listener and
  *     connection (on_close with RL_E_OPERATION_CANCELLED), fails pending connects the same way,
  *     runs the posts still queued, and drops pending timers without calling them.
- *   - rl_conn is reference counted. The owner gets one reference from on_accept / on_connect and
+ *   - rl__conn is reference counted. The owner gets one reference from on_accept / on_connect and
  *     drops it with rl__conn_release (at any time, also inside on_close); the loop holds its own
  *     reference while the connection is registered and drops it after on_close has returned. So a
  *     thread that sends while another closes never touches freed memory, as long as it holds a
@@ -35,7 +35,7 @@
  *     Releasing does not close: an open connection whose owner released it stays open (its
  *     callbacks keep running) until it is closed. A connection's functions stay safe after its
  *     loop was freed (they see it closed); only rl__conn_release frees its memory.
- *   - rl_listener: owned by the caller of rl__listen until rl__listener_close (or rl__loop_free).
+ *   - rl__listener: owned by the caller of rl__listen until rl__listener_close (or rl__loop_free).
  *
  * CLOSING. A connection is closed exactly once, by rl__conn_close (err RL_OK), the peer's EOF
  * (RL_E_CONNECTION_FAILED; also when it closes in the middle of a frame, which is what a crashed
@@ -68,24 +68,24 @@
 #include "net/auth.h"
 #include "net/frame.h"
 
-typedef struct rl_loop rl_loop;
-typedef struct rl_conn rl_conn;
-typedef struct rl_listener rl_listener;
+typedef struct rl__loop rl__loop;
+typedef struct rl__conn rl__conn;
+typedef struct rl__listener rl__listener;
 
 /* A posted function or timer callback: runs on the loop thread with the ud given at post/add. */
-typedef void (*rl_loop_fn)(rl_loop *loop, void *ud);
+typedef void (*rl_loop_fn)(rl__loop *loop, void *ud);
 /* A complete frame: h and payload (h->payload_len bytes, never NULL) are valid only during the
  * call; copy what must outlive it. */
-typedef void (*rl_frame_fn)(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud);
+typedef void (*rl_frame_fn)(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud);
 /* The connection closed (err: RL_OK after rl__conn_close, otherwise why). The last callback of
  * conn; the owner's reference is still held (release it here or later). */
-typedef void (*rl_close_fn)(rl_conn *conn, int err, void *ud);
+typedef void (*rl_close_fn)(rl__conn *conn, int err, void *ud);
 /* A connection was accepted: conn carries one reference for the callee. Set its callbacks here
  * (rl__conn_set_callbacks); reading starts when this returns. */
-typedef void (*rl_accept_fn)(rl_listener *listener, rl_conn *conn, void *ud);
+typedef void (*rl_accept_fn)(rl__listener *listener, rl__conn *conn, void *ud);
 /* A connect finished: err == RL_OK and conn carries one reference for the callee (set its
  * callbacks here), or err != RL_OK and conn is NULL. Called exactly once. */
-typedef void (*rl_connect_fn)(rl_conn *conn, int err, void *ud);
+typedef void (*rl_connect_fn)(rl__conn *conn, int err, void *ud);
 
 /* ---------------------------------------------------------------------------------------------
  * Latency histogram (used for delay lateness; also handy for ping tools and tests)
@@ -99,17 +99,17 @@ typedef struct {
     uint64_t sum_ns;                 /* sum of samples */
     uint64_t min_ns, max_ns;         /* exact extremes (0 when count == 0) */
     uint32_t bucket[RL_LAT_BUCKETS]; /* samples per bucket */
-} rl_lat_hist;
+} rl__lat_hist;
 
 /* Empty h. [any, on a caller-owned histogram] */
-void rl__lat_hist_reset(rl_lat_hist *h);
+void rl__lat_hist_reset(rl__lat_hist *h);
 /* Add one sample of ns nanoseconds. */
-void rl__lat_hist_add(rl_lat_hist *h, uint64_t ns);
+void rl__lat_hist_add(rl__lat_hist *h, uint64_t ns);
 /* The q-quantile (0 <= q <= 1) in ns: the middle of the bucket holding the ceil(q*count)-th
  * smallest sample, clamped to [min_ns, max_ns]; 0 when empty. */
-uint64_t rl__lat_hist_quantile(const rl_lat_hist *h, double q);
+uint64_t rl__lat_hist_quantile(const rl__lat_hist *h, double q);
 /* Add every sample of src to dst. */
-void rl__lat_hist_merge(rl_lat_hist *dst, const rl_lat_hist *src);
+void rl__lat_hist_merge(rl__lat_hist *dst, const rl__lat_hist *src);
 
 /* ---------------------------------------------------------------------------------------------
  * The loop
@@ -130,16 +130,16 @@ typedef struct {
     uint64_t margin_ns;        /* the current sleep margin (see loop.c) */
     uint64_t wake_late_p50_ns; /* over the recent window of timed sleeps: how late they woke */
     uint64_t wake_late_p99_ns;
-    int uses_pwait2;        /* 1: epoll_pwait2 (ns timeouts); 0: timerfd fallback */
-    rl_lat_hist timer_late; /* for every timer fired: fire time − deadline */
-} rl_loop_stats;
+    int uses_pwait2;         /* 1: epoll_pwait2 (ns timeouts); 0: timerfd fallback */
+    rl__lat_hist timer_late; /* for every timer fired: fire time − deadline */
+} rl__loop_stats;
 
 /* rl__loop_new — create a loop (epoll instance, wake-up eventfd; checks whether the kernel has
  * epoll_pwait2 and falls back to a timerfd).
  * [in] flags  0 or RL_LOOP_FORCE_TIMERFD; other bits are RL_E_INVALID_ARGUMENT.
  * [out] out   the loop, owned by the caller (rl__loop_free). Untouched on error.
  * Returns RL_OK, RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY or RL_E_OPERATION_FAILED. [any] */
-int rl__loop_new(unsigned flags, rl_loop **out, rl__errdetail *detail);
+int rl__loop_new(unsigned flags, rl__loop **out, rl__errdetail *detail);
 
 /* rl__loop_free — close everything and free the loop (NULL is a no-op). Order: posts still queued
  * are run (FIFO, on this thread, rl__loop_is_closing() true) so their ud can be released; then
@@ -148,32 +148,32 @@ int rl__loop_new(unsigned flags, rl_loop **out, rl__errdetail *detail);
  * pending timers are dropped without being called (their ud is the caller's). [owner]: no thread
  * may run the loop (stop it and join first) and no other thread may call a loop function during or
  * after this call; connections still referenced elsewhere stay safe to call (they are closed). */
-void rl__loop_free(rl_loop *loop);
+void rl__loop_free(rl__loop *loop);
 
 /* rl__loop_run — run the loop on the calling thread until rl__loop_stop. Returns RL_OK after a
  * stop (the stop is consumed: a later run runs again), RL_E_CLIENT_INVALID_OPERATION if another
  * thread is running it (or it is called from inside itself). A stop requested before the call
  * makes it return after one pass. Sets the thread's timer slack to 1 ns while it runs. [any, one
  * thread at a time] */
-int rl__loop_run(rl_loop *loop);
+int rl__loop_run(rl__loop *loop);
 
 /* rl__loop_stop — ask rl__loop_run to return after the current pass. Never blocks. [any] */
-void rl__loop_stop(rl_loop *loop);
+void rl__loop_stop(rl__loop *loop);
 
 /* rl__loop_post — run fn(loop, ud) on the loop thread soon (the loop wakes through an eventfd).
  * Posts run in the order they were made (FIFO across all threads, as ordered by an internal
  * mutex), each exactly once, never inside this call; a post from a posted function runs in a later
  * pass. Posts made while no thread runs the loop wait for rl__loop_run (or rl__loop_free, which
  * runs them). Returns RL_OK or RL_E_OUT_OF_MEMORY (then fn is never called). [any] */
-int rl__loop_post(rl_loop *loop, rl_loop_fn fn, void *ud);
+int rl__loop_post(rl__loop *loop, rl_loop_fn fn, void *ud);
 
 /* rl__loop_in_loop_thread — 1 if the calling thread is the one inside rl__loop_run (or inside
  * rl__loop_free) of loop, else 0. [any] */
-int rl__loop_in_loop_thread(const rl_loop *loop);
+int rl__loop_in_loop_thread(const rl__loop *loop);
 
 /* rl__loop_is_closing — 1 while rl__loop_free is closing loop (for posted functions and on_close
  * callbacks that want to know), else 0. [any] */
-int rl__loop_is_closing(const rl_loop *loop);
+int rl__loop_is_closing(const rl__loop *loop);
 
 /* rl__loop_timer_add — call cb(loop, ud) on the loop thread once, no earlier than deadline_ns
  * (rl__clock_mono_ns's clock) and typically 1–20 µs after it (see the precision design in loop.c).
@@ -182,22 +182,22 @@ int rl__loop_is_closing(const rl_loop *loop);
  * [out] out_id  (may be NULL) a nonzero id for rl__loop_timer_cancel, unique for the loop's life.
  * Returns RL_OK, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT (cb NULL) or
  * RL_E_CLIENT_INVALID_OPERATION (not loop context). [loop] — from other threads, post. */
-int rl__loop_timer_add(rl_loop *loop, uint64_t deadline_ns, rl_loop_fn cb, void *ud, uint64_t *out_id);
+int rl__loop_timer_add(rl__loop *loop, uint64_t deadline_ns, rl_loop_fn cb, void *ud, uint64_t *out_id);
 
 /* rl__loop_timer_cancel — cancel a pending timer: RL_OK (cb will not be called),
  * RL_E_NOT_FOUND (an expected outcome: it already fired, was cancelled, or id is 0/unknown), or
  * RL_E_CLIENT_INVALID_OPERATION. [loop] */
-int rl__loop_timer_cancel(rl_loop *loop, uint64_t id);
+int rl__loop_timer_cancel(rl__loop *loop, uint64_t id);
 
 /* rl__loop_set_margin_bounds — bound the adaptive sleep margin (default [20, 200] µs; loop.c):
  * the most a timer spins before its deadline, i.e. the CPU a precise timer may cost. max_us 0:
  * never spin (timers then fire with the kernel's wake-up lateness, ~50–90 µs here). Returns
  * RL_OK, RL_E_INVALID_ARGUMENT (min > max, max > 10,000) or RL_E_CLIENT_INVALID_OPERATION. [loop] */
-int rl__loop_set_margin_bounds(rl_loop *loop, uint32_t min_us, uint32_t max_us);
+int rl__loop_set_margin_bounds(rl__loop *loop, uint32_t min_us, uint32_t max_us);
 
 /* rl__loop_get_stats — copy the loop's counters (each read atomically; the set is not a snapshot
  * except in loop context). [any] */
-void rl__loop_get_stats(rl_loop *loop, rl_loop_stats *out);
+void rl__loop_get_stats(rl__loop *loop, rl__loop_stats *out);
 
 /* ---------------------------------------------------------------------------------------------
  * The handshake and the limits (docs/protocol.md §2, docs/design.md §8.2 "Access")
@@ -228,7 +228,7 @@ typedef struct {
     uint64_t max_queued_bytes;     /* an accepted connection whose send queue holds more than this is
                                       not read (no new requests) until the queue is below half of
                                       it. Default 128 MiB (two largest frames) */
-} rl_net_limits;
+} rl__net_limits;
 
 #define RL_NET_DEFAULT_MAX_CONNS 1024u
 #define RL_NET_DEFAULT_MAX_HANDSHAKES 64u
@@ -245,29 +245,29 @@ typedef struct {
     uint64_t handshakes_evicted;   /* closed to make room under max_handshakes */
     uint64_t conns_refused;        /* accepted and closed at once: max_conns reached */
     uint64_t reads_paused;         /* times a connection stopped being read (max_queued_bytes) */
-} rl_net_stats;
+} rl__net_stats;
 
 /* rl__loop_set_auth — give the loop its process's credentials: from now on every connection it
  * accepts or makes runs the handshake (see above). auth is copied. Call before the loop's first
  * rl__listen / rl__connect. Returns RL_OK, RL_E_INVALID_ARGUMENT (NULL) or
  * RL_E_CLIENT_INVALID_OPERATION (not loop context). [loop] */
-int rl__loop_set_auth(rl_loop *loop, const rl_net_auth *auth);
+int rl__loop_set_auth(rl__loop *loop, const rl__net_auth *auth);
 
 /* rl__loop_set_limits — set the limits of the loop's accepted connections (0 fields: defaults).
  * Applies to connections accepted from now on (max_conns, max_handshakes, the timeout) and to
  * every accepted connection's next read (max_queued_bytes). Returns RL_OK or
  * RL_E_CLIENT_INVALID_OPERATION. [loop] */
-int rl__loop_set_limits(rl_loop *loop, const rl_net_limits *limits);
+int rl__loop_set_limits(rl__loop *loop, const rl__net_limits *limits);
 
 /* rl__loop_get_limits — the limits in force (defaults filled in). [any] */
-void rl__loop_get_limits(rl_loop *loop, rl_net_limits *out);
+void rl__loop_get_limits(rl__loop *loop, rl__net_limits *out);
 
 /* rl__loop_get_net_stats — copy the handshake and limit counters (each read atomically). [any] */
-void rl__loop_get_net_stats(rl_loop *loop, rl_net_stats *out);
+void rl__loop_get_net_stats(rl__loop *loop, rl__net_stats *out);
 
-/* rl__net_status_json — append ',"net":{…}' to j: the limits in force and rl_net_stats, for the
+/* rl__net_status_json — append ',"net":{…}' to j: the limits in force and rl__net_stats, for the
  * servers' STATUS (docs/protocol.md §9). [any] */
-void rl__net_status_json(rl_buf *j, rl_loop *loop);
+void rl__net_status_json(rl_buf *j, rl__loop *loop);
 
 /* ---------------------------------------------------------------------------------------------
  * Listening and connecting (IPv4 loopback only: 127.0.0.0/8)
@@ -281,18 +281,18 @@ void rl__net_status_json(rl_buf *j, rl_loop *loop);
  * Binding happens in this call (errors: RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED, RL_E_OUT_OF_MEMORY,
  * RL_E_INVALID_ARGUMENT); accepting starts in the loop's next pass (posted when called from
  * another thread). SO_REUSEADDR is set; accepted sockets get TCP_NODELAY. [any] */
-int rl__listen(rl_loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl_listener **out,
+int rl__listen(rl__loop *loop, const char *ip, uint16_t port, rl_accept_fn on_accept, void *ud, rl__listener **out,
                rl__errdetail *detail);
 
 /* rl__listener_port — the bound port (host order). [any] */
-uint16_t rl__listener_port(const rl_listener *listener);
+uint16_t rl__listener_port(const rl__listener *listener);
 
 /* rl__listener_close — stop accepting and free the listener (NULL is a no-op). On the loop thread
  * it closes at once and on_accept is never called after this returns; from any other thread
  * (also the owner's before rl__loop_run) the close is posted: the listener stops in the loop's
  * next pass (or in rl__loop_free). Either way the pointer must not be used again. Connections it
  * accepted are unaffected. [any] */
-void rl__listener_close(rl_listener *listener);
+void rl__listener_close(rl__listener *listener);
 
 /* rl__connect — non-blocking TCP connect to ip:port (loopback only, as rl__listen).
  * [in] timeout_ms  > 0: the connect fails with RL_E_TIMED_OUT if not established by then.
@@ -301,7 +301,7 @@ void rl__listener_close(rl_listener *listener);
  *                  RL_E_TIMED_OUT, or RL_E_OPERATION_CANCELLED (loop freed first).
  * Returns RL_OK, or RL_E_INVALID_ARGUMENT / RL_E_OUT_OF_MEMORY / RL_E_CONNECTION_FAILED (no socket
  * could be made), in which case on_connect is never called. [any] */
-int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud,
+int rl__connect(rl__loop *loop, const char *ip, uint16_t port, int timeout_ms, rl_connect_fn on_connect, void *ud,
                 rl__errdetail *detail);
 
 /* ---------------------------------------------------------------------------------------------
@@ -311,7 +311,7 @@ int rl__connect(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms, rl
 /* rl__conn_set_callbacks — set (or replace) the frame and close callbacks and their ud. Frames
  * that arrive while on_frame is NULL are dropped. Usually called in on_accept / on_connect.
  * Returns RL_OK, or RL_E_CLIENT_INVALID_OPERATION outside loop context. [loop] */
-int rl__conn_set_callbacks(rl_conn *conn, rl_frame_fn on_frame, rl_close_fn on_close, void *ud);
+int rl__conn_set_callbacks(rl__conn *conn, rl_frame_fn on_frame, rl_close_fn on_close, void *ud);
 
 /* rl__conn_send — send one frame: a header (payload_len = len, type, flags, id) and len bytes of
  * payload (copied: the caller may reuse its buffer at once; payload may be NULL when len == 0).
@@ -320,13 +320,13 @@ int rl__conn_set_callbacks(rl_conn *conn, rl_frame_fn on_frame, rl_close_fn on_c
  * is queued and the loop flushes it (EPOLLOUT). With a delay, the frame is queued with a release
  * time (rl__conn_set_delay) and the loop writes it then. Frames of a connection are never
  * interleaved or reordered: they go out in the order the send calls took the send lock.
- * The send queue is unbounded; its size is in rl_conn_stats (queued_frames, queued_bytes) and the
+ * The send queue is unbounded; its size is in rl__conn_stats (queued_frames, queued_bytes) and the
  * caller applies backpressure (e.g. bound its outstanding requests).
  * [in] flags  bits of RL_FRAME_KNOWN_FLAGS only; [in] len <= RL_NET_MAX_PAYLOAD.
  * Returns RL_OK (written or queued; a socket error found later closes the connection),
  * RL_E_CONNECTION_FAILED (the connection is closed or closing, or the write failed — the
  * connection is then being closed), RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY. [any] */
-int rl__conn_send(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len);
+int rl__conn_send(rl__conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len);
 
 /* rl__conn_send_queued — as rl__conn_send, but the calling thread never writes to the socket: the
  * frame joins the send queue, and the loop thread writes the queue in its next pass (on the loop
@@ -335,20 +335,20 @@ int rl__conn_send(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, con
  * instead of one write each (send the first frame of a burst with rl__conn_send: the direct write
  * has the lowest latency). Frames keep the order of the send calls, mixed with rl__conn_send
  * (a direct write happens only while the queue is empty). Returns as rl__conn_send. [any] */
-int rl__conn_send_queued(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len);
+int rl__conn_send_queued(rl__conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *payload, size_t len);
 
 /* rl__conn_send2 — one frame whose payload is head then body, gathered without an intermediate
  * buffer (a hand-coded message: its fixed fields, then the key or value they describe); queued 0
  * sends as rl__conn_send, 1 as rl__conn_send_queued. head_len + body_len <= RL_NET_MAX_PAYLOAD;
  * either part may be NULL when its length is 0. Returns as rl__conn_send. [any] */
-int rl__conn_send2(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *head, size_t head_len,
+int rl__conn_send2(rl__conn *conn, uint16_t type, uint16_t flags, uint64_t id, const void *head, size_t head_len,
                    const void *body, size_t body_len, int queued);
 
 /* rl__conn_send_buf — as rl__conn_send, but takes payload's bytes (no copy when they must be
  * queued): on return, in every case, *payload is empty and re-initialised (rl__buf_init state) and
  * the bytes are the connection's (freed when written or when the connection closes). A buffer
  * with a sticky allocation error is RL_E_OUT_OF_MEMORY. [any] */
-int rl__conn_send_buf(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl_buf *payload);
+int rl__conn_send_buf(rl__conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl_buf *payload);
 
 /* rl__conn_set_delay — inject a one-way delay on this connection's sends, like `tc netem delay`
  * on the sending side: every frame sent after this call is released to the socket no earlier than
@@ -360,7 +360,7 @@ int rl__conn_send_buf(rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id,
  * with seed (deterministic per connection).
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (delay_us or jitter_us above 10,000,000), or
  * RL_E_CONNECTION_FAILED (closed). [any] */
-int rl__conn_set_delay(rl_conn *conn, uint32_t delay_us, uint32_t jitter_us, uint64_t seed);
+int rl__conn_set_delay(rl__conn *conn, uint32_t delay_us, uint32_t jitter_us, uint64_t seed);
 
 enum {
     /* rl__conn_close flag: first write what is queued (delays respected), then close; new sends
@@ -376,31 +376,31 @@ enum {
  * on_close (err RL_OK), which runs in the same pass, after the current callback returns; from
  * another thread the close is posted and on_frame may still be running or be called until the
  * loop takes it. Does not release the caller's reference. [any] */
-void rl__conn_close(rl_conn *conn, unsigned flags);
+void rl__conn_close(rl__conn *conn, unsigned flags);
 
 /* rl__conn_retain / rl__conn_release — take / drop a reference. The last release frees the
  * connection (it must be closed by then, which holds automatically: an open connection is
  * referenced by its loop). NULL is a no-op for release. [any] */
-void rl__conn_retain(rl_conn *conn);
-void rl__conn_release(rl_conn *conn);
+void rl__conn_retain(rl__conn *conn);
+void rl__conn_release(rl__conn *conn);
 
 /* rl__conn_peer / rl__conn_local — "127.0.0.1:PORT" of the remote / local end. The string lives
  * as long as the connection object. [any] */
-const char *rl__conn_peer(const rl_conn *conn);
-const char *rl__conn_local(const rl_conn *conn);
+const char *rl__conn_peer(const rl__conn *conn);
+const char *rl__conn_local(const rl__conn *conn);
 
-/* rl__conn_auth_class — the class the handshake established (rl_auth_class): for an accepted
+/* rl__conn_auth_class — the class the handshake established (rl__auth_class): for an accepted
  * connection the class its peer proved, for a connect the class this side proved;
  * RL_AUTH_NONE on a loop without credentials. [any] */
-int rl__conn_auth_class(const rl_conn *conn);
+int rl__conn_auth_class(const rl__conn *conn);
 
 /* rl__conn_is_open — 1 until a close is requested or happens, else 0. [any] */
-int rl__conn_is_open(const rl_conn *conn);
+int rl__conn_is_open(const rl__conn *conn);
 
 /* rl__conn_close_reason — why the connection closed ("peer closed the connection", "payload length
  * 67108865 exceeds the maximum 67108864", …), "" while open. Stable once on_close has been
  * called; lives as long as the connection object. [any after on_close] */
-const char *rl__conn_close_reason(const rl_conn *conn);
+const char *rl__conn_close_reason(const rl__conn *conn);
 
 typedef struct {
     uint64_t frames_sent;      /* frames completely written to the socket */
@@ -419,17 +419,17 @@ typedef struct {
     uint64_t late_p50_ns;
     uint64_t late_p99_ns;
     uint64_t late_max_ns;
-} rl_conn_stats;
+} rl__conn_stats;
 
 /* rl__conn_get_stats — copy the connection's counters (send side under the send lock; receive
  * counters read atomically). Valid at any time, also after close. [any] */
-void rl__conn_get_stats(rl_conn *conn, rl_conn_stats *out);
+void rl__conn_get_stats(rl__conn *conn, rl__conn_stats *out);
 
 enum { RL_STATS_RESET = 0x1 };
 
 /* rl__conn_get_lateness — copy the histogram of delayed frames' lateness (first byte written −
  * release time) to *out; with RL_STATS_RESET, empty it afterwards (e.g. after a delay change).
  * [any] */
-void rl__conn_get_lateness(rl_conn *conn, rl_lat_hist *out, unsigned flags);
+void rl__conn_get_lateness(rl__conn *conn, rl__lat_hist *out, unsigned flags);
 
 #endif

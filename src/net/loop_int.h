@@ -40,7 +40,7 @@ typedef struct {
 
 #define RL__LATE_RING 128 /* wake-up lateness samples kept for the margin */
 
-struct rl_loop {
+struct rl__loop {
     int epfd;        /* the epoll instance */
     int wakefd;      /* eventfd written by posts and stop */
     int timerfd;     /* -1 unless sleeping through the timerfd fallback */
@@ -75,16 +75,16 @@ struct rl_loop {
     uint32_t late_since_update;            /* samples since margin_ns was recomputed */
 
     /* Registries (loop context only). */
-    rl_conn *conns;              /* every registered connection (doubly linked, conn.c) */
-    rl_listener *listeners;      /* every registered listener (doubly linked, conn.c) */
-    rl_conn *pending_close;      /* closes requested in loop context, done at the next safe point */
-    rl_conn *zombies;            /* closed this pass; the loop's reference is dropped at pass end */
-    rl_listener *dead_listeners; /* closed this pass; freed at pass end */
+    rl__conn *conns;              /* every registered connection (doubly linked, conn.c) */
+    rl__listener *listeners;      /* every registered listener (doubly linked, conn.c) */
+    rl__conn *pending_close;      /* closes requested in loop context, done at the next safe point */
+    rl__conn *zombies;            /* closed this pass; the loop's reference is dropped at pass end */
+    rl__listener *dead_listeners; /* closed this pass; freed at pass end */
 
     /* The handshake and limits (conn.c). auth and limits are set in loop context before use. */
-    rl_net_auth auth;
+    rl__net_auth auth;
     int has_auth;              /* 1: every connection runs the handshake */
-    rl_net_limits limits;      /* defaults filled in */
+    rl__net_limits limits;     /* defaults filled in */
     uint32_t n_accepted;       /* accepted connections not yet closed (loop context) */
     uint32_t n_handshakes;     /* of them, in the handshake (loop context) */
     uint64_t refuse_logged_ns; /* when a refusal at max_conns was last logged (one line a second) */
@@ -95,38 +95,38 @@ struct rl_loop {
     atomic_uint_fast64_t st_iterations, st_sleeps, st_timers_fired, st_posts_run, st_spin_ns;
     atomic_uint_fast64_t st_margin_ns, st_wake_p50_ns, st_wake_p99_ns;
     pthread_mutex_t stats_lock; /* guards timer_late */
-    rl_lat_hist timer_late;
+    rl__lat_hist timer_late;
 };
 
 /* The loop the calling thread is running (inside rl__loop_run or rl__loop_free), else NULL. */
-extern _Thread_local rl_loop *rl__tls_loop;
+extern _Thread_local rl__loop *rl__tls_loop;
 
 /* 1 if the caller may use the loop's loop-context structures: it is the loop thread, or no thread
  * runs the loop (the owner's responsibility, see loop.h). */
-static inline int rl__loop_context(rl_loop *loop) {
+static inline int rl__loop_context(rl__loop *loop) {
     return rl__tls_loop == loop || !atomic_load_explicit(&loop->running, memory_order_acquire);
 }
 
 /* Queue an embedded post node (fn/ud set by the caller; the node must not be queued already).
  * Never fails. [any] */
-void rl__loop_post_node(rl_loop *loop, rl__post_node *node);
+void rl__loop_post_node(rl__loop *loop, rl__post_node *node);
 
 /* epoll_ctl on loop's instance with data.ptr = io. Returns 0 or errno. [any] */
-int rl__loop_ctl(rl_loop *loop, int op, int fd, uint32_t events, rl__io *io);
+int rl__loop_ctl(rl__loop *loop, int op, int fd, uint32_t events, rl__io *io);
 
 /* conn.c, called by loop.c on the loop thread. */
-void rl__conn_on_event(rl_conn *conn, uint32_t events);
-void rl__listener_on_event(rl_listener *listener, uint32_t events);
+void rl__conn_on_event(rl__conn *conn, uint32_t events);
+void rl__listener_on_event(rl__listener *listener, uint32_t events);
 /* Close everything requested since the last safe point (on_close callbacks run here). */
-void rl__net_process_pending(rl_loop *loop);
+void rl__net_process_pending(rl__loop *loop);
 /* Drop the loop's references to connections and listeners closed this pass. */
-void rl__net_release_zombies(rl_loop *loop);
+void rl__net_release_zombies(rl__loop *loop);
 /* The limits of given with every 0 field replaced by its default (given NULL: all defaults). */
-void rl__net_fill_limits(rl_net_limits *out, const rl_net_limits *given);
+void rl__net_fill_limits(rl__net_limits *out, const rl__net_limits *given);
 /* rl__loop_free: close every listener and connection with RL_E_OPERATION_CANCELLED. */
-void rl__net_close_all(rl_loop *loop);
+void rl__net_close_all(rl__loop *loop);
 /* 1 if the loop still has registered connections or listeners. */
-int rl__net_has_objects(rl_loop *loop);
+int rl__net_has_objects(rl__loop *loop);
 
 /* sock.c: socket helpers (the one place for socket #ifdefs). */
 /* Parse ip (dotted IPv4 inside 127.0.0.0/8) and port into *out; RL_E_INVALID_ARGUMENT with the

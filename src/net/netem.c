@@ -22,7 +22,7 @@ int rl__netem_check(uint32_t delay_us, uint32_t jitter_us, char *why, size_t cap
     return RL_E_INVALID_ARGUMENT;
 }
 
-int rl__netem_set(rl_conn *conn, uint32_t delay_us, uint32_t jitter_us, uint64_t salt) {
+int rl__netem_set(rl__conn *conn, uint32_t delay_us, uint32_t jitter_us, uint64_t salt) {
     /* splitmix64 of the salt: distinct, well-mixed seeds for nearby salts. */
     uint64_t z = salt + 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -31,7 +31,7 @@ int rl__netem_set(rl_conn *conn, uint32_t delay_us, uint32_t jitter_us, uint64_t
     return rl__conn_set_delay(conn, delay_us, jitter_us, z);
 }
 
-void rl__netem_status_json(rl_buf *out, uint32_t delay_us, uint32_t jitter_us, const rl_lat_hist *h) {
+void rl__netem_status_json(rl_buf *out, uint32_t delay_us, uint32_t jitter_us, const rl__lat_hist *h) {
     rl__buf_printf(out,
                    "\"delay_us\":%" PRIu32 ",\"jitter_us\":%" PRIu32 ",\"delayed_frames\":%" PRIu64
                    ",\"late_p50_ns\":%" PRIu64 ",\"late_p99_ns\":%" PRIu64 ",\"late_max_ns\":%" PRIu64,

@@ -36,12 +36,12 @@ int rl__netem_check(uint32_t delay_us, uint32_t jitter_us, char *why, size_t cap
  * derived from salt (e.g. the process id and a connection counter), so jitter sequences differ
  * between connections. Returns rl__conn_set_delay's code (RL_E_CONNECTION_FAILED once closed:
  * harmless for callers that sweep their connections). [any] */
-int rl__netem_set(rl_conn *conn, uint32_t delay_us, uint32_t jitter_us, uint64_t salt);
+int rl__netem_set(rl__conn *conn, uint32_t delay_us, uint32_t jitter_us, uint64_t salt);
 
 /* rl__netem_status_json — append the STATUS fields of a process's delay, without braces:
  *   "delay_us":D,"jitter_us":J,"delayed_frames":N,"late_p50_ns":A,"late_p99_ns":B,"late_max_ns":C
  * from the merged lateness histogram h of its delayed frames (first byte written − release
  * time, rl__conn_get_lateness). */
-void rl__netem_status_json(rl_buf *out, uint32_t delay_us, uint32_t jitter_us, const rl_lat_hist *h);
+void rl__netem_status_json(rl_buf *out, uint32_t delay_us, uint32_t jitter_us, const rl__lat_hist *h);
 
 #endif

@@ -47,10 +47,10 @@ typedef struct {
     const char *path[IO_DEPTH]; /* enclosing arrays / structs, outermost first */
     uint32_t ix[IO_DEPTH];      /* their current element (NO_INDEX for a struct) */
     int depth;
-    int failed;        /* sticky: a rule failed, memory ran out or the version is foreign */
-    int rc;            /* the error to return once failed */
-    rl_proto_why *why; /* may be NULL */
-    int no_fast;       /* 1: the mapped reply's entries take the io_entry walk (tests) */
+    int failed;         /* sticky: a rule failed, memory ran out or the version is foreign */
+    int rc;             /* the error to return once failed */
+    rl__proto_why *why; /* may be NULL */
+    int no_fast;        /* 1: the mapped reply's entries take the io_entry walk (tests) */
 } io;
 
 /* Record the first failure: rc and, when the caller wants it, "MSG: path.field <problem>". */
@@ -325,16 +325,16 @@ static void io_kvs(io *s, const rl_keyvalue **kvs, uint32_t *n, const char *name
 }
 
 /* range: bytes begin, bytes end, begin <= end. */
-static void io_range(io *s, rl_keyrange *r) {
+static void io_range(io *s, rl__keyrange *r) {
     io_bytes(s, &r->begin, &r->begin_len, RL_PROTO_MAX_KEY, "begin");
     io_bytes(s, &r->end, &r->end_len, RL_PROTO_MAX_KEY, "end");
     if (!s->failed && cmp(r->begin, r->begin_len, r->end, r->end_len) > 0) bad(s, NULL, "is inverted (begin > end)");
 }
 
 /* A range array. */
-static void io_ranges(io *s, const rl_keyrange **rs, uint32_t *n, const char *name) {
+static void io_ranges(io *s, const rl__keyrange **rs, uint32_t *n, const char *name) {
     io_count(s, n, MIN_RANGE, name);
-    rl_keyrange *v = io_array(s, *rs, *n, sizeof *v, name);
+    rl__keyrange *v = io_array(s, *rs, *n, sizeof *v, name);
     if (s->failed) return;
     enter(s, name, 0);
     for (uint32_t i = 0; i < *n && !s->failed; i++) {
@@ -346,7 +346,7 @@ static void io_ranges(io *s, const rl_keyrange **rs, uint32_t *n, const char *na
 }
 
 /* mutation: u8 type, bytes p1, bytes p2, with the per-type limits of proto.h (COMMIT). */
-static void io_mutation(io *s, rl_mutation *m, int storage_only) {
+static void io_mutation(io *s, rl__mutation *m, int storage_only) {
     io_u8(s, &m->type, "type");
     if (s->failed) return;
     if (!rl__mutation_type_ok(m->type, storage_only)) {
@@ -366,10 +366,10 @@ static void io_mutation(io *s, rl_mutation *m, int storage_only) {
 }
 
 /* A mutation array; *total accumulates p1 + p2 bytes. */
-static void io_mutations(io *s, const rl_mutation **ms, uint32_t *n, int storage_only, uint64_t *total,
+static void io_mutations(io *s, const rl__mutation **ms, uint32_t *n, int storage_only, uint64_t *total,
                          const char *name) {
     io_count(s, n, MIN_MUTATION, name);
-    rl_mutation *v = io_array(s, *ms, *n, sizeof *v, name);
+    rl__mutation *v = io_array(s, *ms, *n, sizeof *v, name);
     if (s->failed) return;
     enter(s, name, 0);
     for (uint32_t i = 0; i < *n && !s->failed; i++) {
@@ -408,7 +408,7 @@ static void io_port(io *s, uint16_t *port, const char *field) {
 
 /* ---- Messages ---------------------------------------------------------------------------- */
 
-static void x_empty(io *s, rl_msg_empty *m) {
+static void x_empty(io *s, rl__msg_empty *m) {
     (void)s;
     (void)m;
 }
@@ -423,21 +423,21 @@ static void io_magic_version(io *s, uint32_t *magic, uint32_t *version) {
                 *magic, *version, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
 }
 
-static void x_auth_challenge(io *s, rl_msg_auth_challenge *m) {
+static void x_auth_challenge(io *s, rl__msg_auth_challenge *m) {
     io_magic_version(s, &m->magic, &m->protocol_version);
     xfer(s, m->nonce, sizeof m->nonce, "nonce");
 }
 
-static void x_auth_req(io *s, rl_msg_auth_req *m) {
+static void x_auth_req(io *s, rl__msg_auth_req *m) {
     io_magic_version(s, &m->magic, &m->protocol_version);
     io_enum8(s, &m->auth_class, RL_AUTH_CLIENT, RL_AUTH_MEMBER, "auth_class");
     xfer(s, m->nonce, sizeof m->nonce, "nonce");
     xfer(s, m->proof, sizeof m->proof, "proof");
 }
 
-static void x_auth_reply(io *s, rl_msg_auth_reply *m) { xfer(s, m->proof, sizeof m->proof, "proof"); }
+static void x_auth_reply(io *s, rl__msg_auth_reply *m) { xfer(s, m->proof, sizeof m->proof, "proof"); }
 
-static void x_hello_req(io *s, rl_msg_hello_req *m) {
+static void x_hello_req(io *s, rl__msg_hello_req *m) {
     io_magic_version(s, &m->magic, &m->protocol_version);
     io_enum8(s, &m->role, RL_ROLE_CLIENT, RL_ROLE_ADMIN, "role");
     io_u32(s, &m->id, "id");
@@ -445,7 +445,7 @@ static void x_hello_req(io *s, rl_msg_hello_req *m) {
     io_bytes(s, &m->host, &m->host_len, RL_PROTO_MAX_STRING, "host");
 }
 
-static void x_hello_reply(io *s, rl_msg_hello_reply *m) {
+static void x_hello_reply(io *s, rl__msg_hello_reply *m) {
     io_u32(s, &m->protocol_version, "protocol_version");
     if (!s->failed && s->decoding && m->protocol_version != RL_PROTOCOL_VERSION) {
         fail_rc(s, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, NULL, "version %u, expected %u", m->protocol_version,
@@ -458,29 +458,29 @@ static void x_hello_reply(io *s, rl_msg_hello_reply *m) {
     io_bytes(s, &m->host, &m->host_len, RL_PROTO_MAX_STRING, "host");
 }
 
-static void x_ping_req(io *s, rl_msg_ping_req *m) {
+static void x_ping_req(io *s, rl__msg_ping_req *m) {
     io_bytes(s, &m->payload, &m->payload_len, RL_PROTO_MAX_STRING, "payload");
 }
 
-static void x_ping_reply(io *s, rl_msg_ping_reply *m) {
+static void x_ping_reply(io *s, rl__msg_ping_reply *m) {
     io_bytes(s, &m->payload, &m->payload_len, RL_PROTO_MAX_STRING, "payload");
     io_u64(s, &m->server_mono_ns, "server_mono_ns");
 }
 
-static void x_error(io *s, rl_msg_error *m) {
+static void x_error(io *s, rl__msg_error *m) {
     io_i32(s, &m->code, "code");
     if (!s->failed && m->code <= 0) bad(s, "code", "is %d, not an error code", (int)m->code);
     io_bytes(s, &m->message, &m->message_len, RL_PROTO_MAX_STRING, "message");
 }
 
-static void x_get_read_version_req(io *s, rl_msg_get_read_version_req *m) {
+static void x_get_read_version_req(io *s, rl__msg_get_read_version_req *m) {
     io_u32(s, &m->flags, "flags");
     if (!s->failed && m->flags != 0) bad(s, "flags", "has unknown bits 0x%x", m->flags);
 }
 
-static void x_get_read_version_reply(io *s, rl_msg_get_read_version_reply *m) { io_u64(s, &m->version, "version"); }
+static void x_get_read_version_reply(io *s, rl__msg_get_read_version_reply *m) { io_u64(s, &m->version, "version"); }
 
-static void x_commit_req(io *s, rl_msg_commit_req *m) {
+static void x_commit_req(io *s, rl__msg_commit_req *m) {
     uint64_t total = 0;
     io_u64(s, &m->read_version, "read_version");
     io_ranges(s, &m->reads, &m->n_reads, "reads");
@@ -495,16 +495,16 @@ static void x_commit_req(io *s, rl_msg_commit_req *m) {
             (unsigned)RL_PROTO_MAX_COMMIT_BYTES);
 }
 
-static void x_commit_reply(io *s, rl_msg_commit_reply *m) {
+static void x_commit_reply(io *s, rl__msg_commit_reply *m) {
     io_i32(s, &m->result, "result");
     if (!s->failed && m->result < 0) bad(s, "result", "is negative (%d)", (int)m->result);
     io_u64(s, &m->commit_version, "commit_version");
     io_u16(s, &m->batch_order, "batch_order");
 }
 
-static void x_get_shard_map_req(io *s, rl_msg_get_shard_map_req *m) { io_u64(s, &m->min_version, "min_version"); }
+static void x_get_shard_map_req(io *s, rl__msg_get_shard_map_req *m) { io_u64(s, &m->min_version, "min_version"); }
 
-static void io_server(io *s, rl_msg_server *v) {
+static void io_server(io *s, rl__msg_server *v) {
     io_u32(s, &v->id, "id");
     io_enum8(s, &v->role, RL_ROLE_COORDINATOR, RL_ROLE_STORAGE, "role");
     io_address(s, &v->address, &v->address_len, "address");
@@ -513,7 +513,7 @@ static void io_server(io *s, rl_msg_server *v) {
     io_bool8(s, &v->healthy, "healthy");
 }
 
-static void io_shard(io *s, rl_msg_shard *v, const rl_msg_shard *prev) {
+static void io_shard(io *s, rl__msg_shard *v, const rl__msg_shard *prev) {
     io_bytes(s, &v->begin, &v->begin_len, RL_PROTO_MAX_KEY, "begin");
     io_bytes(s, &v->end, &v->end_len, RL_PROTO_MAX_KEY, "end");
     if (s->failed) return;
@@ -540,10 +540,10 @@ static void io_shard(io *s, rl_msg_shard *v, const rl_msg_shard *prev) {
     if (!s->failed && s->decoding) v->team = team;
 }
 
-static void x_get_shard_map_reply(io *s, rl_msg_get_shard_map_reply *m) {
+static void x_get_shard_map_reply(io *s, rl__msg_get_shard_map_reply *m) {
     io_u64(s, &m->version, "version");
     io_count(s, &m->n_servers, MIN_SERVER, "servers");
-    rl_msg_server *sv = io_array(s, m->servers, m->n_servers, sizeof *sv, "servers");
+    rl__msg_server *sv = io_array(s, m->servers, m->n_servers, sizeof *sv, "servers");
     if (s->failed) return;
     enter(s, "servers", 0);
     for (uint32_t i = 0; i < m->n_servers && !s->failed; i++) {
@@ -556,7 +556,7 @@ static void x_get_shard_map_reply(io *s, rl_msg_get_shard_map_reply *m) {
     if (s->failed) return;
     if (s->decoding) m->servers = sv;
     io_count(s, &m->n_shards, MIN_SHARD, "shards");
-    rl_msg_shard *sh = io_array(s, m->shards, m->n_shards, sizeof *sh, "shards");
+    rl__msg_shard *sh = io_array(s, m->shards, m->n_shards, sizeof *sh, "shards");
     if (s->failed) return;
     enter(s, "shards", 0);
     for (uint32_t i = 0; i < m->n_shards && !s->failed; i++) {
@@ -569,12 +569,12 @@ static void x_get_shard_map_reply(io *s, rl_msg_get_shard_map_reply *m) {
     io_u32(s, &m->jitter_us, "jitter_us");
 }
 
-static void x_set_delay_req(io *s, rl_msg_set_delay_req *m) {
+static void x_set_delay_req(io *s, rl__msg_set_delay_req *m) {
     io_u32(s, &m->delay_us, "delay_us");
     io_u32(s, &m->jitter_us, "jitter_us");
 }
 
-static void x_register_storage_req(io *s, rl_msg_register_storage_req *m) {
+static void x_register_storage_req(io *s, rl__msg_register_storage_req *m) {
     io_u32(s, &m->id, "id");
     io_address(s, &m->address, &m->address_len, "address");
     io_port(s, &m->port, "port");
@@ -582,13 +582,13 @@ static void x_register_storage_req(io *s, rl_msg_register_storage_req *m) {
     io_u64(s, &m->durable_version, "durable_version");
 }
 
-static void x_register_storage_reply(io *s, rl_msg_register_storage_reply *m) {
+static void x_register_storage_reply(io *s, rl__msg_register_storage_reply *m) {
     io_u64(s, &m->start_version, "start_version");
     io_ranges(s, &m->ranges, &m->n_ranges, "ranges");
     if (s->failed) return;
     enter(s, "ranges", 0);
     for (uint32_t i = 0; i < m->n_ranges && !s->failed; i++) {
-        const rl_keyrange *r = &m->ranges[i];
+        const rl__keyrange *r = &m->ranges[i];
         at(s, i);
         if (cmp(r->begin, r->begin_len, r->end, r->end_len) == 0) bad(s, NULL, "is empty");
         else if (i > 0 && cmp(m->ranges[i - 1].end, m->ranges[i - 1].end_len, r->begin, r->begin_len) > 0)
@@ -597,17 +597,17 @@ static void x_register_storage_reply(io *s, rl_msg_register_storage_reply *m) {
     leave(s);
 }
 
-static void x_peek_req(io *s, rl_msg_peek_req *m) {
+static void x_peek_req(io *s, rl__msg_peek_req *m) {
     io_u32(s, &m->storage_id, "storage_id");
     io_u64(s, &m->after_version, "after_version");
     io_u32(s, &m->max_bytes, "max_bytes");
     io_u32(s, &m->max_wait_ms, "max_wait_ms");
 }
 
-static void x_peek_reply(io *s, rl_msg_peek_reply *m) {
+static void x_peek_reply(io *s, rl__msg_peek_reply *m) {
     io_u64(s, &m->end_version, "end_version");
     io_count(s, &m->n_versions, MIN_PEEK_VERSION, "versions");
-    rl_msg_peek_version *pv = io_array(s, m->versions, m->n_versions, sizeof *pv, "versions");
+    rl__msg_peek_version *pv = io_array(s, m->versions, m->n_versions, sizeof *pv, "versions");
     if (s->failed) return;
     enter(s, "versions", 0);
     for (uint32_t i = 0; i < m->n_versions && !s->failed; i++) {
@@ -627,7 +627,7 @@ static void x_peek_reply(io *s, rl_msg_peek_reply *m) {
     if (s->failed) return;
     if (s->decoding) m->versions = pv;
     io_count(s, &m->n_changes, MIN_CHANGE, "changes");
-    rl_msg_shard_change *ch = io_array(s, m->changes, m->n_changes, sizeof *ch, "changes");
+    rl__msg_shard_change *ch = io_array(s, m->changes, m->n_changes, sizeof *ch, "changes");
     if (s->failed) return;
     enter(s, "changes", 0);
     for (uint32_t i = 0; i < m->n_changes && !s->failed; i++) {
@@ -651,32 +651,32 @@ static void x_peek_reply(io *s, rl_msg_peek_reply *m) {
     if (!s->failed && s->decoding) m->changes = ch;
 }
 
-static void x_pop_req(io *s, rl_msg_pop_req *m) {
+static void x_pop_req(io *s, rl__msg_pop_req *m) {
     io_u32(s, &m->storage_id, "storage_id");
     io_u64(s, &m->durable_version, "durable_version");
 }
 
-static void x_status_reply(io *s, rl_msg_status_reply *m) {
+static void x_status_reply(io *s, rl__msg_status_reply *m) {
     io_bytes(s, &m->json, &m->json_len, RL_PROTO_MAX_JSON, "json");
 }
 
-static void x_get_req(io *s, rl_msg_get_req *m) {
+static void x_get_req(io *s, rl__msg_get_req *m) {
     io_u64(s, &m->version, "version");
     io_bytes(s, &m->key, &m->key_len, RL_PROTO_MAX_KEY, "key");
 }
 
-static void x_get_reply(io *s, rl_msg_get_reply *m) {
+static void x_get_reply(io *s, rl__msg_get_reply *m) {
     io_bool8(s, &m->present, "present");
     io_bytes(s, &m->value, &m->value_len, RL_PROTO_MAX_VALUE, "value");
     if (!s->failed && !m->present && m->value_len) bad(s, "value", "has %u bytes but present is 0", m->value_len);
 }
 
-static void x_get_key_req(io *s, rl_msg_get_key_req *m) {
+static void x_get_key_req(io *s, rl__msg_get_key_req *m) {
     io_u64(s, &m->version, "version");
     io_selector(s, &m->sel, "sel");
 }
 
-static void x_get_key_reply(io *s, rl_msg_get_key_reply *m) {
+static void x_get_key_reply(io *s, rl__msg_get_key_reply *m) {
     io_bool8(s, &m->resolved, "resolved");
     io_selector(s, &m->sel, "sel");
     if (!s->failed && m->resolved && (m->sel.or_equal != 0 || m->sel.offset != 1))
@@ -684,7 +684,7 @@ static void x_get_key_reply(io *s, rl_msg_get_key_reply *m) {
             m->sel.offset);
 }
 
-static void x_get_range_req(io *s, rl_msg_get_range_req *m) {
+static void x_get_range_req(io *s, rl__msg_get_range_req *m) {
     io_u64(s, &m->version, "version");
     io_selector(s, &m->begin, "begin");
     io_selector(s, &m->end, "end");
@@ -706,13 +706,13 @@ static void io_range_tail(io *s, uint8_t *more, uint8_t *status, uint32_t n_rows
     io_bytes(s, re, re_len, RL_PROTO_MAX_KEY, "resolved_end");
 }
 
-static void x_get_range_reply(io *s, rl_msg_get_range_reply *m) {
+static void x_get_range_reply(io *s, rl__msg_get_range_reply *m) {
     io_kvs(s, &m->kvs, &m->n_kvs, "kvs");
     io_range_tail(s, &m->more, &m->status, m->n_kvs, &m->read_through, &m->read_through_len, &m->resolved_begin,
                   &m->resolved_begin_len, &m->resolved_end, &m->resolved_end_len);
 }
 
-static void x_get_mapped_range_req(io *s, rl_msg_get_mapped_range_req *m) {
+static void x_get_mapped_range_req(io *s, rl__msg_get_mapped_range_req *m) {
     io_u64(s, &m->version, "version");
     io_selector(s, &m->begin, "begin");
     io_selector(s, &m->end, "end");
@@ -891,7 +891,7 @@ static uint32_t entries_decode_fast(io *s, rl_mapped_keyvalue *ev, uint32_t n) {
     return i;
 }
 
-static void x_get_mapped_range_reply(io *s, rl_msg_get_mapped_range_reply *m) {
+static void x_get_mapped_range_reply(io *s, rl__msg_get_mapped_range_reply *m) {
     io_count(s, &m->n_entries, MIN_ENTRY, "entries");
     rl_mapped_keyvalue *ev = io_array(s, m->entries, m->n_entries, sizeof *ev, "entries");
     if (s->failed) return;
@@ -923,7 +923,7 @@ static void x_get_mapped_range_reply(io *s, rl_msg_get_mapped_range_reply *m) {
     io_count(s, &m->stats.n_peer_stats, MIN_PEER_STAT, "peer_stats");
     if (!s->failed && m->stats.n_peer_stats > RL_PROTO_MAX_PEER_STATS)
         bad(s, "peer_stats", "has %u entries (at most %d)", m->stats.n_peer_stats, RL_PROTO_MAX_PEER_STATS);
-    rl_msg_s2s_peer *ps = io_array(s, m->stats.peer_stats, m->stats.n_peer_stats, sizeof *ps, "peer_stats");
+    rl__msg_s2s_peer *ps = io_array(s, m->stats.peer_stats, m->stats.n_peer_stats, sizeof *ps, "peer_stats");
     for (uint32_t i = 0; i < m->stats.n_peer_stats && !s->failed; i++) {
         io_u32(s, &ps[i].server_id, "server_id");
         if (!s->failed && ps[i].server_id == 0) bad(s, "peer_stats", "names server 0 (the coordinator)");
@@ -938,10 +938,10 @@ static void x_get_mapped_range_reply(io *s, rl_msg_get_mapped_range_reply *m) {
     leave(s);
 }
 
-static void x_get_multi_req(io *s, rl_msg_get_multi_req *m) {
+static void x_get_multi_req(io *s, rl__msg_get_multi_req *m) {
     io_u64(s, &m->version, "version");
     io_count(s, &m->n_items, MIN_ITEM, "items");
-    rl_msg_read_item *it = io_array(s, m->items, m->n_items, sizeof *it, "items");
+    rl__msg_read_item *it = io_array(s, m->items, m->n_items, sizeof *it, "items");
     if (s->failed) return;
     enter(s, "items", 0);
     for (uint32_t i = 0; i < m->n_items && !s->failed; i++) {
@@ -959,9 +959,9 @@ static void x_get_multi_req(io *s, rl_msg_get_multi_req *m) {
     io_u64(s, &m->max_bytes, "max_bytes");
 }
 
-static void x_get_multi_reply(io *s, rl_msg_get_multi_reply *m) {
+static void x_get_multi_reply(io *s, rl__msg_get_multi_reply *m) {
     io_count(s, &m->n_results, MIN_RESULT, "results");
-    rl_msg_read_result *rv = io_array(s, m->results, m->n_results, sizeof *rv, "results");
+    rl__msg_read_result *rv = io_array(s, m->results, m->n_results, sizeof *rv, "results");
     if (s->failed) return;
     enter(s, "results", 0);
     for (uint32_t i = 0; i < m->n_results && !s->failed; i++) {
@@ -983,7 +983,7 @@ typedef void (*xfer_fn)(io *s, void *m);
 
 /* Encode m with x, appending to out; on failure truncate out back (invariant 1: m is only read,
  * so the const cast of the callers is safe). */
-static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl_proto_why *why, int no_fast) {
+static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl__proto_why *why, int no_fast) {
     io s;
     memset(&s, 0, sizeof s);
     s.no_fast = no_fast;
@@ -1005,30 +1005,30 @@ static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *
     return RL_OK;
 }
 
-static int run_encode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl_proto_why *why) {
+static int run_encode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl__proto_why *why) {
     return run_encode_mode(msg, x, out, m, why, 0);
 }
 
 /* ---- Placement (30-32) ---- */
 
-static void x_split_shard_req(io *s, rl_msg_split_shard_req *m) {
+static void x_split_shard_req(io *s, rl__msg_split_shard_req *m) {
     io_bytes(s, &m->key, &m->key_len, RL_PROTO_MAX_KEY, "key");
 }
 
-static void x_split_shard_reply(io *s, rl_msg_split_shard_reply *m) {
+static void x_split_shard_reply(io *s, rl__msg_split_shard_reply *m) {
     io_u64(s, &m->version, "version");
     io_bool8(s, &m->split, "split");
 }
 
 /* A non-empty range (begin < end). */
-static void io_nonempty_range(io *s, rl_keyrange *r, const char *name) {
+static void io_nonempty_range(io *s, rl__keyrange *r, const char *name) {
     enter(s, name, NO_INDEX);
     io_range(s, r);
     if (!s->failed && cmp(r->begin, r->begin_len, r->end, r->end_len) == 0) bad(s, NULL, "is empty");
     leave(s);
 }
 
-static void x_assign_shard_req(io *s, rl_msg_assign_shard_req *m) {
+static void x_assign_shard_req(io *s, rl__msg_assign_shard_req *m) {
     io_nonempty_range(s, &m->range, "range");
     io_count(s, &m->n_team, 4, "team");
     if (s->failed) return;
@@ -1046,12 +1046,12 @@ static void x_assign_shard_req(io *s, rl_msg_assign_shard_req *m) {
     io_u32(s, &m->timeout_ms, "timeout_ms");
 }
 
-static void x_assign_shard_reply(io *s, rl_msg_assign_shard_reply *m) {
+static void x_assign_shard_reply(io *s, rl__msg_assign_shard_reply *m) {
     io_u64(s, &m->version, "version");
     io_u32(s, &m->moved, "moved");
 }
 
-static void x_move_shard_req(io *s, rl_msg_move_shard_req *m) {
+static void x_move_shard_req(io *s, rl__msg_move_shard_req *m) {
     io_u32(s, &m->storage_id, "storage_id");
     io_nonempty_range(s, &m->range, "range");
     io_u64(s, &m->version, "version");
@@ -1059,7 +1059,7 @@ static void x_move_shard_req(io *s, rl_msg_move_shard_req *m) {
 
 /* Decode payload[0..len) into m (size bytes, zeroed first and again on failure) with x. */
 static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a, void *m,
-                           size_t size, rl_proto_why *why, int no_fast) {
+                           size_t size, rl__proto_why *why, int no_fast) {
     io s;
     memset(&s, 0, sizeof s);
     s.no_fast = no_fast;
@@ -1086,7 +1086,7 @@ static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, s
 }
 
 static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a, void *m, size_t size,
-                      rl_proto_why *why) {
+                      rl__proto_why *why) {
     return run_decode_mode(msg, x, payload, len, a, m, size, why, 0);
 }
 
@@ -1129,35 +1129,36 @@ unsigned rl__msg_type_flags(int type) { return rl__msg_type_known(type) ? MESSAG
 #define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) X(REQ, REQ_X, RL_MSG_##NAME, 0, #NAME)
 /* Adapters from the typed transfer functions to xfer_fn (no function pointer casts). */
 #define X(name, xname, type, dir, label) \
-    static void xv_##name(io *s, void *m) { x_##xname(s, (rl_msg_##name *)m); }
+    static void xv_##name(io *s, void *m) { x_##xname(s, (rl__msg_##name *)m); }
 X(error, error, 0, 2, "error reply")
 #include "net/messages.def"
 #undef X
 
 /* The public per-message functions. */
-#define X(name, xname, type, dir, label)                                                             \
-    int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why) {            \
-        return run_encode(label, xv_##name, out, m, why);                                            \
-    }                                                                                                \
-    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_##name *out, \
-                                rl_proto_why *why) {                                                 \
-        return run_decode(label, xv_##name, payload, len, a, out, sizeof *out, why);                 \
+#define X(name, xname, type, dir, label)                                                              \
+    int rl__msg_##name##_encode(rl_buf *out, const rl__msg_##name *m, rl__proto_why *why) {           \
+        return run_encode(label, xv_##name, out, m, why);                                             \
+    }                                                                                                 \
+    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_##name *out, \
+                                rl__proto_why *why) {                                                 \
+        return run_decode(label, xv_##name, payload, len, a, out, sizeof *out, why);                  \
     }
 X(error, error, 0, 2, "error reply")
 #include "net/messages.def"
 #undef X
 
-int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m, rl_proto_why *why) {
+int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl__msg_get_mapped_range_reply *m,
+                                               rl__proto_why *why) {
     return run_encode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, out, m, why, 1);
 }
 
 int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
-                                               rl_msg_get_mapped_range_reply *out, rl_proto_why *why) {
+                                               rl__msg_get_mapped_range_reply *out, rl__proto_why *why) {
     return run_decode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, payload, len, a, out, sizeof *out, why,
                            1);
 }
 
-int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after, rl_proto_why *why) {
+int rl__msg_peek_reply_check(const rl__msg_peek_reply *r, rl__version after, rl__proto_why *why) {
     io s;
     memset(&s, 0, sizeof s);
     s.decoding = 1;
@@ -1191,7 +1192,7 @@ typedef struct {
 } payload_info;
 
 static const payload_info PAYLOADS[] = {
-#define X(name, xname, type, dir, label) {type, dir, label, xv_##name, sizeof(rl_msg_##name)},
+#define X(name, xname, type, dir, label) {type, dir, label, xv_##name, sizeof(rl__msg_##name)},
     X(error, error, 0, 2, "error reply")
 #include "net/messages.def"
 #undef X
@@ -1245,7 +1246,7 @@ static const payload_info *find_payload(uint16_t type, uint16_t flags, const cha
  * the walk's error and reason. rl__msg_decode_walk / rl__msg_encode_walk skip the fast paths
  * (tests compare the two). Each returns 1 when it did the work. */
 
-static int get_req_decode_fast(const uint8_t *p, size_t len, rl_msg_get_req *m) {
+static int get_req_decode_fast(const uint8_t *p, size_t len, rl__msg_get_req *m) {
     if (!p || len < 12) return 0;
     uint32_t n = get32(p + 8);
     if (n > RL_PROTO_MAX_KEY || n != len - 12) return 0;
@@ -1255,7 +1256,7 @@ static int get_req_decode_fast(const uint8_t *p, size_t len, rl_msg_get_req *m) 
     return 1;
 }
 
-static int get_reply_decode_fast(const uint8_t *p, size_t len, rl_msg_get_reply *m) {
+static int get_reply_decode_fast(const uint8_t *p, size_t len, rl__msg_get_reply *m) {
     if (!p || len < 5 || p[0] > 1) return 0;
     uint32_t n = get32(p + 1);
     if (n > RL_PROTO_MAX_VALUE || n != len - 5 || (p[0] == 0 && n != 0)) return 0;
@@ -1276,7 +1277,7 @@ static int append_fast(rl_buf *out, const uint8_t *h, size_t hn, const uint8_t *
     return 0;
 }
 
-int rl__msg_get_req_head(const rl_msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEAD]) {
+int rl__msg_get_req_head(const rl__msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEAD]) {
     if (m->key_len > RL_PROTO_MAX_KEY || (!m->key && m->key_len)) return 0;
     put32(out, (uint32_t)m->version);
     put32(out + 4, (uint32_t)(m->version >> 32));
@@ -1284,7 +1285,7 @@ int rl__msg_get_req_head(const rl_msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEA
     return 1;
 }
 
-int rl__msg_get_reply_head(const rl_msg_get_reply *m, uint8_t out[RL_MSG_GET_REPLY_HEAD]) {
+int rl__msg_get_reply_head(const rl__msg_get_reply *m, uint8_t out[RL_MSG_GET_REPLY_HEAD]) {
     if (m->present > 1 || m->value_len > RL_PROTO_MAX_VALUE || (!m->value && m->value_len) ||
         (!m->present && m->value_len))
         return 0;
@@ -1293,20 +1294,20 @@ int rl__msg_get_reply_head(const rl_msg_get_reply *m, uint8_t out[RL_MSG_GET_REP
     return 1;
 }
 
-static int get_req_encode_fast(rl_buf *out, const rl_msg_get_req *m) {
+static int get_req_encode_fast(rl_buf *out, const rl__msg_get_req *m) {
     uint8_t h[RL_MSG_GET_REQ_HEAD];
     return rl__buf_error(out) == RL_OK && rl__msg_get_req_head(m, h) &&
            append_fast(out, h, sizeof h, m->key, m->key_len);
 }
 
-static int get_reply_encode_fast(rl_buf *out, const rl_msg_get_reply *m) {
+static int get_reply_encode_fast(rl_buf *out, const rl__msg_get_reply *m) {
     uint8_t h[RL_MSG_GET_REPLY_HEAD];
     return rl__buf_error(out) == RL_OK && rl__msg_get_reply_head(m, h) &&
            append_fast(out, h, sizeof h, m->value, m->value_len);
 }
 
-static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
-                         rl_proto_why *why, int walk) {
+static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
+                         rl__proto_why *why, int walk) {
     if (!walk && type == RL_MSG_GET && (flags == 0 || flags == RL_FRAME_REPLY)) {
         memset(out, 0, sizeof *out);
         int ok = flags == 0 ? get_req_decode_fast(payload, len, &out->u.get_req)
@@ -1332,17 +1333,17 @@ static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, 
     return run_decode(pi->label, pi->x, payload, len, a, &out->u, pi->size, why);
 }
 
-int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
-                   rl_proto_why *why) {
+int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
+                   rl__proto_why *why) {
     return decode_common(type, flags, payload, len, a, out, why, 0);
 }
 
-int rl__msg_decode_walk(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
-                        rl_proto_why *why) {
+int rl__msg_decode_walk(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
+                        rl__proto_why *why) {
     return decode_common(type, flags, payload, len, a, out, why, 1);
 }
 
-static int encode_common(rl_buf *out, const rl_msg *m, rl_proto_why *why, int walk) {
+static int encode_common(rl_buf *out, const rl__msg *m, rl__proto_why *why, int walk) {
     if (!walk && m->type == RL_MSG_GET &&
         (m->flags == 0 ? get_req_encode_fast(out, &m->u.get_req)
                        : m->flags == RL_FRAME_REPLY && get_reply_encode_fast(out, &m->u.get_reply))) {
@@ -1360,14 +1361,14 @@ static int encode_common(rl_buf *out, const rl_msg *m, rl_proto_why *why, int wa
     return run_encode(pi->label, pi->x, out, &m->u, why);
 }
 
-int rl__msg_encode(rl_buf *out, const rl_msg *m, rl_proto_why *why) { return encode_common(out, m, why, 0); }
+int rl__msg_encode(rl_buf *out, const rl__msg *m, rl__proto_why *why) { return encode_common(out, m, why, 0); }
 
-int rl__msg_encode_walk(rl_buf *out, const rl_msg *m, rl_proto_why *why) { return encode_common(out, m, why, 1); }
+int rl__msg_encode_walk(rl_buf *out, const rl__msg *m, rl__proto_why *why) { return encode_common(out, m, why, 1); }
 
-int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl_msg *m, rl_proto_why *why) {
+int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl__msg *m, rl__proto_why *why) {
     size_t start = out->len;
     uint8_t hdr[RL_FRAME_HEADER_LEN];
-    rl_frame_header h = {0, m->type, m->flags, id};
+    rl__frame_header h = {0, m->type, m->flags, id};
     if (why) why->text[0] = 0;
     rl__frame_header_encode(&h, hdr);
     rl__buf_append(out, hdr, sizeof hdr);

@@ -12,7 +12,7 @@
  *   selector                 bytes key, u8 or_equal (0/1), i32 offset (never INT32_MIN)
  *   kv                       bytes key, bytes value
  *   range                    bytes begin, bytes end, begin <= end
- *   mutation                 u8 type (rl_mutation_type), bytes p1, bytes p2
+ *   mutation                 u8 type (rl__mutation_type), bytes p1, bytes p2
  *   T x n                    u32 count, then count elements
  *
  * Invariants of every codec:
@@ -35,23 +35,23 @@
  *
  * The common contract of the per-message functions below (each is declared with its struct):
  *
- *   int rl__msg_<name>_encode(rl_buf *out, const rl_msg_<name> *m, rl_proto_why *why);
+ *   int rl__msg_<name>_encode(rl_buf *out, const rl_msg_<name> *m, rl__proto_why *why);
  *     Append m's payload to out. [in] m: borrowed for the call; never written. [out] why: may be
  *     NULL; on failure a message naming the field. Returns RL_OK; RL_E_INVALID_ARGUMENT when m
  *     breaks a rule of its struct (out is truncated back to its length before the call);
  *     RL_E_OUT_OF_MEMORY when out's sticky error is set (before or during the call).
  *
  *   int rl__msg_<name>_decode(const uint8_t *payload, size_t len, rl_arena *a,
- *                             rl_msg_<name> *out, rl_proto_why *why);
+ *                             rl_msg_<name> *out, rl__proto_why *why);
  *     Decode payload[0..len) into *out. [in] payload: may be NULL when len is 0; borrowed by
  *     *out (see above). [in] a: arrays of *out come from it; may be NULL for payloads without
- *     arrays. [out] out: filled on RL_OK, zeroed otherwise (but see rl_msg_hello_req: the
+ *     arrays. [out] out: filled on RL_OK, zeroed otherwise (but see rl__msg_hello_req: the
  *     handshake messages keep magic and version when they are foreign). [out] why:
  *     may be NULL; on failure a message such as "COMMIT request: mutations[3].type is 99, not a
  *     mutation type". Returns RL_OK; RL_E_MALFORMED_FRAME (the receiver logs why and closes the
  *     connection); RL_E_OUT_OF_MEMORY (the arena failed); RL_E_INVALID_ARGUMENT (payload NULL with
  *     len > 0, or a NULL but needed). The HELLO, AUTH_CHALLENGE and AUTH request decoders also
- *     return RL_E_INCOMPATIBLE_PROTOCOL_VERSION (see rl_msg_hello_req).
+ *     return RL_E_INCOMPATIBLE_PROTOCOL_VERSION (see rl__msg_hello_req).
  *
  * Thread rules: none; every function is reentrant.
  */
@@ -111,7 +111,7 @@ typedef enum {
 #include "net/messages.def"
 #undef RL_MSG
 #undef RL_MSG_ONE_WAY
-} rl_msg_type;
+} rl__msg_type;
 
 /* Each message's flags as a constant, RL_MSGF_OF_<NAME> (for compile-time checks of the roles'
  * tables). */
@@ -136,33 +136,33 @@ typedef enum {
     RL_ROLE_COORDINATOR = 1,
     RL_ROLE_STORAGE = 2,
     RL_ROLE_ADMIN = 3, /* the rl tool's admin commands */
-} rl_proto_role;
+} rl__proto_role;
 
 /* GET_RANGE / GET_MAPPED_RANGE reply status. */
 typedef enum {
     RL_RANGE_OK = 0,
     RL_RANGE_SELECTOR_UNRESOLVED = 1, /* a selector left this server's shard: no rows; the client
                                          resolves the selectors itself and asks again */
-} rl_range_status;
+} rl__range_status;
 
 /* GET_MAPPED_RANGE strategy for secondaries on other storage servers (DESIGN §3). */
 typedef enum {
     RL_FETCH_DEFAULT = 0,    /* the database's setting */
     RL_FETCH_INDIVIDUAL = 1, /* FoundationDB's: batches of separate reads */
     RL_FETCH_GROUPED = 2,    /* one GET_MULTI per owning server per page */
-} rl_fetch_strategy;
+} rl__fetch_strategy;
 
 /* PEEK shard ownership change kinds. */
 typedef enum {
     RL_SHARD_ASSIGN = 1, /* the server owns the range from this version on */
     RL_SHARD_REMOVE = 2, /* the server no longer owns it after this version */
-} rl_shard_change_kind;
+} rl__shard_change_kind;
 
 /* Why a codec failed: a NUL-terminated message naming the message and the field. */
 #define RL_PROTO_WHY_LEN 160
 typedef struct {
     char text[RL_PROTO_WHY_LEN];
-} rl_proto_why;
+} rl__proto_why;
 
 /* ---- Message types ----------------------------------------------------------------------- */
 
@@ -183,14 +183,15 @@ unsigned rl__msg_type_flags(int type);
 /* RL_PROTO_CODECS(name) declares rl__msg_<name>_encode and rl__msg_<name>_decode (the contract
  * at the top of this file) for the struct rl_msg_<name>; proto.c defines them from its payload
  * table (every payload of messages.def). */
-#define RL_PROTO_CODECS(name)                                                            \
-    int rl__msg_##name##_encode(rl_buf *out, const rl_msg_##name *m, rl_proto_why *why); \
-    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_##name *out, rl_proto_why *why)
+#define RL_PROTO_CODECS(name)                                                                         \
+    int rl__msg_##name##_encode(rl_buf *out, const rl__msg_##name *m, rl__proto_why *why);            \
+    int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_##name *out, \
+                                rl__proto_why *why)
 
 /* A payload without fields (STATUS request, POP reply): len must be 0. */
 typedef struct {
     uint8_t unused_; /* C has no empty structs; not encoded */
-} rl_msg_empty;
+} rl__msg_empty;
 
 /* AUTH_CHALLENGE (type 3): the accepting side's first frame (flags 0, id 0), sent as soon as it
  * accepts; no reply — the connecting side answers with an AUTH request. A decoder that finds magic
@@ -200,36 +201,36 @@ typedef struct {
     uint32_t magic;                   /* RL_PROTOCOL_MAGIC */
     uint32_t protocol_version;        /* RL_PROTOCOL_VERSION */
     uint8_t nonce[RL_AUTH_NONCE_LEN]; /* fresh random bytes of the accepting side */
-} rl_msg_auth_challenge;
-int rl__msg_auth_challenge_encode(rl_buf *out, const rl_msg_auth_challenge *m, rl_proto_why *why);
-int rl__msg_auth_challenge_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_auth_challenge *out,
-                                  rl_proto_why *why);
+} rl__msg_auth_challenge;
+int rl__msg_auth_challenge_encode(rl_buf *out, const rl__msg_auth_challenge *m, rl__proto_why *why);
+int rl__msg_auth_challenge_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_auth_challenge *out,
+                                  rl__proto_why *why);
 
 /* AUTH request (type 4): the connecting side's first frame (flags 0, id 0), after the challenge.
  * Magic and version as AUTH_CHALLENGE's. */
 typedef struct {
     uint32_t magic;                   /* RL_PROTOCOL_MAGIC */
     uint32_t protocol_version;        /* RL_PROTOCOL_VERSION */
-    uint8_t auth_class;               /* rl_auth_class claimed: RL_AUTH_CLIENT or RL_AUTH_MEMBER */
+    uint8_t auth_class;               /* rl__auth_class claimed: RL_AUTH_CLIENT or RL_AUTH_MEMBER */
     uint8_t nonce[RL_AUTH_NONCE_LEN]; /* fresh random bytes of the connecting side */
     uint8_t proof[RL_AUTH_PROOF_LEN]; /* rl__auth_proof(class, 'C', challenge nonce, nonce) */
-} rl_msg_auth_req;
-int rl__msg_auth_req_encode(rl_buf *out, const rl_msg_auth_req *m, rl_proto_why *why);
+} rl__msg_auth_req;
+int rl__msg_auth_req_encode(rl_buf *out, const rl__msg_auth_req *m, rl__proto_why *why);
 /* rl__msg_auth_req_make — the connecting side's AUTH answering a challenge with snonce: magic,
  * version, the class a proves when it connects (rl__auth_connect_class), a fresh nonce and the
  * proof (src/net/auth.c; not pure: it draws the nonce). RL_OK or rl__auth_random / rl__auth_proof's
  * error (*out then unusable). */
-int rl__msg_auth_req_make(const rl_net_auth *a, const uint8_t snonce[RL_AUTH_NONCE_LEN], rl_msg_auth_req *out);
-int rl__msg_auth_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_auth_req *out, rl_proto_why *why);
+int rl__msg_auth_req_make(const rl__net_auth *a, const uint8_t snonce[RL_AUTH_NONCE_LEN], rl__msg_auth_req *out);
+int rl__msg_auth_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_auth_req *out, rl__proto_why *why);
 
 /* AUTH reply: the accepting side's proof (or an error reply: invalid_cluster_id,
  * unauthorized_attempt, incompatible_protocol_version; then it closes). */
 typedef struct {
     uint8_t proof[RL_AUTH_PROOF_LEN]; /* rl__auth_proof(class, 'S', challenge nonce, request nonce) */
-} rl_msg_auth_reply;
-int rl__msg_auth_reply_encode(rl_buf *out, const rl_msg_auth_reply *m, rl_proto_why *why);
-int rl__msg_auth_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_auth_reply *out,
-                              rl_proto_why *why);
+} rl__msg_auth_reply;
+int rl__msg_auth_reply_encode(rl_buf *out, const rl__msg_auth_reply *m, rl__proto_why *why);
+int rl__msg_auth_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_auth_reply *out,
+                              rl__proto_why *why);
 
 /* HELLO request (type 1): the first frame after the handshake, sent by the connecting side.
  * The first 8 bytes (magic, version) are fixed for every protocol version: a decoder that finds
@@ -240,107 +241,108 @@ int rl__msg_auth_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, r
 typedef struct {
     uint32_t magic;            /* RL_PROTOCOL_MAGIC */
     uint32_t protocol_version; /* RL_PROTOCOL_VERSION */
-    uint8_t role;              /* rl_proto_role of the sender */
+    uint8_t role;              /* rl__proto_role of the sender */
     uint32_t id;               /* the sender's server id; 0 for RL_ROLE_CLIENT */
     const uint8_t *host;       /* host label, <= RL_PROTO_MAX_STRING */
     uint32_t host_len;
-} rl_msg_hello_req;
-int rl__msg_hello_req_encode(rl_buf *out, const rl_msg_hello_req *m, rl_proto_why *why);
-int rl__msg_hello_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_hello_req *out, rl_proto_why *why);
+} rl__msg_hello_req;
+int rl__msg_hello_req_encode(rl_buf *out, const rl__msg_hello_req *m, rl__proto_why *why);
+int rl__msg_hello_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_hello_req *out,
+                             rl__proto_why *why);
 
 /* HELLO reply. A version other than RL_PROTOCOL_VERSION decodes as
  * RL_E_INCOMPATIBLE_PROTOCOL_VERSION (protocol_version set). */
 typedef struct {
     uint32_t protocol_version; /* RL_PROTOCOL_VERSION */
-    uint8_t role;              /* rl_proto_role of the replier */
+    uint8_t role;              /* rl__proto_role of the replier */
     uint32_t id;               /* its server id; 0 for RL_ROLE_CLIENT */
     const uint8_t *host;       /* <= RL_PROTO_MAX_STRING */
     uint32_t host_len;
-} rl_msg_hello_reply;
-int rl__msg_hello_reply_encode(rl_buf *out, const rl_msg_hello_reply *m, rl_proto_why *why);
-int rl__msg_hello_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_hello_reply *out,
-                               rl_proto_why *why);
+} rl__msg_hello_reply;
+int rl__msg_hello_reply_encode(rl_buf *out, const rl__msg_hello_reply *m, rl__proto_why *why);
+int rl__msg_hello_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_hello_reply *out,
+                               rl__proto_why *why);
 
 /* PING request (type 2): the payload is echoed. */
 typedef struct {
     const uint8_t *payload; /* <= RL_PROTO_MAX_STRING */
     uint32_t payload_len;
-} rl_msg_ping_req;
-int rl__msg_ping_req_encode(rl_buf *out, const rl_msg_ping_req *m, rl_proto_why *why);
-int rl__msg_ping_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_ping_req *out, rl_proto_why *why);
+} rl__msg_ping_req;
+int rl__msg_ping_req_encode(rl_buf *out, const rl__msg_ping_req *m, rl__proto_why *why);
+int rl__msg_ping_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_ping_req *out, rl__proto_why *why);
 
 /* PING reply. */
 typedef struct {
     const uint8_t *payload; /* the request's, <= RL_PROTO_MAX_STRING */
     uint32_t payload_len;
     uint64_t server_mono_ns; /* the replier's monotonic clock when it answered */
-} rl_msg_ping_reply;
-int rl__msg_ping_reply_encode(rl_buf *out, const rl_msg_ping_reply *m, rl_proto_why *why);
-int rl__msg_ping_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_ping_reply *out,
-                              rl_proto_why *why);
+} rl__msg_ping_reply;
+int rl__msg_ping_reply_encode(rl_buf *out, const rl__msg_ping_reply *m, rl__proto_why *why);
+int rl__msg_ping_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_ping_reply *out,
+                              rl__proto_why *why);
 
 /* Error reply: the payload of any reply with flags RL_FRAME_REPLY | RL_FRAME_ERROR. */
 typedef struct {
     int32_t code;           /* an rl error code, > 0 (1001 wrong_shard_server, 1009, 2100, …) */
     const uint8_t *message; /* detail for logs, <= RL_PROTO_MAX_STRING; may be empty */
     uint32_t message_len;
-} rl_msg_error;
-int rl__msg_error_encode(rl_buf *out, const rl_msg_error *m, rl_proto_why *why);
-int rl__msg_error_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_error *out, rl_proto_why *why);
+} rl__msg_error;
+int rl__msg_error_encode(rl_buf *out, const rl__msg_error *m, rl__proto_why *why);
+int rl__msg_error_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_error *out, rl__proto_why *why);
 
 /* GET_READ_VERSION request (type 10). */
 typedef struct {
     uint32_t flags; /* none defined yet: must be 0 */
-} rl_msg_get_read_version_req;
-int rl__msg_get_read_version_req_encode(rl_buf *out, const rl_msg_get_read_version_req *m, rl_proto_why *why);
+} rl__msg_get_read_version_req;
+int rl__msg_get_read_version_req_encode(rl_buf *out, const rl__msg_get_read_version_req *m, rl__proto_why *why);
 int rl__msg_get_read_version_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                        rl_msg_get_read_version_req *out, rl_proto_why *why);
+                                        rl__msg_get_read_version_req *out, rl__proto_why *why);
 
 /* GET_READ_VERSION reply. */
 typedef struct {
-    rl_version version; /* the newest durable commit batch */
-} rl_msg_get_read_version_reply;
-int rl__msg_get_read_version_reply_encode(rl_buf *out, const rl_msg_get_read_version_reply *m, rl_proto_why *why);
+    rl__version version; /* the newest durable commit batch */
+} rl__msg_get_read_version_reply;
+int rl__msg_get_read_version_reply_encode(rl_buf *out, const rl__msg_get_read_version_reply *m, rl__proto_why *why);
 int rl__msg_get_read_version_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                          rl_msg_get_read_version_reply *out, rl_proto_why *why);
+                                          rl__msg_get_read_version_reply *out, rl__proto_why *why);
 
-/* COMMIT request (type 11). Ranges are rl_keyrange (begin <= end, keys <= RL_PROTO_MAX_KEY);
- * mutations are any rl_mutation_type, versionstamped ones included, with p1 <= RL_PROTO_MAX_KEY
+/* COMMIT request (type 11). Ranges are rl__keyrange (begin <= end, keys <= RL_PROTO_MAX_KEY);
+ * mutations are any rl__mutation_type, versionstamped ones included, with p1 <= RL_PROTO_MAX_KEY
  * (SET_VERSIONSTAMPED_KEY: RL_PROTO_MAX_MUT_KEY) and p2 <= RL_PROTO_MAX_MUT_PARAM (CLEAR_RANGE:
  * an end key, <= RL_PROTO_MAX_KEY and >= p1; CLEAR: empty). The sum of every mutation's
  * len1 + len2 and every range's begin_len + end_len is at most RL_PROTO_MAX_COMMIT_BYTES (the
  * transaction size rule of include/reclayer/kv.h). The arrays have the shapes of
- * rl_commit_request, so the coordinator passes them on without copying. */
+ * rl__commit_request, so the coordinator passes them on without copying. */
 typedef struct {
-    rl_version read_version;
-    const rl_keyrange *reads; /* read conflict ranges */
+    rl__version read_version;
+    const rl__keyrange *reads; /* read conflict ranges */
     uint32_t n_reads;
-    const rl_keyrange *writes; /* write conflict ranges */
+    const rl__keyrange *writes; /* write conflict ranges */
     uint32_t n_writes;
-    const rl_mutation *muts; /* in issue order */
+    const rl__mutation *muts; /* in issue order */
     uint32_t n_muts;
-} rl_msg_commit_req;
-int rl__msg_commit_req_encode(rl_buf *out, const rl_msg_commit_req *m, rl_proto_why *why);
-int rl__msg_commit_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_commit_req *out,
-                              rl_proto_why *why);
+} rl__msg_commit_req;
+int rl__msg_commit_req_encode(rl_buf *out, const rl__msg_commit_req *m, rl__proto_why *why);
+int rl__msg_commit_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_commit_req *out,
+                              rl__proto_why *why);
 
 /* COMMIT reply: the committer's outcome (a conflict is a reply, not an error reply). */
 typedef struct {
-    int32_t result;            /* RL_OK or an rl error code (>= 0) */
-    rl_version commit_version; /* the batch's version; 0 if read-only or not committed */
-    uint16_t batch_order;      /* the transaction's order in its batch (versionstamps) */
-} rl_msg_commit_reply;
-int rl__msg_commit_reply_encode(rl_buf *out, const rl_msg_commit_reply *m, rl_proto_why *why);
-int rl__msg_commit_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_commit_reply *out,
-                                rl_proto_why *why);
+    int32_t result;             /* RL_OK or an rl error code (>= 0) */
+    rl__version commit_version; /* the batch's version; 0 if read-only or not committed */
+    uint16_t batch_order;       /* the transaction's order in its batch (versionstamps) */
+} rl__msg_commit_reply;
+int rl__msg_commit_reply_encode(rl_buf *out, const rl__msg_commit_reply *m, rl__proto_why *why);
+int rl__msg_commit_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_commit_reply *out,
+                                rl__proto_why *why);
 
 /* GET_SHARD_MAP request (type 12). */
 typedef struct {
-    rl_version min_version; /* answer with a map at least this new; 0: any */
-} rl_msg_get_shard_map_req;
-int rl__msg_get_shard_map_req_encode(rl_buf *out, const rl_msg_get_shard_map_req *m, rl_proto_why *why);
-int rl__msg_get_shard_map_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_shard_map_req *out,
-                                     rl_proto_why *why);
+    rl__version min_version; /* answer with a map at least this new; 0: any */
+} rl__msg_get_shard_map_req;
+int rl__msg_get_shard_map_req_encode(rl_buf *out, const rl__msg_get_shard_map_req *m, rl__proto_why *why);
+int rl__msg_get_shard_map_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_shard_map_req *out,
+                                     rl__proto_why *why);
 
 /* One process of the server list. */
 typedef struct {
@@ -353,7 +355,7 @@ typedef struct {
     const uint8_t *host; /* host label, <= RL_PROTO_MAX_STRING */
     uint32_t host_len;
     uint8_t healthy; /* 0 or 1: the coordinator's view */
-} rl_msg_server;
+} rl__msg_server;
 
 /* One shard: [begin, end) and the team that holds it. */
 typedef struct {
@@ -363,137 +365,138 @@ typedef struct {
     uint32_t end_len;
     const uint32_t *team; /* storage ids, 1..RL_PROTO_MAX_TEAM, all different */
     uint32_t n_team;
-} rl_msg_shard;
+} rl__msg_shard;
 
 /* GET_SHARD_MAP reply: the server list and the shards, sorted, non-overlapping and contiguous.
  * The codec does not check that team ids appear in the server list (the map's writer does). */
 typedef struct {
-    rl_version version; /* the version of the map */
-    const rl_msg_server *servers;
+    rl__version version; /* the version of the map */
+    const rl__msg_server *servers;
     uint32_t n_servers;
-    const rl_msg_shard *shards;
+    const rl__msg_shard *shards;
     uint32_t n_shards;
     uint32_t delay_us;  /* the cluster's injected one-way delay between hosts, µs (any u32; the
                            servers keep it <= 10,000,000) — the client applies it to its links */
     uint32_t jitter_us; /* and its jitter, µs */
-} rl_msg_get_shard_map_reply;
-int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl_msg_get_shard_map_reply *m, rl_proto_why *why);
-int rl__msg_get_shard_map_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_shard_map_reply *out,
-                                       rl_proto_why *why);
+} rl__msg_get_shard_map_reply;
+int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl__msg_get_shard_map_reply *m, rl__proto_why *why);
+int rl__msg_get_shard_map_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
+                                       rl__msg_get_shard_map_reply *out, rl__proto_why *why);
 
 /* REGISTER_STORAGE request (type 13): a storage server announces itself to the coordinator. */
 typedef struct {
     uint32_t id;
-    const uint8_t *address; /* dotted IPv4, as rl_msg_server */
+    const uint8_t *address; /* dotted IPv4, as rl__msg_server */
     uint32_t address_len;
     uint16_t port; /* not 0 */
     const uint8_t *host;
     uint32_t host_len;
-    rl_version durable_version; /* the newest version its engine has durably */
-} rl_msg_register_storage_req;
-int rl__msg_register_storage_req_encode(rl_buf *out, const rl_msg_register_storage_req *m, rl_proto_why *why);
+    rl__version durable_version; /* the newest version its engine has durably */
+} rl__msg_register_storage_req;
+int rl__msg_register_storage_req_encode(rl_buf *out, const rl__msg_register_storage_req *m, rl__proto_why *why);
 int rl__msg_register_storage_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                        rl_msg_register_storage_req *out, rl_proto_why *why);
+                                        rl__msg_register_storage_req *out, rl__proto_why *why);
 
 /* REGISTER_STORAGE reply. */
 typedef struct {
-    rl_version start_version;  /* PEEK from after this version */
-    const rl_keyrange *ranges; /* the ranges the server owns now: each non-empty, sorted,
+    rl__version start_version;  /* PEEK from after this version */
+    const rl__keyrange *ranges; /* the ranges the server owns now: each non-empty, sorted,
                                   non-overlapping (adjacent allowed) */
     uint32_t n_ranges;
-} rl_msg_register_storage_reply;
-int rl__msg_register_storage_reply_encode(rl_buf *out, const rl_msg_register_storage_reply *m, rl_proto_why *why);
+} rl__msg_register_storage_reply;
+int rl__msg_register_storage_reply_encode(rl_buf *out, const rl__msg_register_storage_reply *m, rl__proto_why *why);
 int rl__msg_register_storage_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                          rl_msg_register_storage_reply *out, rl_proto_why *why);
+                                          rl__msg_register_storage_reply *out, rl__proto_why *why);
 
 /* PEEK request (type 14): a storage server asks the coordinator's log for mutations. */
 typedef struct {
     uint32_t storage_id;
-    rl_version after_version; /* send versions > this */
-    uint32_t max_bytes;       /* about this many mutation bytes per reply; 0: server default */
-    uint32_t max_wait_ms;     /* hold the request this long when nothing is new; 0: answer now */
-} rl_msg_peek_req;
-int rl__msg_peek_req_encode(rl_buf *out, const rl_msg_peek_req *m, rl_proto_why *why);
-int rl__msg_peek_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_peek_req *out, rl_proto_why *why);
+    rl__version after_version; /* send versions > this */
+    uint32_t max_bytes;        /* about this many mutation bytes per reply; 0: server default */
+    uint32_t max_wait_ms;      /* hold the request this long when nothing is new; 0: answer now */
+} rl__msg_peek_req;
+int rl__msg_peek_req_encode(rl_buf *out, const rl__msg_peek_req *m, rl__proto_why *why);
+int rl__msg_peek_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_peek_req *out, rl__proto_why *why);
 
 /* One version of a PEEK reply: its mutations for the server's shards (storage types only: no
  * versionstamped mutation reaches a storage server). */
 typedef struct {
-    rl_version version;
-    const rl_mutation *muts;
+    rl__version version;
+    const rl__mutation *muts;
     uint32_t n_muts;
-} rl_msg_peek_version;
+} rl__msg_peek_version;
 
 /* A shard ownership change, effective at version. */
 typedef struct {
-    rl_version version;
-    uint8_t kind;      /* rl_shard_change_kind */
-    rl_keyrange range; /* begin < end */
-} rl_msg_shard_change;
+    rl__version version;
+    uint8_t kind;       /* rl__shard_change_kind */
+    rl__keyrange range; /* begin < end */
+} rl__msg_shard_change;
 
 /* PEEK reply: after applying it the server has every mutation of its shards with version <=
  * end_version. Versions strictly increase and are <= end_version; change versions do not
  * decrease and are <= end_version. That they are also > the request's after_version is checked
  * by rl__msg_peek_reply_check (the reply alone does not carry it). */
 typedef struct {
-    rl_version end_version;
-    const rl_msg_peek_version *versions;
+    rl__version end_version;
+    const rl__msg_peek_version *versions;
     uint32_t n_versions;
-    const rl_msg_shard_change *changes;
+    const rl__msg_shard_change *changes;
     uint32_t n_changes;
-} rl_msg_peek_reply;
-int rl__msg_peek_reply_encode(rl_buf *out, const rl_msg_peek_reply *m, rl_proto_why *why);
-int rl__msg_peek_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_peek_reply *out,
-                              rl_proto_why *why);
+} rl__msg_peek_reply;
+int rl__msg_peek_reply_encode(rl_buf *out, const rl__msg_peek_reply *m, rl__proto_why *why);
+int rl__msg_peek_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_peek_reply *out,
+                              rl__proto_why *why);
 /* rl__msg_peek_reply_check — the rules of a PEEK reply that need its request: end_version >=
  * after_version, and every version and change version > after_version. [in] r: a decoded
  * reply. Returns RL_OK or RL_E_MALFORMED_FRAME (why says which). */
-int rl__msg_peek_reply_check(const rl_msg_peek_reply *r, rl_version after_version, rl_proto_why *why);
+int rl__msg_peek_reply_check(const rl__msg_peek_reply *r, rl__version after_version, rl__proto_why *why);
 
 /* POP request (type 15): the server has made everything <= durable_version durable; the log
  * may drop it once every server of its shards has. */
 typedef struct {
     uint32_t storage_id;
-    rl_version durable_version;
-} rl_msg_pop_req;
-int rl__msg_pop_req_encode(rl_buf *out, const rl_msg_pop_req *m, rl_proto_why *why);
-int rl__msg_pop_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_pop_req *out, rl_proto_why *why);
+    rl__version durable_version;
+} rl__msg_pop_req;
+int rl__msg_pop_req_encode(rl_buf *out, const rl__msg_pop_req *m, rl__proto_why *why);
+int rl__msg_pop_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_pop_req *out, rl__proto_why *why);
 
 /* POP reply: empty. */
-typedef rl_msg_empty rl_msg_pop_reply;
-int rl__msg_pop_reply_encode(rl_buf *out, const rl_msg_pop_reply *m, rl_proto_why *why);
-int rl__msg_pop_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_pop_reply *out, rl_proto_why *why);
+typedef rl__msg_empty rl__msg_pop_reply;
+int rl__msg_pop_reply_encode(rl_buf *out, const rl__msg_pop_reply *m, rl__proto_why *why);
+int rl__msg_pop_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_pop_reply *out,
+                             rl__proto_why *why);
 
 /* STATUS request (type 16): empty. */
-typedef rl_msg_empty rl_msg_status_req;
-int rl__msg_status_req_encode(rl_buf *out, const rl_msg_status_req *m, rl_proto_why *why);
-int rl__msg_status_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_status_req *out,
-                              rl_proto_why *why);
+typedef rl__msg_empty rl__msg_status_req;
+int rl__msg_status_req_encode(rl_buf *out, const rl__msg_status_req *m, rl__proto_why *why);
+int rl__msg_status_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_status_req *out,
+                              rl__proto_why *why);
 
 /* STATUS reply. */
 typedef struct {
     const uint8_t *json; /* a JSON document (not parsed by the codec), <= RL_PROTO_MAX_JSON */
     uint32_t json_len;
-} rl_msg_status_reply;
-int rl__msg_status_reply_encode(rl_buf *out, const rl_msg_status_reply *m, rl_proto_why *why);
-int rl__msg_status_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_status_reply *out,
-                                rl_proto_why *why);
+} rl__msg_status_reply;
+int rl__msg_status_reply_encode(rl_buf *out, const rl__msg_status_reply *m, rl__proto_why *why);
+int rl__msg_status_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_status_reply *out,
+                                rl__proto_why *why);
 
 /* GET request (type 20). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     const uint8_t *key; /* <= RL_PROTO_MAX_KEY */
     uint32_t key_len;
-} rl_msg_get_req;
-int rl__msg_get_req_encode(rl_buf *out, const rl_msg_get_req *m, rl_proto_why *why);
-int rl__msg_get_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_req *out, rl_proto_why *why);
+} rl__msg_get_req;
+int rl__msg_get_req_encode(rl_buf *out, const rl__msg_get_req *m, rl__proto_why *why);
+int rl__msg_get_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_req *out, rl__proto_why *why);
 
 /* GET reply. */
 typedef struct {
     uint8_t present;      /* 0 or 1 */
     const uint8_t *value; /* <= RL_PROTO_MAX_VALUE; empty when absent */
     uint32_t value_len;
-} rl_msg_get_reply;
+} rl__msg_get_reply;
 
 /* The fixed fields that start a GET request's payload (version, key length) and a GET reply's
  * (present, value length): the payload is this head followed by the key (the value). Each writes
@@ -502,43 +505,44 @@ typedef struct {
  * head and the bytes into one frame without a buffer (rl__conn_send2). */
 #define RL_MSG_GET_REQ_HEAD 12
 #define RL_MSG_GET_REPLY_HEAD 5
-int rl__msg_get_req_head(const rl_msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEAD]);
-int rl__msg_get_reply_head(const rl_msg_get_reply *m, uint8_t out[RL_MSG_GET_REPLY_HEAD]);
-int rl__msg_get_reply_encode(rl_buf *out, const rl_msg_get_reply *m, rl_proto_why *why);
-int rl__msg_get_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_reply *out, rl_proto_why *why);
+int rl__msg_get_req_head(const rl__msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEAD]);
+int rl__msg_get_reply_head(const rl__msg_get_reply *m, uint8_t out[RL_MSG_GET_REPLY_HEAD]);
+int rl__msg_get_reply_encode(rl_buf *out, const rl__msg_get_reply *m, rl__proto_why *why);
+int rl__msg_get_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_reply *out,
+                             rl__proto_why *why);
 
 /* GET_KEY request (type 21). Selector keys are <= RL_PROTO_MAX_KEY, or_equal is 0 or 1 and
  * offset is not INT32_MIN (in every message). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     rl_key_selector sel;
-} rl_msg_get_key_req;
-int rl__msg_get_key_req_encode(rl_buf *out, const rl_msg_get_key_req *m, rl_proto_why *why);
-int rl__msg_get_key_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_key_req *out,
-                               rl_proto_why *why);
+} rl__msg_get_key_req;
+int rl__msg_get_key_req_encode(rl_buf *out, const rl__msg_get_key_req *m, rl__proto_why *why);
+int rl__msg_get_key_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_key_req *out,
+                               rl__proto_why *why);
 
 /* GET_KEY reply. */
 typedef struct {
     uint8_t resolved; /* 1: sel.key is the answer (or_equal 0, offset 1); 0: the selector
                             ran past this server's shard: continue with sel on the next one */
     rl_key_selector sel;
-} rl_msg_get_key_reply;
-int rl__msg_get_key_reply_encode(rl_buf *out, const rl_msg_get_key_reply *m, rl_proto_why *why);
-int rl__msg_get_key_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_key_reply *out,
-                                 rl_proto_why *why);
+} rl__msg_get_key_reply;
+int rl__msg_get_key_reply_encode(rl_buf *out, const rl__msg_get_key_reply *m, rl__proto_why *why);
+int rl__msg_get_key_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_key_reply *out,
+                                 rl__proto_why *why);
 
 /* GET_RANGE request (type 22). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     rl_key_selector begin;
     rl_key_selector end;
     int32_t limit;        /* rows, >= 0; 0 = no limit */
     int64_t target_bytes; /* >= 0; 0 = no limit */
     uint8_t reverse;      /* 0 or 1 */
-} rl_msg_get_range_req;
-int rl__msg_get_range_req_encode(rl_buf *out, const rl_msg_get_range_req *m, rl_proto_why *why);
-int rl__msg_get_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_range_req *out,
-                                 rl_proto_why *why);
+} rl__msg_get_range_req;
+int rl__msg_get_range_req_encode(rl_buf *out, const rl__msg_get_range_req *m, rl__proto_why *why);
+int rl__msg_get_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_range_req *out,
+                                 rl__proto_why *why);
 
 /* GET_RANGE reply. With status RL_RANGE_SELECTOR_UNRESOLVED there are no rows and more is 0.
  * Keys <= RL_PROTO_MAX_KEY, values <= RL_PROTO_MAX_VALUE. The codec does not check row order
@@ -547,7 +551,7 @@ typedef struct {
     const rl_keyvalue *kvs; /* in the request's direction */
     uint32_t n_kvs;
     uint8_t more;                /* 0 or 1: rows remain in the range on this shard beyond those returned */
-    uint8_t status;              /* rl_range_status */
+    uint8_t status;              /* rl__range_status */
     const uint8_t *read_through; /* empty, or the shard boundary where this server stopped
                                     because the range continues on another shard */
     uint32_t read_through_len;
@@ -555,14 +559,14 @@ typedef struct {
     uint32_t resolved_begin_len;
     const uint8_t *resolved_end;
     uint32_t resolved_end_len;
-} rl_msg_get_range_reply;
-int rl__msg_get_range_reply_encode(rl_buf *out, const rl_msg_get_range_reply *m, rl_proto_why *why);
-int rl__msg_get_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_range_reply *out,
-                                   rl_proto_why *why);
+} rl__msg_get_range_reply;
+int rl__msg_get_range_reply_encode(rl_buf *out, const rl__msg_get_range_reply *m, rl__proto_why *why);
+int rl__msg_get_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_range_reply *out,
+                                   rl__proto_why *why);
 
 /* GET_MAPPED_RANGE request (type 23). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     rl_key_selector begin;
     rl_key_selector end;
     const uint8_t *mapper; /* a packed tuple (not parsed by the codec), <= RL_PROTO_MAX_MAPPER */
@@ -572,12 +576,12 @@ typedef struct {
     uint8_t reverse;              /* 0 or 1 */
     int32_t secondary_row_limit;  /* >= 0; 0 = the server's default */
     int64_t secondary_byte_limit; /* >= 0; 0 = the server's default */
-    uint8_t strategy;             /* rl_fetch_strategy */
+    uint8_t strategy;             /* rl__fetch_strategy */
     uint32_t batch;               /* secondaries per batch, <= RL_PROTO_MAX_BATCH; 0: default */
-} rl_msg_get_mapped_range_req;
-int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl_msg_get_mapped_range_req *m, rl_proto_why *why);
+} rl__msg_get_mapped_range_req;
+int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl__msg_get_mapped_range_req *m, rl__proto_why *why);
 int rl__msg_get_mapped_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                        rl_msg_get_mapped_range_req *out, rl_proto_why *why);
+                                        rl__msg_get_mapped_range_req *out, rl__proto_why *why);
 
 /* What one mapped read sent one peer storage server (the reply's per-peer stats). */
 typedef struct {
@@ -586,7 +590,7 @@ typedef struct {
     uint32_t items;          /* the reads (pieces) they carried */
     uint64_t bytes_sent;     /* their request frames, headers included */
     uint64_t bytes_received; /* their reply frames (the replies that came in time) */
-} rl_msg_s2s_peer;
+} rl__msg_s2s_peer;
 
 /* Counters of one mapped read at the storage server (the tracing of DESIGN §5). */
 typedef struct {
@@ -602,8 +606,8 @@ typedef struct {
     /* Per peer (the first RL_PROTO_MAX_PEER_STATS of them, in first-use order; server ids
      * distinct and non-zero). Decoding allocates the array from the arena. */
     uint32_t n_peer_stats;
-    const rl_msg_s2s_peer *peer_stats;
-} rl_msg_mapped_stats;
+    const rl__msg_s2s_peer *peer_stats;
+} rl__msg_mapped_stats;
 
 /* GET_MAPPED_RANGE reply. Entries are the public rl_mapped_keyvalue: is_range, more and
  * served_locally are 0 or 1, a point entry (is_range 0) has at most one kv, n_kvs >= 0; each
@@ -612,23 +616,24 @@ typedef struct {
     const rl_mapped_keyvalue *entries;
     uint32_t n_entries;
     uint8_t more;   /* 0 or 1: index entries remain on this shard */
-    uint8_t status; /* rl_range_status */
+    uint8_t status; /* rl__range_status */
     const uint8_t *read_through;
     uint32_t read_through_len;
     const uint8_t *resolved_begin;
     uint32_t resolved_begin_len;
     const uint8_t *resolved_end;
     uint32_t resolved_end_len;
-    rl_msg_mapped_stats stats;
-} rl_msg_get_mapped_range_reply;
-int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl_msg_get_mapped_range_reply *m, rl_proto_why *why);
+    rl__msg_mapped_stats stats;
+} rl__msg_get_mapped_range_reply;
+int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl__msg_get_mapped_range_reply *m, rl__proto_why *why);
 int rl__msg_get_mapped_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                          rl_msg_get_mapped_range_reply *out, rl_proto_why *why);
+                                          rl__msg_get_mapped_range_reply *out, rl__proto_why *why);
 /* The same codec with the entries taken field by field (the generic walk) instead of the fast
  * paths (proto.c): identical bytes, structs and errors; for tests that compare the two. */
-int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl_msg_get_mapped_range_reply *m, rl_proto_why *why);
+int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl__msg_get_mapped_range_reply *m,
+                                               rl__proto_why *why);
 int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
-                                               rl_msg_get_mapped_range_reply *out, rl_proto_why *why);
+                                               rl__msg_get_mapped_range_reply *out, rl__proto_why *why);
 
 /* One read of a GET_MULTI request. */
 typedef struct {
@@ -640,20 +645,20 @@ typedef struct {
     uint32_t end_len;
     int32_t row_limit;  /* >= 0; 0 = no limit */
     int64_t byte_limit; /* >= 0; 0 = no limit */
-} rl_msg_read_item;
+} rl__msg_read_item;
 
 /* GET_MULTI request (type 24): storage-to-storage secondary reads at one version. */
 typedef struct {
-    rl_version version;
-    const rl_msg_read_item *items;
+    rl__version version;
+    const rl__msg_read_item *items;
     uint32_t n_items;
     uint64_t max_bytes; /* key + value bytes of the reply at most (the row that crosses it
                          * included); 0: the server's default (32 MiB). Items the budget does not
                          * reach come back unread: no rows and more 1 (appended in issue 14) */
-} rl_msg_get_multi_req;
-int rl__msg_get_multi_req_encode(rl_buf *out, const rl_msg_get_multi_req *m, rl_proto_why *why);
-int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_multi_req *out,
-                                 rl_proto_why *why);
+} rl__msg_get_multi_req;
+int rl__msg_get_multi_req_encode(rl_buf *out, const rl__msg_get_multi_req *m, rl__proto_why *why);
+int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_multi_req *out,
+                                 rl__proto_why *why);
 
 /* The result of one read item: an error (then no rows, more 0), or its rows. */
 typedef struct {
@@ -661,17 +666,17 @@ typedef struct {
     const rl_keyvalue *kvs;
     uint32_t n_kvs;
     uint8_t more; /* 0 or 1: cut off by the item's limits */
-} rl_msg_read_result;
+} rl__msg_read_result;
 
 /* GET_MULTI reply: one result per item, in the request's order (the codec cannot check the
  * count against the request; the caller does). */
 typedef struct {
-    const rl_msg_read_result *results;
+    const rl__msg_read_result *results;
     uint32_t n_results;
-} rl_msg_get_multi_reply;
-int rl__msg_get_multi_reply_encode(rl_buf *out, const rl_msg_get_multi_reply *m, rl_proto_why *why);
-int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_get_multi_reply *out,
-                                   rl_proto_why *why);
+} rl__msg_get_multi_reply;
+int rl__msg_get_multi_reply_encode(rl_buf *out, const rl__msg_get_multi_reply *m, rl__proto_why *why);
+int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_multi_reply *out,
+                                   rl__proto_why *why);
 
 /* SET_DELAY request (type 40): the process's new injected delay, applied to every connection
  * whose peer has another host label (admin connections excepted) and to later ones. The codec
@@ -679,16 +684,16 @@ int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena 
 typedef struct {
     uint32_t delay_us;  /* one-way delay, µs */
     uint32_t jitter_us; /* uniform jitter added to each frame's delay, µs */
-} rl_msg_set_delay_req;
-int rl__msg_set_delay_req_encode(rl_buf *out, const rl_msg_set_delay_req *m, rl_proto_why *why);
-int rl__msg_set_delay_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_set_delay_req *out,
-                                 rl_proto_why *why);
+} rl__msg_set_delay_req;
+int rl__msg_set_delay_req_encode(rl_buf *out, const rl__msg_set_delay_req *m, rl__proto_why *why);
+int rl__msg_set_delay_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_set_delay_req *out,
+                                 rl__proto_why *why);
 
 /* SET_DELAY reply: empty. */
-typedef rl_msg_empty rl_msg_set_delay_reply;
-int rl__msg_set_delay_reply_encode(rl_buf *out, const rl_msg_set_delay_reply *m, rl_proto_why *why);
-int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl_msg_set_delay_reply *out,
-                                   rl_proto_why *why);
+typedef rl__msg_empty rl__msg_set_delay_reply;
+int rl__msg_set_delay_reply_encode(rl_buf *out, const rl__msg_set_delay_reply *m, rl__proto_why *why);
+int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_set_delay_reply *out,
+                                   rl__proto_why *why);
 
 /* ---- Placement (admin, issue 14) --------------------------------------------------------- */
 
@@ -698,87 +703,87 @@ int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena 
 typedef struct {
     const uint8_t *key;
     uint32_t key_len;
-} rl_msg_split_shard_req;
+} rl__msg_split_shard_req;
 RL_PROTO_CODECS(split_shard_req);
 
 /* SPLIT_SHARD reply: the version the map holds the boundary at (the split's commit version, or
  * the durable version when key already was a boundary: split 0). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     uint8_t split; /* 1 a boundary was added, 0 it was one already */
-} rl_msg_split_shard_reply;
+} rl__msg_split_shard_reply;
 RL_PROTO_CODECS(split_shard_reply);
 
 /* ASSIGN_SHARD request (type 31, admin tool -> coordinator): make [begin, end) whole shards and
  * move them to team. The reply comes when every shard of the range is on the team (or with an
  * error; a timed_out error leaves the move running). */
 typedef struct {
-    rl_keyrange range;    /* begin < end (checked by the codec); end <= "\xff" (by the server) */
+    rl__keyrange range;   /* begin < end (checked by the codec); end <= "\xff" (by the server) */
     const uint32_t *team; /* storage ids, 1..RL_PROTO_MAX_TEAM, all different */
     uint32_t n_team;
     uint32_t timeout_ms; /* 0: the coordinator's default (60 s) */
-} rl_msg_assign_shard_req;
+} rl__msg_assign_shard_req;
 RL_PROTO_CODECS(assign_shard_req);
 
 /* ASSIGN_SHARD reply. */
 typedef struct {
-    rl_version version; /* the last switch's commit version (the durable version if nothing
+    rl__version version; /* the last switch's commit version (the durable version if nothing
                            had to move) */
-    uint32_t moved;     /* shards whose team changed */
-} rl_msg_assign_shard_reply;
+    uint32_t moved;      /* shards whose team changed */
+} rl__msg_assign_shard_reply;
 RL_PROTO_CODECS(assign_shard_reply);
 
 /* MOVE_SHARD request (type 32, storage -> coordinator, "fetch complete"): the storage server holds
  * range (assigned to it by a PEEK change) completely and durably from version on. */
 typedef struct {
     uint32_t storage_id;
-    rl_keyrange range; /* begin < end */
-    rl_version version;
-} rl_msg_move_shard_req;
+    rl__keyrange range; /* begin < end */
+    rl__version version;
+} rl__msg_move_shard_req;
 RL_PROTO_CODECS(move_shard_req);
 
 /* MOVE_SHARD reply: empty. */
-typedef rl_msg_empty rl_msg_move_shard_reply;
+typedef rl__msg_empty rl__msg_move_shard_reply;
 RL_PROTO_CODECS(move_shard_reply);
 
 /* ---- Any message ------------------------------------------------------------------------- */
 
 /* A message of any type and direction: what a frame's (type, flags, payload) decode to. */
 typedef struct {
-    uint16_t type;  /* rl_msg_type */
+    uint16_t type;  /* rl__msg_type */
     uint16_t flags; /* 0 (request), RL_FRAME_REPLY, or RL_FRAME_REPLY | RL_FRAME_ERROR */
     union {
-        rl_msg_error error; /* any type, flags RL_FRAME_REPLY | RL_FRAME_ERROR */
-                            /* Then every payload of messages.def: u.<REQ> and u.<REP>. */
+        rl__msg_error error; /* any type, flags RL_FRAME_REPLY | RL_FRAME_ERROR */
+                             /* Then every payload of messages.def: u.<REQ> and u.<REP>. */
 #define RL_MSG(NAME, TYPE, FLAGS, REQ, REQ_X, REP, REP_X) \
-    rl_msg_##REQ REQ;                                     \
-    rl_msg_##REP REP;
-#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) rl_msg_##REQ REQ;
+    rl__msg_##REQ REQ;                                    \
+    rl__msg_##REP REP;
+#define RL_MSG_ONE_WAY(NAME, TYPE, FLAGS, REQ, REQ_X) rl__msg_##REQ REQ;
 #include "net/messages.def"
 #undef RL_MSG
 #undef RL_MSG_ONE_WAY
     } u;
-} rl_msg;
+} rl__msg;
 
 /* rl__msg_decode — decode the payload of a frame with this type and flags into out->u's member
  * for them (out->type and out->flags are set too). Beyond the per-message decoders: flags must be
  * 0, RL_FRAME_REPLY or RL_FRAME_REPLY | RL_FRAME_ERROR, and the type known
  * (rl__msg_type_known) unless the frame is an error reply (whose payload does not depend on the
  * type). Ownership, lifetimes and return codes as the per-message decoders. */
-int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
-                   rl_proto_why *why);
+int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
+                   rl__proto_why *why);
 /* rl__msg_encode — append the payload of m (the member of m->u that m->type and m->flags name).
  * Returns as the per-message encoders; RL_E_INVALID_ARGUMENT also for an unknown type or bad
  * flags. */
-int rl__msg_encode(rl_buf *out, const rl_msg *m, rl_proto_why *why);
+int rl__msg_encode(rl_buf *out, const rl__msg *m, rl__proto_why *why);
 /* rl__msg_decode and rl__msg_encode without their fast paths (the GET request and reply are
  * coded by hand when well formed, proto.c): identical results, bytes and errors; for tests. */
-int rl__msg_decode_walk(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl_msg *out,
-                        rl_proto_why *why);
-int rl__msg_encode_walk(rl_buf *out, const rl_msg *m, rl_proto_why *why);
+int rl__msg_decode_walk(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
+                        rl__proto_why *why);
+int rl__msg_encode_walk(rl_buf *out, const rl__msg *m, rl__proto_why *why);
 /* rl__msg_frame_encode — append a whole frame: the 16-byte header (m->type, m->flags, id, the
  * payload's length) and m's payload. RL_E_INVALID_ARGUMENT also when the payload exceeds
  * RL_NET_MAX_PAYLOAD (nothing appended). Otherwise as rl__msg_encode. */
-int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl_msg *m, rl_proto_why *why);
+int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl__msg *m, rl__proto_why *why);
 
 #endif

@@ -1,4 +1,4 @@
-/* reader.c — rl_frame_reader: incremental frame splitting with memory that follows the bytes that
+/* reader.c — rl__frame_reader: incremental frame splitting with memory that follows the bytes that
  * arrived (see reader.h for the invariants). */
 #include "net/reader.h"
 
@@ -8,7 +8,7 @@
 #include "base/alloc.h"
 #include "reclayer/error.h"
 
-void rl__frame_reader_init(rl_frame_reader *r) {
+void rl__frame_reader_init(rl__frame_reader *r) {
     r->data = NULL;
     r->cap = r->start = r->end = 0;
     r->max_payload = RL_NET_MAX_PAYLOAD;
@@ -16,16 +16,16 @@ void rl__frame_reader_init(rl_frame_reader *r) {
     r->why[0] = 0;
 }
 
-void rl__frame_reader_release(rl_frame_reader *r) {
+void rl__frame_reader_release(rl__frame_reader *r) {
     rl__free(r->data);
     rl__frame_reader_init(r);
 }
 
-void rl__frame_reader_set_max(rl_frame_reader *r, uint32_t max) {
+void rl__frame_reader_set_max(rl__frame_reader *r, uint32_t max) {
     r->max_payload = max < 1 ? 1 : max > RL_NET_MAX_PAYLOAD ? RL_NET_MAX_PAYLOAD : max;
 }
 
-size_t rl__frame_reader_pending(const rl_frame_reader *r) { return r->end - r->start; }
+size_t rl__frame_reader_pending(const rl__frame_reader *r) { return r->end - r->start; }
 
 /* The raw payload length of the header at start (valid or not), clamped to the maximum + 1. */
 static size_t raw_len(const uint8_t *p) {
@@ -33,7 +33,7 @@ static size_t raw_len(const uint8_t *p) {
     return l > RL_NET_MAX_PAYLOAD ? (size_t)RL_NET_MAX_PAYLOAD + 1 : (size_t)l;
 }
 
-size_t rl__frame_reader_frame_len(const rl_frame_reader *r) {
+size_t rl__frame_reader_frame_len(const rl__frame_reader *r) {
     if (r->end - r->start < RL_FRAME_HEADER_LEN) return 0;
     return RL_FRAME_HEADER_LEN + raw_len(r->data + r->start);
 }
@@ -57,7 +57,7 @@ static size_t wanted_cap(size_t have, size_t need, size_t cap, uint32_t max_payl
     return want < limit ? want : limit;
 }
 
-int rl__frame_reader_space(rl_frame_reader *r, uint8_t **out_ptr, size_t *out_len) {
+int rl__frame_reader_space(rl__frame_reader *r, uint8_t **out_ptr, size_t *out_len) {
     size_t have = r->end - r->start;
     if (r->start > 0) { /* compact: pending bytes move to the front (at most one partial frame) */
         if (have) memmove(r->data, r->data + r->start, have);
@@ -80,18 +80,18 @@ int rl__frame_reader_space(rl_frame_reader *r, uint8_t **out_ptr, size_t *out_le
     return RL_OK;
 }
 
-void rl__frame_reader_commit(rl_frame_reader *r, size_t n) {
+void rl__frame_reader_commit(rl__frame_reader *r, size_t n) {
     if (n > r->cap - r->end) n = r->cap - r->end; /* defensive: never beyond the buffer */
     r->end += n;
 }
 
-int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload, int *out_ready) {
+int rl__frame_reader_next(rl__frame_reader *r, rl__frame_header *out_h, const uint8_t **out_payload, int *out_ready) {
     *out_ready = 0;
     if (r->failed) return RL_E_MALFORMED_FRAME;
     size_t have = r->end - r->start;
     if (have < RL_FRAME_HEADER_LEN) return RL_OK;
     const uint8_t *p = r->data + r->start;
-    rl_frame_header h;
+    rl__frame_header h;
     if (rl__frame_header_decode(p, &h) != 0) {
         r->failed = 1;
         if (h.flags & ~RL_FRAME_KNOWN_FLAGS)

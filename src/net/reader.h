@@ -1,4 +1,4 @@
-/* reader.h (internal) — rl_frame_reader, the incremental frame splitter of a connection's receive
+/* reader.h (internal) — rl__frame_reader, the incremental frame splitter of a connection's receive
  * side: bytes go in as they arrive from the socket, whole frames (frame.h) come out.
  *
  * It is a pure data structure (no I/O), so it can be fuzzed alone (tests/unit/net/test_loop_reader.c,
@@ -46,25 +46,25 @@ typedef struct {
                              after init */
     int failed;           /* sticky: a header was refused */
     char why[128];        /* after a refusal: the reason, for the log line */
-} rl_frame_reader;
+} rl__frame_reader;
 
 /* Initialise r (no allocation). */
-void rl__frame_reader_init(rl_frame_reader *r);
+void rl__frame_reader_init(rl__frame_reader *r);
 /* Free r's buffer; r is then as after init (max_payload too). */
-void rl__frame_reader_release(rl_frame_reader *r);
+void rl__frame_reader_release(rl__frame_reader *r);
 /* Refuse frames whose payload exceeds max (1..RL_NET_MAX_PAYLOAD; clamped into it) from the next
  * header on (invariant 5). A buffer larger than the new bound shrinks at the next
  * rl__frame_reader_space that finds it idle. */
-void rl__frame_reader_set_max(rl_frame_reader *r, uint32_t max);
+void rl__frame_reader_set_max(rl__frame_reader *r, uint32_t max);
 
 /* rl__frame_reader_space — make room for more bytes (growing or shrinking the buffer per
  * invariant 2; may move the pending bytes) and return it: *out_ptr, *out_len >= 1.
  * Returns RL_OK or RL_E_OUT_OF_MEMORY (r unchanged). */
-int rl__frame_reader_space(rl_frame_reader *r, uint8_t **out_ptr, size_t *out_len);
+int rl__frame_reader_space(rl__frame_reader *r, uint8_t **out_ptr, size_t *out_len);
 
 /* rl__frame_reader_commit — n bytes were written at the pointer of the last space call
  * (n <= the length it returned). */
-void rl__frame_reader_commit(rl_frame_reader *r, size_t n);
+void rl__frame_reader_commit(rl__frame_reader *r, size_t n);
 
 /* rl__frame_reader_next — split off the next complete frame.
  * [out] out_ready  1: *out_h and *out_payload (h.payload_len bytes, never NULL) hold a frame
@@ -72,11 +72,11 @@ void rl__frame_reader_commit(rl_frame_reader *r, size_t n);
  * Returns RL_OK, or RL_E_MALFORMED_FRAME when the next header is invalid (unknown flag bits, a
  * payload over RL_NET_MAX_PAYLOAD or over max_payload): the connection must be closed; r->why
  * says why. */
-int rl__frame_reader_next(rl_frame_reader *r, rl_frame_header *out_h, const uint8_t **out_payload, int *out_ready);
+int rl__frame_reader_next(rl__frame_reader *r, rl__frame_header *out_h, const uint8_t **out_payload, int *out_ready);
 
 /* Bytes received and not consumed (0 at a frame boundary). */
-size_t rl__frame_reader_pending(const rl_frame_reader *r);
+size_t rl__frame_reader_pending(const rl__frame_reader *r);
 /* Bytes of the frame being assembled, header included, once its header has arrived; else 0. */
-size_t rl__frame_reader_frame_len(const rl_frame_reader *r);
+size_t rl__frame_reader_frame_len(const rl__frame_reader *r);
 
 #endif

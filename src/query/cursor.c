@@ -125,7 +125,7 @@ typedef struct {
     uint64_t gen; /* bumped whenever m or scans change other than by a decision (ad_lease) */
     ad_lease leases[AD_LEASES];
     int costs_set; /* the priors were chosen for the backend (networked or not) */
-    int networked; /* the backend is networked (rl_kv_locality.networked) */
+    int networked; /* the backend is networked (rl__kv_locality.networked) */
 } ad_state;
 
 static void ad_state_init(void *p) {
@@ -172,7 +172,7 @@ static ad_state *ad_state_of(rl_db *db) {
     if (__atomic_load_n(&a->costs_set, __ATOMIC_ACQUIRE)) return a; /* networked is set before */
     ad_lock(a);
     if (!a->costs_set) {
-        rl_kv_locality l;
+        rl__kv_locality l;
         rl__db_locality(db, (const uint8_t *)"", 0, &l);
         if (!l.networked) a->m.costs = rl__adaptive_embedded_costs();
         a->networked = l.networked;
@@ -420,7 +420,7 @@ static uint64_t now_ns(const rl_cursor *c) {
 
 /* Append the event e to the timeline, keeping it ordered by start (events arrive mostly in
  * order: the insertion walks back from the end). */
-static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
+static void trace_add(rl_cursor *c, const rl__kv_trace_event *e) {
     if (c->tr_n == c->tr_cap) {
         size_t cap = c->tr_cap ? c->tr_cap * 2 : 64;
         rl_query_trace_event *v = rl__realloc(c->tr, cap * sizeof *v);
@@ -441,7 +441,7 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
         }
     }
     for (size_t j = 0; j < np; j++) {
-        const rl_kv_s2s_peer *p = &e->peers[j];
+        const rl__kv_s2s_peer *p = &e->peers[j];
         c->tr_peers[c->tr_np++] =
             (rl_query_s2s_peer){p->server_id, p->requests, p->items, p->bytes_sent, p->bytes_received};
     }
@@ -484,7 +484,7 @@ static void trace_add(rl_cursor *c, const rl_kv_trace_event *e) {
  * (else the cursor blocked on it). Embedded reads report nothing and cost one test. */
 #define NO_DEPTH UINT64_MAX
 static void take_read(rl_cursor *c, const rl_future *f, uint64_t d0, int was_ready) {
-    const rl_kv_read_stats *s = rl__future_read_stats(f);
+    const rl__kv_read_stats *s = rl__future_read_stats(f);
     if (s->requests == 0 && s->grv_waits == 0) return;
     rl_query_counters *k = &c->k;
     k->requests += s->requests;
@@ -513,7 +513,7 @@ static void take_read(rl_cursor *c, const rl_future *f, uint64_t d0, int was_rea
         if (!was_ready && s->requests > 0) k->waits++;
     }
     if (c->o.trace)
-        for (const rl_kv_trace_event *e = rl__future_trace(f); e; e = e->next) trace_add(c, e);
+        for (const rl__kv_trace_event *e = rl__future_trace(f); e; e = e->next) trace_add(c, e);
 }
 
 /* A read the cursor drops: its figures count when it is complete (invariant 7). */
@@ -616,7 +616,7 @@ static int page_done_reading(const rl_cursor *c) { return c->page_on && c->page_
  * index entries mostly hold) are delimited here with exactly rl__tuple_iter_next's checks
  * (enough bytes; no leading zero magnitude byte, 0xff for negatives), without decoding the
  * value; every other element goes to rl__tuple_iter_next. Tested by query_5_*. */
-static int next_raw(rl_tuple_iter *it, const uint8_t **raw, size_t *raw_len) {
+static int next_raw(rl__tuple_iter *it, const uint8_t **raw, size_t *raw_len) {
     const uint8_t *p = it->p;
     if (p < it->end && p[0] >= 0x0c && p[0] <= 0x1c) {
         int neg = p[0] < 0x14;
@@ -628,7 +628,7 @@ static int next_raw(rl_tuple_iter *it, const uint8_t **raw, size_t *raw_len) {
         it->p = p + n + 1;
         return RL_OK;
     }
-    rl_tuple_elem e;
+    rl__tuple_elem e;
     int rc = rl__tuple_iter_next(it, &e);
     if (rc == RL_OK) *raw = e.raw, *raw_len = e.raw_len;
     return rc;
@@ -638,7 +638,7 @@ static int next_raw(rl_tuple_iter *it, const uint8_t **raw, size_t *raw_len) {
  * raw_len[i] for each of its c->n_entry elements. RL_OK or RL_E_CORRUPT_DATA (with the detail
  * message) when it is not such an entry of this index. */
 static int split_entry(rl_cursor *c, const uint8_t *key, size_t len, const uint8_t **raw, size_t *raw_len) {
-    rl_tuple_iter it;
+    rl__tuple_iter it;
     const uint8_t *r;
     size_t rl;
     int n = 0, rc;
@@ -1084,7 +1084,7 @@ static int remote_specific(int rc) { return (rc >= 2030 && rc <= 2043) || rc == 
  * the client's locality figures say (docs/design.md §7, ADAPTIVE). Called under ad_lock(c->ad). */
 static void page_inputs(rl_cursor *c, int64_t rows, rl__adaptive_inputs *in) {
     rl_db *db = rl__txn_db(c->txn);
-    rl_kv_locality li, lr;
+    rl__kv_locality li, lr;
     if (!c->ad->networked) { /* a local backend's figures are all zero (kv_stats.h) */
         memset(&li, 0, sizeof li);
         lr = li;
@@ -1345,8 +1345,8 @@ bad:
 /* Build the mapper: records subspace elements, "{K[i]}" per primary-key column, "{...}". */
 static int build_mapper(rl_cursor *c) {
     rl_slice p = rl_store_prefix(c->s);
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    rl__tuple_iter it;
+    rl__tuple_elem e;
     size_t n_prefix = 0;
     int rc;
     rl__tuple_iter_init(&it, p.data, p.len);
@@ -1359,7 +1359,7 @@ static int build_mapper(rl_cursor *c) {
         }
     }
     if (rc != RL_E_NOT_FOUND) return RL_E_INVALID_ARGUMENT;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_append(&c->mapper, c->recprefix.data, c->recprefix.len);
     rl__tuple_packer_init(&pk, &c->mapper);
     for (int i = 0; i < c->n_pk; i++) {

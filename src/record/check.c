@@ -152,10 +152,10 @@ done:
 static int entry_pk(const rl_store *s, int ix, const uint8_t *entry, size_t n, rl_buf *pk_out) {
     const rl__index *x = &s->md->indexes[ix];
     const rl__rtype *rt = &s->md->types[x->type];
-    rl_tuple_elem el[64];
+    rl__tuple_elem el[64];
     size_t count = 0;
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    rl__tuple_iter it;
+    rl__tuple_elem e;
     int rc;
     rl__tuple_iter_init(&it, entry, n);
     while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
@@ -169,7 +169,7 @@ static int entry_pk(const rl_store *s, int ix, const uint8_t *entry, size_t n, r
     if (count != (size_t)x->n_fields + appended) return RL_E_TUPLE_MALFORMED;
     size_t next = (size_t)x->n_fields;
     for (int k = 0; k < rt->n_pk; k++) {
-        const rl_tuple_elem *src = x->pk_pos[k] >= 0 ? &el[x->pk_pos[k]] : &el[next++];
+        const rl__tuple_elem *src = x->pk_pos[k] >= 0 ? &el[x->pk_pos[k]] : &el[next++];
         rl__buf_append(pk_out, src->raw, src->raw_len);
     }
     return rl__buf_error(pk_out);
@@ -190,8 +190,8 @@ static int check_index_entry(index_walk *w, const uint8_t *key, size_t klen) {
         return RL_OK;
     }
     /* Whose entry is it? (2, subspace_key, values..., pk...) */
-    rl_tuple_iter it;
-    rl_tuple_elem sk;
+    rl__tuple_iter it;
+    rl__tuple_elem sk;
     rl__tuple_iter_init(&it, key + w->idx_prefix_len, klen - w->idx_prefix_len);
     int ix = -1;
     if (rl__tuple_iter_next(&it, &sk) == RL_OK && sk.type == RL_TT_STRING) {
@@ -223,7 +223,7 @@ static int store_check(rl_store *s, rl_txn *txn, rl_check_report *out) {
     rl_buf b, e;
     rl__unsplitter u;
     index_walk w;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     memset(out, 0, sizeof *out);
     memset(&c, 0, sizeof c);
     c.s = s;
@@ -309,7 +309,7 @@ static int inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len
     int rc;
     rl_record rec = {0};
     rl_buf k, b, e;
-    rl_tuple_packer tp;
+    rl__tuple_packer tp;
     rl__buf_init(&k);
     rl__buf_init(&b);
     rl__buf_init(&e);
@@ -335,7 +335,7 @@ static int inject_defect(rl_store *s, rl_txn *txn, const void *pk, size_t pk_len
         /* Keep (or make) the version key, clear every data key: (pk, 0) .. (pk, +inf). */
         rl__store_record_range(s, pk, pk_len, &b, &e);
         rl__buf_truncate(&b, b.len - 1);
-        rl_tuple_packer bp;
+        rl__tuple_packer bp;
         rl__tuple_packer_init(&bp, &b);
         rl__tuple_pack_int(&bp, RL__SUFFIX_UNSPLIT);
         if ((rc = rl__buf_error(&b)) || (rc = rl__buf_error(&e))) break;

@@ -318,8 +318,8 @@ static int parse_flat(const rl_metadata *md, const uint8_t *p, size_t n, Protobu
  * anything else takes the tuple decoder, which accepts exactly the same keys (test record_9_6). */
 static int suffix_of(const rl_store *s, const uint8_t *pk, size_t pk_len, const rl_keyvalue *kv, int64_t *out) {
     size_t pre = s->rec_prefix_len;
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    rl__tuple_iter it;
+    rl__tuple_elem e;
     if (kv->key_len <= pre + pk_len || memcmp(kv->key + pre, pk, pk_len) != 0 ||
         memcmp(kv->key, s->rec_prefix, pre) != 0)
         return -1;

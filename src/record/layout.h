@@ -54,13 +54,13 @@ int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layou
 
 /* rl__store_key — reset b to the store's prefix + pack(kid) and start *pk after it (a packer the
  * caller may append further elements with). Errors stay in b. */
-void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk);
+void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl__tuple_packer *pk);
 
 /* rl__md_pack_field — pack the value of field fd of msg as one tuple element (the record layer's
  * encoding of field values, docs/file-format.md "Field values"); *out_present says whether the
  * field is set (proto2 presence; proto3 scalars are always present), and nothing is packed when
  * it is not. */
-void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
+void rl__md_pack_field(rl__tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
                        int *out_present);
 
 /* rl__store_index_prefix — append the store's prefix + pack(RL__KS_INDEX, subspace_key) to b;

@@ -249,7 +249,7 @@ static int field_present(const ProtobufCMessage *msg, const ProtobufCFieldDescri
     return 1;
 }
 
-void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
+void rl__md_pack_field(rl__tuple_packer *pk, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd,
                        int *out_present) {
     const void *m = (const char *)msg + fd->offset;
     *out_present = field_present(msg, fd);
@@ -283,7 +283,8 @@ void rl__md_pack_field(rl_tuple_packer *pk, const ProtobufCMessage *msg, const P
     }
 }
 
-int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk, rl__errdetail *err) {
+int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl__tuple_packer *pk,
+                   rl__errdetail *err) {
     const rl__rtype *rt = &md->types[t];
     for (int i = 0; i < rt->n_pk; i++) {
         int present;
@@ -297,7 +298,7 @@ int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl
     return RL_OK;
 }
 
-int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg, rl_tuple_packer *pk,
+int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg, rl__tuple_packer *pk,
                             rl__errdetail *err) {
     const rl__index *x = &md->indexes[ix];
     const rl__rtype *rt = &md->types[x->type];

@@ -57,11 +57,11 @@ int rl__md_index_named(const rl_metadata *md, const char *name);
 /* rl__md_pack_field: layout.h. */
 /* Append the primary-key tuple of msg (of type t) to pk. RL_OK, RL_E_RECORD_PK_MISSING (the
  * detail in err, which may be NULL). */
-int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_tuple_packer *pk, rl__errdetail *err);
+int rl__md_pack_pk(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl__tuple_packer *pk, rl__errdetail *err);
 /* Append the index entry tuple (values..., pk columns not among them...) of msg for index ix
  * (msg must be of the index's type). Absent indexed values are packed as null; a missing
  * primary-key field is RL_E_RECORD_PK_MISSING (the detail in err, which may be NULL). */
-int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg, rl_tuple_packer *pk,
+int rl__md_pack_index_entry(const rl_metadata *md, int ix, const ProtobufCMessage *msg, rl__tuple_packer *pk,
                             rl__errdetail *err);
 
 /* The protobuf-c allocator over rl__malloc/rl__free. */

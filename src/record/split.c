@@ -201,8 +201,8 @@ int rl__unsplitter_feed(rl__unsplitter *u, const uint8_t *key, size_t klen, cons
     /* Split the rest into primary key (all elements but the last) and suffix. */
     const uint8_t *rest = key + u->prefix_len;
     size_t rest_len = klen - u->prefix_len;
-    rl_tuple_iter it;
-    rl_tuple_elem e, last = {0};
+    rl__tuple_iter it;
+    rl__tuple_elem e, last = {0};
     size_t count = 0;
     rl__tuple_iter_init(&it, rest, rest_len);
     while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {

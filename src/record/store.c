@@ -42,7 +42,7 @@ int rl__record_defect_error(const rl__unsplit_event *ev, rl__errdetail *err) {
     return RL_CORRUPT(RL_E_RECORD_SPLIT_CORRUPT);
 }
 
-void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *pk) {
+void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl__tuple_packer *pk) {
     rl__buf_reset(b);
     rl__buf_append(b, s->prefix, s->prefix_len);
     rl__tuple_packer_init(pk, b);
@@ -50,7 +50,7 @@ void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl_tuple_packer *p
 }
 
 void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_append(b, s->prefix, s->prefix_len);
     rl__tuple_packer_init(&pk, b);
     rl__tuple_pack_int(&pk, RL__KS_INDEX);
@@ -94,7 +94,7 @@ int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len, u
     s->prefix = rl__memdup(prefix, prefix_len);
     s->prefix_len = prefix_len;
     rl_buf b;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(&b);
     rl__store_key(s, RL__KS_RECORD, &b, &pk);
     if (!s->prefix || rl__buf_error(&b)) {
@@ -125,7 +125,7 @@ static int store_open(rl_store *s, rl_txn *txn) {
     int rc, present = 0, vlen = 0;
     const uint8_t *v = NULL;
     rl_buf key, val;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl_future *f = NULL;
     Reclayer__StoreHeader *h = NULL;
     rl__buf_init(&key);
@@ -454,7 +454,7 @@ int rl_store_decode_record(const rl_store *s, const rl_keyvalue *kvs, int n, rl_
 int rl__store_index_keys(const rl_store *s, int t, const ProtobufCMessage *msg, rl__index_keys *ik,
                          rl__errdetail *err) {
     rl_buf k;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     int rc = RL_OK;
     rl__buf_init(&k);
     ik->n = 0;
@@ -499,7 +499,7 @@ static int apply_index_keys(rl_txn *txn, const rl__index_keys *ik, int is_set) {
 
 static int add_count(rl_store *s, rl_txn *txn, int64_t delta) {
     rl_buf k;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     uint8_t le[8];
     uint64_t u = (uint64_t)delta;
     for (int i = 0; i < 8; i++) le[i] = (uint8_t)(u >> (8 * i));
@@ -525,7 +525,7 @@ static int clear_old_indexes(rl_store *s, rl_txn *txn, const rl_record *old) {
 static int store_save(rl_store *s, rl_txn *txn, const ProtobufCMessage *msg, int *out_existed) {
     int rc, t, existed = 0;
     rl_buf pkb, val, key, b, e;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__index_keys ik;
     rl_record old = {0};
     rl__buf_init(&pkb);
@@ -587,7 +587,7 @@ static int store_save(rl_store *s, rl_txn *txn, const ProtobufCMessage *msg, int
     }
     if (s->flags & RL_STORE_RECORD_VERSIONS) {
         rl_buf vv;
-        rl_tuple_packer vp;
+        rl__tuple_packer vp;
         rl__buf_reset(&key);
         rl__buf_append(&key, s->rec_prefix, s->rec_prefix_len);
         rl__buf_append(&key, pkb.data, pkb.len);
@@ -650,7 +650,7 @@ static int store_count(rl_store *s, rl_txn *txn, int64_t *out) {
     int rc, present = 0, vlen = 0;
     const uint8_t *v = NULL;
     rl_buf k;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl_future *f = NULL;
     *out = 0;
     rl__buf_init(&k);

@@ -74,7 +74,7 @@
 
 /* One record of a segment (payload points into one of the segment's chunks). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     const uint8_t *payload;
     uint32_t payload_len;
     uint32_t count;
@@ -90,8 +90,8 @@ typedef struct cl_chunk {
 
 typedef struct cl_segment {
     struct cl_segment *next; /* the next newer segment */
-    rl_version base;         /* from the file name (invariant 1) */
-    rl_version last;         /* the newest record's version; base when empty */
+    rl__version base;        /* from the file name (invariant 1) */
+    rl__version last;        /* the newest record's version; base when empty */
     uint64_t file_bytes;     /* bytes of the file (= bytes of its records) */
     cl_entry *entries;       /* records, oldest first */
     size_t n, cap;
@@ -102,13 +102,13 @@ typedef struct cl_segment {
 
 /* A record waiting in the pending buffer (offsets into log->pending). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     size_t offset; /* of the record's header */
     uint32_t payload_len;
     uint32_t count;
 } cl_pending;
 
-struct rl_commitlog {
+struct rl__commitlog {
     char *dir;
     int no_sync;
     uint64_t segment_bytes;
@@ -121,9 +121,9 @@ struct rl_commitlog {
     uint64_t records;
     uint64_t bytes;
     uint64_t segments_deleted;
-    rl_version durable;  /* invariant 3 */
-    rl_version appended; /* newest appended version (the writer sets it under mu) */
-    int poisoned;        /* invariant 5: 0 or the error */
+    rl__version durable;  /* invariant 3 */
+    rl__version appended; /* newest appended version (the writer sets it under mu) */
+    int poisoned;         /* invariant 5: 0 or the error */
     /* Writer only. */
     int fd;           /* the active segment, O_APPEND */
     rl_buf pending;   /* encoded records not yet written */
@@ -142,28 +142,28 @@ struct rl_commitlog {
 
 static int io_fail(const char *op, const char *path) { return rl__os_io_fail(WHO, op, path); }
 
-static int sync_fd(const rl_commitlog *log, int fd, const char *path) {
+static int sync_fd(const rl__commitlog *log, int fd, const char *path) {
     return rl__os_sync_fd(fd, log->no_sync, WHO, path);
 }
 
-static int sync_dir(const rl_commitlog *log) { return rl__os_sync_dir(log->dir, log->no_sync, WHO); }
+static int sync_dir(const rl__commitlog *log) { return rl__os_sync_dir(log->dir, log->no_sync, WHO); }
 
 /* "DIR/seg-<base>.log" (heap), or NULL on OOM. */
-static char *segment_path(const rl_commitlog *log, rl_version base) {
+static char *segment_path(const rl__commitlog *log, rl__version base) {
     char p[CL_PATH_MAX];
     snprintf(p, sizeof p, "%s/seg-%016" PRIx64 ".log", log->dir, base);
     return rl__strdup(p);
 }
 
 /* 1 and *out_base if name is "seg-" + 16 lower-case hex digits + ".log", else 0. */
-static int parse_segment_name(const char *name, rl_version *out_base) {
+static int parse_segment_name(const char *name, rl__version *out_base) {
     if (strncmp(name, "seg-", 4) != 0 || strlen(name) != 4 + 16 + 4 || strcmp(name + 20, ".log")) return 0;
-    rl_version b = 0;
+    rl__version b = 0;
     for (int i = 0; i < 16; i++) {
         char c = name[4 + i];
         int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
         if (d < 0) return 0;
-        b = b << 4 | (rl_version)d;
+        b = b << 4 | (rl__version)d;
     }
     *out_base = b;
     return 1;
@@ -199,14 +199,14 @@ static int reserve_entries(cl_segment *s, size_t more) {
 
 /* The newest segment ends in n unreadable bytes at offset off (p points at them): record them
  * for the status, move them aside and cut the segment at off (synced). */
-static int discard_tail(rl_commitlog *log, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
+static int discard_tail(rl__commitlog *log, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
     char *side = NULL;
     int rc;
     log->tail_kind = rl__wal_classify_tail(p, n);
     log->tail_offset = off;
     log->tail_bytes = n;
     if (!(log->tail_segment = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
-    const rl_wal_file f = {WHO, "commit log segment", log->dir, log->no_sync};
+    const rl__wal_file f = {WHO, "commit log segment", log->dir, log->no_sync};
     if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
     rl__log(RL_LOG_WARN,
             "commit log %s: the record at byte offset %zu is %s; the segment now ends before it, "
@@ -218,7 +218,7 @@ static int discard_tail(rl_commitlog *log, const char *path, size_t off, const u
 
 /* Replay segment s (its file read whole into one chunk) after version *prev (invariant 1).
  * is_newest: a damaged tail may be discarded. Updates *prev to the segment's last version. */
-static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_version *prev, rl_buf *errmsg) {
+static int replay_segment(rl__commitlog *log, cl_segment *s, int is_newest, rl__version *prev, rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n = 0, off = 0;
     int rc = rl__os_read_file(s->path, &buf, &n);
@@ -240,9 +240,9 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
                     s->path, s->base, *prev);
         return RL_CORRUPT(RL_E_LOG_CORRUPT);
     }
-    rl_version last = s->base;
+    rl__version last = s->base;
     while (off < n) {
-        rl_wal_record r;
+        rl__wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
             if (!is_newest || rl__wal_valid_record_after(buf, n, off + 1)) {
                 rl__os_errf(errmsg, "commit log segment %s corrupt at byte offset %zu: a bad record %s", s->path, off,
@@ -275,9 +275,9 @@ static int replay_segment(rl_commitlog *log, cl_segment *s, int is_newest, rl_ve
 }
 
 /* The sorted list of segment bases in dir (heap array). */
-static int list_segments(rl_commitlog *log, rl_version **out, size_t *out_n, rl_buf *errmsg) {
+static int list_segments(rl__commitlog *log, rl__version **out, size_t *out_n, rl_buf *errmsg) {
     DIR *d = opendir(log->dir);
-    rl_version *v = NULL;
+    rl__version *v = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
     *out = NULL;
@@ -288,7 +288,7 @@ static int list_segments(rl_commitlog *log, rl_version **out, size_t *out_n, rl_
         return rc;
     }
     while ((de = readdir(d)) != NULL) {
-        rl_version b;
+        rl__version b;
         if (!parse_segment_name(de->d_name, &b)) continue;
         if (RL_GROW(v, cap, n + 1, 16)) {
             closedir(d);
@@ -300,7 +300,7 @@ static int list_segments(rl_commitlog *log, rl_version **out, size_t *out_n, rl_
     closedir(d);
     for (size_t i = 1; i < n; i++) /* insertion sort: a handful of segments */
         for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            rl_version t = v[j];
+            rl__version t = v[j];
             v[j] = v[j - 1];
             v[j - 1] = t;
         }
@@ -311,7 +311,7 @@ static int list_segments(rl_commitlog *log, rl_version **out, size_t *out_n, rl_
 
 /* Append a new, empty segment object with this base to the list (mutex held or not yet
  * shared). */
-static int add_segment(rl_commitlog *log, rl_version base, cl_segment **out) {
+static int add_segment(rl__commitlog *log, rl__version base, cl_segment **out) {
     cl_segment *s = rl__calloc(1, sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
     s->base = s->last = base;
@@ -328,7 +328,7 @@ static int add_segment(rl_commitlog *log, rl_version base, cl_segment **out) {
 }
 
 /* flock LOGDIR/LOCK exclusively (creating it), or say who holds it. */
-static int take_lock(rl_commitlog *log, rl_buf *errmsg) {
+static int take_lock(rl__commitlog *log, rl_buf *errmsg) {
     char path[CL_PATH_MAX];
     snprintf(path, sizeof path, "%s/LOCK", log->dir);
     return rl__os_lock_file(path, 0, WHO, "another process (is another coordinator running on this directory?)",
@@ -336,12 +336,12 @@ static int take_lock(rl_commitlog *log, rl_buf *errmsg) {
 }
 
 /* See commitlog.h and the recovery steps in the file header. */
-int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf *errmsg) {
+int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl_buf *errmsg) {
     if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) return RL_E_INVALID_ARGUMENT;
     int rc = RL_E_OUT_OF_MEMORY;
-    rl_version *bases = NULL;
+    rl__version *bases = NULL;
     size_t nb = 0;
-    rl_commitlog *log = rl__calloc(1, sizeof *log);
+    rl__commitlog *log = rl__calloc(1, sizeof *log);
     if (!log) return RL_E_OUT_OF_MEMORY;
     log->lock_fd = log->fd = -1;
     log->no_sync = o->no_sync;
@@ -387,7 +387,7 @@ int rl__commitlog_open(const rl_commitlog_options *o, rl_commitlog **out, rl_buf
     }
 
     /* 3. Replay every segment in base order. */
-    rl_version prev = 0;
+    rl__version prev = 0;
     for (size_t i = 0; i < nb; i++) {
         cl_segment *s;
         if ((rc = add_segment(log, bases[i], &s)) != RL_OK) goto fail;
@@ -414,7 +414,7 @@ fail:
 }
 
 /* See commitlog.h. */
-void rl__commitlog_close(rl_commitlog *log) {
+void rl__commitlog_close(rl__commitlog *log) {
     if (!log) return;
     if (log->fd >= 0) close(log->fd);
     if (log->lock_fd >= 0) close(log->lock_fd); /* releases the flock */
@@ -435,10 +435,10 @@ void rl__commitlog_close(rl_commitlog *log) {
 /* ---- Writing ----------------------------------------------------------------------------- */
 
 /* See commitlog.h: encode into the pending buffer and remember the record's place in it. */
-int rl__commitlog_append(rl_commitlog *log, rl_version v, const rl_mutation *muts, size_t n) {
+int rl__commitlog_append(rl__commitlog *log, rl__version v, const rl__mutation *muts, size_t n) {
     pthread_mutex_lock(&log->mu);
     int poisoned = log->poisoned;
-    rl_version appended = log->appended;
+    rl__version appended = log->appended;
     pthread_mutex_unlock(&log->mu);
     if (poisoned) return poisoned;
     if (v <= appended) return RL_E_VERSION_INVALID;
@@ -462,7 +462,7 @@ int rl__commitlog_append(rl_commitlog *log, rl_version v, const rl_mutation *mut
 }
 
 /* Record the first error that poisoned the log (invariant 5) and return rc. */
-static int poison(rl_commitlog *log, int rc) {
+static int poison(rl__commitlog *log, int rc) {
     pthread_mutex_lock(&log->mu);
     if (!log->poisoned) log->poisoned = rc;
     pthread_mutex_unlock(&log->mu);
@@ -471,8 +471,8 @@ static int poison(rl_commitlog *log, int rc) {
 
 /* Start a new active segment after the current one (the writer, after a publish). A failure is
  * logged and leaves the current segment active (retried at the next sync). */
-static void roll_over(rl_commitlog *log) {
-    rl_version base = log->active->last;
+static void roll_over(rl__commitlog *log) {
+    rl__version base = log->active->last;
     char *path = segment_path(log, base);
     if (!path) return;
     int fd = rl__os_open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
@@ -510,7 +510,7 @@ static void roll_over(rl_commitlog *log) {
 
 /* See commitlog.h. The memory publishing needs is reserved before the write, so a record that
  * reached the disk is always published (or the log is poisoned before anything is written). */
-int rl__commitlog_sync(rl_commitlog *log) {
+int rl__commitlog_sync(rl__commitlog *log) {
     int rc;
     pthread_mutex_lock(&log->mu);
     int poisoned = log->poisoned;
@@ -588,18 +588,18 @@ int rl__commitlog_sync(rl_commitlog *log) {
 /* ---- Reading and truncation -------------------------------------------------------------- */
 
 /* See commitlog.h. */
-rl_version rl__commitlog_durable_version(rl_commitlog *log) { return rl__locked_u64(&log->mu, &log->durable); }
+rl__version rl__commitlog_durable_version(rl__commitlog *log) { return rl__locked_u64(&log->mu, &log->durable); }
 
 /* See commitlog.h. */
-rl_version rl__commitlog_base_version(rl_commitlog *log) {
+rl__version rl__commitlog_base_version(rl__commitlog *log) {
     pthread_mutex_lock(&log->mu);
-    rl_version v = log->oldest->base;
+    rl__version v = log->oldest->base;
     pthread_mutex_unlock(&log->mu);
     return v;
 }
 
 /* The index of the first entry of s with version > after (binary search). */
-static size_t first_after(const cl_segment *s, rl_version after) {
+static size_t first_after(const cl_segment *s, rl__version after) {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -610,8 +610,8 @@ static size_t first_after(const cl_segment *s, rl_version after) {
 }
 
 /* See commitlog.h (records from the segment holding after + 1 on, binary search inside it). */
-int rl__commitlog_read(rl_commitlog *log, rl_version after, rl_commitlog_visit_fn fn, void *ud,
-                       rl_version *out_durable) {
+int rl__commitlog_read(rl__commitlog *log, rl__version after, rl_commitlog_visit_fn fn, void *ud,
+                       rl__version *out_durable) {
     int rc = RL_OK;
     pthread_mutex_lock(&log->mu);
     if (out_durable) *out_durable = log->durable;
@@ -623,7 +623,7 @@ int rl__commitlog_read(rl_commitlog *log, rl_version after, rl_commitlog_visit_f
         if (s->last <= after) continue;
         for (size_t i = first_after(s, after); i < s->n; i++) {
             const cl_entry *e = &s->entries[i];
-            rl_wal_record r;
+            rl__wal_record r;
             r.version = e->version;
             r.count = e->count;
             r.payload = e->payload;
@@ -639,7 +639,7 @@ out:
 }
 
 /* See commitlog.h (invariant 4). */
-int rl__commitlog_truncate(rl_commitlog *log, rl_version v, uint64_t *out_deleted) {
+int rl__commitlog_truncate(rl__commitlog *log, rl__version v, uint64_t *out_deleted) {
     uint64_t deleted = 0;
     pthread_mutex_lock(&log->mu);
     while (log->oldest != log->active && log->oldest->last <= v) {
@@ -662,7 +662,7 @@ int rl__commitlog_truncate(rl_commitlog *log, rl_version v, uint64_t *out_delete
 }
 
 /* See commitlog.h. */
-void rl__commitlog_get_status(rl_commitlog *log, rl_commitlog_status *out) {
+void rl__commitlog_get_status(rl__commitlog *log, rl__commitlog_status *out) {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&log->mu);
     out->durable_version = log->durable;

@@ -23,8 +23,8 @@
 /* The housekeeping timer (every CO_HOUSEKEEPING_NS): flush (a failed post may have left
  * completions queued), placement, the version tick (a move that started waiting shortens its
  * interval), and re-arm. */
-static void housekeeping(rl_loop *loop, void *ud) {
-    rl_coordinator *co = ud;
+static void housekeeping(rl__loop *loop, void *ud) {
+    rl__coordinator *co = ud;
     rl__co_flush(co);
     rl__co_move_tick(co);
     rl__co_tick_check(co);
@@ -34,11 +34,11 @@ static void housekeeping(rl_loop *loop, void *ud) {
 }
 
 /* See coordinator.h. */
-int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg) {
+int rl__coordinator_open(const rl__coordinator_options *o, rl__coordinator **out, rl_buf *errmsg) {
     rl_buf dummy;
     rl__buf_init(&dummy);
     if (!errmsg) errmsg = &dummy;
-    rl_coordinator *co = NULL;
+    rl__coordinator *co = NULL;
     /* 1-3. The core: options, the directory, the commit log, the system keyspace, the committer,
      * the layout. */
     int rc = rl__co_new(o, out ? &co : NULL, errmsg);
@@ -82,7 +82,7 @@ fail:
 
 /* See coordinator.h: arms the housekeeping and version tick timers (the first tick is due an
  * interval from now), then runs the loop on this thread. */
-int rl__coordinator_run(rl_coordinator *co) {
+int rl__coordinator_run(rl__coordinator *co) {
     if (rl__loop_timer_add(co->loop, rl__clock_mono_ns() + CO_HOUSEKEEPING_NS, housekeeping, co,
                            &co->housekeeping_timer) != RL_OK)
         co->housekeeping_timer = 0;
@@ -92,16 +92,16 @@ int rl__coordinator_run(rl_coordinator *co) {
 }
 
 /* See coordinator.h (rl__loop_stop only bumps an atomic and writes an eventfd). */
-void rl__coordinator_stop(rl_coordinator *co) {
+void rl__coordinator_stop(rl__coordinator *co) {
     if (co && co->loop) rl__loop_stop(co->loop);
 }
 
 /* See coordinator.h. */
-uint16_t rl__coordinator_port(const rl_coordinator *co) { return co->port; }
+uint16_t rl__coordinator_port(const rl__coordinator *co) { return co->port; }
 
 /* See coordinator.h. Also used by a failed open on a partly built coordinator: every step
  * copes with what was never created. */
-void rl__coordinator_close(rl_coordinator *co) {
+void rl__coordinator_close(rl__coordinator *co) {
     if (!co) return;
     if (co->listener) rl__listener_close(co->listener);
     co->listener = NULL;

@@ -59,8 +59,8 @@ static const uint8_t k_ff[1] = {0xff};
 /* A queued admin request (or a move resumed at open: conn NULL). */
 struct co_admin {
     co_admin *next;
-    uint16_t type; /* RL_MSG_SPLIT_SHARD or RL_MSG_ASSIGN_SHARD */
-    rl_conn *conn; /* a reference; NULL: nobody waits */
+    uint16_t type;  /* RL_MSG_SPLIT_SHARD or RL_MSG_ASSIGN_SHARD */
+    rl__conn *conn; /* a reference; NULL: nobody waits */
     uint64_t req_id;
     uint8_t *begin, *end; /* heap; SPLIT: begin is the key */
     uint32_t begin_len, end_len;
@@ -68,7 +68,7 @@ struct co_admin {
     uint64_t deadline_ns;
     int replied;
     uint32_t moved;
-    rl_version version; /* of the last transaction */
+    rl__version version; /* of the last transaction */
 };
 
 /* ---- Small helpers ------------------------------------------------------------------------- */
@@ -94,19 +94,19 @@ static int same_team(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t
 }
 
 /* The index of the user shard holding key (key < "\xff"). */
-static uint32_t shard_of(const rl_coordinator *co, const uint8_t *k, uint32_t kl) {
+static uint32_t shard_of(const rl__coordinator *co, const uint8_t *k, uint32_t kl) {
     uint32_t i = 0;
     while (i + 1 < co->n_shards && rl__bytes_cmp(co->shards[i].end, co->shards[i].end_len, k, kl) <= 0) i++;
     return i;
 }
 
-static int is_boundary(const rl_coordinator *co, const uint8_t *k, uint32_t kl) {
+static int is_boundary(const rl__coordinator *co, const uint8_t *k, uint32_t kl) {
     uint32_t i = shard_of(co, k, kl);
     return rl__bytes_cmp(co->shards[i].begin, co->shards[i].begin_len, k, kl) == 0;
 }
 
 /* Split the in-memory map at k (not a boundary, below "\xff"). */
-static int map_split(rl_coordinator *co, const uint8_t *k, uint32_t kl) {
+static int map_split(rl__coordinator *co, const uint8_t *k, uint32_t kl) {
     if (is_boundary(co, k, kl) || rl__bytes_cmp(k, kl, k_ff, 1) >= 0) return RL_OK;
     uint32_t i = shard_of(co, k, kl);
     co_shard *a = rl__realloc(co->shards, (co->n_shards + 1) * sizeof *a);
@@ -141,7 +141,7 @@ static void extra_free(co_extra *e) {
 }
 
 /* Add a change (kept in version order). */
-static int add_change(co_server *srv, rl_version v, uint8_t kind, const uint8_t *b, uint32_t bl, const uint8_t *e,
+static int add_change(co_server *srv, rl__version v, uint8_t kind, const uint8_t *b, uint32_t bl, const uint8_t *e,
                       uint32_t el) {
     co_change *a = rl__realloc(srv->changes, (srv->n_changes + 1) * sizeof *a);
     if (!a) return RL_E_OUT_OF_MEMORY;
@@ -161,8 +161,8 @@ static int add_change(co_server *srv, rl_version v, uint8_t kind, const uint8_t 
     return RL_OK;
 }
 
-static int add_extra(co_server *srv, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_version from,
-                     rl_version to) {
+static int add_extra(co_server *srv, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl__version from,
+                     rl__version to) {
     co_extra *a = rl__realloc(srv->extras, (srv->n_extras + 1) * sizeof *a);
     if (!a) return RL_E_OUT_OF_MEMORY;
     srv->extras = a;
@@ -191,7 +191,7 @@ static void drop_extras_of(co_server *srv, const uint8_t *b, uint32_t bl, const 
 }
 
 /* See coord_int.h. */
-void rl__co_move_prune(co_server *srv, rl_version after) {
+void rl__co_move_prune(co_server *srv, rl__version after) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < srv->n_changes; i++) {
         if (srv->changes[i].version <= after) {
@@ -233,10 +233,10 @@ static void admin_free(co_admin *a) {
 }
 
 /* Reply to the running request (once; a request nobody waits for is not answered). */
-static void admin_reply(rl_coordinator *co, co_admin *a) {
+static void admin_reply(rl__coordinator *co, co_admin *a) {
     if (a->replied || !a->conn) return;
     a->replied = 1;
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     if (a->type == RL_MSG_SPLIT_SHARD) {
         m.u.split_shard_reply.version = a->version ? a->version : rl__co_durable(co);
@@ -248,14 +248,14 @@ static void admin_reply(rl_coordinator *co, co_admin *a) {
     rl__co_send_reply(co, a->conn, a->type, a->req_id, &m);
 }
 
-static void admin_fail(rl_coordinator *co, co_admin *a, int code, const char *what) {
+static void admin_fail(rl__coordinator *co, co_admin *a, int code, const char *what) {
     if (a->replied || !a->conn) return;
     a->replied = 1;
     rl__co_send_error(co, a->conn, a->type, a->req_id, code, "%s", what);
 }
 
 /* Take the running request off the queue and free it. */
-static void admin_pop(rl_coordinator *co) {
+static void admin_pop(rl__coordinator *co) {
     co_admin *a = co->mv.head;
     if (!a) return;
     co->mv.head = a->next;
@@ -268,15 +268,15 @@ static void admin_pop(rl_coordinator *co) {
 /* Submit a placement transaction: the mutations in op->arena, a write conflict range per key
  * (none: a tick request, so the transaction still gets a version). barrier: hold PEEKs at the
  * current durable version until it is installed (invariant 1). */
-static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, int step, int barrier) {
-    rl_keyrange *w = rl__arena_alloc(&op->arena, (n ? n : 1) * sizeof *w);
+static int submit(rl__coordinator *co, co_op *op, rl__mutation *muts, size_t n, int step, int barrier) {
+    rl__keyrange *w = rl__arena_alloc(&op->arena, (n ? n : 1) * sizeof *w);
     if (!w) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
         uint8_t *e = rl__arena_alloc(&op->arena, (size_t)muts[i].len1 + 1);
         if (!e) return RL_E_OUT_OF_MEMORY;
         memcpy(e, muts[i].p1, muts[i].len1);
         e[muts[i].len1] = 0;
-        w[i] = (rl_keyrange){muts[i].p1, muts[i].len1, e, muts[i].len1 + 1};
+        w[i] = (rl__keyrange){muts[i].p1, muts[i].len1, e, muts[i].len1 + 1};
     }
     memset(&op->req, 0, sizeof op->req);
     op->req.read_version = rl__co_durable(co);
@@ -303,19 +303,19 @@ static int submit(rl_coordinator *co, co_op *op, rl_mutation *muts, size_t n, in
 
 /* A SET in arena a of prefix + key -> value. */
 static int mk_set(rl_arena *a, const char *prefix, uint32_t pl, const uint8_t *k, uint32_t kl, const rl_buf *v,
-                  rl_mutation *out) {
+                  rl__mutation *out) {
     uint8_t *key = rl__arena_alloc(a, (size_t)pl + kl + 1);
     uint8_t *val = rl__arena_alloc(a, v->len + 1);
     if (!key || !val || rl__buf_error(v)) return RL_E_OUT_OF_MEMORY;
     memcpy(key, prefix, pl);
     if (kl) memcpy(key + pl, k, kl);
     if (v->len) memcpy(val, v->data, v->len);
-    *out = (rl_mutation){RL_MUT_SET, key, pl + kl, val, (uint32_t)v->len};
+    *out = (rl__mutation){RL_MUT_SET, key, pl + kl, val, (uint32_t)v->len};
     return RL_OK;
 }
 
 /* A new operation with room for n mutations, or NULL. */
-static co_op *new_op(rl_coordinator *co, size_t n, rl_mutation **muts) {
+static co_op *new_op(rl__coordinator *co, size_t n, rl__mutation **muts) {
     co_op *op = rl__co_op_get(co, 0);
     if (!op) return NULL;
     *muts = rl__arena_alloc(&op->arena, (n ? n : 1) * sizeof **muts);
@@ -327,8 +327,8 @@ static co_op *new_op(rl_coordinator *co, size_t n, rl_mutation **muts) {
 }
 
 /* Commit boundaries at keys[0..nk) (those not boundaries yet). */
-static int submit_split(rl_coordinator *co, const uint8_t *const *keys, const uint32_t *lens, int nk) {
-    rl_mutation *muts;
+static int submit_split(rl__coordinator *co, const uint8_t *const *keys, const uint32_t *lens, int nk) {
+    rl__mutation *muts;
     co_op *op = new_op(co, (size_t)nk, &muts);
     if (!op) return RL_E_OUT_OF_MEMORY;
     size_t n = 0;
@@ -351,14 +351,14 @@ static int submit_split(rl_coordinator *co, const uint8_t *const *keys, const ui
 
 /* The move record's value: (end bytes, dest ids...). */
 static void move_value(rl_buf *v, const uint8_t *end, uint32_t el, const uint32_t *d, uint32_t nd) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, v);
     rl__tuple_pack_bytes(&pk, end, el);
     for (uint32_t i = 0; i < nd; i++) rl__tuple_pack_int(&pk, d[i]);
 }
 
 /* Start moving shard s to the running request's team. */
-static int submit_start(rl_coordinator *co, uint32_t s, const co_admin *a) {
+static int submit_start(rl__coordinator *co, uint32_t s, const co_admin *a) {
     co_placement *mv = &co->mv;
     const co_shard *sh = &co->shards[s];
     rl__free(mv->begin);
@@ -375,7 +375,7 @@ static int submit_start(rl_coordinator *co, uint32_t s, const co_admin *a) {
     mv->n_pending = 0;
     for (uint32_t i = 0; i < mv->n_dest; i++)
         if (!has_id(mv->src, mv->n_src, mv->dest[i])) mv->pending[mv->n_pending++] = mv->dest[i];
-    rl_mutation *muts;
+    rl__mutation *muts;
     co_op *op = new_op(co, 1, &muts);
     if (!op) return RL_E_OUT_OF_MEMORY;
     rl_buf v;
@@ -389,9 +389,9 @@ static int submit_start(rl_coordinator *co, uint32_t s, const co_admin *a) {
 }
 
 /* Switch the move's shard to its destination team. */
-static int submit_switch(rl_coordinator *co) {
+static int submit_switch(rl__coordinator *co) {
     co_placement *mv = &co->mv;
-    rl_mutation *muts;
+    rl__mutation *muts;
     co_op *op = new_op(co, 2, &muts);
     if (!op) return RL_E_OUT_OF_MEMORY;
     rl_buf v;
@@ -413,7 +413,7 @@ static int submit_switch(rl_coordinator *co) {
 
 /* Run the queue: start the next step of the running request (nothing while a transaction is in
  * flight or a move waits for its destinations). */
-static void kick(rl_coordinator *co) {
+static void kick(rl__coordinator *co) {
     co_placement *mv = &co->mv;
     while (mv->head && !mv->txn && !mv->active) {
         co_admin *a = mv->head;
@@ -455,7 +455,7 @@ static void kick(rl_coordinator *co) {
 }
 
 /* After a START is installed or a destination reported: switch once none is pending. */
-static void maybe_switch(rl_coordinator *co) {
+static void maybe_switch(rl__coordinator *co) {
     co_placement *mv = &co->mv;
     if (!mv->active || mv->txn || mv->n_pending) return;
     int rc = submit_switch(co);
@@ -467,10 +467,10 @@ static void maybe_switch(rl_coordinator *co) {
 }
 
 /* See coord_int.h. */
-void rl__co_move_done(rl_coordinator *co, co_op *op) {
+void rl__co_move_done(rl__coordinator *co, co_op *op) {
     co_placement *mv = &co->mv;
     int step = op->move_step, rc = op->req.result;
-    rl_version v = op->req.commit_version;
+    rl__version v = op->req.commit_version;
     mv->txn = 0;
     co_admin *a = mv->head;
     if (rc != RL_OK) {
@@ -547,7 +547,7 @@ void rl__co_move_done(rl_coordinator *co, co_op *op) {
 /* ---- Requests ------------------------------------------------------------------------------- */
 
 /* Queue an admin request (copies what it needs). */
-static void enqueue(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, const uint8_t *b, uint32_t bl,
+static void enqueue(rl__coordinator *co, co_conn *cc, const rl__frame_header *h, const uint8_t *b, uint32_t bl,
                     const uint8_t *e, uint32_t el, const uint32_t *team, uint32_t nt, uint32_t timeout_ms) {
     co_admin *a = rl__calloc(1, sizeof *a);
     if (a) {
@@ -578,9 +578,9 @@ static void enqueue(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, c
 static int user_key(const uint8_t *k, uint32_t kl) { return rl__bytes_cmp(k, kl, k_ff, 1) < 0; }
 
 /* See coord_int.h: SPLIT_SHARD (an admin connection: on_frame checked). */
-void rl__co_split_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_split_shard_req *r = &m->u.split_shard_req;
+void rl__co_split_shard(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *m) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_split_shard_req *r = &m->u.split_shard_req;
     (void)payload;
     if (r->key_len == 0 || !user_key(r->key, r->key_len)) {
         rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
@@ -592,9 +592,9 @@ void rl__co_split_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *pa
 }
 
 /* See coord_int.h: ASSIGN_SHARD (an admin connection: on_frame checked). */
-void rl__co_assign_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_assign_shard_req *r = &m->u.assign_shard_req;
+void rl__co_assign_shard(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *m) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_assign_shard_req *r = &m->u.assign_shard_req;
     (void)payload;
     if (rl__bytes_cmp(r->range.end, r->range.end_len, k_ff, 1) > 0) {
         rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
@@ -616,9 +616,9 @@ void rl__co_assign_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *p
 
 /* See coord_int.h: MOVE_SHARD, a destination's fetch is complete (from the storage server it
  * names: on_frame checked). */
-void rl__co_move_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_move_shard_req *r = &m->u.move_shard_req;
+void rl__co_move_shard(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *m) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_move_shard_req *r = &m->u.move_shard_req;
     co_placement *mv = &co->mv;
     (void)payload;
     int match = mv->active && rl__bytes_cmp(r->range.begin, r->range.begin_len, mv->begin, mv->begin_len) == 0 &&
@@ -636,14 +636,14 @@ void rl__co_move_shard(co_conn *cc, const rl_frame_header *h, const uint8_t *pay
             "coordinator: storage server %u holds a moved "
             "range from version %" PRIu64 "%s",
             r->storage_id, r->version, found ? "" : " (not a pending destination of the move in flight: ignored)");
-    rl_msg rep;
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rl__co_send_reply(co, cc->conn, RL_MSG_MOVE_SHARD, h->id, &rep);
     if (found) maybe_switch(co);
 }
 
 /* See coord_int.h. */
-void rl__co_move_on_register(rl_coordinator *co, co_server *srv, rl_version cv) {
+void rl__co_move_on_register(rl__coordinator *co, co_server *srv, rl__version cv) {
     co_placement *mv = &co->mv;
     server_reset(srv);
     if (!mv->active || !has_id(mv->dest, mv->n_dest, srv->id) || has_id(mv->src, mv->n_src, srv->id)) return;
@@ -657,10 +657,10 @@ void rl__co_move_on_register(rl_coordinator *co, co_server *srv, rl_version cv) 
 }
 
 /* See coord_int.h. */
-rl_version rl__co_peek_cap(const rl_coordinator *co) { return co->mv.barrier ? co->mv.barrier_version : 0; }
+rl__version rl__co_peek_cap(const rl__coordinator *co) { return co->mv.barrier ? co->mv.barrier_version : 0; }
 
 /* See coord_int.h. */
-void rl__co_move_tick(rl_coordinator *co) {
+void rl__co_move_tick(rl__coordinator *co) {
     co_placement *mv = &co->mv;
     uint64_t now = rl__clock_mono_ns();
     co_admin *a = mv->head;
@@ -683,7 +683,7 @@ void rl__co_move_tick(rl_coordinator *co) {
 
 /* See coord_int.h: the record \xff/moveKeys/<begin> -> (end, dest...) of a move that had started
  * and not switched. */
-int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg) {
+int rl__co_move_load(rl__coordinator *co, rl_buf *errmsg) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs = NULL;
@@ -699,8 +699,8 @@ int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg) {
     for (int i = 0; rc == RL_OK && i < n && !why; i++) {
         const uint8_t *b = kvs[i].key + CO_MOVEKEYS_LEN;
         uint32_t bl = kvs[i].key_len - CO_MOVEKEYS_LEN;
-        rl_tuple_iter it;
-        rl_tuple_elem e;
+        rl__tuple_iter it;
+        rl__tuple_elem e;
         rl__tuple_iter_init(&it, kvs[i].value, kvs[i].value_len);
         co_placement *mv = &co->mv;
         if (mv->active) {
@@ -771,7 +771,7 @@ int rl__co_move_load(rl_coordinator *co, rl_buf *errmsg) {
 }
 
 /* See coord_int.h. */
-void rl__co_move_free(rl_coordinator *co) {
+void rl__co_move_free(rl__coordinator *co) {
     while (co->mv.head) admin_pop(co);
     rl__free(co->mv.begin);
     rl__free(co->mv.end);
@@ -780,7 +780,7 @@ void rl__co_move_free(rl_coordinator *co) {
 }
 
 /* See coord_int.h. */
-void rl__co_move_status(rl_coordinator *co, rl_buf *j) {
+void rl__co_move_status(rl__coordinator *co, rl_buf *j) {
     const co_placement *mv = &co->mv;
     uint32_t queued = 0;
     for (const co_admin *a = mv->head; a; a = a->next) queued++;

@@ -68,9 +68,9 @@ static const uint8_t k_ffff[2] = {0xff, 0xff};
 #define CO_PEEK_KEEP (1u << 16) /* PEEK scratch arrays larger than this are freed after use */
 
 /* A protocol error: log it with the peer, the frame and why, and close this connection only. */
-static void bad_frame(co_conn *cc, const rl_frame_header *h, const char *fmt, ...)
+static void bad_frame(co_conn *cc, const rl__frame_header *h, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void bad_frame(co_conn *cc, const rl_frame_header *h, const char *fmt, ...) {
+static void bad_frame(co_conn *cc, const rl__frame_header *h, const char *fmt, ...) {
     char text[512];
     va_list ap;
     va_start(ap, fmt);
@@ -87,7 +87,7 @@ static void bad_frame(co_conn *cc, const rl_frame_header *h, const char *fmt, ..
 /* ---- PEEK -------------------------------------------------------------------------------- */
 
 /* The index of the first range of r[0..n) whose end > key (n if none). */
-static uint32_t first_range_ending_after(const rl_keyrange *r, uint32_t n, const uint8_t *k, uint32_t kl) {
+static uint32_t first_range_ending_after(const rl__keyrange *r, uint32_t n, const uint8_t *k, uint32_t kl) {
     uint32_t lo = 0, hi = n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -98,20 +98,20 @@ static uint32_t first_range_ending_after(const rl_keyrange *r, uint32_t n, const
 }
 
 typedef struct {
-    rl_coordinator *co;
+    rl__coordinator *co;
     const co_server *srv;
     size_t nv, nm;  /* versions and mutations collected */
     uint64_t bytes; /* their encoded mutation bytes */
     uint32_t max_bytes;
-    rl_version last; /* the last version visited */
-    rl_version cap;  /* versions above it are not sent (0: none; rl__co_peek_cap) */
-    int stopped;     /* stopped at max_bytes or the cap */
+    rl__version last; /* the last version visited */
+    rl__version cap;  /* versions above it are not sent (0: none; rl__co_peek_cap) */
+    int stopped;      /* stopped at max_bytes or the cap */
     int rc;
 } peek_state;
 
 /* Append one mutation to the peek's array (index-based: the array may move). */
-static int peek_push(peek_state *s, const rl_mutation *m) {
-    rl_coordinator *co = s->co;
+static int peek_push(peek_state *s, const rl__mutation *m) {
+    rl__coordinator *co = s->co;
     if (RL_GROW(co->pk_muts, co->pk_cap_muts, s->nm + 1, 256)) return RL_E_OUT_OF_MEMORY;
     co->pk_muts[s->nm++] = *m;
     s->bytes += 9 + (uint64_t)m->len1 + m->len2;
@@ -120,14 +120,14 @@ static int peek_push(peek_state *s, const rl_mutation *m) {
 
 /* Visitor (log mutex held): keep the mutations of rec that touch the server's ranges, clear
  * ranges clipped to them; a version with none is skipped (end_version still covers it). */
-static int peek_visit(void *ud, const rl_wal_record *rec) {
+static int peek_visit(void *ud, const rl__wal_record *rec) {
     peek_state *s = ud;
-    rl_coordinator *co = s->co;
-    const rl_keyrange *r = s->srv->merged;
+    rl__coordinator *co = s->co;
+    const rl__keyrange *r = s->srv->merged;
     uint32_t nr = s->srv->n_merged;
     size_t start = s->nm;
-    rl_wal_iter it;
-    rl_mutation m;
+    rl__wal_iter it;
+    rl__mutation m;
     if (s->cap && rec->version > s->cap) {
         s->stopped = 1;
         return 1;
@@ -148,7 +148,7 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
                 }
                 continue;
             }
-            rl_mutation c = m;
+            rl__mutation c = m;
             if (rl__bytes_cmp(c.p1, c.len1, e->begin, e->begin_len) < 0) c.p1 = e->begin, c.len1 = e->begin_len;
             if (rl__bytes_cmp(c.p2, c.len2, e->end, e->end_len) > 0) c.p2 = e->end, c.len2 = e->end_len;
             if (rl__bytes_cmp(c.p1, c.len1, c.p2, c.len2) < 0 && (s->rc = peek_push(s, &c)) != RL_OK) return 1;
@@ -162,7 +162,7 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
         }
         for (uint32_t i = first_range_ending_after(r, nr, m.p1, m.len1); i < nr; i++) {
             if (rl__bytes_cmp(r[i].begin, r[i].begin_len, m.p2, m.len2) >= 0) break;
-            rl_mutation c = m;
+            rl__mutation c = m;
             if (rl__bytes_cmp(c.p1, c.len1, r[i].begin, r[i].begin_len) < 0) c.p1 = r[i].begin, c.len1 = r[i].begin_len;
             if (rl__bytes_cmp(c.p2, c.len2, r[i].end, r[i].end_len) > 0) c.p2 = r[i].end, c.len2 = r[i].end_len;
             if (rl__bytes_cmp(c.p1, c.len1, c.p2, c.len2) >= 0) continue;
@@ -174,9 +174,9 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
             s->rc = RL_E_OUT_OF_MEMORY;
             return 1;
         }
-        rl_msg_peek_version *v = &co->pk_versions[s->nv++];
+        rl__msg_peek_version *v = &co->pk_versions[s->nv++];
         v->version = rec->version;
-        v->muts = (const rl_mutation *)(uintptr_t)start; /* an index until the array is final */
+        v->muts = (const rl__mutation *)(uintptr_t)start; /* an index until the array is final */
         v->n_muts = (uint32_t)(s->nm - start);
     }
     s->last = rec->version;
@@ -188,7 +188,7 @@ static int peek_visit(void *ud, const rl_wal_record *rec) {
 }
 
 /* Answer a PEEK now: the versions after `after` that the log holds, filtered for srv. */
-static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_server *srv, rl_version after,
+static void answer_peek(rl__coordinator *co, rl__conn *conn, uint64_t id, co_server *srv, rl__version after,
                         uint32_t max_bytes) {
     peek_state s;
     memset(&s, 0, sizeof s);
@@ -199,7 +199,7 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
                                                   : max_bytes;
     s.cap = rl__co_peek_cap(co);
     rl__co_move_prune(srv, after);
-    rl_version durable = 0;
+    rl__version durable = 0;
     int rc = rl__commitlog_read(co->log, after, peek_visit, &s, &durable);
     if (rc == RL_E_PROCESS_BEHIND) {
         rl__co_send_error(co, conn, RL_MSG_PEEK, id, rc,
@@ -215,20 +215,20 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
     }
     for (size_t i = 0; i < s.nv; i++)
         co->pk_versions[i].muts = co->pk_muts + (size_t)(uintptr_t)co->pk_versions[i].muts;
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
-    rl_version end = s.stopped ? s.last : durable;
+    rl__version end = s.stopped ? s.last : durable;
     if (s.cap && end > s.cap) end = s.cap;
     m.u.peek_reply.end_version = end > after ? end : after;
     m.u.peek_reply.versions = co->pk_versions;
     m.u.peek_reply.n_versions = (uint32_t)s.nv;
     /* Ownership changes (coord_move.c) whose version this reply reaches. */
-    rl_msg_shard_change *ch = srv->n_changes ? rl__arena_alloc(&co->scratch, srv->n_changes * sizeof *ch) : NULL;
+    rl__msg_shard_change *ch = srv->n_changes ? rl__arena_alloc(&co->scratch, srv->n_changes * sizeof *ch) : NULL;
     uint32_t nch = 0;
     for (uint32_t i = 0; ch && i < srv->n_changes; i++) {
         const co_change *c = &srv->changes[i];
         if (c->version <= after || c->version > m.u.peek_reply.end_version) continue;
-        ch[nch++] = (rl_msg_shard_change){c->version, c->kind, {c->begin, c->begin_len, c->end, c->end_len}};
+        ch[nch++] = (rl__msg_shard_change){c->version, c->kind, {c->begin, c->begin_len, c->end, c->end_len}};
     }
     m.u.peek_reply.changes = ch;
     m.u.peek_reply.n_changes = nch;
@@ -245,7 +245,7 @@ static void answer_peek(rl_coordinator *co, rl_conn *conn, uint64_t id, co_serve
 }
 
 /* Take a parked peek off the coordinator's list (it is not freed here). */
-static void unpark(rl_coordinator *co, co_peek *pk) {
+static void unpark(rl__coordinator *co, co_peek *pk) {
     if (pk->prev) pk->prev->next = pk->next;
     else co->parked = pk->next;
     if (pk->next) pk->next->prev = pk->prev;
@@ -253,10 +253,10 @@ static void unpark(rl_coordinator *co, co_peek *pk) {
 }
 
 /* max_wait_ms passed: answer the parked peek (normally with no versions) and free it. */
-static void peek_timeout(rl_loop *loop, void *ud) {
+static void peek_timeout(rl__loop *loop, void *ud) {
     (void)loop;
     co_peek *pk = ud;
-    rl_coordinator *co = pk->cc->co;
+    rl__coordinator *co = pk->cc->co;
     unpark(co, pk);
     answer_peek(co, pk->cc->conn, pk->req_id, pk->srv, pk->after, pk->max_bytes);
     rl__free(pk);
@@ -264,8 +264,8 @@ static void peek_timeout(rl_loop *loop, void *ud) {
 
 /* Answer every parked peek that has something new (durable > its after_version, and below the
  * PEEK cap). See coord_int.h (co->wake_parked: the core and coord_move.c call it through the core). */
-void rl__co_wake_parked(rl_coordinator *co, rl_version durable) {
-    rl_version cap = rl__co_peek_cap(co);
+void rl__co_wake_parked(rl__coordinator *co, rl__version durable) {
+    rl__version cap = rl__co_peek_cap(co);
     if (cap && durable > cap) durable = cap;
     co_peek *pk = co->parked;
     while (pk) {
@@ -281,7 +281,7 @@ void rl__co_wake_parked(rl_coordinator *co, rl_version durable) {
 }
 
 /* Drop the parked peeks of connection cc (all of them when cc is NULL), unanswered. */
-static void drop_parked_of(rl_coordinator *co, co_conn *cc) {
+static void drop_parked_of(rl__coordinator *co, co_conn *cc) {
     co_peek *pk = co->parked;
     while (pk) {
         co_peek *next = pk->next;
@@ -295,12 +295,12 @@ static void drop_parked_of(rl_coordinator *co, co_conn *cc) {
 }
 
 /* See coord_int.h. */
-void rl__co_drop_parked(rl_coordinator *co) { drop_parked_of(co, NULL); }
+void rl__co_drop_parked(rl__coordinator *co) { drop_parked_of(co, NULL); }
 
 /* The storage server a PEEK/POP names if it has registered (on_frame checked that this
  * connection speaks for it: RL_MSGF_FROM_STORAGE); else an error reply and NULL. */
-static co_server *registered_server(co_conn *cc, const rl_frame_header *h, uint32_t id) {
-    rl_coordinator *co = cc->co;
+static co_server *registered_server(co_conn *cc, const rl__frame_header *h, uint32_t id) {
+    rl__coordinator *co = cc->co;
     co_server *srv = rl__co_server(co, id);
     if (!srv || !srv->registered) {
         rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_CLIENT_INVALID_OPERATION,
@@ -313,9 +313,9 @@ static co_server *registered_server(co_conn *cc, const rl_frame_header *h, uint3
 }
 
 /* PEEK: record the server's peek (health), then answer now or park (docs/protocol.md §9). */
-static void handle_peek(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_peek_req *p = &m->u.peek_req;
+static void handle_peek(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *m) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_peek_req *p = &m->u.peek_req;
     (void)payload;
     co_server *srv = registered_server(cc, h, p->storage_id);
     if (!srv) return;
@@ -325,7 +325,7 @@ static void handle_peek(co_conn *cc, const rl_frame_header *h, const uint8_t *pa
         srv->peek_conn = cc->conn;
     }
     srv->last_peek_ns = rl__clock_mono_ns();
-    rl_version avail = rl__commitlog_durable_version(co->log), cap = rl__co_peek_cap(co);
+    rl__version avail = rl__commitlog_durable_version(co->log), cap = rl__co_peek_cap(co);
     if (cap && avail > cap) avail = cap;
     if (p->after_version < avail || p->max_wait_ms == 0) {
         answer_peek(co, cc->conn, h->id, srv, p->after_version, p->max_bytes);
@@ -354,17 +354,17 @@ static void handle_peek(co_conn *cc, const rl_frame_header *h, const uint8_t *pa
 }
 
 /* POP: raise the server's popped version and truncate what every shard owner popped. */
-static void handle_pop(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_pop_req *p = &m->u.pop_req;
+static void handle_pop(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *m) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_pop_req *p = &m->u.pop_req;
     (void)payload;
     co_server *srv = registered_server(cc, h, p->storage_id);
     if (!srv) return;
-    rl_version durable = rl__commitlog_durable_version(co->log);
-    rl_version v = p->durable_version < durable ? p->durable_version : durable;
+    rl__version durable = rl__commitlog_durable_version(co->log);
+    rl__version v = p->durable_version < durable ? p->durable_version : durable;
     if (v > srv->popped) srv->popped = v;
     /* The log keeps a version until every server that owns a shard popped it. */
-    rl_version min = durable;
+    rl__version min = durable;
     for (uint32_t i = 0; i < co->n_servers; i++)
         if ((co->servers[i].owns_shard || co->servers[i].n_extras) && co->servers[i].popped < min)
             min = co->servers[i].popped; /* a move's destination or source counts too */
@@ -375,21 +375,21 @@ static void handle_pop(co_conn *cc, const rl_frame_header *h, const uint8_t *pay
                 "coordinator: truncated %" PRIu64 " commit log segments (every "
                 "storage server popped %" PRIu64 ")",
                 deleted, min);
-    rl_msg rep;
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rl__co_send_reply(co, cc->conn, RL_MSG_POP, h->id, &rep);
 }
 
 /* ---- REGISTER_STORAGE ---------------------------------------------------------------------- */
 
-static void finish_register(rl_coordinator *co, co_op *op);
+static void finish_register(rl__coordinator *co, co_op *op);
 
 /* REGISTER_STORAGE (from the storage server it names: on_frame checked): the request is decoded
  * again from the operation's own copy of the payload, which lives until the registration is
  * committed; then the layout, a registration in flight and the log's base are checked. */
-static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *m) {
-    rl_coordinator *co = cc->co;
-    rl_proto_why why;
+static void handle_register(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *m) {
+    rl__coordinator *co = cc->co;
+    rl__proto_why why;
     (void)m;
     co_op *op = rl__co_op_get(co, h->payload_len);
     if (!op) {
@@ -404,9 +404,9 @@ static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t
         else rl__co_send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_name(rc));
         return;
     }
-    const rl_msg_register_storage_req *r = &op->reg;
+    const rl__msg_register_storage_req *r = &op->reg;
     co_server *srv = r->id ? rl__co_server(co, r->id) : NULL;
-    rl_version base = rl__commitlog_base_version(co->log);
+    rl__version base = rl__commitlog_base_version(co->log);
     if (!srv) {
         rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT,
                           "storage server id %u is not in this cluster's layout (%u storage servers "
@@ -441,9 +441,9 @@ static void handle_register(co_conn *cc, const rl_frame_header *h, const uint8_t
 
 /* The loop's part of a finished REGISTER_STORAGE (its finish, run by rl__co_flush): record the
  * server, answer it. */
-static void finish_register(rl_coordinator *co, co_op *op) {
+static void finish_register(rl__coordinator *co, co_op *op) {
     co_server *srv = op->srv;
-    const rl_msg_register_storage_req *r = &op->reg;
+    const rl__msg_register_storage_req *r = &op->reg;
     srv->registering = 0;
     if (op->req.result != RL_OK) {
         rl__co_send_error(co, op->conn, RL_MSG_REGISTER_STORAGE, op->req_id, op->req.result,
@@ -469,7 +469,7 @@ static void finish_register(rl_coordinator *co, co_op *op) {
             "version %" PRIu64 ", %u shards",
             r->id, srv->address, srv->port, r->durable_version, srv->n_owned);
     rl__co_move_on_register(co, srv, op->req.commit_version);
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.u.register_storage_reply.start_version = r->durable_version;
     m.u.register_storage_reply.ranges = srv->owned;
@@ -479,8 +479,8 @@ static void finish_register(rl_coordinator *co, co_op *op) {
 
 /* ---- COMMIT ------------------------------------------------------------------------------- */
 
-static void reply_commit_now(rl_coordinator *co, rl_conn *conn, uint64_t id, int result) {
-    rl_msg m;
+static void reply_commit_now(rl__coordinator *co, rl__conn *conn, uint64_t id, int result) {
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.u.commit_reply.result = result;
     rl__co_send_reply(co, conn, RL_MSG_COMMIT, id, &m);
@@ -488,8 +488,8 @@ static void reply_commit_now(rl_coordinator *co, rl_conn *conn, uint64_t id, int
 
 /* A COMMIT's batch is durable (or failed): its reply (the operation's finish, run by
  * rl__co_flush). */
-static void commit_done(rl_coordinator *co, co_op *op) {
-    rl_msg m;
+static void commit_done(rl__coordinator *co, co_op *op) {
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.u.commit_reply.result = op->req.result;
     m.u.commit_reply.commit_version = op->req.result == RL_OK ? op->req.commit_version : 0;
@@ -500,10 +500,10 @@ static void commit_done(rl_coordinator *co, co_op *op) {
 
 /* COMMIT (CO_RAW: m is NULL): copy the payload into an operation, decode it there, check its
  * system-key writes, submit it; the reply comes from commit_done (or now, for a refusal). */
-static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *unused) {
-    rl_coordinator *co = cc->co;
-    rl_proto_why why;
-    rl_msg_commit_req m;
+static void handle_commit(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *unused) {
+    rl__coordinator *co = cc->co;
+    rl__proto_why why;
+    rl__msg_commit_req m;
     (void)unused;
     co->commit_requests++;
     co_op *op = rl__co_op_get(co, h->payload_len);
@@ -548,18 +548,18 @@ static void handle_commit(co_conn *cc, const rl_frame_header *h, const uint8_t *
 
 /* The version of DIR/sys to read for a client's read version v (see the contracts: reads at
  * v <= durable see v's data, which the system engine holds at min(v, its latest)). */
-static int sys_version(rl_coordinator *co, rl_version v, rl_version *out) {
-    rl_version d = rl__co_durable(co);
+static int sys_version(rl__coordinator *co, rl__version v, rl__version *out) {
+    rl__version d = rl__co_durable(co);
     uint64_t w = co->window_versions ? co->window_versions : 5000000;
     if (v > d) return RL_E_FUTURE_VERSION;
     if (d > w && v < d - w) return RL_E_TRANSACTION_TOO_OLD;
-    rl_version latest = rl__storage_latest_version(co->sys);
+    rl__version latest = rl__storage_latest_version(co->sys);
     *out = v < latest ? v : latest;
     return RL_OK;
 }
 
 /* An error reply for a failed read, with the request's version. */
-static void read_error(rl_coordinator *co, co_conn *cc, const rl_frame_header *h, int rc, rl_version v) {
+static void read_error(rl__coordinator *co, co_conn *cc, const rl__frame_header *h, int rc, rl__version v) {
     if (rc == RL_E_FUTURE_VERSION || rc == RL_E_TRANSACTION_TOO_OLD)
         rl__co_send_error(co, cc->conn, h->type, h->id, rc,
                           "version %" PRIu64 " (the coordinator is "
@@ -569,21 +569,21 @@ static void read_error(rl_coordinator *co, co_conn *cc, const rl_frame_header *h
 }
 
 /* The error reply for a read outside the system keyspace. */
-static void wrong_shard(rl_coordinator *co, co_conn *cc, const rl_frame_header *h) {
+static void wrong_shard(rl__coordinator *co, co_conn *cc, const rl__frame_header *h) {
     rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_WRONG_SHARD_SERVER,
                       "the coordinator holds only the system keyspace [\\xff, \\xff\\xff)");
 }
 
 /* GET of a system key at a version. */
-static void handle_get(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_get_req *g = &req->u.get_req;
+static void handle_get(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_get_req *g = &req->u.get_req;
     (void)payload;
     if (rl__bytes_cmp(g->key, g->key_len, k_ff, 1) < 0 || rl__bytes_cmp(g->key, g->key_len, k_ffff, 2) >= 0) {
         wrong_shard(co, cc, h);
         return;
     }
-    rl_version sv;
+    rl__version sv;
     int rc = sys_version(co, g->version, &sv), present = 0;
     const uint8_t *val = NULL;
     uint32_t vl = 0;
@@ -592,7 +592,7 @@ static void handle_get(co_conn *cc, const rl_frame_header *h, const uint8_t *pay
         read_error(co, cc, h, rc, g->version);
         return;
     }
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.u.get_reply.present = (uint8_t)present;
     m.u.get_reply.value = present ? val : NULL;
@@ -601,12 +601,12 @@ static void handle_get(co_conn *cc, const rl_frame_header *h, const uint8_t *pay
 }
 
 /* GET_KEY: resolve the selector within ["\xff", "\xff\xff") (unresolved below "\xff"). */
-static void handle_get_key(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_get_key_req *g = &req->u.get_key_req;
+static void handle_get_key(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_get_key_req *g = &req->u.get_key_req;
     (void)payload;
-    rl_version sv;
-    rl_select_result r;
+    rl__version sv;
+    rl__select_result r;
     int rc = sys_version(co, g->version, &sv);
     if (rc == RL_OK) rc = rl__storage_select(co->sys, sv, &g->sel, k_ff, 1, 0, k_ffff, 2, 1, &co->scratch, &r);
     if (rc == RL_E_WRONG_SHARD_SERVER) {
@@ -617,7 +617,7 @@ static void handle_get_key(co_conn *cc, const rl_frame_header *h, const uint8_t 
         read_error(co, cc, h, rc, g->version);
         return;
     }
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.u.get_key_reply.resolved = (uint8_t)(r.resolved != 0);
     m.u.get_key_reply.sel.key = r.key;
@@ -632,7 +632,7 @@ static void handle_get_key(co_conn *cc, const rl_frame_header *h, const uint8_t 
  * holding the key just below the end selector's anchor. For the shard ["\xff", "\xff\xff"):
  * anchor >= "\xff" iff key >= "\xff" (a key below "\xff" stays below with "\x00" appended);
  * anchor > "\xff" iff key > "\xff", or key >= "\xff" with or_equal. */
-static int range_is_ours(const rl_msg_get_range_req *g) {
+static int range_is_ours(const rl__msg_get_range_req *g) {
     if (!g->reverse) return rl__bytes_cmp(g->begin.key, g->begin.key_len, k_ff, 1) >= 0;
     int c = rl__bytes_cmp(g->end.key, g->end.key_len, k_ff, 1);
     return c > 0 || (c == 0 && g->end.or_equal);
@@ -640,16 +640,16 @@ static int range_is_ours(const rl_msg_get_range_req *g) {
 
 /* GET_RANGE within the system shard: bounds resolved and clipped there, rows up to the limits
  * (and 8 MiB), read_through "\xff" when a reverse range goes on below it. */
-static void handle_get_range(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_get_range_req *g = &req->u.get_range_req;
+static void handle_get_range(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_get_range_req *g = &req->u.get_range_req;
     (void)payload;
     if (!range_is_ours(g)) {
         wrong_shard(co, cc, h);
         return;
     }
-    rl_version sv;
-    rl_range_bounds bd;
+    rl__version sv;
+    rl__range_bounds bd;
     int rc = sys_version(co, g->version, &sv);
     if (rc == RL_OK)
         rc = rl__storage_range_bounds(co->sys, sv, &g->begin, &g->end, k_ff, 1, 0, k_ffff, 2, 1, g->reverse,
@@ -658,9 +658,9 @@ static void handle_get_range(co_conn *cc, const rl_frame_header *h, const uint8_
         read_error(co, cc, h, rc, g->version);
         return;
     }
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
-    rl_msg_get_range_reply *r = &m.u.get_range_reply;
+    rl__msg_get_range_reply *r = &m.u.get_range_reply;
     if (bd.unresolved) {
         r->status = RL_RANGE_SELECTOR_UNRESOLVED;
         rl__co_send_reply(co, cc->conn, RL_MSG_GET_RANGE, h->id, &m);
@@ -698,42 +698,42 @@ static void handle_get_range(co_conn *cc, const rl_frame_header *h, const uint8_
 /* ---- GET_SHARD_MAP, STATUS, HELLO, PING, GRV ---------------------------------------------- */
 
 /* GET_SHARD_MAP: the map now (min_version is not waited for: docs/protocol.md §9). */
-static void handle_shard_map(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_coordinator *co = cc->co;
+static void handle_shard_map(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__coordinator *co = cc->co;
     (void)payload;
     (void)req;
     uint64_t now = rl__clock_mono_ns();
-    rl_msg_server *sv = rl__arena_alloc(&co->scratch, (co->n_servers + 1) * sizeof *sv);
-    rl_msg_shard *sh = rl__arena_alloc(&co->scratch, (co->n_shards + 1) * sizeof *sh);
+    rl__msg_server *sv = rl__arena_alloc(&co->scratch, (co->n_servers + 1) * sizeof *sv);
+    rl__msg_shard *sh = rl__arena_alloc(&co->scratch, (co->n_shards + 1) * sizeof *sh);
     if (!sv || !sh) {
         rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
         return;
     }
     uint32_t n = 0;
-    sv[n++] = (rl_msg_server){0,
-                              RL_ROLE_COORDINATOR,
-                              (const uint8_t *)co->listen_ip,
-                              (uint32_t)strlen(co->listen_ip),
-                              co->port,
-                              (const uint8_t *)co->host,
-                              co->host_len,
-                              1};
+    sv[n++] = (rl__msg_server){0,
+                               RL_ROLE_COORDINATOR,
+                               (const uint8_t *)co->listen_ip,
+                               (uint32_t)strlen(co->listen_ip),
+                               co->port,
+                               (const uint8_t *)co->host,
+                               co->host_len,
+                               1};
     for (uint32_t i = 0; i < co->n_servers; i++) {
         const co_server *s = &co->servers[i];
         if (!s->has_address) continue;
-        sv[n++] = (rl_msg_server){s->id,
-                                  RL_ROLE_STORAGE,
-                                  (const uint8_t *)s->address,
-                                  (uint32_t)strlen(s->address),
-                                  s->port,
-                                  s->host,
-                                  s->host_len,
-                                  (uint8_t)rl__co_server_healthy(co, s, now)};
+        sv[n++] = (rl__msg_server){s->id,
+                                   RL_ROLE_STORAGE,
+                                   (const uint8_t *)s->address,
+                                   (uint32_t)strlen(s->address),
+                                   s->port,
+                                   s->host,
+                                   s->host_len,
+                                   (uint8_t)rl__co_server_healthy(co, s, now)};
     }
     for (uint32_t i = 0; i < co->n_shards; i++)
-        sh[i] = (rl_msg_shard){co->shards[i].begin,   co->shards[i].begin_len, co->shards[i].end,
-                               co->shards[i].end_len, co->shards[i].team,      co->shards[i].n_team};
-    rl_msg m;
+        sh[i] = (rl__msg_shard){co->shards[i].begin,   co->shards[i].begin_len, co->shards[i].end,
+                                co->shards[i].end_len, co->shards[i].team,      co->shards[i].n_team};
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.u.get_shard_map_reply.version = rl__co_durable(co);
     m.u.get_shard_map_reply.servers = sv;
@@ -760,11 +760,11 @@ static void json_bytes(rl_buf *b, const uint8_t *p, size_t n) {
 
 /* The lateness of every delayed frame this process sent: the open connections' histograms plus
  * those of the connections that closed. */
-static void delay_lateness(rl_coordinator *co, rl_lat_hist *out) {
+static void delay_lateness(rl__coordinator *co, rl__lat_hist *out) {
     *out = co->closed_late;
     for (co_conn *c = co->conns; c; c = c->next) {
         if (!c->delayed) continue;
-        rl_lat_hist h;
+        rl__lat_hist h;
         rl__conn_get_lateness(c->conn, &h, 0);
         rl__lat_hist_merge(out, &h);
     }
@@ -772,9 +772,9 @@ static void delay_lateness(rl_coordinator *co, rl_lat_hist *out) {
 
 /* SET_DELAY (an admin connection: on_frame checked): check the range, then give every delayed connection (and later ones) the new
  * setting. Frames already queued keep their release times (loop.h), so nothing is reordered. */
-static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_set_delay_req *r = &req->u.set_delay_req;
+static void handle_set_delay(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_set_delay_req *r = &req->u.set_delay_req;
     char why[160];
     (void)payload;
     if (rl__netem_check(r->delay_us, r->jitter_us, why, sizeof why) != RL_OK) {
@@ -788,20 +788,20 @@ static void handle_set_delay(co_conn *cc, const rl_frame_header *h, const uint8_
         if (c->delayed) (void)rl__netem_set(c->conn, co->delay_us, co->jitter_us, co->delay_salt++);
     rl__log(RL_LOG_INFO, "coordinator: injected delay now %u us (jitter %u us), asked by %s", r->delay_us, r->jitter_us,
             rl__conn_peer(cc->conn));
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     rl__co_send_reply(co, cc->conn, RL_MSG_SET_DELAY, h->id, &m);
 }
 
 /* STATUS: the contract's JSON and the coordinator's own counters (docs/protocol.md §9). */
-static void handle_status(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_coordinator *co = cc->co;
+static void handle_status(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__coordinator *co = cc->co;
     (void)payload;
     (void)req;
     uint64_t now = rl__clock_mono_ns();
-    rl_commitlog_status ls;
-    rl_committer_stats cs;
-    rl_storage_status ss;
+    rl__commitlog_status ls;
+    rl__committer_stats cs;
+    rl__storage_status ss;
     rl__commitlog_get_status(co->log, &ls);
     rl__committer_get_stats(co->cm, &cs);
     rl__storage_get_status(co->sys, &ss);
@@ -817,7 +817,7 @@ static void handle_status(co_conn *cc, const rl_frame_header *h, const uint8_t *
                    (long)getpid(), co->listen_ip, co->port, ls.appended_version, rl__co_durable(co), ls.bytes,
                    ls.records, ls.segments, ls.base_version, ls.poisoned ? "true" : "false", ss.latest_version, ss.keys,
                    co->no_sync ? "true" : "false", (double)(now - co->start_ns) / 1e9);
-    rl_lat_hist late;
+    rl__lat_hist late;
     delay_lateness(co, &late);
     rl__netem_status_json(&j, co->delay_us, co->jitter_us, &late);
     rl__buf_printf(&j, ",\"servers\":[");
@@ -867,7 +867,7 @@ static void handle_status(co_conn *cc, const rl_frame_header *h, const uint8_t *
     if (rl__buf_error(&j) != RL_OK) {
         rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_OUT_OF_MEMORY, "out of memory");
     } else {
-        rl_msg m;
+        rl__msg m;
         memset(&m, 0, sizeof m);
         m.u.status_reply.json = j.data;
         m.u.status_reply.json_len = (uint32_t)j.len;
@@ -878,9 +878,9 @@ static void handle_status(co_conn *cc, const rl_frame_header *h, const uint8_t *
 
 /* HELLO: remember the peer's role and id, answer with ours; a second HELLO is a protocol
  * error. */
-static void handle_hello(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_coordinator *co = cc->co;
-    const rl_msg_hello_req *hr = &req->u.hello_req;
+static void handle_hello(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__coordinator *co = cc->co;
+    const rl__msg_hello_req *hr = &req->u.hello_req;
     (void)payload;
     if (cc->hello) {
         bad_frame(cc, h, "a second HELLO");
@@ -905,7 +905,7 @@ static void handle_hello(co_conn *cc, const rl_frame_header *h, const uint8_t *p
     cc->delayed = rl__netem_applies(co->host, co->host_len, hr->host, hr->host_len, hr->role);
     if (cc->delayed && (co->delay_us || co->jitter_us))
         (void)rl__netem_set(cc->conn, co->delay_us, co->jitter_us, co->delay_salt++);
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.u.hello_reply.protocol_version = RL_PROTOCOL_VERSION;
     m.u.hello_reply.role = RL_ROLE_COORDINATOR;
@@ -918,8 +918,8 @@ static void handle_hello(co_conn *cc, const rl_frame_header *h, const uint8_t *p
 /* ---- PING, GET_READ_VERSION ---------------------------------------------------------------- */
 
 /* PING: the payload back, with this process's monotonic clock. */
-static void handle_ping(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_msg r;
+static void handle_ping(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
+    rl__msg r;
     (void)payload;
     memset(&r, 0, sizeof r);
     r.u.ping_reply.payload = req->u.ping_req.payload;
@@ -929,8 +929,9 @@ static void handle_ping(co_conn *cc, const rl_frame_header *h, const uint8_t *pa
 }
 
 /* GET_READ_VERSION: the durable version. */
-static void handle_get_read_version(co_conn *cc, const rl_frame_header *h, const uint8_t *payload, const rl_msg *req) {
-    rl_msg r;
+static void handle_get_read_version(co_conn *cc, const rl__frame_header *h, const uint8_t *payload,
+                                    const rl__msg *req) {
+    rl__msg r;
     (void)payload;
     (void)req;
     memset(&r, 0, sizeof r);
@@ -947,14 +948,14 @@ typedef struct {
     co_handler *handler;  /* NULL: the coordinator does not answer the message */
     uint8_t how;          /* CO_DECODED or CO_RAW */
     unsigned flags;       /* the message's RL_MSGF_* */
-    size_t storage_id_at; /* RL_MSGF_FROM_STORAGE: the offset in rl_msg of the storage id */
+    size_t storage_id_at; /* RL_MSGF_FROM_STORAGE: the offset in rl__msg of the storage id */
 } co_request;
 
 /* What the coordinator answers, by message type. */
 static const co_request REQUESTS[RL_MSG_TYPE_LIMIT] = {
 #define CO_REQUEST(NAME, HANDLER, HOW) [RL_MSG_##NAME] = {HANDLER, HOW, RL_MSGF_OF_##NAME, 0},
 #define CO_STORAGE_REQUEST(NAME, HANDLER, ID) \
-    [RL_MSG_##NAME] = {HANDLER, CO_DECODED, RL_MSGF_OF_##NAME, offsetof(rl_msg, u.ID)},
+    [RL_MSG_##NAME] = {HANDLER, CO_DECODED, RL_MSGF_OF_##NAME, offsetof(rl__msg, u.ID)},
 #include "server/coord_requests.def"
 #undef CO_REQUEST
 #undef CO_STORAGE_REQUEST
@@ -970,7 +971,7 @@ static const co_request REQUESTS[RL_MSG_TYPE_LIMIT] = {
     _Static_assert((RL_MSGF_OF_##NAME & (RL_MSGF_COORD | RL_MSGF_FROM_STORAGE)) ==                 \
                        (RL_MSGF_COORD | RL_MSGF_FROM_STORAGE),                                     \
                    #NAME ": not a coordinator request from a storage server in net/messages.def"); \
-    _Static_assert(sizeof(((rl_msg *)0)->u.ID) == sizeof(uint32_t), #NAME ": the storage id is a u32");
+    _Static_assert(sizeof(((rl__msg *)0)->u.ID) == sizeof(uint32_t), #NAME ": the storage id is a u32");
 #include "server/coord_requests.def"
 #undef CO_REQUEST
 #undef CO_STORAGE_REQUEST
@@ -992,7 +993,7 @@ _Static_assert(0
 
 /* What messages.def says of a decoded request, checked before its handler: 1 if it may run,
  * else 0 after an error reply (the connection stays open). */
-static int request_allowed(co_conn *cc, const rl_frame_header *h, const co_request *rq, const rl_msg *m) {
+static int request_allowed(co_conn *cc, const rl__frame_header *h, const co_request *rq, const rl__msg *m) {
     if ((rq->flags & RL_MSGF_ADMIN) && cc->role != RL_ROLE_ADMIN) {
         rl__co_send_error(cc->co, cc->conn, h->type, h->id, RL_E_UNAUTHORIZED_ATTEMPT,
                           "%s is an admin request (HELLO role 3, with the cluster's key file); this connection's "
@@ -1017,9 +1018,9 @@ static int request_allowed(co_conn *cc, const rl_frame_header *h, const co_reque
 
 /* A frame of an accepted connection: the framing rules (a request, HELLO first), then the
  * request table (coord_requests.def): decode, the checks of messages.def, the handler. */
-static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     co_conn *cc = ud;
-    rl_coordinator *co = cc->co;
+    rl__coordinator *co = cc->co;
     (void)conn;
     rl__arena_reset(&co->scratch);
     if (h->flags != 0) {
@@ -1035,8 +1036,8 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         rq->handler(cc, h, payload, NULL);
         return;
     }
-    rl_msg m;
-    rl_proto_why why;
+    rl__msg m;
+    rl__proto_why why;
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &co->scratch, &m, &why);
     if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && h->type == RL_MSG_HELLO) {
         rl__log(RL_LOG_WARN,
@@ -1072,12 +1073,12 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
 }
 
 /* A connection closed: drop its parked peeks and its servers' health, free its state. */
-static void on_close(rl_conn *conn, int err, void *ud) {
+static void on_close(rl__conn *conn, int err, void *ud) {
     co_conn *cc = ud;
-    rl_coordinator *co = cc->co;
+    rl__coordinator *co = cc->co;
     (void)err;
     if (cc->delayed) {
-        rl_lat_hist late;
+        rl__lat_hist late;
         rl__conn_get_lateness(conn, &late, 0);
         rl__lat_hist_merge(&co->closed_late, &late);
     }
@@ -1096,9 +1097,9 @@ static void on_close(rl_conn *conn, int err, void *ud) {
 }
 
 /* See coord_int.h: a co_conn per connection, on the coordinator's list until on_close. */
-void rl__co_on_accept(rl_listener *l, rl_conn *conn, void *ud) {
+void rl__co_on_accept(rl__listener *l, rl__conn *conn, void *ud) {
     (void)l;
-    rl_coordinator *co = ud;
+    rl__coordinator *co = ud;
     co_conn *cc = rl__calloc(1, sizeof *cc);
     if (!cc) {
         rl__log(RL_LOG_ERROR, "coordinator: out of memory accepting %s", rl__conn_peer(conn));

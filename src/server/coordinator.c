@@ -11,7 +11,7 @@
  *   storage ──PEEK/POP──▶ loop thread ──read──▶ commit log (in memory, durable records only)
  *   clients ──GET*(\xff)──▶ loop thread ──read──▶ system keyspace engine (DIR/sys)
  *
- * Directory (DIR): log/ (the commit log, commitlog.h), sys/ (a memory-engine rl_storage holding
+ * Directory (DIR): log/ (the commit log, commitlog.h), sys/ (a memory-engine rl__storage holding
  * the system keyspace ["\xff", "\xff\xff"): WAL and checkpoints).
  *
  * The system keyspace (what clients can read with ordinary reads):
@@ -57,7 +57,7 @@
  * The version tick (docs/design.md §8.3, FoundationDB's MAX_COMMIT_BATCH_INTERVAL): when no
  * batch became durable for an interval (rl__co_tick_interval: 500 ms, at most a quarter of the
  * MVCC window, 100 ms while a move waits), the tick timer submits a tick request
- * (rl_commit_request.is_tick) through the same committer: an empty batch that is logged and
+ * (rl__commit_request.is_tick) through the same committer: an empty batch that is logged and
  * fdatasynced like any other, gets a version, wakes parked PEEKs, and so advances the durable
  * version (GET_READ_VERSION) and the storage servers' known versions. Read versions are thus
  * never older than about an interval plus one fdatasync, always well inside the window, however
@@ -151,9 +151,9 @@ static int stamped_key_outside(const uint8_t *param, uint32_t len) {
 
 /* See coord_int.h: the first mutation that touches a protected prefix or lies at or above
  * "\xff\xff" decides the result. */
-int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index) {
+int rl__co_check_mutations(const rl__mutation *muts, size_t n, size_t *out_index) {
     for (size_t i = 0; i < n; i++) {
-        const rl_mutation *m = &muts[i];
+        const rl__mutation *m = &muts[i];
         int refused = 0, outside = 0;
         if (m->type == RL_MUT_CLEAR_RANGE) {
             refused = range_meets_prefix(m->p1, m->len1, m->p2, m->len2, CO_KEYSERVERS, CO_KEYSERVERS_LEN) ||
@@ -182,11 +182,11 @@ int rl__co_check_mutations(const rl_mutation *muts, size_t n, size_t *out_index)
 /* ---- The commit sink (committer thread) ------------------------------------------------- */
 
 /* Grow a mutation array to hold need elements. */
-static int grow_muts(rl_mutation **a, size_t *cap, size_t need) {
+static int grow_muts(rl__mutation **a, size_t *cap, size_t need) {
     if (need <= *cap) return RL_OK;
     size_t c = *cap ? *cap : 64;
     while (c < need) c *= 2;
-    rl_mutation *m = rl__realloc(*a, c * sizeof *m);
+    rl__mutation *m = rl__realloc(*a, c * sizeof *m);
     if (!m) return RL_E_OUT_OF_MEMORY;
     *a = m;
     *cap = c;
@@ -196,16 +196,16 @@ static int grow_muts(rl_mutation **a, size_t *cap, size_t need) {
 /* sink.apply: split clear ranges that span "\xff", append the batch's record (every mutation,
  * invariant 1) and keep its system mutations for sync. The mutations are the committer's, valid
  * until its next batch (sync of this batch comes first). */
-static int sink_apply(void *ctx, rl_version v, const rl_mutation *muts, size_t n) {
-    rl_coordinator *co = ctx;
+static int sink_apply(void *ctx, rl__version v, const rl__mutation *muts, size_t n) {
+    rl__coordinator *co = ctx;
     int rc = grow_muts(&co->sink.split, &co->sink.cap_split, 2 * n + 1);
     if (rc == RL_OK) rc = grow_muts(&co->sink.sys, &co->sink.cap_sys, 2 * n + 1);
     if (rc != RL_OK) return rc;
     size_t ns = 0, nsys = 0;
     for (size_t i = 0; i < n; i++) {
-        rl_mutation m = muts[i];
+        rl__mutation m = muts[i];
         if (m.type == RL_MUT_CLEAR_RANGE && !is_sys_key(m.p1, m.len1) && rl__bytes_cmp(m.p2, m.len2, k_ff, 1) > 0) {
-            rl_mutation lo = m, hi = m;
+            rl__mutation lo = m, hi = m;
             lo.p2 = k_ff, lo.len2 = 1;
             hi.p1 = k_ff, hi.len1 = 1;
             co->sink.split[ns++] = lo;
@@ -225,7 +225,7 @@ static int sink_apply(void *ctx, rl_version v, const rl_mutation *muts, size_t n
 
 /* sink.sync: the log first, then the system keyspace (invariant 2). */
 static int sink_sync(void *ctx) {
-    rl_coordinator *co = ctx;
+    rl__coordinator *co = ctx;
     int rc = rl__commitlog_sync(co->log);
     if (rc != RL_OK) return rc;
     if (co->sink.n_sys) {
@@ -243,25 +243,25 @@ static int sink_sync(void *ctx) {
 }
 
 /* See coord_int.h. */
-rl_version rl__co_durable(rl_coordinator *co) { return rl__committer_read_version(co->cm); }
+rl__version rl__co_durable(rl__coordinator *co) { return rl__committer_read_version(co->cm); }
 
 /* ---- Recovery of the system keyspace from the log ---------------------------------------- */
 
 typedef struct {
-    rl_storage *sys;
-    rl_mutation *m;
+    rl__storage *sys;
+    rl__mutation *m;
     size_t cap;
     int rc;
     uint64_t applied;
 } sys_replay;
 
 /* Visitor: apply a record's system mutations to sys (versions > sys's latest). */
-static int replay_visit(void *ud, const rl_wal_record *rec) {
+static int replay_visit(void *ud, const rl__wal_record *rec) {
     sys_replay *r = ud;
     if (rec->version <= rl__storage_latest_version(r->sys)) return 0;
     if ((r->rc = grow_muts(&r->m, &r->cap, rec->count + 1)) != RL_OK) return 1;
-    rl_wal_iter it;
-    rl_mutation m;
+    rl__wal_iter it;
+    rl__mutation m;
     size_t k = 0;
     rl__wal_iter_init(&it, rec);
     while (rl__wal_iter_next(&it, &m))
@@ -274,9 +274,9 @@ static int replay_visit(void *ud, const rl_wal_record *rec) {
 
 /* Recovery step: bring DIR/sys up to the log (invariant 2) and sync it if anything was applied.
  * errmsg gets the reason on failure. */
-static int replay_sys(rl_coordinator *co, rl_buf *errmsg) {
+static int replay_sys(rl__coordinator *co, rl_buf *errmsg) {
     sys_replay r = {co->sys, NULL, 0, RL_OK, 0};
-    rl_version after = rl__storage_latest_version(co->sys), base = rl__commitlog_base_version(co->log);
+    rl__version after = rl__storage_latest_version(co->sys), base = rl__commitlog_base_version(co->log);
     if (after < base) after = base;
     int rc = rl__commitlog_read(co->log, after, replay_visit, &r, NULL);
     rl__free(r.m);
@@ -300,17 +300,17 @@ static int replay_sys(rl_coordinator *co, rl_buf *errmsg) {
 /* Commit muts (SETs of system keys, built in a) through the committer and wait: the writes get
  * write conflict ranges, so a client transaction that read the keys conflicts. Blocking: used
  * before the loop runs (open). */
-static int commit_blocking(rl_coordinator *co, const rl_mutation *muts, size_t n, rl_arena *a, rl_buf *errmsg) {
-    rl_keyrange *w = rl__arena_alloc(a, n * sizeof *w + 1);
+static int commit_blocking(rl__coordinator *co, const rl__mutation *muts, size_t n, rl_arena *a, rl_buf *errmsg) {
+    rl__keyrange *w = rl__arena_alloc(a, n * sizeof *w + 1);
     if (!w) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
         uint8_t *e = rl__arena_alloc(a, (size_t)muts[i].len1 + 1);
         if (!e) return RL_E_OUT_OF_MEMORY;
         memcpy(e, muts[i].p1, muts[i].len1);
         e[muts[i].len1] = 0;
-        w[i] = (rl_keyrange){muts[i].p1, muts[i].len1, e, muts[i].len1 + 1};
+        w[i] = (rl__keyrange){muts[i].p1, muts[i].len1, e, muts[i].len1 + 1};
     }
-    rl_commit_request req;
+    rl__commit_request req;
     memset(&req, 0, sizeof req);
     req.read_version = rl__co_durable(co);
     req.writes = w;
@@ -338,7 +338,7 @@ static int printable(const uint8_t *p, uint32_t n) {
 /* Append the packed server list value (address, port, host, role) to b. */
 static void serverlist_value(rl_buf *b, const char *address, uint16_t port, const uint8_t *host, uint32_t host_len,
                              int role) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, b);
     rl__tuple_pack_string(&pk, address, strlen(address));
     rl__tuple_pack_int(&pk, port);
@@ -348,15 +348,15 @@ static void serverlist_value(rl_buf *b, const char *address, uint16_t port, cons
 }
 
 /* A SET mutation whose key and value are copied into a. */
-static int make_set(rl_arena *a, const rl_buf *k, const rl_buf *v, rl_mutation *out) {
+static int make_set(rl_arena *a, const rl_buf *k, const rl_buf *v, rl__mutation *out) {
     uint8_t *kc = rl__arena_memdup(a, k->data, k->len), *vc = rl__arena_memdup(a, v->data, v->len);
     if (!kc || !vc || rl__buf_error(k) || rl__buf_error(v)) return RL_E_OUT_OF_MEMORY;
-    *out = (rl_mutation){RL_MUT_SET, kc, (uint32_t)k->len, vc, (uint32_t)v->len};
+    *out = (rl__mutation){RL_MUT_SET, kc, (uint32_t)k->len, vc, (uint32_t)v->len};
     return RL_OK;
 }
 
 /* See coord_int.h. */
-int rl__co_build_register(rl_coordinator *co, co_op *op) {
+int rl__co_build_register(rl__coordinator *co, co_op *op) {
     rl_buf k, v;
     rl__buf_init(&k);
     rl__buf_init(&v);
@@ -366,14 +366,14 @@ int rl__co_build_register(rl_coordinator *co, co_op *op) {
     addr[al] = 0;
     serverlist_key(&k, op->reg.id);
     serverlist_value(&v, addr, op->reg.port, op->reg.host, op->reg.host_len, RL_ROLE_STORAGE);
-    rl_mutation *m = rl__arena_alloc(&op->arena, sizeof *m);
-    rl_keyrange *w = rl__arena_alloc(&op->arena, sizeof *w);
+    rl__mutation *m = rl__arena_alloc(&op->arena, sizeof *m);
+    rl__keyrange *w = rl__arena_alloc(&op->arena, sizeof *w);
     uint8_t *e = rl__arena_alloc(&op->arena, k.len + 1);
     int rc = m && w && e ? make_set(&op->arena, &k, &v, m) : RL_E_OUT_OF_MEMORY;
     if (rc == RL_OK) {
         memcpy(e, k.data, k.len);
         e[k.len] = 0;
-        *w = (rl_keyrange){m->p1, m->len1, e, m->len1 + 1};
+        *w = (rl__keyrange){m->p1, m->len1, e, m->len1 + 1};
         memset(&op->req, 0, sizeof op->req);
         op->req.read_version = rl__co_durable(co);
         op->req.writes = w;
@@ -597,13 +597,13 @@ static int default_layout(co_layout *l) {
 
 /* See coord_int.h. */
 void rl__co_pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, b);
     for (uint32_t i = 0; i < n; i++) rl__tuple_pack_int(&pk, ids[i]);
 }
 
 /* Write a fresh cluster's layout at one version (an internal transaction). */
-static int write_layout(rl_coordinator *co, const co_layout *l, rl_buf *errmsg) {
+static int write_layout(rl__coordinator *co, const co_layout *l, rl_buf *errmsg) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_buf k, v;
@@ -611,7 +611,7 @@ static int write_layout(rl_coordinator *co, const co_layout *l, rl_buf *errmsg) 
     rl__buf_init(&v);
     int rc = RL_E_OUT_OF_MEMORY;
     size_t n = 0;
-    rl_mutation *m = rl__arena_alloc(&a, (l->n_shards + 2) * sizeof *m);
+    rl__mutation *m = rl__arena_alloc(&a, (l->n_shards + 2) * sizeof *m);
     if (!m) goto out;
     for (uint32_t i = 0; i <= l->n_shards; i++) {
         rl__buf_reset(&k);
@@ -641,7 +641,7 @@ out:
 }
 
 /* Read [prefix, prefix + 1) of the system keyspace at its latest version into a. */
-static int sys_scan(rl_coordinator *co, const char *prefix, uint32_t pl, rl_arena *a, rl_keyvalue **kvs, int *n) {
+static int sys_scan(rl__coordinator *co, const char *prefix, uint32_t pl, rl_arena *a, rl_keyvalue **kvs, int *n) {
     uint8_t end[32];
     memcpy(end, prefix, pl);
     end[pl - 1]++;
@@ -652,8 +652,8 @@ static int sys_scan(rl_coordinator *co, const char *prefix, uint32_t pl, rl_aren
 
 /* See coord_int.h: a tuple of storage ids (integers 0..2^32-1) into ids[0..cap). */
 int rl__co_unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t cap, uint32_t *n) {
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    rl__tuple_iter it;
+    rl__tuple_elem e;
     int rc;
     *n = 0;
     rl__tuple_iter_init(&it, p, len);
@@ -666,7 +666,7 @@ int rl__co_unpack_ids(const uint8_t *p, uint32_t len, uint32_t *ids, uint32_t ca
 }
 
 /* Add a server with this id (kept sorted by id) unless known. */
-static int add_server(rl_coordinator *co, uint32_t id, co_server **out) {
+static int add_server(rl__coordinator *co, uint32_t id, co_server **out) {
     uint32_t i = 0;
     while (i < co->n_servers && co->servers[i].id < id) i++;
     if (i < co->n_servers && co->servers[i].id == id) {
@@ -685,7 +685,7 @@ static int add_server(rl_coordinator *co, uint32_t id, co_server **out) {
 }
 
 /* See coord_int.h (binary search: servers are sorted by id). */
-co_server *rl__co_server(rl_coordinator *co, uint32_t id) {
+co_server *rl__co_server(rl__coordinator *co, uint32_t id) {
     uint32_t lo = 0, hi = co->n_servers;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -697,7 +697,7 @@ co_server *rl__co_server(rl_coordinator *co, uint32_t id) {
 }
 
 /* See coord_int.h. */
-int rl__co_server_healthy(const rl_coordinator *co, const co_server *srv, uint64_t now_ns) {
+int rl__co_server_healthy(const rl__coordinator *co, const co_server *srv, uint64_t now_ns) {
     (void)co;
     if (!srv->peek_conn || !rl__conn_is_open(srv->peek_conn)) return 0;
     return srv->parked > 0 || now_ns - srv->last_peek_ns < CO_HEALTH_NS;
@@ -705,7 +705,7 @@ int rl__co_server_healthy(const rl_coordinator *co, const co_server *srv, uint64
 
 /* Load the shard map, the configured ids and the server list from the system keyspace.
  * RL_E_NOT_FOUND (expected: a fresh directory) when there is no shard map yet. */
-static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
+static int load_layout(rl__coordinator *co, rl_buf *errmsg) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs = NULL;
@@ -773,7 +773,7 @@ static int load_layout(rl_coordinator *co, rl_buf *errmsg) {
         const uint8_t *ik = kvs[i].key + CO_SERVERLIST_LEN;
         uint32_t id = (uint32_t)ik[0] << 24 | (uint32_t)ik[1] << 16 | (uint32_t)ik[2] << 8 | ik[3];
         if (id == 0) continue; /* the coordinator's own entry */
-        rl_tuple_elem el[4];
+        rl__tuple_elem el[4];
         int ok = 1;
         for (size_t j = 0; j < 4 && ok; j++) ok = rl__tuple_get(kvs[i].value, kvs[i].value_len, j, &el[j]) == RL_OK;
         if (!ok || el[0].type != RL_TT_STRING || el[1].type != RL_TT_INT ||
@@ -809,7 +809,7 @@ out:
 
 /* See coord_int.h: each server's owned ranges (and merged ranges) from the shard map; the old
  * arrays are freed first. */
-int rl__co_compute_ownership(rl_coordinator *co) {
+int rl__co_compute_ownership(rl__coordinator *co) {
     for (uint32_t i = 0; i < co->n_servers; i++) {
         co_server *srv = &co->servers[i];
         rl__free(srv->owned);
@@ -828,9 +828,9 @@ int rl__co_compute_ownership(rl_coordinator *co) {
             int mine = 0;
             for (uint32_t t = 0; t < sh->n_team; t++) mine |= sh->team[t] == srv->id;
             if (!mine) continue;
-            rl_keyrange r = {sh->begin, sh->begin_len, sh->end, sh->end_len};
+            rl__keyrange r = {sh->begin, sh->begin_len, sh->end, sh->end_len};
             srv->owned[srv->n_owned++] = r;
-            rl_keyrange *last = srv->n_merged ? &srv->merged[srv->n_merged - 1] : NULL;
+            rl__keyrange *last = srv->n_merged ? &srv->merged[srv->n_merged - 1] : NULL;
             if (last && rl__bytes_cmp(last->end, last->end_len, r.begin, r.begin_len) == 0) {
                 last->end = r.end;
                 last->end_len = r.end_len;
@@ -843,7 +843,7 @@ int rl__co_compute_ownership(rl_coordinator *co) {
 }
 
 /* Write the coordinator's own server list entry when it changed (address or host). */
-static int publish_self(rl_coordinator *co, rl_buf *errmsg) {
+static int publish_self(rl__coordinator *co, rl_buf *errmsg) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_buf k, v;
@@ -858,7 +858,7 @@ static int publish_self(rl_coordinator *co, rl_buf *errmsg) {
     if (rc == RL_OK)
         rc = rl__storage_get(co->sys, rl__storage_latest_version(co->sys), k.data, k.len, &a, &present, &old, &old_len);
     if (rc == RL_OK && !(present && rl__bytes_cmp(old, old_len, v.data, v.len) == 0)) {
-        rl_mutation m;
+        rl__mutation m;
         rc = make_set(&a, &k, &v, &m);
         if (rc == RL_OK) rc = commit_blocking(co, &m, 1, &a, errmsg);
     }
@@ -894,8 +894,8 @@ static int ensure_dir(const char *path, rl_buf *errmsg) {
 
 /* Encode m (a reply of type `type`) into co->out and send it on conn. A failure to encode is a
  * bug of this file: it is logged and answered with internal_error. */
-static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl_msg *m) {
-    rl_proto_why why;
+static void send_msg(rl__coordinator *co, rl__conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl__msg *m) {
+    rl__proto_why why;
     m->type = type;
     m->flags = flags;
     rl__buf_reset(&co->out);
@@ -909,7 +909,7 @@ static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t 
         rl__log(RL_LOG_ERROR, "coordinator: cannot encode a %s reply to %s: %s (%s)", rl__msg_type_name(type),
                 rl__conn_peer(conn), rl_error_name(rc), why.text);
         if (flags & RL_FRAME_ERROR) return;
-        rl_msg e;
+        rl__msg e;
         memset(&e, 0, sizeof e);
         e.u.error.code = rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_INTERNAL_ERROR;
         e.u.error.message = (const uint8_t *)why.text;
@@ -925,18 +925,19 @@ static void send_msg(rl_coordinator *co, rl_conn *conn, uint16_t type, uint16_t 
 }
 
 /* See coord_int.h: a reply (flags RL_FRAME_REPLY) of type with id; see send_msg. */
-void rl__co_send_reply(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, rl_msg *m) {
+void rl__co_send_reply(rl__coordinator *co, rl__conn *conn, uint16_t type, uint64_t id, rl__msg *m) {
     send_msg(co, conn, type, RL_FRAME_REPLY, id, m);
 }
 
 /* See coord_int.h: an error reply with code and a printf-formatted message (cut at 1,023 bytes). */
-void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
+void rl__co_send_error(rl__coordinator *co, rl__conn *conn, uint16_t type, uint64_t id, int code, const char *fmt,
+                       ...) {
     char text[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    rl_msg e;
+    rl__msg e;
     memset(&e, 0, sizeof e);
     e.u.error.code = code;
     e.u.error.message = (const uint8_t *)text;
@@ -947,7 +948,7 @@ void rl__co_send_error(rl_coordinator *co, rl_conn *conn, uint16_t type, uint64_
 /* ---- Operations: the committer's requests and their completions -------------------------- */
 
 /* See coord_int.h: from the pool when possible. */
-co_op *rl__co_op_get(rl_coordinator *co, size_t len) {
+co_op *rl__co_op_get(rl__coordinator *co, size_t len) {
     co_op *op = co->pool;
     if (op) {
         co->pool = op->next;
@@ -974,7 +975,7 @@ co_op *rl__co_op_get(rl_coordinator *co, size_t len) {
 }
 
 /* See coord_int.h: back to the pool (or freed); drops its connection reference. */
-void rl__co_op_put(rl_coordinator *co, co_op *op) {
+void rl__co_op_put(rl__coordinator *co, co_op *op) {
     rl__conn_release(op->conn);
     op->conn = NULL;
     op->srv = NULL;
@@ -992,7 +993,7 @@ void rl__co_op_put(rl_coordinator *co, co_op *op) {
 }
 
 /* See coord_int.h. */
-void rl__co_free_pool(rl_coordinator *co) {
+void rl__co_free_pool(rl__coordinator *co) {
     while (co->pool) {
         co_op *op = co->pool;
         co->pool = op->next;
@@ -1004,17 +1005,17 @@ void rl__co_free_pool(rl_coordinator *co) {
 }
 
 /* A posted flush (rl__co_op_done posts it when the completion queue was empty). */
-static void flush_post(rl_loop *loop, void *ud) {
+static void flush_post(rl__loop *loop, void *ud) {
     (void)loop;
     rl__co_flush(ud);
 }
 
 /* Committer thread: queue the finished operation for the loop; post a flush when the queue was
  * empty (a failed post is caught by the housekeeping timer). */
-void rl__co_op_done(rl_commit_request *req, void *ud) {
+void rl__co_op_done(rl__commit_request *req, void *ud) {
     (void)req;
     co_op *op = ud;
-    rl_coordinator *co = op->co;
+    rl__coordinator *co = op->co;
     pthread_mutex_lock(&co->done_mu);
     int was_empty = co->done_head == NULL;
     if (co->done_tail) co->done_tail->next = op;
@@ -1029,7 +1030,7 @@ void rl__co_op_done(rl_commit_request *req, void *ud) {
 /* See coord_int.h: each finished operation's finish in completion order, then parked PEEKs woken
  * by the new durable version. Runs on the loop thread (and once more by close after the loop is
  * freed). */
-void rl__co_flush(rl_coordinator *co) {
+void rl__co_flush(rl__coordinator *co) {
     pthread_mutex_lock(&co->done_mu);
     co_op *op = co->done_head;
     co->done_head = co->done_tail = NULL;
@@ -1041,7 +1042,7 @@ void rl__co_flush(rl_coordinator *co) {
         op = next;
     }
     if (!co->log) return; /* closing after a failed open */
-    rl_version d = rl__commitlog_durable_version(co->log);
+    rl__version d = rl__commitlog_durable_version(co->log);
     if (d > co->notified) {
         co->notified = d;
         /* A batch of a tick's own leaves the tick's schedule as it was (it counts from the
@@ -1052,8 +1053,8 @@ void rl__co_flush(rl_coordinator *co) {
 }
 
 /* See coord_int.h. */
-void rl__co_wake_peeks(rl_coordinator *co) {
-    rl_version d = rl__commitlog_durable_version(co->log);
+void rl__co_wake_peeks(rl__coordinator *co) {
+    rl__version d = rl__commitlog_durable_version(co->log);
     co->notified = d;
     if (co->wake_parked) co->wake_parked(co, d);
 }
@@ -1061,7 +1062,7 @@ void rl__co_wake_peeks(rl_coordinator *co) {
 /* ---- The version tick ---------------------------------------------------------------------- */
 
 /* See coord_int.h. The window is in versions, about microseconds. */
-uint64_t rl__co_tick_interval(const rl_coordinator *co) {
+uint64_t rl__co_tick_interval(const rl__coordinator *co) {
     uint64_t window = co->window_versions ? co->window_versions : 5000000;
     uint64_t ns = window / 4 * 1000;
     if (ns > CO_TICK_NS) ns = CO_TICK_NS;
@@ -1071,7 +1072,7 @@ uint64_t rl__co_tick_interval(const rl_coordinator *co) {
 }
 
 /* A tick's batch is durable (or failed): count it (its finish, run by rl__co_flush). */
-static void tick_done(rl_coordinator *co, co_op *op) {
+static void tick_done(rl__coordinator *co, co_op *op) {
     co->tick_busy = 0;
     if (op->req.result == RL_OK) {
         co->ticks++;
@@ -1081,7 +1082,7 @@ static void tick_done(rl_coordinator *co, co_op *op) {
 
 /* Submit one tick: an empty batch through the committer (finished by tick_done). A failure (out
  * of memory) is retried at the next check. */
-static void submit_tick(rl_coordinator *co) {
+static void submit_tick(rl__coordinator *co) {
     co_op *op = rl__co_op_get(co, 0);
     if (!op) return;
     memset(&op->req, 0, sizeof op->req);
@@ -1096,16 +1097,16 @@ static void submit_tick(rl_coordinator *co) {
 }
 
 /* The tick timer fired. */
-static void tick_timer_fired(rl_loop *loop, void *ud) {
+static void tick_timer_fired(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_coordinator *co = ud;
+    rl__coordinator *co = ud;
     co->tick_timer = 0;
     rl__co_tick_check(co);
 }
 
 /* See coord_int.h. A tick still in the committer (an fdatasync longer than the interval) is
  * waited for: the check comes again an interval later. */
-void rl__co_tick_check(rl_coordinator *co) {
+void rl__co_tick_check(rl__coordinator *co) {
     uint64_t now = rl__clock_mono_ns(), iv = rl__co_tick_interval(co);
     if (!co->tick_busy && now - co->last_version_ns >= iv) {
         submit_tick(co);
@@ -1121,7 +1122,7 @@ void rl__co_tick_check(rl_coordinator *co) {
 }
 
 /* See coord_int.h. */
-void rl__co_margin_for_delay(rl_coordinator *co) {
+void rl__co_margin_for_delay(rl__coordinator *co) {
     if (co->delay_us || co->jitter_us) rl__loop_set_margin_bounds(co->loop, 20, 200);
     else rl__loop_set_margin_bounds(co->loop, 0, 0);
 }
@@ -1131,7 +1132,7 @@ void rl__co_margin_for_delay(rl_coordinator *co) {
 /* See coord_int.h: the coordinator's state from o, then recovery — the directory, the commit log,
  * the system keyspace replayed from it, the committer after every version either has seen — and
  * the layout, written first for a fresh directory (steps 1-3 of rl__coordinator_open). */
-int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg) {
+int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, rl_buf *errmsg) {
     char path[4200];
     if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) {
         rl__buf_printf(errmsg, "a coordinator needs --dir");
@@ -1144,7 +1145,7 @@ int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_
     int rc = RL_E_OUT_OF_MEMORY;
     co_layout lay;
     memset(&lay, 0, sizeof lay);
-    rl_coordinator *co = rl__calloc(1, sizeof *co);
+    rl__coordinator *co = rl__calloc(1, sizeof *co);
     if (!co) goto fail_early;
     co->start_ns = rl__clock_mono_ns();
     rl__arena_init(&co->scratch, 0);
@@ -1181,11 +1182,11 @@ int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_
     /* 1. The directory, the commit log, the system keyspace; replay the log into it. */
     if ((rc = ensure_dir(co->dir, errmsg)) != RL_OK) goto fail;
     snprintf(path, sizeof path, "%s/log", co->dir);
-    rl_commitlog_options lo = {path, o->no_sync, o->segment_bytes};
+    rl__commitlog_options lo = {path, o->no_sync, o->segment_bytes};
     if ((rc = rl__commitlog_open(&lo, &co->log, errmsg)) != RL_OK) goto fail;
     snprintf(path, sizeof path, "%s/sys", co->dir);
     if ((rc = ensure_dir(path, errmsg)) != RL_OK) goto fail;
-    rl_storage_options so;
+    rl__storage_options so;
     memset(&so, 0, sizeof so);
     so.engine = RL_ENGINE_MEMORY;
     so.dir = path;
@@ -1195,10 +1196,10 @@ int rl__co_new(const struct rl_coordinator_options *o, rl_coordinator **out, rl_
     if ((rc = replay_sys(co, errmsg)) != RL_OK) goto fail;
 
     /* 2. The committer, after every version the log or the system keyspace has seen. */
-    rl_version recovered = rl__commitlog_durable_version(co->log);
+    rl__version recovered = rl__commitlog_durable_version(co->log);
     if (rl__storage_latest_version(co->sys) > recovered) recovered = rl__storage_latest_version(co->sys);
-    rl_committer_options cmo = {o->window_versions, 0};
-    rl_log_sink sink = {co, sink_apply, sink_sync};
+    rl__committer_options cmo = {o->window_versions, 0};
+    rl__log_sink sink = {co, sink_apply, sink_sync};
     if ((rc = rl__committer_new(&cmo, sink, recovered, &co->cm)) != RL_OK) {
         rl__buf_printf(errmsg, "cannot create the committer: %s", rl_error_name(rc));
         goto fail;
@@ -1229,7 +1230,7 @@ fail_early:
 }
 
 /* See coord_int.h. */
-int rl__co_publish(rl_coordinator *co, rl_buf *errmsg) {
+int rl__co_publish(rl__coordinator *co, rl_buf *errmsg) {
     int rc = publish_self(co, errmsg);
     if (rc == RL_OK && co->port_file) rc = write_port_file(co->port_file, co->port, errmsg);
     return rc;
@@ -1237,7 +1238,7 @@ int rl__co_publish(rl_coordinator *co, rl_buf *errmsg) {
 
 /* See coord_int.h: what rl__coordinator_close leaves to the core, once the listener, the committer,
  * the loop and the parts are gone. Copes with a partly built coordinator (a failed open). */
-void rl__co_free(rl_coordinator *co) {
+void rl__co_free(rl__coordinator *co) {
     if (!co) return;
     rl__committer_free(co->cm); /* NULL unless open failed before the loop existed */
     co->cm = NULL;

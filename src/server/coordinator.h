@@ -24,25 +24,25 @@
 #include "base/buf.h"
 #include "net/loop.h"
 
-typedef struct rl_coordinator rl_coordinator;
+typedef struct rl__coordinator rl__coordinator;
 
-typedef struct rl_coordinator_options {
-    const char *dir;             /* the coordinator's directory (created if missing) */
-    const char *listen_ip;       /* inside 127.0.0.0/8; NULL: "127.0.0.1" */
-    uint16_t listen_port;        /* 0: an ephemeral port */
-    const char *port_file;       /* NULL, or a file that gets "PORT\n" once listening */
-    const char *host;            /* host label; NULL: "host1" */
-    const char *init_file;       /* NULL, or the initial layout (JSON), read only on first start */
-    int no_sync;                 /* no fdatasync anywhere (benchmarks only) */
-    uint64_t window_versions;    /* MVCC and resolver window; 0 = 5,000,000 */
-    uint64_t segment_bytes;      /* commit log segment size; 0 = 8 MiB (tests use less) */
-    uint32_t delay_us;           /* injected one-way delay on connections to other hosts (netem.h);
+typedef struct rl__coordinator_options {
+    const char *dir;              /* the coordinator's directory (created if missing) */
+    const char *listen_ip;        /* inside 127.0.0.0/8; NULL: "127.0.0.1" */
+    uint16_t listen_port;         /* 0: an ephemeral port */
+    const char *port_file;        /* NULL, or a file that gets "PORT\n" once listening */
+    const char *host;             /* host label; NULL: "host1" */
+    const char *init_file;        /* NULL, or the initial layout (JSON), read only on first start */
+    int no_sync;                  /* no fdatasync anywhere (benchmarks only) */
+    uint64_t window_versions;     /* MVCC and resolver window; 0 = 5,000,000 */
+    uint64_t segment_bytes;       /* commit log segment size; 0 = 8 MiB (tests use less) */
+    uint32_t delay_us;            /* injected one-way delay on connections to other hosts (netem.h);
                                     at most RL_NETEM_MAX_US; changed at run time by SET_DELAY */
-    uint32_t jitter_us;          /* its jitter (same bound) */
-    const rl_net_auth *auth;     /* the cluster's credentials, member key included (rl__keyfile_read):
+    uint32_t jitter_us;           /* its jitter (same bound) */
+    const rl__net_auth *auth;     /* the cluster's credentials, member key included (rl__keyfile_read):
                                  required; copied */
-    const rl_net_limits *limits; /* NULL: the defaults of loop.h */
-} rl_coordinator_options;
+    const rl__net_limits *limits; /* NULL: the defaults of loop.h */
+} rl__coordinator_options;
 
 /* rl__coordinator_open — recover and start a coordinator (it serves once rl__coordinator_run
  * runs; connections that arrive before wait in the listen backlog).
@@ -52,19 +52,19 @@ typedef struct rl_coordinator_options {
  * Errors: RL_E_INVALID_ARGUMENT (bad options or --init file, no credentials or no member key), RL_E_DATABASE_LOCKED_BY_PROCESS,
  * RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT / RL_E_CORRUPT_DATA (recovery), RL_E_IO_ERROR,
  * RL_E_NO_SPACE, RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED, RL_E_OUT_OF_MEMORY. [owner] */
-int rl__coordinator_open(const rl_coordinator_options *o, rl_coordinator **out, rl_buf *errmsg);
+int rl__coordinator_open(const rl__coordinator_options *o, rl__coordinator **out, rl_buf *errmsg);
 
 /* rl__coordinator_run — serve until rl__coordinator_stop. Returns RL_OK after a stop. [owner] */
-int rl__coordinator_run(rl_coordinator *c);
+int rl__coordinator_run(rl__coordinator *c);
 
 /* rl__coordinator_stop — make rl__coordinator_run return soon. Async-signal-safe. [any] */
-void rl__coordinator_stop(rl_coordinator *c);
+void rl__coordinator_stop(rl__coordinator *c);
 
 /* rl__coordinator_port — the port it listens on. [any] */
-uint16_t rl__coordinator_port(const rl_coordinator *c);
+uint16_t rl__coordinator_port(const rl__coordinator *c);
 
 /* rl__coordinator_close — finish the batches in flight, close every connection and file, free
  * everything (NULL is a no-op). Not while rl__coordinator_run runs. [owner] */
-void rl__coordinator_close(rl_coordinator *c);
+void rl__coordinator_close(rl__coordinator *c);
 
 #endif

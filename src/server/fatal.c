@@ -39,7 +39,7 @@ static char *padded(json_t *o) {
     return buf;
 }
 
-void rl__fatal_init(rl_fatal_file *f) {
+void rl__fatal_init(rl__fatal_file *f) {
     f->fd = -1;
     f->path[0] = 0;
 }
@@ -63,7 +63,7 @@ static int file_path(const char *dir, char *out, size_t cap) {
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-int rl__fatal_reserve(rl_fatal_file *f, const char *dir, int no_sync, rl_buf *msg) {
+int rl__fatal_reserve(rl__fatal_file *f, const char *dir, int no_sync, rl_buf *msg) {
     rl__fatal_release(f);
     if (file_path(dir, f->path, sizeof f->path)) {
         rl__buf_printf(msg, "the directory name %s is too long", dir);
@@ -102,7 +102,7 @@ int rl__fatal_reserve(rl_fatal_file *f, const char *dir, int no_sync, rl_buf *ms
     return rc;
 }
 
-int rl__fatal_record(rl_fatal_file *f, const char *dir, const char *role, uint32_t id, int code, const char *what) {
+int rl__fatal_record(rl__fatal_file *f, const char *dir, const char *role, uint32_t id, int code, const char *what) {
     char path[4200], when[32];
     time_t now = time(NULL);
     utc(now, when, sizeof when);
@@ -134,7 +134,7 @@ int rl__fatal_record(rl_fatal_file *f, const char *dir, const char *role, uint32
     return rc;
 }
 
-void rl__fatal_release(rl_fatal_file *f) {
+void rl__fatal_release(rl__fatal_file *f) {
     if (!f || f->fd < 0) return;
     close(f->fd);
     f->fd = -1;

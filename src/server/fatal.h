@@ -38,27 +38,27 @@
 typedef struct {
     int fd;
     char path[4200];
-} rl_fatal_file;
+} rl__fatal_file;
 
 /* rl__fatal_init — a file that is not reserved yet (fd -1). */
-void rl__fatal_init(rl_fatal_file *f);
+void rl__fatal_init(rl__fatal_file *f);
 
 /* rl__fatal_reserve — the process in dir started: write dir/fatal.json cleared ({"fatal": null,
  * "pid", "started"} padded to RL_FATAL_FILE_LEN bytes: over the old file in place when it has
  * that size, else as a new file replaced atomically), fdatasync it (unless no_sync) and keep it
  * open in f for rl__fatal_record. RL_OK, or the mapped error of the failed call with the reason
  * appended to msg (f stays unreserved). [main thread] */
-int rl__fatal_reserve(rl_fatal_file *f, const char *dir, int no_sync, rl_buf *msg);
+int rl__fatal_reserve(rl__fatal_file *f, const char *dir, int no_sync, rl_buf *msg);
 
 /* rl__fatal_record — record that the process (role "coordinator" or "storage", id) stops on
  * code: {"fatal": {"code", "name", "message" (the code's), "what" (what it was doing; may be
  * NULL), "role", "id", "pid", "time" (UTC, ISO 8601), "time_unix"}} — in place when f is
  * reserved, else as a new dir/fatal.json (f may be NULL). Returns RL_OK or the write's error
  * (logged; invariant 3). [main thread] */
-int rl__fatal_record(rl_fatal_file *f, const char *dir, const char *role, uint32_t id, int code, const char *what);
+int rl__fatal_record(rl__fatal_file *f, const char *dir, const char *role, uint32_t id, int code, const char *what);
 
 /* rl__fatal_release — close f's descriptor (the file stays). NULL or unreserved: nothing. */
-void rl__fatal_release(rl_fatal_file *f);
+void rl__fatal_release(rl__fatal_file *f);
 
 /* rl__fatal_read — the record of dir/fatal.json: *out the "fatal" object (json_decref; with a
  * "summary" string added: "no_space (3005) at 2026-01-02T03:04:05Z: syncing the engine: No space

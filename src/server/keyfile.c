@@ -38,8 +38,8 @@ static int description_ok(const char *s, size_t n) {
     return 1;
 }
 
-int rl__keyfile_create(const char *path, const char *description, rl_keyfile *out, rl_buf *msg) {
-    rl_keyfile k;
+int rl__keyfile_create(const char *path, const char *description, rl__keyfile *out, rl_buf *msg) {
+    rl__keyfile k;
     memset(&k, 0, sizeof k);
     if (!description || !description_ok(description, strlen(description)))
         return failf(msg, RL_E_INVALID_ARGUMENT, "cluster description '%s' is not [A-Za-z0-9_]+ (at most 64)",
@@ -65,7 +65,7 @@ int rl__keyfile_create(const char *path, const char *description, rl_keyfile *ou
     return rc;
 }
 
-void rl__keyfile_format(const rl_keyfile *k, rl_buf *out) {
+void rl__keyfile_format(const rl__keyfile *k, rl_buf *out) {
     rl__buf_printf(out,
                    "# reclayer key file: this cluster's name and member secret. Keep it mode 0600: whoever\n"
                    "# reads it can serve as a storage server, read and drop the commit log, and administer\n"
@@ -88,7 +88,7 @@ static int next_line(const char **p, const char *end, const char **line, size_t 
 }
 
 /* Parse the text of a key file into k (keyfile.h: rl__keyfile_parse). */
-static int parse(const char *path, const char *text, size_t n, rl_keyfile *k, rl_buf *msg) {
+static int parse(const char *path, const char *text, size_t n, rl__keyfile *k, rl_buf *msg) {
     const char *p = text, *end = text + n, *line;
     size_t len;
     int have_name = 0, have_secret = 0, lineno = 0;
@@ -133,14 +133,14 @@ static int parse(const char *path, const char *text, size_t n, rl_keyfile *k, rl
     return rc == RL_OK ? RL_OK : failf(msg, rc, "%s: cannot derive the cluster's keys", path);
 }
 
-int rl__keyfile_parse(const char *path, const char *text, size_t n, rl_keyfile *out, rl_buf *msg) {
+int rl__keyfile_parse(const char *path, const char *text, size_t n, rl__keyfile *out, rl_buf *msg) {
     memset(out, 0, sizeof *out);
     int rc = parse(path, text, n, out, msg);
     if (rc != RL_OK) memset(out, 0, sizeof *out);
     return rc;
 }
 
-int rl__keyfile_read(const char *path, rl_keyfile *out, rl_buf *msg) {
+int rl__keyfile_read(const char *path, rl__keyfile *out, rl_buf *msg) {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {

@@ -27,8 +27,8 @@
 typedef struct {
     char name[RL_KEYFILE_NAME_MAX];     /* "description:ID" */
     uint8_t secret[RL_AUTH_SECRET_LEN]; /* the member secret */
-    rl_net_auth auth;                   /* the keys derived from both (member key included) */
-} rl_keyfile;
+    rl__net_auth auth;                  /* the keys derived from both (member key included) */
+} rl__keyfile;
 
 /* rl__keyfile_create — make a new cluster's secrets and write them to path (mode 0600, synced;
  * the file must not exist): the name "<description>:<RL_AUTH_ID_MIN random letters and digits>"
@@ -38,7 +38,7 @@ typedef struct {
  * Returns RL_OK, RL_E_ALREADY_EXISTS (path exists: nothing written), RL_E_INVALID_ARGUMENT (a bad
  * description), RL_E_INTERNAL_ERROR (no random bytes), or the write's error; msg (may be NULL)
  * gets a one-line reason. */
-int rl__keyfile_create(const char *path, const char *description, rl_keyfile *out, rl_buf *msg);
+int rl__keyfile_create(const char *path, const char *description, rl__keyfile *out, rl_buf *msg);
 
 /* rl__keyfile_read — read and check the key file at path: its mode (no permission for group or
  * others), its two lines, an ID of at least RL_AUTH_ID_MIN letters and digits, a secret of 64 hex
@@ -46,16 +46,16 @@ int rl__keyfile_create(const char *path, const char *description, rl_keyfile *ou
  * Returns RL_OK, RL_E_FILE_NOT_FOUND, RL_E_PERMISSION_DENIED (we may not read it),
  * RL_E_INVALID_ARGUMENT (malformed, or open to group or others: "chmod 600" says the message),
  * RL_E_IO_ERROR; msg gets a one-line reason naming the file. */
-int rl__keyfile_read(const char *path, rl_keyfile *out, rl_buf *msg);
+int rl__keyfile_read(const char *path, rl__keyfile *out, rl_buf *msg);
 
 /* rl__keyfile_parse — parse the text of a key file (n bytes, not NUL-terminated) into *out (zeroed
  * on failure): the lines and checks of rl__keyfile_read without the file. path only names the
  * file in messages. Pure but for libcrypto's HMAC. RL_OK, RL_E_INVALID_ARGUMENT,
  * RL_E_INTERNAL_ERROR. */
-int rl__keyfile_parse(const char *path, const char *text, size_t n, rl_keyfile *out, rl_buf *msg);
+int rl__keyfile_parse(const char *path, const char *text, size_t n, rl__keyfile *out, rl_buf *msg);
 
 /* rl__keyfile_format — the text rl__keyfile_create writes for k's name and secret, into out. */
-void rl__keyfile_format(const rl_keyfile *k, rl_buf *out);
+void rl__keyfile_format(const rl__keyfile *k, rl_buf *out);
 
 /* rl__keyfile_in_dir — "DIR/cluster.key" into out (cap bytes). Returns RL_OK or
  * RL_E_INVALID_ARGUMENT (too long). */

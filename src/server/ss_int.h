@@ -6,16 +6,16 @@
  *   ss_life.c            new, run, free; sets the hooks (the only file that knows every part)
  *    ├─▶ ss_serve.c ─┐   accepted connections, the request table (ss_requests.def), the reads
  *    │               │   served on the loop thread, parked reads, STATUS
- *    ├─▶ ss_repl.c ──┤   the coordinator connection, PEEK and apply, sync, POP, the shard map
+ *    ├─▶ ss_coord.c ──┤   the coordinator connection, PEEK and apply, sync, POP, the shard map
  *    │               ├─▶ ss_mapped.c   mapped reads on workers, GET_MULTI both ways, the peers
  *    │               └─▶ ss_move.c     shard moves in and out: fetch, apply, report
  *    └─▶ every one of them ─▶ storage_server.c + ss_int.h + ss_options.h   the core
  *
- *   - Every part uses the core; the core calls no part by name. Two hooks of rl_ss, set by
- *     ss_life.c, carry what would run back: wake_parked (ss_repl.c, known advanced ->
- *     ss_serve.c's parked reads) and maybe_sync (ss_move.c, a fetch wants a sync -> ss_repl.c).
+ *   - Every part uses the core; the core calls no part by name. Two hooks of rl__ss, set by
+ *     ss_life.c, carry what would run back: wake_parked (ss_coord.c, known advanced ->
+ *     ss_serve.c's parked reads) and maybe_sync (ss_move.c, a fetch wants a sync -> ss_coord.c).
  *   - ss_serve.c uses ss_mapped.c (GET_MULTI, mapped reads, the peers' delay) and ss_move.c
- *     (STATUS); ss_repl.c drives ss_move.c (PEEK changes, every version it applies) and tells
+ *     (STATUS); ss_coord.c drives ss_move.c (PEEK changes, every version it applies) and tells
  *     ss_mapped.c of a new map. ss_move.c and ss_mapped.c use the core only.
  *   - ss_life.c is the only file that knows every part; nothing of the role calls it.
  *
@@ -33,7 +33,7 @@
  *      anywhere; applied <= known; a version v <= known is readable at min(v, applied), whose data
  *      equals v's for this server's shards (no mutation of its shards lies in (applied, known]).
  *   4. Counters are atomics, updated by whichever thread counts.
- *   5. The engine (rl_storage) allows concurrent readers and one writer; the loop thread is the
+ *   5. The engine (rl__storage) allows concurrent readers and one writer; the loop thread is the
  *      only writer (apply), the sync thread only syncs.
  */
 #ifndef RL_SERVER_SS_INT_H
@@ -54,9 +54,9 @@
 #include "storage/storage.h"
 
 /* The storage server (storage_server.h names it too: C11 allows the same typedef twice). */
-typedef struct rl_ss rl_ss;
+typedef struct rl__ss rl__ss;
 
-/* Defaults of the knobs (rl_ss_options). */
+/* Defaults of the knobs (rl__ss_options). */
 #define SS_DEFAULT_WORKERS 3
 #define SS_MAX_WORKERS 16
 #define SS_DEFAULT_FUTURE_WAIT_MS 1000
@@ -66,7 +66,7 @@ typedef struct rl_ss rl_ss;
 #define SS_DEFAULT_MAP_REFRESH_MS 5000
 #define SS_DEFAULT_CONNECT_TIMEOUT_MS 1000
 #define SS_TICK_MS 100                /* the housekeeping timer: map refresh, s2s deadlines */
-#define SS_DEFAULT_CO_TIMEOUT_MS 5000 /* coordinator replies (ss_repl.c invariant 6) */
+#define SS_DEFAULT_CO_TIMEOUT_MS 5000 /* coordinator replies (ss_coord.c invariant 6) */
 
 /* Reply bounds (about 8 MiB of rows per range reply, 32 MiB per GET_MULTI reply; frames carry at
  * most 64 MiB). */
@@ -91,7 +91,7 @@ typedef struct {
     uint32_t begin_len;
     uint8_t *end;
     uint32_t end_len;
-    rl_version since, until;
+    rl__version since, until;
 } ss_range;
 
 typedef struct ss_fetch ss_fetch;
@@ -115,7 +115,7 @@ typedef struct {
 
 /* The coordinator's shard map, as last fetched (one heap object, replaced whole). */
 typedef struct {
-    rl_version version;
+    rl__version version;
     ss_server *servers;
     uint32_t n_servers;
     ss_shard *shards;
@@ -131,10 +131,10 @@ typedef struct ss_s2s_req ss_s2s_req;
 
 /* An accepted connection (a client or a peer storage server). Loop thread only. */
 struct ss_client {
-    rl_ss *ss;
-    rl_conn *conn; /* one reference, released when the client is freed */
-    int hello;     /* 1 once its HELLO was answered */
-    uint8_t role;  /* its HELLO's role */
+    rl__ss *ss;
+    rl__conn *conn; /* one reference, released when the client is freed */
+    int hello;      /* 1 once its HELLO was answered */
+    uint8_t role;   /* its HELLO's role */
     uint32_t peer_id;
     int delayed; /* 1: on another host (netem.h): replies carry the injected delay */
     ss_client *prev, *next;
@@ -147,7 +147,7 @@ struct ss_parked {
     ss_client *cl;
     uint16_t type;
     uint64_t id;
-    rl_version version;
+    rl__version version;
     uint64_t timer; /* the deadline timer's id */
     uint64_t t0_ns; /* arrival (for server_ns) */
     size_t len;
@@ -157,7 +157,7 @@ struct ss_parked {
 /* A mapped read handed to a worker. */
 struct ss_job {
     ss_job *next;
-    rl_conn *conn; /* one reference */
+    rl__conn *conn; /* one reference */
     uint64_t id;
     uint64_t t0_ns;
     ss_range shard; /* the shard the read runs in (copies) */
@@ -168,11 +168,11 @@ struct ss_job {
 /* A connection to another storage server for GET_MULTI. Every field is under ss->peers_mu
  * (ss_int.h invariant 1); the record lives until the server is freed. */
 struct ss_peer {
-    rl_ss *ss;
+    rl__ss *ss;
     uint32_t id;
     char addr[16];
     uint16_t port;
-    rl_conn *conn;       /* NULL while not connected */
+    rl__conn *conn;      /* NULL while not connected */
     int connecting;      /* a connect is under way */
     uint64_t gen;        /* connect generation (a late on_connect of an old one is dropped) */
     ss_s2s_req *pending; /* sent, awaiting their reply */
@@ -224,7 +224,7 @@ struct ss_batch {
     atomic_int refs;
     int outstanding; /* requests not finished (under mu) */
     int cancelled;   /* the worker gave up (under mu) */
-    rl_ss *ss;
+    rl__ss *ss;
     rl_arena *a; /* the mapped read's arena */
     ss_piece *pieces;
     int n_pieces;
@@ -235,13 +235,13 @@ struct ss_batch {
     uint64_t bytes_received; /* reply frames taken while !cancelled (under mu) */
 };
 
-struct rl_ss {
-    rl_ss_options o; /* strings point to the copies below */
+struct rl__ss {
+    rl__ss_options o; /* strings point to the copies below */
     char *dir, *host, *coord_ip, *listen_ip;
     char *coord_host; /* the coordinator's host label from the options, or NULL */
-    rl_storage *st;
-    rl_loop *loop;
-    rl_listener *lis;
+    rl__storage *st;
+    rl__loop *loop;
+    rl__listener *lis;
     uint16_t port;
     atomic_int fatal; /* a fatal error (rl__ss_run returns it) */
     atomic_int stopping;
@@ -249,8 +249,8 @@ struct rl_ss {
     atomic_int fatal_what_set; /* ... which then sets this (release; rl__ss_fatal_what) */
 
     /* Versions (invariant 3). */
-    _Atomic rl_version applied, known;
-    _Atomic rl_version durable, popped;
+    _Atomic rl__version applied, known;
+    _Atomic rl__version durable, popped;
 
     /* Ownership and the shard map (invariant 2). */
     pthread_mutex_t map_mu;
@@ -260,8 +260,8 @@ struct rl_ss {
 
     /* The hooks (ss_life.c sets them before the loop runs; the core calls them: ss_int.h, "The
      * files"). [loop] */
-    void (*wake_parked)(rl_ss *ss); /* ss_serve.c: dispatch every parked read whose version is known */
-    void (*maybe_sync)(rl_ss *ss);  /* ss_repl.c: start a sync if something known is not durable */
+    void (*wake_parked)(rl__ss *ss); /* ss_serve.c: dispatch every parked read whose version is known */
+    void (*maybe_sync)(rl__ss *ss);  /* ss_coord.c: start a sync if something known is not durable */
 
     /* Inbound connections and parked reads (loop; ss_serve.c). */
     ss_client *clients;
@@ -269,13 +269,13 @@ struct rl_ss {
     rl_arena req_arena; /* decode arena of the request being handled (loop) */
     rl_buf reply;       /* reply encoding buffer (loop) */
 
-    /* The coordinator connection (loop; ss_repl.c, requests sent by rl__ss_co_send). */
-    rl_conn *co;
+    /* The coordinator connection (loop; ss_coord.c, requests sent by rl__ss_co_send). */
+    rl__conn *co;
     int co_state; /* SS_CO_* */
     uint64_t co_gen;
     uint64_t co_next_id;
     uint64_t co_reg_id, co_peek_id, co_map_id;
-    rl_version co_peek_after;
+    rl__version co_peek_after;
     uint64_t co_peek_sent_ns; /* when the outstanding PEEK was sent */
     uint64_t co_since_ns;     /* when the connection was made (registration timeout) */
     uint32_t co_backoff_ms;
@@ -288,18 +288,18 @@ struct rl_ss {
     atomic_int registered;
     _Atomic uint64_t registrations;
 
-    /* Background sync (ss_repl.c). */
+    /* Background sync (ss_coord.c). */
     pthread_t sync_thread;
     int sync_started;
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cv;
-    int sync_want;               /* under sync_mu: a sync is requested */
-    int sync_quit;               /* under sync_mu */
-    rl_version sync_target;      /* under sync_mu: what the requested sync covers */
-    int sync_rc;                 /* under sync_mu: the last sync's result */
-    rl_version sync_done_target; /* under sync_mu: what it covered */
-    int sync_busy;               /* loop: a sync is requested or running */
-    uint64_t sync_timer;         /* loop: a timer that will start the next sync */
+    int sync_want;                /* under sync_mu: a sync is requested */
+    int sync_quit;                /* under sync_mu */
+    rl__version sync_target;      /* under sync_mu: what the requested sync covers */
+    int sync_rc;                  /* under sync_mu: the last sync's result */
+    rl__version sync_done_target; /* under sync_mu: what it covered */
+    int sync_busy;                /* loop: a sync is requested or running */
+    uint64_t sync_timer;          /* loop: a timer that will start the next sync */
     uint64_t last_sync_ns;
 
     /* Workers (ss_mapped.c). */
@@ -324,7 +324,7 @@ struct rl_ss {
     uint32_t delay_us, jitter_us;
     uint64_t delay_salt;
     int co_delayed;
-    rl_lat_hist closed_late;
+    rl__lat_hist closed_late;
     /* Shard moves in (ss_move.c; loop thread). */
     ss_fetch *fetches;
     ss_range *moved_in; /* ranges moved in, with `since`, also in DIR/moved-in (a restart keeps
@@ -355,125 +355,125 @@ enum { SS_CO_DOWN = 0, SS_CO_CONNECTING = 1, SS_CO_HELLO = 2, SS_CO_READY = 3 };
 /* Encode reply m (type, flags REPLY) into ss->reply and send it on conn with id. Logs and closes
  * conn when encoding fails (a bug: the server built a struct the codec refuses). [loop or
  * worker: uses buf, its own buffer] */
-int rl__ss_send_msg(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *buf);
+int rl__ss_send_msg(rl__conn *conn, uint64_t id, const rl__msg *m, rl_buf *buf);
 /* Send an error reply (code, printf message) for a request of type/id. [any] */
-void rl__ss_send_error(rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
+void rl__ss_send_error(rl__conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Check a read's version v against what the server knows: RL_OK with *out_readv = the engine
  * version to read at, RL_E_FUTURE_VERSION (v > known: the caller parks or fails), or
  * RL_E_TRANSACTION_TOO_OLD. [any] */
-int rl__ss_read_version(rl_ss *ss, rl_version v, rl_version *out_readv);
+int rl__ss_read_version(rl__ss *ss, rl__version v, rl__version *out_readv);
 /* A fatal error: log, remember, stop the loop. [any] */
-void rl__ss_fatal(rl_ss *ss, int rc, const char *what);
+void rl__ss_fatal(rl__ss *ss, int rc, const char *what);
 /* Ownership lookups over `own` (caller holds map_mu, or is the loop thread). The index of the
  * range holding key (lo <= key < hi), or with below the range holding the key just below key
  * (lo < key <= hi, or lo == "" for key == ""); -1 when none. */
-int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below);
+int rl__ss_own_find(const rl__ss *ss, const uint8_t *key, uint32_t len, int below);
 /* The version rule of owned range i for a read at version v: RL_OK, RL_E_WRONG_SHARD_SERVER (the
  * range moved away at or before v) or RL_E_TRANSACTION_TOO_OLD (it moved in after v). [as
  * rl__ss_own_find] */
-int rl__ss_own_version(const rl_ss *ss, int i, rl_version v);
+int rl__ss_own_version(const rl__ss *ss, int i, rl__version v);
 /* Ownership edits (under map_mu inside): remove [k) from the owned ranges (splitting what it
  * cuts); add it (what it overlaps is removed first) readable from `since` (0: always). A failure
  * (out of memory) is fatal. [loop] */
-void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k);
-void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since);
+void rl__ss_own_remove(rl__ss *ss, const rl__keyrange *k);
+void rl__ss_own_assign(rl__ss *ss, const rl__keyrange *k, rl__version since);
 /* Copy a key into fresh heap memory (NULL on OOM; a valid pointer for len 0). */
 uint8_t *rl__ss_memdup(const void *p, size_t len);
 /* Free the keys of n ranges and the array. */
 void rl__ss_ranges_free(ss_range *r, uint32_t n);
 /* Free the map. */
 void rl__ss_map_free(ss_map *m);
-/* Ask for a GET_SHARD_MAP soon (e.g. a peer said wrong_shard_server): ss_repl.c's housekeeping
+/* Ask for a GET_SHARD_MAP soon (e.g. a peer said wrong_shard_server): ss_coord.c's housekeeping
  * sends it. [any] */
-void rl__ss_want_map(rl_ss *ss);
+void rl__ss_want_map(rl__ss *ss);
 /* Encode and send a request to the coordinator (*out_id may be NULL): RL_E_CONNECTION_FAILED
  * while there is no connection. [loop] */
-int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id);
+int rl__ss_co_send(rl__ss *ss, const rl__msg *m, uint64_t *out_id);
 /* Apply the current delay to conn (a new connection to a peer on another host). [loop] */
-void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn);
+void rl__ss_delay_conn(rl__ss *ss, rl__conn *conn);
 /* Fill m (zeroed first) with the HELLO request this server opens its connections with (role
  * storage, its id and host label; the label is borrowed from ss). Pure. */
-void rl__ss_hello(const rl_ss *ss, rl_msg *m);
+void rl__ss_hello(const rl__ss *ss, rl__msg *m);
 /* Send that HELLO on conn (a new connection to a peer storage server). If encoding fails (out
  * of memory only), nothing is sent. [loop] */
-void rl__ss_send_hello(const rl_ss *ss, rl_conn *conn);
+void rl__ss_send_hello(const rl__ss *ss, rl__conn *conn);
 /* A delayed connection closed: keep its frames' lateness for STATUS. [loop] */
-void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn);
+void rl__ss_delay_closed(rl__ss *ss, rl__conn *conn);
 /* The hooks: dispatch every parked read whose version is now known (ss->wake_parked); start a
  * sync if something known is not durable (ss->maybe_sync). [loop] */
-void rl__ss_wake_parked(rl_ss *ss);
-void rl__ss_maybe_sync(rl_ss *ss);
+void rl__ss_wake_parked(rl__ss *ss);
+void rl__ss_maybe_sync(rl__ss *ss);
 
 /* ---- ss_serve.c (accepted connections, the request table, reads, parked reads, STATUS) ---- */
 
 /* Accept a connection (the listener's callback, ss_life.c). [loop] */
-void rl__ss_on_accept(rl_listener *lis, rl_conn *conn, void *ud);
+void rl__ss_on_accept(rl__listener *lis, rl__conn *conn, void *ud);
 /* The wake_parked hook (ss_life.c sets it). [loop] */
-void rl__ss_serve_wake_parked(rl_ss *ss);
+void rl__ss_serve_wake_parked(rl__ss *ss);
 /* Drop every parked read (rl__ss_free, before the loop closes their clients). [owner] */
-void rl__ss_serve_free_parked(rl_ss *ss);
+void rl__ss_serve_free_parked(rl__ss *ss);
 /* Append the status JSON. [loop] */
-void rl__ss_status(rl_ss *ss, rl_buf *out);
+void rl__ss_status(rl__ss *ss, rl_buf *out);
 
-/* ---- ss_repl.c (replication: the coordinator connection, PEEK/apply, sync, POP) ---- */
+/* ---- ss_coord.c (replication: the coordinator connection, PEEK/apply, sync, POP) ---- */
 
 /* Start connecting to the coordinator and the housekeeping. [loop] */
-void rl__ss_repl_start(rl_ss *ss);
+void rl__ss_repl_start(rl__ss *ss);
 /* Start the sync thread (rl__ss_new). */
-int rl__ss_sync_start(rl_ss *ss);
+int rl__ss_sync_start(rl__ss *ss);
 /* Stop and join the sync thread (rl__ss_free). */
-void rl__ss_sync_stop(rl_ss *ss);
+void rl__ss_sync_stop(rl__ss *ss);
 /* Periodic housekeeping of the replication side. [loop] */
-void rl__ss_repl_tick(rl_ss *ss);
+void rl__ss_repl_tick(rl__ss *ss);
 /* The maybe_sync hook (ss_life.c sets it): start a background sync if something known is not
  * durable. [loop] */
-void rl__ss_repl_maybe_sync(rl_ss *ss);
+void rl__ss_repl_maybe_sync(rl__ss *ss);
 
 /* ---- ss_move.c (shard moves in and out: fetch, apply, report) ---- */
 
 /* A PEEK change assigned range k at version v in a reply ending at end: fetch it at end. [loop] */
-void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_version end);
+void rl__ss_move_assign(rl__ss *ss, const rl__keyrange *k, rl__version v, rl__version end);
 /* A PEEK change removed range k at version v: reads at >= v are refused from now on. [loop] */
-void rl__ss_move_remove(rl_ss *ss, const rl_keyrange *k, rl_version v);
+void rl__ss_move_remove(rl__ss *ss, const rl__keyrange *k, rl__version v);
 /* A PEEK version arrived: keep the parts of its mutations that fall in ranges being fetched
  * (versions after their fetch version). [loop] */
-void rl__ss_move_buffer(rl_ss *ss, const rl_msg_peek_version *pv);
+void rl__ss_move_buffer(rl__ss *ss, const rl__msg_peek_version *pv);
 /* Apply PEEK version v (muts: this server's mutations of it) to the engine, with what waits to
  * be applied first: the clears of moved-out ranges that left the window, and the data of fetched
  * ranges (which become owned from v). Also keeps v's part of ranges still being fetched. Returns
  * rl__storage_apply's result (fatal for the caller). [loop] */
-int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t n_muts);
+int rl__ss_move_apply(rl__ss *ss, rl__version v, const rl__mutation *muts, uint32_t n_muts);
 /* After a PEEK reply (known advanced): apply what waits at known if no version carried it. [loop] */
-void rl__ss_move_after_peek(rl_ss *ss);
+void rl__ss_move_after_peek(rl__ss *ss);
 /* The durable version advanced: report applied moves to the coordinator. [loop] */
-void rl__ss_move_on_durable(rl_ss *ss);
+void rl__ss_move_on_durable(rl__ss *ss);
 /* A new map / a registration (drops every fetch: the coordinator assigns again) / the tick. */
-void rl__ss_move_on_map(rl_ss *ss);
-void rl__ss_move_on_register(rl_ss *ss);
-void rl__ss_move_tick(rl_ss *ss);
+void rl__ss_move_on_map(rl__ss *ss);
+void rl__ss_move_on_register(rl__ss *ss);
+void rl__ss_move_tick(rl__ss *ss);
 /* Free every fetch (shutdown). [loop or owner] */
-void rl__ss_move_free(rl_ss *ss);
+void rl__ss_move_free(rl__ss *ss);
 /* Fetches in progress (STATUS `fetching`). [loop] */
-uint32_t rl__ss_move_count(const rl_ss *ss);
+uint32_t rl__ss_move_count(const rl__ss *ss);
 
 /* ---- ss_mapped.c (mapped reads on workers; GET_MULTI on both sides; peers) ---- */
 
-int rl__ss_workers_start(rl_ss *ss);
-void rl__ss_workers_stop(rl_ss *ss);
+int rl__ss_workers_start(rl__ss *ss);
+void rl__ss_workers_stop(rl__ss *ss);
 /* Queue a mapped read (the frame's payload is copied). [loop] */
-int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
+int rl__ss_mapped_submit(rl__ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
                          int shard);
 /* Serve a GET_MULTI request (local reads only) on the loop thread. */
-void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r, rl_version readv);
+void rl__ss_get_multi(rl__ss *ss, ss_client *cl, uint64_t id, const rl__msg_get_multi_req *r, rl__version readv);
 /* Fail storage-to-storage requests whose deadline passed. [loop] */
-void rl__ss_s2s_tick(rl_ss *ss);
+void rl__ss_s2s_tick(rl__ss *ss);
 /* A new shard map arrived: connect the peers whose requests waited for their address. [loop] */
-void rl__ss_peers_on_map(rl_ss *ss);
+void rl__ss_peers_on_map(rl__ss *ss);
 /* Set (delay_us, jitter_us) on every delayed peer connection, and merge their lateness into
  * *late when late is not NULL. [loop] */
-void rl__ss_peers_delay(rl_ss *ss, int set, rl_lat_hist *late);
+void rl__ss_peers_delay(rl__ss *ss, int set, rl__lat_hist *late);
 /* Close every peer connection and fail what is pending (shutdown). [loop or owner] */
-void rl__ss_peers_free(rl_ss *ss);
+void rl__ss_peers_free(rl__ss *ss);
 
 #endif

@@ -4,9 +4,9 @@
  * order and stops them in reverse.
  *
  *   new:  options and knobs -> the engine (recovered) -> the hooks (wake_parked: ss_serve.c,
- *         maybe_sync: ss_repl.c) -> loop, listener (rl__ss_on_accept, ss_serve.c) -> the sync
- *         thread (ss_repl.c) -> the workers (ss_mapped.c)
- *   run:  on the loop thread, replication starts (ss_repl.c: the coordinator connection, the
+ *         maybe_sync: ss_coord.c) -> loop, listener (rl__ss_on_accept, ss_serve.c) -> the sync
+ *         thread (ss_coord.c) -> the workers (ss_mapped.c)
+ *   run:  on the loop thread, replication starts (ss_coord.c: the coordinator connection, the
  *         housekeeping timer); then the loop until stopped or fatal
  *   free: workers -> sync thread -> listener, parked reads (ss_serve.c), peers (ss_mapped.c),
  *         fetches (ss_move.c) -> loop (closes every connection) -> engine, map, buffers
@@ -46,7 +46,7 @@ static void errf(rl_buf *errmsg, const char *fmt, ...) {
 }
 
 /* See storage_server.h. */
-int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
+int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
     int rc;
     if (!o || !out || !o->dir || !o->dir[0] || o->id == 0 || !o->coordinator_ip || o->coordinator_port == 0) {
         errf(errmsg, "storage server: --dir, --id (>= 1) and --coordinator are required");
@@ -61,7 +61,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
         errf(errmsg, "storage server: --delay-us / --jitter-us: %s", dwhy);
         return RL_E_INVALID_ARGUMENT;
     }
-    rl_ss *ss = rl__calloc(1, sizeof *ss);
+    rl__ss *ss = rl__calloc(1, sizeof *ss);
     if (!ss) return RL_E_OUT_OF_MEMORY;
     ss->o = *o;
     ss->delay_us = o->delay_us;
@@ -114,7 +114,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
         rc = RL_E_IO_ERROR;
         goto fail;
     }
-    rl_storage_options so;
+    rl__storage_options so;
     memset(&so, 0, sizeof so);
     so.engine = !o->engine                     ? RL_ENGINE_AUTO
                 : !strcmp(o->engine, "ssd")    ? RL_ENGINE_SSD
@@ -134,7 +134,7 @@ int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg) {
              rl_error_name(rc));
         goto fail;
     }
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(ss->st, &s);
     atomic_store(&ss->applied, s.latest_version);
     atomic_store(&ss->known, s.latest_version);
@@ -180,13 +180,13 @@ fail:
 }
 
 /* Started on the loop thread by rl__ss_run. */
-static void on_start(rl_loop *loop, void *ud) {
+static void on_start(rl__loop *loop, void *ud) {
     (void)loop;
     rl__ss_repl_start(ud);
 }
 
 /* See storage_server.h. */
-int rl__ss_run(rl_ss *ss) {
+int rl__ss_run(rl__ss *ss) {
     if (atomic_load(&ss->stopping)) return atomic_load(&ss->fatal);
     int rc = rl__loop_post(ss->loop, on_start, ss);
     if (rc != RL_OK) return rc;
@@ -197,7 +197,7 @@ int rl__ss_run(rl_ss *ss) {
 }
 
 /* See storage_server.h: the parts stop in reverse order of their start. */
-void rl__ss_free(rl_ss *ss) {
+void rl__ss_free(rl__ss *ss) {
     if (!ss) return;
     atomic_store(&ss->stopping, 1);
     rl__ss_workers_stop(ss); /* workers waiting for peers see `stopping` within a slice */

@@ -2,7 +2,7 @@
  * that runs GET_MAPPED_RANGE, the batch hook that reads each batch's secondaries locally or from
  * the storage servers that hold them (GET_MULTI over connections kept to the peers), and the
  * serving side of GET_MULTI. A part of the storage server (ss_int.h, "The files") that uses the
- * core only: ss_serve.c hands it the requests, ss_repl.c tells it of a new map.
+ * core only: ss_serve.c hands it the requests, ss_coord.c tells it of a new map.
  *
  * A mapped read:
  *
@@ -102,7 +102,7 @@ static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) {
 }
 
 /* Copy one GET_MULTI result into piece p (in arena a). */
-static void copy_result(ss_piece *p, const rl_msg_read_result *r, rl_arena *a) {
+static void copy_result(ss_piece *p, const rl__msg_read_result *r, rl_arena *a) {
     p->error = r->error;
     p->more = r->more;
     p->unread = r->error == RL_OK && r->n_kvs == 0 && r->more; /* the peer's budget was spent */
@@ -129,7 +129,7 @@ static void copy_result(ss_piece *p, const rl_msg_read_result *r, rl_arena *a) {
 }
 
 /* Finish a request with its reply (or error reply: every piece gets the code). */
-static void req_reply(ss_s2s_req *q, const rl_msg_get_multi_reply *r, int err_code) {
+static void req_reply(ss_s2s_req *q, const rl__msg_get_multi_reply *r, int err_code) {
     ss_batch *b = q->b;
     int want_map = err_code == RL_E_WRONG_SHARD_SERVER;
     pthread_mutex_lock(&b->mu);
@@ -210,7 +210,7 @@ static void peer_send_locked(ss_peer *p, ss_s2s_req *q, ss_s2s_req **failed) {
     }
 }
 
-static void on_peer_close(rl_conn *conn, int err, void *ud) {
+static void on_peer_close(rl__conn *conn, int err, void *ud) {
     ss_peer *p = ud;
     char why[400];
     pthread_mutex_lock(&p->ss->peers_mu);
@@ -227,11 +227,11 @@ static void on_peer_close(rl_conn *conn, int err, void *ud) {
     rl__conn_release(conn);
 }
 
-static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void on_peer_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     ss_peer *p = ud;
-    rl_ss *ss = p->ss;
-    rl_msg m;
-    rl_proto_why why;
+    rl__ss *ss = p->ss;
+    rl__msg m;
+    rl__proto_why why;
     if (!rl__conn_is_open(conn)) return;
     if (!(h->flags & RL_FRAME_REPLY) || (h->type != RL_MSG_HELLO && h->type != RL_MSG_GET_MULTI)) {
         rl__log(RL_LOG_WARN,
@@ -276,9 +276,9 @@ static void on_peer_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t
     req_reply(q, &m.u.get_multi_reply, RL_OK);
 }
 
-static void on_peer_connect(rl_conn *conn, int err, void *ud) {
+static void on_peer_connect(rl__conn *conn, int err, void *ud) {
     ss_peer *p = ud;
-    rl_ss *ss = p->ss;
+    rl__ss *ss = p->ss;
     ss_s2s_req *failed = NULL;
     char why[200];
     pthread_mutex_lock(&ss->peers_mu);
@@ -317,7 +317,7 @@ static void on_peer_connect(rl_conn *conn, int err, void *ud) {
 }
 
 /* The peer record of server id (peers_mu held); created on first use when create. */
-static ss_peer *peer_find(rl_ss *ss, uint32_t id, int create) {
+static ss_peer *peer_find(rl__ss *ss, uint32_t id, int create) {
     ss_peer *p = ss->peers;
     for (; p; p = p->next)
         if (p->id == id) return p;
@@ -333,7 +333,7 @@ static ss_peer *peer_find(rl_ss *ss, uint32_t id, int create) {
 
 /* Start connecting p to sv's address (peers_mu held; loop thread). If the connect cannot even
  * start, p's waiting requests are moved to *failed. */
-static void peer_connect_locked(rl_ss *ss, ss_peer *p, const ss_server *sv, ss_s2s_req **failed) {
+static void peer_connect_locked(rl__ss *ss, ss_peer *p, const ss_server *sv, ss_s2s_req **failed) {
     memcpy(p->addr, sv->addr, sizeof p->addr);
     p->port = sv->port;
     p->delayed = !sv->same_host;
@@ -345,8 +345,8 @@ static void peer_connect_locked(rl_ss *ss, ss_peer *p, const ss_server *sv, ss_s
     }
 }
 
-void rl__ss_peers_delay(rl_ss *ss, int set, rl_lat_hist *late) {
-    rl_lat_hist h;
+void rl__ss_peers_delay(rl__ss *ss, int set, rl__lat_hist *late) {
+    rl__lat_hist h;
     pthread_mutex_lock(&ss->peers_mu);
     for (ss_peer *p = ss->peers; p; p = p->next) {
         if (!p->conn || !p->delayed) continue;
@@ -357,7 +357,7 @@ void rl__ss_peers_delay(rl_ss *ss, int set, rl_lat_hist *late) {
 }
 
 /* The server list entry of id in the shard map (loop thread: reads the map without map_mu). */
-static const ss_server *map_server(const rl_ss *ss, uint32_t id) {
+static const ss_server *map_server(const rl__ss *ss, uint32_t id) {
     if (!ss->map) return NULL;
     for (uint32_t i = 0; i < ss->map->n_servers; i++)
         if (ss->map->servers[i].id == id) return &ss->map->servers[i];
@@ -366,7 +366,7 @@ static const ss_server *map_server(const rl_ss *ss, uint32_t id) {
 
 /* On the loop thread: send request q, or queue it until its peer is connected (connecting it,
  * or waiting for a shard map that has its address). */
-static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
+static void s2s_issue(rl__ss *ss, ss_s2s_req *q) {
     ss_s2s_req *failed = NULL;
     if (atomic_load(&ss->stopping) || rl__loop_is_closing(ss->loop)) {
         req_fail(q, RL_E_OPERATION_CANCELLED, "the storage server is stopping");
@@ -395,7 +395,7 @@ static void s2s_issue(rl_ss *ss, ss_s2s_req *q) {
     fail_chain(failed, RL_E_SERVER_UNAVAILABLE, "a storage-to-storage request could not be sent");
 }
 
-void rl__ss_peers_on_map(rl_ss *ss) {
+void rl__ss_peers_on_map(rl__ss *ss) {
     ss_s2s_req *failed = NULL;
     pthread_mutex_lock(&ss->peers_mu);
     for (ss_peer *p = ss->peers; p; p = p->next) {
@@ -409,7 +409,7 @@ void rl__ss_peers_on_map(rl_ss *ss) {
 
 /* Posted by a worker: issue the requests of a batch it could not send itself. The post carries
  * one reference of the batch. */
-static void on_s2s_start(rl_loop *loop, void *ud) {
+static void on_s2s_start(rl__loop *loop, void *ud) {
     (void)loop;
     ss_batch *b = ud;
     for (int i = 0; i < b->n_reqs; i++)
@@ -419,7 +419,7 @@ static void on_s2s_start(rl_loop *loop, void *ud) {
 
 /* On a worker: send what can go directly (the peer is connected), post the rest to the loop.
  * Returns RL_OK, or RL_E_OUT_OF_MEMORY when the post failed (the unsent requests are failed). */
-static int s2s_send(rl_ss *ss, ss_batch *b) {
+static int s2s_send(rl__ss *ss, ss_batch *b) {
     ss_s2s_req *failed = NULL;
     int post = 0;
     pthread_mutex_lock(&ss->peers_mu);
@@ -445,7 +445,7 @@ static int s2s_send(rl_ss *ss, ss_batch *b) {
     return RL_E_OUT_OF_MEMORY;
 }
 
-void rl__ss_s2s_tick(rl_ss *ss) {
+void rl__ss_s2s_tick(rl__ss *ss) {
     uint64_t now = rl__clock_mono_ns();
     ss_s2s_req *expired = NULL;
     pthread_mutex_lock(&ss->peers_mu);
@@ -473,7 +473,7 @@ void rl__ss_s2s_tick(rl_ss *ss) {
     }
 }
 
-void rl__ss_peers_free(rl_ss *ss) {
+void rl__ss_peers_free(rl__ss *ss) {
     pthread_mutex_lock(&ss->peers_mu);
     ss_peer *p = ss->peers, *next;
     ss->peers = NULL;
@@ -494,15 +494,15 @@ void rl__ss_peers_free(rl_ss *ss) {
 
 /* One mapped read's context for its hook. */
 typedef struct {
-    rl_ss *ss;
-    rl_version version; /* the request's version (invariant 1) */
-    int strategy;       /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
-    int owners;         /* grouped: GET_MULTI requests of the round being encoded */
-    long page_target;   /* grouped: the page's byte target (> 0) */
-    int batches;        /* hook calls so far */
+    rl__ss *ss;
+    rl__version version; /* the request's version (invariant 1) */
+    int strategy;        /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
+    int owners;          /* grouped: GET_MULTI requests of the round being encoded */
+    long page_target;    /* grouped: the page's byte target (> 0) */
+    int batches;         /* hook calls so far */
     uint32_t local, remote, s2s_requests, s2s_round_trips;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
-    rl_msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
+    rl__msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
     uint32_t n_peer_stats;
     uint32_t n_peers;       /* distinct peers read from (all of them, beyond the table too) */
     uint32_t overflow[256]; /* ids of peers beyond the table, to count them once (bounded) */
@@ -512,11 +512,11 @@ typedef struct {
 
 /* The per-peer entry of peer id (counted as a new distinct peer on first use), or NULL when the
  * table is full (the peer is still counted in n_peers). */
-static rl_msg_s2s_peer *peer_entry(mctx *c, uint32_t id) {
+static rl__msg_s2s_peer *peer_entry(mctx *c, uint32_t id) {
     for (uint32_t i = 0; i < c->n_peer_stats; i++)
         if (c->peer_stats[i].server_id == id) return &c->peer_stats[i];
     if (c->n_peer_stats < RL_PROTO_MAX_PEER_STATS) {
-        rl_msg_s2s_peer *p = &c->peer_stats[c->n_peer_stats++];
+        rl__msg_s2s_peer *p = &c->peer_stats[c->n_peer_stats++];
         memset(p, 0, sizeof *p);
         p->server_id = id;
         c->n_peers++;
@@ -551,7 +551,7 @@ static ss_piece *piece_add(pieces_t *ps, rl_arena *a) {
 
 /* The team member to ask for a shard: the first healthy storage server other than this one,
  * else the first other one. 0 when none. */
-static uint32_t pick_owner(const rl_ss *ss, const ss_shard *sh) {
+static uint32_t pick_owner(const rl__ss *ss, const ss_shard *sh) {
     uint32_t fallback = 0;
     for (uint32_t t = 0; t < sh->n_team; t++) {
         uint32_t id = sh->team[t];
@@ -578,8 +578,8 @@ static int map_find(const ss_map *m, const uint8_t *k, uint32_t kl) {
 
 /* Split item i into pieces (caller holds map_mu). Returns RL_OK or the item's error (message
  * in c->errmsg). */
-static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps, rl_arena *a) {
-    rl_ss *ss = c->ss;
+static int split_item(mctx *c, const rl__secondary_item *it, int i, pieces_t *ps, rl_arena *a) {
+    rl__ss *ss = c->ss;
     const uint8_t *cur = it->begin, *end = it->end;
     uint32_t cur_len = it->begin_len, end_len = it->end_len;
     if (!it->is_range) end = it->end, end_len = it->end_len; /* one key: [P, P + \0) */
@@ -648,7 +648,7 @@ static int split_item(mctx *c, const rl_secondary_item *it, int i, pieces_t *ps,
  * first, so a page of secondaries in one shard costs three key comparisons each and no piece.
  * Caller holds map_mu. Owned ranges are disjoint (ss_int.h), so the range found is the one
  * rl__ss_own_find would return. */
-static int item_local(const rl_ss *ss, const rl_secondary_item *it, rl_version v, int *kp) {
+static int item_local(const rl__ss *ss, const rl__secondary_item *it, rl__version v, int *kp) {
     int k = *kp;
     if (k < 0 || (uint32_t)k >= ss->n_own ||
         rl__bytes_cmp(it->begin, it->begin_len, ss->own[k].begin, ss->own[k].begin_len) < 0 ||
@@ -661,7 +661,7 @@ static int item_local(const rl_ss *ss, const rl_secondary_item *it, rl_version v
 }
 
 /* Read a local piece at the engine version v. */
-static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *it, ss_piece *p, rl_arena *a) {
+static void read_local_piece(rl__ss *ss, rl__version v, const rl__secondary_item *it, ss_piece *p, rl_arena *a) {
     if (!p->is_range) {
         int present = 0;
         const uint8_t *val = NULL;
@@ -686,9 +686,9 @@ static void read_local_piece(rl_ss *ss, rl_version v, const rl_secondary_item *i
 }
 
 /* Encode request q's GET_MULTI (its pieces, at the request's version). */
-static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl_secondary_item *items) {
-    rl_msg m;
-    rl_msg_read_item stack[16], *its = stack;
+static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl__secondary_item *items) {
+    rl__msg m;
+    rl__msg_read_item stack[16], *its = stack;
     if (q->n_pieces > 16) {
         its = rl__malloc((size_t)q->n_pieces * sizeof *its);
         if (!its) return RL_E_OUT_OF_MEMORY;
@@ -723,8 +723,8 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl_secondary_it
 
 /* Run the remote pieces of a batch (step 3 of the file header). Returns RL_OK, or the error that
  * fails the mapped read (message in c->errmsg). */
-static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_arena *a) {
-    rl_ss *ss = c->ss;
+static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl_arena *a) {
+    rl__ss *ss = c->ss;
     int n_remote = 0;
     for (int i = 0; i < ps->n; i++) n_remote += !ps->v[i].local;
     if (n_remote == 0) return RL_OK;
@@ -780,7 +780,7 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
     for (int r = 0; r < b->n_reqs; r++) {
         uint64_t fb = RL_FRAME_HEADER_LEN + b->reqs[r].payload.len;
         c->s2s_bytes_sent += fb;
-        rl_msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
+        rl__msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
         if (pe) pe->requests++, pe->items += (uint32_t)b->reqs[r].n_pieces, pe->bytes_sent += fb;
     }
     s2s_send(ss, b); /* what it cannot send is failed, and seen below */
@@ -820,7 +820,7 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
     c->s2s_bytes_received += b->bytes_received;
     for (int r = 0; r < b->n_reqs; r++) /* the replies that came in time (as bytes_received) */
         if (b->reqs[r].done && b->reqs[r].reply_bytes) {
-            rl_msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
+            rl__msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
             if (pe) pe->bytes_received += b->reqs[r].reply_bytes;
         }
     pthread_mutex_unlock(&b->mu);
@@ -832,7 +832,7 @@ static int run_remote(mctx *c, pieces_t *ps, const rl_secondary_item *items, rl_
  * limits: the rows in order until the row limit or the byte limit (the row that crosses it
  * included); a piece cut off by its own limits ends the merge there (what follows it is not
  * known), and `more` says whether anything was left out. */
-static int merge_item(rl_secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
+static int merge_item(rl__secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
     int all_local = 1, total = 0;
     for (int k = 0; k < cnt; k++) {
         if (ps[k].error) return ps[k].error;
@@ -877,7 +877,7 @@ static int merge_item(rl_secondary_item *it, const ss_piece *ps, int cnt, rl_are
 
 /* Count item it's result as local or remote; RL_OK, or the item's error recorded (returns 1:
  * the hook stops, mapped.c fails the read with it). */
-static int take_item(mctx *c, rl_secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
+static int take_item(mctx *c, rl__secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
     int e = merge_item(it, ps, cnt, a);
     if (e != RL_OK) {
         it->error = e;
@@ -899,8 +899,8 @@ static int take_item(mctx *c, rl_secondary_item *it, const ss_piece *ps, int cnt
  * the entry that brings the page's secondaries to SS_MAPPED_SECONDARY_BUDGET
  * (batch_secondary_bytes); the client's next page starts there. So a page costs one
  * storage-to-storage round trip and its reply's secondaries hold at most 24 MiB plus one entry. */
-static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps, const int *first, const int *count,
-                         rl_version v, rl_arena *a) {
+static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps, const int *first, const int *count,
+                         rl__version v, rl_arena *a) {
     int first_batch = c->batches++ == 0;
     for (int i = 0; i < n; i++)
         if (count[i] == 1 && ps->v[first[i]].local) items[i].read_here = 1;
@@ -930,9 +930,9 @@ static int grouped_batch(mctx *c, rl_secondary_item *items, int n, pieces_t *ps,
 }
 
 /* rl_secondary_batch_fn of the storage server (the file header's steps 1–4). */
-static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
+static int mapped_hook(void *vctx, rl__version v, rl__secondary_item *items, int n, rl_arena *a) {
     mctx *c = vctx;
-    rl_ss *ss = c->ss;
+    rl__ss *ss = c->ss;
     pieces_t ps = {NULL, 0, 0};
     int *first = rl__arena_alloc(a, (size_t)n * 2 * sizeof *first);
     if (!first) return RL_E_OUT_OF_MEMORY;
@@ -986,7 +986,7 @@ static int mapped_hook(void *vctx, rl_version v, rl_secondary_item *items, int n
 
 /* ==== mapped reads (workers) ================================================================ */
 
-int rl__ss_mapped_submit(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
+int rl__ss_mapped_submit(rl__ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
                          int shard) {
     ss_job *j = rl__malloc(sizeof *j + len);
     if (!j) return RL_E_OUT_OF_MEMORY;
@@ -1029,8 +1029,8 @@ static void job_free(ss_job *j) {
  * the ~226 KB of a 1,000-row reply into its queue first). The frame is queued only when the
  * socket does not take it all, or the connection is delayed (netem). A reply the codec refuses
  * (a bug) is logged and answered with internal_error, as rl__ss_send_msg does. */
-static void send_mapped_reply(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *out) {
-    rl_proto_why why;
+static void send_mapped_reply(rl__conn *conn, uint64_t id, const rl__msg *m, rl_buf *out) {
+    rl__proto_why why;
     rl__buf_reset(out);
     int rc = rl__msg_encode(out, m, &why);
     if (rc == RL_OK && out->len > RL_NET_MAX_PAYLOAD) rc = RL_E_INVALID_ARGUMENT;
@@ -1049,10 +1049,10 @@ static void send_mapped_reply(rl_conn *conn, uint64_t id, const rl_msg *m, rl_bu
 }
 
 /* Run one mapped read and send its reply. */
-static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
-    rl_msg_get_mapped_range_req r;
-    rl_proto_why why;
-    rl_version readv;
+static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
+    rl__msg_get_mapped_range_req r;
+    rl__proto_why why;
+    rl__version readv;
     int rc = rl__msg_get_mapped_range_req_decode(j->payload, j->len, a, &r, &why);
     if (rc != RL_OK) { /* decoded once on the loop already: only memory can fail here */
         rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "decoding failed");
@@ -1063,14 +1063,14 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
                           r.version, ss->o.id);
         return;
     }
-    rl_mapper *mp = NULL;
+    rl__mapper *mp = NULL;
     if ((rc = rl__mapper_parse(r.mapper, r.mapper_len, a, &mp)) != RL_OK) {
         rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "bad mapper");
         return;
     }
     const ss_range *sh = &j->shard;
     int hi_max = sh->end_len == 1 && sh->end[0] == 0xff;
-    rl_range_bounds bd;
+    rl__range_bounds bd;
     rc = rl__storage_range_bounds(ss->st, readv, &r.begin, &r.end, sh->begin, sh->begin_len, sh->begin_len == 0,
                                   sh->end, sh->end_len, hi_max, r.reverse, a, &bd);
     if (rc != RL_OK) {
@@ -1078,11 +1078,11 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
                           readv);
         return;
     }
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_MAPPED_RANGE;
     m.flags = RL_FRAME_REPLY;
-    rl_msg_get_mapped_range_reply *g = &m.u.get_mapped_range_reply;
+    rl__msg_get_mapped_range_reply *g = &m.u.get_mapped_range_reply;
     mctx c;
     memset(&c, 0, sizeof c);
     c.ss = ss;
@@ -1091,7 +1091,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     if (bd.unresolved) {
         g->status = RL_RANGE_SELECTOR_UNRESOLVED;
     } else if (rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {
-        rl_mapped_options o;
+        rl__mapped_options o;
         memset(&o, 0, sizeof o);
         o.limit = r.limit;
         o.target_bytes = r.target_bytes > 0 && r.target_bytes < SS_REPLY_BYTES ? (long)r.target_bytes : SS_REPLY_BYTES;
@@ -1112,7 +1112,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
         int shares = c.strategy == RL_FETCH_GROUPED ? SS_DEFAULT_BATCH : batch;
         if (sb > SS_MAPPED_SECONDARY_BUDGET / shares) sb = SS_MAPPED_SECONDARY_BUDGET / shares;
         o.secondary_byte_limit = sb;
-        rl_mapped_entry *ents = NULL;
+        rl__mapped_entry *ents = NULL;
         int n = 0, more = 0;
         rc = rl__storage_get_mapped_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, mp, &o,
                                           mapped_hook, &c, a, &ents, &n, &more);
@@ -1163,7 +1163,7 @@ static void run_job(rl_ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
 }
 
 static void *worker_main(void *arg) {
-    rl_ss *ss = arg;
+    rl__ss *ss = arg;
     rl_arena a;
     rl_buf out;
     rl__arena_init(&a, 0);
@@ -1193,7 +1193,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-int rl__ss_workers_start(rl_ss *ss) {
+int rl__ss_workers_start(rl__ss *ss) {
     for (int i = 0; i < ss->o.workers; i++) {
         if (pthread_create(&ss->workers[i], NULL, worker_main, ss) != 0) return RL_E_OPERATION_FAILED;
         ss->n_workers++;
@@ -1201,7 +1201,7 @@ int rl__ss_workers_start(rl_ss *ss) {
     return RL_OK;
 }
 
-void rl__ss_workers_stop(rl_ss *ss) {
+void rl__ss_workers_stop(rl__ss *ss) {
     pthread_mutex_lock(&ss->job_mu);
     ss->jobs_quit = 1;
     pthread_cond_broadcast(&ss->job_cv);
@@ -1219,9 +1219,9 @@ void rl__ss_workers_stop(rl_ss *ss) {
 
 /* ==== GET_MULTI (the serving side, loop thread) ============================================= */
 
-void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_multi_req *r, rl_version readv) {
+void rl__ss_get_multi(rl__ss *ss, ss_client *cl, uint64_t id, const rl__msg_get_multi_req *r, rl__version readv) {
     rl_arena *a = &ss->req_arena;
-    rl_msg_read_result *res = rl__arena_alloc(a, (size_t)(r->n_items ? r->n_items : 1) * sizeof *res);
+    rl__msg_read_result *res = rl__arena_alloc(a, (size_t)(r->n_items ? r->n_items : 1) * sizeof *res);
     if (!res) {
         rl__ss_send_error(cl->conn, RL_MSG_GET_MULTI, id, RL_E_OUT_OF_MEMORY, "out of memory");
         return;
@@ -1229,8 +1229,8 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
     long budget = SS_MULTI_REPLY_BYTES, spent = 0;
     if (r->max_bytes > 0 && r->max_bytes < (uint64_t)budget) budget = (long)r->max_bytes;
     for (uint32_t i = 0; i < r->n_items; i++) {
-        const rl_msg_read_item *it = &r->items[i];
-        rl_msg_read_result *o = &res[i];
+        const rl__msg_read_item *it = &r->items[i];
+        rl__msg_read_result *o = &res[i];
         memset(o, 0, sizeof *o);
         /* Unread (no rows, more: docs/protocol.md, GET_MULTI) once the budget is spent, except
          * the first SS_MULTI_MIN_ITEMS while the reply is under SS_MULTI_REPLY_BYTES. */
@@ -1287,7 +1287,7 @@ void rl__ss_get_multi(rl_ss *ss, ss_client *cl, uint64_t id, const rl_msg_get_mu
         o->more = more ? 1 : 0;
         for (int j = 0; j < n; j++) spent += (long)kvs[j].key_len + (long)kvs[j].value_len;
     }
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_MULTI;
     m.flags = RL_FRAME_REPLY;

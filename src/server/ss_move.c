@@ -1,7 +1,7 @@
 /* ss_move.c — a storage server's side of shard moves (docs/design.md §8.4, Moves): fetching a
  * range the coordinator assigned to it, applying it after the log's later mutations, reporting
  * it complete (MOVE_SHARD), and refusing reads of a range that moved away. Loop thread only. A
- * part of the storage server (ss_int.h, "The files") that uses the core only: ss_repl.c hands it
+ * part of the storage server (ss_int.h, "The files") that uses the core only: ss_coord.c hands it
  * PEEK changes and every version to apply; it asks for a sync through the core's maybe_sync hook.
  *
  * A fetch, from the PEEK reply that carries the assign change for range R (ending at E):
@@ -61,35 +61,35 @@
 enum { F_WAIT_MAP = 0, F_FETCH = 1, F_READY = 2, F_APPLIED = 3 };
 
 typedef struct {
-    rl_version v;
-    rl_mutation m; /* keys in the fetch's arena */
+    rl__version v;
+    rl__mutation m; /* keys in the fetch's arena */
 } buffered;
 
 struct ss_fetch {
     ss_fetch *next;
-    rl_ss *ss;
-    ss_range r;          /* heap keys */
-    rl_version assigned; /* the change's version */
-    rl_version fv;       /* the fetch version F */
+    rl__ss *ss;
+    ss_range r;           /* heap keys */
+    rl__version assigned; /* the change's version */
+    rl__version fv;       /* the fetch version F */
     int state;
     int dying; /* freed by the connection's last callback (invariant 2) */
     int connecting;
-    rl_conn *conn;
+    rl__conn *conn;
     uint64_t req_id, next_id;
     uint64_t sent_ns;
     uint64_t retry_ns; /* WAIT_MAP / a failed source: try again after this */
     uint32_t turn;     /* which source member to try */
     uint32_t src_id;
-    rl_buf pos;        /* where the next page starts */
-    rl_arena arena;    /* rows and buffered mutations */
-    rl_mutation *rows; /* SETs */
+    rl_buf pos;         /* where the next page starts */
+    rl_arena arena;     /* rows and buffered mutations */
+    rl__mutation *rows; /* SETs */
     size_t n_rows, cap_rows;
     buffered *buf;
     size_t n_buf, cap_buf;
-    rl_version complete; /* C */
+    rl__version complete; /* C */
 };
 
-static void fetch_restart(ss_fetch *f, rl_version fv);
+static void fetch_restart(ss_fetch *f, rl__version fv);
 
 /* n bytes of p copied into a (at least one byte allocated; p is not read when n is 0). */
 static uint8_t *adup(rl_arena *a, const void *p, size_t n) {
@@ -112,7 +112,7 @@ static void fetch_free(ss_fetch *f) {
 }
 
 /* Take f off the list; free it now or when its connection is gone. */
-static void fetch_drop(rl_ss *ss, ss_fetch *f) {
+static void fetch_drop(rl__ss *ss, ss_fetch *f) {
     for (ss_fetch **pp = &ss->fetches; *pp; pp = &(*pp)->next)
         if (*pp == f) {
             *pp = f->next;
@@ -136,8 +136,8 @@ static void fetch_disconnect(ss_fetch *f) {
 /* ---- Source connection ---------------------------------------------------------------------------- */
 
 static void send_page(ss_fetch *f) {
-    rl_ss *ss = f->ss;
-    rl_msg m;
+    rl__ss *ss = f->ss;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_RANGE;
     m.u.get_range_req.version = f->fv;
@@ -157,7 +157,7 @@ static void send_page(ss_fetch *f) {
     }
 }
 
-static void on_src_close(rl_conn *conn, int err, void *ud) {
+static void on_src_close(rl__conn *conn, int err, void *ud) {
     ss_fetch *f = ud;
     (void)err;
     if (f->conn == conn) f->conn = NULL;
@@ -175,9 +175,9 @@ static void on_src_close(rl_conn *conn, int err, void *ud) {
 }
 
 /* Copy a key range part [b, e) of mutation m into f's buffer at version v. */
-static int keep(ss_fetch *f, rl_version v, const rl_mutation *m) {
+static int keep(ss_fetch *f, rl__version v, const rl__mutation *m) {
     if (RL_GROW(f->buf, f->cap_buf, f->n_buf + 1, 64)) return RL_E_OUT_OF_MEMORY;
-    rl_mutation c = *m;
+    rl__mutation c = *m;
     c.p1 = adup(&f->arena, m->p1, m->len1);
     c.p2 = adup(&f->arena, m->p2, m->len2);
     if (!c.p1 || !c.p2) return RL_E_OUT_OF_MEMORY;
@@ -185,15 +185,15 @@ static int keep(ss_fetch *f, rl_version v, const rl_mutation *m) {
     return RL_OK;
 }
 
-static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void on_src_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     ss_fetch *f = ud;
-    rl_ss *ss = f->ss;
+    rl__ss *ss = f->ss;
     if (f->dying || !rl__conn_is_open(conn)) return;
     if (h->type == RL_MSG_HELLO && !(h->flags & RL_FRAME_ERROR)) return;
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_msg m;
-    rl_proto_why why;
+    rl__msg m;
+    rl__proto_why why;
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &a, &m, &why);
     if (rc != RL_OK || !(h->flags & RL_FRAME_REPLY) || (h->type != RL_MSG_GET_RANGE && h->type != RL_MSG_HELLO)) {
         rl__log(RL_LOG_WARN, "storage server %u: closing the fetch connection to %u: %s", ss->o.id, f->src_id,
@@ -226,7 +226,7 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
         }
         return;
     }
-    const rl_msg_get_range_reply *g = &m.u.get_range_reply;
+    const rl__msg_get_range_reply *g = &m.u.get_range_reply;
     for (uint32_t i = 0; i < g->n_kvs && rc == RL_OK; i++) {
         if ((rc = RL_GROW(f->rows, f->cap_rows, f->n_rows + 1, 256))) break;
         const rl_keyvalue *kv = &g->kvs[i];
@@ -236,7 +236,7 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
             rc = RL_E_OUT_OF_MEMORY;
             break;
         }
-        f->rows[f->n_rows++] = (rl_mutation){RL_MUT_SET, k, kv->key_len, v, kv->value_len};
+        f->rows[f->n_rows++] = (rl__mutation){RL_MUT_SET, k, kv->key_len, v, kv->value_len};
     }
     if (rc != RL_OK) {
         rl__arena_release(&a);
@@ -281,9 +281,9 @@ static void on_src_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t 
     rl__ss_maybe_sync(ss);
 }
 
-static void on_src_connect(rl_conn *conn, int err, void *ud) {
+static void on_src_connect(rl__conn *conn, int err, void *ud) {
     ss_fetch *f = ud;
-    rl_ss *ss = f->ss;
+    rl__ss *ss = f->ss;
     f->connecting = 0;
     if (err != RL_OK || f->dying || atomic_load(&ss->stopping)) {
         if (conn) {
@@ -307,13 +307,13 @@ static void on_src_connect(rl_conn *conn, int err, void *ud) {
 
 /* Start (or restart) fetching at version fv: rows are dropped, kept mutations at or below fv
  * too (the source's data at fv holds them). */
-static void fetch_restart(ss_fetch *f, rl_version fv) {
+static void fetch_restart(ss_fetch *f, rl__version fv) {
     rl_arena na;
     rl__arena_init(&na, 0);
     size_t n = 0;
     for (size_t i = 0; i < f->n_buf; i++) {
         if (f->buf[i].v <= fv) continue;
-        rl_mutation c = f->buf[i].m;
+        rl__mutation c = f->buf[i].m;
         c.p1 = adup(&na, c.p1, c.len1);
         c.p2 = adup(&na, c.p2, c.len2);
         if (!c.p1 || !c.p2) {
@@ -334,7 +334,7 @@ static void fetch_restart(ss_fetch *f, rl_version fv) {
 
 /* WAIT_MAP: find R's source team in the map and connect to one member. */
 static void fetch_try(ss_fetch *f) {
-    rl_ss *ss = f->ss;
+    rl__ss *ss = f->ss;
     if (f->state != F_WAIT_MAP || f->conn || f->connecting || f->dying) return;
     if (rl__clock_mono_ns() < f->retry_ns) return;
     const ss_map *map = ss->map;
@@ -377,13 +377,13 @@ static void fetch_try(ss_fetch *f) {
 
 /* ---- DIR/moved-in (invariant 4) ----------------------------------------------------------------- */
 
-static void moved_path(const rl_ss *ss, char *p, size_t cap, const char *suffix) {
+static void moved_path(const rl__ss *ss, char *p, size_t cap, const char *suffix) {
     snprintf(p, cap, "%s/moved-in%s", ss->dir, suffix);
 }
 
 /* Rewrite DIR/moved-in from ss->moved_in (rl__os_write_file_atomic). RL_OK or the mapped error
  * (logged). */
-static int moved_write(rl_ss *ss) {
+static int moved_write(rl__ss *ss) {
     char path[4200];
     moved_path(ss, path, sizeof path, "");
     rl_buf b;
@@ -403,7 +403,7 @@ static int moved_write(rl_ss *ss) {
 }
 
 /* Load DIR/moved-in once (a missing file is an empty list; a bad line is skipped, logged). */
-static void moved_load(rl_ss *ss) {
+static void moved_load(rl__ss *ss) {
     if (ss->moved_in_loaded) return;
     ss->moved_in_loaded = 1;
     char path[4200];
@@ -439,9 +439,9 @@ static void moved_load(rl_ss *ss) {
 
 /* Record range k as moved in at since (replacing what it overlaps) and drop entries that left
  * the window; then rewrite the file. */
-static int moved_add(rl_ss *ss, const ss_range *k, rl_version since) {
+static int moved_add(rl__ss *ss, const ss_range *k, rl__version since) {
     moved_load(ss);
-    rl_version known = atomic_load(&ss->known), w = ss->o.window_versions;
+    rl__version known = atomic_load(&ss->known), w = ss->o.window_versions;
     uint32_t n = 0;
     for (uint32_t i = 0; i < ss->n_moved_in; i++) {
         ss_range *r = &ss->moved_in[i];
@@ -476,7 +476,7 @@ static int overlaps(const ss_range *r, const uint8_t *b, uint32_t bl, const uint
 }
 
 /* Forget pending drops that meet [b, e) (the range is ours again: never clear it). */
-static void drops_forget(rl_ss *ss, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+static void drops_forget(rl__ss *ss, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < ss->n_drops; i++) {
         if (overlaps(&ss->drops[i], b, bl, e, el)) {
@@ -489,9 +489,9 @@ static void drops_forget(rl_ss *ss, const uint8_t *b, uint32_t bl, const uint8_t
     ss->n_drops = n;
 }
 
-/* ---- Hooks of ss_repl.c ------------------------------------------------------------------------ */
+/* ---- Hooks of ss_coord.c ------------------------------------------------------------------------ */
 
-void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_version end) {
+void rl__ss_move_assign(rl__ss *ss, const rl__keyrange *k, rl__version v, rl__version end) {
     /* A range assigned again (a retry after a registration, or overlapping an older fetch)
      * starts over. */
     for (ss_fetch *f = ss->fetches, *next; f; f = next) {
@@ -528,7 +528,7 @@ void rl__ss_move_assign(rl_ss *ss, const rl_keyrange *k, rl_version v, rl_versio
     fetch_try(f);
 }
 
-void rl__ss_move_remove(rl_ss *ss, const rl_keyrange *k, rl_version v) {
+void rl__ss_move_remove(rl__ss *ss, const rl__keyrange *k, rl__version v) {
     for (ss_fetch *f = ss->fetches, *next; f; f = next) {
         next = f->next;
         if (rl__bytes_cmp(f->r.begin, f->r.begin_len, k->end, k->end_len) < 0 &&
@@ -536,7 +536,7 @@ void rl__ss_move_remove(rl_ss *ss, const rl_keyrange *k, rl_version v) {
             fetch_drop(ss, f);
     }
     int i = rl__ss_own_find(ss, k->begin, k->begin_len, 0);
-    rl_version since = i >= 0 ? ss->own[i].since : 0;
+    rl__version since = i >= 0 ? ss->own[i].since : 0;
     if (i < 0) return; /* not held (e.g. dropped by a registration) */
     rl__ss_own_assign(ss, k, since);
     if (atomic_load(&ss->fatal)) return;
@@ -549,11 +549,11 @@ void rl__ss_move_remove(rl_ss *ss, const rl_keyrange *k, rl_version v) {
     rl__ss_want_map(ss);
 }
 
-void rl__ss_move_buffer(rl_ss *ss, const rl_msg_peek_version *pv) {
+void rl__ss_move_buffer(rl__ss *ss, const rl__msg_peek_version *pv) {
     for (ss_fetch *f = ss->fetches; f; f = f->next) {
         if (f->state == F_APPLIED || pv->version <= (f->fv ? f->fv : f->assigned)) continue;
         for (uint32_t i = 0; i < pv->n_muts; i++) {
-            rl_mutation m = pv->muts[i];
+            rl__mutation m = pv->muts[i];
             int rc = RL_OK;
             if (m.type == RL_MUT_CLEAR_RANGE) {
                 if (rl__bytes_cmp(m.p1, m.len1, f->r.begin, f->r.begin_len) < 0)
@@ -575,24 +575,24 @@ void rl__ss_move_buffer(rl_ss *ss, const rl_msg_peek_version *pv) {
 /* See ss_int.h: one engine version v holding, in order, the clears of pending drops, each
  * ready fetch's clear of R + rows at F + kept mutations (all below v), then muts (v's own, which
  * come after: invariant 1). Ready fetches become owned from v; the others keep v's part in R. */
-int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t n_muts) {
+int rl__ss_move_apply(rl__ss *ss, rl__version v, const rl__mutation *muts, uint32_t n_muts) {
     size_t pre = ss->n_drops;
     for (ss_fetch *f = ss->fetches; f; f = f->next)
         if (f->state == F_READY) pre += 1 + f->n_rows + f->n_buf;
-    rl_msg_peek_version pv = {v, muts, n_muts};
+    rl__msg_peek_version pv = {v, muts, n_muts};
     if (pre == 0) {
         rl__ss_move_buffer(ss, &pv);
         return atomic_load(&ss->fatal) ? RL_E_OUT_OF_MEMORY : rl__storage_apply(ss->st, v, muts, n_muts);
     }
-    rl_mutation *all = rl__malloc((pre + n_muts) * sizeof *all);
+    rl__mutation *all = rl__malloc((pre + n_muts) * sizeof *all);
     if (!all) return RL_E_OUT_OF_MEMORY;
     size_t k = 0;
     for (uint32_t i = 0; i < ss->n_drops; i++)
-        all[k++] = (rl_mutation){RL_MUT_CLEAR_RANGE, ss->drops[i].begin, ss->drops[i].begin_len, ss->drops[i].end,
-                                 ss->drops[i].end_len};
+        all[k++] = (rl__mutation){RL_MUT_CLEAR_RANGE, ss->drops[i].begin, ss->drops[i].begin_len, ss->drops[i].end,
+                                  ss->drops[i].end_len};
     for (ss_fetch *f = ss->fetches; f; f = f->next) {
         if (f->state != F_READY) continue;
-        all[k++] = (rl_mutation){RL_MUT_CLEAR_RANGE, f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
+        all[k++] = (rl__mutation){RL_MUT_CLEAR_RANGE, f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
         if (f->n_rows) memcpy(all + k, f->rows, f->n_rows * sizeof *all);
         k += f->n_rows;
         for (size_t i = 0; i < f->n_buf; i++) all[k++] = f->buf[i].m;
@@ -613,7 +613,7 @@ int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t
     }
     for (ss_fetch *f = ss->fetches; f; f = f->next) {
         if (f->state != F_READY) continue;
-        rl_keyrange r = {f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
+        rl__keyrange r = {f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
         rl__ss_own_assign(ss, &r, v);
         if (atomic_load(&ss->fatal)) return RL_E_OUT_OF_MEMORY;
         f->complete = v;
@@ -629,9 +629,9 @@ int rl__ss_move_apply(rl_ss *ss, rl_version v, const rl_mutation *muts, uint32_t
     return atomic_load(&ss->fatal) ? RL_E_OUT_OF_MEMORY : RL_OK;
 }
 
-void rl__ss_move_after_peek(rl_ss *ss) {
+void rl__ss_move_after_peek(rl__ss *ss) {
     /* Nothing of this reply's versions carried them: a version known but not applied does. */
-    rl_version known = atomic_load(&ss->known), applied = atomic_load(&ss->applied);
+    rl__version known = atomic_load(&ss->known), applied = atomic_load(&ss->applied);
     int waiting = ss->n_drops > 0;
     for (ss_fetch *f = ss->fetches; f && !waiting; f = f->next) waiting = f->state == F_READY;
     if (!waiting || known <= applied) return; /* the next version comes (coord_move.c inv. 3) */
@@ -644,8 +644,8 @@ void rl__ss_move_after_peek(rl_ss *ss) {
     rl__ss_maybe_sync(ss);
 }
 
-void rl__ss_move_on_durable(rl_ss *ss) {
-    rl_version d = atomic_load(&ss->durable);
+void rl__ss_move_on_durable(rl__ss *ss) {
+    rl__version d = atomic_load(&ss->durable);
     for (ss_fetch *f = ss->fetches, *next; f; f = next) {
         next = f->next;
         if (f->state != F_APPLIED || d < f->complete) continue;
@@ -653,11 +653,11 @@ void rl__ss_move_on_durable(rl_ss *ss) {
             rl__ss_fatal(ss, RL_E_IO_ERROR, "recording a moved range");
             return;
         }
-        rl_msg m;
+        rl__msg m;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_MOVE_SHARD;
         m.u.move_shard_req.storage_id = ss->o.id;
-        m.u.move_shard_req.range = (rl_keyrange){f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
+        m.u.move_shard_req.range = (rl__keyrange){f->r.begin, f->r.begin_len, f->r.end, f->r.end_len};
         m.u.move_shard_req.version = f->complete;
         if (rl__ss_co_send(ss, &m, NULL) != RL_OK)
             rl__log(RL_LOG_WARN,
@@ -669,11 +669,11 @@ void rl__ss_move_on_durable(rl_ss *ss) {
     }
 }
 
-void rl__ss_move_on_map(rl_ss *ss) {
+void rl__ss_move_on_map(rl__ss *ss) {
     for (ss_fetch *f = ss->fetches; f; f = f->next) fetch_try(f);
 }
 
-void rl__ss_move_on_register(rl_ss *ss) {
+void rl__ss_move_on_register(rl__ss *ss) {
     while (ss->fetches) fetch_drop(ss, ss->fetches);
     for (uint32_t i = 0; i < ss->n_own; i++) /* ranges the coordinator says are ours stay */
         drops_forget(ss, ss->own[i].begin, ss->own[i].begin_len, ss->own[i].end, ss->own[i].end_len);
@@ -691,7 +691,7 @@ void rl__ss_move_on_register(rl_ss *ss) {
     pthread_mutex_unlock(&ss->map_mu);
 }
 
-void rl__ss_move_tick(rl_ss *ss) {
+void rl__ss_move_tick(rl__ss *ss) {
     uint64_t now = rl__clock_mono_ns();
     for (ss_fetch *f = ss->fetches; f; f = f->next) {
         if (f->state == F_FETCH && f->req_id && now - f->sent_ns > FETCH_TIMEOUT_NS) {
@@ -705,19 +705,19 @@ void rl__ss_move_tick(rl_ss *ss) {
     }
     /* A range that moved away is dropped from `own` once no read inside the window can ask
      * for a version below its move (its rows stay in the engine until a clear reaches them). */
-    rl_version known = atomic_load(&ss->known);
+    rl__version known = atomic_load(&ss->known);
     for (uint32_t i = 0; i < ss->n_own; i++) {
         const ss_range *r = &ss->own[i];
         if (r->until && known > ss->o.window_versions && r->until < known - ss->o.window_versions) {
-            rl_keyrange k = {r->begin, r->begin_len, r->end, r->end_len};
-            rl_keyrange copy;
+            rl__keyrange k = {r->begin, r->begin_len, r->end, r->end_len};
+            rl__keyrange copy;
             uint8_t *b = rl__ss_memdup(k.begin, k.begin_len), *e = rl__ss_memdup(k.end, k.end_len);
             if (!b || !e) {
                 rl__free(b);
                 rl__free(e);
                 return;
             }
-            copy = (rl_keyrange){b, k.begin_len, e, k.end_len};
+            copy = (rl__keyrange){b, k.begin_len, e, k.end_len};
             rl__ss_own_remove(ss, &copy);
             ss_range *d = rl__realloc(ss->drops, (ss->n_drops + 1) * sizeof *d);
             if (d) { /* its rows go at the next version (drops_apply) */
@@ -732,7 +732,7 @@ void rl__ss_move_tick(rl_ss *ss) {
     }
 }
 
-void rl__ss_move_free(rl_ss *ss) {
+void rl__ss_move_free(rl__ss *ss) {
     while (ss->fetches) fetch_drop(ss, ss->fetches);
     rl__ss_ranges_free(ss->moved_in, ss->n_moved_in);
     ss->moved_in = NULL;
@@ -742,7 +742,7 @@ void rl__ss_move_free(rl_ss *ss) {
     ss->n_drops = 0;
 }
 
-uint32_t rl__ss_move_count(const rl_ss *ss) {
+uint32_t rl__ss_move_count(const rl__ss *ss) {
     uint32_t n = 0;
     for (const ss_fetch *f = ss->fetches; f; f = f->next) n++;
     return n;

@@ -1,4 +1,4 @@
-/* ss_options.h (internal) — the options of a storage server, rl_ss_options: what the program
+/* ss_options.h (internal) — the options of a storage server, rl__ss_options: what the program
  * (storage_main.c) and the tests fill in for rl__ss_new (storage_server.h includes this file), and
  * what every file of the role reads its knobs from (ss->o, ss_int.h). A header of its own so that
  * the role's private header needs nothing of its public one.
@@ -29,9 +29,9 @@ typedef struct {
     const char *coordinator_host;  /* the coordinator's host label if known (rl cluster passes it);
                                      NULL: learnt from its HELLO reply, delayed until then */
     const char *engine;            /* "memory" or "ssd"; NULL: what dir holds (memory if new) */
-    const rl_net_auth *auth;       /* required: the cluster's credentials with the member key
+    const rl__net_auth *auth;      /* required: the cluster's credentials with the member key
                                       (rl__keyfile_read); copied by rl__ss_new */
-    const rl_net_limits *limits;   /* NULL: the defaults of loop.h */
+    const rl__net_limits *limits;  /* NULL: the defaults of loop.h */
     /* Knobs. */
     int workers;            /* mapped-read worker threads; 0: 3 (at most 16) */
     int future_wait_ms;     /* how long a read at a version not yet known waits; 0: 1000 */
@@ -42,6 +42,6 @@ typedef struct {
     int connect_timeout_ms; /* coordinator and peer connects; 0: 1000 */
     int co_timeout_ms;      /* a coordinator reply (REGISTER_STORAGE, PEEK beyond its max wait)
                              later than this drops the connection; 0: 5000 */
-} rl_ss_options;
+} rl__ss_options;
 
 #endif

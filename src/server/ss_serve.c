@@ -55,9 +55,9 @@ typedef struct {
     uint64_t id;
     const uint8_t *payload; /* the frame's, or a parked read's copy */
     size_t len;
-    uint64_t t0_ns;   /* arrival (a parked read keeps its own) */
-    const rl_msg *m;  /* decoded, in ss->req_arena */
-    rl_version readv; /* RL_MSGF_READ: the engine version to read at (rl__ss_read_version) */
+    uint64_t t0_ns;    /* arrival (a parked read keeps its own) */
+    const rl__msg *m;  /* decoded, in ss->req_arena */
+    rl__version readv; /* RL_MSGF_READ: the engine version to read at (rl__ss_read_version) */
 } ss_req;
 
 /* A handler of the request table (ss_requests.def): answers q on cl's connection. [loop] */
@@ -67,7 +67,7 @@ typedef void ss_handler(ss_client *cl, const ss_req *q);
 
 /* Send the error of a read at version v in owned range i that its version rule refuses (1), or
  * nothing (0). */
-static int refuse_version(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, int i, rl_version v) {
+static int refuse_version(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, int i, rl__version v) {
     int rc = rl__ss_own_version(ss, i, v);
     if (rc == RL_OK) return 0;
     if (rc == RL_E_WRONG_SHARD_SERVER)
@@ -84,8 +84,8 @@ static int refuse_version(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, 
 }
 
 /* Log why conn is closed (with its peer) and close it. */
-static void close_bad(rl_conn *conn, unsigned flags, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void close_bad(rl_conn *conn, unsigned flags, const char *fmt, ...) {
+static void close_bad(rl__conn *conn, unsigned flags, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void close_bad(rl__conn *conn, unsigned flags, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -105,9 +105,9 @@ static void json_hex(rl_buf *out, const uint8_t *p, uint32_t n) {
 
 /* Every delayed connection, with (set) the current setting; their lateness merged into *late
  * (may be NULL) together with that of the closed ones. [loop] */
-static void delay_sweep(rl_ss *ss, int set, rl_lat_hist *late) {
+static void delay_sweep(rl__ss *ss, int set, rl__lat_hist *late) {
     if (late) *late = ss->closed_late;
-    rl_lat_hist h;
+    rl__lat_hist h;
     for (ss_client *c = ss->clients; c; c = c->next) {
         if (!c->delayed) continue;
         if (set) (void)rl__netem_set(c->conn, ss->delay_us, ss->jitter_us, ss->delay_salt++);
@@ -121,8 +121,8 @@ static void delay_sweep(rl_ss *ss, int set, rl_lat_hist *late) {
 }
 
 /* See ss_int.h. */
-void rl__ss_status(rl_ss *ss, rl_buf *out) {
-    rl_storage_status s;
+void rl__ss_status(rl__ss *ss, rl_buf *out) {
+    rl__storage_status s;
     memset(&s, 0, sizeof s);
     rl__storage_get_status(ss->st, &s);
     rl__buf_printf(out, "{\"role\":\"storage\",\"id\":%u,\"host\":", ss->o.id);
@@ -168,7 +168,7 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
                    (uint64_t)atomic_load(&ss->n_get_multi_items), (uint64_t)atomic_load(&ss->n_s2s_bytes_sent),
                    (uint64_t)atomic_load(&ss->n_s2s_bytes_received), (int64_t)atomic_load(&ss->mapped_queued),
                    (int64_t)atomic_load(&ss->mapped_running), ss->o.workers, (int64_t)atomic_load(&ss->parked_now));
-    rl_lat_hist late;
+    rl__lat_hist late;
     delay_sweep(ss, 0, &late);
     rl__buf_append_str(out, ",");
     rl__netem_status_json(out, ss->delay_us, ss->jitter_us, &late);
@@ -183,10 +183,10 @@ void rl__ss_status(rl_ss *ss, rl_buf *out) {
 
 /* ==== parked reads ========================================================================== */
 
-static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
+static void dispatch(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
                      uint64_t t0_ns, int may_park);
 
-static void parked_unlink(rl_ss *ss, ss_parked *p) {
+static void parked_unlink(rl__ss *ss, ss_parked *p) {
     if (p->prev) p->prev->next = p->next;
     else ss->parked = p->next;
     if (p->next) p->next->prev = p->prev;
@@ -195,10 +195,10 @@ static void parked_unlink(rl_ss *ss, ss_parked *p) {
 }
 
 /* The deadline of a parked read: answer future_version. */
-static void on_park_deadline(rl_loop *loop, void *ud) {
+static void on_park_deadline(rl__loop *loop, void *ud) {
     (void)loop;
     ss_parked *p = ud;
-    rl_ss *ss = p->cl->ss;
+    rl__ss *ss = p->cl->ss;
     parked_unlink(ss, p);
     atomic_fetch_add(&ss->n_future, 1);
     rl__ss_send_error(p->cl->conn, p->type, p->id, RL_E_FUTURE_VERSION,
@@ -209,8 +209,8 @@ static void on_park_deadline(rl_loop *loop, void *ud) {
 }
 
 /* Park a request at version v (its payload copied). */
-static void park(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, rl_version v, const uint8_t *payload, size_t len,
-                 uint64_t t0_ns) {
+static void park(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, rl__version v, const uint8_t *payload,
+                 size_t len, uint64_t t0_ns) {
     ss_parked *p = rl__malloc(sizeof *p + len);
     if (!p) {
         rl__ss_send_error(cl->conn, type, id, RL_E_OUT_OF_MEMORY, "cannot park the read");
@@ -237,10 +237,10 @@ static void park(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, rl_versio
     atomic_fetch_add(&ss->parked_now, 1);
 }
 
-/* See ss_int.h: the wake_parked hook (ss_life.c sets it; ss_repl.c calls it through
+/* See ss_int.h: the wake_parked hook (ss_life.c sets it; ss_coord.c calls it through
  * rl__ss_wake_parked when known advanced). */
-void rl__ss_serve_wake_parked(rl_ss *ss) {
-    rl_version known = atomic_load(&ss->known);
+void rl__ss_serve_wake_parked(rl__ss *ss) {
+    rl__version known = atomic_load(&ss->known);
     ss_parked *ready = NULL, *p = ss->parked, *next;
     for (; p; p = next) {
         next = p->next;
@@ -259,7 +259,7 @@ void rl__ss_serve_wake_parked(rl_ss *ss) {
 }
 
 /* Drop the parked reads of a closing client. */
-static void drop_parked_of(rl_ss *ss, ss_client *cl) {
+static void drop_parked_of(rl__ss *ss, ss_client *cl) {
     ss_parked *p = ss->parked, *next;
     for (; p; p = next) {
         next = p->next;
@@ -271,7 +271,7 @@ static void drop_parked_of(rl_ss *ss, ss_client *cl) {
 }
 
 /* See ss_int.h. */
-void rl__ss_serve_free_parked(rl_ss *ss) {
+void rl__ss_serve_free_parked(rl__ss *ss) {
     while (ss->parked) {
         ss_parked *p = ss->parked;
         parked_unlink(ss, p);
@@ -300,13 +300,13 @@ static int is_ff(const uint8_t *k, uint32_t n) { return n == 1 && k[0] == 0xff; 
 
 /* GET: the value at the read version, sent gathered (no encoding buffer) in the common case. */
 static void do_get(ss_client *cl, const ss_req *q) {
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     uint64_t id = q->id;
-    const rl_msg_get_req *r = &q->m->u.get_req;
-    rl_version readv = q->readv;
+    const rl__msg_get_req *r = &q->m->u.get_req;
+    rl__version readv = q->readv;
     atomic_fetch_add(&ss->n_reads, 1);
     atomic_fetch_add(&ss->n_gets, 1);
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET;
     m.flags = RL_FRAME_REPLY;
@@ -337,10 +337,10 @@ static void do_get(ss_client *cl, const ss_req *q) {
 
 /* GET_KEY: the selector resolved in the shard that holds it (invariant 4). */
 static void do_get_key(ss_client *cl, const ss_req *q) {
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     uint64_t id = q->id;
-    const rl_msg_get_key_req *r = &q->m->u.get_key_req;
-    rl_version readv = q->readv;
+    const rl__msg_get_key_req *r = &q->m->u.get_key_req;
+    rl__version readv = q->readv;
     atomic_fetch_add(&ss->n_reads, 1);
     atomic_fetch_add(&ss->n_get_keys, 1);
     uint32_t al;
@@ -359,14 +359,14 @@ static void do_get_key(ss_client *cl, const ss_req *q) {
     }
     if (refuse_version(ss, cl, RL_MSG_GET_KEY, id, i, r->version)) return;
     const ss_range *sh = &ss->own[i];
-    rl_select_result s;
+    rl__select_result s;
     int rc = rl__storage_select(ss->st, readv, &r->sel, sh->begin, sh->begin_len, sh->begin_len == 0, sh->end,
                                 sh->end_len, is_ff(sh->end, sh->end_len), &ss->req_arena, &s);
     if (rc != RL_OK) {
         rl__ss_send_error(cl->conn, RL_MSG_GET_KEY, id, rc, "selector at version %" PRIu64 " failed", readv);
         return;
     }
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_KEY;
     m.flags = RL_FRAME_REPLY;
@@ -379,7 +379,7 @@ static void do_get_key(ss_client *cl, const ss_req *q) {
 }
 
 /* The owned range a range read runs in (invariant 4), or -1. */
-static int range_shard(rl_ss *ss, const rl_key_selector *begin, const rl_key_selector *end, int reverse, rl_arena *a,
+static int range_shard(rl__ss *ss, const rl_key_selector *begin, const rl_key_selector *end, int reverse, rl_arena *a,
                        int *out_oom) {
     uint32_t al;
     const uint8_t *an = sel_anchor(reverse ? end : begin, a, &al);
@@ -390,10 +390,10 @@ static int range_shard(rl_ss *ss, const rl_key_selector *begin, const rl_key_sel
 
 /* GET_RANGE: rows of the shard the range runs in (invariant 4). */
 static void do_get_range(ss_client *cl, const ss_req *q) {
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     uint64_t id = q->id;
-    const rl_msg_get_range_req *r = &q->m->u.get_range_req;
-    rl_version readv = q->readv;
+    const rl__msg_get_range_req *r = &q->m->u.get_range_req;
+    rl__version readv = q->readv;
     atomic_fetch_add(&ss->n_reads, 1);
     atomic_fetch_add(&ss->n_get_ranges, 1);
     int oom = 0;
@@ -407,14 +407,14 @@ static void do_get_range(ss_client *cl, const ss_req *q) {
     if (refuse_version(ss, cl, RL_MSG_GET_RANGE, id, i, r->version)) return;
     const ss_range *sh = &ss->own[i];
     int hi_max = is_ff(sh->end, sh->end_len);
-    rl_range_bounds bd;
+    rl__range_bounds bd;
     int rc = rl__storage_range_bounds(ss->st, readv, &r->begin, &r->end, sh->begin, sh->begin_len, sh->begin_len == 0,
                                       sh->end, sh->end_len, hi_max, r->reverse, &ss->req_arena, &bd);
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_RANGE;
     m.flags = RL_FRAME_REPLY;
-    rl_msg_get_range_reply *g = &m.u.get_range_reply;
+    rl__msg_get_range_reply *g = &m.u.get_range_reply;
     if (rc == RL_OK && bd.unresolved) {
         g->status = RL_RANGE_SELECTOR_UNRESOLVED;
         rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
@@ -448,7 +448,7 @@ static void do_get_range(ss_client *cl, const ss_req *q) {
 
 /* GET_MULTI (from a peer storage server's mapped read): local reads only (ss_mapped.c). */
 static void do_get_multi(ss_client *cl, const ss_req *q) {
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     atomic_fetch_add(&ss->n_reads, 1);
     atomic_fetch_add(&ss->n_get_multi_served, 1);
     atomic_fetch_add(&ss->n_get_multi_items, q->m->u.get_multi_req.n_items);
@@ -458,8 +458,8 @@ static void do_get_multi(ss_client *cl, const ss_req *q) {
 /* GET_MAPPED_RANGE: checked against the shard it runs in here, then queued for a worker with a
  * copy of its payload (ss_mapped.c). */
 static void do_get_mapped_range(ss_client *cl, const ss_req *q) {
-    rl_ss *ss = cl->ss;
-    const rl_msg_get_mapped_range_req *r = &q->m->u.get_mapped_range_req;
+    rl__ss *ss = cl->ss;
+    const rl__msg_get_mapped_range_req *r = &q->m->u.get_mapped_range_req;
     int oom = 0;
     int i = range_shard(ss, &r->begin, &r->end, r->reverse, &ss->req_arena, &oom);
     if (i < 0) {
@@ -478,7 +478,7 @@ static void do_get_mapped_range(ss_client *cl, const ss_req *q) {
 
 /* PING: the payload back, with this process's monotonic clock. */
 static void do_ping(ss_client *cl, const ss_req *q) {
-    rl_msg r;
+    rl__msg r;
     memset(&r, 0, sizeof r);
     r.type = RL_MSG_PING;
     r.flags = RL_FRAME_REPLY;
@@ -490,11 +490,11 @@ static void do_ping(ss_client *cl, const ss_req *q) {
 
 /* STATUS: the JSON of rl__ss_status. */
 static void do_status(ss_client *cl, const ss_req *q) {
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     rl_buf js;
     rl__buf_init(&js);
     rl__ss_status(ss, &js);
-    rl_msg r;
+    rl__msg r;
     memset(&r, 0, sizeof r);
     r.type = RL_MSG_STATUS;
     r.flags = RL_FRAME_REPLY;
@@ -508,9 +508,9 @@ static void do_status(ss_client *cl, const ss_req *q) {
 /* SET_DELAY (an admin connection: dispatch checked): check the range, then give every delayed
  * connection the new setting. */
 static void do_set_delay(ss_client *cl, const ss_req *q) {
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     char dwhy[160];
-    const rl_msg_set_delay_req *r = &q->m->u.set_delay_req;
+    const rl__msg_set_delay_req *r = &q->m->u.set_delay_req;
     if (rl__netem_check(r->delay_us, r->jitter_us, dwhy, sizeof dwhy) != RL_OK) {
         rl__ss_send_error(cl->conn, q->type, q->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", dwhy);
         return;
@@ -520,7 +520,7 @@ static void do_set_delay(ss_client *cl, const ss_req *q) {
     delay_sweep(ss, 1, NULL); /* queued frames keep their release times: no reordering */
     rl__log(RL_LOG_INFO, "storage server %u: injected delay now %u us (jitter %u us), asked by %s", ss->o.id,
             r->delay_us, r->jitter_us, rl__conn_peer(cl->conn));
-    rl_msg rep;
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rep.type = RL_MSG_SET_DELAY;
     rep.flags = RL_FRAME_REPLY;
@@ -533,14 +533,14 @@ static void do_set_delay(ss_client *cl, const ss_req *q) {
 typedef struct {
     ss_handler *handler; /* NULL: the storage server does not answer the message */
     unsigned flags;      /* the message's RL_MSGF_* */
-    size_t version_at;   /* RL_MSGF_READ: the offset in rl_msg of the read version */
+    size_t version_at;   /* RL_MSGF_READ: the offset in rl__msg of the read version */
 } ss_request;
 
 /* What the storage server answers after HELLO, by message type. */
 static const ss_request REQUESTS[RL_MSG_TYPE_LIMIT] = {
 #define SS_FIRST_FRAME(NAME)
 #define SS_REQUEST(NAME, HANDLER) [RL_MSG_##NAME] = {HANDLER, RL_MSGF_OF_##NAME, 0},
-#define SS_READ(NAME, HANDLER, VERSION) [RL_MSG_##NAME] = {HANDLER, RL_MSGF_OF_##NAME, offsetof(rl_msg, u.VERSION)},
+#define SS_READ(NAME, HANDLER, VERSION) [RL_MSG_##NAME] = {HANDLER, RL_MSGF_OF_##NAME, offsetof(rl__msg, u.VERSION)},
 #include "server/ss_requests.def"
 #undef SS_FIRST_FRAME
 #undef SS_REQUEST
@@ -557,7 +557,7 @@ static const ss_request REQUESTS[RL_MSG_TYPE_LIMIT] = {
 #define SS_READ(NAME, HANDLER, VERSION)                                                                        \
     _Static_assert((RL_MSGF_OF_##NAME & (RL_MSGF_STORAGE | RL_MSGF_READ)) == (RL_MSGF_STORAGE | RL_MSGF_READ), \
                    #NAME ": not a storage server read in net/messages.def");                                   \
-    _Static_assert(sizeof(((rl_msg *)0)->u.VERSION) == sizeof(rl_version), #NAME ": the version is a u64");
+    _Static_assert(sizeof(((rl__msg *)0)->u.VERSION) == sizeof(rl__version), #NAME ": the version is a u64");
 #include "server/ss_requests.def"
 #undef SS_FIRST_FRAME
 #undef SS_REQUEST
@@ -583,10 +583,10 @@ _Static_assert(0
 /* Handle one request of an accepted connection (after HELLO): decode, the read version
  * (RL_MSGF_READ), the table, the admin check, the handler. may_park: a read at a version not known
  * yet waits (0 when dispatched again from the parked list, whose versions are known now). */
-static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
+static void dispatch(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
                      uint64_t t0_ns, int may_park) {
-    rl_msg m;
-    rl_proto_why why;
+    rl__msg m;
+    rl__proto_why why;
     rl__arena_reset(&ss->req_arena);
     int rc = rl__msg_decode(type, 0, payload, len, &ss->req_arena, &m, &why);
     if (rc == RL_E_OUT_OF_MEMORY) {
@@ -600,7 +600,7 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
     const ss_request *rq = &REQUESTS[type]; /* decoded: a message, so below RL_MSG_TYPE_LIMIT */
     ss_req q = {type, id, payload, len, t0_ns, &m, 0};
     if (rq->flags & RL_MSGF_READ) {
-        rl_version v;
+        rl__version v;
         memcpy(&v, (const uint8_t *)&m + rq->version_at, sizeof v);
         rc = rl__ss_read_version(ss, v, &q.readv);
         if (rc == RL_E_FUTURE_VERSION && may_park) {
@@ -635,10 +635,10 @@ static void dispatch(rl_ss *ss, ss_client *cl, uint16_t type, uint64_t id, const
 /* ==== accepted connections ================================================================== */
 
 /* A client closed: its lateness (if delayed) and parked reads go, then the client. */
-static void on_client_close(rl_conn *conn, int err, void *ud) {
+static void on_client_close(rl__conn *conn, int err, void *ud) {
     (void)err;
     ss_client *cl = ud;
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     if (cl->delayed) rl__ss_delay_closed(ss, conn);
     drop_parked_of(ss, cl);
     if (cl->prev) cl->prev->next = cl->next;
@@ -649,9 +649,9 @@ static void on_client_close(rl_conn *conn, int err, void *ud) {
 }
 
 /* The HELLO of an accepted connection (its first frame; ss_requests.def's SS_FIRST_FRAME). */
-static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len) {
-    rl_msg_hello_req h;
-    rl_proto_why why;
+static void client_hello(rl__ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len) {
+    rl__msg_hello_req h;
+    rl__proto_why why;
     int rc = rl__msg_hello_req_decode(payload, len, NULL, &h, &why);
     if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION) {
         rl__ss_send_error(cl->conn, RL_MSG_HELLO, id, rc,
@@ -680,7 +680,7 @@ static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *p
     /* A peer on another host gets the delay from the HELLO reply on (the first frame we send). */
     cl->delayed = rl__netem_applies(ss->host, strlen(ss->host), h.host, h.host_len, h.role);
     if (cl->delayed) rl__ss_delay_conn(ss, cl->conn);
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
     m.flags = RL_FRAME_REPLY;
@@ -694,9 +694,9 @@ static void client_hello(rl_ss *ss, ss_client *cl, uint64_t id, const uint8_t *p
 
 /* A frame of an accepted connection: the framing rules (a request; HELLO first and once; a known
  * type), then dispatch. */
-static void on_client_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void on_client_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     ss_client *cl = ud;
-    rl_ss *ss = cl->ss;
+    rl__ss *ss = cl->ss;
     if (!rl__conn_is_open(conn)) return;
     if (h->flags != 0) {
         close_bad(conn, 0,
@@ -725,9 +725,9 @@ static void on_client_frame(rl_conn *conn, const rl_frame_header *h, const uint8
 }
 
 /* See ss_int.h: a client per accepted connection, on ss->clients until it closes. */
-void rl__ss_on_accept(rl_listener *lis, rl_conn *conn, void *ud) {
+void rl__ss_on_accept(rl__listener *lis, rl__conn *conn, void *ud) {
     (void)lis;
-    rl_ss *ss = ud;
+    rl__ss *ss = ud;
     ss_client *cl = rl__calloc(1, sizeof *cl);
     if (!cl || atomic_load(&ss->stopping)) {
         rl__free(cl);

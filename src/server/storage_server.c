@@ -3,15 +3,15 @@
  * upkeep, sending replies and requests to the coordinator, the HELLO it opens connections with,
  * the injected delay of new connections, a fatal error — and the two hooks through which one
  * part reaches another (wake_parked, maybe_sync). Its life cycle is ss_life.c; the accepted
- * connections and their reads ss_serve.c; replication ss_repl.c; mapped reads and
+ * connections and their reads ss_serve.c; replication ss_coord.c; mapped reads and
  * storage-to-storage reads ss_mapped.c; shard moves ss_move.c. The shared structures and their
  * thread rules are in ss_int.h.
  *
  * Invariants (besides ss_int.h's):
- *   1. This file calls no part by name: a part that needs another goes through a hook of rl_ss,
+ *   1. This file calls no part by name: a part that needs another goes through a hook of rl__ss,
  *      set by ss_life.c before the loop runs.
  *   2. `own` changes only through rl__ss_own_remove / rl__ss_own_assign (and a registration's
- *      replacement in ss_repl.c), each a new array published under map_mu, so a worker that holds
+ *      replacement in ss_coord.c), each a new array published under map_mu, so a worker that holds
  *      map_mu always sees a whole, sorted list.
  */
 #include "server/storage_server.h"
@@ -49,7 +49,7 @@ void rl__ss_ranges_free(ss_range *r, uint32_t n) {
     rl__free(r);
 }
 
-int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below) {
+int rl__ss_own_find(const rl__ss *ss, const uint8_t *key, uint32_t len, int below) {
     for (uint32_t i = 0; i < ss->n_own; i++) {
         const ss_range *r = &ss->own[i];
         int cb = rl__bytes_cmp(key, len, r->begin, r->begin_len);
@@ -63,14 +63,14 @@ int rl__ss_own_find(const rl_ss *ss, const uint8_t *key, uint32_t len, int below
     return -1;
 }
 
-int rl__ss_own_version(const rl_ss *ss, int i, rl_version v) {
+int rl__ss_own_version(const rl__ss *ss, int i, rl__version v) {
     const ss_range *r = &ss->own[i];
     if (r->until && v >= r->until) return RL_E_WRONG_SHARD_SERVER;
     if (r->since && v < r->since) return RL_E_TRANSACTION_TOO_OLD;
     return RL_OK;
 }
 
-void rl__ss_fatal(rl_ss *ss, int rc, const char *what) {
+void rl__ss_fatal(rl__ss *ss, int rc, const char *what) {
     int expected = 0;
     if (atomic_compare_exchange_strong(&ss->fatal, &expected, rc ? rc : RL_E_INTERNAL_ERROR)) {
         snprintf(ss->fatal_what, sizeof ss->fatal_what, "%s", what);
@@ -80,12 +80,12 @@ void rl__ss_fatal(rl_ss *ss, int rc, const char *what) {
     rl__loop_stop(ss->loop);
 }
 
-const char *rl__ss_fatal_what(const rl_ss *ss) {
+const char *rl__ss_fatal_what(const rl__ss *ss) {
     return atomic_load_explicit(&ss->fatal_what_set, memory_order_acquire) ? ss->fatal_what : "";
 }
 
-int rl__ss_send_msg(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *buf) {
-    rl_proto_why why;
+int rl__ss_send_msg(rl__conn *conn, uint64_t id, const rl__msg *m, rl_buf *buf) {
+    rl__proto_why why;
     rl__buf_reset(buf);
     int rc = rl__msg_encode(buf, m, &why);
     if (rc == RL_OK && buf->len > RL_NET_MAX_PAYLOAD) rc = RL_E_INVALID_ARGUMENT;
@@ -109,7 +109,7 @@ int rl__ss_send_msg(rl_conn *conn, uint64_t id, const rl_msg *m, rl_buf *buf) {
     return rc;
 }
 
-void rl__ss_send_error(rl_conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
+void rl__ss_send_error(rl__conn *conn, uint16_t type, uint64_t id, int code, const char *fmt, ...) {
     char msg[RL_PROTO_MAX_STRING];
     va_list ap;
     va_start(ap, fmt);
@@ -117,7 +117,7 @@ void rl__ss_send_error(rl_conn *conn, uint16_t type, uint64_t id, int code, cons
     va_end(ap);
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof msg) n = (int)sizeof msg - 1;
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = type;
     m.flags = RL_FRAME_REPLY | RL_FRAME_ERROR;
@@ -134,8 +134,8 @@ void rl__ss_send_error(rl_conn *conn, uint16_t type, uint64_t id, int code, cons
     rl__buf_release(&b);
 }
 
-int rl__ss_read_version(rl_ss *ss, rl_version v, rl_version *out_readv) {
-    rl_version known = atomic_load(&ss->known), applied = atomic_load(&ss->applied);
+int rl__ss_read_version(rl__ss *ss, rl__version v, rl__version *out_readv) {
+    rl__version known = atomic_load(&ss->known), applied = atomic_load(&ss->applied);
     uint64_t window = ss->o.window_versions;
     if (v > known) return RL_E_FUTURE_VERSION;
     if (known > window && v < known - window) return RL_E_TRANSACTION_TOO_OLD;
@@ -158,11 +158,11 @@ void rl__ss_map_free(ss_map *m) {
 }
 
 /* See ss_int.h. */
-void rl__ss_want_map(rl_ss *ss) { atomic_store(&ss->map_refresh_wanted, 1); }
+void rl__ss_want_map(rl__ss *ss) { atomic_store(&ss->map_refresh_wanted, 1); }
 
 /* See ss_int.h: remove [b, e) from the owned ranges, splitting ranges it cuts (the pieces keep
  * their since/until). */
-void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k) {
+void rl__ss_own_remove(rl__ss *ss, const rl__keyrange *k) {
     ss_range *nw = rl__calloc((size_t)ss->n_own * 2 + 1, sizeof *nw);
     uint32_t n = 0;
     if (!nw) {
@@ -213,7 +213,7 @@ void rl__ss_own_remove(rl_ss *ss, const rl_keyrange *k) {
 }
 
 /* See ss_int.h: add [b, e) to the owned ranges (kept sorted; what it overlaps is removed first). */
-void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since) {
+void rl__ss_own_assign(rl__ss *ss, const rl__keyrange *k, rl__version since) {
     rl__ss_own_remove(ss, k);
     if (atomic_load(&ss->fatal)) return;
     ss_range *nw = rl__calloc((size_t)ss->n_own + 1, sizeof *nw);
@@ -249,8 +249,8 @@ void rl__ss_own_assign(rl_ss *ss, const rl_keyrange *k, rl_version since) {
 /* ==== the coordinator connection ============================================================= */
 
 /* See ss_int.h. */
-int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id) {
-    rl_proto_why why;
+int rl__ss_co_send(rl__ss *ss, const rl__msg *m, uint64_t *out_id) {
+    rl__proto_why why;
     if (!ss->co) return RL_E_CONNECTION_FAILED;
     uint64_t id = ++ss->co_next_id;
     rl__buf_reset(&ss->co_buf);
@@ -268,22 +268,22 @@ int rl__ss_co_send(rl_ss *ss, const rl_msg *m, uint64_t *out_id) {
 /* ==== the hooks ============================================================================== */
 
 /* See ss_int.h. */
-void rl__ss_wake_parked(rl_ss *ss) {
+void rl__ss_wake_parked(rl__ss *ss) {
     if (ss->wake_parked) ss->wake_parked(ss);
 }
 
 /* See ss_int.h. */
-void rl__ss_maybe_sync(rl_ss *ss) {
+void rl__ss_maybe_sync(rl__ss *ss) {
     if (ss->maybe_sync) ss->maybe_sync(ss);
 }
 
 /* ==== the HELLO, the injected delay, statistics ============================================== */
 
-void rl__ss_delay_conn(rl_ss *ss, rl_conn *conn) {
+void rl__ss_delay_conn(rl__ss *ss, rl__conn *conn) {
     if (ss->delay_us || ss->jitter_us) (void)rl__netem_set(conn, ss->delay_us, ss->jitter_us, ss->delay_salt++);
 }
 
-void rl__ss_hello(const rl_ss *ss, rl_msg *m) {
+void rl__ss_hello(const rl__ss *ss, rl__msg *m) {
     memset(m, 0, sizeof *m);
     m->type = RL_MSG_HELLO;
     m->u.hello_req.magic = RL_PROTOCOL_MAGIC;
@@ -294,8 +294,8 @@ void rl__ss_hello(const rl_ss *ss, rl_msg *m) {
     m->u.hello_req.host_len = (uint32_t)strlen(ss->host);
 }
 
-void rl__ss_send_hello(const rl_ss *ss, rl_conn *conn) {
-    rl_msg m;
+void rl__ss_send_hello(const rl__ss *ss, rl__conn *conn) {
+    rl__msg m;
     rl__ss_hello(ss, &m);
     rl_buf b;
     rl__buf_init(&b);
@@ -303,13 +303,13 @@ void rl__ss_send_hello(const rl_ss *ss, rl_conn *conn) {
     rl__buf_release(&b);
 }
 
-void rl__ss_delay_closed(rl_ss *ss, rl_conn *conn) {
-    rl_lat_hist h;
+void rl__ss_delay_closed(rl__ss *ss, rl__conn *conn) {
+    rl__lat_hist h;
     rl__conn_get_lateness(conn, &h, 0);
     rl__lat_hist_merge(&ss->closed_late, &h);
 }
 
-void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
+void rl__ss_get_stats(rl__ss *ss, rl__ss_stats *out) {
     memset(out, 0, sizeof *out);
     out->applied_version = atomic_load(&ss->applied);
     out->known_version = atomic_load(&ss->known);
@@ -338,9 +338,9 @@ void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out) {
     out->registrations = atomic_load(&ss->registrations);
 }
 
-uint16_t rl__ss_port(const rl_ss *ss) { return ss->port; }
+uint16_t rl__ss_port(const rl__ss *ss) { return ss->port; }
 
-void rl__ss_stop(rl_ss *ss) {
+void rl__ss_stop(rl__ss *ss) {
     atomic_store(&ss->stopping, 1);
     rl__loop_stop(ss->loop);
 }

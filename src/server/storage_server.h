@@ -34,9 +34,9 @@
 #include "net/loop.h"
 #include "server/ss_options.h"
 
-typedef struct rl_ss rl_ss;
+typedef struct rl__ss rl__ss;
 
-/* rl_ss_options: server/ss_options.h. */
+/* rl__ss_options: server/ss_options.h. */
 
 /* rl__ss_new — create a storage server: open the engine in o->dir (recovering it), bind the
  * listener, start the threads.
@@ -46,27 +46,27 @@ typedef struct rl_ss rl_ss;
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (a missing or bad option, no member key), the engine's open errors
  * (RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT, …), the listener's (RL_E_ADDRESS_IN_USE,
  * RL_E_BIND_FAILED), RL_E_IO_ERROR (the directory cannot be created), RL_E_OUT_OF_MEMORY. */
-int rl__ss_new(const rl_ss_options *o, rl_ss **out, rl_buf *errmsg);
+int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg);
 
 /* rl__ss_port — the bound listening port. [any] */
-uint16_t rl__ss_port(const rl_ss *ss);
+uint16_t rl__ss_port(const rl__ss *ss);
 
 /* rl__ss_run — serve until rl__ss_stop (returns RL_OK) or a fatal error: the engine failed to
  * apply or sync (RL_E_IO_ERROR, RL_E_NO_SPACE, … — the server must not go on acknowledging), or
  * the loop failed. Call once. */
-int rl__ss_run(rl_ss *ss);
+int rl__ss_run(rl__ss *ss);
 
 /* rl__ss_fatal_what — after rl__ss_run returned a fatal error: what the server was doing when it
  * failed ("syncing the engine", "applying version 42", …; "" if not known), for the record of
  * src/server/fatal.h. Valid until rl__ss_free. [owner] */
-const char *rl__ss_fatal_what(const rl_ss *ss);
+const char *rl__ss_fatal_what(const rl__ss *ss);
 
 /* rl__ss_stop — make rl__ss_run return soon. [any] */
-void rl__ss_stop(rl_ss *ss);
+void rl__ss_stop(rl__ss *ss);
 
 /* rl__ss_free — stop the threads, close every connection and the engine, free (NULL is a
  * no-op). Not while rl__ss_run runs. */
-void rl__ss_free(rl_ss *ss);
+void rl__ss_free(rl__ss *ss);
 
 /* Counters and versions (for tests; STATUS reports the same). [any] */
 typedef struct {
@@ -84,7 +84,7 @@ typedef struct {
     uint64_t gets, get_keys, get_ranges, get_multi_served, get_multi_items_served;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
     int64_t mapped_queued, mapped_running, parked_now;
-} rl_ss_stats;
-void rl__ss_get_stats(rl_ss *ss, rl_ss_stats *out);
+} rl__ss_stats;
+void rl__ss_get_stats(rl__ss *ss, rl__ss_stats *out);
 
 #endif

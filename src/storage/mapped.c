@@ -91,7 +91,7 @@
  * rather than two per entry. The caller's block size is restored at the end. With a batch hook
  * no lock is held while it runs (it may block on the network): the index scan holds the read
  * lock, then each batch takes it once more for the items the hook hands back to be read here
- * (rl_secondary_item.read_here: a storage server's secondaries in its own shards), so local
+ * (rl__secondary_item.read_here: a storage server's secondaries in its own shards), so local
  * secondaries cost what they cost without a hook.
  */
 #include "storage/mapped.h"
@@ -115,7 +115,7 @@ typedef struct {
     size_t index; /* SEG_KEY / SEG_VALUE: element index */
 } mapper_seg;
 
-struct rl_mapper {
+struct rl__mapper {
     mapper_seg *segs; /* n_segs segments, in order (in the arena) */
     size_t n_segs;
     int is_range;     /* the mapper ended with "{...}" */
@@ -169,7 +169,7 @@ static int parse_index(const uint8_t *s, size_t n, size_t *out) {
 
 /* Move the pending literal bytes lit[0..len) into a new SEG_LITERAL segment in arena a, then
  * empty lit. No-op when lit is empty. RL_OK or RL_E_OUT_OF_MEMORY. */
-static int flush_literal(rl_mapper *m, rl_buf *lit, rl_arena *a) {
+static int flush_literal(rl__mapper *m, rl_buf *lit, rl_arena *a) {
     if (rl__buf_error(lit))
         return RL_E_OUT_OF_MEMORY; /* before the length: a failed append
                                                           leaves it 0 */
@@ -189,12 +189,12 @@ static int flush_literal(rl_mapper *m, rl_buf *lit, rl_arena *a) {
 /* Parse a mapper (see the file header). On RL_OK *out points into arena a; nothing is borrowed
  * from mapper. Errors: RL_E_MAPPER_NOT_TUPLE, RL_E_MAPPER_BAD_INDEX,
  * RL_E_MAPPER_BAD_RANGE_DESCRIPTOR, RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT (NULL arguments). */
-int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl_mapper **out) {
+int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl__mapper **out) {
     rl_buf lit, str;
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    rl__tuple_iter it;
+    rl__tuple_elem e;
     size_t count = 0, i;
-    rl_mapper *m;
+    rl__mapper *m;
     int rc;
 
     if (!a || !out || (!mapper && len)) return RL_E_INVALID_ARGUMENT;
@@ -239,7 +239,7 @@ int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl_mapper **ou
         if (has_open || has_close) {
             /* 1. Escapes: a literal, re-emitted as a byte string. */
             size_t nl = n;
-            rl_tuple_packer pk;
+            rl__tuple_packer pk;
             unescape_pair(str.data, &nl, '{');
             unescape_pair(str.data, &nl, '}');
             rl__tuple_packer_init(&pk, &lit);
@@ -289,7 +289,7 @@ fail:
     return rc;
 }
 
-int rl__mapper_is_range(const rl_mapper *m) { return m ? m->is_range : 0; }
+int rl__mapper_is_range(const rl__mapper *m) { return m ? m->is_range : 0; }
 
 /* The end of the top-level tuple element at p (p < end) when it is one of the common kinds —
  * an integer of 0..8 bytes (codes 0x0c..0x1c), a byte string or an ASCII string without an
@@ -321,8 +321,8 @@ static inline int walk_next(const uint8_t **pp, const uint8_t *end, const uint8_
     const uint8_t *p = *pp, *z;
     if (p >= end) return RL_E_NOT_FOUND;
     if (!(z = quick_elem_end(p, end))) {
-        rl_tuple_iter it;
-        rl_tuple_elem e;
+        rl__tuple_iter it;
+        rl__tuple_elem e;
         rl__tuple_iter_init(&it, p, (size_t)(end - p)); /* top level: the state is the position */
         int rc = rl__tuple_iter_next(&it, &e);
         if (rc != RL_OK) return rc;
@@ -420,7 +420,7 @@ static int span_walk_key(const uint8_t *data, size_t len, size_t want, elem_span
  * per placeholder. On RL_OK *out_len is P's length. Errors as rl__mapper_construct, in its
  * order: the key not a tuple, the value not a tuple, then the first placeholder (in mapper
  * order) whose index is past the end. Only for mappers whose indexes are < MAX_SPANS. */
-static int find_spans(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+static int find_spans(const rl__mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
                       key_memo *km, elem_spans *ks, elem_spans *vs, size_t *out_len) {
     size_t len = m->lit_len;
     ks->n = vs->n = 0;
@@ -438,7 +438,7 @@ static int find_spans(const rl_mapper *m, const void *key, size_t key_len, const
 }
 
 /* Write P (out_len bytes from find_spans) to dst. */
-static void write_p(const rl_mapper *m, const elem_spans *ks, const elem_spans *vs, uint8_t *dst) {
+static void write_p(const rl__mapper *m, const elem_spans *ks, const elem_spans *vs, uint8_t *dst) {
     for (size_t i = 0; i < m->n_segs; i++) {
         const mapper_seg *sg = &m->segs[i];
         const uint8_t *src;
@@ -457,12 +457,12 @@ static void write_p(const rl_mapper *m, const elem_spans *ks, const elem_spans *
 }
 
 /* 1 if the span fast path covers m (every placeholder index < MAX_SPANS). */
-static int spans_fit(const rl_mapper *m) {
+static int spans_fit(const rl__mapper *m) {
     return (!m->uses_key || m->max_key < MAX_SPANS) && (!m->uses_value || m->max_value < MAX_SPANS);
 }
 
 /* The general path: validate, then one rl__tuple_get per placeholder (any index). */
-static int construct_general(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+static int construct_general(const rl__mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
                              rl_buf *out) {
     size_t start = out->len;
     int rc = RL_OK;
@@ -471,7 +471,7 @@ static int construct_general(const rl_mapper *m, const void *key, size_t key_len
 
     for (size_t i = 0; i < m->n_segs; i++) {
         const mapper_seg *sg = &m->segs[i];
-        rl_tuple_elem e;
+        rl__tuple_elem e;
         if (sg->kind == SEG_LITERAL) {
             rl__buf_append(out, sg->lit, sg->lit_len);
             continue;
@@ -505,7 +505,7 @@ fail:
  * construct_general. Both give the same bytes and errors (test mapped_1_13). Errors:
  * RL_E_MAPPER_BAD_INDEX (index past the end), RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE,
  * RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+int rl__mapper_construct(const rl__mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
                          rl_buf *out) {
     elem_spans ks, vs;
     size_t len;
@@ -531,7 +531,7 @@ int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, co
  * P, then room for the secondary's end key (strinc(P) or P + "\0", secondary_bounds). On RL_OK
  * *out_p holds P (*out_len bytes). scratch is used only by the general path; km (the read's
  * key memo, or NULL) only by the span path. Errors as rl__mapper_construct. */
-static int construct_in_arena(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+static int construct_in_arena(const rl__mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
                               key_memo *km, rl_arena *a, rl_buf *scratch, uint8_t **out_p, size_t *out_len) {
     elem_spans ks, vs;
     const uint8_t *src;
@@ -578,7 +578,7 @@ enum {
  * room for n + 1 more bytes after it (construct_in_arena), where the end key is built: strinc(P)
  * (rl__strinc's rule: drop trailing 0xff bytes, increment the last one; an all-0xff P is
  * RL_E_INVALID_ARGUMENT), "\xff" for an empty P, or P + "\0" for a point read. */
-static int secondary_bounds(int is_range, uint8_t *p, size_t n, rl_mapped_entry *ent) {
+static int secondary_bounds(int is_range, uint8_t *p, size_t n, rl__mapped_entry *ent) {
     uint8_t *end = p + n;
     size_t end_len;
     if (n > UINT32_MAX - 1) return RL_E_INVALID_ARGUMENT;
@@ -609,7 +609,8 @@ static int secondary_bounds(int is_range, uint8_t *p, size_t n, rl_mapped_entry 
 /* Read *ent's secondary (bounds set by secondary_bounds) from the same engine at version v; the
  * caller holds the engine's read lock. Results are copied into a. Errors: those of the storage
  * read, RL_E_OUT_OF_MEMORY. */
-static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_limit, rl_arena *a, rl_mapped_entry *ent) {
+static int read_local(rl__storage *st, rl__version v, int row_limit, long byte_limit, rl_arena *a,
+                      rl__mapped_entry *ent) {
     rl_keyvalue *kvs = NULL;
     int n_kvs = 0, more = 0, rc;
     if (ent->is_range) {
@@ -644,13 +645,13 @@ static int read_local(rl_storage *st, rl_version v, int row_limit, long byte_lim
  * from st under one read lock. The first item error in order fails the batch; a hook that
  * breaks the output contract (negative count, rows without a pointer, a point read with more
  * than one row) is RL_E_INTERNAL_ERROR. */
-static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl_version v, int row_limit,
-                      long byte_limit, long budget, long target_left, int step, rl_secondary_item *items,
-                      rl_mapped_entry *ents, int n, rl_arena *a, int *out_read) {
+static int read_batch(rl__storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl__version v, int row_limit,
+                      long byte_limit, long budget, long target_left, int step, rl__secondary_item *items,
+                      rl__mapped_entry *ents, int n, rl_arena *a, int *out_read) {
     int rc, here = 0;
     *out_read = n;
     for (int i = 0; i < n; i++) {
-        rl_secondary_item *it = &items[i];
+        rl__secondary_item *it = &items[i];
         memset(it, 0, sizeof *it);
         it->is_range = ents[i].is_range;
         it->begin = ents[i].begin;
@@ -675,7 +676,7 @@ static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl
     if (here) rl__storage_read_lock(st);
     long bytes = 0;
     for (int i = 0; i < n && rc == RL_OK; i++) {
-        const rl_secondary_item *it = &items[i];
+        const rl__secondary_item *it = &items[i];
         if (it->error != RL_OK) {
             rc = it->error;
             break;
@@ -706,7 +707,7 @@ static int read_batch(rl_storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl
 
 /* The bytes entries ents[from..to) count against target_bytes (step 2 of the file header): each
  * one's index key and value and every key and value of its secondaries. */
-static long entries_cost(const rl_mapped_entry *ents, int from, int to) {
+static long entries_cost(const rl__mapped_entry *ents, int from, int to) {
     long cost = 0;
     for (int i = from; i < to; i++) {
         cost += (long)ents[i].index.key_len + (long)ents[i].index.value_len;
@@ -721,16 +722,16 @@ static long entries_cost(const rl_mapped_entry *ents, int from, int to) {
  * RL_E_RANGE_LIMITS_INVALID (a negative limit), those of the index and secondary reads
  * (RL_E_TRANSACTION_TOO_OLD, RL_E_FUTURE_VERSION, ...), of building P (RL_E_MAPPER_BAD_INDEX,
  * RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE) and RL_E_OUT_OF_MEMORY. */
-int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
-                                 size_t end_len, const rl_mapper *m, const rl_mapped_options *o,
-                                 rl_secondary_batch_fn fn, void *fn_ctx, rl_arena *a, rl_mapped_entry **out, int *out_n,
-                                 int *out_more) {
-    rl_mapped_options opt;
+int rl__storage_get_mapped_range(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
+                                 size_t end_len, const rl__mapper *m, const rl__mapped_options *o,
+                                 rl_secondary_batch_fn fn, void *fn_ctx, rl_arena *a, rl__mapped_entry **out,
+                                 int *out_n, int *out_more) {
+    rl__mapped_options opt;
     size_t block_size0;
     int locked = 0;
     rl_keyvalue *idx = NULL;
-    rl_mapped_entry *ents = NULL;
-    rl_secondary_item *items = NULL;
+    rl__mapped_entry *ents = NULL;
+    rl__secondary_item *items = NULL;
     int n_idx = 0, scan_more = 0, mapped = 0, rc;
     long index_bytes = 0, remaining;
     rl_buf p;
@@ -804,7 +805,7 @@ int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin
         if (a->used > 2 * a->block_size && a->block_size < MAX_BLOCK) a->block_size *= 2;
         stop = mapped + opt.batch < n_idx ? mapped + opt.batch : n_idx;
         for (int i = mapped; i < stop; i++) {
-            rl_mapped_entry *ent = &ents[i];
+            rl__mapped_entry *ent = &ents[i];
             uint8_t *pk;
             size_t pk_len;
             ent->index = idx[i];

@@ -22,22 +22,22 @@
 
 #include "storage/storage.h"
 
-typedef struct rl_mapper rl_mapper;
+typedef struct rl__mapper rl__mapper;
 
 /* Parse a packed mapper tuple. The result lives in arena a (and borrows nothing from mapper).
  * Errors: RL_E_MAPPER_NOT_TUPLE, RL_E_MAPPER_BAD_RANGE_DESCRIPTOR, RL_E_MAPPER_BAD_INDEX
  * (a malformed placeholder index), RL_E_OUT_OF_MEMORY. */
-int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl_mapper **out);
+int rl__mapper_parse(const void *mapper, size_t len, rl_arena *a, rl__mapper **out);
 /* 1 if the mapper ends with "{...}" (range mode). */
-int rl__mapper_is_range(const rl_mapper *m);
+int rl__mapper_is_range(const rl__mapper *m);
 /* Build the secondary key P for one index entry, appended to out. Errors: RL_E_MAPPER_BAD_INDEX
  * (index past the end), RL_E_KEY_NOT_TUPLE, RL_E_VALUE_NOT_TUPLE. */
-int rl__mapper_construct(const rl_mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
+int rl__mapper_construct(const rl__mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
                          rl_buf *out);
 
 /* One mapped entry: the public rl_mapped_keyvalue (index key-value and its secondary read). All
  * pointers live in the arena given to the read. */
-typedef rl_mapped_keyvalue rl_mapped_entry;
+typedef rl_mapped_keyvalue rl__mapped_entry;
 
 typedef struct {
     int limit;                 /* index entries; 0 = unlimited */
@@ -54,7 +54,7 @@ typedef struct {
      * batch_step would have mapped. */
     long batch_secondary_bytes;
     int batch_step;
-} rl_mapped_options;
+} rl__mapped_options;
 
 /* One secondary read of a batch handed to a rl_secondary_batch_fn. mapped.c fills the inputs
  * (every pointer lives in the read's arena and stays valid for the whole mapped read); the hook
@@ -85,18 +85,18 @@ typedef struct {
                               before the first unread item, with more; what follows it is ignored.
                               The first item of a mapped read's first batch must not be unread
                               (RL_E_INTERNAL_ERROR: the page would make no progress) */
-} rl_secondary_item;
+} rl__secondary_item;
 
 /* The batch hook of a mapped read: read the n secondaries items[0..n) at version v and fill each
  * item's outputs (results copied into arena a, the mapped read's arena; a is used by the calling
  * thread only, so a hook that lets other threads write into it must hand it over and take it back
- * with proper synchronisation). Called once per batch of the mapped read (rl_mapped_options.batch
+ * with proper synchronisation). Called once per batch of the mapped read (rl__mapped_options.batch
  * entries, the last batch possibly shorter), on the thread that called
  * rl__storage_get_mapped_range, with no engine lock held (it may block on the network). Return
  * RL_OK, or an error that fails the whole mapped read; an item's error does too (the first in item
  * order is returned). NULL as the hook means "read from the same engine". Used by the storage
  * server (src/server), whose records may live on other storage servers. */
-typedef int (*rl_secondary_batch_fn)(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a);
+typedef int (*rl_secondary_batch_fn)(void *ctx, rl__version v, rl__secondary_item *items, int n, rl_arena *a);
 
 /* Mapped range read of the index range [begin, end) at version v. Row limit counts index
  * entries; the byte budget covers index entries and secondaries (FoundationDB's accounting,
@@ -108,9 +108,9 @@ typedef int (*rl_secondary_batch_fn)(void *ctx, rl_version v, rl_secondary_item 
  * batch hook for the secondaries (rl_secondary_batch_fn). An error from any secondary read, or
  * from building a secondary key, fails the whole call (outputs empty). Also
  * RL_E_RANGE_LIMITS_INVALID for a negative limit and RL_E_INVALID_ARGUMENT for NULL handles. */
-int rl__storage_get_mapped_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
-                                 size_t end_len, const rl_mapper *m, const rl_mapped_options *o,
-                                 rl_secondary_batch_fn fn, void *fn_ctx, rl_arena *a, rl_mapped_entry **out, int *out_n,
-                                 int *out_more);
+int rl__storage_get_mapped_range(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
+                                 size_t end_len, const rl__mapper *m, const rl__mapped_options *o,
+                                 rl_secondary_batch_fn fn, void *fn_ctx, rl_arena *a, rl__mapped_entry **out,
+                                 int *out_n, int *out_more);
 
 #endif

@@ -29,14 +29,14 @@
 
 static atomic_int armed;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static rl_os_kind f_kind;
+static rl__os_kind f_kind;
 static long f_left; /* calls of f_kind to let through before the failure; < 0: never fail */
 static int f_errno;
 static int f_flags;
 static int f_fired;
 static long f_count[RL_OS_KINDS];
 
-void rl__os_fault_arm(rl_os_kind kind, long n, int err, int flags) {
+void rl__os_fault_arm(rl__os_kind kind, long n, int err, int flags) {
     pthread_mutex_lock(&mu);
     f_kind = kind;
     f_left = n;
@@ -56,7 +56,7 @@ void rl__os_fault_disarm(void) {
     pthread_mutex_unlock(&mu);
 }
 
-long rl__os_fault_count(rl_os_kind kind) {
+long rl__os_fault_count(rl__os_kind kind) {
     pthread_mutex_lock(&mu);
     long n = (unsigned)kind < RL_OS_KINDS ? f_count[kind] : 0;
     pthread_mutex_unlock(&mu);
@@ -67,7 +67,7 @@ int rl__os_fault_fired(void) { return rl__locked_int(&mu, &f_fired); }
 
 /* Count one call of `kind` and decide whether it fails. Returns 0 (go ahead) or the errno to
  * fail with; *out_torn is set to 1 when a write should tear first. Only called when armed. */
-static int inject(rl_os_kind kind, int *out_torn) {
+static int inject(rl__os_kind kind, int *out_torn) {
     int err = 0;
     pthread_mutex_lock(&mu);
     f_count[kind]++;

@@ -1,4 +1,4 @@
-/* os.h (internal) — the file-system calls of the durable code (the storage engines' durable.c
+/* os.h (internal) — the file-system calls of the durable code (the storage engines' memory.c
  * and ssd.c, the coordinator's commit log src/server/commitlog.c), with fault injection for
  * tests, and the small file helpers they share on top of them.
  *
@@ -43,18 +43,18 @@ typedef enum {
     RL_OS_READ = 6,
     RL_OS_MKDIR = 7,
     RL_OS_KINDS = 8
-} rl_os_kind;
+} rl__os_kind;
 
 enum { RL_OS_FAULT_TORN = 1 }; /* flags of rl__os_fault_arm */
 
 /* Arm one failure: the (n+1)th call of `kind` from now (n = 0: the next one) fails with errno
  * `err` (e.g. EIO, ENOSPC). Resets the counters. flags: 0 or RL_OS_FAULT_TORN. n < 0 arms
  * counting only (nothing fails). */
-void rl__os_fault_arm(rl_os_kind kind, long n, int err, int flags);
+void rl__os_fault_arm(rl__os_kind kind, long n, int err, int flags);
 /* Stop injecting and counting. */
 void rl__os_fault_disarm(void);
 /* Calls of `kind` made since the last arm (0 when nothing was armed). */
-long rl__os_fault_count(rl_os_kind kind);
+long rl__os_fault_count(rl__os_kind kind);
 /* 1 if the armed failure has happened. */
 int rl__os_fault_fired(void);
 

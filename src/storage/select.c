@@ -37,7 +37,7 @@ static const uint8_t *anchor(const rl_key_selector *sel, rl_arena *a, uint32_t *
 }
 
 /* Resolve one bound (rules 1, 2). *out_unresolved = 1 when it cannot be resolved here. */
-static int resolve_bound(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lol,
+static int resolve_bound(rl__storage *st, rl__version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lol,
                          int lo_is_min, const uint8_t *hi, uint32_t hil, int hi_is_max, rl_arena *a,
                          const uint8_t **out, uint32_t *out_len, int *out_unresolved) {
     *out_unresolved = 0;
@@ -45,7 +45,7 @@ static int resolve_bound(rl_storage *st, rl_version v, const rl_key_selector *se
         *out = anchor(sel, a, out_len);
         return *out ? RL_OK : RL_E_OUT_OF_MEMORY;
     }
-    rl_select_result r;
+    rl__select_result r;
     int rc = rl__storage_select(st, v, sel, lo, lol, lo_is_min, hi, hil, hi_is_max, a, &r);
     if (rc == RL_E_WRONG_SHARD_SERVER || (rc == RL_OK && !r.resolved)) {
         *out_unresolved = 1;
@@ -57,9 +57,9 @@ static int resolve_bound(rl_storage *st, rl_version v, const rl_key_selector *se
     return RL_OK;
 }
 
-int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector *begin, const rl_key_selector *end,
+int rl__storage_range_bounds(rl__storage *st, rl__version v, const rl_key_selector *begin, const rl_key_selector *end,
                              const uint8_t *lo, uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
-                             int hi_is_max, int reverse, rl_arena *a, rl_range_bounds *out) {
+                             int hi_is_max, int reverse, rl_arena *a, rl__range_bounds *out) {
     memset(out, 0, sizeof *out);
     int ub = 0, ue = 0;
     int rc = resolve_bound(st, v, begin, lo, lo_len, lo_is_min, hi, hi_len, hi_is_max, a, &out->rbegin,

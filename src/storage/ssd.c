@@ -1,9 +1,9 @@
 /* ssd.c — the `ssd` durable engine: versions older than the last flush live in LMDB (the base);
  * the map above it (storage.c) holds the MVCC window, made durable by the memory engine's
- * write-ahead log (durable.c) until a flush writes it to LMDB in one transaction. Formats in
+ * write-ahead log (memory.c) until a flush writes it to LMDB in one transaction. Formats in
  * docs/file-format.md ("The ssd engine").
  *
- * Directory contents (beside LOCK and the log files of durable.c):
+ * Directory contents (beside LOCK and the log files of memory.c):
  *   ENGINE      "ssd\n": the engine this directory was created with (written once, fsynced)
  *   data.mdb    one LMDB environment (MDB_NOSUBDIR is not used: the directory is the env), two
  *               named databases: "data" (the rows, encoded below) and "meta" (key "state":
@@ -75,14 +75,14 @@
 #define SSD_META_FORMAT 1u
 #define DEFAULT_FLUSH_BYTES (16ull << 20) /* flush every 16 MiB of log (docs/benchmarks.md) */
 
-struct rl_base_cur;
+struct rl__base_cur;
 
 typedef struct {
     MDB_env *env;
     MDB_dbi data, meta;
     char path[4200]; /* DIR/data.mdb, for messages */
     pthread_mutex_t pool_mu;
-    struct rl_base_cur *pool[SSD_POOL]; /* idle cursors, each with its read transaction */
+    struct rl__base_cur *pool[SSD_POOL]; /* idle cursors, each with its read transaction */
     int npool;
     uint64_t gen;                /* bumped by every flush (engine lock held exclusively) */
     unsigned psize;              /* LMDB's page size */
@@ -91,7 +91,7 @@ typedef struct {
     rl_buf kbuf;                 /* the flush's encoded key and long-key value */
 } ssd_env;
 
-static ssd_env *ssd_of(rl_storage *st) { return st->eng_priv; }
+static ssd_env *ssd_of(rl__storage *st) { return st->eng_priv; }
 
 /* Map an LMDB result to an error code, logging what failed and the file. */
 static int mdb_fail(ssd_env *s, const char *op, int e) {
@@ -150,8 +150,8 @@ static int long_split(const MDB_val *v, const uint8_t **suf, uint32_t *sl, const
  * safe with MDB_NOLOCK because an idle transaction is never read after a flush without renewal,
  * and no read runs during one (engine lock). */
 
-struct rl_base_cur;
-typedef struct rl_base_cur base_cur;
+struct rl__base_cur;
+typedef struct rl__base_cur base_cur;
 static int cur_take(ssd_env *s, base_cur **out);
 static void cur_give(ssd_env *s, base_cur *c);
 static MDB_txn *cur_txn(base_cur *c);
@@ -183,7 +183,7 @@ static int lookup(ssd_env *s, MDB_txn *t, const uint8_t *k, uint32_t kl, int *pr
     return RL_OK;
 }
 
-static int ssd_base_get(rl_storage *st, const uint8_t *k, uint32_t kl, rl_arena *a, rl_buf *buf, int *out_present,
+static int ssd_base_get(rl__storage *st, const uint8_t *k, uint32_t kl, rl_arena *a, rl_buf *buf, int *out_present,
                         const uint8_t **out_val, uint32_t *out_len) {
     ssd_env *s = ssd_of(st);
     base_cur *c;
@@ -223,7 +223,7 @@ typedef struct {
 
 enum { POS_BEGIN = 0, POS_END, POS_SHORT, POS_GROUP };
 
-struct rl_base_cur {
+struct rl__base_cur {
     ssd_env *s;
     MDB_txn *txn;
     MDB_cursor *c;
@@ -249,7 +249,7 @@ static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Load the group whose encoded prefix is pfx (0x00 P) with the LMDB cursor anywhere; leaves it
  * at the entry after the group (gafter) and the group sorted, gi = 0. */
-static int load_group(rl_base_cur *c, const uint8_t *pfx) {
+static int load_group(rl__base_cur *c, const uint8_t *pfx) {
     ssd_env *s = c->s;
     uint8_t ek[RL_SSD_LONG_KEY];
     memcpy(ek, pfx, 1 + RL_SSD_SHORT);
@@ -289,7 +289,7 @@ static int load_group(rl_base_cur *c, const uint8_t *pfx) {
 
 /* The LMDB cursor is at entry (k, v) (e == 0) or ran off an end (MDB_NOTFOUND): make that the
  * position; a long entry loads its group, at its first (forward) or last row. */
-static int land(rl_base_cur *c, int e, MDB_val *k, MDB_val *v, int forward) {
+static int land(rl__base_cur *c, int e, MDB_val *k, MDB_val *v, int forward) {
     if (e == MDB_NOTFOUND) {
         c->pos = forward ? POS_END : POS_BEGIN;
         return RL_OK;
@@ -309,7 +309,7 @@ static int land(rl_base_cur *c, int e, MDB_val *k, MDB_val *v, int forward) {
 }
 
 /* Leave the group forward (to the entry after it) or backward (to the entry before it). */
-static int leave_group(rl_base_cur *c, int forward) {
+static int leave_group(rl__base_cur *c, int forward) {
     MDB_val k, v;
     int e;
     if (forward) {
@@ -389,14 +389,14 @@ static void cur_give(ssd_env *s, base_cur *c) {
     if (c) cur_destroy(c);
 }
 
-static int ssd_cur_open(rl_storage *st, rl_base_cur **out) { return cur_take(ssd_of(st), out); }
+static int ssd_cur_open(rl__storage *st, rl__base_cur **out) { return cur_take(ssd_of(st), out); }
 
-static void ssd_cur_close(rl_base_cur *c) {
+static void ssd_cur_close(rl__base_cur *c) {
     if (c) cur_give(c->s, c);
 }
 
 /* The current row's key (POS_SHORT or POS_GROUP). */
-static void cur_key(const rl_base_cur *c, const uint8_t **k, uint32_t *kl) {
+static void cur_key(const rl__base_cur *c, const uint8_t **k, uint32_t *kl) {
     if (c->pos == POS_SHORT) {
         *k = (const uint8_t *)c->k.mv_data + 1;
         *kl = (uint32_t)c->k.mv_size - 1;
@@ -406,9 +406,9 @@ static void cur_key(const rl_base_cur *c, const uint8_t **k, uint32_t *kl) {
     }
 }
 
-static int ssd_cur_next(rl_base_cur *c);
+static int ssd_cur_next(rl__base_cur *c);
 
-static int ssd_cur_seek_ge(rl_base_cur *c, const uint8_t *k, uint32_t kl, int strict) {
+static int ssd_cur_seek_ge(rl__base_cur *c, const uint8_t *k, uint32_t kl, int strict) {
     uint8_t ek[RL_SSD_LONG_KEY];
     size_t n = enc_key(k, kl, ek);
     if (kl > RL_SSD_SHORT) memset(ek + 1 + RL_SSD_SHORT, 0, 8); /* the start of k's group */
@@ -427,7 +427,7 @@ static int ssd_cur_seek_ge(rl_base_cur *c, const uint8_t *k, uint32_t kl, int st
     return rc;
 }
 
-static int ssd_cur_next(rl_base_cur *c) {
+static int ssd_cur_next(rl__base_cur *c) {
     MDB_val k, v;
     int e;
     switch (c->pos) {
@@ -447,7 +447,7 @@ static int ssd_cur_next(rl_base_cur *c) {
     }
 }
 
-static int ssd_cur_prev(rl_base_cur *c) {
+static int ssd_cur_prev(rl__base_cur *c) {
     MDB_val k, v;
     int e;
     switch (c->pos) {
@@ -463,12 +463,12 @@ static int ssd_cur_prev(rl_base_cur *c) {
     }
 }
 
-static int ssd_cur_seek_lt(rl_base_cur *c, const uint8_t *k, uint32_t kl, int or_equal) {
+static int ssd_cur_seek_lt(rl__base_cur *c, const uint8_t *k, uint32_t kl, int or_equal) {
     int rc = ssd_cur_seek_ge(c, k, kl, or_equal);
     return rc == RL_OK ? ssd_cur_prev(c) : rc;
 }
 
-static int ssd_cur_get(rl_base_cur *c, const uint8_t **k, uint32_t *kl, const uint8_t **v, uint32_t *vl) {
+static int ssd_cur_get(rl__base_cur *c, const uint8_t **k, uint32_t *kl, const uint8_t **v, uint32_t *vl) {
     if (c->pos == POS_SHORT) {
         cur_key(c, k, kl);
         *v = c->v.mv_data;
@@ -548,7 +548,7 @@ static inline int lp_node(const ssd_env *s, const lpage *p, unsigned i, lnode *o
  * entry is not one the walk reads (its value on an overflow page); 0 when the page does not
  * look like LMDB 0.9's leaf page holding that entry (the caller turns the walk off). last: try
  * the page's last node first (else its first: where MDB_NEXT / MDB_PREV land on a page). */
-static int lp_find(const ssd_env *s, const rl_base_cur *c, int last, lpage *p, unsigned *idx) {
+static int lp_find(const ssd_env *s, const rl__base_cur *c, int last, lpage *p, unsigned *idx) {
     const uint8_t *k = c->k.mv_data;
     p->pg = (const uint8_t *)((uintptr_t)k & ~(uintptr_t)(s->psize - 1));
     if (k - p->pg < (ptrdiff_t)(LP_HDR + LN_HDR)) return 0;
@@ -617,7 +617,7 @@ enum { WALK_STOP, WALK_MOVED, WALK_SLOW };
 
 /* Put the LMDB cursor on node nd of the current page (MDB_SET: LMDB finds it on the cursor's
  * page without a search) and step past it in the walk's direction. */
-static int walk_step_past(rl_base_cur *c, const lnode *nd, int reverse) {
+static int walk_step_past(rl__base_cur *c, const lnode *nd, int reverse) {
     MDB_val k = {nd->ks, (void *)nd->key}, v;
     int e = mdb_cursor_get(c->c, &k, &v, MDB_SET);
     if (e) return mdb_fail(c->s, "cursor", e == MDB_NOTFOUND ? MDB_CORRUPTED : e);
@@ -628,7 +628,7 @@ static int walk_step_past(rl_base_cur *c, const lnode *nd, int reverse) {
  * into o, bounded by [b, e). WALK_STOP: the range ended (*more: a row was left over) or *rc
  * failed; WALK_MOVED: the cursor moved past the rows read (to the next page, or to a row the
  * walk does not read); WALK_SLOW: the cursor's entry is for ssd_cur_get (not one to walk). */
-static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, uint32_t bl, const uint8_t *e,
+static int walk_page(ssd_env *s, rl__base_cur *c, rows_out *o, const uint8_t *b, uint32_t bl, const uint8_t *e,
                      uint32_t el, int reverse, int *more, int *rc) {
     lpage p;
     unsigned i;
@@ -680,7 +680,7 @@ static int walk_page(ssd_env *s, rl_base_cur *c, rows_out *o, const uint8_t *b, 
 /* The engine's base_range (engine.h): a range of the base alone, by walk_page where the walk is
  * on and the row is one it reads, else by the cursor functions. Rows copied into a; errors are
  * the cursor's (LMDB's, mapped by mdb_fail) and RL_E_OUT_OF_MEMORY. */
-static int ssd_base_range(rl_storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, int limit,
+static int ssd_base_range(rl__storage *st, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, int limit,
                           long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs, int *out_n,
                           int *out_more) {
     ssd_env *s = ssd_of(st);
@@ -724,7 +724,7 @@ static int ssd_base_range(rl_storage *st, const uint8_t *b, uint32_t bl, const u
     return RL_OK;
 }
 
-int rl__ssd_page_walk(rl_storage *st, uint64_t *pages) {
+int rl__ssd_page_walk(rl__storage *st, uint64_t *pages) {
     ssd_env *s = st && st->eng == &rl__engine_ssd ? ssd_of(st) : NULL;
     if (pages) *pages = s ? atomic_load(&s->walked) : 0;
     return s ? atomic_load(&s->walk) : 0;
@@ -733,7 +733,7 @@ int rl__ssd_page_walk(rl_storage *st, uint64_t *pages) {
 /* ---- meta -------------------------------------------------------------------------------- */
 
 typedef struct {
-    rl_version version;
+    rl__version version;
     uint64_t seq, keys, bytes;
 } ssd_meta;
 
@@ -777,7 +777,7 @@ static int meta_put(ssd_env *s, MDB_txn *t, const ssd_meta *m) {
 
 /* ---- open / close ------------------------------------------------------------------------ */
 
-static void ssd_close(rl_storage *st) {
+static void ssd_close(rl__storage *st) {
     ssd_env *s = ssd_of(st);
     if (s) {
         for (int i = 0; i < s->npool; i++) cur_destroy(s->pool[i]);
@@ -790,7 +790,7 @@ static void ssd_close(rl_storage *st) {
     rl__logdir_close(st);
 }
 
-static int ssd_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
+static int ssd_open(rl__storage *st, const rl__storage_options *o, rl_buf *errmsg) {
     int rc, e;
     ssd_meta m;
     int found;
@@ -933,7 +933,7 @@ static int flush_row(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v,
 
 /* Flush the window to LMDB (see the top of the file). OOM before the commit changes nothing
  * durable and does not poison; any other failure poisons. */
-static int ssd_flush(rl_storage *st) {
+static int ssd_flush(rl__storage *st) {
     ssd_env *s = ssd_of(st);
     int rc, e;
     if (st->poisoned) return st->poisoned;
@@ -963,9 +963,9 @@ static int ssd_flush(rl_storage *st) {
     return RL_OK;
 }
 
-static int ssd_after_apply(rl_storage *st) { return rl__logdir_after_apply(st, ssd_flush); }
+static int ssd_after_apply(rl__storage *st) { return rl__logdir_after_apply(st, ssd_flush); }
 
-const rl_engine_ops rl__engine_ssd = {
+const rl__engine_ops rl__engine_ssd = {
     .name = "ssd",
     .open = ssd_open,
     .close = ssd_close,

@@ -12,6 +12,6 @@
  * RL_SSD_PAGE_WALK=0 at open, a page that was not laid out as expected, or not an ssd store);
  * *pages (may be NULL) the leaf pages walked since open. Takes no lock: for tests, between
  * reads. */
-int rl__ssd_page_walk(rl_storage *st, uint64_t *pages);
+int rl__ssd_page_walk(rl__storage *st, uint64_t *pages);
 
 #endif

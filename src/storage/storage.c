@@ -1,6 +1,6 @@
 /* storage.c — the versioned ordered map of the storage engine (the MVCC window), its reads and
  * apply, and the garbage collector. The files live behind the durable-engine interface
- * (engine.h): durable.c (memory) and ssd.c (LMDB).
+ * (engine.h): memory.c (memory) and ssd.c (LMDB).
  *
  * Structure: a B+tree of rows. A row is one heap allocation per key (its key, its chain of
  * versions newest first, each a value or a tombstone, and the first version inline). Leaves hold
@@ -109,7 +109,7 @@
 static inline uint64_t key_hash(const uint8_t *k, size_t kl) { return rl__hash64(k, kl, 0) | 1; }
 
 /* The row with key k, or NULL. */
-static bt_row *hfind(const rl_storage *st, const uint8_t *k, size_t kl) {
+static bt_row *hfind(const rl__storage *st, const uint8_t *k, size_t kl) {
     if (!st->hcap) return NULL;
     uint64_t h = key_hash(k, kl);
     size_t mask = st->hcap - 1;
@@ -128,7 +128,7 @@ static void hput(st_hslot *tab, size_t cap, uint64_t h, bt_row *r) {
 }
 
 /* Make room for one more row (grows the table; RL_E_OUT_OF_MEMORY leaves it unchanged). */
-static int hreserve(rl_storage *st) {
+static int hreserve(rl__storage *st) {
     if ((st->hcount + 1) * 2 <= st->hcap) return RL_OK;
     size_t cap = st->hcap ? st->hcap * 2 : 1024;
     st_hslot *t = rl__calloc(cap, sizeof *t);
@@ -141,7 +141,7 @@ static int hreserve(rl_storage *st) {
     return RL_OK;
 }
 
-static void hremove(rl_storage *st, const bt_row *r) {
+static void hremove(rl__storage *st, const bt_row *r) {
     size_t mask = st->hcap - 1, i = key_hash(r->key, r->klen) & mask;
     while (st->htab[i].r != r) i = (i + 1) & mask;
     /* Backward-shift deletion keeps every probe chain unbroken. */
@@ -217,7 +217,7 @@ static inline st_ver *inline_ver(const bt_row *r) {
     return (st_ver *)((p + 7) & ~(uintptr_t)7);
 }
 
-static st_ver *ver_new(rl_version v, const uint8_t *val, uint32_t len, int is_clear) {
+static st_ver *ver_new(rl__version v, const uint8_t *val, uint32_t len, int is_clear) {
     st_ver *e = rl__malloc(sizeof *e + len);
     if (!e) return NULL;
     e->older = NULL;
@@ -242,7 +242,7 @@ static void chain_free(const bt_row *r, st_ver *e) {
 
 /* A new row for key k whose only version is (v, val). NULL on OOM. The caller owns it until it
  * is linked into the tree. */
-static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val, uint32_t vl) {
+static bt_row *row_new(const uint8_t *k, uint32_t kl, rl__version v, const uint8_t *val, uint32_t vl) {
     size_t keyend = sizeof(bt_row) + kl;
     bt_row *r = rl__malloc(((keyend + 7) & ~(size_t)7) + sizeof(st_ver) + vl);
     if (!r) return NULL;
@@ -260,14 +260,14 @@ static bt_row *row_new(const uint8_t *k, uint32_t kl, rl_version v, const uint8_
 }
 
 /* The entry visible at v: the newest with version <= v, or NULL if none or a tombstone. */
-static inline const st_ver *visible(const bt_row *r, rl_version v) {
+static inline const st_ver *visible(const bt_row *r, rl__version v) {
     const st_ver *e = r->chain;
     while (e && e->v > v) e = e->older;
     return e && !e->is_clear ? e : NULL;
 }
 
 /* The newest entry at or below v (a value or a tombstone), or NULL if none. */
-static inline const st_ver *entry_at(const bt_row *r, rl_version v) {
+static inline const st_ver *entry_at(const bt_row *r, rl__version v) {
     const st_ver *e = r->chain;
     while (e && e->v > v) e = e->older;
     return e;
@@ -330,7 +330,7 @@ static inline uint32_t leaf_search(const bt_leaf *l, const uint8_t *k, size_t kl
 }
 
 /* The leaf whose key interval holds k; records the path when path is not NULL. */
-static bt_leaf *descend(const rl_storage *st, const uint8_t *k, size_t kl, bt_path *path) {
+static bt_leaf *descend(const rl__storage *st, const uint8_t *k, size_t kl, bt_path *path) {
     void *x = st->root;
     for (int d = 0; d < st->depth; d++) {
         bt_inner *in = x;
@@ -347,7 +347,7 @@ static bt_leaf *descend(const rl_storage *st, const uint8_t *k, size_t kl, bt_pa
 /* The first row with key >= k (with strict: > k). Every key of the leaves after the one k
  * descends to is >= its upper separator > k, so the answer is in that leaf or is the first row
  * of the next one (leaves are never empty, invariant 1). */
-static cursor seek(const rl_storage *st, const uint8_t *k, size_t kl, int strict) {
+static cursor seek(const rl__storage *st, const uint8_t *k, size_t kl, int strict) {
     bt_leaf *l = descend(st, k, kl, NULL);
     cursor c = {l, leaf_search(l, k, kl, strict)};
     if (c.i == l->n) {
@@ -374,7 +374,7 @@ static inline void cur_prev(cursor *c) {
 }
 
 /* The position before c (c past the end: the last row). */
-static cursor cur_before(const rl_storage *st, cursor c) {
+static cursor cur_before(const rl__storage *st, cursor c) {
     if (c.l) {
         cur_prev(&c);
     } else {
@@ -455,7 +455,7 @@ static void inner_put(bt_inner *in, uint32_t j, bt_sep *s, void *c) {
 /* Link row r (its key not in the tree) into the tree, splitting the leaf and as many ancestors
  * as are full. Every allocation happens first: RL_E_OUT_OF_MEMORY leaves the tree unchanged
  * (invariant 11). r stays owned by the caller on error, by the tree on success. */
-static int bt_insert(rl_storage *st, bt_row *r) {
+static int bt_insert(rl__storage *st, bt_row *r) {
     bt_path p;
     bt_inner *spare[BT_MAX_DEPTH + 1];
     int nspare = 0, d;
@@ -537,7 +537,7 @@ fail:
 
 /* ---- B+tree: remove ---------------------------------------------------------------------- */
 
-static void leaf_unlink(rl_storage *st, bt_leaf *l) {
+static void leaf_unlink(rl__storage *st, bt_leaf *l) {
     if (l->prev) l->prev->next = l->next;
     else st->first = l->next;
     if (l->next) l->next->prev = l->prev;
@@ -548,7 +548,7 @@ static void leaf_unlink(rl_storage *st, bt_leaf *l) {
 /* Remove child p->idx[d] (already freed or merged away) from p->node[d] with its separator;
  * an inner node left empty is freed and removed from its parent in turn; a root left with one
  * child is collapsed (invariant 2). */
-static void inner_drop(rl_storage *st, bt_path *p, int d) {
+static void inner_drop(rl__storage *st, bt_path *p, int d) {
     bt_inner *in = p->node[d];
     uint32_t j = p->idx[d];
     if (j == 0) {
@@ -582,7 +582,7 @@ static void inner_drop(rl_storage *st, bt_path *p, int d) {
 }
 
 /* Move every row of b (the right neighbour of a) to the end of a; frees b. */
-static void leaf_merge(rl_storage *st, bt_leaf *a, bt_leaf *b) {
+static void leaf_merge(rl__storage *st, bt_leaf *a, bt_leaf *b) {
     memcpy(&a->rows[a->n], b->rows, b->n * sizeof b->rows[0]);
     a->n += b->n;
     leaf_reprefix(a);
@@ -590,7 +590,7 @@ static void leaf_merge(rl_storage *st, bt_leaf *a, bt_leaf *b) {
 }
 
 /* Unlink row r from the tree (not from the hash; r is not freed). Allocates nothing. */
-static void bt_remove(rl_storage *st, const bt_row *r) {
+static void bt_remove(rl__storage *st, const bt_row *r) {
     bt_path p;
     bt_leaf *l = descend(st, r->key, r->klen, &p);
     uint32_t i = leaf_search(l, r->key, r->klen, 0);
@@ -625,7 +625,7 @@ static void inner_free(bt_inner *x, int h) {
 }
 
 /* Unlink row r from the hash and the tree and free it with its chain. */
-static void row_remove(rl_storage *st, bt_row *r) {
+static void row_remove(rl__storage *st, bt_row *r) {
     hremove(st, r);
     bt_remove(st, r);
     chain_free(r, r->chain);
@@ -634,7 +634,7 @@ static void row_remove(rl_storage *st, bt_row *r) {
 
 /* ---- GC ---------------------------------------------------------------------------------- */
 
-static int dirty_push(rl_storage *st, bt_row *r) {
+static int dirty_push(rl__storage *st, bt_row *r) {
     if (r->in_dirty) return RL_OK;
     if (st->dirty_n == st->dirty_cap) {
         size_t cap = st->dirty_cap ? st->dirty_cap * 2 : 256;
@@ -655,7 +655,7 @@ static int dirty_push(rl_storage *st, bt_row *r) {
 static int needs_gc(const bt_row *r) { return r->chain->older != NULL || r->chain->is_clear; }
 
 /* Collapse the history of r at or below oldest (invariant 5). Returns 1 if r was removed. */
-static int collapse(rl_storage *st, bt_row *r) {
+static int collapse(rl__storage *st, bt_row *r) {
     st_ver **link = &r->chain;
     while (*link && (*link)->v > st->oldest) link = &(*link)->older;
     st_ver *e = *link;
@@ -684,7 +684,7 @@ static int collapse(rl_storage *st, bt_row *r) {
 }
 
 /* Pop up to budget rows from the dirty ring, collapse them, requeue those still dirty. */
-static void gc_steps(rl_storage *st, size_t budget) {
+static void gc_steps(rl__storage *st, size_t budget) {
     while (budget-- > 0 && st->dirty_n > 0) {
         bt_row *r = st->dirty[st->dirty_head];
         st->dirty_head = (st->dirty_head + 1) % st->dirty_cap;
@@ -694,7 +694,7 @@ static void gc_steps(rl_storage *st, size_t budget) {
     }
 }
 
-void rl__storage_collect(rl_storage *st) {
+void rl__storage_collect(rl__storage *st) {
     pthread_rwlock_wrlock(&st->lock);
     gc_steps(st, st->dirty_n);
     pthread_rwlock_unlock(&st->lock);
@@ -704,8 +704,8 @@ void rl__storage_collect(rl_storage *st) {
 
 /* Link a new row for key k with one version (v, val) into the hash and the tree. The key must
  * be absent. RL_E_OUT_OF_MEMORY leaves both unchanged. */
-static int row_insert_out(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val, uint32_t vl,
-                          bt_row **out) {
+static int row_insert_out(rl__storage *st, const uint8_t *k, uint32_t kl, rl__version v, const uint8_t *val,
+                          uint32_t vl, bt_row **out) {
     if (hreserve(st) != RL_OK) return RL_E_OUT_OF_MEMORY;
     bt_row *r = row_new(k, kl, v, val, vl);
     if (out) *out = r;
@@ -721,14 +721,14 @@ static int row_insert_out(rl_storage *st, const uint8_t *k, uint32_t kl, rl_vers
     return RL_OK;
 }
 
-static int row_insert(rl_storage *st, const uint8_t *k, uint32_t kl, rl_version v, const uint8_t *val, uint32_t vl) {
+static int row_insert(rl__storage *st, const uint8_t *k, uint32_t kl, rl__version v, const uint8_t *val, uint32_t vl) {
     return row_insert_out(st, k, kl, v, val, vl, NULL);
 }
 
 /* A new row for key k, which is not in the map but may be in the base (base_present, its value
  * base_len bytes): one entry at v, a value or (is_clear) a tombstone. Keeps the live counts of
  * the whole state. */
-static int row_over_base(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl,
+static int row_over_base(rl__storage *st, rl__version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl,
                          int is_clear, int base_present, uint32_t base_len) {
     bt_row *r = NULL;
     int rc = row_insert_out(st, k, kl, v, is_clear ? NULL : val, is_clear ? 0 : vl, &r);
@@ -748,7 +748,8 @@ static int row_over_base(rl_storage *st, rl_version v, const uint8_t *k, uint32_
 }
 
 /* Point read of the base for a writer (value in st->base_buf). */
-static int base_lookup(rl_storage *st, const uint8_t *k, uint32_t kl, int *present, const uint8_t **val, uint32_t *vl) {
+static int base_lookup(rl__storage *st, const uint8_t *k, uint32_t kl, int *present, const uint8_t **val,
+                       uint32_t *vl) {
     *present = 0;
     *val = NULL;
     *vl = 0;
@@ -757,7 +758,7 @@ static int base_lookup(rl_storage *st, const uint8_t *k, uint32_t kl, int *prese
 }
 
 /* Write a value (or a tombstone when is_clear) for key k at version v. */
-static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl,
+static int write_key(rl__storage *st, rl__version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl,
                      int is_clear) {
     bt_row *r = hfind(st, k, kl);
     if (!r && st->has_base) {
@@ -799,11 +800,11 @@ static int write_key(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl
     return RL_OK;
 }
 
-static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+static int clear_range(rl__storage *st, rl__version v, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (rl__bytes_cmp(b, bl, e, el) >= 0) return RL_OK;
     if (st->has_base) {
         /* Base rule B2: every base key of the range not in the map gets a tombstone row. */
-        rl_base_cur *bc = NULL;
+        rl__base_cur *bc = NULL;
         const uint8_t *k, *val;
         uint32_t kl, vl;
         int rc = st->eng->cur_open(st, &bc);
@@ -836,11 +837,11 @@ static int clear_range(rl_storage *st, rl_version v, const uint8_t *b, uint32_t 
     return RL_OK;
 }
 
-int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
+int rl__storage_map_apply(rl__storage *st, rl__version v, const rl__mutation *muts, size_t n) {
     int rc = RL_OK;
     st->touched = 0;
     for (size_t i = 0; i < n && rc == RL_OK; i++) {
-        const rl_mutation *m = &muts[i];
+        const rl__mutation *m = &muts[i];
         switch (m->type) {
         case RL_MUT_SET: rc = write_key(st, v, m->p1, m->len1, m->p2, m->len2, 0); break;
         case RL_MUT_CLEAR: rc = write_key(st, v, m->p1, m->len1, NULL, 0, 1); break;
@@ -869,14 +870,15 @@ int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts,
     return rc;
 }
 
-int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl) {
+int rl__storage_map_load(rl__storage *st, rl__version v, const uint8_t *k, uint32_t kl, const uint8_t *val,
+                         uint32_t vl) {
     const bt_leaf *l = st->last;
     if (l->n && row_cmp(l->rows[l->n - 1], k, kl) >= 0)
         return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT); /* keys must arrive strictly ascending */
     return row_insert(st, k, kl, v, val, vl);
 }
 
-int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
+int rl__storage_apply(rl__storage *st, rl__version v, const rl__mutation *muts, size_t n) {
     int rc;
     pthread_rwlock_wrlock(&st->lock);
     if (st->read_only) {
@@ -912,7 +914,7 @@ out:
 
 /* ---- what the engines use (engine.h) ------------------------------------------------------ */
 
-int rl__storage_map_each(rl_storage *st, rl_map_each_cb cb, void *ctx) {
+int rl__storage_map_each(rl__storage *st, rl_map_each_cb cb, void *ctx) {
     for (const bt_leaf *l = st->first; l; l = l->next)
         for (uint32_t i = 0; i < l->n; i++) {
             const bt_row *r = l->rows[i];
@@ -924,7 +926,7 @@ int rl__storage_map_each(rl_storage *st, rl_map_each_cb cb, void *ctx) {
     return RL_OK;
 }
 
-int rl__storage_map_changed(rl_storage *st, rl_version since, rl_map_changed_cb cb, void *ctx) {
+int rl__storage_map_changed(rl__storage *st, rl__version since, rl_map_changed_cb cb, void *ctx) {
     for (const bt_leaf *l = st->first; l; l = l->next)
         for (uint32_t i = 0; i < l->n; i++) {
             const bt_row *r = l->rows[i];
@@ -936,7 +938,7 @@ int rl__storage_map_changed(rl_storage *st, rl_version since, rl_map_changed_cb 
     return RL_OK;
 }
 
-int rl__storage_map_pin(rl_storage *st) {
+int rl__storage_map_pin(rl__storage *st) {
     for (bt_leaf *l = st->first; l; l = l->next)
         for (uint32_t i = 0; i < l->n; i++) {
             bt_row *r = l->rows[i];
@@ -957,7 +959,7 @@ int rl__storage_map_pin(rl_storage *st) {
     return RL_OK;
 }
 
-void rl__storage_map_evict(rl_storage *st) {
+void rl__storage_map_evict(rl__storage *st) {
     /* Collect first: removals rebalance the leaves being walked. Rows queued for GC are left to
      * it (invariant 6: the ring never holds a freed row); collapse evicts them (rule B3). Out of
      * memory for the list evicts what was listed (eviction only bounds memory; the next flush
@@ -978,7 +980,7 @@ remove:
 
 /* ---- open / close / status --------------------------------------------------------------- */
 
-int rl__storage_map_init(rl_storage *st) {
+int rl__storage_map_init(rl__storage *st) {
     bt_leaf *l = rl__calloc(1, sizeof *l);
     if (!l) return RL_E_OUT_OF_MEMORY;
     st->root = st->first = st->last = l;
@@ -988,7 +990,7 @@ int rl__storage_map_init(rl_storage *st) {
     return RL_OK;
 }
 
-void rl__storage_map_release(rl_storage *st) {
+void rl__storage_map_release(rl__storage *st) {
     if (!st->root) return;
     if (st->depth > 0) inner_free(st->root, st->depth);
     bt_leaf *l = st->first;
@@ -1008,8 +1010,8 @@ void rl__storage_map_release(rl_storage *st) {
     rl__buf_release(&st->base_buf);
 }
 
-int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *errmsg) {
-    rl_storage_options def;
+int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl_buf *errmsg) {
+    rl__storage_options def;
     int rc;
     if (!opts) {
         memset(&def, 0, sizeof def);
@@ -1017,13 +1019,13 @@ int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *e
     }
     if (!out || (opts->engine != RL_ENGINE_MEMORY && opts->engine != RL_ENGINE_SSD && opts->engine != RL_ENGINE_AUTO))
         return RL_E_INVALID_ARGUMENT;
-    const rl_engine_ops *eng = NULL;
+    const rl__engine_ops *eng = NULL;
     if (opts->dir && (rc = rl__logdir_pick_engine(opts, &eng, errmsg)) != RL_OK) return rc;
     if (!opts->dir && opts->engine == RL_ENGINE_SSD) {
         if (errmsg) rl__buf_printf(errmsg, "the ssd engine needs a directory");
         return RL_E_INVALID_ARGUMENT;
     }
-    rl_storage *st = rl__calloc(1, sizeof *st);
+    rl__storage *st = rl__calloc(1, sizeof *st);
     if (!st) return RL_E_OUT_OF_MEMORY;
     st->f.lock_fd = st->f.log_fd = -1;
     rl__buf_init(&st->f.pending);
@@ -1054,7 +1056,7 @@ fail:
     return rc;
 }
 
-void rl__storage_close(rl_storage *st) {
+void rl__storage_close(rl__storage *st) {
     if (!st) return;
     if (st->eng) st->eng->close(st);
     rl__storage_map_release(st);
@@ -1072,8 +1074,8 @@ void rl__storage_close(rl_storage *st) {
  * lock again. sync_mu keeps syncs one at a time, so a failed fsync has poisoned the engine before
  * another sync can publish anything (after an fsync error the kernel may report the next fsync
  * as successful although the earlier data was lost). */
-int rl__storage_sync(rl_storage *st) {
-    rl_version target = 0;
+int rl__storage_sync(rl__storage *st) {
+    rl__version target = 0;
     uint64_t seq = 0;
     int fd = -1, rc;
     pthread_mutex_lock(&st->sync_mu);
@@ -1097,14 +1099,14 @@ int rl__storage_sync(rl_storage *st) {
     return rc;
 }
 
-int rl__storage_checkpoint(rl_storage *st) {
+int rl__storage_checkpoint(rl__storage *st) {
     pthread_rwlock_wrlock(&st->lock);
     int rc = st->read_only ? RL_E_READ_ONLY_DATABASE : st->eng ? st->eng->checkpoint(st) : RL_OK;
     pthread_rwlock_unlock(&st->lock);
     return rc;
 }
 
-void rl__storage_get_status(rl_storage *st, rl_storage_status *out) {
+void rl__storage_get_status(rl__storage *st, rl__storage_status *out) {
     pthread_rwlock_rdlock(&st->lock);
     memset(out, 0, sizeof *out);
     out->latest_version = st->latest;
@@ -1119,16 +1121,16 @@ void rl__storage_get_status(rl_storage *st, rl_storage_status *out) {
     pthread_rwlock_unlock(&st->lock);
 }
 
-rl_version rl__storage_latest_version(rl_storage *st) {
+rl__version rl__storage_latest_version(rl__storage *st) {
     pthread_rwlock_rdlock(&st->lock);
-    rl_version v = st->latest;
+    rl__version v = st->latest;
     pthread_rwlock_unlock(&st->lock);
     return v;
 }
 
-rl_version rl__storage_oldest_version(rl_storage *st) {
+rl__version rl__storage_oldest_version(rl__storage *st) {
     pthread_rwlock_rdlock(&st->lock);
-    rl_version v = st->oldest;
+    rl__version v = st->oldest;
     pthread_rwlock_unlock(&st->lock);
     return v;
 }
@@ -1136,7 +1138,7 @@ rl_version rl__storage_oldest_version(rl_storage *st) {
 /* ---- reads ------------------------------------------------------------------------------- */
 /* ---- reads ------------------------------------------------------------------------------- */
 
-void rl__storage_set_read_ceiling(rl_storage *st, rl_read_ceiling_fn fn, void *ud) {
+void rl__storage_set_read_ceiling(rl__storage *st, rl_read_ceiling_fn fn, void *ud) {
     st->ceiling = fn;
     st->ceiling_ud = ud;
 }
@@ -1144,7 +1146,7 @@ void rl__storage_set_read_ceiling(rl_storage *st, rl_read_ceiling_fn fn, void *u
 /* Check the read version *v (read lock held) and clamp it to latest when the read ceiling covers
  * it (invariant 4). The ceiling is asked only for versions above latest, so a read at a version
  * the engine holds costs two compares, as before. */
-static int check_version(const rl_storage *st, rl_version *v) {
+static int check_version(const rl__storage *st, rl__version *v) {
     if (*v < st->oldest) return RL_E_TRANSACTION_TOO_OLD;
     if (*v > st->latest) {
         if (!st->ceiling || *v > st->ceiling(st->ceiling_ud)) return RL_E_FUTURE_VERSION;
@@ -1153,11 +1155,11 @@ static int check_version(const rl_storage *st, rl_version *v) {
     return RL_OK;
 }
 
-void rl__storage_read_lock(rl_storage *st) { pthread_rwlock_rdlock(&st->lock); }
+void rl__storage_read_lock(rl__storage *st) { pthread_rwlock_rdlock(&st->lock); }
 
-void rl__storage_read_unlock(rl_storage *st) { pthread_rwlock_unlock(&st->lock); }
+void rl__storage_read_unlock(rl__storage *st) { pthread_rwlock_unlock(&st->lock); }
 
-int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
+int rl__storage_get(rl__storage *st, rl__version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
                     const uint8_t **out_value, uint32_t *out_len) {
     pthread_rwlock_rdlock(&st->lock);
     int rc = rl__storage_get_nolock(st, v, key, key_len, a, out_present, out_value, out_len);
@@ -1165,8 +1167,8 @@ int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_le
     return rc;
 }
 
-int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
-                           const uint8_t **out_value, uint32_t *out_len) {
+int rl__storage_get_nolock(rl__storage *st, rl__version v, const void *key, size_t key_len, rl_arena *a,
+                           int *out_present, const uint8_t **out_value, uint32_t *out_len) {
     int rc;
     *out_present = 0;
     *out_value = NULL;
@@ -1204,15 +1206,15 @@ static const uint8_t MAX_KEY[2] = {0xff, 0xff};
  * hides the base), else the base's value stands (rule B1). Moves are deferred to the next call,
  * so the pointers returned stay valid until then (the base cursor's until it moves). */
 typedef struct {
-    rl_storage *st;
-    rl_version v;
+    rl__storage *st;
+    rl__version v;
     int reverse;
     cursor t;         /* the map's position */
-    rl_base_cur *b;   /* the base's position */
+    rl__base_cur *b;  /* the base's position */
     int adv_t, adv_b; /* moves owed from the last row returned */
 } mcur;
 
-static int m_open(mcur *m, rl_storage *st, rl_version v, int reverse) {
+static int m_open(mcur *m, rl__storage *st, rl__version v, int reverse) {
     memset(m, 0, sizeof *m);
     m->st = st;
     m->v = v;
@@ -1242,7 +1244,7 @@ static int m_seek_before(mcur *m, const uint8_t *k, size_t kl, int or_equal) {
 /* The next row visible at v: 1 with its key and value (valid until the next call), 0 at the
  * end, or an error code (negative is never used: errors are > 1, RL_E_*). *out_rc is set. */
 static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val, uint32_t *vl, int *out_rc) {
-    const rl_engine_ops *eo = m->st->eng;
+    const rl__engine_ops *eo = m->st->eng;
     *out_rc = RL_OK;
     for (;;) {
         if (m->adv_t && m->t.l) {
@@ -1292,7 +1294,7 @@ static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val,
 }
 
 /* rl__storage_get_range_nolock over the window and the base. */
-static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+static int range_merged(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                         size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
                         int *out_n, int *out_more) {
     mcur m;
@@ -1314,7 +1316,7 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
      * base alone. */
     int base_only =
         !m.t.l || (reverse ? row_cmp(cur_row(m.t), begin, begin_len) < 0 : row_cmp(cur_row(m.t), end, end_len) >= 0);
-    const rl_engine_ops *eo = st->eng;
+    const rl__engine_ops *eo = st->eng;
     /* Room for the rows up front: the limit when it is at most 1,024, else 64, growing 4x (a
      * mapped read's secondaries, limited to 2,000 rows, are usually one row each). */
     if (rc == RL_OK) {
@@ -1373,7 +1375,7 @@ static int range_merged(rl_storage *st, rl_version v, const void *begin, size_t 
  * / hi are not NULL: forward from the first key >= the anchor (> with or_equal) counting offset
  * visible keys, backward from the last key < the anchor (<= with or_equal) counting 1 - offset.
  * *found = 1 with the key copied into a, or 0 with *steps_left what remained at the bound. */
-static int select_merged(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
+static int select_merged(rl__storage *st, rl__version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
                          const uint8_t *hi, uint32_t hi_len, rl_arena *a, int *found, const uint8_t **out_key,
                          uint32_t *out_len, long *steps_left) {
     mcur m;
@@ -1405,8 +1407,8 @@ static int select_merged(rl_storage *st, rl_version v, const rl_key_selector *se
     return rc;
 }
 
-int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a, const uint8_t **out_key,
-                        uint32_t *out_len) {
+int rl__storage_get_key(rl__storage *st, rl__version v, const rl_key_selector *sel, rl_arena *a,
+                        const uint8_t **out_key, uint32_t *out_len) {
     int rc;
     const uint8_t *k = NULL;
     uint32_t kl = 0;
@@ -1469,9 +1471,9 @@ out:
  * visible rows from the first key >= the anchor up to hi, backward from the last key < the anchor
  * down to lo; what is left of the offset when a bound is reached becomes the selector to continue
  * with (or, at the keyspace's own ends, the clamped result). No row values are copied. */
-int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
+int rl__storage_select(rl__storage *st, rl__version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
                        int lo_is_min, const uint8_t *hi, uint32_t hi_len, int hi_is_max, rl_arena *a,
-                       rl_select_result *out) {
+                       rl__select_result *out) {
     int rc;
     const uint8_t *k = NULL;
     uint32_t kl = 0;
@@ -1621,7 +1623,7 @@ static uint32_t leaf_bound_from(const bt_leaf *l, uint32_t from, const uint8_t *
  * once (to at least the rows so far) and one arena allocation takes all the window's keys and
  * values, which pass 2 copies while the rows are still in cache. Windows double in size. The
  * end of the range is found once per leaf (leaf_bound), not per row. */
-int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+int rl__storage_get_range(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                           size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
                           int *out_n, int *out_more) {
     pthread_rwlock_rdlock(&st->lock);
@@ -1631,7 +1633,7 @@ int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_
     return rc;
 }
 
-int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                                  size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a,
                                  rl_keyvalue **out_kvs, int *out_n, int *out_more) {
     int rc, n = 0, cap = 0, more = 0, done = 0, window = RANGE_WINDOW;

@@ -16,10 +16,10 @@
  *     an unreadable last record ends the log (its bytes moved to a side file, or left in place
  *     by a read-only open), any other damage — corruption elsewhere, a corrupt newest checkpoint,
  *     a missing checkpoint — fails open with RL_E_LOG_CORRUPT or RL_E_CHECKPOINT_CORRUPT and a
- *     message naming the file, changing no file (durable.c, Recovery; docs/file-format.md).
- *   - Read-only (rl_storage_options.read_only): recovery into memory that changes no file;
+ *     message naming the file, changing no file (memory.c, Recovery; docs/file-format.md).
+ *   - Read-only (rl__storage_options.read_only): recovery into memory that changes no file;
  *     apply and checkpoint return RL_E_READ_ONLY_DATABASE.
- *   - The ssd engine (rl_storage_options.engine; engine.h, ssd.c): the same log, but instead of
+ *   - The ssd engine (rl__storage_options.engine; engine.h, ssd.c): the same log, but instead of
  *     checkpoints a flush writes the window to LMDB every checkpoint_log_bytes; reads merge
  *     the window with LMDB; recovery replays the log over LMDB's last committed state.
  *   - Without a directory ("mem:"), nothing touches the disk.
@@ -59,23 +59,23 @@ typedef struct {
     uint64_t checkpoint_log_bytes; /* checkpoint (ssd: flush) when the log grows past this;
                                     * 0 = 64 MiB (ssd: 16 MiB) */
     int read_only;                 /* 1: recover into memory, change no file, refuse writes */
-} rl_storage_options;
+} rl__storage_options;
 
-typedef struct rl_storage rl_storage;
+typedef struct rl__storage rl__storage;
 
 typedef struct {
-    const char *engine;            /* "memory" or "ssd" (static text) */
-    rl_version latest_version;     /* newest applied version */
-    rl_version durable_version;    /* newest version known durable */
-    rl_version oldest_version;     /* oldest readable version */
-    uint64_t keys;                 /* live keys at latest_version */
-    uint64_t bytes;                /* key + value bytes at latest_version */
-    uint64_t log_bytes;            /* bytes in the current log file */
-    rl_version checkpoint_version; /* version of the last checkpoint (ssd: flush; 0 if none) */
-    uint64_t checkpoints;          /* checkpoints (ssd: flushes to LMDB) written since open */
-    uint64_t window_rows;          /* rows held in memory (ssd: the window above LMDB) */
-    int read_only;                 /* 1 if opened read-only */
-    /* What the open's recovery found at the end of the log (rl_tail_kind). When it is not
+    const char *engine;             /* "memory" or "ssd" (static text) */
+    rl__version latest_version;     /* newest applied version */
+    rl__version durable_version;    /* newest version known durable */
+    rl__version oldest_version;     /* oldest readable version */
+    uint64_t keys;                  /* live keys at latest_version */
+    uint64_t bytes;                 /* key + value bytes at latest_version */
+    uint64_t log_bytes;             /* bytes in the current log file */
+    rl__version checkpoint_version; /* version of the last checkpoint (ssd: flush; 0 if none) */
+    uint64_t checkpoints;           /* checkpoints (ssd: flushes to LMDB) written since open */
+    uint64_t window_rows;           /* rows held in memory (ssd: the window above LMDB) */
+    int read_only;                  /* 1 if opened read-only */
+    /* What the open's recovery found at the end of the log (rl__tail_kind). When it is not
      * RL_TAIL_CLEAN, the log ended in recovery_tail_bytes unreadable bytes from byte offset
      * recovery_tail_offset of recovery_log, which were moved to recovery_moved_to (NULL when
      * read-only: the bytes were left in the log). Both strings are owned by the engine and valid
@@ -85,15 +85,15 @@ typedef struct {
     uint64_t recovery_tail_bytes;
     const char *recovery_log;
     const char *recovery_moved_to;
-} rl_storage_status;
+} rl__storage_status;
 
-/* The end of a log as recovery found it (rl_storage_status.recovery_tail). */
+/* The end of a log as recovery found it (rl__storage_status.recovery_tail). */
 typedef enum {
     RL_TAIL_CLEAN = 0,        /* the log ends at a record boundary */
     RL_TAIL_TORN = 1,         /* a short record: the file ends inside its header or payload */
     RL_TAIL_BAD_CHECKSUM = 2, /* a complete record (its length fits the file), checksum wrong */
     RL_TAIL_BAD_RECORD = 3,   /* not a record: bad magic, impossible length, malformed payload */
-} rl_tail_kind;
+} rl__tail_kind;
 
 /* "clean", "torn", "bad_checksum" or "bad_record" (static text; "unknown" otherwise). */
 const char *rl__storage_tail_name(int kind);
@@ -104,36 +104,36 @@ const char *rl__storage_tail_name(int kind);
  * opening to write), RL_E_FILE_NOT_FOUND (dir missing), RL_E_IO_ERROR (also: the discarded
  * tail could not be saved to its side file), RL_E_LOG_CORRUPT, RL_E_CHECKPOINT_CORRUPT (also:
  * a corrupt newest or a missing checkpoint), RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__storage_open(const rl_storage_options *opts, rl_storage **out, rl_buf *errmsg);
+int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl_buf *errmsg);
 /* Close; flushes nothing that was not synced. NULL is a no-op. */
-void rl__storage_close(rl_storage *st);
+void rl__storage_close(rl__storage *st);
 
 /* Apply the mutations of one version (v > latest_version), in order, logging them when durable.
  * The new version is readable at once; it is durable after rl__storage_sync. Errors:
  * RL_E_READ_ONLY_DATABASE (opened read-only; nothing applied), RL_E_VERSION_INVALID (v not
  * increasing), RL_E_IO_ERROR (the engine is then poisoned: every later write fails),
  * RL_E_OUT_OF_MEMORY. */
-int rl__storage_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
+int rl__storage_apply(rl__storage *st, rl__version v, const rl__mutation *muts, size_t n);
 /* Make every version applied before the call durable (fsync unless no_sync). The engine lock is
  * held only to write the buffered log bytes and to publish the durable version, not during the
  * fsync, so readers (and applies, whose versions the call may then not cover) go on meanwhile;
  * concurrent calls run one at a time. RL_OK (always when read-only),
  * RL_E_IO_ERROR or RL_E_NO_SPACE (the engine is then poisoned), or the error that poisoned it
  * earlier. */
-int rl__storage_sync(rl_storage *st);
+int rl__storage_sync(rl__storage *st);
 /* Write a checkpoint now and truncate the log (also done automatically); once it is durable,
  * every older checkpoint and log is deleted. RL_E_READ_ONLY_DATABASE when read-only. */
-int rl__storage_checkpoint(rl_storage *st);
+int rl__storage_checkpoint(rl__storage *st);
 /* Drop history older than the window (also done automatically on apply). */
-void rl__storage_collect(rl_storage *st);
-void rl__storage_get_status(rl_storage *st, rl_storage_status *out);
-rl_version rl__storage_latest_version(rl_storage *st);
-rl_version rl__storage_oldest_version(rl_storage *st);
+void rl__storage_collect(rl__storage *st);
+void rl__storage_get_status(rl__storage *st, rl__storage_status *out);
+rl__version rl__storage_latest_version(rl__storage *st);
+rl__version rl__storage_oldest_version(rl__storage *st);
 
 /* The read ceiling's source (rl__storage_set_read_ceiling): a version through which nothing
  * beyond what the engine holds will ever be applied. Called under the engine's read lock, only
  * for reads above the latest version; it must be cheap and must not call into the engine. */
-typedef rl_version (*rl_read_ceiling_fn)(void *ud);
+typedef rl__version (*rl_read_ceiling_fn)(void *ud);
 
 /* rl__storage_set_read_ceiling — from now on a read at a version v above the latest applied
  * version is served at the latest version when v <= fn(ud), and fails with RL_E_FUTURE_VERSION
@@ -144,19 +144,19 @@ typedef rl_version (*rl_read_ceiling_fn)(void *ud);
  * the read lock, together with the read, so an apply cannot slip in between. A storage server
  * or the coordinator's system keyspace never sets one: they learn versions from the log.
  * Call before the first read; ud must outlive every read. [owner] */
-void rl__storage_set_read_ceiling(rl_storage *st, rl_read_ceiling_fn fn, void *ud);
+void rl__storage_set_read_ceiling(rl__storage *st, rl_read_ceiling_fn fn, void *ud);
 
 /* Point read at version v. On RL_OK, *out_present says whether the key exists and, if so,
  * *out_value / *out_len hold a copy in arena a. Errors: RL_E_TRANSACTION_TOO_OLD,
  * RL_E_FUTURE_VERSION, RL_E_OUT_OF_MEMORY. */
-int rl__storage_get(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
+int rl__storage_get(rl__storage *st, rl__version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
                     const uint8_t **out_value, uint32_t *out_len);
 
 /* Resolve a key selector at version v. The result is clamped to [min_key, max_key] where
  * min_key is "" and max_key is "\xff\xff" (FoundationDB's rule for the resolved key of a
  * selector that runs off either end). The key is copied into a. */
-int rl__storage_get_key(rl_storage *st, rl_version v, const rl_key_selector *sel, rl_arena *a, const uint8_t **out_key,
-                        uint32_t *out_len);
+int rl__storage_get_key(rl__storage *st, rl__version v, const rl_key_selector *sel, rl_arena *a,
+                        const uint8_t **out_key, uint32_t *out_len);
 
 /* The outcome of resolving a selector within bounds (rl__storage_select). */
 typedef struct {
@@ -166,7 +166,7 @@ typedef struct {
     int offset; /* !resolved: continue with {key, or_equal 0, offset} on the shard
                           * beyond the bound (offset >= 1 forward past hi, <= 0 backward from
                           * lo); resolved: 1 */
-} rl_select_result;
+} rl__select_result;
 
 /* Resolve selector sel at version v over the rows of [lo, hi) only — a storage server's shard,
  * or the whole readable keyspace ["", max_key) of an embedded database. When the walk reaches hi
@@ -175,9 +175,9 @@ typedef struct {
  * off the front is ""), and otherwise an unresolved result with the selector to continue with.
  * The selector's anchor (its key) must lie in [lo, hi] (not at hi with or_equal): else
  * RL_E_WRONG_SHARD_SERVER. The key is copied into a. Other errors as rl__storage_get. */
-int rl__storage_select(rl_storage *st, rl_version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
+int rl__storage_select(rl__storage *st, rl__version v, const rl_key_selector *sel, const uint8_t *lo, uint32_t lo_len,
                        int lo_is_min, const uint8_t *hi, uint32_t hi_len, int hi_is_max, rl_arena *a,
-                       rl_select_result *out);
+                       rl__select_result *out);
 
 /* The bounds of a range read given as selectors, resolved within [lo, hi) (select.c states the
  * rules). Every pointer lives in arena a or is lo / hi. */
@@ -192,20 +192,20 @@ typedef struct {
     const uint8_t *cend;
     uint32_t cend_len;
     int read_through; /* the range continues past the interval in the scan's direction */
-} rl_range_bounds;
+} rl__range_bounds;
 
 /* Resolve begin and end within [lo, hi) (lo_is_min / hi_is_max as for rl__storage_select) and
  * clip. Errors: RL_E_OUT_OF_MEMORY and those of rl__storage_select other than
  * RL_E_WRONG_SHARD_SERVER (an anchor outside the interval makes the bounds unresolved). */
-int rl__storage_range_bounds(rl_storage *st, rl_version v, const rl_key_selector *begin, const rl_key_selector *end,
+int rl__storage_range_bounds(rl__storage *st, rl__version v, const rl_key_selector *begin, const rl_key_selector *end,
                              const uint8_t *lo, uint32_t lo_len, int lo_is_min, const uint8_t *hi, uint32_t hi_len,
-                             int hi_is_max, int reverse, rl_arena *a, rl_range_bounds *out);
+                             int hi_is_max, int reverse, rl_arena *a, rl__range_bounds *out);
 
 /* Range read of [begin, end) at version v: at most limit rows (0 = unlimited) and about
  * target_bytes of keys+values (0 = unlimited; the row that crosses the target is included), in
  * key order or reverse. Rows are copied into a; *out_more is 1 if rows remain in the range.
  * Errors as rl__storage_get. */
-int rl__storage_get_range(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+int rl__storage_get_range(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                           size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
                           int *out_n, int *out_more);
 

@@ -1,5 +1,5 @@
 /* storage_int.h (private to src/storage) — the structures shared by storage.c (the versioned
- * map, reads, apply, GC) and the durable engines behind engine.h: durable.c (memory: lock file,
+ * map, reads, apply, GC) and the durable engines behind engine.h: memory.c (memory: lock file,
  * log, checkpoints, recovery) and ssd.c (LMDB below the window). The engines touch the map only
  * through engine.h's functions, except the version fields (latest, oldest, durable, poisoned,
  * base_version, live counts) that recovery and flushes set.
@@ -21,7 +21,7 @@
 /* One version of a key: a value or a tombstone. Chains run newest first. */
 typedef struct st_ver {
     struct st_ver *older; /* next older version, NULL at the end */
-    rl_version v;         /* the version that wrote it */
+    rl__version v;        /* the version that wrote it */
     uint32_t len;         /* value bytes (0 for a tombstone) */
     uint8_t is_clear;     /* 1: tombstone */
     uint8_t data[];       /* the value */
@@ -75,9 +75,9 @@ typedef struct st_hslot {
     bt_row *r;
 } st_hslot;
 
-/* The files of a durable engine's directory that both engines share (durable.c: the lock file,
+/* The files of a durable engine's directory that both engines share (memory.c: the lock file,
  * the write-ahead log, what recovery found at its end) plus the memory engine's checkpoint
- * counters. Only the engines (durable.c, ssd.c) read or write it. */
+ * counters. Only the engines (memory.c, ssd.c) read or write it. */
 typedef struct {
     char *dir;           /* owned copy of the directory */
     int lock_fd, log_fd; /* -1 when closed */
@@ -86,18 +86,18 @@ typedef struct {
     rl_buf pending;      /* encoded records not yet written */
     int no_sync;
     uint64_t checkpoint_log_bytes;
-    rl_version ckpt_version; /* version of the last checkpoint (ssd: of the last flush) */
-    uint64_t checkpoints;    /* checkpoints (ssd: flushes) since open */
-    int replaying;           /* recovery: apply without logging */
-    /* What recovery found at the end of the log (rl_storage_status.recovery_*). */
-    int tail_kind;        /* rl_tail_kind */
+    rl__version ckpt_version; /* version of the last checkpoint (ssd: of the last flush) */
+    uint64_t checkpoints;     /* checkpoints (ssd: flushes) since open */
+    int replaying;            /* recovery: apply without logging */
+    /* What recovery found at the end of the log (rl__storage_status.recovery_*). */
+    int tail_kind;        /* rl__tail_kind */
     uint64_t tail_offset; /* byte offset of the discarded bytes in tail_log */
     uint64_t tail_bytes;  /* bytes discarded (0 when clean) */
     char *tail_log;       /* heap: the log's path; NULL when clean */
     char *tail_moved_to;  /* heap: the side file holding them; NULL when clean or read-only */
-} rl_logdir;
+} rl__logdir;
 
-struct rl_storage {
+struct rl__storage {
     pthread_rwlock_t lock;   /* readers shared; apply/collect/checkpoint exclusive; sync takes it
                               exclusively only to write the log and to publish (see sync_mu) */
     pthread_mutex_t sync_mu; /* serialises rl__storage_sync calls: one fsync at a time, so a
@@ -106,9 +106,9 @@ struct rl_storage {
     void *root;              /* a bt_leaf when depth == 0, else a bt_inner */
     int depth;               /* inner levels above the leaves, 0..BT_MAX_DEPTH */
     bt_leaf *first, *last;   /* ends of the leaf list (the root leaf when depth == 0) */
-    rl_version latest;       /* newest applied version */
-    rl_version oldest;       /* oldest readable version (monotonic) */
-    rl_version durable;      /* newest version known durable */
+    rl__version latest;      /* newest applied version */
+    rl__version oldest;      /* oldest readable version (monotonic) */
+    rl__version durable;     /* newest version known durable */
     uint64_t window;         /* MVCC window in versions */
     uint64_t live_keys;      /* keys present at latest */
     uint64_t live_bytes;     /* key + value bytes present at latest */
@@ -128,31 +128,32 @@ struct rl_storage {
 
     /* The durable engine (NULL without a directory: "mem:", nothing touches the disk). The map
      * calls it only through eng (engine.h); eng_priv and f belong to the engine. */
-    const struct rl_engine_ops *eng;
-    void *eng_priv;          /* the engine's own state (ssd: the LMDB environment) */
-    int has_base;            /* 1: keys not in the map may hold a value below the window
+    const struct rl__engine_ops *eng;
+    void *eng_priv;           /* the engine's own state (ssd: the LMDB environment) */
+    int has_base;             /* 1: keys not in the map may hold a value below the window
                               (eng->base_*); the map then keeps the rules of storage.c, "Base" */
-    rl_version base_version; /* has_base: the base holds the state at this version */
-    int read_only;           /* opened read-only: apply and checkpoint refused, no file touched */
-    rl_logdir f;             /* the log directory's files (engine state; durable.c and ssd.c) */
+    rl__version base_version; /* has_base: the base holds the state at this version */
+    int read_only;            /* opened read-only: apply and checkpoint refused, no file touched */
+    rl__logdir f;             /* the log directory's files (engine state; memory.c and ssd.c) */
 };
 
 /* storage.c */
-int rl__storage_map_init(rl_storage *st);
-void rl__storage_map_release(rl_storage *st);
+int rl__storage_map_init(rl__storage *st);
+void rl__storage_map_release(rl__storage *st);
 /* Apply one version to the map (no logging, lock held). */
-int rl__storage_map_apply(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n);
+int rl__storage_map_apply(rl__storage *st, rl__version v, const rl__mutation *muts, size_t n);
 /* Append a key at the end of the map with one version (checkpoint load; keys ascending). */
-int rl__storage_map_load(rl_storage *st, rl_version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl);
+int rl__storage_map_load(rl__storage *st, rl__version v, const uint8_t *k, uint32_t kl, const uint8_t *val,
+                         uint32_t vl);
 /* Reads under a read lock the caller already holds (rl__storage_read_lock): a mapped read takes
  * the lock once for its index scan and all its secondaries. Never call them without the lock,
  * and never take the lock twice in one thread (a waiting writer would deadlock it). Same
  * contracts as rl__storage_get / rl__storage_get_range otherwise. */
-void rl__storage_read_lock(rl_storage *st);
-void rl__storage_read_unlock(rl_storage *st);
-int rl__storage_get_nolock(rl_storage *st, rl_version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
-                           const uint8_t **out_value, uint32_t *out_len);
-int rl__storage_get_range_nolock(rl_storage *st, rl_version v, const void *begin, size_t begin_len, const void *end,
+void rl__storage_read_lock(rl__storage *st);
+void rl__storage_read_unlock(rl__storage *st);
+int rl__storage_get_nolock(rl__storage *st, rl__version v, const void *key, size_t key_len, rl_arena *a,
+                           int *out_present, const uint8_t **out_value, uint32_t *out_len);
+int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                                  size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a,
                                  rl_keyvalue **out_kvs, int *out_n, int *out_more);
 #include "storage/engine.h"

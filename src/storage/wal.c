@@ -1,5 +1,5 @@
 /* wal.c — encode and decode write-ahead log records (format in wal.h and docs/file-format.md),
- * and recover a log's damaged tail (shared by durable.c and src/server/commitlog.c).
+ * and recover a log's damaged tail (shared by memory.c and src/server/commitlog.c).
  *
  * The decoder is a pure function over a byte range so that it can be fuzzed
  * (tests/fuzz/storage/fuzz_log_decode.c) and so that recovery can tell a torn tail (the input
@@ -21,7 +21,7 @@
 int rl__wal_type_ok(int type) { return type >= 0 && rl__mutation_type_ok((unsigned)type, 1); }
 
 /* Encode: header placeholder, mutations, then patch length and checksum in place. */
-int rl__wal_encode(rl_buf *out, rl_version v, const rl_mutation *muts, size_t n) {
+int rl__wal_encode(rl_buf *out, rl__version v, const rl__mutation *muts, size_t n) {
     size_t start = out->len;
     uint64_t payload = 0;
     uint8_t hdr[RL_WAL_HEADER];
@@ -52,7 +52,7 @@ int rl__wal_encode(rl_buf *out, rl_version v, const rl_mutation *muts, size_t n)
     return RL_OK;
 }
 
-int rl__wal_decode(const uint8_t *p, size_t n, rl_wal_record *out) {
+int rl__wal_decode(const uint8_t *p, size_t n, rl__wal_record *out) {
     memset(out, 0, sizeof *out);
     if (n < RL_WAL_HEADER) {
         /* A prefix of a valid header is a torn write; anything else is corruption. */
@@ -91,12 +91,12 @@ int rl__wal_decode(const uint8_t *p, size_t n, rl_wal_record *out) {
     return RL_OK;
 }
 
-void rl__wal_iter_init(rl_wal_iter *it, const rl_wal_record *rec) {
+void rl__wal_iter_init(rl__wal_iter *it, const rl__wal_record *rec) {
     it->p = rec->payload;
     it->end = rec->payload + rec->payload_len;
 }
 
-int rl__wal_iter_next(rl_wal_iter *it, rl_mutation *out) {
+int rl__wal_iter_next(rl__wal_iter *it, rl__mutation *out) {
     if (it->p == NULL || (size_t)(it->end - it->p) < RL_WAL_MUT_HEADER) return 0;
     out->type = it->p[0];
     out->len1 = rl__le32(it->p + 1);
@@ -110,14 +110,14 @@ int rl__wal_iter_next(rl_wal_iter *it, rl_mutation *out) {
 /* ---- A log's damaged tail ---------------------------------------------------------------- */
 
 int rl__wal_valid_record_after(const uint8_t *p, size_t n, size_t from) {
-    rl_wal_record r;
+    rl__wal_record r;
     for (size_t i = from; i + RL_WAL_HEADER <= n; i++)
         if (rl__le32(p + i) == RL_WAL_MAGIC && rl__wal_decode(p + i, n - i, &r) == RL_OK) return 1;
     return 0;
 }
 
 int rl__wal_classify_tail(const uint8_t *p, size_t n) {
-    rl_wal_record r;
+    rl__wal_record r;
     if (rl__wal_decode(p, n, &r) != RL_OK && r.incomplete) return RL_TAIL_TORN;
     if (n >= RL_WAL_HEADER && rl__le32(p) == RL_WAL_MAGIC) {
         uint32_t len = rl__le32(p + 8);
@@ -138,7 +138,7 @@ const char *rl__wal_tail_words(int kind) {
 
 /* Save p[0..n) to a new side file of path (see rl__wal_cut_tail). On failure the partial side
  * file is removed again, errmsg says why and *out_side stays NULL. */
-static int save_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
+static int save_tail(const rl__wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
                      rl_buf *errmsg) {
     char side[4300];
     int fd = -1, rc, created = 0;
@@ -174,7 +174,7 @@ fail:
     return rc;
 }
 
-int rl__wal_cut_tail(const rl_wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
+int rl__wal_cut_tail(const rl__wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
                      rl_buf *errmsg) {
     char *side = NULL;
     int rc, fd;

@@ -34,7 +34,7 @@ enum { SCAN_TOO_DEEP = -1 };
 
 #define TOO_DEEP_DETAIL "tuples nest at most %d levels deep (RL_TUPLE_MAX_DEPTH)"
 
-void rl__tuple_detail(rl__errdetail *d, const rl_tuple_iter *it, int rc) {
+void rl__tuple_detail(rl__errdetail *d, const rl__tuple_iter *it, int rc) {
     if (rc && it->too_deep) rl__errdetail_set(d, TOO_DEEP_DETAIL, RL_TUPLE_MAX_DEPTH);
 }
 
@@ -103,7 +103,7 @@ static uint64_t load_be(const uint8_t *p, size_t n) {
 /* Decode one element that is not a nested tuple and not a null (the callers handle 0x00 and
  * 0x05 because their meaning depends on nesting). p points at the type code, p < end.
  * Fills *e (already zeroed) and sets *out_next past the element. RL_OK or a decoding error. */
-static int decode_scalar(const uint8_t *p, const uint8_t *end, rl_tuple_elem *e, const uint8_t **out_next) {
+static int decode_scalar(const uint8_t *p, const uint8_t *end, rl__tuple_elem *e, const uint8_t **out_next) {
     uint8_t code = p[0];
     const uint8_t *q = p + 1;
     size_t avail = (size_t)(end - q);
@@ -228,7 +228,7 @@ static int decode_scalar(const uint8_t *p, const uint8_t *end, rl_tuple_elem *e,
  * tuples nest deeper than RL_TUPLE_MAX_DEPTH, or a decoding error. */
 static int scan_nested(const uint8_t *p, const uint8_t *end, int depth0, const uint8_t **out_end) {
     int depth = 1;
-    rl_tuple_elem tmp;
+    rl__tuple_elem tmp;
     if (depth0 > RL_TUPLE_MAX_DEPTH) goto too_deep;
     for (;;) {
         if (p >= end) return RL_E_TUPLE_TRUNCATED;
@@ -258,14 +258,14 @@ too_deep:
     return SCAN_TOO_DEEP;
 }
 
-void rl__tuple_iter_init(rl_tuple_iter *it, const void *data, size_t len) {
+void rl__tuple_iter_init(rl__tuple_iter *it, const void *data, size_t len) {
     it->p = data;
     it->end = it->p + len;
     it->nested = 0;
     it->too_deep = 0;
 }
 
-void rl__tuple_iter_init_nested(rl_tuple_iter *it, const rl_tuple_elem *nested) {
+void rl__tuple_iter_init_nested(rl__tuple_iter *it, const rl__tuple_elem *nested) {
     it->p = nested->payload;
     it->end = it->p + nested->payload_len;
     /* The depth rides in the flag (>= 1) so that deeper tuples stay bounded. */
@@ -274,7 +274,7 @@ void rl__tuple_iter_init_nested(rl_tuple_iter *it, const rl_tuple_elem *nested) 
 }
 
 /* Decode the element at it->p; see tuple.h. */
-int rl__tuple_iter_next(rl_tuple_iter *it, rl_tuple_elem *out) {
+int rl__tuple_iter_next(rl__tuple_iter *it, rl__tuple_elem *out) {
     const uint8_t *p = it->p, *end = it->end, *next;
     int rc;
     memset(out, 0, sizeof *out);
@@ -320,8 +320,8 @@ int rl__tuple_iter_next(rl_tuple_iter *it, rl_tuple_elem *out) {
 }
 
 int rl__tuple_validate(const void *data, size_t len, size_t *out_count) {
-    rl_tuple_iter it;
-    rl_tuple_elem e;
+    rl__tuple_iter it;
+    rl__tuple_elem e;
     size_t count = 0;
     int rc;
     rl__tuple_iter_init(&it, data, len);
@@ -331,8 +331,8 @@ int rl__tuple_validate(const void *data, size_t len, size_t *out_count) {
     return RL_OK;
 }
 
-int rl__tuple_get(const void *data, size_t len, size_t index, rl_tuple_elem *out) {
-    rl_tuple_iter it;
+int rl__tuple_get(const void *data, size_t len, size_t index, rl__tuple_elem *out) {
+    rl__tuple_iter it;
     int rc;
     rl__tuple_iter_init(&it, data, len);
     for (size_t i = 0;; i++) {
@@ -342,7 +342,7 @@ int rl__tuple_get(const void *data, size_t len, size_t index, rl_tuple_elem *out
     }
 }
 
-void rl__tuple_elem_unescape(const rl_tuple_elem *e, rl_buf *out) {
+void rl__tuple_elem_unescape(const rl__tuple_elem *e, rl_buf *out) {
     const uint8_t *p = e->payload, *end = p + e->payload_len;
     if (!e->has_escapes) {
         rl__buf_append(out, p, e->payload_len);
@@ -359,7 +359,7 @@ void rl__tuple_elem_unescape(const rl_tuple_elem *e, rl_buf *out) {
     }
 }
 
-void rl__tuple_elem_bigint(const rl_tuple_elem *e, int *out_negative, rl_buf *mag) {
+void rl__tuple_elem_bigint(const rl__tuple_elem *e, int *out_negative, rl_buf *mag) {
     *out_negative = e->is_negative;
     for (size_t i = 0; i < e->payload_len; i++)
         rl__buf_append_byte(mag, e->is_negative ? (uint8_t)~e->payload[i] : e->payload[i]);
@@ -369,20 +369,20 @@ void rl__tuple_elem_bigint(const rl_tuple_elem *e, int *out_negative, rl_buf *ma
  * Packing
  * ========================================================================================== */
 
-void rl__tuple_packer_init(rl_tuple_packer *pk, rl_buf *out) {
+void rl__tuple_packer_init(rl__tuple_packer *pk, rl_buf *out) {
     memset(pk, 0, sizeof *pk);
     pk->out = out;
 }
 
-int rl__tuple_packer_error(const rl_tuple_packer *pk) { return pk->err ? pk->err : rl__buf_error(pk->out); }
+int rl__tuple_packer_error(const rl__tuple_packer *pk) { return pk->err ? pk->err : rl__buf_error(pk->out); }
 
-void rl__tuple_pack_null(rl_tuple_packer *pk) {
+void rl__tuple_pack_null(rl__tuple_packer *pk) {
     if (pk->depth > 0) rl__buf_append(pk->out, "\x00\xff", 2);
     else rl__buf_append_byte(pk->out, 0x00);
 }
 
 /* Append code, p[0..n) with each 0x00 escaped as 0x00 0xff, and the 0x00 terminator. */
-static void pack_escaped(rl_tuple_packer *pk, uint8_t code, const uint8_t *p, size_t n) {
+static void pack_escaped(rl__tuple_packer *pk, uint8_t code, const uint8_t *p, size_t n) {
     const uint8_t *end = p + n;
     rl__buf_append_byte(pk->out, code);
     while (p < end) {
@@ -398,13 +398,13 @@ static void pack_escaped(rl_tuple_packer *pk, uint8_t code, const uint8_t *p, si
     rl__buf_append_byte(pk->out, 0x00);
 }
 
-void rl__tuple_pack_bytes(rl_tuple_packer *pk, const void *p, size_t n) { pack_escaped(pk, 0x01, p, n); }
+void rl__tuple_pack_bytes(rl__tuple_packer *pk, const void *p, size_t n) { pack_escaped(pk, 0x01, p, n); }
 
-void rl__tuple_pack_string(rl_tuple_packer *pk, const char *s, size_t n) {
+void rl__tuple_pack_string(rl__tuple_packer *pk, const char *s, size_t n) {
     pack_escaped(pk, 0x02, (const uint8_t *)s, n);
 }
 
-void rl__tuple_pack_bigint(rl_tuple_packer *pk, int negative, const uint8_t *mag, size_t n) {
+void rl__tuple_pack_bigint(rl__tuple_packer *pk, int negative, const uint8_t *mag, size_t n) {
     while (n > 0 && mag[0] == 0) mag++, n--;
     if (n == 0) {
         rl__buf_append_byte(pk->out, 0x14);
@@ -423,20 +423,20 @@ void rl__tuple_pack_bigint(rl_tuple_packer *pk, int negative, const uint8_t *mag
     for (size_t i = 0; i < n; i++) rl__buf_append_byte(pk->out, negative ? (uint8_t)~mag[i] : mag[i]);
 }
 
-void rl__tuple_pack_uint(rl_tuple_packer *pk, uint64_t v) {
+void rl__tuple_pack_uint(rl__tuple_packer *pk, uint64_t v) {
     uint8_t m[8];
     for (int i = 7; i >= 0; i--, v >>= 8) m[i] = (uint8_t)v;
     rl__tuple_pack_bigint(pk, 0, m, 8);
 }
 
-void rl__tuple_pack_int(rl_tuple_packer *pk, int64_t v) {
+void rl__tuple_pack_int(rl__tuple_packer *pk, int64_t v) {
     uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     uint8_t m[8];
     for (int i = 7; i >= 0; i--, mag >>= 8) m[i] = (uint8_t)mag;
     rl__tuple_pack_bigint(pk, v < 0, m, 8);
 }
 
-void rl__tuple_pack_float(rl_tuple_packer *pk, float v) {
+void rl__tuple_pack_float(rl__tuple_packer *pk, float v) {
     uint32_t bits;
     memcpy(&bits, &v, 4);
     bits = (bits & UINT32_C(0x80000000)) ? ~bits : bits ^ UINT32_C(0x80000000);
@@ -444,7 +444,7 @@ void rl__tuple_pack_float(rl_tuple_packer *pk, float v) {
     rl__buf_append_u32be(pk->out, bits);
 }
 
-void rl__tuple_pack_double(rl_tuple_packer *pk, double v) {
+void rl__tuple_pack_double(rl__tuple_packer *pk, double v) {
     uint64_t bits;
     memcpy(&bits, &v, 8);
     bits = (bits & (UINT64_C(1) << 63)) ? ~bits : bits ^ (UINT64_C(1) << 63);
@@ -452,19 +452,19 @@ void rl__tuple_pack_double(rl_tuple_packer *pk, double v) {
     rl__buf_append_u64be(pk->out, bits);
 }
 
-void rl__tuple_pack_bool(rl_tuple_packer *pk, int v) { rl__buf_append_byte(pk->out, v ? 0x27 : 0x26); }
+void rl__tuple_pack_bool(rl__tuple_packer *pk, int v) { rl__buf_append_byte(pk->out, v ? 0x27 : 0x26); }
 
-void rl__tuple_pack_uuid(rl_tuple_packer *pk, const uint8_t uuid[16]) {
+void rl__tuple_pack_uuid(rl__tuple_packer *pk, const uint8_t uuid[16]) {
     rl__buf_append_byte(pk->out, 0x30);
     rl__buf_append(pk->out, uuid, 16);
 }
 
-void rl__tuple_pack_versionstamp(rl_tuple_packer *pk, const uint8_t vs[12]) {
+void rl__tuple_pack_versionstamp(rl__tuple_packer *pk, const uint8_t vs[12]) {
     rl__buf_append_byte(pk->out, 0x33);
     rl__buf_append(pk->out, vs, 12);
 }
 
-void rl__tuple_pack_incomplete_versionstamp(rl_tuple_packer *pk, uint16_t user_version) {
+void rl__tuple_pack_incomplete_versionstamp(rl__tuple_packer *pk, uint16_t user_version) {
     static const uint8_t ff[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     rl__buf_append_byte(pk->out, 0x33);
     if (pk->n_incomplete == 0) pk->incomplete_vs_offset = pk->out->len;
@@ -473,18 +473,18 @@ void rl__tuple_pack_incomplete_versionstamp(rl_tuple_packer *pk, uint16_t user_v
     rl__buf_append_u16be(pk->out, user_version);
 }
 
-void rl__tuple_pack_nested_begin(rl_tuple_packer *pk) {
+void rl__tuple_pack_nested_begin(rl__tuple_packer *pk) {
     rl__buf_append_byte(pk->out, 0x05);
     pk->depth++;
 }
 
-void rl__tuple_pack_nested_end(rl_tuple_packer *pk) {
+void rl__tuple_pack_nested_end(rl__tuple_packer *pk) {
     assert(pk->depth > 0);
     rl__buf_append_byte(pk->out, 0x00);
     pk->depth--;
 }
 
-void rl__tuple_pack_raw(rl_tuple_packer *pk, const rl_tuple_elem *elem) {
+void rl__tuple_pack_raw(rl__tuple_packer *pk, const rl__tuple_elem *elem) {
     if (elem->type == RL_TT_NULL) {
         rl__tuple_pack_null(pk);
         return;
@@ -492,7 +492,7 @@ void rl__tuple_pack_raw(rl_tuple_packer *pk, const rl_tuple_elem *elem) {
     rl__buf_append(pk->out, elem->raw, elem->raw_len);
 }
 
-int rl__tuple_versionstamp_suffix(rl_tuple_packer *pk) {
+int rl__tuple_versionstamp_suffix(rl__tuple_packer *pk) {
     if (pk->n_incomplete == 0) return RL_E_TUPLE_NO_INCOMPLETE_VERSIONSTAMP;
     if (pk->n_incomplete > 1) return RL_E_TUPLE_MANY_INCOMPLETE_VERSIONSTAMPS;
     size_t off = pk->incomplete_vs_offset;
@@ -522,7 +522,7 @@ int rl__strinc(const void *key, size_t n, rl_buf *out) {
     return rl__buf_error(out);
 }
 
-int rl__subspace_init(rl_subspace *sub, const void *prefix, size_t n) {
+int rl__subspace_init(rl__subspace *sub, const void *prefix, size_t n) {
     sub->len = n;
     sub->prefix = rl__malloc(n ? n : 1);
     if (!sub->prefix) {
@@ -533,30 +533,30 @@ int rl__subspace_init(rl_subspace *sub, const void *prefix, size_t n) {
     return RL_OK;
 }
 
-void rl__subspace_release(rl_subspace *sub) {
+void rl__subspace_release(rl__subspace *sub) {
     if (!sub) return;
     rl__free(sub->prefix);
     sub->prefix = NULL;
     sub->len = 0;
 }
 
-void rl__subspace_pack_begin(const rl_subspace *sub, rl_buf *out, rl_tuple_packer *pk) {
+void rl__subspace_pack_begin(const rl__subspace *sub, rl_buf *out, rl__tuple_packer *pk) {
     rl__buf_reset(out);
     rl__buf_append(out, sub->prefix, sub->len);
     rl__tuple_packer_init(pk, out);
 }
 
-int rl__subspace_contains(const rl_subspace *sub, const void *key, size_t n) {
+int rl__subspace_contains(const rl__subspace *sub, const void *key, size_t n) {
     return n >= sub->len && (sub->len == 0 || memcmp(key, sub->prefix, sub->len) == 0);
 }
 
-int rl__subspace_unpack(const rl_subspace *sub, const void *key, size_t n, rl_tuple_iter *it) {
+int rl__subspace_unpack(const rl__subspace *sub, const void *key, size_t n, rl__tuple_iter *it) {
     if (!rl__subspace_contains(sub, key, n)) return RL_E_INVALID_ARGUMENT;
     rl__tuple_iter_init(it, (const uint8_t *)key + sub->len, n - sub->len);
     return RL_OK;
 }
 
-void rl__subspace_range(const rl_subspace *sub, rl_buf *begin, rl_buf *end) {
+void rl__subspace_range(const rl__subspace *sub, rl_buf *begin, rl_buf *end) {
     rl__tuple_range(sub->prefix, sub->len, begin, end);
 }
 
@@ -675,8 +675,8 @@ static void print_quoted(rl_buf *out, const uint8_t *p, size_t n, int is_bytes) 
 
 /* Print the elements of *it as "(a, b)" ("(a,)" for one). Recursion depth is bounded by
  * RL_TUPLE_MAX_DEPTH, which the iterator enforces. */
-static int print_tuple(rl_tuple_iter *it, rl_buf *out) {
-    rl_tuple_elem e;
+static int print_tuple(rl__tuple_iter *it, rl_buf *out) {
+    rl__tuple_elem e;
     rl_buf tmp;
     size_t count = 0;
     int rc;
@@ -694,7 +694,7 @@ static int print_tuple(rl_tuple_iter *it, rl_buf *out) {
             print_quoted(out, tmp.data, tmp.len, e.type == RL_TT_BYTES);
             break;
         case RL_TT_NESTED: {
-            rl_tuple_iter sub;
+            rl__tuple_iter sub;
             rl__tuple_iter_init_nested(&sub, &e);
             rc = print_tuple(&sub, out);
             if (rc) goto fail;
@@ -760,7 +760,7 @@ fail:
 }
 
 int rl__tuple_print(const void *data, size_t len, rl_buf *out, rl__errdetail *detail) {
-    rl_tuple_iter it;
+    rl__tuple_iter it;
     rl__tuple_iter_init(&it, data, len);
     int rc = print_tuple(&it, out);
     rl__tuple_detail(detail, &it, rc);

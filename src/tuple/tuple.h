@@ -36,12 +36,12 @@ typedef enum {
     RL_TT_BOOL,
     RL_TT_UUID,
     RL_TT_VERSIONSTAMP,
-} rl_tuple_type;
+} rl__tuple_type;
 
 /* One decoded element. Every pointer points into the input given to the iterator and is valid
  * as long as that input is. */
 typedef struct {
-    rl_tuple_type type;
+    rl__tuple_type type;
     const uint8_t *raw; /* the element's whole encoding, type code included */
     size_t raw_len;
     /* RL_TT_BYTES / RL_TT_STRING: the payload still escaped (0x00 0xff for each 0x00), without
@@ -62,7 +62,7 @@ typedef struct {
     const uint8_t *uuid;         /* RL_TT_UUID: 16 bytes */
     const uint8_t *versionstamp; /* RL_TT_VERSIONSTAMP: 12 bytes (10 global + 2 user) */
     int depth;                   /* RL_TT_NESTED: this tuple's nesting depth (1 inside the top level) */
-} rl_tuple_elem;
+} rl__tuple_elem;
 
 typedef struct {
     const uint8_t *p;   /* next byte */
@@ -71,28 +71,28 @@ typedef struct {
                            0x00 0xff is null) */
     int too_deep;       /* set when rl__tuple_iter_next failed because a nested tuple passes
                            RL_TUPLE_MAX_DEPTH (RL_E_TUPLE_MALFORMED; see rl__tuple_detail) */
-} rl_tuple_iter;
+} rl__tuple_iter;
 
 /* Iterate the elements of a top-level tuple encoding data[0..len). data is borrowed. */
-void rl__tuple_iter_init(rl_tuple_iter *it, const void *data, size_t len);
+void rl__tuple_iter_init(rl__tuple_iter *it, const void *data, size_t len);
 /* Iterate the elements of a nested element's payload (elem->payload, elem->payload_len).
  * nested is borrowed; the iterator points into the same input. */
-void rl__tuple_iter_init_nested(rl_tuple_iter *it, const rl_tuple_elem *nested);
+void rl__tuple_iter_init_nested(rl__tuple_iter *it, const rl__tuple_elem *nested);
 /* Decode the next element into *out. Returns RL_OK, RL_E_NOT_FOUND at the end (an expected
  * outcome), or a decoding error (the iterator then stays at the failing element). */
-int rl__tuple_iter_next(rl_tuple_iter *it, rl_tuple_elem *out);
+int rl__tuple_iter_next(rl__tuple_iter *it, rl__tuple_elem *out);
 
 /* Check that data[0..len) is a complete valid tuple; count its top-level elements into
  * *out_count (may be NULL). RL_OK or a decoding error. */
 int rl__tuple_validate(const void *data, size_t len, size_t *out_count);
 /* Find top-level element index (0-based) of data; RL_E_NOT_FOUND if there are fewer. */
-int rl__tuple_get(const void *data, size_t len, size_t index, rl_tuple_elem *out);
+int rl__tuple_get(const void *data, size_t len, size_t index, rl__tuple_elem *out);
 
 /* Append the unescaped bytes of a RL_TT_BYTES/RL_TT_STRING element to out. */
-void rl__tuple_elem_unescape(const rl_tuple_elem *e, rl_buf *out);
+void rl__tuple_elem_unescape(const rl__tuple_elem *e, rl_buf *out);
 /* Integer as sign and big-endian magnitude (no leading zero bytes; zero is an empty magnitude),
  * appended to mag. Works for every integer width. */
-void rl__tuple_elem_bigint(const rl_tuple_elem *e, int *out_negative, rl_buf *mag);
+void rl__tuple_elem_bigint(const rl__tuple_elem *e, int *out_negative, rl_buf *mag);
 
 /* ---- Packing ---------------------------------------------------------------------------- */
 
@@ -104,39 +104,39 @@ typedef struct {
     size_t incomplete_vs_offset; /* offset in out of the first byte of the 10-byte placeholder */
     int n_incomplete;            /* incomplete versionstamps packed so far */
     int err;                     /* sticky non-OOM error (an integer longer than 255 bytes) */
-} rl_tuple_packer;
+} rl__tuple_packer;
 
-void rl__tuple_packer_init(rl_tuple_packer *pk, rl_buf *out);
+void rl__tuple_packer_init(rl__tuple_packer *pk, rl_buf *out);
 /* RL_OK, the packer's sticky error (RL_E_TUPLE_VALUE_OVERFLOW for an integer whose magnitude is
  * longer than RL_TUPLE_MAX_INT_LEN bytes; nothing was appended for it), or the buffer's
  * RL_E_OUT_OF_MEMORY. */
-int rl__tuple_packer_error(const rl_tuple_packer *pk);
-void rl__tuple_pack_null(rl_tuple_packer *pk);
-void rl__tuple_pack_bytes(rl_tuple_packer *pk, const void *p, size_t n);
-void rl__tuple_pack_string(rl_tuple_packer *pk, const char *s, size_t n); /* UTF-8 */
-void rl__tuple_pack_int(rl_tuple_packer *pk, int64_t v);
-void rl__tuple_pack_uint(rl_tuple_packer *pk, uint64_t v);
+int rl__tuple_packer_error(const rl__tuple_packer *pk);
+void rl__tuple_pack_null(rl__tuple_packer *pk);
+void rl__tuple_pack_bytes(rl__tuple_packer *pk, const void *p, size_t n);
+void rl__tuple_pack_string(rl__tuple_packer *pk, const char *s, size_t n); /* UTF-8 */
+void rl__tuple_pack_int(rl__tuple_packer *pk, int64_t v);
+void rl__tuple_pack_uint(rl__tuple_packer *pk, uint64_t v);
 /* Any integer: sign and big-endian magnitude (leading zero bytes allowed; a negative zero is 0).
  * A magnitude longer than RL_TUPLE_MAX_INT_LEN bytes sets the packer's sticky error. */
-void rl__tuple_pack_bigint(rl_tuple_packer *pk, int negative, const uint8_t *mag, size_t n);
-void rl__tuple_pack_float(rl_tuple_packer *pk, float v);
-void rl__tuple_pack_double(rl_tuple_packer *pk, double v);
-void rl__tuple_pack_bool(rl_tuple_packer *pk, int v);
-void rl__tuple_pack_uuid(rl_tuple_packer *pk, const uint8_t uuid[16]);
+void rl__tuple_pack_bigint(rl__tuple_packer *pk, int negative, const uint8_t *mag, size_t n);
+void rl__tuple_pack_float(rl__tuple_packer *pk, float v);
+void rl__tuple_pack_double(rl__tuple_packer *pk, double v);
+void rl__tuple_pack_bool(rl__tuple_packer *pk, int v);
+void rl__tuple_pack_uuid(rl__tuple_packer *pk, const uint8_t uuid[16]);
 /* A complete versionstamp: 12 bytes (10-byte commit version and order, 2-byte user version). */
-void rl__tuple_pack_versionstamp(rl_tuple_packer *pk, const uint8_t vs[12]);
+void rl__tuple_pack_versionstamp(rl__tuple_packer *pk, const uint8_t vs[12]);
 /* An incomplete versionstamp: 10 bytes of 0xff then the user version; remembers its offset for
  * rl__tuple_versionstamp_suffix. */
-void rl__tuple_pack_incomplete_versionstamp(rl_tuple_packer *pk, uint16_t user_version);
-void rl__tuple_pack_nested_begin(rl_tuple_packer *pk);
-void rl__tuple_pack_nested_end(rl_tuple_packer *pk);
+void rl__tuple_pack_incomplete_versionstamp(rl__tuple_packer *pk, uint16_t user_version);
+void rl__tuple_pack_nested_begin(rl__tuple_packer *pk);
+void rl__tuple_pack_nested_end(rl__tuple_packer *pk);
 /* Append an already-encoded element (elem->raw) as it is, at the packer's current depth
  * (a top-level null becomes 0x00 0xff when spliced into a nested tuple). */
-void rl__tuple_pack_raw(rl_tuple_packer *pk, const rl_tuple_elem *elem);
+void rl__tuple_pack_raw(rl__tuple_packer *pk, const rl__tuple_elem *elem);
 /* For SET_VERSIONSTAMPED_KEY/VALUE: append the 4-byte little-endian offset of the single
  * incomplete versionstamp. RL_E_TUPLE_NO_INCOMPLETE_VERSIONSTAMP or
  * RL_E_TUPLE_MANY_INCOMPLETE_VERSIONSTAMPS when there is not exactly one. */
-int rl__tuple_versionstamp_suffix(rl_tuple_packer *pk);
+int rl__tuple_versionstamp_suffix(rl__tuple_packer *pk);
 
 /* ---- Ranges and subspaces --------------------------------------------------------------- */
 
@@ -150,18 +150,18 @@ int rl__strinc(const void *key, size_t n, rl_buf *out);
 typedef struct {
     uint8_t *prefix;
     size_t len;
-} rl_subspace;
+} rl__subspace;
 
 /* Copy prefix into sub. RL_OK or RL_E_OUT_OF_MEMORY. */
-int rl__subspace_init(rl_subspace *sub, const void *prefix, size_t n);
-void rl__subspace_release(rl_subspace *sub);
+int rl__subspace_init(rl__subspace *sub, const void *prefix, size_t n);
+void rl__subspace_release(rl__subspace *sub);
 /* Start a key in out: reset it to the prefix and return a packer positioned after it. */
-void rl__subspace_pack_begin(const rl_subspace *sub, rl_buf *out, rl_tuple_packer *pk);
-int rl__subspace_contains(const rl_subspace *sub, const void *key, size_t n);
+void rl__subspace_pack_begin(const rl__subspace *sub, rl_buf *out, rl__tuple_packer *pk);
+int rl__subspace_contains(const rl__subspace *sub, const void *key, size_t n);
 /* Iterate the tuple that follows the prefix in key. RL_E_INVALID_ARGUMENT if key is not in sub. */
-int rl__subspace_unpack(const rl_subspace *sub, const void *key, size_t n, rl_tuple_iter *it);
+int rl__subspace_unpack(const rl__subspace *sub, const void *key, size_t n, rl__tuple_iter *it);
 /* The subspace's range(): prefix+0x00 .. prefix+0xff. */
-void rl__subspace_range(const rl_subspace *sub, rl_buf *begin, rl_buf *end);
+void rl__subspace_range(const rl__subspace *sub, rl_buf *begin, rl_buf *end);
 
 /* ---- Text forms ------------------------------------------------------------------------- */
 
@@ -199,6 +199,6 @@ int rl__tuple_print(const void *data, size_t len, rl_buf *out, rl__errdetail *de
  *
  * rl__tuple_detail — for those calls: after rc failed on iterator it, set d's message when the
  * iterator knows more (the nesting limit). d NULL, rc RL_OK and no detail are no-ops. */
-void rl__tuple_detail(rl__errdetail *d, const rl_tuple_iter *it, int rc);
+void rl__tuple_detail(rl__errdetail *d, const rl__tuple_iter *it, int rc);
 
 #endif

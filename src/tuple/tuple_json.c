@@ -23,8 +23,8 @@ static json_t *hex_obj(const char *key, const uint8_t *p, size_t n, rl_buf *tmp)
 }
 
 /* Append the elements of *it to arr (borrowed). tmp is scratch. RL_OK or an error. */
-static int elems_to_json(rl_tuple_iter *it, json_t *arr, rl_buf *tmp) {
-    rl_tuple_elem e;
+static int elems_to_json(rl__tuple_iter *it, json_t *arr, rl_buf *tmp) {
+    rl__tuple_elem e;
     int rc;
     while ((rc = rl__tuple_iter_next(it, &e)) == RL_OK) {
         json_t *o = NULL;
@@ -58,7 +58,7 @@ static int elems_to_json(rl_tuple_iter *it, json_t *arr, rl_buf *tmp) {
             }
             break;
         case RL_TT_NESTED: {
-            rl_tuple_iter sub;
+            rl__tuple_iter sub;
             json_t *inner = json_array();
             if (!inner) return RL_E_OUT_OF_MEMORY;
             rl__tuple_iter_init_nested(&sub, &e);
@@ -104,7 +104,7 @@ static int elems_to_json(rl_tuple_iter *it, json_t *arr, rl_buf *tmp) {
 }
 
 int rl__tuple_to_json(const void *data, size_t len, json_t **out, rl__errdetail *detail) {
-    rl_tuple_iter it;
+    rl__tuple_iter it;
     rl_buf tmp;
     int rc;
     json_t *arr = json_array();
@@ -136,10 +136,10 @@ static int hex_value(const json_t *v, size_t want, rl_buf *tmp) {
     return RL_OK;
 }
 
-static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp, rl__errdetail *d);
+static int pack_elems(rl__tuple_packer *pk, const json_t *arr, rl_buf *tmp, rl__errdetail *d);
 
 /* Pack one element object {"kind": value}. d: NULL or where a failure's detail goes. */
-static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp, rl__errdetail *d) {
+static int pack_elem(rl__tuple_packer *pk, const json_t *o, rl_buf *tmp, rl__errdetail *d) {
     const char *key;
     json_t *v;
     int rc;
@@ -206,7 +206,7 @@ static int pack_elem(rl_tuple_packer *pk, const json_t *o, rl_buf *tmp, rl__errd
     return rl__tuple_packer_error(pk);
 }
 
-static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp, rl__errdetail *d) {
+static int pack_elems(rl__tuple_packer *pk, const json_t *arr, rl_buf *tmp, rl__errdetail *d) {
     size_t i;
     json_t *o;
     int rc;
@@ -216,7 +216,7 @@ static int pack_elems(rl_tuple_packer *pk, const json_t *arr, rl_buf *tmp, rl__e
     return RL_OK;
 }
 
-int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr, rl__errdetail *detail) {
+int rl__tuple_pack_json(rl__tuple_packer *pk, const json_t *arr, rl__errdetail *detail) {
     rl_buf tmp;
     int rc;
     if (!json_is_array(arr)) return RL_E_INVALID_ARGUMENT;
@@ -229,7 +229,7 @@ int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr, rl__errdetail *d
 }
 
 int rl__tuple_from_json(const json_t *arr, rl_buf *out, rl__errdetail *detail) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, out);
     return rl__tuple_pack_json(&pk, arr, detail);
 }

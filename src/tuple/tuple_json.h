@@ -33,6 +33,6 @@ int rl__tuple_to_json(const void *data, size_t len, json_t **out, rl__errdetail 
 int rl__tuple_from_json(const json_t *arr, rl_buf *out, rl__errdetail *detail);
 
 /* Encode into an existing packer (at its current depth), for callers building a larger key. */
-int rl__tuple_pack_json(rl_tuple_packer *pk, const json_t *arr, rl__errdetail *detail);
+int rl__tuple_pack_json(rl__tuple_packer *pk, const json_t *arr, rl__errdetail *detail);
 
 #endif

@@ -29,13 +29,13 @@ int rl_cmd_check(int argc, char **argv) {
     const char *url = NULL, *store = NULL;
     int code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
-    const rl_arg opts[] = {RL__TOOL_OPT_DB(&url), RL__TOOL_OPT_STORE(&store), RL__TOOL_OPT_TIMEOUT(&timeout_s), {0}};
-    const rl_args_cmd cmd = {.name = "rl check",
-                             .summary =
-                                 "Walk a record store and list every defect (split records, stray keys, version keys,\n"
-                                 "unparsable records, orphan, stale and missing index entries).",
-                             .epilog = "Exit codes: 0 no defect, 1 defects or failure, 2 usage.",
-                             .opts = opts};
+    const rl__arg opts[] = {RL__TOOL_OPT_DB(&url), RL__TOOL_OPT_STORE(&store), RL__TOOL_OPT_TIMEOUT(&timeout_s), {0}};
+    const rl__args_cmd cmd = {
+        .name = "rl check",
+        .summary = "Walk a record store and list every defect (split records, stray keys, version keys,\n"
+                   "unparsable records, orphan, stale and missing index entries).",
+        .epilog = "Exit codes: 0 no defect, 1 defects or failure, 2 usage.",
+        .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     rl__tool t;
     const rl__tool_wait w = {.prog = "rl check", .timeout_ms = rl__tool_wait_ms(timeout_s)};

@@ -108,28 +108,28 @@ int rl_cmd_cluster(int argc, char **argv) {
     int which = -1, code, as_json = 0, coordinator = 0, hard = 0;
     uint64_t delay_us = 0, jitter_us = 0;
     double timeout_s = RL_CLUSTER_DEFAULT_TIMEOUT_MS / 1000.0;
-    const rl_arg opts[] = {{.name = "dir",
-                            .kind = RL_ARG_STRING,
-                            .dest = &dir,
-                            .metavar = "DIR",
-                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
-                            .help = "the cluster's directory (data, logs, pids.json, reclayer.cluster)"},
-                           {0}};
+    const rl__arg opts[] = {{.name = "dir",
+                             .kind = RL_ARG_STRING,
+                             .dest = &dir,
+                             .metavar = "DIR",
+                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
+                             .help = "the cluster's directory (data, logs, pids.json, reclayer.cluster)"},
+                            {0}};
     rl__cluster_up_args ua = RL__CLUSTER_UP_ARGS_INIT;
-    const rl_arg up_opts[] = {RL__CLUSTER_UP_OPTS(&ua),
-                              {.name = "timeout",
-                               .kind = RL_ARG_DOUBLE,
-                               .dest = &timeout_s,
-                               .metavar = "S",
-                               .dmin = 0.1,
-                               .dmax = 3600,
-                               .help = "seconds to wait until healthy; then stop everything and fail"},
-                              {0}};
-    const rl_arg status_opts[] = {
+    const rl__arg up_opts[] = {RL__CLUSTER_UP_OPTS(&ua),
+                               {.name = "timeout",
+                                .kind = RL_ARG_DOUBLE,
+                                .dest = &timeout_s,
+                                .metavar = "S",
+                                .dmin = 0.1,
+                                .dmax = 3600,
+                                .help = "seconds to wait until healthy; then stop everything and fail"},
+                               {0}};
+    const rl__arg status_opts[] = {
         {.name = "json", .kind = RL_ARG_FLAG, .dest = &as_json, .help = "print the status as JSON"}, {0}};
     const char *restart_ids[RL_CLUSTER_MAX_STORAGE];
     int n_restart_ids = 0;
-    const rl_arg restart_opts[] = {
+    const rl__arg restart_opts[] = {
         {.name = "storage",
          .kind = RL_ARG_STRING,
          .dest = restart_ids,
@@ -154,25 +154,25 @@ int rl_cmd_cluster(int argc, char **argv) {
          .dmax = 3600,
          .help = "seconds to wait until the cluster is healthy again"},
         {0}};
-    const rl_args_cmd up = {.name = "rl cluster up",
-                            .brief = "create DIR and start a coordinator and N storage servers; print the cluster file",
-                            .summary =
-                                "Creates DIR (absent or empty), writes DIR/init.json (the shard layout), starts\n"
-                                "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (with --hosts H\n"
-                                "--storage-per-host S: H x S servers labelled host1..hostH, host h on 127.0.0.h\n"
-                                "with --host-addresses; --delay-us between hosts; ports chosen by the\n"
-                                "kernel), waits until every server is registered and healthy and a test\n"
-                                "commit works, then writes DIR/reclayer.cluster and DIR/pids.json and prints\n"
-                                "the cluster file's path (use it as --db cluster:PATH).",
-                            .opts = up_opts};
-    const rl_args_cmd status = {.name = "rl cluster status",
-                                .brief = "show every process: role, id, host, address, delay, pid, alive, versions, "
-                                         "shards, health (exit 1 if something is down)",
-                                .opts = status_opts};
-    const rl_args_cmd down = {.name = "rl cluster down",
-                              .brief =
-                                  "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
-    const rl_args_cmd restart = {
+    const rl__args_cmd up = {
+        .name = "rl cluster up",
+        .brief = "create DIR and start a coordinator and N storage servers; print the cluster file",
+        .summary = "Creates DIR (absent or empty), writes DIR/init.json (the shard layout), starts\n"
+                   "`rlkvd coordinator` and N `rlkvd storage` on 127.0.0.1 (with --hosts H\n"
+                   "--storage-per-host S: H x S servers labelled host1..hostH, host h on 127.0.0.h\n"
+                   "with --host-addresses; --delay-us between hosts; ports chosen by the\n"
+                   "kernel), waits until every server is registered and healthy and a test\n"
+                   "commit works, then writes DIR/reclayer.cluster and DIR/pids.json and prints\n"
+                   "the cluster file's path (use it as --db cluster:PATH).",
+        .opts = up_opts};
+    const rl__args_cmd status = {.name = "rl cluster status",
+                                 .brief = "show every process: role, id, host, address, delay, pid, alive, versions, "
+                                          "shards, health (exit 1 if something is down)",
+                                 .opts = status_opts};
+    const rl__args_cmd down = {.name = "rl cluster down",
+                               .brief =
+                                   "stop exactly the processes rl cluster started (by recorded pid; storage first)"};
+    const rl__args_cmd restart = {
         .name = "rl cluster restart",
         .brief = "stop the processes named and start them again on their ports; wait until healthy",
         .summary = "Stops each process named (SIGTERM, or SIGKILL with --kill; one already gone is just\n"
@@ -180,33 +180,33 @@ int rl_cmd_cluster(int argc, char **argv) {
                    "processes named, the coordinator and every other process still running are healthy.\n"
                    "A process that is down and not named is left down, and a note on stderr names it.",
         .opts = restart_opts};
-    const rl_arg delay_opts[] = {{.name = "delay-us",
-                                  .kind = RL_ARG_UINT64,
-                                  .dest = &delay_us,
-                                  .metavar = "N",
-                                  .flags = RL_ARG_REQUIRED,
-                                  .umin = 0,
-                                  .umax = RL_NETEM_MAX_US,
-                                  .help = "the new one-way delay in µs between different hosts (0: none)"},
-                                 {.name = "jitter-us",
-                                  .kind = RL_ARG_UINT64,
-                                  .dest = &jitter_us,
-                                  .metavar = "J",
-                                  .umin = 0,
-                                  .umax = RL_NETEM_MAX_US,
-                                  .help = "the new jitter in µs"},
-                                 {0}};
-    const rl_args_cmd delay = {.name = "rl cluster delay",
-                               .brief = "change the injected delay of a running cluster (every process, the "
-                                        "coordinator last; clients follow within about a second)",
-                               .summary =
-                                   "Records the delay in DIR/pids.json (a restarted process starts with it) and\n"
-                                   "sends SET_DELAY to every process, storage servers first and the coordinator\n"
-                                   "last. Clients take the new delay from the coordinator's shard map, which they\n"
-                                   "fetch again at most every second while they send requests.",
-                               .opts = delay_opts};
-    const rl_args_cmd *subs[] = {&up, &status, &down, &restart, &delay, NULL};
-    const rl_args_cmd cmd = {
+    const rl__arg delay_opts[] = {{.name = "delay-us",
+                                   .kind = RL_ARG_UINT64,
+                                   .dest = &delay_us,
+                                   .metavar = "N",
+                                   .flags = RL_ARG_REQUIRED,
+                                   .umin = 0,
+                                   .umax = RL_NETEM_MAX_US,
+                                   .help = "the new one-way delay in µs between different hosts (0: none)"},
+                                  {.name = "jitter-us",
+                                   .kind = RL_ARG_UINT64,
+                                   .dest = &jitter_us,
+                                   .metavar = "J",
+                                   .umin = 0,
+                                   .umax = RL_NETEM_MAX_US,
+                                   .help = "the new jitter in µs"},
+                                  {0}};
+    const rl__args_cmd delay = {.name = "rl cluster delay",
+                                .brief = "change the injected delay of a running cluster (every process, the "
+                                         "coordinator last; clients follow within about a second)",
+                                .summary =
+                                    "Records the delay in DIR/pids.json (a restarted process starts with it) and\n"
+                                    "sends SET_DELAY to every process, storage servers first and the coordinator\n"
+                                    "last. Clients take the new delay from the coordinator's shard map, which they\n"
+                                    "fetch again at most every second while they send requests.",
+                                .opts = delay_opts};
+    const rl__args_cmd *subs[] = {&up, &status, &down, &restart, &delay, NULL};
+    const rl__args_cmd cmd = {
         .name = "rl cluster",
         .summary = "Run a local reclayer cluster: one coordinator and N storage servers on 127.0.0.0/8\n"
                    "(one address per host with --host-addresses), under one directory (data in DIR/coordinator and "
@@ -226,7 +226,7 @@ int rl_cmd_cluster(int argc, char **argv) {
     case C_UP: {
         const char *keys[SPLIT_MAX];
         char *copy = NULL;
-        rl_cluster_up_opts o;
+        rl__cluster_up_opts o;
         rc = rl__cluster_up_args_apply(&ua, keys, SPLIT_MAX, &copy, &o, &msg);
         o.timeout_ms = timeout_ms;
         if (rc) {

@@ -34,20 +34,20 @@ int rl_cmd_get(int argc, char **argv) {
     int64_t id = 0;
     int code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
-    const rl_arg opts[] = {RL__TOOL_OPT_DB(&url),
-                           RL__TOOL_OPT_STORE(&store),
-                           RL__TOOL_OPT_TIMEOUT(&timeout_s),
-                           {.name = "pk",
-                            .kind = RL_ARG_INT64,
-                            .dest = &id,
-                            .metavar = "ID",
-                            .flags = RL_ARG_REQUIRED,
-                            .help = "the order_id"},
-                           {0}};
-    const rl_args_cmd cmd = {.name = "rl get",
-                             .summary = "Print the Order with order_id ID as JSON, with its record version.",
-                             .epilog = "Exit codes: 0 found, 1 not found or failure, 2 usage.",
-                             .opts = opts};
+    const rl__arg opts[] = {RL__TOOL_OPT_DB(&url),
+                            RL__TOOL_OPT_STORE(&store),
+                            RL__TOOL_OPT_TIMEOUT(&timeout_s),
+                            {.name = "pk",
+                             .kind = RL_ARG_INT64,
+                             .dest = &id,
+                             .metavar = "ID",
+                             .flags = RL_ARG_REQUIRED,
+                             .help = "the order_id"},
+                            {0}};
+    const rl__args_cmd cmd = {.name = "rl get",
+                              .summary = "Print the Order with order_id ID as JSON, with its record version.",
+                              .epilog = "Exit codes: 0 found, 1 not found or failure, 2 usage.",
+                              .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     rl__tool t;
     const rl__tool_wait w = {.prog = "rl get", .timeout_ms = rl__tool_wait_ms(timeout_s)};
@@ -57,7 +57,7 @@ int rl_cmd_get(int argc, char **argv) {
         return 1;
     }
     rl_buf k, out;
-    rl_tuple_packer tp;
+    rl__tuple_packer tp;
     rl_record r = {0};
     rl__buf_init(&k);
     rl__buf_init(&out);

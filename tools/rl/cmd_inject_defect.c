@@ -34,11 +34,11 @@ int rl_cmd_inject_defect(int argc, char **argv) {
     int64_t id = 0;
     int k = 0, force = 0, code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
-    static const rl_arg_choice kinds[] = {{"delete-chunk", RL_DEFECT_DELETE_CHUNK},
-                                          {"stray-suffix", RL_DEFECT_STRAY_SUFFIX},
-                                          {"version-key", RL_DEFECT_VERSION_KEY},
-                                          {NULL, 0}};
-    const rl_arg opts[] = {
+    static const rl__arg_choice kinds[] = {{"delete-chunk", RL_DEFECT_DELETE_CHUNK},
+                                           {"stray-suffix", RL_DEFECT_STRAY_SUFFIX},
+                                           {"version-key", RL_DEFECT_VERSION_KEY},
+                                           {NULL, 0}};
+    const rl__arg opts[] = {
         RL__TOOL_OPT_DB(&url),
         RL__TOOL_OPT_STORE(&store),
         RL__TOOL_OPT_TIMEOUT(&timeout_s),
@@ -61,12 +61,12 @@ int rl_cmd_inject_defect(int argc, char **argv) {
          .dest = &force,
          .help = "also for stores not loaded with --allow-defects"},
         {0}};
-    const rl_args_cmd cmd = {.name = "rl inject-defect",
-                             .summary =
-                                 "Corrupt the Order with order_id ID on purpose, to test `rl check`. Only for stores\n"
-                                 "loaded with --allow-defects, unless --force.",
-                             .epilog = "Exit codes: 0 done, 1 refused or failure, 2 usage.",
-                             .opts = opts};
+    const rl__args_cmd cmd = {.name = "rl inject-defect",
+                              .summary =
+                                  "Corrupt the Order with order_id ID on purpose, to test `rl check`. Only for stores\n"
+                                  "loaded with --allow-defects, unless --force.",
+                              .epilog = "Exit codes: 0 done, 1 refused or failure, 2 usage.",
+                              .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     int flags = force ? RL_DEFECT_FORCE : 0;
     const char *kind = NULL;
@@ -80,7 +80,7 @@ int rl_cmd_inject_defect(int argc, char **argv) {
         return 1;
     }
     rl_buf kb;
-    rl_tuple_packer tp;
+    rl__tuple_packer tp;
     rl__buf_init(&kb);
     rl__tuple_packer_init(&tp, &kb);
     rl__tuple_pack_int(&tp, id);

@@ -35,7 +35,7 @@ typedef struct {
 /* Parse argument s (named what, e.g. "KEY") of command cmd into out: FoundationDB's printable
  * form, or a JSON tuple with --tuple (is_key and o->tuple). RL_OK, or RL_ARGS_USAGE after
  * printing a message that names the argument and says what is wrong. */
-static int parse_arg(const rl_args_cmd *cmd, const kv_opts *o, int is_key, const char *what, const char *s,
+static int parse_arg(const rl__args_cmd *cmd, const kv_opts *o, int is_key, const char *what, const char *s,
                      rl_buf *out) {
     char msg[256];
     if (!is_key || !o->tuple) {
@@ -100,16 +100,16 @@ int rl_cmd_kv(int argc, char **argv) {
     const char *a1 = NULL, *a2 = NULL;
     int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
-    static const rl_arg_choice forms[] = {{"first_greater_or_equal", F_FGE},
-                                          {"fge", F_FGE},
-                                          {"first_greater_than", F_FGT},
-                                          {"fgt", F_FGT},
-                                          {"last_less_or_equal", F_LLE},
-                                          {"lle", F_LLE},
-                                          {"last_less_than", F_LLT},
-                                          {"llt", F_LLT},
-                                          {NULL, 0}};
-    const rl_arg opts[] = {
+    static const rl__arg_choice forms[] = {{"first_greater_or_equal", F_FGE},
+                                           {"fge", F_FGE},
+                                           {"first_greater_than", F_FGT},
+                                           {"fgt", F_FGT},
+                                           {"last_less_or_equal", F_LLE},
+                                           {"lle", F_LLE},
+                                           {"last_less_than", F_LLT},
+                                           {"llt", F_LLT},
+                                           {NULL, 0}};
+    const rl__arg opts[] = {
         {.name = "db",
          .kind = RL_ARG_STRING,
          .dest = &url,
@@ -128,15 +128,15 @@ int rl_cmd_kv(int argc, char **argv) {
          .help = "allow keys beginning with \\xff (the system keyspace)"},
         RL__TOOL_OPT_TIMEOUT(&timeout_s),
         {0}};
-    const rl_arg key_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"}, {0}};
-    const rl_arg set_pos[] = {
+    const rl__arg key_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"}, {0}};
+    const rl__arg set_pos[] = {
         {.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "the key"},
         {.name = "VALUE", .kind = RL_ARG_STRING, .dest = &a2, .help = "the value (printable form)"},
         {0}};
-    const rl_arg range_pos[] = {{.name = "BEGIN", .kind = RL_ARG_STRING, .dest = &a1, .help = "the first key"},
-                                {.name = "END", .kind = RL_ARG_STRING, .dest = &a2, .help = "the key after the last"},
-                                {0}};
-    const rl_arg range_opts[] = {
+    const rl__arg range_pos[] = {{.name = "BEGIN", .kind = RL_ARG_STRING, .dest = &a1, .help = "the first key"},
+                                 {.name = "END", .kind = RL_ARG_STRING, .dest = &a2, .help = "the key after the last"},
+                                 {0}};
+    const rl__arg range_opts[] = {
         {.name = "limit",
          .kind = RL_ARG_INT,
          .dest = &limit,
@@ -145,7 +145,7 @@ int rl_cmd_kv(int argc, char **argv) {
          .help = "at most N rows (0: all)"},
         {.name = "reverse", .kind = RL_ARG_FLAG, .dest = &reverse, .help = "in descending key order"},
         {0}};
-    const rl_arg getkey_pos[] = {
+    const rl__arg getkey_pos[] = {
         {.name = "FORM", .kind = RL_ARG_ENUM, .dest = &form, .choices = forms, .help = "the selector's form"},
         {.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "its key"},
         {.name = "OFFSET",
@@ -156,26 +156,26 @@ int rl_cmd_kv(int argc, char **argv) {
          .max = 1000000,
          .help = "moves further (default 0)"},
         {0}};
-    const rl_args_cmd get = {
+    const rl__args_cmd get = {
         .name = "rl kv get", .brief = "print the value of KEY (exit 1 if it is not set)", .pos = key_pos};
-    const rl_args_cmd set = {.name = "rl kv set", .brief = "set KEY to VALUE", .pos = set_pos};
-    const rl_args_cmd clear = {.name = "rl kv clear", .brief = "clear KEY", .pos = key_pos};
-    const rl_args_cmd clearrange = {
+    const rl__args_cmd set = {.name = "rl kv set", .brief = "set KEY to VALUE", .pos = set_pos};
+    const rl__args_cmd clear = {.name = "rl kv clear", .brief = "clear KEY", .pos = key_pos};
+    const rl__args_cmd clearrange = {
         .name = "rl kv clearrange", .brief = "clear every key in [BEGIN, END)", .pos = range_pos};
-    const rl_args_cmd range = {.name = "rl kv range",
-                               .brief = "print the keys and values in [BEGIN, END), one per line as KEY<TAB>VALUE",
-                               .opts = range_opts,
-                               .pos = range_pos};
-    const rl_args_cmd getkey = {.name = "rl kv getkey",
-                                .brief = "resolve a key selector and print the key; FORM is first_greater_or_equal "
-                                         "(fge), first_greater_than (fgt), last_less_or_equal (lle) or last_less_than "
-                                         "(llt); OFFSET moves further",
-                                .pos = getkey_pos};
-    const rl_args_cmd status = {.name = "rl kv status",
-                                .brief =
-                                    "print the database status as JSON (versions, sizes, log and checkpoint state)"};
-    const rl_args_cmd *subs[] = {&get, &set, &clear, &clearrange, &range, &getkey, &status, NULL};
-    const rl_args_cmd cmd = {
+    const rl__args_cmd range = {.name = "rl kv range",
+                                .brief = "print the keys and values in [BEGIN, END), one per line as KEY<TAB>VALUE",
+                                .opts = range_opts,
+                                .pos = range_pos};
+    const rl__args_cmd getkey = {.name = "rl kv getkey",
+                                 .brief = "resolve a key selector and print the key; FORM is first_greater_or_equal "
+                                          "(fge), first_greater_than (fgt), last_less_or_equal (lle) or last_less_than "
+                                          "(llt); OFFSET moves further",
+                                 .pos = getkey_pos};
+    const rl__args_cmd status = {.name = "rl kv status",
+                                 .brief =
+                                     "print the database status as JSON (versions, sizes, log and checkpoint state)"};
+    const rl__args_cmd *subs[] = {&get, &set, &clear, &clearrange, &range, &getkey, &status, NULL};
+    const rl__args_cmd cmd = {
         .name = "rl kv",
         .summary = "Read and write raw keys of a reclayer database (one transaction per command).",
         .epilog = "Keys and values use FoundationDB's printable form: printable ASCII as is, \\\\ for a\n"
@@ -185,7 +185,7 @@ int rl_cmd_kv(int argc, char **argv) {
         .subs = subs,
         .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
-    const rl_args_cmd *sub = subs[which];
+    const rl__args_cmd *sub = subs[which];
     /* Parse the arguments before opening anything. */
     rl_buf k1, k2;
     rl__buf_init(&k1);

@@ -38,7 +38,7 @@ int rl_cmd_load(int argc, char **argv) {
     uint64_t seed = 1;
     int allow_defects = 0, code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
-    const rl_arg opts[] = {
+    const rl__arg opts[] = {
         RL__TOOL_OPT_DB(&url),
         {.name = "store",
          .kind = RL_ARG_STRING,
@@ -69,7 +69,7 @@ int rl_cmd_load(int argc, char **argv) {
          .help = "mark a new store so that `rl inject-defect` may corrupt it"},
         RL__TOOL_OPT_TIMEOUT(&timeout_s),
         {0}};
-    const rl_args_cmd cmd = {
+    const rl__args_cmd cmd = {
         .name = "rl load",
         .summary = "Load N Order records (order_id 1..N, prices 0..999 drawn from the seed) into a record store,\n"
                    "creating it (split long records, record versions) if it does not exist. Existing records\n"

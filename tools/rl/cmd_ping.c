@@ -33,7 +33,7 @@ int rl_cmd_ping(int argc, char **argv) {
     const char *url = NULL, *to = "all";
     int n = 100, as_json = 0, code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
-    const rl_arg opts[] = {
+    const rl__arg opts[] = {
         {.name = "db",
          .kind = RL_ARG_STRING,
          .dest = &url,
@@ -64,12 +64,12 @@ int rl_cmd_ping(int argc, char **argv) {
                  "client retries (a server refusing connections fails after 5 s with connection_failed, 1026). A "
                  "ping that waits is reported on stderr after 3 s"},
         {0}};
-    const rl_args_cmd cmd = {.name = "rl ping",
-                             .summary = "Measure round trips to a cluster's processes through the client's own\n"
-                                        "connections (the path reads take, injected delay included): min, p50,\n"
-                                        "p99 and max in microseconds per target.",
-                             .epilog = "Exit codes: 0 ok, 1 failure, 2 usage.",
-                             .opts = opts};
+    const rl__args_cmd cmd = {.name = "rl ping",
+                              .summary = "Measure round trips to a cluster's processes through the client's own\n"
+                                         "connections (the path reads take, injected delay included): min, p50,\n"
+                                         "p99 and max in microseconds per target.",
+                              .epilog = "Exit codes: 0 ok, 1 failure, 2 usage.",
+                              .opts = opts};
     /* -n N is accepted as --n N (the ping tools' spelling; the parser knows long options only). */
     char **av = malloc(((size_t)argc + 1) * sizeof *av);
     if (!av) return 1;
@@ -135,7 +135,7 @@ int rl_cmd_ping(int argc, char **argv) {
     int exit_code = 0;
     for (int i = 0; i < n_ids; i++) {
         uint64_t warm = 0;
-        rl_kv_ping_stats st;
+        rl__kv_ping_stats st;
         rc = rl__db_cluster_ping_within(db, ids[i], timeout_ms, &warm); /* opens the connection: not measured */
         if (rc == RL_OK) rc = rl__db_cluster_ping_stats_within(db, ids[i], n, timeout_ms, &st);
         const char *role = ids[i] ? "storage" : "coordinator";

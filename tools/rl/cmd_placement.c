@@ -90,74 +90,74 @@ int rl_cmd_placement(int argc, char **argv) {
                *index_team = NULL, *records_team = NULL, *key_file = NULL;
     int which = -1, code, as_json = 0;
     double timeout_s = RL_PLACEMENT_DEFAULT_TIMEOUT_MS / 1000.0;
-    const rl_arg opts[] = {{.name = "db",
-                            .kind = RL_ARG_STRING,
-                            .dest = &url,
-                            .metavar = "URL",
-                            .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
-                            .help = "the cluster: cluster:FILE"},
-                           {.name = "key-file",
-                            .kind = RL_ARG_STRING,
-                            .dest = &key_file,
-                            .metavar = "FILE",
-                            .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT,
-                            .help = "the cluster's key file, which splits and moves need (default: cluster.key beside "
-                                    "the cluster file, where rl cluster up writes it)"},
-                           {.name = "timeout",
-                            .kind = RL_ARG_DOUBLE,
-                            .dest = &timeout_s,
-                            .metavar = "S",
-                            .dmin = 0.1,
-                            .dmax = 3600,
-                            .help = "seconds to wait for each split or move, and (place, show) for each "
-                                    "transaction before giving up with transaction_timed_out (1031); a request that "
-                                    "waits for a server is reported on stderr after 3 s"},
-                           {0}};
-    const rl_arg split_pos[] = {{.name = "KEY",
-                                 .kind = RL_ARG_STRING,
-                                 .dest = &key,
-                                 .help = "split the shard holding KEY at KEY (printable form)"},
-                                {0}};
-    const rl_arg assign_opts[] = {{.name = "begin",
+    const rl__arg opts[] = {{.name = "db",
+                             .kind = RL_ARG_STRING,
+                             .dest = &url,
+                             .metavar = "URL",
+                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
+                             .help = "the cluster: cluster:FILE"},
+                            {.name = "key-file",
+                             .kind = RL_ARG_STRING,
+                             .dest = &key_file,
+                             .metavar = "FILE",
+                             .flags = RL_ARG_NONEMPTY | RL_ARG_NO_DEFAULT,
+                             .help = "the cluster's key file, which splits and moves need (default: cluster.key beside "
+                                     "the cluster file, where rl cluster up writes it)"},
+                            {.name = "timeout",
+                             .kind = RL_ARG_DOUBLE,
+                             .dest = &timeout_s,
+                             .metavar = "S",
+                             .dmin = 0.1,
+                             .dmax = 3600,
+                             .help = "seconds to wait for each split or move, and (place, show) for each "
+                                     "transaction before giving up with transaction_timed_out (1031); a request that "
+                                     "waits for a server is reported on stderr after 3 s"},
+                            {0}};
+    const rl__arg split_pos[] = {{.name = "KEY",
+                                  .kind = RL_ARG_STRING,
+                                  .dest = &key,
+                                  .help = "split the shard holding KEY at KEY (printable form)"},
+                                 {0}};
+    const rl__arg assign_opts[] = {{.name = "begin",
+                                    .kind = RL_ARG_STRING,
+                                    .dest = &begin,
+                                    .metavar = "K",
+                                    .flags = RL_ARG_REQUIRED,
+                                    .help = "the range's first key (printable form)"},
+                                   {.name = "end",
+                                    .kind = RL_ARG_STRING,
+                                    .dest = &end,
+                                    .metavar = "K",
+                                    .flags = RL_ARG_REQUIRED,
+                                    .help = "the key after the range (printable form; at most \\xff)"},
+                                   {.name = "team",
+                                    .kind = RL_ARG_STRING,
+                                    .dest = &team,
+                                    .metavar = "ID,ID",
+                                    .flags = RL_ARG_REQUIRED,
+                                    .help = "the storage servers to hold the range"},
+                                   {0}};
+    const rl__arg place_opts[] = {RL__TOOL_OPT_STORE(&store),
+                                  {.name = "index",
                                    .kind = RL_ARG_STRING,
-                                   .dest = &begin,
-                                   .metavar = "K",
+                                   .dest = &index,
+                                   .metavar = "NAME",
                                    .flags = RL_ARG_REQUIRED,
-                                   .help = "the range's first key (printable form)"},
-                                  {.name = "end",
+                                   .help = "the index (the Order store has price_idx)"},
+                                  {.name = "index-team",
                                    .kind = RL_ARG_STRING,
-                                   .dest = &end,
-                                   .metavar = "K",
-                                   .flags = RL_ARG_REQUIRED,
-                                   .help = "the key after the range (printable form; at most \\xff)"},
-                                  {.name = "team",
-                                   .kind = RL_ARG_STRING,
-                                   .dest = &team,
+                                   .dest = &index_team,
                                    .metavar = "ID,ID",
                                    .flags = RL_ARG_REQUIRED,
-                                   .help = "the storage servers to hold the range"},
+                                   .help = "the team of the index's entries"},
+                                  {.name = "records-team",
+                                   .kind = RL_ARG_STRING,
+                                   .dest = &records_team,
+                                   .metavar = "ID,ID[;ID,ID...]",
+                                   .flags = RL_ARG_REQUIRED,
+                                   .help = "the records' teams: the records split evenly into one range per team"},
                                   {0}};
-    const rl_arg place_opts[] = {RL__TOOL_OPT_STORE(&store),
-                                 {.name = "index",
-                                  .kind = RL_ARG_STRING,
-                                  .dest = &index,
-                                  .metavar = "NAME",
-                                  .flags = RL_ARG_REQUIRED,
-                                  .help = "the index (the Order store has price_idx)"},
-                                 {.name = "index-team",
-                                  .kind = RL_ARG_STRING,
-                                  .dest = &index_team,
-                                  .metavar = "ID,ID",
-                                  .flags = RL_ARG_REQUIRED,
-                                  .help = "the team of the index's entries"},
-                                 {.name = "records-team",
-                                  .kind = RL_ARG_STRING,
-                                  .dest = &records_team,
-                                  .metavar = "ID,ID[;ID,ID...]",
-                                  .flags = RL_ARG_REQUIRED,
-                                  .help = "the records' teams: the records split evenly into one range per team"},
-                                 {0}};
-    const rl_arg show_opts[] = {
+    const rl__arg show_opts[] = {
         RL__TOOL_OPT_STORE(&store),
         {.name = "index",
          .kind = RL_ARG_STRING,
@@ -170,28 +170,28 @@ int rl_cmd_placement(int argc, char **argv) {
          .dest = &as_json,
          .help = "print the placement receipt as JSON (the \"receipt\" member is deterministic)"},
         {0}};
-    const rl_args_cmd split = {.name = "rl placement split",
-                               .brief = "split the shard holding KEY at KEY (same team both halves)",
-                               .pos = split_pos};
-    const rl_args_cmd assign = {.name = "rl placement assign",
-                                .brief = "make [begin, end) whole shards and move them to a team; returns when done",
-                                .opts = assign_opts};
-    const rl_args_cmd place = {.name = "rl placement place",
-                               .brief = "put a store's index on one team and its records evenly on others",
-                               .opts = place_opts};
-    const rl_args_cmd show = {.name = "rl placement show",
-                              .brief = "print the index and record shards, their teams and the disjoint fractions",
-                              .opts = show_opts};
-    const rl_args_cmd *subs[] = {&split, &assign, &place, &show, NULL};
-    const rl_args_cmd cmd = {.name = "rl placement",
-                             .summary =
-                                 "Explicit, deterministic placement on a cluster: splits and moves go through the\n"
-                                 "coordinator (the shard map in the system keyspace changes at a version; data moves\n"
-                                 "before ownership switches, so reads and writes keep working).",
-                             .epilog = "Exit codes: 0 success, 1 failure, 2 usage.",
-                             .opts = opts,
-                             .subs = subs,
-                             .sub_dest = &which};
+    const rl__args_cmd split = {.name = "rl placement split",
+                                .brief = "split the shard holding KEY at KEY (same team both halves)",
+                                .pos = split_pos};
+    const rl__args_cmd assign = {.name = "rl placement assign",
+                                 .brief = "make [begin, end) whole shards and move them to a team; returns when done",
+                                 .opts = assign_opts};
+    const rl__args_cmd place = {.name = "rl placement place",
+                                .brief = "put a store's index on one team and its records evenly on others",
+                                .opts = place_opts};
+    const rl__args_cmd show = {.name = "rl placement show",
+                               .brief = "print the index and record shards, their teams and the disjoint fractions",
+                               .opts = show_opts};
+    const rl__args_cmd *subs[] = {&split, &assign, &place, &show, NULL};
+    const rl__args_cmd cmd = {.name = "rl placement",
+                              .summary =
+                                  "Explicit, deterministic placement on a cluster: splits and moves go through the\n"
+                                  "coordinator (the shard map in the system keyspace changes at a version; data moves\n"
+                                  "before ownership switches, so reads and writes keep working).",
+                              .epilog = "Exit codes: 0 success, 1 failure, 2 usage.",
+                              .opts = opts,
+                              .subs = subs,
+                              .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     int timeout_ms = (int)(timeout_s * 1000.0);
     const rl__tool_wait wait = {.prog = "rl placement", .timeout_ms = rl__tool_wait_ms(timeout_s)};
@@ -207,7 +207,7 @@ int rl_cmd_placement(int argc, char **argv) {
             exit_code = rl__args_usage_error(&split, "KEY: %s", err);
             break;
         }
-        rl_version v = 0;
+        rl__version v = 0;
         int did = 0;
         rc = rl__placement_split(url, key_file, kb.data, kb.len, timeout_ms, &v, &did, &msg);
         if (rc) {
@@ -225,7 +225,7 @@ int rl_cmd_placement(int argc, char **argv) {
             exit_code = rl__args_usage_error(&assign, "%s", err);
             break;
         }
-        rl_version v = 0;
+        rl__version v = 0;
         uint32_t moved = 0;
         rc =
             rl__placement_assign(url, key_file, kb.data, kb.len, eb.data, eb.len, ids, n, timeout_ms, &v, &moved, &msg);

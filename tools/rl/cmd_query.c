@@ -39,7 +39,7 @@
 #include "tuple/tuple.h"
 
 /* Pack V as an integer if it is [-]digits fitting int64, else as a string. */
-static void pack_value(rl_tuple_packer *pk, const char *v) {
+static void pack_value(rl__tuple_packer *pk, const char *v) {
     char *end = NULL;
     errno = 0;
     long long x = strtoll(v, &end, 10);
@@ -160,23 +160,23 @@ int rl_cmd_query(int argc, char **argv) {
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     rl_query_options o;
     rl_buf eq, lo, hi, cb, out;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
     fetch = o.fetch;
     orphans = o.orphans;
-    static const rl_arg_choice fetches[] = {{"scan", RL_FETCH_SCAN_AND_FETCH},
-                                            {"remote", RL_FETCH_USE_REMOTE_FETCH},
-                                            {"remote-fallback", RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK},
-                                            {"adaptive", RL_FETCH_ADAPTIVE},
-                                            {NULL, 0}};
-    static const rl_arg_choice secondaries[] = {{"default", RL_SECONDARY_DEFAULT},
-                                                {"individual", RL_SECONDARY_INDIVIDUAL},
-                                                {"grouped", RL_SECONDARY_GROUPED},
-                                                {NULL, 0}};
-    static const rl_arg_choice orphan_modes[] = {
+    static const rl__arg_choice fetches[] = {{"scan", RL_FETCH_SCAN_AND_FETCH},
+                                             {"remote", RL_FETCH_USE_REMOTE_FETCH},
+                                             {"remote-fallback", RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK},
+                                             {"adaptive", RL_FETCH_ADAPTIVE},
+                                             {NULL, 0}};
+    static const rl__arg_choice secondaries[] = {{"default", RL_SECONDARY_DEFAULT},
+                                                 {"individual", RL_SECONDARY_INDIVIDUAL},
+                                                 {"grouped", RL_SECONDARY_GROUPED},
+                                                 {NULL, 0}};
+    static const rl__arg_choice orphan_modes[] = {
         {"error", RL_ORPHAN_ERROR}, {"skip", RL_ORPHAN_SKIP}, {"return", RL_ORPHAN_RETURN}, {NULL, 0}};
-    const rl_arg opts[] = {
+    const rl__arg opts[] = {
         RL__TOOL_OPT_DB(&url),
         RL__TOOL_OPT_STORE(&store),
         RL__TOOL_OPT_TIMEOUT(&timeout_s),
@@ -266,7 +266,7 @@ int rl_cmd_query(int argc, char **argv) {
          .dest = &explain,
          .help = "--fetch adaptive: after the rows, one JSON line per page: the inputs, both estimates, the choice"},
         {0}};
-    const rl_args_cmd cmd = {
+    const rl__args_cmd cmd = {
         .name = "rl query",
         .summary = "Scan index NAME of the Order store and print each row's record as one JSON line.\n"
                    "--eq values form the equality prefix of the index values; --ge/--gt and --le/--lt\n"

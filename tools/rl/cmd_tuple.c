@@ -116,14 +116,14 @@ done:
 int rl_cmd_tuple(int argc, char **argv) {
     const char *hex = NULL, *json = NULL;
     int which = -1, code;
-    const rl_arg hex_pos[] = {
+    const rl__arg hex_pos[] = {
         {.name = "HEX", .kind = RL_ARG_STRING, .dest = &hex, .help = "a tuple's encoding as hex digits"}, {0}};
-    const rl_arg json_pos[] = {{.name = "JSON",
-                                .kind = RL_ARG_STRING,
-                                .dest = &json,
-                                .help = "a JSON array of elements, e.g. '[{\"int\":\"1\"},{\"string\":\"a\"}]'"},
-                               {0}};
-    const rl_args_cmd decode = {
+    const rl__arg json_pos[] = {{.name = "JSON",
+                                 .kind = RL_ARG_STRING,
+                                 .dest = &json,
+                                 .help = "a JSON array of elements, e.g. '[{\"int\":\"1\"},{\"string\":\"a\"}]'"},
+                                {0}};
+    const rl__args_cmd decode = {
         .name = "rl tuple decode",
         .brief = "print the tuple as one line of JSON",
         .summary = "Print the tuple as one line of JSON: an array of elements\n"
@@ -131,19 +131,19 @@ int rl_cmd_tuple(int argc, char **argv) {
                    "  {\"bytes\":HEX} {\"string\":TEXT} {\"float\":HEX} {\"double\":HEX} (IEEE bits, big-endian)\n"
                    "  {\"uuid\":HEX} {\"versionstamp\":HEX} (12 bytes) {\"tuple\":[...]} (nested, at most 1000 deep)",
         .pos = hex_pos};
-    const rl_args_cmd encode = {.name = "rl tuple encode",
-                                .brief = "the reverse: print the encoding of such an array as lower-case hex",
-                                .summary =
-                                    "Print the encoding of a JSON array of elements (see `rl tuple decode --help`) as\n"
-                                    "lower-case hex.",
-                                .pos = json_pos};
-    const rl_args_cmd print = {
+    const rl__args_cmd encode = {
+        .name = "rl tuple encode",
+        .brief = "the reverse: print the encoding of such an array as lower-case hex",
+        .summary = "Print the encoding of a JSON array of elements (see `rl tuple decode --help`) as\n"
+                   "lower-case hex.",
+        .pos = json_pos};
+    const rl__args_cmd print = {
         .name = "rl tuple print",
         .brief = "print the tuple in FoundationDB's Python-like form, e.g. (1, \"a\", b\"\\x00\", None)",
         .summary = "Print the tuple in FoundationDB's Python-like human form.",
         .pos = hex_pos};
-    const rl_args_cmd *subs[] = {&decode, &encode, &print, NULL};
-    const rl_args_cmd cmd = {
+    const rl__args_cmd *subs[] = {&decode, &encode, &print, NULL};
+    const rl__args_cmd cmd = {
         .name = "rl tuple",
         .summary = "Convert FoundationDB tuple encodings (the tuple layer's bytes, as hex).",
         .epilog = "Invalid input prints the error's name and message on stderr and exits 1; usage errors exit 2.\n"

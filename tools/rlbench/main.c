@@ -65,13 +65,13 @@ static int write_json(const char *cmd, const char *path, FILE *f, const rl_buf *
     }
 
 static int cmd_micro(int argc, char **argv) {
-    rl_micro_options o = {
+    rl__micro_options o = {
         .keys = 100000, .value_len = 100, .seconds = 0.5, .repeats = 5, .seed = (unsigned long long)time(NULL)};
     const char *json_path = NULL;
     uint64_t seed = o.seed;
     int code;
     char msg[512];
-    const rl_arg opts[] = {
+    const rl__arg opts[] = {
         {.name = "keys",
          .kind = RL_ARG_INT,
          .dest = &o.keys,
@@ -104,16 +104,16 @@ static int cmd_micro(int argc, char **argv) {
          .flags = RL_ARG_NO_DEFAULT,
          .help = "the random seed (default: from the clock; printed)"},
         {0}};
-    const rl_args_cmd cmd = {.name = "rlbench micro",
-                             .summary =
-                                 "Runs the same work on reclayer (mem:, file: and file:?engine=ssd), LMDB and SQLite:\n"
-                                 "point (random reads in one transaction), range1000, mapped1000 (1,000 index entries\n"
-                                 "joined to their records) and commit100 (100 small writes, durable commit).\n"
-                                 "Each round runs every system for S seconds, alternating the order; the table shows\n"
-                                 "the median of R rounds. The durable systems write into a new directory\n"
-                                 "rlbench-micro-XXXXXX inside DIR, removed at the end (also after a failure).",
-                             .epilog = "Exit codes: 0 done, 1 a system or the JSON file failed, 2 usage.",
-                             .opts = opts};
+    const rl__args_cmd cmd = {
+        .name = "rlbench micro",
+        .summary = "Runs the same work on reclayer (mem:, file: and file:?engine=ssd), LMDB and SQLite:\n"
+                   "point (random reads in one transaction), range1000, mapped1000 (1,000 index entries\n"
+                   "joined to their records) and commit100 (100 small writes, durable commit).\n"
+                   "Each round runs every system for S seconds, alternating the order; the table shows\n"
+                   "the median of R rounds. The durable systems write into a new directory\n"
+                   "rlbench-micro-XXXXXX inside DIR, removed at the end (also after a failure).",
+        .epilog = "Exit codes: 0 done, 1 a system or the JSON file failed, 2 usage.",
+        .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     o.seed = seed;
     if (rl__bench_micro_check(&o, msg, sizeof msg)) return rl__args_usage_error(&cmd, "%s", msg);
@@ -129,15 +129,15 @@ static int cmd_micro(int argc, char **argv) {
 }
 
 static int cmd_query(int argc, char **argv) {
-    rl_query_micro_options o = {.records = 1000, .padding = 100000, .seconds = 0.3, .repeats = 5};
-    static const rl_arg_choice secondaries[] = {{"default", RL_SECONDARY_DEFAULT},
-                                                {"individual", RL_SECONDARY_INDIVIDUAL},
-                                                {"grouped", RL_SECONDARY_GROUPED},
-                                                {NULL, 0}};
+    rl__query_micro_options o = {.records = 1000, .padding = 100000, .seconds = 0.3, .repeats = 5};
+    static const rl__arg_choice secondaries[] = {{"default", RL_SECONDARY_DEFAULT},
+                                                 {"individual", RL_SECONDARY_INDIVIDUAL},
+                                                 {"grouped", RL_SECONDARY_GROUPED},
+                                                 {NULL, 0}};
     const char *json_path = NULL;
     int code;
     char msg[512];
-    const rl_arg opts[] = {
+    const rl__arg opts[] = {
         {.name = "records",
          .kind = RL_ARG_INT,
          .dest = &o.records,
@@ -177,7 +177,7 @@ static int cmd_query(int argc, char **argv) {
          .help = "remote cases on a cluster: how storage servers read records other servers hold "
                  "(individual: batches of 10 reads; grouped: one multi-read per server per page)"},
         {0}};
-    const rl_args_cmd cmd = {
+    const rl__args_cmd cmd = {
         .name = "rlbench query",
         .summary = "Index scans of the Order store (price_idx) on mem: returning 1, 10 and 1,000 rows,\n"
                    "forward and reverse, with each fetch method (scan, remote, remote-fallback, adaptive), beside\n"
@@ -224,28 +224,28 @@ static int read_file(const char *cmd, const char *path, rl_buf *out) {
 static int cmd_campaign(int argc, char **argv) {
     const char *protocol_path = NULL, *out_dir = NULL;
     int quick = 0, print = 0, code;
-    const rl_arg opts[] = {{.name = "protocol",
-                            .kind = RL_ARG_STRING,
-                            .dest = &protocol_path,
-                            .metavar = "FILE",
-                            .flags = RL_ARG_NONEMPTY,
-                            .help = "the protocol (JSON) declaring the whole campaign"},
-                           {.name = "quick",
-                            .kind = RL_ARG_FLAG,
-                            .dest = &quick,
-                            .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
-                           {.name = "out",
-                            .kind = RL_ARG_STRING,
-                            .dest = &out_dir,
-                            .metavar = "DIR",
-                            .flags = RL_ARG_NONEMPTY,
-                            .help = "a new or empty directory for results.json.zst, report.md, plots/, manifest.json"},
-                           {.name = "print-protocol",
-                            .kind = RL_ARG_FLAG,
-                            .dest = &print,
-                            .help = "print the built-in protocol (full, or the quick one with --quick) and exit"},
-                           {0}};
-    const rl_args_cmd cmd = {
+    const rl__arg opts[] = {{.name = "protocol",
+                             .kind = RL_ARG_STRING,
+                             .dest = &protocol_path,
+                             .metavar = "FILE",
+                             .flags = RL_ARG_NONEMPTY,
+                             .help = "the protocol (JSON) declaring the whole campaign"},
+                            {.name = "quick",
+                             .kind = RL_ARG_FLAG,
+                             .dest = &quick,
+                             .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
+                            {.name = "out",
+                             .kind = RL_ARG_STRING,
+                             .dest = &out_dir,
+                             .metavar = "DIR",
+                             .flags = RL_ARG_NONEMPTY,
+                             .help = "a new or empty directory for results.json.zst, report.md, plots/, manifest.json"},
+                            {.name = "print-protocol",
+                             .kind = RL_ARG_FLAG,
+                             .dest = &print,
+                             .help = "print the built-in protocol (full, or the quick one with --quick) and exit"},
+                            {0}};
+    const rl__args_cmd cmd = {
         .name = "rlbench campaign",
         .summary = "The reference reports' benchmark campaign: a protocol declares topologies, dataset, cases,\n"
                    "arms, blocks, repeats, the timed loop, the bootstrap and the contamination threshold before\n"
@@ -273,7 +273,7 @@ static int cmd_campaign(int argc, char **argv) {
     if (print && protocol_path)
         return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol: not with --protocol");
     if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
-    rl_camp_protocol p;
+    rl__camp_protocol p;
     rl_buf text, msg;
     rl__buf_init(&text);
     rl__buf_init(&msg);
@@ -300,19 +300,19 @@ static int cmd_campaign(int argc, char **argv) {
         rc = rl__args_usage_error(&cmd, "option --out is required (or --print-protocol)");
         goto done;
     }
-    rl_camp_run_options o = {.protocol = &p,
-                             .protocol_text = (const char *)text.data,
-                             .protocol_len = text.len,
-                             .protocol_source = protocol_path ? protocol_path
-                                                : quick       ? "built-in quick"
-                                                              : "built-in full",
-                             .out_dir = out_dir,
-                             .argc = argc,
-                             .argv = argv,
-                             .out = stdout,
-                             .progress = stderr,
-                             .test_break_receipt = getenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT"),
-                             .test_fail_worker = getenv("RL_CAMPAIGN_TEST_FAIL_WORKER")};
+    rl__camp_run_options o = {.protocol = &p,
+                              .protocol_text = (const char *)text.data,
+                              .protocol_len = text.len,
+                              .protocol_source = protocol_path ? protocol_path
+                                                 : quick       ? "built-in quick"
+                                                               : "built-in full",
+                              .out_dir = out_dir,
+                              .argc = argc,
+                              .argv = argv,
+                              .out = stdout,
+                              .progress = stderr,
+                              .test_break_receipt = getenv("RL_CAMPAIGN_TEST_BREAK_RECEIPT"),
+                              .test_fail_worker = getenv("RL_CAMPAIGN_TEST_FAIL_WORKER")};
     int e = rl__camp_run(&o, &msg);
     if (e) {
         fprintf(stderr, "%s: %s: %s\n", cmd.name, rl_error_name(e), msg.data);
@@ -325,71 +325,71 @@ done:
 }
 
 static int cmd_campaign_worker(int argc, char **argv) {
-    static const rl_arg_choice arms[] = {{"ordinary", RL_CAMP_ORDINARY},
-                                         {"remote", RL_CAMP_REMOTE},
-                                         {"adaptive", RL_CAMP_ADAPTIVE},
-                                         {"sqlite", RL_CAMP_SQLITE},
-                                         {NULL, 0}};
-    rl_camp_worker_options o = {.repeats = 1, .seconds = 0.1, .warmup_seconds = 0, .pipeline_depth = 10};
+    static const rl__arg_choice arms[] = {{"ordinary", RL_CAMP_ORDINARY},
+                                          {"remote", RL_CAMP_REMOTE},
+                                          {"adaptive", RL_CAMP_ADAPTIVE},
+                                          {"sqlite", RL_CAMP_SQLITE},
+                                          {NULL, 0}};
+    rl__camp_worker_options o = {.repeats = 1, .seconds = 0.1, .warmup_seconds = 0, .pipeline_depth = 10};
     int arm = RL_CAMP_ORDINARY, code;
-    const rl_arg opts[] = {{.name = "url",
-                            .kind = RL_ARG_STRING,
-                            .dest = &o.url,
-                            .metavar = "URL",
-                            .flags = RL_ARG_REQUIRED,
-                            .help = "the database"},
-                           {.name = "store",
-                            .kind = RL_ARG_STRING,
-                            .dest = &o.store,
-                            .metavar = "JSON",
-                            .flags = RL_ARG_REQUIRED,
-                            .help = "the store's prefix as a JSON array"},
-                           {.name = "case",
-                            .kind = RL_ARG_STRING,
-                            .dest = &o.case_name,
-                            .metavar = "NAME",
-                            .flags = RL_ARG_REQUIRED,
-                            .help = "VARIANT-ROWS-DIRECTION"},
-                           {.name = "arm", .kind = RL_ARG_ENUM, .dest = &arm, .choices = arms, .help = "the arm"},
-                           {.name = "sqlite",
-                            .kind = RL_ARG_STRING,
-                            .dest = &o.sqlite,
-                            .metavar = "FILE",
-                            .flags = RL_ARG_NONEMPTY,
-                            .help = "the SQLite peer (sqlite arm)"},
-                           {.name = "repeats",
-                            .kind = RL_ARG_INT,
-                            .dest = &o.repeats,
-                            .min = 1,
-                            .max = RL_CAMP_MAX_REPEATS,
-                            .help = "timed loops"},
-                           {.name = "seconds",
-                            .kind = RL_ARG_DOUBLE,
-                            .dest = &o.seconds,
-                            .dmin = 0.001,
-                            .dmax = 3600,
-                            .help = "per timed loop"},
-                           {.name = "warmup",
-                            .kind = RL_ARG_DOUBLE,
-                            .dest = &o.warmup_seconds,
-                            .dmin = 0,
-                            .dmax = 3600,
-                            .help = "untimed loop first (at least one op)"},
-                           {.name = "pipeline-depth",
-                            .kind = RL_ARG_INT,
-                            .dest = &o.pipeline_depth,
-                            .min = 1,
-                            .max = 1000,
-                            .help = "SCAN_AND_FETCH loads in flight"},
-                           {0}};
-    const rl_args_cmd cmd = {.name = "rlbench campaign-worker",
-                             .summary =
-                                 "One (block, case, arm) process of `rlbench campaign` (which runs it): one JSON\n"
-                                 "line of per-op figures per repeat on stdout.",
-                             .epilog = "Exit codes: 0 done, 1 failed (a JSON error line says why), 2 usage.",
-                             .opts = opts};
+    const rl__arg opts[] = {{.name = "url",
+                             .kind = RL_ARG_STRING,
+                             .dest = &o.url,
+                             .metavar = "URL",
+                             .flags = RL_ARG_REQUIRED,
+                             .help = "the database"},
+                            {.name = "store",
+                             .kind = RL_ARG_STRING,
+                             .dest = &o.store,
+                             .metavar = "JSON",
+                             .flags = RL_ARG_REQUIRED,
+                             .help = "the store's prefix as a JSON array"},
+                            {.name = "case",
+                             .kind = RL_ARG_STRING,
+                             .dest = &o.case_name,
+                             .metavar = "NAME",
+                             .flags = RL_ARG_REQUIRED,
+                             .help = "VARIANT-ROWS-DIRECTION"},
+                            {.name = "arm", .kind = RL_ARG_ENUM, .dest = &arm, .choices = arms, .help = "the arm"},
+                            {.name = "sqlite",
+                             .kind = RL_ARG_STRING,
+                             .dest = &o.sqlite,
+                             .metavar = "FILE",
+                             .flags = RL_ARG_NONEMPTY,
+                             .help = "the SQLite peer (sqlite arm)"},
+                            {.name = "repeats",
+                             .kind = RL_ARG_INT,
+                             .dest = &o.repeats,
+                             .min = 1,
+                             .max = RL_CAMP_MAX_REPEATS,
+                             .help = "timed loops"},
+                            {.name = "seconds",
+                             .kind = RL_ARG_DOUBLE,
+                             .dest = &o.seconds,
+                             .dmin = 0.001,
+                             .dmax = 3600,
+                             .help = "per timed loop"},
+                            {.name = "warmup",
+                             .kind = RL_ARG_DOUBLE,
+                             .dest = &o.warmup_seconds,
+                             .dmin = 0,
+                             .dmax = 3600,
+                             .help = "untimed loop first (at least one op)"},
+                            {.name = "pipeline-depth",
+                             .kind = RL_ARG_INT,
+                             .dest = &o.pipeline_depth,
+                             .min = 1,
+                             .max = 1000,
+                             .help = "SCAN_AND_FETCH loads in flight"},
+                            {0}};
+    const rl__args_cmd cmd = {.name = "rlbench campaign-worker",
+                              .summary =
+                                  "One (block, case, arm) process of `rlbench campaign` (which runs it): one JSON\n"
+                                  "line of per-op figures per repeat on stdout.",
+                              .epilog = "Exit codes: 0 done, 1 failed (a JSON error line says why), 2 usage.",
+                              .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
-    o.arm = (rl_camp_arm)arm;
+    o.arm = (rl__camp_arm)arm;
     return rl__camp_worker(&o, stdout) ? 1 : 0;
 }
 

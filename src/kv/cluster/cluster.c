@@ -1,7 +1,7 @@
 /* cluster.c — the `cluster:FILE` backend: the client side of a cluster of rlkvd processes
  * (docs/design.md §8.5), behind the completion-based interface of backend.h.
  *
- *   application threads                         network thread (one per rl_db, an rl_loop)
+ *   application threads                         network thread (one per rl_db, an rl__loop)
  *   -------------------                         ------------------------------------------
  *   read / grv / commit ──plan, route──▶ conn ──▶ socket (rl__conn_send writes directly; while
  *                                                 others are in flight, rl__conn_send_queued:
@@ -19,9 +19,9 @@
  *   - Requests (creq): one per operation in flight. A read's creq lives in the read's arena
  *     (backend.h contract 3: only the backend uses it until done); the others on the heap.
  *   - Tracing (docs/design.md §8.5): every attempt actually sent counts into its read's (or the
- *     transaction's read version's) rl_kv_read_stats — requests, round trips, bytes, its type, the
+ *     transaction's read version's) rl__kv_read_stats — requests, round trips, bytes, its type, the
  *     coordinator link — and its reply's bytes too (send_on, note_reply); when the read asked for
- *     it (r->trace), note_reply also records an rl_kv_trace_event in the read's arena.
+ *     it (r->trace), note_reply also records an rl__kv_trace_event in the read's arena.
  *
  * The life of a request (where it is, under whose lock):
  *
@@ -43,10 +43,10 @@
  *      (they may run under the transaction's lock, which done callbacks take on the network
  *      thread): a request whose connection is not open yet is parked on the connection, and
  *      failures found on an application thread are posted to the network thread.
- *   4. Lock order: cl->mu before conn->mu; done and rl_conn functions are called with neither
- *      (only the status view reads connection counters under cl->mu, which no rl_conn callback
- *      path takes while holding an rl_conn lock).
- *   5. A connection holds its rl_conn reference until the cconn itself is freed, so a thread
+ *   4. Lock order: cl->mu before conn->mu; done and rl__conn functions are called with neither
+ *      (only the status view reads connection counters under cl->mu, which no rl__conn callback
+ *      path takes while holding an rl__conn lock).
+ *   5. A connection holds its rl__conn reference until the cconn itself is freed, so a thread
  *      that holds a cconn reference can always call rl__conn_send on it (it fails once closed).
  *   6. Every wait has a timeout: connects (RL_CLUSTER_CONNECT_TIMEOUT_MS), every attempt
  *      (RL_CLUSTER_*_TIMEOUT_NS, checked by a sweep timer that runs while requests are
@@ -140,8 +140,8 @@ typedef struct {
     int refs; /* under mu */
     int done; /* under mu */
     int err;
-    rl_buf out;         /* STATUS: the JSON */
-    rl_version version; /* GRV: the read version */
+    rl_buf out;          /* STATUS: the JSON */
+    rl__version version; /* GRV: the read version */
     uint64_t t_done_ns;
 } waiter;
 
@@ -159,7 +159,7 @@ static void pl_unref(cpayload *pl) {
 }
 
 struct creq {
-    int kind; /* rl_creq_kind */
+    int kind; /* rl__creq_kind */
     cluster *cl;
     int where;              /* W_*: invariant 1 */
     cconn *conn;            /* W_WAITING / W_PENDING */
@@ -182,13 +182,13 @@ struct creq {
     int failover_tries; /* READ: immediate moves to another member in this step */
     int sent;           /* COMMIT: may have reached the coordinator */
     /* By kind. */
-    rl_kv_read *r;        /* READ; its plan is the last member */
-    rl_kv_grv *g;         /* GRV */
-    rl_kv_commit *c;      /* COMMIT */
+    rl__kv_read *r;       /* READ; its plan is the last member */
+    rl__kv_grv *g;        /* GRV */
+    rl__kv_commit *c;     /* COMMIT */
     cpayload *pl;         /* COMMIT: the encoded request (inputs are borrowed only at start) */
     waiter *w;            /* STATUS, PING */
     uint32_t ping_server; /* STATUS, PING: the server asked (0: the coordinator) */
-    rl_locmap *newmap;    /* MAP: the map its reply built (given to map_done) */
+    rl__locmap *newmap;   /* MAP: the map its reply built (given to map_done) */
     /* Tracing of the attempt in flight (a read or read version whose caller asked for it). */
     uint64_t tr_start_ns; /* 0: no traced attempt outstanding */
     uint32_t tr_bytes_sent;
@@ -216,7 +216,7 @@ struct creq {
     int st_err;
     char st_why[WHY_CAP];
     uint64_t st_since_ns;
-    rl_cplan plan; /* READ (last: a read's creq is zeroed up to it, rl__cplan_start does the plan) */
+    rl__cplan plan; /* READ (last: a read's creq is zeroed up to it, rl__cplan_start does the plan) */
 };
 
 struct cconn {
@@ -226,8 +226,8 @@ struct cconn {
     uint32_t server_id; /* for the status view */
     atomic_int refs;    /* cl->conns + holders; the last drop frees */
     pthread_mutex_t mu;
-    int state;     /* C_*, under mu */
-    rl_conn *conn; /* once connected (invariant 5) */
+    int state;      /* C_*, under mu */
+    rl__conn *conn; /* once connected (invariant 5) */
     uint64_t hello_id;
     int hello_ok;                           /* loop thread */
     ptable pending;                         /* under mu */
@@ -235,7 +235,7 @@ struct cconn {
     int n_rtt, rtt_pos;
     creq *wait_head, *wait_tail; /* under mu */
     uint64_t connected_ns;
-    /* The measured round trip (rl_kv_locality): EWMAs (weight RTT_ALPHA) of reads' reply
+    /* The measured round trip (rl__kv_locality): EWMAs (weight RTT_ALPHA) of reads' reply
      * latency, less the server's time when the reply reports it, over unqueued attempts (idle)
      * and over all; written by the network thread only, read by anyone (atomics). */
     atomic_uint_fast64_t rtt_idle_ns, rtt_all_ns;
@@ -248,15 +248,15 @@ struct cconn {
 #define RTT_MAX_REPLY 16384 /* replies larger than this are not round-trip samples */
 
 struct cluster {
-    rl_kv_backend base; /* must be first */
-    char *path;         /* the cluster file */
-    rl_cluster_file cf;
-    rl_loop *loop;
+    rl__kv_backend base; /* must be first */
+    char *path;          /* the cluster file */
+    rl__cluster_file cf;
+    rl__loop *loop;
     pthread_t thread;
     int thread_started;
     atomic_int closing;
     int read_only;
-    rl_cplan_options popt;
+    rl__cplan_options popt;
     atomic_uint_fast64_t next_id;
     atomic_uint rr; /* salt source */
     atomic_long outstanding;
@@ -276,7 +276,7 @@ struct cluster {
     uint64_t next_report_ns;
     pthread_mutex_t mu;    /* guards everything below */
     pthread_cond_t map_cv; /* map_gen changed */
-    rl_locmap *map;
+    rl__locmap *map;
     uint64_t map_gen; /* map fetches finished (ok or not) */
     int map_last_err;
     int map_inflight;
@@ -302,7 +302,7 @@ struct cluster {
         n_lost_connections, n_failovers, n_hedges, n_hedge_wins, n_deadlines;
 };
 
-static const rl_kv_backend_vtable cluster_vt;
+static const rl__kv_backend_vtable cluster_vt;
 static void send_attempt(creq *q);
 static void fail_attempt(creq *q, int err);
 static void finish(creq *q, int err);
@@ -326,9 +326,9 @@ static int refused_for_good(int err) {
            err == RL_E_UNAUTHORIZED_ATTEMPT;
 }
 
-rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns, uint64_t now,
-                                   int attempts, int wrong_shard) {
-    rl_cretry d = {RL_CRETRY_FAIL, err, 0};
+rl__cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns, uint64_t now,
+                                    int attempts, int wrong_shard) {
+    rl__cretry d = {RL_CRETRY_FAIL, err, 0};
     if (is_reply) {
         if (err == RL_E_WRONG_SHARD_SERVER && kind == RL_CREQ_READ && wrong_shard <= RL_CLUSTER_WRONG_SHARD_RETRIES) {
             d.action = RL_CRETRY_REFRESH;
@@ -641,15 +641,15 @@ static void cconn_dead(cconn *cc, int err, const char *why) {
 static void send_on(cconn *cc, creq *q, uint64_t now);
 static void ensure_hedge_tick(cluster *cl);
 
-static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud);
+static void on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud);
 
-static void on_close(rl_conn *conn, int err, void *ud) {
+static void on_close(rl__conn *conn, int err, void *ud) {
     (void)conn;
     cconn *cc = ud;
     cconn_dead(cc, err, rl__conn_close_reason(conn));
 }
 
-static void on_connect(rl_conn *conn, int err, void *ud) {
+static void on_connect(rl__conn *conn, int err, void *ud) {
     cconn *cc = ud;
     cluster *cl = cc->cl;
     if (err) {
@@ -676,7 +676,7 @@ static void on_connect(rl_conn *conn, int err, void *ud) {
     d_us = cl->delay_us, j_us = cl->jitter_us, salt = cl->delay_salt++;
     pthread_mutex_unlock(&cl->mu);
     if (cc->delayed && (d_us || j_us)) (void)rl__netem_set(conn, d_us, j_us, salt);
-    rl_msg_hello_req hr;
+    rl__msg_hello_req hr;
     memset(&hr, 0, sizeof hr);
     hr.magic = RL_PROTOCOL_MAGIC;
     hr.protocol_version = RL_PROTOCOL_VERSION;
@@ -793,27 +793,27 @@ static int encode(creq *q, rl_buf *b) {
     switch (q->kind) {
     case RL_CREQ_READ: return rl__msg_encode(b, &q->plan.req, NULL);
     case RL_CREQ_GRV: {
-        rl_msg_get_read_version_req m = {0};
+        rl__msg_get_read_version_req m = {0};
         return rl__msg_get_read_version_req_encode(b, &m, NULL);
     }
     case RL_CREQ_COMMIT: return RL_OK; /* pre-encoded in q->pl */
     case RL_CREQ_MAP: {
-        rl_msg_get_shard_map_req m = {0};
+        rl__msg_get_shard_map_req m = {0};
         return rl__msg_get_shard_map_req_encode(b, &m, NULL);
     }
     case RL_CREQ_STATUS: {
-        rl_msg_status_req m = {0};
+        rl__msg_status_req m = {0};
         return rl__msg_status_req_encode(b, &m, NULL);
     }
     default: {
-        rl_msg_ping_req m = {(const uint8_t *)"rl", 2};
+        rl__msg_ping_req m = {(const uint8_t *)"rl", 2};
         return rl__msg_ping_req_encode(b, &m, NULL);
     }
     }
 }
 
 /* Hand a failure found on any thread to the network thread (invariant 3). */
-static void fail_post_fn(rl_loop *loop, void *ud) {
+static void fail_post_fn(rl__loop *loop, void *ud) {
     (void)loop;
     creq *q = ud;
     fail_attempt(q, q->err);
@@ -829,11 +829,11 @@ static void fail_any(creq *q, int err) {
     if (rl__loop_post(cl->loop, fail_post_fn, q) != RL_OK) finish(q, RL_E_OUT_OF_MEMORY);
 }
 
-/* ---- Tracing (backend.h: rl_kv_read_stats, rl_kv_trace_event) ------------------------------- */
+/* ---- Tracing (backend.h: rl__kv_read_stats, rl__kv_trace_event) ------------------------------- */
 
 /* The counters q's request adds to: a read's, or a transaction's read version's; NULL for the
  * backend's own requests (map, status, ping, status_json's read version). */
-static rl_kv_read_stats *q_stats(creq *q) {
+static rl__kv_read_stats *q_stats(creq *q) {
     if (q->kind == RL_CREQ_READ) return &q->r->stats;
     if (q->kind == RL_CREQ_GRV && q->g) return &q->g->stats;
     return NULL;
@@ -848,8 +848,8 @@ static int q_tracing(const creq *q) {
 /* A new event for q's traced attempt (sent at q->tr_start_ns, ended now), linked to the read (or
  * held by the read version), or NULL (out of memory: the timeline loses it, the counters stay
  * exact). Takes the attempt: q->tr_start_ns is 0 afterwards. */
-static rl_kv_trace_event *trace_event(creq *q, uint16_t type, int err, uint32_t bytes_received) {
-    rl_kv_trace_event *ev;
+static rl__kv_trace_event *trace_event(creq *q, uint16_t type, int err, uint32_t bytes_received) {
+    rl__kv_trace_event *ev;
     if (q->kind == RL_CREQ_READ) {
         ev = rl__arena_alloc(q->r->arena, sizeof *ev);
         if (!ev) {
@@ -873,12 +873,12 @@ static rl_kv_trace_event *trace_event(creq *q, uint16_t type, int err, uint32_t 
     ev->link = q->tr_sid == 0 ? RL_KV_LINK_CLIENT_COORDINATOR : RL_KV_LINK_CLIENT_STORAGE;
     cluster *cl = q->cl;
     pthread_mutex_lock(&cl->mu);
-    rl_locmap *m = cl->map;
+    rl__locmap *m = cl->map;
     int si = m ? rl__locmap_server(m, q->tr_sid) : -1;
     if (si >= 0 && m->servers[si].host) snprintf(ev->host, sizeof ev->host, "%s", m->servers[si].host);
     pthread_mutex_unlock(&cl->mu);
     if (q->kind == RL_CREQ_READ) {
-        rl_kv_read *r = q->r;
+        rl__kv_read *r = q->r;
         if (r->trace_tail) r->trace_tail->next = ev;
         else r->trace_head = ev;
         r->trace_tail = ev;
@@ -901,7 +901,7 @@ static void rtt_update(atomic_uint_fast64_t *v, atomic_uint *n, uint64_t x) {
 
 /* The round-trip sample of q's attempt that just got a reply on cc (reads only, replies of at
  * most RTT_MAX_REPLY bytes; ms: a mapped reply's stats, whose server time is not network time). */
-static void rtt_sample(creq *q, cconn *cc, const rl_frame_header *h, const rl_msg_mapped_stats *ms) {
+static void rtt_sample(creq *q, cconn *cc, const rl__frame_header *h, const rl__msg_mapped_stats *ms) {
     if (q->kind != RL_CREQ_READ || !q->rtt_t0 || !cc) return;
     if (h->payload_len > RTT_MAX_REPLY) { /* its transfer, not the round trip, would dominate */
         q->rtt_t0 = 0;
@@ -914,15 +914,15 @@ static void rtt_sample(creq *q, cconn *cc, const rl_frame_header *h, const rl_ms
     q->rtt_t0 = 0;
 }
 
-static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, const rl_msg_mapped_stats *ms) {
+static void note_reply(creq *q, cconn *cc, const rl__frame_header *h, int err, const rl__msg_mapped_stats *ms) {
     rtt_sample(q, cc, h, ms);
-    rl_kv_read_stats *st = q_stats(q);
+    rl__kv_read_stats *st = q_stats(q);
     if (!st) return;
     uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);
     st->bytes_received += fb;
     if (cc && cc->server_id == 0) st->coord_bytes_received += fb;
     if (!q_tracing(q) || !q->tr_start_ns) return;
-    rl_kv_trace_event *ev = trace_event(q, h->type, err, fb);
+    rl__kv_trace_event *ev = trace_event(q, h->type, err, fb);
     if (ev && ms) {
         ev->secondaries_local = ms->secondaries_local;
         ev->secondaries_remote = ms->secondaries_remote;
@@ -932,11 +932,11 @@ static void note_reply(creq *q, cconn *cc, const rl_frame_header *h, int err, co
         ev->s2s_bytes_sent = ms->s2s_bytes_sent;
         ev->s2s_bytes_received = ms->s2s_bytes_received;
         ev->server_ns = ms->server_ns;
-        rl_kv_s2s_peer *pp = ms->n_peer_stats ? rl__arena_alloc(q->r->arena, ms->n_peer_stats * sizeof *pp) : NULL;
+        rl__kv_s2s_peer *pp = ms->n_peer_stats ? rl__arena_alloc(q->r->arena, ms->n_peer_stats * sizeof *pp) : NULL;
         if (pp) {
             for (uint32_t i = 0; i < ms->n_peer_stats; i++) {
-                const rl_msg_s2s_peer *x = &ms->peer_stats[i];
-                pp[i] = (rl_kv_s2s_peer){x->server_id, x->requests, x->items, x->bytes_sent, x->bytes_received};
+                const rl__msg_s2s_peer *x = &ms->peer_stats[i];
+                pp[i] = (rl__kv_s2s_peer){x->server_id, x->requests, x->items, x->bytes_sent, x->bytes_received};
             }
             ev->peers = pp;
             ev->n_peers = ms->n_peer_stats;
@@ -1007,7 +1007,7 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
         }
         return;
     }
-    rl_kv_read_stats *st = q_stats(q);
+    rl__kv_read_stats *st = q_stats(q);
     if (st) { /* counted once per attempt actually sent (a request parked for a connect comes
                * back here), before it is sent: the reply may finish q at once */
         uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + len + more_len);
@@ -1053,7 +1053,7 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
     q->sent_ns = now;
     q->deadline_ns = q->sent_ns + attempt_timeout(q);
     if (q->kind == RL_CREQ_COMMIT) q->sent = 1; /* before the send: a close may take q at once */
-    rl_conn *conn = cc->conn;
+    rl__conn *conn = cc->conn;
     pthread_mutex_unlock(&cc->mu);
     /* The first request of a burst is written by this thread (the latency path); while others are
      * in flight, requests queue and the network thread writes them together (one wake-up, a few
@@ -1101,7 +1101,7 @@ static int target_of(creq *q, uint64_t now, char ip[16], uint16_t *port, uint32_
     }
     uint32_t avoid[AVOID_MAX];
     pthread_mutex_lock(&cl->mu);
-    rl_locmap *m = cl->map; /* alive while cl->mu is held: map_done swaps it under the lock */
+    rl__locmap *m = cl->map; /* alive while cl->mu is held: map_done swaps it under the lock */
     if (!m) {
         pthread_mutex_unlock(&cl->mu);
         want_map(cl, q);
@@ -1141,7 +1141,7 @@ static int target_of(creq *q, uint64_t now, char ip[16], uint16_t *port, uint32_
             return 1;
         }
     }
-    const rl_loc_server *s = &m->servers[sidx];
+    const rl__loc_server *s = &m->servers[sidx];
     memcpy(ip, s->address, 16);
     *port = s->port;
     *server_id = s->id;
@@ -1183,14 +1183,14 @@ static void send_attempt(creq *q) {
 
 /* ---- The sweep timer (timeouts) --------------------------------------------------------------- */
 
-static void tick_fn(rl_loop *loop, void *ud);
+static void tick_fn(rl__loop *loop, void *ud);
 
 static void arm_tick(cluster *cl) {
     if (rl__loop_timer_add(cl->loop, now_ns() + TICK_NS, tick_fn, cl, NULL) != RL_OK)
         atomic_store(&cl->tick_armed, 0); /* retried at the next operation */
 }
 
-static void arm_tick_fn(rl_loop *loop, void *ud) {
+static void arm_tick_fn(rl__loop *loop, void *ud) {
     (void)loop;
     cluster *cl = ud;
     if (rl__loop_is_closing(loop)) return;
@@ -1313,7 +1313,7 @@ static void sweep(cluster *cl) {
 
 static void report_waits(cluster *cl, uint64_t now);
 
-static void tick_fn(rl_loop *loop, void *ud) {
+static void tick_fn(rl__loop *loop, void *ud) {
     cluster *cl = ud;
     if (rl__loop_is_closing(loop)) return;
     sweep(cl);
@@ -1413,7 +1413,7 @@ static void report_waits(cluster *cl, uint64_t now) {
         wgroup *x = &g[i];
         char who[96], host[40] = "", line[512], at[32] = "?";
         pthread_mutex_lock(&cl->mu);
-        rl_locmap *m = cl->map;
+        rl__locmap *m = cl->map;
         int si = m ? rl__locmap_server(m, x->sid) : -1;
         if (si >= 0 && m->servers[si].host) snprintf(host, sizeof host, " (%s)", m->servers[si].host);
         pthread_mutex_unlock(&cl->mu);
@@ -1452,14 +1452,14 @@ static void report_waits(cluster *cl, uint64_t now) {
 
 static void hedge_rearm(cluster *cl);
 
-static void hedge_timer_fn(rl_loop *loop, void *ud) {
+static void hedge_timer_fn(rl__loop *loop, void *ud) {
     cluster *cl = ud;
     cl->hedge_timer = 0;
     if (rl__loop_is_closing(loop)) return;
     hedge_rearm(cl);
 }
 
-static void hedge_rearm_fn(rl_loop *loop, void *ud) {
+static void hedge_rearm_fn(rl__loop *loop, void *ud) {
     if (rl__loop_is_closing(loop)) return;
     hedge_rearm(ud);
 }
@@ -1492,7 +1492,7 @@ static void hedge_disarm(cluster *cl) {
 static void hedge_send(cluster *cl, creq *q, cconn *pc) {
     uint32_t avoid[AVOID_MAX + 1];
     pthread_mutex_lock(&cl->mu);
-    rl_locmap *m = cl->map;
+    rl__locmap *m = cl->map;
     rl__locmap_ref(m);
     int n_avoid = avoid_list_locked(cl, now_ns(), avoid);
     pthread_mutex_unlock(&cl->mu);
@@ -1519,7 +1519,7 @@ static void hedge_send(cluster *cl, creq *q, cconn *pc) {
     atomic_store(&q->hedged, 1);
     atomic_fetch_add(&cl->hedges_out, 1);
     int busy = hc->pending.n > 1;
-    rl_conn *conn = hc->conn;
+    rl__conn *conn = hc->conn;
     pthread_mutex_unlock(&hc->mu);
     q->r->stats.requests++; /* in parallel with the attempt: no round trip of its own */
     q->r->stats.bytes_sent += RL_FRAME_HEADER_LEN + b->len;
@@ -1616,7 +1616,7 @@ static int hedge_scan(cluster *cl) {
 
 /* ---- Failures and retries (network thread) ---------------------------------------------------- */
 
-static void retry_timer_fn(rl_loop *loop, void *ud) {
+static void retry_timer_fn(rl__loop *loop, void *ud) {
     (void)loop;
     creq *q = ud;
     q->where = W_NONE;
@@ -1671,7 +1671,7 @@ static void fail_attempt(creq *q, int err) {
     }
     if (!q->fail_since_ns) q->fail_since_ns = now;
     q->attempts++;
-    rl_cretry d =
+    rl__cretry d =
         rl__cluster_retry_decide(q->kind, err, 0, q->sent, q->fail_since_ns, now, q->attempts, q->wrong_shard);
     if (d.action == RL_CRETRY_FAIL) {
         if (d.err == RL_E_CONNECTION_FAILED)
@@ -1705,7 +1705,7 @@ static void error_reply(creq *q, int code) {
         send_attempt(q);
         return;
     }
-    rl_cretry d = rl__cluster_retry_decide(q->kind, code, 1, q->sent, 0, 0, q->attempts, q->wrong_shard);
+    rl__cretry d = rl__cluster_retry_decide(q->kind, code, 1, q->sent, 0, 0, q->attempts, q->wrong_shard);
     if (d.action == RL_CRETRY_FAIL) {
         finish(q, d.err);
         return;
@@ -1756,7 +1756,7 @@ static void continue_waiters(creq *list) {
     }
 }
 
-static void continue_waiters_fn(rl_loop *loop, void *ud) {
+static void continue_waiters_fn(rl__loop *loop, void *ud) {
     (void)loop;
     continue_waiters(ud);
 }
@@ -1764,9 +1764,9 @@ static void continue_waiters_fn(rl_loop *loop, void *ud) {
 /* The map fetch ended: install m (NULL on failure, err says why) and continue the waiters — on
  * the network thread: a fetch that fails on an application thread (memory) must not complete
  * other operations under that thread's transaction lock (invariant 3). */
-static void map_done(cluster *cl, rl_locmap *m, int err) {
+static void map_done(cluster *cl, rl__locmap *m, int err) {
     pthread_mutex_lock(&cl->mu);
-    rl_locmap *old = NULL;
+    rl__locmap *old = NULL;
     cconn **redelay = NULL;
     size_t n_redelay = 0;
     uint32_t d_us = 0, j_us = 0;
@@ -1803,7 +1803,7 @@ static void map_done(cluster *cl, rl_locmap *m, int err) {
     for (size_t i = 0; i < n_redelay; i++) {
         cconn *cc = redelay[i];
         pthread_mutex_lock(&cc->mu);
-        rl_conn *conn = cc->state == C_OPEN ? cc->conn : NULL;
+        rl__conn *conn = cc->state == C_OPEN ? cc->conn : NULL;
         pthread_mutex_unlock(&cc->mu);
         /* cc->delayed is the loop thread's; map replies are handled there. A connection still
          * connecting takes the new setting in on_connect. */
@@ -1822,8 +1822,8 @@ static void map_done(cluster *cl, rl_locmap *m, int err) {
 
 /* ---- Replies (network thread) ------------------------------------------------------------------ */
 
-static void hello_reply(cconn *cc, rl_conn *conn, const rl_frame_header *h, const uint8_t *payload) {
-    rl_proto_why why;
+static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, const uint8_t *payload) {
+    rl__proto_why why;
     if (h->type != RL_MSG_HELLO) {
         rl__log(RL_LOG_WARN, "cluster client: %s:%u answered HELLO with a %s frame", cc->ip, cc->port,
                 rl__msg_type_name(h->type));
@@ -1831,14 +1831,14 @@ static void hello_reply(cconn *cc, rl_conn *conn, const rl_frame_header *h, cons
         return;
     }
     if (h->flags & RL_FRAME_ERROR) {
-        rl_msg_error e;
+        rl__msg_error e;
         int rc = rl__msg_error_decode(payload, h->payload_len, NULL, &e, &why);
         rl__log(RL_LOG_WARN, "cluster client: %s:%u refused HELLO: %s", cc->ip, cc->port,
                 rc ? why.text : rl_error_name(e.code));
         rl__conn_close(conn, 0);
         return;
     }
-    rl_msg_hello_reply r;
+    rl__msg_hello_reply r;
     int rc = rl__msg_hello_reply_decode(payload, h->payload_len, NULL, &r, &why);
     if (rc == RL_OK && r.role != RL_ROLE_COORDINATOR && r.role != RL_ROLE_STORAGE) {
         rc = RL_E_MALFORMED_FRAME;
@@ -1854,13 +1854,13 @@ static void hello_reply(cconn *cc, rl_conn *conn, const rl_frame_header *h, cons
 
 /* A successful reply to q (type checked). Returns RL_OK or an error (>= 0): finish q with it
  * (RL_E_MALFORMED_FRAME: also close the connection); -1: q continues with its next request. */
-static int take_reply(creq *q, const rl_frame_header *h, const uint8_t *payload) {
-    rl_proto_why why;
-    rl_msg m;
+static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload) {
+    rl__proto_why why;
+    rl__msg m;
     int rc;
     switch (q->kind) {
     case RL_CREQ_READ: {
-        rl_kv_read *r = q->r;
+        rl__kv_read *r = q->r;
         /* Decode a copy held in the read's arena: result rows point into it (plan.h inv. 3). */
         const uint8_t *copy = h->payload_len ? rl__arena_memdup(r->arena, payload, h->payload_len) : NULL;
         if (h->payload_len && !copy) {
@@ -1938,7 +1938,7 @@ bad:
     return RL_E_MALFORMED_FRAME;
 }
 
-static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     cconn *cc = ud;
     cluster *cl = cc->cl;
     if (!(h->flags & RL_FRAME_REPLY)) { /* servers never send clients requests */
@@ -1984,8 +1984,8 @@ static void on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *pay
         return;
     }
     if (h->flags & RL_FRAME_ERROR) {
-        rl_msg_error e;
-        rl_proto_why why;
+        rl__msg_error e;
+        rl__proto_why why;
         if (rl__msg_error_decode(payload, h->payload_len, NULL, &e, &why) != RL_OK) {
             rl__log(RL_LOG_WARN, "cluster client: bad error reply from %s:%u: %s; closing", cc->ip, cc->port, why.text);
             rl__conn_close(conn, 0);
@@ -2020,7 +2020,7 @@ static void finish(creq *q, int err) {
     stall_clear(cl, q);
     switch (q->kind) {
     case RL_CREQ_READ: {
-        rl_kv_read *r = q->r;
+        rl__kv_read *r = q->r;
         /* The last operation done: no read waits for a hedge (network thread). */
         if (atomic_fetch_sub(&cl->outstanding, 1) == 1 && atomic_load(&cl->hedge_armed) &&
             rl__loop_in_loop_thread(cl->loop))
@@ -2030,14 +2030,14 @@ static void finish(creq *q, int err) {
     }
     case RL_CREQ_GRV: {
         if (q->w) goto internal;
-        rl_kv_grv *g = q->g;
+        rl__kv_grv *g = q->g;
         rl__free(q);
         atomic_fetch_sub(&cl->outstanding, 1);
         g->done(g, err);
         return;
     }
     case RL_CREQ_COMMIT: {
-        rl_kv_commit *c = q->c;
+        rl__kv_commit *c = q->c;
         pl_unref(q->pl);
         rl__free(q);
         atomic_fetch_sub(&cl->outstanding, 1);
@@ -2045,7 +2045,7 @@ static void finish(creq *q, int err) {
         return;
     }
     case RL_CREQ_MAP: {
-        rl_locmap *m = err == RL_OK ? q->newmap : NULL;
+        rl__locmap *m = err == RL_OK ? q->newmap : NULL;
         if (err) rl__locmap_unref(q->newmap);
         q->newmap = NULL;
         atomic_fetch_sub(&cl->outstanding, 1);
@@ -2070,7 +2070,7 @@ static void finish(creq *q, int err) {
 
 /* ---- The vtable -------------------------------------------------------------------------------- */
 
-static void cl_read(rl_kv_backend *b, rl_kv_read *r) {
+static void cl_read(rl__kv_backend *b, rl__kv_read *r) {
     cluster *cl = (cluster *)b;
     creq *q = rl__arena_alloc(r->arena, sizeof *q);
     if (!q) {
@@ -2095,7 +2095,7 @@ static void cl_read(rl_kv_backend *b, rl_kv_read *r) {
     send_attempt(q);
 }
 
-static void cl_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
+static void cl_get_read_version(rl__kv_backend *b, rl__kv_grv *g) {
     cluster *cl = (cluster *)b;
     creq *q = rl__calloc(1, sizeof *q);
     if (!q) {
@@ -2112,7 +2112,7 @@ static void cl_get_read_version(rl_kv_backend *b, rl_kv_grv *g) {
     send_attempt(q);
 }
 
-static void cl_commit(rl_kv_backend *b, rl_kv_commit *c) {
+static void cl_commit(rl__kv_backend *b, rl__kv_commit *c) {
     cluster *cl = (cluster *)b;
     if (cl->read_only && (c->n_muts || c->n_writes)) {
         c->done(c, RL_E_READ_ONLY_DATABASE);
@@ -2141,7 +2141,7 @@ static void cl_commit(rl_kv_backend *b, rl_kv_commit *c) {
     atomic_init(&q->pl->refs, 1);
     rl__buf_init(&q->pl->b);
     /* Encode now: the inputs are borrowed only during this call (backend.h). */
-    rl_msg_commit_req m;
+    rl__msg_commit_req m;
     m.read_version = c->read_version;
     m.reads = c->reads;
     m.n_reads = (uint32_t)c->n_reads;
@@ -2149,7 +2149,7 @@ static void cl_commit(rl_kv_backend *b, rl_kv_commit *c) {
     m.n_writes = (uint32_t)c->n_writes;
     m.muts = c->muts;
     m.n_muts = (uint32_t)c->n_muts;
-    rl_proto_why why;
+    rl__proto_why why;
     int rc = rl__msg_commit_req_encode(&q->pl->b, &m, &why);
     if (rc) {
         if (rc == RL_E_INVALID_ARGUMENT) rl__log(RL_LOG_WARN, "cluster client: commit refused: %s", why.text);
@@ -2219,9 +2219,9 @@ static void client_view(cluster *cl, rl_buf *out) {
         pthread_mutex_lock(&cc->mu);
         int st = cc->state;
         uint32_t pend = cc->pending.n;
-        rl_conn *conn = cc->conn; /* valid while cc is in the table (cl->mu held) */
+        rl__conn *conn = cc->conn; /* valid while cc is in the table (cl->mu held) */
         pthread_mutex_unlock(&cc->mu);
-        rl_conn_stats s;
+        rl__conn_stats s;
         memset(&s, 0, sizeof s);
         if (conn) rl__conn_get_stats(conn, &s); /* invariant 4: not under conn->mu */
         rl__buf_printf(out,
@@ -2240,13 +2240,13 @@ static void client_view(cluster *cl, rl_buf *out) {
                        (unsigned long long)s.late_p99_ns, (unsigned long long)s.late_max_ns);
     }
     rl__buf_printf(out, "], \"location_cache\": ");
-    rl_locmap *m = cl->map;
+    rl__locmap *m = cl->map;
     if (!m) {
         rl__buf_printf(out, "null}");
     } else {
         rl__buf_printf(out, "{\"version\": %llu, \"servers\": [", (unsigned long long)m->version);
         for (uint32_t i = 0; i < m->n_servers; i++) {
-            const rl_loc_server *s = &m->servers[i];
+            const rl__loc_server *s = &m->servers[i];
             rl__buf_printf(
                 out, "%s{\"id\": %u, \"role\": \"%s\", \"address\": \"%s\", \"port\": %u, \"host\": ", i ? ", " : "",
                 s->id, s->role == RL_ROLE_COORDINATOR ? "coordinator" : "storage", s->address, s->port);
@@ -2255,7 +2255,7 @@ static void client_view(cluster *cl, rl_buf *out) {
         }
         rl__buf_printf(out, "], \"shards\": [");
         for (uint32_t i = 0; i < m->n_shards; i++) {
-            const rl_loc_shard *s = &m->shards[i];
+            const rl__loc_shard *s = &m->shards[i];
             rl__buf_printf(out, "%s{\"begin\": \"", i ? ", " : "");
             rl__buf_append_hex(out, s->begin, s->begin_len);
             rl__buf_printf(out, "\", \"end\": \"");
@@ -2286,7 +2286,7 @@ static long long json_keys(const rl_buf *js) {
  *  "errors": {...what could not be had...}}. The requests go out at once and are waited for up
  * to RL_CLUSTER_STATUS_TIMEOUT_MS together. On the network thread (a done callback) only the
  * client's view can be given: the rest is null. */
-static int cl_status_json(rl_kv_backend *b, rl_buf *out) {
+static int cl_status_json(rl__kv_backend *b, rl_buf *out) {
     cluster *cl = (cluster *)b;
     int on_loop = rl__loop_in_loop_thread(cl->loop);
     /* The storage servers of the current map. */
@@ -2348,11 +2348,11 @@ static int cl_status_json(rl_kv_backend *b, rl_buf *out) {
     return rl__buf_error(out);
 }
 
-int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns) {
+int rl__kv_cluster_ping(rl__kv_backend *b, uint32_t server_id, uint64_t *out_ns) {
     return rl__kv_cluster_ping_within(b, server_id, RL_CLUSTER_STATUS_TIMEOUT_MS, out_ns);
 }
 
-int rl__kv_cluster_ping_within(rl_kv_backend *b, uint32_t server_id, int timeout_ms, uint64_t *out_ns) {
+int rl__kv_cluster_ping_within(rl__kv_backend *b, uint32_t server_id, int timeout_ms, uint64_t *out_ns) {
     if (!b || b->vt != &cluster_vt || !out_ns || timeout_ms < 0) return RL_E_INVALID_ARGUMENT;
     cluster *cl = (cluster *)b;
     if (rl__loop_in_loop_thread(cl->loop)) return RL_E_CLIENT_INVALID_OPERATION;
@@ -2370,12 +2370,12 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv_ping_stats *out) {
+int rl__kv_cluster_ping_stats(rl__kv_backend *b, uint32_t server_id, int n, rl__kv_ping_stats *out) {
     return rl__kv_cluster_ping_stats_within(b, server_id, n, RL_CLUSTER_STATUS_TIMEOUT_MS, out);
 }
 
-int rl__kv_cluster_ping_stats_within(rl_kv_backend *b, uint32_t server_id, int n, int timeout_ms,
-                                     rl_kv_ping_stats *out) {
+int rl__kv_cluster_ping_stats_within(rl__kv_backend *b, uint32_t server_id, int n, int timeout_ms,
+                                     rl__kv_ping_stats *out) {
     if (!out) return RL_E_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
     out->server_id = server_id;
@@ -2401,7 +2401,7 @@ int rl__kv_cluster_ping_stats_within(rl_kv_backend *b, uint32_t server_id, int n
     return rc;
 }
 
-int rl__kv_cluster_servers(rl_kv_backend *b, uint32_t *ids, int cap, int *out_n) {
+int rl__kv_cluster_servers(rl__kv_backend *b, uint32_t *ids, int cap, int *out_n) {
     *out_n = 0;
     if (!b || b->vt != &cluster_vt || cap < 0) return RL_E_INVALID_ARGUMENT;
     cluster *cl = (cluster *)b;
@@ -2417,7 +2417,7 @@ int rl__kv_cluster_servers(rl_kv_backend *b, uint32_t *ids, int cap, int *out_n)
     return n > cap ? RL_E_INVALID_ARGUMENT : RL_OK;
 }
 
-int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us) {
+int rl__kv_cluster_delay(rl__kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us) {
     if (!b || b->vt != &cluster_vt) return RL_E_INVALID_ARGUMENT;
     cluster *cl = (cluster *)b;
     pthread_mutex_lock(&cl->mu);
@@ -2427,7 +2427,7 @@ int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out
     return RL_OK;
 }
 
-int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl_kv_ping_stats *out) {
+int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl__kv_ping_stats *out) {
     if (!db) return RL_E_INVALID_ARGUMENT;
     return rl__kv_cluster_ping_stats(db->be, server_id, n, out);
 }
@@ -2442,7 +2442,7 @@ int rl__db_cluster_ping_within(rl_db *db, uint32_t server_id, int timeout_ms, ui
     return rl__kv_cluster_ping_within(db->be, server_id, timeout_ms, out_ns);
 }
 
-int rl__db_cluster_ping_stats_within(rl_db *db, uint32_t server_id, int n, int timeout_ms, rl_kv_ping_stats *out) {
+int rl__db_cluster_ping_stats_within(rl_db *db, uint32_t server_id, int n, int timeout_ms, rl__kv_ping_stats *out) {
     if (!db) return RL_E_INVALID_ARGUMENT;
     return rl__kv_cluster_ping_stats_within(db->be, server_id, n, timeout_ms, out);
 }
@@ -2464,7 +2464,7 @@ static void *net_main(void *ud) {
 }
 
 /* Free everything (contract 6: every operation of the user has completed). */
-static void cl_close(rl_kv_backend *b) {
+static void cl_close(rl__kv_backend *b) {
     cluster *cl = (cluster *)b;
     if (!cl) return;
     atomic_store(&cl->closing, 1);
@@ -2498,19 +2498,19 @@ static void cl_close(rl_kv_backend *b) {
     rl__free(cl);
 }
 
-/* rl_kv_locality of key: the team of its shard in the current map and the mean of their
+/* rl__kv_locality of key: the team of its shard in the current map and the mean of their
  * connections' measured round trips (the unqueued EWMA when it has samples, else the EWMA of
  * all). Never blocks on the network: only the map and the connection table are looked at. */
-static void cl_locality(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out) {
+static void cl_locality(rl__kv_backend *b, const uint8_t *key, uint32_t key_len, rl__kv_locality *out) {
     cluster *cl = (cluster *)b;
     out->networked = 1;
     out->strategy = cl->popt.strategy == RL_FETCH_GROUPED ? 2 : cl->popt.strategy == RL_FETCH_INDIVIDUAL ? 1 : 0;
     out->s2s_batch = (int)cl->popt.batch;
     pthread_mutex_lock(&cl->mu);
-    rl_locmap *m = cl->map;
+    rl__locmap *m = cl->map;
     int si = m ? rl__locmap_find(m, key, key_len, 0) : -1;
     if (si >= 0) {
-        const rl_loc_shard *sh = &m->shards[si];
+        const rl__loc_shard *sh = &m->shards[si];
         double sum = 0;
         int n_rtt = 0;
         for (uint32_t j = 0; j < sh->n_team && out->n_team < RL_KV_LOCALITY_MAX_TEAM; j++) {
@@ -2535,7 +2535,7 @@ static void cl_locality(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, 
     pthread_mutex_unlock(&cl->mu);
 }
 
-static const rl_kv_backend_vtable cluster_vt = {
+static const rl__kv_backend_vtable cluster_vt = {
     .name = "cluster",
     .completes_inline = 0,
     .close = cl_close,
@@ -2548,7 +2548,7 @@ static const rl_kv_backend_vtable cluster_vt = {
 
 /* ---- Open --------------------------------------------------------------------------------------- */
 
-int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
     int rc;
     if (!cluster_file || !*cluster_file || !out) {
         if (errmsg) rl__buf_printf(errmsg, "cluster: needs the path of a cluster file (cluster:FILE)");
@@ -2633,7 +2633,7 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
     {
         char name[2 * RL_CLUSTER_FIELD_MAX + 2];
         int n = snprintf(name, sizeof name, "%s:%s", cl->cf.description, cl->cf.id);
-        rl_net_auth auth;
+        rl__net_auth auth;
         if ((rc = rl__auth_init(&auth, name, (size_t)n, NULL, 0)) == RL_OK) rc = rl__loop_set_auth(cl->loop, &auth);
         if (rc) {
             if (errmsg) rl__buf_printf(errmsg, "cannot derive the cluster key from %s", cl->path);

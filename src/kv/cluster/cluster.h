@@ -36,7 +36,7 @@
  * file), RL_E_CONNECTION_FAILED (no coordinator within the window), RL_E_MALFORMED_FRAME (its
  * map was unusable), RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY, RL_E_OPERATION_FAILED (no
  * thread or event loop). [any] */
-int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg);
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg);
 
 /* rl__kv_cluster_ping — one PING round trip to server id (0: the coordinator) on the client's
  * own connection, issued and waited for exactly as a read is (the calling thread sends, the
@@ -44,12 +44,12 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
  * caller. For benchmarks and tests (not part of backend.h). Errors: RL_E_INVALID_ARGUMENT (not a
  * cluster backend, or an unknown id), RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT. [any thread but the
  * network thread] */
-int rl__kv_cluster_ping(rl_kv_backend *b, uint32_t server_id, uint64_t *out_ns);
+int rl__kv_cluster_ping(rl__kv_backend *b, uint32_t server_id, uint64_t *out_ns);
 /* rl__kv_cluster_ping_within — rl__kv_cluster_ping waiting at most timeout_ms (>= 0; the plain
  * call waits RL_CLUSTER_STATUS_TIMEOUT_MS) for the reply: RL_E_TIMED_OUT after it. A server that
  * refuses connections fails sooner, after the client's retry window, with
  * RL_E_CONNECTION_FAILED. */
-int rl__kv_cluster_ping_within(rl_kv_backend *b, uint32_t server_id, int timeout_ms, uint64_t *out_ns);
+int rl__kv_cluster_ping_within(rl__kv_backend *b, uint32_t server_id, int timeout_ms, uint64_t *out_ns);
 
 /* Round-trip figures of n pings to one server (rl__kv_cluster_ping, one after another). */
 #define RL_KV_PING_MAX 1000000
@@ -57,22 +57,22 @@ typedef struct {
     uint32_t server_id;                               /* the server pinged (0: the coordinator) */
     int n;                                            /* pings measured (0 on error) */
     uint64_t min_ns, p50_ns, p99_ns, max_ns, mean_ns; /* of the n round trips (nearest rank) */
-} rl_kv_ping_stats;
+} rl__kv_ping_stats;
 
 /* rl__kv_cluster_ping_stats — n (1..RL_KV_PING_MAX) PINGs to server_id on the client's own
  * connection, so an injected delay is on the path (what `rl ping` and the campaign's RTT probe
  * report). [out] out: zeroed, then filled on RL_OK. Errors: as rl__kv_cluster_ping, plus
  * RL_E_INVALID_ARGUMENT (n out of range), RL_E_OUT_OF_MEMORY. [any thread but the network
  * thread] */
-int rl__kv_cluster_ping_stats(rl_kv_backend *b, uint32_t server_id, int n, rl_kv_ping_stats *out);
+int rl__kv_cluster_ping_stats(rl__kv_backend *b, uint32_t server_id, int n, rl__kv_ping_stats *out);
 /* rl__kv_cluster_ping_stats_within — the same, each ping waiting at most timeout_ms
  * (rl__kv_cluster_ping_within). */
-int rl__kv_cluster_ping_stats_within(rl_kv_backend *b, uint32_t server_id, int n, int timeout_ms,
-                                     rl_kv_ping_stats *out);
+int rl__kv_cluster_ping_stats_within(rl__kv_backend *b, uint32_t server_id, int n, int timeout_ms,
+                                     rl__kv_ping_stats *out);
 
 /* rl__db_cluster_ping_stats — the same for an open rl_db (its backend must be cluster:, else
  * RL_E_INVALID_ARGUMENT). For callers above the kv layer (the campaign, rl ping). */
-int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl_kv_ping_stats *out);
+int rl__db_cluster_ping_stats(rl_db *db, uint32_t server_id, int n, rl__kv_ping_stats *out);
 /* rl__db_cluster_ping, rl__db_cluster_servers, rl__db_cluster_delay — rl__kv_cluster_ping,
  * rl__kv_cluster_servers and rl__kv_cluster_delay for an open rl_db (the layers above kv and the
  * tools never reach into the rl_db). RL_E_INVALID_ARGUMENT for a NULL db or another backend. */
@@ -80,17 +80,17 @@ int rl__db_cluster_ping(rl_db *db, uint32_t server_id, uint64_t *out_ns);
 /* rl__db_cluster_ping_within, rl__db_cluster_ping_stats_within — the _within calls for an open
  * rl_db (rl ping --timeout). */
 int rl__db_cluster_ping_within(rl_db *db, uint32_t server_id, int timeout_ms, uint64_t *out_ns);
-int rl__db_cluster_ping_stats_within(rl_db *db, uint32_t server_id, int n, int timeout_ms, rl_kv_ping_stats *out);
+int rl__db_cluster_ping_stats_within(rl_db *db, uint32_t server_id, int n, int timeout_ms, rl__kv_ping_stats *out);
 int rl__db_cluster_servers(rl_db *db, uint32_t *ids, int cap, int *out_n);
 int rl__db_cluster_delay(rl_db *db, uint32_t *out_delay_us, uint32_t *out_jitter_us);
 
 /* rl__kv_cluster_servers — the ids of the current shard map's server list (0: the coordinator,
  * then the storage servers), ascending, into ids (cap entries); *out_n: how many there are.
  * RL_E_INVALID_ARGUMENT when not a cluster backend or more than cap. [any] */
-int rl__kv_cluster_servers(rl_kv_backend *b, uint32_t *ids, int cap, int *out_n);
+int rl__kv_cluster_servers(rl__kv_backend *b, uint32_t *ids, int cap, int *out_n);
 
 /* rl__kv_cluster_delay — the injected delay the client applies now (from its last map). [any] */
-int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us);
+int rl__kv_cluster_delay(rl__kv_backend *b, uint32_t *out_delay_us, uint32_t *out_jitter_us);
 
 /* Replicas (teams of more than one storage server). A storage server whose connection was lost
  * or refused is avoided by reads for this long (or until a connection to it opens again). */
@@ -114,28 +114,28 @@ int rl__kv_cluster_delay(rl_kv_backend *b, uint32_t *out_delay_us, uint32_t *out
 /* ---- Retry rules (pure) ------------------------------------------------------------------- */
 
 typedef enum {
-    RL_CREQ_READ = 1,   /* rl_kv_read */
-    RL_CREQ_GRV = 2,    /* rl_kv_grv */
-    RL_CREQ_COMMIT = 3, /* rl_kv_commit */
+    RL_CREQ_READ = 1,   /* rl__kv_read */
+    RL_CREQ_GRV = 2,    /* rl__kv_grv */
+    RL_CREQ_COMMIT = 3, /* rl__kv_commit */
     RL_CREQ_MAP = 4,    /* the client's own GET_SHARD_MAP */
     RL_CREQ_STATUS = 5, /* status_json's STATUS */
     RL_CREQ_PING = 6,   /* rl__kv_cluster_ping */
-} rl_creq_kind;
+} rl__creq_kind;
 
 typedef enum {
     RL_CRETRY_FAIL = 0,    /* complete the operation with .err */
     RL_CRETRY_BACKOFF = 1, /* send the same request again after .delay_ns */
     RL_CRETRY_REFRESH = 2, /* after .delay_ns, refresh the shard map, then send it again */
-} rl_cretry_action;
+} rl__cretry_action;
 
 typedef struct {
-    int action;        /* rl_cretry_action */
+    int action;        /* rl__cretry_action */
     int err;           /* RL_CRETRY_FAIL: the operation's outcome */
     uint64_t delay_ns; /* BACKOFF / REFRESH */
-} rl_cretry;
+} rl__cretry;
 
 /* rl__cluster_retry_decide — what to do after an attempt failed.
- * [in] kind        rl_creq_kind of the operation.
+ * [in] kind        rl__creq_kind of the operation.
  * [in] err         an error reply's code (is_reply 1), or the transport's failure (is_reply 0:
  *                  RL_E_CONNECTION_FAILED for a refused or lost connection, RL_E_TIMED_OUT for an
  *                  attempt without reply, RL_E_INCOMPATIBLE_PROTOCOL_VERSION for a foreign peer).
@@ -150,8 +150,8 @@ typedef struct {
  * sent is commit_unknown_result (1021); a foreign protocol fails at once; otherwise the request
  * is sent again with backoff (RL_CLUSTER_BACKOFF_MIN_NS doubling to _MAX_NS) until
  * RL_CLUSTER_RETRY_WINDOW_NS after the first failure, then connection_failed (1026). */
-rl_cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns, uint64_t now_ns,
-                                   int attempts, int wrong_shard);
+rl__cretry rl__cluster_retry_decide(int kind, int err, int is_reply, int sent, uint64_t since_ns, uint64_t now_ns,
+                                    int attempts, int wrong_shard);
 
 /* rl__cluster_failover_now — whether a read's failed attempt goes to another member of its
  * team at once, without the backoff of rl__cluster_retry_decide: a read (kind RL_CREQ_READ)

@@ -36,7 +36,7 @@ static int bad(rl_buf *errmsg, const char *what) {
     return RL_E_CONNECTION_STRING_INVALID;
 }
 
-int rl__cluster_file_parse(const char *text, size_t len, rl_cluster_file *out, rl_buf *errmsg) {
+int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, rl_buf *errmsg) {
     memset(out, 0, sizeof *out);
     /* The first line that is neither empty nor a comment. */
     const char *p = text, *end = text + len, *line = NULL, *le = NULL;
@@ -92,7 +92,7 @@ int rl__cluster_file_parse(const char *text, size_t len, rl_cluster_file *out, r
     return RL_OK;
 }
 
-int rl__cluster_file_read(const char *path, rl_cluster_file *out, rl_buf *errmsg) {
+int rl__cluster_file_read(const char *path, rl__cluster_file *out, rl_buf *errmsg) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
@@ -111,6 +111,6 @@ int rl__cluster_file_read(const char *path, rl_cluster_file *out, rl_buf *errmsg
     return rl__cluster_file_parse(text, n, out, errmsg);
 }
 
-void rl__cluster_file_format(const rl_cluster_file *cf, rl_buf *out) {
+void rl__cluster_file_format(const rl__cluster_file *cf, rl_buf *out) {
     rl__buf_printf(out, "%s:%s@%s:%u\n", cf->description, cf->id, cf->ip, (unsigned)cf->port);
 }

@@ -22,15 +22,15 @@ typedef struct {
     char id[RL_CLUSTER_FIELD_MAX + 1];
     char ip[16]; /* dotted IPv4, NUL-terminated */
     uint16_t port;
-} rl_cluster_file;
+} rl__cluster_file;
 
 /* Parse the text of a cluster file. RL_OK, or RL_E_CONNECTION_STRING_INVALID (2104) with a
  * message naming what is wrong appended to errmsg (may be NULL). Pure. */
-int rl__cluster_file_parse(const char *text, size_t len, rl_cluster_file *out, rl_buf *errmsg);
+int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, rl_buf *errmsg);
 /* Read and parse the file at path. Also RL_E_FILE_NOT_FOUND / RL_E_IO_ERROR (with strerror). */
-int rl__cluster_file_read(const char *path, rl_cluster_file *out, rl_buf *errmsg);
+int rl__cluster_file_read(const char *path, rl__cluster_file *out, rl_buf *errmsg);
 /* Format cf as the one-line text (with a trailing newline) into out. */
-void rl__cluster_file_format(const rl_cluster_file *cf, rl_buf *out);
+void rl__cluster_file_format(const rl__cluster_file *cf, rl_buf *out);
 /* 1 if ip is dotted IPv4 text inside 127.0.0.0/8 (four decimal parts 0..255, no leading zeros). */
 int rl__ip_is_loopback(const char *ip);
 

@@ -14,24 +14,24 @@ static int refuse(rl_buf *why, const char *what, uint32_t i) {
     return RL_E_MALFORMED_FRAME;
 }
 
-int rl__locmap_new(const rl_msg_get_shard_map_reply *m, rl_locmap **out, rl_buf *why) {
+int rl__locmap_new(const rl__msg_get_shard_map_reply *m, rl__locmap **out, rl_buf *why) {
     *out = NULL;
     if (m->n_shards == 0) return refuse(why, "no shards", 0);
     for (uint32_t i = 1; i < m->n_servers; i++)
         if (m->servers[i].id <= m->servers[i - 1].id) return refuse(why, "server ids not increasing", i);
     if (m->shards[0].begin_len != 0) return refuse(why, "the first shard does not begin at \"\"", 0);
-    const rl_msg_shard *last = &m->shards[m->n_shards - 1];
+    const rl__msg_shard *last = &m->shards[m->n_shards - 1];
     if (rl__bytes_cmp(last->end, last->end_len, key_ffff, 2) != 0)
         return refuse(why, "the last shard does not end at \\xff\\xff", m->n_shards - 1);
     for (uint32_t i = 0; i < m->n_shards; i++) {
-        const rl_msg_shard *s = &m->shards[i];
+        const rl__msg_shard *s = &m->shards[i];
         if (rl__bytes_cmp(s->begin, s->begin_len, s->end, s->end_len) >= 0)
             return refuse(why, "an empty or inverted shard", i);
         if (i > 0 && rl__bytes_cmp(s->begin, s->begin_len, m->shards[i - 1].end, m->shards[i - 1].end_len))
             return refuse(why, "a shard that does not begin at the previous one's end", i);
         if (s->n_team == 0 || s->n_team > RL_PROTO_MAX_TEAM) return refuse(why, "a team size out of range", i);
     }
-    rl_locmap *lm = rl__calloc(1, sizeof *lm);
+    rl__locmap *lm = rl__calloc(1, sizeof *lm);
     if (!lm) return RL_E_OUT_OF_MEMORY;
     lm->refs = 1;
     lm->version = m->version;
@@ -42,8 +42,8 @@ int rl__locmap_new(const rl_msg_get_shard_map_reply *m, rl_locmap **out, rl_buf 
     lm->shards = rl__arena_alloc(&lm->arena, sizeof *lm->shards * m->n_shards);
     if (!lm->servers || !lm->shards) goto oom;
     for (uint32_t i = 0; i < m->n_servers; i++) {
-        const rl_msg_server *s = &m->servers[i];
-        rl_loc_server *d = &lm->servers[i];
+        const rl__msg_server *s = &m->servers[i];
+        rl__loc_server *d = &lm->servers[i];
         memset(d, 0, sizeof *d);
         d->id = s->id;
         d->role = s->role;
@@ -66,8 +66,8 @@ int rl__locmap_new(const rl_msg_get_shard_map_reply *m, rl_locmap **out, rl_buf 
         d->host = h;
     }
     for (uint32_t i = 0; i < m->n_shards; i++) {
-        const rl_msg_shard *s = &m->shards[i];
-        rl_loc_shard *d = &lm->shards[i];
+        const rl__msg_shard *s = &m->shards[i];
+        rl__loc_shard *d = &lm->shards[i];
         memset(d, 0, sizeof *d);
         d->begin = rl__arena_memdup(&lm->arena, s->begin, s->begin_len);
         d->end = rl__arena_memdup(&lm->arena, s->end, s->end_len);
@@ -87,18 +87,18 @@ oom:
     return RL_E_OUT_OF_MEMORY;
 }
 
-void rl__locmap_ref(rl_locmap *m) {
+void rl__locmap_ref(rl__locmap *m) {
     if (m) atomic_fetch_add_explicit((_Atomic int *)&m->refs, 1, memory_order_relaxed);
 }
 
-void rl__locmap_unref(rl_locmap *m) {
+void rl__locmap_unref(rl__locmap *m) {
     if (!m) return;
     if (atomic_fetch_sub_explicit((_Atomic int *)&m->refs, 1, memory_order_acq_rel) != 1) return;
     rl__arena_release(&m->arena);
     rl__free(m);
 }
 
-int rl__locmap_server(const rl_locmap *m, uint32_t id) {
+int rl__locmap_server(const rl__locmap *m, uint32_t id) {
     uint32_t lo = 0, hi = m->n_servers;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -108,7 +108,7 @@ int rl__locmap_server(const rl_locmap *m, uint32_t id) {
     return lo < m->n_servers && m->servers[lo].id == id ? (int)lo : -1;
 }
 
-int rl__locmap_find(const rl_locmap *m, const uint8_t *key, uint32_t key_len, int backward) {
+int rl__locmap_find(const rl__locmap *m, const uint8_t *key, uint32_t key_len, int backward) {
     if (m->n_shards == 0) return -1;
     if (backward && key_len == 0) return 0;
     /* The last shard whose begin is <= key (forward) or < key (backward). */
@@ -120,13 +120,13 @@ int rl__locmap_find(const rl_locmap *m, const uint8_t *key, uint32_t key_len, in
         else hi = mid;
     }
     if (lo == 0) return -1; /* cannot happen: the first shard begins at "" (invariant 1) */
-    const rl_loc_shard *s = &m->shards[lo - 1];
+    const rl__loc_shard *s = &m->shards[lo - 1];
     int c = rl__bytes_cmp(key, key_len, s->end, s->end_len);
     if (backward ? c > 0 : c >= 0) return -1;
     return (int)lo - 1;
 }
 
-int rl__locmap_pick_avoid(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt, const uint32_t *avoid,
+int rl__locmap_pick_avoid(const rl__locmap *m, const rl__loc_shard *s, uint32_t salt, const uint32_t *avoid,
                           int n_avoid) {
     int best = -1, best_rank = 5;
     for (uint32_t k = 0; k < s->n_team && best_rank > 1; k++) {
@@ -141,7 +141,7 @@ int rl__locmap_pick_avoid(const rl_locmap *m, const rl_loc_shard *s, uint32_t sa
     return best;
 }
 
-int rl__locmap_pick(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt) {
+int rl__locmap_pick(const rl__locmap *m, const rl__loc_shard *s, uint32_t salt) {
     int known = -1;
     for (uint32_t k = 0; k < s->n_team; k++) {
         int idx = s->team_idx[(salt + k) % s->n_team];

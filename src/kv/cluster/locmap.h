@@ -34,7 +34,7 @@ typedef struct {
     uint16_t port;
     const char *host; /* host label, NUL-terminated, in the snapshot's arena */
     int healthy;      /* the coordinator's view when the map was fetched */
-} rl_loc_server;
+} rl__loc_server;
 
 /* One shard [begin, end) and the servers that hold it. */
 typedef struct {
@@ -45,45 +45,45 @@ typedef struct {
     uint32_t n_team; /* 1..RL_PROTO_MAX_TEAM */
     uint32_t team_id[RL_PROTO_MAX_TEAM];
     int team_idx[RL_PROTO_MAX_TEAM]; /* index into servers, or -1 (invariant 2) */
-} rl_loc_shard;
+} rl__loc_shard;
 
-typedef struct rl_locmap {
-    int refs;           /* atomic */
-    rl_version version; /* the map's version (GET_SHARD_MAP reply) */
-    rl_arena arena;     /* everything below */
-    rl_loc_server *servers;
+typedef struct rl__locmap {
+    int refs;            /* atomic */
+    rl__version version; /* the map's version (GET_SHARD_MAP reply) */
+    rl_arena arena;      /* everything below */
+    rl__loc_server *servers;
     uint32_t n_servers;
-    rl_loc_shard *shards;
+    rl__loc_shard *shards;
     uint32_t n_shards;
     uint32_t delay_us; /* the cluster's injected delay (GET_SHARD_MAP reply; set by the client,
                             not by rl__locmap_new) */
     uint32_t jitter_us;
-} rl_locmap;
+} rl__locmap;
 
 /* rl__locmap_new — build a snapshot from a decoded GET_SHARD_MAP reply (copied: m may be freed
  * afterwards). [out] out: the snapshot with one reference (rl__locmap_unref). On failure a
  * message naming what is wrong is appended to why (may be NULL). Returns RL_OK,
  * RL_E_MALFORMED_FRAME (a map breaking invariant 1, or a server address that is not loopback
  * IPv4) or RL_E_OUT_OF_MEMORY. Pure. */
-int rl__locmap_new(const rl_msg_get_shard_map_reply *m, rl_locmap **out, rl_buf *why);
+int rl__locmap_new(const rl__msg_get_shard_map_reply *m, rl__locmap **out, rl_buf *why);
 
 /* Take / drop a reference (atomic; any thread). The last drop frees the snapshot. NULL is a
  * no-op. */
-void rl__locmap_ref(rl_locmap *m);
-void rl__locmap_unref(rl_locmap *m);
+void rl__locmap_ref(rl__locmap *m);
+void rl__locmap_unref(rl__locmap *m);
 
 /* rl__locmap_find — the shard serving a read routed by key.
  * backward 0: the shard with begin <= key < end (a point read, a forward selector's anchor).
  * backward 1: the shard holding the keys just below key, begin < key <= end (a reverse range's
  * end, a backward selector's anchor); the empty key has nothing below it and maps to the first
  * shard. Returns the shard's index, or -1 when no shard holds the key (key >= "\xff\xff"). */
-int rl__locmap_find(const rl_locmap *m, const uint8_t *key, uint32_t key_len, int backward);
+int rl__locmap_find(const rl__locmap *m, const uint8_t *key, uint32_t key_len, int backward);
 
 /* rl__locmap_pick — which team member of shard s serves the next attempt: scanning the team from
  * position (salt % n_team), the first member that is known and healthy, else the first that is
  * known. Returns an index into m->servers, or -1 when no member is in the server list (the map
  * must be refreshed). */
-int rl__locmap_pick(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt);
+int rl__locmap_pick(const rl__locmap *m, const rl__loc_shard *s, uint32_t salt);
 
 /* rl__locmap_pick_avoid — rl__locmap_pick that also steers clear of the servers the caller has
  * just seen fail (avoid[0..n_avoid): server ids; NULL / 0: none). Scanning the team from
@@ -92,9 +92,10 @@ int rl__locmap_pick(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt);
  * team keeps being served while any member works, and a team whose members all failed still
  * gets an attempt (on the best of them). Returns an index into m->servers or -1 (no member is in
  * the server list). Pure. */
-int rl__locmap_pick_avoid(const rl_locmap *m, const rl_loc_shard *s, uint32_t salt, const uint32_t *avoid, int n_avoid);
+int rl__locmap_pick_avoid(const rl__locmap *m, const rl__loc_shard *s, uint32_t salt, const uint32_t *avoid,
+                          int n_avoid);
 
 /* rl__locmap_server — the index of server id in m->servers, or -1. */
-int rl__locmap_server(const rl_locmap *m, uint32_t id);
+int rl__locmap_server(const rl__locmap *m, uint32_t id);
 
 #endif

@@ -40,10 +40,10 @@ enum { SEL_GETKEY = 1, SEL_BEGIN, SEL_END };
  * over a finite shard map), it only stops a server that keeps answering with tiny steps. */
 #define MAX_REQUESTS 10000000u
 
-struct rl_cplan_page {
+struct rl__cplan_page {
     const void *items; /* rl_keyvalue or rl_mapped_keyvalue, n of them (in the arena) */
     int n;
-    rl_cplan_page *next;
+    rl__cplan_page *next;
 };
 
 static const uint8_t key_ff[1] = {0xff};
@@ -52,7 +52,7 @@ static const uint8_t key_ff[1] = {0xff};
 
 static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl) { return rl__bytes_cmp(a, al, b, bl); }
 
-static int is_mapped(const rl_cplan *p) { return p->r->op == RL_KV_GET_MAPPED; }
+static int is_mapped(const rl__cplan *p) { return p->r->op == RL_KV_GET_MAPPED; }
 
 /* The anchor of a selector: its key, or key + "\x00" with or_equal (the first key >= it is the
  * selector's offset 1). NULL on OOM. */
@@ -76,7 +76,7 @@ static rl_key_selector fge(const uint8_t *k, uint32_t kl) {
 }
 
 /* Set the route of the next request and count it. */
-static int route(rl_cplan *p, const uint8_t *k, uint32_t kl, int backward, int *out_send) {
+static int route(rl__cplan *p, const uint8_t *k, uint32_t kl, int backward, int *out_send) {
     if (++p->requests > MAX_REQUESTS) return RL_E_MALFORMED_FRAME;
     p->route_key = k ? k : (const uint8_t *)"";
     p->route_key_len = kl;
@@ -89,8 +89,8 @@ static int route(rl_cplan *p, const uint8_t *k, uint32_t kl, int backward, int *
 /* ---- Finishing ----------------------------------------------------------------------------- */
 
 /* Join the pages into r's result array (one page is used as it is). */
-static int finish_range(rl_cplan *p, int more, int *out_send) {
-    rl_kv_read *r = p->r;
+static int finish_range(rl__cplan *p, int more, int *out_send) {
+    rl__kv_read *r = p->r;
     size_t esz = is_mapped(p) ? sizeof(rl_mapped_keyvalue) : sizeof(rl_keyvalue);
     const void *items = NULL;
     if (p->head && !p->head->next) {
@@ -99,7 +99,7 @@ static int finish_range(rl_cplan *p, int more, int *out_send) {
         uint8_t *all = rl__arena_alloc(r->arena, esz * (size_t)p->rows);
         if (!all) return RL_E_OUT_OF_MEMORY;
         size_t off = 0;
-        for (rl_cplan_page *g = p->head; g; g = g->next) {
+        for (rl__cplan_page *g = p->head; g; g = g->next) {
             if (g->n) memcpy(all + off, g->items, esz * (size_t)g->n);
             off += esz * (size_t)g->n;
         }
@@ -118,9 +118,9 @@ static int finish_range(rl_cplan *p, int more, int *out_send) {
 
 /* An empty range needs no request; a mapped read still checks its mapper (as the embedded
  * backend does before it looks at the range). */
-static int finish_empty(rl_cplan *p, int *out_send) {
+static int finish_empty(rl__cplan *p, int *out_send) {
     if (is_mapped(p)) {
-        rl_mapper *m = NULL;
+        rl__mapper *m = NULL;
         int rc = rl__mapper_parse(p->r->mapper, p->r->mapper_len, p->r->arena, &m);
         if (rc) return rc;
     }
@@ -129,12 +129,12 @@ static int finish_empty(rl_cplan *p, int *out_send) {
 
 /* ---- Selectors (GET_KEY steps) ------------------------------------------------------------- */
 
-static int page_send(rl_cplan *p, int *out_send);
-static int sel_step(rl_cplan *p, int *out_send);
+static int page_send(rl__cplan *p, int *out_send);
+static int sel_step(rl__cplan *p, int *out_send);
 
 /* The selector being resolved resolved to key (in the arena or static). */
-static int sel_done(rl_cplan *p, const uint8_t *key, uint32_t kl, int *out_send) {
-    rl_kv_read *r = p->r;
+static int sel_done(rl__cplan *p, const uint8_t *key, uint32_t kl, int *out_send) {
+    rl__kv_read *r = p->r;
     switch (p->sel_for) {
     case SEL_GETKEY:
         r->rbegin = key, r->rbegin_len = kl;
@@ -165,8 +165,8 @@ static int sel_done(rl_cplan *p, const uint8_t *key, uint32_t kl, int *out_send)
 
 /* Send the GET_KEY of p->sel, or answer it at once when its anchor is at an end of the readable
  * keyspace: forward from max_key stays there; backward from "" stays there. */
-static int sel_step(rl_cplan *p, int *out_send) {
-    rl_kv_read *r = p->r;
+static int sel_step(rl__cplan *p, int *out_send) {
+    rl__kv_read *r = p->r;
     uint32_t al;
     const uint8_t *an = anchor_of(r->arena, &p->sel, &al);
     if (!an) return RL_E_OUT_OF_MEMORY;
@@ -185,12 +185,12 @@ static int sel_step(rl_cplan *p, int *out_send) {
 }
 
 /* Count keys in [count_from, "\xff") forward (invariant 6). */
-static int count_send(rl_cplan *p, int *out_send) {
-    rl_kv_read *r = p->r;
+static int count_send(rl__cplan *p, int *out_send) {
+    rl__kv_read *r = p->r;
     p->phase = PH_COUNT;
     memset(&p->req, 0, sizeof p->req);
     p->req.type = RL_MSG_GET_RANGE;
-    rl_msg_get_range_req *q = &p->req.u.get_range_req;
+    rl__msg_get_range_req *q = &p->req.u.get_range_req;
     q->version = r->version;
     q->begin = fge(p->count_from, p->count_from_len);
     q->end = fge(key_ff, 1);
@@ -199,8 +199,8 @@ static int count_send(rl_cplan *p, int *out_send) {
     return route(p, p->count_from, p->count_from_len, 0, out_send);
 }
 
-static int on_sel_reply(rl_cplan *p, const rl_msg_get_key_reply *g, int *out_send) {
-    rl_kv_read *r = p->r;
+static int on_sel_reply(rl__cplan *p, const rl__msg_get_key_reply *g, int *out_send) {
+    rl__kv_read *r = p->r;
     uint32_t al;
     const uint8_t *an = anchor_of(r->arena, &p->sel, &al);
     if (!an) return RL_E_OUT_OF_MEMORY;
@@ -234,7 +234,7 @@ static int on_sel_reply(rl_cplan *p, const rl_msg_get_key_reply *g, int *out_sen
 }
 
 /* Rows checked in order inside [from, "\xff"); counting continues or ends. */
-static int on_count_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out_send) {
+static int on_count_reply(rl__cplan *p, const rl__msg_get_range_reply *g, int *out_send) {
     if (g->status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
     const uint8_t *prev = p->count_from;
     uint32_t prevl = p->count_from_len;
@@ -276,8 +276,8 @@ static int on_count_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out
 /* ---- Range pages ----------------------------------------------------------------------------- */
 
 /* Fill the range or mapped request over selectors b, e with what is left of the limits. */
-static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector e, int32_t limit, int64_t target) {
-    rl_kv_read *r = p->r;
+static void range_req(rl__cplan *p, int type, rl_key_selector b, rl_key_selector e, int32_t limit, int64_t target) {
+    rl__kv_read *r = p->r;
     memset(&p->req, 0, sizeof p->req);
     p->req.type = (uint16_t)type;
     b.or_equal = b.or_equal != 0;
@@ -285,7 +285,7 @@ static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector 
     if (!b.key) b.key = (const uint8_t *)"";
     if (!e.key) e.key = (const uint8_t *)"";
     if (type == RL_MSG_GET_RANGE) {
-        rl_msg_get_range_req *q = &p->req.u.get_range_req;
+        rl__msg_get_range_req *q = &p->req.u.get_range_req;
         q->version = r->version;
         q->begin = b;
         q->end = e;
@@ -293,7 +293,7 @@ static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector 
         q->target_bytes = target;
         q->reverse = r->reverse != 0;
     } else {
-        rl_msg_get_mapped_range_req *q = &p->req.u.get_mapped_range_req;
+        rl__msg_get_mapped_range_req *q = &p->req.u.get_mapped_range_req;
         q->version = r->version;
         q->begin = b;
         q->end = e;
@@ -312,14 +312,14 @@ static void range_req(rl_cplan *p, int type, rl_key_selector b, rl_key_selector 
     }
 }
 
-static int32_t limit_left(const rl_cplan *p) { return p->r->limit > 0 ? (int32_t)(p->r->limit - p->rows) : 0; }
+static int32_t limit_left(const rl__cplan *p) { return p->r->limit > 0 ? (int32_t)(p->r->limit - p->rows) : 0; }
 
-static int64_t target_left(const rl_cplan *p) {
+static int64_t target_left(const rl__cplan *p) {
     return p->r->target_bytes > 0 ? (int64_t)(p->r->target_bytes - p->bytes) : 0;
 }
 
 /* The next page of [cb, ce). */
-static int page_send(rl_cplan *p, int *out_send) {
+static int page_send(rl__cplan *p, int *out_send) {
     if (kcmp(p->cb, p->cbl, p->ce, p->cel) >= 0) return finish_range(p, 0, out_send);
     p->phase = PH_PAGE;
     range_req(p, is_mapped(p) ? RL_MSG_GET_MAPPED_RANGE : RL_MSG_GET_RANGE, fge(p->cb, p->cbl), fge(p->ce, p->cel),
@@ -329,7 +329,7 @@ static int page_send(rl_cplan *p, int *out_send) {
 }
 
 /* Probe [cb, ce) (what is left after the rows taken) for one more row. */
-static int probe_send(rl_cplan *p, int *out_send) {
+static int probe_send(rl__cplan *p, int *out_send) {
     if (kcmp(p->cb, p->cbl, p->ce, p->cel) >= 0) return finish_range(p, 0, out_send);
     p->phase = PH_PROBE;
     range_req(p, RL_MSG_GET_RANGE, fge(p->cb, p->cbl), fge(p->ce, p->cel), 1, 0);
@@ -341,7 +341,7 @@ static int probe_send(rl_cplan *p, int *out_send) {
  * strictly past the request's route key (start: the server's shard holds it forward, the keys
  * below it in reverse, so its boundary is beyond) and not before the rows it returned
  * (invariant 2). Returns 1 when the boundary ends the part. */
-static int advance_to(rl_cplan *p, const uint8_t *start, uint32_t startl, const uint8_t *rt, uint32_t rtl,
+static int advance_to(rl__cplan *p, const uint8_t *start, uint32_t startl, const uint8_t *rt, uint32_t rtl,
                       int *out_bad) {
     *out_bad = 0;
     if (!p->r->reverse) {
@@ -363,14 +363,14 @@ static int advance_to(rl_cplan *p, const uint8_t *start, uint32_t startl, const 
 }
 
 /* A page of n items (keys at key(i)) inside [cb, ce), in the read's direction. */
-static const rl_keyvalue *item_kv(const rl_cplan *p, const void *items, uint32_t i) {
+static const rl_keyvalue *item_kv(const rl__cplan *p, const void *items, uint32_t i) {
     if (is_mapped(p)) return &((const rl_mapped_keyvalue *)items)[i].index;
     return &((const rl_keyvalue *)items)[i];
 }
 
 /* Check a page of n items: inside [cb, ce) and strictly in the read's direction. Sorted items
  * need one compare each (with their predecessor) plus the two ends against the bounds. */
-static int page_check(const rl_cplan *p, const void *items, uint32_t n) {
+static int page_check(const rl__cplan *p, const void *items, uint32_t n) {
     if (n == 0) return RL_OK;
     const rl_keyvalue *first = item_kv(p, items, 0), *last = item_kv(p, items, n - 1);
     const rl_keyvalue *lo = p->r->reverse ? last : first, *hi = p->r->reverse ? first : last;
@@ -386,7 +386,7 @@ static int page_check(const rl_cplan *p, const void *items, uint32_t n) {
     return RL_OK;
 }
 
-static long charge(const rl_cplan *p, const void *items, uint32_t n) {
+static long charge(const rl__cplan *p, const void *items, uint32_t n) {
     long b = 0;
     if (is_mapped(p)) {
         const rl_mapped_keyvalue *m = items;
@@ -402,16 +402,16 @@ static long charge(const rl_cplan *p, const void *items, uint32_t n) {
 }
 
 /* Take one page (PH_FIRST or PH_PAGE) and decide what follows (the file comment's page logic). */
-static int page_take(rl_cplan *p, const void *items, uint32_t n, int more, const uint8_t *rt, uint32_t rtl,
+static int page_take(rl__cplan *p, const void *items, uint32_t n, int more, const uint8_t *rt, uint32_t rtl,
                      int *out_send) {
-    rl_kv_read *r = p->r;
+    rl__kv_read *r = p->r;
     int rc = page_check(p, items, n);
     if (rc) return rc;
     if (more && n == 0) return RL_E_MALFORMED_FRAME; /* would never make progress */
     const uint8_t *start = p->route_key;             /* the request's: its shard holds it (or the keys below) */
     uint32_t startl = p->route_key_len;
     if (n > 0) {
-        rl_cplan_page *g = rl__arena_alloc(r->arena, sizeof *g);
+        rl__cplan_page *g = rl__arena_alloc(r->arena, sizeof *g);
         if (!g) return RL_E_OUT_OF_MEMORY;
         g->items = items;
         g->n = (int)n;
@@ -446,7 +446,7 @@ static int page_take(rl_cplan *p, const void *items, uint32_t n, int more, const
     return finish_range(p, 0, out_send);
 }
 
-static int on_probe_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out_send) {
+static int on_probe_reply(rl__cplan *p, const rl__msg_get_range_reply *g, int *out_send) {
     if (g->status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
     int rc = page_check(p, g->kvs, g->n_kvs);
     if (rc) return rc;
@@ -462,8 +462,8 @@ static int on_probe_reply(rl_cplan *p, const rl_msg_get_range_reply *g, int *out
 }
 
 /* The fallback (FoundationDB's getRangeFallback): resolve both selectors, then read. */
-static int fallback(rl_cplan *p, int *out_send) {
-    rl_kv_read *r = p->r;
+static int fallback(rl__cplan *p, int *out_send) {
+    rl__kv_read *r = p->r;
     p->sel_for = SEL_BEGIN;
     if (r->begin.offset == 1) {
         uint32_t al;
@@ -475,7 +475,7 @@ static int fallback(rl_cplan *p, int *out_send) {
     return sel_step(p, out_send);
 }
 
-static int on_first_reply(rl_cplan *p, const void *items, uint32_t n, int more, int status, const uint8_t *rt,
+static int on_first_reply(rl__cplan *p, const void *items, uint32_t n, int more, int status, const uint8_t *rt,
                           uint32_t rtl, const uint8_t *rb, uint32_t rbl, const uint8_t *re, uint32_t rel,
                           int *out_send) {
     if (status == RL_RANGE_SELECTOR_UNRESOLVED) {
@@ -496,7 +496,7 @@ static int on_first_reply(rl_cplan *p, const void *items, uint32_t n, int more, 
 
 /* ---- Entry points ---------------------------------------------------------------------------- */
 
-int rl__cplan_start(rl_cplan *p, rl_kv_read *r, const rl_cplan_options *o, int *out_send) {
+int rl__cplan_start(rl__cplan *p, rl__kv_read *r, const rl__cplan_options *o, int *out_send) {
     memset(p, 0, sizeof *p);
     p->r = r;
     if (o) p->o = *o;
@@ -547,10 +547,10 @@ int rl__cplan_start(rl_cplan *p, rl_kv_read *r, const rl_cplan_options *o, int *
     return route(p, ab, abl, 0, out_send);
 }
 
-int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send) {
+int rl__cplan_reply(rl__cplan *p, const rl__msg *msg, int *out_send) {
     *out_send = 0;
     if (msg->type != p->req.type || msg->flags != RL_FRAME_REPLY) return RL_E_MALFORMED_FRAME;
-    rl_kv_read *r = p->r;
+    rl__kv_read *r = p->r;
     switch (p->phase) {
     case PH_GET:
         r->present = msg->u.get_reply.present;
@@ -572,13 +572,13 @@ int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send) {
     const uint8_t *rt, *rb, *re;
     uint32_t rtl, rbl, rel;
     if (msg->type == RL_MSG_GET_RANGE) {
-        const rl_msg_get_range_reply *g = &msg->u.get_range_reply;
+        const rl__msg_get_range_reply *g = &msg->u.get_range_reply;
         items = g->kvs, n = g->n_kvs, more = g->more, status = g->status;
         rt = g->read_through, rtl = g->read_through_len;
         rb = g->resolved_begin, rbl = g->resolved_begin_len;
         re = g->resolved_end, rel = g->resolved_end_len;
     } else {
-        const rl_msg_get_mapped_range_reply *g = &msg->u.get_mapped_range_reply;
+        const rl__msg_get_mapped_range_reply *g = &msg->u.get_mapped_range_reply;
         items = g->entries, n = g->n_entries, more = g->more, status = g->status;
         rt = g->read_through, rtl = g->read_through_len;
         rb = g->resolved_begin, rbl = g->resolved_begin_len;

@@ -1,4 +1,4 @@
-/* plan.h (internal) — the cluster client's read planner: turns one backend read (rl_kv_read:
+/* plan.h (internal) — the cluster client's read planner: turns one backend read (rl__kv_read:
  * GET, GET_KEY, GET_RANGE, GET_MAPPED) into the sequence of requests the cluster needs, one at a
  * time, and assembles their replies into exactly the result the embedded backend gives.
  *
@@ -60,23 +60,23 @@
 typedef struct {
     int32_t secondary_row_limit;  /* 0: the server's default */
     int64_t secondary_byte_limit; /* 0: the server's default */
-    uint8_t strategy;             /* rl_fetch_strategy of reads that name none
-                                   * (rl_kv_read.secondary_strategy 0) */
+    uint8_t strategy;             /* rl__fetch_strategy of reads that name none
+                                   * (rl__kv_read.secondary_strategy 0) */
     uint32_t batch;               /* 0: the server's default */
-} rl_cplan_options;
+} rl__cplan_options;
 
-typedef struct rl_cplan_page rl_cplan_page;
+typedef struct rl__cplan_page rl__cplan_page;
 
 /* The planner's state for one read (caller-owned; usually in r->arena). */
 typedef struct {
     /* The next request (valid after a call that set *out_send; invariant 4). */
-    rl_msg req;               /* type and u.<type>_req; flags 0 */
+    rl__msg req;              /* type and u.<type>_req; flags 0 */
     const uint8_t *route_key; /* locate the shard by this key ... */
     uint32_t route_key_len;
     int route_backward; /* ... 1: the shard holding the keys just below it */
     /* Private. */
-    rl_kv_read *r;
-    rl_cplan_options o;
+    rl__kv_read *r;
+    rl__cplan_options o;
     int phase;
     uint32_t requests;          /* requests asked for (a bound against loops) */
     rl_key_selector sel;        /* selector being resolved (GET_KEY steps) */
@@ -88,10 +88,10 @@ typedef struct {
     uint32_t rbl, rel;
     const uint8_t *cb, *ce; /* the part not read yet (pages) or probed (probe) */
     uint32_t cbl, cel;
-    int rows;                   /* rows (entries) so far */
-    long bytes;                 /* bytes charged so far (invariant 5) */
-    rl_cplan_page *head, *tail; /* pages of rows, in arrival order */
-} rl_cplan;
+    int rows;                    /* rows (entries) so far */
+    long bytes;                  /* bytes charged so far (invariant 5) */
+    rl__cplan_page *head, *tail; /* pages of rows, in arrival order */
+} rl__cplan;
 
 /* rl__cplan_start — plan read r (inputs set as backend.h describes; r->arena receives
  * everything). On RL_OK, *out_send = 1: send p->req along p->route_*, then call
@@ -99,12 +99,12 @@ typedef struct {
  * Errors (the read fails with them): RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT (an unknown op),
  * mapper errors for a mapped read over an empty range (checked here, as the embedded backend
  * does). [in] o: copied. */
-int rl__cplan_start(rl_cplan *p, rl_kv_read *r, const rl_cplan_options *o, int *out_send);
+int rl__cplan_start(rl__cplan *p, rl__kv_read *r, const rl__cplan_options *o, int *out_send);
 
 /* rl__cplan_reply — take the (successful, non-error) reply to p->req: msg->type must be
  * p->req.type and its byte strings must live in r->arena (invariant 3). *out_send as for
  * rl__cplan_start. Errors: RL_E_MALFORMED_FRAME (a reply breaking invariant 2, or of the wrong
  * type), RL_E_OUT_OF_MEMORY. Mapped replies add their s2s counters to r->stats. */
-int rl__cplan_reply(rl_cplan *p, const rl_msg *msg, int *out_send);
+int rl__cplan_reply(rl__cplan *p, const rl__msg *msg, int *out_send);
 
 #endif

@@ -15,7 +15,7 @@
  * install), RL_E_UNSUPPORTED_OPERATION (a library older than API version 710, or one that lacks a
  * needed function), FoundationDB's own codes from selecting the API version, setting up the
  * network or creating the database, RL_E_OUT_OF_MEMORY. */
-int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg);
+int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg);
 
 /* rl__kv_fdb_load — load FoundationDB's client library and start its network as the first fdb:
  * open does, without opening a database: can this process use fdb: at all (`rlbench campaign`'s

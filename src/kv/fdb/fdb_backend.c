@@ -31,7 +31,7 @@
  *      MAPPED_USES_MAX reads. Slots are guarded by be->mu; FoundationDB calls on a slot's
  *      transaction are made outside it (they never block).
  *   4. Selectors go to FoundationDB as they are (an offset is resolved where the data is). A
- *      range's resolved ends (rl_kv_read.rbegin / rend, which the layer above needs for
+ *      range's resolved ends (rl__kv_read.rbegin / rend, which the layer above needs for
  *      conflict ranges) follow storage/select.c's rules: a selector with offset 1 resolves to
  *      its anchor (the key, or key + "\x00" with or_equal) without reading; any other offset
  *      comes from a get_key of the selector at the same version, issued alongside the range read.
@@ -56,7 +56,7 @@
  *      still reads the database. A request counts until its done has returned. A close called
  *      from inside a completion of this backend (a callback that closes the database) cannot
  *      wait for it: the backend is then left allocated, like one FoundationDB never answers.
- *   9. Locality (rl_kv_locality, for ADAPTIVE) comes from what the client library says and what
+ *   9. Locality (rl__kv_locality, for ADAPTIVE) comes from what the client library says and what
  *      this backend measures, never from a wait on the network: open asks
  *      fdb_transaction_get_addresses_for_key("") and waits for the answer at most
  *      LOC_PROBE_WAIT_S; unsupported_operation (reclayer's libfdb_c.so over an embedded
@@ -108,9 +108,9 @@ typedef struct {
 /* A pooled FoundationDB transaction (invariant 3). */
 typedef struct slot {
     FDBTransaction *tr;
-    int kind;           /* K_* */
-    int sys;            /* READ_SYSTEM_KEYS set (reads of "\xff" keys) */
-    rl_version version; /* the read version set on tr; valid when has_version */
+    int kind;            /* K_* */
+    int sys;             /* READ_SYSTEM_KEYS set (reads of "\xff" keys) */
+    rl__version version; /* the read version set on tr; valid when has_version */
     int has_version;
     int refs;          /* reads in flight (under be->mu) */
     uint32_t uses;     /* reads issued since the last reset */
@@ -120,8 +120,8 @@ typedef struct slot {
 } slot;
 
 typedef struct {
-    rl_kv_backend base; /* must be first */
-    const rl_fdb_api *api;
+    rl__kv_backend base; /* must be first */
+    const rl__fdb_api *api;
     FDBDatabase *db;
     char *cluster_file; /* heap copy; NULL: FoundationDB's default */
     int read_only;
@@ -164,21 +164,21 @@ static _Thread_local int tl_in_done;
 
 /* Complete a request; it stops counting once done returned (the layer above may still use the
  * database inside done, so close waits for that too). */
-static void grv_done(fdbbe *be, rl_kv_grv *g, int rc) {
+static void grv_done(fdbbe *be, rl__kv_grv *g, int rc) {
     tl_in_done++;
     g->done(g, rc);
     tl_in_done--;
     op_end(be);
 }
 
-static void read_done(fdbbe *be, rl_kv_read *r, int rc) {
+static void read_done(fdbbe *be, rl__kv_read *r, int rc) {
     tl_in_done++;
     r->done(r, rc);
     tl_in_done--;
     op_end(be);
 }
 
-static void commit_done(fdbbe *be, rl_kv_commit *c, int rc) {
+static void commit_done(fdbbe *be, rl__kv_commit *c, int rc) {
     tl_in_done++;
     c->done(c, rc);
     tl_in_done--;
@@ -195,7 +195,7 @@ static void slot_destroy(fdbbe *be, slot *s) {
 
 /* Make s ready to serve kind (reset it if it served before, set the kind's options). */
 static int slot_prepare(fdbbe *be, slot *s, int kind, int sys) {
-    const rl_fdb_api *a = be->api;
+    const rl__fdb_api *a = be->api;
     if (s->dirty) a->transaction_reset(s->tr);
     s->dirty = 1;
     s->kind = kind;
@@ -272,7 +272,7 @@ static slot *activate(fdbbe *be, slot *s) {
 }
 
 /* The slot that serves reads of kind at version v (invariant 3), with one more reference. */
-static int slot_for_read(fdbbe *be, int kind, int sys, rl_version v, slot **out) {
+static int slot_for_read(fdbbe *be, int kind, int sys, rl__version v, slot **out) {
     uint32_t max_uses = kind == K_MAPPED ? MAPPED_USES_MAX : UINT32_MAX;
     pthread_mutex_lock(&be->mu);
     for (int i = 0; i < ACTIVE_MAX; i++) {
@@ -389,7 +389,7 @@ typedef struct {
 static void on_loc(FDBFuture *f, void *ud) {
     loc_ctx *x = ud;
     fdbbe *be = x->be;
-    const rl_fdb_api *a = be->api;
+    const rl__fdb_api *a = be->api;
     const char **strs = NULL;
     int n = 0, rc = a->future_get_error(f);
     if (rc == 0) rc = a->future_get_string_array(f, &strs, &n);
@@ -403,7 +403,7 @@ static void on_loc(FDBFuture *f, void *ud) {
 /* Ask the library where key is (the caller set loc_busy). Counts as an operation in flight
  * (invariant 8); the answer goes to loc_record, on FoundationDB's thread or inline. */
 static void loc_lookup(fdbbe *be, const uint8_t *key, uint32_t len) {
-    const rl_fdb_api *a = be->api;
+    const rl__fdb_api *a = be->api;
     op_begin(be);
     loc_ctx *x = rl__calloc(1, sizeof *x + len + 1);
     int rc = x ? a->database_create_transaction(be->db, &x->tr) : RL_E_OUT_OF_MEMORY;
@@ -432,7 +432,7 @@ static uint32_t common_prefix(const uint8_t *a, uint32_t al, const uint8_t *b, u
 }
 
 /* backend.h's locality (invariant 9): never waits for the network, never fails. */
-static void be_locality(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, rl_kv_locality *out) {
+static void be_locality(rl__kv_backend *b, const uint8_t *key, uint32_t key_len, rl__kv_locality *out) {
     fdbbe *be = (fdbbe *)b;
     int issue = 0, exact = 0;
     uint64_t now = rl__clock_mono_ns();
@@ -470,7 +470,7 @@ static void be_locality(rl_kv_backend *b, const uint8_t *key, uint32_t key_len, 
 
 typedef struct {
     fdbbe *be;
-    rl_kv_grv *g;
+    rl__kv_grv *g;
     slot *s;
     FDBFuture *f;
 } grv_ctx;
@@ -478,19 +478,19 @@ typedef struct {
 static void on_grv(FDBFuture *f, void *ud) {
     grv_ctx *x = ud;
     fdbbe *be = x->be;
-    rl_kv_grv *g = x->g;
+    rl__kv_grv *g = x->g;
     int64_t v = 0;
     int rc = be->api->future_get_error(f);
     if (rc == 0) rc = be->api->future_get_int64(f, &v);
     be->api->future_destroy(f);
     slot *s = x->s, *drop = NULL;
     if (rc == 0) { /* keep the transaction for the reads at this version */
-        s->version = (rl_version)v;
+        s->version = (rl__version)v;
         s->has_version = 1;
         pthread_mutex_lock(&be->mu);
         drop = activate(be, s);
         pthread_mutex_unlock(&be->mu);
-        g->version = (rl_version)v;
+        g->version = (rl__version)v;
     }
     slot_destroy(be, drop);
     slot_release(be, s);
@@ -498,7 +498,7 @@ static void on_grv(FDBFuture *f, void *ud) {
     grv_done(be, g, rc);
 }
 
-static void be_grv(rl_kv_backend *b, rl_kv_grv *g) {
+static void be_grv(rl__kv_backend *b, rl__kv_grv *g) {
     fdbbe *be = (fdbbe *)b;
     op_begin(be);
     grv_ctx *x = rl__calloc(1, sizeof *x);
@@ -528,7 +528,7 @@ static void be_grv(rl_kv_backend *b, rl_kv_grv *g) {
 
 typedef struct {
     fdbbe *be;
-    rl_kv_read *r;
+    rl__kv_read *r;
     slot *s;
     FDBFuture *f[3];    /* 0: the read, 1 / 2: get_key of the begin / end selector */
     atomic_int pending; /* callbacks still to come this round (+1 while registering) */
@@ -571,7 +571,7 @@ static const uint8_t *anchor(rl_arena *a, const rl_key_selector *s, uint32_t *ou
 
 static void read_finish(rd_ctx *x, int rc) {
     fdbbe *be = x->be;
-    rl_kv_read *r = x->r;
+    rl__kv_read *r = x->r;
     for (int i = 0; i < 3; i++)
         if (x->f[i]) be->api->future_destroy(x->f[i]), x->f[i] = NULL;
     slot_release(be, x->s);
@@ -667,8 +667,8 @@ static int convert_entry(rd_ctx *x, const FDBMappedKeyValue *e, rl_mapped_keyval
 /* All callbacks of a round arrived: take the results, continue or finish. */
 static void read_process(rd_ctx *x) {
     fdbbe *be = x->be;
-    const rl_fdb_api *a = be->api;
-    rl_kv_read *r = x->r;
+    const rl__fdb_api *a = be->api;
+    rl__kv_read *r = x->r;
     rl_arena *ar = r->arena;
     int rc = atomic_load(&x->err);
     uint64_t dt = rl__clock_mono_ns() - x->t0; /* this round's latency (invariant 9) */
@@ -784,8 +784,8 @@ static void on_read(FDBFuture *f, void *ud) {
 
 /* Issue this round's futures and register their callbacks. */
 static void read_issue(rd_ctx *x) {
-    const rl_fdb_api *a = x->be->api;
-    rl_kv_read *r = x->r;
+    const rl__fdb_api *a = x->be->api;
+    rl__kv_read *r = x->r;
     FDBTransaction *tr = x->s->tr;
     x->t0 = rl__clock_mono_ns();
     int mode = (r->limit > 0 || r->target_bytes > 0) ? RL_FDB_STREAMING_EXACT : RL_FDB_STREAMING_WANT_ALL;
@@ -856,7 +856,7 @@ static const uint8_t *range_mapper(rl_arena *a, const uint8_t *m, size_t n, int 
     return p;
 }
 
-static void be_read(rl_kv_backend *b, rl_kv_read *r) {
+static void be_read(rl__kv_backend *b, rl__kv_read *r) {
     fdbbe *be = (fdbbe *)b;
     op_begin(be);
     rd_ctx *x = rl__arena_alloc(r->arena, sizeof *x);
@@ -875,7 +875,7 @@ static void be_read(rl_kv_backend *b, rl_kv_read *r) {
         kind = K_MAPPED;
         x->mapper = r->mapper;
         x->mapper_len = (int)r->mapper_len;
-        rl_mapper *m = NULL;
+        rl__mapper *m = NULL;
         /* A mapper that does not parse goes as it is: FoundationDB reports its error. */
         if (rl__mapper_parse(r->mapper, r->mapper_len, r->arena, &m) == RL_OK && !rl__mapper_is_range(m)) {
             x->mapper = range_mapper(r->arena, r->mapper, r->mapper_len, &x->mapper_len);
@@ -899,14 +899,14 @@ static void be_read(rl_kv_backend *b, rl_kv_read *r) {
 
 typedef struct {
     fdbbe *be;
-    rl_kv_commit *c;
+    rl__kv_commit *c;
     slot *s;
     FDBFuture *cf, *vf;
 } cm_ctx;
 
 static void commit_finish(cm_ctx *x, int rc) {
     fdbbe *be = x->be;
-    rl_kv_commit *c = x->c;
+    rl__kv_commit *c = x->c;
     if (x->cf) be->api->future_destroy(x->cf);
     if (x->vf) be->api->future_destroy(x->vf);
     slot_release(be, x->s);
@@ -916,7 +916,7 @@ static void commit_finish(cm_ctx *x, int rc) {
 
 static void on_versionstamp(FDBFuture *f, void *ud) {
     cm_ctx *x = ud;
-    const rl_fdb_api *a = x->be->api;
+    const rl__fdb_api *a = x->be->api;
     const uint8_t *vs;
     int n;
     if (a->future_get_error(f) == 0 && a->future_get_key(f, &vs, &n) == 0 && n == 10)
@@ -926,7 +926,7 @@ static void on_versionstamp(FDBFuture *f, void *ud) {
 
 static void on_commit(FDBFuture *f, void *ud) {
     cm_ctx *x = ud;
-    const rl_fdb_api *a = x->be->api;
+    const rl__fdb_api *a = x->be->api;
     int rc = a->future_get_error(f);
     if (rc) {
         commit_finish(x, rc);
@@ -934,7 +934,7 @@ static void on_commit(FDBFuture *f, void *ud) {
     }
     int64_t cv = 0;
     a->transaction_get_committed_version(x->s->tr, &cv);
-    x->c->commit_version = (rl_version)cv;
+    x->c->commit_version = (rl__version)cv;
     x->c->batch_order = 0;
     if (a->future_set_callback(x->vf, on_versionstamp, x)) commit_finish(x, RL_OK);
 }
@@ -942,9 +942,9 @@ static void on_commit(FDBFuture *f, void *ud) {
 /* 1 if a key (or a range end, is_end) lies in the system keyspace. */
 static int sys_key(const uint8_t *k, uint32_t n, int is_end) { return n > (uint32_t)(is_end ? 1 : 0) && k[0] == 0xff; }
 
-static void be_commit(rl_kv_backend *b, rl_kv_commit *c) {
+static void be_commit(rl__kv_backend *b, rl__kv_commit *c) {
     fdbbe *be = (fdbbe *)b;
-    const rl_fdb_api *a = be->api;
+    const rl__fdb_api *a = be->api;
     op_begin(be);
     if (be->read_only && (c->n_muts || c->n_writes)) {
         commit_done(be, c, RL_E_READ_ONLY_DATABASE);
@@ -979,7 +979,7 @@ static void be_commit(rl_kv_backend *b, rl_kv_commit *c) {
         rc = a->transaction_add_conflict_range(tr, c->reads[i].begin, (int)c->reads[i].begin_len, c->reads[i].end,
                                                (int)c->reads[i].end_len, RL_FDB_CONFLICT_READ);
     for (size_t i = 0; rc == 0 && i < c->n_muts; i++) {
-        const rl_mutation *m = &c->muts[i];
+        const rl__mutation *m = &c->muts[i];
         rc = a->transaction_set_option(tr, RL_FDB_TR_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE, NULL, 0);
         if (rc) break;
         switch (m->type) {
@@ -1015,7 +1015,7 @@ typedef struct {
     pthread_cond_t cv;
     int refs, done, rc;
     int64_t v;
-    const rl_fdb_api *api;
+    const rl__fdb_api *api;
 } status_grv;
 
 static void status_grv_unref(status_grv *w) {
@@ -1075,7 +1075,7 @@ static int status_read_version(fdbbe *be, int64_t *out) {
     return rc;
 }
 
-static int be_status_json(rl_kv_backend *b, rl_buf *out) {
+static int be_status_json(rl__kv_backend *b, rl_buf *out) {
     fdbbe *be = (fdbbe *)b;
     int64_t rv = 0;
     int rv_rc = status_read_version(be, &rv);
@@ -1121,7 +1121,7 @@ static int be_status_json(rl_kv_backend *b, rl_buf *out) {
  * with a read version or a read outstanding leaves its request running — at most 60 s; if
  * FoundationDB has not answered by then, the backend is left allocated (a late callback must
  * find it) and only the caller's handle goes away. */
-static void be_close(rl_kv_backend *b) {
+static void be_close(rl__kv_backend *b) {
     fdbbe *be = (fdbbe *)b;
     if (tl_in_done) return; /* invariant 8: inside a completion; left allocated */
     pthread_mutex_lock(&be->mu);
@@ -1150,7 +1150,7 @@ static void be_close(rl_kv_backend *b) {
     rl__free(be);
 }
 
-static const rl_kv_backend_vtable fdb_vt = {
+static const rl__kv_backend_vtable fdb_vt = {
     .name = "fdb",
     .completes_inline = 0,
     .close = be_close,
@@ -1161,8 +1161,8 @@ static const rl_kv_backend_vtable fdb_vt = {
     .locality = be_locality,
 };
 
-int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl_kv_backend **out, rl_buf *errmsg) {
-    const rl_fdb_api *api;
+int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
+    const rl__fdb_api *api;
     int rc = rl__fdb_client(&api, errmsg);
     if (rc) return rc;
     fdbbe *be = rl__calloc(1, sizeof *be);

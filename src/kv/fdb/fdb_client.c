@@ -41,7 +41,7 @@ static struct {
     pthread_mutex_t mu;
     int ready; /* 1: g.api is complete and the network runs */
     void *lib;
-    rl_fdb_api api;
+    rl__fdb_api api;
     pthread_t net;
     int has_net;  /* we started the network thread */
     int net_done; /* fdb_run_network returned (under mu) */
@@ -98,7 +98,7 @@ static int load(rl_buf *errmsg) {
                            why ? why : "unknown reason");
         return RL_E_FILE_NOT_FOUND;
     }
-    rl_fdb_api a;
+    rl__fdb_api a;
     memset(&a, 0, sizeof a);
 #define X(need, ret, name, params) \
     if (need) SYM(a.name, "fdb_" #name);
@@ -152,7 +152,7 @@ fail:
     return RL_E_UNSUPPORTED_OPERATION;
 }
 
-int rl__fdb_client(const rl_fdb_api **out, rl_buf *errmsg) {
+int rl__fdb_client(const rl__fdb_api **out, rl_buf *errmsg) {
     int rc = RL_OK;
     pthread_mutex_lock(&g.mu);
     if (g.ready) {
@@ -174,6 +174,6 @@ int rl__fdb_client(const rl_fdb_api **out, rl_buf *errmsg) {
 }
 
 int rl__kv_fdb_load(rl_buf *errmsg) {
-    const rl_fdb_api *api;
+    const rl__fdb_api *api;
     return rl__fdb_client(&api, errmsg);
 }

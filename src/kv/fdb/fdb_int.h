@@ -40,7 +40,7 @@ typedef struct {
     int api_version; /* selected */
     char path[512];  /* what was loaded */
     RL_FDB_FUNCTIONS(RL__FDB_FN_MEMBER)
-} rl_fdb_api;
+} rl__fdb_api;
 
 /* fdb_client.c: the process's client (loaded, API version selected, network thread running),
  * loading it on the first call. Thread-safe. On failure, RL_E_FILE_NOT_FOUND (no library),
@@ -48,6 +48,6 @@ typedef struct {
  * FoundationDB's code, with a message appended to errmsg; a library that could not be loaded is
  * tried again by the next call (RL_FDB_LIBRARY may have changed), one whose API version was
  * selected is not. */
-int rl__fdb_client(const rl_fdb_api **out, rl_buf *errmsg);
+int rl__fdb_client(const rl__fdb_api **out, rl_buf *errmsg);
 
 #endif

@@ -49,19 +49,19 @@ static void *hook(void *ud, void *ptr, size_t old_size, size_t new_size) {
 }
 
 typedef struct {
-    rl_storage *st;
-    rl_committer *cm;
+    rl__storage *st;
+    rl__committer *cm;
     long arm_n;       /* the N to arm after the blocker's apply */
     atomic_int calls; /* sink applies so far */
 } env;
 
-static int sink_apply(void *ctx, rl_version v, const rl_mutation *muts, size_t n) {
+static int sink_apply(void *ctx, rl__version v, const rl__mutation *muts, size_t n) {
     env *e = ctx;
     int rc = rl__storage_apply(e->st, v, muts, n);
     if (atomic_fetch_add(&e->calls, 1) == 0) {
         /* The blocker: wait until every worker is queued, then arm. */
         for (;;) {
-            rl_committer_stats s;
+            rl__committer_stats s;
             rl__committer_get_stats(e->cm, &s);
             if (s.queued == K) break;
             usleep(200);
@@ -77,10 +77,10 @@ static int sink_sync(void *ctx) { return rl__storage_sync(((env *)ctx)->st); }
 typedef struct {
     env *e;
     int i;
-    rl_commit_request req;
+    rl__commit_request req;
     uint8_t vskey[32], vsval[16], key[16], ckey[16];
-    rl_mutation m[5];
-    rl_keyrange w;
+    rl__mutation m[5];
+    rl__keyrange w;
 } worker;
 
 static void *run_worker(void *p) {
@@ -102,12 +102,12 @@ static void make_request(worker *w, env *e, int i) {
     memset(w->vsval, 0, 10);
     memcpy(w->vsval + 10, "\0\0\0\0", 4);
     int cl = snprintf((char *)w->ckey, sizeof w->ckey, "r%d-", i);
-    w->m[0] = (rl_mutation){RL_MUT_SET, w->key, (uint32_t)kl, (const uint8_t *)"value", 5};
-    w->m[1] = (rl_mutation){RL_MUT_SET_VERSIONSTAMPED_KEY, w->vskey, 17, (const uint8_t *)"x", 1};
-    w->m[2] = (rl_mutation){RL_MUT_SET_VERSIONSTAMPED_VALUE, w->ckey, (uint32_t)cl, w->vsval, 14};
-    w->m[3] = (rl_mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)"zz", 2, (const uint8_t *)"zzz", 3};
-    w->m[4] = (rl_mutation){RL_MUT_ADD, (const uint8_t *)"ctr", 3, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
-    w->w = (rl_keyrange){w->key, (uint32_t)kl, (const uint8_t *)"\xff", 1};
+    w->m[0] = (rl__mutation){RL_MUT_SET, w->key, (uint32_t)kl, (const uint8_t *)"value", 5};
+    w->m[1] = (rl__mutation){RL_MUT_SET_VERSIONSTAMPED_KEY, w->vskey, 17, (const uint8_t *)"x", 1};
+    w->m[2] = (rl__mutation){RL_MUT_SET_VERSIONSTAMPED_VALUE, w->ckey, (uint32_t)cl, w->vsval, 14};
+    w->m[3] = (rl__mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)"zz", 2, (const uint8_t *)"zzz", 3};
+    w->m[4] = (rl__mutation){RL_MUT_ADD, (const uint8_t *)"ctr", 3, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
+    w->w = (rl__keyrange){w->key, (uint32_t)kl, (const uint8_t *)"\xff", 1};
     w->req.read_version = rl__committer_read_version(e->cm);
     w->req.writes = &w->w;
     w->req.n_writes = 1;
@@ -115,7 +115,7 @@ static void make_request(worker *w, env *e, int i) {
     w->req.n_muts = 5;
 }
 
-static int count_prefix(rl_storage *st, const char *b, const char *e) {
+static int count_prefix(rl__storage *st, const char *b, const char *e) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs;
@@ -126,7 +126,7 @@ static int count_prefix(rl_storage *st, const char *b, const char *e) {
     return n;
 }
 
-static uint64_t counter(rl_storage *st) {
+static uint64_t counter(rl__storage *st) {
     rl_arena a;
     rl__arena_init(&a, 0);
     int present;
@@ -145,9 +145,9 @@ static int one_run(long n, long *oom, long *io) {
     env e;
     memset(&e, 0, sizeof e);
     e.arm_n = n;
-    rl_storage_options so = {0};
+    rl__storage_options so = {0};
     ASSERT_OK(rl__storage_open(&so, &e.st, NULL));
-    rl_log_sink sink = {&e, sink_apply, sink_sync};
+    rl__log_sink sink = {&e, sink_apply, sink_sync};
     ASSERT_OK(rl__committer_new(NULL, sink, 0, &e.cm));
     worker blocker, w[K];
     pthread_t tb, tw[K];
@@ -163,7 +163,7 @@ static int one_run(long n, long *oom, long *io) {
     atomic_store(&countdown, -1);
     int did_fire = atomic_load(&fired);
     ASSERT_OK(blocker.req.result);
-    rl_committer_stats s;
+    rl__committer_stats s;
     rl__committer_get_stats(e.cm, &s);
     int ok = 0;
     for (int i = 0; i < K; i++) {

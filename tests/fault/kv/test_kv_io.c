@@ -81,7 +81,7 @@ static int check_whole(rl_db *db, int acked, const char *what, long n) {
     return c;
 }
 
-static long sweep(const char *name, rl_os_kind kind, int err, int flags) {
+static long sweep(const char *name, rl__os_kind kind, int err, int flags) {
     long fired_runs = 0;
     for (long n = 0;; n++) {
         char *dir = rl_test_tmpdir("kv-io");

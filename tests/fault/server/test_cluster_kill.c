@@ -200,7 +200,7 @@ TEST(kill_1_1_acknowledged_commits_survive) {
     int idle_ms = idle_env && *idle_env ? atoi(idle_env) : 0;
     rl_test_cluster c;
     const char *keys[] = {"m"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.split = keys;

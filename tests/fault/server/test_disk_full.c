@@ -135,7 +135,7 @@ static json_t *proc_status(rl_test_cluster *c, int id) {
 /* fail-2.1: see the file comment. */
 TEST(fail_2_1_disk_full) {
     const char *keys[] = {"\\x01"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.split = keys;

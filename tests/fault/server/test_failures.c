@@ -108,7 +108,7 @@ static void round_trip(rl_test_cluster *c) {
  * storage 3 alone. Then kill -9 the coordinator, storage 1 and storage 3 together and restart all
  * three in one command; the cluster is healthy and serves every shard. */
 TEST(fail_1_1_restart_after_kills) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 3;
     rl_test_cluster c;
@@ -214,7 +214,7 @@ static void signal_proc(rl_test_cluster *c, uint32_t id, int sig) {
  * killed (a read version). Without the timeout each of these waits (rl_db_run: for ever). */
 TEST(fail_1_2_txn_timeout) {
     const char *keys[] = {"m"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.split = keys;
@@ -317,7 +317,7 @@ static void rl_times_out(const char *args, int timeout_s, const char *waits_for)
  * server 2 (its address) and give up after --timeout 5 with 1031. */
 TEST(fail_1_3_rl_waits_and_gives_up) {
     const char *keys[] = {"\\x01"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.split = keys;
@@ -343,7 +343,7 @@ TEST(fail_1_3_rl_waits_and_gives_up) {
 
 /* fail-1.4: see the file comment. */
 TEST(fail_1_4_coordinator_records_why) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 1;
     rl_test_cluster c;

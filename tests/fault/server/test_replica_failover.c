@@ -172,7 +172,7 @@ static rl_test_cluster g_cluster; /* static: the exit hook stops it after a fail
 
 static void start_double(rl_test_cluster *c) {
     const char *keys[] = {"m"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.replication = 2;

@@ -13,8 +13,8 @@
 #include "storage/storage.h"
 #include "test.h"
 
-static int open_dir(const char *dir, uint64_t ckpt_bytes, rl_storage **st, rl_buf *err) {
-    rl_storage_options o = {0};
+static int open_dir(const char *dir, uint64_t ckpt_bytes, rl__storage **st, rl_buf *err) {
+    rl__storage_options o = {0};
     o.dir = dir;
     o.no_sync = 1; /* allocation paths, not power loss */
     o.checkpoint_log_bytes = ckpt_bytes;
@@ -22,7 +22,7 @@ static int open_dir(const char *dir, uint64_t ckpt_bytes, rl_storage **st, rl_bu
 }
 
 /* The whole database at version v, serialized (v first). */
-static void dump_at(rl_storage *st, rl_version v, rl_buf *out) {
+static void dump_at(rl__storage *st, rl__version v, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs;
@@ -40,7 +40,7 @@ static void dump_at(rl_storage *st, rl_version v, rl_buf *out) {
     rl__arena_release(&a);
 }
 
-static void dump(rl_storage *st, rl_buf *out) { dump_at(st, rl__storage_latest_version(st), out); }
+static void dump(rl__storage *st, rl_buf *out) { dump_at(st, rl__storage_latest_version(st), out); }
 
 static int same(const rl_buf *a, const rl_buf *b) { return a->len == b->len && memcmp(a->data, b->data, a->len) == 0; }
 
@@ -51,30 +51,30 @@ static int ok_or_oom(int rc, const char *what, long n) {
 }
 
 /* Base data: version v writes 20 keys (some long values) and clears a few. */
-static void base_version(rl_storage *st, rl_version v) {
-    rl_mutation m[24];
+static void base_version(rl__storage *st, rl__version v) {
+    rl__mutation m[24];
     char k[20][16], val[20][200];
     size_t n = 0;
     for (int i = 0; i < 20; i++) {
-        snprintf(k[i], sizeof k[i], "k%03d", (int)((v * 37 + (rl_version)i * 11) % 300));
+        snprintf(k[i], sizeof k[i], "k%03d", (int)((v * 37 + (rl__version)i * 11) % 300));
         int vl = snprintf(val[i], sizeof val[i], "v%llu-%d-", (unsigned long long)v, i);
         if (i % 7 == 0) {
             memset(val[i] + vl, 'z', 150);
             vl += 150;
         }
-        m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)k[i], 4, (const uint8_t *)val[i], (uint32_t)vl};
+        m[n++] = (rl__mutation){RL_MUT_SET, (const uint8_t *)k[i], 4, (const uint8_t *)val[i], (uint32_t)vl};
     }
-    m[n++] = (rl_mutation){RL_MUT_CLEAR, (const uint8_t *)k[3], 4, NULL, 0};
+    m[n++] = (rl__mutation){RL_MUT_CLEAR, (const uint8_t *)k[3], 4, NULL, 0};
     ASSERT_OK(rl__storage_apply(st, v, m, n));
 }
 
 /* One version holding every storage mutation type, on keys that exist and keys that do not. */
-static int mixed_version(rl_storage *st, rl_version v) {
+static int mixed_version(rl__storage *st, rl__version v) {
     static const uint8_t one[8] = {1, 0, 0, 0, 0, 0, 0, 0};
     static const uint8_t big[8] = {0xff, 0xff, 0, 0, 0, 0, 0, 0x7f};
 #define M(t, k, val, vl) \
-    (rl_mutation){(t), (const uint8_t *)(k), (uint32_t)strlen(k), (const uint8_t *)(val), (uint32_t)(vl)}
-    rl_mutation m[] = {
+    (rl__mutation){(t), (const uint8_t *)(k), (uint32_t)strlen(k), (const uint8_t *)(val), (uint32_t)(vl)}
+    rl__mutation m[] = {
         M(RL_MUT_SET, "new-a", "fresh", 5),
         M(RL_MUT_SET, "k010", "overwritten", 11),
         M(RL_MUT_CLEAR, "k020", "", 0),
@@ -103,11 +103,11 @@ static int mixed_version(rl_storage *st, rl_version v) {
 /* Build a directory: versions 1..8, a checkpoint, versions 9..14 in the log, synced. */
 static char *make_dir(void) {
     char *dir = rl_test_tmpdir("st-alloc");
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, 1ull << 30, &st, NULL));
-    for (rl_version v = 1; v <= 8; v++) base_version(st, v);
+    for (rl__version v = 1; v <= 8; v++) base_version(st, v);
     ASSERT_OK(rl__storage_checkpoint(st));
-    for (rl_version v = 9; v <= 14; v++) base_version(st, v);
+    for (rl__version v = 9; v <= 14; v++) base_version(st, v);
     ASSERT_OK(rl__storage_sync(st));
     rl__storage_close(st);
     return dir;
@@ -125,7 +125,7 @@ TEST(storage_alloc_1_1_recovery) {
     rl__buf_init(&want);
     rl__buf_init(&got);
     rl__buf_init(&err);
-    rl_storage *st;
+    rl__storage *st;
     long a0 = allocs_of_thread();
     ASSERT_OK(open_dir(dir, 1ull << 30, &st, NULL));
     long count = allocs_of_thread() - a0;
@@ -166,10 +166,10 @@ static void apply_sweep(int durable) {
     rl__buf_init(&got);
     char *dir = make_dir();
     /* Reference: the states before and after the mixed version, without failures. */
-    rl_storage *st;
-    rl_storage_options mo = {0};
+    rl__storage *st;
+    rl__storage_options mo = {0};
     ASSERT_OK(rl__storage_open(&mo, &st, NULL));
-    for (rl_version v = 1; v <= 14; v++) base_version(st, v);
+    for (rl__version v = 1; v <= 14; v++) base_version(st, v);
     dump(st, &before);
     long a0 = allocs_of_thread();
     ASSERT_OK(mixed_version(st, 15));
@@ -188,7 +188,7 @@ static void apply_sweep(int durable) {
             ASSERT_OK(open_dir(copy, 1ull << 30, &st, NULL));
         } else {
             ASSERT_OK(rl__storage_open(&mo, &st, NULL));
-            for (rl_version v = 1; v <= 14; v++) base_version(st, v);
+            for (rl__version v = 1; v <= 14; v++) base_version(st, v);
         }
         rl_alloc_fail_after(n);
         int rc = ok_or_oom(mixed_version(st, 15), "apply", n);
@@ -268,7 +268,7 @@ TEST(storage_alloc_3_1_checkpoint) {
     rl_buf want, got;
     rl__buf_init(&want);
     rl__buf_init(&got);
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, 1ull << 30, &st, NULL));
     dump(st, &want);
     long a0 = allocs_of_thread();
@@ -285,7 +285,7 @@ TEST(storage_alloc_3_1_checkpoint) {
         dump(st, &got);
         if (!same(&got, &want)) fail_msg("checkpoint N=%ld: state changed", n);
         /* Not poisoned: the engine takes, syncs and checkpoints new versions. */
-        rl_version v = rl__storage_latest_version(st) + 1;
+        rl__version v = rl__storage_latest_version(st) + 1;
         base_version(st, v);
         ASSERT_OK(rl__storage_sync(st));
         ASSERT_OK(rl__storage_checkpoint(st));
@@ -310,10 +310,10 @@ TEST(storage_alloc_3_2_automatic_checkpoint) {
     long failed_ckpt = 0;
     for (long n = 0; n < 40; n++) {
         char *dir = rl_test_tmpdir("st-alloc");
-        rl_storage *st;
+        rl__storage *st;
         ASSERT_OK(open_dir(dir, 4096, &st, NULL));
-        rl_storage_status s0, s1;
-        rl_version v = 1;
+        rl__storage_status s0, s1;
+        rl__version v = 1;
         for (;; v++) { /* stop just before the apply that checkpoints */
             rl__storage_get_status(st, &s0);
             if (s0.log_bytes > 3000) break;

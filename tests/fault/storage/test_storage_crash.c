@@ -17,21 +17,21 @@
 #include "storage/storage.h"
 #include "test.h"
 
-static int open_dir(const char *dir, rl_storage **st) {
-    rl_storage_options o = {0};
+static int open_dir(const char *dir, rl__storage **st) {
+    rl__storage_options o = {0};
     o.dir = dir;
     o.checkpoint_log_bytes = 16384;
     return rl__storage_open(&o, st, NULL);
 }
 
 static void child(const char *dir, int wfd) {
-    rl_storage *st;
+    rl__storage *st;
     if (open_dir(dir, &st) != RL_OK) _exit(3);
-    for (rl_version v = rl__storage_latest_version(st) + 1;; v++) {
+    for (rl__version v = rl__storage_latest_version(st) + 1;; v++) {
         char val[32], x[8];
         int vl = snprintf(val, sizeof val, "value-%llu", (unsigned long long)v);
         snprintf(x, sizeof x, "x%02d", (int)(v % 40));
-        rl_mutation m[] = {
+        rl__mutation m[] = {
             {RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)val, (uint32_t)vl},
             {RL_MUT_SET, (const uint8_t *)"b", 1, (const uint8_t *)val, (uint32_t)vl},
             {RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8},
@@ -45,7 +45,7 @@ static void child(const char *dir, int wfd) {
     }
 }
 
-static const char *get(rl_storage *st, const char *k, rl_arena *a, uint32_t *len) {
+static const char *get(rl__storage *st, const char *k, rl_arena *a, uint32_t *len) {
     int present;
     const uint8_t *val;
     ASSERT_OK(rl__storage_get(st, rl__storage_latest_version(st), k, strlen(k), a, &present, &val, len));
@@ -55,7 +55,7 @@ static const char *get(rl_storage *st, const char *k, rl_arena *a, uint32_t *len
 TEST(storage_crash_1_kill9) {
     uint64_t rng = rl_test_seed();
     char *dir = rl_test_tmpdir("st-crash");
-    rl_version acked = 0;
+    rl__version acked = 0;
     uint64_t t0 = (uint64_t)time(NULL);
     int rounds = 0;
     for (int round = 0; round < 40 && (uint64_t)time(NULL) - t0 < 12; round++, rounds++) {
@@ -75,16 +75,16 @@ TEST(storage_crash_1_kill9) {
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
             fail_msg("round %d: child exited with status %d", round, status);
-        rl_version v;
+        rl__version v;
         while (read(fds[0], &v, sizeof v) == sizeof v) {
             ASSERT_TRUE(v > acked);
             acked = v;
         }
         close(fds[0]);
 
-        rl_storage *st;
+        rl__storage *st;
         ASSERT_OK(open_dir(dir, &st));
-        rl_version latest = rl__storage_latest_version(st);
+        rl__version latest = rl__storage_latest_version(st);
         if (latest < acked)
             fail_msg("round %d: acknowledged %llu but recovered %llu", round, (unsigned long long)acked,
                      (unsigned long long)latest);

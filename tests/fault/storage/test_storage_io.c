@@ -28,15 +28,15 @@
 #define VERSIONS 24
 #define XKEYS 7
 
-static int open_dir(const char *dir, rl_storage **st) {
-    rl_storage_options o = {0};
+static int open_dir(const char *dir, rl__storage **st) {
+    rl__storage_options o = {0};
     o.dir = dir;
     o.checkpoint_log_bytes = 3000; /* an automatic checkpoint every ~10 versions */
     return rl__storage_open(&o, st, NULL);
 }
 
 /* The value written by version v (long for every fifth version, so records vary in size). */
-static int value_of(rl_version v, char *out, size_t cap) {
+static int value_of(rl__version v, char *out, size_t cap) {
     int n = snprintf(out, cap, "value-%llu", (unsigned long long)v);
     if (v % 5 == 0) {
         memset(out + n, 'a' + (int)(v % 26), 300);
@@ -48,26 +48,26 @@ static int value_of(rl_version v, char *out, size_t cap) {
 
 /* Version v: a,b,c,d := value(v); ADD 1 to count; x<v % XKEYS> set (or cleared when v % 3 == 0);
  * every fourth version also clears the range [y, z) after setting y<v> first. */
-static int apply_version(rl_storage *st, rl_version v) {
+static int apply_version(rl__storage *st, rl__version v) {
     char val[400], x[8], y[8];
     int vl = value_of(v, val, sizeof val);
     snprintf(x, sizeof x, "x%d", (int)(v % XKEYS));
     snprintf(y, sizeof y, "y%02d", (int)(v % 100));
-    rl_mutation m[9];
+    rl__mutation m[9];
     size_t n = 0;
     const char *keys[] = {"a", "b", "c", "d"};
     for (int i = 0; i < 4; i++)
-        m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)keys[i], 1, (const uint8_t *)val, (uint32_t)vl};
-    m[n++] = (rl_mutation){RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
-    if (v % 3) m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)x, 2, (const uint8_t *)val, (uint32_t)vl};
-    else m[n++] = (rl_mutation){RL_MUT_CLEAR, (const uint8_t *)x, 2, NULL, 0};
-    m[n++] = (rl_mutation){RL_MUT_SET, (const uint8_t *)y, 3, (const uint8_t *)"tmp", 3};
-    if (v % 4 == 0) m[n++] = (rl_mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)"y", 1, (const uint8_t *)"z", 1};
+        m[n++] = (rl__mutation){RL_MUT_SET, (const uint8_t *)keys[i], 1, (const uint8_t *)val, (uint32_t)vl};
+    m[n++] = (rl__mutation){RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
+    if (v % 3) m[n++] = (rl__mutation){RL_MUT_SET, (const uint8_t *)x, 2, (const uint8_t *)val, (uint32_t)vl};
+    else m[n++] = (rl__mutation){RL_MUT_CLEAR, (const uint8_t *)x, 2, NULL, 0};
+    m[n++] = (rl__mutation){RL_MUT_SET, (const uint8_t *)y, 3, (const uint8_t *)"tmp", 3};
+    if (v % 4 == 0) m[n++] = (rl__mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)"y", 1, (const uint8_t *)"z", 1};
     return rl__storage_apply(st, v, m, n);
 }
 
 /* The model: the database after version v, serialized as (klen key vlen value)* in key order. */
-static void model_at(rl_version v, rl_buf *out) {
+static void model_at(rl__version v, rl_buf *out) {
     rl__buf_reset(out);
     if (v == 0) return;
     char val[400], key[8];
@@ -89,8 +89,8 @@ static void model_at(rl_version v, rl_buf *out) {
     }
     for (int i = 0; i < XKEYS; i++) {
         /* The last version w <= v with w % XKEYS == i decides x<i>. */
-        if ((rl_version)i > v) continue;
-        rl_version w = v - (v + XKEYS - (rl_version)i) % XKEYS;
+        if ((rl__version)i > v) continue;
+        rl__version w = v - (v + XKEYS - (rl__version)i) % XKEYS;
         if (w == 0 || w % 3 == 0) continue;
         char wv[400];
         int wl = value_of(w, wv, sizeof wv);
@@ -101,7 +101,7 @@ static void model_at(rl_version v, rl_buf *out) {
         rl__buf_append(out, wv, (size_t)wl);
     }
     /* y<v> survives unless v % 4 == 0; older ones were cleared by a multiple of 4 <= v. */
-    for (rl_version w = v - v % 4 + 1; w <= v; w++) {
+    for (rl__version w = v - v % 4 + 1; w <= v; w++) {
         if (w == 0) continue;
         snprintf(key, sizeof key, "y%02d", (int)(w % 100));
         rl__buf_append_u32be(out, 3);
@@ -112,7 +112,7 @@ static void model_at(rl_version v, rl_buf *out) {
 }
 
 /* The engine's whole database at its latest version, serialized like model_at. */
-static void dump(rl_storage *st, rl_buf *out) {
+static void dump(rl__storage *st, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs;
@@ -129,11 +129,11 @@ static void dump(rl_storage *st, rl_buf *out) {
     rl__arena_release(&a);
 }
 
-static void check_state(rl_storage *st, const char *what, long n) {
+static void check_state(rl__storage *st, const char *what, long n) {
     rl_buf got, want;
     rl__buf_init(&got);
     rl__buf_init(&want);
-    rl_version v = rl__storage_latest_version(st);
+    rl__version v = rl__storage_latest_version(st);
     dump(st, &got);
     model_at(v, &want);
     if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0)
@@ -173,19 +173,19 @@ static int capture_end(capture *c, const char *needle) {
 }
 
 typedef struct {
-    rl_version applied; /* last version apply returned RL_OK for (or that is in memory) */
-    rl_version acked;   /* last version a sync or checkpoint returned RL_OK after */
-    int first_rc;       /* first failing call's result */
-    int fired;          /* the injected failure happened */
-    int logged;         /* stderr held the failed call's errno text */
+    rl__version applied; /* last version apply returned RL_OK for (or that is in memory) */
+    rl__version acked;   /* last version a sync or checkpoint returned RL_OK after */
+    int first_rc;        /* first failing call's result */
+    int fired;           /* the injected failure happened */
+    int logged;          /* stderr held the failed call's errno text */
 } run_result;
 
 /* The workload under the armed fault (stderr captured); stops at the first failure, disarms,
  * restores stderr and then checks the poisoning. */
-static void workload(rl_storage *st, run_result *r, long n, capture *cap, int err) {
+static void workload(rl__storage *st, run_result *r, long n, capture *cap, int err) {
     r->applied = r->acked = 0;
     r->first_rc = RL_OK;
-    rl_version v;
+    rl__version v;
     for (v = 1; v <= VERSIONS; v++) {
         int rc = apply_version(st, v);
         if (rc == RL_OK) r->applied = v;
@@ -210,7 +210,7 @@ static void workload(rl_storage *st, run_result *r, long n, capture *cap, int er
         return;
     }
     /* Poisoned: writes fail with the same code, reads still work. */
-    rl_version latest = rl__storage_latest_version(st);
+    rl__version latest = rl__storage_latest_version(st);
     if (latest != r->applied && latest != v)
         fail_msg("N=%ld: latest %llu is neither the last applied nor the failed version", n,
                  (unsigned long long)latest);
@@ -224,7 +224,7 @@ static void workload(rl_storage *st, run_result *r, long n, capture *cap, int er
 
 typedef struct {
     const char *name;
-    rl_os_kind kind;
+    rl__os_kind kind;
     int err;
     int flags;
     int want; /* error code the failing engine call returns */
@@ -235,7 +235,7 @@ static long sweep(const fault_kind *fk) {
     long fired_runs = 0;
     for (long n = 0;; n++) {
         char *dir = rl_test_tmpdir("st-io");
-        rl_storage *st;
+        rl__storage *st;
         ASSERT_OK(open_dir(dir, &st));
         capture cap;
         capture_begin(&cap, dir);
@@ -255,7 +255,7 @@ static long sweep(const fault_kind *fk) {
         }
         /* Recover without faults. */
         ASSERT_OK(open_dir(dir, &st));
-        rl_version rec = rl__storage_latest_version(st);
+        rl__version rec = rl__storage_latest_version(st);
         if (rec < r.acked || rec > r.applied)
             fail_msg("%s N=%ld: recovered version %llu, acknowledged %llu, applied %llu", fk->name, n,
                      (unsigned long long)rec, (unsigned long long)r.acked, (unsigned long long)r.applied);
@@ -276,9 +276,9 @@ static long sweep(const fault_kind *fk) {
 TEST(storage_io_1_1_model_self_check) {
     /* The model agrees with a clean run (no faults), version by version. */
     char *dir = rl_test_tmpdir("st-io");
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st));
-    for (rl_version v = 1; v <= VERSIONS; v++) {
+    for (rl__version v = 1; v <= VERSIONS; v++) {
         ASSERT_OK(apply_version(st, v));
         check_state(st, "clean run", (long)v);
     }
@@ -321,12 +321,12 @@ TEST(storage_io_1_7_open_fails) {
  * open before it) fails. Open must fail with RL_E_IO_ERROR and a message, and a later open
  * without faults must recover the same state. */
 TEST(storage_io_2_1_recovery_truncate_fails) {
-    rl_os_kind kinds[] = {RL_OS_FTRUNCATE, RL_OS_FSYNC};
+    rl__os_kind kinds[] = {RL_OS_FTRUNCATE, RL_OS_FSYNC};
     for (int k = 0; k < 2; k++) {
         char *dir = rl_test_tmpdir("st-io");
-        rl_storage *st;
+        rl__storage *st;
         ASSERT_OK(open_dir(dir, &st));
-        for (rl_version v = 1; v <= 3; v++) ASSERT_OK(apply_version(st, v));
+        for (rl__version v = 1; v <= 3; v++) ASSERT_OK(apply_version(st, v));
         ASSERT_OK(rl__storage_sync(st));
         /* A torn fourth record: the write fails halfway. */
         ASSERT_OK(apply_version(st, 4));
@@ -340,7 +340,7 @@ TEST(storage_io_2_1_recovery_truncate_fails) {
 
         rl_buf err;
         rl__buf_init(&err);
-        rl_storage_options o = {0};
+        rl__storage_options o = {0};
         o.dir = dir;
         capture_begin(&cap, dir);
         rl__os_fault_arm(kinds[k], 0, EIO, 0);
@@ -366,13 +366,13 @@ TEST(storage_io_2_1_recovery_truncate_fails) {
  * leave the files as they were: a later open without faults recovers every version. */
 TEST(storage_io_2_2_recovery_read_fails) {
     char *dir = rl_test_tmpdir("st-io");
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st));
-    for (rl_version v = 1; v <= 12; v++) ASSERT_OK(apply_version(st, v));
+    for (rl__version v = 1; v <= 12; v++) ASSERT_OK(apply_version(st, v));
     ASSERT_OK(rl__storage_sync(st));
     rl__storage_close(st);
 
-    rl_storage_options o = {0};
+    rl__storage_options o = {0};
     o.dir = dir;
     o.read_only = 1;
     rl__os_fault_arm(RL_OS_READ, -1, 0, 0); /* count only */
@@ -418,7 +418,7 @@ TEST(storage_io_3_1_write_file_atomic) {
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     ASSERT_OK(rl__os_write_file_atomic(path, "old\n", 4, 0, "test", NULL));
     static const struct {
-        rl_os_kind kind;
+        rl__os_kind kind;
         long n;
         int err, rc, after_rename;
     } faults[] = {

@@ -33,22 +33,22 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static int open_opts(const char *dir, int read_only, rl_storage **st, rl_buf *err) {
-    rl_storage_options o = {0};
+static int open_opts(const char *dir, int read_only, rl__storage **st, rl_buf *err) {
+    rl__storage_options o = {0};
     o.dir = dir;
     o.no_sync = 1; /* formats and file sets are checked here, not power loss */
     o.read_only = read_only;
     return rl__storage_open(&o, st, err);
 }
 
-static int open_dir(const char *dir, rl_storage **st, rl_buf *err) { return open_opts(dir, 0, st, err); }
+static int open_dir(const char *dir, rl__storage **st, rl_buf *err) { return open_opts(dir, 0, st, err); }
 
 /* Version v sets k<v % 50> and "last" to a value naming v, and ADDs 1 to "count". */
-static void put_version(rl_storage *st, rl_version v) {
+static void put_version(rl__storage *st, rl__version v) {
     char k[16], val[64];
     snprintf(k, sizeof k, "k%02d", (int)(v % 50));
     int vl = snprintf(val, sizeof val, "value-of-version-%llu", (unsigned long long)v);
-    rl_mutation m[] = {
+    rl__mutation m[] = {
         {RL_MUT_SET, (const uint8_t *)k, 3, (const uint8_t *)val, (uint32_t)vl},
         {RL_MUT_SET, (const uint8_t *)"last", 4, (const uint8_t *)val, (uint32_t)vl},
         {RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8},
@@ -57,7 +57,7 @@ static void put_version(rl_storage *st, rl_version v) {
 }
 
 /* Every key-value at the latest version (and the version), serialized, into out. */
-static void dump(rl_storage *st, rl_buf *out) {
+static void dump(rl__storage *st, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs;
@@ -210,11 +210,11 @@ static char *capture_end(capture *c) {
 
 /* A database with a checkpoint (ckpt-1: versions 1..10) and log-1 holding versions 11..20. */
 static void make_db(const char *dir, rl_buf *state) {
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st, NULL));
-    for (rl_version v = 1; v <= 10; v++) put_version(st, v);
+    for (rl__version v = 1; v <= 10; v++) put_version(st, v);
     ASSERT_OK(rl__storage_checkpoint(st));
-    for (rl_version v = 11; v <= 20; v++) put_version(st, v);
+    for (rl__version v = 11; v <= 20; v++) put_version(st, v);
     ASSERT_OK(rl__storage_sync(st));
     if (state) dump(st, state);
     rl__storage_close(st);
@@ -251,7 +251,7 @@ TEST(recovery_1_1_junk_newer_checkpoint) {
     make_db(dir, &want);
     spit(CKPT(dir, 0xff), "junk\n", 5);
     snapshot(dir, &snap);
-    rl_storage *st = NULL;
+    rl__storage *st = NULL;
     ASSERT_RC(open_dir(dir, &st, &err), RL_E_CHECKPOINT_CORRUPT);
     ASSERT_NULL(st);
     if (!strstr((const char *)err.data, "ckpt-00000000000000ff"))
@@ -287,10 +287,10 @@ TEST(recovery_1_2_leftovers_kept_until_next_checkpoint) {
     make_db(dir, NULL);
     size_t c1n, l1n;
     uint8_t *c1 = slurp(CKPT(dir, 1), &c1n), *l1 = slurp(LOG(dir, 1), &l1n);
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st, NULL));
     ASSERT_OK(rl__storage_checkpoint(st)); /* ckpt-2; deletes ckpt-1 and log-1 */
-    for (rl_version v = 21; v <= 25; v++) put_version(st, v);
+    for (rl__version v = 21; v <= 25; v++) put_version(st, v);
     ASSERT_OK(rl__storage_sync(st));
     dump(st, &want);
     rl__storage_close(st);
@@ -359,7 +359,7 @@ TEST(recovery_1_3_tmp_removed_after_verification) {
     c[40] ^= 1;
     spit(CKPT(dir, 1), c, cn);
     snapshot(dir, &snap);
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_RC(open_dir(dir, &st, NULL), RL_E_CHECKPOINT_CORRUPT);
     assert_same_snapshot(&snap, dir, "open of a corrupt checkpoint with a .tmp");
     c[40] ^= 1;
@@ -385,10 +385,10 @@ TEST(recovery_2_1_missing_checkpoint) {
     make_db(dir, NULL);
     ASSERT_EQ(unlink(CKPT(dir, 1)), 0);
     snapshot(dir, &snap);
-    rl_storage *st = NULL;
+    rl__storage *st = NULL;
     int rc = open_dir(dir, &st, &err);
     if (rc == RL_OK) {
-        rl_storage_status s;
+        rl__storage_status s;
         rl__storage_get_status(st, &s);
         rl__storage_close(st);
         fail_msg("opened with %llu keys", (unsigned long long)s.keys);
@@ -414,7 +414,7 @@ TEST(recovery_2_2_missing_newer_checkpoint) {
     make_db(dir, NULL);
     size_t c1n, l1n;
     uint8_t *c1 = slurp(CKPT(dir, 1), &c1n), *l1 = slurp(LOG(dir, 1), &l1n);
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st, NULL));
     ASSERT_OK(rl__storage_checkpoint(st));
     put_version(st, 21);
@@ -441,7 +441,7 @@ TEST(recovery_2_2_missing_newer_checkpoint) {
  * opens empty. */
 TEST(recovery_2_3_log0_needs_no_checkpoint) {
     char *dir = rl_test_tmpdir("rec-log0");
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st, NULL));
     ASSERT_EQ(rl__storage_latest_version(st), 0);
     put_version(st, 1);
@@ -485,7 +485,7 @@ static void check_tail_recovery(const char *dir, size_t off, const uint8_t *tail
     capture cap;
     rl_buf err;
     rl__buf_init(&err);
-    rl_storage *st = NULL;
+    rl__storage *st = NULL;
     capture_begin(&cap, dir);
     int rc = open_dir(dir, &st, &err);
     char *warn = capture_end(&cap);
@@ -499,7 +499,7 @@ static void check_tail_recovery(const char *dir, size_t off, const uint8_t *tail
     rl__free(sp);
     if (!strstr(warn, side)) fail_msg("the warning does not name %s: %s", side, warn);
     if (!strstr(warn, kind)) fail_msg("the warning does not say \"%s\": %s", kind, warn);
-    rl_storage_status s;
+    rl__storage_status s;
     memset(&s, 0, sizeof s);
     rl__storage_get_status(st, &s);
     ASSERT_EQ(s.recovery_tail, want_tail);
@@ -578,7 +578,7 @@ TEST(recovery_3_3_side_file_never_overwritten) {
     char side[4200], side2[4200];
     snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
     snprintf(side2, sizeof side2, "%s.discarded-%zu.1", LOG(dir, 1), off);
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st, NULL));
     rl__storage_close(st);
     ASSERT_TRUE(exists(side));
@@ -609,7 +609,7 @@ TEST(recovery_3_3_side_file_never_overwritten) {
  * message naming the side file, the log keeps every byte, no partial side file is left, and a
  * later open without faults moves the tail aside. */
 TEST(recovery_3_4_saving_the_tail_fails) {
-    rl_os_kind kinds[] = {RL_OS_OPEN, RL_OS_WRITE, RL_OS_FSYNC};
+    rl__os_kind kinds[] = {RL_OS_OPEN, RL_OS_WRITE, RL_OS_FSYNC};
     for (int k = 0; k < 3; k++) {
         char *dir = rl_test_tmpdir("rec-savefail");
         make_db(dir, NULL);
@@ -618,7 +618,7 @@ TEST(recovery_3_4_saving_the_tail_fails) {
         char side[4200];
         snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
         off_t full = file_size(LOG(dir, 1));
-        rl_storage_options o = {0};
+        rl__storage_options o = {0};
         o.dir = dir; /* with fsync, so that the side file's fsync is a call to fail */
         rl_buf err;
         rl__buf_init(&err);
@@ -631,10 +631,10 @@ TEST(recovery_3_4_saving_the_tail_fails) {
             size_t tl;
             damage_last_record(probe, 1, 0, &t, &tl);
             rl__free(t);
-            rl_storage_options po = o;
+            rl__storage_options po = o;
             po.dir = probe;
             po.read_only = 1; /* the same reads, no side file */
-            rl_storage *pst;
+            rl__storage *pst;
             rl__os_fault_arm(kinds[k], -1, 0, 0);
             ASSERT_OK(rl__storage_open(&po, &pst, NULL));
             before = rl__os_fault_count(kinds[k]);
@@ -643,7 +643,7 @@ TEST(recovery_3_4_saving_the_tail_fails) {
             rl_test_rmtree(probe);
             free(probe);
         }
-        rl_storage *st = NULL;
+        rl__storage *st = NULL;
         capture cap;
         capture_begin(&cap, dir);
         rl__os_fault_arm(kinds[k], before, EIO, 0);
@@ -682,11 +682,11 @@ TEST(recovery_3_5_zeros_after_last_record) {
     snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), n);
     capture cap;
     capture_begin(&cap, dir);
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, &st, NULL));
     char *warn = capture_end(&cap);
     ASSERT_EQ(rl__storage_latest_version(st), 20);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_EQ(s.recovery_tail, RL_TAIL_BAD_RECORD);
     ASSERT_STR_EQ(rl__storage_tail_name(s.recovery_tail), "bad_record");
@@ -717,13 +717,13 @@ TEST(recovery_4_1_read_only_changes_nothing) {
     rl__buf_init(&got);
     rl__buf_init(&want);
     make_db(dir, NULL);
-    rl_storage *st;
+    rl__storage *st;
     /* The state without the last record, for comparison. */
     {
         char *copy = rl_test_tmpdir("rec-ro-model");
-        rl_storage *m;
+        rl__storage *m;
         ASSERT_OK(open_dir(copy, &m, NULL));
-        for (rl_version v = 1; v <= 19; v++) put_version(m, v);
+        for (rl__version v = 1; v <= 19; v++) put_version(m, v);
         dump(m, &want);
         rl__storage_close(m);
         rl_test_rmtree(copy);
@@ -743,7 +743,7 @@ TEST(recovery_4_1_read_only_changes_nothing) {
     free(warn);
     dump(st, &got);
     ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_EQ(s.read_only, 1);
     ASSERT_EQ(s.recovery_tail, RL_TAIL_TORN);
@@ -769,7 +769,7 @@ TEST(recovery_4_1_read_only_changes_nothing) {
  * missing checkpoint) are the same as a writable open's. */
 TEST(recovery_4_2_read_only_creates_only_lock) {
     char *dir = rl_test_tmpdir("rec-ro-empty");
-    rl_storage *st;
+    rl__storage *st;
     rl_buf snap, err;
     rl__buf_init(&snap);
     rl__buf_init(&err);
@@ -808,7 +808,7 @@ TEST(recovery_4_2_read_only_creates_only_lock) {
 TEST(recovery_4_3_read_only_lock) {
     char *dir = rl_test_tmpdir("rec-ro-lock");
     make_db(dir, NULL);
-    rl_storage *r1, *r2, *w = NULL;
+    rl__storage *r1, *r2, *w = NULL;
     ASSERT_OK(open_opts(dir, 1, &r1, NULL));
     ASSERT_OK(open_opts(dir, 1, &r2, NULL));
     ASSERT_RC(open_dir(dir, &w, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
@@ -825,11 +825,11 @@ TEST(recovery_4_3_read_only_lock) {
 
 /* A read-only memory engine (no directory) refuses writes too. */
 TEST(recovery_4_4_read_only_mem) {
-    rl_storage_options o = {0};
+    rl__storage_options o = {0};
     o.read_only = 1;
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
+    rl__mutation m = {RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
     ASSERT_RC(rl__storage_apply(st, 1, &m, 1), RL_E_READ_ONLY_DATABASE);
     ASSERT_EQ(rl__storage_latest_version(st), 0);
     rl__storage_close(st);

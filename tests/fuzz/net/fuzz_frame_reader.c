@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* The direct parse: off after each whole frame. */
     size_t moff = 0;
     int m_malformed = 0;
-    rl_frame_reader r;
+    rl__frame_reader r;
     rl__frame_reader_init(&r);
     size_t pos = 0;
     int failed = 0;
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         rl__frame_reader_commit(&r, k);
         pos += k;
         for (;;) {
-            rl_frame_header h;
+            rl__frame_header h;
             const uint8_t *payload;
             int ready;
             int rc = rl__frame_reader_next(&r, &h, &payload, &ready);
@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (rc != RL_OK) abort();
             if (!ready) break;
             /* The parse must hold the same frame at moff. */
-            rl_frame_header mh;
+            rl__frame_header mh;
             if (n - moff < RL_FRAME_HEADER_LEN || rl__frame_header_decode(s + moff, &mh) != 0) abort();
             if (mh.payload_len != h.payload_len || mh.type != h.type || mh.flags != h.flags || mh.id != h.id) abort();
             if (n - moff - RL_FRAME_HEADER_LEN < mh.payload_len) abort();
@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     /* What the parse says comes after the frames delivered. */
     if (n - moff >= RL_FRAME_HEADER_LEN) {
-        rl_frame_header mh;
+        rl__frame_header mh;
         if (rl__frame_header_decode(s + moff, &mh) != 0) m_malformed = 1;
         else if (n - moff - RL_FRAME_HEADER_LEN >= mh.payload_len)
             abort(); /* a complete valid frame was not delivered */

@@ -95,8 +95,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(p, data + skip, len);
 
     rl_arena a;
-    rl_msg m;
-    rl_proto_why why;
+    rl__msg m;
+    rl__proto_why why;
     rl_alloc_stats st;
     rl__arena_init(&a, 0);
     rl_alloc_reset_stats();
@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (b.len != len || (len && memcmp(b.data, p, len) != 0)) abort();
         rl__buf_release(&b);
         if (type == RL_MSG_PEEK && flags == RL_FRAME_REPLY) {
-            rl_version after = m.u.peek_reply.n_versions ? m.u.peek_reply.versions[0].version : 0;
+            rl__version after = m.u.peek_reply.n_versions ? m.u.peek_reply.versions[0].version : 0;
             int c0 = rl__msg_peek_reply_check(&m.u.peek_reply, 0, &why);
             int c1 = rl__msg_peek_reply_check(&m.u.peek_reply, after, &why);
             if (c0 != RL_OK && c0 != RL_E_MALFORMED_FRAME) abort();
@@ -128,8 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (type == RL_MSG_GET) { /* the fast paths of rl__msg_decode / rl__msg_encode against the walk */
         rl_arena a3;
-        rl_msg w3;
-        rl_proto_why why3;
+        rl__msg w3;
+        rl__proto_why why3;
         rl__arena_init(&a3, 0);
         int rc3 = rl__msg_decode_walk(type, flags, len ? p : NULL, len, &a3, &w3, &why3);
         if (rc3 != rc || (rc != RL_OK && strcmp(why.text, why3.text) != 0)) abort();
@@ -152,14 +152,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (type == RL_MSG_GET_MAPPED_RANGE && flags == RL_FRAME_REPLY) {
         rl_arena a2;
-        rl_msg_get_mapped_range_reply w;
-        rl_proto_why why2;
+        rl__msg_get_mapped_range_reply w;
+        rl__proto_why why2;
         rl__arena_init(&a2, 0);
         int rc2 = rl__msg_get_mapped_range_reply_decode_walk(len ? p : NULL, len, &a2, &w, &why2);
         if (rc2 != rc) abort();
         if (rc != RL_OK && strcmp(why.text, why2.text) != 0) abort();
         if (rc == RL_OK) {
-            const rl_msg_get_mapped_range_reply *f = &m.u.get_mapped_range_reply;
+            const rl__msg_get_mapped_range_reply *f = &m.u.get_mapped_range_reply;
             if (f->n_entries != w.n_entries) abort();
             for (uint32_t i = 0; i < w.n_entries; i++) {
                 const rl_mapped_keyvalue *x = &f->entries[i], *y = &w.entries[i];

@@ -15,12 +15,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    rl_keyfile k, back;
+    rl__keyfile k, back;
     rl_buf msg;
     rl__buf_init(&msg);
     int rc = rl__keyfile_parse("fuzz", (const char *)data, size, &k, &msg);
     if (rc != RL_OK) {
-        static const rl_keyfile zero;
+        static const rl__keyfile zero;
         if (memcmp(&k, &zero, sizeof k) != 0 || msg.len == 0) abort();
         rl__buf_release(&msg);
         return 0;

@@ -18,12 +18,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void decode_all(const uint8_t *data, size_t size) {
     size_t off = 0;
     while (off < size) {
-        rl_wal_record r;
+        rl__wal_record r;
         if (rl__wal_decode(data + off, size - off, &r) != RL_OK) break;
         if (r.record_len > size - off || r.record_len < RL_WAL_HEADER) abort();
-        rl_mutation *m = rl__malloc((size_t)(r.count ? r.count : 1) * sizeof *m);
+        rl__mutation *m = rl__malloc((size_t)(r.count ? r.count : 1) * sizeof *m);
         if (!m) break;
-        rl_wal_iter it;
+        rl__wal_iter it;
         size_t n = 0;
         rl__wal_iter_init(&it, &r);
         while (n < r.count && rl__wal_iter_next(&it, &m[n])) {

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rl_arena a;
-    rl_mapper *m = NULL;
+    rl__mapper *m = NULL;
     rl_buf out;
     size_t rest, ml, kl;
     int rc;

@@ -18,15 +18,15 @@
 
 /* Walk the elements of *it, re-packing each into pk; nested ones are walked too (checking that
  * their content is iterable), up to the decoder's depth bound. */
-static void walk(rl_tuple_iter *it, rl_tuple_packer *pk) {
-    rl_tuple_elem e;
+static void walk(rl__tuple_iter *it, rl__tuple_packer *pk) {
+    rl__tuple_elem e;
     int rc;
     while ((rc = rl__tuple_iter_next(it, &e)) == RL_OK) {
         rl__tuple_pack_raw(pk, &e);
         if (e.type == RL_TT_NESTED) {
-            rl_tuple_iter sub;
+            rl__tuple_iter sub;
             rl_buf scratch;
-            rl_tuple_packer spk;
+            rl__tuple_packer spk;
             rl__buf_init(&scratch);
             rl__tuple_packer_init(&spk, &scratch);
             spk.depth = 1;
@@ -62,8 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (json_array_size(j) != count) abort();
 
     rl_buf out;
-    rl_tuple_packer pk;
-    rl_tuple_iter it;
+    rl__tuple_packer pk;
+    rl__tuple_iter it;
     rl__buf_init(&out);
     rl__tuple_packer_init(&pk, &out);
     rl__tuple_iter_init(&it, data, size);

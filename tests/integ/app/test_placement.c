@@ -46,7 +46,7 @@ static void msleep(int ms) {
 }
 
 static int start(rl_test_cluster *c, int n) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = n;
     o.n_shards = 1; /* ["", "\xff") on storage server 1 */
@@ -58,7 +58,7 @@ static int run(rl_db *db, int (*fn)(rl_txn *, void *), void *ud) { return rl_db_
 
 /* The map as the system keyspace holds it now. */
 typedef struct {
-    rl_pl_map m;
+    rl__pl_map m;
 } map_ctx;
 
 static int read_rows(rl_txn *t, const char *b, size_t bl, const char *e, size_t el, rl_buf *keys, rl_keyvalue **out,
@@ -132,7 +132,7 @@ static void team_of(rl_db *db, const char *key, char *out, size_t cap, int *boun
     map_ctx c;
     memset(&c, 0, sizeof c);
     ASSERT_OK(run(db, map_fn, &c));
-    const rl_pl_shard *s = rl__pl_shard_of(&c.m, (const uint8_t *)key, strlen(key));
+    const rl__pl_shard *s = rl__pl_shard_of(&c.m, (const uint8_t *)key, strlen(key));
     out[0] = 0;
     if (boundary) *boundary = 0;
     if (s) {
@@ -201,7 +201,7 @@ TEST(placement_2_1_split) {
     ASSERT_OK(run(db, fill_fn, NULL));
     rl_buf msg;
     rl__buf_init(&msg);
-    rl_version v1 = 0, v2 = 0;
+    rl__version v1 = 0, v2 = 0;
     int did = -1;
     ASSERT_OK(rl__placement_split(c.url, NULL, (const uint8_t *)"s/050", 5, 10000, &v1, &did, &msg));
     ASSERT_EQ(did, 1);
@@ -230,7 +230,7 @@ TEST(placement_2_1_split) {
 /* ---- placement-2.2 ------------------------------------------------------------------------ */
 
 typedef struct {
-    rl_version v;
+    rl__version v;
     int present;
     uint32_t val;
 } ver_t;
@@ -267,7 +267,7 @@ static void wl_fail(wl_t *w, const char *fmt, ...) {
 static void wkey(char *k, int i) { snprintf(k, 16, "w/%05d", i); }
 
 /* The model's value of key i at version rv (under mu): 1 present with *val, 0 absent. */
-static int model_at(wl_t *w, int i, rl_version rv, uint32_t *val) {
+static int model_at(wl_t *w, int i, rl__version rv, uint32_t *val) {
     const hist_t *h = &w->model[i];
     int present = 0;
     for (int j = 0; j < h->n && h->h[j].v <= rv; j++) present = h->h[j].present, *val = h->h[j].val;
@@ -294,7 +294,7 @@ static void *writer(void *arg) {
             wl_fail(w, "writer: begin");
             break;
         }
-        rl_version cv = 0;
+        rl__version cv = 0;
         for (int attempt = 0;; attempt++) {
             char k[16], v[16];
             for (int j = 0; j < n; j++) {
@@ -309,7 +309,7 @@ static void *writer(void *arg) {
             if (rc == RL_OK) {
                 int64_t x = 0;
                 rl_txn_get_committed_version(t, &x);
-                cv = (rl_version)x;
+                cv = (rl__version)x;
                 break;
             }
             if (rc == RL_E_COMMIT_UNKNOWN_RESULT) {
@@ -428,7 +428,7 @@ static int check_once(wl_t *w, uint64_t *rs) {
         }
         for (int id = 0; id < NKEYS && !w->err[0]; id++) {
             uint32_t want = 0;
-            int present = model_at(w, id, (rl_version)rv, &want);
+            int present = model_at(w, id, (rl__version)rv, &want);
             char got[16] = "";
             if (seen[id]) snprintf(got, sizeof got, "%.*s", (int)kv[row_of[id]].value_len, kv[row_of[id]].value);
             char ws[16];
@@ -443,7 +443,7 @@ static int check_once(wl_t *w, uint64_t *rs) {
         }
         for (int j = 0; j < 3 && !w->err[0]; j++) {
             uint32_t want = 0;
-            int present = model_at(w, pk[j], (rl_version)rv, &want);
+            int present = model_at(w, pk[j], (rl__version)rv, &want);
             char ws[16];
             snprintf(ws, sizeof ws, "%u", want);
             if (present != ppresent[j] || (present && strcmp(ws, pval[j]))) {
@@ -477,7 +477,7 @@ static void assign(rl_test_cluster *c, const char *b, const char *e, const uint3
     rl_buf msg;
     rl__buf_init(&msg);
     uint32_t moved = 0;
-    rl_version v = 0;
+    rl__version v = 0;
     uint64_t t0 = now_ns();
     int rc = rl__placement_assign(c->url, NULL, (const uint8_t *)b, strlen(b), (const uint8_t *)e, strlen(e), team, n,
                                   20000, &v, &moved, &msg);
@@ -742,7 +742,7 @@ static json_t *storage_status(rl_test_cluster *c, int id) {
  * here): STATUS counts the dropped range and the keys are gone; reads of the range keep working
  * on its new team. */
 TEST(placement_2_6_source_drops_rows) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.n_shards = 1;
@@ -794,9 +794,9 @@ TEST(placement_2_4_bad_input) {
     char ip[16];
     uint16_t port;
     ASSERT_OK(rl__placement_coordinator(c.url, ip, &port, &msg));
-    rl_admin_conn *ac;
+    rl__admin_conn *ac;
     ASSERT_OK(rl__admin_conn_open(port, &c.key.auth, 5000, &ac, &msg));
-    rl_msg req, rep;
+    rl__msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_SPLIT_SHARD;
     req.u.split_shard_req.key = (const uint8_t *)"\xff\x01";
@@ -807,18 +807,18 @@ TEST(placement_2_4_bad_input) {
     ASSERT_RC(rl__admin_conn_call(ac, &req, &rep, 5000, &msg), RL_E_INVALID_ARGUMENT);
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_ASSIGN_SHARD;
-    req.u.assign_shard_req.range = (rl_keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"\xff\x01", 2};
+    req.u.assign_shard_req.range = (rl__keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"\xff\x01", 2};
     req.u.assign_shard_req.team = t1;
     req.u.assign_shard_req.n_team = 1;
     ASSERT_RC(rl__admin_conn_call(ac, &req, &rep, 5000, &msg), RL_E_INVALID_ARGUMENT);
-    req.u.assign_shard_req.range = (rl_keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
+    req.u.assign_shard_req.range = (rl__keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
     req.u.assign_shard_req.team = t9;
     ASSERT_RC(rl__admin_conn_call(ac, &req, &rep, 5000, &msg), RL_E_INVALID_ARGUMENT);
     /* MOVE_SHARD from an admin connection is refused; the connection stays usable. */
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_MOVE_SHARD;
     req.u.move_shard_req.storage_id = 1;
-    req.u.move_shard_req.range = (rl_keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
+    req.u.move_shard_req.range = (rl__keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
     ASSERT_RC(rl__admin_conn_call(ac, &req, &rep, 5000, &msg), RL_E_CLIENT_INVALID_OPERATION);
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_SPLIT_SHARD;

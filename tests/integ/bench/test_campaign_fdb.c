@@ -254,7 +254,7 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
 }
 
 TEST(campaign_5_1_fdb_over_cluster) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 1;
     rl_test_cluster c;
@@ -295,7 +295,7 @@ TEST(campaign_5_3_fdb_protocol) {
         {"{\"topologies\": [{\"name\": \"e\", \"kind\": \"cloud\"}]}",
          "topologies[0].kind: 'cloud' is not one of embedded, single, multi, fdb"},
     };
-    rl_camp_protocol p, q;
+    rl__camp_protocol p, q;
     rl_buf msg, t1, t2;
     rl__buf_init(&msg);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -63,7 +63,7 @@ static int load_fn(rl_txn *txn, void *ud) {
     for (int64_t id = 1; id <= N_ORDERS; id += 7) {
         rl_buf pk;
         rl__buf_init(&pk);
-        rl_tuple_packer tp;
+        rl__tuple_packer tp;
         rl__tuple_packer_init(&tp, &pk);
         rl__tuple_pack_int(&tp, id);
         rl_record r = {0};
@@ -77,7 +77,7 @@ static int load_fn(rl_txn *txn, void *ud) {
 }
 
 TEST(placement_3_1_place_show_receipts) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 3;
     o.n_shards = 1;

@@ -155,14 +155,14 @@ TEST(cli_2_4_no_scratch_left) {
 TEST(cli_2_5_failed_system_reported) {
     char *d = rl_test_tmpdir("cli25"), *text = NULL;
     size_t len = 0;
-    rl_micro_options o = {.keys = 2000,
-                          .value_len = 16,
-                          .seconds = 0.001,
-                          .repeats = 1,
-                          .dir = d,
-                          .only = "range1000",
-                          .seed = 1,
-                          .fail_setup = "lmdb"};
+    rl__micro_options o = {.keys = 2000,
+                           .value_len = 16,
+                           .seconds = 0.001,
+                           .repeats = 1,
+                           .dir = d,
+                           .only = "range1000",
+                           .seed = 1,
+                           .fail_setup = "lmdb"};
     rl_buf json;
     rl__buf_init(&json);
     FILE *out = open_memstream(&text, &len);

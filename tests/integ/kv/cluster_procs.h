@@ -300,7 +300,7 @@ static inline void cp_mapped_setup(const char *prefix, const char *rec, const ch
     rl__buf_init(mapper);
     rl__buf_init(b);
     rl__buf_init(e);
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, mapper);
     if (prefix) rl__tuple_pack_string(&pk, prefix, strlen(prefix));
     rl__tuple_pack_string(&pk, rec, strlen(rec));

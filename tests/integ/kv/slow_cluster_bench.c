@@ -186,7 +186,7 @@ static void load_orders(rl_db *db, int n) {
     rl_buf k;
     rl__buf_init(&k);
     for (int id = 0; id < n; id++) {
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         rl__buf_reset(&k);
         rl__tuple_packer_init(&pk, &k);
         rl__tuple_pack_string(&pk, "o", 1);

@@ -199,7 +199,7 @@ static void load_orders(rl_db *db, int n) {
     for (int id = 0; id < n; id++) {
         rl_buf k;
         rl__buf_init(&k);
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         for (int ch = 0; ch < 2; ch++) {
             rl__buf_reset(&k);
             rl__tuple_packer_init(&pk, &k);
@@ -603,7 +603,7 @@ static void *fake_main(void *ud) {
             uint8_t rq[16] = {0, 0, 0, 0, 2, 0, 0, 0, 9}; /* a PING request: clients take none */
             (void)rl_test_raw_send(s, rq, sizeof rq);
         } else if (fk->mode == 3) {
-            rl_net_auth other;
+            rl__net_auth other;
             rl_test_auth_member(&other, 1);
             (void)rl_test_raw_serve_handshake(s, &other, 2000, NULL);
         }

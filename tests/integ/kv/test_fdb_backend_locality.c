@@ -1,4 +1,4 @@
-/* test_fdb_backend_locality.c — the fdb: backend's locality figures (rl_kv_locality, which the
+/* test_fdb_backend_locality.c — the fdb: backend's locality figures (rl__kv_locality, which the
  * ADAPTIVE fetch method reads) from fdb_transaction_get_addresses_for_key and its own reads'
  * latency, with reclayer's build/fdb/libfdb_c.so as the client library: over a real two-server
  * cluster (cluster_procs.h: a shard boundary at "m", server 1 below, server 2 above; the fdb: URL
@@ -70,7 +70,7 @@ static void get_n(rl_db *db, int n) {
 /* The locality of key, polled until its team is one server, {want} when want is not 0 and not
  * {avoid} (a background lookup answers), 5 s at most. */
 static uint32_t team_of(rl_db *db, const char *key, uint32_t want, uint32_t avoid) {
-    rl_kv_locality l;
+    rl__kv_locality l;
     double t0 = cp_now();
     for (;;) {
         memset(&l, 0, sizeof l);
@@ -85,7 +85,7 @@ static uint32_t team_of(rl_db *db, const char *key, uint32_t want, uint32_t avoi
 TEST(fdb_loc_1_1) {
     cluster();
     rl_db *db = open_url(fdb_url, NULL);
-    rl_kv_locality l;
+    rl__kv_locality l;
     memset(&l, 0, sizeof l);
     rl__db_locality(db, (const uint8_t *)"", 0, &l);
     ASSERT_EQ(l.networked, 1);
@@ -114,7 +114,7 @@ TEST(fdb_loc_1_2) {
     cluster();
     rl_db *db = open_url("fdb:", "mem:");
     get_n(db, 5);
-    rl_kv_locality l, zero;
+    rl__kv_locality l, zero;
     memset(&l, 0, sizeof l);
     memset(&zero, 0, sizeof zero);
     rl__db_locality(db, (const uint8_t *)"k", 1, &l);

@@ -1,5 +1,5 @@
 /* test_adaptive_cluster.c — the ADAPTIVE fetch method on a real one-server cluster with an
- * injected delay (tests/cluster_fixture.h, rl_cluster_up_opts.delay_us = 250: a round trip of
+ * injected delay (tests/cluster_fixture.h, rl__cluster_up_opts.delay_us = 250: a round trip of
  * about 0.5 ms between the client and the server): its network inputs come from measurements,
  * and its calibration corrects a deliberately wrong prior within a few pages.
  *
@@ -49,7 +49,7 @@ static int started;
  * needs it). */
 static void cluster(void) {
     if (started) return;
-    rl_cluster_up_opts o = {.n_storage = 1, .delay_us = DELAY_US};
+    rl__cluster_up_opts o = {.n_storage = 1, .delay_us = DELAY_US};
     ASSERT_OK(rl_test_cluster_start(&cl, &o));
     char *out;
     int rc = rl_test_rl(&out, "load --db %s --count %d --seed 7", cl.url, N);
@@ -109,7 +109,7 @@ TEST(adaptive_2_1_rtt_measured) {
     rl_query_counters k;
     uint64_t ns;
     ASSERT_EQ(scan(&t, RL_FETCH_USE_REMOTE_FETCH, &k, &ns, NULL), N);
-    rl_kv_locality l;
+    rl__kv_locality l;
     rl__db_locality(t.db, (const uint8_t *)"\x15", 1, &l);
     printf("locality: networked %d team %u (%u) rtt %.1f us over %u samples\n", l.networked, l.n_team, l.team[0],
            l.rtt_ns / 1e3, l.rtt_samples);

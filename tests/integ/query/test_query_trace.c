@@ -46,7 +46,7 @@ static void split_key(int ks, char *out, size_t cap) {
     rl_buf b;
     rl__buf_init(&b);
     ASSERT_OK(rl__tool_store_prefix("[\"bench\",\"orders\"]", &b, NULL));
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__tuple_packer_init(&p, &b);
     rl__tuple_pack_int(&p, ks);
     ASSERT_OK(rl__buf_error(&b));
@@ -183,7 +183,7 @@ static void print_run(const char *what, const run *r) {
 
 TEST(trace_1_1_one_server) {
     static rl_test_cluster c;
-    rl_cluster_up_opts o = {.n_storage = 1};
+    rl__cluster_up_opts o = {.n_storage = 1};
     ASSERT_OK(rl_test_cluster_start(&c, &o));
     load(c.url);
     /* A fresh database: its first read to the storage server waits for the connection, and is
@@ -194,7 +194,7 @@ TEST(trace_1_1_one_server) {
     ASSERT_OK(rl_txn_begin(db, &txn));
     rl_future *f = rl_txn_get(txn, "k", 1, 0);
     ASSERT_OK(rl_future_wait(f));
-    const rl_kv_read_stats *ks = rl__future_read_stats(f);
+    const rl__kv_read_stats *ks = rl__future_read_stats(f);
     ASSERT_EQ(ks->requests, 2);
     ASSERT_EQ(ks->req_get, 1);
     ASSERT_EQ(ks->grv_requests, 1);
@@ -324,7 +324,7 @@ TEST(trace_1_2_records_elsewhere) {
     split_key(1, k1, sizeof k1); /* the records: [prefix+(1), prefix+(2)) on server 2 */
     split_key(2, k2, sizeof k2); /* the index and the rest: server 3 */
     const char *split[] = {k1, k2};
-    rl_cluster_up_opts o = {.n_storage = 3, .split = split, .n_split = 2};
+    rl__cluster_up_opts o = {.n_storage = 3, .split = split, .n_split = 2};
     ASSERT_OK(rl_test_cluster_start(&c, &o));
     load(c.url);
     rl__tool t;
@@ -428,7 +428,7 @@ static uint64_t jpath(json_t *o, const char *a, const char *b, const char *c) {
 
 TEST(trace_1_4_cli) {
     static rl_test_cluster c;
-    rl_cluster_up_opts o = {.n_storage = 1};
+    rl__cluster_up_opts o = {.n_storage = 1};
     ASSERT_OK(rl_test_cluster_start(&c, &o));
     load(c.url);
     const char *fetch[] = {"remote", "scan"};

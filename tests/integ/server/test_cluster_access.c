@@ -155,7 +155,7 @@ static long rss_kib(pid_t pid) {
 /* ---- A blocking client over the raw protocol -------------------------------------------------- */
 
 /* Send m with id on fd. */
-static void send_msg(int fd, uint64_t id, const rl_msg *m) {
+static void send_msg(int fd, uint64_t id, const rl__msg *m) {
     rl_buf b;
     rl__buf_init(&b);
     ASSERT_OK(rl__msg_frame_encode(&b, id, m, NULL));
@@ -164,19 +164,19 @@ static void send_msg(int fd, uint64_t id, const rl_msg *m) {
 }
 
 static void send_hello(int fd, uint8_t role, uint32_t id) {
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
-    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"t", 1};
+    m.u.hello_req = (rl__msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"t", 1};
     send_msg(fd, 1, &m);
 }
 
 /* Send req with id and return the reply's error code (0 for a reply); the reply is decoded into
  * *out from payload (caller's, 64 KiB). RL_E_CONNECTION_FAILED when the server closed. */
-static int call(int fd, uint64_t id, const rl_msg *req, rl_msg *out, uint8_t *payload) {
+static int call(int fd, uint64_t id, const rl__msg *req, rl__msg *out, uint8_t *payload) {
     send_msg(fd, id, req);
     for (;;) {
-        rl_frame_header h;
+        rl__frame_header h;
         int rc = rl_test_raw_recv_frame(fd, &h, payload, 65536, 5000);
         if (rc) return rc;
         if (h.id != id || !(h.flags & RL_FRAME_REPLY)) continue;
@@ -199,12 +199,12 @@ static int closed_within(int fd, int ms) {
 }
 
 /* The integer at "net"."field" of the STATUS of the server at port (an admin connection). */
-static long long net_stat(uint16_t port, const rl_net_auth *auth, const char *field) {
-    rl_admin_conn *a = NULL;
+static long long net_stat(uint16_t port, const rl__net_auth *auth, const char *field) {
+    rl__admin_conn *a = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
     ASSERT_OK(rl__admin_conn_open(port, auth, 3000, &a, &msg));
-    rl_msg req, rep;
+    rl__msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_STATUS;
     ASSERT_OK(rl__admin_conn_call(a, &req, &rep, 3000, &msg));
@@ -218,14 +218,14 @@ static long long net_stat(uint16_t port, const rl_net_auth *auth, const char *fi
 }
 
 /* Wait (10 s at most) until the "net" field of the server at port is at least want: 1, or 0. */
-static int wait_net_stat(uint16_t port, const rl_net_auth *auth, const char *field, long long want) {
+static int wait_net_stat(uint16_t port, const rl__net_auth *auth, const char *field, long long want) {
     for (double t0 = now_s(); now_s() - t0 < 10; usleep(2000))
         if (net_stat(port, auth, field) >= want) return 1;
     return net_stat(port, auth, field) >= want;
 }
 
 /* The same until it is at most want. */
-static int wait_net_stat_at_most(uint16_t port, const rl_net_auth *auth, const char *field, long long want) {
+static int wait_net_stat_at_most(uint16_t port, const rl__net_auth *auth, const char *field, long long want) {
     for (double t0 = now_s(); now_s() - t0 < 10; usleep(2000))
         if (net_stat(port, auth, field) <= want) return 1;
     return net_stat(port, auth, field) <= want;
@@ -236,7 +236,7 @@ static int wait_net_stat_at_most(uint16_t port, const rl_net_auth *auth, const c
 static rl_test_cluster g_c; /* static: the fixture's exit hooks read it */
 
 static void start_cluster(void) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 1;
     o.no_sync = 1;
@@ -279,7 +279,7 @@ TEST(access_1_2_wrong_cluster_id) {
     start_cluster();
     char wrong[4400], url[4500];
     snprintf(wrong, sizeof wrong, "%s/wrong.cluster", g_c.dir);
-    rl_cluster_file cf;
+    rl__cluster_file cf;
     rl_buf msg;
     rl__buf_init(&msg);
     ASSERT_OK(rl__cluster_file_read(g_c.file, &cf, &msg));
@@ -322,7 +322,7 @@ TEST(access_1_3_roles_need_the_member_key) {
     int spid = 0;
     ASSERT_OK(rl__cluster_pid(g_c.dir, 1, &spid, &sport, &msg));
     uint8_t *pl = malloc(65536);
-    rl_msg req, rep;
+    rl__msg req, rep;
     /* No secret at all: the first frame that is not AUTH closes the connection; a GRV or a COMMIT
      * is never answered. */
     {
@@ -330,20 +330,20 @@ TEST(access_1_3_roles_need_the_member_key) {
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_GET_READ_VERSION;
         send_msg(fd, 7, &req);
-        rl_frame_header h;
+        rl__frame_header h;
         ASSERT_OK(rl_test_raw_recv_frame(fd, &h, pl, 65536, 3000)); /* the challenge, nothing else */
         ASSERT_EQ(h.type, RL_MSG_AUTH_CHALLENGE);
         ASSERT_TRUE(closed_within(fd, 3000));
         close(fd);
         fd = rl_test_raw_connect("127.0.0.1", cport);
-        rl_net_auth none;
+        rl__net_auth none;
         rl_test_auth_client(&none, 1); /* a guess: another cluster's name */
         ASSERT_RC(rl_test_raw_handshake(fd, &none, RL_AUTH_CLIENT, 0, 3000), RL_E_INVALID_CLUSTER_ID);
         ASSERT_TRUE(closed_within(fd, 3000));
         close(fd);
     }
     /* The cluster file only: a client may commit, but no member's role and no admin request. */
-    rl_net_auth client;
+    rl__net_auth client;
     ASSERT_OK(rl__auth_init(&client, g_c.key.name, strlen(g_c.key.name), NULL, 0));
     struct {
         uint16_t port;
@@ -359,7 +359,7 @@ TEST(access_1_3_roles_need_the_member_key) {
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
         int fd = rl_test_raw_open("127.0.0.1", roles[i].port ? sport : cport, &client);
         send_hello(fd, roles[i].role, roles[i].id);
-        rl_frame_header h;
+        rl__frame_header h;
         ASSERT_OK(rl_test_raw_recv_frame(fd, &h, pl, 65536, 3000));
         ASSERT_EQ(h.flags, RL_FRAME_REPLY | RL_FRAME_ERROR);
         ASSERT_OK(rl__msg_decode(h.type, h.flags, pl, h.payload_len, NULL, &rep, NULL));
@@ -386,7 +386,7 @@ TEST(access_1_3_roles_need_the_member_key) {
             uint32_t team[] = {1};
             memset(&req, 0, sizeof req);
             req.type = RL_MSG_ASSIGN_SHARD;
-            req.u.assign_shard_req.range = (rl_keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
+            req.u.assign_shard_req.range = (rl__keyrange){(const uint8_t *)"a", 1, (const uint8_t *)"b", 1};
             req.u.assign_shard_req.team = team;
             req.u.assign_shard_req.n_team = 1;
             ASSERT_RC(call(fd, 12, &req, &rep, pl), RL_E_UNAUTHORIZED_ATTEMPT);
@@ -430,7 +430,7 @@ TEST(access_1_3_roles_need_the_member_key) {
 TEST(access_1_4_no_buffering_before_the_handshake) {
     coord c;
     coord_start(&c, "");
-    rl_net_auth auth;
+    rl__net_auth auth;
     rl_test_auth_member(&auth, 0);
     (void)net_stat(c.port, &auth, "accepted_now"); /* it serves: started, not starting */
     long before = rss_kib(c.pid);
@@ -439,7 +439,7 @@ TEST(access_1_4_no_buffering_before_the_handshake) {
     for (int i = 0; i < 12; i++) {
         fds[i] = rl_test_raw_connect("127.0.0.1", c.port);
         uint8_t h[RL_FRAME_HEADER_LEN];
-        rl_frame_header fh = {.payload_len = 64u << 20, .type = RL_MSG_HELLO, .flags = 0, .id = 1};
+        rl__frame_header fh = {.payload_len = 64u << 20, .type = RL_MSG_HELLO, .flags = 0, .id = 1};
         rl__frame_header_encode(&fh, h);
         (void)rl_test_raw_send(fds[i], h, sizeof h);
         for (int k = 0; k < 4; k++) (void)rl_test_raw_send(fds[i], junk, 1 << 20);
@@ -461,13 +461,13 @@ TEST(access_1_4_no_buffering_before_the_handshake) {
 TEST(access_1_5_handshake_limits) {
     coord c;
     coord_start(&c, "--handshake-timeout-ms 600 --max-handshakes 4 --max-connections 12");
-    rl_net_auth auth;
+    rl__net_auth auth;
     rl_test_auth_member(&auth, 0);
     /* One byte every 100 ms (a HELLO-sized AUTH that never ends): closed by the timeout. */
     int fd = rl_test_raw_connect("127.0.0.1", c.port);
     double t0 = now_s();
     uint8_t h[RL_FRAME_HEADER_LEN];
-    rl_frame_header fh = {.payload_len = 57, .type = RL_MSG_AUTH, .flags = 0, .id = 0};
+    rl__frame_header fh = {.payload_len = 57, .type = RL_MSG_AUTH, .flags = 0, .id = 0};
     rl__frame_header_encode(&fh, h);
     int closed = 0;
     for (int i = 0; i < 40 && !closed; i++) {
@@ -499,7 +499,7 @@ TEST(access_1_5_handshake_limits) {
     int held[11];
     for (int i = 0; i < 11; i++) held[i] = rl_test_raw_open("127.0.0.1", c.port, &auth);
     int over = rl_test_raw_connect("127.0.0.1", c.port);
-    rl_frame_header rh;
+    rl__frame_header rh;
     uint8_t pl[256];
     ASSERT_RC(rl_test_raw_recv_frame(over, &rh, pl, sizeof pl, 2000), RL_E_CONNECTION_FAILED);
     close(over);
@@ -516,7 +516,7 @@ TEST(access_1_5_handshake_limits) {
 TEST(access_1_6_reader_that_does_not_read) {
     coord c;
     coord_start(&c, "--max-queued-bytes 1048576");
-    rl_net_auth auth;
+    rl__net_auth auth;
     rl_test_auth_member(&auth, 0);
     int fd = rl_test_raw_open("127.0.0.1", c.port, &auth);
     int fl = fcntl(fd, F_GETFL);
@@ -529,7 +529,7 @@ TEST(access_1_6_reader_that_does_not_read) {
     char *payload = malloc(PL);
     memset(payload, 'p', PL);
     for (int i = 0; i < N; i++) {
-        rl_msg m;
+        rl__msg m;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_PING;
         m.u.ping_req.payload = (const uint8_t *)payload;
@@ -576,7 +576,7 @@ TEST(access_1_6_reader_that_does_not_read) {
         have += (size_t)r;
         size_t used = 0;
         while (have - used >= RL_FRAME_HEADER_LEN) {
-            rl_frame_header h;
+            rl__frame_header h;
             ASSERT_EQ(rl__frame_header_decode(buf + used, &h), 0);
             if (have - used < RL_FRAME_HEADER_LEN + h.payload_len) break;
             ASSERT_EQ(h.flags, RL_FRAME_REPLY);

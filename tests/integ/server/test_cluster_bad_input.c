@@ -40,14 +40,14 @@ static void raw_send(int fd, const void *p, size_t n) { (void)rl_test_raw_send(f
 
 static void frame(rl_buf *out, uint16_t type, uint16_t flags, uint64_t id, const void *payload, uint32_t len) {
     uint8_t h[RL_FRAME_HEADER_LEN];
-    rl_frame_header fh = {.payload_len = len, .type = type, .flags = flags, .id = id};
+    rl__frame_header fh = {.payload_len = len, .type = type, .flags = flags, .id = id};
     rl__frame_header_encode(&fh, h);
     rl__buf_append(out, h, sizeof h);
     if (len) rl__buf_append(out, payload, len);
 }
 
 static void hello(rl_buf *out, uint32_t magic, uint32_t version) {
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
     m.u.hello_req.magic = magic;
@@ -79,7 +79,7 @@ static int expect_closed(int fd, int ms, int want_error) {
         }
         have += (size_t)n;
         while (have >= RL_FRAME_HEADER_LEN) {
-            rl_frame_header h;
+            rl__frame_header h;
             if (rl__frame_header_decode(buf, &h) != 0 || h.payload_len > sizeof buf - RL_FRAME_HEADER_LEN) {
                 have = 0;
                 break;
@@ -111,12 +111,12 @@ static void good_client(bad_env *e, uint32_t id, uint16_t port, const char *what
     for (int i = 0; i <= e->c.n_storage; i++)
         if (rl_test_cluster_pid(&e->c, (uint32_t)i) != e->pids[i])
             fail_msg("after %s: process %d (pid %d) is gone", what, i, e->pids[i]);
-    rl_admin_conn *a = NULL;
+    rl__admin_conn *a = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
     int rc = rl__admin_conn_open(port, &e->c.key.auth, 3000, &a, &msg);
     if (rc) fail_msg("after %s: a good connection to process %u fails: %s", what, id, (char *)msg.data);
-    rl_msg req, rep;
+    rl__msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_PING;
     char pl[32];
@@ -198,7 +198,7 @@ static void attack_handshake(bad_env *e, uint32_t id, uint16_t port, uint64_t *r
     rl__buf_reset(&b);
     {
         uint8_t h[RL_FRAME_HEADER_LEN];
-        rl_frame_header fh = {
+        rl__frame_header fh = {
             .payload_len = RL_NET_HANDSHAKE_MAX_PAYLOAD + 1, .type = RL_MSG_AUTH, .flags = 0, .id = 0};
         rl__frame_header_encode(&fh, h);
         rl__buf_append(&b, h, sizeof h);
@@ -211,13 +211,13 @@ static void attack_handshake(bad_env *e, uint32_t id, uint16_t port, uint64_t *r
         session_as(e, id, port, "random bytes before the handshake", &b, 0, 0, 1);
     }
     /* Proofs: a flipped bit, another cluster's name, a member claim with the client key only. */
-    rl_net_auth other, client;
+    rl__net_auth other, client;
     rl_test_auth_member(&other, 1);
     rl_test_auth_client(&client, 0);
     memcpy(client.cluster_key, e->c.key.auth.cluster_key, sizeof client.cluster_key); /* this cluster's file */
     struct {
         const char *what;
-        const rl_net_auth *auth;
+        const rl__net_auth *auth;
         int cls;
         unsigned flags;
         int want;
@@ -245,7 +245,7 @@ static void attack_handshake(bad_env *e, uint32_t id, uint16_t port, uint64_t *r
         int fd = raw_connect(port);
         ASSERT_OK(rl_test_raw_handshake(fd, &client, RL_AUTH_CLIENT, 0, 5000));
         rl__buf_reset(&b);
-        rl_msg m;
+        rl__msg m;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_HELLO;
         m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
@@ -293,7 +293,7 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     hello(&b, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
     {
         uint8_t h[RL_FRAME_HEADER_LEN];
-        rl_frame_header fh = {.payload_len = RL_NET_MAX_PAYLOAD + 1, .type = RL_MSG_GET, .flags = 0, .id = 2};
+        rl__frame_header fh = {.payload_len = RL_NET_MAX_PAYLOAD + 1, .type = RL_MSG_GET, .flags = 0, .id = 2};
         rl__frame_header_encode(&fh, h);
         rl__buf_append(&b, h, sizeof h);
     }
@@ -330,7 +330,7 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     hello(&b, RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION);
     {
         uint8_t h[RL_FRAME_HEADER_LEN];
-        rl_frame_header fh = {.payload_len = 100, .type = RL_MSG_GET, .flags = 0, .id = 2};
+        rl__frame_header fh = {.payload_len = 100, .type = RL_MSG_GET, .flags = 0, .id = 2};
         rl__frame_header_encode(&fh, h);
         rl__buf_append(&b, h, sizeof h);
         rl__buf_append(&b, "0123456789", 10);
@@ -388,7 +388,7 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     ASSERT_EQ(poll(&pf, 1, 3000), 1);
     uint8_t h[RL_FRAME_HEADER_LEN];
     ASSERT_EQ(recv(fd, h, sizeof h, MSG_WAITALL), (ssize_t)sizeof h);
-    rl_frame_header fh;
+    rl__frame_header fh;
     ASSERT_EQ(rl__frame_header_decode(h, &fh), 0);
     ASSERT_EQ(fh.type, RL_MSG_HELLO);
     ASSERT_EQ(fh.flags, RL_FRAME_REPLY);
@@ -401,7 +401,7 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
 TEST(bad_1_1_each_role_survives) {
     bad_env e;
     memset(&e, 0, sizeof e);
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     ASSERT_OK(rl_test_cluster_start(&e.c, &o));

@@ -177,7 +177,7 @@ TEST(cluster_3_1_cli_life_cycle) {
  * process and no directory. */
 TEST(cluster_3_2_fixture) {
     const char *keys[] = {"b", "m"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.split = keys;
@@ -204,7 +204,7 @@ TEST(cluster_3_3_guardian) {
     pid_t child = fork();
     if (child == 0) {
         close(pfd[0]);
-        rl_cluster_up_opts o;
+        rl__cluster_up_opts o;
         memset(&o, 0, sizeof o);
         o.n_storage = 1;
         rl_test_cluster c;

@@ -46,7 +46,7 @@ typedef struct {
 
 static void key3(rl_buf *b, const char *tag, int p, int t, int k) {
     rl__buf_reset(b);
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, b);
     rl__tuple_pack_string(&pk, tag, strlen(tag));
     if (p >= 0) rl__tuple_pack_int(&pk, p);
@@ -254,7 +254,7 @@ static int op_mapped(thr *th) {
     uint8_t end[64];
     memcpy(end, pre.data, pre.len);
     end[pre.len] = 0xff;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, &mapper);
     rl__tuple_pack_string(&pk, "cc", 2);
     rl__tuple_pack_string(&pk, "{K[1]}", 6);
@@ -396,7 +396,7 @@ TEST(conc_1_1_processes_threads_model) {
         splits[i] = (const char *)pr[i].data;
     }
     rl__buf_release(&b);
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 3;
     o.split = splits;

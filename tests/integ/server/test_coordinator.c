@@ -234,7 +234,7 @@ static int tconn_try_open(tconn *t, uint16_t port) {
     setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     t->next_id = 1;
     /* The handshake, as a member of the test cluster (the coordinator's key file). */
-    rl_net_auth auth;
+    rl__net_auth auth;
     rl_test_auth_member(&auth, 0);
     if (rl_test_raw_handshake(t->fd, &auth, RL_AUTH_MEMBER, 0, 5000) != RL_OK) {
         close(t->fd);
@@ -293,7 +293,7 @@ static int recv_all(int fd, void *p, size_t n, int timeout_ms) {
 }
 
 static void tconn_send_raw(tconn *t, uint16_t type, uint16_t flags, uint64_t id, const void *p, size_t n) {
-    rl_frame_header h = {(uint32_t)n, type, flags, id};
+    rl__frame_header h = {(uint32_t)n, type, flags, id};
     uint8_t hb[RL_FRAME_HEADER_LEN];
     rl__frame_header_encode(&h, hb);
     ASSERT_EQ(send_all(t->fd, hb, sizeof hb), 0);
@@ -301,10 +301,10 @@ static void tconn_send_raw(tconn *t, uint16_t type, uint16_t flags, uint64_t id,
 }
 
 /* Send request m (type in m->type) with a fresh id; returns the id. */
-static uint64_t tconn_send(tconn *t, rl_msg *m) {
+static uint64_t tconn_send(tconn *t, rl__msg *m) {
     rl_buf b;
     rl__buf_init(&b);
-    rl_proto_why why;
+    rl__proto_why why;
     m->flags = 0;
     uint64_t id = t->next_id++;
     int rc = rl__msg_frame_encode(&b, id, m, &why);
@@ -316,7 +316,7 @@ static uint64_t tconn_send(tconn *t, rl_msg *m) {
 
 /* Receive one frame within timeout_ms and decode it into *out (the arena is reset first).
  * Returns 0, or -1 if the connection closed or timed out (errno says which). */
-static int tconn_recv(tconn *t, rl_frame_header *h, rl_msg *out, int timeout_ms) {
+static int tconn_recv(tconn *t, rl__frame_header *h, rl__msg *out, int timeout_ms) {
     uint8_t hb[RL_FRAME_HEADER_LEN];
     if (recv_all(t->fd, hb, sizeof hb, timeout_ms) != 0) return -1;
     ASSERT_EQ(rl__frame_header_decode(hb, h), 0);
@@ -326,7 +326,7 @@ static int tconn_recv(tconn *t, rl_frame_header *h, rl_msg *out, int timeout_ms)
     }
     if (h->payload_len && recv_all(t->fd, t->buf, h->payload_len, timeout_ms) != 0) return -1;
     rl__arena_reset(&t->arena);
-    rl_proto_why why;
+    rl__proto_why why;
     int rc = rl__msg_decode(h->type, h->flags, t->buf, h->payload_len, &t->arena, out, &why);
     if (rc != RL_OK) fail_msg("reply %s does not decode: %s", rl__msg_type_name(h->type), why.text);
     return 0;
@@ -334,7 +334,7 @@ static int tconn_recv(tconn *t, rl_frame_header *h, rl_msg *out, int timeout_ms)
 
 /* Send m and receive its reply (10 s); a reply to another id fails the test. *h is the reply's
  * header (flags say whether it is an error reply). */
-static void tconn_call(tconn *t, rl_msg *m, rl_frame_header *h, rl_msg *out) {
+static void tconn_call(tconn *t, rl__msg *m, rl__frame_header *h, rl__msg *out) {
     uint64_t id = tconn_send(t, m);
     if (tconn_recv(t, h, out, 10000) != 0) fail_msg("no reply to %s: %s", rl__msg_type_name(m->type), strerror(errno));
     ASSERT_EQ(h->id, id);
@@ -355,11 +355,11 @@ static int tconn_closed_by_peer(tconn *t, int timeout_ms) {
 }
 
 static void tconn_hello(tconn *t, uint8_t role, uint32_t id) {
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
-    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"hostT", 5};
+    m.u.hello_req = (rl__msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"hostT", 5};
     tconn_call(t, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
     ASSERT_EQ(r.u.hello_reply.role, RL_ROLE_COORDINATOR);
@@ -372,9 +372,9 @@ static void tconn_client(tconn *t, uint16_t port) {
     tconn_hello(t, RL_ROLE_CLIENT, 0);
 }
 
-static rl_version grv(tconn *t) {
-    rl_msg m, r;
-    rl_frame_header h;
+static rl__version grv(tconn *t) {
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_READ_VERSION;
     tconn_call(t, &m, &h, &r);
@@ -385,14 +385,14 @@ static rl_version grv(tconn *t) {
 /* A transaction being built: mutations and conflict ranges whose bytes live in an arena. */
 typedef struct {
     rl_arena a;
-    rl_mutation muts[64];
+    rl__mutation muts[64];
     uint32_t n_muts;
-    rl_keyrange reads[16], writes[64];
+    rl__keyrange reads[16], writes[64];
     uint32_t n_reads, n_writes;
-    rl_version rv;
+    rl__version rv;
 } txn;
 
-static void txn_init(txn *x, rl_version rv) {
+static void txn_init(txn *x, rl__version rv) {
     memset(x, 0, sizeof *x);
     rl__arena_init(&x->a, 0);
     x->rv = rv;
@@ -400,31 +400,31 @@ static void txn_init(txn *x, rl_version rv) {
 
 static const uint8_t *dupb(txn *x, const void *p, size_t n) { return rl__arena_memdup(&x->a, p, n); }
 
-static rl_keyrange single(txn *x, const char *k, size_t kl) {
+static rl__keyrange single(txn *x, const char *k, size_t kl) {
     uint8_t *e = rl__arena_alloc(&x->a, kl + 1);
     memcpy(e, k, kl);
     e[kl] = 0;
-    return (rl_keyrange){dupb(x, k, kl), (uint32_t)kl, e, (uint32_t)kl + 1};
+    return (rl__keyrange){dupb(x, k, kl), (uint32_t)kl, e, (uint32_t)kl + 1};
 }
 
 static void txn_set(txn *x, const char *k, size_t kl, const char *v, size_t vl) {
-    x->muts[x->n_muts++] = (rl_mutation){RL_MUT_SET, dupb(x, k, kl), (uint32_t)kl, dupb(x, v, vl), (uint32_t)vl};
+    x->muts[x->n_muts++] = (rl__mutation){RL_MUT_SET, dupb(x, k, kl), (uint32_t)kl, dupb(x, v, vl), (uint32_t)vl};
     x->writes[x->n_writes++] = single(x, k, kl);
 }
 
 static void txn_mut(txn *x, uint8_t type, const void *p1, size_t l1, const void *p2, size_t l2) {
-    x->muts[x->n_muts++] = (rl_mutation){type, dupb(x, p1, l1), (uint32_t)l1, dupb(x, p2, l2), (uint32_t)l2};
+    x->muts[x->n_muts++] = (rl__mutation){type, dupb(x, p1, l1), (uint32_t)l1, dupb(x, p2, l2), (uint32_t)l2};
 }
 
 static void txn_read(txn *x, const char *k, size_t kl) { x->reads[x->n_reads++] = single(x, k, kl); }
 
 /* Commit x; returns the reply (result, version, order). */
-static rl_msg_commit_reply txn_commit(tconn *t, txn *x) {
-    rl_msg m, r;
-    rl_frame_header h;
+static rl__msg_commit_reply txn_commit(tconn *t, txn *x) {
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_COMMIT;
-    m.u.commit_req = (rl_msg_commit_req){x->rv, x->reads, x->n_reads, x->writes, x->n_writes, x->muts, x->n_muts};
+    m.u.commit_req = (rl__msg_commit_req){x->rv, x->reads, x->n_reads, x->writes, x->n_writes, x->muts, x->n_muts};
     tconn_call(t, &m, &h, &r);
     if (h.flags != RL_FRAME_REPLY)
         fail_msg("COMMIT got an error reply %d: %.*s", r.u.error.code, (int)r.u.error.message_len, r.u.error.message);
@@ -433,12 +433,12 @@ static rl_msg_commit_reply txn_commit(tconn *t, txn *x) {
 }
 
 /* GET key at version v: returns 1 and the value (copied, NUL-terminated, free()) if present. */
-static int get_at(tconn *t, rl_version v, const char *k, size_t kl, char **out, uint32_t *out_len, int *out_err) {
-    rl_msg m, r;
-    rl_frame_header h;
+static int get_at(tconn *t, rl__version v, const char *k, size_t kl, char **out, uint32_t *out_len, int *out_err) {
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET;
-    m.u.get_req = (rl_msg_get_req){v, (const uint8_t *)k, (uint32_t)kl};
+    m.u.get_req = (rl__msg_get_req){v, (const uint8_t *)k, (uint32_t)kl};
     tconn_call(t, &m, &h, &r);
     if (out_err) *out_err = h.flags & RL_FRAME_ERROR ? r.u.error.code : 0;
     if (h.flags & RL_FRAME_ERROR) return 0;
@@ -454,8 +454,8 @@ static int get_at(tconn *t, rl_version v, const char *k, size_t kl, char **out, 
 
 /* STATUS as parsed JSON (json_decref). */
 static json_t *status(tconn *t) {
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_STATUS;
     tconn_call(t, &m, &h, &r);
@@ -480,7 +480,7 @@ TEST(coord_1_1_start_status_shard_map) {
     coord_start(&c, "co11");
     tconn t;
     tconn_client(&t, c.port);
-    rl_version v0 = grv(&t);
+    rl__version v0 = grv(&t);
     ASSERT_TRUE(v0 > 0); /* the layout and the coordinator's own entry were committed */
 
     json_t *st = status(&t);
@@ -510,13 +510,13 @@ TEST(coord_1_1_start_status_shard_map) {
     }
     json_decref(st);
 
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_SHARD_MAP;
     tconn_call(&t, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
-    const rl_msg_get_shard_map_reply *sm = &r.u.get_shard_map_reply;
+    const rl__msg_get_shard_map_reply *sm = &r.u.get_shard_map_reply;
     ASSERT_TRUE(sm->version >= v0);
     ASSERT_EQ(sm->n_servers, 1); /* only the coordinator: no storage server registered yet */
     ASSERT_EQ(sm->servers[0].id, 0);
@@ -544,7 +544,7 @@ TEST(coord_1_1_start_status_shard_map) {
 
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_PING;
-    m.u.ping_req = (rl_msg_ping_req){(const uint8_t *)"hello", 5};
+    m.u.ping_req = (rl__msg_ping_req){(const uint8_t *)"hello", 5};
     uint64_t before = rl__clock_mono_ns();
     tconn_call(&t, &m, &h, &r);
     ASSERT_MEM_EQ(r.u.ping_reply.payload, r.u.ping_reply.payload_len, "hello", 5);
@@ -602,7 +602,7 @@ typedef struct {
     uint16_t port;
     int idx;
     int committed, conflicts;
-    rl_version versions[C12_TXNS];
+    rl__version versions[C12_TXNS];
     uint16_t orders[C12_TXNS];
     int ok[C12_TXNS];
     char fail[256];
@@ -614,7 +614,7 @@ static void *c12_thread(void *p) {
     tconn t;
     tconn_client(&t, a->port);
     for (int i = 0; i < C12_TXNS; i++) {
-        rl_version rv = grv(&t);
+        rl__version rv = grv(&t);
         char *val = NULL;
         uint32_t vl = 0;
         long n = 0;
@@ -631,7 +631,7 @@ static void *c12_thread(void *p) {
         uint8_t param[14] = {0};
         /* 10 placeholder bytes then the little-endian offset 0 */
         txn_mut(&x, RL_MUT_SET_VERSIONSTAMPED_VALUE, vk, (size_t)vkl, param, sizeof param);
-        rl_msg_commit_reply cr = txn_commit(&t, &x);
+        rl__msg_commit_reply cr = txn_commit(&t, &x);
         if (cr.result == RL_OK) {
             a->committed++;
             a->ok[i] = 1;
@@ -679,7 +679,7 @@ TEST(coord_1_2_concurrent_commits) {
     ASSERT_TRUE(committed > 0);
     tconn t;
     tconn_client(&t, c.port);
-    rl_version rv = grv(&t);
+    rl__version rv = grv(&t);
     char *val = NULL;
     uint32_t vl;
     ASSERT_TRUE(get_at(&t, rv, "\xff/t/counter", 12, &val, &vl, NULL));
@@ -719,15 +719,15 @@ TEST(coord_1_2_concurrent_commits) {
 
 /* Play storage server id: HELLO as storage, REGISTER_STORAGE with its durable version. Returns
  * the reply's start version; *out_err the error code of an error reply (else 0). */
-static rl_version register_storage(tconn *t, uint16_t port, uint32_t id, rl_version durable, int *out_err, char *msg,
-                                   size_t cap) {
+static rl__version register_storage(tconn *t, uint16_t port, uint32_t id, rl__version durable, int *out_err, char *msg,
+                                    size_t cap) {
     tconn_open(t, port);
     tconn_hello(t, RL_ROLE_STORAGE, id);
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_REGISTER_STORAGE;
-    m.u.register_storage_req = (rl_msg_register_storage_req){
+    m.u.register_storage_req = (rl__msg_register_storage_req){
         id, (const uint8_t *)"127.0.0.1", 9, (uint16_t)(40000 + id), (const uint8_t *)"hostS", 5, durable};
     tconn_call(t, &m, &h, &r);
     *out_err = h.flags & RL_FRAME_ERROR ? r.u.error.code : 0;
@@ -735,7 +735,7 @@ static rl_version register_storage(tconn *t, uint16_t port, uint32_t id, rl_vers
         if (msg) snprintf(msg, cap, "%.*s", (int)r.u.error.message_len, r.u.error.message);
         return 0;
     }
-    const rl_msg_register_storage_reply *rr = &r.u.register_storage_reply;
+    const rl__msg_register_storage_reply *rr = &r.u.register_storage_reply;
     ASSERT_EQ(rr->n_ranges, 1);
     if (id == 1) {
         ASSERT_MEM_EQ(rr->ranges[0].begin, rr->ranges[0].begin_len, "", 0);
@@ -749,9 +749,9 @@ static rl_version register_storage(tconn *t, uint16_t port, uint32_t id, rl_vers
 
 /* A PEEK reply, copied out of the connection's buffers. */
 typedef struct {
-    rl_version end;
+    rl__version end;
     int n;
-    rl_version v[256];
+    rl__version v[256];
     int nm[256];
     uint8_t type[256][8];
     char p1[256][8][32];
@@ -759,17 +759,17 @@ typedef struct {
     int err;
 } peeked;
 
-static void peek_send(tconn *t, uint32_t id, rl_version after, uint32_t wait_ms, uint64_t *out_id) {
-    rl_msg m;
+static void peek_send(tconn *t, uint32_t id, rl__version after, uint32_t wait_ms, uint64_t *out_id) {
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_PEEK;
-    m.u.peek_req = (rl_msg_peek_req){id, after, 0, wait_ms};
+    m.u.peek_req = (rl__msg_peek_req){id, after, 0, wait_ms};
     *out_id = tconn_send(t, &m);
 }
 
-static void peek_recv(tconn *t, uint64_t id, rl_version after, peeked *out) {
-    rl_msg r;
-    rl_frame_header h;
+static void peek_recv(tconn *t, uint64_t id, rl__version after, peeked *out) {
+    rl__msg r;
+    rl__frame_header h;
     memset(out, 0, sizeof *out);
     if (tconn_recv(t, &h, &r, 15000) != 0) fail_msg("no PEEK reply: %s", strerror(errno));
     ASSERT_EQ(h.id, id);
@@ -778,11 +778,11 @@ static void peek_recv(tconn *t, uint64_t id, rl_version after, peeked *out) {
         out->err = r.u.error.code;
         return;
     }
-    rl_proto_why why;
+    rl__proto_why why;
     ASSERT_OK(rl__msg_peek_reply_check(&r.u.peek_reply, after, &why));
     out->end = r.u.peek_reply.end_version;
     for (uint32_t i = 0; i < r.u.peek_reply.n_versions && i < 256; i++) {
-        const rl_msg_peek_version *pv = &r.u.peek_reply.versions[i];
+        const rl__msg_peek_version *pv = &r.u.peek_reply.versions[i];
         out->v[i] = pv->version;
         out->nm[i] = (int)pv->n_muts;
         for (uint32_t j = 0; j < pv->n_muts && j < 8; j++) {
@@ -794,7 +794,7 @@ static void peek_recv(tconn *t, uint64_t id, rl_version after, peeked *out) {
     }
 }
 
-static void peek(tconn *t, uint32_t id, rl_version after, uint32_t wait_ms, peeked *out) {
+static void peek(tconn *t, uint32_t id, rl__version after, uint32_t wait_ms, peeked *out) {
     uint64_t rid;
     peek_send(t, id, after, wait_ms, &rid);
     peek_recv(t, rid, after, out);
@@ -817,25 +817,25 @@ static int wait_parked(tconn *cl, tconn *s, int id) {
     }
 }
 
-static void pop(tconn *t, uint32_t id, rl_version v) {
-    rl_msg m, r;
-    rl_frame_header h;
+static void pop(tconn *t, uint32_t id, rl__version v) {
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_POP;
-    m.u.pop_req = (rl_msg_pop_req){id, v};
+    m.u.pop_req = (rl__msg_pop_req){id, v};
     tconn_call(t, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
 }
 
 /* ---- coord-1.3 -------------------------------------------------------------------------------- */
 
-static rl_msg_get_range_reply get_range(tconn *t, rl_version v, rl_key_selector b, rl_key_selector e, int limit,
-                                        int reverse, int *out_err) {
-    rl_msg m, r;
-    rl_frame_header h;
+static rl__msg_get_range_reply get_range(tconn *t, rl__version v, rl_key_selector b, rl_key_selector e, int limit,
+                                         int reverse, int *out_err) {
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_RANGE;
-    m.u.get_range_req = (rl_msg_get_range_req){v, b, e, limit, 0, (uint8_t)reverse};
+    m.u.get_range_req = (rl__msg_get_range_req){v, b, e, limit, 0, (uint8_t)reverse};
     tconn_call(t, &m, &h, &r);
     *out_err = h.flags & RL_FRAME_ERROR ? r.u.error.code : 0;
     if (*out_err) memset(&r, 0, sizeof r);
@@ -856,9 +856,9 @@ TEST(coord_1_3_system_keyspace) {
     txn_set(&x, "\xff/t/c", 5, "3", 1);
     txn_set(&x, "\xff/t/z", 5, "26", 2);
     txn_set(&x, "\xff/0", 3, "zero", 4);
-    rl_msg_commit_reply cr = txn_commit(&t, &x);
+    rl__msg_commit_reply cr = txn_commit(&t, &x);
     ASSERT_OK(cr.result);
-    rl_version v = grv(&t);
+    rl__version v = grv(&t);
     ASSERT_TRUE(v >= cr.commit_version);
 
     /* Refused writes: the coordinator's own prefixes, and the special-key space. */
@@ -919,7 +919,7 @@ TEST(coord_1_3_system_keyspace) {
 
     /* Ranges and selectors within ["\xff", "\xff\xff"). */
     v = grv(&t);
-    rl_msg_get_range_reply rr = get_range(&t, v, SEL("\xff/t/", 0, 1), SEL("\xff/t/z", 0, 1), 0, 0, &err);
+    rl__msg_get_range_reply rr = get_range(&t, v, SEL("\xff/t/", 0, 1), SEL("\xff/t/z", 0, 1), 0, 0, &err);
     ASSERT_EQ(err, 0);
     ASSERT_EQ(rr.status, RL_RANGE_OK);
     ASSERT_EQ(rr.n_kvs, 3);
@@ -954,8 +954,8 @@ TEST(coord_1_3_system_keyspace) {
     rr = get_range(&t, v, SEL("a", 0, 1), SEL("\xff/t/z", 0, 1), 0, 0, &err);
     ASSERT_EQ(err, RL_E_WRONG_SHARD_SERVER);
 
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     struct {
         rl_key_selector sel;
         int resolved;
@@ -971,7 +971,7 @@ TEST(coord_1_3_system_keyspace) {
     for (size_t i = 0; i < sizeof gk / sizeof gk[0]; i++) {
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_GET_KEY;
-        m.u.get_key_req = (rl_msg_get_key_req){v, gk[i].sel};
+        m.u.get_key_req = (rl__msg_get_key_req){v, gk[i].sel};
         tconn_call(&t, &m, &h, &r);
         ASSERT_EQ(h.flags, RL_FRAME_REPLY);
         ASSERT_EQ(r.u.get_key_reply.resolved, gk[i].resolved);
@@ -981,7 +981,7 @@ TEST(coord_1_3_system_keyspace) {
     }
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_KEY;
-    m.u.get_key_req = (rl_msg_get_key_req){v, SEL("b", 0, 1)};
+    m.u.get_key_req = (rl__msg_get_key_req){v, SEL("b", 0, 1)};
     tconn_call(&t, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY | RL_FRAME_ERROR);
     ASSERT_EQ(r.u.error.code, RL_E_WRONG_SHARD_SERVER);
@@ -1058,7 +1058,7 @@ TEST(coord_1_4_peek_pop_health) {
     peek(&s1, 1, 0, 0, &pk);
     ASSERT_EQ(pk.err, 0);
     ASSERT_EQ(pk.n, 0);
-    rl_version d0 = grv(&cl);
+    rl__version d0 = grv(&cl);
     ASSERT_TRUE(pk.end > 0 && pk.end <= d0);
 
     /* A commit touching both servers' ranges, with a clear range across the boundary. */
@@ -1068,7 +1068,7 @@ TEST(coord_1_4_peek_pop_health) {
     txn_set(&x, "zebra", 5, "2", 1);
     txn_mut(&x, RL_MUT_CLEAR_RANGE, "b", 1, "zz", 2);
     txn_set(&x, "\xff/sys", 5, "3", 1);
-    rl_msg_commit_reply cr = txn_commit(&cl, &x);
+    rl__msg_commit_reply cr = txn_commit(&cl, &x);
     ASSERT_OK(cr.result);
     peek(&s1, 1, pk.end, 0, &pk);
     ASSERT_EQ(pk.n, 1);
@@ -1093,7 +1093,7 @@ TEST(coord_1_4_peek_pop_health) {
      * tick (an empty batch 500 ms after the last one) answers a parked PEEK too, with no versions;
      * when one came first (a stalled machine), the attempt is repeated. */
     uint64_t rid;
-    rl_version after = pk.end;
+    rl__version after = pk.end;
     int woken = 0;
     for (int attempt = 1; attempt <= 5 && !woken; attempt++) {
         peek_send(&s1, 1, after, 8000, &rid);
@@ -1158,8 +1158,8 @@ TEST(coord_1_4_peek_pop_health) {
     ASSERT_TRUE(json_is_true(json_object_get(status_server(st, 1), "registered")));
     ASSERT_TRUE(json_is_true(json_object_get(status_server(st, 2), "healthy")));
     json_decref(st);
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_SHARD_MAP;
     tconn_call(&cl, &m, &h, &r);
@@ -1189,7 +1189,7 @@ TEST(coord_1_4_peek_pop_health) {
         txn_set(&x, k, (size_t)kl, val, sizeof val);
         ASSERT_OK(txn_commit(&cl, &x).result);
     }
-    rl_version dv = grv(&cl);
+    rl__version dv = grv(&cl);
     st = status(&cl);
     json_int_t segs = json_integer_value(json_object_get(st, "log_segments"));
     json_decref(st);
@@ -1230,9 +1230,9 @@ TEST(coord_1_5_restart_after_kill9) {
     coord c;
     coord_start(&c, "co15");
     uint64_t rng = rl_test_seed();
-    rl_version acked[200];
+    rl__version acked[200];
     int n_acked = 0;
-    rl_version max_acked = 0;
+    rl__version max_acked = 0;
     for (int round = 0; round < 3; round++) {
         tconn cl;
         tconn_client(&cl, c.port);
@@ -1245,7 +1245,7 @@ TEST(coord_1_5_restart_after_kill9) {
             int skl = snprintf(sk, sizeof sk, "\xff/r/%03d", n_acked);
             txn_set(&x, k, (size_t)kl, k, (size_t)kl);
             txn_set(&x, sk, (size_t)skl, k, (size_t)kl);
-            rl_msg_commit_reply cr = txn_commit(&cl, &x);
+            rl__msg_commit_reply cr = txn_commit(&cl, &x);
             ASSERT_OK(cr.result);
             ASSERT_TRUE(cr.commit_version > max_acked);
             max_acked = cr.commit_version;
@@ -1256,7 +1256,7 @@ TEST(coord_1_5_restart_after_kill9) {
         ASSERT_TRUE(WIFSIGNALED(st));
         ASSERT_EQ(coord_start_args(&c, NULL), 0);
         tconn_client(&cl, c.port);
-        rl_version rv = grv(&cl);
+        rl__version rv = grv(&cl);
         ASSERT_TRUE(rv >= max_acked);
         /* Every acknowledged system write is there. */
         for (int i = 0; i < n_acked; i++) {
@@ -1285,7 +1285,7 @@ TEST(coord_1_5_restart_after_kill9) {
         txn x;
         txn_init(&x, rv);
         txn_set(&x, "\xff/after", 7, "1", 1);
-        rl_msg_commit_reply cr = txn_commit(&cl, &x);
+        rl__msg_commit_reply cr = txn_commit(&cl, &x);
         ASSERT_OK(cr.result);
         ASSERT_TRUE(cr.commit_version > max_acked);
         max_acked = cr.commit_version;
@@ -1321,7 +1321,7 @@ TEST(coord_1_6_bad_input) {
         size_t n = 1 + rl_test_rand_below(&rng, sizeof junk);
         for (size_t j = 0; j < n; j++) junk[j] = (uint8_t)rl_test_rand(&rng);
         if (i % 3 == 0) { /* a HELLO header with a random payload */
-            rl_frame_header hh = {(uint32_t)(n > 16 ? n - 16 : 0), RL_MSG_HELLO, 0, 1};
+            rl__frame_header hh = {(uint32_t)(n > 16 ? n - 16 : 0), RL_MSG_HELLO, 0, 1};
             rl__frame_header_encode(&hh, junk);
         }
         send_all(t.fd, junk, n);
@@ -1359,13 +1359,13 @@ TEST(coord_1_6_bad_input) {
         tconn_open(&t, c.port);
         if (cases[i].hello_first) tconn_hello(&t, RL_ROLE_CLIENT, 0);
         if (!cases[i].payload) { /* a valid second HELLO */
-            rl_msg m;
+            rl__msg m;
             memset(&m, 0, sizeof m);
             m.type = RL_MSG_HELLO;
-            m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, 0, 0, (const uint8_t *)"h", 1};
+            m.u.hello_req = (rl__msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, 0, 0, (const uint8_t *)"h", 1};
             tconn_send(&t, &m);
         } else {
-            rl_frame_header hh = {cases[i].len, cases[i].type, cases[i].flags, 7};
+            rl__frame_header hh = {cases[i].len, cases[i].type, cases[i].flags, 7};
             uint8_t hb[RL_FRAME_HEADER_LEN];
             rl__frame_header_encode(&hh, hb);
             send_all(t.fd, hb, sizeof hb);
@@ -1381,11 +1381,11 @@ TEST(coord_1_6_bad_input) {
     uint32_t magics[2][2] = {{0x12345678u, RL_PROTOCOL_VERSION}, {RL_PROTOCOL_MAGIC, 99}};
     for (int i = 0; i < 2; i++) {
         tconn_open(&t, c.port);
-        rl_msg m, r;
-        rl_frame_header h;
+        rl__msg m, r;
+        rl__frame_header h;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_HELLO;
-        m.u.hello_req = (rl_msg_hello_req){magics[i][0], magics[i][1], 0, 0, (const uint8_t *)"h", 1};
+        m.u.hello_req = (rl__msg_hello_req){magics[i][0], magics[i][1], 0, 0, (const uint8_t *)"h", 1};
         tconn_call(&t, &m, &h, &r);
         ASSERT_EQ(h.flags, RL_FRAME_REPLY | RL_FRAME_ERROR);
         ASSERT_EQ(r.u.error.code, RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
@@ -1396,7 +1396,7 @@ TEST(coord_1_6_bad_input) {
     tconn good, badc;
     tconn_client(&good, c.port);
     tconn_client(&badc, c.port);
-    rl_version v1 = grv(&good);
+    rl__version v1 = grv(&good);
     tconn_send_raw(&badc, 99, 0, 1, "", 0);
     ASSERT_TRUE(tconn_closed_by_peer(&badc, 5000));
     ASSERT_TRUE(grv(&good) >= v1);
@@ -1432,7 +1432,7 @@ static void *bench_thread(void *p) {
     uint64_t *seq = calloc((size_t)a->n, sizeof *seq);
     for (int i = 0; i < a->n; i++) tconn_client(&t[i], a->port);
     uint64_t end = rl__clock_mono_ns() + (uint64_t)(a->seconds * 1e9);
-    rl_msg m;
+    rl__msg m;
     for (int i = 0; i < a->n; i++) {
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_GET_READ_VERSION;
@@ -1449,31 +1449,31 @@ static void *bench_thread(void *p) {
         }
         for (int i = 0; i < a->n; i++) {
             if (!(pf[i].revents & POLLIN)) continue;
-            rl_frame_header h;
-            rl_msg rep;
+            rl__frame_header h;
+            rl__msg rep;
             if (tconn_recv(&t[i], &h, &rep, 10000) != 0) {
                 snprintf(a->fail, sizeof a->fail, "connection %d: %s", a->first + i, strerror(errno));
                 active = 0;
                 break;
             }
             if (phase[i] == 0) {
-                rl_version rv = rep.u.get_read_version_reply.version;
-                rl_mutation mu[BENCH_KEYS];
-                rl_keyrange w[BENCH_KEYS];
+                rl__version rv = rep.u.get_read_version_reply.version;
+                rl__mutation mu[BENCH_KEYS];
+                rl__keyrange w[BENCH_KEYS];
                 char keys[BENCH_KEYS][32], ends[BENCH_KEYS][33];
                 for (int k = 0; k < BENCH_KEYS; k++) {
                     int kl = snprintf(keys[k], 32, "bench/%03d/%08llu/%d", a->first + i, (unsigned long long)seq[i], k);
                     memcpy(ends[k], keys[k], (size_t)kl + 1);
                     ends[k][kl] = 0;
-                    mu[k] = (rl_mutation){RL_MUT_SET, (const uint8_t *)keys[k], (uint32_t)kl,
-                                          (const uint8_t *)"value-0123456789", 16};
-                    w[k] = (rl_keyrange){(const uint8_t *)keys[k], (uint32_t)kl, (const uint8_t *)ends[k],
-                                         (uint32_t)kl + 1};
+                    mu[k] = (rl__mutation){RL_MUT_SET, (const uint8_t *)keys[k], (uint32_t)kl,
+                                           (const uint8_t *)"value-0123456789", 16};
+                    w[k] = (rl__keyrange){(const uint8_t *)keys[k], (uint32_t)kl, (const uint8_t *)ends[k],
+                                          (uint32_t)kl + 1};
                 }
                 seq[i]++;
                 memset(&m, 0, sizeof m);
                 m.type = RL_MSG_COMMIT;
-                m.u.commit_req = (rl_msg_commit_req){rv, NULL, 0, w, BENCH_KEYS, mu, BENCH_KEYS};
+                m.u.commit_req = (rl__msg_commit_req){rv, NULL, 0, w, BENCH_KEYS, mu, BENCH_KEYS};
                 tconn_send(&t[i], &m);
                 phase[i] = 1;
             } else {
@@ -1636,15 +1636,15 @@ TEST(coord_1_9_idle_ticks) {
     tconn cl, s[2];
     tconn_client(&cl, c.port);
     int err;
-    rl_version known[2];
+    rl__version known[2];
     for (int i = 0; i < 2; i++) {
         known[i] = register_storage(&s[i], c.port, (uint32_t)i + 1, 0, &err, NULL, 0);
         ASSERT_EQ(err, 0);
     }
     /* GET_READ_VERSION advances while nothing commits. */
-    rl_version v0 = grv(&cl);
+    rl__version v0 = grv(&cl);
     rl__clock_sleep_us(200000);
-    rl_version v1 = grv(&cl);
+    rl__version v1 = grv(&cl);
     printf("200 ms idle: the read version moved %lld versions\n", (long long)(v1 - v0));
     ASSERT_TRUE(v1 - v0 >= 100000); /* half: each read version may be a tick and an fdatasync old */
     json_t *st = status(&cl);

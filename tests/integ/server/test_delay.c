@@ -31,7 +31,7 @@
 
 static rl_test_cluster g_c; /* static: the exit hook reads it after a failed assertion */
 
-static void start(const rl_cluster_up_opts *o) {
+static void start(const rl__cluster_up_opts *o) {
     memset(&g_c, 0, sizeof g_c);
     ASSERT_OK(rl_test_cluster_start(&g_c, o));
 }
@@ -83,7 +83,7 @@ static void set_get(rl_db *db, const char *k, const char *v) {
 /* After the handshake as a member of g_c (tests/net_fixture.h). */
 static int raw_open(const char *ip, uint16_t port, uint8_t role, uint32_t id, const char *host) {
     int fd = rl_test_raw_open(ip, port, &g_c.key.auth);
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
     m.u.hello_req.magic = RL_PROTOCOL_MAGIC;
@@ -101,7 +101,7 @@ static int raw_open(const char *ip, uint16_t port, uint8_t role, uint32_t id, co
 }
 
 /* Read one frame (3 s); returns 0, or -1 on EOF/timeout. payload into *pl (reset first). */
-static int raw_recv(int fd, rl_frame_header *h, rl_buf *pl) {
+static int raw_recv(int fd, rl__frame_header *h, rl_buf *pl) {
     uint8_t hb[RL_FRAME_HEADER_LEN];
     size_t got = 0;
     rl__buf_reset(pl);
@@ -126,7 +126,7 @@ static int raw_recv(int fd, rl_frame_header *h, rl_buf *pl) {
     return 0;
 }
 
-static void raw_send_msg(int fd, uint64_t id, const rl_msg *m) {
+static void raw_send_msg(int fd, uint64_t id, const rl__msg *m) {
     rl_buf b;
     rl__buf_init(&b);
     ASSERT_OK(rl__msg_frame_encode(&b, id, m, NULL));
@@ -136,7 +136,7 @@ static void raw_send_msg(int fd, uint64_t id, const rl_msg *m) {
 
 /* Expect the HELLO reply on fd. */
 static void raw_hello_reply(int fd) {
-    rl_frame_header h;
+    rl__frame_header h;
     rl_buf pl;
     rl__buf_init(&pl);
     ASSERT_EQ(raw_recv(fd, &h, &pl), 0);
@@ -151,14 +151,14 @@ static uint64_t raw_min_rtt(int fd, int n) {
     rl_buf pl;
     rl__buf_init(&pl);
     for (int i = 0; i < n; i++) {
-        rl_msg m;
+        rl__msg m;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_PING;
         m.u.ping_req.payload = (const uint8_t *)"x";
         m.u.ping_req.payload_len = 1;
         uint64_t t0 = rl__clock_mono_ns();
         raw_send_msg(fd, 100 + (uint64_t)i, &m);
-        rl_frame_header h;
+        rl__frame_header h;
         ASSERT_EQ(raw_recv(fd, &h, &pl), 0);
         uint64_t d = rl__clock_mono_ns() - t0;
         ASSERT_EQ(h.type, RL_MSG_PING);
@@ -175,12 +175,12 @@ static uint64_t raw_min_rtt(int fd, int n) {
  * the client's path is >= 2 ms (the delay both ways), and the frames the processes and the client
  * delayed went out on time: lateness >= 0 by construction, p50 below 200 µs, p99 below the bound. */
 TEST(delay_1_1_per_message) {
-    rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1, .delay_us = 1000};
+    rl__cluster_up_opts o = {.n_storage = 1, .no_sync = 1, .delay_us = 1000};
     start(&o);
     rl_db *db;
     ASSERT_OK(rl_db_open(g_c.url, NULL, &db));
     set_get(db, "delay-k", "v");
-    rl_kv_ping_stats ps;
+    rl__kv_ping_stats ps;
     for (uint32_t id = 0; id <= 1; id++) {
         ASSERT_OK(rl__db_cluster_ping_stats(db, id, 200, &ps));
         printf("process %u: ping min %.1f p50 %.1f p99 %.1f max %.1f us\n", id, ps.min_ns / 1e3, ps.p50_ns / 1e3,
@@ -234,7 +234,7 @@ TEST(delay_1_1_per_message) {
  * sent back to back by a peer on another host, comes back in order (the server's replies are
  * delayed by 200-2,200 µs each and never overtake each other). */
 TEST(delay_1_2_jitter_keeps_order) {
-    rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1, .delay_us = 200, .jitter_us = 2000};
+    rl__cluster_up_opts o = {.n_storage = 1, .no_sync = 1, .delay_us = 200, .jitter_us = 2000};
     start(&o);
     char ip[16];
     uint16_t port;
@@ -249,7 +249,7 @@ TEST(delay_1_2_jitter_keeps_order) {
     for (int i = 0; i < N; i++) {
         char seq[16];
         int l = snprintf(seq, sizeof seq, "%d", i);
-        rl_msg m;
+        rl__msg m;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_PING;
         m.u.ping_req.payload = (const uint8_t *)seq;
@@ -263,9 +263,9 @@ TEST(delay_1_2_jitter_keeps_order) {
     rl__arena_init(&a, 0);
     uint64_t t0 = rl__clock_mono_ns();
     for (int i = 0; i < N; i++) {
-        rl_frame_header h;
+        rl__frame_header h;
         ASSERT_EQ(raw_recv(fd, &h, &pl), 0);
-        rl_msg r;
+        rl__msg r;
         ASSERT_OK(rl__msg_decode(h.type, h.flags, (const uint8_t *)pl.data, pl.len, &a, &r, NULL));
         char want[16];
         snprintf(want, sizeof want, "%d", i);
@@ -291,7 +291,7 @@ TEST(delay_1_2_jitter_keeps_order) {
 static double until_rtt(rl_db *db, int want_slow, uint64_t threshold_ns) {
     uint64_t t0 = rl__clock_mono_ns();
     for (;;) {
-        rl_kv_ping_stats ps;
+        rl__kv_ping_stats ps;
         ASSERT_OK(rl__db_cluster_ping_stats(db, 1, 5, &ps));
         int ok = want_slow ? ps.min_ns >= threshold_ns : ps.min_ns < threshold_ns;
         double el = (double)(rl__clock_mono_ns() - t0) / 1e9;
@@ -307,7 +307,7 @@ static double until_rtt(rl_db *db, int want_slow, uint64_t threshold_ns) {
  * client that keeps sending sees round trips >= 2 ms within about a second, `rl ping` too; 0
  * restores loopback figures (below the delay). The delay is recorded for restarts. */
 TEST(delay_1_3_set_delay_live) {
-    rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1};
+    rl__cluster_up_opts o = {.n_storage = 1, .no_sync = 1};
     start(&o);
     rl_db *db;
     ASSERT_OK(rl_db_open(g_c.url, NULL, &db));
@@ -370,7 +370,7 @@ TEST(delay_1_3_set_delay_live) {
  * the cluster file names the coordinator's, a client reads and writes every shard, and a peer on
  * the same host as a server gets undelayed replies while one on another host waits the delay. */
 TEST(delay_1_4_hosts) {
-    rl_cluster_up_opts o = {.n_hosts = 3, .storage_per_host = 2, .host_addresses = 1, .no_sync = 1, .delay_us = 500};
+    rl__cluster_up_opts o = {.n_hosts = 3, .storage_per_host = 2, .host_addresses = 1, .no_sync = 1, .delay_us = 500};
     start(&o);
     json_t *st = cluster_status();
     json_t *procs = json_object_get(st, "processes");
@@ -403,7 +403,7 @@ TEST(delay_1_4_hosts) {
     {
         rl_buf m;
         rl__buf_init(&m);
-        rl_admin_conn *a = NULL;
+        rl__admin_conn *a = NULL;
         ASSERT_RC(rl__admin_conn_open_at("10.0.0.1", 4500, &g_c.key.auth, 100, &a, &m),
                   RL_E_INVALID_ARGUMENT); /* loopback only */
         ASSERT_NULL(a);
@@ -411,11 +411,11 @@ TEST(delay_1_4_hosts) {
         uint16_t cport;
         ASSERT_OK(rl__cluster_addr(g_c.dir, 0, cip, &cport, NULL, &m));
         ASSERT_OK(rl__admin_conn_open_at(cip, cport, &g_c.key.auth, 3000, &a, &m));
-        rl_msg req, reply;
+        rl__msg req, reply;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_GET_SHARD_MAP;
         ASSERT_OK(rl__admin_conn_call(a, &req, &reply, 3000, &m));
-        const rl_msg_get_shard_map_reply *g = &reply.u.get_shard_map_reply;
+        const rl__msg_get_shard_map_reply *g = &reply.u.get_shard_map_reply;
         ASSERT_EQ(g->delay_us, 500);
         ASSERT_EQ(g->jitter_us, 0);
         ASSERT_EQ(g->n_servers, 7);
@@ -444,7 +444,7 @@ TEST(delay_1_4_hosts) {
     uint32_t ids[16];
     ASSERT_OK(rl__kv_cluster_servers(db->be, ids, 16, &n_ids));
     ASSERT_EQ(n_ids, 7);
-    rl_kv_ping_stats ps;
+    rl__kv_ping_stats ps;
     ASSERT_OK(rl__db_cluster_ping_stats(db, 5, 10, &ps)); /* storage 5 on 127.0.0.3, host3 */
     ASSERT_TRUE(ps.min_ns >= 1000000);
     rl_db_close(db);
@@ -532,11 +532,11 @@ TEST(delay_1_5_bad_input) {
     free(out);
     ASSERT_EQ(rl_test_run("rlkvd", NULL, &out, "coordinator --dir /nonexistent/x --jitter-us 99999999999"), 2);
     free(out);
-    rl_cluster_up_opts bad = {.n_storage = 2, .replication = 3}, res;
+    rl__cluster_up_opts bad = {.n_storage = 2, .replication = 3}, res;
     rl_buf msg;
     rl__buf_init(&msg);
     ASSERT_RC(rl__cluster_topology(&bad, &res, &msg), RL_E_INVALID_ARGUMENT);
-    rl_cluster_up_opts o = {.n_storage = 1, .no_sync = 1};
+    rl__cluster_up_opts o = {.n_storage = 1, .no_sync = 1};
     start(&o);
     ASSERT_RC(rl__cluster_delay(g_c.dir, 10000001, 0, NULL, &msg), RL_E_INVALID_ARGUMENT);
     ASSERT_EQ(rl_test_run("rl", NULL, &out, "cluster delay --dir '%s' --delay-us 10000001", g_c.dir), 2);
@@ -546,9 +546,9 @@ TEST(delay_1_5_bad_input) {
         uint16_t port;
         ASSERT_OK(rl__cluster_addr(g_c.dir, id, ip, &port, NULL, &msg));
         /* Above 10 s: an error reply, the connection stays usable. */
-        rl_admin_conn *a = NULL;
+        rl__admin_conn *a = NULL;
         ASSERT_OK(rl__admin_conn_open_at(ip, port, &g_c.key.auth, 3000, &a, &msg));
-        rl_msg req, reply;
+        rl__msg req, reply;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_SET_DELAY;
         req.u.set_delay_req.delay_us = 10000001;
@@ -563,18 +563,18 @@ TEST(delay_1_5_bad_input) {
         /* From a connection that is not an admin tool's: refused, nothing changes. */
         int cfd = raw_open(ip, port, RL_ROLE_CLIENT, 0, "client");
         raw_hello_reply(cfd);
-        rl_msg sd;
+        rl__msg sd;
         memset(&sd, 0, sizeof sd);
         sd.type = RL_MSG_SET_DELAY;
         sd.u.set_delay_req.delay_us = 5000;
         raw_send_msg(cfd, 9, &sd);
         {
-            rl_frame_header eh;
+            rl__frame_header eh;
             rl_buf epl;
             rl__buf_init(&epl);
             ASSERT_EQ(raw_recv(cfd, &eh, &epl), 0);
             ASSERT_EQ(eh.flags, RL_FRAME_REPLY | RL_FRAME_ERROR);
-            rl_msg em;
+            rl__msg em;
             ASSERT_OK(rl__msg_decode(eh.type, eh.flags, (const uint8_t *)epl.data, epl.len, NULL, &em, NULL));
             ASSERT_EQ(em.u.error.code, RL_E_UNAUTHORIZED_ATTEMPT);
             ASSERT_EQ(raw_min_rtt(cfd, 3) < 5000000, 1); /* still open, and not delayed 5 ms */
@@ -585,10 +585,10 @@ TEST(delay_1_5_bad_input) {
         int fd = raw_open(ip, port, RL_ROLE_ADMIN, 0, "rl");
         raw_hello_reply(fd);
         uint8_t frame[RL_FRAME_HEADER_LEN + 7] = {0};
-        rl_frame_header fh = {.payload_len = 7, .type = RL_MSG_SET_DELAY, .flags = 0, .id = 5};
+        rl__frame_header fh = {.payload_len = 7, .type = RL_MSG_SET_DELAY, .flags = 0, .id = 5};
         rl__frame_header_encode(&fh, frame);
         ASSERT_EQ(send(fd, frame, sizeof frame, MSG_NOSIGNAL), (ssize_t)sizeof frame);
-        rl_frame_header h;
+        rl__frame_header h;
         rl_buf pl;
         rl__buf_init(&pl);
         ASSERT_EQ(raw_recv(fd, &h, &pl), -1); /* closed without a reply */

@@ -35,7 +35,7 @@ typedef struct {
 } model;
 
 static void pack_index(rl_buf *b, int price, int pk) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "i", 1);
@@ -44,7 +44,7 @@ static void pack_index(rl_buf *b, int price, int pk) {
 }
 
 static void pack_record(rl_buf *b, int pk, int sub) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "r", 1);
@@ -83,7 +83,7 @@ static void load(rl_db *db, model *m, uint64_t *rng) {
 }
 
 static void mapper(rl_buf *b) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "r", 1);
@@ -97,7 +97,7 @@ static rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target, int f
     rl__buf_init(&b);
     rl__buf_init(&e);
     rl__buf_init(&mp);
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__tuple_packer_init(&p, &b);
     rl__tuple_pack_string(&p, "i", 1);
     rl__tuple_pack_int(&p, lo);
@@ -146,7 +146,7 @@ TEST(strategies_1_1_identical) {
     rl_test_cluster *c = &g_cluster;
     /* ("i", ...) on storage 2; ("r", 1..69) on 3, ("r", 70..139) on 1, ("r", 140..) on 2. */
     const char *keys[] = {"\\x02i", "\\x02j", "\\x02r\\x00\\x15\\x46", "\\x02r\\x00\\x15\\x8c"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 3;
     o.split = keys;
@@ -235,7 +235,7 @@ TEST(strategies_1_1_identical) {
 TEST(strategies_1_2_database_default) {
     rl_test_cluster *c = &g_cluster;
     const char *keys[] = {"\\x02i", "\\x02j"};
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 3;
     o.split = keys;

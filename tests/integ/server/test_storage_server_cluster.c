@@ -2,7 +2,7 @@
  * `rlkvd coordinator` and two real `rlkvd storage` processes (tests/integ/kv/cluster_procs.h
  * starts them with --init, port 0 and port files, and stops them by their recorded pids whatever
  * happens). Commits go through the cluster: client; the test keeps a reference engine (one local
- * rl_storage) with every acknowledged commit applied at its commit version, then reads each
+ * rl__storage) with every acknowledged commit applied at its commit version, then reads each
  * storage server directly over the protocol (ss_test.h) at every commit version and compares.
  *
  * Layout (tuples of small integers, so keys have no NUL bytes): records (1, pk, chunk), an
@@ -30,7 +30,7 @@
 #define SPLIT_PK 60
 
 static void rkey(rl_buf *b, int pk, int chunk) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_int(&p, 1);
@@ -38,7 +38,7 @@ static void rkey(rl_buf *b, int pk, int chunk) {
     rl__tuple_pack_int(&p, chunk);
 }
 static void ikey(rl_buf *b, int price, int pk) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_int(&p, 2);
@@ -50,7 +50,7 @@ static const char MAPPER[] = "\x15\x01\x02{K[2]}\x00\x02{...}\x00";
 
 /* The reference: every acknowledged commit at its version, and the keys ever written. */
 typedef struct {
-    rl_storage *ref;
+    rl__storage *ref;
     int64_t versions[400];
     int n_versions;
     rl_buf keys[2 * NPK * 3];
@@ -71,7 +71,7 @@ static int server_of(const uint8_t *k, uint32_t kl) {
 static void commit_one(rl_db *db, model *md, uint64_t *seed) {
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(db, &t));
-    rl_mutation muts[16];
+    rl__mutation muts[16];
     rl_buf kb[16], vb[16];
     int n = 0;
     int writes = 1 + (int)rl_test_rand_below(seed, 4);
@@ -85,11 +85,11 @@ static void commit_one(rl_db *db, model *md, uint64_t *seed) {
             rkey(&kb[n], pk, ch);
             if (clear) {
                 ASSERT_OK(rl_txn_clear(t, kb[n].data, kb[n].len));
-                muts[n] = (rl_mutation){RL_MUT_CLEAR, kb[n].data, (uint32_t)kb[n].len, NULL, 0};
+                muts[n] = (rl__mutation){RL_MUT_CLEAR, kb[n].data, (uint32_t)kb[n].len, NULL, 0};
             } else {
                 rl__buf_printf(&vb[n], "pk%d/%d/%llu", pk, ch, (unsigned long long)rl_test_rand(seed));
                 ASSERT_OK(rl_txn_set(t, kb[n].data, kb[n].len, vb[n].data, vb[n].len));
-                muts[n] = (rl_mutation){RL_MUT_SET, kb[n].data, (uint32_t)kb[n].len, vb[n].data, (uint32_t)vb[n].len};
+                muts[n] = (rl__mutation){RL_MUT_SET, kb[n].data, (uint32_t)kb[n].len, vb[n].data, (uint32_t)vb[n].len};
             }
             if (md->known[pk][ch] < 0) {
                 md->known[pk][ch] = md->n_keys;
@@ -104,10 +104,10 @@ static void commit_one(rl_db *db, model *md, uint64_t *seed) {
         ikey(&kb[n], (pk * 37) % 11, pk);
         if (clear) {
             ASSERT_OK(rl_txn_clear(t, kb[n].data, kb[n].len));
-            muts[n] = (rl_mutation){RL_MUT_CLEAR, kb[n].data, (uint32_t)kb[n].len, NULL, 0};
+            muts[n] = (rl__mutation){RL_MUT_CLEAR, kb[n].data, (uint32_t)kb[n].len, NULL, 0};
         } else {
             ASSERT_OK(rl_txn_set(t, kb[n].data, kb[n].len, "", 0));
-            muts[n] = (rl_mutation){RL_MUT_SET, kb[n].data, (uint32_t)kb[n].len, (const uint8_t *)"", 0};
+            muts[n] = (rl__mutation){RL_MUT_SET, kb[n].data, (uint32_t)kb[n].len, (const uint8_t *)"", 0};
         }
         n++;
     }
@@ -117,7 +117,7 @@ static void commit_one(rl_db *db, model *md, uint64_t *seed) {
     int64_t v;
     ASSERT_OK(rl_txn_get_committed_version(t, &v));
     rl_txn_free(t);
-    ASSERT_OK(rl__storage_apply(md->ref, (rl_version)v, muts, (size_t)n));
+    ASSERT_OK(rl__storage_apply(md->ref, (rl__version)v, muts, (size_t)n));
     md->versions[md->n_versions++] = v;
     for (int i = 0; i < n; i++) {
         rl__buf_release(&kb[i]);
@@ -131,7 +131,7 @@ static void wait_known(uint16_t port, int64_t v) {
     for (;;) {
         sst_client c;
         sst_client_open(&c, port, RL_ROLE_CLIENT, 0);
-        rl_msg q = sst_req(RL_MSG_STATUS), r;
+        rl__msg q = sst_req(RL_MSG_STATUS), r;
         ASSERT_EQ(sst_call(&c, &q, &r), 0);
         json_t *j = json_loadb((const char *)r.u.status_reply.json, r.u.status_reply.json_len, 0, NULL);
         ASSERT_NOT_NULL(j);
@@ -161,13 +161,13 @@ static void check_versions(cp_cluster *c, model *md) {
             const rl_buf *key = &md->keys[k];
             int s = server_of(key->data, (uint32_t)key->len);
             int present = 0;
-            int rc = sst_get(&cl[s], (rl_version)md->versions[i], (const char *)key->data, key->len, &present, &val);
+            int rc = sst_get(&cl[s], (rl__version)md->versions[i], (const char *)key->data, key->len, &present, &val);
             if (rc) fail_msg("GET at %lld from server %d: %s", (long long)md->versions[i], s, rl_error_name(rc));
             int want = 0;
             const uint8_t *wv = NULL;
             uint32_t wl = 0;
             rl__arena_reset(&a);
-            ASSERT_OK(rl__storage_get(md->ref, (rl_version)md->versions[i], key->data, key->len, &a, &want, &wv, &wl));
+            ASSERT_OK(rl__storage_get(md->ref, (rl__version)md->versions[i], key->data, key->len, &a, &want, &wv, &wl));
             ASSERT_EQ(present, want);
             if (present) ASSERT_MEM_EQ(val.data, val.len, wv, wl);
         }
@@ -181,8 +181,8 @@ static void check_versions(cp_cluster *c, model *md) {
 static void check_mapped(cp_cluster *c, model *md, int64_t v, int reverse) {
     sst_client cl;
     sst_client_open(&cl, (uint16_t)c->port[1], RL_ROLE_CLIENT, 0);
-    rl_msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
-    q.u.get_mapped_range_req.version = (rl_version)v;
+    rl__msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
+    q.u.get_mapped_range_req.version = (rl__version)v;
     q.u.get_mapped_range_req.begin = RL_FIRST_GREATER_OR_EQUAL("\x15\x02", 2);
     q.u.get_mapped_range_req.end = RL_FIRST_GREATER_OR_EQUAL("\x15\x03", 2);
     q.u.get_mapped_range_req.mapper = (const uint8_t *)MAPPER;
@@ -191,17 +191,17 @@ static void check_mapped(cp_cluster *c, model *md, int64_t v, int reverse) {
     q.u.get_mapped_range_req.strategy = RL_FETCH_INDIVIDUAL; /* counted below (the default is grouped) */
     int rc = sst_call(&cl, &q, &r);
     if (rc) fail_msg("mapped read: %s: %.*s", rl_error_name(rc), (int)r.u.error.message_len, r.u.error.message);
-    const rl_msg_get_mapped_range_reply *g = &r.u.get_mapped_range_reply;
+    const rl__msg_get_mapped_range_reply *g = &r.u.get_mapped_range_reply;
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_mapper *m;
+    rl__mapper *m;
     ASSERT_OK(rl__mapper_parse(MAPPER, sizeof MAPPER - 1, &a, &m));
-    rl_mapped_options o;
+    rl__mapped_options o;
     memset(&o, 0, sizeof o);
     o.reverse = reverse;
-    rl_mapped_entry *ents;
+    rl__mapped_entry *ents;
     int n, more;
-    ASSERT_OK(rl__storage_get_mapped_range(md->ref, (rl_version)v, "\x15\x02", 2, "\x15\x03", 2, m, &o, NULL, NULL, &a,
+    ASSERT_OK(rl__storage_get_mapped_range(md->ref, (rl__version)v, "\x15\x02", 2, "\x15\x03", 2, m, &o, NULL, NULL, &a,
                                            &ents, &n, &more));
     ASSERT_EQ(g->n_entries, (uint32_t)n);
     ASSERT_TRUE(n > 0);
@@ -233,7 +233,7 @@ TEST(ssc_1_1_real_coordinator) {
     static model md;
     memset(&md, 0, sizeof md);
     memset(md.known, -1, sizeof md.known);
-    rl_storage_options so;
+    rl__storage_options so;
     memset(&so, 0, sizeof so);
     ASSERT_OK(rl__storage_open(&so, &md.ref, NULL));
     uint64_t seed = rl_test_seed();

@@ -94,7 +94,7 @@ static void proc_kill9(proc *p) {
 #define MAXV 400
 
 typedef struct {
-    rl_version v;
+    rl__version v;
     int n;
     int key[3];
     uint8_t add[3];
@@ -106,7 +106,7 @@ static uint8_t g_keys[NKEYS][4];
 static uint8_t g_one[3][1];
 
 /* The value of key k at version v by the model (-1: absent). */
-static int model_value(int k, rl_version v) {
+static int model_value(int k, rl__version v) {
     int sum = -1;
     for (int i = 0; i < g_nvers && g_vers[i].v <= v; i++)
         for (int j = 0; j < g_vers[i].n; j++)
@@ -116,22 +116,22 @@ static int model_value(int k, rl_version v) {
 
 /* Answer the PEEK in fc->m with the model's versions after its after_version (at most `max`),
  * end_version = the newest of them, or `end` when there are none left. */
-static void serve_peek(sst_fc *fc, int max, rl_version end) {
-    static rl_mutation muts[MAXV][3];
-    static rl_msg_peek_version pv[MAXV];
-    rl_version after = fc->m.u.peek_req.after_version;
+static void serve_peek(sst_fc *fc, int max, rl__version end) {
+    static rl__mutation muts[MAXV][3];
+    static rl__msg_peek_version pv[MAXV];
+    rl__version after = fc->m.u.peek_req.after_version;
     int n = 0;
-    rl_version last = after;
+    rl__version last = after;
     for (int i = 0; i < g_nvers && n < max; i++) {
         if (g_vers[i].v <= after) continue;
         for (int j = 0; j < g_vers[i].n; j++)
-            muts[n][j] = (rl_mutation){RL_MUT_ADD, g_keys[g_vers[i].key[j]], 4, &g_vers[i].add[j], 1};
-        pv[n] = (rl_msg_peek_version){g_vers[i].v, muts[n], (uint32_t)g_vers[i].n};
+            muts[n][j] = (rl__mutation){RL_MUT_ADD, g_keys[g_vers[i].key[j]], 4, &g_vers[i].add[j], 1};
+        pv[n] = (rl__msg_peek_version){g_vers[i].v, muts[n], (uint32_t)g_vers[i].n};
         last = g_vers[i].v;
         n++;
     }
     if (n == 0 && end > after) last = end;
-    rl_msg rep;
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rep.u.peek_reply.end_version = last;
     rep.u.peek_reply.versions = pv;
@@ -139,10 +139,10 @@ static void serve_peek(sst_fc *fc, int max, rl_version end) {
     sst_fc_reply(fc, RL_MSG_PEEK, fc->h.id, &rep);
 }
 
-static const rl_keyrange ALL[] = {{(const uint8_t *)"", 0, (const uint8_t *)"\xff", 1}};
+static const rl__keyrange ALL[] = {{(const uint8_t *)"", 0, (const uint8_t *)"\xff", 1}};
 
 /* Every version's reads against the model. */
-static void check_all(uint16_t port, rl_version known) {
+static void check_all(uint16_t port, rl__version known) {
     sst_client c;
     sst_client_open(&c, port, RL_ROLE_CLIENT, 0);
     rl_buf val;
@@ -244,7 +244,7 @@ TEST(ssp_1_3_kill9_rounds) {
     }
     (void)g_one;
     g_nvers = 0;
-    rl_version v = 0, popped = 0;
+    rl__version v = 0, popped = 0;
     sst_fc fc;
     sst_fc_init(&fc);
     proc p;
@@ -264,7 +264,7 @@ TEST(ssp_1_3_kill9_rounds) {
                 mv->add[j] = (uint8_t)(1 + rl_test_rand_below(&seed, 200));
             }
         }
-        rl_version end = v + rl_test_rand_below(&seed, 500); /* trailing empty versions */
+        rl__version end = v + rl_test_rand_below(&seed, 500); /* trailing empty versions */
         /* Serve them in a few PEEK replies; POPs are noted as they come. */
         int kill_after = (int)rl_test_rand_below(&seed, 4); /* replies before the kill */
         int replies = 0;

@@ -21,27 +21,27 @@ TEST(ssd_bench_1_1_range_vs_lmdb) {
     const char *e = getenv("RL_SSD_BENCH_RANGES");
     int ranges = e && *e ? atoi(e) : 200;
     char *dir = rl_test_tmpdir("ssd-bench");
-    rl_storage_options o = {0};
+    rl__storage_options o = {0};
     o.engine = RL_ENGINE_SSD;
     o.dir = dir;
     o.no_sync = 1;
     o.window_versions = 2;
     o.checkpoint_log_bytes = 1 << 20;
-    rl_storage *st = NULL;
+    rl__storage *st = NULL;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
     char v[100], keys[100][32];
     memset(v, 'x', sizeof v);
-    rl_mutation mu[100];
+    rl__mutation mu[100];
     for (int b = 0; b < 1000; b++) {
         for (int j = 0; j < 100; j++) {
             int kl = snprintf(keys[j], sizeof keys[j], "\x15\x01k%08d", b * 100 + j);
-            mu[j] = (rl_mutation){.type = RL_MUT_SET,
-                                  .p1 = (const uint8_t *)keys[j],
-                                  .len1 = (uint32_t)kl,
-                                  .p2 = (const uint8_t *)v,
-                                  .len2 = 100};
+            mu[j] = (rl__mutation){.type = RL_MUT_SET,
+                                   .p1 = (const uint8_t *)keys[j],
+                                   .len1 = (uint32_t)kl,
+                                   .p2 = (const uint8_t *)v,
+                                   .len2 = 100};
         }
-        ASSERT_OK(rl__storage_apply(st, (rl_version)b + 1, mu, 100));
+        ASSERT_OK(rl__storage_apply(st, (rl__version)b + 1, mu, 100));
     }
     ASSERT_OK(rl__storage_apply(st, 2000, NULL, 0));
     ASSERT_OK(rl__storage_checkpoint(st)); /* everything in LMDB, the window empty */

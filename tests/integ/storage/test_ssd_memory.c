@@ -52,29 +52,29 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
     uint64_t mb = e && *e ? strtoull(e, NULL, 10) : 96;
     uint64_t rows = mb * 1024 * 1024 / VAL;
     char *dir = rl_test_tmpdir("ssd-mem");
-    rl_storage_options o = {0};
+    rl__storage_options o = {0};
     o.engine = RL_ENGINE_SSD;
     o.dir = dir;
     o.no_sync = 1;
     o.window_versions = 4;
     o.checkpoint_log_bytes = 4u << 20;
-    rl_storage *st = NULL;
+    rl__storage *st = NULL;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
     uint8_t *vals = malloc((size_t)BATCH * VAL);
     char(*keys)[24] = malloc(2 * BATCH * sizeof *keys);
-    rl_mutation mu[2 * BATCH];
+    rl__mutation mu[2 * BATCH];
     long rss_early = -1;
-    rl_version v = 0;
+    rl__version v = 0;
     for (uint64_t i = 0; i < rows; i += BATCH) {
         int n = 0;
         for (uint64_t j = i; j < i + BATCH && j < rows; j++, n++) {
             int kl = snprintf(keys[n], sizeof keys[n], "row/%012llu", (unsigned long long)j);
             fill_value(vals + (size_t)n * VAL, j);
-            mu[n] = (rl_mutation){.type = RL_MUT_SET,
-                                  .p1 = (const uint8_t *)keys[n],
-                                  .len1 = (uint32_t)kl,
-                                  .p2 = vals + (size_t)n * VAL,
-                                  .len2 = VAL};
+            mu[n] = (rl__mutation){.type = RL_MUT_SET,
+                                   .p1 = (const uint8_t *)keys[n],
+                                   .len1 = (uint32_t)kl,
+                                   .p2 = vals + (size_t)n * VAL,
+                                   .len2 = VAL};
         }
         /* An index entry per row at a pseudo-random place (like a price index): flushes touch
          * index pages all over LMDB's tree, not only its right edge. */
@@ -82,11 +82,11 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
             uint64_t id = i + (uint64_t)j;
             int kl = snprintf(keys[BATCH + j], sizeof keys[0], "idx/%03llu/%012llu",
                               (unsigned long long)(id * 7919 % 1000), (unsigned long long)id);
-            mu[n + j] = (rl_mutation){.type = RL_MUT_SET,
-                                      .p1 = (const uint8_t *)keys[BATCH + j],
-                                      .len1 = (uint32_t)kl,
-                                      .p2 = (const uint8_t *)"",
-                                      .len2 = 0};
+            mu[n + j] = (rl__mutation){.type = RL_MUT_SET,
+                                       .p1 = (const uint8_t *)keys[BATCH + j],
+                                       .len1 = (uint32_t)kl,
+                                       .p2 = (const uint8_t *)"",
+                                       .len2 = 0};
         }
         ASSERT_OK(rl__storage_apply(st, ++v, mu, (size_t)(2 * n)));
         if (i / BATCH % 16 == 0) ASSERT_OK(rl__storage_sync(st));
@@ -94,7 +94,7 @@ TEST(ssd_3_1_rss_bounded_and_read_back) {
     }
     ASSERT_OK(rl__storage_sync(st));
     long rss_end = rss_anon_kib();
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     printf("%llu rows (%llu MiB): RssAnon %ld KiB after 1/8, %ld KiB at the end (growth %ld KiB); "
            "%llu flushes, %llu rows in the window\n",

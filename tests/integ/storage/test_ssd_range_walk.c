@@ -25,9 +25,9 @@
 #define MAXK 2048
 #define MAXV 3000
 
-static rl_storage *open_store(const char *dir) {
-    rl_storage_options o = {0};
-    rl_storage *st = NULL;
+static rl__storage *open_store(const char *dir) {
+    rl__storage_options o = {0};
+    rl__storage *st = NULL;
     o.engine = dir ? RL_ENGINE_SSD : RL_ENGINE_AUTO;
     o.dir = dir;
     o.no_sync = 1;
@@ -61,11 +61,11 @@ static size_t make_val(int i, int r, uint8_t *out) {
     return n;
 }
 
-static void cmp_range(rl_storage *a, rl_storage *b, const uint8_t *bk, size_t bl, const uint8_t *ek, size_t el,
+static void cmp_range(rl__storage *a, rl__storage *b, const uint8_t *bk, size_t bl, const uint8_t *ek, size_t el,
                       int limit, long target, int reverse, rl_arena *ar, uint64_t seed) {
     rl_keyvalue *ka, *kb;
     int na, nb, ma, mb;
-    rl_version v = rl__storage_latest_version(a);
+    rl__version v = rl__storage_latest_version(a);
     ASSERT_OK(rl__storage_get_range(a, v, bk, bl, ek, el, limit, target, reverse, ar, &ka, &na, &ma));
     ASSERT_OK(rl__storage_get_range(b, v, bk, bl, ek, el, limit, target, reverse, ar, &kb, &nb, &mb));
     if (na != nb || ma != mb)
@@ -93,7 +93,7 @@ static size_t make_bound(uint64_t *rs, uint8_t *out) {
     return n;
 }
 
-static void random_ranges(rl_storage *s, rl_storage *m, uint64_t *rs, int n, uint64_t seed) {
+static void random_ranges(rl__storage *s, rl__storage *m, uint64_t *rs, int n, uint64_t seed) {
     static const int limits[] = {0, 0, 1, 2, 7, 33, 1000, 5000};
     static const long targets[] = {0, 0, 0, 1, 500, 20000};
     uint8_t *k1 = malloc(MAXK), *k2 = malloc(MAXK);
@@ -120,9 +120,9 @@ static void random_ranges(rl_storage *s, rl_storage *m, uint64_t *rs, int n, uin
 
 /* Apply round r to both stores: every key whose index is in [lo, hi) with step `step` is set
  * (or cleared when clear_mod divides i + r). */
-static void apply_round(rl_storage *s, rl_storage *m, rl_version v, int lo, int hi, int step, int r, int clear_mod) {
+static void apply_round(rl__storage *s, rl__storage *m, rl__version v, int lo, int hi, int step, int r, int clear_mod) {
     enum { BATCH = 200 };
-    rl_mutation mu[BATCH];
+    rl__mutation mu[BATCH];
     uint8_t *buf = malloc((size_t)BATCH * (MAXK + MAXV));
     int n = 0;
     for (int i = lo; i < hi; i += step) {
@@ -155,7 +155,7 @@ TEST(ssd_5_1_range_walk_vs_memory) {
     uint64_t seed = rl_test_seed(), rs = seed;
     printf("seed %llu\n", (unsigned long long)seed);
     char *dir = rl_test_tmpdir("ssd-walk");
-    rl_storage *s = open_store(dir), *m = open_store(NULL);
+    rl__storage *s = open_store(dir), *m = open_store(NULL);
     uint64_t pages0, pages1, pages2;
     ASSERT_TRUE(rl__ssd_page_walk(s, &pages0));
     ASSERT_EQ(pages0, 0);
@@ -163,7 +163,7 @@ TEST(ssd_5_1_range_walk_vs_memory) {
     apply_round(s, m, 1000, 1, NKEYS, 3, 1, 5); /* overwrites and clears */
     rl__storage_collect(s);
     ASSERT_OK(rl__storage_checkpoint(s)); /* everything in LMDB */
-    rl_storage_status x;
+    rl__storage_status x;
     rl__storage_get_status(s, &x);
     printf("window rows after the flush %llu\n", (unsigned long long)x.window_rows);
     ASSERT_OK(rl__storage_apply(s, rl__storage_latest_version(s) + 10, NULL, 0));

@@ -27,7 +27,7 @@ static void result_free(result *r) {
     memset(r, 0, sizeof *r);
 }
 
-static result vrun(const rl_args_cmd *cmd, va_list ap) {
+static result vrun(const rl__args_cmd *cmd, va_list ap) {
     char *argv[64];
     int argc = 0;
     for (const char *w; (w = va_arg(ap, const char *)) != NULL && argc < 64;) argv[argc++] = (char *)w;
@@ -43,7 +43,7 @@ static result vrun(const rl_args_cmd *cmd, va_list ap) {
 }
 
 /* Parse the NULL-terminated words (the first is the command's own word) against cmd. */
-static result run(const rl_args_cmd *cmd, ...) {
+static result run(const rl__args_cmd *cmd, ...) {
     va_list ap;
     va_start(ap, cmd);
     result r = vrun(cmd, ap);
@@ -61,7 +61,7 @@ static void check_usage(result *r, const char *want) {
 }
 
 /* The words must parse: go on, nothing printed. */
-static void go_(const rl_args_cmd *cmd, ...) {
+static void go_(const rl__args_cmd *cmd, ...) {
     va_list ap;
     va_start(ap, cmd);
     result r = vrun(cmd, ap);
@@ -73,7 +73,7 @@ static void go_(const rl_args_cmd *cmd, ...) {
 }
 
 /* The words must be a usage error whose message contains want. */
-static void usage_(const char *want, const rl_args_cmd *cmd, ...) {
+static void usage_(const char *want, const rl__args_cmd *cmd, ...) {
     va_list ap;
     va_start(ap, cmd);
     result r = vrun(cmd, ap);
@@ -93,9 +93,9 @@ static double v_sec;
 static const char *v_name, *v_dir, *v_multi[3];
 static int n_multi;
 
-static const rl_arg_choice kinds[] = {{"alpha", 1}, {"beta", 2}, {"gamma-ray", 3}, {NULL, 0}};
+static const rl__arg_choice kinds[] = {{"alpha", 1}, {"beta", 2}, {"gamma-ray", 3}, {NULL, 0}};
 
-static const rl_arg opts[] = {
+static const rl__arg opts[] = {
     {.name = "count", .kind = RL_ARG_INT64, .dest = &v_count, .help = "records", .min = 0, .max = 100000000},
     {.name = "full", .kind = RL_ARG_INT64, .dest = &v_full64, .help = "any int64"},
     {.name = "int", .kind = RL_ARG_INT, .dest = &v_int, .help = "an int", .min = -5, .max = 7},
@@ -122,7 +122,7 @@ static const rl_arg opts[] = {
      .count = &n_multi},
     {0}};
 
-static const rl_args_cmd cmd = {.name = "t all", .summary = "Every kind.", .opts = opts};
+static const rl__args_cmd cmd = {.name = "t all", .summary = "Every kind.", .opts = opts};
 
 static void reset(void) {
     v_count = 0, v_full64 = 0, v_int = 0, v_flag = 0, v_kind = 1, v_seed = 1, v_small = 2, v_sec = 0.5;
@@ -285,7 +285,7 @@ TEST(args_1_7_enum) {
 TEST(args_1_8_positionals) {
     const char *key = NULL, *rest[4];
     int off = 0, n_rest = 0;
-    const rl_arg pos[] = {
+    const rl__arg pos[] = {
         {.name = "KEY", .kind = RL_ARG_STRING, .dest = &key, .help = "the key"},
         {.name = "OFFSET", .kind = RL_ARG_INT, .dest = &off, .help = "moves", .min = -100, .max = 100},
         {.name = "REST",
@@ -296,8 +296,8 @@ TEST(args_1_8_positionals) {
          .max_count = 4,
          .count = &n_rest},
         {0}};
-    const rl_arg o[] = {{.name = "flag", .kind = RL_ARG_FLAG, .dest = &v_flag, .help = "f"}, {0}};
-    const rl_args_cmd c = {.name = "t pos", .opts = o, .pos = pos};
+    const rl__arg o[] = {{.name = "flag", .kind = RL_ARG_FLAG, .dest = &v_flag, .help = "f"}, {0}};
+    const rl__args_cmd c = {.name = "t pos", .opts = o, .pos = pos};
     reset();
     GO(&c, "t", "k", "-5");
     ASSERT_STR_EQ(key, "k");
@@ -317,22 +317,22 @@ TEST(args_1_8_positionals) {
     ASSERT_EQ(n_rest, 1);
     ASSERT_STR_EQ(rest[0], "--help");
     /* Without a MULTI tail, an extra word is unexpected. */
-    const rl_arg pos1[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &key, .help = "k"}, {0}};
-    const rl_args_cmd c1 = {.name = "t one", .pos = pos1};
+    const rl__arg pos1[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &key, .help = "k"}, {0}};
+    const rl__args_cmd c1 = {.name = "t one", .pos = pos1};
     USAGE("t one: unexpected argument 'b'", &c1, "t", "a", "b");
 }
 
 /* args-1.9: required options; help text with every range, choice, default and "required". */
 TEST(args_1_9_required_and_help) {
     const char *db = NULL;
-    const rl_arg o[] = {{.name = "db",
-                         .kind = RL_ARG_STRING,
-                         .dest = &db,
-                         .metavar = "URL",
-                         .help = "the database",
-                         .flags = RL_ARG_REQUIRED},
-                        {0}};
-    const rl_args_cmd c = {.name = "t req", .opts = o};
+    const rl__arg o[] = {{.name = "db",
+                          .kind = RL_ARG_STRING,
+                          .dest = &db,
+                          .metavar = "URL",
+                          .help = "the database",
+                          .flags = RL_ARG_REQUIRED},
+                         {0}};
+    const rl__args_cmd c = {.name = "t req", .opts = o};
     USAGE("t req: option --db is required", &c, "t");
     result r;
     GO(&c, "t", "--db", "mem:");
@@ -383,19 +383,19 @@ TEST(args_1_9_required_and_help) {
 TEST(args_1_10_subcommands) {
     const char *db = "mem:", *key = NULL, *b = NULL, *e = NULL;
     int sys = 0, limit = 0, which = -1;
-    const rl_arg popts[] = {{.name = "db", .kind = RL_ARG_STRING, .dest = &db, .metavar = "URL", .help = "database"},
-                            {.name = "system", .kind = RL_ARG_FLAG, .dest = &sys, .help = "system keys"},
-                            {0}};
-    const rl_arg get_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &key, .help = "key"}, {0}};
-    const rl_arg range_pos[] = {{.name = "BEGIN", .kind = RL_ARG_STRING, .dest = &b, .help = "b"},
-                                {.name = "END", .kind = RL_ARG_STRING, .dest = &e, .help = "e"},
-                                {0}};
-    const rl_arg range_opts[] = {
+    const rl__arg popts[] = {{.name = "db", .kind = RL_ARG_STRING, .dest = &db, .metavar = "URL", .help = "database"},
+                             {.name = "system", .kind = RL_ARG_FLAG, .dest = &sys, .help = "system keys"},
+                             {0}};
+    const rl__arg get_pos[] = {{.name = "KEY", .kind = RL_ARG_STRING, .dest = &key, .help = "key"}, {0}};
+    const rl__arg range_pos[] = {{.name = "BEGIN", .kind = RL_ARG_STRING, .dest = &b, .help = "b"},
+                                 {.name = "END", .kind = RL_ARG_STRING, .dest = &e, .help = "e"},
+                                 {0}};
+    const rl__arg range_opts[] = {
         {.name = "limit", .kind = RL_ARG_INT, .dest = &limit, .help = "rows", .min = 0, .max = 1000}, {0}};
-    const rl_args_cmd get = {.name = "t kv get", .brief = "print a value", .pos = get_pos};
-    const rl_args_cmd range = {.name = "t kv range", .brief = "print a range", .opts = range_opts, .pos = range_pos};
-    const rl_args_cmd *subs[] = {&get, &range, NULL};
-    const rl_args_cmd kv = {.name = "t kv", .opts = popts, .subs = subs, .sub_dest = &which};
+    const rl__args_cmd get = {.name = "t kv get", .brief = "print a value", .pos = get_pos};
+    const rl__args_cmd range = {.name = "t kv range", .brief = "print a range", .opts = range_opts, .pos = range_pos};
+    const rl__args_cmd *subs[] = {&get, &range, NULL};
+    const rl__args_cmd kv = {.name = "t kv", .opts = popts, .subs = subs, .sub_dest = &which};
     GO(&kv, "kv", "--db", "file:/x", "get", "k", "--system");
     ASSERT_EQ(which, 0);
     ASSERT_STR_EQ(db, "file:/x");

@@ -17,7 +17,7 @@
 #include "test.h"
 
 static int layout(int n, int k, const char *const *split, int ns, rl_buf *out, rl_buf *msg) {
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = n;
     o.n_shards = k;
@@ -118,7 +118,7 @@ TEST(cluster_1_5_layout_teams) {
         {3, 1, 0, 2, 9}, {2, 2, 0, 3, 8}, {3, 3, 9, 2, 100}, {4, 2, 0, 2, 255}, {0, 0, 5, 1, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        rl_cluster_up_opts o;
+        rl__cluster_up_opts o;
         memset(&o, 0, sizeof o);
         o.n_hosts = cases[c].hosts;
         o.storage_per_host = cases[c].per;
@@ -169,7 +169,7 @@ TEST(cluster_1_5_layout_teams) {
         if (k % n == 0) ASSERT_EQ(mmax, mmin); /* whole rounds: every server equally loaded */
     }
     /* Double replication, 2 servers, one host: both servers hold both shards. */
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.replication = 2;
@@ -263,7 +263,7 @@ TEST(cluster_1_2_unhealthy_start_stops_everything) {
     char *fake = fake_rlkvd(base);
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/c", base);
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.timeout_ms = 800;
@@ -316,7 +316,7 @@ TEST(cluster_1_3_process_exits) {
     char *base = rl_test_tmpdir("cadm");
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/c", base);
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 1;
     o.timeout_ms = 20000;
@@ -347,7 +347,7 @@ TEST(cluster_1_4_recycled_pid_is_not_ours) {
     char *fake = fake_rlkvd(base);
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/c", base);
-    rl_cluster_up_opts o;
+    rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = 1;
     o.timeout_ms = 300;

@@ -17,14 +17,14 @@
 
 /* A random map: n shards with keys "" < b1 < ... < "\xff" (2-byte keys), teams of 1..3 of
  * n_srv servers, hosts: server id h -> host "h<1 + id % n_hosts>" (some servers unlisted). */
-static void random_map(uint64_t *rs, rl_pl_map *m, uint32_t n_srv, uint32_t n_hosts) {
+static void random_map(uint64_t *rs, rl__pl_map *m, uint32_t n_srv, uint32_t n_hosts) {
     memset(m, 0, sizeof *m);
     uint32_t n = 1 + (uint32_t)rl_test_rand_below(rs, MAXS);
     m->shards = rl__calloc(n, sizeof *m->shards);
     m->servers = rl__calloc(n_srv, sizeof *m->servers);
     uint32_t prev = 0;
     for (uint32_t i = 0; i < n; i++) {
-        rl_pl_shard *s = &m->shards[i];
+        rl__pl_shard *s = &m->shards[i];
         uint32_t step = (0xff00 - prev) / (n - i + 1);
         uint32_t next = i + 1 == n ? 0xff00 : prev + 1 + (uint32_t)rl_test_rand_below(rs, step ? step : 1);
         s->begin = rl__malloc(2);
@@ -49,7 +49,7 @@ static void random_map(uint64_t *rs, rl_pl_map *m, uint32_t n_srv, uint32_t n_ho
     m->n_shards = n;
     for (uint32_t id = 1; id <= n_srv; id++) {
         if (rl_test_rand_below(rs, 8) == 0) continue; /* unlisted: its own host */
-        rl_pl_server *sv = &m->servers[m->n_servers++];
+        rl__pl_server_entry *sv = &m->servers[m->n_servers++];
         sv->id = id;
         snprintf(sv->address, sizeof sv->address, "127.0.0.%u", id);
         sv->port = (uint16_t)(1000 + id);
@@ -58,9 +58,9 @@ static void random_map(uint64_t *rs, rl_pl_map *m, uint32_t n_srv, uint32_t n_ho
 }
 
 /* The independent computation: linear scans, sets as bitmasks. */
-static int find_linear(const rl_pl_map *m, const uint8_t *k, size_t kl) {
+static int find_linear(const rl__pl_map *m, const uint8_t *k, size_t kl) {
     for (uint32_t i = 0; i < m->n_shards; i++) {
-        const rl_pl_shard *s = &m->shards[i];
+        const rl__pl_shard *s = &m->shards[i];
         if (rl__bytes_cmp(s->begin, s->begin_len, k, (uint32_t)kl) <= 0 &&
             rl__bytes_cmp(k, (uint32_t)kl, s->end, s->end_len) < 0)
             return (int)i;
@@ -68,7 +68,7 @@ static int find_linear(const rl_pl_map *m, const uint8_t *k, size_t kl) {
     return -1;
 }
 
-static uint64_t host_mask(const rl_pl_map *m, const rl_pl_shard *s) {
+static uint64_t host_mask(const rl__pl_map *m, const rl__pl_shard *s) {
     uint64_t mask = 0;
     for (uint32_t t = 0; t < s->n_team; t++) {
         int h = -1;
@@ -79,7 +79,7 @@ static uint64_t host_mask(const rl_pl_map *m, const rl_pl_shard *s) {
     return mask;
 }
 
-static uint64_t id_mask(const rl_pl_shard *s) {
+static uint64_t id_mask(const rl__pl_shard *s) {
     uint64_t mask = 0;
     for (uint32_t t = 0; t < s->n_team; t++) mask |= 1ull << s->team[t];
     return mask;
@@ -89,11 +89,11 @@ static uint64_t id_mask(const rl_pl_shard *s) {
 TEST(placement_1_1_fractions_random) {
     uint64_t rs = rl_test_seed();
     for (int round = 0; round < 300; round++) {
-        rl_pl_map m;
+        rl__pl_map m;
         uint32_t n_srv = 1 + (uint32_t)rl_test_rand_below(&rs, 20);
         random_map(&rs, &m, n_srv, 1 + (uint32_t)rl_test_rand_below(&rs, 5));
         size_t n = (size_t)rl_test_rand_below(&rs, 200);
-        rl_pl_pair *pairs = calloc(n + 1, sizeof *pairs);
+        rl__pl_pair *pairs = calloc(n + 1, sizeof *pairs);
         uint8_t(*keys)[4] = calloc(n + 1, sizeof *keys);
         uint64_t sd = 0, hd = 0;
         for (size_t i = 0; i < n; i++) {
@@ -101,14 +101,14 @@ TEST(placement_1_1_fractions_random) {
             keys[i][1] = (uint8_t)rl_test_rand(&rs);
             keys[i][2] = (uint8_t)rl_test_rand_below(&rs, 255);
             keys[i][3] = (uint8_t)rl_test_rand(&rs);
-            pairs[i] = (rl_pl_pair){keys[i], 2, keys[i] + 2, 2};
+            pairs[i] = (rl__pl_pair){keys[i], 2, keys[i] + 2, 2};
             int a = find_linear(&m, keys[i], 2), b = find_linear(&m, keys[i] + 2, 2);
             ASSERT_TRUE(a >= 0 && b >= 0);
             ASSERT_TRUE(rl__pl_shard_of(&m, keys[i], 2) == &m.shards[a]);
             sd += (id_mask(&m.shards[a]) & id_mask(&m.shards[b])) == 0;
             hd += (host_mask(&m, &m.shards[a]) & host_mask(&m, &m.shards[b])) == 0;
         }
-        rl_pl_fractions f;
+        rl__pl_fraction_counts f;
         rl__pl_fractions(&m, pairs, n, &f);
         ASSERT_EQ(f.records, n);
         ASSERT_EQ(f.server_disjoint, sd);
@@ -124,12 +124,12 @@ TEST(placement_1_1_fractions_random) {
 }
 
 /* A map of two shards ["", "m") team a and ["m", "\xff") team b, servers 1..4 on hosts h1 h1 h2 h2. */
-static void two_shards(rl_pl_map *m, const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb) {
+static void two_shards(rl__pl_map *m, const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb) {
     memset(m, 0, sizeof *m);
     m->shards = rl__calloc(2, sizeof *m->shards);
     m->servers = rl__calloc(4, sizeof *m->servers);
-    m->shards[0] = (rl_pl_shard){(uint8_t *)rl__strdup("x"), (uint8_t *)rl__strdup("m"), 0, 1, {0}, na};
-    m->shards[1] = (rl_pl_shard){(uint8_t *)rl__strdup("m"), (uint8_t *)rl__strdup("\xff"), 1, 1, {0}, nb};
+    m->shards[0] = (rl__pl_shard){(uint8_t *)rl__strdup("x"), (uint8_t *)rl__strdup("m"), 0, 1, {0}, na};
+    m->shards[1] = (rl__pl_shard){(uint8_t *)rl__strdup("m"), (uint8_t *)rl__strdup("\xff"), 1, 1, {0}, nb};
     memcpy(m->shards[0].team, a, na * sizeof *a);
     memcpy(m->shards[1].team, b, nb * sizeof *b);
     m->n_shards = 2;
@@ -146,10 +146,10 @@ static void two_shards(rl_pl_map *m, const uint32_t *a, uint32_t na, const uint3
  * shared host: server 1.0 and host 0.0; the receipt is deterministic and sees a change. */
 TEST(placement_1_2_fixed_and_receipt) {
     const uint8_t rk[] = "a", ik[] = "z";
-    rl_pl_pair p = {rk, 1, ik, 1};
+    rl__pl_pair p = {rk, 1, ik, 1};
     uint32_t t1[] = {1}, t2[] = {2}, t3[] = {3, 4}, t12[] = {1, 2};
-    rl_pl_map m;
-    rl_pl_fractions f;
+    rl__pl_map m;
+    rl__pl_fraction_counts f;
     two_shards(&m, t12, 2, t12, 2);
     rl__pl_fractions(&m, &p, 1, &f);
     ASSERT_TRUE(f.server_fraction == 0.0 && f.host_fraction == 0.0);
@@ -184,7 +184,7 @@ TEST(placement_1_2_fixed_and_receipt) {
 TEST(placement_1_3_parse) {
     rl_buf v0, v1, vs, vsys;
     rl__buf_init(&v0), rl__buf_init(&v1), rl__buf_init(&vs), rl__buf_init(&vsys);
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, &v0);
     rl__tuple_pack_int(&pk, 1);
     rl__tuple_packer_init(&pk, &v1);
@@ -201,7 +201,7 @@ TEST(placement_1_3_parse) {
                          {(const uint8_t *)"\xff/keyServers/k", 14, v1.data, (uint32_t)v1.len},
                          {(const uint8_t *)"\xff/keyServers/\xff", 14, vsys.data, (uint32_t)vsys.len}};
     rl_keyvalue sl[1] = {{(const uint8_t *)"\xff/serverList/\0\0\0\2", 17, vs.data, (uint32_t)vs.len}};
-    rl_pl_map m;
+    rl__pl_map m;
     rl_buf msg;
     rl__buf_init(&msg);
     ASSERT_OK(rl__pl_map_parse(ks, 3, sl, 1, &m, &msg));

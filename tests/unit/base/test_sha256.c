@@ -24,7 +24,7 @@ TEST(sha256_1_1_fips_vectors) {
     const char *m2 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
     hex_of(m2, strlen(m2), hex);
     ASSERT_STR_EQ(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    rl_sha256_ctx c;
+    rl__sha256_ctx c;
     uint8_t d[RL_SHA256_LEN], a[1000];
     memset(a, 'a', sizeof a);
     rl__sha256_init(&c);
@@ -46,7 +46,7 @@ TEST(sha256_1_2_lengths_and_pieces) {
     for (int i = 0; i < 200; i++) msg[i] = (uint8_t)(i * 37 + 11);
     for (size_t n = 0; n <= sizeof msg; n++) {
         hex_of(msg, n, hex);
-        rl_sha256_ctx c;
+        rl__sha256_ctx c;
         uint8_t d[RL_SHA256_LEN];
         rl__sha256_init(&c);
         for (size_t i = 0; i < n; i++) rl__sha256_update(&c, msg + i, 1);

@@ -22,13 +22,13 @@
 #include "bench/campaign_proc.h"
 #include "test.h"
 
-static void print_of(const rl_camp_protocol *p, rl_buf *b) {
+static void print_of(const rl__camp_protocol *p, rl_buf *b) {
     rl__buf_init(b);
     ASSERT_OK(rl__camp_protocol_print(p, b));
 }
 
 TEST(campaign_proto_1_1_builtin) {
-    rl_camp_protocol p, q;
+    rl__camp_protocol p, q;
     rl_buf t1, t2, msg;
     rl__buf_init(&msg);
     rl__camp_protocol_builtin(0, &p);
@@ -122,7 +122,7 @@ TEST(campaign_proto_1_2_errors) {
         {"{\"design\": {\"blocks\": 3}, \"design\": {\"blocks\": 4}}", "not valid JSON"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rl_camp_protocol p;
+        rl__camp_protocol p;
         rl_buf msg;
         rl__buf_init(&msg);
         int rc = rl__camp_protocol_parse(bad[i].doc, strlen(bad[i].doc), &p, &msg);
@@ -133,13 +133,13 @@ TEST(campaign_proto_1_2_errors) {
 }
 
 TEST(campaign_proto_1_3_cases) {
-    rl_camp_protocol p;
-    rl_camp_case c;
+    rl__camp_protocol p;
+    rl__camp_case c;
     rl_buf msg;
     rl__buf_init(&msg);
     rl__camp_protocol_builtin(0, &p);
     for (int i = 0; i < 16; i++) {
-        const rl_camp_case *k = &p.cases[i];
+        const rl__camp_case *k = &p.cases[i];
         ASSERT_EQ(k->variant, i < 6 || i >= 12 ? RL_CAMP_SMALL : RL_CAMP_SPLIT);
         ASSERT_EQ(k->skip, i >= 12 ? 3 : 0);
         ASSERT_EQ(k->reverse, i % 2);
@@ -167,9 +167,9 @@ TEST(campaign_proto_1_3_cases) {
 }
 
 TEST(campaign_proto_1_4_arm_order) {
-    rl_camp_arm two[2] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE},
-                three[3] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE, RL_CAMP_SQLITE};
-    rl_camp_arm out[3];
+    rl__camp_arm two[2] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE},
+                 three[3] = {RL_CAMP_ORDINARY, RL_CAMP_REMOTE, RL_CAMP_SQLITE};
+    rl__camp_arm out[3];
     for (int b = 0; b < 6; b++) {
         rl__camp_arm_order(b, two, 2, out);
         ASSERT_EQ(out[0], b % 2 ? RL_CAMP_REMOTE : RL_CAMP_ORDINARY);
@@ -185,8 +185,8 @@ TEST(campaign_proto_1_4_arm_order) {
 
 TEST(campaign_proto_1_5_cpu) {
     long hz = sysconf(_SC_CLK_TCK), cores = sysconf(_SC_NPROCESSORS_ONLN);
-    rl_camp_cpu a = {1, 1000, 100, 50, 10.0}, b = {1, 1000 + (uint64_t)hz * 3 / 2, 100 + (uint64_t)hz / 2, 50, 12.0};
-    rl_camp_cpu_use u;
+    rl__camp_cpu a = {1, 1000, 100, 50, 10.0}, b = {1, 1000 + (uint64_t)hz * 3 / 2, 100 + (uint64_t)hz / 2, 50, 12.0};
+    rl__camp_cpu_use u;
     rl__camp_cpu_between(&a, &b, &u);
     ASSERT_TRUE(u.ok);
     ASSERT_TRUE(fabs(u.wall_s - 2.0) < 1e-9);
@@ -202,7 +202,7 @@ TEST(campaign_proto_1_5_cpu) {
     b.ok = 0;
     rl__camp_cpu_between(&a, &b, &u);
     ASSERT_FALSE(u.ok);
-    rl_camp_cpu s1, s2;
+    rl__camp_cpu s1, s2;
     int me = (int)getpid();
     rl__camp_cpu_snapshot(&me, 1, &s1);
     ASSERT_TRUE(s1.ok);
@@ -213,7 +213,7 @@ TEST(campaign_proto_1_5_cpu) {
 }
 
 TEST(campaign_proto_1_6_children) {
-    rl_camp_child c;
+    rl__camp_child c;
     rl_buf msg;
     rl__buf_init(&msg);
     char *sh[] = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL};

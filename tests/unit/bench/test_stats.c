@@ -35,7 +35,7 @@ TEST(stats_1_1_prng) {
     ASSERT_TRUE(rl__stats_splitmix64(&x) == 0xe220a8397b1dcdafull);
     ASSERT_TRUE(rl__stats_splitmix64(&x) == 0x6e789e6aa1b965f4ull);
     ASSERT_TRUE(rl__stats_splitmix64(&x) == 0x06c45d188009454full);
-    rl_stats_rng r = {{1, 2, 3, 4}};
+    rl__stats_rng r = {{1, 2, 3, 4}};
     ASSERT_TRUE(rl__stats_rng_next(&r) == 11520);
     ASSERT_TRUE(rl__stats_rng_next(&r) == 0);
     ASSERT_TRUE(rl__stats_rng_next(&r) == 1509978240);
@@ -168,7 +168,7 @@ TEST(stats_1_5_bootstrap_properties) {
 
 TEST(stats_1_6_summarise) {
     double num[] = {2, 3, 4}, den[] = {4, 4, 4}, br[3];
-    rl_stats_summary s;
+    rl__stats_summary s;
     ASSERT_OK(rl__stats_summarise(num, den, 3, 5000, 3, 0.95, br, &s));
     ASSERT_EQ(s.status, RL_STATS_RATIO_OK);
     ASSERT_EQ(s.n_blocks, 3);

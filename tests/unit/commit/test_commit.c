@@ -14,7 +14,7 @@
 /* ---- The recording sink ------------------------------------------------------------------ */
 
 typedef struct {
-    rl_version v;
+    rl__version v;
     uint8_t type;
     uint8_t k[64];
     size_t klen;
@@ -27,7 +27,7 @@ typedef struct {
     pthread_cond_t cv;
     rec_mut *muts; /* every mutation applied, in order */
     size_t n, cap;
-    rl_version applies[4096]; /* version of each apply */
+    rl__version applies[4096]; /* version of each apply */
     size_t n_apply, n_sync;
     int fail_apply_at; /* 1-based apply number that fails with RL_E_IO_ERROR; 0 = never */
     int fail_sync_at;  /* same for sync */
@@ -40,7 +40,7 @@ typedef struct {
  * of nanoseconds. */
 static uint64_t test_clock(void *ud) { return atomic_load((_Atomic uint64_t *)ud); }
 
-static int rec_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) {
+static int rec_apply(void *ctx, rl__version v, const rl__mutation *m, size_t n) {
     rec_sink *s = ctx;
     pthread_mutex_lock(&s->mu);
     s->in_apply = 1;
@@ -92,18 +92,18 @@ static void rec_release(rec_sink *s) {
     pthread_mutex_destroy(&s->mu);
 }
 
-static rl_log_sink sink_of(rec_sink *s) {
-    rl_log_sink k = {s, rec_apply, rec_sync};
+static rl__log_sink sink_of(rec_sink *s) {
+    rl__log_sink k = {s, rec_apply, rec_sync};
     return k;
 }
 
-static rl_keyrange kr(const char *b, const char *e) {
-    rl_keyrange r = {(const uint8_t *)b, (uint32_t)strlen(b), (const uint8_t *)e, (uint32_t)strlen(e)};
+static rl__keyrange kr(const char *b, const char *e) {
+    rl__keyrange r = {(const uint8_t *)b, (uint32_t)strlen(b), (const uint8_t *)e, (uint32_t)strlen(e)};
     return r;
 }
 
-static rl_mutation set_mut(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
+static rl__mutation set_mut(const char *k, const char *v) {
+    rl__mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
 
@@ -117,13 +117,13 @@ static uint64_t be64(const uint8_t *p) {
 TEST(commit_3_1_single_commit) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 5000, &c));
     ASSERT_EQ(rl__committer_read_version(c), 5000);
     ASSERT_EQ(rl__committer_oldest_version(c), 5000); /* the floor: nothing known before */
-    rl_mutation m = set_mut("k", "v");
-    rl_keyrange w = kr("k", "k\x01");
-    rl_commit_request req = {.read_version = 5000, .writes = &w, .n_writes = 1, .muts = &m, .n_muts = 1};
+    rl__mutation m = set_mut("k", "v");
+    rl__keyrange w = kr("k", "k\x01");
+    rl__commit_request req = {.read_version = 5000, .writes = &w, .n_writes = 1, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &req));
     ASSERT_EQ(req.result, RL_OK);
     ASSERT_TRUE(req.commit_version > 5000);
@@ -136,12 +136,12 @@ TEST(commit_3_1_single_commit) {
     ASSERT_MEM_EQ(s.muts[0].val, s.muts[0].vlen, "v", 1);
     ASSERT_EQ(rl__committer_read_version(c), req.commit_version);
     /* A read older than the recovered version is too old. */
-    rl_commit_request old = {.read_version = 4999, .reads = &w, .n_reads = 1, .writes = &w, .n_writes = 1};
+    rl__commit_request old = {.read_version = 4999, .reads = &w, .n_reads = 1, .writes = &w, .n_writes = 1};
     ASSERT_RC(rl__committer_commit(c, &old), RL_E_TRANSACTION_TOO_OLD);
     /* A read version never handed out is a future version. */
-    rl_commit_request fut = {.read_version = req.commit_version + 1, .writes = &w, .n_writes = 1};
+    rl__commit_request fut = {.read_version = req.commit_version + 1, .writes = &w, .n_writes = 1};
     ASSERT_RC(rl__committer_commit(c, &fut), RL_E_FUTURE_VERSION);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.batches, 1);
     ASSERT_EQ(st.committed, 1);
@@ -153,21 +153,21 @@ TEST(commit_3_1_single_commit) {
 TEST(commit_3_2_read_only) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
-    rl_version rv = rl__committer_read_version(c);
-    rl_mutation m = set_mut("x", "1");
-    rl_keyrange wx = kr("x", "x\x01");
-    rl_commit_request w = {.read_version = rv, .writes = &wx, .n_writes = 1, .muts = &m, .n_muts = 1};
+    rl__version rv = rl__committer_read_version(c);
+    rl__mutation m = set_mut("x", "1");
+    rl__keyrange wx = kr("x", "x\x01");
+    rl__commit_request w = {.read_version = rv, .writes = &wx, .n_writes = 1, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &w));
     /* Read x at the old version: a conflict if it wrote, but read-only transactions commit. */
-    rl_commit_request ro = {.read_version = rv, .reads = &wx, .n_reads = 1};
+    rl__commit_request ro = {.read_version = rv, .reads = &wx, .n_reads = 1};
     ASSERT_OK(rl__committer_commit(c, &ro));
     ASSERT_EQ(ro.commit_version, 0);
     ASSERT_EQ(s.n_apply, 1);
     ASSERT_EQ(s.n_sync, 1);
     /* With a write range it conflicts. */
-    rl_commit_request rw = {.read_version = rv, .reads = &wx, .n_reads = 1, .writes = &wx, .n_writes = 1};
+    rl__commit_request rw = {.read_version = rv, .reads = &wx, .n_reads = 1, .writes = &wx, .n_writes = 1};
     ASSERT_RC(rl__committer_commit(c, &rw), RL_E_NOT_COMMITTED);
     ASSERT_EQ(rw.commit_version, 0);
     ASSERT_EQ(s.n_apply, 1); /* nothing committed: no apply */
@@ -180,14 +180,14 @@ TEST(commit_3_2_read_only) {
 TEST(commit_3_3_write_skew_sequential) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
-    rl_version rv = rl__committer_read_version(c);
-    rl_keyrange reads[2] = {kr("x", "x\x01"), kr("y", "y\x01")};
-    rl_mutation mx = set_mut("x", "from-t1"), my = set_mut("y", "from-t2");
-    rl_commit_request t1 = {
+    rl__version rv = rl__committer_read_version(c);
+    rl__keyrange reads[2] = {kr("x", "x\x01"), kr("y", "y\x01")};
+    rl__mutation mx = set_mut("x", "from-t1"), my = set_mut("y", "from-t2");
+    rl__commit_request t1 = {
         .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[0], .n_writes = 1, .muts = &mx, .n_muts = 1};
-    rl_commit_request t2 = {
+    rl__commit_request t2 = {
         .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[1], .n_writes = 1, .muts = &my, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &t1));
     ASSERT_RC(rl__committer_commit(c, &t2), RL_E_NOT_COMMITTED);
@@ -195,7 +195,7 @@ TEST(commit_3_3_write_skew_sequential) {
     t2.read_version = rl__committer_read_version(c);
     ASSERT_OK(rl__committer_commit(c, &t2));
     ASSERT_TRUE(t2.commit_version > t1.commit_version);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.conflicts, 1);
     ASSERT_EQ(st.committed, 2);
@@ -206,8 +206,8 @@ TEST(commit_3_3_write_skew_sequential) {
 /* ---- Threads ------------------------------------------------------------------------------ */
 
 typedef struct {
-    rl_committer *c;
-    rl_commit_request *req;
+    rl__committer *c;
+    rl__commit_request *req;
 } commit_arg;
 
 static void *commit_thread(void *p) {
@@ -216,10 +216,10 @@ static void *commit_thread(void *p) {
     return NULL;
 }
 
-static void wait_queued(rl_committer *c, uint64_t n) {
+static void wait_queued(rl__committer *c, uint64_t n) {
     uint64_t t0 = rl__clock_mono_ns();
     for (;;) {
-        rl_committer_stats st;
+        rl__committer_stats st;
         rl__committer_get_stats(c, &st);
         if (st.queued >= n) return;
         if (rl__clock_mono_ns() - t0 > 10000000000ull) fail_msg("%llu requests never queued", (unsigned long long)n);
@@ -250,16 +250,16 @@ static void open_gate(rec_sink *s) {
 TEST(commit_3_4_write_skew_same_batch) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
-    rl_version rv = rl__committer_read_version(c);
-    rl_keyrange reads[2] = {kr("x", "x\x01"), kr("y", "y\x01")};
-    rl_keyrange wz = kr("z", "z\x01");
-    rl_mutation mz = set_mut("z", "0"), mx = set_mut("x", "1"), my = set_mut("y", "2");
-    rl_commit_request t0 = {.read_version = rv, .writes = &wz, .n_writes = 1, .muts = &mz, .n_muts = 1};
-    rl_commit_request t1 = {
+    rl__version rv = rl__committer_read_version(c);
+    rl__keyrange reads[2] = {kr("x", "x\x01"), kr("y", "y\x01")};
+    rl__keyrange wz = kr("z", "z\x01");
+    rl__mutation mz = set_mut("z", "0"), mx = set_mut("x", "1"), my = set_mut("y", "2");
+    rl__commit_request t0 = {.read_version = rv, .writes = &wz, .n_writes = 1, .muts = &mz, .n_muts = 1};
+    rl__commit_request t1 = {
         .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[0], .n_writes = 1, .muts = &mx, .n_muts = 1};
-    rl_commit_request t2 = {
+    rl__commit_request t2 = {
         .read_version = rv, .reads = reads, .n_reads = 2, .writes = &reads[1], .n_writes = 1, .muts = &my, .n_muts = 1};
     commit_arg a0 = {c, &t0}, a1 = {c, &t1}, a2 = {c, &t2};
     pthread_t th0, th1, th2;
@@ -292,9 +292,9 @@ TEST(commit_3_4_write_skew_same_batch) {
 #define PER 150
 
 typedef struct {
-    rl_committer *c;
+    rl__committer *c;
     int id;
-    rl_version versions[PER];
+    rl__version versions[PER];
     uint16_t orders[PER];
     int results[PER];
 } worker;
@@ -307,15 +307,15 @@ static void *worker_main(void *p) {
         char key[32];
         snprintf(key, sizeof key, "t%d-%03d", w->id, i);
         uint8_t val[16] = {'v', 's', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0};
-        rl_mutation m = {RL_MUT_SET_VERSIONSTAMPED_VALUE, (const uint8_t *)key, (uint32_t)strlen(key), val, 16};
-        rl_keyrange r = {(const uint8_t *)key, (uint32_t)strlen(key), (const uint8_t *)key, (uint32_t)strlen(key) + 1};
-        rl_commit_request req = {.read_version = rl__committer_read_version(w->c),
-                                 .reads = &r,
-                                 .n_reads = 1,
-                                 .writes = &r,
-                                 .n_writes = 1,
-                                 .muts = &m,
-                                 .n_muts = 1};
+        rl__mutation m = {RL_MUT_SET_VERSIONSTAMPED_VALUE, (const uint8_t *)key, (uint32_t)strlen(key), val, 16};
+        rl__keyrange r = {(const uint8_t *)key, (uint32_t)strlen(key), (const uint8_t *)key, (uint32_t)strlen(key) + 1};
+        rl__commit_request req = {.read_version = rl__committer_read_version(w->c),
+                                  .reads = &r,
+                                  .n_reads = 1,
+                                  .writes = &r,
+                                  .n_writes = 1,
+                                  .muts = &m,
+                                  .n_muts = 1};
         w->results[i] = rl__committer_commit(w->c, &req);
         w->versions[i] = req.commit_version;
         w->orders[i] = req.batch_order;
@@ -331,8 +331,8 @@ TEST(commit_3_5_batching_threads) {
     rec_init(&s);
     s.sync_sleep_us = 300; /* a slow sync lets more batches form */
     s.gate_closed = 1;     /* the first batch waits at the gate until others queued behind it */
-    rl_committer *c;
-    rl_committer_options o = {0, 64};
+    rl__committer *c;
+    rl__committer_options o = {0, 64};
     ASSERT_OK(rl__committer_new(&o, sink_of(&s), 100, &c));
     static worker ws[NT];
     pthread_t th[NT];
@@ -373,7 +373,7 @@ TEST(commit_3_5_batching_threads) {
         }
     }
     ASSERT_EQ(rl__committer_read_version(c), s.applies[s.n_apply - 1]);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.committed, NT * PER);
     ASSERT_EQ(st.batches, s.n_apply);
@@ -386,7 +386,7 @@ TEST(commit_3_5_batching_threads) {
 TEST(commit_3_6_versionstamp_substitute) {
     rl_buf out;
     rl__buf_init(&out);
-    const rl_version v = 0x0102030405060708ull;
+    const rl__version v = 0x0102030405060708ull;
     const uint8_t stamp[10] = {1, 2, 3, 4, 5, 6, 7, 8, 0xab, 0xcd};
     /* Offset 0, exactly 10 bytes. */
     uint8_t p0[14] = {0};
@@ -429,14 +429,14 @@ TEST(commit_3_6_versionstamp_substitute) {
 TEST(commit_3_7_versionstamp_commit) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     uint8_t key[15] = {'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
     uint8_t bad[15] = {'k', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0};
-    rl_mutation mk = {RL_MUT_SET_VERSIONSTAMPED_KEY, key, 15, (const uint8_t *)"val", 3};
-    rl_mutation mb[2] = {set_mut("other", "x"), {RL_MUT_SET_VERSIONSTAMPED_KEY, bad, 15, (const uint8_t *)"val", 3}};
-    rl_keyrange wr = kr("k", "l");
-    rl_commit_request good = {.read_version = 0, .writes = &wr, .n_writes = 1, .muts = &mk, .n_muts = 1};
+    rl__mutation mk = {RL_MUT_SET_VERSIONSTAMPED_KEY, key, 15, (const uint8_t *)"val", 3};
+    rl__mutation mb[2] = {set_mut("other", "x"), {RL_MUT_SET_VERSIONSTAMPED_KEY, bad, 15, (const uint8_t *)"val", 3}};
+    rl__keyrange wr = kr("k", "l");
+    rl__commit_request good = {.read_version = 0, .writes = &wr, .n_writes = 1, .muts = &mk, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &good));
     ASSERT_EQ(s.n, 1);
     ASSERT_EQ(s.muts[0].type, RL_MUT_SET);
@@ -446,27 +446,27 @@ TEST(commit_3_7_versionstamp_commit) {
     ASSERT_EQ(s.muts[0].k[9], 0);
     ASSERT_EQ(s.muts[0].k[10], 0);
     ASSERT_MEM_EQ(s.muts[0].val, s.muts[0].vlen, "val", 3);
-    rl_commit_request req = {.read_version = 0, .writes = &wr, .n_writes = 1, .muts = mb, .n_muts = 2};
+    rl__commit_request req = {.read_version = 0, .writes = &wr, .n_writes = 1, .muts = mb, .n_muts = 2};
     ASSERT_RC(rl__committer_commit(c, &req), RL_E_CLIENT_INVALID_OPERATION);
     ASSERT_EQ(s.n, 1); /* neither mutation of the failed request reached the sink */
     /* Its write range was not remembered either: a read of [k, l) at the good version commits. */
-    rl_commit_request after = {.read_version = good.commit_version,
-                               .reads = &wr,
-                               .n_reads = 1,
-                               .writes = &wr,
-                               .n_writes = 1,
-                               .muts = &mk,
-                               .n_muts = 1};
+    rl__commit_request after = {.read_version = good.commit_version,
+                                .reads = &wr,
+                                .n_reads = 1,
+                                .writes = &wr,
+                                .n_writes = 1,
+                                .muts = &mk,
+                                .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &after));
     ASSERT_EQ(s.n, 2);
     /* An unknown mutation type and an inverted clear are refused per request. */
-    rl_mutation unk = {99, (const uint8_t *)"a", 1, NULL, 0};
-    rl_commit_request ru = {.read_version = 0, .muts = &unk, .n_muts = 1};
+    rl__mutation unk = {99, (const uint8_t *)"a", 1, NULL, 0};
+    rl__commit_request ru = {.read_version = 0, .muts = &unk, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &ru), RL_E_INVALID_MUTATION_TYPE);
-    rl_mutation inv = {RL_MUT_CLEAR_RANGE, (const uint8_t *)"b", 1, (const uint8_t *)"a", 1};
-    rl_commit_request ri = {.read_version = 0, .muts = &inv, .n_muts = 1};
+    rl__mutation inv = {RL_MUT_CLEAR_RANGE, (const uint8_t *)"b", 1, (const uint8_t *)"a", 1};
+    rl__commit_request ri = {.read_version = 0, .muts = &inv, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &ri), RL_E_INVERTED_RANGE);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.poisoned, 0);
     rl__committer_free(c);
@@ -480,16 +480,16 @@ static void poison_case(int fail_apply) {
     rec_init(&s);
     if (fail_apply) s.fail_apply_at = 2;
     else s.fail_sync_at = 2;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
-    rl_mutation m = set_mut("a", "1");
-    rl_commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
+    rl__mutation m = set_mut("a", "1");
+    rl__commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &r1));
-    rl_version rv = rl__committer_read_version(c);
+    rl__version rv = rl__committer_read_version(c);
     ASSERT_EQ(rv, r1.commit_version);
     /* The next batch fails; the one after never reaches the sink. */
-    rl_commit_request r2 = {.read_version = rv, .muts = &m, .n_muts = 1};
-    rl_commit_request r3 = {.read_version = rv, .muts = &m, .n_muts = 1};
+    rl__commit_request r2 = {.read_version = rv, .muts = &m, .n_muts = 1};
+    rl__commit_request r3 = {.read_version = rv, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &r2), RL_E_COMMIT_UNKNOWN_RESULT);
     ASSERT_EQ(r2.commit_version, 0);
     size_t applies = s.n_apply, syncs = s.n_sync;
@@ -497,7 +497,7 @@ static void poison_case(int fail_apply) {
     ASSERT_EQ(s.n_apply, applies);
     ASSERT_EQ(s.n_sync, syncs);
     ASSERT_EQ(rl__committer_read_version(c), rv);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.poisoned, 1);
     rl__committer_free(c);
@@ -513,10 +513,11 @@ TEST(commit_3_10_sink_failure_fails_whole_batch) {
     rec_sink s;
     rec_init(&s);
     s.fail_apply_at = 2;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
-    rl_mutation ma = set_mut("a", "1"), mb = set_mut("b", "1"), mc = set_mut("c", "1");
-    rl_commit_request t0 = {.muts = &ma, .n_muts = 1}, t1 = {.muts = &mb, .n_muts = 1}, t2 = {.muts = &mc, .n_muts = 1};
+    rl__mutation ma = set_mut("a", "1"), mb = set_mut("b", "1"), mc = set_mut("c", "1");
+    rl__commit_request t0 = {.muts = &ma, .n_muts = 1}, t1 = {.muts = &mb, .n_muts = 1},
+                       t2 = {.muts = &mc, .n_muts = 1};
     commit_arg a0 = {c, &t0}, a1 = {c, &t1}, a2 = {c, &t2};
     pthread_t th0, th1, th2;
     s.gate_closed = 1;
@@ -544,26 +545,26 @@ TEST(commit_3_10_sink_failure_fails_whole_batch) {
 TEST(commit_3_11_too_old) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
-    rl_committer_options o = {1000, 0};
+    rl__committer *c;
+    rl__committer_options o = {1000, 0};
     ASSERT_OK(rl__committer_new(&o, sink_of(&s), 0, &c));
     _Atomic uint64_t now = 1000000000; /* the sequencer's clock: advanced by hand, never slept */
     rl__committer_set_clock(c, test_clock, &now);
-    rl_mutation m = set_mut("a", "1");
-    rl_keyrange ra = kr("a", "a\x01");
-    rl_commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
+    rl__mutation m = set_mut("a", "1");
+    rl__keyrange ra = kr("a", "a\x01");
+    rl__commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &r1));
-    rl_version rv = r1.commit_version;
+    rl__version rv = r1.commit_version;
     /* Inside the window: not too old. */
     now += 500000; /* 500 versions */
-    rl_commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    rl__commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &young));
     ASSERT_EQ(young.commit_version, 500); /* the clock, not the wall: 0 + 500 us of versions */
     now += 5000000;                       /* 5,000 versions later: rv fell out of the 1,000-version window */
-    rl_commit_request old = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    rl__commit_request old = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &old), RL_E_TRANSACTION_TOO_OLD);
     ASSERT_TRUE(rl__committer_oldest_version(c) > rv);
-    rl_commit_request blind = {.read_version = rv, .muts = &m, .n_muts = 1};
+    rl__commit_request blind = {.read_version = rv, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &blind));
     rl__committer_free(c);
     rec_release(&s);
@@ -573,10 +574,10 @@ TEST(commit_3_11_too_old) {
 TEST(commit_3_12_bad_options) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c = NULL;
-    rl_committer_options o = {0, -1};
+    rl__committer *c = NULL;
+    rl__committer_options o = {0, -1};
     ASSERT_RC(rl__committer_new(&o, sink_of(&s), 0, &c), RL_E_INVALID_ARGUMENT);
-    rl_log_sink none = {NULL, NULL, NULL};
+    rl__log_sink none = {NULL, NULL, NULL};
     ASSERT_RC(rl__committer_new(NULL, none, 0, &c), RL_E_INVALID_ARGUMENT);
     ASSERT_NULL(c);
     rl__committer_free(NULL);
@@ -592,21 +593,21 @@ TEST(commit_3_12_bad_options) {
 TEST(commit_3_13_fresh_read_version) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
-    rl_committer_options o = {1000, 0}; /* a window of 1,000 versions (1 ms) */
+    rl__committer *c;
+    rl__committer_options o = {1000, 0}; /* a window of 1,000 versions (1 ms) */
     ASSERT_OK(rl__committer_new(&o, sink_of(&s), 0, &c));
     _Atomic uint64_t now = 1000000000; /* the sequencer's clock: advanced by hand, never slept */
     rl__committer_set_clock(c, test_clock, &now);
-    rl_mutation m = set_mut("a", "1");
-    rl_keyrange ra = kr("a", "a\x01");
-    rl_commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
+    rl__mutation m = set_mut("a", "1");
+    rl__keyrange ra = kr("a", "a\x01");
+    rl__commit_request r1 = {.read_version = 0, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &r1));
-    rl_version c1 = r1.commit_version;
+    rl__version c1 = r1.commit_version;
     ASSERT_EQ(rl__committer_fresh_read_version(c), c1); /* the clock has not moved: no newer version */
     /* Idle for ten windows: the durable version stays, a fresh read version follows the clock. */
-    rl_version stale = rl__committer_read_version(c);
+    rl__version stale = rl__committer_read_version(c);
     now += 10000000; /* 10,000 versions */
-    rl_version rv = rl__committer_fresh_read_version(c);
+    rl__version rv = rl__committer_fresh_read_version(c);
     ASSERT_TRUE(rv >= c1 + 9999);
     ASSERT_EQ(rl__committer_read_version(c), c1); /* nothing was committed or synced */
     ASSERT_EQ(rl__committer_read_ceiling(c), rv);
@@ -615,20 +616,20 @@ TEST(commit_3_13_fresh_read_version) {
     ASSERT_EQ(s.n_sync, 1);
     /* The stale read version is too old for a read-then-write transaction; the fresh one commits,
      * above it. */
-    rl_commit_request old = {.read_version = stale, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    rl__commit_request old = {.read_version = stale, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &old), RL_E_TRANSACTION_TOO_OLD);
-    rl_commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
+    rl__commit_request young = {.read_version = rv, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_OK(rl__committer_commit(c, &young));
     ASSERT_TRUE(young.commit_version > rv);
     ASSERT_EQ(rl__committer_read_version(c), young.commit_version);
     ASSERT_EQ(rl__committer_read_ceiling(c), young.commit_version);
     /* Above every version handed out: future_version, as before. */
-    rl_commit_request fut = {
+    rl__commit_request fut = {
         .read_version = young.commit_version + 1, .reads = &ra, .n_reads = 1, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &fut), RL_E_FUTURE_VERSION);
     /* While a batch runs, the newest version handed out, not a reservation (the clock moved). */
-    rl_version before = rl__committer_read_ceiling(c);
-    rl_commit_request t0 = {.read_version = 0, .muts = &m, .n_muts = 1};
+    rl__version before = rl__committer_read_ceiling(c);
+    rl__commit_request t0 = {.read_version = 0, .muts = &m, .n_muts = 1};
     commit_arg a0 = {c, &t0};
     pthread_t th0;
     s.gate_closed = 1;
@@ -642,7 +643,7 @@ TEST(commit_3_13_fresh_read_version) {
     ASSERT_EQ(rl__committer_read_ceiling(c), t0.commit_version);
     /* Poisoned (a failed sync): nothing is reserved any more, however far the clock moves. */
     s.fail_sync_at = (int)s.n_sync + 1;
-    rl_commit_request bad = {.read_version = 0, .muts = &m, .n_muts = 1};
+    rl__commit_request bad = {.read_version = 0, .muts = &m, .n_muts = 1};
     ASSERT_RC(rl__committer_commit(c, &bad), RL_E_COMMIT_UNKNOWN_RESULT);
     now += 10000000;
     ASSERT_EQ(rl__committer_fresh_read_version(c), t0.commit_version);
@@ -657,13 +658,13 @@ TEST(commit_3_13_fresh_read_version) {
 TEST(commit_3_14_tick) {
     rec_sink s;
     rec_init(&s);
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 100, &c));
-    rl_commit_request plain = {.read_version = 0};
+    rl__commit_request plain = {.read_version = 0};
     ASSERT_OK(rl__committer_commit(c, &plain));
     ASSERT_EQ(plain.commit_version, 0);
     ASSERT_EQ(s.n_apply, 0);
-    rl_commit_request tick = {.read_version = 0, .is_tick = 1};
+    rl__commit_request tick = {.read_version = 0, .is_tick = 1};
     ASSERT_OK(rl__committer_commit(c, &tick));
     ASSERT_TRUE(tick.commit_version > 100);
     ASSERT_EQ(s.n_apply, 1);
@@ -671,7 +672,7 @@ TEST(commit_3_14_tick) {
     ASSERT_EQ(s.n, 0); /* no mutation */
     ASSERT_EQ(s.applies[0], tick.commit_version);
     ASSERT_EQ(rl__committer_read_version(c), tick.commit_version);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.batches, 1);
     ASSERT_EQ(st.ticks, 1);

@@ -18,7 +18,7 @@ typedef struct {
     pthread_mutex_t mu;
     size_t applies;          /* apply calls */
     size_t batch_muts[1024]; /* mutations per apply */
-    rl_version versions[1024];
+    rl__version versions[1024];
     size_t syncs;
     uint64_t sync_sleep_us;
     int fail_sync_at;  /* 1-based sync that fails with RL_E_IO_ERROR; 0: never */
@@ -28,7 +28,7 @@ typedef struct {
     int gate_open;
 } sink_rec;
 
-static int rec_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) {
+static int rec_apply(void *ctx, rl__version v, const rl__mutation *m, size_t n) {
     (void)m;
     sink_rec *s = ctx;
     pthread_mutex_lock(&s->mu);
@@ -61,32 +61,32 @@ static int rec_sync(void *ctx) {
     return fail ? RL_E_IO_ERROR : RL_OK;
 }
 
-static rl_log_sink sink_of(sink_rec *s) {
+static rl__log_sink sink_of(sink_rec *s) {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    rl_log_sink k = {s, rec_apply, rec_sync};
+    rl__log_sink k = {s, rec_apply, rec_sync};
     return k;
 }
 
 /* One submitted transaction: a SET of key k (and its write range), optionally a read of r. */
 typedef struct {
-    rl_commit_request req;
+    rl__commit_request req;
     char k[16], kend[17], r[16], rend[17];
-    rl_mutation m;
-    rl_keyrange w, rd;
+    rl__mutation m;
+    rl__keyrange w, rd;
     atomic_int done;  /* times done was called */
     pthread_t thread; /* where done ran */
 } job;
 
-static void job_init(job *j, const char *key, const char *read_key, rl_version rv) {
+static void job_init(job *j, const char *key, const char *read_key, rl__version rv) {
     memset(j, 0, sizeof *j);
     snprintf(j->k, sizeof j->k, "%s", key);
     size_t kl = strlen(j->k);
     memcpy(j->kend, j->k, kl + 1);
     j->kend[kl] = 0;
-    j->m = (rl_mutation){RL_MUT_SET, (const uint8_t *)j->k, (uint32_t)kl, (const uint8_t *)"v", 1};
-    j->w = (rl_keyrange){(const uint8_t *)j->k, (uint32_t)kl, (const uint8_t *)j->kend, (uint32_t)kl + 1};
+    j->m = (rl__mutation){RL_MUT_SET, (const uint8_t *)j->k, (uint32_t)kl, (const uint8_t *)"v", 1};
+    j->w = (rl__keyrange){(const uint8_t *)j->k, (uint32_t)kl, (const uint8_t *)j->kend, (uint32_t)kl + 1};
     j->req.read_version = rv;
     j->req.muts = &j->m;
     j->req.n_muts = 1;
@@ -96,13 +96,13 @@ static void job_init(job *j, const char *key, const char *read_key, rl_version r
         snprintf(j->r, sizeof j->r, "%s", read_key);
         size_t rl = strlen(j->r);
         memcpy(j->rend, j->r, rl + 1);
-        j->rd = (rl_keyrange){(const uint8_t *)j->r, (uint32_t)rl, (const uint8_t *)j->rend, (uint32_t)rl + 1};
+        j->rd = (rl__keyrange){(const uint8_t *)j->r, (uint32_t)rl, (const uint8_t *)j->rend, (uint32_t)rl + 1};
         j->req.reads = &j->rd;
         j->req.n_reads = 1;
     }
 }
 
-static void on_done(rl_commit_request *req, void *ud) {
+static void on_done(rl__commit_request *req, void *ud) {
     job *j = ud;
     (void)req;
     j->thread = pthread_self();
@@ -143,7 +143,7 @@ static void wait_jobs(job *js, int n) {
  * increasing versions and unique (version, order) pairs. */
 TEST(commit_4_1_submit_done_on_committer_thread) {
     sink_rec s;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 100, &c));
     enum { N = 300 };
     job *js = calloc(N, sizeof *js);
@@ -162,13 +162,13 @@ TEST(commit_4_1_submit_done_on_committer_thread) {
         ASSERT_OK(js[i].req.result);
         ASSERT_TRUE(js[i].req.commit_version > 100);
         if (i > 0) {
-            const rl_commit_request *a = &js[i - 1].req, *b = &js[i].req;
+            const rl__commit_request *a = &js[i - 1].req, *b = &js[i].req;
             ASSERT_TRUE(a->commit_version < b->commit_version ||
                         (a->commit_version == b->commit_version && a->batch_order < b->batch_order));
         }
     }
     ASSERT_EQ(rl__committer_read_version(c), js[N - 1].req.commit_version);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.committed, N);
     printf("%d submits in %llu batches\n", N, (unsigned long long)st.batches);
@@ -180,7 +180,7 @@ TEST(commit_4_1_submit_done_on_committer_thread) {
  * byte bound a batch holds at most what fits (at least one request). */
 TEST(commit_4_2_group_commit_and_byte_bound) {
     sink_rec s;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     s.gate = 1;
     enum { N = 40 };
@@ -228,7 +228,7 @@ TEST(commit_4_2_group_commit_and_byte_bound) {
  * future_version. */
 TEST(commit_4_3_read_only_conflicts_future) {
     sink_rec s;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 50, &c));
     s.gate = 1;
     job ro, a, b, blocker, fut;
@@ -261,7 +261,7 @@ TEST(commit_4_3_read_only_conflicts_future) {
 }
 
 typedef struct {
-    rl_committer *c;
+    rl__committer *c;
     int n;
     int failures;
 } blocking_arg;
@@ -282,7 +282,7 @@ static void *blocking_thread(void *p) {
  * never lead once the thread runs, versions stay unique per (version, order). */
 TEST(commit_4_4_blocking_beside_submits) {
     sink_rec s;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     s.sync_sleep_us = 200;
     enum { N = 200 };
@@ -310,7 +310,7 @@ TEST(commit_4_4_blocking_beside_submits) {
         ASSERT_OK(js[i].req.result);
         ASSERT_TRUE(pthread_equal(js[i].thread, js[0].thread));
     }
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.committed, N + 150);
     rl__committer_free(c);
@@ -321,7 +321,7 @@ TEST(commit_4_4_blocking_beside_submits) {
  * submits are done with the sink's error (still on the committer thread). */
 TEST(commit_4_5_sink_failure_poisons) {
     sink_rec s;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     s.fail_sync_at = 2;
     job a, b, d;
@@ -344,7 +344,7 @@ TEST(commit_4_5_sink_failure_poisons) {
 /* commit-4.6: freeing the committer with requests queued completes every one of them first. */
 TEST(commit_4_6_free_completes_queue) {
     sink_rec s;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 0, &c));
     s.sync_sleep_us = 5000;
     enum { N = 100 };
@@ -368,7 +368,7 @@ TEST(commit_4_6_free_completes_queue) {
  * a tick queued behind a batch shares the next batch with whatever else queued. */
 TEST(commit_4_7_tick) {
     sink_rec s;
-    rl_committer *c;
+    rl__committer *c;
     ASSERT_OK(rl__committer_new(NULL, sink_of(&s), 100, &c));
     job tick;
     memset(&tick, 0, sizeof tick);
@@ -404,7 +404,7 @@ TEST(commit_4_7_tick) {
     ASSERT_OK(t2.req.result);
     ASSERT_EQ(tick2.req.commit_version, t2.req.commit_version);
     ASSERT_TRUE(tick2.req.commit_version > first.req.commit_version);
-    rl_committer_stats st;
+    rl__committer_stats st;
     rl__committer_get_stats(c, &st);
     ASSERT_EQ(st.ticks, 2);
     ASSERT_EQ(st.committed, 2);

@@ -8,21 +8,23 @@
 #include "base/arena.h"
 #include "commit/commit.h"
 
-static int st_apply(void *ctx, rl_version v, const rl_mutation *m, size_t n) { return rl__storage_apply(ctx, v, m, n); }
+static int st_apply(void *ctx, rl__version v, const rl__mutation *m, size_t n) {
+    return rl__storage_apply(ctx, v, m, n);
+}
 
 static int st_sync(void *ctx) { return rl__storage_sync(ctx); }
 
 typedef struct {
-    rl_storage *st;
-    rl_committer *c;
+    rl__storage *st;
+    rl__committer *c;
 } env;
 
 static void env_open(env *e, uint64_t window) {
-    rl_storage_options so = {0};
+    rl__storage_options so = {0};
     so.window_versions = window;
     ASSERT_OK(rl__storage_open(&so, &e->st, NULL));
-    rl_log_sink sink = {e->st, st_apply, st_sync};
-    rl_committer_options co = {window, 0};
+    rl__log_sink sink = {e->st, st_apply, st_sync};
+    rl__committer_options co = {window, 0};
     ASSERT_OK(rl__committer_new(&co, sink, rl__storage_latest_version(e->st), &e->c));
 }
 
@@ -31,8 +33,8 @@ static void env_close(env *e) {
     rl__storage_close(e->st);
 }
 
-static rl_mutation set_mut(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
+static rl__mutation set_mut(const char *k, const char *v) {
+    rl__mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
 
@@ -44,12 +46,12 @@ TEST(commit_5_1_storage_sink_reads) {
     env_open(&e, 0);
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_version rv0 = rl__committer_read_version(e.c);
-    rl_mutation m[2] = {set_mut("apple", "red"), {0}};
+    rl__version rv0 = rl__committer_read_version(e.c);
+    rl__mutation m[2] = {set_mut("apple", "red"), {0}};
     uint8_t vsk[15] = {'p', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-    m[1] = (rl_mutation){RL_MUT_SET_VERSIONSTAMPED_KEY, vsk, 15, (const uint8_t *)"stamped", 7};
-    rl_keyrange w = {(const uint8_t *)"a", 1, (const uint8_t *)"q", 1};
-    rl_commit_request req = {.read_version = rv0, .writes = &w, .n_writes = 1, .muts = m, .n_muts = 2};
+    m[1] = (rl__mutation){RL_MUT_SET_VERSIONSTAMPED_KEY, vsk, 15, (const uint8_t *)"stamped", 7};
+    rl__keyrange w = {(const uint8_t *)"a", 1, (const uint8_t *)"q", 1};
+    rl__commit_request req = {.read_version = rv0, .writes = &w, .n_writes = 1, .muts = m, .n_muts = 2};
     ASSERT_OK(rl__committer_commit(e.c, &req));
     ASSERT_EQ(rl__committer_read_version(e.c), req.commit_version);
     ASSERT_EQ(rl__storage_latest_version(e.st), req.commit_version);
@@ -86,11 +88,11 @@ static void *inc_main(void *p) {
     rl_arena a;
     rl__arena_init(&a, 0);
     static const char key[] = "counter";
-    rl_keyrange kr = {(const uint8_t *)key, 7, (const uint8_t *)"counter\0", 8};
+    rl__keyrange kr = {(const uint8_t *)key, 7, (const uint8_t *)"counter\0", 8};
     for (int i = 0; i < INCS; i++) {
         for (;;) {
             rl__arena_reset(&a);
-            rl_version rv = rl__committer_read_version(x->e->c);
+            rl__version rv = rl__committer_read_version(x->e->c);
             int present;
             const uint8_t *val;
             uint32_t len;
@@ -106,8 +108,8 @@ static void *inc_main(void *p) {
                 sscanf(buf, "%u", &n);
             }
             snprintf(buf, sizeof buf, "%u", n + 1);
-            rl_mutation m = {RL_MUT_SET, (const uint8_t *)key, 7, (const uint8_t *)buf, (uint32_t)strlen(buf)};
-            rl_commit_request req = {
+            rl__mutation m = {RL_MUT_SET, (const uint8_t *)key, 7, (const uint8_t *)buf, (uint32_t)strlen(buf)};
+            rl__commit_request req = {
                 .read_version = rv, .reads = &kr, .n_reads = 1, .writes = &kr, .n_writes = 1, .muts = &m, .n_muts = 1};
             int rc = rl__committer_commit(x->e->c, &req);
             if (rc == RL_OK) break;
@@ -158,10 +160,10 @@ TEST(commit_5_2_no_lost_updates) {
 static void *add_main(void *p) {
     env *e = p;
     uint8_t one[8] = {1};
-    rl_mutation m = {RL_MUT_ADD, (const uint8_t *)"sum", 3, one, 8};
-    rl_keyrange kr = {(const uint8_t *)"sum", 3, (const uint8_t *)"sum\0", 4};
+    rl__mutation m = {RL_MUT_ADD, (const uint8_t *)"sum", 3, one, 8};
+    rl__keyrange kr = {(const uint8_t *)"sum", 3, (const uint8_t *)"sum\0", 4};
     for (int i = 0; i < INCS; i++) {
-        rl_commit_request req = {
+        rl__commit_request req = {
             .read_version = rl__committer_read_version(e->c), .writes = &kr, .n_writes = 1, .muts = &m, .n_muts = 1};
         if (rl__committer_commit(e->c, &req) != RL_OK) return (void *)1;
     }

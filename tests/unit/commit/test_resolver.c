@@ -7,27 +7,27 @@
 #include "base/clock.h"
 #include "commit/commit.h"
 
-static rl_keyrange kr(const char *b, size_t blen, const char *e, size_t elen) {
-    rl_keyrange r = {(const uint8_t *)b, (uint32_t)blen, (const uint8_t *)e, (uint32_t)elen};
+static rl__keyrange kr(const char *b, size_t blen, const char *e, size_t elen) {
+    rl__keyrange r = {(const uint8_t *)b, (uint32_t)blen, (const uint8_t *)e, (uint32_t)elen};
     return r;
 }
 #define R(b, e) kr((b), sizeof(b) - 1, (e), sizeof(e) - 1)
 
 /* commit-1.1: versions strictly increase and advance about 1e6 per second of wall time. */
 TEST(commit_1_1_sequencer_monotonic) {
-    rl_sequencer s;
+    rl__sequencer s;
     rl__sequencer_init(&s, 1000);
-    rl_version a = rl__sequencer_next(&s);
+    rl__version a = rl__sequencer_next(&s);
     ASSERT_TRUE(a > 1000);
     rl__clock_sleep_us(10000);
-    rl_version b = rl__sequencer_next(&s);
+    rl__version b = rl__sequencer_next(&s);
     ASSERT_TRUE(b > a);
     ASSERT_TRUE(b - a >= 10000);
     /* Calls faster than one per microsecond still get distinct, increasing versions (the
      * sequence may then run ahead of the clock: last + 1 wins). */
-    rl_version prev = b;
+    rl__version prev = b;
     for (int i = 0; i < 100000; i++) {
-        rl_version v = rl__sequencer_next(&s);
+        rl__version v = rl__sequencer_next(&s);
         ASSERT_TRUE(v > prev);
         prev = v;
     }
@@ -40,15 +40,15 @@ static uint64_t test_clock(void *ud) { return *(const uint64_t *)ud; }
  * sleeping: one version per microsecond it advances, last + 1 when it stands still, still
  * increasing across the switch to it and back to the real clock. */
 TEST(commit_1_3_sequencer_injected_clock) {
-    rl_sequencer s;
+    rl__sequencer s;
     rl__sequencer_init(&s, 1000);
-    rl_version a = rl__sequencer_next(&s);
+    rl__version a = rl__sequencer_next(&s);
     uint64_t now = 77;
     rl__sequencer_set_clock(&s, test_clock, &now);
-    rl_version b = rl__sequencer_next(&s);
+    rl__version b = rl__sequencer_next(&s);
     ASSERT_EQ(b, a + 1);  /* the clock stood still since the switch */
     now += 5000000000ull; /* 5 s */
-    rl_version c = rl__sequencer_next(&s);
+    rl__version c = rl__sequencer_next(&s);
     ASSERT_EQ(c, a + 5000000);
     ASSERT_EQ(rl__sequencer_next(&s), c + 1);
     now += 999; /* less than a microsecond: no clock advance */
@@ -63,9 +63,9 @@ TEST(commit_1_3_sequencer_injected_clock) {
 
 /* commit-1.2: a restarted sequencer (init from the last version issued) keeps increasing. */
 TEST(commit_1_2_sequencer_restart) {
-    rl_sequencer s;
+    rl__sequencer s;
     rl__sequencer_init(&s, 0);
-    rl_version last = 0;
+    rl__version last = 0;
     for (int i = 0; i < 10; i++) last = rl__sequencer_next(&s);
     rl__sequencer_init(&s, last);
     ASSERT_TRUE(rl__sequencer_next(&s) > last);
@@ -76,46 +76,46 @@ TEST(commit_1_2_sequencer_restart) {
 
 /* commit-2.1: a point write [b, b\0): edges are exclusive at the end. */
 TEST(commit_2_1_resolver_point_edges) {
-    rl_resolver *r;
+    rl__resolver *r;
     ASSERT_OK(rl__resolver_new(0, &r));
-    rl_keyrange w = kr("b", 1, "b\0", 2);
+    rl__keyrange w = kr("b", 1, "b\0", 2);
     ASSERT_OK(rl__resolver_add(r, 10, &w, 1));
-    rl_keyrange same = kr("b", 1, "b\0", 2);
+    rl__keyrange same = kr("b", 1, "b\0", 2);
     ASSERT_RC(rl__resolver_check(r, 9, &same, 1), RL_E_NOT_COMMITTED);
     ASSERT_OK(rl__resolver_check(r, 10, &same, 1)); /* read at the write's version saw it */
     ASSERT_OK(rl__resolver_check(r, 11, &same, 1));
-    rl_keyrange before = R("a", "b"); /* ends exactly where the write begins */
+    rl__keyrange before = R("a", "b"); /* ends exactly where the write begins */
     ASSERT_OK(rl__resolver_check(r, 0, &before, 1));
-    rl_keyrange after = kr("b\0", 2, "c", 1); /* begins exactly where the write ends */
+    rl__keyrange after = kr("b\0", 2, "c", 1); /* begins exactly where the write ends */
     ASSERT_OK(rl__resolver_check(r, 0, &after, 1));
-    rl_keyrange cover = kr("a", 1, "b\0", 2);
+    rl__keyrange cover = kr("a", 1, "b\0", 2);
     ASSERT_RC(rl__resolver_check(r, 0, &cover, 1), RL_E_NOT_COMMITTED);
-    rl_keyrange all = R("", "\xff\xff");
+    rl__keyrange all = R("", "\xff\xff");
     ASSERT_RC(rl__resolver_check(r, 0, &all, 1), RL_E_NOT_COMMITTED);
-    rl_keyrange empty = R("b", "b");
+    rl__keyrange empty = R("b", "b");
     ASSERT_OK(rl__resolver_check(r, 0, &empty, 1));
-    rl_keyrange inverted = R("c", "a");
+    rl__keyrange inverted = R("c", "a");
     ASSERT_OK(rl__resolver_check(r, 0, &inverted, 1));
     /* One conflicting range among several is enough. */
-    rl_keyrange several[3] = {R("a", "b"), R("c", "d"), kr("a", 1, "b\0", 2)};
+    rl__keyrange several[3] = {R("a", "b"), R("c", "d"), kr("a", 1, "b\0", 2)};
     ASSERT_OK(rl__resolver_check(r, 0, several, 2));
     ASSERT_RC(rl__resolver_check(r, 0, several, 3), RL_E_NOT_COMMITTED);
     /* An empty write range is not remembered. */
-    rl_keyrange ew = R("x", "x");
+    rl__keyrange ew = R("x", "x");
     ASSERT_OK(rl__resolver_add(r, 20, &ew, 1));
-    rl_keyrange rx = R("w", "y");
+    rl__keyrange rx = R("w", "y");
     ASSERT_OK(rl__resolver_check(r, 0, &rx, 1));
     rl__resolver_free(r);
 }
 
 /* commit-2.2: range writes, overlapping overwrites and the key "" (the smallest key). */
 TEST(commit_2_2_resolver_range_edges) {
-    rl_resolver *r;
+    rl__resolver *r;
     ASSERT_OK(rl__resolver_new(0, &r));
-    rl_keyrange w1 = R("c", "f");
+    rl__keyrange w1 = R("c", "f");
     ASSERT_OK(rl__resolver_add(r, 20, &w1, 1));
-    rl_keyrange a_c = R("a", "c"), f_g = R("f", "g"), e_e0 = kr("e", 1, "e\0", 2), a_z = R("a", "z");
-    rl_keyrange ee = kr("ezzz", 4, "f", 1);
+    rl__keyrange a_c = R("a", "c"), f_g = R("f", "g"), e_e0 = kr("e", 1, "e\0", 2), a_z = R("a", "z");
+    rl__keyrange ee = kr("ezzz", 4, "f", 1);
     ASSERT_OK(rl__resolver_check(r, 5, &a_c, 1));
     ASSERT_OK(rl__resolver_check(r, 5, &f_g, 1));
     ASSERT_RC(rl__resolver_check(r, 5, &e_e0, 1), RL_E_NOT_COMMITTED);
@@ -123,39 +123,39 @@ TEST(commit_2_2_resolver_range_edges) {
     ASSERT_RC(rl__resolver_check(r, 19, &a_z, 1), RL_E_NOT_COMMITTED);
     ASSERT_OK(rl__resolver_check(r, 20, &a_z, 1));
     /* A later write over part of it: [d, h) at 30. [c, d) keeps 20. */
-    rl_keyrange w2 = R("d", "h");
+    rl__keyrange w2 = R("d", "h");
     ASSERT_OK(rl__resolver_add(r, 30, &w2, 1));
-    rl_keyrange c_d = R("c", "d"), g_h = R("g", "h"), h_i = R("h", "i");
+    rl__keyrange c_d = R("c", "d"), g_h = R("g", "h"), h_i = R("h", "i");
     ASSERT_OK(rl__resolver_check(r, 20, &c_d, 1));
     ASSERT_RC(rl__resolver_check(r, 19, &c_d, 1), RL_E_NOT_COMMITTED);
     ASSERT_RC(rl__resolver_check(r, 29, &g_h, 1), RL_E_NOT_COMMITTED);
     ASSERT_OK(rl__resolver_check(r, 29, &h_i, 1));
     /* A write that starts at "" and a read of the first key. */
-    rl_keyrange w3 = R("", "a");
+    rl__keyrange w3 = R("", "a");
     ASSERT_OK(rl__resolver_add(r, 40, &w3, 1));
-    rl_keyrange first = kr("", 0, "\0", 1);
+    rl__keyrange first = kr("", 0, "\0", 1);
     ASSERT_RC(rl__resolver_check(r, 39, &first, 1), RL_E_NOT_COMMITTED);
     ASSERT_OK(rl__resolver_check(r, 40, &first, 1));
-    rl_keyrange a_b = R("a", "b");
+    rl__keyrange a_b = R("a", "b");
     ASSERT_OK(rl__resolver_check(r, 0, &a_b, 1));
     /* A write swallowing everything. */
-    rl_keyrange w4 = R("", "\xff\xff\xff");
+    rl__keyrange w4 = R("", "\xff\xff\xff");
     ASSERT_OK(rl__resolver_add(r, 50, &w4, 1));
     ASSERT_RC(rl__resolver_check(r, 49, &a_b, 1), RL_E_NOT_COMMITTED);
-    rl_keyrange top = R("\xff\xff\xff", "\xff\xff\xff\xff");
+    rl__keyrange top = R("\xff\xff\xff", "\xff\xff\xff\xff");
     ASSERT_OK(rl__resolver_check(r, 0, &top, 1));
     rl__resolver_free(r);
 }
 
 /* commit-2.3: reads older than the window (or the floor) are too old; blind writes never are. */
 TEST(commit_2_3_resolver_window_too_old) {
-    rl_resolver *r;
+    rl__resolver *r;
     ASSERT_OK(rl__resolver_new(100, &r));
     ASSERT_EQ(rl__resolver_oldest(r), 0);
-    rl_keyrange w = R("k", "l");
+    rl__keyrange w = R("k", "l");
     ASSERT_OK(rl__resolver_add(r, 1000, &w, 1));
     ASSERT_EQ(rl__resolver_oldest(r), 900);
-    rl_keyrange other = R("a", "b");
+    rl__keyrange other = R("a", "b");
     ASSERT_RC(rl__resolver_check(r, 899, &other, 1), RL_E_TRANSACTION_TOO_OLD);
     ASSERT_OK(rl__resolver_check(r, 899, NULL, 0));
     ASSERT_OK(rl__resolver_check(r, 900, &other, 1));
@@ -178,7 +178,7 @@ TEST(commit_2_3_resolver_window_too_old) {
 typedef struct {
     char b[6], e[6];
     size_t blen, elen;
-    rl_version v;
+    rl__version v;
 } model_write;
 
 static size_t rand_key(uint64_t *st, char *k) {
@@ -198,18 +198,18 @@ static int kcmp(const char *a, size_t alen, const char *b, size_t blen) {
 TEST(commit_2_4_resolver_random_model) {
     uint64_t st = rl_test_seed();
     const uint64_t window = 400;
-    rl_resolver *r;
+    rl__resolver *r;
     ASSERT_OK(rl__resolver_new(window, &r));
     size_t cap = 80000, n = 0;
     model_write *ws = calloc(cap, sizeof *ws);
     ASSERT_NOT_NULL(ws);
-    rl_version now = 1;
+    rl__version now = 1;
     int seen[3] = {0, 0, 0}; /* ok, not_committed, too_old */
     for (int step = 0; step < 40000; step++) {
         if (rl_test_rand_below(&st, 2) == 0 && n + 3 <= cap) {
             now += 1 + rl_test_rand_below(&st, 20);
             int k = 1 + (int)rl_test_rand_below(&st, 3);
-            rl_keyrange wr[3];
+            rl__keyrange wr[3];
             for (int i = 0; i < k; i++) {
                 model_write *m = &ws[n++];
                 m->blen = rand_key(&st, m->b);
@@ -228,11 +228,11 @@ TEST(commit_2_4_resolver_random_model) {
             }
             ASSERT_OK(rl__resolver_add(r, now, wr, (size_t)k));
         } else {
-            rl_version oldest = now > window ? now - window : 0;
+            rl__version oldest = now > window ? now - window : 0;
             ASSERT_EQ(rl__resolver_oldest(r), oldest);
-            rl_version rv = now > 500 ? now - rl_test_rand_below(&st, 500) : rl_test_rand_below(&st, now + 1);
+            rl__version rv = now > 500 ? now - rl_test_rand_below(&st, 500) : rl_test_rand_below(&st, now + 1);
             char kb[2][5], ke[2][5];
-            rl_keyrange rd[2];
+            rl__keyrange rd[2];
             int k = 1 + (int)rl_test_rand_below(&st, 2);
             int want = RL_OK;
             for (int i = 0; i < k; i++) {
@@ -268,19 +268,19 @@ TEST(commit_2_4_resolver_random_model) {
  * forgotten (the boundary count stays bounded by the writes inside the window). */
 TEST(commit_2_5_resolver_forgets_old_writes) {
     uint64_t st = rl_test_seed();
-    rl_resolver *r;
+    rl__resolver *r;
     ASSERT_OK(rl__resolver_new(0, &r)); /* 5,000,000 */
-    rl_version v = 1;
+    rl__version v = 1;
     size_t max_size = 0;
     for (int i = 0; i < 200000; i++) {
         v += 500; /* 2,000 commits per second of versions: 10,000 inside the window */
         char k[16];
         int len = snprintf(k, sizeof k, "k%08llu", (unsigned long long)rl_test_rand_below(&st, 100000000));
-        rl_keyrange w = kr(k, (size_t)len, k, (size_t)len + 1); /* includes the NUL: key + \0 */
+        rl__keyrange w = kr(k, (size_t)len, k, (size_t)len + 1); /* includes the NUL: key + \0 */
         ASSERT_OK(rl__resolver_add(r, v, &w, 1));
         if (rl__resolver_size(r) > max_size) max_size = rl__resolver_size(r);
         if (i % 1000 == 0) {
-            rl_keyrange rd = kr(k, (size_t)len, k, (size_t)len + 1);
+            rl__keyrange rd = kr(k, (size_t)len, k, (size_t)len + 1);
             ASSERT_RC(rl__resolver_check(r, v - 1, &rd, 1), RL_E_NOT_COMMITTED);
             ASSERT_OK(rl__resolver_check(r, v, &rd, 1));
         }

@@ -1,7 +1,7 @@
 /* test_cluster_plan.c — cluster_plan_*: the cluster client's read planner (src/kv/cluster/plan.h)
  * and location cache (locmap.h) as pure logic, against a fake cluster.
  *
- * The fake cluster is one storage engine holding the data and a shard map (an rl_locmap built
+ * The fake cluster is one storage engine holding the data and a shard map (an rl__locmap built
  * from a GET_SHARD_MAP reply, so the location cache is tested too). Each request the planner
  * asks for is routed through the map and answered exactly as the contracts of issue 15 say a
  * storage server (or the coordinator, for the system shard) answers: ownership checks
@@ -31,10 +31,10 @@ static const uint8_t kff[1] = {0xff};
 static const uint8_t kffff[2] = {0xff, 0xff};
 
 typedef struct {
-    rl_kv_backend *emb; /* the oracle */
-    rl_storage *st;     /* the fake cluster's data (same mutations, same versions) */
-    rl_locmap *map;
-    rl_version v;
+    rl__kv_backend *emb; /* the oracle */
+    rl__storage *st;     /* the fake cluster's data (same mutations, same versions) */
+    rl__locmap *map;
+    rl__version v;
     uint64_t rng;
     int cap;         /* rows per reply at most (0: no cap) */
     int wrong_shard; /* 1001 answers (must stay 0: the planner routes right) */
@@ -43,11 +43,11 @@ typedef struct {
 
 /* ---- Data ------------------------------------------------------------------------------------ */
 
-static void on_commit(rl_kv_commit *c, int err) { *(int *)c->ud = err; }
+static void on_commit(rl__kv_commit *c, int err) { *(int *)c->ud = err; }
 
 /* Commit muts to both the oracle and the fake cluster's engine. */
-static void write_both(fx *x, const rl_mutation *muts, size_t n) {
-    rl_kv_commit c;
+static void write_both(fx *x, const rl__mutation *muts, size_t n) {
+    rl__kv_commit c;
     memset(&c, 0, sizeof c);
     int err = -1;
     c.read_version = x->v;
@@ -65,7 +65,7 @@ static void fx_open(fx *x, uint64_t seed) {
     memset(x, 0, sizeof *x);
     x->rng = seed;
     ASSERT_OK(rl__kv_embedded_open(NULL, NULL, &x->emb, NULL));
-    rl_storage_options so;
+    rl__storage_options so;
     memset(&so, 0, sizeof so);
     ASSERT_OK(rl__storage_open(&so, &x->st, NULL));
     x->v = 0;
@@ -80,7 +80,7 @@ static void fx_close(fx *x) {
 /* The shard map: boundaries (sorted, unique, non-empty, below "\xff") between "" and "\xff",
  * then the system shard on the coordinator. Teams of 1-2 of storage servers 1..3. */
 static void fx_map(fx *x, const rl_buf *bounds, int nb) {
-    rl_msg_server servers[4];
+    rl__msg_server servers[4];
     memset(servers, 0, sizeof servers);
     for (int i = 0; i < 4; i++) {
         servers[i].id = (uint32_t)i;
@@ -92,7 +92,7 @@ static void fx_map(fx *x, const rl_buf *bounds, int nb) {
         servers[i].host_len = 1;
         servers[i].healthy = 1;
     }
-    rl_msg_shard sh[40];
+    rl__msg_shard sh[40];
     uint32_t teams[40][2];
     int ns = 0;
     const uint8_t *prev = (const uint8_t *)"";
@@ -114,14 +114,14 @@ static void fx_map(fx *x, const rl_buf *bounds, int nb) {
     sh[ns].team = teams[ns];
     sh[ns].n_team = 1;
     ns++;
-    rl_msg_get_shard_map_reply m = {7, servers, 4, sh, (uint32_t)ns, 0, 0};
+    rl__msg_get_shard_map_reply m = {7, servers, 4, sh, (uint32_t)ns, 0, 0};
     /* Through the codec too: what the client really receives. */
     rl_buf enc;
     rl__buf_init(&enc);
     ASSERT_OK(rl__msg_get_shard_map_reply_encode(&enc, &m, NULL));
     rl_arena a;
     rl__arena_init(&a, 1024);
-    rl_msg_get_shard_map_reply d;
+    rl__msg_get_shard_map_reply d;
     ASSERT_OK(rl__msg_get_shard_map_reply_decode(enc.data, enc.len, &a, &d, NULL));
     rl__locmap_unref(x->map);
     x->map = NULL;
@@ -153,8 +153,8 @@ static int cap_limit(const fx *x, int limit) {
 
 /* Answer req as the server holding shard si does. Returns RL_OK with the reply's payload in
  * out, or the code of an error reply. */
-static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
-    const rl_loc_shard *s = &x->map->shards[si];
+static int serve(fx *x, int si, const rl__msg *req, rl_buf *out) {
+    const rl__loc_shard *s = &x->map->shards[si];
     const uint8_t *lo = s->begin, *hi = s->end;
     uint32_t lol = s->begin_len, hil = s->end_len;
     int lo_min = lol == 0;
@@ -165,12 +165,12 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
     x->requests++;
     switch (req->type) {
     case RL_MSG_GET: {
-        const rl_msg_get_req *q = &req->u.get_req;
+        const rl__msg_get_req *q = &req->u.get_req;
         if (kcmp(q->key, q->key_len, lo, lol) < 0 || kcmp(q->key, q->key_len, hi, hil) >= 0) {
             rc = RL_E_WRONG_SHARD_SERVER;
             break;
         }
-        rl_msg_get_reply r = {0};
+        rl__msg_get_reply r = {0};
         int present;
         rc = rl__storage_get(x->st, q->version, q->key, q->key_len, &a, &present, &r.value, &r.value_len);
         if (rc) break;
@@ -180,11 +180,11 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
         break;
     }
     case RL_MSG_GET_KEY: {
-        const rl_msg_get_key_req *q = &req->u.get_key_req;
-        rl_select_result sr;
+        const rl__msg_get_key_req *q = &req->u.get_key_req;
+        rl__select_result sr;
         rc = rl__storage_select(x->st, q->version, &q->sel, lo, lol, lo_min, hi, hil, hi_max, &a, &sr);
         if (rc) break;
-        rl_msg_get_key_reply r;
+        rl__msg_get_key_reply r;
         memset(&r, 0, sizeof r);
         r.resolved = (uint8_t)sr.resolved;
         r.sel.key = sr.key;
@@ -201,7 +201,7 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
         int reverse = mapped ? req->u.get_mapped_range_req.reverse : req->u.get_range_req.reverse;
         int limit = mapped ? req->u.get_mapped_range_req.limit : req->u.get_range_req.limit;
         long target = (long)(mapped ? req->u.get_mapped_range_req.target_bytes : req->u.get_range_req.target_bytes);
-        rl_version v = mapped ? req->u.get_mapped_range_req.version : req->u.get_range_req.version;
+        rl__version v = mapped ? req->u.get_mapped_range_req.version : req->u.get_range_req.version;
         /* Ownership: the shard holds the begin anchor (forward) / the keys below the end anchor. */
         uint32_t al;
         const uint8_t *an = anchor(&a, reverse ? e : b, &al);
@@ -211,15 +211,15 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
             rc = RL_E_WRONG_SHARD_SERVER;
             break;
         }
-        rl_mapper *m = NULL;
+        rl__mapper *m = NULL;
         if (mapped &&
             (rc = rl__mapper_parse(req->u.get_mapped_range_req.mapper, req->u.get_mapped_range_req.mapper_len, &a, &m)))
             break;
-        rl_range_bounds bd;
+        rl__range_bounds bd;
         rc = rl__storage_range_bounds(x->st, v, b, e, lo, lol, lo_min, hi, hil, hi_max, reverse, &a, &bd);
         if (rc) break;
-        rl_msg_get_range_reply rr;
-        rl_msg_get_mapped_range_reply mr;
+        rl__msg_get_range_reply rr;
+        rl__msg_get_mapped_range_reply mr;
         memset(&rr, 0, sizeof rr);
         memset(&mr, 0, sizeof mr);
         if (bd.unresolved) {
@@ -236,14 +236,14 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
                                                cap_limit(x, limit), target, reverse, &a, &kvs, &n, &more);
                     rr.kvs = kvs;
                 } else {
-                    rl_mapped_options o;
+                    rl__mapped_options o;
                     memset(&o, 0, sizeof o);
                     o.limit = cap_limit(x, limit);
                     o.target_bytes = target;
                     o.reverse = reverse;
                     o.secondary_row_limit = req->u.get_mapped_range_req.secondary_row_limit;
                     o.secondary_byte_limit = (long)req->u.get_mapped_range_req.secondary_byte_limit;
-                    rl_mapped_entry *ents = NULL;
+                    rl__mapped_entry *ents = NULL;
                     rc = rl__storage_get_mapped_range(x->st, v, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, m, &o,
                                                       NULL, NULL, &a, &ents, &n, &more);
                     mr.entries = ents;
@@ -270,9 +270,9 @@ static int serve(fx *x, int si, const rl_msg *req, rl_buf *out) {
 }
 
 /* Run r through the planner against the fake cluster. */
-static int run_cluster(fx *x, rl_kv_read *r) {
-    rl_cplan p;
-    rl_cplan_options o;
+static int run_cluster(fx *x, rl__kv_read *r) {
+    rl__cplan p;
+    rl__cplan_options o;
     memset(&o, 0, sizeof o);
     int send = 0;
     int rc = rl__cplan_start(&p, r, &o, &send);
@@ -289,7 +289,7 @@ static int run_cluster(fx *x, rl_kv_read *r) {
         }
         /* The transport's path: copy into the read's arena, decode there. */
         uint8_t *copy = out.len ? rl__arena_memdup(r->arena, out.data, out.len) : NULL;
-        rl_msg m;
+        rl__msg m;
         ASSERT_OK(rl__msg_decode(p.req.type, RL_FRAME_REPLY, copy, out.len, r->arena, &m, NULL));
         rl__buf_release(&out);
         rc = rl__cplan_reply(&p, &m, &send);
@@ -297,9 +297,9 @@ static int run_cluster(fx *x, rl_kv_read *r) {
     return rc;
 }
 
-static void on_read(rl_kv_read *r, int err) { *(int *)r->ud = err; }
+static void on_read(rl__kv_read *r, int err) { *(int *)r->ud = err; }
 
-static int run_oracle(fx *x, rl_kv_read *r) {
+static int run_oracle(fx *x, rl__kv_read *r) {
     int err = -1;
     r->done = on_read;
     r->ud = &err;
@@ -312,7 +312,7 @@ static void expect_bytes(const uint8_t *a, uint32_t al, const uint8_t *b, uint32
 }
 
 /* Compare the cluster's result (c) with the oracle's (o). */
-static void compare(const rl_kv_read *c, int crc, const rl_kv_read *o, int orc) {
+static void compare(const rl__kv_read *c, int crc, const rl__kv_read *o, int orc) {
     ASSERT_RC(crc, orc);
     if (crc) return;
     switch (c->op) {
@@ -358,7 +358,7 @@ static void dump_key(const char *what, const uint8_t *k, uint32_t kl) {
 }
 
 /* Print a read that failed and the map it ran on (for replaying a seed). */
-static void dump(const fx *x, const rl_kv_read *r) {
+static void dump(const fx *x, const rl__kv_read *r) {
     printf("read op %d reverse %d limit %d target %ld max_key_len %u cap %d\n", r->op, r->reverse, r->limit,
            r->target_bytes, r->max_key_len, x->cap);
     if (r->op == RL_KV_GET) dump_key("key", r->key, r->key_len);
@@ -371,11 +371,11 @@ static void dump(const fx *x, const rl_kv_read *r) {
 }
 
 /* Run one read both ways and compare. */
-static void check_read(fx *x, const rl_kv_read *tmpl) {
+static void check_read(fx *x, const rl__kv_read *tmpl) {
     rl_arena ac, ao;
     rl__arena_init(&ac, 4096);
     rl__arena_init(&ao, 4096);
-    rl_kv_read c = *tmpl, o = *tmpl;
+    rl__kv_read c = *tmpl, o = *tmpl;
     c.arena = &ac;
     o.arena = &ao;
     int crc = run_cluster(x, &c);
@@ -458,7 +458,7 @@ TEST(cluster_plan_1_1_locmap) {
     rl__buf_append(&b[0], "b", 1);
     rl__buf_append(&b[1], "d", 1);
     fx_map(&x, b, 2); /* ["", b) [b, d) [d, \xff) [\xff, \xff\xff) */
-    const rl_locmap *m = x.map;
+    const rl__locmap *m = x.map;
     ASSERT_EQ(m->n_shards, 4);
     ASSERT_EQ(rl__locmap_find(m, (const uint8_t *)"", 0, 0), 0);
     ASSERT_EQ(rl__locmap_find(m, (const uint8_t *)"", 0, 1), 0);
@@ -481,7 +481,7 @@ TEST(cluster_plan_1_1_locmap) {
     ASSERT_EQ(strcmp(m->servers[1].address, "127.0.0.1"), 0);
     ASSERT_EQ(m->servers[1].port, 4001);
     /* Picks: healthy first, rotating with the salt; unknown members skipped. */
-    rl_loc_shard s = m->shards[1];
+    rl__loc_shard s = m->shards[1];
     s.n_team = 2;
     s.team_id[0] = 1, s.team_idx[0] = 1;
     s.team_id[1] = 2, s.team_idx[1] = 2;
@@ -509,11 +509,11 @@ TEST(cluster_plan_1_1_locmap) {
     s.team_idx[1] = -1;
     ASSERT_EQ(rl__locmap_pick(m, &s, 0), -1);
     /* Maps that do not cover ["", "\xff\xff") are refused with a reason. */
-    rl_msg_server srv = {0, RL_ROLE_COORDINATOR, (const uint8_t *)"127.0.0.1", 9, 1, (const uint8_t *)"h", 1, 1};
+    rl__msg_server srv = {0, RL_ROLE_COORDINATOR, (const uint8_t *)"127.0.0.1", 9, 1, (const uint8_t *)"h", 1, 1};
     uint32_t team0[1] = {0};
-    rl_msg_shard one = {(const uint8_t *)"a", 1, kffff, 2, team0, 1};
-    rl_msg_get_shard_map_reply bad = {1, &srv, 1, &one, 1, 0, 0};
-    rl_locmap *lm = NULL;
+    rl__msg_shard one = {(const uint8_t *)"a", 1, kffff, 2, team0, 1};
+    rl__msg_get_shard_map_reply bad = {1, &srv, 1, &one, 1, 0, 0};
+    rl__locmap *lm = NULL;
     rl_buf why;
     rl__buf_init(&why);
     ASSERT_RC(rl__locmap_new(&bad, &lm, &why), RL_E_MALFORMED_FRAME);
@@ -538,7 +538,7 @@ TEST(cluster_plan_1_1_locmap) {
 
 /* Load random keys (the alphabet, lengths 0-3, plus some system keys) into both sides. */
 static void load_random(fx *x, int nkeys) {
-    rl_mutation muts[80] = {{0}};
+    rl__mutation muts[80] = {{0}};
     rl_buf keys[80], vals[80];
     int n = 0;
     for (int i = 0; i < nkeys && n < 80; i++, n++) {
@@ -588,7 +588,7 @@ TEST(cluster_plan_1_2_random_reads) {
                 ka = kb;
                 kb = t;
             }
-            rl_mutation cm = {RL_MUT_CLEAR_RANGE, ka.data, (uint32_t)ka.len, kb.data, (uint32_t)kb.len};
+            rl__mutation cm = {RL_MUT_CLEAR_RANGE, ka.data, (uint32_t)ka.len, kb.data, (uint32_t)kb.len};
             write_both(&x, &cm, 1);
         }
         rl_buf bounds[12];
@@ -598,7 +598,7 @@ TEST(cluster_plan_1_2_random_reads) {
         static const int caps[] = {0, 0, 1, 2, 3, 7};
         for (int i = 0; i < reads; i++) {
             x.cap = caps[rl_test_rand_below(&x.rng, sizeof caps / sizeof caps[0])];
-            rl_kv_read r;
+            rl__kv_read r;
             memset(&r, 0, sizeof r);
             int sys = (int)rl_test_rand_below(&x.rng, 3) == 0;
             r.max_key = sys ? kffff : kff;
@@ -635,7 +635,7 @@ TEST(cluster_plan_1_2_random_reads) {
 /* ---- Mapped reads -------------------------------------------------------------------------------- */
 
 static void pack_key(rl_buf *b, const char *s, int64_t a, int64_t c, int nc) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_reset(b);
     rl__tuple_packer_init(&pk, b);
     rl__tuple_pack_string(&pk, s, strlen(s));
@@ -646,7 +646,7 @@ static void pack_key(rl_buf *b, const char *s, int64_t a, int64_t c, int nc) {
 /* Records ("r", id, chunk) with 1-3 chunks (some ids missing: orphans), index ("i", price, id),
  * written to both sides; the packed keys are returned for shard boundaries. */
 static int load_orders(fx *x, int n, rl_buf *keys, int maxkeys) {
-    rl_mutation muts[400] = {{0}};
+    rl__mutation muts[400] = {{0}};
     rl_buf kb[400], vb[400];
     int nm = 0, nk = 0;
     for (int id = 1; id <= n; id++) {
@@ -656,7 +656,7 @@ static int load_orders(fx *x, int n, rl_buf *keys, int maxkeys) {
             rl__buf_init(&vb[nm]);
             pack_key(&kb[nm], "r", id, c, 1);
             rl__buf_printf(&vb[nm], "rec%d.%d", id, c);
-            muts[nm] = (rl_mutation){RL_MUT_SET, kb[nm].data, (uint32_t)kb[nm].len, vb[nm].data, (uint32_t)vb[nm].len};
+            muts[nm] = (rl__mutation){RL_MUT_SET, kb[nm].data, (uint32_t)kb[nm].len, vb[nm].data, (uint32_t)vb[nm].len};
             if (nk < maxkeys && rl_test_rand_below(&x->rng, 6) == 0) {
                 rl__buf_init(&keys[nk]);
                 rl__buf_append(&keys[nk++], kb[nm].data, kb[nm].len);
@@ -665,12 +665,12 @@ static int load_orders(fx *x, int n, rl_buf *keys, int maxkeys) {
         if (nm >= 400) break;
         rl__buf_init(&kb[nm]);
         rl__buf_init(&vb[nm]);
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         rl__tuple_packer_init(&pk, &kb[nm]);
         rl__tuple_pack_string(&pk, "i", 1);
         rl__tuple_pack_int(&pk, (int64_t)rl_test_rand_below(&x->rng, 50));
         rl__tuple_pack_int(&pk, id);
-        muts[nm] = (rl_mutation){RL_MUT_SET, kb[nm].data, (uint32_t)kb[nm].len, vb[nm].data, 0};
+        muts[nm] = (rl__mutation){RL_MUT_SET, kb[nm].data, (uint32_t)kb[nm].len, vb[nm].data, 0};
         if (nk < maxkeys && rl_test_rand_below(&x->rng, 6) == 0) {
             rl__buf_init(&keys[nk]);
             rl__buf_append(&keys[nk++], kb[nm].data, kb[nm].len);
@@ -697,7 +697,7 @@ TEST(cluster_plan_1_3_random_mapped) {
     rl__buf_init(&mapper);
     rl__buf_init(&ka);
     rl__buf_init(&kb);
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__tuple_packer_init(&pk, &mapper);
     rl__tuple_pack_string(&pk, "r", 1);
     rl__tuple_pack_string(&pk, "{K[2]}", 6);
@@ -719,7 +719,7 @@ TEST(cluster_plan_1_3_random_mapped) {
         for (int i = 0; i < 150; i++) {
             static const int caps[] = {0, 0, 1, 3, 7};
             x.cap = caps[rl_test_rand_below(&x.rng, 5)];
-            rl_kv_read r;
+            rl__kv_read r;
             memset(&r, 0, sizeof r);
             r.op = RL_KV_GET_MAPPED;
             r.max_key = kff;
@@ -744,7 +744,7 @@ TEST(cluster_plan_1_3_random_mapped) {
                 rl_arena ac, ao;
                 rl__arena_init(&ac, 4096);
                 rl__arena_init(&ao, 4096);
-                rl_kv_read c = r, o = r;
+                rl__kv_read c = r, o = r;
                 c.arena = &ac;
                 o.arena = &ao;
                 o.target_bytes = 0;
@@ -771,7 +771,7 @@ TEST(cluster_plan_1_3_random_mapped) {
     rl__tuple_pack_string(&pk, "{...}", 5);
     rl__tuple_pack_string(&pk, "r", 1);
     for (int empty = 0; empty < 2; empty++) {
-        rl_kv_read r;
+        rl__kv_read r;
         memset(&r, 0, sizeof r);
         r.op = RL_KV_GET_MAPPED;
         r.max_key = kff;
@@ -798,9 +798,10 @@ TEST(cluster_plan_1_3_random_mapped) {
 TEST(cluster_plan_1_4_paging_and_probe) {
     fx x;
     fx_open(&x, 4);
-    rl_mutation muts[4];
+    rl__mutation muts[4];
     const char *ks[4] = {"a1", "a2", "c1", "e1"};
-    for (int i = 0; i < 4; i++) muts[i] = (rl_mutation){RL_MUT_SET, (const uint8_t *)ks[i], 2, (const uint8_t *)"v", 1};
+    for (int i = 0; i < 4; i++)
+        muts[i] = (rl__mutation){RL_MUT_SET, (const uint8_t *)ks[i], 2, (const uint8_t *)"v", 1};
     write_both(&x, muts, 4);
     rl_buf b[4];
     const char *bs[4] = {"b", "c", "d", "e"}; /* [,b) [b,c) [c,d) [d,e) [e,\xff) */
@@ -809,7 +810,7 @@ TEST(cluster_plan_1_4_paging_and_probe) {
         rl__buf_append(&b[i], bs[i], 1);
     }
     fx_map(&x, b, 4);
-    rl_kv_read r;
+    rl__kv_read r;
     memset(&r, 0, sizeof r);
     r.op = RL_KV_GET_RANGE;
     r.version = x.v;
@@ -853,10 +854,10 @@ TEST(cluster_plan_1_4_paging_and_probe) {
 TEST(cluster_plan_1_5_selector_steps) {
     fx x;
     fx_open(&x, 5);
-    rl_mutation muts[6];
+    rl__mutation muts[6];
     const char *ks[6] = {"a", "b1", "c1", "c2", "\xff", "\xff/x"};
     for (int i = 0; i < 6; i++)
-        muts[i] = (rl_mutation){RL_MUT_SET, (const uint8_t *)ks[i], (uint32_t)strlen(ks[i]), (const uint8_t *)"v", 1};
+        muts[i] = (rl__mutation){RL_MUT_SET, (const uint8_t *)ks[i], (uint32_t)strlen(ks[i]), (const uint8_t *)"v", 1};
     write_both(&x, muts, 6);
     rl_buf b[2];
     rl__buf_init(&b[0]);
@@ -864,7 +865,7 @@ TEST(cluster_plan_1_5_selector_steps) {
     rl__buf_append(&b[0], "b", 1);
     rl__buf_append(&b[1], "c", 1);
     fx_map(&x, b, 2);
-    rl_kv_read r;
+    rl__kv_read r;
     memset(&r, 0, sizeof r);
     r.op = RL_KV_GET_KEY;
     r.version = x.v;
@@ -910,7 +911,7 @@ TEST(cluster_plan_1_5_selector_steps) {
 TEST(cluster_plan_1_6_bad_replies) {
     rl_arena a;
     rl__arena_init(&a, 4096);
-    rl_kv_read r;
+    rl__kv_read r;
     memset(&r, 0, sizeof r);
     r.op = RL_KV_GET_RANGE;
     r.arena = &a;
@@ -918,9 +919,9 @@ TEST(cluster_plan_1_6_bad_replies) {
     r.max_key_len = 1;
     r.begin = RL_FIRST_GREATER_OR_EQUAL("b", 1);
     r.end = RL_FIRST_GREATER_OR_EQUAL("m", 1);
-    rl_cplan p;
+    rl__cplan p;
     int send;
-    rl_msg m;
+    rl__msg m;
     rl_keyvalue rows[2] = {{(const uint8_t *)"d", 1, (const uint8_t *)"", 0},
                            {(const uint8_t *)"c", 1, (const uint8_t *)"", 0}};
     /* Out of order. */

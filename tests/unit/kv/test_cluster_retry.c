@@ -16,21 +16,21 @@ TEST(cluster_retry_1_1_transport) {
         uint64_t since = 100 * S;
         uint64_t want = RL_CLUSTER_BACKOFF_MIN_NS;
         for (int a = 1; a <= 12; a++) {
-            rl_cretry d = rl__cluster_retry_decide(kinds[k], RL_E_CONNECTION_FAILED, 0, 0, since,
-                                                   since + (uint64_t)a * 1000, a, 0);
+            rl__cretry d = rl__cluster_retry_decide(kinds[k], RL_E_CONNECTION_FAILED, 0, 0, since,
+                                                    since + (uint64_t)a * 1000, a, 0);
             ASSERT_EQ(d.action, RL_CRETRY_BACKOFF);
             ASSERT_EQ(d.delay_ns, want);
             want = want * 2 > RL_CLUSTER_BACKOFF_MAX_NS ? RL_CLUSTER_BACKOFF_MAX_NS : want * 2;
         }
-        rl_cretry d = rl__cluster_retry_decide(kinds[k], RL_E_TIMED_OUT, 0, 0, since,
-                                               since + RL_CLUSTER_RETRY_WINDOW_NS - 1, 30, 0);
+        rl__cretry d = rl__cluster_retry_decide(kinds[k], RL_E_TIMED_OUT, 0, 0, since,
+                                                since + RL_CLUSTER_RETRY_WINDOW_NS - 1, 30, 0);
         ASSERT_EQ(d.action, RL_CRETRY_BACKOFF);
         d = rl__cluster_retry_decide(kinds[k], RL_E_TIMED_OUT, 0, 0, since, since + RL_CLUSTER_RETRY_WINDOW_NS, 30, 0);
         ASSERT_EQ(d.action, RL_CRETRY_FAIL);
         ASSERT_EQ(d.err, RL_E_CONNECTION_FAILED);
     }
     /* A foreign protocol, memory and cancellation are not retried. */
-    rl_cretry d = rl__cluster_retry_decide(RL_CREQ_READ, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, 0, 0, S, S, 1, 0);
+    rl__cretry d = rl__cluster_retry_decide(RL_CREQ_READ, RL_E_INCOMPATIBLE_PROTOCOL_VERSION, 0, 0, S, S, 1, 0);
     ASSERT_EQ(d.action, RL_CRETRY_FAIL);
     ASSERT_EQ(d.err, RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     d = rl__cluster_retry_decide(RL_CREQ_GRV, RL_E_OUT_OF_MEMORY, 0, 0, S, S, 1, 0);
@@ -43,7 +43,7 @@ TEST(cluster_retry_1_1_transport) {
  * (1021) when its connection is lost or it times out; one that cannot have been sent is retried
  * like a read, then connection_failed. */
 TEST(cluster_retry_1_2_commit) {
-    rl_cretry d = rl__cluster_retry_decide(RL_CREQ_COMMIT, RL_E_CONNECTION_FAILED, 0, 1, S, S, 1, 0);
+    rl__cretry d = rl__cluster_retry_decide(RL_CREQ_COMMIT, RL_E_CONNECTION_FAILED, 0, 1, S, S, 1, 0);
     ASSERT_EQ(d.action, RL_CRETRY_FAIL);
     ASSERT_EQ(d.err, RL_E_COMMIT_UNKNOWN_RESULT);
     d = rl__cluster_retry_decide(RL_CREQ_COMMIT, RL_E_TIMED_OUT, 0, 1, S, S, 1, 0);
@@ -65,13 +65,13 @@ TEST(cluster_retry_1_2_commit) {
  * once, and wrong_shard_server to anything but a read is too. */
 TEST(cluster_retry_1_3_error_replies) {
     for (int n = 1; n <= RL_CLUSTER_WRONG_SHARD_RETRIES; n++) {
-        rl_cretry d = rl__cluster_retry_decide(RL_CREQ_READ, RL_E_WRONG_SHARD_SERVER, 1, 0, 0, 0, 0, n);
+        rl__cretry d = rl__cluster_retry_decide(RL_CREQ_READ, RL_E_WRONG_SHARD_SERVER, 1, 0, 0, 0, 0, n);
         ASSERT_EQ(d.action, RL_CRETRY_REFRESH);
         if (n == 1) ASSERT_EQ(d.delay_ns, 0);
         else ASSERT_TRUE(d.delay_ns >= RL_CLUSTER_BACKOFF_MIN_NS && d.delay_ns <= RL_CLUSTER_BACKOFF_MAX_NS);
     }
-    rl_cretry d = rl__cluster_retry_decide(RL_CREQ_READ, RL_E_WRONG_SHARD_SERVER, 1, 0, 0, 0, 0,
-                                           RL_CLUSTER_WRONG_SHARD_RETRIES + 1);
+    rl__cretry d = rl__cluster_retry_decide(RL_CREQ_READ, RL_E_WRONG_SHARD_SERVER, 1, 0, 0, 0, 0,
+                                            RL_CLUSTER_WRONG_SHARD_RETRIES + 1);
     ASSERT_EQ(d.action, RL_CRETRY_FAIL);
     ASSERT_EQ(d.err, RL_E_WRONG_SHARD_SERVER);
     int codes[] = {RL_E_FUTURE_VERSION, RL_E_TRANSACTION_TOO_OLD, RL_E_MAPPER_BAD_INDEX, RL_E_CONNECTION_FAILED};

@@ -6,13 +6,13 @@
 #include "kv/cluster/clusterfile.h"
 #include "test.h"
 
-static int parse(const char *s, rl_cluster_file *cf, rl_buf *msg) {
+static int parse(const char *s, rl__cluster_file *cf, rl_buf *msg) {
     rl__buf_reset(msg);
     return rl__cluster_file_parse(s, strlen(s), cf, msg);
 }
 
 TEST(cluster_file_1_1_good) {
-    rl_cluster_file cf;
+    rl__cluster_file cf;
     rl_buf msg;
     rl__buf_init(&msg);
     ASSERT_OK(parse("reclayer:ab12_Z@127.0.0.1:4500\n", &cf, &msg));
@@ -27,7 +27,7 @@ TEST(cluster_file_1_1_good) {
     rl__buf_init(&out);
     rl__cluster_file_format(&cf, &out);
     ASSERT_STR_EQ((const char *)out.data, "d:i@127.255.0.9:65535\n");
-    rl_cluster_file back;
+    rl__cluster_file back;
     ASSERT_OK(rl__cluster_file_parse((const char *)out.data, out.len, &back, &msg));
     ASSERT_EQ(memcmp(&back, &cf, sizeof cf), 0);
     rl__buf_release(&out);
@@ -61,12 +61,12 @@ TEST(cluster_file_1_2_bad) {
     rl_buf msg;
     rl__buf_init(&msg);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rl_cluster_file cf;
+        rl__cluster_file cf;
         int rc = parse(cases[i].text, &cf, &msg);
         if (rc != RL_E_CONNECTION_STRING_INVALID || !strstr((const char *)msg.data, cases[i].why))
             fail_msg("'%s': %s '%s' (want '%s')", cases[i].text, rl_error_name(rc), msg.data, cases[i].why);
     }
-    rl_cluster_file cf;
+    rl__cluster_file cf;
     rl__buf_reset(&msg);
     ASSERT_RC(rl__cluster_file_read("/nonexistent/reclayer.cluster", &cf, &msg), RL_E_FILE_NOT_FOUND);
     ASSERT_TRUE(strstr((const char *)msg.data, "/nonexistent/reclayer.cluster") != NULL);

@@ -8,7 +8,7 @@
 
 typedef struct {
     rl_buf b;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
 } tup;
 
 static void tup_init(tup *t) {
@@ -93,7 +93,7 @@ static void prefix_range(const char *name, rl_buf *b, rl_buf *e) {
 
 /* Mapper from string elements; "#n" packs integer n. */
 static void mapper(rl_buf *out, const char *const *els, int n) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(out);
     rl__tuple_packer_init(&pk, out);
     for (int i = 0; i < n; i++) {
@@ -117,7 +117,7 @@ static rl_future *mapped(rl_txn *t, const char *index, const rl_buf *m, int limi
 
 /* The pk of an index entry (its last element). */
 static int entry_pk(const rl_mapped_keyvalue *m) {
-    rl_tuple_elem el;
+    rl__tuple_elem el;
     ASSERT_OK(rl__tuple_get(m->index.key, m->index.key_len, 2, &el));
     return (int)el.i;
 }

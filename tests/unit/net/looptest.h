@@ -40,7 +40,7 @@ static atomic_int lt_bg_errors;
 /* ---- a loop on its own thread ---- */
 
 typedef struct {
-    rl_loop *loop;
+    rl__loop *loop;
     pthread_t thread;
     atomic_int run_rc;
 } lt_loop;
@@ -51,7 +51,7 @@ static void *lt_loop_main(void *arg) {
     return NULL;
 }
 
-static void lt_started(rl_loop *loop, void *ud) {
+static void lt_started(rl__loop *loop, void *ud) {
     (void)loop;
     atomic_store((atomic_int *)ud, 1);
 }
@@ -115,19 +115,19 @@ typedef struct {
     atomic_int done;
 } lt_call_ctx;
 
-static void lt_call_fn(rl_loop *loop, void *ud) {
+static void lt_call_fn(rl__loop *loop, void *ud) {
     lt_call_ctx *c = ud;
     c->fn(loop, c->ud);
     atomic_store(&c->done, 1);
 }
 
-static inline void lt_call(rl_loop *loop, rl_loop_fn fn, void *ud) {
+static inline void lt_call(rl__loop *loop, rl_loop_fn fn, void *ud) {
     lt_call_ctx c = {fn, ud, 0};
     ASSERT_OK(rl__loop_post(loop, lt_call_fn, &c));
     ASSERT_TRUE(lt_wait_flag(&c.done, LT_WAIT_MS));
 }
 
-static void lt_nop(rl_loop *loop, void *ud) {
+static void lt_nop(rl__loop *loop, void *ud) {
     (void)loop;
     (void)ud;
 }
@@ -136,19 +136,19 @@ static void lt_nop(rl_loop *loop, void *ud) {
  * in order (FIFO across threads), so everything posted to loop before this call has run, and the
  * loop thread has come round to its posts at least once since. Checks that something did NOT
  * happen (a callback twice, a frame after a close) wait for this, not for time to pass. */
-static inline void lt_sync(rl_loop *loop) { lt_call(loop, lt_nop, NULL); }
+static inline void lt_sync(rl__loop *loop) { lt_call(loop, lt_nop, NULL); }
 
 /* ---- recorded frames and connection events ---- */
 
 typedef struct {
-    rl_frame_header h;
+    rl__frame_header h;
     uint8_t *payload; /* malloc'd copy */
     uint64_t recv_ns; /* rl__clock_mono_ns when on_frame ran */
 } lt_frame;
 
 /* Per-connection state for a recording or echoing peer. Created on the loop thread. */
 typedef struct lt_peer {
-    rl_conn *conn;
+    rl__conn *conn;
     int echo; /* 1: echo every frame back (flags |= RL_FRAME_REPLY) */
     pthread_mutex_t mu;
     lt_frame *frames; /* recorded frames (when record is set) */
@@ -163,7 +163,7 @@ typedef struct lt_peer {
     struct lt_peer *next;
 } lt_peer;
 
-static void lt_on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void lt_on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     lt_peer *p = ud;
     if (atomic_load(&p->closed)) atomic_store(&p->frame_after_close, 1);
     if (p->record) {
@@ -187,7 +187,7 @@ static void lt_on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
     if (p->close_after > 0 && seen == p->close_after) rl__conn_close(conn, 0);
 }
 
-static void lt_on_close(rl_conn *conn, int err, void *ud) {
+static void lt_on_close(rl__conn *conn, int err, void *ud) {
     lt_peer *p = ud;
     LT_BG_CHECK(p->conn == NULL || p->conn == conn);
     atomic_store(&p->close_err, err);
@@ -216,7 +216,7 @@ static inline void lt_peer_free(lt_peer *p) {
 /* ---- a server: every accepted connection gets an lt_peer (echoing and/or recording) ---- */
 
 typedef struct {
-    rl_listener *listener;
+    rl__listener *listener;
     uint16_t port;
     int echo, record;
     pthread_mutex_t mu;
@@ -224,7 +224,7 @@ typedef struct {
     atomic_long accepted;
 } lt_server;
 
-static void lt_on_accept(rl_listener *l, rl_conn *conn, void *ud) {
+static void lt_on_accept(rl__listener *l, rl__conn *conn, void *ud) {
     (void)l;
     lt_server *s = ud;
     lt_peer *p = lt_peer_new(s->echo, s->record);
@@ -237,7 +237,7 @@ static void lt_on_accept(rl_listener *l, rl_conn *conn, void *ud) {
     atomic_fetch_add(&s->accepted, 1);
 }
 
-static inline void lt_server_start(lt_server *s, rl_loop *loop, int echo, int record) {
+static inline void lt_server_start(lt_server *s, rl__loop *loop, int echo, int record) {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
     s->echo = echo;
@@ -274,7 +274,7 @@ typedef struct {
     atomic_int err;
 } lt_connect_ctx;
 
-static void lt_on_connect(rl_conn *conn, int err, void *ud) {
+static void lt_on_connect(rl__conn *conn, int err, void *ud) {
     lt_connect_ctx *c = ud;
     if (err == RL_OK) {
         c->peer->conn = conn;
@@ -285,7 +285,7 @@ static void lt_on_connect(rl_conn *conn, int err, void *ud) {
 }
 
 /* Connect to 127.0.0.1:port; returns the client's peer (conn set), fails the test otherwise. */
-static inline lt_peer *lt_connect(rl_loop *loop, uint16_t port, int echo, int record) {
+static inline lt_peer *lt_connect(rl__loop *loop, uint16_t port, int echo, int record) {
     lt_connect_ctx c;
     memset(&c, 0, sizeof c);
     c.peer = lt_peer_new(echo, record);
@@ -296,7 +296,7 @@ static inline lt_peer *lt_connect(rl_loop *loop, uint16_t port, int echo, int re
 }
 
 /* Connect and return only the error code (the callback's). */
-static inline int lt_connect_err(rl_loop *loop, const char *ip, uint16_t port, int timeout_ms) {
+static inline int lt_connect_err(rl__loop *loop, const char *ip, uint16_t port, int timeout_ms) {
     lt_connect_ctx c;
     memset(&c, 0, sizeof c);
     c.peer = lt_peer_new(0, 0);
@@ -358,7 +358,7 @@ static inline int lt_raw_read(int fd, void *p, size_t n) {
 
 /* Write a frame header (raw fields) to fd. */
 static inline void lt_raw_header(int fd, uint32_t len, uint16_t type, uint16_t flags, uint64_t id) {
-    rl_frame_header h = {len, type, flags, id};
+    rl__frame_header h = {len, type, flags, id};
     uint8_t b[RL_FRAME_HEADER_LEN];
     rl__frame_header_encode(&h, b);
     lt_raw_write(fd, b, sizeof b);

@@ -20,7 +20,7 @@
 static uint32_t *post_log;
 static atomic_long post_n;
 
-static void post_record(rl_loop *loop, void *ud) {
+static void post_record(rl__loop *loop, void *ud) {
     (void)loop;
     long i = atomic_load(&post_n);
     post_log[i] = (uint32_t)(uintptr_t)ud;
@@ -28,7 +28,7 @@ static void post_record(rl_loop *loop, void *ud) {
 }
 
 typedef struct {
-    rl_loop *loop;
+    rl__loop *loop;
     uint32_t tid;
 } poster_arg;
 
@@ -41,7 +41,7 @@ static void *poster_main(void *arg) {
     return NULL;
 }
 
-static void post_then_post(rl_loop *loop, void *ud) {
+static void post_then_post(rl__loop *loop, void *ud) {
     post_record(loop, ud);
     LT_BG_CHECK(rl__loop_post(loop, post_record, (void *)(uintptr_t)0xC) == RL_OK);
 }
@@ -80,7 +80,7 @@ TEST(loop_1_1_posts_fifo_from_threads) {
         ASSERT_EQ(seq, next[tid]);
         next[tid]++;
     }
-    rl_loop_stats st;
+    rl__loop_stats st;
     rl__loop_get_stats(l.loop, &st);
     ASSERT_TRUE(st.posts_run >= P_THREADS * P_PER + 3);
     lt_loop_finish(&l);
@@ -89,7 +89,7 @@ TEST(loop_1_1_posts_fifo_from_threads) {
 }
 
 static atomic_int nested_rc;
-static void try_nested_run(rl_loop *loop, void *ud) {
+static void try_nested_run(rl__loop *loop, void *ud) {
     (void)ud;
     atomic_store(&nested_rc, rl__loop_run(loop));
 }
@@ -97,7 +97,7 @@ static void try_nested_run(rl_loop *loop, void *ud) {
 /* A stop before run makes run return after one pass; a second runner and a nested run are
  * refused; the loop runs again after a stop. */
 TEST(loop_1_2_stop_and_run_rules) {
-    rl_loop *loop;
+    rl__loop *loop;
     ASSERT_OK(rl__loop_new(0, &loop, NULL));
     ASSERT_RC(rl__loop_new(0x80, &loop, NULL), RL_E_INVALID_ARGUMENT);
     rl__loop_stop(loop);
@@ -136,7 +136,7 @@ static atomic_int tm_fired;
 static int tm_order;
 static atomic_int tm_due_added; /* a timer added from a callback with a past deadline */
 
-static void tm_cb(rl_loop *loop, void *ud) {
+static void tm_cb(rl__loop *loop, void *ud) {
     (void)loop;
     tm_entry *e = ud;
     e->fired_ns = rl__clock_mono_ns();
@@ -144,14 +144,14 @@ static void tm_cb(rl_loop *loop, void *ud) {
     atomic_fetch_add(&tm_fired, 1); /* published after the writes above */
 }
 
-static void tm_due_cb(rl_loop *loop, void *ud) {
+static void tm_due_cb(rl__loop *loop, void *ud) {
     (void)loop;
     (void)ud;
     atomic_store(&tm_due_added, 2);
 }
 
 /* The first timer to fire adds a timer that is already due: it fires in a later pass. */
-static void tm_first_cb(rl_loop *loop, void *ud) {
+static void tm_first_cb(rl__loop *loop, void *ud) {
     tm_cb(loop, ud);
     if (!atomic_load(&tm_due_added)) {
         atomic_store(&tm_due_added, 1);
@@ -159,7 +159,7 @@ static void tm_first_cb(rl_loop *loop, void *ud) {
     }
 }
 
-static void tm_setup(rl_loop *loop, void *ud) {
+static void tm_setup(rl__loop *loop, void *ud) {
     uint64_t *seed = ud;
     uint64_t now = rl__clock_mono_ns();
     for (int i = 0; i < TM_N; i++) {
@@ -175,7 +175,7 @@ static void tm_setup(rl_loop *loop, void *ud) {
     }
 }
 
-static void tm_check_stale(rl_loop *loop, void *ud) {
+static void tm_check_stale(rl__loop *loop, void *ud) {
     (void)ud;
     LT_BG_CHECK(rl__loop_timer_cancel(loop, tm[1].id) == RL_E_NOT_FOUND); /* fired */
     LT_BG_CHECK(rl__loop_timer_cancel(loop, 0) == RL_E_NOT_FOUND);
@@ -240,7 +240,7 @@ typedef struct {
     atomic_int done;
 } prec_ctx;
 
-static void prec_cb(rl_loop *loop, void *ud) {
+static void prec_cb(rl__loop *loop, void *ud) {
     prec_ctx *p = ud;
     uint64_t t = rl__clock_mono_ns();
     if (t < p->deadline) p->early++;
@@ -254,7 +254,7 @@ static void prec_cb(rl_loop *loop, void *ud) {
     LT_BG_CHECK(rl__loop_timer_add(loop, p->deadline, prec_cb, p, NULL) == RL_OK);
 }
 
-static void prec_start(rl_loop *loop, void *ud) {
+static void prec_start(rl__loop *loop, void *ud) {
     prec_ctx *p = ud;
     p->deadline = rl__clock_mono_ns() + 250000u;
     LT_BG_CHECK(rl__loop_timer_add(loop, p->deadline, prec_cb, p, NULL) == RL_OK);
@@ -269,7 +269,7 @@ static uint64_t measure_precision(unsigned flags, int random_period, const char 
     lt_loop_start(&l, flags);
     lt_call(l.loop, prec_start, p);
     int done = lt_wait_flag(&p->done, 30000);
-    rl_loop_stats st;
+    rl__loop_stats st;
     rl__loop_get_stats(l.loop, &st);
     lt_loop_finish(&l);
     ASSERT_TRUE(done);
@@ -312,7 +312,7 @@ TEST(loop_1_4_timer_precision_pwait2) {
 /* The same through the timerfd fallback. */
 TEST(loop_1_5_timer_precision_timerfd) { run_precision(RL_LOOP_FORCE_TIMERFD, 0, "loop_1_5 250us timers"); }
 
-static void far_timer_setup(rl_loop *loop, void *ud) {
+static void far_timer_setup(rl__loop *loop, void *ud) {
     (void)ud;
     LT_BG_CHECK(rl__loop_timer_add(loop, rl__clock_mono_ns() + 60000000000ull, tm_cb, &tm[0], NULL) == RL_OK);
 }
@@ -345,7 +345,7 @@ TEST(loop_1_6_idle_uses_no_cpu) {
 }
 
 static int free_log[4], free_n, free_closing[4];
-static void free_post(rl_loop *loop, void *ud) {
+static void free_post(rl__loop *loop, void *ud) {
     free_closing[free_n] = rl__loop_is_closing(loop);
     free_log[free_n++] = (int)(uintptr_t)ud;
 }
@@ -353,7 +353,7 @@ static void free_post(rl_loop *loop, void *ud) {
 /* Posts still queued when the loop is freed are run by rl__loop_free, in order, with
  * rl__loop_is_closing() true; pending timers are dropped. */
 TEST(loop_1_7_free_runs_pending_posts) {
-    rl_loop *loop;
+    rl__loop *loop;
     ASSERT_OK(rl__loop_new(RL_LOOP_FORCE_TIMERFD, &loop, NULL));
     free_n = 0;
     for (int i = 1; i <= 3; i++) ASSERT_OK(rl__loop_post(loop, free_post, (void *)(uintptr_t)i));
@@ -368,7 +368,7 @@ TEST(loop_1_7_free_runs_pending_posts) {
     rl__loop_free(NULL);
 }
 
-static void no_spin_setup(rl_loop *loop, void *ud) {
+static void no_spin_setup(rl__loop *loop, void *ud) {
     LT_BG_CHECK(rl__loop_set_margin_bounds(loop, 0, 0) == RL_OK);
     prec_start(loop, ud);
 }
@@ -376,12 +376,12 @@ static void no_spin_setup(rl_loop *loop, void *ud) {
 /* With the margin bounded to 0 the loop never spins (timers fire with the kernel's wake-up
  * lateness, still never early); bad bounds and calls from other threads are refused. */
 TEST(loop_1_8_margin_bounds) {
-    rl_loop *loop;
+    rl__loop *loop;
     ASSERT_OK(rl__loop_new(0, &loop, NULL));
     ASSERT_RC(rl__loop_set_margin_bounds(loop, 50, 20), RL_E_INVALID_ARGUMENT);
     ASSERT_RC(rl__loop_set_margin_bounds(loop, 0, 10001), RL_E_INVALID_ARGUMENT);
     ASSERT_OK(rl__loop_set_margin_bounds(loop, 30, 60));
-    rl_loop_stats st;
+    rl__loop_stats st;
     rl__loop_get_stats(loop, &st);
     ASSERT_EQ(st.margin_ns, 60000);
     rl__loop_free(loop);
@@ -443,7 +443,7 @@ TEST(loop_2_1_echo_sizes) {
         ASSERT_EQ(f->h.id, 1000 + k);
         ASSERT_MEM_EQ(f->payload, f->h.payload_len, buf, sizes[k]);
     }
-    rl_conn_stats cs, ss;
+    rl__conn_stats cs, ss;
     rl__conn_get_stats(c->conn, &cs);
     rl__conn_get_stats(sp->conn, &ss);
     ASSERT_EQ(cs.frames_sent, 4);
@@ -470,7 +470,7 @@ TEST(loop_2_1_echo_sizes) {
 #define PIPE_SRV_N 5000
 
 typedef struct {
-    rl_conn *conn;
+    rl__conn *conn;
     int n;
     uint16_t type;
     uint64_t seed;
@@ -532,7 +532,7 @@ TEST(loop_2_2_pipelined_both_ways) {
     }
     ASSERT_EQ(na, PIPE_N);
     ASSERT_EQ(nb, PIPE_SRV_N);
-    rl_conn_stats cs;
+    rl__conn_stats cs;
     rl__conn_get_stats(c->conn, &cs);
     printf("loop_2_2: client sent %llu frames, %llu directly, queue high-water %llu bytes\n",
            (unsigned long long)cs.frames_sent, (unsigned long long)cs.frames_direct,
@@ -549,7 +549,7 @@ TEST(loop_2_2_pipelined_both_ways) {
 #define MT_PER 3000
 
 typedef struct {
-    rl_conn *conn;
+    rl__conn *conn;
     uint32_t tid;
     uint64_t seed;
 } mt_arg;
@@ -612,7 +612,7 @@ TEST(loop_2_3_four_threads_one_connection) {
         next[tid]++;
     }
     for (int i = 0; i < MT_THREADS; i++) ASSERT_EQ(next[i], MT_PER);
-    rl_conn_stats cs;
+    rl__conn_stats cs;
     rl__conn_get_stats(c->conn, &cs);
     ASSERT_EQ(cs.frames_sent, MT_THREADS * MT_PER);
     printf("loop_2_3: %llu frames, %llu written directly by the senders, queue high-water %llu bytes\n",
@@ -689,13 +689,13 @@ TEST(loop_2_5_connect_refused) {
 }
 
 static int dummy_accept_called;
-static void dummy_accept(rl_listener *l, rl_conn *c, void *ud) {
+static void dummy_accept(rl__listener *l, rl__conn *c, void *ud) {
     (void)l;
     (void)ud;
     dummy_accept_called++;
     rl__conn_release(c);
 }
-static void dummy_connect(rl_conn *c, int err, void *ud) {
+static void dummy_connect(rl__conn *c, int err, void *ud) {
     (void)c;
     (void)err;
     (void)ud;
@@ -710,10 +710,10 @@ TEST(loop_2_6_non_loopback_refused) {
                          "127.0.0.1.5", "",        NULL};
     rl__errdetail d;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rl_listener *ls = (rl_listener *)0x1;
+        rl__listener *ls = (rl__listener *)0x1;
         rl__errdetail_init(&d, NULL);
         ASSERT_RC(rl__listen(l.loop, bad[i], 0, dummy_accept, NULL, &ls, &d), RL_E_INVALID_ARGUMENT);
-        ASSERT_TRUE(ls == (rl_listener *)0x1);
+        ASSERT_TRUE(ls == (rl__listener *)0x1);
         ASSERT_NOT_NULL(strstr(rl__errdetail_get(&d), "127.0.0.0/8"));
         rl__errdetail_init(&d, NULL);
         ASSERT_RC(rl__connect(l.loop, bad[i], 80, 1000, dummy_connect, NULL, &d), RL_E_INVALID_ARGUMENT);
@@ -753,7 +753,7 @@ TEST(loop_2_6_non_loopback_refused) {
 TEST(loop_2_7_address_in_use) {
     lt_loop l;
     lt_loop_start(&l, 0);
-    rl_listener *a, *b;
+    rl__listener *a, *b;
     ASSERT_OK(rl__listen(l.loop, "127.0.0.1", 0, dummy_accept, NULL, &a, NULL));
     uint16_t port = rl__listener_port(a);
     rl__errdetail d;
@@ -807,7 +807,7 @@ TEST(loop_2_8_connect_timeout) {
 }
 
 typedef struct {
-    rl_conn *conn;
+    rl__conn *conn;
     atomic_long sent;
     atomic_int last_rc;
 } spam_arg;
@@ -892,7 +892,7 @@ TEST(loop_2_10_close_inside_on_frame) {
     sp->close_after = 3;
     uint8_t batch[10 * (RL_FRAME_HEADER_LEN + 4)];
     for (int i = 0; i < 10; i++) {
-        rl_frame_header h = {4, 1, 0, (uint64_t)i};
+        rl__frame_header h = {4, 1, 0, (uint64_t)i};
         rl__frame_header_encode(&h, batch + i * (RL_FRAME_HEADER_LEN + 4));
         memcpy(batch + i * (RL_FRAME_HEADER_LEN + 4) + RL_FRAME_HEADER_LEN, "abcd", 4);
     }
@@ -931,7 +931,7 @@ TEST(loop_2_11_close_flush_and_drop) {
         lt_peer *sp = lt_server_peer(&s, round + 1);
         ASSERT_OK(rl__conn_set_delay(c->conn, 200000, 0, 1)); /* 200 ms: still queued at the close */
         for (int i = 0; i < 50; i++) ASSERT_OK(rl__conn_send(c->conn, 1, 0, (uint64_t)i, "0123456789", 10));
-        rl_conn_stats cs;
+        rl__conn_stats cs;
         rl__conn_get_stats(c->conn, &cs);
         ASSERT_EQ(cs.queued_frames, 50);
         ASSERT_EQ(cs.queued_bytes, 50 * 26);
@@ -953,7 +953,7 @@ TEST(loop_2_11_close_flush_and_drop) {
 }
 
 static atomic_int cancel_err = -1;
-static void cancel_connect(rl_conn *c, int err, void *ud) {
+static void cancel_connect(rl__conn *c, int err, void *ud) {
     (void)ud;
     LT_BG_CHECK(c == NULL);
     atomic_store(&cancel_err, err);
@@ -981,7 +981,7 @@ TEST(loop_2_12_free_closes_everything) {
     ASSERT_RC(rl__conn_send(c->conn, 1, 0, 1, "x", 1), RL_E_CONNECTION_FAILED);
     ASSERT_RC(rl__conn_set_delay(c->conn, 0, 0, 0), RL_E_CONNECTION_FAILED);
     rl__conn_close(c->conn, 0);
-    rl_conn_stats cs;
+    rl__conn_stats cs;
     rl__conn_get_stats(c->conn, &cs);
     ASSERT_EQ(cs.queued_frames, 0);
     ASSERT_TRUE(lt_wait_flag(&sp->closed, LT_WAIT_MS));
@@ -1075,7 +1075,7 @@ TEST(loop_3_1_garbage_oversized_bad_flag) {
     lt_raw_write(fd, "abc", 3);
     uint8_t back[RL_FRAME_HEADER_LEN + 3];
     ASSERT_TRUE(lt_raw_read(fd, back, sizeof back));
-    rl_frame_header h;
+    rl__frame_header h;
     ASSERT_EQ(rl__frame_header_decode(back, &h), 0);
     ASSERT_EQ(h.id, 77);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
@@ -1143,7 +1143,7 @@ TEST(loop_3_3_trickle_does_not_preallocate) {
         lt_raw_write(fd, chunk, sizeof chunk);
         sent += sizeof chunk;
         if (i % 32 == 31) {
-            rl_conn_stats st;
+            rl__conn_stats st;
             uint64_t end = rl__clock_mono_ns() + 5000000000ull;
             do rl__conn_get_stats(p->conn, &st);
             while (st.bytes_received < sent && rl__clock_mono_ns() < end);

@@ -88,10 +88,10 @@ typedef struct {
     uint64_t t0;
     uint64_t *rtt;
     atomic_int done;
-    rl_conn *conn;
+    rl__conn *conn;
 } bench_client;
 
-static void bench_on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void bench_on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     (void)h;
     (void)payload;
     bench_client *b = ud;
@@ -116,7 +116,7 @@ static void bench_on_frame(rl_conn *conn, const rl_frame_header *h, const uint8_
     }
 }
 
-static void bench_on_close(rl_conn *conn, int err, void *ud) {
+static void bench_on_close(rl__conn *conn, int err, void *ud) {
     (void)conn;
     (void)err;
     (void)ud;
@@ -126,10 +126,10 @@ typedef struct {
     bench_client *b;
     atomic_int done;
     atomic_int err;
-    rl_conn *conn;
+    rl__conn *conn;
 } bench_connect_ctx;
 
-static void bench_on_connect(rl_conn *conn, int err, void *ud) {
+static void bench_on_connect(rl__conn *conn, int err, void *ud) {
     bench_connect_ctx *c = ud;
     if (err == RL_OK) {
         c->conn = conn;
@@ -139,7 +139,7 @@ static void bench_on_connect(rl_conn *conn, int err, void *ud) {
     atomic_store(&c->done, 1);
 }
 
-static void kick_self_drive(rl_loop *loop, void *ud) {
+static void kick_self_drive(rl__loop *loop, void *ud) {
     (void)loop;
     bench_client *b = ud;
     b->t0 = rl__clock_mono_ns();
@@ -201,10 +201,10 @@ static void bench_loop_case(const char *name, int n, int mode /* 0 cv, 1 spin, 2
     }
     print_case(name, b->rtt, n);
     if (delay_us) {
-        rl_conn_stats a, c;
+        rl__conn_stats a, c;
         rl__conn_get_stats(b->conn, &a);
         rl__conn_get_stats(sp->conn, &c);
-        rl_loop_stats ls;
+        rl__loop_stats ls;
         rl__loop_get_stats(cli.loop, &ls);
         printf("loop_6_1 %-22s release lateness p50/p99/max: client %.1f/%.1f/%.1f server %.1f/%.1f/%.1f us; "
                "client loop margin %.1f us, spun %.1f ms\n",
@@ -230,7 +230,7 @@ typedef struct {
     atomic_int done;
 } tp_ctx;
 
-static void tp_cb(rl_loop *loop, void *ud) {
+static void tp_cb(rl__loop *loop, void *ud) {
     tp_ctx *t = ud;
     uint64_t now = rl__clock_mono_ns();
     LT_BG_CHECK(now >= t->deadline);
@@ -243,7 +243,7 @@ static void tp_cb(rl_loop *loop, void *ud) {
     LT_BG_CHECK(rl__loop_timer_add(loop, t->deadline, tp_cb, t, NULL) == RL_OK);
 }
 
-static void tp_start(rl_loop *loop, void *ud) {
+static void tp_start(rl__loop *loop, void *ud) {
     tp_ctx *t = ud;
     t->deadline = rl__clock_mono_ns() + t->period_ns;
     LT_BG_CHECK(rl__loop_timer_add(loop, t->deadline, tp_cb, t, NULL) == RL_OK);
@@ -259,7 +259,7 @@ static void bench_timers(const char *name, unsigned flags, int n, uint64_t perio
     lt_loop_start(&l, flags);
     lt_call(l.loop, tp_start, &t);
     ASSERT_TRUE(lt_wait_flag(&t.done, 120000));
-    rl_loop_stats st;
+    rl__loop_stats st;
     rl__loop_get_stats(l.loop, &st);
     lt_loop_finish(&l);
     lt_sort(t.late, (size_t)n);

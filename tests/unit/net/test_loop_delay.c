@@ -33,7 +33,7 @@ static void dl_finish(dl_env *e) {
 }
 
 /* Send a frame whose payload starts with (send time, seq), padded to len bytes. */
-static void dl_send(rl_conn *conn, uint32_t seq, size_t len) {
+static void dl_send(rl__conn *conn, uint32_t seq, size_t len) {
     uint8_t buf[64];
     uint8_t *p = len > sizeof buf ? calloc(1, len) : buf;
     if (len <= sizeof buf) memset(buf, 0, sizeof buf);
@@ -67,9 +67,9 @@ static size_t dl_latencies(lt_peer *p, size_t from, uint64_t *lat, uint64_t min_
     return n;
 }
 
-static void dl_print(const char *label, uint64_t *lat, size_t n, rl_conn *sender) {
+static void dl_print(const char *label, uint64_t *lat, size_t n, rl__conn *sender) {
     lt_sort(lat, n);
-    rl_lat_hist h;
+    rl__lat_hist h;
     rl__conn_get_lateness(sender, &h, RL_STATS_RESET);
     printf("%s: %zu frames, one-way latency min %.1f p50 %.1f p99 %.1f max %.1f us; "
            "release lateness (%llu frames) min %.1f p50 %.1f p99 %.1f max %.1f us\n",
@@ -94,7 +94,7 @@ TEST(loop_4_1_delay_250us) {
     uint32_t next = 0;
     size_t n = dl_latencies(e.sp, 0, lat, 250, &next);
     ASSERT_EQ(n, 300);
-    rl_conn_stats st;
+    rl__conn_stats st;
     rl__conn_get_stats(e.c->conn, &st);
     ASSERT_EQ(st.delayed_frames, 300);
     ASSERT_EQ(st.frames_direct, 0);
@@ -108,7 +108,7 @@ TEST(loop_4_1_delay_250us) {
 }
 
 typedef struct {
-    rl_conn *conn;
+    rl__conn *conn;
     uint32_t tid;
     int n;
 } jt_arg;
@@ -173,9 +173,9 @@ TEST(loop_4_2_jitter_keeps_order) {
 }
 
 /* Wait until the sender's queue is empty. */
-static void dl_drain(rl_conn *c) {
+static void dl_drain(rl__conn *c) {
     uint64_t end = rl__clock_mono_ns() + 10000000000ull;
-    rl_conn_stats st;
+    rl__conn_stats st;
     do {
         rl__clock_sleep_us(100);
         rl__conn_get_stats(c, &st);
@@ -200,7 +200,7 @@ TEST(loop_4_3_change_delay_live) {
     size_t n = dl_latencies(e.sp, seen, lat, 0, &next);
     seen += n;
     lt_sort(lat, n);
-    rl_conn_stats st;
+    rl__conn_stats st;
     rl__conn_get_stats(e.c->conn, &st);
     printf("loop_4_3 no delay: one-way p50 %.1f us p99 %.1f us, %llu of 100 written directly\n",
            lt_pct(lat, n, 0.5) / 1e3, lt_pct(lat, n, 0.99) / 1e3, (unsigned long long)st.frames_direct);
@@ -264,7 +264,7 @@ TEST(loop_4_4_delay_both_directions_rtt) {
         ASSERT_TRUE(rtt[i] >= 500000u);
     }
     lt_sort(rtt, 200);
-    rl_conn_stats a, b;
+    rl__conn_stats a, b;
     rl__conn_get_stats(e.c->conn, &a);
     rl__conn_get_stats(e.sp->conn, &b);
     printf("loop_4_4 250us each way: RTT min %.1f p50 %.1f p99 %.1f max %.1f us; lateness p50/p99 client "

@@ -31,7 +31,7 @@ TEST(loop_7_1_order_and_batching) {
         ASSERT_MEM_EQ(srv->frames[i].payload, srv->frames[i].h.payload_len, p, (size_t)n);
     }
     pthread_mutex_unlock(&srv->mu);
-    rl_conn_stats st;
+    rl__conn_stats st;
     rl__conn_get_stats(c->conn, &st);
     ASSERT_EQ(st.frames_sent, N);
     ASSERT_TRUE(st.frames_direct < N / 2); /* the queued two thirds never wrote directly */
@@ -43,7 +43,7 @@ TEST(loop_7_1_order_and_batching) {
 }
 
 typedef struct {
-    rl_conn *conn;
+    rl__conn *conn;
     int thread;
 } sender;
 
@@ -60,14 +60,14 @@ static void *send_many(void *ud) {
 }
 
 /* Echo with queued replies from the loop thread: the reply is flushed in a later pass. */
-static void queued_echo(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
+static void queued_echo(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     lt_peer *p = ud;
     int rc = rl__conn_send_queued(conn, h->type, RL_FRAME_REPLY, h->id, payload, h->payload_len);
     LT_BG_CHECK(rc == RL_OK || rc == RL_E_CONNECTION_FAILED);
     atomic_fetch_add(&p->frame_count, 1);
 }
 
-static void set_queued_echo(rl_loop *loop, void *ud) {
+static void set_queued_echo(rl__loop *loop, void *ud) {
     (void)loop;
     lt_peer *p = ud;
     LT_BG_CHECK(rl__conn_set_callbacks(p->conn, queued_echo, lt_on_close, p) == RL_OK);

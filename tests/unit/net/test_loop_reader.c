@@ -47,8 +47,8 @@ static size_t rand_len(uint64_t *seed, size_t max_big) {
 /* Append a valid frame to s. */
 static void st_frame(stream *s, uint64_t *seed, size_t max_big) {
     size_t n = rand_len(seed, max_big);
-    rl_frame_header h = {(uint32_t)n, (uint16_t)rl_test_rand(seed), (uint16_t)rl_test_rand_below(seed, 4),
-                         rl_test_rand(seed)};
+    rl__frame_header h = {(uint32_t)n, (uint16_t)rl_test_rand(seed), (uint16_t)rl_test_rand_below(seed, 4),
+                          rl_test_rand(seed)};
     uint8_t hdr[RL_FRAME_HEADER_LEN];
     rl__frame_header_encode(&h, hdr);
     st_append(s, hdr, sizeof hdr);
@@ -72,7 +72,7 @@ static size_t model_parse(const stream *s, size_t *offsets, size_t max, int *out
     *out_malformed = 0;
     for (;;) {
         if (s->len - off < RL_FRAME_HEADER_LEN) break;
-        rl_frame_header h;
+        rl__frame_header h;
         if (rl__frame_header_decode(s->data + off, &h) != 0) {
             *out_malformed = 1;
             break;
@@ -101,7 +101,7 @@ static int feed_and_check(const stream *s, uint64_t *seed, int piece_mode) {
     int want_malformed;
     size_t rest;
     size_t nf = model_parse(s, offsets, 200000, &want_malformed, &rest);
-    rl_frame_reader r;
+    rl__frame_reader r;
     rl__frame_reader_init(&r);
     size_t pos = 0, got = 0;
     int malformed = 0;
@@ -125,7 +125,7 @@ static int feed_and_check(const stream *s, uint64_t *seed, int piece_mode) {
         rl__frame_reader_commit(&r, want);
         pos += want;
         for (;;) {
-            rl_frame_header h;
+            rl__frame_header h;
             const uint8_t *payload;
             int ready;
             int rc = rl__frame_reader_next(&r, &h, &payload, &ready);
@@ -139,7 +139,7 @@ static int feed_and_check(const stream *s, uint64_t *seed, int piece_mode) {
             ASSERT_OK(rc);
             if (!ready) break;
             ASSERT_TRUE(got < nf);
-            rl_frame_header mh;
+            rl__frame_header mh;
             ASSERT_EQ(rl__frame_header_decode(s->data + offsets[got], &mh), 0);
             ASSERT_EQ(h.payload_len, mh.payload_len);
             ASSERT_EQ(h.type, mh.type);
@@ -213,10 +213,10 @@ TEST(loop_5_2_reader_corrupted_streams) {
  * ahead), and the complete 64 MiB frame is delivered. */
 TEST(loop_5_3_reader_trickle_bound) {
     uint64_t seed = rl_test_seed();
-    rl_frame_reader r;
+    rl__frame_reader r;
     rl__frame_reader_init(&r);
     uint8_t hdr[RL_FRAME_HEADER_LEN];
-    rl_frame_header h = {RL_NET_MAX_PAYLOAD, 9, RL_FRAME_REPLY, 77};
+    rl__frame_header h = {RL_NET_MAX_PAYLOAD, 9, RL_FRAME_REPLY, 77};
     rl__frame_header_encode(&h, hdr);
     /* The whole 64 MiB frame; sanitizer builds stop after 12 MiB (the bound is the point). */
     size_t total = RL_FRAME_HEADER_LEN + RL_NET_MAX_PAYLOAD, fed = 0, max_over = 0;
@@ -238,7 +238,7 @@ TEST(loop_5_3_reader_trickle_bound) {
         fed += want;
         const uint8_t *payload;
         int ready;
-        rl_frame_header got;
+        rl__frame_header got;
         ASSERT_OK(rl__frame_reader_next(&r, &got, &payload, &ready));
         if (fed < total) ASSERT_FALSE(ready);
         else {
@@ -264,7 +264,7 @@ TEST(loop_5_3_reader_trickle_bound) {
 /* An allocation failure while growing is RL_E_OUT_OF_MEMORY with the reader unchanged; a retry
  * succeeds and the frame completes. */
 TEST(loop_5_4_reader_out_of_memory) {
-    rl_frame_reader r;
+    rl__frame_reader r;
     rl__frame_reader_init(&r);
     uint8_t *p;
     size_t room;
@@ -272,7 +272,7 @@ TEST(loop_5_4_reader_out_of_memory) {
     ASSERT_RC(rl__frame_reader_space(&r, &p, &room), RL_E_OUT_OF_MEMORY);
     rl_alloc_fail_after(-1);
     ASSERT_OK(rl__frame_reader_space(&r, &p, &room));
-    rl_frame_header h = {200000, 1, 0, 5};
+    rl__frame_header h = {200000, 1, 0, 5};
     rl__frame_header_encode(&h, p);
     memset(p + RL_FRAME_HEADER_LEN, 0xab, room - RL_FRAME_HEADER_LEN);
     rl__frame_reader_commit(&r, room);
@@ -299,7 +299,7 @@ TEST(loop_5_4_reader_out_of_memory) {
 /* A caller that asks for space without draining complete frames (or after a refusal) never loses
  * pending bytes, also when the buffer is large enough to be shrunk. */
 TEST(loop_5_6_reader_space_without_draining) {
-    rl_frame_reader r;
+    rl__frame_reader r;
     rl__frame_reader_init(&r);
     size_t total = 0;
     uint8_t *p;
@@ -319,7 +319,7 @@ TEST(loop_5_6_reader_space_without_draining) {
         ASSERT_EQ(rl__frame_reader_pending(&r), total);
     }
     size_t n = 0;
-    rl_frame_header h;
+    rl__frame_header h;
     const uint8_t *payload;
     int ready;
     while (rl__frame_reader_next(&r, &h, &payload, &ready) == RL_OK && ready) {
@@ -389,7 +389,7 @@ TEST(loop_5_5_socket_random_streams) {
         ASSERT_EQ(atomic_load(&p->close_calls), 1);
         ASSERT_EQ((size_t)atomic_load(&p->frame_count), nf);
         for (size_t i = 0; i < nf; i++) {
-            rl_frame_header mh;
+            rl__frame_header mh;
             ASSERT_EQ(rl__frame_header_decode(st.data + offsets[i], &mh), 0);
             ASSERT_EQ(p->frames[i].h.id == mh.id, 1);
             ASSERT_MEM_EQ(p->frames[i].payload, p->frames[i].h.payload_len, st.data + offsets[i] + RL_FRAME_HEADER_LEN,

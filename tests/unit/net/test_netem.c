@@ -36,7 +36,7 @@ TEST(netem_1_2_check_and_status) {
     ASSERT_RC(rl__netem_check(RL_NETEM_MAX_US + 1, 0, why, sizeof why), RL_E_INVALID_ARGUMENT);
     ASSERT_NOT_NULL(strstr(why, "10000001"));
     ASSERT_RC(rl__netem_check(0, UINT32_MAX, NULL, 0), RL_E_INVALID_ARGUMENT);
-    rl_lat_hist h;
+    rl__lat_hist h;
     rl__lat_hist_reset(&h);
     for (int i = 1; i <= 100; i++) rl__lat_hist_add(&h, (uint64_t)i * 1000);
     rl_buf b;

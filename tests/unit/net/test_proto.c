@@ -107,13 +107,13 @@ static rl_keyvalue kv_of(const uint8_t *k, uint32_t kl, const uint8_t *v, uint32
     return x;
 }
 
-static rl_keyrange range_of(const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
-    rl_keyrange r = {b, bl, e, el};
+static rl__keyrange range_of(const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+    rl__keyrange r = {b, bl, e, el};
     return r;
 }
 
-static rl_mutation mut_of(int type, const uint8_t *p1, uint32_t l1, const uint8_t *p2, uint32_t l2) {
-    rl_mutation m = {(uint8_t)type, p1, l1, p2, l2};
+static rl__mutation mut_of(int type, const uint8_t *p1, uint32_t l1, const uint8_t *p2, uint32_t l2) {
+    rl__mutation m = {(uint8_t)type, p1, l1, p2, l2};
     return m;
 }
 
@@ -121,7 +121,7 @@ static rl_mutation mut_of(int type, const uint8_t *p1, uint32_t l1, const uint8_
 #define VMAX RL_PROTO_MAX_VALUE
 
 /* Fill *m with sample `variant` of payload kind k; everything lives in a. */
-static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
+static void sample(int k, int variant, rl_arena *a, rl__msg *m) {
     memset(m, 0, sizeof *m);
     m->type = KINDS[k].type;
     m->flags = KINDS[k].flags;
@@ -131,7 +131,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
     const uint8_t *S = mx ? fill(a, RL_PROTO_MAX_STRING, 's') : NULL;
     switch (k) {
     case 0: { /* hello_req */
-        rl_msg_hello_req *h = &m->u.hello_req;
+        rl__msg_hello_req *h = &m->u.hello_req;
         h->magic = RL_PROTOCOL_MAGIC;
         h->protocol_version = RL_PROTOCOL_VERSION;
         if (ty) h->role = RL_ROLE_STORAGE, h->id = 7, SET(h->host, h->host_len, "host-a");
@@ -139,7 +139,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 1: { /* hello_reply */
-        rl_msg_hello_reply *h = &m->u.hello_reply;
+        rl__msg_hello_reply *h = &m->u.hello_reply;
         h->protocol_version = RL_PROTOCOL_VERSION;
         if (ty) h->role = RL_ROLE_COORDINATOR, h->id = 1, SET(h->host, h->host_len, "host-b");
         if (mx) h->role = RL_ROLE_STORAGE, h->id = UINT32_MAX, h->host = S, h->host_len = RL_PROTO_MAX_STRING;
@@ -165,13 +165,13 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
     case 5: break;
     case 6: m->u.get_read_version_reply.version = ty ? 1000 : mx ? UINT64_MAX : 0; break;
     case 7: { /* commit_req */
-        rl_msg_commit_req *c = &m->u.commit_req;
+        rl__msg_commit_req *c = &m->u.commit_req;
         if (ty) {
-            rl_keyrange *r = alloc0(a, 3 * sizeof *r);
+            rl__keyrange *r = alloc0(a, 3 * sizeof *r);
             r[0] = range_of(LIT("a"), LIT("b"));
             r[1] = range_of(LIT("c"), LIT("c\0"));
             r[2] = range_of(LIT("k"), LIT("k\0"));
-            rl_mutation *mu = alloc0(a, 5 * sizeof *mu);
+            rl__mutation *mu = alloc0(a, 5 * sizeof *mu);
             mu[0] = mut_of(RL_MUT_SET, LIT("k"), LIT("v"));
             mu[1] = mut_of(RL_MUT_CLEAR_RANGE, LIT("a"), LIT("b"));
             mu[2] = mut_of(RL_MUT_ADD, LIT("c"), LIT("\x01\0\0\0"));
@@ -183,9 +183,9 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             c->muts = mu, c->n_muts = 5;
         }
         if (mx) {
-            rl_keyrange *r = alloc0(a, sizeof *r);
+            rl__keyrange *r = alloc0(a, sizeof *r);
             r[0] = range_of(K1, KMAX, K2, KMAX);
-            rl_mutation *mu = alloc0(a, 3 * sizeof *mu);
+            rl__mutation *mu = alloc0(a, 3 * sizeof *mu);
             mu[0] = mut_of(RL_MUT_SET_VERSIONSTAMPED_KEY, fill(a, RL_PROTO_MAX_MUT_KEY, 'k'), RL_PROTO_MAX_MUT_KEY, VV,
                            RL_PROTO_MAX_MUT_PARAM);
             mu[1] = mut_of(RL_MUT_SET_VERSIONSTAMPED_VALUE, K1, KMAX, VV, RL_PROTO_MAX_MUT_PARAM);
@@ -205,31 +205,31 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     case 9: m->u.get_shard_map_req.min_version = ty ? 77 : mx ? UINT64_MAX : 0; break;
     case 10: { /* get_shard_map_reply */
-        rl_msg_get_shard_map_reply *g = &m->u.get_shard_map_reply;
+        rl__msg_get_shard_map_reply *g = &m->u.get_shard_map_reply;
         if (ty) {
-            rl_msg_server *sv = alloc0(a, 3 * sizeof *sv);
-            sv[0] = (rl_msg_server){1, RL_ROLE_COORDINATOR, LIT("127.0.0.1"), 4500, LIT("h0"), 1};
-            sv[1] = (rl_msg_server){2, RL_ROLE_STORAGE, LIT("127.0.0.1"), 4501, LIT("h1"), 1};
-            sv[2] = (rl_msg_server){3, RL_ROLE_STORAGE, LIT("10.0.0.255"), 65535, LIT("h2"), 0};
+            rl__msg_server *sv = alloc0(a, 3 * sizeof *sv);
+            sv[0] = (rl__msg_server){1, RL_ROLE_COORDINATOR, LIT("127.0.0.1"), 4500, LIT("h0"), 1};
+            sv[1] = (rl__msg_server){2, RL_ROLE_STORAGE, LIT("127.0.0.1"), 4501, LIT("h1"), 1};
+            sv[2] = (rl__msg_server){3, RL_ROLE_STORAGE, LIT("10.0.0.255"), 65535, LIT("h2"), 0};
             uint32_t *team = alloc0(a, 3 * sizeof *team);
             team[0] = 2, team[1] = 3, team[2] = 2;
-            rl_msg_shard *sh = alloc0(a, 2 * sizeof *sh);
-            sh[0] = (rl_msg_shard){LIT(""), LIT("m"), team, 1};
-            sh[1] = (rl_msg_shard){LIT("m"), LIT("\xff"), team + 1, 2};
+            rl__msg_shard *sh = alloc0(a, 2 * sizeof *sh);
+            sh[0] = (rl__msg_shard){LIT(""), LIT("m"), team, 1};
+            sh[1] = (rl__msg_shard){LIT("m"), LIT("\xff"), team + 1, 2};
             g->version = 9;
             g->servers = sv, g->n_servers = 3;
             g->shards = sh, g->n_shards = 2;
             g->delay_us = 250, g->jitter_us = 20;
         }
         if (mx) {
-            rl_msg_server *sv = alloc0(a, sizeof *sv);
+            rl__msg_server *sv = alloc0(a, sizeof *sv);
             sv[0] =
-                (rl_msg_server){UINT32_MAX, RL_ROLE_STORAGE, LIT("255.255.255.255"), 65535, S, RL_PROTO_MAX_STRING, 1};
+                (rl__msg_server){UINT32_MAX, RL_ROLE_STORAGE, LIT("255.255.255.255"), 65535, S, RL_PROTO_MAX_STRING, 1};
             uint32_t *team = alloc0(a, RL_PROTO_MAX_TEAM * sizeof *team);
             for (int i = 0; i < RL_PROTO_MAX_TEAM; i++) team[i] = (uint32_t)(100 - i);
-            rl_msg_shard *sh = alloc0(a, 2 * sizeof *sh);
-            sh[0] = (rl_msg_shard){LIT(""), K1, KMAX, team, RL_PROTO_MAX_TEAM};
-            sh[1] = (rl_msg_shard){K1, KMAX, K2, KMAX, team, RL_PROTO_MAX_TEAM};
+            rl__msg_shard *sh = alloc0(a, 2 * sizeof *sh);
+            sh[0] = (rl__msg_shard){LIT(""), K1, KMAX, team, RL_PROTO_MAX_TEAM};
+            sh[1] = (rl__msg_shard){K1, KMAX, K2, KMAX, team, RL_PROTO_MAX_TEAM};
             g->version = UINT64_MAX;
             g->servers = sv, g->n_servers = 1;
             g->shards = sh, g->n_shards = 2;
@@ -238,7 +238,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 11: { /* register_storage_req */
-        rl_msg_register_storage_req *r = &m->u.register_storage_req;
+        rl__msg_register_storage_req *r = &m->u.register_storage_req;
         if (ty)
             r->id = 5, SET(r->address, r->address_len, "127.0.0.1"), r->port = 4501, SET(r->host, r->host_len, "h1"),
             r->durable_version = 42;
@@ -249,23 +249,23 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 12: { /* register_storage_reply */
-        rl_msg_register_storage_reply *r = &m->u.register_storage_reply;
+        rl__msg_register_storage_reply *r = &m->u.register_storage_reply;
         if (ty) {
-            rl_keyrange *rs = alloc0(a, 3 * sizeof *rs);
+            rl__keyrange *rs = alloc0(a, 3 * sizeof *rs);
             rs[0] = range_of(LIT("a"), LIT("c"));
             rs[1] = range_of(LIT("c"), LIT("f"));
             rs[2] = range_of(LIT("x"), LIT("y"));
             r->start_version = 41, r->ranges = rs, r->n_ranges = 3;
         }
         if (mx) {
-            rl_keyrange *rs = alloc0(a, sizeof *rs);
+            rl__keyrange *rs = alloc0(a, sizeof *rs);
             rs[0] = range_of(LIT(""), K2, KMAX);
             r->start_version = UINT64_MAX, r->ranges = rs, r->n_ranges = 1;
         }
         break;
     }
     case 13: {
-        rl_msg_peek_req *p = &m->u.peek_req;
+        rl__msg_peek_req *p = &m->u.peek_req;
         if (ty) p->storage_id = 5, p->after_version = 100, p->max_bytes = 1u << 20, p->max_wait_ms = 500;
         if (mx)
             p->storage_id = UINT32_MAX, p->after_version = UINT64_MAX, p->max_bytes = UINT32_MAX,
@@ -273,32 +273,32 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 14: { /* peek_reply */
-        rl_msg_peek_reply *p = &m->u.peek_reply;
+        rl__msg_peek_reply *p = &m->u.peek_reply;
         if (ty) {
-            rl_mutation *mu = alloc0(a, 3 * sizeof *mu);
+            rl__mutation *mu = alloc0(a, 3 * sizeof *mu);
             mu[0] = mut_of(RL_MUT_SET, LIT("a"), LIT("1"));
             mu[1] = mut_of(RL_MUT_CLEAR_RANGE, LIT("b"), LIT("c"));
             mu[2] = mut_of(RL_MUT_ADD, LIT("k"), LIT("\x01"));
-            rl_msg_peek_version *pv = alloc0(a, 3 * sizeof *pv);
-            pv[0] = (rl_msg_peek_version){101, mu, 2};
-            pv[1] = (rl_msg_peek_version){110, NULL, 0};
-            pv[2] = (rl_msg_peek_version){120, mu + 2, 1};
-            rl_msg_shard_change *ch = alloc0(a, 2 * sizeof *ch);
-            ch[0] = (rl_msg_shard_change){105, RL_SHARD_ASSIGN, range_of(LIT("m"), LIT("n"))};
-            ch[1] = (rl_msg_shard_change){105, RL_SHARD_REMOVE, range_of(LIT("a"), LIT("b"))};
+            rl__msg_peek_version *pv = alloc0(a, 3 * sizeof *pv);
+            pv[0] = (rl__msg_peek_version){101, mu, 2};
+            pv[1] = (rl__msg_peek_version){110, NULL, 0};
+            pv[2] = (rl__msg_peek_version){120, mu + 2, 1};
+            rl__msg_shard_change *ch = alloc0(a, 2 * sizeof *ch);
+            ch[0] = (rl__msg_shard_change){105, RL_SHARD_ASSIGN, range_of(LIT("m"), LIT("n"))};
+            ch[1] = (rl__msg_shard_change){105, RL_SHARD_REMOVE, range_of(LIT("a"), LIT("b"))};
             p->end_version = 120;
             p->versions = pv, p->n_versions = 3;
             p->changes = ch, p->n_changes = 2;
         }
         if (mx) {
-            rl_mutation *mu = alloc0(a, 2 * sizeof *mu);
+            rl__mutation *mu = alloc0(a, 2 * sizeof *mu);
             mu[0] = mut_of(RL_MUT_SET, K1, KMAX, VV, RL_PROTO_MAX_MUT_PARAM);
             mu[1] = mut_of(RL_MUT_CLEAR_RANGE, K1, KMAX, K2, KMAX);
-            rl_msg_peek_version *pv = alloc0(a, 2 * sizeof *pv);
-            pv[0] = (rl_msg_peek_version){UINT64_MAX - 1, mu, 1};
-            pv[1] = (rl_msg_peek_version){UINT64_MAX, mu + 1, 1};
-            rl_msg_shard_change *ch = alloc0(a, sizeof *ch);
-            ch[0] = (rl_msg_shard_change){UINT64_MAX, RL_SHARD_REMOVE, range_of(K1, KMAX - 1, K1, KMAX)};
+            rl__msg_peek_version *pv = alloc0(a, 2 * sizeof *pv);
+            pv[0] = (rl__msg_peek_version){UINT64_MAX - 1, mu, 1};
+            pv[1] = (rl__msg_peek_version){UINT64_MAX, mu + 1, 1};
+            rl__msg_shard_change *ch = alloc0(a, sizeof *ch);
+            ch[0] = (rl__msg_shard_change){UINT64_MAX, RL_SHARD_REMOVE, range_of(K1, KMAX - 1, K1, KMAX)};
             p->end_version = UINT64_MAX;
             p->versions = pv, p->n_versions = 2;
             p->changes = ch, p->n_changes = 1;
@@ -335,7 +335,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         if (mx) m->u.get_key_reply.sel = sel_of(K1, KMAX, 1, INT32_MIN + 1);
         break;
     case 23: { /* get_range_req */
-        rl_msg_get_range_req *g = &m->u.get_range_req;
+        rl__msg_get_range_req *g = &m->u.get_range_req;
         if (ty)
             g->version = 10, g->begin = RL_FIRST_GREATER_OR_EQUAL("a", 1), g->end = RL_FIRST_GREATER_OR_EQUAL("b", 1),
             g->limit = 100, g->target_bytes = 1 << 20, g->reverse = 1;
@@ -346,7 +346,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 24: { /* get_range_reply */
-        rl_msg_get_range_reply *g = &m->u.get_range_reply;
+        rl__msg_get_range_reply *g = &m->u.get_range_reply;
         if (ty) {
             rl_keyvalue *kv = alloc0(a, 3 * sizeof *kv);
             kv[0] = kv_of(LIT("a"), LIT("1"));
@@ -369,7 +369,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 25: { /* get_mapped_range_req */
-        rl_msg_get_mapped_range_req *g = &m->u.get_mapped_range_req;
+        rl__msg_get_mapped_range_req *g = &m->u.get_mapped_range_req;
         if (ty)
             g->version = 10, g->begin = RL_FIRST_GREATER_OR_EQUAL("i/", 2), g->end = RL_FIRST_GREATER_OR_EQUAL("i0", 2),
             SET(g->mapper, g->mapper_len, "\x02r\0\x02{K[1]}\0"), g->limit = 10, g->target_bytes = 0, g->reverse = 0,
@@ -383,7 +383,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 26: { /* get_mapped_range_reply */
-        rl_msg_get_mapped_range_reply *g = &m->u.get_mapped_range_reply;
+        rl__msg_get_mapped_range_reply *g = &m->u.get_mapped_range_reply;
         if (ty) {
             rl_keyvalue *kv = alloc0(a, 3 * sizeof *kv);
             kv[0] = kv_of(LIT("r/1/a"), LIT("x"));
@@ -396,9 +396,9 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->entries = e, g->n_entries = 3, g->more = 1;
             SET(g->resolved_begin, g->resolved_begin_len, "i/1");
             SET(g->resolved_end, g->resolved_end_len, "i/3\0");
-            rl_msg_s2s_peer *ps = alloc0(a, sizeof *ps);
-            ps[0] = (rl_msg_s2s_peer){3, 1, 1, 700, 900};
-            g->stats = (rl_msg_mapped_stats){2, 1, 1, 1, 12345, 700, 900, 1, 1, ps};
+            rl__msg_s2s_peer *ps = alloc0(a, sizeof *ps);
+            ps[0] = (rl__msg_s2s_peer){3, 1, 1, 700, 900};
+            g->stats = (rl__msg_mapped_stats){2, 1, 1, 1, 12345, 700, 900, 1, 1, ps};
         }
         if (mx) {
             rl_keyvalue *kv = alloc0(a, 2 * sizeof *kv);
@@ -410,49 +410,49 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
             g->read_through = K1, g->read_through_len = KMAX;
             g->resolved_begin = K1, g->resolved_begin_len = KMAX;
             g->resolved_end = K2, g->resolved_end_len = KMAX;
-            rl_msg_s2s_peer *ps = alloc0(a, RL_PROTO_MAX_PEER_STATS * sizeof *ps);
+            rl__msg_s2s_peer *ps = alloc0(a, RL_PROTO_MAX_PEER_STATS * sizeof *ps);
             for (uint32_t i = 0; i < RL_PROTO_MAX_PEER_STATS; i++)
-                ps[i] = (rl_msg_s2s_peer){UINT32_MAX - i, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX};
-            g->stats = (rl_msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX,
-                                             UINT32_MAX, UINT64_MAX, UINT64_MAX,
-                                             UINT64_MAX, UINT32_MAX, RL_PROTO_MAX_PEER_STATS,
-                                             ps};
+                ps[i] = (rl__msg_s2s_peer){UINT32_MAX - i, UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX};
+            g->stats = (rl__msg_mapped_stats){UINT32_MAX, UINT32_MAX, UINT32_MAX,
+                                              UINT32_MAX, UINT64_MAX, UINT64_MAX,
+                                              UINT64_MAX, UINT32_MAX, RL_PROTO_MAX_PEER_STATS,
+                                              ps};
         }
         break;
     }
     case 27: { /* get_multi_req */
-        rl_msg_get_multi_req *g = &m->u.get_multi_req;
+        rl__msg_get_multi_req *g = &m->u.get_multi_req;
         if (ty) {
-            rl_msg_read_item *it = alloc0(a, 2 * sizeof *it);
-            it[0] = (rl_msg_read_item){1, LIT("a"), LIT("b"), 10, 1000};
-            it[1] = (rl_msg_read_item){0, LIT("k"), LIT("k\0"), 0, 0};
+            rl__msg_read_item *it = alloc0(a, 2 * sizeof *it);
+            it[0] = (rl__msg_read_item){1, LIT("a"), LIT("b"), 10, 1000};
+            it[1] = (rl__msg_read_item){0, LIT("k"), LIT("k\0"), 0, 0};
             g->version = 7, g->items = it, g->n_items = 2, g->max_bytes = 4096;
         }
         if (mx) {
-            rl_msg_read_item *it = alloc0(a, sizeof *it);
-            it[0] = (rl_msg_read_item){1, K1, KMAX, K2, KMAX, INT32_MAX, INT64_MAX};
+            rl__msg_read_item *it = alloc0(a, sizeof *it);
+            it[0] = (rl__msg_read_item){1, K1, KMAX, K2, KMAX, INT32_MAX, INT64_MAX};
             g->version = UINT64_MAX, g->items = it, g->n_items = 1, g->max_bytes = UINT64_MAX;
         }
         break;
     }
     case 28: { /* get_multi_reply */
-        rl_msg_get_multi_reply *g = &m->u.get_multi_reply;
+        rl__msg_get_multi_reply *g = &m->u.get_multi_reply;
         if (ty) {
             rl_keyvalue *kv = alloc0(a, sizeof *kv);
             kv[0] = kv_of(LIT("a"), LIT("1"));
-            rl_msg_read_result *r = alloc0(a, 3 * sizeof *r);
-            r[0] = (rl_msg_read_result){0, kv, 1, 1};
-            r[1] = (rl_msg_read_result){RL_E_FUTURE_VERSION, NULL, 0, 0};
-            r[2] = (rl_msg_read_result){0, NULL, 0, 0};
+            rl__msg_read_result *r = alloc0(a, 3 * sizeof *r);
+            r[0] = (rl__msg_read_result){0, kv, 1, 1};
+            r[1] = (rl__msg_read_result){RL_E_FUTURE_VERSION, NULL, 0, 0};
+            r[2] = (rl__msg_read_result){0, NULL, 0, 0};
             g->results = r, g->n_results = 3;
         }
         if (mx) {
             rl_keyvalue *kv = alloc0(a, 2 * sizeof *kv);
             kv[0] = kv_of(K1, KMAX, VV, VMAX);
             kv[1] = kv_of(K2, KMAX, VV, VMAX);
-            rl_msg_read_result *r = alloc0(a, 2 * sizeof *r);
-            r[0] = (rl_msg_read_result){0, kv, 2, 1};
-            r[1] = (rl_msg_read_result){INT32_MAX, NULL, 0, 0};
+            rl__msg_read_result *r = alloc0(a, 2 * sizeof *r);
+            r[0] = (rl__msg_read_result){0, kv, 2, 1};
+            r[1] = (rl__msg_read_result){INT32_MAX, NULL, 0, 0};
             g->results = r, g->n_results = 2;
         }
         break;
@@ -471,7 +471,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         if (mx) m->u.split_shard_reply.version = UINT64_MAX, m->u.split_shard_reply.split = 1;
         break;
     case 33: { /* assign_shard_req */
-        rl_msg_assign_shard_req *g = &m->u.assign_shard_req;
+        rl__msg_assign_shard_req *g = &m->u.assign_shard_req;
         uint32_t *team = alloc0(a, RL_PROTO_MAX_TEAM * sizeof *team);
         for (uint32_t i = 0; i < RL_PROTO_MAX_TEAM; i++) team[i] = mx ? UINT32_MAX - i : i + 1;
         g->team = team;
@@ -485,7 +485,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         if (mx) m->u.assign_shard_reply.version = UINT64_MAX, m->u.assign_shard_reply.moved = UINT32_MAX;
         break;
     case 35: { /* move_shard_req */
-        rl_msg_move_shard_req *g = &m->u.move_shard_req;
+        rl__msg_move_shard_req *g = &m->u.move_shard_req;
         g->range = ty ? range_of(LIT("a"), LIT("b")) : mx ? range_of(K1, KMAX, K2, KMAX) : range_of(LIT(""), LIT("\0"));
         if (ty) g->storage_id = 4, g->version = 99;
         if (mx) g->storage_id = UINT32_MAX, g->version = UINT64_MAX;
@@ -493,7 +493,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
     }
     case 36: /* move_shard_reply */ break;
     case 37: { /* auth_challenge: fixed-length fields; "empty" is all zeros */
-        rl_msg_auth_challenge *c = &m->u.auth_challenge;
+        rl__msg_auth_challenge *c = &m->u.auth_challenge;
         c->magic = RL_PROTOCOL_MAGIC;
         c->protocol_version = RL_PROTOCOL_VERSION;
         if (ty) memcpy(c->nonce, "challenge-nonce!", 16);
@@ -501,7 +501,7 @@ static void sample(int k, int variant, rl_arena *a, rl_msg *m) {
         break;
     }
     case 38: { /* auth_req */
-        rl_msg_auth_req *r = &m->u.auth_req;
+        rl__msg_auth_req *r = &m->u.auth_req;
         r->magic = RL_PROTOCOL_MAGIC;
         r->protocol_version = RL_PROTOCOL_VERSION;
         r->auth_class = ty || mx ? RL_AUTH_MEMBER : RL_AUTH_CLIENT;
@@ -549,15 +549,15 @@ static void twkvs(rl_buf *b, const rl_keyvalue *kv, uint32_t n) {
     tw32(b, n);
     for (uint32_t i = 0; i < n; i++) twkv(b, kv[i]);
 }
-static void twrange(rl_buf *b, rl_keyrange r) {
+static void twrange(rl_buf *b, rl__keyrange r) {
     twb(b, r.begin, r.begin_len);
     twb(b, r.end, r.end_len);
 }
-static void twranges(rl_buf *b, const rl_keyrange *r, uint32_t n) {
+static void twranges(rl_buf *b, const rl__keyrange *r, uint32_t n) {
     tw32(b, n);
     for (uint32_t i = 0; i < n; i++) twrange(b, r[i]);
 }
-static void twmuts(rl_buf *b, const rl_mutation *m, uint32_t n) {
+static void twmuts(rl_buf *b, const rl__mutation *m, uint32_t n) {
     tw32(b, n);
     for (uint32_t i = 0; i < n; i++) {
         tw8(b, m[i].type);
@@ -577,16 +577,16 @@ static void twtail(rl_buf *b, uint8_t more, uint8_t status, const uint8_t *rt, u
 }
 
 /* The handshake's fixed-length fields are the documented 16-byte nonces and 32-byte proofs. */
-_Static_assert(sizeof(((rl_msg_auth_challenge *)0)->nonce) == 16, "AUTH_CHALLENGE nonce: 16 bytes");
-_Static_assert(sizeof(((rl_msg_auth_req *)0)->nonce) == 16, "AUTH request nonce: 16 bytes");
-_Static_assert(sizeof(((rl_msg_auth_req *)0)->proof) == 32, "AUTH request proof: 32 bytes");
-_Static_assert(sizeof(((rl_msg_auth_reply *)0)->proof) == 32, "AUTH reply proof: 32 bytes");
+_Static_assert(sizeof(((rl__msg_auth_challenge *)0)->nonce) == 16, "AUTH_CHALLENGE nonce: 16 bytes");
+_Static_assert(sizeof(((rl__msg_auth_req *)0)->nonce) == 16, "AUTH request nonce: 16 bytes");
+_Static_assert(sizeof(((rl__msg_auth_req *)0)->proof) == 32, "AUTH request proof: 32 bytes");
+_Static_assert(sizeof(((rl__msg_auth_reply *)0)->proof) == 32, "AUTH reply proof: 32 bytes");
 
 /* Append m's payload as docs/protocol.md lays it out, without validating anything. */
-static void tw_msg(rl_buf *b, const rl_msg *m) {
+static void tw_msg(rl_buf *b, const rl__msg *m) {
     const void *u = &m->u;
     if (m->flags == E) {
-        const rl_msg_error *x = u;
+        const rl__msg_error *x = u;
         tw32(b, (uint32_t)x->code);
         twb(b, x->message, x->message_len);
         return;
@@ -594,25 +594,25 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
     int reply = m->flags == R;
     switch (m->type * 2 + reply) {
     case RL_MSG_AUTH_CHALLENGE * 2: {
-        const rl_msg_auth_challenge *x = u;
+        const rl__msg_auth_challenge *x = u;
         tw32(b, x->magic), tw32(b, x->protocol_version), twfixed(b, x->nonce, 16);
         break;
     }
     case RL_MSG_AUTH * 2: {
-        const rl_msg_auth_req *x = u;
+        const rl__msg_auth_req *x = u;
         tw32(b, x->magic), tw32(b, x->protocol_version), tw8(b, x->auth_class);
         twfixed(b, x->nonce, 16), twfixed(b, x->proof, 32);
         break;
     }
     case RL_MSG_AUTH * 2 + 1: twfixed(b, m->u.auth_reply.proof, 32); break;
     case RL_MSG_HELLO * 2: {
-        const rl_msg_hello_req *x = u;
+        const rl__msg_hello_req *x = u;
         tw32(b, x->magic), tw32(b, x->protocol_version), tw8(b, x->role), tw32(b, x->id);
         twb(b, x->host, x->host_len);
         break;
     }
     case RL_MSG_HELLO * 2 + 1: {
-        const rl_msg_hello_reply *x = u;
+        const rl__msg_hello_reply *x = u;
         tw32(b, x->protocol_version), tw8(b, x->role), tw32(b, x->id), twb(b, x->host, x->host_len);
         break;
     }
@@ -624,7 +624,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
     case RL_MSG_GET_READ_VERSION * 2: tw32(b, m->u.get_read_version_req.flags); break;
     case RL_MSG_GET_READ_VERSION * 2 + 1: tw64(b, m->u.get_read_version_reply.version); break;
     case RL_MSG_COMMIT * 2: {
-        const rl_msg_commit_req *x = u;
+        const rl__msg_commit_req *x = u;
         tw64(b, x->read_version);
         twranges(b, x->reads, x->n_reads);
         twranges(b, x->writes, x->n_writes);
@@ -632,23 +632,23 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         break;
     }
     case RL_MSG_COMMIT * 2 + 1: {
-        const rl_msg_commit_reply *x = u;
+        const rl__msg_commit_reply *x = u;
         tw32(b, (uint32_t)x->result), tw64(b, x->commit_version), tw16(b, x->batch_order);
         break;
     }
     case RL_MSG_GET_SHARD_MAP * 2: tw64(b, m->u.get_shard_map_req.min_version); break;
     case RL_MSG_GET_SHARD_MAP * 2 + 1: {
-        const rl_msg_get_shard_map_reply *x = u;
+        const rl__msg_get_shard_map_reply *x = u;
         tw64(b, x->version);
         tw32(b, x->n_servers);
         for (uint32_t i = 0; i < x->n_servers; i++) {
-            const rl_msg_server *s = &x->servers[i];
+            const rl__msg_server *s = &x->servers[i];
             tw32(b, s->id), tw8(b, s->role), twb(b, s->address, s->address_len), tw16(b, s->port);
             twb(b, s->host, s->host_len), tw8(b, s->healthy);
         }
         tw32(b, x->n_shards);
         for (uint32_t i = 0; i < x->n_shards; i++) {
-            const rl_msg_shard *s = &x->shards[i];
+            const rl__msg_shard *s = &x->shards[i];
             twb(b, s->begin, s->begin_len), twb(b, s->end, s->end_len), tw32(b, s->n_team);
             for (uint32_t j = 0; j < s->n_team; j++) tw32(b, s->team[j]);
         }
@@ -656,7 +656,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         break;
     }
     case RL_MSG_REGISTER_STORAGE * 2: {
-        const rl_msg_register_storage_req *x = u;
+        const rl__msg_register_storage_req *x = u;
         tw32(b, x->id), twb(b, x->address, x->address_len), tw16(b, x->port);
         twb(b, x->host, x->host_len), tw64(b, x->durable_version);
         break;
@@ -666,12 +666,12 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         twranges(b, m->u.register_storage_reply.ranges, m->u.register_storage_reply.n_ranges);
         break;
     case RL_MSG_PEEK * 2: {
-        const rl_msg_peek_req *x = u;
+        const rl__msg_peek_req *x = u;
         tw32(b, x->storage_id), tw64(b, x->after_version), tw32(b, x->max_bytes), tw32(b, x->max_wait_ms);
         break;
     }
     case RL_MSG_PEEK * 2 + 1: {
-        const rl_msg_peek_reply *x = u;
+        const rl__msg_peek_reply *x = u;
         tw64(b, x->end_version);
         tw32(b, x->n_versions);
         for (uint32_t i = 0; i < x->n_versions; i++)
@@ -692,20 +692,20 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
     case RL_MSG_GET_KEY * 2: tw64(b, m->u.get_key_req.version), twsel(b, m->u.get_key_req.sel); break;
     case RL_MSG_GET_KEY * 2 + 1: tw8(b, m->u.get_key_reply.resolved), twsel(b, m->u.get_key_reply.sel); break;
     case RL_MSG_GET_RANGE * 2: {
-        const rl_msg_get_range_req *x = u;
+        const rl__msg_get_range_req *x = u;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), tw32(b, (uint32_t)x->limit);
         tw64(b, (uint64_t)x->target_bytes), tw8(b, x->reverse);
         break;
     }
     case RL_MSG_GET_RANGE * 2 + 1: {
-        const rl_msg_get_range_reply *x = u;
+        const rl__msg_get_range_reply *x = u;
         twkvs(b, x->kvs, x->n_kvs);
         twtail(b, x->more, x->status, x->read_through, x->read_through_len, x->resolved_begin, x->resolved_begin_len,
                x->resolved_end, x->resolved_end_len);
         break;
     }
     case RL_MSG_GET_MAPPED_RANGE * 2: {
-        const rl_msg_get_mapped_range_req *x = u;
+        const rl__msg_get_mapped_range_req *x = u;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), twb(b, x->mapper, x->mapper_len);
         tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes), tw8(b, x->reverse);
         tw32(b, (uint32_t)x->secondary_row_limit), tw64(b, (uint64_t)x->secondary_byte_limit);
@@ -713,7 +713,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         break;
     }
     case RL_MSG_GET_MAPPED_RANGE * 2 + 1: {
-        const rl_msg_get_mapped_range_reply *x = u;
+        const rl__msg_get_mapped_range_reply *x = u;
         tw32(b, x->n_entries);
         for (uint32_t i = 0; i < x->n_entries; i++) {
             const rl_mapped_keyvalue *e = &x->entries[i];
@@ -728,17 +728,17 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         tw64(b, x->stats.s2s_bytes_sent), tw64(b, x->stats.s2s_bytes_received), tw32(b, x->stats.s2s_peers);
         tw32(b, x->stats.n_peer_stats);
         for (uint32_t i = 0; i < x->stats.n_peer_stats; i++) {
-            const rl_msg_s2s_peer *p = &x->stats.peer_stats[i];
+            const rl__msg_s2s_peer *p = &x->stats.peer_stats[i];
             tw32(b, p->server_id), tw32(b, p->requests), tw32(b, p->items);
             tw64(b, p->bytes_sent), tw64(b, p->bytes_received);
         }
         break;
     }
     case RL_MSG_GET_MULTI * 2: {
-        const rl_msg_get_multi_req *x = u;
+        const rl__msg_get_multi_req *x = u;
         tw64(b, x->version), tw32(b, x->n_items);
         for (uint32_t i = 0; i < x->n_items; i++) {
-            const rl_msg_read_item *it = &x->items[i];
+            const rl__msg_read_item *it = &x->items[i];
             tw8(b, it->is_range), twb(b, it->begin, it->begin_len), twb(b, it->end, it->end_len);
             tw32(b, (uint32_t)it->row_limit), tw64(b, (uint64_t)it->byte_limit);
         }
@@ -750,7 +750,7 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         tw64(b, m->u.split_shard_reply.version), tw8(b, m->u.split_shard_reply.split);
         break;
     case RL_MSG_ASSIGN_SHARD * 2: {
-        const rl_msg_assign_shard_req *x = u;
+        const rl__msg_assign_shard_req *x = u;
         twrange(b, x->range), tw32(b, x->n_team);
         for (uint32_t i = 0; i < x->n_team; i++) tw32(b, x->team[i]);
         tw32(b, x->timeout_ms);
@@ -765,10 +765,10 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
         break;
     case RL_MSG_MOVE_SHARD * 2 + 1: break;
     case RL_MSG_GET_MULTI * 2 + 1: {
-        const rl_msg_get_multi_reply *x = u;
+        const rl__msg_get_multi_reply *x = u;
         tw32(b, x->n_results);
         for (uint32_t i = 0; i < x->n_results; i++) {
-            const rl_msg_read_result *r = &x->results[i];
+            const rl__msg_read_result *r = &x->results[i];
             tw32(b, (uint32_t)r->error), twkvs(b, r->kvs, r->n_kvs), tw8(b, r->more);
         }
         break;
@@ -783,11 +783,11 @@ static void tw_msg(rl_buf *b, const rl_msg *m) {
 
 /* m is valid: it encodes to tw_msg's bytes, decodes, and re-encodes to the same bytes, through
  * both the per-message dispatcher and a frame. */
-static void expect_good(const rl_msg *m) {
+static void expect_good(const rl__msg *m) {
     rl_buf enc, want, again;
     rl_arena a;
-    rl_msg d;
-    rl_proto_why why;
+    rl__msg d;
+    rl__proto_why why;
     rl__buf_init(&enc);
     rl__buf_init(&want);
     rl__buf_init(&again);
@@ -810,11 +810,11 @@ static void expect_good(const rl_msg *m) {
 
 /* m breaks a rule: the encoder refuses it (RL_E_INVALID_ARGUMENT, the buffer unchanged) and the
  * decoder refuses its bytes (want_rc, RL_E_MALFORMED_FRAME by default), both naming `field`. */
-static void expect_bad_rc(const rl_msg *m, const char *field, int want_rc) {
+static void expect_bad_rc(const rl__msg *m, const char *field, int want_rc) {
     rl_buf enc, raw;
     rl_arena a;
-    rl_msg d;
-    rl_proto_why why;
+    rl__msg d;
+    rl__proto_why why;
     rl__buf_init(&enc);
     rl__buf_init(&raw);
     rl__arena_init(&a, 0);
@@ -836,12 +836,12 @@ static void expect_bad_rc(const rl_msg *m, const char *field, int want_rc) {
     rl__arena_release(&a);
 }
 
-static void expect_bad(const rl_msg *m, const char *field) { expect_bad_rc(m, field, RL_E_MALFORMED_FRAME); }
+static void expect_bad(const rl__msg *m, const char *field) { expect_bad_rc(m, field, RL_E_MALFORMED_FRAME); }
 
 /* Encode m into b (which is reset first). */
-static void encode_into(rl_buf *b, const rl_msg *m) {
+static void encode_into(rl_buf *b, const rl__msg *m) {
     rl__buf_reset(b);
-    rl_proto_why why;
+    rl__proto_why why;
     int rc = rl__msg_encode(b, m, &why);
     if (rc != RL_OK) fail_msg("encode %s: %s", rl_error_name(rc), why.text);
 }
@@ -895,17 +895,17 @@ TEST(net_2_1_round_trip_typical) {
     rl_arena a;
     rl__arena_init(&a, 0);
     for (int k = 0; k < N_KINDS; k++) {
-        rl_msg m;
+        rl__msg m;
         sample(k, V_TYPICAL, &a, &m);
         expect_good(&m);
     }
     /* Spot checks through the typed functions: the decoded fields are the sample's. */
-    rl_msg m;
+    rl__msg m;
     rl_buf b;
     rl__buf_init(&b);
     sample(kind_of(RL_MSG_COMMIT, 0), V_TYPICAL, &a, &m);
     ASSERT_OK(rl__msg_commit_req_encode(&b, &m.u.commit_req, NULL));
-    rl_msg_commit_req c;
+    rl__msg_commit_req c;
     ASSERT_OK(rl__msg_commit_req_decode(b.data, b.len, &a, &c, NULL));
     ASSERT_EQ(c.read_version, 500);
     ASSERT_EQ(c.n_reads, 2);
@@ -919,7 +919,7 @@ TEST(net_2_1_round_trip_typical) {
 
     sample(kind_of(RL_MSG_GET_MAPPED_RANGE, R), V_TYPICAL, &a, &m);
     encode_into(&b, &m);
-    rl_msg_get_mapped_range_reply g;
+    rl__msg_get_mapped_range_reply g;
     ASSERT_OK(rl__msg_get_mapped_range_reply_decode(b.data, b.len, &a, &g, NULL));
     ASSERT_EQ(g.n_entries, 3);
     ASSERT_EQ(g.entries[0].n_kvs, 2);
@@ -939,7 +939,7 @@ TEST(net_2_1_round_trip_typical) {
 
     sample(kind_of(RL_MSG_GET_KEY, 0), V_TYPICAL, &a, &m);
     encode_into(&b, &m);
-    rl_msg_get_key_req gk;
+    rl__msg_get_key_req gk;
     ASSERT_OK(rl__msg_get_key_req_decode(b.data, b.len, NULL, &gk, NULL)); /* no arrays: no arena */
     ASSERT_EQ(gk.sel.or_equal, 1);
     ASSERT_EQ(gk.sel.offset, 1);
@@ -949,7 +949,7 @@ TEST(net_2_1_round_trip_typical) {
     rl__buf_reset(&b);
     ASSERT_OK(rl__msg_auth_challenge_encode(&b, &m.u.auth_challenge, NULL));
     ASSERT_EQ(b.len, 24);
-    rl_msg_auth_challenge ac;
+    rl__msg_auth_challenge ac;
     ASSERT_OK(rl__msg_auth_challenge_decode(b.data, b.len, NULL, &ac, NULL));
     ASSERT_EQ(ac.magic, RL_PROTOCOL_MAGIC);
     ASSERT_EQ(ac.protocol_version, RL_PROTOCOL_VERSION);
@@ -958,7 +958,7 @@ TEST(net_2_1_round_trip_typical) {
     rl__buf_reset(&b);
     ASSERT_OK(rl__msg_auth_req_encode(&b, &m.u.auth_req, NULL));
     ASSERT_EQ(b.len, 57);
-    rl_msg_auth_req ar;
+    rl__msg_auth_req ar;
     ASSERT_OK(rl__msg_auth_req_decode(b.data, b.len, NULL, &ar, NULL));
     ASSERT_EQ(ar.magic, RL_PROTOCOL_MAGIC);
     ASSERT_EQ(ar.protocol_version, RL_PROTOCOL_VERSION);
@@ -969,7 +969,7 @@ TEST(net_2_1_round_trip_typical) {
     rl__buf_reset(&b);
     ASSERT_OK(rl__msg_auth_reply_encode(&b, &m.u.auth_reply, NULL));
     ASSERT_EQ(b.len, 32);
-    rl_msg_auth_reply ap;
+    rl__msg_auth_reply ap;
     ASSERT_OK(rl__msg_auth_reply_decode(b.data, b.len, NULL, &ap, NULL));
     ASSERT_MEM_EQ(ap.proof, 32, "server-proof-0123456789abcdefghi", 32);
     rl__buf_release(&b);
@@ -981,12 +981,12 @@ TEST(net_2_2_round_trip_empty) {
     rl_arena a;
     rl__arena_init(&a, 0);
     for (int k = 0; k < N_KINDS; k++) {
-        rl_msg m;
+        rl__msg m;
         sample(k, V_EMPTY, &a, &m);
         expect_good(&m);
     }
     /* The empty payloads are empty, and refuse a byte. */
-    rl_msg d;
+    rl__msg d;
     uint8_t one = 0;
     ASSERT_OK(rl__msg_decode(RL_MSG_STATUS, 0, NULL, 0, &a, &d, NULL));
     ASSERT_OK(rl__msg_decode(RL_MSG_POP, R, NULL, 0, &a, &d, NULL));
@@ -1001,7 +1001,7 @@ TEST(net_2_3_round_trip_max) {
     rl_arena a;
     rl__arena_init(&a, 0);
     for (int k = 0; k < N_KINDS; k++) {
-        rl_msg m;
+        rl__msg m;
         sample(k, V_MAX, &a, &m);
         expect_good(&m);
         rl__arena_reset(&a);
@@ -1013,7 +1013,7 @@ TEST(net_2_3_round_trip_max) {
 TEST(net_2_4_golden_bytes) {
     rl_buf b;
     rl__buf_init(&b);
-    rl_msg m;
+    rl__msg m;
 
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_PING;
@@ -1023,7 +1023,7 @@ TEST(net_2_4_golden_bytes) {
 
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
-    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, RL_ROLE_STORAGE, 7, LIT("h1")};
+    m.u.hello_req = (rl__msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, RL_ROLE_STORAGE, 7, LIT("h1")};
     encode_into(&b, &m);
     ASSERT_MEM_EQ(b.data, b.len, "RLKV\x02\0\0\0\x02\x07\0\0\0\x02\0\0\0h1", 19);
 
@@ -1104,11 +1104,11 @@ TEST(net_2_4_golden_bytes) {
     encode_into(&b, &m);
     ASSERT_MEM_EQ(b.data, b.len, "\x05\0\0\0\0\0\0\0\x01\0\0\0a\x01\xfe\xff\xff\xff", 18);
 
-    rl_keyrange r = range_of(LIT("a"), LIT("b"));
-    rl_mutation mu = mut_of(RL_MUT_SET, LIT("k"), LIT("v"));
+    rl__keyrange r = range_of(LIT("a"), LIT("b"));
+    rl__mutation mu = mut_of(RL_MUT_SET, LIT("k"), LIT("v"));
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_COMMIT;
-    m.u.commit_req = (rl_msg_commit_req){0x10, &r, 1, NULL, 0, &mu, 1};
+    m.u.commit_req = (rl__msg_commit_req){0x10, &r, 1, NULL, 0, &mu, 1};
     encode_into(&b, &m);
     ASSERT_MEM_EQ(b.data, b.len,
                   "\x10\0\0\0\0\0\0\0"        /* read_version */
@@ -1137,12 +1137,12 @@ TEST(net_2_5_frame_encode) {
     rl__arena_init(&a, 0);
     rl__buf_init(&b);
     for (int k = 0; k < N_KINDS; k++) {
-        rl_msg m, d;
+        rl__msg m, d;
         sample(k, V_TYPICAL, &a, &m);
         rl__buf_reset(&b);
         rl__buf_append(&b, "x", 1);
         ASSERT_OK(rl__msg_frame_encode(&b, 0x1122334455667788ull + (uint64_t)k, &m, NULL));
-        rl_frame_header h;
+        rl__frame_header h;
         ASSERT_EQ(rl__frame_header_decode(b.data + 1, &h), 0);
         ASSERT_EQ(h.type, m.type);
         ASSERT_EQ(h.flags, m.flags);
@@ -1155,7 +1155,7 @@ TEST(net_2_5_frame_encode) {
     const uint8_t *v = fill(&a, VMAX, 'v');
     rl_mapped_keyvalue *e = alloc0(&a, N * sizeof *e);
     for (int i = 0; i < N; i++) e[i].index = kv_of(LIT("k"), v, VMAX);
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_MAPPED_RANGE;
     m.flags = R;
@@ -1163,7 +1163,7 @@ TEST(net_2_5_frame_encode) {
     m.u.get_mapped_range_reply.n_entries = N;
     rl__buf_reset(&b);
     rl__buf_append(&b, "x", 1);
-    rl_proto_why why;
+    rl__proto_why why;
     ASSERT_RC(rl__msg_frame_encode(&b, 1, &m, &why), RL_E_INVALID_ARGUMENT);
     ASSERT_EQ(b.len, 1);
     ASSERT_TRUE(strstr(why.text, "exceeds") != NULL);
@@ -1194,14 +1194,14 @@ TEST(net_3_1_truncation) {
     rl__buf_init(&b);
     for (int k = 0; k < N_KINDS; k++) {
         for (int v = V_TYPICAL; v <= V_EMPTY; v++) {
-            rl_msg m, d;
+            rl__msg m, d;
             sample(k, v, &a, &m);
             encode_into(&b, &m);
             /* An exact copy of the right size, so a read past len is caught by ASan. */
             for (size_t len = 0; len < b.len; len++) {
                 uint8_t *cut = len ? malloc(len) : NULL;
                 if (len) memcpy(cut, b.data, len);
-                rl_proto_why why;
+                rl__proto_why why;
                 int rc = rl__msg_decode(m.type, m.flags, cut, len, &d_arena, &d, &why);
                 if (rc != RL_E_MALFORMED_FRAME)
                     fail_msg("%s cut to %zu of %zu bytes: %s", KINDS[k].name, len, b.len, rl_error_name(rc));
@@ -1210,7 +1210,7 @@ TEST(net_3_1_truncation) {
                 rl__arena_reset(&d_arena);
             }
             rl__buf_append_byte(&b, 0);
-            rl_proto_why why;
+            rl__proto_why why;
             ASSERT_RC(rl__msg_decode(m.type, m.flags, b.data, b.len, &d_arena, &d, &why), RL_E_MALFORMED_FRAME);
             ASSERT_TRUE(strstr(why.text, "trailing") != NULL);
         }
@@ -1266,7 +1266,7 @@ TEST(net_3_2_random_damage) {
     for (int iter = 0; iter < 200000; iter++) {
         int k = (int)rl_test_rand_below(&rng, N_KINDS);
         int v = (int)rl_test_rand_below(&rng, 2);
-        rl_msg m, d;
+        rl__msg m, d;
         rl__arena_reset(&a);
         sample(k, v, &a, &m);
         encode_into(&b, &m);
@@ -1274,7 +1274,7 @@ TEST(net_3_2_random_damage) {
         uint8_t *copy = malloc(b.len ? b.len : 1);
         memcpy(copy, b.data, b.len);
         rl__arena_reset(&d_arena);
-        rl_proto_why why;
+        rl__proto_why why;
         int rc = rl__msg_decode(m.type, m.flags, copy, b.len, &d_arena, &d, &why);
         if (rc == RL_OK) {
             accepted++;
@@ -1306,7 +1306,7 @@ TEST(net_3_2_random_damage) {
  * *rc gets the result. */
 static uint64_t decode_bytes(uint16_t type, uint16_t flags, const uint8_t *p, size_t len, int *rc) {
     rl_arena a;
-    rl_msg d;
+    rl__msg d;
     rl_alloc_stats st;
     rl__arena_init(&a, 0);
     rl_alloc_reset_stats();
@@ -1341,9 +1341,9 @@ TEST(net_3_3_huge_counts) {
         for (uint32_t count = 0xffffffffu; count >= 0x10000u; count >>= 4) {
             for (int j = 0; j < 4; j++) p[cases[i].prefix + j] = (uint8_t)(count >> (8 * j));
             int rc;
-            rl_proto_why why;
+            rl__proto_why why;
             rl_arena a;
-            rl_msg d;
+            rl__msg d;
             rl__arena_init(&a, 0);
             rl_alloc_reset_stats();
             rc = rl__msg_decode(cases[i].type, cases[i].flags, p, cases[i].prefix + 4 + 16, &a, &d, &why);
@@ -1411,7 +1411,7 @@ TEST(net_3_3_huge_counts) {
 /* ---- net_4: field rules ------------------------------------------------------------------ */
 
 /* A fresh typical sample of (type, flags) in *m. */
-static void typical(rl_arena *a, uint16_t type, uint16_t flags, rl_msg *m) {
+static void typical(rl_arena *a, uint16_t type, uint16_t flags, rl__msg *m) {
     int k = kind_of(type, flags);
     assert_true(k >= 0);
     sample(k, V_TYPICAL, a, m);
@@ -1424,8 +1424,8 @@ static void expect_refused(uint16_t type, uint16_t flags, const uint8_t *p, size
     assert_non_null(c);
     if (len) memcpy(c, p, len);
     rl_arena a;
-    rl_msg d;
-    rl_proto_why why;
+    rl__msg d;
+    rl__proto_why why;
     rl__arena_init(&a, 0);
     int rc = rl__msg_decode(type, flags, len ? c : NULL, len, &a, &d, &why);
     if (rc != RL_E_MALFORMED_FRAME || !strstr(why.text, want))
@@ -1441,7 +1441,7 @@ TEST(net_4_1_length_limits) {
     rl_arena a;
     rl__arena_init(&a, 0);
     const uint8_t *big = fill(&a, RL_PROTO_MAX_JSON + 1, 'x');
-    rl_msg m;
+    rl__msg m;
 #define AT_LIMIT(type, flags, ptr, len, limit, field) \
     do {                                              \
         typical(&a, type, flags, &m);                 \
@@ -1489,7 +1489,7 @@ TEST(net_4_1_length_limits) {
     } while (0)
     /* Range ends (the samples' range ends sort after any run of 'x' begins? keep begin <= end:
      * patch the end of [a, b) to 'x'... which is > "a"). */
-    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl_keyrange, m.u.commit_req.reads, 0, end, end_len, 10001, "reads[0].end");
+    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl__keyrange, m.u.commit_req.reads, 0, end, end_len, 10001, "reads[0].end");
     AT_LIMIT_ARR(RL_MSG_GET_RANGE, R, rl_keyvalue, m.u.get_range_reply.kvs, 1, key, key_len, 10001, "kvs[1].key");
     AT_LIMIT_ARR(RL_MSG_GET_RANGE, R, rl_keyvalue, m.u.get_range_reply.kvs, 2, value, value_len, 100000,
                  "kvs[2].value");
@@ -1501,24 +1501,24 @@ TEST(net_4_1_length_limits) {
                  index.value_len, 100000, "entries[2].index.value");
     AT_LIMIT_ARR(RL_MSG_GET_MAPPED_RANGE, R, rl_mapped_keyvalue, m.u.get_mapped_range_reply.entries, 1, end, end_len,
                  10001, "entries[1].end");
-    AT_LIMIT_ARR(RL_MSG_GET_SHARD_MAP, R, rl_msg_server, m.u.get_shard_map_reply.servers, 2, host, host_len, 4096,
+    AT_LIMIT_ARR(RL_MSG_GET_SHARD_MAP, R, rl__msg_server, m.u.get_shard_map_reply.servers, 2, host, host_len, 4096,
                  "servers[2].host");
-    AT_LIMIT_ARR(RL_MSG_GET_MULTI, 0, rl_msg_read_item, m.u.get_multi_req.items, 1, end, end_len, 10001,
+    AT_LIMIT_ARR(RL_MSG_GET_MULTI, 0, rl__msg_read_item, m.u.get_multi_req.items, 1, end, end_len, 10001,
                  "items[1].end");
-    AT_LIMIT_ARR(RL_MSG_PEEK, R, rl_mutation, m.u.peek_reply.versions[0].muts, 0, p2, len2, 100004,
+    AT_LIMIT_ARR(RL_MSG_PEEK, R, rl__mutation, m.u.peek_reply.versions[0].muts, 0, p2, len2, 100004,
                  "versions[0].mutations[0].p2");
 
     /* Mutation parameters by type: p1 10,001 (10,005 for SET_VERSIONSTAMPED_KEY), p2 100,004
      * (CLEAR_RANGE: a key, 10,001; CLEAR: nothing). */
-    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl_mutation, m.u.commit_req.muts, 0, p1, len1, 10001, "mutations[0].p1");
-    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl_mutation, m.u.commit_req.muts, 0, p2, len2, 100004, "mutations[0].p2");
-    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl_mutation, m.u.commit_req.muts, 3, p1, len1, 10005, "mutations[3].p1");
-    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl_mutation, m.u.commit_req.muts, 1, p2, len2, 10001, "mutations[1].p2");
-    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl_mutation, m.u.commit_req.muts, 4, p2, len2, 0, "mutations[4].p2");
+    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl__mutation, m.u.commit_req.muts, 0, p1, len1, 10001, "mutations[0].p1");
+    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl__mutation, m.u.commit_req.muts, 0, p2, len2, 100004, "mutations[0].p2");
+    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl__mutation, m.u.commit_req.muts, 3, p1, len1, 10005, "mutations[3].p1");
+    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl__mutation, m.u.commit_req.muts, 1, p2, len2, 10001, "mutations[1].p2");
+    AT_LIMIT_ARR(RL_MSG_COMMIT, 0, rl__mutation, m.u.commit_req.muts, 4, p2, len2, 0, "mutations[4].p2");
     {
         /* SET_VERSIONSTAMPED_VALUE takes the same 100,004 as every other p2. */
         typical(&a, RL_MSG_COMMIT, 0, &m);
-        rl_mutation *mu = (rl_mutation *)m.u.commit_req.muts;
+        rl__mutation *mu = (rl__mutation *)m.u.commit_req.muts;
         mu[0] = mut_of(RL_MUT_SET_VERSIONSTAMPED_VALUE, LIT("k"), big, 100004);
         expect_good(&m);
         mu[0].len2 = 100005;
@@ -1571,10 +1571,10 @@ TEST(net_4_2_commit_size_limit) {
     const uint8_t *v = fill(&a, RL_PROTO_MAX_MUT_PARAM, 'v');
     /* 99 SETs of "" -> 100,004 bytes = 9,900,396; one range [a, x...) makes up the rest. */
     enum { N = 99 };
-    rl_mutation *mu = alloc0(&a, N * sizeof *mu);
+    rl__mutation *mu = alloc0(&a, N * sizeof *mu);
     for (int i = 0; i < N; i++) mu[i] = mut_of(RL_MUT_SET, NULL, 0, v, RL_PROTO_MAX_MUT_PARAM);
     uint32_t rest = (uint32_t)(RL_TXN_SIZE_LIMIT - (size_t)N * RL_PROTO_MAX_MUT_PARAM); /* 99,604 */
-    rl_keyrange *r = alloc0(&a, 20 * sizeof *r);
+    rl__keyrange *r = alloc0(&a, 20 * sizeof *r);
     uint32_t n_r = 0;
     const uint8_t *xs = fill(&a, KMAX, 'x');
     while (rest > 0) { /* ranges ["", x^len) of at most 10,001 bytes */
@@ -1582,10 +1582,10 @@ TEST(net_4_2_commit_size_limit) {
         r[n_r++] = range_of(LIT(""), xs, l);
         rest -= l;
     }
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_COMMIT;
-    m.u.commit_req = (rl_msg_commit_req){1, r, n_r, NULL, 0, mu, N};
+    m.u.commit_req = (rl__msg_commit_req){1, r, n_r, NULL, 0, mu, N};
     expect_good(&m);
     rl_buf b;
     rl__buf_init(&b);
@@ -1604,7 +1604,7 @@ TEST(net_4_2_commit_size_limit) {
 TEST(net_4_3_enums_and_integers) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_msg m;
+    rl__msg m;
 #define BAD(type, flags, stmt, field) \
     do {                              \
         typical(&a, type, flags, &m); \
@@ -1683,36 +1683,36 @@ TEST(net_4_3_enums_and_integers) {
     /* A point entry has at most one row. */
     BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 0,
         "entries[0].kvs");
-    BAD(RL_MSG_GET_MULTI, 0, ((rl_msg_read_item *)m.u.get_multi_req.items)[0].is_range = 2, "items[0].is_range");
-    BAD(RL_MSG_GET_MULTI, 0, ((rl_msg_read_item *)m.u.get_multi_req.items)[0].row_limit = -1, "items[0].row_limit");
-    BAD(RL_MSG_GET_MULTI, 0, ((rl_msg_read_item *)m.u.get_multi_req.items)[1].byte_limit = -1, "items[1].byte_limit");
-    BAD(RL_MSG_GET_MULTI, R, ((rl_msg_read_result *)m.u.get_multi_reply.results)[1].error = -3, "results[1].error");
-    BAD(RL_MSG_GET_MULTI, R, ((rl_msg_read_result *)m.u.get_multi_reply.results)[0].error = 1009, "results[0].error");
-    BAD(RL_MSG_GET_MULTI, R, ((rl_msg_read_result *)m.u.get_multi_reply.results)[2].more = 2, "results[2].more");
-    BAD(RL_MSG_GET_MULTI, R, (((rl_msg_read_result *)m.u.get_multi_reply.results)[1].more = 1), "results[1].error");
-    BAD(RL_MSG_PEEK, R, ((rl_msg_shard_change *)m.u.peek_reply.changes)[0].kind = 0, "changes[0].kind");
-    BAD(RL_MSG_PEEK, R, ((rl_msg_shard_change *)m.u.peek_reply.changes)[1].kind = 3, "changes[1].kind");
-    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[0].role = RL_ROLE_CLIENT,
+    BAD(RL_MSG_GET_MULTI, 0, ((rl__msg_read_item *)m.u.get_multi_req.items)[0].is_range = 2, "items[0].is_range");
+    BAD(RL_MSG_GET_MULTI, 0, ((rl__msg_read_item *)m.u.get_multi_req.items)[0].row_limit = -1, "items[0].row_limit");
+    BAD(RL_MSG_GET_MULTI, 0, ((rl__msg_read_item *)m.u.get_multi_req.items)[1].byte_limit = -1, "items[1].byte_limit");
+    BAD(RL_MSG_GET_MULTI, R, ((rl__msg_read_result *)m.u.get_multi_reply.results)[1].error = -3, "results[1].error");
+    BAD(RL_MSG_GET_MULTI, R, ((rl__msg_read_result *)m.u.get_multi_reply.results)[0].error = 1009, "results[0].error");
+    BAD(RL_MSG_GET_MULTI, R, ((rl__msg_read_result *)m.u.get_multi_reply.results)[2].more = 2, "results[2].more");
+    BAD(RL_MSG_GET_MULTI, R, (((rl__msg_read_result *)m.u.get_multi_reply.results)[1].more = 1), "results[1].error");
+    BAD(RL_MSG_PEEK, R, ((rl__msg_shard_change *)m.u.peek_reply.changes)[0].kind = 0, "changes[0].kind");
+    BAD(RL_MSG_PEEK, R, ((rl__msg_shard_change *)m.u.peek_reply.changes)[1].kind = 3, "changes[1].kind");
+    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl__msg_server *)m.u.get_shard_map_reply.servers)[0].role = RL_ROLE_CLIENT,
         "servers[0].role");
-    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[1].role = RL_ROLE_ADMIN,
+    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl__msg_server *)m.u.get_shard_map_reply.servers)[1].role = RL_ROLE_ADMIN,
         "servers[1].role");
-    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[1].healthy = 2,
+    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl__msg_server *)m.u.get_shard_map_reply.servers)[1].healthy = 2,
         "servers[1].healthy");
-    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl_msg_server *)m.u.get_shard_map_reply.servers)[2].port = 0, "servers[2].port");
+    BAD(RL_MSG_GET_SHARD_MAP, R, ((rl__msg_server *)m.u.get_shard_map_reply.servers)[2].port = 0, "servers[2].port");
     BAD(RL_MSG_REGISTER_STORAGE, 0, m.u.register_storage_req.port = 0, "port");
-    /* Mutation types: every rl_mutation_type in COMMIT; nothing else; no versionstamps in PEEK. */
+    /* Mutation types: every rl__mutation_type in COMMIT; nothing else; no versionstamps in PEEK. */
     for (int t = 0; t < 256; t++) {
         static const int known[] = {0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 20};
         int ok = 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= known[i] == t;
         typical(&a, RL_MSG_COMMIT, 0, &m);
-        rl_mutation *mu = (rl_mutation *)m.u.commit_req.muts;
+        rl__mutation *mu = (rl__mutation *)m.u.commit_req.muts;
         mu[0] = mut_of(t, LIT("k"), t == RL_MUT_CLEAR ? NULL : (const uint8_t *)"z", t == RL_MUT_CLEAR ? 0 : 1);
         if (ok) expect_good(&m);
         else expect_bad(&m, "mutations[0].type");
         typical(&a, RL_MSG_PEEK, R, &m);
-        rl_msg_peek_version *pv = (rl_msg_peek_version *)m.u.peek_reply.versions;
-        mu = (rl_mutation *)pv[2].muts;
+        rl__msg_peek_version *pv = (rl__msg_peek_version *)m.u.peek_reply.versions;
+        mu = (rl__mutation *)pv[2].muts;
         mu[0] = mut_of(t, LIT("k"), t == RL_MUT_CLEAR ? NULL : (const uint8_t *)"z", t == RL_MUT_CLEAR ? 0 : 1);
         if (ok && t != RL_MUT_SET_VERSIONSTAMPED_KEY && t != RL_MUT_SET_VERSIONSTAMPED_VALUE) expect_good(&m);
         else expect_bad(&m, "versions[2].mutations[0].type");
@@ -1728,25 +1728,25 @@ TEST(net_4_3_enums_and_integers) {
 TEST(net_4_4_structure_rules) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_msg m;
-    rl_keyrange *kr;
-    rl_mutation *mu;
-    rl_msg_shard *sh;
-    rl_msg_server *sv;
-    rl_msg_peek_version *pv;
-    rl_msg_shard_change *ch;
+    rl__msg m;
+    rl__keyrange *kr;
+    rl__mutation *mu;
+    rl__msg_shard *sh;
+    rl__msg_server *sv;
+    rl__msg_peek_version *pv;
+    rl__msg_shard_change *ch;
     /* COMMIT: conflict ranges and CLEAR_RANGE may be empty, not inverted. */
     typical(&a, RL_MSG_COMMIT, 0, &m);
-    kr = (rl_keyrange *)m.u.commit_req.reads;
+    kr = (rl__keyrange *)m.u.commit_req.reads;
     kr[0] = range_of(LIT("b"), LIT("a"));
     expect_bad(&m, "reads[0] is inverted");
     typical(&a, RL_MSG_COMMIT, 0, &m);
-    kr = (rl_keyrange *)m.u.commit_req.writes;
+    kr = (rl__keyrange *)m.u.commit_req.writes;
     kr[0] = range_of(LIT("k\0"), LIT("k"));
     expect_bad(&m, "writes[0] is inverted");
     kr[0] = range_of(LIT("k"), LIT("k"));
     expect_good(&m);
-    mu = (rl_mutation *)m.u.commit_req.muts;
+    mu = (rl__mutation *)m.u.commit_req.muts;
     mu[1] = mut_of(RL_MUT_CLEAR_RANGE, LIT("b"), LIT("a"));
     expect_bad(&m, "mutations[1] is an inverted CLEAR_RANGE");
     mu[1] = mut_of(RL_MUT_CLEAR_RANGE, LIT("b"), LIT("b"));
@@ -1754,21 +1754,21 @@ TEST(net_4_4_structure_rules) {
 
     /* GET_SHARD_MAP: contiguity, order, teams, servers. */
     typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
-    sh = (rl_msg_shard *)m.u.get_shard_map_reply.shards;
+    sh = (rl__msg_shard *)m.u.get_shard_map_reply.shards;
     sh[1].begin = (const uint8_t *)"n"; /* gap [m, n) */
     expect_bad(&m, "shards[1].begin is not the previous shard's end");
     sh[1].begin = (const uint8_t *)"l"; /* overlap */
     expect_bad(&m, "shards[1].begin");
     typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
-    sh = (rl_msg_shard *)m.u.get_shard_map_reply.shards;
+    sh = (rl__msg_shard *)m.u.get_shard_map_reply.shards;
     sh[0].end = (const uint8_t *)"", sh[0].end_len = 0; /* empty first shard */
     expect_bad(&m, "shards[0] is empty");
     typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
-    sh = (rl_msg_shard *)m.u.get_shard_map_reply.shards;
+    sh = (rl__msg_shard *)m.u.get_shard_map_reply.shards;
     sh[1].end = (const uint8_t *)"a", sh[1].end_len = 1; /* inverted */
     expect_bad(&m, "shards[1] is empty or inverted");
     typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
-    sh = (rl_msg_shard *)m.u.get_shard_map_reply.shards;
+    sh = (rl__msg_shard *)m.u.get_shard_map_reply.shards;
     sh[0].n_team = 0; /* (in the last shard the shard count's minimum catches it first) */
     expect_bad(&m, "shards[0].team has 0 members");
     sh[0].n_team = 1;
@@ -1781,7 +1781,7 @@ TEST(net_4_4_structure_rules) {
     team17[15] = 3;
     expect_bad(&m, "shards[1].team holds id 3 twice");
     typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
-    sv = (rl_msg_server *)m.u.get_shard_map_reply.servers;
+    sv = (rl__msg_server *)m.u.get_shard_map_reply.servers;
     sv[1].id = 1;
     expect_bad(&m, "servers[1].id");
     sv[1].id = 0;
@@ -1792,8 +1792,8 @@ TEST(net_4_4_structure_rules) {
 
     /* A mapped reply's per-peer stats: at most RL_PROTO_MAX_PEER_STATS, distinct storage ids. */
     typical(&a, RL_MSG_GET_MAPPED_RANGE, R, &m);
-    rl_msg_s2s_peer peers[RL_PROTO_MAX_PEER_STATS + 1];
-    for (int i = 0; i <= RL_PROTO_MAX_PEER_STATS; i++) peers[i] = (rl_msg_s2s_peer){(uint32_t)i + 1, 1, 2, 3, 4};
+    rl__msg_s2s_peer peers[RL_PROTO_MAX_PEER_STATS + 1];
+    for (int i = 0; i <= RL_PROTO_MAX_PEER_STATS; i++) peers[i] = (rl__msg_s2s_peer){(uint32_t)i + 1, 1, 2, 3, 4};
     m.u.get_mapped_range_reply.stats.peer_stats = peers;
     m.u.get_mapped_range_reply.stats.n_peer_stats = RL_PROTO_MAX_PEER_STATS;
     expect_good(&m);
@@ -1816,7 +1816,7 @@ TEST(net_4_4_structure_rules) {
         m.u.register_storage_req.address_len = (uint32_t)strlen(good_addr[i]);
         expect_good(&m);
         typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
-        sv = (rl_msg_server *)m.u.get_shard_map_reply.servers;
+        sv = (rl__msg_server *)m.u.get_shard_map_reply.servers;
         sv[1].address = (const uint8_t *)good_addr[i];
         sv[1].address_len = (uint32_t)strlen(good_addr[i]);
         expect_good(&m);
@@ -1827,7 +1827,7 @@ TEST(net_4_4_structure_rules) {
         m.u.register_storage_req.address_len = (uint32_t)strlen(bad_addr[i]);
         expect_bad(&m, "address is not dotted IPv4");
         typical(&a, RL_MSG_GET_SHARD_MAP, R, &m);
-        sv = (rl_msg_server *)m.u.get_shard_map_reply.servers;
+        sv = (rl__msg_server *)m.u.get_shard_map_reply.servers;
         sv[2].address = (const uint8_t *)bad_addr[i];
         sv[2].address_len = (uint32_t)strlen(bad_addr[i]);
         expect_bad(&m, "servers[2].address");
@@ -1835,7 +1835,7 @@ TEST(net_4_4_structure_rules) {
 
     /* REGISTER_STORAGE reply: ranges non-empty, sorted, non-overlapping; adjacent is fine. */
     typical(&a, RL_MSG_REGISTER_STORAGE, R, &m);
-    kr = (rl_keyrange *)m.u.register_storage_reply.ranges;
+    kr = (rl__keyrange *)m.u.register_storage_reply.ranges;
     kr[1] = range_of(LIT("b"), LIT("f"));
     expect_bad(&m, "ranges[1].begin");
     kr[1] = range_of(LIT("d"), LIT("d"));
@@ -1847,7 +1847,7 @@ TEST(net_4_4_structure_rules) {
 
     /* PEEK reply. */
     typical(&a, RL_MSG_PEEK, R, &m);
-    pv = (rl_msg_peek_version *)m.u.peek_reply.versions;
+    pv = (rl__msg_peek_version *)m.u.peek_reply.versions;
     pv[1].version = 101;
     expect_bad(&m, "versions[1].version");
     pv[1].version = 100;
@@ -1856,7 +1856,7 @@ TEST(net_4_4_structure_rules) {
     m.u.peek_reply.end_version = 119;
     expect_bad(&m, "versions[2].version is 120, above end_version 119");
     typical(&a, RL_MSG_PEEK, R, &m);
-    ch = (rl_msg_shard_change *)m.u.peek_reply.changes;
+    ch = (rl__msg_shard_change *)m.u.peek_reply.changes;
     ch[1].version = 104;
     expect_bad(&m, "changes[1].version");
     ch[1].version = 121;
@@ -1870,7 +1870,7 @@ TEST(net_4_4_structure_rules) {
 
     /* GET_MULTI: a range item is not inverted; a point item's end is carried as is. */
     typical(&a, RL_MSG_GET_MULTI, 0, &m);
-    rl_msg_read_item *it = (rl_msg_read_item *)m.u.get_multi_req.items;
+    rl__msg_read_item *it = (rl__msg_read_item *)m.u.get_multi_req.items;
     it[0].begin = (const uint8_t *)"c";
     expect_bad(&m, "items[0] is an inverted range");
     it[0].is_range = 0;
@@ -1882,10 +1882,10 @@ TEST(net_4_4_structure_rules) {
 TEST(net_4_5_peek_check) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_msg m;
-    rl_proto_why why;
+    rl__msg m;
+    rl__proto_why why;
     typical(&a, RL_MSG_PEEK, R, &m);
-    rl_msg_peek_reply *p = &m.u.peek_reply;
+    rl__msg_peek_reply *p = &m.u.peek_reply;
     ASSERT_OK(rl__msg_peek_reply_check(p, 100, &why));
     ASSERT_OK(rl__msg_peek_reply_check(p, 0, &why));
     ASSERT_RC(rl__msg_peek_reply_check(p, 101, &why), RL_E_MALFORMED_FRAME);
@@ -1907,7 +1907,7 @@ TEST(net_4_5_peek_check) {
 TEST(net_4_6_handshake_versions) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_msg m;
+    rl__msg m;
     static const uint8_t zero[32];
     typical(&a, RL_MSG_HELLO, 0, &m);
     m.u.hello_req.magic = 0x12345678;
@@ -1915,7 +1915,7 @@ TEST(net_4_6_handshake_versions) {
     rl_buf b;
     rl__buf_init(&b);
     ASSERT_OK(rl__msg_hello_req_encode(&b, &m.u.hello_req, NULL));
-    rl_msg_hello_req h;
+    rl__msg_hello_req h;
     ASSERT_RC(rl__msg_hello_req_decode(b.data, b.len, &a, &h, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     ASSERT_EQ(h.magic, 0x12345678);
     ASSERT_EQ(h.protocol_version, RL_PROTOCOL_VERSION);
@@ -1948,7 +1948,7 @@ TEST(net_4_6_handshake_versions) {
     rl__buf_reset(&b);
     ASSERT_OK(rl__msg_auth_challenge_encode(&b, &m.u.auth_challenge, NULL));
     ASSERT_EQ(b.len, 24);
-    rl_msg_auth_challenge c;
+    rl__msg_auth_challenge c;
     ASSERT_RC(rl__msg_auth_challenge_decode(b.data, b.len, &a, &c, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     ASSERT_EQ(c.magic, 0x12345678);
     ASSERT_EQ(c.protocol_version, RL_PROTOCOL_VERSION);
@@ -1975,7 +1975,7 @@ TEST(net_4_6_handshake_versions) {
     rl__buf_reset(&b);
     ASSERT_OK(rl__msg_auth_req_encode(&b, &m.u.auth_req, NULL));
     ASSERT_EQ(b.len, 57);
-    rl_msg_auth_req r;
+    rl__msg_auth_req r;
     ASSERT_RC(rl__msg_auth_req_decode(b.data, b.len, &a, &r, NULL), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     ASSERT_EQ(r.magic, 0x12345678);
     ASSERT_EQ(r.protocol_version, RL_PROTOCOL_VERSION);
@@ -2004,7 +2004,7 @@ TEST(net_4_6_handshake_versions) {
     rl__buf_reset(&b);
     rl__buf_append(&b, "RLKV\x01\0\0\0", 8);
     rl__buf_append(&b, zero, 24);
-    rl_msg d;
+    rl__msg d;
     ASSERT_OK(rl__msg_decode(RL_MSG_AUTH, R, b.data, b.len, &a, &d, NULL));
     ASSERT_MEM_EQ(d.u.auth_reply.proof, 32, b.data, 32);
     rl__buf_release(&b);
@@ -2015,8 +2015,8 @@ TEST(net_4_6_handshake_versions) {
 TEST(net_4_7_dispatch) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_msg d;
-    rl_proto_why why;
+    rl__msg d;
+    rl__proto_why why;
     uint8_t p[16] = {0};
     ASSERT_RC(rl__msg_decode(5, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
     ASSERT_TRUE(strstr(why.text, "type 5") != NULL);
@@ -2065,7 +2065,7 @@ TEST(net_4_8_out_of_memory) {
     rl_buf b;
     rl__buf_init(&b);
     for (int k = 0; k < N_KINDS; k++) {
-        rl_msg m, d;
+        rl__msg m, d;
         sample(k, V_TYPICAL, &a, &m);
         encode_into(&b, &m);
         /* Fail each allocation in turn until the decode succeeds. */
@@ -2093,7 +2093,7 @@ TEST(net_4_8_out_of_memory) {
         }
     }
     /* A buffer already in error. */
-    rl_msg m;
+    rl__msg m;
     sample(kind_of(RL_MSG_GET, 0), V_TYPICAL, &a, &m);
     rl_buf e;
     rl__buf_init(&e);
@@ -2112,10 +2112,10 @@ TEST(net_4_8_out_of_memory) {
 TEST(net_4_9_encoder_null_pointers) {
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_msg m;
+    rl__msg m;
     rl_buf b;
     rl__buf_init(&b);
-    rl_proto_why why;
+    rl__proto_why why;
     typical(&a, RL_MSG_GET, 0, &m);
     m.u.get_req.key = NULL;
     ASSERT_RC(rl__msg_encode(&b, &m, &why), RL_E_INVALID_ARGUMENT);
@@ -2141,11 +2141,11 @@ TEST(net_4_9_encoder_null_pointers) {
 
 /* A random GET_MAPPED_RANGE reply of n entries (valid): point and range entries, 0..3 rows, empty
  * strings with and without a pointer, lengths up to 40 (and now and then a limit-sized one). */
-static void random_mapped_reply(rl_arena *a, uint64_t *rng, uint32_t n, rl_msg *m) {
+static void random_mapped_reply(rl_arena *a, uint64_t *rng, uint32_t n, rl__msg *m) {
     memset(m, 0, sizeof *m);
     m->type = RL_MSG_GET_MAPPED_RANGE;
     m->flags = R;
-    rl_msg_get_mapped_range_reply *g = &m->u.get_mapped_range_reply;
+    rl__msg_get_mapped_range_reply *g = &m->u.get_mapped_range_reply;
 #define RSTR(ptr, len, max)                                                                        \
     do {                                                                                           \
         uint32_t l_ = (uint32_t)rl_test_rand_below(rng, 41);                                       \
@@ -2185,8 +2185,8 @@ static void same_decode(const uint8_t *p, size_t len, const char *what) {
     rl_arena a1, a2;
     rl__arena_init(&a1, 0);
     rl__arena_init(&a2, 0);
-    rl_msg_get_mapped_range_reply x, y;
-    rl_proto_why w1, w2;
+    rl__msg_get_mapped_range_reply x, y;
+    rl__proto_why w1, w2;
     int r1 = rl__msg_get_mapped_range_reply_decode(p, len, &a1, &x, &w1);
     int r2 = rl__msg_get_mapped_range_reply_decode_walk(p, len, &a2, &y, &w2);
     if (r1 != r2) fail_msg("%s: fast decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2), w2.text);
@@ -2217,13 +2217,13 @@ static void same_decode(const uint8_t *p, size_t len, const char *what) {
 
 /* Encode m both ways: the same rc, reason and bytes; the buffer (holding a prefix) untouched on
  * failure. */
-static void same_encode(const rl_msg *m, const char *what, rl_buf *b1) {
+static void same_encode(const rl__msg *m, const char *what, rl_buf *b1) {
     rl_buf b2;
     rl__buf_init(&b2);
     rl__buf_reset(b1);
     rl__buf_append(b1, "pre", 3);
     rl__buf_append(&b2, "pre", 3);
-    rl_proto_why w1, w2;
+    rl__proto_why w1, w2;
     int r1 = rl__msg_get_mapped_range_reply_encode(b1, &m->u.get_mapped_range_reply, &w1);
     int r2 = rl__msg_get_mapped_range_reply_encode_walk(&b2, &m->u.get_mapped_range_reply, &w2);
     if (r1 != r2) fail_msg("%s: fast encode %s, walk %s", what, rl_error_name(r1), rl_error_name(r2));
@@ -2247,7 +2247,7 @@ TEST(net_5_1_mapped_fast_paths) {
     rl__buf_init(&d);
     char what[96];
     for (int iter = 0; iter < 1000; iter++) {
-        rl_msg m;
+        rl__msg m;
         rl__arena_reset(&a);
         uint32_t n = (uint32_t)rl_test_rand_below(&rng, iter % 10 == 0 ? 200 : 6);
         random_mapped_reply(&a, &rng, n, &m);
@@ -2302,8 +2302,8 @@ static void same_get_decode(uint16_t flags, const uint8_t *p, size_t len, const 
     rl_arena a1, a2;
     rl__arena_init(&a1, 0);
     rl__arena_init(&a2, 0);
-    rl_msg x, y;
-    rl_proto_why w1, w2;
+    rl__msg x, y;
+    rl__proto_why w1, w2;
     int r1 = rl__msg_decode(RL_MSG_GET, flags, p, len, &a1, &x, &w1);
     int r2 = rl__msg_decode_walk(RL_MSG_GET, flags, p, len, &a2, &y, &w2);
     if (r1 != r2) fail_msg("%s: decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2), w2.text);
@@ -2323,13 +2323,13 @@ static void same_get_decode(uint16_t flags, const uint8_t *p, size_t len, const 
 
 /* Encode m with rl__msg_encode and rl__msg_encode_walk after a prefix: the same rc, reason and
  * bytes (the prefix alone on failure). */
-static void same_get_encode(const rl_msg *m, const char *what) {
+static void same_get_encode(const rl__msg *m, const char *what) {
     rl_buf b1, b2;
     rl__buf_init(&b1);
     rl__buf_init(&b2);
     rl__buf_append(&b1, "pre", 3);
     rl__buf_append(&b2, "pre", 3);
-    rl_proto_why w1, w2;
+    rl__proto_why w1, w2;
     int r1 = rl__msg_encode(&b1, m, &w1);
     int r2 = rl__msg_encode_walk(&b2, m, &w2);
     if (r1 != r2) fail_msg("%s: encode %s, walk %s", what, rl_error_name(r1), rl_error_name(r2));
@@ -2354,7 +2354,7 @@ TEST(net_5_2_get_fast_paths) {
     rl__buf_init(&enc);
     rl__buf_init(&d);
     for (int iter = 0; iter < 2000; iter++) {
-        rl_msg m;
+        rl__msg m;
         memset(&m, 0, sizeof m);
         m.type = RL_MSG_GET;
         int reply = iter & 1;
@@ -2372,7 +2372,7 @@ TEST(net_5_2_get_fast_paths) {
         }
         snprintf(what, sizeof what, "iter %d (%s, %u bytes)", iter, reply ? "reply" : "request", n);
         same_get_encode(&m, what);
-        rl_proto_why why;
+        rl__proto_why why;
         rl__buf_reset(&enc);
         ASSERT_OK(rl__msg_encode_walk(&enc, &m, &why));
         same_get_decode(m.flags, enc.data, enc.len, what);

@@ -64,7 +64,7 @@ __attribute__((unused)) static void qt_open_with(qt_env *e, const char *tag, con
     ASSERT_OK(rl_metadata_build(e->md));
     /* A store per test under ("qtest", "orders", tag). */
     rl_buf p;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(&p);
     rl__buf_append(&p, QP, sizeof QP);
     rl__tuple_packer_init(&pk, &p);
@@ -132,7 +132,7 @@ __attribute__((unused)) static void qt_load(qt_env *e, uint64_t *rs, int n, int 
 /* Remove record i's keys (leaving its index entries: an orphan). */
 __attribute__((unused)) static void qt_orphan(qt_env *e, int i) {
     rl_buf b, en;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl_slice p = rl_store_prefix(e->s);
     rl__buf_init(&b);
     rl__buf_init(&en);
@@ -208,7 +208,7 @@ __attribute__((unused)) static int qt_model(const qt_env *e, const qt_query *q, 
 /* Packed (v,) / ("c<k>",) into buf (static storage per slot). */
 __attribute__((unused)) static size_t qt_pack_int(uint8_t *o, int64_t v) {
     rl_buf b;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(&b);
     rl__tuple_packer_init(&pk, &b);
     rl__tuple_pack_int(&pk, v);
@@ -222,7 +222,7 @@ __attribute__((unused)) static size_t qt_pack_cust(uint8_t *o, int cust) {
     char s[16];
     int l = snprintf(s, sizeof s, "c%d", cust);
     rl_buf b;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(&b);
     rl__tuple_packer_init(&pk, &b);
     rl__tuple_pack_string(&pk, s, (size_t)l);

@@ -166,7 +166,7 @@ TEST(query_2_2_limits) {
  * changes nothing a scan sees. */
 static void touch_record(qt_env *e, rl_txn *t, int64_t id) {
     rl_buf k;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl_slice p = rl_store_prefix(e->s);
     rl__buf_init(&k);
     rl__buf_append(&k, p.data, p.len);
@@ -689,7 +689,7 @@ TEST(query_2_11_adaptive_short_pages_sampled) {
     uint64_t rs = rl_test_seed();
     qt_open(&e, "q211");
     qt_load(&e, &rs, 40, 1000, 0);
-    rl_kv_locality loc;
+    rl__kv_locality loc;
     rl__db_locality(e.db, (const uint8_t *)"", 0, &loc);
     model_counts k0, k1;
     ASSERT_OK(rl__query_adaptive_with(e.db, count_model, &k0));

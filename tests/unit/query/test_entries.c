@@ -58,7 +58,7 @@ TEST(query_5_1_entry_split_matches_tuple_decoder) {
     qt_open(&e, "q51");
     rl_slice p = rl_store_prefix(e.s);
     rl_buf ix, key, end;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(&ix);
     rl__buf_init(&key);
     rl__buf_init(&end);
@@ -78,7 +78,7 @@ TEST(query_5_1_entry_split_matches_tuple_decoder) {
         if (key.len == ix.len || key.data[ix.len] == 0xff) continue;
         size_t count = 0;
         int valid = rl__tuple_validate(key.data + ix.len, key.len - ix.len, &count) == RL_OK && count == 2;
-        rl_tuple_elem pk_elem = {0}; /* the model's primary key: element 1 */
+        rl__tuple_elem pk_elem = {0}; /* the model's primary key: element 1 */
         if (valid) ASSERT_OK(rl__tuple_get(key.data + ix.len, key.len - ix.len, 1, &pk_elem));
         rl_txn *t = qt_begin(&e);
         ASSERT_OK(rl_txn_clear_range(t, ix.data, ix.len, end.data, end.len));

@@ -135,7 +135,7 @@ TEST(err_1_2_store) {
     uint8_t pk[16];
     rl_buf b;
     rl__buf_init(&b);
-    rl_tuple_packer tp;
+    rl__tuple_packer tp;
     rl__tuple_packer_init(&tp, &b);
     rl__tuple_pack_int(&tp, 99);
     ASSERT_EQ(b.len <= sizeof pk, 1);

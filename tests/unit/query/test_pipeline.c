@@ -53,7 +53,7 @@ TEST(query_7_1_pipeline_across_pages) {
  * subspace, at a price above every record's. */
 static void put_bad_entry(qt_env *e) {
     rl_buf k;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl_slice p = rl_store_prefix(e->s);
     rl__buf_init(&k);
     rl__buf_append(&k, p.data, p.len);

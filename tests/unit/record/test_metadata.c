@@ -109,7 +109,7 @@ TEST(record_1_2_invalid_metadata) {
 static void entry_of(rl_metadata *md, const char *field, const ProtobufCMessage *msg, rl_buf *out) {
     const char *f[] = {field};
     ASSERT_OK(rl_metadata_add_value_index(md, "AllTypes", field, f, 1, NULL));
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_reset(out);
     rl__tuple_packer_init(&pk, out);
     ASSERT_OK(rl__md_pack_index_entry(md, rl__md_index_named(md, field), msg, &pk, NULL));
@@ -185,7 +185,7 @@ TEST(record_1_4_absent_fields) {
     ASSERT_MEM_EQ(got.data, got.len, "\x00\x15\x09", 3);
     /* A missing primary-key field is an error. */
     m.has_id = 0;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_reset(&got);
     rl__tuple_packer_init(&pk, &got);
     rl__errdetail why;
@@ -256,7 +256,7 @@ TEST(record_1_6_pk_positions) {
     c.has_seq = 1, c.seq = 5;
     c.has_score = 1, c.score = -3;
     rl_buf got;
-    rl_tuple_packer tp;
+    rl__tuple_packer tp;
     rl__buf_init(&got);
     rl__tuple_packer_init(&tp, &got);
     ASSERT_OK(rl__md_pack_index_entry(md, 0, &c.base, &tp, NULL));

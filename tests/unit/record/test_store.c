@@ -341,7 +341,7 @@ static int read_price_index(rl_db *db, int64_t (*out)[2], int max) {
     ASSERT_OK(rl_future_get_keyvalue_array(f, &kvs, &cnt, &more));
     ASSERT_TRUE(cnt <= max);
     for (int i = 0; i < cnt; i++) {
-        rl_tuple_elem a, c;
+        rl__tuple_elem a, c;
         ASSERT_OK(rl__tuple_get(kvs[i].key + n, kvs[i].key_len - n, 0, &a));
         ASSERT_OK(rl__tuple_get(kvs[i].key + n, kvs[i].key_len - n, 1, &c));
         out[i][0] = a.i;
@@ -429,7 +429,7 @@ static int raw_suffixes(rl_db *db, int64_t id, int64_t *out) {
     rawlist l;
     raw_read(db, pre, n, &l);
     for (int i = 0; i < l.n; i++) {
-        rl_tuple_elem e;
+        rl__tuple_elem e;
         ASSERT_OK(rl__tuple_get(l.k[i] + n, l.kl[i] - n, 0, &e));
         out[i] = e.i;
         if (e.i >= 1) ASSERT_TRUE(l.vl[i] <= RL_RECORD_SPLIT_SIZE);

@@ -43,7 +43,7 @@ static void summary(const char *what, uint64_t *v, size_t n) {
 }
 
 typedef struct {
-    rl_ss *ss;
+    rl__ss *ss;
     pthread_t th;
     char *dir;
 } srv;
@@ -54,7 +54,7 @@ static void *srv_main(void *a) {
 }
 
 static void srv_start(srv *s, uint32_t id, uint16_t cport) {
-    rl_ss_options o;
+    rl__ss_options o;
     memset(&o, 0, sizeof o);
     s->dir = rl_test_tmpdir("ssb");
     o.dir = s->dir;
@@ -78,10 +78,10 @@ static void srv_stop(srv *s) {
 /* Orders-like data: N records (1, pk, 0) of 100 bytes and an index (2, price, pk). */
 #define N 1000
 static rl_buf K[2 * N], V[2 * N];
-static rl_mutation M[2 * N];
+static rl__mutation M[2 * N];
 
 static void pack3(rl_buf *b, int a, int x, int y) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_int(&p, a);
@@ -96,8 +96,9 @@ static void build(void) {
         for (int j = 0; j < 100; j++) rl__buf_append_byte(&V[2 * i], (uint8_t)('a' + j % 26));
         pack3(&K[2 * i + 1], 2, (i * 37) % 997, i);
         M[2 * i] =
-            (rl_mutation){RL_MUT_SET, K[2 * i].data, (uint32_t)K[2 * i].len, V[2 * i].data, (uint32_t)V[2 * i].len};
-        M[2 * i + 1] = (rl_mutation){RL_MUT_SET, K[2 * i + 1].data, (uint32_t)K[2 * i + 1].len, (const uint8_t *)"", 0};
+            (rl__mutation){RL_MUT_SET, K[2 * i].data, (uint32_t)K[2 * i].len, V[2 * i].data, (uint32_t)V[2 * i].len};
+        M[2 * i + 1] =
+            (rl__mutation){RL_MUT_SET, K[2 * i + 1].data, (uint32_t)K[2 * i + 1].len, (const uint8_t *)"", 0};
     }
 }
 
@@ -107,8 +108,8 @@ static void unbuild(void) {
 
 static const char MAPPER[] = "\x15\x01\x02{K[2]}\x00\x02{...}\x00";
 
-static uint64_t mapped_call(sst_client *c, int strategy, int limit, rl_msg_mapped_stats *st) {
-    rl_msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
+static uint64_t mapped_call(sst_client *c, int strategy, int limit, rl__msg_mapped_stats *st) {
+    rl__msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
     q.u.get_mapped_range_req.version = 10;
     q.u.get_mapped_range_req.begin = RL_FIRST_GREATER_OR_EQUAL("\x15\x02", 2);
     q.u.get_mapped_range_req.end = RL_FIRST_GREATER_OR_EQUAL("\x15\x03", 2);
@@ -124,7 +125,7 @@ static uint64_t mapped_call(sst_client *c, int strategy, int limit, rl_msg_mappe
     return d;
 }
 
-static const rl_keyrange ALL[] = {{(const uint8_t *)"", 0, (const uint8_t *)"\xff", 1}};
+static const rl__keyrange ALL[] = {{(const uint8_t *)"", 0, (const uint8_t *)"\xff", 1}};
 
 /* ssb-1.1, ssb-1.2 */
 TEST(ssb_1_1_one_server) {
@@ -134,13 +135,13 @@ TEST(ssb_1_1_one_server) {
     srv s;
     srv_start(&s, 1, fc.port);
     sst_fc_accept_register(&fc, 0, ALL, 1);
-    rl_msg_peek_version pv = {10, M, 2 * N};
+    rl__msg_peek_version pv = {10, M, 2 * N};
     sst_fc_peek_reply(&fc, &pv, 1, 10);
     sst_client c;
     sst_client_open(&c, rl__ss_port(s.ss), RL_ROLE_CLIENT, 0);
     int n = scale(20000);
     uint64_t *t = calloc((size_t)n, sizeof *t);
-    rl_msg q, r;
+    rl__msg q, r;
     printf("ssb-1.1 round trips on one connection:\n");
     for (int i = 0; i < n; i++) {
         q = sst_req(RL_MSG_PING);
@@ -158,8 +159,8 @@ TEST(ssb_1_1_one_server) {
     summary("GET", t, (size_t)n);
 
     printf("ssb-1.2 a 1,000-entry mapped read, every secondary local:\n");
-    rl_storage *loc;
-    rl_storage_options so;
+    rl__storage *loc;
+    rl__storage_options so;
     memset(&so, 0, sizeof so);
     ASSERT_OK(rl__storage_open(&so, &loc, NULL));
     ASSERT_OK(rl__storage_apply(loc, 10, M, 2 * N));
@@ -168,8 +169,8 @@ TEST(ssb_1_1_one_server) {
     int m = scale(300);
     uint64_t *e = calloc((size_t)m, sizeof *e), *w = calloc((size_t)m, sizeof *w), *sv = calloc((size_t)m, sizeof *sv);
     for (int i = 0; i < m; i++) {
-        rl_mapper *mp;
-        rl_mapped_entry *ents;
+        rl__mapper *mp;
+        rl__mapped_entry *ents;
         int ne, more;
         rl__arena_reset(&a);
         uint64_t t0 = rl__clock_mono_ns();
@@ -180,7 +181,7 @@ TEST(ssb_1_1_one_server) {
         ASSERT_EQ(ne, N);
     }
     for (int i = 0; i < m; i++) {
-        rl_msg_mapped_stats st;
+        rl__msg_mapped_stats st;
         w[i] = mapped_call(&c, RL_FETCH_INDIVIDUAL, N, &st);
         sv[i] = st.server_ns;
     }
@@ -209,19 +210,19 @@ TEST(ssb_1_3_two_servers) {
     srv s1, s2;
     srv_start(&s1, 1, f1.port);
     srv_start(&s2, 2, f2.port);
-    rl_msg_server svs[2] = {
+    rl__msg_server svs[2] = {
         {1, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(s1.ss), (const uint8_t *)"h1", 2, 1},
         {2, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(s2.ss), (const uint8_t *)"h2", 2, 1}};
     uint32_t t1[1] = {1}, t2[1] = {2};
-    rl_msg_shard shs[3] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len, t1, 1},
-                           {split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2, t2, 1},
-                           {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1, t1, 1}};
-    rl_msg_get_shard_map_reply map = {1, svs, 2, shs, 3, 0, 0};
+    rl__msg_shard shs[3] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len, t1, 1},
+                            {split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2, t2, 1},
+                            {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1, t1, 1}};
+    rl__msg_get_shard_map_reply map = {1, svs, 2, shs, 3, 0, 0};
     f1.map = map, f2.map = map;
-    rl_keyrange r1[] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len},
-                        {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1}};
-    rl_keyrange r2[] = {{split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2}};
-    static rl_mutation m1[2 * N], m2[2 * N];
+    rl__keyrange r1[] = {{(const uint8_t *)"", 0, split.data, (uint32_t)split.len},
+                         {(const uint8_t *)"\x15\x02", 2, (const uint8_t *)"\xff", 1}};
+    rl__keyrange r2[] = {{split.data, (uint32_t)split.len, (const uint8_t *)"\x15\x02", 2}};
+    static rl__mutation m1[2 * N], m2[2 * N];
     int n1 = 0, n2 = 0;
     for (int i = 0; i < 2 * N; i++) {
         int on2 = rl__bytes_cmp(M[i].p1, M[i].len1, split.data, split.len) >= 0 &&
@@ -231,7 +232,7 @@ TEST(ssb_1_3_two_servers) {
     }
     sst_fc_accept_register(&f1, 0, r1, 2);
     sst_fc_accept_register(&f2, 0, r2, 1);
-    rl_msg_peek_version p1 = {10, m1, (uint32_t)n1}, p2 = {10, m2, (uint32_t)n2};
+    rl__msg_peek_version p1 = {10, m1, (uint32_t)n1}, p2 = {10, m2, (uint32_t)n2};
     sst_fc_peek_reply(&f1, &p1, 1, 10);
     sst_fc_peek_reply(&f2, &p2, 1, 10);
     sst_client c;
@@ -242,7 +243,7 @@ TEST(ssb_1_3_two_servers) {
     uint64_t *w = calloc((size_t)reps, sizeof *w);
     for (int li = 0; li < 3; li++)
         for (int stg = RL_FETCH_INDIVIDUAL; stg <= RL_FETCH_GROUPED; stg++) {
-            rl_msg_mapped_stats st;
+            rl__msg_mapped_stats st;
             memset(&st, 0, sizeof st);
             for (int i = 0; i < reps; i++) w[i] = mapped_call(&c, stg, lims[li], &st);
             char what[128];
@@ -262,7 +263,7 @@ TEST(ssb_1_3_two_servers) {
 }
 
 /* ssb-1.4 */
-static rl_storage *g_st;
+static rl__storage *g_st;
 static atomic_int g_stop;
 static uint64_t g_slow0[100000], g_slow1[100000];
 static size_t g_nslow;
@@ -293,7 +294,7 @@ static void *reader(void *arg) {
 
 TEST(ssb_1_4_readers_during_sync) {
     char *dir = rl_test_tmpdir("ssbsync");
-    rl_storage_options o;
+    rl__storage_options o;
     memset(&o, 0, sizeof o);
     o.dir = dir;
     ASSERT_OK(rl__storage_open(&o, &g_st, NULL));
@@ -306,8 +307,8 @@ TEST(ssb_1_4_readers_during_sync) {
     char val[100];
     memset(val, 'x', sizeof val);
     uint64_t end = rl__clock_mono_ns() + (uint64_t)scale(3000) * 1000000u;
-    for (rl_version v = 1; rl__clock_mono_ns() < end && ns < MAXS; v++) {
-        rl_mutation m = {RL_MUT_SET, (const uint8_t *)"k0001", 5, (const uint8_t *)val, 100};
+    for (rl__version v = 1; rl__clock_mono_ns() < end && ns < MAXS; v++) {
+        rl__mutation m = {RL_MUT_SET, (const uint8_t *)"k0001", 5, (const uint8_t *)val, 100};
         ASSERT_OK(rl__storage_apply(g_st, v, &m, 1));
         s0[ns] = rl__clock_mono_ns();
         ASSERT_OK(rl__storage_sync(g_st));

@@ -59,8 +59,8 @@ static inline int sst_listen(uint16_t *out_port) {
 
 /* The test cluster's member credentials (tests/net_fixture.h): the storage servers under test
  * get them (sst_auth), and the fake peers below prove them in the handshake. */
-static inline const rl_net_auth *sst_auth(void) {
-    static rl_net_auth a;
+static inline const rl__net_auth *sst_auth(void) {
+    static rl__net_auth a;
     static int done;
     if (!done) rl_test_auth_member(&a, 0), done = 1;
     return &a;
@@ -130,7 +130,7 @@ static inline int sst_wait_closed(int fd, int timeout_ms) {
 }
 
 /* Read one frame: 1 ok (payload in *pl), 0 EOF, -1 timeout. */
-static inline int sst_read_frame(int fd, rl_frame_header *h, rl_buf *pl, int timeout_ms) {
+static inline int sst_read_frame(int fd, rl__frame_header *h, rl_buf *pl, int timeout_ms) {
     uint8_t hdr[RL_FRAME_HEADER_LEN];
     int r = sst_read_n(fd, hdr, sizeof hdr, timeout_ms);
     if (r != 1) return r;
@@ -147,10 +147,10 @@ static inline int sst_read_frame(int fd, rl_frame_header *h, rl_buf *pl, int tim
 }
 
 /* Send message m (type and flags from m) with id. */
-static inline void sst_send(int fd, uint64_t id, const rl_msg *m) {
+static inline void sst_send(int fd, uint64_t id, const rl__msg *m) {
     rl_buf b;
     rl__buf_init(&b);
-    rl_proto_why why;
+    rl__proto_why why;
     int rc = rl__msg_frame_encode(&b, id, m, &why);
     if (rc != RL_OK) fail_msg("encode %s: %s", rl__msg_type_name(m->type), why.text);
     sst_write_all(fd, b.data, b.len);
@@ -158,10 +158,10 @@ static inline void sst_send(int fd, uint64_t id, const rl_msg *m) {
 }
 
 static inline void sst_send_hello(int fd, uint8_t role, uint32_t id) {
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
-    m.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"test", 4};
+    m.u.hello_req = (rl__msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, role, id, (const uint8_t *)"test", 4};
     sst_send(fd, 1, &m);
 }
 
@@ -182,11 +182,11 @@ static inline void sst_client_open(sst_client *c, uint16_t port, uint8_t role, u
     rl__arena_init(&c->a, 0);
     rl__buf_init(&c->pl);
     sst_send_hello(c->fd, role, id);
-    rl_frame_header h;
+    rl__frame_header h;
     ASSERT_EQ(sst_read_frame(c->fd, &h, &c->pl, SS_T_WAIT_MS), 1);
     ASSERT_EQ(h.type, RL_MSG_HELLO);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
-    rl_msg_hello_reply hr;
+    rl__msg_hello_reply hr;
     ASSERT_OK(rl__msg_hello_reply_decode(c->pl.data, c->pl.len, NULL, &hr, NULL));
     ASSERT_EQ(hr.role, RL_ROLE_STORAGE);
 }
@@ -200,37 +200,37 @@ static inline void sst_client_close(sst_client *c) {
 
 /* Send request *req and wait for its reply into *out (decoded into c->a). Returns 0 for a
  * reply, or the error code of an error reply (out->u.error holds it). */
-static inline int sst_call_t(sst_client *c, const rl_msg *req, rl_msg *out, int timeout_ms) {
+static inline int sst_call_t(sst_client *c, const rl__msg *req, rl__msg *out, int timeout_ms) {
     uint64_t id = ++c->next_id;
     sst_send(c->fd, id, req);
     for (;;) {
-        rl_frame_header h;
+        rl__frame_header h;
         int r = sst_read_frame(c->fd, &h, &c->pl, timeout_ms);
         if (r != 1) fail_msg("no reply to %s (%s)", rl__msg_type_name(req->type), r ? "timeout" : "closed");
         if (h.id != id) continue;
         ASSERT_EQ(h.type, req->type);
         rl__arena_reset(&c->a);
-        rl_proto_why why;
+        rl__proto_why why;
         int rc = rl__msg_decode(h.type, h.flags, c->pl.data, c->pl.len, &c->a, out, &why);
         if (rc != RL_OK) fail_msg("reply to %s does not decode: %s", rl__msg_type_name(h.type), why.text);
         if (h.flags & RL_FRAME_ERROR) return out->u.error.code;
         return 0;
     }
 }
-static inline int sst_call(sst_client *c, const rl_msg *req, rl_msg *out) {
+static inline int sst_call(sst_client *c, const rl__msg *req, rl__msg *out) {
     return sst_call_t(c, req, out, SS_T_WAIT_MS);
 }
 
-static inline rl_msg sst_req(uint16_t type) {
-    rl_msg m;
+static inline rl__msg sst_req(uint16_t type) {
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = type;
     return m;
 }
 
 /* GET key at v: returns 0 (present/absent in *present, value in *val), or the error code. */
-static inline int sst_get(sst_client *c, rl_version v, const char *key, size_t kl, int *present, rl_buf *val) {
-    rl_msg q = sst_req(RL_MSG_GET), r;
+static inline int sst_get(sst_client *c, rl__version v, const char *key, size_t kl, int *present, rl_buf *val) {
+    rl__msg q = sst_req(RL_MSG_GET), r;
     q.u.get_req.version = v;
     q.u.get_req.key = (const uint8_t *)key;
     q.u.get_req.key_len = (uint32_t)kl;
@@ -251,13 +251,13 @@ typedef struct {
     uint16_t port;
     rl_arena a;
     rl_buf pl;
-    rl_frame_header h;   /* the last frame received */
-    rl_msg m;            /* ... decoded */
-    rl_version last_pop; /* the newest POP received */
+    rl__frame_header h;   /* the last frame received */
+    rl__msg m;            /* ... decoded */
+    rl__version last_pop; /* the newest POP received */
     int pops, maps, hellos;
-    rl_msg_get_shard_map_reply map; /* answered to GET_SHARD_MAP (the test owns the arrays) */
-    uint32_t storage_id;            /* the HELLO's id */
-    rl_version reg_durable;         /* the last REGISTER_STORAGE's durable version */
+    rl__msg_get_shard_map_reply map; /* answered to GET_SHARD_MAP (the test owns the arrays) */
+    uint32_t storage_id;             /* the HELLO's id */
+    rl__version reg_durable;         /* the last REGISTER_STORAGE's durable version */
     uint64_t reg_id;
     uint16_t reg_port;
 } sst_fc;
@@ -283,7 +283,7 @@ static inline void sst_fc_release(sst_fc *f) {
     rl__buf_release(&f->pl);
 }
 
-static inline void sst_fc_reply(sst_fc *f, uint16_t type, uint64_t id, rl_msg *m) {
+static inline void sst_fc_reply(sst_fc *f, uint16_t type, uint64_t id, rl__msg *m) {
     m->type = type;
     m->flags = RL_FRAME_REPLY;
     sst_send(f->fd, id, m);
@@ -300,20 +300,20 @@ static inline int sst_fc_wait(sst_fc *f, uint16_t type, int timeout_ms) {
         int r = sst_read_frame(f->fd, &f->h, &f->pl, (int)(end - now));
         if (r != 1) return r;
         rl__arena_reset(&f->a);
-        rl_proto_why why;
+        rl__proto_why why;
         int rc = rl__msg_decode(f->h.type, f->h.flags, f->pl.data, f->pl.len, &f->a, &f->m, &why);
         if (rc != RL_OK) fail_msg("the storage server sent a frame that does not decode: %s", why.text);
         if (f->h.flags != 0)
             fail_msg("the storage server sent a reply frame (%s) to the coordinator", rl__msg_type_name(f->h.type));
         if (type && f->h.type == type) return 1;
-        rl_msg rep;
+        rl__msg rep;
         memset(&rep, 0, sizeof rep);
         switch (f->h.type) {
         case RL_MSG_HELLO:
             f->hellos++;
             f->storage_id = f->m.u.hello_req.id;
             rep.u.hello_reply =
-                (rl_msg_hello_reply){RL_PROTOCOL_VERSION, RL_ROLE_COORDINATOR, 0, (const uint8_t *)"host1", 5};
+                (rl__msg_hello_reply){RL_PROTOCOL_VERSION, RL_ROLE_COORDINATOR, 0, (const uint8_t *)"host1", 5};
             sst_fc_reply(f, RL_MSG_HELLO, f->h.id, &rep);
             break;
         case RL_MSG_POP:
@@ -337,7 +337,7 @@ static inline int sst_fc_wait(sst_fc *f, uint16_t type, int timeout_ms) {
 
 /* Accept the storage server's connection and register it: HELLO, REGISTER_STORAGE answered with
  * start_version and the ranges; then the first PEEK is awaited (left in f->m for the test). */
-static inline void sst_fc_accept_register(sst_fc *f, rl_version start_version, const rl_keyrange *ranges,
+static inline void sst_fc_accept_register(sst_fc *f, rl__version start_version, const rl__keyrange *ranges,
                                           uint32_t n_ranges) {
     f->fd = sst_accept(f->lfd, SS_T_WAIT_MS);
     ASSERT_TRUE(f->fd >= 0);
@@ -345,7 +345,7 @@ static inline void sst_fc_accept_register(sst_fc *f, rl_version start_version, c
     f->reg_durable = f->m.u.register_storage_req.durable_version;
     f->reg_port = f->m.u.register_storage_req.port;
     ASSERT_EQ(f->m.u.register_storage_req.id, f->storage_id);
-    rl_msg rep;
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rep.u.register_storage_reply.start_version = start_version;
     rep.u.register_storage_reply.ranges = ranges;
@@ -356,9 +356,9 @@ static inline void sst_fc_accept_register(sst_fc *f, rl_version start_version, c
 
 /* Answer the PEEK in f->m with these versions and end_version, then wait for the next PEEK
  * (left in f->m). */
-static inline void sst_fc_peek_reply(sst_fc *f, const rl_msg_peek_version *vs, uint32_t n, rl_version end_version) {
+static inline void sst_fc_peek_reply(sst_fc *f, const rl__msg_peek_version *vs, uint32_t n, rl__version end_version) {
     ASSERT_EQ(f->h.type, RL_MSG_PEEK);
-    rl_msg rep;
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rep.u.peek_reply.end_version = end_version;
     rep.u.peek_reply.versions = vs;
@@ -370,8 +370,8 @@ static inline void sst_fc_peek_reply(sst_fc *f, const rl_msg_peek_version *vs, u
 
 /* Wait (answering POPs) until a POP of at least v arrived. The PEEK held in f->m is kept
  * pending: the frame after it must be a POP or GET_SHARD_MAP. */
-static inline void sst_fc_wait_pop(sst_fc *f, rl_version v) {
-    rl_frame_header h = f->h;
+static inline void sst_fc_wait_pop(sst_fc *f, rl__version v) {
+    rl__frame_header h = f->h;
     uint64_t end = sst_now_ms() + SS_T_WAIT_MS;
     while (f->last_pop < v) {
         ASSERT_TRUE(sst_now_ms() < end);
@@ -384,13 +384,13 @@ static inline void sst_fc_wait_pop(sst_fc *f, rl_version v) {
 
 /* ---- building mutations ---- */
 
-static inline rl_mutation sst_set(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
+static inline rl__mutation sst_set(const char *k, const char *v) {
+    rl__mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
 
-static inline rl_keyrange sst_range(const char *b, size_t bl, const char *e, size_t el) {
-    rl_keyrange r = {(const uint8_t *)b, (uint32_t)bl, (const uint8_t *)e, (uint32_t)el};
+static inline rl__keyrange sst_range(const char *b, size_t bl, const char *e, size_t el) {
+    rl__keyrange r = {(const uint8_t *)b, (uint32_t)bl, (const uint8_t *)e, (uint32_t)el};
     return r;
 }
 

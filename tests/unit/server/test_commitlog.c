@@ -39,11 +39,11 @@
 
 typedef struct {
     char k[16], val[400], c[24];
-    rl_mutation m[3];
+    rl__mutation m[3];
     size_t n;
 } gen_rec;
 
-static void gen_version(rl_version v, gen_rec *g) {
+static void gen_version(rl__version v, gen_rec *g) {
     g->n = 0;
     if (v % 5 == 0) return;
     int kl = snprintf(g->k, sizeof g->k, "k%02d", (int)(v % 50));
@@ -53,16 +53,17 @@ static void gen_version(rl_version v, gen_rec *g) {
         vl += 300;
     }
     g->m[g->n++] =
-        (rl_mutation){RL_MUT_SET, (const uint8_t *)g->k, (uint32_t)kl, (const uint8_t *)g->val, (uint32_t)vl};
+        (rl__mutation){RL_MUT_SET, (const uint8_t *)g->k, (uint32_t)kl, (const uint8_t *)g->val, (uint32_t)vl};
     if (v % 2)
-        g->m[g->n++] = (rl_mutation){RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
+        g->m[g->n++] =
+            (rl__mutation){RL_MUT_ADD, (const uint8_t *)"count", 5, (const uint8_t *)"\x01\0\0\0\0\0\0\0", 8};
     if (v % 4 == 0) {
         int cl = snprintf(g->c, sizeof g->c, "c%llu", (unsigned long long)v);
-        g->m[g->n++] = (rl_mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)g->c, (uint32_t)cl, (const uint8_t *)"d", 1};
+        g->m[g->n++] = (rl__mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)g->c, (uint32_t)cl, (const uint8_t *)"d", 1};
     }
 }
 
-static int append_version(rl_commitlog *log, rl_version v) {
+static int append_version(rl__commitlog *log, rl__version v) {
     gen_rec g;
     gen_version(v, &g);
     return rl__commitlog_append(log, v, g.m, g.n);
@@ -70,18 +71,18 @@ static int append_version(rl_commitlog *log, rl_version v) {
 
 /* What a read saw: versions in order, each checked against gen_version. */
 typedef struct {
-    rl_version seen[4096];
+    rl__version seen[4096];
     size_t n;
     size_t stop_after; /* 0: never stop */
     int bad;           /* a record differed from gen_version */
 } visit_log;
 
-static int check_visit(void *ud, const rl_wal_record *rec) {
+static int check_visit(void *ud, const rl__wal_record *rec) {
     visit_log *vl = ud;
     gen_rec g;
     gen_version(rec->version, &g);
-    rl_wal_iter it;
-    rl_mutation m;
+    rl__wal_iter it;
+    rl__mutation m;
     size_t k = 0;
     rl__wal_iter_init(&it, rec);
     while (rl__wal_iter_next(&it, &m)) {
@@ -97,10 +98,10 @@ static int check_visit(void *ud, const rl_wal_record *rec) {
 }
 
 /* Read everything after `after` and check it is exactly the versions lo..hi, each whole. */
-static void expect_versions(rl_commitlog *log, rl_version after, rl_version lo, rl_version hi) {
+static void expect_versions(rl__commitlog *log, rl__version after, rl__version lo, rl__version hi) {
     visit_log vl;
     memset(&vl, 0, sizeof vl);
-    rl_version durable = 0;
+    rl__version durable = 0;
     ASSERT_OK(rl__commitlog_read(log, after, check_visit, &vl, &durable));
     ASSERT_FALSE(vl.bad);
     ASSERT_EQ(vl.n, hi >= lo ? hi - lo + 1 : 0);
@@ -108,8 +109,8 @@ static void expect_versions(rl_commitlog *log, rl_version after, rl_version lo, 
     if (hi >= lo) ASSERT_EQ(durable, hi);
 }
 
-static int open_log(const char *dir, uint64_t segment_bytes, rl_commitlog **out, rl_buf *err) {
-    rl_commitlog_options o = {dir, 0, segment_bytes};
+static int open_log(const char *dir, uint64_t segment_bytes, rl__commitlog **out, rl_buf *err) {
+    rl__commitlog_options o = {dir, 0, segment_bytes};
     return rl__commitlog_open(&o, out, err);
 }
 
@@ -151,7 +152,7 @@ static void spit(const char *path, const uint8_t *p, size_t n) {
     fclose(f);
 }
 
-static char *seg_path(const char *dir, rl_version base) {
+static char *seg_path(const char *dir, rl__version base) {
     char *p = malloc(strlen(dir) + 64);
     sprintf(p, "%s/seg-%016llx.log", dir, (unsigned long long)base);
     return p;
@@ -171,7 +172,7 @@ static int count_files(const char *dir, const char *prefix) {
 static size_t record_offset(const uint8_t *p, size_t n, int which) {
     size_t off = 0;
     for (int i = 1; i < which; i++) {
-        rl_wal_record r;
+        rl__wal_record r;
         ASSERT_OK(rl__wal_decode(p + off, n - off, &r));
         off += r.record_len;
     }
@@ -184,11 +185,11 @@ static size_t record_offset(const uint8_t *p, size_t n, int which) {
  * and appending continues after the last version. */
 TEST(commitlog_1_1_append_sync_reopen) {
     char *dir = logdir("cl11");
-    rl_commitlog *log;
+    rl__commitlog *log;
     ASSERT_OK(open_log(dir, 0, &log, NULL));
     ASSERT_EQ(rl__commitlog_durable_version(log), 0);
     ASSERT_EQ(rl__commitlog_base_version(log), 0);
-    for (rl_version v = 1; v <= 200; v++) {
+    for (rl__version v = 1; v <= 200; v++) {
         ASSERT_OK(append_version(log, v));
         if (v % 3 == 0 || v == 200) {
             ASSERT_OK(rl__commitlog_sync(log));
@@ -201,7 +202,7 @@ TEST(commitlog_1_1_append_sync_reopen) {
     expect_versions(log, 0, 1, 200);
     expect_versions(log, 150, 151, 200);
     expect_versions(log, 200, 1, 0);
-    rl_commitlog_status st;
+    rl__commitlog_status st;
     rl__commitlog_get_status(log, &st);
     ASSERT_EQ(st.records, 200);
     ASSERT_EQ(st.segments, 1);
@@ -227,23 +228,23 @@ TEST(commitlog_1_1_append_sync_reopen) {
  * records; the directory is locked; unsynced records vanish at close. */
 TEST(commitlog_1_2_reads_versions_lock) {
     char *dir = logdir("cl12");
-    rl_commitlog *log, *other;
+    rl__commitlog *log, *other;
     ASSERT_OK(open_log(dir, 0, &log, NULL));
     rl_buf err;
     rl__buf_init(&err);
     ASSERT_RC(open_log(dir, 0, &other, &err), RL_E_DATABASE_LOCKED_BY_PROCESS);
     ASSERT_NOT_NULL(strstr((char *)err.data, "LOCK"));
     rl__buf_release(&err);
-    for (rl_version v = 10; v <= 100; v += 10) ASSERT_OK(append_version(log, v));
+    for (rl__version v = 10; v <= 100; v += 10) ASSERT_OK(append_version(log, v));
     ASSERT_RC(append_version(log, 100), RL_E_VERSION_INVALID);
     ASSERT_RC(append_version(log, 5), RL_E_VERSION_INVALID);
-    rl_mutation vs = {RL_MUT_SET_VERSIONSTAMPED_KEY, (const uint8_t *)"k\0\0\0\0", 5, (const uint8_t *)"v", 1};
+    rl__mutation vs = {RL_MUT_SET_VERSIONSTAMPED_KEY, (const uint8_t *)"k\0\0\0\0", 5, (const uint8_t *)"v", 1};
     ASSERT_RC(rl__commitlog_append(log, 200, &vs, 1), RL_E_INVALID_MUTATION_TYPE);
     ASSERT_OK(rl__commitlog_sync(log));
     visit_log vl;
     memset(&vl, 0, sizeof vl);
     vl.stop_after = 3;
-    rl_version durable = 0;
+    rl__version durable = 0;
     ASSERT_OK(rl__commitlog_read(log, 15, check_visit, &vl, &durable));
     ASSERT_EQ(vl.n, 3);
     ASSERT_EQ(vl.seen[0], 20);
@@ -267,10 +268,10 @@ TEST(commitlog_1_2_reads_versions_lock) {
 }
 
 /* Write versions 1..n (synced one by one) and close. */
-static void write_versions(const char *dir, rl_version n) {
-    rl_commitlog *log;
+static void write_versions(const char *dir, rl__version n) {
+    rl__commitlog *log;
     ASSERT_OK(open_log(dir, 0, &log, NULL));
-    for (rl_version v = 1; v <= n; v++) {
+    for (rl__version v = 1; v <= n; v++) {
         ASSERT_OK(append_version(log, v));
         ASSERT_OK(rl__commitlog_sync(log));
     }
@@ -279,12 +280,12 @@ static void write_versions(const char *dir, rl_version n) {
 
 /* Reopen after damaging the last record; expect it cut and moved aside as `kind`. */
 static void check_tail_cut(const char *dir, size_t cut_at, size_t file_len, int kind, const uint8_t *orig) {
-    rl_commitlog *log;
+    rl__commitlog *log;
     rl_buf err;
     rl__buf_init(&err);
     ASSERT_OK(open_log(dir, 0, &log, &err));
     rl__buf_release(&err);
-    rl_commitlog_status st;
+    rl__commitlog_status st;
     rl__commitlog_get_status(log, &st);
     ASSERT_EQ(st.recovery_tail, kind);
     ASSERT_EQ(st.recovery_tail_offset, cut_at);
@@ -364,7 +365,7 @@ TEST(commitlog_1_5_corruption_in_the_middle) {
     size_t off5 = record_offset(orig, n, 4);
     orig[off5 + 30] ^= 0x01; /* inside record 4 (version 5 is an empty record) */
     spit(seg, orig, n);
-    rl_commitlog *log = NULL;
+    rl__commitlog *log = NULL;
     rl_buf err;
     rl__buf_init(&err);
     ASSERT_RC(open_log(dir, 0, &log, &err), RL_E_LOG_CORRUPT);
@@ -390,14 +391,14 @@ TEST(commitlog_1_5_corruption_in_the_middle) {
  * PROCESS_BEHIND; the base survives a reopen; a bad record in an older segment fails the open. */
 TEST(commitlog_1_6_segments_truncation) {
     char *dir = logdir("cl16");
-    rl_commitlog *log;
+    rl__commitlog *log;
     ASSERT_OK(open_log(dir, 2000, &log, NULL));
-    for (rl_version v = 1; v <= 300; v++) {
+    for (rl__version v = 1; v <= 300; v++) {
         ASSERT_OK(append_version(log, v));
         if (v % 4 == 0) ASSERT_OK(rl__commitlog_sync(log));
     }
     ASSERT_OK(rl__commitlog_sync(log));
-    rl_commitlog_status st;
+    rl__commitlog_status st;
     rl__commitlog_get_status(log, &st);
     printf("segments = %llu, bytes = %llu\n", (unsigned long long)st.segments, (unsigned long long)st.bytes);
     ASSERT_TRUE(st.segments >= 5);
@@ -408,7 +409,7 @@ TEST(commitlog_1_6_segments_truncation) {
     ASSERT_EQ(deleted, 0);
     ASSERT_OK(rl__commitlog_truncate(log, 150, &deleted));
     ASSERT_TRUE(deleted >= 1);
-    rl_version base = rl__commitlog_base_version(log);
+    rl__version base = rl__commitlog_base_version(log);
     printf("deleted %llu segments, base = %llu\n", (unsigned long long)deleted, (unsigned long long)base);
     ASSERT_TRUE(base > 0 && base <= 150);
     expect_versions(log, base, base + 1, 300);
@@ -437,7 +438,7 @@ TEST(commitlog_1_6_segments_truncation) {
     /* A bad record at the end of an older segment is not a tail: the open fails. */
     dir = logdir("cl16b");
     ASSERT_OK(open_log(dir, 2000, &log, NULL));
-    for (rl_version v = 1; v <= 100; v++) {
+    for (rl__version v = 1; v <= 100; v++) {
         ASSERT_OK(append_version(log, v));
         ASSERT_OK(rl__commitlog_sync(log));
     }
@@ -462,17 +463,17 @@ TEST(commitlog_1_6_segments_truncation) {
  * synced in groups of 3. For each n until the workload completes unharmed: the first failing
  * call returns the mapped error, the log is poisoned (append and sync keep failing, reads still
  * give what was published), and a reopen holds every version whose sync returned RL_OK. */
-static void fault_sweep(rl_os_kind kind, int err, int flags, const char *name) {
+static void fault_sweep(rl__os_kind kind, int err, int flags, const char *name) {
     int want = err == ENOSPC ? RL_E_NO_SPACE : RL_E_IO_ERROR;
     int fired_runs = 0;
     for (long n = 0; n < 200; n++) {
         char *dir = logdir("cl17");
-        rl_commitlog *log;
+        rl__commitlog *log;
         ASSERT_OK(open_log(dir, 3000, &log, NULL));
-        rl_version acked = 0, last_ok_append = 0;
+        rl__version acked = 0, last_ok_append = 0;
         int failed = 0;
         rl__os_fault_arm(kind, n, err, flags);
-        for (rl_version v = 1; v <= 40 && !failed; v++) {
+        for (rl__version v = 1; v <= 40 && !failed; v++) {
             int rc = append_version(log, v);
             if (rc == RL_OK) last_ok_append = v;
             if (rc == RL_OK && (v % 3 == 0 || v == 40)) rc = rl__commitlog_sync(log);
@@ -496,7 +497,7 @@ static void fault_sweep(rl_os_kind kind, int err, int flags, const char *name) {
             /* Poisoned: nothing more is accepted; what was published stays readable. */
             ASSERT_RC(append_version(log, 1000), want);
             ASSERT_RC(rl__commitlog_sync(log), want);
-            rl_commitlog_status st;
+            rl__commitlog_status st;
             rl__commitlog_get_status(log, &st);
             ASSERT_EQ(st.poisoned, want);
             expect_versions(log, 0, 1, acked);
@@ -505,7 +506,7 @@ static void fault_sweep(rl_os_kind kind, int err, int flags, const char *name) {
         /* Reopen without faults: every acknowledged version, each whole, nothing beyond the
          * last appended one. */
         ASSERT_OK(open_log(dir, 3000, &log, NULL));
-        rl_version got = rl__commitlog_durable_version(log);
+        rl__version got = rl__commitlog_durable_version(log);
         if (got < acked || got > last_ok_append)
             fail_msg("%s n=%ld: acknowledged %llu, appended %llu, recovered %llu", name, n, (unsigned long long)acked,
                      (unsigned long long)last_ok_append, (unsigned long long)got);
@@ -530,10 +531,10 @@ TEST(commitlog_1_7_injected_failures) {
 /* The crash-loop child: append and sync versions from the recovered one on, in groups of 1-4,
  * acknowledging each synced version through the pipe; runs until killed. */
 static void crash_child(const char *dir, int wfd, uint64_t seed) {
-    rl_commitlog *log;
+    rl__commitlog *log;
     if (open_log(dir, 4096, &log, NULL) != RL_OK) _exit(3);
     uint64_t rng = seed;
-    rl_version v = rl__commitlog_durable_version(log);
+    rl__version v = rl__commitlog_durable_version(log);
     for (;;) {
         int group = 1 + (int)rl_test_rand_below(&rng, 4);
         for (int i = 0; i < group; i++)
@@ -551,7 +552,7 @@ static void crash_child(const char *dir, int wfd, uint64_t seed) {
 TEST(commitlog_1_8_crash_loop) {
     uint64_t rng = rl_test_seed();
     char *dir = logdir("cl18");
-    rl_version acked = 0;
+    rl__version acked = 0;
     uint64_t t0 = (uint64_t)time(NULL);
     int rounds = 0, tails = 0;
     for (int round = 0; round < 40 && (uint64_t)time(NULL) - t0 < 10; round++, rounds++) {
@@ -572,22 +573,22 @@ TEST(commitlog_1_8_crash_loop) {
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
             fail_msg("round %d: child exited with status %d", round, status);
-        rl_version v;
+        rl__version v;
         while (read(fds[0], &v, sizeof v) == sizeof v) {
             ASSERT_TRUE(v > acked);
             acked = v;
         }
         close(fds[0]);
-        rl_commitlog *log;
+        rl__commitlog *log;
         rl_buf err;
         rl__buf_init(&err);
         int rc = open_log(dir, 4096, &log, &err);
         if (rc != RL_OK) fail_msg("round %d: reopen failed: %s", round, (char *)err.data);
         rl__buf_release(&err);
-        rl_commitlog_status st;
+        rl__commitlog_status st;
         rl__commitlog_get_status(log, &st);
         tails += st.recovery_tail != RL_TAIL_CLEAN;
-        rl_version got = rl__commitlog_durable_version(log), base = st.base_version;
+        rl__version got = rl__commitlog_durable_version(log), base = st.base_version;
         if (got < acked)
             fail_msg("round %d: acknowledged %llu but recovered %llu", round, (unsigned long long)acked,
                      (unsigned long long)got);
@@ -607,7 +608,7 @@ TEST(commitlog_1_8_crash_loop) {
  * without faults finds every version. */
 TEST(commitlog_1_9_open_mkdir_read_fail) {
     char *dir = logdir("cl19");
-    rl_commitlog *log = NULL;
+    rl__commitlog *log = NULL;
     rl_buf err;
     rl__buf_init(&err);
     rl__os_fault_arm(RL_OS_MKDIR, 0, EIO, 0);
@@ -620,7 +621,7 @@ TEST(commitlog_1_9_open_mkdir_read_fail) {
     rl__buf_release(&err);
 
     ASSERT_OK(open_log(dir, 3000, &log, NULL)); /* small segments: several files to read */
-    for (rl_version v = 1; v <= 60; v++) {
+    for (rl__version v = 1; v <= 60; v++) {
         ASSERT_OK(append_version(log, v));
         ASSERT_OK(rl__commitlog_sync(log));
     }
@@ -629,7 +630,7 @@ TEST(commitlog_1_9_open_mkdir_read_fail) {
     ASSERT_OK(open_log(dir, 3000, &log, NULL));
     long reads = rl__os_fault_count(RL_OS_READ);
     rl__os_fault_disarm();
-    rl_commitlog_status st;
+    rl__commitlog_status st;
     rl__commitlog_get_status(log, &st);
     ASSERT_TRUE(st.segments >= 2); /* the reads cover more than one segment */
     rl__commitlog_close(log);

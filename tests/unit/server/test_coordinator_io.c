@@ -33,7 +33,7 @@
 /* ---- The coordinator in a thread ---------------------------------------------------------- */
 
 typedef struct {
-    rl_coordinator *co;
+    rl__coordinator *co;
     pthread_t thread;
     char dir[4200];
 } running;
@@ -46,10 +46,10 @@ static void *serve(void *p) {
 
 static void start(running *r, const char *dir) {
     snprintf(r->dir, sizeof r->dir, "%s", dir);
-    rl_coordinator_options o;
+    rl__coordinator_options o;
     memset(&o, 0, sizeof o);
     o.dir = r->dir;
-    rl_net_auth auth;
+    rl__net_auth auth;
     rl_test_auth_member(&auth, 0);
     o.auth = &auth;
     rl_buf err;
@@ -92,10 +92,10 @@ static int read_n(int fd, void *p, size_t n) {
 }
 
 /* Send m, receive its reply into *out (the client's arena and buffer back it). */
-static void call(cli *c, rl_msg *m, rl_frame_header *h, rl_msg *out) {
+static void call(cli *c, rl__msg *m, rl__frame_header *h, rl__msg *out) {
     rl_buf b;
     rl__buf_init(&b);
-    rl_proto_why why;
+    rl__proto_why why;
     m->flags = 0;
     ASSERT_OK(rl__msg_frame_encode(&b, ++c->id, m, &why));
     ASSERT_EQ(send(c->fd, b.data, b.len, MSG_NOSIGNAL), (ssize_t)b.len);
@@ -114,15 +114,15 @@ static void call(cli *c, rl_msg *m, rl_frame_header *h, rl_msg *out) {
 static void cli_open(cli *c, uint16_t port) {
     memset(c, 0, sizeof *c);
     rl__arena_init(&c->a, 0);
-    rl_net_auth auth;
+    rl__net_auth auth;
     rl_test_auth_client(&auth, 0);
     c->fd = rl_test_raw_open("127.0.0.1", port, &auth);
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_HELLO;
     m.u.hello_req =
-        (rl_msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, RL_ROLE_CLIENT, 0, (const uint8_t *)"t", 1};
+        (rl__msg_hello_req){RL_PROTOCOL_MAGIC, RL_PROTOCOL_VERSION, RL_ROLE_CLIENT, 0, (const uint8_t *)"t", 1};
     call(c, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
 }
@@ -133,9 +133,9 @@ static void cli_close(cli *c) {
     free(c->buf);
 }
 
-static rl_version grv(cli *c) {
-    rl_msg m, r;
-    rl_frame_header h;
+static rl__version grv(cli *c) {
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_READ_VERSION;
     call(c, &m, &h, &r);
@@ -149,32 +149,32 @@ static int commit_set(cli *c, const char *key) {
     char end[64];
     memcpy(end, key, kl);
     end[kl] = 0;
-    rl_mutation mu = {RL_MUT_SET, (const uint8_t *)key, (uint32_t)kl, (const uint8_t *)"v", 1};
-    rl_keyrange w = {(const uint8_t *)key, (uint32_t)kl, (const uint8_t *)end, (uint32_t)kl + 1};
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__mutation mu = {RL_MUT_SET, (const uint8_t *)key, (uint32_t)kl, (const uint8_t *)"v", 1};
+    rl__keyrange w = {(const uint8_t *)key, (uint32_t)kl, (const uint8_t *)end, (uint32_t)kl + 1};
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_COMMIT;
-    m.u.commit_req = (rl_msg_commit_req){grv(c), NULL, 0, &w, 1, &mu, 1};
+    m.u.commit_req = (rl__msg_commit_req){grv(c), NULL, 0, &w, 1, &mu, 1};
     call(c, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
     return r.u.commit_reply.result;
 }
 
 static int present(cli *c, const char *key) {
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET;
-    m.u.get_req = (rl_msg_get_req){grv(c), (const uint8_t *)key, (uint32_t)strlen(key)};
+    m.u.get_req = (rl__msg_get_req){grv(c), (const uint8_t *)key, (uint32_t)strlen(key)};
     call(c, &m, &h, &r);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
     return r.u.get_reply.present;
 }
 
 static json_t *status(cli *c) {
-    rl_msg m, r;
-    rl_frame_header h;
+    rl__msg m, r;
+    rl__frame_header h;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_STATUS;
     call(c, &m, &h, &r);
@@ -187,7 +187,7 @@ static json_t *status(cli *c) {
 /* One scenario: commit a, arm the fault, commit b (expect 1021), commit c (expect the log's
  * error), check reads and STATUS, restart, and check a (and b as `b_after`: 1 present, 0 absent,
  * -1 either) and that new commits work. */
-static void scenario(const char *tag, rl_os_kind kind, long n, int flags, int b_after) {
+static void scenario(const char *tag, rl__os_kind kind, long n, int flags, int b_after) {
     char *dir = rl_test_tmpdir(tag);
     running r;
     start(&r, dir);

@@ -29,7 +29,7 @@ TEST(keyfile_1_1_create_read) {
     char *dir = rl_test_tmpdir("keyfile");
     char path[4200];
     ASSERT_OK(rl__keyfile_in_dir(dir, path, sizeof path));
-    rl_keyfile made, read;
+    rl__keyfile made, read;
     rl_buf msg;
     rl__buf_init(&msg);
     ASSERT_OK(rl__keyfile_create(path, "reclayer", &made, &msg));
@@ -45,7 +45,7 @@ TEST(keyfile_1_1_create_read) {
     ASSERT_NOT_NULL(colon);
     ASSERT_TRUE(rl__auth_id_ok(colon + 1, strlen(colon + 1)));
     /* Two clusters never share a name or a secret. */
-    rl_keyfile other;
+    rl__keyfile other;
     char path2[4300];
     snprintf(path2, sizeof path2, "%s/other.key", dir);
     ASSERT_OK(rl__keyfile_create(path2, "reclayer", &other, &msg));
@@ -71,7 +71,7 @@ TEST(keyfile_1_2_refused) {
     char *dir = rl_test_tmpdir("keyfile");
     char path[4200];
     snprintf(path, sizeof path, "%s/k", dir);
-    rl_keyfile k;
+    rl__keyfile k;
     rl_buf msg;
     rl__buf_init(&msg);
     ASSERT_RC(rl__keyfile_read(path, &k, &msg), RL_E_FILE_NOT_FOUND);
@@ -106,7 +106,7 @@ TEST(keyfile_1_2_refused) {
         rl__buf_reset(&msg);
         if (rl__keyfile_read(path, &k, &msg) != RL_E_INVALID_ARGUMENT) fail_msg("bad key file %zu accepted", i);
         ASSERT_NOT_NULL(strstr((char *)msg.data, path));
-        static const rl_keyfile zero;
+        static const rl__keyfile zero;
         ASSERT_MEM_EQ(&k, sizeof k, &zero, sizeof zero);
     }
     rl__buf_release(&msg);
@@ -122,7 +122,7 @@ TEST(keyfile_1_3_proofs) {
     memset(secret, 7, sizeof secret);
     memset(secret2, 7, sizeof secret2);
     secret2[31] = 8;
-    rl_net_auth member, client, other_name, other_secret;
+    rl__net_auth member, client, other_name, other_secret;
     ASSERT_OK(rl__auth_init(&member, name, strlen(name), secret, sizeof secret));
     ASSERT_OK(rl__auth_init(&client, name, strlen(name), NULL, 0));
     ASSERT_OK(rl__auth_init(&other_name, name2, strlen(name2), secret, sizeof secret));

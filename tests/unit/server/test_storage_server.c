@@ -14,7 +14,7 @@
 #include "unit/server/ss_test.h"
 
 typedef struct {
-    rl_ss *ss;
+    rl__ss *ss;
     pthread_t th;
     int rc;
     char *dir;
@@ -27,8 +27,8 @@ static void *srv_main(void *arg) {
 }
 
 /* Start a storage server (id, coordinator port; o may override knobs) on its own thread. */
-static void srv_start(srv *s, uint32_t id, uint16_t coord_port, const rl_ss_options *o, const char *dir) {
-    rl_ss_options opt;
+static void srv_start(srv *s, uint32_t id, uint16_t coord_port, const rl__ss_options *o, const char *dir) {
+    rl__ss_options opt;
     if (o) opt = *o;
     else memset(&opt, 0, sizeof opt);
     memset(s, 0, sizeof *s);
@@ -56,7 +56,7 @@ static void srv_stop(srv *s, int keep_dir) {
     free(s->dir);
 }
 
-static const rl_keyrange ALL[] = {{(const uint8_t *)"", 0, (const uint8_t *)"\xff", 1}};
+static const rl__keyrange ALL[] = {{(const uint8_t *)"", 0, (const uint8_t *)"\xff", 1}};
 
 /* ss-1.1: registration, reads at versions: applied versions, a version known but empty for this
  * server (served from the newest applied one), a future version that arrives while the read is
@@ -64,7 +64,7 @@ static const rl_keyrange ALL[] = {{(const uint8_t *)"", 0, (const uint8_t *)"\xf
 TEST(ss_1_1_versions) {
     sst_fc fc;
     sst_fc_init(&fc);
-    rl_ss_options o;
+    rl__ss_options o;
     memset(&o, 0, sizeof o);
     o.window_versions = 1000;
     srv s;
@@ -76,9 +76,9 @@ TEST(ss_1_1_versions) {
     ASSERT_EQ(fc.m.u.peek_req.after_version, 0);
     ASSERT_EQ(fc.m.u.peek_req.storage_id, 7);
 
-    rl_mutation v10[] = {sst_set("a", "1"), sst_set("b", "2")};
-    rl_mutation v20[] = {sst_set("a", "3"), sst_set("c", "4")};
-    rl_msg_peek_version pv[] = {{10, v10, 2}, {20, v20, 2}};
+    rl__mutation v10[] = {sst_set("a", "1"), sst_set("b", "2")};
+    rl__mutation v20[] = {sst_set("a", "3"), sst_set("c", "4")};
+    rl__msg_peek_version pv[] = {{10, v10, 2}, {20, v20, 2}};
     sst_fc_peek_reply(&fc, pv, 2, 30);
 
     sst_client c;
@@ -104,15 +104,15 @@ TEST(ss_1_1_versions) {
     ASSERT_TRUE(waited >= 280 && waited < 3000);
 
     /* A parked read woken by the version's arrival (sent before the PEEK reply). */
-    rl_msg q = sst_req(RL_MSG_GET), r;
+    rl__msg q = sst_req(RL_MSG_GET), r;
     q.u.get_req.version = 40;
     q.u.get_req.key = (const uint8_t *)"d";
     q.u.get_req.key_len = 1;
     sst_send(c.fd, 999, &q);
-    rl_mutation v40[] = {sst_set("d", "5")};
-    rl_msg_peek_version pv2[] = {{40, v40, 1}};
+    rl__mutation v40[] = {sst_set("d", "5")};
+    rl__msg_peek_version pv2[] = {{40, v40, 1}};
     sst_fc_peek_reply(&fc, pv2, 1, 45);
-    rl_frame_header h;
+    rl__frame_header h;
     ASSERT_EQ(sst_read_frame(c.fd, &h, &c.pl, SS_T_WAIT_MS), 1);
     ASSERT_EQ(h.id, 999);
     ASSERT_EQ(h.flags, RL_FRAME_REPLY);
@@ -121,7 +121,7 @@ TEST(ss_1_1_versions) {
 
     /* The background sync makes 45 durable and POPs it (45 had nothing: an empty version). */
     sst_fc_wait_pop(&fc, 45);
-    rl_ss_stats st;
+    rl__ss_stats st;
     rl__ss_get_stats(s.ss, &st);
     ASSERT_EQ(st.known_version, 45);
     ASSERT_EQ(st.applied_version, 45);
@@ -130,8 +130,8 @@ TEST(ss_1_1_versions) {
     ASSERT_TRUE(st.future_version_errors >= 1);
 
     /* Too old: the window is 1000 versions. */
-    rl_mutation v5000[] = {sst_set("e", "6")};
-    rl_msg_peek_version pv3[] = {{5000, v5000, 1}};
+    rl__mutation v5000[] = {sst_set("e", "6")};
+    rl__msg_peek_version pv3[] = {{5000, v5000, 1}};
     sst_fc_peek_reply(&fc, pv3, 1, 5000);
     ASSERT_EQ(sst_get(&c, 3999, "a", 1, &present, &val), RL_E_TRANSACTION_TOO_OLD);
     ASSERT_EQ(sst_get(&c, 4000, "a", 1, &present, &val), 0);
@@ -152,8 +152,8 @@ TEST(ss_1_2_reconnect) {
     srv s;
     srv_start(&s, 3, fc.port, NULL, NULL);
     sst_fc_accept_register(&fc, 0, ALL, 1);
-    rl_mutation v10[] = {{RL_MUT_ADD, (const uint8_t *)"n", 1, (const uint8_t *)"\x01", 1}};
-    rl_msg_peek_version pv[] = {{10, v10, 1}};
+    rl__mutation v10[] = {{RL_MUT_ADD, (const uint8_t *)"n", 1, (const uint8_t *)"\x01", 1}};
+    rl__msg_peek_version pv[] = {{10, v10, 1}};
     sst_fc_peek_reply(&fc, pv, 1, 12);
     sst_fc_wait_pop(&fc, 12);
     sst_fc_drop(&fc); /* the coordinator "restarts" */
@@ -161,8 +161,8 @@ TEST(ss_1_2_reconnect) {
     ASSERT_EQ(fc.reg_durable, 12);
     ASSERT_EQ(fc.m.u.peek_req.after_version, 12);
     /* A coordinator may resend a version: the server must not apply it twice (ADD). */
-    rl_msg_peek_version pv2[] = {{10, v10, 1}, {20, v10, 1}};
-    rl_msg rep;
+    rl__msg_peek_version pv2[] = {{10, v10, 1}, {20, v10, 1}};
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rep.u.peek_reply.end_version = 20;
     rep.u.peek_reply.versions = &pv2[1];
@@ -178,7 +178,7 @@ TEST(ss_1_2_reconnect) {
     ASSERT_MEM_EQ(val.data, val.len, "\x02", 1);
     ASSERT_EQ(sst_get(&c, 15, "n", 1, &present, &val), 0);
     ASSERT_MEM_EQ(val.data, val.len, "\x01", 1);
-    rl_ss_stats st;
+    rl__ss_stats st;
     rl__ss_get_stats(s.ss, &st);
     ASSERT_EQ(st.registrations, 2);
     rl__buf_release(&val);
@@ -208,7 +208,7 @@ TEST(ss_1_2_reconnect) {
 TEST(ss_1_3_silent_coordinator) {
     sst_fc fc;
     sst_fc_init(&fc);
-    rl_ss_options o;
+    rl__ss_options o;
     memset(&o, 0, sizeof o);
     o.co_timeout_ms = 300;
     o.peek_wait_ms = 100;
@@ -228,7 +228,7 @@ TEST(ss_1_3_silent_coordinator) {
     sst_fc_drop(&fc);
     /* And a third time, answered: registered. */
     sst_fc_accept_register(&fc, 0, ALL, 1);
-    rl_ss_stats st;
+    rl__ss_stats st;
     rl__ss_get_stats(s.ss, &st);
     ASSERT_EQ(st.registrations, 2);
     srv_stop(&s, 0);
@@ -236,9 +236,9 @@ TEST(ss_1_3_silent_coordinator) {
 }
 
 /* Range read helper: returns 0 or the error; fills *out. */
-static int range(sst_client *c, rl_version v, rl_key_selector b, rl_key_selector e, int limit, int reverse,
-                 rl_msg *out) {
-    rl_msg q = sst_req(RL_MSG_GET_RANGE);
+static int range(sst_client *c, rl__version v, rl_key_selector b, rl_key_selector e, int limit, int reverse,
+                 rl__msg *out) {
+    rl__msg q = sst_req(RL_MSG_GET_RANGE);
     q.u.get_range_req.version = v;
     q.u.get_range_req.begin = b;
     q.u.get_range_req.end = e;
@@ -247,7 +247,7 @@ static int range(sst_client *c, rl_version v, rl_key_selector b, rl_key_selector
     return sst_call(c, &q, out);
 }
 
-static void expect_keys(const rl_msg_get_range_reply *g, const char *keys) {
+static void expect_keys(const rl__msg_get_range_reply *g, const char *keys) {
     /* keys: one character per row */
     ASSERT_EQ(g->n_kvs, strlen(keys));
     for (uint32_t i = 0; i < g->n_kvs; i++) ASSERT_MEM_EQ(g->kvs[i].key, g->kvs[i].key_len, &keys[i], 1);
@@ -264,19 +264,19 @@ TEST(ss_2_1_shards_and_selectors) {
     srv s1, s2;
     srv_start(&s1, 1, f1.port, NULL, NULL);
     srv_start(&s2, 2, f2.port, NULL, NULL);
-    rl_keyrange r1[] = {sst_range("", 0, "m", 1)}, r2[] = {sst_range("m", 1, "\xff", 1)};
+    rl__keyrange r1[] = {sst_range("", 0, "m", 1)}, r2[] = {sst_range("m", 1, "\xff", 1)};
     sst_fc_accept_register(&f1, 0, r1, 1);
     sst_fc_accept_register(&f2, 0, r2, 1);
-    rl_mutation m1[] = {sst_set("a", "1"), sst_set("b", "1"), sst_set("c", "1")};
-    rl_mutation m2[] = {sst_set("x", "1"), sst_set("y", "1")};
-    rl_msg_peek_version p1[] = {{5, m1, 3}}, p2[] = {{5, m2, 2}};
+    rl__mutation m1[] = {sst_set("a", "1"), sst_set("b", "1"), sst_set("c", "1")};
+    rl__mutation m2[] = {sst_set("x", "1"), sst_set("y", "1")};
+    rl__msg_peek_version p1[] = {{5, m1, 3}}, p2[] = {{5, m2, 2}};
     sst_fc_peek_reply(&f1, p1, 1, 5);
     sst_fc_peek_reply(&f2, p2, 1, 5);
     sst_client c1, c2;
     sst_client_open(&c1, rl__ss_port(s1.ss), RL_ROLE_CLIENT, 0);
     sst_client_open(&c2, rl__ss_port(s2.ss), RL_ROLE_CLIENT, 0);
     int present;
-    rl_msg r;
+    rl__msg r;
 
     ASSERT_EQ(sst_get(&c1, 5, "x", 1, &present, NULL), RL_E_WRONG_SHARD_SERVER);
     ASSERT_EQ(sst_get(&c2, 5, "x", 1, &present, NULL), 0);
@@ -322,7 +322,7 @@ TEST(ss_2_1_shards_and_selectors) {
     ASSERT_MEM_EQ(r.u.get_range_reply.resolved_end, r.u.get_range_reply.resolved_end_len, "c", 1);
 
     /* GET_KEY: firstGreaterOrEqual(b) + 3 runs past m on server 1: continue with (m, 0, 2). */
-    rl_msg q = sst_req(RL_MSG_GET_KEY);
+    rl__msg q = sst_req(RL_MSG_GET_KEY);
     q.u.get_key_req.version = 5;
     q.u.get_key_req.sel = RL_FIRST_GREATER_OR_EQUAL("b", 1);
     q.u.get_key_req.sel.offset = 4;
@@ -353,7 +353,7 @@ TEST(ss_2_1_shards_and_selectors) {
     ASSERT_MEM_EQ(r.u.get_key_reply.sel.key, r.u.get_key_reply.sel.key_len, "\xff", 1);
 
     /* GET_MULTI: per-item errors for keys elsewhere, ranges must stay in one shard. */
-    rl_msg_read_item items[] = {
+    rl__msg_read_item items[] = {
         {0, (const uint8_t *)"a", 1, (const uint8_t *)"a\0", 2, 1, 0},
         {1, (const uint8_t *)"a", 1, (const uint8_t *)"c", 1, 0, 0},
         {0, (const uint8_t *)"x", 1, (const uint8_t *)"x\0", 2, 1, 0},
@@ -366,7 +366,7 @@ TEST(ss_2_1_shards_and_selectors) {
     q.u.get_multi_req.n_items = 5;
     ASSERT_EQ(sst_call(&c1, &q, &r), 0);
     ASSERT_EQ(r.u.get_multi_reply.n_results, 5);
-    const rl_msg_read_result *res = r.u.get_multi_reply.results;
+    const rl__msg_read_result *res = r.u.get_multi_reply.results;
     ASSERT_EQ(res[0].error, 0);
     ASSERT_EQ(res[0].n_kvs, 1);
     ASSERT_EQ(res[1].n_kvs, 2);
@@ -394,8 +394,8 @@ TEST(ss_3_1_bad_input) {
     srv s;
     srv_start(&s, 1, fc.port, NULL, NULL);
     sst_fc_accept_register(&fc, 0, ALL, 1);
-    rl_mutation m[] = {sst_set("k", "v")};
-    rl_msg_peek_version pv[] = {{9, m, 1}};
+    rl__mutation m[] = {sst_set("k", "v")};
+    rl__msg_peek_version pv[] = {{9, m, 1}};
     sst_fc_peek_reply(&fc, pv, 1, 9);
     uint16_t port = rl__ss_port(s.ss);
     sst_client good;
@@ -404,8 +404,8 @@ TEST(ss_3_1_bad_input) {
     for (int k = 0; k < 11; k++) {
         int fd = sst_connect(port);
         uint8_t hdr[RL_FRAME_HEADER_LEN];
-        rl_frame_header h = {0, 0, 0, 1};
-        rl_msg q;
+        rl__frame_header h = {0, 0, 0, 1};
+        rl__msg q;
         int expect_error_reply = 0;
         switch (k) {
         case 0: sst_write_all(fd, "this is not a frame at all, just text....", 40); break;
@@ -415,14 +415,14 @@ TEST(ss_3_1_bad_input) {
             break; /* before HELLO */
         case 2: {  /* wrong magic */
             q = sst_req(RL_MSG_HELLO);
-            q.u.hello_req = (rl_msg_hello_req){0x12345678, RL_PROTOCOL_VERSION, 0, 0, NULL, 0};
+            q.u.hello_req = (rl__msg_hello_req){0x12345678, RL_PROTOCOL_VERSION, 0, 0, NULL, 0};
             sst_send(fd, 1, &q);
             expect_error_reply = RL_E_INCOMPATIBLE_PROTOCOL_VERSION;
             break;
         }
         case 3: { /* wrong version */
             q = sst_req(RL_MSG_HELLO);
-            q.u.hello_req = (rl_msg_hello_req){RL_PROTOCOL_MAGIC, 99, 0, 0, NULL, 0};
+            q.u.hello_req = (rl__msg_hello_req){RL_PROTOCOL_MAGIC, 99, 0, 0, NULL, 0};
             sst_send(fd, 1, &q);
             expect_error_reply = RL_E_INCOMPATIBLE_PROTOCOL_VERSION;
             break;
@@ -477,12 +477,12 @@ TEST(ss_3_1_bad_input) {
         if (expect_error_reply) {
             rl_buf pl;
             rl__buf_init(&pl);
-            rl_frame_header rh;
+            rl__frame_header rh;
             do /* skip the HELLO reply of the cases that sent a good HELLO */
                 ASSERT_EQ(sst_read_frame(fd, &rh, &pl, SS_T_WAIT_MS), 1);
             while (!(rh.flags & RL_FRAME_ERROR));
             ASSERT_EQ(rh.flags, RL_FRAME_REPLY | RL_FRAME_ERROR);
-            rl_msg_error e;
+            rl__msg_error e;
             ASSERT_OK(rl__msg_error_decode(pl.data, pl.len, NULL, &e, NULL));
             ASSERT_EQ(e.code, expect_error_reply);
             rl__buf_release(&pl);
@@ -526,16 +526,16 @@ TEST(ss_3_2_status_ping) {
     sst_fc_init(&fc);
     srv s;
     srv_start(&s, 4, fc.port, NULL, NULL);
-    rl_keyrange rs[] = {sst_range("a", 1, "m", 1)};
+    rl__keyrange rs[] = {sst_range("a", 1, "m", 1)};
     sst_fc_accept_register(&fc, 0, rs, 1);
-    rl_mutation m[] = {sst_set("b", "v"), sst_set("c", "w")};
-    rl_msg_peek_version pv[] = {{9, m, 2}};
+    rl__mutation m[] = {sst_set("b", "v"), sst_set("c", "w")};
+    rl__msg_peek_version pv[] = {{9, m, 2}};
     sst_fc_peek_reply(&fc, pv, 1, 11);
     sst_client c;
     sst_client_open(&c, rl__ss_port(s.ss), RL_ROLE_CLIENT, 0);
     int present;
     ASSERT_EQ(sst_get(&c, 11, "b", 1, &present, NULL), 0);
-    rl_msg q = sst_req(RL_MSG_PING), r;
+    rl__msg q = sst_req(RL_MSG_PING), r;
     q.u.ping_req.payload = (const uint8_t *)"hi";
     q.u.ping_req.payload_len = 2;
     ASSERT_EQ(sst_call(&c, &q, &r), 0);
@@ -550,7 +550,7 @@ TEST(ss_3_2_status_ping) {
     ASSERT_EQ(json_integer_value(json_object_get(j, "id")), 4);
     ASSERT_STR_EQ(json_string_value(json_object_get(j, "host")), "host1");
     ASSERT_EQ(json_integer_value(json_object_get(j, "pid")), getpid());
-    /* 9, or 11 once the background sync recorded the empty version 11 (ss_repl.c inv. 4). */
+    /* 9, or 11 once the background sync recorded the empty version 11 (ss_coord.c inv. 4). */
     json_int_t applied = json_integer_value(json_object_get(j, "applied_version"));
     ASSERT_TRUE(applied == 9 || applied == 11);
     ASSERT_EQ(json_integer_value(json_object_get(j, "known_version")), 11);

@@ -16,7 +16,7 @@
 #include "unit/server/ss_test.h"
 
 typedef struct {
-    rl_ss *ss;
+    rl__ss *ss;
     pthread_t th;
     int rc;
     char *dir;
@@ -29,7 +29,7 @@ static void *srv_main(void *arg) {
 }
 
 static void srv_start(srv *s, uint32_t id, uint16_t coord_port, int s2s_timeout_ms) {
-    rl_ss_options o;
+    rl__ss_options o;
     memset(&o, 0, sizeof o);
     memset(s, 0, sizeof *s);
     s->dir = rl_test_tmpdir("ssm");
@@ -64,7 +64,7 @@ static void srv_stop(srv *s) {
 #define SPLIT_PK 50 /* the shard boundary is ("st", 1, 50, 1): inside record 50 */
 
 static void record_key(rl_buf *b, int64_t pk, int64_t suffix, int with_suffix) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "st", 2);
@@ -74,7 +74,7 @@ static void record_key(rl_buf *b, int64_t pk, int64_t suffix, int with_suffix) {
 }
 
 static void index_key(rl_buf *b, int64_t price, int64_t pk) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "st", 2);
@@ -89,7 +89,7 @@ static int chunks_of(int64_t pk) { return 1 + (int)(pk % 3); }
 /* Every mutation of the dataset (keys and values in bufs, which the caller releases). */
 typedef struct {
     rl_buf k[NREC * 4 + NREC], v[NREC * 4 + NREC];
-    rl_mutation m[NREC * 4 + NREC];
+    rl__mutation m[NREC * 4 + NREC];
     int n;
 } dataset;
 
@@ -111,7 +111,7 @@ static void dataset_build(dataset *d) {
         d->n++;
     }
     for (int i = 0; i < d->n; i++)
-        d->m[i] = (rl_mutation){RL_MUT_SET, d->k[i].data, (uint32_t)d->k[i].len, d->v[i].data, (uint32_t)d->v[i].len};
+        d->m[i] = (rl__mutation){RL_MUT_SET, d->k[i].data, (uint32_t)d->k[i].len, d->v[i].data, (uint32_t)d->v[i].len};
 }
 
 static void dataset_release(dataset *d) {
@@ -124,10 +124,10 @@ static void dataset_release(dataset *d) {
 static rl_buf g_split;
 
 /* The mutations of d that fall in [lo, hi) (hi NULL: no upper bound) into out. */
-static int filter(const dataset *d, const rl_buf *lo, const rl_buf *hi, rl_mutation *out) {
+static int filter(const dataset *d, const rl_buf *lo, const rl_buf *hi, rl__mutation *out) {
     int n = 0;
     for (int i = 0; i < d->n; i++) {
-        const rl_mutation *m = &d->m[i];
+        const rl__mutation *m = &d->m[i];
         if (lo && rl__bytes_cmp(m->p1, m->len1, lo->data, lo->len) < 0) continue;
         if (hi && rl__bytes_cmp(m->p1, m->len1, hi->data, hi->len) >= 0) continue;
         out[n++] = *m;
@@ -140,14 +140,14 @@ typedef struct {
     sst_fc f1, f2;
     srv s1, s2;
     dataset d;
-    rl_storage *local; /* the embedded reference: every row */
-    rl_msg_server servers[3];
-    rl_msg_shard shards[3];
+    rl__storage *local; /* the embedded reference: every row */
+    rl__msg_server servers[3];
+    rl__msg_shard shards[3];
     uint32_t team0[1], team1[1], team2[1];
-    rl_keyrange r1[1], r2[1];
+    rl__keyrange r1[1], r2[1];
 } cluster2;
 
-static rl_mutation g_part[NREC * 5];
+static rl__mutation g_part[NREC * 5];
 
 static void cluster2_up_map(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms, int n_servers1) {
     memset(c, 0, sizeof *c);
@@ -158,17 +158,17 @@ static void cluster2_up_map(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms
     srv_start(&c->s1, 1, c->f1.port, s2s_timeout_ms);
     if (!fake_port2) srv_start(&c->s2, 2, c->f2.port, s2s_timeout_ms);
     uint16_t p2 = fake_port2 ? fake_port2 : rl__ss_port(c->s2.ss);
-    c->servers[0] = (rl_msg_server){
+    c->servers[0] = (rl__msg_server){
         0, RL_ROLE_COORDINATOR, (const uint8_t *)"127.0.0.1", 9, c->f1.port, (const uint8_t *)"host1", 5, 1};
-    c->servers[1] = (rl_msg_server){
+    c->servers[1] = (rl__msg_server){
         1, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, rl__ss_port(c->s1.ss), (const uint8_t *)"host1", 5, 1};
     c->servers[2] =
-        (rl_msg_server){2, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, p2, (const uint8_t *)"host2", 5, 1};
+        (rl__msg_server){2, RL_ROLE_STORAGE, (const uint8_t *)"127.0.0.1", 9, p2, (const uint8_t *)"host2", 5, 1};
     c->team0[0] = 0, c->team1[0] = 1, c->team2[0] = 2;
-    c->shards[0] = (rl_msg_shard){(const uint8_t *)"", 0, g_split.data, (uint32_t)g_split.len, c->team1, 1};
-    c->shards[1] = (rl_msg_shard){g_split.data, (uint32_t)g_split.len, (const uint8_t *)"\xff", 1, c->team2, 1};
-    c->shards[2] = (rl_msg_shard){(const uint8_t *)"\xff", 1, (const uint8_t *)"\xff\xff", 2, c->team0, 1};
-    rl_msg_get_shard_map_reply map = {1, c->servers, 3, c->shards, 3, 0, 0};
+    c->shards[0] = (rl__msg_shard){(const uint8_t *)"", 0, g_split.data, (uint32_t)g_split.len, c->team1, 1};
+    c->shards[1] = (rl__msg_shard){g_split.data, (uint32_t)g_split.len, (const uint8_t *)"\xff", 1, c->team2, 1};
+    c->shards[2] = (rl__msg_shard){(const uint8_t *)"\xff", 1, (const uint8_t *)"\xff\xff", 2, c->team0, 1};
+    rl__msg_get_shard_map_reply map = {1, c->servers, 3, c->shards, 3, 0, 0};
     c->f1.map = map;
     c->f1.map.n_servers = (uint32_t)n_servers1; /* 2: server 2 not registered yet */
     c->f2.map = map;
@@ -176,7 +176,7 @@ static void cluster2_up_map(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms
     c->r2[0] = sst_range((const char *)g_split.data, g_split.len, "\xff", 1);
     dataset_build(&c->d);
     sst_fc_accept_register(&c->f1, 0, c->r1, 1);
-    rl_msg_peek_version pv;
+    rl__msg_peek_version pv;
     pv.version = 10;
     pv.muts = g_part;
     pv.n_muts = (uint32_t)filter(&c->d, NULL, &g_split, g_part);
@@ -186,7 +186,7 @@ static void cluster2_up_map(cluster2 *c, uint16_t fake_port2, int s2s_timeout_ms
         pv.n_muts = (uint32_t)filter(&c->d, &g_split, NULL, g_part);
         sst_fc_peek_reply(&c->f2, &pv, 1, 10);
     }
-    rl_storage_options so;
+    rl__storage_options so;
     memset(&so, 0, sizeof so);
     ASSERT_OK(rl__storage_open(&so, &c->local, NULL));
     ASSERT_OK(rl__storage_apply(c->local, 10, c->d.m, (size_t)c->d.n));
@@ -211,8 +211,8 @@ static const char MAPPER_POINT[] = "\x02st\x00\x15\x01\x02{K[3]}\x00\x14";
 
 /* The pk of an index entry (its last tuple element). */
 static int64_t entry_pk(const rl_mapped_keyvalue *e) {
-    rl_tuple_iter it;
-    rl_tuple_elem el;
+    rl__tuple_iter it;
+    rl__tuple_elem el;
     int64_t pk = -1;
     rl__tuple_iter_init(&it, e->index.key, e->index.key_len);
     while (rl__tuple_iter_next(&it, &el) == RL_OK)
@@ -227,15 +227,15 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
     rl_buf b, e;
     rl__buf_init(&b);
     rl__buf_init(&e);
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__tuple_packer_init(&p, &b);
     rl__tuple_pack_string(&p, "st", 2);
     rl__tuple_pack_string(&p, "idx", 3);
     rl__buf_append(&e, b.data, b.len);
     rl__buf_append_byte(&e, 0xff);
 
-    rl_msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
-    rl_msg_get_mapped_range_req *g = &q.u.get_mapped_range_req;
+    rl__msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
+    rl__msg_get_mapped_range_req *g = &q.u.get_mapped_range_req;
     g->version = 10;
     g->begin = RL_FIRST_GREATER_OR_EQUAL(b.data, b.len);
     g->end = RL_FIRST_GREATER_OR_EQUAL(e.data, e.len);
@@ -247,18 +247,18 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
     g->batch = batch;
     int rc = sst_call(cl, &q, &r);
     if (rc) fail_msg("mapped read failed: %s: %.*s", rl_error_name(rc), (int)r.u.error.message_len, r.u.error.message);
-    const rl_msg_get_mapped_range_reply *mr = &r.u.get_mapped_range_reply;
+    const rl__msg_get_mapped_range_reply *mr = &r.u.get_mapped_range_reply;
 
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_mapper *m = NULL;
+    rl__mapper *m = NULL;
     ASSERT_OK(rl__mapper_parse(mapper, mapper_len, &a, &m));
-    rl_mapped_options o;
+    rl__mapped_options o;
     memset(&o, 0, sizeof o);
     o.limit = limit;
     o.reverse = reverse;
     o.batch = (int)batch;
-    rl_mapped_entry *ents = NULL;
+    rl__mapped_entry *ents = NULL;
     int n = 0, more = 0;
     ASSERT_OK(rl__storage_get_mapped_range(c->local, 10, b.data, b.len, e.data, e.len, m, &o, NULL, NULL, &a, &ents, &n,
                                            &more));
@@ -310,7 +310,7 @@ static void check_mapped(cluster2 *c, sst_client *cl, const char *mapper, size_t
         ASSERT_TRUE(mr->stats.s2s_bytes_received >= 16ull * mr->stats.s2s_requests);
         ASSERT_EQ(mr->stats.s2s_peers, 1);
         ASSERT_EQ(mr->stats.n_peer_stats, 1);
-        const rl_msg_s2s_peer *pe = &mr->stats.peer_stats[0];
+        const rl__msg_s2s_peer *pe = &mr->stats.peer_stats[0];
         ASSERT_EQ(pe->server_id, 2);
         ASSERT_EQ(pe->requests, mr->stats.s2s_requests);
         ASSERT_TRUE(pe->items >= remote_items);
@@ -347,7 +347,7 @@ TEST(ssm_1_1_two_servers) {
     /* Server 2 holds no index entry in the index range: its begin anchor is not server 2's. */
     sst_client c2;
     sst_client_open(&c2, rl__ss_port(c.s2.ss), RL_ROLE_CLIENT, 0);
-    rl_msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
+    rl__msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
     q.u.get_mapped_range_req.version = 10;
     q.u.get_mapped_range_req.begin = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idx", 9);
     q.u.get_mapped_range_req.end = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idy", 9);
@@ -358,14 +358,14 @@ TEST(ssm_1_1_two_servers) {
     q.u.get_mapped_range_req.mapper = (const uint8_t *)"\x02zz";
     q.u.get_mapped_range_req.mapper_len = 3;
     ASSERT_EQ(sst_call(&cl, &q, &r), RL_E_MAPPER_NOT_TUPLE);
-    rl_ss_stats st1;
+    rl__ss_stats st1;
     rl__ss_get_stats(c.s1.ss, &st1);
     ASSERT_TRUE(st1.mapped_reads >= 64);
     ASSERT_TRUE(st1.secondaries_remote > 0 && st1.secondaries_local > 0);
     ASSERT_TRUE(st1.s2s_requests >= st1.s2s_round_trips);
     /* STATUS's tracing counters: server 2 served every GET_MULTI server 1 sent; no mapped read is
      * queued or running now, no read parked. */
-    rl_ss_stats st2;
+    rl__ss_stats st2;
     rl__ss_get_stats(c.s2.ss, &st2);
     ASSERT_EQ(st2.get_multi_served, st1.s2s_requests);
     ASSERT_TRUE(st2.get_multi_items_served >= st1.secondaries_remote);
@@ -407,7 +407,7 @@ TEST(ssm_1_3_silent_peer) {
     cluster2_up(&c, silent_port, 300);
     sst_client cl;
     sst_client_open(&cl, rl__ss_port(c.s1.ss), RL_ROLE_CLIENT, 0);
-    rl_msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
+    rl__msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
     q.u.get_mapped_range_req.version = 10;
     q.u.get_mapped_range_req.begin = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idx", 9);
     q.u.get_mapped_range_req.end = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idy", 9);
@@ -447,7 +447,7 @@ TEST(ssm_1_4_map_without_peer) {
     cluster2_up_map(&c, 0, 0, 2);
     sst_client cl;
     sst_client_open(&cl, rl__ss_port(c.s1.ss), RL_ROLE_CLIENT, 0);
-    rl_msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
+    rl__msg q = sst_req(RL_MSG_GET_MAPPED_RANGE), r;
     q.u.get_mapped_range_req.version = 10;
     q.u.get_mapped_range_req.begin = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idx", 9);
     q.u.get_mapped_range_req.end = RL_FIRST_GREATER_OR_EQUAL("\x02st\x00\x02idy", 9);
@@ -457,15 +457,15 @@ TEST(ssm_1_4_map_without_peer) {
     /* Server 1 asks for the map again (the incomplete one makes it ask within 200 ms). */
     ASSERT_EQ(sst_fc_wait(&c.f1, RL_MSG_GET_SHARD_MAP, SS_T_WAIT_MS), 1);
     c.f1.map.n_servers = 3;
-    rl_msg rep;
+    rl__msg rep;
     memset(&rep, 0, sizeof rep);
     rep.u.get_shard_map_reply = c.f1.map;
     sst_fc_reply(&c.f1, RL_MSG_GET_SHARD_MAP, c.f1.h.id, &rep);
-    rl_frame_header h;
+    rl__frame_header h;
     ASSERT_EQ(sst_read_frame(cl.fd, &h, &cl.pl, SS_T_WAIT_MS), 1);
     ASSERT_EQ(h.id, 7);
     if (h.flags != RL_FRAME_REPLY) {
-        rl_msg_error e;
+        rl__msg_error e;
         ASSERT_OK(rl__msg_error_decode(cl.pl.data, cl.pl.len, NULL, &e, NULL));
         fail_msg("mapped read failed: %s: %.*s", rl_error_name(e.code), (int)e.message_len, e.message);
     }

@@ -23,7 +23,7 @@
 /* A growable list of tuple elements packed into a buf (thin wrapper for readability). */
 typedef struct {
     rl_buf b;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
 } tup;
 
 static void tup_init(tup *t) {
@@ -38,7 +38,7 @@ static void tup_b(tup *t, const char *s) { rl__tuple_pack_bytes(&t->pk, s, strle
  * leaves P in out. */
 static int map_one(const void *m, size_t n, const void *k, size_t kl, const void *v, size_t vl, rl_buf *out) {
     rl_arena a;
-    rl_mapper *mp = NULL;
+    rl__mapper *mp = NULL;
     int rc;
     rl__arena_init(&a, 0);
     rc = rl__mapper_parse(m, n, &a, &mp);
@@ -49,7 +49,7 @@ static int map_one(const void *m, size_t n, const void *k, size_t kl, const void
 
 static int parse_rc(const void *m, size_t n) {
     rl_arena a;
-    rl_mapper *mp = NULL;
+    rl__mapper *mp = NULL;
     int rc;
     rl__arena_init(&a, 0);
     rc = rl__mapper_parse(m, n, &a, &mp);
@@ -75,7 +75,7 @@ TEST(mapped_1_1_not_tuple) {
     ASSERT_EQ(RL_E_MAPPER_NOT_TUPLE, 2043);
     /* The empty tuple is a valid mapper: P is empty, a point read. */
     rl_arena a;
-    rl_mapper *m = NULL;
+    rl__mapper *m = NULL;
     rl_buf out;
     rl__arena_init(&a, 0);
     rl__buf_init(&out);
@@ -129,7 +129,7 @@ TEST(mapped_1_3_bad_index_out_of_range) {
 /* mapped-1.4: "{...}" must be the last element (2032); as last it makes a range mapper. */
 TEST(mapped_1_4_range_descriptor) {
     rl_arena a;
-    rl_mapper *m = NULL;
+    rl__mapper *m = NULL;
     rl_buf out;
     rl__arena_init(&a, 0);
     rl__buf_init(&out);
@@ -212,7 +212,7 @@ TEST(mapped_1_6_escapes) {
     rl__buf_reset(&out);
     /* "{{...}}" is a literal "{...}", not the range marker, and need not be last. */
     rl_arena a;
-    rl_mapper *m = NULL;
+    rl__mapper *m = NULL;
     rl__arena_init(&a, 0);
     ASSERT_OK(rl__mapper_parse(LIT("\x02{{...}}\x00\x15\x01"), &a, &m));
     ASSERT_FALSE(rl__mapper_is_range(m));
@@ -313,7 +313,7 @@ TEST(mapped_1_10_raw_splicing) {
 /* mapped-1.11: the parsed mapper borrows nothing from the mapper bytes. */
 TEST(mapped_1_11_mapper_owns_its_bytes) {
     rl_arena a;
-    rl_mapper *m = NULL;
+    rl__mapper *m = NULL;
     rl_buf out;
     uint8_t bytes[] = "\x02r\x00\x02{K[0]}\x00\x15\x05";
     rl__arena_init(&a, 0);
@@ -335,7 +335,7 @@ TEST(mapped_1_12_allocation_failures) {
     int ok_seen = 0;
     for (long n = 0; n < 200 && !ok_seen; n++) {
         rl_arena a;
-        rl_mapper *m = NULL;
+        rl__mapper *m = NULL;
         rl_buf out;
         int rc;
         rl__arena_init(&a, 64);
@@ -371,7 +371,7 @@ static uint64_t rnd13(uint64_t *s) {
 }
 
 static void random_tuple(uint64_t *rs, rl_buf *b) {
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     int n = (int)(rnd13(rs) % 45);
     rl__buf_reset(b);
     rl__tuple_packer_init(&pk, b);
@@ -415,7 +415,7 @@ static int reference_p(const int *kind, const size_t *idx, const rl_buf *lits, i
     if (uses_k && rl__tuple_validate(k->data, k->len, NULL) != RL_OK) return RL_E_KEY_NOT_TUPLE;
     if (uses_v && rl__tuple_validate(v->data, v->len, NULL) != RL_OK) return RL_E_VALUE_NOT_TUPLE;
     for (int i = 0; i < n_el; i++) {
-        rl_tuple_elem e;
+        rl__tuple_elem e;
         if (kind[i] == 0) {
             rl__buf_append(out, lits[i].data, lits[i].len);
             continue;
@@ -443,11 +443,11 @@ TEST(mapped_1_13_one_walk_construct_vs_reference) {
         int kind[8];
         size_t idx[8];
         int n_el = 1 + (int)(rnd13(&rs) % 6), big = 0;
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         rl__buf_reset(&mp);
         rl__tuple_packer_init(&pk, &mp);
         for (int i = 0; i < n_el; i++) {
-            rl_tuple_packer lp;
+            rl__tuple_packer lp;
             char s[32];
             rl__buf_reset(&lits[i]);
             rl__tuple_packer_init(&lp, &lits[i]);
@@ -544,14 +544,14 @@ TEST(mapped_1_15_quick_elements_vs_reference) {
         int kind[8];
         size_t idx[8];
         int n_el = 1 + (int)(rnd13(&rs) % 3);
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         rl__buf_reset(&mp);
         rl__tuple_packer_init(&pk, &mp);
         for (int i = 0; i < n_el; i++) {
             char t[32];
             rl__buf_reset(&lits[i]);
             if (i == 0 && rnd13(&rs) % 2) {
-                rl_tuple_packer lp;
+                rl__tuple_packer lp;
                 rl__tuple_packer_init(&lp, &lits[i]);
                 rl__tuple_pack_string(&lp, "lit", 3);
                 rl__buf_append(&mp, lits[i].data, lits[i].len);
@@ -606,7 +606,7 @@ typedef struct {
 } model;
 
 static void index_key(rl_buf *b, int64_t price, int64_t pk) {
-    rl_tuple_packer pk_;
+    rl__tuple_packer pk_;
     rl__buf_reset(b);
     rl__tuple_packer_init(&pk_, b);
     rl__tuple_pack_string(&pk_, "st", 2);
@@ -616,7 +616,7 @@ static void index_key(rl_buf *b, int64_t price, int64_t pk) {
 }
 
 static void record_key(rl_buf *b, int64_t pk, int64_t suffix) {
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
     rl__tuple_pack_string(&p, "st", 2);
@@ -645,7 +645,7 @@ static int record_suffixes(const mrec *r, int64_t *out) {
 
 /* A batch of mutations with owned bytes. */
 typedef struct {
-    rl_mutation m[4096];
+    rl__mutation m[4096];
     rl_buf keys[4096], vals[4096];
     size_t n;
 } mutbatch;
@@ -677,7 +677,7 @@ static void mb_clear_range(mutbatch *mb, const rl_buf *b, const rl_buf *e) {
     mb->m[i].p2 = mb->vals[i].data;
     mb->m[i].len2 = (uint32_t)e->len;
 }
-static void mb_apply(mutbatch *mb, rl_storage *st, rl_version v) {
+static void mb_apply(mutbatch *mb, rl__storage *st, rl__version v) {
     ASSERT_OK(rl__storage_apply(st, v, mb->m, mb->n));
     for (size_t i = 0; i < mb->n; i++) {
         rl__buf_release(&mb->keys[i]);
@@ -707,7 +707,7 @@ static void write_record(mutbatch *mb, const mrec *r) {
 /* Remove a record's keys (index entry and the whole record range) in mb. */
 static void delete_record(mutbatch *mb, const mrec *r) {
     rl_buf b, e;
-    rl_tuple_packer p;
+    rl__tuple_packer p;
     rl__buf_init(&b);
     rl__buf_init(&e);
     index_key(&b, r->price, r->pk);
@@ -726,9 +726,9 @@ static void delete_record(mutbatch *mb, const mrec *r) {
     rl__buf_release(&e);
 }
 
-static rl_storage *open_mem(void) {
-    rl_storage_options so;
-    rl_storage *st = NULL;
+static rl__storage *open_mem(void) {
+    rl__storage_options so;
+    rl__storage *st = NULL;
     memset(&so, 0, sizeof so);
     ASSERT_OK(rl__storage_open(&so, &st, NULL));
     return st;
@@ -737,7 +737,7 @@ static rl_storage *open_mem(void) {
 /* The index range of the store: ("st", "idx") + 0x00 .. + 0xff. */
 static void index_range(rl_buf *b, rl_buf *e) {
     rl_buf p;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(&p);
     rl__tuple_packer_init(&pk, &p);
     rl__tuple_pack_string(&pk, "st", 2);
@@ -749,13 +749,13 @@ static void index_range(rl_buf *b, rl_buf *e) {
 }
 
 /* Mappers: range ("st", 1, "{K[3]}", "{...}") and point ("st", 1, "{K[3]}", 0). */
-static rl_mapper *mapper_range(rl_arena *a) {
-    rl_mapper *m = NULL;
+static rl__mapper *mapper_range(rl_arena *a) {
+    rl__mapper *m = NULL;
     ASSERT_OK(rl__mapper_parse(LIT("\x02st\x00\x15\x01\x02{K[3]}\x00\x02{...}\x00"), a, &m));
     return m;
 }
-static rl_mapper *mapper_point(rl_arena *a) {
-    rl_mapper *m = NULL;
+static rl__mapper *mapper_point(rl_arena *a) {
+    rl__mapper *m = NULL;
     ASSERT_OK(rl__mapper_parse(LIT("\x02st\x00\x15\x01\x02{K[3]}\x00\x14"), a, &m));
     return m;
 }
@@ -783,9 +783,9 @@ static int model_order(const model *md, int reverse, mrec *out) {
 /* Check one entry against the model record r: index key, secondary begin/end, and the kvs.
  * In point mode the record's suffix-0 key; in range mode all its keys (the first row_cap of
  * them when cut off, in which case more must be 1). */
-static void check_entry(const rl_mapped_entry *e, const mrec *r, int is_range, int row_cap) {
+static void check_entry(const rl__mapped_entry *e, const mrec *r, int is_range, int row_cap) {
     rl_buf k, v, p;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     int64_t suf[MAXREC];
     rl__buf_init(&k);
     rl__buf_init(&v);
@@ -854,8 +854,8 @@ static void fixed_model(model *md) {
 
 static mutbatch g_mb; /* large: keep off the stack */
 
-static rl_storage *load_model(const model *md, rl_version v) {
-    rl_storage *st = open_mem();
+static rl__storage *load_model(const model *md, rl__version v) {
+    rl__storage *st = open_mem();
     mb_init(&g_mb);
     for (int i = 0; i < md->n; i++) write_record(&g_mb, &md->r[i]);
     /* Neighbours outside the index range and between records, which must never show up. */
@@ -872,11 +872,11 @@ static rl_storage *load_model(const model *md, rl_version v) {
 }
 
 /* Run one mapped read over the whole index range and check every entry against the model. */
-static void run_full(rl_storage *st, rl_version v, const model *md, const rl_mapper *m, const rl_mapped_options *o,
+static void run_full(rl__storage *st, rl__version v, const model *md, const rl__mapper *m, const rl__mapped_options *o,
                      int row_cap) {
     rl_arena a;
     rl_buf b, e;
-    rl_mapped_entry *ents = NULL;
+    rl__mapped_entry *ents = NULL;
     int n = -1, more = -1;
     mrec ord[MAXREC];
     rl__arena_init(&a, 0);
@@ -900,10 +900,10 @@ TEST(mapped_2_1_range_mode) {
     model md;
     rl_arena a;
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     run_full(st, 10, &md, mapper_range(&a), NULL, 1 << 30);
-    rl_mapped_options o = {0};
+    rl__mapped_options o = {0};
     o.batch = 1;
     run_full(st, 10, &md, mapper_range(&a), &o, 1 << 30);
     o.batch = 1000;
@@ -917,7 +917,7 @@ TEST(mapped_2_2_point_mode) {
     model md;
     rl_arena a;
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     run_full(st, 10, &md, mapper_point(&a), NULL, 0);
     rl__arena_release(&a);
@@ -928,9 +928,9 @@ TEST(mapped_2_2_point_mode) {
 TEST(mapped_2_3_reverse) {
     model md;
     rl_arena a;
-    rl_mapped_options o = {0};
+    rl__mapped_options o = {0};
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     o.reverse = 1;
     run_full(st, 10, &md, mapper_range(&a), &o, 1 << 30);
@@ -945,9 +945,9 @@ TEST(mapped_2_3_reverse) {
 TEST(mapped_2_4_secondary_limits) {
     model md;
     rl_arena a;
-    rl_mapped_options o = {0};
+    rl__mapped_options o = {0};
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     o.secondary_row_limit = 2;
     run_full(st, 10, &md, mapper_range(&a), &o, 2);
@@ -958,7 +958,7 @@ TEST(mapped_2_4_secondary_limits) {
     /* A byte limit of 1: every non-empty secondary returns its first row only (the row that
      * crosses the target is included) and is marked more when it has others. */
     rl_buf b, e;
-    rl_mapped_entry *ents = NULL;
+    rl__mapped_entry *ents = NULL;
     int n = 0, more = 0;
     mrec ord[MAXREC];
     rl__buf_init(&b);
@@ -1013,7 +1013,7 @@ static long model_cost(const mrec *r, int is_range, int row_cap, long *out_index
  * (computed from the model): the index scan takes rows up to the row limit and until its
  * key+value bytes reach target*0.2 (the crossing row included); then batches of `batch` start
  * while the full target is not exhausted. */
-static int expected_page(const mrec *ord, int total, int got, const rl_mapped_options *o, int is_range) {
+static int expected_page(const mrec *ord, int total, int got, const rl__mapped_options *o, int is_range) {
     int batch = o->batch ? o->batch : 10, row_cap = o->secondary_row_limit ? o->secondary_row_limit : 2000;
     long ib = 0, sum = 0, cost[MAXREC], ik;
     int k = 0, m = 0;
@@ -1039,7 +1039,8 @@ static int expected_page(const mrec *ord, int total, int got, const rl_mapped_op
 /* Read the whole index range in pages with options o (row limit / byte budget), resuming after
  * the last returned entry; check the concatenation equals the model, and the budget rule of
  * each page. Returns the number of pages. */
-static int run_paged(rl_storage *st, rl_version v, const model *md, const rl_mapper *m, const rl_mapped_options *o) {
+static int run_paged(rl__storage *st, rl__version v, const model *md, const rl__mapper *m,
+                     const rl__mapped_options *o) {
     rl_buf b, e;
     mrec ord[MAXREC];
     int total = model_order(md, o->reverse, ord), got = 0, pages = 0;
@@ -1048,7 +1049,7 @@ static int run_paged(rl_storage *st, rl_version v, const model *md, const rl_map
     index_range(&b, &e);
     for (;;) {
         rl_arena a;
-        rl_mapped_entry *ents = NULL;
+        rl__mapped_entry *ents = NULL;
         int n = -1, more = -1;
         rl__arena_init(&a, 0);
         ASSERT_OK(
@@ -1071,7 +1072,7 @@ static int run_paged(rl_storage *st, rl_version v, const model *md, const rl_map
         if (o->limit == 0 && o->target_bytes == 0) fail_msg("more without any limit");
         if (o->target_bytes == 0) ASSERT_EQ(n, o->limit);
         /* Resume: forward after the last key, reverse before it. */
-        const rl_mapped_entry *last = &ents[n - 1];
+        const rl__mapped_entry *last = &ents[n - 1];
         if (o->reverse) {
             rl__buf_reset(&e);
             rl__buf_append(&e, last->index.key, last->index.key_len);
@@ -1092,9 +1093,9 @@ static int run_paged(rl_storage *st, rl_version v, const model *md, const rl_map
 TEST(mapped_2_5_row_limits) {
     model md;
     rl_arena a;
-    rl_mapped_options o = {0};
+    rl__mapped_options o = {0};
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     for (int lim = 1; lim <= 13; lim += 4) {
         for (int rev = 0; rev < 2; rev++) {
@@ -1115,9 +1116,9 @@ TEST(mapped_2_5_row_limits) {
 TEST(mapped_2_6_byte_budget) {
     model md;
     rl_arena a;
-    rl_mapped_options o = {0};
+    rl__mapped_options o = {0};
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     static const long targets[] = {1, 50, 120, 400, 1000, 5000};
     static const int batches[] = {1, 2, 10};
@@ -1140,7 +1141,7 @@ TEST(mapped_2_7_mvcc) {
     model v1, v2;
     rl_arena a;
     fixed_model(&v1);
-    rl_storage *st = load_model(&v1, 10);
+    rl__storage *st = load_model(&v1, 10);
     /* Version 20: rewrite record 1 (gen 1, now split), delete record 3, move record 6 to a new
      * price, add record 99. */
     v2 = v1;
@@ -1175,7 +1176,7 @@ TEST(mapped_2_7_mvcc) {
     run_full(st, 20, &v2, mapper_point(&a), NULL, 0);
     /* Reads outside the window fail the whole call with the storage error. */
     rl_buf b, e;
-    rl_mapped_entry *ents = NULL;
+    rl__mapped_entry *ents = NULL;
     int n = 0, more = 0;
     rl__buf_init(&b);
     rl__buf_init(&e);
@@ -1193,16 +1194,16 @@ TEST(mapped_2_7_mvcc) {
 /* A secondary batch hook standing for another storage server: reads a second engine, counts
  * its items and batches, can fail the Nth item (an item error, after which it stops). */
 typedef struct {
-    rl_storage *remote;
+    rl__storage *remote;
     int calls, fail_at, points, ranges, batches, max_batch;
 } remote_ctx;
 
-static int remote_read(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
+static int remote_read(void *ctx, rl__version v, rl__secondary_item *items, int n, rl_arena *a) {
     remote_ctx *rc = ctx;
     rc->batches++;
     if (n > rc->max_batch) rc->max_batch = n;
     for (int i = 0; i < n; i++) {
-        rl_secondary_item *it = &items[i];
+        rl__secondary_item *it = &items[i];
         rc->calls++;
         if (rc->fail_at && rc->calls == rc->fail_at) {
             it->error = RL_E_TIMED_OUT;
@@ -1232,9 +1233,9 @@ TEST(mapped_2_8_secondary_fn) {
     rl_arena a;
     rl_buf b, e;
     fixed_model(&md);
-    rl_storage *records = load_model(&md, 10);
+    rl__storage *records = load_model(&md, 10);
     empty.n = 0;
-    rl_storage *index_only = load_model(&empty, 10);
+    rl__storage *index_only = load_model(&empty, 10);
     /* The index engine holds only the index entries. */
     mb_init(&g_mb);
     for (int i = 0; i < md.n; i++) {
@@ -1258,10 +1259,10 @@ TEST(mapped_2_8_secondary_fn) {
     index_range(&b, &e);
     for (int mode = 0; mode < 2; mode++) {
         remote_ctx rc = {records, 0, 0, 0, 0, 0, 0};
-        rl_mapped_entry *ents = NULL;
+        rl__mapped_entry *ents = NULL;
         int n = 0, more = 0;
         mrec ord[MAXREC];
-        const rl_mapper *m = mode ? mapper_point(&a) : mapper_range(&a);
+        const rl__mapper *m = mode ? mapper_point(&a) : mapper_range(&a);
         ASSERT_OK(rl__storage_get_mapped_range(index_only, 11, b.data, b.len, e.data, e.len, m, NULL, remote_read, &rc,
                                                &a, &ents, &n, &more));
         ASSERT_EQ(n, model_order(&md, 0, ord));
@@ -1271,7 +1272,7 @@ TEST(mapped_2_8_secondary_fn) {
         ASSERT_EQ(rc.max_batch, n < 10 ? n : 10);
         for (int i = 0; i < n; i++) {
             ASSERT_EQ(ents[i].served_locally, 0);
-            rl_mapped_entry copy = ents[i];
+            rl__mapped_entry copy = ents[i];
             copy.served_locally = 1; /* check_entry expects local; the rest must match */
             check_entry(&copy, &ord[i], !mode, 2000);
         }
@@ -1301,13 +1302,13 @@ TEST(mapped_2_8_secondary_fn) {
  * engine itself, as a storage server does with secondaries in its own shards. */
 typedef struct {
     int calls;
-    rl_storage *st;
+    rl__storage *st;
 } here_ctx;
 
-static int half_here(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
+static int half_here(void *ctx, rl__version v, rl__secondary_item *items, int n, rl_arena *a) {
     here_ctx *hc = ctx;
     for (int i = 0; i < n; i++) {
-        rl_secondary_item *it = &items[i];
+        rl__secondary_item *it = &items[i];
         if (hc->calls++ % 2 == 0) {
             it->read_here = 1;
             it->n_kvs = 77; /* ignored when read_here */
@@ -1329,20 +1330,20 @@ TEST(mapped_2_15_hook_read_here) {
     rl_arena a;
     rl_buf b, e;
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     rl__buf_init(&b);
     rl__buf_init(&e);
     index_range(&b, &e);
     for (int mode = 0; mode < 2; mode++)
         for (int lim = 0; lim < 4; lim++) {
-            const rl_mapper *m = mode ? mapper_point(&a) : mapper_range(&a);
-            rl_mapped_options o;
+            const rl__mapper *m = mode ? mapper_point(&a) : mapper_range(&a);
+            rl__mapped_options o;
             memset(&o, 0, sizeof o);
             o.limit = lim * 4;
             o.batch = 3;
             o.secondary_row_limit = 1 + lim;
-            rl_mapped_entry *x = NULL, *y = NULL;
+            rl__mapped_entry *x = NULL, *y = NULL;
             int nx = 0, ny = 0, mx = 0, my = 0;
             ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, NULL, NULL, &a, &x, &nx,
                                                    &mx));
@@ -1372,16 +1373,16 @@ TEST(mapped_2_15_hook_read_here) {
 /* A hook that reads everything itself (as half_here's odd items) and leaves item unread_at of
  * its first call, and every later one, unread. */
 typedef struct {
-    rl_storage *st;
+    rl__storage *st;
     int unread_at; /* -1: none */
     int calls;
 } unread_ctx;
 
-static int unread_hook(void *ctx, rl_version v, rl_secondary_item *items, int n, rl_arena *a) {
+static int unread_hook(void *ctx, rl__version v, rl__secondary_item *items, int n, rl_arena *a) {
     unread_ctx *uc = ctx;
     int first = uc->calls++ == 0;
     for (int i = 0; i < n; i++) {
-        rl_secondary_item *it = &items[i];
+        rl__secondary_item *it = &items[i];
         if (first && uc->unread_at >= 0 && i >= uc->unread_at) {
             it->unread = 1;
             continue;
@@ -1403,15 +1404,15 @@ TEST(mapped_2_16_hook_page_end) {
     rl_arena a;
     rl_buf b, e;
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__arena_init(&a, 0);
     rl__buf_init(&b);
     rl__buf_init(&e);
     index_range(&b, &e);
-    const rl_mapper *m = mapper_range(&a);
-    rl_mapped_options o;
+    const rl__mapper *m = mapper_range(&a);
+    rl__mapped_options o;
     memset(&o, 0, sizeof o);
-    rl_mapped_entry *x = NULL, *y = NULL;
+    rl__mapped_entry *x = NULL, *y = NULL;
     int nx = 0, ny = 0, mx = 0, my = 0;
     ASSERT_OK(rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &o, NULL, NULL, &a, &x, &nx, &mx));
     ASSERT_TRUE(nx >= 6);
@@ -1430,13 +1431,13 @@ TEST(mapped_2_16_hook_page_end) {
         RL_E_INTERNAL_ERROR);
     /* batch_step: the same entries as batches of that size, for several targets. */
     for (long target = 1; target < 4000; target = target * 3 + 1) {
-        rl_mapped_options r;
+        rl__mapped_options r;
         memset(&r, 0, sizeof r);
         r.batch = 3;
         r.target_bytes = target;
         ASSERT_OK(
             rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, &r, NULL, NULL, &a, &x, &nx, &mx));
-        rl_mapped_options g = r;
+        rl__mapped_options g = r;
         g.batch = 1000;
         g.batch_step = 3;
         uc = (unread_ctx){st, -1, 0};
@@ -1473,10 +1474,10 @@ TEST(mapped_2_16_hook_page_end) {
 /* mapped-2.9: mapper errors during the read fail the whole call: an index key that is not a
  * tuple (2041), a value that is not a tuple (2042), an index past the end (2030). */
 TEST(mapped_2_9_mapper_errors_in_read) {
-    rl_storage *st = open_mem();
+    rl__storage *st = open_mem();
     rl_arena a;
-    rl_mapper *m = NULL;
-    rl_mapped_entry *ents = NULL;
+    rl__mapper *m = NULL;
+    rl__mapped_entry *ents = NULL;
     int n = 0, more = 0;
     rl_buf k, v;
     rl__arena_init(&a, 0);
@@ -1514,7 +1515,7 @@ TEST(mapped_2_9_mapper_errors_in_read) {
     ASSERT_EQ(ents[1].n_kvs, 0);
     ASSERT_MEM_EQ(ents[1].begin, ents[1].begin_len, "\x02r\x00", 3);
     /* Negative limits are refused. */
-    rl_mapped_options o = {0};
+    rl__mapped_options o = {0};
     o.limit = -1;
     ASSERT_RC(rl__storage_get_mapped_range(st, 5, "", 0, "\xff", 1, m, &o, NULL, NULL, &a, &ents, &n, &more),
               RL_E_RANGE_LIMITS_INVALID);
@@ -1527,10 +1528,10 @@ TEST(mapped_2_9_mapper_errors_in_read) {
 /* mapped-2.11: the prefix range includes the key P itself (unlike a tuple range()) and stops
  * before strinc(P); the secondary begin/end are P and strinc(P). */
 TEST(mapped_2_11_range_includes_prefix_key) {
-    rl_storage *st = open_mem();
+    rl__storage *st = open_mem();
     rl_arena a;
-    rl_mapper *m = NULL;
-    rl_mapped_entry *ents = NULL;
+    rl__mapper *m = NULL;
+    rl__mapped_entry *ents = NULL;
     int n = 0, more = 0;
     rl_buf k, v;
     rl__arena_init(&a, 0);
@@ -1573,13 +1574,13 @@ TEST(mapped_2_11_range_includes_prefix_key) {
  * to the first entry's cost maps exactly one entry and one byte more maps two. And a mapper
  * whose P is empty reads the whole normal keyspace ["", "\xff"). */
 TEST(mapped_2_12_budget_boundary_and_empty_prefix) {
-    rl_storage *st = open_mem();
+    rl__storage *st = open_mem();
     rl_arena a;
-    rl_mapper *m = NULL;
-    rl_mapped_entry *ents = NULL;
+    rl__mapper *m = NULL;
+    rl__mapped_entry *ents = NULL;
     int n = 0, more = 0;
     rl_buf k, v;
-    rl_mapped_options o = {0};
+    rl__mapped_options o = {0};
     rl__arena_init(&a, 0);
     rl__buf_init(&k);
     rl__buf_init(&v);
@@ -1645,17 +1646,17 @@ TEST(mapped_2_13_allocation_failures) {
     mrec ord[MAXREC];
     int ok_seen = 0;
     fixed_model(&md);
-    rl_storage *st = load_model(&md, 10);
+    rl__storage *st = load_model(&md, 10);
     rl__buf_init(&b);
     rl__buf_init(&e);
     index_range(&b, &e);
     for (long n = 0; n < 5000 && !ok_seen; n++) {
         rl_arena a, ma;
-        rl_mapped_entry *ents = NULL;
+        rl__mapped_entry *ents = NULL;
         int cnt = 0, more = 0, rc;
         rl__arena_init(&a, 256);
         rl__arena_init(&ma, 0);
-        rl_mapper *m = mapper_range(&ma);
+        rl__mapper *m = mapper_range(&ma);
         rl_alloc_fail_after(n);
         rc = rl__storage_get_mapped_range(st, 10, b.data, b.len, e.data, e.len, m, NULL, NULL, NULL, &a, &ents, &cnt,
                                           &more);
@@ -1693,9 +1694,9 @@ TEST(mapped_2_10_randomized) {
             r->has_record = rl_test_rand_below(&rs, 8) != 0;
             r->gen = (int)rl_test_rand_below(&rs, 5);
         }
-        rl_storage *st = load_model(&md, 100);
+        rl__storage *st = load_model(&md, 100);
         rl_arena a;
-        rl_mapped_options o = {0};
+        rl__mapped_options o = {0};
         rl__arena_init(&a, 0);
         o.limit = (int)rl_test_rand_below(&rs, 3) ? 0 : 1 + (int)rl_test_rand_below(&rs, 20);
         o.target_bytes = rl_test_rand_below(&rs, 2) ? 0 : 1 + (long)rl_test_rand_below(&rs, 3000);
@@ -1761,7 +1762,7 @@ TEST(mapped_2_14_shared_prefix_memo) {
     rl__buf_init(&mp);
     int seen_ok = 0, seen_err = 0, seen_long_shared = 0;
     for (int round = 0; round < 150; round++) {
-        rl_storage *st = open_mem();
+        rl__storage *st = open_mem();
         mb_init(&g_mb);
         /* A common head for most keys, so ranges share whole elements. */
         int head = (int)rl_test_rand_below(&rs, (uint64_t)npal);
@@ -1782,8 +1783,8 @@ TEST(mapped_2_14_shared_prefix_memo) {
         mb_apply(&g_mb, st, 5);
         /* The mapper: ("r", {K[i]}..., maybe {...}). */
         rl_arena ma;
-        rl_mapper *m = NULL;
-        rl_tuple_packer pk;
+        rl__mapper *m = NULL;
+        rl__tuple_packer pk;
         rl__arena_init(&ma, 0);
         rl__buf_reset(&mp);
         rl__tuple_packer_init(&pk, &mp);
@@ -1826,11 +1827,11 @@ TEST(mapped_2_14_shared_prefix_memo) {
             size_t shared = 0;
             while (shared < bb.len && shared < eb.len && bb.data[shared] == eb.data[shared]) shared++;
             if (shared > 4 && nk > 1) seen_long_shared++;
-            rl_mapped_entry *ents = NULL;
+            rl__mapped_entry *ents = NULL;
             int n = 0;
             int grc = rl__storage_get_mapped_range(st, 5, bb.data, bb.len, eb.data, eb.len, m,
-                                                   &(rl_mapped_options){.reverse = reverse}, NULL, NULL, &ga, &ents, &n,
-                                                   &more);
+                                                   &(rl__mapped_options){.reverse = reverse}, NULL, NULL, &ga, &ents,
+                                                   &n, &more);
             for (int i = 0; i < nk && wrc == RL_OK; i++) {
                 rl__buf_reset(&k);
                 wrc = rl__mapper_construct(m, kvs[i].key, kvs[i].key_len, kvs[i].value, kvs[i].value_len, &k);

@@ -11,30 +11,30 @@
 #include "storage/storage.h"
 #include "test.h"
 
-static rl_storage *open_mem(uint64_t window) {
-    rl_storage_options o = {0};
-    rl_storage *st = NULL;
+static rl__storage *open_mem(uint64_t window) {
+    rl__storage_options o = {0};
+    rl__storage *st = NULL;
     o.window_versions = window;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
     return st;
 }
 
-static rl_mutation mset(const char *k, const char *v) {
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
+static rl__mutation mset(const char *k, const char *v) {
+    rl__mutation m = {RL_MUT_SET, (const uint8_t *)k, (uint32_t)strlen(k), (const uint8_t *)v, (uint32_t)strlen(v)};
     return m;
 }
-static rl_mutation mclear(const char *k) {
-    rl_mutation m = {RL_MUT_CLEAR, (const uint8_t *)k, (uint32_t)strlen(k), NULL, 0};
+static rl__mutation mclear(const char *k) {
+    rl__mutation m = {RL_MUT_CLEAR, (const uint8_t *)k, (uint32_t)strlen(k), NULL, 0};
     return m;
 }
-static rl_mutation mrange(const char *b, const char *e) {
-    rl_mutation m = {RL_MUT_CLEAR_RANGE, (const uint8_t *)b, (uint32_t)strlen(b), (const uint8_t *)e,
-                     (uint32_t)strlen(e)};
+static rl__mutation mrange(const char *b, const char *e) {
+    rl__mutation m = {RL_MUT_CLEAR_RANGE, (const uint8_t *)b, (uint32_t)strlen(b), (const uint8_t *)e,
+                      (uint32_t)strlen(e)};
     return m;
 }
 
 /* Value of k at v as a NUL-terminated arena string, or NULL if absent. */
-static const char *get_str(rl_storage *st, rl_version v, const char *k, rl_arena *a) {
+static const char *get_str(rl__storage *st, rl__version v, const char *k, rl_arena *a) {
     int present;
     const uint8_t *val;
     uint32_t len;
@@ -49,12 +49,12 @@ static const char *get_str(rl_storage *st, rl_version v, const char *k, rl_arena
 /* ---- storage-1: basic versioned reads --------------------------------------------------- */
 
 TEST(storage_1_1_versions) {
-    rl_storage *st = open_mem(0);
+    rl__storage *st = open_mem(0);
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_mutation m1[] = {mset("a", "1"), mset("b", "1")};
-    rl_mutation m2[] = {mset("a", "2"), mclear("b")};
-    rl_mutation m3[] = {mset("c", "3"), mrange("a", "c")};
+    rl__mutation m1[] = {mset("a", "1"), mset("b", "1")};
+    rl__mutation m2[] = {mset("a", "2"), mclear("b")};
+    rl__mutation m3[] = {mset("c", "3"), mrange("a", "c")};
     ASSERT_OK(rl__storage_apply(st, 10, m1, 2));
     ASSERT_OK(rl__storage_apply(st, 20, m2, 2));
     ASSERT_OK(rl__storage_apply(st, 30, m3, 2));
@@ -70,7 +70,7 @@ TEST(storage_1_1_versions) {
     const uint8_t *val;
     uint32_t len;
     ASSERT_RC(rl__storage_get(st, 31, "a", 1, &a, &present, &val, &len), RL_E_FUTURE_VERSION);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_EQ(s.latest_version, 30);
     ASSERT_EQ(s.keys, 1);
@@ -81,11 +81,11 @@ TEST(storage_1_1_versions) {
 
 /* Several writes to one key in one version: the last wins, atomics see the earlier ones. */
 TEST(storage_1_2_same_version) {
-    rl_storage *st = open_mem(0);
+    rl__storage *st = open_mem(0);
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_mutation add = {RL_MUT_ADD, (const uint8_t *)"n", 1, (const uint8_t *)"\x01", 1};
-    rl_mutation m[] = {mset("n", "\x05"), add, add, mset("x", "1"), mclear("x")};
+    rl__mutation add = {RL_MUT_ADD, (const uint8_t *)"n", 1, (const uint8_t *)"\x01", 1};
+    rl__mutation m[] = {mset("n", "\x05"), add, add, mset("x", "1"), mclear("x")};
     ASSERT_OK(rl__storage_apply(st, 1, m, 5));
     ASSERT_STR_EQ(get_str(st, 1, "n", &a), "\x07");
     ASSERT_NULL(get_str(st, 1, "x", &a));
@@ -96,13 +96,13 @@ TEST(storage_1_2_same_version) {
 }
 
 TEST(storage_1_3_window) {
-    rl_storage *st = open_mem(100);
+    rl__storage *st = open_mem(100);
     rl_arena a;
     rl__arena_init(&a, 0);
-    for (rl_version v = 1; v <= 500; v++) {
+    for (rl__version v = 1; v <= 500; v++) {
         char val[16];
         snprintf(val, sizeof val, "%llu", (unsigned long long)v);
-        rl_mutation m[] = {mset("k", val), v % 7 == 0 ? mclear("t") : mset("t", val)};
+        rl__mutation m[] = {mset("k", val), v % 7 == 0 ? mclear("t") : mset("t", val)};
         ASSERT_OK(rl__storage_apply(st, v, m, 2));
     }
     ASSERT_EQ(rl__storage_oldest_version(st), 400);
@@ -111,7 +111,7 @@ TEST(storage_1_3_window) {
     uint32_t len;
     ASSERT_RC(rl__storage_get(st, 399, "k", 1, &a, &present, &val, &len), RL_E_TRANSACTION_TOO_OLD);
     rl__storage_collect(st);
-    for (rl_version v = 400; v <= 500; v++) {
+    for (rl__version v = 400; v <= 500; v++) {
         char want[16];
         snprintf(want, sizeof want, "%llu", (unsigned long long)v);
         ASSERT_STR_EQ(get_str(st, v, "k", &a), want);
@@ -129,20 +129,20 @@ TEST(storage_1_3_window) {
 
 /* GC drops dead keys entirely: a clear_range of many keys leaves nothing once out of window. */
 TEST(storage_1_4_gc_drops_tombstones) {
-    rl_storage *st = open_mem(10);
+    rl__storage *st = open_mem(10);
     rl_arena a;
     rl__arena_init(&a, 0);
     char k[16];
     for (int i = 0; i < 1000; i++) {
         snprintf(k, sizeof k, "k%04d", i);
-        rl_mutation m = mset(k, "v");
-        ASSERT_OK(rl__storage_apply(st, (rl_version)i + 1, &m, 1));
+        rl__mutation m = mset(k, "v");
+        ASSERT_OK(rl__storage_apply(st, (rl__version)i + 1, &m, 1));
     }
-    rl_mutation r = mrange("k", "l");
+    rl__mutation r = mrange("k", "l");
     ASSERT_OK(rl__storage_apply(st, 2000, &r, 1));
-    for (rl_version v = 2001; v < 2100; v++) ASSERT_OK(rl__storage_apply(st, v, NULL, 0));
+    for (rl__version v = 2001; v < 2100; v++) ASSERT_OK(rl__storage_apply(st, v, NULL, 0));
     rl__storage_collect(st);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_EQ(s.keys, 0);
     rl_key_selector sel = RL_FIRST_GREATER_OR_EQUAL("", 0);
@@ -154,8 +154,8 @@ TEST(storage_1_4_gc_drops_tombstones) {
     rl__storage_close(st);
 }
 
-/* The read ceiling of storage-1.5: ud is an _Atomic rl_version. */
-static rl_version ceiling_of(void *ud) { return atomic_load((_Atomic rl_version *)ud); }
+/* The read ceiling of storage-1.5: ud is an _Atomic rl__version. */
+static rl__version ceiling_of(void *ud) { return atomic_load((_Atomic rl__version *)ud); }
 
 /* storage-1.5: the read ceiling (rl__storage_set_read_ceiling, the embedded backend's reserved
  * read versions, issue 27): without one a read above the latest version is future_version; with
@@ -163,16 +163,16 @@ static rl_version ceiling_of(void *ud) { return atomic_load((_Atomic rl_version 
  * read above the ceiling is still future_version; once something newer is applied, reads at v
  * see exactly v's data again. */
 TEST(storage_1_5_read_ceiling) {
-    rl_storage *st = open_mem(100);
+    rl__storage *st = open_mem(100);
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_mutation m1[] = {mset("a", "1"), mset("b", "2")};
+    rl__mutation m1[] = {mset("a", "1"), mset("b", "2")};
     ASSERT_OK(rl__storage_apply(st, 10, m1, 2));
     int present;
     const uint8_t *val;
     uint32_t len;
     ASSERT_RC(rl__storage_get(st, 20, "a", 1, &a, &present, &val, &len), RL_E_FUTURE_VERSION);
-    _Atomic rl_version ceiling = 50;
+    _Atomic rl__version ceiling = 50;
     rl__storage_set_read_ceiling(st, ceiling_of, &ceiling);
     ASSERT_STR_EQ(get_str(st, 20, "a", &a), "1");
     ASSERT_STR_EQ(get_str(st, 50, "b", &a), "2");
@@ -187,13 +187,13 @@ TEST(storage_1_5_read_ceiling) {
     rl_key_selector sel = RL_FIRST_GREATER_THAN("a", 1);
     ASSERT_OK(rl__storage_get_key(st, 40, &sel, &a, &k, &kl));
     ASSERT_MEM_EQ(k, kl, "b", 1);
-    rl_select_result sr;
+    rl__select_result sr;
     ASSERT_OK(rl__storage_select(st, 40, &sel, (const uint8_t *)"", 0, 1, (const uint8_t *)"\xff", 1, 1, &a, &sr));
     ASSERT_TRUE(sr.resolved);
     ASSERT_MEM_EQ(sr.key, sr.key_len, "b", 1);
     ASSERT_RC(rl__storage_get_key(st, 51, &sel, &a, &k, &kl), RL_E_FUTURE_VERSION);
     /* A newer version applied: reads below it are exact again, reads up to the ceiling see it. */
-    rl_mutation m2[] = {mset("a", "3")};
+    rl__mutation m2[] = {mset("a", "3")};
     ASSERT_OK(rl__storage_apply(st, 40, m2, 1));
     ASSERT_STR_EQ(get_str(st, 30, "a", &a), "1");
     ASSERT_STR_EQ(get_str(st, 45, "a", &a), "3");
@@ -253,12 +253,12 @@ static void make_keys(uint64_t *rng) {
 
 /* Model: the value of every key after each applied version. */
 typedef struct {
-    rl_version *vers;
+    rl__version *vers;
     snap *snaps;
     int n;
 } model;
 
-static const snap *model_at(const model *m, rl_version v) {
+static const snap *model_at(const model *m, rl__version v) {
     const snap *s = NULL;
     for (int i = 0; i < m->n && m->vers[i] <= v; i++) s = &m->snaps[i];
     return s;
@@ -266,7 +266,7 @@ static const snap *model_at(const model *m, rl_version v) {
 
 static int key_cmp_bytes(int i, const uint8_t *k, size_t kl) { return rl__bytes_cmp(keys[i], (size_t)klen[i], k, kl); }
 
-static void check_range(rl_storage *st, const snap *s, rl_version v, uint64_t *rng, rl_arena *a) {
+static void check_range(rl__storage *st, const snap *s, rl__version v, uint64_t *rng, rl_arena *a) {
     uint8_t b[4], e[4];
     int bl = (int)rl_test_rand_below(rng, 3), el = (int)rl_test_rand_below(rng, 4);
     int bi = (int)rl_test_rand_below(rng, NK), ei = (int)rl_test_rand_below(rng, NK);
@@ -306,7 +306,7 @@ static void check_range(rl_storage *st, const snap *s, rl_version v, uint64_t *r
     }
 }
 
-static void check_selector(rl_storage *st, const snap *s, rl_version v, uint64_t *rng, rl_arena *a) {
+static void check_selector(rl__storage *st, const snap *s, rl__version v, uint64_t *rng, rl_arena *a) {
     int ki = (int)rl_test_rand_below(rng, NK);
     rl_key_selector sel = {keys[ki], (uint32_t)klen[ki], (int)rl_test_rand_below(rng, 2),
                            (int)rl_test_rand_below(rng, 9) - 4};
@@ -346,8 +346,8 @@ TEST(storage_2_1_model) {
     uint64_t seed = rl_test_seed(), rng = seed;
     make_keys(&rng);
     const uint64_t window = 60;
-    rl_storage *st = open_mem(window);
-    model m = {rl__malloc(2000 * sizeof(rl_version)), rl__malloc(2000 * sizeof(snap)), 0};
+    rl__storage *st = open_mem(window);
+    model m = {rl__malloc(2000 * sizeof(rl__version)), rl__malloc(2000 * sizeof(snap)), 0};
     snap cur;
     memset(&cur, 0, sizeof cur);
     for (int i = 0; i < NK; i++) cur.len[i] = -1;
@@ -358,10 +358,10 @@ TEST(storage_2_1_model) {
     static const int atomics[] = {
         RL_MUT_ADD, RL_MUT_BIT_AND, RL_MUT_BIT_OR,   RL_MUT_BIT_XOR,  RL_MUT_APPEND_IF_FITS,
         RL_MUT_MAX, RL_MUT_MIN,     RL_MUT_BYTE_MIN, RL_MUT_BYTE_MAX, RL_MUT_COMPARE_AND_CLEAR};
-    rl_version v = 0;
+    rl__version v = 0;
     for (int step = 0; step < 2000; step++) {
         v += 1 + rl_test_rand_below(&rng, 3);
-        rl_mutation muts[6];
+        rl__mutation muts[6];
         uint8_t vals[6][8];
         int nm = (int)rl_test_rand_below(&rng, 6);
         for (int j = 0; j < nm; j++) {
@@ -369,7 +369,7 @@ TEST(storage_2_1_model) {
             uint32_t vl = (uint32_t)rl_test_rand_below(&rng, 9);
             for (uint32_t x = 0; x < vl; x++) vals[j][x] = (uint8_t)rl_test_rand_below(&rng, 4);
             int kind = (int)rl_test_rand_below(&rng, 10);
-            rl_mutation *mu = &muts[j];
+            rl__mutation *mu = &muts[j];
             mu->p1 = keys[ki];
             mu->len1 = (uint32_t)klen[ki];
             mu->p2 = vals[j];
@@ -410,10 +410,10 @@ TEST(storage_2_1_model) {
         m.snaps[m.n++] = cur;
         if (rl_test_rand_below(&rng, 50) == 0) rl__storage_collect(st);
         /* Read at a few random versions of the window. */
-        rl_version oldest = rl__storage_oldest_version(st);
+        rl__version oldest = rl__storage_oldest_version(st);
         ASSERT_EQ(oldest, v > window ? v - window : 0);
         for (int r = 0; r < 3; r++) {
-            rl_version rv = oldest + rl_test_rand_below(&rng, v - oldest + 1);
+            rl__version rv = oldest + rl_test_rand_below(&rng, v - oldest + 1);
             const snap *s = model_at(&m, rv);
             snap empty;
             if (!s) {
@@ -438,7 +438,7 @@ TEST(storage_2_1_model) {
                       RL_E_TRANSACTION_TOO_OLD);
         }
     }
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     uint64_t live = 0, bytes = 0;
     for (int i = 0; i < NK; i++)
@@ -550,11 +550,11 @@ TEST(storage_3_2_append_limit) {
 
 /* Atomics in storage apply against the value at the previous version; history is kept. */
 TEST(storage_3_3_atomic_in_storage) {
-    rl_storage *st = open_mem(0);
+    rl__storage *st = open_mem(0);
     rl_arena a;
     rl__arena_init(&a, 0);
-    rl_mutation add = {RL_MUT_ADD, (const uint8_t *)"c", 1, (const uint8_t *)"\x01\x00", 2};
-    for (rl_version v = 1; v <= 300; v++) ASSERT_OK(rl__storage_apply(st, v, &add, 1));
+    rl__mutation add = {RL_MUT_ADD, (const uint8_t *)"c", 1, (const uint8_t *)"\x01\x00", 2};
+    for (rl__version v = 1; v <= 300; v++) ASSERT_OK(rl__storage_apply(st, v, &add, 1));
     int present;
     const uint8_t *val;
     uint32_t len;
@@ -562,7 +562,7 @@ TEST(storage_3_3_atomic_in_storage) {
     ASSERT_MEM_EQ(val, len, "\x2c\x01", 2);
     ASSERT_OK(rl__storage_get(st, 256, "c", 1, &a, &present, &val, &len));
     ASSERT_MEM_EQ(val, len, "\x00\x01", 2);
-    rl_mutation cac = {RL_MUT_COMPARE_AND_CLEAR, (const uint8_t *)"c", 1, (const uint8_t *)"\x2c\x01", 2};
+    rl__mutation cac = {RL_MUT_COMPARE_AND_CLEAR, (const uint8_t *)"c", 1, (const uint8_t *)"\x2c\x01", 2};
     ASSERT_OK(rl__storage_apply(st, 301, &cac, 1));
     ASSERT_OK(rl__storage_get(st, 301, "c", 1, &a, &present, &val, &len));
     ASSERT_EQ(present, 0);
@@ -572,7 +572,7 @@ TEST(storage_3_3_atomic_in_storage) {
 
 /* ---- storage-4: key selectors ------------------------------------------------------------ */
 
-static void expect_key(rl_storage *st, rl_version v, rl_key_selector sel, const char *want, size_t wl) {
+static void expect_key(rl__storage *st, rl__version v, rl_key_selector sel, const char *want, size_t wl) {
     rl_arena a;
     rl__arena_init(&a, 0);
     const uint8_t *k;
@@ -583,9 +583,9 @@ static void expect_key(rl_storage *st, rl_version v, rl_key_selector sel, const 
 }
 
 TEST(storage_4_1_selectors) {
-    rl_storage *st = open_mem(0);
-    rl_mutation m1[] = {mset("a", "1"), mset("b", "2"), mset("c", "3"), mset("d", "4")};
-    rl_mutation m2[] = {mclear("b")};
+    rl__storage *st = open_mem(0);
+    rl__mutation m1[] = {mset("a", "1"), mset("b", "2"), mset("c", "3"), mset("d", "4")};
+    rl__mutation m2[] = {mclear("b")};
     ASSERT_OK(rl__storage_apply(st, 1, m1, 4));
     ASSERT_OK(rl__storage_apply(st, 2, m2, 1));
     expect_key(st, 1, RL_FIRST_GREATER_OR_EQUAL("", 0), B("a"));
@@ -618,7 +618,7 @@ TEST(storage_4_1_selectors) {
     s.offset = 0; /* last key < "": nothing */
     expect_key(st, 2, s, B(""));
     /* Keys above \xff\xff are clamped to it. */
-    rl_mutation m3[] = {mset("\xff\xff\x01", "x")};
+    rl__mutation m3[] = {mset("\xff\xff\x01", "x")};
     ASSERT_OK(rl__storage_apply(st, 3, m3, 1));
     expect_key(st, 3, RL_FIRST_GREATER_THAN("d", 1), B("\xff\xff"));
     expect_key(st, 3, RL_LAST_LESS_OR_EQUAL("\xff\xff\xff", 3), B("\xff\xff"));
@@ -626,8 +626,8 @@ TEST(storage_4_1_selectors) {
 }
 
 TEST(storage_4_2_range_limits) {
-    rl_storage *st = open_mem(0);
-    rl_mutation m[] = {mset("a", "11"), mset("b", "22"), mset("c", "33"), mset("d", "44")};
+    rl__storage *st = open_mem(0);
+    rl__mutation m[] = {mset("a", "11"), mset("b", "22"), mset("c", "33"), mset("d", "44")};
     ASSERT_OK(rl__storage_apply(st, 1, m, 4));
     rl_arena a;
     rl__arena_init(&a, 0);
@@ -657,7 +657,7 @@ TEST(storage_4_2_range_limits) {
 /* Every version v writes keys a and b with the same 8-byte value v; readers at the latest
  * version must always see them equal (a read never observes half a version). */
 typedef struct {
-    rl_storage *st;
+    rl__storage *st;
     _Atomic int stop;
     _Atomic int bad;
 } conc_ctx;
@@ -668,7 +668,7 @@ static void *reader(void *arg) {
     long reads = 0;
     rl__arena_init(&a, 0);
     while (!c->stop) {
-        rl_version v = rl__storage_latest_version(c->st);
+        rl__version v = rl__storage_latest_version(c->st);
         rl_keyvalue *kvs;
         int n, more;
         if (rl__storage_get_range(c->st, v, "a", 1, "c", 1, 0, 0, (int)(reads & 1), &a, &kvs, &n, &more) != RL_OK) {
@@ -687,9 +687,9 @@ TEST(storage_5_1_concurrent_readers) {
     conc_ctx c = {open_mem(1000), 0, 0};
     pthread_t th[3];
     for (int i = 0; i < 3; i++) ASSERT_EQ(pthread_create(&th[i], NULL, reader, &c), 0);
-    for (rl_version v = 1; v <= 5000; v++) {
-        rl_mutation m[] = {{RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)&v, 8},
-                           {RL_MUT_SET, (const uint8_t *)"b", 1, (const uint8_t *)&v, 8}};
+    for (rl__version v = 1; v <= 5000; v++) {
+        rl__mutation m[] = {{RL_MUT_SET, (const uint8_t *)"a", 1, (const uint8_t *)&v, 8},
+                            {RL_MUT_SET, (const uint8_t *)"b", 1, (const uint8_t *)&v, 8}};
         ASSERT_OK(rl__storage_apply(c.st, v, m, 2));
     }
     c.stop = 1;

@@ -10,8 +10,8 @@
 #include "storage/storage.h"
 #include "test.h"
 
-static int open_dir(const char *dir, uint64_t ckpt_bytes, rl_storage **st, rl_buf *err) {
-    rl_storage_options o = {0};
+static int open_dir(const char *dir, uint64_t ckpt_bytes, rl__storage **st, rl_buf *err) {
+    rl__storage_options o = {0};
     o.dir = dir;
     o.no_sync = 1; /* these tests check formats, not power loss; the crash test syncs */
     o.checkpoint_log_bytes = ckpt_bytes;
@@ -19,7 +19,7 @@ static int open_dir(const char *dir, uint64_t ckpt_bytes, rl_storage **st, rl_bu
 }
 
 /* Every key-value at the latest version, serialized, into out. */
-static void dump(rl_storage *st, rl_buf *out) {
+static void dump(rl__storage *st, rl_buf *out) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs;
@@ -38,23 +38,23 @@ static void dump(rl_storage *st, rl_buf *out) {
 }
 
 /* Apply one pseudo-random version: a few sets, sometimes a clear_range and an ADD. */
-static void write_version(rl_storage *st, rl_version v, uint64_t *rng) {
-    rl_mutation m[5];
+static void write_version(rl__storage *st, rl__version v, uint64_t *rng) {
+    rl__mutation m[5];
     char k[5][16], val[5][32];
     int n = 0;
     for (int i = 0; i < 3; i++) {
         snprintf(k[n], sizeof k[n], "k%03d", (int)rl_test_rand_below(rng, 200));
         int vl = snprintf(val[n], sizeof val[n], "v%llu-%d", (unsigned long long)v, i);
-        m[n] = (rl_mutation){RL_MUT_SET, (const uint8_t *)k[n], 4, (const uint8_t *)val[n], (uint32_t)vl};
+        m[n] = (rl__mutation){RL_MUT_SET, (const uint8_t *)k[n], 4, (const uint8_t *)val[n], (uint32_t)vl};
         n++;
     }
     if (rl_test_rand_below(rng, 4) == 0) {
         snprintf(k[n], sizeof k[n], "k%03d", (int)rl_test_rand_below(rng, 200));
-        m[n] = (rl_mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)k[n], 4, (const uint8_t *)"k1", 2};
+        m[n] = (rl__mutation){RL_MUT_CLEAR_RANGE, (const uint8_t *)k[n], 4, (const uint8_t *)"k1", 2};
         if (memcmp(k[n], "k1", 2) > 0) m[n].p2 = (const uint8_t *)"k2";
         n++;
     }
-    m[n++] = (rl_mutation){RL_MUT_ADD, (const uint8_t *)"counter", 7, (const uint8_t *)"\x01\x00\x00", 3};
+    m[n++] = (rl__mutation){RL_MUT_ADD, (const uint8_t *)"counter", 7, (const uint8_t *)"\x01\x00\x00", 3};
     ASSERT_OK(rl__storage_apply(st, v, m, (size_t)n));
 }
 
@@ -96,12 +96,12 @@ static off_t file_size(const char *path) {
 TEST(durable_1_1_reopen_equals) {
     uint64_t rng = rl_test_seed();
     char *dir = rl_test_tmpdir("st-reopen");
-    rl_storage *st;
+    rl__storage *st;
     rl_buf before, after;
     rl__buf_init(&before);
     rl__buf_init(&after);
     ASSERT_OK(open_dir(dir, 0, &st, NULL));
-    for (rl_version v = 1; v <= 300; v++) write_version(st, v * 10, &rng);
+    for (rl__version v = 1; v <= 300; v++) write_version(st, v * 10, &rng);
     ASSERT_OK(rl__storage_sync(st));
     dump(st, &before);
     rl__storage_close(st);
@@ -127,18 +127,18 @@ TEST(durable_1_1_reopen_equals) {
 TEST(durable_1_2_checkpoints) {
     uint64_t rng = rl_test_seed();
     char *dir = rl_test_tmpdir("st-ckpt");
-    rl_storage *st;
+    rl__storage *st;
     rl_buf before, after;
     rl__buf_init(&before);
     rl__buf_init(&after);
     ASSERT_OK(open_dir(dir, 4096, &st, NULL)); /* a checkpoint every 4 KiB of log */
-    for (rl_version v = 1; v <= 500; v++) {
+    for (rl__version v = 1; v <= 500; v++) {
         write_version(st, v, &rng);
         if (v % 7 == 0) ASSERT_OK(rl__storage_sync(st));
         if (v == 250) ASSERT_OK(rl__storage_checkpoint(st));
     }
     ASSERT_OK(rl__storage_sync(st));
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_TRUE(s.checkpoints >= 10);
     ASSERT_TRUE(s.checkpoint_version > 400);
@@ -148,7 +148,7 @@ TEST(durable_1_2_checkpoints) {
     ASSERT_OK(open_dir(dir, 4096, &st, NULL));
     dump(st, &after);
     ASSERT_MEM_EQ(after.data, after.len, before.data, before.len);
-    rl_storage_status s2;
+    rl__storage_status s2;
     rl__storage_get_status(st, &s2);
     ASSERT_EQ(s2.checkpoint_version, s.checkpoint_version);
     ASSERT_EQ(s2.keys, s.keys);
@@ -186,15 +186,15 @@ TEST(durable_1_2_checkpoints) {
 TEST(durable_2_1_torn_tail) {
     uint64_t rng = rl_test_seed();
     char *dir = rl_test_tmpdir("st-torn");
-    rl_storage *st;
+    rl__storage *st;
     rl_buf want, got;
     rl__buf_init(&want);
     rl__buf_init(&got);
     ASSERT_OK(open_dir(dir, 0, &st, NULL));
-    for (rl_version v = 1; v <= 20; v++) write_version(st, v, &rng);
+    for (rl__version v = 1; v <= 20; v++) write_version(st, v, &rng);
     ASSERT_OK(rl__storage_sync(st));
     dump(st, &want);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     size_t l1 = s.log_bytes;
     write_version(st, 21, &rng);
@@ -232,8 +232,8 @@ TEST(durable_2_1_torn_tail) {
 TEST(durable_2_2_corrupt_middle_record) {
     uint64_t rng = rl_test_seed();
     char *dir = rl_test_tmpdir("st-corrupt");
-    rl_storage *st;
-    rl_storage_status s;
+    rl__storage *st;
+    rl__storage_status s;
     ASSERT_OK(open_dir(dir, 0, &st, NULL));
     write_version(st, 1, &rng);
     ASSERT_OK(rl__storage_sync(st));
@@ -279,9 +279,9 @@ TEST(durable_2_2_corrupt_middle_record) {
 TEST(durable_2_3_corrupt_checkpoint) {
     uint64_t rng = rl_test_seed();
     char *dir = rl_test_tmpdir("st-ckcorrupt");
-    rl_storage *st;
+    rl__storage *st;
     ASSERT_OK(open_dir(dir, 0, &st, NULL));
-    for (rl_version v = 1; v <= 10; v++) write_version(st, v, &rng);
+    for (rl__version v = 1; v <= 10; v++) write_version(st, v, &rng);
     ASSERT_OK(rl__storage_checkpoint(st));
     rl__storage_close(st);
     char *cp = ckpt_path(dir, 1);
@@ -317,7 +317,7 @@ TEST(durable_2_3_corrupt_checkpoint) {
 
 TEST(durable_3_1_locked) {
     char *dir = rl_test_tmpdir("st-lock");
-    rl_storage *st, *st2 = NULL;
+    rl__storage *st, *st2 = NULL;
     ASSERT_OK(open_dir(dir, 0, &st, NULL));
     ASSERT_RC(open_dir(dir, 0, &st2, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
     ASSERT_NULL(st2);
@@ -329,7 +329,7 @@ TEST(durable_3_1_locked) {
 }
 
 TEST(durable_3_2_missing_dir) {
-    rl_storage *st = NULL;
+    rl__storage *st = NULL;
     rl_buf err;
     rl__buf_init(&err);
     ASSERT_RC(open_dir("/nonexistent/reclayer/storage-test", 0, &st, &err), RL_E_FILE_NOT_FOUND);
@@ -341,8 +341,8 @@ TEST(durable_3_2_missing_dir) {
 /* A log that cannot be written poisons the engine: every later write fails. */
 TEST(durable_3_3_poisoned) {
     char *dir = rl_test_tmpdir("st-poison");
-    rl_storage *st;
-    rl_storage_options o = {0};
+    rl__storage *st;
+    rl__storage_options o = {0};
     o.dir = dir;
     o.no_sync = 1;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));

@@ -20,9 +20,9 @@
 #include "storage/storage.h"
 #include "test.h"
 
-static rl_storage *open_ssd(const char *dir, uint64_t window, uint64_t flush_bytes) {
-    rl_storage_options o = {0};
-    rl_storage *st = NULL;
+static rl__storage *open_ssd(const char *dir, uint64_t window, uint64_t flush_bytes) {
+    rl__storage_options o = {0};
+    rl__storage *st = NULL;
     rl_buf msg;
     rl__buf_init(&msg);
     o.engine = RL_ENGINE_SSD;
@@ -36,9 +36,9 @@ static rl_storage *open_ssd(const char *dir, uint64_t window, uint64_t flush_byt
     return st;
 }
 
-static rl_storage *open_mem(uint64_t window) {
-    rl_storage_options o = {0};
-    rl_storage *st = NULL;
+static rl__storage *open_mem(uint64_t window) {
+    rl__storage_options o = {0};
+    rl__storage *st = NULL;
     o.window_versions = window;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
     return st;
@@ -76,7 +76,7 @@ static size_t make_key(uint64_t i, int long_keys, uint8_t *out) {
 #define NKEYS 300
 #define MAXK 4000
 
-static void cmp_get(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k, size_t kl, rl_arena *ar) {
+static void cmp_get(rl__storage *a, rl__storage *b, rl__version v, const uint8_t *k, size_t kl, rl_arena *ar) {
     int pa, pb;
     const uint8_t *va, *vb;
     uint32_t la, lb;
@@ -87,7 +87,7 @@ static void cmp_get(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k
                  (const char *)k, kl, pa, pb);
 }
 
-static void cmp_range(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *bk, size_t bl, const uint8_t *ek,
+static void cmp_range(rl__storage *a, rl__storage *b, rl__version v, const uint8_t *bk, size_t bl, const uint8_t *ek,
                       size_t el, int limit, int reverse, rl_arena *ar) {
     rl_keyvalue *ka, *kb;
     int na, nb, ma, mb;
@@ -103,8 +103,8 @@ static void cmp_range(rl_storage *a, rl_storage *b, rl_version v, const uint8_t 
     }
 }
 
-static void cmp_key(rl_storage *a, rl_storage *b, rl_version v, const uint8_t *k, size_t kl, int or_equal, int offset,
-                    rl_arena *ar) {
+static void cmp_key(rl__storage *a, rl__storage *b, rl__version v, const uint8_t *k, size_t kl, int or_equal,
+                    int offset, rl_arena *ar) {
     rl_key_selector sel = {k, (uint32_t)kl, or_equal, offset};
     const uint8_t *ka, *kb;
     uint32_t la, lb;
@@ -121,16 +121,16 @@ static void random_vs_memory(int long_keys, int rounds) {
     uint64_t rs = seed;
     char *dir = rl_test_tmpdir("ssd");
     const uint64_t window = 40;
-    rl_storage *s = open_ssd(dir, window, 4096);
+    rl__storage *s = open_ssd(dir, window, 4096);
     uint64_t flushes = 0;
-    rl_storage *m = open_mem(window);
+    rl__storage *m = open_mem(window);
     rl_arena ar;
     rl__arena_init(&ar, 0);
     uint8_t *k1 = malloc(MAXK), *k2 = malloc(MAXK), val[64];
-    rl_version v = 0;
+    rl__version v = 0;
     for (int round = 0; round < rounds; round++) {
         /* One version of 1-8 mutations. */
-        rl_mutation mu[8];
+        rl__mutation mu[8];
         uint8_t *kb[8];
         int nm = 1 + (int)rl_test_rand_below(&rs, 8);
         for (int i = 0; i < nm; i++) {
@@ -169,10 +169,10 @@ static void random_vs_memory(int long_keys, int rounds) {
         ASSERT_OK(rl__storage_apply(m, v, mu, (size_t)nm));
         for (int i = 0; i < nm; i++) free(kb[i]);
         /* Reads at random versions both can serve. */
-        rl_version lo = rl__storage_oldest_version(s);
+        rl__version lo = rl__storage_oldest_version(s);
         if (rl__storage_oldest_version(m) > lo) lo = rl__storage_oldest_version(m);
         for (int q = 0; q < 4; q++) {
-            rl_version rv = lo + rl_test_rand_below(&rs, v - lo + 1);
+            rl__version rv = lo + rl_test_rand_below(&rs, v - lo + 1);
             size_t l1 = make_key(rl_test_rand_below(&rs, NKEYS), long_keys, k1);
             size_t l2 = make_key(rl_test_rand_below(&rs, NKEYS), long_keys, k2);
             cmp_get(s, m, rv, k1, l1, &ar);
@@ -185,7 +185,7 @@ static void random_vs_memory(int long_keys, int rounds) {
         (void)val;
         if (round % 97 == 96) { /* reopen: recovery replays the log over LMDB */
             ASSERT_OK(rl__storage_sync(s));
-            rl_storage_status x;
+            rl__storage_status x;
             rl__storage_get_status(s, &x);
             flushes += x.checkpoints;
             rl__storage_close(s);
@@ -194,7 +194,7 @@ static void random_vs_memory(int long_keys, int rounds) {
             cmp_range(s, m, v, (const uint8_t *)"", 0, (const uint8_t *)"\xff", 1, 0, 0, &ar);
         }
     }
-    rl_storage_status ss, ms;
+    rl__storage_status ss, ms;
     rl__storage_get_status(s, &ss);
     rl__storage_get_status(m, &ms);
     ASSERT_STR_EQ(ss.engine, "ssd");
@@ -229,16 +229,17 @@ TEST(ssd_2_1_long_keys_vs_memory) { random_vs_memory(1, 1500); }
  * a memory directory is refused as ssd. */
 TEST(ssd_1_2_engine_recorded) {
     char *dir = rl_test_tmpdir("ssd-eng");
-    rl_storage *st = open_ssd(dir, 0, 0);
-    rl_mutation mu = {.type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1, .p2 = (const uint8_t *)"1", .len2 = 1};
+    rl__storage *st = open_ssd(dir, 0, 0);
+    rl__mutation mu = {
+        .type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1, .p2 = (const uint8_t *)"1", .len2 = 1};
     ASSERT_OK(rl__storage_apply(st, 5, &mu, 1));
     ASSERT_OK(rl__storage_sync(st));
     rl__storage_close(st);
-    rl_storage_options o = {0};
+    rl__storage_options o = {0};
     o.dir = dir;
     o.engine = RL_ENGINE_AUTO;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_STR_EQ(s.engine, "ssd");
     ASSERT_EQ(s.latest_version, 5);
@@ -271,8 +272,9 @@ TEST(ssd_1_2_engine_recorded) {
 /* A damaged data.mdb is a clear error naming the file, and no file is changed. */
 TEST(ssd_4_1_corrupt_names_file) {
     char *dir = rl_test_tmpdir("ssd-corrupt");
-    rl_storage *st = open_ssd(dir, 0, 0);
-    rl_mutation mu = {.type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1, .p2 = (const uint8_t *)"1", .len2 = 1};
+    rl__storage *st = open_ssd(dir, 0, 0);
+    rl__mutation mu = {
+        .type = RL_MUT_SET, .p1 = (const uint8_t *)"a", .len1 = 1, .p2 = (const uint8_t *)"1", .len2 = 1};
     ASSERT_OK(rl__storage_apply(st, 5, &mu, 1));
     ASSERT_OK(rl__storage_checkpoint(st)); /* flush: the row is in LMDB */
     rl__storage_close(st);
@@ -284,7 +286,7 @@ TEST(ssd_4_1_corrupt_names_file) {
     memset(junk, 0x5a, sizeof junk);
     ASSERT_EQ(fwrite(junk, 1, sizeof junk, f), sizeof junk); /* both meta pages */
     fclose(f);
-    rl_storage_options o = {0};
+    rl__storage_options o = {0};
     o.dir = dir;
     o.engine = RL_ENGINE_SSD;
     rl_buf msg;
@@ -306,7 +308,7 @@ TEST(ssd_4_1_corrupt_names_file) {
 enum { NK = 20, READERS = 3 };
 
 typedef struct {
-    rl_storage *st;
+    rl__storage *st;
     atomic_int stop;
     atomic_long reads;
     atomic_int bad;
@@ -317,7 +319,7 @@ static void *reader(void *arg) {
     rl_arena a;
     rl__arena_init(&a, 0);
     while (!atomic_load(&c->stop)) {
-        rl_version v = rl__storage_latest_version(c->st);
+        rl__version v = rl__storage_latest_version(c->st);
         rl_keyvalue *kv;
         int n, more, rc;
         rc = rl__storage_get_range(c->st, v, "k", 1, "l", 1, 0, 0, (int)(v & 1), &a, &kv, &n, &more);
@@ -343,13 +345,13 @@ TEST(ssd_4_2_reads_during_flushes) {
     char *dir = rl_test_tmpdir("ssd-conc");
     conc c = {.st = open_ssd(dir, 3, 2048)};
     char keys[NK][8], val[32];
-    rl_mutation mu[NK];
+    rl__mutation mu[NK];
     pthread_t th[READERS];
-    rl_version v = 1;
+    rl__version v = 1;
     /* Version 1 so readers always find NK keys. */
     for (int i = 0; i < NK; i++) {
         snprintf(keys[i], sizeof keys[i], "k%02d", i);
-        mu[i] = (rl_mutation){
+        mu[i] = (rl__mutation){
             .type = RL_MUT_SET, .p1 = (const uint8_t *)keys[i], .len1 = 3, .p2 = (const uint8_t *)val, .len2 = 0};
     }
     snprintf(val, sizeof val, "v%016llu", 1ull);
@@ -364,7 +366,7 @@ TEST(ssd_4_2_reads_during_flushes) {
     }
     atomic_store(&c.stop, 1);
     for (int i = 0; i < READERS; i++) pthread_join(th[i], NULL);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(c.st, &s);
     printf("%llu versions, %ld reads, %llu flushes\n", (unsigned long long)v, (long)atomic_load(&c.reads),
            (unsigned long long)s.checkpoints);

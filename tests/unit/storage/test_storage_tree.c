@@ -14,9 +14,9 @@
 #include "storage/storage_int.h"
 #include "test.h"
 
-static rl_storage *open_mem(uint64_t window) {
-    rl_storage_options o = {0};
-    rl_storage *st = NULL;
+static rl__storage *open_mem(uint64_t window) {
+    rl__storage_options o = {0};
+    rl__storage *st = NULL;
     o.window_versions = window;
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
     return st;
@@ -78,7 +78,7 @@ static void check_node(const void *x, int h, const bt_sep *lo, const bt_sep *hi,
 }
 
 /* Verify invariants 1-3 of storage.c; returns the number of rows (live or not). */
-static size_t check_tree(rl_storage *st) {
+static size_t check_tree(rl__storage *st) {
     walk w = {NULL, 0};
     check_node(st->root, st->depth, NULL, NULL, 1, &w);
     ASSERT_TRUE(w.prev == st->last);
@@ -94,7 +94,7 @@ static size_t check_tree(rl_storage *st) {
 #define MAXH 64
 
 typedef struct {
-    rl_version v;
+    rl__version v;
     int val; /* -1: absent (tombstone) */
 } mver;
 
@@ -166,13 +166,13 @@ static void make_keys(int shape) {
     ASSERT_EQ(strlen(PREFIXES[3]), PREFIX_LENS[3]);
 }
 
-static int model_at(const mkey *k, rl_version v) {
+static int model_at(const mkey *k, rl__version v) {
     for (int i = k->nh - 1; i >= 0; i--)
         if (k->h[i].v <= v) return k->h[i].val;
     return -1;
 }
 
-static void model_write(mkey *k, rl_version v, int val) {
+static void model_write(mkey *k, rl__version v, int val) {
     if (k->nh && k->h[k->nh - 1].v == v) {
         k->h[k->nh - 1].val = val;
         return;
@@ -187,8 +187,8 @@ static void model_write(mkey *k, rl_version v, int val) {
 }
 
 /* The oldest version whose state the model still knows for every key. */
-static rl_version model_floor(void) {
-    rl_version f = 0;
+static rl__version model_floor(void) {
+    rl__version f = 0;
     for (int i = 0; i < NKEYS; i++)
         if (keys[i].nh == MAXH && keys[i].h[0].v > f) f = keys[i].h[0].v;
     return f;
@@ -196,7 +196,7 @@ static rl_version model_floor(void) {
 
 /* ---- checks against the model ------------------------------------------------------------ */
 
-static void check_get(rl_storage *st, rl_version v, int i, rl_arena *a) {
+static void check_get(rl__storage *st, rl__version v, int i, rl_arena *a) {
     int present;
     const uint8_t *val;
     uint32_t len;
@@ -211,7 +211,7 @@ static void check_get(rl_storage *st, rl_version v, int i, rl_arena *a) {
 }
 
 /* Range [keys[b], keys[e]) at v with a limit, either direction. */
-static void check_range(rl_storage *st, rl_version v, int b, int e, int limit, int reverse, rl_arena *a) {
+static void check_range(rl__storage *st, rl__version v, int b, int e, int limit, int reverse, rl_arena *a) {
     rl_keyvalue *kvs;
     int n, more;
     ASSERT_OK(rl__storage_get_range(st, v, keys[b].key, keys[b].klen, keys[e].key, keys[e].klen, limit, 0, reverse, a,
@@ -237,7 +237,7 @@ static void check_range(rl_storage *st, rl_version v, int b, int e, int limit, i
 }
 
 /* Selector (keys[i], or_equal, offset) at v against the model. */
-static void check_selector(rl_storage *st, rl_version v, int i, int or_equal, int offset, rl_arena *a) {
+static void check_selector(rl__storage *st, rl__version v, int i, int or_equal, int offset, rl_arena *a) {
     rl_key_selector sel = {(const uint8_t *)keys[i].key, (int)keys[i].klen, or_equal, offset};
     const uint8_t *k;
     uint32_t kl;
@@ -269,9 +269,9 @@ static void check_selector(rl_storage *st, rl_version v, int i, int or_equal, in
     ASSERT_MEM_EQ(k, kl, ek, ekl);
 }
 
-static rl_mutation set_of(int i, int val, char *buf) {
+static rl__mutation set_of(int i, int val, char *buf) {
     int bl = snprintf(buf, 32, "v%d", val);
-    rl_mutation m = {RL_MUT_SET, (const uint8_t *)keys[i].key, keys[i].klen, (const uint8_t *)buf, (uint32_t)bl};
+    rl__mutation m = {RL_MUT_SET, (const uint8_t *)keys[i].key, keys[i].klen, (const uint8_t *)buf, (uint32_t)bl};
     return m;
 }
 
@@ -281,13 +281,13 @@ static rl_mutation set_of(int i, int val, char *buf) {
  * make the GC remove them, then reverse scans across every leaf edge. */
 TEST(storage_6_1_ascending_splits_and_emptied_leaves) {
     make_keys(0);
-    rl_storage *st = open_mem(1);
+    rl__storage *st = open_mem(1);
     rl_arena a;
     rl__arena_init(&a, 0);
     char buf[32];
-    rl_version v = 1;
+    rl__version v = 1;
     for (int i = 0; i < NKEYS; i++, v++) {
-        rl_mutation m = set_of(i, i, buf);
+        rl__mutation m = set_of(i, i, buf);
         ASSERT_OK(rl__storage_apply(st, v, &m, 1));
         model_write(&keys[i], v, i);
     }
@@ -305,22 +305,22 @@ TEST(storage_6_1_ascending_splits_and_emptied_leaves) {
     }
     /* Clear keys [100, 900) one by one: whole leaves empty, neighbours merge. */
     for (int i = 100; i < 900; i++, v++) {
-        rl_mutation m = {RL_MUT_CLEAR, (const uint8_t *)keys[i].key, keys[i].klen, NULL, 0};
+        rl__mutation m = {RL_MUT_CLEAR, (const uint8_t *)keys[i].key, keys[i].klen, NULL, 0};
         ASSERT_OK(rl__storage_apply(st, v, &m, 1));
         model_write(&keys[i], v, -1);
     }
     /* Then a clear range over [1500, 2900) in one version. */
-    rl_mutation cr = {RL_MUT_CLEAR_RANGE, (const uint8_t *)keys[1500].key, keys[1500].klen,
-                      (const uint8_t *)keys[2900].key, keys[2900].klen};
+    rl__mutation cr = {RL_MUT_CLEAR_RANGE, (const uint8_t *)keys[1500].key, keys[1500].klen,
+                       (const uint8_t *)keys[2900].key, keys[2900].klen};
     ASSERT_OK(rl__storage_apply(st, v, &cr, 1));
     for (int i = 1500; i < 2900; i++) model_write(&keys[i], v, -1);
     v++;
-    rl_mutation touch = set_of(0, 7, buf);
+    rl__mutation touch = set_of(0, 7, buf);
     ASSERT_OK(rl__storage_apply(st, v, &touch, 1)); /* moves oldest past the clears */
     model_write(&keys[0], v, 7);
     rl__storage_collect(st);
     ASSERT_EQ(check_tree(st), NKEYS - 800 - 1400);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_EQ(s.keys, NKEYS - 800 - 1400);
     for (int b = 0; b + 1 < NKEYS; b += 37) {
@@ -335,7 +335,7 @@ TEST(storage_6_1_ascending_splits_and_emptied_leaves) {
     }
     /* Clear everything: the tree returns to one empty root leaf. */
     v++;
-    rl_mutation all = {RL_MUT_CLEAR_RANGE, (const uint8_t *)"", 0, (const uint8_t *)"\xff", 1};
+    rl__mutation all = {RL_MUT_CLEAR_RANGE, (const uint8_t *)"", 0, (const uint8_t *)"\xff", 1};
     ASSERT_OK(rl__storage_apply(st, v, &all, 1));
     for (int i = 0; i < NKEYS; i++) model_write(&keys[i], v, -1);
     v++;
@@ -359,14 +359,14 @@ static void random_vs_model(int shape) {
     uint64_t seed = rl_test_seed(), rng = seed | 1;
     make_keys(shape);
     const uint64_t window = 40;
-    rl_storage *st = open_mem(window);
+    rl__storage *st = open_mem(window);
     rl_arena a;
     rl__arena_init(&a, 0);
     char bufs[16][32];
-    rl_version v = 0;
+    rl__version v = 0;
     for (int round = 0; round < 1500; round++) {
         v += 1 + rnd(&rng) % 3;
-        rl_mutation muts[16];
+        rl__mutation muts[16];
         int nm = 1 + (int)(rnd(&rng) % 16);
         /* Phases: grow, shrink, churn, so leaves split and merge repeatedly. */
         int phase = (round / 250) % 3;
@@ -379,14 +379,14 @@ static void random_vs_model(int shape) {
                 muts[j] = set_of(i, val, bufs[j]);
                 model_write(&keys[i], v, val);
             } else if (op < 97 || phase == 0) {
-                rl_mutation m = {RL_MUT_CLEAR, (const uint8_t *)keys[i].key, keys[i].klen, NULL, 0};
+                rl__mutation m = {RL_MUT_CLEAR, (const uint8_t *)keys[i].key, keys[i].klen, NULL, 0};
                 muts[j] = m;
                 model_write(&keys[i], v, -1);
             } else {
                 int e = i + (int)(rnd(&rng) % 200);
                 if (e >= NKEYS) e = NKEYS - 1;
-                rl_mutation m = {RL_MUT_CLEAR_RANGE, (const uint8_t *)keys[i].key, keys[i].klen,
-                                 (const uint8_t *)keys[e].key, keys[e].klen};
+                rl__mutation m = {RL_MUT_CLEAR_RANGE, (const uint8_t *)keys[i].key, keys[i].klen,
+                                  (const uint8_t *)keys[e].key, keys[e].klen};
                 muts[j] = m;
                 for (int k = i; k < e; k++) model_write(&keys[k], v, -1);
             }
@@ -394,11 +394,11 @@ static void random_vs_model(int shape) {
         ASSERT_OK(rl__storage_apply(st, v, muts, (size_t)nm));
         if (round % 50 == 49) check_tree(st);
         /* Reads at a random version in the window (and the model's horizon). */
-        rl_version oldest = rl__storage_oldest_version(st), fl = model_floor();
+        rl__version oldest = rl__storage_oldest_version(st), fl = model_floor();
         if (fl > oldest) oldest = fl;
         if (oldest > v) continue;
         for (int q = 0; q < 4; q++) {
-            rl_version rv = oldest + rnd(&rng) % (v - oldest + 1);
+            rl__version rv = oldest + rnd(&rng) % (v - oldest + 1);
             int b = (int)(rnd(&rng) % NKEYS), e = (int)(rnd(&rng) % NKEYS);
             if (b > e) {
                 int t = b;
@@ -421,7 +421,7 @@ static void random_vs_model(int shape) {
     ASSERT_OK(rl__storage_apply(st, v, NULL, 0));
     rl__storage_collect(st);
     size_t rows = check_tree(st);
-    rl_storage_status s;
+    rl__storage_status s;
     rl__storage_get_status(st, &s);
     ASSERT_EQ(rows, s.keys);
     size_t live = 0;
@@ -459,16 +459,16 @@ TEST(storage_6_4_prefix_ranges_vs_model) {
     enum { N = 3000 };
     static char pool[N][16];
     const char *ks[N];
-    rl_storage *st = open_mem(0);
+    rl__storage *st = open_mem(0);
     rl_arena a;
     rl__arena_init(&a, 0);
     int n = 0;
-    static rl_mutation m[N];
+    static rl__mutation m[N];
     for (int i = 0; i < N; i++) {
         int len = 1 + (int)(rnd(&rng) % 12);
         for (int j = 0; j < len; j++) pool[i][j] = "abc\x01\x7f\xfe"[rnd(&rng) % (j < 4 ? 2 : 6)];
         pool[i][len] = 0;
-        m[i] = (rl_mutation){RL_MUT_SET, (const uint8_t *)pool[i], (uint32_t)len, (const uint8_t *)"v", 1};
+        m[i] = (rl__mutation){RL_MUT_SET, (const uint8_t *)pool[i], (uint32_t)len, (const uint8_t *)"v", 1};
     }
     ASSERT_OK(rl__storage_apply(st, 1, m, N));
     /* The model: the distinct keys, sorted. */

@@ -196,8 +196,8 @@ TEST(tuple_2_1_refusals) {
 /* tuple-2.2: iterating: element fields, nested iteration, the iterator stays at an error. */
 TEST(tuple_2_2_iterate) {
     rl_buf b, u;
-    rl_tuple_iter it, sub;
-    rl_tuple_elem e, n;
+    rl__tuple_iter it, sub;
+    rl__tuple_elem e, n;
     rl__buf_init(&b);
     rl__buf_init(&u);
     /* (1, b"a\0b", ("x", None), -1, None) then a bad byte */
@@ -273,7 +273,7 @@ TEST(tuple_2_3_int_edges) {
     rl__buf_init(&b);
     rl__buf_init(&m);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rl_tuple_elem e;
+        rl__tuple_elem e;
         int neg;
         hex_to(&b, cases[i].hex);
         ASSERT_OK(rl__tuple_get(b.data, b.len, 0, &e));
@@ -363,7 +363,7 @@ TEST(tuple_2_4_depth_limit) {
 /* tuple-3.1: each packer against hand-computed encodings from the tuple spec. */
 TEST(tuple_3_1_packers) {
     rl_buf b;
-    rl_tuple_packer pk;
+    rl__tuple_packer pk;
     rl__buf_init(&b);
 #define CASE(stmt, want)                        \
     do {                                        \
@@ -419,9 +419,9 @@ TEST(tuple_3_1_packers) {
 /* tuple-3.2: pack_raw re-emits elements, turning nulls into the form of the target depth. */
 TEST(tuple_3_2_pack_raw) {
     rl_buf in, out;
-    rl_tuple_packer pk;
-    rl_tuple_iter it, sub;
-    rl_tuple_elem e, n;
+    rl__tuple_packer pk;
+    rl__tuple_iter it, sub;
+    rl__tuple_elem e, n;
     rl__buf_init(&in);
     rl__buf_init(&out);
     hex_to(&in, "00"
@@ -483,11 +483,11 @@ TEST(tuple_4_1_strinc_range) {
 
 /* tuple-4.2: subspaces: pack, contains, unpack, range; every packed key sorts inside range. */
 TEST(tuple_4_2_subspace) {
-    rl_subspace sub;
+    rl__subspace sub;
     rl_buf key, b, e;
-    rl_tuple_packer pk;
-    rl_tuple_iter it;
-    rl_tuple_elem el;
+    rl__tuple_packer pk;
+    rl__tuple_iter it;
+    rl__tuple_elem el;
     rl__buf_init(&key);
     rl__buf_init(&b);
     rl__buf_init(&e);
@@ -540,8 +540,8 @@ TEST(tuple_4_2_subspace) {
 /* tuple-5.1: the suffix for 0, 1 and 2 incomplete versionstamps, with and without a prefix. */
 TEST(tuple_5_1_versionstamp_suffix) {
     rl_buf b;
-    rl_tuple_packer pk;
-    rl_tuple_elem e;
+    rl__tuple_packer pk;
+    rl__tuple_elem e;
     rl__buf_init(&b);
     /* none */
     rl__tuple_packer_init(&pk, &b);
@@ -575,7 +575,7 @@ TEST(tuple_5_1_versionstamp_suffix) {
     ASSERT_RC(rl__tuple_versionstamp_suffix(&pk), RL_E_TUPLE_MANY_INCOMPLETE_VERSIONSTAMPS);
     ASSERT_EQ(b.len, len);
     /* at offset 0 of a packer started at a subspace with a 300-byte prefix: two-byte offset */
-    rl_subspace sub;
+    rl__subspace sub;
     uint8_t pre[300];
     memset(pre, 0x07, sizeof pre);
     ASSERT_OK(rl__subspace_init(&sub, pre, sizeof pre));

@@ -36,8 +36,8 @@ TEST(tuple_9_1_iterate_allocates_nothing) {
     sample(&b);
     rl_alloc_reset_stats();
     ASSERT_OK(rl__tuple_validate(b.data, b.len, &count));
-    rl_tuple_iter it, sub;
-    rl_tuple_elem e, n;
+    rl__tuple_iter it, sub;
+    rl__tuple_elem e, n;
     rl__tuple_iter_init(&it, b.data, b.len);
     while (rl__tuple_iter_next(&it, &e) == RL_OK)
         if (e.type == RL_TT_NESTED) {
@@ -79,8 +79,8 @@ static int op_decimal(const rl_buf *in, rl_buf *out) {
 }
 
 static int op_subspace(const rl_buf *in, rl_buf *out) {
-    rl_subspace sub;
-    rl_tuple_packer pk;
+    rl__subspace sub;
+    rl__tuple_packer pk;
     rl_buf b, e;
     int rc = rl__subspace_init(&sub, in->data, in->len);
     if (rc) return rc;

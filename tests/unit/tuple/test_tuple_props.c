@@ -167,7 +167,7 @@ TEST(tuple_7_2_int_order) {
             c[i].mag[j] = r == 0 ? 0xff : r == 1 ? 0x00 : (uint8_t)rl_test_rand(&st);
         }
         if (n && c[i].mag[0] == 0) c[i].mag[0] = rl_test_rand_below(&st, 2) ? 1 : 0x80;
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         rl__buf_reset(&b);
         rl__tuple_packer_init(&pk, &b);
         /* Feed with random leading zero padding: the packer must strip it. */
@@ -179,7 +179,7 @@ TEST(tuple_7_2_int_order) {
         memcpy(c[i].enc, b.data, b.len);
         c[i].enc_len = b.len;
         /* Decoding gives the same sign and magnitude, and int64 values when they fit. */
-        rl_tuple_elem e;
+        rl__tuple_elem e;
         int neg;
         ASSERT_OK(rl__tuple_get(b.data, b.len, 0, &e));
         ASSERT_EQ(e.raw_len, b.len);
@@ -255,8 +255,8 @@ TEST(tuple_7_3_float_order) {
     }
     for (int i = 0; i < N; i++) {
         rl_buf b;
-        rl_tuple_packer pk;
-        rl_tuple_elem e;
+        rl__tuple_packer pk;
+        rl__tuple_elem e;
         rl__buf_init(&b);
         rl__tuple_packer_init(&pk, &b);
         rl__tuple_pack_double(&pk, v[i]);
@@ -310,8 +310,8 @@ TEST(tuple_7_4_string_order) {
             for (size_t j = 0; j < rlen[i]; j++) /* strings stay ASCII, so valid UTF-8 */
                 raw[i][j] = alphabet[rl_test_rand_below(&st, kind ? 4 : 5)];
             rl_buf b, u;
-            rl_tuple_packer pk;
-            rl_tuple_elem e;
+            rl__tuple_packer pk;
+            rl__tuple_elem e;
             rl__buf_init(&b);
             rl__buf_init(&u);
             rl__tuple_packer_init(&pk, &b);
@@ -391,7 +391,7 @@ static mtuple *rand_mtuple(uint64_t *st, int depth) {
     return t;
 }
 
-static void pack_mtuple(rl_tuple_packer *pk, const mtuple *t) {
+static void pack_mtuple(rl__tuple_packer *pk, const mtuple *t) {
     for (size_t i = 0; i < t->n; i++) {
         const melem *e = &t->e[i];
         switch (e->kind) {
@@ -413,7 +413,7 @@ TEST(tuple_7_5_nested_order) {
     static rl_buf enc[N];
     pool_used = 0;
     for (int i = 0; i < N; i++) {
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         t[i] = rand_mtuple(&st, 2);
         rl__buf_init(&enc[i]);
         rl__tuple_packer_init(&pk, &enc[i]);
@@ -433,7 +433,7 @@ TEST(tuple_7_5_nested_order) {
     /* The same tuples each wrapped as one nested element: same order. */
     for (int i = 0; i < N; i++) {
         rl_buf w;
-        rl_tuple_packer pk;
+        rl__tuple_packer pk;
         rl__buf_init(&w);
         rl__tuple_packer_init(&pk, &w);
         rl__tuple_pack_nested_begin(&pk);

@@ -1,4 +1,4 @@
-/* ss_repl.c — the storage server's replication side: the coordinator connection (HELLO,
+/* ss_coord.c — the storage server's side of the coordinator: its connection (HELLO,
  * REGISTER_STORAGE, GET_SHARD_MAP), the PEEK long-poll loop that applies its shards' mutations,
  * the background sync and POP, and reconnection with backoff. Everything here runs on the loop
  * thread except sync_main (the sync thread). A part of the storage server (ss_int.h, "The
@@ -46,13 +46,13 @@
 #include "reclayer/error.h"
 #include "server/ss_int.h"
 
-static void co_connect(rl_ss *ss);
-static void maybe_sync(rl_ss *ss);
+static void co_connect(rl__ss *ss);
+static void maybe_sync(rl__ss *ss);
 
 /* ==== the shard map ========================================================================= */
 
 /* A heap copy of a decoded GET_SHARD_MAP reply (NULL on OOM or an address that does not fit). */
-static ss_map *map_copy(const rl_msg_get_shard_map_reply *r, const char *own_host) {
+static ss_map *map_copy(const rl__msg_get_shard_map_reply *r, const char *own_host) {
     ss_map *m = rl__calloc(1, sizeof *m);
     if (!m) return NULL;
     m->version = r->version;
@@ -60,7 +60,7 @@ static ss_map *map_copy(const rl_msg_get_shard_map_reply *r, const char *own_hos
     m->shards = rl__calloc(r->n_shards ? r->n_shards : 1, sizeof *m->shards);
     if (!m->servers || !m->shards) goto fail;
     for (uint32_t i = 0; i < r->n_servers; i++) {
-        const rl_msg_server *s = &r->servers[i];
+        const rl__msg_server *s = &r->servers[i];
         ss_server *d = &m->servers[i];
         if (s->address_len >= sizeof d->addr) goto fail;
         d->id = s->id;
@@ -73,7 +73,7 @@ static ss_map *map_copy(const rl_msg_get_shard_map_reply *r, const char *own_hos
         m->n_servers++;
     }
     for (uint32_t i = 0; i < r->n_shards; i++) {
-        const rl_msg_shard *s = &r->shards[i];
+        const rl__msg_shard *s = &r->shards[i];
         ss_shard *d = &m->shards[i];
         d->r.begin = rl__ss_memdup(s->begin, s->begin_len);
         d->r.end = rl__ss_memdup(s->end, s->end_len);
@@ -92,9 +92,9 @@ fail:
 
 /* ==== sending to the coordinator ============================================================ */
 
-static void send_peek(rl_ss *ss) {
+static void send_peek(rl__ss *ss) {
     if (ss->co_state != SS_CO_READY || ss->co_peek_id || atomic_load(&ss->stopping)) return;
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_PEEK;
     m.u.peek_req.storage_id = ss->o.id;
@@ -106,9 +106,9 @@ static void send_peek(rl_ss *ss) {
     if (rl__ss_co_send(ss, &m, &ss->co_peek_id) != RL_OK) ss->co_peek_id = 0;
 }
 
-static void send_map_request(rl_ss *ss) {
+static void send_map_request(rl__ss *ss) {
     if (ss->co_state != SS_CO_READY || ss->co_map_id) return;
-    rl_msg m;
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_GET_SHARD_MAP;
     m.u.get_shard_map_req.min_version = 0;
@@ -117,10 +117,10 @@ static void send_map_request(rl_ss *ss) {
     if (rl__ss_co_send(ss, &m, &ss->co_map_id) != RL_OK) ss->co_map_id = 0;
 }
 
-static void send_pop(rl_ss *ss) {
+static void send_pop(rl__ss *ss) {
     if (ss->co_state != SS_CO_READY) return;
-    rl_version d = atomic_load(&ss->durable);
-    rl_msg m;
+    rl__version d = atomic_load(&ss->durable);
+    rl__msg m;
     memset(&m, 0, sizeof m);
     m.type = RL_MSG_POP;
     m.u.pop_req.storage_id = ss->o.id;
@@ -130,14 +130,14 @@ static void send_pop(rl_ss *ss) {
 
 /* ==== connecting ============================================================================ */
 
-static void on_retry(rl_loop *loop, void *ud) {
+static void on_retry(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_ss *ss = ud;
+    rl__ss *ss = ud;
     ss->co_retry_timer = 0;
     co_connect(ss);
 }
 
-static void schedule_retry(rl_ss *ss) {
+static void schedule_retry(rl__ss *ss) {
     if (atomic_load(&ss->stopping) || ss->co_retry_timer) return;
     uint32_t b = ss->co_backoff_ms ? ss->co_backoff_ms * 2 : 50;
     if (b > 1000) b = 1000;
@@ -148,14 +148,14 @@ static void schedule_retry(rl_ss *ss) {
 }
 
 /* Close the coordinator connection after a protocol error (on_co_close reconnects). */
-static void co_bad(rl_ss *ss, const char *what) {
+static void co_bad(rl__ss *ss, const char *what) {
     rl__log(RL_LOG_WARN, "storage server %u: closing the coordinator connection (%s): %s", ss->o.id,
             ss->co ? rl__conn_peer(ss->co) : "?", what);
     if (ss->co) rl__conn_close(ss->co, 0);
 }
 
-static void on_co_close(rl_conn *conn, int err, void *ud) {
-    rl_ss *ss = ud;
+static void on_co_close(rl__conn *conn, int err, void *ud) {
+    rl__ss *ss = ud;
     if (ss->co == conn && ss->co_delayed) rl__ss_delay_closed(ss, conn);
     if (ss->co == conn) {
         if (!atomic_load(&ss->stopping))
@@ -172,7 +172,7 @@ static void on_co_close(rl_conn *conn, int err, void *ud) {
 }
 
 /* REGISTER_STORAGE reply: the ranges this server owns and where to peek from. */
-static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
+static void on_register(rl__ss *ss, const rl__msg_register_storage_reply *r) {
     ss_range *own = rl__calloc(r->n_ranges ? r->n_ranges : 1, sizeof *own);
     uint32_t n = 0;
     if (!own) {
@@ -199,7 +199,7 @@ static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
     rl__ss_ranges_free(old, n_old);
     rl__ss_move_on_register(ss); /* the coordinator assigns moving ranges again */
 
-    rl_version known = atomic_load(&ss->known);
+    rl__version known = atomic_load(&ss->known);
     if (r->start_version > known) {
         /* The coordinator says nothing of this server's shards lies in (known, start]. */
         rl__log(RL_LOG_INFO,
@@ -224,14 +224,14 @@ static void on_register(rl_ss *ss, const rl_msg_register_storage_reply *r) {
 
 /* PEEK reply: apply every new version in order, then the ownership changes; known moves to
  * end_version (invariants 1, 2). */
-static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
-    rl_proto_why why;
+static void on_peek(rl__ss *ss, const rl__msg_peek_reply *r) {
+    rl__proto_why why;
     if (rl__msg_peek_reply_check(r, ss->co_peek_after, &why) != RL_OK) {
         co_bad(ss, why.text);
         return;
     }
     for (uint32_t i = 0; i < r->n_versions; i++) {
-        const rl_msg_peek_version *pv = &r->versions[i];
+        const rl__msg_peek_version *pv = &r->versions[i];
         if (pv->version <= atomic_load(&ss->applied)) continue;
         int rc = rl__ss_move_apply(ss, pv->version, pv->muts, pv->n_muts); /* ss_move.c */
         if (rc != RL_OK) {
@@ -244,7 +244,7 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
         if (pv->version > atomic_load(&ss->known)) atomic_store(&ss->known, pv->version);
     }
     for (uint32_t i = 0; i < r->n_changes; i++) {
-        const rl_msg_shard_change *c = &r->changes[i];
+        const rl__msg_shard_change *c = &r->changes[i];
         rl__log(RL_LOG_INFO, "storage server %u: %s a range at version %" PRIu64, ss->o.id,
                 c->kind == RL_SHARD_ASSIGN ? "assigned" : "removed", c->version);
         /* A moved-in range is fetched first (ss_move.c); a moved-out one is refused from the
@@ -267,7 +267,7 @@ static void on_peek(rl_ss *ss, const rl_msg_peek_reply *r) {
     maybe_sync(ss);
 }
 
-static void on_map(rl_ss *ss, const rl_msg_get_shard_map_reply *r) {
+static void on_map(rl__ss *ss, const rl__msg_get_shard_map_reply *r) {
     ss_map *m = map_copy(r, ss->host);
     if (!m) {
         rl__log(RL_LOG_WARN,
@@ -296,15 +296,15 @@ static void on_map(rl_ss *ss, const rl_msg_get_shard_map_reply *r) {
     rl__ss_move_on_map(ss);
 }
 
-static void on_peek_retry(rl_loop *loop, void *ud) {
+static void on_peek_retry(rl__loop *loop, void *ud) {
     (void)loop;
     send_peek(ud);
 }
 
-static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *payload, void *ud) {
-    rl_ss *ss = ud;
-    rl_msg m;
-    rl_proto_why why;
+static void on_co_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
+    rl__ss *ss = ud;
+    rl__msg m;
+    rl__proto_why why;
     char what[256];
     if (conn != ss->co || !rl__conn_is_open(conn)) return;
     if (!(h->flags & RL_FRAME_REPLY)) {
@@ -375,8 +375,8 @@ static void on_co_frame(rl_conn *conn, const rl_frame_header *h, const uint8_t *
     }
 }
 
-static void on_co_connect(rl_conn *conn, int err, void *ud) {
-    rl_ss *ss = ud;
+static void on_co_connect(rl__conn *conn, int err, void *ud) {
+    rl__ss *ss = ud;
     if (err != RL_OK) {
         rl__log(RL_LOG_DEBUG, "storage server %u: cannot reach the coordinator %s:%u: %s", ss->o.id, ss->coord_ip,
                 ss->o.coordinator_port, rl_error_name(err));
@@ -400,7 +400,7 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
     ss->co_delayed = !ss->coord_host || rl__netem_applies(ss->host, strlen(ss->host), (const uint8_t *)ss->coord_host,
                                                           strlen(ss->coord_host), RL_ROLE_COORDINATOR);
     if (ss->co_delayed) rl__ss_delay_conn(ss, conn);
-    rl_msg m;
+    rl__msg m;
     rl__ss_hello(ss, &m);
     rl__ss_co_send(ss, &m, NULL);
     memset(&m, 0, sizeof m);
@@ -415,7 +415,7 @@ static void on_co_connect(rl_conn *conn, int err, void *ud) {
     if (rl__ss_co_send(ss, &m, &ss->co_reg_id) != RL_OK) co_bad(ss, "cannot send REGISTER_STORAGE");
 }
 
-static void co_connect(rl_ss *ss) {
+static void co_connect(rl__ss *ss) {
     if (atomic_load(&ss->stopping) || ss->co_state != SS_CO_DOWN) return;
     ss->co_state = SS_CO_CONNECTING;
     rl__errdetail nd;
@@ -433,11 +433,11 @@ static void co_connect(rl_ss *ss) {
 /* ==== sync ================================================================================== */
 
 /* The result of a background sync, on the loop thread: publish, POP, maybe sync again. */
-static void on_sync_done(rl_loop *loop, void *ud) {
-    rl_ss *ss = ud;
+static void on_sync_done(rl__loop *loop, void *ud) {
+    rl__ss *ss = ud;
     pthread_mutex_lock(&ss->sync_mu);
     int rc = ss->sync_rc;
-    rl_version target = ss->sync_done_target;
+    rl__version target = ss->sync_done_target;
     pthread_mutex_unlock(&ss->sync_mu);
     ss->sync_busy = 0;
     if (rc != RL_OK) {
@@ -452,13 +452,13 @@ static void on_sync_done(rl_loop *loop, void *ud) {
 }
 
 static void *sync_main(void *arg) {
-    rl_ss *ss = arg;
+    rl__ss *ss = arg;
     pthread_mutex_lock(&ss->sync_mu);
     for (;;) {
         while (!ss->sync_want && !ss->sync_quit) pthread_cond_wait(&ss->sync_cv, &ss->sync_mu);
         if (!ss->sync_want) break;
         ss->sync_want = 0;
-        rl_version target = ss->sync_target;
+        rl__version target = ss->sync_target;
         pthread_mutex_unlock(&ss->sync_mu);
         int rc = rl__storage_sync(ss->st);
         pthread_mutex_lock(&ss->sync_mu);
@@ -471,13 +471,13 @@ static void *sync_main(void *arg) {
     return NULL;
 }
 
-int rl__ss_sync_start(rl_ss *ss) {
+int rl__ss_sync_start(rl__ss *ss) {
     if (pthread_create(&ss->sync_thread, NULL, sync_main, ss) != 0) return RL_E_OPERATION_FAILED;
     ss->sync_started = 1;
     return RL_OK;
 }
 
-void rl__ss_sync_stop(rl_ss *ss) {
+void rl__ss_sync_stop(rl__ss *ss) {
     if (!ss->sync_started) return;
     pthread_mutex_lock(&ss->sync_mu);
     ss->sync_quit = 1;
@@ -487,20 +487,20 @@ void rl__ss_sync_stop(rl_ss *ss) {
     ss->sync_started = 0;
 }
 
-static void on_sync_timer(rl_loop *loop, void *ud) {
+static void on_sync_timer(rl__loop *loop, void *ud) {
     (void)loop;
-    rl_ss *ss = ud;
+    rl__ss *ss = ud;
     ss->sync_timer = 0;
     maybe_sync(ss);
 }
 
 /* See ss_int.h: the maybe_sync hook (ss_life.c sets it), for ss_move.c. */
-void rl__ss_repl_maybe_sync(rl_ss *ss) { maybe_sync(ss); }
+void rl__ss_repl_maybe_sync(rl__ss *ss) { maybe_sync(ss); }
 
 /* Start a background sync if something known is not durable (invariant 4). */
-static void maybe_sync(rl_ss *ss) {
+static void maybe_sync(rl__ss *ss) {
     if (ss->sync_busy || ss->sync_timer || atomic_load(&ss->stopping) || atomic_load(&ss->fatal)) return;
-    rl_version known = atomic_load(&ss->known);
+    rl__version known = atomic_load(&ss->known);
     if (known <= atomic_load(&ss->durable)) return;
     uint64_t now = rl__clock_mono_ns();
     uint64_t due = ss->last_sync_ns + (uint64_t)ss->o.sync_interval_ms * 1000000u;
@@ -527,8 +527,8 @@ static void maybe_sync(rl_ss *ss) {
 
 /* ==== housekeeping ========================================================================== */
 
-static void on_tick(rl_loop *loop, void *ud) {
-    rl_ss *ss = ud;
+static void on_tick(rl__loop *loop, void *ud) {
+    rl__ss *ss = ud;
     ss->tick_timer = 0;
     if (atomic_load(&ss->stopping)) return;
     rl__ss_repl_tick(ss);
@@ -537,7 +537,7 @@ static void on_tick(rl_loop *loop, void *ud) {
     rl__loop_timer_add(loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick, ss, &ss->tick_timer);
 }
 
-void rl__ss_repl_tick(rl_ss *ss) {
+void rl__ss_repl_tick(rl__ss *ss) {
     uint64_t now = rl__clock_mono_ns(), limit = (uint64_t)ss->o.co_timeout_ms * 1000000u;
     /* Every wait on the coordinator has a timeout: a coordinator that took the connection but
      * does not answer (hung, or stopped with SIGSTOP) is dropped and reconnected. */
@@ -555,7 +555,7 @@ void rl__ss_repl_tick(rl_ss *ss) {
     if (atomic_load(&ss->map_refresh_wanted) || now - ss->last_map_ns >= period) send_map_request(ss);
 }
 
-void rl__ss_repl_start(rl_ss *ss) {
+void rl__ss_repl_start(rl__ss *ss) {
     co_connect(ss);
     rl__loop_timer_add(ss->loop, rl__clock_mono_ns() + (uint64_t)SS_TICK_MS * 1000000u, on_tick, ss, &ss->tick_timer);
 }

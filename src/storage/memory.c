@@ -1,4 +1,4 @@
-/* durable.c — the files of the `memory` engine: the lock file, the write-ahead log, checkpoints
+/* memory.c — the files of the `memory` engine: the lock file, the write-ahead log, checkpoints
  * and recovery. The formats are in wal.h (log records) and below (checkpoints), mirrored in
  * docs/file-format.md.
  *
@@ -74,11 +74,11 @@
  *      then .1, .2, …), then the log is truncated at OFF and fsynced; a failure of either step
  *      fails open with the log still whole (or the bytes already saved). Read-only: the replay
  *      stops there and the file is left alone. Both log a warning naming the log, the offset,
- *      the kind and the side file, and keep it for rl_storage_status (recovery_*).
+ *      the kind and the side file, and keep it for rl__storage_status (recovery_*).
  *   5. Writable only: remove ckpt-(S+1).tmp; open log-S for appending (creating it); fsync dir.
  *      Any other ckpt-T.tmp does not fit the protocol: it is left in place with a warning.
  *
- * Read-only handles (rl_storage_options.read_only): steps 1–4 with a shared lock and no file
+ * Read-only handles (rl__storage_options.read_only): steps 1–4 with a shared lock and no file
  * changed; rl__storage_apply and rl__storage_checkpoint return RL_E_READ_ONLY_DATABASE,
  * rl__storage_sync succeeds (nothing to sync). The recovered state lives in memory; the files
  * are not read again after open.
@@ -131,20 +131,21 @@ static int write_all(int fd, const uint8_t *p, size_t n, const char *path) {
     return rl__os_write_all(fd, p, n, WHO, path);
 }
 
-static int sync_fd(const rl_storage *st, int fd, const char *path) {
+static int sync_fd(const rl__storage *st, int fd, const char *path) {
     return rl__os_sync_fd(fd, st->f.no_sync, WHO, path);
 }
 
-static int sync_dir(const rl_storage *st) { return rl__os_sync_dir(st->f.dir, st->f.no_sync, WHO); }
+static int sync_dir(const rl__storage *st) { return rl__os_sync_dir(st->f.dir, st->f.no_sync, WHO); }
 
 /* Path "dir/name" into out (a fixed buffer of size PATH_MAX-ish). */
-static void path_of(const rl_storage *st, char *out, size_t cap, const char *prefix, uint64_t seq, const char *suffix) {
+static void path_of(const rl__storage *st, char *out, size_t cap, const char *prefix, uint64_t seq,
+                    const char *suffix) {
     snprintf(out, cap, "%s/%s%016" PRIx64 "%s", st->f.dir, prefix, seq, suffix);
 }
 
 /* ---- checkpoint load --------------------------------------------------------------------- */
 
-static int load_checkpoint(rl_storage *st, const char *path, uint64_t seq, rl_buf *errmsg) {
+static int load_checkpoint(rl__storage *st, const char *path, uint64_t seq, rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n, off = 0;
     uint64_t total = 0;
@@ -166,7 +167,7 @@ static int load_checkpoint(rl_storage *st, const char *path, uint64_t seq, rl_bu
         why = "unknown format version or sequence mismatch";
         goto corrupt;
     }
-    rl_version v = rl__le64(buf + 16);
+    rl__version v = rl__le64(buf + 16);
     off = CKPT_HEADER;
     for (;;) {
         if (n - off < BLK_HEADER) {
@@ -235,7 +236,7 @@ const char *rl__storage_tail_name(int kind) {
  * off (rl__wal_cut_tail), so that new records follow the last good one. Read-only leaves the
  * file as it is. Returns RL_OK, or the error of a failed save or truncate (errmsg says which;
  * the log then still holds every byte, or the side file does). */
-static int discard_tail(rl_storage *st, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
+static int discard_tail(rl__storage *st, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
     char *side = NULL;
     int rc;
     st->f.tail_kind = rl__wal_classify_tail(p, n);
@@ -249,7 +250,7 @@ static int discard_tail(rl_storage *st, const char *path, size_t off, const uint
                 path, off, rl__wal_tail_words(st->f.tail_kind), n);
         return RL_OK;
     }
-    const rl_wal_file f = {WHO, "log", st->f.dir, st->f.no_sync};
+    const rl__wal_file f = {WHO, "log", st->f.dir, st->f.no_sync};
     if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
     rl__log(RL_LOG_WARN,
             "log %s: the record at byte offset %zu is %s; the log now ends before it, and the %zu "
@@ -262,7 +263,7 @@ static int discard_tail(rl_storage *st, const char *path, size_t off, const uint
 /* Replay log `path` (a missing file is an empty log) into the map. A record that does not
  * decode ends the log when no valid record starts after it (discard_tail); otherwise, or when a
  * version does not increase, the open fails with RL_E_LOG_CORRUPT naming the file and offset. */
-static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl_buf *errmsg) {
+static int replay_log(rl__storage *st, const char *path, rl__version skip_upto, rl_buf *errmsg) {
     uint8_t *buf = NULL;
     size_t n, off = 0;
     int rc = rl__os_read_file(path, &buf, &n);
@@ -273,7 +274,7 @@ static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl
     }
     st->f.replaying = 1;
     while (off < n) {
-        rl_wal_record r;
+        rl__wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
             if (rl__wal_valid_record_after(buf, n, off + 1)) {
                 rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: bad record followed by valid ones", path, off);
@@ -294,12 +295,12 @@ static int replay_log(rl_storage *st, const char *path, rl_version skip_upto, rl
             goto out;
         }
         /* Decode the mutations into a small array (a record holds at most count of them). */
-        rl_mutation stackm[64], *m = stackm;
+        rl__mutation stackm[64], *m = stackm;
         if (r.count > 64 && !(m = rl__malloc((size_t)r.count * sizeof *m))) {
             rc = RL_E_OUT_OF_MEMORY;
             goto out;
         }
-        rl_wal_iter it;
+        rl__wal_iter it;
         size_t k = 0;
         rl__wal_iter_init(&it, &r);
         while (k < r.count && rl__wal_iter_next(&it, &m[k])) k++;
@@ -345,7 +346,7 @@ typedef struct {
     uint64_t orphan_log; /* the lowest such T */
 } dir_scan;
 
-static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
+static int scan_dir(rl__storage *st, dir_scan *out, rl_buf *errmsg) {
     uint64_t seq;
     struct dirent *de;
     memset(out, 0, sizeof *out);
@@ -382,14 +383,14 @@ static int scan_dir(rl_storage *st, dir_scan *out, rl_buf *errmsg) {
 
 /* Take the directory's lock: exclusive for a writer, shared for a read-only handle (readers
  * coexist; a writer excludes everyone). A read-only open creates LOCK only when it is missing. */
-static int take_lock(rl_storage *st, rl_buf *errmsg) {
+static int take_lock(rl__storage *st, rl_buf *errmsg) {
     char path[4096];
     snprintf(path, sizeof path, "%s/LOCK", st->f.dir);
     return rl__os_lock_file(path, st->read_only, WHO, st->read_only ? "another handle that writes" : "another handle",
                             &st->f.lock_fd, errmsg);
 }
 
-int rl__logdir_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
+int rl__logdir_open(rl__storage *st, const rl__storage_options *o, rl_buf *errmsg) {
     struct stat sb;
     int rc;
     st->f.no_sync = o->no_sync;
@@ -405,13 +406,13 @@ int rl__logdir_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg)
     return take_lock(st, errmsg);
 }
 
-int rl__logdir_replay(rl_storage *st, uint64_t seq, rl_version skip_upto, rl_buf *errmsg) {
+int rl__logdir_replay(rl__storage *st, uint64_t seq, rl__version skip_upto, rl_buf *errmsg) {
     char path[4096];
     path_of(st, path, sizeof path, "log-", seq, "");
     return replay_log(st, path, skip_upto, errmsg);
 }
 
-int rl__logdir_open_log(rl_storage *st, uint64_t seq, rl_buf *errmsg) {
+int rl__logdir_open_log(rl__storage *st, uint64_t seq, rl_buf *errmsg) {
     char path[4096];
     int rc;
     path_of(st, path, sizeof path, "log-", seq, "");
@@ -428,7 +429,7 @@ int rl__logdir_open_log(rl_storage *st, uint64_t seq, rl_buf *errmsg) {
     return RL_OK;
 }
 
-int rl__logdir_sync_dir(rl_storage *st) { return sync_dir(st); }
+int rl__logdir_sync_dir(rl__storage *st) { return sync_dir(st); }
 
 /* Read DIR/ENGINE into name (trailing newline removed): 1 read, 0 missing, -1 unreadable. */
 static int read_engine_file(const char *dir, char *name, size_t cap) {
@@ -444,12 +445,12 @@ static int read_engine_file(const char *dir, char *name, size_t cap) {
     return 1;
 }
 
-int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **out, rl_buf *errmsg) {
+int rl__logdir_pick_engine(const rl__storage_options *o, const rl__engine_ops **out, rl_buf *errmsg) {
     char name[64], path[4200];
-    const rl_engine_ops *want = o->engine == RL_ENGINE_SSD      ? &rl__engine_ssd
-                                : o->engine == RL_ENGINE_MEMORY ? &rl__engine_memory
-                                                                : NULL;
-    const rl_engine_ops *have = NULL;
+    const rl__engine_ops *want = o->engine == RL_ENGINE_SSD      ? &rl__engine_ssd
+                                 : o->engine == RL_ENGINE_MEMORY ? &rl__engine_memory
+                                                                 : NULL;
+    const rl__engine_ops *have = NULL;
     int r = read_engine_file(o->dir, name, sizeof name);
     if (r < 0) {
         rl__os_errf(errmsg, "cannot read %s/ENGINE: %s", o->dir, strerror(errno));
@@ -493,7 +494,7 @@ int rl__logdir_pick_engine(const rl_storage_options *o, const rl_engine_ops **ou
     return RL_OK;
 }
 
-int rl__logdir_record_engine(rl_storage *st, const char *name, rl_buf *errmsg) {
+int rl__logdir_record_engine(rl__storage *st, const char *name, rl_buf *errmsg) {
     char path[4200], cur[64], line[80];
     int r = read_engine_file(st->f.dir, cur, sizeof cur);
     if (r == 1) return RL_OK;
@@ -505,7 +506,7 @@ int rl__logdir_record_engine(rl_storage *st, const char *name, rl_buf *errmsg) {
 }
 
 /* The memory engine's open: lock, scan, the newest checkpoint, its log. */
-static int memory_open(rl_storage *st, const rl_storage_options *o, rl_buf *errmsg) {
+static int memory_open(rl__storage *st, const rl__storage_options *o, rl_buf *errmsg) {
     char path[4096];
     dir_scan sc;
     int rc;
@@ -562,7 +563,7 @@ static int memory_open(rl_storage *st, const rl_storage_options *o, rl_buf *errm
     return rl__logdir_open_log(st, sc.best, errmsg);
 }
 
-void rl__logdir_close(rl_storage *st) {
+void rl__logdir_close(rl__storage *st) {
     if (st->f.log_fd >= 0) close(st->f.log_fd);
     if (st->f.lock_fd >= 0) close(st->f.lock_fd); /* releases the flock */
     st->f.log_fd = st->f.lock_fd = -1;
@@ -573,16 +574,16 @@ void rl__logdir_close(rl_storage *st) {
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-static int poison(rl_storage *st, int rc) {
+static int poison(rl__storage *st, int rc) {
     if (rc != RL_OK && !st->poisoned) st->poisoned = rc;
     return rc;
 }
 
-int rl__logdir_poison(rl_storage *st, int rc) { return poison(st, rc); }
+int rl__logdir_poison(rl__storage *st, int rc) { return poison(st, rc); }
 
 /* Write the pending records to the log file (no fsync). A failure poisons: the log may now end
  * in part of a record. */
-int rl__logdir_flush_pending(rl_storage *st) {
+int rl__logdir_flush_pending(rl__storage *st) {
     if (st->f.pending.len == 0) return RL_OK;
     char path[4096];
     path_of(st, path, sizeof path, "log-", st->f.seq, "");
@@ -593,7 +594,7 @@ int rl__logdir_flush_pending(rl_storage *st) {
     return RL_OK;
 }
 
-int rl__memory_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t n) {
+int rl__memory_log(rl__storage *st, rl__version v, const rl__mutation *muts, size_t n) {
     size_t mark = st->f.pending.len;
     int rc = rl__wal_encode(&st->f.pending, v, muts, n);
     if (rc != RL_OK) {
@@ -608,7 +609,7 @@ int rl__memory_log(rl_storage *st, rl_version v, const rl_mutation *muts, size_t
  * an error here is an I/O error that poisoned the engine. A checkpoint that ran out of memory
  * (nothing poisoned, nothing changed on disk) is not an error of this apply: it is retried next
  * time. */
-int rl__logdir_after_apply(rl_storage *st, int (*checkpoint)(rl_storage *st)) {
+int rl__logdir_after_apply(rl__storage *st, int (*checkpoint)(rl__storage *st)) {
     if (st->f.log_bytes + st->f.pending.len >= st->f.checkpoint_log_bytes) {
         int rc = checkpoint(st);
         return rc == RL_E_OUT_OF_MEMORY && !st->poisoned ? RL_OK : rc;
@@ -617,11 +618,11 @@ int rl__logdir_after_apply(rl_storage *st, int (*checkpoint)(rl_storage *st)) {
     return RL_OK;
 }
 
-static int memory_checkpoint(rl_storage *st);
+static int memory_checkpoint(rl__storage *st);
 
-static int memory_after_apply(rl_storage *st) { return rl__logdir_after_apply(st, memory_checkpoint); }
+static int memory_after_apply(rl__storage *st) { return rl__logdir_after_apply(st, memory_checkpoint); }
 
-static int memory_sync(rl_storage *st) {
+static int memory_sync(rl__storage *st) {
     int rc;
     if (st->poisoned) return st->poisoned;
     if ((rc = rl__logdir_flush_pending(st)) != RL_OK) return rc;
@@ -632,7 +633,7 @@ static int memory_sync(rl_storage *st) {
     return RL_OK;
 }
 
-int rl__memory_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd, uint64_t *out_seq) {
+int rl__memory_sync_begin(rl__storage *st, rl__version *out_target, int *out_fd, uint64_t *out_seq) {
     int rc;
     *out_fd = -1;
     *out_seq = st->f.seq;
@@ -655,13 +656,13 @@ int rl__memory_sync_begin(rl_storage *st, rl_version *out_target, int *out_fd, u
     return RL_OK;
 }
 
-int rl__memory_sync_fd(rl_storage *st, int fd, uint64_t seq) {
+int rl__memory_sync_fd(rl__storage *st, int fd, uint64_t seq) {
     char path[4096];
     path_of(st, path, sizeof path, "log-", seq, "");
     return sync_fd(st, fd, path);
 }
 
-int rl__memory_sync_end(rl_storage *st, rl_version target, int fd, int sync_rc) {
+int rl__memory_sync_end(rl__storage *st, rl__version target, int fd, int sync_rc) {
     if (fd >= 0) close(fd);
     if (sync_rc != RL_OK) return poison(st, sync_rc);
     if (st->poisoned) return st->poisoned;
@@ -695,7 +696,7 @@ static int ckpt_emit(int fd, rl_buf *blk, uint32_t kind, uint32_t count, const c
  * files (*.discarded-*) and files that are not ours are never deleted. A failed unlink is
  * logged and otherwise harmless: open ignores files older than the newest checkpoint, and the
  * next checkpoint tries again. */
-static void remove_older(rl_storage *st, uint64_t next) {
+static void remove_older(rl__storage *st, uint64_t next) {
     char path[4200];
     uint64_t seq;
     struct dirent *de;
@@ -746,7 +747,7 @@ static int ckpt_row(void *ctx, const uint8_t *k, uint32_t kl, const uint8_t *v, 
     return RL_OK;
 }
 
-int rl__logdir_switch(rl_storage *st, uint64_t next) {
+int rl__logdir_switch(rl__storage *st, uint64_t next) {
     char path[4096];
     int rc;
     path_of(st, path, sizeof path, "log-", next, "");
@@ -763,7 +764,7 @@ int rl__logdir_switch(rl_storage *st, uint64_t next) {
     return RL_OK;
 }
 
-static int memory_checkpoint(rl_storage *st) {
+static int memory_checkpoint(rl__storage *st) {
     char tmp[4096], path[4096];
     uint8_t hdr[CKPT_HEADER];
     ckpt_writer w;
@@ -823,7 +824,7 @@ fail:
     return poison(st, rc);
 }
 
-void rl__memory_status(rl_storage *st, rl_storage_status *out) {
+void rl__memory_status(rl__storage *st, rl__storage_status *out) {
     out->log_bytes = st->f.log_bytes + st->f.pending.len;
     out->checkpoint_version = st->f.ckpt_version;
     out->checkpoints = st->f.checkpoints;
@@ -834,9 +835,9 @@ void rl__memory_status(rl_storage *st, rl_storage_status *out) {
     out->recovery_moved_to = st->f.tail_moved_to;
 }
 
-static void memory_close(rl_storage *st) { rl__logdir_close(st); }
+static void memory_close(rl__storage *st) { rl__logdir_close(st); }
 
-const rl_engine_ops rl__engine_memory = {
+const rl__engine_ops rl__engine_memory = {
     .name = "memory",
     .open = memory_open,
     .close = memory_close,
