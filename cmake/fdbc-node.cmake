@@ -1,5 +1,5 @@
 # cmake/fdbc-node.cmake — FoundationDB's Node.js binding (npm `foundationdb`, unmodified: its
-# prebuilt addon links libfdb_c.so by name) on reclayer's build/fdb/libfdb_c.so (issue 10 item 3):
+# prebuilt addon links libfdb_c.so by name) on reclayer's build/fdb/libfdb_c.so:
 #   ctest integ_fdbc_node_binding           over an embedded mem: database (RL_FDBC_URL)
 #   ctest integ_fdbc_node_binding_cluster1  over a fresh one-server local cluster (rl_with_cluster)
 # Both skip (77), saying why, without node or the installed binding (scripts/install-node-binding.sh,

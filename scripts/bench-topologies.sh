@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-topologies.sh — issue 14's performance figures on the reports' two topologies
+# bench-topologies.sh — the cluster's performance figures on the reports' two topologies
 # (docs/benchmarks.md, "The cluster, part 2: the reports' two topologies"). Not run by CI.
 #
 #   scripts/bench-topologies.sh [BUILD_DIR [OUT_DIR]]        (defaults: build, a new mktemp dir)
@@ -50,7 +50,8 @@ bench() { # bench DB LABEL [rlbench options...]
 echo "bench-topologies: output in $out; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 git -C "$(dirname "$0")/.." log -1 --format='commit %h %s' 2>/dev/null || true
 
-# goals_a OUT — goal (a) of issue 14 from the run's own figures: the round trip is the mean of the
+# goals_a OUT — goal (a) (round trips against the injected delay) from the run's own figures: the
+# round trip is the mean of the
 # p50 pings to the storage server just before and just after the benchmark (client connections,
 # delay included); remote fetch of 1,000 small rows in RTTs of wall time (goal <= 4), and
 # SCAN_AND_FETCH against its floor = the traced critical round trips (1 read version + the index

@@ -8,7 +8,7 @@
 # by recorded pid by the test fixture, also when a run fails or is interrupted. Not part of
 # `make check` (CI runs the same program with 3 rounds, without idle gaps).
 #
-# Idle gaps (issue 27): every round ends with SOAK_IDLE_MS (default 1500) ms in which nothing
+# Idle gaps (docs/design.md §5, versions advance while nothing commits): every round ends with SOAK_IDLE_MS (default 1500) ms in which nothing
 # commits, longer than the cluster's MVCC window of SOAK_WINDOW_VERSIONS (default 1000000: 1 s)
 # versions; after each gap a read-then-write transaction must commit at once and the read
 # version must have moved with the idle time (RL_KILL_IDLE_MS, RL_KILL_WINDOW_VERSIONS of the

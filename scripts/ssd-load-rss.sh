@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ssd-load-rss.sh — the ssd engine's large load (issue 12, not in CI): `rl load` of N Orders
+# ssd-load-rss.sh — the ssd engine's large load (not in CI): `rl load` of N Orders
 # (default 1,000,000) with PADDING bytes of padding each (default 1000: about 1 GB) into a new
 # file:DIR?engine=ssd database, sampling the loader's RssAnon from /proc every 0.5 s. Prints
 # the elapsed time, the load rate, the peak RssAnon and the directory's size; exits 1 if the

@@ -166,7 +166,7 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl__cluster_up_opts *o) {
     rl__buf_release(&msg);
     free(base);
     c->n_storage = o->n_storage;
-    { /* with --hosts the count is hosts x storage per host (issue 14) */
+    { /* with --hosts the count is hosts x storage per host */
         rl__cluster_up_opts t;
         rl_buf ignore;
         rl__buf_init(&ignore);

@@ -20,7 +20,7 @@
  * std::variant; its last 32 bytes are opaque in the C header. For a range result (the only kind
  * the C view can show) the secondary range's `more` flag is the bool at buffer[RL_FDB_MKV_MORE]
  * and the variant's index the byte at buffer[RL_FDB_MKV_VARIANT] (1: a range result);
- * docs/design-fdb.md says how the library fills them and how the backend reads them.
+ * docs/design.md §8.8 says how the library fills them and how the backend reads them.
  */
 #ifndef RL_BASE_FDB_API_H
 #define RL_BASE_FDB_API_H

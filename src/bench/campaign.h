@@ -1,5 +1,5 @@
 /* campaign.h (internal) — `rlbench campaign`: the reference reports' benchmark campaign on one
- * machine (DESIGN §8, issue 9). This header holds the protocol (what a run is declared to be before
+ * machine (docs/design.md §8.7). This header holds the protocol (what a run is declared to be before
  * anything is timed), the cases, arms and metrics, the runner and the worker.
  *
  * Files:
@@ -17,7 +17,7 @@
  *   report_manifest.c    manifest.json; report_results.c results.json.zst (written compressed,
  *                        read back compressed or not)
  *
- * The design (issue 9 item 4): for each topology, the dataset is loaded once and checked; then for
+ * The design: for each topology, the dataset is loaded once and checked; then for
  * each case, for each block b = 0..B-1, each available arm runs in a fresh worker process, the arms
  * in protocol order in even blocks and reversed in odd blocks (ABAB / BABA; with three arms ABC /
  * CBA). A worker opens the database, warms up for warmup_seconds, runs `repeats` repeats of a timed
@@ -146,7 +146,7 @@ typedef struct {
     char placement[16];        /* "colocated" (index and records on one team) or "disjoint" (the index
                           * shard and the record shards on teams that share no storage server) */
     char secondary[16];        /* mapped-range secondary reads that leave the server: "individual"
-                          * (FoundationDB's) or "grouped" (DESIGN §3) */
+                          * (FoundationDB's) or "grouped" (docs/design.md §8.4) */
     char engine[16];           /* storage engine of the servers: "memory" or "ssd" */
 } rl__camp_topology;
 

@@ -1,4 +1,4 @@
-/* query_micro.h (internal) — the query micro-benchmark (`rlbench query`, issue 5's performance
+/* query_micro.h (internal) — the query micro-benchmark (`rlbench query`, the performance
  * part): index scans of the Order store with each fetch method, side by side with SQLite doing
  * the same query, in one process, warm.
  *

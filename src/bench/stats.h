@@ -1,4 +1,4 @@
-/* stats.h (internal) — the statistics of the benchmark campaign (DESIGN §8, issue 9 item 5):
+/* stats.h (internal) — the statistics of the benchmark campaign (docs/design.md §8.7):
  * medians, quantiles, geometric means, ratios with their zero cases, a seeded PRNG and the
  * block-bootstrap percentile interval of a geometric mean of block ratios.
  *

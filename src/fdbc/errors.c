@@ -5,7 +5,7 @@
  *   1. Every code this library hands out is a FoundationDB code. reclayer already uses
  *      FoundationDB's numbers for the conditions the two share (1000-2999, 4100), which pass
  *      unchanged; reclayer's own conditions (3000-3999) are mapped by fdbc_err to the nearest
- *      FoundationDB condition (table below, documented in docs/design-fdb.md).
+ *      FoundationDB condition (table below, documented in docs/design.md §8.8.1, Errors).
  *   2. The predicates are FoundationDB's exactly (its fdb_c documents them): maybe_committed is
  *      commit_unknown_result and cluster_version_changed; retryable_not_committed is the list in
  *      fdbc_pred; retryable is either.

@@ -18,7 +18,7 @@
  * variant index (1: a range result), the rest zero. A point-mode entry (mapper without "{...}")
  * is presented through the same range view: getRange.begin is the key read, getRange.end that key
  * plus "\x00", data holds 0 or 1 rows (FoundationDB's C view cannot represent a point result at
- * all; docs/design-fdb.md).
+ * all; docs/design.md §8.8.1).
  *
  * Threads (FoundationDB's model): every function may be called from any thread; a transaction's
  * calls are serialised by its mutex. fdb_run_network runs the network thread: callbacks set on a
@@ -91,7 +91,7 @@ enum {
 
 /* The FoundationDB code for a reclayer code: FoundationDB's own numbers unchanged, reclayer's
  * own conditions (3000-3999) mapped to FoundationDB's nearest (the table in errors.c, also in
- * docs/design-fdb.md). 0 stays 0. */
+ * docs/design.md §8.8.1, Errors). 0 stays 0. */
 int fdbc_err(int rl_code);
 /* FoundationDB's predicate (retryable, maybe_committed, retryable_not_committed). */
 int fdbc_pred(int predicate, int code);

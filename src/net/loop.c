@@ -2,7 +2,7 @@
  *
  * WHY NOT LIBUV. libuv's timers have millisecond resolution (uv_timer_start takes ms and the loop
  * rounds its timeout to ms), and injected network delay must be precise to tens of microseconds
- * (DESIGN §5, issue 14 item 4). So the loop is our own; it is small: one epoll instance, one
+ * (docs/design.md §8.1). So the loop is our own; it is small: one epoll instance, one
  * eventfd for posts and stop, a binary heap of timers.
  *
  * ONE PASS of rl__loop_run:

@@ -7,7 +7,7 @@
  * directly (rl__conn_send is thread-safe) and wait on futures that the loop thread completes.
  *
  * Why our own loop and not libuv: libuv's timers have millisecond resolution, and injected delay
- * (issue 14 item 4) must be precise to tens of microseconds. A plain sleep is not precise enough
+ * must be precise to tens of microseconds. A plain sleep is not precise enough
  * either: a 250 µs wait in epoll/timerfd/clock_nanosleep wakes 50–90 µs late at p50 here (timer
  * slack plus scheduler wake-up), while a loopback round trip is ~9 µs. So the loop sleeps until
  * (deadline − margin) and spins on the monotonic clock for the rest, polling the sockets every

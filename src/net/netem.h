@@ -1,9 +1,9 @@
-/* netem.h (internal) — the policy of injected delay (issue 14 item 4) that every role shares:
+/* netem.h (internal) — the policy of injected delay that every role shares:
  * which connections carry a process's delay, the valid range, the per-connection jitter seed, and
  * the lateness summary that STATUS reports. The mechanism (release times, precise timers, never
  * reordering) is rl__conn_set_delay in loop.h; this file only decides where it applies.
  *
- * The rule (DESIGN §5, the userspace `tc netem` on each direction): a process delays what it
+ * The rule (docs/design.md §8.1, the userspace `tc netem` on each direction): a process delays what it
  * SENDS on every connection whose peer carries another host label — rlkvd processes and the
  * cluster client alike — except admin connections (role RL_ROLE_ADMIN, the `rl` tool), which
  * measure and steer the cluster and must not pay the delay. Both ends of a link apply the rule,

@@ -145,7 +145,7 @@ typedef enum {
                                          resolves the selectors itself and asks again */
 } rl__range_status;
 
-/* GET_MAPPED_RANGE strategy for secondaries on other storage servers (DESIGN §3). */
+/* GET_MAPPED_RANGE strategy for secondaries on other storage servers (docs/design.md §8.4). */
 typedef enum {
     RL_FETCH_DEFAULT = 0,    /* the database's setting */
     RL_FETCH_INDIVIDUAL = 1, /* FoundationDB's: batches of separate reads */
@@ -592,7 +592,7 @@ typedef struct {
     uint64_t bytes_received; /* their reply frames (the replies that came in time) */
 } rl__msg_s2s_peer;
 
-/* Counters of one mapped read at the storage server (the tracing of DESIGN §5). */
+/* Counters of one mapped read at the storage server (the tracing of docs/design.md §7). */
 typedef struct {
     uint32_t secondaries_local;  /* secondary reads served from this server's shards */
     uint32_t secondaries_remote; /* ... by other storage servers */
@@ -654,7 +654,7 @@ typedef struct {
     uint32_t n_items;
     uint64_t max_bytes; /* key + value bytes of the reply at most (the row that crosses it
                          * included); 0: the server's default (32 MiB). Items the budget does not
-                         * reach come back unread: no rows and more 1 (appended in issue 14) */
+                         * reach come back unread: no rows and more 1 */
 } rl__msg_get_multi_req;
 int rl__msg_get_multi_req_encode(rl_buf *out, const rl__msg_get_multi_req *m, rl__proto_why *why);
 int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_multi_req *out,
@@ -695,7 +695,7 @@ int rl__msg_set_delay_reply_encode(rl_buf *out, const rl__msg_set_delay_reply *m
 int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_set_delay_reply *out,
                                    rl__proto_why *why);
 
-/* ---- Placement (admin, issue 14) --------------------------------------------------------- */
+/* ---- Placement (admin) --------------------------------------------------------- */
 
 /* SPLIT_SHARD request (type 30, admin tool -> coordinator): split the shard holding key at key
  * (both halves keep the team). key is below "\xff" and not "" (the keyspace's start is always a

@@ -3,7 +3,7 @@
  * knows socket options and errno values; everything above it sees error codes.
  *
  * Loopback only: every address must be IPv4 inside 127.0.0.0/8. Servers and clients of a local
- * cluster never talk to anything else (DESIGN §5, issue 14 item 1), and refusing other addresses
+ * cluster never talk to anything else (docs/design.md §8.1), and refusing other addresses
  * here makes a misconfiguration an error instead of an exposed port.
  */
 #include <arpa/inet.h>

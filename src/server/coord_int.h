@@ -67,7 +67,7 @@ struct rl__coordinator_options;
 #define CO_TICK_NS (500000000ull)
 #define CO_TICK_MIN_NS (1000000ull)
 
-/* The system keyspace's prefixes (DESIGN §5 and the cluster contracts). */
+/* The system keyspace's prefixes (docs/design.md §8.3, The system keyspace). */
 #define CO_KEYSERVERS "\xff/keyServers/"
 #define CO_KEYSERVERS_LEN 13
 #define CO_SERVERLIST "\xff/serverList/"

@@ -1,6 +1,6 @@
 /* fatal.h (internal) — why an rlkvd process stopped: the fatal error a coordinator or storage
  * server writes to DIR/fatal.json (its --dir) before it exits, and which `rl cluster status`
- * reads for a process that is down (issue 27; docs/design.md §8.6, docs/file-format.md).
+ * reads for a process that is down (docs/design.md §8.6, docs/file-format.md).
  *
  *   start ok ──rl__fatal_reserve──▶ cleared file, kept open ──fatal error──▶ rl__fatal_record
  *                                   (a later start clears it again)          (overwrites it in place)

@@ -1,4 +1,4 @@
-/* storage_server.h (internal) — the storage server role of rlkvd (`rlkvd storage`, issue 15):
+/* storage_server.h (internal) — the storage server role of rlkvd (`rlkvd storage`):
  * holds shards in its own durable engine, pulls their mutations from the coordinator's log
  * (PEEK / POP), serves reads at a version and mapped reads whose secondaries may live on other
  * storage servers (storage-to-storage GET_MULTI). docs/design.md §8.4 describes the

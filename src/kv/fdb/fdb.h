@@ -1,6 +1,6 @@
 /* fdb.h (internal) — the fdb: backend: reclayer's transaction layer over a FoundationDB cluster,
  * through FoundationDB's client library loaded at run time (fdb_client.c) and the backend
- * interface of kv/backend.h (fdb_backend.c). docs/design-fdb.md describes the design.
+ * interface of kv/backend.h (fdb_backend.c). docs/design.md §8.8 describes the design.
  */
 #ifndef RL_KV_FDB_H
 #define RL_KV_FDB_H

@@ -1,7 +1,7 @@
 /* fdb_backend.c — the fdb: backend: reclayer's backend interface (kv/backend.h) over a
  * FoundationDB database, through the client library of fdb_client.c.
  *
- * Design (docs/design-fdb.md argues it): reclayer's generic transaction layer stays above this
+ * Design (docs/design.md §8.8.2 argues it): reclayer's generic transaction layer stays above this
  * backend and keeps doing read-your-writes, conflict ranges, selectors over the write map,
  * versionstamp bookkeeping and the retry loop; FoundationDB is used as what backend.h asks for —
  * reads at an explicit version and commits of fully formed transactions:

@@ -5,7 +5,7 @@
  * of them); no FoundationDB header is included or copied.
  *
  * The types and struct layouts (and the offsets of FDBMappedKeyValue's opaque bytes the backend
- * reads, defensively: fdb_backend.c, docs/design-fdb.md) are base/fdb_api.h's, shared with
+ * reads, defensively: fdb_backend.c, docs/design.md §8.8.2) are base/fdb_api.h's, shared with
  * src/fdbc and the tests.
  */
 #ifndef RL_KV_FDB_INT_H

@@ -1,5 +1,5 @@
 // workload.js — FoundationDB's own Node.js binding (npm `foundationdb`, its prebuilt N-API addon,
-// unmodified) running on reclayer's libfdb_c.so (issue 10 item 3). The addon links libfdb_c.so
+// unmodified) running on reclayer's libfdb_c.so. The addon links libfdb_c.so
 // by name; the test runs with LD_LIBRARY_PATH=build/fdb so reclayer's library is the one found.
 // The database is the cluster file in argv[2] (a reclayer cluster, or RL_FDBC_URL names an
 // embedded database). Every step asserts its outcome; the process exits 1 on the first failure.

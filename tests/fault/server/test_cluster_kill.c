@@ -1,4 +1,4 @@
-/* test_cluster_kill.c — kill -9 rounds against a real cluster (issue 15, Tests: "Kill -9 at random
+/* test_cluster_kill.c — kill -9 rounds against a real cluster (Tests: "Kill -9 at random
  * moments"). A client process commits transactions that each write two keys on different storage
  * servers ("a/I" on storage 1, "z/I" on storage 2, the keyspace split at "m") and records every
  * acknowledged commit in a file. Meanwhile the test kills the coordinator or a storage server by
@@ -10,7 +10,7 @@
  * Rounds: RL_KILL_ROUNDS (default 3, for CI); scripts/soak-cluster.sh runs many. The seed
  * (victims, delays) is printed; RL_SEED=N replays the schedule.
  *
- * Idle gaps (issue 27; scripts/soak-cluster.sh sets them): with RL_KILL_IDLE_MS=N every round
+ * Idle gaps (scripts/soak-cluster.sh sets them): with RL_KILL_IDLE_MS=N every round
  * ends with N ms in which nothing commits (the client process is stopped with SIGSTOP, then
  * continued), longer than the servers' MVCC window (RL_KILL_WINDOW_VERSIONS, passed to every
  * process; 0 or unset: their default). After each gap a read-then-write transaction of the test's

@@ -1,4 +1,4 @@
-/* test_disk_full.c — a storage server on a full disk (issue 27): the client gets an error, not a
+/* test_disk_full.c — a storage server on a full disk: the client gets an error, not a
  * hang, and `rl cluster status` says why the server stopped.
  *
  *   fail-2.1  Two storage servers, everything from "\x01" on storage 2, whose directory is moved

@@ -1,4 +1,4 @@
-/* test_failures.c — how failures surface (issue 27), against real clusters:
+/* test_failures.c — how failures surface , against real clusters:
  *
  *   fail-1.1  `rl cluster restart` after several processes were killed with kill -9 together:
  *             restarting one of them exits 0 (and names the one still down), restarting several

@@ -1,4 +1,4 @@
-/* test_replica_failover.c — replication teams against a real cluster (issue 14 item 2): reads
+/* test_replica_failover.c — replication teams against a real cluster: reads
  * spread over the members of a team, and a member killed with kill -9 in the middle of a loop of
  * commits and reads costs no read an error and no acknowledged commit.
  *

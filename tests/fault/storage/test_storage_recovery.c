@@ -1,4 +1,4 @@
-/* test_storage_recovery.c — recovery never destroys data (issue 8, defects 1–3) and read-only
+/* test_storage_recovery.c — recovery never destroys data (defects 1–3) and read-only
  * opening of the durable `memory` engine.
  *
  *   recovery-1  checkpoints: a junk or corrupt newest checkpoint fails open naming the file and

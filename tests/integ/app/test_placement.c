@@ -1,4 +1,4 @@
-/* test_placement.c — shard splits and moves on a real cluster (issue 14 item 3, brief B):
+/* test_placement.c — shard splits and moves on a real cluster:
  *
  *   placement-2.1  split, then reads and writes across the new boundary; a second split is a
  *                  no-op; the map holds the boundary

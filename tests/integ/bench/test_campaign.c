@@ -1,4 +1,4 @@
-/* test_campaign.c — `rlbench campaign` end to end on a tiny protocol (issue 9): 2 blocks, 1 repeat
+/* test_campaign.c — `rlbench campaign` end to end on a tiny protocol: 2 blocks, 1 repeat
  * of 0.05 s, two cases (small-rows10-forward, split-limit1-reverse), 100 records, arms ordinary,
  * remote and sqlite (campaign_1_4: ordinary, remote and adaptive), on the embedded topology plus a multi
  * one whose 5 storage servers do not spread over its 3 hosts (not available: the reason is reported).
@@ -214,7 +214,7 @@ TEST(campaign_1_1_results_complete) {
             !strcmp(json_string_value(k), jstr(d, "expected"));
         ASSERT_TRUE(found);
     }
-    /* Arms: every one available (adaptive since issue 11). */
+    /* Arms: every one available. */
     json_array_foreach(json_object_get(emb, "arms"), i, d) ASSERT_TRUE(json_is_true(json_object_get(d, "available")));
     json_array_foreach(json_object_get(emb, "rows_check"), i, d) ASSERT_TRUE(json_is_true(json_object_get(d, "agree")));
     /* Every sample is there exactly once, with every figure. */
@@ -452,7 +452,7 @@ TEST(campaign_1_3_arms_alternate) {
     }
 }
 
-/* campaign_1_4: the adaptive arm (issue 11) is available, runs in every block with the rows of
+/* campaign_1_4: the adaptive arm is available, runs in every block with the rows of
  * the others, and the summary compares it with the better of ordinary and remote per block. */
 TEST(campaign_1_4_adaptive_arm) {
     run r;

@@ -90,7 +90,7 @@ TEST(campaign_4_1_single_topology) {
     }
     json_array_foreach(json_object_get(t, "arms"), i, x) {
         const char *a = jstr(x, "arm");
-        int want = !strcmp(a, "ordinary") || !strcmp(a, "remote") || !strcmp(a, "adaptive"); /* issue 11 */
+        int want = !strcmp(a, "ordinary") || !strcmp(a, "remote") || !strcmp(a, "adaptive");
         ASSERT_EQ(json_is_true(json_object_get(x, "available")), want);
     }
     /* The servers were recorded, and none of them is left. */

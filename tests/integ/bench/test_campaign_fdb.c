@@ -1,4 +1,4 @@
-/* test_campaign_fdb.c — `rlbench campaign` on the fdb topology (issue 10): the arms run against an
+/* test_campaign_fdb.c — `rlbench campaign` on the fdb topology: the arms run against an
  * existing database through the fdb: backend, with RL_FDB_LIBRARY pointing at reclayer's own
  * build/fdb/libfdb_c.so — over a one-server local cluster (the library opens the cluster file
  * given in the fdb: URL, as FoundationDB's would) and over an embedded file: database

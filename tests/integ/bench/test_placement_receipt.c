@@ -1,5 +1,5 @@
 /* test_placement_receipt.c — `rl placement place` and `show` over an Order store on a real
- * cluster (issue 14 item 3): receipts of an unchanged cluster compare equal byte for byte (across
+ * cluster: receipts of an unchanged cluster compare equal byte for byte (across
  * an idle period), differ after a move; `place` puts the index and the records where asked
  * (records split evenly, one range per team) and `show` reports a server-disjoint fraction of 1.0
  * for disjoint teams and 0.0 for one team; the records stay readable, and mapped reads (the

@@ -1,4 +1,4 @@
-/* test_rlbench.c — issue 8, defect 6: `rlbench` checks its arguments, fails loudly on a JSON file
+/* test_rlbench.c — `rlbench` checks its arguments, fails loudly on a JSON file
  * it cannot create, refuses unknown --only names, reports a failed system as failed, and leaves
  * no scratch data behind (never writing outside the directory it was given).
  *

@@ -206,7 +206,7 @@ static inline void fdbt_stop(fdbt_client *c) {
     c->started = 0;
 }
 
-/* Open a database over the reclayer URL url (RL_FDBC_URL, docs/design-fdb.md). */
+/* Open a database over the reclayer URL url (RL_FDBC_URL, docs/design.md §8.8.1). */
 static inline fdb_error_t fdbt_open(fdbt_client *c, const char *url, FDBDatabase **out) {
     setenv("RL_FDBC_URL", url, 1);
     return c->api.create_database(NULL, out);

@@ -1,4 +1,4 @@
-/* slow_cluster_bench.c — cluster_bench_*: the cluster client's latency goals (issue 15), measured
+/* slow_cluster_bench.c — cluster_bench_*: the cluster client's latency goals , measured
  * against real rlkvd processes on this machine and printed (a benchmark, label bench: `ctest -L
  * bench -R cluster_bench`, or run the program). Nothing is asserted beyond the results being
  * right: the figures depend on the machine and its load; docs/design.md §8.5 records a run.

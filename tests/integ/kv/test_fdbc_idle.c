@@ -1,4 +1,4 @@
-/* test_fdbc_idle.c — versions advance while nothing commits (issue 27), seen by a program written
+/* test_fdbc_idle.c — versions advance while nothing commits , seen by a program written
  * only against FoundationDB's documented C API (fdbc_api.h: the library loaded with dlopen) on
  * build/fdb/libfdb_c.so over reclayer.
  *

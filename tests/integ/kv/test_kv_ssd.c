@@ -1,4 +1,4 @@
-/* test_kv_ssd.c — choosing the ssd engine through the public API and the tools (issue 12):
+/* test_kv_ssd.c — choosing the ssd engine through the public API and the tools:
  * file:DIR?engine=ssd creates an ssd database, file:DIR then opens what the directory holds, the
  * other engine (URL or rl_db_options.engine) is refused naming both, bad URL options are
  * bad_url, a read-only open reads the data, `rl kv status` reports the engine, and

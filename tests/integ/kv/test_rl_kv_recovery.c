@@ -1,4 +1,4 @@
-/* test_rl_kv_recovery.c — issue 8, defects 1–3 end to end: the exact reproductions with the
+/* test_rl_kv_recovery.c — the exact reproductions with the
  * built `rl` (load, damage the directory, `rl kv status`, list the directory), and read-only
  * opening through the public API.
  *

@@ -19,8 +19,8 @@
  *   adaptive-2.3  `rl query --fetch adaptive --explain --stats` on the cluster: every line
  *                 parses, one explain line per page counted by the stats' "adaptive" object, the
  *                 pages after the first show the measured round trip
- *   adaptive-2.4  the read-version wait is taken out of the first page's observed time (issue 11:
- *                 both methods pay it): a limit-1 query in a fresh transaction reports a wait of
+ *   adaptive-2.4  the read-version wait is taken out of the first page's observed time (both
+ *                 methods pay it; docs/design.md §7, The ADAPTIVE method): a limit-1 query in a fresh transaction reports a wait of
  *                 at least one delayed round trip, and its observed time plus that wait is within
  *                 the call's wall time; a second query in the same transaction (the version is
  *                 known) reports no wait

@@ -170,7 +170,7 @@ TEST(query_3_3_errors) {
     ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index nope", dir), 1);
     ASSERT_TRUE(strstr(out, "index_unknown") != NULL);
     free(out);
-    /* ADAPTIVE (issue 11) runs: 5 rows, one explain line for its one page, every line JSON. */
+    /* ADAPTIVE runs: 5 rows, one explain line for its one page, every line JSON. */
     ASSERT_EQ(rl_test_rl(&out, "query --db file:%s --index price_idx --fetch adaptive --explain --stats", dir), 0);
     {
         int rows = 0, explains = 0, stats = 0;

@@ -1,4 +1,4 @@
-/* test_cli_bad_args.c — table-driven (issue 8): every command and subcommand of `rl` and
+/* test_cli_bad_args.c — table-driven: every command and subcommand of `rl` and
  * `rlbench`, run with bad values for every numeric option (and numeric positional): junk,
  * trailing junk, empty, spaces, hex, fractions, overflow, negatives (where the range starts at
  * 0), NaN and infinities, as "--opt VALUE" and, for the empty, junk, overflowing and NaN values,

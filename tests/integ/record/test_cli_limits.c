@@ -1,4 +1,4 @@
-/* test_cli_limits.c — issue 8, defect 7: the numbers of `rl load` and `rl get` are checked in
+/* test_cli_limits.c — the numbers of `rl load` and `rl get` are checked in
  * full, and the advertised maxima are the true ones.
  *
  *   cli_1_1  --count/--padding/--seed with junk, trailing junk, empty and overflowing values, and

@@ -1,4 +1,4 @@
-/* test_cli_messages.c — issue 8, defect 8: the messages say what is wrong.
+/* test_cli_messages.c — the messages say what is wrong.
  *
  *   cli_3_1  a regular file given as the database directory "is not a directory" (was: "does not
  *            exist"); a missing one "does not exist"; mem:xyz is refused (was: accepted)

@@ -1,5 +1,5 @@
 /* test_cluster_access.c — who may talk to a cluster, and what a peer can make a server hold
- * (issue 27 items 2 and 3; docs/design.md §8.2 "Access", docs/protocol.md §2):
+ * (docs/design.md §8.2 "Access", docs/protocol.md §2):
  *
  *   access-1.1  rl cluster up makes the directory 0700, the key file and the cluster file 0600,
  *               and a cluster ID of at least 32 letters and digits that no other file holds

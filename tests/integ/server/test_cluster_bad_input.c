@@ -1,4 +1,4 @@
-/* test_cluster_bad_input.c — bad input to each role of a real cluster (issue 15, Tests: "Bad
+/* test_cluster_bad_input.c — bad input to each role of a real cluster (Tests: "Bad
  * input"). A test client sends random bytes, frames before the HELLO, wrong handshakes (magic,
  * version), truncated, oversized and undecodable frames, unknown and reserved types, bad flags,
  * replies where requests belong, and seeded random frame sequences, to the coordinator and to a

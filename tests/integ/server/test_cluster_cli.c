@@ -2,7 +2,7 @@
  * JSON), a refused second up, restart of a storage server and of the coordinator (same ports,
  * new pids), a storage server killed with -9 shows as down and comes back with restart, down
  * stops exactly the recorded processes and is idempotent, and `rl kv --db cluster:FILE` works
- * against it (issue 15 item 5).
+ * against it .
  */
 #include <signal.h>
 #include <stdlib.h>

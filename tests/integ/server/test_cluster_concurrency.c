@@ -1,5 +1,5 @@
 /* test_cluster_concurrency.c — several client processes with several threads each against one
- * real cluster (issue 15, Tests: "Concurrency"): mixed commits, reads, range reads, mapped reads
+ * real cluster (Tests: "Concurrency"): mixed commits, reads, range reads, mapped reads
  * and cross-thread snapshot reads, checked against a model (seeded; the seed is printed and
  * RL_SEED=N replays the choices).
  *

@@ -1619,7 +1619,7 @@ TEST(coord_1_8_embedded_file_baseline) {
 
 /* ---- coord-1.9 -------------------------------------------------------------------------------- */
 
-/* coord-1.9: the version tick keeps an idle cluster's versions moving (issue 27). With a 20 ms
+/* coord-1.9: the version tick keeps an idle cluster's versions moving . With a 20 ms
  * window the tick interval is a quarter of it (5 ms, STATUS tick_interval_us). While nothing
  * commits: GET_READ_VERSION advances with time, a parked PEEK is answered by a tick (no versions,
  * end_version past after_version), and two storage servers that keep peeking and popping let the

@@ -1,5 +1,5 @@
-/* test_delay.c — delay_*: hosts, addresses and injected delay on real clusters (issue 14 items 1
- * and 4): the per-message lateness the loop records and the round trips through the client's path
+/* test_delay.c — delay_*: hosts, addresses and injected delay on real clusters: the
+ * per-message lateness the loop records and the round trips through the client's path
  * with a delay set at start; the order of a burst of frames with jitter above the delay; SET_DELAY
  * on a running cluster reaching a client within about a second (and `rl ping`), 0 restoring
  * loopback figures; `--hosts 3 --storage-per-host 2 --host-addresses` listening on 127.0.0.1-3,

@@ -1,5 +1,5 @@
 /* test_secondary_strategies.c — the storage-to-storage secondary strategies of mapped reads
- * (issue 14 item 5) against a real 3-server cluster: `individual` (FoundationDB's batches of 10
+ * against a real 3-server cluster: `individual` (FoundationDB's batches of 10
  * separate reads) and `grouped` (the page's remote secondaries grouped by owner, one round) return
  * identical results, and the storage-to-storage round trips the servers report match the strategy.
  *

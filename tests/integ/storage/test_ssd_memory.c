@@ -1,5 +1,5 @@
 /* test_ssd_memory.c — the ssd engine's memory stays bounded by the window and the flush
- * threshold, not by the data (issue 12 step 3): a store of RL_SSD_MEM_MB (default 96) MiB of 2 KiB
+ * threshold, not by the data: a store of RL_SSD_MEM_MB (default 96) MiB of 2 KiB
  * values is loaded through rl__storage_apply with a 4 MiB flush threshold and a short window;
  * RssAnon (/proc/self/status) after the first eighth and at the end may differ by at most
  * 32 MiB (an in-memory store would grow by the whole data), and every row is read back in full

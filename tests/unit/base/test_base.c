@@ -27,7 +27,7 @@ TEST(base_1_1_error_table_distinct) {
     ASSERT_FALSE(rl_error_is_known(123456));
 }
 
-/* base-1.2: FoundationDB's numbers are the ones DESIGN §2 names. */
+/* base-1.2: FoundationDB's numbers are the ones docs/design.md §2 names. */
 TEST(base_1_2_fdb_numbers) {
     static const struct {
         int code;

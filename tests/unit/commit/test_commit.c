@@ -584,7 +584,7 @@ TEST(commit_3_12_bad_options) {
     rec_release(&s);
 }
 
-/* commit-3.13: fresh read versions (the embedded backend's, issue 27): with nothing committing,
+/* commit-3.13: fresh read versions (the embedded backend's): with nothing committing,
  * rl__committer_fresh_read_version follows the sequencer's clock instead of staying at the newest
  * durable batch, so after an idle spell longer than the window a read-then-write transaction at
  * it commits, and a transaction too old for the window gets a newer version when it asks again.

@@ -3,7 +3,7 @@
  *
  * The fake cluster is one storage engine holding the data and a shard map (an rl__locmap built
  * from a GET_SHARD_MAP reply, so the location cache is tested too). Each request the planner
- * asks for is routed through the map and answered exactly as the contracts of issue 15 say a
+ * asks for is routed through the map and answered exactly as docs/protocol.md §9 says a
  * storage server (or the coordinator, for the system shard) answers: ownership checks
  * (wrong_shard_server), selectors resolved within the shard with rl__storage_select /
  * rl__storage_range_bounds (lo_is_min = begin == "", hi_is_max = end == "\xff" or "\xff\xff"),

@@ -1,4 +1,4 @@
-/* test_kv_async.c — kv-12: futures that complete later (issue 15 item 1). Run on every backend
+/* test_kv_async.c — kv-12: futures that complete later . Run on every backend
  * (RL_TEST_URL); on an asynchronous one (defer:mem:, cluster:) reads really are pending when the
  * test frees, resets or cancels around them, and callbacks run on the backend's thread. Under
  * ASan these tests are what proves a late completion never writes into reused memory.

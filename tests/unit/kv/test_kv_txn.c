@@ -182,7 +182,7 @@ TEST(kv_1_3_limits) {
     ASSERT_OK(rl_txn_set_option(t, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 0));
     ASSERT_OK(rl_txn_set(t, "\xff/x", 3, "sys", 3));
     kvt_expect(t, "\xff/x", "sys", 0);
-    /* ... but "\xff\xff" and above is the special-key space (issue 8 defect 5): writes, clears
+    /* ... but "\xff\xff" and above is the special-key space: writes, clears
      * and reads all refuse it the same way, so nothing unreadable is ever committed. */
     ASSERT_RC(rl_txn_set(t, "\xff\xff/foo", 6, "x", 1), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
     ASSERT_RC(rl_txn_clear(t, "\xff\xff/foo", 6), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
@@ -662,7 +662,7 @@ static void idle_round(kvt_env *e, _Atomic uint64_t *now, uint64_t idle_us, int 
     rl_txn_free(t);
 }
 
-/* kv-2.10: versions advance while nothing commits (issue 27): after an idle spell longer than the
+/* kv-2.10: versions advance while nothing commits: after an idle spell longer than the
  * MVCC window a read-then-write transaction commits at once at a fresh read version, and a retry
  * after transaction_too_old gets a newer read version. Embedded backends use a 20 ms window and
  * the test's clock (one second of idle in no time, then 60 ms of wall time on the real clock);

@@ -1,4 +1,4 @@
-/* test_loop_delay.c — injected network delay (rl__conn_set_delay, issue 14 item 4): every frame's
+/* test_loop_delay.c — injected network delay (rl__conn_set_delay): every frame's
  * measured one-way latency (the sender's monotonic timestamp in the payload vs the receiver's
  * clock, same machine) is at least the delay, frames stay in order with jitter, the delay can
  * change on a live connection, and the per-frame lateness stats are printed (test IDs loop_4_*).

@@ -2030,7 +2030,7 @@ TEST(net_4_7_dispatch) {
     ASSERT_EQ(d.type, RL_MSG_AUTH);
     ASSERT_EQ(d.flags, R);
     for (int t = 30; t <= 49; t++) {
-        if (t == RL_MSG_SET_DELAY) continue; /* known since issue 14 */
+        if (t == RL_MSG_SET_DELAY) continue; /* known: SET_DELAY */
         ASSERT_RC(rl__msg_decode((uint16_t)t, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
         ASSERT_RC(rl__msg_decode((uint16_t)t, R, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
     }

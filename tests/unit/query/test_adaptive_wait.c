@@ -1,5 +1,5 @@
 /* test_adaptive_wait.c — the ADAPTIVE method observes a page's time without the wait for the
- * transaction's read version (issue 11: both methods pay it, so it tells the model nothing and
+ * transaction's read version (both methods pay it, so it tells the model nothing and
  * its noise flips short queries' choice). Pure: rl__adaptive_less_wait on synthetic timelines, and
  * the model (src/query/adaptive.h) fed the same noisy pages with the wait in and taken out.
  *

@@ -563,7 +563,7 @@ TEST(query_2_8_out_of_memory) {
     qt_close(&e);
 }
 
-/* query_2_9: issue 8 defect 4 and the --eq defect. The largest skip (RL_QUERY_MAX_SKIP) skips
+/* query_2_9: the --eq defect. The largest skip (RL_QUERY_MAX_SKIP) skips
  * everything with every method and direction and reports no corruption (skip 2147483647 used to
  * wrap the selector offset and read outside the index); one more is refused. Bounds naming more
  * columns than the entry has (price, order_id) are refused instead of returning nothing. */

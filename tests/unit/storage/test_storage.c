@@ -158,7 +158,7 @@ TEST(storage_1_4_gc_drops_tombstones) {
 static rl__version ceiling_of(void *ud) { return atomic_load((_Atomic rl__version *)ud); }
 
 /* storage-1.5: the read ceiling (rl__storage_set_read_ceiling, the embedded backend's reserved
- * read versions, issue 27): without one a read above the latest version is future_version; with
+ * read versions): without one a read above the latest version is future_version; with
  * one, a read at v in (latest, ceiling] is served at latest — points, ranges, selectors — and a
  * read above the ceiling is still future_version; once something newer is applied, reads at v
  * see exactly v's data again. */
