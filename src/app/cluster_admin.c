@@ -568,9 +568,10 @@ static int recv_all(int fd, uint8_t *p, size_t n, int64_t deadline, rl_buf *msg)
 static int send_msg(rl__admin_conn *c, const rl__msg *m, uint64_t id, int64_t deadline, rl_buf *msg) {
     rl_buf f;
     rl__buf_init(&f);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_frame_encode(&f, id, m, &why);
-    if (rc) rc = fail(msg, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), why.text);
+    if (rc) rc = fail(msg, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), rl__errdetail_get(&why));
     else rc = send_all(c->fd, (const uint8_t *)f.data, f.len, deadline, msg);
     rl__buf_release(&f);
     return rc;
@@ -591,9 +592,11 @@ static int recv_msg(rl__admin_conn *c, rl__frame_header *h, rl__msg *out, int64_
     if (rc) return rc;
     c->rx.len = h->payload_len;
     rl__arena_reset(&c->arena);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rc = rl__msg_decode(h->type, h->flags, (const uint8_t *)c->rx.data, h->payload_len, &c->arena, out, &why);
-    if (rc) return fail(msg, rc, "undecodable %s from the server: %s", rl__msg_type_name(h->type), why.text);
+    if (rc)
+        return fail(msg, rc, "undecodable %s from the server: %s", rl__msg_type_name(h->type), rl__errdetail_get(&why));
     return RL_OK;
 }
 
@@ -1227,9 +1230,10 @@ static int dir_has_entries(const char *dir, rl_buf *msg) {
 
 int rl__cluster_topology(const rl__cluster_up_opts *o, rl__cluster_up_opts *out, rl_buf *msg) {
     *out = *o;
-    char why[160];
-    if (rl__netem_check(o->delay_us, o->jitter_us, why, sizeof why) != RL_OK)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", why);
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
+    if (rl__netem_check(o->delay_us, o->jitter_us, &why) != RL_OK)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
     if (o->replication < 0 || o->replication > 3)
         return fail(msg, RL_E_INVALID_ARGUMENT, "replication %d is not single (1), double (2) or triple (3)",
                     o->replication);
@@ -1683,9 +1687,10 @@ static int set_delay_one(const cl_state *s, const cl_proc *p, uint32_t delay_us,
 
 int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, int *out_set, rl_buf *msg) {
     if (out_set) *out_set = 0;
-    char why[160];
-    if (rl__netem_check(delay_us, jitter_us, why, sizeof why) != RL_OK)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", why);
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
+    if (rl__netem_check(delay_us, jitter_us, &why) != RL_OK)
+        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
     int lockfd = -1, rc = state_load(dir, s, msg);

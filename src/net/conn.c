@@ -1549,7 +1549,8 @@ static void hs_accept_frame(rl__conn *c, const rl__frame_header *h, const uint8_
         return;
     }
     rl__msg_auth_req m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_auth_req_decode(payload, h->payload_len, NULL, &m, &why);
     if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION) {
         hs_refuse(c, h->type, h->id, rc,
@@ -1559,7 +1560,7 @@ static void hs_accept_frame(rl__conn *c, const rl__frame_header *h, const uint8_
     }
     if (rc != RL_OK) {
         atomic_fetch_add_explicit(&c->loop->st_hs_failed, 1, memory_order_relaxed);
-        close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed AUTH: %s", why.text);
+        close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed AUTH: %s", rl__errdetail_get(&why));
         return;
     }
     rc = rl__auth_verify(&c->loop->auth, m.auth_class, 'C', c->snonce, m.nonce, m.proof);
@@ -1607,11 +1608,12 @@ static void hs_challenge_frame(rl__conn *c, const rl__frame_header *h, const uin
         return;
     }
     rl__msg_auth_challenge ch;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_auth_challenge_decode(payload, h->payload_len, NULL, &ch, &why);
     if (rc != RL_OK) {
         close_error(c, rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? rc : RL_E_MALFORMED_FRAME, 0, "AUTH_CHALLENGE: %s",
-                    why.text);
+                    rl__errdetail_get(&why));
         return;
     }
     memcpy(c->snonce, ch.nonce, sizeof c->snonce);
@@ -1638,10 +1640,11 @@ static void hs_reply_frame(rl__conn *c, const rl__frame_header *h, const uint8_t
         return;
     }
     rl__msg msg;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, NULL, &msg, &why);
     if (rc != RL_OK) {
-        close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed AUTH reply: %s", why.text);
+        close_error(c, RL_E_MALFORMED_FRAME, 0, "malformed AUTH reply: %s", rl__errdetail_get(&why));
         return;
     }
     int cls = rl__auth_connect_class(&c->loop->auth);

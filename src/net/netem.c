@@ -14,11 +14,10 @@ int rl__netem_applies(const char *own, size_t own_len, const uint8_t *peer, size
     return own_len != peer_len || (own_len && memcmp(own, peer, own_len) != 0);
 }
 
-int rl__netem_check(uint32_t delay_us, uint32_t jitter_us, char *why, size_t cap) {
+int rl__netem_check(uint32_t delay_us, uint32_t jitter_us, rl__errdetail *err) {
     if (delay_us <= RL_NETEM_MAX_US && jitter_us <= RL_NETEM_MAX_US) return RL_OK;
-    if (why && cap)
-        snprintf(why, cap, "delay %" PRIu32 " us / jitter %" PRIu32 " us: each must be at most %u us (10 s)", delay_us,
-                 jitter_us, RL_NETEM_MAX_US);
+    rl__errdetail_set(err, "delay %" PRIu32 " us / jitter %" PRIu32 " us: each must be at most %u us (10 s)", delay_us,
+                      jitter_us, RL_NETEM_MAX_US);
     return RL_E_INVALID_ARGUMENT;
 }
 

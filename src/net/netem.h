@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "net/loop.h"
 
 #define RL_NETEM_MAX_US 10000000u /* delay and jitter: at most 10 s each */
@@ -29,8 +30,8 @@
 int rl__netem_applies(const char *own, size_t own_len, const uint8_t *peer, size_t peer_len, int peer_role);
 
 /* rl__netem_check — RL_OK if delay_us and jitter_us are both <= RL_NETEM_MAX_US, else
- * RL_E_INVALID_ARGUMENT with a reason in why (cap bytes, NUL-terminated). */
-int rl__netem_check(uint32_t delay_us, uint32_t jitter_us, char *why, size_t cap);
+ * RL_E_INVALID_ARGUMENT with the reason set in err (may be NULL). */
+int rl__netem_check(uint32_t delay_us, uint32_t jitter_us, rl__errdetail *err);
 
 /* rl__netem_set — apply (delay_us, jitter_us) to conn (rl__conn_set_delay) with a jitter seed
  * derived from salt (e.g. the process id and a connection counter), so jitter sequences differ

@@ -49,7 +49,7 @@ typedef struct {
     int depth;
     int failed;         /* sticky: a rule failed, memory ran out or the version is foreign */
     int rc;             /* the error to return once failed */
-    rl__proto_why *why; /* may be NULL */
+    rl__errdetail *err; /* may be NULL */
     int no_fast;        /* 1: the mapped reply's entries take the io_entry walk (tests) */
 } io;
 
@@ -59,29 +59,24 @@ static void fail_rc(io *s, int rc, const char *field, const char *fmt, ...) {
     if (s->failed) return;
     s->failed = 1;
     s->rc = rc;
-    if (!s->why) return;
-    char *t = s->why->text;
-    size_t cap = sizeof s->why->text, n = 0;
-    int k = snprintf(t, cap, "%s: ", s->msg);
-    n = k > 0 ? (size_t)k : 0;
-    for (int i = 0; i < s->depth && i < IO_DEPTH && n < cap; i++) {
-        if (s->ix[i] == NO_INDEX) k = snprintf(t + n, cap - n, "%s.", s->path[i]);
-        else k = snprintf(t + n, cap - n, "%s[%u].", s->path[i], s->ix[i]);
-        n += k > 0 ? (size_t)k : 0;
+    if (!s->err) return;
+    rl__errdetail *d = s->err;
+    rl__errdetail_set(d, "%s: ", s->msg);
+    for (int i = 0; i < s->depth && i < IO_DEPTH; i++) {
+        if (s->ix[i] == NO_INDEX) rl__errdetail_append(d, "%s.", s->path[i]);
+        else rl__errdetail_append(d, "%s[%u].", s->path[i], s->ix[i]);
     }
-    if (n < cap && field) {
-        k = snprintf(t + n, cap - n, "%s ", field);
-        n += k > 0 ? (size_t)k : 0;
-    } else if (n > 0 && n < cap && t[n - 1] == '.') {
-        t[--n] = ' '; /* the failure is about the enclosing element itself */
-        n++;
+    size_t n = rl__errdetail_len(d);
+    if (field) {
+        rl__errdetail_append(d, "%s ", field);
+    } else if (n > 0 && rl__errdetail_get(d)[n - 1] == '.') {
+        rl__errdetail_truncate(d, n - 1); /* the failure is about the enclosing element itself */
+        rl__errdetail_append(d, " ");
     }
-    if (n < cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(t + n, cap - n, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    rl__errdetail_vappend(d, fmt, ap);
+    va_end(ap);
 }
 
 #define BAD_RC(s) ((s)->decoding ? RL_E_MALFORMED_FRAME : RL_E_INVALID_ARGUMENT)
@@ -983,14 +978,14 @@ typedef void (*xfer_fn)(io *s, void *m);
 
 /* Encode m with x, appending to out; on failure truncate out back (invariant 1: m is only read,
  * so the const cast of the callers is safe). */
-static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl__proto_why *why, int no_fast) {
+static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl__errdetail *err, int no_fast) {
     io s;
     memset(&s, 0, sizeof s);
     s.no_fast = no_fast;
     s.out = out;
     s.msg = msg;
-    s.why = why;
-    if (why) why->text[0] = 0;
+    s.err = err;
+    rl__errdetail_clear(err);
     size_t start = out->len;
     if (rl__buf_error(out) != RL_OK) {
         fail_rc(&s, RL_E_OUT_OF_MEMORY, NULL, "the buffer is out of memory");
@@ -1005,8 +1000,8 @@ static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *
     return RL_OK;
 }
 
-static int run_encode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl__proto_why *why) {
-    return run_encode_mode(msg, x, out, m, why, 0);
+static int run_encode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl__errdetail *err) {
+    return run_encode_mode(msg, x, out, m, err, 0);
 }
 
 /* ---- Placement (30-32) ---- */
@@ -1059,7 +1054,7 @@ static void x_move_shard_req(io *s, rl__msg_move_shard_req *m) {
 
 /* Decode payload[0..len) into m (size bytes, zeroed first and again on failure) with x. */
 static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a, void *m,
-                           size_t size, rl__proto_why *why, int no_fast) {
+                           size_t size, rl__errdetail *err, int no_fast) {
     io s;
     memset(&s, 0, sizeof s);
     s.no_fast = no_fast;
@@ -1068,8 +1063,8 @@ static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, s
     s.left = payload ? len : 0;
     s.arena = a;
     s.msg = msg;
-    s.why = why;
-    if (why) why->text[0] = 0;
+    s.err = err;
+    rl__errdetail_clear(err);
     memset(m, 0, size);
     if (!payload && len) {
         fail_rc(&s, RL_E_INVALID_ARGUMENT, NULL, "payload is NULL with length %zu", len);
@@ -1086,8 +1081,8 @@ static int run_decode_mode(const char *msg, xfer_fn x, const uint8_t *payload, s
 }
 
 static int run_decode(const char *msg, xfer_fn x, const uint8_t *payload, size_t len, rl_arena *a, void *m, size_t size,
-                      rl__proto_why *why) {
-    return run_decode_mode(msg, x, payload, len, a, m, size, why, 0);
+                      rl__errdetail *err) {
+    return run_decode_mode(msg, x, payload, len, a, m, size, err, 0);
 }
 
 /* ---- Message types -------------------------------------------------------------------------- */
@@ -1136,35 +1131,35 @@ X(error, error, 0, 2, "error reply")
 
 /* The public per-message functions. */
 #define X(name, xname, type, dir, label)                                                              \
-    int rl__msg_##name##_encode(rl_buf *out, const rl__msg_##name *m, rl__proto_why *why) {           \
-        return run_encode(label, xv_##name, out, m, why);                                             \
+    int rl__msg_##name##_encode(rl_buf *out, const rl__msg_##name *m, rl__errdetail *err) {           \
+        return run_encode(label, xv_##name, out, m, err);                                             \
     }                                                                                                 \
     int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_##name *out, \
-                                rl__proto_why *why) {                                                 \
-        return run_decode(label, xv_##name, payload, len, a, out, sizeof *out, why);                  \
+                                rl__errdetail *err) {                                                 \
+        return run_decode(label, xv_##name, payload, len, a, out, sizeof *out, err);                  \
     }
 X(error, error, 0, 2, "error reply")
 #include "net/messages.def"
 #undef X
 
 int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl__msg_get_mapped_range_reply *m,
-                                               rl__proto_why *why) {
-    return run_encode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, out, m, why, 1);
+                                               rl__errdetail *err) {
+    return run_encode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, out, m, err, 1);
 }
 
 int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
-                                               rl__msg_get_mapped_range_reply *out, rl__proto_why *why) {
-    return run_decode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, payload, len, a, out, sizeof *out, why,
+                                               rl__msg_get_mapped_range_reply *out, rl__errdetail *err) {
+    return run_decode_mode("GET_MAPPED_RANGE reply", xv_get_mapped_range_reply, payload, len, a, out, sizeof *out, err,
                            1);
 }
 
-int rl__msg_peek_reply_check(const rl__msg_peek_reply *r, rl__version after, rl__proto_why *why) {
+int rl__msg_peek_reply_check(const rl__msg_peek_reply *r, rl__version after, rl__errdetail *err) {
     io s;
     memset(&s, 0, sizeof s);
     s.decoding = 1;
     s.msg = "PEEK reply";
-    s.why = why;
-    if (why) why->text[0] = 0;
+    s.err = err;
+    rl__errdetail_clear(err);
     if (r->end_version < after) {
         bad(&s, "end_version", "is %llu, below the request's after_version %llu", (unsigned long long)r->end_version,
             (unsigned long long)after);
@@ -1307,7 +1302,7 @@ static int get_reply_encode_fast(rl_buf *out, const rl__msg_get_reply *m) {
 }
 
 static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
-                         rl__proto_why *why, int walk) {
+                         rl__errdetail *err, int walk) {
     if (!walk && type == RL_MSG_GET && (flags == 0 || flags == RL_FRAME_REPLY)) {
         memset(out, 0, sizeof *out);
         int ok = flags == 0 ? get_req_decode_fast(payload, len, &out->u.get_req)
@@ -1315,7 +1310,7 @@ static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, 
         if (ok) { /* (a refused payload wrote nothing: the walk decodes it, for its error) */
             out->type = type;
             out->flags = flags;
-            if (why) why->text[0] = 0;
+            rl__errdetail_clear(err);
             return RL_OK;
         }
     }
@@ -1325,58 +1320,55 @@ static int decode_common(uint16_t type, uint16_t flags, const uint8_t *payload, 
     out->type = type;
     out->flags = flags;
     if (!pi) {
-        if (why)
-            snprintf(why->text, sizeof why->text, "frame of type %u (%s), flags 0x%x: %s", (unsigned)type,
-                     rl__msg_type_name(type), (unsigned)flags, what);
+        rl__errdetail_set(err, "frame of type %u (%s), flags 0x%x: %s", (unsigned)type, rl__msg_type_name(type),
+                          (unsigned)flags, what);
         return RL_E_MALFORMED_FRAME;
     }
-    return run_decode(pi->label, pi->x, payload, len, a, &out->u, pi->size, why);
+    return run_decode(pi->label, pi->x, payload, len, a, &out->u, pi->size, err);
 }
 
 int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
-                   rl__proto_why *why) {
-    return decode_common(type, flags, payload, len, a, out, why, 0);
+                   rl__errdetail *err) {
+    return decode_common(type, flags, payload, len, a, out, err, 0);
 }
 
 int rl__msg_decode_walk(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
-                        rl__proto_why *why) {
-    return decode_common(type, flags, payload, len, a, out, why, 1);
+                        rl__errdetail *err) {
+    return decode_common(type, flags, payload, len, a, out, err, 1);
 }
 
-static int encode_common(rl_buf *out, const rl__msg *m, rl__proto_why *why, int walk) {
+static int encode_common(rl_buf *out, const rl__msg *m, rl__errdetail *err, int walk) {
     if (!walk && m->type == RL_MSG_GET &&
         (m->flags == 0 ? get_req_encode_fast(out, &m->u.get_req)
                        : m->flags == RL_FRAME_REPLY && get_reply_encode_fast(out, &m->u.get_reply))) {
-        if (why) why->text[0] = 0;
+        rl__errdetail_clear(err);
         return RL_OK;
     }
     const char *what = NULL;
     const payload_info *pi = find_payload(m->type, m->flags, &what);
     if (!pi) {
-        if (why)
-            snprintf(why->text, sizeof why->text, "message of type %u (%s), flags 0x%x: %s", (unsigned)m->type,
-                     rl__msg_type_name(m->type), (unsigned)m->flags, what);
+        rl__errdetail_set(err, "message of type %u (%s), flags 0x%x: %s", (unsigned)m->type, rl__msg_type_name(m->type),
+                          (unsigned)m->flags, what);
         return RL_E_INVALID_ARGUMENT;
     }
-    return run_encode(pi->label, pi->x, out, &m->u, why);
+    return run_encode(pi->label, pi->x, out, &m->u, err);
 }
 
-int rl__msg_encode(rl_buf *out, const rl__msg *m, rl__proto_why *why) { return encode_common(out, m, why, 0); }
+int rl__msg_encode(rl_buf *out, const rl__msg *m, rl__errdetail *err) { return encode_common(out, m, err, 0); }
 
-int rl__msg_encode_walk(rl_buf *out, const rl__msg *m, rl__proto_why *why) { return encode_common(out, m, why, 1); }
+int rl__msg_encode_walk(rl_buf *out, const rl__msg *m, rl__errdetail *err) { return encode_common(out, m, err, 1); }
 
-int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl__msg *m, rl__proto_why *why) {
+int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl__msg *m, rl__errdetail *err) {
     size_t start = out->len;
     uint8_t hdr[RL_FRAME_HEADER_LEN];
     rl__frame_header h = {0, m->type, m->flags, id};
-    if (why) why->text[0] = 0;
+    rl__errdetail_clear(err);
     rl__frame_header_encode(&h, hdr);
     rl__buf_append(out, hdr, sizeof hdr);
-    int rc = rl__msg_encode(out, m, why);
+    int rc = rl__msg_encode(out, m, err);
     if (rc == RL_OK && out->len - start - RL_FRAME_HEADER_LEN > RL_NET_MAX_PAYLOAD) {
-        if (why)
-            snprintf(why->text, sizeof why->text, "%s payload of %zu bytes exceeds the frame limit",
-                     rl__msg_type_name(m->type), out->len - start - RL_FRAME_HEADER_LEN);
+        rl__errdetail_set(err, "%s payload of %zu bytes exceeds the frame limit", rl__msg_type_name(m->type),
+                          out->len - start - RL_FRAME_HEADER_LEN);
         rc = RL_E_INVALID_ARGUMENT;
     }
     if (rc != RL_OK) {

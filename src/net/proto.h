@@ -35,20 +35,20 @@
  *
  * The common contract of the per-message functions below (each is declared with its struct):
  *
- *   int rl__msg_<name>_encode(rl_buf *out, const rl_msg_<name> *m, rl__proto_why *why);
- *     Append m's payload to out. [in] m: borrowed for the call; never written. [out] why: may be
- *     NULL; on failure a message naming the field. Returns RL_OK; RL_E_INVALID_ARGUMENT when m
+ *   int rl__msg_<name>_encode(rl_buf *out, const rl_msg_<name> *m, rl__errdetail *err);
+ *     Append m's payload to out. [in] m: borrowed for the call; never written. [out] err: may be
+ *     NULL; emptied, then on failure set to a message naming the field. Returns RL_OK; RL_E_INVALID_ARGUMENT when m
  *     breaks a rule of its struct (out is truncated back to its length before the call);
  *     RL_E_OUT_OF_MEMORY when out's sticky error is set (before or during the call).
  *
  *   int rl__msg_<name>_decode(const uint8_t *payload, size_t len, rl_arena *a,
- *                             rl_msg_<name> *out, rl__proto_why *why);
+ *                             rl_msg_<name> *out, rl__errdetail *err);
  *     Decode payload[0..len) into *out. [in] payload: may be NULL when len is 0; borrowed by
  *     *out (see above). [in] a: arrays of *out come from it; may be NULL for payloads without
  *     arrays. [out] out: filled on RL_OK, zeroed otherwise (but see rl__msg_hello_req: the
- *     handshake messages keep magic and version when they are foreign). [out] why:
- *     may be NULL; on failure a message such as "COMMIT request: mutations[3].type is 99, not a
- *     mutation type". Returns RL_OK; RL_E_MALFORMED_FRAME (the receiver logs why and closes the
+ *     handshake messages keep magic and version when they are foreign). [out] err:
+ *     may be NULL; emptied, then on failure set to a message such as "COMMIT request: mutations[3].type is 99, not a
+ *     mutation type". Returns RL_OK; RL_E_MALFORMED_FRAME (the receiver logs err and closes the
  *     connection); RL_E_OUT_OF_MEMORY (the arena failed); RL_E_INVALID_ARGUMENT (payload NULL with
  *     len > 0, or a NULL but needed). The HELLO, AUTH_CHALLENGE and AUTH request decoders also
  *     return RL_E_INCOMPATIBLE_PROTOCOL_VERSION (see rl__msg_hello_req).
@@ -63,6 +63,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "base/kvtypes.h"
 #include "net/auth.h"
 #include "net/frame.h"
@@ -158,12 +159,6 @@ typedef enum {
     RL_SHARD_REMOVE = 2, /* the server no longer owns it after this version */
 } rl__shard_change_kind;
 
-/* Why a codec failed: a NUL-terminated message naming the message and the field. */
-#define RL_PROTO_WHY_LEN 160
-typedef struct {
-    char text[RL_PROTO_WHY_LEN];
-} rl__proto_why;
-
 /* ---- Message types ----------------------------------------------------------------------- */
 
 /* rl__msg_type_name — the name of a message type for logs ("GET_RANGE"), reserved types
@@ -184,9 +179,9 @@ unsigned rl__msg_type_flags(int type);
  * at the top of this file) for the struct rl_msg_<name>; proto.c defines them from its payload
  * table (every payload of messages.def). */
 #define RL_PROTO_CODECS(name)                                                                         \
-    int rl__msg_##name##_encode(rl_buf *out, const rl__msg_##name *m, rl__proto_why *why);            \
+    int rl__msg_##name##_encode(rl_buf *out, const rl__msg_##name *m, rl__errdetail *err);            \
     int rl__msg_##name##_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_##name *out, \
-                                rl__proto_why *why)
+                                rl__errdetail *err)
 
 /* A payload without fields (STATUS request, POP reply): len must be 0. */
 typedef struct {
@@ -202,9 +197,9 @@ typedef struct {
     uint32_t protocol_version;        /* RL_PROTOCOL_VERSION */
     uint8_t nonce[RL_AUTH_NONCE_LEN]; /* fresh random bytes of the accepting side */
 } rl__msg_auth_challenge;
-int rl__msg_auth_challenge_encode(rl_buf *out, const rl__msg_auth_challenge *m, rl__proto_why *why);
+int rl__msg_auth_challenge_encode(rl_buf *out, const rl__msg_auth_challenge *m, rl__errdetail *err);
 int rl__msg_auth_challenge_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_auth_challenge *out,
-                                  rl__proto_why *why);
+                                  rl__errdetail *err);
 
 /* AUTH request (type 4): the connecting side's first frame (flags 0, id 0), after the challenge.
  * Magic and version as AUTH_CHALLENGE's. */
@@ -215,22 +210,22 @@ typedef struct {
     uint8_t nonce[RL_AUTH_NONCE_LEN]; /* fresh random bytes of the connecting side */
     uint8_t proof[RL_AUTH_PROOF_LEN]; /* rl__auth_proof(class, 'C', challenge nonce, nonce) */
 } rl__msg_auth_req;
-int rl__msg_auth_req_encode(rl_buf *out, const rl__msg_auth_req *m, rl__proto_why *why);
+int rl__msg_auth_req_encode(rl_buf *out, const rl__msg_auth_req *m, rl__errdetail *err);
 /* rl__msg_auth_req_make — the connecting side's AUTH answering a challenge with snonce: magic,
  * version, the class a proves when it connects (rl__auth_connect_class), a fresh nonce and the
  * proof (src/net/auth.c; not pure: it draws the nonce). RL_OK or rl__auth_random / rl__auth_proof's
  * error (*out then unusable). */
 int rl__msg_auth_req_make(const rl__net_auth *a, const uint8_t snonce[RL_AUTH_NONCE_LEN], rl__msg_auth_req *out);
-int rl__msg_auth_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_auth_req *out, rl__proto_why *why);
+int rl__msg_auth_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_auth_req *out, rl__errdetail *err);
 
 /* AUTH reply: the accepting side's proof (or an error reply: invalid_cluster_id,
  * unauthorized_attempt, incompatible_protocol_version; then it closes). */
 typedef struct {
     uint8_t proof[RL_AUTH_PROOF_LEN]; /* rl__auth_proof(class, 'S', challenge nonce, request nonce) */
 } rl__msg_auth_reply;
-int rl__msg_auth_reply_encode(rl_buf *out, const rl__msg_auth_reply *m, rl__proto_why *why);
+int rl__msg_auth_reply_encode(rl_buf *out, const rl__msg_auth_reply *m, rl__errdetail *err);
 int rl__msg_auth_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_auth_reply *out,
-                              rl__proto_why *why);
+                              rl__errdetail *err);
 
 /* HELLO request (type 1): the first frame after the handshake, sent by the connecting side.
  * The first 8 bytes (magic, version) are fixed for every protocol version: a decoder that finds
@@ -246,9 +241,9 @@ typedef struct {
     const uint8_t *host;       /* host label, <= RL_PROTO_MAX_STRING */
     uint32_t host_len;
 } rl__msg_hello_req;
-int rl__msg_hello_req_encode(rl_buf *out, const rl__msg_hello_req *m, rl__proto_why *why);
+int rl__msg_hello_req_encode(rl_buf *out, const rl__msg_hello_req *m, rl__errdetail *err);
 int rl__msg_hello_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_hello_req *out,
-                             rl__proto_why *why);
+                             rl__errdetail *err);
 
 /* HELLO reply. A version other than RL_PROTOCOL_VERSION decodes as
  * RL_E_INCOMPATIBLE_PROTOCOL_VERSION (protocol_version set). */
@@ -259,17 +254,17 @@ typedef struct {
     const uint8_t *host;       /* <= RL_PROTO_MAX_STRING */
     uint32_t host_len;
 } rl__msg_hello_reply;
-int rl__msg_hello_reply_encode(rl_buf *out, const rl__msg_hello_reply *m, rl__proto_why *why);
+int rl__msg_hello_reply_encode(rl_buf *out, const rl__msg_hello_reply *m, rl__errdetail *err);
 int rl__msg_hello_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_hello_reply *out,
-                               rl__proto_why *why);
+                               rl__errdetail *err);
 
 /* PING request (type 2): the payload is echoed. */
 typedef struct {
     const uint8_t *payload; /* <= RL_PROTO_MAX_STRING */
     uint32_t payload_len;
 } rl__msg_ping_req;
-int rl__msg_ping_req_encode(rl_buf *out, const rl__msg_ping_req *m, rl__proto_why *why);
-int rl__msg_ping_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_ping_req *out, rl__proto_why *why);
+int rl__msg_ping_req_encode(rl_buf *out, const rl__msg_ping_req *m, rl__errdetail *err);
+int rl__msg_ping_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_ping_req *out, rl__errdetail *err);
 
 /* PING reply. */
 typedef struct {
@@ -277,9 +272,9 @@ typedef struct {
     uint32_t payload_len;
     uint64_t server_mono_ns; /* the replier's monotonic clock when it answered */
 } rl__msg_ping_reply;
-int rl__msg_ping_reply_encode(rl_buf *out, const rl__msg_ping_reply *m, rl__proto_why *why);
+int rl__msg_ping_reply_encode(rl_buf *out, const rl__msg_ping_reply *m, rl__errdetail *err);
 int rl__msg_ping_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_ping_reply *out,
-                              rl__proto_why *why);
+                              rl__errdetail *err);
 
 /* Error reply: the payload of any reply with flags RL_FRAME_REPLY | RL_FRAME_ERROR. */
 typedef struct {
@@ -287,24 +282,24 @@ typedef struct {
     const uint8_t *message; /* detail for logs, <= RL_PROTO_MAX_STRING; may be empty */
     uint32_t message_len;
 } rl__msg_error;
-int rl__msg_error_encode(rl_buf *out, const rl__msg_error *m, rl__proto_why *why);
-int rl__msg_error_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_error *out, rl__proto_why *why);
+int rl__msg_error_encode(rl_buf *out, const rl__msg_error *m, rl__errdetail *err);
+int rl__msg_error_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_error *out, rl__errdetail *err);
 
 /* GET_READ_VERSION request (type 10). */
 typedef struct {
     uint32_t flags; /* none defined yet: must be 0 */
 } rl__msg_get_read_version_req;
-int rl__msg_get_read_version_req_encode(rl_buf *out, const rl__msg_get_read_version_req *m, rl__proto_why *why);
+int rl__msg_get_read_version_req_encode(rl_buf *out, const rl__msg_get_read_version_req *m, rl__errdetail *err);
 int rl__msg_get_read_version_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                        rl__msg_get_read_version_req *out, rl__proto_why *why);
+                                        rl__msg_get_read_version_req *out, rl__errdetail *err);
 
 /* GET_READ_VERSION reply. */
 typedef struct {
     rl__version version; /* the newest durable commit batch */
 } rl__msg_get_read_version_reply;
-int rl__msg_get_read_version_reply_encode(rl_buf *out, const rl__msg_get_read_version_reply *m, rl__proto_why *why);
+int rl__msg_get_read_version_reply_encode(rl_buf *out, const rl__msg_get_read_version_reply *m, rl__errdetail *err);
 int rl__msg_get_read_version_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                          rl__msg_get_read_version_reply *out, rl__proto_why *why);
+                                          rl__msg_get_read_version_reply *out, rl__errdetail *err);
 
 /* COMMIT request (type 11). Ranges are rl__keyrange (begin <= end, keys <= RL_PROTO_MAX_KEY);
  * mutations are any rl__mutation_type, versionstamped ones included, with p1 <= RL_PROTO_MAX_KEY
@@ -322,9 +317,9 @@ typedef struct {
     const rl__mutation *muts; /* in issue order */
     uint32_t n_muts;
 } rl__msg_commit_req;
-int rl__msg_commit_req_encode(rl_buf *out, const rl__msg_commit_req *m, rl__proto_why *why);
+int rl__msg_commit_req_encode(rl_buf *out, const rl__msg_commit_req *m, rl__errdetail *err);
 int rl__msg_commit_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_commit_req *out,
-                              rl__proto_why *why);
+                              rl__errdetail *err);
 
 /* COMMIT reply: the committer's outcome (a conflict is a reply, not an error reply). */
 typedef struct {
@@ -332,17 +327,17 @@ typedef struct {
     rl__version commit_version; /* the batch's version; 0 if read-only or not committed */
     uint16_t batch_order;       /* the transaction's order in its batch (versionstamps) */
 } rl__msg_commit_reply;
-int rl__msg_commit_reply_encode(rl_buf *out, const rl__msg_commit_reply *m, rl__proto_why *why);
+int rl__msg_commit_reply_encode(rl_buf *out, const rl__msg_commit_reply *m, rl__errdetail *err);
 int rl__msg_commit_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_commit_reply *out,
-                                rl__proto_why *why);
+                                rl__errdetail *err);
 
 /* GET_SHARD_MAP request (type 12). */
 typedef struct {
     rl__version min_version; /* answer with a map at least this new; 0: any */
 } rl__msg_get_shard_map_req;
-int rl__msg_get_shard_map_req_encode(rl_buf *out, const rl__msg_get_shard_map_req *m, rl__proto_why *why);
+int rl__msg_get_shard_map_req_encode(rl_buf *out, const rl__msg_get_shard_map_req *m, rl__errdetail *err);
 int rl__msg_get_shard_map_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_shard_map_req *out,
-                                     rl__proto_why *why);
+                                     rl__errdetail *err);
 
 /* One process of the server list. */
 typedef struct {
@@ -379,9 +374,9 @@ typedef struct {
                            servers keep it <= 10,000,000) — the client applies it to its links */
     uint32_t jitter_us; /* and its jitter, µs */
 } rl__msg_get_shard_map_reply;
-int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl__msg_get_shard_map_reply *m, rl__proto_why *why);
+int rl__msg_get_shard_map_reply_encode(rl_buf *out, const rl__msg_get_shard_map_reply *m, rl__errdetail *err);
 int rl__msg_get_shard_map_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                       rl__msg_get_shard_map_reply *out, rl__proto_why *why);
+                                       rl__msg_get_shard_map_reply *out, rl__errdetail *err);
 
 /* REGISTER_STORAGE request (type 13): a storage server announces itself to the coordinator. */
 typedef struct {
@@ -393,9 +388,9 @@ typedef struct {
     uint32_t host_len;
     rl__version durable_version; /* the newest version its engine has durably */
 } rl__msg_register_storage_req;
-int rl__msg_register_storage_req_encode(rl_buf *out, const rl__msg_register_storage_req *m, rl__proto_why *why);
+int rl__msg_register_storage_req_encode(rl_buf *out, const rl__msg_register_storage_req *m, rl__errdetail *err);
 int rl__msg_register_storage_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                        rl__msg_register_storage_req *out, rl__proto_why *why);
+                                        rl__msg_register_storage_req *out, rl__errdetail *err);
 
 /* REGISTER_STORAGE reply. */
 typedef struct {
@@ -404,9 +399,9 @@ typedef struct {
                                   non-overlapping (adjacent allowed) */
     uint32_t n_ranges;
 } rl__msg_register_storage_reply;
-int rl__msg_register_storage_reply_encode(rl_buf *out, const rl__msg_register_storage_reply *m, rl__proto_why *why);
+int rl__msg_register_storage_reply_encode(rl_buf *out, const rl__msg_register_storage_reply *m, rl__errdetail *err);
 int rl__msg_register_storage_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                          rl__msg_register_storage_reply *out, rl__proto_why *why);
+                                          rl__msg_register_storage_reply *out, rl__errdetail *err);
 
 /* PEEK request (type 14): a storage server asks the coordinator's log for mutations. */
 typedef struct {
@@ -415,8 +410,8 @@ typedef struct {
     uint32_t max_bytes;        /* about this many mutation bytes per reply; 0: server default */
     uint32_t max_wait_ms;      /* hold the request this long when nothing is new; 0: answer now */
 } rl__msg_peek_req;
-int rl__msg_peek_req_encode(rl_buf *out, const rl__msg_peek_req *m, rl__proto_why *why);
-int rl__msg_peek_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_peek_req *out, rl__proto_why *why);
+int rl__msg_peek_req_encode(rl_buf *out, const rl__msg_peek_req *m, rl__errdetail *err);
+int rl__msg_peek_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_peek_req *out, rl__errdetail *err);
 
 /* One version of a PEEK reply: its mutations for the server's shards (storage types only: no
  * versionstamped mutation reaches a storage server). */
@@ -444,13 +439,13 @@ typedef struct {
     const rl__msg_shard_change *changes;
     uint32_t n_changes;
 } rl__msg_peek_reply;
-int rl__msg_peek_reply_encode(rl_buf *out, const rl__msg_peek_reply *m, rl__proto_why *why);
+int rl__msg_peek_reply_encode(rl_buf *out, const rl__msg_peek_reply *m, rl__errdetail *err);
 int rl__msg_peek_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_peek_reply *out,
-                              rl__proto_why *why);
+                              rl__errdetail *err);
 /* rl__msg_peek_reply_check — the rules of a PEEK reply that need its request: end_version >=
  * after_version, and every version and change version > after_version. [in] r: a decoded
- * reply. Returns RL_OK or RL_E_MALFORMED_FRAME (why says which). */
-int rl__msg_peek_reply_check(const rl__msg_peek_reply *r, rl__version after_version, rl__proto_why *why);
+ * reply. Returns RL_OK or RL_E_MALFORMED_FRAME (err says which). */
+int rl__msg_peek_reply_check(const rl__msg_peek_reply *r, rl__version after_version, rl__errdetail *err);
 
 /* POP request (type 15): the server has made everything <= durable_version durable; the log
  * may drop it once every server of its shards has. */
@@ -458,29 +453,29 @@ typedef struct {
     uint32_t storage_id;
     rl__version durable_version;
 } rl__msg_pop_req;
-int rl__msg_pop_req_encode(rl_buf *out, const rl__msg_pop_req *m, rl__proto_why *why);
-int rl__msg_pop_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_pop_req *out, rl__proto_why *why);
+int rl__msg_pop_req_encode(rl_buf *out, const rl__msg_pop_req *m, rl__errdetail *err);
+int rl__msg_pop_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_pop_req *out, rl__errdetail *err);
 
 /* POP reply: empty. */
 typedef rl__msg_empty rl__msg_pop_reply;
-int rl__msg_pop_reply_encode(rl_buf *out, const rl__msg_pop_reply *m, rl__proto_why *why);
+int rl__msg_pop_reply_encode(rl_buf *out, const rl__msg_pop_reply *m, rl__errdetail *err);
 int rl__msg_pop_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_pop_reply *out,
-                             rl__proto_why *why);
+                             rl__errdetail *err);
 
 /* STATUS request (type 16): empty. */
 typedef rl__msg_empty rl__msg_status_req;
-int rl__msg_status_req_encode(rl_buf *out, const rl__msg_status_req *m, rl__proto_why *why);
+int rl__msg_status_req_encode(rl_buf *out, const rl__msg_status_req *m, rl__errdetail *err);
 int rl__msg_status_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_status_req *out,
-                              rl__proto_why *why);
+                              rl__errdetail *err);
 
 /* STATUS reply. */
 typedef struct {
     const uint8_t *json; /* a JSON document (not parsed by the codec), <= RL_PROTO_MAX_JSON */
     uint32_t json_len;
 } rl__msg_status_reply;
-int rl__msg_status_reply_encode(rl_buf *out, const rl__msg_status_reply *m, rl__proto_why *why);
+int rl__msg_status_reply_encode(rl_buf *out, const rl__msg_status_reply *m, rl__errdetail *err);
 int rl__msg_status_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_status_reply *out,
-                                rl__proto_why *why);
+                                rl__errdetail *err);
 
 /* GET request (type 20). */
 typedef struct {
@@ -488,8 +483,8 @@ typedef struct {
     const uint8_t *key; /* <= RL_PROTO_MAX_KEY */
     uint32_t key_len;
 } rl__msg_get_req;
-int rl__msg_get_req_encode(rl_buf *out, const rl__msg_get_req *m, rl__proto_why *why);
-int rl__msg_get_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_req *out, rl__proto_why *why);
+int rl__msg_get_req_encode(rl_buf *out, const rl__msg_get_req *m, rl__errdetail *err);
+int rl__msg_get_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_req *out, rl__errdetail *err);
 
 /* GET reply. */
 typedef struct {
@@ -507,9 +502,9 @@ typedef struct {
 #define RL_MSG_GET_REPLY_HEAD 5
 int rl__msg_get_req_head(const rl__msg_get_req *m, uint8_t out[RL_MSG_GET_REQ_HEAD]);
 int rl__msg_get_reply_head(const rl__msg_get_reply *m, uint8_t out[RL_MSG_GET_REPLY_HEAD]);
-int rl__msg_get_reply_encode(rl_buf *out, const rl__msg_get_reply *m, rl__proto_why *why);
+int rl__msg_get_reply_encode(rl_buf *out, const rl__msg_get_reply *m, rl__errdetail *err);
 int rl__msg_get_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_reply *out,
-                             rl__proto_why *why);
+                             rl__errdetail *err);
 
 /* GET_KEY request (type 21). Selector keys are <= RL_PROTO_MAX_KEY, or_equal is 0 or 1 and
  * offset is not INT32_MIN (in every message). */
@@ -517,9 +512,9 @@ typedef struct {
     rl__version version;
     rl_key_selector sel;
 } rl__msg_get_key_req;
-int rl__msg_get_key_req_encode(rl_buf *out, const rl__msg_get_key_req *m, rl__proto_why *why);
+int rl__msg_get_key_req_encode(rl_buf *out, const rl__msg_get_key_req *m, rl__errdetail *err);
 int rl__msg_get_key_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_key_req *out,
-                               rl__proto_why *why);
+                               rl__errdetail *err);
 
 /* GET_KEY reply. */
 typedef struct {
@@ -527,9 +522,9 @@ typedef struct {
                             ran past this server's shard: continue with sel on the next one */
     rl_key_selector sel;
 } rl__msg_get_key_reply;
-int rl__msg_get_key_reply_encode(rl_buf *out, const rl__msg_get_key_reply *m, rl__proto_why *why);
+int rl__msg_get_key_reply_encode(rl_buf *out, const rl__msg_get_key_reply *m, rl__errdetail *err);
 int rl__msg_get_key_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_key_reply *out,
-                                 rl__proto_why *why);
+                                 rl__errdetail *err);
 
 /* GET_RANGE request (type 22). */
 typedef struct {
@@ -540,9 +535,9 @@ typedef struct {
     int64_t target_bytes; /* >= 0; 0 = no limit */
     uint8_t reverse;      /* 0 or 1 */
 } rl__msg_get_range_req;
-int rl__msg_get_range_req_encode(rl_buf *out, const rl__msg_get_range_req *m, rl__proto_why *why);
+int rl__msg_get_range_req_encode(rl_buf *out, const rl__msg_get_range_req *m, rl__errdetail *err);
 int rl__msg_get_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_range_req *out,
-                                 rl__proto_why *why);
+                                 rl__errdetail *err);
 
 /* GET_RANGE reply. With status RL_RANGE_SELECTOR_UNRESOLVED there are no rows and more is 0.
  * Keys <= RL_PROTO_MAX_KEY, values <= RL_PROTO_MAX_VALUE. The codec does not check row order
@@ -560,9 +555,9 @@ typedef struct {
     const uint8_t *resolved_end;
     uint32_t resolved_end_len;
 } rl__msg_get_range_reply;
-int rl__msg_get_range_reply_encode(rl_buf *out, const rl__msg_get_range_reply *m, rl__proto_why *why);
+int rl__msg_get_range_reply_encode(rl_buf *out, const rl__msg_get_range_reply *m, rl__errdetail *err);
 int rl__msg_get_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_range_reply *out,
-                                   rl__proto_why *why);
+                                   rl__errdetail *err);
 
 /* GET_MAPPED_RANGE request (type 23). */
 typedef struct {
@@ -579,9 +574,9 @@ typedef struct {
     uint8_t strategy;             /* rl__fetch_strategy */
     uint32_t batch;               /* secondaries per batch, <= RL_PROTO_MAX_BATCH; 0: default */
 } rl__msg_get_mapped_range_req;
-int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl__msg_get_mapped_range_req *m, rl__proto_why *why);
+int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl__msg_get_mapped_range_req *m, rl__errdetail *err);
 int rl__msg_get_mapped_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                        rl__msg_get_mapped_range_req *out, rl__proto_why *why);
+                                        rl__msg_get_mapped_range_req *out, rl__errdetail *err);
 
 /* What one mapped read sent one peer storage server (the reply's per-peer stats). */
 typedef struct {
@@ -625,15 +620,15 @@ typedef struct {
     uint32_t resolved_end_len;
     rl__msg_mapped_stats stats;
 } rl__msg_get_mapped_range_reply;
-int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl__msg_get_mapped_range_reply *m, rl__proto_why *why);
+int rl__msg_get_mapped_range_reply_encode(rl_buf *out, const rl__msg_get_mapped_range_reply *m, rl__errdetail *err);
 int rl__msg_get_mapped_range_reply_decode(const uint8_t *payload, size_t len, rl_arena *a,
-                                          rl__msg_get_mapped_range_reply *out, rl__proto_why *why);
+                                          rl__msg_get_mapped_range_reply *out, rl__errdetail *err);
 /* The same codec with the entries taken field by field (the generic walk) instead of the fast
  * paths (proto.c): identical bytes, structs and errors; for tests that compare the two. */
 int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl__msg_get_mapped_range_reply *m,
-                                               rl__proto_why *why);
+                                               rl__errdetail *err);
 int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
-                                               rl__msg_get_mapped_range_reply *out, rl__proto_why *why);
+                                               rl__msg_get_mapped_range_reply *out, rl__errdetail *err);
 
 /* One read of a GET_MULTI request. */
 typedef struct {
@@ -656,9 +651,9 @@ typedef struct {
                          * included); 0: the server's default (32 MiB). Items the budget does not
                          * reach come back unread: no rows and more 1 */
 } rl__msg_get_multi_req;
-int rl__msg_get_multi_req_encode(rl_buf *out, const rl__msg_get_multi_req *m, rl__proto_why *why);
+int rl__msg_get_multi_req_encode(rl_buf *out, const rl__msg_get_multi_req *m, rl__errdetail *err);
 int rl__msg_get_multi_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_multi_req *out,
-                                 rl__proto_why *why);
+                                 rl__errdetail *err);
 
 /* The result of one read item: an error (then no rows, more 0), or its rows. */
 typedef struct {
@@ -674,9 +669,9 @@ typedef struct {
     const rl__msg_read_result *results;
     uint32_t n_results;
 } rl__msg_get_multi_reply;
-int rl__msg_get_multi_reply_encode(rl_buf *out, const rl__msg_get_multi_reply *m, rl__proto_why *why);
+int rl__msg_get_multi_reply_encode(rl_buf *out, const rl__msg_get_multi_reply *m, rl__errdetail *err);
 int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_multi_reply *out,
-                                   rl__proto_why *why);
+                                   rl__errdetail *err);
 
 /* SET_DELAY request (type 40): the process's new injected delay, applied to every connection
  * whose peer has another host label (admin connections excepted) and to later ones. The codec
@@ -685,15 +680,15 @@ typedef struct {
     uint32_t delay_us;  /* one-way delay, µs */
     uint32_t jitter_us; /* uniform jitter added to each frame's delay, µs */
 } rl__msg_set_delay_req;
-int rl__msg_set_delay_req_encode(rl_buf *out, const rl__msg_set_delay_req *m, rl__proto_why *why);
+int rl__msg_set_delay_req_encode(rl_buf *out, const rl__msg_set_delay_req *m, rl__errdetail *err);
 int rl__msg_set_delay_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_set_delay_req *out,
-                                 rl__proto_why *why);
+                                 rl__errdetail *err);
 
 /* SET_DELAY reply: empty. */
 typedef rl__msg_empty rl__msg_set_delay_reply;
-int rl__msg_set_delay_reply_encode(rl_buf *out, const rl__msg_set_delay_reply *m, rl__proto_why *why);
+int rl__msg_set_delay_reply_encode(rl_buf *out, const rl__msg_set_delay_reply *m, rl__errdetail *err);
 int rl__msg_set_delay_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_set_delay_reply *out,
-                                   rl__proto_why *why);
+                                   rl__errdetail *err);
 
 /* ---- Placement (admin) --------------------------------------------------------- */
 
@@ -771,19 +766,19 @@ typedef struct {
  * (rl__msg_type_known) unless the frame is an error reply (whose payload does not depend on the
  * type). Ownership, lifetimes and return codes as the per-message decoders. */
 int rl__msg_decode(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
-                   rl__proto_why *why);
+                   rl__errdetail *err);
 /* rl__msg_encode — append the payload of m (the member of m->u that m->type and m->flags name).
  * Returns as the per-message encoders; RL_E_INVALID_ARGUMENT also for an unknown type or bad
  * flags. */
-int rl__msg_encode(rl_buf *out, const rl__msg *m, rl__proto_why *why);
+int rl__msg_encode(rl_buf *out, const rl__msg *m, rl__errdetail *err);
 /* rl__msg_decode and rl__msg_encode without their fast paths (the GET request and reply are
  * coded by hand when well formed, proto.c): identical results, bytes and errors; for tests. */
 int rl__msg_decode_walk(uint16_t type, uint16_t flags, const uint8_t *payload, size_t len, rl_arena *a, rl__msg *out,
-                        rl__proto_why *why);
-int rl__msg_encode_walk(rl_buf *out, const rl__msg *m, rl__proto_why *why);
+                        rl__errdetail *err);
+int rl__msg_encode_walk(rl_buf *out, const rl__msg *m, rl__errdetail *err);
 /* rl__msg_frame_encode — append a whole frame: the 16-byte header (m->type, m->flags, id, the
  * payload's length) and m's payload. RL_E_INVALID_ARGUMENT also when the payload exceeds
  * RL_NET_MAX_PAYLOAD (nothing appended). Otherwise as rl__msg_encode. */
-int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl__msg *m, rl__proto_why *why);
+int rl__msg_frame_encode(rl_buf *out, uint64_t id, const rl__msg *m, rl__errdetail *err);
 
 #endif

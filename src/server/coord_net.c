@@ -389,7 +389,8 @@ static void finish_register(rl__coordinator *co, co_op *op);
  * committed; then the layout, a registration in flight and the log's base are checked. */
 static void handle_register(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *m) {
     rl__coordinator *co = cc->co;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     (void)m;
     co_op *op = rl__co_op_get(co, h->payload_len);
     if (!op) {
@@ -400,7 +401,7 @@ static void handle_register(co_conn *cc, const rl__frame_header *h, const uint8_
     int rc = rl__msg_register_storage_req_decode(op->payload, h->payload_len, &op->arena, &op->reg, &why);
     if (rc != RL_OK) {
         rl__co_op_put(co, op);
-        if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", why.text);
+        if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", rl__errdetail_get(&why));
         else rl__co_send_error(co, cc->conn, h->type, h->id, rc, "%s", rl_error_name(rc));
         return;
     }
@@ -502,7 +503,8 @@ static void commit_done(rl__coordinator *co, co_op *op) {
  * system-key writes, submit it; the reply comes from commit_done (or now, for a refusal). */
 static void handle_commit(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *unused) {
     rl__coordinator *co = cc->co;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__msg_commit_req m;
     (void)unused;
     co->commit_requests++;
@@ -515,7 +517,7 @@ static void handle_commit(co_conn *cc, const rl__frame_header *h, const uint8_t 
     int rc = rl__msg_commit_req_decode(op->payload, h->payload_len, &op->arena, &m, &why);
     if (rc != RL_OK) {
         rl__co_op_put(co, op);
-        if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", why.text);
+        if (rc == RL_E_MALFORMED_FRAME) bad_frame(cc, h, "%s", rl__errdetail_get(&why));
         else reply_commit_now(co, cc->conn, h->id, rc);
         return;
     }
@@ -775,10 +777,12 @@ static void delay_lateness(rl__coordinator *co, rl__lat_hist *out) {
 static void handle_set_delay(co_conn *cc, const rl__frame_header *h, const uint8_t *payload, const rl__msg *req) {
     rl__coordinator *co = cc->co;
     const rl__msg_set_delay_req *r = &req->u.set_delay_req;
-    char why[160];
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     (void)payload;
-    if (rl__netem_check(r->delay_us, r->jitter_us, why, sizeof why) != RL_OK) {
-        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", why);
+    if (rl__netem_check(r->delay_us, r->jitter_us, &why) != RL_OK) {
+        rl__co_send_error(co, cc->conn, h->type, h->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s",
+                          rl__errdetail_get(&why));
         return;
     }
     co->delay_us = r->delay_us;
@@ -1037,7 +1041,8 @@ static void on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *p
         return;
     }
     rl__msg m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &co->scratch, &m, &why);
     if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && h->type == RL_MSG_HELLO) {
         rl__log(RL_LOG_WARN,
@@ -1058,7 +1063,7 @@ static void on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *p
         return;
     }
     if (rc != RL_OK) {
-        bad_frame(cc, h, "%s", why.text);
+        bad_frame(cc, h, "%s", rl__errdetail_get(&why));
         return;
     }
     /* rl__msg_decode accepts only known types, so rq is set. */

@@ -895,25 +895,25 @@ static int ensure_dir(const char *path, rl_buf *errmsg) {
 /* Encode m (a reply of type `type`) into co->out and send it on conn. A failure to encode is a
  * bug of this file: it is logged and answered with internal_error. */
 static void send_msg(rl__coordinator *co, rl__conn *conn, uint16_t type, uint16_t flags, uint64_t id, rl__msg *m) {
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     m->type = type;
     m->flags = flags;
     rl__buf_reset(&co->out);
     int rc = rl__msg_encode(&co->out, m, &why);
     if (rc == RL_OK && co->out.len > RL_NET_MAX_PAYLOAD) {
-        snprintf(why.text, sizeof why.text, "%s reply of %zu bytes exceeds the frame limit", rl__msg_type_name(type),
-                 co->out.len);
+        rl__errdetail_set(&why, "%s reply of %zu bytes exceeds the frame limit", rl__msg_type_name(type), co->out.len);
         rc = RL_E_INTERNAL_ERROR;
     }
     if (rc != RL_OK) {
         rl__log(RL_LOG_ERROR, "coordinator: cannot encode a %s reply to %s: %s (%s)", rl__msg_type_name(type),
-                rl__conn_peer(conn), rl_error_name(rc), why.text);
+                rl__conn_peer(conn), rl_error_name(rc), rl__errdetail_get(&why));
         if (flags & RL_FRAME_ERROR) return;
         rl__msg e;
         memset(&e, 0, sizeof e);
         e.u.error.code = rc == RL_E_OUT_OF_MEMORY ? RL_E_OUT_OF_MEMORY : RL_E_INTERNAL_ERROR;
-        e.u.error.message = (const uint8_t *)why.text;
-        e.u.error.message_len = (uint32_t)strlen(why.text);
+        e.u.error.message = (const uint8_t *)rl__errdetail_get(&why);
+        e.u.error.message_len = (uint32_t)strlen(rl__errdetail_get(&why));
         send_msg(co, conn, type, RL_FRAME_REPLY | RL_FRAME_ERROR, id, &e);
         return;
     }
@@ -1162,9 +1162,10 @@ int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, r
     co->delay_salt = (uint64_t)getpid() << 32;
     rl__lat_hist_reset(&co->closed_late);
     {
-        char why[160];
-        if ((rc = rl__netem_check(o->delay_us, o->jitter_us, why, sizeof why)) != RL_OK) {
-            rl__buf_printf(errmsg, "--delay-us / --jitter-us: %s", why);
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
+        if ((rc = rl__netem_check(o->delay_us, o->jitter_us, &why)) != RL_OK) {
+            rl__buf_printf(errmsg, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
             goto fail;
         }
     }

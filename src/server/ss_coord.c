@@ -225,9 +225,10 @@ static void on_register(rl__ss *ss, const rl__msg_register_storage_reply *r) {
 /* PEEK reply: apply every new version in order, then the ownership changes; known moves to
  * end_version (invariants 1, 2). */
 static void on_peek(rl__ss *ss, const rl__msg_peek_reply *r) {
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     if (rl__msg_peek_reply_check(r, ss->co_peek_after, &why) != RL_OK) {
-        co_bad(ss, why.text);
+        co_bad(ss, rl__errdetail_get(&why));
         return;
     }
     for (uint32_t i = 0; i < r->n_versions; i++) {
@@ -304,7 +305,8 @@ static void on_peek_retry(rl__loop *loop, void *ud) {
 static void on_co_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     rl__ss *ss = ud;
     rl__msg m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     char what[256];
     if (conn != ss->co || !rl__conn_is_open(conn)) return;
     if (!(h->flags & RL_FRAME_REPLY)) {
@@ -315,8 +317,8 @@ static void on_co_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t
     rl__arena_reset(&ss->co_arena);
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &ss->co_arena, &m, &why);
     if (rc != RL_OK) {
-        co_bad(ss,
-               rc == RL_E_MALFORMED_FRAME || rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? why.text : rl_error_name(rc));
+        co_bad(ss, rc == RL_E_MALFORMED_FRAME || rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION ? rl__errdetail_get(&why)
+                                                                                          : rl_error_name(rc));
         return;
     }
     if (h->flags & RL_FRAME_ERROR) {

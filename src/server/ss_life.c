@@ -56,9 +56,10 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
         errf(errmsg, "storage server: the cluster's key file (--key-file) is required");
         return RL_E_INVALID_ARGUMENT;
     }
-    char dwhy[160];
-    if (rl__netem_check(o->delay_us, o->jitter_us, dwhy, sizeof dwhy) != RL_OK) {
-        errf(errmsg, "storage server: --delay-us / --jitter-us: %s", dwhy);
+    rl__errdetail dwhy;
+    rl__errdetail_init(&dwhy, NULL);
+    if (rl__netem_check(o->delay_us, o->jitter_us, &dwhy) != RL_OK) {
+        errf(errmsg, "storage server: --delay-us / --jitter-us: %s", rl__errdetail_get(&dwhy));
         return RL_E_INVALID_ARGUMENT;
     }
     rl__ss *ss = rl__calloc(1, sizeof *ss);

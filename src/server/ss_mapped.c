@@ -231,7 +231,8 @@ static void on_peer_frame(rl__conn *conn, const rl__frame_header *h, const uint8
     ss_peer *p = ud;
     rl__ss *ss = p->ss;
     rl__msg m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     if (!rl__conn_is_open(conn)) return;
     if (!(h->flags & RL_FRAME_REPLY) || (h->type != RL_MSG_HELLO && h->type != RL_MSG_GET_MULTI)) {
         rl__log(RL_LOG_WARN,
@@ -247,7 +248,8 @@ static void on_peer_frame(rl__conn *conn, const rl__frame_header *h, const uint8
         rl__log(RL_LOG_WARN,
                 "storage server %u: closing the connection to storage server %u "
                 "(%s): %s",
-                ss->o.id, p->id, rl__conn_peer(conn), rc == RL_E_OUT_OF_MEMORY ? "out of memory" : why.text);
+                ss->o.id, p->id, rl__conn_peer(conn),
+                rc == RL_E_OUT_OF_MEMORY ? "out of memory" : rl__errdetail_get(&why));
         rl__conn_close(conn, 0);
         return;
     }
@@ -1030,13 +1032,14 @@ static void job_free(ss_job *j) {
  * socket does not take it all, or the connection is delayed (netem). A reply the codec refuses
  * (a bug) is logged and answered with internal_error, as rl__ss_send_msg does. */
 static void send_mapped_reply(rl__conn *conn, uint64_t id, const rl__msg *m, rl_buf *out) {
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__buf_reset(out);
     int rc = rl__msg_encode(out, m, &why);
     if (rc == RL_OK && out->len > RL_NET_MAX_PAYLOAD) rc = RL_E_INVALID_ARGUMENT;
     if (rc != RL_OK) {
         rl__log(RL_LOG_ERROR, "storage server: cannot encode a GET_MAPPED_RANGE reply for %s: %s (%s)",
-                rl__conn_peer(conn), rl_error_name(rc), rc == RL_E_INVALID_ARGUMENT ? why.text : "");
+                rl__conn_peer(conn), rl_error_name(rc), rc == RL_E_INVALID_ARGUMENT ? rl__errdetail_get(&why) : "");
         rl__ss_send_error(conn, RL_MSG_GET_MAPPED_RANGE, id, RL_E_INTERNAL_ERROR,
                           "the server could not encode its GET_MAPPED_RANGE reply");
     } else {
@@ -1051,7 +1054,8 @@ static void send_mapped_reply(rl__conn *conn, uint64_t id, const rl__msg *m, rl_
 /* Run one mapped read and send its reply. */
 static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     rl__msg_get_mapped_range_req r;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__version readv;
     int rc = rl__msg_get_mapped_range_req_decode(j->payload, j->len, a, &r, &why);
     if (rc != RL_OK) { /* decoded once on the loop already: only memory can fail here */

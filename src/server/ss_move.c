@@ -193,11 +193,12 @@ static void on_src_frame(rl__conn *conn, const rl__frame_header *h, const uint8_
     rl_arena a;
     rl__arena_init(&a, 0);
     rl__msg m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_decode(h->type, h->flags, payload, h->payload_len, &a, &m, &why);
     if (rc != RL_OK || !(h->flags & RL_FRAME_REPLY) || (h->type != RL_MSG_GET_RANGE && h->type != RL_MSG_HELLO)) {
         rl__log(RL_LOG_WARN, "storage server %u: closing the fetch connection to %u: %s", ss->o.id, f->src_id,
-                rc != RL_OK ? why.text : "an unexpected frame");
+                rc != RL_OK ? rl__errdetail_get(&why) : "an unexpected frame");
         rl__arena_release(&a);
         fetch_disconnect(f);
         return;

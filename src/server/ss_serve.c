@@ -509,10 +509,11 @@ static void do_status(ss_client *cl, const ss_req *q) {
  * connection the new setting. */
 static void do_set_delay(ss_client *cl, const ss_req *q) {
     rl__ss *ss = cl->ss;
-    char dwhy[160];
+    rl__errdetail dwhy;
+    rl__errdetail_init(&dwhy, NULL);
     const rl__msg_set_delay_req *r = &q->m->u.set_delay_req;
-    if (rl__netem_check(r->delay_us, r->jitter_us, dwhy, sizeof dwhy) != RL_OK) {
-        rl__ss_send_error(cl->conn, q->type, q->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", dwhy);
+    if (rl__netem_check(r->delay_us, r->jitter_us, &dwhy) != RL_OK) {
+        rl__ss_send_error(cl->conn, q->type, q->id, RL_E_INVALID_ARGUMENT, "SET_DELAY: %s", rl__errdetail_get(&dwhy));
         return;
     }
     ss->delay_us = r->delay_us;
@@ -586,7 +587,8 @@ _Static_assert(0
 static void dispatch(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
                      uint64_t t0_ns, int may_park) {
     rl__msg m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__arena_reset(&ss->req_arena);
     int rc = rl__msg_decode(type, 0, payload, len, &ss->req_arena, &m, &why);
     if (rc == RL_E_OUT_OF_MEMORY) {
@@ -594,7 +596,7 @@ static void dispatch(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, cons
         return;
     }
     if (rc != RL_OK) {
-        close_bad(cl->conn, 0, "%s", why.text);
+        close_bad(cl->conn, 0, "%s", rl__errdetail_get(&why));
         return;
     }
     const ss_request *rq = &REQUESTS[type]; /* decoded: a message, so below RL_MSG_TYPE_LIMIT */
@@ -651,18 +653,19 @@ static void on_client_close(rl__conn *conn, int err, void *ud) {
 /* The HELLO of an accepted connection (its first frame; ss_requests.def's SS_FIRST_FRAME). */
 static void client_hello(rl__ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len) {
     rl__msg_hello_req h;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_hello_req_decode(payload, len, NULL, &h, &why);
     if (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION) {
         rl__ss_send_error(cl->conn, RL_MSG_HELLO, id, rc,
                           "this server speaks protocol %u (magic 0x%08x); got version %u magic "
                           "0x%08x",
                           RL_PROTOCOL_VERSION, RL_PROTOCOL_MAGIC, h.protocol_version, h.magic);
-        close_bad(cl->conn, RL_CONN_CLOSE_FLUSH, "incompatible HELLO: %s", why.text);
+        close_bad(cl->conn, RL_CONN_CLOSE_FLUSH, "incompatible HELLO: %s", rl__errdetail_get(&why));
         return;
     }
     if (rc != RL_OK) {
-        close_bad(cl->conn, 0, "%s", why.text);
+        close_bad(cl->conn, 0, "%s", rl__errdetail_get(&why));
         return;
     }
     if (h.role != RL_ROLE_CLIENT && rl__conn_auth_class(cl->conn) != RL_AUTH_MEMBER) {

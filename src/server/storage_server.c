@@ -85,13 +85,14 @@ const char *rl__ss_fatal_what(const rl__ss *ss) {
 }
 
 int rl__ss_send_msg(rl__conn *conn, uint64_t id, const rl__msg *m, rl_buf *buf) {
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__buf_reset(buf);
     int rc = rl__msg_encode(buf, m, &why);
     if (rc == RL_OK && buf->len > RL_NET_MAX_PAYLOAD) rc = RL_E_INVALID_ARGUMENT;
     if (rc != RL_OK) {
         rl__log(RL_LOG_ERROR, "storage server: cannot encode a %s reply for %s: %s (%s)", rl__msg_type_name(m->type),
-                rl__conn_peer(conn), rl_error_name(rc), rc == RL_E_INVALID_ARGUMENT ? why.text : "");
+                rl__conn_peer(conn), rl_error_name(rc), rc == RL_E_INVALID_ARGUMENT ? rl__errdetail_get(&why) : "");
         rl__ss_send_error(conn, m->type, id, RL_E_INTERNAL_ERROR,
                           "the server could not encode "
                           "its %s reply",
@@ -250,14 +251,15 @@ void rl__ss_own_assign(rl__ss *ss, const rl__keyrange *k, rl__version since) {
 
 /* See ss_int.h. */
 int rl__ss_co_send(rl__ss *ss, const rl__msg *m, uint64_t *out_id) {
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     if (!ss->co) return RL_E_CONNECTION_FAILED;
     uint64_t id = ++ss->co_next_id;
     rl__buf_reset(&ss->co_buf);
     int rc = rl__msg_encode(&ss->co_buf, m, &why);
     if (rc != RL_OK) {
         rl__log(RL_LOG_ERROR, "storage server %u: cannot encode %s for the coordinator: %s (%s)", ss->o.id,
-                rl__msg_type_name(m->type), rl_error_name(rc), why.text);
+                rl__msg_type_name(m->type), rl_error_name(rc), rl__errdetail_get(&why));
         return rc;
     }
     rc = rl__conn_send(ss->co, m->type, 0, id, ss->co_buf.data, ss->co_buf.len);

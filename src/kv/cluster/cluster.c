@@ -1823,7 +1823,8 @@ static void map_done(cluster *cl, rl__locmap *m, int err) {
 /* ---- Replies (network thread) ------------------------------------------------------------------ */
 
 static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, const uint8_t *payload) {
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     if (h->type != RL_MSG_HELLO) {
         rl__log(RL_LOG_WARN, "cluster client: %s:%u answered HELLO with a %s frame", cc->ip, cc->port,
                 rl__msg_type_name(h->type));
@@ -1834,7 +1835,7 @@ static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, co
         rl__msg_error e;
         int rc = rl__msg_error_decode(payload, h->payload_len, NULL, &e, &why);
         rl__log(RL_LOG_WARN, "cluster client: %s:%u refused HELLO: %s", cc->ip, cc->port,
-                rc ? why.text : rl_error_name(e.code));
+                rc ? rl__errdetail_get(&why) : rl_error_name(e.code));
         rl__conn_close(conn, 0);
         return;
     }
@@ -1842,10 +1843,11 @@ static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, co
     int rc = rl__msg_hello_reply_decode(payload, h->payload_len, NULL, &r, &why);
     if (rc == RL_OK && r.role != RL_ROLE_COORDINATOR && r.role != RL_ROLE_STORAGE) {
         rc = RL_E_MALFORMED_FRAME;
-        snprintf(why.text, sizeof why.text, "HELLO reply: role %u is not a server", r.role);
+        rl__errdetail_set(&why, "HELLO reply: role %u is not a server", r.role);
     }
     if (rc) {
-        rl__log(RL_LOG_WARN, "cluster client: bad HELLO reply from %s:%u: %s", cc->ip, cc->port, why.text);
+        rl__log(RL_LOG_WARN, "cluster client: bad HELLO reply from %s:%u: %s", cc->ip, cc->port,
+                rl__errdetail_get(&why));
         rl__conn_close(conn, 0);
         return;
     }
@@ -1855,7 +1857,8 @@ static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, co
 /* A successful reply to q (type checked). Returns RL_OK or an error (>= 0): finish q with it
  * (RL_E_MALFORMED_FRAME: also close the connection); -1: q continues with its next request. */
 static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload) {
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__msg m;
     int rc;
     switch (q->kind) {
@@ -1876,8 +1879,8 @@ static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload
         int more_to_send = 0;
         rc = rl__cplan_reply(&q->plan, &m, &more_to_send);
         if (rc == RL_E_MALFORMED_FRAME) {
-            snprintf(why.text, sizeof why.text, "%s reply breaks the read's rules (order, bounds or progress)",
-                     rl__msg_type_name(h->type));
+            rl__errdetail_set(&why, "%s reply breaks the read's rules (order, bounds or progress)",
+                              rl__msg_type_name(h->type));
             goto bad;
         }
         if (rc) return rc;
@@ -1934,7 +1937,7 @@ static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload
     }
 bad:
     rl__log(RL_LOG_WARN, "cluster client: bad reply from %s:%u: %s", q->conn ? q->conn->ip : "?",
-            q->conn ? q->conn->port : 0, why.text);
+            q->conn ? q->conn->port : 0, rl__errdetail_get(&why));
     return RL_E_MALFORMED_FRAME;
 }
 
@@ -1985,9 +1988,11 @@ static void on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *p
     }
     if (h->flags & RL_FRAME_ERROR) {
         rl__msg_error e;
-        rl__proto_why why;
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
         if (rl__msg_error_decode(payload, h->payload_len, NULL, &e, &why) != RL_OK) {
-            rl__log(RL_LOG_WARN, "cluster client: bad error reply from %s:%u: %s; closing", cc->ip, cc->port, why.text);
+            rl__log(RL_LOG_WARN, "cluster client: bad error reply from %s:%u: %s; closing", cc->ip, cc->port,
+                    rl__errdetail_get(&why));
             rl__conn_close(conn, 0);
             finish(q, RL_E_MALFORMED_FRAME);
             return;
@@ -2149,10 +2154,12 @@ static void cl_commit(rl__kv_backend *b, rl__kv_commit *c) {
     m.n_writes = (uint32_t)c->n_writes;
     m.muts = c->muts;
     m.n_muts = (uint32_t)c->n_muts;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_commit_req_encode(&q->pl->b, &m, &why);
     if (rc) {
-        if (rc == RL_E_INVALID_ARGUMENT) rl__log(RL_LOG_WARN, "cluster client: commit refused: %s", why.text);
+        if (rc == RL_E_INVALID_ARGUMENT)
+            rl__log(RL_LOG_WARN, "cluster client: commit refused: %s", rl__errdetail_get(&why));
         pl_unref(q->pl);
         rl__free(q);
         c->done(c, rc);

@@ -96,7 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     rl_arena a;
     rl__msg m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl_alloc_stats st;
     rl__arena_init(&a, 0);
     rl_alloc_reset_stats();
@@ -124,15 +125,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (rc != RL_E_MALFORMED_FRAME &&
             !(rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && versioned && flags != (RL_FRAME_REPLY | RL_FRAME_ERROR)))
             abort();
-        if (why.text[0] == 0) abort();
+        if (rl__errdetail_get(&why)[0] == 0) abort();
     }
     if (type == RL_MSG_GET) { /* the fast paths of rl__msg_decode / rl__msg_encode against the walk */
         rl_arena a3;
         rl__msg w3;
-        rl__proto_why why3;
+        rl__errdetail why3;
+        rl__errdetail_init(&why3, NULL);
         rl__arena_init(&a3, 0);
         int rc3 = rl__msg_decode_walk(type, flags, len ? p : NULL, len, &a3, &w3, &why3);
-        if (rc3 != rc || (rc != RL_OK && strcmp(why.text, why3.text) != 0)) abort();
+        if (rc3 != rc || (rc != RL_OK && strcmp(rl__errdetail_get(&why), rl__errdetail_get(&why3)) != 0)) abort();
         if (rc == RL_OK && flags == 0 &&
             (m.u.get_req.version != w3.u.get_req.version || m.u.get_req.key != w3.u.get_req.key ||
              m.u.get_req.key_len != w3.u.get_req.key_len))
@@ -153,11 +155,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (type == RL_MSG_GET_MAPPED_RANGE && flags == RL_FRAME_REPLY) {
         rl_arena a2;
         rl__msg_get_mapped_range_reply w;
-        rl__proto_why why2;
+        rl__errdetail why2;
+        rl__errdetail_init(&why2, NULL);
         rl__arena_init(&a2, 0);
         int rc2 = rl__msg_get_mapped_range_reply_decode_walk(len ? p : NULL, len, &a2, &w, &why2);
         if (rc2 != rc) abort();
-        if (rc != RL_OK && strcmp(why.text, why2.text) != 0) abort();
+        if (rc != RL_OK && strcmp(rl__errdetail_get(&why), rl__errdetail_get(&why2)) != 0) abort();
         if (rc == RL_OK) {
             const rl__msg_get_mapped_range_reply *f = &m.u.get_mapped_range_reply;
             if (f->n_entries != w.n_entries) abort();

@@ -304,11 +304,12 @@ static void tconn_send_raw(tconn *t, uint16_t type, uint16_t flags, uint64_t id,
 static uint64_t tconn_send(tconn *t, rl__msg *m) {
     rl_buf b;
     rl__buf_init(&b);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     m->flags = 0;
     uint64_t id = t->next_id++;
     int rc = rl__msg_frame_encode(&b, id, m, &why);
-    if (rc != RL_OK) fail_msg("encode %s: %s", rl__msg_type_name(m->type), why.text);
+    if (rc != RL_OK) fail_msg("encode %s: %s", rl__msg_type_name(m->type), rl__errdetail_get(&why));
     ASSERT_EQ(send_all(t->fd, b.data, b.len), 0);
     rl__buf_release(&b);
     return id;
@@ -326,9 +327,10 @@ static int tconn_recv(tconn *t, rl__frame_header *h, rl__msg *out, int timeout_m
     }
     if (h->payload_len && recv_all(t->fd, t->buf, h->payload_len, timeout_ms) != 0) return -1;
     rl__arena_reset(&t->arena);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_decode(h->type, h->flags, t->buf, h->payload_len, &t->arena, out, &why);
-    if (rc != RL_OK) fail_msg("reply %s does not decode: %s", rl__msg_type_name(h->type), why.text);
+    if (rc != RL_OK) fail_msg("reply %s does not decode: %s", rl__msg_type_name(h->type), rl__errdetail_get(&why));
     return 0;
 }
 
@@ -778,7 +780,8 @@ static void peek_recv(tconn *t, uint64_t id, rl__version after, peeked *out) {
         out->err = r.u.error.code;
         return;
     }
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     ASSERT_OK(rl__msg_peek_reply_check(&r.u.peek_reply, after, &why));
     out->end = r.u.peek_reply.end_version;
     for (uint32_t i = 0; i < r.u.peek_reply.n_versions && i < 256; i++) {

@@ -30,12 +30,13 @@ TEST(netem_1_1_applies) {
 
 /* netem-1.2: the range and the STATUS fields. */
 TEST(netem_1_2_check_and_status) {
-    char why[160];
-    ASSERT_OK(rl__netem_check(0, 0, why, sizeof why));
-    ASSERT_OK(rl__netem_check(RL_NETEM_MAX_US, RL_NETEM_MAX_US, why, sizeof why));
-    ASSERT_RC(rl__netem_check(RL_NETEM_MAX_US + 1, 0, why, sizeof why), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr(why, "10000001"));
-    ASSERT_RC(rl__netem_check(0, UINT32_MAX, NULL, 0), RL_E_INVALID_ARGUMENT);
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
+    ASSERT_OK(rl__netem_check(0, 0, &why));
+    ASSERT_OK(rl__netem_check(RL_NETEM_MAX_US, RL_NETEM_MAX_US, &why));
+    ASSERT_RC(rl__netem_check(RL_NETEM_MAX_US + 1, 0, &why), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&why), "10000001"));
+    ASSERT_RC(rl__netem_check(0, UINT32_MAX, NULL), RL_E_INVALID_ARGUMENT);
     rl__lat_hist h;
     rl__lat_hist_reset(&h);
     for (int i = 1; i <= 100; i++) rl__lat_hist_add(&h, (uint64_t)i * 1000);

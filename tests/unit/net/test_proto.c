@@ -787,17 +787,20 @@ static void expect_good(const rl__msg *m) {
     rl_buf enc, want, again;
     rl_arena a;
     rl__msg d;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__buf_init(&enc);
     rl__buf_init(&want);
     rl__buf_init(&again);
     rl__arena_init(&a, 0);
     tw_msg(&want, m);
     int rc = rl__msg_encode(&enc, m, &why);
-    if (rc != RL_OK) fail_msg("encode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), why.text);
+    if (rc != RL_OK)
+        fail_msg("encode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), rl__errdetail_get(&why));
     ASSERT_MEM_EQ(enc.data, enc.len, want.data, want.len);
     rc = rl__msg_decode(m->type, m->flags, enc.data, enc.len, &a, &d, &why);
-    if (rc != RL_OK) fail_msg("decode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), why.text);
+    if (rc != RL_OK)
+        fail_msg("decode type %u flags %u: %s (%s)", m->type, m->flags, rl_error_name(rc), rl__errdetail_get(&why));
     ASSERT_EQ(d.type, m->type);
     ASSERT_EQ(d.flags, m->flags);
     ASSERT_OK(rl__msg_encode(&again, &d, NULL));
@@ -814,7 +817,8 @@ static void expect_bad_rc(const rl__msg *m, const char *field, int want_rc) {
     rl_buf enc, raw;
     rl_arena a;
     rl__msg d;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__buf_init(&enc);
     rl__buf_init(&raw);
     rl__arena_init(&a, 0);
@@ -823,14 +827,16 @@ static void expect_bad_rc(const rl__msg *m, const char *field, int want_rc) {
     if (want_rc == RL_E_MALFORMED_FRAME) {
         if (rc != RL_E_INVALID_ARGUMENT) fail_msg("encode of a bad %s returned %s", field, rl_error_name(rc));
         ASSERT_MEM_EQ(enc.data, enc.len, "pre", 3);
-        if (!strstr(why.text, field)) fail_msg("encode reason '%s' does not name '%s'", why.text, field);
+        if (!strstr(rl__errdetail_get(&why), field))
+            fail_msg("encode reason '%s' does not name '%s'", rl__errdetail_get(&why), field);
     }
     tw_msg(&raw, m);
     rc = rl__msg_decode(m->type, m->flags, raw.data, raw.len, &a, &d, &why);
     if (rc != want_rc)
         fail_msg("decode of a bad %s returned %s, expected %s (%s)", field, rl_error_name(rc), rl_error_name(want_rc),
-                 why.text);
-    if (!strstr(why.text, field)) fail_msg("decode reason '%s' does not name '%s'", why.text, field);
+                 rl__errdetail_get(&why));
+    if (!strstr(rl__errdetail_get(&why), field))
+        fail_msg("decode reason '%s' does not name '%s'", rl__errdetail_get(&why), field);
     rl__buf_release(&enc);
     rl__buf_release(&raw);
     rl__arena_release(&a);
@@ -841,9 +847,10 @@ static void expect_bad(const rl__msg *m, const char *field) { expect_bad_rc(m, f
 /* Encode m into b (which is reset first). */
 static void encode_into(rl_buf *b, const rl__msg *m) {
     rl__buf_reset(b);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_encode(b, m, &why);
-    if (rc != RL_OK) fail_msg("encode %s: %s", rl_error_name(rc), why.text);
+    if (rc != RL_OK) fail_msg("encode %s: %s", rl_error_name(rc), rl__errdetail_get(&why));
 }
 
 static int kind_of(uint16_t type, uint16_t flags) {
@@ -1163,10 +1170,11 @@ TEST(net_2_5_frame_encode) {
     m.u.get_mapped_range_reply.n_entries = N;
     rl__buf_reset(&b);
     rl__buf_append(&b, "x", 1);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     ASSERT_RC(rl__msg_frame_encode(&b, 1, &m, &why), RL_E_INVALID_ARGUMENT);
     ASSERT_EQ(b.len, 1);
-    ASSERT_TRUE(strstr(why.text, "exceeds") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "exceeds") != NULL);
     /* Unknown types and bad flags are refused by the encoder too. */
     m.type = 5;
     ASSERT_RC(rl__msg_encode(&b, &m, NULL), RL_E_INVALID_ARGUMENT);
@@ -1201,18 +1209,20 @@ TEST(net_3_1_truncation) {
             for (size_t len = 0; len < b.len; len++) {
                 uint8_t *cut = len ? malloc(len) : NULL;
                 if (len) memcpy(cut, b.data, len);
-                rl__proto_why why;
+                rl__errdetail why;
+                rl__errdetail_init(&why, NULL);
                 int rc = rl__msg_decode(m.type, m.flags, cut, len, &d_arena, &d, &why);
                 if (rc != RL_E_MALFORMED_FRAME)
                     fail_msg("%s cut to %zu of %zu bytes: %s", KINDS[k].name, len, b.len, rl_error_name(rc));
-                ASSERT_TRUE(why.text[0] != 0);
+                ASSERT_TRUE(rl__errdetail_get(&why)[0] != 0);
                 free(cut);
                 rl__arena_reset(&d_arena);
             }
             rl__buf_append_byte(&b, 0);
-            rl__proto_why why;
+            rl__errdetail why;
+            rl__errdetail_init(&why, NULL);
             ASSERT_RC(rl__msg_decode(m.type, m.flags, b.data, b.len, &d_arena, &d, &why), RL_E_MALFORMED_FRAME);
-            ASSERT_TRUE(strstr(why.text, "trailing") != NULL);
+            ASSERT_TRUE(strstr(rl__errdetail_get(&why), "trailing") != NULL);
         }
     }
     rl__buf_release(&b);
@@ -1274,13 +1284,15 @@ TEST(net_3_2_random_damage) {
         uint8_t *copy = malloc(b.len ? b.len : 1);
         memcpy(copy, b.data, b.len);
         rl__arena_reset(&d_arena);
-        rl__proto_why why;
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
         int rc = rl__msg_decode(m.type, m.flags, copy, b.len, &d_arena, &d, &why);
         if (rc == RL_OK) {
             accepted++;
             rl__buf_reset(&again);
             int erc = rl__msg_encode(&again, &d, &why);
-            if (erc != RL_OK) fail_msg("iter %d %s: decoded but does not encode: %s", iter, KINDS[k].name, why.text);
+            if (erc != RL_OK)
+                fail_msg("iter %d %s: decoded but does not encode: %s", iter, KINDS[k].name, rl__errdetail_get(&why));
             if (again.len != b.len || memcmp(again.data, copy, b.len) != 0)
                 fail_msg("iter %d %s: decoded but re-encodes differently (%zu vs %zu bytes)", iter, KINDS[k].name,
                          again.len, b.len);
@@ -1290,7 +1302,7 @@ TEST(net_3_2_random_damage) {
                 m.type == RL_MSG_HELLO || m.type == RL_MSG_AUTH_CHALLENGE || (m.type == RL_MSG_AUTH && m.flags == 0);
             if (!(rc == RL_E_MALFORMED_FRAME || (rc == RL_E_INCOMPATIBLE_PROTOCOL_VERSION && versioned)))
                 fail_msg("iter %d %s: %s", iter, KINDS[k].name, rl_error_name(rc));
-            ASSERT_TRUE(why.text[0] != 0);
+            ASSERT_TRUE(rl__errdetail_get(&why)[0] != 0);
         }
         free(copy);
     }
@@ -1341,7 +1353,8 @@ TEST(net_3_3_huge_counts) {
         for (uint32_t count = 0xffffffffu; count >= 0x10000u; count >>= 4) {
             for (int j = 0; j < 4; j++) p[cases[i].prefix + j] = (uint8_t)(count >> (8 * j));
             int rc;
-            rl__proto_why why;
+            rl__errdetail why;
+            rl__errdetail_init(&why, NULL);
             rl_arena a;
             rl__msg d;
             rl__arena_init(&a, 0);
@@ -1352,7 +1365,8 @@ TEST(net_3_3_huge_counts) {
             rl__arena_release(&a);
             ASSERT_RC(rc, RL_E_MALFORMED_FRAME);
             ASSERT_EQ(st.allocs, 0);
-            if (!strstr(why.text, cases[i].field)) fail_msg("'%s' does not name %s", why.text, cases[i].field);
+            if (!strstr(rl__errdetail_get(&why), cases[i].field))
+                fail_msg("'%s' does not name %s", rl__errdetail_get(&why), cases[i].field);
         }
     }
     /* Nested counts: a mapped entry's kvs, a peek version's mutations, a shard's team, an item
@@ -1425,12 +1439,13 @@ static void expect_refused(uint16_t type, uint16_t flags, const uint8_t *p, size
     if (len) memcpy(c, p, len);
     rl_arena a;
     rl__msg d;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     rl__arena_init(&a, 0);
     int rc = rl__msg_decode(type, flags, len ? c : NULL, len, &a, &d, &why);
-    if (rc != RL_E_MALFORMED_FRAME || !strstr(why.text, want))
+    if (rc != RL_E_MALFORMED_FRAME || !strstr(rl__errdetail_get(&why), want))
         fail_msg("type %u flags %u, %zu bytes: %s '%s', expected malformed_frame '%s'", type, flags, len,
-                 rl_error_name(rc), why.text, want);
+                 rl_error_name(rc), rl__errdetail_get(&why), want);
     free(c);
     rl__arena_release(&a);
 }
@@ -1883,19 +1898,20 @@ TEST(net_4_5_peek_check) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl__msg m;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     typical(&a, RL_MSG_PEEK, R, &m);
     rl__msg_peek_reply *p = &m.u.peek_reply;
     ASSERT_OK(rl__msg_peek_reply_check(p, 100, &why));
     ASSERT_OK(rl__msg_peek_reply_check(p, 0, &why));
     ASSERT_RC(rl__msg_peek_reply_check(p, 101, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_TRUE(strstr(why.text, "versions[0].version is 101") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "versions[0].version is 101") != NULL);
     ASSERT_RC(rl__msg_peek_reply_check(p, 121, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_TRUE(strstr(why.text, "end_version") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "end_version") != NULL);
     p->n_versions = 0;
     ASSERT_OK(rl__msg_peek_reply_check(p, 104, &why));
     ASSERT_RC(rl__msg_peek_reply_check(p, 105, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_TRUE(strstr(why.text, "changes[0].version") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "changes[0].version") != NULL);
     p->n_changes = 0;
     ASSERT_OK(rl__msg_peek_reply_check(p, 120, &why)); /* nothing new: end_version may equal */
     rl__arena_release(&a);
@@ -2016,15 +2032,16 @@ TEST(net_4_7_dispatch) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl__msg d;
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     uint8_t p[16] = {0};
     ASSERT_RC(rl__msg_decode(5, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_TRUE(strstr(why.text, "type 5") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "type 5") != NULL);
     /* The handshake's types are known: AUTH_CHALLENGE as a request only, AUTH both ways. */
     uint8_t z[32] = {0};
     ASSERT_RC(rl__msg_decode(RL_MSG_AUTH_CHALLENGE, 0, z, 24, &a, &d, &why), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     ASSERT_RC(rl__msg_decode(RL_MSG_AUTH_CHALLENGE, R, z, 24, &a, &d, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_TRUE(strstr(why.text, "type 3 (AUTH_CHALLENGE)") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "type 3 (AUTH_CHALLENGE)") != NULL);
     ASSERT_RC(rl__msg_decode(RL_MSG_AUTH, 0, z, 32, &a, &d, &why), RL_E_INCOMPATIBLE_PROTOCOL_VERSION);
     ASSERT_OK(rl__msg_decode(RL_MSG_AUTH, R, z, 32, &a, &d, &why));
     ASSERT_EQ(d.type, RL_MSG_AUTH);
@@ -2034,11 +2051,11 @@ TEST(net_4_7_dispatch) {
         ASSERT_RC(rl__msg_decode((uint16_t)t, 0, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
         ASSERT_RC(rl__msg_decode((uint16_t)t, R, p, 8, &a, &d, &why), RL_E_MALFORMED_FRAME);
     }
-    ASSERT_TRUE(strstr(why.text, "DELAY_RESERVED") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "DELAY_RESERVED") != NULL);
     /* GET_READ_VERSION request (u32 flags = 0) with every flag combination. */
     ASSERT_OK(rl__msg_decode(RL_MSG_GET_READ_VERSION, 0, p, 4, &a, &d, &why));
     ASSERT_RC(rl__msg_decode(RL_MSG_GET_READ_VERSION, RL_FRAME_ERROR, p, 4, &a, &d, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_TRUE(strstr(why.text, "ERROR without REPLY") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "ERROR without REPLY") != NULL);
     ASSERT_RC(rl__msg_decode(RL_MSG_GET_READ_VERSION, 0x4, p, 4, &a, &d, &why), RL_E_MALFORMED_FRAME);
     ASSERT_RC(rl__msg_decode(RL_MSG_GET_READ_VERSION, 0x5, p, 4, &a, &d, &why), RL_E_MALFORMED_FRAME);
     /* An error reply's payload does not depend on the type, reserved and unknown ones included. */
@@ -2115,19 +2132,20 @@ TEST(net_4_9_encoder_null_pointers) {
     rl__msg m;
     rl_buf b;
     rl__buf_init(&b);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     typical(&a, RL_MSG_GET, 0, &m);
     m.u.get_req.key = NULL;
     ASSERT_RC(rl__msg_encode(&b, &m, &why), RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr(why.text, "GET request: key is NULL") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "GET request: key is NULL") != NULL);
     typical(&a, RL_MSG_COMMIT, 0, &m);
     m.u.commit_req.muts = NULL;
     ASSERT_RC(rl__msg_encode(&b, &m, &why), RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr(why.text, "mutations is NULL") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "mutations is NULL") != NULL);
     typical(&a, RL_MSG_GET_MAPPED_RANGE, R, &m);
     ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[1].n_kvs = -1;
     ASSERT_RC(rl__msg_encode(&b, &m, &why), RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr(why.text, "entries[1].kvs") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&why), "entries[1].kvs") != NULL);
     ASSERT_EQ(b.len, 0);
     /* Empty strings may be NULL. */
     typical(&a, RL_MSG_GET, 0, &m);
@@ -2186,12 +2204,17 @@ static void same_decode(const uint8_t *p, size_t len, const char *what) {
     rl__arena_init(&a1, 0);
     rl__arena_init(&a2, 0);
     rl__msg_get_mapped_range_reply x, y;
-    rl__proto_why w1, w2;
+    rl__errdetail w1, w2;
+    rl__errdetail_init(&w1, NULL);
+    rl__errdetail_init(&w2, NULL);
     int r1 = rl__msg_get_mapped_range_reply_decode(p, len, &a1, &x, &w1);
     int r2 = rl__msg_get_mapped_range_reply_decode_walk(p, len, &a2, &y, &w2);
-    if (r1 != r2) fail_msg("%s: fast decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2), w2.text);
+    if (r1 != r2)
+        fail_msg("%s: fast decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2),
+                 rl__errdetail_get(&w2));
     if (r1 != RL_OK) {
-        if (strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+        if (strcmp(rl__errdetail_get(&w1), rl__errdetail_get(&w2)) != 0)
+            fail_msg("%s: reasons differ: '%s' vs '%s'", what, rl__errdetail_get(&w1), rl__errdetail_get(&w2));
     } else {
         ASSERT_EQ(x.n_entries, y.n_entries);
         for (uint32_t i = 0; i < x.n_entries; i++) {
@@ -2223,12 +2246,14 @@ static void same_encode(const rl__msg *m, const char *what, rl_buf *b1) {
     rl__buf_reset(b1);
     rl__buf_append(b1, "pre", 3);
     rl__buf_append(&b2, "pre", 3);
-    rl__proto_why w1, w2;
+    rl__errdetail w1, w2;
+    rl__errdetail_init(&w1, NULL);
+    rl__errdetail_init(&w2, NULL);
     int r1 = rl__msg_get_mapped_range_reply_encode(b1, &m->u.get_mapped_range_reply, &w1);
     int r2 = rl__msg_get_mapped_range_reply_encode_walk(&b2, &m->u.get_mapped_range_reply, &w2);
     if (r1 != r2) fail_msg("%s: fast encode %s, walk %s", what, rl_error_name(r1), rl_error_name(r2));
-    if (r1 != RL_OK && strcmp(w1.text, w2.text) != 0)
-        fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    if (r1 != RL_OK && strcmp(rl__errdetail_get(&w1), rl__errdetail_get(&w2)) != 0)
+        fail_msg("%s: reasons differ: '%s' vs '%s'", what, rl__errdetail_get(&w1), rl__errdetail_get(&w2));
     if (b1->len != b2.len || memcmp(b1->data, b2.data, b1->len) != 0 || b1->data[b1->len] != 0)
         fail_msg("%s: the encodings differ (%zu vs %zu bytes)", what, b1->len, b2.len);
     if (r1 != RL_OK) ASSERT_EQ(b1->len, 3);
@@ -2303,11 +2328,15 @@ static void same_get_decode(uint16_t flags, const uint8_t *p, size_t len, const 
     rl__arena_init(&a1, 0);
     rl__arena_init(&a2, 0);
     rl__msg x, y;
-    rl__proto_why w1, w2;
+    rl__errdetail w1, w2;
+    rl__errdetail_init(&w1, NULL);
+    rl__errdetail_init(&w2, NULL);
     int r1 = rl__msg_decode(RL_MSG_GET, flags, p, len, &a1, &x, &w1);
     int r2 = rl__msg_decode_walk(RL_MSG_GET, flags, p, len, &a2, &y, &w2);
-    if (r1 != r2) fail_msg("%s: decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2), w2.text);
-    if (strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    if (r1 != r2)
+        fail_msg("%s: decode %s, walk %s (%s)", what, rl_error_name(r1), rl_error_name(r2), rl__errdetail_get(&w2));
+    if (strcmp(rl__errdetail_get(&w1), rl__errdetail_get(&w2)) != 0)
+        fail_msg("%s: reasons differ: '%s' vs '%s'", what, rl__errdetail_get(&w1), rl__errdetail_get(&w2));
     if (x.type != y.type || x.flags != y.flags) fail_msg("%s: the decoded headers differ", what);
     if (r1 == RL_OK && flags == 0 &&
         (x.u.get_req.version != y.u.get_req.version || x.u.get_req.key != y.u.get_req.key ||
@@ -2329,11 +2358,14 @@ static void same_get_encode(const rl__msg *m, const char *what) {
     rl__buf_init(&b2);
     rl__buf_append(&b1, "pre", 3);
     rl__buf_append(&b2, "pre", 3);
-    rl__proto_why w1, w2;
+    rl__errdetail w1, w2;
+    rl__errdetail_init(&w1, NULL);
+    rl__errdetail_init(&w2, NULL);
     int r1 = rl__msg_encode(&b1, m, &w1);
     int r2 = rl__msg_encode_walk(&b2, m, &w2);
     if (r1 != r2) fail_msg("%s: encode %s, walk %s", what, rl_error_name(r1), rl_error_name(r2));
-    if (strcmp(w1.text, w2.text) != 0) fail_msg("%s: reasons differ: '%s' vs '%s'", what, w1.text, w2.text);
+    if (strcmp(rl__errdetail_get(&w1), rl__errdetail_get(&w2)) != 0)
+        fail_msg("%s: reasons differ: '%s' vs '%s'", what, rl__errdetail_get(&w1), rl__errdetail_get(&w2));
     if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0 || b1.data[b1.len] != 0)
         fail_msg("%s: the encodings differ (%zu vs %zu bytes)", what, b1.len, b2.len);
     if (r1 != RL_OK) ASSERT_EQ(b1.len, 3);
@@ -2372,7 +2404,8 @@ TEST(net_5_2_get_fast_paths) {
         }
         snprintf(what, sizeof what, "iter %d (%s, %u bytes)", iter, reply ? "reply" : "request", n);
         same_get_encode(&m, what);
-        rl__proto_why why;
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
         rl__buf_reset(&enc);
         ASSERT_OK(rl__msg_encode_walk(&enc, &m, &why));
         same_get_decode(m.flags, enc.data, enc.len, what);

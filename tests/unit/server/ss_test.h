@@ -150,9 +150,10 @@ static inline int sst_read_frame(int fd, rl__frame_header *h, rl_buf *pl, int ti
 static inline void sst_send(int fd, uint64_t id, const rl__msg *m) {
     rl_buf b;
     rl__buf_init(&b);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     int rc = rl__msg_frame_encode(&b, id, m, &why);
-    if (rc != RL_OK) fail_msg("encode %s: %s", rl__msg_type_name(m->type), why.text);
+    if (rc != RL_OK) fail_msg("encode %s: %s", rl__msg_type_name(m->type), rl__errdetail_get(&why));
     sst_write_all(fd, b.data, b.len);
     rl__buf_release(&b);
 }
@@ -210,9 +211,11 @@ static inline int sst_call_t(sst_client *c, const rl__msg *req, rl__msg *out, in
         if (h.id != id) continue;
         ASSERT_EQ(h.type, req->type);
         rl__arena_reset(&c->a);
-        rl__proto_why why;
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
         int rc = rl__msg_decode(h.type, h.flags, c->pl.data, c->pl.len, &c->a, out, &why);
-        if (rc != RL_OK) fail_msg("reply to %s does not decode: %s", rl__msg_type_name(h.type), why.text);
+        if (rc != RL_OK)
+            fail_msg("reply to %s does not decode: %s", rl__msg_type_name(h.type), rl__errdetail_get(&why));
         if (h.flags & RL_FRAME_ERROR) return out->u.error.code;
         return 0;
     }
@@ -300,9 +303,10 @@ static inline int sst_fc_wait(sst_fc *f, uint16_t type, int timeout_ms) {
         int r = sst_read_frame(f->fd, &f->h, &f->pl, (int)(end - now));
         if (r != 1) return r;
         rl__arena_reset(&f->a);
-        rl__proto_why why;
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
         int rc = rl__msg_decode(f->h.type, f->h.flags, f->pl.data, f->pl.len, &f->a, &f->m, &why);
-        if (rc != RL_OK) fail_msg("the storage server sent a frame that does not decode: %s", why.text);
+        if (rc != RL_OK) fail_msg("the storage server sent a frame that does not decode: %s", rl__errdetail_get(&why));
         if (f->h.flags != 0)
             fail_msg("the storage server sent a reply frame (%s) to the coordinator", rl__msg_type_name(f->h.type));
         if (type && f->h.type == type) return 1;

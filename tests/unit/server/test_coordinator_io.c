@@ -95,7 +95,8 @@ static int read_n(int fd, void *p, size_t n) {
 static void call(cli *c, rl__msg *m, rl__frame_header *h, rl__msg *out) {
     rl_buf b;
     rl__buf_init(&b);
-    rl__proto_why why;
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     m->flags = 0;
     ASSERT_OK(rl__msg_frame_encode(&b, ++c->id, m, &why));
     ASSERT_EQ(send(c->fd, b.data, b.len, MSG_NOSIGNAL), (ssize_t)b.len);
