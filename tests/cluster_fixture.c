@@ -83,10 +83,9 @@ static void guardian(int fd, const char *dir, const char *remove_dir, int keep) 
         }
         if (time(NULL) > until) break;
     }
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     (void)rl__cluster_down(dir, NULL, &msg);
-    rl__buf_release(&msg);
     if (!keep) rl_test_rmtree(remove_dir);
     _exit(0);
 }
@@ -151,37 +150,31 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl__cluster_up_opts *o) {
     close(pfd[0]);
     c->guardian_pid = g > 0 ? g : 0;
     c->guardian_fd = pfd[1];
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__cluster_up(c->dir, &uo, &msg);
     if (rc) {
-        printf("cluster start failed: %s (%d): %s\n", rl_error_name(rc), rc, msg.data);
+        printf("cluster start failed: %s (%d): %s\n", rl_error_name(rc), rc, rl__errdetail_get(&msg));
         print_logs(c->dir);
-        rl__buf_release(&msg);
         rl_test_cluster_stop(c);
         rl_test_rmtree(base);
         free(base);
         return rc;
     }
-    rl__buf_release(&msg);
     free(base);
     c->n_storage = o->n_storage;
     { /* with --hosts the count is hosts x storage per host */
         rl__cluster_up_opts t;
-        rl_buf ignore;
-        rl__buf_init(&ignore);
-        if (rl__cluster_topology(o, &t, &ignore) == RL_OK) c->n_storage = t.n_storage;
-        rl__buf_release(&ignore);
+        if (rl__cluster_topology(o, &t, NULL) == RL_OK) c->n_storage = t.n_storage;
     }
     snprintf(c->file, sizeof c->file, "%s/reclayer.cluster", c->dir);
     snprintf(c->url, sizeof c->url, "cluster:%s", c->file);
     snprintf(c->key_file, sizeof c->key_file, "%s/%s", c->dir, RL_KEYFILE_NAME);
     {
-        rl_buf kmsg;
-        rl__buf_init(&kmsg);
+        rl__errdetail kmsg;
+        rl__errdetail_init(&kmsg, NULL);
         if (rl__keyfile_read(c->key_file, &c->key, &kmsg) != RL_OK)
-            printf("cannot read %s: %s\n", c->key_file, kmsg.data);
-        rl__buf_release(&kmsg);
+            printf("cannot read %s: %s\n", c->key_file, rl__errdetail_get(&kmsg));
     }
     rl_test_cluster *copy = malloc(sizeof *copy);
     memcpy(copy, c, sizeof *copy);
@@ -197,10 +190,9 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl__cluster_up_opts *o) {
 
 int rl_test_cluster_pid(rl_test_cluster *c, uint32_t id) {
     int pid = 0;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     (void)rl__cluster_pid(c->dir, id, &pid, NULL, &msg);
-    rl__buf_release(&msg);
     return pid;
 }
 
@@ -244,10 +236,9 @@ void rl_test_cluster_stop(rl_test_cluster *c) {
         c->dir = NULL;
         return;
     }
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     (void)rl__cluster_down(c->dir, NULL, &msg);
-    rl__buf_release(&msg);
     if (c->guardian_fd >= 0) close(c->guardian_fd);
     c->guardian_fd = -1;
     if (c->guardian_pid > 0) {
@@ -272,8 +263,8 @@ void rl_test_cluster_stop(rl_test_cluster *c) {
 
 long long rl_test_status_num(const rl_test_cluster *c, uint16_t port, const char *field) {
     rl__admin_conn *a = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     long long v = -1;
     if (rl__admin_conn_open(port, &c->key.auth, 2000, &a, &msg) == RL_OK) {
         rl__msg req, rep;
@@ -287,6 +278,5 @@ long long rl_test_status_num(const rl_test_cluster *c, uint16_t port, const char
         }
     }
     rl__admin_conn_close(a);
-    rl__buf_release(&msg);
     return v;
 }

@@ -78,13 +78,12 @@ int main(int argc, char **argv) {
     const char *keys[RL_CLUSTER_MAX_SHARDS - 1];
     char *copy = NULL, *file_text = NULL;
     rl__cluster_up_opts o;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     if (!ua.n_storage && !ua.n_hosts) ua.n_storage = 1;
     if (split_file && ua.split) return rl__args_usage_error(&cmd, "--split and --split-file exclude each other");
     int rc = rl__cluster_up_args_apply(&ua, keys, RL_CLUSTER_MAX_SHARDS - 1, &copy, &o, &msg);
-    if (rc) return rl__args_usage_error(&cmd, "%s", msg.data);
-    rl__buf_release(&msg);
+    if (rc) return rl__args_usage_error(&cmd, "%s", rl__errdetail_get(&msg));
     const char *split = ua.split;
     if (split_file) {
         FILE *f = fopen(split_file, "r");

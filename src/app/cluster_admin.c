@@ -76,22 +76,22 @@ static int left_ms(int64_t deadline, int cap) {
 
 static void sleep_ms(int ms) { rl__clock_sleep_us((uint64_t)ms * 1000u); }
 
-/* Append "what: strerror(err)" to msg and return the rl code for err. */
-static int os_error(rl_buf *msg, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int os_error(rl_buf *msg, int err, const char *fmt, ...) {
+/* Append "what: strerror(e)" to err and return the rl code for e. */
+static int os_error(rl__errdetail *err, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int os_error(rl__errdetail *err, int e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    rl__buf_vprintf(msg, fmt, ap);
+    rl__errdetail_vappend(err, fmt, ap);
     va_end(ap);
-    rl__buf_printf(msg, ": %s", strerror(err));
-    return rl__os_map_errno(err);
+    rl__errdetail_append(err, ": %s", strerror(e));
+    return rl__os_map_errno(e);
 }
 
-static int fail(rl_buf *msg, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(rl_buf *msg, int rc, const char *fmt, ...) {
+static int fail(rl__errdetail *err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(rl__errdetail *err, int rc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    rl__buf_vprintf(msg, fmt, ap);
+    rl__errdetail_vappend(err, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -108,14 +108,14 @@ static void path_of(char *out, const char *dir, const char *fmt, ...) {
 }
 
 /* mkdir that accepts an existing directory. */
-static int make_dir(const char *path, rl_buf *msg) {
+static int make_dir(const char *path, rl__errdetail *err) {
     if (mkdir(path, 0755) == 0) return RL_OK;
     if (errno == EEXIST) {
         struct stat st;
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return RL_OK;
-        return fail(msg, RL_E_INVALID_ARGUMENT, "%s exists and is not a directory", path);
+        return fail(err, RL_E_INVALID_ARGUMENT, "%s exists and is not a directory", path);
     }
-    return os_error(msg, errno, "cannot create directory %s", path);
+    return os_error(err, errno, "cannot create directory %s", path);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -193,10 +193,10 @@ static int proc_is_ours(const cl_proc *p) {
 }
 
 /* The cluster's credentials for an admin connection: RL_OK, or the key file's error (its reason
- * in msg). */
-static int need_key(const cl_state *s, rl_buf *msg) {
+ * in err). */
+static int need_key(const cl_state *s, rl__errdetail *err) {
     if (s->key_rc == RL_OK) return RL_OK;
-    return fail(msg, s->key_rc, "%s", s->key_msg);
+    return fail(err, s->key_rc, "%s", s->key_msg);
 }
 
 /* Signal p (after verifying it is ours) and wait up to timeout_ms for it to go. Returns 1 if it
@@ -239,7 +239,7 @@ static void proc_name(const cl_proc *p, char *out, size_t cap) {
     else snprintf(out, cap, "storage-%u", p->id);
 }
 
-static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
+static int state_save(const char *dir, const cl_state *s, rl__errdetail *err) {
     json_t *root = json_object(), *arr = json_array();
     if (!root || !arr) {
         json_decref(root);
@@ -277,12 +277,12 @@ static int state_save(const char *dir, const cl_state *s, rl_buf *msg) {
     rl__buf_append(&b, text, len);
     rl__buf_append_byte(&b, '\n');
     free(text);
-    rc = rl__buf_error(&b) ? RL_E_OUT_OF_MEMORY : rl__os_write_file_atomic(path, b.data, b.len, 0, "rl cluster", msg);
+    rc = rl__buf_error(&b) ? RL_E_OUT_OF_MEMORY : rl__os_write_file_atomic(path, b.data, b.len, 0, "rl cluster", err);
     rl__buf_release(&b);
     return rc;
 }
 
-static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
+static int state_load(const char *dir, cl_state *s, rl__errdetail *err) {
     char path[PATH_CAP];
     path_of(path, dir, "pids.json");
     memset(s, 0, sizeof *s);
@@ -291,25 +291,24 @@ static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
     if (!root) {
         struct stat st;
         if (stat(path, &st) != 0)
-            return fail(msg, RL_E_FILE_NOT_FOUND, "%s has no cluster (no %s; start one with rl cluster up)", dir, path);
-        return fail(msg, RL_E_CORRUPT_DATA, "%s: %s (line %d)", path, je.text, je.line);
+            return fail(err, RL_E_FILE_NOT_FOUND, "%s has no cluster (no %s; start one with rl cluster up)", dir, path);
+        return fail(err, RL_E_CORRUPT_DATA, "%s: %s (line %d)", path, je.text, je.line);
     }
     int rc = RL_OK;
     const char *bin = json_string_value(json_object_get(root, "rlkvd"));
     json_t *arr = json_object_get(root, "processes");
     if (!bin || !json_is_array(arr) || json_array_size(arr) < 2 || json_array_size(arr) > RL_CLUSTER_MAX_STORAGE + 1) {
-        rc = fail(msg, RL_E_CORRUPT_DATA, "%s: not a pids file of rl cluster", path);
+        rc = fail(err, RL_E_CORRUPT_DATA, "%s: not a pids file of rl cluster", path);
         goto done;
     }
     snprintf(s->rlkvd, sizeof s->rlkvd, "%s", bin);
     /* The secrets: needed to talk to the processes, not to stop them (need_key). */
     char kpath[PATH_CAP];
-    rl_buf kmsg;
-    rl__buf_init(&kmsg);
+    rl__errdetail kmsg;
+    rl__errdetail_init(&kmsg, NULL);
     s->key_rc = rl__keyfile_in_dir(dir, kpath, sizeof kpath);
     if (s->key_rc == RL_OK) s->key_rc = rl__keyfile_read(kpath, &s->key, &kmsg);
-    snprintf(s->key_msg, sizeof s->key_msg, "%s", kmsg.len ? (const char *)kmsg.data : "no key file");
-    rl__buf_release(&kmsg);
+    snprintf(s->key_msg, sizeof s->key_msg, "%s", rl__errdetail_len(&kmsg) ? rl__errdetail_get(&kmsg) : "no key file");
     s->no_sync = json_is_true(json_object_get(root, "no_sync"));
     s->window_versions = json_integer_value(json_object_get(root, "window_versions"));
     s->n_hosts = (int)json_integer_value(json_object_get(root, "hosts"));
@@ -319,7 +318,7 @@ static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
     json_int_t dl = json_integer_value(json_object_get(root, "delay_us"));
     json_int_t jt = json_integer_value(json_object_get(root, "jitter_us"));
     if (dl < 0 || jt < 0 || dl > RL_NETEM_MAX_US || jt > RL_NETEM_MAX_US) {
-        rc = fail(msg, RL_E_CORRUPT_DATA, "%s: delay_us %lld / jitter_us %lld out of range", path, (long long)dl,
+        rc = fail(err, RL_E_CORRUPT_DATA, "%s: delay_us %lld / jitter_us %lld out of range", path, (long long)dl,
                   (long long)jt);
         goto done;
     }
@@ -343,7 +342,7 @@ static int state_load(const char *dir, cl_state *s, rl_buf *msg) {
         snprintf(p->ip, sizeof p->ip, "%s", ip && *ip ? ip : "127.0.0.1");
         snprintf(p->host, sizeof p->host, "%s", host && *host ? host : "host1");
         if (!role || (i == 0) != p->is_coordinator || p->id != (uint32_t)i) {
-            rc = fail(msg, RL_E_CORRUPT_DATA, "%s: process %d is not %s", path, i,
+            rc = fail(err, RL_E_CORRUPT_DATA, "%s: process %d is not %s", path, i,
                       i == 0 ? "the coordinator" : "storage server i");
             goto done;
         }
@@ -354,24 +353,24 @@ done:
 }
 
 /* flock DIR/lock (blocking, but the holders only hold it for a command's duration). Returns the
- * fd (close to unlock) or -1 after appending why to msg. */
-static int lock_dir(const char *dir, rl_buf *msg) {
+ * fd (close to unlock) or -1 after appending why to err. */
+static int lock_dir(const char *dir, rl__errdetail *err) {
     char path[PATH_CAP];
     path_of(path, dir, "lock");
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
-        os_error(msg, errno, "cannot open %s", path);
+        os_error(err, errno, "cannot open %s", path);
         return -1;
     }
     int64_t deadline = now_ms() + 120000;
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
-            os_error(msg, errno, "cannot lock %s", path);
+            os_error(err, errno, "cannot lock %s", path);
             close(fd);
             return -1;
         }
         if (now_ms() > deadline) {
-            fail(msg, 0, "%s is locked by another rl cluster command for 2 minutes", path);
+            fail(err, 0, "%s is locked by another rl cluster command for 2 minutes", path);
             close(fd);
             return -1;
         }
@@ -428,26 +427,26 @@ static void layout_team(const rl__cluster_up_opts *o, int n, int r, int k, int *
     }
 }
 
-int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
+int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl__errdetail *err) {
     int n_storage = layout_n_storage(o);
     if (n_storage < 0)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d does not match --hosts %d x --storage-per-host %d",
+        return fail(err, RL_E_INVALID_ARGUMENT, "--storage %d does not match --hosts %d x --storage-per-host %d",
                     o->n_storage, o->n_hosts, o->storage_per_host);
     if (n_storage < 1 || n_storage > RL_CLUSTER_MAX_STORAGE)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", n_storage,
+        return fail(err, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", n_storage,
                     RL_CLUSTER_MAX_STORAGE);
     int team_size = o->replication <= 0 ? 1 : o->replication;
     if (team_size > n_storage || team_size > RL_PROTO_MAX_TEAM)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "replication %d needs at least %d storage servers (there are %d)",
+        return fail(err, RL_E_INVALID_ARGUMENT, "replication %d needs at least %d storage servers (there are %d)",
                     team_size, team_size, n_storage);
     if (o->n_split > 0 && o->n_shards > 0)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--shards and --split exclude each other");
+        return fail(err, RL_E_INVALID_ARGUMENT, "--shards and --split exclude each other");
     if (o->n_split < 0 || o->n_split >= RL_CLUSTER_MAX_SHARDS)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "at most %d split keys", RL_CLUSTER_MAX_SHARDS - 1);
+        return fail(err, RL_E_INVALID_ARGUMENT, "at most %d split keys", RL_CLUSTER_MAX_SHARDS - 1);
     int k = o->n_split > 0 ? o->n_split + 1 : (o->n_shards > 0 ? o->n_shards : n_storage);
     /* At most 255: with 256 the last boundary would be \xff itself, the end of the user keyspace. */
     if (o->n_split == 0 && (k < 1 || k > 255))
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--shards %d is out of range [1, 255]", k);
+        return fail(err, RL_E_INVALID_ARGUMENT, "--shards %d is out of range [1, 255]", k);
     /* Boundaries: k - 1 keys, strictly increasing, each non-empty and below \xff. */
     rl_buf keys[RL_CLUSTER_MAX_SHARDS];
     int nk = k - 1, rc = RL_OK;
@@ -457,7 +456,7 @@ int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
             char why[256];
             int r = rl__args_unescape(o->split[i], &keys[i], why, sizeof why);
             if (r == RL_E_INVALID_ARGUMENT) {
-                rc = fail(msg, r, "split key %d '%s': %s", i + 1, o->split[i], why);
+                rc = fail(err, r, "split key %d '%s': %s", i + 1, o->split[i], why);
                 goto done;
             }
             if (r) {
@@ -465,17 +464,17 @@ int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl_buf *msg) {
                 goto done;
             }
             if (keys[i].len == 0) {
-                rc = fail(msg, RL_E_INVALID_ARGUMENT, "split key %d is empty (the first shard begins at \"\")", i + 1);
+                rc = fail(err, RL_E_INVALID_ARGUMENT, "split key %d is empty (the first shard begins at \"\")", i + 1);
                 goto done;
             }
             if ((uint8_t)keys[i].data[0] == 0xff) {
-                rc = fail(msg, RL_E_INVALID_ARGUMENT,
+                rc = fail(err, RL_E_INVALID_ARGUMENT,
                           "split key %d '%s' is in the system keyspace (\\xff...: the coordinator's)", i + 1,
                           o->split[i]);
                 goto done;
             }
             if (i > 0 && rl__bytes_cmp(keys[i - 1].data, keys[i - 1].len, keys[i].data, keys[i].len) >= 0) {
-                rc = fail(msg, RL_E_INVALID_ARGUMENT, "split keys must be strictly increasing: '%s' then '%s'",
+                rc = fail(err, RL_E_INVALID_ARGUMENT, "split keys must be strictly increasing: '%s' then '%s'",
                           o->split[i - 1], o->split[i]);
                 goto done;
             }
@@ -528,18 +527,18 @@ static int wait_fd(int fd, short events, int ms) {
     }
 }
 
-static int send_all(int fd, const uint8_t *p, size_t n, int64_t deadline, rl_buf *msg) {
+static int send_all(int fd, const uint8_t *p, size_t n, int64_t deadline, rl__errdetail *err) {
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 int r = wait_fd(fd, POLLOUT, left_ms(deadline, 0));
-                if (r == 0) return fail(msg, RL_E_TIMED_OUT, "timed out sending");
-                if (r < 0) return fail(msg, RL_E_CONNECTION_FAILED, "poll failed: %s", strerror(errno));
+                if (r == 0) return fail(err, RL_E_TIMED_OUT, "timed out sending");
+                if (r < 0) return fail(err, RL_E_CONNECTION_FAILED, "poll failed: %s", strerror(errno));
                 continue;
             }
-            return fail(msg, RL_E_CONNECTION_FAILED, "send failed: %s", strerror(errno));
+            return fail(err, RL_E_CONNECTION_FAILED, "send failed: %s", strerror(errno));
         }
         p += w;
         n -= (size_t)w;
@@ -547,17 +546,17 @@ static int send_all(int fd, const uint8_t *p, size_t n, int64_t deadline, rl_buf
     return RL_OK;
 }
 
-static int recv_all(int fd, uint8_t *p, size_t n, int64_t deadline, rl_buf *msg) {
+static int recv_all(int fd, uint8_t *p, size_t n, int64_t deadline, rl__errdetail *err) {
     while (n > 0) {
         int r = wait_fd(fd, POLLIN, left_ms(deadline, 0));
-        if (r == 0) return fail(msg, RL_E_TIMED_OUT, "timed out waiting for a reply");
-        if (r < 0) return fail(msg, RL_E_CONNECTION_FAILED, "poll failed: %s", strerror(errno));
+        if (r == 0) return fail(err, RL_E_TIMED_OUT, "timed out waiting for a reply");
+        if (r < 0) return fail(err, RL_E_CONNECTION_FAILED, "poll failed: %s", strerror(errno));
         ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
         if (got < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-            return fail(msg, RL_E_CONNECTION_FAILED, "receive failed: %s", strerror(errno));
+            return fail(err, RL_E_CONNECTION_FAILED, "receive failed: %s", strerror(errno));
         }
-        if (got == 0) return fail(msg, RL_E_CONNECTION_FAILED, "the server closed the connection");
+        if (got == 0) return fail(err, RL_E_CONNECTION_FAILED, "the server closed the connection");
         p += got;
         n -= (size_t)got;
     }
@@ -565,30 +564,30 @@ static int recv_all(int fd, uint8_t *p, size_t n, int64_t deadline, rl_buf *msg)
 }
 
 /* Send one frame of m with id. */
-static int send_msg(rl__admin_conn *c, const rl__msg *m, uint64_t id, int64_t deadline, rl_buf *msg) {
+static int send_msg(rl__admin_conn *c, const rl__msg *m, uint64_t id, int64_t deadline, rl__errdetail *err) {
     rl_buf f;
     rl__buf_init(&f);
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);
     int rc = rl__msg_frame_encode(&f, id, m, &why);
-    if (rc) rc = fail(msg, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), rl__errdetail_get(&why));
-    else rc = send_all(c->fd, (const uint8_t *)f.data, f.len, deadline, msg);
+    if (rc) rc = fail(err, rc, "cannot encode %s: %s", rl__msg_type_name(m->type), rl__errdetail_get(&why));
+    else rc = send_all(c->fd, (const uint8_t *)f.data, f.len, deadline, err);
     rl__buf_release(&f);
     return rc;
 }
 
 /* Receive one frame into c->rx and decode it into *out. */
-static int recv_msg(rl__admin_conn *c, rl__frame_header *h, rl__msg *out, int64_t deadline, rl_buf *msg) {
+static int recv_msg(rl__admin_conn *c, rl__frame_header *h, rl__msg *out, int64_t deadline, rl__errdetail *err) {
     uint8_t hb[RL_FRAME_HEADER_LEN];
-    int rc = recv_all(c->fd, hb, sizeof hb, deadline, msg);
+    int rc = recv_all(c->fd, hb, sizeof hb, deadline, err);
     if (rc) return rc;
-    if (rl__frame_header_decode(hb, h) != 0) return fail(msg, RL_E_MALFORMED_FRAME, "bad frame header from the server");
+    if (rl__frame_header_decode(hb, h) != 0) return fail(err, RL_E_MALFORMED_FRAME, "bad frame header from the server");
     if (h->payload_len > c->max_payload)
-        return fail(msg, RL_E_MALFORMED_FRAME, "a frame of %u bytes from the server during the handshake",
+        return fail(err, RL_E_MALFORMED_FRAME, "a frame of %u bytes from the server during the handshake",
                     (unsigned)h->payload_len);
     rl__buf_reset(&c->rx);
     if (rl__buf_reserve(&c->rx, h->payload_len + 1)) return RL_E_OUT_OF_MEMORY;
-    rc = recv_all(c->fd, (uint8_t *)c->rx.data, h->payload_len, deadline, msg);
+    rc = recv_all(c->fd, (uint8_t *)c->rx.data, h->payload_len, deadline, err);
     if (rc) return rc;
     c->rx.len = h->payload_len;
     rl__arena_reset(&c->arena);
@@ -596,23 +595,24 @@ static int recv_msg(rl__admin_conn *c, rl__frame_header *h, rl__msg *out, int64_
     rl__errdetail_init(&why, NULL);
     rc = rl__msg_decode(h->type, h->flags, (const uint8_t *)c->rx.data, h->payload_len, &c->arena, out, &why);
     if (rc)
-        return fail(msg, rc, "undecodable %s from the server: %s", rl__msg_type_name(h->type), rl__errdetail_get(&why));
+        return fail(err, rc, "undecodable %s from the server: %s", rl__msg_type_name(h->type), rl__errdetail_get(&why));
     return RL_OK;
 }
 
-int rl__admin_conn_open(uint16_t port, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out, rl_buf *msg) {
-    return rl__admin_conn_open_at("127.0.0.1", port, auth, timeout_ms, out, msg);
+int rl__admin_conn_open(uint16_t port, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out,
+                        rl__errdetail *err) {
+    return rl__admin_conn_open_at("127.0.0.1", port, auth, timeout_ms, out, err);
 }
 
 /* The handshake on a blocking connection (docs/protocol.md §2), as a member when auth has the
  * member key, else as a client: the server's AUTH_CHALLENGE, our AUTH, the server's proof. */
-static int admin_handshake(rl__admin_conn *c, const rl__net_auth *auth, int64_t deadline, rl_buf *msg) {
+static int admin_handshake(rl__admin_conn *c, const rl__net_auth *auth, int64_t deadline, rl__errdetail *err) {
     rl__frame_header h;
     rl__msg m;
-    int rc = recv_msg(c, &h, &m, deadline, msg);
+    int rc = recv_msg(c, &h, &m, deadline, err);
     if (rc) return rc;
     if (h.type != RL_MSG_AUTH_CHALLENGE || h.flags != 0)
-        return fail(msg, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "the server's first frame is %s, not AUTH_CHALLENGE",
+        return fail(err, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "the server's first frame is %s, not AUTH_CHALLENGE",
                     rl__msg_type_name(h.type));
     uint8_t snonce[RL_AUTH_NONCE_LEN];
     memcpy(snonce, m.u.auth_challenge.nonce, sizeof snonce);
@@ -620,26 +620,26 @@ static int admin_handshake(rl__admin_conn *c, const rl__net_auth *auth, int64_t 
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_AUTH;
     rl__msg_auth_req *a = &req.u.auth_req;
-    if ((rc = rl__msg_auth_req_make(auth, snonce, a))) return fail(msg, rc, "cannot compute the handshake's proof");
+    if ((rc = rl__msg_auth_req_make(auth, snonce, a))) return fail(err, rc, "cannot compute the handshake's proof");
     uint8_t cnonce[RL_AUTH_NONCE_LEN];
     memcpy(cnonce, a->nonce, sizeof cnonce);
     rl__msg reply;
-    if ((rc = rl__admin_conn_call(c, &req, &reply, left_ms(deadline, 0), msg))) return rc;
+    if ((rc = rl__admin_conn_call(c, &req, &reply, left_ms(deadline, 0), err))) return rc;
     rc = rl__auth_verify(auth, a->auth_class, 'S', snonce, cnonce, reply.u.auth_reply.proof);
     if (rc)
-        return fail(msg, rc, "the server did not prove it knows this cluster's %s: another cluster on this address?",
+        return fail(err, rc, "the server did not prove it knows this cluster's %s: another cluster on this address?",
                     a->auth_class == RL_AUTH_MEMBER ? "key file" : "name");
     c->max_payload = RL_NET_MAX_PAYLOAD;
     return RL_OK;
 }
 
 int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl__net_auth *auth, int timeout_ms,
-                           rl__admin_conn **out, rl_buf *msg) {
+                           rl__admin_conn **out, rl__errdetail *err) {
     *out = NULL;
-    if (!auth) return fail(msg, RL_E_INVALID_ARGUMENT, "an admin connection needs the cluster's key file");
+    if (!auth) return fail(err, RL_E_INVALID_ARGUMENT, "an admin connection needs the cluster's key file");
     struct in_addr ia;
     if (!ip || inet_pton(AF_INET, ip, &ia) != 1 || (ntohl(ia.s_addr) >> 24) != 127)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "address '%s' is not dotted IPv4 inside 127.0.0.0/8", ip ? ip : "");
+        return fail(err, RL_E_INVALID_ARGUMENT, "address '%s' is not dotted IPv4 inside 127.0.0.0/8", ip ? ip : "");
     int64_t deadline = now_ms() + timeout_ms;
     rl__admin_conn *c = calloc(1, sizeof *c);
     if (!c) return RL_E_OUT_OF_MEMORY;
@@ -650,7 +650,7 @@ int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl__net_auth *au
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int rc = RL_OK;
     if (c->fd < 0) {
-        rc = fail(msg, RL_E_CONNECTION_FAILED, "socket: %s", strerror(errno));
+        rc = fail(err, RL_E_CONNECTION_FAILED, "socket: %s", strerror(errno));
         goto fail;
     }
     int one = 1;
@@ -659,23 +659,23 @@ int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl__net_auth *au
     sa.sin_addr = ia;
     if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         if (errno != EINPROGRESS) {
-            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to %s:%u: %s", ip, port, strerror(errno));
+            rc = fail(err, RL_E_CONNECTION_FAILED, "connect to %s:%u: %s", ip, port, strerror(errno));
             goto fail;
         }
         int r = wait_fd(c->fd, POLLOUT, left_ms(deadline, 0));
         if (r <= 0) {
-            rc = fail(msg, r == 0 ? RL_E_TIMED_OUT : RL_E_CONNECTION_FAILED, "connect to %s:%u timed out", ip, port);
+            rc = fail(err, r == 0 ? RL_E_TIMED_OUT : RL_E_CONNECTION_FAILED, "connect to %s:%u timed out", ip, port);
             goto fail;
         }
-        int err = 0;
-        socklen_t el = sizeof err;
-        (void)getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-        if (err) {
-            rc = fail(msg, RL_E_CONNECTION_FAILED, "connect to %s:%u: %s", ip, port, strerror(err));
+        int so_error = 0;
+        socklen_t el = sizeof so_error;
+        (void)getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &el);
+        if (so_error) {
+            rc = fail(err, RL_E_CONNECTION_FAILED, "connect to %s:%u: %s", ip, port, strerror(so_error));
             goto fail;
         }
     }
-    if ((rc = admin_handshake(c, auth, deadline, msg))) goto fail;
+    if ((rc = admin_handshake(c, auth, deadline, err))) goto fail;
     rl__msg hello;
     memset(&hello, 0, sizeof hello);
     hello.type = RL_MSG_HELLO;
@@ -685,7 +685,7 @@ int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl__net_auth *au
     hello.u.hello_req.host = (const uint8_t *)"rl";
     hello.u.hello_req.host_len = 2;
     rl__msg reply;
-    rc = rl__admin_conn_call(c, &hello, &reply, left_ms(deadline, 0), msg);
+    rc = rl__admin_conn_call(c, &hello, &reply, left_ms(deadline, 0), err);
     if (rc) goto fail;
     *out = c;
     return RL_OK;
@@ -694,24 +694,25 @@ fail:
     return rc;
 }
 
-int rl__admin_conn_call(rl__admin_conn *c, const rl__msg *req, rl__msg *reply, int timeout_ms, rl_buf *msg) {
+int rl__admin_conn_call(rl__admin_conn *c, const rl__msg *req, rl__msg *reply, int timeout_ms, rl__errdetail *err) {
     int64_t deadline = now_ms() + timeout_ms;
     uint64_t id = c->next_id++;
-    int rc = send_msg(c, req, id, deadline, msg);
+    int rc = send_msg(c, req, id, deadline, err);
     if (rc) return rc;
     for (;;) {
         rl__frame_header h;
-        rc = recv_msg(c, &h, reply, deadline, msg);
+        rc = recv_msg(c, &h, reply, deadline, err);
         if (rc) return rc;
         if (!(h.flags & RL_FRAME_REPLY)) continue; /* a request from the server: not for an admin */
         if (h.id != id) continue;                  /* a late reply to an earlier, timed-out call */
         if (h.type != req->type)
-            return fail(msg, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "reply of type %s to a %s", rl__msg_type_name(h.type),
+            return fail(err, RL_E_PROTOCOL_UNEXPECTED_MESSAGE, "reply of type %s to a %s", rl__msg_type_name(h.type),
                         rl__msg_type_name(req->type));
         if (h.flags & RL_FRAME_ERROR) {
-            rl__buf_printf(msg, "%s: %s (%d)%s%.*s", rl__msg_type_name(req->type), rl_error_name(reply->u.error.code),
-                           reply->u.error.code, reply->u.error.message_len ? ": " : "", (int)reply->u.error.message_len,
-                           (const char *)reply->u.error.message);
+            rl__errdetail_append(err, "%s: %s (%d)%s%.*s", rl__msg_type_name(req->type),
+                                 rl_error_name(reply->u.error.code), reply->u.error.code,
+                                 reply->u.error.message_len ? ": " : "", (int)reply->u.error.message_len,
+                                 (const char *)reply->u.error.message);
             return reply->u.error.code;
         }
         return RL_OK;
@@ -727,15 +728,15 @@ void rl__admin_conn_close(rl__admin_conn *c) {
 }
 
 /* STATUS of the server on port as parsed JSON (*out, json_decref). */
-static int status_of(rl__admin_conn *c, int timeout_ms, json_t **out, rl_buf *msg) {
+static int status_of(rl__admin_conn *c, int timeout_ms, json_t **out, rl__errdetail *err) {
     rl__msg req, reply;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_STATUS;
-    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, err);
     if (rc) return rc;
     json_error_t je;
     *out = json_loadb((const char *)reply.u.status_reply.json, reply.u.status_reply.json_len, 0, &je);
-    if (!*out) return fail(msg, RL_E_MALFORMED_FRAME, "STATUS reply is not JSON: %s", je.text);
+    if (!*out) return fail(err, RL_E_MALFORMED_FRAME, "STATUS reply is not JSON: %s", je.text);
     return RL_OK;
 }
 
@@ -744,22 +745,22 @@ static int status_of(rl__admin_conn *c, int timeout_ms, json_t **out, rl_buf *ms
  * ------------------------------------------------------------------------------------------ */
 
 /* Find the rlkvd binary into out. */
-static int find_rlkvd(const char *given, char *out, rl_buf *msg) {
+static int find_rlkvd(const char *given, char *out, rl__errdetail *err) {
     const char *env = getenv("RL_RLKVD");
     if (given && *given) snprintf(out, PATH_CAP, "%s", given);
     else if (env && *env) snprintf(out, PATH_CAP, "%s", env);
     else {
         char self[PATH_CAP];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) return os_error(msg, errno, "cannot read /proc/self/exe to find rlkvd");
+        if (n <= 0) return os_error(err, errno, "cannot read /proc/self/exe to find rlkvd");
         self[n] = 0;
         char *slash = strrchr(self, '/');
         if (slash) *slash = 0;
         int w = snprintf(out, PATH_CAP, "%s/rlkvd", self);
-        if (w < 0 || w >= PATH_CAP) return fail(msg, RL_E_INVALID_ARGUMENT, "the program's path is too long");
+        if (w < 0 || w >= PATH_CAP) return fail(err, RL_E_INVALID_ARGUMENT, "the program's path is too long");
     }
     if (access(out, X_OK) != 0)
-        return fail(msg, RL_E_FILE_NOT_FOUND, "rlkvd not found at %s (build it, or set RL_RLKVD)", out);
+        return fail(err, RL_E_FILE_NOT_FOUND, "rlkvd not found at %s (build it, or set RL_RLKVD)", out);
     if (out[0] != '/') {
         char cwd[PATH_CAP], abs[PATH_CAP];
         if (getcwd(cwd, sizeof cwd)) {
@@ -773,7 +774,8 @@ static int find_rlkvd(const char *given, char *out, rl_buf *msg) {
 /* Start process p of cluster s in dir, listening on listen_port (0: any), as a child in its own
  * process group. Fills p->pid, p->proc_start, p->start_time; the port comes later from the port
  * file (wait_port). */
-static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags, rl_buf *msg) {
+static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags,
+                 rl__errdetail *err) {
     char name[32], data[PATH_CAP], portf[PATH_CAP], logf[PATH_CAP], init[PATH_CAP];
     char listen[64], coord[64], idbuf[16], wv[32], dl[16], jt[16], keyf[PATH_CAP];
     proc_name(p, name, sizeof name);
@@ -831,12 +833,12 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
     argv[n] = NULL;
     (void)unlink(portf);
     int logfd = open(logf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (logfd < 0) return os_error(msg, errno, "cannot open the log %s", logf);
+    if (logfd < 0) return os_error(err, errno, "cannot open the log %s", logf);
     int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (nullfd < 0) {
         int e = errno;
         close(logfd);
-        return os_error(msg, e, "cannot open /dev/null");
+        return os_error(err, e, "cannot open /dev/null");
     }
     {
         /* A line in the log marks each start, so restarts can be told apart. */
@@ -855,7 +857,7 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
         int e = errno;
         close(logfd);
         close(nullfd);
-        return os_error(msg, e, "cannot fork to start %s", name);
+        return os_error(err, e, "cannot fork to start %s", name);
     }
     if (pid == 0) {
         /* Child: only async-signal-safe calls until exec. */
@@ -893,7 +895,7 @@ static int spawn(const char *dir, const cl_state *s, cl_proc *p, uint16_t listen
 }
 
 /* Wait for p's port file (until deadline) and set p->port. Fails if p exits first. */
-static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg) {
+static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl__errdetail *err) {
     char name[32], portf[PATH_CAP], logf[PATH_CAP];
     proc_name(p, name, sizeof name);
     path_of(portf, dir, "run/%s.port", name);
@@ -920,20 +922,17 @@ static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg)
             /* Why, when it recorded it (fatal.h): e.g. its port is taken, its directory unusable. */
             char data[PATH_CAP];
             json_t *fatal = NULL;
-            rl_buf ignore;
-            rl__buf_init(&ignore);
             path_of(data, dir, "%s", name);
-            (void)rl__fatal_read(data, &fatal, &ignore);
-            rl__buf_release(&ignore);
+            (void)rl__fatal_read(data, &fatal, NULL);
             const char *summary = json_string_value(json_object_get(fatal, "summary"));
             int same = fatal && json_integer_value(json_object_get(fatal, "pid")) == p->pid;
-            rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening%s%s; see %s", name, p->pid,
+            rc = fail(err, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) exited before listening%s%s; see %s", name, p->pid,
                       same && summary ? ": stopped on " : "", same && summary ? summary : "", logf);
             json_decref(fatal);
             return rc;
         }
         if (now_ms() > deadline)
-            return fail(msg, RL_E_TIMED_OUT, "%s (pid %d) wrote no port file %s in time; see %s", name, p->pid, portf,
+            return fail(err, RL_E_TIMED_OUT, "%s (pid %d) wrote no port file %s in time; see %s", name, p->pid, portf,
                         logf);
         sleep_ms(5);
     }
@@ -942,14 +941,14 @@ static int wait_port(const char *dir, cl_proc *p, int64_t deadline, rl_buf *msg)
 /* Start p on listen_port and wait for its port file. A restart on a recorded port retries for a
  * while when the process exits at once (the port may still be held by the old socket). */
 static int start_proc(const char *dir, cl_state *s, cl_proc *p, uint16_t listen_port, unsigned flags, int64_t deadline,
-                      rl_buf *msg) {
+                      rl__errdetail *err) {
     for (int attempt = 0;; attempt++) {
-        size_t mark = msg->len;
-        int rc = spawn(dir, s, p, listen_port, flags, msg);
+        size_t mark = rl__errdetail_len(err);
+        int rc = spawn(dir, s, p, listen_port, flags, err);
         if (rc) return rc;
-        rc = wait_port(dir, p, deadline, msg);
+        rc = wait_port(dir, p, deadline, err);
         if (rc != RL_E_SERVER_UNAVAILABLE || listen_port == 0 || now_ms() > deadline || attempt >= 20) return rc;
-        rl__buf_truncate(msg, mark);
+        rl__errdetail_truncate(err, mark);
         sleep_ms(100);
     }
 }
@@ -1006,11 +1005,11 @@ static int first_owned_key(json_t *st, uint32_t id, rl_buf *out) {
 /* Commit mutation (SET k=v or CLEAR k) at a fresh read version; *out_version gets the commit
  * version. */
 static int commit_one(rl__admin_conn *c, int is_set, const char *k, size_t kl, const char *v, size_t vl, int timeout_ms,
-                      rl__version *out_version, rl_buf *msg) {
+                      rl__version *out_version, rl__errdetail *err) {
     rl__msg req, reply;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_GET_READ_VERSION;
-    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, err);
     if (rc) return rc;
     rl__version rv = reply.u.get_read_version_reply.version;
     char kend[64];
@@ -1029,24 +1028,24 @@ static int commit_one(rl__admin_conn *c, int is_set, const char *k, size_t kl, c
     req.u.commit_req.n_writes = 1;
     req.u.commit_req.muts = &m;
     req.u.commit_req.n_muts = 1;
-    rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, err);
     if (rc) return rc;
     if (reply.u.commit_reply.result)
-        return fail(msg, reply.u.commit_reply.result, "test commit: %s", rl_error_name(reply.u.commit_reply.result));
+        return fail(err, reply.u.commit_reply.result, "test commit: %s", rl_error_name(reply.u.commit_reply.result));
     *out_version = reply.u.commit_reply.commit_version;
     return RL_OK;
 }
 
 /* GET key at version v; *present and the value into val (may be NULL). */
 static int get_one(rl__admin_conn *c, rl__version v, const void *k, size_t kl, int *present, rl_buf *val,
-                   int timeout_ms, rl_buf *msg) {
+                   int timeout_ms, rl__errdetail *err) {
     rl__msg req, reply;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_GET;
     req.u.get_req.version = v;
     req.u.get_req.key = (const uint8_t *)k;
     req.u.get_req.key_len = (uint32_t)kl;
-    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, msg);
+    int rc = rl__admin_conn_call(c, &req, &reply, timeout_ms, err);
     if (rc) return rc;
     *present = reply.u.get_reply.present;
     if (val) {
@@ -1058,11 +1057,11 @@ static int get_one(rl__admin_conn *c, rl__version v, const void *k, size_t kl, i
 
 /* One health probe of the processes i with want[i] (want NULL: every process; the coordinator is
  * always probed, since nothing is healthy without it). RL_OK when they are healthy; otherwise
- * msg says what is missing (the caller retries while time is left) and *culprit the index of the
+ * err says what is missing (the caller retries while time is left) and *culprit the index of the
  * process it concerns (0: the coordinator). conns[i] caches a connection to process i (reopened
  * when broken). */
 static int probe(const char *dir, cl_state *s, const int *want, rl__admin_conn **conns, int64_t deadline, int *culprit,
-                 rl_buf *msg) {
+                 rl__errdetail *err) {
     int rc = RL_OK;
     *culprit = 0;
     json_t *cst = NULL;
@@ -1072,30 +1071,30 @@ static int probe(const char *dir, cl_state *s, const int *want, rl__admin_conn *
             char name[32], logf[PATH_CAP];
             proc_name(&s->p[i], name, sizeof name);
             path_of(logf, dir, "logs/%s.log", name);
-            return fail(msg, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) has exited; see %s", name, s->p[i].pid, logf);
+            return fail(err, RL_E_SERVER_UNAVAILABLE, "%s (pid %d) has exited; see %s", name, s->p[i].pid, logf);
         }
         if (!conns[i]) {
             *culprit = i;
-            rc = need_key(s, msg);
+            rc = need_key(s, err);
             if (rc == RL_OK)
                 rc = rl__admin_conn_open_at(s->p[i].ip, s->p[i].port, &s->key.auth,
-                                            left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], msg);
+                                            left_ms(deadline, REQ_TIMEOUT_CAP_MS), &conns[i], err);
             if (rc) {
                 char name[32];
                 proc_name(&s->p[i], name, sizeof name);
-                rl__buf_printf(msg, " (%s on %s:%u)", name, s->p[i].ip, s->p[i].port);
+                rl__errdetail_append(err, " (%s on %s:%u)", name, s->p[i].ip, s->p[i].port);
                 return rc;
             }
         }
     }
     *culprit = 0;
-    rc = status_of(conns[0], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &cst, msg);
+    rc = status_of(conns[0], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &cst, err);
     if (rc) goto broken0;
     for (int i = 1; i < s->n; i++) {
         if (want && !want[i]) continue;
         if (!coord_lists_healthy(cst, s->p[i].id)) {
             *culprit = i;
-            rc = fail(msg, RL_E_SERVER_UNAVAILABLE,
+            rc = fail(err, RL_E_SERVER_UNAVAILABLE,
                       "the coordinator does not list storage server %u as registered and "
                       "healthy yet",
                       s->p[i].id);
@@ -1109,27 +1108,27 @@ static int probe(const char *dir, cl_state *s, const int *want, rl__admin_conn *
     if (nl < 0 || nl >= (int)sizeof nonce) nonce[0] = 0;
     rl__version v = 0, v2 = 0;
     rc = commit_one(conns[0], 1, HEALTH_KEY, sizeof HEALTH_KEY - 1, nonce, strlen(nonce),
-                    left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v, msg);
+                    left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v, err);
     if (rc) goto broken0;
     int present = 0;
     rl_buf val;
     rl__buf_init(&val);
     rc = get_one(conns[0], v, HEALTH_KEY, sizeof HEALTH_KEY - 1, &present, &val, left_ms(deadline, REQ_TIMEOUT_CAP_MS),
-                 msg);
+                 err);
     if (rc == RL_OK && (!present || val.len != strlen(nonce) || memcmp(val.data, nonce, val.len)))
-        rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "the coordinator did not read back the test commit at version %llu",
+        rc = fail(err, RL_E_SERVER_UNAVAILABLE, "the coordinator did not read back the test commit at version %llu",
                   (unsigned long long)v);
     rl__buf_release(&val);
     if (rc) goto broken0;
     rc = commit_one(conns[0], 0, HEALTH_KEY, sizeof HEALTH_KEY - 1, "", 0, left_ms(deadline, REQ_TIMEOUT_CAP_MS), &v2,
-                    msg);
+                    err);
     if (rc) goto broken0;
     /* Every storage server has caught up to the commit and serves a read at its version. */
     for (int i = 1; i < s->n; i++) {
         if (want && !want[i]) continue;
         json_t *sst = NULL;
         *culprit = i;
-        rc = status_of(conns[i], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &sst, msg);
+        rc = status_of(conns[i], left_ms(deadline, REQ_TIMEOUT_CAP_MS), &sst, err);
         if (rc) {
             rl__admin_conn_close(conns[i]);
             conns[i] = NULL;
@@ -1138,15 +1137,17 @@ static int probe(const char *dir, cl_state *s, const int *want, rl__admin_conn *
         json_int_t known = json_integer_value(json_object_get(sst, "known_version"));
         json_decref(sst);
         if ((rl__version)known < v) {
-            rc = fail(msg, RL_E_SERVER_UNAVAILABLE, "storage server %u knows version %lld, not yet %llu", s->p[i].id,
+            rc = fail(err, RL_E_SERVER_UNAVAILABLE, "storage server %u knows version %lld, not yet %llu", s->p[i].id,
                       (long long)known, (unsigned long long)v);
             goto done;
         }
         rl_buf key;
         rl__buf_init(&key);
         if (first_owned_key(cst, s->p[i].id, &key)) {
-            rc = get_one(conns[i], v, key.data, key.len, &present, NULL, left_ms(deadline, REQ_TIMEOUT_CAP_MS), msg);
-            if (rc) rl__buf_printf(msg, " (storage server %u, GET at version %llu)", s->p[i].id, (unsigned long long)v);
+            rc = get_one(conns[i], v, key.data, key.len, &present, NULL, left_ms(deadline, REQ_TIMEOUT_CAP_MS), err);
+            if (rc)
+                rl__errdetail_append(err, " (storage server %u, GET at version %llu)", s->p[i].id,
+                                     (unsigned long long)v);
         }
         rl__buf_release(&key);
         if (rc) {
@@ -1168,38 +1169,37 @@ done:
 
 /* Wait until the processes of s with want[i] (NULL: all; the coordinator always) are healthy,
  * or deadline. */
-static int wait_healthy(const char *dir, cl_state *s, const int *want, int64_t deadline, rl_buf *msg) {
+static int wait_healthy(const char *dir, cl_state *s, const int *want, int64_t deadline, rl__errdetail *err) {
     rl__admin_conn *conns[RL_CLUSTER_MAX_STORAGE + 1] = {0};
+    rl__errdetail last; /* what the last probe found missing */
     int rc, culprit = 0;
     for (;;) {
-        size_t mark = msg->len;
-        rc = probe(dir, s, want, conns, deadline, &culprit, msg);
-        if (rc == RL_OK || (rc == RL_E_SERVER_UNAVAILABLE && strstr((const char *)msg->data + mark, "has exited")))
+        rl__errdetail_init(&last, NULL);
+        rc = probe(dir, s, want, conns, deadline, &culprit, &last);
+        if (rc == RL_OK || (rc == RL_E_SERVER_UNAVAILABLE && strstr(rl__errdetail_get(&last), "has exited"))) {
+            rl__errdetail_append(err, "%s", rl__errdetail_get(&last));
             break;
+        }
         if (now_ms() >= deadline) {
-            char why[1024];
-            snprintf(why, sizeof why, "%s", (const char *)msg->data + mark);
-            rl__buf_truncate(msg, mark);
             char name[32];
             proc_name(&s->p[culprit], name, sizeof name);
-            rl__buf_printf(msg, "the cluster in %s was not healthy in time (last: %s); see %s/logs/%s.log", dir, why,
-                           dir, name);
+            rl__errdetail_append(err, "the cluster in %s was not healthy in time (last: %s); see %s/logs/%s.log", dir,
+                                 rl__errdetail_get(&last), dir, name);
             rc = RL_E_TIMED_OUT;
             break;
         }
-        rl__buf_truncate(msg, mark);
         sleep_ms(20);
     }
     for (int i = 0; i < s->n; i++) rl__admin_conn_close(conns[i]);
     return rc;
 }
 
-int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg) {
+int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl__errdetail *err) {
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int rc = state_load(dir, s, msg);
+    int rc = state_load(dir, s, err);
     if (rc == RL_OK)
-        rc = wait_healthy(dir, s, NULL, now_ms() + (timeout_ms > 0 ? timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS), msg);
+        rc = wait_healthy(dir, s, NULL, now_ms() + (timeout_ms > 0 ? timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS), err);
     free(s);
     return rc;
 }
@@ -1208,16 +1208,16 @@ int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg) {
  * up, down, restart, status
  * ------------------------------------------------------------------------------------------ */
 
-/* 0 if dir is absent or an empty directory; 1 if it holds entries; -1 on error (msg). */
-static int dir_has_entries(const char *dir, rl_buf *msg) {
+/* 0 if dir is absent or an empty directory; 1 if it holds entries; -1 on error (err). */
+static int dir_has_entries(const char *dir, rl__errdetail *err) {
     DIR *d = opendir(dir);
     if (!d) {
         if (errno == ENOENT) return 0;
         if (errno == ENOTDIR) {
-            fail(msg, 0, "%s is not a directory", dir);
+            fail(err, 0, "%s is not a directory", dir);
             return -1;
         }
-        os_error(msg, errno, "cannot open %s", dir);
+        os_error(err, errno, "cannot open %s", dir);
         return -1;
     }
     struct dirent *e;
@@ -1228,38 +1228,38 @@ static int dir_has_entries(const char *dir, rl_buf *msg) {
     return n > 0;
 }
 
-int rl__cluster_topology(const rl__cluster_up_opts *o, rl__cluster_up_opts *out, rl_buf *msg) {
+int rl__cluster_topology(const rl__cluster_up_opts *o, rl__cluster_up_opts *out, rl__errdetail *err) {
     *out = *o;
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);
     if (rl__netem_check(o->delay_us, o->jitter_us, &why) != RL_OK)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
+        return fail(err, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
     if (o->replication < 0 || o->replication > 3)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "replication %d is not single (1), double (2) or triple (3)",
+        return fail(err, RL_E_INVALID_ARGUMENT, "replication %d is not single (1), double (2) or triple (3)",
                     o->replication);
     if (o->n_hosts < 0 || o->n_hosts > RL_CLUSTER_MAX_STORAGE)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--hosts %d is out of range [1, %d]", o->n_hosts,
+        return fail(err, RL_E_INVALID_ARGUMENT, "--hosts %d is out of range [1, %d]", o->n_hosts,
                     RL_CLUSTER_MAX_STORAGE);
     if (o->n_hosts == 0) {
-        if (o->storage_per_host) return fail(msg, RL_E_INVALID_ARGUMENT, "--storage-per-host needs --hosts");
-        if (o->host_addresses) return fail(msg, RL_E_INVALID_ARGUMENT, "--host-addresses needs --hosts");
+        if (o->storage_per_host) return fail(err, RL_E_INVALID_ARGUMENT, "--storage-per-host needs --hosts");
+        if (o->host_addresses) return fail(err, RL_E_INVALID_ARGUMENT, "--host-addresses needs --hosts");
     } else {
         int per = o->storage_per_host ? o->storage_per_host : 1;
         if (per < 1 || per > RL_CLUSTER_MAX_STORAGE || (int64_t)per * o->n_hosts > RL_CLUSTER_MAX_STORAGE)
-            return fail(msg, RL_E_INVALID_ARGUMENT,
+            return fail(err, RL_E_INVALID_ARGUMENT,
                         "--hosts %d x --storage-per-host %d storage servers: out of range [1, %d]", o->n_hosts, per,
                         RL_CLUSTER_MAX_STORAGE);
         if (o->n_storage && o->n_storage != per * o->n_hosts)
-            return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d differs from --hosts %d x --storage-per-host %d",
+            return fail(err, RL_E_INVALID_ARGUMENT, "--storage %d differs from --hosts %d x --storage-per-host %d",
                         o->n_storage, o->n_hosts, per);
         out->storage_per_host = per;
         out->n_storage = per * o->n_hosts;
     }
     if (out->n_storage < 1 || out->n_storage > RL_CLUSTER_MAX_STORAGE)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", out->n_storage,
+        return fail(err, RL_E_INVALID_ARGUMENT, "--storage %d is out of range [1, %d]", out->n_storage,
                     RL_CLUSTER_MAX_STORAGE);
     if (o->replication > out->n_storage)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "replication %d needs at least %d storage servers (there are %d)",
+        return fail(err, RL_E_INVALID_ARGUMENT, "replication %d needs at least %d storage servers (there are %d)",
                     o->replication, o->replication, out->n_storage);
     return RL_OK;
 }
@@ -1278,26 +1278,26 @@ const rl__arg_choice rl__cluster_replication_choices[] = {{"single", 1}, {"doubl
 const rl__arg_choice rl__cluster_engine_choices[] = {{"memory", 1}, {"ssd", 2}, {NULL, 0}};
 
 int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, int cap, char **out_copy,
-                              rl__cluster_up_opts *o, rl_buf *msg) {
+                              rl__cluster_up_opts *o, rl__errdetail *err) {
     memset(o, 0, sizeof *o);
     *out_copy = NULL;
     int nk = 0;
     if (a->split) {
-        if (a->shards) return fail(msg, RL_E_INVALID_ARGUMENT, "--shards and --split exclude each other");
+        if (a->shards) return fail(err, RL_E_INVALID_ARGUMENT, "--shards and --split exclude each other");
         char *copy = strdup(a->split);
         if (!copy) return RL_E_OUT_OF_MEMORY;
         *out_copy = copy;
         for (char *p = copy;;) {
             char *comma = strchr(p, ',');
             if (comma) *comma = 0;
-            if (nk == cap) return fail(msg, RL_E_INVALID_ARGUMENT, "--split: at most %d keys", cap);
+            if (nk == cap) return fail(err, RL_E_INVALID_ARGUMENT, "--split: at most %d keys", cap);
             keys[nk++] = p;
             if (!comma) break;
             p = comma + 1;
         }
     }
     if (!a->n_storage && !a->n_hosts)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "give --storage N or --hosts H [--storage-per-host S]");
+        return fail(err, RL_E_INVALID_ARGUMENT, "give --storage N or --hosts H [--storage-per-host S]");
     o->n_storage = a->n_storage;
     o->n_hosts = a->n_hosts;
     o->storage_per_host = a->storage_per_host;
@@ -1315,46 +1315,43 @@ int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, i
     rl_buf layout;
     rl__buf_init(&layout);
     rl__cluster_up_opts topo;
-    int rc = rl__cluster_topology(o, &topo, msg);
-    if (rc == RL_OK) rc = rl__cluster_layout(&topo, &layout, msg);
+    int rc = rl__cluster_topology(o, &topo, err);
+    if (rc == RL_OK) rc = rl__cluster_layout(&topo, &layout, err);
     rl__buf_release(&layout);
     return rc;
 }
 
-int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o_given, rl_buf *msg) {
-    if (!dir || !*dir) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is empty");
-    if (strlen(dir) > PATH_CAP - 256) return fail(msg, RL_E_INVALID_ARGUMENT, "--dir is too long");
+int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o_given, rl__errdetail *err) {
+    if (!dir || !*dir) return fail(err, RL_E_INVALID_ARGUMENT, "--dir is empty");
+    if (strlen(dir) > PATH_CAP - 256) return fail(err, RL_E_INVALID_ARGUMENT, "--dir is too long");
     rl_buf layout;
     rl__buf_init(&layout);
     rl__cluster_up_opts topo;
     const rl__cluster_up_opts *o = &topo;
-    int rc = rl__cluster_topology(o_given, &topo, msg), lockfd = -1;
+    int rc = rl__cluster_topology(o_given, &topo, err), lockfd = -1;
     cl_state *s = NULL;
     if (rc) goto out;
     if (o->init_json) rl__buf_append_str(&layout, o->init_json);
-    else rc = rl__cluster_layout(o, &layout, msg);
+    else rc = rl__cluster_layout(o, &layout, err);
     if (rc == RL_OK && rl__buf_error(&layout)) rc = RL_E_OUT_OF_MEMORY;
     if (rc) goto out;
-    int has = dir_has_entries(dir, msg);
+    int has = dir_has_entries(dir, err);
     if (has < 0) {
         rc = RL_E_INVALID_ARGUMENT;
         goto out;
     }
     if (has) {
         cl_state *old = malloc(sizeof *old);
-        rl_buf ignore;
-        rl__buf_init(&ignore);
         int running = 0;
-        if (old && state_load(dir, old, &ignore) == RL_OK)
+        if (old && state_load(dir, old, NULL) == RL_OK)
             for (int i = 0; i < old->n; i++) running += proc_is_ours(&old->p[i]);
-        rl__buf_release(&ignore);
         free(old);
         if (running)
-            rc = fail(msg, RL_E_ALREADY_EXISTS,
+            rc = fail(err, RL_E_ALREADY_EXISTS,
                       "%s holds a running cluster (%d processes; rl cluster down --dir %s first)", dir, running, dir);
         else
             rc =
-                fail(msg, RL_E_INVALID_ARGUMENT, "%s is not empty (rl cluster up needs a new or empty directory)", dir);
+                fail(err, RL_E_INVALID_ARGUMENT, "%s is not empty (rl cluster up needs a new or empty directory)", dir);
         goto out;
     }
     s = calloc(1, sizeof *s);
@@ -1362,26 +1359,26 @@ int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o_given, rl_buf *
         rc = RL_E_OUT_OF_MEMORY;
         goto out;
     }
-    if ((rc = find_rlkvd(o->rlkvd, s->rlkvd, msg))) goto out;
-    if ((rc = make_dir(dir, msg))) goto out;
+    if ((rc = find_rlkvd(o->rlkvd, s->rlkvd, err))) goto out;
+    if ((rc = make_dir(dir, err))) goto out;
     /* The directory holds the cluster's secrets (the key file, the cluster file): owner only. */
     if (chmod(dir, 0700) != 0) {
-        rc = os_error(msg, errno, "cannot make %s private (chmod 700)", dir);
+        rc = os_error(err, errno, "cannot make %s private (chmod 700)", dir);
         goto out;
     }
     char path[PATH_CAP];
     path_of(path, dir, RL_KEYFILE_NAME);
-    if ((rc = rl__keyfile_create(path, "reclayer", &s->key, msg))) goto out;
+    if ((rc = rl__keyfile_create(path, "reclayer", &s->key, err))) goto out;
     path_of(path, dir, "logs");
-    if ((rc = make_dir(path, msg))) goto out;
+    if ((rc = make_dir(path, err))) goto out;
     path_of(path, dir, "run");
-    if ((rc = make_dir(path, msg))) goto out;
-    if ((lockfd = lock_dir(dir, msg)) < 0) {
+    if ((rc = make_dir(path, err))) goto out;
+    if ((lockfd = lock_dir(dir, err)) < 0) {
         rc = RL_E_IO_ERROR;
         goto out;
     }
     path_of(path, dir, "init.json");
-    if ((rc = rl__os_write_file_atomic(path, layout.data, layout.len, 0, "rl cluster", msg))) goto out;
+    if ((rc = rl__os_write_file_atomic(path, layout.data, layout.len, 0, "rl cluster", err))) goto out;
     s->no_sync = o->no_sync;
     s->window_versions = o->window_versions;
     s->n_hosts = o->n_hosts;
@@ -1398,13 +1395,13 @@ int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o_given, rl_buf *
         place_proc(o, &s->p[i]);
     }
     int64_t deadline = now_ms() + (o->timeout_ms > 0 ? o->timeout_ms : RL_CLUSTER_DEFAULT_TIMEOUT_MS);
-    rc = start_proc(dir, s, &s->p[0], 0, o->flags, deadline, msg);
-    for (int i = 1; rc == RL_OK && i < s->n; i++) rc = spawn(dir, s, &s->p[i], 0, o->flags, msg);
+    rc = start_proc(dir, s, &s->p[0], 0, o->flags, deadline, err);
+    for (int i = 1; rc == RL_OK && i < s->n; i++) rc = spawn(dir, s, &s->p[i], 0, o->flags, err);
     /* Record the pids at once, so a crash of this command still leaves them findable. */
-    if (rc == RL_OK) rc = state_save(dir, s, msg);
-    for (int i = 1; rc == RL_OK && i < s->n; i++) rc = wait_port(dir, &s->p[i], deadline, msg);
-    if (rc == RL_OK) rc = state_save(dir, s, msg);
-    if (rc == RL_OK) rc = wait_healthy(dir, s, NULL, deadline, msg);
+    if (rc == RL_OK) rc = state_save(dir, s, err);
+    for (int i = 1; rc == RL_OK && i < s->n; i++) rc = wait_port(dir, &s->p[i], deadline, err);
+    if (rc == RL_OK) rc = state_save(dir, s, err);
+    if (rc == RL_OK) rc = wait_healthy(dir, s, NULL, deadline, err);
     if (rc == RL_OK) {
         rl__cluster_file cf;
         memset(&cf, 0, sizeof cf);
@@ -1418,15 +1415,12 @@ int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o_given, rl_buf *
         rl__cluster_file_format(&cf, &text);
         path_of(path, dir, "reclayer.cluster");
         rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY
-                                  : rl__os_write_file_private(path, text.data, text.len, "rl cluster", msg);
+                                  : rl__os_write_file_private(path, text.data, text.len, "rl cluster", err);
         rl__buf_release(&text);
     }
     if (rc) {
         stop_all(s);
-        rl_buf ignore;
-        rl__buf_init(&ignore);
-        (void)state_save(dir, s, &ignore);
-        rl__buf_release(&ignore);
+        (void)state_save(dir, s, NULL);
     }
 out:
     if (lockfd >= 0) close(lockfd);
@@ -1435,28 +1429,28 @@ out:
     return rc;
 }
 
-int rl__cluster_down(const char *dir, int *out_stopped, rl_buf *msg) {
+int rl__cluster_down(const char *dir, int *out_stopped, rl__errdetail *err) {
     if (out_stopped) *out_stopped = 0;
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int rc = state_load(dir, s, msg), lockfd = -1;
+    int rc = state_load(dir, s, err), lockfd = -1;
     if (rc) goto out;
-    if ((lockfd = lock_dir(dir, msg)) < 0) {
+    if ((lockfd = lock_dir(dir, err)) < 0) {
         rc = RL_E_IO_ERROR;
         goto out;
     }
-    if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
+    if ((rc = state_load(dir, s, err))) goto out; /* again, under the lock */
     int n = stop_all(s);
     if (out_stopped) *out_stopped = n;
-    rc = state_save(dir, s, msg);
+    rc = state_save(dir, s, err);
 out:
     if (lockfd >= 0) close(lockfd);
     free(s);
     return rc;
 }
 
-int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl_buf *msg) {
-    return rl__cluster_restart_many(dir, &id, 1, flags, timeout_ms, msg);
+int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl__errdetail *err) {
+    return rl__cluster_restart_many(dir, &id, 1, flags, timeout_ms, err);
 }
 
 /* The restart of several processes together (cluster_admin.h). The processes named are stopped
@@ -1465,34 +1459,34 @@ int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeou
  * address), then the health wait covers the processes named, the coordinator and every other
  * process that is still running. A process that is down and not named is not waited for (it
  * would fail the wait at once: restarting one of several processes
- * killed together always failed on another one); a note in msg names it. */
+ * killed together always failed on another one); a note in err names it. */
 int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, unsigned flags, int timeout_ms,
-                             rl_buf *msg) {
+                             rl__errdetail *err) {
     if (!ids || n_ids < 1 || n_ids > RL_CLUSTER_MAX_STORAGE + 1)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "restart needs 1 to %d processes", RL_CLUSTER_MAX_STORAGE + 1);
+        return fail(err, RL_E_INVALID_ARGUMENT, "restart needs 1 to %d processes", RL_CLUSTER_MAX_STORAGE + 1);
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
     int named[RL_CLUSTER_MAX_STORAGE + 1] = {0}, want[RL_CLUSTER_MAX_STORAGE + 1] = {0};
-    int lockfd = -1, rc = state_load(dir, s, msg); /* first without the lock: is there a cluster? */
+    int lockfd = -1, rc = state_load(dir, s, err); /* first without the lock: is there a cluster? */
     if (rc) goto out;
-    if ((lockfd = lock_dir(dir, msg)) < 0) {
+    if ((lockfd = lock_dir(dir, err)) < 0) {
         rc = RL_E_IO_ERROR;
         goto out;
     }
-    if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
+    if ((rc = state_load(dir, s, err))) goto out; /* again, under the lock */
     for (int k = 0; k < n_ids; k++) {
         uint32_t id = ids[k];
         if (id >= (uint32_t)s->n) {
-            rc = fail(msg, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id,
+            rc = fail(err, RL_E_INVALID_ARGUMENT, "the cluster in %s has no storage server %u (it has 1..%d)", dir, id,
                       s->n - 1);
             goto out;
         }
         if (named[id]) {
-            rc = fail(msg, RL_E_INVALID_ARGUMENT, "process %u is named twice", id);
+            rc = fail(err, RL_E_INVALID_ARGUMENT, "process %u is named twice", id);
             goto out;
         }
         if (!s->p[id].port) {
-            rc = fail(msg, RL_E_INVALID_ARGUMENT, "process %u of %s has no recorded port", id, dir);
+            rc = fail(err, RL_E_INVALID_ARGUMENT, "process %u of %s has no recorded port", id, dir);
             goto out;
         }
         named[id] = 1;
@@ -1504,18 +1498,15 @@ int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, un
         if (!named[i]) continue;
         cl_proc *p = &s->p[i];
         uint16_t port = p->port;
-        rc = start_proc(dir, s, p, port, 0, deadline, msg);
+        rc = start_proc(dir, s, p, port, 0, deadline, err);
         if (rc == RL_OK && p->port != port)
-            rc = fail(msg, RL_E_INTERNAL_ERROR, "process %d came back on port %u instead of %u", i, p->port, port);
+            rc = fail(err, RL_E_INTERNAL_ERROR, "process %d came back on port %u instead of %u", i, p->port, port);
         if (rc) { /* not left running unrecorded: one still starting at the deadline is stopped */
             proc_stop(p, 0);
             p->running = 0;
         }
     }
-    rl_buf ignore;
-    rl__buf_init(&ignore);
-    int src = state_save(dir, s, rc ? &ignore : msg);
-    rl__buf_release(&ignore);
+    int src = state_save(dir, s, rc ? NULL : err);
     if (rc == RL_OK) rc = src;
     if (rc) goto out;
     /* Who must be healthy: the processes named and every other one still running. */
@@ -1524,26 +1515,26 @@ int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, un
         want[i] = named[i] || proc_is_ours(&s->p[i]);
         n_down += !want[i];
     }
-    if ((rc = wait_healthy(dir, s, want, deadline, msg))) goto out;
+    if ((rc = wait_healthy(dir, s, want, deadline, err))) goto out;
     for (int i = 0; i < s->n; i++) {
         if (want[i]) continue;
         char name[32];
         proc_name(&s->p[i], name, sizeof name);
-        rl__buf_printf(msg, "%s%s", msg->len ? ", " : "note: not restarted and still down: ", name);
+        rl__errdetail_append(err, "%s%s", rl__errdetail_len(err) ? ", " : "note: not restarted and still down: ", name);
     }
-    if (n_down) rl__buf_printf(msg, " (rl cluster status shows why; restart them too)");
+    if (n_down) rl__errdetail_append(err, " (rl cluster status shows why; restart them too)");
 out:
     if (lockfd >= 0) close(lockfd);
     free(s);
     return rc;
 }
 
-int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_port, rl_buf *msg) {
+int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_port, rl__errdetail *err) {
     *out_pid = 0;
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int rc = state_load(dir, s, msg);
-    if (rc == RL_OK && id >= (uint32_t)s->n) rc = fail(msg, RL_E_INVALID_ARGUMENT, "no process %u in %s", id, dir);
+    int rc = state_load(dir, s, err);
+    if (rc == RL_OK && id >= (uint32_t)s->n) rc = fail(err, RL_E_INVALID_ARGUMENT, "no process %u in %s", id, dir);
     if (rc == RL_OK) {
         if (proc_is_ours(&s->p[id])) *out_pid = s->p[id].pid;
         if (out_port) *out_port = s->p[id].port;
@@ -1552,22 +1543,22 @@ int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_po
     return rc;
 }
 
-int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg) {
+int rl__cluster_storage_count(const char *dir, int *out_n, rl__errdetail *err) {
     *out_n = 0;
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int rc = state_load(dir, s, msg);
+    int rc = state_load(dir, s, err);
     if (rc == RL_OK) *out_n = s->n - 1;
     free(s);
     return rc;
 }
 
-int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *msg) {
+int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl__errdetail *err) {
     *out = NULL;
     if (timeout_ms <= 0) timeout_ms = REQ_TIMEOUT_CAP_MS;
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int rc = state_load(dir, s, msg);
+    int rc = state_load(dir, s, err);
     if (rc) {
         free(s);
         return rc;
@@ -1593,8 +1584,8 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
         int alive = proc_is_ours(p);
         json_object_set_new(o, "alive", json_boolean(alive));
         json_t *st = NULL;
-        rl_buf why;
-        rl__buf_init(&why);
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
         int healthy = 0;
         if (alive && p->port) {
             rl__admin_conn *c = NULL;
@@ -1609,30 +1600,29 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
                 } else {
                     healthy = coord_status ? coord_lists_healthy(coord_status, p->id) : 0;
                     if (!healthy)
-                        rl__buf_printf(&why, "%s",
-                                       coord_status ? "the coordinator does not list it as "
-                                                      "registered and healthy"
-                                                    : "the coordinator is down");
+                        rl__errdetail_append(&why, "%s",
+                                             coord_status ? "the coordinator does not list it as "
+                                                            "registered and healthy"
+                                                          : "the coordinator is down");
                 }
             }
         } else {
-            rl__buf_printf(&why, "%s", p->running ? "not running (the recorded pid is gone)" : "stopped");
+            rl__errdetail_append(&why, "%s", p->running ? "not running (the recorded pid is gone)" : "stopped");
             /* Why it stopped, when it recorded a fatal error (fatal.h): a full disk, a failed
              * start, ... A process that was killed (or stopped cleanly) has none. */
             json_t *fatal = NULL;
-            rl_buf fmsg;
-            rl__buf_init(&fmsg);
+            rl__errdetail fmsg;
+            rl__errdetail_init(&fmsg, NULL);
             path_of(path, dir, "%s", name);
             int fr = rl__fatal_read(path, &fatal, &fmsg);
             if (fatal) {
-                rl__buf_truncate(&why, 0);
-                rl__buf_printf(&why, "stopped on %s", json_string_value(json_object_get(fatal, "summary")));
+                rl__errdetail_clear(&why);
+                rl__errdetail_append(&why, "stopped on %s", json_string_value(json_object_get(fatal, "summary")));
                 json_object_set_new(o, "stopped_on", fatal);
             } else if (fr) {
-                rl__buf_printf(&why, "; %s/%s unreadable: %s", name, RL_FATAL_FILE,
-                               fmsg.len ? (const char *)fmsg.data : rl_error_name(fr));
+                rl__errdetail_append(&why, "; %s/%s unreadable: %s", name, RL_FATAL_FILE,
+                                     rl__errdetail_len(&fmsg) ? rl__errdetail_get(&fmsg) : rl_error_name(fr));
             }
-            rl__buf_release(&fmsg);
         }
         json_object_set_new(o, "healthy", json_boolean(healthy));
         /* The process's own view of its delay when it answered, else what is recorded. */
@@ -1640,8 +1630,7 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
         json_object_set_new(o, "delay_us", json_is_integer(d) ? json_incref(d) : json_integer(s->delay_us));
         json_object_set_new(o, "jitter_us", json_is_integer(j) ? json_incref(j) : json_integer(s->jitter_us));
         json_object_set_new(o, "status", st ? st : json_null());
-        if (why.len) json_object_set_new(o, "error", json_string((const char *)why.data));
-        rl__buf_release(&why);
+        if (rl__errdetail_len(&why)) json_object_set_new(o, "error", json_string(rl__errdetail_get(&why)));
         if (!alive || !healthy) all_ok = 0;
         json_array_append_new(arr, o);
     }
@@ -1654,11 +1643,11 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *ms
 }
 
 int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *out_port, char out_host[16],
-                     rl_buf *msg) {
+                     rl__errdetail *err) {
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int rc = state_load(dir, s, msg);
-    if (rc == RL_OK && id >= (uint32_t)s->n) rc = fail(msg, RL_E_INVALID_ARGUMENT, "no process %u in %s", id, dir);
+    int rc = state_load(dir, s, err);
+    if (rc == RL_OK && id >= (uint32_t)s->n) rc = fail(err, RL_E_INVALID_ARGUMENT, "no process %u in %s", id, dir);
     if (rc == RL_OK) {
         if (out_ip) memcpy(out_ip, s->p[id].ip, 16);
         if (out_port) *out_port = s->p[id].port;
@@ -1669,42 +1658,43 @@ int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *ou
 }
 
 /* SET_DELAY to one process over an admin connection. */
-static int set_delay_one(const cl_state *s, const cl_proc *p, uint32_t delay_us, uint32_t jitter_us, rl_buf *msg) {
+static int set_delay_one(const cl_state *s, const cl_proc *p, uint32_t delay_us, uint32_t jitter_us,
+                         rl__errdetail *err) {
     rl__admin_conn *c = NULL;
-    int rc = need_key(s, msg);
-    if (rc == RL_OK) rc = rl__admin_conn_open_at(p->ip, p->port, &s->key.auth, REQ_TIMEOUT_CAP_MS, &c, msg);
+    int rc = need_key(s, err);
+    if (rc == RL_OK) rc = rl__admin_conn_open_at(p->ip, p->port, &s->key.auth, REQ_TIMEOUT_CAP_MS, &c, err);
     if (rc == RL_OK) {
         rl__msg req, reply;
         memset(&req, 0, sizeof req);
         req.type = RL_MSG_SET_DELAY;
         req.u.set_delay_req.delay_us = delay_us;
         req.u.set_delay_req.jitter_us = jitter_us;
-        rc = rl__admin_conn_call(c, &req, &reply, REQ_TIMEOUT_CAP_MS, msg);
+        rc = rl__admin_conn_call(c, &req, &reply, REQ_TIMEOUT_CAP_MS, err);
     }
     rl__admin_conn_close(c);
     return rc;
 }
 
-int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, int *out_set, rl_buf *msg) {
+int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, int *out_set, rl__errdetail *err) {
     if (out_set) *out_set = 0;
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);
     if (rl__netem_check(delay_us, jitter_us, &why) != RL_OK)
-        return fail(msg, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
+        return fail(err, RL_E_INVALID_ARGUMENT, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
     cl_state *s = malloc(sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
-    int lockfd = -1, rc = state_load(dir, s, msg);
+    int lockfd = -1, rc = state_load(dir, s, err);
     if (rc) goto out;
-    if ((lockfd = lock_dir(dir, msg)) < 0) {
+    if ((lockfd = lock_dir(dir, err)) < 0) {
         rc = RL_E_IO_ERROR;
         goto out;
     }
-    if ((rc = state_load(dir, s, msg))) goto out; /* again, under the lock */
+    if ((rc = state_load(dir, s, err))) goto out; /* again, under the lock */
     /* Recorded first: a process started from now on (restart) takes the new delay even if the
      * running ones below cannot all be reached. */
     s->delay_us = delay_us;
     s->jitter_us = jitter_us;
-    if ((rc = state_save(dir, s, msg))) goto out;
+    if ((rc = state_save(dir, s, err))) goto out;
     /* Storage servers first, the coordinator last: clients learn the delay from the
      * coordinator's shard map, so once a client applies the new setting every server has it. */
     int first_err = RL_OK, set = 0;
@@ -1715,15 +1705,16 @@ int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, in
         proc_name(p, name, sizeof name);
         if (!proc_is_ours(p) || !p->port) {
             if (!first_err) first_err = RL_E_SERVER_UNAVAILABLE;
-            rl__buf_printf(msg, "%s%s is not running (it takes the delay when restarted)", msg->len ? "; " : "", name);
+            rl__errdetail_append(err, "%s%s is not running (it takes the delay when restarted)",
+                                 rl__errdetail_len(err) ? "; " : "", name);
             continue;
         }
-        size_t mark = msg->len;
-        if (mark) rl__buf_printf(msg, "; ");
-        rl__buf_printf(msg, "%s: ", name);
-        int r = set_delay_one(s, p, delay_us, jitter_us, msg);
+        size_t mark = rl__errdetail_len(err);
+        if (mark) rl__errdetail_append(err, "; ");
+        rl__errdetail_append(err, "%s: ", name);
+        int r = set_delay_one(s, p, delay_us, jitter_us, err);
         if (r == RL_OK) {
-            rl__buf_truncate(msg, mark);
+            rl__errdetail_truncate(err, mark);
             set++;
         } else if (!first_err) {
             first_err = r;

@@ -41,7 +41,7 @@
  * GET at that version for a key of a shard it owns.
  *
  * Errors: codes of include/reclayer/error.h (never errno), with a one-line reason appended to the
- * caller's rl_buf msg: RL_E_INVALID_ARGUMENT (bad options, a directory that is not empty),
+ * caller's rl_buf err: RL_E_INVALID_ARGUMENT (bad options, a directory that is not empty),
  * RL_E_ALREADY_EXISTS (the directory holds a running cluster), RL_E_FILE_NOT_FOUND (no cluster in
  * the directory, no rlkvd), RL_E_IO_ERROR, RL_E_TIMED_OUT (not healthy in time),
  * RL_E_SERVER_UNAVAILABLE (a process is down or unhealthy), RL_E_CONNECTION_FAILED,
@@ -60,6 +60,7 @@
 
 #include "app/args.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "net/netem.h"
 #include "net/proto.h"
 
@@ -223,9 +224,9 @@ extern const rl__arg_choice rl__cluster_engine_choices[];
  * (NULL, or n_file_keys keys of a file the caller read) is the alternative. Checks what the table
  * cannot: --storage or --hosts given, --shards and --split together, more than cap keys; then the
  * topology and the layout (a bad split key). Returns RL_OK, RL_E_INVALID_ARGUMENT (a usage error:
- * msg says why) or RL_E_OUT_OF_MEMORY. */
+ * err says why) or RL_E_OUT_OF_MEMORY. */
 int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, int cap, char **out_copy,
-                              rl__cluster_up_opts *o, rl_buf *msg);
+                              rl__cluster_up_opts *o, rl__errdetail *err);
 
 /* rl__cluster_layout — the initial layout of rl__cluster_up as the JSON of the coordinator's
  * --init: {"storage": [1..n], "shards": [{"begin": hex, "end": hex, "team": [id, ...]}, ...]},
@@ -240,31 +241,31 @@ int rl__cluster_up_args_apply(const rl__cluster_up_args *a, const char **keys, i
  * [in] o  only n_storage, n_hosts, storage_per_host, replication, n_shards, split and n_split
  *         are read.
  * [out] out  the JSON text is appended (NUL-terminated). Pure.
- * Returns RL_OK, RL_E_INVALID_ARGUMENT (reason in msg), RL_E_OUT_OF_MEMORY. */
-int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl_buf *msg);
+ * Returns RL_OK, RL_E_INVALID_ARGUMENT (reason in err), RL_E_OUT_OF_MEMORY. */
+int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl__errdetail *err);
 
 /* rl__cluster_topology — check o's topology and resolve it into *out (a copy of o): with n_hosts
  * H >= 1, storage_per_host 0 becomes 1 and n_storage H x S (a given n_storage must equal it);
  * replication 0..3 and not above n_storage; delay and jitter at most RL_NETEM_MAX_US each;
  * storage_per_host and host_addresses only with hosts. Pure. RL_OK or RL_E_INVALID_ARGUMENT
- * (reason in msg). rl__cluster_up calls it first; rl__cluster_layout takes its output. */
-int rl__cluster_topology(const rl__cluster_up_opts *o, rl__cluster_up_opts *out, rl_buf *msg);
+ * (reason in err). rl__cluster_up calls it first; rl__cluster_layout takes its output. */
+int rl__cluster_topology(const rl__cluster_up_opts *o, rl__cluster_up_opts *out, rl__errdetail *err);
 
 /* rl__cluster_up — create dir (absent or empty; a directory holding a running cluster is
  * RL_E_ALREADY_EXISTS, any other non-empty one RL_E_INVALID_ARGUMENT), write init.json, start the
  * coordinator then the storage servers, wait until healthy (o->timeout_ms), write pids.json and
  * reclayer.cluster. On failure everything started is stopped (pids.json records them stopped)
- * and msg names the log to read. [in] o: borrowed for the call. */
-int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o, rl_buf *msg);
+ * and err names the log to read. [in] o: borrowed for the call. */
+int rl__cluster_up(const char *dir, const rl__cluster_up_opts *o, rl__errdetail *err);
 
 /* rl__cluster_down — stop every recorded process that is still ours (start time verified):
  * storage servers first, the coordinator last; SIGTERM, up to RL_CLUSTER_STOP_TIMEOUT_MS, then
  * SIGKILL. Idempotent (a stopped cluster is RL_OK). RL_E_FILE_NOT_FOUND if dir has no pids.json.
  * *out_stopped (may be NULL) gets the number of processes signalled. */
-int rl__cluster_down(const char *dir, int *out_stopped, rl_buf *msg);
+int rl__cluster_down(const char *dir, int *out_stopped, rl__errdetail *err);
 
 /* rl__cluster_restart — rl__cluster_restart_many of the one process id. */
-int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl_buf *msg);
+int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeout_ms, rl__errdetail *err);
 
 /* rl__cluster_restart_many — restart the processes ids[0..n_ids) (0: the coordinator, 1..N:
  * storage servers) together: stop each with SIGTERM (or SIGKILL with RL_CLUSTER_KILL; a process
@@ -272,17 +273,17 @@ int rl__cluster_restart(const char *dir, uint32_t id, unsigned flags, int timeou
  * directory, options and port, the coordinator first; record the new pids; then wait
  * (timeout_ms, 0: the default) until the processes named, the coordinator and every other
  * process still running are healthy. A process that is down and not named is not waited for:
- * on RL_OK msg holds a note naming it ("note: not restarted and still down: storage-3 ..."),
+ * on RL_OK err holds a note naming it ("note: not restarted and still down: storage-3 ..."),
  * and is otherwise empty. RL_E_INVALID_ARGUMENT for an unknown id, an id named twice or n_ids
  * out of 1..RL_CLUSTER_MAX_STORAGE + 1; RL_E_SERVER_UNAVAILABLE when a process named (or the
  * coordinator) exits; RL_E_TIMED_OUT when they are not healthy in time. */
 int rl__cluster_restart_many(const char *dir, const uint32_t *ids, int n_ids, unsigned flags, int timeout_ms,
-                             rl_buf *msg);
+                             rl__errdetail *err);
 
 /* rl__cluster_wait_healthy — wait until the cluster in dir is healthy (see the file comment), at
- * most timeout_ms (0: the default). RL_OK, RL_E_TIMED_OUT (msg says what was missing last),
- * RL_E_SERVER_UNAVAILABLE (a recorded process has exited: msg names its log). */
-int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg);
+ * most timeout_ms (0: the default). RL_OK, RL_E_TIMED_OUT (err says what was missing last),
+ * RL_E_SERVER_UNAVAILABLE (a recorded process has exited: err names its log). */
+int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl__errdetail *err);
 
 /* rl__cluster_status — the state of every recorded process as JSON, to the caller (json_decref):
  *   {"dir": ..., "cluster_file": ..., "cluster_id", "delay_us", "jitter_us" (recorded), "ok": bool,
@@ -298,17 +299,18 @@ int rl__cluster_wait_healthy(const char *dir, int timeout_ms, rl_buf *msg);
  * registered and healthy and it answered STATUS (storage). Returns RL_OK when every process is
  * alive and healthy, RL_E_SERVER_UNAVAILABLE when something is down (*out still filled), other
  * errors (no pids.json, memory) with *out NULL. timeout_ms bounds each STATUS (0: 2000). */
-int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl_buf *msg);
+int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl__errdetail *err);
 
 /* rl__cluster_pid — the recorded pid of process id (0: coordinator) if it is alive and ours
  * (start time verified), else 0 in *out_pid with RL_OK; RL_E_INVALID_ARGUMENT for an unknown id.
  * *out_port (may be NULL) gets its recorded port. */
-int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_port, rl_buf *msg);
+int rl__cluster_pid(const char *dir, uint32_t id, int *out_pid, uint16_t *out_port, rl__errdetail *err);
 
 /* rl__cluster_addr — the recorded address (out_ip, 16 bytes, NUL-terminated), port and host
  * label (out_host, 16 bytes) of process id (0: the coordinator); each out may be NULL.
  * RL_E_INVALID_ARGUMENT for an unknown id. */
-int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *out_port, char out_host[16], rl_buf *msg);
+int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *out_port, char out_host[16],
+                     rl__errdetail *err);
 
 /* rl__cluster_delay — set the injected delay of the cluster in dir: record it in pids.json (so a
  * restarted process starts with it), then send SET_DELAY (delay_us, jitter_us) to every running
@@ -316,12 +318,12 @@ int rl__cluster_addr(const char *dir, uint32_t id, char out_ip[16], uint16_t *ou
  * coordinator's shard map, within about a second while they send, so a client that sees the new
  * setting knows every server has it). *out_set (may be NULL): processes that took it.
  * RL_OK when every process took it; RL_E_INVALID_ARGUMENT (above 10 s: nothing changed),
- * RL_E_SERVER_UNAVAILABLE (a process is down: the others were set, msg names it), the first
+ * RL_E_SERVER_UNAVAILABLE (a process is down: the others were set, err names it), the first
  * error of a SET_DELAY otherwise; RL_E_FILE_NOT_FOUND without a cluster. */
-int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, int *out_set, rl_buf *msg);
+int rl__cluster_delay(const char *dir, uint32_t delay_us, uint32_t jitter_us, int *out_set, rl__errdetail *err);
 
 /* rl__cluster_storage_count — the number of storage servers recorded in dir's pids.json. */
-int rl__cluster_storage_count(const char *dir, int *out_n, rl_buf *msg);
+int rl__cluster_storage_count(const char *dir, int *out_n, rl__errdetail *err);
 
 /* ---- A blocking admin connection (HELLO as RL_ROLE_ADMIN, one request at a time) ----------- */
 
@@ -334,21 +336,22 @@ typedef struct rl__admin_conn rl__admin_conn;
  * server/keyfile.h); it is borrowed for the call. *out is the caller's (rl__admin_conn_close).
  * RL_OK, RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT, RL_E_INCOMPATIBLE_PROTOCOL_VERSION,
  * RL_E_INVALID_CLUSTER_ID / RL_E_UNAUTHORIZED_ATTEMPT (the server is not the key file's cluster,
- * or refused our proof), RL_E_MALFORMED_FRAME, RL_E_OUT_OF_MEMORY (reason in msg). */
-int rl__admin_conn_open(uint16_t port, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out, rl_buf *msg);
+ * or refused our proof), RL_E_MALFORMED_FRAME, RL_E_OUT_OF_MEMORY (reason in err). */
+int rl__admin_conn_open(uint16_t port, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out,
+                        rl__errdetail *err);
 
 /* rl__admin_conn_open_at — as rl__admin_conn_open, to ip:port (dotted IPv4 inside 127.0.0.0/8,
  * e.g. the address pids.json records for a process on host 2: 127.0.0.2). Anything else is
  * RL_E_INVALID_ARGUMENT. */
 int rl__admin_conn_open_at(const char *ip, uint16_t port, const rl__net_auth *auth, int timeout_ms,
-                           rl__admin_conn **out, rl_buf *msg);
+                           rl__admin_conn **out, rl__errdetail *err);
 
 /* rl__admin_conn_call — send req (a request: req->flags 0) and wait up to timeout_ms for the reply
  * with its id, decoding it into *reply. The reply borrows the connection's buffers: valid until
- * the next call or the close. An error reply returns its code (its message in msg); a closed or
+ * the next call or the close. An error reply returns its code (its message in err); a closed or
  * broken connection RL_E_CONNECTION_FAILED; an undecodable reply RL_E_MALFORMED_FRAME (the
  * connection is then unusable: close it). */
-int rl__admin_conn_call(rl__admin_conn *c, const rl__msg *req, rl__msg *reply, int timeout_ms, rl_buf *msg);
+int rl__admin_conn_call(rl__admin_conn *c, const rl__msg *req, rl__msg *reply, int timeout_ms, rl__errdetail *err);
 
 /* rl__admin_conn_close — close and free (NULL is a no-op). */
 void rl__admin_conn_close(rl__admin_conn *c);

@@ -110,27 +110,25 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
     o.jitter_us = (uint32_t)c.jitter_us;
     o.auth = &kf.auth;
     o.limits = &lim;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     rl__coordinator *co = NULL;
     rl__fatal_file ff;
     rl__fatal_init(&ff);
     int rc = rl__coordinator_open(&o, &co, &err);
     if (rc != RL_OK) {
         fprintf(stderr, "rlkvd coordinator: cannot start: %s (%s)\n",
-                err.len ? (const char *)err.data : rl_error_message(rc), rl_error_name(rc));
+                rl__errdetail_len(&err) ? rl__errdetail_get(&err) : rl_error_message(rc), rl_error_name(rc));
         char what[512];
-        snprintf(what, sizeof what, "starting: %s", err.len ? (const char *)err.data : "");
+        snprintf(what, sizeof what, "starting: %s", rl__errdetail_len(&err) ? rl__errdetail_get(&err) : "");
         (void)rl__fatal_record(NULL, dir, "coordinator", 0, rc, what);
-        rl__buf_release(&err);
         return 1;
     }
-    rl__buf_truncate(&err, 0);
+    rl__errdetail_clear(&err);
     /* Started: an older record goes, and the file stays open for one (fatal.h invariant 1). */
     if (rl__fatal_reserve(&ff, dir, c.no_sync, &err) != RL_OK)
         fprintf(stderr, "rlkvd coordinator: cannot reserve %s/%s: %s (a fatal error will not be recorded)\n", dir,
-                RL_FATAL_FILE, (const char *)err.data);
-    rl__buf_release(&err);
+                RL_FATAL_FILE, rl__errdetail_get(&err));
     fprintf(stderr, "rlkvd coordinator: serving %s on %s:%u (host %s, pid %ld)%s\n", dir, ip, rl__coordinator_port(co),
             c.host, (long)getpid(), c.no_sync ? "; --no-sync: commits are NOT fsynced (benchmarks only)" : "");
     g_served = co;

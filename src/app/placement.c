@@ -22,19 +22,19 @@
 
 /* ---- Admin operations ---------------------------------------------------------------------- */
 
-int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_buf *msg) {
+int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl__errdetail *err) {
     if (!db || !*db) {
-        rl__buf_printf(msg, "--db needs a cluster file URL (cluster:FILE)");
+        rl__errdetail_append(err, "--db needs a cluster file URL (cluster:FILE)");
         return RL_E_INVALID_ARGUMENT;
     }
     const char *path = db;
     if (!strncmp(db, "cluster:", 8)) path = db + 8;
     else if (strchr(db, ':') && (!strncmp(db, "mem:", 4) || !strncmp(db, "file:", 5) || !strncmp(db, "fdb:", 4))) {
-        rl__buf_printf(msg, "placement needs a cluster (--db cluster:FILE), not %s", db);
+        rl__errdetail_append(err, "placement needs a cluster (--db cluster:FILE), not %s", db);
         return RL_E_INVALID_ARGUMENT;
     }
     rl__cluster_file cf;
-    int rc = rl__cluster_file_read(path, &cf, msg);
+    int rc = rl__cluster_file_read(path, &cf, err);
     if (rc != RL_OK) return rc;
     memcpy(ip, cf.ip, sizeof cf.ip);
     *port = cf.port;
@@ -42,79 +42,79 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
 }
 
 static int call_retry_auth(const char *db, const rl__net_auth *auth, const rl__msg *req, rl__msg *reply, int timeout_ms,
-                           rl__admin_conn **conn, rl_buf *msg);
+                           rl__admin_conn **conn, rl__errdetail *err);
 
 /* The key file of db's cluster into *out: key_file, or cluster.key beside db's cluster file. */
-static int read_key(const char *db, const char *key_file, rl__keyfile *out, rl_buf *msg) {
+static int read_key(const char *db, const char *key_file, rl__keyfile *out, rl__errdetail *err) {
     char path[4096];
     const char *cf = !strncmp(db, "cluster:", 8) ? db + 8 : db;
     if (!key_file) {
         if (rl__keyfile_next_to(cf, path, sizeof path) != RL_OK) {
-            rl__buf_printf(msg, "the cluster file's path is too long");
+            rl__errdetail_append(err, "the cluster file's path is too long");
             return RL_E_INVALID_ARGUMENT;
         }
         key_file = path;
     }
-    return rl__keyfile_read(key_file, out, msg);
+    return rl__keyfile_read(key_file, out, err);
 }
 
 /* Open an admin connection to the coordinator of db. (The one call site of
  * rl__admin_conn_open: the address is the cluster file's, the port too.) */
-static int open_admin(const char *db, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out, rl_buf *msg) {
+static int open_admin(const char *db, const rl__net_auth *auth, int timeout_ms, rl__admin_conn **out,
+                      rl__errdetail *err) {
     char ip[16];
     uint16_t port;
-    int rc = rl__placement_coordinator(db, ip, &port, msg);
+    int rc = rl__placement_coordinator(db, ip, &port, err);
     if (rc != RL_OK) return rc;
-    return rl__admin_conn_open_at(ip, port, auth, timeout_ms, out, msg);
+    return rl__admin_conn_open_at(ip, port, auth, timeout_ms, out, err);
 }
 
 /* Send req and wait for its reply, reconnecting after a lost connection until the deadline
  * (the requests are idempotent). */
 static int call_retry(const char *db, const char *key_file, const rl__msg *req, rl__msg *reply, int timeout_ms,
-                      rl__admin_conn **conn, rl_buf *msg) {
+                      rl__admin_conn **conn, rl__errdetail *err) {
     char ip[16];
     uint16_t port;
-    int rc = rl__placement_coordinator(db, ip, &port, msg); /* a URL of another kind: said before the key */
+    int rc = rl__placement_coordinator(db, ip, &port, err); /* a URL of another kind: said before the key */
     if (rc != RL_OK) return rc;
     rl__keyfile kf;
-    if ((rc = read_key(db, key_file, &kf, msg)) != RL_OK) return rc;
-    rc = call_retry_auth(db, &kf.auth, req, reply, timeout_ms, conn, msg);
+    if ((rc = read_key(db, key_file, &kf, err)) != RL_OK) return rc;
+    rc = call_retry_auth(db, &kf.auth, req, reply, timeout_ms, conn, err);
     memset(&kf, 0, sizeof kf);
     return rc;
 }
 
 static int call_retry_auth(const char *db, const rl__net_auth *auth, const rl__msg *req, rl__msg *reply, int timeout_ms,
-                           rl__admin_conn **conn, rl_buf *msg) {
+                           rl__admin_conn **conn, rl__errdetail *err) {
     uint64_t deadline = rl__clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     int rc = RL_E_TIMED_OUT;
     for (int attempt = 0;; attempt++) {
         uint64_t now = rl__clock_mono_ns();
         if (now >= deadline) break;
         int left = (int)((deadline - now) / 1000000ull) + 1;
-        size_t mark = msg->len;
-        if (!*conn && (rc = open_admin(db, auth, left < 5000 ? left : 5000, conn, msg)) != RL_OK) {
+        size_t mark = rl__errdetail_len(err);
+        if (!*conn && (rc = open_admin(db, auth, left < 5000 ? left : 5000, conn, err)) != RL_OK) {
             if (rc != RL_E_CONNECTION_FAILED && rc != RL_E_TIMED_OUT) return rc;
         } else {
-            rc = rl__admin_conn_call(*conn, req, reply, left, msg);
+            rc = rl__admin_conn_call(*conn, req, reply, left, err);
             if (rc != RL_E_CONNECTION_FAILED) return rc;
             rl__admin_conn_close(*conn);
             *conn = NULL;
         }
         /* The coordinator restarts: try again shortly. */
-        msg->len = mark;
-        if (msg->data) msg->data[mark] = 0;
+        rl__errdetail_truncate(err, mark);
         struct timespec ts = {0, 100000000L};
         nanosleep(&ts, NULL);
     }
-    rl__buf_printf(msg, "%s: no answer from the coordinator in time", rl__msg_type_name(req->type));
+    rl__errdetail_append(err, "%s: no answer from the coordinator in time", rl__msg_type_name(req->type));
     return rc == RL_E_CONNECTION_FAILED ? RL_E_CONNECTION_FAILED : RL_E_TIMED_OUT;
 }
 
 int rl__placement_split(const char *db, const char *key_file, const uint8_t *key, size_t key_len, int timeout_ms,
-                        rl__version *out_version, int *out_split, rl_buf *msg) {
+                        rl__version *out_version, int *out_split, rl__errdetail *err) {
     static const uint8_t ff = 0xff;
     if (key_len == 0 || rl__bytes_cmp(key, (uint32_t)key_len, &ff, 1) >= 0 || key_len > RL_PROTO_MAX_KEY) {
-        rl__buf_printf(msg, "the split key must be above \"\" and below \\xff");
+        rl__errdetail_append(err, "the split key must be above \"\" and below \\xff");
         return RL_E_INVALID_ARGUMENT;
     }
     if (timeout_ms <= 0) timeout_ms = RL_PLACEMENT_DEFAULT_TIMEOUT_MS;
@@ -124,7 +124,7 @@ int rl__placement_split(const char *db, const char *key_file, const uint8_t *key
     req.u.split_shard_req.key = key;
     req.u.split_shard_req.key_len = (uint32_t)key_len;
     rl__admin_conn *c = NULL;
-    int rc = call_retry(db, key_file, &req, &rep, timeout_ms, &c, msg);
+    int rc = call_retry(db, key_file, &req, &rep, timeout_ms, &c, err);
     if (rc == RL_OK) {
         if (out_version) *out_version = rep.u.split_shard_reply.version;
         if (out_split) *out_split = rep.u.split_shard_reply.split;
@@ -135,25 +135,25 @@ int rl__placement_split(const char *db, const char *key_file, const uint8_t *key
 
 int rl__placement_assign(const char *db, const char *key_file, const uint8_t *begin, size_t begin_len,
                          const uint8_t *end, size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
-                         rl__version *out_version, uint32_t *out_moved, rl_buf *msg) {
+                         rl__version *out_version, uint32_t *out_moved, rl__errdetail *err) {
     static const uint8_t ff = 0xff;
     if (rl__bytes_cmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len) >= 0) {
-        rl__buf_printf(msg, "--begin must be below --end");
+        rl__errdetail_append(err, "--begin must be below --end");
         return RL_E_INVALID_ARGUMENT;
     }
     if (rl__bytes_cmp(end, (uint32_t)end_len, &ff, 1) > 0 || end_len > RL_PROTO_MAX_KEY) {
-        rl__buf_printf(msg, "--end must be at or below \\xff (the system keyspace is the "
-                            "coordinator's)");
+        rl__errdetail_append(err, "--end must be at or below \\xff (the system keyspace is the "
+                                  "coordinator's)");
         return RL_E_INVALID_ARGUMENT;
     }
     if (n_team == 0 || n_team > RL_PROTO_MAX_TEAM) {
-        rl__buf_printf(msg, "--team must list 1 to %d storage ids", RL_PROTO_MAX_TEAM);
+        rl__errdetail_append(err, "--team must list 1 to %d storage ids", RL_PROTO_MAX_TEAM);
         return RL_E_INVALID_ARGUMENT;
     }
     for (uint32_t i = 0; i < n_team; i++)
         for (uint32_t j = 0; j < i; j++)
             if (team[i] == team[j]) {
-                rl__buf_printf(msg, "--team lists storage id %u twice", team[i]);
+                rl__errdetail_append(err, "--team lists storage id %u twice", team[i]);
                 return RL_E_INVALID_ARGUMENT;
             }
     if (timeout_ms <= 0) timeout_ms = RL_PLACEMENT_DEFAULT_TIMEOUT_MS;
@@ -165,7 +165,7 @@ int rl__placement_assign(const char *db, const char *key_file, const uint8_t *be
     req.u.assign_shard_req.n_team = n_team;
     req.u.assign_shard_req.timeout_ms = (uint32_t)timeout_ms;
     rl__admin_conn *c = NULL;
-    int rc = call_retry(db, key_file, &req, &rep, timeout_ms + 2000, &c, msg);
+    int rc = call_retry(db, key_file, &req, &rep, timeout_ms + 2000, &c, err);
     if (rc == RL_OK) {
         if (out_version) *out_version = rep.u.assign_shard_reply.version;
         if (out_moved) *out_moved = rep.u.assign_shard_reply.moved;
@@ -193,7 +193,8 @@ static uint8_t *dup_bytes(const void *p, size_t n) {
     return q;
 }
 
-int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int n_sl, rl__pl_map *out, rl_buf *msg) {
+int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int n_sl, rl__pl_map *out,
+                     rl__errdetail *err) {
     static const uint8_t ff = 0xff;
     memset(out, 0, sizeof *out);
     out->shards = rl__calloc((size_t)n_ks + 1, sizeof *out->shards);
@@ -252,12 +253,12 @@ int rl__pl_map_parse(const rl_keyvalue *ks, int n_ks, const rl_keyvalue *sl, int
     }
     return RL_OK;
 corrupt:
-    rl__buf_printf(msg, "the shard map in the system keyspace is not well formed");
+    rl__errdetail_append(err, "the shard map in the system keyspace is not well formed");
     rl__pl_map_free(out);
     return RL_E_CORRUPT_DATA;
 oom:
     rl__pl_map_free(out);
-    rl__buf_printf(msg, "out of memory");
+    rl__errdetail_append(err, "out of memory");
     return RL_E_OUT_OF_MEMORY;
 }
 

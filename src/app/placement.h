@@ -4,7 +4,7 @@
  * "server-disjoint" fractions of a record store's placement (a pure function), and the placement
  * receipt (deterministic JSON). docs/design.md §8.6 (rl placement) is the design.
  *
- * Errors: codes of include/reclayer/error.h with a one-line reason appended to msg.
+ * Errors: codes of include/reclayer/error.h with a one-line reason appended to err.
  * Threads: every function blocks its caller and shares nothing; the pure ones are reentrant.
  */
 #ifndef RL_APP_PLACEMENT_H
@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "base/kvtypes.h"
 #include "net/proto.h"
 
@@ -26,7 +27,7 @@
 /* rl__placement_coordinator — the coordinator's address and port from a database URL
  * ("cluster:FILE", or the path of a cluster file). RL_OK, RL_E_INVALID_ARGUMENT (another URL
  * kind), or the cluster file's errors (RL_E_FILE_NOT_FOUND, RL_E_CONNECTION_STRING_INVALID). */
-int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_buf *msg);
+int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl__errdetail *err);
 
 /* The admin requests below need the cluster's key file (server/keyfile.h): key_file, or NULL for
  * "cluster.key" in the cluster file's directory (where rl cluster up writes both). Its errors
@@ -37,18 +38,18 @@ int rl__placement_coordinator(const char *db, char ip[16], uint16_t *port, rl_bu
  * boundary. Errors: RL_E_INVALID_ARGUMENT (key "" or at or above "\xff"), connection errors,
  * RL_E_TIMED_OUT. timeout_ms 0: RL_PLACEMENT_DEFAULT_TIMEOUT_MS. */
 int rl__placement_split(const char *db, const char *key_file, const uint8_t *key, size_t key_len, int timeout_ms,
-                        rl__version *out_version, int *out_split, rl_buf *msg);
+                        rl__version *out_version, int *out_split, rl__errdetail *err);
 
 /* rl__placement_assign — make [begin, end) whole shards and move them to team (ASSIGN_SHARD);
  * returns once every shard of the range is on the team. A lost coordinator connection (a
  * restart) is reconnected and the request sent again (it is idempotent) until the deadline.
  * *out_version: the version of the last switch; *out_moved: shards whose team changed (either may
  * be NULL). Errors: RL_E_INVALID_ARGUMENT (begin >= end, end beyond "\xff", an unknown or repeated
- * team id, a team of 0 or more than 16), RL_E_TIMED_OUT (msg names the pending destinations; the
+ * team id, a team of 0 or more than 16), RL_E_TIMED_OUT (err names the pending destinations; the
  * move goes on), connection errors. */
 int rl__placement_assign(const char *db, const char *key_file, const uint8_t *begin, size_t begin_len,
                          const uint8_t *end, size_t end_len, const uint32_t *team, uint32_t n_team, int timeout_ms,
-                         rl__version *out_version, uint32_t *out_moved, rl_buf *msg);
+                         rl__version *out_version, uint32_t *out_moved, rl__errdetail *err);
 
 /* ---- The shard map ------------------------------------------------------------------------ */
 
@@ -76,9 +77,9 @@ typedef struct {
 
 /* rl__pl_map_parse — the map from the rows of \xff/keyServers/ and \xff/serverList/ (as a read of
  * the system keyspace returns them, key order). *out is the caller's (rl__pl_map_free).
- * RL_OK, RL_E_CORRUPT_DATA (msg says what), RL_E_OUT_OF_MEMORY. */
+ * RL_OK, RL_E_CORRUPT_DATA (err says what), RL_E_OUT_OF_MEMORY. */
 int rl__pl_map_parse(const rl_keyvalue *key_servers, int n_ks, const rl_keyvalue *server_list, int n_sl,
-                     rl__pl_map *out, rl_buf *msg);
+                     rl__pl_map *out, rl__errdetail *err);
 void rl__pl_map_free(rl__pl_map *m);
 /* The shard holding key (every key below "\xff" has one), or NULL. */
 const rl__pl_shard *rl__pl_shard_of(const rl__pl_map *m, const uint8_t *key, size_t len);

@@ -137,12 +137,12 @@ static void snap_release(snap_ctx *c) {
 
 /* See placement_store.h. */
 int rl__tool_placement_show(const char *url, const char *store, const char *index, const rl__tool_wait *w, json_t **out,
-                            rl_buf *msg) {
+                            rl__errdetail *err) {
     *out = NULL;
     rl__tool t;
     int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, w);
     if (rc != RL_OK) {
-        rl__buf_printf(msg, "%s", rl__tool_errmsg(&t));
+        rl__errdetail_append(err, "%s", rl__tool_errmsg(&t));
         return rc;
     }
     snap_ctx c;
@@ -156,12 +156,12 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
     rl_keyvalue *kks = NULL, *skv = NULL;
     rc = rl__tool_placement_ranges(t.s, index, &c.rec_b, &c.rec_e, &c.idx_b, &c.idx_e);
     if (rc != RL_OK) {
-        rl__buf_printf(msg, "%s", rl_store_errmsg(t.s));
+        rl__errdetail_append(err, "%s", rl_store_errmsg(t.s));
         goto out;
     }
     if ((rc = rl_db_run(t.db, snap_fn, &c)) != RL_OK) {
-        rl__buf_printf(msg, "reading the shard map and the index failed: %s %s", rl_error_name(rc),
-                       rl_last_error_detail());
+        rl__errdetail_append(err, "reading the shard map and the index failed: %s %s", rl_error_name(rc),
+                             rl_last_error_detail());
         goto out;
     }
     kks = rows_kvs(&c.ks);
@@ -171,7 +171,7 @@ int rl__tool_placement_show(const char *url, const char *store, const char *inde
         rc = RL_E_OUT_OF_MEMORY;
         goto out;
     }
-    if ((rc = rl__pl_map_parse(kks, (int)c.ks.n, skv, (int)c.sl.n, &m, msg)) != RL_OK) goto out;
+    if ((rc = rl__pl_map_parse(kks, (int)c.ks.n, skv, (int)c.sl.n, &m, err)) != RL_OK) goto out;
     /* The record each entry points to (offsets first: the buffer grows). */
     size_t *roff = rl__calloc(c.idx.n + 1, 2 * sizeof *roff);
     rl_buf one;
@@ -233,11 +233,11 @@ static int recs_fn(rl_txn *txn, void *ud) {
 int rl__tool_placement_place(const char *url, const char *key_file, const char *store, const char *index,
                              const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
                              const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, const rl__tool_wait *w,
-                             rl_buf *msg) {
+                             rl__errdetail *err) {
     rl__tool t;
     int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, w);
     if (rc != RL_OK) {
-        rl__buf_printf(msg, "%s", rl__tool_errmsg(&t));
+        rl__errdetail_append(err, "%s", rl__tool_errmsg(&t));
         return rc;
     }
     rl_buf ib, ie;
@@ -249,16 +249,16 @@ int rl__tool_placement_place(const char *url, const char *key_file, const char *
     size_t *soff = NULL, ns = 0;
     rl__buf_init(&starts);
     if ((rc = rl__tool_placement_ranges(t.s, index, &c.b, &c.e, &ib, &ie)) != RL_OK) {
-        rl__buf_printf(msg, "%s", rl_store_errmsg(t.s));
+        rl__errdetail_append(err, "%s", rl_store_errmsg(t.s));
         goto out;
     }
     /* 1. The index to its team. */
     if ((rc = rl__placement_assign(url, key_file, ib.data, ib.len, ie.data, ie.len, index_team, n_index_team,
-                                   timeout_ms, NULL, NULL, msg)) != RL_OK)
+                                   timeout_ms, NULL, NULL, err)) != RL_OK)
         goto out;
     /* 2. The records, split evenly by record into one contiguous range per team. */
     if ((rc = rl_db_run(t.db, recs_fn, &c)) != RL_OK) {
-        rl__buf_printf(msg, "reading the records failed: %s", rl_error_name(rc));
+        rl__errdetail_append(err, "reading the records failed: %s", rl_error_name(rc));
         goto out;
     }
     soff = rl__calloc(c.rows.n + 1, 2 * sizeof *soff);
@@ -297,7 +297,7 @@ int rl__tool_placement_place(const char *url, const char *key_file, const char *
         const uint8_t *e = j == np ? c.e.data : starts.data + soff[points[j] * 2];
         size_t el = j == np ? c.e.len : soff[points[j] * 2 + 1];
         rc =
-            rl__placement_assign(url, key_file, b, bl, e, el, rec_teams[j], n_rec_team[j], timeout_ms, NULL, NULL, msg);
+            rl__placement_assign(url, key_file, b, bl, e, el, rec_teams[j], n_rec_team[j], timeout_ms, NULL, NULL, err);
     }
     rl__free(points);
 out:

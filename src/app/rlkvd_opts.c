@@ -7,13 +7,12 @@
 #include "app/rlkvd.h"
 
 int rl__rlkvd_credentials(const rl__rlkvd_opts *c, const char *who, rl__keyfile *out_kf, rl__net_limits *out_lim) {
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__keyfile_read(c->key_file, out_kf, &msg);
     if (rc != RL_OK)
-        fprintf(stderr, "%s: cannot start: %s (%s)\n", who, msg.len ? (const char *)msg.data : rl_error_message(rc),
-                rl_error_name(rc));
-    rl__buf_release(&msg);
+        fprintf(stderr, "%s: cannot start: %s (%s)\n", who,
+                rl__errdetail_len(&msg) ? rl__errdetail_get(&msg) : rl_error_message(rc), rl_error_name(rc));
     out_lim->max_conns = (uint32_t)c->max_conns;
     out_lim->max_handshakes = (uint32_t)c->max_handshakes;
     out_lim->handshake_timeout_ms = (uint32_t)c->handshake_timeout_ms;

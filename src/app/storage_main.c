@@ -141,27 +141,25 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     o.engine = engine;
     o.auth = &kf.auth;
     o.limits = &lim;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     rl__ss *ss = NULL;
     rl__fatal_file ff;
     rl__fatal_init(&ff);
     int rc = rl__ss_new(&o, &ss, &err);
     if (rc != RL_OK) {
-        fprintf(stderr, "rlkvd storage: %s\n", err.len ? (const char *)err.data : rl_error_name(rc));
+        fprintf(stderr, "rlkvd storage: %s\n", rl__errdetail_len(&err) ? rl__errdetail_get(&err) : rl_error_name(rc));
         char what[512];
-        snprintf(what, sizeof what, "starting: %s", err.len ? (const char *)err.data : "");
+        snprintf(what, sizeof what, "starting: %s", rl__errdetail_len(&err) ? rl__errdetail_get(&err) : "");
         (void)rl__fatal_record(NULL, dir, "storage", o.id, rc, what);
-        rl__buf_release(&err);
         return 1;
     }
-    rl__buf_truncate(&err, 0);
+    rl__errdetail_clear(&err);
     /* Started: an older record of a fatal error goes (fatal.h invariant 2); the file stays open
      * so that a fatal error on a full disk can still be recorded. */
     if (rl__fatal_reserve(&ff, dir, c.no_sync, &err) != RL_OK)
         rl__log(RL_LOG_WARN, "rlkvd storage %u: cannot reserve %s/%s: %s (a fatal error will not be recorded)", o.id,
-                dir, RL_FATAL_FILE, (const char *)err.data);
-    rl__buf_release(&err);
+                dir, RL_FATAL_FILE, rl__errdetail_get(&err));
     if (c.port_file && write_port_file(c.port_file, rl__ss_port(ss)) != 0) {
         (void)rl__fatal_record(&ff, dir, "storage", o.id, RL_E_IO_ERROR, "writing the port file");
         rl__fatal_release(&ff);

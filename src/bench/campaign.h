@@ -37,7 +37,7 @@
  * scratch copy (each must make the checker fail); and the rows check (every arm returns the same
  * rows in the same order as the others for every case).
  *
- * Errors: codes of reclayer/error.h with a one-line reason in the caller's rl_buf msg.
+ * Errors: codes of reclayer/error.h with a one-line reason in the caller's rl_buf err.
  */
 #ifndef RL_BENCH_CAMPAIGN_H
 #define RL_BENCH_CAMPAIGN_H
@@ -47,6 +47,7 @@
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* ---- Limits of a protocol ------------------------------------------------------------------ */
 
@@ -114,8 +115,8 @@ int rl__camp_arm_of(const char *name);
 int rl__camp_metric_of(const char *name);
 
 /* rl__camp_case_parse — fill c from a case name (see rl__camp_case). RL_OK or RL_E_INVALID_ARGUMENT
- * with the reason in msg. */
-int rl__camp_case_parse(const char *name, rl__camp_case *c, rl_buf *msg);
+ * with the reason in err. */
+int rl__camp_case_parse(const char *name, rl__camp_case *c, rl__errdetail *err);
 
 /* rl__camp_arm_order — the order in which block `block` (from 0) runs the n arms given in
  * protocol order: as given in even blocks, reversed in odd blocks. [out] out: n arms. Pure. */
@@ -195,10 +196,10 @@ void rl__camp_protocol_builtin(int quick, rl__camp_protocol *out);
 
 /* rl__camp_protocol_parse — parse and check a protocol's JSON text (every field named in
  * campaign_protocol.c's table; unknown fields are refused, missing ones take the full protocol's
- * defaults). RL_OK, or RL_E_INVALID_ARGUMENT with msg naming the field: "blocks: 0 is out of range
+ * defaults). RL_OK, or RL_E_INVALID_ARGUMENT with err naming the field: "blocks: 0 is out of range
  * [1, 100]", "topologies[1].kind: 'foo' is not one of embedded, single, multi, fdb", "cases[3]:
  * 'small-rows5-forward': ROWS must be limit1, rows10 or rows1000", "unknown field 'blokcs'". */
-int rl__camp_protocol_parse(const char *text, size_t len, rl__camp_protocol *out, rl_buf *msg);
+int rl__camp_protocol_parse(const char *text, size_t len, rl__camp_protocol *out, rl__errdetail *err);
 
 /* rl__camp_protocol_print — the canonical JSON text of p (two-space indent, fields in table
  * order), ending in a newline, appended to out. Parsing it gives p back. RL_OK or
@@ -236,8 +237,8 @@ typedef struct {
  * that are not available yet do not count as failures), RL_E_INTEGRITY_DEFECTS when a check
  * failed (integrity, a defect control, a receipt comparison, the rows check), RL_E_OPERATION_FAILED
  * when a process failed, or the error that stopped the run early (out directory, out of memory),
- * with the reason in msg. */
-int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg);
+ * with the reason in err. */
+int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err);
 
 /* ---- The worker ------------------------------------------------------------------------------ */
 

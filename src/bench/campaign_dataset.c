@@ -55,19 +55,19 @@ static int save_range(rl__tool *t, int64_t first, int64_t n, uint64_t seed, cons
     return RL_OK;
 }
 
-int rl__camp_load(const char *url, const char *store, const rl__camp_protocol *p, int padding, rl_buf *msg) {
+int rl__camp_load(const char *url, const char *store, const rl__camp_protocol *p, int padding, rl__errdetail *err) {
     rl__tool t;
     int rc;
     uint8_t *pad = make_pad(padding, &rc);
     if (rc) goto fail;
     if ((rc = rl__tool_open(&t, url, store, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, 0))) {
-        rl__buf_printf(msg, "cannot open %s: %s", url, rl__tool_errmsg(&t));
+        rl__errdetail_append(err, "cannot open %s: %s", url, rl__tool_errmsg(&t));
         goto fail;
     }
     rc = save_range(&t, 1, p->records, p->data_seed, pad, padding);
     if (rc)
-        rl__buf_printf(msg, "loading %d Orders into %s %s: %s %s", p->records, url, store, rl_error_name(rc),
-                       rl_store_errmsg(t.s));
+        rl__errdetail_append(err, "loading %d Orders into %s %s: %s %s", p->records, url, store, rl_error_name(rc),
+                             rl_store_errmsg(t.s));
     rl__tool_close(&t);
 fail:
     rl__free(pad);
@@ -77,13 +77,13 @@ fail:
 /* ---- The integrity checker --------------------------------------------------------------------- */
 
 /* Check t's store into *out (see rl__camp_integrity). */
-static int check_store(rl__tool *t, json_t *out, int *out_ok, json_t *kinds, rl_buf *msg) {
+static int check_store(rl__tool *t, json_t *out, int *out_ok, json_t *kinds, rl__errdetail *err) {
     rl_txn *txn = NULL;
     rl_check_report rep;
     int rc;
     memset(&rep, 0, sizeof rep);
     if ((rc = rl_txn_begin(t->db, &txn)) || (rc = rl_store_check(t->s, txn, &rep))) {
-        rl__buf_printf(msg, "the integrity checker failed: %s %s", rl_error_name(rc), rl_store_errmsg(t->s));
+        rl__errdetail_append(err, "the integrity checker failed: %s %s", rl_error_name(rc), rl_store_errmsg(t->s));
         goto done;
     }
     json_t *defects = json_array();
@@ -104,16 +104,16 @@ done:
     return rc;
 }
 
-int rl__camp_integrity(const char *url, const char *store, json_t **out, rl_buf *msg) {
+int rl__camp_integrity(const char *url, const char *store, json_t **out, rl__errdetail *err) {
     rl__tool t;
     int ok = 0, rc;
     *out = NULL;
     if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
+        rl__errdetail_append(err, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
         return rc;
     }
     json_t *o = json_pack("{s:s, s:s}", "url", url, "store", store);
-    rc = check_store(&t, o, &ok, NULL, msg);
+    rc = check_store(&t, o, &ok, NULL, err);
     rl__tool_close(&t);
     if (rc) {
         json_decref(o);
@@ -137,7 +137,8 @@ static int inject_fn(rl_txn *txn, void *ud) {
     return rl_store_inject_defect(c->s, txn, c->pk, c->pk_len, c->kind, RL_DEFECT_FORCE);
 }
 
-int rl__camp_defect_controls(const char *url, const rl__camp_protocol *p, json_t **out, int *out_passed, rl_buf *msg) {
+int rl__camp_defect_controls(const char *url, const rl__camp_protocol *p, json_t **out, int *out_passed,
+                             rl__errdetail *err) {
     static const struct {
         const char *name;
         rl_defect_kind kind;
@@ -162,16 +163,18 @@ int rl__camp_defect_controls(const char *url, const rl__camp_protocol *p, json_t
         snprintf(store, sizeof store, "[\"bench\",\"control\",\"%s\"]", controls[i].name);
         if ((rc = rl__tool_open(&t, url, store,
                                 RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS | RL_STORE_ALLOW_DEFECTS, 0))) {
-            rl__buf_printf(msg, "defect control %s: cannot open %s: %s", controls[i].name, url, rl__tool_errmsg(&t));
+            rl__errdetail_append(err, "defect control %s: cannot open %s: %s", controls[i].name, url,
+                                 rl__tool_errmsg(&t));
             goto done;
         }
         json_t *before = json_object(), *after = json_object(), *found = json_array();
         inject_ctx ic = {t.s, (const uint8_t *)pk.data, pk.len, controls[i].kind};
         if (!(rc = save_range(&t, 1, n, p->data_seed, pad, p->split_padding)) &&
-            !(rc = check_store(&t, before, &clean, NULL, msg)) && !(rc = rl_db_run(t.db, inject_fn, &ic)))
-            rc = check_store(&t, after, &ok_after, found, msg);
-        if (rc && !msg->len)
-            rl__buf_printf(msg, "defect control %s: %s %s", controls[i].name, rl_error_name(rc), rl_store_errmsg(t.s));
+            !(rc = check_store(&t, before, &clean, NULL, err)) && !(rc = rl_db_run(t.db, inject_fn, &ic)))
+            rc = check_store(&t, after, &ok_after, found, err);
+        if (rc && !rl__errdetail_len(err))
+            rl__errdetail_append(err, "defect control %s: %s %s", controls[i].name, rl_error_name(rc),
+                                 rl_store_errmsg(t.s));
         rl__tool_close(&t);
         int has = 0;
         for (size_t j = 0; j < json_array_size(found); j++)
@@ -198,15 +201,15 @@ done:
 
 /* ---- The SQLite peer --------------------------------------------------------------------------- */
 
-static int sq_exec(sqlite3 *db, const char *sql, rl_buf *msg) {
-    char *err = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &err) == SQLITE_OK) return RL_OK;
-    rl__buf_printf(msg, "SQLite: %s: %s", sql, err ? err : "error");
-    sqlite3_free(err);
+static int sq_exec(sqlite3 *db, const char *sql, rl__errdetail *err) {
+    char *sq_err = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &sq_err) == SQLITE_OK) return RL_OK;
+    rl__errdetail_append(err, "SQLite: %s: %s", sql, sq_err ? sq_err : "error");
+    sqlite3_free(sq_err);
     return RL_E_IO_ERROR;
 }
 
-int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, rl_buf *msg) {
+int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, rl__errdetail *err) {
     rl__tool t;
     sqlite3 *db = NULL;
     sqlite3_stmt *ins = NULL;
@@ -217,11 +220,11 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
     int rc;
     memset(&page, 0, sizeof page);
     if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
+        rl__errdetail_append(err, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
         return rc;
     }
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        rl__buf_printf(msg, "SQLite: cannot create %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        rl__errdetail_append(err, "SQLite: cannot create %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         rc = RL_E_IO_ERROR;
         goto done;
     }
@@ -229,10 +232,10 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
                       "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                       "CREATE TABLE orders(order_id INTEGER PRIMARY KEY, price INTEGER, padding BLOB,"
                       " customer TEXT, quantity INTEGER); CREATE INDEX price_idx ON orders(price); BEGIN",
-                      msg)))
+                      err)))
         goto done;
     if (sqlite3_prepare_v2(db, "INSERT INTO orders VALUES(?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK) {
-        rl__buf_printf(msg, "SQLite: %s", sqlite3_errmsg(db));
+        rl__errdetail_append(err, "SQLite: %s", sqlite3_errmsg(db));
         rc = RL_E_IO_ERROR;
         goto done;
     }
@@ -240,7 +243,7 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
     do {
         if ((rc = rl_txn_begin(t.db, &txn)) ||
             (rc = rl_store_scan(t.s, txn, NULL, 0, NULL, 0, RL_SNAPSHOT, 50, cont, cont_len, &page))) {
-            rl__buf_printf(msg, "reading %s %s: %s %s", url, store, rl_error_name(rc), rl_store_errmsg(t.s));
+            rl__errdetail_append(err, "reading %s %s: %s %s", url, store, rl_error_name(rc), rl_store_errmsg(t.s));
             goto done;
         }
         for (int i = 0; i < page.n; i++) {
@@ -254,7 +257,7 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
             int e = sqlite3_step(ins);
             sqlite3_reset(ins);
             if (e != SQLITE_DONE) {
-                rl__buf_printf(msg, "SQLite: insert into %s: %s", path, sqlite3_errmsg(db));
+                rl__errdetail_append(err, "SQLite: insert into %s: %s", path, sqlite3_errmsg(db));
                 rc = RL_E_IO_ERROR;
                 goto done;
             }
@@ -270,7 +273,7 @@ int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, r
             goto done;
         }
     } while (cont);
-    rc = sq_exec(db, "COMMIT; ANALYZE", msg);
+    rc = sq_exec(db, "COMMIT; ANALYZE", err);
 done:
     rl_record_page_release(&page);
     rl_txn_free(txn);
@@ -283,7 +286,7 @@ done:
 
 /* ---- The embedded placement receipt ------------------------------------------------------------ */
 
-int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl_buf *msg) {
+int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl__errdetail *err) {
     rl__tool t;
     rl_txn *txn = NULL;
     rl_future *f = NULL;
@@ -292,7 +295,7 @@ int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl
     int rc, more = 1;
     *out = NULL;
     if ((rc = rl__tool_open(&t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
+        rl__errdetail_append(err, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&t));
         return rc;
     }
     rl_slice pre = rl_store_prefix(t.s);
@@ -340,7 +343,7 @@ int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl
                      (json_int_t)value_bytes, "record_keys", (json_int_t)rec, "index_entries", (json_int_t)idx,
                      "other_keys", (json_int_t)other, "keys_xxh64", hex);
 done:
-    if (rc) rl__buf_printf(msg, "reading the layout of %s %s: %s", url, store, rl_error_name(rc));
+    if (rc) rl__errdetail_append(err, "reading the layout of %s %s: %s", url, store, rl_error_name(rc));
     rl_future_free(f);
     rl_txn_free(txn);
     rl__buf_release(&begin);
@@ -368,7 +371,7 @@ static int hash_system_range(rl_txn *txn, const char *begin, const char *end, ui
     return rc;
 }
 
-int rl__camp_shard_receipt(const char *url, json_t *into, rl_buf *msg) {
+int rl__camp_shard_receipt(const char *url, json_t *into, rl__errdetail *err) {
     rl_db *db = NULL;
     rl_txn *txn = NULL;
     uint64_t shards = 0, servers = 0, h = 0;
@@ -377,7 +380,7 @@ int rl__camp_shard_receipt(const char *url, json_t *into, rl_buf *msg) {
         (rc = rl_txn_set_option(txn, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 1)) ||
         (rc = hash_system_range(txn, "\xff/keyServers/", "\xff/keyServers0", &shards, &h)) ||
         (rc = hash_system_range(txn, "\xff/serverList/", "\xff/serverList0", &servers, &h))) {
-        rl__buf_printf(msg, "reading the shard map of %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
+        rl__errdetail_append(err, "reading the shard map of %s: %s %s", url, rl_error_name(rc), rl_last_error_detail());
         goto done;
     }
     char hex[17];

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "base/errdetail.h"
 #include "bench/campaign.h"
 #include "reclayer/query.h"
 #include "record/layout.h"
@@ -35,8 +36,9 @@ typedef struct {
 } rl__camp_conn;
 
 /* Open url/store read-only, and the SQLite peer at sqlite_path when it is not NULL. On failure c
- * is closed and msg says why. */
-int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, const char *sqlite_path, rl_buf *msg);
+ * is closed and err says why. */
+int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, const char *sqlite_path,
+                       rl__errdetail *err);
 void rl__camp_conn_close(rl__camp_conn *c);
 
 /* Sums over the ops of a loop (per-op figures are these divided by ops). */
@@ -52,9 +54,9 @@ typedef struct {
 
 /* Run the case once with the arm (SQLite or a fetch method), reading every field of every row,
  * adding to s. Returns RL_OK, RL_E_UNSUPPORTED_OPERATION (the arm is not available; the detail in
- * msg), or the query's error with its detail in msg. */
+ * err), or the query's error with its detail in err. */
 int rl__camp_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int pipeline_depth, rl__camp_sums *s,
-                rl_buf *msg);
+                rl__errdetail *err);
 
 /* SQLite's allocations (a counting wrapper installed before SQLite initialises; process-global,
  * like SQLite's allocator). rl__camp_sqlite_count_install returns 1 if counting. */
@@ -64,28 +66,29 @@ void rl__camp_sqlite_counts(uint64_t *out_allocs, uint64_t *out_bytes);
 /* ---- Dataset (campaign_dataset.c) ------------------------------------------------------------ */
 
 /* Load p->records Orders (padding bytes each, 0 for small) into store at url (created: split long
- * records, record versions, as `rl load`). RL_OK or the error with msg. */
-int rl__camp_load(const char *url, const char *store, const rl__camp_protocol *p, int padding, rl_buf *msg);
+ * records, record versions, as `rl load`). RL_OK or the error with err. */
+int rl__camp_load(const char *url, const char *store, const rl__camp_protocol *p, int padding, rl__errdetail *err);
 /* Run the integrity checker on url/store (read-only) into *out: {"url", "store", "records",
  * "index_entries", "integrity_ok", "defects": [{"kind", "key", "message"}]}. */
-int rl__camp_integrity(const char *url, const char *store, json_t **out, rl_buf *msg);
+int rl__camp_integrity(const char *url, const char *store, json_t **out, rl__errdetail *err);
 /* The three defect controls on a scratch database at url: for each of delete-chunk, stray-suffix,
  * version-key a fresh store holding a copy of the dataset's first 10 split records (the same
  * generator and seed), checked clean, then the defect injected and checked again. *out: an array
  * of {"defect", "clean_before", "integrity_ok_after", "found": [kinds], "expected", "passed"}.
  * *out_passed: every control was clean before and failed after with the expected kind. */
-int rl__camp_defect_controls(const char *url, const rl__camp_protocol *p, json_t **out, int *out_passed, rl_buf *msg);
+int rl__camp_defect_controls(const char *url, const rl__camp_protocol *p, json_t **out, int *out_passed,
+                             rl__errdetail *err);
 /* Make the SQLite peer at path (created; must not exist) from every record of url/store, read back
  * through the store (so both hold the same records). */
-int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, rl_buf *msg);
+int rl__camp_sqlite_peer(const char *url, const char *store, const char *path, rl__errdetail *err);
 /* The embedded placement receipt of url/store: {"kind": "layout", "url", "store", "keys",
  * "key_bytes", "value_bytes", "record_keys", "index_entries", "other_keys", "keys_xxh64"} over the
  * store's whole key range, read at one version. */
-int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl_buf *msg);
+int rl__camp_layout_receipt(const char *url, const char *store, json_t **out, rl__errdetail *err);
 /* Add the cluster's placement to a receipt: the count and a hash of the shard map
  * (\xff/keyServers/) and of the server list (\xff/serverList/), read at one version:
  * "shard_map_entries", "server_list_entries", "shard_map_xxh64". */
-int rl__camp_shard_receipt(const char *url, json_t *into, rl_buf *msg);
+int rl__camp_shard_receipt(const char *url, json_t *into, rl__errdetail *err);
 
 /* ---- Topologies (campaign_topology.c) -------------------------------------------------------- */
 
@@ -95,35 +98,35 @@ int rl__camp_shard_receipt(const char *url, json_t *into, rl_buf *msg);
 
 typedef struct rl__camp_topo rl__camp_topo;
 
-/* The hooks of one topology kind. Each returns RL_OK or an error with msg; json results are the
+/* The hooks of one topology kind. Each returns RL_OK or an error with err; json results are the
  * caller's (json_decref). */
 typedef struct {
     const char *kind;
     /* Can this build run it? RL_OK, or RL_E_UNSUPPORTED_OPERATION with the reason in why.
      * cluster: RL_OK once rl__cluster_up and the placement admin operations exist. */
-    int (*available)(const rl__camp_topology *t, rl_buf *why);
+    int (*available)(const rl__camp_topology *t, rl__errdetail *why);
     /* Bring it up under tp->dir and fill tp->url/store/sqlite per variant and tp->pids (processes
      * of the campaign that are not reaped children: counted as the campaign's CPU).
      * cluster: rl__cluster_up (storage_servers, hosts, replication, engine, secondary_reads,
      * delay_us/jitter_us), one url "cluster:DIR/reclayer.cluster" for both variants, stores
      * ["bench","small"] / ["bench","split"], no SQLite peer; pids from pids.json. */
-    int (*up)(rl__camp_topo *tp, rl_buf *msg);
+    int (*up)(rl__camp_topo *tp, rl__errdetail *err);
     /* After loading: place the stores (cluster: split shards at the index and records prefixes
      * and assign teams per the topology's placement, then wait for the moves). embedded: nothing. */
-    int (*place)(rl__camp_topo *tp, rl_buf *msg);
+    int (*place)(rl__camp_topo *tp, rl__errdetail *err);
     /* The round trip now: {"applicable": bool, "pings", "min_us", "p50_us", "p99_us", "max_us"}
      * (embedded: applicable false with the reason). cluster: `pings` pings through rl ping's
      * library path to every storage server and the coordinator; with a delay also
      * "expected_min_p50_us" (2 x delay_us) and "shows_delay" (p50 >= it; false is a failed check). */
-    int (*rtt)(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg);
+    int (*rtt)(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err);
     /* The placement receipt of variant v's store (compared before and after every case).
      * embedded: rl__camp_layout_receipt. cluster: rl placement's receipt (shard boundaries, the
      * teams of the index and of the records, the server-disjoint fraction) at a read version. */
-    int (*receipt)(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg);
+    int (*receipt)(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl__errdetail *err);
     /* After the last case: remove the injected delay and probe again (restoration), as rtt plus
      * "removed_delay_us", "processes_set" and "restored" (p50 < 2 x the removed delay; false is a
      * failed check). embedded, or no delay: applicable false. */
-    int (*restore)(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg);
+    int (*restore)(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err);
     /* Stop what up started (cluster: rl__cluster_down by the recorded pids). Never fails. */
     void (*down)(rl__camp_topo *tp);
 } rl__camp_topo_vtable;
@@ -161,23 +164,23 @@ const char *rl__camp_topo_kind_name(rl__camp_topo_kind k);
 
 /* Write the results document to DIR/results.json.zst (one zstd frame, with its size and checksum,
  * of its JSON text printed with RL_CAMP_RESULTS_JSON_FLAGS). Borrows results. RL_OK, RL_E_IO_ERROR, RL_E_OUT_OF_MEMORY or
- * RL_E_INTERNAL_ERROR, with the path in msg. */
-int rl__camp_results_write(const char *dir, json_t *results, rl_buf *msg);
+ * RL_E_INTERNAL_ERROR, with the path in err. */
+int rl__camp_results_write(const char *dir, json_t *results, rl__errdetail *err);
 /* Read a run's results: path is a run's directory (its results.json.zst, else its results.json)
  * or a file, compressed or not (told by its first bytes). *out: the document (the caller's:
  * json_decref), NULL on error. RL_OK, RL_E_FILE_NOT_FOUND, RL_E_IO_ERROR, RL_E_CORRUPT_DATA (not
  * zstd nor JSON, a damaged or truncated frame, over RL_CAMP_RESULTS_MAX) or RL_E_OUT_OF_MEMORY,
- * with the file and the reason in msg. */
-int rl__camp_results_load(const char *path, json_t **out, rl_buf *msg);
+ * with the file and the reason in err. */
+int rl__camp_results_load(const char *path, json_t **out, rl__errdetail *err);
 
 /* Write DIR/report.md from the results document; print the main table to out (may be NULL). */
-int rl__camp_report_write(const char *dir, json_t *results, FILE *out, rl_buf *msg);
+int rl__camp_report_write(const char *dir, json_t *results, FILE *out, rl__errdetail *err);
 /* Append the main table (markdown) of the results to b. */
 void rl__camp_report_main_table(json_t *results, rl_buf *b);
 /* Draw DIR/plots/NAME.svg and NAME.png with gnuplot; *out describes what was drawn or why not:
  * {"gnuplot": path or null, "png_terminal": "pngcairo"|"png"|null, "files": [...], "error"}. */
-int rl__camp_plots(const char *dir, json_t *results, json_t **out, rl_buf *msg);
+int rl__camp_plots(const char *dir, json_t *results, json_t **out, rl__errdetail *err);
 /* The manifest document (see report_manifest.c). */
-int rl__camp_manifest(const rl__camp_run_options *o, const char *self_exe, json_t **out, rl_buf *msg);
+int rl__camp_manifest(const rl__camp_run_options *o, const char *self_exe, json_t **out, rl__errdetail *err);
 
 #endif

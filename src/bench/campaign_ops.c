@@ -70,7 +70,8 @@ void rl__camp_conn_close(rl__camp_conn *c) {
     memset(c, 0, sizeof *c);
 }
 
-int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, const char *sqlite_path, rl_buf *msg) {
+int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, const char *sqlite_path,
+                       rl__errdetail *err) {
     static const char *const sel[2] = {
         "SELECT order_id, price, padding, customer, quantity FROM orders ORDER BY price, order_id LIMIT ? OFFSET ?",
         "SELECT order_id, price, padding, customer, quantity FROM orders ORDER BY price DESC, order_id DESC"
@@ -78,7 +79,7 @@ int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, con
     int rc;
     memset(c, 0, sizeof *c);
     if ((rc = rl__tool_open(&c->t, url, store, 0, RL__TOOL_READ_ONLY))) {
-        rl__buf_printf(msg, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&c->t));
+        rl__errdetail_append(err, "cannot open %s %s: %s", url, store, rl__tool_errmsg(&c->t));
         return rc;
     }
     c->embedded = !strncmp(url, "file:", 5) || !strncmp(url, "mem:", 4);
@@ -89,7 +90,8 @@ int rl__camp_conn_open(rl__camp_conn *c, const char *url, const char *store, con
         sqlite3_prepare_v2(c->sq, sel[1], -1, &c->sel[1], NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(c->sq, "BEGIN", -1, &c->begin, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(c->sq, "COMMIT", -1, &c->commit, NULL) != SQLITE_OK) {
-        rl__buf_printf(msg, "SQLite: cannot open %s: %s", sqlite_path, c->sq ? sqlite3_errmsg(c->sq) : "out of memory");
+        rl__errdetail_append(err, "SQLite: cannot open %s: %s", sqlite_path,
+                             c->sq ? sqlite3_errmsg(c->sq) : "out of memory");
         rl__camp_conn_close(c);
         return RL_E_IO_ERROR;
     }
@@ -120,7 +122,8 @@ static int net_counters(const rl__camp_conn *c, const rl_query_counters *k, uint
     return 1;
 }
 
-static int rl_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int depth, rl__camp_sums *s, rl_buf *msg) {
+static int rl_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int depth, rl__camp_sums *s,
+                 rl__errdetail *err) {
     rl_txn *t = NULL;
     rl_cursor *cur = NULL;
     rl_query_options qo;
@@ -137,7 +140,7 @@ static int rl_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int
     qo.pipeline_depth = depth;
     if ((rc = rl_txn_begin(c->t.db, &t))) goto done;
     if ((rc = rl_cursor_open(c->t.s, t, "price_idx", &qo, &cur))) {
-        rl__buf_printf(msg, "%s: %s", rl_error_name(rc), rl_store_errmsg(c->t.s));
+        rl__errdetail_append(err, "%s: %s", rl_error_name(rc), rl_store_errmsg(c->t.s));
         goto done;
     }
     while ((rc = rl_cursor_next(cur, &row)) == RL_OK && row) {
@@ -148,7 +151,7 @@ static int rl_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int
         n++;
     }
     if (rc) {
-        rl__buf_printf(msg, "%s: %s", rl_error_name(rc), rl_cursor_errmsg(cur));
+        rl__errdetail_append(err, "%s: %s", rl_error_name(rc), rl_cursor_errmsg(cur));
         goto done;
     }
     rl_cursor_get_counters(cur, &kc);
@@ -174,12 +177,12 @@ done:
     return rc;
 }
 
-static int sq_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_sums *s, rl_buf *msg) {
+static int sq_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_sums *s, rl__errdetail *err) {
     sqlite3_stmt *st = c->sel[k->reverse];
     uint64_t n = 0, h = 0xcbf29ce484222325ull, sum = 0;
     int rc = RL_OK, e = SQLITE_DONE;
     if (!st) {
-        rl__buf_append_str(msg, "no SQLite peer in this topology");
+        rl__errdetail_append(err, "%s", "no SQLite peer in this topology");
         return RL_E_UNSUPPORTED_OPERATION;
     }
     if (sqlite3_step(c->begin) != SQLITE_DONE) rc = RL_E_IO_ERROR;
@@ -203,7 +206,7 @@ static int sq_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_sums *s, rl_
     sqlite3_reset(c->commit);
     sink += sum;
     if (rc) {
-        rl__buf_printf(msg, "SQLite: %s", sqlite3_errmsg(c->sq));
+        rl__errdetail_append(err, "SQLite: %s", sqlite3_errmsg(c->sq));
         return rc;
     }
     s->ops++;
@@ -214,7 +217,8 @@ static int sq_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_sums *s, rl_
     return RL_OK;
 }
 
-int rl__camp_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int depth, rl__camp_sums *s, rl_buf *msg) {
-    if (arm == RL_CAMP_SQLITE) return sq_op(c, k, s, msg);
-    return rl_op(c, k, arm, depth, s, msg);
+int rl__camp_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int depth, rl__camp_sums *s,
+                rl__errdetail *err) {
+    if (arm == RL_CAMP_SQLITE) return sq_op(c, k, s, err);
+    return rl_op(c, k, arm, depth, s, err);
 }

@@ -37,7 +37,7 @@ static void keep_tail(rl_buf *b) {
     rl__buf_truncate(b, ERR_KEEP);
 }
 
-int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, rl_buf *msg) {
+int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, rl__errdetail *err) {
     int po[2] = {-1, -1}, pe[2] = {-1, -1}, status = 0;
     double t0 = now_s(), deadline = t0 + timeout_s;
     memset(c, 0, sizeof *c);
@@ -45,12 +45,12 @@ int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, 
     rl__buf_init(&c->out);
     rl__buf_init(&c->err);
     if (pipe(po) || pipe(pe)) {
-        rl__buf_printf(msg, "cannot make a pipe for %s: %s", argv[0], strerror(errno));
+        rl__errdetail_append(err, "cannot make a pipe for %s: %s", argv[0], strerror(errno));
         goto fail;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        rl__buf_printf(msg, "cannot start %s: fork: %s", argv[0], strerror(errno));
+        rl__errdetail_append(err, "cannot start %s: fork: %s", argv[0], strerror(errno));
         goto fail;
     }
     if (pid == 0) {

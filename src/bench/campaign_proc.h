@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* How a child ended. Caller-owned; rl__camp_child_release frees the buffers. */
 typedef struct {
@@ -27,9 +28,9 @@ typedef struct {
 /* rl__camp_child_run — run argv[0] (a path, or a name looked up in PATH) with argv, stdin from
  * /dev/null, capturing stdout and stderr, for at most timeout_s seconds. [out] c: initialised
  * here (release it in every case). Returns RL_OK when the child ran (whatever its exit code: read
- * c), RL_E_IO_ERROR when it could not be started (pipe or fork failed, msg says why; an exec
+ * c), RL_E_IO_ERROR when it could not be started (pipe or fork failed, err says why; an exec
  * failure is exit code 127 with the reason on its stderr), RL_E_OUT_OF_MEMORY. */
-int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, rl_buf *msg);
+int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, rl__errdetail *err);
 void rl__camp_child_release(rl__camp_child *c);
 
 /* A snapshot of the CPU counters, in clock ticks (sysconf(_SC_CLK_TCK)). */

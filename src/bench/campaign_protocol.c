@@ -65,13 +65,13 @@ int rl__camp_metric_of(const char *name) {
     return -1;
 }
 
-int rl__camp_case_parse(const char *name, rl__camp_case *c, rl_buf *msg) {
+int rl__camp_case_parse(const char *name, rl__camp_case *c, rl__errdetail *err) {
     char v[16], r[16], d[16];
     const char *p1 = strchr(name, '-'), *p2 = p1 ? strchr(p1 + 1, '-') : NULL;
     memset(c, 0, sizeof *c);
     if (strlen(name) >= sizeof c->name || !p1 || !p2 || strchr(p2 + 1, '-') || p1 - name >= (long)sizeof v ||
         p2 - p1 - 1 >= (long)sizeof r || strlen(p2 + 1) >= sizeof d) {
-        rl__buf_printf(msg, "'%.64s' is not VARIANT-ROWS-DIRECTION (e.g. small-rows10-reverse)", name);
+        rl__errdetail_append(err, "'%.64s' is not VARIANT-ROWS-DIRECTION (e.g. small-rows10-reverse)", name);
         return RL_E_INVALID_ARGUMENT;
     }
     memcpy(v, name, (size_t)(p1 - name)), v[p1 - name] = 0;
@@ -82,20 +82,20 @@ int rl__camp_case_parse(const char *name, rl__camp_case *c, rl_buf *msg) {
     else if (!strcmp(v, "split")) c->variant = RL_CAMP_SPLIT;
     else if (!strcmp(v, "skip3")) c->variant = RL_CAMP_SMALL, c->skip = 3;
     else {
-        rl__buf_printf(msg, "'%s': VARIANT must be small, split or skip3", name);
+        rl__errdetail_append(err, "'%s': VARIANT must be small, split or skip3", name);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!strcmp(r, "limit1")) c->limit = 1;
     else if (!strcmp(r, "rows10")) c->limit = 10;
     else if (!strcmp(r, "rows1000")) c->limit = 1000;
     else {
-        rl__buf_printf(msg, "'%s': ROWS must be limit1, rows10 or rows1000", name);
+        rl__errdetail_append(err, "'%s': ROWS must be limit1, rows10 or rows1000", name);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!strcmp(d, "forward")) c->reverse = 0;
     else if (!strcmp(d, "reverse")) c->reverse = 1;
     else {
-        rl__buf_printf(msg, "'%s': DIRECTION must be forward or reverse", name);
+        rl__errdetail_append(err, "'%s': DIRECTION must be forward or reverse", name);
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
@@ -135,9 +135,7 @@ void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
         "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward",   "split-limit1-reverse",
         "split-rows10-forward",   "split-rows10-reverse",   "split-rows1000-forward", "split-rows1000-reverse",
         "skip3-rows10-forward",   "skip3-rows10-reverse",   "skip3-rows1000-forward", "skip3-rows1000-reverse"};
-    rl_buf ignore;
     memset(p, 0, sizeof *p);
-    rl__buf_init(&ignore);
     snprintf(p->name, sizeof p->name, "%s", quick ? "quick" : "full");
     snprintf(p->description, sizeof p->description, "%s",
              quick ? "The quick campaign: the reports' 16 cases on embedded and single (250 us one way), 3 blocks x 3 "
@@ -151,7 +149,7 @@ void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
     /* quick includes single at 250 us: measured 1m17s beside embedded's 1m50s (docs/benchmarks.md) */
     set_topology(&p->topologies[p->n_topologies++], "single", RL_CAMP_SINGLE, 250);
     if (!quick) set_topology(&p->topologies[p->n_topologies++], "multi", RL_CAMP_MULTI, 250);
-    for (int i = 0; i < 16; i++) rl__camp_case_parse(cases[i], &p->cases[p->n_cases++], &ignore);
+    for (int i = 0; i < 16; i++) rl__camp_case_parse(cases[i], &p->cases[p->n_cases++], NULL);
     for (int a = 0; a < RL_CAMP_ARM_KINDS; a++) p->arms[p->n_arms++] = (rl__camp_arm)a;
     /* quick: 3 blocks since the adaptive arm is available (4 arms on embedded, 3 on single: 336
      * processes, about the 320 of 4 blocks without it, measured at 3 m 09 s) */
@@ -167,78 +165,77 @@ void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
     p->rtt_pings = 100;
     p->process_timeout_seconds = 0;
     p->keep_data = 0;
-    rl__buf_release(&ignore);
 }
 
 /* ---- Parsing ----------------------------------------------------------------------------------- */
 
 /* Refuse any key of obj not in the NULL-terminated list allowed. */
-static int check_keys(json_t *obj, const char *path, const char *const *allowed, rl_buf *msg) {
+static int check_keys(json_t *obj, const char *path, const char *const *allowed, rl__errdetail *err) {
     const char *key;
     json_t *v;
     json_object_foreach(obj, key, v) {
         int ok = 0;
         for (int i = 0; allowed[i]; i++) ok |= !strcmp(key, allowed[i]);
         if (!ok) {
-            rl__buf_printf(msg, "unknown field '%s%s%.64s'", path, *path ? "." : "", key);
+            rl__errdetail_append(err, "unknown field '%s%s%.64s'", path, *path ? "." : "", key);
             return RL_E_INVALID_ARGUMENT;
         }
     }
     return RL_OK;
 }
 
-static int need_object(json_t *v, const char *path, rl_buf *msg) {
+static int need_object(json_t *v, const char *path, rl__errdetail *err) {
     if (json_is_object(v)) return RL_OK;
-    rl__buf_printf(msg, "%s: must be an object", path);
+    rl__errdetail_append(err, "%s: must be an object", path);
     return RL_E_INVALID_ARGUMENT;
 }
 
 /* An integer field key of obj in [min, max] into *out (left alone when absent). */
 static int get_int64(json_t *obj, const char *path, const char *key, int64_t min, int64_t max, int64_t *out,
-                     rl_buf *msg) {
+                     rl__errdetail *err) {
     json_t *v = json_object_get(obj, key);
     if (!v) return RL_OK;
     if (!json_is_integer(v)) {
-        rl__buf_printf(msg, "%s%s%s: must be an integer", path, *path ? "." : "", key);
+        rl__errdetail_append(err, "%s%s%s: must be an integer", path, *path ? "." : "", key);
         return RL_E_INVALID_ARGUMENT;
     }
     int64_t x = (int64_t)json_integer_value(v);
     if (x < min || x > max) {
-        rl__buf_printf(msg, "%s%s%s: %lld is out of range [%lld, %lld]", path, *path ? "." : "", key, (long long)x,
-                       (long long)min, (long long)max);
+        rl__errdetail_append(err, "%s%s%s: %lld is out of range [%lld, %lld]", path, *path ? "." : "", key,
+                             (long long)x, (long long)min, (long long)max);
         return RL_E_INVALID_ARGUMENT;
     }
     *out = x;
     return RL_OK;
 }
 
-static int get_int(json_t *obj, const char *path, const char *key, int min, int max, int *out, rl_buf *msg) {
+static int get_int(json_t *obj, const char *path, const char *key, int min, int max, int *out, rl__errdetail *err) {
     int64_t x = *out;
-    int rc = get_int64(obj, path, key, min, max, &x, msg);
+    int rc = get_int64(obj, path, key, min, max, &x, err);
     if (!rc) *out = (int)x;
     return rc;
 }
 
-static int get_u64(json_t *obj, const char *path, const char *key, uint64_t *out, rl_buf *msg) {
+static int get_u64(json_t *obj, const char *path, const char *key, uint64_t *out, rl__errdetail *err) {
     int64_t x = (int64_t)*out;
-    int rc = get_int64(obj, path, key, 0, INT64_MAX, &x, msg);
+    int rc = get_int64(obj, path, key, 0, INT64_MAX, &x, err);
     if (!rc) *out = (uint64_t)x;
     return rc;
 }
 
 /* A number field in [min, max] (open at either end when the matching flag is set). */
 static int get_double(json_t *obj, const char *path, const char *key, double min, double max, int open_lo, int open_hi,
-                      double *out, rl_buf *msg) {
+                      double *out, rl__errdetail *err) {
     json_t *v = json_object_get(obj, key);
     if (!v) return RL_OK;
     if (!json_is_number(v)) {
-        rl__buf_printf(msg, "%s%s%s: must be a number", path, *path ? "." : "", key);
+        rl__errdetail_append(err, "%s%s%s: must be a number", path, *path ? "." : "", key);
         return RL_E_INVALID_ARGUMENT;
     }
     double x = json_number_value(v);
     if (!isfinite(x) || (open_lo ? x <= min : x < min) || (open_hi ? x >= max : x > max)) {
-        rl__buf_printf(msg, "%s%s%s: %g is out of range %c%g, %g%c", path, *path ? "." : "", key, x,
-                       open_lo ? '(' : '[', min, max, open_hi ? ')' : ']');
+        rl__errdetail_append(err, "%s%s%s: %g is out of range %c%g, %g%c", path, *path ? "." : "", key, x,
+                             open_lo ? '(' : '[', min, max, open_hi ? ')' : ']');
         return RL_E_INVALID_ARGUMENT;
     }
     *out = x;
@@ -247,7 +244,7 @@ static int get_double(json_t *obj, const char *path, const char *key, double min
 
 /* A string field that must be one of choices (NULL-terminated), copied into out (cap bytes). */
 static int get_choice(json_t *obj, const char *path, const char *key, const char *const *choices, char *out, size_t cap,
-                      rl_buf *msg) {
+                      rl__errdetail *err) {
     json_t *v = json_object_get(obj, key);
     if (!v) return RL_OK;
     if (json_is_string(v))
@@ -256,27 +253,27 @@ static int get_choice(json_t *obj, const char *path, const char *key, const char
                 snprintf(out, cap, "%s", choices[i]);
                 return RL_OK;
             }
-    rl__buf_printf(msg, "%s%s%s: ", path, *path ? "." : "", key);
-    if (json_is_string(v)) rl__buf_printf(msg, "'%.64s' is not one of ", json_string_value(v));
-    else rl__buf_append_str(msg, "must be one of ");
-    for (int i = 0; choices[i]; i++) rl__buf_printf(msg, "%s%s", i ? ", " : "", choices[i]);
+    rl__errdetail_append(err, "%s%s%s: ", path, *path ? "." : "", key);
+    if (json_is_string(v)) rl__errdetail_append(err, "'%.64s' is not one of ", json_string_value(v));
+    else rl__errdetail_append(err, "%s", "must be one of ");
+    for (int i = 0; choices[i]; i++) rl__errdetail_append(err, "%s%s", i ? ", " : "", choices[i]);
     return RL_E_INVALID_ARGUMENT;
 }
 
-static int get_string(json_t *obj, const char *path, const char *key, char *out, size_t cap, rl_buf *msg) {
+static int get_string(json_t *obj, const char *path, const char *key, char *out, size_t cap, rl__errdetail *err) {
     json_t *v = json_object_get(obj, key);
     if (!v) return RL_OK;
     if (!json_is_string(v) || json_string_length(v) >= cap || json_string_length(v) == 0 ||
         strlen(json_string_value(v)) != json_string_length(v)) {
-        rl__buf_printf(msg, "%s%s%s: must be a non-empty string of at most %zu bytes", path, *path ? "." : "", key,
-                       cap - 1);
+        rl__errdetail_append(err, "%s%s%s: must be a non-empty string of at most %zu bytes", path, *path ? "." : "",
+                             key, cap - 1);
         return RL_E_INVALID_ARGUMENT;
     }
     snprintf(out, cap, "%s", json_string_value(v));
     return RL_OK;
 }
 
-static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl_buf *msg) {
+static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl__errdetail *err) {
     static const char *const keys[] = {"name",  "kind",        "delay_us",  "jitter_us",       "storage_servers",
                                        "hosts", "replication", "placement", "secondary_reads", "engine",
                                        "url",   NULL};
@@ -287,74 +284,74 @@ static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl_buf *msg) {
     char path[64], kind[16] = "";
     int rc;
     snprintf(path, sizeof path, "topologies[%d]", i);
-    if ((rc = need_object(o, path, msg)) || (rc = check_keys(o, path, keys, msg))) return rc;
+    if ((rc = need_object(o, path, err)) || (rc = check_keys(o, path, keys, err))) return rc;
     if (!json_object_get(o, "kind") || !json_object_get(o, "name")) {
-        rl__buf_printf(msg, "%s: needs a name and a kind", path);
+        rl__errdetail_append(err, "%s: needs a name and a kind", path);
         return RL_E_INVALID_ARGUMENT;
     }
-    if ((rc = get_choice(o, path, "kind", kinds, kind, sizeof kind, msg))) return rc;
+    if ((rc = get_choice(o, path, "kind", kinds, kind, sizeof kind, err))) return rc;
     rl__camp_topo_kind k = !strcmp(kind, "embedded") ? RL_CAMP_EMBEDDED
                            : !strcmp(kind, "single") ? RL_CAMP_SINGLE
                            : !strcmp(kind, "multi")  ? RL_CAMP_MULTI
                                                      : RL_CAMP_FDB;
     set_topology(t, "x", k, k == RL_CAMP_EMBEDDED || k == RL_CAMP_FDB ? 0 : 250);
-    if ((rc = get_string(o, path, "name", t->name, sizeof t->name, msg))) return rc;
-    if ((rc = get_int(o, path, "delay_us", 0, 1000000, &t->delay_us, msg))) return rc;
+    if ((rc = get_string(o, path, "name", t->name, sizeof t->name, err))) return rc;
+    if ((rc = get_int(o, path, "delay_us", 0, 1000000, &t->delay_us, err))) return rc;
     if (k != RL_CAMP_FDB && json_object_get(o, "url")) {
-        rl__buf_printf(msg, "%s.url: only for fdb topologies (the others start their own database)", path);
+        rl__errdetail_append(err, "%s.url: only for fdb topologies (the others start their own database)", path);
         return RL_E_INVALID_ARGUMENT;
     }
     if (k == RL_CAMP_EMBEDDED || k == RL_CAMP_FDB) {
         for (int j = 3; strcmp(keys[j], "url"); j++)
             if (json_object_get(o, keys[j])) {
-                rl__buf_printf(msg, "%s.%s: only for single and multi topologies", path, keys[j]);
+                rl__errdetail_append(err, "%s.%s: only for single and multi topologies", path, keys[j]);
                 return RL_E_INVALID_ARGUMENT;
             }
         if (t->delay_us) {
-            rl__buf_printf(msg, "%s.delay_us: %s (must be 0)", path,
-                           k == RL_CAMP_FDB ? "the campaign injects no delay into a database it did not start"
-                                            : "an embedded topology has no network");
+            rl__errdetail_append(err, "%s.delay_us: %s (must be 0)", path,
+                                 k == RL_CAMP_FDB ? "the campaign injects no delay into a database it did not start"
+                                                  : "an embedded topology has no network");
             return RL_E_INVALID_ARGUMENT;
         }
         if (k == RL_CAMP_EMBEDDED) return RL_OK;
         /* fdb: the database to run against, an fdb: URL (FoundationDB's cluster file). */
         if (!json_object_get(o, "url")) {
-            rl__buf_printf(msg, "%s: an fdb topology needs a url (fdb:PATH/fdb.cluster)", path);
+            rl__errdetail_append(err, "%s: an fdb topology needs a url (fdb:PATH/fdb.cluster)", path);
             return RL_E_INVALID_ARGUMENT;
         }
-        if ((rc = get_string(o, path, "url", t->url, sizeof t->url, msg))) return rc;
+        if ((rc = get_string(o, path, "url", t->url, sizeof t->url, err))) return rc;
         if (strncmp(t->url, "fdb:", 4)) {
-            rl__buf_printf(msg, "%s.url: '%.64s' is not an fdb: URL (fdb:PATH/fdb.cluster)", path, t->url);
+            rl__errdetail_append(err, "%s.url: '%.64s' is not an fdb: URL (fdb:PATH/fdb.cluster)", path, t->url);
             return RL_E_INVALID_ARGUMENT;
         }
         return RL_OK;
     }
-    if ((rc = get_int(o, path, "jitter_us", 0, t->delay_us, &t->jitter_us, msg)) ||
-        (rc = get_int(o, path, "storage_servers", 1, 64, &t->storage_servers, msg)) ||
-        (rc = get_int(o, path, "hosts", 1, 16, &t->hosts, msg)) ||
-        (rc = get_int(o, path, "replication", 1, 3, &t->replication, msg)) ||
-        (rc = get_choice(o, path, "placement", placements, t->placement, sizeof t->placement, msg)) ||
-        (rc = get_choice(o, path, "secondary_reads", secondaries, t->secondary, sizeof t->secondary, msg)) ||
-        (rc = get_choice(o, path, "engine", engines, t->engine, sizeof t->engine, msg)))
+    if ((rc = get_int(o, path, "jitter_us", 0, t->delay_us, &t->jitter_us, err)) ||
+        (rc = get_int(o, path, "storage_servers", 1, 64, &t->storage_servers, err)) ||
+        (rc = get_int(o, path, "hosts", 1, 16, &t->hosts, err)) ||
+        (rc = get_int(o, path, "replication", 1, 3, &t->replication, err)) ||
+        (rc = get_choice(o, path, "placement", placements, t->placement, sizeof t->placement, err)) ||
+        (rc = get_choice(o, path, "secondary_reads", secondaries, t->secondary, sizeof t->secondary, err)) ||
+        (rc = get_choice(o, path, "engine", engines, t->engine, sizeof t->engine, err)))
         return rc;
     if (k == RL_CAMP_SINGLE && (t->storage_servers != 1 || t->replication != 1 || t->hosts != 1)) {
-        rl__buf_printf(msg, "%s: a single topology has one storage server on one host (replication 1)", path);
+        rl__errdetail_append(err, "%s: a single topology has one storage server on one host (replication 1)", path);
         return RL_E_INVALID_ARGUMENT;
     }
     if (t->replication > t->storage_servers || t->hosts > t->storage_servers) {
-        rl__buf_printf(msg, "%s: replication %d and hosts %d must not exceed storage_servers %d", path, t->replication,
-                       t->hosts, t->storage_servers);
+        rl__errdetail_append(err, "%s: replication %d and hosts %d must not exceed storage_servers %d", path,
+                             t->replication, t->hosts, t->storage_servers);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!strcmp(t->placement, "disjoint") && t->storage_servers < 2 * t->replication) {
-        rl__buf_printf(msg, "%s: disjoint placement needs two teams of %d: at least %d storage servers, not %d", path,
-                       t->replication, 2 * t->replication, t->storage_servers);
+        rl__errdetail_append(err, "%s: disjoint placement needs two teams of %d: at least %d storage servers, not %d",
+                             path, t->replication, 2 * t->replication, t->storage_servers);
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
 }
 
-static int parse_doc(json_t *root, rl__camp_protocol *p, rl_buf *msg) {
+static int parse_doc(json_t *root, rl__camp_protocol *p, rl__errdetail *err) {
     static const char *const top[] = {"name",   "description", "dataset", "topologies", "cases", "arms",
                                       "design", "statistics",  "checks",  "keep_data",  NULL};
     static const char *const ds[] = {"records", "seed", "split_padding", NULL};
@@ -364,62 +361,62 @@ static int parse_doc(json_t *root, rl__camp_protocol *p, rl_buf *msg) {
     static const char *const ck[] = {"contamination_threshold", "rtt_pings", NULL};
     json_t *v;
     int rc;
-    if ((rc = need_object(root, "the protocol", msg)) || (rc = check_keys(root, "", top, msg))) return rc;
-    if ((rc = get_string(root, "", "name", p->name, sizeof p->name, msg))) return rc;
+    if ((rc = need_object(root, "the protocol", err)) || (rc = check_keys(root, "", top, err))) return rc;
+    if ((rc = get_string(root, "", "name", p->name, sizeof p->name, err))) return rc;
     if ((v = json_object_get(root, "description"))) {
         if (!json_is_string(v) || json_string_length(v) >= sizeof p->description) {
-            rl__buf_printf(msg, "description: must be a string of at most %zu bytes", sizeof p->description - 1);
+            rl__errdetail_append(err, "description: must be a string of at most %zu bytes", sizeof p->description - 1);
             return RL_E_INVALID_ARGUMENT;
         }
         snprintf(p->description, sizeof p->description, "%s", json_string_value(v));
     }
     if ((v = json_object_get(root, "dataset"))) {
-        if ((rc = need_object(v, "dataset", msg)) || (rc = check_keys(v, "dataset", ds, msg)) ||
-            (rc = get_int(v, "dataset", "records", 1, RL_CAMP_MAX_RECORDS, &p->records, msg)) ||
-            (rc = get_u64(v, "dataset", "seed", &p->data_seed, msg)) ||
-            (rc = get_int(v, "dataset", "split_padding", 1, 9990000, &p->split_padding, msg)))
+        if ((rc = need_object(v, "dataset", err)) || (rc = check_keys(v, "dataset", ds, err)) ||
+            (rc = get_int(v, "dataset", "records", 1, RL_CAMP_MAX_RECORDS, &p->records, err)) ||
+            (rc = get_u64(v, "dataset", "seed", &p->data_seed, err)) ||
+            (rc = get_int(v, "dataset", "split_padding", 1, 9990000, &p->split_padding, err)))
             return rc;
     }
     if ((v = json_object_get(root, "topologies"))) {
         if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > RL_CAMP_MAX_TOPOLOGIES) {
-            rl__buf_printf(msg, "topologies: must be an array of 1 to %d topologies", RL_CAMP_MAX_TOPOLOGIES);
+            rl__errdetail_append(err, "topologies: must be an array of 1 to %d topologies", RL_CAMP_MAX_TOPOLOGIES);
             return RL_E_INVALID_ARGUMENT;
         }
         p->n_topologies = (int)json_array_size(v);
         for (int i = 0; i < p->n_topologies; i++) {
-            if ((rc = parse_topology(json_array_get(v, (size_t)i), i, &p->topologies[i], msg))) return rc;
+            if ((rc = parse_topology(json_array_get(v, (size_t)i), i, &p->topologies[i], err))) return rc;
             for (int j = 0; j < i; j++)
                 if (!strcmp(p->topologies[j].name, p->topologies[i].name)) {
-                    rl__buf_printf(msg, "topologies[%d]: the name '%s' is given twice", i, p->topologies[i].name);
+                    rl__errdetail_append(err, "topologies[%d]: the name '%s' is given twice", i, p->topologies[i].name);
                     return RL_E_INVALID_ARGUMENT;
                 }
         }
     }
     if ((v = json_object_get(root, "cases"))) {
         if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > RL_CAMP_MAX_CASES) {
-            rl__buf_printf(msg, "cases: must be an array of 1 to %d case names", RL_CAMP_MAX_CASES);
+            rl__errdetail_append(err, "cases: must be an array of 1 to %d case names", RL_CAMP_MAX_CASES);
             return RL_E_INVALID_ARGUMENT;
         }
         p->n_cases = (int)json_array_size(v);
         for (int i = 0; i < p->n_cases; i++) {
             json_t *e = json_array_get(v, (size_t)i);
             if (!json_is_string(e)) {
-                rl__buf_printf(msg, "cases[%d]: must be a string", i);
+                rl__errdetail_append(err, "cases[%d]: must be a string", i);
                 return RL_E_INVALID_ARGUMENT;
             }
-            rl__buf_printf(msg, "cases[%d]: ", i);
-            if ((rc = rl__camp_case_parse(json_string_value(e), &p->cases[i], msg))) return rc;
-            rl__buf_truncate(msg, 0);
+            rl__errdetail_append(err, "cases[%d]: ", i);
+            if ((rc = rl__camp_case_parse(json_string_value(e), &p->cases[i], err))) return rc;
+            rl__errdetail_clear(err);
             for (int j = 0; j < i; j++)
                 if (!strcmp(p->cases[j].name, p->cases[i].name)) {
-                    rl__buf_printf(msg, "cases[%d]: '%s' is given twice", i, p->cases[i].name);
+                    rl__errdetail_append(err, "cases[%d]: '%s' is given twice", i, p->cases[i].name);
                     return RL_E_INVALID_ARGUMENT;
                 }
         }
     }
     if ((v = json_object_get(root, "arms"))) {
         if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > RL_CAMP_MAX_ARMS) {
-            rl__buf_printf(msg, "arms: must be an array of 1 to %d arms", RL_CAMP_MAX_ARMS);
+            rl__errdetail_append(err, "arms: must be an array of 1 to %d arms", RL_CAMP_MAX_ARMS);
             return RL_E_INVALID_ARGUMENT;
         }
         p->n_arms = (int)json_array_size(v);
@@ -427,12 +424,12 @@ static int parse_doc(json_t *root, rl__camp_protocol *p, rl_buf *msg) {
             json_t *e = json_array_get(v, (size_t)i);
             int a = json_is_string(e) ? rl__camp_arm_of(json_string_value(e)) : -1;
             if (a < 0) {
-                rl__buf_printf(msg, "arms[%d]: must be one of ordinary, remote, adaptive, sqlite", i);
+                rl__errdetail_append(err, "arms[%d]: must be one of ordinary, remote, adaptive, sqlite", i);
                 return RL_E_INVALID_ARGUMENT;
             }
             for (int j = 0; j < i; j++)
                 if ((int)p->arms[j] == a) {
-                    rl__buf_printf(msg, "arms[%d]: '%s' is given twice", i, arm_names[a]);
+                    rl__errdetail_append(err, "arms[%d]: '%s' is given twice", i, arm_names[a]);
                     return RL_E_INVALID_ARGUMENT;
                 }
             p->arms[i] = (rl__camp_arm)a;
@@ -441,36 +438,37 @@ static int parse_doc(json_t *root, rl__camp_protocol *p, rl_buf *msg) {
     int has[RL_CAMP_ARM_KINDS] = {0};
     for (int i = 0; i < p->n_arms; i++) has[p->arms[i]] = 1;
     if (!has[RL_CAMP_ORDINARY] || (has[RL_CAMP_ADAPTIVE] && !has[RL_CAMP_REMOTE])) {
-        rl__buf_append_str(msg, "arms: every ratio is taken against ordinary (and adaptive's against the best of "
-                                "ordinary and remote): list ordinary, and remote with adaptive");
+        rl__errdetail_append(err, "%s",
+                             "arms: every ratio is taken against ordinary (and adaptive's against the best of "
+                             "ordinary and remote): list ordinary, and remote with adaptive");
         return RL_E_INVALID_ARGUMENT;
     }
     if ((v = json_object_get(root, "design"))) {
-        if ((rc = need_object(v, "design", msg)) || (rc = check_keys(v, "design", dz, msg)) ||
-            (rc = get_int(v, "design", "blocks", 1, RL_CAMP_MAX_BLOCKS, &p->blocks, msg)) ||
-            (rc = get_int(v, "design", "repeats", 1, RL_CAMP_MAX_REPEATS, &p->repeats, msg)) ||
-            (rc = get_double(v, "design", "seconds", 0.001, 3600, 0, 0, &p->seconds, msg)) ||
-            (rc = get_double(v, "design", "warmup_seconds", 0, 3600, 0, 0, &p->warmup_seconds, msg)) ||
-            (rc = get_int(v, "design", "pipeline_depth", 1, 1000, &p->pipeline_depth, msg)) ||
-            (rc = get_double(v, "design", "process_timeout_seconds", 0, 86400, 0, 0, &p->process_timeout_seconds, msg)))
+        if ((rc = need_object(v, "design", err)) || (rc = check_keys(v, "design", dz, err)) ||
+            (rc = get_int(v, "design", "blocks", 1, RL_CAMP_MAX_BLOCKS, &p->blocks, err)) ||
+            (rc = get_int(v, "design", "repeats", 1, RL_CAMP_MAX_REPEATS, &p->repeats, err)) ||
+            (rc = get_double(v, "design", "seconds", 0.001, 3600, 0, 0, &p->seconds, err)) ||
+            (rc = get_double(v, "design", "warmup_seconds", 0, 3600, 0, 0, &p->warmup_seconds, err)) ||
+            (rc = get_int(v, "design", "pipeline_depth", 1, 1000, &p->pipeline_depth, err)) ||
+            (rc = get_double(v, "design", "process_timeout_seconds", 0, 86400, 0, 0, &p->process_timeout_seconds, err)))
             return rc;
     }
     if ((v = json_object_get(root, "statistics"))) {
-        if ((rc = need_object(v, "statistics", msg)) || (rc = check_keys(v, "statistics", st, msg)) ||
-            (rc = get_int(v, "statistics", "resamples", 1, 1000000, &p->resamples, msg)) ||
-            (rc = get_u64(v, "statistics", "seed", &p->bootstrap_seed, msg)) ||
-            (rc = get_double(v, "statistics", "level", 0, 1, 1, 1, &p->level, msg)))
+        if ((rc = need_object(v, "statistics", err)) || (rc = check_keys(v, "statistics", st, err)) ||
+            (rc = get_int(v, "statistics", "resamples", 1, 1000000, &p->resamples, err)) ||
+            (rc = get_u64(v, "statistics", "seed", &p->bootstrap_seed, err)) ||
+            (rc = get_double(v, "statistics", "level", 0, 1, 1, 1, &p->level, err)))
             return rc;
     }
     if ((v = json_object_get(root, "checks"))) {
-        if ((rc = need_object(v, "checks", msg)) || (rc = check_keys(v, "checks", ck, msg)) ||
-            (rc = get_double(v, "checks", "contamination_threshold", 0, 1, 0, 0, &p->contamination_threshold, msg)) ||
-            (rc = get_int(v, "checks", "rtt_pings", 1, 10000, &p->rtt_pings, msg)))
+        if ((rc = need_object(v, "checks", err)) || (rc = check_keys(v, "checks", ck, err)) ||
+            (rc = get_double(v, "checks", "contamination_threshold", 0, 1, 0, 0, &p->contamination_threshold, err)) ||
+            (rc = get_int(v, "checks", "rtt_pings", 1, 10000, &p->rtt_pings, err)))
             return rc;
     }
     if ((v = json_object_get(root, "keep_data"))) {
         if (!json_is_boolean(v)) {
-            rl__buf_append_str(msg, "keep_data: must be true or false");
+            rl__errdetail_append(err, "%s", "keep_data: must be true or false");
             return RL_E_INVALID_ARGUMENT;
         }
         p->keep_data = json_is_true(v);
@@ -478,7 +476,7 @@ static int parse_doc(json_t *root, rl__camp_protocol *p, rl_buf *msg) {
     return RL_OK;
 }
 
-int rl__camp_protocol_parse(const char *text, size_t len, rl__camp_protocol *out, rl_buf *msg) {
+int rl__camp_protocol_parse(const char *text, size_t len, rl__camp_protocol *out, rl__errdetail *err) {
     json_error_t jerr;
     rl__camp_protocol p;
     int rc;
@@ -486,10 +484,10 @@ int rl__camp_protocol_parse(const char *text, size_t len, rl__camp_protocol *out
     p.description[0] = 0; /* the full protocol's text would describe another campaign */
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        rl__buf_printf(msg, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line, jerr.column);
+        rl__errdetail_append(err, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line, jerr.column);
         return RL_E_INVALID_ARGUMENT;
     }
-    rc = parse_doc(root, &p, msg);
+    rc = parse_doc(root, &p, err);
     json_decref(root);
     if (!rc) *out = p;
     return rc;

@@ -122,21 +122,21 @@ static void add_failure(run_ctx *c, int is_check, const char *what, const char *
 
 /* ---- The output directory ---------------------------------------------------------------------- */
 
-static int prepare_out(const char *dir, rl_buf *msg) {
+static int prepare_out(const char *dir, rl__errdetail *err) {
     struct stat st;
     char path[RL_CAMP_PATH_MAX];
     if (strlen(dir) > RL_CAMP_DIR_MAX - 100) {
-        rl__buf_printf(msg, "--out: the path is longer than %d bytes", RL_CAMP_DIR_MAX - 100);
+        rl__errdetail_append(err, "--out: the path is longer than %d bytes", RL_CAMP_DIR_MAX - 100);
         return RL_E_INVALID_ARGUMENT;
     }
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
-            rl__buf_printf(msg, "--out: %s is not a directory", dir);
+            rl__errdetail_append(err, "--out: %s is not a directory", dir);
             return RL_E_INVALID_ARGUMENT;
         }
         DIR *d = opendir(dir);
         if (!d) {
-            rl__buf_printf(msg, "--out: cannot read %s: %s", dir, strerror(errno));
+            rl__errdetail_append(err, "--out: cannot read %s: %s", dir, strerror(errno));
             return RL_E_IO_ERROR;
         }
         struct dirent *e;
@@ -145,18 +145,19 @@ static int prepare_out(const char *dir, rl_buf *msg) {
             if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
         closedir(d);
         if (!empty) {
-            rl__buf_printf(msg, "--out: %s is not empty (a campaign writes only into a new or empty directory)", dir);
+            rl__errdetail_append(err, "--out: %s is not empty (a campaign writes only into a new or empty directory)",
+                                 dir);
             return RL_E_ALREADY_EXISTS;
         }
     } else if (mkdir(dir, 0755) != 0) {
-        rl__buf_printf(msg, "--out: cannot create %s: %s", dir, strerror(errno));
+        rl__errdetail_append(err, "--out: cannot create %s: %s", dir, strerror(errno));
         return errno == ENOENT ? RL_E_FILE_NOT_FOUND : RL_E_IO_ERROR;
     }
     const char *subs[] = {"data", "plots"};
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, subs[i]);
         if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-            rl__buf_printf(msg, "cannot create %s: %s", path, strerror(errno));
+            rl__errdetail_append(err, "cannot create %s: %s", path, strerror(errno));
             return RL_E_IO_ERROR;
         }
     }
@@ -195,19 +196,20 @@ static json_t *run_worker(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k,
     rl__camp_child ch;
     rl__camp_cpu a, b;
     rl__camp_cpu_use use;
-    rl_buf msg, err;
-    rl__buf_init(&msg);
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail why; /* what failed, for the report */
+    rl__errdetail_init(&err, NULL);
+    rl__errdetail_init(&why, NULL);
     memset(r, 0, sizeof *r);
     int seq = ++c->seq, done = 0;
     double open_s = NAN;
     if (c->t_first == 0) c->t_first = now_s();
     rl__camp_cpu_snapshot(tp->pids, tp->n_pids, &a);
-    int rc = rl__camp_child_run(argv, rl__camp_process_timeout(p), &ch, &msg);
+    int rc = rl__camp_child_run(argv, rl__camp_process_timeout(p), &ch, &err);
     rl__camp_cpu_snapshot(tp->pids, tp->n_pids, &b);
     rl__camp_cpu_between(&a, &b, &use);
     if (rc) {
-        rl__buf_printf(&err, "%s", msg.data);
+        rl__errdetail_append(&why, "%s", rl__errdetail_get(&err));
     } else {
         /* One JSON object per line. */
         char *line = (char *)ch.out.data, *end;
@@ -217,12 +219,13 @@ static json_t *run_worker(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k,
             json_error_t jerr;
             json_t *o = json_loadb(line, (size_t)(end - line), 0, &jerr);
             if (!o) {
-                if (end > line && !err.len) rl__buf_printf(&err, "unreadable line from the worker: %.200s", line);
+                if (end > line && !rl__errdetail_len(&why))
+                    rl__errdetail_append(&why, "unreadable line from the worker: %.200s", line);
                 continue;
             }
-            if (json_object_get(o, "error") && !err.len) {
-                rl__buf_printf(&err, "%s: %s", json_string_value(json_object_get(o, "error")),
-                               json_string_value(json_object_get(o, "message")));
+            if (json_object_get(o, "error") && !rl__errdetail_len(&why)) {
+                rl__errdetail_append(&why, "%s: %s", json_string_value(json_object_get(o, "error")),
+                                     json_string_value(json_object_get(o, "message")));
             } else if (json_object_get(o, "repeat") && r->n < RL_CAMP_MAX_REPEATS) {
                 json_t *s = json_pack("{s:s, s:s, s:s, s:i, s:O, s:i, s:i}", "topology", tp->t->name, "case", k->name,
                                       "arm", rl__camp_arm_name(arm), "block", block + 1, "repeat",
@@ -238,7 +241,8 @@ static json_t *run_worker(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k,
                 }
                 json_object_set(s, "rows_hash", json_object_get(o, "rows_hash"));
                 json_object_set(s, "last_rows", json_object_get(o, "last_rows"));
-                if (!complete && !err.len) rl__buf_append_str(&err, "a repeat line lacks a metric");
+                if (!complete && !rl__errdetail_len(&why))
+                    rl__errdetail_append(&why, "%s", "a repeat line lacks a metric");
                 json_array_append_new(c->samples, s);
                 r->n++;
             } else if (json_object_get(o, "done")) {
@@ -247,14 +251,14 @@ static json_t *run_worker(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k,
             }
             json_decref(o);
         }
-        if (!err.len && ch.timed_out)
-            rl__buf_printf(&err, "still running after %.0f s: killed", rl__camp_process_timeout(p));
-        if (!err.len && ch.exit_code != 0)
-            rl__buf_printf(&err, "exit code %d (signal %d): %.500s", ch.exit_code, ch.signal, ch.err.data);
-        if (!err.len && (r->n != p->repeats || !done))
-            rl__buf_printf(&err, "%d of %d repeats%s", r->n, p->repeats, done ? "" : ", no end line");
+        if (!rl__errdetail_len(&why) && ch.timed_out)
+            rl__errdetail_append(&why, "still running after %.0f s: killed", rl__camp_process_timeout(p));
+        if (!rl__errdetail_len(&why) && ch.exit_code != 0)
+            rl__errdetail_append(&why, "exit code %d (signal %d): %.500s", ch.exit_code, ch.signal, ch.err.data);
+        if (!rl__errdetail_len(&why) && (r->n != p->repeats || !done))
+            rl__errdetail_append(&why, "%d of %d repeats%s", r->n, p->repeats, done ? "" : ", no end line");
     }
-    r->ok = !err.len;
+    r->ok = !rl__errdetail_len(&why);
     /* Hash check input: the rows hash of every repeat is compared by the caller from samples. */
     json_t *proc =
         json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:b, s:b}", "block", block + 1, "arm", rl__camp_arm_name(arm),
@@ -262,16 +266,14 @@ static json_t *run_worker(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k,
                   rc ? 0.0 : ch.wall_s, "timed_out", rc ? 0 : ch.timed_out, "ok", r->ok);
     json_object_set_new(proc, "open_seconds", jnum(open_s));
     json_object_set_new(proc, "other_cpu_fraction", use.ok ? jnum(use.other_fraction) : json_null());
-    json_object_set_new(proc, "error", err.len ? json_string(rl__camp_str(&err)) : json_null());
+    json_object_set_new(proc, "error", rl__errdetail_len(&why) ? json_string(rl__errdetail_get(&why)) : json_null());
     if (!r->ok) {
         json_object_set_new(proc, "stderr", json_string(rc ? "" : rl__camp_str(&ch.err)));
         add_failure(c, 0, "process", tp->t->name, k->name, "block %d %s: %s", block + 1, rl__camp_arm_name(arm),
-                    err.data);
+                    rl__errdetail_get(&why));
     }
     c->proc_s += rc ? 0 : ch.wall_s;
     rl__camp_child_release(&ch);
-    rl__buf_release(&msg);
-    rl__buf_release(&err);
     return proc;
 }
 
@@ -387,29 +389,27 @@ static int summarise_case(run_ctx *c, const rl__camp_topology *t, const rl__camp
  * with "error". */
 static json_t *probe_rtt(run_ctx *c, rl__camp_topo *tp, const char *kase) {
     json_t *o = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
-    int rc = tp->ops->rtt(tp, c->p->rtt_pings, &o, &msg);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
+    int rc = tp->ops->rtt(tp, c->p->rtt_pings, &o, &err);
     if (rc) {
-        add_failure(c, 1, "rtt", tp->t->name, kase, "%s", msg.data);
-        o = json_pack("{s:b, s:s}", "applicable", 1, "error", rl__camp_str(&msg));
+        add_failure(c, 1, "rtt", tp->t->name, kase, "%s", rl__errdetail_get(&err));
+        o = json_pack("{s:b, s:s}", "applicable", 1, "error", rl__errdetail_get(&err));
     } else if (json_is_false(json_object_get(o, "shows_delay"))) {
         add_failure(c, 1, "rtt", tp->t->name, kase,
                     "the RTT probe does not show the injected delay: p50 %.1f us < %.1f us",
                     json_number_value(json_object_get(o, "p50_us")),
                     json_number_value(json_object_get(o, "expected_min_p50_us")));
     }
-    rl__buf_release(&msg);
     return o;
 }
 
 static json_t *probe_receipt(rl__camp_topo *tp, const rl__camp_case *k) {
     json_t *o = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
-    int rc = tp->ops->receipt(tp, k->variant, &o, &msg);
-    if (rc) o = json_pack("{s:s}", "error", rl__camp_str(&msg));
-    rl__buf_release(&msg);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
+    int rc = tp->ops->receipt(tp, k->variant, &o, &err);
+    if (rc) o = json_pack("{s:s}", "error", rl__errdetail_get(&err));
     return o;
 }
 
@@ -516,8 +516,8 @@ static int run_case(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k, const
 static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *need) {
     const rl__camp_protocol *p = c->p;
     int ok = 1, has_sqlite = 0;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     for (int i = 0; i < p->n_arms; i++) has_sqlite |= p->arms[i] == RL_CAMP_SQLITE;
     json_t *ds = json_array();
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
@@ -526,16 +526,16 @@ static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *ne
         double t0 = now_s();
         progress(c, "%s: loading %d %s Orders (padding %d) into %s", tp->t->name, p->records,
                  rl__camp_variant_name((rl__camp_variant)v), padding, tp->url[v]);
-        rl__buf_reset(&msg);
+        rl__errdetail_clear(&err);
         json_t *d = json_pack("{s:s, s:s, s:s, s:i, s:i}", "variant", rl__camp_variant_name((rl__camp_variant)v), "url",
                               tp->url[v], "store", tp->store[v], "records", p->records, "padding", padding);
-        int rc = rl__camp_load(tp->url[v], tp->store[v], p, padding, &msg);
+        int rc = rl__camp_load(tp->url[v], tp->store[v], p, padding, &err);
         json_object_set_new(d, "load_seconds", json_real(now_s() - t0));
         json_t *chk = NULL;
-        if (!rc) rc = rl__camp_integrity(tp->url[v], tp->store[v], &chk, &msg);
+        if (!rc) rc = rl__camp_integrity(tp->url[v], tp->store[v], &chk, &err);
         if (rc) {
-            add_failure(c, 1, "load", tp->t->name, NULL, "%s", msg.data);
-            json_object_set_new(d, "error", json_string(rl__camp_str(&msg)));
+            add_failure(c, 1, "load", tp->t->name, NULL, "%s", rl__errdetail_get(&err));
+            json_object_set_new(d, "error", json_string(rl__errdetail_get(&err)));
             ok = 0;
         } else {
             tp->loaded[v] = 1;
@@ -555,9 +555,9 @@ static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *ne
             json_decref(chk);
         }
         if (ok && has_sqlite && tp->sqlite[v][0]) {
-            rl__buf_reset(&msg);
-            if ((rc = rl__camp_sqlite_peer(tp->url[v], tp->store[v], tp->sqlite[v], &msg))) {
-                add_failure(c, 1, "sqlite-peer", tp->t->name, NULL, "%s", msg.data);
+            rl__errdetail_clear(&err);
+            if ((rc = rl__camp_sqlite_peer(tp->url[v], tp->store[v], tp->sqlite[v], &err))) {
+                add_failure(c, 1, "sqlite-peer", tp->t->name, NULL, "%s", rl__errdetail_get(&err));
                 ok = 0;
             }
             json_object_set_new(d, "sqlite", json_string(tp->sqlite[v]));
@@ -565,11 +565,11 @@ static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *ne
         json_array_append_new(ds, d);
     }
     json_object_set_new(tj, "datasets", ds);
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&err);
     if (ok) {
         double t0 = now_s();
-        if (tp->ops->place(tp, &msg)) {
-            add_failure(c, 1, "placement", tp->t->name, NULL, "%s", msg.data);
+        if (tp->ops->place(tp, &err)) {
+            add_failure(c, 1, "placement", tp->t->name, NULL, "%s", rl__errdetail_get(&err));
             ok = 0;
         } else if (tp->placed_text[0]) {
             progress(c, "%s: placed (%s) in %.1f s", tp->t->name, tp->placed_text, now_s() - t0);
@@ -579,15 +579,14 @@ static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *ne
     }
     json_t *controls = NULL;
     int passed = 0;
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&err);
     progress(c, "%s: defect controls (delete-chunk, stray-suffix, version-key) on a scratch copy", tp->t->name);
-    if (rl__camp_defect_controls(tp->control_url, p, &controls, &passed, &msg))
-        add_failure(c, 1, "defect-control", tp->t->name, NULL, "%s", msg.data);
+    if (rl__camp_defect_controls(tp->control_url, p, &controls, &passed, &err))
+        add_failure(c, 1, "defect-control", tp->t->name, NULL, "%s", rl__errdetail_get(&err));
     else if (!passed)
         add_failure(c, 1, "defect-control", tp->t->name, NULL, "a defect did not make the checker fail as expected");
     json_object_set_new(tj, "defect_controls", controls ? controls : json_array());
     json_object_set_new(tj, "defect_controls_passed", json_boolean(passed));
-    rl__buf_release(&msg);
     return ok && passed;
 }
 
@@ -600,9 +599,9 @@ static void rows_check(run_ctx *c, rl__camp_topo *tp, json_t *tj, int (*runs)[RL
     rl__camp_conn conn;
     int avail[RL_CAMP_ARM_KINDS] = {0};
     char why[RL_CAMP_ARM_KINDS][256];
-    rl_buf msg;
+    rl__errdetail err;
     json_t **per_case = rl__calloc((size_t)p->n_cases, sizeof *per_case);
-    rl__buf_init(&msg);
+    rl__errdetail_init(&err, NULL);
     memset(why, 0, sizeof why);
     for (int i = 0; i < p->n_arms; i++) avail[p->arms[i]] = 1;
     if (avail[RL_CAMP_SQLITE] && !tp->sqlite[0][0]) {
@@ -613,11 +612,11 @@ static void rows_check(run_ctx *c, rl__camp_topo *tp, json_t *tj, int (*runs)[RL
         int used = 0, opened = 0;
         for (int k = 0; k < p->n_cases; k++) used |= p->cases[k].variant == (rl__camp_variant)v;
         if (!used) continue;
-        rl__buf_reset(&msg);
+        rl__errdetail_clear(&err);
         const char *sq = avail[RL_CAMP_SQLITE] && tp->sqlite[v][0] ? tp->sqlite[v] : NULL;
         memset(&conn, 0, sizeof conn);
-        if (rl__camp_conn_open(&conn, tp->query_url[v], tp->store[v], sq, &msg))
-            add_failure(c, 1, "rows", tp->t->name, NULL, "%s", msg.data);
+        if (rl__camp_conn_open(&conn, tp->query_url[v], tp->store[v], sq, &err))
+            add_failure(c, 1, "rows", tp->t->name, NULL, "%s", rl__errdetail_get(&err));
         else opened = 1;
         for (int k = 0; k < p->n_cases; k++) {
             const rl__camp_case *kc = &p->cases[k];
@@ -630,15 +629,16 @@ static void rows_check(run_ctx *c, rl__camp_topo *tp, json_t *tj, int (*runs)[RL
                 memset(&s, 0, sizeof s);
                 runs[k][a] = 0;
                 if (!avail[a] || !opened) continue;
-                rl__buf_reset(&msg);
-                int rc = rl__camp_op(&conn, kc, a, p->pipeline_depth, &s, &msg);
+                rl__errdetail_clear(&err);
+                int rc = rl__camp_op(&conn, kc, a, p->pipeline_depth, &s, &err);
                 if (rc == RL_E_UNSUPPORTED_OPERATION) {
                     avail[a] = 0;
-                    snprintf(why[a], sizeof why[a], "%s", msg.data);
+                    snprintf(why[a], sizeof why[a], "%s", rl__errdetail_get(&err));
                     continue;
                 }
                 if (rc) {
-                    add_failure(c, 1, "rows", tp->t->name, kc->name, "%s: %s", rl__camp_arm_name(a), msg.data);
+                    add_failure(c, 1, "rows", tp->t->name, kc->name, "%s: %s", rl__camp_arm_name(a),
+                                rl__errdetail_get(&err));
                     continue;
                 }
                 char h[17];
@@ -676,19 +676,18 @@ static void rows_check(run_ctx *c, rl__camp_topo *tp, json_t *tj, int (*runs)[RL
     json_object_set_new(tj, "rows_check", rows);
     if (!per_case) add_failure(c, 1, "rows", tp->t->name, NULL, "out of memory");
     rl__free(per_case);
-    rl__buf_release(&msg);
 }
 
 static int run_topology(run_ctx *c, int ti) {
     const rl__camp_protocol *p = c->p;
     const rl__camp_topology *t = &p->topologies[ti];
     rl__camp_topo tp;
-    rl_buf msg;
+    rl__errdetail err;
     int rc = RL_OK, need[RL_CAMP_VARIANTS] = {0};
     int(*runs)[RL_CAMP_ARM_KINDS] = rl__calloc((size_t)p->n_cases, sizeof *runs);
     char(*hash)[17] = rl__calloc((size_t)p->n_cases, sizeof *hash);
     memset(&tp, 0, sizeof tp);
-    rl__buf_init(&msg);
+    rl__errdetail_init(&err, NULL);
     if (!runs || !hash) {
         rc = RL_E_OUT_OF_MEMORY;
         goto done;
@@ -698,15 +697,15 @@ static int run_topology(run_ctx *c, int ti) {
     json_t *tj = json_pack("{s:s, s:s, s:i}", "name", t->name, "kind", rl__camp_topo_kind_name(t->kind), "delay_us",
                            t->delay_us);
     json_array_append_new(c->topos, tj);
-    if (tp.ops->available(t, &msg)) {
+    if (tp.ops->available(t, &err)) {
         json_object_set_new(tj, "status", json_string("not_available"));
-        json_object_set_new(tj, "reason", json_string(rl__camp_str(&msg)));
-        progress(c, "topology %s is not available: %s", t->name, msg.data);
+        json_object_set_new(tj, "reason", json_string(rl__errdetail_get(&err)));
+        progress(c, "topology %s is not available: %s", t->name, rl__errdetail_get(&err));
         goto done;
     }
     for (int k = 0; k < p->n_cases; k++) need[p->cases[k].variant] = 1;
-    if (tp.ops->up(&tp, &msg)) {
-        add_failure(c, 1, "topology", t->name, NULL, "%s", msg.data);
+    if (tp.ops->up(&tp, &err)) {
+        add_failure(c, 1, "topology", t->name, NULL, "%s", rl__errdetail_get(&err));
         json_object_set_new(tj, "status", json_string("failed"));
         goto done;
     }
@@ -729,10 +728,10 @@ static int run_topology(run_ctx *c, int ti) {
     }
     for (int k = 0; k < p->n_cases && rc == RL_OK; k++) rc = run_case(c, &tp, &p->cases[k], runs[k], hash[k]);
     json_t *rest = NULL;
-    rl__buf_reset(&msg);
-    if (tp.ops->restore(&tp, p->rtt_pings, &rest, &msg)) {
-        add_failure(c, 1, "restoration", t->name, NULL, "%s", msg.data);
-        rest = json_pack("{s:s}", "error", rl__camp_str(&msg));
+    rl__errdetail_clear(&err);
+    if (tp.ops->restore(&tp, p->rtt_pings, &rest, &err)) {
+        add_failure(c, 1, "restoration", t->name, NULL, "%s", rl__errdetail_get(&err));
+        rest = json_pack("{s:s}", "error", rl__errdetail_get(&err));
     } else if (json_is_false(json_object_get(rest, "restored"))) {
         add_failure(c, 1, "restoration", t->name, NULL,
                     "the RTT probe still shows the delay after its removal: p50 %.1f us >= %.1f us",
@@ -750,23 +749,22 @@ done:
     json_decref(tp.info);
     rl__free(runs);
     rl__free(hash);
-    rl__buf_release(&msg);
     return rc;
 }
 
 /* ---- The run ----------------------------------------------------------------------------------- */
 
-static int write_json(const char *dir, const char *name, json_t *doc, rl_buf *msg) {
+static int write_json(const char *dir, const char *name, json_t *doc, rl__errdetail *err) {
     char path[RL_CAMP_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (json_dump_file(doc, path, RL_CAMP_RESULTS_JSON_FLAGS) != 0) {
-        rl__buf_printf(msg, "cannot write %s", path);
+        rl__errdetail_append(err, "cannot write %s", path);
         return RL_E_IO_ERROR;
     }
     return RL_OK;
 }
 
-int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg) {
+int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     const rl__camp_protocol *p = o->protocol;
     run_ctx c;
     rl_buf self, ptext;
@@ -778,10 +776,10 @@ int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg) {
     rl__buf_init(&self);
     rl__buf_init(&ptext);
     c.o = o, c.p = p, c.progress = o->progress;
-    if ((rc = prepare_out(o->out_dir, msg))) goto done;
+    if ((rc = prepare_out(o->out_dir, err))) goto done;
     if (o->self_exe) rl__buf_append_str(&self, o->self_exe);
     else if ((rc = rl__camp_self_exe(&self))) {
-        rl__buf_append_str(msg, "cannot find the running program (/proc/self/exe)");
+        rl__errdetail_append(err, "%s", "cannot find the running program (/proc/self/exe)");
         goto done;
     }
     snprintf(c.self, sizeof c.self, "%s", rl__camp_str(&self));
@@ -805,7 +803,7 @@ int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg) {
     /* The manifest is taken now, before anything runs: the binaries' digests and the work tree's
      * revision are those the run starts from (taken at the end, a commit or a rebuild during a
      * long run was recorded as if the run had used it). */
-    if ((rc = rl__camp_manifest(o, c.self, &man, msg))) goto done;
+    if ((rc = rl__camp_manifest(o, c.self, &man, err))) goto done;
     json_object_set_new(man, "protocol_sha256", json_string(hex));
     c.t0 = now_s();
     rl_buf arms;
@@ -823,7 +821,7 @@ int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg) {
         rmdir(data); /* empty once every topology removed its own; left alone otherwise */
     }
     if (rc) {
-        rl__buf_printf(msg, "the run stopped: %s", rl_error_name(rc));
+        rl__errdetail_append(err, "the run stopped: %s", rl_error_name(rc));
         add_failure(&c, 0, "run", NULL, NULL, "stopped early: %s", rl_error_name(rc));
     }
     utc_now(when, sizeof when);
@@ -833,23 +831,20 @@ int rl__camp_run(const rl__camp_run_options *o, rl_buf *msg) {
     json_object_set_new(c.root, "failed_checks", json_integer(c.failed_checks));
     json_object_set_new(c.root, "failed_processes", json_integer(c.failed_procs));
     json_t *plots = NULL;
-    rl_buf pmsg;
-    rl__buf_init(&pmsg);
-    rl__camp_plots(o->out_dir, c.root, &plots, &pmsg);
+    rl__camp_plots(o->out_dir, c.root, &plots, NULL);
     json_object_set_new(c.root, "plots", plots ? plots : json_null());
-    rl__buf_release(&pmsg);
-    int wrc = rl__camp_results_write(o->out_dir, c.root, msg);
-    if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, o->out, msg);
-    if (!wrc) wrc = write_json(o->out_dir, "manifest.json", man, msg);
+    int wrc = rl__camp_results_write(o->out_dir, c.root, err);
+    if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, o->out, err);
+    if (!wrc) wrc = write_json(o->out_dir, "manifest.json", man, err);
     fmt_dur(now_s() - c.t0, el, sizeof el);
     progress(&c, "done in %s: %d processes, %d failed checks, %d failed processes; report %s/report.md", el, c.done,
              c.failed_checks, c.failed_procs, o->out_dir);
     if (!rc) rc = wrc;
     if (!rc && c.failed_checks) rc = RL_E_INTEGRITY_DEFECTS;
     if (!rc && c.failed_procs) rc = RL_E_OPERATION_FAILED;
-    if (rc && !msg->len)
-        rl__buf_printf(msg, "%d failed checks and %d failed processes (see %s/report.md)", c.failed_checks,
-                       c.failed_procs, o->out_dir);
+    if (rc && !rl__errdetail_len(err))
+        rl__errdetail_append(err, "%d failed checks and %d failed processes (see %s/report.md)", c.failed_checks,
+                             c.failed_procs, o->out_dir);
 done:
     json_decref(man);
     json_decref(c.root);

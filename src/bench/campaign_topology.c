@@ -43,9 +43,9 @@ static const char *const kind_names[] = {"embedded", "single", "multi", "fdb"};
 const char *rl__camp_topo_kind_name(rl__camp_topo_kind k) { return (unsigned)k < 4 ? kind_names[k] : "unknown"; }
 
 /* mkdir path (0700); an existing directory is fine. */
-static int make_dir(const char *path, rl_buf *msg) {
+static int make_dir(const char *path, rl__errdetail *err) {
     if (mkdir(path, 0700) == 0 || errno == EEXIST) return RL_OK;
-    rl__buf_printf(msg, "cannot create %s: %s", path, strerror(errno));
+    rl__errdetail_append(err, "cannot create %s: %s", path, strerror(errno));
     return errno == ENOSPC ? RL_E_NO_SPACE : RL_E_IO_ERROR;
 }
 
@@ -53,50 +53,50 @@ static json_t *not_applicable(const char *why) { return json_pack("{s:b, s:s}", 
 
 /* ---- embedded ---------------------------------------------------------------------------------- */
 
-static int emb_available(const rl__camp_topology *t, rl_buf *why) {
+static int emb_available(const rl__camp_topology *t, rl__errdetail *why) {
     (void)t;
     (void)why;
     return RL_OK;
 }
 
-static int emb_up(rl__camp_topo *tp, rl_buf *msg) {
+static int emb_up(rl__camp_topo *tp, rl__errdetail *err) {
     char path[RL_CAMP_DIR_MAX + 32];
     int rc;
-    if ((rc = make_dir(tp->dir, msg))) return rc;
+    if ((rc = make_dir(tp->dir, err))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         const char *name = rl__camp_variant_name((rl__camp_variant)v);
         snprintf(path, sizeof path, "%s/%s", tp->dir, name);
-        if ((rc = make_dir(path, msg))) return rc;
+        if ((rc = make_dir(path, err))) return rc;
         snprintf(tp->url[v], sizeof tp->url[v], "file:%s", path);
         snprintf(tp->query_url[v], sizeof tp->query_url[v], "%s", tp->url[v]);
         snprintf(tp->store[v], sizeof tp->store[v], "[\"bench\",\"%s\"]", name);
         snprintf(tp->sqlite[v], sizeof tp->sqlite[v], "%s/%s.sqlite", tp->dir, name);
     }
     snprintf(path, sizeof path, "%s/control", tp->dir);
-    if ((rc = make_dir(path, msg))) return rc;
+    if ((rc = make_dir(path, err))) return rc;
     snprintf(tp->control_url, sizeof tp->control_url, "file:%s", path);
     tp->n_pids = 0;
     return RL_OK;
 }
 
-static int emb_place(rl__camp_topo *tp, rl_buf *msg) {
+static int emb_place(rl__camp_topo *tp, rl__errdetail *err) {
     (void)tp;
-    (void)msg;
+    (void)err;
     return RL_OK;
 }
 
-static int emb_rtt(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
-    (void)tp, (void)pings, (void)msg;
+static int emb_rtt(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err) {
+    (void)tp, (void)pings, (void)err;
     *out = not_applicable("embedded: no network between the client and the data");
     return RL_OK;
 }
 
-static int emb_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg) {
-    return rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
+static int emb_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl__errdetail *err) {
+    return rl__camp_layout_receipt(tp->url[v], tp->store[v], out, err);
 }
 
-static int emb_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
-    (void)tp, (void)pings, (void)msg;
+static int emb_restore(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err) {
+    (void)tp, (void)pings, (void)err;
     *out = not_applicable("embedded: no injected delay to remove");
     return RL_OK;
 }
@@ -108,12 +108,12 @@ static void emb_down(rl__camp_topo *tp) { (void)tp; }
 /* The cluster's directory under the topology's. */
 static void cluster_dir(const rl__camp_topo *tp, char *out, size_t cap) { snprintf(out, cap, "%s/cluster", tp->dir); }
 
-static int cl_available(const rl__camp_topology *t, rl_buf *why) {
+static int cl_available(const rl__camp_topology *t, rl__errdetail *why) {
     rl_buf self;
     char path[RL_CAMP_PATH_MAX + 16];
     if (t->kind == RL_CAMP_MULTI && t->storage_servers % t->hosts) {
-        rl__buf_printf(why, "multi: %d storage servers do not spread evenly over %d hosts", t->storage_servers,
-                       t->hosts);
+        rl__errdetail_append(why, "multi: %d storage servers do not spread evenly over %d hosts", t->storage_servers,
+                             t->hosts);
         return RL_E_UNSUPPORTED_OPERATION;
     }
     rl__buf_init(&self);
@@ -123,7 +123,7 @@ static int cl_available(const rl__camp_topology *t, rl_buf *why) {
         if (slash) *slash = 0;
         snprintf(path, sizeof path, "%s/rlkvd", rl__camp_str(&self));
         if (access(path, X_OK) != 0) {
-            rl__buf_printf(why, "%s is not built (the cluster's server)", path);
+            rl__errdetail_append(why, "%s is not built (the cluster's server)", path);
             rc = RL_E_UNSUPPORTED_OPERATION;
         }
     }
@@ -131,11 +131,11 @@ static int cl_available(const rl__camp_topology *t, rl_buf *why) {
     return rc;
 }
 
-static int cl_up(rl__camp_topo *tp, rl_buf *msg) {
+static int cl_up(rl__camp_topo *tp, rl__errdetail *err) {
     char dir[RL_CAMP_DIR_MAX + 16];
     rl__cluster_up_opts o;
     int rc;
-    if ((rc = make_dir(tp->dir, msg))) return rc;
+    if ((rc = make_dir(tp->dir, err))) return rc;
     cluster_dir(tp, dir, sizeof dir);
     memset(&o, 0, sizeof o);
     o.n_storage = tp->t->storage_servers;
@@ -154,7 +154,7 @@ static int cl_up(rl__camp_topo *tp, rl_buf *msg) {
         o.host_addresses = 1;
         o.replication = tp->t->replication;
     }
-    if ((rc = rl__cluster_up(dir, &o, msg))) return rc;
+    if ((rc = rl__cluster_up(dir, &o, err))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         snprintf(tp->url[v], sizeof tp->url[v], "cluster:%s/reclayer.cluster", dir);
         /* the protocol's secondary_reads: the strategy of the mapped reads' remote secondaries */
@@ -166,7 +166,7 @@ static int cl_up(rl__camp_topo *tp, rl_buf *msg) {
     tp->n_pids = 0;
     for (uint32_t id = 0; id <= (uint32_t)tp->t->storage_servers && tp->n_pids < RL_CAMP_MAX_OWNED_PIDS; id++) {
         int pid = 0;
-        if ((rc = rl__cluster_pid(dir, id, &pid, NULL, msg))) return rc;
+        if ((rc = rl__cluster_pid(dir, id, &pid, NULL, err))) return rc;
         if (pid > 0) tp->pids[tp->n_pids++] = pid;
     }
     return RL_OK;
@@ -209,14 +209,14 @@ static void team_text(rl_buf *b, const uint32_t *team, int n) {
 /* multi: per store, the index price_idx to the index team and the records split evenly over the
  * record teams (rl__tool_placement_place, which returns once every move is done). single: one
  * storage server holds every shard, nothing to place. */
-static int cl_place(rl__camp_topo *tp, rl_buf *msg) {
+static int cl_place(rl__camp_topo *tp, rl__errdetail *err) {
     if (tp->t->kind == RL_CAMP_SINGLE) return RL_OK;
     uint32_t index_team[3], rec[RL_CAMP_MAX_TEAMS][3], n_rec[RL_CAMP_MAX_TEAMS];
     const uint32_t *recp[RL_CAMP_MAX_TEAMS];
     int r = tp->t->replication, n = multi_teams(tp->t, index_team, rec);
     if (n < 1) {
-        rl__buf_printf(msg, "multi: no record team disjoint from the index team (%d servers, replication %d)",
-                       tp->t->storage_servers, r);
+        rl__errdetail_append(err, "multi: no record team disjoint from the index team (%d servers, replication %d)",
+                             tp->t->storage_servers, r);
         return RL_E_INVALID_ARGUMENT;
     }
     for (int i = 0; i < n; i++) recp[i] = rec[i], n_rec[i] = (uint32_t)r;
@@ -232,9 +232,9 @@ static int cl_place(rl__camp_topo *tp, rl_buf *msg) {
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         if (!tp->loaded[v]) continue;
         int rc = rl__tool_placement_place(tp->url[v], NULL, tp->store[v], "price_idx", index_team, (uint32_t)r, recp,
-                                          n_rec, (uint32_t)n, 0, NULL, msg);
+                                          n_rec, (uint32_t)n, 0, NULL, err);
         if (rc) {
-            rl__buf_printf(msg, " (placing %s: %s)", tp->store[v], tp->placed_text);
+            rl__errdetail_append(err, " (placing %s: %s)", tp->store[v], tp->placed_text);
             return rc;
         }
     }
@@ -251,7 +251,7 @@ static int cmp_u64(const void *a, const void *b) {
  * what `rl ping` measures). min/p50/p99/max over all of them, and per target. With
  * expect_delay_us > 0 the probe also says whether it shows that one-way delay: "shows_delay" is
  * p50 >= 2 x expect_delay_us (the runner records a failed check when it does not). */
-static int cl_probe(rl__camp_topo *tp, int pings, int expect_delay_us, json_t **out, rl_buf *msg) {
+static int cl_probe(rl__camp_topo *tp, int pings, int expect_delay_us, json_t **out, rl__errdetail *err) {
     int n_proc = tp->t->storage_servers + 1, rc = RL_OK;
     uint64_t *ns = rl__calloc((size_t)pings * (size_t)n_proc, sizeof *ns);
     size_t n = 0;
@@ -265,18 +265,18 @@ static int cl_probe(rl__camp_topo *tp, int pings, int expect_delay_us, json_t **
     rl_db_options o;
     memset(&o, 0, sizeof o);
     if ((rc = rl_db_open(tp->url[0], &o, &db))) {
-        rl__buf_printf(msg, "RTT probe: cannot open %s: %s", tp->url[0], rl_error_name(rc));
+        rl__errdetail_append(err, "RTT probe: cannot open %s: %s", tp->url[0], rl_error_name(rc));
         goto done;
     }
     for (uint32_t id = 0; id < (uint32_t)n_proc; id++) {
         uint64_t warm = 0;
         if ((rc = rl__db_cluster_ping(db, id, &warm))) { /* opens the connection: not counted */
-            rl__buf_printf(msg, "RTT probe: PING to process %u: %s", id, rl_error_name(rc));
+            rl__errdetail_append(err, "RTT probe: PING to process %u: %s", id, rl_error_name(rc));
             goto done;
         }
         for (int i = 0; i < pings; i++) {
             if ((rc = rl__db_cluster_ping(db, id, &ns[n]))) {
-                rl__buf_printf(msg, "RTT probe: PING to process %u: %s", id, rl_error_name(rc));
+                rl__errdetail_append(err, "RTT probe: PING to process %u: %s", id, rl_error_name(rc));
                 goto done;
             }
             n++;
@@ -309,11 +309,11 @@ done:
 /* The store's layout, the shard map's hash, and rl placement show's receipt ("placement": the
  * index and record shards with their teams, the server- and host-disjoint fractions; its
  * read_version left out, so an unchanged cluster gives an equal receipt). */
-static int cl_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg) {
+static int cl_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl__errdetail *err) {
     json_t *pl = NULL;
-    int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
-    if (!rc) rc = rl__camp_shard_receipt(tp->url[v], *out, msg);
-    if (!rc) rc = rl__tool_placement_show(tp->url[v], tp->store[v], "price_idx", NULL, &pl, msg);
+    int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, err);
+    if (!rc) rc = rl__camp_shard_receipt(tp->url[v], *out, err);
+    if (!rc) rc = rl__tool_placement_show(tp->url[v], tp->store[v], "price_idx", NULL, &pl, err);
     if (!rc) json_object_set(*out, "placement", json_object_get(pl, "receipt"));
     json_decref(pl);
     if (rc && *out) {
@@ -323,15 +323,15 @@ static int cl_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_bu
     return rc;
 }
 
-static int cl_rtt(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
-    return cl_probe(tp, pings, tp->t->delay_us, out, msg);
+static int cl_rtt(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err) {
+    return cl_probe(tp, pings, tp->t->delay_us, out, err);
 }
 
 /* Remove the injected delay (rl__cluster_delay to 0 on every process; a fresh client learns it
  * from the shard map at open) and probe again: "restored" is p50 below 2 x the delay that was
  * injected, i.e. the probe no longer shows it (the reports' restoration check). Without a delay
  * there is nothing to remove. */
-static int cl_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int cl_restore(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err) {
     char dir[RL_CAMP_DIR_MAX + 16];
     int set = 0, rc;
     *out = NULL;
@@ -340,8 +340,8 @@ static int cl_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
         return RL_OK;
     }
     cluster_dir(tp, dir, sizeof dir);
-    if ((rc = rl__cluster_delay(dir, 0, 0, &set, msg))) return rc;
-    if ((rc = cl_probe(tp, pings, 0, out, msg))) return rc;
+    if ((rc = rl__cluster_delay(dir, 0, 0, &set, err))) return rc;
+    if ((rc = cl_probe(tp, pings, 0, out, err))) return rc;
     double p50 = json_number_value(json_object_get(*out, "p50_us"));
     json_object_set_new(*out, "removed_delay_us", json_integer(tp->t->delay_us));
     json_object_set_new(*out, "processes_set", json_integer(set));
@@ -351,11 +351,10 @@ static int cl_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
 
 static void cl_down(rl__camp_topo *tp) {
     char dir[RL_CAMP_DIR_MAX + 16];
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     cluster_dir(tp, dir, sizeof dir);
-    rl__cluster_down(dir, NULL, &msg); /* stops exactly the recorded pids; nothing else to do on failure */
-    rl__buf_release(&msg);
+    rl__cluster_down(dir, NULL, &err); /* stops exactly the recorded pids; nothing else to do on failure */
 }
 
 /* ---- fdb (an existing database through fdb:) --------------------------------------------------- */
@@ -393,7 +392,7 @@ static int clear_fn(rl_txn *txn, void *ud) {
 }
 
 /* Clear the campaign's ranges (fdb_prefixes) in the topology's database, in one transaction. */
-static int fdb_clear(rl__camp_topo *tp, rl_buf *msg) {
+static int fdb_clear(rl__camp_topo *tp, rl__errdetail *err) {
     rl_buf pre[2];
     rl_db *db = NULL;
     rl__buf_init(&pre[0]);
@@ -401,9 +400,9 @@ static int fdb_clear(rl__camp_topo *tp, rl_buf *msg) {
     int rc = fdb_prefixes(tp, pre);
     if (!rc && !(rc = rl_db_open(tp->url[0], NULL, &db))) rc = rl_db_run(db, clear_fn, pre);
     if (rc)
-        rl__buf_printf(msg,
-                       "clearing the campaign's ranges (\"bench\", \"%s\") and (\"bench\", \"control\") of %s: %s %s",
-                       tp->t->name, tp->url[0], rl_error_name(rc), rl_last_error_detail());
+        rl__errdetail_append(
+            err, "clearing the campaign's ranges (\"bench\", \"%s\") and (\"bench\", \"control\") of %s: %s %s",
+            tp->t->name, tp->url[0], rl_error_name(rc), rl_last_error_detail());
     rl_db_close(db);
     rl__buf_release(&pre[0]);
     rl__buf_release(&pre[1]);
@@ -414,12 +413,11 @@ static int fdb_clear(rl__camp_topo *tp, rl_buf *msg) {
  * libfdb_c.so, API version 710 or later); one that cannot be loaded makes the topology not
  * available with the loader's message, which names what to install. A database that does not
  * open (a wrong cluster file, a cluster that is down) is up's failure, reported as such. */
-static int fdb_available(const rl__camp_topology *t, rl_buf *why) {
-    rl_buf msg;
-    rl__buf_init(&msg);
-    int rc = rl__kv_fdb_load(&msg);
-    if (rc) rl__buf_printf(why, "%s: %s", t->url, rl__camp_str(&msg));
-    rl__buf_release(&msg);
+static int fdb_available(const rl__camp_topology *t, rl__errdetail *why) {
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
+    int rc = rl__kv_fdb_load(&err);
+    if (rc) rl__errdetail_append(why, "%s: %s", t->url, rl__errdetail_get(&err));
     return rc ? RL_E_UNSUPPORTED_OPERATION : RL_OK;
 }
 
@@ -427,9 +425,9 @@ static int fdb_available(const rl__camp_topology *t, rl_buf *why) {
  * no SQLite peer, no processes of the campaign's own. The campaign's ranges are cleared first: a
  * previous run's data (or defects) never leaks into this one. tp->info: the backend's status
  * (FoundationDB's library, client and API version, cluster file). */
-static int fdb_up(rl__camp_topo *tp, rl_buf *msg) {
+static int fdb_up(rl__camp_topo *tp, rl__errdetail *err) {
     int rc;
-    if ((rc = make_dir(tp->dir, msg))) return rc;
+    if ((rc = make_dir(tp->dir, err))) return rc;
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         json_t *a = json_pack("[s, s, s]", "bench", tp->t->name, rl__camp_variant_name((rl__camp_variant)v));
         char *j = a ? json_dumps(a, JSON_COMPACT) : NULL;
@@ -443,19 +441,19 @@ static int fdb_up(rl__camp_topo *tp, rl_buf *msg) {
     }
     snprintf(tp->control_url, sizeof tp->control_url, "%s", tp->t->url);
     tp->n_pids = 0;
-    if ((rc = fdb_clear(tp, msg))) return rc;
+    if ((rc = fdb_clear(tp, err))) return rc;
     rl_db *db = NULL;
     char *st = NULL;
     if (!(rc = rl_db_open(tp->url[0], NULL, &db)) && !(rc = rl_db_status_json(db, &st)))
         tp->info = json_loads(st, 0, NULL);
     rl_free(st);
     rl_db_close(db);
-    if (rc) rl__buf_printf(msg, "%s: status: %s %s", tp->url[0], rl_error_name(rc), rl_last_error_detail());
+    if (rc) rl__errdetail_append(err, "%s: status: %s %s", tp->url[0], rl_error_name(rc), rl_last_error_detail());
     return rc;
 }
 
-static int fdb_place(rl__camp_topo *tp, rl_buf *msg) {
-    (void)tp, (void)msg;
+static int fdb_place(rl__camp_topo *tp, rl__errdetail *err) {
+    (void)tp, (void)err;
     return RL_OK; /* FoundationDB places (and moves) its shards itself */
 }
 
@@ -463,7 +461,7 @@ static int fdb_place(rl__camp_topo *tp, rl_buf *msg) {
  * probe records instead, as "read_latency", the latency of `pings` point reads of absent keys at
  * one read version (a storage server's round trip plus its work and the client library's), which
  * is what a read costs there — not a network round trip. */
-static int fdb_rtt(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
+static int fdb_rtt(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err) {
     rl_db *db = NULL;
     rl_txn *txn = NULL;
     rl_buf pre[2], key;
@@ -500,7 +498,7 @@ static int fdb_rtt(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
                      (double)ns[(size_t)((double)(pings - 1) * 0.99)] / 1e3, "max_us", (double)ns[pings - 1] / 1e3);
     if (!*out) rc = RL_E_OUT_OF_MEMORY;
 done:
-    if (rc) rl__buf_printf(msg, "read probe on %s: %s %s", tp->url[0], rl_error_name(rc), rl_last_error_detail());
+    if (rc) rl__errdetail_append(err, "read probe on %s: %s %s", tp->url[0], rl_error_name(rc), rl_last_error_detail());
     rl_txn_free(txn);
     rl_db_close(db);
     rl__buf_release(&pre[0]);
@@ -512,8 +510,8 @@ done:
 
 /* The store's layout read through fdb: (the data did not change); no placement part: FoundationDB
  * keeps its shard map to itself (and moves shards on its own). */
-static int fdb_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_buf *msg) {
-    int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, msg);
+static int fdb_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl__errdetail *err) {
+    int rc = rl__camp_layout_receipt(tp->url[v], tp->store[v], out, err);
     if (!rc)
         json_object_set_new(
             *out, "placement",
@@ -521,19 +519,18 @@ static int fdb_receipt(rl__camp_topo *tp, rl__camp_variant v, json_t **out, rl_b
     return rc;
 }
 
-static int fdb_restore(rl__camp_topo *tp, int pings, json_t **out, rl_buf *msg) {
-    (void)tp, (void)pings, (void)msg;
+static int fdb_restore(rl__camp_topo *tp, int pings, json_t **out, rl__errdetail *err) {
+    (void)tp, (void)pings, (void)err;
     *out = not_applicable("fdb: no delay was injected (the campaign does not control that network)");
     return RL_OK;
 }
 
 /* The campaign's ranges are cleared again unless keep_data; the database itself is the user's. */
 static void fdb_down(rl__camp_topo *tp) {
-    rl_buf msg;
+    rl__errdetail err;
     if (tp->p->keep_data) return;
-    rl__buf_init(&msg);
-    (void)fdb_clear(tp, &msg); /* nothing to do on failure: the next run clears them first */
-    rl__buf_release(&msg);
+    rl__errdetail_init(&err, NULL);
+    (void)fdb_clear(tp, &err); /* nothing to do on failure: the next run clears them first */
 }
 
 static const rl__camp_topo_vtable embedded_ops = {"embedded", emb_available, emb_up,      emb_place,

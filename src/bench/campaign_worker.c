@@ -23,34 +23,34 @@ static void print_line(FILE *out, json_t *o) {
     fflush(out);
 }
 
-static void print_error(FILE *out, int rc, const rl_buf *msg) {
+static void print_error(FILE *out, int rc, const rl__errdetail *err) {
     print_line(out, json_pack("{s:s, s:s}", "error", rl_error_name(rc), "message",
-                              msg->len ? rl__camp_str(msg) : rl_error_message(rc)));
+                              rl__errdetail_len(err) ? rl__errdetail_get(err) : rl_error_message(rc)));
 }
 
 int rl__camp_worker(const rl__camp_worker_options *o, FILE *out) {
     rl__camp_case k;
     rl__camp_conn c;
-    rl_buf msg;
+    rl__errdetail err;
     int rc;
     memset(&c, 0, sizeof c);
-    rl__buf_init(&msg);
-    if ((rc = rl__camp_case_parse(o->case_name, &k, &msg))) goto fail;
+    rl__errdetail_init(&err, NULL);
+    if ((rc = rl__camp_case_parse(o->case_name, &k, &err))) goto fail;
     if (o->arm == RL_CAMP_SQLITE && !o->sqlite) {
-        rl__buf_append_str(&msg, "the sqlite arm needs --sqlite FILE");
+        rl__errdetail_append(&err, "%s", "the sqlite arm needs --sqlite FILE");
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
     int counting = o->arm == RL_CAMP_SQLITE ? rl__camp_sqlite_count_install() : 1;
     uint64_t t_open = rl__clock_mono_ns();
-    if ((rc = rl__camp_conn_open(&c, o->url, o->store, o->arm == RL_CAMP_SQLITE ? o->sqlite : NULL, &msg))) goto fail;
+    if ((rc = rl__camp_conn_open(&c, o->url, o->store, o->arm == RL_CAMP_SQLITE ? o->sqlite : NULL, &err))) goto fail;
     double open_s = (double)(rl__clock_mono_ns() - t_open) / 1e9;
     /* Warm-up: at least one op, untimed. */
     rl__camp_sums w;
     memset(&w, 0, sizeof w);
     uint64_t t0 = rl__clock_mono_ns(), budget = (uint64_t)(o->warmup_seconds * 1e9);
     do {
-        if ((rc = rl__camp_op(&c, &k, o->arm, o->pipeline_depth, &w, &msg))) goto fail;
+        if ((rc = rl__camp_op(&c, &k, o->arm, o->pipeline_depth, &w, &err))) goto fail;
     } while (rl__clock_mono_ns() - t0 < budget);
     budget = (uint64_t)(o->seconds * 1e9);
     for (int r = 0; r < o->repeats; r++) {
@@ -62,7 +62,7 @@ int rl__camp_worker(const rl__camp_worker_options *o, FILE *out) {
         rl_alloc_get_stats(&a0);
         t0 = rl__clock_mono_ns();
         do {
-            if ((rc = rl__camp_op(&c, &k, o->arm, o->pipeline_depth, &s, &msg))) goto fail;
+            if ((rc = rl__camp_op(&c, &k, o->arm, o->pipeline_depth, &s, &err))) goto fail;
             t1 = rl__clock_mono_ns();
         } while (t1 - t0 < budget);
         rl_alloc_get_stats(&a1);
@@ -98,11 +98,9 @@ int rl__camp_worker(const rl__camp_worker_options *o, FILE *out) {
     }
     print_line(out, json_pack("{s:b, s:f, s:I}", "done", 1, "open_seconds", open_s, "warmup_ops", (json_int_t)w.ops));
     rl__camp_conn_close(&c);
-    rl__buf_release(&msg);
     return RL_OK;
 fail:
-    print_error(out, rc, &msg);
+    print_error(out, rc, &err);
     rl__camp_conn_close(&c);
-    rl__buf_release(&msg);
     return rc;
 }

@@ -435,7 +435,7 @@ static void put_plots(rl_buf *b, json_t *r, const char *topo) {
     else if (json_object_get(pl, "error")) rl__buf_printf(b, "\nPlots were not drawn: %s\n", jstr(pl, "error"));
 }
 
-int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl_buf *msg) {
+int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *err) {
     json_t *p = json_object_get(r, "protocol"), *ds = json_object_get(p, "dataset"), *dz = json_object_get(p, "design"),
            *st = json_object_get(p, "statistics"), *ck = json_object_get(p, "checks");
     rl_buf b, main;
@@ -541,11 +541,11 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl_buf *msg) {
     snprintf(path, sizeof path, "%s/report.md", dir);
     FILE *fp = rc ? NULL : fopen(path, "w");
     if (!rc && (!fp || fwrite(b.data, 1, b.len, fp) != b.len)) {
-        rl__buf_printf(msg, "cannot write %s", path);
+        rl__errdetail_append(err, "cannot write %s", path);
         rc = RL_E_IO_ERROR;
     }
     if (fp && fclose(fp) && !rc) {
-        rl__buf_printf(msg, "cannot write %s", path);
+        rl__errdetail_append(err, "cannot write %s", path);
         rc = RL_E_IO_ERROR;
     }
     if (out && !rc) {

@@ -26,10 +26,9 @@
 static int git(const char *dir, const char *a1, const char *a2, const char *a3, rl_buf *out) {
     char *argv[] = {"git", "-C", (char *)dir, (char *)a1, (char *)a2, (char *)a3, NULL};
     rl__camp_child ch;
-    rl_buf msg;
-    rl__buf_init(&msg);
-    int rc = rl__camp_child_run(argv, 20, &ch, &msg);
-    rl__buf_release(&msg);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
+    int rc = rl__camp_child_run(argv, 20, &ch, &err);
     if (rc) return rc;
     if (ch.exit_code == 0) {
         rl__buf_append(out, ch.out.data, ch.out.len);
@@ -50,12 +49,12 @@ static void add_binary(json_t *arr, const char *name, const char *path) {
     else json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", name, "path", path, "sha256", hex));
 }
 
-int rl__camp_manifest(const rl__camp_run_options *o, const char *self_exe, json_t **out, rl_buf *msg) {
+int rl__camp_manifest(const rl__camp_run_options *o, const char *self_exe, json_t **out, rl__errdetail *err) {
     rl_buf ptext, cpu, kernel, rev, status;
     char dir[RL_CAMP_PATH_MAX], path[RL_CAMP_PATH_MAX + 16];
     uint64_t mem = 0;
     int cores = 0;
-    (void)msg;
+    (void)err;
     rl__buf_init(&ptext);
     rl__buf_init(&cpu);
     rl__buf_init(&kernel);

@@ -51,24 +51,20 @@ static void put_num(FILE *f, json_t *v, double scale) {
 }
 
 /* Run gnuplot on script; RL_OK when it exited 0. *out_missing: gnuplot was not found. */
-static int gnuplot(const char *script, int *out_missing, rl_buf *err) {
+static int gnuplot(const char *script, int *out_missing, rl__errdetail *err) {
     char *argv[] = {"gnuplot", (char *)script, NULL};
     rl__camp_child ch;
-    rl_buf msg;
-    rl__buf_init(&msg);
-    int rc = rl__camp_child_run(argv, 60, &ch, &msg);
     *out_missing = 0;
+    int rc = rl__camp_child_run(argv, 60, &ch, err);
     if (rc) {
-        rl__buf_printf(err, "%s", msg.data);
     } else {
         *out_missing = ch.exit_code == 127;
         if (ch.exit_code != 0) {
-            rl__buf_printf(err, "gnuplot %s: exit %d: %.300s", script, ch.exit_code, ch.err.data);
+            rl__errdetail_append(err, "gnuplot %s: exit %d: %.300s", script, ch.exit_code, ch.err.data);
             rc = RL_E_IO_ERROR;
         }
         rl__camp_child_release(&ch);
     }
-    rl__buf_release(&msg);
     return rc;
 }
 
@@ -111,7 +107,7 @@ static int write_script(const char *path, const char *dir, const char *topo, con
     return fclose(f) ? RL_E_IO_ERROR : RL_OK;
 }
 
-int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl_buf *msg) {
+int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err) {
     static const char *const cmps[3] = {"remote/ordinary", "adaptive/best", "sqlite/ordinary"};
     static const char *const arms[4] = {"ordinary", "remote", "adaptive", "sqlite"};
     json_t *res = json_pack("{s:n, s:n, s:[]}", "gnuplot", "png_terminal", "files");
@@ -119,9 +115,9 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl_buf *msg) {
     char path[RL_CAMP_PATH_MAX + 64], script[RL_CAMP_PATH_MAX + 64];
     size_t ti, i;
     json_t *t, *kname;
-    rl_buf err;
+    rl__errdetail plot_err;
     int rc = RL_OK, missing = 0, png_state = 0; /* 0 untried, 1 pngcairo, 2 png, 3 none */
-    rl__buf_init(&err);
+    rl__errdetail_init(&plot_err, NULL);
     *out = res;
     json_array_foreach(json_object_get(r, "topologies"), ti, t) {
         const char *topo = jstr(t, "name");
@@ -134,7 +130,7 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl_buf *msg) {
         if (!fr || !ft) {
             if (fr) fclose(fr);
             if (ft) fclose(ft);
-            rl__buf_printf(msg, "cannot write %s", path);
+            rl__errdetail_append(err, "cannot write %s", path);
             rc = RL_E_IO_ERROR;
             break;
         }
@@ -167,16 +163,16 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl_buf *msg) {
         if (n == 0 || (!cols[0] && !cols[1] && !cols[2])) continue;
         snprintf(script, sizeof script, "%s/plots/plots-%s-svg.gp", dir, topo);
         if (write_script(script, dir, topo, "svg size 1100,560 dynamic font 'sans,11'", "svg", n, cols)) {
-            rl__buf_printf(msg, "cannot write %s", script);
+            rl__errdetail_append(err, "cannot write %s", script);
             rc = RL_E_IO_ERROR;
             break;
         }
-        rl__buf_reset(&err);
-        if (gnuplot(script, &missing, &err)) {
+        rl__errdetail_clear(&plot_err);
+        if (gnuplot(script, &missing, &plot_err)) {
             json_object_set_new(res, "error",
                                 json_string(missing ? "gnuplot is not installed (scripts/install-deps.sh "
                                                       "installs gnuplot-nox)"
-                                                    : rl__camp_str(&err)));
+                                                    : rl__errdetail_get(&plot_err)));
             break;
         }
         json_object_set_new(res, "gnuplot", json_string("gnuplot"));
@@ -186,8 +182,8 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl_buf *msg) {
         for (int attempt = png_state ? png_state - 1 : 0; attempt < 2 && png_state != 3; attempt++) {
             snprintf(script, sizeof script, "%s/plots/plots-%s-png.gp", dir, topo);
             if (write_script(script, dir, topo, pngs[attempt], "png", n, cols)) break;
-            rl__buf_reset(&err);
-            if (gnuplot(script, &missing, &err) == RL_OK) {
+            rl__errdetail_clear(&plot_err);
+            if (gnuplot(script, &missing, &plot_err) == RL_OK) {
                 png_state = attempt + 1;
                 json_object_set_new(res, "png_terminal", json_string(attempt ? "png" : "pngcairo"));
                 json_array_append_new(files, json_sprintf("plots/ratios-%s.png", topo));
@@ -196,10 +192,9 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl_buf *msg) {
             }
             if (attempt == 1) {
                 png_state = 3;
-                json_object_set_new(res, "png_error", json_string(rl__camp_str(&err)));
+                json_object_set_new(res, "png_error", json_string(rl__errdetail_get(&plot_err)));
             }
         }
     }
-    rl__buf_release(&err);
     return rc;
 }

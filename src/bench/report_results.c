@@ -21,7 +21,7 @@
  *
  * Errors: RL_E_FILE_NOT_FOUND (neither file), RL_E_IO_ERROR (read or write), RL_E_CORRUPT_DATA
  * (not zstd and not JSON, a truncated or damaged frame, text past the cap), RL_E_OUT_OF_MEMORY;
- * the file's path and the reason in msg.
+ * the file's path and the reason in err.
  */
 #include <errno.h>
 #include <string.h>
@@ -44,17 +44,17 @@ static int dump_to_buf(const char *p, size_t n, void *data) {
 }
 
 /* Read the whole file at path into out. RL_OK, RL_E_FILE_NOT_FOUND, RL_E_IO_ERROR or
- * RL_E_OUT_OF_MEMORY, with msg. */
-static int read_all(const char *path, rl_buf *out, rl_buf *msg) {
+ * RL_E_OUT_OF_MEMORY, with err. */
+static int read_all(const char *path, rl_buf *out, rl__errdetail *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        rl__buf_printf(msg, "cannot open %s: %s", path, strerror(errno));
+        rl__errdetail_append(err, "cannot open %s: %s", path, strerror(errno));
         return errno == ENOENT ? RL_E_FILE_NOT_FOUND : RL_E_IO_ERROR;
     }
     int rc = RL_OK;
     for (;;) {
         if ((rc = rl__buf_reserve(out, 1 << 16))) {
-            rl__buf_printf(msg, "%s: out of memory", path);
+            rl__errdetail_append(err, "%s: out of memory", path);
             break;
         }
         size_t n = fread(out->data + out->len, 1, 1 << 16, f);
@@ -63,7 +63,7 @@ static int read_all(const char *path, rl_buf *out, rl_buf *msg) {
         if (n < (1 << 16)) break;
     }
     if (!rc && ferror(f)) {
-        rl__buf_printf(msg, "cannot read %s", path);
+        rl__errdetail_append(err, "cannot read %s", path);
         rc = RL_E_IO_ERROR;
     }
     fclose(f);
@@ -71,11 +71,11 @@ static int read_all(const char *path, rl_buf *out, rl_buf *msg) {
 }
 
 /* Decompress every zstd frame of in[0..len) into out (NUL-terminated). RL_OK, RL_E_CORRUPT_DATA or
- * RL_E_OUT_OF_MEMORY, with msg naming path. */
-static int decompress(const char *path, const uint8_t *in, size_t len, rl_buf *out, rl_buf *msg) {
+ * RL_E_OUT_OF_MEMORY, with err naming path. */
+static int decompress(const char *path, const uint8_t *in, size_t len, rl_buf *out, rl__errdetail *err) {
     ZSTD_DCtx *d = ZSTD_createDCtx();
     if (!d) {
-        rl__buf_printf(msg, "%s: out of memory", path);
+        rl__errdetail_append(err, "%s: out of memory", path);
         return RL_E_OUT_OF_MEMORY;
     }
     ZSTD_inBuffer ib = {in, len, 0};
@@ -85,19 +85,19 @@ static int decompress(const char *path, const uint8_t *in, size_t len, rl_buf *o
     do {
         size_t room = ZSTD_DStreamOutSize();
         if (out->len + room > RL_CAMP_RESULTS_MAX) {
-            rl__buf_printf(msg, "%s: decompresses to more than %d MiB", path, RL_CAMP_RESULTS_MAX >> 20);
+            rl__errdetail_append(err, "%s: decompresses to more than %d MiB", path, RL_CAMP_RESULTS_MAX >> 20);
             rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
             goto done;
         }
         if (rl__buf_reserve(out, room)) {
-            rl__buf_printf(msg, "%s: out of memory", path);
+            rl__errdetail_append(err, "%s: out of memory", path);
             rc = RL_E_OUT_OF_MEMORY;
             goto done;
         }
         ZSTD_outBuffer ob = {out->data + out->len, room, 0};
         left = ZSTD_decompressStream(d, &ob, &ib);
         if (ZSTD_isError(left)) {
-            rl__buf_printf(msg, "%s: not a valid zstd file: %s", path, ZSTD_getErrorName(left));
+            rl__errdetail_append(err, "%s: not a valid zstd file: %s", path, ZSTD_getErrorName(left));
             rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
             goto done;
         }
@@ -106,7 +106,7 @@ static int decompress(const char *path, const uint8_t *in, size_t len, rl_buf *o
         full = ob.pos == room;
     } while (ib.pos < ib.size || full);
     if (left != 0) {
-        rl__buf_printf(msg, "%s: the zstd data is truncated", path);
+        rl__errdetail_append(err, "%s: the zstd data is truncated", path);
         rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
     }
 done:
@@ -114,7 +114,7 @@ done:
     return rc;
 }
 
-int rl__camp_results_write(const char *dir, json_t *results, rl_buf *msg) {
+int rl__camp_results_write(const char *dir, json_t *results, rl__errdetail *err) {
     char path[RL_CAMP_PATH_MAX + 64];
     rl_buf text, z;
     FILE *f = NULL;
@@ -123,14 +123,14 @@ int rl__camp_results_write(const char *dir, json_t *results, rl_buf *msg) {
     rl__buf_init(&z);
     snprintf(path, sizeof path, "%s/%s", dir, RL_CAMP_RESULTS_NAME);
     if (json_dump_callback(results, dump_to_buf, &text, RL_CAMP_RESULTS_JSON_FLAGS) != 0) {
-        rl__buf_printf(msg, "cannot write %s: %s", path,
-                       rl__buf_error(&text) ? "out of memory" : "the results cannot be printed as JSON");
+        rl__errdetail_append(err, "cannot write %s: %s", path,
+                             rl__buf_error(&text) ? "out of memory" : "the results cannot be printed as JSON");
         rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY : RL_E_INTERNAL_ERROR;
         goto done;
     }
     size_t bound = ZSTD_compressBound(text.len);
     if (rl__buf_reserve(&z, bound)) {
-        rl__buf_printf(msg, "cannot write %s: out of memory", path);
+        rl__errdetail_append(err, "cannot write %s: out of memory", path);
         rc = RL_E_OUT_OF_MEMORY;
         goto done;
     }
@@ -142,22 +142,22 @@ int rl__camp_results_write(const char *dir, json_t *results, rl_buf *msg) {
     if (c && !ZSTD_isError(n)) n = ZSTD_compress2(c, z.data, bound, text.data, text.len);
     ZSTD_freeCCtx(c);
     if (!c) {
-        rl__buf_printf(msg, "cannot write %s: out of memory", path);
+        rl__errdetail_append(err, "cannot write %s: out of memory", path);
         rc = RL_E_OUT_OF_MEMORY;
         goto done;
     }
     if (ZSTD_isError(n)) {
-        rl__buf_printf(msg, "cannot write %s: zstd: %s", path, ZSTD_getErrorName(n));
+        rl__errdetail_append(err, "cannot write %s: zstd: %s", path, ZSTD_getErrorName(n));
         rc = RL_E_INTERNAL_ERROR;
         goto done;
     }
     f = fopen(path, "wb");
     if (!f || fwrite(z.data, 1, n, f) != n) {
-        rl__buf_printf(msg, "cannot write %s: %s", path, strerror(errno));
+        rl__errdetail_append(err, "cannot write %s: %s", path, strerror(errno));
         rc = RL_E_IO_ERROR;
     }
     if (f && fclose(f) && !rc) {
-        rl__buf_printf(msg, "cannot write %s: %s", path, strerror(errno));
+        rl__errdetail_append(err, "cannot write %s: %s", path, strerror(errno));
         rc = RL_E_IO_ERROR;
     }
 done:
@@ -166,7 +166,7 @@ done:
     return rc;
 }
 
-int rl__camp_results_load(const char *path, json_t **out, rl_buf *msg) {
+int rl__camp_results_load(const char *path, json_t **out, rl__errdetail *err) {
     char file[RL_CAMP_PATH_MAX + 64];
     struct stat st;
     rl_buf raw, text;
@@ -179,21 +179,21 @@ int rl__camp_results_load(const char *path, json_t **out, rl_buf *msg) {
         snprintf(file, sizeof file, "%s/%s", path, RL_CAMP_RESULTS_NAME);
         if (stat(file, &st) != 0) snprintf(file, sizeof file, "%s/results.json", path);
         if (stat(file, &st) != 0) {
-            rl__buf_printf(msg, "%s holds neither %s nor results.json", path, RL_CAMP_RESULTS_NAME);
+            rl__errdetail_append(err, "%s holds neither %s nor results.json", path, RL_CAMP_RESULTS_NAME);
             rc = RL_E_FILE_NOT_FOUND;
             goto done;
         }
     }
-    if ((rc = read_all(file, &raw, msg))) goto done;
+    if ((rc = read_all(file, &raw, err))) goto done;
     const rl_buf *json = &raw;
     if (raw.len >= sizeof zstd_magic && !memcmp(raw.data, zstd_magic, sizeof zstd_magic)) {
-        if ((rc = decompress(file, raw.data, raw.len, &text, msg))) goto done;
+        if ((rc = decompress(file, raw.data, raw.len, &text, err))) goto done;
         json = &text;
     }
     json_error_t jerr;
     *out = json_loadb((const char *)json->data, json->len, 0, &jerr);
     if (!*out) {
-        rl__buf_printf(msg, "%s: not JSON (line %d, column %d: %s)", file, jerr.line, jerr.column, jerr.text);
+        rl__errdetail_append(err, "%s: not JSON (line %d, column %d: %s)", file, jerr.line, jerr.column, jerr.text);
         rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
     }
 done:

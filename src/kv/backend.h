@@ -43,6 +43,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "base/kvtypes.h"
 #include "reclayer/kv.h"
 
@@ -273,8 +274,8 @@ struct rl__kv_backend {
 /* ---- Constructors ------------------------------------------------------------------------ */
 
 /* embedded.c: open "mem:" (dir == NULL) or "file:DIR". On failure a message is appended to
- * errmsg. Errors as rl__storage_open, plus RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg);
+ * err. Errors as rl__storage_open, plus RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
+int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err);
 
 /* deferred.c: the test backend "defer:URL" — the embedded backend for URL (mem: or file:DIR)
  * behind a worker thread that completes every operation later, in a shuffled order within a
@@ -284,9 +285,9 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_back
 /* Split "DIR" or "DIR?OPT&OPT" (the part of a file: URL after the colon; OPT engine=memory,
  * engine=ssd or checkpoint_bytes=N): *out_dir a heap copy of DIR (rl__free), *out_opts a copy of
  * opts (NULL: defaults; size = sizeof) with the URL's options applied. RL_E_BAD_URL (an option
- * not understood; errmsg says so), RL_E_OUT_OF_MEMORY. */
+ * not understood; err says so), RL_E_OUT_OF_MEMORY. */
 int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir, rl_db_options *out_opts,
-                    rl_buf *errmsg);
-int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg);
+                    rl__errdetail *err);
+int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err);
 
 #endif

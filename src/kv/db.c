@@ -32,7 +32,7 @@
 static _Thread_local rl__errdetail last_detail; /* zeroed: "" and no mutex */
 
 int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir, rl_db_options *out_opts,
-                    rl_buf *errmsg) {
+                    rl__errdetail *err) {
     const char *q = strchr(rest, '?');
     while (q && strncmp(q, "?engine=", 8) && strncmp(q, "?checkpoint_bytes=", 18)) q = strchr(q + 1, '?');
     size_t dl = q ? (size_t)(q - rest) : strlen(rest);
@@ -65,11 +65,10 @@ int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir,
         p = end ? end + 1 : NULL;
         continue;
     bad:
-        if (errmsg)
-            rl__buf_printf(errmsg,
-                           "file: option '%.*s' not understood (expected engine=memory, "
-                           "engine=ssd or checkpoint_bytes=N)",
-                           (int)(n < 100 ? n : 100), p);
+        rl__errdetail_append(err,
+                             "file: option '%.*s' not understood (expected engine=memory, "
+                             "engine=ssd or checkpoint_bytes=N)",
+                             (int)(n < 100 ? n : 100), p);
         return RL_E_BAD_URL;
     }
     *out_dir = rl__malloc(dl + 1);
@@ -97,8 +96,8 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     int rc;
     rl_db *db = NULL;
     char *fdir = NULL; /* file:: the directory without its ?engine= */
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl__errdetail_init(&last_detail, NULL); /* valid until the next rl_db_open (kv.h) */
     if (!out) return RL_E_INVALID_ARGUMENT;
     *out = NULL;
@@ -140,7 +139,7 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         rl_db_options fo;
         rc = rl__kv_file_url(url + 5, opts, &fdir, &fo, &msg);
         if (rc) {
-            set_detail("%s: %s", url, msg.len ? (const char *)msg.data : rl_error_message(rc));
+            set_detail("%s: %s", url, rl__errdetail_len(&msg) ? rl__errdetail_get(&msg) : rl_error_message(rc));
             goto fail_db;
         }
         const char *dir = fdir;
@@ -189,10 +188,9 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         goto fail_db;
     }
     if (rc) {
-        set_detail("%s: %s", url, msg.len ? (const char *)msg.data : rl_error_message(rc));
+        set_detail("%s: %s", url, rl__errdetail_len(&msg) ? rl__errdetail_get(&msg) : rl_error_message(rc));
         goto fail_db;
     }
-    rl__buf_release(&msg);
     rl__free(fdir);
     *out = db;
     return RL_OK;
@@ -201,7 +199,6 @@ fail_db:
     rl__free(db);
 fail:
     rl__free(fdir);
-    rl__buf_release(&msg);
     return rc;
 }
 

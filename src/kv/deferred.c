@@ -257,17 +257,17 @@ static const rl__kv_backend_vtable deferred_vt = {
     .set_clock = def_set_clock,
 };
 
-int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
+int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {
     char *dir = NULL;
     rl_db_options fo;
     if (!strcmp(inner_url, "mem:")) {
         dir = NULL;
     } else if (!strncmp(inner_url, "file:", 5) && inner_url[5]) {
-        int frc = rl__kv_file_url(inner_url + 5, opts, &dir, &fo, errmsg);
+        int frc = rl__kv_file_url(inner_url + 5, opts, &dir, &fo, err);
         if (frc) return frc;
         opts = &fo;
     } else {
-        if (errmsg) rl__buf_printf(errmsg, "defer: wraps mem: or file:DIR, not '%.200s'", inner_url);
+        rl__errdetail_append(err, "defer: wraps mem: or file:DIR, not '%.200s'", inner_url);
         return RL_E_BAD_URL;
     }
     deferred *d = rl__calloc(1, sizeof *d);
@@ -276,7 +276,7 @@ int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__k
         return RL_E_OUT_OF_MEMORY;
     }
     d->base.vt = &deferred_vt;
-    int rc = rl__kv_embedded_open(dir, opts, &d->in, errmsg);
+    int rc = rl__kv_embedded_open(dir, opts, &d->in, err);
     rl__free(dir);
     if (rc) {
         rl__free(d);
@@ -290,7 +290,7 @@ int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__k
         pthread_mutex_destroy(&d->mu);
         pthread_cond_destroy(&d->cv);
         rl__free(d);
-        if (errmsg) rl__buf_printf(errmsg, "cannot start the deferred backend's worker thread");
+        rl__errdetail_append(err, "cannot start the deferred backend's worker thread");
         return RL_E_OUT_OF_MEMORY;
     }
     *out = &d->base;

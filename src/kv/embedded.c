@@ -223,8 +223,8 @@ static const rl__kv_backend_vtable embedded_vt = {
 };
 
 /* Open the storage engine (recovering it for file:) and a committer over it. On failure nothing
- * is left open and errmsg says why (the storage engine's message for files). */
-int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
+ * is left open and err says why (the storage engine's message for files). */
+int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {
     int rc;
     embedded *e = rl__calloc(1, sizeof *e);
     if (!e) return RL_E_OUT_OF_MEMORY;
@@ -251,7 +251,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_back
         if (have >= offsetof(rl_db_options, mapped_secondary_byte_limit) + sizeof(long)) {
             if (opts->mapped_secondary_row_limit < 0 || opts->mapped_secondary_byte_limit < 0) {
                 rc = RL_E_INVALID_ARGUMENT;
-                if (errmsg) rl__buf_printf(errmsg, "mapped secondary limits must not be negative");
+                rl__errdetail_append(err, "mapped secondary limits must not be negative");
                 goto fail;
             }
             e->secondary_row_limit = opts->mapped_secondary_row_limit;
@@ -265,13 +265,13 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_back
             case RL_DB_ENGINE_SSD: so.engine = RL_ENGINE_SSD; break;
             default:
                 rc = RL_E_INVALID_ARGUMENT;
-                if (errmsg) rl__buf_printf(errmsg, "unknown storage engine %d", opts->engine);
+                rl__errdetail_append(err, "unknown storage engine %d", opts->engine);
                 goto fail;
             }
         }
     }
     so.read_only = e->read_only;
-    rc = rl__storage_open(&so, &e->st, errmsg);
+    rc = rl__storage_open(&so, &e->st, err);
     if (rc) goto fail;
     rl__committer_options co;
     memset(&co, 0, sizeof co);
@@ -279,7 +279,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_back
     rl__log_sink sink = {e->st, sink_apply, sink_sync};
     rc = rl__committer_new(&co, sink, rl__storage_latest_version(e->st), &e->cm);
     if (rc) {
-        if (errmsg) rl__buf_printf(errmsg, "cannot start the committer: %s", rl_error_name(rc));
+        rl__errdetail_append(err, "cannot start the committer: %s", rl_error_name(rc));
         goto fail;
     }
     rl__storage_set_read_ceiling(e->st, read_ceiling, e->cm);

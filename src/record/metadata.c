@@ -351,22 +351,22 @@ int rl__record_serialize(const rl_metadata *md, int t, const ProtobufCMessage *m
 }
 
 int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type, ProtobufCMessage **out_msg,
-                     rl_buf *errbuf) {
-    return rl__record_parse_with(md, p, n, &rl__record_allocator, out_type, out_msg, errbuf);
+                     rl__errdetail *err) {
+    return rl__record_parse_with(md, p, n, &rl__record_allocator, out_type, out_msg, err);
 }
 
 int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc, int *out_type,
-                          ProtobufCMessage **out_msg, rl_buf *errbuf) {
+                          ProtobufCMessage **out_msg, rl__errdetail *err) {
     size_t i = 0;
     uint64_t tag, len;
     *out_msg = NULL;
     *out_type = -1;
     if (rl__pb_varint(p, n, &i, &tag, 10) || (tag & 7) != 2) {
-        if (errbuf) rl__buf_printf(errbuf, "record union: bad or missing length-delimited tag");
+        rl__errdetail_set(err, "record union: bad or missing length-delimited tag");
         return RL_E_RECORD_PARSE_FAILED;
     }
     if (rl__pb_varint(p, n, &i, &len, 10) || len != n - i) {
-        if (errbuf) rl__buf_printf(errbuf, "record union: field length does not match the stored bytes");
+        rl__errdetail_set(err, "record union: field length does not match the stored bytes");
         return RL_E_RECORD_PARSE_FAILED;
     }
     uint64_t field = tag >> 3;
@@ -374,12 +374,12 @@ int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, Pro
     for (int k = 0; k < md->n_types; k++)
         if (md->types[k].union_field == field) t = k;
     if (t < 0) {
-        if (errbuf) rl__buf_printf(errbuf, "record union field %llu names no record type", (unsigned long long)field);
+        rl__errdetail_set(err, "record union field %llu names no record type", (unsigned long long)field);
         return RL_E_RECORD_TYPE_UNKNOWN;
     }
     ProtobufCMessage *m = protobuf_c_message_unpack(md->types[t].desc, alloc, (size_t)len, p + i);
     if (!m) {
-        if (errbuf) rl__buf_printf(errbuf, "record of type %s does not parse", md->types[t].desc->name);
+        rl__errdetail_set(err, "record of type %s does not parse", md->types[t].desc->name);
         return RL_E_RECORD_PARSE_FAILED;
     }
     *out_type = t;

@@ -73,13 +73,13 @@ extern ProtobufCAllocator rl__record_allocator;
 int rl__record_serialize(const rl_metadata *md, int t, const ProtobufCMessage *msg, rl_buf *out);
 /* Parse a stored record. [out] out_type, out_msg (free with protobuf_c_message_free_unpacked(msg,
  * &rl__record_allocator)). RL_E_RECORD_PARSE_FAILED (bad union framing or message bytes; detail in
- * errbuf if not NULL), RL_E_RECORD_TYPE_UNKNOWN (a union field of no type). */
+ * err if not NULL), RL_E_RECORD_TYPE_UNKNOWN (a union field of no type). */
 int rl__record_parse(const rl_metadata *md, const uint8_t *p, size_t n, int *out_type, ProtobufCMessage **out_msg,
-                     rl_buf *errbuf);
+                     rl__errdetail *err);
 /* rl__record_parse with the message allocated by alloc (borrowed; the caller frees the message
  * with the same allocator, or not at all for a scratch allocator whose free is a no-op). */
 int rl__record_parse_with(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *alloc, int *out_type,
-                          ProtobufCMessage **out_msg, rl_buf *errbuf);
+                          ProtobufCMessage **out_msg, rl__errdetail *err);
 
 /* ---- Split records (split.c) ------------------------------------------------------------- */
 

@@ -212,20 +212,18 @@ void rl_record_page_release(rl_record_page *p) {
 
 int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_record *out, rl__errdetail *d) {
     int t, rc;
-    rl_buf err;
+    rl__errdetail err;
     memset(out, 0, sizeof *out);
-    rl__buf_init(&err);
+    rl__errdetail_init(&err, NULL);
     rc = rl__record_parse(s->md, ev->data, ev->data_len, &t, &out->msg, &err);
     if (rc) {
         rl_buf k;
         rl__buf_init(&k);
         rl__tuple_print(ev->pk, ev->pk_len, &k, NULL);
-        rl__errdetail_set(d, "record %s: %s", k.data, err.data);
+        rl__errdetail_set(d, "record %s: %s", k.data, rl__errdetail_get(&err));
         rl__buf_release(&k);
-        rl__buf_release(&err);
         return rc;
     }
-    rl__buf_release(&err);
     out->type = s->md->types[t].desc;
     out->pk = rl__memdup(ev->pk, ev->pk_len);
     if (!out->pk) {

@@ -199,7 +199,8 @@ static int reserve_entries(cl_segment *s, size_t more) {
 
 /* The newest segment ends in n unreadable bytes at offset off (p points at them): record them
  * for the status, move them aside and cut the segment at off (synced). */
-static int discard_tail(rl__commitlog *log, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
+static int discard_tail(rl__commitlog *log, const char *path, size_t off, const uint8_t *p, size_t n,
+                        rl__errdetail *err) {
     char *side = NULL;
     int rc;
     log->tail_kind = rl__wal_classify_tail(p, n);
@@ -207,7 +208,7 @@ static int discard_tail(rl__commitlog *log, const char *path, size_t off, const 
     log->tail_bytes = n;
     if (!(log->tail_segment = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
     const rl__wal_file f = {WHO, "commit log segment", log->dir, log->no_sync};
-    if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
+    if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, err)) != RL_OK) return rc;
     rl__log(RL_LOG_WARN,
             "commit log %s: the record at byte offset %zu is %s; the segment now ends before it, "
             "and the %zu bytes from there were moved to %s",
@@ -218,12 +219,12 @@ static int discard_tail(rl__commitlog *log, const char *path, size_t off, const 
 
 /* Replay segment s (its file read whole into one chunk) after version *prev (invariant 1).
  * is_newest: a damaged tail may be discarded. Updates *prev to the segment's last version. */
-static int replay_segment(rl__commitlog *log, cl_segment *s, int is_newest, rl__version *prev, rl_buf *errmsg) {
+static int replay_segment(rl__commitlog *log, cl_segment *s, int is_newest, rl__version *prev, rl__errdetail *err) {
     uint8_t *buf = NULL;
     size_t n = 0, off = 0;
     int rc = rl__os_read_file(s->path, &buf, &n);
     if (rc != RL_OK) {
-        rl__os_errf(errmsg, "cannot read commit log segment %s: %s", s->path, rl_error_name(rc));
+        rl__errdetail_append(err, "cannot read commit log segment %s: %s", s->path, rl_error_name(rc));
         return rc;
     }
     cl_chunk *c = rl__calloc(1, sizeof *c);
@@ -234,10 +235,10 @@ static int replay_segment(rl__commitlog *log, cl_segment *s, int is_newest, rl__
     c->data = buf;
     s->chunks = c;
     if (s->base < *prev) {
-        rl__os_errf(errmsg,
-                    "commit log segment %s corrupt: its base version %" PRIu64 " is below the "
-                    "last version %" PRIu64 " of the segment before it",
-                    s->path, s->base, *prev);
+        rl__errdetail_append(err,
+                             "commit log segment %s corrupt: its base version %" PRIu64 " is below the "
+                             "last version %" PRIu64 " of the segment before it",
+                             s->path, s->base, *prev);
         return RL_CORRUPT(RL_E_LOG_CORRUPT);
     }
     rl__version last = s->base;
@@ -245,18 +246,17 @@ static int replay_segment(rl__commitlog *log, cl_segment *s, int is_newest, rl__
         rl__wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
             if (!is_newest || rl__wal_valid_record_after(buf, n, off + 1)) {
-                rl__os_errf(errmsg, "commit log segment %s corrupt at byte offset %zu: a bad record %s", s->path, off,
-                            is_newest ? "followed by valid ones" : "in an older segment");
+                rl__errdetail_append(err, "commit log segment %s corrupt at byte offset %zu: a bad record %s", s->path,
+                                     off, is_newest ? "followed by valid ones" : "in an older segment");
                 return RL_CORRUPT(RL_E_LOG_CORRUPT);
             }
-            if ((rc = discard_tail(log, s->path, off, buf + off, n - off, errmsg)) != RL_OK) return rc;
+            if ((rc = discard_tail(log, s->path, off, buf + off, n - off, err)) != RL_OK) return rc;
             break;
         }
         if (r.version <= last) {
-            rl__os_errf(errmsg,
-                        "commit log segment %s corrupt at byte offset %zu: version %" PRIu64
-                        " does not follow %" PRIu64,
-                        s->path, off, r.version, last);
+            rl__errdetail_append(
+                err, "commit log segment %s corrupt at byte offset %zu: version %" PRIu64 " does not follow %" PRIu64,
+                s->path, off, r.version, last);
             return RL_CORRUPT(RL_E_LOG_CORRUPT);
         }
         if ((rc = reserve_entries(s, 1)) != RL_OK) return rc;
@@ -275,7 +275,7 @@ static int replay_segment(rl__commitlog *log, cl_segment *s, int is_newest, rl__
 }
 
 /* The sorted list of segment bases in dir (heap array). */
-static int list_segments(rl__commitlog *log, rl__version **out, size_t *out_n, rl_buf *errmsg) {
+static int list_segments(rl__commitlog *log, rl__version **out, size_t *out_n, rl__errdetail *err) {
     DIR *d = opendir(log->dir);
     rl__version *v = NULL;
     size_t n = 0, cap = 0;
@@ -284,7 +284,7 @@ static int list_segments(rl__commitlog *log, rl__version **out, size_t *out_n, r
     *out_n = 0;
     if (!d) {
         int rc = io_fail("opendir", log->dir);
-        rl__os_errf(errmsg, "cannot list commit log directory %s: %s", log->dir, strerror(errno));
+        rl__errdetail_append(err, "cannot list commit log directory %s: %s", log->dir, strerror(errno));
         return rc;
     }
     while ((de = readdir(d)) != NULL) {
@@ -328,15 +328,15 @@ static int add_segment(rl__commitlog *log, rl__version base, cl_segment **out) {
 }
 
 /* flock LOGDIR/LOCK exclusively (creating it), or say who holds it. */
-static int take_lock(rl__commitlog *log, rl_buf *errmsg) {
+static int take_lock(rl__commitlog *log, rl__errdetail *err) {
     char path[CL_PATH_MAX];
     snprintf(path, sizeof path, "%s/LOCK", log->dir);
     return rl__os_lock_file(path, 0, WHO, "another process (is another coordinator running on this directory?)",
-                            &log->lock_fd, errmsg);
+                            &log->lock_fd, err);
 }
 
 /* See commitlog.h and the recovery steps in the file header. */
-int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl_buf *errmsg) {
+int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl__errdetail *err) {
     if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) return RL_E_INVALID_ARGUMENT;
     int rc = RL_E_OUT_OF_MEMORY;
     rl__version *bases = NULL;
@@ -358,16 +358,16 @@ int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl_b
     if (stat(log->dir, &sb) != 0) {
         if (errno != ENOENT || rl__os_mkdir(log->dir, 0755) != 0) {
             rc = io_fail("mkdir", log->dir);
-            rl__os_errf(errmsg, "cannot create commit log directory %s: %s", log->dir, strerror(errno));
+            rl__errdetail_append(err, "cannot create commit log directory %s: %s", log->dir, strerror(errno));
             goto fail;
         }
     } else if (!S_ISDIR(sb.st_mode)) {
         rc = RL_E_INVALID_ARGUMENT;
-        rl__os_errf(errmsg, "commit log directory %s: not a directory", log->dir);
+        rl__errdetail_append(err, "commit log directory %s: not a directory", log->dir);
         goto fail;
     }
-    if ((rc = take_lock(log, errmsg)) != RL_OK) goto fail;
-    if ((rc = list_segments(log, &bases, &nb, errmsg)) != RL_OK) goto fail;
+    if ((rc = take_lock(log, err)) != RL_OK) goto fail;
+    if ((rc = list_segments(log, &bases, &nb, err)) != RL_OK) goto fail;
 
     /* 2. An empty log gets its first segment. */
     if (nb == 0) {
@@ -376,12 +376,12 @@ int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl_b
         int fd = rl__os_open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) {
             rc = io_fail("open", s->path);
-            rl__os_errf(errmsg, "cannot create commit log segment %s: %s", s->path, strerror(errno));
+            rl__errdetail_append(err, "cannot create commit log segment %s: %s", s->path, strerror(errno));
             goto fail;
         }
         close(fd);
         if ((rc = sync_dir(log)) != RL_OK) {
-            rl__os_errf(errmsg, "cannot sync directory %s: %s", log->dir, rl_error_name(rc));
+            rl__errdetail_append(err, "cannot sync directory %s: %s", log->dir, rl_error_name(rc));
             goto fail;
         }
     }
@@ -391,7 +391,7 @@ int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl_b
     for (size_t i = 0; i < nb; i++) {
         cl_segment *s;
         if ((rc = add_segment(log, bases[i], &s)) != RL_OK) goto fail;
-        if ((rc = replay_segment(log, s, i + 1 == nb, &prev, errmsg)) != RL_OK) goto fail;
+        if ((rc = replay_segment(log, s, i + 1 == nb, &prev, err)) != RL_OK) goto fail;
         log->records += s->n;
         log->bytes += s->file_bytes;
     }
@@ -401,7 +401,7 @@ int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl_b
     log->fd = rl__os_open(log->active->path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
     if (log->fd < 0) {
         rc = io_fail("open", log->active->path);
-        rl__os_errf(errmsg, "cannot open commit log segment %s: %s", log->active->path, strerror(errno));
+        rl__errdetail_append(err, "cannot open commit log segment %s: %s", log->active->path, strerror(errno));
         goto fail;
     }
     rl__free(bases);

@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "base/kvtypes.h"
 #include "storage/wal.h"
 
@@ -84,11 +85,11 @@ typedef struct {
 /* rl__commitlog_open — open (creating it if needed) and recover the log in o->dir.
  * [in] o       borrowed for the call (dir is copied).
  * [out] out    the log (rl__commitlog_close); set only on RL_OK.
- * [out] errmsg may be NULL; on failure a message naming the file (and byte offset) is appended.
+ * [out] err may be NULL; on failure a message naming the file (and byte offset) is appended.
  * Errors: RL_E_INVALID_ARGUMENT, RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT,
  * RL_E_IO_ERROR (also: a discarded tail could not be saved or cut), RL_E_NO_SPACE,
  * RL_E_OUT_OF_MEMORY. [any] */
-int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl_buf *errmsg);
+int rl__commitlog_open(const rl__commitlog_options *o, rl__commitlog **out, rl__errdetail *err);
 
 /* rl__commitlog_close — release everything (NULL is a no-op). Pending (unsynced) records are
  * dropped: they were never durable. No other call may be running. */

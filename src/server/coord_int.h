@@ -42,6 +42,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "commit/commit.h"
 #include "net/loop.h"
 #include "net/proto.h"
@@ -282,11 +283,11 @@ struct rl__coordinator {
  * log, the system keyspace replayed from it, the committer after every version either has seen,
  * the layout (written first for a fresh directory), every server's owned ranges. RL_OK with *out;
  * RL_E_INVALID_ARGUMENT (o or out missing, no --dir or no member key), the file, log and engine
- * errors, RL_E_OUT_OF_MEMORY; errmsg (not NULL) says why. Nothing is left on failure. [owner] */
-int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, rl_buf *errmsg);
+ * errors, RL_E_OUT_OF_MEMORY; err (not NULL) says why. Nothing is left on failure. [owner] */
+int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, rl__errdetail *err);
 /* Once listening (co->port set): write the coordinator's own \xff/serverList/ entry if it changed,
  * then the port file if the options named one. [owner, before the loop runs] */
-int rl__co_publish(rl__coordinator *co, rl_buf *errmsg);
+int rl__co_publish(rl__coordinator *co, rl__errdetail *err);
 /* Free the core: the committer (if still there), what a failed post left to flush, the pool of
  * operations, the map, the engines, co itself. Last step of rl__coordinator_close; NULL is a
  * no-op. [owner, loop freed] */
@@ -363,8 +364,8 @@ co_handler rl__co_split_shard, rl__co_assign_shard, rl__co_move_shard;
  * [loop] */
 void rl__co_move_done(rl__coordinator *co, co_op *op);
 /* Load an in-flight move from \xff/moveKeys/ at open (resumed once its destinations register).
- * RL_OK, RL_E_OUT_OF_MEMORY or RL_E_CORRUPT_DATA (errmsg says why). [open] */
-int rl__co_move_load(rl__coordinator *co, rl_buf *errmsg);
+ * RL_OK, RL_E_OUT_OF_MEMORY or RL_E_CORRUPT_DATA (err says why). [open] */
+int rl__co_move_load(rl__coordinator *co, rl__errdetail *err);
 /* A storage server registered (at commit version cv): reset its changes and extra ranges, and
  * if it is a destination of the move in flight, assign it the range again at cv. [loop] */
 void rl__co_move_on_register(rl__coordinator *co, co_server *srv, rl__version cv);

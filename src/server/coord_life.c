@@ -34,24 +34,21 @@ static void housekeeping(rl__loop *loop, void *ud) {
 }
 
 /* See coordinator.h. */
-int rl__coordinator_open(const rl__coordinator_options *o, rl__coordinator **out, rl_buf *errmsg) {
-    rl_buf dummy;
-    rl__buf_init(&dummy);
-    if (!errmsg) errmsg = &dummy;
+int rl__coordinator_open(const rl__coordinator_options *o, rl__coordinator **out, rl__errdetail *err) {
     rl__coordinator *co = NULL;
     /* 1-3. The core: options, the directory, the commit log, the system keyspace, the committer,
      * the layout. */
-    int rc = rl__co_new(o, out ? &co : NULL, errmsg);
+    int rc = rl__co_new(o, out ? &co : NULL, err);
     if (rc != RL_OK) goto fail;
     co->wake_parked = rl__co_wake_parked; /* coord_net.c's, for the core and coord_move.c */
     /* Placement: a move recorded in flight resumes once its destinations register. */
-    if ((rc = rl__co_move_load(co, errmsg)) != RL_OK) goto fail;
+    if ((rc = rl__co_move_load(co, err)) != RL_OK) goto fail;
 
     /* 4. Listen, publish our own address, write the port file. */
     rl__errdetail nd;
     rl__errdetail_init(&nd, NULL);
     if ((rc = rl__loop_new(0, &co->loop, &nd)) != RL_OK) {
-        rl__buf_printf(errmsg, "cannot create the event loop: %s", rl__errdetail_get(&nd));
+        rl__errdetail_append(err, "cannot create the event loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
     /* Every connection proves it knows the cluster's secrets before it is served (loop.h). */
@@ -63,20 +60,18 @@ int rl__coordinator_open(const rl__coordinator_options *o, rl__coordinator **out
     rl__co_margin_for_delay(co);
     rc = rl__listen(co->loop, co->listen_ip, o->listen_port, rl__co_on_accept, co, &co->listener, &nd);
     if (rc != RL_OK) {
-        rl__buf_printf(errmsg, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port, rl_error_name(rc),
-                       rl__errdetail_get(&nd));
+        rl__errdetail_append(err, "cannot listen on %s:%u: %s (%s)", co->listen_ip, o->listen_port, rl_error_name(rc),
+                             rl__errdetail_get(&nd));
         goto fail;
     }
     co->port = rl__listener_port(co->listener);
-    if ((rc = rl__co_publish(co, errmsg)) != RL_OK) goto fail;
+    if ((rc = rl__co_publish(co, err)) != RL_OK) goto fail;
     co->notified = rl__co_durable(co);
-    rl__buf_release(&dummy);
     *out = co;
     return RL_OK;
 fail:
     rl__coordinator_close(co);
-    if (rc == RL_E_OUT_OF_MEMORY && errmsg->len == 0) rl__buf_printf(errmsg, "out of memory");
-    rl__buf_release(&dummy);
+    if (rc == RL_E_OUT_OF_MEMORY && rl__errdetail_len(err) == 0) rl__errdetail_append(err, "out of memory");
     return rc;
 }
 

@@ -683,7 +683,7 @@ void rl__co_move_tick(rl__coordinator *co) {
 
 /* See coord_int.h: the record \xff/moveKeys/<begin> -> (end, dest...) of a move that had started
  * and not switched. */
-int rl__co_move_load(rl__coordinator *co, rl_buf *errmsg) {
+int rl__co_move_load(rl__coordinator *co, rl__errdetail *err) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs = NULL;
@@ -762,10 +762,10 @@ int rl__co_move_load(rl__coordinator *co, rl_buf *errmsg) {
     rl__buf_release(&eb);
     rl__arena_release(&a);
     if (rc == RL_OK && why) {
-        rl__buf_printf(errmsg, "the move records in %s/sys are corrupt: %s", co->dir, why);
+        rl__errdetail_append(err, "the move records in %s/sys are corrupt: %s", co->dir, why);
         rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
-    } else if (rc != RL_OK && errmsg->len == 0) {
-        rl__buf_printf(errmsg, "loading the move records failed: %s", rl_error_name(rc));
+    } else if (rc != RL_OK && rl__errdetail_len(err) == 0) {
+        rl__errdetail_append(err, "loading the move records failed: %s", rl_error_name(rc));
     }
     return rc;
 }

@@ -273,8 +273,8 @@ static int replay_visit(void *ud, const rl__wal_record *rec) {
 }
 
 /* Recovery step: bring DIR/sys up to the log (invariant 2) and sync it if anything was applied.
- * errmsg gets the reason on failure. */
-static int replay_sys(rl__coordinator *co, rl_buf *errmsg) {
+ * err gets the reason on failure. */
+static int replay_sys(rl__coordinator *co, rl__errdetail *err) {
     sys_replay r = {co->sys, NULL, 0, RL_OK, 0};
     rl__version after = rl__storage_latest_version(co->sys), base = rl__commitlog_base_version(co->log);
     if (after < base) after = base;
@@ -283,8 +283,8 @@ static int replay_sys(rl__coordinator *co, rl_buf *errmsg) {
     if (rc == RL_OK) rc = r.rc;
     if (rc == RL_OK && r.applied) rc = rl__storage_sync(co->sys);
     if (rc != RL_OK) {
-        rl__buf_printf(errmsg, "replaying the commit log into the system keyspace %s/sys failed: %s", co->dir,
-                       rl_error_name(rc));
+        rl__errdetail_append(err, "replaying the commit log into the system keyspace %s/sys failed: %s", co->dir,
+                             rl_error_name(rc));
         return rc;
     }
     if (r.applied)
@@ -300,7 +300,7 @@ static int replay_sys(rl__coordinator *co, rl_buf *errmsg) {
 /* Commit muts (SETs of system keys, built in a) through the committer and wait: the writes get
  * write conflict ranges, so a client transaction that read the keys conflicts. Blocking: used
  * before the loop runs (open). */
-static int commit_blocking(rl__coordinator *co, const rl__mutation *muts, size_t n, rl_arena *a, rl_buf *errmsg) {
+static int commit_blocking(rl__coordinator *co, const rl__mutation *muts, size_t n, rl_arena *a, rl__errdetail *err) {
     rl__keyrange *w = rl__arena_alloc(a, n * sizeof *w + 1);
     if (!w) return RL_E_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) {
@@ -318,7 +318,7 @@ static int commit_blocking(rl__coordinator *co, const rl__mutation *muts, size_t
     req.muts = muts;
     req.n_muts = n;
     int rc = rl__committer_commit(co->cm, &req);
-    if (rc != RL_OK) rl__buf_printf(errmsg, "writing the system keyspace failed: %s", rl_error_name(rc));
+    if (rc != RL_OK) rl__errdetail_append(err, "writing the system keyspace failed: %s", rl_error_name(rc));
     return rc;
 }
 
@@ -415,68 +415,68 @@ static int dup_bytes(const void *p, size_t n, uint8_t **out) {
 }
 
 /* Check a layout's rules (the contracts' --init format) and say what is wrong. */
-static int layout_check(const co_layout *l, const char *what, rl_buf *errmsg) {
+static int layout_check(const co_layout *l, const char *what, rl__errdetail *err) {
     if (l->n_storage == 0) {
-        rl__buf_printf(errmsg, "%s: \"storage\" lists no storage server", what);
+        rl__errdetail_append(err, "%s: \"storage\" lists no storage server", what);
         return RL_E_INVALID_ARGUMENT;
     }
     for (uint32_t i = 0; i < l->n_storage; i++)
         for (uint32_t j = 0; j < i; j++)
             if (l->storage[i] == l->storage[j]) {
-                rl__buf_printf(errmsg, "%s: storage id %u is listed twice", what, l->storage[i]);
+                rl__errdetail_append(err, "%s: storage id %u is listed twice", what, l->storage[i]);
                 return RL_E_INVALID_ARGUMENT;
             }
     if (l->n_shards == 0) {
-        rl__buf_printf(errmsg, "%s: \"shards\" is empty (they must cover \"\" to \"ff\")", what);
+        rl__errdetail_append(err, "%s: \"shards\" is empty (they must cover \"\" to \"ff\")", what);
         return RL_E_INVALID_ARGUMENT;
     }
     for (uint32_t i = 0; i < l->n_shards; i++) {
         const co_shard *s = &l->shards[i];
         if (i == 0 && s->begin_len != 0) {
-            rl__buf_printf(errmsg, "%s: shards[0].begin must be \"\"", what);
+            rl__errdetail_append(err, "%s: shards[0].begin must be \"\"", what);
             return RL_E_INVALID_ARGUMENT;
         }
         if (i > 0 && rl__bytes_cmp(s->begin, s->begin_len, l->shards[i - 1].end, l->shards[i - 1].end_len) != 0) {
-            rl__buf_printf(errmsg,
-                           "%s: shards[%u].begin is not shards[%u].end (shards must be "
-                           "sorted and contiguous)",
-                           what, i, i - 1);
+            rl__errdetail_append(err,
+                                 "%s: shards[%u].begin is not shards[%u].end (shards must be "
+                                 "sorted and contiguous)",
+                                 what, i, i - 1);
             return RL_E_INVALID_ARGUMENT;
         }
         if (rl__bytes_cmp(s->begin, s->begin_len, s->end, s->end_len) >= 0) {
-            rl__buf_printf(errmsg, "%s: shards[%u] is empty or inverted (begin >= end)", what, i);
+            rl__errdetail_append(err, "%s: shards[%u] is empty or inverted (begin >= end)", what, i);
             return RL_E_INVALID_ARGUMENT;
         }
         if (rl__bytes_cmp(s->end, s->end_len, k_ff, 1) > 0) {
-            rl__buf_printf(errmsg,
-                           "%s: shards[%u].end is beyond \"ff\" (the system keyspace is "
-                           "the coordinator's)",
-                           what, i);
+            rl__errdetail_append(err,
+                                 "%s: shards[%u].end is beyond \"ff\" (the system keyspace is "
+                                 "the coordinator's)",
+                                 what, i);
             return RL_E_INVALID_ARGUMENT;
         }
         if (s->n_team == 0 || s->n_team > CO_MAX_TEAM) {
-            rl__buf_printf(errmsg, "%s: shards[%u].team must list 1 to %d storage ids", what, i, CO_MAX_TEAM);
+            rl__errdetail_append(err, "%s: shards[%u].team must list 1 to %d storage ids", what, i, CO_MAX_TEAM);
             return RL_E_INVALID_ARGUMENT;
         }
         for (uint32_t t = 0; t < s->n_team; t++) {
             int known = 0;
             for (uint32_t j = 0; j < l->n_storage; j++) known |= l->storage[j] == s->team[t];
             if (!known) {
-                rl__buf_printf(errmsg,
-                               "%s: shards[%u].team names storage id %u, which is not in "
-                               "\"storage\"",
-                               what, i, s->team[t]);
+                rl__errdetail_append(err,
+                                     "%s: shards[%u].team names storage id %u, which is not in "
+                                     "\"storage\"",
+                                     what, i, s->team[t]);
                 return RL_E_INVALID_ARGUMENT;
             }
             for (uint32_t u = 0; u < t; u++)
                 if (s->team[u] == s->team[t]) {
-                    rl__buf_printf(errmsg, "%s: shards[%u].team lists storage id %u twice", what, i, s->team[t]);
+                    rl__errdetail_append(err, "%s: shards[%u].team lists storage id %u twice", what, i, s->team[t]);
                     return RL_E_INVALID_ARGUMENT;
                 }
         }
     }
     if (rl__bytes_cmp(l->shards[l->n_shards - 1].end, l->shards[l->n_shards - 1].end_len, k_ff, 1) != 0) {
-        rl__buf_printf(errmsg, "%s: the last shard must end at \"ff\"", what);
+        rl__errdetail_append(err, "%s: the last shard must end at \"ff\"", what);
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
@@ -506,23 +506,23 @@ static int json_hex(json_t *j, uint8_t **out, uint32_t *out_len) {
 }
 
 /* Parse the --init file (the contracts' format). */
-static int parse_init(const char *path, co_layout *l, rl_buf *errmsg) {
+static int parse_init(const char *path, co_layout *l, rl__errdetail *err) {
     json_error_t je;
     int rc = RL_E_INVALID_ARGUMENT;
     memset(l, 0, sizeof *l);
     json_t *root = json_load_file(path, 0, &je);
     if (!root) {
-        rl__buf_printf(errmsg, "--init %s: %s (line %d, column %d)", path, je.text, je.line, je.column);
+        rl__errdetail_append(err, "--init %s: %s (line %d, column %d)", path, je.text, je.line, je.column);
         return RL_E_INVALID_ARGUMENT;
     }
     json_t *st = json_object_get(root, "storage"), *sh = json_object_get(root, "shards");
     if (!json_is_object(root) || !json_is_array(st) || !json_is_array(sh)) {
-        rl__buf_printf(errmsg, "--init %s: expected {\"storage\": [ids], \"shards\": [...]}", path);
+        rl__errdetail_append(err, "--init %s: expected {\"storage\": [ids], \"shards\": [...]}", path);
         goto out;
     }
     size_t ns = json_array_size(st), nh = json_array_size(sh);
     if (ns > 100000 || nh > 100000) {
-        rl__buf_printf(errmsg, "--init %s: too many storage servers or shards", path);
+        rl__errdetail_append(err, "--init %s: too many storage servers or shards", path);
         goto out;
     }
     l->storage = rl__calloc(ns + 1, sizeof *l->storage);
@@ -533,7 +533,7 @@ static int parse_init(const char *path, co_layout *l, rl_buf *errmsg) {
     }
     for (size_t i = 0; i < ns; i++) {
         if (!json_id(json_array_get(st, i), &l->storage[i])) {
-            rl__buf_printf(errmsg, "--init %s: storage[%zu] is not an id in 1..4294967295", path, i);
+            rl__errdetail_append(err, "--init %s: storage[%zu] is not an id in 1..4294967295", path, i);
             goto out;
         }
         l->n_storage++;
@@ -544,25 +544,25 @@ static int parse_init(const char *path, co_layout *l, rl_buf *errmsg) {
         l->n_shards++; /* layout_release frees what this shard got so far */
         if (!json_is_object(s) || json_hex(json_object_get(s, "begin"), &d->begin, &d->begin_len) ||
             json_hex(json_object_get(s, "end"), &d->end, &d->end_len)) {
-            rl__buf_printf(errmsg,
-                           "--init %s: shards[%zu] needs \"begin\" and \"end\" as hex "
-                           "strings of keys (at most %d bytes)",
-                           path, i, RL_KEY_SIZE_LIMIT);
+            rl__errdetail_append(err,
+                                 "--init %s: shards[%zu] needs \"begin\" and \"end\" as hex "
+                                 "strings of keys (at most %d bytes)",
+                                 path, i, RL_KEY_SIZE_LIMIT);
             goto out;
         }
         if (!json_is_array(team) || json_array_size(team) > CO_MAX_TEAM) {
-            rl__buf_printf(errmsg,
-                           "--init %s: shards[%zu].team must be an array of 1 to %d "
-                           "storage ids",
-                           path, i, CO_MAX_TEAM);
+            rl__errdetail_append(err,
+                                 "--init %s: shards[%zu].team must be an array of 1 to %d "
+                                 "storage ids",
+                                 path, i, CO_MAX_TEAM);
             goto out;
         }
         for (size_t t = 0; t < json_array_size(team); t++) {
             if (!json_id(json_array_get(team, t), &d->team[t])) {
-                rl__buf_printf(errmsg,
-                               "--init %s: shards[%zu].team[%zu] is not an id in "
-                               "1..4294967295",
-                               path, i, t);
+                rl__errdetail_append(err,
+                                     "--init %s: shards[%zu].team[%zu] is not an id in "
+                                     "1..4294967295",
+                                     path, i, t);
                 goto out;
             }
             d->n_team++;
@@ -570,7 +570,7 @@ static int parse_init(const char *path, co_layout *l, rl_buf *errmsg) {
     }
     char what[4200];
     snprintf(what, sizeof what, "--init %s", path);
-    rc = layout_check(l, what, errmsg);
+    rc = layout_check(l, what, err);
 out:
     json_decref(root);
     if (rc != RL_OK) layout_release(l);
@@ -603,7 +603,7 @@ void rl__co_pack_ids(rl_buf *b, const uint32_t *ids, uint32_t n) {
 }
 
 /* Write a fresh cluster's layout at one version (an internal transaction). */
-static int write_layout(rl__coordinator *co, const co_layout *l, rl_buf *errmsg) {
+static int write_layout(rl__coordinator *co, const co_layout *l, rl__errdetail *err) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_buf k, v;
@@ -632,7 +632,7 @@ static int write_layout(rl__coordinator *co, const co_layout *l, rl_buf *errmsg)
     rl__buf_append(&k, CO_CONF_STORAGE, CO_CONF_STORAGE_LEN);
     rl__co_pack_ids(&v, l->storage, l->n_storage);
     if ((rc = make_set(&a, &k, &v, &m[n++])) != RL_OK) goto out;
-    rc = commit_blocking(co, m, n, &a, errmsg);
+    rc = commit_blocking(co, m, n, &a, err);
 out:
     rl__buf_release(&k);
     rl__buf_release(&v);
@@ -705,7 +705,7 @@ int rl__co_server_healthy(const rl__coordinator *co, const co_server *srv, uint6
 
 /* Load the shard map, the configured ids and the server list from the system keyspace.
  * RL_E_NOT_FOUND (expected: a fresh directory) when there is no shard map yet. */
-static int load_layout(rl__coordinator *co, rl_buf *errmsg) {
+static int load_layout(rl__coordinator *co, rl__errdetail *err) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_keyvalue *kvs = NULL;
@@ -800,7 +800,7 @@ static int load_layout(rl__coordinator *co, rl_buf *errmsg) {
     rc = RL_OK;
     goto out;
 corrupt:
-    rl__buf_printf(errmsg, "the shard map in %s/sys is corrupt: %s", co->dir, why);
+    rl__errdetail_append(err, "the shard map in %s/sys is corrupt: %s", co->dir, why);
     rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
 out:
     rl__arena_release(&a);
@@ -843,7 +843,7 @@ int rl__co_compute_ownership(rl__coordinator *co) {
 }
 
 /* Write the coordinator's own server list entry when it changed (address or host). */
-static int publish_self(rl__coordinator *co, rl_buf *errmsg) {
+static int publish_self(rl__coordinator *co, rl__errdetail *err) {
     rl_arena a;
     rl__arena_init(&a, 0);
     rl_buf k, v;
@@ -860,7 +860,7 @@ static int publish_self(rl__coordinator *co, rl_buf *errmsg) {
     if (rc == RL_OK && !(present && rl__bytes_cmp(old, old_len, v.data, v.len) == 0)) {
         rl__mutation m;
         rc = make_set(&a, &k, &v, &m);
-        if (rc == RL_OK) rc = commit_blocking(co, &m, 1, &a, errmsg);
+        if (rc == RL_OK) rc = commit_blocking(co, &m, 1, &a, err);
     }
     rl__buf_release(&k);
     rl__buf_release(&v);
@@ -869,22 +869,22 @@ static int publish_self(rl__coordinator *co, rl_buf *errmsg) {
 }
 
 /* Write "PORT\n" to path atomically (rl__os_write_file_atomic). */
-static int write_port_file(const char *path, uint16_t port, rl_buf *errmsg) {
+static int write_port_file(const char *path, uint16_t port, rl__errdetail *err) {
     char text[16];
     int len = snprintf(text, sizeof text, "%u\n", port);
-    return rl__os_write_file_atomic(path, text, (size_t)len, 0, "coordinator", errmsg);
+    return rl__os_write_file_atomic(path, text, (size_t)len, 0, "coordinator", err);
 }
 
 /* mkdir path unless it is a directory already. */
-static int ensure_dir(const char *path, rl_buf *errmsg) {
+static int ensure_dir(const char *path, rl__errdetail *err) {
     struct stat sb;
     if (stat(path, &sb) == 0) {
         if (S_ISDIR(sb.st_mode)) return RL_OK;
-        rl__buf_printf(errmsg, "%s is not a directory", path);
+        rl__errdetail_append(err, "%s is not a directory", path);
         return RL_E_INVALID_ARGUMENT;
     }
     if (mkdir(path, 0755) != 0) {
-        rl__buf_printf(errmsg, "cannot create directory %s: %s", path, strerror(errno));
+        rl__errdetail_append(err, "cannot create directory %s: %s", path, strerror(errno));
         return errno == ENOENT ? RL_E_FILE_NOT_FOUND : RL_E_IO_ERROR;
     }
     return RL_OK;
@@ -1132,14 +1132,14 @@ void rl__co_margin_for_delay(rl__coordinator *co) {
 /* See coord_int.h: the coordinator's state from o, then recovery — the directory, the commit log,
  * the system keyspace replayed from it, the committer after every version either has seen — and
  * the layout, written first for a fresh directory (steps 1-3 of rl__coordinator_open). */
-int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, rl_buf *errmsg) {
+int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, rl__errdetail *err) {
     char path[4200];
     if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || !out) {
-        rl__buf_printf(errmsg, "a coordinator needs --dir");
+        rl__errdetail_append(err, "a coordinator needs --dir");
         return RL_E_INVALID_ARGUMENT;
     }
     if (!o->auth || !o->auth->has_member_key) {
-        rl__buf_printf(errmsg, "a coordinator needs the cluster's key file (--key-file)");
+        rl__errdetail_append(err, "a coordinator needs the cluster's key file (--key-file)");
         return RL_E_INVALID_ARGUMENT;
     }
     int rc = RL_E_OUT_OF_MEMORY;
@@ -1165,7 +1165,7 @@ int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, r
         rl__errdetail why;
         rl__errdetail_init(&why, NULL);
         if ((rc = rl__netem_check(o->delay_us, o->jitter_us, &why)) != RL_OK) {
-            rl__buf_printf(errmsg, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
+            rl__errdetail_append(err, "--delay-us / --jitter-us: %s", rl__errdetail_get(&why));
             goto fail;
         }
     }
@@ -1175,26 +1175,26 @@ int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, r
         goto fail;
     co->host_len = (uint32_t)strlen(co->host);
     if (co->host_len > RL_PROTO_MAX_STRING) {
-        rl__buf_printf(errmsg, "--host is longer than %d bytes", RL_PROTO_MAX_STRING);
+        rl__errdetail_append(err, "--host is longer than %d bytes", RL_PROTO_MAX_STRING);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
 
     /* 1. The directory, the commit log, the system keyspace; replay the log into it. */
-    if ((rc = ensure_dir(co->dir, errmsg)) != RL_OK) goto fail;
+    if ((rc = ensure_dir(co->dir, err)) != RL_OK) goto fail;
     snprintf(path, sizeof path, "%s/log", co->dir);
     rl__commitlog_options lo = {path, o->no_sync, o->segment_bytes};
-    if ((rc = rl__commitlog_open(&lo, &co->log, errmsg)) != RL_OK) goto fail;
+    if ((rc = rl__commitlog_open(&lo, &co->log, err)) != RL_OK) goto fail;
     snprintf(path, sizeof path, "%s/sys", co->dir);
-    if ((rc = ensure_dir(path, errmsg)) != RL_OK) goto fail;
+    if ((rc = ensure_dir(path, err)) != RL_OK) goto fail;
     rl__storage_options so;
     memset(&so, 0, sizeof so);
     so.engine = RL_ENGINE_MEMORY;
     so.dir = path;
     so.no_sync = o->no_sync;
     so.window_versions = o->window_versions;
-    if ((rc = rl__storage_open(&so, &co->sys, errmsg)) != RL_OK) goto fail;
-    if ((rc = replay_sys(co, errmsg)) != RL_OK) goto fail;
+    if ((rc = rl__storage_open(&so, &co->sys, err)) != RL_OK) goto fail;
+    if ((rc = replay_sys(co, err)) != RL_OK) goto fail;
 
     /* 2. The committer, after every version the log or the system keyspace has seen. */
     rl__version recovered = rl__commitlog_durable_version(co->log);
@@ -1202,19 +1202,19 @@ int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, r
     rl__committer_options cmo = {o->window_versions, 0};
     rl__log_sink sink = {co, sink_apply, sink_sync};
     if ((rc = rl__committer_new(&cmo, sink, recovered, &co->cm)) != RL_OK) {
-        rl__buf_printf(errmsg, "cannot create the committer: %s", rl_error_name(rc));
+        rl__errdetail_append(err, "cannot create the committer: %s", rl_error_name(rc));
         goto fail;
     }
     rl__committer_set_max_batch_bytes(co->cm, CO_BATCH_BYTES);
 
     /* 3. The layout: recovered, or written now for a fresh directory. */
-    rc = load_layout(co, errmsg);
+    rc = load_layout(co, err);
     if (rc == RL_E_NOT_FOUND) {
-        if (o->init_file) rc = parse_init(o->init_file, &lay, errmsg);
+        if (o->init_file) rc = parse_init(o->init_file, &lay, err);
         else if ((rc = default_layout(&lay)) == RL_OK)
             rl__log(RL_LOG_INFO, "coordinator: no --init: one shard [\"\", \"\\xff\") on storage 1");
-        if (rc == RL_OK) rc = write_layout(co, &lay, errmsg);
-        if (rc == RL_OK) rc = load_layout(co, errmsg);
+        if (rc == RL_OK) rc = write_layout(co, &lay, err);
+        if (rc == RL_OK) rc = load_layout(co, err);
     } else if (rc == RL_OK && o->init_file) {
         rl__log(RL_LOG_INFO, "coordinator: %s already holds a cluster; --init %s is not read", co->dir, o->init_file);
     }
@@ -1231,9 +1231,9 @@ fail_early:
 }
 
 /* See coord_int.h. */
-int rl__co_publish(rl__coordinator *co, rl_buf *errmsg) {
-    int rc = publish_self(co, errmsg);
-    if (rc == RL_OK && co->port_file) rc = write_port_file(co->port_file, co->port, errmsg);
+int rl__co_publish(rl__coordinator *co, rl__errdetail *err) {
+    int rc = publish_self(co, err);
+    if (rc == RL_OK && co->port_file) rc = write_port_file(co->port_file, co->port, err);
     return rc;
 }
 

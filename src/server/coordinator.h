@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "net/loop.h"
 
 typedef struct rl__coordinator rl__coordinator;
@@ -48,11 +49,11 @@ typedef struct rl__coordinator_options {
  * runs; connections that arrive before wait in the listen backlog).
  * [in] o        borrowed for the call (strings are copied).
  * [out] out     the coordinator (rl__coordinator_close); set only on RL_OK.
- * [out] errmsg  may be NULL; on failure a one-line reason naming the file or option.
+ * [out] err  may be NULL; on failure a one-line reason naming the file or option.
  * Errors: RL_E_INVALID_ARGUMENT (bad options or --init file, no credentials or no member key), RL_E_DATABASE_LOCKED_BY_PROCESS,
  * RL_E_LOG_CORRUPT / RL_E_CHECKPOINT_CORRUPT / RL_E_CORRUPT_DATA (recovery), RL_E_IO_ERROR,
  * RL_E_NO_SPACE, RL_E_ADDRESS_IN_USE, RL_E_BIND_FAILED, RL_E_OUT_OF_MEMORY. [owner] */
-int rl__coordinator_open(const rl__coordinator_options *o, rl__coordinator **out, rl_buf *errmsg);
+int rl__coordinator_open(const rl__coordinator_options *o, rl__coordinator **out, rl__errdetail *err);
 
 /* rl__coordinator_run — serve until rl__coordinator_stop. Returns RL_OK after a stop. [owner] */
 int rl__coordinator_run(rl__coordinator *c);

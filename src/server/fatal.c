@@ -63,10 +63,10 @@ static int file_path(const char *dir, char *out, size_t cap) {
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-int rl__fatal_reserve(rl__fatal_file *f, const char *dir, int no_sync, rl_buf *msg) {
+int rl__fatal_reserve(rl__fatal_file *f, const char *dir, int no_sync, rl__errdetail *err) {
     rl__fatal_release(f);
     if (file_path(dir, f->path, sizeof f->path)) {
-        rl__buf_printf(msg, "the directory name %s is too long", dir);
+        rl__errdetail_append(err, "the directory name %s is too long", dir);
         return RL_E_INVALID_ARGUMENT;
     }
     char when[32];
@@ -86,14 +86,14 @@ int rl__fatal_reserve(rl__fatal_file *f, const char *dir, int no_sync, rl_buf *m
     f->fd = open(f->path, O_WRONLY | O_CLOEXEC);
     if (f->fd >= 0 && fstat(f->fd, &st) == 0 && st.st_size == RL_FATAL_FILE_LEN) {
         rc = overwrite(f->fd, buf, no_sync, f->path);
-        if (rc) rl__buf_printf(msg, "cannot clear %s: %s", f->path, rl_error_name(rc));
+        if (rc) rl__errdetail_append(err, "cannot clear %s: %s", f->path, rl_error_name(rc));
     } else {
         if (f->fd >= 0) close(f->fd);
         f->fd = -1;
-        rc = rl__os_write_file_atomic(f->path, buf, RL_FATAL_FILE_LEN, no_sync, "rlkvd", msg);
+        rc = rl__os_write_file_atomic(f->path, buf, RL_FATAL_FILE_LEN, no_sync, "rlkvd", err);
         if (rc == RL_OK && (f->fd = open(f->path, O_WRONLY | O_CLOEXEC)) < 0) {
             int e = errno;
-            rl__buf_printf(msg, "cannot open %s: %s", f->path, strerror(e));
+            rl__errdetail_append(err, "cannot open %s: %s", f->path, strerror(e));
             rc = rl__os_map_errno(e);
         }
     }
@@ -140,7 +140,7 @@ void rl__fatal_release(rl__fatal_file *f) {
     f->fd = -1;
 }
 
-int rl__fatal_read(const char *dir, json_t **out, rl_buf *msg) {
+int rl__fatal_read(const char *dir, json_t **out, rl__errdetail *err) {
     *out = NULL;
     char path[4200];
     if (file_path(dir, path, sizeof path)) return RL_E_INVALID_ARGUMENT;
@@ -154,7 +154,7 @@ int rl__fatal_read(const char *dir, json_t **out, rl_buf *msg) {
     rl__free(text);
     json_t *r = root ? json_object_get(root, "fatal") : NULL;
     if (!root || !r) {
-        rl__buf_printf(msg, "%s is not a fatal file: %s", path, root ? "no \"fatal\" member" : je.text);
+        rl__errdetail_append(err, "%s is not a fatal file: %s", path, root ? "no \"fatal\" member" : je.text);
         json_decref(root);
         return RL_E_CORRUPT_DATA;
     }

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 #define RL_FATAL_FILE "fatal.json"
 #define RL_FATAL_FILE_LEN 4096 /* bytes of the file (invariant 1): one page */
@@ -47,8 +48,8 @@ void rl__fatal_init(rl__fatal_file *f);
  * "pid", "started"} padded to RL_FATAL_FILE_LEN bytes: over the old file in place when it has
  * that size, else as a new file replaced atomically), fdatasync it (unless no_sync) and keep it
  * open in f for rl__fatal_record. RL_OK, or the mapped error of the failed call with the reason
- * appended to msg (f stays unreserved). [main thread] */
-int rl__fatal_reserve(rl__fatal_file *f, const char *dir, int no_sync, rl_buf *msg);
+ * appended to err (f stays unreserved). [main thread] */
+int rl__fatal_reserve(rl__fatal_file *f, const char *dir, int no_sync, rl__errdetail *err);
 
 /* rl__fatal_record — record that the process (role "coordinator" or "storage", id) stops on
  * code: {"fatal": {"code", "name", "message" (the code's), "what" (what it was doing; may be
@@ -63,8 +64,8 @@ void rl__fatal_release(rl__fatal_file *f);
 /* rl__fatal_read — the record of dir/fatal.json: *out the "fatal" object (json_decref; with a
  * "summary" string added: "no_space (3005) at 2026-01-02T03:04:05Z: syncing the engine: No space
  * left on device"), or NULL when there is none (no file, or cleared). RL_OK,
- * RL_E_CORRUPT_DATA (not such a file: the reason in msg), RL_E_OUT_OF_MEMORY; another read error
+ * RL_E_CORRUPT_DATA (not such a file: the reason in err), RL_E_OUT_OF_MEMORY; another read error
  * of the file as mapped. */
-int rl__fatal_read(const char *dir, json_t **out, rl_buf *msg);
+int rl__fatal_read(const char *dir, json_t **out, rl__errdetail *err);
 
 #endif

@@ -17,12 +17,12 @@
 #define KF_WHO "key file"
 #define KF_MAX_BYTES 4096 /* a key file is a few lines; anything longer is not one */
 
-static int failf(rl_buf *msg, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int failf(rl_buf *msg, int rc, const char *fmt, ...) {
-    if (msg) {
+static int failf(rl__errdetail *err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(rl__errdetail *err, int rc, const char *fmt, ...) {
+    if (err) {
         va_list ap;
         va_start(ap, fmt);
-        rl__buf_vprintf(msg, fmt, ap);
+        rl__errdetail_vappend(err, fmt, ap);
         va_end(ap);
     }
     return rc;
@@ -38,26 +38,26 @@ static int description_ok(const char *s, size_t n) {
     return 1;
 }
 
-int rl__keyfile_create(const char *path, const char *description, rl__keyfile *out, rl_buf *msg) {
+int rl__keyfile_create(const char *path, const char *description, rl__keyfile *out, rl__errdetail *err) {
     rl__keyfile k;
     memset(&k, 0, sizeof k);
     if (!description || !description_ok(description, strlen(description)))
-        return failf(msg, RL_E_INVALID_ARGUMENT, "cluster description '%s' is not [A-Za-z0-9_]+ (at most 64)",
+        return failf(err, RL_E_INVALID_ARGUMENT, "cluster description '%s' is not [A-Za-z0-9_]+ (at most 64)",
                      description ? description : "");
     struct stat sb;
     if (lstat(path, &sb) == 0)
-        return failf(msg, RL_E_ALREADY_EXISTS, "%s exists: a cluster's secrets are never overwritten", path);
+        return failf(err, RL_E_ALREADY_EXISTS, "%s exists: a cluster's secrets are never overwritten", path);
     char id[RL_AUTH_ID_MIN + 1];
     int rc = rl__auth_random_id(id, RL_AUTH_ID_MIN);
     if (rc == RL_OK) rc = rl__auth_random(k.secret, sizeof k.secret);
-    if (rc != RL_OK) return failf(msg, rc, "no random bytes for the cluster's secrets");
+    if (rc != RL_OK) return failf(err, rc, "no random bytes for the cluster's secrets");
     snprintf(k.name, sizeof k.name, "%s:%s", description, id);
     if ((rc = rl__auth_init(&k.auth, k.name, strlen(k.name), k.secret, sizeof k.secret)) != RL_OK)
-        return failf(msg, rc, "cannot derive the cluster's keys");
+        return failf(err, rc, "cannot derive the cluster's keys");
     rl_buf text;
     rl__buf_init(&text);
     rl__keyfile_format(&k, &text);
-    rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY : rl__os_write_file_private(path, text.data, text.len, KF_WHO, msg);
+    rc = rl__buf_error(&text) ? RL_E_OUT_OF_MEMORY : rl__os_write_file_private(path, text.data, text.len, KF_WHO, err);
     memset(text.data, 0, text.len);
     rl__buf_release(&text);
     if (rc == RL_OK && out) *out = k;
@@ -88,7 +88,7 @@ static int next_line(const char **p, const char *end, const char **line, size_t 
 }
 
 /* Parse the text of a key file into k (keyfile.h: rl__keyfile_parse). */
-static int parse(const char *path, const char *text, size_t n, rl__keyfile *k, rl_buf *msg) {
+static int parse(const char *path, const char *text, size_t n, rl__keyfile *k, rl__errdetail *err) {
     const char *p = text, *end = text + n, *line;
     size_t len;
     int have_name = 0, have_secret = 0, lineno = 0;
@@ -102,7 +102,7 @@ static int parse(const char *path, const char *text, size_t n, rl__keyfile *k, r
             const char *colon = memchr(name, ':', nl);
             if (have_name || !colon || !description_ok(name, (size_t)(colon - name)) ||
                 !rl__auth_id_ok(colon + 1, nl - (size_t)(colon - name) - 1) || nl >= sizeof k->name)
-                return failf(msg, RL_E_INVALID_ARGUMENT,
+                return failf(err, RL_E_INVALID_ARGUMENT,
                              "%s line %d: 'cluster' must be given once, as description:ID with an ID of at least %d "
                              "letters and digits",
                              path, lineno, RL_AUTH_ID_MIN);
@@ -118,57 +118,57 @@ static int parse(const char *path, const char *text, size_t n, rl__keyfile *k, r
             if (b.data) memset(b.data, 0, b.len);
             rl__buf_release(&b);
             if (!ok)
-                return failf(msg, RL_E_INVALID_ARGUMENT, "%s line %d: 'secret' must be given once, as %d hex digits",
+                return failf(err, RL_E_INVALID_ARGUMENT, "%s line %d: 'secret' must be given once, as %d hex digits",
                              path, lineno, 2 * RL_AUTH_SECRET_LEN);
             have_secret = 1;
         } else {
-            return failf(msg, RL_E_INVALID_ARGUMENT, "%s line %d: not a 'cluster', 'secret' or comment line", path,
+            return failf(err, RL_E_INVALID_ARGUMENT, "%s line %d: not a 'cluster', 'secret' or comment line", path,
                          lineno);
         }
     }
     if (!have_name || !have_secret)
-        return failf(msg, RL_E_INVALID_ARGUMENT, "%s has no '%s' line: not a reclayer key file", path,
+        return failf(err, RL_E_INVALID_ARGUMENT, "%s has no '%s' line: not a reclayer key file", path,
                      have_name ? "secret" : "cluster");
     int rc = rl__auth_init(&k->auth, k->name, strlen(k->name), k->secret, sizeof k->secret);
-    return rc == RL_OK ? RL_OK : failf(msg, rc, "%s: cannot derive the cluster's keys", path);
+    return rc == RL_OK ? RL_OK : failf(err, rc, "%s: cannot derive the cluster's keys", path);
 }
 
-int rl__keyfile_parse(const char *path, const char *text, size_t n, rl__keyfile *out, rl_buf *msg) {
+int rl__keyfile_parse(const char *path, const char *text, size_t n, rl__keyfile *out, rl__errdetail *err) {
     memset(out, 0, sizeof *out);
-    int rc = parse(path, text, n, out, msg);
+    int rc = parse(path, text, n, out, err);
     if (rc != RL_OK) memset(out, 0, sizeof *out);
     return rc;
 }
 
-int rl__keyfile_read(const char *path, rl__keyfile *out, rl_buf *msg) {
+int rl__keyfile_read(const char *path, rl__keyfile *out, rl__errdetail *err) {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         int e = errno;
         int rc = e == ENOENT ? RL_E_FILE_NOT_FOUND : e == EACCES ? RL_E_PERMISSION_DENIED : RL_E_IO_ERROR;
-        return failf(msg, rc, "cannot open the key file %s: %s", path, strerror(e));
+        return failf(err, rc, "cannot open the key file %s: %s", path, strerror(e));
     }
     struct stat sb;
     char text[KF_MAX_BYTES + 1];
     ssize_t n = -1;
     int rc = RL_OK;
     if (fstat(fd, &sb) != 0) {
-        rc = failf(msg, RL_E_IO_ERROR, "cannot stat the key file %s: %s", path, strerror(errno));
+        rc = failf(err, RL_E_IO_ERROR, "cannot stat the key file %s: %s", path, strerror(errno));
     } else if (!S_ISREG(sb.st_mode)) {
-        rc = failf(msg, RL_E_INVALID_ARGUMENT, "the key file %s is not a regular file", path);
+        rc = failf(err, RL_E_INVALID_ARGUMENT, "the key file %s is not a regular file", path);
     } else if (sb.st_mode & 077) {
-        rc = failf(msg, RL_E_INVALID_ARGUMENT,
+        rc = failf(err, RL_E_INVALID_ARGUMENT,
                    "the key file %s may be read or written by group or others (mode %04o): it holds the cluster's "
                    "secrets; chmod 600 %s",
                    path, (unsigned)(sb.st_mode & 07777), path);
     } else if ((n = read(fd, text, sizeof text)) < 0) {
-        rc = failf(msg, RL_E_IO_ERROR, "cannot read the key file %s: %s", path, strerror(errno));
+        rc = failf(err, RL_E_IO_ERROR, "cannot read the key file %s: %s", path, strerror(errno));
     } else if (n > KF_MAX_BYTES) {
-        rc = failf(msg, RL_E_INVALID_ARGUMENT, "%s is longer than %d bytes: not a reclayer key file", path,
+        rc = failf(err, RL_E_INVALID_ARGUMENT, "%s is longer than %d bytes: not a reclayer key file", path,
                    KF_MAX_BYTES);
     }
     close(fd);
-    if (rc == RL_OK) rc = parse(path, text, (size_t)n, out, msg);
+    if (rc == RL_OK) rc = parse(path, text, (size_t)n, out, err);
     memset(text, 0, sizeof text);
     if (rc != RL_OK) memset(out, 0, sizeof *out);
     return rc;

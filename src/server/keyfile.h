@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "net/auth.h"
 
 #define RL_KEYFILE_NAME "cluster.key" /* the key file's name in a cluster directory */
@@ -36,23 +37,23 @@ typedef struct {
  * [in] description  [A-Za-z0-9_]+, at most 64 characters ("reclayer").
  * [out] out         the new key file's contents (may be NULL).
  * Returns RL_OK, RL_E_ALREADY_EXISTS (path exists: nothing written), RL_E_INVALID_ARGUMENT (a bad
- * description), RL_E_INTERNAL_ERROR (no random bytes), or the write's error; msg (may be NULL)
+ * description), RL_E_INTERNAL_ERROR (no random bytes), or the write's error; err (may be NULL)
  * gets a one-line reason. */
-int rl__keyfile_create(const char *path, const char *description, rl__keyfile *out, rl_buf *msg);
+int rl__keyfile_create(const char *path, const char *description, rl__keyfile *out, rl__errdetail *err);
 
 /* rl__keyfile_read — read and check the key file at path: its mode (no permission for group or
  * others), its two lines, an ID of at least RL_AUTH_ID_MIN letters and digits, a secret of 64 hex
  * digits. [out] out filled on RL_OK (zeroed otherwise).
  * Returns RL_OK, RL_E_FILE_NOT_FOUND, RL_E_PERMISSION_DENIED (we may not read it),
  * RL_E_INVALID_ARGUMENT (malformed, or open to group or others: "chmod 600" says the message),
- * RL_E_IO_ERROR; msg gets a one-line reason naming the file. */
-int rl__keyfile_read(const char *path, rl__keyfile *out, rl_buf *msg);
+ * RL_E_IO_ERROR; err gets a one-line reason naming the file. */
+int rl__keyfile_read(const char *path, rl__keyfile *out, rl__errdetail *err);
 
 /* rl__keyfile_parse — parse the text of a key file (n bytes, not NUL-terminated) into *out (zeroed
  * on failure): the lines and checks of rl__keyfile_read without the file. path only names the
  * file in messages. Pure but for libcrypto's HMAC. RL_OK, RL_E_INVALID_ARGUMENT,
  * RL_E_INTERNAL_ERROR. */
-int rl__keyfile_parse(const char *path, const char *text, size_t n, rl__keyfile *out, rl_buf *msg);
+int rl__keyfile_parse(const char *path, const char *text, size_t n, rl__keyfile *out, rl__errdetail *err);
 
 /* rl__keyfile_format — the text rl__keyfile_create writes for k's name and secret, into out. */
 void rl__keyfile_format(const rl__keyfile *k, rl_buf *out);

@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,30 +35,21 @@ static char *str_dup(const char *s) {
     return p;
 }
 
-static void errf(rl_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void errf(rl_buf *errmsg, const char *fmt, ...) {
-    if (!errmsg) return;
-    va_list ap;
-    va_start(ap, fmt);
-    rl__buf_vprintf(errmsg, fmt, ap);
-    va_end(ap);
-}
-
 /* See storage_server.h. */
-int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
+int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl__errdetail *err) {
     int rc;
     if (!o || !out || !o->dir || !o->dir[0] || o->id == 0 || !o->coordinator_ip || o->coordinator_port == 0) {
-        errf(errmsg, "storage server: --dir, --id (>= 1) and --coordinator are required");
+        rl__errdetail_append(err, "storage server: --dir, --id (>= 1) and --coordinator are required");
         return RL_E_INVALID_ARGUMENT;
     }
     if (!o->auth || !o->auth->has_member_key) {
-        errf(errmsg, "storage server: the cluster's key file (--key-file) is required");
+        rl__errdetail_append(err, "storage server: the cluster's key file (--key-file) is required");
         return RL_E_INVALID_ARGUMENT;
     }
     rl__errdetail dwhy;
     rl__errdetail_init(&dwhy, NULL);
     if (rl__netem_check(o->delay_us, o->jitter_us, &dwhy) != RL_OK) {
-        errf(errmsg, "storage server: --delay-us / --jitter-us: %s", rl__errdetail_get(&dwhy));
+        rl__errdetail_append(err, "storage server: --delay-us / --jitter-us: %s", rl__errdetail_get(&dwhy));
         return RL_E_INVALID_ARGUMENT;
     }
     rl__ss *ss = rl__calloc(1, sizeof *ss);
@@ -90,7 +80,7 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
         goto fail;
     }
     if (strlen(ss->host) > RL_PROTO_MAX_STRING) {
-        errf(errmsg, "storage server: the host label is longer than %d bytes", RL_PROTO_MAX_STRING);
+        rl__errdetail_append(err, "storage server: the host label is longer than %d bytes", RL_PROTO_MAX_STRING);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
@@ -111,7 +101,7 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
 
     /* The directory: created if missing (one level). */
     if (mkdir(ss->dir, 0755) != 0 && errno != EEXIST) {
-        errf(errmsg, "storage server: cannot create %s: %s", ss->dir, strerror(errno));
+        rl__errdetail_append(err, "storage server: cannot create %s: %s", ss->dir, strerror(errno));
         rc = RL_E_IO_ERROR;
         goto fail;
     }
@@ -122,7 +112,7 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
                 : !strcmp(o->engine, "memory") ? RL_ENGINE_MEMORY
                                                : -1;
     if (so.engine < 0) {
-        errf(errmsg, "storage server: unknown engine '%s' (memory or ssd)", o->engine);
+        rl__errdetail_append(err, "storage server: unknown engine '%s' (memory or ssd)", o->engine);
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }
@@ -130,9 +120,9 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
     so.no_sync = o->no_sync;
     so.window_versions = ss->o.window_versions;
     so.checkpoint_log_bytes = o->checkpoint_log_bytes;
-    if ((rc = rl__storage_open(&so, &ss->st, errmsg)) != RL_OK) {
-        errf(errmsg, "%sstorage server: cannot open the engine in %s: %s", errmsg && errmsg->len ? "; " : "", ss->dir,
-             rl_error_name(rc));
+    if ((rc = rl__storage_open(&so, &ss->st, err)) != RL_OK) {
+        rl__errdetail_append(err, "%sstorage server: cannot open the engine in %s: %s",
+                             rl__errdetail_len(err) ? "; " : "", ss->dir, rl_error_name(rc));
         goto fail;
     }
     rl__storage_status s;
@@ -152,7 +142,7 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
     rl__errdetail nd;
     rl__errdetail_init(&nd, NULL);
     if ((rc = rl__loop_new(0, &ss->loop, &nd)) != RL_OK) {
-        errf(errmsg, "storage server: cannot create the event loop: %s", rl__errdetail_get(&nd));
+        rl__errdetail_append(err, "storage server: cannot create the event loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
     /* Every connection, accepted or made (coordinator, peers, fetches), runs the handshake; this
@@ -164,8 +154,8 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg) {
     ss->o.limits = NULL;
     rc = rl__listen(ss->loop, ss->listen_ip, o->listen_port, rl__ss_on_accept, ss, &ss->lis, &nd);
     if (rc != RL_OK) {
-        errf(errmsg, "storage server: cannot listen on %s:%u: %s (%s)", ss->listen_ip, o->listen_port,
-             rl_error_name(rc), rl__errdetail_get(&nd));
+        rl__errdetail_append(err, "storage server: cannot listen on %s:%u: %s (%s)", ss->listen_ip, o->listen_port,
+                             rl_error_name(rc), rl__errdetail_get(&nd));
         goto fail;
     }
     ss->port = rl__listener_port(ss->lis);

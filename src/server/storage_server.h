@@ -22,7 +22,7 @@
  * [owner] (the thread that created the server, while rl__ss_run is not running) unless tagged
  * [any].
  *
- * Errors are rl error codes (include/reclayer/error.h), never errno; a message goes to errmsg
+ * Errors are rl error codes (include/reclayer/error.h), never errno; a message goes to err
  * where one is taken, and to the log (stderr).
  */
 #ifndef RL_SERVER_STORAGE_SERVER_H
@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "net/loop.h"
 #include "server/ss_options.h"
 
@@ -42,11 +43,11 @@ typedef struct rl__ss rl__ss;
  * listener, start the threads.
  * [in] o       the options (borrowed for the call).
  * [out] out    the server, owned by the caller (rl__ss_free); untouched on error.
- * [out] errmsg may be NULL; on failure a message naming what failed is appended.
+ * [out] err may be NULL; on failure a message naming what failed is appended.
  * Returns RL_OK, RL_E_INVALID_ARGUMENT (a missing or bad option, no member key), the engine's open errors
  * (RL_E_DATABASE_LOCKED_BY_PROCESS, RL_E_LOG_CORRUPT, …), the listener's (RL_E_ADDRESS_IN_USE,
  * RL_E_BIND_FAILED), RL_E_IO_ERROR (the directory cannot be created), RL_E_OUT_OF_MEMORY. */
-int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl_buf *errmsg);
+int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl__errdetail *err);
 
 /* rl__ss_port — the bound listening port. [any] */
 uint16_t rl__ss_port(const rl__ss *ss);

@@ -24,6 +24,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "storage/storage.h"
 
 struct rl__storage;
@@ -33,9 +34,9 @@ typedef struct rl__base_cur rl__base_cur;
 
 typedef struct rl__engine_ops {
     const char *name; /* "memory" or "ssd": the directory's ENGINE file and status */
-    /* Open the directory and recover into the (empty) map. errmsg names the file on corruption.
+    /* Open the directory and recover into the (empty) map. err names the file on corruption.
      * The engine's state is released by close, which is also called after a failed open. */
-    int (*open)(struct rl__storage *st, const rl__storage_options *o, rl_buf *errmsg);
+    int (*open)(struct rl__storage *st, const rl__storage_options *o, rl__errdetail *err);
     void (*close)(struct rl__storage *st);
     /* Queue the log record of one version (before the map applies it). */
     int (*log)(struct rl__storage *st, rl__version v, const rl__mutation *muts, size_t n);
@@ -104,12 +105,12 @@ void rl__storage_map_evict(struct rl__storage *st);
 /* ---- the log directory, shared by both engines (memory.c) -------------------------------- */
 
 /* Copy the directory, check it, take LOCK (exclusive, shared when read-only). */
-int rl__logdir_open(struct rl__storage *st, const rl__storage_options *o, rl_buf *errmsg);
+int rl__logdir_open(struct rl__storage *st, const rl__storage_options *o, rl__errdetail *err);
 /* Replay log-SEQ into the map, skipping records at or below skip_upto (already in the base);
  * the tail rules of memory.c; a missing file is an empty log. */
-int rl__logdir_replay(struct rl__storage *st, uint64_t seq, rl__version skip_upto, rl_buf *errmsg);
+int rl__logdir_replay(struct rl__storage *st, uint64_t seq, rl__version skip_upto, rl__errdetail *err);
 /* Writable: open log-SEQ for appending (creating it) and fsync the directory. */
-int rl__logdir_open_log(struct rl__storage *st, uint64_t seq, rl_buf *errmsg);
+int rl__logdir_open_log(struct rl__storage *st, uint64_t seq, rl__errdetail *err);
 /* Write the pending records (no fsync); a failure poisons. */
 int rl__logdir_flush_pending(struct rl__storage *st);
 /* The after_apply policy both engines share: when the log (written and queued) reaches
@@ -127,10 +128,10 @@ void rl__logdir_close(struct rl__storage *st);
  * a memory database, or none yet), checked against o->engine (RL_ENGINE_AUTO: whatever it holds,
  * memory for a new one). A mismatch is RL_E_INVALID_ARGUMENT naming both; an unknown name
  * RL_E_CORRUPT_DATA naming the file. A missing directory picks o->engine (open reports it). */
-int rl__logdir_pick_engine(const rl__storage_options *o, const rl__engine_ops **out, rl_buf *errmsg);
+int rl__logdir_pick_engine(const rl__storage_options *o, const rl__engine_ops **out, rl__errdetail *err);
 /* Writable open: create DIR/ENGINE naming the engine if it is missing (written, fsynced,
  * renamed into place, directory fsynced; through storage/os.h). */
-int rl__logdir_record_engine(struct rl__storage *st, const char *name, rl_buf *errmsg);
+int rl__logdir_record_engine(struct rl__storage *st, const char *name, rl__errdetail *err);
 int rl__logdir_poison(struct rl__storage *st, int rc);
 /* The memory engine's steps that ssd shares as they are. */
 int rl__memory_log(struct rl__storage *st, rl__version v, const rl__mutation *muts, size_t n);

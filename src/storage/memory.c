@@ -145,14 +145,14 @@ static void path_of(const rl__storage *st, char *out, size_t cap, const char *pr
 
 /* ---- checkpoint load --------------------------------------------------------------------- */
 
-static int load_checkpoint(rl__storage *st, const char *path, uint64_t seq, rl_buf *errmsg) {
+static int load_checkpoint(rl__storage *st, const char *path, uint64_t seq, rl__errdetail *err) {
     uint8_t *buf = NULL;
     size_t n, off = 0;
     uint64_t total = 0;
     int rc = rl__os_read_file(path, &buf, &n);
     const char *why = NULL;
     if (rc != RL_OK) {
-        rl__os_errf(errmsg, "cannot read checkpoint %s: %s", path, rl_error_name(rc));
+        rl__errdetail_append(err, "cannot read checkpoint %s: %s", path, rl_error_name(rc));
         return rc;
     }
     if (n < CKPT_HEADER || memcmp(buf, CKPT_MAGIC, 8) != 0) {
@@ -212,7 +212,7 @@ static int load_checkpoint(rl__storage *st, const char *path, uint64_t seq, rl_b
 bad_entry:
     why = "bad entry (length or key order)";
 corrupt:
-    rl__os_errf(errmsg, "checkpoint %s corrupt at byte offset %zu: %s", path, off, why);
+    rl__errdetail_append(err, "checkpoint %s corrupt at byte offset %zu: %s", path, off, why);
     rc = RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT);
 fail:
     rl__free(buf);
@@ -234,9 +234,9 @@ const char *rl__storage_tail_name(int kind) {
 /* The log ends in n unreadable bytes at byte offset off of `path` (p points at them): record
  * what they are for the status and, unless read-only, move them aside and truncate the log at
  * off (rl__wal_cut_tail), so that new records follow the last good one. Read-only leaves the
- * file as it is. Returns RL_OK, or the error of a failed save or truncate (errmsg says which;
+ * file as it is. Returns RL_OK, or the error of a failed save or truncate (err says which;
  * the log then still holds every byte, or the side file does). */
-static int discard_tail(rl__storage *st, const char *path, size_t off, const uint8_t *p, size_t n, rl_buf *errmsg) {
+static int discard_tail(rl__storage *st, const char *path, size_t off, const uint8_t *p, size_t n, rl__errdetail *err) {
     char *side = NULL;
     int rc;
     st->f.tail_kind = rl__wal_classify_tail(p, n);
@@ -251,7 +251,7 @@ static int discard_tail(rl__storage *st, const char *path, size_t off, const uin
         return RL_OK;
     }
     const rl__wal_file f = {WHO, "log", st->f.dir, st->f.no_sync};
-    if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
+    if ((rc = rl__wal_cut_tail(&f, path, off, p, n, &side, err)) != RL_OK) return rc;
     rl__log(RL_LOG_WARN,
             "log %s: the record at byte offset %zu is %s; the log now ends before it, and the %zu "
             "bytes from there were moved to %s",
@@ -263,13 +263,13 @@ static int discard_tail(rl__storage *st, const char *path, size_t off, const uin
 /* Replay log `path` (a missing file is an empty log) into the map. A record that does not
  * decode ends the log when no valid record starts after it (discard_tail); otherwise, or when a
  * version does not increase, the open fails with RL_E_LOG_CORRUPT naming the file and offset. */
-static int replay_log(rl__storage *st, const char *path, rl__version skip_upto, rl_buf *errmsg) {
+static int replay_log(rl__storage *st, const char *path, rl__version skip_upto, rl__errdetail *err) {
     uint8_t *buf = NULL;
     size_t n, off = 0;
     int rc = rl__os_read_file(path, &buf, &n);
     if (rc == RL_E_FILE_NOT_FOUND) return RL_OK;
     if (rc != RL_OK) {
-        rl__os_errf(errmsg, "cannot read log %s: %s", path, rl_error_name(rc));
+        rl__errdetail_append(err, "cannot read log %s: %s", path, rl_error_name(rc));
         return rc;
     }
     st->f.replaying = 1;
@@ -277,11 +277,12 @@ static int replay_log(rl__storage *st, const char *path, rl__version skip_upto, 
         rl__wal_record r;
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
             if (rl__wal_valid_record_after(buf, n, off + 1)) {
-                rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: bad record followed by valid ones", path, off);
+                rl__errdetail_append(err, "log %s corrupt at byte offset %zu: bad record followed by valid ones", path,
+                                     off);
                 rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
                 goto out;
             }
-            if ((rc = discard_tail(st, path, off, buf + off, n - off, errmsg)) != RL_OK) goto out;
+            if ((rc = discard_tail(st, path, off, buf + off, n - off, err)) != RL_OK) goto out;
             break;
         }
         if (r.version <= skip_upto) { /* already in the base (ssd: flushed before a crash) */
@@ -289,8 +290,8 @@ static int replay_log(rl__storage *st, const char *path, rl__version skip_upto, 
             continue;
         }
         if (r.version <= st->latest) {
-            rl__os_errf(errmsg, "log %s corrupt at byte offset %zu: version %" PRIu64 " does not follow %" PRIu64, path,
-                        off, r.version, st->latest);
+            rl__errdetail_append(err, "log %s corrupt at byte offset %zu: version %" PRIu64 " does not follow %" PRIu64,
+                                 path, off, r.version, st->latest);
             rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
             goto out;
         }
@@ -346,14 +347,14 @@ typedef struct {
     uint64_t orphan_log; /* the lowest such T */
 } dir_scan;
 
-static int scan_dir(rl__storage *st, dir_scan *out, rl_buf *errmsg) {
+static int scan_dir(rl__storage *st, dir_scan *out, rl__errdetail *err) {
     uint64_t seq;
     struct dirent *de;
     memset(out, 0, sizeof *out);
     DIR *d = opendir(st->f.dir);
     if (!d) {
         int rc = io_fail("opendir", st->f.dir);
-        rl__os_errf(errmsg, "cannot list storage directory %s: %s", st->f.dir, strerror(errno));
+        rl__errdetail_append(err, "cannot list storage directory %s: %s", st->f.dir, strerror(errno));
         return rc;
     }
     while ((de = readdir(d)) != NULL)
@@ -383,14 +384,14 @@ static int scan_dir(rl__storage *st, dir_scan *out, rl_buf *errmsg) {
 
 /* Take the directory's lock: exclusive for a writer, shared for a read-only handle (readers
  * coexist; a writer excludes everyone). A read-only open creates LOCK only when it is missing. */
-static int take_lock(rl__storage *st, rl_buf *errmsg) {
+static int take_lock(rl__storage *st, rl__errdetail *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/LOCK", st->f.dir);
     return rl__os_lock_file(path, st->read_only, WHO, st->read_only ? "another handle that writes" : "another handle",
-                            &st->f.lock_fd, errmsg);
+                            &st->f.lock_fd, err);
 }
 
-int rl__logdir_open(rl__storage *st, const rl__storage_options *o, rl_buf *errmsg) {
+int rl__logdir_open(rl__storage *st, const rl__storage_options *o, rl__errdetail *err) {
     struct stat sb;
     int rc;
     st->f.no_sync = o->no_sync;
@@ -399,31 +400,31 @@ int rl__logdir_open(rl__storage *st, const rl__storage_options *o, rl_buf *errms
     if (strlen(o->dir) > 4000) return RL_E_INVALID_ARGUMENT;
     if (stat(o->dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         rc = stat(o->dir, &sb) != 0 ? rl__os_map_errno(errno) : RL_E_INVALID_ARGUMENT;
-        rl__os_errf(errmsg, "storage directory %s: %s", o->dir,
-                    rc == RL_E_FILE_NOT_FOUND ? "does not exist" : "not a directory");
+        rl__errdetail_append(err, "storage directory %s: %s", o->dir,
+                             rc == RL_E_FILE_NOT_FOUND ? "does not exist" : "not a directory");
         return rc;
     }
-    return take_lock(st, errmsg);
+    return take_lock(st, err);
 }
 
-int rl__logdir_replay(rl__storage *st, uint64_t seq, rl__version skip_upto, rl_buf *errmsg) {
+int rl__logdir_replay(rl__storage *st, uint64_t seq, rl__version skip_upto, rl__errdetail *err) {
     char path[4096];
     path_of(st, path, sizeof path, "log-", seq, "");
-    return replay_log(st, path, skip_upto, errmsg);
+    return replay_log(st, path, skip_upto, err);
 }
 
-int rl__logdir_open_log(rl__storage *st, uint64_t seq, rl_buf *errmsg) {
+int rl__logdir_open_log(rl__storage *st, uint64_t seq, rl__errdetail *err) {
     char path[4096];
     int rc;
     path_of(st, path, sizeof path, "log-", seq, "");
     st->f.log_fd = rl__os_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (st->f.log_fd < 0) {
         rc = io_fail("open", path);
-        rl__os_errf(errmsg, "cannot open log %s: %s", path, strerror(errno));
+        rl__errdetail_append(err, "cannot open log %s: %s", path, strerror(errno));
         return rc;
     }
     if ((rc = sync_dir(st)) != RL_OK) {
-        rl__os_errf(errmsg, "cannot sync directory %s: %s", st->f.dir, rl_error_name(rc));
+        rl__errdetail_append(err, "cannot sync directory %s: %s", st->f.dir, rl_error_name(rc));
         return rc;
     }
     return RL_OK;
@@ -445,7 +446,7 @@ static int read_engine_file(const char *dir, char *name, size_t cap) {
     return 1;
 }
 
-int rl__logdir_pick_engine(const rl__storage_options *o, const rl__engine_ops **out, rl_buf *errmsg) {
+int rl__logdir_pick_engine(const rl__storage_options *o, const rl__engine_ops **out, rl__errdetail *err) {
     char name[64], path[4200];
     const rl__engine_ops *want = o->engine == RL_ENGINE_SSD      ? &rl__engine_ssd
                                  : o->engine == RL_ENGINE_MEMORY ? &rl__engine_memory
@@ -453,24 +454,24 @@ int rl__logdir_pick_engine(const rl__storage_options *o, const rl__engine_ops **
     const rl__engine_ops *have = NULL;
     int r = read_engine_file(o->dir, name, sizeof name);
     if (r < 0) {
-        rl__os_errf(errmsg, "cannot read %s/ENGINE: %s", o->dir, strerror(errno));
+        rl__errdetail_append(err, "cannot read %s/ENGINE: %s", o->dir, strerror(errno));
         return rl__os_map_errno(errno);
     }
     if (r == 1) {
         if (strcmp(name, "ssd") == 0) have = &rl__engine_ssd;
         else if (strcmp(name, "memory") == 0) have = &rl__engine_memory;
         else {
-            rl__os_errf(errmsg, "%s/ENGINE names an unknown storage engine \"%s\"", o->dir, name);
+            rl__errdetail_append(err, "%s/ENGINE names an unknown storage engine \"%s\"", o->dir, name);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
         }
     } else {
         snprintf(path, sizeof path, "%s/data.mdb", o->dir);
         struct stat sb;
         if (stat(path, &sb) == 0) {
-            rl__os_errf(errmsg,
-                        "%s has an LMDB file (data.mdb) but no ENGINE file: restore ENGINE "
-                        "(\"ssd\") or move data.mdb out of the directory",
-                        o->dir);
+            rl__errdetail_append(err,
+                                 "%s has an LMDB file (data.mdb) but no ENGINE file: restore ENGINE "
+                                 "(\"ssd\") or move data.mdb out of the directory",
+                                 o->dir);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
         }
         /* Files of the memory engine (or none: a new database, which gets what was asked). */
@@ -484,46 +485,46 @@ int rl__logdir_pick_engine(const rl__storage_options *o, const rl__engine_ops **
         }
     }
     if (have && want && have != want) {
-        rl__os_errf(errmsg,
-                    "%s holds a database of the %s engine; it cannot be opened with the %s "
-                    "engine (omit the engine, or ask for %s)",
-                    o->dir, have->name, want->name, have->name);
+        rl__errdetail_append(err,
+                             "%s holds a database of the %s engine; it cannot be opened with the %s "
+                             "engine (omit the engine, or ask for %s)",
+                             o->dir, have->name, want->name, have->name);
         return RL_E_INVALID_ARGUMENT;
     }
     *out = have ? have : want ? want : &rl__engine_memory;
     return RL_OK;
 }
 
-int rl__logdir_record_engine(rl__storage *st, const char *name, rl_buf *errmsg) {
+int rl__logdir_record_engine(rl__storage *st, const char *name, rl__errdetail *err) {
     char path[4200], cur[64], line[80];
     int r = read_engine_file(st->f.dir, cur, sizeof cur);
     if (r == 1) return RL_OK;
     snprintf(path, sizeof path, "%s/ENGINE", st->f.dir);
     int n = snprintf(line, sizeof line, "%s\n", name);
     int rc = rl__os_write_file_atomic(path, line, (size_t)n, st->f.no_sync, WHO, NULL);
-    if (rc != RL_OK) rl__os_errf(errmsg, "cannot record the engine in %s: %s", path, rl_error_name(rc));
+    if (rc != RL_OK) rl__errdetail_append(err, "cannot record the engine in %s: %s", path, rl_error_name(rc));
     return rc;
 }
 
 /* The memory engine's open: lock, scan, the newest checkpoint, its log. */
-static int memory_open(rl__storage *st, const rl__storage_options *o, rl_buf *errmsg) {
+static int memory_open(rl__storage *st, const rl__storage_options *o, rl__errdetail *err) {
     char path[4096];
     dir_scan sc;
     int rc;
-    if ((rc = rl__logdir_open(st, o, errmsg)) != RL_OK) return rc;
+    if ((rc = rl__logdir_open(st, o, err)) != RL_OK) return rc;
 
     /* 1. Scan (changes nothing). A log above the newest checkpoint needs a checkpoint that is
      *    not there: refuse rather than open an older (or the empty) state. */
-    if ((rc = scan_dir(st, &sc, errmsg)) != RL_OK) return rc;
+    if ((rc = scan_dir(st, &sc, err)) != RL_OK) return rc;
     if (sc.has_orphan_log) {
-        rl__os_errf(errmsg,
-                    "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
-                    " holds the commits after it and cannot be replayed without it (newest "
-                    "checkpoint present: ",
-                    st->f.dir, sc.orphan_log, st->f.dir, sc.orphan_log);
-        if (sc.has_ckpt) rl__os_errf(errmsg, "ckpt-%016" PRIx64 ")", sc.best);
-        else rl__os_errf(errmsg, "none)");
-        rl__os_errf(errmsg, "; no file was changed");
+        rl__errdetail_append(err,
+                             "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
+                             " holds the commits after it and cannot be replayed without it (newest "
+                             "checkpoint present: ",
+                             st->f.dir, sc.orphan_log, st->f.dir, sc.orphan_log);
+        if (sc.has_ckpt) rl__errdetail_append(err, "ckpt-%016" PRIx64 ")", sc.best);
+        else rl__errdetail_append(err, "none)");
+        rl__errdetail_append(err, "; no file was changed");
         return RL_CORRUPT(RL_E_CHECKPOINT_CORRUPT);
     }
     st->f.seq = sc.best;
@@ -531,18 +532,18 @@ static int memory_open(rl__storage *st, const rl__storage_options *o, rl_buf *er
     /* 2. Load and verify the newest checkpoint. No fallback to an older one. */
     if (sc.has_ckpt) {
         path_of(st, path, sizeof path, "ckpt-", sc.best, "");
-        if ((rc = load_checkpoint(st, path, sc.best, errmsg)) != RL_OK) {
+        if ((rc = load_checkpoint(st, path, sc.best, err)) != RL_OK) {
             if (rc == RL_E_CHECKPOINT_CORRUPT) {
-                rl__os_errf(errmsg, "; no file was changed");
+                rl__errdetail_append(err, "; no file was changed");
                 if (sc.has_prev)
-                    rl__os_errf(errmsg,
-                                " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
-                                "never falls back to an older checkpoint)",
-                                sc.prev);
-                rl__os_errf(errmsg,
-                            "; if this file is not a checkpoint of this database, move it out "
-                            "of %s and open again",
-                            st->f.dir);
+                    rl__errdetail_append(err,
+                                         " (the older ckpt-%016" PRIx64 " is kept but not used: recovery "
+                                         "never falls back to an older checkpoint)",
+                                         sc.prev);
+                rl__errdetail_append(err,
+                                     "; if this file is not a checkpoint of this database, move it out "
+                                     "of %s and open again",
+                                     st->f.dir);
             }
             return rc;
         }
@@ -550,7 +551,7 @@ static int memory_open(rl__storage *st, const rl__storage_options *o, rl_buf *er
 
     /* 3. Replay its log (a damaged tail is moved aside, or only reported when read-only). */
     path_of(st, path, sizeof path, "log-", sc.best, "");
-    if ((rc = replay_log(st, path, 0, errmsg)) != RL_OK) return rc;
+    if ((rc = replay_log(st, path, 0, err)) != RL_OK) return rc;
     st->durable = st->latest;
     if (st->read_only) return RL_OK;
 
@@ -560,7 +561,7 @@ static int memory_open(rl__storage *st, const rl__storage_options *o, rl_buf *er
     char tmp[4096];
     path_of(st, tmp, sizeof tmp, "ckpt-", sc.best + 1, ".tmp");
     if (rl__os_unlink(tmp) != 0 && errno != ENOENT) io_fail("unlink", tmp);
-    return rl__logdir_open_log(st, sc.best, errmsg);
+    return rl__logdir_open_log(st, sc.best, err);
 }
 
 void rl__logdir_close(rl__storage *st) {

@@ -191,14 +191,6 @@ int rl__os_io_fail(const char *who, const char *op, const char *path) {
     return rl__os_map_errno(e);
 }
 
-void rl__os_errf(rl_buf *errmsg, const char *fmt, ...) {
-    if (!errmsg) return;
-    va_list ap;
-    va_start(ap, fmt);
-    rl__buf_vprintf(errmsg, fmt, ap);
-    va_end(ap);
-}
-
 int rl__os_write_all(int fd, const void *p, size_t n, const char *who, const char *path) {
     const uint8_t *q = p;
     while (n > 0) {
@@ -231,11 +223,11 @@ int rl__os_sync_dir(const char *dir, int no_sync, const char *who) {
 /* The atomic write of rl__os_write_file_atomic (mode 0644) and rl__os_write_file_private (mode
  * 0600: the temporary file is created anew, O_EXCL, so it never inherits a stale file's mode). */
 static int write_atomic(const char *path, const void *data, size_t len, int private_mode, int no_sync, const char *who,
-                        rl_buf *errmsg) {
+                        rl__errdetail *err) {
     char tmp[4104], dir[4096];
     size_t n = strlen(path);
     if (n >= sizeof dir) {
-        rl__os_errf(errmsg, "cannot write %.64s...: the path is longer than %zu bytes", path, sizeof dir - 1);
+        rl__errdetail_append(err, "cannot write %.64s...: the path is longer than %zu bytes", path, sizeof dir - 1);
         return RL_E_INVALID_ARGUMENT;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -263,17 +255,17 @@ static int write_atomic(const char *path, const void *data, size_t len, int priv
     else *slash = 0;
     if ((rc = rl__os_sync_dir(dir, no_sync, who)) == RL_OK) return RL_OK;
 fail:
-    rl__os_errf(errmsg, "cannot write %s: %s", path, strerror(errno));
+    rl__errdetail_append(err, "cannot write %s: %s", path, strerror(errno));
     return rc;
 }
 
 int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int no_sync, const char *who,
-                             rl_buf *errmsg) {
-    return write_atomic(path, data, len, 0, no_sync, who, errmsg);
+                             rl__errdetail *err) {
+    return write_atomic(path, data, len, 0, no_sync, who, err);
 }
 
-int rl__os_write_file_private(const char *path, const void *data, size_t len, const char *who, rl_buf *errmsg) {
-    return write_atomic(path, data, len, 1, 0, who, errmsg);
+int rl__os_write_file_private(const char *path, const void *data, size_t len, const char *who, rl__errdetail *err) {
+    return write_atomic(path, data, len, 1, 0, who, err);
 }
 
 int rl__os_read_file(const char *path, uint8_t **out, size_t *out_len) {
@@ -312,19 +304,20 @@ fail:
     return rc;
 }
 
-int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder, int *out_fd, rl_buf *errmsg) {
+int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder, int *out_fd,
+                     rl__errdetail *err) {
     int fd = -1, rc;
     if (shared) fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0 && (!shared || errno == ENOENT)) fd = rl__os_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     *out_fd = fd;
     if (fd < 0) {
         rc = rl__os_io_fail(who, "open", path);
-        rl__os_errf(errmsg, "cannot open %s: %s", path, strerror(errno));
+        rl__errdetail_append(err, "cannot open %s: %s", path, strerror(errno));
         return rc;
     }
     if (flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
         rc = errno == EWOULDBLOCK ? RL_E_DATABASE_LOCKED_BY_PROCESS : rl__os_map_errno(errno);
-        rl__os_errf(errmsg, "%s is locked by %s", path, holder);
+        rl__errdetail_append(err, "%s is locked by %s", path, holder);
         return rc;
     }
     return RL_OK;

@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* Kinds of calls that can fail. open covers every open() the durable code makes (files, the
  * directory it fsyncs, reads during recovery); fsync covers fsync and fdatasync. */
@@ -79,8 +80,6 @@ int rl__os_mkdir(const char *path, mode_t mode);
 int rl__os_map_errno(int e);
 /* Log the failed operation `op` on `path` (errno still set by it) and return its mapped code. */
 int rl__os_io_fail(const char *who, const char *op, const char *path);
-/* Append errmsg (may be NULL: nothing happens) with a printf-style message. */
-void rl__os_errf(rl_buf *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Write all n bytes at fd's position (retrying short writes and EINTR). RL_OK or the mapped
  * error (logged); the file may then hold part of the bytes. */
 int rl__os_write_all(int fd, const void *p, size_t n, const char *who, const char *path);
@@ -92,13 +91,13 @@ int rl__os_sync_dir(const char *dir, int no_sync, const char *who);
 /* Replace the small file at path with data[0..len) so that a crash leaves the old contents or
  * the new, never a mix: write path.tmp, fdatasync it (unless no_sync), rename it over path,
  * fsync the directory (unless no_sync). RL_OK, or the mapped error of the failed call (logged),
- * with "cannot write PATH: <strerror>" appended to errmsg (may be NULL); path.tmp is then removed.
+ * with "cannot write PATH: <strerror>" appended to err (may be NULL); path.tmp is then removed.
  * RL_E_INVALID_ARGUMENT (nothing done) if path is longer than 4,095 bytes. */
 int rl__os_write_file_atomic(const char *path, const void *data, size_t len, int no_sync, const char *who,
-                             rl_buf *errmsg);
+                             rl__errdetail *err);
 /* As rl__os_write_file_atomic (always synced), but the file gets mode 0600 (owner only): for
  * secrets (the cluster's key file, its cluster file). */
-int rl__os_write_file_private(const char *path, const void *data, size_t len, const char *who, rl_buf *errmsg);
+int rl__os_write_file_private(const char *path, const void *data, size_t len, const char *who, rl__errdetail *err);
 /* Read the whole file at path into a new heap buffer (*out, rl__free; at least 1 byte is
  * allocated, so *out is not NULL on RL_OK even for an empty file). Errors (nothing allocated,
  * nothing logged): the mapped errno of open/fstat/read, RL_E_IO_ERROR when the file shrank
@@ -108,9 +107,10 @@ int rl__os_read_file(const char *path, uint8_t **out, size_t *out_len);
  * or exclusive. shared first opens an existing file read-only and creates it only when it is
  * missing; exclusive opens it read-write, creating it. On RL_OK *out_fd is the descriptor (the
  * caller's: closing it releases the lock). Errors (*out_fd is then -1 or the open descriptor,
- * which the caller closes): the mapped error of the open (logged; errmsg "cannot open PATH:
- * ..."), RL_E_DATABASE_LOCKED_BY_PROCESS when someone holds it (errmsg "PATH is locked by
+ * which the caller closes): the mapped error of the open (logged; err "cannot open PATH:
+ * ..."), RL_E_DATABASE_LOCKED_BY_PROCESS when someone holds it (err "PATH is locked by
  * HOLDER"), or the mapped error of flock. */
-int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder, int *out_fd, rl_buf *errmsg);
+int rl__os_lock_file(const char *path, int shared, const char *who, const char *holder, int *out_fd,
+                     rl__errdetail *err);
 
 #endif

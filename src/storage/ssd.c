@@ -737,7 +737,7 @@ typedef struct {
     uint64_t seq, keys, bytes;
 } ssd_meta;
 
-static int meta_read(ssd_env *s, ssd_meta *m, int *found, rl_buf *errmsg) {
+static int meta_read(ssd_env *s, ssd_meta *m, int *found, rl__errdetail *err) {
     base_cur *c;
     MDB_val k = {5, "state"}, v;
     memset(m, 0, sizeof *m);
@@ -748,7 +748,7 @@ static int meta_read(ssd_env *s, ssd_meta *m, int *found, rl_buf *errmsg) {
     if (e == 0) {
         const uint8_t *p = v.mv_data;
         if (v.mv_size != 36 || rl__le32(p) != SSD_META_FORMAT) {
-            if (errmsg) rl__buf_printf(errmsg, "%s: the meta record is malformed or of an unknown format", s->path);
+            rl__errdetail_append(err, "%s: the meta record is malformed or of an unknown format", s->path);
             rc = RL_CORRUPT(RL_E_CORRUPT_DATA);
         } else {
             m->version = rl__le64(p + 4);
@@ -790,12 +790,12 @@ static void ssd_close(rl__storage *st) {
     rl__logdir_close(st);
 }
 
-static int ssd_open(rl__storage *st, const rl__storage_options *o, rl_buf *errmsg) {
+static int ssd_open(rl__storage *st, const rl__storage_options *o, rl__errdetail *err) {
     int rc, e;
     ssd_meta m;
     int found;
-    if ((rc = rl__logdir_open(st, o, errmsg)) != RL_OK) return rc;
-    if (!st->read_only && (rc = rl__logdir_record_engine(st, "ssd", errmsg)) != RL_OK) return rc;
+    if ((rc = rl__logdir_open(st, o, err)) != RL_OK) return rc;
+    if (!st->read_only && (rc = rl__logdir_record_engine(st, "ssd", err)) != RL_OK) return rc;
     ssd_env *s = rl__calloc(1, sizeof *s);
     if (!s) return RL_E_OUT_OF_MEMORY;
     pthread_mutex_init(&s->pool_mu, NULL);
@@ -808,7 +808,7 @@ static int ssd_open(rl__storage *st, const rl__storage_options *o, rl_buf *errms
     if (st->f.no_sync) flags |= MDB_NOSYNC;
     if (st->read_only && access(s->path, F_OK) != 0) {
         /* A read-only open of a database never flushed: the log holds everything. */
-        if (errmsg) rl__buf_printf(errmsg, "%s does not exist yet: open the database once to write", s->path);
+        rl__errdetail_append(err, "%s does not exist yet: open the database once to write", s->path);
         return RL_E_FILE_NOT_FOUND;
     }
     /* The map is address space only (the file grows as needed); where 1 TiB cannot be mapped
@@ -838,9 +838,8 @@ static int ssd_open(rl__storage *st, const rl__storage_options *o, rl_buf *errms
     }
     if (e != 0) {
         rc = mdb_fail(s, "open", e);
-        if (errmsg)
-            rl__buf_printf(errmsg, "cannot open %s: %s%s", s->path, mdb_strerror(e),
-                           rc == RL_E_CORRUPT_DATA ? " (not an LMDB file, or corrupt)" : "");
+        rl__errdetail_append(err, "cannot open %s: %s%s", s->path, mdb_strerror(e),
+                             rc == RL_E_CORRUPT_DATA ? " (not an LMDB file, or corrupt)" : "");
         return rc;
     }
     MDB_txn *t;
@@ -850,17 +849,17 @@ static int ssd_open(rl__storage *st, const rl__storage_options *o, rl_buf *errms
     if (e == 0) e = mdb_dbi_open(t, "meta", dflags, &s->meta);
     if (e == MDB_NOTFOUND && st->read_only) {
         mdb_txn_abort(t);
-        if (errmsg) rl__buf_printf(errmsg, "%s holds no reclayer data", s->path);
+        rl__errdetail_append(err, "%s holds no reclayer data", s->path);
         return RL_E_FILE_NOT_FOUND;
     }
     if (e) {
         mdb_txn_abort(t);
         rc = mdb_fail(s, "dbi open", e);
-        if (errmsg) rl__buf_printf(errmsg, "cannot open the databases of %s: %s", s->path, mdb_strerror(e));
+        rl__errdetail_append(err, "cannot open the databases of %s: %s", s->path, mdb_strerror(e));
         return rc;
     }
     if ((e = mdb_txn_commit(t)) != 0) return mdb_fail(s, "commit", e);
-    if ((rc = meta_read(s, &m, &found, errmsg)) != RL_OK) return rc;
+    if ((rc = meta_read(s, &m, &found, err)) != RL_OK) return rc;
     st->has_base = 1;
     st->base_version = m.version;
     st->latest = st->oldest = st->durable = m.version;
@@ -868,10 +867,10 @@ static int ssd_open(rl__storage *st, const rl__storage_options *o, rl_buf *errms
     st->live_bytes = m.bytes;
     st->f.seq = m.seq;
     st->f.ckpt_version = m.version;
-    if ((rc = rl__logdir_replay(st, m.seq, m.version, errmsg)) != RL_OK) return rc;
+    if ((rc = rl__logdir_replay(st, m.seq, m.version, err)) != RL_OK) return rc;
     st->durable = st->latest;
     if (st->read_only) return RL_OK;
-    return rl__logdir_open_log(st, m.seq, errmsg);
+    return rl__logdir_open_log(st, m.seq, err);
 }
 
 /* ---- flush ------------------------------------------------------------------------------- */

@@ -1010,7 +1010,7 @@ void rl__storage_map_release(rl__storage *st) {
     rl__buf_release(&st->base_buf);
 }
 
-int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl_buf *errmsg) {
+int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl__errdetail *err) {
     rl__storage_options def;
     int rc;
     if (!opts) {
@@ -1020,9 +1020,9 @@ int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl_buf 
     if (!out || (opts->engine != RL_ENGINE_MEMORY && opts->engine != RL_ENGINE_SSD && opts->engine != RL_ENGINE_AUTO))
         return RL_E_INVALID_ARGUMENT;
     const rl__engine_ops *eng = NULL;
-    if (opts->dir && (rc = rl__logdir_pick_engine(opts, &eng, errmsg)) != RL_OK) return rc;
+    if (opts->dir && (rc = rl__logdir_pick_engine(opts, &eng, err)) != RL_OK) return rc;
     if (!opts->dir && opts->engine == RL_ENGINE_SSD) {
-        if (errmsg) rl__buf_printf(errmsg, "the ssd engine needs a directory");
+        rl__errdetail_append(err, "the ssd engine needs a directory");
         return RL_E_INVALID_ARGUMENT;
     }
     rl__storage *st = rl__calloc(1, sizeof *st);
@@ -1048,7 +1048,7 @@ int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl_buf 
     }
     if ((rc = rl__storage_map_init(st)) != RL_OK) goto fail;
     st->eng = eng;
-    if (eng && (rc = eng->open(st, opts, errmsg)) != RL_OK) goto fail;
+    if (eng && (rc = eng->open(st, opts, err)) != RL_OK) goto fail;
     *out = st;
     return RL_OK;
 fail:

@@ -39,6 +39,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "base/kvtypes.h"
 #include "reclayer/kv.h"
 
@@ -99,12 +100,12 @@ typedef enum {
 const char *rl__storage_tail_name(int kind);
 
 /* Open (and recover) a storage engine. *out is set only on RL_OK. On failure a message naming
- * the file and offset (for corruption) is appended to errmsg when errmsg is not NULL.
+ * the file and offset (for corruption) is appended to err when err is not NULL.
  * Errors: RL_E_DATABASE_LOCKED_BY_PROCESS (a writer has the directory, or any handle when
  * opening to write), RL_E_FILE_NOT_FOUND (dir missing), RL_E_IO_ERROR (also: the discarded
  * tail could not be saved to its side file), RL_E_LOG_CORRUPT, RL_E_CHECKPOINT_CORRUPT (also:
  * a corrupt newest or a missing checkpoint), RL_E_OUT_OF_MEMORY, RL_E_INVALID_ARGUMENT. */
-int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl_buf *errmsg);
+int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl__errdetail *err);
 /* Close; flushes nothing that was not synced. NULL is a no-op. */
 void rl__storage_close(rl__storage *st);
 

@@ -137,9 +137,9 @@ const char *rl__wal_tail_words(int kind) {
 }
 
 /* Save p[0..n) to a new side file of path (see rl__wal_cut_tail). On failure the partial side
- * file is removed again, errmsg says why and *out_side stays NULL. */
+ * file is removed again, err says why and *out_side stays NULL. */
 static int save_tail(const rl__wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
-                     rl_buf *errmsg) {
+                     rl__errdetail *err) {
     char side[4300];
     int fd = -1, rc, created = 0;
     *out_side = NULL;
@@ -165,31 +165,31 @@ static int save_tail(const rl__wal_file *f, const char *path, size_t off, const 
     }
     return RL_OK;
 fail:
-    rl__os_errf(errmsg,
-                "cannot truncate %s %s at byte offset %zu: saving the %zu discarded bytes "
-                "to %s failed (%s); no file was changed",
-                f->what, path, off, n, side, rl_error_name(rc));
+    rl__errdetail_append(err,
+                         "cannot truncate %s %s at byte offset %zu: saving the %zu discarded bytes "
+                         "to %s failed (%s); no file was changed",
+                         f->what, path, off, n, side, rl_error_name(rc));
     if (fd >= 0) close(fd);
     if (created && rl__os_unlink(side) != 0) rl__os_io_fail(f->who, "unlink", side);
     return rc;
 }
 
 int rl__wal_cut_tail(const rl__wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
-                     rl_buf *errmsg) {
+                     rl__errdetail *err) {
     char *side = NULL;
     int rc, fd;
     *out_side = NULL;
-    if ((rc = save_tail(f, path, off, p, n, &side, errmsg)) != RL_OK) return rc;
+    if ((rc = save_tail(f, path, off, p, n, &side, err)) != RL_OK) return rc;
     fd = rl__os_open(path, O_WRONLY | O_CLOEXEC, 0);
     if (fd < 0) rc = rl__os_io_fail(f->who, "open", path);
     else if (rl__os_ftruncate(fd, (off_t)off) != 0) rc = rl__os_io_fail(f->who, "ftruncate", path);
     else rc = rl__os_sync_fd(fd, f->no_sync, f->who, path);
     if (fd >= 0) close(fd);
     if (rc != RL_OK) {
-        rl__os_errf(errmsg,
-                    "cannot truncate %s %s at byte offset %zu: %s (the discarded bytes "
-                    "are saved in %s)",
-                    f->what, path, off, rl_error_name(rc), side);
+        rl__errdetail_append(err,
+                             "cannot truncate %s %s at byte offset %zu: %s (the discarded bytes "
+                             "are saved in %s)",
+                             f->what, path, off, rl_error_name(rc), side);
         rl__free(side);
         return rc;
     }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "storage/storage.h"
 
 #define RL_WAL_MAGIC 0x474C4C52u
@@ -88,7 +89,7 @@ const char *rl__wal_tail_words(int kind);
 /* The log file whose tail is cut, for the messages and syncs of rl__wal_cut_tail. */
 typedef struct {
     const char *who;  /* prefix of logged failures: "storage", "commit log" */
-    const char *what; /* the file in errmsg: "log", "commit log segment" */
+    const char *what; /* the file in err: "log", "commit log segment" */
     const char *dir;  /* the directory holding the log (fsynced after the side file appears) */
     int no_sync;      /* skip every fdatasync/fsync (tests) */
 } rl__wal_file;
@@ -96,12 +97,12 @@ typedef struct {
 /* The log `path` ends in the n unreadable bytes p[0..n) from byte offset off: copy them into a
  * new side file "PATH.discarded-OFF" (then ".1", ".2", … when taken: never overwritten, O_EXCL),
  * fdatasync it and fsync the directory, then truncate the log at off and fdatasync it. On RL_OK
- * *out_side is the side file's path (heap, the caller's). Errors (errmsg says which step, and
+ * *out_side is the side file's path (heap, the caller's). Errors (err says which step, and
  * *out_side is NULL): a failed save (the partial side file is removed again; no file changed),
  * or a failed truncate (the bytes are saved in the side file, which the message names);
  * RL_E_OUT_OF_MEMORY. Every file call goes through os.h. */
 int rl__wal_cut_tail(const rl__wal_file *f, const char *path, size_t off, const uint8_t *p, size_t n, char **out_side,
-                     rl_buf *errmsg);
+                     rl__errdetail *err);
 
 /* Little-endian helpers shared by the storage files. */
 static inline uint32_t rl__le32(const uint8_t *p) {

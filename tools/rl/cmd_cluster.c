@@ -31,9 +31,9 @@ enum { C_UP, C_STATUS, C_DOWN, C_RESTART, C_DELAY };
 
 #define SPLIT_MAX (RL_CLUSTER_MAX_SHARDS - 1)
 
-static int failed(const char *what, int rc, const rl_buf *msg) {
+static int failed(const char *what, int rc, const rl__errdetail *err) {
     fprintf(stderr, "rl cluster %s: %s (%d): %s\n", what, rl_error_name(rc), rc,
-            msg->len ? (const char *)msg->data : rl_error_message(rc));
+            rl__errdetail_len(err) ? rl__errdetail_get(err) : rl_error_message(rc));
     return 1;
 }
 
@@ -218,8 +218,8 @@ int rl_cmd_cluster(int argc, char **argv) {
         .subs = subs,
         .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = 0, exit_code = 0;
     int timeout_ms = (int)(timeout_s * 1000.0);
     switch (which) {
@@ -231,11 +231,11 @@ int rl_cmd_cluster(int argc, char **argv) {
         o.timeout_ms = timeout_ms;
         if (rc) {
             free(copy);
-            exit_code =
-                rc == RL_E_INVALID_ARGUMENT ? rl__args_usage_error(&up, "%s", msg.data) : failed("up", rc, &msg);
+            exit_code = rc == RL_E_INVALID_ARGUMENT ? rl__args_usage_error(&up, "%s", rl__errdetail_get(&msg))
+                                                    : failed("up", rc, &msg);
             break;
         }
-        rl__buf_reset(&msg);
+        rl__errdetail_clear(&msg);
         rc = rl__cluster_up(dir, &o, &msg);
         free(copy);
         if (rc) {
@@ -306,11 +306,11 @@ int rl_cmd_cluster(int argc, char **argv) {
             exit_code = failed("restart", rc, &msg);
             break;
         }
-        if (msg.len) fprintf(stderr, "rl cluster restart: %s\n", (const char *)msg.data);
+        if (rl__errdetail_len(&msg)) fprintf(stderr, "rl cluster restart: %s\n", rl__errdetail_get(&msg));
         for (int i = 0; i < n_ids; i++) {
             int pid = 0;
             uint16_t port = 0;
-            rl__buf_reset(&msg);
+            rl__errdetail_clear(&msg);
             rl__cluster_pid(dir, ids[i], &pid, &port, &msg);
             if (ids[i] == 0) printf("restarted the coordinator: pid %d, port %u\n", pid, port);
             else printf("restarted storage server %u: pid %d, port %u\n", ids[i], pid, port);
@@ -330,6 +330,5 @@ int rl_cmd_cluster(int argc, char **argv) {
     }
     default: exit_code = 2;
     }
-    rl__buf_release(&msg);
     return exit_code;
 }

@@ -58,9 +58,9 @@ static int parse_team(const char *s, uint32_t *ids, uint32_t *n, char *err, size
     return RL_OK;
 }
 
-static int failed(const char *what, int rc, const rl_buf *msg) {
+static int failed(const char *what, int rc, const rl__errdetail *err) {
     fprintf(stderr, "rl placement %s: %s (%d): %s\n", what, rl_error_name(rc), rc,
-            msg->len ? (const char *)msg->data : rl_error_message(rc));
+            rl__errdetail_len(err) ? rl__errdetail_get(err) : rl_error_message(rc));
     return 1;
 }
 
@@ -195,8 +195,9 @@ int rl_cmd_placement(int argc, char **argv) {
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     int timeout_ms = (int)(timeout_s * 1000.0);
     const rl__tool_wait wait = {.prog = "rl placement", .timeout_ms = rl__tool_wait_ms(timeout_s)};
-    rl_buf msg, kb, eb;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    rl_buf kb, eb;
     rl__buf_init(&kb);
     rl__buf_init(&eb);
     char err[256];
@@ -304,7 +305,6 @@ int rl_cmd_placement(int argc, char **argv) {
     }
     default: exit_code = 2;
     }
-    rl__buf_release(&msg);
     rl__buf_release(&kb);
     rl__buf_release(&eb);
     return exit_code;

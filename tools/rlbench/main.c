@@ -274,9 +274,10 @@ static int cmd_campaign(int argc, char **argv) {
         return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol: not with --protocol");
     if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
     rl__camp_protocol p;
-    rl_buf text, msg;
+    rl_buf text;
     rl__buf_init(&text);
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = 0;
     if (protocol_path) {
         if (read_file(cmd.name, protocol_path, &text)) {
@@ -284,7 +285,7 @@ static int cmd_campaign(int argc, char **argv) {
             goto done;
         }
         if (rl__camp_protocol_parse((const char *)text.data, text.len, &p, &msg)) {
-            fprintf(stderr, "%s: %s: %s\n", cmd.name, protocol_path, msg.data);
+            fprintf(stderr, "%s: %s: %s\n", cmd.name, protocol_path, rl__errdetail_get(&msg));
             rc = 2;
             goto done;
         }
@@ -315,12 +316,11 @@ static int cmd_campaign(int argc, char **argv) {
                               .test_fail_worker = getenv("RL_CAMPAIGN_TEST_FAIL_WORKER")};
     int e = rl__camp_run(&o, &msg);
     if (e) {
-        fprintf(stderr, "%s: %s: %s\n", cmd.name, rl_error_name(e), msg.data);
+        fprintf(stderr, "%s: %s: %s\n", cmd.name, rl_error_name(e), rl__errdetail_get(&msg));
         rc = 1;
     }
 done:
     rl__buf_release(&text);
-    rl__buf_release(&msg);
     return rc;
 }
 

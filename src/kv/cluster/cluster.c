@@ -1913,15 +1913,14 @@ static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload
             rl__arena_release(&a);
             goto bad;
         }
-        rl_buf msg;
-        rl__buf_init(&msg);
-        rc = rl__locmap_new(&m.u.get_shard_map_reply, &q->newmap, &msg);
+        rc = rl__locmap_new(&m.u.get_shard_map_reply, &q->newmap, &why);
         if (rc == RL_OK) {
             q->newmap->delay_us = m.u.get_shard_map_reply.delay_us;
             q->newmap->jitter_us = m.u.get_shard_map_reply.jitter_us;
         }
-        if (rc) rl__log(RL_LOG_WARN, "cluster client: unusable shard map from the coordinator: %s", msg.data);
-        rl__buf_release(&msg);
+        if (rc)
+            rl__log(RL_LOG_WARN, "cluster client: unusable shard map from the coordinator: %s",
+                    rl__errdetail_get(&why));
         rl__arena_release(&a);
         return rc;
     }
@@ -2555,10 +2554,10 @@ static const rl__kv_backend_vtable cluster_vt = {
 
 /* ---- Open --------------------------------------------------------------------------------------- */
 
-int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {
     int rc;
     if (!cluster_file || !*cluster_file || !out) {
-        if (errmsg) rl__buf_printf(errmsg, "cluster: needs the path of a cluster file (cluster:FILE)");
+        rl__errdetail_append(err, "cluster: needs the path of a cluster file (cluster:FILE)");
         return RL_E_INVALID_ARGUMENT;
     }
     *out = NULL;
@@ -2585,7 +2584,7 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         if (have >= offsetof(rl_db_options, mapped_secondary_byte_limit) + sizeof(long)) {
             if (opts->mapped_secondary_row_limit < 0 || opts->mapped_secondary_byte_limit < 0) {
                 rc = RL_E_INVALID_ARGUMENT;
-                if (errmsg) rl__buf_printf(errmsg, "mapped secondary limits must not be negative");
+                rl__errdetail_append(err, "mapped secondary limits must not be negative");
                 goto fail;
             }
             cl->popt.secondary_row_limit = opts->mapped_secondary_row_limit;
@@ -2603,7 +2602,7 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
             int st = opts->mapped_secondary_strategy;
             if (st < RL_SECONDARY_DEFAULT || st > RL_SECONDARY_GROUPED) {
                 rc = RL_E_INVALID_ARGUMENT;
-                if (errmsg) rl__buf_printf(errmsg, "mapped_secondary_strategy %d is not 0, 1 or 2", st);
+                rl__errdetail_append(err, "mapped_secondary_strategy %d is not 0, 1 or 2", st);
                 goto fail;
             }
             strategy = st;
@@ -2618,8 +2617,7 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         else if (!strcmp(v, "default")) strategy = RL_SECONDARY_DEFAULT;
         else {
             rc = RL_E_BAD_URL;
-            if (errmsg)
-                rl__buf_printf(errmsg, "cluster:%s: secondary must be individual, grouped or default", cluster_file);
+            rl__errdetail_append(err, "cluster:%s: secondary must be individual, grouped or default", cluster_file);
             goto fail;
         }
         *q = 0; /* the file's path */
@@ -2628,11 +2626,11 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
                         : strategy == RL_SECONDARY_INDIVIDUAL ? RL_FETCH_INDIVIDUAL
                                                               : RL_FETCH_DEFAULT;
     cl->popt.batch = 0;
-    if ((rc = rl__cluster_file_read(cl->path, &cl->cf, errmsg))) goto fail;
+    if ((rc = rl__cluster_file_read(cl->path, &cl->cf, err))) goto fail;
     rl__errdetail nd;
     rl__errdetail_init(&nd, NULL);
     if ((rc = rl__loop_new(0, &cl->loop, &nd))) {
-        if (errmsg) rl__buf_printf(errmsg, "cannot create the network loop: %s", rl__errdetail_get(&nd));
+        rl__errdetail_append(err, "cannot create the network loop: %s", rl__errdetail_get(&nd));
         goto fail;
     }
     /* The cluster file's name is the client's credential: every connection proves it, and the
@@ -2643,13 +2641,13 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         rl__net_auth auth;
         if ((rc = rl__auth_init(&auth, name, (size_t)n, NULL, 0)) == RL_OK) rc = rl__loop_set_auth(cl->loop, &auth);
         if (rc) {
-            if (errmsg) rl__buf_printf(errmsg, "cannot derive the cluster key from %s", cl->path);
+            rl__errdetail_append(err, "cannot derive the cluster key from %s", cl->path);
             goto fail;
         }
     }
     if (pthread_create(&cl->thread, NULL, net_main, cl)) {
         rc = RL_E_OPERATION_FAILED;
-        if (errmsg) rl__buf_printf(errmsg, "cannot start the network thread");
+        rl__errdetail_append(err, "cannot start the network thread");
         goto fail;
     }
     cl->thread_started = 1;
@@ -2667,13 +2665,12 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
     rc = cl->map ? RL_OK : cl->map_gen == gen ? RL_E_TIMED_OUT : cl->map_last_err;
     pthread_mutex_unlock(&cl->mu);
     if (rc) {
-        if (errmsg)
-            rl__buf_printf(errmsg, "cannot get the shard map from the coordinator %s:%u (cluster file %s): %s%s",
-                           cl->cf.ip, cl->cf.port, cluster_file, rl_error_name(rc),
-                           rc == RL_E_INVALID_CLUSTER_ID
-                               ? " (the server there does not know this cluster file's description:ID: a cluster "
-                                 "file of another cluster, or an old one)"
-                               : "");
+        rl__errdetail_append(err, "cannot get the shard map from the coordinator %s:%u (cluster file %s): %s%s",
+                             cl->cf.ip, cl->cf.port, cluster_file, rl_error_name(rc),
+                             rc == RL_E_INVALID_CLUSTER_ID
+                                 ? " (the server there does not know this cluster file's description:ID: a cluster "
+                                   "file of another cluster, or an old one)"
+                                 : "");
         if (rc == RL_E_TIMED_OUT) rc = RL_E_CONNECTION_FAILED;
         goto fail;
     }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "kv/backend.h"
 
 /* Timing of the client (ns unless named otherwise). */
@@ -32,11 +33,11 @@
  * the transaction layer (transaction_timeout_ms reaches the backend as each request's
  * deadline_ns, backend.h contract 7). [out] out: the backend (its
  * close() frees it). On failure a message naming the file or the address is appended to
- * errmsg. Errors: RL_E_FILE_NOT_FOUND / RL_E_IO_ERROR / RL_E_CONNECTION_STRING_INVALID (the
+ * err. Errors: RL_E_FILE_NOT_FOUND / RL_E_IO_ERROR / RL_E_CONNECTION_STRING_INVALID (the
  * file), RL_E_CONNECTION_FAILED (no coordinator within the window), RL_E_MALFORMED_FRAME (its
  * map was unusable), RL_E_INVALID_ARGUMENT, RL_E_OUT_OF_MEMORY, RL_E_OPERATION_FAILED (no
  * thread or event loop). [any] */
-int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg);
+int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err);
 
 /* rl__kv_cluster_ping — one PING round trip to server id (0: the coordinator) on the client's
  * own connection, issued and waited for exactly as a read is (the calling thread sends, the

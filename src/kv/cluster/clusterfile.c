@@ -31,12 +31,12 @@ static int word_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-static int bad(rl_buf *errmsg, const char *what) {
-    if (errmsg) rl__buf_printf(errmsg, "cluster file: %s (expected description:id@127.x.y.z:PORT)", what);
+static int bad(rl__errdetail *err, const char *what) {
+    rl__errdetail_append(err, "cluster file: %s (expected description:id@127.x.y.z:PORT)", what);
     return RL_E_CONNECTION_STRING_INVALID;
 }
 
-int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, rl_buf *errmsg) {
+int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, rl__errdetail *err) {
     memset(out, 0, sizeof *out);
     /* The first line that is neither empty nor a comment. */
     const char *p = text, *end = text + len, *line = NULL, *le = NULL;
@@ -48,22 +48,22 @@ int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, 
         const char *t = e;
         while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
         if (t > s && *s != '#') {
-            if (line) return bad(errmsg, "more than one connection string");
+            if (line) return bad(err, "more than one connection string");
             line = s, le = t;
         }
         p = nl ? nl + 1 : end;
     }
-    if (!line) return bad(errmsg, "no connection string");
+    if (!line) return bad(err, "no connection string");
     const char *colon = memchr(line, ':', (size_t)(le - line));
     const char *at = memchr(line, '@', (size_t)(le - line));
-    if (!colon || !at || at < colon) return bad(errmsg, "missing ':' or '@'");
+    if (!colon || !at || at < colon) return bad(err, "missing ':' or '@'");
     size_t dl = (size_t)(colon - line), il = (size_t)(at - colon - 1);
     if (dl == 0 || dl > RL_CLUSTER_FIELD_MAX || il == 0 || il > RL_CLUSTER_FIELD_MAX)
-        return bad(errmsg, "description and id must be 1 to 64 characters");
+        return bad(err, "description and id must be 1 to 64 characters");
     for (size_t i = 0; i < dl; i++)
-        if (!word_char(line[i])) return bad(errmsg, "the description may hold only A-Z, a-z, 0-9 and _");
+        if (!word_char(line[i])) return bad(err, "the description may hold only A-Z, a-z, 0-9 and _");
     for (size_t i = 0; i < il; i++)
-        if (!word_char(colon[1 + i])) return bad(errmsg, "the id may hold only A-Z, a-z, 0-9 and _");
+        if (!word_char(colon[1 + i])) return bad(err, "the id may hold only A-Z, a-z, 0-9 and _");
     memcpy(out->description, line, dl);
     memcpy(out->id, colon + 1, il);
     const char *addr = at + 1;
@@ -73,42 +73,42 @@ int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, 
             pc = q - 1;
             break;
         }
-    if (!pc || pc == addr) return bad(errmsg, "the coordinator address must be IP:PORT");
+    if (!pc || pc == addr) return bad(err, "the coordinator address must be IP:PORT");
     size_t ipl = (size_t)(pc - addr);
-    if (ipl >= sizeof out->ip) return bad(errmsg, "the coordinator IP is not dotted IPv4");
+    if (ipl >= sizeof out->ip) return bad(err, "the coordinator IP is not dotted IPv4");
     memcpy(out->ip, addr, ipl);
     out->ip[ipl] = 0;
-    if (!rl__ip_is_loopback(out->ip)) return bad(errmsg, "the coordinator IP must be dotted IPv4 inside 127.0.0.0/8");
+    if (!rl__ip_is_loopback(out->ip)) return bad(err, "the coordinator IP must be dotted IPv4 inside 127.0.0.0/8");
     unsigned long port = 0;
     const char *q = pc + 1;
-    if (q == le) return bad(errmsg, "the port is missing");
+    if (q == le) return bad(err, "the port is missing");
     for (; q < le; q++) {
-        if (*q < '0' || *q > '9') return bad(errmsg, "the port is not a number");
+        if (*q < '0' || *q > '9') return bad(err, "the port is not a number");
         port = port * 10 + (unsigned long)(*q - '0');
-        if (port > 65535) return bad(errmsg, "the port is out of range [1, 65535]");
+        if (port > 65535) return bad(err, "the port is out of range [1, 65535]");
     }
-    if (port == 0) return bad(errmsg, "the port is out of range [1, 65535]");
+    if (port == 0) return bad(err, "the port is out of range [1, 65535]");
     out->port = (uint16_t)port;
     return RL_OK;
 }
 
-int rl__cluster_file_read(const char *path, rl__cluster_file *out, rl_buf *errmsg) {
+int rl__cluster_file_read(const char *path, rl__cluster_file *out, rl__errdetail *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        if (errmsg) rl__buf_printf(errmsg, "cluster file %s: %s", path, strerror(e));
+        rl__errdetail_append(err, "cluster file %s: %s", path, strerror(e));
         return e == ENOENT ? RL_E_FILE_NOT_FOUND : RL_E_IO_ERROR;
     }
     char text[4096];
     size_t n = fread(text, 1, sizeof text, f);
-    int err = ferror(f), more = !feof(f) && fgetc(f) != EOF;
+    int failed = ferror(f), more = !feof(f) && fgetc(f) != EOF;
     fclose(f);
-    if (err) {
-        if (errmsg) rl__buf_printf(errmsg, "cluster file %s: read error", path);
+    if (failed) {
+        rl__errdetail_append(err, "cluster file %s: read error", path);
         return RL_E_IO_ERROR;
     }
-    if (more) return bad(errmsg, "the file is longer than 4096 bytes");
-    return rl__cluster_file_parse(text, n, out, errmsg);
+    if (more) return bad(err, "the file is longer than 4096 bytes");
+    return rl__cluster_file_parse(text, n, out, err);
 }
 
 void rl__cluster_file_format(const rl__cluster_file *cf, rl_buf *out) {

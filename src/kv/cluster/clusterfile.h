@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 #define RL_CLUSTER_FIELD_MAX 64
 
@@ -25,10 +26,10 @@ typedef struct {
 } rl__cluster_file;
 
 /* Parse the text of a cluster file. RL_OK, or RL_E_CONNECTION_STRING_INVALID (2104) with a
- * message naming what is wrong appended to errmsg (may be NULL). Pure. */
-int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, rl_buf *errmsg);
+ * message naming what is wrong appended to err (may be NULL). Pure. */
+int rl__cluster_file_parse(const char *text, size_t len, rl__cluster_file *out, rl__errdetail *err);
 /* Read and parse the file at path. Also RL_E_FILE_NOT_FOUND / RL_E_IO_ERROR (with strerror). */
-int rl__cluster_file_read(const char *path, rl__cluster_file *out, rl_buf *errmsg);
+int rl__cluster_file_read(const char *path, rl__cluster_file *out, rl__errdetail *err);
 /* Format cf as the one-line text (with a trailing newline) into out. */
 void rl__cluster_file_format(const rl__cluster_file *cf, rl_buf *out);
 /* 1 if ip is dotted IPv4 text inside 127.0.0.0/8 (four decimal parts 0..255, no leading zeros). */

@@ -9,27 +9,27 @@
 
 static const uint8_t key_ffff[2] = {0xff, 0xff};
 
-static int refuse(rl_buf *why, const char *what, uint32_t i) {
-    if (why) rl__buf_printf(why, "shard map: %s (entry %u)", what, i);
+static int refuse(rl__errdetail *err, const char *what, uint32_t i) {
+    rl__errdetail_append(err, "shard map: %s (entry %u)", what, i);
     return RL_E_MALFORMED_FRAME;
 }
 
-int rl__locmap_new(const rl__msg_get_shard_map_reply *m, rl__locmap **out, rl_buf *why) {
+int rl__locmap_new(const rl__msg_get_shard_map_reply *m, rl__locmap **out, rl__errdetail *err) {
     *out = NULL;
-    if (m->n_shards == 0) return refuse(why, "no shards", 0);
+    if (m->n_shards == 0) return refuse(err, "no shards", 0);
     for (uint32_t i = 1; i < m->n_servers; i++)
-        if (m->servers[i].id <= m->servers[i - 1].id) return refuse(why, "server ids not increasing", i);
-    if (m->shards[0].begin_len != 0) return refuse(why, "the first shard does not begin at \"\"", 0);
+        if (m->servers[i].id <= m->servers[i - 1].id) return refuse(err, "server ids not increasing", i);
+    if (m->shards[0].begin_len != 0) return refuse(err, "the first shard does not begin at \"\"", 0);
     const rl__msg_shard *last = &m->shards[m->n_shards - 1];
     if (rl__bytes_cmp(last->end, last->end_len, key_ffff, 2) != 0)
-        return refuse(why, "the last shard does not end at \\xff\\xff", m->n_shards - 1);
+        return refuse(err, "the last shard does not end at \\xff\\xff", m->n_shards - 1);
     for (uint32_t i = 0; i < m->n_shards; i++) {
         const rl__msg_shard *s = &m->shards[i];
         if (rl__bytes_cmp(s->begin, s->begin_len, s->end, s->end_len) >= 0)
-            return refuse(why, "an empty or inverted shard", i);
+            return refuse(err, "an empty or inverted shard", i);
         if (i > 0 && rl__bytes_cmp(s->begin, s->begin_len, m->shards[i - 1].end, m->shards[i - 1].end_len))
-            return refuse(why, "a shard that does not begin at the previous one's end", i);
-        if (s->n_team == 0 || s->n_team > RL_PROTO_MAX_TEAM) return refuse(why, "a team size out of range", i);
+            return refuse(err, "a shard that does not begin at the previous one's end", i);
+        if (s->n_team == 0 || s->n_team > RL_PROTO_MAX_TEAM) return refuse(err, "a team size out of range", i);
     }
     rl__locmap *lm = rl__calloc(1, sizeof *lm);
     if (!lm) return RL_E_OUT_OF_MEMORY;
@@ -51,13 +51,13 @@ int rl__locmap_new(const rl__msg_get_shard_map_reply *m, rl__locmap **out, rl_bu
         d->healthy = s->healthy;
         if (s->address_len >= sizeof d->address) {
             rl__locmap_unref(lm);
-            return refuse(why, "a server address too long", i);
+            return refuse(err, "a server address too long", i);
         }
         memcpy(d->address, s->address, s->address_len);
         d->address[s->address_len] = 0;
         if (!rl__ip_is_loopback(d->address)) {
             rl__locmap_unref(lm);
-            return refuse(why, "a server address outside 127.0.0.0/8", i);
+            return refuse(err, "a server address outside 127.0.0.0/8", i);
         }
         char *h = rl__arena_alloc(&lm->arena, (size_t)s->host_len + 1);
         if (!h) goto oom;

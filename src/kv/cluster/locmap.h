@@ -24,6 +24,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "net/proto.h"
 
 /* One process of the map. */
@@ -62,10 +63,10 @@ typedef struct rl__locmap {
 
 /* rl__locmap_new — build a snapshot from a decoded GET_SHARD_MAP reply (copied: m may be freed
  * afterwards). [out] out: the snapshot with one reference (rl__locmap_unref). On failure a
- * message naming what is wrong is appended to why (may be NULL). Returns RL_OK,
+ * message naming what is wrong is appended to err (may be NULL). Returns RL_OK,
  * RL_E_MALFORMED_FRAME (a map breaking invariant 1, or a server address that is not loopback
  * IPv4) or RL_E_OUT_OF_MEMORY. Pure. */
-int rl__locmap_new(const rl__msg_get_shard_map_reply *m, rl__locmap **out, rl_buf *why);
+int rl__locmap_new(const rl__msg_get_shard_map_reply *m, rl__locmap **out, rl__errdetail *err);
 
 /* Take / drop a reference (atomic; any thread). The last drop frees the snapshot. NULL is a
  * no-op. */

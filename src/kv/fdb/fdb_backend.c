@@ -1161,9 +1161,9 @@ static const rl__kv_backend_vtable fdb_vt = {
     .locality = be_locality,
 };
 
-int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl_buf *errmsg) {
+int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {
     const rl__fdb_api *api;
-    int rc = rl__fdb_client(&api, errmsg);
+    int rc = rl__fdb_client(&api, err);
     if (rc) return rc;
     fdbbe *be = rl__calloc(1, sizeof *be);
     if (!be) return RL_E_OUT_OF_MEMORY;
@@ -1182,7 +1182,7 @@ int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_
         size_t have = opts->size ? opts->size : sizeof *opts;
         if (have >= offsetof(rl_db_options, mapped_secondary_byte_limit) + sizeof(long)) {
             if (opts->mapped_secondary_row_limit < 0 || opts->mapped_secondary_byte_limit < 0) {
-                if (errmsg) rl__buf_printf(errmsg, "mapped secondary limits must not be negative");
+                rl__errdetail_append(err, "mapped secondary limits must not be negative");
                 rl__free(be->cluster_file);
                 rl__free(be);
                 return RL_E_INVALID_ARGUMENT;
@@ -1194,9 +1194,8 @@ int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_
     }
     rc = api->create_database(be->cluster_file, &be->db);
     if (rc) {
-        if (errmsg)
-            rl__buf_printf(errmsg, "FoundationDB's fdb_create_database(%s) failed: %d %s",
-                           be->cluster_file ? be->cluster_file : "default cluster file", rc, api->get_error(rc));
+        rl__errdetail_append(err, "FoundationDB's fdb_create_database(%s) failed: %d %s",
+                             be->cluster_file ? be->cluster_file : "default cluster file", rc, api->get_error(rc));
         rl__free(be->cluster_file);
         rl__free(be);
         return rc;

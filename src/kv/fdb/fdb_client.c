@@ -87,15 +87,14 @@ static void stop_at_exit(void) {
     } while (0)
 
 /* Load, select the API version and start the network. Under g.mu. */
-static int load(rl_buf *errmsg) {
+static int load(rl__errdetail *err) {
     const char *path = library_path();
     const char *missing = NULL;
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *why = dlerror();
-        if (errmsg)
-            rl__buf_printf(errmsg, "cannot load FoundationDB's client library %s (%s): " INSTALL_HINT, path,
-                           why ? why : "unknown reason");
+        rl__errdetail_append(err, "cannot load FoundationDB's client library %s (%s): " INSTALL_HINT, path,
+                             why ? why : "unknown reason");
         return RL_E_FILE_NOT_FOUND;
     }
     rl__fdb_api a;
@@ -106,9 +105,8 @@ static int load(rl_buf *errmsg) {
 #undef X
     int max = a.get_max_api_version();
     if (max < RL_FDB_API_MIN) {
-        if (errmsg)
-            rl__buf_printf(errmsg, "%s offers FoundationDB API version %d, older than %d (7.1): " INSTALL_HINT, path,
-                           max, RL_FDB_API_MIN);
+        rl__errdetail_append(err, "%s offers FoundationDB API version %d, older than %d (7.1): " INSTALL_HINT, path,
+                             max, RL_FDB_API_MIN);
         dlclose(lib);
         return RL_E_UNSUPPORTED_OPERATION;
     }
@@ -118,9 +116,8 @@ static int load(rl_buf *errmsg) {
     g.lib = lib;
     int rc = a.select_api_version_impl(a.api_version, a.api_version);
     if (rc) {
-        if (errmsg)
-            rl__buf_printf(errmsg, "%s: selecting API version %d failed: %d %s%s", path, a.api_version, rc,
-                           a.get_error(rc), rc == 2201 ? " (another part of this process already selected one)" : "");
+        rl__errdetail_append(err, "%s: selecting API version %d failed: %d %s%s", path, a.api_version, rc,
+                             a.get_error(rc), rc == 2201 ? " (another part of this process already selected one)" : "");
         return rc;
     }
     /* CALLBACKS_ON_EXTERNAL_THREADS (61): the backend's callbacks are thread-agnostic, so a
@@ -129,13 +126,13 @@ static int load(rl_buf *errmsg) {
     (void)a.network_set_option(61, NULL, 0);
     rc = a.setup_network();
     if (rc && rc != 2009) { /* network_already_setup: someone else in the process runs it */
-        if (errmsg) rl__buf_printf(errmsg, "%s: fdb_setup_network failed: %d %s", path, rc, a.get_error(rc));
+        rl__errdetail_append(err, "%s: fdb_setup_network failed: %d %s", path, rc, a.get_error(rc));
         return rc;
     }
     g.api = a; /* before the network thread, which calls g.api.run_network */
     if (rc == 0) {
         if (pthread_create(&g.net, NULL, net_main, NULL) != 0) {
-            if (errmsg) rl__buf_printf(errmsg, "cannot start FoundationDB's network thread");
+            rl__errdetail_append(err, "cannot start FoundationDB's network thread");
             return RL_E_OUT_OF_MEMORY;
         }
         g.has_net = 1;
@@ -144,36 +141,34 @@ static int load(rl_buf *errmsg) {
     g.ready = 1;
     return RL_OK;
 fail:
-    if (errmsg)
-        rl__buf_printf(errmsg,
-                       "%s lacks %s: not a FoundationDB client library of API version %d or later (" INSTALL_HINT ")",
-                       path, missing, RL_FDB_API_MIN);
+    rl__errdetail_append(err,
+                         "%s lacks %s: not a FoundationDB client library of API version %d or later (" INSTALL_HINT ")",
+                         path, missing, RL_FDB_API_MIN);
     dlclose(lib);
     return RL_E_UNSUPPORTED_OPERATION;
 }
 
-int rl__fdb_client(const rl__fdb_api **out, rl_buf *errmsg) {
+int rl__fdb_client(const rl__fdb_api **out, rl__errdetail *err) {
     int rc = RL_OK;
     pthread_mutex_lock(&g.mu);
     if (g.ready) {
         if (strcmp(g.api.path, library_path()) != 0) {
-            if (errmsg)
-                rl__buf_printf(errmsg, "FoundationDB's client library %s is loaded; this process cannot load %s too",
-                               g.api.path, library_path());
+            rl__errdetail_append(err, "FoundationDB's client library %s is loaded; this process cannot load %s too",
+                                 g.api.path, library_path());
             rc = RL_E_UNSUPPORTED_OPERATION;
         }
     } else if (g.lib) {
-        if (errmsg) rl__buf_printf(errmsg, "FoundationDB's client library failed to start earlier in this process");
+        rl__errdetail_append(err, "FoundationDB's client library failed to start earlier in this process");
         rc = RL_E_UNSUPPORTED_OPERATION;
     } else {
-        rc = load(errmsg);
+        rc = load(err);
     }
     pthread_mutex_unlock(&g.mu);
     if (rc == RL_OK) *out = &g.api;
     return rc;
 }
 
-int rl__kv_fdb_load(rl_buf *errmsg) {
+int rl__kv_fdb_load(rl__errdetail *err) {
     const rl__fdb_api *api;
-    return rl__fdb_client(&api, errmsg);
+    return rl__fdb_client(&api, err);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "base/fdb_api.h"
 
 /* Numbers (fdb.options). */
@@ -45,9 +46,9 @@ typedef struct {
 /* fdb_client.c: the process's client (loaded, API version selected, network thread running),
  * loading it on the first call. Thread-safe. On failure, RL_E_FILE_NOT_FOUND (no library),
  * RL_E_UNSUPPORTED_OPERATION (too old, a missing function, another library already loaded) or
- * FoundationDB's code, with a message appended to errmsg; a library that could not be loaded is
+ * FoundationDB's code, with a message appended to err; a library that could not be loaded is
  * tried again by the next call (RL_FDB_LIBRARY may have changed), one whose API version was
  * selected is not. */
-int rl__fdb_client(const rl__fdb_api **out, rl_buf *errmsg);
+int rl__fdb_client(const rl__fdb_api **out, rl__errdetail *err);
 
 #endif

@@ -281,10 +281,9 @@ TEST(kill_1_1_acknowledged_commits_survive) {
     /* Every storage server catches up with the coordinator. */
     uint16_t ports[3];
     int pid;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     for (uint32_t i = 0; i < 3; i++) ASSERT_OK(rl__cluster_pid(c.dir, i, &pid, &ports[i], &msg));
-    rl__buf_release(&msg);
     long long durable = rl_test_status_num(&c, ports[0], "durable_version");
     ASSERT_TRUE(durable > 0);
     for (uint32_t i = 1; i < 3; i++) {

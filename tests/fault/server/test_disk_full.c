@@ -121,11 +121,10 @@ static int put_fn(rl_txn *t, void *ud) {
 
 /* The status of process id through the library. */
 static json_t *proc_status(rl_test_cluster *c, int id) {
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     json_t *st = NULL;
     (void)rl__cluster_status(c->dir, 0, &st, &msg);
-    rl__buf_release(&msg);
     ASSERT_NOT_NULL(st);
     json_t *p = json_incref(json_array_get(json_object_get(st, "processes"), (size_t)id));
     json_decref(st);
@@ -260,10 +259,9 @@ TEST(fail_2_1_disk_full) {
     json_decref(p2);
     free(value);
     rl_db_close(db);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_down(c.dir, NULL, &msg));
-    rl__buf_release(&msg);
     ASSERT_EQ(umount2(dir2, MNT_DETACH), 0);
     rl_test_cluster_stop(&c);
 }

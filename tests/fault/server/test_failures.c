@@ -67,11 +67,10 @@ static void kill9(rl_test_cluster *c, uint32_t id) {
 
 /* The cluster's status through the library: RL_OK when every process is alive and healthy. */
 static int cluster_ok(rl_test_cluster *c, json_t **out) {
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     json_t *st = NULL;
     int rc = rl__cluster_status(c->dir, 0, &st, &msg);
-    rl__buf_release(&msg);
     if (out) *out = st;
     else json_decref(st);
     return rc;
@@ -326,10 +325,9 @@ TEST(fail_1_3_rl_waits_and_gives_up) {
     ASSERT_OK(rl_test_cluster_start(&c, &o));
     char args[4600], waits[128], ip[16];
     uint16_t port = 0;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_addr(c.dir, 2, ip, &port, NULL, &msg));
-    rl__buf_release(&msg);
     snprintf(waits, sizeof waits, "for storage server 2 at %s:%u", ip, port);
     snprintf(args, sizeof args, "kv --db '%s' set z 1", c.url);
     ASSERT_EQ(rl_test_run("rl", NULL, NULL, "%s", args), 0);
@@ -350,8 +348,8 @@ TEST(fail_1_4_coordinator_records_why) {
     ASSERT_OK(rl_test_cluster_start(&c, &o));
     char ip[16];
     uint16_t port = 0;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_addr(c.dir, 0, ip, &port, NULL, &msg));
     kill9(&c, 1); /* killed: no record */
     json_t *st = NULL;
@@ -407,7 +405,6 @@ TEST(fail_1_4_coordinator_records_why) {
     snprintf(cdir, sizeof cdir, "%s/coordinator", c.dir);
     ASSERT_OK(rl__fatal_read(cdir, &rec, &msg));
     ASSERT_NULL(rec);
-    rl__buf_release(&msg);
     rl_test_cluster_stop(&c);
 }
 

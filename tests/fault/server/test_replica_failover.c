@@ -39,10 +39,9 @@ static int64_t mono_ms(void) {
 static uint16_t port_of(rl_test_cluster *c, uint32_t id) {
     int pid = 0;
     uint16_t port = 0;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_pid(c->dir, id, &pid, &port, &msg));
-    rl__buf_release(&msg);
     return port;
 }
 

@@ -13,7 +13,7 @@
 #include "storage/storage.h"
 #include "test.h"
 
-static int open_dir(const char *dir, uint64_t ckpt_bytes, rl__storage **st, rl_buf *err) {
+static int open_dir(const char *dir, uint64_t ckpt_bytes, rl__storage **st, rl__errdetail *err) {
     rl__storage_options o = {0};
     o.dir = dir;
     o.no_sync = 1; /* allocation paths, not power loss */
@@ -121,10 +121,11 @@ static long allocs_of_thread(void) {
 
 TEST(storage_alloc_1_1_recovery) {
     char *dir = make_dir();
-    rl_buf want, got, err;
+    rl_buf want, got;
+    rl__errdetail err;
     rl__buf_init(&want);
     rl__buf_init(&got);
-    rl__buf_init(&err);
+    rl__errdetail_init(&err, NULL);
     rl__storage *st;
     long a0 = allocs_of_thread();
     ASSERT_OK(open_dir(dir, 1ull << 30, &st, NULL));
@@ -135,7 +136,7 @@ TEST(storage_alloc_1_1_recovery) {
     long failed = 0;
     for (long n = 0; n <= count; n++) {
         st = NULL;
-        rl__buf_reset(&err);
+        rl__errdetail_clear(&err);
         rl_alloc_fail_after(n);
         int rc = ok_or_oom(open_dir(dir, 1ull << 30, &st, &err), "open", n);
         rl_alloc_fail_after(-1);
@@ -153,7 +154,6 @@ TEST(storage_alloc_1_1_recovery) {
     ASSERT_TRUE(failed > count / 2);
     rl__buf_release(&want);
     rl__buf_release(&got);
-    rl__buf_release(&err);
     rl_test_rmtree(dir);
     free(dir);
 }

@@ -338,8 +338,8 @@ TEST(storage_io_2_1_recovery_truncate_fails) {
         capture_end(&cap, "");
         rl__storage_close(st);
 
-        rl_buf err;
-        rl__buf_init(&err);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
         rl__storage_options o = {0};
         o.dir = dir;
         capture_begin(&cap, dir);
@@ -350,8 +350,7 @@ TEST(storage_io_2_1_recovery_truncate_fails) {
         capture_end(&cap, "");
         ASSERT_TRUE(fired);
         ASSERT_RC(rc, RL_E_IO_ERROR);
-        if (!strstr((const char *)err.data, "cannot truncate log")) fail_msg("message: %s", (const char *)err.data);
-        rl__buf_release(&err);
+        if (!strstr(rl__errdetail_get(&err), "cannot truncate log")) fail_msg("message: %s", rl__errdetail_get(&err));
         ASSERT_OK(open_dir(dir, &st));
         ASSERT_EQ(rl__storage_latest_version(st), 3);
         check_state(st, "recovered after a failed recovery", 0);
@@ -385,17 +384,16 @@ TEST(storage_io_2_2_recovery_read_fails) {
 
     o.read_only = 0;
     for (long i = 0; i < reads; i++) {
-        rl_buf err;
-        rl__buf_init(&err);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
         rl__os_fault_arm(RL_OS_READ, i, EIO, 0);
         int rc = rl__storage_open(&o, &st, &err);
         int fired = rl__os_fault_fired();
         rl__os_fault_disarm();
         ASSERT_TRUE(fired);
         ASSERT_RC(rc, RL_E_IO_ERROR);
-        if (!err.data || !strstr((const char *)err.data, "cannot read"))
-            fail_msg("read %ld: message: %s", i, err.data ? (const char *)err.data : "(none)");
-        rl__buf_release(&err);
+        if (!rl__errdetail_get(&err) || !strstr(rl__errdetail_get(&err), "cannot read"))
+            fail_msg("read %ld: message: %s", i, rl__errdetail_get(&err) ? rl__errdetail_get(&err) : "(none)");
     }
     ASSERT_OK(open_dir(dir, &st));
     ASSERT_EQ(rl__storage_latest_version(st), 12);
@@ -428,15 +426,15 @@ TEST(storage_io_3_1_write_file_atomic) {
     };
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
         ASSERT_OK(rl__os_write_file_atomic(path, "old\n", 4, 0, "test", NULL));
-        rl_buf msg;
-        rl__buf_init(&msg);
+        rl__errdetail msg;
+        rl__errdetail_init(&msg, NULL);
         rl__os_fault_arm(faults[i].kind, faults[i].n, faults[i].err, 0);
         int rc = rl__os_write_file_atomic(path, "new contents\n", 13, 0, "test", &msg);
         int fired = rl__os_fault_fired();
         rl__os_fault_disarm();
         if (!fired || rc != faults[i].rc) fail_msg("fault %zu: fired %d rc %s", i, fired, rl_error_name(rc));
-        ASSERT_NOT_NULL(strstr((const char *)msg.data, "cannot write "));
-        ASSERT_NOT_NULL(strstr((const char *)msg.data, path));
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "cannot write "));
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), path));
         ASSERT_TRUE(access(tmp, F_OK) != 0);
         uint8_t *got = NULL;
         size_t len = 0;
@@ -444,7 +442,6 @@ TEST(storage_io_3_1_write_file_atomic) {
         if (faults[i].after_rename) ASSERT_MEM_EQ(got, len, "new contents\n", 13);
         else ASSERT_MEM_EQ(got, len, "old\n", 4);
         rl__free(got);
-        rl__buf_release(&msg);
     }
     /* no_sync makes no fsync call at all. */
     rl__os_fault_arm(RL_OS_FSYNC, 0, EIO, 0);
@@ -459,14 +456,13 @@ TEST(storage_io_3_1_write_file_atomic) {
     char *long_path = rl__malloc(5000);
     memset(long_path, 'a', 4999);
     long_path[4999] = 0;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl__os_fault_arm(RL_OS_OPEN, -1, 0, 0);
     ASSERT_RC(rl__os_write_file_atomic(long_path, "x", 1, 0, "test", &msg), RL_E_INVALID_ARGUMENT);
     ASSERT_EQ(rl__os_fault_count(RL_OS_OPEN), 0);
     rl__os_fault_disarm();
-    ASSERT_NOT_NULL(strstr((const char *)msg.data, "longer than"));
-    rl__buf_release(&msg);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "longer than"));
     rl__free(long_path);
     rl_test_rmtree(dir);
     free(dir);

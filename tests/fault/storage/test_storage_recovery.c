@@ -33,7 +33,7 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static int open_opts(const char *dir, int read_only, rl__storage **st, rl_buf *err) {
+static int open_opts(const char *dir, int read_only, rl__storage **st, rl__errdetail *err) {
     rl__storage_options o = {0};
     o.dir = dir;
     o.no_sync = 1; /* formats and file sets are checked here, not power loss */
@@ -41,7 +41,7 @@ static int open_opts(const char *dir, int read_only, rl__storage **st, rl_buf *e
     return rl__storage_open(&o, st, err);
 }
 
-static int open_dir(const char *dir, rl__storage **st, rl_buf *err) { return open_opts(dir, 0, st, err); }
+static int open_dir(const char *dir, rl__storage **st, rl__errdetail *err) { return open_opts(dir, 0, st, err); }
 
 /* Version v sets k<v % 50> and "last" to a value naming v, and ADDs 1 to "count". */
 static void put_version(rl__storage *st, rl__version v) {
@@ -243,19 +243,20 @@ static int record_offsets(const uint8_t *p, size_t n, size_t *offs, int cap) {
  * file; once the junk is removed, the database opens with all its data. */
 TEST(recovery_1_1_junk_newer_checkpoint) {
     char *dir = rl_test_tmpdir("rec-junk");
-    rl_buf want, got, snap, err;
+    rl_buf want, got, snap;
+    rl__errdetail err;
     rl__buf_init(&want);
     rl__buf_init(&got);
     rl__buf_init(&snap);
-    rl__buf_init(&err);
+    rl__errdetail_init(&err, NULL);
     make_db(dir, &want);
     spit(CKPT(dir, 0xff), "junk\n", 5);
     snapshot(dir, &snap);
     rl__storage *st = NULL;
     ASSERT_RC(open_dir(dir, &st, &err), RL_E_CHECKPOINT_CORRUPT);
     ASSERT_NULL(st);
-    if (!strstr((const char *)err.data, "ckpt-00000000000000ff"))
-        fail_msg("message does not name the file: %s", (const char *)err.data);
+    if (!strstr(rl__errdetail_get(&err), "ckpt-00000000000000ff"))
+        fail_msg("message does not name the file: %s", rl__errdetail_get(&err));
     assert_same_snapshot(&snap, dir, "failed open");
     /* A second try changes nothing either. */
     ASSERT_RC(open_dir(dir, &st, NULL), RL_E_CHECKPOINT_CORRUPT);
@@ -269,7 +270,6 @@ TEST(recovery_1_1_junk_newer_checkpoint) {
     rl__buf_release(&want);
     rl__buf_release(&got);
     rl__buf_release(&snap);
-    rl__buf_release(&err);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -279,11 +279,12 @@ TEST(recovery_1_1_junk_newer_checkpoint) {
  * only the next checkpoint, once ckpt-3 is durable, deletes everything older. */
 TEST(recovery_1_2_leftovers_kept_until_next_checkpoint) {
     char *dir = rl_test_tmpdir("rec-left");
-    rl_buf want, got, snap, err;
+    rl_buf want, got, snap;
+    rl__errdetail err;
     rl__buf_init(&want);
     rl__buf_init(&got);
     rl__buf_init(&snap);
-    rl__buf_init(&err);
+    rl__errdetail_init(&err, NULL);
     make_db(dir, NULL);
     size_t c1n, l1n;
     uint8_t *c1 = slurp(CKPT(dir, 1), &c1n), *l1 = slurp(LOG(dir, 1), &l1n);
@@ -312,8 +313,8 @@ TEST(recovery_1_2_leftovers_kept_until_next_checkpoint) {
     spit(CKPT(dir, 2), c2, c2n);
     snapshot(dir, &snap);
     ASSERT_RC(open_dir(dir, &st, &err), RL_E_CHECKPOINT_CORRUPT);
-    if (!strstr((const char *)err.data, "ckpt-0000000000000002"))
-        fail_msg("message does not name the file: %s", (const char *)err.data);
+    if (!strstr(rl__errdetail_get(&err), "ckpt-0000000000000002"))
+        fail_msg("message does not name the file: %s", rl__errdetail_get(&err));
     assert_same_snapshot(&snap, dir, "open of a corrupt newest checkpoint");
     c2[c2n / 2] ^= 0x10;
     spit(CKPT(dir, 2), c2, c2n);
@@ -335,7 +336,6 @@ TEST(recovery_1_2_leftovers_kept_until_next_checkpoint) {
     rl__buf_release(&want);
     rl__buf_release(&got);
     rl__buf_release(&snap);
-    rl__buf_release(&err);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -379,9 +379,10 @@ TEST(recovery_1_3_tmp_removed_after_verification) {
 /* Defect 2: ckpt-1 deleted, log-1 left. Open is refused naming ckpt-1; nothing changes. */
 TEST(recovery_2_1_missing_checkpoint) {
     char *dir = rl_test_tmpdir("rec-missing");
-    rl_buf snap, err;
+    rl_buf snap;
+    rl__errdetail err;
     rl__buf_init(&snap);
-    rl__buf_init(&err);
+    rl__errdetail_init(&err, NULL);
     make_db(dir, NULL);
     ASSERT_EQ(unlink(CKPT(dir, 1)), 0);
     snapshot(dir, &snap);
@@ -394,12 +395,11 @@ TEST(recovery_2_1_missing_checkpoint) {
         fail_msg("opened with %llu keys", (unsigned long long)s.keys);
     }
     ASSERT_RC(rc, RL_E_CHECKPOINT_CORRUPT);
-    const char *m = (const char *)err.data;
+    const char *m = rl__errdetail_get(&err);
     if (!strstr(m, "ckpt-0000000000000001") || !strstr(m, "missing"))
         fail_msg("message does not name the missing checkpoint: %s", m);
     assert_same_snapshot(&snap, dir, "refused open");
     rl__buf_release(&snap);
-    rl__buf_release(&err);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -408,9 +408,10 @@ TEST(recovery_2_1_missing_checkpoint) {
  * ckpt-2. Refused naming ckpt-2 (not a silent open of the older state). */
 TEST(recovery_2_2_missing_newer_checkpoint) {
     char *dir = rl_test_tmpdir("rec-missing2");
-    rl_buf snap, err;
+    rl_buf snap;
+    rl__errdetail err;
     rl__buf_init(&snap);
-    rl__buf_init(&err);
+    rl__errdetail_init(&err, NULL);
     make_db(dir, NULL);
     size_t c1n, l1n;
     uint8_t *c1 = slurp(CKPT(dir, 1), &c1n), *l1 = slurp(LOG(dir, 1), &l1n);
@@ -425,14 +426,13 @@ TEST(recovery_2_2_missing_newer_checkpoint) {
     ASSERT_EQ(unlink(CKPT(dir, 2)), 0);
     snapshot(dir, &snap);
     ASSERT_RC(open_dir(dir, &st, &err), RL_E_CHECKPOINT_CORRUPT);
-    const char *m = (const char *)err.data;
+    const char *m = rl__errdetail_get(&err);
     if (!strstr(m, "ckpt-0000000000000002") || !strstr(m, "missing"))
         fail_msg("message does not name the missing checkpoint: %s", m);
     assert_same_snapshot(&snap, dir, "refused open");
     rl__free(c1);
     rl__free(l1);
     rl__buf_release(&snap);
-    rl__buf_release(&err);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -483,13 +483,13 @@ static size_t damage_last_record(const char *dir, int flip, size_t cut, uint8_t 
 static void check_tail_recovery(const char *dir, size_t off, const uint8_t *tail, size_t tail_len, const char *kind,
                                 int want_tail, const char *side) {
     capture cap;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     rl__storage *st = NULL;
     capture_begin(&cap, dir);
     int rc = open_dir(dir, &st, &err);
     char *warn = capture_end(&cap);
-    if (rc != RL_OK) fail_msg("open: %s: %s", rl_error_name(rc), (const char *)err.data);
+    if (rc != RL_OK) fail_msg("open: %s: %s", rl_error_name(rc), rl__errdetail_get(&err));
     ASSERT_EQ(rl__storage_latest_version(st), 19);
     ASSERT_EQ(file_size(LOG(dir, 1)), (off_t)off);
     if (!exists(side)) fail_msg("no side file %s (warning: %s)", side, warn);
@@ -520,7 +520,6 @@ static void check_tail_recovery(const char *dir, size_t off, const uint8_t *tail
     ASSERT_NULL(s.recovery_moved_to);
     rl__storage_close(st);
     free(warn);
-    rl__buf_release(&err);
 }
 
 /* Defect 3: a complete last record with one flipped byte. */
@@ -620,8 +619,8 @@ TEST(recovery_3_4_saving_the_tail_fails) {
         off_t full = file_size(LOG(dir, 1));
         rl__storage_options o = {0};
         o.dir = dir; /* with fsync, so that the side file's fsync is a call to fail */
-        rl_buf err;
-        rl__buf_init(&err);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
         /* Count the calls of this kind that open makes before the side file. */
         long before;
         {
@@ -654,12 +653,11 @@ TEST(recovery_3_4_saving_the_tail_fails) {
         ASSERT_TRUE(fired);
         ASSERT_RC(rc, RL_E_IO_ERROR);
         ASSERT_NULL(st);
-        if (!strstr((const char *)err.data, side)) fail_msg("message: %s", (const char *)err.data);
+        if (!strstr(rl__errdetail_get(&err), side)) fail_msg("message: %s", rl__errdetail_get(&err));
         ASSERT_EQ(file_size(LOG(dir, 1)), full);
         ASSERT_FALSE(exists(side));
         check_tail_recovery(dir, off, tail, tail_len, "complete record with bad checksum", RL_TAIL_BAD_CHECKSUM, side);
         rl__free(tail);
-        rl__buf_release(&err);
         rl_test_rmtree(dir);
         free(dir);
     }
@@ -770,9 +768,10 @@ TEST(recovery_4_1_read_only_changes_nothing) {
 TEST(recovery_4_2_read_only_creates_only_lock) {
     char *dir = rl_test_tmpdir("rec-ro-empty");
     rl__storage *st;
-    rl_buf snap, err;
+    rl_buf snap;
+    rl__errdetail err;
     rl__buf_init(&snap);
-    rl__buf_init(&err);
+    rl__errdetail_init(&err, NULL);
     ASSERT_OK(open_opts(dir, 1, &st, NULL));
     ASSERT_EQ(rl__storage_latest_version(st), 0);
     rl__storage_close(st);
@@ -789,17 +788,16 @@ TEST(recovery_4_2_read_only_creates_only_lock) {
     spit(CKPT(dir, 0xff), "junk\n", 5);
     snapshot(dir, &snap);
     ASSERT_RC(open_opts(dir, 1, &st, &err), RL_E_CHECKPOINT_CORRUPT);
-    ASSERT_NOT_NULL(strstr((const char *)err.data, "ckpt-00000000000000ff"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), "ckpt-00000000000000ff"));
     assert_same_snapshot(&snap, dir, "read-only open of a junk checkpoint");
     ASSERT_EQ(unlink(CKPT(dir, 0xff)), 0);
     ASSERT_EQ(unlink(CKPT(dir, 1)), 0);
     snapshot(dir, &snap);
-    rl__buf_reset(&err);
+    rl__errdetail_clear(&err);
     ASSERT_RC(open_opts(dir, 1, &st, &err), RL_E_CHECKPOINT_CORRUPT);
-    ASSERT_NOT_NULL(strstr((const char *)err.data, "ckpt-0000000000000001"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), "ckpt-0000000000000001"));
     assert_same_snapshot(&snap, dir, "read-only open with a missing checkpoint");
     rl__buf_release(&snap);
-    rl__buf_release(&err);
     rl_test_rmtree(dir);
     free(dir);
 }

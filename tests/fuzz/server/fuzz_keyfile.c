@@ -16,13 +16,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rl__keyfile k, back;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__keyfile_parse("fuzz", (const char *)data, size, &k, &msg);
     if (rc != RL_OK) {
         static const rl__keyfile zero;
-        if (memcmp(&k, &zero, sizeof k) != 0 || msg.len == 0) abort();
-        rl__buf_release(&msg);
+        if (memcmp(&k, &zero, sizeof k) != 0 || rl__errdetail_len(&msg) == 0) abort();
         return 0;
     }
     const char *colon = strchr(k.name, ':');
@@ -35,6 +34,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcmp(&back.auth, &k.auth, sizeof k.auth) != 0)
         abort();
     rl__buf_release(&text);
-    rl__buf_release(&msg);
     return 0;
 }

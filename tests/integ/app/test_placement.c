@@ -116,10 +116,9 @@ static int map_fn(rl_txn *t, void *ud) {
     int nks = 0, nsl = 0;
     if (rc == RL_OK) rc = read_rows(t, "\xff/keyServers/", 13, "\xff/keyServers0", 13, &k1, &ks, &nks);
     if (rc == RL_OK) rc = read_rows(t, "\xff/serverList/", 13, "\xff/serverList0", 13, &k2, &sl, &nsl);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     if (rc == RL_OK) rc = rl__pl_map_parse(ks, nks, sl, nsl, &c->m, &msg);
-    rl__buf_release(&msg);
     rl__free(ks);
     rl__free(sl);
     rl__buf_release(&k1);
@@ -199,8 +198,8 @@ TEST(placement_2_1_split) {
     rl_db *db;
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
     ASSERT_OK(run(db, fill_fn, NULL));
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl__version v1 = 0, v2 = 0;
     int did = -1;
     ASSERT_OK(rl__placement_split(c.url, NULL, (const uint8_t *)"s/050", 5, 10000, &v1, &did, &msg));
@@ -222,7 +221,6 @@ TEST(placement_2_1_split) {
     ASSERT_OK(run(db, scan_fn, &sc));
     ASSERT_EQ(sc.n, 99);
     ASSERT_EQ(sc.bad, 0);
-    rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&c);
 }
@@ -474,8 +472,8 @@ static void *reader(void *arg) {
 }
 
 static void assign(rl_test_cluster *c, const char *b, const char *e, const uint32_t *team, uint32_t n) {
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint32_t moved = 0;
     rl__version v = 0;
     uint64_t t0 = now_ns();
@@ -483,9 +481,8 @@ static void assign(rl_test_cluster *c, const char *b, const char *e, const uint3
                                   20000, &v, &moved, &msg);
     printf("assign [%s, %s) to %u%s: %s, %u shards moved at version %llu in %.1f ms %s\n", b, e, team[0],
            n > 1 ? ",..." : "", rl_error_name(rc), moved, (unsigned long long)v, (double)(now_ns() - t0) / 1e6,
-           msg.len ? (char *)msg.data : "");
+           rl__errdetail_len(&msg) ? rl__errdetail_get(&msg) : "");
     ASSERT_OK(rc);
-    rl__buf_release(&msg);
 }
 
 /* Wait (30 s at most) until the workload has committed 6 more transactions and checked 3 more
@@ -640,25 +637,26 @@ TEST(placement_2_3_coordinator_restart) {
     rl_db *db;
     /* The destination is frozen: the move starts (its record is committed) and cannot finish. */
     int dest = start_with_frozen_destination(&c, &db);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint32_t t2[] = {2};
     int rc = rl__placement_assign(c.url, NULL, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 1500, NULL,
                                   NULL, &msg);
-    printf("assign with the destination stopped: %s (%s)\n", rl_error_name(rc), msg.len ? (char *)msg.data : "");
+    printf("assign with the destination stopped: %s (%s)\n", rl_error_name(rc),
+           rl__errdetail_len(&msg) ? rl__errdetail_get(&msg) : "");
     ASSERT_RC(rc, RL_E_TIMED_OUT);
-    ASSERT_TRUE(strstr((char *)msg.data, "destinations 2") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&msg), "destinations 2") != NULL);
     expect_rows(db, 1); /* the durable move record */
     /* Kill the coordinator while the move is in flight; it comes back (not healthy while the
      * destination is stopped), then the destination resumes. */
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     rc = rl__cluster_restart(c.dir, 0, RL_CLUSTER_KILL, 1000, &msg);
     printf("coordinator restarted: %s\n", rl_error_name(rc));
     ASSERT_EQ(kill(dest, SIGCONT), 0);
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__cluster_wait_healthy(c.dir, 20000, &msg));
     /* The resumed move finishes: the same request now returns once it is done. */
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__placement_assign(c.url, NULL, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
                                    NULL, &msg));
     char team[64];
@@ -679,7 +677,6 @@ TEST(placement_2_3_coordinator_restart) {
     ASSERT_EQ(rl_test_run("rl", &out, NULL, "cluster status --dir '%s' --json", c.dir), 0);
     ASSERT_TRUE(strstr(out, "\"since\":") != NULL);
     free(out);
-    rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&c);
 }
@@ -692,14 +689,14 @@ TEST(placement_2_5_destination_restart) {
     rl_test_cluster c;
     rl_db *db;
     (void)start_with_frozen_destination(&c, &db);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint32_t t2[] = {2};
     ASSERT_RC(rl__placement_assign(c.url, NULL, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 1000, NULL,
                                    NULL, &msg),
               RL_E_TIMED_OUT);
     ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0); /* SIGKILL (it is stopped), then start */
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__placement_assign(c.url, NULL, (const uint8_t *)"", 0, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
                                    NULL, &msg));
     char team[64];
@@ -714,7 +711,6 @@ TEST(placement_2_5_destination_restart) {
     expect_moved_in(&c, "x x7230 ");
     ASSERT_EQ(rl_test_cluster_restart(&c, 2, 1), 0);
     expect_rows(db, -1);
-    rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&c);
 }
@@ -754,8 +750,8 @@ TEST(placement_2_6_source_drops_rows) {
     ASSERT_OK(rl_db_open(c.url, NULL, &db));
     ASSERT_OK(run(db, rfill_fn, NULL));
     ASSERT_OK(run(db, touch_fn, NULL));
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint32_t t2[] = {2};
     ASSERT_OK(rl__placement_assign(c.url, NULL, (const uint8_t *)"r/", 2, (const uint8_t *)"r0", 2, t2, 1, 20000, NULL,
                                    NULL, &msg));
@@ -772,7 +768,6 @@ TEST(placement_2_6_source_drops_rows) {
     ASSERT_EQ(json_integer_value(json_object_get(st, "keys")), 1); /* only "a" is left */
     json_decref(st);
     expect_rows(db, -1);
-    rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&c);
 }
@@ -783,13 +778,13 @@ TEST(placement_2_4_bad_input) {
     rl_test_cluster c;
     int rc = start(&c, 2);
     ASSERT_OK(rc);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint32_t t9[] = {9}, t1[] = {1};
     ASSERT_RC(rl__placement_assign(c.url, NULL, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, t9, 1, 5000, NULL,
                                    NULL, &msg),
               RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr((char *)msg.data, "9") != NULL);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&msg), "9") != NULL);
     /* The coordinator's own checks, past the library's: a raw admin connection. */
     char ip[16];
     uint16_t port;
@@ -839,7 +834,6 @@ TEST(placement_2_4_bad_input) {
     rl_future_free(f);
     rl_txn_free(t);
     rl_db_close(db);
-    rl__buf_release(&msg);
     rl_test_cluster_stop(&c);
 }
 

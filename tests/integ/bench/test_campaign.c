@@ -125,11 +125,10 @@ static void run_tiny_arms(run *r, const char *tag, const char *arms, const char 
         pthread_join(th, NULL);
     }
     json_error_t jerr;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     if (rl__camp_results_load(r->out, &r->results, &msg))
-        fail_msg("results: %s (stderr: %s)", msg.data, r->stderr_text);
-    rl__buf_release(&msg);
+        fail_msg("results: %s (stderr: %s)", rl__errdetail_get(&msg), r->stderr_text);
     snprintf(path, sizeof path, "%s/manifest.json", r->out);
     r->manifest = json_load_file(path, 0, &jerr);
     ASSERT_NOT_NULL(r->manifest);
@@ -536,19 +535,18 @@ TEST(campaign_1_5_results_compressed) {
     ASSERT_NOT_NULL(f);
     ASSERT_EQ(fwrite(text, 1, (size_t)n, f), (size_t)n);
     fclose(f);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     const char *from[3] = {plain, path, NULL};
     char zpath[1200];
     snprintf(zpath, sizeof zpath, "%s/%s", r->out, RL_CAMP_RESULTS_NAME);
     from[2] = zpath;
     for (int i = 0; i < 3; i++) {
         json_t *doc = NULL;
-        if (rl__camp_results_load(from[i], &doc, &msg)) fail_msg("%s: %s", from[i], msg.data);
+        if (rl__camp_results_load(from[i], &doc, &msg)) fail_msg("%s: %s", from[i], rl__errdetail_get(&msg));
         ASSERT_TRUE(json_equal(doc, r->results));
         json_decref(doc);
     }
-    rl__buf_release(&msg);
     free(dumped);
     free(text);
     free(z);

@@ -58,10 +58,9 @@ static json_t *run_campaign(const char *dir, const char *protocol, int want_exit
     free(err);
     snprintf(path, sizeof path, "%s/o", dir);
     json_t *r = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
-    if (rl__camp_results_load(path, &r, &msg)) fail_msg("results: %s", msg.data);
-    rl__buf_release(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(path, &r, &msg)) fail_msg("results: %s", rl__errdetail_get(&msg));
     return r;
 }
 

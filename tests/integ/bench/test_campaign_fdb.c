@@ -136,10 +136,9 @@ static void run_on(const char *fdb_url, const char *inner, const char *want_clus
     if (rc != 0) fail_msg("exit %d: %s", rc, err);
     snprintf(path, sizeof path, "%s/o", dir);
     json_t *r = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
-    if (rl__camp_results_load(path, &r, &msg)) fail_msg("results: %s", msg.data);
-    rl__buf_release(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(path, &r, &msg)) fail_msg("results: %s", rl__errdetail_get(&msg));
     ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
     ASSERT_EQ(json_array_size(json_object_get(r, "failures")), 0);
     json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
@@ -296,17 +295,18 @@ TEST(campaign_5_3_fdb_protocol) {
          "topologies[0].kind: 'cloud' is not one of embedded, single, multi, fdb"},
     };
     rl__camp_protocol p, q;
-    rl_buf msg, t1, t2;
-    rl__buf_init(&msg);
+    rl_buf t1, t2;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        rl__buf_reset(&msg);
+        rl__errdetail_clear(&msg);
         ASSERT_RC(rl__camp_protocol_parse(bad[i].text, strlen(bad[i].text), &p, &msg), RL_E_INVALID_ARGUMENT);
-        if (!strstr((const char *)msg.data, bad[i].want))
-            fail_msg("%s: got '%s', want '%s'", bad[i].text, msg.data, bad[i].want);
+        if (!strstr(rl__errdetail_get(&msg), bad[i].want))
+            fail_msg("%s: got '%s', want '%s'", bad[i].text, rl__errdetail_get(&msg), bad[i].want);
     }
     const char *good = "{\"topologies\": [{\"name\": \"e\", \"kind\": \"embedded\"},"
                        " {\"name\": \"f\", \"kind\": \"fdb\", \"url\": \"fdb:/etc/foundationdb/fdb.cluster\"}]}";
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__camp_protocol_parse(good, strlen(good), &p, &msg));
     ASSERT_EQ(p.n_topologies, 2);
     ASSERT_EQ(p.topologies[1].kind, RL_CAMP_FDB);
@@ -323,7 +323,6 @@ TEST(campaign_5_3_fdb_protocol) {
     ASSERT_STR_EQ((const char *)t1.data, (const char *)t2.data);
     rl__buf_release(&t1);
     rl__buf_release(&t2);
-    rl__buf_release(&msg);
 }
 
 /* Run a one-topology protocol on url; *out_r: its results (the caller's). Returns the exit code. */
@@ -343,10 +342,10 @@ static int run_small(const char *dir, const char *url, json_t **out_r) {
     char *out = NULL, *err = NULL;
     int rc = rl_test_run("rlbench", &out, &err, "campaign --protocol '%s/p.json' --out '%s/o'", dir, dir);
     snprintf(path, sizeof path, "%s/o", dir);
-    rl_buf msg;
-    rl__buf_init(&msg);
-    if (rl__camp_results_load(path, out_r, &msg)) fail_msg("no results (exit %d): %s: %s", rc, msg.data, err);
-    rl__buf_release(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(path, out_r, &msg))
+        fail_msg("no results (exit %d): %s: %s", rc, rl__errdetail_get(&msg), err);
     free(out);
     free(err);
     return rc;

@@ -25,11 +25,11 @@ static int save_fn(rl_txn *txn, void *ud) { return rl__tool_save_orders(ud, txn,
 /* The receipt part of show, as the deterministic dump (heap). */
 static char *receipt(const char *url, json_t **whole) {
     json_t *o = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__tool_placement_show(url, NULL, "price_idx", NULL, &o, &msg);
-    if (rc != RL_OK) fail_msg("show: %s: %s", rl_error_name(rc), msg.len ? (char *)msg.data : "");
-    rl__buf_release(&msg);
+    if (rc != RL_OK)
+        fail_msg("show: %s: %s", rl_error_name(rc), rl__errdetail_len(&msg) ? rl__errdetail_get(&msg) : "");
     char *s = json_dumps(json_object_get(o, "receipt"), JSON_SORT_KEYS | JSON_COMPACT);
     if (whole) *whole = o;
     else json_decref(o);
@@ -101,13 +101,13 @@ TEST(placement_3_1_place_show_receipts) {
         json_integer_value(json_object_get(json_object_get(json_object_get(w1, "receipt"), "fractions"), "records")),
         N_ORDERS);
     /* 2. Disjoint teams: the index on 1, the records split over 2 and 3. */
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint32_t t1[] = {1}, t2[] = {2}, t3[] = {3};
     const uint32_t *teams[] = {t2, t3};
     uint32_t nteams[] = {1, 1};
     rc = rl__tool_placement_place(c.url, NULL, NULL, "price_idx", t1, 1, teams, nteams, 2, 20000, NULL, &msg);
-    if (rc) fail_msg("place: %s: %s", rl_error_name(rc), (char *)msg.data);
+    if (rc) fail_msg("place: %s: %s", rl_error_name(rc), rl__errdetail_get(&msg));
     json_t *w3 = NULL;
     char *r3 = receipt(c.url, &w3);
     printf("receipt after place: %s\n", r3);
@@ -144,11 +144,11 @@ TEST(placement_3_1_place_show_receipts) {
     free(tr);
     json_decref(tj);
     /* 3. One team for everything: 0.0. */
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     const uint32_t *same[] = {t2};
     uint32_t nsame[] = {1};
     rc = rl__tool_placement_place(c.url, NULL, NULL, "price_idx", t2, 1, same, nsame, 1, 20000, NULL, &msg);
-    if (rc) fail_msg("place: %s: %s", rl_error_name(rc), (char *)msg.data);
+    if (rc) fail_msg("place: %s: %s", rl_error_name(rc), rl__errdetail_get(&msg));
     json_t *w4 = NULL;
     char *r4 = receipt(c.url, &w4);
     ASSERT_TRUE(fraction(w4, "server_disjoint_fraction") == 0.0);
@@ -158,7 +158,6 @@ TEST(placement_3_1_place_show_receipts) {
     ASSERT_EQ(lc.found, (N_ORDERS + 6) / 7);
     free(r1), free(r2), free(r3), free(r4);
     json_decref(w1), json_decref(w2), json_decref(w3), json_decref(w4);
-    rl__buf_release(&msg);
     rl__tool_close(&t);
     rl_test_cluster_stop(&c);
 }

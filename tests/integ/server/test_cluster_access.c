@@ -201,8 +201,8 @@ static int closed_within(int fd, int ms) {
 /* The integer at "net"."field" of the STATUS of the server at port (an admin connection). */
 static long long net_stat(uint16_t port, const rl__net_auth *auth, const char *field) {
     rl__admin_conn *a = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__admin_conn_open(port, auth, 3000, &a, &msg));
     rl__msg req, rep;
     memset(&req, 0, sizeof req);
@@ -213,7 +213,6 @@ static long long net_stat(uint16_t port, const rl__net_auth *auth, const char *f
     long long v = json_integer_value(json_object_get(json_object_get(j, "net"), field));
     json_decref(j);
     rl__admin_conn_close(a);
-    rl__buf_release(&msg);
     return v;
 }
 
@@ -280,8 +279,8 @@ TEST(access_1_2_wrong_cluster_id) {
     char wrong[4400], url[4500];
     snprintf(wrong, sizeof wrong, "%s/wrong.cluster", g_c.dir);
     rl__cluster_file cf;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_file_read(g_c.file, &cf, &msg));
     cf.id[0] = cf.id[0] == 'A' ? 'B' : 'A'; /* one character off */
     rl_buf text;
@@ -307,7 +306,6 @@ TEST(access_1_2_wrong_cluster_id) {
     /* The right file still works. */
     ASSERT_OK(rl_db_open(g_c.url, NULL, &db));
     rl_db_close(db);
-    rl__buf_release(&msg);
     rl_test_cluster_stop(&g_c);
 }
 
@@ -316,8 +314,8 @@ TEST(access_1_3_roles_need_the_member_key) {
     start_cluster();
     uint16_t cport = 0, sport = 0;
     int cpid = 0;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_pid(g_c.dir, 0, &cpid, &cport, &msg));
     int spid = 0;
     ASSERT_OK(rl__cluster_pid(g_c.dir, 1, &spid, &sport, &msg));
@@ -420,7 +418,6 @@ TEST(access_1_3_roles_need_the_member_key) {
     rl_db_close(db);
     ASSERT_TRUE(net_stat(cport, &g_c.key.auth, "handshakes_failed") >= 1);
     free(pl);
-    rl__buf_release(&msg);
     rl_test_cluster_stop(&g_c);
 }
 

@@ -112,10 +112,10 @@ static void good_client(bad_env *e, uint32_t id, uint16_t port, const char *what
         if (rl_test_cluster_pid(&e->c, (uint32_t)i) != e->pids[i])
             fail_msg("after %s: process %d (pid %d) is gone", what, i, e->pids[i]);
     rl__admin_conn *a = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__admin_conn_open(port, &e->c.key.auth, 3000, &a, &msg);
-    if (rc) fail_msg("after %s: a good connection to process %u fails: %s", what, id, (char *)msg.data);
+    if (rc) fail_msg("after %s: a good connection to process %u fails: %s", what, id, rl__errdetail_get(&msg));
     rl__msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_PING;
@@ -124,19 +124,18 @@ static void good_client(bad_env *e, uint32_t id, uint16_t port, const char *what
     req.u.ping_req.payload = (const uint8_t *)pl;
     req.u.ping_req.payload_len = (uint32_t)strlen(pl);
     rc = rl__admin_conn_call(a, &req, &rep, 3000, &msg);
-    if (rc) fail_msg("after %s: PING to process %u: %s", what, id, (char *)msg.data);
+    if (rc) fail_msg("after %s: PING to process %u: %s", what, id, rl__errdetail_get(&msg));
     ASSERT_MEM_EQ(rep.u.ping_reply.payload, rep.u.ping_reply.payload_len, pl, strlen(pl));
     memset(&req, 0, sizeof req);
     req.type = RL_MSG_STATUS;
     rc = rl__admin_conn_call(a, &req, &rep, 3000, &msg);
-    if (rc) fail_msg("after %s: STATUS of process %u: %s", what, id, (char *)msg.data);
+    if (rc) fail_msg("after %s: STATUS of process %u: %s", what, id, rl__errdetail_get(&msg));
     json_error_t je;
     json_t *j = json_loadb((const char *)rep.u.status_reply.json, rep.u.status_reply.json_len, 0, &je);
     ASSERT_NOT_NULL(j);
     ASSERT_STR_EQ(json_string_value(json_object_get(j, "role")), id == 0 ? "coordinator" : "storage");
     json_decref(j);
     rl__admin_conn_close(a);
-    rl__buf_release(&msg);
     rl_txn *t;
     ASSERT_OK(rl_txn_begin(e->db, &t));
     int present = 0;
@@ -266,8 +265,9 @@ static void attack_handshake(bad_env *e, uint32_t id, uint16_t port, uint64_t *r
 static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     uint16_t port = 0;
     int pid = 0;
-    rl_buf msg, b;
-    rl__buf_init(&msg);
+    rl_buf b;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl__buf_init(&b);
     ASSERT_OK(rl__cluster_pid(e->c.dir, id, &pid, &port, &msg));
     printf("attacking process %u (pid %d, port %u)\n", id, pid, port);
@@ -394,7 +394,6 @@ static void attack(bad_env *e, uint32_t id, uint64_t *rs) {
     ASSERT_EQ(fh.flags, RL_FRAME_REPLY);
     close(fd);
     rl__buf_release(&b);
-    rl__buf_release(&msg);
 }
 
 /* bad-1.1: every kind of bad input to the coordinator and to a storage server. */

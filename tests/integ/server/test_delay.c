@@ -44,11 +44,10 @@ static uint64_t late_bound_ns(void) { return 20000000; }
 
 static json_t *cluster_status(void) {
     json_t *st = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__cluster_status(g_c.dir, 0, &st, &msg);
-    if (rc) fail_msg("rl__cluster_status: %s: %s", rl_error_name(rc), msg.data);
-    rl__buf_release(&msg);
+    if (rc) fail_msg("rl__cluster_status: %s: %s", rl_error_name(rc), rl__errdetail_get(&msg));
     return st;
 }
 
@@ -238,8 +237,8 @@ TEST(delay_1_2_jitter_keeps_order) {
     start(&o);
     char ip[16];
     uint16_t port;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_addr(g_c.dir, 1, ip, &port, NULL, &msg));
     int fd = raw_open(ip, port, RL_ROLE_CLIENT, 0, "elsewhere");
     raw_hello_reply(fd);
@@ -281,7 +280,6 @@ TEST(delay_1_2_jitter_keeps_order) {
     rl__arena_release(&a);
     rl__buf_release(&pl);
     rl__buf_release(&b);
-    rl__buf_release(&msg);
     close(fd);
     rl_test_cluster_stop(&g_c);
 }
@@ -313,8 +311,8 @@ TEST(delay_1_3_set_delay_live) {
     ASSERT_OK(rl_db_open(g_c.url, NULL, &db));
     set_get(db, "k", "v");
     double el = until_rtt(db, 0, 1000000);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int set = 0;
     ASSERT_OK(rl__cluster_delay(g_c.dir, 1000, 0, &set, &msg));
     ASSERT_EQ(set, 2);
@@ -360,7 +358,6 @@ TEST(delay_1_3_set_delay_live) {
     ASSERT_TRUE(json_real_value(json_object_get(json_array_get(json_object_get(pj, "targets"), 0), "min_us")) < 1000.0);
     json_decref(pj);
     free(out);
-    rl__buf_release(&msg);
     rl_db_close(db);
     rl_test_cluster_stop(&g_c);
 }
@@ -401,8 +398,8 @@ TEST(delay_1_4_hosts) {
     json_decref(st);
     /* The shard map itself (GET_SHARD_MAP): every server's address and host, and the delay. */
     {
-        rl_buf m;
-        rl__buf_init(&m);
+        rl__errdetail m;
+        rl__errdetail_init(&m, NULL);
         rl__admin_conn *a = NULL;
         ASSERT_RC(rl__admin_conn_open_at("10.0.0.1", 4500, &g_c.key.auth, 100, &a, &m),
                   RL_E_INVALID_ARGUMENT); /* loopback only */
@@ -429,7 +426,6 @@ TEST(delay_1_4_hosts) {
             ASSERT_MEM_EQ(g->servers[k].host, g->servers[k].host_len, host, strlen(host));
         }
         rl__admin_conn_close(a);
-        rl__buf_release(&m);
     }
     /* The cluster file names the coordinator on 127.0.0.1; the client works across all shards. */
     rl_db *db;
@@ -472,8 +468,8 @@ TEST(delay_1_4_hosts) {
     /* Storage 4 (host2, 127.0.0.2): a peer on host2 is not delayed, one on host3 is. */
     char ip[16];
     uint16_t port;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__cluster_addr(g_c.dir, 4, ip, &port, NULL, &msg));
     ASSERT_STR_EQ(ip, "127.0.0.2");
     int same = raw_open(ip, port, RL_ROLE_STORAGE, 3, "host2");
@@ -502,7 +498,6 @@ TEST(delay_1_4_hosts) {
     raw_hello_reply(other);
     ASSERT_TRUE(raw_min_rtt(other, 5) >= 500000);
     close(other);
-    rl__buf_release(&msg);
     rl_test_cluster_stop(&g_c);
 }
 
@@ -533,8 +528,8 @@ TEST(delay_1_5_bad_input) {
     ASSERT_EQ(rl_test_run("rlkvd", NULL, &out, "coordinator --dir /nonexistent/x --jitter-us 99999999999"), 2);
     free(out);
     rl__cluster_up_opts bad = {.n_storage = 2, .replication = 3}, res;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_RC(rl__cluster_topology(&bad, &res, &msg), RL_E_INVALID_ARGUMENT);
     rl__cluster_up_opts o = {.n_storage = 1, .no_sync = 1};
     start(&o);
@@ -596,7 +591,6 @@ TEST(delay_1_5_bad_input) {
         close(fd);
     }
     ASSERT_OK(rl__cluster_wait_healthy(g_c.dir, 10000, &msg)); /* both still serve */
-    rl__buf_release(&msg);
     rl_test_cluster_stop(&g_c);
 }
 

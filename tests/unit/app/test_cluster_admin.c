@@ -16,7 +16,7 @@
 #include "app/cluster_admin.h"
 #include "test.h"
 
-static int layout(int n, int k, const char *const *split, int ns, rl_buf *out, rl_buf *msg) {
+static int layout(int n, int k, const char *const *split, int ns, rl_buf *out, rl__errdetail *msg) {
     rl__cluster_up_opts o;
     memset(&o, 0, sizeof o);
     o.n_storage = n;
@@ -24,15 +24,16 @@ static int layout(int n, int k, const char *const *split, int ns, rl_buf *out, r
     o.split = split;
     o.n_split = ns;
     rl__buf_reset(out);
-    rl__buf_reset(msg);
+    rl__errdetail_clear(msg);
     return rl__cluster_layout(&o, out, msg);
 }
 
 /* cluster-1.1: layouts — even split by first byte, round-robin teams, split keys, refusals. */
 TEST(cluster_1_1_layout) {
-    rl_buf out, msg;
+    rl_buf out;
+    rl__errdetail msg;
     rl__buf_init(&out);
-    rl__buf_init(&msg);
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(layout(1, 0, NULL, 0, &out, &msg));
     ASSERT_STR_EQ((char *)out.data,
                   "{\"storage\": [1], \"shards\": [{\"begin\": \"\", \"end\": \"ff\", \"team\": [1]}]}\n");
@@ -61,27 +62,26 @@ TEST(cluster_1_1_layout) {
     json_decref(j);
     /* Refusals, each with a reason. */
     ASSERT_RC(layout(0, 0, NULL, 0, &out, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "--storage 0"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "--storage 0"));
     ASSERT_RC(layout(65, 0, NULL, 0, &out, &msg), RL_E_INVALID_ARGUMENT);
     ASSERT_RC(layout(1, 256, NULL, 0, &out, &msg), RL_E_INVALID_ARGUMENT);
     ASSERT_RC(layout(1, 2, keys, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "exclude"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "exclude"));
     const char *dec[] = {"m", "b"};
     ASSERT_RC(layout(1, 0, dec, 2, &out, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "strictly increasing"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "strictly increasing"));
     const char *dup[] = {"m", "m"};
     ASSERT_RC(layout(1, 0, dup, 2, &out, &msg), RL_E_INVALID_ARGUMENT);
     const char *empty[] = {""};
     ASSERT_RC(layout(1, 0, empty, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "empty"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "empty"));
     const char *sys[] = {"\\xff/x"};
     ASSERT_RC(layout(1, 0, sys, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "system keyspace"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "system keyspace"));
     const char *bad[] = {"\\xZZ"};
     ASSERT_RC(layout(1, 0, bad, 1, &out, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "bad escape"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "bad escape"));
     rl__buf_release(&out);
-    rl__buf_release(&msg);
 }
 
 /* The teams of a layout (JSON) into teams[shard][member] (-1 past a team's end); returns the
@@ -106,10 +106,11 @@ static int layout_teams(const rl_buf *out, int teams[][RL_PROTO_MAX_TEAM], int c
  * the primary rotating per shard (load spread: every server is primary and member of as many
  * shards as any other, give or take one), determinism, refusals. */
 TEST(cluster_1_5_layout_teams) {
-    rl_buf out, out2, msg;
+    rl_buf out, out2;
+    rl__errdetail msg;
     rl__buf_init(&out);
     rl__buf_init(&out2);
-    rl__buf_init(&msg);
+    rl__errdetail_init(&msg, NULL);
     static int teams[256][RL_PROTO_MAX_TEAM];
     struct {
         int hosts, per, n, r, shards;
@@ -191,9 +192,9 @@ TEST(cluster_1_5_layout_teams) {
     memset(&o, 0, sizeof o);
     o.n_storage = 2;
     o.replication = 3;
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_RC(rl__cluster_layout(&o, &out, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "replication 3"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "replication 3"));
     memset(&o, 0, sizeof o);
     o.n_hosts = 2;
     o.storage_per_host = 2;
@@ -206,7 +207,6 @@ TEST(cluster_1_5_layout_teams) {
     ASSERT_RC(rl__cluster_layout(&o, &out, &msg), RL_E_INVALID_ARGUMENT);
     rl__buf_release(&out);
     rl__buf_release(&out2);
-    rl__buf_release(&msg);
 }
 
 /* A fake rlkvd: writes its port file (a port nobody answers on) and sleeps. */
@@ -268,12 +268,12 @@ TEST(cluster_1_2_unhealthy_start_stops_everything) {
     o.n_storage = 2;
     o.timeout_ms = 800;
     o.rlkvd = fake;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__cluster_up(dir, &o, &msg);
     ASSERT_RC(rc, RL_E_TIMED_OUT);
-    printf("up failed as expected: %s\n", (char *)msg.data);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "/logs/"));
+    printf("up failed as expected: %s\n", rl__errdetail_get(&msg));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "/logs/"));
     int pids[8];
     int n = recorded_pids(dir, pids, 8);
     ASSERT_EQ(n, 3);
@@ -287,24 +287,23 @@ TEST(cluster_1_2_unhealthy_start_stops_everything) {
     ASSERT_EQ(access(path, R_OK), 0);
     snprintf(path, sizeof path, "%s/reclayer.cluster", dir);
     ASSERT_NE(access(path, F_OK), 0);
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_RC(rl__cluster_up(dir, &o, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "not empty"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "not empty"));
     int stopped = -1;
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__cluster_down(dir, &stopped, &msg));
     ASSERT_EQ(stopped, 0);
     json_t *st = NULL;
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_RC(rl__cluster_status(dir, 200, &st, &msg), RL_E_SERVER_UNAVAILABLE);
     ASSERT_NOT_NULL(st);
     ASSERT_FALSE(json_is_true(json_object_get(st, "ok")));
     json_decref(st);
     /* No cluster at all. */
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_RC(rl__cluster_down(base, &stopped, &msg), RL_E_FILE_NOT_FOUND);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "rl cluster up"));
-    rl__buf_release(&msg);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "rl cluster up"));
     free(fake);
     rl_test_rmtree(base);
     free(base);
@@ -321,20 +320,19 @@ TEST(cluster_1_3_process_exits) {
     o.n_storage = 1;
     o.timeout_ms = 20000;
     o.rlkvd = "/bin/false";
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int64_t t0 = (int64_t)time(NULL);
     ASSERT_RC(rl__cluster_up(dir, &o, &msg), RL_E_SERVER_UNAVAILABLE);
     ASSERT_TRUE((int64_t)time(NULL) - t0 < 5);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "coordinator.log"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "coordinator.log"));
     /* A missing binary is named. */
     char dir2[4300];
     snprintf(dir2, sizeof dir2, "%s/d", base);
     o.rlkvd = "/nonexistent/rlkvd";
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_RC(rl__cluster_up(dir2, &o, &msg), RL_E_FILE_NOT_FOUND);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "/nonexistent/rlkvd"));
-    rl__buf_release(&msg);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "/nonexistent/rlkvd"));
     rl_test_rmtree(base);
     free(base);
 }
@@ -352,8 +350,8 @@ TEST(cluster_1_4_recycled_pid_is_not_ours) {
     o.n_storage = 1;
     o.timeout_ms = 300;
     o.rlkvd = fake;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_RC(rl__cluster_up(dir, &o, &msg), RL_E_TIMED_OUT);
     pid_t victim = fork();
     if (victim == 0) {
@@ -384,12 +382,12 @@ TEST(cluster_1_4_recycled_pid_is_not_ours) {
     json_object_set_new(p, "running", json_true());
     ASSERT_EQ(json_dump_file(root, path, 0), 0);
     int stopped = -1;
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__cluster_down(dir, &stopped, &msg));
     ASSERT_EQ(stopped, 0);
     ASSERT_TRUE(pid_alive(victim));
     int pid = -1;
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__cluster_pid(dir, 1, &pid, NULL, &msg));
     ASSERT_EQ(pid, 0);
     /* With its real start time it is ours and gets stopped. */
@@ -405,14 +403,13 @@ TEST(cluster_1_4_recycled_pid_is_not_ours) {
     json_object_set_new(p, "proc_start_ticks", json_integer(strtoll(q, NULL, 10)));
     ASSERT_EQ(json_dump_file(root, path, 0), 0);
     json_decref(root);
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__cluster_pid(dir, 1, &pid, NULL, &msg));
     ASSERT_EQ(pid, (int)victim);
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_OK(rl__cluster_down(dir, &stopped, &msg));
     ASSERT_EQ(stopped, 1);
     ASSERT_FALSE(pid_alive(victim));
-    rl__buf_release(&msg);
     free(fake);
     rl_test_rmtree(base);
     free(base);

@@ -202,8 +202,8 @@ TEST(placement_1_3_parse) {
                          {(const uint8_t *)"\xff/keyServers/\xff", 14, vsys.data, (uint32_t)vsys.len}};
     rl_keyvalue sl[1] = {{(const uint8_t *)"\xff/serverList/\0\0\0\2", 17, vs.data, (uint32_t)vs.len}};
     rl__pl_map m;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__pl_map_parse(ks, 3, sl, 1, &m, &msg));
     ASSERT_EQ(m.n_shards, 2);
     ASSERT_EQ(m.shards[1].n_team, 2);
@@ -221,7 +221,6 @@ TEST(placement_1_3_parse) {
     ASSERT_RC(rl__pl_map_parse(bad, 1, sl, 1, &m, &msg), RL_E_CORRUPT_DATA);
     ASSERT_RC(rl__pl_map_parse(ks + 1, 2, sl, 1, &m, &msg), RL_E_CORRUPT_DATA);
     rl__buf_release(&v0), rl__buf_release(&v1), rl__buf_release(&vs), rl__buf_release(&vsys);
-    rl__buf_release(&msg);
 }
 
 /* placement-1.4: even split points. */
@@ -240,8 +239,8 @@ TEST(placement_1_4_split_points) {
 
 /* placement-1.5: the admin calls refuse bad input before connecting. */
 TEST(placement_1_5_bad_input) {
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint32_t team[2] = {1, 1};
     ASSERT_RC(rl__placement_split("cluster:/nonexistent", NULL, (const uint8_t *)"", 0, 100, NULL, NULL, &msg),
               RL_E_INVALID_ARGUMENT);
@@ -262,7 +261,6 @@ TEST(placement_1_5_bad_input) {
     ASSERT_RC(rl__placement_assign("mem:", NULL, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1, team, 1, 100, NULL,
                                    NULL, &msg),
               RL_E_INVALID_ARGUMENT);
-    rl__buf_release(&msg);
 }
 
 RL_TEST_MAIN(T(placement_1_1_fractions_random), T(placement_1_2_fixed_and_receipt), T(placement_1_3_parse),

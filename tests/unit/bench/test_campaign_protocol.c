@@ -29,8 +29,9 @@ static void print_of(const rl__camp_protocol *p, rl_buf *b) {
 
 TEST(campaign_proto_1_1_builtin) {
     rl__camp_protocol p, q;
-    rl_buf t1, t2, msg;
-    rl__buf_init(&msg);
+    rl_buf t1, t2;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl__camp_protocol_builtin(0, &p);
     ASSERT_EQ(p.n_cases, 16);
     ASSERT_EQ(p.blocks, 6);
@@ -52,8 +53,8 @@ TEST(campaign_proto_1_1_builtin) {
     for (int quick = 0; quick < 2; quick++) {
         rl__camp_protocol_builtin(quick, &p);
         print_of(&p, &t1);
-        rl__buf_reset(&msg);
-        if (rl__camp_protocol_parse((const char *)t1.data, t1.len, &q, &msg)) fail_msg("%s", (const char *)msg.data);
+        rl__errdetail_clear(&msg);
+        if (rl__camp_protocol_parse((const char *)t1.data, t1.len, &q, &msg)) fail_msg("%s", rl__errdetail_get(&msg));
         print_of(&q, &t2);
         ASSERT_MEM_EQ(t1.data, t1.len, t2.data, t2.len);
         rl__buf_release(&t1);
@@ -72,7 +73,6 @@ TEST(campaign_proto_1_1_builtin) {
     ASSERT_EQ(q.repeats, 3);
     ASSERT_EQ(q.n_cases, 16);
     ASSERT_STR_EQ(q.description, "");
-    rl__buf_release(&msg);
 }
 
 TEST(campaign_proto_1_2_errors) {
@@ -123,20 +123,19 @@ TEST(campaign_proto_1_2_errors) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rl__camp_protocol p;
-        rl_buf msg;
-        rl__buf_init(&msg);
+        rl__errdetail msg;
+        rl__errdetail_init(&msg, NULL);
         int rc = rl__camp_protocol_parse(bad[i].doc, strlen(bad[i].doc), &p, &msg);
-        if (rc != RL_E_INVALID_ARGUMENT || !strstr((const char *)msg.data, bad[i].want))
-            fail_msg("%s: rc %d, message '%s', want '%s'", bad[i].doc, rc, (const char *)msg.data, bad[i].want);
-        rl__buf_release(&msg);
+        if (rc != RL_E_INVALID_ARGUMENT || !strstr(rl__errdetail_get(&msg), bad[i].want))
+            fail_msg("%s: rc %d, message '%s', want '%s'", bad[i].doc, rc, rl__errdetail_get(&msg), bad[i].want);
     }
 }
 
 TEST(campaign_proto_1_3_cases) {
     rl__camp_protocol p;
     rl__camp_case c;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl__camp_protocol_builtin(0, &p);
     for (int i = 0; i < 16; i++) {
         const rl__camp_case *k = &p.cases[i];
@@ -159,11 +158,10 @@ TEST(campaign_proto_1_3_cases) {
                               "small-rows100-forward",
                               "-rows10-forward"};
     for (size_t i = 0; i < sizeof badnames / sizeof badnames[0]; i++) {
-        rl__buf_reset(&msg);
+        rl__errdetail_clear(&msg);
         ASSERT_RC(rl__camp_case_parse(badnames[i], &c, &msg), RL_E_INVALID_ARGUMENT);
-        ASSERT_TRUE(msg.len > 0);
+        ASSERT_TRUE(rl__errdetail_len(&msg) > 0);
     }
-    rl__buf_release(&msg);
 }
 
 TEST(campaign_proto_1_4_arm_order) {
@@ -214,8 +212,8 @@ TEST(campaign_proto_1_5_cpu) {
 
 TEST(campaign_proto_1_6_children) {
     rl__camp_child c;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     char *sh[] = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL};
     ASSERT_OK(rl__camp_child_run(sh, 20, &c, &msg));
     ASSERT_EQ(c.exit_code, 3);
@@ -235,7 +233,6 @@ TEST(campaign_proto_1_6_children) {
     ASSERT_OK(rl__camp_child_run(missing, 20, &c, &msg));
     ASSERT_EQ(c.exit_code, 127);
     rl__camp_child_release(&c);
-    rl__buf_release(&msg);
 }
 
 RL_TEST_MAIN(T(campaign_proto_1_1_builtin), T(campaign_proto_1_2_errors), T(campaign_proto_1_3_cases),

@@ -59,31 +59,30 @@ static void *read_file(const char *path, size_t *out_len) {
 
 /* Load path and check it equals want. */
 static void load_equal(const char *path, json_t *want) {
-    rl_buf msg;
+    rl__errdetail msg;
     json_t *got = NULL;
-    rl__buf_init(&msg);
-    if (rl__camp_results_load(path, &got, &msg)) fail_msg("%s: %s", path, msg.data);
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(path, &got, &msg)) fail_msg("%s: %s", path, rl__errdetail_get(&msg));
     ASSERT_TRUE(json_equal(got, want));
     json_decref(got);
-    rl__buf_release(&msg);
 }
 
 /* Load path, expecting the error code and a message naming what. */
 static void load_fails(const char *path, int code, const char *what) {
-    rl_buf msg;
+    rl__errdetail msg;
     json_t *got = (json_t *)1;
-    rl__buf_init(&msg);
+    rl__errdetail_init(&msg, NULL);
     ASSERT_RC(rl__camp_results_load(path, &got, &msg), code);
     ASSERT_NULL(got);
-    if (!strstr((const char *)msg.data, what)) fail_msg("%s: '%s' does not say '%s'", path, msg.data, what);
-    rl__buf_release(&msg);
+    if (!strstr(rl__errdetail_get(&msg), what))
+        fail_msg("%s: '%s' does not say '%s'", path, rl__errdetail_get(&msg), what);
 }
 
 TEST(campaign_results_1_1_written) {
     char *dir = rl_test_tmpdir("camp-results"), path[600];
     json_t *doc = sample_doc(1);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__camp_results_write(dir, doc, &msg));
     snprintf(path, sizeof path, "%s/results.json", dir);
     ASSERT_NE(access(path, F_OK), 0);
@@ -106,7 +105,6 @@ TEST(campaign_results_1_1_written) {
     free(text);
     free(z);
     json_decref(doc);
-    rl__buf_release(&msg);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -143,11 +141,10 @@ TEST(campaign_results_1_2_forms) {
     write_file(path, z, zlen);
     load_equal(path, doc);
     /* With both in the directory, results.json.zst is read. */
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__camp_results_write(dir, other, &msg));
     load_equal(dir, other);
-    rl__buf_release(&msg);
     free(z);
     free(text);
     json_decref(doc);
@@ -159,8 +156,8 @@ TEST(campaign_results_1_2_forms) {
 TEST(campaign_results_1_3_errors) {
     char *dir = rl_test_tmpdir("camp-results"), path[600];
     json_t *doc = sample_doc(4);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     load_fails(dir, RL_E_FILE_NOT_FOUND, "neither");
     snprintf(path, sizeof path, "%s/no-such-file.json", dir);
     load_fails(path, RL_E_FILE_NOT_FOUND, path);
@@ -182,7 +179,6 @@ TEST(campaign_results_1_3_errors) {
     load_fails(cut, RL_E_CORRUPT_DATA, "not JSON");
     free(z);
     json_decref(doc);
-    rl__buf_release(&msg);
     rl_test_rmtree(dir);
     free(dir);
 }

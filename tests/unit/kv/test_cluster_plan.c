@@ -514,15 +514,15 @@ TEST(cluster_plan_1_1_locmap) {
     rl__msg_shard one = {(const uint8_t *)"a", 1, kffff, 2, team0, 1};
     rl__msg_get_shard_map_reply bad = {1, &srv, 1, &one, 1, 0, 0};
     rl__locmap *lm = NULL;
-    rl_buf why;
-    rl__buf_init(&why);
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
     ASSERT_RC(rl__locmap_new(&bad, &lm, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_NOT_NULL(strstr((const char *)why.data, "begin"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&why), "begin"));
     one.begin_len = 0;
     one.end = kff, one.end_len = 1;
-    rl__buf_reset(&why);
+    rl__errdetail_clear(&why);
     ASSERT_RC(rl__locmap_new(&bad, &lm, &why), RL_E_MALFORMED_FRAME);
-    ASSERT_NOT_NULL(strstr((const char *)why.data, "end"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&why), "end"));
     one.end = kffff, one.end_len = 2;
     srv.address = (const uint8_t *)"10.0.0.1", srv.address_len = 8;
     ASSERT_RC(rl__locmap_new(&bad, &lm, NULL), RL_E_MALFORMED_FRAME);
@@ -530,7 +530,6 @@ TEST(cluster_plan_1_1_locmap) {
     ASSERT_OK(rl__locmap_new(&bad, &lm, NULL));
     ASSERT_EQ(lm->shards[0].team_idx[0], 0);
     rl__locmap_unref(lm);
-    rl__buf_release(&why);
     rl__buf_release(&b[0]);
     rl__buf_release(&b[1]);
     fx_close(&x);

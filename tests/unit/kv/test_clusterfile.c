@@ -6,15 +6,15 @@
 #include "kv/cluster/clusterfile.h"
 #include "test.h"
 
-static int parse(const char *s, rl__cluster_file *cf, rl_buf *msg) {
-    rl__buf_reset(msg);
+static int parse(const char *s, rl__cluster_file *cf, rl__errdetail *msg) {
+    rl__errdetail_clear(msg);
     return rl__cluster_file_parse(s, strlen(s), cf, msg);
 }
 
 TEST(cluster_file_1_1_good) {
     rl__cluster_file cf;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(parse("reclayer:ab12_Z@127.0.0.1:4500\n", &cf, &msg));
     ASSERT_STR_EQ(cf.description, "reclayer");
     ASSERT_STR_EQ(cf.id, "ab12_Z");
@@ -31,7 +31,6 @@ TEST(cluster_file_1_1_good) {
     ASSERT_OK(rl__cluster_file_parse((const char *)out.data, out.len, &back, &msg));
     ASSERT_EQ(memcmp(&back, &cf, sizeof cf), 0);
     rl__buf_release(&out);
-    rl__buf_release(&msg);
 }
 
 TEST(cluster_file_1_2_bad) {
@@ -58,19 +57,19 @@ TEST(cluster_file_1_2_bad) {
         {"a:b@127.0.0.1:12x", "not a number"},
         {"a:b@127.0.0.1", "IP:PORT"},
     };
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rl__cluster_file cf;
         int rc = parse(cases[i].text, &cf, &msg);
-        if (rc != RL_E_CONNECTION_STRING_INVALID || !strstr((const char *)msg.data, cases[i].why))
-            fail_msg("'%s': %s '%s' (want '%s')", cases[i].text, rl_error_name(rc), msg.data, cases[i].why);
+        if (rc != RL_E_CONNECTION_STRING_INVALID || !strstr(rl__errdetail_get(&msg), cases[i].why))
+            fail_msg("'%s': %s '%s' (want '%s')", cases[i].text, rl_error_name(rc), rl__errdetail_get(&msg),
+                     cases[i].why);
     }
     rl__cluster_file cf;
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_RC(rl__cluster_file_read("/nonexistent/reclayer.cluster", &cf, &msg), RL_E_FILE_NOT_FOUND);
-    ASSERT_TRUE(strstr((const char *)msg.data, "/nonexistent/reclayer.cluster") != NULL);
-    rl__buf_release(&msg);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&msg), "/nonexistent/reclayer.cluster") != NULL);
 }
 
 RL_TEST_MAIN(T(cluster_file_1_1_good), T(cluster_file_1_2_bad))

@@ -109,7 +109,7 @@ static void expect_versions(rl__commitlog *log, rl__version after, rl__version l
     if (hi >= lo) ASSERT_EQ(durable, hi);
 }
 
-static int open_log(const char *dir, uint64_t segment_bytes, rl__commitlog **out, rl_buf *err) {
+static int open_log(const char *dir, uint64_t segment_bytes, rl__commitlog **out, rl__errdetail *err) {
     rl__commitlog_options o = {dir, 0, segment_bytes};
     return rl__commitlog_open(&o, out, err);
 }
@@ -230,11 +230,10 @@ TEST(commitlog_1_2_reads_versions_lock) {
     char *dir = logdir("cl12");
     rl__commitlog *log, *other;
     ASSERT_OK(open_log(dir, 0, &log, NULL));
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     ASSERT_RC(open_log(dir, 0, &other, &err), RL_E_DATABASE_LOCKED_BY_PROCESS);
-    ASSERT_NOT_NULL(strstr((char *)err.data, "LOCK"));
-    rl__buf_release(&err);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), "LOCK"));
     for (rl__version v = 10; v <= 100; v += 10) ASSERT_OK(append_version(log, v));
     ASSERT_RC(append_version(log, 100), RL_E_VERSION_INVALID);
     ASSERT_RC(append_version(log, 5), RL_E_VERSION_INVALID);
@@ -281,10 +280,9 @@ static void write_versions(const char *dir, rl__version n) {
 /* Reopen after damaging the last record; expect it cut and moved aside as `kind`. */
 static void check_tail_cut(const char *dir, size_t cut_at, size_t file_len, int kind, const uint8_t *orig) {
     rl__commitlog *log;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     ASSERT_OK(open_log(dir, 0, &log, &err));
-    rl__buf_release(&err);
     rl__commitlog_status st;
     rl__commitlog_get_status(log, &st);
     ASSERT_EQ(st.recovery_tail, kind);
@@ -366,16 +364,15 @@ TEST(commitlog_1_5_corruption_in_the_middle) {
     orig[off5 + 30] ^= 0x01; /* inside record 4 (version 5 is an empty record) */
     spit(seg, orig, n);
     rl__commitlog *log = NULL;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     ASSERT_RC(open_log(dir, 0, &log, &err), RL_E_LOG_CORRUPT);
     ASSERT_NULL(log);
-    printf("open refused: %s\n", (char *)err.data);
-    ASSERT_NOT_NULL(strstr((char *)err.data, seg));
+    printf("open refused: %s\n", rl__errdetail_get(&err));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), seg));
     char want[64];
     snprintf(want, sizeof want, "byte offset %zu", off5);
-    ASSERT_NOT_NULL(strstr((char *)err.data, want));
-    rl__buf_release(&err);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), want));
     size_t n2;
     uint8_t *after = slurp(seg, &n2);
     ASSERT_MEM_EQ(after, n2, orig, n);
@@ -448,12 +445,11 @@ TEST(commitlog_1_6_segments_truncation) {
     uint8_t *b = slurp(seg0, &n);
     b[n - 1] ^= 0x20;
     spit(seg0, b, n);
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     ASSERT_RC(open_log(dir, 2000, &log, &err), RL_E_LOG_CORRUPT);
-    printf("open refused: %s\n", (char *)err.data);
-    ASSERT_NOT_NULL(strstr((char *)err.data, seg0));
-    rl__buf_release(&err);
+    printf("open refused: %s\n", rl__errdetail_get(&err));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), seg0));
     free(b);
     free(seg0);
     rm_logdir(dir);
@@ -580,11 +576,10 @@ TEST(commitlog_1_8_crash_loop) {
         }
         close(fds[0]);
         rl__commitlog *log;
-        rl_buf err;
-        rl__buf_init(&err);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
         int rc = open_log(dir, 4096, &log, &err);
-        if (rc != RL_OK) fail_msg("round %d: reopen failed: %s", round, (char *)err.data);
-        rl__buf_release(&err);
+        if (rc != RL_OK) fail_msg("round %d: reopen failed: %s", round, rl__errdetail_get(&err));
         rl__commitlog_status st;
         rl__commitlog_get_status(log, &st);
         tails += st.recovery_tail != RL_TAIL_CLEAN;
@@ -609,16 +604,15 @@ TEST(commitlog_1_8_crash_loop) {
 TEST(commitlog_1_9_open_mkdir_read_fail) {
     char *dir = logdir("cl19");
     rl__commitlog *log = NULL;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     rl__os_fault_arm(RL_OS_MKDIR, 0, EIO, 0);
     int rc = open_log(dir, 3000, &log, &err);
     ASSERT_TRUE(rl__os_fault_fired());
     rl__os_fault_disarm();
     ASSERT_RC(rc, RL_E_IO_ERROR);
-    if (!err.data || !strstr((const char *)err.data, "cannot create commit log directory"))
-        fail_msg("message: %s", err.data ? (const char *)err.data : "(none)");
-    rl__buf_release(&err);
+    if (!rl__errdetail_get(&err) || !strstr(rl__errdetail_get(&err), "cannot create commit log directory"))
+        fail_msg("message: %s", rl__errdetail_get(&err) ? rl__errdetail_get(&err) : "(none)");
 
     ASSERT_OK(open_log(dir, 3000, &log, NULL)); /* small segments: several files to read */
     for (rl__version v = 1; v <= 60; v++) {
@@ -636,16 +630,15 @@ TEST(commitlog_1_9_open_mkdir_read_fail) {
     rl__commitlog_close(log);
     ASSERT_TRUE(reads >= 2);
     for (long i = 0; i < reads; i++) {
-        rl__buf_init(&err);
+        rl__errdetail_init(&err, NULL);
         rl__os_fault_arm(RL_OS_READ, i, EIO, 0);
         rc = open_log(dir, 3000, &log, &err);
         int fired = rl__os_fault_fired();
         rl__os_fault_disarm();
         ASSERT_TRUE(fired);
         ASSERT_RC(rc, RL_E_IO_ERROR);
-        if (!err.data || !strstr((const char *)err.data, "cannot read commit log segment"))
-            fail_msg("read %ld: message: %s", i, err.data ? (const char *)err.data : "(none)");
-        rl__buf_release(&err);
+        if (!rl__errdetail_get(&err) || !strstr(rl__errdetail_get(&err), "cannot read commit log segment"))
+            fail_msg("read %ld: message: %s", i, rl__errdetail_get(&err) ? rl__errdetail_get(&err) : "(none)");
     }
     ASSERT_OK(open_log(dir, 3000, &log, NULL));
     expect_versions(log, 0, 1, 60);

@@ -52,11 +52,10 @@ static void start(running *r, const char *dir) {
     rl__net_auth auth;
     rl_test_auth_member(&auth, 0);
     o.auth = &auth;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     int rc = rl__coordinator_open(&o, &r->co, &err);
-    if (rc != RL_OK) fail_msg("open: %s", (char *)err.data);
-    rl__buf_release(&err);
+    if (rc != RL_OK) fail_msg("open: %s", rl__errdetail_get(&err));
     ASSERT_EQ(pthread_create(&r->thread, NULL, serve, r), 0);
 }
 

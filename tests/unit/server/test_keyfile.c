@@ -30,8 +30,8 @@ TEST(keyfile_1_1_create_read) {
     char path[4200];
     ASSERT_OK(rl__keyfile_in_dir(dir, path, sizeof path));
     rl__keyfile made, read;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_OK(rl__keyfile_create(path, "reclayer", &made, &msg));
     struct stat st;
     ASSERT_EQ(stat(path, &st), 0);
@@ -61,7 +61,6 @@ TEST(keyfile_1_1_create_read) {
     char got[4300];
     ASSERT_OK(rl__keyfile_next_to(beside, got, sizeof got));
     ASSERT_STR_EQ(got, path);
-    rl__buf_release(&msg);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -72,17 +71,17 @@ TEST(keyfile_1_2_refused) {
     char path[4200];
     snprintf(path, sizeof path, "%s/k", dir);
     rl__keyfile k;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     ASSERT_RC(rl__keyfile_read(path, &k, &msg), RL_E_FILE_NOT_FOUND);
     const char *good = "cluster reclayer:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef\n"
                        "secret 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
     write_text(path, good, 0600);
     ASSERT_OK(rl__keyfile_read(path, &k, &msg));
     write_text(path, good, 0640);
-    rl__buf_reset(&msg);
+    rl__errdetail_clear(&msg);
     ASSERT_RC(rl__keyfile_read(path, &k, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((char *)msg.data, "chmod 600"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "chmod 600"));
     static const char *bad[] = {
         "secret 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
         "cluster reclayer:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef\n",
@@ -103,13 +102,12 @@ TEST(keyfile_1_2_refused) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(path, bad[i], 0600);
-        rl__buf_reset(&msg);
+        rl__errdetail_clear(&msg);
         if (rl__keyfile_read(path, &k, &msg) != RL_E_INVALID_ARGUMENT) fail_msg("bad key file %zu accepted", i);
-        ASSERT_NOT_NULL(strstr((char *)msg.data, path));
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), path));
         static const rl__keyfile zero;
         ASSERT_MEM_EQ(&k, sizeof k, &zero, sizeof zero);
     }
-    rl__buf_release(&msg);
     rl_test_rmtree(dir);
     free(dir);
 }

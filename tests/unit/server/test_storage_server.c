@@ -39,11 +39,10 @@ static void srv_start(srv *s, uint32_t id, uint16_t coord_port, const rl__ss_opt
     opt.coordinator_port = coord_port;
     if (!opt.future_wait_ms) opt.future_wait_ms = 300;
     opt.auth = sst_auth();
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     int rc = rl__ss_new(&opt, &s->ss, &err);
-    if (rc != RL_OK) fail_msg("rl__ss_new: %s: %s", rl_error_name(rc), (const char *)err.data);
-    rl__buf_release(&err);
+    if (rc != RL_OK) fail_msg("rl__ss_new: %s: %s", rl_error_name(rc), rl__errdetail_get(&err));
     ASSERT_EQ(pthread_create(&s->th, NULL, srv_main, s), 0);
 }
 

@@ -41,11 +41,10 @@ static void srv_start(srv *s, uint32_t id, uint16_t coord_port, int s2s_timeout_
     o.s2s_timeout_ms = s2s_timeout_ms;
     o.no_sync = 1;
     o.auth = sst_auth();
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     int rc = rl__ss_new(&o, &s->ss, &err);
-    if (rc != RL_OK) fail_msg("rl__ss_new: %s: %s", rl_error_name(rc), (const char *)err.data);
-    rl__buf_release(&err);
+    if (rc != RL_OK) fail_msg("rl__ss_new: %s: %s", rl_error_name(rc), rl__errdetail_get(&err));
     ASSERT_EQ(pthread_create(&s->th, NULL, srv_main, s), 0);
 }
 

@@ -10,7 +10,7 @@
 #include "storage/storage.h"
 #include "test.h"
 
-static int open_dir(const char *dir, uint64_t ckpt_bytes, rl__storage **st, rl_buf *err) {
+static int open_dir(const char *dir, uint64_t ckpt_bytes, rl__storage **st, rl__errdetail *err) {
     rl__storage_options o = {0};
     o.dir = dir;
     o.no_sync = 1; /* these tests check formats, not power loss; the crash test syncs */
@@ -206,15 +206,14 @@ TEST(durable_2_1_torn_tail) {
     ASSERT_TRUE(full > l1);
     for (size_t cut = l1; cut < full; cut++) {
         spit(lp, bytes, cut);
-        rl_buf err;
-        rl__buf_init(&err);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
         int rc = open_dir(dir, 0, &st, &err);
-        if (rc != RL_OK) fail_msg("cut %zu: %s (%s)", cut, rl_error_name(rc), (char *)err.data);
+        if (rc != RL_OK) fail_msg("cut %zu: %s (%s)", cut, rl_error_name(rc), rl__errdetail_get(&err));
         dump(st, &got);
         ASSERT_MEM_EQ(got.data, got.len, want.data, want.len);
         ASSERT_EQ(file_size(lp), (off_t)l1); /* the torn bytes were truncated away */
         rl__storage_close(st);
-        rl__buf_release(&err);
     }
     /* The complete log has version 21. */
     spit(lp, bytes, full);
@@ -255,15 +254,14 @@ TEST(durable_2_2_corrupt_middle_record) {
         bytes[i] ^= 0x40;
         spit(lp, bytes, full);
         bytes[i] ^= 0x40;
-        rl_buf err;
-        rl__buf_init(&err);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
         st = NULL;
         int rc = open_dir(dir, 0, &st, &err);
         if (rc != RL_E_LOG_CORRUPT) fail_msg("flip at %zu: got %s", i, rl_error_name(rc));
         ASSERT_NULL(st);
-        ASSERT_NOT_NULL(strstr((char *)err.data, "log-0000000000000000"));
-        ASSERT_NOT_NULL(strstr((char *)err.data, want));
-        rl__buf_release(&err);
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), "log-0000000000000000"));
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), want));
     }
     /* The file is untouched by the failed opens: restoring it opens fine. */
     spit(lp, bytes, full);
@@ -291,13 +289,12 @@ TEST(durable_2_3_corrupt_checkpoint) {
         bytes[i] ^= 0x01;
         spit(cp, bytes, full);
         bytes[i] ^= 0x01;
-        rl_buf err;
-        rl__buf_init(&err);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
         int rc = open_dir(dir, 0, &st, &err);
         if (rc != RL_E_CHECKPOINT_CORRUPT) fail_msg("flip at %zu: got %s", i, rl_error_name(rc));
-        ASSERT_NOT_NULL(strstr((char *)err.data, "ckpt-0000000000000001"));
-        ASSERT_NOT_NULL(strstr((char *)err.data, "byte offset"));
-        rl__buf_release(&err);
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), "ckpt-0000000000000001"));
+        ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), "byte offset"));
     }
     for (size_t cut = 0; cut < full; cut += 7) {
         spit(cp, bytes, cut);
@@ -330,12 +327,11 @@ TEST(durable_3_1_locked) {
 
 TEST(durable_3_2_missing_dir) {
     rl__storage *st = NULL;
-    rl_buf err;
-    rl__buf_init(&err);
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     ASSERT_RC(open_dir("/nonexistent/reclayer/storage-test", 0, &st, &err), RL_E_FILE_NOT_FOUND);
     ASSERT_NULL(st);
-    ASSERT_NOT_NULL(strstr((char *)err.data, "/nonexistent/reclayer/storage-test"));
-    rl__buf_release(&err);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&err), "/nonexistent/reclayer/storage-test"));
 }
 
 /* A log that cannot be written poisons the engine: every later write fails. */

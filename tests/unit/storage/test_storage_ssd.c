@@ -23,16 +23,16 @@
 static rl__storage *open_ssd(const char *dir, uint64_t window, uint64_t flush_bytes) {
     rl__storage_options o = {0};
     rl__storage *st = NULL;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     o.engine = RL_ENGINE_SSD;
     o.dir = dir;
     o.no_sync = 1;
     o.window_versions = window;
     o.checkpoint_log_bytes = flush_bytes;
     int rc = rl__storage_open(&o, &st, &msg);
-    if (rc) fail_msg("open ssd %s: %s %.*s", dir, rl_error_name(rc), (int)msg.len, (char *)msg.data);
-    rl__buf_release(&msg);
+    if (rc)
+        fail_msg("open ssd %s: %s %.*s", dir, rl_error_name(rc), (int)rl__errdetail_len(&msg), rl__errdetail_get(&msg));
     return st;
 }
 
@@ -244,13 +244,12 @@ TEST(ssd_1_2_engine_recorded) {
     ASSERT_STR_EQ(s.engine, "ssd");
     ASSERT_EQ(s.latest_version, 5);
     rl__storage_close(st);
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     o.engine = RL_ENGINE_MEMORY;
     ASSERT_RC(rl__storage_open(&o, &st, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((const char *)msg.data, "ssd"));
-    ASSERT_NOT_NULL(strstr((const char *)msg.data, "memory"));
-    rl__buf_release(&msg);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "ssd"));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "memory"));
     rl_test_rmtree(dir);
     free(dir);
     /* A memory directory refuses ssd. */
@@ -260,11 +259,10 @@ TEST(ssd_1_2_engine_recorded) {
     ASSERT_OK(rl__storage_open(&o, &st, NULL));
     ASSERT_OK(rl__storage_apply(st, 5, &mu, 1));
     rl__storage_close(st);
-    rl__buf_init(&msg);
+    rl__errdetail_init(&msg, NULL);
     o.engine = RL_ENGINE_SSD;
     ASSERT_RC(rl__storage_open(&o, &st, &msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_NOT_NULL(strstr((const char *)msg.data, "memory"));
-    rl__buf_release(&msg);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "memory"));
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -289,14 +287,13 @@ TEST(ssd_4_1_corrupt_names_file) {
     rl__storage_options o = {0};
     o.dir = dir;
     o.engine = RL_ENGINE_SSD;
-    rl_buf msg;
-    rl__buf_init(&msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int rc = rl__storage_open(&o, &st, &msg);
     ASSERT_TRUE(rc == RL_E_CORRUPT_DATA);
-    ASSERT_NOT_NULL(msg.data);
-    printf("message: %.*s\n", (int)msg.len, (char *)msg.data);
-    ASSERT_NOT_NULL(strstr((const char *)msg.data, "data.mdb"));
-    rl__buf_release(&msg);
+    ASSERT_NOT_NULL(rl__errdetail_get(&msg));
+    printf("message: %.*s\n", (int)rl__errdetail_len(&msg), rl__errdetail_get(&msg));
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "data.mdb"));
     rl_test_rmtree(dir);
     free(dir);
 }
