@@ -41,7 +41,7 @@
  * GET at that version for a key of a shard it owns.
  *
  * Errors: codes of include/reclayer/error.h (never errno), with a one-line reason appended to the
- * caller's rl_buf err: RL_E_INVALID_ARGUMENT (bad options, a directory that is not empty),
+ * caller's err (rl__errdetail): RL_E_INVALID_ARGUMENT (bad options, a directory that is not empty),
  * RL_E_ALREADY_EXISTS (the directory holds a running cluster), RL_E_FILE_NOT_FOUND (no cluster in
  * the directory, no rlkvd), RL_E_IO_ERROR, RL_E_TIMED_OUT (not healthy in time),
  * RL_E_SERVER_UNAVAILABLE (a process is down or unhealthy), RL_E_CONNECTION_FAILED,

@@ -37,7 +37,7 @@
  * scratch copy (each must make the checker fail); and the rows check (every arm returns the same
  * rows in the same order as the others for every case).
  *
- * Errors: codes of reclayer/error.h with a one-line reason in the caller's rl_buf err.
+ * Errors: codes of reclayer/error.h with a one-line reason in the caller's err (rl__errdetail).
  */
 #ifndef RL_BENCH_CAMPAIGN_H
 #define RL_BENCH_CAMPAIGN_H

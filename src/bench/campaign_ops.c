@@ -182,7 +182,7 @@ static int sq_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_sums *s, rl_
     uint64_t n = 0, h = 0xcbf29ce484222325ull, sum = 0;
     int rc = RL_OK, e = SQLITE_DONE;
     if (!st) {
-        rl__errdetail_append(err, "%s", "no SQLite peer in this topology");
+        rl__errdetail_append(err, "no SQLite peer in this topology");
         return RL_E_UNSUPPORTED_OPERATION;
     }
     if (sqlite3_step(c->begin) != SQLITE_DONE) rc = RL_E_IO_ERROR;

@@ -255,7 +255,7 @@ static int get_choice(json_t *obj, const char *path, const char *key, const char
             }
     rl__errdetail_append(err, "%s%s%s: ", path, *path ? "." : "", key);
     if (json_is_string(v)) rl__errdetail_append(err, "'%.64s' is not one of ", json_string_value(v));
-    else rl__errdetail_append(err, "%s", "must be one of ");
+    else rl__errdetail_append(err, "must be one of ");
     for (int i = 0; choices[i]; i++) rl__errdetail_append(err, "%s%s", i ? ", " : "", choices[i]);
     return RL_E_INVALID_ARGUMENT;
 }
@@ -468,7 +468,7 @@ static int parse_doc(json_t *root, rl__camp_protocol *p, rl__errdetail *err) {
     }
     if ((v = json_object_get(root, "keep_data"))) {
         if (!json_is_boolean(v)) {
-            rl__errdetail_append(err, "%s", "keep_data: must be true or false");
+            rl__errdetail_append(err, "keep_data: must be true or false");
             return RL_E_INVALID_ARGUMENT;
         }
         p->keep_data = json_is_true(v);

@@ -241,8 +241,7 @@ static json_t *run_worker(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k,
                 }
                 json_object_set(s, "rows_hash", json_object_get(o, "rows_hash"));
                 json_object_set(s, "last_rows", json_object_get(o, "last_rows"));
-                if (!complete && !rl__errdetail_len(&why))
-                    rl__errdetail_append(&why, "%s", "a repeat line lacks a metric");
+                if (!complete && !rl__errdetail_len(&why)) rl__errdetail_append(&why, "a repeat line lacks a metric");
                 json_array_append_new(c->samples, s);
                 r->n++;
             } else if (json_object_get(o, "done")) {
@@ -779,7 +778,7 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     if ((rc = prepare_out(o->out_dir, err))) goto done;
     if (o->self_exe) rl__buf_append_str(&self, o->self_exe);
     else if ((rc = rl__camp_self_exe(&self))) {
-        rl__errdetail_append(err, "%s", "cannot find the running program (/proc/self/exe)");
+        rl__errdetail_append(err, "cannot find the running program (/proc/self/exe)");
         goto done;
     }
     snprintf(c.self, sizeof c.self, "%s", rl__camp_str(&self));

@@ -37,7 +37,7 @@ int rl__camp_worker(const rl__camp_worker_options *o, FILE *out) {
     rl__errdetail_init(&err, NULL);
     if ((rc = rl__camp_case_parse(o->case_name, &k, &err))) goto fail;
     if (o->arm == RL_CAMP_SQLITE && !o->sqlite) {
-        rl__errdetail_append(&err, "%s", "the sqlite arm needs --sqlite FILE");
+        rl__errdetail_append(&err, "the sqlite arm needs --sqlite FILE");
         rc = RL_E_INVALID_ARGUMENT;
         goto fail;
     }

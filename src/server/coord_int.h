@@ -283,7 +283,7 @@ struct rl__coordinator {
  * log, the system keyspace replayed from it, the committer after every version either has seen,
  * the layout (written first for a fresh directory), every server's owned ranges. RL_OK with *out;
  * RL_E_INVALID_ARGUMENT (o or out missing, no --dir or no member key), the file, log and engine
- * errors, RL_E_OUT_OF_MEMORY; err (not NULL) says why. Nothing is left on failure. [owner] */
+ * errors, RL_E_OUT_OF_MEMORY; err (may be NULL) says why. Nothing is left on failure. [owner] */
 int rl__co_new(const struct rl__coordinator_options *o, rl__coordinator **out, rl__errdetail *err);
 /* Once listening (co->port set): write the coordinator's own \xff/serverList/ entry if it changed,
  * then the port file if the options named one. [owner, before the loop runs] */

@@ -59,7 +59,7 @@ TEST(errdetail_1_3_cut_to_fit) {
     rl__errdetail_append(&d, "more");
     ASSERT_EQ(rl__errdetail_len(&d), RL__ERRDETAIL_CAP - 1);
     rl__errdetail_truncate(&d, 1000);
-    rl__errdetail_append(&d, "%s", "bcdefghijklmnopqrstuvwxyz");
+    rl__errdetail_append(&d, "bcdefghijklmnopqrstuvwxyz");
     ASSERT_EQ(rl__errdetail_len(&d), RL__ERRDETAIL_CAP - 1);
     ASSERT_STR_EQ(rl__errdetail_get(&d) + 1000, "bcdefghijklmnopqrstuvwx");
     rl_alloc_stats s;
