@@ -44,15 +44,6 @@ static const char *shown(const char *s, char *buf, size_t cap) {
     return buf;
 }
 
-static void set_msg(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_msg(char *msg, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    if (!msg || !cap) return;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- Value parsers ----------------------------------------------------------------------- */
 
 /* Parse [-]DIGITS into a sign and a magnitude. Returns 0 on a syntax error; *out_overflow is set
@@ -75,13 +66,13 @@ static int parse_digits(const char *s, int *out_neg, uint64_t *out_mag, int *out
     return 1;
 }
 
-int rl__args_int64(const char *s, int64_t min, int64_t max, int64_t *out, char *msg, size_t cap) {
+int rl__args_int64(const char *s, int64_t min, int64_t max, int64_t *out, rl__errdetail *err) {
     char q[QUOTE_MAX + 8];
     int neg, ovf;
     uint64_t m;
     int64_t v;
     if (!s || !parse_digits(s, &neg, &m, &ovf)) {
-        set_msg(msg, cap, "'%s' is not an integer", shown(s ? s : "", q, sizeof q));
+        rl__errdetail_set(err, "'%s' is not an integer", shown(s ? s : "", q, sizeof q));
         return RL_E_INVALID_ARGUMENT;
     }
     if (!neg && (ovf || m > (uint64_t)INT64_MAX)) goto range;
@@ -91,32 +82,32 @@ int rl__args_int64(const char *s, int64_t min, int64_t max, int64_t *out, char *
     *out = v;
     return RL_OK;
 range:
-    set_msg(msg, cap, "%s is out of range [%lld, %lld]", shown(s, q, sizeof q), (long long)min, (long long)max);
+    rl__errdetail_set(err, "%s is out of range [%lld, %lld]", shown(s, q, sizeof q), (long long)min, (long long)max);
     return RL_E_INVALID_ARGUMENT;
 }
 
-int rl__args_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *msg, size_t cap) {
+int rl__args_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *out, rl__errdetail *err) {
     char q[QUOTE_MAX + 8];
     int neg, ovf;
     uint64_t m;
     if (!s || !parse_digits(s, &neg, &m, &ovf)) {
-        set_msg(msg, cap, "'%s' is not an integer", shown(s ? s : "", q, sizeof q));
+        rl__errdetail_set(err, "'%s' is not an integer", shown(s ? s : "", q, sizeof q));
         return RL_E_INVALID_ARGUMENT;
     }
     if (ovf || (neg && m != 0) || m < min || m > max) {
-        set_msg(msg, cap, "%s is out of range [%llu, %llu]", shown(s, q, sizeof q), (unsigned long long)min,
-                (unsigned long long)max);
+        rl__errdetail_set(err, "%s is out of range [%llu, %llu]", shown(s, q, sizeof q), (unsigned long long)min,
+                          (unsigned long long)max);
         return RL_E_INVALID_ARGUMENT;
     }
     *out = m;
     return RL_OK;
 }
 
-int rl__args_ip_port(const char *s, int min_port, char ip[16], uint16_t *port, char *msg, size_t cap) {
-    char q[QUOTE_MAX + 8], why[128];
+int rl__args_ip_port(const char *s, int min_port, char ip[16], uint16_t *port, rl__errdetail *err) {
+    char q[QUOTE_MAX + 8];
     const char *colon = s ? strrchr(s, ':') : NULL;
     if (!colon || colon == s) {
-        set_msg(msg, cap, "'%s' is not IP:PORT (e.g. 127.0.0.1:0)", shown(s ? s : "", q, sizeof q));
+        rl__errdetail_set(err, "'%s' is not IP:PORT (e.g. 127.0.0.1:0)", shown(s ? s : "", q, sizeof q));
         return RL_E_INVALID_ARGUMENT;
     }
     size_t n = (size_t)(colon - s);
@@ -127,12 +118,12 @@ int rl__args_ip_port(const char *s, int min_port, char ip[16], uint16_t *port, c
         a[n] = 0;
     }
     if (n >= sizeof a || inet_pton(AF_INET, a, &ia) != 1) {
-        set_msg(msg, cap, "'%s': the address is not dotted IPv4", shown(s, q, sizeof q));
+        rl__errdetail_set(err, "'%s': the address is not dotted IPv4", shown(s, q, sizeof q));
         return RL_E_INVALID_ARGUMENT;
     }
     uint64_t p;
-    if (rl__args_uint64(colon + 1, (uint64_t)(min_port < 0 ? 0 : min_port), 65535, &p, why, sizeof why) != RL_OK) {
-        set_msg(msg, cap, "'%s': port %s", shown(s, q, sizeof q), why);
+    if (rl__args_uint64(colon + 1, (uint64_t)(min_port < 0 ? 0 : min_port), 65535, &p, err) != RL_OK) {
+        rl__errdetail_set(err, "'%s': port %s", shown(s, q, sizeof q), rl__errdetail_get(err));
         return RL_E_INVALID_ARGUMENT;
     }
     memcpy(ip, a, n + 1);
@@ -166,25 +157,25 @@ static int non_finite_word(const char *s) {
     return !strncasecmp(s, "nan", 3) || !strncasecmp(s, "inf", 3);
 }
 
-int rl__args_double(const char *s, double min, double max, double *out, char *msg, size_t cap) {
+int rl__args_double(const char *s, double min, double max, double *out, rl__errdetail *err) {
     char q[QUOTE_MAX + 8];
     if (!s || !decimal_syntax(s)) {
-        if (s && non_finite_word(s)) set_msg(msg, cap, "'%s' is not a finite number", shown(s, q, sizeof q));
-        else set_msg(msg, cap, "'%s' is not a number", shown(s ? s : "", q, sizeof q));
+        if (s && non_finite_word(s)) rl__errdetail_set(err, "'%s' is not a finite number", shown(s, q, sizeof q));
+        else rl__errdetail_set(err, "'%s' is not a number", shown(s ? s : "", q, sizeof q));
         return RL_E_INVALID_ARGUMENT;
     }
     errno = 0;
     double v = strtod(s, NULL);
     /* ERANGE with a huge result is an overflow; an underflow gives a finite tiny value. */
     if ((errno == ERANGE && fabs(v) > 1.0) || !isfinite(v) || v < min || v > max) {
-        set_msg(msg, cap, "%s is out of range [%g, %g]", shown(s, q, sizeof q), min, max);
+        rl__errdetail_set(err, "%s is out of range [%g, %g]", shown(s, q, sizeof q), min, max);
         return RL_E_INVALID_ARGUMENT;
     }
     *out = v;
     return RL_OK;
 }
 
-int rl__args_unescape(const char *s, rl_buf *out, char *msg, size_t cap) {
+int rl__args_unescape(const char *s, rl_buf *out, rl__errdetail *err) {
     size_t i = 0;
     int rc = rl__bytes_unprintable_at(out, s, &i);
     if (rc != RL_E_INVALID_ARGUMENT) return rc;
@@ -198,28 +189,28 @@ int rl__args_unescape(const char *s, rl_buf *out, char *msg, size_t cap) {
     }
     raw[n] = 0;
     if (!s[i + 1])
-        set_msg(msg, cap, "'%s': a lone backslash at offset %zu ends it (use \\\\ for a backslash)",
-                shown(s, q, sizeof q), i);
+        rl__errdetail_set(err, "'%s': a lone backslash at offset %zu ends it (use \\\\ for a backslash)",
+                          shown(s, q, sizeof q), i);
     else
-        set_msg(msg, cap, "'%s': bad escape '%s' at offset %zu (use \\\\ or \\xNN with two hex digits)",
-                shown(s, q, sizeof q), shown(raw, esc, sizeof esc), i);
+        rl__errdetail_set(err, "'%s': bad escape '%s' at offset %zu (use \\\\ or \\xNN with two hex digits)",
+                          shown(s, q, sizeof q), shown(raw, esc, sizeof esc), i);
     return rc;
 }
 
-int rl__args_unhex(const char *s, rl_buf *out, char *msg, size_t cap) {
+int rl__args_unhex(const char *s, rl_buf *out, rl__errdetail *err) {
     char q[QUOTE_MAX + 8];
     size_t n = strlen(s);
     for (size_t i = 0; i < n; i++) {
         if (rl__hex_digit(s[i]) < 0) {
             unsigned char c = (unsigned char)s[i];
             if (c >= 0x20 && c < 0x7f)
-                set_msg(msg, cap, "'%s' is not hex: '%c' at offset %zu", shown(s, q, sizeof q), c, i);
-            else set_msg(msg, cap, "'%s' is not hex: byte 0x%02x at offset %zu", shown(s, q, sizeof q), c, i);
+                rl__errdetail_set(err, "'%s' is not hex: '%c' at offset %zu", shown(s, q, sizeof q), c, i);
+            else rl__errdetail_set(err, "'%s' is not hex: byte 0x%02x at offset %zu", shown(s, q, sizeof q), c, i);
             return RL_E_INVALID_ARGUMENT;
         }
     }
     if (n % 2) {
-        set_msg(msg, cap, "'%s' has an odd number of hex digits (%zu)", shown(s, q, sizeof q), n);
+        rl__errdetail_set(err, "'%s' has an odd number of hex digits (%zu)", shown(s, q, sizeof q), n);
         return RL_E_INVALID_ARGUMENT;
     }
     return rl__bytes_from_hex(out, s, n);
@@ -489,7 +480,9 @@ static void reset_counts(const rl__arg *t) {
 
 /* Check value v of argument a (label: "--name" or METAVAR) and store it. 0 or RL_ARGS_USAGE. */
 static int store(pstate *ps, const rl__arg *a, const char *label, const char *v) {
-    char msg[256], q[QUOTE_MAX + 8];
+    char q[QUOTE_MAX + 8];
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     switch (a->kind) {
     case RL_ARG_FLAG: *(int *)a->dest = 1; return 0;
     case RL_ARG_STRING:
@@ -506,7 +499,7 @@ static int store(pstate *ps, const rl__arg *a, const char *label, const char *v)
     case RL_ARG_INT64: {
         int64_t lo, hi, x;
         int_range(a, &lo, &hi);
-        if (rl__args_int64(v, lo, hi, &x, msg, sizeof msg)) return usage(ps, "%s: %s", label, msg);
+        if (rl__args_int64(v, lo, hi, &x, &err)) return usage(ps, "%s: %s", label, rl__errdetail_get(&err));
         if (a->kind == RL_ARG_INT) *(int *)a->dest = (int)x;
         else *(int64_t *)a->dest = x;
         return 0;
@@ -514,14 +507,14 @@ static int store(pstate *ps, const rl__arg *a, const char *label, const char *v)
     case RL_ARG_UINT64: {
         uint64_t lo, hi, x;
         uint_range(a, &lo, &hi);
-        if (rl__args_uint64(v, lo, hi, &x, msg, sizeof msg)) return usage(ps, "%s: %s", label, msg);
+        if (rl__args_uint64(v, lo, hi, &x, &err)) return usage(ps, "%s: %s", label, rl__errdetail_get(&err));
         *(uint64_t *)a->dest = x;
         return 0;
     }
     case RL_ARG_DOUBLE: {
         double lo, hi, x;
         double_range(a, &lo, &hi);
-        if (rl__args_double(v, lo, hi, &x, msg, sizeof msg)) return usage(ps, "%s: %s", label, msg);
+        if (rl__args_double(v, lo, hi, &x, &err)) return usage(ps, "%s: %s", label, rl__errdetail_get(&err));
         *(double *)a->dest = x;
         return 0;
     }

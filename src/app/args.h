@@ -61,6 +61,7 @@
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* Exit codes of the tools. */
 #define RL_ARGS_HELP 0  /* --help printed */
@@ -148,30 +149,30 @@ void rl__args_help(const rl__args_cmd *cmd, const rl__args_cmd *parent, FILE *f)
 int rl__args_usage_error(const rl__args_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- Value parsers (what the table kinds use), for values that are not options ------------
- * Each returns RL_OK, or RL_E_INVALID_ARGUMENT with a one-line reason in msg (cap bytes,
- * NUL-terminated; e.g. "'12abc' is not an integer", "70000 is out of range [0, 65535]").
+ * Each returns RL_OK, or RL_E_INVALID_ARGUMENT with a one-line reason set in err (may be NULL;
+ * e.g. "'12abc' is not an integer", "70000 is out of range [0, 65535]").
  * Nothing is written to *out on error. Ranges are inclusive. */
-int rl__args_int64(const char *s, int64_t min, int64_t max, int64_t *out, char *msg, size_t cap);
-int rl__args_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *msg, size_t cap);
-int rl__args_double(const char *s, double min, double max, double *out, char *msg, size_t cap);
+int rl__args_int64(const char *s, int64_t min, int64_t max, int64_t *out, rl__errdetail *err);
+int rl__args_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *out, rl__errdetail *err);
+int rl__args_double(const char *s, double min, double max, double *out, rl__errdetail *err);
 
 /* rl__args_ip_port — parse "IP:PORT" (dotted IPv4, port in [min_port, 65535]) into ip
  * (NUL-terminated) and *port, e.g. "127.0.0.1:0". Whether the address may be used (127.0.0.0/8
- * only) is the caller's check. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in msg ("'x' is
+ * only) is the caller's check. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in err ("'x' is
  * not IP:PORT (e.g. 127.0.0.1:0)", "'x:1': the address is not dotted IPv4", "'...:70000': port
  * 70000 is out of range [0, 65535]"). */
-int rl__args_ip_port(const char *s, int min_port, char ip[16], uint16_t *port, char *msg, size_t cap);
+int rl__args_ip_port(const char *s, int min_port, char ip[16], uint16_t *port, rl__errdetail *err);
 
 /* rl__args_unescape — parse FoundationDB's printable form (printable bytes as they are, "\\\\"
  * for a backslash, "\\xNN" for any byte, either case) of s, appending the bytes to out. On a bad
- * escape: RL_E_INVALID_ARGUMENT and msg says which escape at which byte offset of s, e.g.
+ * escape: RL_E_INVALID_ARGUMENT and err says which escape at which byte offset of s, e.g.
  * "bad escape '\\xZZ' at offset 3 (use \\\\ or \\xNN)"; out may hold a prefix. RL_E_OUT_OF_MEMORY
  * if out failed. */
-int rl__args_unescape(const char *s, rl_buf *out, char *msg, size_t cap);
+int rl__args_unescape(const char *s, rl_buf *out, rl__errdetail *err);
 
 /* rl__args_unhex — parse s as hex digits (either case, even count), appending the bytes to out.
- * On error RL_E_INVALID_ARGUMENT and msg says why: "'zz' is not hex: 'z' at offset 0" or
+ * On error RL_E_INVALID_ARGUMENT and err says why: "'zz' is not hex: 'z' at offset 0" or
  * "'abc' has an odd number of hex digits (3)". RL_E_OUT_OF_MEMORY if out failed. */
-int rl__args_unhex(const char *s, rl_buf *out, char *msg, size_t cap);
+int rl__args_unhex(const char *s, rl_buf *out, rl__errdetail *err);
 
 #endif

@@ -453,10 +453,11 @@ int rl__cluster_layout(const rl__cluster_up_opts *o, rl_buf *out, rl__errdetail 
     for (int i = 0; i < nk; i++) rl__buf_init(&keys[i]);
     for (int i = 0; i < nk; i++) {
         if (o->n_split > 0) {
-            char why[256];
-            int r = rl__args_unescape(o->split[i], &keys[i], why, sizeof why);
+            rl__errdetail why;
+            rl__errdetail_init(&why, NULL);
+            int r = rl__args_unescape(o->split[i], &keys[i], &why);
             if (r == RL_E_INVALID_ARGUMENT) {
-                rc = fail(err, r, "split key %d '%s': %s", i + 1, o->split[i], why);
+                rc = fail(err, r, "split key %d '%s': %s", i + 1, o->split[i], rl__errdetail_get(&why));
                 goto done;
             }
             if (r) {

@@ -77,10 +77,12 @@ int rl__rlkvd_coordinator_main(int argc, char **argv) {
                               .opts = opts};
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
-    char ip[16], msg[256];
+    char ip[16];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint16_t port = 0;
-    if (rl__args_ip_port(c.listen, 0, ip, &port, msg, sizeof msg) != RL_OK)
-        return rl__args_usage_error(&cmd, "--listen: %s", msg);
+    if (rl__args_ip_port(c.listen, 0, ip, &port, &msg) != RL_OK)
+        return rl__args_usage_error(&cmd, "--listen: %s", rl__errdetail_get(&msg));
     if (!getenv("RL_LOG")) rl__log_set_level(RL_LOG_INFO);
     rl__keyfile kf;
     rl__net_limits lim;

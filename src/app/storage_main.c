@@ -101,12 +101,14 @@ int rl__rlkvd_storage_main(int argc, char **argv) {
     int code;
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
 
-    char cip[16], lip[16], msg[256];
+    char cip[16], lip[16];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint16_t cport = 0, lport = 0;
-    if (rl__args_ip_port(coord, 1, cip, &cport, msg, sizeof msg) != RL_OK)
-        return rl__args_usage_error(&cmd, "--coordinator: %s", msg);
-    if (rl__args_ip_port(c.listen, 0, lip, &lport, msg, sizeof msg) != RL_OK)
-        return rl__args_usage_error(&cmd, "--listen: %s", msg);
+    if (rl__args_ip_port(coord, 1, cip, &cport, &msg) != RL_OK)
+        return rl__args_usage_error(&cmd, "--coordinator: %s", rl__errdetail_get(&msg));
+    if (rl__args_ip_port(c.listen, 0, lip, &lport, &msg) != RL_OK)
+        return rl__args_usage_error(&cmd, "--listen: %s", rl__errdetail_get(&msg));
     if (strlen(c.host) > 4096) return rl__args_usage_error(&cmd, "--host: longer than 4096 bytes");
     if (coord_host && strlen(coord_host) > 4096)
         return rl__args_usage_error(&cmd, "--coordinator-host: longer than 4096 bytes");

@@ -741,8 +741,9 @@ static int run_topology(run_ctx *c, int ti) {
 down:
     tp.ops->down(&tp);
     if (!p->keep_data) {
-        char m[512];
-        if (rl__bench_scratch_remove(tp.dir, m, sizeof m)) progress(c, "%s", m);
+        rl__errdetail m;
+        rl__errdetail_init(&m, NULL);
+        if (rl__bench_scratch_remove(tp.dir, &m)) progress(c, "%s", rl__errdetail_get(&m));
     }
 done:
     json_decref(tp.info);

@@ -563,33 +563,33 @@ static int measure(sys *s, int w, double seconds, uint64_t *rng) {
     return RL_OK;
 }
 
-int rl__bench_micro_check(const rl__micro_options *o, char *msg, size_t cap) {
+int rl__bench_micro_check(const rl__micro_options *o, rl__errdetail *err) {
     if (o->keys < RL__MICRO_KEYS_MIN || o->keys > RL__MICRO_KEYS_MAX) {
-        snprintf(msg, cap, "--keys: %d is out of range [%d, %d]", o->keys, RL__MICRO_KEYS_MIN, RL__MICRO_KEYS_MAX);
+        rl__errdetail_set(err, "--keys: %d is out of range [%d, %d]", o->keys, RL__MICRO_KEYS_MIN, RL__MICRO_KEYS_MAX);
         return RL_E_INVALID_ARGUMENT;
     }
     if (o->value_len < 1 || o->value_len > RL__MICRO_VALUE_LEN_MAX) {
-        snprintf(msg, cap, "--value-len: %d is out of range [1, %d]", o->value_len, RL__MICRO_VALUE_LEN_MAX);
+        rl__errdetail_set(err, "--value-len: %d is out of range [1, %d]", o->value_len, RL__MICRO_VALUE_LEN_MAX);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!isfinite(o->seconds) || o->seconds < RL__MICRO_SECONDS_MIN || o->seconds > RL__MICRO_SECONDS_MAX) {
-        snprintf(msg, cap, "--seconds: %g is out of range [%g, %g]", o->seconds, RL__MICRO_SECONDS_MIN,
-                 RL__MICRO_SECONDS_MAX);
+        rl__errdetail_set(err, "--seconds: %g is out of range [%g, %g]", o->seconds, RL__MICRO_SECONDS_MIN,
+                          RL__MICRO_SECONDS_MAX);
         return RL_E_INVALID_ARGUMENT;
     }
     if (o->repeats < 1 || o->repeats > RL__MICRO_REPEATS_MAX) {
-        snprintf(msg, cap, "--repeats: %d is out of range [1, %d]", o->repeats, RL__MICRO_REPEATS_MAX);
+        rl__errdetail_set(err, "--repeats: %d is out of range [1, %d]", o->repeats, RL__MICRO_REPEATS_MAX);
         return RL_E_INVALID_ARGUMENT;
     }
     if (o->dir && !*o->dir) {
-        snprintf(msg, cap, "--dir must not be empty");
+        rl__errdetail_set(err, "--dir must not be empty");
         return RL_E_INVALID_ARGUMENT;
     }
     if (o->only) {
         for (int w = 0; w < W_COUNT; w++)
             if (!strcmp(o->only, wnames[w])) return RL_OK;
-        snprintf(msg, cap, "--only: '%.64s' is not a workload (%s, %s, %s, %s)", o->only, wnames[0], wnames[1],
-                 wnames[2], wnames[3]);
+        rl__errdetail_set(err, "--only: '%.64s' is not a workload (%s, %s, %s, %s)", o->only, wnames[0], wnames[1],
+                          wnames[2], wnames[3]);
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
@@ -631,19 +631,20 @@ int rl__bench_micro_run(const rl__micro_options *o, FILE *out, rl_buf *json) {
         {.name = "reclayer-ssd", .setup = rl_setup_ssd, .op = rl_op, .teardown = rl_teardown},
     };
     const int ns = (int)(sizeof systems / sizeof systems[0]);
-    char msg[512];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl_buf scratch;
     rl__micro_options oo = *o;
-    int rc = rl__bench_micro_check(o, msg, sizeof msg);
+    int rc = rl__bench_micro_check(o, &msg);
     if (rc) {
-        fprintf(stderr, "micro: %s\n", msg);
+        fprintf(stderr, "micro: %s\n", rl__errdetail_get(&msg));
         return rc;
     }
     const int repeats = o->repeats;
     uint64_t rng = o->seed;
     rl__buf_init(&scratch);
-    if ((rc = rl__bench_scratch_create(o->dir, "micro", &scratch, msg, sizeof msg))) {
-        fprintf(stderr, "micro: %s\n", msg);
+    if ((rc = rl__bench_scratch_create(o->dir, "micro", &scratch, &msg))) {
+        fprintf(stderr, "micro: %s\n", rl__errdetail_get(&msg));
         rl__buf_release(&scratch);
         return rc;
     }
@@ -727,8 +728,8 @@ int rl__bench_micro_run(const rl__micro_options *o, FILE *out, rl_buf *json) {
                     rl_error_message(systems[i].err));
     if (json) rl__buf_append_str(json, "]}");
     for (int i = 0; i < ns; i++) systems[i].teardown(&systems[i]);
-    if (rl__bench_scratch_remove(oo.dir, msg, sizeof msg)) {
-        fprintf(stderr, "micro: %s\n", msg);
+    if (rl__bench_scratch_remove(oo.dir, &msg)) {
+        fprintf(stderr, "micro: %s\n", rl__errdetail_get(&msg));
         rc = rc ? rc : RL_E_IO_ERROR;
     }
     rl__buf_release(&scratch);

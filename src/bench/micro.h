@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* The ranges of the options (rlbench micro shows them in its help). */
 #define RL__MICRO_KEYS_MIN 2000 /* range1000/mapped1000 read 1,000 rows from a random start */
@@ -50,10 +51,10 @@ typedef struct {
 } rl__micro_options;
 
 /* rl__bench_micro_check — check the options before a run: every field in its range, dir not
- * empty, only a workload name. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in msg (cap bytes),
+ * empty, only a workload name. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in err (may be NULL),
  * naming the option as rlbench does ("--only: 'bogus' is not a workload (point, range1000,
  * mapped1000, commit100)"). */
-int rl__bench_micro_check(const rl__micro_options *o, char *msg, size_t cap);
+int rl__bench_micro_check(const rl__micro_options *o, rl__errdetail *err);
 
 /* Run the micro-benchmark, printing a table to out and appending a JSON document to json (may be
  * NULL). The options are checked first (rl__bench_micro_check; its message goes to stderr).

@@ -382,23 +382,23 @@ static void print_count(FILE *out, double v, int width) {
     else fprintf(out, " %*.0f", width, v);
 }
 
-int rl__bench_query_micro_check(const rl__query_micro_options *o, char *msg, size_t cap) {
+int rl__bench_query_micro_check(const rl__query_micro_options *o, rl__errdetail *err) {
     char name[128];
     if (o->records < 1 || o->records > RL__QUERY_MICRO_RECORDS_MAX) {
-        snprintf(msg, cap, "--records: %d is out of range [1, %d]", o->records, RL__QUERY_MICRO_RECORDS_MAX);
+        rl__errdetail_set(err, "--records: %d is out of range [1, %d]", o->records, RL__QUERY_MICRO_RECORDS_MAX);
         return RL_E_INVALID_ARGUMENT;
     }
     if (o->padding < 0 || o->padding > RL__TOOL_PADDING_MAX) {
-        snprintf(msg, cap, "--padding: %d is out of range [0, %d]", o->padding, RL__TOOL_PADDING_MAX);
+        rl__errdetail_set(err, "--padding: %d is out of range [0, %d]", o->padding, RL__TOOL_PADDING_MAX);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!isfinite(o->seconds) || o->seconds < RL__QUERY_MICRO_SECONDS_MIN || o->seconds > RL__QUERY_MICRO_SECONDS_MAX) {
-        snprintf(msg, cap, "--seconds: %g is out of range [%g, %g]", o->seconds, RL__QUERY_MICRO_SECONDS_MIN,
-                 RL__QUERY_MICRO_SECONDS_MAX);
+        rl__errdetail_set(err, "--seconds: %g is out of range [%g, %g]", o->seconds, RL__QUERY_MICRO_SECONDS_MIN,
+                          RL__QUERY_MICRO_SECONDS_MAX);
         return RL_E_INVALID_ARGUMENT;
     }
     if (o->repeats < 1 || o->repeats > MAX_ROUNDS) {
-        snprintf(msg, cap, "--repeats: %d is out of range [1, %d]", o->repeats, MAX_ROUNDS);
+        rl__errdetail_set(err, "--repeats: %d is out of range [1, %d]", o->repeats, MAX_ROUNDS);
         return RL_E_INVALID_ARGUMENT;
     }
     if (!o->only) return RL_OK;
@@ -409,11 +409,12 @@ int rl__bench_query_micro_check(const rl__query_micro_options *o, char *msg, siz
                     snprintf(name, sizeof name, "%s/%s/%s/%s", dnames[d], rnames[r], dirnames[dir], snames[s]);
                     if (strstr(name, o->only)) return RL_OK;
                 }
-    snprintf(msg, cap,
-             "--only: no case name contains '%.64s' (names are DATASET/ROWS/DIRECTION/SYSTEM of %s|%s, %s|%s|%s, "
-             "%s|%s, %s|%s|%s|%s|%s, e.g. small/rows1000/forward/remote)",
-             o->only, dnames[0], dnames[1], rnames[0], rnames[1], rnames[2], dirnames[0], dirnames[1], snames[0],
-             snames[1], snames[2], snames[3], snames[4]);
+    rl__errdetail_set(
+        err,
+        "--only: no case name contains '%.64s' (names are DATASET/ROWS/DIRECTION/SYSTEM of %s|%s, %s|%s|%s, "
+        "%s|%s, %s|%s|%s|%s|%s, e.g. small/rows1000/forward/remote)",
+        o->only, dnames[0], dnames[1], rnames[0], rnames[1], rnames[2], dirnames[0], dirnames[1], snames[0], snames[1],
+        snames[2], snames[3], snames[4]);
     return RL_E_INVALID_ARGUMENT;
 }
 
@@ -424,10 +425,12 @@ static void fail_all(result *g, int n, int e) {
 }
 
 int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_buf *json) {
-    char name[128], msg[512];
-    int rc = rl__bench_query_micro_check(o, msg, sizeof msg);
+    char name[128];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    int rc = rl__bench_query_micro_check(o, &msg);
     if (rc) {
-        fprintf(stderr, "query: %s\n", msg);
+        fprintf(stderr, "query: %s\n", rl__errdetail_get(&msg));
         return rc;
     }
     result(*res)[R_COUNT][2][S_COUNT] = rl__calloc(D_COUNT, sizeof *res);

@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* The ranges of the options (rlbench query shows them in its help); padding is at most
  * RL__TOOL_PADDING_MAX (app/tool.h), the largest that fits one transaction. */
@@ -61,9 +62,9 @@ typedef struct {
 } rl__query_micro_options;
 
 /* rl__bench_query_micro_check — check the options before a run: every field in its range and
- * `only` contained in some case name. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in msg (cap
- * bytes), naming the option as rlbench does; for --only it lists the names cases are made of. */
-int rl__bench_query_micro_check(const rl__query_micro_options *o, char *msg, size_t cap);
+ * `only` contained in some case name. RL_OK, or RL_E_INVALID_ARGUMENT with the reason in err (may
+ * be NULL), naming the option as rlbench does; for --only it lists the names cases are made of. */
+int rl__bench_query_micro_check(const rl__query_micro_options *o, rl__errdetail *err);
 
 /* Run the query micro-benchmark, printing a table to out and appending one JSON document to json
  * (may be NULL). The options are checked first (rl__bench_query_micro_check). Progress goes to

@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +16,6 @@
 #include <unistd.h>
 
 #include "reclayer/error.h"
-
-static void set_msg(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_msg(char *msg, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    if (!msg || !cap) return;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-}
 
 static int map_errno(int e) {
     switch (e) {
@@ -38,13 +28,13 @@ static int map_errno(int e) {
     }
 }
 
-int rl__bench_scratch_create(const char *base, const char *name, rl_buf *out, char *msg, size_t cap) {
+int rl__bench_scratch_create(const char *base, const char *name, rl_buf *out, rl__errdetail *err) {
     if (!base) {
         const char *t = getenv("TMPDIR");
         base = t && *t ? t : "/tmp";
     }
     if (!*base) {
-        set_msg(msg, cap, "the scratch base directory is empty");
+        rl__errdetail_set(err, "the scratch base directory is empty");
         return RL_E_INVALID_ARGUMENT;
     }
     size_t start = out->len;
@@ -54,8 +44,8 @@ int rl__bench_scratch_create(const char *base, const char *name, rl_buf *out, ch
     if (!mkdtemp(path)) {
         int e = errno;
         /* mkdtemp may have filled in the Xs: name the template. */
-        set_msg(msg, cap, "cannot create %s%srlbench-%s-XXXXXX: %s", base, base[strlen(base) - 1] == '/' ? "" : "/",
-                name, strerror(e));
+        rl__errdetail_set(err, "cannot create %s%srlbench-%s-XXXXXX: %s", base,
+                          base[strlen(base) - 1] == '/' ? "" : "/", name, strerror(e));
         rl__buf_truncate(out, start);
         return map_errno(e);
     }
@@ -64,13 +54,13 @@ int rl__bench_scratch_create(const char *base, const char *name, rl_buf *out, ch
 
 /* Remove every entry of the directory open as dfd (named path, for messages); closes dfd.
  * Returns the first error (RL_OK if none); *first_msg set once. */
-static int remove_entries(int dfd, const char *path, char *msg, size_t cap, int *have_msg) {
+static int remove_entries(int dfd, const char *path, rl__errdetail *err, int *have_msg) {
     int rc = RL_OK;
     DIR *d = fdopendir(dfd);
     if (!d) {
         int e = errno;
         close(dfd);
-        if (!*have_msg) set_msg(msg, cap, "cannot read %s: %s", path, strerror(e)), *have_msg = 1;
+        if (!*have_msg) rl__errdetail_set(err, "cannot read %s: %s", path, strerror(e)), *have_msg = 1;
         return RL_E_IO_ERROR;
     }
     struct dirent *de;
@@ -83,15 +73,15 @@ static int remove_entries(int dfd, const char *path, char *msg, size_t cap, int 
         if (fstatat(dirfd(d), n, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode)) {
             int cfd = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
             if (cfd >= 0) {
-                int e2 = remove_entries(cfd, sub, msg, cap, have_msg);
+                int e2 = remove_entries(cfd, sub, err, have_msg);
                 if (e2 && !rc) rc = e2;
             }
             if (unlinkat(dirfd(d), n, AT_REMOVEDIR) != 0) {
-                if (!*have_msg) set_msg(msg, cap, "cannot remove %s: %s", sub, strerror(errno)), *have_msg = 1;
+                if (!*have_msg) rl__errdetail_set(err, "cannot remove %s: %s", sub, strerror(errno)), *have_msg = 1;
                 rc = rc ? rc : RL_E_IO_ERROR;
             }
         } else if (unlinkat(dirfd(d), n, 0) != 0 && errno != ENOENT) {
-            if (!*have_msg) set_msg(msg, cap, "cannot remove %s: %s", sub, strerror(errno)), *have_msg = 1;
+            if (!*have_msg) rl__errdetail_set(err, "cannot remove %s: %s", sub, strerror(errno)), *have_msg = 1;
             rc = rc ? rc : RL_E_IO_ERROR;
         }
     }
@@ -99,17 +89,17 @@ static int remove_entries(int dfd, const char *path, char *msg, size_t cap, int 
     return rc;
 }
 
-int rl__bench_scratch_remove(const char *path, char *msg, size_t cap) {
+int rl__bench_scratch_remove(const char *path, rl__errdetail *err) {
     int have_msg = 0, rc;
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
     if (fd < 0) {
         if (errno == ENOENT) return RL_OK;
-        set_msg(msg, cap, "cannot open %s: %s", path, strerror(errno));
+        rl__errdetail_set(err, "cannot open %s: %s", path, strerror(errno));
         return RL_E_IO_ERROR;
     }
-    rc = remove_entries(fd, path, msg, cap, &have_msg);
+    rc = remove_entries(fd, path, err, &have_msg);
     if (rmdir(path) != 0) {
-        if (!have_msg) set_msg(msg, cap, "cannot remove %s: %s", path, strerror(errno));
+        if (!have_msg) rl__errdetail_set(err, "cannot remove %s: %s", path, strerror(errno));
         rc = rc ? rc : RL_E_IO_ERROR;
     }
     return rc;

@@ -11,21 +11,22 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/errdetail.h"
 
 /* rl__bench_scratch_create — make a new empty directory BASE/rlbench-NAME-XXXXXX, mode 0700.
  * [in] base  an existing directory, or NULL for $TMPDIR (when set and not empty) or /tmp
  * [in] name  a short tag, e.g. "micro"
  * [out] out  the path is appended (the caller releases the buffer)
- * [out] msg  on failure, "cannot create BASE/rlbench-NAME-XXXXXX: <strerror>" (cap bytes)
+ * [out] err  on failure, "cannot create BASE/rlbench-NAME-XXXXXX: <strerror>" (may be NULL)
  * Returns RL_OK, RL_E_FILE_NOT_FOUND (BASE or a parent missing), RL_E_INVALID_ARGUMENT (base is
  * empty or BASE is not a directory), RL_E_NO_SPACE, RL_E_IO_ERROR (others, e.g. permission),
  * RL_E_OUT_OF_MEMORY. */
-int rl__bench_scratch_create(const char *base, const char *name, rl_buf *out, char *msg, size_t cap);
+int rl__bench_scratch_create(const char *base, const char *name, rl_buf *out, rl__errdetail *err);
 
 /* rl__bench_scratch_remove — remove the directory tree at path: every entry under it (symbolic
  * links are removed, never followed), then path itself. Best effort: it goes on after a failure.
- * Returns RL_OK, or RL_E_IO_ERROR with the first failure in msg ("cannot remove P: <strerror>").
+ * Returns RL_OK, or RL_E_IO_ERROR with the first failure in err ("cannot remove P: <strerror>").
  * A missing path is RL_OK. */
-int rl__bench_scratch_remove(const char *path, char *msg, size_t cap);
+int rl__bench_scratch_remove(const char *path, rl__errdetail *err);
 
 #endif

@@ -279,7 +279,9 @@ int rl_cmd_cluster(int argc, char **argv) {
         if (coordinator) ids[n_ids++] = 0;
         for (int i = 0; i < n_restart_ids && exit_code == 0; i++) {
             /* Each --storage value is ID or a comma list of ids, every one parsed strictly. */
-            char item[32], why[128];
+            char item[32];
+            rl__errdetail why;
+            rl__errdetail_init(&why, NULL);
             for (const char *p = restart_ids[i]; exit_code == 0;) {
                 const char *comma = strchr(p, ',');
                 size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -287,8 +289,8 @@ int rl_cmd_cluster(int argc, char **argv) {
                 int64_t v = 0;
                 if (len >= sizeof item)
                     exit_code = rl__args_usage_error(&restart, "--storage: '%s' is not an id", item);
-                else if (rl__args_int64(item, 1, RL_CLUSTER_MAX_STORAGE, &v, why, sizeof why) != RL_OK)
-                    exit_code = rl__args_usage_error(&restart, "--storage: %s", why);
+                else if (rl__args_int64(item, 1, RL_CLUSTER_MAX_STORAGE, &v, &why) != RL_OK)
+                    exit_code = rl__args_usage_error(&restart, "--storage: %s", rl__errdetail_get(&why));
                 else if (n_ids == RL_CLUSTER_MAX_STORAGE + 1)
                     exit_code = rl__args_usage_error(&restart, "--storage: too many ids");
                 else ids[n_ids++] = (uint32_t)v;

@@ -37,10 +37,11 @@ typedef struct {
  * printing a message that names the argument and says what is wrong. */
 static int parse_arg(const rl__args_cmd *cmd, const kv_opts *o, int is_key, const char *what, const char *s,
                      rl_buf *out) {
-    char msg[256];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     if (!is_key || !o->tuple) {
-        int rc = rl__args_unescape(s, out, msg, sizeof msg);
-        if (rc == RL_E_INVALID_ARGUMENT) return rl__args_usage_error(cmd, "%s: %s", what, msg);
+        int rc = rl__args_unescape(s, out, &msg);
+        if (rc == RL_E_INVALID_ARGUMENT) return rl__args_usage_error(cmd, "%s: %s", what, rl__errdetail_get(&msg));
         if (rc) return rl__args_usage_error(cmd, "%s: %s", what, rl_error_message(rc));
         return RL_OK;
     }

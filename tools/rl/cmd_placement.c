@@ -25,34 +25,34 @@ enum { P_SPLIT = 0, P_ASSIGN = 1, P_PLACE = 2, P_SHOW = 3 };
 #define MAX_TEAMS 64
 
 /* Parse "ID,ID,..." into ids (1..16 distinct positive ids). */
-static int parse_team(const char *s, uint32_t *ids, uint32_t *n, char *err, size_t cap) {
+static int parse_team(const char *s, uint32_t *ids, uint32_t *n, rl__errdetail *err) {
     *n = 0;
     const char *p = s;
     while (*p) {
         char *end;
         unsigned long v = strtoul(p, &end, 10);
         if (end == p || v == 0 || v > UINT32_MAX || (*end && *end != ',')) {
-            snprintf(err, cap, "'%s' is not a list of storage ids (ID,ID,...)", s);
+            rl__errdetail_set(err, "'%s' is not a list of storage ids (ID,ID,...)", s);
             return RL_E_INVALID_ARGUMENT;
         }
         if (*n == RL_PROTO_MAX_TEAM) {
-            snprintf(err, cap, "'%s' names more than %d storage ids", s, RL_PROTO_MAX_TEAM);
+            rl__errdetail_set(err, "'%s' names more than %d storage ids", s, RL_PROTO_MAX_TEAM);
             return RL_E_INVALID_ARGUMENT;
         }
         for (uint32_t i = 0; i < *n; i++)
             if (ids[i] == (uint32_t)v) {
-                snprintf(err, cap, "'%s' names storage id %lu twice", s, v);
+                rl__errdetail_set(err, "'%s' names storage id %lu twice", s, v);
                 return RL_E_INVALID_ARGUMENT;
             }
         ids[(*n)++] = (uint32_t)v;
         p = *end ? end + 1 : end;
         if (*end == ',' && !*p) {
-            snprintf(err, cap, "'%s' ends with a comma", s);
+            rl__errdetail_set(err, "'%s' ends with a comma", s);
             return RL_E_INVALID_ARGUMENT;
         }
     }
     if (*n == 0) {
-        snprintf(err, cap, "the team is empty");
+        rl__errdetail_set(err, "the team is empty");
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
@@ -200,12 +200,13 @@ int rl_cmd_placement(int argc, char **argv) {
     rl_buf kb, eb;
     rl__buf_init(&kb);
     rl__buf_init(&eb);
-    char err[256];
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
     int rc = RL_OK, exit_code = 0;
     switch (which) {
     case P_SPLIT: {
-        if (rl__args_unescape(key, &kb, err, sizeof err) != RL_OK) {
-            exit_code = rl__args_usage_error(&split, "KEY: %s", err);
+        if (rl__args_unescape(key, &kb, &err) != RL_OK) {
+            exit_code = rl__args_usage_error(&split, "KEY: %s", rl__errdetail_get(&err));
             break;
         }
         rl__version v = 0;
@@ -220,10 +221,9 @@ int rl_cmd_placement(int argc, char **argv) {
     }
     case P_ASSIGN: {
         uint32_t ids[RL_PROTO_MAX_TEAM], n = 0;
-        if (rl__args_unescape(begin, &kb, err, sizeof err) != RL_OK ||
-            rl__args_unescape(end, &eb, err, sizeof err) != RL_OK ||
-            parse_team(team, ids, &n, err, sizeof err) != RL_OK) {
-            exit_code = rl__args_usage_error(&assign, "%s", err);
+        if (rl__args_unescape(begin, &kb, &err) != RL_OK || rl__args_unescape(end, &eb, &err) != RL_OK ||
+            parse_team(team, ids, &n, &err) != RL_OK) {
+            exit_code = rl__args_usage_error(&assign, "%s", rl__errdetail_get(&err));
             break;
         }
         rl__version v = 0;
@@ -243,8 +243,8 @@ int rl_cmd_placement(int argc, char **argv) {
         static uint32_t rt[MAX_TEAMS][RL_PROTO_MAX_TEAM];
         uint32_t nrt[MAX_TEAMS], n_teams = 0;
         const uint32_t *rtp[MAX_TEAMS];
-        if (parse_team(index_team, it, &nit, err, sizeof err) != RL_OK) {
-            exit_code = rl__args_usage_error(&place, "--index-team: %s", err);
+        if (parse_team(index_team, it, &nit, &err) != RL_OK) {
+            exit_code = rl__args_usage_error(&place, "--index-team: %s", rl__errdetail_get(&err));
             break;
         }
         char *copy = strdup(records_team);
@@ -252,8 +252,8 @@ int rl_cmd_placement(int argc, char **argv) {
         for (char *p = copy; !bad;) {
             char *semi = strchr(p, ';');
             if (semi) *semi = 0;
-            if (n_teams == MAX_TEAMS || parse_team(p, rt[n_teams], &nrt[n_teams], err, sizeof err)) {
-                if (n_teams == MAX_TEAMS) snprintf(err, sizeof err, "more than %d teams", MAX_TEAMS);
+            if (n_teams == MAX_TEAMS || parse_team(p, rt[n_teams], &nrt[n_teams], &err)) {
+                if (n_teams == MAX_TEAMS) rl__errdetail_set(&err, "more than %d teams", MAX_TEAMS);
                 bad = 1;
                 break;
             }
@@ -264,7 +264,7 @@ int rl_cmd_placement(int argc, char **argv) {
         }
         free(copy);
         if (bad) {
-            exit_code = rl__args_usage_error(&place, "--records-team: %s", err);
+            exit_code = rl__args_usage_error(&place, "--records-team: %s", rl__errdetail_get(&err));
             break;
         }
         rc = rl__tool_placement_place(url, key_file, store, index, it, nit, rtp, nrt, n_teams, timeout_ms, &wait, &msg);

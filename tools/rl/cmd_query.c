@@ -156,7 +156,8 @@ int rl_cmd_query(int argc, char **argv) {
     const char *ge = NULL, *gt = NULL, *le = NULL, *lt = NULL, *low = NULL, *high = NULL;
     int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, explain = 0, rc = 0, status = 1, fetch, orphans,
         code, secondary = 0;
-    char msg[256];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     rl_query_options o;
     rl_buf eq, lo, hi, cb, out;
@@ -303,8 +304,8 @@ int rl_cmd_query(int argc, char **argv) {
     }
     low = ge ? ge : gt, low_excl = gt != NULL;
     high = le ? le : lt, high_excl = lt != NULL;
-    if (cont && rl__args_unhex(cont, &cb, msg, sizeof msg)) {
-        status = rl__args_usage_error(&cmd, "--continuation: %s", msg);
+    if (cont && rl__args_unhex(cont, &cb, &msg)) {
+        status = rl__args_usage_error(&cmd, "--continuation: %s", rl__errdetail_get(&msg));
         goto done;
     }
     rl__tuple_packer_init(&pk, &eq);

@@ -39,11 +39,12 @@ static int do_decode(const char *hex, int as_json) {
     rl__errdetail_init(&detail, NULL);
     rl__buf_init(&in);
     rl__buf_init(&out);
-    char msg[256];
-    rc = rl__args_unhex(hex, &in, msg, sizeof msg);
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    rc = rl__args_unhex(hex, &in, &msg);
     if (rc) {
         fprintf(stderr, "rl tuple %s: %s: %s\n", what, rl_error_name(rc),
-                rc == RL_E_INVALID_ARGUMENT ? msg : rl_error_message(rc));
+                rc == RL_E_INVALID_ARGUMENT ? rl__errdetail_get(&msg) : rl_error_message(rc));
         goto done;
     }
     if (as_json) {

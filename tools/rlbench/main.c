@@ -70,7 +70,8 @@ static int cmd_micro(int argc, char **argv) {
     const char *json_path = NULL;
     uint64_t seed = o.seed;
     int code;
-    char msg[512];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     const rl__arg opts[] = {
         {.name = "keys",
          .kind = RL_ARG_INT,
@@ -116,7 +117,7 @@ static int cmd_micro(int argc, char **argv) {
         .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     o.seed = seed;
-    if (rl__bench_micro_check(&o, msg, sizeof msg)) return rl__args_usage_error(&cmd, "%s", msg);
+    if (rl__bench_micro_check(&o, &msg)) return rl__args_usage_error(&cmd, "%s", rl__errdetail_get(&msg));
     FILE *jf = NULL;
     if (json_path && !(jf = open_json(cmd.name, json_path))) return 1;
     rl_buf json;
@@ -136,7 +137,8 @@ static int cmd_query(int argc, char **argv) {
                                                  {NULL, 0}};
     const char *json_path = NULL;
     int code;
-    char msg[512];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     const rl__arg opts[] = {
         {.name = "records",
          .kind = RL_ARG_INT,
@@ -190,7 +192,7 @@ static int cmd_query(int argc, char **argv) {
         .epilog = "Exit codes: 0 done, 1 a case or the JSON file failed, 2 usage.",
         .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
-    if (rl__bench_query_micro_check(&o, msg, sizeof msg)) return rl__args_usage_error(&cmd, "%s", msg);
+    if (rl__bench_query_micro_check(&o, &msg)) return rl__args_usage_error(&cmd, "%s", rl__errdetail_get(&msg));
     FILE *jf = NULL;
     if (json_path && !(jf = open_json(cmd.name, json_path))) return 1;
     rl_buf json;

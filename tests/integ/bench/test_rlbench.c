@@ -255,10 +255,12 @@ TEST(cli_2_8_query_stats) {
 }
 
 TEST(cli_2_7_scratch_remove_stays_inside) {
-    char *base = rl_test_tmpdir("cli27"), *outside = rl_test_tmpdir("cli27o"), path[4400], msg[512];
+    char *base = rl_test_tmpdir("cli27"), *outside = rl_test_tmpdir("cli27o"), path[4400];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl_buf p;
     rl__buf_init(&p);
-    ASSERT_OK(rl__bench_scratch_create(base, "micro", &p, msg, sizeof msg));
+    ASSERT_OK(rl__bench_scratch_create(base, "micro", &p, &msg));
     const char *s = (const char *)p.data;
     ASSERT_TRUE(strncmp(s, base, strlen(base)) == 0 && strstr(s, "/rlbench-micro-") != NULL);
     snprintf(path, sizeof path, "%s/victim", outside);
@@ -273,15 +275,16 @@ TEST(cli_2_7_scratch_remove_stays_inside) {
     fclose(f);
     snprintf(path, sizeof path, "%s/sub/link", s);
     ASSERT_EQ(symlink(outside, path), 0);
-    ASSERT_OK(rl__bench_scratch_remove(s, msg, sizeof msg));
+    ASSERT_OK(rl__bench_scratch_remove(s, &msg));
     ASSERT_EQ(dir_entries(base), 0);
-    ASSERT_EQ(dir_entries(outside), 1);                      /* the link's target is untouched */
-    ASSERT_OK(rl__bench_scratch_remove(s, msg, sizeof msg)); /* gone already: fine */
+    ASSERT_EQ(dir_entries(outside), 1);           /* the link's target is untouched */
+    ASSERT_OK(rl__bench_scratch_remove(s, &msg)); /* gone already: fine */
     rl__buf_reset(&p);
-    ASSERT_RC(rl__bench_scratch_create("/nonexistent/rl", "micro", &p, msg, sizeof msg), RL_E_FILE_NOT_FOUND);
-    ASSERT_TRUE(strstr(msg, "cannot create /nonexistent/rl/rlbench-micro-XXXXXX: No such file or directory") != NULL);
+    ASSERT_RC(rl__bench_scratch_create("/nonexistent/rl", "micro", &p, &msg), RL_E_FILE_NOT_FOUND);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&msg),
+                       "cannot create /nonexistent/rl/rlbench-micro-XXXXXX: No such file or directory") != NULL);
     ASSERT_EQ(p.len, 0);
-    ASSERT_RC(rl__bench_scratch_create("", "micro", &p, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__bench_scratch_create("", "micro", &p, &msg), RL_E_INVALID_ARGUMENT);
     rl__buf_release(&p);
     rl_test_rmtree(outside);
     rl_test_rmtree(base);

@@ -428,58 +428,60 @@ TEST(args_1_10_subcommands) {
 
 /* args-1.11: the value parsers used outside tables, and their messages. */
 TEST(args_1_11_value_parsers) {
-    char msg[256];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     int64_t i = 5;
     uint64_t u = 5;
     double d = 5;
-    ASSERT_RC(rl__args_int64("12abc", 0, 100, &i, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "'12abc' is not an integer");
+    ASSERT_RC(rl__args_int64("12abc", 0, 100, &i, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg), "'12abc' is not an integer");
     ASSERT_EQ(i, 5);
-    ASSERT_RC(rl__args_int64("101", 0, 100, &i, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "101 is out of range [0, 100]");
-    ASSERT_OK(rl__args_int64("100", 0, 100, &i, msg, sizeof msg));
+    ASSERT_RC(rl__args_int64("101", 0, 100, &i, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg), "101 is out of range [0, 100]");
+    ASSERT_OK(rl__args_int64("100", 0, 100, &i, &msg));
     ASSERT_EQ(i, 100);
-    ASSERT_RC(rl__args_uint64("", 0, 100, &u, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "'' is not an integer");
-    ASSERT_RC(rl__args_double("inf", 0, 1, &d, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "'inf' is not a finite number");
+    ASSERT_RC(rl__args_uint64("", 0, 100, &u, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg), "'' is not an integer");
+    ASSERT_RC(rl__args_double("inf", 0, 1, &d, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg), "'inf' is not a finite number");
     ASSERT_TRUE(d == 5);
-    /* A message buffer that is too small is cut, still terminated. */
-    char tiny[8];
-    ASSERT_RC(rl__args_int64("x", 0, 1, &i, tiny, sizeof tiny), RL_E_INVALID_ARGUMENT);
-    ASSERT_EQ(strlen(tiny), 7);
+    /* A caller that does not want the message passes NULL. */
+    ASSERT_RC(rl__args_int64("x", 0, 1, &i, NULL), RL_E_INVALID_ARGUMENT);
+    ASSERT_RC(rl__args_ip_port("127.0.0.1:x", 0, NULL, NULL, NULL), RL_E_INVALID_ARGUMENT);
 }
 
 /* args-1.12: escapes and hex: the bytes, and messages naming the escape and the offset. */
 TEST(args_1_12_unescape_unhex) {
     rl_buf b;
-    char msg[256];
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     rl__buf_init(&b);
-    ASSERT_OK(rl__args_unescape("a\\x00b\\\\\\xFf", &b, msg, sizeof msg));
+    ASSERT_OK(rl__args_unescape("a\\x00b\\\\\\xFf", &b, &msg));
     ASSERT_MEM_EQ(b.data, b.len, "a\0b\\\xff", 5);
     rl__buf_reset(&b);
-    ASSERT_RC(rl__args_unescape("abc\\xZZ", &b, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "'abc\\xZZ': bad escape '\\xZZ' at offset 3 (use \\\\ or \\xNN with two hex digits)");
+    ASSERT_RC(rl__args_unescape("abc\\xZZ", &b, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg),
+                  "'abc\\xZZ': bad escape '\\xZZ' at offset 3 (use \\\\ or \\xNN with two hex digits)");
     rl__buf_reset(&b);
-    ASSERT_RC(rl__args_unescape("\\n", &b, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr(msg, "bad escape '\\n' at offset 0") != NULL);
+    ASSERT_RC(rl__args_unescape("\\n", &b, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&msg), "bad escape '\\n' at offset 0") != NULL);
     rl__buf_reset(&b);
-    ASSERT_RC(rl__args_unescape("ab\\x1", &b, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr(msg, "bad escape '\\x1' at offset 2") != NULL);
+    ASSERT_RC(rl__args_unescape("ab\\x1", &b, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&msg), "bad escape '\\x1' at offset 2") != NULL);
     rl__buf_reset(&b);
-    ASSERT_RC(rl__args_unescape("ab\\", &b, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_TRUE(strstr(msg, "lone backslash at offset 2") != NULL);
+    ASSERT_RC(rl__args_unescape("ab\\", &b, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(rl__errdetail_get(&msg), "lone backslash at offset 2") != NULL);
     rl__buf_reset(&b);
-    ASSERT_OK(rl__args_unhex("00fFa0", &b, msg, sizeof msg));
+    ASSERT_OK(rl__args_unhex("00fFa0", &b, &msg));
     ASSERT_MEM_EQ(b.data, b.len, "\x00\xff\xa0", 3);
     rl__buf_reset(&b);
-    ASSERT_RC(rl__args_unhex("zz", &b, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "'zz' is not hex: 'z' at offset 0");
-    ASSERT_RC(rl__args_unhex("00a-", &b, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "'00a-' is not hex: '-' at offset 3");
-    ASSERT_RC(rl__args_unhex("abc", &b, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-    ASSERT_STR_EQ(msg, "'abc' has an odd number of hex digits (3)");
-    ASSERT_OK(rl__args_unhex("", &b, msg, sizeof msg));
+    ASSERT_RC(rl__args_unhex("zz", &b, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg), "'zz' is not hex: 'z' at offset 0");
+    ASSERT_RC(rl__args_unhex("00a-", &b, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg), "'00a-' is not hex: '-' at offset 3");
+    ASSERT_RC(rl__args_unhex("abc", &b, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_STR_EQ(rl__errdetail_get(&msg), "'abc' has an odd number of hex digits (3)");
+    ASSERT_OK(rl__args_unhex("", &b, &msg));
     ASSERT_EQ(b.len, 0);
     rl__buf_release(&b);
 }
@@ -487,12 +489,14 @@ TEST(args_1_12_unescape_unhex) {
 /* args-1.13: IP:PORT, the one parser of rlkvd's --listen and --coordinator: the address and port
  * on success, nothing written and a message naming the fault otherwise. */
 TEST(args_1_13_ip_port) {
-    char ip[16] = "unchanged", msg[256];
+    char ip[16] = "unchanged";
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
     uint16_t port = 7;
-    ASSERT_OK(rl__args_ip_port("127.0.0.2:0", 0, ip, &port, msg, sizeof msg));
+    ASSERT_OK(rl__args_ip_port("127.0.0.2:0", 0, ip, &port, &msg));
     ASSERT_STR_EQ(ip, "127.0.0.2");
     ASSERT_EQ(port, 0);
-    ASSERT_OK(rl__args_ip_port("255.255.255.255:65535", 1, ip, &port, msg, sizeof msg));
+    ASSERT_OK(rl__args_ip_port("255.255.255.255:65535", 1, ip, &port, &msg));
     ASSERT_STR_EQ(ip, "255.255.255.255");
     ASSERT_EQ(port, 65535);
     snprintf(ip, sizeof ip, "unchanged");
@@ -515,8 +519,8 @@ TEST(args_1_13_ip_port) {
         {"127.0.0.1:", 0, "'127.0.0.1:': port '' is not an integer"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ASSERT_RC(rl__args_ip_port(bad[i].in, bad[i].min_port, ip, &port, msg, sizeof msg), RL_E_INVALID_ARGUMENT);
-        ASSERT_STR_EQ(msg, bad[i].why);
+        ASSERT_RC(rl__args_ip_port(bad[i].in, bad[i].min_port, ip, &port, &msg), RL_E_INVALID_ARGUMENT);
+        ASSERT_STR_EQ(rl__errdetail_get(&msg), bad[i].why);
         ASSERT_STR_EQ(ip, "unchanged");
         ASSERT_EQ(port, 7);
     }
