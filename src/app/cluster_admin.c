@@ -166,9 +166,9 @@ typedef struct {
 
 /* What pids.json holds, and the cluster's key file (never in pids.json). */
 typedef struct {
-    rl__keyfile key;   /* DIR/cluster.key, read by state_load */
-    int key_rc;        /* RL_OK when key was read, else why not (key_msg) */
-    char key_msg[512]; /* the key file's error */
+    rl__keyfile key;       /* DIR/cluster.key, read by state_load */
+    int key_rc;            /* RL_OK when key was read, else why not (key_err) */
+    rl__errdetail key_err; /* the key file's error */
     char rlkvd[PATH_CAP];
     int no_sync;
     int64_t window_versions;
@@ -196,7 +196,7 @@ static int proc_is_ours(const cl_proc *p) {
  * in err). */
 static int need_key(const cl_state *s, rl__errdetail *err) {
     if (s->key_rc == RL_OK) return RL_OK;
-    return fail(err, s->key_rc, "%s", s->key_msg);
+    return fail(err, s->key_rc, "%s", rl__errdetail_get(&s->key_err));
 }
 
 /* Signal p (after verifying it is ours) and wait up to timeout_ms for it to go. Returns 1 if it
@@ -304,11 +304,10 @@ static int state_load(const char *dir, cl_state *s, rl__errdetail *err) {
     snprintf(s->rlkvd, sizeof s->rlkvd, "%s", bin);
     /* The secrets: needed to talk to the processes, not to stop them (need_key). */
     char kpath[PATH_CAP];
-    rl__errdetail kmsg;
-    rl__errdetail_init(&kmsg, NULL);
+    rl__errdetail_init(&s->key_err, NULL);
     s->key_rc = rl__keyfile_in_dir(dir, kpath, sizeof kpath);
-    if (s->key_rc == RL_OK) s->key_rc = rl__keyfile_read(kpath, &s->key, &kmsg);
-    snprintf(s->key_msg, sizeof s->key_msg, "%s", rl__errdetail_len(&kmsg) ? rl__errdetail_get(&kmsg) : "no key file");
+    if (s->key_rc == RL_OK) s->key_rc = rl__keyfile_read(kpath, &s->key, &s->key_err);
+    if (!rl__errdetail_len(&s->key_err)) rl__errdetail_set(&s->key_err, "no key file");
     s->no_sync = json_is_true(json_object_get(root, "no_sync"));
     s->window_versions = json_integer_value(json_object_get(root, "window_versions"));
     s->n_hosts = (int)json_integer_value(json_object_get(root, "hosts"));

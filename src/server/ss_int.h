@@ -45,6 +45,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/errdetail.h"
 #include "base/kvtypes.h"
 #include "net/loop.h"
 #include "net/netem.h"
@@ -230,8 +231,8 @@ struct ss_batch {
     int n_pieces;
     ss_s2s_req *reqs;
     int n_reqs;
-    int error; /* first transport error (under mu) */
-    char errmsg[200];
+    int error;               /* first transport error (under mu) */
+    rl__errdetail err;       /* the first transport error's reason (under mu) */
     uint64_t bytes_received; /* reply frames taken while !cancelled (under mu) */
 };
 

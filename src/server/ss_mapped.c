@@ -87,7 +87,7 @@ static void req_fail(ss_s2s_req *q, int code, const char *fmt, ...) {
         if (!b->error) {
             va_list ap;
             va_start(ap, fmt);
-            vsnprintf(b->errmsg, sizeof b->errmsg, fmt, ap);
+            rl__errdetail_vset(&b->err, fmt, ap);
             va_end(ap);
             b->error = code;
         }
@@ -509,7 +509,7 @@ typedef struct {
     uint32_t n_peers;       /* distinct peers read from (all of them, beyond the table too) */
     uint32_t overflow[256]; /* ids of peers beyond the table, to count them once (bounded) */
     uint32_t n_overflow;
-    char errmsg[256];
+    rl__errdetail err; /* why the mapped read fails */
 } mctx;
 
 /* The per-peer entry of peer id (counted as a new distinct peer on first use), or NULL when the
@@ -579,7 +579,7 @@ static int map_find(const ss_map *m, const uint8_t *k, uint32_t kl) {
 }
 
 /* Split item i into pieces (caller holds map_mu). Returns RL_OK or the item's error (message
- * in c->errmsg). */
+ * in c->err). */
 static int split_item(mctx *c, const rl__secondary_item *it, int i, pieces_t *ps, rl_arena *a) {
     rl__ss *ss = c->ss;
     const uint8_t *cur = it->begin, *end = it->end;
@@ -606,16 +606,16 @@ static int split_item(mctx *c, const rl__secondary_item *it, int i, pieces_t *ps
             if (s < 0 || !(p->owner = pick_owner(ss, &ss->map->shards[s]))) {
                 rl__ss_want_map(ss);
                 if (moved_out) { /* the map predates the move: the client retries shortly */
-                    snprintf(c->errmsg, sizeof c->errmsg,
-                             "storage server %u: a secondary's range "
-                             "moved away and its shard map is older than the move",
-                             ss->o.id);
+                    rl__errdetail_set(&c->err,
+                                      "storage server %u: a secondary's range "
+                                      "moved away and its shard map is older than the move",
+                                      ss->o.id);
                     return RL_E_WRONG_SHARD_SERVER;
                 }
-                snprintf(c->errmsg, sizeof c->errmsg,
-                         "storage server %u knows no storage server holding a secondary key "
-                         "(shard map %s)",
-                         ss->o.id, ss->map ? "has no owner" : "not fetched yet");
+                rl__errdetail_set(&c->err,
+                                  "storage server %u knows no storage server holding a secondary key "
+                                  "(shard map %s)",
+                                  ss->o.id, ss->map ? "has no owner" : "not fetched yet");
                 rl__ss_want_map(ss);
                 return RL_E_SERVER_UNAVAILABLE;
             }
@@ -724,7 +724,7 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl__secondary_i
 }
 
 /* Run the remote pieces of a batch (step 3 of the file header). Returns RL_OK, or the error that
- * fails the mapped read (message in c->errmsg). */
+ * fails the mapped read (message in c->err). */
 static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl_arena *a) {
     rl__ss *ss = c->ss;
     int n_remote = 0;
@@ -734,6 +734,7 @@ static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl
     if (!b) return RL_E_OUT_OF_MEMORY;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
+    rl__errdetail_init(&b->err, NULL); /* written under b->mu */
     atomic_store(&b->refs, 1);
     b->ss = ss;
     b->a = a;
@@ -807,17 +808,17 @@ static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl
         b->cancelled = 1;
         if (atomic_load(&ss->stopping)) {
             rc = RL_E_OPERATION_CANCELLED;
-            snprintf(c->errmsg, sizeof c->errmsg, "storage server %u is stopping", ss->o.id);
+            rl__errdetail_set(&c->err, "storage server %u is stopping", ss->o.id);
         } else {
             rc = RL_E_TIMED_OUT;
-            snprintf(c->errmsg, sizeof c->errmsg,
-                     "storage server %u did not answer a storage-to-storage GET_MULTI from "
-                     "storage server %u within %d ms",
-                     late, ss->o.id, ss->o.s2s_timeout_ms);
+            rl__errdetail_set(&c->err,
+                              "storage server %u did not answer a storage-to-storage GET_MULTI from "
+                              "storage server %u within %d ms",
+                              late, ss->o.id, ss->o.s2s_timeout_ms);
         }
     } else if (b->error) {
         rc = b->error;
-        snprintf(c->errmsg, sizeof c->errmsg, "a storage-to-storage read failed: %s", b->errmsg);
+        rl__errdetail_set(&c->err, "a storage-to-storage read failed: %s", rl__errdetail_get(&b->err));
     }
     c->s2s_bytes_received += b->bytes_received;
     for (int r = 0; r < b->n_reqs; r++) /* the replies that came in time (as bytes_received) */
@@ -883,7 +884,7 @@ static int take_item(mctx *c, rl__secondary_item *it, const ss_piece *ps, int cn
     int e = merge_item(it, ps, cnt, a);
     if (e != RL_OK) {
         it->error = e;
-        if (!c->errmsg[0]) snprintf(c->errmsg, sizeof c->errmsg, "a secondary read failed: %s", rl_error_name(e));
+        if (!rl__errdetail_len(&c->err)) rl__errdetail_set(&c->err, "a secondary read failed: %s", rl_error_name(e));
         return 1;
     }
     if (it->served_locally) c->local++;
@@ -916,7 +917,7 @@ static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps
         for (int k = first[i]; k < first[i] + count[i]; k++) unread |= ps->v[k].unread;
         if (unread) {
             if (i == 0 && first_batch) { /* cannot happen: a reply always reaches its first item */
-                snprintf(c->errmsg, sizeof c->errmsg, "a peer left the page's first secondary unread");
+                rl__errdetail_set(&c->err, "a peer left the page's first secondary unread");
                 return RL_E_INTERNAL_ERROR;
             }
             for (int j = i; j < n; j++) items[j].unread = 1;
@@ -1089,6 +1090,7 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     rl__msg_get_mapped_range_reply *g = &m.u.get_mapped_range_reply;
     mctx c;
     memset(&c, 0, sizeof c);
+    rl__errdetail_init(&c.err, NULL);
     c.ss = ss;
     c.version = r.version;
     c.strategy = r.strategy == RL_FETCH_DEFAULT ? SS_DEFAULT_STRATEGY : r.strategy;
@@ -1122,7 +1124,7 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
                                           mapped_hook, &c, a, &ents, &n, &more);
         if (rc != RL_OK) {
             rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "%s",
-                              c.errmsg[0] ? c.errmsg : "the mapped read failed");
+                              rl__errdetail_len(&c.err) ? rl__errdetail_get(&c.err) : "the mapped read failed");
             atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);
             atomic_fetch_add(&ss->n_s2s_round_trips, c.s2s_round_trips);
             atomic_fetch_add(&ss->n_s2s_bytes_sent, c.s2s_bytes_sent);
