@@ -28,6 +28,7 @@
 #ifndef RECLAYER_KV_H
 #define RECLAYER_KV_H
 
+#include "reclayer/alloc.h"
 #include "reclayer/common.h"
 #include "reclayer/error.h"
 
@@ -207,13 +208,8 @@ RL_API void rl_db_close(rl_db *db);
 /* rl_db_status_json — a JSON object describing the database (versions, sizes, log and checkpoint
  * state). [out] out: heap string, free with rl_free. RL_OK or RL_E_OUT_OF_MEMORY. */
 RL_API int rl_db_status_json(rl_db *db, char **out);
-/* rl_last_error_detail — a thread-local message with details of the last failure of rl_db_open
- * in this thread (file names, offsets), or "" if none. Valid until the next rl_db_open call in
- * this thread. The only per-thread detail of the library: rl_db_open has no handle to leave it on
- * (every other call's detail is on a handle: reclayer/error.h). */
-RL_API const char *rl_last_error_detail(void);
-/* rl_free — free memory the library handed to the caller (rl_db_status_json, …). NULL ok. */
-RL_API void rl_free(void *p);
+/* rl_last_error_detail (the detail of a failed rl_db_open) is in reclayer/error.h, rl_free (for
+ * what the library hands out) in reclayer/alloc.h. */
 
 /* rl_db_run — the retry loop: begin a transaction, call fn(txn, ctx), commit; on a retryable
  * error (fn's or commit's) wait with backoff (rl_txn_on_error) and run again. Returns RL_OK after a
