@@ -157,12 +157,14 @@ typedef struct {
      * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */
     int mapped_secondary_row_limit;
     long mapped_secondary_byte_limit;
-    /* 1: open read-only. file: recovers into memory without creating (except LOCK when it is
-     * missing), writing, renaming, truncating or deleting any file; a damaged log tail is
-     * ignored and reported in the status, not moved aside. Read-only handles share the
-     * directory's lock with each other (a writer excludes them all). A commit with mutations
-     * or write conflict ranges fails with RL_E_READ_ONLY_DATABASE; reads work as usual. Read
-     * only when size covers it (docs/file-format.md, Recovery). */
+    /* 1: open read-only. file: recovers into memory without creating, writing, renaming,
+     * truncating or deleting any file; a damaged log tail is ignored and reported in the status,
+     * not moved aside. The memory engine's readers take no lock: they open beside a writer in
+     * another process (or this one) without blocking it, and each keeps the consistent state it
+     * recovered — the versions the writer had written to its log by then (docs/file-format.md,
+     * Read-only opening). The ssd engine's readers exclude a writer and are excluded by one
+     * (RL_E_DATABASE_LOCKED_BY_PROCESS). A commit with mutations or write conflict ranges fails
+     * with RL_E_READ_ONLY_DATABASE; reads work as usual. Read only when size covers it. */
     int read_only;
     /* cluster: the storage-to-storage strategy of mapped ranges whose request names none
      * (rl_secondary_strategy; the URL's ?secondary=individual|grouped overrides it). Other
