@@ -97,7 +97,7 @@ static int cmd_micro(int argc, char **argv) {
          .kind = RL_ARG_STRING,
          .dest = &o.only,
          .metavar = "WORKLOAD",
-         .help = "run one workload: point, range1000, mapped1000 or commit100"},
+         .help = "run one workload: point, range1000, mapped1000, commit100 or txn-writes"},
         {.name = "seed",
          .kind = RL_ARG_UINT64,
          .dest = &seed,
