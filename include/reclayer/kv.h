@@ -279,8 +279,9 @@ RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl
 
 /* Writes. RL_OK, or: RL_E_KEY_TOO_LARGE, RL_E_VALUE_TOO_LARGE, RL_E_SYSTEM_KEY_WRITE (a \xff key
  * without RL_TXN_OPT_ACCESS_SYSTEM_KEYS), RL_E_KEY_OUTSIDE_LEGAL_RANGE (a key, or a clear range's
- * end, above "\xff\xff": the special-key space, which reads refuse too), RL_E_TRANSACTION_TOO_LARGE, RL_E_USED_DURING_COMMIT,
- * RL_E_INVERTED_RANGE, RL_E_INVALID_MUTATION_TYPE. A failed write changes nothing. */
+ * end, above "\xff\xff": the special-key space, which reads refuse too), RL_E_USED_DURING_COMMIT,
+ * RL_E_INVERTED_RANGE, RL_E_INVALID_MUTATION_TYPE. A failed write changes nothing. Writes (and
+ * reads) never fail for the transaction's size: the commit does (rl_txn_commit). */
 RL_API int rl_txn_set(rl_txn *txn, const void *key, size_t key_len, const void *value, size_t value_len);
 RL_API int rl_txn_clear(rl_txn *txn, const void *key, size_t key_len);
 RL_API int rl_txn_clear_range(rl_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len);
@@ -295,7 +296,9 @@ RL_API int rl_txn_add_conflict_range(rl_txn *txn, const void *begin, size_t begi
  * is durable; not_committed (1020) on a conflict; transaction_too_old (1007); commit_unknown_result
  * (1021) when the log failed while writing this commit (it may or may not survive a restart);
  * after such a failure the database is poisoned and later commits fail with io_error, no_space or
- * out_of_memory; transaction_too_large, transaction_timed_out, transaction_cancelled;
+ * out_of_memory; transaction_too_large (2101) when what it would send — the mutations' keys and
+ * values plus the read and write conflict ranges, coalesced — passes RL_TXN_OPT_SIZE_LIMIT (default
+ * RL_TXN_SIZE_LIMIT), checked here only, as FoundationDB does; transaction_timed_out, transaction_cancelled;
  * read_only_database (3008) for a transaction with writes on a database opened read-only. The
  * first three (and 1021) are retryable through rl_txn_on_error. */
 RL_API rl_future *rl_txn_commit(rl_txn *txn);

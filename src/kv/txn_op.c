@@ -52,6 +52,7 @@
  *      such as the query cursor reuse their buffers at once.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -779,6 +780,39 @@ static int step_mapped(txn_op *op) {
 }
 
 /* The commit: wait for the reads in flight, send, take the outcome. */
+static int range_cmp(const void *a, const void *b) {
+    const rl__keyrange *x = a, *y = b;
+    int c = kcmp(x->begin, x->begin_len, y->begin, y->begin_len);
+    return c ? c : kcmp(x->end, x->end_len, y->end, y->end_len);
+}
+
+/* Sort the ranges of l and merge those that overlap or touch, in place (the bytes stay where they
+ * are, in the transaction's arena). Returns the key bytes of what is left. */
+static size_t coalesce(rl__rangelist *l) {
+    if (l->n > 1) qsort(l->v, l->n, sizeof *l->v, range_cmp);
+    size_t out = 0, bytes = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        rl__keyrange *r = &l->v[i];
+        if (out > 0 && kcmp(r->begin, r->begin_len, l->v[out - 1].end, l->v[out - 1].end_len) <= 0) {
+            rl__keyrange *p = &l->v[out - 1];
+            if (kcmp(r->end, r->end_len, p->end, p->end_len) > 0) p->end = r->end, p->end_len = r->end_len;
+        } else {
+            l->v[out++] = *r;
+        }
+    }
+    l->n = out;
+    for (size_t i = 0; i < out; i++) bytes += (size_t)l->v[i].begin_len + l->v[i].end_len;
+    return bytes;
+}
+
+/* What the commit sends, sized as FoundationDB sizes a transaction at commit (and only then):
+ * the mutations' keys and values plus the conflict ranges, coalesced. */
+static size_t committed_size(rl_txn *t) {
+    size_t n = coalesce(&t->reads) + coalesce(&t->writes);
+    for (size_t i = 0; i < t->n_muts; i++) n += (size_t)t->muts[i].len1 + t->muts[i].len2;
+    return n;
+}
+
 static int step_commit(txn_op *op) {
     rl_txn *t = op->t;
     if (op->stage == 0) {
@@ -796,6 +830,14 @@ static int step_commit(txn_op *op) {
                 t->commit_error = RL_E_TRANSACTION_TIMED_OUT;
             }
             op->io_err = RL_E_TRANSACTION_TIMED_OUT;
+            return STEP_DONE;
+        }
+        if (committed_size(t) > (size_t)t->size_limit) { /* the only place the limit is checked */
+            if (op->gen == t->gen) {
+                t->committing = 0;
+                t->commit_error = RL_E_TRANSACTION_TOO_LARGE;
+            }
+            op->io_err = RL_E_TRANSACTION_TOO_LARGE;
             return STEP_DONE;
         }
         op->stage = 1;
@@ -1512,7 +1554,6 @@ rl_future *rl_txn_commit(rl_txn *t) {
         t->committed_version = -1;
         rc = RL_E_NO_COMMIT_VERSION; /* for the versionstamp; the commit itself succeeds */
     }
-    if (rc == RL_OK && t->size > (size_t)t->size_limit) rc = RL_E_TRANSACTION_TOO_LARGE;
     txn_op *op = rc ? NULL : op_new(t, f, OP_COMMIT);
     if (rc == RL_OK && !op) rc = RL_E_OUT_OF_MEMORY;
     if (rc) {
