@@ -9,7 +9,9 @@
 #   make demo    the main job (see README)
 #   make format  rewrite the C sources with clang-format 14 (.clang-format; ctest format_check checks)
 #   make clean   remove the build directories
-#   make install install build/fdb/libfdb_c.so (FoundationDB's C API over reclayer) in PREFIX/lib
+#   make install the library, headers, reclayer.pc, programs and man pages into PREFIX (default
+#                /usr/local; DESTDIR too), libfdb_c.so into PREFIX/lib/reclayer (cmake/install.cmake)
+#   make uninstall remove what the last install wrote (build/install_manifest.txt)
 
 BUILD      ?= build
 JOBS       ?= 2
@@ -19,13 +21,14 @@ CTEST_ARGS ?=
 WERROR     ?= $(if $(CI),ON,OFF)
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
+DESTDIR    ?=
 
-.PHONY: all deps build check test test-all asan fuzz demo clean help install format
+.PHONY: all deps build check test test-all asan fuzz demo clean help install uninstall format
 
 all: build
 
 help:
-	@sed -n '3,13p' Makefile
+	@sed -n '3,15p' Makefile
 
 deps:
 	@bash scripts/install-deps.sh
@@ -64,9 +67,15 @@ demo: deps
 clean:
 	rm -rf build build-asan build-fuzz
 
-# libfdb_c.so (cmake/fdbc.cmake) into $(PREFIX)/lib; run ldconfig afterwards for a system prefix.
+# Run ldconfig afterwards for a system prefix (not needed with DESTDIR, for packaging).
 install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The manifest lists paths without DESTDIR; give the same DESTDIR as the install.
+uninstall:
+	@test -f $(BUILD)/install_manifest.txt || { echo "uninstall: nothing installed from $(BUILD)"; exit 1; }
+	sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt | xargs -d '\n' rm -f
+	rm -f $(BUILD)/install_manifest.txt
 
 format:
-	find src include tools tests -name '*.[ch]' -not -path '*/node_modules/*' | xargs clang-format-14 -i
+	find src include tools tests examples -name '*.[ch]' -not -path '*/node_modules/*' | xargs clang-format-14 -i

@@ -2,8 +2,8 @@
 # Included at the end of CMakeLists.txt (after the modules, programs and tests are defined).
 #
 #   build/fdb/libfdb_c.so   FoundationDB's C API (API versions 710-730) over reclayer's public API:
-#                           src/fdbc/*.c plus position-independent copies of the modules it needs
-#                           (base .. kv; libreclayer.a itself is built without -fPIC). Soname
+#                           src/fdbc/*.c plus the objects of the modules it needs (base .. kv;
+#                           every object is built position independent). Soname
 #                           libfdb_c.so; only fdb_* symbols are exported (cmake/fdbc.map), so the
 #                           library carries its own private copy of reclayer.
 #   ctest *_fdb             the KV, record and query unit suites through the fdb: backend
@@ -12,17 +12,16 @@
 #   ctest *_fdb_real        the same against a real FoundationDB cluster, registered only when
 #                           configured with -DRL_TEST_FDB_CLUSTER=FILE (its cluster file); they fail,
 #                           saying why, if the file or FoundationDB's client library is missing
-#   make install            installs libfdb_c.so into PREFIX/lib (Makefile)
+#   make install            installs libfdb_c.so into PREFIX/lib/reclayer (cmake/install.cmake)
 
 set(RL_FDBC_MODULES base tuple storage commit net kv)
-set(RL_FDBC_SRCS "")
+set(RL_FDBC_OBJECTS "")
 foreach(mod ${RL_FDBC_MODULES})
-  file(GLOB_RECURSE fdbc_mod_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${mod}/*.c)
-  list(APPEND RL_FDBC_SRCS ${fdbc_mod_srcs})
+  list(APPEND RL_FDBC_OBJECTS $<TARGET_OBJECTS:rl_${mod}_obj>)
 endforeach()
 file(GLOB RL_FDBC_OWN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/fdbc/*.c)
 
-add_library(fdb_c SHARED ${RL_FDBC_OWN} ${RL_FDBC_SRCS})
+add_library(fdb_c SHARED ${RL_FDBC_OWN} ${RL_FDBC_OBJECTS})
 set_target_properties(fdb_c PROPERTIES
   OUTPUT_NAME fdb_c
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fdb
@@ -38,7 +37,6 @@ endforeach()
 # in it); -Bsymbolic: its own references never bind to a reclayer linked into the program.
 target_link_options(fdb_c PRIVATE
   -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/fdbc.map -Wl,-z,nodelete -Wl,-Bsymbolic)
-install(TARGETS fdb_c LIBRARY DESTINATION lib)
 
 set(RL_FDBC_LIB ${CMAKE_BINARY_DIR}/fdb/libfdb_c.so)
 

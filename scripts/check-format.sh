@@ -43,7 +43,7 @@ fi
 cd "$root"
 bad=0
 n=0
-for f in $(find src include tools tests -name '*.[ch]' -not -path '*/node_modules/*' 2>/dev/null | sort); do
+for f in $(find src include tools tests examples -name '*.[ch]' -not -path '*/node_modules/*' 2>/dev/null | sort); do
     n=$((n + 1))
     if ! out=$("$cf" --dry-run -Werror "$f" 2>&1); then
         echo "check-format: $f is not formatted (make format):"

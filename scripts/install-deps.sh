@@ -10,13 +10,13 @@ PKGS=(
   libxxhash-dev libzstd-dev         # checksums, compression (the campaign's results.json.zst)
   zstd                              # reading results.json.zst by hand and in scripts/adaptive-decompose.py
   liblmdb-dev                       # the ssd storage engine and the LMDB baseline
-  libuv1-dev                        # event loop of rlkvd and the cluster client
   libprotobuf-c-dev protobuf-c-compiler  # records
   libjansson-dev                    # JSON (tools, test vectors, benchmark results)
   libssl-dev                        # libcrypto: HMAC-SHA256 and nonces of the cluster handshake
   libsqlite3-dev                    # the SQLite peer baseline
   gnuplot-nox                       # benchmark plots
   clang-format-14                   # the formatter check (scripts/check-format.sh)
+  help2man                          # the man pages of rl, rlkvd and rlbench (from --help)
 )
 
 missing=()

@@ -24,6 +24,10 @@ typedef struct {
     uint64_t frees;  /* frees of non-NULL pointers */
 } rl_alloc_stats;
 
+/* rl_free — free memory the library handed to the caller (rl_db_status_json, rl_tuple_print, …)
+ * through the hook. NULL ok. */
+RL_API void rl_free(void *p);
+
 /* rl_alloc_set_hook — replace the process-wide hook (NULL restores the default). Call it before
  * any other library call; memory allocated by one hook must be freed by the same hook. Not
  * thread-safe. */

@@ -25,8 +25,8 @@
  *     pointer until the handle is freed). Copy it to keep it.
  *   - Before a handle exists: a call that creates a handle and fails leaves its detail on the
  *     parent handle it was given — rl_store_new's on the metadata, rl_cursor_open's on the store.
- *     rl_db_open has no parent: its detail is per thread, rl_last_error_detail() (kv.h), valid
- *     until the thread's next rl_db_open.
+ *     rl_db_open has no parent: its detail is per thread, rl_last_error_detail() (below), valid
+ *     until the thread's next rl_db_open; so is that of the tuple functions (tuple.h).
  *   - Handles shared by threads (a built metadata, an open store) serialise the writes of their
  *     message; read the detail of a call from the thread that made it, before another thread's
  *     call on the handle can fail (otherwise the message may be that other call's).
@@ -184,5 +184,12 @@ RL_API int rl_error_is_known(int rc);
  * [0, rl_error_count()) has code rl_error_at(i). */
 RL_API int rl_error_count(void);
 RL_API int rl_error_at(int i);
+
+/* rl_last_error_detail — the detail of the last failure, in this thread, of a call that has no
+ * handle to leave it on: rl_db_open (file names, offsets) and the tuple functions of
+ * reclayer/tuple.h that say so; "" if none. Each such call clears it when it starts. Valid until
+ * the thread's next such call. (Every other call's detail is on its handle: see the top of this
+ * file.) */
+RL_API const char *rl_last_error_detail(void);
 
 #endif

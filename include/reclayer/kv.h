@@ -28,6 +28,7 @@
 #ifndef RECLAYER_KV_H
 #define RECLAYER_KV_H
 
+#include "reclayer/alloc.h"
 #include "reclayer/common.h"
 #include "reclayer/error.h"
 
@@ -156,12 +157,14 @@ typedef struct {
      * completes it). 0 = 2,000 rows / 10,000,000 bytes (FoundationDB's quick-get limits). */
     int mapped_secondary_row_limit;
     long mapped_secondary_byte_limit;
-    /* 1: open read-only. file: recovers into memory without creating (except LOCK when it is
-     * missing), writing, renaming, truncating or deleting any file; a damaged log tail is
-     * ignored and reported in the status, not moved aside. Read-only handles share the
-     * directory's lock with each other (a writer excludes them all). A commit with mutations
-     * or write conflict ranges fails with RL_E_READ_ONLY_DATABASE; reads work as usual. Read
-     * only when size covers it (docs/file-format.md, Recovery). */
+    /* 1: open read-only. file: recovers into memory without creating, writing, renaming,
+     * truncating or deleting any file; a damaged log tail is ignored and reported in the status,
+     * not moved aside. The memory engine's readers take no lock: they open beside a writer in
+     * another process (or this one) without blocking it, and each keeps the consistent state it
+     * recovered — the versions the writer had written to its log by then (docs/file-format.md,
+     * Read-only opening). The ssd engine's readers exclude a writer and are excluded by one
+     * (RL_E_DATABASE_LOCKED_BY_PROCESS). A commit with mutations or write conflict ranges fails
+     * with RL_E_READ_ONLY_DATABASE; reads work as usual. Read only when size covers it. */
     int read_only;
     /* cluster: the storage-to-storage strategy of mapped ranges whose request names none
      * (rl_secondary_strategy; the URL's ?secondary=individual|grouped overrides it). Other
@@ -207,13 +210,8 @@ RL_API void rl_db_close(rl_db *db);
 /* rl_db_status_json — a JSON object describing the database (versions, sizes, log and checkpoint
  * state). [out] out: heap string, free with rl_free. RL_OK or RL_E_OUT_OF_MEMORY. */
 RL_API int rl_db_status_json(rl_db *db, char **out);
-/* rl_last_error_detail — a thread-local message with details of the last failure of rl_db_open
- * in this thread (file names, offsets), or "" if none. Valid until the next rl_db_open call in
- * this thread. The only per-thread detail of the library: rl_db_open has no handle to leave it on
- * (every other call's detail is on a handle: reclayer/error.h). */
-RL_API const char *rl_last_error_detail(void);
-/* rl_free — free memory the library handed to the caller (rl_db_status_json, …). NULL ok. */
-RL_API void rl_free(void *p);
+/* rl_last_error_detail (the detail of a failed rl_db_open) is in reclayer/error.h, rl_free (for
+ * what the library hands out) in reclayer/alloc.h. */
 
 /* rl_db_run — the retry loop: begin a transaction, call fn(txn, ctx), commit; on a retryable
  * error (fn's or commit's) wait with backoff (rl_txn_on_error) and run again. Returns RL_OK after a
@@ -281,8 +279,9 @@ RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl
 
 /* Writes. RL_OK, or: RL_E_KEY_TOO_LARGE, RL_E_VALUE_TOO_LARGE, RL_E_SYSTEM_KEY_WRITE (a \xff key
  * without RL_TXN_OPT_ACCESS_SYSTEM_KEYS), RL_E_KEY_OUTSIDE_LEGAL_RANGE (a key, or a clear range's
- * end, above "\xff\xff": the special-key space, which reads refuse too), RL_E_TRANSACTION_TOO_LARGE, RL_E_USED_DURING_COMMIT,
- * RL_E_INVERTED_RANGE, RL_E_INVALID_MUTATION_TYPE. A failed write changes nothing. */
+ * end, above "\xff\xff": the special-key space, which reads refuse too), RL_E_USED_DURING_COMMIT,
+ * RL_E_INVERTED_RANGE, RL_E_INVALID_MUTATION_TYPE. A failed write changes nothing. Writes (and
+ * reads) never fail for the transaction's size: the commit does (rl_txn_commit). */
 RL_API int rl_txn_set(rl_txn *txn, const void *key, size_t key_len, const void *value, size_t value_len);
 RL_API int rl_txn_clear(rl_txn *txn, const void *key, size_t key_len);
 RL_API int rl_txn_clear_range(rl_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len);
@@ -297,7 +296,9 @@ RL_API int rl_txn_add_conflict_range(rl_txn *txn, const void *begin, size_t begi
  * is durable; not_committed (1020) on a conflict; transaction_too_old (1007); commit_unknown_result
  * (1021) when the log failed while writing this commit (it may or may not survive a restart);
  * after such a failure the database is poisoned and later commits fail with io_error, no_space or
- * out_of_memory; transaction_too_large, transaction_timed_out, transaction_cancelled;
+ * out_of_memory; transaction_too_large (2101) when what it would send — the mutations' keys and
+ * values plus the read and write conflict ranges, coalesced — passes RL_TXN_OPT_SIZE_LIMIT (default
+ * RL_TXN_SIZE_LIMIT), checked here only, as FoundationDB does; transaction_timed_out, transaction_cancelled;
  * read_only_database (3008) for a transaction with writes on a database opened read-only. The
  * first three (and 1021) are retryable through rl_txn_on_error. */
 RL_API rl_future *rl_txn_commit(rl_txn *txn);

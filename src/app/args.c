@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "reclayer/error.h"
+#include "reclayer/version.h"
 
 #define QUOTE_MAX 48   /* bytes of a value shown in a message */
 #define HELP_WIDTH 100 /* help lines wrap here */
@@ -425,6 +426,7 @@ void rl__args_help(const rl__args_cmd *cmd, const rl__args_cmd *parent, FILE *f)
     fprintf(f, "\noptions:\n");
     print_arg_rows(f, cmd->opts, 0);
     fprintf(f, "  %-*s%s\n", HELP_COL - 2, "--help, -h", "print this help and exit");
+    fprintf(f, "  %-*s%s\n", HELP_COL - 2, "--version", "print the version (release and git revision) and exit");
     if (parent && parent->opts && parent->opts[0].name) {
         fprintf(f, "\noptions of %s:\n", parent->name);
         print_arg_rows(f, parent->opts, 0);
@@ -654,6 +656,10 @@ int rl__args_parse_to(const rl__args_cmd *cmd, int argc, char **argv, FILE *out,
             only_pos = 1;
         } else if (!only_pos && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
             rl__args_help(ps.cur, ps.cur != ps.root ? ps.root : NULL, out);
+            *out_code = RL_ARGS_HELP;
+            return 1;
+        } else if (!only_pos && !strcmp(a, "--version")) {
+            fprintf(out, "%s\n", rl_version_string());
             *out_code = RL_ARGS_HELP;
             return 1;
         } else if (!only_pos && !strncmp(a, "--", 2)) {

@@ -64,7 +64,7 @@
 #include "base/errdetail.h"
 
 /* Exit codes of the tools. */
-#define RL_ARGS_HELP 0  /* --help printed */
+#define RL_ARGS_HELP 0  /* --help (or --version) printed */
 #define RL_ARGS_USAGE 2 /* a usage error was printed */
 
 /* Value kinds; the type of *dest is given for each. */

@@ -108,3 +108,5 @@ int rl__grow(void *pp, size_t *cap, size_t need, size_t elem, size_t min_cap) {
     *cap = n;
     return RL_OK;
 }
+
+void rl_free(void *p) { rl__free(p); }

@@ -76,4 +76,9 @@ unsigned rl__errdetail_mark(const rl__errdetail *d);
  * "<what>: <rl_error_message(rc)>". Returns rc. */
 int rl__errdetail_finish(rl__errdetail *d, unsigned mark, int rc, const char *what);
 
+/* The calling thread's detail, for the public calls that have no handle (rl_db_open, the tuple
+ * functions of reclayer/tuple.h): they clear it when they start and set it when they fail;
+ * rl_last_error_detail reads it (src/base/error.c). Never NULL. */
+rl__errdetail *rl__thread_detail(void);
+
 #endif

@@ -1,6 +1,8 @@
 /* error.c — lookups into the one error table (include/reclayer/error.h). */
 #include "reclayer/error.h"
 
+#include "base/errdetail.h"
+
 typedef struct {
     int code;
     const char *name;
@@ -44,3 +46,11 @@ int rl_error_is_known(int rc) { return rc == RL_OK || find(rc) != NULL; }
 int rl_error_count(void) { return TABLE_N; }
 
 int rl_error_at(int i) { return (i >= 0 && i < TABLE_N) ? table[i].code : -1; }
+
+/* The calls without a handle to leave their detail on (rl_db_open, the tuple functions of
+ * reclayer/tuple.h) leave it here, one per thread (zeroed: "" and no mutex). */
+static _Thread_local rl__errdetail thread_detail;
+
+rl__errdetail *rl__thread_detail(void) { return &thread_detail; }
+
+const char *rl_last_error_detail(void) { return rl__errdetail_get(&thread_detail); }

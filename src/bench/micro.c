@@ -26,6 +26,13 @@ static const char *wunits[W_COUNT] = {"ns/read", "ns/range", "ns/op", "ns/commit
 
 #define POINT_BATCH 1000
 #define RANGE_ROWS 1000
+/* The write-path growth check: set and clear_range calls in one uncommitted transaction on mem:,
+ * at a small and a large count (random 16-byte keys); the figure is ns per call at each count,
+ * and the growth is their ratio (O(log n) per call keeps it near 1; a linear cost per call makes
+ * it ~100). */
+#define TXN_WRITES "txn-writes"
+#define TXN_SMALL 1000
+#define TXN_LARGE 100000
 
 typedef struct sys sys;
 struct sys {
@@ -588,8 +595,9 @@ int rl__bench_micro_check(const rl__micro_options *o, rl__errdetail *err) {
     if (o->only) {
         for (int w = 0; w < W_COUNT; w++)
             if (!strcmp(o->only, wnames[w])) return RL_OK;
-        rl__errdetail_set(err, "--only: '%.64s' is not a workload (%s, %s, %s, %s)", o->only, wnames[0], wnames[1],
-                          wnames[2], wnames[3]);
+        if (!strcmp(o->only, TXN_WRITES)) return RL_OK;
+        rl__errdetail_set(err, "--only: '%.64s' is not a workload (%s, %s, %s, %s, %s)", o->only, wnames[0], wnames[1],
+                          wnames[2], wnames[3], TXN_WRITES);
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
@@ -620,6 +628,58 @@ static void print_ratio(FILE *out, const char *label, const sys *a, const sys *b
         fprintf(out, "  %s = %.2f", label,
                 median(a->samples[w], a->n_samples[w]) / median(b->samples[w], b->n_samples[w]));
     else fprintf(out, "  %s = n/a", label);
+}
+
+/* ns per call of n set (clear_range: 0) calls with random keys in one fresh transaction of db. */
+static int txn_writes_once(rl_db *db, int clear_range, int n, uint64_t *rng, double *out_ns) {
+    rl_txn *t;
+    int rc = rl_txn_begin(db, &t);
+    if (rc) return rc;
+    uint64_t t0 = rl__clock_mono_ns();
+    for (int i = 0; i < n && rc == RL_OK; i++) {
+        uint8_t k[17];
+        uint64_t a = rnd(rng), b = rnd(rng);
+        memcpy(k, &a, 8);
+        memcpy(k + 8, &b, 8);
+        k[0] = 't'; /* below the system keys */
+        if (clear_range) {
+            k[16] = 0; /* [k, k + "\x00"): FoundationDB's clear of one key as a range */
+            rc = rl_txn_clear_range(t, k, 16, k, 17);
+        } else {
+            rc = rl_txn_set(t, k, 16, "vvvv", 4);
+        }
+    }
+    *out_ns = (double)(rl__clock_mono_ns() - t0) / n;
+    rl_txn_free(t);
+    return rc;
+}
+
+/* The txn-writes table: per operation, ns per call at TXN_SMALL and TXN_LARGE and the growth. */
+static int txn_writes(const rl__micro_options *o, FILE *out, rl_buf *json, uint64_t *rng) {
+    static const char *ops[2] = {"set", "clear_range"};
+    static const int counts[2] = {TXN_SMALL, TXN_LARGE};
+    double ns[2][2][RL__MICRO_REPEATS_MAX];
+    rl_db *db;
+    int rc = rl_db_open("mem:", NULL, &db);
+    if (rc) return rc;
+    for (int r = 0; r < o->repeats && rc == RL_OK; r++)
+        for (int op = 0; op < 2 && rc == RL_OK; op++)
+            for (int c = 0; c < 2 && rc == RL_OK; c++) rc = txn_writes_once(db, op, counts[c], rng, &ns[op][c][r]);
+    rl_db_close(db);
+    if (rc) return rc;
+    fprintf(out, "\n%-12s %-10s %14s %14s %10s   (one transaction on mem:, random 16-byte keys)\n", TXN_WRITES, "unit",
+            "at 1,000", "at 100,000", "growth");
+    if (json) rl__buf_printf(json, ",\"%s\":[", TXN_WRITES);
+    for (int op = 0; op < 2; op++) {
+        double small = median(ns[op][0], o->repeats), large = median(ns[op][1], o->repeats);
+        fprintf(out, "%-12s %-10s %14.1f %14.1f %9.2fx\n", ops[op], "ns/call", small, large, large / small);
+        if (json)
+            rl__buf_printf(json,
+                           "%s{\"op\":\"%s\",\"ns_per_call_1000\":%.1f,\"ns_per_call_100000\":%.1f,\"growth\":%.3f}",
+                           op ? "," : "", ops[op], small, large, large / small);
+    }
+    if (json) rl__buf_append_str(json, "]");
+    return RL_OK;
 }
 
 int rl__bench_micro_run(const rl__micro_options *o, FILE *out, rl_buf *json) {
@@ -726,7 +786,15 @@ int rl__bench_micro_run(const rl__micro_options *o, FILE *out, rl_buf *json) {
             fprintf(out, "failed: %s in %s: %s (%s)\n", systems[i].name,
                     systems[i].err_w < 0 ? "setup" : wnames[systems[i].err_w], rl_error_name(systems[i].err),
                     rl_error_message(systems[i].err));
-    if (json) rl__buf_append_str(json, "]}");
+    if (json) rl__buf_append_str(json, "]");
+    if (!o->only || !strcmp(o->only, TXN_WRITES)) {
+        int e = txn_writes(o, out, json, &rng);
+        if (e) {
+            fprintf(stderr, "micro: %s failed: %s\n", TXN_WRITES, rl_error_name(e));
+            rc = rc ? rc : e;
+        }
+    }
+    if (json) rl__buf_append_str(json, "}");
     for (int i = 0; i < ns; i++) systems[i].teardown(&systems[i]);
     if (rl__bench_scratch_remove(oo.dir, &msg)) {
         fprintf(stderr, "micro: %s\n", rl__errdetail_get(&msg));

@@ -1,6 +1,6 @@
 /* report_manifest.c — the campaign's manifest.json: what ran, on what, from which source:
  *
- *   {"format", "protocol" (the canonical protocol), "protocol_source", "protocol_sha256" (set by the
+ *   {"format", "reclayer" (rl_version_string: release and git revision), "protocol" (the canonical protocol), "protocol_source", "protocol_sha256" (set by the
  *    runner), "command": [argv...], "binaries": [{"name", "path", "sha256"}] (rlbench, and rl and
  *    rlkvd beside it when present), "machine": {"cpu_model", "cores", "memory_bytes", "kernel"},
  *    "libraries": {"sqlite", "jansson", "protobuf_c", "xxhash", "compiler", "build"},
@@ -21,6 +21,7 @@
 #include "base/sha256.h"
 #include "bench/campaign_int.h"
 #include "bench/campaign_proc.h"
+#include "reclayer/version.h"
 
 /* Run git with args in dir; its stdout (trimmed) into out. RL_OK when it exited 0. */
 static int git(const char *dir, const char *a1, const char *a2, const char *a3, rl_buf *out) {
@@ -63,6 +64,7 @@ int rl__camp_manifest(const rl__camp_run_options *o, const char *self_exe, json_
     rl__camp_protocol_print(o->protocol, &ptext);
     json_t *m = json_object();
     json_object_set_new(m, "format", json_string("reclayer-campaign-manifest/1"));
+    json_object_set_new(m, "reclayer", json_string(rl_version_string())); /* what --version prints */
     json_object_set_new(m, "protocol", json_loadb(rl__camp_str(&ptext), ptext.len, 0, NULL));
     json_object_set_new(m, "protocol_source", json_string(o->protocol_source ? o->protocol_source : ""));
     json_t *cmd = json_array();

@@ -28,13 +28,16 @@
  *   4. Every wait is bounded: the loop wakes at least once a second to re-check its state.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/sync.h"
 #include "fdbc/fdbc.h"
+#include "reclayer/version.h"
 
 typedef struct hook {
     void (*fn)(void *);
@@ -84,9 +87,18 @@ void fdbc_post(fdbc_task *t) {
 
 FDBC_API int fdb_get_max_api_version(void) { return FDBC_MAX_API_VERSION; }
 
-/* FoundationDB's release, source version and protocol version; the source field names this
- * library so that a program can tell it from FoundationDB's own client. */
-FDBC_API const char *fdb_get_client_version(void) { return "7.3.0,reclayer-libfdb_c,fdb00b073000000"; }
+/* FoundationDB's release, source version and protocol version. The source field is reclayer's
+ * build name (rl_version_string, what `rl --version` prints) so that a program can tell this
+ * library from FoundationDB's own client, and which reclayer it is. */
+static char client_version[160];
+static pthread_once_t client_version_once = PTHREAD_ONCE_INIT;
+static void client_version_init(void) {
+    snprintf(client_version, sizeof client_version, "7.3.0,%s,fdb00b073000000", rl_version_string());
+}
+FDBC_API const char *fdb_get_client_version(void) {
+    pthread_once(&client_version_once, client_version_init);
+    return client_version;
+}
 
 /* Select the API version (once per process). runtime_version is what the program asks for,
  * header_version the version of the header it was compiled with (FoundationDB's checks, in

@@ -29,8 +29,6 @@
 #include "kv/kv_int.h"
 #include "kv/kv_stats.h"
 
-static _Thread_local rl__errdetail last_detail; /* zeroed: "" and no mutex */
-
 int rl__kv_file_url(const char *rest, const rl_db_options *opts, char **out_dir, rl_db_options *out_opts,
                     rl__errdetail *err) {
     const char *q = strchr(rest, '?');
@@ -82,13 +80,9 @@ static void set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static void set_detail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    rl__errdetail_vset(&last_detail, fmt, ap);
+    rl__errdetail_vset(rl__thread_detail(), fmt, ap);
     va_end(ap);
 }
-
-const char *rl_last_error_detail(void) { return rl__errdetail_get(&last_detail); }
-
-void rl_free(void *p) { rl__free(p); }
 
 /* Open the backend named by url; see the file comment. On failure *out is NULL and the detail
  * message is set. */
@@ -98,7 +92,7 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
     char *fdir = NULL; /* file:: the directory without its ?engine= */
     rl__errdetail msg;
     rl__errdetail_init(&msg, NULL);
-    rl__errdetail_init(&last_detail, NULL); /* valid until the next rl_db_open (kv.h) */
+    rl__errdetail_init(rl__thread_detail(), NULL); /* valid until the next rl_db_open (kv.h) */
     if (!out) return RL_E_INVALID_ARGUMENT;
     *out = NULL;
     if (!url) {

@@ -142,32 +142,60 @@ typedef struct {
     uint32_t begin_len, end_len;
 } rl__wm_range;
 
-/* The write map: point entries sorted by key, plus sorted disjoint cleared ranges. A point entry
+/* A skip list of nodes ordered by key (ryw.c): O(log n) expected search, insert and delete, O(1)
+ * next and previous. Nodes live in an arena; the list itself holds no heap memory. */
+#define RL__SL_MAX 20
+typedef struct rl__sl_node {
+    uint64_t kpre;      /* the key's first 8 bytes, big-endian, zero-padded: most comparisons
+                         * end here, without touching the key's bytes */
+    const uint8_t *key; /* the sort key (a point's key, a cleared range's begin) */
+    uint32_t key_len;
+    uint32_t level;            /* 1..RL__SL_MAX */
+    struct rl__sl_node *prev;  /* level 0, backwards */
+    struct rl__sl_node **next; /* level entries, allocated with the node */
+} rl__sl_node;
+typedef struct {
+    rl__sl_node *head[RL__SL_MAX]; /* first node at each level */
+    rl__sl_node *last;
+    size_t n;
+    uint32_t levels; /* levels in use */
+} rl__skiplist;
+
+/* The write map: point entries by key, plus disjoint cleared ranges (merged when they touch),
+ * each a skip list, so a write costs O(log n) in the writes already made. A point entry
  * overrides a cleared range; a key in a cleared range without a point entry is absent. */
 typedef struct {
-    rl__wm_point *pts; /* heap array, sorted, unique keys */
-    size_t n_pts, cap_pts;
-    rl__wm_range *clears; /* heap array, sorted, disjoint, non-adjacent-merged */
-    size_t n_clears, cap_clears;
-    rl_arena *arena; /* the transaction's arena (borrowed) */
+    rl__skiplist pts, clears;
+    rl_arena *arena; /* where nodes, keys, values and operands go (the txn arena; a copy's own) */
+    uint64_t rng;    /* node levels */
 } rl__wmap;
 
 void rl__wmap_init(rl__wmap *w, rl_arena *a);
 void rl__wmap_release(rl__wmap *w);
 /* Forget every entry (the arena is reset by the caller). */
 void rl__wmap_reset(rl__wmap *w);
+/* 1 when the map holds no point and no cleared range. */
+int rl__wmap_empty(const rl__wmap *w);
 int rl__wmap_set(rl__wmap *w, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl);
 int rl__wmap_clear(rl__wmap *w, const uint8_t *k, uint32_t kl);
 int rl__wmap_clear_range(rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
 /* Stack or apply an atomic op (type: rl__mutation_type, never SET_VERSIONSTAMPED_KEY). */
 int rl__wmap_atomic(rl__wmap *w, const uint8_t *k, uint32_t kl, int type, const uint8_t *p, uint32_t pl);
-/* Index of the first point with key >= k. */
-size_t rl__wmap_lower(const rl__wmap *w, const uint8_t *k, uint32_t kl);
+/* The point entry of k, or NULL. */
+const rl__wm_point *rl__wmap_find(const rl__wmap *w, const uint8_t *k, uint32_t kl);
+/* The first point entry with key >= k, or NULL. */
+const rl__wm_point *rl__wmap_seek(const rl__wmap *w, const uint8_t *k, uint32_t kl);
+/* The last point entry with key < k, or NULL. */
+const rl__wm_point *rl__wmap_seek_before(const rl__wmap *w, const uint8_t *k, uint32_t kl);
+/* The point entries after and before p (a point of the same map), or NULL. */
+const rl__wm_point *rl__wmap_next(const rl__wm_point *p);
+const rl__wm_point *rl__wmap_prev(const rl__wm_point *p);
 /* 1 if k lies in a cleared range. */
 int rl__wmap_in_clear(const rl__wmap *w, const uint8_t *k, uint32_t kl);
 /* 1 if [b, e) contains a point entry or meets a cleared range. */
 int rl__wmap_overlaps(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
-/* Copy the part of w that a read of [b, e) sees (e NULL: to the end) into arena a (ryw.c). */
+/* Copy the part of w that a read of [b, e) sees (e NULL: to the end) into a map whose nodes live
+ * in arena a (ryw.c); the copy is only read. */
 int rl__wmap_copy_slice(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el, rl_arena *a,
                         rl__wmap *out);
 /* The value of point p over a stored base (present/base): applies its ops. Result in arena a.

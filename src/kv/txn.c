@@ -345,7 +345,7 @@ static int check_write(rl_txn *t, const void *key, size_t key_len, size_t value_
          * so a write is refused as reads of it are (invariant 5). */
         if (key_len >= 2 && ((const uint8_t *)key)[1] == 0xff) return RL_E_KEY_OUTSIDE_LEGAL_RANGE;
     }
-    if (t->size + extra > (size_t)t->size_limit) return RL_E_TRANSACTION_TOO_LARGE;
+    (void)extra; /* the size limit is checked at commit, as FoundationDB does (txn_op.c) */
     return RL_OK;
 }
 
@@ -498,7 +498,6 @@ static int do_add_conflict_range(rl_txn *t, const void *begin, size_t begin_len,
     int c = kcmp(begin, (uint32_t)begin_len, end, (uint32_t)end_len);
     if (c > 0) return RL_E_INVERTED_RANGE;
     if (c == 0) return RL_OK;
-    if (t->size + begin_len + end_len > (size_t)t->size_limit) return RL_E_TRANSACTION_TOO_LARGE;
     return range_add(t, type == RL_CONFLICT_READ ? &t->reads : &t->writes, begin, (uint32_t)begin_len, end,
                      (uint32_t)end_len);
 }

@@ -52,6 +52,7 @@
  *      such as the query cursor reuse their buffers at once.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -339,6 +340,11 @@ static void mr_request(txn_op *op, mrange *m) {
     m->batch = m->batch < 4096 ? m->batch * 2 : m->batch;
 }
 
+/* 1 if the write map's point p lies in [b, e). */
+static int pt_within(const rl__wm_point *p, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
+    return kcmp(p->key, p->key_len, b, bl) >= 0 && kcmp(p->key, p->key_len, e, el) < 0;
+}
+
 /* Merge the rows of the batch just read (op->r) into m. *out_again: another batch is needed
  * (set up in op->r). */
 static int mr_merge(txn_op *op, mrange *m, int *out_again) {
@@ -361,13 +367,12 @@ static int mr_merge(txn_op *op, mrange *m, int *out_again) {
             wbl = last->key_len;
         }
     }
-    size_t pb = rl__wmap_lower(wm, wb, wbl), pe = rl__wmap_lower(wm, we, wel);
+    /* p walks the write map's points in [wb, we), in the read's direction. */
+    const rl__wm_point *p = m->reverse ? rl__wmap_seek_before(wm, we, wel) : rl__wmap_seek(wm, wb, wbl);
+    if (p && !pt_within(p, wb, wbl, we, wel)) p = NULL;
     int i = 0, over = 0;
-    size_t j = 0, np = pe - pb;
-    while (!over && (i < n || j < np)) {
-        const rl__wm_point *p = NULL;
+    while (!over && (i < n || p)) {
         const rl_keyvalue *r = NULL;
-        if (j < np) p = &wm->pts[m->reverse ? pe - 1 - j : pb + j];
         if (i < n) r = &rows[i];
         int c;
         if (p && r) {
@@ -383,7 +388,6 @@ static int mr_merge(txn_op *op, mrange *m, int *out_again) {
             if (c == 0) rc = rl__wmap_resolve(p, 1, r->value, r->value_len, a, &present, &v, &vl);
             else rc = rl__wmap_resolve(p, 0, NULL, 0, a, &present, &v, &vl);
             if (rc) return rc;
-            j++;
             if (c == 0) i++;
             if (present) {
                 const uint8_t *kc = rl__arena_memdup(a, p->key, p->key_len);
@@ -391,6 +395,8 @@ static int mr_merge(txn_op *op, mrange *m, int *out_again) {
                 if (!kc || (!vc && vl)) return RL_E_OUT_OF_MEMORY;
                 over = mr_offer(m, kc, p->key_len, vc, vl, &rc);
             }
+            p = m->reverse ? rl__wmap_prev(p) : rl__wmap_next(p);
+            if (p && !pt_within(p, wb, wbl, we, wel)) p = NULL;
         } else {
             i++;
             if (!rl__wmap_in_clear(wm, r->key, r->key_len))
@@ -774,6 +780,39 @@ static int step_mapped(txn_op *op) {
 }
 
 /* The commit: wait for the reads in flight, send, take the outcome. */
+static int range_cmp(const void *a, const void *b) {
+    const rl__keyrange *x = a, *y = b;
+    int c = kcmp(x->begin, x->begin_len, y->begin, y->begin_len);
+    return c ? c : kcmp(x->end, x->end_len, y->end, y->end_len);
+}
+
+/* Sort the ranges of l and merge those that overlap or touch, in place (the bytes stay where they
+ * are, in the transaction's arena). Returns the key bytes of what is left. */
+static size_t coalesce(rl__rangelist *l) {
+    if (l->n > 1) qsort(l->v, l->n, sizeof *l->v, range_cmp);
+    size_t out = 0, bytes = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        rl__keyrange *r = &l->v[i];
+        if (out > 0 && kcmp(r->begin, r->begin_len, l->v[out - 1].end, l->v[out - 1].end_len) <= 0) {
+            rl__keyrange *p = &l->v[out - 1];
+            if (kcmp(r->end, r->end_len, p->end, p->end_len) > 0) p->end = r->end, p->end_len = r->end_len;
+        } else {
+            l->v[out++] = *r;
+        }
+    }
+    l->n = out;
+    for (size_t i = 0; i < out; i++) bytes += (size_t)l->v[i].begin_len + l->v[i].end_len;
+    return bytes;
+}
+
+/* What the commit sends, sized as FoundationDB sizes a transaction at commit (and only then):
+ * the mutations' keys and values plus the conflict ranges, coalesced. */
+static size_t committed_size(rl_txn *t) {
+    size_t n = coalesce(&t->reads) + coalesce(&t->writes);
+    for (size_t i = 0; i < t->n_muts; i++) n += (size_t)t->muts[i].len1 + t->muts[i].len2;
+    return n;
+}
+
 static int step_commit(txn_op *op) {
     rl_txn *t = op->t;
     if (op->stage == 0) {
@@ -791,6 +830,14 @@ static int step_commit(txn_op *op) {
                 t->commit_error = RL_E_TRANSACTION_TIMED_OUT;
             }
             op->io_err = RL_E_TRANSACTION_TIMED_OUT;
+            return STEP_DONE;
+        }
+        if (committed_size(t) > (size_t)t->size_limit) { /* the only place the limit is checked */
+            if (op->gen == t->gen) {
+                t->committing = 0;
+                t->commit_error = RL_E_TRANSACTION_TOO_LARGE;
+            }
+            op->io_err = RL_E_TRANSACTION_TOO_LARGE;
             return STEP_DONE;
         }
         op->stage = 1;
@@ -1187,7 +1234,7 @@ static void stack_op(txn_op *op, rl_txn *t, rl_future *f, int kind) {
 /* ---- The API ------------------------------------------------------------------------------ */
 
 /* The write map can change what a read sees (read your writes on, and something written). */
-static int has_writes(const rl_txn *t) { return !t->ryw_disabled && (t->wm.n_pts > 0 || t->wm.n_clears > 0); }
+static int has_writes(const rl_txn *t) { return !t->ryw_disabled && !rl__wmap_empty(&t->wm); }
 
 rl_future *rl_txn_get_read_version(rl_txn *t) {
     if (!t) return rl__future_error(RL_FUT_INT64, RL_E_INVALID_ARGUMENT);
@@ -1221,9 +1268,7 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     if (key_len > RL_KEY_SIZE_LIMIT) goto now; /* nothing can be stored there */
     const rl__wm_point *p = NULL;
     if (has_writes(t)) {
-        size_t i = rl__wmap_lower(&t->wm, key, (uint32_t)key_len);
-        if (i < t->wm.n_pts && kcmp(t->wm.pts[i].key, t->wm.pts[i].key_len, key, (uint32_t)key_len) == 0)
-            p = &t->wm.pts[i];
+        p = rl__wmap_find(&t->wm, key, (uint32_t)key_len);
         if (p && p->kind == WM_UNREADABLE) {
             rc = RL_E_ACCESSED_UNREADABLE;
             goto now;
@@ -1284,12 +1329,16 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     op->key_len = (uint32_t)key_len;
     op->snapshot = (flags & RL_SNAPSHOT) != 0;
     if (p && t->is_async) { /* the atomic ops as they are now (the file comment) */
-        rl__wmap one = {0};
-        if (rl__wmap_copy_slice(&t->wm, p->key, p->key_len, NULL, 0, &f->arena, &one) || one.n_pts == 0) {
+        rl__wmap one;
+        const rl__wm_point *q = NULL;
+        const uint8_t *after = rl__arena_key_after(&f->arena, p->key, p->key_len); /* [key, key + \0) */
+        if (after && rl__wmap_copy_slice(&t->wm, p->key, p->key_len, after, p->key_len + 1, &f->arena, &one) == RL_OK)
+            q = rl__wmap_seek(&one, p->key, p->key_len);
+        if (!q) {
             rc = RL_E_OUT_OF_MEMORY;
             goto now;
         }
-        op->pt_copy = one.pts[0];
+        op->pt_copy = *q;
         p = &op->pt_copy;
     }
     op->pt = p;
@@ -1505,7 +1554,6 @@ rl_future *rl_txn_commit(rl_txn *t) {
         t->committed_version = -1;
         rc = RL_E_NO_COMMIT_VERSION; /* for the versionstamp; the commit itself succeeds */
     }
-    if (rc == RL_OK && t->size > (size_t)t->size_limit) rc = RL_E_TRANSACTION_TOO_LARGE;
     txn_op *op = rc ? NULL : op_new(t, f, OP_COMMIT);
     if (rc == RL_OK && !op) rc = RL_E_OUT_OF_MEMORY;
     if (rc) {

@@ -3,9 +3,10 @@
  * docs/file-format.md.
  *
  * Directory contents:
- *   LOCK                     flock()ed for the life of the handle: exclusively by a writer (a
- *                            second open fails with RL_E_DATABASE_LOCKED_BY_PROCESS, even from
- *                            the same process), shared by read-only handles (they coexist)
+ *   LOCK                     flock()ed exclusively by a writer for the life of its handle (a
+ *                            second writer fails with RL_E_DATABASE_LOCKED_BY_PROCESS, even from
+ *                            the same process); read-only handles take no lock (Readers, below);
+ *                            the ssd engine's read-only handles share it (ssd.c)
  *   ckpt-SSSSSSSSSSSSSSSS    checkpoint number S (16 lower-case hex digits): the whole state at
  *                            one version; absent before the first checkpoint (S = 0 is empty)
  *   log-SSSSSSSSSSSSSSSS     the log that follows checkpoint S: records of versions after it
@@ -47,7 +48,7 @@
  *       files older than the newest checkpoint are deleted only by the next checkpoint, after
  *       ckpt-(S+1) is durable (remove_older); a writable open removes ckpt-(S+1).tmp only after
  *       ckpt-S and log-S were verified (a .tmp is never state: the rename is the commit point).
- *   R2. A read-only open changes no file at all (it creates LOCK only if LOCK is missing).
+ *   R2. A read-only open changes no file at all (not even LOCK).
  *   R3. Any refusal leaves every file as it was, and its message names the file.
  *   R4. The bytes of a discarded log tail are never destroyed: a writable open copies them to a
  *       side file (fsynced, directory fsynced) before it truncates the log.
@@ -78,10 +79,20 @@
  *   5. Writable only: remove ckpt-(S+1).tmp; open log-S for appending (creating it); fsync dir.
  *      Any other ckpt-T.tmp does not fit the protocol: it is left in place with a warning.
  *
- * Read-only handles (rl__storage_options.read_only): steps 1–4 with a shared lock and no file
- * changed; rl__storage_apply and rl__storage_checkpoint return RL_E_READ_ONLY_DATABASE,
- * rl__storage_sync succeeds (nothing to sync). The recovered state lives in memory; the files
- * are not read again after open.
+ * Readers (rl__storage_options.read_only): steps 1–4 with no lock and no file changed, so a
+ * reader never blocks or waits for a writer, in this process or another, and never changes what
+ * it sees; rl__storage_apply and rl__storage_checkpoint return RL_E_READ_ONLY_DATABASE,
+ * rl__storage_sync succeeds (nothing to sync). The recovered state lives in memory; the files are
+ * not read again after open, so the handle keeps the snapshot it opened, whatever the writer does
+ * next. What a reader beside a live writer sees is a consistent state: checkpoint S plus a prefix
+ * of log-S, cut at a record boundary (a record the writer is appending reads as a torn or
+ * bad-checksum tail and ends the log, left in place). It is the newest state whose log bytes the
+ * writer had written when the reader read them — versions applied and written, including any
+ * whose fsync is still running (so possibly not yet acknowledged to their committer). A
+ * checkpoint the writer completes during the open can delete ckpt-S or log-S under the reader:
+ * the open compares the newest checkpoint before and after and, when it changed, starts over
+ * (st->f.raced; rl__storage_open tries up to 16 times, and the last attempt's state, consistent
+ * but maybe older, is kept).
  *
  * Errors while writing. Every file call goes through storage/os.h (so that tests/fault/storage
  * can fail the Nth open, read, write, fsync, rename, ftruncate or unlink). A
@@ -101,6 +112,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -236,6 +248,19 @@ const char *rl__storage_tail_name(int kind) {
  * off (rl__wal_cut_tail), so that new records follow the last good one. Read-only leaves the
  * file as it is. Returns RL_OK, or the error of a failed save or truncate (err says which;
  * the log then still holds every byte, or the side file does). */
+
+/* Whether a writer holds the directory's LOCK right now (a reader probes it without keeping it:
+ * a shared flock that fails means an exclusive one is held). No LOCK file: no writer. */
+static int writer_holds_lock(rl__storage *st) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/LOCK", st->f.dir);
+    int fd = rl__os_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd); /* releases the probe's lock, if it got one */
+    return held;
+}
+
 static int discard_tail(rl__storage *st, const char *path, size_t off, const uint8_t *p, size_t n, rl__errdetail *err) {
     char *side = NULL;
     int rc;
@@ -243,8 +268,8 @@ static int discard_tail(rl__storage *st, const char *path, size_t off, const uin
     st->f.tail_offset = off;
     st->f.tail_bytes = n;
     if (!(st->f.tail_log = rl__strdup(path))) return RL_E_OUT_OF_MEMORY;
-    if (st->read_only) {
-        rl__log(RL_LOG_WARN,
+    if (st->read_only) { /* a live writer may be appending it right now (Readers): then say it quietly */
+        rl__log(writer_holds_lock(st) ? RL_LOG_INFO : RL_LOG_WARN,
                 "log %s: the record at byte offset %zu is %s; recovery ends the log before it and "
                 "leaves the %zu bytes from there in place (read-only open)",
                 path, off, rl__wal_tail_words(st->f.tail_kind), n);
@@ -386,8 +411,12 @@ static int scan_dir(rl__storage *st, dir_scan *out, rl__errdetail *err) {
  * coexist; a writer excludes everyone). A read-only open creates LOCK only when it is missing. */
 static int take_lock(rl__storage *st, rl__errdetail *err) {
     char path[4096];
+    if (st->f.lockless) return RL_OK; /* a reader of the memory engine (Readers, above) */
     snprintf(path, sizeof path, "%s/LOCK", st->f.dir);
-    return rl__os_lock_file(path, st->read_only, WHO, st->read_only ? "another handle that writes" : "another handle",
+    return rl__os_lock_file(path, st->read_only, WHO,
+                            st->read_only ? "another handle that writes (the ssd engine has no readers beside a "
+                                            "writer: its LMDB runs without a reader table)"
+                                          : "another handle",
                             &st->f.lock_fd, err);
 }
 
@@ -506,16 +535,49 @@ int rl__logdir_record_engine(rl__storage *st, const char *name, rl__errdetail *e
     return rc;
 }
 
+/* The newest checkpoint's sequence number (0 without one), or UINT64_MAX when the directory
+ * cannot be listed. */
+static uint64_t newest_checkpoint(rl__storage *st) {
+    dir_scan sc;
+    return scan_dir(st, &sc, NULL) == RL_OK ? sc.best : UINT64_MAX;
+}
+
+static int recover(rl__storage *st, dir_scan *sc, rl__errdetail *err);
+
 /* The memory engine's open: lock, scan, the newest checkpoint, its log. */
 static int memory_open(rl__storage *st, const rl__storage_options *o, rl__errdetail *err) {
     char path[4096];
     dir_scan sc;
     int rc;
+    st->f.lockless = st->read_only;
     if ((rc = rl__logdir_open(st, o, err)) != RL_OK) return rc;
+    if (st->read_only) { /* Readers: recover, and say whether a writer checkpointed meanwhile */
+        uint64_t before = newest_checkpoint(st);
+        rc = recover(st, &sc, err);
+        st->f.raced = newest_checkpoint(st) != before;
+        return rc;
+    }
+    if ((rc = recover(st, &sc, err)) != RL_OK) return rc;
+
+    /* 4. Writable: the state is verified, so the checkpoint an interrupted checkpoint left
+     *    half-written (always ckpt-(S+1).tmp) holds nothing that is not in it: remove it. Then
+     *    open (or create) log-S for appending. */
+    path_of(st, path, sizeof path, "ckpt-", sc.best + 1, ".tmp");
+    if (rl__os_unlink(path) != 0 && errno != ENOENT) io_fail("unlink", path);
+    return rl__logdir_open_log(st, sc.best, err);
+}
+
+/* Steps 1–3 of recovery into the map: the scan, the newest checkpoint, its log. Changes no file
+ * when read-only; *sc: what the scan found. */
+static int recover(rl__storage *st, dir_scan *sc_out, rl__errdetail *err) {
+    char path[4096];
+    dir_scan sc;
+    int rc;
 
     /* 1. Scan (changes nothing). A log above the newest checkpoint needs a checkpoint that is
      *    not there: refuse rather than open an older (or the empty) state. */
     if ((rc = scan_dir(st, &sc, err)) != RL_OK) return rc;
+    *sc_out = sc;
     if (sc.has_orphan_log) {
         rl__errdetail_append(err,
                              "checkpoint %s/ckpt-%016" PRIx64 " is missing: %s/log-%016" PRIx64
@@ -553,15 +615,7 @@ static int memory_open(rl__storage *st, const rl__storage_options *o, rl__errdet
     path_of(st, path, sizeof path, "log-", sc.best, "");
     if ((rc = replay_log(st, path, 0, err)) != RL_OK) return rc;
     st->durable = st->latest;
-    if (st->read_only) return RL_OK;
-
-    /* 4. Writable: the state is verified, so the checkpoint an interrupted checkpoint left
-     *    half-written (always ckpt-(S+1).tmp) holds nothing that is not in it: remove it. Then
-     *    open (or create) log-S for appending. */
-    char tmp[4096];
-    path_of(st, tmp, sizeof tmp, "ckpt-", sc.best + 1, ".tmp");
-    if (rl__os_unlink(tmp) != 0 && errno != ENOENT) io_fail("unlink", tmp);
-    return rl__logdir_open_log(st, sc.best, err);
+    return RL_OK;
 }
 
 void rl__logdir_close(rl__storage *st) {

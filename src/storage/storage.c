@@ -1010,7 +1010,37 @@ void rl__storage_map_release(rl__storage *st) {
     rl__buf_release(&st->base_buf);
 }
 
+static int open_once(const rl__storage_options *opts, rl__storage **out, rl__errdetail *err);
+
+/* How many times a read-only open of the memory engine starts over when a writer in another
+ * process checkpointed while it read (memory.c, Readers). Each attempt reads one checkpoint and
+ * one log; a writer checkpoints every 64 MiB of log by default. */
+#define READER_ATTEMPTS 16
+
 int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl__errdetail *err) {
+    size_t mark = rl__errdetail_len(err);
+    for (int attempt = 1;; attempt++) {
+        rl__storage *st = NULL;
+        int rc = open_once(opts, &st, err); /* st is set on success, and on a raced failure */
+        int raced = st && st->f.raced;
+        if (raced && attempt < READER_ATTEMPTS) { /* a writer checkpointed meanwhile: read again */
+            rl__storage_close(st);
+            rl__errdetail_truncate(err, mark);
+            continue;
+        }
+        if (raced)
+            rl__log(RL_LOG_INFO, "storage: a writer checkpointed during each of %d read-only opens of %s", attempt,
+                    opts->dir);
+        if (rc != RL_OK) {
+            rl__storage_close(st);
+            return rc;
+        }
+        *out = st; /* raced at the last attempt: a consistent state, slightly older than the newest */
+        return RL_OK;
+    }
+}
+
+static int open_once(const rl__storage_options *opts, rl__storage **out, rl__errdetail *err) {
     rl__storage_options def;
     int rc;
     if (!opts) {
@@ -1052,6 +1082,10 @@ int rl__storage_open(const rl__storage_options *opts, rl__storage **out, rl__err
     *out = st;
     return RL_OK;
 fail:
+    if (st->f.raced) { /* a reader that lost a race with a checkpoint: the caller tries again */
+        *out = st;
+        return rc;
+    }
     rl__storage_close(st);
     return rc;
 }

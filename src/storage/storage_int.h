@@ -89,6 +89,8 @@ typedef struct {
     rl__version ckpt_version; /* version of the last checkpoint (ssd: of the last flush) */
     uint64_t checkpoints;     /* checkpoints (ssd: flushes) since open */
     int replaying;            /* recovery: apply without logging */
+    int lockless;             /* a read-only memory handle: takes no lock (memory.c, Readers) */
+    int raced;                /* set by such an open when a writer checkpointed during it */
     /* What recovery found at the end of the log (rl__storage_status.recovery_*). */
     int tail_kind;        /* rl__tail_kind */
     uint64_t tail_offset; /* byte offset of the discarded bytes in tail_log */

@@ -14,7 +14,7 @@
 
 #include "app/args.h"
 #include "app/tool.h"
-#include "tuple/tuple.h"
+#include "reclayer/tuple.h"
 
 typedef struct {
     rl_store *s;
@@ -56,21 +56,25 @@ int rl_cmd_get(int argc, char **argv) {
         fprintf(stderr, "rl get: %s (%d): %s\n", rl_error_name(rc), rc, rl__tool_errmsg(&t));
         return 1;
     }
-    rl_buf k, out;
-    rl__tuple_packer tp;
+    rl_buf out;
     rl_record r = {0};
-    rl__buf_init(&k);
     rl__buf_init(&out);
-    rl__tuple_packer_init(&tp, &k);
-    rl__tuple_pack_int(&tp, id);
-    get_ctx c = {t.s, k.data, k.len, &r};
-    rc = rl_db_run(t.db, get_fn, &c);
+    rl_tuple_builder *k = NULL;
+    const uint8_t *pk = NULL;
+    size_t pk_len = 0;
+    rc = rl_tuple_builder_new(&k);
+    if (!rc) {
+        rl_tuple_add_int(k, id);
+        rc = rl_tuple_builder_result(k, &pk, &pk_len);
+    }
+    get_ctx c = {t.s, pk, pk_len, &r};
+    if (!rc) rc = rl_db_run(t.db, get_fn, &c);
     if (!rc) rc = rl__tool_record_json(&r, &out);
     if (!rc) printf("%s\n", (const char *)out.data);
     else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl get: no record with order_id %lld\n", (long long)id);
     else fprintf(stderr, "rl get: %s (%d): %s %s\n", rl_error_name(rc), rc, rl_error_message(rc), rl_store_errmsg(t.s));
     rl_record_release(&r);
-    rl__buf_release(&k);
+    rl_tuple_builder_free(k);
     rl__buf_release(&out);
     rl__tool_close(&t);
     return rc ? 1 : 0;

@@ -14,7 +14,7 @@
 
 #include "app/args.h"
 #include "app/tool.h"
-#include "tuple/tuple.h"
+#include "reclayer/tuple.h"
 
 typedef struct {
     rl_store *s;
@@ -79,20 +79,23 @@ int rl_cmd_inject_defect(int argc, char **argv) {
         fprintf(stderr, "rl inject-defect: %s (%d): %s\n", rl_error_name(rc), rc, rl__tool_errmsg(&t));
         return 1;
     }
-    rl_buf kb;
-    rl__tuple_packer tp;
-    rl__buf_init(&kb);
-    rl__tuple_packer_init(&tp, &kb);
-    rl__tuple_pack_int(&tp, id);
-    inject_ctx c = {t.s, kb.data, kb.len, k, flags};
-    rc = rl_db_run(t.db, inject_fn, &c);
+    rl_tuple_builder *kb = NULL;
+    const uint8_t *pk = NULL;
+    size_t pk_len = 0;
+    rc = rl_tuple_builder_new(&kb);
+    if (!rc) {
+        rl_tuple_add_int(kb, id);
+        rc = rl_tuple_builder_result(kb, &pk, &pk_len);
+    }
+    inject_ctx c = {t.s, pk, pk_len, k, flags};
+    if (!rc) rc = rl_db_run(t.db, inject_fn, &c);
     if (rc == RL_E_CLIENT_INVALID_OPERATION) fprintf(stderr, "rl inject-defect: refused: %s\n", rl_store_errmsg(t.s));
     else if (rc == RL_E_NOT_FOUND) fprintf(stderr, "rl inject-defect: no record with order_id %lld\n", (long long)id);
     else if (rc)
         fprintf(stderr, "rl inject-defect: %s (%d): %s %s\n", rl_error_name(rc), rc, rl_error_message(rc),
                 rl_store_errmsg(t.s));
     else printf("injected %s into order_id %lld\n", kind, (long long)id);
-    rl__buf_release(&kb);
+    rl_tuple_builder_free(kb);
     rl__tool_close(&t);
     return rc ? 1 : 0;
 }

@@ -36,16 +36,16 @@
 #include "app/args.h"
 #include "reclayer/query.h"
 #include "app/tool.h"
-#include "tuple/tuple.h"
+#include "reclayer/tuple.h"
 
 /* Pack V as an integer if it is [-]digits fitting int64, else as a string. */
-static void pack_value(rl__tuple_packer *pk, const char *v) {
+static void pack_value(rl_tuple_builder *b, const char *v) {
     char *end = NULL;
     errno = 0;
     long long x = strtoll(v, &end, 10);
     int digits = *v && (v[0] == '-' ? v[1] >= '0' && v[1] <= '9' : v[0] >= '0' && v[0] <= '9');
-    if (digits && end && !*end && errno == 0) rl__tuple_pack_int(pk, (int64_t)x);
-    else rl__tuple_pack_string(pk, v, strlen(v));
+    if (digits && end && !*end && errno == 0) rl_tuple_add_int(b, (int64_t)x);
+    else rl_tuple_add_string(b, v, strlen(v));
 }
 
 #define U(x) ((unsigned long long)(x))
@@ -160,8 +160,8 @@ int rl_cmd_query(int argc, char **argv) {
     rl__errdetail_init(&msg, NULL);
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     rl_query_options o;
-    rl_buf eq, lo, hi, cb, out;
-    rl__tuple_packer pk;
+    rl_buf cb, out;
+    rl_tuple_builder *eq = NULL, *lo = NULL, *hi = NULL;
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
     fetch = o.fetch;
@@ -282,9 +282,6 @@ int rl_cmd_query(int argc, char **argv) {
                    "calibrated by the pages it ran; --explain prints one {\"explain\": ...} line per page.",
         .epilog = "Exit codes: 0 done, 1 failure, 2 usage.",
         .opts = opts};
-    rl__buf_init(&eq);
-    rl__buf_init(&lo);
-    rl__buf_init(&hi);
     rl__buf_init(&cb);
     rl__buf_init(&out);
     if (rl__args_parse(&cmd, argc, argv, &code)) {
@@ -308,26 +305,25 @@ int rl_cmd_query(int argc, char **argv) {
         status = rl__args_usage_error(&cmd, "--continuation: %s", rl__errdetail_get(&msg));
         goto done;
     }
-    rl__tuple_packer_init(&pk, &eq);
-    for (int i = 0; i < n_eq; i++) pack_value(&pk, eqv[i]);
-    if (eq.len) o.eq = eq.data, o.eq_len = eq.len;
-    if (low) {
-        rl__tuple_packer_init(&pk, &lo);
-        pack_value(&pk, low);
-        o.low = lo.data, o.low_len = lo.len, o.low_exclusive = low_excl;
-    }
-    if (high) {
-        rl__tuple_packer_init(&pk, &hi);
-        pack_value(&pk, high);
-        o.high = hi.data, o.high_len = hi.len, o.high_exclusive = high_excl;
-    }
-    if (cont) o.continuation = cb.data, o.continuation_len = cb.len;
-    o.trace = trace;
-    o.explain = explain;
-    if (rl__buf_error(&eq) || rl__buf_error(&lo) || rl__buf_error(&hi)) {
+    if (rl_tuple_builder_new(&eq) || rl_tuple_builder_new(&lo) || rl_tuple_builder_new(&hi)) {
         fprintf(stderr, "rl query: out of memory\n");
         goto done;
     }
+    for (int i = 0; i < n_eq; i++) pack_value(eq, eqv[i]);
+    if (low) pack_value(lo, low);
+    if (high) pack_value(hi, high);
+    const uint8_t *eqb, *lob, *hib;
+    if (rl_tuple_builder_result(eq, &eqb, &o.eq_len) || rl_tuple_builder_result(lo, &lob, &o.low_len) ||
+        rl_tuple_builder_result(hi, &hib, &o.high_len)) {
+        fprintf(stderr, "rl query: out of memory\n");
+        goto done;
+    }
+    o.eq = eqb, o.low = lob, o.high = hib; /* NULL when empty: no prefix, open bounds */
+    o.low_exclusive = low_excl;
+    o.high_exclusive = high_excl;
+    if (cont) o.continuation = cb.data, o.continuation_len = cb.len;
+    o.trace = trace;
+    o.explain = explain;
     {
         rl__tool t;
         rl_txn *txn = NULL;
@@ -347,16 +343,15 @@ int rl_cmd_query(int argc, char **argv) {
                 rc = rl__tool_record_json(row->record, &out);
             } else {
                 rl__buf_append_str(&out, "{\"orphan\": true, \"pk\": ");
-                rl_buf p;
-                rl__buf_init(&p);
-                rl__tuple_print(row->pk, row->pk_len, &p, NULL);
+                char *p = NULL;
+                rl_tuple_print(row->pk, row->pk_len, &p); /* a primary key the store read back */
                 rl__buf_append_str(&out, "\"");
-                for (size_t i = 0; i < p.len; i++) {
-                    if (p.data[i] == '"' || p.data[i] == '\\') rl__buf_append_byte(&out, '\\');
-                    rl__buf_append_byte(&out, p.data[i]);
+                for (const char *q = p ? p : ""; *q; q++) {
+                    if (*q == '"' || *q == '\\') rl__buf_append_byte(&out, '\\');
+                    rl__buf_append_byte(&out, (uint8_t)*q);
                 }
                 rl__buf_append_str(&out, "\"}");
-                rl__buf_release(&p);
+                rl_free(p);
                 rc = rl__buf_error(&out);
             }
             if (!rc) printf("%s\n", (const char *)out.data);
@@ -378,9 +373,9 @@ int rl_cmd_query(int argc, char **argv) {
         rl__tool_close(&t);
     }
 done:
-    rl__buf_release(&eq);
-    rl__buf_release(&lo);
-    rl__buf_release(&hi);
+    rl_tuple_builder_free(eq);
+    rl_tuple_builder_free(lo);
+    rl_tuple_builder_free(hi);
     rl__buf_release(&cb);
     rl__buf_release(&out);
     return status;

@@ -5,40 +5,32 @@
  *   rl tuple print HEX     the human form, e.g. (1, "a", b"\x00", None)
  *
  * Exit codes: 0 success, 1 invalid input (the error's name and message on stderr, with the
- * offending hex digit or the nesting limit when that is the reason), 2 usage. The logic lives
- * in src/tuple (tuple.h, tuple_json.h); this file only parses arguments.
+ * offending hex digit or the nesting limit when that is the reason), 2 usage. The logic is the
+ * public tuple API (reclayer/tuple.h); this file only parses arguments.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "app/args.h"
 #include "base/buf.h"
-#include "base/bytes.h"
 #include "reclayer/error.h"
-#include "tuple/tuple.h"
-#include "tuple/tuple_json.h"
+#include "reclayer/tuple.h"
 
-/* Report rc on stderr (with the tuple layer's detail when it has one, e.g. the nesting limit;
- * detail may be NULL) and return the exit code for invalid input. */
-static int fail(const char *what, int rc, const rl__errdetail *detail) {
-    const char *d = rl__errdetail_get(detail);
+/* Report rc on stderr, with the tuple functions' detail when they left one (e.g. the nesting
+ * limit), and return the exit code for invalid input. */
+static int fail(const char *what, int rc) {
+    const char *d = rl_last_error_detail();
     fprintf(stderr, "rl tuple %s: %s: %s%s%s\n", what, rl_error_name(rc), rl_error_message(rc), *d ? ": " : "", d);
     return 1;
 }
 
 static int do_decode(const char *hex, int as_json) {
-    rl_buf in, out;
-    json_t *j = NULL;
+    rl_buf in;
     char *s = NULL;
     int rc, code = 1;
     const char *what = as_json ? "decode" : "print";
-    rl__errdetail detail;
-    rl__errdetail_init(&detail, NULL);
     rl__buf_init(&in);
-    rl__buf_init(&out);
     rl__errdetail msg;
     rl__errdetail_init(&msg, NULL);
     rc = rl__args_unhex(hex, &in, &msg);
@@ -47,69 +39,39 @@ static int do_decode(const char *hex, int as_json) {
                 rc == RL_E_INVALID_ARGUMENT ? rl__errdetail_get(&msg) : rl_error_message(rc));
         goto done;
     }
-    if (as_json) {
-        rc = rl__tuple_to_json(in.data, in.len, &j, &detail);
-        if (rc) {
-            code = fail(what, rc, &detail);
-            goto done;
-        }
-        s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!s) {
-            code = fail(what, RL_E_OUT_OF_MEMORY, NULL);
-            goto done;
-        }
-        printf("%s\n", s);
-    } else {
-        rc = rl__tuple_print(in.data, in.len, &out, &detail);
-        if (rc) {
-            code = fail(what, rc, &detail);
-            goto done;
-        }
-        printf("%s\n", (const char *)out.data);
+    rc = as_json ? rl_tuple_to_json(in.data, in.len, &s) : rl_tuple_print(in.data, in.len, &s);
+    if (rc) {
+        code = fail(what, rc);
+        goto done;
     }
+    printf("%s\n", s);
     code = 0;
 done:
-    free(s);
-    json_decref(j);
+    rl_free(s);
     rl__buf_release(&in);
-    rl__buf_release(&out);
     return code;
 }
 
 static int do_encode(const char *text) {
-    json_error_t err;
-    rl_buf out, hex;
+    uint8_t *enc = NULL;
+    size_t n = 0;
+    rl_buf hex;
     int rc, code = 1;
-    json_t *j = json_loads(text, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
-    rl__errdetail detail;
-    rl__errdetail_init(&detail, NULL);
-    rl__buf_init(&out);
     rl__buf_init(&hex);
-    if (!j) {
-        fprintf(stderr, "rl tuple encode: %s: bad JSON: %s (column %d)\n", rl_error_name(RL_E_INVALID_ARGUMENT),
-                err.text, err.column);
-        goto done;
-    }
-    if (!json_is_array(j)) {
-        fprintf(stderr, "rl tuple encode: %s: expected a JSON array of elements\n",
-                rl_error_name(RL_E_INVALID_ARGUMENT));
-        goto done;
-    }
-    rc = rl__tuple_from_json(j, &out, &detail);
+    rc = rl_tuple_from_json(text, &enc, &n);
     if (rc) {
-        code = fail("encode", rc, &detail);
+        code = fail("encode", rc);
         goto done;
     }
-    rl__buf_append_hex(&hex, out.data, out.len);
+    rl__buf_append_hex(&hex, enc, n);
     if ((rc = rl__buf_error(&hex))) {
-        code = fail("encode", rc, NULL);
+        code = fail("encode", rc);
         goto done;
     }
     printf("%s\n", (const char *)hex.data);
     code = 0;
 done:
-    json_decref(j);
-    rl__buf_release(&out);
+    rl_free(enc);
     rl__buf_release(&hex);
     return code;
 }

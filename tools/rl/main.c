@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "reclayer/version.h"
+
 #define RL_COMMAND(name, fn, summary) int fn(int argc, char **argv);
 #include "commands.def"
 #undef RL_COMMAND
@@ -29,6 +31,10 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("%s\n", rl_version_string());
+        return 0;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);

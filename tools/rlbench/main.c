@@ -21,6 +21,7 @@
 #include "bench/micro.h"
 #include "bench/query_micro.h"
 #include "reclayer/error.h"
+#include "reclayer/version.h"
 #include "app/tool.h"
 
 /* Create path for the JSON report now, so that a bad path fails before the benchmark runs.
@@ -97,7 +98,7 @@ static int cmd_micro(int argc, char **argv) {
          .kind = RL_ARG_STRING,
          .dest = &o.only,
          .metavar = "WORKLOAD",
-         .help = "run one workload: point, range1000, mapped1000 or commit100"},
+         .help = "run one workload: point, range1000, mapped1000, commit100 or txn-writes"},
         {.name = "seed",
          .kind = RL_ARG_UINT64,
          .dest = &seed,
@@ -407,6 +408,10 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("%s\n", rl_version_string());
+        return 0;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "reclayer/version.h"
+
 #include "app/rlkvd.h"
 
 static void usage(FILE *f) {
@@ -19,6 +21,10 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("%s\n", rl_version_string());
+        return 0;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);

@@ -12,14 +12,18 @@
  *               names the side file and the kind, and the status reports it. A failure while
  *               saving the tail fails open and leaves the log whole. Bytes that are not a
  *               record at all (zeros) are handled the same way (bad_record).
- *   recovery-4  read-only: recovery into memory that changes no file (a torn tail is ignored and
- *               reported), shared locks between readers, writes refused with
- *               read_only_database.
+ *   recovery-4  read-only: recovery into memory that changes no file, not even LOCK (a torn
+ *               tail is ignored and reported), readers beside a writer in either order each
+ *               keeping the snapshot it opened, writes refused with read_only_database, and
+ *               readers opening again and again beside a writer that checkpoints every few KiB
+ *               always see a consistent state.
  *
  * A "snapshot" of a directory is every entry's name and bytes, sorted by name: two snapshots are
  * equal when no file was created, deleted, renamed or changed.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "storage/os.h"
 #include "storage/storage.h"
 #include "test.h"
@@ -632,7 +637,7 @@ TEST(recovery_3_4_saving_the_tail_fails) {
             rl__free(t);
             rl__storage_options po = o;
             po.dir = probe;
-            po.read_only = 1; /* the same reads, no side file */
+            po.read_only = 1; /* the same reads and no side file (it probes LOCK where a writer opens it) */
             rl__storage *pst;
             rl__os_fault_arm(kinds[k], -1, 0, 0);
             ASSERT_OK(rl__storage_open(&po, &pst, NULL));
@@ -734,7 +739,7 @@ TEST(recovery_4_1_read_only_changes_nothing) {
     spit(t2, "partial", 7);
     snapshot(dir, &snap);
     capture cap;
-    capture_begin(&cap, dir);
+    capture_begin(&cap, dir); /* no writer: the torn tail is damage, and a reader warns */
     ASSERT_OK(open_opts(dir, 1, &st, NULL));
     char *warn = capture_end(&cap);
     if (!strstr(warn, "torn (short record)") || !strstr(warn, LOG(dir, 1))) fail_msg("warning: %s", warn);
@@ -765,7 +770,7 @@ TEST(recovery_4_1_read_only_changes_nothing) {
 
 /* Read-only in an empty directory creates LOCK and nothing else; refusals (junk checkpoint,
  * missing checkpoint) are the same as a writable open's. */
-TEST(recovery_4_2_read_only_creates_only_lock) {
+TEST(recovery_4_2_read_only_creates_nothing) {
     char *dir = rl_test_tmpdir("rec-ro-empty");
     rl__storage *st;
     rl_buf snap;
@@ -778,7 +783,7 @@ TEST(recovery_4_2_read_only_creates_only_lock) {
     rl_buf names;
     rl__buf_init(&names);
     listing(dir, &names);
-    ASSERT_STR_EQ((const char *)names.data, "LOCK ");
+    ASSERT_STR_EQ((const char *)names.data, ""); /* not even LOCK */
     rl__buf_release(&names);
     rl_test_rmtree(dir);
     free(dir);
@@ -802,21 +807,124 @@ TEST(recovery_4_2_read_only_creates_only_lock) {
     free(dir);
 }
 
-/* Readers share the lock; a writer excludes readers and readers exclude a writer. */
-TEST(recovery_4_3_read_only_lock) {
+/* Readers take no lock: they coexist with each other and with one writer, in either order, and
+ * each keeps the state it opened; only a second writer is refused. */
+TEST(recovery_4_3_readers_beside_a_writer) {
     char *dir = rl_test_tmpdir("rec-ro-lock");
-    make_db(dir, NULL);
-    rl__storage *r1, *r2, *w = NULL;
+    rl_buf at20, now;
+    rl__buf_init(&at20);
+    rl__buf_init(&now);
+    make_db(dir, &at20);
+    rl__storage *r1, *r2, *w = NULL, *w2 = NULL;
     ASSERT_OK(open_opts(dir, 1, &r1, NULL));
-    ASSERT_OK(open_opts(dir, 1, &r2, NULL));
-    ASSERT_RC(open_dir(dir, &w, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
-    ASSERT_NULL(w);
-    rl__storage_close(r1);
-    ASSERT_RC(open_dir(dir, &w, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
-    rl__storage_close(r2);
-    ASSERT_OK(open_dir(dir, &w, NULL));
-    ASSERT_RC(open_opts(dir, 1, &r1, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
+    ASSERT_OK(open_dir(dir, &w, NULL)); /* a reader does not keep a writer out */
+    ASSERT_RC(open_dir(dir, &w2, NULL), RL_E_DATABASE_LOCKED_BY_PROCESS);
+    ASSERT_NULL(w2);
+    for (rl__version v = 21; v <= 30; v++) put_version(w, v);
+    ASSERT_OK(rl__storage_sync(w));
+    ASSERT_OK(open_opts(dir, 1, &r2, NULL)); /* nor a writer a reader */
+    ASSERT_EQ(rl__storage_latest_version(r2), 30);
+    ASSERT_OK(rl__storage_checkpoint(w)); /* deletes the files r1 read: r1 keeps its snapshot */
+    dump(r1, &now);
+    ASSERT_TRUE(now.len == at20.len && !memcmp(now.data, at20.data, now.len));
+    ASSERT_EQ(rl__storage_latest_version(r2), 30);
     rl__storage_close(w);
+    rl__storage_close(r1);
+    rl__storage_close(r2);
+    rl__buf_release(&at20);
+    rl__buf_release(&now);
+    rl_test_rmtree(dir);
+    free(dir);
+
+    /* The ssd engine keeps its shared lock: no reader beside a writer there, and it says why. */
+    dir = rl_test_tmpdir("rec-ro-ssd");
+    rl__storage_options so = {0};
+    so.dir = dir;
+    so.no_sync = 1;
+    so.engine = RL_ENGINE_SSD;
+    ASSERT_OK(rl__storage_open(&so, &w, NULL));
+    so.read_only = 1;
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
+    ASSERT_RC(rl__storage_open(&so, &r1, &err), RL_E_DATABASE_LOCKED_BY_PROCESS);
+    if (!strstr(rl__errdetail_get(&err), "no readers beside a writer"))
+        fail_msg("message: %s", rl__errdetail_get(&err));
+    rl__storage_close(w);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* A writer thread applies versions (each keeps "count" equal to its version and "last" naming
+ * it) and checkpoints every few KiB, while this thread opens read-only again and again: every
+ * reader sees a consistent state — count, last and the latest version agree — never an error,
+ * and the states it sees never go back. */
+typedef struct {
+    const char *dir;
+    atomic_int stop;
+    rl__version written;
+} race_writer;
+
+static void *race_write(void *arg) {
+    race_writer *rw = arg;
+    rl__storage_options o = {0};
+    o.dir = rw->dir;
+    o.no_sync = 1;
+    o.checkpoint_log_bytes = 4096; /* a checkpoint every ~40 versions */
+    rl__storage *st;
+    if (rl__storage_open(&o, &st, NULL) != RL_OK) abort();
+    rl__version v = rl__storage_latest_version(st);
+    while (!atomic_load(&rw->stop) && v < 200000) {
+        put_version(st, ++v);
+        if (v % 8 == 0 && rl__storage_sync(st) != RL_OK) abort();
+    }
+    rl__storage_close(st);
+    rw->written = v;
+    return NULL;
+}
+
+TEST(recovery_4_5_readers_race_checkpoints) {
+    char *dir = rl_test_tmpdir("rec-ro-race");
+    make_db(dir, NULL); /* versions 1..20: count == version from here on */
+    race_writer rw = {.dir = dir};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, race_write, &rw), 0);
+    rl__version seen = 0;
+    int opens = 0, advanced = 0;
+    for (; opens < 300; opens++) {
+        rl__storage *r;
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
+        int rc = open_opts(dir, 1, &r, &err);
+        if (rc != RL_OK) fail_msg("reader open %d: %s: %s", opens, rl_error_name(rc), rl__errdetail_get(&err));
+        rl__version v = rl__storage_latest_version(r);
+        rl_arena a;
+        rl__arena_init(&a, 0);
+        const uint8_t *val;
+        uint32_t vl;
+        int present;
+        char want[64];
+        ASSERT_OK(rl__storage_get(r, v, "count", 5, &a, &present, &val, &vl));
+        ASSERT_TRUE(present && vl == 8);
+        uint64_t count = 0;
+        for (int i = 7; i >= 0; i--) count = count << 8 | val[i];
+        if (count != v)
+            fail_msg("reader %d: count %llu at version %llu", opens, (unsigned long long)count, (unsigned long long)v);
+        ASSERT_OK(rl__storage_get(r, v, "last", 4, &a, &present, &val, &vl));
+        snprintf(want, sizeof want, "value-of-version-%llu", (unsigned long long)v);
+        ASSERT_TRUE(present && vl == strlen(want) && !memcmp(val, want, vl));
+        if (v < seen)
+            fail_msg("reader %d went back: version %llu after %llu", opens, (unsigned long long)v,
+                     (unsigned long long)seen);
+        advanced += v > seen;
+        seen = v;
+        rl__arena_release(&a);
+        rl__storage_close(r);
+    }
+    atomic_store(&rw.stop, 1);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    printf("%d reader opens beside the writer saw %d distinct states, up to version %llu of %llu\n", opens, advanced,
+           (unsigned long long)seen, (unsigned long long)rw.written);
+    ASSERT_TRUE(advanced > 1); /* the readers really ran beside a moving writer */
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -839,4 +947,5 @@ RL_TEST_MAIN(T(recovery_1_1_junk_newer_checkpoint), T(recovery_1_2_leftovers_kep
              T(recovery_3_1_bad_checksum_tail_moved_aside), T(recovery_3_2_torn_tail_moved_aside),
              T(recovery_3_3_side_file_never_overwritten), T(recovery_3_4_saving_the_tail_fails),
              T(recovery_3_5_zeros_after_last_record), T(recovery_4_1_read_only_changes_nothing),
-             T(recovery_4_2_read_only_creates_only_lock), T(recovery_4_3_read_only_lock), T(recovery_4_4_read_only_mem))
+             T(recovery_4_2_read_only_creates_nothing), T(recovery_4_3_readers_beside_a_writer),
+             T(recovery_4_4_read_only_mem), T(recovery_4_5_readers_race_checkpoints))

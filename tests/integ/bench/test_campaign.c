@@ -43,6 +43,7 @@
 
 #include "base/sha256.h"
 #include "bench/campaign_int.h"
+#include "reclayer/version.h"
 #include "test.h"
 
 #define TINY                                                                                                \
@@ -297,6 +298,7 @@ TEST(campaign_1_1_results_complete) {
     ASSERT_TRUE(json_integer_value(json_object_get(mach, "cores")) >= 1);
     ASSERT_TRUE(json_integer_value(json_object_get(mach, "memory_bytes")) > 0);
     ASSERT_NOT_NULL(json_object_get(r->manifest, "git"));
+    ASSERT_STR_EQ(jstr(r->manifest, "reclayer"), rl_version_string()); /* the build rlbench reports */
     ASSERT_NOT_NULL(json_object_get(json_object_get(r->manifest, "libraries"), "sqlite"));
     /* The datasets were removed (keep_data false). */
     char data[1200];

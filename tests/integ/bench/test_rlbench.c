@@ -100,9 +100,10 @@ TEST(cli_2_2_json_checked_first) {
 }
 
 TEST(cli_2_3_only_checked) {
-    free(expect(2, "rlbench micro: --only: 'bogus' is not a workload (point, range1000, mapped1000, commit100)",
-                "micro "
-                "--keys 2000 --only bogus"));
+    free(expect(
+        2, "rlbench micro: --only: 'bogus' is not a workload (point, range1000, mapped1000, commit100, txn-writes)",
+        "micro "
+        "--keys 2000 --only bogus"));
     free(expect(2, "rlbench query: --only: no case name contains 'bogus'", "query --only bogus"));
     char *err = expect(2, "small|split", "query --only bogus");
     ASSERT_TRUE(strstr(err, "scan|remote|remote-fallback|adaptive|sqlite") != NULL);

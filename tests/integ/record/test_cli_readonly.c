@@ -5,10 +5,21 @@
  *   cli_5_1  with junk appended to the log, each read-only command succeeds and leaves every
  *            file as it was (names, sizes, contents); status reports the tail; a write then
  *            moves the tail aside, so the check is sensitive
+ *   cli_5_2  readers beside a writer process: while `rl load` writes a store in many
+ *            transactions (checkpointing every 64 KiB of log), `rl check`, `rl get`, `rl query`
+ *            and `rl kv status` run again and again on the same file: database; each succeeds,
+ *            the checker finds the store whole (every committed transaction is all there or not
+ *            at all), the record counts it sees never go back, and the writer finishes
+ *            unharmed with every record it wrote
  */
 #include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -83,4 +94,68 @@ TEST(cli_5_1_read_only_commands_change_nothing) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(cli_5_1_read_only_commands_change_nothing))
+extern char **environ;
+
+/* The number after "records = " in rl check's report, or -1. */
+static long long checked_records(const char *out) {
+    const char *p = out ? strstr(out, "records") : NULL;
+    while (p && !(p == out || p[-1] == '\n')) p = strstr(p + 1, "records");
+    if (!p || !(p = strchr(p, '='))) return -1;
+    return strtoll(p + 1, NULL, 10);
+}
+
+TEST(cli_5_2_readers_beside_a_writer_process) {
+    char *dir = rl_test_tmpdir("cli-readers"), url[4400], *out = NULL;
+    snprintf(url, sizeof url, "file:%s?checkpoint_bytes=65536", dir);
+    ASSERT_EQ(rl_test_rl(&out, "load --db '%s' --count 50 --seed 1", url), 0);
+    free(out);
+    /* The writer: a separate process, stopped by its pid whatever happens. */
+    char count[] = "20000";
+    char *argv[] = {(char *)rl_test_bin("rl"), "load", "--db", url, "--count", count, "--seed", "2", NULL};
+    pid_t w;
+    ASSERT_EQ(posix_spawn(&w, argv[0], NULL, NULL, argv, environ), 0);
+    int status = -1, alive_reads = 0, rounds = 0;
+    long long last_records = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int was_alive = waitpid(w, &status, WNOHANG) == 0;
+        out = NULL;
+        int rc = rl_test_rl(&out, "check --db '%s'", url);
+        if (rc != 0) {
+            kill(w, SIGKILL);
+            waitpid(w, NULL, 0);
+            fail_msg("rl check beside the writer exited %d:\n%s", rc, out);
+        }
+        long long n = checked_records(out);
+        if (n < last_records) fail_msg("rl check saw %lld records after %lld:\n%s", n, last_records, out);
+        last_records = n;
+        free(out);
+        ASSERT_EQ(rl_test_rl(&out, "get --db '%s' --pk 3", url), 0);
+        free(out);
+        ASSERT_EQ(rl_test_rl(&out, "query --db '%s' --index price_idx --limit 5 --fetch adaptive", url), 0);
+        free(out);
+        ASSERT_EQ(rl_test_rl(&out, "kv --db '%s' status", url), 0);
+        free(out);
+        rounds++;
+        if (was_alive && waitpid(w, &status, WNOHANG) == 0) alive_reads++; /* all four ran beside it */
+        else if (!was_alive) break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec > 240) {
+            kill(w, SIGKILL);
+            waitpid(w, NULL, 0);
+            fail_msg("the writer did not finish in 240 s");
+        }
+    }
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* the writer was not harmed */
+    printf("%d rounds of readers, %d entirely beside the writer; last count seen %lld\n", rounds, alive_reads,
+           last_records);
+    ASSERT_TRUE(alive_reads >= 2);
+    ASSERT_EQ(rl_test_rl(&out, "check --db '%s'", url), 0);
+    ASSERT_EQ(checked_records(out), 20000);
+    free(out);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+RL_TEST_MAIN(T(cli_5_1_read_only_commands_change_nothing), T(cli_5_2_readers_beside_a_writer_process))
