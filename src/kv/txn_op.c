@@ -995,7 +995,7 @@ static void op_drive(txn_op *op, int locked) {
     } else {
         rl__txn_unlock(t);
     }
-    if (vs) rl__future_complete(vs, vs_err);
+    rl__txn_complete_versionstamps(vs, vs_err);
     rl__future_complete_unref(op->f, rc); /* the operation's reference (invariant 1) */
     if (last) rl__txn_destroy(t);
 }
@@ -1136,7 +1136,7 @@ void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl__version v, const rl_
             }
             w->state = ST_DONE;
             rl__txn_unlock(t);
-            if (vs) rl__future_complete(vs, vs_err);
+            rl__txn_complete_versionstamps(vs, vs_err);
             rl__future_complete_unref(w->f, err);
             if (async) rl__txn_unref(t);
         } else {
@@ -1561,7 +1561,7 @@ rl_future *rl_txn_commit(rl_txn *t) {
         if (rc != RL_E_NO_COMMIT_VERSION) t->commit_error = rc;
         rl_future *vs = rl__txn_take_versionstamp(t, rc, &vs_err);
         rl__txn_unlock(t);
-        if (vs) rl__future_complete(vs, vs_err);
+        rl__txn_complete_versionstamps(vs, vs_err);
         rl__future_complete(f, rc == RL_E_NO_COMMIT_VERSION ? RL_OK : rc);
         return f;
     }
