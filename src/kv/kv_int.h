@@ -113,6 +113,22 @@ void rl__future_unref(rl_future *f);
 /* 1 once the user freed f (a pending operation may skip its work). */
 int rl__future_is_abandoned(rl_future *f);
 
+/* ---- The special-key space (special.c) ------------------------------------------------- */
+
+/* 1 if k is a special key reclayer computes on db (never on fdb:, whose reads go to FoundationDB). */
+int rl__special_key(const rl_db *db, const uint8_t *k, uint32_t kl);
+/* 1 if k is in the special-key space and db is fdb: (the read is FoundationDB's to answer). */
+int rl__special_forwarded(const rl_db *db, const uint8_t *k, uint32_t kl);
+/* Compute special key k (rl__special_key said 1) into arena a: *out_present 0 when the database
+ * has no such value (a cluster file key on an embedded database). RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__special_get(rl_db *db, const uint8_t *k, uint32_t kl, rl_arena *a, int *out_present, const uint8_t **out_v,
+                    uint32_t *out_len);
+/* Start the read of special key k into the pending future f, computed on a thread of its own
+ * which completes f (special.c says why). f is not handed out yet. */
+void rl__special_start(rl_db *db, const uint8_t *k, uint32_t kl, rl_future *f);
+/* The status document in FoundationDB's schema (special.c), appended to out. */
+int rl__status_fdb_json(rl_db *db, rl_buf *out);
+
 /* ---- Write map (ryw.c) ------------------------------------------------------------------- */
 
 typedef enum {

@@ -1261,7 +1261,13 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     if (f->is_static) return f;
     rl__txn_lock(t);
     if ((rc = rl__txn_check_usable(t))) goto now;
-    if (past_max(t, key, (uint32_t)key_len, 1)) {
+    if (rl__special_key(t->db, key, (uint32_t)key_len)) { /* computed, not stored (special.c) */
+        rl_db *db = t->db;
+        rl__txn_unlock(t);
+        rl__special_start(db, key, (uint32_t)key_len, f);
+        return f;
+    }
+    if (past_max(t, key, (uint32_t)key_len, 1) && !rl__special_forwarded(t->db, key, (uint32_t)key_len)) {
         rc = RL_E_KEY_OUTSIDE_LEGAL_RANGE;
         goto now;
     }
