@@ -1,7 +1,7 @@
 # cmake/fdbc.cmake — libfdb_c.so over reclayer (docs/design.md §8.8) and the tests of the fdb: backend.
 # Included at the end of CMakeLists.txt (after the modules, programs and tests are defined).
 #
-#   build/fdb/libfdb_c.so   FoundationDB's C API (API versions 710-730) over reclayer's public API:
+#   build/fdb/libfdb_c.so   FoundationDB's C API (API versions 610-730) over reclayer's public API:
 #                           src/fdbc/*.c plus the objects of the modules it needs (base .. kv;
 #                           every object is built position independent). Soname
 #                           libfdb_c.so; only fdb_* symbols are exported (cmake/fdbc.map), so the
@@ -39,6 +39,14 @@ target_link_options(fdb_c PRIVATE
   -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/fdbc.map -Wl,-z,nodelete -Wl,-Bsymbolic)
 
 set(RL_FDBC_LIB ${CMAKE_BINARY_DIR}/fdb/libfdb_c.so)
+
+# fdbc-2.3 needs a cluster: the version test once more against a fresh one-server cluster.
+if(TARGET integ_kv_test_fdbc_versions AND TARGET rl_with_cluster)
+  add_test(NAME integ_kv_test_fdbc_versions_cluster1
+           COMMAND rl_with_cluster --storage 1 -- $<TARGET_FILE:integ_kv_test_fdbc_versions>)
+  set_tests_properties(integ_kv_test_fdbc_versions_cluster1 PROPERTIES LABELS "integ;cluster;fdb" TIMEOUT 300
+    ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;RL_FDBC_LIB=${RL_FDBC_LIB}")
+endif()
 
 # Test programs that load the library (tests/integ/kv/test_fdbc_*.c, test_fdb_backend*.c) must find
 # it built.

@@ -210,6 +210,15 @@ RL_API void rl_db_close(rl_db *db);
 /* rl_db_status_json — a JSON object describing the database (versions, sizes, log and checkpoint
  * state). [out] out: heap string, free with rl_free. RL_OK or RL_E_OUT_OF_MEMORY. */
 RL_API int rl_db_status_json(rl_db *db, char **out);
+/* rl_db_status_fdb_json — the status document in FoundationDB's schema, the value of the special
+ * key "\xff\xff/status/json" (which any binding reads with a get): client {cluster_file,
+ * coordinators, database_status, messages, timestamp} and cluster {connection_string,
+ * database_available, processes, data}, with what reclayer does not have left out (docs/design.md
+ * §8.8). A cluster's document asks its processes (up to a few seconds when some are down).
+ * [out] out: heap string, free with rl_free. RL_OK or RL_E_OUT_OF_MEMORY. The special keys
+ * "\xff\xff/connection_string" and "\xff\xff/cluster_file_path" read a cluster's cluster file
+ * (absent on embedded databases); other keys from "\xff\xff" on are key_outside_legal_range. */
+RL_API int rl_db_status_fdb_json(rl_db *db, char **out);
 /* rl_last_error_detail (the detail of a failed rl_db_open) is in reclayer/error.h, rl_free (for
  * what the library hands out) in reclayer/alloc.h. */
 

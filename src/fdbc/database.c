@@ -131,8 +131,12 @@ FDBC_API fdb_error_t fdb_database_set_option(FDBDatabase *d, int option, const u
     case 22:  /* location cache, max watches, machine/dc ids */
     case 26:  /* snapshot_ryw_enable (the default) */
     case 405: /* transaction_logging_max_field_length */
-    case 504:
-    case 505: /* transaction_causal_read_risky, include_port */
+    case 505: /* transaction_include_port_in_address: the default from API version 630 */
+        pthread_mutex_lock(&d->mu);
+        d->def_include_port = 1;
+        pthread_mutex_unlock(&d->mu);
+        return 0;
+    case 504: /* transaction_causal_read_risky */
     case 506:
     case 507: /* transaction_automatic_idempotency, report_conflicting */
     case 800:

@@ -40,7 +40,7 @@
 #define FDBC_API __attribute__((visibility("default")))
 
 /* The API versions this library speaks. */
-#define FDBC_MIN_API_VERSION 710
+#define FDBC_MIN_API_VERSION 610
 #define FDBC_MAX_API_VERSION 730
 
 /* Streaming modes, conflict range types and error predicates (FoundationDB's numbers). */
@@ -107,6 +107,8 @@ typedef struct fdbc_task {
 
 /* The API version selected by fdb_select_api_version_impl, or 0. */
 int fdbc_api_version(void);
+/* The header version given with it (which removed functions follow, as FoundationDB's), or 0. */
+int fdbc_header_version(void);
 /* 1 once CALLBACKS_ON_EXTERNAL_THREADS (network option 61) was set. */
 int fdbc_callbacks_anywhere(void);
 /* 1 once fdb_setup_network succeeded. */
@@ -156,6 +158,7 @@ struct FDB_future {
     FDBTransaction *tr;  /* on_error: the transaction it retries (borrowed, see transaction.c) */
     int on_error_code;   /* on_error: the code the user passed */
     int on_error_sub;    /* on_error: the code handed to rl_txn_on_error */
+    int addr_no_port;    /* FK_STRINGS: addresses without ":PORT" (API < 630, option unset) */
     /* Results (valid when ready and err == 0). */
     int64_t i64;
     const uint8_t *bytes; /* FK_KEY / FK_VALUE */
@@ -195,7 +198,8 @@ struct FDB_database {
     int64_t def_retry_limit;
     int64_t def_max_retry_delay_ms;
     int64_t def_size_limit;
-    int has_defaults; /* one of them was set */
+    int has_defaults;     /* one of them was set */
+    int def_include_port; /* transaction_include_port_in_address (505): matters below API 630 */
 };
 
 /* reclayer's shard map in the system keyspace (docs/design.md §8.3): "\xff/keyServers/BEGIN" ->
@@ -223,6 +227,7 @@ struct FDB_transaction {
     int read_system_keys;   /* READ_SYSTEM_KEYS only: \xff readable, not writable */
     int ryw_disabled;
     int64_t approx_size; /* bytes of mutations and conflict ranges given (approximate) */
+    int include_port;    /* include_port_in_address (23): matters below API 630 */
 };
 
 #endif

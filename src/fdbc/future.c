@@ -303,7 +303,8 @@ static int tuple_string(const uint8_t *v, int len, int *pos, char *out, size_t c
     return -1;
 }
 
-/* The addresses of the key's team, "IP:PORT" as FoundationDB gives them, from the shard map entry
+/* The addresses of the key's team, "IP:PORT" as FoundationDB gives them (just "IP" below API
+ * version 630 unless include_port_in_address was set: f->addr_no_port), from the shard map entry
  * (at most one row: "\xff/keyServers/BEGIN" -> tuple of server ids) and the server list
  * ("\xff/serverList/" + 4-byte big-endian id -> (address, port, host)), into f->conv (an array of
  * count pointers followed by the strings). A server missing from the list is left out; no entry
@@ -338,7 +339,8 @@ static int addresses_convert(FDBFuture *f) {
             if (tuple_string(sl[i].value, (int)sl[i].value_len, &p, ip, sizeof ip) ||
                 tuple_uint(sl[i].value, (int)sl[i].value_len, &p, &port) || port > 65535)
                 return FDBC_E_INTERNAL_ERROR;
-            snprintf(addr[n], sizeof addr[n], "%s:%u", ip, (unsigned)port);
+            if (f->addr_no_port) snprintf(addr[n], sizeof addr[n], "%s", ip);
+            else snprintf(addr[n], sizeof addr[n], "%s:%u", ip, (unsigned)port);
             bytes += strlen(addr[n]) + 1;
             n++;
             break;
@@ -539,6 +541,19 @@ FDBC_API fdb_error_t fdb_future_get_int64(FDBFuture *f, int64_t *out) {
     if (rc == 0 && !out) rc = FDBC_E_CLIENT_INVALID_OPERATION;
     if (rc == 0) *out = f->i64;
     return rc;
+}
+
+/* fdb_future_get_version: fdb_future_get_int64 under its name before API version 620, which
+ * removed it (FoundationDB's FDB_API_REMOVED: the program's header version decides). Called by a
+ * program built for 620 or later, FoundationDB's client aborts; this one says so and fails with
+ * api_version_not_supported instead. */
+FDBC_API fdb_error_t fdb_future_get_version(FDBFuture *f, int64_t *out) {
+    if (fdbc_header_version() >= 620) {
+        fprintf(stderr, "libfdb_c (reclayer): fdb_future_get_version was removed in API version 620; "
+                        "use fdb_future_get_int64\n");
+        return FDBC_E_API_VERSION_NOT_SUPPORTED;
+    }
+    return fdb_future_get_int64(f, out);
 }
 
 FDBC_API fdb_error_t fdb_future_get_uint64(FDBFuture *f, uint64_t *out) {

@@ -49,6 +49,7 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int api_version;                /* 0 until selected */
+    int header_version;             /* the program's header, given with it */
     int setup;                      /* fdb_setup_network succeeded */
     int running;                    /* fdb_run_network has been entered (stays 1 after it returns) */
     int stop;                       /* fdb_stop_network was called */
@@ -61,6 +62,8 @@ static struct {
 } net = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 int fdbc_api_version(void) { return rl__locked_int(&net.mu, &net.api_version); }
+
+int fdbc_header_version(void) { return rl__locked_int(&net.mu, &net.header_version); }
 
 int fdbc_callbacks_anywhere(void) { return atomic_load_explicit(&net.callbacks_anywhere, memory_order_relaxed); }
 
@@ -110,7 +113,7 @@ FDBC_API fdb_error_t fdb_select_api_version_impl(int runtime_version, int header
     else if (runtime_version > header_version) rc = FDBC_E_API_VERSION_INVALID;
     else if (header_version > FDBC_MAX_API_VERSION) rc = FDBC_E_API_VERSION_NOT_SUPPORTED;
     else if (runtime_version < FDBC_MIN_API_VERSION) rc = FDBC_E_API_VERSION_NOT_SUPPORTED;
-    else net.api_version = runtime_version;
+    else net.api_version = runtime_version, net.header_version = header_version;
     pthread_mutex_unlock(&net.mu);
     return rc;
 }

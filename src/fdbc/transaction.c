@@ -89,7 +89,7 @@ FDBC_API void fdb_transaction_reset(FDBTransaction *tr) {
         int rc = rl_txn_begin(tr->d->db, &tr->txn);
         if (rc) tr->deferred_err = fdbc_err(rc);
         else apply_defaults(tr, 0);
-        tr->sticky = tr->access_system_keys = tr->read_system_keys = tr->ryw_disabled = 0;
+        tr->sticky = tr->access_system_keys = tr->read_system_keys = tr->ryw_disabled = tr->include_port = 0;
     } else {
         rl_txn_reset(tr->txn);
         apply_defaults(tr, 1);
@@ -161,10 +161,13 @@ FDBC_API fdb_error_t fdb_transaction_set_option(FDBTransaction *tr, int option, 
         break;
     /* Accepted, no effect: hints, priorities, logging and tracing, tags, locks (a reclayer
      * database is never locked), proxies, GRV caching, authorization (no tenants). */
+    case 23: /* include_port_in_address: the default from API version 630 */
+        tr->include_port = 1;
+        tr->sticky = 1;
+        break;
     case 10:
     case 20:
-    case 21:
-    case 23: /* causal_write_risky, causal_read_risky, ... */
+    case 21: /* causal_write_risky, causal_read_risky, causal_read_disable */
     case 40:
     case 50:
     case 52: /* commit_on_first_proxy, check_writes, read_ahead */
@@ -537,9 +540,13 @@ FDBC_API FDBFuture *fdb_transaction_get_addresses_for_key(FDBTransaction *tr, co
     if (!tr || key_length < 0 || (!key && key_length))
         return fdbc_future_error(FK_STRINGS, FDBC_E_CLIENT_INVALID_OPERATION);
     if (!tr->d->is_cluster) return fdbc_future_error(FK_STRINGS, FDBC_E_UNSUPPORTED_OPERATION);
+    pthread_mutex_lock(&tr->d->mu);
+    int with_port = fdbc_api_version() >= 630 || tr->include_port || tr->d->def_include_port;
+    pthread_mutex_unlock(&tr->d->mu);
     size_t pl = sizeof FDBC_KEYSERVERS - 1, kl = (size_t)key_length;
     uint8_t *end = malloc(pl + kl + 1);
     FDBFuture *f = fdbc_future_new(FK_STRINGS);
+    if (f) f->addr_no_port = !with_port;
     rl_txn *aux = NULL;
     int rc = end && f ? rl_txn_begin(tr->d->db, &aux) : RL_E_OUT_OF_MEMORY;
     if (!rc) rc = rl_txn_set_option(aux, RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 1);

@@ -226,6 +226,18 @@ int rl_db_status_json(rl_db *db, char **out) {
     return RL_OK;
 }
 
+int rl_db_status_fdb_json(rl_db *db, char **out) {
+    if (!db || !out) return RL_E_INVALID_ARGUMENT;
+    *out = NULL;
+    rl_buf b;
+    rl__buf_init(&b);
+    int rc = rl__status_fdb_json(db, &b);
+    size_t len;
+    if (rc == RL_OK && !(*out = (char *)rl__buf_detach(&b, &len))) rc = RL_E_OUT_OF_MEMORY;
+    rl__buf_release(&b);
+    return rc;
+}
+
 /* The standard retry loop (kv.h). */
 int rl_db_run(rl_db *db, int (*fn)(rl_txn *txn, void *ctx), void *ctx) {
     if (!db || !fn) return RL_E_INVALID_ARGUMENT;

@@ -148,6 +148,7 @@ rl_future *rl__future_new(int kind) {
         f->count = 0;
         f->more = 0;
         f->vs_owner = NULL;
+        f->vs_next = NULL;
     } else {
         f = rl__calloc(1, sizeof *f);
         if (!f) return &oom_future;
@@ -337,8 +338,13 @@ void rl_future_free(rl_future *f) {
     rl_txn *owner = f->vs_owner;
     if (owner) {
         rl__txn_lock(owner);
-        if (owner->vs_future == f) owner->vs_future = NULL;
+        for (rl_future **pp = &owner->vs_future; *pp; pp = &(*pp)->vs_next)
+            if (*pp == f) { /* still pending: unlink it */
+                *pp = f->vs_next;
+                break;
+            }
         f->vs_owner = NULL;
+        f->vs_next = NULL;
         rl__txn_unlock(owner);
     }
     pthread_mutex_lock(&f->mu);

@@ -89,6 +89,7 @@ struct rl_future {
     int count;
     int more;
     rl_txn *vs_owner;                            /* versionstamp future: the transaction that will complete it */
+    struct rl_future *vs_next;                   /* ... and the next pending one of that transaction */
     rl__kv_read_stats stats;                     /* what the backend reported for the read (summed over its requests) */
     rl__kv_trace_event *trace_head, *trace_tail; /* its requests' events (in arena), when traced */
 };
@@ -111,6 +112,22 @@ void rl__future_ref(rl_future *f);
 void rl__future_unref(rl_future *f);
 /* 1 once the user freed f (a pending operation may skip its work). */
 int rl__future_is_abandoned(rl_future *f);
+
+/* ---- The special-key space (special.c) ------------------------------------------------- */
+
+/* 1 if k is a special key reclayer computes on db (never on fdb:, whose reads go to FoundationDB). */
+int rl__special_key(const rl_db *db, const uint8_t *k, uint32_t kl);
+/* 1 if k is in the special-key space and db is fdb: (the read is FoundationDB's to answer). */
+int rl__special_forwarded(const rl_db *db, const uint8_t *k, uint32_t kl);
+/* Compute special key k (rl__special_key said 1) into arena a: *out_present 0 when the database
+ * has no such value (a cluster file key on an embedded database). RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__special_get(rl_db *db, const uint8_t *k, uint32_t kl, rl_arena *a, int *out_present, const uint8_t **out_v,
+                    uint32_t *out_len);
+/* Start the read of special key k into the pending future f, computed on a thread of its own
+ * which completes f (special.c says why). f is not handed out yet. */
+void rl__special_start(rl_db *db, const uint8_t *k, uint32_t kl, rl_future *f);
+/* The status document in FoundationDB's schema (special.c), appended to out. */
+int rl__status_fdb_json(rl_db *db, rl_buf *out);
 
 /* ---- Write map (ryw.c) ------------------------------------------------------------------- */
 
@@ -243,7 +260,8 @@ struct rl_txn {
     int64_t committed_version; /* -1 until commit / read-only */
     uint8_t versionstamp[10];
     int commit_error;     /* outcome of the last commit (for the versionstamp future) */
-    rl_future *vs_future; /* pending versionstamp future (weak) */
+    rl_future *vs_future; /* pending versionstamp futures (weak), linked by vs_next: as many as
+                           * were asked for, all completed by the commit (FoundationDB's) */
     int has_vs_key;       /* a SET_VERSIONSTAMPED_KEY is pending (ranges read unreadable) */
     /* Options (kept across reset). */
     int64_t timeout_ms;
@@ -300,6 +318,8 @@ void rl__txn_cancel_ops(rl_txn *t, int err);
 /* txn.c: detach the pending versionstamp future filled for err (the stamp when RL_OK); the
  * caller completes it with *out_err after releasing t->mu. NULL if there is none. Under t->mu. */
 rl_future *rl__txn_take_versionstamp(rl_txn *t, int err, int *out_err);
+/* Complete every future of a list rl__txn_take_versionstamp returned, with err. NULL ok. */
+void rl__txn_complete_versionstamps(rl_future *list, int err);
 
 /* timer.c: call fn(ud) once at or after monotonic time deadline_ns, from the timer thread (one
  * per process, started on first use). RL_OK or RL_E_OUT_OF_MEMORY (fn is then never called). */

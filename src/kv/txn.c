@@ -150,24 +150,36 @@ int rl_txn_begin(rl_db *db, rl_txn **out) {
     return RL_OK;
 }
 
-/* Detach the pending versionstamp future, filled for err (the stamp when err is RL_OK); the
- * caller completes it with *out_err once it holds no lock. NULL if there is none. */
+/* Detach the pending versionstamp futures (a list linked by vs_next), each filled for err (the
+ * stamp when err is RL_OK); the caller completes them with *out_err once it holds no lock
+ * (rl__txn_complete_versionstamps). NULL if there is none. */
 static rl_future *take_versionstamp(rl_txn *t, int err, int *out_err) {
-    rl_future *f = t->vs_future;
-    if (!f) return NULL;
+    rl_future *list = t->vs_future;
+    if (!list) return NULL;
     t->vs_future = NULL;
-    f->vs_owner = NULL;
-    if (err == RL_OK) {
-        uint8_t *p = rl__arena_memdup(&f->arena, t->versionstamp, 10);
-        if (!p) {
-            err = RL_E_OUT_OF_MEMORY;
-        } else {
-            f->data = p;
-            f->len = 10;
+    for (rl_future *f = list; f; f = f->vs_next) {
+        f->vs_owner = NULL;
+        if (err == RL_OK) {
+            uint8_t *p = rl__arena_memdup(&f->arena, t->versionstamp, 10);
+            if (!p) {
+                err = RL_E_OUT_OF_MEMORY; /* then every one of them fails alike */
+            } else {
+                f->data = p;
+                f->len = 10;
+            }
         }
     }
     *out_err = err;
-    return f;
+    return list;
+}
+
+void rl__txn_complete_versionstamps(rl_future *list, int err) {
+    while (list) {
+        rl_future *next = list->vs_next;
+        list->vs_next = NULL;
+        rl__future_complete(list, err);
+        list = next;
+    }
 }
 
 rl_future *rl__txn_take_versionstamp(rl_txn *t, int err, int *out_err) { return take_versionstamp(t, err, out_err); }
@@ -199,9 +211,7 @@ static rl_future *reset_state(rl_txn *t, int *out_err) {
     return vs;
 }
 
-static void complete_vs(rl_future *vs, int err) {
-    if (vs) rl__future_complete(vs, err);
-}
+static void complete_vs(rl_future *vs, int err) { rl__txn_complete_versionstamps(vs, err); }
 
 /* Release the transaction's memory (its last reference is gone). */
 static void destroy(rl_txn *t) {
@@ -574,10 +584,9 @@ rl_future *rl_txn_get_versionstamp(rl_txn *t) {
                 rc = RL_E_OUT_OF_MEMORY;
             }
         }
-    } else if (t->vs_future) { /* one pending versionstamp future per transaction */
-        rc = RL_E_CLIENT_INVALID_OPERATION;
-    } else {
+    } else { /* pending until the commit; FoundationDB allows any number of them */
         f->vs_owner = t;
+        f->vs_next = t->vs_future;
         t->vs_future = f;
         rl__txn_unlock(t);
         return f;

@@ -995,7 +995,7 @@ static void op_drive(txn_op *op, int locked) {
     } else {
         rl__txn_unlock(t);
     }
-    if (vs) rl__future_complete(vs, vs_err);
+    rl__txn_complete_versionstamps(vs, vs_err);
     rl__future_complete_unref(op->f, rc); /* the operation's reference (invariant 1) */
     if (last) rl__txn_destroy(t);
 }
@@ -1136,7 +1136,7 @@ void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl__version v, const rl_
             }
             w->state = ST_DONE;
             rl__txn_unlock(t);
-            if (vs) rl__future_complete(vs, vs_err);
+            rl__txn_complete_versionstamps(vs, vs_err);
             rl__future_complete_unref(w->f, err);
             if (async) rl__txn_unref(t);
         } else {
@@ -1261,7 +1261,13 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
     if (f->is_static) return f;
     rl__txn_lock(t);
     if ((rc = rl__txn_check_usable(t))) goto now;
-    if (past_max(t, key, (uint32_t)key_len, 1)) {
+    if (rl__special_key(t->db, key, (uint32_t)key_len)) { /* computed, not stored (special.c) */
+        rl_db *db = t->db;
+        rl__txn_unlock(t);
+        rl__special_start(db, key, (uint32_t)key_len, f);
+        return f;
+    }
+    if (past_max(t, key, (uint32_t)key_len, 1) && !rl__special_forwarded(t->db, key, (uint32_t)key_len)) {
         rc = RL_E_KEY_OUTSIDE_LEGAL_RANGE;
         goto now;
     }
@@ -1561,7 +1567,7 @@ rl_future *rl_txn_commit(rl_txn *t) {
         if (rc != RL_E_NO_COMMIT_VERSION) t->commit_error = rc;
         rl_future *vs = rl__txn_take_versionstamp(t, rc, &vs_err);
         rl__txn_unlock(t);
-        if (vs) rl__future_complete(vs, vs_err);
+        rl__txn_complete_versionstamps(vs, vs_err);
         rl__future_complete(f, rc == RL_E_NO_COMMIT_VERSION ? RL_OK : rc);
         return f;
     }

@@ -95,6 +95,23 @@ step('versionstamps', async () => {
   assert.ok(rows[0][0].equals(Buffer.concat([Buffer.from('vs'), stamp])), 'the key carries the committed versionstamp');
 });
 
+step('the special-key space: status json and the cluster file', async () => {
+  const sk = name => Buffer.concat([Buffer.from([0xff, 0xff]), Buffer.from(name)]);
+  const doc = JSON.parse((await db.get(sk('/status/json'))).toString());
+  assert.strictEqual(doc.client.database_status.available, true);
+  assert.strictEqual(doc.cluster.database_available, true);
+  assert.ok(Number.isInteger(doc.client.timestamp));
+  const conn = await db.get(sk('/connection_string'));
+  if (process.env.RL_FDBC_URL) {
+    assert.strictEqual(conn, undefined, 'an embedded database has no connection string');
+  } else {
+    const file = require('fs').readFileSync(process.argv[2], 'utf8').split('\n').find(l => l && !l.startsWith('#'));
+    assert.strictEqual(conn.toString(), file.trim());
+    assert.strictEqual((await db.get(sk('/cluster_file_path'))).toString(), process.argv[2]);
+    assert.ok(Object.values(doc.cluster.processes).some(p => p.roles[0].role === 'storage'));
+  }
+});
+
 step('read version and snapshot', async () => {
   const t = db.rawCreateTransaction();
   const rv = await t.getReadVersion();

@@ -34,8 +34,8 @@ static void start_once(void) {
     if (fdbt_load(&cl.api, fdbt_lib_path())) fail_msg("cannot load %s", fdbt_lib_path());
     api_checked = 1;
     ASSERT_EQ(cl.api.get_max_api_version(), 730);
-    /* Versions outside 710..730, and a runtime version above the header's. */
-    ASSERT_EQ(cl.api.select_api_version_impl(700, 730), 2203);
+    /* Versions outside 610..730, and a runtime version above the header's. */
+    ASSERT_EQ(cl.api.select_api_version_impl(600, 730), 2203);
     ASSERT_EQ(cl.api.select_api_version_impl(740, 740), 2203);
     ASSERT_EQ(cl.api.select_api_version_impl(730, 720), 2202);
     ASSERT_EQ(cl.api.setup_network(), 2200); /* api_version_unset */

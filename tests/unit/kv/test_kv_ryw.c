@@ -580,5 +580,52 @@ TEST(kv_5_1_versionstamps) {
     kvt_close(&e);
 }
 
+/* kv-5.2: versionstamp futures asked for before the commit, as FoundationDB allows: any number of
+ * them (a binding asks once for its own baking and once for the caller), all ready after the
+ * commit with the same stamp; one freed before the commit is simply gone; a reset cancels the
+ * pending ones; a read-only commit fails them with no_commit_version. */
+TEST(kv_5_2_versionstamp_futures_before_commit) {
+    kvt_env e;
+    kvt_open(&e);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    uint8_t key[3 + 10 + 4] = {'v', 'm', '/'};
+    memset(key + 3, 0xee, 10);
+    key[13] = 3;
+    ASSERT_OK(rl_txn_atomic_op(t, key, sizeof key, "v", 1, RL_ATOMIC_SET_VERSIONSTAMPED_KEY));
+    rl_future *a = rl_txn_get_versionstamp(t), *b = rl_txn_get_versionstamp(t), *gone = rl_txn_get_versionstamp(t),
+              *c = rl_txn_get_versionstamp(t);
+    rl_future_free(gone);
+    ASSERT_FALSE(rl_future_is_ready(a) || rl_future_is_ready(b) || rl_future_is_ready(c));
+    ASSERT_OK(kvt_commit(t));
+    const uint8_t *va, *vb, *vc;
+    int la, lb, lc;
+    ASSERT_OK(rl_future_get_key(a, &va, &la));
+    ASSERT_OK(rl_future_get_key(b, &vb, &lb));
+    ASSERT_OK(rl_future_get_key(c, &vc, &lc));
+    ASSERT_TRUE(la == 10 && lb == 10 && lc == 10 && !memcmp(va, vb, 10) && !memcmp(va, vc, 10));
+    rl_future_free(a);
+    rl_future_free(b);
+    rl_future_free(c);
+    rl_txn_reset(t);
+    a = rl_txn_get_versionstamp(t);
+    b = rl_txn_get_versionstamp(t);
+    rl_txn_reset(t);
+    ASSERT_RC(rl_future_wait(a), RL_E_TRANSACTION_CANCELLED);
+    ASSERT_RC(rl_future_wait(b), RL_E_TRANSACTION_CANCELLED);
+    rl_future_free(a);
+    rl_future_free(b);
+    a = rl_txn_get_versionstamp(t);
+    b = rl_txn_get_versionstamp(t);
+    ASSERT_OK(kvt_commit(t)); /* nothing written: read-only */
+    ASSERT_RC(rl_future_wait(a), RL_E_NO_COMMIT_VERSION);
+    ASSERT_RC(rl_future_wait(b), RL_E_NO_COMMIT_VERSION);
+    rl_future_free(a);
+    rl_future_free(b);
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
 RL_TEST_MAIN(T(kv_3_1_ryw_random), T(kv_3_2_atomic_ryw), T(kv_4_1_selector_edges), T(kv_4_2_range_limits),
-             T(kv_4_3_range_conflicts), T(kv_4_4_offset_one_selectors_conflicts), T(kv_5_1_versionstamps))
+             T(kv_4_3_range_conflicts), T(kv_4_4_offset_one_selectors_conflicts), T(kv_5_1_versionstamps),
+             T(kv_5_2_versionstamp_futures_before_commit))

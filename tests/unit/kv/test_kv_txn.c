@@ -5,6 +5,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "base/clock.h"
 #include "kvtest.h"
 #include "kv/kv_int.h"
@@ -719,7 +721,92 @@ TEST(kv_2_10_idle) {
     kvt_close(&e);
 }
 
+/* kv-2.11: the special-key space reclayer has: "\xff\xff/status/json" is a status document in
+ * FoundationDB's schema on every backend (a cluster's names every process and its cluster file,
+ * and its connection string is the cluster file's), "\xff\xff/connection_string" and
+ * "\xff\xff/cluster_file_path" are a cluster's own (absent embedded), any other special key is
+ * still key_outside_legal_range; rl_db_status_fdb_json gives the same document. */
+static char *special_get(rl_txn *t, const char *k, int *out_present) {
+    rl_future *f = rl_txn_get(t, k, strlen(k), 0);
+    const uint8_t *v;
+    int len = 0;
+    ASSERT_OK(rl_future_wait(f));
+    ASSERT_OK(rl_future_get_value(f, out_present, &v, &len));
+    char *s = malloc((size_t)len + 1);
+    if (len) memcpy(s, v, (size_t)len);
+    s[len] = 0;
+    rl_future_free(f);
+    return s;
+}
+
+TEST(kv_2_11_special_keys) {
+    kvt_env e;
+    kvt_open(&e);
+    const char *url = rl_test_url();
+    int cluster = rl_test_is_cluster(url), present = 0;
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    char *js = special_get(t, "\xff\xff/status/json", &present);
+    ASSERT_TRUE(present);
+    json_error_t je;
+    json_t *doc = json_loads(js, 0, &je);
+    if (!doc) fail_msg("status/json is not JSON (%s): %s", je.text, js);
+    json_t *client = json_object_get(doc, "client"), *cl = json_object_get(doc, "cluster");
+    if (!json_is_true(json_object_get(json_object_get(client, "database_status"), "available")))
+        fail_msg("not available: %s", js);
+    ASSERT_TRUE(json_is_integer(json_object_get(client, "timestamp")));
+    ASSERT_TRUE(json_is_array(json_object_get(client, "messages")));
+    ASSERT_TRUE(json_is_true(json_object_get(cl, "database_available")));
+    char *conn = special_get(t, "\xff\xff/connection_string", &present);
+    int conn_present = present;
+    char *path = special_get(t, "\xff\xff/cluster_file_path", &present);
+    if (cluster) {
+        const char *file = url + 8;
+        ASSERT_TRUE(conn_present && present);
+        ASSERT_STR_EQ(path, file);
+        FILE *fp = fopen(file, "r");
+        char line[1024] = "";
+        ASSERT_NOT_NULL(fp);
+        ASSERT_NOT_NULL(fgets(line, sizeof line, fp));
+        fclose(fp);
+        line[strcspn(line, "\r\n")] = 0;
+        ASSERT_STR_EQ(conn, line);
+        ASSERT_STR_EQ(json_string_value(json_object_get(cl, "connection_string")), line);
+        ASSERT_STR_EQ(json_string_value(json_object_get(json_object_get(client, "cluster_file"), "path")), file);
+        json_t *procs = json_object_get(cl, "processes"), *p;
+        const char *id;
+        int storage = 0, coordinator = 0;
+        json_object_foreach(procs, id, p) {
+            const char *role =
+                json_string_value(json_object_get(json_array_get(json_object_get(p, "roles"), 0), "role"));
+            ASSERT_NOT_NULL(strchr(json_string_value(json_object_get(p, "address")), ':'));
+            storage += role && !strcmp(role, "storage");
+            coordinator += role && !strcmp(role, "coordinator");
+        }
+        ASSERT_EQ(coordinator, 1);
+        ASSERT_TRUE(storage >= 1);
+    } else if (!rl_test_is_fdb(url)) {
+        ASSERT_FALSE(conn_present || present); /* embedded: no cluster file */
+        ASSERT_NULL(json_object_get(client, "cluster_file"));
+    }
+    free(conn);
+    free(path);
+    free(js);
+    json_decref(doc);
+    rl_future *f = rl_txn_get(t, "\xff\xff/nothing", 10, 0);
+    ASSERT_RC(rl_future_wait(f), RL_E_KEY_OUTSIDE_LEGAL_RANGE);
+    rl_future_free(f);
+    char *direct = NULL;
+    ASSERT_OK(rl_db_status_fdb_json(e.db, &direct));
+    doc = json_loads(direct, 0, NULL);
+    ASSERT_NOT_NULL(json_object_get(doc, "client"));
+    json_decref(doc);
+    rl_free(direct);
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
 RL_TEST_MAIN(T(kv_1_1_open_errors), T(kv_1_2_basic), T(kv_1_3_limits), T(kv_1_4_legal_range_edges),
              T(kv_2_1_write_skew), T(kv_2_2_no_conflict_cases), T(kv_2_3_explicit_conflicts), T(kv_2_4_too_old),
              T(kv_2_5_timeout), T(kv_2_6_on_error), T(kv_2_7_cancel_reset), T(kv_2_8_increment_race),
-             T(kv_2_9_database_timeout), T(kv_2_10_idle))
+             T(kv_2_9_database_timeout), T(kv_2_10_idle), T(kv_2_11_special_keys))
