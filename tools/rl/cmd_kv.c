@@ -4,6 +4,7 @@
  *     get KEY | set KEY VALUE | clear KEY | clearrange BEGIN END
  *     range BEGIN END [--limit N] [--reverse] | getkey FORM KEY [OFFSET] | status
  *
+ * Without --db the database is RL_DB's, else ./reclayer.cluster's (rl__tool_db_find, app/tool.h).
  * Keys and values are in FoundationDB's printable escape form (\xNN, \\); with --tuple, keys are
  * JSON tuple arrays (the form of `rl tuple`) and printed keys that decode as tuples are shown the
  * same way. Exit codes: 0 success, 1 an error (its name and message on stderr) or a key not
@@ -95,8 +96,7 @@ enum { F_FGE, F_FGT, F_LLE, F_LLT };
 
 int rl_cmd_kv(int argc, char **argv) {
     kv_opts o = {0, 0};
-    const char *url = getenv("RL_DB");
-    if (!url || !*url) url = "mem:";
+    const char *url = NULL;
     const char *a1 = NULL, *a2 = NULL;
     int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
@@ -110,13 +110,8 @@ int rl_cmd_kv(int argc, char **argv) {
                                            {"llt", F_LLT},
                                            {NULL, 0}};
     const rl__arg opts[] = {
-        {.name = "db",
-         .kind = RL_ARG_STRING,
-         .dest = &url,
-         .metavar = "URL",
-         .flags = RL_ARG_NO_DEFAULT,
-         .help = "mem: (default; empty, in memory), file:DIR (durable, DIR must exist), cluster:FILE, fdb:FILE; "
-                 "the RL_DB environment variable sets the default"},
+        RL__TOOL_OPT_DB_HELP(&url, "the database: file:DIR (durable, DIR must exist), cluster:FILE, fdb:FILE, or "
+                                   "mem: (empty, in memory, discarded at exit)"),
         {.name = "tuple",
          .kind = RL_ARG_FLAG,
          .dest = &o.tuple,
@@ -185,6 +180,9 @@ int rl_cmd_kv(int argc, char **argv) {
         .subs = subs,
         .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
+    url = dbu.url;
     const rl__args_cmd *sub = subs[which];
     /* Parse the arguments before opening anything. */
     rl_buf k1, k2;
