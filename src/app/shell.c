@@ -33,6 +33,7 @@
 #include "app/args.h"
 #include "app/cluster_status.h"
 #include "app/shell.h"
+#include "app/tool.h"
 #include "base/alloc.h"
 #include "base/bytes.h"
 #include "reclayer/error.h"
@@ -102,8 +103,7 @@ int rl__shell_split(const char *s, size_t len, rl__shell_line *l, rl_buf *msg) {
     rl__buf_reset(&l->bytes);
     l->n_words = l->n_cmds = 0;
     if (len > RL__SHELL_LINE_MAX)
-        return split_fail(l, msg, "the line is %zu bytes long, more than the %u a line may have", len,
-                          RL__SHELL_LINE_MAX);
+        return split_fail(l, msg, "the line has more than the %u bytes a line may have", RL__SHELL_LINE_MAX);
     size_t first = 0, quote_at = 0;
     int in_word = 0, quoted = 0, rc = RL_OK;
     for (size_t i = 0; i < len && rc == RL_OK;) {
@@ -332,14 +332,7 @@ static int with_txn(rl__shell *sh, txn_op op, void *ctx, int do_commit, int64_t 
             rl_future_free(f);
             if (!rc) rc = rl_txn_get_committed_version(t, out_version);
         }
-        if (!rc) break;
-        rl_future *e = rl_txn_on_error(t, rc);
-        int rc2 = rl_future_wait(e);
-        rl_future_free(e);
-        if (rc2) {
-            rc = rc2;
-            break;
-        }
+        if (!rc || (rc = rl__tool_retry(t, rc)) != RL_OK) break;
     }
     rl_txn_free(t);
     return rc ? db_fail(sh, rc) : RL_OK;
@@ -347,9 +340,9 @@ static int with_txn(rl__shell *sh, txn_op op, void *ctx, int do_commit, int64_t 
 
 /* ---- Transactions ----------------------------------------------------------------------------- */
 
-static int cmd_begin(rl__shell *sh, const rl_slice *w, size_t n) {
-    (void)w, (void)n;
-    if (sh->txn) return fail(sh, RL_E_USAGE, "Already in transaction");
+/* Make sh->txn a new transaction with the global options (freeing the one there was, if any)
+ * and the active options the global ones. On error sh->txn is as it was. */
+static int open_txn(rl__shell *sh) {
     rl_txn *t = NULL;
     int rc = rl_txn_begin(sh->db, &t);
     if (!rc) rc = apply_options(t, sh->global);
@@ -357,10 +350,18 @@ static int cmd_begin(rl__shell *sh, const rl_slice *w, size_t n) {
         rl_txn_free(t);
         return db_fail(sh, rc);
     }
+    rl_txn_free(sh->txn);
     sh->txn = t;
     memcpy(sh->active, sh->global, sizeof sh->active);
-    fprintf(sh->out, "Transaction started\n");
     return RL_OK;
+}
+
+static int cmd_begin(rl__shell *sh, const rl_slice *w, size_t n) {
+    (void)w, (void)n;
+    if (sh->txn) return fail(sh, RL_E_USAGE, "Already in transaction");
+    int rc = open_txn(sh);
+    if (!rc) fprintf(sh->out, "Transaction started\n");
+    return rc;
 }
 
 static void print_commit(rl__shell *sh, int64_t v) {
@@ -397,18 +398,9 @@ static int cmd_reset(rl__shell *sh, const rl_slice *w, size_t n) {
     if (!sh->txn) return fail(sh, RL_E_USAGE, "No active transaction");
     /* A fresh transaction with the global options, as fdbcli resets its options too (rl_txn_reset
      * would keep the options set on this one). */
-    rl_txn *t = NULL;
-    int rc = rl_txn_begin(sh->db, &t);
-    if (!rc) rc = apply_options(t, sh->global);
-    if (rc) {
-        rl_txn_free(t);
-        return db_fail(sh, rc);
-    }
-    rl_txn_free(sh->txn);
-    sh->txn = t;
-    memcpy(sh->active, sh->global, sizeof sh->active);
-    fprintf(sh->out, "Transaction reset\n");
-    return RL_OK;
+    int rc = open_txn(sh);
+    if (!rc) fprintf(sh->out, "Transaction reset\n");
+    return rc;
 }
 
 /* ---- Reads ------------------------------------------------------------------------------------ */

@@ -325,6 +325,13 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
     return rl__buf_error(out);
 }
 
+int rl__tool_retry(rl_txn *t, int rc) {
+    rl_future *e = rl_txn_on_error(t, rc);
+    int rc2 = rl_future_wait(e);
+    rl_future_free(e);
+    return rc2;
+}
+
 /* ---- Which database (tool.h) ------------------------------------------------------------------ */
 
 int rl__tool_db_find(const char *given, rl__tool_db *out, rl_buf *msg) {

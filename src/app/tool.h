@@ -123,6 +123,13 @@ static inline int64_t rl__tool_wait_ms(double seconds) { return (int64_t)(second
  * (sizeof). */
 void rl__tool_db_options(rl_db_options *o, const rl__tool_wait *w);
 
+/* rl__tool_retry — the retry step of a transaction the caller runs itself (when it needs more
+ * than rl_db_run gives, e.g. the committed version or the futures' results): rl_txn_on_error(t,
+ * rc), waited for. RL_OK: t was reset after the backoff, run it again; otherwise the error to stop
+ * with (rc itself when it is not retryable, transaction_timed_out once the timeout passed, the
+ * retry limit's last error). */
+int rl__tool_retry(rl_txn *t, int rc);
+
 /* Flags of rl__tool_open. */
 #define RL__TOOL_MUST_EXIST 0x1 /* RL_E_NOT_FOUND instead of creating the store */
 #define RL__TOOL_READ_ONLY \

@@ -180,9 +180,6 @@ int rl_cmd_kv(int argc, char **argv) {
         .subs = subs,
         .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
-    rl__tool_db dbu;
-    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
-    url = dbu.url;
     const rl__args_cmd *sub = subs[which];
     /* Parse the arguments before opening anything. */
     rl_buf k1, k2;
@@ -200,6 +197,14 @@ int rl_cmd_kv(int argc, char **argv) {
         exit_code = RL_ARGS_USAGE;
         goto done;
     }
+    /* The database once the arguments are known to be good (a bad key is named whatever the
+     * database). */
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) {
+        exit_code = code;
+        goto done;
+    }
+    url = dbu.url;
     /* The commands that only read open the database read-only: they never change a file. */
     rl_db_options dbo;
     memset(&dbo, 0, sizeof dbo);
@@ -259,14 +264,7 @@ int rl_cmd_kv(int argc, char **argv) {
             f = rl_txn_get_key(t, sel, 0);
         }
         rc = rl_future_wait(f);
-        if (rc == RL_OK) break;
-        rl_future *e = rl_txn_on_error(t, rc);
-        int rc2 = rl_future_wait(e);
-        rl_future_free(e);
-        if (rc2) {
-            rc = rc2;
-            break;
-        }
+        if (rc == RL_OK || (rc = rl__tool_retry(t, rc)) != RL_OK) break;
     }
     if (which == C_GET) {
         int present = 0, len = 0;

@@ -28,6 +28,7 @@
 #include "app/args.h"
 #include "app/shell.h"
 #include "app/tool.h"
+#include "base/buf.h"
 #include "reclayer/kv.h"
 
 #define HISTORY_FILE ".rl_history" /* in $HOME */
@@ -56,19 +57,37 @@ static int interactive(rl__shell *sh, const char *url) {
     return 0;
 }
 
+/* Read one line of stdin into line (reset first; without its newline and a carriage return
+ * before it). At most RL__SHELL_LINE_MAX + 1 bytes are kept: the rest of a longer line is read
+ * and dropped, so the splitter refuses it as too long without the whole of it ever being held.
+ * Returns 0 at the end of input (nothing read), 1 otherwise. */
+static int read_line(rl_buf *line) {
+    rl__buf_reset(line);
+    int c, any = 0;
+    while ((c = getchar_unlocked()) != EOF) {
+        any = 1;
+        if (c == '\n') break;
+        if (line->len <= RL__SHELL_LINE_MAX) rl__buf_append_byte(line, (uint8_t)c);
+    }
+    if (line->len > 0 && line->data[line->len - 1] == '\r') rl__buf_truncate(line, line->len - 1);
+    return any;
+}
+
 /* Lines from a pipe or file, without line editing; the first that fails stops. Returns the exit
  * code. */
 static int piped(rl__shell *sh) {
-    char *line = NULL;
-    size_t cap = 0;
+    rl_buf line;
+    rl__buf_init(&line);
     int code = 0;
-    for (int done = 0; !done;) {
-        ssize_t n = getline(&line, &cap, stdin);
-        if (n < 0) break;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        if (rl__shell_run_line(sh, line, (size_t)n, &done) != RL_OK) code = 1, done = 1;
+    for (int done = 0; !done && read_line(&line);) {
+        if (rl__buf_error(&line)) {
+            fprintf(stderr, "rl shell: out of memory reading a line\n");
+            code = 1;
+            break;
+        }
+        if (rl__shell_run_line(sh, (const char *)line.data, line.len, &done) != RL_OK) code = 1, done = 1;
     }
-    free(line);
+    rl__buf_release(&line);
     return code;
 }
 
