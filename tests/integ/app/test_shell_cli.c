@@ -12,7 +12,7 @@
  *              transaction left open is rolled back with a warning; usage errors of rl shell
  *              itself exit 2
  *   shell-2.5  piped stdin: line by line; the first failing line stops it (exit 1), exit stops it
- *              (exit 0)
+ *              (exit 0); a line over the limit (5 MiB) is refused and stops it
  *   shell-2.6  a terminal (a pty): the libedit session runs commands, exits on `exit` and on end
  *              of input, and saves its history without the writemode lines
  *   dbarg-1.1  no --db, no RL_DB, no ./reclayer.cluster: every command that opens a database
@@ -34,61 +34,17 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "test.h"
 
-/* ---- Running rl in a directory, with an environment ------------------------------------------ */
-
-/* Run `rl ARGS` in directory dir (NULL: the test's), with RL_DB set to db_env (NULL: unset), stdin
- * from the file in_path (NULL: /dev/null). *out and *err (NULL: not wanted) get stdout and
- * stderr, to free(). Returns the exit code (-1: it did not exit). */
-static int run_in(const char *dir, const char *db_env, const char *in_path, char **out, char **err, const char *fmt,
-                  ...) __attribute__((format(printf, 6, 7)));
-static int run_in(const char *dir, const char *db_env, const char *in_path, char **out, char **err, const char *fmt,
-                  ...) {
-    char args[16384], cmd[32768], errf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(errf, sizeof errf, "%s/rltest-shell-err-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(errf);
-    ASSERT_TRUE(fd >= 0);
-    close(fd);
-    char env[4400];
-    if (db_env) snprintf(env, sizeof env, "env RL_DB='%s'", db_env);
-    else snprintf(env, sizeof env, "env -u RL_DB");
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s' %s <'%s' 2>'%s'", dir ? dir : ".", env, rl_test_bin("rl"), args,
-             in_path ? in_path : "/dev/null", errf);
-    FILE *p = popen(cmd, "r");
-    ASSERT_NOT_NULL(p);
-    rl_buf b;
-    rl__buf_init(&b);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) rl__buf_append(&b, chunk, n);
-    int st = pclose(p);
-    if (out) *out = strdup((const char *)b.data);
-    rl__buf_release(&b);
-    FILE *f = fopen(errf, "r");
-    ASSERT_NOT_NULL(f);
-    rl__buf_init(&b);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) rl__buf_append(&b, chunk, n);
-    fclose(f);
-    remove(errf);
-    if (err) *err = strdup((const char *)b.data);
-    rl__buf_release(&b);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* `rl shell --db file:DB --exec 'CMDS'`: exit code; output in *out and *err (to free). CMDS must not
  * hold a single quote. */
 static int shell_exec(const char *db, const char *cmds, char **out, char **err) {
-    return run_in(NULL, NULL, NULL, out, err, "shell --db file:%s --exec '%s'", db, cmds);
+    return rl_test_run_in(NULL, NULL, NULL, "rl", out, err, "shell --db file:%s --exec '%s'", db, cmds);
 }
 
 /* --exec that must succeed; its stdout (to free). */
@@ -105,31 +61,36 @@ static void expect_in(const char *hay, const char *needle, const char *what) {
     if (!strstr(hay, needle)) fail_msg("%s: [%s] lacks [%s]", what, hay, needle);
 }
 
+/* --exec that must succeed and print exactly want. */
+static void exec_is(const char *db, const char *cmds, const char *want) {
+    char *out = exec_ok(db, cmds);
+    if (strcmp(out, want)) fail_msg("rl shell --exec '%s': printed [%s], expected [%s]", cmds, out, want);
+    free(out);
+}
+
+/* --exec that must succeed and print want somewhere. */
+static void exec_has(const char *db, const char *cmds, const char *want) {
+    char *out = exec_ok(db, cmds);
+    expect_in(out, want, cmds);
+    free(out);
+}
+
 /* ---- shell-2 ------------------------------------------------------------------------------------ */
 
 TEST(shell_2_1_exec_autocommit_and_transactions) {
     char *db = rl_test_tmpdir("sh21"), *out;
-    out = exec_ok(db, "writemode on; set a 1; set \"b c\" \\x00\\xff");
-    expect_in(out, ">>> set a 1\nCommitted (", "set a");
-    free(out);
+    exec_has(db, "writemode on; set a 1; set \"b c\" \\x00\\xff", ">>> set a 1\nCommitted (");
     /* Another invocation (another process) reads them. */
-    out = exec_ok(db, "get a; get \"b c\"; get zz");
-    ASSERT_STR_EQ(out, ">>> get a\n`a' is `1'\n>>> get b\\x20c\n`b c' is `\\x00\\xff'\n>>> get zz\n`zz': not found\n");
-    free(out);
+    exec_is(db, "get a; get \"b c\"; get zz",
+            ">>> get a\n`a' is `1'\n>>> get b\\x20c\n`b c' is `\\x00\\xff'\n>>> get zz\n`zz': not found\n");
     /* A transaction: reads see its writes; committed once. */
-    out = exec_ok(db, "writemode on; begin; set t1 x; clear a; get t1; get a; commit");
-    expect_in(out, ">>> get t1\n`t1' is `x'\n>>> get a\n`a': not found\n>>> commit\nCommitted (", "transaction");
-    free(out);
-    out = exec_ok(db, "get t1; get a");
-    ASSERT_STR_EQ(out, ">>> get t1\n`t1' is `x'\n>>> get a\n`a': not found\n");
-    free(out);
+    exec_has(db, "writemode on; begin; set t1 x; clear a; get t1; get a; commit",
+             ">>> get t1\n`t1' is `x'\n>>> get a\n`a': not found\n>>> commit\nCommitted (");
+    exec_is(db, "get t1; get a", ">>> get t1\n`t1' is `x'\n>>> get a\n`a': not found\n");
     /* Rollback discards. */
-    out = exec_ok(db, "writemode on; begin; set t2 y; get t2; rollback; get t2");
-    expect_in(out, "`t2' is `y'\n>>> rollback\nTransaction rolled back\n>>> get t2\n`t2': not found\n", "rollback");
-    free(out);
-    out = exec_ok(db, "get t2");
-    ASSERT_STR_EQ(out, "`t2': not found\n");
-    free(out);
+    exec_has(db, "writemode on; begin; set t2 y; get t2; rollback; get t2",
+             "`t2' is `y'\n>>> rollback\nTransaction rolled back\n>>> get t2\n`t2': not found\n");
+    exec_is(db, "get t2", "`t2': not found\n");
     /* A single command prints no echo; getversion is a number. */
     out = exec_ok(db, "getversion");
     ASSERT_TRUE(atoll(out) > 0);
@@ -155,9 +116,7 @@ TEST(shell_2_2_writemode_off_refuses_writes) {
     ASSERT_EQ(shell_exec(db, "writemode on; set x 1; writemode off; set y 2", &out, &err), 1);
     free(out);
     free(err);
-    out = exec_ok(db, "getrangekeys \"\"");
-    ASSERT_STR_EQ(out, "\nRange limited to 25 keys\n`keep'\n`x'\n\n");
-    free(out);
+    exec_is(db, "getrangekeys \"\"", "\nRange limited to 25 keys\n`keep'\n`x'\n\n");
     rl_test_rmtree(db);
     free(db);
 }
@@ -174,18 +133,10 @@ TEST(shell_2_3_getrange_limits) {
     ASSERT_EQ(lines, 25);
     ASSERT_TRUE(!strncmp(out, "\nRange limited to 25 keys\n`r00' is `0'\n", 38));
     free(out);
-    out = exec_ok(db, "getrange r00 r03");
-    ASSERT_STR_EQ(out, "\nRange limited to 25 keys\n`r00' is `0'\n`r01' is `1'\n`r02' is `2'\n\n");
-    free(out);
-    out = exec_ok(db, "getrange r35 s 3");
-    ASSERT_STR_EQ(out, "\nRange limited to 3 keys\n`r35' is `35'\n`r36' is `36'\n`r37' is `37'\n\n");
-    free(out);
-    out = exec_ok(db, "getrangekeys r38 \\xff 100");
-    ASSERT_STR_EQ(out, "\nRange limited to 100 keys\n`r38'\n`r39'\n`s'\n\n");
-    free(out);
-    out = exec_ok(db, "getrangekeys \"\" \\xff 2");
-    ASSERT_STR_EQ(out, "\nRange limited to 2 keys\n`r00'\n`r01'\n\n");
-    free(out);
+    exec_is(db, "getrange r00 r03", "\nRange limited to 25 keys\n`r00' is `0'\n`r01' is `1'\n`r02' is `2'\n\n");
+    exec_is(db, "getrange r35 s 3", "\nRange limited to 3 keys\n`r35' is `35'\n`r36' is `36'\n`r37' is `37'\n\n");
+    exec_is(db, "getrangekeys r38 \\xff 100", "\nRange limited to 100 keys\n`r38'\n`r39'\n`s'\n\n");
+    exec_is(db, "getrangekeys \"\" \\xff 2", "\nRange limited to 2 keys\n`r00'\n`r01'\n\n");
     rl_test_rmtree(db);
     free(db);
 }
@@ -207,37 +158,31 @@ TEST(shell_2_4_errors_stop_exec) {
         expect_in(err, cases[i].err, cases[i].cmds);
         free(out);
         free(err);
-        out = exec_ok(db, "get b");
-        ASSERT_STR_EQ(out, "`b': not found\n");
-        free(out);
+        exec_is(db, "get b", "`b': not found\n");
     }
     /* The commands before the failure ran (except for a line that does not split). */
-    out = exec_ok(db, "get a");
-    ASSERT_STR_EQ(out, "`a' is `1'\n");
-    free(out);
+    exec_is(db, "get a", "`a' is `1'\n");
     /* A transaction left open is rolled back, with a warning; exit code 0 (nothing failed). */
     ASSERT_EQ(shell_exec(db, "writemode on; begin; set open 1", &out, &err), 0);
     expect_in(err, "WARNING: the transaction begun with `begin' was not committed: it is rolled back", "open txn");
     free(out);
     free(err);
-    out = exec_ok(db, "get open");
-    ASSERT_STR_EQ(out, "`open': not found\n");
-    free(out);
+    exec_is(db, "get open", "`open': not found\n");
     /* A database error inside a transaction rolls it back. */
     ASSERT_EQ(shell_exec(db, "writemode on; begin; set t 1; set \\xff/x 1; commit", &out, &err), 1);
     expect_in(err, "Rolling back current transaction\n", "rollback on error");
     free(out);
     free(err);
     /* Usage errors of rl shell itself: exit 2. */
-    ASSERT_EQ(run_in(NULL, NULL, NULL, NULL, &err, "shell --db file:%s --exec", db), 2);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, NULL, "rl", NULL, &err, "shell --db file:%s --exec", db), 2);
     expect_in(err, "rl shell: option --exec needs a value", "--exec");
     free(err);
-    ASSERT_EQ(run_in(NULL, NULL, NULL, NULL, &err, "shell --db file:%s --frob", db), 2);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, NULL, "rl", NULL, &err, "shell --db file:%s --frob", db), 2);
     free(err);
-    ASSERT_EQ(run_in(NULL, NULL, NULL, NULL, &err, "shell --db file:%s x", db), 2);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, NULL, "rl", NULL, &err, "shell --db file:%s x", db), 2);
     free(err);
     /* A database that does not open: exit 1, the reason. */
-    ASSERT_EQ(run_in(NULL, NULL, NULL, NULL, &err, "shell --db file:%s/nope --exec 'get a'", db), 1);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, NULL, "rl", NULL, &err, "shell --db file:%s/nope --exec 'get a'", db), 1);
     expect_in(err, "rl shell: cannot open file:", "open");
     free(err);
     rl_test_rmtree(db);
@@ -261,7 +206,7 @@ TEST(shell_2_5_piped_stdin) {
     snprintf(db, sizeof db, "%s/db", dir);
     ASSERT_EQ(mkdir(db, 0700), 0);
     char *good = write_file(dir, "good.txt", "writemode on\nset p 1\r\n\nbegin; set q 2\ncommit\nget p\nget q\n");
-    ASSERT_EQ(run_in(NULL, NULL, good, &out, &err, "shell --db file:%s", db), 0);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, good, "rl", &out, &err, "shell --db file:%s", db), 0);
     expect_in(out, "Committed (", "piped");
     expect_in(out, "`p' is `1'\n`q' is `2'\n", "piped");
     ASSERT_TRUE(strstr(out, "Welcome") == NULL); /* no banner without a terminal */
@@ -270,21 +215,37 @@ TEST(shell_2_5_piped_stdin) {
     free(err);
     /* The first failing line stops the rest. */
     char *failing = write_file(dir, "bad.txt", "writemode on\nset r 1\nget r r\nset s 1\n");
-    ASSERT_EQ(run_in(NULL, NULL, failing, &out, &err, "shell --db file:%s", db), 1);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, failing, "rl", &out, &err, "shell --db file:%s", db), 1);
     expect_in(err, "ERROR: usage (3800): get takes 1 argument, not 2", "piped error");
     free(out);
     free(err);
-    out = exec_ok(db, "get r; get s");
-    ASSERT_STR_EQ(out, ">>> get r\n`r' is `1'\n>>> get s\n`s': not found\n");
-    free(out);
+    exec_is(db, "get r; get s", ">>> get r\n`r' is `1'\n>>> get s\n`s': not found\n");
     /* exit stops reading. */
     char *exiting = write_file(dir, "exit.txt", "writemode on\nexit\nset t 1\n");
-    ASSERT_EQ(run_in(NULL, NULL, exiting, &out, &err, "shell --db file:%s", db), 0);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, exiting, "rl", &out, &err, "shell --db file:%s", db), 0);
     free(out);
     free(err);
-    out = exec_ok(db, "get t");
-    ASSERT_STR_EQ(out, "`t': not found\n");
+    exec_is(db, "get t", "`t': not found\n");
+    /* A line longer than a line may be (5 MiB) is refused, not held whole, and stops the rest. */
+    char *huge_path = malloc(strlen(dir) + 16);
+    ASSERT_NOT_NULL(huge_path);
+    sprintf(huge_path, "%s/huge.txt", dir);
+    FILE *f = fopen(huge_path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("writemode on\nset huge ", f);
+    for (int i = 0; i < 5 * 1024; i++) {
+        char kb[1024];
+        memset(kb, 'x', sizeof kb);
+        fwrite(kb, 1, sizeof kb, f);
+    }
+    fputs("\nset after 1\n", f);
+    fclose(f);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, huge_path, "rl", &out, &err, "shell --db file:%s", db), 1);
+    expect_in(err, "ERROR: invalid_argument (3000): the line has more than the 4194304 bytes a line may have", "huge");
     free(out);
+    free(err);
+    exec_is(db, "get huge; get after", ">>> get huge\n`huge': not found\n>>> get after\n`after': not found\n");
+    free(huge_path);
     free(good);
     free(failing);
     free(exiting);
@@ -355,11 +316,26 @@ static pid_t start_on_pty(const char *home, const char *db, int *out_fd) {
     return pid;
 }
 
-/* Type line on the pty, then read until want and the next prompt appear after what was read so
- * far: libedit may drop what is typed before it reads again (it sets the terminal up per line),
- * so nothing is typed before the prompt. */
+/* Wait (at most 20 s) until the program on the pty reads the terminal in raw mode: libedit
+ * turns canonical mode off while it reads a line and back on while a command runs, and what is
+ * typed while it is on may be lost (libedit sets the terminal up per line). Linux gives the
+ * slave's modes through the master. 1 once raw. */
+static int wait_raw(int fd) {
+    uint64_t deadline = now_ms() + 20000;
+    for (;;) {
+        struct termios t;
+        if (tcgetattr(fd, &t) == 0 && !(t.c_lflag & ICANON)) return 1;
+        if (now_ms() >= deadline) return 0;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Type line on the pty once libedit reads, then read until want and the next prompt appear after
+ * what was read so far. */
 static void type(int fd, rl_buf *b, const char *line, const char *want) {
     size_t from = b->len;
+    if (!wait_raw(fd)) fail_msg("the shell is not reading its terminal:\n%s", b->data);
     ASSERT_EQ(write(fd, line, strlen(line)), (ssize_t)strlen(line));
     if (!read_until(fd, b, from, want)) fail_msg("typed [%s]: no [%s] in:\n%s", line, want, b->data + from);
     const char *at = strstr((const char *)b->data + from, want);
@@ -384,6 +360,7 @@ TEST(shell_2_6_terminal) {
     type(fd, &b, "begin; set a 1; get a\r", "`a' is `1'");
     type(fd, &b, "rollback\r", "Transaction rolled back");
     size_t from = b.len;
+    ASSERT_TRUE(wait_raw(fd));
     ASSERT_EQ(write(fd, "exit\r", 5), 5);
     read_until(fd, &b, from, "\x01never"); /* until the child closes the terminal */
     ASSERT_EQ(wait_child(pid), 0);
@@ -405,6 +382,7 @@ TEST(shell_2_6_terminal) {
     if (!read_until(fd, &b, 0, "rl> ")) fail_msg("no prompt:\n%s", b.data);
     type(fd, &b, "get hello\r", "`hello' is `world'");
     type(fd, &b, "get a\r", "`a': not found");
+    ASSERT_TRUE(wait_raw(fd));
     ASSERT_EQ(write(fd, "\x04", 1), 1);
     read_until(fd, &b, b.len, "\x01never");
     ASSERT_EQ(wait_child(pid), 0);
@@ -444,7 +422,7 @@ static int dir_entries(const char *dir) {
 TEST(dbarg_1_1_no_database_anywhere) {
     char *dir = rl_test_tmpdir("dbarg11"), *out, *err;
     for (size_t i = 0; i < N_DB_COMMANDS; i++) {
-        int rc = run_in(dir, NULL, NULL, &out, &err, "%s", db_commands[i]);
+        int rc = rl_test_run_in(dir, NULL, NULL, "rl", &out, &err, "%s", db_commands[i]);
         if (rc != 2) fail_msg("rl %s without a database: exit %d, expected 2\n%s%s", db_commands[i], rc, out, err);
         expect_in(err,
                   "no database: give --db URL, or set the environment variable RL_DB=URL, or run in a directory "
@@ -455,7 +433,7 @@ TEST(dbarg_1_1_no_database_anywhere) {
         free(err);
     }
     /* An empty RL_DB counts as unset. */
-    ASSERT_EQ(run_in(dir, "", NULL, NULL, &err, "kv get a"), 2);
+    ASSERT_EQ(rl_test_run_in(dir, "", NULL, "rl", NULL, &err, "kv get a"), 2);
     expect_in(err, "no database", "RL_DB=''");
     free(err);
     /* Nothing was created in the directory. */
@@ -471,22 +449,22 @@ TEST(dbarg_1_2_rl_db) {
     ASSERT_EQ(mkdir(db, 0700), 0);
     ASSERT_EQ(mkdir(other, 0700), 0);
     snprintf(url, sizeof url, "file:%s", db);
-    ASSERT_EQ(run_in(dir, url, NULL, &out, &err, "kv set a 1"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, url, NULL, "rl", &out, &err, "kv set a 1"), 0);
     ASSERT_STR_EQ(err, "");
     free(out);
     free(err);
-    ASSERT_EQ(run_in(dir, url, NULL, &out, NULL, "shell --exec 'get a'"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, url, NULL, "rl", &out, NULL, "shell --exec 'get a'"), 0);
     ASSERT_STR_EQ(out, "`a' is `1'\n");
     free(out);
-    ASSERT_EQ(run_in(dir, url, NULL, &out, NULL, "load --count 3"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, url, NULL, "rl", &out, NULL, "load --count 3"), 0);
     free(out);
-    ASSERT_EQ(run_in(dir, url, NULL, &out, NULL, "check"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, url, NULL, "rl", &out, NULL, "check"), 0);
     expect_in(out, "records = 3", "check through RL_DB");
     free(out);
     /* --db wins over RL_DB. */
-    ASSERT_EQ(run_in(dir, url, NULL, &out, NULL, "kv --db file:%s get a", other), 1);
+    ASSERT_EQ(rl_test_run_in(dir, url, NULL, "rl", &out, NULL, "kv --db file:%s get a", other), 1);
     free(out);
-    ASSERT_EQ(run_in(NULL, NULL, NULL, &out, NULL, "kv --db %s get a", url), 0);
+    ASSERT_EQ(rl_test_run_in(NULL, NULL, NULL, "rl", &out, NULL, "kv --db %s get a", url), 0);
     ASSERT_STR_EQ(out, "1\n");
     free(out);
     rl_test_rmtree(dir);
@@ -501,24 +479,24 @@ TEST(dbarg_1_3_cluster_file_in_cwd) {
     char *cf = write_file(dir, "reclayer.cluster", "reclayer:abcdefghijklmnopqrstuvwxyz012345@127.0.0.1:1\n");
     char want[4400];
     snprintf(want, sizeof want, "cluster:%s/reclayer.cluster", dir);
-    ASSERT_EQ(run_in(dir, NULL, NULL, &out, &err, "kv --timeout 1 get a"), 1);
+    ASSERT_EQ(rl_test_run_in(dir, NULL, NULL, "rl", &out, &err, "kv --timeout 1 get a"), 1);
     expect_in(err, want, "kv through ./reclayer.cluster");
     free(out);
     free(err);
-    ASSERT_EQ(run_in(dir, NULL, NULL, &out, &err, "shell --timeout 1 --exec 'get a'"), 1);
+    ASSERT_EQ(rl_test_run_in(dir, NULL, NULL, "rl", &out, &err, "shell --timeout 1 --exec 'get a'"), 1);
     expect_in(err, want, "shell through ./reclayer.cluster");
     free(out);
     free(err);
     /* RL_DB wins over it. */
     snprintf(url, sizeof url, "file:%s", db);
-    ASSERT_EQ(run_in(dir, url, NULL, &out, &err, "shell --exec 'get a'"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, url, NULL, "rl", &out, &err, "shell --exec 'get a'"), 0);
     ASSERT_STR_EQ(out, "`a': not found\n");
     free(out);
     free(err);
     /* A directory named reclayer.cluster is not a cluster file. */
     remove(cf);
     ASSERT_EQ(mkdir(cf, 0700), 0);
-    ASSERT_EQ(run_in(dir, NULL, NULL, NULL, &err, "kv get a"), 2);
+    ASSERT_EQ(rl_test_run_in(dir, NULL, NULL, "rl", NULL, &err, "kv get a"), 2);
     expect_in(err, "no database", "a directory named reclayer.cluster");
     free(err);
     free(cf);
@@ -529,23 +507,23 @@ TEST(dbarg_1_3_cluster_file_in_cwd) {
 TEST(dbarg_1_4_mem_warns) {
     char *dir = rl_test_tmpdir("dbarg14"), *out, *err, url[4400];
     static const char note[] = "note: mem: is an empty in-memory database; what is written to it is discarded at exit";
-    ASSERT_EQ(run_in(dir, NULL, NULL, &out, &err, "kv --db mem: set a b"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, NULL, NULL, "rl", &out, &err, "kv --db mem: set a b"), 0);
     ASSERT_STR_EQ(err,
                   "rl kv: note: mem: is an empty in-memory database; what is written to it is discarded at exit\n");
     free(out);
     free(err);
-    ASSERT_EQ(run_in(dir, "mem:", NULL, &out, &err, "shell --exec 'writemode on; set a b; get a'"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, "mem:", NULL, "rl", &out, &err, "shell --exec 'writemode on; set a b; get a'"), 0);
     expect_in(err, note, "RL_DB=mem:");
     expect_in(out, "`a' is `b'", "mem: shell");
     free(out);
     free(err);
-    ASSERT_EQ(run_in(dir, NULL, NULL, &out, &err, "load --db mem: --count 2"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, NULL, NULL, "rl", &out, &err, "load --db mem: --count 2"), 0);
     expect_in(err, "rl load: note: mem:", "load");
     free(out);
     free(err);
     /* Not for other databases. */
     snprintf(url, sizeof url, "file:%s", dir);
-    ASSERT_EQ(run_in(dir, url, NULL, &out, &err, "kv set a b"), 0);
+    ASSERT_EQ(rl_test_run_in(dir, url, NULL, "rl", &out, &err, "kv set a b"), 0);
     ASSERT_STR_EQ(err, "");
     free(out);
     free(err);

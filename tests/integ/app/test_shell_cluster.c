@@ -20,45 +20,10 @@
 
 #include <jansson.h>
 
-#include "base/buf.h"
 #include "cluster_fixture.h"
 #include "test.h"
 
 #define N_STORAGE 3
-
-/* Run `cd DIR && env -u RL_DB rl ARGS`; stdout and stderr apart (to free). The exit code. */
-static int rl_in(const char *dir, char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int rl_in(const char *dir, char **out, char **err, const char *fmt, ...) {
-    char args[8192], cmd[16384], errf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(errf, sizeof errf, "%s/rltest-shell3-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(errf);
-    ASSERT_TRUE(fd >= 0);
-    close(fd);
-    snprintf(cmd, sizeof cmd, "cd '%s' && env -u RL_DB '%s' %s </dev/null 2>'%s'", dir, rl_test_bin("rl"), args, errf);
-    FILE *p = popen(cmd, "r");
-    ASSERT_NOT_NULL(p);
-    rl_buf b;
-    rl__buf_init(&b);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) rl__buf_append(&b, chunk, n);
-    int st = pclose(p);
-    *out = strdup((const char *)b.data);
-    rl__buf_reset(&b);
-    FILE *f = fopen(errf, "r");
-    ASSERT_NOT_NULL(f);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) rl__buf_append(&b, chunk, n);
-    fclose(f);
-    remove(errf);
-    *err = strdup((const char *)b.data);
-    rl__buf_release(&b);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void expect_in(const char *hay, const char *needle, const char *what) {
     if (!strstr(hay, needle)) fail_msg("%s: [%s] lacks [%s]", what, hay, needle);
@@ -81,7 +46,7 @@ static void start(void) {
 /* `rl shell --db URL --exec CMDS` from elsewhere; must succeed; stdout (to free). */
 static char *exec_ok(const char *cmds) {
     char *out, *err;
-    int rc = rl_in(elsewhere, &out, &err, "shell --db '%s' --exec '%s'", cl.url, cmds);
+    int rc = rl_test_run_in(elsewhere, NULL, NULL, "rl", &out, &err, "shell --db '%s' --exec '%s'", cl.url, cmds);
     if (rc) fail_msg("rl shell --exec '%s': exit %d\n%s\n%s", cmds, rc, out, err);
     free(err);
     return out;
@@ -108,7 +73,7 @@ TEST(shell_3_1_set_get_across_invocations) {
 /* rl cluster status --dir's processes: (role, id, address, port). */
 static json_t *dir_status(void) {
     char *out, *err;
-    ASSERT_EQ(rl_in(elsewhere, &out, &err, "cluster status --dir '%s' --json", cl.dir), 0);
+    ASSERT_EQ(rl_test_run_in(elsewhere, NULL, NULL, "rl", &out, &err, "cluster status --dir '%s' --json", cl.dir), 0);
     json_error_t je;
     json_t *j = json_loads(out, 0, &je);
     if (!j) fail_msg("rl cluster status --json: %s: %s", je.text, out);
@@ -199,21 +164,23 @@ TEST(shell_3_4_cluster_file_in_cwd) {
     start();
     char *out, *err;
     /* cl.dir holds reclayer.cluster: no --db, no RL_DB. */
-    ASSERT_EQ(rl_in(cl.dir, &out, &err, "shell --exec 'writemode on; set viacwd 1; get viacwd'"), 0);
+    ASSERT_EQ(
+        rl_test_run_in(cl.dir, NULL, NULL, "rl", &out, &err, "shell --exec 'writemode on; set viacwd 1; get viacwd'"),
+        0);
     expect_in(out, "`viacwd' is `1'", "shell in the cluster's directory");
     ASSERT_STR_EQ(err, "");
     free(out);
     free(err);
-    ASSERT_EQ(rl_in(cl.dir, &out, &err, "kv get viacwd"), 0);
+    ASSERT_EQ(rl_test_run_in(cl.dir, NULL, NULL, "rl", &out, &err, "kv get viacwd"), 0);
     ASSERT_STR_EQ(out, "1\n");
     free(out);
     free(err);
-    ASSERT_EQ(rl_in(cl.dir, &out, &err, "shell --exec status"), 0);
+    ASSERT_EQ(rl_test_run_in(cl.dir, NULL, NULL, "rl", &out, &err, "shell --exec status"), 0);
     expect_in(out, "; the cluster is healthy\n", "status via ./reclayer.cluster");
     free(out);
     free(err);
     /* Elsewhere the same command finds nothing. */
-    ASSERT_EQ(rl_in(elsewhere, &out, &err, "kv get viacwd"), 2);
+    ASSERT_EQ(rl_test_run_in(elsewhere, NULL, NULL, "rl", &out, &err, "kv get viacwd"), 2);
     expect_in(err, "no database", "elsewhere");
     free(out);
     free(err);

@@ -237,6 +237,22 @@ static rl_db *mem_db(void) {
     return db;
 }
 
+/* Two shells on one new mem: database, writemode on in both. */
+static rl_db *two_shells(shx *a, shx *b) {
+    rl_db *db = mem_db();
+    shx_open_on(a, db);
+    shx_open_on(b, db);
+    ok(a, "writemode on", "");
+    ok(b, "writemode on", "");
+    return db;
+}
+
+static void close_two(rl_db *db, shx *a, shx *b) {
+    shx_close(a);
+    shx_close(b);
+    rl_db_close(db);
+}
+
 TEST(shell_1_4_commands_used_wrongly) {
     rl_db *db = mem_db();
     shx s;
@@ -313,12 +329,8 @@ TEST(shell_1_4_commands_used_wrongly) {
 }
 
 TEST(shell_1_5_autocommit_and_transactions) {
-    rl_db *db = mem_db();
     shx a, b;
-    shx_open_on(&a, db);
-    shx_open_on(&b, db);
-    ok(&a, "writemode on", "");
-    ok(&b, "writemode on", "");
+    rl_db *db = two_shells(&a, &b);
     /* Autocommit: each write is its own transaction, committed at once. */
     ASSERT_OK(shx_run(&a, "set k1 v1"));
     ASSERT_TRUE(!strncmp(out_of(&a), "Committed (", 11));
@@ -375,9 +387,7 @@ TEST(shell_1_5_autocommit_and_transactions) {
     /* Clearrange. */
     ASSERT_OK(shx_run(&a, "clearrange k k6"));
     ok(&b, "getrangekeys k", "\nRange limited to 25 keys\n`k6'\n\n");
-    shx_close(&a);
-    shx_close(&b);
-    rl_db_close(db);
+    close_two(db, &a, &b);
 }
 
 TEST(shell_1_6_lines_of_commands) {
@@ -452,12 +462,8 @@ TEST(shell_1_7_getrange) {
 }
 
 TEST(shell_1_8_database_errors_and_options) {
-    rl_db *db = mem_db();
     shx a, b;
-    shx_open_on(&a, db);
-    shx_open_on(&b, db);
-    ok(&a, "writemode on", "");
-    ok(&b, "writemode on", "");
+    rl_db *db = two_shells(&a, &b);
     /* A conflict: a read k, b wrote it, a's commit fails and a's transaction is rolled back. */
     ok(&a, "begin", NULL);
     ok(&a, "get k", "`k': not found\n");
@@ -500,9 +506,7 @@ TEST(shell_1_8_database_errors_and_options) {
     for (int i = 0; i < 10001; i++) strcat(big, "k");
     strcat(big, " v");
     bad(&a, big, RL_E_KEY_TOO_LARGE, "");
-    shx_close(&a);
-    shx_close(&b);
-    rl_db_close(db);
+    close_two(db, &a, &b);
 }
 
 TEST(shell_1_9_status_and_help) {
