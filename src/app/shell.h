@@ -79,7 +79,9 @@ typedef struct {
     size_t n_words, cap_words, cap_offs, cap_cmds;
 } rl__shell_line;
 
+/* rl__shell_line_init — an empty line (no command); allocates nothing. */
 void rl__shell_line_init(rl__shell_line *l);
+/* rl__shell_line_release — free what l holds and leave it empty (as after init); l may be reused. */
 void rl__shell_line_release(rl__shell_line *l);
 
 /* rl__shell_split — split s[0..len) (file comment, "Lines") into l's commands and words (l is
