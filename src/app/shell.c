@@ -191,22 +191,22 @@ typedef struct {
 
 static const opt_def options[] = {
     {"ACCESS_SYSTEM_KEYS", RL_TXN_OPT_ACCESS_SYSTEM_KEYS, 0,
-     "Allows this transaction to read and modify system keys (those that start with the byte 0xFF)."},
+     "lets the transaction read and write the system keyspace (keys from \\xff)."},
     {"MAX_RETRY_DELAY", RL_TXN_OPT_MAX_RETRY_DELAY_MS, 1,
-     "Set the maximum amount of backoff delay incurred by retries, in milliseconds."},
+     "the longest backoff, in milliseconds, between the retries of an autocommitted command."},
     {"NEXT_WRITE_NO_WRITE_CONFLICT_RANGE", RL_TXN_OPT_NEXT_WRITE_NO_WRITE_CONFLICT_RANGE, 0,
-     "The next write performed on this transaction will not generate a write conflict range."},
+     "the transaction's next write adds no write conflict range (other transactions do not conflict with "
+     "it)."},
     {"READ_YOUR_WRITES_DISABLE", RL_TXN_OPT_READ_YOUR_WRITES_DISABLE, 0,
-     "Reads performed by a transaction will not see any prior mutations that occurred in that transaction; set "
-     "before any read or write."},
+     "the transaction's reads do not see its own writes; only before its first read or write."},
     {"RETRY_LIMIT", RL_TXN_OPT_RETRY_LIMIT, 1,
-     "Set a maximum number of retries after which additional calls to on_error will throw the most recently seen "
-     "error code (-1: no limit)."},
+     "how many times an autocommitted command is retried before its last error is reported (-1: no "
+     "limit)."},
     {"SIZE_LIMIT", RL_TXN_OPT_SIZE_LIMIT, 1,
-     "Set the transaction size limit in bytes (32 to 10,000,000: the mutations and conflict ranges)."},
+     "the most bytes of writes and conflict ranges a transaction may hold (32 to 10,000,000)."},
     {"TIMEOUT", RL_TXN_OPT_TIMEOUT_MS, 1,
-     "Set a timeout in milliseconds which, when elapsed, causes the transaction to fail with "
-     "transaction_timed_out (0: none; the default is rl shell --timeout)."},
+     "milliseconds after which the transaction fails with transaction_timed_out (0: never; without it, rl "
+     "shell --timeout)."},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -793,31 +793,26 @@ static int cmd_help(rl__shell *sh, const rl_slice *w, size_t n) {
     if (n == 1 || (w[1].len == 4 && !memcmp(w[1].data, "help", 4))) {
         fprintf(f, "\nList of commands:\n\n");
         print_command_list(f);
-        fprintf(f, "\nFor information on a specific command, type `help <command>'.\n"
-                   "For information on escaping keys and values, type `help escaping'.\n"
-                   "For information on available options, type `help options'.\n\n");
+        fprintf(f, "\n`help COMMAND' describes one command, `help escaping' how to write keys and values,\n"
+                   "`help options' the transaction options.\n\n");
         return RL_OK;
     }
     if (w[1].len == 8 && !memcmp(w[1].data, "escaping", 8)) {
         fprintf(f, "\n");
         print_wrapped(f,
-                      "When parsing commands, rl shell considers a space to delimit individual tokens and a "
-                      "semicolon to end a command. To include a space or a semicolon in a single token, you may "
-                      "either enclose the token in quotation marks (\"hello world\"), prefix it with a backslash "
-                      "(hello\\ world), or encode it as a hex byte (hello\\x20world).\n\n"
-                      "To include a literal quotation mark or backslash in a token, precede it with a backslash "
-                      "(\\\"hello\\ world\\\", \\\\).\n\n"
-                      "To express a binary value, encode each byte as a two-digit hex byte, preceded by \\x (e.g. "
-                      "\\x20 for a space character, or \\x0a\\x00\\x00\\x00 for a 32-bit, little-endian "
-                      "representation of the integer 10). Any other escape is an error.\n\n"
-                      "All keys and values are displayed with non-printable characters encoded as two-digit hex "
-                      "bytes and a backslash as \\\\.",
+                      "A line is split into words at spaces, and into commands at semicolons and line ends. A "
+                      "word with spaces or semicolons goes in double quotes (\"hello world\"); a backslash also "
+                      "keeps the next space, semicolon, quote or backslash as it is (hello\\ world, \\\", \\\\).\n\n"
+                      "Any byte is \\x and two hex digits: \\x20 is a space, \\x00\\xff two bytes. Any other "
+                      "backslash is an error, and so is a quote left open; such a line does not run at all.\n\n"
+                      "Keys and values are printed with printable ASCII as it is, a backslash as \\\\ and every "
+                      "other byte as \\xNN, between ` and '.",
                       80);
         fprintf(f, "\n");
         return RL_OK;
     }
     if (w[1].len == 7 && !memcmp(w[1].data, "options", 7)) {
-        fprintf(f, "\nThe following options are available to be set using the `option' command:\n\n");
+        fprintf(f, "\nThe transaction options (`option on NAME [ARG]', `option off NAME'):\n\n");
         for (size_t i = 0; i < N_OPTIONS; i++) {
             char line[512];
             snprintf(line, sizeof line, "%s - %s%s", options[i].name, options[i].help,
@@ -849,63 +844,61 @@ static int cmd_exit(rl__shell *sh, const rl_slice *w, size_t n) {
 
 /* ---- The table -------------------------------------------------------------------------------- */
 
-#define ESCAPINGK "\n\nFor information on escaping keys, type `help escaping'."
-#define ESCAPINGKV "\n\nFor information on escaping keys and values, type `help escaping'."
+#define ESCAPINGK "\n\nHow to write a key: `help escaping'."
+#define ESCAPINGKV "\n\nHow to write keys and values: `help escaping'."
 
-/* Sorted by name (help lists them in this order). */
+/* Sorted by name (help lists them in this order). Names, usage lines and one-line summaries are
+ * fdbcli's (the interface); the longer texts are this shell's own. */
 static const cmd_def commands[] = {
     {"begin", 0, 0, 0, cmd_begin, "begin", "begin a new transaction",
-     "By default, rl shell operates in autocommit mode. All operations are performed in their own transaction, "
-     "and are automatically committed for you. By explicitly beginning a transaction, successive operations are "
-     "all performed as part of a single transaction.\n\nTo commit the transaction, use the commit command. To "
-     "discard the transaction, use the rollback command."},
+     "Without begin, every command runs in a transaction of its own that is committed when the command "
+     "ends (autocommit). After begin, the commands that follow share one transaction: its reads see its own "
+     "writes, and nothing is visible to others until commit.\n\nEnd it with commit, or discard it with "
+     "rollback."},
     {"clear", 1, 1, 1, cmd_write, "clear <KEY>", "clear a key from the database",
-     "Clear succeeds even if the specified key is not present, but may fail because of conflicts." ESCAPINGK},
+     "Clearing a key that is not there is not an error; a conflict with another transaction is." ESCAPINGK},
     {"clearrange", 2, 2, 1, cmd_write, "clearrange <BEGINKEY> <ENDKEY>", "clear a range of keys from the database",
-     "All keys between BEGINKEY (inclusive) and ENDKEY (exclusive) are cleared from the database. This command "
-     "will succeed even if the specified range is empty, but may fail because of conflicts." ESCAPINGK},
+     "Clears every key from BEGINKEY up to, but not including, ENDKEY. An empty range is not an error; a "
+     "conflict with another transaction is." ESCAPINGK},
     {"commit", 0, 0, 0, cmd_commit, "commit", "commit the current transaction",
-     "Any sets or clears executed after the start of the current transaction will be committed to the database. "
-     "On success, the committed version number is displayed. If commit fails, the error is displayed and the "
-     "transaction is rolled back; it must be retried."},
+     "Makes the writes of the transaction begun with begin durable and visible, and prints the version they "
+     "were committed at. When the commit fails the error is printed and the transaction is rolled back: run "
+     "it again."},
     {"exit", 0, 0, 0, cmd_exit, "exit", "exit the CLI", ""},
     {"get", 1, 1, 0, cmd_get, "get <KEY>", "fetch the value for a given key",
-     "Displays the value of KEY in the database, or `not found' if KEY is not present." ESCAPINGK},
+     "Prints KEY and its value, or that KEY is not found." ESCAPINGK},
     {"getrange", 1, 3, 0, cmd_getrange, "getrange <BEGINKEY> [ENDKEY] [LIMIT]",
      "fetch key/value pairs in a range of keys",
-     "Displays up to LIMIT keys and values for keys between BEGINKEY (inclusive) and ENDKEY (exclusive). If "
-     "ENDKEY is omitted, then the range will include all keys starting with BEGINKEY. LIMIT defaults to 25 if "
-     "omitted." ESCAPINGK},
+     "Prints at most LIMIT (default 25) keys from BEGINKEY up to, but not including, ENDKEY, with their "
+     "values. Without ENDKEY, every key that begins with BEGINKEY." ESCAPINGK},
     {"getrangekeys", 1, 3, 0, cmd_getrange, "getrangekeys <BEGINKEY> [ENDKEY] [LIMIT]", "fetch keys in a range of keys",
-     "Displays up to LIMIT keys for keys between BEGINKEY (inclusive) and ENDKEY (exclusive). If ENDKEY is "
-     "omitted, then the range will include all keys starting with BEGINKEY. LIMIT defaults to 25 if "
-     "omitted." ESCAPINGK},
+     "As getrange, without the values." ESCAPINGK},
     {"getversion", 0, 0, 0, cmd_getversion, "getversion", "fetch the current read version",
-     "Displays the current read version of the database or currently running transaction."},
+     "Prints the read version of the transaction begun with begin, or else of a new one."},
     {"help", 0, 1, 0, cmd_help, "help [<topic>]", "get help about a topic or command", ""},
     {"option", 0, 3, 0, cmd_option, "option <STATE> <OPTION> <ARG>", "enables or disables an option",
-     "If STATE is `on', then the option OPTION will be enabled with optional parameter ARG, if required. If STATE "
-     "is `off', then OPTION will be disabled.\n\nIf there is no active transaction, then the option will be "
-     "applied to all operations as well as all subsequently created transactions (using `begin').\n\nIf there is "
-     "an active transaction (one created with `begin'), then enabled options apply only to that transaction. "
-     "Options cannot be disabled on an active transaction.\n\nCalling `option' with no parameters prints a list "
-     "of all enabled options.\n\nFor information about specific options that can be set, type `help options'."},
+     "option on OPTION [ARG] sets a transaction option (ARG: its integer, for the options that take one); "
+     "option off OPTION unsets it. Outside a transaction begun with begin, the option holds for every "
+     "transaction from now on, autocommitted or begun; inside one, for that transaction only, and options "
+     "cannot be turned off there.\n\nWithout arguments, option lists the options set.\n\nThe options: "
+     "`help options'."},
     {"quit", 0, 0, 0, cmd_exit, "quit", NULL, NULL},
     {"reset", 0, 0, 0, cmd_reset, "reset", "reset the current transaction",
-     "Any sets or clears executed after the start of the active transaction will be discarded, and its options "
-     "return to those of all transactions; the transaction stays active."},
+     "Discards the writes and reads of the transaction begun with begin and starts it again, with the "
+     "options of every transaction; it stays open."},
     {"rollback", 0, 0, 0, cmd_rollback, "rollback", "rolls back the current transaction",
-     "The active transaction will be discarded, including any sets or clears executed since the transaction was "
-     "started."},
+     "Discards the transaction begun with begin and everything it wrote; the commands after it autocommit "
+     "again."},
     {"set", 2, 2, 1, cmd_write, "set <KEY> <VALUE>", "set a value for a given key",
-     "If KEY is not already present in the database, it will be created." ESCAPINGKV},
+     "Creates KEY or replaces its value." ESCAPINGKV},
     {"status", 0, 1, 0, cmd_status, "status [json]", "get the status of the database",
      "Over a cluster (cluster:FILE), reads everything through the cluster file: the coordinator's and every "
      "storage server's STATUS, one line per process (role, id, host, address, delay, pid, health, versions and "
      "shards). Over an embedded database (mem:, file:DIR), what the database is: engine, versions, sizes, log "
-     "and checkpoint state.\n\nSpecifying `json' prints the status as JSON."},
+     "and checkpoint state.\n\nstatus json prints the same as JSON."},
     {"writemode", 1, 1, 0, cmd_writemode, "writemode <on|off>", "enables or disables sets and clears",
-     "Setting or clearing keys from the CLI is not recommended."},
+     "set, clear and clearrange are refused until writemode on, so that a line typed by mistake does not "
+     "write."},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
