@@ -14,6 +14,7 @@ PKGS=(
   libjansson-dev                    # JSON (tools, test vectors, benchmark results)
   libssl-dev                        # libcrypto: HMAC-SHA256 and nonces of the cluster handshake
   libsqlite3-dev                    # the SQLite peer baseline
+  libedit-dev                       # rl shell's line editing and history
   gnuplot-nox                       # benchmark plots
   clang-format-14                   # the formatter check (scripts/check-format.sh)
   help2man                          # the man pages of rl, rlkvd and rlbench (from --help)

@@ -135,11 +135,13 @@ static char *read_all(FILE *f) {
 
 #define RL_TEST_ARGS_MAX 65536 /* bytes of a command line built by the run helpers */
 
-/* Run prog with args; stderr merged into stdout (err_path NULL) or written to err_path. */
-static int run_prog(const char *prog, const char *args, const char *err_path, char **out) {
-    char cmd[RL_TEST_ARGS_MAX + 4096 + 64];
-    if (err_path) snprintf(cmd, sizeof cmd, "%s %s 2>'%s'", rl_test_bin(prog), args, err_path);
-    else snprintf(cmd, sizeof cmd, "%s %s 2>&1", rl_test_bin(prog), args);
+/* Run prog with args; stderr merged into stdout (err_path NULL) or written to err_path. prefix:
+ * shell words before the program ("" for none), in: words after it (a stdin redirection, or ""). */
+static int run_prog(const char *prefix, const char *prog, const char *args, const char *in, const char *err_path,
+                    char **out) {
+    char cmd[RL_TEST_ARGS_MAX + 3 * 4096 + 64];
+    if (err_path) snprintf(cmd, sizeof cmd, "%s%s %s %s 2>'%s'", prefix, rl_test_bin(prog), args, in, err_path);
+    else snprintf(cmd, sizeof cmd, "%s%s %s %s 2>&1", prefix, rl_test_bin(prog), args, in);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     char *buf = read_all(p);
@@ -149,36 +151,15 @@ static int run_prog(const char *prog, const char *args, const char *err_path, ch
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-int rl_test_rl(char **out, const char *fmt, ...) {
-    char args[RL_TEST_ARGS_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    return run_prog("rl", args, NULL, out);
-}
-
-int rl_test_rlbench(char **out, const char *fmt, ...) {
-    char args[RL_TEST_ARGS_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    return run_prog("rlbench", args, NULL, out);
-}
-
-int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) {
-    char args[RL_TEST_ARGS_MAX], path[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
+/* run_prog with stdout and stderr apart (the rl_test_run contract). */
+static int run_apart(const char *prefix, const char *prog, const char *args, const char *in, char **out, char **err) {
+    char path[4096];
     const char *base = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/rltest-stderr-XXXXXX", base && *base ? base : "/tmp");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    int rc = run_prog(prog, args, path, out);
+    int rc = run_prog(prefix, prog, args, in, path, out);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     char *e = read_all(f);
@@ -187,6 +168,47 @@ int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) 
     if (err) *err = e;
     else free(e);
     return rc;
+}
+
+int rl_test_rl(char **out, const char *fmt, ...) {
+    char args[RL_TEST_ARGS_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_prog("", "rl", args, "", NULL, out);
+}
+
+int rl_test_rlbench(char **out, const char *fmt, ...) {
+    char args[RL_TEST_ARGS_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_prog("", "rlbench", args, "", NULL, out);
+}
+
+int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) {
+    char args[RL_TEST_ARGS_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_apart("", prog, args, "", out, err);
+}
+
+int rl_test_run_in(const char *dir, const char *db_env, const char *in_path, const char *prog, char **out, char **err,
+                   const char *fmt, ...) {
+    char args[RL_TEST_ARGS_MAX], prefix[2 * 4096 + 64], in[4096 + 8];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    int n = snprintf(prefix, sizeof prefix, "cd '%s' && ", dir ? dir : ".");
+    if (db_env) snprintf(prefix + n, sizeof prefix - (size_t)n, "env RL_DB='%s' ", db_env);
+    else snprintf(prefix + n, sizeof prefix - (size_t)n, "env -u RL_DB ");
+    snprintf(in, sizeof in, "<'%s'", in_path ? in_path : "/dev/null");
+    return run_apart(prefix, prog, args, in, out, err);
 }
 
 int rl_test_machine_busy(void) {

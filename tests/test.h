@@ -107,6 +107,11 @@ int rl_test_rlbench(char **out, const char *fmt, ...) __attribute__((format(prin
  * when not wanted) get them NUL-terminated, to free(). Returns the exit code (-1 if it did not
  * exit). */
 int rl_test_run(const char *prog, char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* rl_test_run_in — rl_test_run in directory dir (NULL: the test's), with the environment variable
+ * RL_DB set to db_env (NULL: unset; the commands' default database, app/tool.h) and stdin read
+ * from in_path (NULL: /dev/null). dir, db_env and in_path must not hold a single quote. */
+int rl_test_run_in(const char *dir, const char *db_env, const char *in_path, const char *prog, char **out, char **err,
+                   const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* rl_test_is_cluster — 1 if url is a cluster: URL (the servers outlive each test). */
 static inline int rl_test_is_cluster(const char *url) { return url && !strncmp(url, "cluster:", 8); }

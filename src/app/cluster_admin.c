@@ -47,6 +47,7 @@
 
 #include "base/alloc.h"
 #include "app/args.h"
+#include "app/cluster_status.h"
 #include "base/arena.h"
 #include "base/bytes.h"
 #include "base/clock.h"
@@ -968,19 +969,6 @@ static int stop_all(cl_state *s) {
  * Health
  * ------------------------------------------------------------------------------------------ */
 
-/* From the coordinator's STATUS: 1 if storage id is registered and healthy. */
-static int coord_lists_healthy(json_t *st, uint32_t id) {
-    json_t *servers = json_object_get(st, "servers");
-    size_t i;
-    json_t *sv;
-    json_array_foreach(servers, i, sv) {
-        if ((uint32_t)json_integer_value(json_object_get(sv, "id")) != id) continue;
-        json_t *reg = json_object_get(sv, "registered");
-        return json_is_true(json_object_get(sv, "healthy")) && (!reg || json_is_true(reg));
-    }
-    return 0;
-}
-
 /* The first shard begin key (raw bytes into out) owned by storage id per the coordinator's STATUS;
  * 0 if it owns none. */
 static int first_owned_key(json_t *st, uint32_t id, rl_buf *out) {
@@ -1092,7 +1080,7 @@ static int probe(const char *dir, cl_state *s, const int *want, rl__admin_conn *
     if (rc) goto broken0;
     for (int i = 1; i < s->n; i++) {
         if (want && !want[i]) continue;
-        if (!coord_lists_healthy(cst, s->p[i].id)) {
+        if (!rl__cluster_coord_lists_healthy(cst, s->p[i].id)) {
             *culprit = i;
             rc = fail(err, RL_E_SERVER_UNAVAILABLE,
                       "the coordinator does not list storage server %u as registered and "
@@ -1598,7 +1586,7 @@ int rl__cluster_status(const char *dir, int timeout_ms, json_t **out, rl__errdet
                     healthy = 1;
                     coord_status = json_incref(st);
                 } else {
-                    healthy = coord_status ? coord_lists_healthy(coord_status, p->id) : 0;
+                    healthy = coord_status ? rl__cluster_coord_lists_healthy(coord_status, p->id) : 0;
                     if (!healthy)
                         rl__errdetail_append(&why, "%s",
                                              coord_status ? "the coordinator does not list it as "

@@ -6,8 +6,12 @@
  * --store PREFIX is a JSON array of strings and integers, packed as a FoundationDB tuple:
  * '["bench","orders"]' (the default, RL__TOOL_DEFAULT_STORE) is the prefix ("bench", "orders").
  */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -319,4 +323,61 @@ int rl__tool_index_entry_record(const rl_store *s, const char *index, const uint
         rl__buf_append(out, el[pos].raw, el[pos].raw_len);
     }
     return rl__buf_error(out);
+}
+
+int rl__tool_retry(rl_txn *t, int rc) {
+    rl_future *e = rl_txn_on_error(t, rc);
+    int rc2 = rl_future_wait(e);
+    rl_future_free(e);
+    return rc2;
+}
+
+/* ---- Which database (tool.h) ------------------------------------------------------------------ */
+
+int rl__tool_db_find(const char *given, rl__tool_db *out, rl_buf *msg) {
+    rl__buf_reset(msg);
+    memset(out, 0, sizeof *out);
+    const char *env = getenv(RL__TOOL_DB_ENV);
+    struct stat st;
+    if (given) {
+        out->url = given;
+        out->source = "--db";
+    } else if (env && *env) {
+        out->url = env;
+        out->source = RL__TOOL_DB_ENV;
+    } else if (stat(RL__TOOL_DB_CLUSTER_FILE, &st) == 0 && S_ISREG(st.st_mode)) {
+        char cwd[PATH_MAX];
+        int n = getcwd(cwd, sizeof cwd) ? snprintf(out->buf, sizeof out->buf, "cluster:%s/%s",
+                                                   strcmp(cwd, "/") ? cwd : "", RL__TOOL_DB_CLUSTER_FILE)
+                                        : -1;
+        if (n < 0 || (size_t)n >= sizeof out->buf) {
+            rl__buf_printf(msg, "the current directory holds %s, but its path is too long to use: give --db",
+                           RL__TOOL_DB_CLUSTER_FILE);
+            return RL_E_USAGE;
+        }
+        out->url = out->buf;
+        out->source = "./" RL__TOOL_DB_CLUSTER_FILE;
+    } else {
+        rl__buf_printf(msg,
+                       "no database: give --db URL, or set the environment variable %s=URL, or run in a directory "
+                       "holding the cluster file %s (rl cluster up writes DIR/%s)",
+                       RL__TOOL_DB_ENV, RL__TOOL_DB_CLUSTER_FILE, RL__TOOL_DB_CLUSTER_FILE);
+        return RL_E_USAGE;
+    }
+    out->is_mem = !strncmp(out->url, "mem:", 4);
+    return RL_OK;
+}
+
+int rl__tool_db_choose(const rl__args_cmd *cmd, const char *given, rl__tool_db *out, int *out_code) {
+    rl_buf msg;
+    rl__buf_init(&msg);
+    int rc = rl__tool_db_find(given, out, &msg);
+    if (rc == RL_E_USAGE) {
+        *out_code = rl__args_usage_error(cmd, "%s", (const char *)msg.data);
+    } else if (out->is_mem) {
+        fprintf(stderr, "%s: note: mem: is an empty in-memory database; what is written to it is discarded at exit\n",
+                cmd->name);
+    }
+    rl__buf_release(&msg);
+    return rc != RL_OK;
 }

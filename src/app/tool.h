@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/args.h"
 #include "base/buf.h"
 #include "base/errdetail.h"
 #include "reclayer/record.h"
@@ -20,13 +21,51 @@ int rl__order_metadata(rl_metadata **out);
 
 #define RL__TOOL_DEFAULT_STORE "[\"bench\",\"orders\"]"
 
-/* The --db and --store options of the record commands (rl__arg entries of app/args.h; ptr: the
- * const char ** the parser fills), one definition so every command says the same. */
-#define RL__TOOL_OPT_DB(ptr)                                                                            \
-    {                                                                                                   \
-        .name = "db", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "URL", .flags = RL_ARG_REQUIRED, \
-        .help = "the database: mem:, file:DIR or cluster:FILE"                                          \
+/* ---- Which database (docs/design.md §8.9, "The database of a command") ----
+ * Every rl command that opens a database finds it as fdbcli finds its cluster file: --db URL
+ * when given, else the environment variable RL_DB, else the cluster file ./reclayer.cluster when
+ * the current directory holds one (cluster:<its absolute path>), else none: a usage error
+ * naming the three ways (exit 2). mem: is never a default: chosen explicitly, a note on stderr
+ * says its data is discarded at exit. */
+#define RL__TOOL_DB_ENV "RL_DB"
+#define RL__TOOL_DB_CLUSTER_FILE "reclayer.cluster"
+#define RL__TOOL_DB_URL_MAX 4200 /* "cluster:" + a path of up to PATH_MAX */
+
+/* The --db option (rl__arg of app/args.h; ptr: the const char ** the parser fills, NULL when not
+ * given) with help text what (e.g. "the database: mem:, file:DIR, cluster:FILE or fdb:FILE"),
+ * which the defaults are appended to; one definition so every command says the same. */
+#define RL__TOOL_OPT_DB_HELP(ptr, what)                                                                   \
+    {                                                                                                     \
+        .name = "db", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "URL", .flags = RL_ARG_NO_DEFAULT, \
+        .help = what "; default: the RL_DB environment variable, else cluster:./reclayer.cluster when "   \
+                     "the current directory holds that cluster file"                                      \
     }
+#define RL__TOOL_OPT_DB(ptr) RL__TOOL_OPT_DB_HELP(ptr, "the database: mem:, file:DIR, cluster:FILE or fdb:FILE")
+
+/* The database a command found (rl__tool_db_find). Caller-owned; nothing to release. */
+typedef struct {
+    const char *url;               /* the URL to open: --db's or RL_DB's value (borrowed from argv or
+                                   * the environment), or buf */
+    const char *source;            /* how it was found: "--db", "RL_DB" or "./reclayer.cluster" (static) */
+    int is_mem;                    /* 1: a mem: database, whose data is discarded at exit */
+    char buf[RL__TOOL_DB_URL_MAX]; /* "cluster:" + the absolute path of ./reclayer.cluster */
+} rl__tool_db;
+
+/* rl__tool_db_find — find the database (above): given is --db's value (NULL: not given;
+ * borrowed, and so is RL_DB's value: out->url may point at either). Fills *out. Returns RL_OK, or
+ * RL_E_USAGE with msg (reset first) saying why: there is none (the message names the three
+ * ways), or the current directory's path is too long for out->buf. Reads the environment and the
+ * current directory; changes nothing. */
+int rl__tool_db_find(const char *given, rl__tool_db *out, rl_buf *msg);
+
+/* rl__tool_db_choose — rl__tool_db_find for command cmd (its name prefixes the messages): on
+ * RL_E_USAGE prints the usage error (rl__args_usage_error) and returns 1 with *out_code
+ * RL_ARGS_USAGE (2); otherwise prints, for a mem: database, one note on stderr ("NAME: note:
+ * mem: is an empty in-memory database; what this command writes is discarded at exit") and
+ * returns 0 (go on with out->url). */
+int rl__tool_db_choose(const rl__args_cmd *cmd, const char *given, rl__tool_db *out, int *out_code);
+
+/* The --store option of the record commands (ptr: the const char ** the parser fills). */
 #define RL__TOOL_OPT_STORE(ptr)                                                                                 \
     {                                                                                                           \
         .name = "store", .kind = RL_ARG_STRING, .dest = (ptr), .metavar = "PREFIX", .flags = RL_ARG_NO_DEFAULT, \
@@ -83,6 +122,13 @@ static inline int64_t rl__tool_wait_ms(double seconds) { return (int64_t)(second
  * borrowed by the database opened with o: it must outlive it. o->size must cover the fields
  * (sizeof). */
 void rl__tool_db_options(rl_db_options *o, const rl__tool_wait *w);
+
+/* rl__tool_retry — the retry step of a transaction the caller runs itself (when it needs more
+ * than rl_db_run gives, e.g. the committed version or the futures' results): rl_txn_on_error(t,
+ * rc), waited for. RL_OK: t was reset after the backoff, run it again; otherwise the error to stop
+ * with (rc itself when it is not retryable, transaction_timed_out once the timeout passed, the
+ * retry limit's last error). */
+int rl__tool_retry(rl_txn *t, int rc);
 
 /* Flags of rl__tool_open. */
 #define RL__TOOL_MUST_EXIST 0x1 /* RL_E_NOT_FOUND instead of creating the store */

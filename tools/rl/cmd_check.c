@@ -1,6 +1,6 @@
 /* cmd_check.c — `rl check`: run the integrity checker on a record store.
  *
- *   rl check --db URL [--store PREFIX] [--timeout S]
+ *   rl check [--db URL] [--store PREFIX] [--timeout S]
  *
  * Prints one line per defect ("defect KIND key=KEY MESSAGE"), the record and index-entry counts
  * and "integrity_ok = true|false". The database is opened read-only. A request waiting for a
@@ -37,6 +37,9 @@ int rl_cmd_check(int argc, char **argv) {
         .epilog = "Exit codes: 0 no defect, 1 defects or failure, 2 usage.",
         .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
+    url = dbu.url;
     rl__tool t;
     const rl__tool_wait w = {.prog = "rl check", .timeout_ms = rl__tool_wait_ms(timeout_s)};
     int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, &w);

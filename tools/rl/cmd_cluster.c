@@ -22,10 +22,10 @@
 
 #include "app/args.h"
 #include "base/buf.h"
-#include "base/bytes.h"
 #include "reclayer/error.h"
 #include "net/netem.h"
 #include "app/cluster_admin.h"
+#include "app/cluster_status.h"
 
 enum { C_UP, C_STATUS, C_DOWN, C_RESTART, C_DELAY };
 
@@ -35,72 +35,6 @@ static int failed(const char *what, int rc, const rl__errdetail *err) {
     fprintf(stderr, "rl cluster %s: %s (%d): %s\n", what, rl_error_name(rc), rc,
             rl__errdetail_len(err) ? rl__errdetail_get(err) : rl_error_message(rc));
     return 1;
-}
-
-/* Print a shard list of a STATUS reply: ["BEGIN", "END") ... in printable form. */
-static void print_shards(json_t *shards) {
-    size_t i;
-    json_t *sh;
-    int first = 1;
-    json_array_foreach(shards, i, sh) {
-        const char *hb = json_string_value(json_object_get(sh, "begin"));
-        const char *he = json_string_value(json_object_get(sh, "end"));
-        rl_buf b, e, pb, pe;
-        rl__buf_init(&b), rl__buf_init(&e), rl__buf_init(&pb), rl__buf_init(&pe);
-        if (hb) rl__bytes_from_hex(&b, hb, strlen(hb));
-        if (he) rl__bytes_from_hex(&e, he, strlen(he));
-        rl__bytes_printable(&pb, b.data, b.len);
-        rl__bytes_printable(&pe, e.data, e.len);
-        printf("%s[\"%s\", \"%s\")", first ? "" : " ", pb.data, pe.data);
-        json_t *team = json_object_get(sh, "team");
-        if (json_is_array(team)) {
-            printf(" team");
-            size_t j;
-            json_t *m;
-            json_array_foreach(team, j, m) printf("%s%lld", j ? "," : " ", (long long)json_integer_value(m));
-        }
-        first = 0;
-        rl__buf_release(&b), rl__buf_release(&e), rl__buf_release(&pb), rl__buf_release(&pe);
-    }
-    if (first) printf("-");
-}
-
-static long long num(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
-
-static void print_status(json_t *root) {
-    printf("cluster %s (%s)\n", json_string_value(json_object_get(root, "dir")),
-           json_string_value(json_object_get(root, "cluster_file")));
-    printf("%-12s %3s  %-6s %-16s %-11s %8s  %-5s  %-8s  %s\n", "ROLE", "ID", "HOST", "ADDRESS", "DELAY(us)", "PID",
-           "ALIVE", "HEALTH", "VERSIONS / SHARDS");
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(root, "processes"), i, p) {
-        const char *role = json_string_value(json_object_get(p, "role"));
-        char addr[64];
-        const char *ip = json_string_value(json_object_get(p, "address"));
-        const char *host = json_string_value(json_object_get(p, "host"));
-        snprintf(addr, sizeof addr, "%s:%lld", ip ? ip : "?", num(p, "port"));
-        char delay[32];
-        if (num(p, "jitter_us")) snprintf(delay, sizeof delay, "%lld+-%lld", num(p, "delay_us"), num(p, "jitter_us"));
-        else snprintf(delay, sizeof delay, "%lld", num(p, "delay_us"));
-        int alive = json_is_true(json_object_get(p, "alive")), healthy = json_is_true(json_object_get(p, "healthy"));
-        printf("%-12s %3lld  %-6s %-16s %-11s %8lld  %-5s  %-8s  ", role, num(p, "id"), host ? host : "?", addr, delay,
-               num(p, "pid"), alive ? "yes" : "no", healthy ? "healthy" : "DOWN");
-        json_t *st = json_object_get(p, "status");
-        if (json_is_object(st)) {
-            if (role && !strcmp(role, "coordinator"))
-                printf("committed %lld durable %lld commits %lld log %lld B; ", num(st, "committed_version"),
-                       num(st, "durable_version"), num(st, "commits"), num(st, "log_bytes"));
-            else
-                printf("applied %lld known %lld durable %lld keys %lld; ", num(st, "applied_version"),
-                       num(st, "known_version"), num(st, "durable_version"), num(st, "keys"));
-            print_shards(json_object_get(st, "shards"));
-        }
-        const char *err = json_string_value(json_object_get(p, "error"));
-        if (err) printf("%s(%s)", json_is_object(st) ? " " : "", err);
-        if (!alive || !healthy) printf("  log: %s", json_string_value(json_object_get(p, "log")));
-        printf("\n");
-    }
 }
 
 int rl_cmd_cluster(int argc, char **argv) {
@@ -257,7 +191,7 @@ int rl_cmd_cluster(int argc, char **argv) {
             if (s) printf("%s\n", s);
             free(s);
         } else {
-            print_status(st);
+            rl__cluster_status_print(stdout, st);
         }
         json_decref(st);
         exit_code = rc ? 1 : 0;

@@ -1,6 +1,6 @@
 /* cmd_get.c — `rl get`: print one Order record as JSON, with its version.
  *
- *   rl get --db URL [--store PREFIX] --pk ID [--timeout S]
+ *   rl get [--db URL] [--store PREFIX] --pk ID [--timeout S]
  *
  * Prints {"type", "pk", "version" (24 hex digits: 10-byte global + 2-byte local, or null),
  * "stored_bytes", "chunks", "record": {fields}} on one line. The database is opened read-only.
@@ -49,6 +49,9 @@ int rl_cmd_get(int argc, char **argv) {
                               .epilog = "Exit codes: 0 found, 1 not found or failure, 2 usage.",
                               .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
+    url = dbu.url;
     rl__tool t;
     const rl__tool_wait w = {.prog = "rl get", .timeout_ms = rl__tool_wait_ms(timeout_s)};
     int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, &w);

@@ -1,7 +1,7 @@
 /* cmd_inject_defect.c — `rl inject-defect`: corrupt one record of a store on purpose, to test
  * the integrity checker.
  *
- *   rl inject-defect --db URL [--store PREFIX] --pk ID --kind delete-chunk|stray-suffix|version-key [--force]
+ *   rl inject-defect [--db URL] [--store PREFIX] --pk ID --kind delete-chunk|stray-suffix|version-key [--force]
  *
  * Refused (exit 1) unless the store was created by `rl load --allow-defects` or --force is given.
  * delete-chunk clears the record's first chunk (its only value when stored whole); stray-suffix
@@ -68,6 +68,9 @@ int rl_cmd_inject_defect(int argc, char **argv) {
                               .epilog = "Exit codes: 0 done, 1 refused or failure, 2 usage.",
                               .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
+    url = dbu.url;
     int flags = force ? RL_DEFECT_FORCE : 0;
     const char *kind = NULL;
     for (int i = 0; kinds[i].name; i++)

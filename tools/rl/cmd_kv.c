@@ -4,6 +4,7 @@
  *     get KEY | set KEY VALUE | clear KEY | clearrange BEGIN END
  *     range BEGIN END [--limit N] [--reverse] | getkey FORM KEY [OFFSET] | status
  *
+ * Without --db the database is RL_DB's, else ./reclayer.cluster's (rl__tool_db_find, app/tool.h).
  * Keys and values are in FoundationDB's printable escape form (\xNN, \\); with --tuple, keys are
  * JSON tuple arrays (the form of `rl tuple`) and printed keys that decode as tuples are shown the
  * same way. Exit codes: 0 success, 1 an error (its name and message on stderr) or a key not
@@ -96,8 +97,7 @@ enum { F_FGE, F_FGT, F_LLE, F_LLT };
 
 int rl_cmd_kv(int argc, char **argv) {
     kv_opts o = {0, 0};
-    const char *url = getenv("RL_DB");
-    if (!url || !*url) url = "mem:";
+    const char *url = NULL;
     const char *a1 = NULL, *a2 = NULL;
     int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
@@ -111,13 +111,8 @@ int rl_cmd_kv(int argc, char **argv) {
                                            {"llt", F_LLT},
                                            {NULL, 0}};
     const rl__arg opts[] = {
-        {.name = "db",
-         .kind = RL_ARG_STRING,
-         .dest = &url,
-         .metavar = "URL",
-         .flags = RL_ARG_NO_DEFAULT,
-         .help = "mem: (default; empty, in memory), file:DIR (durable, DIR must exist), cluster:FILE, fdb:FILE; "
-                 "the RL_DB environment variable sets the default"},
+        RL__TOOL_OPT_DB_HELP(&url, "the database: file:DIR (durable, DIR must exist), cluster:FILE, fdb:FILE, or "
+                                   "mem: (empty, in memory, discarded at exit)"),
         {.name = "tuple",
          .kind = RL_ARG_FLAG,
          .dest = &o.tuple,
@@ -203,6 +198,14 @@ int rl_cmd_kv(int argc, char **argv) {
         exit_code = RL_ARGS_USAGE;
         goto done;
     }
+    /* The database once the arguments are known to be good (a bad key is named whatever the
+     * database). */
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) {
+        exit_code = code;
+        goto done;
+    }
+    url = dbu.url;
     /* The commands that only read open the database read-only: they never change a file. */
     rl_db_options dbo;
     memset(&dbo, 0, sizeof dbo);
@@ -262,14 +265,7 @@ int rl_cmd_kv(int argc, char **argv) {
             f = rl_txn_get_key(t, sel, 0);
         }
         rc = rl_future_wait(f);
-        if (rc == RL_OK) break;
-        rl_future *e = rl_txn_on_error(t, rc);
-        int rc2 = rl_future_wait(e);
-        rl_future_free(e);
-        if (rc2) {
-            rc = rc2;
-            break;
-        }
+        if (rc == RL_OK || (rc = rl__tool_retry(t, rc)) != RL_OK) break;
     }
     if (which == C_GET) {
         int present = 0, len = 0;

@@ -1,6 +1,6 @@
 /* cmd_load.c — `rl load`: load N Order records into a record store, in batched transactions.
  *
- *   rl load --db URL [--store PREFIX] --count N [--padding BYTES] [--seed S] [--allow-defects]
+ *   rl load [--db URL] [--store PREFIX] --count N [--padding BYTES] [--seed S] [--allow-defects]
  *           [--timeout S]
  *
  * Order ids are 1..N; prices are drawn from the seed (splitmix64, 0..999, duplicates allowed);
@@ -77,6 +77,9 @@ int rl_cmd_load(int argc, char **argv) {
         .epilog = "Exit codes: 0 done, 1 failure, 2 usage.",
         .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
+    url = dbu.url;
     uint32_t flags = RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS;
     if (allow_defects) flags |= RL_STORE_ALLOW_DEFECTS;
     rl__tool t;

@@ -1,7 +1,7 @@
 /* cmd_ping.c — `rl ping`: round trips to a cluster's processes through the client's own path (the
  * PING of docs/protocol.md on the cluster: backend's connection, so an injected delay is on it).
  *
- *   rl ping --db cluster:FILE [--to coordinator|storage:ID|all] [-n 100] [--json] [--timeout S]
+ *   rl ping [--db cluster:FILE] [--to coordinator|storage:ID|all] [-n 100] [--json] [--timeout S]
  *   (-n = --n)
  *
  * Prints, per target, min / p50 / p99 / max (and mean) of the n round trips in µs; --json prints
@@ -34,12 +34,8 @@ int rl_cmd_ping(int argc, char **argv) {
     int n = 100, as_json = 0, code;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     const rl__arg opts[] = {
-        {.name = "db",
-         .kind = RL_ARG_STRING,
-         .dest = &url,
-         .metavar = "URL",
-         .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
-         .help = "the database: cluster:FILE (a cluster file, e.g. DIR/reclayer.cluster of rl cluster up)"},
+        RL__TOOL_OPT_DB_HELP(&url, "the database: cluster:FILE (a cluster file, e.g. DIR/reclayer.cluster of rl "
+                                   "cluster up)"),
         {.name = "to",
          .kind = RL_ARG_STRING,
          .dest = &to,
@@ -78,6 +74,9 @@ int rl_cmd_ping(int argc, char **argv) {
     int stop = rl__args_parse(&cmd, argc, av, &code);
     free(av);
     if (stop) return code;
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
+    url = dbu.url;
     if (strncmp(url, "cluster:", 8) != 0)
         return rl__args_usage_error(&cmd,
                                     "--db %s: rl ping measures a cluster (cluster:FILE); mem: and file: "

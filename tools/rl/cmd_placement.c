@@ -1,10 +1,10 @@
 /* cmd_placement.c — `rl placement`: explicit, deterministic shard placement on a cluster.
  *
- *   rl placement split  --db URL KEY
- *   rl placement assign --db URL --begin K --end K --team ID,ID
- *   rl placement place  --db URL [--store PREFIX] --index NAME --index-team ID,ID
+ *   rl placement split  [--db URL] KEY
+ *   rl placement assign [--db URL] --begin K --end K --team ID,ID
+ *   rl placement place  [--db URL] [--store PREFIX] --index NAME --index-team ID,ID
  *                       --records-team ID,ID[;ID,ID...]
- *   rl placement show   --db URL [--store PREFIX] --index NAME [--json]
+ *   rl placement show   [--db URL] [--store PREFIX] --index NAME [--json]
  *
  * Keys are in FoundationDB's printable form (\xNN, \\). The logic is in src/app/placement.c
  * and src/app/placement_store.c; docs/design.md §8.6 describes it.
@@ -90,12 +90,7 @@ int rl_cmd_placement(int argc, char **argv) {
                *index_team = NULL, *records_team = NULL, *key_file = NULL;
     int which = -1, code, as_json = 0;
     double timeout_s = RL_PLACEMENT_DEFAULT_TIMEOUT_MS / 1000.0;
-    const rl__arg opts[] = {{.name = "db",
-                             .kind = RL_ARG_STRING,
-                             .dest = &url,
-                             .metavar = "URL",
-                             .flags = RL_ARG_REQUIRED | RL_ARG_NONEMPTY,
-                             .help = "the cluster: cluster:FILE"},
+    const rl__arg opts[] = {RL__TOOL_OPT_DB_HELP(&url, "the cluster: cluster:FILE"),
                             {.name = "key-file",
                              .kind = RL_ARG_STRING,
                              .dest = &key_file,
@@ -193,6 +188,9 @@ int rl_cmd_placement(int argc, char **argv) {
                               .subs = subs,
                               .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__tool_db dbu;
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) return code;
+    url = dbu.url;
     int timeout_ms = (int)(timeout_s * 1000.0);
     const rl__tool_wait wait = {.prog = "rl placement", .timeout_ms = rl__tool_wait_ms(timeout_s)};
     rl__errdetail msg;

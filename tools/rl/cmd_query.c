@@ -1,6 +1,6 @@
 /* cmd_query.c — `rl query`: scan an index of the Order store and fetch its records.
  *
- *   rl query --db URL [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]
+ *   rl query [--db URL] [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]
  *            [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]
  *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback|adaptive]
  *            [--secondary default|individual|grouped] [--orphans error|skip|return]
@@ -157,6 +157,7 @@ int rl_cmd_query(int argc, char **argv) {
     int n_eq = 0, low_excl = 0, high_excl = 0, stats = 0, trace = 0, explain = 0, rc = 0, status = 1, fetch, orphans,
         code, secondary = 0;
     rl__errdetail msg;
+    rl__tool_db dbu;
     rl__errdetail_init(&msg, NULL);
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     rl_query_options o;
@@ -288,6 +289,11 @@ int rl_cmd_query(int argc, char **argv) {
         status = code;
         goto done;
     }
+    if (rl__tool_db_choose(&cmd, url, &dbu, &code)) {
+        status = code;
+        goto done;
+    }
+    url = dbu.url;
     o.fetch = (rl_fetch_method)fetch;
     o.orphans = (rl_orphan_behavior)orphans;
     o.secondary_strategy = secondary;
