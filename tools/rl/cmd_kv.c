@@ -17,16 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "base/alloc.h"
 #include "app/args.h"
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "app/tool.h"
-#include "tuple/tuple.h"
 #include "reclayer/kv.h"
-#include "tuple/tuple_json.h"
+#include "reclayer/tuple.h"
 
 typedef struct {
     int tuple;
@@ -46,29 +43,26 @@ static int parse_arg(const rl__args_cmd *cmd, const kv_opts *o, int is_key, cons
         if (rc) return rl__args_usage_error(cmd, "%s: %s", what, rl_error_message(rc));
         return RL_OK;
     }
-    json_error_t jerr;
-    json_t *j = json_loads(s, 0, &jerr);
-    if (!j) return rl__args_usage_error(cmd, "%s: not JSON: %s (column %d)", what, jerr.text, jerr.column);
-    rl__errdetail detail;
-    rl__errdetail_init(&detail, NULL);
-    int rc = rl__tuple_from_json(j, out, &detail);
-    json_decref(j);
+    uint8_t *enc = NULL;
+    size_t n = 0;
+    int rc = rl_tuple_from_json(s, &enc, &n);
     if (rc) {
-        const char *d = rl__errdetail_get(&detail);
+        const char *d = rl_last_error_detail();
         return rl__args_usage_error(cmd, "%s: not a JSON tuple array (see `rl tuple --help`): %s%s%s", what,
                                     rl_error_name(rc), *d ? ": " : "", d);
     }
+    rl__buf_append(out, enc, n);
+    rl_free(enc);
+    if ((rc = rl__buf_error(out)) != RL_OK) return rl__args_usage_error(cmd, "%s: %s", what, rl_error_message(rc));
     return RL_OK;
 }
 
 static void print_key(const kv_opts *o, const uint8_t *k, size_t n) {
     if (o->tuple) {
-        json_t *j = NULL;
-        if (rl__tuple_to_json(k, n, &j, NULL) == RL_OK && j) {
-            char *s = json_dumps(j, JSON_COMPACT);
-            if (s) fputs(s, stdout);
-            free(s);
-            json_decref(j);
+        char *s = NULL;
+        if (rl_tuple_to_json(k, n, &s) == RL_OK) {
+            fputs(s, stdout);
+            rl_free(s);
             return;
         }
     }

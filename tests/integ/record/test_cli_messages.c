@@ -107,7 +107,8 @@ TEST(cli_3_5_kv_escape_messages) {
     expect(2, "rl kv clearrange: END: 'b\\x1': bad escape '\\x1' at offset 1", "kv clearrange a 'b\\x1'");
     expect(2, "rl kv range: BEGIN: 'a\\': a lone backslash at offset 1", "kv range 'a\\' b");
     expect(2, "rl kv getkey: KEY: 'k\\xg0': bad escape '\\xg0' at offset 1", "kv getkey fge 'k\\xg0'");
-    expect(2, "rl kv get: KEY: not JSON", "kv --tuple get '[{'");
+    expect(2, "rl kv get: KEY: not a JSON tuple array (see `rl tuple --help`): invalid_argument: bad JSON",
+           "kv --tuple get '[{'");
     expect(2, "rl kv get: KEY: not a JSON tuple array", "kv --tuple get '[1]'");
 }
 
