@@ -188,6 +188,20 @@ int rl_test_cluster_start(rl_test_cluster *c, const rl__cluster_up_opts *o) {
     return RL_OK;
 }
 
+int rl_test_pid_gone(int pid) {
+    int s;
+    (void)waitpid(pid, &s, WNOHANG);
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return !p || p[2] == 'Z' || p[2] == 'X';
+}
+
 int rl_test_cluster_pid(rl_test_cluster *c, uint32_t id) {
     int pid = 0;
     rl__errdetail msg;

@@ -69,6 +69,10 @@ int rl_test_cluster_restart_args(rl_test_cluster *c, const char *args, char **ou
 /* rl_test_cluster_pid — the live pid of process id (0: coordinator), 0 if it is not running. */
 int rl_test_cluster_pid(rl_test_cluster *c, uint32_t id);
 
+/* rl_test_pid_gone — 1 once pid no longer runs: no such process, or a zombie (reaped here when it
+ * is our child; the cluster's processes are the fixture's grandchildren or ours). */
+int rl_test_pid_gone(int pid);
+
 /* rl_test_cluster_stop — stop everything (by recorded pid), reap the guardian, remove the
  * directory (unless RL_TEST_KEEP=1). NULL or a stopped cluster is a no-op. */
 void rl_test_cluster_stop(rl_test_cluster *c);

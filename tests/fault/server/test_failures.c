@@ -40,29 +40,14 @@ static int64_t mono_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* 1 once pid is gone (or a zombie: the processes are the fixture's grandchildren or ours). */
-static int pid_gone(int pid) {
-    int st;
-    (void)waitpid(pid, &st, WNOHANG);
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return !p || p[2] == 'Z' || p[2] == 'X';
-}
-
 /* kill -9 process id of c by its recorded pid and wait (10 s at most) until it is gone. */
 static void kill9(rl_test_cluster *c, uint32_t id) {
     int pid = rl_test_cluster_pid(c, id);
     ASSERT_TRUE(pid > 0);
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     int64_t deadline = mono_ms() + 10000;
-    while (!pid_gone(pid) && mono_ms() < deadline) usleep(5000);
-    ASSERT_TRUE(pid_gone(pid));
+    while (!rl_test_pid_gone(pid) && mono_ms() < deadline) usleep(5000);
+    ASSERT_TRUE(rl_test_pid_gone(pid));
 }
 
 /* The cluster's status through the library: RL_OK when every process is alive and healthy. */

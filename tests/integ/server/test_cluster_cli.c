@@ -26,20 +26,6 @@ static json_t *status_json(const char *dir, int *exit_code) {
 
 static json_t *proc_of(json_t *st, int id) { return json_array_get(json_object_get(st, "processes"), (size_t)id); }
 
-static int pid_gone(int pid) {
-    int s;
-    (void)waitpid(pid, &s, WNOHANG);
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return !p || p[2] == 'Z' || p[2] == 'X';
-}
-
 /* cluster-3.1: the whole life cycle through the tool. */
 TEST(cluster_3_1_cli_life_cycle) {
     char *base = rl_test_tmpdir("clcli");
@@ -113,7 +99,7 @@ TEST(cluster_3_1_cli_life_cycle) {
     ASSERT_EQ(code, 0);
     ASSERT_EQ(json_integer_value(json_object_get(proc_of(st, 2), "port")), ports[2]);
     ASSERT_NE(json_integer_value(json_object_get(proc_of(st, 2), "pid")), pids[2]);
-    ASSERT_TRUE(pid_gone(pids[2]));
+    ASSERT_TRUE(rl_test_pid_gone(pids[2]));
     pids[2] = (int)json_integer_value(json_object_get(proc_of(st, 2), "pid"));
     json_decref(st);
     /* Crash the coordinator and restart it (--kill). */
@@ -123,7 +109,7 @@ TEST(cluster_3_1_cli_life_cycle) {
     st = status_json(dir, &code);
     ASSERT_EQ(code, 0);
     ASSERT_EQ(json_integer_value(json_object_get(proc_of(st, 0), "port")), ports[0]);
-    ASSERT_TRUE(pid_gone(pids[0]));
+    ASSERT_TRUE(rl_test_pid_gone(pids[0]));
     pids[0] = (int)json_integer_value(json_object_get(proc_of(st, 0), "pid"));
     json_decref(st);
     ASSERT_EQ(rl_test_run("rl", &out, NULL, "kv --db '%s' get hello", url), 0);
@@ -131,8 +117,8 @@ TEST(cluster_3_1_cli_life_cycle) {
     free(out);
     /* kill -9 storage server 3 behind the tool's back: status says it is down (exit 1). */
     ASSERT_EQ(kill(pids[3], SIGKILL), 0);
-    for (int i = 0; i < 1000 && !pid_gone(pids[3]); i++) usleep(10000);
-    ASSERT_TRUE(pid_gone(pids[3]));
+    for (int i = 0; i < 1000 && !rl_test_pid_gone(pids[3]); i++) usleep(10000);
+    ASSERT_TRUE(rl_test_pid_gone(pids[3]));
     st = status_json(dir, &code);
     ASSERT_EQ(code, 1);
     ASSERT_FALSE(json_is_true(json_object_get(st, "ok")));
@@ -164,7 +150,7 @@ TEST(cluster_3_1_cli_life_cycle) {
     ASSERT_EQ(rl_test_run("rl", &out, NULL, "cluster down --dir '%s'", dir), 0);
     ASSERT_STR_EQ(out, "stopped 4 processes\n");
     free(out);
-    for (int i = 0; i < 4; i++) ASSERT_TRUE(pid_gone(pids[i]));
+    for (int i = 0; i < 4; i++) ASSERT_TRUE(rl_test_pid_gone(pids[i]));
     ASSERT_EQ(rl_test_run("rl", &out, NULL, "cluster down --dir '%s'", dir), 0);
     ASSERT_STR_EQ(out, "stopped 0 processes\n");
     free(out);
@@ -192,7 +178,7 @@ TEST(cluster_3_2_fixture) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s", c.dir);
     rl_test_cluster_stop(&c);
-    for (int i = 0; i < 3; i++) ASSERT_TRUE(pid_gone(pids[i]));
+    for (int i = 0; i < 3; i++) ASSERT_TRUE(rl_test_pid_gone(pids[i]));
     ASSERT_NE(access(dir, F_OK), 0);
 }
 
@@ -230,7 +216,7 @@ TEST(cluster_3_3_guardian) {
     waitpid(child, &st, 0);
     int gone = 0;
     for (int i = 0; i < 1000 && !gone; i++) {
-        gone = pid_gone(p0) && pid_gone(p1) && access(dir, F_OK) != 0;
+        gone = rl_test_pid_gone(p0) && rl_test_pid_gone(p1) && access(dir, F_OK) != 0;
         if (!gone) usleep(10000);
     }
     ASSERT_TRUE(gone);
