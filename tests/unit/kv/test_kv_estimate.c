@@ -174,11 +174,6 @@ static void free_keys(char **k, int n) {
     free(k);
 }
 
-/* Backends that answer size estimates (fdb:'s comes with its own commit). */
-static void need_estimates(void) {
-    if (!strncmp(rl_test_url(), "fdb:", 4)) skip(); /* not yet on fdb: */
-}
-
 static void load(kvt_env *e, dataset *d) {
     memset(d, 0, sizeof *d);
     d->rng = rl_test_seed();
@@ -188,7 +183,6 @@ static void load(kvt_env *e, dataset *d) {
 /* kv-14.1: a known dataset (20,000 keys of 100-1,000 bytes, seeded): the whole range and
  * sub-ranges within the bound of kv.h; an empty range is 0; a small range is not negative. */
 TEST(kv_14_1_estimate_known_dataset) {
-    need_estimates();
     kvt_env e;
     kvt_open(&e);
     dataset *d = calloc(1, sizeof *d);
@@ -209,7 +203,6 @@ TEST(kv_14_1_estimate_known_dataset) {
 
 /* kv-14.2: the estimate follows clears, range clears, overwrites and atomic operations. */
 TEST(kv_14_2_estimate_follows_writes) {
-    need_estimates();
     kvt_env e;
     kvt_open(&e);
     dataset *d = calloc(1, sizeof *d);
@@ -251,7 +244,6 @@ TEST(kv_14_3_estimate_survives_restart) {
     if (strncmp(rl_test_url(), "file:", 5) != 0 && strncmp(rl_test_url(), "defer:file:", 11) != 0)
         skip(); /* only a durable embedded store can be restarted by the test (mem: has no files,
                  * a cluster's servers belong to the runner) */
-    need_estimates();
     kvt_env e;
     kvt_open(&e);
     dataset *d = calloc(1, sizeof *d);
@@ -279,7 +271,6 @@ TEST(kv_14_3_estimate_survives_restart) {
  * inside the range included (a cluster), each chunk's true size within the bound of chunk_size
  * (all but the last, and those ending at a shard boundary, from both sides). */
 TEST(kv_14_4_split_points) {
-    need_estimates();
     kvt_env e;
     kvt_open(&e);
     dataset *d = calloc(1, sizeof *d);
@@ -340,7 +331,6 @@ TEST(kv_14_4_split_points) {
 
 /* kv-14.5: argument errors, FoundationDB's codes. */
 TEST(kv_14_5_bad_arguments) {
-    need_estimates();
     kvt_env e;
     kvt_open(&e);
     int rc;
