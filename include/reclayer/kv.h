@@ -327,6 +327,48 @@ RL_API rl_future *rl_txn_get_versionstamp(rl_txn *txn);
  * so rl_db_run stops with it. */
 RL_API rl_future *rl_txn_on_error(rl_txn *txn, int error);
 
+/* ---- Size estimates (docs/design.md §4, "Size estimates") ---------------------------------- *
+ *
+ * FoundationDB's getEstimatedRangeSizeBytes and getRangeSplitPoints. Every storage engine keeps a
+ * byte sample of the pairs it holds (FoundationDB's rule and constants): a pair of s = key + value
+ * bytes with a key of k bytes is sampled with probability p = min(1, s / D), D = 250 * (k + 100)
+ * bytes, decided by a hash of the key, and stands for s / p bytes. The sample follows every
+ * commit as it is applied and is rebuilt from the data when a store opens, so the same data gives
+ * the same answers after a restart. These calls take no read version, add no conflict range and
+ * do not see the transaction's own uncommitted writes; a cluster asks each storage server holding
+ * part of the range and sums (merges) their answers.
+ *
+ * Error bound. The estimate of a range is unbiased, with a standard deviation of at most
+ * sqrt(B * D_max) bytes for a range holding B bytes whose keys are at most K bytes long
+ * (D_max = 250 * (K + 100)). With keys of at most 28 bytes (D_max = 32,000):
+ *   - a range holding >= 10 MB is within 25% of its true size with high probability (4 standard
+ *     deviations: 23% at 10 MB, 7.2% at 100 MB, 2.3% at 1 GB; failure probability below 1e-4);
+ *   - a range holding >= 1 MB is within 72% (4 standard deviations);
+ *   - a range smaller than D_max (32 KB) may hold no sampled pair and then estimates 0; any
+ *     estimate is a sum of multiples of D (pairs smaller than D) and sizes of pairs larger.
+ * Split points cut the range where the sample's running sum passes chunk_size, so every chunk but
+ * the last (and, on a cluster, but the last before each shard boundary) weighs between
+ * chunk_size - D_max and chunk_size in the sample: its true size is within the bound above for
+ * B = chunk_size, plus D_max. Ask for chunks of 10 MB or more when the sizes matter. */
+
+/* rl_txn_get_estimated_range_size_bytes — future of the estimated bytes (keys + values) of the
+ * pairs in [begin, end) (rl_future_get_int64; >= 0). Keys beyond "\xff\xff" count as "\xff\xff".
+ * Errors (in the future): inverted_range (2005) when begin > end, transaction_cancelled,
+ * used_during_commit, transaction_timed_out, the backend's errors (a cluster: as reads';
+ * unsupported_operation for a backend without estimates). The keys are copied: the caller's
+ * buffers may change after the call. Never NULL. */
+RL_API rl_future *rl_txn_get_estimated_range_size_bytes(rl_txn *txn, const void *begin, size_t begin_len,
+                                                        const void *end, size_t end_len);
+/* rl_txn_get_range_split_points — future of keys that split [begin, end) into chunks of about
+ * chunk_size bytes (rl_future_get_key_array): sorted, first begin and last end (a single key when
+ * begin == end), the cuts in between — on a cluster also every shard boundary inside the range,
+ * as FoundationDB. Errors (in the future): inverted_range (2005) when begin > end,
+ * key_outside_legal_range (2004) when begin or end is above "\xff" ("\xff\xff" with
+ * ACCESS_SYSTEM_KEYS), client_invalid_operation (2000) when chunk_size <= 0, and those of
+ * rl_txn_get_estimated_range_size_bytes. Never NULL. */
+RL_API rl_future *rl_txn_get_range_split_points(rl_txn *txn, const void *begin, size_t begin_len, const void *end,
+                                                size_t end_len, int64_t chunk_size);
+
 /* ---- Futures ----------------------------------------------------------------------------- */
 
 /* rl_future_wait — block until ready. Returns the future's error. Do not call it from a callback
@@ -348,6 +390,9 @@ RL_API int rl_future_get_int64(rl_future *f, int64_t *out);
 RL_API int rl_future_get_value(rl_future *f, int *out_present, const uint8_t **out_value, int *out_len);
 RL_API int rl_future_get_key(rl_future *f, const uint8_t **out_key, int *out_len);
 RL_API int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kvs, int *out_count, int *out_more);
+/* rl_future_get_key_array — rl_txn_get_range_split_points's keys: *out_keys[0..*out_count),
+ * array and bytes borrowed until rl_future_free. */
+RL_API int rl_future_get_key_array(rl_future *f, const rl_slice **out_keys, int *out_count);
 RL_API int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out, int *out_count,
                                                int *out_more);
 /* rl_future_free — release a future and everything borrowed from it. A pending future is

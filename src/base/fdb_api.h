@@ -162,6 +162,11 @@ _Static_assert(sizeof(FDBKeyRange) == 24 && offsetof(FDBKeyRange, end_key) == 12
     X(1, FDBFuture *, transaction_commit, (FDBTransaction *))                                                          \
     X(1, fdb_error_t, transaction_get_committed_version, (FDBTransaction *, int64_t *))                                \
     X(1, FDBFuture *, transaction_get_versionstamp, (FDBTransaction *))                                                \
+    X(1, FDBFuture *, transaction_get_estimated_range_size_bytes,                                                      \
+      (FDBTransaction *, const uint8_t *, int, const uint8_t *, int))                                                  \
+    X(1, FDBFuture *, transaction_get_range_split_points,                                                              \
+      (FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int64_t))                                         \
+    X(1, fdb_error_t, future_get_key_array, (FDBFuture *, const FDBKey **, int *))                                     \
     X(0, FDBFuture *, transaction_get_approximate_size, (FDBTransaction *))                                            \
     X(0, FDBFuture *, transaction_on_error, (FDBTransaction *, fdb_error_t))                                           \
     X(1, fdb_error_t, transaction_add_conflict_range,                                                                  \

@@ -164,7 +164,7 @@ struct FDB_future {
     const uint8_t *bytes; /* FK_KEY / FK_VALUE */
     int len;
     int present;
-    void *conv; /* heap block: FDBKeyValue[] or FDBMappedKeyValue[] + rows */
+    void *conv; /* heap block: FDBKeyValue[], FDBMappedKeyValue[] + rows, or FDBKey[] (FK_KEYS) */
     int count;
     int more;
 };

@@ -151,6 +151,20 @@ static int convert(FDBFuture *f, rl_future *in) {
         f->more = more;
         return 0;
     }
+    case FK_KEYS: {
+        const rl_slice *keys;
+        int n;
+        if ((rc = rl_future_get_key_array(in, &keys, &n))) return fdbc_err(rc);
+        FDBKey *out = n ? malloc((size_t)n * sizeof *out) : NULL;
+        if (n && !out) return FDBC_E_LARGE_ALLOC_FAILED;
+        for (int i = 0; i < n; i++) {
+            out[i].key = keys[i].data ? keys[i].data : (const uint8_t *)"";
+            out[i].key_length = (int)keys[i].len;
+        }
+        f->conv = out;
+        f->count = n;
+        return 0;
+    }
     case FK_MAPPED: {
         const rl_mapped_keyvalue *m;
         int n, more;
@@ -626,13 +640,17 @@ FDBC_API fdb_error_t fdb_future_get_mappedkeyvalue_array(FDBFuture *f, const FDB
     return rc;
 }
 
-/* Kinds this library never produces a value for (their futures always hold an error, so the
- * getters return that error, or client_invalid_operation for a future of another kind). */
+/* get_range_split_points' keys: borrowed from the future until it is destroyed or its memory
+ * released. */
 FDBC_API fdb_error_t fdb_future_get_key_array(FDBFuture *f, const FDBKey **out, int *out_count) {
-    (void)out;
-    (void)out_count;
+    static const FDBKey no_keys[1];
     int rc = check(f, FK_KEYS);
-    return rc ? rc : FDBC_E_UNSUPPORTED_OPERATION;
+    if (rc == 0 && (!out || !out_count)) rc = FDBC_E_CLIENT_INVALID_OPERATION;
+    if (rc == 0) {
+        *out = f->conv ? f->conv : no_keys;
+        *out_count = f->count;
+    }
+    return rc;
 }
 
 /* get_addresses_for_key's strings: borrowed from the future until it is destroyed or its memory
@@ -648,6 +666,8 @@ FDBC_API fdb_error_t fdb_future_get_string_array(FDBFuture *f, const char ***out
     return rc;
 }
 
+/* Kinds this library never produces a value for (their futures always hold an error, so the
+ * getters return that error, or client_invalid_operation for a future of another kind). */
 FDBC_API fdb_error_t fdb_future_get_keyrange_array(FDBFuture *f, const FDBKeyRange **out, int *out_count) {
     (void)out;
     (void)out_count;

@@ -573,14 +573,31 @@ FDBC_API FDBFuture *fdb_transaction_get_addresses_for_key(FDBTransaction *tr, co
     return fdbc_future_attach_addresses(f, ks, sl, aux, tr->d);
 }
 
+/* Size estimates (docs/design.md §4, "Size estimates"): rl_txn's, which check the range
+ * (inverted_range), the readable keyspace and chunk_size (split points) as FoundationDB does.
+ * They take no read version: a later set_read_version is still allowed. */
 FDBC_API FDBFuture *fdb_transaction_get_estimated_range_size_bytes(FDBTransaction *tr, const uint8_t *bk, int bkl,
                                                                    const uint8_t *ek, int ekl) {
-    (void)tr, (void)bk, (void)bkl, (void)ek, (void)ekl;
-    return fdbc_future_error(FK_INT64, FDBC_E_UNSUPPORTED_OPERATION);
+    if (!tr || bkl < 0 || ekl < 0 || (!bk && bkl) || (!ek && ekl))
+        return fdbc_future_error(FK_INT64, FDBC_E_CLIENT_INVALID_OPERATION);
+    FDBFuture *f = fdbc_future_new(FK_INT64);
+    rl_future *in = NULL;
+    pthread_mutex_lock(&tr->mu);
+    int rc = read_check(tr);
+    if (rc == 0 && f) in = rl_txn_get_estimated_range_size_bytes(tr->txn, bk, (size_t)bkl, ek, (size_t)ekl);
+    pthread_mutex_unlock(&tr->mu);
+    return finish_read(tr, f, rc, in);
 }
 
 FDBC_API FDBFuture *fdb_transaction_get_range_split_points(FDBTransaction *tr, const uint8_t *bk, int bkl,
                                                            const uint8_t *ek, int ekl, int64_t chunk_size) {
-    (void)tr, (void)bk, (void)bkl, (void)ek, (void)ekl, (void)chunk_size;
-    return fdbc_future_error(FK_KEYS, FDBC_E_UNSUPPORTED_OPERATION);
+    if (!tr || bkl < 0 || ekl < 0 || (!bk && bkl) || (!ek && ekl))
+        return fdbc_future_error(FK_KEYS, FDBC_E_CLIENT_INVALID_OPERATION);
+    FDBFuture *f = fdbc_future_new(FK_KEYS);
+    rl_future *in = NULL;
+    pthread_mutex_lock(&tr->mu);
+    int rc = read_check(tr);
+    if (rc == 0 && f) in = rl_txn_get_range_split_points(tr->txn, bk, (size_t)bkl, ek, (size_t)ekl, chunk_size);
+    pthread_mutex_unlock(&tr->mu);
+    return finish_read(tr, f, rc, in);
 }

@@ -234,6 +234,43 @@ typedef struct {
     int s2s_batch;                          /* its batch of secondary reads (0: the server's default) */
 } rl__kv_locality;
 
+/* ---- Size estimates (appended; docs/design.md §4, "Size estimates") ---------------------- */
+
+typedef enum {
+    RL_KV_ESTIMATE = 1, /* the estimated bytes of [begin, end) */
+    RL_KV_SPLIT = 2,    /* the split points of [begin, end) for chunks of about chunk bytes */
+} rl__kv_metrics_op;
+
+/* A size-estimate request: answered from the storage servers' byte samples at their latest
+ * state, with no read version and no conflict range (FoundationDB's getEstimatedRangeSizeBytes
+ * and getRangeSplitPoints). Contracts 2, 3, 4, 6 and 7 hold as for reads. */
+typedef struct rl__kv_metrics rl__kv_metrics;
+struct rl__kv_metrics {
+    /* Inputs. */
+    int op;                     /* rl__kv_metrics_op */
+    const uint8_t *begin, *end; /* the range: begin <= end, both at most "\xff\xff" */
+    uint32_t begin_len, end_len;
+    int64_t chunk;   /* RL_KV_SPLIT: > 0 */
+    rl_arena *arena; /* results are allocated here */
+    void (*done)(rl__kv_metrics *m, int err);
+    void *ud;             /* the caller's */
+    uint64_t deadline_ns; /* contract 7 */
+    /* Outputs (valid in done when err == RL_OK). */
+    int64_t bytes;  /* RL_KV_ESTIMATE: the estimate (>= 0) */
+    rl_slice *keys; /* RL_KV_SPLIT: n_keys ascending keys in arena: begin, the cuts (and on
+                            * a cluster the shard boundaries inside the range), then end unless
+                            * it equals begin */
+    int n_keys;
+    void *be_link; /* the backend's own */
+};
+
+/* rl__kv_split_list — the list an RL_KV_SPLIT request returns, from the cuts strictly inside
+ * (begin, end) in ascending order: begin, the cuts, then end unless it equals begin (borrowed:
+ * begin, end and the cuts' bytes must outlive the list). *out in arena a. RL_OK or
+ * RL_E_OUT_OF_MEMORY. (txn_metrics.c) */
+int rl__kv_split_list(rl_arena *a, const uint8_t *begin, uint32_t begin_len, const rl_slice *cuts, int n_cuts,
+                      const uint8_t *end, uint32_t end_len, rl_slice **out, int *out_n);
+
 /* ---- The vtable -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -264,6 +301,9 @@ typedef struct {
      * in arena, outputs and errors as rl__kv_read's. */
     int (*get_now)(rl__kv_backend *b, rl__version version, const uint8_t *key, uint32_t key_len, rl_arena *arena,
                    int *out_present, const uint8_t **out_value, uint32_t *out_value_len);
+    /* Optional (NULL: the transaction layer answers unsupported_operation; appended): start a
+     * size-estimate request (rl__kv_metrics). */
+    void (*metrics)(rl__kv_backend *b, rl__kv_metrics *m);
 } rl__kv_backend_vtable;
 
 /* Every backend struct begins with this header. */

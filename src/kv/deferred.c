@@ -246,6 +246,13 @@ static int def_set_clock(rl__kv_backend *b, uint64_t (*fn)(void *ud), void *ud) 
     return d->in->vt->set_clock ? d->in->vt->set_clock(d->in, fn, ud) : RL_E_UNSUPPORTED_OPERATION;
 }
 
+/* Size estimates run on the inner backend at once (they touch no transaction state, so nothing
+ * is gained by deferring them). */
+static void def_metrics(rl__kv_backend *b, rl__kv_metrics *m) {
+    deferred *d = (deferred *)b;
+    d->in->vt->metrics(d->in, m);
+}
+
 static const rl__kv_backend_vtable deferred_vt = {
     .name = "deferred",
     .completes_inline = 0,
@@ -255,6 +262,7 @@ static const rl__kv_backend_vtable deferred_vt = {
     .commit = def_commit,
     .status_json = def_status_json,
     .set_clock = def_set_clock,
+    .metrics = def_metrics,
 };
 
 int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {

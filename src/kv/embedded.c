@@ -210,6 +210,22 @@ static int emb_set_clock(rl__kv_backend *b, uint64_t (*fn)(void *ud), void *ud) 
     return RL_OK;
 }
 
+/* Size estimates from the storage engine's byte sample (docs/design.md §4, "Size estimates"). */
+static void emb_metrics(rl__kv_backend *b, rl__kv_metrics *m) {
+    rl__storage *st = ((embedded *)b)->st;
+    int rc;
+    if (m->op == RL_KV_ESTIMATE) {
+        rc = rl__storage_estimate_bytes(st, m->begin, m->begin_len, m->end, m->end_len, &m->bytes);
+    } else {
+        rl_slice *cuts;
+        int n;
+        rc = rl__storage_split_points(st, m->begin, m->begin_len, m->end, m->end_len, m->chunk, m->arena, &cuts, &n);
+        if (rc == RL_OK)
+            rc = rl__kv_split_list(m->arena, m->begin, m->begin_len, cuts, n, m->end, m->end_len, &m->keys, &m->n_keys);
+    }
+    m->done(m, rc);
+}
+
 static const rl__kv_backend_vtable embedded_vt = {
     .name = "embedded",
     .completes_inline = 1,
@@ -220,6 +236,7 @@ static const rl__kv_backend_vtable embedded_vt = {
     .status_json = emb_status_json,
     .set_clock = emb_set_clock,
     .get_now = emb_get_now,
+    .metrics = emb_metrics,
 };
 
 /* Open the storage engine (recovering it for file:) and a committer over it. On failure nothing

@@ -149,6 +149,7 @@ rl_future *rl__future_new(int kind) {
         f->more = 0;
         f->vs_owner = NULL;
         f->vs_next = NULL;
+        f->keys = NULL;
     } else {
         f = rl__calloc(1, sizeof *f);
         if (!f) return &oom_future;
@@ -279,6 +280,14 @@ int rl_future_get_int64(rl_future *f, int64_t *out) {
     int rc = check(f, RL_FUT_INT64);
     if (rc == RL_OK && out) *out = f->i64;
     return rc;
+}
+
+int rl_future_get_key_array(rl_future *f, const rl_slice **out_keys, int *out_count) {
+    int rc = check(f, RL_FUT_KEYS);
+    if (rc) return rc;
+    if (out_keys) *out_keys = f->keys;
+    if (out_count) *out_count = f->count;
+    return RL_OK;
 }
 
 int rl_future_get_value(rl_future *f, int *out_present, const uint8_t **out_value, int *out_len) {

@@ -56,6 +56,7 @@ typedef enum {
     RL_FUT_KEY = 3,    /* get_key, versionstamp */
     RL_FUT_KVS = 4,    /* get_range */
     RL_FUT_MAPPED = 5, /* get_mapped_range */
+    RL_FUT_KEYS = 6,   /* get_range_split_points: keys[0..count) */
 } rl__future_kind;
 
 typedef struct {
@@ -92,6 +93,7 @@ struct rl_future {
     struct rl_future *vs_next;                   /* ... and the next pending one of that transaction */
     rl__kv_read_stats stats;                     /* what the backend reported for the read (summed over its requests) */
     rl__kv_trace_event *trace_head, *trace_tail; /* its requests' events (in arena), when traced */
+    const rl_slice *keys;                        /* RL_FUT_KEYS: count keys (array and bytes in arena) */
 };
 
 /* A new pending future of the given kind, or the shared out-of-memory future (never NULL). */

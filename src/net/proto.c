@@ -707,6 +707,47 @@ static void x_get_range_reply(io *s, rl__msg_get_range_reply *m) {
                   &m->resolved_begin_len, &m->resolved_end, &m->resolved_end_len);
 }
 
+static void x_get_metrics_req(io *s, rl__msg_get_metrics_req *m) {
+    io_enum8(s, &m->op, RL_METRICS_ESTIMATE, RL_METRICS_SPLIT, "op");
+    enter(s, "range", NO_INDEX);
+    io_range(s, &m->range);
+    if (!s->failed && cmp(m->range.begin, m->range.begin_len, m->range.end, m->range.end_len) == 0)
+        bad(s, NULL, "is empty");
+    leave(s);
+    io_nonneg64(s, &m->chunk, "chunk");
+    if (!s->failed && (m->op == RL_METRICS_SPLIT) != (m->chunk > 0))
+        bad(s, "chunk", "is %lld (positive for a split, 0 for an estimate)", (long long)m->chunk);
+}
+
+static void x_get_metrics_reply(io *s, rl__msg_get_metrics_reply *m) {
+    io_nonneg64(s, &m->bytes, "bytes");
+    io_count(s, &m->n_cuts, MIN_BYTES, "cuts");
+    rl_slice *v = io_array(s, m->cuts, m->n_cuts, sizeof *v, "cuts");
+    if (s->failed) return;
+    enter(s, "cuts", 0);
+    for (uint32_t i = 0; i < m->n_cuts && !s->failed; i++) {
+        at(s, i);
+        const uint8_t *p = s->decoding ? NULL : v[i].data;
+        uint32_t l = 0;
+        if (!s->decoding) {
+            if (v[i].len > RL_PROTO_MAX_KEY) {
+                bad(s, NULL, "is %zu bytes, longer than the limit %u", v[i].len, RL_PROTO_MAX_KEY);
+                break;
+            }
+            l = (uint32_t)v[i].len;
+        }
+        io_bytes(s, &p, &l, RL_PROTO_MAX_KEY, "key");
+        if (s->failed) break;
+        if (s->decoding) v[i].data = p, v[i].len = l;
+        if (i > 0 && cmp(v[i - 1].data, (uint32_t)v[i - 1].len, p, l) >= 0)
+            bad(s, NULL, "is not above the previous cut");
+    }
+    leave(s);
+    if (s->failed) return;
+    if (s->decoding) m->cuts = v;
+    io_bytes(s, &m->read_through, &m->read_through_len, RL_PROTO_MAX_KEY, "read_through");
+}
+
 static void x_get_mapped_range_req(io *s, rl__msg_get_mapped_range_req *m) {
     io_u64(s, &m->version, "version");
     io_selector(s, &m->begin, "begin");

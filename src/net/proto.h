@@ -673,6 +673,37 @@ int rl__msg_get_multi_reply_encode(rl_buf *out, const rl__msg_get_multi_reply *m
 int rl__msg_get_multi_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_multi_reply *out,
                                    rl__errdetail *err);
 
+/* GET_METRICS request (type 28): size estimates from a storage server's byte sample at its
+ * latest state (no read version; docs/design.md §4, "Size estimates"). The server answers for
+ * range clipped to the end of the shard it owns that holds range.begin, and says where it stopped
+ * (read_through). */
+typedef enum {
+    RL_METRICS_ESTIMATE = 1, /* the estimated bytes of the range */
+    RL_METRICS_SPLIT = 2,    /* the cuts of the range for chunks of about chunk bytes */
+} rl__metrics_op;
+typedef struct {
+    uint8_t op;         /* rl__metrics_op */
+    rl__keyrange range; /* begin < end (not empty), keys <= RL_PROTO_MAX_KEY */
+    int64_t chunk;      /* RL_METRICS_SPLIT: > 0; RL_METRICS_ESTIMATE: 0 */
+} rl__msg_get_metrics_req;
+int rl__msg_get_metrics_req_encode(rl_buf *out, const rl__msg_get_metrics_req *m, rl__errdetail *err);
+int rl__msg_get_metrics_req_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_metrics_req *out,
+                                   rl__errdetail *err);
+
+/* GET_METRICS reply. */
+typedef struct {
+    int64_t bytes;        /* ESTIMATE: the estimate (>= 0); SPLIT: 0 */
+    const rl_slice *cuts; /* SPLIT: strictly ascending keys (<= RL_PROTO_MAX_KEY), strictly inside
+                           * the part of the range answered for; ESTIMATE: none */
+    uint32_t n_cuts;
+    const uint8_t *read_through; /* empty, or the end of the server's shard, where it stopped
+                                    because the range continues on another shard */
+    uint32_t read_through_len;
+} rl__msg_get_metrics_reply;
+int rl__msg_get_metrics_reply_encode(rl_buf *out, const rl__msg_get_metrics_reply *m, rl__errdetail *err);
+int rl__msg_get_metrics_reply_decode(const uint8_t *payload, size_t len, rl_arena *a, rl__msg_get_metrics_reply *out,
+                                     rl__errdetail *err);
+
 /* SET_DELAY request (type 40): the process's new injected delay, applied to every connection
  * whose peer has another host label (admin connections excepted) and to later ones. The codec
  * accepts any u32; a server answers invalid_argument above 10,000,000 (RL_NETEM_MAX_US, netem.h). */

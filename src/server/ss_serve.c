@@ -446,6 +446,52 @@ static void do_get_range(ss_client *cl, const ss_req *q) {
     rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
 }
 
+/* GET_METRICS: the byte sample's estimate or cuts of the range clipped to the owned range
+ * holding its begin (docs/design.md §4, "Size estimates"), with read_through where the range goes
+ * on past it. An owned range that moved away, or moved here after the latest applied version,
+ * is wrong_shard_server: the client refreshes its map and asks again. */
+static void do_get_metrics(ss_client *cl, const ss_req *q) {
+    rl__ss *ss = cl->ss;
+    uint64_t id = q->id;
+    const rl__msg_get_metrics_req *r = &q->m->u.get_metrics_req;
+    int i = rl__ss_own_find(ss, r->range.begin, r->range.begin_len, 0);
+    if (i < 0 || rl__ss_own_version(ss, i, rl__storage_latest_version(ss->st)) != RL_OK) {
+        rl__ss_send_error(cl->conn, RL_MSG_GET_METRICS, id, RL_E_WRONG_SHARD_SERVER,
+                          "storage server %u does not hold the range's begin", ss->o.id);
+        return;
+    }
+    const ss_range *sh = &ss->own[i];
+    const uint8_t *end = r->range.end;
+    uint32_t end_len = r->range.end_len;
+    rl__msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_GET_METRICS;
+    m.flags = RL_FRAME_REPLY;
+    rl__msg_get_metrics_reply *g = &m.u.get_metrics_reply;
+    if (rl__bytes_cmp(end, end_len, sh->end, sh->end_len) > 0) { /* the range goes on past this shard */
+        end = sh->end;
+        end_len = sh->end_len;
+        g->read_through = sh->end;
+        g->read_through_len = sh->end_len;
+    }
+    int rc = RL_OK;
+    if (r->op == RL_METRICS_ESTIMATE) {
+        rc = rl__storage_estimate_bytes(ss->st, r->range.begin, r->range.begin_len, end, end_len, &g->bytes);
+    } else {
+        rl_slice *cuts = NULL;
+        int n = 0;
+        rc = rl__storage_split_points(ss->st, r->range.begin, r->range.begin_len, end, end_len, r->chunk,
+                                      &ss->req_arena, &cuts, &n);
+        g->cuts = cuts;
+        g->n_cuts = (uint32_t)n;
+    }
+    if (rc != RL_OK) {
+        rl__ss_send_error(cl->conn, RL_MSG_GET_METRICS, id, rc, "size estimate failed");
+        return;
+    }
+    rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
+}
+
 /* GET_MULTI (from a peer storage server's mapped read): local reads only (ss_mapped.c). */
 static void do_get_multi(ss_client *cl, const ss_req *q) {
     rl__ss *ss = cl->ss;

@@ -867,6 +867,8 @@ static int ssd_open(rl__storage *st, const rl__storage_options *o, rl__errdetail
     st->live_bytes = m.bytes;
     st->f.seq = m.seq;
     st->f.ckpt_version = m.version;
+    /* The byte sample of the base, before the log's writes change it (docs/design.md §4). */
+    if ((rc = rl__storage_sample_base(st)) != RL_OK) return rc;
     if ((rc = rl__logdir_replay(st, m.seq, m.version, err)) != RL_OK) return rc;
     st->durable = st->latest;
     if (st->read_only) return RL_OK;

@@ -721,8 +721,12 @@ static int row_insert_out(rl__storage *st, const uint8_t *k, uint32_t kl, rl__ve
     return RL_OK;
 }
 
+/* The same for a key absent from the state at latest (a new key; a checkpoint's load), which
+ * the byte sample learns of. */
 static int row_insert(rl__storage *st, const uint8_t *k, uint32_t kl, rl__version v, const uint8_t *val, uint32_t vl) {
-    return row_insert_out(st, k, kl, v, val, vl, NULL);
+    int rc = rl__bsample_note(&st->sample, k, kl, 0, 0, 1, vl);
+    if (rc == RL_OK) rc = row_insert_out(st, k, kl, v, val, vl, NULL);
+    return rc;
 }
 
 /* A new row for key k, which is not in the map but may be in the base (base_present, its value
@@ -731,7 +735,9 @@ static int row_insert(rl__storage *st, const uint8_t *k, uint32_t kl, rl__versio
 static int row_over_base(rl__storage *st, rl__version v, const uint8_t *k, uint32_t kl, const uint8_t *val, uint32_t vl,
                          int is_clear, int base_present, uint32_t base_len) {
     bt_row *r = NULL;
-    int rc = row_insert_out(st, k, kl, v, is_clear ? NULL : val, is_clear ? 0 : vl, &r);
+    int rc = rl__bsample_note(&st->sample, k, kl, base_present, base_len, !is_clear, vl);
+    if (rc != RL_OK) return rc;
+    rc = row_insert_out(st, k, kl, v, is_clear ? NULL : val, is_clear ? 0 : vl, &r);
     if (rc != RL_OK) return rc;
     st->touched++;
     if (base_present) {
@@ -778,6 +784,8 @@ static int write_key(rl__storage *st, rl__version v, const uint8_t *k, uint32_t 
     }
     st_ver *head = r->chain;
     if (is_clear && head->is_clear) return RL_OK;
+    if (rl__bsample_note(&st->sample, k, kl, !head->is_clear, head->len, !is_clear, vl) != RL_OK)
+        return RL_E_OUT_OF_MEMORY;
     st_ver *e = ver_new(v, val, vl, is_clear);
     if (!e) return RL_E_OUT_OF_MEMORY;
     if (!head->is_clear) {
@@ -802,6 +810,7 @@ static int write_key(rl__storage *st, rl__version v, const uint8_t *k, uint32_t 
 
 static int clear_range(rl__storage *st, rl__version v, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (rl__bytes_cmp(b, bl, e, el) >= 0) return RL_OK;
+    rl__bsample_clear_range(&st->sample, b, bl, e, el); /* every pair of the range goes */
     if (st->has_base) {
         /* Base rule B2: every base key of the range not in the map gets a tombstone row. */
         rl__base_cur *bc = NULL;
@@ -978,6 +987,45 @@ remove:
     rl__free(list);
 }
 
+/* ---- the byte sample (sample.h; docs/design.md §4, "Size estimates") ---------------------- */
+
+int rl__storage_sample_base(rl__storage *st) {
+    rl__base_cur *bc = NULL;
+    const uint8_t *k, *val;
+    uint32_t kl, vl;
+    int rc = st->eng->cur_open(st, &bc);
+    if (rc == RL_OK) rc = st->eng->cur_seek_ge(bc, (const uint8_t *)"", 0, 0);
+    while (rc == RL_OK && st->eng->cur_get(bc, &k, &kl, &val, &vl)) {
+        rc = rl__bsample_note(&st->sample, k, kl, 0, 0, 1, vl);
+        if (rc == RL_OK) rc = st->eng->cur_next(bc);
+    }
+    st->eng->cur_close(bc);
+    return rc;
+}
+
+int rl__storage_estimate_bytes(rl__storage *st, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                               int64_t *out) {
+    pthread_rwlock_rdlock(&st->lock);
+    *out = rl__bsample_sum(&st->sample, begin, (uint32_t)begin_len, end, (uint32_t)end_len);
+    pthread_rwlock_unlock(&st->lock);
+    return RL_OK;
+}
+
+int rl__storage_split_points(rl__storage *st, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                             int64_t chunk, rl_arena *a, rl_slice **out, int *out_n) {
+    pthread_rwlock_rdlock(&st->lock);
+    int rc = rl__bsample_split(&st->sample, begin, (uint32_t)begin_len, end, (uint32_t)end_len, chunk, a, out, out_n);
+    pthread_rwlock_unlock(&st->lock);
+    return rc;
+}
+
+void rl__storage_sample_stats(rl__storage *st, uint64_t *out_entries, int64_t *out_bytes) {
+    pthread_rwlock_rdlock(&st->lock);
+    *out_entries = st->sample.count;
+    *out_bytes = st->sample.total;
+    pthread_rwlock_unlock(&st->lock);
+}
+
 /* ---- open / close / status --------------------------------------------------------------- */
 
 int rl__storage_map_init(rl__storage *st) {
@@ -987,6 +1035,7 @@ int rl__storage_map_init(rl__storage *st) {
     st->depth = 0;
     rl__buf_init(&st->scratch);
     rl__buf_init(&st->base_buf);
+    rl__bsample_init(&st->sample);
     return RL_OK;
 }
 
@@ -1008,6 +1057,7 @@ void rl__storage_map_release(rl__storage *st) {
     rl__free(st->dirty);
     rl__buf_release(&st->scratch);
     rl__buf_release(&st->base_buf);
+    rl__bsample_release(&st->sample);
 }
 
 static int open_once(const rl__storage_options *opts, rl__storage **out, rl__errdetail *err);

@@ -210,6 +210,24 @@ int rl__storage_get_range(rl__storage *st, rl__version v, const void *begin, siz
                           size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
                           int *out_n, int *out_more);
 
+/* ---- Size estimates (the byte sample: sample.h; docs/design.md §4, "Size estimates") ------- */
+
+/* rl__storage_estimate_bytes — *out: the byte sample's estimate of the key + value bytes of the
+ * pairs in [begin, end) at the latest version (end NULL: to the end of the keyspace; an empty or
+ * inverted range: 0). The sample follows every applied write and is rebuilt from the data at
+ * open, so the estimate after a restart is the one before. Unbiased; kv.h states its error
+ * bound. Takes the read lock. RL_OK. */
+int rl__storage_estimate_bytes(rl__storage *st, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                               int64_t *out);
+/* rl__storage_split_points — the keys strictly inside (begin, end) that cut it into chunks of
+ * about chunk bytes by the byte sample (rl__bsample_split: ascending, each chunk but the last
+ * weighing at most chunk in the sample), copied into arena a: *out (NULL when none), *out_n.
+ * chunk <= 0 or an empty range: none. Takes the read lock. RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__storage_split_points(rl__storage *st, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                             int64_t chunk, rl_arena *a, rl_slice **out, int *out_n);
+/* rl__storage_sample_stats — the byte sample's entries and total weight (tests, status). */
+void rl__storage_sample_stats(rl__storage *st, uint64_t *out_entries, int64_t *out_bytes);
+
 /* Apply one atomic operation to an existing value (present = 0 when the key is absent),
  * FoundationDB's semantics. Writes the result into out; *out_present = 0 means the key is
  * cleared (COMPARE_AND_CLEAR). Pure function, shared with the read-your-writes layer. */

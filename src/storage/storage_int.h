@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "storage/sample.h"
 #include "storage/storage.h"
 
 #define BT_LEAF 64      /* rows per leaf (a leaf is about 1 KiB) */
@@ -137,6 +138,9 @@ struct rl__storage {
     rl__version base_version; /* has_base: the base holds the state at this version */
     int read_only;            /* opened read-only: apply and checkpoint refused, no file touched */
     rl__logdir f;             /* the log directory's files (engine state; memory.c and ssd.c) */
+    rl__bsample sample;       /* the byte sample of the pairs present at latest (sample.h): kept
+                               * by apply and checkpoint loads, and by rl__storage_sample_base for
+                               * the base (docs/design.md §4, "Size estimates") */
 };
 
 /* storage.c */
@@ -158,6 +162,10 @@ int rl__storage_get_nolock(rl__storage *st, rl__version v, const void *key, size
 int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                                  size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a,
                                  rl_keyvalue **out_kvs, int *out_n, int *out_more);
+/* Add every pair of the base (has_base) to the byte sample: the ssd engine's open, before it
+ * replays the log, rebuilds the sample from LMDB (one pass over its keys). RL_OK or the base
+ * cursor's error, RL_E_OUT_OF_MEMORY. */
+int rl__storage_sample_base(rl__storage *st);
 #include "storage/engine.h"
 
 #endif

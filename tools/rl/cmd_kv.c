@@ -3,13 +3,15 @@
  *   rl kv [--db URL] [--tuple] [--system] [--timeout S] COMMAND ARGS...
  *     get KEY | set KEY VALUE | clear KEY | clearrange BEGIN END
  *     range BEGIN END [--limit N] [--reverse] | getkey FORM KEY [OFFSET] | status
+ *     size BEGIN END | split BEGIN END CHUNK
  *
  * Without --db the database is RL_DB's, else ./reclayer.cluster's (rl__tool_db_find, app/tool.h).
  * Keys and values are in FoundationDB's printable escape form (\xNN, \\); with --tuple, keys are
  * JSON tuple arrays (the form of `rl tuple`) and printed keys that decode as tuples are shown the
  * same way. Exit codes: 0 success, 1 an error (its name and message on stderr) or a key not
- * found, 2 usage. get, range, getkey and status open the database read-only (no file is
- * changed). A request waiting for a server is reported on stderr after 3 s, and the transaction
+ * found, 2 usage. get, range, getkey, status, size and split open the database read-only (no
+ * file is changed). size prints the estimated bytes of [BEGIN, END), split the keys that cut it
+ * into chunks of about CHUNK bytes, one per line (docs/design.md §4, "Size estimates"). A request waiting for a server is reported on stderr after 3 s, and the transaction
  * gives up after --timeout seconds (default 30) with transaction_timed_out (app/tool.h,
  * rl__tool_wait). All logic is in src/kv; this file parses arguments and prints.
  */
@@ -86,7 +88,7 @@ static int fail(int rc, const char *what) {
     return 1;
 }
 
-enum { C_GET, C_SET, C_CLEAR, C_CLEARRANGE, C_RANGE, C_GETKEY, C_STATUS };
+enum { C_GET, C_SET, C_CLEAR, C_CLEARRANGE, C_RANGE, C_GETKEY, C_STATUS, C_SIZE, C_SPLIT };
 enum { F_FGE, F_FGT, F_LLE, F_LLT };
 
 int rl_cmd_kv(int argc, char **argv) {
@@ -94,6 +96,7 @@ int rl_cmd_kv(int argc, char **argv) {
     const char *url = NULL;
     const char *a1 = NULL, *a2 = NULL;
     int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
+    int64_t chunk = 0;
     double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
     static const rl__arg_choice forms[] = {{"first_greater_or_equal", F_FGE},
                                            {"fge", F_FGE},
@@ -135,6 +138,15 @@ int rl_cmd_kv(int argc, char **argv) {
          .help = "at most N rows (0: all)"},
         {.name = "reverse", .kind = RL_ARG_FLAG, .dest = &reverse, .help = "in descending key order"},
         {0}};
+    const rl__arg split_pos[] = {{.name = "BEGIN", .kind = RL_ARG_STRING, .dest = &a1, .help = "the first key"},
+                                 {.name = "END", .kind = RL_ARG_STRING, .dest = &a2, .help = "the key after the last"},
+                                 {.name = "CHUNK",
+                                  .kind = RL_ARG_INT64,
+                                  .dest = &chunk,
+                                  .min = 1,
+                                  .max = INT64_MAX,
+                                  .help = "bytes per chunk, about"},
+                                 {0}};
     const rl__arg getkey_pos[] = {
         {.name = "FORM", .kind = RL_ARG_ENUM, .dest = &form, .choices = forms, .help = "the selector's form"},
         {.name = "KEY", .kind = RL_ARG_STRING, .dest = &a1, .help = "its key"},
@@ -164,7 +176,15 @@ int rl_cmd_kv(int argc, char **argv) {
     const rl__args_cmd status = {.name = "rl kv status",
                                  .brief =
                                      "print the database status as JSON (versions, sizes, log and checkpoint state)"};
-    const rl__args_cmd *subs[] = {&get, &set, &clear, &clearrange, &range, &getkey, &status, NULL};
+    const rl__args_cmd size = {.name = "rl kv size",
+                               .brief = "print the estimated bytes (keys + values) of [BEGIN, END), from the "
+                                        "storage servers' byte samples (FoundationDB's getEstimatedRangeSizeBytes)",
+                               .pos = range_pos};
+    const rl__args_cmd split = {.name = "rl kv split",
+                                .brief = "print the keys that split [BEGIN, END) into chunks of about CHUNK bytes, "
+                                         "one per line, BEGIN and END included (FoundationDB's getRangeSplitPoints)",
+                                .pos = split_pos};
+    const rl__args_cmd *subs[] = {&get, &set, &clear, &clearrange, &range, &getkey, &status, &size, &split, NULL};
     const rl__args_cmd cmd = {
         .name = "rl kv",
         .summary = "Read and write raw keys of a reclayer database (one transaction per command).",
@@ -204,7 +224,8 @@ int rl_cmd_kv(int argc, char **argv) {
     rl_db_options dbo;
     memset(&dbo, 0, sizeof dbo);
     dbo.size = sizeof dbo;
-    dbo.read_only = which == C_GET || which == C_RANGE || which == C_GETKEY || which == C_STATUS;
+    dbo.read_only = which == C_GET || which == C_RANGE || which == C_GETKEY || which == C_STATUS || which == C_SIZE ||
+                    which == C_SPLIT;
     const rl__tool_wait w = {.prog = "rl kv", .timeout_ms = rl__tool_wait_ms(timeout_s)};
     rl__tool_db_options(&dbo, &w);
     rc = rl_db_open(url, &dbo, &db);
@@ -249,6 +270,10 @@ int rl_cmd_kv(int argc, char **argv) {
             f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len),
                                  RL_FIRST_GREATER_OR_EQUAL(k2.data, k2.len), (int)limit, 0, RL_STREAMING_WANT_ALL, 0,
                                  reverse ? RL_REVERSE : 0);
+        } else if (which == C_SIZE) {
+            f = rl_txn_get_estimated_range_size_bytes(t, k1.data, k1.len, k2.data, k2.len);
+        } else if (which == C_SPLIT) {
+            f = rl_txn_get_range_split_points(t, k1.data, k1.len, k2.data, k2.len, chunk);
         } else { /* getkey */
             rl_key_selector sel;
             if (form == F_FGE) sel = RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len);
@@ -296,6 +321,23 @@ int rl_cmd_kv(int argc, char **argv) {
                 putchar('\n');
             }
             if (more) fprintf(stderr, "(more rows beyond the limit)\n");
+        }
+    } else if (which == C_SIZE) {
+        int64_t v = 0;
+        if (rc == RL_OK) rc = rl_future_get_int64(f, &v);
+        if (rc) exit_code = fail(rc, "size");
+        else printf("%lld\n", (long long)v);
+    } else if (which == C_SPLIT) {
+        const rl_slice *keys;
+        int n = 0;
+        if (rc == RL_OK) rc = rl_future_get_key_array(f, &keys, &n);
+        if (rc) {
+            exit_code = fail(rc, "split");
+        } else {
+            for (int i = 0; i < n; i++) {
+                print_key(&o, keys[i].data, keys[i].len);
+                putchar('\n');
+            }
         }
     } else {
         const uint8_t *k = NULL;

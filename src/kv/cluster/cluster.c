@@ -2099,6 +2099,29 @@ static void cl_read(rl__kv_backend *b, rl__kv_read *r) {
     send_attempt(q);
 }
 
+/* Size estimates (docs/design.md §4, "Size estimates"): run as a read of the planner's
+ * RL__CPLAN_METRICS (plan.h), so they get the read path's routing, retries, map refreshes after
+ * wrong_shard_server, deadlines and counters. The read block lives in the request's arena. */
+static void metrics_read_done(rl__kv_read *r, int err) {
+    rl__kv_metrics *m = r->ud;
+    m->done(m, err);
+}
+
+static void cl_metrics(rl__kv_backend *b, rl__kv_metrics *m) {
+    rl__kv_read *r = rl__arena_alloc(m->arena, sizeof *r);
+    if (!r) {
+        m->done(m, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    memset(r, 0, sizeof *r);
+    r->op = RL__CPLAN_METRICS;
+    r->arena = m->arena;
+    r->done = metrics_read_done;
+    r->ud = m;
+    r->deadline_ns = m->deadline_ns;
+    cl_read(b, r);
+}
+
 static void cl_get_read_version(rl__kv_backend *b, rl__kv_grv *g) {
     cluster *cl = (cluster *)b;
     creq *q = rl__calloc(1, sizeof *q);
@@ -2550,6 +2573,7 @@ static const rl__kv_backend_vtable cluster_vt = {
     .commit = cl_commit,
     .status_json = cl_status_json,
     .locality = cl_locality,
+    .metrics = cl_metrics,
 };
 
 /* ---- Open --------------------------------------------------------------------------------------- */

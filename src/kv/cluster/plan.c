@@ -33,7 +33,7 @@
 #include "kv/cluster/plan.h"
 #include "storage/mapped.h"
 
-enum { PH_NONE = 0, PH_GET, PH_SEL, PH_COUNT, PH_FIRST, PH_PAGE, PH_PROBE, PH_DONE };
+enum { PH_NONE = 0, PH_GET, PH_SEL, PH_COUNT, PH_FIRST, PH_PAGE, PH_PROBE, PH_DONE, PH_METRICS };
 enum { SEL_GETKEY = 1, SEL_BEGIN, SEL_END };
 
 /* A bound on the requests of one read: far beyond any real read (each request makes progress
@@ -496,6 +496,95 @@ static int on_first_reply(rl__cplan *p, const void *items, uint32_t n, int more,
 
 /* ---- Entry points ---------------------------------------------------------------------------- */
 
+/* ---- Size estimates (RL__CPLAN_METRICS, plan.h) ------------------------------------------- */
+
+/* Append k (borrowed: in r->arena or static) to the split's keys. */
+static int mkey_add(rl__cplan *p, const uint8_t *k, uint32_t kl) {
+    if (p->n_mkeys == p->cap_mkeys) {
+        int cap = p->cap_mkeys ? 2 * p->cap_mkeys : 16;
+        rl_slice *v = rl__arena_alloc(p->r->arena, (size_t)cap * sizeof *v);
+        if (!v) return RL_E_OUT_OF_MEMORY;
+        if (p->n_mkeys) memcpy(v, p->mkeys, (size_t)p->n_mkeys * sizeof *v);
+        p->mkeys = v;
+        p->cap_mkeys = cap;
+    }
+    p->mkeys[p->n_mkeys].data = k;
+    p->mkeys[p->n_mkeys].len = kl;
+    p->n_mkeys++;
+    return RL_OK;
+}
+
+/* The request for the part [p->cb, p->ce) not answered yet, or the end: the result. */
+static int metrics_next(rl__cplan *p, int *out_send) {
+    rl__kv_metrics *m = p->r->ud;
+    if (kcmp(p->cb, p->cbl, p->ce, p->cel) < 0) {
+        p->req.type = RL_MSG_GET_METRICS;
+        rl__msg_get_metrics_req *g = &p->req.u.get_metrics_req;
+        g->op = m->op == RL_KV_ESTIMATE ? RL_METRICS_ESTIMATE : RL_METRICS_SPLIT;
+        g->range.begin = p->cb, g->range.begin_len = p->cbl;
+        g->range.end = p->ce, g->range.end_len = p->cel;
+        g->chunk = m->op == RL_KV_ESTIMATE ? 0 : m->chunk;
+        return route(p, p->cb, p->cbl, 0, out_send);
+    }
+    p->phase = PH_DONE;
+    if (m->op == RL_KV_ESTIMATE) {
+        m->bytes = p->bytes;
+        return RL_OK;
+    }
+    if (kcmp(m->begin, m->begin_len, m->end, m->end_len) != 0) {
+        int rc = mkey_add(p, m->end, m->end_len);
+        if (rc) return rc;
+    }
+    m->keys = p->mkeys;
+    m->n_keys = p->n_mkeys;
+    return RL_OK;
+}
+
+static int metrics_start(rl__cplan *p, int *out_send) {
+    rl__kv_metrics *m = p->r->ud;
+    p->phase = PH_METRICS;
+    p->cb = m->begin, p->cbl = m->begin_len;
+    p->ce = m->end, p->cel = m->end_len;
+    if (kcmp(p->ce, p->cel, key_ff, 1) > 0) p->ce = key_ff, p->cel = 1;
+    if (m->op == RL_KV_SPLIT) {
+        int rc = mkey_add(p, m->begin, m->begin_len);
+        if (rc) return rc;
+    }
+    return metrics_next(p, out_send);
+}
+
+/* A server's answer for [p->cb, min(p->ce, read_through)): checked (cuts ascending inside it, a
+ * read_through that makes progress: invariant 2), added, and the rest asked for. */
+static int on_metrics_reply(rl__cplan *p, const rl__msg_get_metrics_reply *g, int *out_send) {
+    rl__kv_metrics *m = p->r->ud;
+    const uint8_t *hi = p->ce;
+    uint32_t hil = p->cel;
+    if (g->read_through_len) {
+        if (kcmp(g->read_through, g->read_through_len, p->cb, p->cbl) <= 0 ||
+            kcmp(g->read_through, g->read_through_len, p->ce, p->cel) >= 0)
+            return RL_E_MALFORMED_FRAME;
+        hi = g->read_through, hil = g->read_through_len;
+    }
+    if (m->op == RL_KV_ESTIMATE) {
+        if (g->n_cuts) return RL_E_MALFORMED_FRAME;
+        p->bytes += (long)g->bytes;
+    } else {
+        for (uint32_t i = 0; i < g->n_cuts; i++) {
+            const rl_slice *c = &g->cuts[i];
+            if (kcmp(c->data, (uint32_t)c->len, p->cb, p->cbl) <= 0 || kcmp(c->data, (uint32_t)c->len, hi, hil) >= 0)
+                return RL_E_MALFORMED_FRAME;
+            int rc = mkey_add(p, c->data, (uint32_t)c->len);
+            if (rc) return rc;
+        }
+        if (g->read_through_len) { /* the shard boundary is a split point too */
+            int rc = mkey_add(p, g->read_through, g->read_through_len);
+            if (rc) return rc;
+        }
+    }
+    p->cb = hi, p->cbl = hil;
+    return metrics_next(p, out_send);
+}
+
 int rl__cplan_start(rl__cplan *p, rl__kv_read *r, const rl__cplan_options *o, int *out_send) {
     memset(p, 0, sizeof *p);
     p->r = r;
@@ -523,6 +612,7 @@ int rl__cplan_start(rl__cplan *p, rl__kv_read *r, const rl__cplan_options *o, in
         return sel_step(p, out_send);
     case RL_KV_GET_RANGE:
     case RL_KV_GET_MAPPED: break;
+    case RL__CPLAN_METRICS: return metrics_start(p, out_send);
     default: return RL_E_INVALID_ARGUMENT;
     }
     if (r->limit < 0 || r->target_bytes < 0) return RL_E_RANGE_LIMITS_INVALID;
@@ -562,6 +652,7 @@ int rl__cplan_reply(rl__cplan *p, const rl__msg *msg, int *out_send) {
     case PH_SEL: return on_sel_reply(p, &msg->u.get_key_reply, out_send);
     case PH_COUNT: return on_count_reply(p, &msg->u.get_range_reply, out_send);
     case PH_PROBE: return on_probe_reply(p, &msg->u.get_range_reply, out_send);
+    case PH_METRICS: return on_metrics_reply(p, &msg->u.get_metrics_reply, out_send);
     case PH_FIRST:
     case PH_PAGE: break;
     default: return RL_E_MALFORMED_FRAME;

@@ -91,7 +91,21 @@ typedef struct {
     int rows;                    /* rows (entries) so far */
     long bytes;                  /* bytes charged so far (invariant 5) */
     rl__cplan_page *head, *tail; /* pages of rows, in arrival order */
+    /* RL__CPLAN_METRICS (appended): the keys of a split so far (begin, cuts, boundaries), in
+     * r->arena. */
+    rl_slice *mkeys;
+    int n_mkeys, cap_mkeys;
 } rl__cplan;
+
+/* The rl__kv_read.op of a size-estimate request (backend.h, rl__kv_metrics) that the cluster
+ * backend runs through the planner and the read path (cluster.c, cl_metrics): r->ud is the
+ * rl__kv_metrics, whose outputs the planner fills (bytes, or keys in r->arena); r->arena is its
+ * arena. The plan: a GET_METRICS to the shard holding the range's begin (the range clipped to
+ * "\xff": storage servers hold no more), then to the shard at each read_through the replies
+ * give, one after another; estimates are summed, cuts concatenated with the shard boundaries
+ * between them (FoundationDB's client puts every boundary in the list), and the list framed by
+ * begin and end. */
+#define RL__CPLAN_METRICS 100
 
 /* rl__cplan_start — plan read r (inputs set as backend.h describes; r->arena receives
  * everything). On RL_OK, *out_send = 1: send p->req along p->route_*, then call

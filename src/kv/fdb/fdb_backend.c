@@ -1150,6 +1150,75 @@ static void be_close(rl__kv_backend *b) {
     rl__free(be);
 }
 
+/* ---- Size estimates ---------------------------------------------------------------------- */
+
+/* FoundationDB's own calls (docs/design.md §4, "Size estimates"; §8.8.2) on a fresh pooled
+ * transaction: they take no read version. Keys are copied out of FoundationDB's future into the
+ * request's arena before it is destroyed. */
+typedef struct {
+    fdbbe *be;
+    rl__kv_metrics *m;
+    slot *s;
+} mt_ctx;
+
+static void on_metrics(FDBFuture *f, void *ud) {
+    mt_ctx *x = ud;
+    fdbbe *be = x->be;
+    rl__kv_metrics *m = x->m;
+    int rc = be->api->future_get_error(f);
+    if (rc == 0 && m->op == RL_KV_ESTIMATE) {
+        int64_t v = 0;
+        rc = be->api->future_get_int64(f, &v);
+        m->bytes = v;
+    } else if (rc == 0) {
+        const FDBKey *keys = NULL;
+        int n = 0;
+        rc = be->api->future_get_key_array(f, &keys, &n);
+        rl_slice *v = rc == 0 && n > 0 ? rl__arena_alloc(m->arena, (size_t)n * sizeof *v) : NULL;
+        if (rc == 0 && n > 0 && !v) rc = RL_E_OUT_OF_MEMORY;
+        for (int i = 0; rc == 0 && i < n; i++) {
+            v[i].len = keys[i].key_length > 0 ? (size_t)keys[i].key_length : 0;
+            v[i].data = dup(m->arena, keys[i].key, keys[i].key_length);
+            if (!v[i].data) rc = RL_E_OUT_OF_MEMORY;
+        }
+        m->keys = v;
+        m->n_keys = rc == 0 ? n : 0;
+    }
+    be->api->future_destroy(f);
+    slot_release(be, x->s);
+    rl__free(x);
+    tl_in_done++;
+    m->done(m, rc);
+    tl_in_done--;
+    op_end(be);
+}
+
+static void be_metrics(rl__kv_backend *b, rl__kv_metrics *m) {
+    fdbbe *be = (fdbbe *)b;
+    op_begin(be);
+    mt_ctx *x = rl__calloc(1, sizeof *x);
+    int sys = sys_key(m->begin, m->begin_len, 1) || sys_key(m->end, m->end_len, 1);
+    int rc = x ? slot_fresh(be, K_READ, sys, &x->s) : RL_E_OUT_OF_MEMORY;
+    if (rc == RL_OK) {
+        x->be = be;
+        x->m = m;
+        FDBFuture *f = m->op == RL_KV_ESTIMATE
+                           ? be->api->transaction_get_estimated_range_size_bytes(x->s->tr, m->begin, (int)m->begin_len,
+                                                                                 m->end, (int)m->end_len)
+                           : be->api->transaction_get_range_split_points(x->s->tr, m->begin, (int)m->begin_len, m->end,
+                                                                         (int)m->end_len, m->chunk);
+        rc = be->api->future_set_callback(f, on_metrics, x);
+        if (rc == RL_OK) return; /* on_metrics completes it */
+        be->api->future_destroy(f);
+        slot_release(be, x->s);
+    }
+    rl__free(x);
+    tl_in_done++;
+    m->done(m, rc);
+    tl_in_done--;
+    op_end(be);
+}
+
 static const rl__kv_backend_vtable fdb_vt = {
     .name = "fdb",
     .completes_inline = 0,
@@ -1159,6 +1228,7 @@ static const rl__kv_backend_vtable fdb_vt = {
     .commit = be_commit,
     .status_json = be_status_json,
     .locality = be_locality,
+    .metrics = be_metrics,
 };
 
 int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {

@@ -123,6 +123,26 @@ step('read version and snapshot', async () => {
   assert.strictEqual((await t.snapshot().get('counter')).toString(), '8');
 });
 
+step('size estimates: getEstimatedRangeSizeBytes and getRangeSplitPoints', async () => {
+  // 40 pairs of 30,006 bytes, each above the sampling threshold 250 * (6 + 100): the byte sample
+  // holds each with its exact size, so the answers are exact (docs/design.md §4, "Size estimates").
+  const v = Buffer.alloc(30000, 'v');
+  await db.doTransaction(async tn => { for (let i = 0; i < 40; i++) tn.set(`est/${String(i).padStart(2, '0')}`, v); });
+  await db.get('est/00'); // a read at a fresh version: the storage server has applied the write
+  assert.strictEqual(await db.getEstimatedRangeSizeBytes('est/', 'est0'), 40 * 30006);
+  const keys = (await db.getRangeSplitPoints('est/', 'est0', 100000)).map(k => k.toString());
+  const want = ['est/'];
+  for (let i = 3; i < 40; i += 3) want.push(`est/${String(i).padStart(2, '0')}`);
+  want.push('est0');
+  assert.deepStrictEqual(keys, want);
+  let code = 0;
+  try { await db.getRangeSplitPoints('est0', 'est/', 100000); } catch (e) { code = e.code; }
+  assert.strictEqual(code, 2005, 'inverted_range');
+  await db.clearRange('est/', 'est0');
+  await db.get('est/00');
+  assert.strictEqual(await db.getEstimatedRangeSizeBytes('est/', 'est0'), 0);
+});
+
 step('watches: unsupported_operation (2108), as documented', async () => {
   let code = 0;
   const w = await db.doTransaction(async tn => tn.watch('counter'));

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "reclayer/kv.h"
 #include "test.h"
 
 static char dir_url[4200];
@@ -64,4 +65,39 @@ TEST(kv_10_1_rl_kv_commands) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(kv_10_1_rl_kv_commands))
+/* kv-10.2: `rl kv size` and `rl kv split` (docs/design.md §4, "Size estimates"): 40 pairs of
+ * 30,003 bytes, each above the sampling threshold 250 * (3 + 100), so the byte sample holds each
+ * with its exact size and the answers are exact; after a restart of the process too. */
+TEST(kv_10_2_rl_kv_size_split) {
+    char *dir = rl_test_tmpdir("rlkvsz");
+    snprintf(dir_url, sizeof dir_url, "file:%s", dir);
+    rl_db *db;
+    ASSERT_OK(rl_db_open(dir_url, NULL, &db));
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(db, &t));
+    static char val[30000];
+    memset(val, 'v', sizeof val);
+    for (int i = 0; i < 40; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "p%02d", i);
+        ASSERT_OK(rl_txn_set(t, k, 3, val, sizeof val));
+    }
+    rl_future *f = rl_txn_commit(t);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl_db_close(db);
+    char out[4096];
+    ASSERT_EQ(rl_kv(out, sizeof out, "size '' '\\xff'"), 0);
+    ASSERT_STR_EQ(out, "1200120\n");
+    ASSERT_EQ(rl_kv(out, sizeof out, "size p10 p20"), 0);
+    ASSERT_STR_EQ(out, "300030\n");
+    ASSERT_EQ(rl_kv(out, sizeof out, "split p q 100000"), 0);
+    ASSERT_STR_EQ(out, "p\np03\np06\np09\np12\np15\np18\np21\np24\np27\np30\np33\np36\np39\nq\n");
+    ASSERT_EQ(rl_kv(out, sizeof out, "split q p 100000"), 1); /* inverted_range */
+    ASSERT_EQ(rl_kv(out, sizeof out, "split p q 0"), 2);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+RL_TEST_MAIN(T(kv_10_1_rl_kv_commands), T(kv_10_2_rl_kv_size_split))

@@ -72,6 +72,8 @@ static const kind_info KINDS[] = {
     {RL_MSG_AUTH_CHALLENGE, 0, "auth_challenge"},
     {RL_MSG_AUTH, 0, "auth_req"},
     {RL_MSG_AUTH, R, "auth_reply"},
+    {RL_MSG_GET_METRICS, 0, "get_metrics_req"},
+    {RL_MSG_GET_METRICS, R, "get_metrics_reply"},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -513,6 +515,29 @@ static void sample(int k, int variant, rl_arena *a, rl__msg *m) {
         if (ty) memcpy(m->u.auth_reply.proof, "server-proof-0123456789abcdefghi", 32);
         if (mx) memset(m->u.auth_reply.proof, 0xff, sizeof m->u.auth_reply.proof);
         break;
+    case 40: { /* get_metrics_req */
+        rl__msg_get_metrics_req *g = &m->u.get_metrics_req;
+        g->op = RL_METRICS_ESTIMATE, g->range = range_of(LIT(""), LIT("\x00")); /* the smallest range */
+        if (ty) g->op = RL_METRICS_SPLIT, g->range = range_of(LIT("a"), LIT("m")), g->chunk = 1000000;
+        if (mx) g->op = RL_METRICS_SPLIT, g->range = range_of(K1, KMAX, K2, KMAX), g->chunk = INT64_MAX;
+        break;
+    }
+    case 41: { /* get_metrics_reply */
+        rl__msg_get_metrics_reply *g = &m->u.get_metrics_reply;
+        if (ty) {
+            rl_slice *c = alloc0(a, 2 * sizeof *c);
+            c[0] = (rl_slice){(const uint8_t *)"c", 1}, c[1] = (rl_slice){(const uint8_t *)"f", 1};
+            g->cuts = c, g->n_cuts = 2;
+            SET(g->read_through, g->read_through_len, "h");
+        }
+        if (mx) {
+            rl_slice *c = alloc0(a, 2 * sizeof *c);
+            c[0] = (rl_slice){K1, KMAX}, c[1] = (rl_slice){K2, KMAX};
+            g->bytes = INT64_MAX, g->cuts = c, g->n_cuts = 2;
+            g->read_through = K2, g->read_through_len = KMAX;
+        }
+        break;
+    }
     default: fail_msg("no sample for kind %d", k);
     }
 }
@@ -775,6 +800,18 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
     }
     case RL_MSG_SET_DELAY * 2: tw32(b, m->u.set_delay_req.delay_us), tw32(b, m->u.set_delay_req.jitter_us); break;
     case RL_MSG_SET_DELAY * 2 + 1: break;
+    case RL_MSG_GET_METRICS * 2: {
+        const rl__msg_get_metrics_req *x = u;
+        tw8(b, x->op), twrange(b, x->range), tw64(b, (uint64_t)x->chunk);
+        break;
+    }
+    case RL_MSG_GET_METRICS * 2 + 1: {
+        const rl__msg_get_metrics_reply *x = u;
+        tw64(b, (uint64_t)x->bytes), tw32(b, x->n_cuts);
+        for (uint32_t i = 0; i < x->n_cuts; i++) twb(b, x->cuts[i].data, (uint32_t)x->cuts[i].len);
+        twb(b, x->read_through, x->read_through_len);
+        break;
+    }
     default: fail_msg("tw_msg: no layout for type %u flags %u", m->type, m->flags);
     }
 }
@@ -875,7 +912,7 @@ TEST(net_1_1_type_names) {
             ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0);
         }
     }
-    ASSERT_EQ(known, 20);
+    ASSERT_EQ(known, 21);
     for (int k = 0; k < N_KINDS; k++) ASSERT_TRUE(rl__msg_type_known(KINDS[k].type));
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_GET_RANGE), "GET_RANGE");
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_HELLO), "HELLO");
@@ -1699,6 +1736,11 @@ TEST(net_4_3_enums_and_integers) {
     BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 0,
         "entries[0].kvs");
     BAD(RL_MSG_GET_MULTI, 0, ((rl__msg_read_item *)m.u.get_multi_req.items)[0].is_range = 2, "items[0].is_range");
+    BAD(RL_MSG_GET_METRICS, 0, m.u.get_metrics_req.op = 3, "op");
+    BAD(RL_MSG_GET_METRICS, 0, m.u.get_metrics_req.chunk = 0, "chunk");
+    BAD(RL_MSG_GET_METRICS, 0, m.u.get_metrics_req.range = range_of(LIT("a"), LIT("a")), "range");
+    BAD(RL_MSG_GET_METRICS, R, ((rl_slice *)m.u.get_metrics_reply.cuts)[1].data = (const uint8_t *)"a", "cuts[1]");
+    BAD(RL_MSG_GET_METRICS, R, m.u.get_metrics_reply.bytes = -1, "bytes");
     BAD(RL_MSG_GET_MULTI, 0, ((rl__msg_read_item *)m.u.get_multi_req.items)[0].row_limit = -1, "items[0].row_limit");
     BAD(RL_MSG_GET_MULTI, 0, ((rl__msg_read_item *)m.u.get_multi_req.items)[1].byte_limit = -1, "items[1].byte_limit");
     BAD(RL_MSG_GET_MULTI, R, ((rl__msg_read_result *)m.u.get_multi_reply.results)[1].error = -3, "results[1].error");
@@ -2444,10 +2486,11 @@ TEST(net_5_2_get_fast_paths) {
     }
     /* The types: exactly the protocol's (proto.h; update this list with it). */
     static const int known[] = {
-        RL_MSG_HELLO,     RL_MSG_PING,          RL_MSG_AUTH_CHALLENGE,   RL_MSG_AUTH,       RL_MSG_GET_READ_VERSION,
-        RL_MSG_COMMIT,    RL_MSG_GET_SHARD_MAP, RL_MSG_REGISTER_STORAGE, RL_MSG_PEEK,       RL_MSG_POP,
-        RL_MSG_STATUS,    RL_MSG_GET,           RL_MSG_GET_KEY,          RL_MSG_GET_RANGE,  RL_MSG_GET_MAPPED_RANGE,
-        RL_MSG_GET_MULTI, RL_MSG_SPLIT_SHARD,   RL_MSG_ASSIGN_SHARD,     RL_MSG_MOVE_SHARD, RL_MSG_SET_DELAY};
+        RL_MSG_HELLO,      RL_MSG_PING,          RL_MSG_AUTH_CHALLENGE,   RL_MSG_AUTH,       RL_MSG_GET_READ_VERSION,
+        RL_MSG_COMMIT,     RL_MSG_GET_SHARD_MAP, RL_MSG_REGISTER_STORAGE, RL_MSG_PEEK,       RL_MSG_POP,
+        RL_MSG_STATUS,     RL_MSG_GET,           RL_MSG_GET_KEY,          RL_MSG_GET_RANGE,  RL_MSG_GET_MAPPED_RANGE,
+        RL_MSG_GET_MULTI,  RL_MSG_SPLIT_SHARD,   RL_MSG_ASSIGN_SHARD,     RL_MSG_MOVE_SHARD, RL_MSG_SET_DELAY,
+        RL_MSG_GET_METRICS};
     for (int t = -2; t <= 70000; t++) {
         int want = 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) want |= known[i] == t;
