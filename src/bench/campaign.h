@@ -14,6 +14,9 @@
  *   campaign_proc.c      child processes with deadlines, /proc CPU accounting, machine facts
  *   campaign_run.c       the runner: the design loop, checks, progress, the summary
  *   report.c             report.md and the main table; report_plot.c the gnuplot plots;
+ *   report_html.c        report.html (report.md's text as one self-contained page, plots inline);
+ *   report_csv.c         samples.csv and summary.csv, and the CSV reader;
+ *   report_compare.c     `rlbench campaign compare A B`;
  *   report_manifest.c    manifest.json; report_results.c results.json.zst (written compressed,
  *                        read back compressed or not)
  *
@@ -231,7 +234,8 @@ typedef struct {
                                        * fails (a failed process must be reported) */
 } rl__camp_run_options;
 
-/* rl__camp_run — run the campaign and write DIR/results.json.zst, report.md, plots/, manifest.json
+/* rl__camp_run — run the campaign and write DIR/results.json.zst, samples.csv, summary.csv,
+ * report.md, report.html, plots/, manifest.json
  * (also after failures: whatever ran is written, with the failures named). Returns RL_OK when
  * every planned process ran and every check passed (contaminated cases and arms or topologies
  * that are not available yet do not count as failures), RL_E_INTEGRITY_DEFECTS when a check
@@ -239,6 +243,13 @@ typedef struct {
  * when a process failed, or the error that stopped the run early (out directory, out of memory),
  * with the reason in err. */
 int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err);
+
+/* rl__camp_compare_dirs — `rlbench campaign compare A B`: read the results of the runs in dir_a and
+ * dir_b (directories or results files, rl__camp_results_load) and print to out the table of what
+ * changed (report_compare.c). metric: a metric's name, "all", or NULL (ns_per_op is the caller's
+ * default). RL_OK, the loader's errors, RL_E_INVALID_ARGUMENT (an unknown metric) or
+ * RL_E_OUT_OF_MEMORY, with the reason in err. */
+int rl__camp_compare_dirs(const char *dir_a, const char *dir_b, const char *metric, FILE *out, rl__errdetail *err);
 
 /* ---- The worker ------------------------------------------------------------------------------ */
 

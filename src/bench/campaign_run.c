@@ -15,7 +15,8 @@
  *      CPU counters, the receipt and the RTT probe after; the receipts compared; the case labelled
  *      clean or contaminated; its summary.
  *   5. The restoration probe; `down`; DIR/data/NAME removed unless keep_data.
- *   6. plots/, results.json.zst (report_results.c), report.md, manifest.json; the main table to o->out.
+ *   6. plots/, results.json.zst (report_results.c), samples.csv and summary.csv (report_csv.c),
+ *      manifest.json, report.md and report.html (report.c, report_html.c); the main table to o->out.
  * A failed check or process is recorded in the results ("failures", and at its place) and in the
  * report, and makes the run's result an error; nothing that ran is dropped.
  */
@@ -65,9 +66,10 @@ typedef struct {
     char self[RL_CAMP_PATH_MAX];
     json_t *root, *topos, *cases, *samples, *summary, *arm_summary, *failures;
     int failed_checks, failed_procs;
-    int total, done, seq; /* processes planned (estimate), run, sequence number */
-    double t0, proc_s;    /* start; seconds spent in workers */
-    double t_first;       /* when the first worker started (0: none yet): the rate of the ETA */
+    int total, done, seq;            /* processes planned in the whole run (estimate), run, sequence number */
+    int est[RL_CAMP_MAX_TOPOLOGIES]; /* each topology's share of total before its plan is known */
+    double t0, proc_s;               /* start; seconds spent in workers */
+    double t_first;                  /* when the first worker started (0: none yet): the rate of the ETA */
     FILE *progress;
 } run_ctx;
 
@@ -719,7 +721,9 @@ static int run_topology(run_ctx *c, int ti) {
         goto down;
     }
     rows_check(c, &tp, tj, runs, hash);
-    /* The plan is now known: refine the estimate of processes. */
+    /* The plan is now known: the topology's estimate in the run's total becomes its plan. */
+    c->total -= c->est[ti];
+    c->est[ti] = 0;
     for (int k = 0; k < p->n_cases; k++) {
         int n = 0;
         for (int a = 0; a < RL_CAMP_ARM_KINDS; a++) n += runs[k][a];
@@ -746,6 +750,8 @@ down:
         if (rl__bench_scratch_remove(tp.dir, &m)) progress(c, "%s", rl__errdetail_get(&m));
     }
 done:
+    c->total -= c->est[ti]; /* not timed: none of its processes will run */
+    c->est[ti] = 0;
     json_decref(tp.info);
     rl__free(runs);
     rl__free(hash);
@@ -814,6 +820,16 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     rl__buf_release(&arms);
     progress(&c, "%d blocks x %d repeats of %g s per process (warm-up %g s); output in %s", p->blocks, p->repeats,
              p->seconds, p->warmup_seconds, o->out_dir);
+    /* One progress counter for the whole run: every topology's processes are counted from the start
+     * (every listed arm, the SQLite peer on embedded only), and each topology's share is replaced by
+     * its plan once its rows check has shown which arms run. */
+    for (int ti = 0; ti < p->n_topologies; ti++) {
+        int n = 0;
+        for (int i = 0; i < p->n_arms; i++)
+            n += p->arms[i] != RL_CAMP_SQLITE || p->topologies[ti].kind == RL_CAMP_EMBEDDED;
+        c.est[ti] = n * p->n_cases * p->blocks;
+        c.total += c.est[ti];
+    }
     for (int ti = 0; ti < p->n_topologies && rc == RL_OK; ti++) rc = run_topology(&c, ti);
     if (!p->keep_data) {
         char data[RL_CAMP_DIR_MAX];
@@ -834,8 +850,9 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     rl__camp_plots(o->out_dir, c.root, &plots, NULL);
     json_object_set_new(c.root, "plots", plots ? plots : json_null());
     int wrc = rl__camp_results_write(o->out_dir, c.root, err);
-    if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, o->out, err);
+    if (!wrc) wrc = rl__camp_csv_write(o->out_dir, c.root, err);
     if (!wrc) wrc = write_json(o->out_dir, "manifest.json", man, err);
+    if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, man, o->out, err);
     fmt_dur(now_s() - c.t0, el, sizeof el);
     progress(&c, "done in %s: %d processes, %d failed checks, %d failed processes; report %s/report.md", el, c.done,
              c.failed_checks, c.failed_procs, o->out_dir);

@@ -157,6 +157,55 @@ static void ratio_table(rl_buf *b, json_t *r, const char *topo, const char *cmp,
     }
 }
 
+/* The note on a comparison whose time ratio and medians point different ways: the ratio (the
+ * geometric mean of the paired block ratios) below 1 and the arm's median of block medians above
+ * its baseline's, or the other way round. For adaptive/best the baseline's median is the smaller of
+ * ordinary's and remote's. Appended as one list item per such case; nothing when they agree. */
+static void direction_notes(rl_buf *b, json_t *r, const char *topo) {
+    static const char *const cmps[3] = {"remote/ordinary", "adaptive/best", "sqlite/ordinary"};
+    json_t *p = json_object_get(r, "protocol");
+    size_t i;
+    json_t *kname;
+    int any = 0;
+    json_array_foreach(json_object_get(p, "cases"), i, kname) {
+        const char *k = json_string_value(kname);
+        for (int c = 0; c < 3; c++) {
+            json_t *s = find_summary(r, topo, k, cmps[c], "ns_per_op");
+            if (!s || strcmp(jstr(s, "status"), "ok")) continue;
+            const char *arm = jstr(s, "arm"), *base = jstr(s, "baseline");
+            json_t *fa = find_arm(r, topo, k, arm, "ns_per_op");
+            double ma = fa ? jnumv(fa, "median") : NAN, mb;
+            if (!strcmp(base, "best")) {
+                json_t *fo = find_arm(r, topo, k, "ordinary", "ns_per_op"),
+                       *fr = find_arm(r, topo, k, "remote", "ns_per_op");
+                double o = fo ? jnumv(fo, "median") : NAN, rr = fr ? jnumv(fr, "median") : NAN;
+                mb = o < rr ? o : rr;
+            } else {
+                json_t *fb = find_arm(r, topo, k, base, "ns_per_op");
+                mb = fb ? jnumv(fb, "median") : NAN;
+            }
+            double ratio = jnumv(s, "ratio");
+            if (isnan(ma) || isnan(mb) || ratio == 1 || ma == mb || (ratio < 1) == (ma < mb)) continue;
+            if (!any) rl__buf_append_str(b, "\n");
+            any = 1;
+            rl__buf_printf(b, "- Note, %s %s: the ratio %.3f says %s is %s than %s, but the medians (", k, cmps[c],
+                           ratio, arm, ratio < 1 ? "faster" : "slower", base);
+            put_time(b, ma);
+            rl__buf_append_str(b, " vs ");
+            put_time(b, mb);
+            rl__buf_printf(b,
+                           ") say %s. This can happen: the ratio pairs the arms within each block and averages "
+                           "the %lld block ratios on a log scale, while each median is taken over one arm's block "
+                           "medians alone; when blocks differ (drift, one noisy block) or the difference is small "
+                           "against the spread, the middle block of one arm is not the middle block of the other. "
+                           "The ratio is the paired comparison; its interval says whether either direction is "
+                           "resolved.\n",
+                           ma < mb ? "faster" : "slower",
+                           (long long)json_integer_value(json_object_get(s, "n_blocks")));
+        }
+    }
+}
+
 void rl__camp_report_main_table(json_t *r, rl_buf *b) {
     size_t ti, i;
     json_t *t, *kname;
@@ -199,6 +248,7 @@ void rl__camp_report_main_table(json_t *r, rl_buf *b) {
             }
             rl__buf_append_str(b, " |\n");
         }
+        direction_notes(b, r, topo);
     }
 }
 
@@ -435,7 +485,7 @@ static void put_plots(rl_buf *b, json_t *r, const char *topo) {
     else if (json_object_get(pl, "error")) rl__buf_printf(b, "\nPlots were not drawn: %s\n", jstr(pl, "error"));
 }
 
-int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *err) {
+int rl__camp_report_write(const char *dir, json_t *r, json_t *manifest, FILE *out, rl__errdetail *err) {
     json_t *p = json_object_get(r, "protocol"), *ds = json_object_get(p, "dataset"), *dz = json_object_get(p, "design"),
            *st = json_object_get(p, "statistics"), *ck = json_object_get(p, "checks");
     rl_buf b, main;
@@ -451,8 +501,10 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *
     rl__buf_printf(&b, "# Campaign report: %s\n\n%s\n\n", jstr(r, "protocol_name"), jstr(p, "description"));
     rl__buf_printf(&b,
                    "Protocol `%s` (%s), SHA-256 `%s`. Started %s, finished %s (%.0f s). Raw samples, every check "
-                   "and the summary: `results.json.zst` (zstd-compressed JSON); machine, versions and binaries: "
-                   "`manifest.json`.\n\n",
+                   "and the summary: `results.json.zst` (zstd-compressed JSON); the same samples and summary as CSV: "
+                   "`samples.csv` (one row per sample) and `summary.csv` (one row per case, arm and metric, with "
+                   "the ratio and its interval); this report as one page: `report.html`; machine, versions and "
+                   "binaries: `manifest.json`.\n\n",
                    jstr(r, "protocol_name"), jstr(r, "protocol_source"), jstr(r, "protocol_sha256"),
                    jstr(r, "started_utc"), jstr(r, "finished_utc"), jnumv(r, "wall_seconds"));
     if (json_is_true(json_object_get(r, "ok"))) rl__buf_append_str(&b, "**Every check passed and every process ran.**");
@@ -548,10 +600,14 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *
         rl__errdetail_append(err, "cannot write %s", path);
         rc = RL_E_IO_ERROR;
     }
+    if (!rc) rc = rl__camp_html_write(dir, (const char *)b.data, b.len, manifest, err);
     if (out && !rc) {
         fprintf(out, "%s", main.data);
-        fprintf(out, "\nreport: %s/report.md\nresults: %s/" RL_CAMP_RESULTS_NAME "\nmanifest: %s/manifest.json\n", dir,
-                dir, dir);
+        fprintf(out,
+                "\nreport: %s/report.md (and report.html)\nsamples: %s/" RL_CAMP_SAMPLES_CSV
+                "\nsummary: %s/" RL_CAMP_SUMMARY_CSV "\nresults: %s/" RL_CAMP_RESULTS_NAME
+                "\nmanifest: %s/manifest.json\n",
+                dir, dir, dir, dir, dir);
         json_t *pl = json_object_get(r, "plots");
         json_array_foreach(json_object_get(pl, "files"), i, f) fprintf(out, "plot: %s/%s\n", dir, json_string_value(f));
         if (json_object_get(pl, "error")) fprintf(out, "plots not drawn: %s\n", jstr(pl, "error"));

@@ -8,6 +8,8 @@
  *                                the block medians, bars from the raw min to max, log scale
  *   plots/NAME.dat, NAME.gp      the data and the scripts (rerun with `gnuplot FILE.gp`)
  *
+ * A contaminated case (its label) is marked on both plots with a large red open circle.
+ *
  * PNG: gnuplot-nox has the cairo terminals (pngcairo); when the terminal is missing, the libgd
  * `png` terminal is tried, and when neither works the PNG files are skipped and the reason
  * recorded. gnuplot runs as a child process with a 60 s deadline; no gnuplot at all is recorded
@@ -43,6 +45,17 @@ static json_t *find_arm(json_t *r, const char *topo, const char *kase, const cha
             return json_object_get(json_object_get(s, "metrics"), "ns_per_op");
     }
     return NULL;
+}
+
+/* 1 when the case of topology is labelled contaminated. */
+static int contaminated(json_t *r, const char *topo, const char *kase) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "cases"), i, c) {
+        if (!strcmp(jstr(c, "topology"), topo) && !strcmp(jstr(c, "case"), kase))
+            return !strcmp(jstr(c, "label"), "contaminated");
+    }
+    return 0;
 }
 
 static void put_num(FILE *f, json_t *v, double scale) {
@@ -92,6 +105,12 @@ static int write_script(const char *path, const char *dir, const char *topo, con
         fprintf(f, ", '%s/plots/ratios-%s.dat' using ($1%+.2f):%d:%d:%d with yerrorbars pt %d title '%s'", dir, topo,
                 off, 3 + 3 * c, 4 + 3 * c, 5 + 3 * c, 7 + c, cmp_titles[c]);
     }
+    /* contaminated cases: a large open circle at their first ratio (or at 1) */
+    if (cols[7])
+        fprintf(f,
+                ", '%s/plots/ratios-%s.dat' using 1:($12>0 ? (valid(3) ? $3 : (valid(6) ? $6 : 1)) : 1/0) with points "
+                "pt 6 ps 3 lc rgb '#d62728' title 'contaminated case'",
+                dir, topo);
     fprintf(f,
             "\nunset arrow 1\nset output '%s/plots/times-%s.%s'\nset title \"%s: time per query per arm (median of "
             "the block medians, bars: min to max of all repeats)\"\nset ylabel 'µs per query'\nplot ",
@@ -103,6 +122,11 @@ static int write_script(const char *path, const char *dir, const char *topo, con
         fprintf(f, ", '%s/plots/times-%s.dat' using ($1%+.2f):%d:%d:%d with yerrorbars pt %d title '%s'", dir, topo,
                 off, 3 + 3 * a, 4 + 3 * a, 5 + 3 * a, 5 + a, arm_titles[a]);
     }
+    if (cols[7])
+        fprintf(f,
+                ", '%s/plots/times-%s.dat' using 1:($15>0 ? (valid(3) ? $3 : $6) : 1/0) with points pt 6 ps 3 "
+                "lc rgb '#d62728' title 'contaminated case'",
+                dir, topo);
     fprintf(f, "\n");
     return fclose(f) ? RL_E_IO_ERROR : RL_OK;
 }
@@ -122,7 +146,7 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
     json_array_foreach(json_object_get(r, "topologies"), ti, t) {
         const char *topo = jstr(t, "name");
         if (strcmp(jstr(t, "status"), "ran")) continue;
-        int cols[7] = {0}, n = 0;
+        int cols[8] = {0}, n = 0; /* comparisons, arms, any contaminated case */
         snprintf(path, sizeof path, "%s/plots/ratios-%s.dat", dir, topo);
         FILE *fr = fopen(path, "w");
         snprintf(path, sizeof path, "%s/plots/times-%s.dat", dir, topo);
@@ -134,8 +158,10 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
             rc = RL_E_IO_ERROR;
             break;
         }
-        fprintf(fr, "# index case, then ratio ci_low ci_high of remote/ordinary, adaptive/best, sqlite/ordinary\n");
-        fprintf(ft, "# index case, then median min max in µs of ordinary, remote, adaptive, sqlite\n");
+        fprintf(fr, "# index case, then ratio ci_low ci_high of remote/ordinary, adaptive/best, sqlite/ordinary, "
+                    "then contaminated (1/0)\n");
+        fprintf(ft, "# index case, then median min max in µs of ordinary, remote, adaptive, sqlite, then "
+                    "contaminated (1/0)\n");
         json_array_foreach(json_object_get(p, "cases"), i, kname) {
             const char *k = json_string_value(kname);
             fprintf(fr, "%d %s", n, k);
@@ -154,8 +180,10 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
                 put_num(ft, json_object_get(f, "min"), 1e-3);
                 put_num(ft, json_object_get(f, "max"), 1e-3);
             }
-            fprintf(fr, "\n");
-            fprintf(ft, "\n");
+            int cont = contaminated(r, topo, k);
+            cols[7] |= cont;
+            fprintf(fr, " %d\n", cont);
+            fprintf(ft, " %d\n", cont);
             n++;
         }
         fclose(fr);

@@ -183,4 +183,42 @@ TEST(campaign_results_1_3_errors) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(campaign_results_1_1_written), T(campaign_results_1_2_forms), T(campaign_results_1_3_errors))
+/* A results document with one case of embedded whose remote/ordinary time ratio is `ratio` and whose
+ * medians are ordinary `o` and remote `r` ns. */
+static json_t *direction_doc(double ratio, double o, double r) {
+    return json_pack("{s:{s:[s], s:{s:f}, s:{s:i}}, s:[{s:s, s:s, s:i}], s:[{s:s, s:s, s:s}],"
+                     " s:[{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:s, s:i}],"
+                     " s:[{s:s, s:s, s:s, s:{s:{s:f}}}, {s:s, s:s, s:s, s:{s:{s:f}}}]}",
+                     "protocol", "cases", "small-rows10-forward", "statistics", "level", 0.95, "design", "blocks", 6,
+                     "topologies", "name", "embedded", "status", "ran", "delay_us", 0, "cases", "topology", "embedded",
+                     "case", "small-rows10-forward", "label", "clean", "summary", "topology", "embedded", "case",
+                     "small-rows10-forward", "comparison", "remote/ordinary", "arm", "remote", "baseline", "ordinary",
+                     "metric", "ns_per_op", "ratio", ratio, "ci_low", ratio - 0.05, "ci_high", ratio + 0.05, "status",
+                     "ok", "n_blocks", 6, "arm_summary", "topology", "embedded", "case", "small-rows10-forward", "arm",
+                     "ordinary", "metrics", "ns_per_op", "median", o, "topology", "embedded", "case",
+                     "small-rows10-forward", "arm", "remote", "metrics", "ns_per_op", "median", r);
+}
+
+/* campaign_results_1_4: the main table notes a case whose ratio and medians point different ways
+ * (and says why that can happen), and only such a case. */
+TEST(campaign_results_1_4_direction_note) {
+    json_t *d = direction_doc(0.97, 10000, 11000);
+    ASSERT_NOT_NULL(d);
+    rl_buf b;
+    rl__buf_init(&b);
+    rl__camp_report_main_table(d, &b);
+    const char *t = (const char *)b.data;
+    ASSERT_NOT_NULL(strstr(t, "Note, small-rows10-forward remote/ordinary: the ratio 0.970 says remote is faster"));
+    ASSERT_NOT_NULL(strstr(t, "say slower"));
+    ASSERT_NOT_NULL(strstr(t, "pairs the arms within each block"));
+    json_decref(d);
+    rl__buf_reset(&b);
+    d = direction_doc(0.97, 11000, 10000); /* both say faster */
+    rl__camp_report_main_table(d, &b);
+    ASSERT_NULL(strstr((const char *)b.data, "Note,"));
+    json_decref(d);
+    rl__buf_release(&b);
+}
+
+RL_TEST_MAIN(T(campaign_results_1_1_written), T(campaign_results_1_2_forms), T(campaign_results_1_3_errors),
+             T(campaign_results_1_4_direction_note))

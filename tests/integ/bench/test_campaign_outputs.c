@@ -1,0 +1,293 @@
+/* test_campaign_outputs.c — what a campaign run writes for a reader besides results.json.zst, on two
+ * tiny embedded runs (100 records, cases small-rows10-forward and split-limit1-reverse, arms
+ * ordinary, remote and adaptive, 2 blocks x 1 repeat of 0.05 s; about 2 s each):
+ *
+ *   campaign_6_1  samples.csv and summary.csv round trip: parsed back (rl__camp_csv_parse), every row
+ *                 of samples.csv is the sample of results.json at its place with the same values
+ *                 (reals to the last bit), summary.csv has one row per (case, arm, metric) with the
+ *                 arm's figures and, for compared arms, the ratio and interval of results.json;
+ *                 the parser refuses a short row and an unclosed quote
+ *   campaign_6_2  report.html: produced, one page, both SVG plots inline (their ids prefixed per
+ *                 plot), the main table and the manifest in it, and nothing loaded from outside
+ *                 (no script, link, src=, @import, or href/url to anything but an id in the page)
+ *   campaign_6_3  `rlbench campaign compare A B`: one row per (case, comparison) with both ratios
+ *                 and intervals as in each run's summary, B/A, and the overlap of the intervals as
+ *                 computed here; --metric all lists every metric; an unknown metric is a usage
+ *                 error (2) and a missing run exit 1
+ *   campaign_6_4  the help shows --out as required; --print-protocol runs without it; a run without
+ *                 it is a usage error
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "bench/campaign_int.h"
+#include "test.h"
+
+#define TINY                                                                                       \
+    "{\"name\": \"tiny\", \"dataset\": {\"records\": 100},\n"                                      \
+    " \"topologies\": [{\"name\": \"embedded\", \"kind\": \"embedded\"}],\n"                       \
+    " \"cases\": [\"small-rows10-forward\", \"split-limit1-reverse\"],\n"                          \
+    " \"arms\": [\"ordinary\", \"remote\", \"adaptive\"],\n"                                       \
+    " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n" \
+    " \"statistics\": {\"resamples\": 2000, \"seed\": 391706}, \"checks\": {\"contamination_threshold\": 1}}\n"
+
+static char *dir;
+static char out_a[600], out_b[600];
+static json_t *res_a, *res_b;
+
+static char *slurp(const char *path, size_t *out_len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ASSERT_NOT_NULL(s);
+    ASSERT_EQ(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    if (out_len) *out_len = (size_t)n;
+    return s;
+}
+
+/* Run the tiny protocol into out and load its results. */
+static json_t *tiny_run(const char *out) {
+    char proto[700], *so = NULL, *se = NULL;
+    snprintf(proto, sizeof proto, "%s/tiny.json", dir);
+    FILE *f = fopen(proto, "w");
+    ASSERT_NOT_NULL(f);
+    fputs(TINY, f);
+    fclose(f);
+    int rc = rl_test_run("rlbench", &so, &se, "campaign --protocol '%s' --out '%s'", proto, out);
+    if (rc != 0) fail_msg("exit %d: %s", rc, se);
+    free(so), free(se);
+    json_t *r = NULL;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(out, &r, &msg)) fail_msg("results: %s", rl__errdetail_get(&msg));
+    return r;
+}
+
+static int setup(void **state) {
+    (void)state;
+    dir = rl_test_tmpdir("campaign-outputs");
+    snprintf(out_a, sizeof out_a, "%s/a", dir);
+    snprintf(out_b, sizeof out_b, "%s/b", dir);
+    res_a = tiny_run(out_a);
+    res_b = tiny_run(out_b);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    json_decref(res_a);
+    json_decref(res_b);
+    rl_test_rmtree(dir);
+    free(dir);
+    return 0;
+}
+
+static const char *jstr(json_t *o, const char *k) {
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static json_t *parse_csv(const char *name) {
+    char path[700];
+    size_t n;
+    snprintf(path, sizeof path, "%s/%s", out_a, name);
+    char *text = slurp(path, &n);
+    ASSERT_NOT_NULL(text);
+    json_t *rows = NULL;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_csv_parse(text, n, &rows, &msg)) fail_msg("%s: %s", name, rl__errdetail_get(&msg));
+    free(text);
+    return rows;
+}
+
+/* The column of name in header, or fail. */
+static size_t col(json_t *header, const char *name) {
+    for (size_t i = 0; i < json_array_size(header); i++)
+        if (!strcmp(json_string_value(json_array_get(header, i)), name)) return i;
+    fail_msg("no column %s", name);
+    return 0;
+}
+
+/* The field equals the JSON value: a string, an integer, a real (exactly), or empty for null. */
+static void same_value(const char *field, json_t *v, const char *what) {
+    if (!v || json_is_null(v)) {
+        if (*field) fail_msg("%s: '%s' where the results have null", what, field);
+    } else if (json_is_string(v)) {
+        ASSERT_STR_EQ(field, json_string_value(v));
+    } else if (json_is_integer(v)) {
+        if (strtoll(field, NULL, 10) != json_integer_value(v))
+            fail_msg("%s: %s != %lld", what, field, (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        double x = strtod(field, NULL);
+        if (x != json_real_value(v)) fail_msg("%s: %s != %.17g", what, field, json_real_value(v));
+    } else {
+        fail_msg("%s: unexpected JSON type", what);
+    }
+}
+
+TEST(campaign_6_1_csv_round_trip) {
+    json_t *rows = parse_csv(RL_CAMP_SAMPLES_CSV), *samples = json_object_get(res_a, "samples");
+    json_t *header = json_array_get(rows, 0);
+    /* 2 cases x 3 arms x 2 blocks x 1 repeat */
+    ASSERT_EQ(json_array_size(samples), 12);
+    ASSERT_EQ(json_array_size(rows), json_array_size(samples) + 1);
+    for (size_t i = 0; i < json_array_size(samples); i++) {
+        json_t *s = json_array_get(samples, i), *row = json_array_get(rows, i + 1);
+        for (size_t c = 0; c < json_array_size(header); c++) {
+            const char *name = json_string_value(json_array_get(header, c));
+            ASSERT_NOT_NULL(json_object_get(s, name));
+            same_value(json_string_value(json_array_get(row, c)), json_object_get(s, name), name);
+        }
+    }
+    json_decref(rows);
+    /* summary.csv: one row per (case, arm, metric), 2 x 3 x 12. */
+    rows = parse_csv(RL_CAMP_SUMMARY_CSV);
+    header = json_array_get(rows, 0);
+    ASSERT_EQ(json_array_size(rows), 1 + 2 * 3 * 12);
+    size_t ck = col(header, "case"), ca = col(header, "arm"), cm = col(header, "metric"), cmed = col(header, "median"),
+           cmin = col(header, "min"), cmax = col(header, "max"), cr = col(header, "ratio"), clo = col(header, "ci_low"),
+           chi = col(header, "ci_high");
+    int ratios = 0;
+    for (size_t i = 1; i < json_array_size(rows); i++) {
+        json_t *row = json_array_get(rows, i);
+        const char *k = json_string_value(json_array_get(row, ck)), *a = json_string_value(json_array_get(row, ca)),
+                   *m = json_string_value(json_array_get(row, cm));
+        json_t *fig = NULL, *s;
+        size_t j;
+        json_array_foreach(json_object_get(res_a, "arm_summary"), j,
+                           s) if (!strcmp(jstr(s, "case"), k) && !strcmp(jstr(s, "arm"), a)) fig =
+            json_object_get(json_object_get(s, "metrics"), m);
+        ASSERT_NOT_NULL(fig);
+        same_value(json_string_value(json_array_get(row, cmed)), json_object_get(fig, "median"), "median");
+        same_value(json_string_value(json_array_get(row, cmin)), json_object_get(fig, "min"), "min");
+        same_value(json_string_value(json_array_get(row, cmax)), json_object_get(fig, "max"), "max");
+        json_t *sum = NULL;
+        json_array_foreach(json_object_get(res_a, "summary"), j, s) if (!strcmp(jstr(s, "case"), k) &&
+                                                                        !strcmp(jstr(s, "arm"), a) &&
+                                                                        !strcmp(jstr(s, "metric"), m)) sum = s;
+        if (!strcmp(a, "ordinary")) ASSERT_NULL(sum);
+        else ASSERT_NOT_NULL(sum);
+        same_value(json_string_value(json_array_get(row, cr)), sum ? json_object_get(sum, "ratio") : NULL, "ratio");
+        same_value(json_string_value(json_array_get(row, clo)), sum ? json_object_get(sum, "ci_low") : NULL, "lo");
+        same_value(json_string_value(json_array_get(row, chi)), sum ? json_object_get(sum, "ci_high") : NULL, "hi");
+        ratios += sum != NULL && !strcmp(m, "ns_per_op");
+    }
+    ASSERT_EQ(ratios, 4); /* remote and adaptive, 2 cases */
+    json_decref(rows);
+    /* The reader: quoting, and what it refuses. */
+    const char good[] = "a,b\n\"x,\"\"y\"\"\",\n";
+    json_t *g = NULL;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    ASSERT_OK(rl__camp_csv_parse(good, strlen(good), &g, &msg));
+    ASSERT_EQ(json_array_size(g), 2);
+    ASSERT_STR_EQ(json_string_value(json_array_get(json_array_get(g, 1), 0)), "x,\"y\"");
+    ASSERT_STR_EQ(json_string_value(json_array_get(json_array_get(g, 1), 1)), "");
+    json_decref(g);
+    ASSERT_EQ(rl__camp_csv_parse("a,b\n1\n", 6, &g, &msg), RL_E_CORRUPT_DATA);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "line 2"));
+    ASSERT_EQ(rl__camp_csv_parse("a\n\"x\n", 5, &g, &msg), RL_E_CORRUPT_DATA);
+}
+
+TEST(campaign_6_2_html_self_contained) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/report.html", out_a);
+    char *h = slurp(path, NULL);
+    ASSERT_NOT_NULL(h);
+    ASSERT_NOT_NULL(strstr(h, "<!DOCTYPE html>"));
+    ASSERT_NOT_NULL(strstr(h, "</html>"));
+    /* both plots inline, their ids kept apart */
+    int svgs = 0;
+    for (const char *p = h; (p = strstr(p, "<svg")); p++) svgs++;
+    ASSERT_EQ(svgs, 2);
+    ASSERT_NOT_NULL(strstr(h, "id=\"p1-gnuplot_canvas\""));
+    ASSERT_NOT_NULL(strstr(h, "id=\"p2-gnuplot_canvas\""));
+    /* the main table, the checks and the manifest */
+    ASSERT_NOT_NULL(strstr(h, "<td>small-rows10-forward</td>"));
+    ASSERT_NOT_NULL(strstr(h, "<h2>Manifest</h2>"));
+    ASSERT_NOT_NULL(strstr(h, "\"protocol_sha256\""));
+    /* nothing from outside */
+    static const char *const bad[] = {"<script", "<link", "src=", "@import", "<img", "<iframe", "<object", NULL};
+    for (int i = 0; bad[i]; i++)
+        if (strstr(h, bad[i])) fail_msg("report.html holds %s", bad[i]);
+    for (const char *p = h; (p = strstr(p, "href=")); p++)
+        if (p[6] != '#') fail_msg("report.html links outside itself: %.60s", p);
+    for (const char *p = h; (p = strstr(p, "url(")); p++)
+        if (p[4] != '#') fail_msg("report.html loads %.60s", p);
+    free(h);
+}
+
+static json_t *find_sum(json_t *r, const char *k, const char *cmp) {
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(r, "summary"), i, s) if (!strcmp(jstr(s, "case"), k) &&
+                                                                !strcmp(jstr(s, "comparison"), cmp) &&
+                                                                !strcmp(jstr(s, "metric"), "ns_per_op")) return s;
+    return NULL;
+}
+
+TEST(campaign_6_3_compare) {
+    char *so = NULL, *se = NULL, want[400];
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign compare '%s' '%s'", out_a, out_b), 0);
+    ASSERT_NOT_NULL(strstr(so, "The same protocol."));
+    static const char *const ks[2] = {"small-rows10-forward", "split-limit1-reverse"};
+    static const char *const cs[2] = {"remote/ordinary", "adaptive/best"};
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < 2; c++) {
+            json_t *a = find_sum(res_a, ks[k], cs[c]), *b = find_sum(res_b, ks[k], cs[c]);
+            ASSERT_NOT_NULL(a);
+            ASSERT_NOT_NULL(b);
+            double alo = json_real_value(json_object_get(a, "ci_low")),
+                   ahi = json_real_value(json_object_get(a, "ci_high")),
+                   blo = json_real_value(json_object_get(b, "ci_low")),
+                   bhi = json_real_value(json_object_get(b, "ci_high"));
+            int overlap = alo <= bhi && blo <= ahi;
+            snprintf(want, sizeof want,
+                     "| embedded | %s | %s | ns_per_op | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.3f | %s |", ks[k],
+                     cs[c], json_real_value(json_object_get(a, "ratio")), alo, ahi,
+                     json_real_value(json_object_get(b, "ratio")), blo, bhi,
+                     json_real_value(json_object_get(b, "ratio")) / json_real_value(json_object_get(a, "ratio")),
+                     overlap ? "yes" : "**no**");
+            if (!strstr(so, want)) fail_msg("no row\n%s\nin\n%s", want, so);
+        }
+    free(so), free(se);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign compare --metric all '%s' '%s'", out_a, out_b), 0);
+    ASSERT_NOT_NULL(strstr(so, "| bytes_per_op |"));
+    ASSERT_NOT_NULL(strstr(so, "| allocs_per_op |"));
+    free(so), free(se);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign compare --metric frob '%s' '%s'", out_a, out_b), 2);
+    free(so), free(se);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign compare '%s' '%s/none'", out_a, dir), 1);
+    ASSERT_NOT_NULL(strstr(se, "file_not_found"));
+    free(so), free(se);
+}
+
+TEST(campaign_6_4_out_required) {
+    char *so = NULL, *se = NULL;
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign --help"), 0);
+    ASSERT_NOT_NULL(strstr(so, "[--quick] --out DIR"));
+    ASSERT_NOT_NULL(strstr(so, "required"));
+    free(so), free(se);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign --print-protocol"), 0);
+    ASSERT_NOT_NULL(strstr(so, "\"name\": \"full\""));
+    free(so), free(se);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign --quick"), 2);
+    ASSERT_NOT_NULL(strstr(se, "option --out is required"));
+    free(so), free(se);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {T(campaign_6_1_csv_round_trip), T(campaign_6_2_html_self_contained),
+                                       T(campaign_6_3_compare), T(campaign_6_4_out_required)};
+    rl_test_init(argc, argv);
+    return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, setup, teardown);
+}
