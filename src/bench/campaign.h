@@ -212,6 +212,27 @@ int rl__camp_protocol_print(const rl__camp_protocol *p, rl_buf *out);
 /* The process timeout of p in seconds (its own, or the default formula). */
 double rl__camp_process_timeout(const rl__camp_protocol *p);
 
+/* ---- The reference reports' figures (campaign_reference.c) --------------------------------- */
+
+/* One published figure: the time ratio remote/ordinary of one case in one report, with the line of
+ * the report's file it is on. NaN (or 0 for the range) where the report printed nothing. */
+typedef struct {
+    const char *report;            /* "C3" or "M2" */
+    rl__camp_topo_kind kind;       /* the topologies it is shown beside: C3 single, M2 multi */
+    const char *case_name;         /* our case name */
+    double ratio;                  /* remote/ordinary, NaN: not published for this case */
+    double ci_low, ci_high;        /* its 95% interval, NaN: not published */
+    double range_low, range_high;  /* a range covering this case (M2's 1,000-row cases), 0: none */
+    double remote_ms, ordinary_ms; /* medians of the block medians in ms, NaN: not published */
+    int line;                      /* the line of the report's file the figure is on */
+    const char *quote;             /* the figure as the report words it */
+} rl__camp_reference;
+
+/* The published figure for (kind, case), or NULL (not published). Static data. */
+const rl__camp_reference *rl__camp_reference_find(rl__camp_topo_kind kind, const char *kase);
+/* The report matched to a topology kind: "C3" (single), "M2" (multi), or NULL (no report). */
+const char *rl__camp_reference_report(rl__camp_topo_kind kind);
+
 /* ---- The runner ------------------------------------------------------------------------------ */
 
 typedef struct {

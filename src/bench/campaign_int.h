@@ -182,6 +182,14 @@ int rl__camp_report_write(const char *dir, json_t *results, json_t *manifest, FI
  * (report_html.c). RL_OK, RL_E_IO_ERROR or RL_E_OUT_OF_MEMORY with the file in err. */
 int rl__camp_html_write(const char *dir, const char *md, size_t md_len, json_t *manifest, rl__errdetail *err);
 
+/* The reference reports' figures as the results document records them (campaign_reference.c):
+ * {"reports": [{"report", "title", "file", "topology_kind", "setup"}], "figures": [{"report",
+ * "file", "topology_kind", "case", "metric", "line", "quote", "ratio", "ci_low", "ci_high",
+ * "range_low", "range_high", "remote_ms", "ordinary_ms"} (null where not published)], "rtt":
+ * {"report", "p50_ms", "p99_ms", "min_ms", "max_ms", "line", ...}}. A new reference (the
+ * caller's), NULL when out of memory. */
+json_t *rl__camp_reference_json(void);
+
 /* rl__camp_compare — append to out the table of what changed from run a to run b (report_compare.c):
  * per (topology, case, comparison, metric) both ratios with their intervals, B/A, whether the
  * intervals overlap and the ratios point the same way; metric NULL: every metric. name_a, name_b:

@@ -806,6 +806,8 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     json_object_set_new(c.root, "summary", c.summary = json_array());
     json_object_set_new(c.root, "arm_summary", c.arm_summary = json_array());
     json_object_set_new(c.root, "failures", c.failures = json_array());
+    /* the reference reports' published figures, shown beside ours by report.c and report_plot.c */
+    json_object_set_new(c.root, "reference", rl__camp_reference_json());
     /* The manifest is taken now, before anything runs: the binaries' digests and the work tree's
      * revision are those the run starts from (taken at the end, a commit or a rebuild during a
      * long run was recorded as if the run had used it). */

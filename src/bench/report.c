@@ -206,6 +206,110 @@ static void direction_notes(rl_buf *b, json_t *r, const char *topo) {
     }
 }
 
+/* ---- Beside the reference reports ------------------------------------------------------------- */
+
+/* The reference figure of (kind, case) in the results' "reference", or NULL. */
+static json_t *find_reference(json_t *r, const char *kind, const char *kase) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(json_object_get(r, "reference"), "figures"), i, f) {
+        if (!strcmp(jstr(f, "topology_kind"), kind) && !strcmp(jstr(f, "case"), kase)) return f;
+    }
+    return NULL;
+}
+
+/* A published time in ms, to the digits reports print (four significant: 24, 108, 4.87, 276.9). */
+static void put_ms(rl_buf *b, double ms) { rl__buf_printf(b, "%.4g ms", ms); }
+
+/* The table of our remote/ordinary time figures beside the report matched to the topology's kind
+ * (C3 for single, M2 for multi): its ratio and interval, its absolute times where published, and
+ * whether the two point the same way. Every case of the run has a row; a case the report gives no
+ * figure for says "not published". */
+static void reference_table(rl_buf *b, json_t *r, json_t *t) {
+    const char *topo = jstr(t, "name"), *kind = jstr(t, "kind");
+    json_t *ref = json_object_get(r, "reference"), *rep = NULL, *x, *kname;
+    size_t i;
+    json_array_foreach(json_object_get(ref, "reports"), i, x) {
+        if (!strcmp(jstr(x, "topology_kind"), kind)) rep = x;
+    }
+    if (!rep) return;
+    const char *name = jstr(rep, "report");
+    rl__buf_printf(b,
+                   "\nBeside the reference report %s (\"%s\", `%s`: %s); its figures are remote/ordinary time "
+                   "ratios with nominal 95%% intervals, and medians of block medians:\n\n",
+                   name, jstr(rep, "title"), jstr(rep, "file"), jstr(rep, "setup"));
+    rl__buf_printf(b,
+                   "| case | ours: remote/ordinary | ours: remote vs ordinary | %s: remote/ordinary | %s: remote vs "
+                   "ordinary | same direction? | source |\n|---|---|---|---|---|---|---|\n",
+                   name, name);
+    json_array_foreach(json_object_get(json_object_get(r, "protocol"), "cases"), i, kname) {
+        const char *k = json_string_value(kname);
+        if (!find_case(r, topo, k)) continue;
+        json_t *s = find_summary(r, topo, k, "remote/ordinary", "ns_per_op"), *f = find_reference(r, kind, k);
+        rl__buf_printf(b, "| %s | ", k);
+        put_ratio(b, s);
+        rl__buf_append_str(b, " | ");
+        json_t *fo = find_arm(r, topo, k, "ordinary", "ns_per_op"), *fr = find_arm(r, topo, k, "remote", "ns_per_op");
+        if (fo && fr) {
+            put_time(b, jnumv(fr, "median"));
+            rl__buf_append_str(b, " vs ");
+            put_time(b, jnumv(fo, "median"));
+        } else rl__buf_append_str(b, "—");
+        rl__buf_append_str(b, " | ");
+        double rr = f ? jnumv(f, "ratio") : NAN, lo = f ? jnumv(f, "range_low") : NAN;
+        if (!f) rl__buf_append_str(b, "not published");
+        else if (!isnan(rr) && !isnan(jnumv(f, "ci_low")))
+            rl__buf_printf(b, "%.3f [%.3f, %.3f]", rr, jnumv(f, "ci_low"), jnumv(f, "ci_high"));
+        else if (!isnan(rr)) rl__buf_printf(b, "%.3f (no interval published)", rr);
+        else if (!isnan(lo))
+            rl__buf_printf(b, "not published (only the range %.3f–%.3f over the 1,000-row cases)", lo,
+                           jnumv(f, "range_high"));
+        else rl__buf_append_str(b, "not published");
+        rl__buf_append_str(b, " | ");
+        if (f && !isnan(jnumv(f, "remote_ms"))) {
+            put_ms(b, jnumv(f, "remote_ms"));
+            rl__buf_append_str(b, " vs ");
+            put_ms(b, jnumv(f, "ordinary_ms"));
+        } else rl__buf_append_str(b, "not published");
+        rl__buf_append_str(b, " | ");
+        /* the direction: the report's ratio, or its range (wholly above or below 1) */
+        int theirs = !isnan(rr)   ? (rr < 1   ? -1
+                                     : rr > 1 ? 1
+                                              : 0)
+                     : !isnan(lo) ? (jnumv(f, "range_high") < 1 ? -1
+                                     : lo > 1                   ? 1
+                                                                : 0)
+                                  : 0;
+        double ours = s && !strcmp(jstr(s, "status"), "ok") ? jnumv(s, "ratio") : NAN;
+        if (!theirs || isnan(ours)) rl__buf_append_str(b, "—");
+        else {
+            rl__buf_append_str(b, (ours < 1 ? -1 : ours > 1 ? 1 : 0) == theirs ? "yes" : "**no**");
+            if (jnumv(s, "ci_low") <= 1 && jnumv(s, "ci_high") >= 1)
+                rl__buf_append_str(b, " (ours not resolved: its interval holds 1)");
+        }
+        if (f)
+            rl__buf_printf(b, " | `%s` line %lld |\n", jstr(f, "file"),
+                           (long long)json_integer_value(json_object_get(f, "line")));
+        else rl__buf_append_str(b, " | — |\n");
+    }
+    json_t *rtt = json_object_get(ref, "rtt");
+    if (rtt && !strcmp(jstr(rtt, "topology_kind"), kind)) {
+        json_t *kc = NULL, *c;
+        json_array_foreach(json_object_get(r, "cases"), i, c) {
+            if (!kc && !strcmp(jstr(c, "topology"), topo)) kc = c;
+        }
+        json_t *rb = json_object_get(json_object_get(kc, "checks"), "rtt_before");
+        rl__buf_append_str(b, "\nRound trip: ours ");
+        if (rb && json_is_true(json_object_get(rb, "applicable")))
+            rl__buf_printf(b, "p50 %.3f ms, p99 %.3f ms (the probe before the first case)", jnumv(rb, "p50_us") / 1e3,
+                           jnumv(rb, "p99_us") / 1e3);
+        else rl__buf_append_str(b, "not measured");
+        rl__buf_printf(b, "; %s's ping before its phase p50 %.3f ms, p99 %.3f ms (`%s` line %lld).\n",
+                       jstr(rtt, "report"), jnumv(rtt, "p50_ms"), jnumv(rtt, "p99_ms"), jstr(rtt, "file"),
+                       (long long)json_integer_value(json_object_get(rtt, "line")));
+    }
+}
+
 void rl__camp_report_main_table(json_t *r, rl_buf *b) {
     size_t ti, i;
     json_t *t, *kname;
@@ -249,6 +353,7 @@ void rl__camp_report_main_table(json_t *r, rl_buf *b) {
             rl__buf_append_str(b, " |\n");
         }
         direction_notes(b, r, topo);
+        reference_table(b, r, t);
     }
 }
 

@@ -8,7 +8,10 @@
  *                                the block medians, bars from the raw min to max, log scale
  *   plots/NAME.dat, NAME.gp      the data and the scripts (rerun with `gnuplot FILE.gp`)
  *
- * A contaminated case (its label) is marked on both plots with a large red open circle.
+ * A contaminated case (its label) is marked on both plots with a large red open circle. The ratios
+ * plot of a single or multi topology also shows the reference report's figure for each case where
+ * one was published (results' "reference": C3 for single, M2 for multi): its ratio with its interval
+ * as a black diamond, or the range published over several cases as a grey bar.
  *
  * PNG: gnuplot-nox has the cairo terminals (pngcairo); when the terminal is missing, the libgd
  * `png` terminal is tried, and when neither works the PNG files are skipped and the reason
@@ -43,6 +46,16 @@ static json_t *find_arm(json_t *r, const char *topo, const char *kase, const cha
     json_array_foreach(json_object_get(r, "arm_summary"), i, s) {
         if (!strcmp(jstr(s, "topology"), topo) && !strcmp(jstr(s, "case"), kase) && !strcmp(jstr(s, "arm"), arm))
             return json_object_get(json_object_get(s, "metrics"), "ns_per_op");
+    }
+    return NULL;
+}
+
+/* The reference report's figure of (topology kind, case) in the results, or NULL. */
+static json_t *find_reference(json_t *r, const char *kind, const char *kase) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(json_object_get(r, "reference"), "figures"), i, f) {
+        if (!strcmp(jstr(f, "topology_kind"), kind) && !strcmp(jstr(f, "case"), kase)) return f;
     }
     return NULL;
 }
@@ -105,6 +118,18 @@ static int write_script(const char *path, const char *dir, const char *topo, con
         fprintf(f, ", '%s/plots/ratios-%s.dat' using ($1%+.2f):%d:%d:%d with yerrorbars pt %d title '%s'", dir, topo,
                 off, 3 + 3 * c, 4 + 3 * c, 5 + 3 * c, 7 + c, cmp_titles[c]);
     }
+    /* the reference report's figures: its ratio with its interval (black diamonds), or the range it
+     * published over several cases (a grey bar without a point) */
+    if (cols[8] & 1)
+        fprintf(f,
+                ", '%s/plots/ratios-%s.dat' using ($1+0.32):13:14:15 with yerrorbars pt 13 ps 1.3 lc rgb 'black' "
+                "title 'reference report (ratio, interval)'",
+                dir, topo);
+    if (cols[8] & 2)
+        fprintf(f,
+                ", '%s/plots/ratios-%s.dat' using ($1+0.32):(valid(13) ? 1/0 : ($14+$15)/2):14:15 with yerrorbars "
+                "ps 0 lw 3 lc rgb 'gray50' title 'reference report (published range only)'",
+                dir, topo);
     /* contaminated cases: a large open circle at their first ratio (or at 1) */
     if (cols[7])
         fprintf(f,
@@ -146,7 +171,7 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
     json_array_foreach(json_object_get(r, "topologies"), ti, t) {
         const char *topo = jstr(t, "name");
         if (strcmp(jstr(t, "status"), "ran")) continue;
-        int cols[8] = {0}, n = 0; /* comparisons, arms, any contaminated case */
+        int cols[9] = {0}, n = 0; /* comparisons, arms, any contaminated case, any reference */
         snprintf(path, sizeof path, "%s/plots/ratios-%s.dat", dir, topo);
         FILE *fr = fopen(path, "w");
         snprintf(path, sizeof path, "%s/plots/times-%s.dat", dir, topo);
@@ -159,7 +184,8 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
             break;
         }
         fprintf(fr, "# index case, then ratio ci_low ci_high of remote/ordinary, adaptive/best, sqlite/ordinary, "
-                    "then contaminated (1/0)\n");
+                    "then contaminated (1/0), then the reference report's ratio and its interval (or the range it "
+                    "published), ? where not published\n");
         fprintf(ft, "# index case, then median min max in µs of ordinary, remote, adaptive, sqlite, then "
                     "contaminated (1/0)\n");
         json_array_foreach(json_object_get(p, "cases"), i, kname) {
@@ -182,7 +208,14 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
             }
             int cont = contaminated(r, topo, k);
             cols[7] |= cont;
-            fprintf(fr, " %d\n", cont);
+            fprintf(fr, " %d", cont);
+            json_t *ref = find_reference(r, jstr(t, "kind"), k);
+            int has_ci = ref && json_is_number(json_object_get(ref, "ci_low"));
+            cols[8] |= !ref ? 0 : json_is_number(json_object_get(ref, "ratio")) ? 1 : 2;
+            put_num(fr, json_object_get(ref, "ratio"), 1);
+            put_num(fr, json_object_get(ref, has_ci ? "ci_low" : "range_low"), 1);
+            put_num(fr, json_object_get(ref, has_ci ? "ci_high" : "range_high"), 1);
+            fprintf(fr, "\n");
             fprintf(ft, " %d\n", cont);
             n++;
         }

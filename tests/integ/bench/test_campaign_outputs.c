@@ -16,6 +16,13 @@
  *                 error (2) and a missing run exit 1
  *   campaign_6_4  the help shows --out as required; --print-protocol runs without it; a run without
  *                 it is a usage error
+ *   campaign_6_5  the reference report beside a tiny run on a single topology (one storage server,
+ *                 250 us one way; small-rows1000-forward, split-rows10-forward; about 2 s): the
+ *                 results record the reports' figures; report.md (and report.html) show C3's table
+ *                 with our ratio [interval] and medians as in the summary beside C3's 0.224
+ *                 [0.222, 0.226] and 24 vs 108 ms (line 29), "same direction?" computed from both,
+ *                 "not published" for split-rows10-forward, and our RTT p50 beside C3's ping p50
+ *                 0.597 ms (line 9); the ratios plot's data carry C3's ratio and interval
  */
 #include <math.h>
 #include <stdlib.h>
@@ -285,9 +292,76 @@ TEST(campaign_6_4_out_required) {
     free(so), free(se);
 }
 
+TEST(campaign_6_5_reference_beside_a_run) {
+    char out[700], path[800], want[600];
+    snprintf(out, sizeof out, "%s/single", dir);
+    char proto[700], *so = NULL, *se = NULL;
+    snprintf(proto, sizeof proto, "%s/single.json", dir);
+    FILE *f = fopen(proto, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"name\": \"tiny-c3\", \"dataset\": {\"records\": 100},\n"
+          " \"topologies\": [{\"name\": \"single\", \"kind\": \"single\", \"delay_us\": 250}],\n"
+          " \"cases\": [\"small-rows1000-forward\", \"split-rows10-forward\"], \"arms\": [\"ordinary\", \"remote\"],\n"
+          " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
+          " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
+          " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 20}}\n",
+          f);
+    fclose(f);
+    int rc = rl_test_run("rlbench", &so, &se, "campaign --protocol '%s' --out '%s'", proto, out);
+    if (rc != 0) fail_msg("exit %d: %s", rc, se);
+    json_t *r = NULL;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(out, &r, &msg)) fail_msg("results: %s", rl__errdetail_get(&msg));
+    json_t *ref = json_object_get(r, "reference");
+    ASSERT_NOT_NULL(ref);
+    ASSERT_EQ(json_array_size(json_object_get(ref, "reports")), 2);
+    snprintf(path, sizeof path, "%s/report.md", out);
+    char *md = slurp(path, NULL);
+    ASSERT_NOT_NULL(md);
+    ASSERT_NOT_NULL(strstr(md, "Beside the reference report C3"));
+    /* our figures, as the summary has them, beside C3's */
+    json_t *s = find_sum(r, "small-rows1000-forward", "remote/ordinary");
+    ASSERT_NOT_NULL(s);
+    double ratio = json_real_value(json_object_get(s, "ratio"));
+    snprintf(want, sizeof want, "| small-rows1000-forward | %.3f [%.3f, %.3f] | ", ratio,
+             json_real_value(json_object_get(s, "ci_low")), json_real_value(json_object_get(s, "ci_high")));
+    char *row = strstr(md, want);
+    if (!row) fail_msg("no row %s in\n%s", want, md);
+    char *eol = strchr(row, '\n');
+    ASSERT_NOT_NULL(eol);
+    *eol = 0;
+    ASSERT_NOT_NULL(strstr(row, "| 0.224 [0.222, 0.226] | 24 ms vs 108 ms | "));
+    ASSERT_NOT_NULL(strstr(row, ratio < 1 ? "| yes" : "| **no**"));
+    ASSERT_NOT_NULL(strstr(row, "`000_df0452837ce99cb3.txt` line 29 |"));
+    *eol = '\n';
+    row = strstr(md, "| split-rows10-forward | ");
+    ASSERT_NOT_NULL(row);
+    ASSERT_NOT_NULL(strstr(row, "| not published | not published | — | — |"));
+    ASSERT_NOT_NULL(
+        strstr(md, "C3's ping before its phase p50 0.597 ms, p99 0.628 ms (`000_df0452837ce99cb3.txt` line 9)"));
+    ASSERT_NOT_NULL(strstr(md, "Round trip: ours p50 "));
+    ASSERT_NOT_NULL(strstr(so, "Beside the reference report C3")); /* the main table printed too */
+    free(md);
+    snprintf(path, sizeof path, "%s/report.html", out);
+    char *h = slurp(path, NULL);
+    ASSERT_NOT_NULL(h);
+    ASSERT_NOT_NULL(strstr(h, "<td>0.224 [0.222, 0.226]</td>"));
+    free(h);
+    snprintf(path, sizeof path, "%s/plots/ratios-single.dat", out);
+    char *dat = slurp(path, NULL);
+    ASSERT_NOT_NULL(dat);
+    ASSERT_NOT_NULL(strstr(dat, " 0 0.224 0.222 0.226\n"));
+    ASSERT_NOT_NULL(strstr(dat, " 0 ? ? ?\n"));
+    free(dat);
+    json_decref(r);
+    free(so), free(se);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(campaign_6_1_csv_round_trip), T(campaign_6_2_html_self_contained),
-                                       T(campaign_6_3_compare), T(campaign_6_4_out_required)};
+                                       T(campaign_6_3_compare), T(campaign_6_4_out_required),
+                                       T(campaign_6_5_reference_beside_a_run)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, setup, teardown);
 }
