@@ -147,8 +147,9 @@ typedef struct {
     int storage_servers;       /* single: 1; multi: >= 2 * replication for disjoint teams */
     int hosts;                 /* host labels the storage servers are spread over (multi: 3) */
     int replication;           /* team size: 1 single, 2 double, 3 triple */
-    char placement[16];        /* "colocated" (index and records on one team) or "disjoint" (the index
-                          * shard and the record shards on teams that share no storage server) */
+    char placement[16];        /* "colocated" (index and records on one team), "disjoint" (the index
+                          * shard and the record shards on teams that share no storage server) or
+                          * "reports" (multi: the M2 report's placement, campaign_topology.c) */
     char secondary[16];        /* mapped-range secondary reads that leave the server: "individual"
                           * (FoundationDB's) or "grouped" (docs/design.md §8.4) */
     char engine[16];           /* storage engine of the servers: "memory" or "ssd" */
@@ -196,6 +197,15 @@ typedef struct {
  * (embedded only, the same cases and arms, 4 blocks, 3 repeats of 0.1 s, 2,000 resamples; about two
  * minutes on a 2-core machine). */
 void rl__camp_protocol_builtin(int quick, rl__camp_protocol *out);
+
+/* rl__camp_protocol_named — the built-in protocol called name: "full" and "quick" (above), "c3"
+ * (the C3 report's design: topology c3, kind single, one storage server, memory engine, 250 us one
+ * way; cases small-rows1000-forward and split-rows1000-forward; arms ordinary, remote, adaptive;
+ * 6 blocks x 3 repeats of 3 s; bootstrap seed 391706) or "m2" (the M2 report's: topology m2,
+ * kind multi, 3 hosts x 3 storage servers, replication 2, ssd engine, 250 us one way, placement
+ * "reports"; the 16 cases; the same arms and design; seed 492817). RL_OK, or
+ * RL_E_INVALID_ARGUMENT for another name (out untouched). */
+int rl__camp_protocol_named(const char *name, rl__camp_protocol *out);
 
 /* rl__camp_protocol_parse — parse and check a protocol's JSON text (every field named in
  * campaign_protocol.c's table; unknown fields are refused, missing ones take the full protocol's

@@ -146,6 +146,9 @@ struct rl__camp_topo {
     int n_pids;
     int loaded[RL_CAMP_VARIANTS]; /* set by the runner before `place`: the variants loaded */
     char placed_text[256];        /* multi: the teams `place` used, e.g. "index {1,3}, records {5,2} {4,6}" */
+    json_t *place_info;           /* set by `place` or NULL (placement "reports": the plan and its
+                                   * check): recorded as the topology's "placement"."plan", released
+                                   * by the runner */
     json_t *info;                 /* set by `up` or NULL (fdb: the backend's status): recorded in the
                                    * topology's results as "backend" and released by the runner */
 };

@@ -1,6 +1,6 @@
 /* campaign_protocol.c — the campaign's protocol (campaign.h): names of arms, metrics, variants and
  * cases; the order of arms per block; the built-in protocols; the strict JSON parser and the
- * canonical printer.
+ * canonical printer. The built-in protocols by name: full, quick, c3, m2 (rl__camp_protocol_named).
  *
  * The protocol file (every field optional; a missing one takes the full protocol's value; an
  * unknown one is an error, so a misspelt field never silently falls back to a default):
@@ -11,7 +11,8 @@
  *     "topologies": [
  *       {"name": "embedded", "kind": "embedded", "delay_us": 0},
  *       {"name": "single", "kind": "single", "delay_us": 250, "jitter_us": 0,
- *        "storage_servers": 1, "hosts": 1, "replication": 1, "placement": "colocated",
+ *        "storage_servers": 1, "hosts": 1, "replication": 1, "placement": "colocated" (or "disjoint",
+ *        or "reports": multi only, see campaign_topology.c),
  *        "secondary_reads": "individual", "engine": "memory"}, ...,
  *       {"name": "fdb", "kind": "fdb", "url": "fdb:/etc/foundationdb/fdb.cluster"}],
  *     "cases": ["small-limit1-forward", ...],
@@ -129,12 +130,63 @@ static void set_topology(rl__camp_topology *t, const char *name, rl__camp_topo_k
     }
 }
 
+static const char *const all_cases[16] = {
+    "small-limit1-forward",   "small-limit1-reverse",   "small-rows10-forward",   "small-rows10-reverse",
+    "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward",   "split-limit1-reverse",
+    "split-rows10-forward",   "split-rows10-reverse",   "split-rows1000-forward", "split-rows1000-reverse",
+    "skip3-rows10-forward",   "skip3-rows10-reverse",   "skip3-rows1000-forward", "skip3-rows1000-reverse"};
+
+/* The reference reports' design, shared by c3 and m2: 1,000 Orders per variant, 6 blocks x 3
+ * repeats of 3 s, 20,000 resamples at 95%, the reports' two arms plus ADAPTIVE. */
+static void reports_design(rl__camp_protocol *p, const char *name, uint64_t bootstrap_seed) {
+    rl__camp_protocol_builtin(0, p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->n_topologies = 0;
+    p->n_cases = 0;
+    p->n_arms = 0;
+    p->arms[p->n_arms++] = RL_CAMP_ORDINARY;
+    p->arms[p->n_arms++] = RL_CAMP_REMOTE;
+    p->arms[p->n_arms++] = RL_CAMP_ADAPTIVE;
+    p->bootstrap_seed = bootstrap_seed;
+}
+
+int rl__camp_protocol_named(const char *name, rl__camp_protocol *p) {
+    if (!strcmp(name, "full") || !strcmp(name, "quick")) {
+        rl__camp_protocol_builtin(!strcmp(name, "quick"), p);
+        return RL_OK;
+    }
+    if (!strcmp(name, "c3")) {
+        /* C3: one storage server (a single-process cluster), memory engine, 250 us one way; its two
+         * full scans, small-all-1000 and split-all-1000, are our rows1000 cases (forward). */
+        reports_design(p, "c3", 391706);
+        snprintf(p->description, sizeof p->description, "%s",
+                 "The C3 reference report's design: one storage server, memory engine, 250 us one way, "
+                 "small-rows1000 and split-rows1000, 6 blocks x 3 repeats of 3 s; arms ordinary, remote, adaptive.");
+        set_topology(&p->topologies[p->n_topologies++], "c3", RL_CAMP_SINGLE, 250);
+        rl__camp_case_parse("small-rows1000-forward", &p->cases[p->n_cases++], NULL);
+        rl__camp_case_parse("split-rows1000-forward", &p->cases[p->n_cases++], NULL);
+        return RL_OK;
+    }
+    if (!strcmp(name, "m2")) {
+        /* M2: 3 hosts x 3 storage servers, double replication, ssd engine, 250 us one way, the 16
+         * cases, the reports' placement (placement "reports", campaign_topology.c). */
+        reports_design(p, "m2", 492817);
+        snprintf(p->description, sizeof p->description, "%s",
+                 "The M2 reference report's design: 3 hosts x 3 storage servers, double replication, ssd engine, "
+                 "250 us one way, the reports' placement, the 16 cases, 6 blocks x 3 repeats of 3 s.");
+        rl__camp_topology *t = &p->topologies[p->n_topologies++];
+        set_topology(t, "m2", RL_CAMP_MULTI, 250);
+        t->storage_servers = 9, t->hosts = 3, t->replication = 2;
+        strcpy(t->placement, "reports");
+        strcpy(t->engine, "ssd");
+        for (int i = 0; i < 16; i++) rl__camp_case_parse(all_cases[i], &p->cases[p->n_cases++], NULL);
+        return RL_OK;
+    }
+    return RL_E_INVALID_ARGUMENT;
+}
+
 void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
-    static const char *const cases[16] = {
-        "small-limit1-forward",   "small-limit1-reverse",   "small-rows10-forward",   "small-rows10-reverse",
-        "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward",   "split-limit1-reverse",
-        "split-rows10-forward",   "split-rows10-reverse",   "split-rows1000-forward", "split-rows1000-reverse",
-        "skip3-rows10-forward",   "skip3-rows10-reverse",   "skip3-rows1000-forward", "skip3-rows1000-reverse"};
+    const char *const *cases = all_cases;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", quick ? "quick" : "full");
     snprintf(p->description, sizeof p->description, "%s",
@@ -278,7 +330,7 @@ static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl__errdetail 
                                        "hosts", "replication", "placement", "secondary_reads", "engine",
                                        "url",   NULL};
     static const char *const kinds[] = {"embedded", "single", "multi", "fdb", NULL};
-    static const char *const placements[] = {"colocated", "disjoint", NULL};
+    static const char *const placements[] = {"colocated", "disjoint", "reports", NULL};
     static const char *const secondaries[] = {"individual", "grouped", NULL};
     static const char *const engines[] = {"memory", "ssd", NULL};
     char path[64], kind[16] = "";
@@ -343,9 +395,13 @@ static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl__errdetail 
                              t->replication, t->hosts, t->storage_servers);
         return RL_E_INVALID_ARGUMENT;
     }
-    if (!strcmp(t->placement, "disjoint") && t->storage_servers < 2 * t->replication) {
-        rl__errdetail_append(err, "%s: disjoint placement needs two teams of %d: at least %d storage servers, not %d",
-                             path, t->replication, 2 * t->replication, t->storage_servers);
+    if (!strcmp(t->placement, "reports") && k != RL_CAMP_MULTI) {
+        rl__errdetail_append(err, "%s.placement: 'reports' places teams: only for multi topologies", path);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (strcmp(t->placement, "colocated") && t->storage_servers < 2 * t->replication) {
+        rl__errdetail_append(err, "%s: %s placement needs two teams of %d: at least %d storage servers, not %d", path,
+                             t->placement, t->replication, 2 * t->replication, t->storage_servers);
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;

@@ -574,8 +574,9 @@ static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *ne
             ok = 0;
         } else if (tp->placed_text[0]) {
             progress(c, "%s: placed (%s) in %.1f s", tp->t->name, tp->placed_text, now_s() - t0);
-            json_object_set_new(tj, "placement",
-                                json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds", now_s() - t0));
+            json_t *pl = json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds", now_s() - t0);
+            if (tp->place_info) json_object_set(pl, "plan", tp->place_info);
+            json_object_set_new(tj, "placement", pl);
         }
     }
     json_t *controls = NULL;
@@ -753,6 +754,7 @@ done:
     c->total -= c->est[ti]; /* not timed: none of its processes will run */
     c->est[ti] = 0;
     json_decref(tp.info);
+    json_decref(tp.place_info);
     rl__free(runs);
     rl__free(hash);
     return rc;

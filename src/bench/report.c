@@ -575,6 +575,32 @@ static void dataset_section(rl_buf *b, json_t *t) {
                    agree, n);
 }
 
+/* The teams `place` used and, for placement "reports", its plan: the planned server-disjoint
+ * fraction per split case and the receipt's count that checked it. */
+static void placement_section(rl_buf *b, json_t *t) {
+    json_t *pl = json_object_get(t, "placement"), *plan = json_object_get(pl, "plan"), *v;
+    const char *k;
+    if (!pl) return;
+    rl__buf_printf(b, "\nPlacement: %s (placed in %.1f s).", jstr(pl, "teams"), jnumv(pl, "seconds"));
+    if (plan) {
+        rl__buf_printf(b,
+                       " The reports' placement: small (and skip3): %s; split: %s — %lld of %lld records on the "
+                       "index's team, in %lld record ranges; planned server-disjoint fraction per case:",
+                       jstr(plan, "small"), jstr(plan, "split"),
+                       (long long)json_integer_value(json_object_get(plan, "colocated_records")),
+                       (long long)json_integer_value(json_object_get(plan, "records")),
+                       (long long)json_integer_value(json_object_get(plan, "record_ranges")));
+        int first = 1;
+        json_object_foreach(json_object_get(plan, "planned_server_disjoint_fraction"), k, v) {
+            rl__buf_printf(b, "%s %s %.3f", first ? "" : ",", k, json_number_value(v));
+            first = 0;
+        }
+        rl__buf_printf(b, "; the receipt after placing counted %lld server-disjoint records (as planned).",
+                       (long long)json_integer_value(json_object_get(plan, "receipt_server_disjoint")));
+    }
+    rl__buf_append_str(b, "\n");
+}
+
 static void put_plots(rl_buf *b, json_t *r, const char *topo) {
     json_t *pl = json_object_get(r, "plots");
     size_t i;
@@ -661,6 +687,7 @@ int rl__camp_report_write(const char *dir, json_t *r, json_t *manifest, FILE *ou
             continue;
         }
         if (json_object_get(t, "datasets")) dataset_section(&b, t);
+        placement_section(&b, t);
         if (!topo_ran(t)) {
             rl__buf_printf(&b, "\n**Not timed**: %s.\n", jstr(t, "status"));
             continue;

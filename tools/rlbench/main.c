@@ -266,9 +266,10 @@ static int cmd_campaign(int argc, char **argv) {
     rl__arg opts[] = {{.name = "protocol",
                        .kind = RL_ARG_STRING,
                        .dest = &protocol_path,
-                       .metavar = "FILE",
+                       .metavar = "FILE|NAME",
                        .flags = RL_ARG_NONEMPTY,
-                       .help = "the protocol (JSON) declaring the whole campaign"},
+                       .help = "the protocol (JSON) declaring the whole campaign, or a built-in one: full, "
+                               "quick, c3 (the C3 report's design), m2 (the M2 report's); ./NAME for a file"},
                       {.name = "quick",
                        .kind = RL_ARG_FLAG,
                        .dest = &quick,
@@ -283,8 +284,8 @@ static int cmd_campaign(int argc, char **argv) {
                       {.name = "print-protocol",
                        .kind = RL_ARG_FLAG,
                        .dest = &print,
-                       .help = "print the built-in protocol (full, or the quick one with --quick) and exit "
-                               "(no --out)"},
+                       .help = "print the built-in protocol (full, the quick one with --quick, or the one "
+                               "named by --protocol) and exit (no --out)"},
                       {0}};
     if (printing) opts[2].flags &= ~(unsigned)RL_ARG_REQUIRED;
     const rl__args_cmd cmd = {
@@ -315,16 +316,21 @@ static int cmd_campaign(int argc, char **argv) {
         .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     if (protocol_path && quick) return rl__args_usage_error(&cmd, "--protocol and --quick exclude each other");
-    if (print && protocol_path)
-        return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol: not with --protocol");
-    if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
     rl__camp_protocol p;
+    /* --protocol NAME: a built-in protocol (full, quick, c3, m2); anything else is a file. */
+    int named = protocol_path && rl__camp_protocol_named(protocol_path, &p) == RL_OK;
+    if (print && protocol_path && !named)
+        return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol (full, quick, c3, m2): "
+                                          "not a file given with --protocol");
+    if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
     rl_buf text;
     rl__buf_init(&text);
     rl__errdetail msg;
     rl__errdetail_init(&msg, NULL);
     int rc = 0;
-    if (protocol_path) {
+    if (named) {
+        rl__camp_protocol_print(&p, &text);
+    } else if (protocol_path) {
         if (read_file(cmd.name, protocol_path, &text)) {
             rc = 1;
             goto done;
@@ -349,9 +355,10 @@ static int cmd_campaign(int argc, char **argv) {
     rl__camp_run_options o = {.protocol = &p,
                               .protocol_text = (const char *)text.data,
                               .protocol_len = text.len,
-                              .protocol_source = protocol_path ? protocol_path
-                                                 : quick       ? "built-in quick"
-                                                               : "built-in full",
+                              .protocol_source = named           ? p.name
+                                                 : protocol_path ? protocol_path
+                                                 : quick         ? "built-in quick"
+                                                                 : "built-in full",
                               .out_dir = out_dir,
                               .argc = argc,
                               .argv = argv,

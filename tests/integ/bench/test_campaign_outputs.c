@@ -23,6 +23,16 @@
  *                 [0.222, 0.226] and 24 vs 108 ms (line 29), "same direction?" computed from both,
  *                 "not published" for split-rows10-forward, and our RTT p50 beside C3's ping p50
  *                 0.597 ms (line 9); the ratios plot's data carry C3's ratio and interval
+ *   campaign_6_6  --protocol c3|m2 --print-protocol prints the built-in protocol (parsing back to
+ *                 it); a file given with --protocol is not printed (usage error); --protocol
+ *                 ./FILE still reads a file
+ *   campaign_6_7  the reports' placement on a tiny m2-like topology (3 hosts x 3 servers,
+ *                 replication 2, ssd, 250 us, placement reports; 100 records; about 5 s): the
+ *                 plan puts rows10 forward and reverse on the index's team (planned fraction 0),
+ *                 30 of 100 records colocated (rows1000 0.70), the receipt after placing counts
+ *                 70 server-disjoint records, every split case's receipt has fraction 0.70 and one
+ *                 index shard with several record shards, every small case's 1.0, the receipts
+ *                 equal before and after each case, the report shows M2's table
  */
 #include <math.h>
 #include <stdlib.h>
@@ -358,10 +368,108 @@ TEST(campaign_6_5_reference_beside_a_run) {
     free(so), free(se);
 }
 
+TEST(campaign_6_6_print_reports_protocols) {
+    char *so = NULL, *se = NULL;
+    static const char *const names[2] = {"c3", "m2"};
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign --protocol %s --print-protocol", names[i]), 0);
+        rl__camp_protocol p, q;
+        rl__errdetail msg;
+        rl__errdetail_init(&msg, NULL);
+        if (rl__camp_protocol_parse(so, strlen(so), &p, &msg)) fail_msg("%s", rl__errdetail_get(&msg));
+        ASSERT_OK(rl__camp_protocol_named(names[i], &q));
+        rl_buf a, b;
+        rl__buf_init(&a);
+        rl__buf_init(&b);
+        rl__camp_protocol_print(&p, &a);
+        rl__camp_protocol_print(&q, &b);
+        ASSERT_MEM_EQ(a.data, a.len, b.data, b.len);
+        ASSERT_MEM_EQ(a.data, a.len, so, strlen(so));
+        rl__buf_release(&a);
+        rl__buf_release(&b);
+        free(so), free(se);
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/tiny.json", dir);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign --protocol '%s' --print-protocol", path), 2);
+    ASSERT_NOT_NULL(strstr(se, "not a file given with --protocol"));
+    free(so), free(se);
+    /* ./c3 is a file (absent here): the name is not taken for it */
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign --protocol ./c3 --out '%s/never'", dir), 1);
+    ASSERT_NOT_NULL(strstr(se, "cannot open ./c3"));
+    free(so), free(se);
+}
+
+TEST(campaign_6_7_reports_placement) {
+    char out[700], proto[700], *so = NULL, *se = NULL;
+    snprintf(out, sizeof out, "%s/m2", dir);
+    snprintf(proto, sizeof proto, "%s/m2.json", dir);
+    FILE *f = fopen(proto, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"name\": \"tiny-m2\", \"dataset\": {\"records\": 100},\n"
+          " \"topologies\": [{\"name\": \"m2\", \"kind\": \"multi\", \"delay_us\": 250, \"storage_servers\": 9,"
+          " \"hosts\": 3, \"replication\": 2, \"placement\": \"reports\", \"engine\": \"ssd\"}],\n"
+          " \"cases\": [\"split-rows10-forward\", \"split-rows10-reverse\", \"split-rows1000-forward\","
+          " \"small-rows10-forward\"],\n"
+          " \"arms\": [\"ordinary\", \"remote\"],\n"
+          " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
+          " \"statistics\": {\"resamples\": 500, \"seed\": 1},\n"
+          " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n",
+          f);
+    fclose(f);
+    int rc = rl_test_run("rlbench", &so, &se, "campaign --protocol '%s' --out '%s'", proto, out);
+    if (rc != 0) fail_msg("exit %d: %s", rc, se);
+    json_t *r = NULL;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(out, &r, &msg)) fail_msg("results: %s", rl__errdetail_get(&msg));
+    json_t *t = json_array_get(json_object_get(r, "topologies"), 0);
+    ASSERT_STR_EQ(jstr(t, "status"), "ran");
+    json_t *plan = json_object_get(json_object_get(t, "placement"), "plan");
+    ASSERT_NOT_NULL(plan);
+    ASSERT_EQ(json_integer_value(json_object_get(plan, "records")), 100);
+    ASSERT_EQ(json_integer_value(json_object_get(plan, "colocated_records")), 30);
+    ASSERT_EQ(json_integer_value(json_object_get(plan, "receipt_server_disjoint")), 70);
+    json_t *pf = json_object_get(plan, "planned_server_disjoint_fraction");
+    ASSERT_TRUE(json_real_value(json_object_get(pf, "split-rows10-forward")) == 0);
+    ASSERT_TRUE(json_real_value(json_object_get(pf, "split-rows10-reverse")) == 0);
+    ASSERT_TRUE(fabs(json_real_value(json_object_get(pf, "split-rows1000-forward")) - 0.70) < 1e-9);
+    size_t i;
+    json_t *c;
+    ASSERT_EQ(json_array_size(json_object_get(r, "cases")), 4);
+    json_array_foreach(json_object_get(r, "cases"), i, c) {
+        json_t *ch = json_object_get(c, "checks");
+        ASSERT_TRUE(json_is_true(json_object_get(ch, "receipts_equal")));
+        json_t *rp = json_object_get(json_object_get(ch, "receipt_before"), "placement");
+        double fr = json_real_value(json_object_get(json_object_get(rp, "fractions"), "server_disjoint_fraction"));
+        ASSERT_EQ(json_array_size(json_object_get(json_object_get(rp, "index"), "shards")), 1);
+        if (!strncmp(jstr(c, "case"), "split", 5)) {
+            ASSERT_TRUE(fabs(fr - 0.70) < 1e-9);
+            ASSERT_TRUE(json_array_size(json_object_get(json_object_get(rp, "records"), "shards")) > 3);
+        } else {
+            ASSERT_TRUE(fr == 1.0);
+        }
+    }
+    char path[800];
+    snprintf(path, sizeof path, "%s/report.md", out);
+    char *md = slurp(path, NULL);
+    ASSERT_NOT_NULL(md);
+    ASSERT_NOT_NULL(strstr(md, "Beside the reference report M2"));
+    ASSERT_NOT_NULL(strstr(md, "split-rows10-forward 0.000"));
+    ASSERT_NOT_NULL(strstr(md, "counted 70 server-disjoint records"));
+    free(md);
+    json_decref(r);
+    free(so), free(se);
+}
+
 int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {T(campaign_6_1_csv_round_trip), T(campaign_6_2_html_self_contained),
-                                       T(campaign_6_3_compare), T(campaign_6_4_out_required),
-                                       T(campaign_6_5_reference_beside_a_run)};
+    const struct CMUnitTest tests[] = {T(campaign_6_1_csv_round_trip),
+                                       T(campaign_6_2_html_self_contained),
+                                       T(campaign_6_3_compare),
+                                       T(campaign_6_4_out_required),
+                                       T(campaign_6_5_reference_beside_a_run),
+                                       T(campaign_6_6_print_reports_protocols),
+                                       T(campaign_6_7_reports_placement)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, setup, teardown);
 }
