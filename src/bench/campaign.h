@@ -60,7 +60,10 @@
 #define RL_CAMP_MAX_BLOCKS 100
 #define RL_CAMP_MAX_REPEATS 64
 #define RL_CAMP_MAX_RECORDS 1000000
-#define RL_CAMP_NAME_MAX 48 /* bytes of a name, NUL included */
+#define RL_CAMP_NAME_MAX 48       /* bytes of a name, NUL included */
+#define RL_CAMP_MAX_TP_LEVELS 8   /* client counts of the throughput phase */
+#define RL_CAMP_MAX_TP_CLIENTS 64 /* clients at one level */
+#define RL_CAMP_MAX_TP_CASES 4
 
 /* ---- Cases, arms, metrics -------------------------------------------------------------------- */
 
@@ -189,6 +192,15 @@ typedef struct {
                                      * and recorded as failed; 0: 60 + 3 x (warmup + repeats x
                                      * seconds) */
     int keep_data;                  /* 1: keep DIR/data after the run (default: removed) */
+    /* The throughput phase (after a topology's cases): per case listed here, per available arm, per
+     * client count, that many worker processes run the case in a closed loop for tp_seconds at
+     * once. n_tp_clients 0: no phase (a protocol file without "throughput" asks for none). */
+    int tp_clients[RL_CAMP_MAX_TP_LEVELS]; /* 1..RL_CAMP_MAX_TP_CLIENTS each */
+    int n_tp_clients;
+    rl__camp_case tp_cases[RL_CAMP_MAX_TP_CASES];
+    int n_tp_cases;           /* 1.. when n_tp_clients > 0 */
+    double tp_seconds;        /* the closed loop's window, 0.01..3600 */
+    double tp_warmup_seconds; /* each client's untimed loop before the window, 0..3600 */
 } rl__camp_protocol;
 
 /* rl__camp_protocol_builtin — the built-in protocol: quick = 0 the full campaign (topologies
@@ -294,6 +306,14 @@ typedef struct {
     double seconds;
     double warmup_seconds;
     int pipeline_depth;
+    /* The throughput mode (throughput_seconds > 0): after the warm-up, wait until the wall clock
+     * reaches start_at_us (µs since the epoch; 0: at once), then run the case in a closed loop for
+     * throughput_seconds, timing every op into a latency histogram (stats.h), and print one line
+     * {"throughput": true, "ops", "seconds", "late_seconds" (how far past start_at_us the window
+     * began), "cpu_seconds" (this process's utime+stime over the window, /proc/self/stat), "rows_hash",
+     * "hist": [[bucket, count], ...]} instead of the repeats. */
+    double throughput_seconds;
+    uint64_t start_at_us;
 } rl__camp_worker_options;
 
 /* rl__camp_worker — run one (case, arm) process: open the database read-only, warm up, then print

@@ -204,6 +204,7 @@ void rl__camp_compare(json_t *a, json_t *b, const char *name_a, const char *name
  * interval. Borrows results. RL_OK, RL_E_IO_ERROR or RL_E_OUT_OF_MEMORY with the file in err. */
 #define RL_CAMP_SAMPLES_CSV "samples.csv"
 #define RL_CAMP_SUMMARY_CSV "summary.csv"
+#define RL_CAMP_THROUGHPUT_CSV "throughput.csv" /* one row per throughput level */
 int rl__camp_csv_write(const char *dir, json_t *results, rl__errdetail *err);
 /* Parse CSV text (RFC 4180, as rl__camp_csv_write writes it) into *out: an array of rows, each an
  * array of strings, the header first (the caller's, json_decref). Every row must have the header's

@@ -601,6 +601,42 @@ static void placement_section(rl_buf *b, json_t *t) {
     rl__buf_append_str(b, "\n");
 }
 
+/* The throughput phase of a topology: one row per (case, arm, clients). */
+static void throughput_table(rl_buf *b, json_t *r, const char *topo) {
+    size_t i;
+    json_t *e;
+    int any = 0;
+    json_array_foreach(json_object_get(r, "throughput"), i, e) {
+        if (strcmp(jstr(e, "topology"), topo)) continue;
+        if (!any)
+            rl__buf_printf(b,
+                           "\n### Throughput\n\nN client processes of one case and arm at once, each in a closed "
+                           "loop for %g s (the same wall-clock window); queries/s summed over the clients; latency "
+                           "percentiles of every query of the window (log-linear histogram, within 1.6 %%); CPU "
+                           "seconds per query of the clients (their own /proc/PID/stat over the window) and of the "
+                           "servers the campaign started (/proc/PID/stat at the window's start and end; clock "
+                           "ticks of 10 ms).\n\n| case | arm | clients | queries/s | p50 | p99 | client CPU/query | "
+                           "server CPU/query | ok |\n|---|---|---|---|---|---|---|---|---|\n",
+                           jnumv(e, "seconds"));
+        any = 1;
+        rl__buf_printf(b, "| %s | %s | %lld | ", jstr(e, "case"), jstr(e, "arm"),
+                       (long long)json_integer_value(json_object_get(e, "clients")));
+        double qps = jnumv(e, "queries_per_second");
+        if (isnan(qps)) rl__buf_append_str(b, "n/a");
+        else put_int(b, round(qps));
+        rl__buf_append_str(b, " | ");
+        put_time(b, jnumv(e, "p50_ns"));
+        rl__buf_append_str(b, " | ");
+        put_time(b, jnumv(e, "p99_ns"));
+        rl__buf_append_str(b, " | ");
+        put_time(b, 1e9 * jnumv(e, "client_cpu_seconds_per_query"));
+        rl__buf_append_str(b, " | ");
+        if (json_integer_value(json_object_get(e, "servers")) == 0) rl__buf_append_str(b, "n/a (no servers)");
+        else put_time(b, 1e9 * jnumv(e, "server_cpu_seconds_per_query"));
+        rl__buf_printf(b, " | %s |\n", json_is_true(json_object_get(e, "ok")) ? "yes" : "**failed**");
+    }
+}
+
 static void put_plots(rl_buf *b, json_t *r, const char *topo) {
     json_t *pl = json_object_get(r, "plots");
     size_t i;
@@ -710,6 +746,7 @@ int rl__camp_report_write(const char *dir, json_t *r, json_t *manifest, FILE *ou
             rl__buf_printf(&b, " (%s)", jstr(rest, "reason"));
         rl__buf_append_str(&b, ".\n\n### What happened\n\n");
         sentences(&b, r, topo, jstr(t, "kind"));
+        throughput_table(&b, r, topo);
         put_plots(&b, r, topo);
     }
     rl__buf_append_str(&b, "\n## Failures\n\n");

@@ -10,6 +10,9 @@
  *                ratio (geometric mean of the block ratios), ci_low, ci_high, the interval's level
  *                and the ratio's status; the baseline arm's rows leave those columns empty
  *
+ *   throughput.csv  one row per (topology, case, arm, clients) of the throughput phase: the
+ *                results' "throughput" entries, field for field
+ *
  * The format (RFC 4180): a header row, comma separators, "\n" line ends; a field holding a comma,
  * a quote or a line end is quoted, quotes doubled. Numbers: integers as integers, reals with %.17g
  * (they parse back to the same double); a missing figure (not measured, not defined) is the
@@ -135,7 +138,37 @@ int rl__camp_csv_write(const char *dir, json_t *r, rl__errdetail *err) {
             rl__buf_append_byte(&b, '\n');
         }
     }
-    rc = write_buf(dir, RL_CAMP_SUMMARY_CSV, &b, err);
+    if ((rc = write_buf(dir, RL_CAMP_SUMMARY_CSV, &b, err))) goto done;
+    /* throughput.csv */
+    static const char *const tf[] = {"topology",
+                                     "case",
+                                     "arm",
+                                     "clients",
+                                     "seconds",
+                                     "ops",
+                                     "queries_per_second",
+                                     "p50_ns",
+                                     "p99_ns",
+                                     "client_cpu_seconds",
+                                     "client_cpu_seconds_per_query",
+                                     "client_cpu_seconds_lifetime",
+                                     "server_cpu_seconds",
+                                     "server_cpu_seconds_per_query",
+                                     "servers",
+                                     "max_late_seconds",
+                                     "ok",
+                                     NULL};
+    rl__buf_reset(&b);
+    for (int j = 0; tf[j]; j++) rl__buf_printf(&b, "%s%s", j ? "," : "", tf[j]);
+    rl__buf_append_byte(&b, '\n');
+    json_array_foreach(json_object_get(r, "throughput"), i, s) {
+        for (int j = 0; tf[j]; j++) {
+            if (j) rl__buf_append_byte(&b, ',');
+            put_json(&b, json_object_get(s, tf[j]));
+        }
+        rl__buf_append_byte(&b, '\n');
+    }
+    rc = write_buf(dir, RL_CAMP_THROUGHPUT_CSV, &b, err);
 done:
     rl__buf_release(&b);
     return rc;

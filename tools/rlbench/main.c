@@ -433,6 +433,17 @@ static int cmd_campaign_worker(int argc, char **argv) {
                              .min = 1,
                              .max = 1000,
                              .help = "SCAN_AND_FETCH loads in flight"},
+                            {.name = "throughput-seconds",
+                             .kind = RL_ARG_DOUBLE,
+                             .dest = &o.throughput_seconds,
+                             .dmin = 0,
+                             .dmax = 3600,
+                             .help = "throughput mode: one closed-loop window this long instead of the repeats"},
+                            {.name = "start-at-us",
+                             .kind = RL_ARG_UINT64,
+                             .dest = &o.start_at_us,
+                             .help = "throughput mode: the window starts at this wall-clock time (us since the "
+                                     "epoch; 0: at once)"},
                             {0}};
     const rl__args_cmd cmd = {.name = "rlbench campaign-worker",
                               .summary =

@@ -33,6 +33,14 @@
  *                 70 server-disjoint records, every split case's receipt has fraction 0.70 and one
  *                 index shard with several record shards, every small case's 1.0, the receipts
  *                 equal before and after each case, the report shows M2's table
+ *   campaign_6_8  a tiny throughput phase (embedded and single at 250 us; ordinary and remote; 1
+ *                 and 2 clients for 0.2 s; about 16 s): one entry per (topology, arm, clients), each
+ *                 ok with ops and queries/s, p50 <= p99, on single p50 at least the round trip
+ *                 (0.5 ms), client CPU measured, server CPU measured on single (2 servers) and
+ *                 n/a on embedded, the clients' windows started together (late < 0.5 s);
+ *                 throughput.csv parsed back equals the results; the report's table and the
+ *                 throughput plots (inline in report.html); one progress counter for the whole
+ *                 run: every "[done/total]" line has total 12, the last is [12/12]
  */
 #include <math.h>
 #include <stdlib.h>
@@ -462,6 +470,101 @@ TEST(campaign_6_7_reports_placement) {
     free(so), free(se);
 }
 
+TEST(campaign_6_8_throughput_phase) {
+    char out[700], proto[700], path[800], *so = NULL, *se = NULL;
+    snprintf(out, sizeof out, "%s/tp", dir);
+    snprintf(proto, sizeof proto, "%s/tp.json", dir);
+    FILE *f = fopen(proto, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"name\": \"tiny-tp\", \"dataset\": {\"records\": 100},\n"
+          " \"topologies\": [{\"name\": \"embedded\", \"kind\": \"embedded\"},"
+          " {\"name\": \"single\", \"kind\": \"single\", \"delay_us\": 250}],\n"
+          " \"cases\": [\"small-rows10-forward\"], \"arms\": [\"ordinary\", \"remote\"],\n"
+          " \"design\": {\"blocks\": 1, \"repeats\": 1, \"seconds\": 0.05, \"warmup_seconds\": 0.01},\n"
+          " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
+          " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10},\n"
+          " \"throughput\": {\"clients\": [1, 2], \"seconds\": 0.2, \"warmup_seconds\": 0.02,"
+          " \"cases\": [\"small-rows10-forward\"]}}\n",
+          f);
+    fclose(f);
+    int rc = rl_test_run("rlbench", &so, &se, "campaign --protocol '%s' --out '%s'", proto, out);
+    if (rc != 0) fail_msg("exit %d: %s", rc, se);
+    json_t *r = NULL;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    if (rl__camp_results_load(out, &r, &msg)) fail_msg("results: %s", rl__errdetail_get(&msg));
+    json_t *tps = json_object_get(r, "throughput"), *e;
+    ASSERT_EQ(json_array_size(tps), 8);
+    size_t i;
+    json_array_foreach(tps, i, e) {
+        int single = !strcmp(jstr(e, "topology"), "single");
+        ASSERT_TRUE(json_is_true(json_object_get(e, "ok")));
+        ASSERT_EQ(json_integer_value(json_object_get(e, "clients")), (json_int_t)(i % 2 + 1));
+        ASSERT_STR_EQ(jstr(e, "arm"), i % 4 < 2 ? "ordinary" : "remote");
+        ASSERT_TRUE(json_integer_value(json_object_get(e, "ops")) > 0);
+        ASSERT_TRUE(json_real_value(json_object_get(e, "queries_per_second")) > 0);
+        double p50 = json_real_value(json_object_get(e, "p50_ns")), p99 = json_real_value(json_object_get(e, "p99_ns"));
+        ASSERT_TRUE(p50 > 0 && p50 <= p99);
+        if (single) ASSERT_TRUE(p50 >= 500000 * 0.98); /* two crossings of 250 us, within the bucket */
+        ASSERT_TRUE(json_is_number(json_object_get(e, "client_cpu_seconds")));
+        ASSERT_TRUE(json_number_value(json_object_get(e, "client_cpu_seconds")) >= 0);
+        ASSERT_EQ(json_integer_value(json_object_get(e, "servers")), single ? 2 : 0);
+        if (single) ASSERT_TRUE(json_is_number(json_object_get(e, "server_cpu_seconds_per_query")));
+        else ASSERT_TRUE(json_is_null(json_object_get(e, "server_cpu_seconds")));
+        ASSERT_TRUE(json_number_value(json_object_get(e, "max_late_seconds")) < 0.5);
+    }
+    /* throughput.csv */
+    snprintf(path, sizeof path, "%s/" RL_CAMP_THROUGHPUT_CSV, out);
+    size_t n;
+    char *text = slurp(path, &n);
+    ASSERT_NOT_NULL(text);
+    json_t *rows = NULL;
+    ASSERT_OK(rl__camp_csv_parse(text, n, &rows, &msg));
+    ASSERT_EQ(json_array_size(rows), 9);
+    json_t *header = json_array_get(rows, 0);
+    json_array_foreach(tps, i, e) {
+        json_t *row = json_array_get(rows, i + 1);
+        for (size_t c = 0; c < json_array_size(header); c++) {
+            const char *name = json_string_value(json_array_get(header, c));
+            json_t *v = json_object_get(e, name);
+            if (json_is_boolean(v))
+                ASSERT_STR_EQ(json_string_value(json_array_get(row, c)), json_is_true(v) ? "true" : "false");
+            else same_value(json_string_value(json_array_get(row, c)), v, name);
+        }
+    }
+    json_decref(rows);
+    free(text);
+    /* the report, the plots */
+    snprintf(path, sizeof path, "%s/report.md", out);
+    char *md = slurp(path, NULL);
+    ASSERT_NOT_NULL(md);
+    ASSERT_NOT_NULL(strstr(md, "### Throughput"));
+    ASSERT_NOT_NULL(strstr(md, "| small-rows10-forward | remote | 2 | "));
+    ASSERT_NOT_NULL(strstr(md, "n/a (no servers)"));
+    free(md);
+    snprintf(path, sizeof path, "%s/plots/throughput-single.svg", out);
+    char *svg = slurp(path, NULL);
+    ASSERT_NOT_NULL(svg);
+    free(svg);
+    snprintf(path, sizeof path, "%s/report.html", out);
+    char *h = slurp(path, NULL);
+    ASSERT_NOT_NULL(h);
+    ASSERT_NOT_NULL(strstr(h, "<figcaption>plots/throughput-single.svg</figcaption>"));
+    free(h);
+    /* one progress counter for the whole run: 2 timed processes + 4 throughput levels per topology */
+    int lines = 0;
+    for (const char *p = se; (p = strstr(p, "campaign: [")); p++) {
+        int done = 0, total = 0;
+        ASSERT_EQ(sscanf(p, "campaign: [%d/%d]", &done, &total), 2);
+        if (total != 12) fail_msg("a progress line with total %d: %.120s", total, p);
+        lines++;
+    }
+    ASSERT_EQ(lines, 12);
+    ASSERT_NOT_NULL(strstr(se, "campaign: [12/12]"));
+    json_decref(r);
+    free(so), free(se);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(campaign_6_1_csv_round_trip),
                                        T(campaign_6_2_html_self_contained),
@@ -469,7 +572,8 @@ int main(int argc, char **argv) {
                                        T(campaign_6_4_out_required),
                                        T(campaign_6_5_reference_beside_a_run),
                                        T(campaign_6_6_print_reports_protocols),
-                                       T(campaign_6_7_reports_placement)};
+                                       T(campaign_6_7_reports_placement),
+                                       T(campaign_6_8_throughput_phase)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, setup, teardown);
 }

@@ -20,6 +20,10 @@
  *                       seed 492817); each prints and parses back to the same text; full and quick
  *                       by name are the built-ins; another name is refused; placement "reports" is
  *                       refused outside multi
+ *   campaign_proto_1_8  the throughput phase's fields: full has 1, 4, 16 clients for 10 s on
+ *                       small-rows10-forward, quick 1 and 2 for 1 s, c3 its small full scan; a file
+ *                       without "throughput" runs none, "clients": [] none; given fields parse and
+ *                       print back; bad counts, unknown fields and bad cases are refused by name
  */
 #include <math.h>
 #include <stdlib.h>
@@ -294,6 +298,63 @@ TEST(campaign_proto_1_7_reports_protocols) {
     ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "only for multi topologies"));
 }
 
+TEST(campaign_proto_1_8_throughput) {
+    rl__camp_protocol p, q;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    rl__camp_protocol_builtin(0, &p);
+    ASSERT_EQ(p.n_tp_clients, 3);
+    ASSERT_TRUE(p.tp_clients[0] == 1 && p.tp_clients[1] == 4 && p.tp_clients[2] == 16);
+    ASSERT_TRUE(p.tp_seconds == 10);
+    ASSERT_EQ(p.n_tp_cases, 1);
+    ASSERT_STR_EQ(p.tp_cases[0].name, "small-rows10-forward");
+    rl__camp_protocol_builtin(1, &p);
+    ASSERT_EQ(p.n_tp_clients, 2);
+    ASSERT_TRUE(p.tp_clients[0] == 1 && p.tp_clients[1] == 2 && p.tp_seconds == 1);
+    ASSERT_OK(rl__camp_protocol_named("c3", &p));
+    ASSERT_STR_EQ(p.tp_cases[0].name, "small-rows1000-forward");
+    const char *none = "{\"name\": \"x\"}";
+    ASSERT_OK(rl__camp_protocol_parse(none, strlen(none), &q, &msg));
+    ASSERT_EQ(q.n_tp_clients, 0);
+    const char *empty = "{\"throughput\": {\"clients\": []}}";
+    ASSERT_OK(rl__camp_protocol_parse(empty, strlen(empty), &q, &msg));
+    ASSERT_EQ(q.n_tp_clients, 0);
+    const char *dflt = "{\"throughput\": {\"seconds\": 2}}";
+    ASSERT_OK(rl__camp_protocol_parse(dflt, strlen(dflt), &q, &msg));
+    ASSERT_EQ(q.n_tp_clients, 3);
+    ASSERT_TRUE(q.tp_seconds == 2);
+    const char *given = "{\"throughput\": {\"clients\": [2, 8], \"seconds\": 0.5, \"warmup_seconds\": 0.25, "
+                        "\"cases\": [\"split-limit1-reverse\", \"skip3-rows10-forward\"]}}";
+    ASSERT_OK(rl__camp_protocol_parse(given, strlen(given), &q, &msg));
+    ASSERT_TRUE(q.n_tp_clients == 2 && q.tp_clients[0] == 2 && q.tp_clients[1] == 8);
+    ASSERT_TRUE(q.tp_seconds == 0.5 && q.tp_warmup_seconds == 0.25);
+    ASSERT_EQ(q.n_tp_cases, 2);
+    ASSERT_EQ(q.tp_cases[1].skip, 3);
+    rl_buf t1, t2;
+    print_of(&q, &t1);
+    ASSERT_NOT_NULL(strstr((const char *)t1.data, "\"throughput\": {\"clients\": [2, 8], \"seconds\": 0.5"));
+    ASSERT_OK(rl__camp_protocol_parse((const char *)t1.data, t1.len, &p, &msg));
+    print_of(&p, &t2);
+    ASSERT_MEM_EQ(t1.data, t1.len, t2.data, t2.len);
+    rl__buf_release(&t1);
+    rl__buf_release(&t2);
+    struct {
+        const char *doc, *want;
+    } bad[] = {{"{\"throughput\": {\"clients\": [0]}}", "throughput.clients[0]"},
+               {"{\"throughput\": {\"clients\": [65]}}", "throughput.clients[0]"},
+               {"{\"throughput\": {\"clients\": 4}}", "throughput.clients"},
+               {"{\"throughput\": {\"client\": [4]}}", "unknown field 'throughput.client'"},
+               {"{\"throughput\": {\"seconds\": 0}}", "throughput.seconds"},
+               {"{\"throughput\": {\"cases\": [\"small-rows5-forward\"]}}", "throughput.cases[0]"},
+               {"{\"throughput\": {\"cases\": []}}", "throughput.cases"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rl__errdetail_clear(&msg);
+        ASSERT_EQ(rl__camp_protocol_parse(bad[i].doc, strlen(bad[i].doc), &q, &msg), RL_E_INVALID_ARGUMENT);
+        if (!strstr(rl__errdetail_get(&msg), bad[i].want))
+            fail_msg("%s: '%s' lacks '%s'", bad[i].doc, rl__errdetail_get(&msg), bad[i].want);
+    }
+}
+
 RL_TEST_MAIN(T(campaign_proto_1_1_builtin), T(campaign_proto_1_2_errors), T(campaign_proto_1_3_cases),
              T(campaign_proto_1_4_arm_order), T(campaign_proto_1_5_cpu), T(campaign_proto_1_6_children),
-             T(campaign_proto_1_7_reports_protocols))
+             T(campaign_proto_1_7_reports_protocols), T(campaign_proto_1_8_throughput))
