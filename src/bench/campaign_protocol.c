@@ -199,9 +199,9 @@ void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
     snprintf(p->name, sizeof p->name, "%s", quick ? "quick" : "full");
     snprintf(p->description, sizeof p->description, "%s",
              quick ? "The quick campaign: the reports' 16 cases on embedded and single (250 us one way), 3 blocks x 3 "
-                     "repeats of 0.1 s."
+                     "repeats of 0.1 s; throughput with 1 and 2 clients for 1 s."
                    : "The full campaign of the reference reports: 16 cases, 6 blocks x 3 repeats of 3 s, on the "
-                     "embedded, single and multi topologies.");
+                     "embedded, single and multi topologies; throughput with 1, 4 and 16 clients for 10 s.");
     p->records = 1000;
     p->data_seed = 42;
     p->split_padding = 100000;

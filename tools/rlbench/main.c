@@ -273,7 +273,7 @@ static int cmd_campaign(int argc, char **argv) {
                       {.name = "quick",
                        .kind = RL_ARG_FLAG,
                        .dest = &quick,
-                       .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
+                       .help = "the built-in quick protocol (embedded and single at 250 us; about 4 minutes)"},
                       {.name = "out",
                        .kind = RL_ARG_STRING,
                        .dest = &out_dir,
