@@ -8,6 +8,9 @@
  * in one run only says so. Before the table: each run's protocol name and SHA-256, and whether the
  * protocols are the same.
  *
+ * After it, when either run has a throughput phase, a table of its levels: queries/s (and p50) in A
+ * and B and B/A (one window per level: no interval).
+ *
  * Nothing is measured or recomputed: every figure is one of the two results documents'.
  */
 #include <math.h>
@@ -77,6 +80,48 @@ static void row(rl_buf *b, json_t *ra, json_t *rb, json_t *sa, json_t *sb) {
     else rl__buf_append_str(b, " |\n");
 }
 
+/* The throughput entry of b matching a's entry like (topology, case, arm, clients), or NULL. */
+static json_t *find_level(json_t *r, json_t *like) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(r, "throughput"), i, e) {
+        if (!strcmp(jstr(e, "topology"), jstr(like, "topology")) && !strcmp(jstr(e, "case"), jstr(like, "case")) &&
+            !strcmp(jstr(e, "arm"), jstr(like, "arm")) &&
+            json_integer_value(json_object_get(e, "clients")) == json_integer_value(json_object_get(like, "clients")))
+            return e;
+    }
+    return NULL;
+}
+
+static void put_qps(rl_buf *b, json_t *e) {
+    if (!e) rl__buf_append_str(b, "not in this run");
+    else if (!json_is_true(json_object_get(e, "ok"))) rl__buf_append_str(b, "failed");
+    else rl__buf_printf(b, "%.0f (p50 %.3f ms)", jnumv(e, "queries_per_second"), jnumv(e, "p50_ns") / 1e6);
+}
+
+/* The throughput levels of either run: queries/s and p50 of each, and B/A. One window per level:
+ * no interval, so a change here is a measurement, not a resolved difference. */
+static void throughput_rows(json_t *a, json_t *b, rl_buf *out) {
+    size_t i;
+    json_t *e;
+    if (!json_array_size(json_object_get(a, "throughput")) && !json_array_size(json_object_get(b, "throughput")))
+        return;
+    rl__buf_append_str(out, "\nThroughput (one window per level, no interval):\n\n| topology | case | arm | clients | "
+                            "A queries/s | B queries/s | B/A |\n|---|---|---|---|---|---|---|\n");
+    for (int pass = 0; pass < 2; pass++) json_array_foreach(json_object_get(pass ? b : a, "throughput"), i, e) {
+            json_t *ea = pass ? find_level(a, e) : e, *eb = pass ? e : find_level(b, e);
+            if (pass && ea) continue;
+            rl__buf_printf(out, "| %s | %s | %s | %lld | ", jstr(e, "topology"), jstr(e, "case"), jstr(e, "arm"),
+                           (long long)json_integer_value(json_object_get(e, "clients")));
+            put_qps(out, ea);
+            rl__buf_append_str(out, " | ");
+            put_qps(out, eb);
+            double qa = ea ? jnumv(ea, "queries_per_second") : NAN, qb = eb ? jnumv(eb, "queries_per_second") : NAN;
+            if (qa > 0 && qb > 0) rl__buf_printf(out, " | %.3f |\n", qb / qa);
+            else rl__buf_append_str(out, " | — |\n");
+        }
+}
+
 void rl__camp_compare(json_t *a, json_t *b, const char *name_a, const char *name_b, const char *metric, rl_buf *out) {
     size_t i;
     json_t *s;
@@ -106,6 +151,7 @@ void rl__camp_compare(json_t *a, json_t *b, const char *name_a, const char *name
     if (!n) rl__buf_append_str(out, "| (no ratio in either run) | | | | | | | | | |\n");
     rl__buf_append_str(out, "\nIntervals that do not overlap are a change the two runs resolve; overlapping ones "
                             "do not show that nothing changed.\n");
+    throughput_rows(a, b, out);
 }
 
 int rl__camp_compare_dirs(const char *dir_a, const char *dir_b, const char *metric, FILE *out, rl__errdetail *err) {

@@ -40,7 +40,8 @@
  *                 n/a on embedded, the clients' windows started together (late < 0.5 s);
  *                 throughput.csv parsed back equals the results; the report's table and the
  *                 throughput plots (inline in report.html); one progress counter for the whole
- *                 run: every "[done/total]" line has total 12, the last is [12/12]
+ *                 run: every "[done/total]" line has total 12, the last is [12/12]; `compare`
+ *                 of the run with itself lists every level with B/A 1.000
  */
 #include <math.h>
 #include <stdlib.h>
@@ -561,6 +562,17 @@ TEST(campaign_6_8_throughput_phase) {
     }
     ASSERT_EQ(lines, 12);
     ASSERT_NOT_NULL(strstr(se, "campaign: [12/12]"));
+    free(so), free(se);
+    /* compare lists the levels: the run against itself changes by 1.000 */
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign compare '%s' '%s'", out, out), 0);
+    json_t *l = json_array_get(tps, 7);
+    char want[300];
+    snprintf(
+        want, sizeof want,
+        "| single | small-rows10-forward | remote | 2 | %.0f (p50 %.3f ms) | %.0f (p50 %.3f ms) | 1.000 |",
+        json_real_value(json_object_get(l, "queries_per_second")), json_real_value(json_object_get(l, "p50_ns")) / 1e6,
+        json_real_value(json_object_get(l, "queries_per_second")), json_real_value(json_object_get(l, "p50_ns")) / 1e6);
+    if (!strstr(so, want)) fail_msg("no row\n%s\nin\n%s", want, so);
     json_decref(r);
     free(so), free(se);
 }
