@@ -6,18 +6,19 @@
  * of six paired block ratios, lower is better) with its nominal 95% block-bootstrap interval where
  * one was printed, and the medians of the block medians where printed:
  *
- *   C3  "Phase C3: Remote fetch (0.5 ms synthetic RTT)": one storage server (a single-process
- *       cluster), memory engine, 250 µs one way on each direction; matched to topologies of kind
- *       single. Its cases are named small-all-1000 and split-all-1000 (all 1,000 rows drained from
- *       price_idx; the direction is not stated): matched to our rows1000-forward cases.
- *   M2  "Phase M2: Remote fetch (3-node cluster)": 3 server hosts, 9 storage servers, double
- *       replication, the ssd engine, a VPC network; matched to topologies of kind multi. The
- *       1,000-row cases' own ratios are in tables the text does not reproduce: only their range,
- *       1.226–2.326, is published (in the text), so those cases carry the range and no ratio.
+ *   C3  one storage server (a single-process cluster), memory engine, 250 µs one way on each
+ *       direction; matched to topologies of kind single. Its cases are named small-all-1000 and
+ *       split-all-1000 (all 1,000 rows drained from price_idx; the direction is not stated):
+ *       matched to our rows1000-forward cases.
+ *   M2  3 server hosts, 9 storage servers, double replication, the ssd engine, a VPC network;
+ *       matched to topologies of kind multi. The 1,000-row cases' own ratios are in tables the
+ *       text does not reproduce: only their range, 1.226–2.326, is published (in the text), so
+ *       those cases carry the range and no ratio.
  *
- * Each entry names its report's file and the line of the figure. A case the reports give no
- * figure for has no entry: the report says "not published". Changing a figure here changes what
- * every later report prints; the reports themselves do not change.
+ * The data (not this comment) names each report: its title and file, and for each figure the line
+ * it is on, so a reader can find it. A case the reports give no figure for has no entry: the
+ * report says "not published". Changing a figure here changes what every later report prints; the
+ * reports themselves do not change.
  */
 #include <math.h>
 #include <string.h>
