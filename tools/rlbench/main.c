@@ -242,7 +242,8 @@ static int cmd_campaign_compare(int argc, char **argv) {
         .name = "rlbench campaign compare",
         .summary = "What changed between two campaign runs: for every (topology, case, comparison) both ratios\n"
                    "with their intervals, B/A, whether the intervals overlap and whether the ratios point the\n"
-                   "same way, and the cases' labels when either is not clean. Reads each run's results\n"
+                   "same way, and the cases' labels when either is not clean; then the throughput levels\n"
+                   "(queries/s, p50, B/A) when either run has them. Reads each run's results\n"
                    "(DIR/results.json.zst, or a results file).",
         .epilog = "Exit codes: 0 the table was printed, 1 a run could not be read, 2 usage.",
         .opts = opts,
