@@ -234,6 +234,15 @@ int rl__tool_placement_place(const char *url, const char *key_file, const char *
                              const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
                              const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, const rl__tool_wait *w,
                              rl__errdetail *err) {
+    return rl__tool_placement_place_runs(url, key_file, store, index, index_team, n_index_team, rec_teams, n_rec_team,
+                                         n_rec_teams, NULL, 0, timeout_ms, w, err);
+}
+
+/* See placement_store.h. */
+int rl__tool_placement_place_runs(const char *url, const char *key_file, const char *store, const char *index,
+                                  const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
+                                  const uint32_t *n_rec_team, uint32_t n_rec_teams, const uint32_t *team_of,
+                                  size_t n_team_of, int timeout_ms, const rl__tool_wait *w, rl__errdetail *err) {
     rl__tool t;
     int rc = rl__tool_open_with(&t, url, store, 0, RL__TOOL_READ_ONLY, w);
     if (rc != RL_OK) {
@@ -284,22 +293,46 @@ int rl__tool_placement_place(const char *url, const char *key_file, const char *
         rl__buf_append(&starts, k, last);
         ns++;
     }
-    size_t *points = rl__calloc(n_rec_teams + 1, sizeof *points);
-    if (!points || rl__buf_error(&starts)) {
+    if (team_of && n_team_of != ns) {
+        rl__errdetail_append(err, "the placement names the teams of %zu records, the store holds %zu", n_team_of, ns);
+        rc = RL_E_INVALID_ARGUMENT;
+        goto out;
+    }
+    for (size_t i = 0; team_of && i < ns; i++)
+        if (team_of[i] >= n_rec_teams) {
+            rl__errdetail_append(err, "record %zu: team %u of %u", i, team_of[i], n_rec_teams);
+            rc = RL_E_INVALID_ARGUMENT;
+            goto out;
+        }
+    /* The ranges: points[j] is the record where range j + 1 starts, team[j] the team of range j. */
+    size_t *points = rl__calloc(ns + n_rec_teams + 1, sizeof *points);
+    uint32_t *team = rl__calloc(ns + n_rec_teams + 1, sizeof *team);
+    if (!points || !team || rl__buf_error(&starts)) {
         rl__free(points);
+        rl__free(team);
         rc = RL_E_OUT_OF_MEMORY;
         goto out;
     }
-    size_t np = rl__pl_split_points(ns, n_rec_teams, points);
+    size_t np;
+    if (team_of) { /* runs of records with the same team */
+        np = 0;
+        team[0] = ns ? team_of[0] : 0;
+        for (size_t i = 1; i < ns; i++)
+            if (team_of[i] != team_of[i - 1]) points[np] = i, team[++np] = team_of[i];
+    } else {
+        np = rl__pl_split_points(ns, n_rec_teams, points);
+        for (size_t j = 0; j <= np; j++) team[j] = (uint32_t)j;
+    }
     for (size_t j = 0; j <= np && rc == RL_OK; j++) {
         const uint8_t *b = j == 0 ? c.b.data : starts.data + soff[points[j - 1] * 2];
         size_t bl = j == 0 ? c.b.len : soff[points[j - 1] * 2 + 1];
         const uint8_t *e = j == np ? c.e.data : starts.data + soff[points[j] * 2];
         size_t el = j == np ? c.e.len : soff[points[j] * 2 + 1];
-        rc =
-            rl__placement_assign(url, key_file, b, bl, e, el, rec_teams[j], n_rec_team[j], timeout_ms, NULL, NULL, err);
+        rc = rl__placement_assign(url, key_file, b, bl, e, el, rec_teams[team[j]], n_rec_team[team[j]], timeout_ms,
+                                  NULL, NULL, err);
     }
     rl__free(points);
+    rl__free(team);
 out:
     rl__free(soff);
     rl__buf_release(&starts);

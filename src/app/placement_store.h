@@ -31,4 +31,14 @@ int rl__tool_placement_place(const char *url, const char *key_file, const char *
                              const uint32_t *n_rec_team, uint32_t n_rec_teams, int timeout_ms, const rl__tool_wait *w,
                              rl__errdetail *err);
 
+/* rl__tool_placement_place_runs — rl__tool_placement_place with each record's team chosen by the
+ * caller: team_of[i] (an index into rec_teams) for the i-th record in key order, n_team_of the
+ * number of records (it must be the store's); consecutive records of one team make one range.
+ * team_of NULL: the even split of rl__tool_placement_place. Errors as there, and
+ * RL_E_INVALID_ARGUMENT when n_team_of is not the store's count or a team index is out of range. */
+int rl__tool_placement_place_runs(const char *url, const char *key_file, const char *store, const char *index,
+                                  const uint32_t *index_team, uint32_t n_index_team, const uint32_t *const *rec_teams,
+                                  const uint32_t *n_rec_team, uint32_t n_rec_teams, const uint32_t *team_of,
+                                  size_t n_team_of, int timeout_ms, const rl__tool_wait *w, rl__errdetail *err);
+
 #endif

@@ -159,6 +159,11 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+int64_t rl__tool_order_price(uint64_t seed, int64_t id) {
+    uint64_t st = seed ^ ((uint64_t)id * 0x2545f4914f6cdd1dull);
+    return (int64_t)(splitmix(&st) % 1000);
+}
+
 int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uint64_t seed, const uint8_t *pad,
                          size_t pad_len) {
     for (int64_t id = first; id < first + n; id++) {
@@ -166,7 +171,7 @@ int rl__tool_save_orders(rl_store *s, rl_txn *txn, int64_t first, int64_t n, uin
         char customer[32];
         Reclayer__Order o = RECLAYER__ORDER__INIT;
         o.has_order_id = 1, o.order_id = id;
-        o.has_price = 1, o.price = (int64_t)(splitmix(&st) % 1000);
+        o.has_price = 1, o.price = (int64_t)(splitmix(&st) % 1000); /* rl__tool_order_price */
         o.has_quantity = 1, o.quantity = (int32_t)(1 + splitmix(&st) % 10);
         snprintf(customer, sizeof customer, "customer-%03d", (int)(id % 100));
         o.customer = customer;

@@ -162,6 +162,8 @@ int rl__tool_open_with(rl__tool *t, const char *url, const char *store_json, uin
                        const rl__tool_wait *w);
 /* Close what rl__tool_open opened; t may be zeroed (a no-op). */
 void rl__tool_close(rl__tool *t);
+/* The price rl__tool_save_orders gives the Order with order_id id under seed (0..999). Pure. */
+int64_t rl__tool_order_price(uint64_t seed, int64_t id);
 /* Save the Orders of `rl load` with order_id first .. first+n-1 into s within txn: price drawn
  * from (seed, id) by splitmix64 (0..999), quantity 1..10, customer "customer-NNN" (id % 100),
  * and pad[0..pad_len) as padding when pad_len > 0 (pad borrowed). RL_OK or rl_store_save's

@@ -14,6 +14,9 @@
  *   campaign_proc.c      child processes with deadlines, /proc CPU accounting, machine facts
  *   campaign_run.c       the runner: the design loop, checks, progress, the summary
  *   report.c             report.md and the main table; report_plot.c the gnuplot plots;
+ *   report_html.c        report.html (report.md's text as one self-contained page, plots inline);
+ *   report_csv.c         samples.csv and summary.csv, and the CSV reader;
+ *   report_compare.c     `rlbench campaign compare A B`;
  *   report_manifest.c    manifest.json; report_results.c results.json.zst (written compressed,
  *                        read back compressed or not)
  *
@@ -57,7 +60,10 @@
 #define RL_CAMP_MAX_BLOCKS 100
 #define RL_CAMP_MAX_REPEATS 64
 #define RL_CAMP_MAX_RECORDS 1000000
-#define RL_CAMP_NAME_MAX 48 /* bytes of a name, NUL included */
+#define RL_CAMP_NAME_MAX 48       /* bytes of a name, NUL included */
+#define RL_CAMP_MAX_TP_LEVELS 8   /* client counts of the throughput phase */
+#define RL_CAMP_MAX_TP_CLIENTS 64 /* clients at one level */
+#define RL_CAMP_MAX_TP_CASES 4
 
 /* ---- Cases, arms, metrics -------------------------------------------------------------------- */
 
@@ -144,8 +150,9 @@ typedef struct {
     int storage_servers;       /* single: 1; multi: >= 2 * replication for disjoint teams */
     int hosts;                 /* host labels the storage servers are spread over (multi: 3) */
     int replication;           /* team size: 1 single, 2 double, 3 triple */
-    char placement[16];        /* "colocated" (index and records on one team) or "disjoint" (the index
-                          * shard and the record shards on teams that share no storage server) */
+    char placement[16];        /* "colocated" (index and records on one team), "disjoint" (the index
+                          * shard and the record shards on teams that share no storage server) or
+                          * "reports" (multi: the M2 report's placement, campaign_topology.c) */
     char secondary[16];        /* mapped-range secondary reads that leave the server: "individual"
                           * (FoundationDB's) or "grouped" (docs/design.md §8.4) */
     char engine[16];           /* storage engine of the servers: "memory" or "ssd" */
@@ -185,6 +192,15 @@ typedef struct {
                                      * and recorded as failed; 0: 60 + 3 x (warmup + repeats x
                                      * seconds) */
     int keep_data;                  /* 1: keep DIR/data after the run (default: removed) */
+    /* The throughput phase (after a topology's cases): per case listed here, per available arm, per
+     * client count, that many worker processes run the case in a closed loop for tp_seconds at
+     * once. n_tp_clients 0: no phase (a protocol file without "throughput" asks for none). */
+    int tp_clients[RL_CAMP_MAX_TP_LEVELS]; /* 1..RL_CAMP_MAX_TP_CLIENTS each */
+    int n_tp_clients;
+    rl__camp_case tp_cases[RL_CAMP_MAX_TP_CASES];
+    int n_tp_cases;           /* 1.. when n_tp_clients > 0 */
+    double tp_seconds;        /* the closed loop's window, 0.01..3600 */
+    double tp_warmup_seconds; /* each client's untimed loop before the window, 0..3600 */
 } rl__camp_protocol;
 
 /* rl__camp_protocol_builtin — the built-in protocol: quick = 0 the full campaign (topologies
@@ -193,6 +209,15 @@ typedef struct {
  * (embedded only, the same cases and arms, 4 blocks, 3 repeats of 0.1 s, 2,000 resamples; about two
  * minutes on a 2-core machine). */
 void rl__camp_protocol_builtin(int quick, rl__camp_protocol *out);
+
+/* rl__camp_protocol_named — the built-in protocol called name: "full" and "quick" (above), "c3"
+ * (the C3 report's design: topology c3, kind single, one storage server, memory engine, 250 us one
+ * way; cases small-rows1000-forward and split-rows1000-forward; arms ordinary, remote, adaptive;
+ * 6 blocks x 3 repeats of 3 s; bootstrap seed 391706) or "m2" (the M2 report's: topology m2,
+ * kind multi, 3 hosts x 3 storage servers, replication 2, ssd engine, 250 us one way, placement
+ * "reports"; the 16 cases; the same arms and design; seed 492817). RL_OK, or
+ * RL_E_INVALID_ARGUMENT for another name (out untouched). */
+int rl__camp_protocol_named(const char *name, rl__camp_protocol *out);
 
 /* rl__camp_protocol_parse — parse and check a protocol's JSON text (every field named in
  * campaign_protocol.c's table; unknown fields are refused, missing ones take the full protocol's
@@ -208,6 +233,27 @@ int rl__camp_protocol_print(const rl__camp_protocol *p, rl_buf *out);
 
 /* The process timeout of p in seconds (its own, or the default formula). */
 double rl__camp_process_timeout(const rl__camp_protocol *p);
+
+/* ---- The reference reports' figures (campaign_reference.c) --------------------------------- */
+
+/* One published figure: the time ratio remote/ordinary of one case in one report, with the line of
+ * the report's file it is on. NaN (or 0 for the range) where the report printed nothing. */
+typedef struct {
+    const char *report;            /* "C3" or "M2" */
+    rl__camp_topo_kind kind;       /* the topologies it is shown beside: C3 single, M2 multi */
+    const char *case_name;         /* our case name */
+    double ratio;                  /* remote/ordinary, NaN: not published for this case */
+    double ci_low, ci_high;        /* its 95% interval, NaN: not published */
+    double range_low, range_high;  /* a range covering this case (M2's 1,000-row cases), 0: none */
+    double remote_ms, ordinary_ms; /* medians of the block medians in ms, NaN: not published */
+    int line;                      /* the line of the report's file the figure is on */
+    const char *quote;             /* the figure as the report words it */
+} rl__camp_reference;
+
+/* The published figure for (kind, case), or NULL (not published). Static data. */
+const rl__camp_reference *rl__camp_reference_find(rl__camp_topo_kind kind, const char *kase);
+/* The report matched to a topology kind: "C3" (single), "M2" (multi), or NULL (no report). */
+const char *rl__camp_reference_report(rl__camp_topo_kind kind);
 
 /* ---- The runner ------------------------------------------------------------------------------ */
 
@@ -231,7 +277,8 @@ typedef struct {
                                        * fails (a failed process must be reported) */
 } rl__camp_run_options;
 
-/* rl__camp_run — run the campaign and write DIR/results.json.zst, report.md, plots/, manifest.json
+/* rl__camp_run — run the campaign and write DIR/results.json.zst, samples.csv, summary.csv,
+ * report.md, report.html, plots/, manifest.json
  * (also after failures: whatever ran is written, with the failures named). Returns RL_OK when
  * every planned process ran and every check passed (contaminated cases and arms or topologies
  * that are not available yet do not count as failures), RL_E_INTEGRITY_DEFECTS when a check
@@ -239,6 +286,13 @@ typedef struct {
  * when a process failed, or the error that stopped the run early (out directory, out of memory),
  * with the reason in err. */
 int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err);
+
+/* rl__camp_compare_dirs — `rlbench campaign compare A B`: read the results of the runs in dir_a and
+ * dir_b (directories or results files, rl__camp_results_load) and print to out the table of what
+ * changed (report_compare.c). metric: a metric's name, "all", or NULL (ns_per_op is the caller's
+ * default). RL_OK, the loader's errors, RL_E_INVALID_ARGUMENT (an unknown metric) or
+ * RL_E_OUT_OF_MEMORY, with the reason in err. */
+int rl__camp_compare_dirs(const char *dir_a, const char *dir_b, const char *metric, FILE *out, rl__errdetail *err);
 
 /* ---- The worker ------------------------------------------------------------------------------ */
 
@@ -252,6 +306,14 @@ typedef struct {
     double seconds;
     double warmup_seconds;
     int pipeline_depth;
+    /* The throughput mode (throughput_seconds > 0): after the warm-up, wait until the wall clock
+     * reaches start_at_us (µs since the epoch; 0: at once), then run the case in a closed loop for
+     * throughput_seconds, timing every op into a latency histogram (stats.h), and print one line
+     * {"throughput": true, "ops", "seconds", "late_seconds" (how far past start_at_us the window
+     * began), "cpu_seconds" (this process's utime+stime over the window, /proc/self/stat), "rows_hash",
+     * "hist": [[bucket, count], ...]} instead of the repeats. */
+    double throughput_seconds;
+    uint64_t start_at_us;
 } rl__camp_worker_options;
 
 /* rl__camp_worker — run one (case, arm) process: open the database read-only, warm up, then print

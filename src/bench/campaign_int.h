@@ -146,6 +146,9 @@ struct rl__camp_topo {
     int n_pids;
     int loaded[RL_CAMP_VARIANTS]; /* set by the runner before `place`: the variants loaded */
     char placed_text[256];        /* multi: the teams `place` used, e.g. "index {1,3}, records {5,2} {4,6}" */
+    json_t *place_info;           /* set by `place` or NULL (placement "reports": the plan and its
+                                   * check): recorded as the topology's "placement"."plan", released
+                                   * by the runner */
     json_t *info;                 /* set by `up` or NULL (fdb: the backend's status): recorded in the
                                    * topology's results as "backend" and released by the runner */
 };
@@ -173,8 +176,40 @@ int rl__camp_results_write(const char *dir, json_t *results, rl__errdetail *err)
  * with the file and the reason in err. */
 int rl__camp_results_load(const char *path, json_t **out, rl__errdetail *err);
 
-/* Write DIR/report.md from the results document; print the main table to out (may be NULL). */
-int rl__camp_report_write(const char *dir, json_t *results, FILE *out, rl__errdetail *err);
+/* Write DIR/report.md and DIR/report.html (rl__camp_html_write, with manifest: borrowed, may be
+ * NULL) from the results document; print the main table to out (may be NULL). RL_OK,
+ * RL_E_IO_ERROR or RL_E_OUT_OF_MEMORY with the file in err. */
+int rl__camp_report_write(const char *dir, json_t *results, json_t *manifest, FILE *out, rl__errdetail *err);
+/* Write DIR/report.html from report.md's text md (md_len bytes; borrowed) and the manifest
+ * (borrowed, may be NULL): one self-contained page, the SVG plots named in md inlined
+ * (report_html.c). RL_OK, RL_E_IO_ERROR or RL_E_OUT_OF_MEMORY with the file in err. */
+int rl__camp_html_write(const char *dir, const char *md, size_t md_len, json_t *manifest, rl__errdetail *err);
+
+/* The reference reports' figures as the results document records them (campaign_reference.c):
+ * {"reports": [{"report", "title", "file", "topology_kind", "setup"}], "figures": [{"report",
+ * "file", "topology_kind", "case", "metric", "line", "quote", "ratio", "ci_low", "ci_high",
+ * "range_low", "range_high", "remote_ms", "ordinary_ms"} (null where not published)], "rtt":
+ * {"report", "p50_ms", "p99_ms", "min_ms", "max_ms", "line", ...}}. A new reference (the
+ * caller's), NULL when out of memory. */
+json_t *rl__camp_reference_json(void);
+
+/* rl__camp_compare — append to out the table of what changed from run a to run b (report_compare.c):
+ * per (topology, case, comparison, metric) both ratios with their intervals, B/A, whether the
+ * intervals overlap and the ratios point the same way; metric NULL: every metric. name_a, name_b:
+ * how the runs are named in the text. Borrows everything; an error stays in out (rl__buf_error). */
+void rl__camp_compare(json_t *a, json_t *b, const char *name_a, const char *name_b, const char *metric, rl_buf *out);
+
+/* The CSV files (report_csv.c): DIR/samples.csv, one row per sample, and DIR/summary.csv, one row
+ * per (topology, case, arm, metric) with the arm's medians and, for a compared arm, its ratio and
+ * interval. Borrows results. RL_OK, RL_E_IO_ERROR or RL_E_OUT_OF_MEMORY with the file in err. */
+#define RL_CAMP_SAMPLES_CSV "samples.csv"
+#define RL_CAMP_SUMMARY_CSV "summary.csv"
+#define RL_CAMP_THROUGHPUT_CSV "throughput.csv" /* one row per throughput level */
+int rl__camp_csv_write(const char *dir, json_t *results, rl__errdetail *err);
+/* Parse CSV text (RFC 4180, as rl__camp_csv_write writes it) into *out: an array of rows, each an
+ * array of strings, the header first (the caller's, json_decref). Every row must have the header's
+ * number of fields. RL_OK, RL_E_CORRUPT_DATA (err names the line) or RL_E_OUT_OF_MEMORY. */
+int rl__camp_csv_parse(const char *text, size_t len, json_t **out, rl__errdetail *err);
 /* Append the main table (markdown) of the results to b. */
 void rl__camp_report_main_table(json_t *results, rl_buf *b);
 /* Draw DIR/plots/NAME.svg and NAME.png with gnuplot; *out describes what was drawn or why not:

@@ -8,6 +8,7 @@
 #include "bench/campaign_proc.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,6 +43,7 @@ int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, 
     double t0 = now_s(), deadline = t0 + timeout_s;
     memset(c, 0, sizeof *c);
     c->exit_code = -1;
+    c->cpu_s = NAN;
     rl__buf_init(&c->out);
     rl__buf_init(&c->err);
     if (pipe(po) || pipe(pe)) {
@@ -117,6 +119,127 @@ fail:
     return RL_E_IO_ERROR;
 }
 
+/* ---- Several children at once ----------------------------------------------------------------- */
+
+int rl__camp_children_run(char **const argvs[], int n, double timeout_s, const double *marks_s, int n_marks,
+                          void (*at)(void *ud, int j), void *ud, rl__camp_child *c, rl__errdetail *err) {
+    double t0 = now_s(), deadline = t0 + timeout_s;
+    int rc = RL_OK, started = 0, next_mark = 0;
+    struct pollfd *fds = calloc((size_t)n * 2 + 1, sizeof *fds);
+    int *done = calloc((size_t)n + 1, sizeof *done);
+    for (int i = 0; i < n; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        c[i].exit_code = -1;
+        c[i].cpu_s = NAN;
+        rl__buf_init(&c[i].out);
+        rl__buf_init(&c[i].err);
+    }
+    if (!fds || !done) {
+        free(fds);
+        free(done);
+        rl__errdetail_append(err, "out of memory");
+        return RL_E_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < n; i++) {
+        int po[2], pe[2];
+        if (pipe2(po, O_CLOEXEC)) {
+            rl__errdetail_append(err, "cannot make a pipe for %s: %s", argvs[i][0], strerror(errno));
+            rc = RL_E_IO_ERROR;
+            break;
+        }
+        if (pipe2(pe, O_CLOEXEC)) {
+            close(po[0]), close(po[1]);
+            rl__errdetail_append(err, "cannot make a pipe for %s: %s", argvs[i][0], strerror(errno));
+            rc = RL_E_IO_ERROR;
+            break;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
+            rl__errdetail_append(err, "cannot start %s: fork: %s", argvs[i][0], strerror(errno));
+            rc = RL_E_IO_ERROR;
+            break;
+        }
+        if (pid == 0) {
+            int devnull = open("/dev/null", O_RDONLY);
+            if (devnull >= 0) dup2(devnull, 0);
+            dup2(po[1], 1);
+            dup2(pe[1], 2);
+            if (strchr(argvs[i][0], '/')) execv(argvs[i][0], argvs[i]);
+            else execvp(argvs[i][0], argvs[i]);
+            fprintf(stderr, "cannot run %s: %s\n", argvs[i][0], strerror(errno));
+            _exit(127);
+        }
+        close(po[1]), close(pe[1]);
+        c[i].pid = (int)pid;
+        fds[2 * i] = (struct pollfd){po[0], POLLIN, 0};
+        fds[2 * i + 1] = (struct pollfd){pe[0], POLLIN, 0};
+        started++;
+    }
+    int open_fds = 2 * started;
+    if (rc) deadline = now_s(); /* a start failed: stop the others now */
+    while (open_fds > 0) {
+        double now = now_s(), left = deadline - now;
+        while (at && next_mark < n_marks && now >= marks_s[next_mark]) at(ud, next_mark++);
+        if (left <= 0) break;
+        double wait = left;
+        if (at && next_mark < n_marks && marks_s[next_mark] - now < wait) wait = marks_s[next_mark] - now;
+        int got_n = poll(fds, (nfds_t)(2 * started), (int)(wait * 1000) + 1);
+        if (got_n < 0 && errno == EINTR) continue;
+        if (got_n < 0) break;
+        for (int k = 0; k < 2 * started; k++) {
+            if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            char buf[16384];
+            ssize_t got = read(fds[k].fd, buf, sizeof buf);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                close(fds[k].fd);
+                fds[k].fd = -1;
+                open_fds--;
+                continue;
+            }
+            rl_buf *b = k % 2 ? &c[k / 2].err : &c[k / 2].out;
+            rl__buf_append(b, buf, (size_t)got);
+            if (k % 2) keep_tail(b);
+        }
+    }
+    for (int k = 0; k < 2 * started; k++)
+        if (fds[k].fd >= 0) close(fds[k].fd);
+    /* Reap: each child's CPU is read from /proc while it is a zombie (waitid WNOWAIT), then it is
+     * reaped; a child still running at the deadline is killed by its pid. */
+    for (int left_n = started; left_n > 0;) {
+        for (int i = 0; i < started; i++) {
+            if (done[i]) continue;
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
+            int killed = 0;
+            if (now_s() >= deadline) {
+                kill(c[i].pid, SIGKILL);
+                c[i].timed_out = !rc;
+                killed = 1;
+            }
+            if (waitid(P_PID, (id_t)c[i].pid, &si, WEXITED | WNOWAIT | (killed ? 0 : WNOHANG)) < 0 && errno == EINTR)
+                continue;
+            if (si.si_pid != c[i].pid && !killed) continue;
+            c[i].cpu_s = rl__camp_proc_cpu_seconds(c[i].pid);
+            int status = 0;
+            while (waitpid(c[i].pid, &status, 0) < 0 && errno == EINTR) {}
+            if (WIFEXITED(status) && !c[i].timed_out) c[i].exit_code = WEXITSTATUS(status);
+            if (WIFSIGNALED(status)) c[i].signal = WTERMSIG(status);
+            c[i].wall_s = now_s() - t0;
+            done[i] = 1;
+            left_n--;
+        }
+        if (left_n > 0) rl__clock_sleep_us(1000);
+    }
+    while (at && next_mark < n_marks) at(ud, next_mark++); /* every mark is called once */
+    for (int i = 0; i < n && !rc; i++)
+        if (rl__buf_error(&c[i].out) || rl__buf_error(&c[i].err)) rc = RL_E_OUT_OF_MEMORY;
+    free(fds);
+    free(done);
+    return rc;
+}
+
 /* ---- CPU accounting ---------------------------------------------------------------------------- */
 
 /* Fields 14..17 (utime, stime, cutime, cstime) of /proc/PID/stat; *ok cleared on failure. */
@@ -134,6 +257,16 @@ static uint64_t proc_ticks(const char *path, int with_children, int *ok) {
         return 0;
     }
     return v[11] + v[12] + (with_children ? v[13] + v[14] : 0);
+}
+
+double rl__camp_proc_cpu_seconds(int pid) {
+    char path[64];
+    int ok = 1;
+    if (pid) snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    else snprintf(path, sizeof path, "/proc/self/stat");
+    uint64_t t = proc_ticks(path, 0, &ok);
+    long hz = sysconf(_SC_CLK_TCK);
+    return ok && hz > 0 ? (double)t / (double)hz : NAN;
 }
 
 void rl__camp_cpu_snapshot(const int *pids, int n, rl__camp_cpu *out) {

@@ -21,6 +21,7 @@ typedef struct {
     int signal;    /* the signal that ended it (0: none) */
     int timed_out; /* 1: still running at the deadline, killed */
     double wall_s; /* from fork to reaping */
+    double cpu_s;  /* rl__camp_children_run: utime+stime at exit (NaN: unknown); NaN otherwise */
     rl_buf out;    /* its stdout */
     rl_buf err;    /* its stderr (the last 64 KiB) */
 } rl__camp_child;
@@ -32,6 +33,22 @@ typedef struct {
  * failure is exit code 127 with the reason on its stderr), RL_E_OUT_OF_MEMORY. */
 int rl__camp_child_run(char *const argv[], double timeout_s, rl__camp_child *c, rl__errdetail *err);
 void rl__camp_child_release(rl__camp_child *c);
+
+/* rl__camp_proc_cpu_seconds — utime+stime of process pid (0: this process) from /proc/PID/stat, in
+ * seconds; NaN when it cannot be read. A process that has exited but is not reaped yet still
+ * shows its final counts. */
+double rl__camp_proc_cpu_seconds(int pid);
+
+/* rl__camp_children_run — run n children at once, each as rl__camp_child_run runs one (argvs[i]),
+ * for at most timeout_s seconds in all; [out] c[i] initialised here (release each in every case);
+ * c[i].cpu_s is its utime+stime from /proc/PID/stat read once it has exited and before it is
+ * reaped (NaN if unread; killed children too). at (may be NULL) is called with ud and j when the
+ * monotonic clock passes marks_s[j] (rl__clock_mono_ns seconds, increasing; n_marks of them) while
+ * the children run — the runner samples its servers' CPU there. Returns RL_OK when every child was
+ * started (whatever they did: read c), else the first start's error (the children already started
+ * are killed by pid and reaped). */
+int rl__camp_children_run(char **const argvs[], int n, double timeout_s, const double *marks_s, int n_marks,
+                          void (*at)(void *ud, int j), void *ud, rl__camp_child *c, rl__errdetail *err);
 
 /* A snapshot of the CPU counters, in clock ticks (sysconf(_SC_CLK_TCK)). */
 typedef struct {

@@ -1,6 +1,6 @@
 /* campaign_protocol.c — the campaign's protocol (campaign.h): names of arms, metrics, variants and
  * cases; the order of arms per block; the built-in protocols; the strict JSON parser and the
- * canonical printer.
+ * canonical printer. The built-in protocols by name: full, quick, c3, m2 (rl__camp_protocol_named).
  *
  * The protocol file (every field optional; a missing one takes the full protocol's value; an
  * unknown one is an error, so a misspelt field never silently falls back to a default):
@@ -11,7 +11,8 @@
  *     "topologies": [
  *       {"name": "embedded", "kind": "embedded", "delay_us": 0},
  *       {"name": "single", "kind": "single", "delay_us": 250, "jitter_us": 0,
- *        "storage_servers": 1, "hosts": 1, "replication": 1, "placement": "colocated",
+ *        "storage_servers": 1, "hosts": 1, "replication": 1, "placement": "colocated" (or "disjoint",
+ *        or "reports": multi only, see campaign_topology.c),
  *        "secondary_reads": "individual", "engine": "memory"}, ...,
  *       {"name": "fdb", "kind": "fdb", "url": "fdb:/etc/foundationdb/fdb.cluster"}],
  *     "cases": ["small-limit1-forward", ...],
@@ -20,8 +21,14 @@
  *                "pipeline_depth": 10, "process_timeout_seconds": 0},
  *     "statistics": {"resamples": 20000, "seed": 492817, "level": 0.95},
  *     "checks": {"contamination_threshold": 0.05, "rtt_pings": 100},
- *     "keep_data": false
+ *     "keep_data": false,
+ *     "throughput": {"clients": [1, 4, 16], "seconds": 10, "warmup_seconds": 1,
+ *                    "cases": ["small-rows10-forward"]}
  *   }
+ *
+ * "throughput" is the one field whose absence does not take the full protocol's value: a protocol
+ * without it runs no throughput phase (so protocol files written before the phase existed still
+ * declare exactly the run they declared). "clients": [] is no phase too.
  *
  * The printer writes exactly this layout, doubles with %.15g (protocol values are typed by people;
  * 15 significant digits print them as typed and parse back to the same double).
@@ -129,19 +136,72 @@ static void set_topology(rl__camp_topology *t, const char *name, rl__camp_topo_k
     }
 }
 
+static const char *const all_cases[16] = {
+    "small-limit1-forward",   "small-limit1-reverse",   "small-rows10-forward",   "small-rows10-reverse",
+    "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward",   "split-limit1-reverse",
+    "split-rows10-forward",   "split-rows10-reverse",   "split-rows1000-forward", "split-rows1000-reverse",
+    "skip3-rows10-forward",   "skip3-rows10-reverse",   "skip3-rows1000-forward", "skip3-rows1000-reverse"};
+
+/* The reference reports' design, shared by c3 and m2: 1,000 Orders per variant, 6 blocks x 3
+ * repeats of 3 s, 20,000 resamples at 95%, the reports' two arms plus ADAPTIVE. */
+static void reports_design(rl__camp_protocol *p, const char *name, uint64_t bootstrap_seed) {
+    rl__camp_protocol_builtin(0, p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->n_topologies = 0;
+    p->n_cases = 0;
+    p->n_arms = 0;
+    p->arms[p->n_arms++] = RL_CAMP_ORDINARY;
+    p->arms[p->n_arms++] = RL_CAMP_REMOTE;
+    p->arms[p->n_arms++] = RL_CAMP_ADAPTIVE;
+    p->bootstrap_seed = bootstrap_seed;
+}
+
+int rl__camp_protocol_named(const char *name, rl__camp_protocol *p) {
+    if (!strcmp(name, "full") || !strcmp(name, "quick")) {
+        rl__camp_protocol_builtin(!strcmp(name, "quick"), p);
+        return RL_OK;
+    }
+    if (!strcmp(name, "c3")) {
+        /* C3: one storage server (a single-process cluster), memory engine, 250 us one way; its two
+         * full scans, small-all-1000 and split-all-1000, are our rows1000 cases (forward). */
+        reports_design(p, "c3", 391706);
+        snprintf(p->description, sizeof p->description, "%s",
+                 "The C3 reference report's design: one storage server, memory engine, 250 us one way, "
+                 "small-rows1000 and split-rows1000, 6 blocks x 3 repeats of 3 s; arms ordinary, remote, adaptive.");
+        set_topology(&p->topologies[p->n_topologies++], "c3", RL_CAMP_SINGLE, 250);
+        rl__camp_case_parse("small-rows1000-forward", &p->cases[p->n_cases++], NULL);
+        rl__camp_case_parse("split-rows1000-forward", &p->cases[p->n_cases++], NULL);
+        p->n_tp_cases = 0; /* the throughput phase on the report's small full scan */
+        rl__camp_case_parse("small-rows1000-forward", &p->tp_cases[p->n_tp_cases++], NULL);
+        return RL_OK;
+    }
+    if (!strcmp(name, "m2")) {
+        /* M2: 3 hosts x 3 storage servers, double replication, ssd engine, 250 us one way, the 16
+         * cases, the reports' placement (placement "reports", campaign_topology.c). */
+        reports_design(p, "m2", 492817);
+        snprintf(p->description, sizeof p->description, "%s",
+                 "The M2 reference report's design: 3 hosts x 3 storage servers, double replication, ssd engine, "
+                 "250 us one way, the reports' placement, the 16 cases, 6 blocks x 3 repeats of 3 s.");
+        rl__camp_topology *t = &p->topologies[p->n_topologies++];
+        set_topology(t, "m2", RL_CAMP_MULTI, 250);
+        t->storage_servers = 9, t->hosts = 3, t->replication = 2;
+        strcpy(t->placement, "reports");
+        strcpy(t->engine, "ssd");
+        for (int i = 0; i < 16; i++) rl__camp_case_parse(all_cases[i], &p->cases[p->n_cases++], NULL);
+        return RL_OK;
+    }
+    return RL_E_INVALID_ARGUMENT;
+}
+
 void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
-    static const char *const cases[16] = {
-        "small-limit1-forward",   "small-limit1-reverse",   "small-rows10-forward",   "small-rows10-reverse",
-        "small-rows1000-forward", "small-rows1000-reverse", "split-limit1-forward",   "split-limit1-reverse",
-        "split-rows10-forward",   "split-rows10-reverse",   "split-rows1000-forward", "split-rows1000-reverse",
-        "skip3-rows10-forward",   "skip3-rows10-reverse",   "skip3-rows1000-forward", "skip3-rows1000-reverse"};
+    const char *const *cases = all_cases;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", quick ? "quick" : "full");
     snprintf(p->description, sizeof p->description, "%s",
              quick ? "The quick campaign: the reports' 16 cases on embedded and single (250 us one way), 3 blocks x 3 "
-                     "repeats of 0.1 s."
+                     "repeats of 0.1 s; throughput with 1 and 2 clients for 1 s."
                    : "The full campaign of the reference reports: 16 cases, 6 blocks x 3 repeats of 3 s, on the "
-                     "embedded, single and multi topologies.");
+                     "embedded, single and multi topologies; throughput with 1, 4 and 16 clients for 10 s.");
     p->records = 1000;
     p->data_seed = 42;
     p->split_padding = 100000;
@@ -165,6 +225,16 @@ void rl__camp_protocol_builtin(int quick, rl__camp_protocol *p) {
     p->rtt_pings = 100;
     p->process_timeout_seconds = 0;
     p->keep_data = 0;
+    /* the throughput phase: 1, 4 and 16 clients for 10 s (quick: 1 and 2 for 1 s) */
+    p->n_tp_clients = 0;
+    if (quick) p->tp_clients[p->n_tp_clients++] = 1, p->tp_clients[p->n_tp_clients++] = 2;
+    else
+        p->tp_clients[p->n_tp_clients++] = 1, p->tp_clients[p->n_tp_clients++] = 4,
+        p->tp_clients[p->n_tp_clients++] = 16;
+    p->n_tp_cases = 0;
+    rl__camp_case_parse("small-rows10-forward", &p->tp_cases[p->n_tp_cases++], NULL);
+    p->tp_seconds = quick ? 1 : 10;
+    p->tp_warmup_seconds = quick ? 0.1 : 1;
 }
 
 /* ---- Parsing ----------------------------------------------------------------------------------- */
@@ -278,7 +348,7 @@ static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl__errdetail 
                                        "hosts", "replication", "placement", "secondary_reads", "engine",
                                        "url",   NULL};
     static const char *const kinds[] = {"embedded", "single", "multi", "fdb", NULL};
-    static const char *const placements[] = {"colocated", "disjoint", NULL};
+    static const char *const placements[] = {"colocated", "disjoint", "reports", NULL};
     static const char *const secondaries[] = {"individual", "grouped", NULL};
     static const char *const engines[] = {"memory", "ssd", NULL};
     char path[64], kind[16] = "";
@@ -343,17 +413,22 @@ static int parse_topology(json_t *o, int i, rl__camp_topology *t, rl__errdetail 
                              t->replication, t->hosts, t->storage_servers);
         return RL_E_INVALID_ARGUMENT;
     }
-    if (!strcmp(t->placement, "disjoint") && t->storage_servers < 2 * t->replication) {
-        rl__errdetail_append(err, "%s: disjoint placement needs two teams of %d: at least %d storage servers, not %d",
-                             path, t->replication, 2 * t->replication, t->storage_servers);
+    if (!strcmp(t->placement, "reports") && k != RL_CAMP_MULTI) {
+        rl__errdetail_append(err, "%s.placement: 'reports' places teams: only for multi topologies", path);
+        return RL_E_INVALID_ARGUMENT;
+    }
+    if (strcmp(t->placement, "colocated") && t->storage_servers < 2 * t->replication) {
+        rl__errdetail_append(err, "%s: %s placement needs two teams of %d: at least %d storage servers, not %d", path,
+                             t->placement, t->replication, 2 * t->replication, t->storage_servers);
         return RL_E_INVALID_ARGUMENT;
     }
     return RL_OK;
 }
 
 static int parse_doc(json_t *root, rl__camp_protocol *p, rl__errdetail *err) {
-    static const char *const top[] = {"name",   "description", "dataset", "topologies", "cases", "arms",
-                                      "design", "statistics",  "checks",  "keep_data",  NULL};
+    static const char *const top[] = {"name",   "description", "dataset", "topologies", "cases",      "arms",
+                                      "design", "statistics",  "checks",  "keep_data",  "throughput", NULL};
+    static const char *const tpk[] = {"clients", "seconds", "warmup_seconds", "cases", NULL};
     static const char *const ds[] = {"records", "seed", "split_padding", NULL};
     static const char *const dz[] = {
         "blocks", "repeats", "seconds", "warmup_seconds", "pipeline_depth", "process_timeout_seconds", NULL};
@@ -466,6 +541,55 @@ static int parse_doc(json_t *root, rl__camp_protocol *p, rl__errdetail *err) {
             (rc = get_int(v, "checks", "rtt_pings", 1, 10000, &p->rtt_pings, err)))
             return rc;
     }
+    p->n_tp_clients = 0; /* absent: no throughput phase */
+    if ((v = json_object_get(root, "throughput"))) {
+        json_t *a;
+        if ((rc = need_object(v, "throughput", err)) || (rc = check_keys(v, "throughput", tpk, err)) ||
+            (rc = get_double(v, "throughput", "seconds", 0.01, 3600, 0, 0, &p->tp_seconds, err)) ||
+            (rc = get_double(v, "throughput", "warmup_seconds", 0, 3600, 0, 0, &p->tp_warmup_seconds, err)))
+            return rc;
+        if ((a = json_object_get(v, "clients"))) {
+            if (!json_is_array(a) || json_array_size(a) > RL_CAMP_MAX_TP_LEVELS) {
+                rl__errdetail_append(err, "throughput.clients: must be an array of at most %d client counts",
+                                     RL_CAMP_MAX_TP_LEVELS);
+                return RL_E_INVALID_ARGUMENT;
+            }
+            for (size_t i = 0; i < json_array_size(a); i++) {
+                json_t *e = json_array_get(a, i);
+                if (!json_is_integer(e) || json_integer_value(e) < 1 ||
+                    json_integer_value(e) > RL_CAMP_MAX_TP_CLIENTS) {
+                    rl__errdetail_append(err, "throughput.clients[%zu]: must be an integer in [1, %d]", i,
+                                         RL_CAMP_MAX_TP_CLIENTS);
+                    return RL_E_INVALID_ARGUMENT;
+                }
+                p->tp_clients[i] = (int)json_integer_value(e);
+            }
+            p->n_tp_clients = (int)json_array_size(a);
+        } else {
+            rl__camp_protocol full;
+            rl__camp_protocol_builtin(0, &full);
+            memcpy(p->tp_clients, full.tp_clients, sizeof p->tp_clients);
+            p->n_tp_clients = full.n_tp_clients;
+        }
+        if ((a = json_object_get(v, "cases"))) {
+            if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > RL_CAMP_MAX_TP_CASES) {
+                rl__errdetail_append(err, "throughput.cases: must be an array of 1 to %d case names",
+                                     RL_CAMP_MAX_TP_CASES);
+                return RL_E_INVALID_ARGUMENT;
+            }
+            p->n_tp_cases = (int)json_array_size(a);
+            for (int i = 0; i < p->n_tp_cases; i++) {
+                json_t *e = json_array_get(a, (size_t)i);
+                if (!json_is_string(e)) {
+                    rl__errdetail_append(err, "throughput.cases[%d]: must be a string", i);
+                    return RL_E_INVALID_ARGUMENT;
+                }
+                rl__errdetail_append(err, "throughput.cases[%d]: ", i);
+                if ((rc = rl__camp_case_parse(json_string_value(e), &p->tp_cases[i], err))) return rc;
+                rl__errdetail_clear(err);
+            }
+        }
+    }
     if ((v = json_object_get(root, "keep_data"))) {
         if (!json_is_boolean(v)) {
             rl__errdetail_append(err, "keep_data: must be true or false");
@@ -546,6 +670,18 @@ int rl__camp_protocol_print(const rl__camp_protocol *p, rl_buf *b) {
                    (unsigned long long)p->bootstrap_seed, p->level);
     rl__buf_printf(b, "  \"checks\": {\"contamination_threshold\": %.15g, \"rtt_pings\": %d},\n",
                    p->contamination_threshold, p->rtt_pings);
-    rl__buf_printf(b, "  \"keep_data\": %s\n}\n", p->keep_data ? "true" : "false");
+    rl__buf_printf(b, "  \"keep_data\": %s", p->keep_data ? "true" : "false");
+    if (p->n_tp_clients) {
+        rl__buf_append_str(b, ",\n  \"throughput\": {\"clients\": [");
+        for (int i = 0; i < p->n_tp_clients; i++) rl__buf_printf(b, "%s%d", i ? ", " : "", p->tp_clients[i]);
+        rl__buf_printf(b, "], \"seconds\": %.15g, \"warmup_seconds\": %.15g, \"cases\": [", p->tp_seconds,
+                       p->tp_warmup_seconds);
+        for (int i = 0; i < p->n_tp_cases; i++) {
+            if (i) rl__buf_append_str(b, ", ");
+            put_str(b, p->tp_cases[i].name);
+        }
+        rl__buf_append_str(b, "]}");
+    }
+    rl__buf_append_str(b, "\n}\n");
     return rl__buf_error(b);
 }

@@ -15,7 +15,8 @@
  *      CPU counters, the receipt and the RTT probe after; the receipts compared; the case labelled
  *      clean or contaminated; its summary.
  *   5. The restoration probe; `down`; DIR/data/NAME removed unless keep_data.
- *   6. plots/, results.json.zst (report_results.c), report.md, manifest.json; the main table to o->out.
+ *   6. plots/, results.json.zst (report_results.c), samples.csv and summary.csv (report_csv.c),
+ *      manifest.json, report.md and report.html (report.c, report_html.c); the main table to o->out.
  * A failed check or process is recorded in the results ("failures", and at its place) and in the
  * report, and makes the run's result an error; nothing that ran is dropped.
  */
@@ -63,11 +64,12 @@ typedef struct {
     const rl__camp_run_options *o;
     const rl__camp_protocol *p;
     char self[RL_CAMP_PATH_MAX];
-    json_t *root, *topos, *cases, *samples, *summary, *arm_summary, *failures;
+    json_t *root, *topos, *cases, *samples, *summary, *arm_summary, *failures, *throughput;
     int failed_checks, failed_procs;
-    int total, done, seq; /* processes planned (estimate), run, sequence number */
-    double t0, proc_s;    /* start; seconds spent in workers */
-    double t_first;       /* when the first worker started (0: none yet): the rate of the ETA */
+    int total, done, seq;            /* processes planned in the whole run (estimate), run, sequence number */
+    int est[RL_CAMP_MAX_TOPOLOGIES]; /* each topology's share of total before its plan is known */
+    double t0, proc_s;               /* start; seconds spent in workers */
+    double t_first;                  /* when the first worker started (0: none yet): the rate of the ETA */
     FILE *progress;
 } run_ctx;
 
@@ -509,6 +511,180 @@ static int run_case(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k, const
     return rc;
 }
 
+/* ---- The throughput phase ---------------------------------------------------------------------- */
+
+/* The servers' CPU at the window's start and end (rl__camp_children_run's marks). */
+typedef struct {
+    const rl__camp_topo *tp;
+    rl__camp_cpu snap[2];
+} tp_marks;
+
+static void tp_at(void *ud, int j) {
+    tp_marks *m = ud;
+    rl__camp_cpu_snapshot(m->tp->pids, m->tp->n_pids, &m->snap[j]);
+}
+
+/* One level: n clients of (case, arm) at once; returns its entry of results' "throughput". */
+static json_t *throughput_level(run_ctx *c, rl__camp_topo *tp, const rl__camp_case *k, rl__camp_arm arm, int n) {
+    const rl__camp_protocol *p = c->p;
+    char secs[32], warm[32], depth[16], start[32];
+    const char *url = tp->query_url[k->variant];
+    rl__camp_child *ch = rl__calloc((size_t)n, sizeof *ch);
+    char ***argvs = rl__calloc((size_t)n, sizeof *argvs);
+    uint64_t *hist = rl__calloc(RL_STATS_HIST_BUCKETS, sizeof *hist);
+    rl__errdetail err, why;
+    tp_marks m;
+    rl__errdetail_init(&err, NULL);
+    rl__errdetail_init(&why, NULL);
+    memset(&m, 0, sizeof m);
+    m.tp = tp;
+    /* Every client opens and warms up first; the window starts for all at one wall-clock time, far
+     * enough ahead for n processes to get there on this machine. */
+    double margin = 1.0 + 0.3 * n + p->tp_warmup_seconds;
+    if (c->t_first == 0) c->t_first = now_s();
+    uint64_t start_us = rl__clock_wall_us() + (uint64_t)(margin * 1e6);
+    double marks[2] = {now_s() + margin, now_s() + margin + p->tp_seconds};
+    snprintf(secs, sizeof secs, "%.17g", p->tp_seconds);
+    snprintf(warm, sizeof warm, "%.17g", p->tp_warmup_seconds);
+    snprintf(depth, sizeof depth, "%d", p->pipeline_depth);
+    snprintf(start, sizeof start, "%llu", (unsigned long long)start_us);
+    json_t *e = json_pack("{s:s, s:s, s:s, s:i, s:f}", "topology", tp->t->name, "case", k->name, "arm",
+                          rl__camp_arm_name(arm), "clients", n, "seconds", p->tp_seconds);
+    if (!ch || !argvs || !hist) {
+        rl__errdetail_append(&why, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        char **a = rl__calloc(24, sizeof *a);
+        if (!a) {
+            rl__errdetail_append(&why, "out of memory");
+            goto done;
+        }
+        int j = 0;
+        a[j++] = c->self, a[j++] = "campaign-worker";
+        a[j++] = "--url", a[j++] = (char *)url;
+        a[j++] = "--store", a[j++] = tp->store[k->variant];
+        a[j++] = "--case", a[j++] = (char *)k->name;
+        a[j++] = "--arm", a[j++] = (char *)rl__camp_arm_name(arm);
+        a[j++] = "--warmup", a[j++] = warm;
+        a[j++] = "--pipeline-depth", a[j++] = depth;
+        a[j++] = "--throughput-seconds", a[j++] = secs;
+        a[j++] = "--start-at-us", a[j++] = start;
+        if (arm == RL_CAMP_SQLITE) a[j++] = "--sqlite", a[j++] = tp->sqlite[k->variant];
+        argvs[i] = a;
+    }
+    int rc = rl__camp_children_run(argvs, n, margin + p->tp_seconds + rl__camp_process_timeout(p), marks, 2, tp_at, &m,
+                                   ch, &err);
+    if (rc) rl__errdetail_append(&why, "%s", rl__errdetail_get(&err));
+    double qps = 0, client_cpu = 0, client_cpu_total = 0, late = 0;
+    uint64_t ops = 0;
+    int ok_clients = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        int got = 0, done = 0;
+        char *line = (char *)ch[i].out.data, *end;
+        for (; *line; line = end + (*end != 0)) {
+            end = strchr(line, '\n');
+            if (!end) end = line + strlen(line);
+            json_t *o = json_loadb(line, (size_t)(end - line), 0, NULL);
+            if (!o) continue;
+            if (json_object_get(o, "error") && !rl__errdetail_len(&why))
+                rl__errdetail_append(&why, "client %d: %s: %s", i + 1, json_string_value(json_object_get(o, "error")),
+                                     json_string_value(json_object_get(o, "message")));
+            if (json_is_true(json_object_get(o, "throughput"))) {
+                uint64_t n_ops = (uint64_t)json_integer_value(json_object_get(o, "ops"));
+                double sec = json_number_value(json_object_get(o, "seconds"));
+                json_t *cpu = json_object_get(o, "cpu_seconds");
+                ops += n_ops;
+                qps += sec > 0 ? (double)n_ops / sec : 0;
+                client_cpu += json_is_number(cpu) ? json_number_value(cpu) : NAN;
+                double l = json_number_value(json_object_get(o, "late_seconds"));
+                late = l > late ? l : late;
+                size_t hi;
+                json_t *b;
+                json_array_foreach(json_object_get(o, "hist"), hi, b) {
+                    json_int_t bi = json_integer_value(json_array_get(b, 0));
+                    if (bi >= 0 && bi < RL_STATS_HIST_BUCKETS)
+                        hist[bi] += (uint64_t)json_integer_value(json_array_get(b, 1));
+                }
+                got = 1;
+            }
+            if (json_is_true(json_object_get(o, "done"))) done = 1;
+            json_decref(o);
+        }
+        client_cpu_total += ch[i].cpu_s;
+        if (!rl__errdetail_len(&why) && ch[i].timed_out)
+            rl__errdetail_append(&why, "client %d still running at its deadline: killed", i + 1);
+        if (!rl__errdetail_len(&why) && (ch[i].exit_code != 0 || !got || !done))
+            rl__errdetail_append(&why, "client %d: exit code %d (signal %d): %.300s", i + 1, ch[i].exit_code,
+                                 ch[i].signal, rl__camp_str(&ch[i].err));
+        ok_clients += got && done && ch[i].exit_code == 0;
+    }
+    long hz = sysconf(_SC_CLK_TCK);
+    int srv_ok = tp->n_pids > 0 && m.snap[0].ok && m.snap[1].ok && hz > 0;
+    double server_cpu = srv_ok ? (double)(m.snap[1].others_owned - m.snap[0].others_owned) / (double)hz : NAN;
+    json_object_set_new(e, "ok", json_boolean(!rl__errdetail_len(&why) && ok_clients == n));
+    json_object_set_new(e, "ops", json_integer((json_int_t)ops));
+    json_object_set_new(e, "queries_per_second", jnum(qps));
+    json_object_set_new(e, "p50_ns", jnum(rl__stats_hist_quantile(hist, 0.50)));
+    json_object_set_new(e, "p99_ns", jnum(rl__stats_hist_quantile(hist, 0.99)));
+    json_object_set_new(e, "client_cpu_seconds", jnum(client_cpu));
+    json_object_set_new(e, "client_cpu_seconds_per_query", jnum(ops ? client_cpu / (double)ops : NAN));
+    json_object_set_new(e, "client_cpu_seconds_lifetime", jnum(client_cpu_total));
+    json_object_set_new(e, "server_cpu_seconds", jnum(server_cpu));
+    json_object_set_new(e, "server_cpu_seconds_per_query", jnum(ops ? server_cpu / (double)ops : NAN));
+    json_object_set_new(e, "servers", json_integer(tp->n_pids));
+    json_object_set_new(e, "max_late_seconds", jnum(late));
+    if (rl__errdetail_len(&why)) {
+        json_object_set_new(e, "error", json_string(rl__errdetail_get(&why)));
+        add_failure(c, 0, "throughput", tp->t->name, k->name, "%s, %d clients: %s", rl__camp_arm_name(arm), n,
+                    rl__errdetail_get(&why));
+    }
+done:
+    if (!json_object_get(e, "ok")) {
+        json_object_set_new(e, "ok", json_false());
+        json_object_set_new(e, "error", json_string(rl__errdetail_get(&why)));
+        add_failure(c, 0, "throughput", tp->t->name, k->name, "%s", rl__errdetail_get(&why));
+    }
+    for (int i = 0; ch && argvs && i < n; i++) {
+        rl__camp_child_release(&ch[i]);
+        rl__free(argvs[i]);
+    }
+    rl__free(ch);
+    rl__free(argvs);
+    rl__free(hist);
+    return e;
+}
+
+/* The throughput phase of a topology: per throughput case, per available arm (protocol order), per
+ * client count. */
+static void run_throughput(run_ctx *c, rl__camp_topo *tp, const int *avail) {
+    const rl__camp_protocol *p = c->p;
+    char el[32], left[32];
+    for (int k = 0; k < p->n_tp_cases; k++)
+        for (int i = 0; i < p->n_arms; i++) {
+            rl__camp_arm a = p->arms[i];
+            if (!avail[a] || (a == RL_CAMP_SQLITE && !tp->sqlite[p->tp_cases[k].variant][0])) {
+                c->total -= p->n_tp_clients;
+                continue;
+            }
+            for (int l = 0; l < p->n_tp_clients; l++) {
+                json_t *e = throughput_level(c, tp, &p->tp_cases[k], a, p->tp_clients[l]);
+                json_array_append_new(c->throughput, e);
+                c->done++;
+                double per = c->done ? (now_s() - c->t_first) / c->done : 0;
+                fmt_dur(now_s() - c->t0, el, sizeof el);
+                fmt_dur(per * (c->total > c->done ? c->total - c->done : 0), left, sizeof left);
+                progress(c,
+                         "[%d/%d] %s throughput %s %-8s %2d clients: %.0f queries/s, p50 %.3f ms, p99 %.3f ms  "
+                         "elapsed %s, about %s left",
+                         c->done, c->total, tp->t->name, p->tp_cases[k].name, rl__camp_arm_name(a), p->tp_clients[l],
+                         json_number_value(json_object_get(e, "queries_per_second")),
+                         json_number_value(json_object_get(e, "p50_ns")) / 1e6,
+                         json_number_value(json_object_get(e, "p99_ns")) / 1e6, el, left);
+            }
+        }
+}
+
 /* ---- One topology ------------------------------------------------------------------------------ */
 
 /* Load, check and prepare the datasets. Returns 1 when the data passed every check. */
@@ -572,8 +748,9 @@ static int prepare_data(run_ctx *c, rl__camp_topo *tp, json_t *tj, const int *ne
             ok = 0;
         } else if (tp->placed_text[0]) {
             progress(c, "%s: placed (%s) in %.1f s", tp->t->name, tp->placed_text, now_s() - t0);
-            json_object_set_new(tj, "placement",
-                                json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds", now_s() - t0));
+            json_t *pl = json_pack("{s:s, s:f}", "teams", tp->placed_text, "seconds", now_s() - t0);
+            if (tp->place_info) json_object_set(pl, "plan", tp->place_info);
+            json_object_set_new(tj, "placement", pl);
         }
     }
     json_t *controls = NULL;
@@ -703,6 +880,7 @@ static int run_topology(run_ctx *c, int ti) {
         goto done;
     }
     for (int k = 0; k < p->n_cases; k++) need[p->cases[k].variant] = 1;
+    for (int k = 0; p->n_tp_clients && k < p->n_tp_cases; k++) need[p->tp_cases[k].variant] = 1;
     if (tp.ops->up(&tp, &err)) {
         add_failure(c, 1, "topology", t->name, NULL, "%s", rl__errdetail_get(&err));
         json_object_set_new(tj, "status", json_string("failed"));
@@ -719,13 +897,24 @@ static int run_topology(run_ctx *c, int ti) {
         goto down;
     }
     rows_check(c, &tp, tj, runs, hash);
-    /* The plan is now known: refine the estimate of processes. */
+    /* The plan is now known: the topology's estimate in the run's total becomes its plan. */
+    c->total -= c->est[ti];
+    c->est[ti] = 0;
     for (int k = 0; k < p->n_cases; k++) {
         int n = 0;
         for (int a = 0; a < RL_CAMP_ARM_KINDS; a++) n += runs[k][a];
         c->total += n * p->blocks;
     }
+    int tp_avail[RL_CAMP_ARM_KINDS] = {0}, n_avail = 0;
+    size_t ai;
+    json_t *ao;
+    json_array_foreach(json_object_get(tj, "arms"), ai, ao) {
+        int a = rl__camp_arm_of(json_string_value(json_object_get(ao, "arm")));
+        if (a >= 0 && json_is_true(json_object_get(ao, "available"))) tp_avail[a] = 1, n_avail++;
+    }
+    c->total += n_avail * p->n_tp_clients * p->n_tp_cases;
     for (int k = 0; k < p->n_cases && rc == RL_OK; k++) rc = run_case(c, &tp, &p->cases[k], runs[k], hash[k]);
+    if (rc == RL_OK && p->n_tp_clients) run_throughput(c, &tp, tp_avail);
     json_t *rest = NULL;
     rl__errdetail_clear(&err);
     if (tp.ops->restore(&tp, p->rtt_pings, &rest, &err)) {
@@ -746,7 +935,10 @@ down:
         if (rl__bench_scratch_remove(tp.dir, &m)) progress(c, "%s", rl__errdetail_get(&m));
     }
 done:
+    c->total -= c->est[ti]; /* not timed: none of its processes will run */
+    c->est[ti] = 0;
     json_decref(tp.info);
+    json_decref(tp.place_info);
     rl__free(runs);
     rl__free(hash);
     return rc;
@@ -797,9 +989,12 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     json_object_set_new(c.root, "topologies", c.topos = json_array());
     json_object_set_new(c.root, "cases", c.cases = json_array());
     json_object_set_new(c.root, "samples", c.samples = json_array());
+    json_object_set_new(c.root, "throughput", c.throughput = json_array());
     json_object_set_new(c.root, "summary", c.summary = json_array());
     json_object_set_new(c.root, "arm_summary", c.arm_summary = json_array());
     json_object_set_new(c.root, "failures", c.failures = json_array());
+    /* the reference reports' published figures, shown beside ours by report.c and report_plot.c */
+    json_object_set_new(c.root, "reference", rl__camp_reference_json());
     /* The manifest is taken now, before anything runs: the binaries' digests and the work tree's
      * revision are those the run starts from (taken at the end, a commit or a rebuild during a
      * long run was recorded as if the run had used it). */
@@ -814,6 +1009,16 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     rl__buf_release(&arms);
     progress(&c, "%d blocks x %d repeats of %g s per process (warm-up %g s); output in %s", p->blocks, p->repeats,
              p->seconds, p->warmup_seconds, o->out_dir);
+    /* One progress counter for the whole run: every topology's processes are counted from the start
+     * (every listed arm, the SQLite peer on embedded only), and each topology's share is replaced by
+     * its plan once its rows check has shown which arms run. */
+    for (int ti = 0; ti < p->n_topologies; ti++) {
+        int n = 0;
+        for (int i = 0; i < p->n_arms; i++)
+            n += p->arms[i] != RL_CAMP_SQLITE || p->topologies[ti].kind == RL_CAMP_EMBEDDED;
+        c.est[ti] = n * (p->n_cases * p->blocks + p->n_tp_clients * p->n_tp_cases);
+        c.total += c.est[ti];
+    }
     for (int ti = 0; ti < p->n_topologies && rc == RL_OK; ti++) rc = run_topology(&c, ti);
     if (!p->keep_data) {
         char data[RL_CAMP_DIR_MAX];
@@ -834,8 +1039,9 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
     rl__camp_plots(o->out_dir, c.root, &plots, NULL);
     json_object_set_new(c.root, "plots", plots ? plots : json_null());
     int wrc = rl__camp_results_write(o->out_dir, c.root, err);
-    if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, o->out, err);
+    if (!wrc) wrc = rl__camp_csv_write(o->out_dir, c.root, err);
     if (!wrc) wrc = write_json(o->out_dir, "manifest.json", man, err);
+    if (!wrc) wrc = rl__camp_report_write(o->out_dir, c.root, man, o->out, err);
     fmt_dur(now_s() - c.t0, el, sizeof el);
     progress(&c, "done in %s: %d processes, %d failed checks, %d failed processes; report %s/report.md", el, c.done,
              c.failed_checks, c.failed_procs, o->out_dir);

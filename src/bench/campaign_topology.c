@@ -21,6 +21,8 @@
  *   on the index's team (colocated) with rl placement place's library, which returns once the moves
  *   are done; the receipt adds rl placement show's (teams and server-/host-disjoint fractions).
  *   The rows check and the workers open url?secondary=STRATEGY (the protocol's secondary_reads).
+ *   Placement "reports" (the M2 report's, reproduced explicitly): the small store disjoint, the split
+ *   store as place_reports_split says (rows1000 0.70 server-disjoint, rows10 colocated).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -206,9 +208,105 @@ static void team_text(rl_buf *b, const uint32_t *team, int n) {
     rl__buf_append_str(b, "}");
 }
 
+/* The disjoint fraction of the first `rows` rows of a case read in `order` (ids by price, then id;
+ * reverse: from the end): the share of them whose record is not on the index's team. */
+static double planned_fraction(const int64_t *order, const uint8_t *col, int n, int rows, int reverse) {
+    int l = rows < n ? rows : n, d = 0;
+    for (int i = 0; i < l; i++) d += !col[order[reverse ? n - 1 - i : i] - 1];
+    return l ? (double)d / l : 0;
+}
+
+static const int64_t *sort_seed_prices; /* qsort's context: the prices of ids 1..n */
+static int cmp_by_price(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    int64_t px = sort_seed_prices[x - 1], py = sort_seed_prices[y - 1];
+    return px != py ? (px < py ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+/* placement "reports", the split store (the M2 report's placement, reproduced on purpose): the
+ * index on its team (one shard), the records over several shards: the 10 rows of rows10 forward
+ * and reverse (the first and last 10 by price, then order_id: the generator's prices,
+ * rl__tool_order_price) and then the lowest order_ids, up to 30% of the records, on the index's own
+ * team (colocated); every other record, in order_id order, split evenly over the teams disjoint from
+ * the index's. So rows1000 reads a server-disjoint fraction of 0.70 (1,000 records), rows10 0 —
+ * and limit1 0 too, its row being rows10's first (the report's limit1 rows were cross-server: not
+ * reproducible together with colocated rows10 on this dataset). Checked after the moves: the
+ * placement receipt's server-disjoint count must be the plan's. *out_plan: the plan (the caller's). */
+static int place_reports_split(rl__camp_topo *tp, const uint32_t *index_team, int r, uint32_t rec[][3], int n_rec,
+                               json_t **out_plan, rl__errdetail *err) {
+    const rl__camp_protocol *p = tp->p;
+    int n = p->records, rc = RL_OK;
+    int64_t *price = rl__calloc((size_t)n, sizeof *price), *order = rl__calloc((size_t)n, sizeof *order);
+    uint8_t *col = rl__calloc((size_t)n, 1);
+    uint32_t *team_of = rl__calloc((size_t)n, sizeof *team_of);
+    const uint32_t *teams[RL_CAMP_MAX_TEAMS + 1];
+    uint32_t n_team[RL_CAMP_MAX_TEAMS + 1];
+    json_t *pl = NULL;
+    *out_plan = NULL;
+    if (!price || !order || !col || !team_of) {
+        rc = RL_E_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (int i = 0; i < n; i++) price[i] = rl__tool_order_price(p->data_seed, i + 1), order[i] = i + 1;
+    sort_seed_prices = price;
+    qsort(order, (size_t)n, sizeof *order, cmp_by_price);
+    int t = n < 10 ? n : 10, count = 0, want = (int)(0.30 * n + 0.5);
+    for (int i = 0; i < t; i++) col[order[i] - 1] = 1, col[order[n - 1 - i] - 1] = 1;
+    for (int i = 0; i < n; i++) count += col[i];
+    for (int i = 0; i < n && count < want; i++)
+        if (!col[i]) col[i] = 1, count++;
+    int rest = n - count, rank = 0;
+    for (int i = 0; i < n; i++) team_of[i] = col[i] ? 0 : (uint32_t)(1 + (int64_t)rank++ * n_rec / rest);
+    teams[0] = index_team, n_team[0] = (uint32_t)r;
+    for (int j = 0; j < n_rec; j++) teams[j + 1] = rec[j], n_team[j + 1] = (uint32_t)r;
+    rc = rl__tool_placement_place_runs(tp->url[RL_CAMP_SPLIT], NULL, tp->store[RL_CAMP_SPLIT], "price_idx", index_team,
+                                       (uint32_t)r, teams, n_team, (uint32_t)n_rec + 1, team_of, (size_t)n, 0, NULL,
+                                       err);
+    if (rc) goto done;
+    json_t *f = json_object();
+    static const int rows[3] = {1, 10, 1000};
+    static const char *const rn[3] = {"limit1", "rows10", "rows1000"};
+    for (int k = 0; k < 3; k++)
+        for (int d = 0; d < 2; d++) {
+            char name[48];
+            snprintf(name, sizeof name, "split-%s-%s", rn[k], d ? "reverse" : "forward");
+            json_object_set_new(f, name, json_real(planned_fraction(order, col, n, rows[k], d)));
+        }
+    int runs = 1;
+    for (int i = 1; i < n; i++) runs += team_of[i] != team_of[i - 1];
+    pl = json_pack("{s:s, s:i, s:i, s:i, s:o}", "split",
+                   "rows10 forward and reverse, then the lowest order_ids up to 30%, on the index's team; the rest "
+                   "evenly over the disjoint teams",
+                   "records", n, "colocated_records", count, "record_ranges", runs, "planned_server_disjoint_fraction",
+                   f);
+    /* The check: the receipt's count of server-disjoint records is the plan's. */
+    json_t *show = NULL;
+    if ((rc = rl__tool_placement_show(tp->url[RL_CAMP_SPLIT], tp->store[RL_CAMP_SPLIT], "price_idx", NULL, &show, err)))
+        goto done;
+    json_t *fr = json_object_get(json_object_get(show, "receipt"), "fractions");
+    json_int_t got = json_integer_value(json_object_get(fr, "server_disjoint"));
+    json_object_set_new(pl, "receipt_server_disjoint", json_integer(got));
+    json_decref(show);
+    if (got != rest) {
+        rl__errdetail_append(err, "placement reports: the receipt counts %lld server-disjoint records, the plan %d",
+                             (long long)got, rest);
+        rc = RL_E_INTEGRITY_DEFECTS;
+    }
+done:
+    if (rc == RL_E_OUT_OF_MEMORY) rl__errdetail_append(err, "placement reports: out of memory");
+    if (!rc) *out_plan = pl;
+    else json_decref(pl);
+    rl__free(price);
+    rl__free(order);
+    rl__free(col);
+    rl__free(team_of);
+    return rc;
+}
+
 /* multi: per store, the index price_idx to the index team and the records split evenly over the
- * record teams (rl__tool_placement_place, which returns once every move is done). single: one
- * storage server holds every shard, nothing to place. */
+ * record teams (rl__tool_placement_place, which returns once every move is done); with placement
+ * "reports" the split store as place_reports_split says. single: one storage server holds every
+ * shard, nothing to place. */
 static int cl_place(rl__camp_topo *tp, rl__errdetail *err) {
     if (tp->t->kind == RL_CAMP_SINGLE) return RL_OK;
     uint32_t index_team[3], rec[RL_CAMP_MAX_TEAMS][3], n_rec[RL_CAMP_MAX_TEAMS];
@@ -231,6 +329,16 @@ static int cl_place(rl__camp_topo *tp, rl__errdetail *err) {
     rl__buf_release(&txt);
     for (int v = 0; v < RL_CAMP_VARIANTS; v++) {
         if (!tp->loaded[v]) continue;
+        if (v == RL_CAMP_SPLIT && !strcmp(tp->t->placement, "reports")) {
+            json_t *plan = NULL;
+            int rc = place_reports_split(tp, index_team, r, rec, n, &plan, err);
+            if (rc) return rc;
+            json_object_set_new(plan, "small",
+                                json_string("every record on a team disjoint from the index's (fraction 1)"));
+            json_decref(tp->place_info);
+            tp->place_info = plan;
+            continue;
+        }
         int rc = rl__tool_placement_place(tp->url[v], NULL, tp->store[v], "price_idx", index_team, (uint32_t)r, recp,
                                           n_rec, (uint32_t)n, 0, NULL, err);
         if (rc) {

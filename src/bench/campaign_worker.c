@@ -7,6 +7,11 @@
  * least one op each), and prints one JSON line per repeat with the per-op figures (campaign.h's
  * metrics) and the hash of the last op's rows, then {"done": true, ...}. Allocations are the
  * calling thread's rl_alloc counters over the loop (SQLite's through its counting wrapper).
+ *
+ * The throughput mode (o->throughput_seconds > 0; the runner starts several at once) replaces the
+ * repeats with one closed-loop window that starts at a wall-clock time shared by every client of
+ * the level: each op's latency into a log-linear histogram (stats.h), the ops, the window's own
+ * length, how late it began, and this process's CPU over the window (/proc/self/stat).
  */
 #include <math.h>
 #include <string.h>
@@ -14,6 +19,8 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "bench/campaign_int.h"
+#include "bench/campaign_proc.h"
+#include "bench/stats.h"
 
 static void print_line(FILE *out, json_t *o) {
     char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -26,6 +33,43 @@ static void print_line(FILE *out, json_t *o) {
 static void print_error(FILE *out, int rc, const rl__errdetail *err) {
     print_line(out, json_pack("{s:s, s:s}", "error", rl_error_name(rc), "message",
                               rl__errdetail_len(err) ? rl__errdetail_get(err) : rl_error_message(rc)));
+}
+
+/* The throughput mode: wait for the window's start (the wall clock, so every client of a level
+ * starts together), then the closed loop, every op timed into the histogram; one line. */
+static int throughput_window(const rl__camp_worker_options *o, rl__camp_conn *c, const rl__camp_case *k, FILE *out,
+                             rl__errdetail *err) {
+    uint64_t *hist = calloc(RL_STATS_HIST_BUCKETS, sizeof *hist);
+    rl__camp_sums s;
+    int rc = RL_OK;
+    if (!hist) return RL_E_OUT_OF_MEMORY;
+    memset(&s, 0, sizeof s);
+    uint64_t now_us = rl__clock_wall_us();
+    if (o->start_at_us > now_us) rl__clock_sleep_us(o->start_at_us - now_us);
+    double late = o->start_at_us ? ((double)rl__clock_wall_us() - (double)o->start_at_us) / 1e6 : 0;
+    double cpu0 = rl__camp_proc_cpu_seconds(0);
+    uint64_t t0 = rl__clock_mono_ns(), budget = (uint64_t)(o->throughput_seconds * 1e9), t1 = t0, prev = t0;
+    do {
+        if ((rc = rl__camp_op(c, k, o->arm, o->pipeline_depth, &s, err))) break;
+        t1 = rl__clock_mono_ns();
+        hist[rl__stats_hist_index(t1 - prev)]++;
+        prev = t1;
+    } while (t1 - t0 < budget);
+    double cpu1 = rl__camp_proc_cpu_seconds(0);
+    if (!rc) {
+        char hash[17];
+        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)s.hash);
+        json_t *h = json_array();
+        for (int i = 0; i < RL_STATS_HIST_BUCKETS; i++)
+            if (hist[i]) json_array_append_new(h, json_pack("[i, I]", i, (json_int_t)hist[i]));
+        json_t *line = json_pack("{s:b, s:I, s:f, s:f, s:s, s:I, s:o}", "throughput", 1, "ops", (json_int_t)s.ops,
+                                 "seconds", (double)(t1 - t0) / 1e9, "late_seconds", late, "rows_hash", hash,
+                                 "last_rows", (json_int_t)s.last_rows, "hist", h);
+        json_object_set_new(line, "cpu_seconds", isnan(cpu0) || isnan(cpu1) ? json_null() : json_real(cpu1 - cpu0));
+        print_line(out, line);
+    }
+    free(hist);
+    return rc;
 }
 
 int rl__camp_worker(const rl__camp_worker_options *o, FILE *out) {
@@ -52,6 +96,14 @@ int rl__camp_worker(const rl__camp_worker_options *o, FILE *out) {
     do {
         if ((rc = rl__camp_op(&c, &k, o->arm, o->pipeline_depth, &w, &err))) goto fail;
     } while (rl__clock_mono_ns() - t0 < budget);
+    if (o->throughput_seconds > 0) {
+        rc = throughput_window(o, &c, &k, out, &err);
+        if (rc) goto fail;
+        print_line(out,
+                   json_pack("{s:b, s:f, s:I}", "done", 1, "open_seconds", open_s, "warmup_ops", (json_int_t)w.ops));
+        rl__camp_conn_close(&c);
+        return RL_OK;
+    }
     budget = (uint64_t)(o->seconds * 1e9);
     for (int r = 0; r < o->repeats; r++) {
         rl__camp_sums s;

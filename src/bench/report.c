@@ -157,6 +157,159 @@ static void ratio_table(rl_buf *b, json_t *r, const char *topo, const char *cmp,
     }
 }
 
+/* The note on a comparison whose time ratio and medians point different ways: the ratio (the
+ * geometric mean of the paired block ratios) below 1 and the arm's median of block medians above
+ * its baseline's, or the other way round. For adaptive/best the baseline's median is the smaller of
+ * ordinary's and remote's. Appended as one list item per such case; nothing when they agree. */
+static void direction_notes(rl_buf *b, json_t *r, const char *topo) {
+    static const char *const cmps[3] = {"remote/ordinary", "adaptive/best", "sqlite/ordinary"};
+    json_t *p = json_object_get(r, "protocol");
+    size_t i;
+    json_t *kname;
+    int any = 0;
+    json_array_foreach(json_object_get(p, "cases"), i, kname) {
+        const char *k = json_string_value(kname);
+        for (int c = 0; c < 3; c++) {
+            json_t *s = find_summary(r, topo, k, cmps[c], "ns_per_op");
+            if (!s || strcmp(jstr(s, "status"), "ok")) continue;
+            const char *arm = jstr(s, "arm"), *base = jstr(s, "baseline");
+            json_t *fa = find_arm(r, topo, k, arm, "ns_per_op");
+            double ma = fa ? jnumv(fa, "median") : NAN, mb;
+            if (!strcmp(base, "best")) {
+                json_t *fo = find_arm(r, topo, k, "ordinary", "ns_per_op"),
+                       *fr = find_arm(r, topo, k, "remote", "ns_per_op");
+                double o = fo ? jnumv(fo, "median") : NAN, rr = fr ? jnumv(fr, "median") : NAN;
+                mb = o < rr ? o : rr;
+            } else {
+                json_t *fb = find_arm(r, topo, k, base, "ns_per_op");
+                mb = fb ? jnumv(fb, "median") : NAN;
+            }
+            double ratio = jnumv(s, "ratio");
+            if (isnan(ma) || isnan(mb) || ratio == 1 || ma == mb || (ratio < 1) == (ma < mb)) continue;
+            if (!any) rl__buf_append_str(b, "\n");
+            any = 1;
+            rl__buf_printf(b, "- Note, %s %s: the ratio %.3f says %s is %s than %s, but the medians (", k, cmps[c],
+                           ratio, arm, ratio < 1 ? "faster" : "slower", base);
+            put_time(b, ma);
+            rl__buf_append_str(b, " vs ");
+            put_time(b, mb);
+            rl__buf_printf(b,
+                           ") say %s. This can happen: the ratio pairs the arms within each block and averages "
+                           "the %lld block ratios on a log scale, while each median is taken over one arm's block "
+                           "medians alone; when blocks differ (drift, one noisy block) or the difference is small "
+                           "against the spread, the middle block of one arm is not the middle block of the other. "
+                           "The ratio is the paired comparison; its interval says whether either direction is "
+                           "resolved.\n",
+                           ma < mb ? "faster" : "slower",
+                           (long long)json_integer_value(json_object_get(s, "n_blocks")));
+        }
+    }
+}
+
+/* ---- Beside the reference reports ------------------------------------------------------------- */
+
+/* The reference figure of (kind, case) in the results' "reference", or NULL. */
+static json_t *find_reference(json_t *r, const char *kind, const char *kase) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(json_object_get(r, "reference"), "figures"), i, f) {
+        if (!strcmp(jstr(f, "topology_kind"), kind) && !strcmp(jstr(f, "case"), kase)) return f;
+    }
+    return NULL;
+}
+
+/* A published time in ms, to the digits reports print (four significant: 24, 108, 4.87, 276.9). */
+static void put_ms(rl_buf *b, double ms) { rl__buf_printf(b, "%.4g ms", ms); }
+
+/* The table of our remote/ordinary time figures beside the report matched to the topology's kind
+ * (C3 for single, M2 for multi): its ratio and interval, its absolute times where published, and
+ * whether the two point the same way. Every case of the run has a row; a case the report gives no
+ * figure for says "not published". */
+static void reference_table(rl_buf *b, json_t *r, json_t *t) {
+    const char *topo = jstr(t, "name"), *kind = jstr(t, "kind");
+    json_t *ref = json_object_get(r, "reference"), *rep = NULL, *x, *kname;
+    size_t i;
+    json_array_foreach(json_object_get(ref, "reports"), i, x) {
+        if (!strcmp(jstr(x, "topology_kind"), kind)) rep = x;
+    }
+    if (!rep) return;
+    const char *name = jstr(rep, "report");
+    rl__buf_printf(b,
+                   "\nBeside the reference report %s (\"%s\", `%s`: %s); its figures are remote/ordinary time "
+                   "ratios with nominal 95%% intervals, and medians of block medians:\n\n",
+                   name, jstr(rep, "title"), jstr(rep, "file"), jstr(rep, "setup"));
+    rl__buf_printf(b,
+                   "| case | ours: remote/ordinary | ours: remote vs ordinary | %s: remote/ordinary | %s: remote vs "
+                   "ordinary | same direction? | source |\n|---|---|---|---|---|---|---|\n",
+                   name, name);
+    json_array_foreach(json_object_get(json_object_get(r, "protocol"), "cases"), i, kname) {
+        const char *k = json_string_value(kname);
+        if (!find_case(r, topo, k)) continue;
+        json_t *s = find_summary(r, topo, k, "remote/ordinary", "ns_per_op"), *f = find_reference(r, kind, k);
+        rl__buf_printf(b, "| %s | ", k);
+        put_ratio(b, s);
+        rl__buf_append_str(b, " | ");
+        json_t *fo = find_arm(r, topo, k, "ordinary", "ns_per_op"), *fr = find_arm(r, topo, k, "remote", "ns_per_op");
+        if (fo && fr) {
+            put_time(b, jnumv(fr, "median"));
+            rl__buf_append_str(b, " vs ");
+            put_time(b, jnumv(fo, "median"));
+        } else rl__buf_append_str(b, "—");
+        rl__buf_append_str(b, " | ");
+        double rr = f ? jnumv(f, "ratio") : NAN, lo = f ? jnumv(f, "range_low") : NAN;
+        if (!f) rl__buf_append_str(b, "not published");
+        else if (!isnan(rr) && !isnan(jnumv(f, "ci_low")))
+            rl__buf_printf(b, "%.3f [%.3f, %.3f]", rr, jnumv(f, "ci_low"), jnumv(f, "ci_high"));
+        else if (!isnan(rr)) rl__buf_printf(b, "%.3f (no interval published)", rr);
+        else if (!isnan(lo))
+            rl__buf_printf(b, "not published (only the range %.3f–%.3f over the 1,000-row cases)", lo,
+                           jnumv(f, "range_high"));
+        else rl__buf_append_str(b, "not published");
+        rl__buf_append_str(b, " | ");
+        if (f && !isnan(jnumv(f, "remote_ms"))) {
+            put_ms(b, jnumv(f, "remote_ms"));
+            rl__buf_append_str(b, " vs ");
+            put_ms(b, jnumv(f, "ordinary_ms"));
+        } else rl__buf_append_str(b, "not published");
+        rl__buf_append_str(b, " | ");
+        /* the direction: the report's ratio, or its range (wholly above or below 1) */
+        int theirs = !isnan(rr)   ? (rr < 1   ? -1
+                                     : rr > 1 ? 1
+                                              : 0)
+                     : !isnan(lo) ? (jnumv(f, "range_high") < 1 ? -1
+                                     : lo > 1                   ? 1
+                                                                : 0)
+                                  : 0;
+        double ours = s && !strcmp(jstr(s, "status"), "ok") ? jnumv(s, "ratio") : NAN;
+        if (!theirs || isnan(ours)) rl__buf_append_str(b, "—");
+        else {
+            rl__buf_append_str(b, (ours < 1 ? -1 : ours > 1 ? 1 : 0) == theirs ? "yes" : "**no**");
+            if (jnumv(s, "ci_low") <= 1 && jnumv(s, "ci_high") >= 1)
+                rl__buf_append_str(b, " (ours not resolved: its interval holds 1)");
+        }
+        if (f)
+            rl__buf_printf(b, " | `%s` line %lld |\n", jstr(f, "file"),
+                           (long long)json_integer_value(json_object_get(f, "line")));
+        else rl__buf_append_str(b, " | — |\n");
+    }
+    json_t *rtt = json_object_get(ref, "rtt");
+    if (rtt && !strcmp(jstr(rtt, "topology_kind"), kind)) {
+        json_t *kc = NULL, *c;
+        json_array_foreach(json_object_get(r, "cases"), i, c) {
+            if (!kc && !strcmp(jstr(c, "topology"), topo)) kc = c;
+        }
+        json_t *rb = json_object_get(json_object_get(kc, "checks"), "rtt_before");
+        rl__buf_append_str(b, "\nRound trip: ours ");
+        if (rb && json_is_true(json_object_get(rb, "applicable")))
+            rl__buf_printf(b, "p50 %.3f ms, p99 %.3f ms (the probe before the first case)", jnumv(rb, "p50_us") / 1e3,
+                           jnumv(rb, "p99_us") / 1e3);
+        else rl__buf_append_str(b, "not measured");
+        rl__buf_printf(b, "; %s's ping before its phase p50 %.3f ms, p99 %.3f ms (`%s` line %lld).\n",
+                       jstr(rtt, "report"), jnumv(rtt, "p50_ms"), jnumv(rtt, "p99_ms"), jstr(rtt, "file"),
+                       (long long)json_integer_value(json_object_get(rtt, "line")));
+    }
+}
+
 void rl__camp_report_main_table(json_t *r, rl_buf *b) {
     size_t ti, i;
     json_t *t, *kname;
@@ -199,6 +352,8 @@ void rl__camp_report_main_table(json_t *r, rl_buf *b) {
             }
             rl__buf_append_str(b, " |\n");
         }
+        direction_notes(b, r, topo);
+        reference_table(b, r, t);
     }
 }
 
@@ -420,6 +575,68 @@ static void dataset_section(rl_buf *b, json_t *t) {
                    agree, n);
 }
 
+/* The teams `place` used and, for placement "reports", its plan: the planned server-disjoint
+ * fraction per split case and the receipt's count that checked it. */
+static void placement_section(rl_buf *b, json_t *t) {
+    json_t *pl = json_object_get(t, "placement"), *plan = json_object_get(pl, "plan"), *v;
+    const char *k;
+    if (!pl) return;
+    rl__buf_printf(b, "\nPlacement: %s (placed in %.1f s).", jstr(pl, "teams"), jnumv(pl, "seconds"));
+    if (plan) {
+        rl__buf_printf(b,
+                       " The reports' placement: small (and skip3): %s; split: %s — %lld of %lld records on the "
+                       "index's team, in %lld record ranges; planned server-disjoint fraction per case:",
+                       jstr(plan, "small"), jstr(plan, "split"),
+                       (long long)json_integer_value(json_object_get(plan, "colocated_records")),
+                       (long long)json_integer_value(json_object_get(plan, "records")),
+                       (long long)json_integer_value(json_object_get(plan, "record_ranges")));
+        int first = 1;
+        json_object_foreach(json_object_get(plan, "planned_server_disjoint_fraction"), k, v) {
+            rl__buf_printf(b, "%s %s %.3f", first ? "" : ",", k, json_number_value(v));
+            first = 0;
+        }
+        rl__buf_printf(b, "; the receipt after placing counted %lld server-disjoint records (as planned).",
+                       (long long)json_integer_value(json_object_get(plan, "receipt_server_disjoint")));
+    }
+    rl__buf_append_str(b, "\n");
+}
+
+/* The throughput phase of a topology: one row per (case, arm, clients). */
+static void throughput_table(rl_buf *b, json_t *r, const char *topo) {
+    size_t i;
+    json_t *e;
+    int any = 0;
+    json_array_foreach(json_object_get(r, "throughput"), i, e) {
+        if (strcmp(jstr(e, "topology"), topo)) continue;
+        if (!any)
+            rl__buf_printf(b,
+                           "\n### Throughput\n\nN client processes of one case and arm at once, each in a closed "
+                           "loop for %g s (the same wall-clock window); queries/s summed over the clients; latency "
+                           "percentiles of every query of the window (log-linear histogram, within 1.6 %%); CPU "
+                           "seconds per query of the clients (their own /proc/PID/stat over the window) and of the "
+                           "servers the campaign started (/proc/PID/stat at the window's start and end; clock "
+                           "ticks of 10 ms).\n\n| case | arm | clients | queries/s | p50 | p99 | client CPU/query | "
+                           "server CPU/query | ok |\n|---|---|---|---|---|---|---|---|---|\n",
+                           jnumv(e, "seconds"));
+        any = 1;
+        rl__buf_printf(b, "| %s | %s | %lld | ", jstr(e, "case"), jstr(e, "arm"),
+                       (long long)json_integer_value(json_object_get(e, "clients")));
+        double qps = jnumv(e, "queries_per_second");
+        if (isnan(qps)) rl__buf_append_str(b, "n/a");
+        else put_int(b, round(qps));
+        rl__buf_append_str(b, " | ");
+        put_time(b, jnumv(e, "p50_ns"));
+        rl__buf_append_str(b, " | ");
+        put_time(b, jnumv(e, "p99_ns"));
+        rl__buf_append_str(b, " | ");
+        put_time(b, 1e9 * jnumv(e, "client_cpu_seconds_per_query"));
+        rl__buf_append_str(b, " | ");
+        if (json_integer_value(json_object_get(e, "servers")) == 0) rl__buf_append_str(b, "n/a (no servers)");
+        else put_time(b, 1e9 * jnumv(e, "server_cpu_seconds_per_query"));
+        rl__buf_printf(b, " | %s |\n", json_is_true(json_object_get(e, "ok")) ? "yes" : "**failed**");
+    }
+}
+
 static void put_plots(rl_buf *b, json_t *r, const char *topo) {
     json_t *pl = json_object_get(r, "plots");
     size_t i;
@@ -435,7 +652,7 @@ static void put_plots(rl_buf *b, json_t *r, const char *topo) {
     else if (json_object_get(pl, "error")) rl__buf_printf(b, "\nPlots were not drawn: %s\n", jstr(pl, "error"));
 }
 
-int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *err) {
+int rl__camp_report_write(const char *dir, json_t *r, json_t *manifest, FILE *out, rl__errdetail *err) {
     json_t *p = json_object_get(r, "protocol"), *ds = json_object_get(p, "dataset"), *dz = json_object_get(p, "design"),
            *st = json_object_get(p, "statistics"), *ck = json_object_get(p, "checks");
     rl_buf b, main;
@@ -451,8 +668,10 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *
     rl__buf_printf(&b, "# Campaign report: %s\n\n%s\n\n", jstr(r, "protocol_name"), jstr(p, "description"));
     rl__buf_printf(&b,
                    "Protocol `%s` (%s), SHA-256 `%s`. Started %s, finished %s (%.0f s). Raw samples, every check "
-                   "and the summary: `results.json.zst` (zstd-compressed JSON); machine, versions and binaries: "
-                   "`manifest.json`.\n\n",
+                   "and the summary: `results.json.zst` (zstd-compressed JSON); the same samples and summary as CSV: "
+                   "`samples.csv` (one row per sample) and `summary.csv` (one row per case, arm and metric, with "
+                   "the ratio and its interval); this report as one page: `report.html`; machine, versions and "
+                   "binaries: `manifest.json`.\n\n",
                    jstr(r, "protocol_name"), jstr(r, "protocol_source"), jstr(r, "protocol_sha256"),
                    jstr(r, "started_utc"), jstr(r, "finished_utc"), jnumv(r, "wall_seconds"));
     if (json_is_true(json_object_get(r, "ok"))) rl__buf_append_str(&b, "**Every check passed and every process ran.**");
@@ -504,6 +723,7 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *
             continue;
         }
         if (json_object_get(t, "datasets")) dataset_section(&b, t);
+        placement_section(&b, t);
         if (!topo_ran(t)) {
             rl__buf_printf(&b, "\n**Not timed**: %s.\n", jstr(t, "status"));
             continue;
@@ -526,6 +746,7 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *
             rl__buf_printf(&b, " (%s)", jstr(rest, "reason"));
         rl__buf_append_str(&b, ".\n\n### What happened\n\n");
         sentences(&b, r, topo, jstr(t, "kind"));
+        throughput_table(&b, r, topo);
         put_plots(&b, r, topo);
     }
     rl__buf_append_str(&b, "\n## Failures\n\n");
@@ -548,10 +769,14 @@ int rl__camp_report_write(const char *dir, json_t *r, FILE *out, rl__errdetail *
         rl__errdetail_append(err, "cannot write %s", path);
         rc = RL_E_IO_ERROR;
     }
+    if (!rc) rc = rl__camp_html_write(dir, (const char *)b.data, b.len, manifest, err);
     if (out && !rc) {
         fprintf(out, "%s", main.data);
-        fprintf(out, "\nreport: %s/report.md\nresults: %s/" RL_CAMP_RESULTS_NAME "\nmanifest: %s/manifest.json\n", dir,
-                dir, dir);
+        fprintf(out,
+                "\nreport: %s/report.md (and report.html)\nsamples: %s/" RL_CAMP_SAMPLES_CSV
+                "\nsummary: %s/" RL_CAMP_SUMMARY_CSV "\nresults: %s/" RL_CAMP_RESULTS_NAME
+                "\nmanifest: %s/manifest.json\n",
+                dir, dir, dir, dir, dir);
         json_t *pl = json_object_get(r, "plots");
         json_array_foreach(json_object_get(pl, "files"), i, f) fprintf(out, "plot: %s/%s\n", dir, json_string_value(f));
         if (json_object_get(pl, "error")) fprintf(out, "plots not drawn: %s\n", jstr(pl, "error"));

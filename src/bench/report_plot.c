@@ -6,7 +6,14 @@
  *                                scale, a dashed line at 1
  *   plots/times-TOPO.{svg,png}   per case the absolute time per query of each arm: the median of
  *                                the block medians, bars from the raw min to max, log scale
+ *   plots/throughput-TOPO.{svg,png}  the throughput phase: queries/s against client processes (log
+ *                                2), one line per (arm, case)
  *   plots/NAME.dat, NAME.gp      the data and the scripts (rerun with `gnuplot FILE.gp`)
+ *
+ * A contaminated case (its label) is marked on both plots with a large red open circle. The ratios
+ * plot of a single or multi topology also shows the reference report's figure for each case where
+ * one was published (results' "reference": C3 for single, M2 for multi): its ratio with its interval
+ * as a black diamond, or the range published over several cases as a grey bar.
  *
  * PNG: gnuplot-nox has the cairo terminals (pngcairo); when the terminal is missing, the libgd
  * `png` terminal is tried, and when neither works the PNG files are skipped and the reason
@@ -43,6 +50,27 @@ static json_t *find_arm(json_t *r, const char *topo, const char *kase, const cha
             return json_object_get(json_object_get(s, "metrics"), "ns_per_op");
     }
     return NULL;
+}
+
+/* The reference report's figure of (topology kind, case) in the results, or NULL. */
+static json_t *find_reference(json_t *r, const char *kind, const char *kase) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(json_object_get(r, "reference"), "figures"), i, f) {
+        if (!strcmp(jstr(f, "topology_kind"), kind) && !strcmp(jstr(f, "case"), kase)) return f;
+    }
+    return NULL;
+}
+
+/* 1 when the case of topology is labelled contaminated. */
+static int contaminated(json_t *r, const char *topo, const char *kase) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "cases"), i, c) {
+        if (!strcmp(jstr(c, "topology"), topo) && !strcmp(jstr(c, "case"), kase))
+            return !strcmp(jstr(c, "label"), "contaminated");
+    }
+    return 0;
 }
 
 static void put_num(FILE *f, json_t *v, double scale) {
@@ -92,6 +120,24 @@ static int write_script(const char *path, const char *dir, const char *topo, con
         fprintf(f, ", '%s/plots/ratios-%s.dat' using ($1%+.2f):%d:%d:%d with yerrorbars pt %d title '%s'", dir, topo,
                 off, 3 + 3 * c, 4 + 3 * c, 5 + 3 * c, 7 + c, cmp_titles[c]);
     }
+    /* the reference report's figures: its ratio with its interval (black diamonds), or the range it
+     * published over several cases (a grey bar without a point) */
+    if (cols[8] & 1)
+        fprintf(f,
+                ", '%s/plots/ratios-%s.dat' using ($1+0.32):13:14:15 with yerrorbars pt 13 ps 1.3 lc rgb 'black' "
+                "title 'reference report (ratio, interval)'",
+                dir, topo);
+    if (cols[8] & 2)
+        fprintf(f,
+                ", '%s/plots/ratios-%s.dat' using ($1+0.32):(valid(13) ? 1/0 : ($14+$15)/2):14:15 with yerrorbars "
+                "ps 0 lw 3 lc rgb 'gray50' title 'reference report (published range only)'",
+                dir, topo);
+    /* contaminated cases: a large open circle at their first ratio (or at 1) */
+    if (cols[7])
+        fprintf(f,
+                ", '%s/plots/ratios-%s.dat' using 1:($12>0 ? (valid(3) ? $3 : (valid(6) ? $6 : 1)) : 1/0) with points "
+                "pt 6 ps 3 lc rgb '#d62728' title 'contaminated case'",
+                dir, topo);
     fprintf(f,
             "\nunset arrow 1\nset output '%s/plots/times-%s.%s'\nset title \"%s: time per query per arm (median of "
             "the block medians, bars: min to max of all repeats)\"\nset ylabel 'µs per query'\nplot ",
@@ -103,8 +149,65 @@ static int write_script(const char *path, const char *dir, const char *topo, con
         fprintf(f, ", '%s/plots/times-%s.dat' using ($1%+.2f):%d:%d:%d with yerrorbars pt %d title '%s'", dir, topo,
                 off, 3 + 3 * a, 4 + 3 * a, 5 + 3 * a, 5 + a, arm_titles[a]);
     }
+    if (cols[7])
+        fprintf(f,
+                ", '%s/plots/times-%s.dat' using 1:($15>0 ? (valid(3) ? $3 : $6) : 1/0) with points pt 6 ps 3 "
+                "lc rgb '#d62728' title 'contaminated case'",
+                dir, topo);
     fprintf(f, "\n");
     return fclose(f) ? RL_E_IO_ERROR : RL_OK;
+}
+
+/* The throughput plot of topology topo: queries/s against clients (log 2), one line per (case, arm),
+ * from the results' "throughput"; term and ext as write_script. Writes the data file and the
+ * script; returns 0 when there is nothing to plot, 1 when the script is ready, -1 on an I/O error. */
+static int throughput_script(const char *dir, json_t *r, const char *topo, const char *term, const char *ext,
+                             char *script, size_t cap) {
+    char path[RL_CAMP_PATH_MAX + 64];
+    json_t *tps = json_object_get(r, "throughput"), *e;
+    size_t i;
+    int n_series = 0;
+    char series[RL_CAMP_MAX_TP_CASES * RL_CAMP_ARM_KINDS][2 * RL_CAMP_NAME_MAX];
+    json_array_foreach(tps, i, e) {
+        char name[2 * RL_CAMP_NAME_MAX];
+        if (strcmp(jstr(e, "topology"), topo)) continue;
+        snprintf(name, sizeof name, "%s %s", jstr(e, "arm"), jstr(e, "case"));
+        int seen = 0;
+        for (int j = 0; j < n_series; j++) seen |= !strcmp(series[j], name);
+        if (!seen && n_series < (int)(sizeof series / sizeof series[0]))
+            snprintf(series[n_series++], sizeof name, "%s", name);
+    }
+    if (!n_series) return 0;
+    snprintf(path, sizeof path, "%s/plots/throughput-%s.dat", dir, topo);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "# blocks per (arm, case) in the order of the plot's titles: clients queries_per_second\n");
+    for (int j = 0; j < n_series; j++) {
+        fprintf(f, "%s# %s\n", j ? "\n\n" : "", series[j]);
+        json_array_foreach(tps, i, e) {
+            char name[2 * RL_CAMP_NAME_MAX];
+            snprintf(name, sizeof name, "%s %s", jstr(e, "arm"), jstr(e, "case"));
+            if (strcmp(jstr(e, "topology"), topo) || strcmp(name, series[j])) continue;
+            fprintf(f, "%lld", (long long)json_integer_value(json_object_get(e, "clients")));
+            put_num(f, json_object_get(e, "queries_per_second"), 1);
+            fprintf(f, "\n");
+        }
+    }
+    if (fclose(f)) return -1;
+    snprintf(script, cap, "%s/plots/throughput-%s-%s.gp", dir, topo, ext);
+    f = fopen(script, "w");
+    if (!f) return -1;
+    fprintf(f,
+            "# generated by rlbench campaign — do not edit\nset terminal %s\nset datafile missing '?'\n"
+            "set grid\nset key top left\nset logscale x 2\nset xlabel 'client processes'\n"
+            "set ylabel 'queries per second'\nset yrange [0:*]\nset output '%s/plots/throughput-%s.%s'\n"
+            "set title \"%s: throughput, closed loop (queries/s summed over the clients)\"\nplot ",
+            term, dir, topo, ext, topo);
+    for (int j = 0; j < n_series; j++)
+        fprintf(f, "%s'%s/plots/throughput-%s.dat' index %d using 1:2 with linespoints pt %d title '%s'", j ? ", " : "",
+                dir, topo, j, 5 + j, series[j]);
+    fprintf(f, "\n");
+    return fclose(f) ? -1 : 1;
 }
 
 int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err) {
@@ -122,7 +225,7 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
     json_array_foreach(json_object_get(r, "topologies"), ti, t) {
         const char *topo = jstr(t, "name");
         if (strcmp(jstr(t, "status"), "ran")) continue;
-        int cols[7] = {0}, n = 0;
+        int cols[9] = {0}, n = 0; /* comparisons, arms, any contaminated case, any reference */
         snprintf(path, sizeof path, "%s/plots/ratios-%s.dat", dir, topo);
         FILE *fr = fopen(path, "w");
         snprintf(path, sizeof path, "%s/plots/times-%s.dat", dir, topo);
@@ -134,8 +237,11 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
             rc = RL_E_IO_ERROR;
             break;
         }
-        fprintf(fr, "# index case, then ratio ci_low ci_high of remote/ordinary, adaptive/best, sqlite/ordinary\n");
-        fprintf(ft, "# index case, then median min max in µs of ordinary, remote, adaptive, sqlite\n");
+        fprintf(fr, "# index case, then ratio ci_low ci_high of remote/ordinary, adaptive/best, sqlite/ordinary, "
+                    "then contaminated (1/0), then the reference report's ratio and its interval (or the range it "
+                    "published), ? where not published\n");
+        fprintf(ft, "# index case, then median min max in µs of ordinary, remote, adaptive, sqlite, then "
+                    "contaminated (1/0)\n");
         json_array_foreach(json_object_get(p, "cases"), i, kname) {
             const char *k = json_string_value(kname);
             fprintf(fr, "%d %s", n, k);
@@ -154,12 +260,37 @@ int rl__camp_plots(const char *dir, json_t *r, json_t **out, rl__errdetail *err)
                 put_num(ft, json_object_get(f, "min"), 1e-3);
                 put_num(ft, json_object_get(f, "max"), 1e-3);
             }
+            int cont = contaminated(r, topo, k);
+            cols[7] |= cont;
+            fprintf(fr, " %d", cont);
+            json_t *ref = find_reference(r, jstr(t, "kind"), k);
+            int has_ci = ref && json_is_number(json_object_get(ref, "ci_low"));
+            cols[8] |= !ref ? 0 : json_is_number(json_object_get(ref, "ratio")) ? 1 : 2;
+            put_num(fr, json_object_get(ref, "ratio"), 1);
+            put_num(fr, json_object_get(ref, has_ci ? "ci_low" : "range_low"), 1);
+            put_num(fr, json_object_get(ref, has_ci ? "ci_high" : "range_high"), 1);
             fprintf(fr, "\n");
-            fprintf(ft, "\n");
+            fprintf(ft, " %d\n", cont);
             n++;
         }
         fclose(fr);
         fclose(ft);
+        /* the throughput plot (its own script) */
+        int tsc =
+            throughput_script(dir, r, topo, "svg size 900,500 dynamic font 'sans,11'", "svg", script, sizeof script);
+        if (tsc < 0) {
+            rl__errdetail_append(err, "cannot write the throughput plot of %s", topo);
+            rc = RL_E_IO_ERROR;
+            break;
+        }
+        rl__errdetail_clear(&plot_err);
+        if (tsc > 0 && gnuplot(script, &missing, &plot_err) == RL_OK) {
+            json_array_append_new(files, json_sprintf("plots/throughput-%s.svg", topo));
+            if (throughput_script(dir, r, topo, "pngcairo size 900,500 font 'sans,10'", "png", script, sizeof script) >
+                    0 &&
+                gnuplot(script, &missing, &plot_err) == RL_OK)
+                json_array_append_new(files, json_sprintf("plots/throughput-%s.png", topo));
+        }
         if (n == 0 || (!cols[0] && !cols[1] && !cols[2])) continue;
         snprintf(script, sizeof script, "%s/plots/plots-%s-svg.gp", dir, topo);
         if (write_script(script, dir, topo, "svg size 1100,560 dynamic font 'sans,11'", "svg", n, cols)) {

@@ -168,3 +168,40 @@ done:
     rl__free(r);
     return rc;
 }
+
+/* ---- Latency histogram --------------------------------------------------------------------------- */
+
+static int msb64(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+int rl__stats_hist_index(uint64_t v) {
+    if (v < 64) return (int)v;
+    int sh = msb64(v) - 5; /* v >> sh in [32, 63] */
+    return 64 + (sh - 1) * 32 + (int)((v >> sh) - 32);
+}
+
+void rl__stats_hist_range(int i, uint64_t *out_lo, uint64_t *out_width) {
+    if (i < 64) {
+        *out_lo = (uint64_t)i, *out_width = 1;
+        return;
+    }
+    int sh = (i - 64) / 32 + 1;
+    *out_lo = (uint64_t)(32 + (i - 64) % 32) << sh;
+    *out_width = (uint64_t)1 << sh;
+}
+
+double rl__stats_hist_quantile(const uint64_t *counts, double p) {
+    uint64_t total = 0, seen = 0;
+    for (int i = 0; i < RL_STATS_HIST_BUCKETS; i++) total += counts[i];
+    if (!total) return NAN;
+    uint64_t rank = (uint64_t)ceil(p * (double)total);
+    if (rank < 1) rank = 1;
+    for (int i = 0; i < RL_STATS_HIST_BUCKETS; i++) {
+        seen += counts[i];
+        if (seen >= rank) {
+            uint64_t lo, w;
+            rl__stats_hist_range(i, &lo, &w);
+            return (double)lo + (double)(w - 1) / 2;
+        }
+    }
+    return NAN;
+}

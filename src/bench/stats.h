@@ -100,4 +100,19 @@ typedef struct {
 int rl__stats_summarise(const double *num, const double *den, size_t n, int resamples, uint64_t seed, double level,
                         double *block_ratios, rl__stats_summary *out);
 
+/* ---- Latency histogram (the throughput phase) ---------------------------------------------
+ * Log-linear buckets of nanoseconds: values below 64 have their own bucket; above, each power of
+ * two is cut into 32 equal buckets, so a bucket's width is at most 1/32 of its lower bound and the
+ * value a quantile reports (the bucket's middle) is within 1.6 % of every value in it. Buckets
+ * cover 0 .. 2^63 ns. Counts from several processes merge by adding bucket by bucket. */
+#define RL_STATS_HIST_BUCKETS (64 + 58 * 32)
+
+/* The bucket of v ns. Pure. */
+int rl__stats_hist_index(uint64_t v);
+/* The lowest value of bucket i and its width: [lo, lo + width). Pure. */
+void rl__stats_hist_range(int i, uint64_t *out_lo, uint64_t *out_width);
+/* The p-quantile (0 <= p <= 1) of the counts (RL_STATS_HIST_BUCKETS of them): the middle of the
+ * bucket holding the ceil(p x total)-th value (at least the first); NaN when total is 0. Pure. */
+double rl__stats_hist_quantile(const uint64_t *counts, double p);
+
 #endif

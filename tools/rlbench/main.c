@@ -224,30 +224,71 @@ static int read_file(const char *cmd, const char *path, rl_buf *out) {
     return 0;
 }
 
+/* rlbench campaign compare A B: the table of what changed between two runs. */
+static int cmd_campaign_compare(int argc, char **argv) {
+    const char *a = NULL, *b = NULL, *metric = "ns_per_op";
+    int code;
+    const rl__arg opts[] = {{.name = "metric",
+                             .kind = RL_ARG_STRING,
+                             .dest = &metric,
+                             .metavar = "NAME",
+                             .flags = RL_ARG_NONEMPTY,
+                             .help = "the metric compared (ns_per_op, bytes_per_op, ... as in summary.csv), or all"},
+                            {0}};
+    const rl__arg pos[] = {{.name = "A", .kind = RL_ARG_STRING, .dest = &a, .help = "the first run's --out directory"},
+                           {.name = "B", .kind = RL_ARG_STRING, .dest = &b, .help = "the second run's --out directory"},
+                           {0}};
+    const rl__args_cmd cmd = {
+        .name = "rlbench campaign compare",
+        .summary = "What changed between two campaign runs: for every (topology, case, comparison) both ratios\n"
+                   "with their intervals, B/A, whether the intervals overlap and whether the ratios point the\n"
+                   "same way, and the cases' labels when either is not clean; then the throughput levels\n"
+                   "(queries/s, p50, B/A) when either run has them. Reads each run's results\n"
+                   "(DIR/results.json.zst, or a results file).",
+        .epilog = "Exit codes: 0 the table was printed, 1 a run could not be read, 2 usage.",
+        .opts = opts,
+        .pos = pos};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    int rc = rl__camp_compare_dirs(a, b, metric, stdout, &msg);
+    if (rc == RL_E_INVALID_ARGUMENT) return rl__args_usage_error(&cmd, "%s", rl__errdetail_get(&msg));
+    if (rc) fprintf(stderr, "%s: %s: %s\n", cmd.name, rl_error_name(rc), rl__errdetail_get(&msg));
+    return rc ? 1 : 0;
+}
+
 static int cmd_campaign(int argc, char **argv) {
     const char *protocol_path = NULL, *out_dir = NULL;
     int quick = 0, print = 0, code;
-    const rl__arg opts[] = {{.name = "protocol",
-                             .kind = RL_ARG_STRING,
-                             .dest = &protocol_path,
-                             .metavar = "FILE",
-                             .flags = RL_ARG_NONEMPTY,
-                             .help = "the protocol (JSON) declaring the whole campaign"},
-                            {.name = "quick",
-                             .kind = RL_ARG_FLAG,
-                             .dest = &quick,
-                             .help = "the built-in quick protocol (embedded and single at 250 us; about 3 minutes)"},
-                            {.name = "out",
-                             .kind = RL_ARG_STRING,
-                             .dest = &out_dir,
-                             .metavar = "DIR",
-                             .flags = RL_ARG_NONEMPTY,
-                             .help = "a new or empty directory for results.json.zst, report.md, plots/, manifest.json"},
-                            {.name = "print-protocol",
-                             .kind = RL_ARG_FLAG,
-                             .dest = &print,
-                             .help = "print the built-in protocol (full, or the quick one with --quick) and exit"},
-                            {0}};
+    if (argc > 1 && !strcmp(argv[1], "compare")) return cmd_campaign_compare(argc - 1, argv + 1);
+    /* --out is required unless --print-protocol (which runs nothing) is given. */
+    int printing = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) printing |= !strcmp(argv[i], "--print-protocol");
+    rl__arg opts[] = {{.name = "protocol",
+                       .kind = RL_ARG_STRING,
+                       .dest = &protocol_path,
+                       .metavar = "FILE|NAME",
+                       .flags = RL_ARG_NONEMPTY,
+                       .help = "the protocol (JSON) declaring the whole campaign, or a built-in one: full, "
+                               "quick, c3 (the C3 report's design), m2 (the M2 report's); ./NAME for a file"},
+                      {.name = "quick",
+                       .kind = RL_ARG_FLAG,
+                       .dest = &quick,
+                       .help = "the built-in quick protocol (embedded and single at 250 us; about 4 minutes)"},
+                      {.name = "out",
+                       .kind = RL_ARG_STRING,
+                       .dest = &out_dir,
+                       .metavar = "DIR",
+                       .flags = RL_ARG_NONEMPTY | RL_ARG_REQUIRED,
+                       .help = "a new or empty directory for results.json.zst, samples.csv, summary.csv, "
+                               "report.md, report.html, plots/, manifest.json"},
+                      {.name = "print-protocol",
+                       .kind = RL_ARG_FLAG,
+                       .dest = &print,
+                       .help = "print the built-in protocol (full, the quick one with --quick, or the one "
+                               "named by --protocol) and exit (no --out)"},
+                      {0}};
+    if (printing) opts[2].flags &= ~(unsigned)RL_ARG_REQUIRED;
     const rl__args_cmd cmd = {
         .name = "rlbench campaign",
         .summary = "The reference reports' benchmark campaign: a protocol declares topologies, dataset, cases,\n"
@@ -256,8 +297,10 @@ static int cmd_campaign(int argc, char **argv) {
                    "three defect controls); every (block, case, arm) runs in a fresh process, the order of arms\n"
                    "alternating between blocks; each case is surrounded by an RTT probe, placement receipts and\n"
                    "CPU telemetry. Writes DIR/results.json.zst (every raw sample, check and the summary, as JSON\n"
-                   "compressed with zstd: `zstd -d` gives results.json), report.md, plots/ (SVG and PNG,\n"
-                   "gnuplot) and manifest.json, prints the main table; progress and the time left go to\n"
+                   "compressed with zstd: `zstd -d` gives results.json), samples.csv (one row per sample),\n"
+                   "summary.csv (one row per case, arm and metric, with the ratio's interval), report.md,\n"
+                   "report.html (one self-contained page), plots/ (SVG and PNG, gnuplot) and manifest.json,\n"
+                   "prints the main table; progress and the time left for the whole run go to\n"
                    "stderr. Without --protocol, the built-in full protocol runs (--quick: the quick one). A single\n"
                    "topology runs on a local rlkvd cluster, with its injected delay on\n"
                    "the client's links (removed and probed again at the end); a multi topology on a local\n"
@@ -267,22 +310,28 @@ static int cmd_campaign(int argc, char **argv) {
                    "existing FoundationDB database (the client library from RL_FDB_LIBRARY, default\n"
                    "libfdb_c.so): the campaign loads and checks its data under (\"bench\", NAME), clears it\n"
                    "afterwards, and records the RTT probe and the placement receipt as n/a there.",
-        .epilog = "Exit codes: 0 every check passed and every process ran (contaminated cases are labelled,\n"
+        .epilog = "`rlbench campaign compare A B` prints what changed between two runs (--help there).\n"
+                  "Exit codes: 0 every check passed and every process ran (contaminated cases are labelled,\n"
                   "not failures), 1 a check or a process failed or the output could not be written (the\n"
                   "outputs say which), 2 usage or a bad protocol.",
         .opts = opts};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     if (protocol_path && quick) return rl__args_usage_error(&cmd, "--protocol and --quick exclude each other");
-    if (print && protocol_path)
-        return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol: not with --protocol");
-    if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
     rl__camp_protocol p;
+    /* --protocol NAME: a built-in protocol (full, quick, c3, m2); anything else is a file. */
+    int named = protocol_path && rl__camp_protocol_named(protocol_path, &p) == RL_OK;
+    if (print && protocol_path && !named)
+        return rl__args_usage_error(&cmd, "--print-protocol prints a built-in protocol (full, quick, c3, m2): "
+                                          "not a file given with --protocol");
+    if (print && out_dir) return rl__args_usage_error(&cmd, "--print-protocol runs nothing: not with --out");
     rl_buf text;
     rl__buf_init(&text);
     rl__errdetail msg;
     rl__errdetail_init(&msg, NULL);
     int rc = 0;
-    if (protocol_path) {
+    if (named) {
+        rl__camp_protocol_print(&p, &text);
+    } else if (protocol_path) {
         if (read_file(cmd.name, protocol_path, &text)) {
             rc = 1;
             goto done;
@@ -307,9 +356,10 @@ static int cmd_campaign(int argc, char **argv) {
     rl__camp_run_options o = {.protocol = &p,
                               .protocol_text = (const char *)text.data,
                               .protocol_len = text.len,
-                              .protocol_source = protocol_path ? protocol_path
-                                                 : quick       ? "built-in quick"
-                                                               : "built-in full",
+                              .protocol_source = named           ? p.name
+                                                 : protocol_path ? protocol_path
+                                                 : quick         ? "built-in quick"
+                                                                 : "built-in full",
                               .out_dir = out_dir,
                               .argc = argc,
                               .argv = argv,
@@ -384,6 +434,17 @@ static int cmd_campaign_worker(int argc, char **argv) {
                              .min = 1,
                              .max = 1000,
                              .help = "SCAN_AND_FETCH loads in flight"},
+                            {.name = "throughput-seconds",
+                             .kind = RL_ARG_DOUBLE,
+                             .dest = &o.throughput_seconds,
+                             .dmin = 0,
+                             .dmax = 3600,
+                             .help = "throughput mode: one closed-loop window this long instead of the repeats"},
+                            {.name = "start-at-us",
+                             .kind = RL_ARG_UINT64,
+                             .dest = &o.start_at_us,
+                             .help = "throughput mode: the window starts at this wall-clock time (us since the "
+                                     "epoch; 0: at once)"},
                             {0}};
     const rl__args_cmd cmd = {.name = "rlbench campaign-worker",
                               .summary =

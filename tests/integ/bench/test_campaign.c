@@ -23,7 +23,8 @@
  *                 scripts/adaptive-decompose.py reads the run's compressed results (with python3)
  *   campaign_2_1  a contaminated case is labelled: a busy thread in this (non-campaign) process during
  *                 the run, threshold 2 % — every case is "contaminated", its samples are kept, the
- *                 report says so
+ *                 report says so, the plots mark it (the data's flag, the script's marker) and
+ *                 report.html shades its rows
  *   campaign_2_2  a failed receipt comparison is reported (RL_CAMPAIGN_TEST_BREAK_RECEIPT): exit 1,
  *                 receipts_equal false for that case only, a failure entry, the report shows it
  *   campaign_2_3  a failed process is reported (RL_CAMPAIGN_TEST_FAIL_WORKER): its block is left out
@@ -582,6 +583,24 @@ TEST(campaign_2_1_contaminated_labelled) {
     ASSERT_NOT_NULL(strstr(r->report, "| split-limit1-reverse | contaminated |"));
     ASSERT_NOT_NULL(strstr(r->report, "2 of 2 cases are contaminated"));
     ASSERT_NOT_NULL(strstr(r->stdout_text, "contaminated"));
+    /* Marked on the plots (the data's flag column, the script's marker) and in report.html. */
+    char path[1000];
+    snprintf(path, sizeof path, "%s/plots/ratios-embedded.dat", r->out);
+    char *dat = slurp(path);
+    ASSERT_NOT_NULL(dat);
+    ASSERT_NOT_NULL(strstr(dat, "0 small-rows10-forward "));
+    ASSERT_NOT_NULL(strstr(dat, " 1 ? ? ?\n")); /* contaminated, no reference figure on embedded */
+    free(dat);
+    snprintf(path, sizeof path, "%s/plots/plots-embedded-svg.gp", r->out);
+    char *gp = slurp(path);
+    ASSERT_NOT_NULL(gp);
+    ASSERT_NOT_NULL(strstr(gp, "title 'contaminated case'"));
+    free(gp);
+    snprintf(path, sizeof path, "%s/report.html", r->out);
+    char *html = slurp(path);
+    ASSERT_NOT_NULL(html);
+    ASSERT_NOT_NULL(strstr(html, "<tr class=\"contaminated\"><td>split-limit1-reverse</td>"));
+    free(html);
 }
 
 TEST(campaign_2_2_failed_receipt_reported) {

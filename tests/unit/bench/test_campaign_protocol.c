@@ -13,6 +13,17 @@
  *                       never below 0; the fraction of cores x wall time); a real snapshot reads /proc
  *   campaign_proto_1_6  child processes: exit codes and output captured, a child past its deadline
  *                       is killed by its pid and reported as timed out, a missing program is 127
+ *   campaign_proto_1_7  the reports' built-in protocols by name: c3 (one single topology, one
+ *                       storage server, memory, 250 us, small- and split-rows1000-forward, arms
+ *                       ordinary remote adaptive, 6 x 3 x 3 s, seed 391706) and m2 (multi, 3 hosts
+ *                       x 3 servers, replication 2, ssd, 250 us, placement reports, the 16 cases,
+ *                       seed 492817); each prints and parses back to the same text; full and quick
+ *                       by name are the built-ins; another name is refused; placement "reports" is
+ *                       refused outside multi
+ *   campaign_proto_1_8  the throughput phase's fields: full has 1, 4, 16 clients for 10 s on
+ *                       small-rows10-forward, quick 1 and 2 for 1 s, c3 its small full scan; a file
+ *                       without "throughput" runs none, "clients": [] none; given fields parse and
+ *                       print back; bad counts, unknown fields and bad cases are refused by name
  */
 #include <math.h>
 #include <stdlib.h>
@@ -235,5 +246,115 @@ TEST(campaign_proto_1_6_children) {
     rl__camp_child_release(&c);
 }
 
+TEST(campaign_proto_1_7_reports_protocols) {
+    rl__camp_protocol p, q;
+    rl_buf t1, t2;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    ASSERT_OK(rl__camp_protocol_named("c3", &p));
+    ASSERT_STR_EQ(p.name, "c3");
+    ASSERT_EQ(p.n_topologies, 1);
+    ASSERT_EQ(p.topologies[0].kind, RL_CAMP_SINGLE);
+    ASSERT_EQ(p.topologies[0].storage_servers, 1);
+    ASSERT_STR_EQ(p.topologies[0].engine, "memory");
+    ASSERT_EQ(p.topologies[0].delay_us, 250);
+    ASSERT_EQ(p.n_cases, 2);
+    ASSERT_STR_EQ(p.cases[0].name, "small-rows1000-forward");
+    ASSERT_STR_EQ(p.cases[1].name, "split-rows1000-forward");
+    ASSERT_EQ(p.n_arms, 3);
+    ASSERT_TRUE(p.arms[0] == RL_CAMP_ORDINARY && p.arms[1] == RL_CAMP_REMOTE && p.arms[2] == RL_CAMP_ADAPTIVE);
+    ASSERT_TRUE(p.blocks == 6 && p.repeats == 3 && p.seconds == 3 && p.resamples == 20000);
+    ASSERT_EQ(p.bootstrap_seed, 391706);
+    ASSERT_EQ(p.records, 1000);
+    ASSERT_OK(rl__camp_protocol_named("m2", &p));
+    ASSERT_EQ(p.n_topologies, 1);
+    const rl__camp_topology *t = &p.topologies[0];
+    ASSERT_EQ(t->kind, RL_CAMP_MULTI);
+    ASSERT_TRUE(t->hosts == 3 && t->storage_servers == 9 && t->replication == 2 && t->delay_us == 250);
+    ASSERT_STR_EQ(t->engine, "ssd");
+    ASSERT_STR_EQ(t->placement, "reports");
+    ASSERT_EQ(p.n_cases, 16);
+    ASSERT_EQ(p.n_arms, 3);
+    ASSERT_TRUE(p.blocks == 6 && p.repeats == 3 && p.seconds == 3);
+    ASSERT_EQ(p.bootstrap_seed, 492817);
+    static const char *const names[4] = {"c3", "m2", "full", "quick"};
+    for (int i = 0; i < 4; i++) {
+        ASSERT_OK(rl__camp_protocol_named(names[i], &p));
+        print_of(&p, &t1);
+        rl__errdetail_clear(&msg);
+        if (rl__camp_protocol_parse((const char *)t1.data, t1.len, &q, &msg)) fail_msg("%s", rl__errdetail_get(&msg));
+        print_of(&q, &t2);
+        ASSERT_MEM_EQ(t1.data, t1.len, t2.data, t2.len);
+        rl__buf_release(&t1);
+        rl__buf_release(&t2);
+    }
+    rl__camp_protocol_named("quick", &p);
+    rl__camp_protocol_builtin(1, &q);
+    ASSERT_MEM_EQ(&p, sizeof p, &q, sizeof q);
+    ASSERT_EQ(rl__camp_protocol_named("c4", &p), RL_E_INVALID_ARGUMENT);
+    const char *bad = "{\"topologies\": [{\"name\": \"s\", \"kind\": \"single\", \"placement\": \"reports\"}]}";
+    rl__errdetail_clear(&msg);
+    ASSERT_EQ(rl__camp_protocol_parse(bad, strlen(bad), &q, &msg), RL_E_INVALID_ARGUMENT);
+    ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "only for multi topologies"));
+}
+
+TEST(campaign_proto_1_8_throughput) {
+    rl__camp_protocol p, q;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    rl__camp_protocol_builtin(0, &p);
+    ASSERT_EQ(p.n_tp_clients, 3);
+    ASSERT_TRUE(p.tp_clients[0] == 1 && p.tp_clients[1] == 4 && p.tp_clients[2] == 16);
+    ASSERT_TRUE(p.tp_seconds == 10);
+    ASSERT_EQ(p.n_tp_cases, 1);
+    ASSERT_STR_EQ(p.tp_cases[0].name, "small-rows10-forward");
+    rl__camp_protocol_builtin(1, &p);
+    ASSERT_EQ(p.n_tp_clients, 2);
+    ASSERT_TRUE(p.tp_clients[0] == 1 && p.tp_clients[1] == 2 && p.tp_seconds == 1);
+    ASSERT_OK(rl__camp_protocol_named("c3", &p));
+    ASSERT_STR_EQ(p.tp_cases[0].name, "small-rows1000-forward");
+    const char *none = "{\"name\": \"x\"}";
+    ASSERT_OK(rl__camp_protocol_parse(none, strlen(none), &q, &msg));
+    ASSERT_EQ(q.n_tp_clients, 0);
+    const char *empty = "{\"throughput\": {\"clients\": []}}";
+    ASSERT_OK(rl__camp_protocol_parse(empty, strlen(empty), &q, &msg));
+    ASSERT_EQ(q.n_tp_clients, 0);
+    const char *dflt = "{\"throughput\": {\"seconds\": 2}}";
+    ASSERT_OK(rl__camp_protocol_parse(dflt, strlen(dflt), &q, &msg));
+    ASSERT_EQ(q.n_tp_clients, 3);
+    ASSERT_TRUE(q.tp_seconds == 2);
+    const char *given = "{\"throughput\": {\"clients\": [2, 8], \"seconds\": 0.5, \"warmup_seconds\": 0.25, "
+                        "\"cases\": [\"split-limit1-reverse\", \"skip3-rows10-forward\"]}}";
+    ASSERT_OK(rl__camp_protocol_parse(given, strlen(given), &q, &msg));
+    ASSERT_TRUE(q.n_tp_clients == 2 && q.tp_clients[0] == 2 && q.tp_clients[1] == 8);
+    ASSERT_TRUE(q.tp_seconds == 0.5 && q.tp_warmup_seconds == 0.25);
+    ASSERT_EQ(q.n_tp_cases, 2);
+    ASSERT_EQ(q.tp_cases[1].skip, 3);
+    rl_buf t1, t2;
+    print_of(&q, &t1);
+    ASSERT_NOT_NULL(strstr((const char *)t1.data, "\"throughput\": {\"clients\": [2, 8], \"seconds\": 0.5"));
+    ASSERT_OK(rl__camp_protocol_parse((const char *)t1.data, t1.len, &p, &msg));
+    print_of(&p, &t2);
+    ASSERT_MEM_EQ(t1.data, t1.len, t2.data, t2.len);
+    rl__buf_release(&t1);
+    rl__buf_release(&t2);
+    struct {
+        const char *doc, *want;
+    } bad[] = {{"{\"throughput\": {\"clients\": [0]}}", "throughput.clients[0]"},
+               {"{\"throughput\": {\"clients\": [65]}}", "throughput.clients[0]"},
+               {"{\"throughput\": {\"clients\": 4}}", "throughput.clients"},
+               {"{\"throughput\": {\"client\": [4]}}", "unknown field 'throughput.client'"},
+               {"{\"throughput\": {\"seconds\": 0}}", "throughput.seconds"},
+               {"{\"throughput\": {\"cases\": [\"small-rows5-forward\"]}}", "throughput.cases[0]"},
+               {"{\"throughput\": {\"cases\": []}}", "throughput.cases"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rl__errdetail_clear(&msg);
+        ASSERT_EQ(rl__camp_protocol_parse(bad[i].doc, strlen(bad[i].doc), &q, &msg), RL_E_INVALID_ARGUMENT);
+        if (!strstr(rl__errdetail_get(&msg), bad[i].want))
+            fail_msg("%s: '%s' lacks '%s'", bad[i].doc, rl__errdetail_get(&msg), bad[i].want);
+    }
+}
+
 RL_TEST_MAIN(T(campaign_proto_1_1_builtin), T(campaign_proto_1_2_errors), T(campaign_proto_1_3_cases),
-             T(campaign_proto_1_4_arm_order), T(campaign_proto_1_5_cpu), T(campaign_proto_1_6_children))
+             T(campaign_proto_1_4_arm_order), T(campaign_proto_1_5_cpu), T(campaign_proto_1_6_children),
+             T(campaign_proto_1_7_reports_protocols), T(campaign_proto_1_8_throughput))

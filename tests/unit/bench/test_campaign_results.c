@@ -11,6 +11,7 @@
  *                         truncated frame, damaged zstd data and text that is not JSON
  *                         (corrupt_data), each with the file named in the message
  */
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -183,4 +184,130 @@ TEST(campaign_results_1_3_errors) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(campaign_results_1_1_written), T(campaign_results_1_2_forms), T(campaign_results_1_3_errors))
+/* A results document with one case of embedded whose remote/ordinary time ratio is `ratio` and whose
+ * medians are ordinary `o` and remote `r` ns. */
+static json_t *direction_doc(double ratio, double o, double r) {
+    return json_pack("{s:{s:[s], s:{s:f}, s:{s:i}}, s:[{s:s, s:s, s:i}], s:[{s:s, s:s, s:s}],"
+                     " s:[{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:s, s:i}],"
+                     " s:[{s:s, s:s, s:s, s:{s:{s:f}}}, {s:s, s:s, s:s, s:{s:{s:f}}}]}",
+                     "protocol", "cases", "small-rows10-forward", "statistics", "level", 0.95, "design", "blocks", 6,
+                     "topologies", "name", "embedded", "status", "ran", "delay_us", 0, "cases", "topology", "embedded",
+                     "case", "small-rows10-forward", "label", "clean", "summary", "topology", "embedded", "case",
+                     "small-rows10-forward", "comparison", "remote/ordinary", "arm", "remote", "baseline", "ordinary",
+                     "metric", "ns_per_op", "ratio", ratio, "ci_low", ratio - 0.05, "ci_high", ratio + 0.05, "status",
+                     "ok", "n_blocks", 6, "arm_summary", "topology", "embedded", "case", "small-rows10-forward", "arm",
+                     "ordinary", "metrics", "ns_per_op", "median", o, "topology", "embedded", "case",
+                     "small-rows10-forward", "arm", "remote", "metrics", "ns_per_op", "median", r);
+}
+
+/* campaign_results_1_4: the main table notes a case whose ratio and medians point different ways
+ * (and says why that can happen), and only such a case. */
+TEST(campaign_results_1_4_direction_note) {
+    json_t *d = direction_doc(0.97, 10000, 11000);
+    ASSERT_NOT_NULL(d);
+    rl_buf b;
+    rl__buf_init(&b);
+    rl__camp_report_main_table(d, &b);
+    const char *t = (const char *)b.data;
+    ASSERT_NOT_NULL(strstr(t, "Note, small-rows10-forward remote/ordinary: the ratio 0.970 says remote is faster"));
+    ASSERT_NOT_NULL(strstr(t, "say slower"));
+    ASSERT_NOT_NULL(strstr(t, "pairs the arms within each block"));
+    json_decref(d);
+    rl__buf_reset(&b);
+    d = direction_doc(0.97, 11000, 10000); /* both say faster */
+    rl__camp_report_main_table(d, &b);
+    ASSERT_NULL(strstr((const char *)b.data, "Note,"));
+    json_decref(d);
+    rl__buf_release(&b);
+}
+
+/* campaign_results_1_5: the reference reports' figures (campaign_reference.c): every entry names a
+ * case the protocol parser takes, a report matched to its topology kind and a line; the published
+ * figures are there (C3 small 0.224 [0.222, 0.226] 24 vs 108 ms, split 1.053 [1.008, 1.101] 276.9 vs
+ * 266.4 ms; M2 skip3-rows10-reverse 0.158 [0.155, 0.160] 4.87 vs 31.13 ms, split-rows10 0.873 /
+ * 0.854, small-limit1-forward 0.979, the 1,000-row cases as the range 1.226–2.326 only); a results
+ * document of a multi topology shows M2's forms: a ratio with its interval and times, a ratio
+ * without interval, the range only, "not published", and "same direction?" from each. */
+TEST(campaign_results_1_5_reference) {
+    static const char *const ks[5] = {"skip3-rows10-reverse", "split-rows10-forward", "small-rows1000-reverse",
+                                      "small-limit1-reverse", "split-rows10-reverse"};
+    const rl__camp_reference *x = rl__camp_reference_find(RL_CAMP_SINGLE, "small-rows1000-forward");
+    ASSERT_NOT_NULL(x);
+    ASSERT_TRUE(x->ratio == 0.224 && x->ci_low == 0.222 && x->ci_high == 0.226 && x->remote_ms == 24.0 &&
+                x->ordinary_ms == 108.0 && x->line == 29);
+    x = rl__camp_reference_find(RL_CAMP_SINGLE, "split-rows1000-forward");
+    ASSERT_TRUE(x && x->ratio == 1.053 && x->ci_low == 1.008 && x->ci_high == 1.101 && x->remote_ms == 276.9 &&
+                x->ordinary_ms == 266.4 && x->line == 30);
+    x = rl__camp_reference_find(RL_CAMP_MULTI, "skip3-rows10-reverse");
+    ASSERT_TRUE(x && x->ratio == 0.158 && x->ci_low == 0.155 && x->ci_high == 0.160 && x->remote_ms == 4.87 &&
+                x->ordinary_ms == 31.13 && x->line == 40);
+    x = rl__camp_reference_find(RL_CAMP_MULTI, "split-rows10-forward");
+    ASSERT_TRUE(x && x->ratio == 0.873 && isnan(x->ci_low) && x->line == 41);
+    x = rl__camp_reference_find(RL_CAMP_MULTI, "split-rows10-reverse");
+    ASSERT_TRUE(x && x->ratio == 0.854 && x->line == 41);
+    x = rl__camp_reference_find(RL_CAMP_MULTI, "small-limit1-forward");
+    ASSERT_TRUE(x && x->ratio == 0.979 && x->line == 41);
+    static const char *const v[3] = {"small", "split", "skip3"};
+    for (int i = 0; i < 3; i++)
+        for (int d = 0; d < 2; d++) {
+            char k[64];
+            snprintf(k, sizeof k, "%s-rows1000-%s", v[i], d ? "reverse" : "forward");
+            x = rl__camp_reference_find(RL_CAMP_MULTI, k);
+            ASSERT_TRUE(x && isnan(x->ratio) && x->range_low == 1.226 && x->range_high == 2.326 && x->line == 43);
+        }
+    ASSERT_NULL(rl__camp_reference_find(RL_CAMP_MULTI, "small-limit1-reverse"));
+    ASSERT_NULL(rl__camp_reference_find(RL_CAMP_EMBEDDED, "small-rows1000-forward"));
+    ASSERT_STR_EQ(rl__camp_reference_report(RL_CAMP_SINGLE), "C3");
+    ASSERT_STR_EQ(rl__camp_reference_report(RL_CAMP_MULTI), "M2");
+    json_t *ref = rl__camp_reference_json(), *f;
+    size_t i;
+    ASSERT_NOT_NULL(ref);
+    json_array_foreach(json_object_get(ref, "figures"), i, f) {
+        rl__camp_case c;
+        ASSERT_OK(rl__camp_case_parse(json_string_value(json_object_get(f, "case")), &c, NULL));
+        ASSERT_TRUE(json_integer_value(json_object_get(f, "line")) > 0);
+    }
+    /* A multi topology's results beside M2. */
+    json_t *d = json_pack("{s:{s:[s,s,s,s,s], s:{s:f}, s:{s:i}}, s:[{s:s, s:s, s:s, s:i}], s:[], s:[], s:[], s:o}",
+                          "protocol", "cases", ks[0], ks[1], ks[2], ks[3], ks[4], "statistics", "level", 0.95, "design",
+                          "blocks", 6, "topologies", "name", "m2", "kind", "multi", "status", "ran", "delay_us", 250,
+                          "cases", "summary", "arm_summary", "reference", ref);
+    ASSERT_NOT_NULL(d);
+    for (int k = 0; k < 5; k++) {
+        double ratio = k == 4 ? 1.2 : 0.5; /* split-rows10-reverse: the other way from M2's 0.854 */
+        json_array_append_new(json_object_get(d, "cases"),
+                              json_pack("{s:s, s:s, s:s}", "topology", "m2", "case", ks[k], "label", "clean"));
+        json_array_append_new(json_object_get(d, "summary"),
+                              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:s, s:i}", "topology", "m2",
+                                        "case", ks[k], "comparison", "remote/ordinary", "arm", "remote", "baseline",
+                                        "ordinary", "metric", "ns_per_op", "ratio", ratio, "ci_low", ratio - 0.1,
+                                        "ci_high", ratio + 0.1, "status", "ok", "n_blocks", 6));
+        for (int a = 0; a < 2; a++)
+            json_array_append_new(json_object_get(d, "arm_summary"),
+                                  json_pack("{s:s, s:s, s:s, s:{s:{s:f}}}", "topology", "m2", "case", ks[k], "arm",
+                                            a ? "remote" : "ordinary", "metrics", "ns_per_op", "median",
+                                            a ? 1e6 * ratio : 1e6));
+    }
+    rl_buf b;
+    rl__buf_init(&b);
+    rl__camp_report_main_table(d, &b);
+    const char *t = (const char *)b.data;
+    ASSERT_NOT_NULL(strstr(t, "Beside the reference report M2"));
+    ASSERT_NOT_NULL(strstr(t, "| skip3-rows10-reverse | 0.500 [0.400, 0.600] | 500 µs vs 1.00 ms | 0.158 [0.155, "
+                              "0.160] | 4.87 ms vs 31.13 ms | yes | `003_98b222c7124c87d0.txt` line 40 |"));
+    ASSERT_NOT_NULL(strstr(t, "| split-rows10-forward | 0.500 [0.400, 0.600] | 500 µs vs 1.00 ms | 0.873 (no "
+                              "interval published) | not published | yes | `003_98b222c7124c87d0.txt` line 41 |"));
+    ASSERT_NOT_NULL(strstr(t, "| small-rows1000-reverse | 0.500 [0.400, 0.600] | 500 µs vs 1.00 ms | not published "
+                              "(only the range 1.226–2.326 over the 1,000-row cases) | not published | **no** | "
+                              "`003_98b222c7124c87d0.txt` line 43 |"));
+    ASSERT_NOT_NULL(strstr(t, "| small-limit1-reverse | 0.500 [0.400, 0.600] | 500 µs vs 1.00 ms | not published | "
+                              "not published | — | — |"));
+    ASSERT_NOT_NULL(strstr(t, "| split-rows10-reverse | 1.200 [1.100, 1.300] | 1.20 ms vs 1.00 ms | 0.854 (no "
+                              "interval published) | not published | **no** |"));
+    ASSERT_NULL(strstr(t, "ping before its phase")); /* C3's ping is for single topologies */
+    rl__buf_release(&b);
+    json_decref(d);
+}
+
+RL_TEST_MAIN(T(campaign_results_1_1_written), T(campaign_results_1_2_forms), T(campaign_results_1_3_errors),
+             T(campaign_results_1_4_direction_note), T(campaign_results_1_5_reference))
