@@ -169,6 +169,15 @@ struct rl__kv_read {
     rl__kv_trace_event *trace_head, *trace_tail;
     uint64_t deadline_ns; /* input (appended): contract 7 */
     uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
+    /* The cluster client's own watch polls (appended; op RL_CPLAN_WATCH, cluster/plan.h):
+     * inputs the value compared with and how long the server may hold the request; outputs
+     * whether it changed and the version the server looked through. */
+    int watch_present;
+    const uint8_t *watch_value;
+    uint32_t watch_value_len;
+    uint32_t watch_hold_ms;
+    int watch_changed;
+    rl__version watch_version;
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */
