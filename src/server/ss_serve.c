@@ -176,9 +176,11 @@ void rl__ss_status(rl__ss *ss, rl_buf *out) {
     uint32_t fetching = rl__ss_move_count(ss);
     rl__buf_printf(out,
                    ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
-                   ",\"dropped_ranges\":%" PRIu64 "}",
+                   ",\"dropped_ranges\":%" PRIu64 ",\"watches_now\":%" PRId64 ",\"watches\":%" PRIu64
+                   ",\"watches_fired\":%" PRIu64 "}",
                    (uint64_t)atomic_load(&ss->n_fetches_done), (uint64_t)atomic_load(&ss->n_fetched_rows), fetching,
-                   (uint64_t)atomic_load(&ss->n_dropped));
+                   (uint64_t)atomic_load(&ss->n_dropped), (int64_t)atomic_load(&ss->watches_now),
+                   (uint64_t)atomic_load(&ss->n_watches), (uint64_t)atomic_load(&ss->n_watches_fired));
 }
 
 /* ==== parked reads ========================================================================== */
