@@ -380,7 +380,8 @@ RL_API int rl_future_get_keyvalue_array(rl_future *f, const rl_keyvalue **out_kv
 RL_API int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out, int *out_count,
                                                int *out_more);
 /* rl_future_free — release a future and everything borrowed from it. A pending future is
- * cancelled: its callbacks never run and its operation's late completion is dropped. If one of its
+ * cancelled: its callbacks never run and its operation's late completion is dropped (a pending
+ * watch is cancelled wherever it is, and no longer counts against the database's limit). If one of its
  * callbacks is running on another thread, waits until it returns; a callback may free its own
  * future. NULL is a no-op. */
 RL_API void rl_future_free(rl_future *f);

@@ -12,6 +12,9 @@
  *             the watch fires (the restarted server checks the versions since the watch's)
  *   kv_14_11  kill -9 of the owning storage server, restarted, the key changed afterwards: the
  *             watch fires (the client polled the restarted server again)
+ *   kv_14_12  on a second cluster of two storage servers: the watched key's shard moves to the
+ *             other server (rl__placement_assign); the watch moves with it (the new owner's
+ *             STATUS counts it), does not fire for the move, and fires on the next change
  */
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "app/placement.h"
 #include "base/clock.h"
 #include "cluster_fixture.h"
 #include "reclayer/kv.h"
@@ -185,16 +189,71 @@ TEST(kv_14_11_restart_change_after) {
     rl_db_close(db);
 }
 
+static rl_test_cluster g_c2;
+static int g_started2;
+
+/* Wait until storage server id of cluster c holds at least n watches. */
+static void wait_registered_on(rl_test_cluster *c, uint32_t id, long long n) {
+    uint64_t end = deadline();
+    long long have = -1;
+    for (;;) {
+        int pid = 0;
+        uint16_t port = 0;
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
+        ASSERT_OK(rl__cluster_pid(c->dir, id, &pid, &port, &err));
+        if ((have = rl_test_status_num(c, port, "watches_now")) >= n) return;
+        if (rl__clock_mono_ns() > end) fail_msg("storage server %u holds %lld watches, not %lld", id, have, n);
+        rl__clock_sleep_us(10000);
+    }
+}
+
+TEST(kv_14_12_shard_move) {
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2; /* one shard each, split at \x80: "m/" starts on server 1 */
+    ASSERT_OK(rl_test_cluster_start(&g_c2, &o));
+    g_started2 = 1;
+    rl_db *db;
+    ASSERT_OK(rl_db_open(g_c2.url, NULL, &db));
+    set1(db, "m/k", "a");
+    rl_future *w = watch1(db, "m/k");
+    wait_registered_on(&g_c2, 1, 1);
+    const uint32_t team[1] = {2};
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    int rc = rl__placement_assign(g_c2.url, NULL, (const uint8_t *)"m/", 2, (const uint8_t *)"m0", 2, team, 1, 20000,
+                                  NULL, NULL, &msg);
+    if (rc) fail_msg("assign [m/, m0) to server 2: %s %s", rl_error_name(rc), rl__errdetail_get(&msg));
+    wait_registered_on(&g_c2, 2, 1); /* the client asked the new owner */
+    /* A barrier in the moved range: the move itself changed nothing. */
+    rl_future *b = watch1(db, "m/b");
+    set1(db, "m/b", "x");
+    if (!wait_ready(b)) fail_msg("the barrier watch did not fire");
+    ASSERT_OK(rl_future_get_error(b));
+    rl_future_free(b);
+    ASSERT_FALSE(rl_future_is_ready(w));
+    set1(db, "m/k", "b");
+    if (!wait_ready(w)) fail_msg("a change after the shard moved did not fire the watch");
+    ASSERT_OK(rl_future_get_error(w));
+    rl_future_free(w);
+    rl_db_close(db);
+    rl_test_cluster_stop(&g_c2);
+    g_started2 = 0;
+}
+
 static int teardown(void **state) {
     (void)state;
     if (g_started) rl_test_cluster_stop(&g_c);
     g_started = 0;
+    if (g_started2) rl_test_cluster_stop(&g_c2);
+    g_started2 = 0;
     return 0;
 }
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(kv_14_9_other_process), T(kv_14_10_restart_change_while_down),
-                                       T(kv_14_11_restart_change_after)};
+                                       T(kv_14_11_restart_change_after), T(kv_14_12_shard_move)};
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
