@@ -15,6 +15,9 @@
  *   kv_14_12  on a second cluster of two storage servers: the watched key's shard moves to the
  *             other server (rl__placement_assign); the watch moves with it (the new owner's
  *             STATUS counts it), does not fire for the move, and fires on the next change
+ *   kv_14_13  on a third cluster, two storage servers with double replication: the server holding
+ *             the watch is killed (kill -9, not restarted), the key changes: the watch fires
+ *             through the other member of the team (failover)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -242,6 +245,50 @@ TEST(kv_14_12_shard_move) {
     g_started2 = 0;
 }
 
+static long long watches_on(rl_test_cluster *c, uint32_t id) {
+    int pid = 0;
+    uint16_t port = 0;
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
+    if (rl__cluster_pid(c->dir, id, &pid, &port, &err) != RL_OK) return -1;
+    return rl_test_status_num(c, port, "watches_now");
+}
+
+TEST(kv_14_13_failover) {
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.replication = 2; /* every shard on both servers */
+    ASSERT_OK(rl_test_cluster_start(&g_c2, &o));
+    g_started2 = 1;
+    rl_db *db;
+    ASSERT_OK(rl_db_open(g_c2.url, NULL, &db));
+    set1(db, "f/k", "a");
+    rl_future *w = watch1(db, "f/k");
+    uint32_t holder = 0;
+    uint64_t end = deadline();
+    while (!holder) {
+        if (watches_on(&g_c2, 1) >= 1) holder = 1;
+        else if (watches_on(&g_c2, 2) >= 1) holder = 2;
+        else if (rl__clock_mono_ns() > end) fail_msg("no storage server holds the watch");
+        else rl__clock_sleep_us(10000);
+    }
+    int pid = rl_test_cluster_pid(&g_c2, holder);
+    ASSERT_TRUE(pid > 0);
+    ASSERT_EQ(kill(pid, SIGKILL), 0); /* a process of our own cluster, by its recorded pid */
+    while (rl_test_cluster_pid(&g_c2, holder) != 0) {
+        if (rl__clock_mono_ns() > end) fail_msg("storage server %u still alive after SIGKILL", holder);
+        rl__clock_sleep_us(5000);
+    }
+    set1(db, "f/k", "b");
+    if (!wait_ready(w)) fail_msg("the watch did not fail over to the other member of the team");
+    ASSERT_OK(rl_future_get_error(w));
+    rl_future_free(w);
+    rl_db_close(db);
+    rl_test_cluster_stop(&g_c2);
+    g_started2 = 0;
+}
+
 static int teardown(void **state) {
     (void)state;
     if (g_started) rl_test_cluster_stop(&g_c);
@@ -253,7 +300,7 @@ static int teardown(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(kv_14_9_other_process), T(kv_14_10_restart_change_while_down),
-                                       T(kv_14_11_restart_change_after), T(kv_14_12_shard_move)};
+                                       T(kv_14_11_restart_change_after), T(kv_14_12_shard_move), T(kv_14_13_failover)};
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
