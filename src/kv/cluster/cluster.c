@@ -2260,9 +2260,25 @@ static void cl_watch_cancel(rl__kv_backend *b, rl__kv_watch *w) {
     if (x) w->done(w, RL_E_OPERATION_CANCELLED);
 }
 
-/* Close: wait (bounded) for the polls and backoffs in flight; the watches still attached are
- * completed with operation_cancelled as their polls end. */
+/* Close: end the polls in flight by closing the storage servers' connections (the lost-connection
+ * path: with `closing` set, a request whose connection closes finishes with operation_cancelled,
+ * instead of waiting out its hold time), then wait (bounded) for them and the backoffs; the
+ * watches still attached are completed with operation_cancelled as their polls end. */
 static void watches_close(cluster *cl) {
+    pthread_mutex_lock(&cl->wmu);
+    int polls = cl->polls;
+    pthread_mutex_unlock(&cl->wmu);
+    if (polls) {
+        pthread_mutex_lock(&cl->mu);
+        for (size_t i = 0; i < cl->n_conns; i++) {
+            cconn *cc = cl->conns[i];
+            if (cc->server_id == 0) continue; /* the coordinator: no watch is polled there */
+            pthread_mutex_lock(&cc->mu);
+            if (cc->state == C_OPEN && cc->conn) rl__conn_close(cc->conn, 0);
+            pthread_mutex_unlock(&cc->mu);
+        }
+        pthread_mutex_unlock(&cl->mu);
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += WATCH_HOLD_MS / 1000 + 12;
