@@ -48,6 +48,15 @@ if(TARGET integ_kv_test_fdbc_versions AND TARGET rl_with_cluster)
     ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;RL_FDBC_LIB=${RL_FDBC_LIB}")
 endif()
 
+# fdbc-watch: the watch tests once more against a fresh one-server cluster (the storage server
+# holds the watches).
+if(TARGET integ_kv_test_fdbc_watch AND TARGET rl_with_cluster)
+  add_test(NAME integ_kv_test_fdbc_watch_cluster1
+           COMMAND rl_with_cluster --storage 1 -- $<TARGET_FILE:integ_kv_test_fdbc_watch>)
+  set_tests_properties(integ_kv_test_fdbc_watch_cluster1 PROPERTIES LABELS "integ;cluster;fdb" TIMEOUT 300
+    ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout;RL_FDBC_LIB=${RL_FDBC_LIB}")
+endif()
+
 # Test programs that load the library (tests/integ/kv/test_fdbc_*.c, test_fdb_backend*.c) must find
 # it built.
 file(GLOB RL_FDBC_TESTS CONFIGURE_DEPENDS

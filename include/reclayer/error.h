@@ -49,6 +49,8 @@
     X(TRANSACTION_CANCELLED, 1025, "transaction_cancelled", "Operation aborted because the transaction was cancelled", \
       0)                                                                                                               \
     X(TRANSACTION_TIMED_OUT, 1031, "transaction_timed_out", "Operation aborted because the transaction timed out", 0)  \
+    X(TOO_MANY_WATCHES, 1032, "too_many_watches", "Too many watches currently set", 0)                                 \
+    X(WATCHES_DISABLED, 1034, "watches_disabled", "Watches cannot be set if read your writes is disabled", 0)          \
     X(ACCESSED_UNREADABLE, 1036, "accessed_unreadable", "Read or wrote an unreadable key", 0)                          \
     X(PROCESS_BEHIND, 1037, "process_behind", "Storage process does not have recent mutations", 1)                     \
     /* Retryable conditions of a FoundationDB cluster that reach reclayer through the fdb:        \

@@ -222,6 +222,18 @@ RL_API int rl_db_status_fdb_json(rl_db *db, char **out);
 /* rl_last_error_detail (the detail of a failed rl_db_open) is in reclayer/error.h, rl_free (for
  * what the library hands out) in reclayer/alloc.h. */
 
+/* Database options (rl_db_set_option; FoundationDB's database option numbers). */
+typedef enum {
+    RL_DB_OPT_MAX_WATCHES = 20, /* value: watches that may be outstanding on this handle at once,
+                                   0..1,000,000 (FoundationDB's max_watches; default 10,000).
+                                   Lowering it cancels no watch. */
+} rl_db_option;
+
+/* rl_db_set_option — set a database option (rl_db_option). RL_OK, RL_E_INVALID_OPTION for an
+ * unknown option, RL_E_INVALID_OPTION_VALUE for a value out of its range, RL_E_INVALID_ARGUMENT
+ * for a NULL db. Thread-safe. */
+RL_API int rl_db_set_option(rl_db *db, rl_db_option opt, int64_t value);
+
 /* rl_db_run — the retry loop: begin a transaction, call fn(txn, ctx), commit; on a retryable
  * error (fn's or commit's) wait with backoff (rl_txn_on_error) and run again. Returns RL_OK after a
  * successful commit, or the first non-retryable error (fn's error code as it returned it) —
@@ -320,6 +332,23 @@ RL_API int rl_txn_get_committed_version(rl_txn *txn, int64_t *out);
  * freed first. Ask for it before committing (one pending versionstamp future per transaction; a
  * second is RL_E_CLIENT_INVALID_OPERATION); after a successful commit it is ready at once. */
 RL_API rl_future *rl_txn_get_versionstamp(rl_txn *txn);
+/* rl_txn_watch — watch key (docs/design.md §2, "Watches"): a future with no value that becomes
+ * ready (RL_OK) once a committed write changes the key's value from the value this transaction
+ * sees — the value at its read version, or the value it wrote before the call. Any write that
+ * leaves another value fires it, even one changed back later (A to B to A fires at B); a rewrite
+ * of the same value does not. The watch is registered when the transaction commits (a read-only
+ * commit too): until then it sees no change of other transactions, but a later write of this
+ * transaction that changes the value it knows fires it at once. It then outlives the transaction.
+ * The future holds the commit's error if the commit fails, transaction_cancelled (1025) if the
+ * transaction is reset, cancelled or freed before committing, too_many_watches (1032) when the
+ * database already has its limit of outstanding watches (RL_DB_OPT_MAX_WATCHES), watches_disabled
+ * (1034) with RL_TXN_OPT_READ_YOUR_WRITES_DISABLE, key_too_large (2102), key_outside_legal_range
+ * (2004) for keys from "\xff" ("\xff\xff" with ACCESS_SYSTEM_KEYS), used_during_commit,
+ * unsupported_operation on a backend without watches. rl_future_free of a pending watch
+ * cancels it (FoundationDB's fdb_future_cancel) and frees its place under the limit. Callbacks
+ * run on the thread that applies the change (embedded: the thread whose commit made it, once
+ * that commit is done; cluster: the network thread). Never NULL. */
+RL_API rl_future *rl_txn_watch(rl_txn *txn, const void *key, size_t key_len);
 /* rl_txn_on_error — the retry step: for a retryable error, reset the transaction at once and
  * return a future that becomes ready after a backoff delay (wait for it, then run the transaction
  * again); otherwise return a future holding the error. Honours the retry limit and timeout: once
@@ -396,7 +425,8 @@ RL_API int rl_future_get_key_array(rl_future *f, const rl_slice **out_keys, int 
 RL_API int rl_future_get_mapped_keyvalue_array(rl_future *f, const rl_mapped_keyvalue **out, int *out_count,
                                                int *out_more);
 /* rl_future_free — release a future and everything borrowed from it. A pending future is
- * cancelled: its callbacks never run and its operation's late completion is dropped. If one of its
+ * cancelled: its callbacks never run and its operation's late completion is dropped (a pending
+ * watch is cancelled wherever it is, and no longer counts against the database's limit). If one of its
  * callbacks is running on another thread, waits until it returns; a callback may free its own
  * future. NULL is a no-op. */
 RL_API void rl_future_free(rl_future *f);

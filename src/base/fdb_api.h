@@ -171,9 +171,9 @@ _Static_assert(sizeof(FDBKeyRange) == 24 && offsetof(FDBKeyRange, end_key) == 12
     X(0, FDBFuture *, transaction_on_error, (FDBTransaction *, fdb_error_t))                                           \
     X(1, fdb_error_t, transaction_add_conflict_range,                                                                  \
       (FDBTransaction *, const uint8_t *, int, const uint8_t *, int, int))                                             \
-    X(0, FDBFuture *, transaction_watch, (FDBTransaction *, const uint8_t *, int))                                     \
+    X(1, FDBFuture *, transaction_watch, (FDBTransaction *, const uint8_t *, int))                                     \
     X(1, FDBFuture *, transaction_get_addresses_for_key, (FDBTransaction *, const uint8_t *, int))                     \
-    X(0, void, future_cancel, (FDBFuture *))                                                                           \
+    X(1, void, future_cancel, (FDBFuture *))                                                                           \
     X(0, void, future_release_memory, (FDBFuture *))                                                                   \
     X(1, void, future_destroy, (FDBFuture *))                                                                          \
     X(0, fdb_error_t, future_block_until_ready, (FDBFuture *))                                                         \

@@ -16,7 +16,8 @@
  *      fdb_database_destroy before the last fdb_transaction_destroy is allowed (FoundationDB's
  *      transactions keep their database alive); the rl_db closes with the last reference.
  *   2. Database options 500-503 become the defaults of the transactions created afterwards;
- *      the other documented options are accepted with no effect (location cache, watches,
+ *      max_watches (20) is the database's limit of watches (rl_db_set_option);
+ *      the other documented options are accepted with no effect (location cache,
  *      machine and datacenter ids, logging) or refused with unsupported_operation when their
  *      meaning cannot be honoured (snapshot_ryw_disable, transaction_bypass_unreadable).
  */
@@ -125,10 +126,13 @@ FDBC_API fdb_error_t fdb_database_set_option(FDBDatabase *d, int option, const u
         d->has_defaults = 1;
         pthread_mutex_unlock(&d->mu);
         return 0;
+    case 20: /* max_watches: 0..1,000,000 (FoundationDB's bounds) */
+        if ((rc = fdbc_int_param(value, value_length, &v))) return rc;
+        rc = rl_db_set_option(d->db, RL_DB_OPT_MAX_WATCHES, v);
+        return rc == RL_E_INVALID_OPTION_VALUE ? FDBC_E_INVALID_OPTION_VALUE : fdbc_err(rc);
     case 10:
-    case 20:
     case 21:
-    case 22:  /* location cache, max watches, machine/dc ids */
+    case 22:  /* location cache, machine/dc ids */
     case 26:  /* snapshot_ryw_enable (the default) */
     case 405: /* transaction_logging_max_field_length */
     case 505: /* transaction_include_port_in_address: the default from API version 630 */

@@ -522,10 +522,21 @@ FDBC_API FDBFuture *fdb_transaction_on_error(FDBTransaction *tr, fdb_error_t err
 
 /* ---- Not served by reclayer -------------------------------------------------------------- */
 
-/* Watches would need change notification from the store, which reclayer has not. */
+/* A watch (rl_txn_watch): registered at the commit, ready once the key's value changes;
+ * fdb_future_cancel / fdb_future_destroy of a pending one cancels it (the inner future's free). */
 FDBC_API FDBFuture *fdb_transaction_watch(FDBTransaction *tr, const uint8_t *key, int key_length) {
-    (void)tr, (void)key, (void)key_length;
-    return fdbc_future_error(FK_NONE, FDBC_E_UNSUPPORTED_OPERATION);
+    if (!tr) return fdbc_future_error(FK_NONE, FDBC_E_CLIENT_INVALID_OPERATION);
+    if (bad_bytes(key, key_length)) return fdbc_future_error(FK_NONE, FDBC_E_CLIENT_INVALID_OPERATION);
+    FDBFuture *f = fdbc_future_new(FK_NONE);
+    rl_future *in = NULL;
+    pthread_mutex_lock(&tr->mu);
+    int rc = read_check(tr);
+    if (rc == 0 && f) {
+        in = rl_txn_watch(tr->txn, key, (size_t)key_length);
+        tr->used = 1;
+    }
+    pthread_mutex_unlock(&tr->mu);
+    return finish_read(tr, f, rc, in);
 }
 
 /* The storage servers holding key, as "IP:PORT" strings (fdb_future_get_string_array). Over a

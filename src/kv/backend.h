@@ -169,6 +169,15 @@ struct rl__kv_read {
     rl__kv_trace_event *trace_head, *trace_tail;
     uint64_t deadline_ns; /* input (appended): contract 7 */
     uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
+    /* The cluster client's own watch polls (appended; op RL_CPLAN_WATCH, cluster/plan.h):
+     * inputs the value compared with and how long the server may hold the request; outputs
+     * whether it changed and the version the server looked through. */
+    int watch_present;
+    const uint8_t *watch_value;
+    uint32_t watch_value_len;
+    uint32_t watch_hold_ms;
+    int watch_changed;
+    rl__version watch_version;
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */
@@ -211,6 +220,30 @@ struct rl__kv_commit {
     void *be_link;        /* the backend's own */
     uint64_t deadline_ns; /* input (appended): contract 7 */
     uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
+};
+
+/* ---- Watches ------------------------------------------------------------------------------ */
+
+/* A watch of one key (docs/design.md §2, "Watches"): done(w, RL_OK) once a committed write at a
+ * version after `version` leaves the key with a value other than (present, value) — a change
+ * away and back fires too, a rewrite of the same value does not. The transaction layer fills the
+ * inputs (the value is what the watching transaction saw or wrote at `version`); they stay valid
+ * and unchanged until done. done is called exactly once: RL_OK on a change, an error when the
+ * watch cannot be kept (RL_E_OUT_OF_MEMORY; the cluster keeps retrying a lost server and does
+ * not give up), or RL_E_OPERATION_CANCELLED after watch_cancel. It may run inside the starting
+ * call (the value already changed) or later on the thread that applies the change (embedded:
+ * the committing caller's, after its commit; cluster: the network thread). */
+typedef struct rl__kv_watch rl__kv_watch;
+struct rl__kv_watch {
+    const uint8_t *key; /* input */
+    uint32_t key_len;
+    rl__version version;  /* input: the value below is the key's at this version (> 0) */
+    int present;          /* input: the key existed then */
+    const uint8_t *value; /* input (present) */
+    uint32_t value_len;
+    void (*done)(rl__kv_watch *w, int err);
+    void *ud;
+    void *be_link; /* the backend's own */
 };
 
 /* ---- Locality (the ADAPTIVE fetch method's network inputs) ------------------------------- */
@@ -304,6 +337,12 @@ typedef struct {
     /* Optional (NULL: the transaction layer answers unsupported_operation; appended): start a
      * size-estimate request (rl__kv_metrics). */
     void (*metrics)(rl__kv_backend *b, rl__kv_metrics *m);
+    /* Optional (NULL: RL_E_UNSUPPORTED_OPERATION; appended): start watch w (rl__kv_watch above). */
+    void (*watch)(rl__kv_backend *b, rl__kv_watch *w);
+    /* Cancel watch w, started on b and not yet done: its done runs with RL_E_OPERATION_CANCELLED
+     * (inside this call or soon after, on any thread). w stays valid until done, so a watch whose
+     * done is already running or over is left alone: the caller may race a change. Thread-safe. */
+    void (*watch_cancel)(rl__kv_backend *b, rl__kv_watch *w);
 } rl__kv_backend_vtable;
 
 /* Every backend struct begins with this header. */

@@ -111,6 +111,7 @@ int rl_db_open(const char *url, const rl_db_options *opts, rl_db **out) {
         goto fail;
     }
     pthread_mutex_init(&db->mu, NULL);
+    db->max_watches = RL__DEFAULT_MAX_WATCHES;
     db->seed = rl__clock_mono_ns() ^ (uint64_t)(uintptr_t)db;
     if (opts && (opts->size ? opts->size : sizeof *opts) >=
                     offsetof(rl_db_options, transaction_timeout_ms) + sizeof opts->transaction_timeout_ms) {

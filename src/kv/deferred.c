@@ -6,7 +6,8 @@
  *
  * Invariants:
  *   1. Every started operation is queued and completed exactly once by the worker, never inside
- *      the call that started it (vt->completes_inline is 0).
+ *      the call that started it (vt->completes_inline is 0) — but watches, which are the
+ *      embedded backend's own (def_watch).
  *   2. The worker takes up to WINDOW queued operations at a time and runs them in a random order
  *      (a seeded xorshift, seed printed to the log at debug level), sometimes after a short
  *      pause, so completions overtake each other as replies from several servers do.
@@ -253,6 +254,19 @@ static void def_metrics(rl__kv_backend *b, rl__kv_metrics *m) {
     d->in->vt->metrics(d->in, m);
 }
 
+/* Watches are the inner backend's: a change fires them on the worker, where commits run (so
+ * from another thread than the watcher's, as a network backend's); one that already changed
+ * when it registers completes inside the call (backend.h allows it for watches). */
+static void def_watch(rl__kv_backend *b, rl__kv_watch *w) {
+    deferred *d = (deferred *)b;
+    d->in->vt->watch(d->in, w);
+}
+
+static void def_watch_cancel(rl__kv_backend *b, rl__kv_watch *w) {
+    deferred *d = (deferred *)b;
+    d->in->vt->watch_cancel(d->in, w);
+}
+
 static const rl__kv_backend_vtable deferred_vt = {
     .name = "deferred",
     .completes_inline = 0,
@@ -263,6 +277,8 @@ static const rl__kv_backend_vtable deferred_vt = {
     .status_json = def_status_json,
     .set_clock = def_set_clock,
     .metrics = def_metrics,
+    .watch = def_watch,
+    .watch_cancel = def_watch_cancel,
 };
 
 int rl__kv_deferred_open(const char *inner_url, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {

@@ -30,7 +30,17 @@
  *      (mutations or write conflict ranges) here, before the committer: the committer never
  *      hands a version to the storage engine, whose apply would refuse it too and poison the
  *      committer. Commits that only read succeed (txn.c never sends them).
+ *   5. Watches (docs/design.md §2, "Watches"): the registered ones are in `watches`, sorted by
+ *      key, under wmu. A watch is checked against the key's history when it registers
+ *      (rl__storage_watch_changed) and, once registered, by the sink after every version it
+ *      applies that writes its key (the value at that version against the watch's): both under
+ *      wmu, so no version falls between the two. Lock order: wmu, then the engine's lock. Fired
+ *      watches wait in `fired` and complete, outside every lock, at the end of the commit that
+ *      applied the change (every emb_commit drains the list after its commit returns: the
+ *      applying sink runs inside some commit), so callbacks run on that committing thread, never
+ *      inside the committer. n_watches lets the sink skip all this when nothing is watched.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -50,16 +60,141 @@ typedef struct {
     char *dir;               /* heap copy or NULL */
     int secondary_row_limit; /* mapped-range secondary limits; 0 = storage's default */
     long secondary_byte_limit;
+    /* Watches (invariant 5). */
+    pthread_mutex_t wmu;
+    rl__kv_watch **watches; /* heap array sorted by key, n_w entries (under wmu) */
+    size_t n_w, cap_w;
+    int n_watches;       /* atomic: n_w, read by the sink without wmu */
+    rl__kv_watch *fired; /* fired, linked by be_link, not completed yet (under wmu) */
 } embedded;
 
-static int sink_apply(void *ctx, rl__version v, const rl__mutation *muts, size_t n) {
-    return rl__storage_apply(ctx, v, muts, n);
+/* ---- Watches (invariant 5) ------------------------------------------------------------------ */
+
+static int wcmp(const rl__kv_watch *w, const uint8_t *k, uint32_t kl) {
+    return rl__bytes_cmp(w->key, w->key_len, k, kl);
 }
 
-static int sink_sync(void *ctx) { return rl__storage_sync(ctx); }
+/* The first index whose key is >= k. Under wmu. */
+static size_t wfind(const embedded *e, const uint8_t *k, uint32_t kl) {
+    size_t lo = 0, hi = e->n_w;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (wcmp(e->watches[mid], k, kl) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void wremove_at(embedded *e, size_t i) {
+    memmove(&e->watches[i], &e->watches[i + 1], (e->n_w - i - 1) * sizeof *e->watches);
+    e->n_w--;
+    __atomic_store_n(&e->n_watches, (int)e->n_w, __ATOMIC_RELEASE);
+}
+
+/* Check the watches of the keys in [b, e) (e NULL: the key b) against version v's values and
+ * move those that changed to `fired`. Under wmu. */
+static void wcheck(embedded *e, rl__version v, const uint8_t *b, uint32_t bl, const uint8_t *end, uint32_t el,
+                   rl_arena *a) {
+    size_t i = wfind(e, b, bl);
+    while (i < e->n_w) {
+        rl__kv_watch *w = e->watches[i];
+        if (end ? wcmp(w, end, el) >= 0 : wcmp(w, b, bl) != 0) break;
+        int present = 0, differs = 1;
+        const uint8_t *val = NULL;
+        uint32_t vl = 0;
+        if (rl__storage_get(e->st, v, w->key, w->key_len, a, &present, &val, &vl) == RL_OK)
+            differs = present != w->present || (present && (vl != w->value_len || (vl && memcmp(val, w->value, vl))));
+        if (!differs) {
+            i++;
+            continue;
+        }
+        wremove_at(e, i);
+        w->be_link = e->fired;
+        e->fired = w;
+    }
+}
+
+/* Complete the fired watches (no lock held). */
+static void wdrain(embedded *e) {
+    if (!__atomic_load_n(&e->fired, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&e->wmu);
+    rl__kv_watch *list = e->fired;
+    e->fired = NULL;
+    pthread_mutex_unlock(&e->wmu);
+    while (list) {
+        rl__kv_watch *next = list->be_link;
+        list->be_link = NULL;
+        list->done(list, RL_OK);
+        list = next;
+    }
+}
+
+static int sink_apply(void *ctx, rl__version v, const rl__mutation *muts, size_t n) {
+    embedded *e = ctx;
+    int rc = rl__storage_apply(e->st, v, muts, n);
+    if (rc != RL_OK || !__atomic_load_n(&e->n_watches, __ATOMIC_ACQUIRE)) return rc;
+    rl_arena a;
+    rl__arena_init(&a, 512);
+    pthread_mutex_lock(&e->wmu);
+    for (size_t i = 0; i < n && e->n_w; i++) {
+        const rl__mutation *m = &muts[i];
+        if (m->type == RL_MUT_CLEAR_RANGE) wcheck(e, v, m->p1, m->len1, m->p2, m->len2, &a);
+        else wcheck(e, v, m->p1, m->len1, NULL, 0, &a);
+        rl__arena_reset(&a);
+    }
+    pthread_mutex_unlock(&e->wmu);
+    rl__arena_release(&a);
+    return rc;
+}
+
+static int sink_sync(void *ctx) { return rl__storage_sync(((embedded *)ctx)->st); }
+
+static void emb_watch(rl__kv_backend *b, rl__kv_watch *w) {
+    embedded *e = (embedded *)b;
+    int changed = 0;
+    pthread_mutex_lock(&e->wmu);
+    int rc = rl__storage_watch_changed(e->st, w->version, w->key, w->key_len, w->present, w->value, w->value_len,
+                                       &changed, NULL);
+    if (rc == RL_OK && !changed) {
+        if (RL_GROW(e->watches, e->cap_w, e->n_w + 1, 16)) {
+            rc = RL_E_OUT_OF_MEMORY;
+        } else {
+            size_t i = wfind(e, w->key, w->key_len);
+            memmove(&e->watches[i + 1], &e->watches[i], (e->n_w - i) * sizeof *e->watches);
+            e->watches[i] = w;
+            e->n_w++;
+            __atomic_store_n(&e->n_watches, (int)e->n_w, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&e->wmu);
+    if (rc != RL_OK || changed) w->done(w, rc);
+}
+
+static void emb_watch_cancel(rl__kv_backend *b, rl__kv_watch *w) {
+    embedded *e = (embedded *)b;
+    int found = 0;
+    pthread_mutex_lock(&e->wmu);
+    for (size_t i = wfind(e, w->key, w->key_len); i < e->n_w && !wcmp(e->watches[i], w->key, w->key_len); i++)
+        if (e->watches[i] == w) {
+            wremove_at(e, i);
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&e->wmu);
+    if (found) w->done(w, RL_E_OPERATION_CANCELLED);
+}
 
 static void emb_close(rl__kv_backend *b) {
     embedded *e = (embedded *)b;
+    /* Watches whose futures were never freed: they end cancelled (the futures stay valid). */
+    wdrain(e);
+    while (e->n_w) {
+        rl__kv_watch *w = e->watches[e->n_w - 1];
+        e->n_w--;
+        w->done(w, RL_E_OPERATION_CANCELLED);
+    }
+    rl__free(e->watches);
+    pthread_mutex_destroy(&e->wmu);
     rl__committer_free(e->cm);
     rl__storage_close(e->st);
     rl__free(e->dir);
@@ -162,6 +297,7 @@ static void emb_commit(rl__kv_backend *b, rl__kv_commit *c) {
         c->batch_order = req.batch_order;
     }
     c->done(c, rc);
+    wdrain(e); /* invariant 5: after the commit's own completion */
 }
 
 /* Append s to out as a JSON string (rl__buf_append_json_str); NULL gives null. */
@@ -237,6 +373,8 @@ static const rl__kv_backend_vtable embedded_vt = {
     .set_clock = emb_set_clock,
     .get_now = emb_get_now,
     .metrics = emb_metrics,
+    .watch = emb_watch,
+    .watch_cancel = emb_watch_cancel,
 };
 
 /* Open the storage engine (recovering it for file:) and a committer over it. On failure nothing
@@ -246,6 +384,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_back
     embedded *e = rl__calloc(1, sizeof *e);
     if (!e) return RL_E_OUT_OF_MEMORY;
     e->base.vt = &embedded_vt;
+    pthread_mutex_init(&e->wmu, NULL);
     if (dir) {
         e->dir = rl__strdup(dir);
         if (!e->dir) {
@@ -293,7 +432,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_back
     rl__committer_options co;
     memset(&co, 0, sizeof co);
     co.window_versions = so.window_versions;
-    rl__log_sink sink = {e->st, sink_apply, sink_sync};
+    rl__log_sink sink = {e, sink_apply, sink_sync};
     rc = rl__committer_new(&co, sink, rl__storage_latest_version(e->st), &e->cm);
     if (rc) {
         rl__errdetail_append(err, "cannot start the committer: %s", rl_error_name(rc));
@@ -304,6 +443,7 @@ int rl__kv_embedded_open(const char *dir, const rl_db_options *opts, rl__kv_back
     return RL_OK;
 fail:
     if (e->st) rl__storage_close(e->st);
+    pthread_mutex_destroy(&e->wmu);
     rl__free(e->dir);
     rl__free(e);
     return rc;

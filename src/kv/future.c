@@ -150,6 +150,7 @@ rl_future *rl__future_new(int kind) {
         f->vs_owner = NULL;
         f->vs_next = NULL;
         f->keys = NULL;
+        f->watch = NULL;
     } else {
         f = rl__calloc(1, sizeof *f);
         if (!f) return &oom_future;
@@ -340,7 +341,7 @@ int rl__future_is_abandoned(rl_future *f) {
 }
 
 /* Free the user's handle of f: no callback runs after this, a pending versionstamp future
- * detaches from its transaction, and the memory goes when no operation holds f any more
+ * detaches from its transaction, a watch is cancelled (watch.c), and the memory goes when no operation holds f any more
  * (invariant 3a). */
 void rl_future_free(rl_future *f) {
     if (!f || f->is_static) return;
@@ -365,10 +366,14 @@ void rl_future_free(rl_future *f) {
         /* Freed by its own callback: the completer drops the reference when they are over. */
         f->free_in_cb = 1;
         pthread_mutex_unlock(&f->mu);
+        if (f->watch) rl__watch_cancel(f->watch); /* the completer's reference keeps it */
         return;
     }
     while (f->cb_running) pthread_cond_wait(&f->cv, &f->mu); /* a callback on another thread */
     pthread_mutex_unlock(&f->mu);
+    /* A watch is cancelled once no callback can run, under the user's reference (watch.c
+     * invariant 1). */
+    if (f->watch) rl__watch_cancel(f->watch);
     rl__future_unref(f);
 }
 

@@ -28,12 +28,17 @@
 
 /* ---- Database ---------------------------------------------------------------------------- */
 
+#define RL__DEFAULT_MAX_WATCHES 10000 /* FoundationDB's default max_watches */
+
 struct rl_db {
     rl__kv_backend *be;     /* owned */
     uint64_t seed;          /* backoff jitter state (guarded by mu) */
     int64_t txn_timeout_ms; /* rl_db_options.transaction_timeout_ms: every new transaction's
                              * RL_TXN_OPT_TIMEOUT_MS (0: none); set at open, then read only */
     pthread_mutex_t mu;
+    /* Watches (watch.c): how many count against the limit now, and the limit
+     * (rl_db_set_option RL_DB_OPT_MAX_WATCHES; RL__DEFAULT_MAX_WATCHES). Under mu. */
+    int64_t n_watches, max_watches;
     /* The upper layers' per-database slot (rl__db_slot): created once under mu, freed at close. */
     void *slot;
     void (*slot_fini)(void *p);
@@ -58,6 +63,8 @@ typedef enum {
     RL_FUT_MAPPED = 5, /* get_mapped_range */
     RL_FUT_KEYS = 6,   /* get_range_split_points: keys[0..count) */
 } rl__future_kind;
+
+typedef struct rl__watch rl__watch;
 
 typedef struct {
     void (*cb)(rl_future *f, void *ud);
@@ -94,6 +101,8 @@ struct rl_future {
     rl__kv_read_stats stats;                     /* what the backend reported for the read (summed over its requests) */
     rl__kv_trace_event *trace_head, *trace_tail; /* its requests' events (in arena), when traced */
     const rl_slice *keys;                        /* RL_FUT_KEYS: count keys (array and bytes in arena) */
+    rl__watch *watch;                            /* a watch's future: its watch (in arena), which
+                                                  * rl_future_free cancels (watch.c) */
 };
 
 /* A new pending future of the given kind, or the shared out-of-memory future (never NULL). */
@@ -276,6 +285,7 @@ struct rl_txn {
                               * per-request events of this transaction's reads (kv_stats.h) */
     int next_write_no_wcr; /* NEXT_WRITE_NO_WRITE_CONFLICT_RANGE: the next write adds no write
                               * conflict range (cleared by that write and by every reset) */
+    rl__watch *watches;    /* pending watches (rl_txn_watch before the commit), newest first */
     /* Retry state (kept across on_error resets, cleared by rl_txn_reset). */
     uint64_t start_ns; /* timeout clock start */
     int64_t retries;
@@ -322,6 +332,44 @@ void rl__txn_cancel_ops(rl_txn *t, int err);
 rl_future *rl__txn_take_versionstamp(rl_txn *t, int err, int *out_err);
 /* Complete every future of a list rl__txn_take_versionstamp returned, with err. NULL ok. */
 void rl__txn_complete_versionstamps(rl_future *list, int err);
+
+/* ---- Watches (watch.c) ------------------------------------------------------------------- */
+
+/* A watch (rl_txn_watch), living in its future's arena: pending on its transaction until the
+ * commit, then registering (a read version and the key's value, if the transaction does not
+ * know them), then registered with the backend until done. watch.c says who completes it. */
+struct rl__watch {
+    rl__kv_watch w; /* what the backend keeps (first: its done hands it back) */
+    rl_future *f;   /* the future (one reference from creation until finished) */
+    rl_db *db;
+    rl_txn *owner;   /* pending: the transaction (under its mu); NULL once taken off */
+    rl__watch *next; /* owner->watches */
+    int kind;        /* watch.c: W_STORED, W_OWN (value known), W_OWN_UNKNOWN */
+    uint8_t *key;    /* in f->arena */
+    uint32_t key_len;
+    int present; /* W_OWN: the value written */
+    uint8_t *value;
+    uint32_t value_len;
+    int done;      /* atomic: finished (the future completed) */
+    int counted;   /* atomic: counts in db->n_watches */
+    int cancel;    /* atomic: rl_future_free asked to cancel */
+    int reg;       /* atomic: 0, 1 registered with the backend, 2 cancelled before that */
+    rl__kv_grv g;  /* registering: the read version */
+    rl__kv_read r; /* registering: the key's value */
+};
+
+/* The write of [b, e) (e NULL: the key b) changed what t's pending watches saw: take those that
+ * fire (a watch of a key the transaction wrote fires at once when its value changes, as
+ * FoundationDB's); complete them with rl__watch_fire after releasing t->mu. Under t->mu. */
+rl__watch *rl__watch_take_written(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
+void rl__watch_fire(rl__watch *list);
+/* Take t's pending watches (under t->mu): the caller then calls rl__watch_committed after
+ * releasing it, with the commit's outcome: err, or RL_OK with the read version (has_rv) and the
+ * commit version (-1: nothing written). NULL if there is none. */
+rl__watch *rl__watch_take(rl_txn *t);
+void rl__watch_committed(rl__watch *list, int err, int has_rv, rl__version rv, int64_t cv);
+/* rl_future_free of a watch's future: stop counting it and cancel it wherever it is. */
+void rl__watch_cancel(rl__watch *w);
 
 /* timer.c: call fn(ud) once at or after monotonic time deadline_ns, from the timer thread (one
  * per process, started on first use). RL_OK or RL_E_OUT_OF_MEMORY (fn is then never called). */

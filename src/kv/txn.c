@@ -185,9 +185,11 @@ void rl__txn_complete_versionstamps(rl_future *list, int err) {
 rl_future *rl__txn_take_versionstamp(rl_txn *t, int err, int *out_err) { return take_versionstamp(t, err, out_err); }
 
 /* Forget reads, writes and the read version (not options or retry state); cancel every read in
- * flight. Under t->mu; returns the versionstamp future to complete with *out_err (or NULL). */
-static rl_future *reset_state(rl_txn *t, int *out_err) {
+ * flight. Under t->mu; returns the versionstamp future to complete with *out_err (or NULL) and
+ * the pending watches to fail (*out_watches, rl__watch_committed with transaction_cancelled). */
+static rl_future *reset_state(rl_txn *t, int *out_err, rl__watch **out_watches) {
     rl__txn_cancel_ops(t, RL_E_TRANSACTION_CANCELLED);
+    *out_watches = rl__watch_take(t); /* FoundationDB: an uncommitted transaction's reset cancels them */
     rl_future *vs = take_versionstamp(t, RL_E_TRANSACTION_CANCELLED, out_err);
     t->gen++;
     rl__wmap_reset(&t->wm);
@@ -212,6 +214,9 @@ static rl_future *reset_state(rl_txn *t, int *out_err) {
 }
 
 static void complete_vs(rl_future *vs, int err) { rl__txn_complete_versionstamps(vs, err); }
+
+/* Fail watches taken off a transaction that did not commit (no lock held). */
+static void cancel_watches(rl__watch *wl) { rl__watch_committed(wl, RL_E_TRANSACTION_CANCELLED, 0, 0, -1); }
 
 /* Release the transaction's memory (its last reference is gone). */
 static void destroy(rl_txn *t) {
@@ -242,25 +247,29 @@ void rl_txn_free(rl_txn *t) {
     rl__txn_lock(t);
     rl__txn_cancel_ops(t, RL_E_TRANSACTION_CANCELLED);
     rl_future *vs = take_versionstamp(t, RL_E_TRANSACTION_CANCELLED, &err);
+    rl__watch *wl = rl__watch_take(t);
     t->gen++;
     t->user_freed = 1;
     t->grv = NULL;
     int last = --t->refs == 0;
     rl__txn_unlock(t);
     complete_vs(vs, err);
+    cancel_watches(wl);
     if (last) destroy(t);
 }
 
 void rl_txn_reset(rl_txn *t) {
     if (!t) return;
     int err = 0;
+    rl__watch *wl = NULL;
     rl__txn_lock(t);
-    rl_future *vs = reset_state(t, &err);
+    rl_future *vs = reset_state(t, &err, &wl);
     t->retries = 0;
     t->backoff_ms = INITIAL_BACKOFF_MS;
     t->start_ns = rl__clock_mono_ns();
     rl__txn_unlock(t);
     complete_vs(vs, err);
+    cancel_watches(wl);
 }
 
 void rl_txn_cancel(rl_txn *t) {
@@ -270,8 +279,10 @@ void rl_txn_cancel(rl_txn *t) {
     t->cancelled = 1;
     rl__txn_cancel_ops(t, RL_E_TRANSACTION_CANCELLED);
     rl_future *vs = take_versionstamp(t, RL_E_TRANSACTION_CANCELLED, &err);
+    rl__watch *wl = t->committed ? NULL : rl__watch_take(t);
     rl__txn_unlock(t);
     complete_vs(vs, err);
+    cancel_watches(wl);
 }
 
 static int set_option(rl_txn *t, rl_txn_option opt, int64_t value) {
@@ -518,7 +529,9 @@ int rl_txn_set(rl_txn *t, const void *key, size_t key_len, const void *value, si
     if (!t) return RL_E_INVALID_ARGUMENT;
     rl__txn_lock(t);
     int rc = do_set(t, key, key_len, value, value_len);
+    rl__watch *fired = rc == RL_OK && t->watches ? rl__watch_take_written(t, key, (uint32_t)key_len, NULL, 0) : NULL;
     rl__txn_unlock(t);
+    rl__watch_fire(fired);
     return rc;
 }
 
@@ -526,7 +539,9 @@ int rl_txn_clear(rl_txn *t, const void *key, size_t key_len) {
     if (!t) return RL_E_INVALID_ARGUMENT;
     rl__txn_lock(t);
     int rc = do_clear(t, key, key_len);
+    rl__watch *fired = rc == RL_OK && t->watches ? rl__watch_take_written(t, key, (uint32_t)key_len, NULL, 0) : NULL;
     rl__txn_unlock(t);
+    rl__watch_fire(fired);
     return rc;
 }
 
@@ -534,7 +549,11 @@ int rl_txn_clear_range(rl_txn *t, const void *begin, size_t begin_len, const voi
     if (!t) return RL_E_INVALID_ARGUMENT;
     rl__txn_lock(t);
     int rc = do_clear_range(t, begin, begin_len, end, end_len);
+    rl__watch *fired = rc == RL_OK && t->watches
+                           ? rl__watch_take_written(t, begin, (uint32_t)begin_len, end, (uint32_t)end_len)
+                           : NULL;
     rl__txn_unlock(t);
+    rl__watch_fire(fired);
     return rc;
 }
 
@@ -542,7 +561,9 @@ int rl_txn_atomic_op(rl_txn *t, const void *key, size_t key_len, const void *par
     if (!t) return RL_E_INVALID_ARGUMENT;
     rl__txn_lock(t);
     int rc = do_atomic_op(t, key, key_len, param, param_len, op);
+    rl__watch *fired = rc == RL_OK && t->watches ? rl__watch_take_written(t, key, (uint32_t)key_len, NULL, 0) : NULL;
     rl__txn_unlock(t);
+    rl__watch_fire(fired);
     return rc;
 }
 
@@ -630,9 +651,11 @@ rl_future *rl_txn_on_error(rl_txn *t, int error) {
     if (t->backoff_ms < 1) t->backoff_ms = 1;
     t->retries++;
     int vs_err = 0;
-    rl_future *vs = reset_state(t, &vs_err);
+    rl__watch *wl = NULL;
+    rl_future *vs = reset_state(t, &vs_err, &wl);
     rl__txn_unlock(t);
     complete_vs(vs, vs_err);
+    cancel_watches(wl);
     /* The transaction is usable again at once; the future becomes ready after the delay, on the
      * timer thread (the caller waits on it, or registers a callback). */
     rl_future *f = rl__future_new(RL_FUT_NONE);

@@ -974,8 +974,15 @@ static void op_drive(txn_op *op, int locked) {
     int rc = op->io_err;
     rl_future *vs = NULL;
     int vs_err = 0;
+    rl__watch *wl = NULL; /* the commit's watches: registered or failed once t->mu is released */
+    int wl_has_rv = t->has_rv;
+    rl__version wl_rv = t->rv;
+    int64_t wl_cv = t->committed_version;
     if (op->kind == OP_COMMIT) {
-        if (op->gen == t->gen) vs = rl__txn_take_versionstamp(t, rc, &vs_err);
+        if (op->gen == t->gen) {
+            vs = rl__txn_take_versionstamp(t, rc, &vs_err);
+            wl = rl__watch_take(t);
+        }
     } else {
         unlink_op(t, op);
     }
@@ -996,6 +1003,7 @@ static void op_drive(txn_op *op, int locked) {
         rl__txn_unlock(t);
     }
     rl__txn_complete_versionstamps(vs, vs_err);
+    rl__watch_committed(wl, rc, wl_has_rv, wl_rv, wl_cv);
     rl__future_complete_unref(op->f, rc); /* the operation's reference (invariant 1) */
     if (last) rl__txn_destroy(t);
 }
@@ -1129,14 +1137,17 @@ void rl__txn_rv_ready(rl_txn *t, uint64_t gen, int err, rl__version v, const rl_
         if (err) {
             rl_future *vs = NULL;
             int vs_err = 0;
+            rl__watch *wl = NULL;
             if (w->kind == OP_COMMIT) {
                 t->committing = 0;
                 t->commit_error = err;
                 vs = rl__txn_take_versionstamp(t, err, &vs_err);
+                wl = rl__watch_take(t);
             }
             w->state = ST_DONE;
             rl__txn_unlock(t);
             rl__txn_complete_versionstamps(vs, vs_err);
+            rl__watch_committed(wl, err, 0, 0, -1);
             rl__future_complete_unref(w->f, err);
             if (async) rl__txn_unref(t);
         } else {
@@ -1566,8 +1577,15 @@ rl_future *rl_txn_commit(rl_txn *t) {
         int vs_err = 0;
         if (rc != RL_E_NO_COMMIT_VERSION) t->commit_error = rc;
         rl_future *vs = rl__txn_take_versionstamp(t, rc, &vs_err);
+        /* The watches of a read-only commit register now (FoundationDB's too); a commit that
+         * fails at once fails them (but a second commit leaves them to the running one). */
+        int ro = rc == RL_E_NO_COMMIT_VERSION;
+        rl__watch *wl = rc != RL_E_USED_DURING_COMMIT ? rl__watch_take(t) : NULL;
+        int has_rv = t->has_rv;
+        rl__version rv = t->rv;
         rl__txn_unlock(t);
         rl__txn_complete_versionstamps(vs, vs_err);
+        rl__watch_committed(wl, ro ? RL_OK : rc, has_rv, rv, -1);
         rl__future_complete(f, rc == RL_E_NO_COMMIT_VERSION ? RL_OK : rc);
         return f;
     }

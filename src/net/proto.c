@@ -666,6 +666,22 @@ static void x_get_reply(io *s, rl__msg_get_reply *m) {
     if (!s->failed && !m->present && m->value_len) bad(s, "value", "has %u bytes but present is 0", m->value_len);
 }
 
+static void x_watch_value_req(io *s, rl__msg_watch_value_req *m) {
+    io_u64(s, &m->version, "version");
+    io_bytes(s, &m->key, &m->key_len, RL_PROTO_MAX_KEY, "key");
+    io_bool8(s, &m->present, "present");
+    io_bytes(s, &m->value, &m->value_len, RL_PROTO_MAX_VALUE, "value");
+    if (!s->failed && !m->present && m->value_len) bad(s, "value", "has %u bytes but present is 0", m->value_len);
+    io_u32(s, &m->hold_ms, "hold_ms");
+    if (!s->failed && (m->hold_ms == 0 || m->hold_ms > RL_PROTO_MAX_WATCH_HOLD_MS))
+        bad(s, "hold_ms", "is %u, not 1..%u", m->hold_ms, (unsigned)RL_PROTO_MAX_WATCH_HOLD_MS);
+}
+
+static void x_watch_value_reply(io *s, rl__msg_watch_value_reply *m) {
+    io_bool8(s, &m->changed, "changed");
+    io_u64(s, &m->version, "version");
+}
+
 static void x_get_key_req(io *s, rl__msg_get_key_req *m) {
     io_u64(s, &m->version, "version");
     io_selector(s, &m->sel, "sel");

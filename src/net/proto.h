@@ -768,6 +768,29 @@ typedef struct {
 } rl__msg_move_shard_req;
 RL_PROTO_CODECS(move_shard_req);
 
+/* WATCH_VALUE request (type 29): report a change of key after `version` from (present, value).
+ * The server answers when the key's value at a version after `version` differs (the history in
+ * its window included: a change away and back counts) or after hold_ms without one. */
+#define RL_PROTO_MAX_WATCH_HOLD_MS 60000
+typedef struct {
+    rl__version version;
+    const uint8_t *key; /* <= RL_PROTO_MAX_KEY */
+    uint32_t key_len;
+    uint8_t present;      /* 0 or 1 */
+    const uint8_t *value; /* <= RL_PROTO_MAX_VALUE; empty when absent */
+    uint32_t value_len;
+    uint32_t hold_ms; /* 1 .. RL_PROTO_MAX_WATCH_HOLD_MS */
+} rl__msg_watch_value_req;
+RL_PROTO_CODECS(watch_value_req);
+
+/* WATCH_VALUE reply: changed 1, or 0 when the hold time passed; version: through which version
+ * the server looked (changed: the version it saw the change at, at the latest). */
+typedef struct {
+    uint8_t changed; /* 0 or 1 */
+    rl__version version;
+} rl__msg_watch_value_reply;
+RL_PROTO_CODECS(watch_value_reply);
+
 /* MOVE_SHARD reply: empty. */
 typedef rl__msg_empty rl__msg_move_shard_reply;
 RL_PROTO_CODECS(move_shard_reply);

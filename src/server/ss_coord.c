@@ -243,6 +243,7 @@ static void on_peek(rl__ss *ss, const rl__msg_peek_reply *r) {
         }
         atomic_store(&ss->applied, pv->version);
         if (pv->version > atomic_load(&ss->known)) atomic_store(&ss->known, pv->version);
+        rl__ss_watch_applied(ss, pv->version, pv->muts, pv->n_muts); /* the watches it changes */
     }
     for (uint32_t i = 0; i < r->n_changes; i++) {
         const rl__msg_shard_change *c = &r->changes[i];
@@ -251,7 +252,10 @@ static void on_peek(rl__ss *ss, const rl__msg_peek_reply *r) {
         /* A moved-in range is fetched first (ss_move.c); a moved-out one is refused from the
          * change's version on and still served below it. */
         if (c->kind == RL_SHARD_ASSIGN) rl__ss_move_assign(ss, &c->range, c->version, r->end_version);
-        else rl__ss_move_remove(ss, &c->range, c->version);
+        else {
+            rl__ss_move_remove(ss, &c->range, c->version);
+            rl__ss_watch_moved(ss, &c->range); /* their clients ask the new owner */
+        }
         if (atomic_load(&ss->fatal)) return;
     }
     if (r->end_version > atomic_load(&ss->known)) atomic_store(&ss->known, r->end_version);

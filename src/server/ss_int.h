@@ -263,10 +263,17 @@ struct rl__ss {
      * files"). [loop] */
     void (*wake_parked)(rl__ss *ss); /* ss_serve.c: dispatch every parked read whose version is known */
     void (*maybe_sync)(rl__ss *ss);  /* ss_coord.c: start a sync if something known is not durable */
+    /* ss_serve.c: version v was applied (its mutations muts): answer the watches it changes. */
+    void (*watch_applied)(rl__ss *ss, rl__version v, const rl__mutation *muts, uint32_t n);
+    /* ss_serve.c: range k moved away: its watches are answered wrong_shard_server. */
+    void (*watch_moved)(rl__ss *ss, const rl__keyrange *k);
 
     /* Inbound connections and parked reads (loop; ss_serve.c). */
     ss_client *clients;
     ss_parked *parked;
+    struct ss_watch *watches; /* WATCH_VALUE requests waiting for a change (loop; ss_serve.c) */
+    _Atomic int64_t watches_now;
+    _Atomic uint64_t n_watches, n_watches_fired;
     rl_arena req_arena; /* decode arena of the request being handled (loop) */
     rl_buf reply;       /* reply encoding buffer (loop) */
 
@@ -405,6 +412,9 @@ void rl__ss_delay_closed(rl__ss *ss, rl__conn *conn);
  * sync if something known is not durable (ss->maybe_sync). [loop] */
 void rl__ss_wake_parked(rl__ss *ss);
 void rl__ss_maybe_sync(rl__ss *ss);
+/* The watch hooks (ss->watch_applied, ss->watch_moved). [loop] */
+void rl__ss_watch_applied(rl__ss *ss, rl__version v, const rl__mutation *muts, uint32_t n);
+void rl__ss_watch_moved(rl__ss *ss, const rl__keyrange *k);
 
 /* ---- ss_serve.c (accepted connections, the request table, reads, parked reads, STATUS) ---- */
 
@@ -412,8 +422,12 @@ void rl__ss_maybe_sync(rl__ss *ss);
 void rl__ss_on_accept(rl__listener *lis, rl__conn *conn, void *ud);
 /* The wake_parked hook (ss_life.c sets it). [loop] */
 void rl__ss_serve_wake_parked(rl__ss *ss);
-/* Drop every parked read (rl__ss_free, before the loop closes their clients). [owner] */
+/* Drop every parked read and waiting watch (rl__ss_free, before the loop closes their clients).
+ * [owner] */
 void rl__ss_serve_free_parked(rl__ss *ss);
+/* The watch hooks (ss_life.c sets them; docs/design.md §8.4, "Watches"). [loop] */
+void rl__ss_serve_watch_applied(rl__ss *ss, rl__version v, const rl__mutation *muts, uint32_t n);
+void rl__ss_serve_watch_moved(rl__ss *ss, const rl__keyrange *k);
 /* Append the status JSON. [loop] */
 void rl__ss_status(rl__ss *ss, rl_buf *out);
 

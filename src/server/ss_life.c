@@ -138,6 +138,8 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl__errdetail *err) {
     /* The hooks through which one part reaches another (ss_int.h). */
     ss->wake_parked = rl__ss_serve_wake_parked;
     ss->maybe_sync = rl__ss_repl_maybe_sync;
+    ss->watch_applied = rl__ss_serve_watch_applied;
+    ss->watch_moved = rl__ss_serve_watch_moved;
 
     rl__errdetail nd;
     rl__errdetail_init(&nd, NULL);

@@ -176,9 +176,11 @@ void rl__ss_status(rl__ss *ss, rl_buf *out) {
     uint32_t fetching = rl__ss_move_count(ss);
     rl__buf_printf(out,
                    ",\"moves_in\":%" PRIu64 ",\"fetched_rows\":%" PRIu64 ",\"fetching\":%u"
-                   ",\"dropped_ranges\":%" PRIu64 "}",
+                   ",\"dropped_ranges\":%" PRIu64 ",\"watches_now\":%" PRId64 ",\"watches\":%" PRIu64
+                   ",\"watches_fired\":%" PRIu64 "}",
                    (uint64_t)atomic_load(&ss->n_fetches_done), (uint64_t)atomic_load(&ss->n_fetched_rows), fetching,
-                   (uint64_t)atomic_load(&ss->n_dropped));
+                   (uint64_t)atomic_load(&ss->n_dropped), (int64_t)atomic_load(&ss->watches_now),
+                   (uint64_t)atomic_load(&ss->n_watches), (uint64_t)atomic_load(&ss->n_watches_fired));
 }
 
 /* ==== parked reads ========================================================================== */
@@ -270,12 +272,184 @@ static void drop_parked_of(rl__ss *ss, ss_client *cl) {
     }
 }
 
+typedef struct ss_watch ss_watch;
+static void watch_unlink(rl__ss *ss, ss_watch *w);
+static void watch_free(ss_watch *w);
+
 /* See ss_int.h. */
 void rl__ss_serve_free_parked(rl__ss *ss) {
     while (ss->parked) {
         ss_parked *p = ss->parked;
         parked_unlink(ss, p);
         rl__free(p);
+    }
+    while (ss->watches) {
+        ss_watch *w = ss->watches;
+        watch_unlink(ss, w);
+        watch_free(w);
+    }
+}
+
+/* ==== watches (docs/design.md §8.4, "Watches") ============================================== */
+
+/* A WATCH_VALUE request waiting for a change of its key: answered changed when a version this
+ * server applies leaves another value (rl__ss_serve_watch_applied), unchanged at its hold
+ * timer, wrong_shard_server when its range moves away; dropped with its client. Loop thread. */
+struct ss_watch {
+    struct ss_watch *prev, *next;
+    ss_client *cl;
+    uint64_t id;
+    uint64_t timer; /* the hold timer's id */
+    uint8_t *key;   /* heap copies */
+    uint32_t key_len;
+    int present;
+    uint8_t *value;
+    uint32_t value_len;
+};
+
+static void watch_unlink(rl__ss *ss, ss_watch *w) {
+    if (w->prev) w->prev->next = w->next;
+    else ss->watches = w->next;
+    if (w->next) w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    atomic_fetch_sub(&ss->watches_now, 1);
+}
+
+static void watch_free(ss_watch *w) {
+    rl__free(w->key);
+    rl__free(w->value);
+    rl__free(w);
+}
+
+static void watch_reply(rl__ss *ss, ss_client *cl, uint64_t id, int changed, rl__version v) {
+    rl__msg m;
+    memset(&m, 0, sizeof m);
+    m.type = RL_MSG_WATCH_VALUE;
+    m.flags = RL_FRAME_REPLY;
+    m.u.watch_value_reply.changed = changed ? 1 : 0;
+    m.u.watch_value_reply.version = v;
+    if (changed) atomic_fetch_add(&ss->n_watches_fired, 1);
+    rl__ss_send_msg(cl->conn, id, &m, &ss->reply);
+}
+
+/* Take w out (its timer too: cancel_timer 1) and answer it. */
+static void watch_end(rl__ss *ss, ss_watch *w, int cancel_timer, int changed, rl__version v) {
+    watch_unlink(ss, w);
+    if (cancel_timer) rl__loop_timer_cancel(ss->loop, w->timer);
+    watch_reply(ss, w->cl, w->id, changed, v);
+    watch_free(w);
+}
+
+static void on_watch_hold(rl__loop *loop, void *ud) {
+    (void)loop;
+    ss_watch *w = ud;
+    rl__ss *ss = w->cl->ss;
+    watch_end(ss, w, 0, 0, atomic_load(&ss->applied));
+}
+
+static void drop_watches_of(rl__ss *ss, ss_client *cl) {
+    for (ss_watch *w = ss->watches, *next; w; w = next) {
+        next = w->next;
+        if (w->cl != cl) continue;
+        watch_unlink(ss, w);
+        rl__loop_timer_cancel(ss->loop, w->timer);
+        watch_free(w);
+    }
+}
+
+/* WATCH_VALUE: a version not known yet waits as a parked read; the key's shard must be held at
+ * the version (a range moved in after it is checked from its move on: what came before was the
+ * old owner's to report); a change already in the window (rl__storage_watch_changed: the value
+ * now or any version above the request's) answers at once, otherwise the request waits. */
+static void do_watch_value(ss_client *cl, const ss_req *q) {
+    rl__ss *ss = cl->ss;
+    const rl__msg_watch_value_req *r = &q->m->u.watch_value_req;
+    if (r->version > atomic_load(&ss->known)) {
+        park(ss, cl, q->type, q->id, r->version, q->payload, q->len, q->t0_ns);
+        return;
+    }
+    int oi = rl__ss_own_find(ss, r->key, r->key_len, 0);
+    rl__version after = r->version;
+    int rc = oi < 0 ? RL_E_WRONG_SHARD_SERVER : rl__ss_own_version(ss, oi, r->version);
+    if (rc == RL_E_TRANSACTION_TOO_OLD) after = ss->own[oi].since, rc = RL_OK;
+    if (rc == RL_OK && ss->own[oi].until) rc = RL_E_WRONG_SHARD_SERVER; /* moving away: ask the next owner */
+    if (rc != RL_OK) {
+        rl__ss_send_error(cl->conn, RL_MSG_WATCH_VALUE, q->id, rc, "storage server %u does not hold the key", ss->o.id);
+        return;
+    }
+    atomic_fetch_add(&ss->n_watches, 1);
+    int changed = 0;
+    rl__version through = 0;
+    rc = rl__storage_watch_changed(ss->st, after, r->key, r->key_len, r->present, r->value, r->value_len, &changed,
+                                   &through);
+    if (rc != RL_OK) {
+        rl__ss_send_error(cl->conn, RL_MSG_WATCH_VALUE, q->id, rc, "cannot check the watch");
+        return;
+    }
+    if (changed) {
+        watch_reply(ss, cl, q->id, 1, through);
+        return;
+    }
+    ss_watch *w = rl__calloc(1, sizeof *w);
+    if (w) {
+        w->key = rl__ss_memdup(r->key, r->key_len);
+        w->value = rl__ss_memdup(r->value, r->value_len);
+    }
+    if (!w || !w->key || !w->value ||
+        rl__loop_timer_add(ss->loop, q->t0_ns + (uint64_t)r->hold_ms * 1000000u, on_watch_hold, w, &w->timer) !=
+            RL_OK) {
+        if (w) watch_free(w);
+        rl__ss_send_error(cl->conn, RL_MSG_WATCH_VALUE, q->id, RL_E_OUT_OF_MEMORY, "cannot keep the watch");
+        return;
+    }
+    w->cl = cl;
+    w->id = q->id;
+    w->key_len = r->key_len;
+    w->present = r->present;
+    w->value_len = r->value_len;
+    w->next = ss->watches;
+    if (w->next) w->next->prev = w;
+    ss->watches = w;
+    atomic_fetch_add(&ss->watches_now, 1);
+}
+
+/* 1 when mutation m writes key k. */
+static int mut_touches(const rl__mutation *m, const uint8_t *k, uint32_t kl) {
+    if (m->type == RL_MUT_CLEAR_RANGE)
+        return rl__bytes_cmp(k, kl, m->p1, m->len1) >= 0 && rl__bytes_cmp(k, kl, m->p2, m->len2) < 0;
+    return !rl__bytes_cmp(k, kl, m->p1, m->len1);
+}
+
+/* See ss_int.h: every watch whose key version v wrote with another value is answered changed. */
+void rl__ss_serve_watch_applied(rl__ss *ss, rl__version v, const rl__mutation *muts, uint32_t n) {
+    for (ss_watch *w = ss->watches, *next; w; w = next) {
+        next = w->next;
+        int touched = 0;
+        for (uint32_t i = 0; i < n && !touched; i++) touched = mut_touches(&muts[i], w->key, w->key_len);
+        if (!touched) continue;
+        int present = 0, differs = 1;
+        const uint8_t *val = NULL;
+        uint32_t vl = 0;
+        rl__arena_reset(&ss->req_arena);
+        if (rl__storage_get(ss->st, v, w->key, w->key_len, &ss->req_arena, &present, &val, &vl) == RL_OK)
+            differs = present != w->present || (present && (vl != w->value_len || (vl && memcmp(val, w->value, vl))));
+        if (differs) watch_end(ss, w, 1, 1, v);
+    }
+}
+
+/* See ss_int.h: the watches of a range that moved away go to its next owner (the client's
+ * retry after wrong_shard_server, with the map refreshed). */
+void rl__ss_serve_watch_moved(rl__ss *ss, const rl__keyrange *k) {
+    for (ss_watch *w = ss->watches, *next; w; w = next) {
+        next = w->next;
+        if (rl__bytes_cmp(w->key, w->key_len, k->begin, k->begin_len) < 0 ||
+            rl__bytes_cmp(w->key, w->key_len, k->end, k->end_len) >= 0)
+            continue;
+        watch_unlink(ss, w);
+        rl__loop_timer_cancel(ss->loop, w->timer);
+        rl__ss_send_error(w->cl->conn, RL_MSG_WATCH_VALUE, w->id, RL_E_WRONG_SHARD_SERVER,
+                          "storage server %u: the range moved away", ss->o.id);
+        watch_free(w);
     }
 }
 
@@ -689,6 +863,7 @@ static void on_client_close(rl__conn *conn, int err, void *ud) {
     rl__ss *ss = cl->ss;
     if (cl->delayed) rl__ss_delay_closed(ss, conn);
     drop_parked_of(ss, cl);
+    drop_watches_of(ss, cl);
     if (cl->prev) cl->prev->next = cl->next;
     else ss->clients = cl->next;
     if (cl->next) cl->next->prev = cl->prev;

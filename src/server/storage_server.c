@@ -275,6 +275,14 @@ void rl__ss_wake_parked(rl__ss *ss) {
 }
 
 /* See ss_int.h. */
+void rl__ss_watch_applied(rl__ss *ss, rl__version v, const rl__mutation *muts, uint32_t n) {
+    if (ss->watch_applied && ss->watches) ss->watch_applied(ss, v, muts, n);
+}
+
+void rl__ss_watch_moved(rl__ss *ss, const rl__keyrange *k) {
+    if (ss->watch_moved && ss->watches) ss->watch_moved(ss, k);
+}
+
 void rl__ss_maybe_sync(rl__ss *ss) {
     if (ss->maybe_sync) ss->maybe_sync(ss);
 }

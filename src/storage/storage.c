@@ -1281,6 +1281,36 @@ out:
     return rc;
 }
 
+/* 1 when (p1, v1) and (p2, v2) are different values (absent counts as a value). */
+static int value_differs(int p1, const uint8_t *v1, uint32_t l1, int p2, const uint8_t *v2, uint32_t l2) {
+    if (p1 != p2) return 1;
+    return p1 && (l1 != l2 || (l1 && memcmp(v1, v2, l1)));
+}
+
+int rl__storage_watch_changed(rl__storage *st, rl__version after, const void *key, size_t key_len, int present,
+                              const uint8_t *value, uint32_t value_len, int *out_changed, rl__version *out_through) {
+    rl_arena a;
+    rl__arena_init(&a, 256);
+    pthread_rwlock_rdlock(&st->lock);
+    rl__version latest = st->latest;
+    int now_present = 0, changed = 0;
+    const uint8_t *now = NULL;
+    uint32_t now_len = 0;
+    int rc = rl__storage_get_nolock(st, latest, key, key_len, &a, &now_present, &now, &now_len);
+    if (rc == RL_OK) changed = value_differs(now_present, now, now_len, present, value, value_len);
+    if (rc == RL_OK && !changed) {
+        /* The history above `after`: a change away and back shows as an entry in between. */
+        bt_row *n = hfind(st, key, key_len);
+        for (const st_ver *e = n ? n->chain : NULL; e && e->v > after && !changed; e = e->older)
+            changed = value_differs(!e->is_clear, e->data, e->len, present, value, value_len);
+    }
+    pthread_rwlock_unlock(&st->lock);
+    rl__arena_release(&a);
+    *out_changed = changed;
+    if (out_through) *out_through = latest;
+    return rc;
+}
+
 static const uint8_t MAX_KEY[2] = {0xff, 0xff};
 
 /* ---- reads over the window and the base (has_base: the ssd engine) ------------------------

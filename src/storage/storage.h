@@ -153,6 +153,14 @@ void rl__storage_set_read_ceiling(rl__storage *st, rl_read_ceiling_fn fn, void *
 int rl__storage_get(rl__storage *st, rl__version v, const void *key, size_t key_len, rl_arena *a, int *out_present,
                     const uint8_t **out_value, uint32_t *out_len);
 
+/* rl__storage_watch_changed — a watch's check (docs/design.md §2, "Watches"): *out_changed = 1
+ * when the key's value at some version after `after` (within the window; a version below it
+ * counts as the oldest) differs from (present, value) — the value at the latest version, or any
+ * version of the key's history above `after` (so a change away and back counts) — else 0.
+ * *out_through (may be NULL): the latest version the check covered. Takes the read lock.
+ * RL_OK or RL_E_OUT_OF_MEMORY. */
+int rl__storage_watch_changed(rl__storage *st, rl__version after, const void *key, size_t key_len, int present,
+                              const uint8_t *value, uint32_t value_len, int *out_changed, rl__version *out_through);
 /* Resolve a key selector at version v. The result is clamped to [min_key, max_key] where
  * min_key is "" and max_key is "\xff\xff" (FoundationDB's rule for the resolved key of a
  * selector that runs off either end). The key is copied into a. */

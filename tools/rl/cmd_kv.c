@@ -2,7 +2,7 @@
  *
  *   rl kv [--db URL] [--tuple] [--system] [--timeout S] COMMAND ARGS...
  *     get KEY | set KEY VALUE | clear KEY | clearrange BEGIN END
- *     range BEGIN END [--limit N] [--reverse] | getkey FORM KEY [OFFSET] | status
+ *     range BEGIN END [--limit N] [--reverse] | getkey FORM KEY [OFFSET] | status | watch KEY
  *     size BEGIN END | split BEGIN END CHUNK
  *
  * Without --db the database is RL_DB's, else ./reclayer.cluster's (rl__tool_db_find, app/tool.h).
@@ -13,8 +13,14 @@
  * file is changed). size prints the estimated bytes of [BEGIN, END), split the keys that cut it
  * into chunks of about CHUNK bytes, one per line (docs/design.md §4, "Size estimates"). A request waiting for a server is reported on stderr after 3 s, and the transaction
  * gives up after --timeout seconds (default 30) with transaction_timed_out (app/tool.h,
- * rl__tool_wait). All logic is in src/kv; this file parses arguments and prints.
+ * rl__tool_wait). `watch` sets a watch (rl_txn_watch), waits for the key's value to change —
+ * at most --timeout seconds when given (then transaction_timed_out, exit 1), else for ever —
+ * and prints the new value (a cleared key: nothing, and "cleared" on stderr; exit 0 either way).
+ * All logic is in src/kv; this file parses arguments and prints.
  */
+#include <pthread.h>
+#include <time.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +94,53 @@ static int fail(int rc, const char *what) {
     return 1;
 }
 
-enum { C_GET, C_SET, C_CLEAR, C_CLEARRANGE, C_RANGE, C_GETKEY, C_STATUS, C_SIZE, C_SPLIT };
+enum { C_GET, C_SET, C_CLEAR, C_CLEARRANGE, C_RANGE, C_GETKEY, C_STATUS, C_SIZE, C_SPLIT, C_WATCH };
+
+/* Waiting for a watch with a timeout: its callback signals. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready;
+} watch_wait;
+
+static void on_watch(rl_future *f, void *ud) {
+    (void)f;
+    watch_wait *ww = ud;
+    pthread_mutex_lock(&ww->mu);
+    ww->ready = 1;
+    pthread_cond_broadcast(&ww->cv);
+    pthread_mutex_unlock(&ww->mu);
+}
+
+/* Wait for watch f at most timeout_s seconds (0: for ever), then free it (a pending watch is
+ * cancelled, and its callback has returned once rl_future_free has). RL_OK or f's error once it
+ * is ready, RL_E_TRANSACTION_TIMED_OUT when the time passed first. */
+static int wait_watch(rl_future *f, double timeout_s) {
+    if (timeout_s <= 0) {
+        int rc = rl_future_wait(f);
+        rl_future_free(f);
+        return rc;
+    }
+    watch_wait ww = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int rc = rl_future_set_callback(f, on_watch, &ww);
+    if (rc) {
+        rl_future_free(f);
+        return rc;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double end = (double)ts.tv_sec + ts.tv_nsec / 1e9 + timeout_s;
+    ts.tv_sec = (time_t)end;
+    ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
+    pthread_mutex_lock(&ww.mu);
+    int wr = 0;
+    while (!ww.ready && wr == 0) wr = pthread_cond_timedwait(&ww.cv, &ww.mu, &ts);
+    int ready = ww.ready;
+    pthread_mutex_unlock(&ww.mu);
+    rc = ready ? rl_future_get_error(f) : RL_E_TRANSACTION_TIMED_OUT;
+    rl_future_free(f); /* before ww goes: no callback runs (or still runs) after it */
+    return rc;
+}
 enum { F_FGE, F_FGT, F_LLE, F_LLT };
 
 int rl_cmd_kv(int argc, char **argv) {
@@ -97,7 +149,7 @@ int rl_cmd_kv(int argc, char **argv) {
     const char *a1 = NULL, *a2 = NULL;
     int limit = 0, reverse = 0, form = 0, offset = 0, which = -1, code;
     int64_t chunk = 0;
-    double timeout_s = RL__TOOL_DEFAULT_TIMEOUT_S;
+    double timeout_s = -1; /* not given: RL__TOOL_DEFAULT_TIMEOUT_S, but for watch (none) */
     static const rl__arg_choice forms[] = {{"first_greater_or_equal", F_FGE},
                                            {"fge", F_FGE},
                                            {"first_greater_than", F_FGT},
@@ -184,7 +236,13 @@ int rl_cmd_kv(int argc, char **argv) {
                                 .brief = "print the keys that split [BEGIN, END) into chunks of about CHUNK bytes, "
                                          "one per line, BEGIN and END included (FoundationDB's getRangeSplitPoints)",
                                 .pos = split_pos};
-    const rl__args_cmd *subs[] = {&get, &set, &clear, &clearrange, &range, &getkey, &status, &size, &split, NULL};
+    const rl__args_cmd watch = {.name = "rl kv watch",
+                                .brief = "wait until the value of KEY changes (FoundationDB's watch), then print "
+                                         "the new value (nothing for a cleared key); --timeout S gives up after S "
+                                         "seconds with transaction_timed_out (exit 1), without it the wait has no end",
+                                .pos = key_pos};
+    const rl__args_cmd *subs[] = {&get,    &set,  &clear, &clearrange, &range, &getkey,
+                                  &status, &size, &split, &watch,      NULL};
     const rl__args_cmd cmd = {
         .name = "rl kv",
         .summary = "Read and write raw keys of a reclayer database (one transaction per command).",
@@ -196,6 +254,8 @@ int rl_cmd_kv(int argc, char **argv) {
         .sub_dest = &which};
     if (rl__args_parse(&cmd, argc, argv, &code)) return code;
     const rl__args_cmd *sub = subs[which];
+    double watch_s = which == C_WATCH && timeout_s > 0 ? timeout_s : 0; /* how long a watch waits */
+    if (timeout_s < 0) timeout_s = which == C_WATCH ? 0 : RL__TOOL_DEFAULT_TIMEOUT_S;
     /* Parse the arguments before opening anything. */
     rl_buf k1, k2;
     rl__buf_init(&k1);
@@ -205,8 +265,10 @@ int rl_cmd_kv(int argc, char **argv) {
     rl_txn *t = NULL;
     if (a1)
         rc = parse_arg(sub, &o, 1,
-                       which == C_GET || which == C_CLEAR || which == C_GETKEY || which == C_SET ? "KEY" : "BEGIN", a1,
-                       &k1);
+                       which == C_GET || which == C_CLEAR || which == C_GETKEY || which == C_SET || which == C_WATCH
+                           ? "KEY"
+                           : "BEGIN",
+                       a1, &k1);
     if (!rc && a2) rc = parse_arg(sub, &o, which != C_SET, which == C_SET ? "VALUE" : "END", a2, &k2);
     if (rc) {
         exit_code = RL_ARGS_USAGE;
@@ -266,6 +328,20 @@ int rl_cmd_kv(int argc, char **argv) {
             else rc = rl_txn_clear_range(t, k1.data, k1.len, k2.data, k2.len);
             if (rc) break; /* a bad write: not retryable */
             f = rl_txn_commit(t);
+        } else if (which == C_WATCH) {
+            /* Set the watch (registered by the commit), wait for the change, read the value. */
+            rl_future *wf = rl_txn_watch(t, k1.data, k1.len);
+            f = rl_txn_commit(t);
+            rc = rl_future_wait(f);
+            rc = rc == RL_OK ? wait_watch(wf, watch_s) : (rl_future_free(wf), rc);
+            if (rc == RL_OK) {
+                rl_txn_reset(t);
+                rl_future_free(f);
+                f = rl_txn_get(t, k1.data, k1.len, 0);
+                rc = rl_future_wait(f);
+            }
+            if (rc == RL_OK || rc == RL_E_TRANSACTION_TIMED_OUT || (rc = rl__tool_retry(t, rc)) != RL_OK) break;
+            continue;
         } else if (which == C_RANGE) {
             f = rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(k1.data, k1.len),
                                  RL_FIRST_GREATER_OR_EQUAL(k2.data, k2.len), (int)limit, 0, RL_STREAMING_WANT_ALL, 0,
@@ -286,7 +362,19 @@ int rl_cmd_kv(int argc, char **argv) {
         rc = rl_future_wait(f);
         if (rc == RL_OK || (rc = rl__tool_retry(t, rc)) != RL_OK) break;
     }
-    if (which == C_GET) {
+    if (which == C_WATCH) {
+        int present = 0, len = 0;
+        const uint8_t *v = NULL;
+        if (rc == RL_OK) rc = rl_future_get_value(f, &present, &v, &len);
+        if (rc) {
+            exit_code = fail(rc, "watch");
+        } else if (!present) {
+            fprintf(stderr, "rl kv: '%s': cleared\n", a1);
+        } else {
+            print_value(v, (size_t)len);
+            putchar('\n');
+        }
+    } else if (which == C_GET) {
         int present = 0, len = 0;
         const uint8_t *v = NULL;
         if (rc == RL_OK) rc = rl_future_get_value(f, &present, &v, &len);

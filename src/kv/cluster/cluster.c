@@ -274,6 +274,13 @@ struct cluster {
     void (*report)(const char *line, void *ud);
     void *report_ud;
     uint64_t next_report_ns;
+    /* Watches (docs/design.md §8.5, "Watches"): each a loop of WATCH_VALUE polls; wmu guards
+     * the list, every cwatch's `w` and `polls` (polls and backoff timers pending: close waits
+     * for them). */
+    pthread_mutex_t wmu;
+    pthread_cond_t wcv;
+    struct cwatch *watches;
+    int polls;
     pthread_mutex_t mu;    /* guards everything below */
     pthread_cond_t map_cv; /* map_gen changed */
     rl__locmap *map;
@@ -2072,6 +2079,217 @@ static void finish(creq *q, int err) {
     }
 }
 
+/* ---- Watches ------------------------------------------------------------------------------------ *
+ *
+ * A watch is a loop of WATCH_VALUE long polls (docs/design.md §8.5, "Watches"), each an ordinary
+ * read of this client (planned like a GET: routed by the key through the location cache, retried
+ * on a lost connection, sent to the new owner after wrong_shard_server) with a deadline of its
+ * own. An unchanged reply moves the watch's version to what the server looked through and polls
+ * again; a changed one fires it. A failed poll (a server down longer than the retry window, a
+ * deadline, a version not known yet) polls again after a backoff, with the value the watch
+ * compares with and the version it last knew, so a restarted or new owner checks every version
+ * since (its window permitting): no change is missed across a shard move, a failover or a
+ * restart. A cancel detaches the watch (its done runs at once); the poll in flight ends by
+ * itself and frees it. */
+
+#define WATCH_HOLD_MS 2000                 /* a poll's hold time at the server */
+#define WATCH_POLL_SLACK_NS 5000000000ull  /* a poll's deadline: the hold time and this */
+#define WATCH_BACKOFF_MIN_NS 20000000ull   /* after a failed poll, doubling ... */
+#define WATCH_BACKOFF_MAX_NS 1000000000ull /* ... up to this */
+
+typedef struct cwatch {
+    cluster *cl;
+    rl__kv_watch *w; /* under wmu; NULL once detached (cancelled or done) */
+    rl_arena arena;  /* the poll's (reset before each) */
+    rl__kv_read r;
+    uint8_t *key, *value; /* copies (a detached watch's poll still reads them) */
+    uint32_t key_len, value_len;
+    int present;
+    rl__version version;
+    uint64_t backoff_ns;
+    struct cwatch *prev, *next; /* cl->watches */
+} cwatch;
+
+static void watch_poll(cwatch *x);
+
+/* Free x (unlinked, nothing pending). */
+static void cwatch_free(cwatch *x) {
+    rl__arena_release(&x->arena);
+    rl__free(x->key);
+    rl__free(x->value);
+    rl__free(x);
+}
+
+/* Take x off cl->watches and detach its watch (wmu held). */
+static void watch_unlink(cluster *cl, cwatch *x) {
+    x->w = NULL;
+    if (x->prev) x->prev->next = x->next;
+    else cl->watches = x->next;
+    if (x->next) x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+}
+
+/* One poll or backoff of x is over (wmu held): 1 if x goes on, 0 if it was detached or the
+ * client is closing (x is then unlinked; the caller frees it and completes *out_w with
+ * operation_cancelled when not NULL). */
+static int watch_step_end(cluster *cl, cwatch *x, rl__kv_watch **out_w) {
+    *out_w = NULL;
+    cl->polls--;
+    pthread_cond_broadcast(&cl->wcv);
+    if (x->w && !atomic_load(&cl->closing)) return 1;
+    *out_w = x->w;
+    watch_unlink(cl, x);
+    return 0;
+}
+
+static void watch_retry(void *ud) {
+    cwatch *x = ud;
+    cluster *cl = x->cl;
+    rl__kv_watch *w;
+    pthread_mutex_lock(&cl->wmu);
+    int go = watch_step_end(cl, x, &w);
+    pthread_mutex_unlock(&cl->wmu);
+    if (go) {
+        watch_poll(x);
+        return;
+    }
+    cwatch_free(x);
+    if (w) w->done(w, RL_E_OPERATION_CANCELLED);
+}
+
+static void watch_polled(rl__kv_read *r, int err) {
+    cwatch *x = r->ud;
+    cluster *cl = x->cl;
+    rl__kv_watch *w;
+    pthread_mutex_lock(&cl->wmu);
+    int go = watch_step_end(cl, x, &w);
+    /* A change fires the watch; what no retry mends fails it; anything else polls again. */
+    int fired = go && err == RL_OK && r->watch_changed;
+    int fatal = go && (err == RL_E_OUT_OF_MEMORY || err == RL_E_MALFORMED_FRAME || err == RL_E_UNSUPPORTED_OPERATION ||
+                       err == RL_E_PROTOCOL_UNEXPECTED_MESSAGE);
+    if (fired || fatal) {
+        w = x->w;
+        watch_unlink(cl, x);
+        go = 0;
+    }
+    if (go && err == RL_OK) {
+        if (r->watch_version > x->version) x->version = r->watch_version;
+        x->backoff_ns = 0;
+        cl->polls++;
+    } else if (go) {
+        x->backoff_ns = x->backoff_ns ? x->backoff_ns * 2 : WATCH_BACKOFF_MIN_NS;
+        if (x->backoff_ns > WATCH_BACKOFF_MAX_NS) x->backoff_ns = WATCH_BACKOFF_MAX_NS;
+        cl->polls++;
+    }
+    pthread_mutex_unlock(&cl->wmu);
+    if (go && err == RL_OK) {
+        watch_poll(x);
+        return;
+    }
+    if (go) {
+        rl__log(RL_LOG_DEBUG, "cluster client: a watch poll failed (%s); again in %llu ms", rl_error_name(err),
+                (unsigned long long)(x->backoff_ns / 1000000u));
+        if (rl__kv_timer_add(now_ns() + x->backoff_ns, watch_retry, x) != RL_OK) watch_retry(x);
+        return;
+    }
+    cwatch_free(x);
+    if (w) w->done(w, fired ? RL_OK : fatal ? err : RL_E_OPERATION_CANCELLED);
+}
+
+/* Send x's next poll (counted in cl->polls by the caller). */
+static void watch_poll(cwatch *x) {
+    rl__arena_reset(&x->arena);
+    rl__kv_read *r = &x->r;
+    memset(r, 0, sizeof *r);
+    r->op = RL_CPLAN_WATCH;
+    r->version = x->version;
+    r->key = x->key;
+    r->key_len = x->key_len;
+    r->watch_present = x->present;
+    r->watch_value = x->value;
+    r->watch_value_len = x->value_len;
+    r->watch_hold_ms = WATCH_HOLD_MS;
+    r->arena = &x->arena;
+    r->done = watch_polled;
+    r->ud = x;
+    r->deadline_ns = now_ns() + (uint64_t)WATCH_HOLD_MS * 1000000u + WATCH_POLL_SLACK_NS;
+    x->cl->base.vt->read(&x->cl->base, r);
+}
+
+static void cl_watch(rl__kv_backend *b, rl__kv_watch *w) {
+    cluster *cl = (cluster *)b;
+    if (w->key_len && w->key[0] == 0xff) { /* the coordinator serves the system keys, not watches */
+        w->done(w, RL_E_UNSUPPORTED_OPERATION);
+        return;
+    }
+    cwatch *x = rl__calloc(1, sizeof *x);
+    if (x) {
+        x->key = rl__malloc(w->key_len ? w->key_len : 1);
+        x->value = rl__malloc(w->value_len ? w->value_len : 1);
+    }
+    if (!x || !x->key || !x->value) {
+        if (x) cwatch_free(x);
+        w->done(w, RL_E_OUT_OF_MEMORY);
+        return;
+    }
+    rl__arena_init(&x->arena, 512);
+    if (w->key_len) memcpy(x->key, w->key, w->key_len);
+    if (w->value_len) memcpy(x->value, w->value, w->value_len);
+    x->cl = cl;
+    x->w = w;
+    x->key_len = w->key_len;
+    x->present = w->present;
+    x->value_len = w->present ? w->value_len : 0;
+    x->version = w->version;
+    pthread_mutex_lock(&cl->wmu);
+    x->next = cl->watches;
+    if (x->next) x->next->prev = x;
+    cl->watches = x;
+    cl->polls++;
+    pthread_mutex_unlock(&cl->wmu);
+    watch_poll(x);
+}
+
+static void cl_watch_cancel(rl__kv_backend *b, rl__kv_watch *w) {
+    cluster *cl = (cluster *)b;
+    pthread_mutex_lock(&cl->wmu);
+    cwatch *x = cl->watches;
+    while (x && x->w != w) x = x->next;
+    if (x) x->w = NULL; /* detached: its poll in flight ends it */
+    pthread_mutex_unlock(&cl->wmu);
+    if (x) w->done(w, RL_E_OPERATION_CANCELLED);
+}
+
+/* Close: end the polls in flight by closing the storage servers' connections (the lost-connection
+ * path: with `closing` set, a request whose connection closes finishes with operation_cancelled,
+ * instead of waiting out its hold time), then wait (bounded) for them and the backoffs; the
+ * watches still attached are completed with operation_cancelled as their polls end. */
+static void watches_close(cluster *cl) {
+    pthread_mutex_lock(&cl->wmu);
+    int polls = cl->polls;
+    pthread_mutex_unlock(&cl->wmu);
+    if (polls) {
+        pthread_mutex_lock(&cl->mu);
+        for (size_t i = 0; i < cl->n_conns; i++) {
+            cconn *cc = cl->conns[i];
+            if (cc->server_id == 0) continue; /* the coordinator: no watch is polled there */
+            pthread_mutex_lock(&cc->mu);
+            if (cc->state == C_OPEN && cc->conn) rl__conn_close(cc->conn, 0);
+            pthread_mutex_unlock(&cc->mu);
+        }
+        pthread_mutex_unlock(&cl->mu);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += WATCH_HOLD_MS / 1000 + 12;
+    pthread_mutex_lock(&cl->wmu);
+    int wr = 0;
+    while (cl->polls > 0 && wr == 0) wr = pthread_cond_timedwait(&cl->wcv, &cl->wmu, &ts);
+    int left = cl->polls;
+    pthread_mutex_unlock(&cl->wmu);
+    if (left) rl__log(RL_LOG_WARN, "cluster client: closing with %d watch polls unanswered", left);
+}
+
 /* ---- The vtable -------------------------------------------------------------------------------- */
 
 static void cl_read(rl__kv_backend *b, rl__kv_read *r) {
@@ -2497,6 +2715,7 @@ static void cl_close(rl__kv_backend *b) {
     cluster *cl = (cluster *)b;
     if (!cl) return;
     atomic_store(&cl->closing, 1);
+    if (cl->thread_started) watches_close(cl); /* before the loop stops: their polls end on it */
     if (cl->thread_started) {
         rl__loop_stop(cl->loop);
         pthread_join(cl->thread, NULL);
@@ -2523,6 +2742,8 @@ static void cl_close(rl__kv_backend *b) {
     rl__locmap_unref(cl->map);
     pthread_mutex_destroy(&cl->mu);
     pthread_cond_destroy(&cl->map_cv);
+    pthread_mutex_destroy(&cl->wmu);
+    pthread_cond_destroy(&cl->wcv);
     rl__free(cl->path);
     rl__free(cl);
 }
@@ -2574,6 +2795,8 @@ static const rl__kv_backend_vtable cluster_vt = {
     .status_json = cl_status_json,
     .locality = cl_locality,
     .metrics = cl_metrics,
+    .watch = cl_watch,
+    .watch_cancel = cl_watch_cancel,
 };
 
 /* ---- Open --------------------------------------------------------------------------------------- */
@@ -2596,7 +2819,9 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&cl->map_cv, &ca);
+    pthread_cond_init(&cl->wcv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&cl->wmu, NULL);
     atomic_init(&cl->next_id, 1);
     cl->path = rl__strdup(cluster_file);
     if (!cl->path) {

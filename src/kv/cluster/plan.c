@@ -33,7 +33,7 @@
 #include "kv/cluster/plan.h"
 #include "storage/mapped.h"
 
-enum { PH_NONE = 0, PH_GET, PH_SEL, PH_COUNT, PH_FIRST, PH_PAGE, PH_PROBE, PH_DONE, PH_METRICS };
+enum { PH_NONE = 0, PH_GET, PH_SEL, PH_COUNT, PH_FIRST, PH_PAGE, PH_PROBE, PH_DONE, PH_METRICS, PH_WATCH };
 enum { SEL_GETKEY = 1, SEL_BEGIN, SEL_END };
 
 /* A bound on the requests of one read: far beyond any real read (each request makes progress
@@ -606,6 +606,19 @@ int rl__cplan_start(rl__cplan *p, rl__kv_read *r, const rl__cplan_options *o, in
         p->req.u.get_req.key = r->key ? r->key : (const uint8_t *)"";
         p->req.u.get_req.key_len = r->key_len;
         return route(p, p->req.u.get_req.key, r->key_len, 0, out_send);
+    case RL_CPLAN_WATCH: {
+        p->phase = PH_WATCH;
+        p->req.type = RL_MSG_WATCH_VALUE;
+        rl__msg_watch_value_req *w = &p->req.u.watch_value_req;
+        w->version = r->version;
+        w->key = r->key ? r->key : (const uint8_t *)"";
+        w->key_len = r->key_len;
+        w->present = r->watch_present ? 1 : 0;
+        w->value = r->watch_present && r->watch_value ? r->watch_value : (const uint8_t *)"";
+        w->value_len = r->watch_present ? r->watch_value_len : 0;
+        w->hold_ms = r->watch_hold_ms;
+        return route(p, w->key, r->key_len, 0, out_send);
+    }
     case RL_KV_GET_KEY:
         p->sel_for = SEL_GETKEY;
         p->sel = r->begin;
@@ -647,6 +660,11 @@ int rl__cplan_reply(rl__cplan *p, const rl__msg *msg, int *out_send) {
         r->value = msg->u.get_reply.value;
         r->value_len = msg->u.get_reply.value_len;
         if (!r->value) r->value = (const uint8_t *)"";
+        p->phase = PH_DONE;
+        return RL_OK;
+    case PH_WATCH:
+        r->watch_changed = msg->u.watch_value_reply.changed;
+        r->watch_version = msg->u.watch_value_reply.version;
         p->phase = PH_DONE;
         return RL_OK;
     case PH_SEL: return on_sel_reply(p, &msg->u.get_key_reply, out_send);

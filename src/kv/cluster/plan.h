@@ -56,6 +56,11 @@
 #include "kv/backend.h"
 #include "net/proto.h"
 
+/* A read op of the cluster client's own (never from the transaction layer): one WATCH_VALUE
+ * request for r->key at r->version against r->watch_* (backend.h), routed like a GET; the
+ * reply sets r->watch_changed and r->watch_version (docs/design.md §8.5, "Watches"). */
+#define RL_CPLAN_WATCH 101
+
 /* Options of mapped reads, from the database's options. */
 typedef struct {
     int32_t secondary_row_limit;  /* 0: the server's default */

@@ -70,6 +70,14 @@
  *      range rounds of at most RTT_MAX_BYTES, from the call to FoundationDB to its callback — the
  *      same for every team (the C API does not say which server answered): a read's latency,
  *      server work included, not a network ping.
+ *  10. Watches are FoundationDB's (docs/design.md §8.8.2): a transaction of the watch's own at
+ *      the watch's version (where FoundationDB reads the same value the layer above saw), its
+ *      fdb_transaction_watch, its commit; a version FoundationDB no longer holds
+ *      (transaction_too_old) is retried on a fresh transaction whose value is compared with the
+ *      watch's first (a difference fires it at once). A watch counts as an operation in flight
+ *      until its done returned; a cancel is FoundationDB's future_cancel, made outside mu with
+ *      the watch's objects pinned (w_release waits for the pins); close cancels the watches
+ *      still registered before it waits.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -144,8 +152,9 @@ typedef struct {
     int n_loc;
     char *addrs[LOC_ADDRS]; /* interned "IP:PORT" strings; id = index + 1 (heap) */
     int n_addrs;
-    uint64_t rtt_ns; /* EWMA of reads' latency, ns (0: no sample yet) */
-    uint32_t rtt_n;  /* samples behind it */
+    uint64_t rtt_ns;      /* EWMA of reads' latency, ns (0: no sample yet) */
+    uint32_t rtt_n;       /* samples behind it */
+    struct wctx *watches; /* watches in FoundationDB (invariant 10), under mu */
 } fdbbe;
 
 /* Operations in flight (invariant 8): counted from the start call until done returned. The
@@ -1005,6 +1014,176 @@ static void be_commit(rl__kv_backend *b, rl__kv_commit *c) {
     if (rc) commit_finish(x, rc);
 }
 
+/* ---- Watches (invariant 10) ------------------------------------------------------------------ */
+
+typedef struct wctx {
+    fdbbe *be;
+    rl__kv_watch *w;
+    FDBTransaction *tr;
+    FDBFuture *wf, *cf, *gf;  /* the watch, its commit, the fresh value (the too-old path) */
+    int fresh;                /* on a fresh read version (the watch's own was too old) */
+    int cancelled;            /* under be->mu */
+    int pins;                 /* under be->mu: cancels calling future_cancel on wf right now */
+    struct wctx *prev, *next; /* be->watches (under be->mu) */
+} wctx;
+
+static void w_on_watch(FDBFuture *f, void *ud);
+static void w_on_get(FDBFuture *f, void *ud);
+
+/* Drop the FoundationDB objects of x once no cancel is using them (be->mu held). */
+static void w_release(wctx *x) {
+    fdbbe *be = x->be;
+    while (x->pins) pthread_cond_wait(&be->idle_cv, &be->mu);
+    if (x->wf) be->api->future_destroy(x->wf);
+    if (x->cf) be->api->future_destroy(x->cf);
+    if (x->gf) be->api->future_destroy(x->gf);
+    if (x->tr) be->api->transaction_destroy(x->tr);
+    x->wf = x->cf = x->gf = NULL;
+    x->tr = NULL;
+}
+
+static void w_finish(wctx *x, int rc) {
+    fdbbe *be = x->be;
+    pthread_mutex_lock(&be->mu);
+    w_release(x);
+    if (x->cancelled) rc = RL_E_OPERATION_CANCELLED;
+    if (x->prev) x->prev->next = x->next;
+    else be->watches = x->next;
+    if (x->next) x->next->prev = x->prev;
+    pthread_mutex_unlock(&be->mu);
+    rl__kv_watch *w = x->w;
+    rl__free(x);
+    tl_in_done++;
+    w->done(w, rc);
+    tl_in_done--;
+    op_end(be);
+}
+
+/* Watch on x->tr (read version set, or the fresh value checked) and commit it: FoundationDB
+ * registers the watch at the commit. */
+static void w_arm(wctx *x) {
+    fdbbe *be = x->be;
+    const rl__fdb_api *a = be->api;
+    pthread_mutex_lock(&be->mu);
+    int cancelled = x->cancelled; /* a cancel between two futures (the fresh value's and this) */
+    if (!cancelled) {
+        x->wf = a->transaction_watch(x->tr, x->w->key, (int)x->w->key_len);
+        x->cf = a->transaction_commit(x->tr);
+    }
+    pthread_mutex_unlock(&be->mu);
+    if (cancelled) {
+        w_finish(x, RL_E_OPERATION_CANCELLED);
+        return;
+    }
+    if (a->future_set_callback(x->wf, w_on_watch, x)) w_finish(x, RL_E_INTERNAL_ERROR);
+}
+
+/* Start on a new transaction: at the watch's version (FoundationDB reads the value the layer
+ * above gave, at that version), or fresh: then the value is read and compared here first. */
+static void w_start(wctx *x) {
+    fdbbe *be = x->be;
+    const rl__fdb_api *a = be->api;
+    FDBTransaction *tr = NULL;
+    int rc = a->database_create_transaction(be->db, &tr);
+    if (rc == 0 && x->w->key_len && x->w->key[0] == 0xff)
+        rc = a->transaction_set_option(tr, RL_FDB_TR_READ_SYSTEM_KEYS, NULL, 0);
+    pthread_mutex_lock(&be->mu);
+    x->tr = tr;
+    pthread_mutex_unlock(&be->mu);
+    if (rc) {
+        w_finish(x, rc);
+        return;
+    }
+    if (!x->fresh) {
+        a->transaction_set_read_version(tr, (int64_t)x->w->version);
+        w_arm(x);
+        return;
+    }
+    pthread_mutex_lock(&be->mu);
+    x->gf = a->transaction_get(tr, x->w->key, (int)x->w->key_len, 1);
+    pthread_mutex_unlock(&be->mu);
+    if (a->future_set_callback(x->gf, w_on_get, x)) w_finish(x, RL_E_INTERNAL_ERROR);
+}
+
+static void w_on_get(FDBFuture *f, void *ud) {
+    wctx *x = ud;
+    const rl__fdb_api *a = x->be->api;
+    fdb_bool_t present = 0;
+    const uint8_t *v = NULL;
+    int vl = 0;
+    int rc = a->future_get_error(f);
+    if (rc == 0) rc = a->future_get_value(f, &present, &v, &vl);
+    if (rc) {
+        w_finish(x, rc);
+        return;
+    }
+    const rl__kv_watch *w = x->w;
+    int differs = (present != 0) != (w->present != 0) ||
+                  (present && ((uint32_t)vl != w->value_len || (vl && memcmp(v, w->value, (size_t)vl))));
+    if (differs) {
+        w_finish(x, RL_OK);
+        return;
+    }
+    w_arm(x);
+}
+
+static void w_on_watch(FDBFuture *f, void *ud) {
+    wctx *x = ud;
+    fdbbe *be = x->be;
+    int rc = be->api->future_get_error(f);
+    pthread_mutex_lock(&be->mu);
+    int again = rc == RL_E_TRANSACTION_TOO_OLD && !x->fresh && !x->cancelled;
+    if (again) {
+        w_release(x);
+        x->fresh = 1;
+    }
+    pthread_mutex_unlock(&be->mu);
+    if (again) w_start(x); /* the version left FoundationDB's window: compare at a fresh one */
+    else w_finish(x, rc);
+}
+
+static void be_watch(rl__kv_backend *b, rl__kv_watch *w) {
+    fdbbe *be = (fdbbe *)b;
+    op_begin(be);
+    wctx *x = rl__calloc(1, sizeof *x);
+    if (!x) {
+        tl_in_done++;
+        w->done(w, RL_E_OUT_OF_MEMORY);
+        tl_in_done--;
+        op_end(be);
+        return;
+    }
+    x->be = be;
+    x->w = w;
+    pthread_mutex_lock(&be->mu);
+    x->next = be->watches;
+    if (x->next) x->next->prev = x;
+    be->watches = x;
+    pthread_mutex_unlock(&be->mu);
+    w_start(x);
+}
+
+/* Cancel: FoundationDB's future_cancel of the watch, whose callback then finishes it. */
+static void be_watch_cancel(rl__kv_backend *b, rl__kv_watch *w) {
+    fdbbe *be = (fdbbe *)b;
+    pthread_mutex_lock(&be->mu);
+    wctx *x = be->watches;
+    while (x && x->w != w) x = x->next;
+    FDBFuture *wf = NULL;
+    if (x && !x->cancelled) {
+        x->cancelled = 1;
+        wf = x->wf ? x->wf : x->gf;
+        if (wf) x->pins++;
+    }
+    pthread_mutex_unlock(&be->mu);
+    if (!wf) return; /* between futures: the next step sees `cancelled` at its end */
+    be->api->future_cancel(wf);
+    pthread_mutex_lock(&be->mu);
+    x->pins--;
+    pthread_cond_broadcast(&be->idle_cv);
+    pthread_mutex_unlock(&be->mu);
+}
+
 /* ---- Status, close, open ----------------------------------------------------------------- */
 
 /* A read version for the status: waited for at most 5 s (on FoundationDB's network thread the
@@ -1124,6 +1303,15 @@ static int be_status_json(rl__kv_backend *b, rl_buf *out) {
 static void be_close(rl__kv_backend *b) {
     fdbbe *be = (fdbbe *)b;
     if (tl_in_done) return; /* invariant 8: inside a completion; left allocated */
+    /* Watches whose futures were never freed: cancelled, so that their callbacks end them. */
+    for (;;) {
+        pthread_mutex_lock(&be->mu);
+        struct wctx *x = be->watches;
+        while (x && x->cancelled) x = x->next;
+        pthread_mutex_unlock(&be->mu);
+        if (!x) break;
+        be_watch_cancel(b, x->w);
+    }
     pthread_mutex_lock(&be->mu);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -1229,6 +1417,8 @@ static const rl__kv_backend_vtable fdb_vt = {
     .status_json = be_status_json,
     .locality = be_locality,
     .metrics = be_metrics,
+    .watch = be_watch,
+    .watch_cancel = be_watch_cancel,
 };
 
 int rl__kv_fdb_open(const char *cluster_file, const rl_db_options *opts, rl__kv_backend **out, rl__errdetail *err) {

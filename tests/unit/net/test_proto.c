@@ -74,6 +74,8 @@ static const kind_info KINDS[] = {
     {RL_MSG_AUTH, R, "auth_reply"},
     {RL_MSG_GET_METRICS, 0, "get_metrics_req"},
     {RL_MSG_GET_METRICS, R, "get_metrics_reply"},
+    {RL_MSG_WATCH_VALUE, 0, "watch_value_req"},
+    {RL_MSG_WATCH_VALUE, R, "watch_value_reply"},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -538,6 +540,21 @@ static void sample(int k, int variant, rl_arena *a, rl__msg *m) {
         }
         break;
     }
+    case 42: { /* watch_value_req: "empty" is version 0, key "", absent, the shortest hold */
+        rl__msg_watch_value_req *w = &m->u.watch_value_req;
+        w->hold_ms = 1;
+        if (ty) w->version = 42, SET(w->key, w->key_len, "k"), w->present = 1, SET(w->value, w->value_len, "v");
+        if (ty) w->hold_ms = 2000;
+        if (mx) {
+            w->version = UINT64_MAX, w->key = K1, w->key_len = KMAX, w->present = 1;
+            w->value = VV, w->value_len = VMAX, w->hold_ms = RL_PROTO_MAX_WATCH_HOLD_MS;
+        }
+        break;
+    }
+    case 43: /* watch_value_reply */
+        if (ty) m->u.watch_value_reply.changed = 1, m->u.watch_value_reply.version = 7;
+        if (mx) m->u.watch_value_reply.changed = 1, m->u.watch_value_reply.version = UINT64_MAX;
+        break;
     default: fail_msg("no sample for kind %d", k);
     }
 }
@@ -812,6 +829,15 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
         twb(b, x->read_through, x->read_through_len);
         break;
     }
+    case RL_MSG_WATCH_VALUE * 2: {
+        const rl__msg_watch_value_req *x = u;
+        tw64(b, x->version), twb(b, x->key, x->key_len), tw8(b, x->present), twb(b, x->value, x->value_len);
+        tw32(b, x->hold_ms);
+        break;
+    }
+    case RL_MSG_WATCH_VALUE * 2 + 1:
+        tw8(b, m->u.watch_value_reply.changed), tw64(b, m->u.watch_value_reply.version);
+        break;
     default: fail_msg("tw_msg: no layout for type %u flags %u", m->type, m->flags);
     }
 }
@@ -912,7 +938,7 @@ TEST(net_1_1_type_names) {
             ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0);
         }
     }
-    ASSERT_EQ(known, 21);
+    ASSERT_EQ(known, 22);
     for (int k = 0; k < N_KINDS; k++) ASSERT_TRUE(rl__msg_type_known(KINDS[k].type));
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_GET_RANGE), "GET_RANGE");
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_HELLO), "HELLO");
@@ -2486,11 +2512,11 @@ TEST(net_5_2_get_fast_paths) {
     }
     /* The types: exactly the protocol's (proto.h; update this list with it). */
     static const int known[] = {
-        RL_MSG_HELLO,      RL_MSG_PING,          RL_MSG_AUTH_CHALLENGE,   RL_MSG_AUTH,       RL_MSG_GET_READ_VERSION,
-        RL_MSG_COMMIT,     RL_MSG_GET_SHARD_MAP, RL_MSG_REGISTER_STORAGE, RL_MSG_PEEK,       RL_MSG_POP,
-        RL_MSG_STATUS,     RL_MSG_GET,           RL_MSG_GET_KEY,          RL_MSG_GET_RANGE,  RL_MSG_GET_MAPPED_RANGE,
-        RL_MSG_GET_MULTI,  RL_MSG_SPLIT_SHARD,   RL_MSG_ASSIGN_SHARD,     RL_MSG_MOVE_SHARD, RL_MSG_SET_DELAY,
-        RL_MSG_GET_METRICS};
+        RL_MSG_HELLO,       RL_MSG_PING,          RL_MSG_AUTH_CHALLENGE,   RL_MSG_AUTH,       RL_MSG_GET_READ_VERSION,
+        RL_MSG_COMMIT,      RL_MSG_GET_SHARD_MAP, RL_MSG_REGISTER_STORAGE, RL_MSG_PEEK,       RL_MSG_POP,
+        RL_MSG_STATUS,      RL_MSG_GET,           RL_MSG_GET_KEY,          RL_MSG_GET_RANGE,  RL_MSG_GET_MAPPED_RANGE,
+        RL_MSG_GET_MULTI,   RL_MSG_SPLIT_SHARD,   RL_MSG_ASSIGN_SHARD,     RL_MSG_MOVE_SHARD, RL_MSG_SET_DELAY,
+        RL_MSG_GET_METRICS, RL_MSG_WATCH_VALUE};
     for (int t = -2; t <= 70000; t++) {
         int want = 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) want |= known[i] == t;
