@@ -169,6 +169,11 @@ struct rl__kv_read {
     rl__kv_trace_event *trace_head, *trace_tail;
     uint64_t deadline_ns; /* input (appended): contract 7 */
     uint64_t began_ns;    /* input (appended): when its transaction began (0: unknown), for reports */
+    /* Input (appended; may be NULL): 1 once nobody wants the result any more (the operation was
+     * cancelled or its future freed). Callable from any thread while the read is in flight; a
+     * backend may then stop the read early (the cluster backend cancels a streamed mapped read
+     * on the server) — it still calls done, with any result. */
+    int (*abandoned)(const rl__kv_read *r);
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */
