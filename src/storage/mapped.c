@@ -644,10 +644,14 @@ static int read_local(rl__storage *st, rl__version v, int row_limit, long byte_l
  * copy each item's outputs into its entry; the items the hook handed back (read_here) are read
  * from st under one read lock. The first item error in order fails the batch; a hook that
  * breaks the output contract (negative count, rows without a pointer, a point read with more
- * than one row) is RL_E_INTERNAL_ERROR. */
+ * than one row) is RL_E_INTERNAL_ERROR. ents[0] is the page's entry off: the step of the target
+ * rule counts from the page's start, and with align the budget cuts a batch only there too (a
+ * streamed read, whose batches are not its page, so its page ends where a whole one would). The
+ * rows and the hook's work go to sa, the rest to a. */
 static int read_batch(rl__storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl__version v, int row_limit,
-                      long byte_limit, long budget, long target_left, int step, rl__secondary_item *items,
-                      rl__mapped_entry *ents, int n, rl_arena *a, rl_arena *sa, int *out_read) {
+                      long byte_limit, long budget, long target_left, int step, int off, int align,
+                      rl__secondary_item *items, rl__mapped_entry *ents, int n, rl_arena *a, rl_arena *sa,
+                      int *out_read) {
     int rc, here = 0;
     *out_read = n;
     for (int i = 0; i < n; i++) {
@@ -698,7 +702,9 @@ static int read_batch(rl__storage *st, rl_secondary_batch_fn fn, void *fn_ctx, r
         for (int j = 0; j < ents[i].n_kvs; j++) sec += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
         bytes += sec;
         target_left -= sec + (long)ents[i].index.key_len + (long)ents[i].index.value_len;
-        if (i + 1 < n && ((budget > 0 && bytes >= budget) || (step > 0 && target_left <= 0 && (i + 1) % step == 0)))
+        int at_step = step > 0 && (off + i + 1) % step == 0; /* counted from the page's start */
+        if (i + 1 < n &&
+            ((budget > 0 && bytes >= budget && (!align || step <= 0 || at_step)) || (at_step && target_left <= 0)))
             *out_read = i + 1, n = i + 1;
     }
     if (here) rl__storage_read_unlock(st);
@@ -834,7 +840,7 @@ int rl__storage_get_mapped_range(rl__storage *st, rl__version v, const void *beg
             int got = 0;
             rc = read_batch(st, fn, fn_ctx, v, opt.secondary_row_limit, opt.secondary_byte_limit,
                             opt.batch_secondary_bytes, opt.target_bytes > 0 ? remaining : LONG_MAX, opt.batch_step,
-                            items, &ents[mapped], stop - mapped, a, sa, &got);
+                            mapped, opt.emit != NULL, items, &ents[mapped], stop - mapped, a, sa, &got);
             if (rc != RL_OK) goto fail;
             if (got == 0 && mapped == 0) {
                 rc = RL_E_INTERNAL_ERROR; /* no progress (mapped.h: unread) */
