@@ -28,6 +28,13 @@
  *           encode the reply (entries, more, status, read_through, resolved bounds, stats) and
  *           send it from the worker (rl__conn_send is thread-safe).
  *
+ * A streamed mapped read (GET_MAPPED_STREAM, docs/design.md §8.4) runs the same steps with an
+ * emitter (stream_emit): each batch's entries, once read, are encoded into the chunk being
+ * gathered, which goes out (MAPPED_CHUNK) whenever it reaches the chunk size and the client's
+ * window has room for it (stream_flush waits for MAPPED_CREDIT, rl__ss_stream_credit on the loop
+ * thread); the batch's rows are then dropped (its arena is reset), and the final reply carries the
+ * tail: more, status, bounds and stats.
+ *
  * Invariants:
  *   1. Remote reads use the request's own version (not the local engine version it was clamped
  *      to: another server's data at that version may differ), so the whole reply is one snapshot.
@@ -50,6 +57,12 @@
  *      the client completes it); GET_MULTI replies at max_bytes plus one item, or their first
  *      SS_MULTI_MIN_ITEMS items below SS_MULTI_REPLY_BYTES; so every reply stays well inside the
  *      64 MiB frame limit.
+ *   6. A streamed read (its page's budget SS_STREAM_REPLY_BYTES, not SS_REPLY_BYTES; its frames
+ *      are chunks of about the chunk size) has at most its window of chunk bytes sent and not
+ *      credited back (one chunk when none are), and holds one batch of rows (about
+ *      SS_STREAM_BATCH_BYTES) plus the chunk being gathered, whatever its page — besides the
+ *      page's index entries (a fifth of its budget at most); its ss_stream is on ss->streams from
+ *      its start to its end, so a credit or cancel finds it only while it runs.
  */
 #include <inttypes.h>
 #include <stdio.h>
