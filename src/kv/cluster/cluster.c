@@ -275,11 +275,11 @@ struct cluster {
     uint64_t hedge_timer;    /* network thread: the timer's id (0: none) */
     atomic_int hedges_out;   /* hedged reads now (at most RL_CLUSTER_HEDGE_MAX_OUT) */
     int hedge_on;            /* 0: RL_CLUSTER_HEDGE=0 in the environment at open (benchmarks) */
-    /* The wait report (invariant 9): rl_db_options.wait_report_ms in ns (0: none), the callback,
-     * and when the next report may be made (network thread). */
     /* Streamed mapped reads (cluster:FILE?stream=0 turns them off; chunk=, window= in bytes). */
     int stream;
     uint32_t stream_chunk, stream_window;
+    /* The wait report (invariant 9): rl_db_options.wait_report_ms in ns (0: none), the callback,
+     * and when the next report may be made (network thread). */
     uint64_t report_ns;
     void (*report)(const char *line, void *ud);
     void *report_ud;
@@ -1885,8 +1885,6 @@ static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, co
     cc->hello_ok = 1;
 }
 
-/* A successful reply to q (type checked). Returns RL_OK or an error (>= 0): finish q with it
- * (RL_E_MALFORMED_FRAME: also close the connection); -1: q continues with its next request. */
 /* ---- Streamed mapped reads (docs/protocol.md, "Streamed mapped reads") ------------------------ */
 
 /* A MAPPED_CHUNK for the request id on cc (network thread): its entries are appended to the
@@ -1972,6 +1970,8 @@ static int stream_final(creq *q, rl__msg *m) {
     return RL_OK;
 }
 
+/* A successful reply to q (type checked). Returns RL_OK or an error (>= 0): finish q with it
+ * (RL_E_MALFORMED_FRAME: also close the connection); -1: q continues with its next request. */
 static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload) {
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);
@@ -2732,7 +2732,7 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
         }
     }
     /* cluster:FILE?secondary=individual|grouped&stream=0|1&chunk=BYTES&window=BYTES (the URL wins
-     * over the options; parameters in any order, each at most once). */
+     * over the options; parameters in any order, a repeated one: the last wins). */
     cl->stream = 1;
     cl->stream_chunk = RL_CLUSTER_STREAM_CHUNK;
     cl->stream_window = RL_CLUSTER_STREAM_WINDOW;
