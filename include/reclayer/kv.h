@@ -7,6 +7,9 @@
  *                   the same with the storage engine named (memory or ssd; rl_db_options.engine);
  *                   "&checkpoint_bytes=N" (or alone) sets rl_db_options.checkpoint_log_bytes
  *   cluster:FILE    a cluster of rlkvd processes (rl cluster up writes FILE)
+ *   cluster:FILE?secondary=individual|grouped&stream=0|1&chunk=BYTES&window=BYTES
+ *                   the same with the mapped reads' secondary strategy, and whether mapped reads
+ *                   are streamed (default 1) with which chunk and window (docs/design.md §8.5)
  *   fdb:FILE        a FoundationDB cluster through its client library libfdb_c
  *
  * Transactions are serializable with optimistic concurrency (docs/design.md §2): reads see a snapshot at

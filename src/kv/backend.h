@@ -178,6 +178,11 @@ struct rl__kv_read {
     uint32_t watch_hold_ms;
     int watch_changed;
     rl__version watch_version;
+    /* Input (appended; may be NULL): 1 once nobody wants the result any more (the operation was
+     * cancelled or its future freed). Callable from any thread while the read is in flight; a
+     * backend may then stop the read early (the cluster backend cancels a streamed mapped read
+     * on the server) — it still calls done, with any result. */
+    int (*abandoned)(const rl__kv_read *r);
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */

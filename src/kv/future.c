@@ -385,6 +385,7 @@ const char *rl__kv_trace_type_name(uint16_t type) {
     case RL_MSG_GET_KEY: return "get_key";
     case RL_MSG_GET_RANGE: return "get_range";
     case RL_MSG_GET_MAPPED_RANGE: return "get_mapped_range";
+    case RL_MSG_GET_MAPPED_STREAM: return "get_mapped_range"; /* streamed: the same read */
     case RL_MSG_GET_READ_VERSION: return "get_read_version";
     default: return "other";
     }

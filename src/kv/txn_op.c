@@ -260,6 +260,7 @@ static void req_init(txn_op *op, int rop) {
     r->trace = __atomic_load_n(&op->t->trace_on, __ATOMIC_RELAXED) > 0;
     r->trace_head = r->trace_tail = NULL;
     r->deadline_ns = rl__txn_deadline_ns(op->t); /* backend.h contract 7 */
+    r->abandoned = NULL;
     r->began_ns = op->t->start_ns;
 }
 
@@ -929,6 +930,12 @@ static void op_end(txn_op *op) {
     rl__txn_unref(t);
 }
 
+/* rl__kv_read.abandoned of an operation's read: cancelled, or its future freed by its user. */
+static int read_abandoned(const rl__kv_read *r) {
+    const txn_op *op = r->ud;
+    return __atomic_load_n(&op->state, __ATOMIC_RELAXED) == ST_CANCELLED || rl__future_is_abandoned(op->f);
+}
+
 /* Run op until it needs a backend request that completes later, or finishes (invariants 2, 3).
  * locked: the caller holds t->mu. Returns with t->mu released. */
 static void op_drive(txn_op *op, int locked) {
@@ -954,6 +961,7 @@ static void op_drive(txn_op *op, int locked) {
              * the backend's thread never wait for this one's planning, routing and sending. */
             op->r.done = on_read_done;
             op->r.ud = op;
+            op->r.abandoned = read_abandoned;
             rl__txn_unlock(t);
             be->vt->read(be, &op->r);
             if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) != IO_DONE) return;

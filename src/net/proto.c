@@ -990,6 +990,35 @@ static void x_get_mapped_range_reply(io *s, rl__msg_get_mapped_range_reply *m) {
     leave(s);
 }
 
+static void x_get_mapped_stream_req(io *s, rl__msg_get_mapped_stream_req *m) {
+    x_get_mapped_range_req(s, &m->r);
+    io_u32(s, &m->chunk_bytes, "chunk_bytes");
+    io_u32(s, &m->window_bytes, "window_bytes");
+}
+
+static void x_mapped_chunk(io *s, rl__msg_mapped_chunk *m) {
+    io_count(s, &m->n_entries, MIN_ENTRY, "entries");
+    rl_mapped_keyvalue *ev = io_array(s, m->entries, m->n_entries, sizeof *ev, "entries");
+    if (s->failed) return;
+    uint32_t done = 0;
+    if (!s->no_fast)
+        done = s->decoding                                ? entries_decode_fast(s, ev, m->n_entries)
+               : entries_encode_fast(s, ev, m->n_entries) ? m->n_entries
+                                                          : 0;
+    enter(s, "entries", 0);
+    for (uint32_t i = done; i < m->n_entries && !s->failed; i++) {
+        at(s, i);
+        io_entry(s, &ev[i]);
+    }
+    leave(s);
+    if (!s->failed && s->decoding) m->entries = ev;
+}
+
+static void x_mapped_credit(io *s, rl__msg_mapped_credit *m) {
+    io_u32(s, &m->bytes, "bytes");
+    io_bool8(s, &m->cancel, "cancel");
+}
+
 static void x_get_multi_req(io *s, rl__msg_get_multi_req *m) {
     io_u64(s, &m->version, "version");
     io_count(s, &m->n_items, MIN_ITEM, "items");
@@ -1059,6 +1088,23 @@ static int run_encode_mode(const char *msg, xfer_fn x, rl_buf *out, const void *
 
 static int run_encode(const char *msg, xfer_fn x, rl_buf *out, const void *m, rl__errdetail *err) {
     return run_encode_mode(msg, x, out, m, err, 0);
+}
+
+/* The entries of a MAPPED_CHUNK without their count, appended (x_mapped_chunk's entries). */
+static void x_entries_only(io *s, void *vm) {
+    const rl__msg_mapped_chunk *m = vm;
+    if (entries_encode_fast(s, m->entries, m->n_entries)) return;
+    enter(s, "entries", 0);
+    for (uint32_t i = 0; i < m->n_entries && !s->failed; i++) {
+        at(s, i);
+        io_entry(s, (rl_mapped_keyvalue *)&m->entries[i]);
+    }
+    leave(s);
+}
+
+int rl__msg_mapped_entries_append(rl_buf *out, const rl_mapped_keyvalue *ev, uint32_t n, rl__errdetail *err) {
+    rl__msg_mapped_chunk m = {ev, n};
+    return run_encode_mode("MAPPED_CHUNK", x_entries_only, out, &m, err, 0);
 }
 
 /* ---- Placement (30-32) ---- */

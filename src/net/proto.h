@@ -630,6 +630,48 @@ int rl__msg_get_mapped_range_reply_encode_walk(rl_buf *out, const rl__msg_get_ma
 int rl__msg_get_mapped_range_reply_decode_walk(const uint8_t *payload, size_t len, rl_arena *a,
                                                rl__msg_get_mapped_range_reply *out, rl__errdetail *err);
 
+/* GET_MAPPED_STREAM request (type 25): a GET_MAPPED_RANGE request whose reply is streamed. The
+ * server sends the entries in MAPPED_CHUNK frames of about chunk_bytes each, never more than
+ * window_bytes of chunk payload that the client has not credited back (MAPPED_CREDIT) — except one
+ * chunk when nothing is outstanding, so an entry larger than the window still goes —, then the
+ * final reply (rl__msg_get_mapped_stream_reply), or an error reply at any point (the chunks
+ * before it are void). */
+typedef struct {
+    rl__msg_get_mapped_range_req r; /* the read, as GET_MAPPED_RANGE's (same fields, same rules) */
+    uint32_t chunk_bytes;           /* entries per chunk until this many payload bytes; 0: 256 KiB */
+    uint32_t window_bytes;          /* chunk bytes outstanding at most (the initial credit); 0: 4 MiB;
+                                       a server caps it at 64 MiB */
+} rl__msg_get_mapped_stream_req;
+RL_PROTO_CODECS(get_mapped_stream_req);
+
+/* GET_MAPPED_STREAM final reply: GET_MAPPED_RANGE's reply (the same codec); its entries follow
+ * those of the chunks (a server may send them all in chunks and none here), and more, status,
+ * read_through, resolved bounds and stats describe the whole read. */
+typedef rl__msg_get_mapped_range_reply rl__msg_get_mapped_stream_reply;
+RL_PROTO_CODECS(get_mapped_stream_reply);
+
+/* MAPPED_CHUNK (type 26, one-way, storage server to client, flags 0, the GET_MAPPED_STREAM
+ * request's id): the next entries of the stream, in order. Entries as the mapped reply's. */
+typedef struct {
+    const rl_mapped_keyvalue *entries;
+    uint32_t n_entries; /* a server sends none empty */
+} rl__msg_mapped_chunk;
+RL_PROTO_CODECS(mapped_chunk);
+/* rl__msg_mapped_entries_append — append the encoding of ev[0..n) as a MAPPED_CHUNK carries
+ * them, without the count before them: a sender gathers the entries of several batches in one
+ * buffer and sends the count as the frame's head (rl__conn_send2). Returns as the encoders. */
+int rl__msg_mapped_entries_append(rl_buf *out, const rl_mapped_keyvalue *ev, uint32_t n, rl__errdetail *err);
+
+/* MAPPED_CREDIT (type 27, one-way, client to storage server, the GET_MAPPED_STREAM request's id):
+ * the client consumed bytes more of chunk payload; or, with cancel 1, the client wants no more
+ * (the server stops at its next chunk and answers operation_cancelled). A credit for a stream
+ * that has ended is ignored. */
+typedef struct {
+    uint32_t bytes; /* chunk payload bytes credited back */
+    uint8_t cancel; /* 0 or 1 */
+} rl__msg_mapped_credit;
+RL_PROTO_CODECS(mapped_credit);
+
 /* One read of a GET_MULTI request. */
 typedef struct {
     uint8_t is_range;     /* 1: [begin, end), begin <= end; 0: a point read of begin (end is

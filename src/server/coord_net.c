@@ -12,7 +12,8 @@
  *                                           HELLO of a foreign magic/version gets an error reply
  *                                           incompatible_protocol_version, then close
  *   no line in the table                 -> storage servers' (RL_MSGF_STORAGE: GET_MAPPED_RANGE,
- *                                           GET_MULTI): error reply unsupported_operation, kept
+ *                                           GET_MAPPED_STREAM, MAPPED_CREDIT, GET_MULTI): error
+ *                                           reply unsupported_operation, kept
  *                                           open; anything else (AUTH …): protocol error
  *   RL_MSGF_ADMIN, not an admin HELLO    -> error reply unauthorized_attempt, kept open
  *   RL_MSGF_FROM_STORAGE, not the HELLO

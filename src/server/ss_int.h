@@ -74,7 +74,17 @@ typedef struct rl__ss rl__ss;
 #define SS_REPLY_BYTES (8L << 20)
 #define SS_MULTI_REPLY_BYTES (32L << 20)
 #define SS_MAPPED_SECONDARY_BUDGET (24L << 20) /* per batch of secondaries */
-#define SS_MAX_BATCH 100                       /* FoundationDB's BUGGIFY range tops at 100 */
+/* Streamed mapped reads (GET_MAPPED_STREAM, docs/design.md §8.4): a page of up to 64 MiB (the
+ * server holds one batch and the client's window of it, not the page), in batches of about
+ * 1 MiB of secondaries (`grouped`'s batch and its GET_MULTI budget); the window a request may
+ * ask for is capped at 64 MiB. */
+#define SS_STREAM_REPLY_BYTES (64L << 20)
+#define SS_STREAM_BATCH_BYTES (1L << 20)
+#define SS_STREAM_MAX_WINDOW (64u << 20)
+#define SS_DEFAULT_STREAM_WINDOW (4u << 20) /* a request's window or chunk of 0 */
+#define SS_DEFAULT_STREAM_CHUNK (256u << 10)
+#define SS_DEFAULT_STREAM_CREDIT_MS 30000
+#define SS_MAX_BATCH 100 /* FoundationDB's BUGGIFY range tops at 100 */
 #define SS_DEFAULT_BATCH 10
 #define SS_GROUPED_MAX_BATCH RL_PROTO_MAX_BATCH /* `grouped`: the whole page (at most this) */
 #define SS_MULTI_MIN_ITEMS 10                   /* GET_MULTI reads at least this many items whatever max_bytes says */
@@ -129,6 +139,7 @@ typedef struct ss_job ss_job;
 typedef struct ss_peer ss_peer;
 typedef struct ss_batch ss_batch;
 typedef struct ss_s2s_req ss_s2s_req;
+typedef struct ss_stream ss_stream;
 
 /* An accepted connection (a client or a peer storage server). Loop thread only. */
 struct ss_client {
@@ -160,10 +171,26 @@ struct ss_job {
     ss_job *next;
     rl__conn *conn; /* one reference */
     uint64_t id;
+    uint16_t type; /* RL_MSG_GET_MAPPED_RANGE or RL_MSG_GET_MAPPED_STREAM */
     uint64_t t0_ns;
     ss_range shard; /* the shard the read runs in (copies) */
     size_t len;
     uint8_t payload[];
+};
+
+/* A streamed mapped read (GET_MAPPED_STREAM) being run by a worker: its flow control. On
+ * ss->streams from the worker's start of the read to its end; every field but the links, conn
+ * and id is under ss->stream_mu. The worker sends a chunk only while sent - credited plus the
+ * chunk stays within window (or nothing is outstanding); MAPPED_CREDIT (loop thread) raises
+ * credited or sets cancelled, and wakes the workers (stream_cv). */
+struct ss_stream {
+    ss_stream *prev, *next;
+    rl__conn *conn; /* the client's (the job's reference) */
+    uint64_t id;    /* the request's */
+    uint64_t sent;  /* chunk payload bytes sent */
+    uint64_t credited;
+    uint32_t window; /* bytes */
+    int cancelled;   /* 1: the client cancelled */
 };
 
 /* A connection to another storage server for GET_MULTI. Every field is under ss->peers_mu
@@ -318,6 +345,11 @@ struct rl__ss {
     ss_job *jobs, *jobs_tail;
     int jobs_quit;
 
+    /* Streamed mapped reads (ss_mapped.c): the flow control of those running (ss_stream). */
+    pthread_mutex_t stream_mu;
+    pthread_cond_t stream_cv;
+    ss_stream *streams;
+
     /* Peers (under peers_mu; ss_mapped.c). */
     pthread_mutex_t peers_mu;
     ss_peer *peers;
@@ -354,6 +386,12 @@ struct rl__ss {
     _Atomic uint64_t n_gets, n_get_keys, n_get_ranges, n_get_multi_served, n_get_multi_items, n_s2s_bytes_sent,
         n_s2s_bytes_received;
     _Atomic int64_t mapped_queued, mapped_running, parked_now;
+    /* Streamed mapped reads (STATUS): streams run, chunks and their payload bytes sent, streams
+     * cancelled by their client, the largest chunk bytes one stream ever had outstanding
+     * (sent, not credited back: what a slow client can make the server hold), and the gauge of
+     * streams waiting for credit now. */
+    _Atomic uint64_t n_streams, n_stream_chunks, n_stream_bytes, n_stream_cancels, stream_unacked_max;
+    _Atomic int64_t streams_waiting;
 };
 
 enum { SS_CO_DOWN = 0, SS_CO_CONNECTING = 1, SS_CO_HELLO = 2, SS_CO_READY = 3 };
@@ -476,9 +514,13 @@ uint32_t rl__ss_move_count(const rl__ss *ss);
 
 int rl__ss_workers_start(rl__ss *ss);
 void rl__ss_workers_stop(rl__ss *ss);
-/* Queue a mapped read (the frame's payload is copied). [loop] */
-int rl__ss_mapped_submit(rl__ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
-                         int shard);
+/* Queue a mapped read of type (RL_MSG_GET_MAPPED_RANGE or RL_MSG_GET_MAPPED_STREAM; the frame's
+ * payload is copied). [loop] */
+int rl__ss_mapped_submit(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
+                         uint64_t t0_ns, int shard);
+/* MAPPED_CREDIT from conn for its stream id: add the credit, or cancel the stream; a stream that
+ * is not running (ended, or never was) is ignored. [loop] */
+void rl__ss_stream_credit(rl__ss *ss, rl__conn *conn, uint64_t id, const rl__msg_mapped_credit *m);
 /* Serve a GET_MULTI request (local reads only) on the loop thread. */
 void rl__ss_get_multi(rl__ss *ss, ss_client *cl, uint64_t id, const rl__msg_get_multi_req *r, rl__version readv);
 /* Fail storage-to-storage requests whose deadline passed. [loop] */

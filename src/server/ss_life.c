@@ -66,6 +66,8 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl__errdetail *err) {
     ss->listen_ip = str_dup(o->listen_ip ? o->listen_ip : "127.0.0.1");
     pthread_mutex_init(&ss->map_mu, NULL);
     pthread_mutex_init(&ss->peers_mu, NULL);
+    pthread_mutex_init(&ss->stream_mu, NULL);
+    pthread_cond_init(&ss->stream_cv, NULL);
     pthread_mutex_init(&ss->sync_mu, NULL);
     pthread_cond_init(&ss->sync_cv, NULL);
     pthread_mutex_init(&ss->job_mu, NULL);
@@ -92,6 +94,7 @@ int rl__ss_new(const rl__ss_options *o, rl__ss **out, rl__errdetail *err) {
     if (ss->o.workers > SS_MAX_WORKERS) ss->o.workers = SS_MAX_WORKERS;
     if (ss->o.future_wait_ms <= 0) ss->o.future_wait_ms = SS_DEFAULT_FUTURE_WAIT_MS;
     if (ss->o.s2s_timeout_ms <= 0) ss->o.s2s_timeout_ms = SS_DEFAULT_S2S_TIMEOUT_MS;
+    if (ss->o.stream_credit_ms <= 0) ss->o.stream_credit_ms = SS_DEFAULT_STREAM_CREDIT_MS;
     if (ss->o.peek_wait_ms <= 0) ss->o.peek_wait_ms = SS_DEFAULT_PEEK_WAIT_MS;
     if (ss->o.sync_interval_ms <= 0) ss->o.sync_interval_ms = SS_DEFAULT_SYNC_INTERVAL_MS;
     if (ss->o.map_refresh_ms <= 0) ss->o.map_refresh_ms = SS_DEFAULT_MAP_REFRESH_MS;
@@ -217,6 +220,8 @@ void rl__ss_free(rl__ss *ss) {
     rl__buf_release(&ss->co_buf);
     pthread_mutex_destroy(&ss->map_mu);
     pthread_mutex_destroy(&ss->peers_mu);
+    pthread_mutex_destroy(&ss->stream_mu);
+    pthread_cond_destroy(&ss->stream_cv);
     pthread_mutex_destroy(&ss->sync_mu);
     pthread_cond_destroy(&ss->sync_cv);
     pthread_mutex_destroy(&ss->job_mu);

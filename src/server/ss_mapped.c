@@ -28,6 +28,13 @@
  *           encode the reply (entries, more, status, read_through, resolved bounds, stats) and
  *           send it from the worker (rl__conn_send is thread-safe).
  *
+ * A streamed mapped read (GET_MAPPED_STREAM, docs/design.md §8.4) runs the same steps with an
+ * emitter (stream_emit): each batch's entries, once read, are encoded into the chunk being
+ * gathered, which goes out (MAPPED_CHUNK) whenever it reaches the chunk size and the client's
+ * window has room for it (stream_flush waits for MAPPED_CREDIT, rl__ss_stream_credit on the loop
+ * thread); the batch's rows are then dropped (its arena is reset), and the final reply carries the
+ * tail: more, status, bounds and stats.
+ *
  * Invariants:
  *   1. Remote reads use the request's own version (not the local engine version it was clamped
  *      to: another server's data at that version may differ), so the whole reply is one snapshot.
@@ -50,6 +57,12 @@
  *      the client completes it); GET_MULTI replies at max_bytes plus one item, or their first
  *      SS_MULTI_MIN_ITEMS items below SS_MULTI_REPLY_BYTES; so every reply stays well inside the
  *      64 MiB frame limit.
+ *   6. A streamed read (its page's budget SS_STREAM_REPLY_BYTES, not SS_REPLY_BYTES; its frames
+ *      are chunks of about the chunk size) has at most its window of chunk bytes sent and not
+ *      credited back (one chunk when none are), and holds one batch of rows (about
+ *      SS_STREAM_BATCH_BYTES) plus the chunk being gathered, whatever its page — besides the
+ *      page's index entries (a fifth of its budget at most); its ss_stream is on ss->streams from
+ *      its start to its end, so a credit or cancel finds it only while it runs.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -497,12 +510,13 @@ void rl__ss_peers_free(rl__ss *ss) {
 /* One mapped read's context for its hook. */
 typedef struct {
     rl__ss *ss;
-    rl__version version; /* the request's version (invariant 1) */
-    int strategy;        /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
-    int owners;          /* grouped: GET_MULTI requests of the round being encoded */
-    long page_target;    /* grouped: the page's byte target (> 0) */
-    int batches;         /* hook calls so far */
-    uint32_t local, remote, s2s_requests, s2s_round_trips;
+    rl__version version;    /* the request's version (invariant 1) */
+    int strategy;           /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
+    int owners;             /* grouped: GET_MULTI requests of the round being encoded */
+    long page_target;       /* grouped: the page's byte target (> 0) */
+    int batches;            /* hook calls so far */
+    uint32_t local, remote; /* secondaries the reply carries, by where they were read (run_job) */
+    uint32_t s2s_requests, s2s_round_trips;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
     rl__msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
     uint32_t n_peer_stats;
@@ -878,8 +892,8 @@ static int merge_item(rl__secondary_item *it, const ss_piece *ps, int cnt, rl_ar
     return RL_OK;
 }
 
-/* Count item it's result as local or remote; RL_OK, or the item's error recorded (returns 1:
- * the hook stops, mapped.c fails the read with it). */
+/* Merge item it's pieces; 0, or 1 with the item's error recorded (the hook stops, mapped.c fails
+ * the read with it). The secondaries are counted from the entries the reply carries (run_job). */
 static int take_item(mctx *c, rl__secondary_item *it, const ss_piece *ps, int cnt, rl_arena *a) {
     int e = merge_item(it, ps, cnt, a);
     if (e != RL_OK) {
@@ -887,8 +901,6 @@ static int take_item(mctx *c, rl__secondary_item *it, const ss_piece *ps, int cn
         if (!rl__errdetail_len(&c->err)) rl__errdetail_set(&c->err, "a secondary read failed: %s", rl_error_name(e));
         return 1;
     }
-    if (it->served_locally) c->local++;
-    else c->remote++;
     return 0;
 }
 
@@ -923,10 +935,7 @@ static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps
             for (int j = i; j < n; j++) items[j].unread = 1;
             return RL_OK;
         }
-        if (items[i].read_here) {
-            c->local++;
-            continue;
-        }
+        if (items[i].read_here) continue;
         if (take_item(c, &items[i], &ps->v[first[i]], count[i], a)) return RL_OK;
     }
     return RL_OK;
@@ -977,10 +986,7 @@ static int mapped_hook(void *vctx, rl__version v, rl__secondary_item *items, int
         if (ps.v[i].local && !items[ps.v[i].item].read_here) read_local_piece(ss, v, &items[ps.v[i].item], &ps.v[i], a);
     if ((rc = run_remote(c, &ps, items, a)) != RL_OK) return rc;
     for (int i = 0; i < n; i++) {
-        if (items[i].read_here) {
-            c->local++;
-            continue;
-        }
+        if (items[i].read_here) continue;
         if (take_item(c, &items[i], &ps.v[first[i]], count[i], a))
             return RL_OK; /* mapped.c fails the read with the first item error */
     }
@@ -989,8 +995,8 @@ static int mapped_hook(void *vctx, rl__version v, rl__secondary_item *items, int
 
 /* ==== mapped reads (workers) ================================================================ */
 
-int rl__ss_mapped_submit(rl__ss *ss, ss_client *cl, uint64_t id, const uint8_t *payload, size_t len, uint64_t t0_ns,
-                         int shard) {
+int rl__ss_mapped_submit(rl__ss *ss, ss_client *cl, uint16_t type, uint64_t id, const uint8_t *payload, size_t len,
+                         uint64_t t0_ns, int shard) {
     ss_job *j = rl__malloc(sizeof *j + len);
     if (!j) return RL_E_OUT_OF_MEMORY;
     memset(j, 0, sizeof *j);
@@ -1007,6 +1013,7 @@ int rl__ss_mapped_submit(rl__ss *ss, ss_client *cl, uint64_t id, const uint8_t *
     j->conn = cl->conn;
     rl__conn_retain(j->conn);
     j->id = id;
+    j->type = type;
     j->t0_ns = t0_ns;
     j->len = len;
     if (len) memcpy(j->payload, payload, len);
@@ -1027,22 +1034,159 @@ static void job_free(ss_job *j) {
     rl__free(j);
 }
 
+/* ==== streamed mapped reads (GET_MAPPED_STREAM) ============================================== */
+
+/* One streamed read's sending side (worker): the chunk being gathered and its flow control. */
+typedef struct {
+    rl__ss *ss;
+    ss_stream st;           /* on ss->streams while the read runs */
+    uint32_t chunk;         /* a chunk is sent once its entries reach this many bytes */
+    rl_buf pend;            /* the entries of the chunk being gathered, encoded (no count) */
+    uint32_t n_pend;        /* ... how many */
+    uint32_t local, remote; /* secondaries sent, by where they were read */
+    rl__errdetail *err;     /* why the stream failed */
+} sstream;
+
+void rl__ss_stream_credit(rl__ss *ss, rl__conn *conn, uint64_t id, const rl__msg_mapped_credit *m) {
+    pthread_mutex_lock(&ss->stream_mu);
+    for (ss_stream *st = ss->streams; st; st = st->next)
+        if (st->conn == conn && st->id == id) {
+            st->credited += m->bytes;
+            if (m->cancel) st->cancelled = 1;
+            pthread_cond_broadcast(&ss->stream_cv);
+            break;
+        }
+    pthread_mutex_unlock(&ss->stream_mu);
+}
+
+static void stream_link(rl__ss *ss, ss_stream *st) {
+    pthread_mutex_lock(&ss->stream_mu);
+    st->prev = NULL;
+    st->next = ss->streams;
+    if (ss->streams) ss->streams->prev = st;
+    ss->streams = st;
+    pthread_mutex_unlock(&ss->stream_mu);
+}
+
+static void stream_unlink(rl__ss *ss, ss_stream *st) {
+    pthread_mutex_lock(&ss->stream_mu);
+    if (st->prev) st->prev->next = st->next;
+    else ss->streams = st->next;
+    if (st->next) st->next->prev = st->prev;
+    pthread_mutex_unlock(&ss->stream_mu);
+}
+
+/* Send the gathered chunk once the window has room for it (or nothing is outstanding): waits
+ * for credit in slices, so a stop, a closed connection, a cancel and the credit deadline
+ * (stream_credit_ms) are seen. RL_OK (sent, or nothing to send); RL_E_OPERATION_CANCELLED (the
+ * client cancelled, or the server stops), RL_E_CONNECTION_FAILED, RL_E_TIMED_OUT. */
+static int stream_flush(sstream *x) {
+    rl__ss *ss = x->ss;
+    ss_stream *st = &x->st;
+    if (!x->n_pend) return RL_OK;
+    if (rl__buf_error(&x->pend)) return RL_E_OUT_OF_MEMORY;
+    uint64_t len = 4 + (uint64_t)x->pend.len; /* the chunk's payload: count, entries */
+    uint64_t deadline = rl__clock_mono_ns() + (uint64_t)ss->o.stream_credit_ms * 1000000u, out = 0;
+    int rc = RL_OK, waited = 0;
+    pthread_mutex_lock(&ss->stream_mu);
+    for (;;) {
+        out = st->sent > st->credited ? st->sent - st->credited : 0;
+        if (st->cancelled) {
+            rc = RL_E_OPERATION_CANCELLED;
+            rl__errdetail_set(x->err, "the client cancelled the stream");
+            break;
+        }
+        if (out == 0 || out + len <= st->window) break;
+        uint64_t now = rl__clock_mono_ns();
+        if (atomic_load(&ss->stopping)) {
+            rc = RL_E_OPERATION_CANCELLED;
+            rl__errdetail_set(x->err, "storage server %u is stopping", ss->o.id);
+            break;
+        }
+        if (!rl__conn_is_open(st->conn)) {
+            rc = RL_E_CONNECTION_FAILED;
+            break;
+        }
+        if (now >= deadline) {
+            rc = RL_E_TIMED_OUT;
+            rl__errdetail_set(x->err, "no credit from the client for %d ms (window %u bytes)", ss->o.stream_credit_ms,
+                              st->window);
+            break;
+        }
+        if (!waited) waited = 1, atomic_fetch_add(&ss->streams_waiting, 1);
+        uint64_t slice = deadline - now > 20000000u ? 20000000u : deadline - now;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)slice;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&ss->stream_cv, &ss->stream_mu, &ts);
+    }
+    if (rc == RL_OK) {
+        st->sent += len;
+        out += len;
+    }
+    pthread_mutex_unlock(&ss->stream_mu);
+    if (waited) atomic_fetch_sub(&ss->streams_waiting, 1);
+    if (rc != RL_OK) return rc;
+    uint64_t mx = atomic_load(&ss->stream_unacked_max);
+    while (out > mx && !atomic_compare_exchange_weak(&ss->stream_unacked_max, &mx, out)) {}
+    uint8_t head[4] = {(uint8_t)x->n_pend, (uint8_t)(x->n_pend >> 8), (uint8_t)(x->n_pend >> 16),
+                       (uint8_t)(x->n_pend >> 24)};
+    if (rl__conn_send2(st->conn, RL_MSG_MAPPED_CHUNK, 0, st->id, head, 4, x->pend.data, x->pend.len, 0) != RL_OK)
+        return RL_E_CONNECTION_FAILED;
+    atomic_fetch_add(&ss->n_stream_chunks, 1);
+    atomic_fetch_add(&ss->n_stream_bytes, len);
+    rl__buf_reset(&x->pend);
+    x->n_pend = 0;
+    return RL_OK;
+}
+
+/* The wire size of one entry in a chunk (proto.c's entry encoding). */
+static size_t entry_wire_len(const rl_mapped_keyvalue *e) {
+    size_t n = 4 + (size_t)e->index.key_len + 4 + (size_t)e->index.value_len + 1 + 4 + (size_t)e->begin_len + 4 +
+               (size_t)e->end_len + 4 + 1 + 1;
+    for (int j = 0; j < e->n_kvs; j++) n += 8 + (size_t)e->kvs[j].key_len + (size_t)e->kvs[j].value_len;
+    return n;
+}
+
+/* The mapped read's emitter (rl__mapped_options.emit): count the secondaries, encode the
+ * entries into the gathered chunk, and send it each time it reaches the chunk size. */
+static int stream_emit(void *ctx, const rl_mapped_keyvalue *ents, int n) {
+    sstream *x = ctx;
+    int i = 0;
+    while (i < n) {
+        size_t room = x->pend.len < x->chunk ? x->chunk - x->pend.len : 1, run = 0;
+        int j = i;
+        while (j < n && run < room) run += entry_wire_len(&ents[j++]);
+        for (int k = i; k < j; k++) {
+            if (ents[k].served_locally) x->local++;
+            else x->remote++;
+        }
+        int rc = rl__msg_mapped_entries_append(&x->pend, &ents[i], (uint32_t)(j - i), x->err);
+        if (rc != RL_OK) return rc;
+        x->n_pend += (uint32_t)(j - i);
+        if (x->pend.len >= x->chunk && (rc = stream_flush(x)) != RL_OK) return rc;
+        i = j;
+    }
+    return RL_OK;
+}
+
 /* Encode the mapped reply m into out and send it on conn from this worker thread (a direct
  * write: a queued send, rl__ss_send_msg's, would wait for the loop thread to wake up and copy
  * the ~226 KB of a 1,000-row reply into its queue first). The frame is queued only when the
  * socket does not take it all, or the connection is delayed (netem). A reply the codec refuses
  * (a bug) is logged and answered with internal_error, as rl__ss_send_msg does. */
-static void send_mapped_reply(rl__conn *conn, uint64_t id, const rl__msg *m, rl_buf *out) {
+static void send_mapped_reply(rl__conn *conn, uint16_t type, uint64_t id, const rl__msg *m, rl_buf *out) {
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);
     rl__buf_reset(out);
     int rc = rl__msg_encode(out, m, &why);
     if (rc == RL_OK && out->len > RL_NET_MAX_PAYLOAD) rc = RL_E_INVALID_ARGUMENT;
     if (rc != RL_OK) {
-        rl__log(RL_LOG_ERROR, "storage server: cannot encode a GET_MAPPED_RANGE reply for %s: %s (%s)",
+        rl__log(RL_LOG_ERROR, "storage server: cannot encode a %s reply for %s: %s (%s)", rl__msg_type_name(type),
                 rl__conn_peer(conn), rl_error_name(rc), rc == RL_E_INVALID_ARGUMENT ? rl__errdetail_get(&why) : "");
-        rl__ss_send_error(conn, RL_MSG_GET_MAPPED_RANGE, id, RL_E_INTERNAL_ERROR,
-                          "the server could not encode its GET_MAPPED_RANGE reply");
+        rl__ss_send_error(conn, type, id, RL_E_INTERNAL_ERROR, "the server could not encode its %s reply",
+                          rl__msg_type_name(type));
     } else {
         rl__conn_send(conn, m->type, m->flags, id, out->data, out->len);
     }
@@ -1052,25 +1196,38 @@ static void send_mapped_reply(rl__conn *conn, uint64_t id, const rl__msg *m, rl_
     }
 }
 
-/* Run one mapped read and send its reply. */
-static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
+/* Count the secondaries of the entries a reply carries (what was read and returned, not what
+ * the batches were handed: a page may end before the end of its batch). */
+static void count_secondaries(const rl__mapped_entry *ents, int n, uint32_t *local, uint32_t *remote) {
+    for (int i = 0; i < n; i++) {
+        if (ents[i].served_locally) (*local)++;
+        else (*remote)++;
+    }
+}
+
+/* Run one mapped read and send its reply: GET_MAPPED_RANGE's whole, or GET_MAPPED_STREAM's as
+ * chunks then the final reply (sa: the secondaries' arena of a stream, reset per batch). */
+static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *out) {
     rl__msg_get_mapped_range_req r;
+    rl__msg_get_mapped_stream_req sr;
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);
     rl__version readv;
-    int rc = rl__msg_get_mapped_range_req_decode(j->payload, j->len, a, &r, &why);
+    const int streamed = j->type == RL_MSG_GET_MAPPED_STREAM;
+    int rc = streamed ? rl__msg_get_mapped_stream_req_decode(j->payload, j->len, a, &sr, &why)
+                      : rl__msg_get_mapped_range_req_decode(j->payload, j->len, a, &r, &why);
     if (rc != RL_OK) { /* decoded once on the loop already: only memory can fail here */
-        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "decoding failed");
+        rl__ss_send_error(j->conn, j->type, j->id, rc, "decoding failed");
         return;
     }
+    if (streamed) r = sr.r;
     if ((rc = rl__ss_read_version(ss, r.version, &readv)) != RL_OK) {
-        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "version %" PRIu64 " at storage server %u",
-                          r.version, ss->o.id);
+        rl__ss_send_error(j->conn, j->type, j->id, rc, "version %" PRIu64 " at storage server %u", r.version, ss->o.id);
         return;
     }
     rl__mapper *mp = NULL;
     if ((rc = rl__mapper_parse(r.mapper, r.mapper_len, a, &mp)) != RL_OK) {
-        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "bad mapper");
+        rl__ss_send_error(j->conn, j->type, j->id, rc, "bad mapper");
         return;
     }
     const ss_range *sh = &j->shard;
@@ -1079,13 +1236,12 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     rc = rl__storage_range_bounds(ss->st, readv, &r.begin, &r.end, sh->begin, sh->begin_len, sh->begin_len == 0,
                                   sh->end, sh->end_len, hi_max, r.reverse, a, &bd);
     if (rc != RL_OK) {
-        rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "resolving the selectors at version %" PRIu64,
-                          readv);
+        rl__ss_send_error(j->conn, j->type, j->id, rc, "resolving the selectors at version %" PRIu64, readv);
         return;
     }
     rl__msg m;
     memset(&m, 0, sizeof m);
-    m.type = RL_MSG_GET_MAPPED_RANGE;
+    m.type = j->type; /* GET_MAPPED_STREAM's final reply is GET_MAPPED_RANGE's payload */
     m.flags = RL_FRAME_REPLY;
     rl__msg_get_mapped_range_reply *g = &m.u.get_mapped_range_reply;
     mctx c;
@@ -1094,13 +1250,29 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     c.ss = ss;
     c.version = r.version;
     c.strategy = r.strategy == RL_FETCH_DEFAULT ? SS_DEFAULT_STRATEGY : r.strategy;
+    sstream x;
+    memset(&x, 0, sizeof x);
+    rl__buf_init(&x.pend);
+    x.ss = ss;
+    x.err = &c.err;
+    if (streamed) {
+        x.st.conn = j->conn;
+        x.st.id = j->id;
+        uint32_t w = sr.window_bytes ? sr.window_bytes : SS_DEFAULT_STREAM_WINDOW;
+        uint32_t ch = sr.chunk_bytes ? sr.chunk_bytes : SS_DEFAULT_STREAM_CHUNK;
+        x.st.window = w < SS_STREAM_MAX_WINDOW ? w : SS_STREAM_MAX_WINDOW;
+        x.chunk = ch < x.st.window ? ch : x.st.window;
+        stream_link(ss, &x.st);
+        atomic_fetch_add(&ss->n_streams, 1);
+    }
     if (bd.unresolved) {
         g->status = RL_RANGE_SELECTOR_UNRESOLVED;
     } else if (rl__bytes_cmp(bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len) < 0) {
         rl__mapped_options o;
         memset(&o, 0, sizeof o);
         o.limit = r.limit;
-        o.target_bytes = r.target_bytes > 0 && r.target_bytes < SS_REPLY_BYTES ? (long)r.target_bytes : SS_REPLY_BYTES;
+        long page = streamed ? SS_STREAM_REPLY_BYTES : SS_REPLY_BYTES;
+        o.target_bytes = r.target_bytes > 0 && r.target_bytes < page ? (long)r.target_bytes : page;
         o.reverse = r.reverse;
         int batch = r.batch ? (int)r.batch : SS_DEFAULT_BATCH;
         if (c.strategy == RL_FETCH_GROUPED) batch = SS_GROUPED_MAX_BATCH; /* the whole page */
@@ -1110,6 +1282,12 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
             o.batch_secondary_bytes = SS_MAPPED_SECONDARY_BUDGET;
             o.batch_step = SS_DEFAULT_BATCH;
             c.page_target = o.target_bytes;
+        }
+        if (streamed) { /* batches of about a MiB, each sent as it is read (mapped.h) */
+            o.emit = stream_emit;
+            o.emit_ctx = &x;
+            o.sec_arena = sa;
+            if (c.strategy == RL_FETCH_GROUPED) o.batch_secondary_bytes = c.page_target = SS_STREAM_BATCH_BYTES;
         }
         o.secondary_row_limit = r.secondary_row_limit ? r.secondary_row_limit : SS_DEFAULT_SECONDARY_ROWS;
         long sb = r.secondary_byte_limit ? (long)r.secondary_byte_limit : SS_DEFAULT_SECONDARY_BYTES;
@@ -1122,17 +1300,25 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
         int n = 0, more = 0;
         rc = rl__storage_get_mapped_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, mp, &o,
                                           mapped_hook, &c, a, &ents, &n, &more);
+        if (rc == RL_OK && streamed) rc = stream_flush(&x); /* the last chunk */
         if (rc != RL_OK) {
-            rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, rc, "%s",
+            if (rc == RL_E_OPERATION_CANCELLED && streamed) atomic_fetch_add(&ss->n_stream_cancels, 1);
+            rl__ss_send_error(j->conn, j->type, j->id, rc, "%s",
                               rl__errdetail_len(&c.err) ? rl__errdetail_get(&c.err) : "the mapped read failed");
             atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);
             atomic_fetch_add(&ss->n_s2s_round_trips, c.s2s_round_trips);
             atomic_fetch_add(&ss->n_s2s_bytes_sent, c.s2s_bytes_sent);
             atomic_fetch_add(&ss->n_s2s_bytes_received, c.s2s_bytes_received);
-            return;
+            goto done;
         }
-        g->entries = ents;
-        g->n_entries = (uint32_t)n;
+        if (streamed) {
+            c.local = x.local, c.remote = x.remote; /* the entries went in chunks */
+        } else {
+            g->entries = ents;
+            g->n_entries = (uint32_t)n;
+            c.local = c.remote = 0;
+            count_secondaries(ents, n, &c.local, &c.remote);
+        }
         g->more = more ? 1 : 0;
         if (!more && bd.read_through) {
             g->read_through = r.reverse ? sh->begin : sh->end;
@@ -1165,14 +1351,18 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_buf *out) {
     atomic_fetch_add(&ss->n_sec_remote, c.remote);
     atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);
     atomic_fetch_add(&ss->n_s2s_round_trips, c.s2s_round_trips);
-    send_mapped_reply(j->conn, j->id, &m, out);
+    send_mapped_reply(j->conn, j->type, j->id, &m, out);
+done:
+    if (streamed) stream_unlink(ss, &x.st);
+    rl__buf_release(&x.pend);
 }
 
 static void *worker_main(void *arg) {
     rl__ss *ss = arg;
-    rl_arena a;
+    rl_arena a, sa;
     rl_buf out;
     rl__arena_init(&a, 0);
+    rl__arena_init(&sa, 0);
     rl__buf_init(&out);
     pthread_mutex_lock(&ss->job_mu);
     for (;;) {
@@ -1185,16 +1375,18 @@ static void *worker_main(void *arg) {
         atomic_fetch_add(&ss->mapped_running, 1);
         pthread_mutex_unlock(&ss->job_mu);
         if (atomic_load(&ss->stopping))
-            rl__ss_send_error(j->conn, RL_MSG_GET_MAPPED_RANGE, j->id, RL_E_OPERATION_CANCELLED,
-                              "storage server %u is stopping", ss->o.id);
-        else run_job(ss, j, &a, &out);
+            rl__ss_send_error(j->conn, j->type, j->id, RL_E_OPERATION_CANCELLED, "storage server %u is stopping",
+                              ss->o.id);
+        else run_job(ss, j, &a, &sa, &out);
         job_free(j);
         atomic_fetch_sub(&ss->mapped_running, 1);
         rl__arena_reset(&a);
+        rl__arena_reset(&sa);
         pthread_mutex_lock(&ss->job_mu);
     }
     pthread_mutex_unlock(&ss->job_mu);
     rl__arena_release(&a);
+    rl__arena_release(&sa);
     rl__buf_release(&out);
     return NULL;
 }

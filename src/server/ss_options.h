@@ -42,6 +42,8 @@ typedef struct {
     int connect_timeout_ms; /* coordinator and peer connects; 0: 1000 */
     int co_timeout_ms;      /* a coordinator reply (REGISTER_STORAGE, PEEK beyond its max wait)
                              later than this drops the connection; 0: 5000 */
+    int stream_credit_ms;   /* a streamed mapped read waiting this long for credit (a client that
+                             stopped reading) fails with timed_out; 0: 30000 */
 } rl__ss_options;
 
 #endif

@@ -162,12 +162,17 @@ void rl__ss_status(rl__ss *ss, rl_buf *out) {
                    ",\"gets\":%" PRIu64 ",\"get_keys\":%" PRIu64 ",\"get_ranges\":%" PRIu64
                    ",\"get_multi_served\":%" PRIu64 ",\"get_multi_items_served\":%" PRIu64
                    ",\"s2s_bytes_sent\":%" PRIu64 ",\"s2s_bytes_received\":%" PRIu64 ",\"mapped_queued\":%" PRId64
-                   ",\"mapped_running\":%" PRId64 ",\"mapped_workers\":%d,\"parked_now\":%" PRId64,
+                   ",\"mapped_running\":%" PRId64 ",\"mapped_workers\":%d,\"parked_now\":%" PRId64
+                   ",\"streams\":%" PRIu64 ",\"stream_chunks\":%" PRIu64 ",\"stream_bytes\":%" PRIu64
+                   ",\"stream_cancels\":%" PRIu64 ",\"stream_unacked_max\":%" PRIu64 ",\"streams_waiting\":%" PRId64,
                    (uint64_t)atomic_load(&ss->n_gets), (uint64_t)atomic_load(&ss->n_get_keys),
                    (uint64_t)atomic_load(&ss->n_get_ranges), (uint64_t)atomic_load(&ss->n_get_multi_served),
                    (uint64_t)atomic_load(&ss->n_get_multi_items), (uint64_t)atomic_load(&ss->n_s2s_bytes_sent),
                    (uint64_t)atomic_load(&ss->n_s2s_bytes_received), (int64_t)atomic_load(&ss->mapped_queued),
-                   (int64_t)atomic_load(&ss->mapped_running), ss->o.workers, (int64_t)atomic_load(&ss->parked_now));
+                   (int64_t)atomic_load(&ss->mapped_running), ss->o.workers, (int64_t)atomic_load(&ss->parked_now),
+                   (uint64_t)atomic_load(&ss->n_streams), (uint64_t)atomic_load(&ss->n_stream_chunks),
+                   (uint64_t)atomic_load(&ss->n_stream_bytes), (uint64_t)atomic_load(&ss->n_stream_cancels),
+                   (uint64_t)atomic_load(&ss->stream_unacked_max), (int64_t)atomic_load(&ss->streams_waiting));
     rl__lat_hist late;
     delay_sweep(ss, 0, &late);
     rl__buf_append_str(out, ",");
@@ -679,7 +684,8 @@ static void do_get_multi(ss_client *cl, const ss_req *q) {
  * copy of its payload (ss_mapped.c). */
 static void do_get_mapped_range(ss_client *cl, const ss_req *q) {
     rl__ss *ss = cl->ss;
-    const rl__msg_get_mapped_range_req *r = &q->m->u.get_mapped_range_req;
+    const rl__msg_get_mapped_range_req *r =
+        q->type == RL_MSG_GET_MAPPED_STREAM ? &q->m->u.get_mapped_stream_req.r : &q->m->u.get_mapped_range_req;
     int oom = 0;
     int i = range_shard(ss, &r->begin, &r->end, r->reverse, &ss->req_arena, &oom);
     if (i < 0) {
@@ -690,8 +696,16 @@ static void do_get_mapped_range(ss_client *cl, const ss_req *q) {
     }
     if (refuse_version(ss, cl, q->type, q->id, i, r->version)) return;
     atomic_fetch_add(&ss->n_mapped, 1);
-    int rc = rl__ss_mapped_submit(ss, cl, q->id, q->payload, q->len, q->t0_ns, i);
+    int rc = rl__ss_mapped_submit(ss, cl, q->type, q->id, q->payload, q->len, q->t0_ns, i);
     if (rc != RL_OK) rl__ss_send_error(cl->conn, q->type, q->id, rc, "cannot queue the mapped read");
+}
+
+/* GET_MAPPED_STREAM: as GET_MAPPED_RANGE (its first fields are that request's). */
+static void do_get_mapped_stream(ss_client *cl, const ss_req *q) { do_get_mapped_range(cl, q); }
+
+/* MAPPED_CREDIT (one way: no reply): the flow control of a stream this client runs. */
+static void do_mapped_credit(ss_client *cl, const ss_req *q) {
+    rl__ss_stream_credit(cl->ss, cl->conn, q->id, &q->m->u.mapped_credit);
 }
 
 /* ==== PING, STATUS, SET_DELAY ================================================================ */

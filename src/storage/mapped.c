@@ -644,10 +644,14 @@ static int read_local(rl__storage *st, rl__version v, int row_limit, long byte_l
  * copy each item's outputs into its entry; the items the hook handed back (read_here) are read
  * from st under one read lock. The first item error in order fails the batch; a hook that
  * breaks the output contract (negative count, rows without a pointer, a point read with more
- * than one row) is RL_E_INTERNAL_ERROR. */
+ * than one row) is RL_E_INTERNAL_ERROR. ents[0] is the page's entry off: the step of the target
+ * rule counts from the page's start, and with align the budget cuts a batch only there too (a
+ * streamed read, whose batches are not its page, so its page ends where a whole one would). The
+ * rows and the hook's work go to sa, the rest to a. */
 static int read_batch(rl__storage *st, rl_secondary_batch_fn fn, void *fn_ctx, rl__version v, int row_limit,
-                      long byte_limit, long budget, long target_left, int step, rl__secondary_item *items,
-                      rl__mapped_entry *ents, int n, rl_arena *a, int *out_read) {
+                      long byte_limit, long budget, long target_left, int step, int off, int align,
+                      rl__secondary_item *items, rl__mapped_entry *ents, int n, rl_arena *a, rl_arena *sa,
+                      int *out_read) {
     int rc, here = 0;
     *out_read = n;
     for (int i = 0; i < n; i++) {
@@ -661,7 +665,7 @@ static int read_batch(rl__storage *st, rl_secondary_batch_fn fn, void *fn_ctx, r
         it->row_limit = ents[i].is_range ? row_limit : 1;
         it->byte_limit = byte_limit;
     }
-    rc = fn(fn_ctx, v, items, n, a);
+    rc = fn(fn_ctx, v, items, n, sa);
     if (rc != RL_OK) return rc;
     for (int i = 0; i < n; i++) /* the page ends before the first unread item */
         if (items[i].unread) {
@@ -684,7 +688,7 @@ static int read_batch(rl__storage *st, rl_secondary_batch_fn fn, void *fn_ctx, r
         /* A batch can be a whole page: grow the arena's blocks with it (Cost). */
         if (i % DEFAULT_BATCH == 0 && a->used > 2 * a->block_size && a->block_size < MAX_BLOCK) a->block_size *= 2;
         if (it->read_here) {
-            rc = read_local(st, v, it->row_limit, byte_limit, a, &ents[i]);
+            rc = read_local(st, v, it->row_limit, byte_limit, sa, &ents[i]);
         } else if (it->n_kvs < 0 || (it->n_kvs > 0 && !it->kvs) || (!it->is_range && it->n_kvs > 1)) {
             rc = RL_E_INTERNAL_ERROR;
         } else {
@@ -698,7 +702,9 @@ static int read_batch(rl__storage *st, rl_secondary_batch_fn fn, void *fn_ctx, r
         for (int j = 0; j < ents[i].n_kvs; j++) sec += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
         bytes += sec;
         target_left -= sec + (long)ents[i].index.key_len + (long)ents[i].index.value_len;
-        if (i + 1 < n && ((budget > 0 && bytes >= budget) || (step > 0 && target_left <= 0 && (i + 1) % step == 0)))
+        int at_step = step > 0 && (off + i + 1) % step == 0; /* counted from the page's start */
+        if (i + 1 < n &&
+            ((budget > 0 && bytes >= budget && (!align || step <= 0 || at_step)) || (at_step && target_left <= 0)))
             *out_read = i + 1, n = i + 1;
     }
     if (here) rl__storage_read_unlock(st);
@@ -714,6 +720,15 @@ static long entries_cost(const rl__mapped_entry *ents, int from, int to) {
         for (int j = 0; j < ents[i].n_kvs; j++) cost += (long)ents[i].kvs[j].key_len + (long)ents[i].kvs[j].value_len;
     }
     return cost;
+}
+
+/* Streaming (mapped.h): hand ents[from..to) to the emitter, then drop their rows (sec_arena sa,
+ * when it is not the read's own arena a). */
+static int emit_batch(const rl__mapped_options *o, rl_arena *sa, rl_arena *a, const rl__mapped_entry *ents, int from,
+                      int to) {
+    int rc = to > from ? o->emit(o->emit_ctx, &ents[from], to - from) : RL_OK;
+    if (sa != a) rl__arena_reset(sa);
+    return rc;
 }
 
 /* The mapped read (see mapped.h and the file header for the accounting). On RL_OK *out holds
@@ -747,6 +762,8 @@ int rl__storage_get_mapped_range(rl__storage *st, rl__version v, const void *beg
     if (opt.limit < 0 || opt.target_bytes < 0 || opt.batch < 0 || opt.secondary_row_limit < 0 ||
         opt.secondary_byte_limit < 0)
         return RL_E_RANGE_LIMITS_INVALID;
+    if (opt.emit && !fn) return RL_E_INVALID_ARGUMENT;
+    rl_arena *sa = opt.emit && opt.sec_arena ? opt.sec_arena : a;
     if (opt.batch == 0) opt.batch = DEFAULT_BATCH;
     if (opt.secondary_row_limit == 0) opt.secondary_row_limit = DEFAULT_SECONDARY_ROWS;
     if (opt.secondary_byte_limit == 0) opt.secondary_byte_limit = DEFAULT_SECONDARY_BYTES;
@@ -823,27 +840,31 @@ int rl__storage_get_mapped_range(rl__storage *st, rl__version v, const void *beg
             int got = 0;
             rc = read_batch(st, fn, fn_ctx, v, opt.secondary_row_limit, opt.secondary_byte_limit,
                             opt.batch_secondary_bytes, opt.target_bytes > 0 ? remaining : LONG_MAX, opt.batch_step,
-                            items, &ents[mapped], stop - mapped, a, &got);
+                            mapped, opt.emit != NULL, items, &ents[mapped], stop - mapped, a, sa, &got);
             if (rc != RL_OK) goto fail;
             if (got == 0 && mapped == 0) {
                 rc = RL_E_INTERNAL_ERROR; /* no progress (mapped.h: unread) */
                 goto fail;
             }
-            if (got < stop - mapped) { /* the page ends here: entries [mapped + got, ...) left */
+            if (got < stop - mapped) {             /* the batch ends here: entries [mapped + got, ...) left */
+                int ended = !opt.emit || got == 0; /* streaming goes on with the next batch */
                 stop = mapped + got;
                 remaining -= entries_cost(ents, mapped, stop);
+                if (opt.emit && got > 0 && (rc = emit_batch(&opt, sa, a, ents, mapped, stop)) != RL_OK) goto fail;
                 mapped = stop;
-                break;
+                if (ended) break;
+                continue;
             }
         }
         remaining -= entries_cost(ents, mapped, stop);
+        if (opt.emit && (rc = emit_batch(&opt, sa, a, ents, mapped, stop)) != RL_OK) goto fail;
         mapped = stop;
     }
     if (locked) rl__storage_read_unlock(st);
     a->block_size = block_size0;
     rl__buf_release(&p);
 
-    *out = ents;
+    *out = opt.emit ? NULL : ents;
     *out_n = mapped;
     *out_more = (scan_more || mapped < n_idx) ? 1 : 0;
     return RL_OK;

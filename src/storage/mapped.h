@@ -54,6 +54,20 @@ typedef struct {
      * batch_step would have mapped. */
     long batch_secondary_bytes;
     int batch_step;
+    /* Streaming (with a hook only; the storage server's GET_MAPPED_STREAM): when emit is set,
+     * each batch's entries, once final, are handed to emit(emit_ctx, ents, n) in scan order and
+     * not returned (*out is NULL, *out_n the number emitted); a batch cut short by
+     * batch_secondary_bytes (with a batch_step, only after a multiple of batch_step entries
+     * counted from the page's start) or an unread item no longer ends the page — the next batch
+     * starts after its last entry (a batch that maps nothing still ends it) —, so the page is
+     * bounded by limit and target_bytes only, and ends at the entry a whole page would (the
+     * target's rule), unread items apart. The secondaries' rows and the hook's allocations come from
+     * sec_arena (NULL: the read's arena), which is reset after every emit: one batch's rows are
+     * held at a time. The entries given to emit are valid during the call only. emit returns
+     * RL_OK, or an error that fails the read (returned as is). */
+    int (*emit)(void *ctx, const rl_mapped_keyvalue *ents, int n);
+    void *emit_ctx;
+    rl_arena *sec_arena;
 } rl__mapped_options;
 
 /* One secondary read of a batch handed to a rl_secondary_batch_fn. mapped.c fills the inputs

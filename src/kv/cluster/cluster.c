@@ -216,6 +216,13 @@ struct creq {
     int st_err;
     char st_why[WHY_CAP];
     uint64_t st_since_ns;
+    /* A streamed mapped read's attempt (GET_MAPPED_STREAM; network thread, reset by send_on): the
+     * entries of the chunks received so far, in the read's arena, their frames' bytes, and
+     * whether the cancel was sent. */
+    rl_mapped_keyvalue *s_ents;
+    uint32_t s_n, s_cap;
+    uint64_t s_bytes;
+    int s_cancelled;
     rl__cplan plan; /* READ (last: a read's creq is zeroed up to it, rl__cplan_start does the plan) */
 };
 
@@ -268,6 +275,9 @@ struct cluster {
     uint64_t hedge_timer;    /* network thread: the timer's id (0: none) */
     atomic_int hedges_out;   /* hedged reads now (at most RL_CLUSTER_HEDGE_MAX_OUT) */
     int hedge_on;            /* 0: RL_CLUSTER_HEDGE=0 in the environment at open (benchmarks) */
+    /* Streamed mapped reads (cluster:FILE?stream=0 turns them off; chunk=, window= in bytes). */
+    int stream;
+    uint32_t stream_chunk, stream_window;
     /* The wait report (invariant 9): rl_db_options.wait_report_ms in ns (0: none), the callback,
      * and when the next report may be made (network thread). */
     uint64_t report_ns;
@@ -778,9 +788,14 @@ static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t serv
 
 /* ---- Sending ---------------------------------------------------------------------------------- */
 
+/* 1: q is a mapped read sent as GET_MAPPED_STREAM (docs/protocol.md, "Streamed mapped reads"). */
+static int streamed(const creq *q) {
+    return q->kind == RL_CREQ_READ && q->plan.req.type == RL_MSG_GET_MAPPED_RANGE && q->cl->stream;
+}
+
 static uint16_t req_type(const creq *q) {
     switch (q->kind) {
-    case RL_CREQ_READ: return q->plan.req.type;
+    case RL_CREQ_READ: return streamed(q) ? RL_MSG_GET_MAPPED_STREAM : q->plan.req.type;
     case RL_CREQ_GRV: return RL_MSG_GET_READ_VERSION;
     case RL_CREQ_COMMIT: return RL_MSG_COMMIT;
     case RL_CREQ_MAP: return RL_MSG_GET_SHARD_MAP;
@@ -798,7 +813,15 @@ static uint64_t attempt_timeout(const creq *q) {
 /* Encode q's request into b. */
 static int encode(creq *q, rl_buf *b) {
     switch (q->kind) {
-    case RL_CREQ_READ: return rl__msg_encode(b, &q->plan.req, NULL);
+    case RL_CREQ_READ:
+        if (streamed(q)) {
+            rl__msg_get_mapped_stream_req m;
+            m.r = q->plan.req.u.get_mapped_range_req;
+            m.chunk_bytes = q->cl->stream_chunk;
+            m.window_bytes = q->cl->stream_window;
+            return rl__msg_get_mapped_stream_req_encode(b, &m, NULL);
+        }
+        return rl__msg_encode(b, &q->plan.req, NULL);
     case RL_CREQ_GRV: {
         rl__msg_get_read_version_req m = {0};
         return rl__msg_get_read_version_req_encode(b, &m, NULL);
@@ -929,6 +952,7 @@ static void note_reply(creq *q, cconn *cc, const rl__frame_header *h, int err, c
     st->bytes_received += fb;
     if (cc && cc->server_id == 0) st->coord_bytes_received += fb;
     if (!q_tracing(q) || !q->tr_start_ns) return;
+    if (h->type == RL_MSG_GET_MAPPED_STREAM) fb += (uint32_t)q->s_bytes; /* the event: every frame */
     rl__kv_trace_event *ev = trace_event(q, h->type, err, fb);
     if (ev && ms) {
         ev->secondaries_local = ms->secondaries_local;
@@ -990,6 +1014,12 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
     }
     uint64_t id = atomic_fetch_add(&cl->next_id, 1);
     uint16_t type = req_type(q);
+    if (type == RL_MSG_GET_MAPPED_STREAM) { /* a new attempt: no chunk of it yet (not pending yet) */
+        q->s_ents = NULL;
+        q->s_n = q->s_cap = 0;
+        q->s_bytes = 0;
+        q->s_cancelled = 0;
+    }
     /* The wait report's view (invariant 9): where the attempt goes, since when the step waits. */
     q->last_sid = cc->server_id;
     memcpy(q->last_ip, cc->ip, sizeof q->last_ip);
@@ -1026,6 +1056,7 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
         case RL_MSG_GET_KEY: st->req_get_key++; break;
         case RL_MSG_GET_RANGE: st->req_get_range++; break;
         case RL_MSG_GET_MAPPED_RANGE: st->req_get_mapped++; break;
+        case RL_MSG_GET_MAPPED_STREAM: st->req_get_mapped++; break;
         default: break;
         }
         if (cc->server_id == 0) {
@@ -1861,6 +1892,91 @@ static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, co
     cc->hello_ok = 1;
 }
 
+/* ---- Streamed mapped reads (docs/protocol.md, "Streamed mapped reads") ------------------------ */
+
+/* A MAPPED_CHUNK for the request id on cc (network thread): its entries are appended to the
+ * attempt's (decoded into the read's arena as they come), and its bytes credited back at once —
+ * or, when nobody wants the read any more (rl__kv_read.abandoned), the stream is cancelled (once;
+ * the server answers operation_cancelled, which ends the attempt). A chunk for no pending request
+ * (its attempt ended) is dropped; one for a request that is not a stream, or that does not
+ * decode, closes the connection (its requests fail over). The attempt's deadline restarts with
+ * every chunk. */
+static void on_chunk(cconn *cc, rl__conn *conn, const rl__frame_header *h, const uint8_t *payload) {
+    cluster *cl = cc->cl;
+    uint64_t now = now_ns();
+    pthread_mutex_lock(&cc->mu);
+    creq *q = pt_find(&cc->pending, h->id);
+    int ok = q && streamed(q) && !atomic_load(&q->hedged);
+    if (ok) q->deadline_ns = now + attempt_timeout(q);
+    pthread_mutex_unlock(&cc->mu);
+    if (!q) {
+        rl__locked_add_u64(&cl->mu, &cl->n_late_replies, 1);
+        return;
+    }
+    rl__errdetail why;
+    rl__errdetail_init(&why, NULL);
+    rl__kv_read *r = q->r;
+    rl__msg_mapped_chunk m;
+    int rc = RL_E_MALFORMED_FRAME;
+    const uint8_t *copy = NULL;
+    if (!ok) {
+        rl__errdetail_set(&why, "a MAPPED_CHUNK for a request that is not a stream");
+    } else {
+        copy = h->payload_len ? rl__arena_memdup(r->arena, payload, h->payload_len) : NULL;
+        rc = h->payload_len && !copy ? RL_E_OUT_OF_MEMORY
+                                     : rl__msg_mapped_chunk_decode(copy, h->payload_len, r->arena, &m, &why);
+    }
+    if (rc == RL_OK && q->s_n + (uint64_t)m.n_entries > q->s_cap) {
+        uint64_t cap = q->s_cap ? 2 * (uint64_t)q->s_cap : 64;
+        while (cap < q->s_n + (uint64_t)m.n_entries) cap *= 2;
+        rl_mapped_keyvalue *v = cap <= UINT32_MAX ? rl__arena_alloc(r->arena, cap * sizeof *v) : NULL;
+        if (!v) rc = RL_E_OUT_OF_MEMORY;
+        else {
+            if (q->s_n) memcpy(v, q->s_ents, q->s_n * sizeof *v);
+            q->s_ents = v;
+            q->s_cap = (uint32_t)cap;
+        }
+    }
+    if (rc != RL_OK) {
+        rl__log(RL_LOG_WARN, "cluster client: bad MAPPED_CHUNK from %s:%u: %s; closing", cc->ip, cc->port,
+                rc == RL_E_OUT_OF_MEMORY ? "out of memory" : rl__errdetail_get(&why));
+        rl__conn_close(conn, 0); /* the close fails the attempt over (bad input, or no memory for it) */
+        return;
+    }
+    memcpy(q->s_ents + q->s_n, m.entries, m.n_entries * sizeof *m.entries);
+    q->s_n += m.n_entries;
+    uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);
+    q->s_bytes += fb;
+    r->stats.bytes_received += fb;
+    rl__msg_mapped_credit c = {h->payload_len, 0};
+    if (!q->s_cancelled && r->abandoned && r->abandoned(r)) c.cancel = 1, q->s_cancelled = 1;
+    else if (q->s_cancelled) return; /* cancelled: no more credit */
+    uint8_t b[5] = {(uint8_t)c.bytes, (uint8_t)(c.bytes >> 8), (uint8_t)(c.bytes >> 16), (uint8_t)(c.bytes >> 24),
+                    c.cancel};
+    (void)rl__conn_send(conn, RL_MSG_MAPPED_CREDIT, 0, h->id, b, sizeof b); /* a failure closes it */
+}
+
+/* The final reply of a streamed mapped read: the chunks' entries go before its own, and the whole
+ * is handed to the planner as the GET_MAPPED_RANGE reply it asked for. */
+static int stream_final(creq *q, rl__msg *m) {
+    rl__msg_get_mapped_range_reply g = m->u.get_mapped_stream_reply;
+    if (q->s_n && !g.n_entries) {
+        g.entries = q->s_ents;
+        g.n_entries = q->s_n;
+    } else if (q->s_n) {
+        uint64_t n = (uint64_t)q->s_n + g.n_entries;
+        rl_mapped_keyvalue *v = n <= UINT32_MAX ? rl__arena_alloc(q->r->arena, n * sizeof *v) : NULL;
+        if (!v) return RL_E_OUT_OF_MEMORY;
+        memcpy(v, q->s_ents, q->s_n * sizeof *v);
+        if (g.n_entries) memcpy(v + q->s_n, g.entries, g.n_entries * sizeof *v);
+        g.entries = v;
+        g.n_entries = (uint32_t)n;
+    }
+    m->type = RL_MSG_GET_MAPPED_RANGE;
+    m->u.get_mapped_range_reply = g;
+    return RL_OK;
+}
+
 /* A successful reply to q (type checked). Returns RL_OK or an error (>= 0): finish q with it
  * (RL_E_MALFORMED_FRAME: also close the connection); -1: q continues with its next request. */
 static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload) {
@@ -1879,8 +1995,11 @@ static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload
         }
         rc = rl__msg_decode(h->type, h->flags, copy, h->payload_len, r->arena, &m, &why); /* GET: by hand */
         note_reply(q, q->conn, h, rc ? RL_E_MALFORMED_FRAME : 0,
-                   rc == RL_OK && h->type == RL_MSG_GET_MAPPED_RANGE ? &m.u.get_mapped_range_reply.stats : NULL);
+                   rc == RL_OK && h->type == RL_MSG_GET_MAPPED_RANGE    ? &m.u.get_mapped_range_reply.stats
+                   : rc == RL_OK && h->type == RL_MSG_GET_MAPPED_STREAM ? &m.u.get_mapped_stream_reply.stats
+                                                                        : NULL);
         if (rc) goto bad;
+        if (h->type == RL_MSG_GET_MAPPED_STREAM && (rc = stream_final(q, &m)) != RL_OK) return rc;
         q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0, q->failover_tries = 0, q->step_ns = 0;
         stall_clear(q->cl, q); /* it got its reply: no longer waiting (invariant 9) */
         int more_to_send = 0;
@@ -1950,6 +2069,10 @@ bad:
 static void on_frame(rl__conn *conn, const rl__frame_header *h, const uint8_t *payload, void *ud) {
     cconn *cc = ud;
     cluster *cl = cc->cl;
+    if (h->type == RL_MSG_MAPPED_CHUNK && h->flags == 0) { /* a streamed mapped read's entries */
+        on_chunk(cc, conn, h, payload);
+        return;
+    }
     if (!(h->flags & RL_FRAME_REPLY)) { /* servers never send clients requests */
         rl__log(RL_LOG_WARN, "cluster client: %s:%u sent a %s request; closing", cc->ip, cc->port,
                 rl__msg_type_name(h->type));
@@ -2857,19 +2980,38 @@ int rl__kv_cluster_open(const char *cluster_file, const rl_db_options *opts, rl_
             strategy = st;
         }
     }
-    /* cluster:FILE?secondary=individual|grouped (the URL wins over the options). */
-    char *q = strstr(cl->path, "?secondary=");
+    /* cluster:FILE?secondary=individual|grouped&stream=0|1&chunk=BYTES&window=BYTES (the URL wins
+     * over the options; parameters in any order, a repeated one: the last wins). */
+    cl->stream = 1;
+    cl->stream_chunk = RL_CLUSTER_STREAM_CHUNK;
+    cl->stream_window = RL_CLUSTER_STREAM_WINDOW;
+    char *q = strchr(cl->path, '?');
     if (q) {
-        const char *v = q + strlen("?secondary=");
-        if (!strcmp(v, "individual")) strategy = RL_SECONDARY_INDIVIDUAL;
-        else if (!strcmp(v, "grouped")) strategy = RL_SECONDARY_GROUPED;
-        else if (!strcmp(v, "default")) strategy = RL_SECONDARY_DEFAULT;
-        else {
-            rc = RL_E_BAD_URL;
-            rl__errdetail_append(err, "cluster:%s: secondary must be individual, grouped or default", cluster_file);
-            goto fail;
+        *q++ = 0; /* the file's path */
+        while (q && *q) {
+            char *next = strchr(q, '&');
+            if (next) *next++ = 0;
+            char *v = strchr(q, '=');
+            if (v) *v++ = 0;
+            char *e = NULL;
+            unsigned long n = v && *v ? strtoul(v, &e, 10) : 0;
+            int num_ok = v && *v && e && !*e && n >= 1 && n <= 0xffffffffUL;
+            if (v && !strcmp(q, "secondary") && !strcmp(v, "individual")) strategy = RL_SECONDARY_INDIVIDUAL;
+            else if (v && !strcmp(q, "secondary") && !strcmp(v, "grouped")) strategy = RL_SECONDARY_GROUPED;
+            else if (v && !strcmp(q, "secondary") && !strcmp(v, "default")) strategy = RL_SECONDARY_DEFAULT;
+            else if (v && !strcmp(q, "stream") && (!strcmp(v, "0") || !strcmp(v, "1"))) cl->stream = *v == '1';
+            else if (!strcmp(q, "chunk") && num_ok) cl->stream_chunk = (uint32_t)n;
+            else if (!strcmp(q, "window") && num_ok) cl->stream_window = (uint32_t)n;
+            else {
+                rc = RL_E_BAD_URL;
+                rl__errdetail_append(err,
+                                     "cluster:%s: unknown parameter or value \"%s\" (secondary=individual|grouped|"
+                                     "default, stream=0|1, chunk=BYTES, window=BYTES)",
+                                     cluster_file, q);
+                goto fail;
+            }
+            q = next;
         }
-        *q = 0; /* the file's path */
     }
     cl->popt.strategy = strategy == RL_SECONDARY_GROUPED      ? RL_FETCH_GROUPED
                         : strategy == RL_SECONDARY_INDIVIDUAL ? RL_FETCH_INDIVIDUAL

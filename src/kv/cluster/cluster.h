@@ -18,6 +18,12 @@
 #define RL_CLUSTER_RETRY_WINDOW_NS 5000000000ull    /* retry a lost server this long, then 1026 */
 #define RL_CLUSTER_READ_TIMEOUT_NS 5000000000ull    /* one read / GRV / map attempt without reply */
 #define RL_CLUSTER_MAPPED_TIMEOUT_NS 10000000000ull /* one mapped read attempt (s2s reads) */
+/* Streamed mapped reads (GET_MAPPED_STREAM; docs/design.md §8.5): a chunk is sent once its entries
+ * reach this many bytes, and the server has at most the window of chunk bytes in flight that the
+ * client has not credited back (the client credits each chunk as it decodes it). cluster:FILE?
+ * stream=0 asks for whole GET_MAPPED_RANGE replies instead; chunk= and window= override these. */
+#define RL_CLUSTER_STREAM_CHUNK (256u << 10)
+#define RL_CLUSTER_STREAM_WINDOW (4u << 20)
 #define RL_CLUSTER_COMMIT_TIMEOUT_NS 10000000000ull /* a commit without reply: 1021 */
 #define RL_CLUSTER_BACKOFF_MIN_NS 5000000ull        /* first retry delay, doubling ... */
 #define RL_CLUSTER_BACKOFF_MAX_NS 250000000ull      /* ... up to this */

@@ -79,6 +79,17 @@ static inline void pt_remove_at(ptable *t, uint32_t i) {
     }
 }
 
+/* The request of id, left in the table; NULL when it is not there. */
+static inline void *pt_find(const ptable *t, uint64_t id) {
+    if (!t->cap) return NULL;
+    uint32_t j = pt_home(id, t->cap);
+    while (t->v[j].id) {
+        if (t->v[j].id == id) return t->v[j].q;
+        j = (j + 1) & (t->cap - 1);
+    }
+    return NULL;
+}
+
 /* Remove id and return its request, or NULL when it is not there. */
 static inline void *pt_take(ptable *t, uint64_t id) {
     if (!t->cap) return NULL;

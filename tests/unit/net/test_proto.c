@@ -76,6 +76,10 @@ static const kind_info KINDS[] = {
     {RL_MSG_GET_METRICS, R, "get_metrics_reply"},
     {RL_MSG_WATCH_VALUE, 0, "watch_value_req"},
     {RL_MSG_WATCH_VALUE, R, "watch_value_reply"},
+    {RL_MSG_GET_MAPPED_STREAM, 0, "get_mapped_stream_req"},
+    {RL_MSG_GET_MAPPED_STREAM, R, "get_mapped_stream_reply"},
+    {RL_MSG_MAPPED_CHUNK, 0, "mapped_chunk"},
+    {RL_MSG_MAPPED_CREDIT, 0, "mapped_credit"},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -555,6 +559,35 @@ static void sample(int k, int variant, rl_arena *a, rl__msg *m) {
         if (ty) m->u.watch_value_reply.changed = 1, m->u.watch_value_reply.version = 7;
         if (mx) m->u.watch_value_reply.changed = 1, m->u.watch_value_reply.version = UINT64_MAX;
         break;
+    case 44: { /* get_mapped_stream_req: get_mapped_range_req's fields, then chunk and window */
+        rl__msg t;
+        sample(25, variant, a, &t);
+        m->type = KINDS[k].type, m->flags = KINDS[k].flags;
+        m->u.get_mapped_stream_req.r = t.u.get_mapped_range_req;
+        if (ty) m->u.get_mapped_stream_req.chunk_bytes = 65536, m->u.get_mapped_stream_req.window_bytes = 4u << 20;
+        if (mx)
+            m->u.get_mapped_stream_req.chunk_bytes = UINT32_MAX, m->u.get_mapped_stream_req.window_bytes = UINT32_MAX;
+        break;
+    }
+    case 45: { /* get_mapped_stream_reply: get_mapped_range_reply's */
+        rl__msg t;
+        sample(26, variant, a, &t);
+        m->type = KINDS[k].type, m->flags = KINDS[k].flags;
+        m->u.get_mapped_stream_reply = t.u.get_mapped_range_reply;
+        break;
+    }
+    case 46: { /* mapped_chunk: get_mapped_range_reply's entries */
+        rl__msg t;
+        sample(26, variant, a, &t);
+        m->type = KINDS[k].type, m->flags = KINDS[k].flags;
+        m->u.mapped_chunk.entries = t.u.get_mapped_range_reply.entries;
+        m->u.mapped_chunk.n_entries = t.u.get_mapped_range_reply.n_entries;
+        break;
+    }
+    case 47: /* mapped_credit */
+        if (ty) m->u.mapped_credit.bytes = 262144;
+        if (mx) m->u.mapped_credit.bytes = UINT32_MAX, m->u.mapped_credit.cancel = 1;
+        break;
     default: fail_msg("no sample for kind %d", k);
     }
 }
@@ -746,6 +779,28 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
                x->resolved_end, x->resolved_end_len);
         break;
     }
+    case RL_MSG_GET_MAPPED_STREAM * 2: {
+        const rl__msg_get_mapped_stream_req *y = u;
+        const rl__msg_get_mapped_range_req *x = &y->r;
+        tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), twb(b, x->mapper, x->mapper_len);
+        tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes), tw8(b, x->reverse);
+        tw32(b, (uint32_t)x->secondary_row_limit), tw64(b, (uint64_t)x->secondary_byte_limit);
+        tw8(b, x->strategy), tw32(b, x->batch);
+        tw32(b, y->chunk_bytes), tw32(b, y->window_bytes);
+        break;
+    }
+    case RL_MSG_MAPPED_CHUNK * 2: {
+        const rl__msg_mapped_chunk *x = u;
+        tw32(b, x->n_entries);
+        for (uint32_t i = 0; i < x->n_entries; i++) {
+            const rl_mapped_keyvalue *e = &x->entries[i];
+            twkv(b, e->index), tw8(b, (uint8_t)e->is_range), twb(b, e->begin, e->begin_len);
+            twb(b, e->end, e->end_len), twkvs(b, e->kvs, (uint32_t)e->n_kvs);
+            tw8(b, (uint8_t)e->more), tw8(b, (uint8_t)e->served_locally);
+        }
+        break;
+    }
+    case RL_MSG_MAPPED_CREDIT * 2: tw32(b, m->u.mapped_credit.bytes), tw8(b, m->u.mapped_credit.cancel); break;
     case RL_MSG_GET_MAPPED_RANGE * 2: {
         const rl__msg_get_mapped_range_req *x = u;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), twb(b, x->mapper, x->mapper_len);
@@ -754,6 +809,7 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
         tw8(b, x->strategy), tw32(b, x->batch);
         break;
     }
+    case RL_MSG_GET_MAPPED_STREAM * 2 + 1:
     case RL_MSG_GET_MAPPED_RANGE * 2 + 1: {
         const rl__msg_get_mapped_range_reply *x = u;
         tw32(b, x->n_entries);
@@ -938,7 +994,7 @@ TEST(net_1_1_type_names) {
             ASSERT_TRUE(strcmp(n, "UNKNOWN") != 0);
         }
     }
-    ASSERT_EQ(known, 22);
+    ASSERT_EQ(known, 25);
     for (int k = 0; k < N_KINDS; k++) ASSERT_TRUE(rl__msg_type_known(KINDS[k].type));
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_GET_RANGE), "GET_RANGE");
     ASSERT_STR_EQ(rl__msg_type_name(RL_MSG_HELLO), "HELLO");
@@ -2511,12 +2567,31 @@ TEST(net_5_2_get_fast_paths) {
         same_get_encode(&m, what);
     }
     /* The types: exactly the protocol's (proto.h; update this list with it). */
-    static const int known[] = {
-        RL_MSG_HELLO,       RL_MSG_PING,          RL_MSG_AUTH_CHALLENGE,   RL_MSG_AUTH,       RL_MSG_GET_READ_VERSION,
-        RL_MSG_COMMIT,      RL_MSG_GET_SHARD_MAP, RL_MSG_REGISTER_STORAGE, RL_MSG_PEEK,       RL_MSG_POP,
-        RL_MSG_STATUS,      RL_MSG_GET,           RL_MSG_GET_KEY,          RL_MSG_GET_RANGE,  RL_MSG_GET_MAPPED_RANGE,
-        RL_MSG_GET_MULTI,   RL_MSG_SPLIT_SHARD,   RL_MSG_ASSIGN_SHARD,     RL_MSG_MOVE_SHARD, RL_MSG_SET_DELAY,
-        RL_MSG_GET_METRICS, RL_MSG_WATCH_VALUE};
+    static const int known[] = {RL_MSG_HELLO,
+                                RL_MSG_PING,
+                                RL_MSG_AUTH_CHALLENGE,
+                                RL_MSG_AUTH,
+                                RL_MSG_GET_READ_VERSION,
+                                RL_MSG_COMMIT,
+                                RL_MSG_GET_SHARD_MAP,
+                                RL_MSG_REGISTER_STORAGE,
+                                RL_MSG_PEEK,
+                                RL_MSG_POP,
+                                RL_MSG_STATUS,
+                                RL_MSG_GET,
+                                RL_MSG_GET_KEY,
+                                RL_MSG_GET_RANGE,
+                                RL_MSG_GET_MAPPED_RANGE,
+                                RL_MSG_GET_MULTI,
+                                RL_MSG_SPLIT_SHARD,
+                                RL_MSG_ASSIGN_SHARD,
+                                RL_MSG_MOVE_SHARD,
+                                RL_MSG_SET_DELAY,
+                                RL_MSG_GET_METRICS,
+                                RL_MSG_WATCH_VALUE,
+                                RL_MSG_GET_MAPPED_STREAM,
+                                RL_MSG_MAPPED_CHUNK,
+                                RL_MSG_MAPPED_CREDIT};
     for (int t = -2; t <= 70000; t++) {
         int want = 0;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) want |= known[i] == t;

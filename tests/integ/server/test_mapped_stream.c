@@ -1,0 +1,614 @@
+/* test_mapped_stream.c — streamed mapped reads (GET_MAPPED_STREAM, docs/protocol.md "Streamed
+ * mapped reads", docs/design.md §8.4) against real clusters: the same entries whatever the chunk
+ * and window sizes (tiny ones cross every boundary) and as a scan then fetch of each record; the
+ * secondaries counted are the ones returned; a read abandoned mid-stream (what closing a cursor
+ * does: its future is freed) cancels the stream on the server; a storage server killed with
+ * kill -9 mid-stream fails the read over to the other member of its team; transaction_too_old met
+ * mid-stream reaches the caller as the read's error; a client that does not credit its chunks
+ * holds the server to the window (the server's own counters).
+ *
+ * Data: index entries ("i", price, pk) -> "" and records ("r", pk, sub) with 0-3 keys of 1 byte
+ * to 30 KB (stream-1.1, seeded: RL_SEED=N replays), or one key of a fixed size (the others). The
+ * slow tests inject a 20 ms one-way delay between the client and the servers so that a stream
+ * with a one-byte window (one chunk in flight, each waiting for its credit) lasts seconds: the
+ * test acts while it runs, and every wait is a bounded poll on a STATUS counter or a future.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster_fixture.h"
+#include "kv/cluster/cluster.h"
+#include "kv/kv_int.h"
+#include "net/frame.h"
+#include "net_fixture.h"
+#include "net/proto.h"
+#include "test.h"
+#include "tuple/tuple.h"
+
+#define MAXPK 150
+#define ROUNDS 40
+
+static rl_test_cluster g_cluster; /* static: the exit hook stops it after a failed assertion */
+
+typedef struct {
+    int present[MAXPK + 1];
+    int price[MAXPK + 1];
+    int nsub[MAXPK + 1];
+} model;
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint16_t port_of(rl_test_cluster *c, uint32_t id) {
+    int pid = 0;
+    uint16_t port = 0;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    ASSERT_OK(rl__cluster_pid(c->dir, id, &pid, &port, &msg));
+    return port;
+}
+
+/* Wait (at most ms) until STATUS field of server id is at least want; returns its last value. */
+static long long wait_status_at_least(rl_test_cluster *c, uint32_t id, const char *field, long long want, int ms) {
+    int64_t end = mono_ms() + ms;
+    long long v = -1;
+    for (;;) {
+        v = rl_test_status_num(c, port_of(c, id), field);
+        if (v >= want || mono_ms() >= end) return v;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void pack_index(rl_buf *b, int price, int pk) {
+    rl__tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, price);
+    rl__tuple_pack_int(&p, pk);
+}
+
+static void pack_record(rl_buf *b, int pk, int sub) {
+    rl__tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "r", 1);
+    rl__tuple_pack_int(&p, pk);
+    if (sub >= 0) rl__tuple_pack_int(&p, sub);
+}
+
+static void mapper(rl_buf *b) {
+    rl__tuple_packer p;
+    rl__buf_reset(b);
+    rl__tuple_packer_init(&p, b);
+    rl__tuple_pack_string(&p, "r", 1);
+    rl__tuple_pack_string(&p, "{K[2]}", 6);
+    rl__tuple_pack_string(&p, "{...}", 5);
+}
+
+/* Load n index entries and their records: random (rng non-NULL: 0-3 keys, sizes 1 to 30,000
+ * bytes) or one key of size bytes each, price = pk. In transactions of about 2 MB. */
+static void load(rl_db *db, model *m, uint64_t *rng, int n, int size) {
+    rl_buf k, v;
+    rl__buf_init(&k);
+    rl__buf_init(&v);
+    memset(m, 0, sizeof *m);
+    rl_txn *t = NULL;
+    long bytes = 0;
+    for (int pk = 1; pk <= n; pk++) {
+        if (!t) ASSERT_OK(rl_txn_begin(db, &t));
+        if (rng && rl_test_rand_below(rng, 5) == 0) continue; /* no index entry */
+        m->present[pk] = 1;
+        m->price[pk] = rng ? (int)rl_test_rand_below(rng, 50) : pk;
+        m->nsub[pk] = rng ? (int)rl_test_rand_below(rng, 4) : 1;
+        pack_index(&k, m->price[pk], pk);
+        ASSERT_OK(rl_txn_set(t, k.data, k.len, "", 0));
+        for (int s = 0; s < m->nsub[pk]; s++) {
+            pack_record(&k, pk, s);
+            size_t vl =
+                rng ? (rl_test_rand_below(rng, 8) == 0 ? 30000 : 1 + rl_test_rand_below(rng, 300)) : (size_t)size;
+            rl__buf_reset(&v);
+            for (size_t i = 0; i < vl; i++) rl__buf_append_byte(&v, (uint8_t)('a' + (pk + s + i) % 26));
+            ASSERT_OK(rl_txn_set(t, k.data, k.len, v.data, v.len));
+            bytes += (long)vl;
+        }
+        if (bytes > (2L << 20) || pk == n) {
+            rl_future *f = rl_txn_commit(t);
+            ASSERT_OK(rl_future_wait(f));
+            rl_future_free(f);
+            rl_txn_free(t);
+            t = NULL;
+            bytes = 0;
+        }
+    }
+    if (t) {
+        rl_future *f = rl_txn_commit(t);
+        ASSERT_OK(rl_future_wait(f));
+        rl_future_free(f);
+        rl_txn_free(t);
+    }
+    rl__buf_release(&k);
+    rl__buf_release(&v);
+}
+
+/* One mapped read of the index between prices [lo, hi). */
+static rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target, int flags) {
+    rl_buf b, e, mp;
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    rl__buf_init(&mp);
+    rl__tuple_packer p;
+    rl__tuple_packer_init(&p, &b);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, lo);
+    rl__tuple_packer_init(&p, &e);
+    rl__tuple_pack_string(&p, "i", 1);
+    rl__tuple_pack_int(&p, hi);
+    mapper(&mp);
+    rl_future *f =
+        rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len),
+                                mp.data, mp.len, limit, target, RL_STREAMING_WANT_ALL, 0, flags);
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    rl__buf_release(&mp);
+    return f;
+}
+
+/* x and y hold the same entries (prefix_ok: one may be a prefix of the other, the shorter one
+ * then saying more). */
+static void same_entries(const rl_mapped_keyvalue *x, int nx, int mx, const rl_mapped_keyvalue *y, int ny, int my,
+                         int prefix_ok, const char *what) {
+    if (nx != ny && !prefix_ok) fail_msg("%s: %d entries against %d", what, nx, ny);
+    if (nx != ny && !(nx < ny ? mx : my)) fail_msg("%s: %d entries against %d, the shorter without more", what, nx, ny);
+    if (nx == ny && mx != my) fail_msg("%s: more %d against %d", what, mx, my);
+    int n = nx < ny ? nx : ny;
+    for (int i = 0; i < n; i++) {
+        ASSERT_MEM_EQ(x[i].index.key, x[i].index.key_len, y[i].index.key, y[i].index.key_len);
+        ASSERT_MEM_EQ(x[i].index.value, x[i].index.value_len, y[i].index.value, y[i].index.value_len);
+        ASSERT_EQ(x[i].is_range, y[i].is_range);
+        ASSERT_MEM_EQ(x[i].begin, x[i].begin_len, y[i].begin, y[i].begin_len);
+        ASSERT_MEM_EQ(x[i].end, x[i].end_len, y[i].end, y[i].end_len);
+        if (x[i].n_kvs != y[i].n_kvs) fail_msg("%s: entry %d has %d rows against %d", what, i, x[i].n_kvs, y[i].n_kvs);
+        ASSERT_EQ(x[i].more, y[i].more);
+        ASSERT_EQ(x[i].served_locally, y[i].served_locally);
+        for (int j = 0; j < x[i].n_kvs; j++) {
+            ASSERT_MEM_EQ(x[i].kvs[j].key, x[i].kvs[j].key_len, y[i].kvs[j].key, y[i].kvs[j].key_len);
+            ASSERT_MEM_EQ(x[i].kvs[j].value, x[i].kvs[j].value_len, y[i].kvs[j].value, y[i].kvs[j].value_len);
+        }
+    }
+}
+
+/* The entries' records read back one by one (scan, then fetch each record: SCAN_AND_FETCH's
+ * reads) in transaction t: each entry's rows must be its record's. */
+static void same_as_fetch(rl_txn *t, const rl_mapped_keyvalue *e, int n, const char *what) {
+    for (int i = 0; i < n; i++) {
+        rl_future *f =
+            rl_txn_get_range(t, RL_FIRST_GREATER_OR_EQUAL(e[i].begin, e[i].begin_len),
+                             RL_FIRST_GREATER_OR_EQUAL(e[i].end, e[i].end_len), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+        ASSERT_OK(rl_future_wait(f));
+        const rl_keyvalue *kv;
+        int nk, more;
+        ASSERT_OK(rl_future_get_keyvalue_array(f, &kv, &nk, &more));
+        if (nk != e[i].n_kvs) fail_msg("%s: entry %d has %d rows, its record %d", what, i, e[i].n_kvs, nk);
+        for (int j = 0; j < nk; j++) {
+            ASSERT_MEM_EQ(kv[j].key, kv[j].key_len, e[i].kvs[j].key, e[i].kvs[j].key_len);
+            ASSERT_MEM_EQ(kv[j].value, kv[j].value_len, e[i].kvs[j].value, e[i].kvs[j].value_len);
+        }
+        rl_future_free(f);
+    }
+}
+
+static void open_url(rl_test_cluster *c, const char *params, rl_db **out) {
+    char url[4400];
+    snprintf(url, sizeof url, "%s%s", c->url, params);
+    ASSERT_OK(rl_db_open(url, NULL, out));
+}
+
+/* stream-1.1: whole replies (stream=0), tiny chunks and windows (chunk=1&window=1: an entry per
+ * chunk, one chunk in flight), small ones and the defaults return the same entries over random
+ * bounds, directions, limits, byte targets and strategies, with records local and remote to the
+ * index's server; and the same rows as a scan then fetch of each record. */
+TEST(stream_1_1_equivalence) {
+    rl_test_cluster *c = &g_cluster;
+    /* ("i", ...) and ("r", 1..69) on storage 1; ("r", 70..) on storage 2. */
+    const char *keys[] = {"\\x02j", "\\x02r\\x00\\x15\\x46"};
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.split = keys;
+    o.n_split = 2;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    static const char *const params[] = {"?stream=0", "?chunk=1&window=1", "?chunk=700&window=3000", ""};
+    enum { N_DB = 4 };
+    rl_db *db[N_DB];
+    for (int i = 0; i < N_DB; i++) open_url(c, params[i], &db[i]);
+    uint64_t rng = rl_test_seed();
+    model m;
+    load(db[0], &m, &rng, MAXPK, 0);
+    long long chunks0 = rl_test_status_num(c, port_of(c, 1), "stream_chunks");
+    for (int round = 0; round < ROUNDS; round++) {
+        int lo = (int)rl_test_rand_below(&rng, 50), hi = lo + 1 + (int)rl_test_rand_below(&rng, 50);
+        int rev = (int)rl_test_rand_below(&rng, 2);
+        int limit = rl_test_rand_below(&rng, 3) == 0 ? 0 : 1 + (int)rl_test_rand_below(&rng, 60);
+        int target = rl_test_rand_below(&rng, 3) == 0 ? 2000 + (int)rl_test_rand_below(&rng, 60000) : 0;
+        int strat = (int)rl_test_rand_below(&rng, 3);
+        int fl = (rev ? RL_REVERSE : 0) | (strat == 1 ? RL_MAPPED_INDIVIDUAL : strat == 2 ? RL_MAPPED_GROUPED : 0);
+        rl_txn *t[N_DB];
+        rl_future *f[N_DB];
+        const rl_mapped_keyvalue *e[N_DB];
+        int n[N_DB], more[N_DB];
+        for (int i = 0; i < N_DB; i++) {
+            ASSERT_OK(rl_txn_begin(db[i], &t[i]));
+            f[i] = mapped(t[i], lo, hi, limit, target, fl);
+        }
+        for (int i = 0; i < N_DB; i++) {
+            ASSERT_OK(rl_future_wait(f[i]));
+            ASSERT_OK(rl_future_get_mapped_keyvalue_array(f[i], &e[i], &n[i], &more[i]));
+        }
+        int want = 0;
+        for (int pk = 1; pk <= MAXPK; pk++) want += m.present[pk] && m.price[pk] >= lo && m.price[pk] < hi;
+        for (int i = 0; i < N_DB; i++) {
+            char what[200];
+            snprintf(what, sizeof what, "round %d (prices [%d, %d), %s, limit %d, target %d, strategy %d) %s", round,
+                     lo, hi, rev ? "reverse" : "forward", limit, target, strat, params[i]);
+            if (i > 0) same_entries(e[0], n[0], more[0], e[i], n[i], more[i], target != 0, what);
+            if (limit == 0 && target == 0) ASSERT_EQ(n[i], want);
+            else ASSERT_TRUE(n[i] <= want && (n[i] > 0 || want == 0));
+            if (limit > 0 && target == 0) ASSERT_EQ(n[i], limit < want ? limit : want);
+            same_as_fetch(t[i], e[i], n[i], what);
+        }
+        for (int i = 0; i < N_DB; i++) {
+            rl_future_free(f[i]);
+            rl_txn_free(t[i]);
+        }
+    }
+    /* The streams ran, an entry per chunk at least for the tiny handle's reads. */
+    long long chunks = rl_test_status_num(c, port_of(c, 1), "stream_chunks") - chunks0;
+    ASSERT_TRUE(chunks >= ROUNDS);
+    ASSERT_TRUE(rl_test_status_num(c, port_of(c, 1), "streams") >= 3 * ROUNDS);
+    /* Never more outstanding than the largest window (the defaults': 4 MiB). */
+    ASSERT_TRUE(rl_test_status_num(c, port_of(c, 1), "stream_unacked_max") <= (long long)RL_CLUSTER_STREAM_WINDOW);
+    for (int i = 0; i < N_DB; i++) rl_db_close(db[i]);
+    rl_test_cluster_stop(c);
+}
+
+/* stream-1.2: secondaries_local counts the secondaries a reply carries — on one server, reads cut
+ * by a byte target (pages of fewer entries than their batch) add exactly their entries to the
+ * server's secondaries_local, whole and streamed, individual and grouped. */
+TEST(stream_1_2_counters) {
+    rl_test_cluster *c = &g_cluster;
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *db[2];
+    open_url(c, "?stream=0", &db[0]);
+    open_url(c, "", &db[1]);
+    model m;
+    load(db[0], &m, NULL, 100, 20000);
+    uint16_t port = port_of(c, 1);
+    static const int flags[] = {0, RL_MAPPED_INDIVIDUAL, RL_MAPPED_GROUPED};
+    static const int targets[] = {50000, 300000, 0};
+    for (int d = 0; d < 2; d++)
+        for (int fi = 0; fi < 3; fi++)
+            for (int ti = 0; ti < 3; ti++) {
+                long long before = rl_test_status_num(c, port, "secondaries_local");
+                long long remote = rl_test_status_num(c, port, "secondaries_remote");
+                rl_txn *t;
+                ASSERT_OK(rl_txn_begin(db[d], &t));
+                rl_future *f = mapped(t, 0, 1000, 0, targets[ti], flags[fi]);
+                ASSERT_OK(rl_future_wait(f));
+                const rl_mapped_keyvalue *e;
+                int n, more;
+                ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+                if (targets[ti]) ASSERT_TRUE(n < 100 && more);
+                else ASSERT_EQ(n, 100);
+                long long after = rl_test_status_num(c, port, "secondaries_local");
+                if (after - before != n)
+                    fail_msg("%s, flags %d, target %d: %d entries returned, secondaries_local grew by %lld",
+                             d ? "streamed" : "whole", flags[fi], targets[ti], n, after - before);
+                ASSERT_EQ(rl_test_status_num(c, port, "secondaries_remote"), remote);
+                rl_future_free(f);
+                rl_txn_free(t);
+            }
+    for (int d = 0; d < 2; d++) rl_db_close(db[d]);
+    rl_test_cluster_stop(c);
+}
+
+/* Start a streamed read of every entry on db (chunk=1&window=1 and a 20 ms delay: seconds long)
+ * in a new transaction. */
+static rl_future *start_slow_read(rl_db *db, rl_txn **out_t) {
+    ASSERT_OK(rl_txn_begin(db, out_t));
+    return mapped(*out_t, 0, 1000, 0, 0, 0);
+}
+
+/* stream-1.3: a read abandoned mid-stream (its future freed, as a closed cursor frees its page's)
+ * cancels the stream on the server: the server counts the cancel, sends no more chunks, and its
+ * worker is free again. */
+TEST(stream_1_3_abandoned) {
+    rl_test_cluster *c = &g_cluster;
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    o.delay_us = 20000;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *db, *slow;
+    open_url(c, "", &db);
+    open_url(c, "?chunk=1&window=1", &slow);
+    model m;
+    load(db, &m, NULL, 150, 20000); /* 150 chunks of 40 ms: 6 s */
+    rl_txn *t;
+    rl_future *f = start_slow_read(slow, &t);
+    ASSERT_TRUE(wait_status_at_least(c, 1, "stream_chunks", 2, 20000) >= 2);
+    ASSERT_FALSE(rl_future_is_ready(f));
+    rl_future_free(f); /* what rl_cursor_close does to its page's read */
+    ASSERT_EQ(wait_status_at_least(c, 1, "stream_cancels", 1, 20000), 1);
+    long long sent = rl_test_status_num(c, port_of(c, 1), "stream_chunks");
+    ASSERT_TRUE(sent < 150);
+    int64_t end = mono_ms() + 20000;
+    while (rl_test_status_num(c, port_of(c, 1), "mapped_running") != 0 && mono_ms() < end) {
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    ASSERT_EQ(rl_test_status_num(c, port_of(c, 1), "mapped_running"), 0);
+    ASSERT_EQ(rl_test_status_num(c, port_of(c, 1), "stream_chunks"), sent);
+    rl_txn_free(t);
+    /* The database still reads. */
+    rl_txn *t2;
+    ASSERT_OK(rl_txn_begin(db, &t2));
+    rl_future *f2 = mapped(t2, 0, 1000, 0, 0, 0);
+    ASSERT_OK(rl_future_wait(f2));
+    const rl_mapped_keyvalue *e;
+    int n, more;
+    ASSERT_OK(rl_future_get_mapped_keyvalue_array(f2, &e, &n, &more));
+    ASSERT_EQ(n, 150);
+    rl_future_free(f2);
+    rl_txn_free(t2);
+    rl_db_close(slow);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
+/* stream-1.4: the storage server streaming a read is killed (kill -9 by pid) mid-stream: the
+ * read fails over to the other member of the team and returns every entry, whole and right. */
+TEST(stream_1_4_killed) {
+    rl_test_cluster *c = &g_cluster;
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.replication = 2;
+    o.delay_us = 20000;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *db, *slow;
+    open_url(c, "", &db);
+    open_url(c, "?chunk=1&window=1", &slow);
+    model m;
+    load(db, &m, NULL, 60, 20000); /* 60 chunks of 40 ms: 2.4 s, well inside the 5 s window */
+    rl_txn *t;
+    rl_future *f = start_slow_read(slow, &t);
+    uint32_t victim = 0;
+    int64_t end = mono_ms() + 20000;
+    while (!victim && mono_ms() < end) {
+        for (uint32_t id = 1; id <= 2 && !victim; id++)
+            if (rl_test_status_num(c, port_of(c, id), "stream_chunks") >= 2) victim = id;
+    }
+    ASSERT_TRUE(victim != 0);
+    ASSERT_FALSE(rl_future_is_ready(f));
+    int pid = rl_test_cluster_pid(c, victim);
+    ASSERT_TRUE(pid > 0);
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    ASSERT_OK(rl_future_wait(f));
+    const rl_mapped_keyvalue *e;
+    int n, more;
+    ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+    ASSERT_EQ(n, 60);
+    ASSERT_EQ(more, 0);
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(e[i].n_kvs, 1);
+        ASSERT_EQ(e[i].kvs[0].value_len, 20000);
+    }
+    rl_txn *t2; /* the data does not change: a fresh transaction (t may be near the window's end) */
+    ASSERT_OK(rl_txn_begin(db, &t2));
+    same_as_fetch(t2, e, n, "after the kill");
+    rl_txn_free(t2);
+    ASSERT_TRUE(rl_test_status_num(c, port_of(c, 3 - victim), "streams") >= 1);
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl_db_close(slow);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
+/* stream-1.5: versions pass the servers' window (300 ms) while a stream runs: its next batch
+ * fails with transaction_too_old, which the read returns (no partial result), and the
+ * transaction's retry (rl_txn_on_error) reads everything. */
+TEST(stream_1_5_too_old) {
+    rl_test_cluster *c = &g_cluster;
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    o.delay_us = 20000;
+    o.window_versions = 300000;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *db, *slow;
+    open_url(c, "", &db);
+    open_url(c, "?chunk=1&window=1", &slow);
+    model m;
+    load(db, &m, NULL, 120, 20000); /* 2.4 MB: three batches of about a MiB */
+    rl_txn *t;
+    rl_future *f = start_slow_read(slow, &t);
+    int64_t end = mono_ms() + 60000;
+    int writes = 0;
+    while (!rl_future_is_ready(f) && mono_ms() < end) { /* commits move the versions on */
+        rl_txn *w;
+        ASSERT_OK(rl_txn_begin(db, &w));
+        ASSERT_OK(rl_txn_set(w, "w", 1, "x", 1));
+        rl_future *cf = rl_txn_commit(w);
+        ASSERT_OK(rl_future_wait(cf));
+        rl_future_free(cf);
+        rl_txn_free(w);
+        writes++;
+    }
+    ASSERT_TRUE(rl_future_is_ready(f));
+    ASSERT_RC(rl_future_wait(f), RL_E_TRANSACTION_TOO_OLD);
+    ASSERT_TRUE(rl_test_status_num(c, port_of(c, 1), "stream_chunks") >= 2); /* it failed mid-stream */
+    rl_future *oe = rl_txn_on_error(t, RL_E_TRANSACTION_TOO_OLD);
+    ASSERT_OK(rl_future_wait(oe));
+    rl_future_free(oe);
+    rl_future_free(f);
+    rl_txn_free(t);
+    ASSERT_OK(rl_txn_begin(db, &t));
+    f = mapped(t, 0, 1000, 0, 0, 0);
+    ASSERT_OK(rl_future_wait(f));
+    const rl_mapped_keyvalue *e;
+    int n, more;
+    ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+    ASSERT_EQ(n, 120);
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl_db_close(slow);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
+/* ---- A client that does not credit (raw protocol) ------------------------------------------- */
+
+static void send_msg(int fd, uint64_t id, const rl__msg *m) {
+    rl_buf b;
+    rl__buf_init(&b);
+    ASSERT_OK(rl__msg_frame_encode(&b, id, m, NULL));
+    ASSERT_EQ(rl_test_raw_send(fd, b.data, b.len), 0);
+    rl__buf_release(&b);
+}
+
+/* stream-1.6: a client that stops crediting: the server stops sending at the window (64 KiB of
+ * chunks of about 16 KiB) and waits (its streams_waiting gauge), having sent no more than the
+ * window (stream_unacked_max); the client then credits each chunk it reads and gets every entry,
+ * the window holding to the end. */
+TEST(stream_1_6_slow_consumer) {
+    rl_test_cluster *c = &g_cluster;
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *db;
+    open_url(c, "", &db);
+    model m;
+    load(db, &m, NULL, 50, 20000);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(db, &t));
+    rl_future *vf = rl_txn_get_read_version(t);
+    int64_t rv;
+    ASSERT_OK(rl_future_wait(vf));
+    ASSERT_OK(rl_future_get_int64(vf, &rv));
+    rl_future_free(vf);
+    rl_txn_free(t);
+
+    const uint32_t window = 64u << 10;
+    int fd = rl_test_raw_open("127.0.0.1", port_of(c, 1), &c->key.auth);
+    rl__msg m1;
+    memset(&m1, 0, sizeof m1);
+    m1.type = RL_MSG_HELLO;
+    m1.u.hello_req.magic = RL_PROTOCOL_MAGIC;
+    m1.u.hello_req.protocol_version = RL_PROTOCOL_VERSION;
+    m1.u.hello_req.role = RL_ROLE_CLIENT;
+    m1.u.hello_req.host = (const uint8_t *)"client";
+    m1.u.hello_req.host_len = 6;
+    send_msg(fd, 1, &m1);
+    size_t cap = 8u << 20;
+    uint8_t *payload = malloc(cap);
+    ASSERT_NOT_NULL(payload);
+    rl__frame_header h;
+    ASSERT_OK(rl_test_raw_recv_frame(fd, &h, payload, cap, 5000));
+    ASSERT_EQ(h.type, RL_MSG_HELLO);
+
+    rl_buf b, e, mp;
+    rl__buf_init(&b);
+    rl__buf_init(&e);
+    rl__buf_init(&mp);
+    pack_index(&b, 0, 0);
+    pack_index(&e, 1000, 0);
+    mapper(&mp);
+    memset(&m1, 0, sizeof m1);
+    m1.type = RL_MSG_GET_MAPPED_STREAM;
+    rl__msg_get_mapped_stream_req *r = &m1.u.get_mapped_stream_req;
+    r->r.version = (rl__version)rv;
+    r->r.begin = RL_FIRST_GREATER_OR_EQUAL(b.data, b.len);
+    r->r.end = RL_FIRST_GREATER_OR_EQUAL(e.data, e.len);
+    r->r.mapper = mp.data;
+    r->r.mapper_len = (uint32_t)mp.len;
+    r->chunk_bytes = 16u << 10;
+    r->window_bytes = window;
+    send_msg(fd, 2, &m1);
+
+    /* The server fills the window and waits. */
+    ASSERT_EQ(wait_status_at_least(c, 1, "streams_waiting", 1, 20000), 1);
+    long long sent = rl_test_status_num(c, port_of(c, 1), "stream_bytes");
+    ASSERT_TRUE(sent > 0 && sent <= window);
+    ASSERT_TRUE(rl_test_status_num(c, port_of(c, 1), "stream_unacked_max") <= window);
+    long long got = 0;
+    int entries = 0, done = 0;
+    rl_arena a;
+    rl__arena_init(&a, 0);
+    while (got < sent) { /* what was sent is on its way */
+        ASSERT_OK(rl_test_raw_recv_frame(fd, &h, payload, cap, 5000));
+        ASSERT_EQ(h.type, RL_MSG_MAPPED_CHUNK);
+        ASSERT_EQ(h.id, 2);
+        got += h.payload_len;
+        rl__msg_mapped_chunk ch;
+        ASSERT_OK(rl__msg_mapped_chunk_decode(payload, h.payload_len, &a, &ch, NULL));
+        entries += (int)ch.n_entries;
+    }
+    ASSERT_EQ(got, sent);
+    ASSERT_EQ(rl_test_status_num(c, port_of(c, 1), "streams_waiting"), 1); /* still waiting */
+    /* Credit what arrived, then each chunk as it comes. */
+    memset(&m1, 0, sizeof m1);
+    m1.type = RL_MSG_MAPPED_CREDIT;
+    m1.u.mapped_credit.bytes = (uint32_t)got;
+    send_msg(fd, 2, &m1);
+    while (!done) {
+        ASSERT_OK(rl_test_raw_recv_frame(fd, &h, payload, cap, 10000));
+        ASSERT_EQ(h.id, 2);
+        if (h.type == RL_MSG_MAPPED_CHUNK && h.flags == 0) {
+            rl__msg_mapped_chunk ch;
+            ASSERT_OK(rl__msg_mapped_chunk_decode(payload, h.payload_len, &a, &ch, NULL));
+            for (uint32_t i = 0; i < ch.n_entries; i++) {
+                ASSERT_EQ(ch.entries[i].n_kvs, 1);
+                ASSERT_EQ(ch.entries[i].kvs[0].value_len, 20000);
+            }
+            entries += (int)ch.n_entries;
+            m1.u.mapped_credit.bytes = h.payload_len;
+            send_msg(fd, 2, &m1);
+        } else {
+            ASSERT_EQ(h.type, RL_MSG_GET_MAPPED_STREAM);
+            ASSERT_EQ(h.flags, RL_FRAME_REPLY);
+            rl__msg_get_mapped_stream_reply fin;
+            ASSERT_OK(rl__msg_get_mapped_stream_reply_decode(payload, h.payload_len, &a, &fin, NULL));
+            entries += (int)fin.n_entries;
+            ASSERT_EQ(fin.more, 0);
+            ASSERT_EQ(fin.stats.secondaries_local, 50);
+            done = 1;
+        }
+        rl__arena_reset(&a);
+    }
+    ASSERT_EQ(entries, 50);
+    ASSERT_TRUE(rl_test_status_num(c, port_of(c, 1), "stream_unacked_max") <= window);
+    ASSERT_EQ(rl_test_status_num(c, port_of(c, 1), "streams_waiting"), 0);
+    rl__arena_release(&a);
+    rl__buf_release(&b);
+    rl__buf_release(&e);
+    rl__buf_release(&mp);
+    free(payload);
+    close(fd);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
+RL_TEST_MAIN(T(stream_1_1_equivalence), T(stream_1_2_counters), T(stream_1_3_abandoned), T(stream_1_4_killed),
+             T(stream_1_5_too_old), T(stream_1_6_slow_consumer))
