@@ -258,9 +258,9 @@ FDBC_API void fdb_transaction_set_read_version(FDBTransaction *tr, int64_t versi
     if (!tr) return;
     pthread_mutex_lock(&tr->mu);
     int rc = 0;
-    /* FoundationDB refuses versions <= 0; 0 is allowed here because a fresh reclayer database
-     * starts at version 0 (FoundationDB's never do), so a read version of 0 is real. */
-    if (version < 0) rc = FDBC_E_VERSION_INVALID;
+    /* FoundationDB refuses versions <= 0 (version_invalid). A reclayer database's versions start
+     * near 0 but advance with time as FoundationDB's do, so no read version it hands out is 0. */
+    if (version <= 0) rc = FDBC_E_VERSION_INVALID;
     else if (tr->used || tr->has_rv) rc = FDBC_E_READ_VERSION_ALREADY_SET;
     else if (tr->txn) {
         rl_txn_set_read_version(tr->txn, version);

@@ -220,6 +220,11 @@ const rl__wm_point *rl__wmap_next(const rl__wm_point *p);
 const rl__wm_point *rl__wmap_prev(const rl__wm_point *p);
 /* 1 if k lies in a cleared range. */
 int rl__wmap_in_clear(const rl__wmap *w, const uint8_t *k, uint32_t kl);
+/* The cleared range that holds k (begin <= k < end), or NULL. Points into w's arena. */
+const rl__wm_range *rl__wmap_clear_at(const rl__wmap *w, const uint8_t *k, uint32_t kl);
+/* The cleared range that holds the keys just below e (begin < e <= end), or NULL. Points into
+ * w's arena. */
+const rl__wm_range *rl__wmap_clear_below(const rl__wmap *w, const uint8_t *e, uint32_t el);
 /* 1 if [b, e) contains a point entry or meets a cleared range. */
 int rl__wmap_overlaps(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el);
 /* Copy the part of w that a read of [b, e) sees (e NULL: to the end) into a map whose nodes live

@@ -210,6 +210,17 @@ int rl__wmap_in_clear(const rl__wmap *w, const uint8_t *k, uint32_t kl) {
     return c && kcmp(c->r.begin, c->r.begin_len, k, kl) <= 0;
 }
 
+const rl__wm_range *rl__wmap_clear_at(const rl__wmap *w, const uint8_t *k, uint32_t kl) {
+    cnode *c = clear_lower(w, k, kl);
+    return c && kcmp(c->r.begin, c->r.begin_len, k, kl) <= 0 ? &c->r : NULL;
+}
+
+const rl__wm_range *rl__wmap_clear_below(const rl__wmap *w, const uint8_t *e, uint32_t el) {
+    rl__sl_node *n = seek(&w->clears, e, el); /* the first range beginning at or after e */
+    cnode *c = (cnode *)(n ? n->prev : w->clears.last);
+    return c && kcmp(c->r.end, c->r.end_len, e, el) >= 0 ? &c->r : NULL;
+}
+
 int rl__wmap_overlaps(const rl__wmap *w, const uint8_t *b, uint32_t bl, const uint8_t *e, uint32_t el) {
     if (kcmp(b, bl, e, el) >= 0) return 0;
     const rl__wm_point *p = rl__wmap_seek(w, b, bl);

@@ -8,7 +8,9 @@
  * and all (the backend resolves an offset where the data is: one request for a skip). Otherwise
  * the read merges the backend's rows with the write map: the part of the write map the read can
  * see is copied when the read is issued (asynchronous backends), so writes issued after it never
- * show through, and selectors are resolved over the merged view by reading rows in batches.
+ * show through, and selectors are resolved over the merged view by reading rows in batches. A
+ * batch skips the keys at its front the transaction cleared; one with nothing left to read is
+ * answered without the backend (op->local), so a read the writes fully determine is never too old.
  *
  * Conflict ranges (FoundationDB's rules) are added when the read completes:
  *   - a get adds its key, unless the write map fully answered it (then no backend read at all);
@@ -115,6 +117,7 @@ struct txn_op {
     int snapshot, reverse;
     int stage;  /* of a merged read */
     int direct; /* the backend's result is the answer (no merge) */
+    int local;  /* the request set up in r reads only keys the write map cleared: no backend call */
     /* Inputs (copies in f->arena). */
     const uint8_t *key;
     uint32_t key_len;
@@ -327,15 +330,26 @@ static int mr_offer(mrange *m, const uint8_t *k, uint32_t kl, const uint8_t *v, 
     return 0;
 }
 
-/* Set up the next batch's backend read of the unmerged part [cb, ce). */
+/* Set up the next batch's backend read of the unmerged part [cb, ce). The part's first keys in
+ * the read's direction that the write map cleared are left out of the request (their stored rows
+ * would be hidden anyway; the merge still walks the write map's points there); when that is all
+ * of it, the request is answered locally with no rows (op->local): a read the transaction's
+ * writes fully determine never reaches the backend, as in FoundationDB's read-your-writes, so it
+ * cannot fail with transaction_too_old. */
 static void mr_request(txn_op *op, mrange *m) {
     long need = m->limit > 0 ? (long)m->limit - m->out.n + 2 : 0;
     if (need > 0 && need < m->batch) need = m->batch;
     if (need > 1000000000L) need = 0;
     int want = m->limit > 0 ? (int)need : (m->target > 0 ? m->batch : 0);
+    const uint8_t *rb = m->cb, *re = m->ce;
+    uint32_t rbl = m->cbl, rel = m->cel;
+    const rl__wm_range *c = m->reverse ? rl__wmap_clear_below(op->wm, re, rel) : rl__wmap_clear_at(op->wm, rb, rbl);
+    if (c && !m->reverse) rb = c->end, rbl = c->end_len;
+    else if (c) re = c->begin, rel = c->begin_len;
+    op->local = kcmp(rb, rbl, re, rel) >= 0;
     req_init(op, RL_KV_GET_RANGE);
-    op->r.begin = RL_FIRST_GREATER_OR_EQUAL(m->cb, m->cbl);
-    op->r.end = RL_FIRST_GREATER_OR_EQUAL(m->ce, m->cel);
+    op->r.begin = RL_FIRST_GREATER_OR_EQUAL(rb, rbl);
+    op->r.end = RL_FIRST_GREATER_OR_EQUAL(re, rel);
     op->r.limit = want;
     op->r.reverse = m->reverse;
     m->batch = m->batch < 4096 ? m->batch * 2 : m->batch;
@@ -954,6 +968,11 @@ static void op_drive(txn_op *op, int locked) {
             return;
         }
         if (st == STEP_DONE) break;
+        if (st == STEP_READ && op->local) { /* answered by the write map: no rows (mr_request) */
+            op->local = 0;
+            op->io_err = RL_OK;
+            continue;
+        }
         __atomic_store_n(&op->io, IO_ISSUING, __ATOMIC_RELAXED);
         if (st == STEP_READ) {
             /* The request's inputs are the operation's own (invariant 4), so the backend call

@@ -8,7 +8,8 @@
  *   fdbc-bad-1.3  unknown options (invalid_option 2007), bad option values (2006), options that
  *                 cannot be honoured (unsupported_operation 2108)
  *   fdbc-bad-1.4  range limits, streaming modes, mutation types, limits on keys and values,
- *                 inverted ranges, conflict range types, read versions, system keys
+ *                 inverted ranges, conflict range types, read versions (0 and negative are
+ *                 version_invalid 2011, also for a watch, and on_error keeps it), system keys
  *   fdbc-bad-1.5  futures destroyed before they complete: their callbacks never run
  *   fdbc-bad-1.6  a transaction destroyed with futures outstanding: they complete with
  *                 transaction_cancelled (1025), callbacks included, and are destroyed afterwards
@@ -205,6 +206,13 @@ TEST(fdbc_bad_1_4) {
     /* Read versions: negative is invalid, a second one is already set. */
     cl.api.transaction_set_read_version(tr, -5);
     ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get(tr, K("k"), 0)), 2011);
+    cl.api.transaction_reset(tr);
+    /* Version 0 is invalid too (FoundationDB's rule), not a read that is too old: a watch on the
+     * transaction fails with it and on_error does not retry it (the Node binding's watch test). */
+    cl.api.transaction_set_read_version(tr, 0);
+    ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_watch(tr, K("k"))), 2011);
+    ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_get(tr, K("k"), 0)), 2011);
+    ASSERT_EQ(fdbt_wait_destroy(&cl, cl.api.transaction_on_error(tr, 2011)), 2011);
     cl.api.transaction_reset(tr);
     int64_t rv;
     FDBFuture *f = cl.api.transaction_get_read_version(tr);
