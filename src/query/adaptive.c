@@ -10,14 +10,19 @@ rl__adaptive_costs rl__adaptive_default_costs(void) {
     /* Priors from docs/benchmarks.md (the cluster, part 1): a record load through the cluster
      * client costs ~8 µs of client time beyond its round trip (future, request, reply decode); a
      * 1,000-entry mapped read ~0.7 µs per entry on the server (local read, encode); a remote
-     * secondary ~2 µs more (GET_MULTI out and back); replies encode at ~1 ns and decode at
-     * ~0.3 ns per byte. Calibration corrects whatever these miss. */
+     * secondary ~2 µs more (GET_MULTI out and back); replies decode at ~0.3 ns per byte on the
+     * client. The server's ~1 ns per byte of reading and encoding overlaps the transfer and the
+     * client's decoding since mapped replies stream (docs/design.md §8.5): what stays on the
+     * critical path is ~0.4 ns per byte (the c3 protocol's split-rows1000, 1,000 records of
+     * 100 kB: 76 ms, of which 13 round trips 7 ms and the entries 0.7 ms, leave 0.68 ns per byte
+     * in all). A prior above the truth by more than the exploration bound (1.5x) is never
+     * corrected, so it errs low. Calibration corrects whatever these miss. */
     rl__adaptive_costs c = {
         .client_per_record = 8000.0,
         .client_per_byte = 0.3,
         .server_per_entry = 700.0,
         .server_per_remote = 2000.0,
-        .server_per_byte = 1.0,
+        .server_per_byte = 0.4,
     };
     return c;
 }
