@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "bench/campaign_int.h"
+#include "bench/tcp_floor.h"
 #include "order.pb-c.h"
 #include "reclayer/alloc.h"
 #include "reclayer/query.h"
@@ -424,6 +425,34 @@ static void fail_all(result *g, int n, int e) {
         if (g[s].selected && !g[s].failed) g[s].failed = 1, g[s].err = e;
 }
 
+/* The raw-TCP floor of one remote case: one untimed remote op counts the bytes it received, then
+ * `repeats` rounds move them over the loopback connection *tf (opened on first use); *out_ns is
+ * their median. An error is the run's (printed). */
+static int measure_floor(dataset *d, int limit, int reverse, const rl__query_micro_options *o, rl__tcp_floor **tf,
+                         uint64_t *out_bytes, double *out_ns) {
+    rl_query_counters k;
+    memset(&k, 0, sizeof k);
+    k.size = sizeof k;
+    uint64_t n, h;
+    rl__errdetail err;
+    rl__errdetail_init(&err, NULL);
+    int rc = rl_op(d, RL_FETCH_USE_REMOTE_FETCH, limit, reverse, &n, &h, &k);
+    uint64_t bytes = k.bytes_received_client_storage + k.bytes_received_client_coordinator;
+    if (rc == RL_OK && !bytes) return RL_OK; /* nothing crossed a network: no floor */
+    if (rc == RL_OK && !*tf) rc = rl__tcp_floor_open(tf, &err);
+    double ns[MAX_ROUNDS];
+    int i = 0;
+    for (; rc == RL_OK && i < o->repeats && i < MAX_ROUNDS; i++)
+        rc = rl__tcp_floor_measure(*tf, bytes, o->seconds, &ns[i], &err);
+    if (rc) {
+        fprintf(stderr, "query: the raw TCP floor failed: %s %s\n", rl_error_name(rc), rl__errdetail_get(&err));
+        return rc;
+    }
+    *out_bytes = bytes;
+    *out_ns = median(ns, i);
+    return RL_OK;
+}
+
 int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_buf *json) {
     char name[128];
     rl__errdetail msg;
@@ -440,6 +469,16 @@ int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_bu
     for (int d = 0; d < D_COUNT; d++) ds[d].secondary = o->secondary;
     if (!res) return RL_E_OUT_OF_MEMORY;
     rl_db *shared = NULL; /* --db: one handle for both datasets */
+    /* On a cluster, the raw-TCP floor of each remote case (tcp_floor.h): the bytes the remote arm
+     * received per op, moved over one plain loopback connection, median of `repeats` rounds. */
+    double(*floor_ns)[R_COUNT][2] = rl__calloc(D_COUNT, sizeof *floor_ns);
+    uint64_t floor_bytes[D_COUNT][R_COUNT][2];
+    memset(floor_bytes, 0, sizeof floor_bytes);
+    rl__tcp_floor *tf = NULL;
+    if (!floor_ns) {
+        rl__free(res);
+        return RL_E_OUT_OF_MEMORY;
+    }
     if (o->db && (rc = rl_db_open(o->db, NULL, &shared))) {
         fprintf(stderr, "query: cannot open %s: %s %s\n", o->db, rl_error_name(rc), rl_last_error_detail());
         rl__free(res);
@@ -501,6 +540,8 @@ int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_bu
                     g[s].k.size = sizeof g[s].k;
                     if (rl_op(&ds[d], smethods[s], rlimits[r], dir, &n1, &h1, &g[s].k) == RL_OK) g[s].has_k = 1;
                 }
+                if (rc == RL_OK && o->db && !strncmp(o->db, "cluster:", 8) && g[S_REMOTE].n && !g[S_REMOTE].failed)
+                    rc = measure_floor(&ds[d], rlimits[r], dir, o, &tf, &floor_bytes[d][r][dir], &floor_ns[d][r][dir]);
                 fprintf(stderr, "query: %s done (%d rounds)\n", name, repeats);
             }
         }
@@ -586,6 +627,36 @@ int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_bu
                     }
                 }
             }
+    int any_floor = 0;
+    for (int d = 0; d < D_COUNT; d++)
+        for (int r = 0; r < R_COUNT; r++)
+            for (int dir = 0; dir < 2; dir++) any_floor |= floor_bytes[d][r][dir] > 0;
+    if (any_floor) {
+        fprintf(out,
+                "\nraw TCP floor: the remote arm's bytes received per op, moved over one loopback TCP "
+                "connection (no framing, no injected delay), median of %d rounds\n",
+                repeats);
+        fprintf(out, "%-7s %-9s %-8s %12s %12s %12s %12s\n", "dataset", "rows", "dir", "bytes/op", "floor ns/op",
+                "remote ns/op", "remote/floor");
+        if (json) rl__buf_append_str(json, "],\"tcp_floor\":[");
+        int ffirst = 1;
+        for (int d = 0; d < D_COUNT; d++)
+            for (int r = 0; r < R_COUNT; r++)
+                for (int dir = 0; dir < 2; dir++) {
+                    if (!floor_bytes[d][r][dir]) continue;
+                    const result *x = &res[d][r][dir][S_REMOTE];
+                    double rns = median(x->ns, x->n), fns = floor_ns[d][r][dir];
+                    fprintf(out, "%-7s %-9s %-8s %12llu %12.0f %12.0f %12.2f\n", dnames[d], rnames[r], dirnames[dir],
+                            (unsigned long long)floor_bytes[d][r][dir], fns, rns, fns > 0 ? rns / fns : 0);
+                    if (json)
+                        rl__buf_printf(json,
+                                       "%s{\"dataset\":\"%s\",\"rows\":\"%s\",\"direction\":\"%s\","
+                                       "\"bytes_per_op\":%llu,\"floor_ns_per_op\":%.1f,\"remote_ns_per_op\":%.1f}",
+                                       ffirst ? "" : ",", dnames[d], rnames[r], dirnames[dir],
+                                       (unsigned long long)floor_bytes[d][r][dir], fns, rns);
+                    ffirst = 0;
+                }
+    }
     /* Allocations per returned row: constant in steady state means the marginal cost of a row
      * (rows1000 minus rows10, per extra row) matches the per-row figure at 10 rows. */
     fprintf(out, "\nallocations per returned row (allocs/op / rows/op; marginal = extra allocs per extra row "
@@ -643,6 +714,8 @@ int rl__bench_query_micro_run(const rl__query_micro_options *o, FILE *out, rl_bu
                     }
     }
     if (json) rl__buf_append_str(json, "]}");
+    rl__tcp_floor_close(tf);
+    rl__free(floor_ns);
     for (int d = 0; d < D_COUNT; d++) dataset_release(&ds[d]);
     rl_db_close(shared);
     rl__free(res);

@@ -14,6 +14,8 @@
  *            "n/a" (before: "ratio 0.00"); the run returns the error and still removes its
  *            scratch directory; the JSON marks it failed
  *   cli_2_6  a tiny query run works and writes its JSON
+ *   cli_2_9  on a cluster, query prints the raw-TCP floor of each remote case (the bytes the remote
+ *            arm received, over one loopback connection) in its table and its JSON; on mem: none
  *   cli_2_7  removing a scratch directory removes what is in it, never what a symbolic link in
  *            it points to; creating one in a missing or empty base fails with the reason
  * Every run is tiny (--keys 2000, --seconds 0.001, one round, one workload).
@@ -27,6 +29,7 @@
 
 #include "bench/micro.h"
 #include "bench/scratch.h"
+#include "cluster_fixture.h"
 #include "test.h"
 
 #define TINY "--keys 2000 --seconds 0.001 --repeats 1 --only point"
@@ -215,6 +218,7 @@ TEST(cli_2_6_query_tiny_run) {
              d);
     ASSERT_EQ(rl_test_rlbench(&out, "%s", args), 0);
     ASSERT_TRUE(strstr(out, "small   limit1    forward  sqlite") != NULL);
+    ASSERT_NULL(strstr(out, "raw TCP floor")); /* nothing crossed a network */
     free(out);
     ASSERT_EQ(dir_entries(d), 1);
     rl_test_rmtree(d);
@@ -250,6 +254,40 @@ TEST(cli_2_8_query_stats) {
         traced++;
     }
     ASSERT_EQ(traced, 4); /* scan, remote, remote-fallback, adaptive */
+    json_decref(j);
+    rl_test_rmtree(d);
+    free(d);
+}
+
+/* cli_2_9: the raw-TCP floor beside the remote arm, on a one-server cluster. */
+TEST(cli_2_9_query_tcp_floor) {
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    rl_test_cluster c;
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
+    char *d = rl_test_tmpdir("cli29"), args[9000], path[4200], *out;
+    snprintf(path, sizeof path, "%s/q.json", d);
+    snprintf(args, sizeof args,
+             "query --db %s --records 20 --padding 1000 --seconds 0.001 --repeats 2 --only split/rows10/forward "
+             "--json %s",
+             c.url, path);
+    int rc = rl_test_rlbench(&out, "%s", args);
+    rl_test_cluster_stop(&c);
+    ASSERT_EQ(rc, 0);
+    const char *t = strstr(out, "raw TCP floor");
+    ASSERT_NOT_NULL(t);
+    ASSERT_NOT_NULL(strstr(t, "split   rows10    forward"));
+    free(out);
+    json_error_t err;
+    json_t *j = json_load_file(path, 0, &err), *f = json_object_get(j, "tcp_floor");
+    ASSERT_NOT_NULL(j);
+    ASSERT_EQ(json_array_size(f), 1);
+    json_t *x = json_array_get(f, 0);
+    ASSERT_STR_EQ(json_string_value(json_object_get(x, "dataset")), "split");
+    ASSERT_TRUE(json_integer_value(json_object_get(x, "bytes_per_op")) > 10 * 1000); /* 10 records of 1 KB+ */
+    ASSERT_TRUE(json_real_value(json_object_get(x, "floor_ns_per_op")) > 0);
+    ASSERT_TRUE(json_real_value(json_object_get(x, "remote_ns_per_op")) > 0);
     json_decref(j);
     rl_test_rmtree(d);
     free(d);
@@ -295,4 +333,4 @@ TEST(cli_2_7_scratch_remove_stays_inside) {
 
 RL_TEST_MAIN(T(cli_2_1_numbers_and_dir_checked), T(cli_2_2_json_checked_first), T(cli_2_3_only_checked),
              T(cli_2_4_no_scratch_left), T(cli_2_5_failed_system_reported), T(cli_2_6_query_tiny_run),
-             T(cli_2_7_scratch_remove_stays_inside), T(cli_2_8_query_stats))
+             T(cli_2_7_scratch_remove_stays_inside), T(cli_2_8_query_stats), T(cli_2_9_query_tcp_floor))
