@@ -52,6 +52,14 @@ typedef struct rl_future rl_future;
  * RL_E_INVALID_ARGUMENT). Other backends accept and ignore them. */
 #define RL_MAPPED_INDIVIDUAL 0x4 /* FoundationDB's: batches of 10 separate reads, one after another */
 #define RL_MAPPED_GROUPED 0x8    /* the page's remote secondaries grouped by owner, one round trip */
+/* Mapped ranges: the reply may leave out the index key and value of entries other than the
+ * page's first and last (docs/design.md §3, "Omitted index entries"), for a caller that rebuilds
+ * them from the records (the record layer). An omitted entry has index_omitted 1, an empty index
+ * key and value, and its secondary read as usual. The embedded and cluster backends omit (a
+ * streamed cluster reply also keeps the last entry of each batch the server sends); fdb: accepts
+ * the flag and returns every entry whole (FoundationDB has no such option), as libfdb_c.so
+ * offers none. */
+#define RL_MAPPED_OMIT_INDEX 0x10
 
 /* rl_db_options.mapped_secondary_strategy (docs/design.md §8.4, "Strategies"). */
 typedef enum {
@@ -143,9 +151,12 @@ typedef struct {
     uint32_t end_len;
     const rl_keyvalue *kvs; /* secondary key-values in ascending order (point: 0 or 1) */
     int n_kvs;
-    int more;           /* the secondary read was cut off by its per-entry limits */
-    int served_locally; /* 1: read by the storage server holding the index entry, 0: by
+    int more;                   /* the secondary read was cut off by its per-entry limits */
+    int served_locally;         /* 1: read by the storage server holding the index entry, 0: by
                                  * another one, -1: not known (fdb:: FoundationDB does not say) */
+    int index_omitted;          /* 1: the index key and value were left out (RL_MAPPED_OMIT_INDEX): index
+                           is empty; 0: index is the entry's */
+    uint32_t index_omitted_len; /* index_omitted: the key + value bytes left out; else 0 */
 } rl_mapped_keyvalue;
 
 /* Database options (rl_db_open); zero-initialise and set size = sizeof(rl_db_options). */
@@ -296,7 +307,9 @@ RL_API rl_future *rl_txn_get_range(rl_txn *txn, rl_key_selector begin, rl_key_se
  * with RL_E_UNSUPPORTED_OPERATION, as in FoundationDB); a transaction that already wrote inside
  * the primary range or any secondary read fails with get_mapped_range_reads_your_writes (2039).
  * Adds read conflict ranges for the primary range and every secondary read. flags: RL_REVERSE,
- * and at most one of RL_MAPPED_INDIVIDUAL / RL_MAPPED_GROUPED (both: RL_E_INVALID_ARGUMENT). */
+ * at most one of RL_MAPPED_INDIVIDUAL / RL_MAPPED_GROUPED (both: RL_E_INVALID_ARGUMENT), and
+ * RL_MAPPED_OMIT_INDEX (the entries between the first and the last may come without their index
+ * key-value; the first and the last always have theirs). */
 RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end, const void *mapper,
                                           size_t mapper_len, int limit, int target_bytes, rl_streaming_mode mode,
                                           int iteration, int flags);

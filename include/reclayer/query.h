@@ -144,6 +144,11 @@ typedef struct {
     int secondary_strategy;
     int explain; /* ADAPTIVE: 1 keeps one line per page explaining its method
                                    * (rl_cursor_explain); 0: none */
+    /* Remote fetch: 0 (default) lets mapped reads leave out the index entries the cursor can
+     * rebuild from their records (RL_MAPPED_OMIT_INDEX; VALUE indexes, docs/design.md §7 "Mapped
+     * reads without the index entries") — rows, continuations and limits are the same; 1 asks
+     * for every entry whole. */
+    int keep_index_entries;
 } rl_query_options;
 
 /* Counters filled by every cursor (rl_cursor_get_counters). */
@@ -207,6 +212,11 @@ typedef struct {
     uint64_t pages_remote_fetch;    /* pages run with USE_REMOTE_FETCH */
     uint64_t adaptive_explorations; /* pages whose method was the estimated-slower one,
                                           * run to keep its calibration fresh */
+    /* ---- Remote fetch without the index entries (rl_query_options.keep_index_entries 0). ---- */
+    uint64_t index_bytes_omitted;  /* index key + value bytes the mapped reads left out (the
+                                    * cursor rebuilt those entries from their records) */
+    uint64_t index_keys_read_back; /* omitted entries it could not rebuild (orphans) and read
+                                    * from the index instead */
 } rl_query_counters;
 
 /* What the storage server of a traced mapped read sent one of its peers. */

@@ -146,6 +146,8 @@ struct rl__kv_read {
     size_t mapper_len;
     int secondary_strategy; /* RL_KV_GET_MAPPED: rl_secondary_strategy (0: the database's);
                                   * only the cluster backend uses it */
+    int omit_index;         /* RL_KV_GET_MAPPED: RL_MAPPED_OMIT_INDEX (rl_mapped_keyvalue.index_omitted);
+                                  * a backend may ignore it (fdb: does) */
     rl_arena *arena;        /* results are allocated here */
     void (*done)(rl__kv_read *r, int err);
     void *ud; /* the caller's */

@@ -265,6 +265,7 @@ static int emb_read_now(embedded *e, rl__kv_read *r) {
     o.reverse = r->reverse;
     o.secondary_row_limit = e->secondary_row_limit;
     o.secondary_byte_limit = e->secondary_byte_limit;
+    o.omit_index = r->omit_index;
     return rl__storage_get_mapped_range(e->st, r->version, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, m, &o, NULL,
                                         NULL, r->arena, &r->mkvs, &r->n, &r->more);
 }

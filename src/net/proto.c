@@ -771,7 +771,17 @@ static void x_get_mapped_range_req(io *s, rl__msg_get_mapped_range_req *m) {
     io_bytes(s, &m->mapper, &m->mapper_len, RL_PROTO_MAX_MAPPER, "mapper");
     io_nonneg32(s, &m->limit, "limit");
     io_nonneg64(s, &m->target_bytes, "target_bytes");
-    io_bool8(s, &m->reverse, "reverse");
+    /* reverse (bit 0) and omit_index (bit 1) share a byte: without omit_index, the byte of the
+     * request before it. */
+    if (!s->decoding && (m->reverse > 1 || m->omit_index > 1)) {
+        bad(s, m->reverse > 1 ? "reverse" : "omit_index", "is %u, not 0 or 1",
+            (unsigned)(m->reverse > 1 ? m->reverse : m->omit_index));
+        return;
+    }
+    uint8_t fl = s->decoding ? 0 : (uint8_t)(m->reverse | m->omit_index << 1);
+    io_u8(s, &fl, "reverse");
+    if (!s->failed && fl > 3) bad(s, "reverse", "is %u, not 0 or 1 (reverse) plus 0 or 2 (omit_index)", (unsigned)fl);
+    if (!s->failed && s->decoding) m->reverse = fl & 1, m->omit_index = fl >> 1;
     io_nonneg32(s, &m->secondary_row_limit, "secondary_row_limit");
     io_nonneg64(s, &m->secondary_byte_limit, "secondary_byte_limit");
     io_enum8(s, &m->strategy, RL_FETCH_DEFAULT, RL_FETCH_GROUPED, "strategy");
@@ -780,11 +790,40 @@ static void x_get_mapped_range_req(io *s, rl__msg_get_mapped_range_req *m) {
         bad(s, "batch", "is %u, above the limit %d", m->batch, RL_PROTO_MAX_BATCH);
 }
 
+/* An entry's is_range byte carries is_range (bit 0) and index_omitted (bit 1); an omitted
+ * entry's index key and value are empty and index_omitted_len (u32) follows the byte. */
+static void io_entry_kind(io *s, rl_mapped_keyvalue *e) {
+    if (!s->decoding) {
+        if (e->is_range != 0 && e->is_range != 1) {
+            bad(s, "is_range", "is %d, not 0 or 1", e->is_range);
+            return;
+        }
+        if (e->index_omitted != 0 && e->index_omitted != 1) {
+            bad(s, "index_omitted", "is %d, not 0 or 1", e->index_omitted);
+            return;
+        }
+    }
+    uint8_t b = s->decoding ? 0 : (uint8_t)(e->is_range | e->index_omitted << 1);
+    io_u8(s, &b, "is_range");
+    if (s->failed) return;
+    if (b > 3) {
+        bad(s, "is_range", "is %u, not 0 or 1 plus 0 or 2 (index_omitted)", (unsigned)b);
+        return;
+    }
+    if ((b & 2) && (e->index.key_len || e->index.value_len)) {
+        bad(s, "index", "is omitted but not empty");
+        return;
+    }
+    uint32_t ol = (b & 2) && !s->decoding ? e->index_omitted_len : 0;
+    if (b & 2) io_u32(s, &ol, "index_omitted_len");
+    if (!s->failed && s->decoding) e->is_range = b & 1, e->index_omitted = b >> 1, e->index_omitted_len = ol;
+}
+
 static void io_entry(io *s, rl_mapped_keyvalue *e) {
     enter(s, "index", NO_INDEX);
     io_kv(s, &e->index);
     leave(s);
-    io_bool_int(s, &e->is_range, "is_range");
+    io_entry_kind(s, e);
     io_bytes(s, &e->begin, &e->begin_len, RL_PROTO_MAX_KEY, "begin");
     io_bytes(s, &e->end, &e->end_len, RL_PROTO_MAX_KEY, "end");
     if (s->failed) return;
@@ -840,13 +879,14 @@ static int entries_encode_fast(io *s, const rl_mapped_keyvalue *ev, uint32_t n) 
         const rl_mapped_keyvalue *e = &ev[i];
         if (!bytes_ok(e->index.key, e->index.key_len, RL_PROTO_MAX_KEY) ||
             !bytes_ok(e->index.value, e->index.value_len, RL_PROTO_MAX_VALUE) ||
-            (e->is_range != 0 && e->is_range != 1) || !bytes_ok(e->begin, e->begin_len, RL_PROTO_MAX_KEY) ||
-            !bytes_ok(e->end, e->end_len, RL_PROTO_MAX_KEY) || e->n_kvs < 0 || (e->n_kvs && !e->kvs) ||
-            (!e->is_range && e->n_kvs > 1) || (e->more != 0 && e->more != 1) ||
+            (e->is_range != 0 && e->is_range != 1) || (e->index_omitted != 0 && e->index_omitted != 1) ||
+            (e->index_omitted && (e->index.key_len || e->index.value_len)) ||
+            !bytes_ok(e->begin, e->begin_len, RL_PROTO_MAX_KEY) || !bytes_ok(e->end, e->end_len, RL_PROTO_MAX_KEY) ||
+            e->n_kvs < 0 || (e->n_kvs && !e->kvs) || (!e->is_range && e->n_kvs > 1) || (e->more != 0 && e->more != 1) ||
             (e->served_locally != 0 && e->served_locally != 1))
             return 0;
         total += 4 + (size_t)e->index.key_len + 4 + (size_t)e->index.value_len + 1 + 4 + (size_t)e->begin_len + 4 +
-                 (size_t)e->end_len + 4 + 1 + 1;
+                 (size_t)e->end_len + 4 + 1 + 1 + (e->index_omitted ? 4 : 0);
         for (int j = 0; j < e->n_kvs; j++) {
             const rl_keyvalue *kv = &e->kvs[j];
             if (!bytes_ok(kv->key, kv->key_len, RL_PROTO_MAX_KEY) ||
@@ -861,7 +901,8 @@ static int entries_encode_fast(io *s, const rl_mapped_keyvalue *ev, uint32_t n) 
         const rl_mapped_keyvalue *e = &ev[i];
         o = put_bytes(o, e->index.key, e->index.key_len);
         o = put_bytes(o, e->index.value, e->index.value_len);
-        *o++ = (uint8_t)e->is_range;
+        *o++ = (uint8_t)(e->is_range | e->index_omitted << 1);
+        if (e->index_omitted) put32(o, e->index_omitted_len), o += 4;
         o = put_bytes(o, e->begin, e->begin_len);
         o = put_bytes(o, e->end, e->end_len);
         put32(o, (uint32_t)e->n_kvs);
@@ -899,6 +940,26 @@ static inline int take_bool(const uint8_t **pp, size_t *left, int *v) {
     return 1;
 }
 
+/* Take an entry's is_range byte (and index_omitted_len) as io_entry_kind decodes them, the
+ * index already taken; 0 when it would fail. */
+static inline int take_kind(const uint8_t **pp, size_t *left, rl_mapped_keyvalue *e) {
+    if (*left < 1 || **pp > 3) return 0;
+    uint8_t b = **pp;
+    if (b & 2) {
+        if (e->index.key_len || e->index.value_len || *left < 5) return 0;
+        e->index_omitted_len = get32(*pp + 1);
+        *pp += 5;
+        *left -= 5;
+    } else {
+        e->index_omitted_len = 0;
+        (*pp)++;
+        (*left)--;
+    }
+    e->is_range = b & 1;
+    e->index_omitted = b >> 1;
+    return 1;
+}
+
 /* Decode entries into ev[0..n) as the io_entry walk would, as far as the walk would succeed
  * (and memory lasts): returns how many, s advanced past them. The walk takes over from the
  * first entry not done (so its reason names that entry, and nothing is allocated twice but
@@ -915,7 +976,7 @@ static uint32_t entries_decode_fast(io *s, rl_mapped_keyvalue *ev, uint32_t n) {
         rl_keyvalue *kv = NULL;
         if (!take_bytes(&p, &left, &e->index.key, &e->index.key_len, RL_PROTO_MAX_KEY) ||
             !take_bytes(&p, &left, &e->index.value, &e->index.value_len, RL_PROTO_MAX_VALUE) ||
-            !take_bool(&p, &left, &e->is_range) || !take_bytes(&p, &left, &e->begin, &e->begin_len, RL_PROTO_MAX_KEY) ||
+            !take_kind(&p, &left, e) || !take_bytes(&p, &left, &e->begin, &e->begin_len, RL_PROTO_MAX_KEY) ||
             !take_bytes(&p, &left, &e->end, &e->end_len, RL_PROTO_MAX_KEY) || left < 4)
             goto stop;
         nk = get32(p);

@@ -573,6 +573,8 @@ typedef struct {
     int64_t secondary_byte_limit; /* >= 0; 0 = the server's default */
     uint8_t strategy;             /* rl__fetch_strategy */
     uint32_t batch;               /* secondaries per batch, <= RL_PROTO_MAX_BATCH; 0: default */
+    uint8_t omit_index;           /* 0 or 1: RL_MAPPED_OMIT_INDEX (on the wire: bit 1 of reverse's
+                                     byte, so a request without it is unchanged) */
 } rl__msg_get_mapped_range_req;
 int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl__msg_get_mapped_range_req *m, rl__errdetail *err);
 int rl__msg_get_mapped_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,
@@ -604,9 +606,11 @@ typedef struct {
     const rl__msg_s2s_peer *peer_stats;
 } rl__msg_mapped_stats;
 
-/* GET_MAPPED_RANGE reply. Entries are the public rl_mapped_keyvalue: is_range, more and
- * served_locally are 0 or 1, a point entry (is_range 0) has at most one kv, n_kvs >= 0; each
- * entry's kvs array comes from the arena. Status as GET_RANGE. */
+/* GET_MAPPED_RANGE reply. Entries are the public rl_mapped_keyvalue: is_range, more,
+ * served_locally and index_omitted are 0 or 1, a point entry (is_range 0) has at most one kv,
+ * n_kvs >= 0, an omitted entry's index key and value are empty (index_omitted_len is carried; a
+ * whole entry's is not, and decodes as 0); each entry's kvs array comes from the arena. Status as
+ * GET_RANGE. */
 typedef struct {
     const rl_mapped_keyvalue *entries;
     uint32_t n_entries;

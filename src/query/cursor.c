@@ -56,6 +56,15 @@
  *      the server reads page n+1 while the cursor decodes page n; at most two pages are held.
  *      Index pages of SCAN_AND_FETCH stay ITERATOR (its loads start from the first page, so a
  *      small first page starts them sooner).
+ *   9. Mapped pages ask for RL_MAPPED_OMIT_INDEX when the index's entries can be rebuilt from
+ *      their records (rl__index_layout.rebuildable) and keep_index_entries is 0. An entry that
+ *      comes without its index key takes its primary key from its record range (the mapper's
+ *      P = records prefix + primary key) and, once its record is decoded, its key from the index
+ *      definition (rl__store_index_entry); a key that does not follow the last consumed one, or
+ *      an entry without a record (an orphan), is read from the index instead (the entry right
+ *      after the last consumed one). So cur_key — and with it rows, last_key, continuations,
+ *      byte limits — is what the whole entry would have given. A page's first and last entries
+ *      always come whole, so the next page starts where it would have.
  */
 #include <inttypes.h>
 #include <sched.h>
@@ -276,6 +285,8 @@ struct rl_cursor {
     uint64_t mf_next_d0;   /* critical depth when mf_next was issued (invariant 7) */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
+    int omit;        /* mapped reads ask for RL_MAPPED_OMIT_INDEX (invariant 9) */
+    int cur_omitted; /* the entry being looked at came without its index key: rebuild_key */
     /* The entry being looked at. */
     rl_buf cur_key, cur_pk;
     kvlist kvs;              /* the record's key-values when they had to be copied */
@@ -583,6 +594,9 @@ static int mapped_mode(const rl_cursor *c, int ahead, int *out_lim) {
 }
 
 /* The RL_MAPPED_* flag of the cursor's secondary strategy (0: the database's). */
+/* RL_MAPPED_OMIT_INDEX when the cursor rebuilds omitted entries (invariant 9). */
+static int omit_flags(const rl_cursor *c) { return c->omit ? RL_MAPPED_OMIT_INDEX : 0; }
+
 static int strategy_flags(const rl_cursor *c) {
     return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
            : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
@@ -1006,7 +1020,8 @@ static int remote_next(rl_cursor *c, int *out_has) {
                 bytes = mode == RL_STREAMING_ITERATOR ? 0 : c->page_on ? AD_READ_BYTES : MAPPED_PAGE_BYTES;
             }
             c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim, bytes,
-                                            (rl_streaming_mode)mode, c->iteration++, read_flags(c) | strategy_flags(c));
+                                            (rl_streaming_mode)mode, c->iteration++,
+                                            read_flags(c) | strategy_flags(c) | omit_flags(c));
         }
         if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
             (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
@@ -1016,6 +1031,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
             const rl_mapped_keyvalue *m = &c->ments[i];
             c->k.index_entries_read++;
             c->k.kv_bytes_received += m->index.key_len + m->index.value_len;
+            c->k.index_bytes_omitted += m->index_omitted_len;
             for (int j = 0; j < m->n_kvs; j++) c->k.kv_bytes_received += m->kvs[j].key_len + m->kvs[j].value_len;
             if (m->served_locally > 0) c->k.secondary_local++, c->cur_local++;
             else if (m->served_locally == 0) c->k.secondary_remote++, c->cur_remote++;
@@ -1036,13 +1052,30 @@ static int remote_next(rl_cursor *c, int *out_has) {
             c->mf_next_d0 = c->depth;
             c->mf_next = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
                                                  MAPPED_PAGE_BYTES, (rl_streaming_mode)mode, c->iteration++,
-                                                 read_flags(c) | strategy_flags(c));
+                                                 read_flags(c) | strategy_flags(c) | omit_flags(c));
         }
     }
     const rl_mapped_keyvalue *m = &c->ments[c->mi++];
     rl__buf_reset(&c->cur_key);
-    rl__buf_append(&c->cur_key, m->index.key, m->index.key_len);
-    if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) return rc;
+    if (m->index_omitted) {
+        /* Invariant 9: the primary key from the record's range (the mapper's P), the index key
+         * once the record is decoded (fetch_entry). */
+        if (!c->omit || c->mi == 1 || c->mi == c->mn) {
+            set_msg(c, "a mapped read returned entry %d of %d without its index key", c->mi - 1, c->mn);
+            return RL_CORRUPT(RL_E_CORRUPT_DATA);
+        }
+        if (m->begin_len < c->recprefix.len || memcmp(m->begin, c->recprefix.data, c->recprefix.len) != 0) {
+            set_msg(c, "a mapped entry's record range is outside the store's records");
+            return RL_CORRUPT(RL_E_CORRUPT_DATA);
+        }
+        c->cur_omitted = 1;
+        rl__buf_reset(&c->cur_pk);
+        rl__buf_append(&c->cur_pk, m->begin + c->recprefix.len, m->begin_len - c->recprefix.len);
+        if ((rc = rl__buf_error(&c->cur_pk))) return rc;
+    } else {
+        rl__buf_append(&c->cur_key, m->index.key, m->index.key_len);
+        if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) return rc;
+    }
     if (!m->more) {
         /* The whole secondary result is here: use it in place (it lives as long as c->mf). */
         c->rkvs = m->kvs;
@@ -1485,6 +1518,7 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
     c->txn = txn;
     rl__errdetail_init(&c->detail, NULL);
     c->ix = lay;
+    c->omit = lay.rebuildable && !o.keep_index_entries; /* invariant 9 */
     c->o = o;
     c->skip = o.skip;
     rl__buf_init(&c->ixprefix);
@@ -1624,6 +1658,79 @@ static int end_with(rl_cursor *c, rl_no_next_reason r) {
     return RL_OK;
 }
 
+/* 1 if c->cur_key lies strictly past the last consumed key in the scan's direction and inside the
+ * range: where the entry after it must be. */
+static int key_follows(const rl_cursor *c) {
+    const rl_buf *k = &c->cur_key;
+    if (!c->has_last) return 0;
+    if (!c->o.reverse)
+        return rl__bytes_cmp(k->data, k->len, c->last_key.data, c->last_key.len) > 0 &&
+               rl__bytes_cmp(k->data, k->len, c->range_e.data, c->range_e.len) < 0;
+    return rl__bytes_cmp(k->data, k->len, c->last_key.data, c->last_key.len) < 0 &&
+           rl__bytes_cmp(k->data, k->len, c->range_b.data, c->range_b.len) >= 0;
+}
+
+/* The key of an omitted entry read from the index (rebuild_key's fallback): the entry right after
+ * the last consumed one in the scan's direction, at the transaction's read version — the page's
+ * entries are consecutive there and this one follows the one consumed last. Its primary key must
+ * be the one the entry's record range named (c->tb holds it). */
+static int read_entry_key(rl_cursor *c) {
+    int rc, n, more;
+    const rl_keyvalue *kv;
+    if (!c->has_last) return RL_E_INTERNAL_ERROR; /* a page's first entry is never omitted */
+    rl_key_selector b = RL_FIRST_GREATER_THAN(c->last_key.data, c->last_key.len);
+    rl_key_selector e = RL_FIRST_GREATER_OR_EQUAL(c->range_e.data, c->range_e.len);
+    if (c->o.reverse) {
+        b = RL_FIRST_GREATER_OR_EQUAL(c->range_b.data, c->range_b.len);
+        e = RL_FIRST_GREATER_OR_EQUAL(c->last_key.data, c->last_key.len);
+    }
+    c->k.reads_range++;
+    c->k.index_keys_read_back++;
+    rl_future *f = rl_txn_get_range(c->txn, b, e, 1, 0, RL_STREAMING_EXACT, 0, read_flags(c));
+    if ((rc = wait_read(c, f, c->depth)) || (rc = rl_future_get_keyvalue_array(f, &kv, &n, &more))) {
+        rl_future_free(f);
+        return rc;
+    }
+    if (n == 1) {
+        c->k.kv_bytes_received += kv[0].key_len + kv[0].value_len;
+        rl__buf_reset(&c->cur_key);
+        rl__buf_append(&c->cur_key, kv[0].key, kv[0].key_len);
+    }
+    rl_future_free(f);
+    if (n != 1) {
+        set_msg(c, "the index entry a mapped read left out is gone");
+        return RL_CORRUPT(RL_E_CORRUPT_DATA);
+    }
+    if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) return rc;
+    if (rl__bytes_cmp(c->cur_pk.data, c->cur_pk.len, c->tb.data, c->tb.len) != 0) {
+        set_msg(c, "the index entry a mapped read left out names another record");
+        return RL_CORRUPT(RL_E_CORRUPT_DATA);
+    }
+    return RL_OK;
+}
+
+/* Invariant 9: the key of an omitted entry into c->cur_key, rebuilt from its record (found: just
+ * decoded into c->rec) by the index definition, and accepted when it follows the last consumed
+ * key (key_follows) and names the entry's primary key; otherwise — an orphan, a record of another
+ * type, an index that does not match its records — read from the index (read_entry_key). */
+static int rebuild_key(rl_cursor *c, int found) {
+    int rc;
+    c->cur_omitted = 0;
+    rl__buf_reset(&c->tb);
+    rl__buf_append(&c->tb, c->cur_pk.data, c->cur_pk.len);
+    if ((rc = rl__buf_error(&c->tb))) return rc;
+    if (found) {
+        rl__buf_reset(&c->cur_key);
+        rl__buf_append(&c->cur_key, c->ixprefix.data, c->ixprefix.len);
+        rc = rl__store_index_entry(c->s, c->ix.name, &c->rec, &c->cur_key, NULL);
+        if (rc == RL_E_OUT_OF_MEMORY) return rc;
+        if (rc == RL_OK && key_follows(c) && entry_pk(c, c->cur_key.data, c->cur_key.len) == RL_OK &&
+            rl__bytes_cmp(c->cur_pk.data, c->cur_pk.len, c->tb.data, c->tb.len) == 0)
+            return RL_OK;
+    }
+    return read_entry_key(c);
+}
+
 /* Take the next entry from the source and decode its record into c->rec.
  * [out] out_has: 0 when the source has no more; out_found: 0 for an orphan; out_bytes: bytes of
  * the entry and its record. */
@@ -1634,7 +1741,6 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
     *out_found = 0;
     *out_bytes = 0;
     if (rc || !*out_has) return rc;
-    *out_bytes = (int64_t)c->cur_key.len;
     for (int i = 0; i < c->rn; i++) *out_bytes += (int64_t)c->rkvs[i].key_len + c->rkvs[i].value_len;
     if (c->rn > 0) c->page_kvs += (uint64_t)c->rn, c->page_recs++;
     memset(&c->rec, 0, sizeof c->rec);
@@ -1646,6 +1752,11 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
     c->hold = NULL;
     c->rkvs = NULL;
     c->rn = 0;
+    if (c->cur_omitted && (rc == RL_OK || rc == RL_E_NOT_FOUND)) {
+        int rc2 = rebuild_key(c, rc == RL_OK);
+        if (rc2) return rc2;
+    }
+    *out_bytes += (int64_t)c->cur_key.len;
     if (rc == RL_E_NOT_FOUND) return RL_OK;
     if (rc) {
         rl_buf k;

@@ -46,11 +46,22 @@ typedef struct {
     int n_pk;                       /* primary-key columns of the record type */
     int pk_pos[RL__INDEX_MAX_COLS]; /* per primary-key column: its position among the indexed
                                      * values, or -1 when it is appended after them */
+    int rebuildable;                /* 1: a record has exactly one entry, a function of its fields and primary
+                      * key (rl__store_index_entry): a VALUE index over single-valued fields —
+                      * every index today */
 } rl__index_layout;
 
 /* rl__md_index_layout — the layout of index `name` of md into *out. RL_OK, RL_E_INDEX_UNKNOWN
  * (no such index), RL_E_UNSUPPORTED_OPERATION (more than RL__INDEX_MAX_COLS columns). Pure. */
 int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layout *out);
+
+/* rl__store_index_entry — append to b the entry tuple (values..., primary-key columns not among
+ * them...) that the store writes for record rec in the index `name` (the index key without the
+ * prefix rl__store_index_prefix gives): how a mapped read's omitted index entries are rebuilt
+ * (docs/design.md §7). rec is borrowed. RL_OK; RL_E_INDEX_UNKNOWN; RL_E_NOT_FOUND (an expected
+ * outcome: rec is not of the index's record type, so it has no entry there); RL_E_RECORD_PK_MISSING;
+ * RL_E_OUT_OF_MEMORY (also left in b). Details in err (may be NULL). */
+int rl__store_index_entry(const rl_store *s, const char *name, const rl_record *rec, rl_buf *b, rl__errdetail *err);
 
 /* rl__store_key — reset b to the store's prefix + pack(kid) and start *pk after it (a packer the
  * caller may append further elements with). Errors stay in b. */

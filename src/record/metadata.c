@@ -127,6 +127,7 @@ int rl__md_index_layout(const rl_metadata *md, const char *name, rl__index_layou
     out->n_fields = ix->n_fields;
     out->n_pk = rt->n_pk;
     for (int k = 0; k < rt->n_pk; k++) out->pk_pos[k] = ix->pk_pos[k];
+    out->rebuildable = 1; /* indexed fields are single-valued scalars (key_field refuses the rest) */
     return RL_OK;
 }
 

@@ -483,6 +483,20 @@ done:
     return rc;
 }
 
+int rl__store_index_entry(const rl_store *s, const char *name, const rl_record *rec, rl_buf *b, rl__errdetail *err) {
+    int i = rl__md_index_named(s->md, name);
+    if (i < 0) return RL_E_INDEX_UNKNOWN;
+    const rl__index *x = &s->md->indexes[i];
+    if (!rec || !rec->msg || !rec->type || rl__md_type_of(s->md, rec->type) != x->type) {
+        rl__errdetail_set(err, "the record is not of index %s's record type", x->name);
+        return RL_E_NOT_FOUND;
+    }
+    rl__tuple_packer pk;
+    rl__tuple_packer_init(&pk, b);
+    int rc = rl__md_pack_index_entry(s->md, i, rec->msg, &pk, err);
+    return rc ? rc : rl__buf_error(b);
+}
+
 /* Apply op (set with empty value, or clear) to every key of ik. */
 static int apply_index_keys(rl_txn *txn, const rl__index_keys *ik, int is_set) {
     size_t off = 0;

@@ -1144,7 +1144,7 @@ static int stream_flush(sstream *x) {
 /* The wire size of one entry in a chunk (proto.c's entry encoding). */
 static size_t entry_wire_len(const rl_mapped_keyvalue *e) {
     size_t n = 4 + (size_t)e->index.key_len + 4 + (size_t)e->index.value_len + 1 + 4 + (size_t)e->begin_len + 4 +
-               (size_t)e->end_len + 4 + 1 + 1;
+               (size_t)e->end_len + 4 + 1 + 1 + (e->index_omitted ? 4 : 0);
     for (int j = 0; j < e->n_kvs; j++) n += 8 + (size_t)e->kvs[j].key_len + (size_t)e->kvs[j].value_len;
     return n;
 }
@@ -1274,6 +1274,7 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *ou
         long page = streamed ? SS_STREAM_REPLY_BYTES : SS_REPLY_BYTES;
         o.target_bytes = r.target_bytes > 0 && r.target_bytes < page ? (long)r.target_bytes : page;
         o.reverse = r.reverse;
+        o.omit_index = r.omit_index;
         int batch = r.batch ? (int)r.batch : SS_DEFAULT_BATCH;
         if (c.strategy == RL_FETCH_GROUPED) batch = SS_GROUPED_MAX_BATCH; /* the whole page */
         else if (batch > SS_MAX_BATCH) batch = SS_MAX_BATCH;

@@ -722,10 +722,23 @@ static long entries_cost(const rl__mapped_entry *ents, int from, int to) {
     return cost;
 }
 
+void rl__mapped_omit_index(rl_mapped_keyvalue *ev, int from, int to) {
+    for (int i = from; i < to; i++) {
+        rl_mapped_keyvalue *e = &ev[i];
+        if (e->index_omitted) continue;
+        e->index_omitted = 1;
+        e->index_omitted_len = e->index.key_len + e->index.value_len;
+        e->index.key = e->index.value = (const uint8_t *)"";
+        e->index.key_len = e->index.value_len = 0;
+    }
+}
+
 /* Streaming (mapped.h): hand ents[from..to) to the emitter, then drop their rows (sec_arena sa,
- * when it is not the read's own arena a). */
-static int emit_batch(const rl__mapped_options *o, rl_arena *sa, rl_arena *a, const rl__mapped_entry *ents, int from,
+ * when it is not the read's own arena a). With omit_index, every entry but the page's first
+ * (ents[0]) and the batch's last goes without its index key-value. */
+static int emit_batch(const rl__mapped_options *o, rl_arena *sa, rl_arena *a, rl__mapped_entry *ents, int from,
                       int to) {
+    if (o->omit_index) rl__mapped_omit_index(ents, from > 0 ? from : 1, to - 1);
     int rc = to > from ? o->emit(o->emit_ctx, &ents[from], to - from) : RL_OK;
     if (sa != a) rl__arena_reset(sa);
     return rc;
@@ -826,6 +839,8 @@ int rl__storage_get_mapped_range(rl__storage *st, rl__version v, const void *beg
             uint8_t *pk;
             size_t pk_len;
             ent->index = idx[i];
+            ent->index_omitted = 0;
+            ent->index_omitted_len = 0;
             rc = construct_in_arena(m, idx[i].key, idx[i].key_len, idx[i].value, idx[i].value_len, &km, a, &p, &pk,
                                     &pk_len);
             if (rc != RL_OK) goto fail;
@@ -864,6 +879,7 @@ int rl__storage_get_mapped_range(rl__storage *st, rl__version v, const void *beg
     a->block_size = block_size0;
     rl__buf_release(&p);
 
+    if (opt.omit_index && !opt.emit) rl__mapped_omit_index(ents, 1, mapped - 1);
     *out = opt.emit ? NULL : ents;
     *out_n = mapped;
     *out_more = (scan_more || mapped < n_idx) ? 1 : 0;

@@ -68,6 +68,12 @@ typedef struct {
     int (*emit)(void *ctx, const rl_mapped_keyvalue *ents, int n);
     void *emit_ctx;
     rl_arena *sec_arena;
+    /* RL_MAPPED_OMIT_INDEX (docs/design.md §3, "Omitted index entries"): 1 leaves out the index
+     * key and value of every entry but the page's first and last (rl__mapped_omit_index); when
+     * streaming, of every entry but the page's first and each emitted batch's last (the page's
+     * last is not known before the read ends). The byte budget counts them whole all the same,
+     * so the page ends where it would without. */
+    int omit_index;
 } rl__mapped_options;
 
 /* One secondary read of a batch handed to a rl_secondary_batch_fn. mapped.c fills the inputs
@@ -100,6 +106,11 @@ typedef struct {
                               The first item of a mapped read's first batch must not be unread
                               (RL_E_INTERNAL_ERROR: the page would make no progress) */
 } rl__secondary_item;
+
+/* rl__mapped_omit_index — leave out the index key-value of ev[i] for every i in [from, to): its
+ * index becomes empty (key and value "", borrowed static bytes), index_omitted 1 and
+ * index_omitted_len the bytes left out. Entries already omitted are left as they are. Cannot fail. */
+void rl__mapped_omit_index(rl_mapped_keyvalue *ev, int from, int to);
 
 /* The batch hook of a mapped read: read the n secondaries items[0..n) at version v and fill each
  * item's outputs (results copied into arena a, the mapped read's arena; a is used by the calling

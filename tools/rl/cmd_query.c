@@ -3,7 +3,7 @@
  *   rl query [--db URL] [--store PREFIX] --index NAME [--eq V ...] [--ge V | --gt V]
  *            [--le V | --lt V] [--reverse] [--skip N] [--limit N] [--scan-limit N]
  *            [--byte-limit N] [--time-limit-ms N] [--fetch scan|remote|remote-fallback|adaptive]
- *            [--secondary default|individual|grouped] [--orphans error|skip|return]
+ *            [--secondary default|individual|grouped] [--keep-index-entries] [--orphans error|skip|return]
  *            [--continuation HEX] [--stats] [--trace] [--explain] [--timeout S]
  *
  * Prints one JSON object per row (the record layer's record JSON; an orphan returned under
@@ -18,7 +18,9 @@
  * server's "secondaries_local", "secondaries_remote", "s2s_requests", "s2s_round_trips",
  * "s2s_peers", "s2s_bytes_sent", "s2s_bytes_received", "server_us", and when it read from other
  * servers "s2s_by_peer": [{"server_id", "requests", "items", "bytes_sent", "bytes_received"}]}},
- * in start order. With --explain (--fetch adaptive), after the rows and before the trace, one line
+ * in start order. The stats' "index_bytes_omitted" counts the index bytes remote fetch's mapped
+ * reads left out (the cursor rebuilt those entries from their records; --keep-index-entries turns
+ * that off) and "index_keys_read_back" the omitted entries it read from the index instead. With --explain (--fetch adaptive), after the rows and before the trace, one line
  * per page of the scan: {"explain": "page N: adaptive: <inputs>; <both estimates> -> <method>
  * (<why>)"} (rl_cursor_explain); the stats line's "adaptive" object counts the pages run with
  * each method and the explorations. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
@@ -64,6 +66,8 @@ static void print_stats(rl_cursor *c) {
            U(k.reads_range), U(k.reads_mapped_range), U(k.mapped_range_requests), U(k.record_loads),
            U(k.secondary_local), U(k.secondary_remote), U(k.secondary_completions), U(k.kv_bytes_received), U(k.allocs),
            U(k.alloc_bytes), U(k.fallbacks), k.fallback_error ? rl_error_name(k.fallback_error) : "");
+    printf("\"index_bytes_omitted\": %llu, \"index_keys_read_back\": %llu, ", U(k.index_bytes_omitted),
+           U(k.index_keys_read_back));
     printf("\"adaptive\": {\"pages_scan_and_fetch\": %llu, \"pages_remote_fetch\": %llu, \"explorations\": %llu}, ",
            U(k.pages_scan_and_fetch), U(k.pages_remote_fetch), U(k.adaptive_explorations));
     printf("\"net\": {\"requests\": {\"total\": %llu, \"by_link\": {\"client_storage\": %llu, "
@@ -244,6 +248,11 @@ int rl_cmd_query(int argc, char **argv) {
          .choices = secondaries,
          .help = "remote fetch on a cluster: how storage servers read records other servers hold "
                  "(individual: batches of 10 reads; grouped: one multi-read per server per page)"},
+        {.name = "keep-index-entries",
+         .kind = RL_ARG_FLAG,
+         .dest = &o.keep_index_entries,
+         .help = "remote fetch: mapped reads bring every index entry (default: those the query can "
+                 "rebuild from their records are left out; the stats' index_bytes_omitted)"},
         {.name = "orphans",
          .kind = RL_ARG_ENUM,
          .dest = &orphans,

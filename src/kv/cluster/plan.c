@@ -309,6 +309,7 @@ static void range_req(rl__cplan *p, int type, rl_key_selector b, rl_key_selector
                       : r->secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_FETCH_INDIVIDUAL
                                                                          : p->o.strategy;
         q->batch = p->o.batch;
+        q->omit_index = r->omit_index != 0;
     }
 }
 
@@ -368,17 +369,35 @@ static const rl_keyvalue *item_kv(const rl__cplan *p, const void *items, uint32_
     return &((const rl_keyvalue *)items)[i];
 }
 
-/* Check a page of n items: inside [cb, ce) and strictly in the read's direction. Sorted items
- * need one compare each (with their predecessor) plus the two ends against the bounds. */
-static int page_check(const rl__cplan *p, const void *items, uint32_t n) {
+/* Item i of a page: a mapped entry's index (ents 1) or a row. */
+static const rl_keyvalue *page_kv(const void *items, uint32_t i, int ents) {
+    return ents ? &((const rl_mapped_keyvalue *)items)[i].index : &((const rl_keyvalue *)items)[i];
+}
+
+/* 1 if item i is a mapped entry without its index key-value (RL_MAPPED_OMIT_INDEX). */
+static int page_omitted(const void *items, uint32_t i, int ents) {
+    return ents && ((const rl_mapped_keyvalue *)items)[i].index_omitted;
+}
+
+/* Check a page of n items (ents 1: mapped entries; 0: rows, as a probe's): inside [cb, ce) and
+ * strictly in the read's direction. Sorted items need one compare each (with their predecessor)
+ * plus the two ends against the bounds. Entries without their index key (omitted) are skipped;
+ * they come only when asked for, and never first or last. */
+static int page_check(const rl__cplan *p, const void *items, uint32_t n, int ents) {
     if (n == 0) return RL_OK;
-    const rl_keyvalue *first = item_kv(p, items, 0), *last = item_kv(p, items, n - 1);
+    if (ents && !p->r->omit_index) {
+        for (uint32_t i = 0; i < n; i++)
+            if (page_omitted(items, i, ents)) return RL_E_MALFORMED_FRAME; /* not asked for */
+    }
+    if (page_omitted(items, 0, ents) || page_omitted(items, n - 1, ents)) return RL_E_MALFORMED_FRAME;
+    const rl_keyvalue *first = page_kv(items, 0, ents), *last = page_kv(items, n - 1, ents);
     const rl_keyvalue *lo = p->r->reverse ? last : first, *hi = p->r->reverse ? first : last;
     if (kcmp(lo->key, lo->key_len, p->cb, p->cbl) < 0 || kcmp(hi->key, hi->key_len, p->ce, p->cel) >= 0)
         return RL_E_MALFORMED_FRAME;
     const rl_keyvalue *pv = first;
     for (uint32_t i = 1; i < n; i++) {
-        const rl_keyvalue *kv = item_kv(p, items, i);
+        if (page_omitted(items, i, ents)) continue;
+        const rl_keyvalue *kv = page_kv(items, i, ents);
         int c = kcmp(kv->key, kv->key_len, pv->key, pv->key_len);
         if (p->r->reverse ? c >= 0 : c <= 0) return RL_E_MALFORMED_FRAME;
         pv = kv;
@@ -391,7 +410,7 @@ static long charge(const rl__cplan *p, const void *items, uint32_t n) {
     if (is_mapped(p)) {
         const rl_mapped_keyvalue *m = items;
         for (uint32_t i = 0; i < n; i++) {
-            b += (long)m[i].index.key_len + m[i].index.value_len;
+            b += (long)m[i].index.key_len + m[i].index.value_len + (long)m[i].index_omitted_len;
             for (int j = 0; j < m[i].n_kvs; j++) b += (long)m[i].kvs[j].key_len + m[i].kvs[j].value_len;
         }
     } else {
@@ -405,7 +424,7 @@ static long charge(const rl__cplan *p, const void *items, uint32_t n) {
 static int page_take(rl__cplan *p, const void *items, uint32_t n, int more, const uint8_t *rt, uint32_t rtl,
                      int *out_send) {
     rl__kv_read *r = p->r;
-    int rc = page_check(p, items, n);
+    int rc = page_check(p, items, n, is_mapped(p));
     if (rc) return rc;
     if (more && n == 0) return RL_E_MALFORMED_FRAME; /* would never make progress */
     const uint8_t *start = p->route_key;             /* the request's: its shard holds it (or the keys below) */
@@ -448,7 +467,7 @@ static int page_take(rl__cplan *p, const void *items, uint32_t n, int more, cons
 
 static int on_probe_reply(rl__cplan *p, const rl__msg_get_range_reply *g, int *out_send) {
     if (g->status != RL_RANGE_OK) return RL_E_MALFORMED_FRAME;
-    int rc = page_check(p, g->kvs, g->n_kvs);
+    int rc = page_check(p, g->kvs, g->n_kvs, 0);
     if (rc) return rc;
     if (g->n_kvs > 0 || g->more) return finish_range(p, 1, out_send);
     if (g->read_through_len) {

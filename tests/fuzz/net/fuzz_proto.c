@@ -170,7 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     x->index.value != y->index.value || x->index.value_len != y->index.value_len ||
                     x->is_range != y->is_range || x->begin != y->begin || x->begin_len != y->begin_len ||
                     x->end != y->end || x->end_len != y->end_len || x->n_kvs != y->n_kvs || x->more != y->more ||
-                    x->served_locally != y->served_locally)
+                    x->served_locally != y->served_locally || x->index_omitted != y->index_omitted ||
+                    x->index_omitted_len != y->index_omitted_len)
                     abort();
                 for (int j = 0; j < x->n_kvs; j++)
                     if (x->kvs[j].key != y->kvs[j].key || x->kvs[j].key_len != y->kvs[j].key_len ||

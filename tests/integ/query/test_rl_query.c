@@ -221,4 +221,57 @@ TEST(query_3_3_errors) {
     free(dir);
 }
 
-RL_TEST_MAIN(T(query_3_1_rows_match_model), T(query_3_2_split_and_paging), T(query_3_3_errors))
+/* The --stats line's counter name of `rl query` output out (-1: none). */
+static long long stat_of(const char *out, const char *name) {
+    const char *line = strstr(out, "{\"stats\"");
+    if (!line) return -1;
+    json_error_t err;
+    json_t *j = json_loads(line, JSON_DISABLE_EOF_CHECK, &err);
+    if (!j) fail_msg("stats line not JSON: %.200s", line);
+    json_t *v = json_object_get(json_object_get(j, "stats"), name);
+    long long r = json_is_integer(v) ? json_integer_value(v) : -1;
+    json_decref(j);
+    return r;
+}
+
+/* query_3_4: `rl query --stats` reports index_bytes_omitted: remote fetch leaves out the index
+ * entries it rebuilds (the same rows and continuation as --keep-index-entries, which omits none,
+ * and exactly the bytes received less), SCAN_AND_FETCH omits none. */
+TEST(query_3_4_index_bytes_omitted) {
+    char *dir = rl_test_tmpdir("qcli4"), *out;
+    ASSERT_EQ(rl_test_rl(&out, "load --db file:%s --count %d --seed 5", dir, N), 0);
+    free(out);
+    static const char *const args[] = {"--limit 10", "--reverse --skip 3", ""};
+    for (int i = 0; i < 3; i++) {
+        char *on, *keep, *scan;
+        ASSERT_EQ(rl_test_rl(&on, "query --db file:%s --index price_idx --fetch remote --stats %s", dir, args[i]), 0);
+        ASSERT_EQ(rl_test_rl(&keep,
+                             "query --db file:%s --index price_idx --fetch remote --stats --keep-index-entries %s", dir,
+                             args[i]),
+                  0);
+        ASSERT_EQ(rl_test_rl(&scan, "query --db file:%s --index price_idx --fetch scan --stats %s", dir, args[i]), 0);
+        long long om = stat_of(on, "index_bytes_omitted");
+        if (om <= 0) fail_msg("%s: index_bytes_omitted %lld", args[i], om);
+        ASSERT_EQ(stat_of(keep, "index_bytes_omitted"), 0);
+        ASSERT_EQ(stat_of(scan, "index_bytes_omitted"), 0);
+        ASSERT_EQ(stat_of(on, "index_keys_read_back"), 0);
+        ASSERT_EQ(stat_of(on, "kv_bytes_received") + om, stat_of(keep, "kv_bytes_received"));
+        /* Rows and the stats line's continuation and reason: the same text but for the counters. */
+        long long a[N], b[N];
+        char ca[512], cb[512], ra[64], rb[64];
+        int na = parse(on, a, ca, sizeof ca, ra), nb = parse(keep, b, cb, sizeof cb, rb);
+        ASSERT_EQ(na, nb);
+        ASSERT_TRUE(na > 0);
+        ASSERT_MEM_EQ(a, sizeof a[0] * (size_t)na, b, sizeof b[0] * (size_t)nb);
+        ASSERT_STR_EQ(ca, cb);
+        ASSERT_STR_EQ(ra, rb);
+        free(on);
+        free(keep);
+        free(scan);
+    }
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+RL_TEST_MAIN(T(query_3_1_rows_match_model), T(query_3_2_split_and_paging), T(query_3_3_errors),
+             T(query_3_4_index_bytes_omitted))

@@ -5,7 +5,8 @@
  * does: its future is freed) cancels the stream on the server; a storage server killed with
  * kill -9 mid-stream fails the read over to the other member of its team; transaction_too_old met
  * mid-stream reaches the caller as the read's error; a client that does not credit its chunks
- * holds the server to the window (the server's own counters).
+ * holds the server to the window (the server's own counters); RL_MAPPED_OMIT_INDEX whole and
+ * streamed (stream-1.7).
  *
  * Data: index entries ("i", price, pk) -> "" and records ("r", pk, sub) with 0-3 keys of 1 byte
  * to 30 KB (stream-1.1, seeded: RL_SEED=N replays), or one key of a fixed size (the others). The
@@ -610,5 +611,86 @@ TEST(stream_1_6_slow_consumer) {
     rl_test_cluster_stop(c);
 }
 
+/* stream-1.7: RL_MAPPED_OMIT_INDEX over whole replies (stream=0) and streams (tiny chunks, small
+ * ones, the defaults), both strategies, with records local and remote to the index's server: the
+ * same entries, more and secondaries as without it; an omitted entry has an empty index and
+ * index_omitted_len its bytes, and is never the first or last. A whole reply (the index is on one
+ * server) omits every other entry; a stream keeps at most its first and each batch's last (batches
+ * of multiples of 10 entries). */
+TEST(stream_1_7_omit_index) {
+    rl_test_cluster *c = &g_cluster;
+    const char *keys[] = {"\\x02j", "\\x02r\\x00\\x15\\x46"};
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 2;
+    o.split = keys;
+    o.n_split = 2;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    static const char *const params[] = {"?stream=0", "?chunk=1&window=1", "?chunk=700&window=3000", ""};
+    enum { N_DB = 4 };
+    rl_db *db[N_DB];
+    for (int i = 0; i < N_DB; i++) open_url(c, params[i], &db[i]);
+    uint64_t rng = rl_test_seed() ^ 0x6f6d6974;
+    model m;
+    load(db[0], &m, &rng, MAXPK, 0);
+    long omitted = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        int lo = (int)rl_test_rand_below(&rng, 50), hi = lo + 1 + (int)rl_test_rand_below(&rng, 50);
+        int rev = (int)rl_test_rand_below(&rng, 2);
+        int limit = rl_test_rand_below(&rng, 3) == 0 ? 0 : 1 + (int)rl_test_rand_below(&rng, 60);
+        int target = rl_test_rand_below(&rng, 3) == 0 ? 2000 + (int)rl_test_rand_below(&rng, 60000) : 0;
+        int strat = (int)rl_test_rand_below(&rng, 3);
+        int fl = (rev ? RL_REVERSE : 0) | (strat == 1 ? RL_MAPPED_INDIVIDUAL : strat == 2 ? RL_MAPPED_GROUPED : 0);
+        for (int i = 0; i < N_DB; i++) {
+            rl_txn *t;
+            ASSERT_OK(rl_txn_begin(db[i], &t));
+            rl_future *fa = mapped(t, lo, hi, limit, target, fl);
+            rl_future *fb = mapped(t, lo, hi, limit, target, fl | RL_MAPPED_OMIT_INDEX);
+            const rl_mapped_keyvalue *a, *b;
+            int na, nb, ma, mb;
+            ASSERT_OK(rl_future_wait(fa));
+            ASSERT_OK(rl_future_wait(fb));
+            ASSERT_OK(rl_future_get_mapped_keyvalue_array(fa, &a, &na, &ma));
+            ASSERT_OK(rl_future_get_mapped_keyvalue_array(fb, &b, &nb, &mb));
+            char what[200];
+            snprintf(what, sizeof what, "round %d (prices [%d, %d), %s, limit %d, target %d, strategy %d) %s", round,
+                     lo, hi, rev ? "reverse" : "forward", limit, target, strat, params[i]);
+            if (na != nb || ma != mb) fail_msg("%s: %d entries, more %d against %d, more %d", what, na, ma, nb, mb);
+            /* Whole copies of b's entries, with a's index where b omitted it, compare as a's. */
+            rl_mapped_keyvalue *w = na ? malloc((size_t)na * sizeof *w) : NULL;
+            int kept = 0;
+            for (int j = 0; j < na; j++) {
+                ASSERT_EQ(a[j].index_omitted, 0);
+                w[j] = b[j];
+                if (!b[j].index_omitted) {
+                    kept++;
+                    ASSERT_EQ(b[j].index_omitted_len, 0);
+                    continue;
+                }
+                if (j == 0 || j == na - 1) fail_msg("%s: entry %d of %d omitted", what, j, na);
+                ASSERT_EQ(b[j].index.key_len + b[j].index.value_len, 0);
+                ASSERT_EQ(b[j].index_omitted_len, a[j].index.key_len + a[j].index.value_len);
+                omitted += b[j].index_omitted_len;
+                w[j].index = a[j].index;
+                w[j].index_omitted = 0;
+                w[j].index_omitted_len = 0;
+            }
+            same_entries(a, na, ma, w, nb, mb, 0, what);
+            free(w);
+            if (i == 0 && na >= 2) ASSERT_EQ(kept, 2);
+            if (i > 0 && na >= 2 && kept > 2 + (na + 9) / 10) fail_msg("%s: %d of %d entries whole", what, kept, na);
+            rl_future_free(fa);
+            rl_future_free(fb);
+            rl_future *cf = rl_txn_commit(t); /* read-only: the conflict ranges were fine */
+            ASSERT_OK(rl_future_wait(cf));
+            rl_future_free(cf);
+            rl_txn_free(t);
+        }
+    }
+    ASSERT_TRUE(omitted > 0);
+    for (int i = 0; i < N_DB; i++) rl_db_close(db[i]);
+    rl_test_cluster_stop(c);
+}
+
 RL_TEST_MAIN(T(stream_1_1_equivalence), T(stream_1_2_counters), T(stream_1_3_abandoned), T(stream_1_4_killed),
-             T(stream_1_5_too_old), T(stream_1_6_slow_consumer))
+             T(stream_1_5_too_old), T(stream_1_6_slow_consumer), T(stream_1_7_omit_index))

@@ -1,7 +1,7 @@
 /* test_kv_mapped.c — KV conformance, part 4: get_mapped_range through the public API: point and
  * range mappers, split-record-style prefixes, {V[i]}, escapes, every mapper error, missing
  * secondaries, reverse, limits, conflict ranges (1020) and get_mapped_range_reads_your_writes
- * (2039). Keys are built with the tuple packer of src/tuple; expectations come from how the test
+ * (2039), RL_MAPPED_OMIT_INDEX. Keys are built with the tuple packer of src/tuple; expectations come from how the test
  * wrote the data. */
 #include "kvtest.h"
 #include "tuple/tuple.h"
@@ -375,5 +375,78 @@ TEST(kv_7_4_mapped_secondary_more) {
     kvt_close(&e);
 }
 
+/* kv-7.5: RL_MAPPED_OMIT_INDEX. The same reads with and without it (range and point mappers,
+ * forward and reverse, every limit): the same entries, more and secondaries; an omitted entry has
+ * an empty index and index_omitted_len its bytes, and is never the first or last. Embedded
+ * backends omit every other entry; a cluster may keep more (each reply's and batch's boundaries);
+ * fdb: omits none (FoundationDB has no such option). */
+TEST(kv_7_5_mapped_omit_index) {
+    kvt_env e;
+    kvt_open(&e);
+    load(e.db);
+    int is_fdb = !strncmp(e.url, "fdb:", 4), is_cluster = !strncmp(e.url, "cluster:", 8);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(e.db, &t));
+    static const char *const range_m[] = {"rec", "{K[2]}", "{...}"};
+    static const char *const point_m[] = {"rec", "{K[2]}", "#0"};
+    const char *const *mappers[] = {range_m, point_m};
+    int omitted_total = 0;
+    for (int mi = 0; mi < 2; mi++) {
+        rl_buf m;
+        mapper(&m, mappers[mi], 3);
+        for (int rev = 0; rev < 2; rev++) {
+            for (int limit = 0; limit <= NPK; limit++) {
+                int fl = rev ? RL_REVERSE : 0;
+                rl_future *f = mapped(t, "idx", &m, limit, fl);
+                rl_future *g = mapped(t, "idx", &m, limit, fl | RL_MAPPED_OMIT_INDEX);
+                const rl_mapped_keyvalue *a, *b;
+                int na, nb, ma, mb;
+                (void)rl_future_wait(f);
+                (void)rl_future_wait(g);
+                ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &a, &na, &ma));
+                ASSERT_OK(rl_future_get_mapped_keyvalue_array(g, &b, &nb, &mb));
+                ASSERT_EQ(na, nb);
+                ASSERT_EQ(ma, mb);
+                for (int i = 0; i < na; i++) {
+                    ASSERT_EQ(a[i].index_omitted, 0);
+                    if (b[i].index_omitted) {
+                        omitted_total++;
+                        if (is_fdb || i == 0 || i == na - 1)
+                            fail_msg("mapper %d rev %d limit %d: entry %d of %d omitted", mi, rev, limit, i, na);
+                        ASSERT_EQ(b[i].index.key_len, 0);
+                        ASSERT_EQ(b[i].index.value_len, 0);
+                        ASSERT_EQ(b[i].index_omitted_len, a[i].index.key_len + a[i].index.value_len);
+                    } else {
+                        if (!is_fdb && !is_cluster && i > 0 && i < na - 1)
+                            fail_msg("mapper %d rev %d limit %d: entry %d of %d whole", mi, rev, limit, i, na);
+                        ASSERT_EQ(b[i].index_omitted_len, 0);
+                        ASSERT_MEM_EQ(b[i].index.key, b[i].index.key_len, a[i].index.key, a[i].index.key_len);
+                        ASSERT_MEM_EQ(b[i].index.value, b[i].index.value_len, a[i].index.value, a[i].index.value_len);
+                    }
+                    ASSERT_EQ(b[i].is_range, a[i].is_range);
+                    ASSERT_EQ(b[i].more, a[i].more);
+                    ASSERT_MEM_EQ(b[i].begin, b[i].begin_len, a[i].begin, a[i].begin_len);
+                    ASSERT_MEM_EQ(b[i].end, b[i].end_len, a[i].end, a[i].end_len);
+                    ASSERT_EQ(b[i].n_kvs, a[i].n_kvs);
+                    for (int j = 0; j < a[i].n_kvs; j++) {
+                        ASSERT_MEM_EQ(b[i].kvs[j].key, b[i].kvs[j].key_len, a[i].kvs[j].key, a[i].kvs[j].key_len);
+                        ASSERT_MEM_EQ(b[i].kvs[j].value, b[i].kvs[j].value_len, a[i].kvs[j].value,
+                                      a[i].kvs[j].value_len);
+                    }
+                }
+                rl_future_free(f);
+                rl_future_free(g);
+            }
+        }
+        rl__buf_release(&m);
+    }
+    if (!is_fdb && !is_cluster && omitted_total == 0) fail_msg("no entry omitted");
+    /* The transaction still commits (the conflict ranges came from whole first / last entries). */
+    ASSERT_OK(rl_txn_set(t, "other", 5, "1", 1));
+    ASSERT_OK(kvt_commit(t));
+    rl_txn_free(t);
+    kvt_close(&e);
+}
+
 RL_TEST_MAIN(T(kv_7_1_mapped_modes), T(kv_7_2_mapped_errors), T(kv_7_3_mapped_conflicts),
-             T(kv_7_4_mapped_secondary_more))
+             T(kv_7_4_mapped_secondary_more), T(kv_7_5_mapped_omit_index))

@@ -398,9 +398,10 @@ static void sample(int k, int variant, rl_arena *a, rl__msg *m) {
             kv[1] = kv_of(LIT("r/1/b"), LIT("y"));
             kv[2] = kv_of(LIT("r/3"), LIT("z"));
             rl_mapped_keyvalue *e = alloc0(a, 3 * sizeof *e);
-            e[0] = (rl_mapped_keyvalue){kv_of(LIT("i/1"), LIT("")), 1, LIT("r/1"), LIT("r/1\xff"), kv, 2, 0, 1};
-            e[1] = (rl_mapped_keyvalue){kv_of(LIT("i/2"), LIT("")), 0, LIT("r/2"), LIT("r/2\0"), NULL, 0, 0, 0};
-            e[2] = (rl_mapped_keyvalue){kv_of(LIT("i/3"), LIT("v")), 0, LIT("r/3"), LIT("r/3\0"), kv + 2, 1, 1, 1};
+            e[0] = (rl_mapped_keyvalue){kv_of(LIT("i/1"), LIT("")), 1, LIT("r/1"), LIT("r/1\xff"), kv, 2, 0, 1, 0, 0};
+            e[1] = (rl_mapped_keyvalue){kv_of(LIT("i/2"), LIT("")), 0, LIT("r/2"), LIT("r/2\0"), NULL, 0, 0, 0, 0, 0};
+            e[2] =
+                (rl_mapped_keyvalue){kv_of(LIT("i/3"), LIT("v")), 0, LIT("r/3"), LIT("r/3\0"), kv + 2, 1, 1, 1, 0, 0};
             g->entries = e, g->n_entries = 3, g->more = 1;
             SET(g->resolved_begin, g->resolved_begin_len, "i/1");
             SET(g->resolved_end, g->resolved_end_len, "i/3\0");
@@ -413,7 +414,7 @@ static void sample(int k, int variant, rl_arena *a, rl__msg *m) {
             kv[0] = kv_of(K1, KMAX, VV, VMAX);
             kv[1] = kv_of(K2, KMAX, VV, VMAX);
             rl_mapped_keyvalue *e = alloc0(a, sizeof *e);
-            e[0] = (rl_mapped_keyvalue){kv_of(K1, KMAX, VV, VMAX), 1, K1, KMAX, K2, KMAX, kv, 2, 1, 1};
+            e[0] = (rl_mapped_keyvalue){kv_of(K1, KMAX, VV, VMAX), 1, K1, KMAX, K2, KMAX, kv, 2, 1, 1, 0, 0};
             g->entries = e, g->n_entries = 1, g->more = 1;
             g->read_through = K1, g->read_through_len = KMAX;
             g->resolved_begin = K1, g->resolved_begin_len = KMAX;
@@ -783,7 +784,8 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
         const rl__msg_get_mapped_stream_req *y = u;
         const rl__msg_get_mapped_range_req *x = &y->r;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), twb(b, x->mapper, x->mapper_len);
-        tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes), tw8(b, x->reverse);
+        tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes);
+        tw8(b, (uint8_t)(x->reverse | x->omit_index << 1));
         tw32(b, (uint32_t)x->secondary_row_limit), tw64(b, (uint64_t)x->secondary_byte_limit);
         tw8(b, x->strategy), tw32(b, x->batch);
         tw32(b, y->chunk_bytes), tw32(b, y->window_bytes);
@@ -794,7 +796,9 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
         tw32(b, x->n_entries);
         for (uint32_t i = 0; i < x->n_entries; i++) {
             const rl_mapped_keyvalue *e = &x->entries[i];
-            twkv(b, e->index), tw8(b, (uint8_t)e->is_range), twb(b, e->begin, e->begin_len);
+            twkv(b, e->index), tw8(b, (uint8_t)(e->is_range | e->index_omitted << 1));
+            if (e->index_omitted) tw32(b, e->index_omitted_len);
+            twb(b, e->begin, e->begin_len);
             twb(b, e->end, e->end_len), twkvs(b, e->kvs, (uint32_t)e->n_kvs);
             tw8(b, (uint8_t)e->more), tw8(b, (uint8_t)e->served_locally);
         }
@@ -804,7 +808,8 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
     case RL_MSG_GET_MAPPED_RANGE * 2: {
         const rl__msg_get_mapped_range_req *x = u;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), twb(b, x->mapper, x->mapper_len);
-        tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes), tw8(b, x->reverse);
+        tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes);
+        tw8(b, (uint8_t)(x->reverse | x->omit_index << 1));
         tw32(b, (uint32_t)x->secondary_row_limit), tw64(b, (uint64_t)x->secondary_byte_limit);
         tw8(b, x->strategy), tw32(b, x->batch);
         break;
@@ -815,7 +820,9 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
         tw32(b, x->n_entries);
         for (uint32_t i = 0; i < x->n_entries; i++) {
             const rl_mapped_keyvalue *e = &x->entries[i];
-            twkv(b, e->index), tw8(b, (uint8_t)e->is_range), twb(b, e->begin, e->begin_len);
+            twkv(b, e->index), tw8(b, (uint8_t)(e->is_range | e->index_omitted << 1));
+            if (e->index_omitted) tw32(b, e->index_omitted_len);
+            twb(b, e->begin, e->begin_len);
             twb(b, e->end, e->end_len), twkvs(b, e->kvs, (uint32_t)e->n_kvs);
             tw8(b, (uint8_t)e->more), tw8(b, (uint8_t)e->served_locally);
         }
@@ -962,6 +969,14 @@ static void expect_bad_rc(const rl__msg *m, const char *field, int want_rc) {
 }
 
 static void expect_bad(const rl__msg *m, const char *field) { expect_bad_rc(m, field, RL_E_MALFORMED_FRAME); }
+
+/* Make e an omitted entry (RL_MAPPED_OMIT_INDEX) that had len index bytes. */
+static void omit_entry(rl_mapped_keyvalue *e, uint32_t len) {
+    e->index.key = e->index.value = NULL;
+    e->index.key_len = e->index.value_len = 0;
+    e->index_omitted = 1;
+    e->index_omitted_len = len;
+}
 
 /* Encode m into b (which is reset first). */
 static void encode_into(rl_buf *b, const rl__msg *m) {
@@ -1808,8 +1823,19 @@ TEST(net_4_3_enums_and_integers) {
     BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.reverse = 7, "reverse");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.status = 5, "status");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.status = 1, "status");
-    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 2,
+    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 4,
         "entries[0].is_range");
+    /* RL_MAPPED_OMIT_INDEX: the request's bit, an omitted entry (empty index, its length carried). */
+    BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.omit_index = 2, "omit_index");
+    GOOD(RL_MSG_GET_MAPPED_RANGE, 0, (m.u.get_mapped_range_req.omit_index = 1, m.u.get_mapped_range_req.reverse = 1));
+    BAD(RL_MSG_GET_MAPPED_STREAM, 0, m.u.get_mapped_stream_req.r.omit_index = 3, "omit_index");
+    GOOD(RL_MSG_GET_MAPPED_STREAM, 0, m.u.get_mapped_stream_req.r.omit_index = 1);
+    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[1].index_omitted = 2,
+        "index_omitted");
+    BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].index_omitted = 1,
+        "entries[0].index is omitted but not empty");
+    GOOD(RL_MSG_GET_MAPPED_RANGE, R, omit_entry((rl_mapped_keyvalue *)&m.u.get_mapped_range_reply.entries[1], 9));
+    GOOD(RL_MSG_MAPPED_CHUNK, 0, omit_entry((rl_mapped_keyvalue *)&m.u.mapped_chunk.entries[0], 70000));
     BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[1].more = 2,
         "entries[1].more");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[2].served_locally = 3,
@@ -2311,6 +2337,7 @@ static void random_mapped_reply(rl_arena *a, uint64_t *rng, uint32_t n, rl__msg 
         e[i].kvs = kv;
         e[i].more = (int)rl_test_rand_below(rng, 2);
         e[i].served_locally = (int)rl_test_rand_below(rng, 2);
+        if (rl_test_rand_below(rng, 3) == 0) omit_entry(&e[i], (uint32_t)rl_test_rand(rng));
     }
 #undef RSTR
     g->entries = e;
@@ -2347,7 +2374,8 @@ static void same_decode(const uint8_t *p, size_t len, const char *what) {
                 e->index.value != f->index.value || e->index.value_len != f->index.value_len ||
                 e->is_range != f->is_range || e->begin != f->begin || e->begin_len != f->begin_len ||
                 e->end != f->end || e->end_len != f->end_len || e->n_kvs != f->n_kvs || e->more != f->more ||
-                e->served_locally != f->served_locally || (!e->kvs) != (!f->kvs))
+                e->served_locally != f->served_locally || (!e->kvs) != (!f->kvs) ||
+                e->index_omitted != f->index_omitted || e->index_omitted_len != f->index_omitted_len)
                 fail_msg("%s: entry %u differs", what, i);
             for (int j = 0; j < e->n_kvs; j++)
                 if (e->kvs[j].key != f->kvs[j].key || e->kvs[j].key_len != f->kvs[j].key_len ||
@@ -2420,8 +2448,10 @@ TEST(net_5_1_mapped_fast_paths) {
         /* One rule of one entry broken (the encoders refuse it with the walk's reason). */
         if (n == 0) continue;
         rl_mapped_keyvalue *e = (rl_mapped_keyvalue *)&m.u.get_mapped_range_reply.entries[rl_test_rand_below(&rng, n)];
-        switch (rl_test_rand_below(&rng, 10)) {
+        switch (rl_test_rand_below(&rng, 12)) {
         case 0: e->index.key_len = RL_PROTO_MAX_KEY + 1; break;
+        case 10: e->index_omitted = 2; break;
+        case 11: e->index_omitted = 1, e->index.key = (const uint8_t *)"k", e->index.key_len = 1; break;
         case 1: e->index.value = NULL, e->index.value_len = 1; break;
         case 2: e->is_range = 2; break;
         case 3: e->begin_len = RL_PROTO_MAX_KEY + 1; break;
