@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "net/proto.h"
@@ -25,12 +26,21 @@
 #define MEMBER_LABEL "reclayer member key 1"
 #define PROOF_LABEL "RLKV-AUTH-1"
 
+/* libcrypto, initialised without its exit-time cleanup: otherwise the first use registers an
+ * atexit handler that tears libcrypto down before handlers registered earlier run, and such a
+ * handler that still closes a database or stops a cluster (authenticating as it goes: a test
+ * fixture's stop at exit did) crashes inside HMAC. Without the cleanup libcrypto's memory is
+ * simply left to the exit. When the application initialised libcrypto first, its choice stands. */
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+static void crypto_init(void) { (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL); }
+
 /* HMAC-SHA256 of the concatenation of up to three parts (NULL parts are skipped). */
 static int hmac3(const uint8_t *key, size_t key_len, const void *p1, size_t n1, const void *p2, size_t n2,
                  const void *p3, size_t n3, uint8_t out[RL_AUTH_KEY_LEN]) {
     uint8_t stack[512];
     size_t n = n1 + n2 + n3;
     if (n > sizeof stack) return RL_E_INVALID_ARGUMENT;
+    pthread_once(&crypto_once, crypto_init);
     size_t off = 0;
     if (n1) memcpy(stack + off, p1, n1), off += n1;
     if (n2) memcpy(stack + off, p2, n2), off += n2;
@@ -57,6 +67,7 @@ int rl__auth_init(rl__net_auth *out, const char *name, size_t name_len, const ui
 
 int rl__auth_random(void *out, size_t n) {
     if (n == 0) return RL_OK;
+    pthread_once(&crypto_once, crypto_init);
     return RAND_bytes(out, (int)n) == 1 ? RL_OK : RL_E_INTERNAL_ERROR;
 }
 
