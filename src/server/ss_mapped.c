@@ -54,13 +54,15 @@
  *      batches at most SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET /
  *      batch bytes; `grouped`'s page (one batch) at SS_MAPPED_SECONDARY_BUDGET of secondaries
  *      plus one entry, each secondary at most a tenth of it (a secondary cut off is marked more;
- *      the client completes it); GET_MULTI replies at max_bytes plus one item, or their first
+ *      the client completes it; a streamed page's later rounds, sized by ask_items, give each
+ *      owner the batch's whole budget); GET_MULTI replies at max_bytes plus one item, or their first
  *      SS_MULTI_MIN_ITEMS items below SS_MULTI_REPLY_BYTES; so every reply stays well inside the
  *      64 MiB frame limit.
  *   6. A streamed read (its page's budget SS_STREAM_REPLY_BYTES, not SS_REPLY_BYTES; its frames
  *      are chunks of about the chunk size) has at most its window of chunk bytes sent and not
  *      credited back (one chunk when none are), and holds one batch of rows (about
- *      SS_STREAM_BATCH_BYTES) plus the chunk being gathered, whatever its page — besides the
+ *      SS_STREAM_BATCH_BYTES; a grouped round sized on records smaller than the ones it meets at
+ *      most one such budget per owner) plus the chunk being gathered, whatever its page — besides the
  *      page's index entries (a fifth of its budget at most); its ss_stream is on ss->streams from
  *      its start to its end, so a credit or cancel finds it only while it runs.
  */
@@ -513,7 +515,12 @@ typedef struct {
     rl__version version;    /* the request's version (invariant 1) */
     int strategy;           /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
     int owners;             /* grouped: GET_MULTI requests of the round being encoded */
-    long page_target;       /* grouped: the page's byte target (> 0) */
+    long page_target;       /* grouped: the page's byte target (> 0); streamed: a batch's */
+    int streamed;           /* GET_MAPPED_STREAM: an unread item ends a batch, not the page */
+    uint64_t seen_bytes;    /* grouped, streamed: key + value bytes of the remote items taken */
+    uint64_t seen_items;    /* ... and their number (the mean sizes the next round: ask_items) */
+    long page_bytes;        /* grouped, streamed: the page's own target (the request's) */
+    int kept;               /* grouped: entries the page's rounds kept so far */
     int batches;            /* hook calls so far */
     uint32_t local, remote; /* secondaries the reply carries, by where they were read (run_job) */
     uint32_t s2s_requests, s2s_round_trips;
@@ -729,6 +736,8 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl__secondary_i
      * what the page keeps (it ends at the first unread item). */
     if (c->strategy == RL_FETCH_GROUPED) {
         long share = c->page_target / (c->owners > 0 ? c->owners : 1);
+        /* a sized round (ask_items) asks for what it keeps: any owner may hold all of it */
+        if (c->streamed && c->seen_items > 0) share = c->page_target;
         m.u.get_multi_req.max_bytes = (uint64_t)(share > 1 ? share : 1);
     }
     rl__buf_init(&q->payload);
@@ -933,12 +942,41 @@ static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps
                 return RL_E_INTERNAL_ERROR;
             }
             for (int j = i; j < n; j++) items[j].unread = 1;
+            c->kept += i;
             return RL_OK;
         }
         if (items[i].read_here) continue;
         if (take_item(c, &items[i], &ps->v[first[i]], count[i], a)) return RL_OK;
+        if (c->streamed) {
+            for (int j = 0; j < items[i].n_kvs; j++)
+                c->seen_bytes += (uint64_t)items[i].kvs[j].key_len + items[i].kvs[j].value_len;
+            c->seen_items++;
+        }
     }
+    c->kept += n;
     return RL_OK;
+}
+
+/* `grouped`, streamed: the items of the next round, n at most. The first round asks for every
+ * item and the owners share the batch's budget (max_bytes), so whatever lies past the first item a
+ * peer did not reach is read and dropped — about as much again as is kept when records are large
+ * and few make a batch. Once remote items have been taken, their mean size says how many fit the
+ * batch's budget, and how many are left before the page's own target is spent (the page ends at
+ * the next multiple of SS_DEFAULT_BATCH entries then: mapped.h's batch_step): the round asks for
+ * the fewer of the two (at least one) and keeps about all of it; the others are left unread, and
+ * the next batch starts with them (mapped.h). */
+static int ask_items(const mctx *c, int n) {
+    if (c->strategy != RL_FETCH_GROUPED || !c->streamed || c->seen_items == 0) return n;
+    double mean = (double)c->seen_bytes / (double)c->seen_items;
+    if (mean < 1) mean = 1;
+    double fit = (double)c->page_target / mean;
+    if (c->page_bytes > 0) {
+        double left = ((double)c->page_bytes - (double)c->seen_bytes) / mean;
+        long end = c->kept + (long)(left > 0 ? left + 0.999 : 0);
+        end = (end + SS_DEFAULT_BATCH - 1) / SS_DEFAULT_BATCH * SS_DEFAULT_BATCH;
+        if ((double)(end - c->kept) < fit) fit = (double)(end - c->kept);
+    }
+    return fit >= n ? n : fit < 1 ? 1 : (int)fit;
 }
 
 /* rl_secondary_batch_fn of the storage server (the file header's steps 1–4). */
@@ -962,7 +1000,9 @@ static int mapped_hook(void *vctx, rl__version v, rl__secondary_item *items, int
             pthread_mutex_lock(&ss->map_mu);
         }
     }
-    int k_last = -1;
+    int k_last = -1, n_all = n;
+    n = ask_items(c, n);
+    for (int i = n; i < n_all; i++) items[i].unread = 1;
     for (int i = 0; i < n && rc == RL_OK; i++) {
         first[i] = ps.n;
         if (item_local(ss, &items[i], c->version, &k_last)) {
@@ -1286,6 +1326,8 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *ou
         if (streamed) { /* batches of about a MiB, each sent as it is read (mapped.h) */
             o.emit = stream_emit;
             o.emit_ctx = &x;
+            c.streamed = 1;
+            c.page_bytes = o.target_bytes;
             o.sec_arena = sa;
             if (c.strategy == RL_FETCH_GROUPED) o.batch_secondary_bytes = c.page_target = SS_STREAM_BATCH_BYTES;
         }
