@@ -24,7 +24,8 @@
  *                 before and after; the probes show the delay, the restoration removes it; the
  *                 colocated twin (secondary_reads grouped) has fraction 0; the workers' URL
  *                 carries ?secondary= (individual, grouped); 7 server pids; the remote-grouped
- *                 arm runs on both, agrees in the rows check and has its ratio to ordinary
+ *                 arm runs on both, agrees in the rows check and has its ratio to ordinary, shown
+ *                 beside remote/ordinary in report.md, summary.csv and the ratio plot
  */
 #include <errno.h>
 #include <signal.h>
@@ -294,6 +295,21 @@ TEST(campaign_4_3_multi_topology) {
         n_rg++;
     }
     ASSERT_EQ(n_rg, 4);
+    /* ... and beside remote/ordinary in the report's main table, summary.csv and the ratio plot. */
+    static const char *const files[3][2] = {{"report.md", "| remote/ordinary | remote-grouped/ordinary |"},
+                                            {"summary.csv", "remote-grouped/ordinary"},
+                                            {"plots/plots-multi-svg.gp", "title 'remote-grouped/ordinary'"}};
+    for (int fi = 0; fi < 3; fi++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/o/%s", dir, files[fi][0]);
+        FILE *f = fopen(path, "r");
+        ASSERT_NOT_NULL(f);
+        static char text[1 << 20];
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        text[len] = 0;
+        fclose(f);
+        if (!strstr(text, files[fi][1])) fail_msg("%s: no '%s'", files[fi][0], files[fi][1]);
+    }
     json_decref(r);
     rl_test_rmtree(dir);
     free(dir);
