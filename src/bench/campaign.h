@@ -27,8 +27,9 @@
  * loop of `seconds` each and prints one JSON line of per-op figures per repeat.
  *
  * Statistics (stats.h): per process, the median of its repeats (per metric); per block, the ratio of
- * each arm to its baseline: remote/ordinary, adaptive/min(ordinary, remote) (the best of the two in
- * that block, per metric), sqlite/ordinary (an extra, on embedded only); per case the geometric mean
+ * each arm to its baseline: remote/ordinary, remote-grouped/ordinary (multi only),
+ * adaptive/min(ordinary, remote) (the best of the two in that block, per metric), sqlite/ordinary
+ * (an extra, on embedded only); per case the geometric mean
  * of the block ratios with the bootstrap interval, the median of the block medians per arm and the
  * raw min/max of all its repeats.
  *
@@ -56,7 +57,7 @@
 
 #define RL_CAMP_MAX_TOPOLOGIES 8
 #define RL_CAMP_MAX_CASES 64
-#define RL_CAMP_MAX_ARMS 4
+#define RL_CAMP_MAX_ARMS 5
 #define RL_CAMP_MAX_BLOCKS 100
 #define RL_CAMP_MAX_REPEATS 64
 #define RL_CAMP_MAX_RECORDS 1000000
@@ -73,12 +74,22 @@ typedef enum { RL_CAMP_SMALL = 0, RL_CAMP_SPLIT = 1, RL_CAMP_VARIANTS = 2 } rl__
 
 /* The arms. The order of this enum is the order of their names in protocols and reports. */
 typedef enum {
-    RL_CAMP_ORDINARY = 0, /* SCAN_AND_FETCH */
-    RL_CAMP_REMOTE = 1,   /* USE_REMOTE_FETCH */
-    RL_CAMP_ADAPTIVE = 2, /* ADAPTIVE (refused by the query layer until its issue: not available) */
-    RL_CAMP_SQLITE = 3,   /* the SQLite peer, embedded topologies only */
-    RL_CAMP_ARM_KINDS = 4
+    RL_CAMP_ORDINARY = 0,       /* SCAN_AND_FETCH */
+    RL_CAMP_REMOTE = 1,         /* USE_REMOTE_FETCH with the database's secondary strategy (the
+                                 * topology's secondary_reads: "individual", FoundationDB's, in the
+                                 * built-in protocols; the reports' arm) */
+    RL_CAMP_REMOTE_GROUPED = 2, /* USE_REMOTE_FETCH with the query's secondary_strategy grouped
+                                 * (docs/design.md §8.4), multi topologies only: elsewhere no
+                                 * secondary leaves its server and it would be remote again */
+    RL_CAMP_ADAPTIVE = 3,       /* ADAPTIVE, with the database's secondary strategy */
+    RL_CAMP_SQLITE = 4,         /* the SQLite peer, embedded topologies only */
+    RL_CAMP_ARM_KINDS = 5
 } rl__camp_arm;
+
+/* rl__camp_arm_applies — 1 when arm a runs on a topology of kind kind (sqlite: embedded;
+ * remote-grouped: multi; the others everywhere), else 0 with why (a static sentence) for the
+ * report. Pure. */
+int rl__camp_arm_applies(rl__camp_arm a, int kind, const char **why);
 
 /* One case, from its name: VARIANT-ROWS-DIRECTION with VARIANT small|split|skip3, ROWS
  * limit1|rows10|rows1000, DIRECTION forward|reverse ("small-rows10-reverse"). */
@@ -116,6 +127,10 @@ typedef enum {
 const char *rl__camp_arm_name(rl__camp_arm a);
 const char *rl__camp_metric_name(rl__camp_metric m);
 const char *rl__camp_variant_name(rl__camp_variant v);
+/* The comparisons of the summary, in report order: "remote/ordinary", "remote-grouped/ordinary",
+ * "adaptive/best", "sqlite/ordinary" (i in 0..RL_CAMP_COMPARISONS-1; else "unknown"). Static. */
+#define RL_CAMP_COMPARISONS 4
+const char *rl__camp_comparison_name(int i);
 /* The arm or metric of a name, or -1. */
 int rl__camp_arm_of(const char *name);
 int rl__camp_metric_of(const char *name);
@@ -204,8 +219,8 @@ typedef struct {
 } rl__camp_protocol;
 
 /* rl__camp_protocol_builtin — the built-in protocol: quick = 0 the full campaign (topologies
- * embedded, single and multi at 250 µs one way; the reports' 16 cases; arms ordinary, remote,
- * adaptive, sqlite; 6 blocks, 3 repeats of 3 s; 20,000 resamples), quick = 1 the small one
+ * embedded, single and multi at 250 µs one way, multi's secondary reads individual; the reports' 16
+ * cases; arms ordinary, remote, remote-grouped (multi only), adaptive, sqlite (embedded only); 6 blocks, 3 repeats of 3 s; 20,000 resamples), quick = 1 the small one
  * (embedded only, the same cases and arms, 4 blocks, 3 repeats of 0.1 s, 2,000 resamples; about two
  * minutes on a 2-core machine). */
 void rl__camp_protocol_builtin(int quick, rl__camp_protocol *out);
@@ -215,7 +230,8 @@ void rl__camp_protocol_builtin(int quick, rl__camp_protocol *out);
  * way; cases small-rows1000-forward and split-rows1000-forward; arms ordinary, remote, adaptive;
  * 6 blocks x 3 repeats of 3 s; bootstrap seed 391706) or "m2" (the M2 report's: topology m2,
  * kind multi, 3 hosts x 3 storage servers, replication 2, ssd engine, 250 us one way, placement
- * "reports"; the 16 cases; the same arms and design; seed 492817). RL_OK, or
+ * "reports", secondary reads individual; the 16 cases; the same arms plus remote-grouped and the
+ * same design; seed 492817). RL_OK, or
  * RL_E_INVALID_ARGUMENT for another name (out untouched). */
 int rl__camp_protocol_named(const char *name, rl__camp_protocol *out);
 

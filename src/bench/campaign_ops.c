@@ -105,7 +105,11 @@ static volatile uint64_t sink;
 
 static uint64_t fold(uint64_t h, int64_t id) { return (h ^ (uint64_t)id) * 0x100000001b3ull; }
 
-static const rl_fetch_method methods[3] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH, RL_FETCH_ADAPTIVE};
+/* By arm (rl__camp_arm, the SQLite peer aside): the fetch method and the query's secondary
+ * strategy (0: the database's, which the topology's secondary_reads set). */
+static const rl_fetch_method methods[RL_CAMP_SQLITE] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
+                                                        RL_FETCH_USE_REMOTE_FETCH, RL_FETCH_ADAPTIVE};
+static const int strategies[RL_CAMP_SQLITE] = {0, 0, RL_SECONDARY_GROUPED, 0};
 
 /* Requests, round trips and network bytes per op as the query layer reports them
  * (rl_query_counters' tracing figures, docs/design.md §7): client requests over the network (to
@@ -134,6 +138,7 @@ static int rl_op(rl__camp_conn *c, const rl__camp_case *k, rl__camp_arm arm, int
     memset(&qo, 0, sizeof qo);
     qo.size = sizeof qo;
     qo.fetch = methods[arm];
+    qo.secondary_strategy = strategies[arm];
     qo.limit = k->limit;
     qo.skip = k->skip;
     qo.reverse = k->reverse;

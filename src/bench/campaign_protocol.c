@@ -44,7 +44,9 @@
 
 /* ---- Names ------------------------------------------------------------------------------------ */
 
-static const char *const arm_names[RL_CAMP_ARM_KINDS] = {"ordinary", "remote", "adaptive", "sqlite"};
+static const char *const arm_names[RL_CAMP_ARM_KINDS] = {"ordinary", "remote", "remote-grouped", "adaptive", "sqlite"};
+static const char *const comparison_names[RL_CAMP_COMPARISONS] = {"remote/ordinary", "remote-grouped/ordinary",
+                                                                  "adaptive/best", "sqlite/ordinary"};
 static const char *const metric_names[RL_CAMP_METRICS] = {
     "ns_per_op",           "bytes_per_op",           "allocs_per_op",       "rows_per_op",
     "requests_per_op",     "round_trips_per_op",     "kv_bytes_per_op",     "index_entries_per_op",
@@ -58,6 +60,19 @@ const char *rl__camp_metric_name(rl__camp_metric m) {
 }
 const char *rl__camp_variant_name(rl__camp_variant v) {
     return (unsigned)v < RL_CAMP_VARIANTS ? variant_names[v] : "unknown";
+}
+
+const char *rl__camp_comparison_name(int i) {
+    return (unsigned)i < RL_CAMP_COMPARISONS ? comparison_names[i] : "unknown";
+}
+
+int rl__camp_arm_applies(rl__camp_arm a, int kind, const char **why) {
+    const char *w = NULL;
+    if (a == RL_CAMP_SQLITE && kind != RL_CAMP_EMBEDDED) w = "the SQLite peer runs on embedded topologies only";
+    if (a == RL_CAMP_REMOTE_GROUPED && kind != RL_CAMP_MULTI)
+        w = "remote-grouped runs on multi topologies only (elsewhere no secondary leaves its server)";
+    if (why) *why = w;
+    return !w;
 }
 
 int rl__camp_arm_of(const char *name) {
@@ -181,9 +196,12 @@ int rl__camp_protocol_named(const char *name, rl__camp_protocol *p) {
         reports_design(p, "m2", 492817);
         snprintf(p->description, sizeof p->description, "%s",
                  "The M2 reference report's design: 3 hosts x 3 storage servers, double replication, ssd engine, "
-                 "250 us one way, the reports' placement, the 16 cases, 6 blocks x 3 repeats of 3 s.");
+                 "250 us one way, the reports' placement, the 16 cases, 6 blocks x 3 repeats of 3 s; arms "
+                 "ordinary, remote (individual), remote-grouped, adaptive.");
         rl__camp_topology *t = &p->topologies[p->n_topologies++];
-        set_topology(t, "m2", RL_CAMP_MULTI, 250);
+        set_topology(t, "m2", RL_CAMP_MULTI, 250); /* secondary reads individual: FoundationDB's */
+        /* remote-grouped beside remote: reclayer's grouped secondaries against FoundationDB's */
+        p->arms[2] = RL_CAMP_REMOTE_GROUPED, p->arms[3] = RL_CAMP_ADAPTIVE, p->n_arms = 4;
         t->storage_servers = 9, t->hosts = 3, t->replication = 2;
         strcpy(t->placement, "reports");
         strcpy(t->engine, "ssd");
@@ -499,7 +517,8 @@ static int parse_doc(json_t *root, rl__camp_protocol *p, rl__errdetail *err) {
             json_t *e = json_array_get(v, (size_t)i);
             int a = json_is_string(e) ? rl__camp_arm_of(json_string_value(e)) : -1;
             if (a < 0) {
-                rl__errdetail_append(err, "arms[%d]: must be one of ordinary, remote, adaptive, sqlite", i);
+                rl__errdetail_append(err, "arms[%d]: must be one of ordinary, remote, remote-grouped, adaptive, sqlite",
+                                     i);
                 return RL_E_INVALID_ARGUMENT;
             }
             for (int j = 0; j < i; j++)

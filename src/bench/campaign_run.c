@@ -54,8 +54,9 @@ typedef struct {
     int all_metrics; /* 0: time, bytes, allocations and rows only (the SQLite peer) */
 } comparison;
 
-static const comparison comparisons[3] = {
+static const comparison comparisons[RL_CAMP_COMPARISONS] = {
     {"remote/ordinary", RL_CAMP_REMOTE, RL_CAMP_ORDINARY, 0, 1},
+    {"remote-grouped/ordinary", RL_CAMP_REMOTE_GROUPED, RL_CAMP_ORDINARY, 0, 1},
     {"adaptive/best", RL_CAMP_ADAPTIVE, RL_CAMP_ORDINARY, 1, 1},
     {"sqlite/ordinary", RL_CAMP_SQLITE, RL_CAMP_ORDINARY, 0, 0},
 };
@@ -332,7 +333,7 @@ static int summarise_case(run_ctx *c, const rl__camp_topology *t, const rl__camp
         json_object_set_new(o, "metrics", ms);
         json_array_append_new(c->arm_summary, o);
     }
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < RL_CAMP_COMPARISONS; ci++) {
         const comparison *cmp = &comparisons[ci];
         if (!runs[cmp->arm] || !runs[cmp->base] || (cmp->best && !runs[RL_CAMP_REMOTE])) continue;
         for (int m = 0; m < RL_CAMP_METRICS; m++) {
@@ -784,6 +785,11 @@ static void rows_check(run_ctx *c, rl__camp_topo *tp, json_t *tj, int (*runs)[RL
         avail[RL_CAMP_SQLITE] = 0;
         snprintf(why[RL_CAMP_SQLITE], sizeof why[0], "the SQLite peer runs on embedded topologies only");
     }
+    const char *na;
+    if (avail[RL_CAMP_REMOTE_GROUPED] && !rl__camp_arm_applies(RL_CAMP_REMOTE_GROUPED, (int)tp->t->kind, &na)) {
+        avail[RL_CAMP_REMOTE_GROUPED] = 0;
+        snprintf(why[RL_CAMP_REMOTE_GROUPED], sizeof why[0], "%s", na);
+    }
     for (int v = 0; per_case && v < RL_CAMP_VARIANTS; v++) {
         int used = 0, opened = 0;
         for (int k = 0; k < p->n_cases; k++) used |= p->cases[k].variant == (rl__camp_variant)v;
@@ -1014,8 +1020,7 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err) {
      * its plan once its rows check has shown which arms run. */
     for (int ti = 0; ti < p->n_topologies; ti++) {
         int n = 0;
-        for (int i = 0; i < p->n_arms; i++)
-            n += p->arms[i] != RL_CAMP_SQLITE || p->topologies[ti].kind == RL_CAMP_EMBEDDED;
+        for (int i = 0; i < p->n_arms; i++) n += rl__camp_arm_applies(p->arms[i], (int)p->topologies[ti].kind, NULL);
         c.est[ti] = n * (p->n_cases * p->blocks + p->n_tp_clients * p->n_tp_cases);
         c.total += c.est[ti];
     }

@@ -162,15 +162,15 @@ static void ratio_table(rl_buf *b, json_t *r, const char *topo, const char *cmp,
  * its baseline's, or the other way round. For adaptive/best the baseline's median is the smaller of
  * ordinary's and remote's. Appended as one list item per such case; nothing when they agree. */
 static void direction_notes(rl_buf *b, json_t *r, const char *topo) {
-    static const char *const cmps[3] = {"remote/ordinary", "adaptive/best", "sqlite/ordinary"};
     json_t *p = json_object_get(r, "protocol");
     size_t i;
     json_t *kname;
     int any = 0;
     json_array_foreach(json_object_get(p, "cases"), i, kname) {
         const char *k = json_string_value(kname);
-        for (int c = 0; c < 3; c++) {
-            json_t *s = find_summary(r, topo, k, cmps[c], "ns_per_op");
+        for (int c = 0; c < RL_CAMP_COMPARISONS; c++) {
+            const char *cmp = rl__camp_comparison_name(c);
+            json_t *s = find_summary(r, topo, k, cmp, "ns_per_op");
             if (!s || strcmp(jstr(s, "status"), "ok")) continue;
             const char *arm = jstr(s, "arm"), *base = jstr(s, "baseline");
             json_t *fa = find_arm(r, topo, k, arm, "ns_per_op");
@@ -188,8 +188,8 @@ static void direction_notes(rl_buf *b, json_t *r, const char *topo) {
             if (isnan(ma) || isnan(mb) || ratio == 1 || ma == mb || (ratio < 1) == (ma < mb)) continue;
             if (!any) rl__buf_append_str(b, "\n");
             any = 1;
-            rl__buf_printf(b, "- Note, %s %s: the ratio %.3f says %s is %s than %s, but the medians (", k, cmps[c],
-                           ratio, arm, ratio < 1 ? "faster" : "slower", base);
+            rl__buf_printf(b, "- Note, %s %s: the ratio %.3f says %s is %s than %s, but the medians (", k, cmp, ratio,
+                           arm, ratio < 1 ? "faster" : "slower", base);
             put_time(b, ma);
             rl__buf_append_str(b, " vs ");
             put_time(b, mb);
@@ -320,19 +320,22 @@ void rl__camp_report_main_table(json_t *r, rl_buf *b) {
             rl__buf_printf(b, "\n%s (%s): %s — %s\n", topo, jstr(t, "kind"), jstr(t, "status"), jstr(t, "reason"));
             continue;
         }
-        int sq = has_comparison(r, topo, "sqlite/ordinary"), ad = has_comparison(r, topo, "adaptive/best");
+        int sq = has_comparison(r, topo, "sqlite/ordinary"), ad = has_comparison(r, topo, "adaptive/best"),
+            rg = has_comparison(r, topo, "remote-grouped/ordinary");
         rl__buf_printf(b, "\n%s (%s, %d µs one way): time per query, ratio [%.0f%% interval] of %d blocks\n\n", topo,
                        jstr(t, "kind"), (int)json_integer_value(json_object_get(t, "delay_us")),
                        100 * jnumv(json_object_get(p, "statistics"), "level"),
                        (int)json_integer_value(json_object_get(json_object_get(p, "design"), "blocks")));
         rl__buf_append_str(b, "| case | label | remote/ordinary |");
+        if (rg) rl__buf_append_str(b, " remote-grouped/ordinary |");
         if (ad) rl__buf_append_str(b, " adaptive/best |");
         if (sq) rl__buf_append_str(b, " sqlite/ordinary |");
         rl__buf_append_str(b, " ordinary | remote |");
+        if (rg) rl__buf_append_str(b, " remote-grouped |");
         if (ad) rl__buf_append_str(b, " adaptive |");
         if (sq) rl__buf_append_str(b, " sqlite |");
         rl__buf_append_str(b, "\n|---|---|---|");
-        for (int j = 0; j < 2 + ad * 2 + sq * 2; j++) rl__buf_append_str(b, "---|");
+        for (int j = 0; j < 2 + rg * 2 + ad * 2 + sq * 2; j++) rl__buf_append_str(b, "---|");
         rl__buf_append_str(b, "\n");
         json_array_foreach(json_object_get(p, "cases"), i, kname) {
             const char *k = json_string_value(kname);
@@ -340,11 +343,15 @@ void rl__camp_report_main_table(json_t *r, rl_buf *b) {
             if (!kc) continue;
             rl__buf_printf(b, "| %s | %s | ", k, jstr(kc, "label"));
             put_ratio(b, find_summary(r, topo, k, "remote/ordinary", "ns_per_op"));
+            if (rg)
+                rl__buf_append_str(b, " | "),
+                    put_ratio(b, find_summary(r, topo, k, "remote-grouped/ordinary", "ns_per_op"));
             if (ad) rl__buf_append_str(b, " | "), put_ratio(b, find_summary(r, topo, k, "adaptive/best", "ns_per_op"));
             if (sq)
                 rl__buf_append_str(b, " | "), put_ratio(b, find_summary(r, topo, k, "sqlite/ordinary", "ns_per_op"));
-            const char *arms[4] = {"ordinary", "remote", ad ? "adaptive" : NULL, sq ? "sqlite" : NULL};
-            for (int a = 0; a < 4; a++) {
+            const char *arms[5] = {"ordinary", "remote", rg ? "remote-grouped" : NULL, ad ? "adaptive" : NULL,
+                                   sq ? "sqlite" : NULL};
+            for (int a = 0; a < 5; a++) {
                 if (!arms[a]) continue;
                 rl__buf_append_str(b, " | ");
                 json_t *f = find_arm(r, topo, k, arms[a], "ns_per_op");
@@ -702,7 +709,8 @@ int rl__camp_report_write(const char *dir, json_t *r, json_t *manifest, FILE *ou
                    jnumv(dz, "warmup_seconds"), (long long)json_integer_value(json_object_get(dz, "pipeline_depth")));
     rl__buf_printf(&b,
                    "- Per process the median of its repeats; per block the ratio of each arm to its baseline "
-                   "(remote/ordinary; adaptive/best = adaptive over the better of ordinary and remote in that block; "
+                   "(remote/ordinary; remote-grouped/ordinary, the remote fetch with grouped secondaries, multi "
+                   "topologies only; adaptive/best = adaptive over the better of ordinary and remote in that block; "
                    "sqlite/ordinary); per case the geometric mean of the block ratios with a nominal %.0f%% "
                    "block-bootstrap percentile interval (%lld resamples, seed %lld). Lower is better.\n",
                    100 * jnumv(st, "level"), (long long)json_integer_value(json_object_get(st, "resamples")),
@@ -728,11 +736,11 @@ int rl__camp_report_write(const char *dir, json_t *r, json_t *manifest, FILE *ou
             rl__buf_printf(&b, "\n**Not timed**: %s.\n", jstr(t, "status"));
             continue;
         }
-        static const char *const cmps[3] = {"remote/ordinary", "adaptive/best", "sqlite/ordinary"};
-        for (int c = 0; c < 3; c++) {
-            if (!has_comparison(r, topo, cmps[c])) continue;
-            rl__buf_printf(&b, "\n### %s (ratio [interval] per metric)\n\n", cmps[c]);
-            ratio_table(&b, r, topo, cmps[c], c == 2 ? 4 : 7);
+        for (int c = 0; c < RL_CAMP_COMPARISONS; c++) {
+            const char *cmp = rl__camp_comparison_name(c);
+            if (!has_comparison(r, topo, cmp)) continue;
+            rl__buf_printf(&b, "\n### %s (ratio [interval] per metric)\n\n", cmp);
+            ratio_table(&b, r, topo, cmp, strcmp(cmp, "sqlite/ordinary") ? 7 : 4);
         }
         rl__buf_append_str(&b, "\n### Absolute values\n\nMedians of the block medians (time also with the raw "
                                "min and max of all repeats).\n\n");

@@ -6,7 +6,8 @@
  *                last_rows — results.json's "samples", in its order
  *   summary.csv  one row per (topology, case, arm, metric): the arm's median of the block medians,
  *                the raw min and max of its repeats, n_blocks, n_samples; and, when the arm has a
- *                comparison (remote/ordinary, adaptive/best, sqlite/ordinary), its baseline, the
+ *                comparison (remote/ordinary, remote-grouped/ordinary, adaptive/best,
+ *                sqlite/ordinary), its baseline, the
  *                ratio (geometric mean of the block ratios), ci_low, ci_high, the interval's level
  *                and the ratio's status; the baseline arm's rows leave those columns empty
  *

@@ -33,7 +33,11 @@
  * gathered, which goes out (MAPPED_CHUNK) whenever it reaches the chunk size and the client's
  * window has room for it (stream_flush waits for MAPPED_CREDIT, rl__ss_stream_credit on the loop
  * thread); the batch's rows are then dropped (its arena is reset), and the final reply carries the
- * tail: more, status, bounds and stats.
+ * tail: more, status, bounds and stats. A `grouped` stream sizes its rounds once it has taken
+ * remote items (ask_items: as many items as their mean size fits in the batch and in what is
+ * left of the page's target), and asks for the next round before it returns each batch to be
+ * sent (pf_issue: the next call takes it when mapped.c hands it the items asked for, else drops
+ * it), so the peers read and send round n+1 while round n is encoded and goes to the client.
  *
  * Invariants:
  *   1. Remote reads use the request's own version (not the local engine version it was clamped
@@ -54,13 +58,17 @@
  *      batches at most SS_MAX_BATCH entries, each secondary at most SS_MAPPED_SECONDARY_BUDGET /
  *      batch bytes; `grouped`'s page (one batch) at SS_MAPPED_SECONDARY_BUDGET of secondaries
  *      plus one entry, each secondary at most a tenth of it (a secondary cut off is marked more;
- *      the client completes it); GET_MULTI replies at max_bytes plus one item, or their first
+ *      the client completes it; a streamed page's later rounds, sized by ask_items, give each
+ *      owner the batch's whole budget); GET_MULTI replies at max_bytes plus one item, or their first
  *      SS_MULTI_MIN_ITEMS items below SS_MULTI_REPLY_BYTES; so every reply stays well inside the
  *      64 MiB frame limit.
  *   6. A streamed read (its page's budget SS_STREAM_REPLY_BYTES, not SS_REPLY_BYTES; its frames
  *      are chunks of about the chunk size) has at most its window of chunk bytes sent and not
  *      credited back (one chunk when none are), and holds one batch of rows (about
- *      SS_STREAM_BATCH_BYTES) plus the chunk being gathered, whatever its page — besides the
+ *      SS_STREAM_BATCH_BYTES; a grouped round sized on records smaller than the ones it meets at
+ *      most one such budget per owner; grouped, the next round's too: two batches in two arenas,
+ *      each reset only after the batch that used it was sent) plus the chunk being gathered,
+ *      whatever its page — besides the
  *      page's index entries (a fifth of its budget at most); its ss_stream is on ss->streams from
  *      its start to its end, so a credit or cancel finds it only while it runs.
  */
@@ -507,15 +515,34 @@ void rl__ss_peers_free(rl__ss *ss) {
 
 /* ==== the batch hook (worker threads) ======================================================= */
 
+/* A growable array of pieces in the arena. */
+typedef struct {
+    ss_piece *v;
+    int n, cap;
+} pieces_t;
+
 /* One mapped read's context for its hook. */
 typedef struct {
     rl__ss *ss;
-    rl__version version;    /* the request's version (invariant 1) */
-    int strategy;           /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
-    int owners;             /* grouped: GET_MULTI requests of the round being encoded */
-    long page_target;       /* grouped: the page's byte target (> 0) */
-    int batches;            /* hook calls so far */
-    uint32_t local, remote; /* secondaries the reply carries, by where they were read (run_job) */
+    rl__version version; /* the request's version (invariant 1) */
+    int strategy;        /* RL_FETCH_INDIVIDUAL or RL_FETCH_GROUPED */
+    int owners;          /* grouped: GET_MULTI requests of the round being encoded */
+    long page_target;    /* grouped: the page's byte target (> 0); streamed: a batch's */
+    int streamed;        /* GET_MAPPED_STREAM: an unread item ends a batch, not the page */
+    uint64_t seen_bytes; /* grouped, streamed: key + value bytes of the remote items taken */
+    uint64_t seen_items; /* ... and their number (the mean sizes the next round: ask_items) */
+    long page_bytes;     /* grouped, streamed: the page's own target (the request's) */
+    int kept;            /* grouped: entries the page's rounds kept so far */
+    /* grouped, streamed: the next round, asked for before this batch is sent (prefetch) */
+    ss_batch *pf_b; /* its requests (NULL: none in flight) */
+    pieces_t pf_ps; /* its pieces, first and count (pf_arena[pf_slot]) */
+    int *pf_first, *pf_count;
+    int pf_n;                     /* its items */
+    rl__secondary_item *pf_items; /* copies of its items (bounds in the read's arena: stable) */
+    int pf_slot, pf_used;         /* the arena it lives in; arenas initialised */
+    rl_arena pf_arena[2];         /* a round's rows live until the batch after it is sent */
+    int batches;                  /* hook calls so far */
+    uint32_t local, remote;       /* secondaries the reply carries, by where they were read (run_job) */
     uint32_t s2s_requests, s2s_round_trips;
     uint64_t s2s_bytes_sent, s2s_bytes_received;
     rl__msg_s2s_peer peer_stats[RL_PROTO_MAX_PEER_STATS]; /* the first peers, in first-use order */
@@ -544,12 +571,6 @@ static rl__msg_s2s_peer *peer_entry(mctx *c, uint32_t id) {
     c->n_peers++;
     return NULL;
 }
-
-/* A growable array of pieces in the arena. */
-typedef struct {
-    ss_piece *v;
-    int n, cap;
-} pieces_t;
 
 static ss_piece *piece_add(pieces_t *ps, rl_arena *a) {
     if (ps->n == ps->cap) {
@@ -729,6 +750,8 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl__secondary_i
      * what the page keeps (it ends at the first unread item). */
     if (c->strategy == RL_FETCH_GROUPED) {
         long share = c->page_target / (c->owners > 0 ? c->owners : 1);
+        /* a sized round (ask_items) asks for what it keeps: any owner may hold all of it */
+        if (c->streamed && c->seen_items > 0) share = c->page_target;
         m.u.get_multi_req.max_bytes = (uint64_t)(share > 1 ? share : 1);
     }
     rl__buf_init(&q->payload);
@@ -737,11 +760,13 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl__secondary_i
     return rc;
 }
 
-/* Run the remote pieces of a batch (step 3 of the file header). Returns RL_OK, or the error that
- * fails the mapped read (message in c->err). */
-static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl_arena *a) {
+/* Send the remote pieces of a batch (step 3 of the file header): *out gets the batch in flight
+ * (NULL when no piece is remote), which remote_wait or remote_drop finishes. Returns RL_OK, or
+ * an error (nothing in flight). */
+static int remote_issue(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl_arena *a, ss_batch **out) {
     rl__ss *ss = c->ss;
     int n_remote = 0;
+    *out = NULL;
     for (int i = 0; i < ps->n; i++) n_remote += !ps->v[i].local;
     if (n_remote == 0) return RL_OK;
     ss_batch *b = rl__calloc(1, sizeof *b);
@@ -800,7 +825,25 @@ static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl
         rl__msg_s2s_peer *pe = peer_entry(c, b->reqs[r].server);
         if (pe) pe->requests++, pe->items += (uint32_t)b->reqs[r].n_pieces, pe->bytes_sent += fb;
     }
-    s2s_send(ss, b); /* what it cannot send is failed, and seen below */
+    s2s_send(ss, b); /* what it cannot send is failed, and seen by remote_wait */
+    *out = b;
+    return RL_OK;
+}
+
+/* Give up batch b (issued, not waited for): its late replies write nothing (invariant 3). */
+static void remote_drop(ss_batch *b) {
+    pthread_mutex_lock(&b->mu);
+    b->cancelled = 1;
+    pthread_mutex_unlock(&b->mu);
+    batch_unref(b);
+}
+
+/* Wait for batch b's replies (or its deadline, or a stop) and release it. Returns RL_OK, or the
+ * error that fails the mapped read (message in c->err). */
+static int remote_wait(mctx *c, ss_batch *b) {
+    rl__ss *ss = c->ss;
+    int rc = RL_OK;
+    uint64_t deadline = b->n_reqs ? b->reqs[0].deadline_ns : rl__clock_mono_ns();
     /* Wait (in slices, so a stop is seen), invariant 3. */
     pthread_mutex_lock(&b->mu);
     while (b->outstanding > 0 && !atomic_load(&ss->stopping)) {
@@ -843,6 +886,14 @@ static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl
     pthread_mutex_unlock(&b->mu);
     batch_unref(b);
     return rc;
+}
+
+/* Run the remote pieces of a batch (step 3 of the file header). Returns RL_OK, or the error that
+ * fails the mapped read (message in c->err). */
+static int run_remote(mctx *c, pieces_t *ps, const rl__secondary_item *items, rl_arena *a) {
+    ss_batch *b = NULL;
+    int rc = remote_issue(c, ps, items, a, &b);
+    return rc != RL_OK || !b ? rc : remote_wait(c, b);
 }
 
 /* Merge item it's pieces ps[first .. first + cnt) (key order) into the item's result under its
@@ -915,14 +966,14 @@ static int take_item(mctx *c, rl__secondary_item *it, const ss_piece *ps, int cn
  * (batch_secondary_bytes); the client's next page starts there. So a page costs one
  * storage-to-storage round trip and its reply's secondaries hold at most 24 MiB plus one entry. */
 static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps, const int *first, const int *count,
-                         rl__version v, rl_arena *a) {
+                         rl__version v, rl_arena *a, ss_batch *issued) {
     int first_batch = c->batches++ == 0;
     for (int i = 0; i < n; i++)
-        if (count[i] == 1 && ps->v[first[i]].local) items[i].read_here = 1;
+        if (count[i] == 0 || (count[i] == 1 && ps->v[first[i]].local)) items[i].read_here = 1;
     for (int i = 0; i < ps->n; i++)
         if (ps->v[i].local && !items[ps->v[i].item].read_here)
             read_local_piece(c->ss, v, &items[ps->v[i].item], &ps->v[i], a);
-    int rc = run_remote(c, ps, items, a);
+    int rc = issued ? remote_wait(c, issued) : run_remote(c, ps, items, a);
     if (rc != RL_OK) return rc;
     for (int i = 0; i < n; i++) {
         int unread = 0;
@@ -933,12 +984,125 @@ static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps
                 return RL_E_INTERNAL_ERROR;
             }
             for (int j = i; j < n; j++) items[j].unread = 1;
+            c->kept += i;
             return RL_OK;
         }
         if (items[i].read_here) continue;
         if (take_item(c, &items[i], &ps->v[first[i]], count[i], a)) return RL_OK;
+        if (c->streamed) {
+            for (int j = 0; j < items[i].n_kvs; j++)
+                c->seen_bytes += (uint64_t)items[i].kvs[j].key_len + items[i].kvs[j].value_len;
+            c->seen_items++;
+        }
     }
+    c->kept += n;
     return RL_OK;
+}
+
+/* The items of n a sized round fits (ask_items), 0 when the page's target is spent. */
+static int ask_fit(const mctx *c, int n) {
+    double mean = (double)c->seen_bytes / (double)c->seen_items;
+    if (mean < 1) mean = 1;
+    double fit = (double)c->page_target / mean;
+    if (c->page_bytes > 0) {
+        double left = ((double)c->page_bytes - (double)c->seen_bytes) / mean;
+        long end = c->kept + (long)(left > 0 ? left + 0.999 : 0);
+        end = (end + SS_DEFAULT_BATCH - 1) / SS_DEFAULT_BATCH * SS_DEFAULT_BATCH;
+        if ((double)(end - c->kept) < fit) fit = (double)(end - c->kept);
+    }
+    return fit >= n ? n : fit < 1 ? 0 : (int)fit;
+}
+
+/* `grouped`, streamed: the items of the next round, n at most. The first round asks for every
+ * item and the owners share the batch's budget (max_bytes), so whatever lies past the first item a
+ * peer did not reach is read and dropped — about as much again as is kept when records are large
+ * and few make a batch. Once remote items have been taken, their mean size says how many fit the
+ * batch's budget, and how many are left before the page's own target is spent (the page ends at
+ * the next multiple of SS_DEFAULT_BATCH entries then: mapped.h's batch_step): the round asks for
+ * the fewer of the two (at least one) and keeps about all of it; the others are left unread, and
+ * the next batch starts with them (mapped.h). */
+static int ask_items(const mctx *c, int n) {
+    if (c->strategy != RL_FETCH_GROUPED || !c->streamed || c->seen_items == 0) return n;
+    int k = ask_fit(c, n);
+    return k < 1 ? 1 : k;
+}
+
+/* Step 1 for items[0..n): first[i] and count[i] of each item's pieces in ps (count 0: wholly in
+ * this server's shards, read_here set), pieces in arena a. Caller holds map_mu. */
+static int split_items(mctx *c, rl__secondary_item *items, int n, pieces_t *ps, int *first, int *count, rl_arena *a) {
+    int k_last = -1, rc = RL_OK;
+    for (int i = 0; i < n && rc == RL_OK; i++) {
+        first[i] = ps->n;
+        if (item_local(c->ss, &items[i], c->version, &k_last)) {
+            items[i].read_here = 1; /* no piece: mapped.c reads it (count 0, local) */
+            count[i] = 0;
+            continue;
+        }
+        rc = split_item(c, &items[i], i, ps, a);
+        count[i] = ps->n - first[i];
+    }
+    return rc;
+}
+
+/* Drop the prefetched round, if any (its replies write nothing more). */
+static void pf_drop(mctx *c) {
+    if (c->pf_b) remote_drop(c->pf_b);
+    c->pf_b = NULL;
+    c->pf_n = 0;
+}
+
+/* `grouped`, streamed, sized rounds: ask now for the round after this batch — items[0..n) are the
+ * page's items after the ones this batch keeps, as mapped.c will hand them to the next call — so
+ * that its GET_MULTIs travel and the peers read while this batch is encoded and sent. Its pieces
+ * and rows go to the arena the round before last used (whose batch has been sent). The next call
+ * takes it when its first item is this one's (mapped.c did not end the batch earlier), else drops
+ * it. Nothing is asked when the page's target is spent or an error stops it (the next call asks
+ * again). Caller holds nothing. */
+static void pf_issue(mctx *c, rl__secondary_item *items, int n) {
+    rl__ss *ss = c->ss;
+    int k = n > 0 ? ask_fit(c, n) : 0;
+    if (k < 1) return;
+    if (!c->pf_used) {
+        rl__arena_init(&c->pf_arena[0], 0);
+        rl__arena_init(&c->pf_arena[1], 0);
+        c->pf_used = 1;
+    }
+    c->pf_slot ^= 1;
+    rl_arena *a = &c->pf_arena[c->pf_slot];
+    rl__arena_reset(a);
+    c->pf_ps.v = NULL, c->pf_ps.n = c->pf_ps.cap = 0;
+    c->pf_first = rl__arena_alloc(a, (size_t)k * 2 * sizeof *c->pf_first);
+    if (!c->pf_first) return;
+    c->pf_count = c->pf_first + k;
+    pthread_mutex_lock(&ss->map_mu);
+    int rc = ss->map ? split_items(c, items, k, &c->pf_ps, c->pf_first, c->pf_count, a) : RL_E_INTERNAL_ERROR;
+    pthread_mutex_unlock(&ss->map_mu);
+    for (int i = 0; i < k; i++) items[i].read_here = 0; /* the next call's items are fresh */
+    if (rc != RL_OK || remote_issue(c, &c->pf_ps, items, a, &c->pf_b) != RL_OK || !c->pf_b) {
+        c->pf_b = NULL; /* nothing remote (or a failure): the next call asks itself */
+        return;
+    }
+    c->pf_n = k;
+    c->pf_items = rl__arena_alloc(a, (size_t)k * sizeof *c->pf_items);
+    if (!c->pf_items) {
+        pf_drop(c);
+        return;
+    }
+    memcpy(c->pf_items, items, (size_t)k * sizeof *items);
+}
+
+/* 1 when the prefetched round read exactly items[0..pf_n): the same bounds and limits, item for
+ * item (mapped.c builds the bounds again for each call: compared by content). */
+static int pf_matches(const mctx *c, const rl__secondary_item *items, int n) {
+    if (!c->pf_b || n < c->pf_n) return 0;
+    for (int i = 0; i < c->pf_n; i++) {
+        const rl__secondary_item *x = &c->pf_items[i], *y = &items[i];
+        if (x->is_range != y->is_range || x->row_limit != y->row_limit || x->byte_limit != y->byte_limit ||
+            rl__bytes_cmp(x->begin, x->begin_len, y->begin, y->begin_len) ||
+            rl__bytes_cmp(x->end, x->end_len, y->end, y->end_len))
+            return 0;
+    }
+    return 1;
 }
 
 /* rl_secondary_batch_fn of the storage server (the file header's steps 1–4). */
@@ -962,20 +1126,37 @@ static int mapped_hook(void *vctx, rl__version v, rl__secondary_item *items, int
             pthread_mutex_lock(&ss->map_mu);
         }
     }
-    int k_last = -1;
-    for (int i = 0; i < n && rc == RL_OK; i++) {
-        first[i] = ps.n;
-        if (item_local(ss, &items[i], c->version, &k_last)) {
-            items[i].read_here = 1; /* no piece: mapped.c reads it (below: count 0, local) */
-            count[i] = 0;
-            continue;
-        }
-        rc = split_item(c, &items[i], i, &ps, a);
-        count[i] = ps.n - first[i];
+    int n_all = n;
+    ss_batch *issued = NULL;
+    if (pf_matches(c, items, n)) { /* the round asked for already */
+        issued = c->pf_b;
+        n = c->pf_n;
+        ps = c->pf_ps;
+        first = c->pf_first, count = c->pf_count;
+        c->pf_b = NULL, c->pf_n = 0;
+    } else {
+        pf_drop(c);
+        n = ask_items(c, n);
+        rc = split_items(c, items, n, &ps, first, count, a);
     }
+    for (int i = n; i < n_all; i++) items[i].unread = 1;
     pthread_mutex_unlock(&ss->map_mu);
-    if (rc != RL_OK) return rc;
-    if (c->strategy == RL_FETCH_GROUPED) return grouped_batch(c, items, n, &ps, first, count, v, a);
+    if (rc != RL_OK) {
+        if (issued) remote_drop(issued);
+        return rc;
+    }
+    if (c->strategy == RL_FETCH_GROUPED) {
+        rc = grouped_batch(c, items, n, &ps, first, count, v, a, issued);
+        if (rc != RL_OK || !c->streamed || c->seen_items == 0) return rc;
+        int kept = 0;
+        while (kept < n && !items[kept].unread && items[kept].error == RL_OK) kept++;
+        if (kept == n) {
+            for (int i = n; i < n_all; i++) items[i].unread = 0; /* as mapped.c will hand them */
+            pf_issue(c, &items[n], n_all - n);
+            for (int i = n; i < n_all; i++) items[i].unread = 1;
+        }
+        return RL_OK;
+    }
     c->batches++;
     /* An item wholly inside one of this server's shards goes back to mapped.c, which reads all
      * such items of the batch under one engine read lock (as without a hook); the local pieces of
@@ -1287,6 +1468,8 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *ou
         if (streamed) { /* batches of about a MiB, each sent as it is read (mapped.h) */
             o.emit = stream_emit;
             o.emit_ctx = &x;
+            c.streamed = 1;
+            c.page_bytes = o.target_bytes;
             o.sec_arena = sa;
             if (c.strategy == RL_FETCH_GROUPED) o.batch_secondary_bytes = c.page_target = SS_STREAM_BATCH_BYTES;
         }
@@ -1301,6 +1484,8 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *ou
         int n = 0, more = 0;
         rc = rl__storage_get_mapped_range(ss->st, readv, bd.cbegin, bd.cbegin_len, bd.cend, bd.cend_len, mp, &o,
                                           mapped_hook, &c, a, &ents, &n, &more);
+        pf_drop(&c); /* a round asked for past the page's end */
+        if (c.pf_used) rl__arena_release(&c.pf_arena[0]), rl__arena_release(&c.pf_arena[1]);
         if (rc == RL_OK && streamed) rc = stream_flush(&x); /* the last chunk */
         if (rc != RL_OK) {
             if (rc == RL_E_OPERATION_CANCELLED && streamed) atomic_fetch_add(&ss->n_stream_cancels, 1);

@@ -378,11 +378,9 @@ done:
 }
 
 static int cmd_campaign_worker(int argc, char **argv) {
-    static const rl__arg_choice arms[] = {{"ordinary", RL_CAMP_ORDINARY},
-                                          {"remote", RL_CAMP_REMOTE},
-                                          {"adaptive", RL_CAMP_ADAPTIVE},
-                                          {"sqlite", RL_CAMP_SQLITE},
-                                          {NULL, 0}};
+    static const rl__arg_choice arms[] = {
+        {"ordinary", RL_CAMP_ORDINARY}, {"remote", RL_CAMP_REMOTE}, {"remote-grouped", RL_CAMP_REMOTE_GROUPED},
+        {"adaptive", RL_CAMP_ADAPTIVE}, {"sqlite", RL_CAMP_SQLITE}, {NULL, 0}};
     rl__camp_worker_options o = {.repeats = 1, .seconds = 0.1, .warmup_seconds = 0, .pipeline_depth = 10};
     int arm = RL_CAMP_ORDINARY, code;
     const rl__arg opts[] = {{.name = "url",

@@ -5,8 +5,8 @@
  * cluster stopped at the end. Tiny protocol: 100 records, 2 blocks, 1 repeat of 0.05 s, two cases.
  *
  *   campaign_4_1  the single topology runs: integrity_ok and the defect controls on the cluster,
- *                 ordinary, remote and adaptive available, the SQLite arm reported as not
- *                 applicable there, the RTT probe applicable (200 pings, min <= p50 <= p99 <= max),
+ *                 ordinary, remote and adaptive available, the SQLite and remote-grouped arms
+ *                 reported as not applicable there, the RTT probe applicable (200 pings, min <= p50 <= p99 <= max),
  *                 the receipts (layout and shard map) equal before and after every case, the
  *                 servers' pids recorded and every one of them gone after the run; requests and
  *                 round trips counted through the cluster; the second topology (single, 1000 us one
@@ -23,7 +23,9 @@
  *                 with server_disjoint_fraction 1 and teams of two on distinct hosts, equal
  *                 before and after; the probes show the delay, the restoration removes it; the
  *                 colocated twin (secondary_reads grouped) has fraction 0; the workers' URL
- *                 carries ?secondary= (individual, grouped); 7 server pids
+ *                 carries ?secondary= (individual, grouped); 7 server pids; the remote-grouped
+ *                 arm runs on both, agrees in the rows check and has its ratio to ordinary, shown
+ *                 beside remote/ordinary in report.md, summary.csv and the ratio plot
  */
 #include <errno.h>
 #include <signal.h>
@@ -91,6 +93,7 @@ TEST(campaign_4_1_single_topology) {
         const char *a = jstr(x, "arm");
         int want = !strcmp(a, "ordinary") || !strcmp(a, "remote") || !strcmp(a, "adaptive");
         ASSERT_EQ(json_is_true(json_object_get(x, "available")), want);
+        if (!strcmp(a, "remote-grouped")) ASSERT_NOT_NULL(strstr(jstr(x, "reason"), "multi topologies only"));
     }
     /* The servers were recorded, and none of them is left. */
     json_t *pids = json_object_get(t, "server_pids");
@@ -230,7 +233,7 @@ TEST(campaign_4_3_multi_topology) {
         "                  \"hosts\": 2, \"replication\": 1, \"placement\": \"colocated\",\n"
         "                  \"secondary_reads\": \"grouped\"}],\n"
         " \"cases\": [\"small-rows10-forward\", \"split-rows10-reverse\"],\n"
-        " \"arms\": [\"ordinary\", \"remote\"],\n"
+        " \"arms\": [\"ordinary\", \"remote\", \"remote-grouped\"],\n"
         " \"design\": {\"blocks\": 2, \"repeats\": 1, \"seconds\": 0.02, \"warmup_seconds\": 0.01},\n"
         " \"statistics\": {\"resamples\": 200, \"seed\": 1},\n"
         " \"checks\": {\"contamination_threshold\": 1, \"rtt_pings\": 10}}\n",
@@ -274,6 +277,39 @@ TEST(campaign_4_3_multi_topology) {
     }
     ASSERT_EQ(n_multi, 2);
     ASSERT_EQ(n_co, 2);
+    /* remote-grouped ran beside remote on both multi topologies: the same rows as the others in the
+     * rows check, and its time ratio against ordinary in the summary for every case. */
+    json_array_foreach(json_object_get(r, "topologies"), i, x) {
+        json_t *a;
+        json_array_foreach(json_object_get(x, "arms"), j, a) ASSERT_TRUE(json_is_true(json_object_get(a, "available")));
+        json_array_foreach(json_object_get(x, "rows_check"), j, a) {
+            ASSERT_TRUE(json_is_true(json_object_get(a, "agree")));
+            ASSERT_NOT_NULL(json_object_get(json_object_get(a, "arms"), "remote-grouped"));
+        }
+    }
+    int n_rg = 0;
+    json_array_foreach(json_object_get(r, "summary"), i, x) {
+        if (strcmp(jstr(x, "comparison"), "remote-grouped/ordinary") || strcmp(jstr(x, "metric"), "ns_per_op"))
+            continue;
+        ASSERT_STR_EQ(jstr(x, "status"), "ok");
+        n_rg++;
+    }
+    ASSERT_EQ(n_rg, 4);
+    /* ... and beside remote/ordinary in the report's main table, summary.csv and the ratio plot. */
+    static const char *const files[3][2] = {{"report.md", "| remote/ordinary | remote-grouped/ordinary |"},
+                                            {"summary.csv", "remote-grouped/ordinary"},
+                                            {"plots/plots-multi-svg.gp", "title 'remote-grouped/ordinary'"}};
+    for (int fi = 0; fi < 3; fi++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/o/%s", dir, files[fi][0]);
+        FILE *f = fopen(path, "r");
+        ASSERT_NOT_NULL(f);
+        static char text[1 << 20];
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        text[len] = 0;
+        fclose(f);
+        if (!strstr(text, files[fi][1])) fail_msg("%s: no '%s'", files[fi][0], files[fi][1]);
+    }
     json_decref(r);
     rl_test_rmtree(dir);
     free(dir);

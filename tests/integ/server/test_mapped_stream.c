@@ -692,5 +692,186 @@ TEST(stream_1_7_omit_index) {
     rl_test_cluster_stop(c);
 }
 
+/* Load index entries 1..n (price = pk) and one record key each of lo..hi bytes (seeded sizes), on
+ * db, in transactions of about 2 MB; *total gets the records' value bytes. */
+static void load_sized(rl_db *db, model *m, uint64_t *rng, int n, int lo, int hi, long *total) {
+    rl_buf k, v;
+    rl__buf_init(&k);
+    rl__buf_init(&v);
+    memset(m, 0, sizeof *m);
+    *total = 0;
+    rl_txn *t = NULL;
+    long bytes = 0;
+    for (int pk = 1; pk <= n; pk++) {
+        if (!t) ASSERT_OK(rl_txn_begin(db, &t));
+        m->present[pk] = 1, m->price[pk] = pk, m->nsub[pk] = 1;
+        pack_index(&k, pk, pk);
+        ASSERT_OK(rl_txn_set(t, k.data, k.len, "", 0));
+        pack_record(&k, pk, 0);
+        size_t vl = (size_t)lo + (size_t)rl_test_rand_below(rng, (uint64_t)(hi - lo + 1));
+        rl__buf_reset(&v);
+        for (size_t i = 0; i < vl; i++) rl__buf_append_byte(&v, (uint8_t)('a' + (pk + i) % 26));
+        ASSERT_OK(rl_txn_set(t, k.data, k.len, v.data, v.len));
+        bytes += (long)vl, *total += (long)vl;
+        if (bytes > (2L << 20) || pk == n) {
+            rl_future *f = rl_txn_commit(t);
+            ASSERT_OK(rl_future_wait(f));
+            rl_future_free(f);
+            rl_txn_free(t);
+            t = NULL;
+            bytes = 0;
+        }
+    }
+    rl__buf_release(&k);
+    rl__buf_release(&v);
+}
+
+/* stream-1.8: bulk records on other servers (index on storage 1, records of 20-60 KB on 2 and 3:
+ * every secondary remote, several grouped batches a page, each round sized from the records seen
+ * so far): whole replies and streams with default, small and tiny chunks, individual and
+ * grouped, return the same entries over random limits and byte targets, and the same rows as a
+ * scan then fetch of each record; a whole grouped stream of every record reads from the peers at
+ * most a quarter more than it returns (a round asks for what its batch keeps, not again what an
+ * earlier round read and dropped). */
+TEST(stream_1_8_grouped_bulk) {
+    rl_test_cluster *c = &g_cluster;
+    const char *keys[] = {"\\x02j", "\\x02r\\x00\\x15\\x46"};
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 3;
+    o.split = keys;
+    o.n_split = 2;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    static const char *const params[] = {"?stream=0", "", "?chunk=700&window=3000", "?chunk=1&window=1"};
+    enum { N_DB = 4 };
+    rl_db *db[N_DB];
+    for (int i = 0; i < N_DB; i++) open_url(c, params[i], &db[i]);
+    uint64_t rng = rl_test_seed();
+    model m;
+    long total = 0;
+    load_sized(db[0], &m, &rng, MAXPK, 20000, 60000, &total);
+    uint16_t port1 = port_of(c, 1);
+    for (int round = 0; round < 8; round++) {
+        /* round 0: everything, whole and grouped stream, the peers' bytes measured */
+        int lo = round ? (int)rl_test_rand_below(&rng, 100) : 0;
+        int hi = round ? lo + 1 + (int)rl_test_rand_below(&rng, 100) : 1000;
+        int limit = round && rl_test_rand_below(&rng, 2) ? 1 + (int)rl_test_rand_below(&rng, 120) : 0;
+        int target = round && rl_test_rand_below(&rng, 2) ? 100000 + (int)rl_test_rand_below(&rng, 3000000) : 0;
+        const rl_mapped_keyvalue *e0;
+        int n0, more0;
+        rl_txn *t0;
+        ASSERT_OK(rl_txn_begin(db[0], &t0));
+        rl_future *f0 = mapped(t0, lo, hi, limit, target, RL_MAPPED_INDIVIDUAL);
+        ASSERT_OK(rl_future_wait(f0));
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(f0, &e0, &n0, &more0));
+        for (int i = 0; i < N_DB; i++)
+            for (int g = 0; g < 2; g++) {
+                char what[200];
+                snprintf(what, sizeof what, "round %d (prices [%d, %d), limit %d, target %d) %s %s", round, lo, hi,
+                         limit, target, g ? "grouped" : "individual", params[i]);
+                if (i == N_DB - 1 && round > 1) continue; /* the tiny chunks: two rounds (slow) */
+                long long rx0 = rl_test_status_num(c, port1, "s2s_bytes_received");
+                rl_txn *t;
+                ASSERT_OK(rl_txn_begin(db[i], &t));
+                rl_future *f = mapped(t, lo, hi, limit, target, g ? RL_MAPPED_GROUPED : RL_MAPPED_INDIVIDUAL);
+                ASSERT_OK(rl_future_wait(f));
+                const rl_mapped_keyvalue *e;
+                int n, more;
+                ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+                same_entries(e0, n0, more0, e, n, more, target != 0, what);
+                same_as_fetch(t, e, n, what);
+                long long rx = rl_test_status_num(c, port1, "s2s_bytes_received") - rx0;
+                if (round == 0) {
+                    ASSERT_EQ(n, MAXPK);
+                    for (int k = 0; k < n; k++) ASSERT_FALSE(e[k].served_locally);
+                    if (g && i == 1) {
+                        print_message("stream-1.8: a grouped stream of %ld record bytes read %lld from the peers\n",
+                                      total, rx);
+                        if (rx > total + total / 4) fail_msg("%s: %lld bytes from the peers for %ld", what, rx, total);
+                    }
+                }
+                rl_future_free(f);
+                rl_txn_free(t);
+            }
+        rl_future_free(f0);
+        rl_txn_free(t0);
+    }
+    for (int i = 0; i < N_DB; i++) rl_db_close(db[i]);
+    rl_test_cluster_stop(c);
+}
+
+/* stream-1.9: the storage server a grouped stream reads its remote records from is killed (kill -9
+ * by its pid) after the stream's first round (four servers, double replication, the index and
+ * the two record shards each on a team of its own; a 20 ms delay and one chunk in flight keep the stream
+ * seconds long): the read, retried as a transaction retries (rl_txn_on_error), returns every
+ * entry, right, from the surviving members. */
+TEST(stream_1_9_peer_killed) {
+    rl_test_cluster *c = &g_cluster;
+    const char *keys[] = {"\\x02j", "\\x02r\\x00\\x15\\x46"};
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 4;
+    o.replication = 2;
+    o.split = keys;
+    o.n_split = 2;
+    o.delay_us = 20000;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *db, *slow;
+    open_url(c, "", &db);
+    open_url(c, "?chunk=1&window=1", &slow);
+    model m;
+    uint64_t rng = rl_test_seed();
+    long total = 0;
+    load_sized(db, &m, &rng, 100, 20000, 30000, &total); /* 2-3 MB: several grouped batches */
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(slow, &t));
+    rl_future *f = mapped(t, 0, 1000, 0, 0, RL_MAPPED_GROUPED);
+    /* wait until the stream runs on an index server */
+    uint32_t reader = 0;
+    int64_t end = mono_ms() + 20000;
+    while (!reader && mono_ms() < end)
+        for (uint32_t id = 1; id <= 2 && !reader; id++)
+            if (rl_test_status_num(c, port_of(c, id), "stream_chunks") >= 2) reader = id;
+    ASSERT_TRUE(reader != 0);
+    ASSERT_FALSE(rl_future_is_ready(f));
+    /* the peer the reader's first round read from (the first other member of a record team) */
+    uint32_t victim = 0;
+    for (uint32_t id = 4; id >= 1 && !victim; id--)
+        if (id != reader && rl_test_status_num(c, port_of(c, id), "get_multi_served") > 0) victim = id;
+    ASSERT_TRUE(victim != 0);
+    long long items = rl_test_status_num(c, port_of(c, victim), "get_multi_items_served");
+    print_message("stream-1.9: reader %u, victim %u (%lld items served)\n", reader, victim, items);
+    ASSERT_TRUE(items > 0 && items < 100); /* a round read from it, more to come */
+    int pid = rl_test_cluster_pid(c, victim);
+    ASSERT_TRUE(pid > 0);
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    const rl_mapped_keyvalue *e = NULL;
+    int n = 0, more = 0, rc, tries = 0;
+    end = mono_ms() + 60000;
+    while ((rc = rl_future_wait(f)) != RL_OK || (rc = rl_future_get_error(f)) != RL_OK) {
+        ASSERT_TRUE(mono_ms() < end && ++tries < 50);
+        print_message("stream-1.9: try %d: %s, retried\n", tries, rl_error_name(rc));
+        rl_future *oe = rl_txn_on_error(t, rc);
+        ASSERT_OK(rl_future_wait(oe));
+        ASSERT_OK(rl_future_get_error(oe));
+        rl_future_free(oe);
+        rl_future_free(f);
+        f = mapped(t, 0, 1000, 0, 0, RL_MAPPED_GROUPED);
+    }
+    ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+    ASSERT_EQ(n, 100);
+    ASSERT_EQ(more, 0);
+    rl_txn *t2; /* the data does not change: a fresh transaction */
+    ASSERT_OK(rl_txn_begin(db, &t2));
+    same_as_fetch(t2, e, n, "after the kill");
+    rl_txn_free(t2);
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl_db_close(slow);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
 RL_TEST_MAIN(T(stream_1_1_equivalence), T(stream_1_2_counters), T(stream_1_3_abandoned), T(stream_1_4_killed),
-             T(stream_1_5_too_old), T(stream_1_6_slow_consumer), T(stream_1_7_omit_index))
+             T(stream_1_5_too_old), T(stream_1_6_slow_consumer), T(stream_1_7_omit_index), T(stream_1_8_grouped_bulk),
+             T(stream_1_9_peer_killed))

@@ -16,10 +16,12 @@
  *   campaign_proto_1_7  the reports' built-in protocols by name: c3 (one single topology, one
  *                       storage server, memory, 250 us, small- and split-rows1000-forward, arms
  *                       ordinary remote adaptive, 6 x 3 x 3 s, seed 391706) and m2 (multi, 3 hosts
- *                       x 3 servers, replication 2, ssd, 250 us, placement reports, the 16 cases,
- *                       seed 492817); each prints and parses back to the same text; full and quick
+ *                       x 3 servers, replication 2, ssd, 250 us, placement reports, secondary
+ *                       reads individual, the 16 cases, arms ordinary remote remote-grouped
+ *                       adaptive, seed 492817); each prints and parses back to the same text; full and quick
  *                       by name are the built-ins; another name is refused; placement "reports" is
- *                       refused outside multi
+ *                       refused outside multi; the remote-grouped arm parses and prints by name
+ *                       and applies to multi topologies only (the SQLite peer to embedded only)
  *   campaign_proto_1_8  the throughput phase's fields: full has 1, 4, 16 clients for 10 s on
  *                       small-rows10-forward, quick 1 and 2 for 1 s, c3 its small full scan; a file
  *                       without "throughput" runs none, "clients": [] none; given fields parse and
@@ -58,8 +60,10 @@ TEST(campaign_proto_1_1_builtin) {
     ASSERT_EQ(p.topologies[2].kind, RL_CAMP_MULTI);
     ASSERT_EQ(p.topologies[2].replication, 2);
     ASSERT_STR_EQ(p.topologies[2].placement, "disjoint");
-    ASSERT_EQ(p.n_arms, 4);
+    ASSERT_EQ(p.n_arms, 5);
     ASSERT_EQ(p.arms[0], RL_CAMP_ORDINARY);
+    ASSERT_EQ(p.arms[2], RL_CAMP_REMOTE_GROUPED);
+    ASSERT_STR_EQ(p.topologies[2].secondary, "individual"); /* remote is FoundationDB's there */
     ASSERT_STR_EQ(p.cases[12].name, "skip3-rows10-forward");
     for (int quick = 0; quick < 2; quick++) {
         rl__camp_protocol_builtin(quick, &p);
@@ -126,7 +130,11 @@ TEST(campaign_proto_1_2_errors) {
         {"{\"cases\": [7]}", "cases[0]: must be a string"},
         {"{\"arms\": [\"remote\"]}", "list ordinary"},
         {"{\"arms\": [\"ordinary\", \"adaptive\"]}", "list ordinary, and remote with adaptive"},
-        {"{\"arms\": [\"ordinary\", \"fast\"]}", "arms[1]: must be one of ordinary, remote, adaptive, sqlite"},
+        {"{\"arms\": [\"ordinary\", \"fast\"]}",
+         "arms[1]: must be one of ordinary, remote, remote-grouped, adaptive, sqlite"},
+        {"{\"arms\": [\"remote-grouped\"]}", "list ordinary"},
+        {"{\"arms\": [\"ordinary\", \"remote-grouped\", \"remote-grouped\"]}",
+         "arms[2]: 'remote-grouped' is given twice"},
         {"{\"arms\": [\"ordinary\", \"ordinary\"]}", "arms[1]: 'ordinary' is given twice"},
         {"{\"keep_data\": 1}", "keep_data: must be true or false"},
         {"{\"name\": \"\"}", "name: must be a non-empty string"},
@@ -274,7 +282,10 @@ TEST(campaign_proto_1_7_reports_protocols) {
     ASSERT_STR_EQ(t->engine, "ssd");
     ASSERT_STR_EQ(t->placement, "reports");
     ASSERT_EQ(p.n_cases, 16);
-    ASSERT_EQ(p.n_arms, 3);
+    ASSERT_STR_EQ(t->secondary, "individual");
+    ASSERT_EQ(p.n_arms, 4);
+    ASSERT_TRUE(p.arms[0] == RL_CAMP_ORDINARY && p.arms[1] == RL_CAMP_REMOTE && p.arms[2] == RL_CAMP_REMOTE_GROUPED &&
+                p.arms[3] == RL_CAMP_ADAPTIVE);
     ASSERT_TRUE(p.blocks == 6 && p.repeats == 3 && p.seconds == 3);
     ASSERT_EQ(p.bootstrap_seed, 492817);
     static const char *const names[4] = {"c3", "m2", "full", "quick"};
@@ -296,6 +307,27 @@ TEST(campaign_proto_1_7_reports_protocols) {
     rl__errdetail_clear(&msg);
     ASSERT_EQ(rl__camp_protocol_parse(bad, strlen(bad), &q, &msg), RL_E_INVALID_ARGUMENT);
     ASSERT_NOT_NULL(strstr(rl__errdetail_get(&msg), "only for multi topologies"));
+    /* The remote-grouped arm: parsed by name, printed back, without remote or adaptive; it runs
+     * on multi topologies only, the SQLite peer on embedded only. */
+    const char *rg = "{\"arms\": [\"ordinary\", \"remote-grouped\"]}";
+    rl__errdetail_clear(&msg);
+    if (rl__camp_protocol_parse(rg, strlen(rg), &q, &msg)) fail_msg("%s", rl__errdetail_get(&msg));
+    ASSERT_EQ(q.n_arms, 2);
+    ASSERT_EQ(q.arms[1], RL_CAMP_REMOTE_GROUPED);
+    print_of(&q, &t1);
+    ASSERT_NOT_NULL(strstr((const char *)t1.data, "\"remote-grouped\""));
+    rl__buf_release(&t1);
+    ASSERT_STR_EQ(rl__camp_arm_name(RL_CAMP_REMOTE_GROUPED), "remote-grouped");
+    ASSERT_EQ(rl__camp_arm_of("remote-grouped"), RL_CAMP_REMOTE_GROUPED);
+    ASSERT_STR_EQ(rl__camp_comparison_name(1), "remote-grouped/ordinary");
+    const char *why = NULL;
+    ASSERT_TRUE(rl__camp_arm_applies(RL_CAMP_REMOTE_GROUPED, RL_CAMP_MULTI, &why) && !why);
+    ASSERT_FALSE(rl__camp_arm_applies(RL_CAMP_REMOTE_GROUPED, RL_CAMP_SINGLE, &why));
+    ASSERT_NOT_NULL(strstr(why, "multi topologies only"));
+    ASSERT_FALSE(rl__camp_arm_applies(RL_CAMP_REMOTE_GROUPED, RL_CAMP_FDB, NULL));
+    ASSERT_FALSE(rl__camp_arm_applies(RL_CAMP_SQLITE, RL_CAMP_MULTI, NULL));
+    ASSERT_TRUE(rl__camp_arm_applies(RL_CAMP_SQLITE, RL_CAMP_EMBEDDED, NULL));
+    ASSERT_TRUE(rl__camp_arm_applies(RL_CAMP_REMOTE, RL_CAMP_SINGLE, NULL));
 }
 
 TEST(campaign_proto_1_8_throughput) {
