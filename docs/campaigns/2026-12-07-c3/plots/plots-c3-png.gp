@@ -7,13 +7,13 @@ set key top left
 set logscale y
 set xrange [-0.5:1.5]
 set bmargin 9
-set output '/tmp/c3run/plots/ratios-c3.png'
+set output '/tmp/c3run2/plots/ratios-c3.png'
 set title "c3: time ratio per case (geometric mean of the block ratios, bootstrap interval); lower is better"
 set ylabel 'ratio'
 set arrow 1 from -0.5,1 to 1.5,1 nohead dt 2
-plot '/tmp/c3run/plots/ratios-c3.dat' using 1:(1/0):xtic(2) notitle, '/tmp/c3run/plots/ratios-c3.dat' using ($1-0.15):3:4:5 with yerrorbars pt 7 title 'remote/ordinary', '/tmp/c3run/plots/ratios-c3.dat' using ($1+0.00):6:7:8 with yerrorbars pt 8 title 'adaptive/best', '/tmp/c3run/plots/ratios-c3.dat' using ($1+0.32):13:14:15 with yerrorbars pt 13 ps 1.3 lc rgb 'black' title 'reference report (ratio, interval)', '/tmp/c3run/plots/ratios-c3.dat' using 1:($12>0 ? (valid(3) ? $3 : (valid(6) ? $6 : 1)) : 1/0) with points pt 6 ps 3 lc rgb '#d62728' title 'contaminated case'
+plot '/tmp/c3run2/plots/ratios-c3.dat' using 1:(1/0):xtic(2) notitle, '/tmp/c3run2/plots/ratios-c3.dat' using ($1-0.18):3:4:5 with yerrorbars pt 7 title 'remote/ordinary', '/tmp/c3run2/plots/ratios-c3.dat' using ($1+0.06):9:10:11 with yerrorbars pt 9 title 'adaptive/best', '/tmp/c3run2/plots/ratios-c3.dat' using ($1+0.32):16:17:18 with yerrorbars pt 13 ps 1.3 lc rgb 'black' title 'reference report (ratio, interval)'
 unset arrow 1
-set output '/tmp/c3run/plots/times-c3.png'
+set output '/tmp/c3run2/plots/times-c3.png'
 set title "c3: time per query per arm (median of the block medians, bars: min to max of all repeats)"
 set ylabel 'µs per query'
-plot '/tmp/c3run/plots/times-c3.dat' using 1:(1/0):xtic(2) notitle, '/tmp/c3run/plots/times-c3.dat' using ($1-0.18):3:4:5 with yerrorbars pt 5 title 'ordinary', '/tmp/c3run/plots/times-c3.dat' using ($1-0.06):6:7:8 with yerrorbars pt 6 title 'remote', '/tmp/c3run/plots/times-c3.dat' using ($1+0.06):9:10:11 with yerrorbars pt 7 title 'adaptive', '/tmp/c3run/plots/times-c3.dat' using 1:($15>0 ? (valid(3) ? $3 : $6) : 1/0) with points pt 6 ps 3 lc rgb '#d62728' title 'contaminated case'
+plot '/tmp/c3run2/plots/times-c3.dat' using 1:(1/0):xtic(2) notitle, '/tmp/c3run2/plots/times-c3.dat' using ($1-0.20):3:4:5 with yerrorbars pt 5 title 'ordinary', '/tmp/c3run2/plots/times-c3.dat' using ($1-0.10):6:7:8 with yerrorbars pt 6 title 'remote', '/tmp/c3run2/plots/times-c3.dat' using ($1+0.10):12:13:14 with yerrorbars pt 8 title 'adaptive'

@@ -7,6 +7,6 @@ set logscale x 2
 set xlabel 'client processes'
 set ylabel 'queries per second'
 set yrange [0:*]
-set output '/tmp/c3run/plots/throughput-c3.svg'
+set output '/tmp/c3run2/plots/throughput-c3.svg'
 set title "c3: throughput, closed loop (queries/s summed over the clients)"
-plot '/tmp/c3run/plots/throughput-c3.dat' index 0 using 1:2 with linespoints pt 5 title 'ordinary small-rows1000-forward', '/tmp/c3run/plots/throughput-c3.dat' index 1 using 1:2 with linespoints pt 6 title 'remote small-rows1000-forward', '/tmp/c3run/plots/throughput-c3.dat' index 2 using 1:2 with linespoints pt 7 title 'adaptive small-rows1000-forward'
+plot '/tmp/c3run2/plots/throughput-c3.dat' index 0 using 1:2 with linespoints pt 5 title 'ordinary small-rows1000-forward', '/tmp/c3run2/plots/throughput-c3.dat' index 1 using 1:2 with linespoints pt 6 title 'remote small-rows1000-forward', '/tmp/c3run2/plots/throughput-c3.dat' index 2 using 1:2 with linespoints pt 7 title 'adaptive small-rows1000-forward'
