@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cluster_fixture.h"
+#include "mapped_read.h"
 #include "kv/cluster/cluster.h"
 #include "kv/kv_int.h"
 #include "net/frame.h"
@@ -66,33 +67,6 @@ static long long wait_status_at_least(rl_test_cluster *c, uint32_t id, const cha
     }
 }
 
-static void pack_index(rl_buf *b, int price, int pk) {
-    rl__tuple_packer p;
-    rl__buf_reset(b);
-    rl__tuple_packer_init(&p, b);
-    rl__tuple_pack_string(&p, "i", 1);
-    rl__tuple_pack_int(&p, price);
-    rl__tuple_pack_int(&p, pk);
-}
-
-static void pack_record(rl_buf *b, int pk, int sub) {
-    rl__tuple_packer p;
-    rl__buf_reset(b);
-    rl__tuple_packer_init(&p, b);
-    rl__tuple_pack_string(&p, "r", 1);
-    rl__tuple_pack_int(&p, pk);
-    if (sub >= 0) rl__tuple_pack_int(&p, sub);
-}
-
-static void mapper(rl_buf *b) {
-    rl__tuple_packer p;
-    rl__buf_reset(b);
-    rl__tuple_packer_init(&p, b);
-    rl__tuple_pack_string(&p, "r", 1);
-    rl__tuple_pack_string(&p, "{K[2]}", 6);
-    rl__tuple_pack_string(&p, "{...}", 5);
-}
-
 /* Load n index entries and their records: random (rng non-NULL: 0-3 keys, sizes 1 to 30,000
  * bytes) or one key of size bytes each, price = pk. In transactions of about 2 MB. */
 static void load(rl_db *db, model *m, uint64_t *rng, int n, int size) {
@@ -136,53 +110,6 @@ static void load(rl_db *db, model *m, uint64_t *rng, int n, int size) {
     }
     rl__buf_release(&k);
     rl__buf_release(&v);
-}
-
-/* One mapped read of the index between prices [lo, hi). */
-static rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target, int flags) {
-    rl_buf b, e, mp;
-    rl__buf_init(&b);
-    rl__buf_init(&e);
-    rl__buf_init(&mp);
-    rl__tuple_packer p;
-    rl__tuple_packer_init(&p, &b);
-    rl__tuple_pack_string(&p, "i", 1);
-    rl__tuple_pack_int(&p, lo);
-    rl__tuple_packer_init(&p, &e);
-    rl__tuple_pack_string(&p, "i", 1);
-    rl__tuple_pack_int(&p, hi);
-    mapper(&mp);
-    rl_future *f =
-        rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len),
-                                mp.data, mp.len, limit, target, RL_STREAMING_WANT_ALL, 0, flags);
-    rl__buf_release(&b);
-    rl__buf_release(&e);
-    rl__buf_release(&mp);
-    return f;
-}
-
-/* x and y hold the same entries (prefix_ok: one may be a prefix of the other, the shorter one
- * then saying more). */
-static void same_entries(const rl_mapped_keyvalue *x, int nx, int mx, const rl_mapped_keyvalue *y, int ny, int my,
-                         int prefix_ok, const char *what) {
-    if (nx != ny && !prefix_ok) fail_msg("%s: %d entries against %d", what, nx, ny);
-    if (nx != ny && !(nx < ny ? mx : my)) fail_msg("%s: %d entries against %d, the shorter without more", what, nx, ny);
-    if (nx == ny && mx != my) fail_msg("%s: more %d against %d", what, mx, my);
-    int n = nx < ny ? nx : ny;
-    for (int i = 0; i < n; i++) {
-        ASSERT_MEM_EQ(x[i].index.key, x[i].index.key_len, y[i].index.key, y[i].index.key_len);
-        ASSERT_MEM_EQ(x[i].index.value, x[i].index.value_len, y[i].index.value, y[i].index.value_len);
-        ASSERT_EQ(x[i].is_range, y[i].is_range);
-        ASSERT_MEM_EQ(x[i].begin, x[i].begin_len, y[i].begin, y[i].begin_len);
-        ASSERT_MEM_EQ(x[i].end, x[i].end_len, y[i].end, y[i].end_len);
-        if (x[i].n_kvs != y[i].n_kvs) fail_msg("%s: entry %d has %d rows against %d", what, i, x[i].n_kvs, y[i].n_kvs);
-        ASSERT_EQ(x[i].more, y[i].more);
-        ASSERT_EQ(x[i].served_locally, y[i].served_locally);
-        for (int j = 0; j < x[i].n_kvs; j++) {
-            ASSERT_MEM_EQ(x[i].kvs[j].key, x[i].kvs[j].key_len, y[i].kvs[j].key, y[i].kvs[j].key_len);
-            ASSERT_MEM_EQ(x[i].kvs[j].value, x[i].kvs[j].value_len, y[i].kvs[j].value, y[i].kvs[j].value_len);
-        }
-    }
 }
 
 /* The entries' records read back one by one (scan, then fetch each record: SCAN_AND_FETCH's
