@@ -182,9 +182,11 @@ TEST(cluster_3_2_fixture) {
     ASSERT_NE(access(dir, F_OK), 0);
 }
 
-/* cluster-3.3: a test process killed with SIGKILL leaves nothing behind: the guardian stops the
- * cluster by its recorded pids and removes the directory. */
-TEST(cluster_3_3_guardian) {
+/* A child process that starts a one-server cluster (and, with use_db, opens and closes it: the key
+ * file read, connections authenticated), tells us the cluster's pids and directory, then pauses
+ * until killed (end 0) or exits without stopping it (end 1: exit(0), so its exit handlers run).
+ * Returns the child's pid. */
+static pid_t cluster_child(int use_db, int end, int *p0, int *p1, char dir[4400]) {
     int pfd[2];
     ASSERT_EQ(pipe(pfd), 0);
     pid_t child = fork();
@@ -195,10 +197,15 @@ TEST(cluster_3_3_guardian) {
         o.n_storage = 1;
         rl_test_cluster c;
         if (rl_test_cluster_start(&c, &o) != RL_OK) _exit(3);
+        rl_db *db = NULL;
+        if (use_db && rl_db_open(c.url, NULL, &db) != RL_OK) _exit(4);
+        rl_db_close(db);
         char line[4400];
         int n =
             snprintf(line, sizeof line, "%d %d %s\n", rl_test_cluster_pid(&c, 0), rl_test_cluster_pid(&c, 1), c.dir);
         (void)!write(pfd[1], line, (size_t)n);
+        close(pfd[1]);
+        if (end == 1) exit(0); /* not stopped: the fixture's exit handler must */
         pause();
         _exit(0);
     }
@@ -207,19 +214,30 @@ TEST(cluster_3_3_guardian) {
     FILE *f = fdopen(pfd[0], "r");
     ASSERT_NOT_NULL(fgets(buf, sizeof buf, f));
     fclose(f);
-    int p0 = 0, p1 = 0;
-    char dir[4400];
-    ASSERT_EQ(sscanf(buf, "%d %d %4399s", &p0, &p1, dir), 3);
-    ASSERT_TRUE(p0 > 0 && p1 > 0);
-    kill(child, SIGKILL);
-    int st;
-    waitpid(child, &st, 0);
+    ASSERT_EQ(sscanf(buf, "%d %d %4399s", p0, p1, dir), 3);
+    ASSERT_TRUE(*p0 > 0 && *p1 > 0);
+    return child;
+}
+
+/* Poll (10 s at most) until the cluster's processes and its directory are gone. */
+static void assert_cluster_gone(int p0, int p1, const char *dir) {
     int gone = 0;
     for (int i = 0; i < 1000 && !gone; i++) {
         gone = rl_test_pid_gone(p0) && rl_test_pid_gone(p1) && access(dir, F_OK) != 0;
         if (!gone) usleep(10000);
     }
     ASSERT_TRUE(gone);
+}
+
+/* cluster-3.3: a test process killed with SIGKILL leaves nothing behind: the guardian stops the
+ * cluster by its recorded pids and removes the directory. */
+TEST(cluster_3_3_guardian) {
+    int p0, p1, st;
+    char dir[4400];
+    pid_t child = cluster_child(0, 0, &p0, &p1, dir);
+    kill(child, SIGKILL);
+    waitpid(child, &st, 0);
+    assert_cluster_gone(p0, p1, dir);
 }
 
 /* cluster-3.4: a test process that exits (exit, as a failed cmocka test does) with its cluster
@@ -229,44 +247,13 @@ TEST(cluster_3_3_guardian) {
  * delay-1.1 failed) until libcrypto was initialised without that cleanup (src/net/auth.c). Being
  * a use after free, it does not crash every time without the fix; under ASan it is reported. */
 TEST(cluster_3_4_exit_stops_cluster) {
-    int pfd[2];
-    ASSERT_EQ(pipe(pfd), 0);
-    pid_t child = fork();
-    if (child == 0) {
-        close(pfd[0]);
-        rl__cluster_up_opts o;
-        memset(&o, 0, sizeof o);
-        o.n_storage = 1;
-        rl_test_cluster c;
-        if (rl_test_cluster_start(&c, &o) != RL_OK) _exit(3);
-        rl_db *db = NULL; /* the cluster in use: its key file read, connections authenticated */
-        if (rl_db_open(c.url, NULL, &db) != RL_OK) _exit(4);
-        rl_db_close(db);
-        char line[4400];
-        int n =
-            snprintf(line, sizeof line, "%d %d %s\n", rl_test_cluster_pid(&c, 0), rl_test_cluster_pid(&c, 1), c.dir);
-        (void)!write(pfd[1], line, (size_t)n);
-        close(pfd[1]);
-        exit(0); /* not stopped: the fixture's exit handler must */
-    }
-    close(pfd[1]);
-    char buf[4400] = {0};
-    FILE *f = fdopen(pfd[0], "r");
-    ASSERT_NOT_NULL(fgets(buf, sizeof buf, f));
-    fclose(f);
-    int p0 = 0, p1 = 0;
+    int p0, p1, st;
     char dir[4400];
-    ASSERT_EQ(sscanf(buf, "%d %d %4399s", &p0, &p1, dir), 3);
-    int st;
+    pid_t child = cluster_child(1, 1, &p0, &p1, dir);
     ASSERT_EQ(waitpid(child, &st, 0), child);
     if (WIFSIGNALED(st)) fail_msg("the child died of signal %d at exit", WTERMSIG(st));
     ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    int gone = 0;
-    for (int i = 0; i < 1000 && !gone; i++) {
-        gone = rl_test_pid_gone(p0) && rl_test_pid_gone(p1) && access(dir, F_OK) != 0;
-        if (!gone) usleep(10000);
-    }
-    ASSERT_TRUE(gone);
+    assert_cluster_gone(p0, p1, dir);
 }
 
 RL_TEST_MAIN(T(cluster_3_1_cli_life_cycle), T(cluster_3_2_fixture), T(cluster_3_3_guardian),
