@@ -217,6 +217,9 @@ typedef struct {
                                     * cursor rebuilt those entries from their records) */
     uint64_t index_keys_read_back; /* omitted entries it could not rebuild (orphans) and read
                                     * from the index instead */
+    /* ---- Streamed remote fetch (cluster): rows before their page was complete. ---- */
+    uint64_t entries_early; /* index entries (with their records) the cursor consumed while
+                             * their mapped page was still arriving (docs/design.md §7) */
 } rl_query_counters;
 
 /* What the storage server of a traced mapped read sent one of its peers. */

@@ -185,6 +185,13 @@ struct rl__kv_read {
      * backend may then stop the read early (the cluster backend cancels a streamed mapped read
      * on the server) — it still calls done, with any result. */
     int (*abandoned)(const rl__kv_read *r);
+    /* Input (appended; may be NULL; RL_KV_GET_MAPPED only): ents[0..n) are certain to be the
+     * first n entries of the result (in r->arena, never changed after; n grows from call to
+     * call), handed up before the read completes so its user can start on them. A backend may
+     * call it from its own thread while the read is in flight, never after done; the cluster
+     * backend does for the chunks of a streamed mapped read's first page (cluster/plan.h,
+     * rl__cplan_stream_prefix). The read may still fail after it. */
+    void (*progress)(rl__kv_read *r, const rl_mapped_keyvalue *ents, int n);
 };
 
 /* ---- Read versions and commits ----------------------------------------------------------- */

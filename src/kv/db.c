@@ -283,6 +283,13 @@ void rl__txn_rv_wait(rl_txn *t, uint64_t *out_asked_ns, uint64_t *out_ready_ns) 
     *out_asked_ns = __atomic_load_n(&t->rv_asked_ns, __ATOMIC_ACQUIRE);
 }
 
+int rl__txn_wrote(rl_txn *t) {
+    rl__txn_lock(t);
+    int w = t->n_muts > 0 || !rl__wmap_empty(&t->wm);
+    rl__txn_unlock(t);
+    return w;
+}
+
 void *rl__db_slot(rl_db *db, size_t size, void (*init)(void *p), void (*fini)(void *p)) {
     void *q = __atomic_load_n(&db->slot, __ATOMIC_ACQUIRE); /* set once: no lock after that */
     if (q) return q;

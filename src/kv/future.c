@@ -39,6 +39,14 @@
  *      never see the difference: rl_future_free still ends the future's life, and a pointer to a
  *      freed future was already invalid. All memory still comes from the allocation hook, so
  *      rl_alloc_set_hook must be called before the first allocation (as for every other object).
+ *   7. Early entries of a mapped read (rl__future_mapped_publish / rl__future_mapped_wait): the
+ *      backend publishes (p_mkvs, p_count) under mu while f is pending, growing only; each publish
+ *      and the completion change pseq under mu, and wake its futex when n_pwait > 0. A waiter
+ *      reads pseq under mu after finding neither ready nor new entries, counts itself in n_pwait
+ *      before unlocking, and sleeps while pseq still holds what it read: a publish or completion
+ *      after its unlock changes pseq and sees n_pwait, so no wake-up is lost. The published
+ *      array is in f's arena and stays valid until f is freed; the result the completion sets
+ *      begins with the same entries.
  */
 #include <limits.h>
 #include <string.h>
@@ -77,6 +85,9 @@ static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 /* The futex of 5a (private to the process). A wait returns at once when *p is no longer 0, on
  * a wake, or spuriously (EINTR): the caller looks at *p again. */
 static void futex_wait_while_zero(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0); }
+
+/* Sleep while *p == val (or until a wake, or spuriously). */
+static void futex_wait_while(int *p, int val) { (void)syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0); }
 
 static void futex_wake_all(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
 
@@ -151,6 +162,8 @@ rl_future *rl__future_new(int kind) {
         f->vs_next = NULL;
         f->keys = NULL;
         f->watch = NULL;
+        f->p_mkvs = NULL;
+        f->p_count = 0;
     } else {
         f = rl__calloc(1, sizeof *f);
         if (!f) return &oom_future;
@@ -180,10 +193,12 @@ static void complete(rl_future *f, int err, int drop_ref) {
     if (f->is_static) return;
     pthread_mutex_lock(&f->mu);
     rl__future_cb *cbs = NULL;
-    int n = 0, wake = 0;
+    int n = 0, wake = 0, pwake = 0;
     if (!f->ready) {
         f->error = err;
-        __atomic_store_n(&f->ready, 1, __ATOMIC_SEQ_CST); /* a release, and ordered before n_waiting's load */
+        __atomic_store_n(&f->ready, 1, __ATOMIC_SEQ_CST);  /* a release, and ordered before n_waiting's load */
+        __atomic_add_fetch(&f->pseq, 1, __ATOMIC_SEQ_CST); /* invariant 7 */
+        pwake = __atomic_load_n(&f->n_pwait, __ATOMIC_SEQ_CST) > 0;
         cbs = f->cbs;
         n = f->user_freed ? 0 : f->n_cbs;
         f->cbs = NULL;
@@ -197,6 +212,7 @@ static void complete(rl_future *f, int err, int drop_ref) {
     int last = drop_ref && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0;
     pthread_mutex_unlock(&f->mu);
     if (wake) futex_wake_all(&f->ready);
+    if (pwake) futex_wake_all(&f->pseq);
     if (n > 0) {
         for (int i = 0; i < n; i++) cbs[i].cb(f, cbs[i].ud);
         pthread_mutex_lock(&f->mu);
@@ -228,6 +244,42 @@ int rl_future_wait(rl_future *f) {
     while (!__atomic_load_n(&f->ready, __ATOMIC_SEQ_CST)) futex_wait_while_zero(&f->ready);
     __atomic_sub_fetch(&f->n_waiting, 1, __ATOMIC_RELAXED);
     return f->error;
+}
+
+void rl__future_mapped_publish(rl_future *f, const rl_mapped_keyvalue *ents, int n) {
+    if (f->is_static) return;
+    pthread_mutex_lock(&f->mu);
+    int wake = 0;
+    if (!f->ready && n > f->p_count) {
+        f->p_mkvs = ents;
+        f->p_count = n;
+        __atomic_add_fetch(&f->pseq, 1, __ATOMIC_SEQ_CST);
+        wake = __atomic_load_n(&f->n_pwait, __ATOMIC_SEQ_CST) > 0;
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (wake) futex_wake_all(&f->pseq);
+}
+
+int rl__future_mapped_wait(rl_future *f, int have, const rl_mapped_keyvalue **out, int *out_n) {
+    for (;;) {
+        if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return 1;
+        pthread_mutex_lock(&f->mu);
+        if (f->ready) {
+            pthread_mutex_unlock(&f->mu);
+            return 1;
+        }
+        if (f->p_count > have) {
+            *out = f->p_mkvs;
+            *out_n = f->p_count;
+            pthread_mutex_unlock(&f->mu);
+            return 0;
+        }
+        int seq = __atomic_load_n(&f->pseq, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&f->n_pwait, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&f->mu);
+        futex_wait_while(&f->pseq, seq);
+        __atomic_sub_fetch(&f->n_pwait, 1, __ATOMIC_SEQ_CST);
+    }
 }
 
 int rl_future_is_ready(rl_future *f) {

@@ -24,6 +24,7 @@
 #include <pthread.h>
 
 #include "kv/backend.h"
+#include "kv/keyidx.h"
 #include "storage/storage.h"
 
 /* ---- Database ---------------------------------------------------------------------------- */
@@ -103,6 +104,13 @@ struct rl_future {
     const rl_slice *keys;                        /* RL_FUT_KEYS: count keys (array and bytes in arena) */
     rl__watch *watch;                            /* a watch's future: its watch (in arena), which
                                                   * rl_future_free cancels (watch.c) */
+    /* A pending mapped read's entries that are final before it completes (future.c, invariant
+     * 7): under mu; pseq, the futex rl__future_mapped_wait sleeps on, changes with each publish
+     * and at completion; n_pwait (atomic) counts its sleepers. */
+    const rl_mapped_keyvalue *p_mkvs;
+    int p_count;
+    int pseq;
+    int n_pwait;
 };
 
 /* A new pending future of the given kind, or the shared out-of-memory future (never NULL). */
@@ -123,6 +131,11 @@ void rl__future_ref(rl_future *f);
 void rl__future_unref(rl_future *f);
 /* 1 once the user freed f (a pending operation may skip its work). */
 int rl__future_is_abandoned(rl_future *f);
+/* rl__future_mapped_publish — the first n entries of the pending mapped read f are final: they
+ * will be the first n of its result (the cluster backend's streamed replies, backend.h
+ * rl__kv_read.progress). ents lives in f's arena and its first n entries never change; a call
+ * that does not grow the count, or comes once f is ready, is ignored. Any thread. */
+void rl__future_mapped_publish(rl_future *f, const rl_mapped_keyvalue *ents, int n);
 
 /* ---- The special-key space (special.c) ------------------------------------------------- */
 
@@ -170,32 +183,14 @@ typedef struct {
     uint32_t begin_len, end_len;
 } rl__wm_range;
 
-/* A skip list of nodes ordered by key (ryw.c): O(log n) expected search, insert and delete, O(1)
- * next and previous. Nodes live in an arena; the list itself holds no heap memory. */
-#define RL__SL_MAX 20
-typedef struct rl__sl_node {
-    uint64_t kpre;      /* the key's first 8 bytes, big-endian, zero-padded: most comparisons
-                         * end here, without touching the key's bytes */
-    const uint8_t *key; /* the sort key (a point's key, a cleared range's begin) */
-    uint32_t key_len;
-    uint32_t level;            /* 1..RL__SL_MAX */
-    struct rl__sl_node *prev;  /* level 0, backwards */
-    struct rl__sl_node **next; /* level entries, allocated with the node */
-} rl__sl_node;
-typedef struct {
-    rl__sl_node *head[RL__SL_MAX]; /* first node at each level */
-    rl__sl_node *last;
-    size_t n;
-    uint32_t levels; /* levels in use */
-} rl__skiplist;
-
 /* The write map: point entries by key, plus disjoint cleared ranges (merged when they touch),
- * each a skip list, so a write costs O(log n) in the writes already made. A point entry
- * overrides a cleared range; a key in a cleared range without a point entry is absent. */
+ * each in an ordered index (keyidx.h: a B+tree over a linked list), so a write costs O(log n) in
+ * the writes already made. A point entry overrides a cleared range; a key in a cleared range
+ * without a point entry is absent. */
 typedef struct {
-    rl__skiplist pts, clears;
-    rl_arena *arena; /* where nodes, keys, values and operands go (the txn arena; a copy's own) */
-    uint64_t rng;    /* node levels */
+    rl__keyidx pts, clears;
+    rl_arena *arena; /* where nodes, keys, values, operands and index pages go (the txn arena; a
+                      * copy's own) */
 } rl__wmap;
 
 void rl__wmap_init(rl__wmap *w, rl_arena *a);

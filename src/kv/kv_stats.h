@@ -25,6 +25,12 @@ rl_db *rl__txn_db(const rl_txn *t);
  * methods pay it. Thread-safe, never blocks; the figures may change under a concurrent reset. */
 void rl__txn_rv_wait(rl_txn *t, uint64_t *out_asked_ns, uint64_t *out_ready_ns);
 
+/* rl__txn_wrote — 1 if t holds any write (a mutation or a write-map entry) since its last reset.
+ * Thread-safe (t's lock). The query cursor consumes a mapped page's entries before the page
+ * completes only while it is 0: a page's get_mapped_range_reads_your_writes check (2039) is made at
+ * its completion against the writes made by then, as FoundationDB's is. */
+int rl__txn_wrote(rl_txn *t);
+
 /* rl__db_slot — the upper layers' one per-database slot (the query layer keeps the ADAPTIVE
  * method's model there): size bytes, zeroed, passed to init (may be NULL) the first time it is
  * asked for, and to fini (may be NULL) then freed by rl_db_close. Later calls return the same
@@ -46,6 +52,14 @@ const rl__kv_read_stats *rl__future_read_stats(const rl_future *f);
  * (not traced, or no request). Borrowed from f's arena: valid until rl_future_free(f). Only for
  * a ready future. */
 const rl__kv_trace_event *rl__future_trace(const rl_future *f);
+
+/* rl__future_mapped_wait — wait until the mapped read f is ready (returns 1: take its result as
+ * usual) or more than `have` of its entries are final before it completes (returns 0, *out and
+ * *out_n: n > have entries, borrowed from f's arena until rl_future_free(f)): they are the first n
+ * of the result f will hold if it succeeds — it may still fail, after them. Only a streamed read
+ * of the cluster backend publishes entries early; for the others this is rl_future_wait. Waits
+ * as long as rl_future_wait (the read's own deadline ends it). */
+int rl__future_mapped_wait(rl_future *f, int have, const rl_mapped_keyvalue **out, int *out_n);
 
 /* rl__kv_trace_type_name — the short name of a trace event's request type ("get", "get_key",
  * "get_range", "get_mapped_range", "get_read_version", else "other"): static text. */

@@ -266,6 +266,7 @@ static void req_init(txn_op *op, int rop) {
     r->trace_head = r->trace_tail = NULL;
     r->deadline_ns = rl__txn_deadline_ns(op->t); /* backend.h contract 7 */
     r->abandoned = NULL;
+    r->progress = NULL;
     r->began_ns = op->t->start_ns;
 }
 
@@ -953,6 +954,13 @@ static int read_abandoned(const rl__kv_read *r) {
     return __atomic_load_n(&op->state, __ATOMIC_RELAXED) == ST_CANCELLED || rl__future_is_abandoned(op->f);
 }
 
+/* rl__kv_read.progress of a mapped read: its first entries, final before it completes, go to its
+ * future (rl__future_mapped_publish; the operation holds a reference to it: invariant 1). */
+static void read_progress(rl__kv_read *r, const rl_mapped_keyvalue *ents, int n) {
+    const txn_op *op = r->ud;
+    rl__future_mapped_publish(op->f, ents, n);
+}
+
 /* Run op until it needs a backend request that completes later, or finishes (invariants 2, 3).
  * locked: the caller holds t->mu. Returns with t->mu released. */
 static void op_drive(txn_op *op, int locked) {
@@ -984,6 +992,7 @@ static void op_drive(txn_op *op, int locked) {
             op->r.done = on_read_done;
             op->r.ud = op;
             op->r.abandoned = read_abandoned;
+            op->r.progress = op->r.op == RL_KV_GET_MAPPED ? read_progress : NULL;
             rl__txn_unlock(t);
             be->vt->read(be, &op->r);
             if (__atomic_exchange_n(&op->io, IO_WAITING, __ATOMIC_ACQ_REL) != IO_DONE) return;

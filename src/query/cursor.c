@@ -65,6 +65,15 @@
  *      after the last consumed one). So cur_key — and with it rows, last_key, continuations,
  *      byte limits — is what the whole entry would have given. A page's first and last entries
  *      always come whole, so the next page starts where it would have.
+ *  10. Early entries (streamed remote pages, kv_stats.h rl__future_mapped_wait): while a mapped
+ *      page is pending (mpart) and the transaction holds no write (rl__txn_wrote: a page's 2039
+ *      check is made at its completion, so rows no write of the transaction can touch are the
+ *      only ones that may go first), the cursor consumes the entries the backend says are final,
+ *      all but the last one handed up — so the page's last entry, which moves the source
+ *      (src_advance) and must come whole (invariant 9), is consumed only once the page is
+ *      complete. The complete page must begin with the entries consumed (checked on the last of
+ *      them); its figures, the source's move and the read-ahead happen at completion, as for a
+ *      page taken whole. ADAPTIVE pages are taken whole (their time calibrates the model).
  */
 #include <inttypes.h>
 #include <sched.h>
@@ -285,6 +294,9 @@ struct rl_cursor {
     uint64_t mf_next_d0;   /* critical depth when mf_next was issued (invariant 7) */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
+    int mpart;       /* mf is pending: ments[0..mn) are its entries final so far but the last (inv. 10) */
+    int mcounted;    /* entries of mf already in the counters (count_entries) */
+    int mblocked;    /* mf was still in flight when the cursor first wanted its entries */
     int omit;        /* mapped reads ask for RL_MAPPED_OMIT_INDEX (invariant 9) */
     int cur_omitted; /* the entry being looked at came without its index key: rebuild_key */
     /* The entry being looked at. */
@@ -738,7 +750,8 @@ static void src_release(rl_cursor *c) {
     drop_read(c, c->mf_next);
     c->mf_next = NULL;
     c->ments = NULL;
-    c->mn = c->mi = 0;
+    c->mn = c->mi = c->mcounted = 0;
+    c->mpart = 0;
     c->src = SRC_NONE;
 }
 
@@ -985,16 +998,90 @@ static int scan_next(rl_cursor *c, int *out_has) {
     return RL_OK;
 }
 
+/* Count the entries of the current mapped page received so far, ents[0..n) (the complete page, or
+ * those handed up before it completed: invariant 10), that were not counted yet (c->mcounted). */
+static void count_entries(rl_cursor *c, const rl_mapped_keyvalue *ents, int n) {
+    for (; c->mcounted < n; c->mcounted++) {
+        const rl_mapped_keyvalue *m = &ents[c->mcounted];
+        c->k.index_entries_read++;
+        c->k.kv_bytes_received += m->index.key_len + m->index.value_len;
+        c->k.index_bytes_omitted += m->index_omitted_len;
+        for (int j = 0; j < m->n_kvs; j++) c->k.kv_bytes_received += m->kvs[j].key_len + m->kvs[j].value_len;
+        if (m->served_locally > 0) c->k.secondary_local++, c->cur_local++;
+        else if (m->served_locally == 0) c->k.secondary_remote++, c->cur_remote++;
+        else c->k.secondary_unknown++; /* -1: the backend cannot tell (fdb:) */
+    }
+}
+
+/* 1 if mapped entries a and b are the same entry (its index key, or its record range when the
+ * index key was omitted). */
+static int same_entry(const rl_mapped_keyvalue *a, const rl_mapped_keyvalue *b) {
+    if (a->index_omitted != b->index_omitted) return 0;
+    if (!a->index_omitted) return !rl__bytes_cmp(a->index.key, a->index.key_len, b->index.key, b->index.key_len);
+    return !rl__bytes_cmp(a->begin, a->begin_len, b->begin, b->begin_len);
+}
+
+/* The mapped page c->mf is complete: wait for it, take its entries and figures, move the source
+ * past it and ask for the next page ahead (invariant 8). c->mi entries may have been consumed
+ * already from its early entries (invariant 10): the final array must begin with them, checked
+ * on the last one (was, NULL when none). Returns with c->mn 0 when the index has no more. */
+static int page_complete(rl_cursor *c, const rl_mapped_keyvalue *was) {
+    int more, was_ready = rl_future_is_ready(c->mf) && !c->mblocked;
+    int rc = rl_future_wait(c->mf);
+    take_read(c, c->mf, c->mf_d0, was_ready);
+    if (rc || (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more))) return rc;
+    if (c->mi > c->mn || (was && !same_entry(was, &c->ments[c->mi - 1]))) {
+        set_msg(c, "a mapped page's entries differ from the %d it handed up before it completed", c->mi);
+        return RL_CORRUPT(RL_E_CORRUPT_DATA);
+    }
+    c->page_recv += c->mn;
+    count_entries(c, c->ments, c->mn);
+    if (c->mn == 0) {
+        c->exhausted = 1;
+        return RL_OK;
+    }
+    const rl_keyvalue *last = &c->ments[c->mn - 1].index;
+    if ((rc = src_advance(c, last->key, last->key_len, more))) return rc;
+    /* Read ahead (invariant 8): the next page's start is known now, so ask for it while this
+     * one is consumed — only for EXACT and WANT_ALL pages, whose rows the query will read. */
+    int lim, mode = c->exhausted || c->page_on ? -1 : mapped_mode(c, c->mn, &lim); /* not in ADAPTIVE pages */
+    if (mode == RL_STREAMING_EXACT || mode == RL_STREAMING_WANT_ALL) {
+        c->k.reads_mapped_range++;
+        c->k.mapped_range_requests++;
+        c->mf_next_d0 = c->depth;
+        c->mf_next = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
+                                             MAPPED_PAGE_BYTES, (rl_streaming_mode)mode, c->iteration++,
+                                             read_flags(c) | strategy_flags(c) | omit_flags(c));
+    }
+    return RL_OK;
+}
+
 /* USE_REMOTE_FETCH: the next entry with its secondary result (completed) in c->kvs. */
 static int remote_next(rl_cursor *c, int *out_has) {
-    int rc = RL_OK, more;
+    int rc = RL_OK;
     *out_has = 0;
     if (c->mapper_rc) return c->mapper_rc;
-    if (!c->mf || c->mi == c->mn) {
+    for (;;) {
+        if (c->mf && c->mi < c->mn) break;
+        if (c->mf && c->mpart) { /* invariant 10: the page's entries final so far, all but its last */
+            const rl_mapped_keyvalue *pe;
+            int pn;
+            if (!rl__txn_wrote(c->txn) && !rl__future_mapped_wait(c->mf, c->mi + 1, &pe, &pn)) {
+                count_entries(c, pe, pn);
+                c->ments = pe;
+                c->mn = pn - 1;
+                break;
+            }
+            const rl_mapped_keyvalue *was = c->mi > 0 ? &c->ments[c->mi - 1] : NULL;
+            c->mpart = 0;
+            if ((rc = page_complete(c, was))) return rc;
+            if (c->mn == 0) return RL_OK;
+            continue;
+        }
         rl_future_free(c->mf);
         c->mf = NULL;
         c->ments = NULL;
-        c->mn = c->mi = 0;
+        c->mn = c->mi = c->mcounted = 0;
         if (c->mf_next) { /* asked for when the page before arrived */
             c->mf = c->mf_next;
             c->mf_d0 = c->mf_next_d0;
@@ -1023,44 +1110,21 @@ static int remote_next(rl_cursor *c, int *out_has) {
                                             (rl_streaming_mode)mode, c->iteration++,
                                             read_flags(c) | strategy_flags(c) | omit_flags(c));
         }
-        if ((rc = wait_read(c, c->mf, c->mf_d0)) ||
-            (rc = rl_future_get_mapped_keyvalue_array(c->mf, &c->ments, &c->mn, &more)))
-            return rc;
-        c->page_recv += c->mn;
-        for (int i = 0; i < c->mn; i++) {
-            const rl_mapped_keyvalue *m = &c->ments[i];
-            c->k.index_entries_read++;
-            c->k.kv_bytes_received += m->index.key_len + m->index.value_len;
-            c->k.index_bytes_omitted += m->index_omitted_len;
-            for (int j = 0; j < m->n_kvs; j++) c->k.kv_bytes_received += m->kvs[j].key_len + m->kvs[j].value_len;
-            if (m->served_locally > 0) c->k.secondary_local++, c->cur_local++;
-            else if (m->served_locally == 0) c->k.secondary_remote++, c->cur_remote++;
-            else c->k.secondary_unknown++; /* -1: the backend cannot tell (fdb:) */
-        }
-        if (c->mn == 0) {
-            c->exhausted = 1;
-            return RL_OK;
-        }
-        const rl_keyvalue *last = &c->ments[c->mn - 1].index;
-        if ((rc = src_advance(c, last->key, last->key_len, more))) return rc;
-        /* Read ahead (invariant 8): the next page's start is known now, so ask for it while this
-         * one is consumed — only for EXACT and WANT_ALL pages, whose rows the query will read. */
-        int lim, mode = c->exhausted || c->page_on ? -1 : mapped_mode(c, c->mn, &lim); /* not in ADAPTIVE pages */
-        if (mode == RL_STREAMING_EXACT || mode == RL_STREAMING_WANT_ALL) {
-            c->k.reads_mapped_range++;
-            c->k.mapped_range_requests++;
-            c->mf_next_d0 = c->depth;
-            c->mf_next = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
-                                                 MAPPED_PAGE_BYTES, (rl_streaming_mode)mode, c->iteration++,
-                                                 read_flags(c) | strategy_flags(c) | omit_flags(c));
+        /* ADAPTIVE pages are timed whole (their observation calibrates the model): no early entries. */
+        c->mpart = !c->page_on;
+        c->mblocked = c->mpart && !rl_future_is_ready(c->mf); /* `waits` counts the page once */
+        if (!c->mpart) {
+            if ((rc = page_complete(c, NULL))) return rc;
+            if (c->mn == 0) return RL_OK;
         }
     }
     const rl_mapped_keyvalue *m = &c->ments[c->mi++];
+    c->k.entries_early += c->mpart; /* invariant 10 */
     rl__buf_reset(&c->cur_key);
     if (m->index_omitted) {
         /* Invariant 9: the primary key from the record's range (the mapper's P), the index key
          * once the record is decoded (fetch_entry). */
-        if (!c->omit || c->mi == 1 || c->mi == c->mn) {
+        if (!c->omit || c->mi == 1 || (!c->mpart && c->mi == c->mn)) {
             set_msg(c, "a mapped read returned entry %d of %d without its index key", c->mi - 1, c->mn);
             return RL_CORRUPT(RL_E_CORRUPT_DATA);
         }

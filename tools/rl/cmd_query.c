@@ -20,7 +20,8 @@
  * servers "s2s_by_peer": [{"server_id", "requests", "items", "bytes_sent", "bytes_received"}]}},
  * in start order. The stats' "index_bytes_omitted" counts the index bytes remote fetch's mapped
  * reads left out (the cursor rebuilt those entries from their records; --keep-index-entries turns
- * that off) and "index_keys_read_back" the omitted entries it read from the index instead. With --explain (--fetch adaptive), after the rows and before the trace, one line
+ * that off), "index_keys_read_back" the omitted entries it read from the index instead, and
+ * "entries_early" the rows remote fetch gave while their page was still streaming in. With --explain (--fetch adaptive), after the rows and before the trace, one line
  * per page of the scan: {"explain": "page N: adaptive: <inputs>; <both estimates> -> <method>
  * (<why>)"} (rl_cursor_explain); the stats line's "adaptive" object counts the pages run with
  * each method and the explorations. Values V are integers when they look like integers ([-]digits that fit 64 bits), else
@@ -66,8 +67,8 @@ static void print_stats(rl_cursor *c) {
            U(k.reads_range), U(k.reads_mapped_range), U(k.mapped_range_requests), U(k.record_loads),
            U(k.secondary_local), U(k.secondary_remote), U(k.secondary_completions), U(k.kv_bytes_received), U(k.allocs),
            U(k.alloc_bytes), U(k.fallbacks), k.fallback_error ? rl_error_name(k.fallback_error) : "");
-    printf("\"index_bytes_omitted\": %llu, \"index_keys_read_back\": %llu, ", U(k.index_bytes_omitted),
-           U(k.index_keys_read_back));
+    printf("\"index_bytes_omitted\": %llu, \"index_keys_read_back\": %llu, \"entries_early\": %llu, ",
+           U(k.index_bytes_omitted), U(k.index_keys_read_back), U(k.entries_early));
     printf("\"adaptive\": {\"pages_scan_and_fetch\": %llu, \"pages_remote_fetch\": %llu, \"explorations\": %llu}, ",
            U(k.pages_scan_and_fetch), U(k.pages_remote_fetch), U(k.adaptive_explorations));
     printf("\"net\": {\"requests\": {\"total\": %llu, \"by_link\": {\"client_storage\": %llu, "

@@ -221,6 +221,7 @@ struct creq {
      * whether the cancel was sent. */
     rl_mapped_keyvalue *s_ents;
     uint32_t s_n, s_cap;
+    uint32_t s_pub; /* of them, checked and handed up as final (rl__kv_read.progress) */
     uint64_t s_bytes;
     int s_cancelled;
     rl__cplan plan; /* READ (last: a read's creq is zeroed up to it, rl__cplan_start does the plan) */
@@ -1016,7 +1017,7 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
     uint16_t type = req_type(q);
     if (type == RL_MSG_GET_MAPPED_STREAM) { /* a new attempt: no chunk of it yet (not pending yet) */
         q->s_ents = NULL;
-        q->s_n = q->s_cap = 0;
+        q->s_n = q->s_cap = q->s_pub = 0;
         q->s_bytes = 0;
         q->s_cancelled = 0;
     }
@@ -1900,7 +1901,10 @@ static void hello_reply(cconn *cc, rl__conn *conn, const rl__frame_header *h, co
  * the server answers operation_cancelled, which ends the attempt). A chunk for no pending request
  * (its attempt ended) is dropped; one for a request that is not a stream, or that does not
  * decode, closes the connection (its requests fail over). The attempt's deadline restarts with
- * every chunk. */
+ * every chunk. Entries that are certainly the read's first (rl__cplan_stream_prefix) go up
+ * through r->progress at once; an attempt after a failover restarts from its first entry, and
+ * its entries go up only past those already handed up (the same version gives the same rows; the
+ * cursor checks the one it stood on). */
 static void on_chunk(cconn *cc, rl__conn *conn, const rl__frame_header *h, const uint8_t *payload) {
     cluster *cl = cc->cl;
     uint64_t now = now_ns();
@@ -1945,6 +1949,13 @@ static void on_chunk(cconn *cc, rl__conn *conn, const rl__frame_header *h, const
     }
     memcpy(q->s_ents + q->s_n, m.entries, m.n_entries * sizeof *m.entries);
     q->s_n += m.n_entries;
+    if (r->progress) { /* the read's first entries, final before its end: up to its user now */
+        uint32_t fin = rl__cplan_stream_prefix(&q->plan, q->s_ents, q->s_pub, q->s_n);
+        if (fin > q->s_pub) {
+            q->s_pub = fin;
+            r->progress(r, q->s_ents, (int)fin); /* a later attempt's are ignored until they outgrow these */
+        }
+    }
     uint32_t fb = (uint32_t)(RL_FRAME_HEADER_LEN + h->payload_len);
     q->s_bytes += fb;
     r->stats.bytes_received += fb;

@@ -513,6 +513,49 @@ static int on_first_reply(rl__cplan *p, const void *items, uint32_t n, int more,
     return page_take(p, items, n, more, rt, rtl, out_send);
 }
 
+/* ---- Entries before the reply (streamed mapped reads) ---------------------------------------- */
+
+uint32_t rl__cplan_stream_prefix(const rl__cplan *p, const rl_mapped_keyvalue *ents, uint32_t from, uint32_t n) {
+    const rl__kv_read *r = p->r;
+    if (!is_mapped(p) || p->rows != 0 || (p->phase != PH_FIRST && p->phase != PH_PAGE)) return from;
+    /* The bounds the rows must lie in: [lo, hi) with lo excluded when !lo_in, hi included when hi_in. */
+    const uint8_t *lo = p->cb, *hi = p->ce;
+    uint32_t lol = p->cbl, hil = p->cel;
+    int lo_in = 1, hi_in = 0;
+    if (p->phase == PH_FIRST) { /* the selectors as sent: only offset 1 gives a bound before the reply */
+        const rl_key_selector *b = &p->req.u.get_mapped_range_req.begin, *e = &p->req.u.get_mapped_range_req.end;
+        if (b->offset != 1 || e->offset != 1) return from;
+        lo = b->key, lol = b->key_len, lo_in = !b->or_equal;
+        hi = e->key, hil = e->key_len, hi_in = e->or_equal != 0;
+    }
+    uint32_t cap = n;
+    if (r->limit > 0 && (uint32_t)r->limit < cap) cap = (uint32_t)r->limit;
+    const rl_keyvalue *pv = NULL; /* the last entry with its index key before `from` */
+    for (uint32_t i = from; i-- > 0;)
+        if (!ents[i].index_omitted) {
+            pv = &ents[i].index;
+            break;
+        }
+    uint32_t i = from;
+    for (; i < cap; i++) {
+        const rl_mapped_keyvalue *m = &ents[i];
+        if (m->index_omitted) { /* page_check's rule: asked for, never first */
+            if (i == 0 || !r->omit_index) break;
+            continue;
+        }
+        const rl_keyvalue *kv = &m->index;
+        int cl = kcmp(kv->key, kv->key_len, lo, lol), ch = kcmp(kv->key, kv->key_len, hi, hil);
+        if (cl < 0 || (cl == 0 && !lo_in) || ch > 0 || (ch == 0 && !hi_in)) break;
+        if (r->max_key && kcmp(kv->key, kv->key_len, r->max_key, r->max_key_len) >= 0) break;
+        if (pv) {
+            int c = kcmp(kv->key, kv->key_len, pv->key, pv->key_len);
+            if (r->reverse ? c >= 0 : c <= 0) break;
+        }
+        pv = kv;
+    }
+    return i;
+}
+
 /* ---- Entry points ---------------------------------------------------------------------------- */
 
 /* ---- Size estimates (RL__CPLAN_METRICS, plan.h) ------------------------------------------- */

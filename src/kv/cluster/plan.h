@@ -126,4 +126,13 @@ int rl__cplan_start(rl__cplan *p, rl__kv_read *r, const rl__cplan_options *o, in
  * type), RL_E_OUT_OF_MEMORY. Mapped replies add their s2s counters to r->stats. */
 int rl__cplan_reply(rl__cplan *p, const rl__msg *msg, int *out_send);
 
+/* rl__cplan_stream_prefix — of ents[0..n), the entries a streamed reply to p->req has brought so
+ * far (before its final reply reached rl__cplan_reply), how many are certainly the first
+ * entries of the read's result (rl__kv_read.progress): only while no earlier reply gave rows,
+ * and only entries that pass invariant 2's checks against bounds known before the reply — the
+ * unread part of a later page, or for the first request selectors of offset 1 — and the read's
+ * limit. ents[0..from) passed an earlier call; returns a count >= from (from: none more, or the
+ * bounds are not known yet). The final reply is still checked in full. Pure. */
+uint32_t rl__cplan_stream_prefix(const rl__cplan *p, const rl_mapped_keyvalue *ents, uint32_t from, uint32_t n);
+
 #endif

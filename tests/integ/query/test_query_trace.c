@@ -25,6 +25,11 @@
  *   trace-1.3  embedded (file:): every network figure is 0 and the trace is empty.
  *   trace-1.4  `rl query --stats --trace` on the cluster: every line parses, the trace lines
  *              carry their fields, and their bytes add up to the stats line's.
+ *   trace-1.5  early entries: a remote fetch streamed an entry per chunk (one-byte chunks and
+ *              window) with a 20 ms delay — each entry a credit round trip after the one before —
+ *              gives the cursor its page's rows as they arrive: entries_early between 1 and all
+ *              but the page's last; the same rows, each with its record, as whole replies
+ *              (?stream=0, entries_early 0), and as SCAN_AND_FETCH (0).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -409,7 +414,7 @@ TEST(trace_1_3_embedded_zero) {
                        k->bytes_sent_client_storage + k->bytes_received_client_storage +
                        k->bytes_sent_client_coordinator + k->bytes_received_client_coordinator +
                        k->bytes_sent_storage_storage + k->bytes_received_storage_storage + k->round_trips +
-                       k->s2s_round_trips + k->s2s_peers_max + k->critical_round_trips + k->waits;
+                       k->s2s_round_trips + k->s2s_peers_max + k->critical_round_trips + k->waits + k->entries_early;
         ASSERT_EQ(net, 0);
         ASSERT_TRUE(k->kv_bytes_received > 0);
     }
@@ -490,4 +495,64 @@ TEST(trace_1_4_cli) {
     rl_test_cluster_stop(&c);
 }
 
-RL_TEST_MAIN(T(trace_1_1_one_server), T(trace_1_2_records_elsewhere), T(trace_1_3_embedded_zero), T(trace_1_4_cli))
+/* The rows of a full price_idx scan by method m on url: their index keys and records' packed
+ * bytes, one line each, in out; the counters in k. */
+static void scan_rows(const char *url, rl_fetch_method m, rl_buf *out, rl_query_counters *k) {
+    rl__tool t;
+    ASSERT_OK(rl__tool_open(&t, url, NULL, 0, RL__TOOL_READ_ONLY));
+    rl_txn *txn;
+    rl_cursor *c;
+    const rl_query_row *row;
+    rl_query_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.fetch = m;
+    ASSERT_OK(rl_txn_begin(t.db, &txn));
+    ASSERT_OK(rl_cursor_open(t.s, txn, "price_idx", &o, &c));
+    int rc;
+    rl__buf_reset(out);
+    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) {
+        ASSERT_NOT_NULL(row->record);
+        rl__buf_append(out, row->index_key, row->index_key_len);
+        rl__buf_append_byte(out, '|');
+        rl__buf_append(out, row->pk, row->pk_len);
+        rl__buf_append_byte(out, '\n');
+    }
+    ASSERT_OK(rc);
+    ASSERT_OK(rl__buf_error(out));
+    rl_cursor_get_counters(c, k);
+    rl_cursor_free(c);
+    rl_txn_free(txn);
+    rl__tool_close(&t);
+}
+
+TEST(trace_1_5_early_entries) {
+    enum { ROWS = 30 };
+    static rl_test_cluster c;
+    rl__cluster_up_opts o = {.n_storage = 1, .delay_us = 20000};
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
+    load_n(c.url, "", ROWS);
+    char url[4400];
+    static const char *const params[] = {"?chunk=1&window=1", "?stream=0", ""};
+    rl_buf rows[4];
+    rl_query_counters k[4];
+    for (int i = 0; i < 4; i++) {
+        rl__buf_init(&rows[i]);
+        snprintf(url, sizeof url, "%s%s", c.url, params[i < 3 ? i : 2]);
+        scan_rows(url, i < 3 ? RL_FETCH_USE_REMOTE_FETCH : RL_FETCH_SCAN_AND_FETCH, &rows[i], &k[i]);
+        print_message("trace-1.5: %s %s: %llu index entries, entries_early %llu\n", i < 3 ? "remote" : "scan",
+                      params[i < 3 ? i : 2], (unsigned long long)k[i].index_entries_read,
+                      (unsigned long long)k[i].entries_early);
+    }
+    ASSERT_EQ(k[0].index_entries_read, ROWS); /* one page */
+    ASSERT_TRUE(k[0].entries_early >= 1 && k[0].entries_early <= ROWS - 1);
+    ASSERT_EQ(k[1].entries_early, 0);
+    ASSERT_EQ(k[3].entries_early, 0);
+    for (int i = 1; i < 4; i++) ASSERT_MEM_EQ(rows[0].data, rows[0].len, rows[i].data, rows[i].len);
+    ASSERT_EQ(rows[0].len > 0, 1);
+    for (int i = 0; i < 4; i++) rl__buf_release(&rows[i]);
+    rl_test_cluster_stop(&c);
+}
+
+RL_TEST_MAIN(T(trace_1_1_one_server), T(trace_1_2_records_elsewhere), T(trace_1_3_embedded_zero), T(trace_1_4_cli),
+             T(trace_1_5_early_entries))

@@ -6,7 +6,7 @@
  * kill -9 mid-stream fails the read over to the other member of its team; transaction_too_old met
  * mid-stream reaches the caller as the read's error; a client that does not credit its chunks
  * holds the server to the window (the server's own counters); RL_MAPPED_OMIT_INDEX whole and
- * streamed (stream-1.7).
+ * streamed (stream-1.7); a stream's entries reach the read's future as they arrive (stream-1.10).
  *
  * Data: index entries ("i", price, pk) -> "" and records ("r", pk, sub) with 0-3 keys of 1 byte
  * to 30 KB (stream-1.1, seeded: RL_SEED=N replays), or one key of a fixed size (the others). The
@@ -23,6 +23,7 @@
 #include "mapped_read.h"
 #include "kv/cluster/cluster.h"
 #include "kv/kv_int.h"
+#include "kv/kv_stats.h"
 #include "net/frame.h"
 #include "net_fixture.h"
 #include "net/proto.h"
@@ -799,6 +800,71 @@ TEST(stream_1_9_peer_killed) {
     rl_test_cluster_stop(c);
 }
 
+/* stream-1.10: a slow stream's entries (an entry per chunk, each a credit round trip of 40 ms
+ * after the one before) reach the read's future as they arrive: rl__future_mapped_wait hands up
+ * longer and longer prefixes — the right index keys and records, the earlier ones unchanged —
+ * several times before the read completes, and the result then begins with every entry handed
+ * up. A read of whole replies (?stream=0) hands up nothing before it completes. */
+TEST(stream_1_10_early_entries) {
+    enum { ROWS = 40, SIZE = 2000 };
+    rl_test_cluster *c = &g_cluster;
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 1;
+    o.delay_us = 20000;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *whole, *slow;
+    open_url(c, "?stream=0", &whole);
+    open_url(c, "?chunk=1&window=1", &slow);
+    model m;
+    load(whole, &m, NULL, ROWS, SIZE);
+    rl_buf k;
+    rl__buf_init(&k);
+    rl_txn *t;
+    rl_future *f = start_slow_read(slow, &t);
+    const rl_mapped_keyvalue *pe = NULL, *first = NULL;
+    int have = 0, pn = 0, steps = 0;
+    while (!rl__future_mapped_wait(f, have, &pe, &pn)) {
+        ASSERT_TRUE(pn > have && pn <= ROWS);
+        if (!first) first = pe;
+        for (int i = have; i < pn; i++) { /* price = pk = i + 1, one record row of SIZE bytes */
+            pack_index(&k, i + 1, i + 1);
+            ASSERT_MEM_EQ(pe[i].index.key, pe[i].index.key_len, k.data, k.len);
+            ASSERT_EQ(pe[i].n_kvs, 1);
+            ASSERT_EQ(pe[i].kvs[0].value_len, SIZE);
+        }
+        ASSERT_TRUE(pe[0].index.key == first[0].index.key); /* handed-up entries never change */
+        have = pn;
+        steps++;
+    }
+    print_message("stream-1.10: %d entries handed up in %d steps before the read completed\n", have, steps);
+    ASSERT_TRUE(steps >= 2);
+    ASSERT_OK(rl_future_get_error(f));
+    const rl_mapped_keyvalue *e;
+    int n, more;
+    ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+    ASSERT_EQ(n, ROWS);
+    ASSERT_FALSE(more);
+    for (int i = 0; i < have; i++) {
+        ASSERT_MEM_EQ(e[i].index.key, e[i].index.key_len, pe[i].index.key, pe[i].index.key_len);
+        ASSERT_TRUE(e[i].kvs[0].value == pe[i].kvs[0].value); /* the same bytes, not a copy */
+    }
+    rl_future_free(f);
+    rl_txn_free(t);
+    /* Whole replies: nothing before the end. */
+    ASSERT_OK(rl_txn_begin(whole, &t));
+    f = mapped(t, 0, 1000, 0, 0, 0);
+    ASSERT_EQ(rl__future_mapped_wait(f, 0, &pe, &pn), 1);
+    ASSERT_OK(rl_future_get_mapped_keyvalue_array(f, &e, &n, &more));
+    ASSERT_EQ(n, ROWS);
+    rl_future_free(f);
+    rl_txn_free(t);
+    rl__buf_release(&k);
+    rl_db_close(slow);
+    rl_db_close(whole);
+    rl_test_cluster_stop(c);
+}
+
 RL_TEST_MAIN(T(stream_1_1_equivalence), T(stream_1_2_counters), T(stream_1_3_abandoned), T(stream_1_4_killed),
              T(stream_1_5_too_old), T(stream_1_6_slow_consumer), T(stream_1_7_omit_index), T(stream_1_8_grouped_bulk),
-             T(stream_1_9_peer_killed))
+             T(stream_1_9_peer_killed), T(stream_1_10_early_entries))
