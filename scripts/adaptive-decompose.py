@@ -3,7 +3,8 @@
 # against the better fixed method"): the share of rows ADAPTIVE fetched with SCAN_AND_FETCH (its
 # record loads against the SCAN_AND_FETCH arm's), the ratio those shares alone give with the fixed
 # arms' own times ("choice": what ADAPTIVE would cost if deciding were free), and the rest
-# ("residual" = adaptive/best over choice: ADAPTIVE's own cost per query, and noise). Record loads
+# ("residual" = adaptive/best over choice: ADAPTIVE's own cost per query, and noise). Where the
+# remote-grouped arm runs, "remote" is the faster of it and remote (ADAPTIVE reads grouped). Record loads
 # count chunks, so on split rows1000 the share and the choice do not mean that; read those rows apart.
 #
 # usage: scripts/adaptive-decompose.py RESULTS [EARLIER ...]
@@ -94,8 +95,14 @@ def main(argv):
     for case, s in cases.items():
         met += s['ratio'] <= 1.05 and s['ci_high'] <= 1.10
         blocks = sorted({b for (c, _, b) in samples if c == case})
+        # ADAPTIVE's remote pages read grouped secondaries where the remote-grouped arm runs (multi
+        # topologies, since 2026-12-07): that arm is its alternative to SCAN_AND_FETCH there.
+        grouped = any(c == case and a == 'remote-grouped' for (c, a, _) in samples)
+        remote_arm = 'remote-grouped' if grouped else 'remote'
         times = [geomean([block_median(case, arm, b) for b in blocks])
-                 for arm in ('ordinary', 'remote', 'adaptive')]
+                 for arm in ('ordinary', remote_arm, 'adaptive')]
+        if grouped:
+            times[1] = min(times[1], geomean([block_median(case, 'remote', b) for b in blocks]))
         loads_fixed = mean(case, 'ordinary', 'record_loads_per_op')
         share = min(1.0, mean(case, 'adaptive', 'record_loads_per_op') / loads_fixed) \
             if loads_fixed > 0 else float('nan')
@@ -106,7 +113,7 @@ def main(argv):
         columns += [time_text(t) for t in times]
         columns += ['%.1f %%' % (100 * share), '%.3f' % choice, '%.3f' % residual,
                     '%.2f (%.2f)' % (mean(case, 'adaptive', 'mapped_requests_per_op'),
-                                     mean(case, 'remote', 'mapped_requests_per_op'))]
+                                     mean(case, remote_arm, 'mapped_requests_per_op'))]
         print('| %s | %s |' % (case, ' | '.join(columns)))
     print('\nwithin the goal: %d of %d cases' % (met, len(cases)))
 

@@ -310,6 +310,13 @@ int rl__camp_run(const rl__camp_run_options *o, rl__errdetail *err);
  * RL_E_OUT_OF_MEMORY, with the reason in err. */
 int rl__camp_compare_dirs(const char *dir_a, const char *dir_b, const char *metric, FILE *out, rl__errdetail *err);
 
+/* rl__camp_report_redo — `rlbench campaign report DIR`: write DIR/report.md and DIR/report.html
+ * again from the run's results (DIR/results.json.zst) and manifest (DIR/manifest.json), with this
+ * binary's report code — the raw results, CSVs and plots stay as the run wrote them — and print
+ * the main table to out (NULL: nothing). RL_OK, the loader's errors, RL_E_IO_ERROR (manifest
+ * unreadable, a report not written) or RL_E_OUT_OF_MEMORY, with the reason in err. */
+int rl__camp_report_redo(const char *dir, FILE *out, rl__errdetail *err);
+
 /* ---- The worker ------------------------------------------------------------------------------ */
 
 typedef struct {

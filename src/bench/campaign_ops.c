@@ -106,10 +106,13 @@ static volatile uint64_t sink;
 static uint64_t fold(uint64_t h, int64_t id) { return (h ^ (uint64_t)id) * 0x100000001b3ull; }
 
 /* By arm (rl__camp_arm, the SQLite peer aside): the fetch method and the query's secondary
- * strategy (0: the database's, which the topology's secondary_reads set). */
+ * strategy (0: the database's, which the topology's secondary_reads set: `remote` is FoundationDB's
+ * `individual` on the reports' topologies). ADAPTIVE reads with grouped secondaries, as
+ * remote-grouped does — "it may use either" (docs/design.md §8.7) —, and is compared with the best
+ * of the three (campaign_run.c). */
 static const rl_fetch_method methods[RL_CAMP_SQLITE] = {RL_FETCH_SCAN_AND_FETCH, RL_FETCH_USE_REMOTE_FETCH,
                                                         RL_FETCH_USE_REMOTE_FETCH, RL_FETCH_ADAPTIVE};
-static const int strategies[RL_CAMP_SQLITE] = {0, 0, RL_SECONDARY_GROUPED, 0};
+static const int strategies[RL_CAMP_SQLITE] = {0, 0, RL_SECONDARY_GROUPED, RL_SECONDARY_GROUPED};
 
 /* Requests, round trips and network bytes per op as the query layer reports them
  * (rl_query_counters' tracing figures, docs/design.md §7): client requests over the network (to

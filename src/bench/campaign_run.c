@@ -45,12 +45,14 @@ typedef struct {
                                                        * when its allocator could not be wrapped) */
 } proc_result;
 
-/* The comparisons of the summary: arm / baseline (best: the smaller of ordinary and remote). */
+/* The comparisons of the summary: arm / baseline (best: the smallest of ordinary, remote and, where
+ * it runs, remote-grouped — the arms ADAPTIVE chooses among: it reads with grouped secondaries,
+ * campaign_ops.c). */
 typedef struct {
     const char *name;
     rl__camp_arm arm;
     rl__camp_arm base;
-    int best;        /* baseline is min(ordinary, remote) per block and metric */
+    int best;        /* baseline is min(ordinary, remote[, remote-grouped]) per block and metric */
     int all_metrics; /* 0: time, bytes, allocations and rows only (the SQLite peer) */
 } comparison;
 
@@ -342,12 +344,19 @@ static int summarise_case(run_ctx *c, const rl__camp_topology *t, const rl__camp
             int blk[RL_CAMP_MAX_BLOCKS], nb = 0;
             for (int b = 0; b < p->blocks; b++) {
                 const proc_result *x = &res[b][cmp->arm], *y = &res[b][cmp->base];
-                if (!x->ok || !y->ok || (cmp->best && !res[b][RL_CAMP_REMOTE].ok)) continue;
+                int grp = cmp->best && runs[RL_CAMP_REMOTE_GROUPED];
+                if (!x->ok || !y->ok || (cmp->best && !res[b][RL_CAMP_REMOTE].ok) ||
+                    (grp && !res[b][RL_CAMP_REMOTE_GROUPED].ok))
+                    continue;
                 num[nb] = proc_median(x, m);
                 den[nb] = proc_median(y, m);
                 if (cmp->best) {
                     double r2 = proc_median(&res[b][RL_CAMP_REMOTE], m);
                     den[nb] = r2 < den[nb] ? r2 : den[nb];
+                }
+                if (grp) {
+                    double r3 = proc_median(&res[b][RL_CAMP_REMOTE_GROUPED], m);
+                    den[nb] = r3 < den[nb] ? r3 : den[nb];
                 }
                 blk[nb++] = b + 1;
             }
@@ -378,6 +387,8 @@ static int summarise_case(run_ctx *c, const rl__camp_topology *t, const rl__camp
             json_object_set_new(arms, rl__camp_arm_name(cmp->arm), arm_figures(p, res, cmp->arm, m));
             json_object_set_new(arms, rl__camp_arm_name(cmp->base), arm_figures(p, res, cmp->base, m));
             if (cmp->best) json_object_set_new(arms, "remote", arm_figures(p, res, RL_CAMP_REMOTE, m));
+            if (cmp->best && runs[RL_CAMP_REMOTE_GROUPED])
+                json_object_set_new(arms, "remote-grouped", arm_figures(p, res, RL_CAMP_REMOTE_GROUPED, m));
             json_object_set_new(o, "arms", arms);
             json_array_append_new(c->summary, o);
         }

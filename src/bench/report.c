@@ -221,6 +221,19 @@ static json_t *find_reference(json_t *r, const char *kind, const char *kase) {
 /* A published time in ms, to the digits reports print (four significant: 24, 108, 4.87, 276.9). */
 static void put_ms(rl_buf *b, double ms) { rl__buf_printf(b, "%.4g ms", ms); }
 
+/* The direction a reference figure gives remote fetch against SCAN_AND_FETCH: -1 faster, 1
+ * slower, 0 none (no figure, a ratio of exactly 1, or a range that holds 1) — from its ratio, or
+ * from its range when only that was published. */
+static int ref_direction(json_t *f) {
+    if (!f) return 0;
+    double rr = jnumv(f, "ratio"), lo = jnumv(f, "range_low"), hi = jnumv(f, "range_high");
+    if (!isnan(rr)) return rr < 1 ? -1 : rr > 1 ? 1 : 0;
+    if (!isnan(lo)) return hi < 1 ? -1 : lo > 1 ? 1 : 0;
+    return 0;
+}
+
+static void differing_notes(rl_buf *b, json_t *r, json_t *t);
+
 /* The table of our remote/ordinary time figures beside the report matched to the topology's kind
  * (C3 for single, M2 for multi): its ratio and interval, its absolute times where published, and
  * whether the two point the same way. Every case of the run has a row; a case the report gives no
@@ -272,14 +285,7 @@ static void reference_table(rl_buf *b, json_t *r, json_t *t) {
             put_ms(b, jnumv(f, "ordinary_ms"));
         } else rl__buf_append_str(b, "not published");
         rl__buf_append_str(b, " | ");
-        /* the direction: the report's ratio, or its range (wholly above or below 1) */
-        int theirs = !isnan(rr)   ? (rr < 1   ? -1
-                                     : rr > 1 ? 1
-                                              : 0)
-                     : !isnan(lo) ? (jnumv(f, "range_high") < 1 ? -1
-                                     : lo > 1                   ? 1
-                                                                : 0)
-                                  : 0;
+        int theirs = ref_direction(f);
         double ours = s && !strcmp(jstr(s, "status"), "ok") ? jnumv(s, "ratio") : NAN;
         if (!theirs || isnan(ours)) rl__buf_append_str(b, "—");
         else {
@@ -308,6 +314,7 @@ static void reference_table(rl_buf *b, json_t *r, json_t *t) {
                        jstr(rtt, "report"), jnumv(rtt, "p50_ms"), jnumv(rtt, "p99_ms"), jstr(rtt, "file"),
                        (long long)json_integer_value(json_object_get(rtt, "line")));
     }
+    differing_notes(b, r, t);
 }
 
 void rl__camp_report_main_table(json_t *r, rl_buf *b) {
@@ -460,6 +467,79 @@ static void checks_table(rl_buf *b, json_t *r, const char *topo) {
 static double arm_med(json_t *r, const char *topo, const char *k, const char *arm, const char *m) {
     json_t *f = find_arm(r, topo, k, arm, m);
     return f ? jnumv(f, "median") : NAN;
+}
+
+/* One arm's counters per query for differing_notes: critical round trips, client requests (mapped
+ * ones, record loads) and the bytes its replies brought. */
+static void arm_counters(rl_buf *b, json_t *r, const char *topo, const char *k, const char *arm) {
+    rl__buf_append_str(b, "`");
+    rl__buf_append_str(b, arm);
+    rl__buf_append_str(b, "` ");
+    put_count(b, arm_med(r, topo, k, arm, "round_trips_per_op"));
+    rl__buf_append_str(b, " critical round trips, ");
+    put_count(b, arm_med(r, topo, k, arm, "requests_per_op"));
+    rl__buf_append_str(b, " requests (");
+    put_count(b, arm_med(r, topo, k, arm, "mapped_requests_per_op"));
+    rl__buf_append_str(b, " mapped, ");
+    put_count(b, arm_med(r, topo, k, arm, "record_loads_per_op"));
+    rl__buf_append_str(b, " record loads), ");
+    double nb = arm_med(r, topo, k, arm, "net_bytes_received_per_op");
+    if (isnan(nb)) rl__buf_append_str(b, "n/a");
+    else if (nb >= 1e6) rl__buf_printf(b, "%.1f MB", nb / 1e6);
+    else rl__buf_printf(b, "%.1f kB", nb / 1e3);
+    rl__buf_append_str(b, " received");
+}
+
+/* After the reference table: for every case whose ratio points the other way from the report's
+ * (both resolved: the report's figure or range on one side of 1, ours a ratio), what our counters
+ * say each arm did per query — the evidence a reader weighs against the report's setup. */
+static void differing_notes(rl_buf *b, json_t *r, json_t *t) {
+    const char *topo = jstr(t, "name"), *kind = jstr(t, "kind");
+    size_t i;
+    json_t *kname;
+    int any = 0;
+    json_array_foreach(json_object_get(json_object_get(r, "protocol"), "cases"), i, kname) {
+        const char *k = json_string_value(kname);
+        json_t *s = find_summary(r, topo, k, "remote/ordinary", "ns_per_op");
+        int theirs = ref_direction(find_reference(r, kind, k));
+        if (!theirs || !s || strcmp(jstr(s, "status"), "ok")) continue;
+        double ours = jnumv(s, "ratio");
+        if ((ours < 1 ? -1 : ours > 1 ? 1 : 0) == theirs) continue;
+        if (!any)
+            rl__buf_append_str(b, "\nWhere our direction differs from the report's, what each arm did per query "
+                                  "here (medians of the blocks; critical round trips include the servers' "
+                                  "storage-to-storage ones):\n\n");
+        any = 1;
+        rl__buf_printf(b, "- **%s** (ours %.3f, the report's %s): ", k, ours,
+                       theirs < 0 ? "below 1: remote faster" : "above 1: remote slower");
+        arm_counters(b, r, topo, k, "ordinary");
+        rl__buf_append_str(b, "; ");
+        arm_counters(b, r, topo, k, "remote");
+        if (find_arm(r, topo, k, "remote-grouped", "ns_per_op")) {
+            rl__buf_append_str(b, "; ");
+            arm_counters(b, r, topo, k, "remote-grouped");
+        }
+        rl__buf_append_str(b, ".\n");
+    }
+}
+
+/* rl__camp_report_redo — see campaign.h. */
+int rl__camp_report_redo(const char *dir, FILE *out, rl__errdetail *err) {
+    json_t *r = NULL, *man = NULL;
+    int rc = rl__camp_results_load(dir, &r, err);
+    if (!rc) {
+        char path[RL_CAMP_PATH_MAX + 32];
+        json_error_t je;
+        snprintf(path, sizeof path, "%s/manifest.json", dir);
+        if (!(man = json_load_file(path, 0, &je))) {
+            rl__errdetail_append(err, "cannot read %s: %s", path, je.text);
+            rc = RL_E_IO_ERROR;
+        }
+    }
+    if (!rc) rc = rl__camp_report_write(dir, r, man, out, err);
+    json_decref(r);
+    json_decref(man);
+    return rc;
 }
 
 static void verdict(rl_buf *b, json_t *s) {
@@ -710,7 +790,8 @@ int rl__camp_report_write(const char *dir, json_t *r, json_t *manifest, FILE *ou
     rl__buf_printf(&b,
                    "- Per process the median of its repeats; per block the ratio of each arm to its baseline "
                    "(remote/ordinary; remote-grouped/ordinary, the remote fetch with grouped secondaries, multi "
-                   "topologies only; adaptive/best = adaptive over the better of ordinary and remote in that block; "
+                   "topologies only; adaptive/best = adaptive, which reads with grouped secondaries, over the best of "
+                   "ordinary, remote and remote-grouped where it runs, in that block; "
                    "sqlite/ordinary); per case the geometric mean of the block ratios with a nominal %.0f%% "
                    "block-bootstrap percentile interval (%lld resamples, seed %lld). Lower is better.\n",
                    100 * jnumv(st, "level"), (long long)json_integer_value(json_object_get(st, "resamples")),

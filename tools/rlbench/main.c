@@ -257,10 +257,34 @@ static int cmd_campaign_compare(int argc, char **argv) {
     return rc ? 1 : 0;
 }
 
+/* rlbench campaign report DIR: the run's report written again from its results. */
+static int cmd_campaign_report(int argc, char **argv) {
+    const char *dir = NULL;
+    int code;
+    const rl__arg opts[] = {{0}};
+    const rl__arg pos[] = {{.name = "DIR", .kind = RL_ARG_STRING, .dest = &dir, .help = "the run's --out directory"},
+                           {0}};
+    const rl__args_cmd cmd = {
+        .name = "rlbench campaign report",
+        .summary = "Write a run's report.md and report.html again from its results (DIR/results.json.zst and\n"
+                   "DIR/manifest.json) with this binary's report code — after the report gained a section, say —\n"
+                   "and print the main table. The results, the CSVs and the plots are left as the run wrote them.",
+        .epilog = "Exit codes: 0 written, 1 the run could not be read or the report not written, 2 usage.",
+        .opts = opts,
+        .pos = pos};
+    if (rl__args_parse(&cmd, argc, argv, &code)) return code;
+    rl__errdetail msg;
+    rl__errdetail_init(&msg, NULL);
+    int rc = rl__camp_report_redo(dir, stdout, &msg);
+    if (rc) fprintf(stderr, "%s: %s: %s\n", cmd.name, rl_error_name(rc), rl__errdetail_get(&msg));
+    return rc ? 1 : 0;
+}
+
 static int cmd_campaign(int argc, char **argv) {
     const char *protocol_path = NULL, *out_dir = NULL;
     int quick = 0, print = 0, code;
     if (argc > 1 && !strcmp(argv[1], "compare")) return cmd_campaign_compare(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "report")) return cmd_campaign_report(argc - 1, argv + 1);
     /* --out is required unless --print-protocol (which runs nothing) is given. */
     int printing = 0;
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) printing |= !strcmp(argv[i], "--print-protocol");
@@ -310,7 +334,8 @@ static int cmd_campaign(int argc, char **argv) {
                    "existing FoundationDB database (the client library from RL_FDB_LIBRARY, default\n"
                    "libfdb_c.so): the campaign loads and checks its data under (\"bench\", NAME), clears it\n"
                    "afterwards, and records the RTT probe and the placement receipt as n/a there.",
-        .epilog = "`rlbench campaign compare A B` prints what changed between two runs (--help there).\n"
+        .epilog = "`rlbench campaign compare A B` prints what changed between two runs, `rlbench campaign report DIR`\n"
+                  "writes a run's report again from its results (--help there).\n"
                   "Exit codes: 0 every check passed and every process ran (contaminated cases are labelled,\n"
                   "not failures), 1 a check or a process failed or the output could not be written (the\n"
                   "outputs say which), 2 usage or a bad protocol.",

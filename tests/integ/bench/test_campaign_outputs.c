@@ -42,10 +42,13 @@
  *                 throughput plots (inline in report.html); one progress counter for the whole
  *                 run: every "[done/total]" line has total 12, the last is [12/12]; `compare`
  *                 of the run with itself lists every level with B/A 1.000
+ *   campaign_6_9  `rlbench campaign report DIR` writes the run's report.md and report.html again,
+ *                 byte for byte, and prints the main table; a directory without a run is exit 1
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -577,6 +580,36 @@ TEST(campaign_6_8_throughput_phase) {
     free(so), free(se);
 }
 
+/* campaign_6_9: `rlbench campaign report DIR` writes a run's report.md and report.html again from its
+ * results and manifest: byte for byte what the run wrote (same binary), the main table on stdout;
+ * a directory without a run is exit 1 naming file_not_found. */
+TEST(campaign_6_9_report_again) {
+    char path[700], *so = NULL, *se = NULL;
+    size_t n0, n1, h0, h1;
+    snprintf(path, sizeof path, "%s/report.md", out_a);
+    char *md = slurp(path, &n0);
+    ASSERT_NOT_NULL(md);
+    ASSERT_EQ(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/report.html", out_a);
+    char *html = slurp(path, &h0);
+    ASSERT_NOT_NULL(html);
+    ASSERT_EQ(unlink(path), 0);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign report '%s'", out_a), 0);
+    ASSERT_NOT_NULL(strstr(so, "small-rows10-forward"));
+    ASSERT_NOT_NULL(strstr(so, "report: "));
+    char *html2 = slurp(path, &h1);
+    snprintf(path, sizeof path, "%s/report.md", out_a);
+    char *md2 = slurp(path, &n1);
+    ASSERT_NOT_NULL(md2);
+    ASSERT_NOT_NULL(html2);
+    ASSERT_MEM_EQ(md2, n1, md, n0);
+    ASSERT_MEM_EQ(html2, h1, html, h0);
+    free(md), free(md2), free(html), free(html2), free(so), free(se);
+    ASSERT_EQ(rl_test_run("rlbench", &so, &se, "campaign report '%s/none'", dir), 1);
+    ASSERT_NOT_NULL(strstr(se, "file_not_found"));
+    free(so), free(se);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(campaign_6_1_csv_round_trip),
                                        T(campaign_6_2_html_self_contained),
@@ -585,7 +618,8 @@ int main(int argc, char **argv) {
                                        T(campaign_6_5_reference_beside_a_run),
                                        T(campaign_6_6_print_reports_protocols),
                                        T(campaign_6_7_reports_placement),
-                                       T(campaign_6_8_throughput_phase)};
+                                       T(campaign_6_8_throughput_phase),
+                                       T(campaign_6_9_report_again)};
     rl_test_init(argc, argv);
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, setup, teardown);
 }

@@ -227,7 +227,8 @@ TEST(campaign_results_1_4_direction_note) {
  * 266.4 ms; M2 skip3-rows10-reverse 0.158 [0.155, 0.160] 4.87 vs 31.13 ms, split-rows10 0.873 /
  * 0.854, small-limit1-forward 0.979, the 1,000-row cases as the range 1.226–2.326 only); a results
  * document of a multi topology shows M2's forms: a ratio with its interval and times, a ratio
- * without interval, the range only, "not published", and "same direction?" from each. */
+ * without interval, the range only, "not published", and "same direction?" from each; each case
+ * that goes the other way (and only such a case) gets a note with each arm's counters. */
 TEST(campaign_results_1_5_reference) {
     static const char *const ks[5] = {"skip3-rows10-reverse", "split-rows10-forward", "small-rows1000-reverse",
                                       "small-limit1-reverse", "split-rows10-reverse"};
@@ -284,9 +285,10 @@ TEST(campaign_results_1_5_reference) {
                                         "ci_high", ratio + 0.1, "status", "ok", "n_blocks", 6));
         for (int a = 0; a < 2; a++)
             json_array_append_new(json_object_get(d, "arm_summary"),
-                                  json_pack("{s:s, s:s, s:s, s:{s:{s:f}}}", "topology", "m2", "case", ks[k], "arm",
-                                            a ? "remote" : "ordinary", "metrics", "ns_per_op", "median",
-                                            a ? 1e6 * ratio : 1e6));
+                                  json_pack("{s:s, s:s, s:s, s:{s:{s:f}, s:{s:f}, s:{s:f}}}", "topology", "m2", "case",
+                                            ks[k], "arm", a ? "remote" : "ordinary", "metrics", "ns_per_op", "median",
+                                            a ? 1e6 * ratio : 1e6, "round_trips_per_op", "median", a ? 2.0 : 104.0,
+                                            "net_bytes_received_per_op", "median", a ? 2.5e6 : 1500.0));
     }
     rl_buf b;
     rl__buf_init(&b);
@@ -305,6 +307,15 @@ TEST(campaign_results_1_5_reference) {
     ASSERT_NOT_NULL(strstr(t, "| split-rows10-reverse | 1.200 [1.100, 1.300] | 1.20 ms vs 1.00 ms | 0.854 (no "
                               "interval published) | not published | **no** |"));
     ASSERT_NULL(strstr(t, "ping before its phase")); /* C3's ping is for single topologies */
+    /* A note with each arm's counters for the two cases that go the other way, and only for them. */
+    ASSERT_NOT_NULL(strstr(t, "Where our direction differs from the report's"));
+    ASSERT_NOT_NULL(strstr(t, "- **small-rows1000-reverse** (ours 0.500, the report's above 1: remote slower): "
+                              "`ordinary` 104 critical round trips, n/a requests (n/a mapped, n/a record loads), "
+                              "1.5 kB received; `remote` 2 critical round trips, n/a requests (n/a mapped, n/a "
+                              "record loads), 2.5 MB received.\n"));
+    ASSERT_NOT_NULL(strstr(t, "- **split-rows10-reverse** (ours 1.200, the report's below 1: remote faster): "));
+    ASSERT_NULL(strstr(t, "- **skip3-rows10-reverse**"));
+    ASSERT_NULL(strstr(t, "- **split-rows10-forward**"));
     rl__buf_release(&b);
     json_decref(d);
 }
