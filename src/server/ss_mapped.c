@@ -48,7 +48,10 @@
  *   3. A batch (ss_batch) is reference counted: the worker's reference and one per request the
  *      loop thread has not finished. The loop thread writes results into the worker's arena only
  *      under the batch mutex and only while the worker has not given up (cancelled), so a late
- *      reply never touches memory the worker reused.
+ *      reply never touches memory the worker reused; and the worker allocates nothing from a
+ *      batch's arena between sending its requests and waiting for them or dropping it (an arena
+ *      is not thread-safe: a prefetched round's bookkeeping is allocated before it is sent —
+ *      allocating it after corrupted rows under load, seen as a MAPPED_CHUNK the codec refused).
  *   4. Every request sent to a peer sits in exactly one list (its peer's waiting or pending list,
  *      under peers_mu) until it is finished exactly once, by whoever takes it out of the list: its
  *      reply, its connection's close, a failed send, its deadline (rl__ss_s2s_tick), or
@@ -755,7 +758,7 @@ static int encode_req(mctx *c, ss_batch *b, ss_s2s_req *q, const rl__secondary_i
         m.u.get_multi_req.max_bytes = (uint64_t)(share > 1 ? share : 1);
     }
     rl__buf_init(&q->payload);
-    int rc = rl__msg_encode(&q->payload, &m, NULL);
+    int rc = rl__msg_encode(&q->payload, &m, &c->err);
     if (its != stack) rl__free(its);
     return rc;
 }
@@ -1071,24 +1074,23 @@ static void pf_issue(mctx *c, rl__secondary_item *items, int n) {
     rl_arena *a = &c->pf_arena[c->pf_slot];
     rl__arena_reset(a);
     c->pf_ps.v = NULL, c->pf_ps.n = c->pf_ps.cap = 0;
+    /* Everything this round needs from arena a is taken before its requests go out: from then on
+     * the loop thread copies the peers' replies into a (under the batch's mutex, invariant 3), and
+     * an arena takes one allocator at a time. */
     c->pf_first = rl__arena_alloc(a, (size_t)k * 2 * sizeof *c->pf_first);
-    if (!c->pf_first) return;
+    c->pf_items = rl__arena_alloc(a, (size_t)k * sizeof *c->pf_items);
+    if (!c->pf_first || !c->pf_items) return;
     c->pf_count = c->pf_first + k;
     pthread_mutex_lock(&ss->map_mu);
     int rc = ss->map ? split_items(c, items, k, &c->pf_ps, c->pf_first, c->pf_count, a) : RL_E_INTERNAL_ERROR;
     pthread_mutex_unlock(&ss->map_mu);
     for (int i = 0; i < k; i++) items[i].read_here = 0; /* the next call's items are fresh */
+    memcpy(c->pf_items, items, (size_t)k * sizeof *items);
     if (rc != RL_OK || remote_issue(c, &c->pf_ps, items, a, &c->pf_b) != RL_OK || !c->pf_b) {
         c->pf_b = NULL; /* nothing remote (or a failure): the next call asks itself */
         return;
     }
-    c->pf_n = k;
-    c->pf_items = rl__arena_alloc(a, (size_t)k * sizeof *c->pf_items);
-    if (!c->pf_items) {
-        pf_drop(c);
-        return;
-    }
-    memcpy(c->pf_items, items, (size_t)k * sizeof *items);
+    c->pf_n = k; /* a is the loop thread's now, until this round is taken or dropped */
 }
 
 /* 1 when the prefetched round read exactly items[0..pf_n): the same bounds and limits, item for
@@ -1489,6 +1491,10 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *ou
         if (rc == RL_OK && streamed) rc = stream_flush(&x); /* the last chunk */
         if (rc != RL_OK) {
             if (rc == RL_E_OPERATION_CANCELLED && streamed) atomic_fetch_add(&ss->n_stream_cancels, 1);
+            if (rc == RL_E_INVALID_ARGUMENT || rc == RL_E_INTERNAL_ERROR) /* ours to fix: say where */
+                rl__log(RL_LOG_ERROR, "storage server %u: a mapped read for %s failed: %s: %s", ss->o.id,
+                        rl__conn_peer(j->conn), rl_error_name(rc),
+                        rl__errdetail_len(&c.err) ? rl__errdetail_get(&c.err) : "(no detail)");
             rl__ss_send_error(j->conn, j->type, j->id, rc, "%s",
                               rl__errdetail_len(&c.err) ? rl__errdetail_get(&c.err) : "the mapped read failed");
             atomic_fetch_add(&ss->n_s2s_requests, c.s2s_requests);

@@ -811,8 +811,9 @@ static uint64_t attempt_timeout(const creq *q) {
     return RL_CLUSTER_READ_TIMEOUT_NS;
 }
 
-/* Encode q's request into b. */
-static int encode(creq *q, rl_buf *b) {
+/* Encode q's request into b (why: the codec's reason when it refuses the request — a bug of ours,
+ * logged by the caller). */
+static int encode(creq *q, rl_buf *b, rl__errdetail *why) {
     switch (q->kind) {
     case RL_CREQ_READ:
         if (streamed(q)) {
@@ -820,9 +821,9 @@ static int encode(creq *q, rl_buf *b) {
             m.r = q->plan.req.u.get_mapped_range_req;
             m.chunk_bytes = q->cl->stream_chunk;
             m.window_bytes = q->cl->stream_window;
-            return rl__msg_get_mapped_stream_req_encode(b, &m, NULL);
+            return rl__msg_get_mapped_stream_req_encode(b, &m, why);
         }
-        return rl__msg_encode(b, &q->plan.req, NULL);
+        return rl__msg_encode(b, &q->plan.req, why);
     case RL_CREQ_GRV: {
         rl__msg_get_read_version_req m = {0};
         return rl__msg_get_read_version_req_encode(b, &m, NULL);
@@ -1004,9 +1005,14 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
         more_len = q->plan.req.u.get_req.key_len;
     } else {
         b = enc_buf();
-        int rc = b ? encode(q, b) : RL_E_OUT_OF_MEMORY;
+        rl__errdetail why;
+        rl__errdetail_init(&why, NULL);
+        int rc = b ? encode(q, b, &why) : RL_E_OUT_OF_MEMORY;
         if (rc == RL_OK) rc = rl__buf_error(b);
         if (rc) {
+            if (rc != RL_E_OUT_OF_MEMORY)
+                rl__log(RL_LOG_ERROR, "cluster client: cannot encode a %s request: %s: %s",
+                        rl__msg_type_name(req_type(q)), rl_error_name(rc), rl__errdetail_get(&why));
             finish(q, rc);
             return;
         }
@@ -1544,7 +1550,7 @@ static void hedge_send(cluster *cl, creq *q, cconn *pc) {
     rl__locmap_unref(m);
     if (!hc) goto none;
     rl_buf *b = enc_buf();
-    if (!b || encode(q, b) != RL_OK || rl__buf_error(b)) goto none;
+    if (!b || encode(q, b, NULL) != RL_OK || rl__buf_error(b)) goto none;
     uint64_t id = atomic_fetch_add(&cl->next_id, 1);
     pthread_mutex_lock(&hc->mu);
     if (hc->state != C_OPEN || pt_put(&hc->pending, id, q) != RL_OK) { /* connecting: next time */
