@@ -73,7 +73,8 @@
  *      (src_advance) and must come whole (invariant 9), is consumed only once the page is
  *      complete. The complete page must begin with the entries consumed (checked on the last of
  *      them); its figures, the source's move and the read-ahead happen at completion, as for a
- *      page taken whole. ADAPTIVE pages are taken whole (their time calibrates the model).
+ *      page taken whole. ADAPTIVE pages on a networked database too (their time is what their rows
+ *      took through next(), early or not).
  */
 #include <inttypes.h>
 #include <sched.h>
@@ -1110,8 +1111,10 @@ static int remote_next(rl_cursor *c, int *out_has) {
                                             (rl_streaming_mode)mode, c->iteration++,
                                             read_flags(c) | strategy_flags(c) | omit_flags(c));
         }
-        /* ADAPTIVE pages are timed whole (their observation calibrates the model): no early entries. */
-        c->mpart = !c->page_on;
+        /* Early entries (invariant 10) — also in an ADAPTIVE page on a networked database: the
+         * page's time is the time its rows took to come through next(), early or not, which is
+         * what remote fetch costs now that replies stream (its embedded pages complete at once). */
+        c->mpart = !c->page_on || c->ad->networked;
         c->mblocked = c->mpart && !rl_future_is_ready(c->mf); /* `waits` counts the page once */
         if (!c->mpart) {
             if ((rc = page_complete(c, NULL))) return rc;
