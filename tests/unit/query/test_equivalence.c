@@ -289,8 +289,12 @@ static void pages_agree(const page_out *a, const page_out *b, rl_fetch_method m,
     if (url_kind() == 2) ASSERT_EQ(b->k.index_bytes_omitted, 0);
     /* ADAPTIVE's pages follow timings, and fdb: (which omits nothing) and defer: (whose reads
      * complete on its worker thread) read ahead as completions come: their reads may differ (on
-     * defer: 10 index entries read against 12 in one ASan run). */
-    if (m == RL_FETCH_ADAPTIVE || url_kind() == 2 || !strncmp(rl_test_url(), "defer:", 6)) return;
+     * defer: 10 index entries read against 12 in one ASan run). So do a cluster's when a cursor
+     * took rows before their page completed (entries_early): one that stops mid-page counts the
+     * entries that had arrived by then (3 against 6 in one CI run). */
+    if (m == RL_FETCH_ADAPTIVE || url_kind() == 2 || !strncmp(rl_test_url(), "defer:", 6) || a->k.entries_early ||
+        b->k.entries_early)
+        return;
     ASSERT_EQ(a->k.index_entries_read, b->k.index_entries_read);
     ASSERT_EQ(a->k.reads_mapped_range, b->k.reads_mapped_range);
     if (b->k.index_keys_read_back == 0) {
