@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/buf.h"
 
@@ -22,5 +23,29 @@ int rl__hex_digit(int c);
 int rl__bytes_from_hex(rl_buf *out, const char *s, size_t n);
 /* Lexicographic byte compare, shorter prefix first: <0, 0, >0. */
 int rl__bytes_cmp(const void *a, size_t alen, const void *b, size_t blen);
+
+/* The first 8 bytes of k as a big-endian integer, zero-padded. For two keys whose prefixes
+ * differ, the prefixes compare as the keys do (a shorter key padded with zeros is smaller than
+ * any longer key it prefixes unless the rest is zeros, and then the prefixes are equal); only
+ * equal prefixes need the bytes. The ordered structures that pack prefixes beside their pointers
+ * (the storage B+tree, the write map's index) compare these first. */
+static inline uint64_t rl__bytes_prefix64(const uint8_t *k, size_t kl) {
+    if (kl >= 8) {
+        uint64_t p;
+        memcpy(&p, k, 8);
+        return __builtin_bswap64(p);
+    }
+    if (kl >= 4) { /* two overlapping 4-byte loads: bytes 0..3 and kl-4..kl-1 (the same bytes
+                    * where they overlap), no byte loop */
+        uint32_t hi, lo;
+        memcpy(&hi, k, 4);
+        memcpy(&lo, k + kl - 4, 4);
+        return (uint64_t)__builtin_bswap32(hi) << 32 | (uint64_t)__builtin_bswap32(lo) << (64 - 8 * kl);
+    }
+    if (kl == 0) return 0;
+    /* 1..3 bytes: the first, middle and last (repeats OR the same byte into the same place). */
+    return (uint64_t)k[0] << 56 | (uint64_t)k[kl / 2] << (56 - 8 * (kl / 2)) |
+           (uint64_t)k[kl - 1] << (56 - 8 * (kl - 1));
+}
 
 #endif

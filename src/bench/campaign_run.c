@@ -56,6 +56,10 @@ typedef struct {
     int all_metrics; /* 0: time, bytes, allocations and rows only (the SQLite peer) */
 } comparison;
 
+/* Besides the baseline (ordinary), the arms "best" takes the smaller of, where they run (remote
+ * must: the comparison is skipped without it). */
+static const rl__camp_arm best_also[2] = {RL_CAMP_REMOTE, RL_CAMP_REMOTE_GROUPED};
+
 static const comparison comparisons[RL_CAMP_COMPARISONS] = {
     {"remote/ordinary", RL_CAMP_REMOTE, RL_CAMP_ORDINARY, 0, 1},
     {"remote-grouped/ordinary", RL_CAMP_REMOTE_GROUPED, RL_CAMP_ORDINARY, 0, 1},
@@ -344,19 +348,14 @@ static int summarise_case(run_ctx *c, const rl__camp_topology *t, const rl__camp
             int blk[RL_CAMP_MAX_BLOCKS], nb = 0;
             for (int b = 0; b < p->blocks; b++) {
                 const proc_result *x = &res[b][cmp->arm], *y = &res[b][cmp->base];
-                int grp = cmp->best && runs[RL_CAMP_REMOTE_GROUPED];
-                if (!x->ok || !y->ok || (cmp->best && !res[b][RL_CAMP_REMOTE].ok) ||
-                    (grp && !res[b][RL_CAMP_REMOTE_GROUPED].ok))
-                    continue;
+                int ok = x->ok && y->ok;
+                for (int i = 0; cmp->best && i < 2; i++) ok &= !runs[best_also[i]] || res[b][best_also[i]].ok;
+                if (!ok) continue;
                 num[nb] = proc_median(x, m);
                 den[nb] = proc_median(y, m);
-                if (cmp->best) {
-                    double r2 = proc_median(&res[b][RL_CAMP_REMOTE], m);
+                for (int i = 0; cmp->best && i < 2; i++) {
+                    double r2 = runs[best_also[i]] ? proc_median(&res[b][best_also[i]], m) : den[nb];
                     den[nb] = r2 < den[nb] ? r2 : den[nb];
-                }
-                if (grp) {
-                    double r3 = proc_median(&res[b][RL_CAMP_REMOTE_GROUPED], m);
-                    den[nb] = r3 < den[nb] ? r3 : den[nb];
                 }
                 blk[nb++] = b + 1;
             }
@@ -386,9 +385,9 @@ static int summarise_case(run_ctx *c, const rl__camp_topology *t, const rl__camp
             json_t *arms = json_object();
             json_object_set_new(arms, rl__camp_arm_name(cmp->arm), arm_figures(p, res, cmp->arm, m));
             json_object_set_new(arms, rl__camp_arm_name(cmp->base), arm_figures(p, res, cmp->base, m));
-            if (cmp->best) json_object_set_new(arms, "remote", arm_figures(p, res, RL_CAMP_REMOTE, m));
-            if (cmp->best && runs[RL_CAMP_REMOTE_GROUPED])
-                json_object_set_new(arms, "remote-grouped", arm_figures(p, res, RL_CAMP_REMOTE_GROUPED, m));
+            for (int i = 0; cmp->best && i < 2; i++)
+                if (runs[best_also[i]])
+                    json_object_set_new(arms, rl__camp_arm_name(best_also[i]), arm_figures(p, res, best_also[i], m));
             json_object_set_new(o, "arms", arms);
             json_array_append_new(c->summary, o);
         }

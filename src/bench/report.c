@@ -221,13 +221,16 @@ static json_t *find_reference(json_t *r, const char *kind, const char *kase) {
 /* A published time in ms, to the digits reports print (four significant: 24, 108, 4.87, 276.9). */
 static void put_ms(rl_buf *b, double ms) { rl__buf_printf(b, "%.4g ms", ms); }
 
+/* A time ratio's direction: -1 below 1 (remote faster), 1 above, 0 at 1. */
+static int direction_of(double ratio) { return ratio < 1 ? -1 : ratio > 1 ? 1 : 0; }
+
 /* The direction a reference figure gives remote fetch against SCAN_AND_FETCH: -1 faster, 1
  * slower, 0 none (no figure, a ratio of exactly 1, or a range that holds 1) — from its ratio, or
  * from its range when only that was published. */
 static int ref_direction(json_t *f) {
     if (!f) return 0;
     double rr = jnumv(f, "ratio"), lo = jnumv(f, "range_low"), hi = jnumv(f, "range_high");
-    if (!isnan(rr)) return rr < 1 ? -1 : rr > 1 ? 1 : 0;
+    if (!isnan(rr)) return direction_of(rr);
     if (!isnan(lo)) return hi < 1 ? -1 : lo > 1 ? 1 : 0;
     return 0;
 }
@@ -289,7 +292,7 @@ static void reference_table(rl_buf *b, json_t *r, json_t *t) {
         double ours = s && !strcmp(jstr(s, "status"), "ok") ? jnumv(s, "ratio") : NAN;
         if (!theirs || isnan(ours)) rl__buf_append_str(b, "—");
         else {
-            rl__buf_append_str(b, (ours < 1 ? -1 : ours > 1 ? 1 : 0) == theirs ? "yes" : "**no**");
+            rl__buf_append_str(b, direction_of(ours) == theirs ? "yes" : "**no**");
             if (jnumv(s, "ci_low") <= 1 && jnumv(s, "ci_high") >= 1)
                 rl__buf_append_str(b, " (ours not resolved: its interval holds 1)");
         }
@@ -504,7 +507,7 @@ static void differing_notes(rl_buf *b, json_t *r, json_t *t) {
         int theirs = ref_direction(find_reference(r, kind, k));
         if (!theirs || !s || strcmp(jstr(s, "status"), "ok")) continue;
         double ours = jnumv(s, "ratio");
-        if ((ours < 1 ? -1 : ours > 1 ? 1 : 0) == theirs) continue;
+        if (direction_of(ours) == theirs) continue;
         if (!any)
             rl__buf_append_str(b, "\nWhere our direction differs from the report's, what each arm did per query "
                                   "here (medians of the blocks; critical round trips include the servers' "

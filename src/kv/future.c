@@ -82,11 +82,8 @@ static _Thread_local int cache_registered; /* the key below holds a value for th
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
-/* The futex of 5a (private to the process). A wait returns at once when *p is no longer 0, on
- * a wake, or spuriously (EINTR): the caller looks at *p again. */
-static void futex_wait_while_zero(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0); }
-
-/* Sleep while *p == val (or until a wake, or spuriously). */
+/* The futexes of 5a and 7 (private to the process). A wait returns at once when *p no longer
+ * holds val, on a wake, or spuriously (EINTR): the caller looks at *p again. */
 static void futex_wait_while(int *p, int val) { (void)syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0); }
 
 static void futex_wake_all(int *p) { (void)syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
@@ -241,7 +238,7 @@ int rl_future_wait(rl_future *f) {
     if (!f) return RL_E_INVALID_ARGUMENT;
     if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) return f->error;
     __atomic_add_fetch(&f->n_waiting, 1, __ATOMIC_SEQ_CST); /* before the load of ready: 5a */
-    while (!__atomic_load_n(&f->ready, __ATOMIC_SEQ_CST)) futex_wait_while_zero(&f->ready);
+    while (!__atomic_load_n(&f->ready, __ATOMIC_SEQ_CST)) futex_wait_while(&f->ready, 0);
     __atomic_sub_fetch(&f->n_waiting, 1, __ATOMIC_RELAXED);
     return f->error;
 }

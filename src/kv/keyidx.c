@@ -25,16 +25,10 @@ struct rl__kx_page {
     rl__kx_page *child[RL__KX_FAN]; /* inner pages; a spare page links the next through child[0] */
 };
 
-uint64_t rl__kx_prefix(const uint8_t *k, uint32_t kl) {
-    uint64_t v = 0;
-    for (uint32_t i = 0; i < 8; i++) v = v << 8 | (i < kl ? k[i] : 0);
-    return v;
-}
-
 void rl__kx_set_key(rl__kx_node *n, const uint8_t *k, uint32_t kl) {
     n->key = k;
     n->key_len = kl;
-    n->kpre = rl__kx_prefix(k, kl);
+    n->kpre = rl__bytes_prefix64(k, kl);
 }
 
 void rl__kx_init(rl__keyidx *x, rl_arena *a) {
@@ -77,7 +71,7 @@ rl__kx_node *rl__kx_locate(const rl__keyidx *x, const uint8_t *k, uint32_t kl, r
         pos->slot[0] = 0;
         return NULL;
     }
-    uint64_t p = rl__kx_prefix(k, kl);
+    uint64_t p = rl__bytes_prefix64(k, kl);
     for (uint32_t d = 0; d < x->depth; d++) {
         int c = inner_child(g, k, kl, p);
         pos->page[d] = g;

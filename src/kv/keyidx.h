@@ -18,7 +18,7 @@
  *   2. An inner page's child i (i >= 1) holds only keys >= the key of sep[i], and child i - 1 only
  *      keys below it; every leaf is at depth `depth`; an inner page has 1..RL__KX_FAN children,
  *      the root at least 2 (a root left with one child is replaced by it).
- *   3. kpre[i] is rl__kx_prefix of the key its slot names (leaf: v[i]'s; inner: sep[i]'s).
+ *   3. kpre[i] is rl__bytes_prefix64 of the key its slot names (leaf: v[i]'s; inner: sep[i]'s).
  *
  * Not thread-safe: the owner serializes (the transaction's lock).
  */
@@ -35,7 +35,7 @@
 
 /* The index's part of a node: embed it in the caller's node. */
 typedef struct rl__kx_node {
-    uint64_t kpre;      /* rl__kx_prefix(key) (rl__kx_set_key) */
+    uint64_t kpre;      /* rl__bytes_prefix64(key) (rl__kx_set_key) */
     const uint8_t *key; /* the sort key: the caller's bytes */
     uint32_t key_len;
     struct rl__kx_node *prev, *next; /* the list, in key order (NULL at the ends) */
@@ -60,9 +60,7 @@ typedef struct {
     int slot[RL__KX_MAX_DEPTH + 1];
 } rl__kx_pos;
 
-/* The first 8 bytes of k as a big-endian integer, zero-padded (equal prefixes need the bytes). */
-uint64_t rl__kx_prefix(const uint8_t *k, uint32_t kl);
-/* Set node n's key (borrowed) and its prefix. */
+/* Set node n's key (borrowed) and its prefix (rl__bytes_prefix64). */
 void rl__kx_set_key(rl__kx_node *n, const uint8_t *k, uint32_t kl);
 
 /* rl__kx_init — an empty index whose pages go to arena a (may be NULL for an index that stays

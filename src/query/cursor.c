@@ -1067,7 +1067,9 @@ static int remote_next(rl_cursor *c, int *out_has) {
         if (c->mf && c->mpart) { /* invariant 10: the page's entries final so far, all but its last */
             const rl_mapped_keyvalue *pe;
             int pn;
-            if (!rl__txn_wrote(c->txn) && !rl__future_mapped_wait(c->mf, c->mi + 1, &pe, &pn)) {
+            /* A page already complete (every embedded one) goes straight on: no lock taken. */
+            if (!rl_future_is_ready(c->mf) && !rl__txn_wrote(c->txn) &&
+                !rl__future_mapped_wait(c->mf, c->mi + 1, &pe, &pn)) {
                 count_entries(c, pe, pn);
                 c->ments = pe;
                 c->mn = pn - 1;

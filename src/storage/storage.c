@@ -159,28 +159,8 @@ static void hremove(rl__storage *st, const bt_row *r) {
 
 /* ---- keys and rows ----------------------------------------------------------------------- */
 
-/* The first 8 bytes of k as a big-endian integer, zero-padded. For two keys whose prefixes
- * differ, the prefixes compare as the keys do (a shorter key padded with zeros is smaller than
- * any longer key it prefixes unless the rest is zeros, and then the prefixes are equal); only
- * equal prefixes need the bytes. */
-static inline uint64_t key_prefix(const uint8_t *k, size_t kl) {
-    if (kl >= 8) {
-        uint64_t p;
-        memcpy(&p, k, 8);
-        return __builtin_bswap64(p);
-    }
-    if (kl >= 4) { /* two overlapping 4-byte loads: bytes 0..3 and kl-4..kl-1 (the same bytes
-                    * where they overlap), no byte loop (keys after a node's prefix are short) */
-        uint32_t hi, lo;
-        memcpy(&hi, k, 4);
-        memcpy(&lo, k + kl - 4, 4);
-        return (uint64_t)__builtin_bswap32(hi) << 32 | (uint64_t)__builtin_bswap32(lo) << (64 - 8 * kl);
-    }
-    if (kl == 0) return 0;
-    /* 1..3 bytes: the first, middle and last (repeats OR the same byte into the same place). */
-    return (uint64_t)k[0] << 56 | (uint64_t)k[kl / 2] << (56 - 8 * (kl / 2)) |
-           (uint64_t)k[kl - 1] << (56 - 8 * (kl - 1));
-}
+/* The first 8 bytes of k as a big-endian integer, zero-padded (base/bytes.h). */
+static inline uint64_t key_prefix(const uint8_t *k, size_t kl) { return rl__bytes_prefix64(k, kl); }
 
 /* Compare key a (prefix ap) with key k (prefix kp): the prefixes decide unless equal. */
 static inline int pcmp(uint64_t ap, const uint8_t *a, size_t al, uint64_t kp, const uint8_t *k, size_t kl) {
