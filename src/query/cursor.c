@@ -49,8 +49,12 @@
  *   8. Mapped pages (remote fetch) are sized by what the query says it will read (mapped_mode):
  *      EXACT with the rows a return or scan limit still allows, WANT_ALL for a full scan of the
  *      bounds, FoundationDB's growing ITERATOR pages only when the stop is unknown (index_batch,
- *      byte or time limits). EXACT and WANT_ALL pages carry a byte target of MAPPED_PAGE_BYTES
- *      (8 MiB of index entries and records), so a page costs memory only up to it. An EXACT or
+ *      byte or time limits). EXACT and WANT_ALL pages carry a byte target (page_bytes): on a
+ *      networked database MAPPED_PAGE_BYTES (8 MiB of index entries and records: one round trip
+ *      moves a lot), on a local one AD_READ_BYTES (1 MiB: a page costs no round trip, and a result
+ *      arena above malloc's mmap threshold is faulted in afresh on every read — 8 MiB pages made
+ *      an embedded remote fetch of 1,000 split records 2-3x slower than SCAN_AND_FETCH), so a page
+ *      costs memory only up to it. An EXACT or
  *      WANT_ALL page that ends with more to read has the next one asked for as soon as it
  *      arrives (c->mf_next, for at most the rows the limits leave beyond the page's entries), so
  *      the server reads page n+1 while the cursor decodes page n; at most two pages are held.
@@ -107,7 +111,7 @@
  * each page's observation calibrates the next decision (doubling pages would visit a fresh class
  * every time). */
 #define AD_PAGE_ROWS 1024
-#define AD_READ_BYTES (1 << 20) /* bytes per read of a page (stream_bytes; embedded: remote pages only) */
+#define AD_READ_BYTES (1 << 20) /* bytes per read of a page (stream_bytes; embedded: remote pages, page_bytes) */
 #define AD_TEST_ENV "RL_QUERY_ADAPTIVE_TEST"
 #define AD_EWMA 0.25 /* weight of a page in the database's bytes-per-row and remote share */
 
@@ -183,8 +187,9 @@ static ad_scan *ad_scan_of(ad_state *a, uint64_t k) {
     return lru;
 }
 
-/* The database's state (created at its first ADAPTIVE cursor, with the priors of its kind of
- * backend: rl__adaptive_embedded_costs when it is not networked). NULL on out of memory. */
+/* The database's state (created at its first ADAPTIVE or remote fetch cursor, with the priors of
+ * its kind of backend: rl__adaptive_embedded_costs when it is not networked; remote fetch reads
+ * only `networked`). NULL on out of memory. */
 static ad_state *ad_state_of(rl_db *db) {
     ad_state *a = rl__db_slot(db, sizeof(ad_state), ad_state_init, NULL);
     if (!a) return NULL;
@@ -299,6 +304,7 @@ struct rl_cursor {
     int mcounted;    /* entries of mf already in the counters (count_entries) */
     int mblocked;    /* mf was still in flight when the cursor first wanted its entries */
     int omit;        /* mapped reads ask for RL_MAPPED_OMIT_INDEX (invariant 9) */
+    int networked;   /* remote fetch on a networked database (ad_state.networked): page_bytes */
     int cur_omitted; /* the entry being looked at came without its index key: rebuild_key */
     /* The entry being looked at. */
     rl_buf cur_key, cur_pk;
@@ -572,6 +578,9 @@ static int read_limit(const rl_cursor *c) {
     return lim;
 }
 
+/* The byte target of the fixed method's EXACT and WANT_ALL mapped pages (invariant 8). */
+static int page_bytes(const rl_cursor *c) { return c->networked ? MAPPED_PAGE_BYTES : AD_READ_BYTES; }
+
 /* The streaming mode and row limit of the next mapped page (remote fetch), invariant 8:
  *   - index_batch, a byte limit or a time limit: ITERATOR (FoundationDB's default; pages start
  *     small and grow x1.5, because where the query stops is not known from the entry count);
@@ -580,9 +589,9 @@ static int read_limit(const rl_cursor *c) {
  *     page (the server still ends a page at its byte budgets: the rest is the next page, EXACT
  *     again with what is left);
  *   - neither (a full scan of the bounds): WANT_ALL.
- * EXACT and WANT_ALL pages carry a byte target of MAPPED_PAGE_BYTES (otherwise a backend would
- * gather the whole range into one result: the cluster client continues past the servers' cut-offs
- * until the limits are met).
+ * EXACT and WANT_ALL pages carry a byte target, page_bytes (otherwise a backend would gather the
+ * whole range into one result: the cluster client continues past the servers' cut-offs until the
+ * limits are met).
  * `ahead` entries already received are not consumed yet (the page read ahead: invariant 8); a
  * return value < 0 means the limits leave nothing to ask for beyond them.
  * [out] out_lim: the row limit to pass (0: none). */
@@ -1051,7 +1060,7 @@ static int page_complete(rl_cursor *c, const rl_mapped_keyvalue *was) {
         c->k.mapped_range_requests++;
         c->mf_next_d0 = c->depth;
         c->mf_next = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
-                                             MAPPED_PAGE_BYTES, (rl_streaming_mode)mode, c->iteration++,
+                                             page_bytes(c), (rl_streaming_mode)mode, c->iteration++,
                                              read_flags(c) | strategy_flags(c) | omit_flags(c));
     }
     return RL_OK;
@@ -1107,7 +1116,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
                 bytes = ad_mapped_bytes(c);
             } else {
                 mode = mapped_mode(c, 0, &lim);
-                bytes = mode == RL_STREAMING_ITERATOR ? 0 : c->page_on ? AD_READ_BYTES : MAPPED_PAGE_BYTES;
+                bytes = mode == RL_STREAMING_ITERATOR ? 0 : c->page_on ? AD_READ_BYTES : page_bytes(c);
             }
             c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim, bytes,
                                             (rl_streaming_mode)mode, c->iteration++,
@@ -1655,6 +1664,7 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
             rc = RL_E_OUT_OF_MEMORY;
             goto fail;
         }
+        c->networked = c->ad->networked;
         c->ad_rv_done = !c->ad->networked; /* a local backend never waits for a version */
         c->ad_sampled = !c->ad->networked; /* page_span */
         c->gap_rng = (uint32_t)c->ad_key | 1;
@@ -1663,8 +1673,16 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
             c->ad_test_alt = 1;
             c->ad_test_rows = alt;
         }
-    } else if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) {
-        goto fail;
+    } else {
+        if (o.fetch != RL_FETCH_SCAN_AND_FETCH) { /* page_bytes: the database's kind, asked once */
+            ad_state *a = ad_state_of(rl__txn_db(txn));
+            if (!a) {
+                rc = RL_E_OUT_OF_MEMORY;
+                goto fail;
+            }
+            c->networked = a->networked;
+        }
+        if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) goto fail;
     }
     add_alloc_delta(c, &before);
     *out = c;
