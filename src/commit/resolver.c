@@ -17,8 +17,11 @@
  *      interval (it is exactly the maximum, except after collection, below).
  *   3. Versions are added in non-decreasing order (rl__resolver_add), so a new write [b, e) at
  *      version v simply overwrites [b, e): the boundaries strictly inside are deleted and b's node
- *      takes version v. A write therefore costs O(log n) plus the boundaries it swallows, and the
- *      list never holds more than 2 boundaries per remembered write.
+ *      takes version v. A write therefore costs one O(log n) search plus the boundaries it
+ *      swallows (the end is found by walking level 0 from the begin's floor), and the list never
+ *      holds more than 2 boundaries per remembered write.
+ *   5. Every node caches the first 8 bytes of its key as an integer (kp = rl__bytes_prefix64), so a
+ *      search compares integers and reads key bytes only on a tie.
  *   4. oldest = max(floor, newest - window). A version <= oldest can never conflict with a read
  *      version that passes the too-old check (read_version >= oldest), so collection sets such
  *      versions to 0 and removes every node whose version equals its predecessor's (adjacent
@@ -46,6 +49,7 @@
 
 typedef struct rs_node {
     rl__version v;          /* newest write version over [key, next key); 0 = none remembered */
+    uint64_t kp;            /* rl__bytes_prefix64 of the key (invariant 5) */
     uint32_t key_len;       /* bytes of key */
     uint32_t level;         /* 1..RS_MAX_LEVEL: the number of forward pointers */
     uint8_t *key;           /* key bytes, stored after next[level] in the same allocation */
@@ -75,6 +79,7 @@ static rs_node *node_new(int level, const uint8_t *key, uint32_t key_len, rl__ve
     n->level = (uint32_t)level;
     n->key = (uint8_t *)n + sizeof(rs_node) + ptrs;
     if (key_len) memcpy(n->key, key, key_len);
+    n->kp = rl__bytes_prefix64(n->key, key_len);
     for (int i = 0; i < level; i++) n->next[i] = NULL;
     return n;
 }
@@ -91,16 +96,23 @@ static int random_level(rl__resolver *r) {
     return level;
 }
 
-static int node_cmp(const rs_node *n, const uint8_t *key, uint32_t key_len) {
+/* Node n's key against key, whose prefix is kp (invariant 5). */
+static inline int node_cmp_p(const rs_node *n, uint64_t kp, const uint8_t *key, uint32_t key_len) {
+    if (n->kp != kp) return n->kp < kp ? -1 : 1;
     return rl__bytes_cmp(n->key, n->key_len, key, key_len);
+}
+
+static int node_cmp(const rs_node *n, const uint8_t *key, uint32_t key_len) {
+    return node_cmp_p(n, rl__bytes_prefix64(key, key_len), key, key_len);
 }
 
 /* The last node whose key is <= key (its floor: the node whose interval holds key). When pred is
  * not NULL it receives, per level, the last node at that level with key <= key. */
 static rs_node *find_floor(rl__resolver *r, const uint8_t *key, uint32_t key_len, rs_node **pred) {
     rs_node *x = r->head;
+    uint64_t kp = rl__bytes_prefix64(key, key_len);
     for (int l = r->level - 1; l >= 0; l--) {
-        while (x->next[l] && node_cmp(x->next[l], key, key_len) <= 0) x = x->next[l];
+        while (x->next[l] && node_cmp_p(x->next[l], kp, key, key_len) <= 0) x = x->next[l];
         if (pred) pred[l] = x;
     }
     if (pred)
@@ -108,45 +120,56 @@ static rs_node *find_floor(rl__resolver *r, const uint8_t *key, uint32_t key_len
     return x;
 }
 
-/* The boundary node at exactly key, inserted (with its floor's version, which changes nothing)
- * if missing. NULL on allocation failure; the list is then unchanged. */
-static rs_node *ensure_boundary(rl__resolver *r, const uint8_t *key, uint32_t key_len) {
-    rs_node *pred[RS_MAX_LEVEL];
-    rs_node *f = find_floor(r, key, key_len, pred);
-    if (node_cmp(f, key, key_len) == 0) return f;
-    int level = random_level(r);
-    rs_node *n = node_new(level, key, key_len, f->v);
-    if (!n) return NULL;
-    if (level > r->level) r->level = level;
-    for (int l = 0; l < level; l++) {
+/* Link n (of n->level levels) after pred[l] at each of its levels, and make it pred[l] there. */
+static void link_after(rl__resolver *r, rs_node *n, rs_node **pred) {
+    if ((int)n->level > r->level) r->level = (int)n->level;
+    for (uint32_t l = 0; l < n->level; l++) {
         n->next[l] = pred[l]->next[l];
         pred[l]->next[l] = n;
+        pred[l] = n;
     }
     r->count++;
-    return n;
 }
 
-/* Overwrite [b, e) (b < e) with version v: invariant 3. */
+/* Overwrite [b, e) (b < e) with version v: invariant 3, with one search.
+ * The nodes it needs are allocated before anything changes, so on RL_E_OUT_OF_MEMORY the list
+ * is unchanged. */
 static int add_range(rl__resolver *r, rl__version v, const rl__keyrange *w) {
-    rs_node *ne = ensure_boundary(r, w->end, w->end_len);
-    if (!ne) return RL_E_OUT_OF_MEMORY;
     rs_node *pred[RS_MAX_LEVEL];
-    rs_node *nb = ensure_boundary(r, w->begin, w->begin_len);
-    if (!nb) return RL_E_OUT_OF_MEMORY;
-    find_floor(r, w->begin, w->begin_len, pred); /* pred[l]: nb or a node before it */
-    rs_node *first = nb->next[0];
-    for (int l = 0; l < r->level; l++) {
-        rs_node *x = pred[l]->next[l];
-        while (x && x != ne && node_cmp(x, w->end, w->end_len) < 0) x = x->next[l];
-        pred[l]->next[l] = x;
+    rs_node *f = find_floor(r, w->begin, w->begin_len, pred); /* pred[l] <= b at every level */
+    /* The first node at or after e, and the version that covers the keys just below e. */
+    uint64_t ekp = rl__bytes_prefix64(w->end, w->end_len);
+    rs_node *x = f->next[0];
+    rl__version below = f->v;
+    while (x && node_cmp_p(x, ekp, w->end, w->end_len) < 0) {
+        below = x->v;
+        x = x->next[0];
     }
-    /* Level 0 held the run first .. ne exclusive; nothing links to it any more. */
-    while (first != ne) {
-        rs_node *nx = first->next[0];
-        rl__free(first);
-        r->count--;
-        first = nx;
+    int have_b = node_cmp(f, w->begin, w->begin_len) == 0;
+    int have_e = x && node_cmp_p(x, ekp, w->end, w->end_len) == 0;
+    rs_node *nb = have_b ? f : node_new(random_level(r), w->begin, w->begin_len, v);
+    rs_node *ne = have_e ? x : node_new(random_level(r), w->end, w->end_len, below);
+    if (!nb || !ne) {
+        if (!have_b) rl__free(nb);
+        if (!have_e) rl__free(ne);
+        return RL_E_OUT_OF_MEMORY;
     }
+    rs_node *inside = f->next[0]; /* the boundaries strictly inside (b, e): inside .. x */
+    if (inside != x) {
+        for (int l = 0; l < r->level; l++) { /* unlink them at every level */
+            rs_node *y = pred[l]->next[l];
+            while (y && node_cmp_p(y, ekp, w->end, w->end_len) < 0) y = y->next[l];
+            pred[l]->next[l] = y;
+        }
+        while (inside != x) { /* level 0 held them all; nothing links to them any more */
+            rs_node *nx = inside->next[0];
+            rl__free(inside);
+            r->count--;
+            inside = nx;
+        }
+    }
+    if (!have_b) link_after(r, nb, pred);
+    if (!have_e) link_after(r, ne, pred);
     nb->v = v;
     return RL_OK;
 }
