@@ -3,7 +3,8 @@
  * and chunk buffer are parked per thread by rl_cursor_free, the KV layer's cached futures keep
  * their result arenas), rows stay correct byte for byte while memory is reused, two cursors
  * alive at once never share memory, and every allocation failing in turn with parked memory
- * present still gives RL_E_OUT_OF_MEMORY or the right rows (no leaks under ASan).
+ * present still gives RL_E_OUT_OF_MEMORY or the right rows (no leaks under ASan), and a parked
+ * cursor (cursor.c invariant 11) starts clean.
  *
  * Test IDs: query_4_*. Seeded by rl_test_seed() (printed).
  */
@@ -203,5 +204,64 @@ TEST(query_4_3_out_of_memory_with_parked_memory) {
     qt_close(&e);
 }
 
+/* query_4_4: the parked cursor (cursor.c invariant 11). A cursor taken from the park after a
+ * remote-fetch scan of split records and one stopped by an error carries nothing over: a
+ * SCAN_AND_FETCH query in the other direction returns the model's rows with counters of its own
+ * (no mapped reads, rows and entries of this query only) and no error; and a repeated limit-1
+ * query allocates at most 8 times (19 before cursors were parked: the cursor, its buffers, its
+ * queue). */
+TEST(query_4_4_parked_cursor_starts_clean) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "q44");
+    load_split(&e, &rs, 10);
+    qt_query qf = {0}, qr = {0};
+    qr.reverse = 1;
+    const qt_rec *wf[QT_MAX], *wr[QT_MAX];
+    int nf = qt_model(&e, &qf, wf), nr = qt_model(&e, &qr, wr);
+    for (int round = 0; round < 3; round++) {
+        rl_query_options o = opts(RL_FETCH_USE_REMOTE_FETCH, 0, 0);
+        ASSERT_EQ(run(&e, &o, wf, nf), nf); /* parks a cursor that read mapped pages */
+        if (round == 1) {                   /* ... or one that failed */
+            rl_txn *t = qt_begin(&e);
+            rl_cursor *c = NULL;
+            rl_query_options bad = opts(RL_FETCH_SCAN_AND_FETCH, 0, 0);
+            bad.continuation = "not a continuation";
+            bad.continuation_len = 18;
+            ASSERT_EQ(rl_cursor_open(e.s, t, "price_idx", &bad, &c), RL_E_CONTINUATION_INVALID);
+            ASSERT_NULL(c);
+            rl_txn_free(t);
+        }
+        rl_query_options so = opts(RL_FETCH_SCAN_AND_FETCH, 1, 4);
+        rl_txn *t = qt_begin(&e);
+        rl_cursor *c = NULL;
+        const rl_query_row *row;
+        int rc, got = 0;
+        ASSERT_OK(rl_cursor_open(e.s, t, "price_idx", &so, &c));
+        while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) check_row_bytes(row, wr[got++]);
+        ASSERT_OK(rc);
+        ASSERT_EQ(got, 4 < nr ? 4 : nr);
+        ASSERT_EQ(rl_cursor_error_cause(c), RL_OK);
+        rl_query_counters k;
+        rl_cursor_get_counters(c, &k);
+        ASSERT_EQ(k.reads_mapped_range, 0);
+        ASSERT_EQ(k.mapped_range_requests, 0);
+        ASSERT_EQ(k.entries_early, 0);
+        ASSERT_EQ(k.rows_returned, (uint64_t)got);
+        rl_cursor_free(c);
+        rl_txn_free(t);
+    }
+    rl_query_options one = opts(RL_FETCH_SCAN_AND_FETCH, 0, 1);
+    for (int w = 0; w < 3; w++) ASSERT_EQ(run(&e, &one, wf, 1), 1);
+    rl_alloc_stats a0, a1;
+    rl_alloc_get_stats(&a0);
+    for (int rep = 0; rep < 10; rep++) ASSERT_EQ(run(&e, &one, wf, 1), 1);
+    rl_alloc_get_stats(&a1);
+    uint64_t per_query = (a1.allocs - a0.allocs) / 10;
+    printf("limit-1 query: %llu allocations\n", (unsigned long long)per_query);
+    ASSERT_TRUE(per_query <= 8);
+    qt_close(&e);
+}
+
 RL_TEST_MAIN(T(query_4_1_split_steady_state_reuses_memory), T(query_4_2_two_live_cursors_do_not_share),
-             T(query_4_3_out_of_memory_with_parked_memory))
+             T(query_4_3_out_of_memory_with_parked_memory), T(query_4_4_parked_cursor_starts_clean))
