@@ -1582,26 +1582,26 @@ static int build_mapper(rl_cursor *c) {
 
 /* Turn the bounds of o into the key range [range_b, range_e). */
 static int build_range(rl_cursor *c, const rl_query_options *o) {
-    rl_buf base;
-    rl__buf_init(&base);
-    rl__buf_append(&base, c->ixprefix.data, c->ixprefix.len);
-    if (o->eq) rl__buf_append(&base, o->eq, o->eq_len);
-    rl__buf_append(&c->range_b, base.data, base.len);
+    rl_buf *base = &c->tb; /* scratch (parked with the cursor: invariant 11) */
+    rl__buf_reset(base);
+    rl__buf_append(base, c->ixprefix.data, c->ixprefix.len);
+    if (o->eq) rl__buf_append(base, o->eq, o->eq_len);
+    rl__buf_append(&c->range_b, base->data, base->len);
     if (!o->low) {
         rl__buf_append_byte(&c->range_b, 0x00);
     } else {
         rl__buf_append(&c->range_b, o->low, o->low_len);
         if (o->low_exclusive) rl__buf_append_byte(&c->range_b, 0xff);
     }
-    rl__buf_append(&c->range_e, base.data, base.len);
+    rl__buf_append(&c->range_e, base->data, base->len);
     if (!o->high) {
         rl__buf_append_byte(&c->range_e, 0xff);
     } else {
         rl__buf_append(&c->range_e, o->high, o->high_len);
         if (!o->high_exclusive) rl__buf_append_byte(&c->range_e, 0xff);
     }
-    int rc = rl__buf_error(&base);
-    rl__buf_release(&base);
+    int rc = rl__buf_error(base);
+    rl__buf_reset(base);
     if (!rc) rc = rl__buf_error(&c->range_b);
     if (!rc) rc = rl__buf_error(&c->range_e);
     if (rc) return rc;
