@@ -23,6 +23,11 @@
  *      and merely drops its reference. rl_txn_reset and rl_txn_free first cancel every read in
  *      flight: their futures complete with transaction_cancelled and their late completions
  *      change nothing (the generation t->gen moved on).
+ *   7. A transaction's memory, once its last reference is dropped, is parked for its thread's next
+ *      rl_txn_begin (txn_take / txn_put: one transaction per thread, at most TXN_PARK_BYTES; freed
+ *      at the thread's exit): its arena's kept block and its mutation and conflict-range arrays,
+ *      so a short transaction (a read, a query) allocates nothing of its own query after query.
+ *      Every field but that memory is zeroed when it is taken, the arena reset, the mutex new.
  *
  * Lifecycle:
  *
@@ -34,6 +39,7 @@
  *   begin: rl_txn_begin; commit: rl_txn_commit; reset: rl_txn_reset; on_error: rl_txn_on_error;
  *   cancel: rl_txn_cancel. A timed-out transaction fails every operation with 1031 until reset.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -129,15 +135,85 @@ int rl__txn_read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_
 
 /* ---- Transactions: lifecycle and options ------------------------------------------------- */
 
+/* ---- The parked transaction (invariant 7) ---------------------------------------------------- */
+
+#define TXN_PARK_BYTES ((size_t)256 << 10) /* a transaction holding more memory is freed */
+
+static _Thread_local struct {
+    rl_txn *t;      /* the parked transaction, or NULL */
+    int registered; /* tpark_key holds a value for this thread (so the destructor runs) */
+} tpark;
+static pthread_key_t tpark_key;
+static int tpark_key_ok;
+static pthread_once_t tpark_once = PTHREAD_ONCE_INIT;
+
+/* Free t's memory (its mutex destroyed already). */
+static void txn_free_mem(rl_txn *t) {
+    rl__arena_release(&t->arena);
+    rl__free(t->muts);
+    rl__free(t->reads.v);
+    rl__free(t->writes.v);
+    rl__free(t);
+}
+
+/* Thread exit: free the parked transaction. */
+static void tpark_drain(void *unused) {
+    (void)unused;
+    if (tpark.t) txn_free_mem(tpark.t);
+    tpark.t = NULL;
+    tpark.registered = 0;
+}
+
+static void tpark_key_create(void) { tpark_key_ok = pthread_key_create(&tpark_key, tpark_drain) == 0; }
+
+/* A zeroed transaction with an empty arena and a new mutex: this thread's parked one (its memory
+ * kept) or a new one. NULL on out of memory. */
+static rl_txn *txn_take(void) {
+    rl_txn *t = tpark.t;
+    if (!t) {
+        if (!(t = rl__calloc(1, sizeof *t))) return NULL;
+        rl__arena_init(&t->arena, 4096);
+    } else {
+        tpark.t = NULL;
+        rl_arena arena = t->arena;
+        rl__mutation *muts = t->muts;
+        size_t cap_muts = t->cap_muts;
+        rl__rangelist reads = t->reads, writes = t->writes;
+        memset(t, 0, sizeof *t);
+        t->arena = arena; /* reset when parked */
+        t->muts = muts;
+        t->cap_muts = cap_muts;
+        t->reads.v = reads.v;
+        t->reads.cap = reads.cap;
+        t->writes.v = writes.v;
+        t->writes.cap = writes.cap;
+    }
+    rl__mutex_init_adaptive(&t->mu);
+    return t;
+}
+
+/* Park t's memory for this thread's next transaction, or free it (one is parked already, it holds
+ * more than TXN_PARK_BYTES, or the thread-exit destructor could not be set). Its mutex is
+ * destroyed and its write map released already. */
+static void txn_put(rl_txn *t) {
+    rl__arena_reset(&t->arena);
+    size_t held = rl__arena_capacity(&t->arena) + t->cap_muts * sizeof *t->muts +
+                  (t->reads.cap + t->writes.cap) * sizeof(rl__keyrange);
+    if (!tpark.registered) {
+        pthread_once(&tpark_once, tpark_key_create);
+        if (tpark_key_ok && pthread_setspecific(tpark_key, &tpark) == 0) tpark.registered = 1;
+    }
+    if (tpark.registered && !tpark.t && held <= TXN_PARK_BYTES) tpark.t = t;
+    else txn_free_mem(t);
+}
+
 int rl_txn_begin(rl_db *db, rl_txn **out) {
     if (!db || !out) return RL_E_INVALID_ARGUMENT;
-    rl_txn *t = rl__calloc(1, sizeof *t);
+    rl_txn *t = txn_take(); /* invariant 7 */
     if (!t) return RL_E_OUT_OF_MEMORY;
     t->db = db;
     t->is_async = !db->be->vt->completes_inline;
-    rl__mutex_init_adaptive(&t->mu);
     t->refs = 1;
-    rl__arena_init(&t->arena, 4096);
     rl__wmap_init(&t->wm, &t->arena);
     t->retry_limit = -1;
     t->timeout_ms = db->txn_timeout_ms; /* FoundationDB's transaction_timeout database option */
@@ -221,12 +297,8 @@ static void cancel_watches(rl__watch *wl) { rl__watch_committed(wl, RL_E_TRANSAC
 /* Release the transaction's memory (its last reference is gone). */
 static void destroy(rl_txn *t) {
     rl__wmap_release(&t->wm);
-    rl__arena_release(&t->arena);
-    rl__free(t->muts);
-    rl__free(t->reads.v);
-    rl__free(t->writes.v);
     pthread_mutex_destroy(&t->mu);
-    rl__free(t);
+    txn_put(t); /* invariant 7 */
 }
 
 void rl__txn_unref(rl_txn *t) {
