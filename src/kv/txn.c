@@ -46,6 +46,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/sync.h"
+#include "base/thread_exit.h"
 #include "kv/kv_int.h"
 
 #define DEFAULT_MAX_RETRY_DELAY_MS 1000
@@ -141,11 +142,8 @@ int rl__txn_read_conflict(rl_txn *t, const uint8_t *b, uint32_t bl, const uint8_
 
 static _Thread_local struct {
     rl_txn *t;      /* the parked transaction, or NULL */
-    int registered; /* tpark_key holds a value for this thread (so the destructor runs) */
+    int registered; /* tpark_drain runs at this thread's exit (rl__thread_at_exit) */
 } tpark;
-static pthread_key_t tpark_key;
-static int tpark_key_ok;
-static pthread_once_t tpark_once = PTHREAD_ONCE_INIT;
 
 /* Free t's memory (its mutex destroyed already). */
 static void txn_free_mem(rl_txn *t) {
@@ -157,14 +155,11 @@ static void txn_free_mem(rl_txn *t) {
 }
 
 /* Thread exit: free the parked transaction. */
-static void tpark_drain(void *unused) {
-    (void)unused;
+static void tpark_drain(void) {
     if (tpark.t) txn_free_mem(tpark.t);
     tpark.t = NULL;
     tpark.registered = 0;
 }
-
-static void tpark_key_create(void) { tpark_key_ok = pthread_key_create(&tpark_key, tpark_drain) == 0; }
 
 /* A zeroed transaction with an empty arena and a new mutex: this thread's parked one (its memory
  * kept) or a new one. NULL on out of memory. */
@@ -199,10 +194,7 @@ static void txn_put(rl_txn *t) {
     rl__arena_reset(&t->arena);
     size_t held = rl__arena_capacity(&t->arena) + t->cap_muts * sizeof *t->muts +
                   (t->reads.cap + t->writes.cap) * sizeof(rl__keyrange);
-    if (!tpark.registered) {
-        pthread_once(&tpark_once, tpark_key_create);
-        if (tpark_key_ok && pthread_setspecific(tpark_key, &tpark) == 0) tpark.registered = 1;
-    }
+    if (!tpark.registered) tpark.registered = rl__thread_at_exit(tpark_drain);
     if (tpark.registered && !tpark.t && held <= TXN_PARK_BYTES) tpark.t = t;
     else txn_free_mem(t);
 }

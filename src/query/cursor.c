@@ -87,7 +87,6 @@
  *      memory is zeroed when it is taken, every buffer reset. Freed at the thread's exit.
  */
 #include <inttypes.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -99,6 +98,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread_exit.h"
 #include "base/hash.h"
 #include "kv/kv_stats.h"
 #include "query/adaptive.h"
@@ -450,11 +450,8 @@ static rl_buf *cursor_buf(rl_cursor *c, size_t i) { return (rl_buf *)((char *)c 
 
 static _Thread_local struct {
     rl_cursor *c;   /* the parked cursor, or NULL */
-    int registered; /* cpark_key holds a value for this thread (so the destructor runs) */
+    int registered; /* cpark_drain runs at this thread's exit (rl__thread_at_exit) */
 } cpark;
-static pthread_key_t cpark_key;
-static int cpark_key_ok;
-static pthread_once_t cpark_once = PTHREAD_ONCE_INIT;
 
 /* Free c's memory: its buffers, its key-value list, its entry queue and itself. */
 static void cursor_destroy(rl_cursor *c) {
@@ -465,14 +462,11 @@ static void cursor_destroy(rl_cursor *c) {
 }
 
 /* Thread exit: free the parked cursor. */
-static void cpark_drain(void *unused) {
-    (void)unused;
+static void cpark_drain(void) {
     if (cpark.c) cursor_destroy(cpark.c);
     cpark.c = NULL;
     cpark.registered = 0;
 }
-
-static void cpark_key_create(void) { cpark_key_ok = pthread_key_create(&cpark_key, cpark_drain) == 0; }
 
 /* A zeroed cursor with its buffers initialised and its key-value list empty: this thread's
  * parked one (its memory kept) or a new one. NULL on out of memory. */
@@ -509,10 +503,7 @@ static void cursor_put(rl_cursor *c) {
     size_t held = c->kvs.bytes.cap + (size_t)c->kvs.cap * (4 * sizeof(size_t) + sizeof(rl_keyvalue)) +
                   (size_t)c->qcap * sizeof(qent);
     for (size_t i = 0; i < N_CURSOR_BUFS; i++) held += cursor_buf(c, i)->cap;
-    if (!cpark.registered) {
-        pthread_once(&cpark_once, cpark_key_create);
-        if (cpark_key_ok && pthread_setspecific(cpark_key, &cpark) == 0) cpark.registered = 1;
-    }
+    if (!cpark.registered) cpark.registered = rl__thread_at_exit(cpark_drain);
     if (cpark.registered && !cpark.c && held <= CURSOR_PARK_BYTES) cpark.c = c;
     else cursor_destroy(c);
 }

@@ -23,7 +23,7 @@
  *      nor the memory protobuf-c copies the bytes field into, query after query, instead of
  *      allocating and freeing blocks that glibc returns to the kernel. The slot holds at most
  *      one block and one buffer of at most PARK_MAX bytes each, and is freed when its thread
- *      exits (a pthread key destructor). A parked block holds no live record: what a decoder
+ *      exits (rl__thread_at_exit). A parked block holds no live record: what a decoder
  *      handed out is invalid once it is recycled, exactly as after rl__decoder_release.
  *   5. The fast path unpacks flat messages itself (rl__pb_unpack_flat: singular scalar, enum,
  *      string and bytes fields, each at most once, all known) into the scratch, without
@@ -32,11 +32,11 @@
  *      wire type mismatches, truncation, over-long varints), and protobuf-c decides those as
  *      before; what it accepts, protobuf-c accepts with the same message (test record_9_7).
  */
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/thread_exit.h"
 #include "record/pbwire.h"
 #include "record/record_int.h"
 
@@ -47,23 +47,17 @@ static _Thread_local struct {
     uint8_t *mem;
     size_t mem_cap;
     rl_buf data;
-    int registered; /* park_key holds a value for this thread (so the destructor runs) */
+    int registered; /* park_drain runs at this thread's exit (rl__thread_at_exit) */
 } park;
-static pthread_key_t park_key;
-static int park_key_ok;
-static pthread_once_t park_once = PTHREAD_ONCE_INIT;
 
 /* Thread exit: free the parked memory. */
-static void park_drain(void *unused) {
-    (void)unused;
+static void park_drain(void) {
     rl__free(park.mem);
     park.mem = NULL;
     park.mem_cap = 0;
     if (park.data.cap) rl__buf_release(&park.data);
     park.registered = 0;
 }
-
-static void park_key_create(void) { park_key_ok = pthread_key_create(&park_key, park_drain) == 0; }
 
 struct rl__scratch_big {
     rl__scratch_big *next;
@@ -163,10 +157,7 @@ void rl__decoder_release(rl__record_decoder *d) {
  * grown to what the last record needed (one allocation, made only while the slot is free and the
  * size within PARK_MAX; on failure the old block is parked). What does not fit the slot is freed. */
 void rl__decoder_recycle(rl__record_decoder *d) {
-    if (!park.registered) {
-        pthread_once(&park_once, park_key_create);
-        if (park_key_ok && pthread_setspecific(park_key, &park) == 0) park.registered = 1;
-    }
+    if (!park.registered) park.registered = rl__thread_at_exit(park_drain);
     if (park.registered && !park.mem && d->want <= PARK_MAX) {
         free_chain(d);
         if (d->want > d->mem_cap) scratch_reset(d); /* grows the block (or keeps the old one) */

@@ -1,4 +1,5 @@
-/* test_base.c — the error table, rl_buf, rl_arena, the allocation hook and the clock. */
+/* test_base.c — the error table, rl_buf, rl_arena, the allocation hook, the clock and the
+ * thread-exit functions. */
 #include "test.h"
 
 #include "base/alloc.h"
@@ -6,6 +7,9 @@
 #include "base/buf.h"
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "base/thread_exit.h"
+
+#include <pthread.h>
 
 /* base-1.1: every code has a distinct code and name, and a message. */
 TEST(base_1_1_error_table_distinct) {
@@ -250,6 +254,46 @@ TEST(base_6_1_clock) {
     ASSERT_TRUE(rl__clock_wall_us() > 1600000000ull * 1000000ull);
 }
 
+/* base-7.1: functions registered with rl__thread_at_exit run once each when their thread exits,
+ * newest first, a second registration of one changes nothing, a ninth is refused, and another
+ * thread's registrations are its own. */
+static char te_log[16];
+static int te_n;
+static void te_a(void) { te_log[te_n++] = 'a'; }
+static void te_b(void) { te_log[te_n++] = 'b'; }
+static void te_f0(void) {}
+static void te_f1(void) {}
+static void te_f2(void) {}
+static void te_f3(void) {}
+static void te_f4(void) {}
+static void te_f5(void) {}
+static void te_f6(void) {}
+
+static void *te_thread(void *full) {
+    int ok = rl__thread_at_exit(te_a) && rl__thread_at_exit(te_b) && rl__thread_at_exit(te_a);
+    if (ok && full) {
+        void (*more[])(void) = {te_f0, te_f1, te_f2, te_f3, te_f4, te_f5};
+        for (int i = 0; i < 6; i++) ok &= rl__thread_at_exit(more[i]);
+        ok &= rl__thread_at_exit(te_a);   /* registered already: still 1 */
+        ok &= !rl__thread_at_exit(te_f6); /* a ninth: refused */
+    }
+    return (void *)(intptr_t)ok;
+}
+
+TEST(base_7_1_thread_at_exit) {
+    for (int full = 0; full < 2; full++) {
+        te_n = 0;
+        pthread_t th;
+        void *ok = NULL;
+        ASSERT_EQ(pthread_create(&th, NULL, te_thread, (void *)(intptr_t)full), 0);
+        ASSERT_EQ(pthread_join(th, &ok), 0);
+        ASSERT_TRUE(ok != NULL);
+        ASSERT_EQ(te_n, 2);
+        ASSERT_EQ(te_log[0], 'b'); /* newest first */
+        ASSERT_EQ(te_log[1], 'a');
+    }
+}
+
 RL_TEST_MAIN(T(base_1_1_error_table_distinct), T(base_1_2_fdb_numbers), T(base_2_1_buf), T(base_2_2_buf_oom_sticky),
              T(base_2_3_buf_json_str), T(base_3_1_arena), T(base_4_1_alloc_counters_and_failure), T(base_4_2_grow),
-             T(base_5_1_bytes), T(base_6_1_clock))
+             T(base_5_1_bytes), T(base_6_1_clock), T(base_7_1_thread_at_exit))
