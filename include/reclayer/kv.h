@@ -60,6 +60,13 @@ typedef struct rl_future rl_future;
  * the flag and returns every entry whole (FoundationDB has no such option), as libfdb_c.so
  * offers none. */
 #define RL_MAPPED_OMIT_INDEX 0x10
+/* Mapped ranges on a cluster with the `grouped` strategy: the storage server may leave the
+ * secondaries other servers hold unread — such an entry comes with no rows and `more` set (a
+ * range mapper only: a point read is always read) — for a caller that reads them itself from
+ * their owners (the record layer does, for large records: docs/design.md §8.4, "Deferred
+ * secondaries"), so a large record crosses the network once rather than twice. Other strategies
+ * and backends accept the flag and read every secondary. */
+#define RL_MAPPED_DEFER_REMOTE 0x20
 
 /* rl_db_options.mapped_secondary_strategy (docs/design.md §8.4, "Strategies"). */
 typedef enum {
@@ -309,7 +316,8 @@ RL_API rl_future *rl_txn_get_range(rl_txn *txn, rl_key_selector begin, rl_key_se
  * Adds read conflict ranges for the primary range and every secondary read. flags: RL_REVERSE,
  * at most one of RL_MAPPED_INDIVIDUAL / RL_MAPPED_GROUPED (both: RL_E_INVALID_ARGUMENT), and
  * RL_MAPPED_OMIT_INDEX (the entries between the first and the last may come without their index
- * key-value; the first and the last always have theirs). */
+ * key-value; the first and the last always have theirs) and RL_MAPPED_DEFER_REMOTE (entries whose
+ * secondary another server holds may come unread: no rows, more). */
 RL_API rl_future *rl_txn_get_mapped_range(rl_txn *txn, rl_key_selector begin, rl_key_selector end, const void *mapper,
                                           size_t mapper_len, int limit, int target_bytes, rl_streaming_mode mode,
                                           int iteration, int flags);

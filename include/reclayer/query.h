@@ -162,10 +162,11 @@ typedef struct {
     uint64_t reads_range;           /* client reads issued: get_range (index pages, loads) */
     uint64_t reads_mapped_range;    /* client reads issued: get_mapped_range */
     uint64_t mapped_range_requests; /* mapped-range requests sent (one per read on embedded) */
-    uint64_t record_loads;          /* records the client loaded itself (SCAN_AND_FETCH) */
+    uint64_t record_loads;          /* records the client loaded itself (SCAN_AND_FETCH; remote fetch:
+                                     * the deferred ones, RL_MAPPED_DEFER_REMOTE) */
     uint64_t secondary_local;       /* mapped entries whose record the server read locally */
     uint64_t secondary_remote;      /* ... that another storage server served */
-    uint64_t secondary_completions; /* secondaries cut off (`more`) completed by the client */
+    uint64_t secondary_completions; /* secondaries cut off or deferred (`more`) completed by the client */
     uint64_t kv_bytes_received;     /* key + value bytes of every key-value received */
     uint64_t allocs;                /* allocations during cursor calls (this thread) */
     uint64_t alloc_bytes;           /* bytes requested by them */

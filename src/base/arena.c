@@ -72,6 +72,14 @@ void *rl__arena_alloc(rl_arena *a, size_t n) {
          * holds the whole cycle, so after a reset the same workload fits in the kept block. */
         size_t cap = need > a->block_size ? need : a->block_size;
         if (a->used <= ARENA_KEEP_MAX && need <= ARENA_KEEP_MAX - a->used && a->used + need > cap) cap = a->used + need;
+        /* Above 64 KiB, up to the next eighth of its power of two (at most 12.5 % more): a
+         * reused arena whose cycles vary by a little (records of 150,000 bytes and a few more)
+         * then fits the next cycle in its kept block instead of allocating a block again. */
+        if (cap > ((size_t)64 << 10) && cap <= ARENA_KEEP_MAX) {
+            size_t step = (size_t)1 << 13;
+            while (step * 16 <= cap) step <<= 1;
+            cap = (cap + step - 1) / step * step;
+        }
         rl__arena_block *nb = rl__malloc(sizeof *nb + cap);
         if (!nb) return NULL;
         nb->cap = cap;

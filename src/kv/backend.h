@@ -148,6 +148,8 @@ struct rl__kv_read {
                                   * only the cluster backend uses it */
     int omit_index;         /* RL_KV_GET_MAPPED: RL_MAPPED_OMIT_INDEX (rl_mapped_keyvalue.index_omitted);
                                   * a backend may ignore it (fdb: does) */
+    int defer_remote;       /* RL_KV_GET_MAPPED: RL_MAPPED_DEFER_REMOTE; only the cluster backend
+                                  * uses it */
     rl_arena *arena;        /* results are allocated here */
     void (*done)(rl__kv_read *r, int err);
     void *ud; /* the caller's */

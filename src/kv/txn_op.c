@@ -128,6 +128,7 @@ struct txn_op {
     size_t mapper_len;
     int sec_strategy;  /* OP_MAPPED: rl_secondary_strategy from the flags */
     int omit_index;    /* OP_MAPPED: RL_MAPPED_OMIT_INDEX */
+    int defer_remote;  /* OP_MAPPED: RL_MAPPED_DEFER_REMOTE */
     const uint8_t *mk; /* the readable keyspace's end */
     uint32_t mk_len;
     /* The write map as the read sees it (t->wm itself when the backend completes inline). */
@@ -257,6 +258,7 @@ static void req_init(txn_op *op, int rop) {
     r->mapper = NULL, r->mapper_len = 0;
     r->secondary_strategy = 0;
     r->omit_index = 0;
+    r->defer_remote = 0;
     r->arena = &op->f->arena;
     r->present = 0, r->value = NULL, r->value_len = 0;
     r->rbegin = r->rend = NULL, r->rbegin_len = r->rend_len = 0;
@@ -758,6 +760,7 @@ static int step_mapped(txn_op *op) {
         op->r.mapper_len = op->mapper_len;
         op->r.secondary_strategy = op->sec_strategy;
         op->r.omit_index = op->omit_index;
+        op->r.defer_remote = op->defer_remote;
         return STEP_READ;
     }
     int rc = op->io_err;
@@ -1550,8 +1553,8 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
                                    size_t mapper_len, int limit, int target_bytes, rl_streaming_mode mode,
                                    int iteration, int flags) {
     if (!t || (!mapper && mapper_len)) return rl__future_error(RL_FUT_MAPPED, RL_E_INVALID_ARGUMENT);
-    int rc =
-        check_flags(flags, RL_SNAPSHOT | RL_REVERSE | RL_MAPPED_INDIVIDUAL | RL_MAPPED_GROUPED | RL_MAPPED_OMIT_INDEX);
+    int rc = check_flags(flags, RL_SNAPSHOT | RL_REVERSE | RL_MAPPED_INDIVIDUAL | RL_MAPPED_GROUPED |
+                                    RL_MAPPED_OMIT_INDEX | RL_MAPPED_DEFER_REMOTE);
     if (rc) return rl__future_error(RL_FUT_MAPPED, rc);
     if ((flags & RL_MAPPED_INDIVIDUAL) && (flags & RL_MAPPED_GROUPED))
         return rl__future_error(RL_FUT_MAPPED, RL_E_INVALID_ARGUMENT);
@@ -1575,6 +1578,7 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
         so.mapper_len = mapper_len;
         so.sec_strategy = sec;
         so.omit_index = (flags & RL_MAPPED_OMIT_INDEX) != 0;
+        so.defer_remote = (flags & RL_MAPPED_DEFER_REMOTE) != 0;
         run_inline(&so);
         rc = so.io_err;
         goto now;
@@ -1593,6 +1597,7 @@ rl_future *rl_txn_get_mapped_range(rl_txn *t, rl_key_selector begin, rl_key_sele
     op->mapper_len = mapper_len;
     op->sec_strategy = sec;
     op->omit_index = (flags & RL_MAPPED_OMIT_INDEX) != 0;
+    op->defer_remote = (flags & RL_MAPPED_DEFER_REMOTE) != 0;
     op_start(op);
     return f;
 now: /* f is not handed out yet: no one else can see it */

@@ -771,17 +771,22 @@ static void x_get_mapped_range_req(io *s, rl__msg_get_mapped_range_req *m) {
     io_bytes(s, &m->mapper, &m->mapper_len, RL_PROTO_MAX_MAPPER, "mapper");
     io_nonneg32(s, &m->limit, "limit");
     io_nonneg64(s, &m->target_bytes, "target_bytes");
-    /* reverse (bit 0) and omit_index (bit 1) share a byte: without omit_index, the byte of the
-     * request before it. */
-    if (!s->decoding && (m->reverse > 1 || m->omit_index > 1)) {
-        bad(s, m->reverse > 1 ? "reverse" : "omit_index", "is %u, not 0 or 1",
-            (unsigned)(m->reverse > 1 ? m->reverse : m->omit_index));
+    /* reverse (bit 0), omit_index (bit 1) and defer_remote (bit 2) share a byte: without the
+     * last two, the byte of the request before them. */
+    if (!s->decoding && (m->reverse > 1 || m->omit_index > 1 || m->defer_remote > 1)) {
+        const char *f = m->reverse > 1 ? "reverse" : m->omit_index > 1 ? "omit_index" : "defer_remote";
+        bad(s, f, "is %u, not 0 or 1",
+            (unsigned)(m->reverse > 1      ? m->reverse
+                       : m->omit_index > 1 ? m->omit_index
+                                           : m->defer_remote));
         return;
     }
-    uint8_t fl = s->decoding ? 0 : (uint8_t)(m->reverse | m->omit_index << 1);
+    uint8_t fl = s->decoding ? 0 : (uint8_t)(m->reverse | m->omit_index << 1 | m->defer_remote << 2);
     io_u8(s, &fl, "reverse");
-    if (!s->failed && fl > 3) bad(s, "reverse", "is %u, not 0 or 1 (reverse) plus 0 or 2 (omit_index)", (unsigned)fl);
-    if (!s->failed && s->decoding) m->reverse = fl & 1, m->omit_index = fl >> 1;
+    if (!s->failed && fl > 7)
+        bad(s, "reverse", "is %u, not 0 or 1 (reverse) plus 0 or 2 (omit_index) plus 0 or 4 (defer_remote)",
+            (unsigned)fl);
+    if (!s->failed && s->decoding) m->reverse = fl & 1, m->omit_index = (fl >> 1) & 1, m->defer_remote = fl >> 2;
     io_nonneg32(s, &m->secondary_row_limit, "secondary_row_limit");
     io_nonneg64(s, &m->secondary_byte_limit, "secondary_byte_limit");
     io_enum8(s, &m->strategy, RL_FETCH_DEFAULT, RL_FETCH_GROUPED, "strategy");

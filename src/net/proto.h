@@ -575,6 +575,7 @@ typedef struct {
     uint32_t batch;               /* secondaries per batch, <= RL_PROTO_MAX_BATCH; 0: default */
     uint8_t omit_index;           /* 0 or 1: RL_MAPPED_OMIT_INDEX (on the wire: bit 1 of reverse's
                                      byte, so a request without it is unchanged) */
+    uint8_t defer_remote;         /* 0 or 1: RL_MAPPED_DEFER_REMOTE (bit 2 of the same byte) */
 } rl__msg_get_mapped_range_req;
 int rl__msg_get_mapped_range_req_encode(rl_buf *out, const rl__msg_get_mapped_range_req *m, rl__errdetail *err);
 int rl__msg_get_mapped_range_req_decode(const uint8_t *payload, size_t len, rl_arena *a,

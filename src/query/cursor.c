@@ -85,6 +85,17 @@
  *      then not allocated again query after query (a limit-1 query made 19 allocations, 12 of
  *      them these). A parked cursor holds no data of the query before: every field but that
  *      memory is zeroed when it is taken, every buffer reset. Freed at the thread's exit.
+ *  12. Completions (remote fetch): an entry that comes with `more` — its secondary cut off by the
+ *      server's limits, or left unread (RL_MAPPED_DEFER_REMOTE: no rows) — has the rest of its
+ *      record range read by the cursor, and those reads are pipelined as SCAN_AND_FETCH's loads:
+ *      complete_ahead keeps up to load_depth of them in flight for the page's entries ahead
+ *      (c->q, key_off = the entry's index in the page; c->mlook the next entry to look at), in
+ *      entry order, so the entry consumed next is the queue's head. They never outlive their page
+ *      (the page is consumed before the next one). On a networked database the cursor asks for
+ *      RL_MAPPED_DEFER_REMOTE when the index's records average DEFER_RECORD_BYTES or more
+ *      (defer_flags: this cursor's records, else the mean its index's earlier cursors left in
+ *      ad_scan.rec_bytes): a `grouped` server then leaves the records other servers hold to the
+ *      cursor, which reads each from its owner once, instead of through the index's server.
  */
 #include <inttypes.h>
 #include <sched.h>
@@ -122,6 +133,10 @@
 #define AD_READ_BYTES (1 << 20) /* bytes per read of a page (stream_bytes; embedded: remote pages, page_bytes) */
 #define AD_TEST_ENV "RL_QUERY_ADAPTIVE_TEST"
 #define AD_EWMA 0.25 /* weight of a page in the database's bytes-per-row and remote share */
+/* Remote fetch on a networked database asks for RL_MAPPED_DEFER_REMOTE (invariant 12) when the
+ * index's records average at least this many bytes: a record that size costs more to relay
+ * through the index's server than to read from its owner in the cursor's pipeline. */
+#define DEFER_RECORD_BYTES (32 << 10)
 
 /* What earlier pages of one scanned index (of one store) taught: EWMAs over its pages. */
 #define AD_SCANS 16
@@ -131,6 +146,7 @@ typedef struct {
     double bytes_per_row;  /* 0: none yet */
     double kvs_per_record; /* 0: none yet */
     double frac_remote;    /* remote pages' share of records read elsewhere */
+    double rec_bytes;      /* networked: mean key + value bytes of a record (defer_flags); 0: none */
     int have_frac;
 } ad_scan;
 
@@ -308,12 +324,15 @@ struct rl_cursor {
     uint64_t mf_next_d0;   /* critical depth when mf_next was issued (invariant 7) */
     const rl_mapped_keyvalue *ments;
     int mn, mi;
-    int mpart;       /* mf is pending: ments[0..mn) are its entries final so far but the last (inv. 10) */
-    int mcounted;    /* entries of mf already in the counters (count_entries) */
-    int mblocked;    /* mf was still in flight when the cursor first wanted its entries */
-    int omit;        /* mapped reads ask for RL_MAPPED_OMIT_INDEX (invariant 9) */
-    int networked;   /* remote fetch on a networked database (ad_state.networked): page_bytes */
-    int cur_omitted; /* the entry being looked at came without its index key: rebuild_key */
+    int mpart;                 /* mf is pending: ments[0..mn) are its entries final so far but the last (inv. 10) */
+    int mcounted;              /* entries of mf already in the counters (count_entries) */
+    int mlook;                 /* entries of mf looked at for completions to issue (complete_ahead) */
+    uint64_t rec_bytes, rec_n; /* key + value bytes of the records read, and their number */
+    double ad_rec_bytes;       /* remote fetch, networked: the index's learned mean record size */
+    int mblocked;              /* mf was still in flight when the cursor first wanted its entries */
+    int omit;                  /* mapped reads ask for RL_MAPPED_OMIT_INDEX (invariant 9) */
+    int networked;             /* remote fetch on a networked database (ad_state.networked): page_bytes */
+    int cur_omitted;           /* the entry being looked at came without its index key: rebuild_key */
     /* The entry being looked at. */
     rl_buf cur_key, cur_pk;
     kvlist kvs;              /* the record's key-values when they had to be copied */
@@ -703,6 +722,15 @@ static int mapped_mode(const rl_cursor *c, int ahead, int *out_lim) {
 /* RL_MAPPED_OMIT_INDEX when the cursor rebuilds omitted entries (invariant 9). */
 static int omit_flags(const rl_cursor *c) { return c->omit ? RL_MAPPED_OMIT_INDEX : 0; }
 
+/* RL_MAPPED_DEFER_REMOTE on a networked database when the index's records are large (invariant
+ * 12): their mean size so far in this cursor, else the one learned from the index's earlier
+ * cursors (ad_scan.rec_bytes). */
+static int defer_flags(const rl_cursor *c) {
+    if (!c->networked) return 0;
+    double mean = c->rec_n ? (double)c->rec_bytes / (double)c->rec_n : c->ad_rec_bytes;
+    return mean >= DEFER_RECORD_BYTES ? RL_MAPPED_DEFER_REMOTE : 0;
+}
+
 static int strategy_flags(const rl_cursor *c) {
     return c->o.secondary_strategy == RL_SECONDARY_GROUPED      ? RL_MAPPED_GROUPED
            : c->o.secondary_strategy == RL_SECONDARY_INDIVIDUAL ? RL_MAPPED_INDIVIDUAL
@@ -844,7 +872,7 @@ static void src_release(rl_cursor *c) {
     drop_read(c, c->mf_next);
     c->mf_next = NULL;
     c->ments = NULL;
-    c->mn = c->mi = c->mcounted = 0;
+    c->mn = c->mi = c->mcounted = c->mlook = 0;
     c->mpart = 0;
     c->src = SRC_NONE;
 }
@@ -1101,6 +1129,7 @@ static void count_entries(rl_cursor *c, const rl_mapped_keyvalue *ents, int n) {
         c->k.kv_bytes_received += m->index.key_len + m->index.value_len;
         c->k.index_bytes_omitted += m->index_omitted_len;
         for (int j = 0; j < m->n_kvs; j++) c->k.kv_bytes_received += m->kvs[j].key_len + m->kvs[j].value_len;
+        if (m->more && m->n_kvs == 0) continue; /* not read by the server (deferred): completed here */
         if (m->served_locally > 0) c->k.secondary_local++, c->cur_local++;
         else if (m->served_locally == 0) c->k.secondary_remote++, c->cur_remote++;
         else c->k.secondary_unknown++; /* -1: the backend cannot tell (fdb:) */
@@ -1145,8 +1174,115 @@ static int page_complete(rl_cursor *c, const rl_mapped_keyvalue *was) {
         c->mf_next_d0 = c->depth;
         c->mf_next = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim,
                                              page_bytes(c), (rl_streaming_mode)mode, c->iteration++,
-                                             read_flags(c) | strategy_flags(c) | omit_flags(c));
+                                             read_flags(c) | strategy_flags(c) | omit_flags(c) | defer_flags(c));
     }
+    return RL_OK;
+}
+
+/* The record loads a cursor keeps in flight: SCAN_AND_FETCH's, and remote fetch's completions. */
+static int load_depth(const rl_cursor *c) { return c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE; }
+
+/* The bounds of what mapped entry m's secondary still lacks: [after its last row, end), or its
+ * whole range when it came with none. */
+static int rest_bounds(const rl_mapped_keyvalue *m, rl_buf *b, rl_buf *en) {
+    rl__buf_reset(b);
+    if (m->n_kvs > 0) {
+        rl__buf_append(b, m->kvs[m->n_kvs - 1].key, m->kvs[m->n_kvs - 1].key_len);
+        rl__buf_append_byte(b, 0x00);
+    } else {
+        rl__buf_append(b, m->begin, m->begin_len);
+    }
+    rl__buf_reset(en);
+    rl__buf_append(en, m->end, m->end_len);
+    int rc = rl__buf_error(b);
+    return rc ? rc : rl__buf_error(en);
+}
+
+/* Remote fetch: issue the read of the rest of the page's entry idx (m, cut off or deferred:
+ * invariant 12) — [after its last row, end), or its whole range when it came with none —, queued
+ * in c->q with key_off = idx. */
+static int issue_completion(rl_cursor *c, const rl_mapped_keyvalue *m, int idx) {
+    if (c->qn == c->qcap && c->qhead > 0) { /* compact: the queue holds the loads in flight only */
+        memmove(c->q, c->q + c->qhead, (size_t)(c->qn - c->qhead) * sizeof *c->q);
+        c->qn -= c->qhead;
+        c->qhead = 0;
+    }
+    if (c->qn == c->qcap) {
+        int cap = c->qcap ? 2 * c->qcap : 16;
+        qent *nq = rl__realloc(c->q, (size_t)cap * sizeof *nq);
+        if (!nq) return RL_E_OUT_OF_MEMORY;
+        c->q = nq;
+        c->qcap = cap;
+    }
+    rl_buf *b = &c->lb, *en = &c->le;
+    int rc = rest_bounds(m, b, en);
+    if (rc) return rc;
+    c->k.secondary_completions++;
+    c->k.reads_range++;
+    c->k.record_loads += m->n_kvs == 0; /* deferred: the whole record */
+    qent *e = &c->q[c->qn++];
+    memset(e, 0, sizeof *e);
+    e->key_off = (size_t)idx;
+    e->issued = 1;
+    e->d0 = c->depth < 0x7fffffffu ? (unsigned)c->depth : 0x7fffffffu;
+    e->f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
+                            RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
+    return RL_OK;
+}
+
+/* Remote fetch: issue the completions of the page's entries [c->mlook, avail) that came with
+ * `more`, while fewer than load_depth are in flight (invariant 12). */
+static int complete_ahead(rl_cursor *c, int avail) {
+    if (c->mlook < c->mi - 1) c->mlook = c->mi - 1; /* the entries before the current one are consumed */
+    for (; c->mlook < avail && c->qn - c->qhead < load_depth(c); c->mlook++) {
+        const rl_mapped_keyvalue *m = &c->ments[c->mlook];
+        int rc = m->more ? issue_completion(c, m, c->mlook) : RL_OK;
+        if (rc) return rc;
+    }
+    return RL_OK;
+}
+
+/* Remote fetch: the record of entry m (the page's c->mi - 1), which came with `more`, completed
+ * by its read in c->q (issued now if the look-ahead did not reach it): in place when the entry
+ * had no rows and the read took the whole range in one page, else copied into c->kvs. */
+static int take_completion(rl_cursor *c, const rl_mapped_keyvalue *m) {
+    int idx = c->mi - 1, rc, n, more;
+    const rl_keyvalue *kvs;
+    if ((rc = complete_ahead(c, idx + 1))) return rc;
+    if (c->qhead == c->qn || c->q[c->qhead].key_off != (size_t)idx) {
+        set_msg(c, "the completion of mapped entry %d is not the next one in flight", idx);
+        return RL_E_INTERNAL_ERROR;
+    }
+    qent *q = &c->q[c->qhead++];
+    rl_future *f = q->f;
+    q->f = NULL;
+    if (c->qhead == c->qn) c->qhead = c->qn = 0;
+    if ((rc = wait_read(c, f, q->d0)) || (rc = rl_future_get_keyvalue_array(f, &kvs, &n, &more))) {
+        rl_future_free(f);
+        return rc;
+    }
+    if (m->n_kvs == 0 && (!more || n == 0)) {
+        for (int i = 0; i < n; i++) c->k.kv_bytes_received += kvs[i].key_len + kvs[i].value_len;
+        c->hold = f;
+        c->rkvs = kvs;
+        c->rn = n;
+        return RL_OK;
+    }
+    kvl_reset(&c->kvs);
+    for (int j = 0; j < m->n_kvs; j++)
+        if ((rc = kvl_add(&c->kvs, &m->kvs[j]))) {
+            rl_future_free(f);
+            return rc;
+        }
+    rl_buf *b = &c->tb, *en = &c->te;
+    if ((rc = rest_bounds(m, b, en))) {
+        rl_future_free(f);
+        return rc;
+    }
+    if ((rc = drain_range(c, f, 1, b, en, &c->kvs))) return rc;
+    kvl_view(&c->kvs);
+    c->rkvs = c->kvs.view;
+    c->rn = c->kvs.n;
     return RL_OK;
 }
 
@@ -1177,7 +1313,9 @@ static int remote_next(rl_cursor *c, int *out_has) {
         rl_future_free(c->mf);
         c->mf = NULL;
         c->ments = NULL;
-        c->mn = c->mi = c->mcounted = 0;
+        c->mn = c->mi = c->mcounted = c->mlook = 0;
+        for (int i = c->qhead; i < c->qn; i++) drop_read(c, c->q[i].f); /* none: all were taken */
+        c->qhead = c->qn = 0;
         if (c->mf_next) { /* asked for when the page before arrived */
             c->mf = c->mf_next;
             c->mf_d0 = c->mf_next_d0;
@@ -1204,7 +1342,7 @@ static int remote_next(rl_cursor *c, int *out_has) {
             }
             c->mf = rl_txn_get_mapped_range(c->txn, sel_b(c), sel_e(c), c->mapper.data, c->mapper.len, lim, bytes,
                                             (rl_streaming_mode)mode, c->iteration++,
-                                            read_flags(c) | strategy_flags(c) | omit_flags(c));
+                                            read_flags(c) | strategy_flags(c) | omit_flags(c) | defer_flags(c));
         }
         /* Early entries (invariant 10) — also in an ADAPTIVE page on a networked database: the
          * page's time is the time its rows took to come through next(), early or not, which is
@@ -1238,6 +1376,8 @@ static int remote_next(rl_cursor *c, int *out_has) {
         rl__buf_append(&c->cur_key, m->index.key, m->index.key_len);
         if ((rc = rl__buf_error(&c->cur_key)) || (rc = entry_pk(c, c->cur_key.data, c->cur_key.len))) return rc;
     }
+    /* Keep the completions of the entries ahead in flight (invariant 12). */
+    if ((rc = complete_ahead(c, c->mn))) return rc;
     if (!m->more) {
         /* The whole secondary result is here: use it in place (it lives as long as c->mf). */
         c->rkvs = m->kvs;
@@ -1245,29 +1385,8 @@ static int remote_next(rl_cursor *c, int *out_has) {
         *out_has = 1;
         return RL_OK;
     }
-    /* The server cut this record's range off: copy what came and read the rest ourselves. */
-    kvl_reset(&c->kvs);
-    for (int j = 0; j < m->n_kvs; j++)
-        if ((rc = kvl_add(&c->kvs, &m->kvs[j]))) return rc;
-    rl_buf *b = &c->tb, *en = &c->te;
-    rl__buf_reset(b);
-    if (m->n_kvs > 0) {
-        rl__buf_append(b, m->kvs[m->n_kvs - 1].key, m->kvs[m->n_kvs - 1].key_len);
-        rl__buf_append_byte(b, 0x00);
-    } else {
-        rl__buf_append(b, m->begin, m->begin_len);
-    }
-    rl__buf_reset(en);
-    rl__buf_append(en, m->end, m->end_len);
-    if ((rc = rl__buf_error(b)) || (rc = rl__buf_error(en))) return rc;
-    c->k.secondary_completions++;
-    c->k.reads_range++;
-    rl_future *f = rl_txn_get_range(c->txn, RL_FIRST_GREATER_OR_EQUAL(b->data, b->len),
-                                    RL_FIRST_GREATER_OR_EQUAL(en->data, en->len), 0, 0, RL_STREAMING_WANT_ALL, 0, 0);
-    if ((rc = drain_range(c, f, 0, b, en, &c->kvs))) return rc;
-    kvl_view(&c->kvs);
-    c->rkvs = c->kvs.view;
-    c->rn = c->kvs.n;
+    /* The server cut this record's range off, or left it to us: read the rest ourselves. */
+    if ((rc = take_completion(c, m))) return rc;
     *out_has = 1;
     return RL_OK;
 }
@@ -1746,8 +1865,17 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
                 goto fail;
             }
             c->networked = a->networked;
+            if (c->networked) { /* defer_flags: what the index's earlier cursors saw */
+                c->ad = a;
+                c->ad_key = rl__hash64(c->ixprefix.data, c->ixprefix.len, 0x6164);
+            }
         }
         if ((rc = src_start(c, o.fetch == RL_FETCH_SCAN_AND_FETCH ? SRC_SCAN : SRC_REMOTE))) goto fail;
+    }
+    if (c->ad && c->networked) { /* defer_flags */
+        ad_lock(c->ad);
+        c->ad_rec_bytes = ad_scan_of(c->ad, c->ad_key)->rec_bytes;
+        ad_unlock(c->ad);
     }
     add_alloc_delta(c, &before);
     *out = c;
@@ -1768,6 +1896,13 @@ int rl_cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const rl_qu
 void rl_cursor_free(rl_cursor *c) {
     if (!c) return;
     if (c->adaptive) page_end(c);
+    if (c->ad && c->networked && c->rec_n) { /* defer_flags of the index's next cursors */
+        double mean = (double)c->rec_bytes / (double)c->rec_n;
+        ad_lock(c->ad);
+        ad_scan *sc = ad_scan_of(c->ad, c->ad_key);
+        sc->rec_bytes = sc->rec_bytes > 0 ? (1 - AD_EWMA) * sc->rec_bytes + AD_EWMA * mean : mean;
+        ad_unlock(c->ad);
+    }
     src_release(c);
     if (c->tr_on) rl__txn_trace(c->txn, -1);
     rl__free(c->tr);
@@ -1874,7 +2009,7 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
     *out_bytes = 0;
     if (rc || !*out_has) return rc;
     for (int i = 0; i < c->rn; i++) *out_bytes += (int64_t)c->rkvs[i].key_len + c->rkvs[i].value_len;
-    if (c->rn > 0) c->page_kvs += (uint64_t)c->rn, c->page_recs++;
+    if (c->rn > 0) c->page_kvs += (uint64_t)c->rn, c->page_recs++, c->rec_n++, c->rec_bytes += (uint64_t)*out_bytes;
     memset(&c->rec, 0, sizeof c->rec);
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);

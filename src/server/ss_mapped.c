@@ -39,6 +39,11 @@
  * sent (pf_issue: the next call takes it when mapped.c hands it the items asked for, else drops
  * it), so the peers read and send round n+1 while round n is encoded and goes to the client.
  *
+ * A `grouped` read with RL_MAPPED_DEFER_REMOTE (docs/design.md §8.4, "Deferred secondaries")
+ * answers every range item with a piece on another server unread after step 1 (defer_items: no
+ * rows, more, not local; the client reads it from its owners): nothing is asked of a peer, and
+ * only this server's own secondaries are read.
+ *
  * Invariants:
  *   1. Remote reads use the request's own version (not the local engine version it was clamped
  *      to: another server's data at that version may differ), so the whole reply is one snapshot.
@@ -532,6 +537,7 @@ typedef struct {
     int owners;          /* grouped: GET_MULTI requests of the round being encoded */
     long page_target;    /* grouped: the page's byte target (> 0); streamed: a batch's */
     int streamed;        /* GET_MAPPED_STREAM: an unread item ends a batch, not the page */
+    int defer;           /* grouped: RL_MAPPED_DEFER_REMOTE, remote range secondaries left unread */
     uint64_t seen_bytes; /* grouped, streamed: key + value bytes of the remote items taken */
     uint64_t seen_items; /* ... and their number (the mean sizes the next round: ask_items) */
     long page_bytes;     /* grouped, streamed: the page's own target (the request's) */
@@ -972,7 +978,7 @@ static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps
                          rl__version v, rl_arena *a, ss_batch *issued) {
     int first_batch = c->batches++ == 0;
     for (int i = 0; i < n; i++)
-        if (count[i] == 0 || (count[i] == 1 && ps->v[first[i]].local)) items[i].read_here = 1;
+        if (!items[i].deferred && (count[i] == 0 || (count[i] == 1 && ps->v[first[i]].local))) items[i].read_here = 1;
     for (int i = 0; i < ps->n; i++)
         if (ps->v[i].local && !items[ps->v[i].item].read_here)
             read_local_piece(c->ss, v, &items[ps->v[i].item], &ps->v[i], a);
@@ -990,7 +996,7 @@ static int grouped_batch(mctx *c, rl__secondary_item *items, int n, pieces_t *ps
             c->kept += i;
             return RL_OK;
         }
-        if (items[i].read_here) continue;
+        if (items[i].read_here || items[i].deferred) continue;
         if (take_item(c, &items[i], &ps->v[first[i]], count[i], a)) return RL_OK;
         if (c->streamed) {
             for (int j = 0; j < items[i].n_kvs; j++)
@@ -1063,7 +1069,7 @@ static void pf_drop(mctx *c) {
  * again). Caller holds nothing. */
 static void pf_issue(mctx *c, rl__secondary_item *items, int n) {
     rl__ss *ss = c->ss;
-    int k = n > 0 ? ask_fit(c, n) : 0;
+    int k = n > 0 && !c->defer ? ask_fit(c, n) : 0; /* defer: every remote item is left unread */
     if (k < 1) return;
     if (!c->pf_used) {
         rl__arena_init(&c->pf_arena[0], 0);
@@ -1107,6 +1113,28 @@ static int pf_matches(const mctx *c, const rl__secondary_item *items, int n) {
     return 1;
 }
 
+/* `grouped` with defer (RL_MAPPED_DEFER_REMOTE, docs/design.md §8.4 "Deferred secondaries"):
+ * every range item with a piece on another server is answered unread — no rows, more, not local
+ * (the client reads it from its owners) — and its pieces are taken out of ps, so nothing of it is
+ * read here or asked of a peer. first/count are rebuilt for the pieces kept. */
+static void defer_items(rl__secondary_item *items, int n, pieces_t *ps, int *first, int *count) {
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        int remote = 0, f = first[i];
+        for (int k = f; k < f + count[i]; k++) remote |= !ps->v[k].local;
+        first[i] = w;
+        if (remote && items[i].is_range) {
+            items[i].kvs = NULL, items[i].n_kvs = 0, items[i].more = 1, items[i].served_locally = 0;
+            items[i].deferred = 1;
+            count[i] = 0;
+            continue;
+        }
+        for (int k = f; k < f + count[i]; k++) ps->v[w++] = ps->v[k];
+        count[i] = w - first[i];
+    }
+    ps->n = w;
+}
+
 /* rl_secondary_batch_fn of the storage server (the file header's steps 1–4). */
 static int mapped_hook(void *vctx, rl__version v, rl__secondary_item *items, int n, rl_arena *a) {
     mctx *c = vctx;
@@ -1148,6 +1176,7 @@ static int mapped_hook(void *vctx, rl__version v, rl__secondary_item *items, int
         return rc;
     }
     if (c->strategy == RL_FETCH_GROUPED) {
+        if (c->defer && !issued) defer_items(items, n, &ps, first, count);
         rc = grouped_batch(c, items, n, &ps, first, count, v, a, issued);
         if (rc != RL_OK || !c->streamed || c->seen_items == 0) return rc;
         int kept = 0;
@@ -1343,7 +1372,7 @@ static int stream_emit(void *ctx, const rl_mapped_keyvalue *ents, int n) {
         while (j < n && run < room) run += entry_wire_len(&ents[j++]);
         for (int k = i; k < j; k++) {
             if (ents[k].served_locally) x->local++;
-            else x->remote++;
+            else if (!(ents[k].more && ents[k].n_kvs == 0)) x->remote++; /* not a deferred one */
         }
         int rc = rl__msg_mapped_entries_append(&x->pend, &ents[i], (uint32_t)(j - i), x->err);
         if (rc != RL_OK) return rc;
@@ -1384,7 +1413,7 @@ static void send_mapped_reply(rl__conn *conn, uint16_t type, uint64_t id, const 
 static void count_secondaries(const rl__mapped_entry *ents, int n, uint32_t *local, uint32_t *remote) {
     for (int i = 0; i < n; i++) {
         if (ents[i].served_locally) (*local)++;
-        else (*remote)++;
+        else if (!(ents[i].more && ents[i].n_kvs == 0)) (*remote)++; /* not a deferred one */
     }
 }
 
@@ -1433,6 +1462,7 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *ou
     c.ss = ss;
     c.version = r.version;
     c.strategy = r.strategy == RL_FETCH_DEFAULT ? SS_DEFAULT_STRATEGY : r.strategy;
+    c.defer = c.strategy == RL_FETCH_GROUPED && r.defer_remote;
     sstream x;
     memset(&x, 0, sizeof x);
     rl__buf_init(&x.pend);

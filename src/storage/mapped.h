@@ -105,6 +105,9 @@ typedef struct {
                               before the first unread item, with more; what follows it is ignored.
                               The first item of a mapped read's first batch must not be unread
                               (RL_E_INTERNAL_ERROR: the page would make no progress) */
+    int deferred;       /* 1: the hook left this range item unread for the caller to read
+                              (RL_MAPPED_DEFER_REMOTE): no rows, more set; it is the hook's
+                              own mark, mapped.c reads the outputs as for any item */
 } rl__secondary_item;
 
 /* rl__mapped_omit_index — leave out the index key-value of ev[i] for every i in [from, to): its

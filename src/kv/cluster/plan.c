@@ -310,6 +310,7 @@ static void range_req(rl__cplan *p, int type, rl_key_selector b, rl_key_selector
                                                                          : p->o.strategy;
         q->batch = p->o.batch;
         q->omit_index = r->omit_index != 0;
+        q->defer_remote = r->defer_remote != 0;
     }
 }
 

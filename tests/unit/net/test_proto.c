@@ -785,7 +785,7 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
         const rl__msg_get_mapped_range_req *x = &y->r;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), twb(b, x->mapper, x->mapper_len);
         tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes);
-        tw8(b, (uint8_t)(x->reverse | x->omit_index << 1));
+        tw8(b, (uint8_t)(x->reverse | x->omit_index << 1 | x->defer_remote << 2));
         tw32(b, (uint32_t)x->secondary_row_limit), tw64(b, (uint64_t)x->secondary_byte_limit);
         tw8(b, x->strategy), tw32(b, x->batch);
         tw32(b, y->chunk_bytes), tw32(b, y->window_bytes);
@@ -809,7 +809,7 @@ static void tw_msg(rl_buf *b, const rl__msg *m) {
         const rl__msg_get_mapped_range_req *x = u;
         tw64(b, x->version), twsel(b, x->begin), twsel(b, x->end), twb(b, x->mapper, x->mapper_len);
         tw32(b, (uint32_t)x->limit), tw64(b, (uint64_t)x->target_bytes);
-        tw8(b, (uint8_t)(x->reverse | x->omit_index << 1));
+        tw8(b, (uint8_t)(x->reverse | x->omit_index << 1 | x->defer_remote << 2));
         tw32(b, (uint32_t)x->secondary_row_limit), tw64(b, (uint64_t)x->secondary_byte_limit);
         tw8(b, x->strategy), tw32(b, x->batch);
         break;
@@ -1820,16 +1820,21 @@ TEST(net_4_3_enums_and_integers) {
     BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.limit = -5, "limit");
     BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.secondary_row_limit = -1, "secondary_row_limit");
     BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.secondary_byte_limit = -1, "secondary_byte_limit");
-    BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.reverse = 7, "reverse");
+    BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.reverse = 9, "reverse");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.status = 5, "status");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, m.u.get_mapped_range_reply.status = 1, "status");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].is_range = 4,
         "entries[0].is_range");
     /* RL_MAPPED_OMIT_INDEX: the request's bit, an omitted entry (empty index, its length carried). */
-    BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.omit_index = 2, "omit_index");
+    BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.omit_index = 8, "omit_index");
     GOOD(RL_MSG_GET_MAPPED_RANGE, 0, (m.u.get_mapped_range_req.omit_index = 1, m.u.get_mapped_range_req.reverse = 1));
-    BAD(RL_MSG_GET_MAPPED_STREAM, 0, m.u.get_mapped_stream_req.r.omit_index = 3, "omit_index");
+    BAD(RL_MSG_GET_MAPPED_STREAM, 0, m.u.get_mapped_stream_req.r.omit_index = 5, "omit_index");
     GOOD(RL_MSG_GET_MAPPED_STREAM, 0, m.u.get_mapped_stream_req.r.omit_index = 1);
+    /* RL_MAPPED_DEFER_REMOTE: bit 2 of the same byte. */
+    BAD(RL_MSG_GET_MAPPED_RANGE, 0, m.u.get_mapped_range_req.defer_remote = 2, "defer_remote");
+    GOOD(RL_MSG_GET_MAPPED_RANGE, 0, (m.u.get_mapped_range_req.defer_remote = 1, m.u.get_mapped_range_req.reverse = 1));
+    GOOD(RL_MSG_GET_MAPPED_STREAM, 0,
+         (m.u.get_mapped_stream_req.r.defer_remote = 1, m.u.get_mapped_stream_req.r.omit_index = 1));
     BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[1].index_omitted = 2,
         "index_omitted");
     BAD(RL_MSG_GET_MAPPED_RANGE, R, ((rl_mapped_keyvalue *)m.u.get_mapped_range_reply.entries)[0].index_omitted = 1,

@@ -2,7 +2,7 @@
  * invariant 8): EXACT with the rows a return or scan limit allows, WANT_ALL for a full scan,
  * FoundationDB's growing ITERATOR pages only with index_batch or a byte or time limit, EXACT and
  * WANT_ALL pages of at most 8 MiB, the next of them asked for as soon as one arrives; and how an
- * ADAPTIVE remote page reads (query_14_4). The
+ * ADAPTIVE remote page reads (query_14_4), and deferred secondaries (query_14_5). The
  * counters' reads_mapped_range counts the mapped requests; rows must equal the model's in both
  * directions whatever the page size. Runs on rl_test_url() (mem:, defer:, and the clusters, where
  * tests/cluster_splits.txt puts this store's index and records on different servers).
@@ -126,6 +126,7 @@ static uint64_t one_row(qt_env *e, int64_t byte_limit) {
     rl_query_options o = opts(0);
     o.fetch = RL_FETCH_USE_REMOTE_FETCH;
     o.byte_limit = byte_limit;
+    o.secondary_strategy = RL_SECONDARY_INDIVIDUAL; /* as query_14_3's pages */
     rl_txn *t = qt_begin(e);
     rl_cursor *c;
     ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
@@ -177,7 +178,11 @@ TEST(query_14_3_bounded_pages_read_ahead) {
     for (int i = 0; i < e.n; i++) n_split += e.r[i].pad > 100000;
     if (n_split < 60) fail_msg("only %d split records (want >= 60: more than 8 MiB)", n_split);
     for (int rev = 0; rev < 2; rev++) {
-        uint64_t n = run(&e, opts(rev), 0);
+        /* `individual`: the page carries every record (a `grouped` page may leave the records
+         * other servers hold to the cursor: RL_MAPPED_DEFER_REMOTE, query_14_5). */
+        rl_query_options o = opts(rev);
+        o.secondary_strategy = RL_SECONDARY_INDIVIDUAL;
+        uint64_t n = run(&e, o, 0);
         size_t first70 = pads_first(&e, rev, 70);
         printf("reverse %d: %llu mapped requests; the first 70 rows carry %zu padding bytes\n", rev,
                (unsigned long long)n, first70);
@@ -258,5 +263,66 @@ TEST(query_14_4_adaptive_remote_pages) {
     qt_close(&e);
 }
 
+/* One remote fetch of price_idx (strategy s) checked against the model; its counters in *k. */
+static void run_counted(qt_env *e, rl_secondary_strategy s, int rev, rl_query_counters *k) {
+    qt_query q = {0};
+    q.reverse = rev;
+    const qt_rec *want[QT_MAX];
+    int n_want = qt_model(e, &q, want), got = 0;
+    rl_query_options o = opts(rev);
+    o.fetch = RL_FETCH_USE_REMOTE_FETCH;
+    o.secondary_strategy = s;
+    rl_txn *t = qt_begin(e);
+    rl_cursor *c;
+    ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
+    ASSERT_OK(qt_drain(c, want, n_want, &got));
+    ASSERT_EQ(got, n_want);
+    rl_cursor_get_counters(c, k);
+    ASSERT_EQ(k->rows_returned, (uint64_t)n_want);
+    rl_cursor_free(c);
+    rl_txn_free(t);
+}
+
+/* query_14_5: deferred secondaries (cursor.c invariant 12, RL_MAPPED_DEFER_REMOTE). 60 records,
+ * every one split (150 KB), read by remote fetch in both directions. `grouped`: the first cursor
+ * learns the records' size; the later ones ask the servers to leave the records other servers
+ * hold to the cursor, so on a cluster (tests/cluster_splits.txt puts most of this store's records
+ * off its index's server) those come unread and the cursor reads each from its owner: the
+ * completions are exactly the entries no server read (secondary_local + completions = rows,
+ * secondary_remote 0: the counters count what the servers read), and they are pipelined —
+ * the critical round trips stay well under one per completion. `individual` (FoundationDB's)
+ * and an embedded database defer nothing: every record comes in the page. Rows equal the
+ * model's every time, byte for byte (qt_drain). */
+TEST(query_14_5_deferred_secondaries) {
+    qt_env e;
+    uint64_t rs = rl_test_seed();
+    qt_open(&e, "qp5");
+    qt_load(&e, &rs, 60, 400, 60);
+    rl_query_counters k, ki;
+    for (int rev = 0; rev < 2; rev++) {
+        run_counted(&e, RL_SECONDARY_INDIVIDUAL, rev, &ki); /* where each record lies */
+        ASSERT_EQ(ki.secondary_completions, 0);
+        run_counted(&e, RL_SECONDARY_GROUPED, rev, &k); /* learns (or, on the second pass, defers) */
+        run_counted(&e, RL_SECONDARY_GROUPED, rev, &k);
+        printf("reverse %d: individual %llu local, %llu remote; grouped %llu local, %llu remote, %llu completed, "
+               "%llu critical round trips\n",
+               rev, (unsigned long long)ki.secondary_local, (unsigned long long)ki.secondary_remote,
+               (unsigned long long)k.secondary_local, (unsigned long long)k.secondary_remote,
+               (unsigned long long)k.secondary_completions, (unsigned long long)k.critical_round_trips);
+        if (rl_test_is_cluster(rl_test_url())) {
+            ASSERT_EQ(k.secondary_remote, 0);
+            ASSERT_EQ(k.secondary_local, ki.secondary_local);
+            ASSERT_EQ(k.secondary_completions, ki.secondary_remote); /* three servers: 50 of 60 */
+            if (k.secondary_completions >= 20 && k.critical_round_trips * 2 > k.secondary_completions)
+                fail_msg("%llu critical round trips for %llu completions: not pipelined",
+                         (unsigned long long)k.critical_round_trips, (unsigned long long)k.secondary_completions);
+        } else {
+            ASSERT_EQ(k.secondary_completions, 0);
+        }
+    }
+    qt_close(&e);
+}
+
 RL_TEST_MAIN(T(query_14_1_mapped_page_sizing), T(query_14_2_exact_pages_with_orphans),
-             T(query_14_3_bounded_pages_read_ahead), T(query_14_4_adaptive_remote_pages))
+             T(query_14_3_bounded_pages_read_ahead), T(query_14_4_adaptive_remote_pages),
+             T(query_14_5_deferred_secondaries))
