@@ -263,15 +263,18 @@ TEST(query_14_4_adaptive_remote_pages) {
     qt_close(&e);
 }
 
-/* One remote fetch of price_idx (strategy s) checked against the model; its counters in *k. */
-static void run_counted(qt_env *e, rl_secondary_strategy s, int rev, rl_query_counters *k) {
+/* One remote fetch of price_idx (strategy s, the first `limit` rows: 0 all) checked against the
+ * model; its counters in *k. */
+static void run_counted(qt_env *e, rl_secondary_strategy s, int rev, int limit, rl_query_counters *k) {
     qt_query q = {0};
     q.reverse = rev;
     const qt_rec *want[QT_MAX];
     int n_want = qt_model(e, &q, want), got = 0;
+    if (limit > 0 && limit < n_want) n_want = limit;
     rl_query_options o = opts(rev);
     o.fetch = RL_FETCH_USE_REMOTE_FETCH;
     o.secondary_strategy = s;
+    o.limit = limit;
     rl_txn *t = qt_begin(e);
     rl_cursor *c;
     ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
@@ -290,7 +293,8 @@ static void run_counted(qt_env *e, rl_secondary_strategy s, int rev, rl_query_co
  * off its index's server) those come unread and the cursor reads each from its owner: the
  * completions are exactly the entries no server read (secondary_local + completions = rows,
  * secondary_remote 0: the counters count what the servers read), and they are pipelined —
- * the critical round trips stay well under one per completion. `individual` (FoundationDB's)
+ * the critical round trips stay well under one per completion; a page of three records is
+ * relayed all the same (too few bytes to defer). `individual` (FoundationDB's)
  * and an embedded database defer nothing: every record comes in the page. Rows equal the
  * model's every time, byte for byte (qt_drain). */
 TEST(query_14_5_deferred_secondaries) {
@@ -300,10 +304,10 @@ TEST(query_14_5_deferred_secondaries) {
     qt_load(&e, &rs, 60, 400, 60);
     rl_query_counters k, ki;
     for (int rev = 0; rev < 2; rev++) {
-        run_counted(&e, RL_SECONDARY_INDIVIDUAL, rev, &ki); /* where each record lies */
+        run_counted(&e, RL_SECONDARY_INDIVIDUAL, rev, 0, &ki); /* where each record lies */
         ASSERT_EQ(ki.secondary_completions, 0);
-        run_counted(&e, RL_SECONDARY_GROUPED, rev, &k); /* learns (or, on the second pass, defers) */
-        run_counted(&e, RL_SECONDARY_GROUPED, rev, &k);
+        run_counted(&e, RL_SECONDARY_GROUPED, rev, 0, &k); /* learns (or, on the second pass, defers) */
+        run_counted(&e, RL_SECONDARY_GROUPED, rev, 0, &k);
         printf("reverse %d: individual %llu local, %llu remote; grouped %llu local, %llu remote, %llu completed, "
                "%llu critical round trips\n",
                rev, (unsigned long long)ki.secondary_local, (unsigned long long)ki.secondary_remote,
@@ -319,6 +323,9 @@ TEST(query_14_5_deferred_secondaries) {
         } else {
             ASSERT_EQ(k.secondary_completions, 0);
         }
+        /* Three records (450 KB) are too few to defer (DEFER_PAGE_BYTES): the page relays them. */
+        run_counted(&e, RL_SECONDARY_GROUPED, rev, 3, &k);
+        ASSERT_EQ(k.secondary_completions, 0);
     }
     qt_close(&e);
 }
