@@ -27,7 +27,11 @@
  *      handed out is invalid once it is recycled, exactly as after rl__decoder_release.
  *   5. The fast path unpacks flat messages itself (rl__pb_unpack_flat: singular scalar, enum,
  *      string and bytes fields, each at most once, all known) into the scratch, without
- *      protobuf-c's generic two-pass unpack (its cost was ~10 % of a small-record scan). It
+ *      protobuf-c's generic two-pass unpack (its cost was ~10 % of a small-record scan); a split
+ *      record's bytes fields point into the reassembly buffer (d->data, which lives exactly as
+ *      long as the decoded record: both until the next decode) instead of being copied again —
+ *      of a 100 KB record's three copies (the read's, the reassembly's, this one) one is left
+ *      out. It
  *      declines everything else, and anything doubtful (unknown or repeated field numbers,
  *      wire type mismatches, truncation, over-long varints), and protobuf-c decides those as
  *      before; what it accepts, protobuf-c accepts with the same message (test record_9_7).
@@ -190,7 +194,7 @@ static inline int pb_varint5(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
 }
 
 ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
-                                     const uint8_t *p, size_t n) {
+                                     const uint8_t *p, size_t n, int borrow_bytes) {
     uint64_t seen = 0;
     size_t i = 0;
     if (desc->n_fields > 64) return NULL;
@@ -262,7 +266,9 @@ ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc, Pro
                 memcpy(dst, &c, sizeof c);
             } else {
                 ProtobufCBinaryData bd = {len, NULL};
-                if (len) {
+                if (len && borrow_bytes) {
+                    bd.data = (uint8_t *)(uintptr_t)(p + i);
+                } else if (len) {
                     bd.data = alloc->alloc(alloc->allocator_data, len);
                     if (!bd.data) return NULL;
                     memcpy(bd.data, p + i, len);
@@ -285,10 +291,11 @@ ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc, Pro
 }
 
 /* The record union of stored bytes p[0..n) (as rl__record_parse_with reads it) unpacked by
- * rl__pb_unpack_flat: RL_OK with *out_type / *out_msg, or NOT_COMMON (anything it declines, so
+ * rl__pb_unpack_flat (borrow: its bytes fields point into p): RL_OK with *out_type / *out_msg, or
+ * NOT_COMMON (anything it declines, so
  * the caller takes rl__record_parse_with, which decides every error). */
-static int parse_flat(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *pa, int *out_type,
-                      ProtobufCMessage **out_msg) {
+static int parse_flat(const rl_metadata *md, const uint8_t *p, size_t n, ProtobufCAllocator *pa, int borrow,
+                      int *out_type, ProtobufCMessage **out_msg) {
     size_t i = 0;
     uint64_t tag, len;
     if (pb_varint(p, n, &i, &tag) || (tag & 7) != 2 || pb_varint(p, n, &i, &len) || len != n - i) return NOT_COMMON;
@@ -296,7 +303,7 @@ static int parse_flat(const rl_metadata *md, const uint8_t *p, size_t n, Protobu
     for (int k = 0; k < md->n_types; k++)
         if (md->types[k].union_field == tag >> 3) t = k;
     if (t < 0) return NOT_COMMON;
-    ProtobufCMessage *m = rl__pb_unpack_flat(md->types[t].desc, pa, p + i, (size_t)len);
+    ProtobufCMessage *m = rl__pb_unpack_flat(md->types[t].desc, pa, p + i, (size_t)len, borrow);
     if (!m) return NOT_COMMON;
     *out_type = t;
     *out_msg = m;
@@ -375,7 +382,7 @@ static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
     /* Flat messages (every record type of the benchmarks) without protobuf-c's generic
      * two-pass unpack; the rest, and any doubt, through protobuf-c. A declined attempt leaves
      * only scratch memory behind (reset with the next record). */
-    if (parse_flat(s->md, data, len, &d->pa, &t, &m) != RL_OK) {
+    if (parse_flat(s->md, data, len, &d->pa, chunks > 0, &t, &m) != RL_OK) {
         if (d->oom) return RL_E_OUT_OF_MEMORY;
         if (rl__record_parse_with(s->md, data, len, &d->pa, &t, &m, NULL) != RL_OK)
             return d->oom ? RL_E_OUT_OF_MEMORY : NOT_COMMON;

@@ -207,8 +207,10 @@ int rl__record_from_event(const rl_store *s, const rl__unsplit_event *ev, rl_rec
  * more than 64 fields) returns NULL so the caller takes protobuf-c itself. For what it handles,
  * the message equals protobuf-c's (values, has_ flags, NUL-terminated string copies, bytes
  * copies; test record_9_7). Memory from alloc (message, strings, bytes); nothing is freed
- * on a NULL return (alloc's free is not called: for scratch allocators). */
+ * on a NULL return (alloc's free is not called: for scratch allocators). borrow_bytes 1: bytes
+ * fields point into p instead (no copy; the caller keeps p for as long as the message, and never
+ * frees the message with protobuf-c, which would free them). */
 ProtobufCMessage *rl__pb_unpack_flat(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
-                                     const uint8_t *p, size_t n);
+                                     const uint8_t *p, size_t n, int borrow_bytes);
 
 #endif

@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     blocks bl;
     bl.n = 0;
     ProtobufCAllocator al = {blk_alloc, blk_free, &bl};
-    ProtobufCMessage *f = rl__pb_unpack_flat(desc, &al, p, n);
+    ProtobufCMessage *f = rl__pb_unpack_flat(desc, &al, p, n, (int)(data[0] >> 1) & 1);
     if (f) {
         ProtobufCMessage *r = protobuf_c_message_unpack(desc, NULL, n, p);
         if (!r) abort();
