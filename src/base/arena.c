@@ -62,11 +62,12 @@ void rl__arena_reset(rl_arena *a) {
     a->used = 0;
 }
 
-void *rl__arena_alloc(rl_arena *a, size_t n) {
-    size_t need = (n + 15) & ~(size_t)15;
-    if (need < n) return NULL;
+/* need bytes at the head block's offset rounded up to align (1 or 16), a new block when they do
+ * not fit. */
+static void *arena_take(rl_arena *a, size_t need, size_t align) {
     rl__arena_block *b = a->head;
-    if (!b || b->cap - b->off < need) {
+    size_t off = b ? (b->off + align - 1) & ~(align - 1) : 0;
+    if (!b || off > b->cap || b->cap - off < need) {
         /* A new block also has room for everything handed out since the reset (while that
          * stays within what a reset keeps): the last block of a cycle is then the largest and
          * holds the whole cycle, so after a reset the same workload fits in the kept block. */
@@ -86,12 +87,21 @@ void *rl__arena_alloc(rl_arena *a, size_t n) {
         nb->off = 0;
         nb->next = b;
         a->head = b = nb;
+        off = 0;
     }
-    void *p = b->mem + b->off;
-    b->off += need;
-    a->used += need;
+    void *p = b->mem + off;
+    a->used += need + (off - b->off);
+    b->off = off + need;
     return p;
 }
+
+void *rl__arena_alloc(rl_arena *a, size_t n) {
+    size_t need = (n + 15) & ~(size_t)15;
+    if (need < n) return NULL;
+    return arena_take(a, need, 16);
+}
+
+void *rl__arena_alloc_packed(rl_arena *a, size_t n) { return arena_take(a, n ? n : 1, 1); }
 
 void *rl__arena_memdup(rl_arena *a, const void *p, size_t n) {
     void *q = rl__arena_alloc(a, n);

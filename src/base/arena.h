@@ -27,6 +27,10 @@ void rl__arena_init(rl_arena *a, size_t block_size);
 void rl__arena_release(rl_arena *a);
 void rl__arena_reset(rl_arena *a);
 void *rl__arena_alloc(rl_arena *a, size_t n);
+/* n bytes with no alignment, right after the block's last allocation when they fit: consecutive
+ * packed allocations with nothing allocated between them are contiguous (a range read lays large
+ * values end to end this way, so a split record's chunks are one run of bytes). NULL on failure. */
+void *rl__arena_alloc_packed(rl_arena *a, size_t n);
 /* Copy n bytes into the arena (NULL on failure; a valid pointer for n == 0). */
 void *rl__arena_memdup(rl_arena *a, const void *p, size_t n);
 /* The key right after k[0..n) in key order, k + "\x00", copied into the arena (n + 1 bytes;

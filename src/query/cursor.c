@@ -31,7 +31,10 @@
  *      place — from the held one-page load (SCAN_AND_FETCH) or from the mapped page c->mf —
  *      and copied into c->kvs only when the range took more than one read. The record is
  *      decoded by c->dec (rl__record_decoder), whose memory is reused from row to row, so
- *      c->rec is borrowed from it and is zeroed, never released; rl_cursor_free recycles the
+ *      c->rec is borrowed from it and is zeroed, never released; it may point into the record's
+ *      key-values (rl__decoder_decode_in_place: a split record's chunks lying end to end in a
+ *      local read's result are parsed where they are), so those — a held load, the mapped page,
+ *      c->kvs — are kept until the next entry is fetched; rl_cursor_free recycles the
  *      decoder, so the thread's next cursor starts with its memory (a split record's chunk
  *      buffer and scratch block are not allocated again per query). Queued index keys and their
  *      primary keys share one buffer (c->qbytes), reset per index page. In steady state the
@@ -2010,6 +2013,8 @@ static int rebuild_key(rl_cursor *c, int found) {
  * [out] out_has: 0 when the source has no more; out_found: 0 for an orphan; out_bytes: bytes of
  * the entry and its record. */
 static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_bytes) {
+    rl_future_free(c->hold); /* the last record, which may point into it, is done with */
+    c->hold = NULL;
     c->rkvs = NULL;
     c->rn = 0;
     int rc = c->src == SRC_SCAN ? scan_next(c, out_has) : remote_next(c, out_has);
@@ -2021,10 +2026,9 @@ static int fetch_entry(rl_cursor *c, int *out_has, int *out_found, int64_t *out_
     memset(&c->rec, 0, sizeof c->rec);
     rl__errdetail why;
     rl__errdetail_init(&why, NULL);
-    rc = rl__decoder_decode(&c->dec, c->s, c->cur_pk.data, c->cur_pk.len, c->rkvs, c->rn, &c->rec, &why);
-    /* The decoded record does not point into the key-values: let go of a held load. */
-    rl_future_free(c->hold);
-    c->hold = NULL;
+    /* The key-values stay until the next entry is fetched (a held load, the mapped page, c->kvs),
+     * as long as the record: it may point into them (invariant 6). */
+    rc = rl__decoder_decode_in_place(&c->dec, c->s, c->cur_pk.data, c->cur_pk.len, c->rkvs, c->rn, &c->rec, &why);
     c->rkvs = NULL;
     c->rn = 0;
     if (c->cur_omitted && (rc == RL_OK || rc == RL_E_NOT_FOUND)) {

@@ -31,7 +31,10 @@
  *      record's bytes fields point into the reassembly buffer (d->data, which lives exactly as
  *      long as the decoded record: both until the next decode) instead of being copied again —
  *      of a 100 KB record's three copies (the read's, the reassembly's, this one) one is left
- *      out. It
+ *      out. rl__decoder_decode_in_place (a caller whose key-values outlive the record: the query
+ *      cursor) leaves out the reassembly too when the chunks lie end to end (a range read lays
+ *      large values so: storage.c range_merged), and an unsplit record's bytes stay in its value.
+ *      It
  *      declines everything else, and anything doubtful (unknown or repeated field numbers,
  *      wire type mismatches, truncation, over-long varints), and protobuf-c decides those as
  *      before; what it accepts, protobuf-c accepts with the same message (test record_9_7).
@@ -344,7 +347,7 @@ static int suffix_of(const rl_store *s, const uint8_t *pk, size_t pk_len, const 
 
 /* Invariant 1. Returns RL_OK (out filled from the scratch), RL_E_OUT_OF_MEMORY or NOT_COMMON. */
 static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
-                       const rl_keyvalue *kvs, int n, rl_record *out) {
+                       const rl_keyvalue *kvs, int n, int stable, rl_record *out) {
     int i = 0, chunks = 0, t;
     int64_t sfx;
     const uint8_t *data;
@@ -365,16 +368,23 @@ static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
     } else if (sfx == RL__SUFFIX_FIRST_CHUNK) {
         int64_t expect = RL__SUFFIX_FIRST_CHUNK;
         size_t total = 0;
-        for (int j = i; j < n; j++) total += kvs[j].value_len;
-        rl__buf_reset(&d->data);
-        if (rl__buf_reserve(&d->data, total)) return RL_E_OUT_OF_MEMORY; /* one allocation, not doublings */
-        for (; i < n; i++, expect++) {
-            if (suffix_of(s, pk, pk_len, &kvs[i], &sfx) || sfx != expect) return NOT_COMMON;
-            rl__buf_append(&d->data, kvs[i].value, kvs[i].value_len);
+        int first = i, apart = !stable; /* the chunks lie end to end (stable kvs only) */
+        for (int j = i; j < n; j++, expect++) {
+            if (suffix_of(s, pk, pk_len, &kvs[j], &sfx) || sfx != expect) return NOT_COMMON;
+            if (j > first && (!kvs[j - 1].value || kvs[j - 1].value + kvs[j - 1].value_len != kvs[j].value)) apart = 1;
+            total += kvs[j].value_len;
         }
-        if (rl__buf_error(&d->data)) return RL_E_OUT_OF_MEMORY;
-        data = d->data.data;
-        len = d->data.len;
+        if (!apart) {
+            data = kvs[first].value;
+            len = total;
+        } else {
+            rl__buf_reset(&d->data);
+            if (rl__buf_reserve(&d->data, total)) return RL_E_OUT_OF_MEMORY; /* one allocation, not doublings */
+            for (int j = first; j < n; j++) rl__buf_append(&d->data, kvs[j].value, kvs[j].value_len);
+            if (rl__buf_error(&d->data)) return RL_E_OUT_OF_MEMORY;
+            data = d->data.data;
+            len = d->data.len;
+        }
         chunks = (int)(expect - RL__SUFFIX_FIRST_CHUNK);
     } else {
         return NOT_COMMON;
@@ -382,7 +392,7 @@ static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
     /* Flat messages (every record type of the benchmarks) without protobuf-c's generic
      * two-pass unpack; the rest, and any doubt, through protobuf-c. A declined attempt leaves
      * only scratch memory behind (reset with the next record). */
-    if (parse_flat(s->md, data, len, &d->pa, chunks > 0, &t, &m) != RL_OK) {
+    if (parse_flat(s->md, data, len, &d->pa, stable || chunks > 0, &t, &m) != RL_OK) {
         if (d->oom) return RL_E_OUT_OF_MEMORY;
         if (rl__record_parse_with(s->md, data, len, &d->pa, &t, &m, NULL) != RL_OK)
             return d->oom ? RL_E_OUT_OF_MEMORY : NOT_COMMON;
@@ -399,12 +409,12 @@ static int fast_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
     return RL_OK;
 }
 
-int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
-                       const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err) {
+static int decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len, const rl_keyvalue *kvs,
+                  int n, int stable, rl_record *out, rl__errdetail *err) {
     memset(out, 0, sizeof *out);
     rl_record_release(&d->slow);
     scratch_reset(d);
-    int rc = fast_decode(d, s, pk, pk_len, kvs, n, out);
+    int rc = fast_decode(d, s, pk, pk_len, kvs, n, stable, out);
     if (rc != NOT_COMMON) {
         if (rc) memset(out, 0, sizeof *out);
         return rc;
@@ -413,4 +423,14 @@ int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *
     if ((rc = rl__store_decode(s, kvs, n, &d->slow, err))) return rc;
     *out = d->slow;
     return RL_OK;
+}
+
+int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
+                       const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err) {
+    return decode(d, s, pk, pk_len, kvs, n, 0, out, err);
+}
+
+int rl__decoder_decode_in_place(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
+                                const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err) {
+    return decode(d, s, pk, pk_len, kvs, n, 1, out, err);
 }

@@ -146,5 +146,11 @@ void rl__decoder_recycle(rl__record_decoder *d);
  * (with its detail message in err, which may be NULL). Never reads outside the given arrays. */
 int rl__decoder_decode(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
                        const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err);
+/* As rl__decoder_decode, for a caller that keeps the bytes kvs point to valid for as long as *out
+ * (until its next decode): the record's bytes fields may then point into them — an unsplit
+ * record's value, or a split record's chunks when they lie end to end in memory (a range read
+ * lays large values so) — instead of being copied. */
+int rl__decoder_decode_in_place(rl__record_decoder *d, const rl_store *s, const uint8_t *pk, size_t pk_len,
+                                const rl_keyvalue *kvs, int n, rl_record *out, rl__errdetail *err);
 
 #endif

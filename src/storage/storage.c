@@ -1388,6 +1388,9 @@ static int m_next(mcur *m, const uint8_t **k, uint32_t *kl, const uint8_t **val,
 }
 
 /* rl__storage_get_range_nolock over the window and the base. */
+/* Values at least this large are laid end to end in a range read's result (range_merged). */
+#define BIG_VALUE 4096
+
 static int range_merged(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                         size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
                         int *out_n, int *out_more) {
@@ -1435,7 +1438,11 @@ static int range_merged(rl__storage *st, rl__version v, const void *begin, size_
             kvs = nk;
             cap = ncap;
         }
-        size_t need = (size_t)kl + vl;
+        /* A large value (a split record's chunk) goes on its own, packed right after the last
+         * one (rl__arena_alloc_packed), its key into the chunk: a record's chunks are then one
+         * run of bytes, which the record decoder takes in place instead of joining them. */
+        int apart = vl >= BIG_VALUE;
+        size_t need = (size_t)kl + (apart ? 0 : vl);
         if (need > room) {
             room = need > chunk_size ? need : chunk_size;
             if (chunk_size < 16384) chunk_size *= 2;
@@ -1444,14 +1451,18 @@ static int range_merged(rl__storage *st, rl__version v, const void *begin, size_
                 break;
             }
         }
-        uint8_t *p = chunk;
+        uint8_t *p = chunk, *pv = p + kl;
         chunk += need;
         room -= need;
+        if (apart && !(pv = rl__arena_alloc_packed(a, vl))) {
+            rc = RL_E_OUT_OF_MEMORY;
+            break;
+        }
         if (kl) memcpy(p, k, kl);
-        if (vl) memcpy(p + kl, val, vl);
+        if (vl) memcpy(pv, val, vl);
         kvs[n].key = p;
         kvs[n].key_len = kl;
-        kvs[n].value = p + kl;
+        kvs[n].value = pv;
         kvs[n].value_len = vl;
         n++;
         bytes += (long)kl + (long)vl;
@@ -1715,7 +1726,7 @@ static uint32_t leaf_bound_from(const bt_leaf *l, uint32_t from, const uint8_t *
 /* Range reads copy rows window by window: pass 1 walks up to a window of rows counting them and
  * their bytes (prefetching rows PREFETCH_AHEAD positions ahead), then the result array grows
  * once (to at least the rows so far) and one arena allocation takes all the window's keys and
- * values, which pass 2 copies while the rows are still in cache. Windows double in size. The
+ * then its values, end to end, which pass 2 copies while the rows are still in cache. Windows double in size. The
  * end of the range is found once per leaf (leaf_bound), not per row. */
 int rl__storage_get_range(rl__storage *st, rl__version v, const void *begin, size_t begin_len, const void *end,
                           size_t end_len, int limit, long target_bytes, int reverse, rl_arena *a, rl_keyvalue **out_kvs,
@@ -1755,7 +1766,7 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
         const bt_row *sr[SHORT_RANGE];
         const st_ver *se[SHORT_RANGE];
         int sn = 0, smore = 0, fits = 0, walked = 0;
-        long sbytes = 0;
+        long sbytes = 0, skeys = 0;
         for (cursor y = c;; cur_next(&y)) {
             if (!y.l || row_cmp(cur_row(y), end, end_len) >= 0) {
                 fits = 1;
@@ -1774,6 +1785,7 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
             se[sn] = e;
             sn++;
             sbytes += (long)r->klen + (long)e->len;
+            skeys += (long)r->klen;
         }
         if (fits) {
             if (sn) {
@@ -1782,16 +1794,18 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
                     rc = RL_E_OUT_OF_MEMORY;
                     goto out;
                 }
-                uint8_t *p = (uint8_t *)(kv + sn);
+                /* The keys, then the values end to end (a split record's chunks are one run of
+                 * bytes: rl__decoder_decode_in_place parses them where they are). */
+                uint8_t *p = (uint8_t *)(kv + sn), *pv = p + skeys;
                 for (int i = 0; i < sn; i++) {
                     memcpy(p, sr[i]->key, sr[i]->klen);
                     kv[i].key = p;
                     kv[i].key_len = sr[i]->klen;
                     p += sr[i]->klen;
-                    if (se[i]->len) memcpy(p, se[i]->data, se[i]->len);
-                    kv[i].value = p;
+                    if (se[i]->len) memcpy(pv, se[i]->data, se[i]->len);
+                    kv[i].value = pv;
                     kv[i].value_len = se[i]->len;
-                    p += se[i]->len;
+                    pv += se[i]->len;
                 }
                 *out_kvs = kv;
             }
@@ -1804,7 +1818,7 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
         /* Pass 1: count the window's rows and bytes. */
         cursor w0 = c;
         int wn = 0;
-        size_t wbytes = 0;
+        size_t wbytes = 0, wkeys = 0;
         while (wn < window) {
             if (c.l != bl) {
                 bl = c.l;
@@ -1833,6 +1847,7 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
                 }
                 wn++;
                 wbytes += (size_t)r->klen + e->len;
+                wkeys += r->klen;
                 bytes += (long)r->klen + (long)e->len;
             }
             if (!reverse) cur_next(&c);
@@ -1863,6 +1878,7 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
             rc = RL_E_OUT_OF_MEMORY;
             goto out;
         }
+        uint8_t *pv = p + wkeys; /* the window's keys, then its values end to end (as above) */
         for (cursor y = w0; wn > 0;) {
             const bt_row *r = cur_row(y);
             const st_ver *e = visible(r, v);
@@ -1873,10 +1889,10 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
             kvs[n].key = p;
             kvs[n].key_len = r->klen;
             p += r->klen;
-            if (e->len) memcpy(p, e->data, e->len);
-            kvs[n].value = p;
+            if (e->len) memcpy(pv, e->data, e->len);
+            kvs[n].value = pv;
             kvs[n].value_len = e->len;
-            p += e->len;
+            pv += e->len;
             n++;
             wn--;
         }

@@ -646,7 +646,77 @@ TEST(record_9_8_varint_acceptance) {
     rl__buf_release(&b);
 }
 
+/* 1 if p lies inside [b, b + n). */
+static int inside(const void *p, const void *b, size_t n) {
+    return (uintptr_t)p >= (uintptr_t)b && (uintptr_t)p < (uintptr_t)b + n;
+}
+
+/* The padding of r is lay_order's pattern for id, len bytes. */
+static void check_padding(const rl_record *r, int64_t id, size_t len) {
+    const Reclayer__Order *o = (const Reclayer__Order *)r->msg;
+    ASSERT_EQ(o->order_id, id);
+    ASSERT_EQ(o->padding.len, len);
+    for (size_t i = 0; i < len; i++)
+        if (o->padding.data[i] != (uint8_t)(i * 7 + (size_t)id)) fail_msg("padding byte %zu differs", i);
+}
+
+/* record_9_9: rl__decoder_decode_in_place. A split record whose chunks lie end to end in memory
+ * is parsed where it is (its padding points into the chunks), one whose chunks lie apart is
+ * joined first, an unsplit record's padding points into its value; the copying decoder never
+ * points into the key-values. Every record equals the one serialized. */
+TEST(record_9_9_decode_in_place) {
+    rl_metadata *md;
+    rl_store *s;
+    rl__record_decoder d;
+    layout big = {0}, small = {0};
+    uint8_t pk1[16], pk2[16];
+    size_t pk1_len, pk2_len;
+    rl_record r;
+    setup(&md, &s);
+    rl__decoder_init(&d);
+    lay_order(&big, s, 1, 250001, 1, pk1, &pk1_len);
+    lay_order(&small, s, 2, 1000, 0, pk2, &pk2_len);
+    /* Apart (lay_order's values are separate allocations). */
+    ASSERT_OK(rl__decoder_decode_in_place(&d, s, pk1, pk1_len, big.kv, big.n, &r, NULL));
+    ASSERT_EQ(r.n_chunks, 3);
+    check_padding(&r, 1, 250001);
+    for (int i = 0; i < big.n; i++)
+        ASSERT_FALSE(inside(((Reclayer__Order *)r.msg)->padding.data, big.kv[i].value, big.kv[i].value_len));
+    /* End to end: the chunks' values copied into one buffer, the key-values pointing into it. */
+    size_t total = 0;
+    for (int i = 1; i < big.n; i++) total += big.kv[i].value_len;
+    uint8_t *run = malloc(total);
+    rl_keyvalue kv[MAX_KV];
+    memcpy(kv, big.kv, (size_t)big.n * sizeof *kv);
+    size_t off = 0;
+    for (int i = 1; i < big.n; i++) {
+        memcpy(run + off, big.kv[i].value, big.kv[i].value_len);
+        kv[i].value = run + off;
+        off += big.kv[i].value_len;
+    }
+    ASSERT_OK(rl__decoder_decode_in_place(&d, s, pk1, pk1_len, kv, big.n, &r, NULL));
+    check_padding(&r, 1, 250001);
+    ASSERT_TRUE(inside(((Reclayer__Order *)r.msg)->padding.data, run, total));
+    ASSERT_OK(rl__decoder_decode(&d, s, pk1, pk1_len, kv, big.n, &r, NULL));
+    check_padding(&r, 1, 250001);
+    ASSERT_FALSE(inside(((Reclayer__Order *)r.msg)->padding.data, run, total));
+    /* Unsplit. */
+    ASSERT_OK(rl__decoder_decode_in_place(&d, s, pk2, pk2_len, small.kv, small.n, &r, NULL));
+    check_padding(&r, 2, 1000);
+    ASSERT_TRUE(inside(((Reclayer__Order *)r.msg)->padding.data, small.kv[0].value, small.kv[0].value_len));
+    ASSERT_OK(rl__decoder_decode(&d, s, pk2, pk2_len, small.kv, small.n, &r, NULL));
+    check_padding(&r, 2, 1000);
+    ASSERT_FALSE(inside(((Reclayer__Order *)r.msg)->padding.data, small.kv[0].value, small.kv[0].value_len));
+    free(run);
+    lay_free(&big);
+    lay_free(&small);
+    rl__decoder_release(&d);
+    rl_store_free(s);
+    rl_metadata_free(md);
+}
+
 RL_TEST_MAIN(T(record_9_1_valid_layouts_match_strict), T(record_9_2_defects_match_strict),
              T(record_9_3_random_mutations_match_strict), T(record_9_4_steady_state_allocates_nothing),
              T(record_9_5_out_of_memory), T(record_9_6_suffix_bytes_match_strict),
-             T(record_9_7_flat_unpack_matches_protobuf_c), T(record_9_8_varint_acceptance))
+             T(record_9_7_flat_unpack_matches_protobuf_c), T(record_9_8_varint_acceptance),
+             T(record_9_9_decode_in_place))

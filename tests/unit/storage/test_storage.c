@@ -698,7 +698,41 @@ TEST(storage_5_1_concurrent_readers) {
     rl__storage_close(c.st);
 }
 
+/* storage-4.3: a range read lays the values of the rows it returns end to end, in key order, in
+ * both of its forms (up to 4 rows in one pass, more window by window), so a split record's chunks
+ * are one run of bytes the record decoder parses in place (rl__decoder_decode_in_place). */
+TEST(storage_4_3_values_end_to_end) {
+    rl__storage *st = open_mem(100);
+    rl_arena a;
+    rl__arena_init(&a, 0);
+    static char vals[40][3000];
+    char ks[40][8];
+    rl__mutation m[40];
+    for (int i = 0; i < 40; i++) {
+        snprintf(ks[i], sizeof ks[i], "k%03d", i);
+        memset(vals[i], 'a' + i % 26, sizeof vals[i] - 1 - (size_t)i);
+        vals[i][sizeof vals[i] - 1 - (size_t)i] = 0;
+        m[i] = mset(ks[i], vals[i]);
+    }
+    ASSERT_OK(rl__storage_apply(st, 10, m, 40));
+    static const int COUNTS[] = {3, 40};
+    for (int c = 0; c < 2; c++) {
+        rl_keyvalue *kvs;
+        int n, more;
+        ASSERT_OK(rl__storage_get_range(st, 10, "k", 1, ks[COUNTS[c] - 1], 4, 0, 0, 0, &a, &kvs, &n, &more));
+        ASSERT_EQ(n, COUNTS[c] - 1);
+        for (int i = 0; i < n; i++) {
+            ASSERT_MEM_EQ(kvs[i].value, kvs[i].value_len, vals[i], strlen(vals[i]));
+            if (i > 0) ASSERT_TRUE(kvs[i - 1].value + kvs[i - 1].value_len == kvs[i].value);
+        }
+        rl__arena_reset(&a);
+    }
+    rl__arena_release(&a);
+    rl__storage_close(st);
+}
+
 RL_TEST_MAIN(T(storage_1_1_versions), T(storage_1_2_same_version), T(storage_1_3_window),
              T(storage_1_4_gc_drops_tombstones), T(storage_1_5_read_ceiling), T(storage_2_1_model),
              T(storage_3_1_atomic_table), T(storage_3_2_append_limit), T(storage_3_3_atomic_in_storage),
-             T(storage_4_1_selectors), T(storage_4_2_range_limits), T(storage_5_1_concurrent_readers))
+             T(storage_4_1_selectors), T(storage_4_2_range_limits), T(storage_4_3_values_end_to_end),
+             T(storage_5_1_concurrent_readers))
