@@ -933,6 +933,9 @@ static rl_key_selector sel_e(const rl_cursor *c) {
     return (rl_key_selector){c->se.data, (uint32_t)c->se.len, c->se_oreq, c->se_off};
 }
 
+/* The record loads a cursor keeps in flight: SCAN_AND_FETCH's, and remote fetch's completions. */
+static int load_depth(const rl_cursor *c) { return c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE; }
+
 /* Issue the load of one record: a range read of (1, pk...) = [R+pk+0x00, R+pk+0xff), WANT_ALL,
  * serializable (Java's loadWithSplit). The entry's primary key is located in qbytes: when its
  * columns are adjacent and in order in the entry (the usual (values..., pk...)), it is the slice
@@ -1063,7 +1066,7 @@ done:
 static int scan_next(rl_cursor *c, int *out_has) {
     int rc = RL_OK, n, more;
     const rl_keyvalue *kvs;
-    int depth = c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE;
+    int depth = load_depth(c);
     *out_has = 0;
     for (;;) {
         /* Keep up to pipeline_depth loads outstanding, in index order. */
@@ -1189,9 +1192,6 @@ static int page_complete(rl_cursor *c, const rl_mapped_keyvalue *was) {
     }
     return RL_OK;
 }
-
-/* The record loads a cursor keeps in flight: SCAN_AND_FETCH's, and remote fetch's completions. */
-static int load_depth(const rl_cursor *c) { return c->o.pipeline_depth > 0 ? c->o.pipeline_depth : DEFAULT_PIPELINE; }
 
 /* The bounds of what mapped entry m's secondary still lacks: [after its last row, end), or its
  * whole range when it came with none. */

@@ -15,8 +15,8 @@
 #define N_RECS 400
 
 /* Run price_idx with options o (fetch set to remote here), checking every row against the model
- * (first `limit` rows when limit > 0); returns the number of mapped requests. */
-static uint64_t run(qt_env *e, rl_query_options o, int limit) {
+ * (first `limit` rows when limit > 0); its counters in *k. */
+static void run_k(qt_env *e, rl_query_options o, int limit, rl_query_counters *k) {
     qt_query q = {0};
     q.reverse = o.reverse;
     const qt_rec *want[QT_MAX];
@@ -28,10 +28,16 @@ static uint64_t run(qt_env *e, rl_query_options o, int limit) {
     ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
     ASSERT_OK(qt_drain(c, want, n_want, &got));
     ASSERT_EQ(got, n_want);
-    rl_query_counters k;
-    rl_cursor_get_counters(c, &k);
+    rl_cursor_get_counters(c, k);
+    ASSERT_EQ(k->rows_returned, (uint64_t)n_want);
     rl_cursor_free(c);
     rl_txn_free(t);
+}
+
+/* run_k's mapped requests. */
+static uint64_t run(qt_env *e, rl_query_options o, int limit) {
+    rl_query_counters k;
+    run_k(e, o, limit, &k);
     return k.reads_mapped_range;
 }
 
@@ -266,24 +272,10 @@ TEST(query_14_4_adaptive_remote_pages) {
 /* One remote fetch of price_idx (strategy s, the first `limit` rows: 0 all) checked against the
  * model; its counters in *k. */
 static void run_counted(qt_env *e, rl_secondary_strategy s, int rev, int limit, rl_query_counters *k) {
-    qt_query q = {0};
-    q.reverse = rev;
-    const qt_rec *want[QT_MAX];
-    int n_want = qt_model(e, &q, want), got = 0;
-    if (limit > 0 && limit < n_want) n_want = limit;
     rl_query_options o = opts(rev);
-    o.fetch = RL_FETCH_USE_REMOTE_FETCH;
     o.secondary_strategy = s;
     o.limit = limit;
-    rl_txn *t = qt_begin(e);
-    rl_cursor *c;
-    ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
-    ASSERT_OK(qt_drain(c, want, n_want, &got));
-    ASSERT_EQ(got, n_want);
-    rl_cursor_get_counters(c, k);
-    ASSERT_EQ(k->rows_returned, (uint64_t)n_want);
-    rl_cursor_free(c);
-    rl_txn_free(t);
+    run_k(e, o, limit, k);
 }
 
 /* query_14_5: deferred secondaries (cursor.c invariant 12, RL_MAPPED_DEFER_REMOTE). 60 records,
