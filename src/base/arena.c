@@ -1,6 +1,8 @@
 /* arena.c — rl_arena implementation (see arena.h). */
 #include "base/arena.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -122,4 +124,34 @@ size_t rl__arena_capacity(const rl_arena *a) {
     size_t n = 0;
     for (const rl__arena_block *b = a->head; b; b = b->next) n += b->cap;
     return n;
+}
+
+/* The block whose mem[] is p (rl__arena_block_alloc's memory). */
+static rl__arena_block *block_of(void *p) {
+    return (rl__arena_block *)((unsigned char *)p - offsetof(rl__arena_block, mem));
+}
+
+void *rl__arena_block_alloc(size_t n) {
+    if (n > SIZE_MAX - sizeof(rl__arena_block)) return NULL;
+    rl__arena_block *b = rl__malloc(sizeof *b + n);
+    if (!b) return NULL;
+    b->next = NULL;
+    b->cap = n;
+    b->off = n; /* full: nothing more is handed out of it */
+    return b->mem;
+}
+
+void rl__arena_block_free(void *p) {
+    if (p) rl__free(block_of(p));
+}
+
+void rl__arena_adopt(rl_arena *a, void *p) {
+    rl__arena_block *b = block_of(p);
+    if (a->head) { /* behind the current block, which keeps serving allocations */
+        b->next = a->head->next;
+        a->head->next = b;
+    } else {
+        b->next = NULL;
+        a->head = b;
+    }
 }

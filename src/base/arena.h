@@ -40,4 +40,14 @@ uint8_t *rl__arena_key_after(rl_arena *a, const void *k, size_t n);
  * retains. Walks the block chain (one block right after a reset). */
 size_t rl__arena_capacity(const rl_arena *a);
 
+/* Memory filled outside any arena and then handed to one without a copy (a network frame read
+ * straight into its own buffer, then kept by the read it answers). rl__arena_block_alloc returns
+ * n bytes (16-byte aligned; NULL when out of memory) owned by the caller, who either frees them
+ * with rl__arena_block_free or gives them to an arena with rl__arena_adopt: the arena then frees
+ * them with its other blocks (release or reset), and the bytes stay valid until then. An adopted
+ * block serves no later rl__arena_alloc (a reset may keep it for reuse, as any block). */
+void *rl__arena_block_alloc(size_t n);
+void rl__arena_block_free(void *p);
+void rl__arena_adopt(rl_arena *a, void *p);
+
 #endif

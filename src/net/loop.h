@@ -384,6 +384,14 @@ void rl__conn_close(rl__conn *conn, unsigned flags);
 void rl__conn_retain(rl__conn *conn);
 void rl__conn_release(rl__conn *conn);
 
+/* rl__conn_take_payload — inside on_frame (loop thread), for the frame being handed to it: its
+ * payload, now the caller's, when the connection read it into a buffer of its own (payloads of
+ * 64 KiB to 1 MiB that did not arrive with their header: reader.h invariant 6) — memory from
+ * rl__arena_block_alloc, to free with rl__arena_block_free or give to an arena (rl__arena_adopt);
+ * it is the very bytes on_frame was given. NULL otherwise: the payload stays the connection's,
+ * valid only during on_frame. */
+uint8_t *rl__conn_take_payload(rl__conn *conn);
+
 /* rl__conn_peer / rl__conn_local — "127.0.0.1:PORT" of the remote / local end. The string lives
  * as long as the connection object. [any] */
 const char *rl__conn_peer(const rl__conn *conn);

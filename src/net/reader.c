@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/arena.h"
 #include "reclayer/error.h"
 
 void rl__frame_reader_init(rl__frame_reader *r) {
@@ -14,10 +15,14 @@ void rl__frame_reader_init(rl__frame_reader *r) {
     r->max_payload = RL_NET_MAX_PAYLOAD;
     r->failed = 0;
     r->why[0] = 0;
+    r->own = NULL;
+    r->own_got = 0;
+    r->own_out = r->after_large = 0;
 }
 
 void rl__frame_reader_release(rl__frame_reader *r) {
     rl__free(r->data);
+    rl__arena_block_free(r->own);
     rl__frame_reader_init(r);
 }
 
@@ -25,7 +30,19 @@ void rl__frame_reader_set_max(rl__frame_reader *r, uint32_t max) {
     r->max_payload = max < 1 ? 1 : max > RL_NET_MAX_PAYLOAD ? RL_NET_MAX_PAYLOAD : max;
 }
 
-size_t rl__frame_reader_pending(const rl__frame_reader *r) { return r->end - r->start; }
+/* A frame being read into its own buffer (invariant 6), not handed out yet. */
+static int own_open(const rl__frame_reader *r) { return r->own && !r->own_out; }
+
+size_t rl__frame_reader_pending(const rl__frame_reader *r) {
+    return r->end - r->start + (own_open(r) ? RL_FRAME_HEADER_LEN + r->own_got : 0);
+}
+
+uint8_t *rl__frame_reader_take(rl__frame_reader *r) {
+    if (!r->own_out) return NULL;
+    uint8_t *p = r->own;
+    r->own = NULL;
+    return p;
+}
 
 /* The raw payload length of the header at start (valid or not), clamped to the maximum + 1. */
 static size_t raw_len(const uint8_t *p) {
@@ -34,6 +51,7 @@ static size_t raw_len(const uint8_t *p) {
 }
 
 size_t rl__frame_reader_frame_len(const rl__frame_reader *r) {
+    if (own_open(r)) return RL_FRAME_HEADER_LEN + (size_t)r->own_h.payload_len;
     if (r->end - r->start < RL_FRAME_HEADER_LEN) return 0;
     return RL_FRAME_HEADER_LEN + raw_len(r->data + r->start);
 }
@@ -58,6 +76,16 @@ static size_t wanted_cap(size_t have, size_t need, size_t cap, uint32_t max_payl
 }
 
 int rl__frame_reader_space(rl__frame_reader *r, uint8_t **out_ptr, size_t *out_len) {
+    if (r->own_out) { /* the frame handed out from own is done with (invariant 3), or was taken */
+        rl__arena_block_free(r->own);
+        r->own = NULL;
+        r->own_out = 0;
+    }
+    if (r->own) { /* the rest of the frame goes straight into its own buffer */
+        *out_ptr = r->own + r->own_got;
+        *out_len = r->own_h.payload_len - r->own_got;
+        return RL_OK;
+    }
     size_t have = r->end - r->start;
     if (r->start > 0) { /* compact: pending bytes move to the front (at most one partial frame) */
         if (have) memmove(r->data, r->data + r->start, have);
@@ -77,10 +105,16 @@ int rl__frame_reader_space(rl__frame_reader *r, uint8_t **out_ptr, size_t *out_l
     }
     *out_ptr = r->data + r->end;
     *out_len = r->cap - r->end;
+    if (r->after_large && have == 0) *out_len = RL_FRAME_HEADER_LEN; /* invariant 6 (cap >= a chunk) */
     return RL_OK;
 }
 
 void rl__frame_reader_commit(rl__frame_reader *r, size_t n) {
+    if (own_open(r)) {
+        if (n > r->own_h.payload_len - r->own_got) n = r->own_h.payload_len - r->own_got;
+        r->own_got += n;
+        return;
+    }
     if (n > r->cap - r->end) n = r->cap - r->end; /* defensive: never beyond the buffer */
     r->end += n;
 }
@@ -88,6 +122,15 @@ void rl__frame_reader_commit(rl__frame_reader *r, size_t n) {
 int rl__frame_reader_next(rl__frame_reader *r, rl__frame_header *out_h, const uint8_t **out_payload, int *out_ready) {
     *out_ready = 0;
     if (r->failed) return RL_E_MALFORMED_FRAME;
+    if (own_open(r)) {
+        if (r->own_got < r->own_h.payload_len) return RL_OK;
+        *out_h = r->own_h;
+        *out_payload = r->own;
+        r->own_out = 1;
+        r->after_large = 1;
+        *out_ready = 1;
+        return RL_OK;
+    }
     size_t have = r->end - r->start;
     if (have < RL_FRAME_HEADER_LEN) return RL_OK;
     const uint8_t *p = r->data + r->start;
@@ -108,7 +151,19 @@ int rl__frame_reader_next(rl__frame_reader *r, rl__frame_header *out_h, const ui
                  (unsigned)h.payload_len, (unsigned)r->max_payload, (unsigned)h.type);
         return RL_E_MALFORMED_FRAME;
     }
-    if (have - RL_FRAME_HEADER_LEN < h.payload_len) return RL_OK;
+    int large = h.payload_len >= RL_FRAME_READER_OWN_MIN && h.payload_len <= RL_FRAME_READER_OWN_MAX;
+    if (have - RL_FRAME_HEADER_LEN < h.payload_len) {
+        /* Invariant 6: a large frame still arriving moves to its own buffer (none while the one
+         * handed out last is still held; without memory it stays here, as a small one). */
+        if (large && !r->own && (r->own = rl__arena_block_alloc(h.payload_len)) != NULL) {
+            r->own_h = h;
+            r->own_got = have - RL_FRAME_HEADER_LEN;
+            if (r->own_got) memcpy(r->own, p + RL_FRAME_HEADER_LEN, r->own_got);
+            r->start = r->end = 0;
+        }
+        return RL_OK;
+    }
+    r->after_large = large;
     *out_h = h;
     *out_payload = p + RL_FRAME_HEADER_LEN;
     r->start += RL_FRAME_HEADER_LEN + h.payload_len;

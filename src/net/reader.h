@@ -24,6 +24,15 @@
  *      buffered, and the buffer never grows beyond RL_FRAME_HEADER_LEN + max_payload while
  *      max_payload is below RL_FRAME_READER_CHUNK (a connection still in its handshake holds at
  *      most one small frame: rl__frame_reader_set_max).
+ *   6. Large frames are read into a buffer of their own: a frame whose payload is
+ *      RL_FRAME_READER_OWN_MIN to RL_FRAME_READER_OWN_MAX bytes and has not all arrived with its
+ *      header gets one (rl__arena_block_alloc memory, allocated at the header: at most
+ *      RL_FRAME_READER_OWN_MAX ahead of the bytes that arrived), which takes what came after the
+ *      header and then the rest straight from the socket (space returns it). After such a frame,
+ *      or any frame of that size, the next space offers only a header's bytes, so a stream of
+ *      large frames is read header, payload, header, ... and never copied out of the buffer it
+ *      was read into. The consumer may keep the payload without copying it
+ *      (rl__frame_reader_take); otherwise the buffer is freed at the next space.
  */
 #ifndef RL_NET_READER_H
 #define RL_NET_READER_H
@@ -36,6 +45,8 @@
 #define RL_FRAME_READER_CHUNK (64u * 1024)           /* the smallest buffer and read chunk */
 #define RL_FRAME_READER_MAX_AHEAD (8u * 1024 * 1024) /* the most allocated ahead of arrived bytes */
 #define RL_FRAME_READER_KEEP (1u * 1024 * 1024)      /* a buffer up to this size is kept when idle */
+#define RL_FRAME_READER_OWN_MIN (64u * 1024)         /* invariant 6: payloads read into their own buffer */
+#define RL_FRAME_READER_OWN_MAX (1u * 1024 * 1024)
 
 typedef struct {
     uint8_t *data;        /* NULL until the first rl__frame_reader_space */
@@ -45,7 +56,12 @@ typedef struct {
     uint32_t max_payload; /* frames declaring more are refused (invariant 5); RL_NET_MAX_PAYLOAD
                              after init */
     int failed;           /* sticky: a header was refused */
-    char why[128];        /* after a refusal: the reason, for the log line */
+    uint8_t *own;         /* invariant 6: the payload of own_h (rl__arena_block_alloc), or NULL */
+    rl__frame_header own_h;
+    size_t own_got;  /* its bytes received */
+    int own_out;     /* own's frame was handed out (own freed at the next space unless taken) */
+    int after_large; /* the last frame handed out was of own's size: read the next header alone */
+    char why[128];   /* after a refusal: the reason, for the log line */
 } rl__frame_reader;
 
 /* Initialise r (no allocation). */
@@ -73,6 +89,12 @@ void rl__frame_reader_commit(rl__frame_reader *r, size_t n);
  * payload over RL_NET_MAX_PAYLOAD or over max_payload): the connection must be closed; r->why
  * says why. */
 int rl__frame_reader_next(rl__frame_reader *r, rl__frame_header *out_h, const uint8_t **out_payload, int *out_ready);
+
+/* rl__frame_reader_take — the payload of the frame rl__frame_reader_next just handed out, when it
+ * was read into its own buffer (invariant 6): the caller then owns it (rl__arena_block_free, or
+ * rl__arena_adopt) and it stays valid after the next space. NULL otherwise (the payload stays the
+ * reader's, valid until the next space). */
+uint8_t *rl__frame_reader_take(rl__frame_reader *r);
 
 /* Bytes received and not consumed (0 at a frame boundary). */
 size_t rl__frame_reader_pending(const rl__frame_reader *r);

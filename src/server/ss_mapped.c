@@ -1253,7 +1253,8 @@ typedef struct {
     rl__ss *ss;
     ss_stream st;           /* on ss->streams while the read runs */
     uint32_t chunk;         /* a chunk is sent once its entries reach this many bytes */
-    rl_buf pend;            /* the entries of the chunk being gathered, encoded (no count) */
+    rl_buf pend;            /* the chunk being gathered: 4 bytes for its count, then its entries encoded
+                             * (the buffer becomes the frame's: stream_open_chunk starts the next) */
     uint32_t n_pend;        /* ... how many */
     uint32_t local, remote; /* secondaries sent, by where they were read */
     rl__errdetail *err;     /* why the stream failed */
@@ -1288,6 +1289,14 @@ static void stream_unlink(rl__ss *ss, ss_stream *st) {
     pthread_mutex_unlock(&ss->stream_mu);
 }
 
+/* Start gathering a chunk in x->pend (empty): room for a chunk's worth of entries, and its count's
+ * 4 bytes, filled in when it is sent. An allocation failure is the buffer's sticky error. */
+static void stream_open_chunk(sstream *x) {
+    x->n_pend = 0;
+    (void)rl__buf_reserve(&x->pend, (size_t)x->chunk + 4096);
+    rl__buf_append(&x->pend, "\0\0\0\0", 4);
+}
+
 /* Send the gathered chunk once the window has room for it (or nothing is outstanding): waits
  * for credit in slices, so a stop, a closed connection, a cancel and the credit deadline
  * (stream_credit_ms) are seen. RL_OK (sent, or nothing to send); RL_E_OPERATION_CANCELLED (the
@@ -1297,7 +1306,7 @@ static int stream_flush(sstream *x) {
     ss_stream *st = &x->st;
     if (!x->n_pend) return RL_OK;
     if (rl__buf_error(&x->pend)) return RL_E_OUT_OF_MEMORY;
-    uint64_t len = 4 + (uint64_t)x->pend.len; /* the chunk's payload: count, entries */
+    uint64_t len = x->pend.len; /* the chunk's payload: count, entries */
     uint64_t deadline = rl__clock_mono_ns() + (uint64_t)ss->o.stream_credit_ms * 1000000u, out = 0;
     int rc = RL_OK, waited = 0;
     pthread_mutex_lock(&ss->stream_mu);
@@ -1342,14 +1351,13 @@ static int stream_flush(sstream *x) {
     if (rc != RL_OK) return rc;
     uint64_t mx = atomic_load(&ss->stream_unacked_max);
     while (out > mx && !atomic_compare_exchange_weak(&ss->stream_unacked_max, &mx, out)) {}
-    uint8_t head[4] = {(uint8_t)x->n_pend, (uint8_t)(x->n_pend >> 8), (uint8_t)(x->n_pend >> 16),
-                       (uint8_t)(x->n_pend >> 24)};
-    if (rl__conn_send2(st->conn, RL_MSG_MAPPED_CHUNK, 0, st->id, head, 4, x->pend.data, x->pend.len, 0) != RL_OK)
-        return RL_E_CONNECTION_FAILED;
+    uint8_t *head = x->pend.data;
+    for (int b = 0; b < 4; b++) head[b] = (uint8_t)(x->n_pend >> (8 * b));
+    /* The connection takes the bytes (a delayed or queued frame is not copied again). */
+    if (rl__conn_send_buf(st->conn, RL_MSG_MAPPED_CHUNK, 0, st->id, &x->pend) != RL_OK) return RL_E_CONNECTION_FAILED;
     atomic_fetch_add(&ss->n_stream_chunks, 1);
     atomic_fetch_add(&ss->n_stream_bytes, len);
-    rl__buf_reset(&x->pend);
-    x->n_pend = 0;
+    stream_open_chunk(x);
     return RL_OK;
 }
 
@@ -1367,7 +1375,7 @@ static int stream_emit(void *ctx, const rl_mapped_keyvalue *ents, int n) {
     sstream *x = ctx;
     int i = 0;
     while (i < n) {
-        size_t room = x->pend.len < x->chunk ? x->chunk - x->pend.len : 1, run = 0;
+        size_t room = x->pend.len - 4 < x->chunk ? x->chunk - (x->pend.len - 4) : 1, run = 0;
         int j = i;
         while (j < n && run < room) run += entry_wire_len(&ents[j++]);
         for (int k = i; k < j; k++) {
@@ -1377,7 +1385,7 @@ static int stream_emit(void *ctx, const rl_mapped_keyvalue *ents, int n) {
         int rc = rl__msg_mapped_entries_append(&x->pend, &ents[i], (uint32_t)(j - i), x->err);
         if (rc != RL_OK) return rc;
         x->n_pend += (uint32_t)(j - i);
-        if (x->pend.len >= x->chunk && (rc = stream_flush(x)) != RL_OK) return rc;
+        if (x->pend.len - 4 >= x->chunk && (rc = stream_flush(x)) != RL_OK) return rc;
         i = j;
     }
     return RL_OK;
@@ -1475,6 +1483,7 @@ static void run_job(rl__ss *ss, ss_job *j, rl_arena *a, rl_arena *sa, rl_buf *ou
         uint32_t ch = sr.chunk_bytes ? sr.chunk_bytes : SS_DEFAULT_STREAM_CHUNK;
         x.st.window = w < SS_STREAM_MAX_WINDOW ? w : SS_STREAM_MAX_WINDOW;
         x.chunk = ch < x.st.window ? ch : x.st.window;
+        stream_open_chunk(&x);
         stream_link(ss, &x.st);
         atomic_fetch_add(&ss->n_streams, 1);
     }

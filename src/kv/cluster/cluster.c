@@ -1932,7 +1932,9 @@ static void on_chunk(cconn *cc, rl__conn *conn, const rl__frame_header *h, const
     if (!ok) {
         rl__errdetail_set(&why, "a MAPPED_CHUNK for a request that is not a stream");
     } else {
-        copy = h->payload_len ? rl__arena_memdup(r->arena, payload, h->payload_len) : NULL;
+        uint8_t *own = rl__conn_take_payload(conn); /* read into its own buffer: kept, not copied */
+        if (own) rl__arena_adopt(r->arena, own);
+        copy = own ? own : h->payload_len ? rl__arena_memdup(r->arena, payload, h->payload_len) : NULL;
         rc = h->payload_len && !copy ? RL_E_OUT_OF_MEMORY
                                      : rl__msg_mapped_chunk_decode(copy, h->payload_len, r->arena, &m, &why);
     }

@@ -4,6 +4,7 @@
  * byte streams thrown at a listening loop (test IDs loop_5_*). Seeds are printed (RL_SEED=N).
  */
 #include "base/alloc.h"
+#include "base/arena.h"
 #include "base/log.h"
 #include "looptest.h"
 #include "net/reader.h"
@@ -331,6 +332,101 @@ TEST(loop_5_6_reader_space_without_draining) {
     rl__frame_reader_release(&r);
 }
 
+/* Invariant 6: large frames (64 KiB to 1 MiB) that do not arrive with their header are read into
+ * their own buffer — after one, the reader offers a header's bytes alone, then the rest of the
+ * payload straight into that buffer — and the consumer may take that buffer: it is the payload it
+ * was handed, and it outlives the next space. Small frames and the largest (above 1 MiB) stay in
+ * the reader's buffer (take gives NULL). Random sizes, random pieces; every payload checked. */
+TEST(loop_5_7_reader_own_buffers) {
+    uint64_t seed = rl_test_seed();
+    static const size_t sizes[] = {10,     5000,   RL_FRAME_READER_OWN_MIN - 1, RL_FRAME_READER_OWN_MIN,
+                                   100000, 262144, RL_FRAME_READER_OWN_MAX,     RL_FRAME_READER_OWN_MAX + 1};
+    int nsz = (int)(sizeof sizes / sizeof sizes[0]);
+    size_t taken = 0, own_reads = 0, header_reads = 0;
+    for (int round = 0; round < (LIGHT ? 4 : 12); round++) {
+        stream s = {0};
+        int nframes = 20 + (int)rl_test_rand_below(&seed, 20);
+        size_t *lens = calloc((size_t)nframes, sizeof *lens);
+        for (int i = 0; i < nframes; i++) {
+            lens[i] = sizes[rl_test_rand_below(&seed, (uint64_t)nsz)];
+            rl__frame_header h = {(uint32_t)lens[i], 7, 0, (uint64_t)i};
+            uint8_t hdr[RL_FRAME_HEADER_LEN];
+            rl__frame_header_encode(&h, hdr);
+            st_append(&s, hdr, sizeof hdr);
+            uint8_t *pl = malloc(lens[i] ? lens[i] : 1);
+            for (size_t k = 0; k < lens[i]; k++) pl[k] = (uint8_t)(i * 31 + k * 7);
+            st_append(&s, pl, lens[i]);
+            free(pl);
+        }
+        rl__frame_reader r;
+        rl__frame_reader_init(&r);
+        size_t pos = 0;
+        int got = 0, prev_large = 0;
+        uint8_t *kept = NULL; /* the last taken payload: checked after the next space */
+        size_t kept_len = 0;
+        int kept_i = -1;
+        while (pos < s.len) {
+            uint8_t *p;
+            size_t room;
+            size_t pending = rl__frame_reader_pending(&r);
+            ASSERT_OK(rl__frame_reader_space(&r, &p, &room));
+            if (kept) { /* a taken payload survives the space call */
+                for (size_t k = 0; k < kept_len; k += 997) ASSERT_EQ(kept[k], (uint8_t)(kept_i * 31 + k * 7));
+                rl__arena_block_free(kept);
+                kept = NULL;
+            }
+            if (prev_large && pending == 0) {
+                ASSERT_EQ(room, RL_FRAME_HEADER_LEN);
+                header_reads++;
+            }
+            if (rl__frame_reader_frame_len(&r) > RL_FRAME_HEADER_LEN + RL_FRAME_READER_OWN_MIN - 1 && pending > 0 &&
+                rl__frame_reader_frame_len(&r) <= RL_FRAME_HEADER_LEN + RL_FRAME_READER_OWN_MAX) {
+                ASSERT_EQ(room, rl__frame_reader_frame_len(&r) - pending); /* the rest, straight in */
+                own_reads++;
+            }
+            size_t want = 1 + rl_test_rand_below(&seed, round % 2 ? 300000 : 5000);
+            if (want > room) want = room;
+            if (want > s.len - pos) want = s.len - pos;
+            memcpy(p, s.data + pos, want);
+            rl__frame_reader_commit(&r, want);
+            pos += want;
+            for (;;) {
+                rl__frame_header h;
+                const uint8_t *payload;
+                int ready;
+                ASSERT_OK(rl__frame_reader_next(&r, &h, &payload, &ready));
+                if (!ready) break;
+                ASSERT_TRUE(got < nframes);
+                ASSERT_EQ(h.payload_len, lens[got]);
+                ASSERT_TRUE(h.id == (uint64_t)got);
+                for (size_t k = 0; k < lens[got]; k++)
+                    if (payload[k] != (uint8_t)(got * 31 + k * 7)) fail_msg("frame %d byte %zu differs", got, k);
+                int large = lens[got] >= RL_FRAME_READER_OWN_MIN && lens[got] <= RL_FRAME_READER_OWN_MAX;
+                uint8_t *own = rl__frame_reader_take(&r);
+                if (own) {
+                    ASSERT_TRUE(large);
+                    ASSERT_TRUE(own == payload);
+                    ASSERT_NULL(rl__frame_reader_take(&r)); /* taken once */
+                    ASSERT_NULL(kept);
+                    kept = own, kept_len = lens[got], kept_i = got;
+                    taken++;
+                }
+                prev_large = large;
+                got++;
+            }
+        }
+        ASSERT_EQ(got, nframes);
+        ASSERT_EQ(rl__frame_reader_pending(&r), 0);
+        rl__arena_block_free(kept);
+        rl__frame_reader_release(&r);
+        free(lens);
+        free(s.data);
+    }
+    printf("loop_5_7: %zu payloads taken, %zu reads straight into a frame's own buffer, %zu header-only reads\n", taken,
+           own_reads, header_reads);
+    ASSERT_TRUE(taken > 0 && own_reads > 0 && header_reads > 0);
+}
+
 /* ---- behind a socket ---- */
 
 /* Random byte streams (valid frames, then corruption) from raw peers to a loop: each connection
@@ -417,7 +513,8 @@ TEST(loop_5_5_socket_random_streams) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {T(loop_5_1_reader_valid_streams),  T(loop_5_2_reader_corrupted_streams),
                                        T(loop_5_3_reader_trickle_bound),  T(loop_5_4_reader_out_of_memory),
-                                       T(loop_5_5_socket_random_streams), T(loop_5_6_reader_space_without_draining)};
+                                       T(loop_5_5_socket_random_streams), T(loop_5_6_reader_space_without_draining),
+                                       T(loop_5_7_reader_own_buffers)};
     rl_test_init(argc, argv);
     rl__log_set_level(RL_LOG_ERROR); /* 40 malformed connections would print 40 warnings */
     return cmocka_run_group_tests_name(rl_test_group_name(argv[0]), tests, NULL, NULL);
