@@ -1181,7 +1181,9 @@ static int page_complete(rl_cursor *c, const rl_mapped_keyvalue *was) {
     if ((rc = src_advance(c, last->key, last->key_len, more))) return rc;
     /* Read ahead (invariant 8): the next page's start is known now, so ask for it while this
      * one is consumed — only for EXACT and WANT_ALL pages, whose rows the query will read. */
-    int lim, mode = c->exhausted || c->page_on ? -1 : mapped_mode(c, c->mn, &lim); /* not in ADAPTIVE pages */
+    /* Ahead: the page's entries not consumed yet (c->mi of them went up early: invariant 10, and
+     * are in c->rows and c->consumed already). */
+    int lim, mode = c->exhausted || c->page_on ? -1 : mapped_mode(c, c->mn - c->mi, &lim); /* not in ADAPTIVE pages */
     if (mode == RL_STREAMING_EXACT || mode == RL_STREAMING_WANT_ALL) {
         c->k.reads_mapped_range++;
         c->k.mapped_range_requests++;

@@ -30,6 +30,10 @@
  *              gives the cursor its page's rows as they arrive: entries_early between 1 and all
  *              but the page's last; the same rows, each with its record, as whole replies
  *              (?stream=0, entries_early 0), and as SCAN_AND_FETCH (0).
+ *   trace-1.6  pages read ahead after early entries: 600 rows of 40 kB records with a limit of
+ *              600 are three mapped pages of 8 MiB (the next page asks for what the limit leaves
+ *              beyond the entries not yet consumed, not beyond the whole page: the rows a page
+ *              handed up early are counted once), with entries_early > 0.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -554,5 +558,42 @@ TEST(trace_1_5_early_entries) {
     rl_test_cluster_stop(&c);
 }
 
+TEST(trace_1_6_read_ahead_after_early_entries) {
+    enum { ROWS = 600 };
+    static rl_test_cluster c;
+    rl__cluster_up_opts o = {.n_storage = 1, .delay_us = 1000};
+    ASSERT_OK(rl_test_cluster_start(&c, &o));
+    char *out;
+    int rc = rl_test_rl(&out, "load --db %s --count %d --padding 40000 --seed 7", c.url, ROWS);
+    if (rc) fail_msg("rl load failed (%d): %s", rc, out);
+    free(out);
+    rl__tool t;
+    ASSERT_OK(rl__tool_open(&t, c.url, NULL, 0, RL__TOOL_READ_ONLY));
+    rl_txn *txn;
+    rl_cursor *cur;
+    const rl_query_row *row;
+    rl_query_options qo;
+    memset(&qo, 0, sizeof qo);
+    qo.size = sizeof qo;
+    qo.fetch = RL_FETCH_USE_REMOTE_FETCH;
+    qo.limit = ROWS;
+    ASSERT_OK(rl_txn_begin(t.db, &txn));
+    ASSERT_OK(rl_cursor_open(t.s, txn, "price_idx", &qo, &cur));
+    int n = 0;
+    while ((rc = rl_cursor_next(cur, &row)) == RL_OK && row) n++;
+    ASSERT_OK(rc);
+    ASSERT_EQ(n, ROWS);
+    rl_query_counters k;
+    rl_cursor_get_counters(cur, &k);
+    print_message("trace-1.6: %d rows in %llu mapped pages, entries_early %llu\n", n,
+                  (unsigned long long)k.mapped_range_requests, (unsigned long long)k.entries_early);
+    ASSERT_TRUE(k.entries_early > 0);
+    ASSERT_EQ(k.mapped_range_requests, 3);
+    rl_cursor_free(cur);
+    rl_txn_free(txn);
+    rl__tool_close(&t);
+    rl_test_cluster_stop(&c);
+}
+
 RL_TEST_MAIN(T(trace_1_1_one_server), T(trace_1_2_records_elsewhere), T(trace_1_3_embedded_zero), T(trace_1_4_cli),
-             T(trace_1_5_early_entries))
+             T(trace_1_5_early_entries), T(trace_1_6_read_ahead_after_early_entries))
