@@ -149,6 +149,44 @@ TEST(base_3_1_arena) {
     rl__arena_release(&a);
 }
 
+/* base-3.2: memory for frames read outside an arena (rl__arena_block_alloc): adopted by an arena
+ * it stays valid beside the arena's own allocations and is freed with it — into the block cache,
+ * so the next block of a like size is the same memory and costs no allocation (a stream of large
+ * frames reuses warm pages); a much smaller request is not served by a large cached block; a block
+ * freed without an arena goes back the same way. */
+TEST(base_3_2_arena_adopted_blocks) {
+    rl_arena a;
+    rl__arena_init(&a, 0);
+    uint8_t *p = rl__arena_block_alloc(300000);
+    ASSERT_NOT_NULL(p);
+    ASSERT_EQ((uintptr_t)p % 16, 0);
+    memset(p, 0x5a, 300000);
+    uint8_t *q = rl__arena_alloc(&a, 100);
+    ASSERT_NOT_NULL(q);
+    rl__arena_adopt(&a, p);
+    uint8_t *r = rl__arena_alloc(&a, 100); /* the current block still serves allocations */
+    ASSERT_NOT_NULL(r);
+    ASSERT_TRUE(r > q && r < q + 4096);
+    ASSERT_EQ(p[299999], 0x5a);
+    rl__arena_release(&a);
+    rl_alloc_stats s0, s1;
+    rl_alloc_get_stats(&s0);
+    uint8_t *p2 = rl__arena_block_alloc(290000); /* alike: the cached block */
+    rl_alloc_get_stats(&s1);
+    ASSERT_TRUE(p2 == p);
+    ASSERT_EQ(s1.allocs, s0.allocs);
+    uint8_t *small = rl__arena_block_alloc(70000); /* under half its size: a new block */
+    ASSERT_NOT_NULL(small);
+    ASSERT_TRUE(small != p2);
+    rl__arena_init(&a, 0);
+    rl__arena_adopt(&a, small); /* an arena of adopted blocks only */
+    rl__arena_block_free(p2);
+    rl__arena_reset(&a);
+    rl__arena_release(&a);
+    ASSERT_TRUE(rl__arena_block_alloc(300000) == p2);
+    rl__arena_block_free(p2);
+}
+
 /* base-4.1: the counters count, and the Nth allocation fails. */
 TEST(base_4_1_alloc_counters_and_failure) {
     rl_alloc_reset_stats();
@@ -295,5 +333,6 @@ TEST(base_7_1_thread_at_exit) {
 }
 
 RL_TEST_MAIN(T(base_1_1_error_table_distinct), T(base_1_2_fdb_numbers), T(base_2_1_buf), T(base_2_2_buf_oom_sticky),
-             T(base_2_3_buf_json_str), T(base_3_1_arena), T(base_4_1_alloc_counters_and_failure), T(base_4_2_grow),
-             T(base_5_1_bytes), T(base_6_1_clock), T(base_7_1_thread_at_exit))
+             T(base_2_3_buf_json_str), T(base_3_1_arena), T(base_3_2_arena_adopted_blocks),
+             T(base_4_1_alloc_counters_and_failure), T(base_4_2_grow), T(base_5_1_bytes), T(base_6_1_clock),
+             T(base_7_1_thread_at_exit))
