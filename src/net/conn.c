@@ -281,9 +281,8 @@ static int state_of(const rl__conn *c) { return atomic_load_explicit(&((rl__conn
 static void set_state(rl__conn *c, int s) { atomic_store_explicit(&c->state, s, memory_order_release); }
 
 const char *rl__conn_peer(const rl__conn *c) { return c->peer; }
-
-uint8_t *rl__conn_take_payload(rl__conn *c) { return rl__frame_reader_take(&c->rd); }
 const char *rl__conn_local(const rl__conn *c) { return c->local; }
+uint8_t *rl__conn_take_payload(rl__conn *c) { return rl__frame_reader_take(&c->rd); }
 int rl__conn_is_open(const rl__conn *c) { return c && state_of(c) == ST_OPEN; }
 int rl__conn_auth_class(const rl__conn *c) { return c ? c->auth_class : RL_AUTH_NONE; }
 const char *rl__conn_close_reason(const rl__conn *c) { return c->close_reason; }

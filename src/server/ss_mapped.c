@@ -1297,6 +1297,10 @@ static void stream_open_chunk(sstream *x) {
     rl__buf_append(&x->pend, "\0\0\0\0", 4);
 }
 
+/* The bytes of the entries gathered in x->pend (after its count's 4; 0 after an allocation
+ * failure left it empty). */
+static size_t pend_entry_bytes(const sstream *x) { return x->pend.len > 4 ? x->pend.len - 4 : 0; }
+
 /* Send the gathered chunk once the window has room for it (or nothing is outstanding): waits
  * for credit in slices, so a stop, a closed connection, a cancel and the credit deadline
  * (stream_credit_ms) are seen. RL_OK (sent, or nothing to send); RL_E_OPERATION_CANCELLED (the
@@ -1375,7 +1379,7 @@ static int stream_emit(void *ctx, const rl_mapped_keyvalue *ents, int n) {
     sstream *x = ctx;
     int i = 0;
     while (i < n) {
-        size_t room = x->pend.len - 4 < x->chunk ? x->chunk - (x->pend.len - 4) : 1, run = 0;
+        size_t have = pend_entry_bytes(x), room = have < x->chunk ? x->chunk - have : 1, run = 0;
         int j = i;
         while (j < n && run < room) run += entry_wire_len(&ents[j++]);
         for (int k = i; k < j; k++) {
@@ -1385,7 +1389,7 @@ static int stream_emit(void *ctx, const rl_mapped_keyvalue *ents, int n) {
         int rc = rl__msg_mapped_entries_append(&x->pend, &ents[i], (uint32_t)(j - i), x->err);
         if (rc != RL_OK) return rc;
         x->n_pend += (uint32_t)(j - i);
-        if (x->pend.len - 4 >= x->chunk && (rc = stream_flush(x)) != RL_OK) return rc;
+        if (pend_entry_bytes(x) >= x->chunk && (rc = stream_flush(x)) != RL_OK) return rc;
         i = j;
     }
     return RL_OK;
