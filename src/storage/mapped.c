@@ -606,6 +606,28 @@ static int secondary_bounds(int is_range, uint8_t *p, size_t n, rl__mapped_entry
     return RL_OK;
 }
 
+void rl__mapper_prefix(const rl__mapper *m, const uint8_t **out, size_t *out_len) {
+    *out = (const uint8_t *)"";
+    *out_len = 0;
+    if (m && m->n_segs > 0 && m->segs[0].kind == SEG_LITERAL) *out = m->segs[0].lit, *out_len = m->segs[0].lit_len;
+}
+
+int rl__mapped_entry_unread(const rl__mapper *m, const rl_keyvalue *index, rl_arena *a, rl__mapped_entry *ent) {
+    if (!m || !m->is_range || !index) return RL_E_INVALID_ARGUMENT;
+    rl_buf scratch;
+    uint8_t *p;
+    size_t n;
+    rl__buf_init(&scratch);
+    memset(ent, 0, sizeof *ent);
+    ent->index = *index;
+    int rc =
+        construct_in_arena(m, index->key, index->key_len, index->value, index->value_len, NULL, a, &scratch, &p, &n);
+    rl__buf_release(&scratch);
+    if (rc == RL_OK) rc = secondary_bounds(1, p, n, ent);
+    ent->more = 1;
+    return rc;
+}
+
 /* Read *ent's secondary (bounds set by secondary_bounds) from the same engine at version v; the
  * caller holds the engine's read lock. Results are copied into a. Errors: those of the storage
  * read, RL_E_OUT_OF_MEMORY. */

@@ -35,9 +35,21 @@ int rl__mapper_is_range(const rl__mapper *m);
 int rl__mapper_construct(const rl__mapper *m, const void *key, size_t key_len, const void *value, size_t value_len,
                          rl_buf *out);
 
+/* The bytes every secondary key of m begins with: its leading literal elements, tuple-encoded
+ * (*out_len 0 when m begins with a placeholder: its keys may lie anywhere). Borrowed from m. */
+void rl__mapper_prefix(const rl__mapper *m, const uint8_t **out, size_t *out_len);
+
 /* One mapped entry: the public rl_mapped_keyvalue (index key-value and its secondary read). All
  * pointers live in the arena given to the read. */
 typedef rl_mapped_keyvalue rl__mapped_entry;
+
+/* rl__mapped_entry_unread — *ent for the index entry index as a storage server's `grouped` read
+ * with RL_MAPPED_DEFER_REMOTE answers an entry whose secondary another server holds: the index
+ * key-value (borrowed from index), the secondary's bounds exactly as a mapped read builds them
+ * (in arena a), no rows, more 1, served_locally 0. m must be a range mapper ("{...}"). Errors:
+ * those of rl__mapper_construct, RL_E_INVALID_ARGUMENT (m not a range mapper, or a P of only
+ * 0xff bytes), RL_E_OUT_OF_MEMORY. */
+int rl__mapped_entry_unread(const rl__mapper *m, const rl_keyvalue *index, rl_arena *a, rl__mapped_entry *ent);
 
 typedef struct {
     int limit;                 /* index entries; 0 = unlimited */

@@ -72,6 +72,16 @@
  *      for a reply are found in the pending tables. The sweep reads both and calls the report
  *      on the network thread, at most every wait_report_ms; nothing on the request path.
  *
+ * The index read alone (docs/design.md §8.4 "Deferred secondaries"): a `grouped` mapped read with
+ * RL_MAPPED_DEFER_REMOTE and a range mapper, routed to a server that — by the location cache —
+ * holds no shard of the range every secondary key lies in (the mapper's leading literal bytes,
+ * rl__mapper_prefix), would answer every entry unread. Such an attempt goes as a plain GET_RANGE
+ * of the index (index_only: no mapped read's worker, no stream), and its rows come back to the
+ * planner as the entries that server would have sent (rl__mapped_entry_unread: the secondary's
+ * bounds, no rows, more, not served locally), which the caller reads from their owners as it
+ * reads any deferred entry. A stale cache costs only speed: an entry the server would have
+ * read is read by the caller instead, at the same version.
+ *
  * Replicas: reads rotate over a team's members, avoid members whose connection was just lost or
  * refused, move to the next member at once after a transport failure or future_version
  * (rl__cluster_failover_now), and plain reads slow to answer are hedged (invariant 7).
@@ -99,6 +109,7 @@
 #include <jansson.h>
 
 #include "base/alloc.h"
+#include "base/bytes.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/sync.h"
@@ -111,6 +122,7 @@
 #include "net/loop.h"
 #include "net/netem.h"
 #include "net/proto.h"
+#include "storage/mapped.h"
 
 #define TICK_NS 50000000ull             /* timeout sweep period while requests are outstanding */
 #define REFRESH_MIN_GAP_NS 500000000ull /* storage-failure map refreshes at most this often */
@@ -224,6 +236,14 @@ struct creq {
     uint32_t s_pub; /* of them, checked and handed up as final (rl__kv_read.progress) */
     uint64_t s_bytes;
     int s_cancelled;
+    /* The index read alone (the file header): sec_state 0 not looked at yet, 1 a deferring
+     * grouped range mapper whose secondaries lie in [sec_lo, sec_hi) (in the read's arena), -1
+     * never; index_only: the attempt being sent goes as GET_RANGE (set by target_of). */
+    int sec_state;
+    rl__mapper *sec_mapper;
+    const uint8_t *sec_lo, *sec_hi;
+    uint32_t sec_lo_len, sec_hi_len;
+    int index_only;
     rl__cplan plan; /* READ (last: a read's creq is zeroed up to it, rl__cplan_start does the plan) */
 };
 
@@ -791,12 +811,13 @@ static cconn *get_conn(cluster *cl, const char *ip, uint16_t port, uint32_t serv
 
 /* 1: q is a mapped read sent as GET_MAPPED_STREAM (docs/protocol.md, "Streamed mapped reads"). */
 static int streamed(const creq *q) {
-    return q->kind == RL_CREQ_READ && q->plan.req.type == RL_MSG_GET_MAPPED_RANGE && q->cl->stream;
+    return q->kind == RL_CREQ_READ && q->plan.req.type == RL_MSG_GET_MAPPED_RANGE && q->cl->stream && !q->index_only;
 }
 
 static uint16_t req_type(const creq *q) {
     switch (q->kind) {
-    case RL_CREQ_READ: return streamed(q) ? RL_MSG_GET_MAPPED_STREAM : q->plan.req.type;
+    case RL_CREQ_READ:
+        return q->index_only ? RL_MSG_GET_RANGE : streamed(q) ? RL_MSG_GET_MAPPED_STREAM : q->plan.req.type;
     case RL_CREQ_GRV: return RL_MSG_GET_READ_VERSION;
     case RL_CREQ_COMMIT: return RL_MSG_COMMIT;
     case RL_CREQ_MAP: return RL_MSG_GET_SHARD_MAP;
@@ -822,6 +843,11 @@ static int encode(creq *q, rl_buf *b, rl__errdetail *why) {
             m.chunk_bytes = q->cl->stream_chunk;
             m.window_bytes = q->cl->stream_window;
             return rl__msg_get_mapped_stream_req_encode(b, &m, why);
+        }
+        if (q->index_only) { /* the mapped read's own bounds, limits and direction */
+            const rl__msg_get_mapped_range_req *mr = &q->plan.req.u.get_mapped_range_req;
+            rl__msg_get_range_req g = {mr->version, mr->begin, mr->end, mr->limit, mr->target_bytes, mr->reverse};
+            return rl__msg_get_range_req_encode(b, &g, why);
         }
         return rl__msg_encode(b, &q->plan.req, why);
     case RL_CREQ_GRV: {
@@ -1134,9 +1160,50 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
  * the caller gets one) — the map, the avoided servers and the connection table are all looked
  * at under one hold of cl->mu; 1 when q went to wait for a map refresh or to a retry; -1 when q
  * was finished. now: the caller's clock. */
+/* The index read alone (the file header): look at q's mapped read once — a `grouped` (or the
+ * servers' default, grouped) read with RL_MAPPED_DEFER_REMOTE and a range mapper with leading
+ * literal bytes P gets sec_state 1 and [sec_lo, sec_hi) = [P, strinc(P)); any other -1 (a mapper
+ * that does not parse is left to the server, which names its error). Allocates from the read's
+ * arena: call it where q is this thread's alone (invariant 1) and before taking cl->mu. */
+static void sec_setup(creq *q) {
+    const rl__msg_get_mapped_range_req *mr = &q->plan.req.u.get_mapped_range_req;
+    rl__mapper *mp = NULL;
+    const uint8_t *pre;
+    size_t n, k;
+    q->sec_state = -1;
+    if (q->plan.req.type != RL_MSG_GET_MAPPED_RANGE || !mr->defer_remote || mr->strategy == RL_FETCH_INDIVIDUAL) return;
+    if (rl__mapper_parse(mr->mapper, mr->mapper_len, q->r->arena, &mp) != RL_OK || !rl__mapper_is_range(mp)) return;
+    rl__mapper_prefix(mp, &pre, &n);
+    for (k = n; k > 0 && pre[k - 1] == 0xff; k--) {}
+    if (k == 0 || n > UINT32_MAX) return; /* no literal bytes (or all 0xff): secondaries anywhere */
+    uint8_t *hi = rl__arena_alloc(q->r->arena, k);
+    if (!hi) return;
+    memcpy(hi, pre, k);
+    hi[k - 1]++;
+    q->sec_mapper = mp;
+    q->sec_lo = pre, q->sec_lo_len = (uint32_t)n;
+    q->sec_hi = hi, q->sec_hi_len = (uint32_t)k;
+    q->sec_state = 1;
+}
+
+/* 1 when map m says server sid holds no shard of [q->sec_lo, q->sec_hi) (sec_state 1; cl->mu held):
+ * it would defer every entry of q's mapped read. */
+static int index_only_to(const creq *q, const rl__locmap *m, uint32_t sid) {
+    int i = rl__locmap_find(m, q->sec_lo, q->sec_lo_len, 0);
+    if (i < 0) return 0;
+    for (; (uint32_t)i < m->n_shards; i++) {
+        const rl__loc_shard *sh = &m->shards[i];
+        if (rl__bytes_cmp(sh->begin, sh->begin_len, q->sec_hi, q->sec_hi_len) >= 0) break;
+        for (uint32_t j = 0; j < sh->n_team; j++)
+            if (sh->team_id[j] == sid) return 0;
+    }
+    return 1;
+}
+
 static int target_of(creq *q, uint64_t now, char ip[16], uint16_t *port, uint32_t *server_id, cconn **out_cc) {
     cluster *cl = q->cl;
     *out_cc = NULL;
+    q->index_only = 0;
     int by_id = (q->kind == RL_CREQ_PING || q->kind == RL_CREQ_STATUS) && q->ping_server != 0;
     if (q->kind != RL_CREQ_READ && !by_id) {
         memcpy(ip, cl->cf.ip, 16);
@@ -1190,6 +1257,8 @@ static int target_of(creq *q, uint64_t now, char ip[16], uint16_t *port, uint32_
     memcpy(ip, s->address, 16);
     *port = s->port;
     *server_id = s->id;
+    if (!by_id && q->sec_state == 1 && q->plan.req.type == RL_MSG_GET_MAPPED_RANGE)
+        q->index_only = index_only_to(q, m, s->id);
     if (!s->healthy) refresh = 1; /* the best member is down in this map: is it back? */
     *out_cc = find_conn_locked(cl, ip, *port);
     pthread_mutex_unlock(&cl->mu);
@@ -1215,6 +1284,7 @@ static void send_attempt(creq *q) {
         return;
     }
     if (q->kind != RL_CREQ_MAP && now > fetched && now - fetched >= DELAY_REFRESH_NS) want_map(cl, NULL);
+    if (q->kind == RL_CREQ_READ && q->sec_state == 0) sec_setup(q);
     cconn *cc;
     if (target_of(q, now, ip, &port, &sid, &cc)) return;
     if (!cc) cc = get_conn(cl, ip, port, sid);
@@ -1996,6 +2066,30 @@ static int stream_final(creq *q, rl__msg *m) {
     return RL_OK;
 }
 
+/* The index read alone (the file header): the rows of its GET_RANGE reply in m become the entries
+ * of the GET_MAPPED_RANGE reply the server would have sent, every one unread. */
+static int index_rows_as_entries(creq *q, rl__msg *m) {
+    rl__msg_get_range_reply g = m->u.get_range_reply;
+    rl__msg_get_mapped_range_reply x;
+    memset(&x, 0, sizeof x);
+    rl_mapped_keyvalue *v = g.n_kvs ? rl__arena_alloc(q->r->arena, (size_t)g.n_kvs * sizeof *v) : NULL;
+    if (g.n_kvs && !v) return RL_E_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < g.n_kvs; i++) {
+        int rc = rl__mapped_entry_unread(q->sec_mapper, &g.kvs[i], q->r->arena, &v[i]);
+        if (rc != RL_OK) return rc; /* as the server fails the whole read */
+    }
+    x.entries = v;
+    x.n_entries = g.n_kvs;
+    x.more = g.more;
+    x.status = g.status;
+    x.read_through = g.read_through, x.read_through_len = g.read_through_len;
+    x.resolved_begin = g.resolved_begin, x.resolved_begin_len = g.resolved_begin_len;
+    x.resolved_end = g.resolved_end, x.resolved_end_len = g.resolved_end_len;
+    m->type = RL_MSG_GET_MAPPED_RANGE;
+    m->u.get_mapped_range_reply = x;
+    return RL_OK;
+}
+
 /* A successful reply to q (type checked). Returns RL_OK or an error (>= 0): finish q with it
  * (RL_E_MALFORMED_FRAME: also close the connection); -1: q continues with its next request. */
 static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload) {
@@ -2019,6 +2113,7 @@ static int take_reply(creq *q, const rl__frame_header *h, const uint8_t *payload
                                                                         : NULL);
         if (rc) goto bad;
         if (h->type == RL_MSG_GET_MAPPED_STREAM && (rc = stream_final(q, &m)) != RL_OK) return rc;
+        if (q->index_only && (rc = index_rows_as_entries(q, &m)) != RL_OK) return rc;
         q->fail_since_ns = 0, q->attempts = 0, q->wrong_shard = 0, q->failover_tries = 0, q->step_ns = 0;
         stall_clear(q->cl, q); /* it got its reply: no longer waiting (invariant 9) */
         int more_to_send = 0;

@@ -5,6 +5,8 @@
 #ifndef RL_TEST_MAPPED_READ_H
 #define RL_TEST_MAPPED_READ_H
 
+#include <stdio.h>
+
 #include "base/buf.h"
 #include "reclayer/kv.h"
 #include "test.h"
@@ -30,18 +32,24 @@ static inline void pack_record(rl_buf *b, int pk, int sub) {
     if (sub >= 0) rl__tuple_pack_int(&p, sub);
 }
 
-/* The mapper joining an index entry to its record's keys: ("r", {K[2]}, {...}). */
-static inline void mapper(rl_buf *b) {
+/* The mapper (rec, {K[k]}, {...}) joining an index entry to the keys under rec (one byte). */
+static inline void mapper_to(rl_buf *b, const char *rec, int k) {
     rl__tuple_packer p;
+    char ph[16];
+    int n = snprintf(ph, sizeof ph, "{K[%d]}", k);
     rl__buf_reset(b);
     rl__tuple_packer_init(&p, b);
-    rl__tuple_pack_string(&p, "r", 1);
-    rl__tuple_pack_string(&p, "{K[2]}", 6);
+    rl__tuple_pack_string(&p, rec, 1);
+    rl__tuple_pack_string(&p, ph, (size_t)n);
     rl__tuple_pack_string(&p, "{...}", 5);
 }
 
-/* One mapped read of the index between prices [lo, hi). */
-static inline rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target, int flags) {
+/* The mapper joining an index entry to its record's keys: ("r", {K[2]}, {...}). */
+static inline void mapper(rl_buf *b) { mapper_to(b, "r", 2); }
+
+/* One mapped read of the index between prices [lo, hi) by the mapper (rec, {K[k]}, {...}). */
+static inline rl_future *mapped_to(rl_txn *t, const char *rec, int k, int lo, int hi, int limit, int target,
+                                   int flags) {
     rl_buf b, e, mp;
     rl__buf_init(&b);
     rl__buf_init(&e);
@@ -53,7 +61,7 @@ static inline rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target
     rl__tuple_packer_init(&p, &e);
     rl__tuple_pack_string(&p, "i", 1);
     rl__tuple_pack_int(&p, hi);
-    mapper(&mp);
+    mapper_to(&mp, rec, k);
     rl_future *f =
         rl_txn_get_mapped_range(t, RL_FIRST_GREATER_OR_EQUAL(b.data, b.len), RL_FIRST_GREATER_OR_EQUAL(e.data, e.len),
                                 mp.data, mp.len, limit, target, RL_STREAMING_WANT_ALL, 0, flags);
@@ -61,6 +69,11 @@ static inline rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target
     rl__buf_release(&e);
     rl__buf_release(&mp);
     return f;
+}
+
+/* One mapped read of the index between prices [lo, hi), joined to the ("r", pk, sub) records. */
+static inline rl_future *mapped(rl_txn *t, int lo, int hi, int limit, int target, int flags) {
+    return mapped_to(t, "r", 2, lo, hi, limit, target, flags);
 }
 
 /* x and y hold the same entries (prefix_ok: one may be a prefix of the other, the shorter one

@@ -240,4 +240,127 @@ TEST(strategies_1_2_database_default) {
     rl_test_cluster_stop(c);
 }
 
-RL_TEST_MAIN(T(strategies_1_1_identical), T(strategies_1_2_database_default))
+/* strategies-1.3: the index read alone (cluster.c's header, docs/design.md §8.4 "Deferred
+ * secondaries"). Index ("i", ...) on storage 2; records ("r", ...) on storage 3 (none on the
+ * index's server) and the same records again as ("t", ...) on storage 2 (all on it). A `grouped`
+ * read with RL_MAPPED_DEFER_REMOTE of the "r" records goes as plain GET_RANGEs — no mapped
+ * request at all — and returns what the server would have: every entry with its index key-value
+ * and secondary bounds (equal to an `individual` read's), no rows, more, not served locally;
+ * rows, more and limits over random bounds, directions, limits and byte targets (pages). The
+ * servers' default strategy defers the same way. The "t" records, which the index's server
+ * holds, still go as a mapped read and come with their rows; so do `individual` reads (they
+ * never defer). A mapper whose placeholder is past the key's end fails the same way on both
+ * paths (mapper_bad_index). The seed is printed (RL_SEED=N replays). */
+TEST(strategies_1_3_index_read_alone) {
+    rl_test_cluster *c = &g_cluster;
+    /* shards [, i) s1, [i, j) s2, [j, s) s3 (all of "r"), [s, t) s1, [t, ) s2 (all of "t") */
+    const char *keys[] = {"\\x02i", "\\x02j", "\\x02s", "\\x02t"};
+    rl__cluster_up_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_storage = 3;
+    o.split = keys;
+    o.n_split = 4;
+    ASSERT_OK(rl_test_cluster_start(c, &o));
+    rl_db *db = NULL;
+    ASSERT_OK(rl_db_open(c->url, NULL, &db));
+    uint64_t rng = rl_test_seed();
+    model m;
+    load(db, &m, &rng); /* ("i", price, pk) and ("r", pk, sub) */
+    rl_buf k, v;
+    rl__buf_init(&k);
+    rl__buf_init(&v);
+    rl_txn *t;
+    ASSERT_OK(rl_txn_begin(db, &t)); /* the same records under "t" */
+    for (int pk = 1; pk <= MAXPK; pk++) {
+        for (int s = 0; s < m.nsub[pk]; s++) {
+            rl__tuple_packer p;
+            rl__buf_reset(&k);
+            rl__tuple_packer_init(&p, &k);
+            rl__tuple_pack_string(&p, "t", 1);
+            rl__tuple_pack_int(&p, pk);
+            rl__tuple_pack_int(&p, s);
+            ASSERT_OK(rl_txn_set(t, k.data, k.len, "tv", 2));
+        }
+    }
+    rl_future *f = rl_txn_commit(t);
+    ASSERT_OK(rl_future_wait(f));
+    rl_future_free(f);
+    rl_txn_free(t);
+    const int defer = RL_MAPPED_DEFER_REMOTE;
+    int entries = 0, pages = 0;
+    for (int round = 0; round < 40; round++) {
+        int lo = (int)rl_test_rand_below(&rng, 50), hi = lo + 1 + (int)rl_test_rand_below(&rng, 50);
+        int rev = (int)rl_test_rand_below(&rng, 2) ? RL_REVERSE : 0;
+        int limit = rl_test_rand_below(&rng, 3) == 0 ? 0 : 1 + (int)rl_test_rand_below(&rng, 60);
+        int target = rl_test_rand_below(&rng, 3) == 0 ? 200 + (int)rl_test_rand_below(&rng, 2000) : 0;
+        int strat = round % 2 ? RL_MAPPED_GROUPED : 0; /* 0: the servers' default, grouped */
+        char what[160];
+        snprintf(what, sizeof what, "round %d (prices [%d, %d), %s, limit %d, target %d, %s)", round, lo, hi,
+                 rev ? "reverse" : "forward", limit, target, strat ? "grouped" : "default");
+        ASSERT_OK(rl_txn_begin(db, &t));
+        rl_future *fa = mapped_to(t, "r", 2, lo, hi, limit, target, rev | strat | defer);
+        rl_future *fi = mapped_to(t, "r", 2, lo, hi, limit, target, rev | RL_MAPPED_INDIVIDUAL | defer);
+        rl_future *ft = mapped_to(t, "t", 2, lo, hi, limit, target, rev | strat | defer);
+        const rl_mapped_keyvalue *ea, *ei, *et;
+        int na, ni, nt, ma, mi, mt;
+        ASSERT_OK(rl_future_wait(fa));
+        ASSERT_OK(rl_future_wait(fi));
+        ASSERT_OK(rl_future_wait(ft));
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(fa, &ea, &na, &ma));
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(fi, &ei, &ni, &mi));
+        ASSERT_OK(rl_future_get_mapped_keyvalue_array(ft, &et, &nt, &mt));
+        /* Where they went: the index read alone, against mapped reads. */
+        if (fa->stats.req_get_mapped != 0 || fa->stats.req_get_range == 0)
+            fail_msg("%s: the \"r\" read sent %u mapped and %u range requests", what, fa->stats.req_get_mapped,
+                     fa->stats.req_get_range);
+        ASSERT_TRUE(fi->stats.req_get_mapped > 0);
+        ASSERT_TRUE(ft->stats.req_get_mapped > 0);
+        pages += (int)fa->stats.req_get_range;
+        /* The same entries as the individual read, unread. */
+        if (na != ni && !(target && (na < ni ? ma : mi))) fail_msg("%s: %d entries against %d", what, na, ni);
+        if (na == ni) ASSERT_EQ(ma, mi);
+        int n = na < ni ? na : ni;
+        for (int i = 0; i < n; i++) {
+            ASSERT_MEM_EQ(ea[i].index.key, ea[i].index.key_len, ei[i].index.key, ei[i].index.key_len);
+            ASSERT_MEM_EQ(ea[i].index.value, ea[i].index.value_len, ei[i].index.value, ei[i].index.value_len);
+            ASSERT_EQ(ea[i].is_range, 1);
+            ASSERT_MEM_EQ(ea[i].begin, ea[i].begin_len, ei[i].begin, ei[i].begin_len);
+            ASSERT_MEM_EQ(ea[i].end, ea[i].end_len, ei[i].end, ei[i].end_len);
+            ASSERT_EQ(ea[i].n_kvs, 0);
+            ASSERT_EQ(ea[i].more, 1);
+            ASSERT_EQ(ea[i].served_locally, 0);
+            int pk = (int)(ei[i].index.key[ei[i].index.key_len - 1]);
+            ASSERT_EQ(ei[i].n_kvs, m.nsub[pk] < 3 ? m.nsub[pk] : 3);
+        }
+        /* "t": read by the index's server, rows and all. */
+        if (nt != ni && !(target && (nt < ni ? mt : mi))) fail_msg("%s: \"t\" %d entries against %d", what, nt, ni);
+        for (int i = 0; i < (nt < ni ? nt : ni); i++) {
+            ASSERT_MEM_EQ(et[i].index.key, et[i].index.key_len, ei[i].index.key, ei[i].index.key_len);
+            ASSERT_EQ(et[i].n_kvs, ei[i].n_kvs);
+            ASSERT_EQ(et[i].served_locally, 1);
+        }
+        entries += na;
+        rl_future_free(fa);
+        rl_future_free(fi);
+        rl_future_free(ft);
+        rl_txn_free(t);
+    }
+    printf("40 rounds: %d entries read alone in %d range requests\n", entries, pages);
+    ASSERT_TRUE(entries > 0);
+    /* A placeholder past the index key's end: the same error either way. */
+    ASSERT_OK(rl_txn_begin(db, &t));
+    rl_future *fa = mapped_to(t, "r", 7, 0, 1000, 0, 0, RL_MAPPED_GROUPED | defer);
+    rl_future *fi = mapped_to(t, "r", 7, 0, 1000, 0, 0, RL_MAPPED_INDIVIDUAL | defer);
+    ASSERT_RC(rl_future_wait(fa), RL_E_MAPPER_BAD_INDEX);
+    ASSERT_RC(rl_future_wait(fi), RL_E_MAPPER_BAD_INDEX);
+    ASSERT_EQ(fa->stats.req_get_mapped, 0);
+    rl_future_free(fa);
+    rl_future_free(fi);
+    rl_txn_free(t);
+    rl__buf_release(&k);
+    rl__buf_release(&v);
+    rl_db_close(db);
+    rl_test_cluster_stop(c);
+}
+
+RL_TEST_MAIN(T(strategies_1_1_identical), T(strategies_1_2_database_default), T(strategies_1_3_index_read_alone))
