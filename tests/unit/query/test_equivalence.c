@@ -292,9 +292,14 @@ static void pages_agree(const page_out *a, const page_out *b, rl_fetch_method m,
      * complete on its worker thread) read ahead as completions come: their reads may differ (on
      * defer: 10 index entries read against 12 in one ASan run). So do a cluster's when a cursor
      * took rows before their page completed (entries_early): one that stops mid-page counts the
-     * entries that had arrived by then (3 against 6 in one CI run). */
+     * entries that had arrived by then (3 against 6 in one CI run). And so do a cursor's that
+     * stopped with more to read (a continuation): a read it asked for ahead is counted only if it
+     * completed before the cursor was freed (cursor.c invariant 7, src_release) — 22 index entries
+     * against 23 by SCAN_AND_FETCH on a three-server cluster, once in 20 runs. A page that ends its
+     * query has nothing in flight, so every query's last page is compared (embedded, every
+     * page: its reads complete when they are asked for). */
     if (m == RL_FETCH_ADAPTIVE || url_kind() == 2 || !strncmp(rl_test_url(), "defer:", 6) || a->k.entries_early ||
-        b->k.entries_early)
+        b->k.entries_early || (a->has_cont && url_kind() == 1))
         return;
     ASSERT_EQ(a->k.index_entries_read, b->k.index_entries_read);
     ASSERT_EQ(a->k.reads_mapped_range, b->k.reads_mapped_range);
