@@ -123,6 +123,7 @@
 #include "net/netem.h"
 #include "net/proto.h"
 #include "storage/mapped.h"
+#include "tuple/tuple.h"
 
 #define TICK_NS 50000000ull             /* timeout sweep period while requests are outstanding */
 #define REFRESH_MIN_GAP_NS 500000000ull /* storage-failure map refreshes at most this often */
@@ -1154,12 +1155,6 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
     }
 }
 
-/* Where q goes: the coordinator for everything but reads (and status / pings to a storage
- * server), which go where the location cache says. Returns 0 with the address filled, and
- * *out_cc the open-or-connecting connection to it when there is one (with a reference; NULL:
- * the caller gets one) — the map, the avoided servers and the connection table are all looked
- * at under one hold of cl->mu; 1 when q went to wait for a map refresh or to a retry; -1 when q
- * was finished. now: the caller's clock. */
 /* The index read alone (the file header): look at q's mapped read once — a `grouped` (or the
  * servers' default, grouped) read with RL_MAPPED_DEFER_REMOTE and a range mapper with leading
  * literal bytes P gets sec_state 1 and [sec_lo, sec_hi) = [P, strinc(P)); any other -1 (a mapper
@@ -1168,21 +1163,24 @@ static void send_on(cconn *cc, creq *q, uint64_t now) {
 static void sec_setup(creq *q) {
     const rl__msg_get_mapped_range_req *mr = &q->plan.req.u.get_mapped_range_req;
     rl__mapper *mp = NULL;
-    const uint8_t *pre;
-    size_t n, k;
+    const uint8_t *pre, *hi;
+    size_t n;
+    rl_buf b;
     q->sec_state = -1;
     if (q->plan.req.type != RL_MSG_GET_MAPPED_RANGE || !mr->defer_remote || mr->strategy == RL_FETCH_INDIVIDUAL) return;
     if (rl__mapper_parse(mr->mapper, mr->mapper_len, q->r->arena, &mp) != RL_OK || !rl__mapper_is_range(mp)) return;
     rl__mapper_prefix(mp, &pre, &n);
-    for (k = n; k > 0 && pre[k - 1] == 0xff; k--) {}
-    if (k == 0 || n > UINT32_MAX) return; /* no literal bytes (or all 0xff): secondaries anywhere */
-    uint8_t *hi = rl__arena_alloc(q->r->arena, k);
+    if (n > UINT32_MAX) return;
+    rl__buf_init(&b);
+    /* No literal bytes (or all 0xff: strinc refuses them): its secondaries may lie anywhere. */
+    int rc = rl__strinc(pre, n, &b);
+    hi = rc == RL_OK ? rl__arena_memdup(q->r->arena, b.data, b.len) : NULL;
+    q->sec_hi_len = (uint32_t)b.len;
+    rl__buf_release(&b);
     if (!hi) return;
-    memcpy(hi, pre, k);
-    hi[k - 1]++;
     q->sec_mapper = mp;
     q->sec_lo = pre, q->sec_lo_len = (uint32_t)n;
-    q->sec_hi = hi, q->sec_hi_len = (uint32_t)k;
+    q->sec_hi = hi;
     q->sec_state = 1;
 }
 
@@ -1200,6 +1198,12 @@ static int index_only_to(const creq *q, const rl__locmap *m, uint32_t sid) {
     return 1;
 }
 
+/* Where q goes: the coordinator for everything but reads (and status / pings to a storage
+ * server), which go where the location cache says. Returns 0 with the address filled, and
+ * *out_cc the open-or-connecting connection to it when there is one (with a reference; NULL:
+ * the caller gets one) — the map, the avoided servers and the connection table are all looked
+ * at under one hold of cl->mu; 1 when q went to wait for a map refresh or to a retry; -1 when q
+ * was finished. now: the caller's clock. */
 static int target_of(creq *q, uint64_t now, char ip[16], uint16_t *port, uint32_t *server_id, cconn **out_cc) {
     cluster *cl = q->cl;
     *out_cc = NULL;
