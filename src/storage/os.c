@@ -118,6 +118,19 @@ ssize_t rl__os_write(int fd, const void *p, size_t n) {
     return write(fd, p, n);
 }
 
+ssize_t rl__os_pwrite(int fd, const void *p, size_t n, off_t off) {
+    int torn = 0, err = FAULT(RL_OS_WRITE, &torn);
+    if (err) {
+        if (torn && n > 1) {
+            ssize_t w = pwrite(fd, p, n / 2, off);
+            (void)w; /* the call fails whatever the half did */
+        }
+        errno = err;
+        return -1;
+    }
+    return pwrite(fd, p, n, off);
+}
+
 int rl__os_fsync(int fd) {
     int err = FAULT(RL_OS_FSYNC, NULL);
     if (err) {
@@ -201,6 +214,21 @@ int rl__os_write_all(int fd, const void *p, size_t n, const char *who, const cha
         }
         q += w;
         n -= (size_t)w;
+    }
+    return RL_OK;
+}
+
+int rl__os_pwrite_all(int fd, const void *p, size_t n, off_t off, const char *who, const char *path) {
+    const uint8_t *q = p;
+    while (n > 0) {
+        ssize_t w = rl__os_pwrite(fd, q, n, off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return rl__os_io_fail(who, "write", path);
+        }
+        q += w;
+        n -= (size_t)w;
+        off += w;
     }
     return RL_OK;
 }

@@ -36,7 +36,7 @@
  * directory it fsyncs, reads during recovery); fsync covers fsync and fdatasync. */
 typedef enum {
     RL_OS_OPEN = 0,
-    RL_OS_WRITE = 1,
+    RL_OS_WRITE = 1, /* write and pwrite */
     RL_OS_FSYNC = 2, /* fsync and fdatasync */
     RL_OS_RENAME = 3,
     RL_OS_FTRUNCATE = 4,
@@ -63,6 +63,7 @@ int rl__os_fault_fired(void);
 int rl__os_open(const char *path, int flags, mode_t mode);
 ssize_t rl__os_read(int fd, void *p, size_t n);
 ssize_t rl__os_write(int fd, const void *p, size_t n);
+ssize_t rl__os_pwrite(int fd, const void *p, size_t n, off_t off);
 int rl__os_fsync(int fd);
 int rl__os_fdatasync(int fd);
 int rl__os_rename(const char *from, const char *to);
@@ -83,6 +84,8 @@ int rl__os_io_fail(const char *who, const char *op, const char *path);
 /* Write all n bytes at fd's position (retrying short writes and EINTR). RL_OK or the mapped
  * error (logged); the file may then hold part of the bytes. */
 int rl__os_write_all(int fd, const void *p, size_t n, const char *who, const char *path);
+/* As rl__os_write_all, at byte offset off (fd's position is neither used nor moved). */
+int rl__os_pwrite_all(int fd, const void *p, size_t n, off_t off, const char *who, const char *path);
 /* fdatasync fd unless no_sync. RL_OK or the mapped error (logged). */
 int rl__os_sync_fd(int fd, int no_sync, const char *who, const char *path);
 /* fsync directory dir (names created or removed in it become durable) unless no_sync. RL_OK

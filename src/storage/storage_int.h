@@ -83,7 +83,8 @@ typedef struct {
     char *dir;           /* owned copy of the directory */
     int lock_fd, log_fd; /* -1 when closed */
     uint64_t seq;        /* sequence of the current checkpoint (ssd: flush) / log pair */
-    uint64_t log_bytes;  /* bytes written to the current log file */
+    uint64_t log_bytes;  /* bytes of records in the current log file: where the next one goes */
+    uint64_t log_alloc;  /* the log file's size: records, then zeros written ahead (memory.c L1) */
     rl_buf pending;      /* encoded records not yet written */
     int no_sync;
     uint64_t checkpoint_log_bytes;

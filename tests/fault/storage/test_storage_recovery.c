@@ -10,8 +10,9 @@
  *               checksum both end the log, but their bytes are moved to a side file
  *               (log-S.discarded-OFFSET) byte for byte before the log is truncated; the warning
  *               names the side file and the kind, and the status reports it. A failure while
- *               saving the tail fails open and leaves the log whole. Bytes that are not a
- *               record at all (zeros) are handled the same way (bad_record).
+ *               saving the tail fails open and leaves the log whole. Zeros where a record
+ *               would start end the log quietly (the log is written over zeros written ahead
+ *               of it); a record cut short by them is torn.
  *   recovery-4  read-only: recovery into memory that changes no file, not even LOCK (a torn
  *               tail is ignored and reported), readers beside a writer in either order each
  *               keeping the snapshot it opened, writes refused with read_only_database, and
@@ -668,21 +669,21 @@ TEST(recovery_3_4_saving_the_tail_fails) {
     }
 }
 
-/* Zeros after the last record (a file system can extend a file with them after a crash): not a
- * record at all. The log keeps every record (version 20), the zeros go to the side file. */
-TEST(recovery_3_5_zeros_after_last_record) {
+/* Zeros after the last record: the log's end, written ahead of its records (memory.c L1; a file
+ * system can also extend a file with them after a crash). The open keeps every record (version
+ * 20), moves nothing aside and says nothing; the next record overwrites them; a clean close
+ * truncates the rest, so the file ends at its last record. */
+TEST(recovery_3_5_zeros_after_last_record_end_the_log) {
     char *dir = rl_test_tmpdir("rec-zeros");
     make_db(dir, NULL);
     size_t n;
     uint8_t *p = slurp(LOG(dir, 1), &n);
-    uint8_t zeros[100];
-    memset(zeros, 0, sizeof zeros);
-    uint8_t *q = rl__malloc(n + sizeof zeros);
+    size_t offs[64];
+    ASSERT_EQ(record_offsets(p, n, offs, 64), 10); /* a clean close left no zeros */
+    ASSERT_EQ(offs[10], n);
+    uint8_t *q = rl__calloc(1, n + 100000);
     memcpy(q, p, n);
-    memcpy(q + n, zeros, sizeof zeros);
-    spit(LOG(dir, 1), q, n + sizeof zeros);
-    char side[4200];
-    snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), n);
+    spit(LOG(dir, 1), q, n + 100000);
     capture cap;
     capture_begin(&cap, dir);
     rl__storage *st;
@@ -691,20 +692,107 @@ TEST(recovery_3_5_zeros_after_last_record) {
     ASSERT_EQ(rl__storage_latest_version(st), 20);
     rl__storage_status s;
     rl__storage_get_status(st, &s);
-    ASSERT_EQ(s.recovery_tail, RL_TAIL_BAD_RECORD);
-    ASSERT_STR_EQ(rl__storage_tail_name(s.recovery_tail), "bad_record");
-    ASSERT_EQ(s.recovery_tail_offset, n);
-    ASSERT_EQ(s.recovery_tail_bytes, sizeof zeros);
+    ASSERT_EQ(s.recovery_tail, RL_TAIL_CLEAN);
+    ASSERT_NULL(s.recovery_moved_to);
+    if (strstr(warn, "discarded")) fail_msg("warning: %s", warn);
+    ASSERT_EQ(file_size(LOG(dir, 1)), (off_t)(n + 100000)); /* left in place, to be overwritten */
+    put_version(st, 21);
+    ASSERT_OK(rl__storage_sync(st));
+    ASSERT_EQ(file_size(LOG(dir, 1)), (off_t)(n + 100000));
     rl__storage_close(st);
-    ASSERT_EQ(file_size(LOG(dir, 1)), (off_t)n);
-    size_t sn;
-    uint8_t *sp = slurp(side, &sn);
-    ASSERT_MEM_EQ(sp, sn, zeros, sizeof zeros);
-    if (!strstr(warn, "not a record") || !strstr(warn, side)) fail_msg("warning: %s", warn);
+    size_t m;
+    uint8_t *r = slurp(LOG(dir, 1), &m);
+    ASSERT_EQ(record_offsets(r, m, offs, 64), 11);
+    ASSERT_EQ(offs[11], m);
+    ASSERT_MEM_EQ(r, n, p, n);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    ASSERT_EQ(rl__storage_latest_version(st), 21);
+    rl__storage_close(st);
     free(warn);
-    rl__free(sp);
     rl__free(p);
     rl__free(q);
+    rl__free(r);
+    rl_test_rmtree(dir);
+    free(dir);
+}
+
+/* A crash while a record was written over the zeros ahead: from a 512-byte boundary of the
+ * file inside it (a crash leaves whole sectors) its bytes are still zeros, and more follow; the
+ * second time only its first 10 bytes were written. It reads as torn, not as a bad checksum; the
+ * bytes from its start to the file's end go to the side file. */
+TEST(recovery_3_6_torn_record_into_zeros) {
+    for (int i = 0; i < 2; i++) {
+        char *dir = rl_test_tmpdir("rec-tornz");
+        make_db(dir, NULL);
+        size_t n, offs[64];
+        uint8_t *p = slurp(LOG(dir, 1), &n);
+        ASSERT_EQ(record_offsets(p, n, offs, 64), 10);
+        size_t off = offs[9];
+        size_t cut = i == 0 ? (off / 512 + 1) * 512 : off + 10;
+        if (cut >= n) fail_msg("no 512-byte boundary inside the last record [%zu, %zu)", off, n);
+        size_t total = n + 4096;
+        uint8_t *q = rl__calloc(1, total);
+        memcpy(q, p, cut);
+        spit(LOG(dir, 1), q, total);
+        char side[4200];
+        snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
+        check_tail_recovery(dir, off, q + off, total - off, "torn (short record)", RL_TAIL_TORN, side);
+        rl__free(p);
+        rl__free(q);
+        rl_test_rmtree(dir);
+        free(dir);
+    }
+}
+
+/* A writer that stops without closing (as kill -9 would leave it) after its log got zeros ahead:
+ * every synced version is there on the next open, quietly. A complete record with a bad
+ * checksum before the zeros is still a bad checksum. */
+TEST(recovery_3_7_zeros_ahead_after_a_crash) {
+    char *dir = rl_test_tmpdir("rec-crashz");
+    make_db(dir, NULL);
+    rl__storage *st;
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    for (rl__version v = 21; v <= 30; v++) {
+        put_version(st, v);
+        ASSERT_OK(rl__storage_sync(st));
+    }
+    size_t n, offs[64];
+    uint8_t *p = slurp(LOG(dir, 1), &n); /* the file as a crash now would leave it */
+    int k = record_offsets(p, n, offs, 64);
+    ASSERT_TRUE(k >= 20);
+    ASSERT_EQ(p[offs[20]], 0); /* zeros ahead of the records */
+    size_t end = offs[20];
+    for (size_t i = end; i < n; i++)
+        if (p[i]) fail_msg("byte %zu of the zeros ahead is %d", i, p[i]);
+    rl__storage_close(st);
+    spit(LOG(dir, 1), p, n);
+    capture cap;
+    capture_begin(&cap, dir);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    char *warn = capture_end(&cap);
+    ASSERT_EQ(rl__storage_latest_version(st), 30);
+    rl__storage_status s;
+    rl__storage_get_status(st, &s);
+    ASSERT_EQ(s.recovery_tail, RL_TAIL_CLEAN);
+    if (strstr(warn, "discarded")) fail_msg("warning: %s", warn);
+    rl__storage_close(st);
+    /* The last record damaged, zeros after it. */
+    p[offs[19] + 30] ^= 0x20;
+    spit(LOG(dir, 1), p, n);
+    char side[4200];
+    snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), offs[19]);
+    capture_begin(&cap, dir);
+    ASSERT_OK(open_dir(dir, &st, NULL));
+    free(capture_end(&cap));
+    ASSERT_EQ(rl__storage_latest_version(st), 29);
+    rl__storage_get_status(st, &s);
+    ASSERT_EQ(s.recovery_tail, RL_TAIL_BAD_CHECKSUM);
+    ASSERT_EQ(s.recovery_tail_offset, offs[19]);
+    ASSERT_EQ(s.recovery_tail_bytes, n - offs[19]);
+    ASSERT_TRUE(exists(side));
+    rl__storage_close(st);
+    free(warn);
+    rl__free(p);
     rl_test_rmtree(dir);
     free(dir);
 }
@@ -946,6 +1034,7 @@ RL_TEST_MAIN(T(recovery_1_1_junk_newer_checkpoint), T(recovery_1_2_leftovers_kep
              T(recovery_2_2_missing_newer_checkpoint), T(recovery_2_3_log0_needs_no_checkpoint),
              T(recovery_3_1_bad_checksum_tail_moved_aside), T(recovery_3_2_torn_tail_moved_aside),
              T(recovery_3_3_side_file_never_overwritten), T(recovery_3_4_saving_the_tail_fails),
-             T(recovery_3_5_zeros_after_last_record), T(recovery_4_1_read_only_changes_nothing),
+             T(recovery_3_5_zeros_after_last_record_end_the_log), T(recovery_3_6_torn_record_into_zeros),
+             T(recovery_3_7_zeros_ahead_after_a_crash), T(recovery_4_1_read_only_changes_nothing),
              T(recovery_4_2_read_only_creates_nothing), T(recovery_4_3_readers_beside_a_writer),
              T(recovery_4_4_read_only_mem), T(recovery_4_5_readers_race_checkpoints))
