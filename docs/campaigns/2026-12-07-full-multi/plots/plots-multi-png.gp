@@ -7,13 +7,13 @@ set key top left
 set logscale y
 set xrange [-0.5:15.5]
 set bmargin 9
-set output '/tmp/full-multi2/plots/ratios-multi.png'
+set output '/tmp/full-multi/plots/ratios-multi.png'
 set title "multi: time ratio per case (geometric mean of the block ratios, bootstrap interval); lower is better"
 set ylabel 'ratio'
 set arrow 1 from -0.5,1 to 15.5,1 nohead dt 2
-plot '/tmp/full-multi2/plots/ratios-multi.dat' using 1:(1/0):xtic(2) notitle, '/tmp/full-multi2/plots/ratios-multi.dat' using ($1-0.18):3:4:5 with yerrorbars pt 7 title 'remote/ordinary', '/tmp/full-multi2/plots/ratios-multi.dat' using ($1-0.06):6:7:8 with yerrorbars pt 8 title 'remote-grouped/ordinary', '/tmp/full-multi2/plots/ratios-multi.dat' using ($1+0.06):9:10:11 with yerrorbars pt 9 title 'adaptive/best', '/tmp/full-multi2/plots/ratios-multi.dat' using ($1+0.32):16:17:18 with yerrorbars pt 13 ps 1.3 lc rgb 'black' title 'reference report (ratio, interval)', '/tmp/full-multi2/plots/ratios-multi.dat' using ($1+0.32):(valid(16) ? 1/0 : ($17+$18)/2):17:18 with yerrorbars ps 0 lw 3 lc rgb 'gray50' title 'reference report (published range only)'
+plot '/tmp/full-multi/plots/ratios-multi.dat' using 1:(1/0):xtic(2) notitle, '/tmp/full-multi/plots/ratios-multi.dat' using ($1-0.18):3:4:5 with yerrorbars pt 7 title 'remote/ordinary', '/tmp/full-multi/plots/ratios-multi.dat' using ($1-0.06):6:7:8 with yerrorbars pt 8 title 'remote-grouped/ordinary', '/tmp/full-multi/plots/ratios-multi.dat' using ($1+0.06):9:10:11 with yerrorbars pt 9 title 'adaptive/best', '/tmp/full-multi/plots/ratios-multi.dat' using ($1+0.32):16:17:18 with yerrorbars pt 13 ps 1.3 lc rgb 'black' title 'reference report (ratio, interval)', '/tmp/full-multi/plots/ratios-multi.dat' using ($1+0.32):(valid(16) ? 1/0 : ($17+$18)/2):17:18 with yerrorbars ps 0 lw 3 lc rgb 'gray50' title 'reference report (published range only)'
 unset arrow 1
-set output '/tmp/full-multi2/plots/times-multi.png'
+set output '/tmp/full-multi/plots/times-multi.png'
 set title "multi: time per query per arm (median of the block medians, bars: min to max of all repeats)"
 set ylabel 'µs per query'
-plot '/tmp/full-multi2/plots/times-multi.dat' using 1:(1/0):xtic(2) notitle, '/tmp/full-multi2/plots/times-multi.dat' using ($1-0.20):3:4:5 with yerrorbars pt 5 title 'ordinary', '/tmp/full-multi2/plots/times-multi.dat' using ($1-0.10):6:7:8 with yerrorbars pt 6 title 'remote', '/tmp/full-multi2/plots/times-multi.dat' using ($1+0.00):9:10:11 with yerrorbars pt 7 title 'remote-grouped', '/tmp/full-multi2/plots/times-multi.dat' using ($1+0.10):12:13:14 with yerrorbars pt 8 title 'adaptive'
+plot '/tmp/full-multi/plots/times-multi.dat' using 1:(1/0):xtic(2) notitle, '/tmp/full-multi/plots/times-multi.dat' using ($1-0.20):3:4:5 with yerrorbars pt 5 title 'ordinary', '/tmp/full-multi/plots/times-multi.dat' using ($1-0.10):6:7:8 with yerrorbars pt 6 title 'remote', '/tmp/full-multi/plots/times-multi.dat' using ($1+0.00):9:10:11 with yerrorbars pt 7 title 'remote-grouped', '/tmp/full-multi/plots/times-multi.dat' using ($1+0.10):12:13:14 with yerrorbars pt 8 title 'adaptive'

@@ -7,6 +7,6 @@ set logscale x 2
 set xlabel 'client processes'
 set ylabel 'queries per second'
 set yrange [0:*]
-set output '/tmp/full-multi2/plots/throughput-multi.svg'
+set output '/tmp/full-multi/plots/throughput-multi.svg'
 set title "multi: throughput, closed loop (queries/s summed over the clients)"
-plot '/tmp/full-multi2/plots/throughput-multi.dat' index 0 using 1:2 with linespoints pt 5 title 'ordinary small-rows10-forward', '/tmp/full-multi2/plots/throughput-multi.dat' index 1 using 1:2 with linespoints pt 6 title 'remote small-rows10-forward', '/tmp/full-multi2/plots/throughput-multi.dat' index 2 using 1:2 with linespoints pt 7 title 'remote-grouped small-rows10-forward', '/tmp/full-multi2/plots/throughput-multi.dat' index 3 using 1:2 with linespoints pt 8 title 'adaptive small-rows10-forward'
+plot '/tmp/full-multi/plots/throughput-multi.dat' index 0 using 1:2 with linespoints pt 5 title 'ordinary small-rows10-forward', '/tmp/full-multi/plots/throughput-multi.dat' index 1 using 1:2 with linespoints pt 6 title 'remote small-rows10-forward', '/tmp/full-multi/plots/throughput-multi.dat' index 2 using 1:2 with linespoints pt 7 title 'remote-grouped small-rows10-forward', '/tmp/full-multi/plots/throughput-multi.dat' index 3 using 1:2 with linespoints pt 8 title 'adaptive small-rows10-forward'
