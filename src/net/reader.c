@@ -81,7 +81,14 @@ int rl__frame_reader_space(rl__frame_reader *r, uint8_t **out_ptr, size_t *out_l
         r->own = NULL;
         r->own_out = 0;
     }
-    if (r->own) { /* the rest of the frame goes straight into its own buffer */
+    if (r->own) {                            /* the rest of the frame goes straight into its own buffer */
+        if (r->cap > RL_FRAME_READER_KEEP) { /* invariant 2: the main buffer holds nothing now */
+            uint8_t *p = rl__realloc(r->data, RL_FRAME_READER_KEEP);
+            if (p) { /* a failed shrink leaves the larger buffer, harmless */
+                r->data = p;
+                r->cap = RL_FRAME_READER_KEEP;
+            }
+        }
         *out_ptr = r->own + r->own_got;
         *out_len = r->own_h.payload_len - r->own_got;
         return RL_OK;
