@@ -56,6 +56,17 @@
  *       the boundary keeps a complete record whose last bytes are zeros complete) — torn when
  *       the record does not fit in them.
  *
+ *   L2. Records reach the file in order, but not always its readers or the disk: a reader beside
+ *       a live writer may read a later record's bytes after it was written and an earlier one's
+ *       before (the zeros still there), and a crash may leave pages of unsynced records on disk
+ *       in any order. Neither can put zeros before an acknowledged record (its fdatasync covered
+ *       everything written before it). So a bad record followed by valid ones is the log's tail,
+ *       not corruption, when zeros of L1 lie between (the rest of the bad record's first sector,
+ *       or a whole sector before the next valid record), and always for a read-only open while a
+ *       writer holds the lock; recovery then ends the log there as for any tail (step 4). Damage
+ *       that zeroes a whole sector of acknowledged records therefore reads as a tail: the bytes
+ *       are still moved to the side file, never destroyed (R4), and the warning names them.
+ *
  * Recovery (memory_open; rl__logdir_* are shared with ssd.c). Invariants:
  *   R1. Open deletes, renames or truncates nothing it has not first replaced by verified state:
  *       files older than the newest checkpoint are deleted only by the next checkpoint, after
@@ -78,7 +89,7 @@
  *      The message says to move the file out of the directory if it is not ours.
  *   4. Replay log-S. Zeros from where a record would start to the file's end are the log's end
  *      (L1). A record that fails to decode ends the log when no valid record starts
- *      anywhere after it (the tail); otherwise, or when versions do not increase, open fails
+ *      anywhere after it, or when zeros lie between (L2) (the tail); otherwise, or when versions do not increase, open fails
  *      with RL_E_LOG_CORRUPT naming the file and offset. The tail is classified (rl__wal_classify_tail):
  *        torn          the file, or its written part before the zeros that end it (L1), ends
  *                      inside the record's header or payload (normally an
@@ -304,6 +315,22 @@ static int discard_tail(rl__storage *st, const char *path, size_t off, const uin
     return RL_OK;
 }
 
+/* L2: where [a, b) holds zeros still waiting for their records — the rest of the 512-byte sector
+ * holding byte a, or a whole 512-byte sector of the file inside [a, b): a, that sector's start,
+ * or b when there is none. */
+static size_t hole_at(const uint8_t *p, size_t a, size_t b) {
+    size_t s = (a / 512 + 1) * 512;
+    if (s > b) s = b;
+    size_t i = a;
+    while (i < s && p[i] == 0) i++;
+    if (i == s) return a;
+    for (; s + 512 <= b; s += 512) {
+        for (i = s; i < s + 512 && p[i] == 0; i++) {}
+        if (i == s + 512) return s;
+    }
+    return b;
+}
+
 /* Replay log `path` (a missing file is an empty log) into the map. A record that does not
  * decode ends the log when no valid record starts after it (discard_tail); otherwise, or when a
  * version does not increase, the open fails with RL_E_LOG_CORRUPT naming the file and offset. */
@@ -322,15 +349,20 @@ static int replay_log(rl__storage *st, const char *path, rl__version skip_upto, 
         if (rl__wal_decode(buf + off, n - off, &r) != RL_OK) {
             size_t z = n; /* the zeros that end the file start at z (invariant L1) */
             while (z > off && buf[z - 1] == 0) z--;
-            if (z == off) break; /* only zeros: the log's end, written ahead of its records */
-            if (rl__wal_valid_record_after(buf, n, off + 1)) {
-                rl__errdetail_append(err, "log %s corrupt at byte offset %zu: bad record followed by valid ones", path,
-                                     off);
-                rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
-                goto out;
-            }
+            if (z == off) break;              /* only zeros: the log's end, written ahead of its records */
             size_t w = (z + 511) / 512 * 512; /* L1: a crash leaves whole sectors written or not */
             if (w > n) w = n;
+            size_t next = rl__wal_next_valid_record(buf, n, off + 1);
+            if (next < n) { /* L2 */
+                size_t hole = hole_at(buf, off, next);
+                if (hole == next && !(st->read_only && writer_holds_lock(st))) {
+                    rl__errdetail_append(err, "log %s corrupt at byte offset %zu: bad record followed by valid ones",
+                                         path, off);
+                    rc = RL_CORRUPT(RL_E_LOG_CORRUPT);
+                    goto out;
+                }
+                w = hole > off ? hole : off; /* classified on the bytes before the hole */
+            }
             if ((rc = discard_tail(st, path, off, buf + off, n - off, w - off, err)) != RL_OK) goto out;
             break;
         }

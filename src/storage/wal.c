@@ -109,11 +109,15 @@ int rl__wal_iter_next(rl__wal_iter *it, rl__mutation *out) {
 
 /* ---- A log's damaged tail ---------------------------------------------------------------- */
 
-int rl__wal_valid_record_after(const uint8_t *p, size_t n, size_t from) {
+size_t rl__wal_next_valid_record(const uint8_t *p, size_t n, size_t from) {
     rl__wal_record r;
     for (size_t i = from; i + RL_WAL_HEADER <= n; i++)
-        if (rl__le32(p + i) == RL_WAL_MAGIC && rl__wal_decode(p + i, n - i, &r) == RL_OK) return 1;
-    return 0;
+        if (rl__le32(p + i) == RL_WAL_MAGIC && rl__wal_decode(p + i, n - i, &r) == RL_OK) return i;
+    return n;
+}
+
+int rl__wal_valid_record_after(const uint8_t *p, size_t n, size_t from) {
+    return rl__wal_next_valid_record(p, n, from) < n;
 }
 
 int rl__wal_classify_tail(const uint8_t *p, size_t n) {

@@ -80,6 +80,8 @@ int rl__wal_iter_next(rl__wal_iter *it, rl__mutation *out);
 
 /* 1 if a valid record starts at some offset in p[from, n) (pure). */
 int rl__wal_valid_record_after(const uint8_t *p, size_t n, size_t from);
+/* The first offset in [from, n) where a valid record starts, or n (pure). */
+size_t rl__wal_next_valid_record(const uint8_t *p, size_t n, size_t from);
 /* What the unreadable bytes p[0..n) that end a log are (rl__wal_decode failed on them): an
  * rl__tail_kind of storage.h, RL_TAIL_TORN, RL_TAIL_BAD_CHECKSUM or RL_TAIL_BAD_RECORD (pure). */
 int rl__wal_classify_tail(const uint8_t *p, size_t n);

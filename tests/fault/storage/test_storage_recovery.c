@@ -744,6 +744,68 @@ TEST(recovery_3_6_torn_record_into_zeros) {
     }
 }
 
+/* Pages of unsynced records reach the disk in any order in a crash (memory.c L2). A log of 40
+ * records; the sector [1024, 1536) of the file never written (zeros), the records after it
+ * whole — or, the second time, only the rest of the first sector of the record holding byte 1024
+ * zeros. Either way the log ends before that record (torn) and the bytes from it to the file's
+ * end go to the side file. A record with one flipped byte before valid ones (no zeros between)
+ * is still corrupt: the open is refused. */
+TEST(recovery_3_8_hole_before_valid_records) {
+    for (int i = 0; i < 2; i++) {
+        char *dir = rl_test_tmpdir("rec-hole");
+        make_db(dir, NULL);
+        rl__storage *st;
+        ASSERT_OK(open_dir(dir, &st, NULL));
+        for (rl__version v = 21; v <= 50; v++) put_version(st, v);
+        ASSERT_OK(rl__storage_sync(st));
+        rl__storage_close(st);
+        size_t n, offs[64];
+        uint8_t *p = slurp(LOG(dir, 1), &n);
+        int nrec = record_offsets(p, n, offs, 64);
+        ASSERT_EQ(nrec, 40);
+        int k = 0;
+        while (k + 1 < nrec && offs[k + 1] <= 1024) k++; /* record k holds byte 1024 */
+        if (offs[k] % 512 == 0 || offs[nrec - 1] < 1536) fail_msg("log layout: record %d at %zu", k, offs[k]);
+        size_t off = offs[k], total = n + 4096;
+        uint8_t *q = rl__calloc(1, total);
+        memcpy(q, p, n);
+        if (i == 0) memset(q + 1024, 0, 512);
+        else memset(q + off, 0, (off / 512 + 1) * 512 - off);
+        spit(LOG(dir, 1), q, total);
+        capture cap;
+        capture_begin(&cap, dir);
+        ASSERT_OK(open_dir(dir, &st, NULL));
+        free(capture_end(&cap));
+        ASSERT_EQ(rl__storage_latest_version(st), (rl__version)(10 + k));
+        rl__storage_status s;
+        rl__storage_get_status(st, &s);
+        ASSERT_EQ(s.recovery_tail, RL_TAIL_TORN);
+        ASSERT_EQ(s.recovery_tail_offset, off);
+        ASSERT_EQ(s.recovery_tail_bytes, total - off);
+        rl__storage_close(st);
+        char side[4200];
+        snprintf(side, sizeof side, "%s.discarded-%zu", LOG(dir, 1), off);
+        size_t sn;
+        uint8_t *sp = slurp(side, &sn);
+        ASSERT_MEM_EQ(sp, sn, q + off, total - off);
+        rl__free(sp);
+        /* Without zeros between: corrupt, the open refused. */
+        ASSERT_EQ(unlink(side), 0);
+        memcpy(q, p, n);
+        q[off + 30] ^= 0x20;
+        spit(LOG(dir, 1), q, n);
+        rl__errdetail err;
+        rl__errdetail_init(&err, NULL);
+        capture_begin(&cap, dir);
+        ASSERT_RC(open_dir(dir, &st, &err), RL_E_LOG_CORRUPT);
+        free(capture_end(&cap));
+        rl__free(p);
+        rl__free(q);
+        rl_test_rmtree(dir);
+        free(dir);
+    }
+}
+
 /* A writer that stops without closing (as kill -9 would leave it) after its log got zeros ahead:
  * every synced version is there on the next open, quietly. A complete record with a bad
  * checksum before the zeros is still a bad checksum. */
@@ -1035,6 +1097,7 @@ RL_TEST_MAIN(T(recovery_1_1_junk_newer_checkpoint), T(recovery_1_2_leftovers_kep
              T(recovery_3_1_bad_checksum_tail_moved_aside), T(recovery_3_2_torn_tail_moved_aside),
              T(recovery_3_3_side_file_never_overwritten), T(recovery_3_4_saving_the_tail_fails),
              T(recovery_3_5_zeros_after_last_record_end_the_log), T(recovery_3_6_torn_record_into_zeros),
-             T(recovery_3_7_zeros_ahead_after_a_crash), T(recovery_4_1_read_only_changes_nothing),
-             T(recovery_4_2_read_only_creates_nothing), T(recovery_4_3_readers_beside_a_writer),
-             T(recovery_4_4_read_only_mem), T(recovery_4_5_readers_race_checkpoints))
+             T(recovery_3_7_zeros_ahead_after_a_crash), T(recovery_3_8_hole_before_valid_records),
+             T(recovery_4_1_read_only_changes_nothing), T(recovery_4_2_read_only_creates_nothing),
+             T(recovery_4_3_readers_beside_a_writer), T(recovery_4_4_read_only_mem),
+             T(recovery_4_5_readers_race_checkpoints))
