@@ -88,9 +88,9 @@
  *      were lost looks exactly like junk, and treating it as "not ours" would open older state.
  *      The message says to move the file out of the directory if it is not ours.
  *   4. Replay log-S. Zeros from where a record would start to the file's end are the log's end
- *      (L1). A record that fails to decode ends the log when no valid record starts
- *      anywhere after it, or when zeros lie between (L2) (the tail); otherwise, or when versions do not increase, open fails
- *      with RL_E_LOG_CORRUPT naming the file and offset. The tail is classified (rl__wal_classify_tail):
+ *      (L1). A record that fails to decode ends the log (the tail) when no valid record starts
+ *      anywhere after it, or when zeros lie between (L2); otherwise, or when versions do not
+ *      increase, open fails with RL_E_LOG_CORRUPT naming the file and offset. The tail is classified (rl__wal_classify_tail):
  *        torn          the file, or its written part before the zeros that end it (L1), ends
  *                      inside the record's header or payload (normally an
  *                      interrupted write, whose sync never returned: not acknowledged)
@@ -318,16 +318,17 @@ static int discard_tail(rl__storage *st, const char *path, size_t off, const uin
 /* L2: where [a, b) holds zeros still waiting for their records — the rest of the 512-byte sector
  * holding byte a, or a whole 512-byte sector of the file inside [a, b): a, that sector's start,
  * or b when there is none. */
+static int all_zero(const uint8_t *p, size_t a, size_t e) {
+    while (a < e && p[a] == 0) a++;
+    return a == e;
+}
+
 static size_t hole_at(const uint8_t *p, size_t a, size_t b) {
     size_t s = (a / 512 + 1) * 512;
     if (s > b) s = b;
-    size_t i = a;
-    while (i < s && p[i] == 0) i++;
-    if (i == s) return a;
-    for (; s + 512 <= b; s += 512) {
-        for (i = s; i < s + 512 && p[i] == 0; i++) {}
-        if (i == s + 512) return s;
-    }
+    if (all_zero(p, a, s)) return a;
+    for (; s + 512 <= b; s += 512)
+        if (all_zero(p, s, s + 512)) return s;
     return b;
 }
 

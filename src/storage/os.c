@@ -105,31 +105,23 @@ ssize_t rl__os_read(int fd, void *p, size_t n) {
     return read(fd, p, n);
 }
 
-ssize_t rl__os_write(int fd, const void *p, size_t n) {
+/* write (off < 0: at fd's position) or pwrite at off, under the RL_OS_WRITE fault. */
+static ssize_t write_at(int fd, const void *p, size_t n, off_t off) {
     int torn = 0, err = FAULT(RL_OS_WRITE, &torn);
     if (err) {
         if (torn && n > 1) {
-            ssize_t w = write(fd, p, n / 2);
+            ssize_t w = off < 0 ? write(fd, p, n / 2) : pwrite(fd, p, n / 2, off);
             (void)w; /* the call fails whatever the half did */
         }
         errno = err;
         return -1;
     }
-    return write(fd, p, n);
+    return off < 0 ? write(fd, p, n) : pwrite(fd, p, n, off);
 }
 
-ssize_t rl__os_pwrite(int fd, const void *p, size_t n, off_t off) {
-    int torn = 0, err = FAULT(RL_OS_WRITE, &torn);
-    if (err) {
-        if (torn && n > 1) {
-            ssize_t w = pwrite(fd, p, n / 2, off);
-            (void)w; /* the call fails whatever the half did */
-        }
-        errno = err;
-        return -1;
-    }
-    return pwrite(fd, p, n, off);
-}
+ssize_t rl__os_write(int fd, const void *p, size_t n) { return write_at(fd, p, n, -1); }
+
+ssize_t rl__os_pwrite(int fd, const void *p, size_t n, off_t off) { return write_at(fd, p, n, off); }
 
 int rl__os_fsync(int fd) {
     int err = FAULT(RL_OS_FSYNC, NULL);
@@ -204,33 +196,28 @@ int rl__os_io_fail(const char *who, const char *op, const char *path) {
     return rl__os_map_errno(e);
 }
 
-int rl__os_write_all(int fd, const void *p, size_t n, const char *who, const char *path) {
+/* All n bytes by write_at (off < 0: at fd's position), retrying short writes and EINTR. */
+static int write_all_at(int fd, const void *p, size_t n, off_t off, const char *who, const char *path) {
     const uint8_t *q = p;
     while (n > 0) {
-        ssize_t w = rl__os_write(fd, q, n);
+        ssize_t w = write_at(fd, q, n, off);
         if (w < 0) {
             if (errno == EINTR) continue;
             return rl__os_io_fail(who, "write", path);
         }
         q += w;
         n -= (size_t)w;
+        if (off >= 0) off += w;
     }
     return RL_OK;
 }
 
+int rl__os_write_all(int fd, const void *p, size_t n, const char *who, const char *path) {
+    return write_all_at(fd, p, n, -1, who, path);
+}
+
 int rl__os_pwrite_all(int fd, const void *p, size_t n, off_t off, const char *who, const char *path) {
-    const uint8_t *q = p;
-    while (n > 0) {
-        ssize_t w = rl__os_pwrite(fd, q, n, off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return rl__os_io_fail(who, "write", path);
-        }
-        q += w;
-        n -= (size_t)w;
-        off += w;
-    }
-    return RL_OK;
+    return write_all_at(fd, p, n, off, who, path);
 }
 
 int rl__os_sync_fd(int fd, int no_sync, const char *who, const char *path) {
