@@ -1299,11 +1299,14 @@ static int take_completion(rl_cursor *c, const rl_mapped_keyvalue *m) {
     return RL_OK;
 }
 
+static int build_mapper(rl_cursor *c);
+
 /* USE_REMOTE_FETCH: the next entry with its secondary result (completed) in c->kvs. */
 static int remote_next(rl_cursor *c, int *out_has) {
     int rc = RL_OK;
     *out_has = 0;
     if (c->mapper_rc) return c->mapper_rc;
+    if (!c->mapper.len && (rc = build_mapper(c))) return rc;
     for (;;) {
         if (c->mf && c->mi < c->mn) break;
         if (c->mf && c->mpart) { /* invariant 10: the page's entries final so far, all but its last */
@@ -1674,23 +1677,12 @@ bad:
     return RL_E_INVALID_ARGUMENT;
 }
 
-/* Build the mapper: records subspace elements, "{K[i]}" per primary-key column, "{...}". */
+/* Build the mapper: records subspace elements, "{K[i]}" per primary-key column, "{...}". Built
+ * at the first remote page (remote_next): a cursor that only scans never needs it. */
 static int build_mapper(rl_cursor *c) {
-    rl_slice p = rl_store_prefix(c->s);
-    rl__tuple_iter it;
-    rl__tuple_elem e;
-    size_t n_prefix = 0;
-    int rc;
-    rl__tuple_iter_init(&it, p.data, p.len);
-    while ((rc = rl__tuple_iter_next(&it, &e)) == RL_OK) {
-        n_prefix++;
-        if ((e.type == RL_TT_BYTES || e.type == RL_TT_STRING) &&
-            (memchr(e.payload, '{', e.payload_len) || memchr(e.payload, '}', e.payload_len))) {
-            /* The mapper would read the element as a placeholder or re-emit it as bytes. */
-            c->mapper_rc = RL_E_UNSUPPORTED_OPERATION;
-        }
-    }
-    if (rc != RL_E_NOT_FOUND) return RL_E_INVALID_ARGUMENT;
+    size_t n_prefix;
+    int braces;
+    rl__store_prefix_shape(c->s, &n_prefix, &braces);
     rl__tuple_packer pk;
     rl__buf_append(&c->mapper, c->recprefix.data, c->recprefix.len);
     rl__tuple_packer_init(&pk, &c->mapper);
@@ -1843,12 +1835,17 @@ static int cursor_open(rl_store *s, rl_txn *txn, const char *index_name, const r
     rl__store_index_prefix(s, c->ix.subspace_key, &c->ixprefix);
     rl__store_records_prefix(s, &c->recprefix);
     if ((rc = rl__buf_error(&c->ixprefix)) || (rc = rl__buf_error(&c->recprefix))) goto fail;
-    if ((rc = build_range(c, &o)) || (rc = build_mapper(c))) goto fail;
+    if ((rc = build_range(c, &o))) goto fail;
+    size_t n_prefix;
+    int braces;
+    rl__store_prefix_shape(s, &n_prefix, &braces);
+    /* The mapper would read such an element as a placeholder or re-emit it as bytes. */
+    if (braces) c->mapper_rc = RL_E_UNSUPPORTED_OPERATION;
     if (o.continuation && o.continuation_len && (rc = adopt_continuation(c, &o))) goto fail;
     c->o.eq = c->o.low = c->o.high = c->o.continuation = NULL;
-    c->t0_ns = now_ns(c);
-    c->tr_t0 = rl__clock_mono_ns();
+    if (o.time_limit_ms > 0) c->t0_ns = now_ns(c);
     if (o.trace) {
+        c->tr_t0 = rl__clock_mono_ns();
         rl__txn_trace(txn, 1);
         c->tr_on = 1;
     }

@@ -161,7 +161,11 @@ struct rl_store {
     size_t prefix_len;
     uint8_t *rec_prefix; /* owned: prefix + pack(1) */
     size_t rec_prefix_len;
-    uint32_t flags; /* RL_STORE_* */
+    rl_slice *ix_prefix; /* owned: per index of md (md->indexes order), prefix + pack(2, subspace_key),
+                          * each an owned allocation; what rl__store_index_prefix appends */
+    size_t prefix_elems; /* elements of the store prefix (rl__store_prefix_shape) */
+    int prefix_braces;   /* 1: a string or bytes element of it holds '{' or '}' */
+    uint32_t flags;      /* RL_STORE_* */
     int is_open;
     atomic_uint user_version; /* local part of record versions (unique within a transaction) */
     pthread_mutex_t err_mu;   /* serialises writes of err (an open store is shared by threads) */

@@ -50,6 +50,13 @@ void rl__store_key(const rl_store *s, int64_t kid, rl_buf *b, rl__tuple_packer *
 }
 
 void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b) {
+    const rl_metadata *md = s->md;
+    if (s->ix_prefix) /* an index of the store's metadata: the prefix made with the store */
+        for (int i = 0; i < md->n_indexes; i++)
+            if (md->indexes[i].subspace_key == subspace_key) {
+                rl__buf_append(b, s->ix_prefix[i].data, s->ix_prefix[i].len);
+                return;
+            }
     rl__tuple_packer pk;
     rl__buf_append(b, s->prefix, s->prefix_len);
     rl__tuple_packer_init(&pk, b);
@@ -58,6 +65,43 @@ void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf 
 }
 
 void rl__store_records_prefix(const rl_store *s, rl_buf *b) { rl__buf_append(b, s->rec_prefix, s->rec_prefix_len); }
+
+void rl__store_prefix_shape(const rl_store *s, size_t *out_elems, int *out_braces) {
+    *out_elems = s->prefix_elems;
+    *out_braces = s->prefix_braces;
+}
+
+/* The store's per-index prefixes and its prefix's shape (rl_store_new). RL_OK or
+ * RL_E_OUT_OF_MEMORY. */
+static int store_precompute(rl_store *s) {
+    rl__tuple_iter it;
+    rl__tuple_elem e;
+    rl__tuple_iter_init(&it, s->prefix, s->prefix_len);
+    while (rl__tuple_iter_next(&it, &e) == RL_OK) { /* validated by rl_store_new */
+        s->prefix_elems++;
+        if ((e.type == RL_TT_BYTES || e.type == RL_TT_STRING) &&
+            (memchr(e.payload, '{', e.payload_len) || memchr(e.payload, '}', e.payload_len)))
+            s->prefix_braces = 1;
+    }
+    int n = s->md->n_indexes;
+    if (n == 0) return RL_OK;
+    rl_slice *ix = rl__calloc((size_t)n, sizeof *ix);
+    if (!ix) return RL_E_OUT_OF_MEMORY;
+    int rc = RL_OK;
+    for (int i = 0; i < n && rc == RL_OK; i++) {
+        rl_buf b;
+        rl__buf_init(&b);
+        rl__store_index_prefix(s, s->md->indexes[i].subspace_key, &b); /* s->ix_prefix is still NULL */
+        if ((rc = rl__buf_error(&b)) == RL_OK) {
+            size_t len;
+            ix[i].data = rl__buf_detach(&b, &len);
+            ix[i].len = len;
+        }
+        rl__buf_release(&b);
+    }
+    s->ix_prefix = ix;
+    return rc;
+}
 
 /* ============================================================================================
  * Handles and the header
@@ -104,6 +148,11 @@ int rl_store_new(const rl_metadata *md, const void *prefix, size_t prefix_len, u
         return RL_E_OUT_OF_MEMORY;
     }
     s->rec_prefix = rl__buf_detach(&b, &s->rec_prefix_len);
+    if (store_precompute(s) != RL_OK) {
+        rl_store_free(s);
+        rl__errdetail_set(err, "rl_store_new: out of memory");
+        return RL_E_OUT_OF_MEMORY;
+    }
     atomic_init(&s->user_version, 0);
     *out = s;
     return RL_OK;
@@ -113,6 +162,9 @@ void rl_store_free(rl_store *s) {
     if (!s) return;
     rl__free(s->prefix);
     rl__free(s->rec_prefix);
+    if (s->ix_prefix)
+        for (int i = 0; i < s->md->n_indexes; i++) rl__free((void *)s->ix_prefix[i].data);
+    rl__free(s->ix_prefix);
     pthread_mutex_destroy(&s->err_mu);
     rl__free(s);
 }

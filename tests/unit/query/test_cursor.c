@@ -749,7 +749,68 @@ TEST(query_2_11_adaptive_short_pages_sampled) {
     qt_close(&e);
 }
 
+/* Count the rows of a whole-index query by method m on e's store; rc of the last next. */
+static int count_rows(qt_env *e, rl_fetch_method m, int *n, rl_query_counters *k) {
+    rl_txn *t = qt_begin(e);
+    rl_cursor *c = NULL;
+    const rl_query_row *row;
+    rl_query_options o = base_opts(m, 0);
+    int rc;
+    *n = 0;
+    ASSERT_OK(rl_cursor_open(e->s, t, "price_idx", &o, &c));
+    while ((rc = rl_cursor_next(c, &row)) == RL_OK && row) (*n)++;
+    rl_cursor_get_counters(c, k);
+    rl_cursor_free(c);
+    qt_commit(t);
+    return rc;
+}
+
+/* query_2_12: the remote-fetch mapper is the cursor's store's: built at the first remote page
+ * (a reused cursor never keeps another store's), and refused for a store whose prefix holds a
+ * brace (which a mapper would read as a placeholder) while SCAN_AND_FETCH, the fallback and
+ * ADAPTIVE still read it. */
+TEST(query_2_12_mapper_per_store) {
+    static qt_env a, b; /* large */
+    uint64_t rs = rl_test_seed();
+    rl_query_counters k;
+    int n;
+    qt_open(&a, "q212-a");
+    qt_load(&a, &rs, 12, 6, 0);
+    /* b: a second store of the same database and metadata, under ("qtest", "orders", "q212-{b}") */
+    b = a;
+    b.n = 0;
+    rl_buf p;
+    rl__tuple_packer pk;
+    rl__buf_init(&p);
+    rl__buf_append(&p, QP, sizeof QP);
+    rl__tuple_packer_init(&pk, &p);
+    rl__tuple_pack_string(&pk, "q212-{b}", 8);
+    ASSERT_OK(rl_store_new(a.md, p.data, p.len, RL_STORE_SPLIT_LONG_RECORDS | RL_STORE_RECORD_VERSIONS, &b.s));
+    rl__buf_release(&p);
+    rl_txn *t = qt_begin(&b);
+    ASSERT_OK(rl_store_open(b.s, t));
+    qt_commit(t);
+    qt_load(&b, &rs, 7, 3, 0);
+    for (int round = 0; round < 2; round++) { /* a's cursor parked, then taken for b, and back */
+        ASSERT_OK(count_rows(&a, RL_FETCH_USE_REMOTE_FETCH, &n, &k));
+        ASSERT_EQ(n, 12);
+        ASSERT_EQ(k.orphans, 0);
+        ASSERT_RC(count_rows(&b, RL_FETCH_USE_REMOTE_FETCH, &n, &k), RL_E_UNSUPPORTED_OPERATION);
+        ASSERT_EQ(n, 0);
+        ASSERT_OK(count_rows(&b, RL_FETCH_USE_REMOTE_FETCH_WITH_FALLBACK, &n, &k));
+        ASSERT_EQ(n, 7);
+        ASSERT_EQ(k.fallback_error, RL_E_UNSUPPORTED_OPERATION);
+        ASSERT_OK(count_rows(&b, RL_FETCH_ADAPTIVE, &n, &k));
+        ASSERT_EQ(n, 7);
+        ASSERT_OK(count_rows(&b, RL_FETCH_SCAN_AND_FETCH, &n, &k));
+        ASSERT_EQ(n, 7);
+    }
+    rl_store_free(b.s);
+    qt_close(&a);
+}
+
 RL_TEST_MAIN(T(query_2_1_skip_pushdown), T(query_2_2_limits), T(query_2_3_fallback_before_any_row),
              T(query_2_4_fallback_after_rows), T(query_2_5_orphans), T(query_2_6_continuations_refused),
              T(query_2_7_options), T(query_2_8_out_of_memory), T(query_2_9_skip_edge_and_bounds_count),
-             T(query_2_10_adaptive_local_page_time), T(query_2_11_adaptive_short_pages_sampled))
+             T(query_2_10_adaptive_local_page_time), T(query_2_11_adaptive_short_pages_sampled),
+             T(query_2_12_mapper_per_store))
