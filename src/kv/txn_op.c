@@ -1259,6 +1259,24 @@ void rl__txn_cancel_ops(rl_txn *t, int err) {
 
 static void inline_done(rl__kv_read *r, int err) { *(int *)r->ud = err; }
 
+/* A transaction of a backend that completes inline, with no read version yet and nothing
+ * waiting for one: take it now, as op_start's request would (the same backend call and
+ * rl__txn_rv_ready, which has no waiter to run), so that the transaction's first read takes the
+ * inline fast path too instead of an operation parked for the version. On failure t still has no
+ * version, and the read goes the general way (which asks again and fails its future). */
+static void rv_inline(rl_txn *t) {
+    if (t->is_async || t->has_rv || t->grv || t->rv_waiters) return;
+    rl__kv_backend *be = t->db->be;
+    txn_grv q;
+    memset(&q, 0, sizeof q);
+    q.t = t;
+    q.gen = t->gen;
+    q.g.done = on_grv_done;
+    t->grv = &q;
+    be->vt->get_read_version(be, &q.g); /* completes here (completes_inline) */
+    if (t->grv == &q) t->grv = NULL;    /* (rl__txn_rv_ready clears it unless reset meanwhile) */
+}
+
 /* Run the one-request operation op (stage 0) to its end; its outcome is op->io_err. */
 static void run_inline(txn_op *op) {
     rl__kv_backend *be = op->t->db->be;
@@ -1343,6 +1361,7 @@ rl_future *rl_txn_get(rl_txn *t, const void *key, size_t key_len, int flags) {
         }
         if (!p && rl__wmap_in_clear(&t->wm, key, (uint32_t)key_len)) goto now;
     }
+    rv_inline(t);
     if (!t->is_async && t->has_rv) {
         /* The inline fast path, by hand for the most frequent read (step_get's work): the
          * backend's get_now when it has one (no request block, no done callback). */
@@ -1482,6 +1501,7 @@ rl_future *rl_txn_get_range(rl_txn *t, rl_key_selector begin, rl_key_selector en
     rl__txn_lock(t);
     txn_op *op = NULL;
     if ((rc = rl__txn_check_usable(t))) goto now;
+    rv_inline(t);
     if (!t->is_async && t->has_rv && begin.offset == 1 && end.offset == 1 && !begin.or_equal && !end.or_equal &&
         !has_writes(t) && (begin.key || !begin.key_len) && (end.key || !end.key_len) &&
         !past_max(t, begin.key, begin.key_len, 0) && !past_max(t, end.key, end.key_len, 0)) {

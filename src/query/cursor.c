@@ -304,7 +304,6 @@ struct rl_cursor {
     rl_buf recprefix;           /* store prefix + (1,) */
     rl_buf range_b, range_e;    /* index keys selected by the bounds: [range_b, range_e) */
     int is_empty;               /* range_b >= range_e */
-    uint64_t hash;              /* rl__qcont_scan_hash of the range and direction */
     int pk_pos[MAX_ENTRY_COLS]; /* per primary-key column: its position in the entry tuple */
     int n_pk, n_entry;          /* primary-key columns; elements of an entry tuple */
     rl_buf mapper;              /* the remote-fetch mapper */
@@ -1721,8 +1720,13 @@ static int build_range(rl_cursor *c, const rl_query_options *o) {
     if (!rc) rc = rl__buf_error(&c->range_e);
     if (rc) return rc;
     c->is_empty = rl__bytes_cmp(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len) >= 0;
-    c->hash = rl__qcont_scan_hash(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len, o->reverse != 0);
     return RL_OK;
+}
+
+/* rl__qcont_scan_hash of the scan's range and direction: what a continuation is checked against
+ * (hashed only when a continuation is read or made). */
+static uint64_t scan_hash(const rl_cursor *c) {
+    return rl__qcont_scan_hash(c->range_b.data, c->range_b.len, c->range_e.data, c->range_e.len, c->o.reverse != 0);
 }
 
 /* Adopt the continuation of o: the last key, checked against the scan's hash and range. */
@@ -1731,7 +1735,7 @@ static int adopt_continuation(rl_cursor *c, const rl_query_options *o) {
     const uint8_t *suf;
     size_t suf_len;
     const char *why;
-    int rc = rl__qcont_decode(o->continuation, o->continuation_len, c->hash, &has_key, &suf, &suf_len, &why);
+    int rc = rl__qcont_decode(o->continuation, o->continuation_len, scan_hash(c), &has_key, &suf, &suf_len, &why);
     if (rc) {
         rl__errdetail_set(rl__store_err(c->s), "%s", why);
         return rc;
@@ -2184,7 +2188,7 @@ int rl_cursor_continuation(rl_cursor *c, const uint8_t **out, size_t *out_len) {
     *out = NULL;
     *out_len = 0;
     if (c->done && c->reason == RL_NO_NEXT_SOURCE_EXHAUSTED) return RL_OK;
-    rl__qcont_encode(c->hash, c->has_last, c->last_key.data + c->ixprefix.len,
+    rl__qcont_encode(scan_hash(c), c->has_last, c->last_key.data + c->ixprefix.len,
                      c->has_last ? c->last_key.len - c->ixprefix.len : 0, &c->cont);
     int rc = rl__buf_error(&c->cont);
     if (rc) return rc;
