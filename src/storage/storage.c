@@ -182,8 +182,19 @@ static size_t common_prefix(const uint8_t *a, size_t al, const uint8_t *b, size_
 static inline int prefix_side(const uint8_t *pfx, uint32_t off, const uint8_t *k, size_t kl) {
     if (off == 0) return 0;
     size_t m = kl < off ? kl : off;
-    int c = m ? memcmp(k, pfx, m) : 0;
-    if (c) return c < 0 ? -1 : 1;
+    /* memcmp(k, pfx, m) inline, 8 bytes at a time as big-endian integers (m <= BT_PFX: a few
+     * words; the call was a fifth of a record load's key compares); the last word overlaps the
+     * one before, whose bytes are equal by then. */
+    size_t i = 0;
+    for (; i + 8 <= m; i += 8) {
+        uint64_t a = key_prefix(k + i, 8), b = key_prefix(pfx + i, 8);
+        if (a != b) return a < b ? -1 : 1;
+    }
+    if (i < m) {
+        size_t at = m >= 8 ? m - 8 : 0, n = m >= 8 ? 8 : m; /* zero-padded alike when m < 8 */
+        uint64_t a = key_prefix(k + at, n), b = key_prefix(pfx + at, n);
+        if (a != b) return a < b ? -1 : 1;
+    }
     return kl < off ? -1 : 0;
 }
 
@@ -1723,6 +1734,28 @@ static uint32_t leaf_bound_from(const bt_leaf *l, uint32_t from, const uint8_t *
 
 #define SHORT_RANGE 4 /* rows a forward range read takes in its one-pass form (below) */
 
+/* A key k placed against one leaf's shared prefix (invariant 12), so that rows of that leaf compare
+ * with it through their cached prefixes (an integer compare; key bytes only on a tie) instead of
+ * a memcmp of whole keys. */
+typedef struct {
+    const bt_leaf *l; /* the leaf it is placed against (NULL: none yet) */
+    int side;         /* prefix_side: -1 k below every row, 1 above every row, 0 compare kp */
+    uint64_t kp;      /* key_prefix of k after the leaf's prefix (side 0) */
+} leaf_key;
+
+/* rows[i] of leaf l against k: < 0, 0, > 0 as row_cmp(l->rows[i], k, kl). */
+static inline int leaf_row_cmp(const bt_leaf *l, uint32_t i, const uint8_t *k, size_t kl, leaf_key *lk) {
+    uint32_t off = l->off;
+    if (lk->l != l) {
+        lk->l = l;
+        lk->side = prefix_side(l->pfx, off, k, kl);
+        if (!lk->side) lk->kp = key_prefix(off ? k + off : k, kl - off);
+    }
+    if (lk->side) return -lk->side; /* k below every row: the row is above it */
+    const bt_row *r = l->rows[i];
+    return pcmp(l->kpre[i], r->key + off, r->klen - off, lk->kp, off ? k + off : k, kl - off);
+}
+
 /* Range reads copy rows window by window: pass 1 walks up to a window of rows counting them and
  * their bytes (prefetching rows PREFETCH_AHEAD positions ahead), then the result array grows
  * once (to at least the rows so far) and one arena allocation takes all the window's keys and
@@ -1767,8 +1800,9 @@ int rl__storage_get_range_nolock(rl__storage *st, rl__version v, const void *beg
         const st_ver *se[SHORT_RANGE];
         int sn = 0, smore = 0, fits = 0, walked = 0;
         long sbytes = 0, skeys = 0;
+        leaf_key ek = {NULL, 0, 0};
         for (cursor y = c;; cur_next(&y)) {
-            if (!y.l || row_cmp(cur_row(y), end, end_len) >= 0) {
+            if (!y.l || leaf_row_cmp(y.l, y.i, end, end_len, &ek) >= 0) {
                 fits = 1;
                 break;
             }
