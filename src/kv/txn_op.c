@@ -1068,6 +1068,20 @@ static void on_grv_done(rl__kv_grv *g, int err) {
     if (heap) rl__free(q);
 }
 
+/* A backend that completes inline: ask for t's read version on a request on the stack, which
+ * completes before the call returns (rl__txn_rv_ready, running any waiters). */
+static void grv_now(rl_txn *t) {
+    rl__kv_backend *be = t->db->be;
+    txn_grv q;
+    memset(&q, 0, sizeof q);
+    q.t = t;
+    q.gen = t->gen;
+    q.g.done = on_grv_done;
+    t->grv = &q;
+    be->vt->get_read_version(be, &q.g);
+    if (t->grv == &q) t->grv = NULL; /* rl__txn_rv_ready clears it unless a reset came first */
+}
+
 /* Allocate an operation of kind in f's arena (NULL on OOM). */
 static txn_op *op_new(rl_txn *t, rl_future *f, int kind) {
     txn_op *op = rl__arena_alloc(&f->arena, sizeof *op);
@@ -1100,13 +1114,7 @@ static void op_start(txn_op *op) {
         }
         rl__kv_backend *be = t->db->be;
         if (!t->is_async) {
-            txn_grv q;
-            memset(&q, 0, sizeof q);
-            q.t = t;
-            q.gen = t->gen;
-            q.g.done = on_grv_done;
-            t->grv = &q;
-            be->vt->get_read_version(be, &q.g); /* completes here, running the waiters */
+            grv_now(t); /* completes here, running the waiters */
             return;
         }
         txn_grv *q = rl__calloc(1, sizeof *q);
@@ -1266,15 +1274,7 @@ static void inline_done(rl__kv_read *r, int err) { *(int *)r->ud = err; }
  * version, and the read goes the general way (which asks again and fails its future). */
 static void rv_inline(rl_txn *t) {
     if (t->is_async || t->has_rv || t->grv || t->rv_waiters) return;
-    rl__kv_backend *be = t->db->be;
-    txn_grv q;
-    memset(&q, 0, sizeof q);
-    q.t = t;
-    q.gen = t->gen;
-    q.g.done = on_grv_done;
-    t->grv = &q;
-    be->vt->get_read_version(be, &q.g); /* completes here (completes_inline) */
-    if (t->grv == &q) t->grv = NULL;    /* (rl__txn_rv_ready clears it unless reset meanwhile) */
+    grv_now(t);
 }
 
 /* Run the one-request operation op (stage 0) to its end; its outcome is op->io_err. */

@@ -78,12 +78,12 @@ void rl__md_pack_field(rl__tuple_packer *pk, const ProtobufCMessage *msg, const 
  * rl__store_records_prefix — append prefix + pack(RL__KS_RECORD). Errors stay in b
  * (rl__buf_error). */
 void rl__store_index_prefix(const rl_store *s, const char *subspace_key, rl_buf *b);
+void rl__store_records_prefix(const rl_store *s, rl_buf *b);
 
 /* rl__store_prefix_shape — how many tuple elements the store's prefix has (*out_elems), and
  * whether a string or bytes element of it holds '{' or '}' (*out_braces: 1), which a remote-fetch
  * mapper would read as a placeholder. Computed once when the store is made. */
 void rl__store_prefix_shape(const rl_store *s, size_t *out_elems, int *out_braces);
-void rl__store_records_prefix(const rl_store *s, rl_buf *b);
 /* rl__store_record_range — reset b and e to the begin and end of the records range of pk (a
  * packed primary key, pk_len bytes; NULL, 0: every record): R+pk+0x00 .. R+pk+0xff, R the
  * records prefix. pk must not point into b or e. Errors stay in b and e (rl__buf_error). */
